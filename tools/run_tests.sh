@@ -14,6 +14,9 @@ snapshot() { find nbs knowlyr_lab README.md -type f \( -name '*.ipynb' -o -name 
 step "optional system components (bubblewrap, docker)"
 bash tools/setup_system.sh || echo "system setup incomplete; tests that need it will be skipped with a reason"
 
+step "notebook house rules (tools/lint_nbs.py)"
+python tools/lint_nbs.py
+
 step "nbdev-clean / nbdev-export / README must not change anything"
 before=$(snapshot)
 nbdev-clean

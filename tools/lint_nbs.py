@@ -1,0 +1,56 @@
+"""House rules that nbdev itself does not check (STYLE.md):
+- a code cell that imports must import only (the docs build re-runs import cells on their own, out of context);
+- no import inside a flagged cell (#| slow, docker, llm, ray, gpu).
+Exit 1 listing every offending cell."""
+import ast, sys
+from pathlib import Path
+import nbformat
+
+FLAGS = {'slow', 'docker', 'llm', 'ray', 'gpu'}
+
+def problems(path):
+    nb = nbformat.read(path, as_version=4)
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != 'code': continue
+        lines = c.source.splitlines()
+        directives = [l[2:].strip() for l in lines if l.startswith('#|')]
+        code = '\n'.join(l for l in lines if not l.startswith('#|') and not l.lstrip().startswith(('%', '!')))
+        try: tree = ast.parse(code)
+        except SyntaxError: continue
+        if 'nbdev_export()' in c.source: continue
+        imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        if not imports: continue
+        first = lines[0] if lines else ''
+        if any(d.split()[0] in FLAGS for d in directives if d):
+            yield f"{path}: cell {i}: import inside a flagged cell ({first})"
+        elif not all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body) and not any(d.startswith(('export', 'exports', 'exporti', 'exec_doc')) for d in directives):
+            yield f"{path}: cell {i}: mixes imports with other code (split the imports into their own cell): {code.splitlines()[0][:70]}"
+
+def fix(path):
+    "Move the leading top-level imports of offending cells into a cell of their own"
+    nb = nbformat.read(path, as_version=4)
+    out = []
+    for c in nb.cells:
+        if c.cell_type == 'code' and 'nbdev_export()' not in c.source and not c.source.lstrip().startswith('#|'):
+            try: tree = ast.parse(c.source)
+            except SyntaxError: tree = None
+            if tree and tree.body and isinstance(tree.body[0], (ast.Import, ast.ImportFrom)) and \
+               not all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body):
+                k = next(i for i, n in enumerate(tree.body) if not isinstance(n, (ast.Import, ast.ImportFrom)))
+                lines = c.source.splitlines()
+                cut = tree.body[k].lineno - 1
+                imp = nbformat.v4.new_code_cell('\n'.join(lines[:cut]).rstrip())
+                c.source = '\n'.join(lines[cut:])
+                out.append(imp)
+        out.append(c)
+    nb.cells = out
+    nbformat.write(nb, path)
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['--fix']:
+        for p in sys.argv[2:]: fix(Path(p))
+        sys.exit(0)
+    paths = [Path(p) for p in sys.argv[1:]] or sorted(Path('nbs').rglob('*.ipynb'))
+    errs = [e for p in paths if '.ipynb_checkpoints' not in str(p) for e in problems(p)]
+    print('\n'.join(errs) or 'notebook lint: ok')
+    sys.exit(1 if errs else 0)
