@@ -1,0 +1,108 @@
+"Evaluation statistics checked against scipy/statsmodels and brute force, and evaluate_agent on a real env"
+import math
+from itertools import combinations
+import numpy as np, pytest
+from scipy import stats
+from knowlyr_lab.eval.stats import wilson_ci, pass_at_k, compare_samples, adjust_pvalues, compare_many, bootstrap_ci
+from knowlyr_lab.eval.evaluate import evaluate_agent, compare_agents, leaderboard, EvalResult
+from knowlyr_lab.agents import ExpertAgent, RandomAgent
+
+RNG = np.random.default_rng(2024)
+VECTORS = [(RNG.normal(0, 1, n), RNG.normal(d, s, m)) for n, m, d, s in [(5, 7, 0.5, 1), (20, 20, 0.3, 2), (40, 33, 0, 1), (3, 3, 2, 0.5)]]
+
+@pytest.mark.parametrize('a,b', VECTORS)
+def test_unpaired_tests_match_scipy(a, b):
+    c = compare_samples(a, b)
+    t = stats.ttest_ind(a, b, equal_var=False)
+    assert c.tests['welch_t']['statistic'] == pytest.approx(t.statistic) and c.tests['welch_t']['pvalue'] == pytest.approx(t.pvalue)
+    u = stats.mannwhitneyu(a, b, alternative='two-sided')
+    assert c.tests['mann_whitney_u']['pvalue'] == pytest.approx(u.pvalue)
+    assert c.primary == 'welch_t' and c.p_value == pytest.approx(t.pvalue)
+
+def test_three_vs_three_is_not_significant():
+    "The seed's |t| bucketing called this p<0.05; the exact Welch p is far larger"
+    c = compare_samples([0.9, 0.8, 0.7], [0.7, 0.6, 0.65])
+    t = stats.ttest_ind([0.9, 0.8, 0.7], [0.7, 0.6, 0.65], equal_var=False)
+    assert c.p_value == pytest.approx(t.pvalue) and c.p_value > 0.05
+
+@pytest.mark.parametrize('a,b', [(x, x + RNG.normal(0.2, 0.5, len(x))) for x, _ in VECTORS])
+def test_paired_tests_match_scipy(a, b):
+    c = compare_samples(a, b, paired=True)
+    assert c.tests['paired_t']['pvalue'] == pytest.approx(stats.ttest_rel(a, b).pvalue)
+    assert c.tests['wilcoxon']['pvalue'] == pytest.approx(stats.wilcoxon(a, b).pvalue)
+    d = a - b
+    assert c.effect_size == pytest.approx(d.mean() / d.std(ddof=1))
+
+def test_binary_tests():
+    a = np.array([1] * 12 + [0] * 8); b = np.array([1] * 4 + [0] * 16)
+    c = compare_samples(a, b)
+    assert c.primary == 'fisher_exact' and c.p_value == pytest.approx(stats.fisher_exact([[12, 8], [4, 16]]).pvalue)
+    # paired: discordant pairs a-only=8, b-only=0 -> exact McNemar = two-sided binomial(0; 8, 1/2) = 2/256
+    p = compare_samples(a, np.array([1] * 4 + [0] * 16), paired=True)
+    assert p.primary == 'mcnemar_exact' and p.p_value == pytest.approx(2 / 256)
+
+def test_welch_textbook():
+    "R ?t.test sleep data: Welch t = -1.8608, df = 17.776, p = 0.07939; paired t = -4.0621, p = 0.002833"
+    x = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]; y = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
+    c = compare_samples(x, y, paired=True)
+    assert c.tests['welch_t']['statistic'] == pytest.approx(-1.8608, abs=1e-4) and c.tests['welch_t']['df'] == pytest.approx(17.776, abs=1e-3)
+    assert c.tests['welch_t']['pvalue'] == pytest.approx(0.07939, abs=1e-5)
+    assert c.tests['paired_t']['statistic'] == pytest.approx(-4.0621, abs=1e-4) and c.p_value == pytest.approx(0.002833, abs=1e-6)
+
+def test_wilson_known_values():
+    assert wilson_ci(81, 263) == pytest.approx((0.2553, 0.3662), abs=6e-5)
+    assert wilson_ci(0, 20) == pytest.approx((0.0, 0.1611), abs=6e-5)
+    from statsmodels.stats.proportion import proportion_confint
+    for k, n in [(3, 7), (10, 10), (55, 120)]: assert wilson_ci(k, n) == pytest.approx(proportion_confint(k, n, method='wilson'))
+
+@pytest.mark.parametrize('n', range(1, 9))
+def test_pass_at_k_brute_force(n):
+    for c in range(n + 1):
+        for k in range(1, n + 1):
+            subsets = list(combinations([1] * c + [0] * (n - c), k))
+            assert pass_at_k(n, c, k) == pytest.approx(sum(any(s) for s in subsets) / len(subsets), abs=1e-12)
+
+def test_holm_matches_statsmodels_and_dominates_raw():
+    from statsmodels.stats.multitest import multipletests
+    p = RNG.uniform(0, 0.1, 7)
+    for m in ('holm', 'bonferroni', 'fdr_bh'):
+        adj, rej = adjust_pvalues(p, m)
+        ref = multipletests(p, method=m)
+        assert np.allclose(adj, ref[1]) and (rej == ref[0]).all() and (adj >= p - 1e-15).all()
+
+def test_bootstrap_interval_covers_mean():
+    x = RNG.exponential(1, 300)
+    lo, hi = bootstrap_ci(x)
+    assert lo < x.mean() < hi
+
+@pytest.fixture(scope='module')
+def evals():
+    e = evaluate_agent(ExpertAgent(), 'knowlyr/maze-medium', n_tasks=12)
+    r = evaluate_agent(RandomAgent(), 'knowlyr/maze-medium', n_tasks=12, max_steps=25)
+    return e, r
+
+def test_evaluate_and_compare(evals):
+    e, r = evals
+    assert e.summary()['success_rate'] == 1.0 and r.summary()['success_rate'] < 0.5
+    c = compare_agents(e, r)
+    assert c.paired and c.primary == 'mcnemar_exact'
+    k = c.tests['mcnemar_exact']['a_only']
+    assert c.p_value == pytest.approx(stats.binomtest(c.tests['mcnemar_exact']['b_only'], k + c.tests['mcnemar_exact']['b_only'], 0.5).pvalue)
+    board = leaderboard([r, e])
+    assert list(board.agent) == ['expert', 'random'] and board.sig[0] == 'best'
+
+def test_unverified_episodes_are_reported():
+    "An env without a verdict: success is unknown, not failure"
+    from knowlyr_lab.core import AgentEnv, TimeStep, tool_schema
+    class NoVerdict(AgentEnv):
+        @property
+        def tool_schemas(self): return [tool_schema('finish')]
+        def list_tasks(self): return [{'id': f't{i}'} for i in range(3)]
+        def _reset(self, task=None, seed=None): return TimeStep('go', info={'task': {'id': (task or {}).get('id', 't0')}})
+        def _step(self, tool, params): return TimeStep('done', 0.5, terminated=True)
+    class Finisher:
+        name = 'finisher'
+        def __call__(self, obs, history): return {'tool': 'finish', 'params': {}}
+    res = evaluate_agent(Finisher(), NoVerdict, n_tasks=3)
+    s = res.summary()
+    assert s['n_unverified'] == 3 and math.isnan(s['success_rate']) and s['mean_reward'] == 0.5

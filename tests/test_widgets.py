@@ -1,0 +1,58 @@
+"EnvStepper driven headless by setting traits and clicking its buttons (never by reading Output capture)"
+import html, pytest
+from knowlyr_lab.agents import ExpertAgent, RandomAgent
+from knowlyr_lab.registry import list_envs
+from knowlyr_lab.widgets import EnvStepper, EnvSession
+
+def progress(step, ctx):
+    ok = step.action is not None and step.action.tool == 'move' and not step.observation.is_error
+    return ctx.timestep.reward + (0.1 if ok else -0.1), {'rules': 0.1 if ok else -0.1, 'outcome': ctx.timestep.reward}
+
+def test_expert_maze_episode_by_clicks():
+    w = EnvStepper('knowlyr/maze-hard', ExpertAgent(), reward_fn=progress)
+    w.task_picker.value = w.task_picker.options[4]
+    w.reset_button.click()
+    assert w.session.trajectory.task.id == w.task_picker.options[4]
+    for _ in range(3): w.step_button.click()
+    assert len(w.session.trajectory) == 3 and 'rules: +0.100' in w.reward.value
+    w.run_button.click()
+    t = w.session.trajectory
+    assert t.outcome.success is True and w.step_button.disabled and 'success' in w.status.value
+    assert len(t) == t.task.metadata['optimal_steps']
+    assert t.reward == pytest.approx(1.0 + 0.1 * (len(t) - 1) - 0.1)
+
+def test_human_typed_episode_and_errors():
+    w = EnvStepper('knowlyr/maze-easy', plot=False)
+    w.seed.value = 5
+    w.reset_button.click()
+    env = w.session.base.unwrapped
+    while True:  # a human following the oracle by typing its moves
+        a = env.oracle_action()
+        w.action_text.value = 'submit' if a['tool'] == 'submit' else f"move(direction='{a['params']['direction']}')"
+        w.step_button.click()
+        if w.session.done: break
+    assert w.session.trajectory.outcome.success is True and w.session.trajectory.agent.name == 'human'
+    w.step_button.click()  # after the end: the button is disabled in the UI; a programmatic click reports the error
+    assert 'EnvDoneError' in w.status.value or w.step_button.disabled
+
+def test_random_agent_stepped_to_budget():
+    w = EnvStepper('knowlyr/maze-hard', RandomAgent(), max_steps=6, plot=False)
+    w.reset_button.click(); w.run_button.click()
+    assert w.session.done and len(w.session.trajectory) <= 6
+
+@pytest.mark.skipif('knowlyr/sandbox' not in list_envs(), reason="the knowlyr/sandbox env is not registered in this checkout")
+def test_sandbox_episode_by_clicks():
+    from knowlyr_lab.registry import make
+    env = make('knowlyr/sandbox')
+    w = EnvStepper(env, plot=False)
+    w.reset_button.click()
+    assert w.session.started, html.unescape(w.status.value)
+    names = [s['function']['name'] if 'function' in s else s['name'] for s in env.tool_schemas]
+    tool = next(n for n in ('list_dir', 'shell', 'file_read') if n in names)
+    w.action_text.value = {'list_dir': "list_dir(path='.')", 'shell': "shell(command='ls')", 'file_read': "file_read(path='README.md')"}[tool]
+    w.step_button.click()
+    assert len(w.session.trajectory) == 1 and w.session.trajectory.steps[0].action.tool == tool
+    w.action_text.value = 'submit' if 'submit' in names else 'finish'
+    w.step_button.click()
+    assert w.session.done and 'done after 2 steps' in w.status.value
+    env.close()
