@@ -1,0 +1,86 @@
+"The LLM judge against a local OpenAI/Anthropic-compatible server, through the real SDKs, with injected faults."
+import json, os, threading
+import pytest
+from knowlyr_lab.testing import FakeLLMServer, prompt_text
+from knowlyr_lab.trajectory import Trajectory, Task, Step, ToolCall, Observation
+from knowlyr_lab.reward.judge import LLMJudge, JudgeConfig, list_rubrics
+
+def _traj(n=6, domain='coding'):
+    tools = ['list_dir', 'file_read', 'edit_file', 'shell', 'file_read', 'submit']
+    steps = [Step(index=i, action=ToolCall(tool=tools[i % len(tools)], params={'path': f'f{i}.py'}), observation=Observation(content=f'out {i}'))
+             for i in range(n)]
+    return Trajectory(task=Task(id='t', instruction='Fix the bug', domain=domain), steps=steps)
+
+def _responder(req, api):
+    step = prompt_text(req).split('Step to judge:')[1]
+    idx = int(step.split('Step ')[1].split(':')[0])
+    return json.dumps({'goal_progress': idx / 10, 'tool_selection': 1.0, 'param_correctness': 0.5, 'reason': f'step {idx}'})
+
+@pytest.mark.parametrize('provider', ['openai', 'anthropic'])
+def test_faults_every_step_scored_or_failed_then_cache(tmp_path, provider):
+    traj = _traj(6)
+    with FakeLLMServer(_responder, faults=['429', '500', 'timeout', 'garbage'], timeout_delay=4.0) as srv:
+        url = srv.openai_base_url if provider == 'openai' else srv.anthropic_base_url
+        cfg = dict(provider=provider, model='j', base_url=url, api_key='k', cache_dir=str(tmp_path), backoff=0.01, timeout=0.5, concurrency=3)
+        judge = LLMJudge(JudgeConfig(**cfg), domain='coding')
+        res = judge.judge_trajectory(traj)
+        assert all(r.ok for r in res), [r.error for r in res]
+        assert [r.scores['goal_progress'] for r in res] == [i / 10 for i in range(6)]   # answers match their steps
+        assert judge.stats.retries == 4 and judge.stats.failed == 0 and judge.stats.judged == 6
+        assert judge.stats.input_tokens > 0 and judge.stats.output_tokens > 0
+        assert {r['api'] for r in srv.requests} == {provider}
+        n = len(srv.requests)
+        again = LLMJudge(JudgeConfig(**cfg), domain='coding')
+        res2 = again.judge_trajectory(traj)
+        assert len(srv.requests) == n                  # nothing sent: served from the cache
+        assert again.stats.cache_hits == 6 and again.stats.calls == 0
+        assert [r.scores for r in res2] == [r.scores for r in res] and all(r.cached for r in res2)
+
+def test_persistent_faults_become_recorded_failures(tmp_path):
+    traj = _traj(4)
+    with FakeLLMServer(_responder, faults=['timeout'] * 2 + ['429'] * 50, timeout_delay=0.6) as srv:
+        judge = LLMJudge(JudgeConfig(model='j', base_url=srv.openai_base_url, api_key='k', backoff=0.01, timeout=0.3,
+                                     max_retries=2, concurrency=1, cache_dir=str(tmp_path)))
+        res = judge.judge_trajectory(traj)
+    assert [r.ok for r in res] == [False] * 4
+    assert all(r.scores is None and 'gave up after 3 attempts' in r.error for r in res)
+    assert 'APITimeoutError' in res[0].error and 'RateLimitError' in res[-1].error
+    assert judge.stats.failed == 4 and len(judge.cache) == 0      # failures are not cached
+
+def test_malformed_then_valid_answer_is_retried():
+    calls = []
+    def flaky(req, api):
+        calls.append(1)
+        if len(calls) == 1: return '{"goal_progress": 2.0, "tool_selection": 1, "param_correctness": 1, "reason": "too high"}'
+        return _responder(req, api)
+    with FakeLLMServer(flaky) as srv:
+        judge = LLMJudge(JudgeConfig(model='j', base_url=srv.openai_base_url, api_key='k', concurrency=1))
+        res = judge.judge_trajectory(_traj(2))
+    assert all(r.ok for r in res) and res[0].attempts == 2 and judge.stats.retries == 1
+
+def test_concurrency_limit_is_respected():
+    inflight, peak, lock = [0], [0], threading.Lock()
+    import time
+    def slow(req, api):
+        with lock: inflight[0] += 1; peak[0] = max(peak[0], inflight[0])
+        time.sleep(0.1)
+        with lock: inflight[0] -= 1
+        return _responder(req, api)
+    with FakeLLMServer(slow) as srv:
+        judge = LLMJudge(JudgeConfig(model='j', base_url=srv.openai_base_url, api_key='k', concurrency=2))
+        res = judge.judge_trajectories([_traj(6), _traj(6)])
+    assert [len(r) for r in res] == [6, 6] and all(x.ok for r in res for x in r)
+    assert peak[0] == 2
+
+def test_domain_rubrics_extend_the_schema():
+    from knowlyr_lab.domains import register_domain, DomainProfile
+    register_domain(DomainProfile(domain='support-judge-test', rubric_weights={'tone': 2.0, 'goal_progress': 3.0}), overwrite=True)
+    rub = {r.id: r.weight for r in list_rubrics('support-judge-test')}
+    assert rub == {'goal_progress': 3.0, 'tool_selection': 1.0, 'param_correctness': 1.0, 'tone': 2.0}
+
+@pytest.mark.llm
+@pytest.mark.parametrize('provider,env,model', [('openai', 'OPENAI_API_KEY', 'gpt-4o-mini'), ('anthropic', 'ANTHROPIC_API_KEY', 'claude-3-5-haiku-latest')])
+def test_real_judge(provider, env, model):
+    if not os.environ.get(env): pytest.skip(f'{env} not set')
+    res = LLMJudge(JudgeConfig(provider=provider, model=os.environ.get(f'KNOWLYR_JUDGE_MODEL_{provider.upper()}', model)), domain='coding').judge_trajectory(_traj(2))
+    assert all(r.ok for r in res), [r.error for r in res]
