@@ -26,7 +26,9 @@ def test_faults_every_step_scored_or_failed_then_cache(tmp_path, provider):
         res = judge.judge_trajectory(traj)
         assert all(r.ok for r in res), [r.error for r in res]
         assert [r.scores['goal_progress'] for r in res] == [i / 10 for i in range(6)]   # answers match their steps
-        assert judge.stats.retries == 4 and judge.stats.failed == 0 and judge.stats.judged == 6
+        # every injected fault cost at least one retry (a loaded machine may time out a healthy request too)
+        assert judge.stats.retries >= 4 and judge.stats.calls == 6 + judge.stats.retries
+        assert judge.stats.failed == 0 and judge.stats.judged == 6
         assert judge.stats.input_tokens > 0 and judge.stats.output_tokens > 0
         assert {r['api'] for r in srv.requests} == {provider}
         n = len(srv.requests)
@@ -38,7 +40,7 @@ def test_faults_every_step_scored_or_failed_then_cache(tmp_path, provider):
 
 def test_persistent_faults_become_recorded_failures(tmp_path):
     traj = _traj(4)
-    with FakeLLMServer(_responder, faults=['timeout'] * 2 + ['429'] * 50, timeout_delay=0.6) as srv:
+    with FakeLLMServer(_responder, faults=['timeout'] * 3 + ['429'] * 50, timeout_delay=0.6) as srv:
         judge = LLMJudge(JudgeConfig(model='j', base_url=srv.openai_base_url, api_key='k', backoff=0.01, timeout=0.3,
                                      max_retries=2, concurrency=1, cache_dir=str(tmp_path)))
         res = judge.judge_trajectory(traj)
