@@ -16,3 +16,21 @@ def pytest_collection_modifyitems(config, items):
         for flag in ('docker', 'ray', 'llm', 'gpu', 'slow'):
             if flag in item.keywords and flag not in flags:
                 item.add_marker(pytest.mark.skip(reason=f"needs the '{flag}' component (not in KNOWLYR_TEST_FLAGS)"))
+
+@pytest.fixture(scope='session')
+def docker_host():
+    "A Docker engine with the sandbox image: an existing one, or a dockerd started here (stopped by pid at the end); else skip with the reason"
+    sys.path.insert(0, str(ROOT / 'tools'))
+    import docker_engine
+    host, pid, why = docker_engine.start()
+    if host is None: pytest.skip(f"no Docker engine can run here: {why}")
+    old = os.environ.get('DOCKER_HOST')
+    os.environ['DOCKER_HOST'] = host
+    try:
+        err = docker_engine.ensure_image(host)
+        if err: pytest.skip(err)
+        yield host
+    finally:
+        if old is None: os.environ.pop('DOCKER_HOST', None)
+        else: os.environ['DOCKER_HOST'] = old
+        docker_engine.stop(pid)
