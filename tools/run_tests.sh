@@ -14,6 +14,10 @@ snapshot() { find nbs knowlyr_lab README.md -type f \( -name '*.ipynb' -o -name 
 step "optional system components (bubblewrap, docker)"
 bash tools/setup_system.sh || echo "system setup incomplete; tests that need it will be skipped with a reason"
 
+step "docker engine for the docker flag (tools/docker_engine.py: reuse one, or start dockerd and build the sandbox image)"
+eval "$(python tools/docker_engine.py start)" || true
+trap 'python tools/docker_engine.py stop' EXIT   # stops only a dockerd started here, by its pid
+
 step "notebook house rules (tools/lint_nbs.py)"
 python tools/lint_nbs.py
 
