@@ -1,0 +1,196 @@
+#!/usr/bin/env python
+"""Recorder throughput: trajectories/s, MB/s and peak RSS per log format, against the seed's knowlyr-recorder 0.1.2.
+
+For each format a synthetic input of about --size-mb is generated from the real samples (rows replicated with new
+ids, conversations synthesised in the format's shape, or many copies of one-episode files). Each measurement runs in
+a fresh Python process, so peak RSS (ru_maxrss) belongs to that conversion alone; the RSS of the imports is measured
+in the same process before reading and reported apart.
+
+The seed's recorder (pip-downloaded into a temporary directory) only has adapters for OpenHands event JSONL,
+SWE-agent JSON and crew logs, so its columns are filled for `openhands` and `swe-agent` and ratios printed there.
+The seed does not redact; `ours (no redact)` is the like-for-like comparison, `ours` is the default (redacting).
+
+    python experiments/benchmarks/recorder_throughput.py                 # ~10 MB per format
+    python experiments/benchmarks/recorder_throughput.py --size-mb 300 --formats openai-chat openhands
+"""
+import argparse, json, os, random, resource, shutil, subprocess, sys, tempfile, time, zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / 'tests' / 'fixtures' / 'recorder'
+SHARED = Path('/work/shared/fixtures/agent_logs')
+
+def _src(fmt, name):
+    p = SHARED / fmt / name
+    return p if p.exists() else FIX / fmt / name
+
+# ---------------------------------------------------------------- synthetic inputs
+
+def _fill_lines(path, make_line, size):
+    n, written = 0, 0
+    with open(path, 'w') as f:
+        while written < size:
+            s = make_line(n) + '\n'; f.write(s); written += len(s.encode()); n += 1
+    return n
+
+def gen_openai_chat(d, size):
+    rng = random.Random(0)
+    def row(i):
+        msgs = [{'role': 'system', 'content': 'You are a coding agent.'}, {'role': 'user', 'content': f'Fix issue #{i}: ' + 'lorem ipsum ' * 20}]
+        for k in range(4):
+            msgs.append({'role': 'assistant', 'content': f'Step {k}: checking files.', 'usage': {'prompt_tokens': 900 + k, 'completion_tokens': 40},
+                         'tool_calls': [{'id': f'c{i}_{k}', 'type': 'function', 'function': {'name': 'shell', 'arguments': json.dumps({'cmd': f'grep -rn foo{rng.randint(0, 99)} src/'})}}]})
+            msgs.append({'role': 'tool', 'tool_call_id': f'c{i}_{k}', 'content': 'src/a.py:12: foo()\n' * 15 + '[The command completed with exit code 0.]'})
+        msgs.append({'role': 'assistant', 'content': 'Done.'})
+        return json.dumps({'id': f'task-{i}', 'messages': msgs})
+    p = d / 'chat.jsonl'; return p, _fill_lines(p, row, size)
+
+def gen_anthropic(d, size):
+    def row(i):
+        msgs = [{'role': 'user', 'content': [{'type': 'text', 'text': f'Who is the youngest? case {i} ' + 'context ' * 30}]}]
+        for k in range(3):
+            ids = [f'toolu_{i}_{k}_{j}' for j in range(2)]
+            msgs.append({'role': 'assistant', 'content': [{'type': 'thinking', 'thinking': 'I should look people up. ' * 5, 'signature': 'EqEECkYICxgC' * 8},
+                                                          {'type': 'text', 'text': 'Looking up two people.'}] +
+                         [{'type': 'tool_use', 'id': x, 'name': 'retrieve_entity_info', 'input': {'name': f'P{j}'}} for j, x in enumerate(ids)]})
+            msgs.append({'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': x, 'content': f'person {j} is {20 + j} years old. ' * 6} for j, x in enumerate(ids)]})
+        msgs.append({'role': 'assistant', 'content': [{'type': 'text', 'text': 'P0 is the youngest.'}]})
+        return json.dumps({'id': f'conv-{i}', 'messages': msgs})
+    p = d / 'anthropic.jsonl'; return p, _fill_lines(p, row, size)
+
+def _replicate_rows(src, key, d, name, size):
+    rows = [json.loads(l) for l in open(src) if l.strip()]
+    def row(i):
+        r = dict(rows[i % len(rows)]); r[key] = f'{r.get(key, "row")}-{i}'; return json.dumps(r)
+    p = d / name; return p, _fill_lines(p, row, size)
+
+def gen_agentgym(d, size): return _replicate_rows(_src('agentgym-sharegpt', 'webshop_fncall.jsonl'), 'item_id', d, 'gym.jsonl', size)
+def gen_smolagents(d, size):
+    src = SHARED / 'smolagents' / 'gpt-4o__tool-calling__math__2025-07-24.jsonl'
+    return _replicate_rows(src if src.exists() else FIX / 'smolagents' / 'gpt-4o__tool-calling__math__head5.jsonl', 'question', d, 'smol.jsonl', size)
+
+def _copies(srcs, d, sub, size, suffix=None):
+    out = d / sub; out.mkdir(); n = written = 0
+    while written < size:
+        s = srcs[n % len(srcs)]
+        q = out / f'{n:06d}_{s.stem}{suffix or s.suffix}'
+        shutil.copyfile(s, q); written += q.stat().st_size; n += 1
+    return out, n
+
+def gen_toolbench(d, size): return _copies([_src('toolbench', n) for n in ('G1_answer__10_ChatGPT_DFS_woFilter_w2.json', 'G2_answer__127_ChatGPT_DFS_woFilter_w2.json')], d, 'toolbench', size)
+
+def gen_react(d, size):
+    text = (FIX / 'react-text' / 'hotpot.txt').read_text().split('\n', 2)[2]
+    p = d / 'react.txt'; n = written = 0
+    with open(p, 'w') as f:
+        while written < size: f.write(text + '\n'); written += len(text) + 1; n += 2
+    return p, n
+
+def gen_openhands(d, size):
+    "One long OpenHands V0 event stream (JSONL): a user message, then run-action/observation pairs linked by `cause`"
+    p = d / 'events.jsonl'
+    first = {'id': 0, 'timestamp': '2025-01-27T22:44:56.900854', 'source': 'user', 'message': 'Fix the failing tests.', 'action': 'message',
+             'args': {'content': 'Fix the failing tests.', 'image_urls': None, 'wait_for_response': False}}
+    def line(i):
+        if i == 0: return json.dumps(first)
+        k = (i - 1) // 2; aid = 2 * k + 1
+        if (i - 1) % 2 == 0:
+            return json.dumps({'id': aid, 'timestamp': '2025-01-27T22:45:13.764487', 'source': 'agent', 'message': f'Running command: pytest -k t{k}', 'action': 'run',
+                               'tool_call_metadata': {'function_name': 'execute_bash', 'tool_call_id': f'toolu_{k:08d}', 'model_response': {'id': f'resp{k}', 'usage': {'prompt_tokens': 1000, 'completion_tokens': 30}}, 'total_calls_in_response': 1},
+                               'args': {'command': f'pytest -k t{k}', 'is_input': False, 'thought': 'Run the tests.', 'blocking': False, 'hidden': False, 'confirmation_state': 'confirmed'}})
+        return json.dumps({'id': aid + 1, 'timestamp': '2025-01-27T22:45:14.801384', 'source': 'agent', 'message': 'Command finished with exit code 1', 'cause': aid, 'observation': 'run',
+                           'tool_call_metadata': {'function_name': 'execute_bash', 'tool_call_id': f'toolu_{k:08d}'},
+                           'content': 'FAILED tests/test_a.py::t - AssertionError\n' * 10, 'extras': {'command': f'pytest -k t{k}', 'metadata': {'exit_code': 1}}, 'success': False})
+    _fill_lines(p, line, size)
+    return p, 1
+
+def gen_swe_agent(d, size):
+    srcs = [p for p in sorted((SHARED / 'swe-agent').glob('*.traj'))] if (SHARED / 'swe-agent').exists() else []
+    if not srcs: raise FileNotFoundError('swe-agent samples not present')
+    return _copies(srcs, d, 'swe', size, suffix='.json')   # the seed only reads .json files
+
+FORMATS = {'openai-chat': gen_openai_chat, 'anthropic-messages': gen_anthropic, 'agentgym': gen_agentgym, 'smolagents': gen_smolagents,
+           'toolbench': gen_toolbench, 'react-text': gen_react, 'openhands': gen_openhands, 'swe-agent': gen_swe_agent}
+SEED_ADAPTER = {'openhands': 'OpenHandsAdapter', 'swe-agent': 'SWEAgentAdapter'}
+
+# ---------------------------------------------------------------- workers (run in a fresh process)
+
+def _rss_mb(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+def worker(impl, fmt, path, seed_dir):
+    path = Path(path)
+    if impl.startswith('ours'):
+        from knowlyr_lab.recorder.convert import convert
+        from knowlyr_lab.recorder.base import ConversionReport, get_adapter
+        get_adapter(fmt)
+        base = _rss_mb(); t0 = time.perf_counter()
+        r = ConversionReport(); n = steps = 0
+        for t in convert(path, format=fmt, redact=impl == 'ours', report=r): n += 1; steps += len(t.steps)
+        dt = time.perf_counter() - t0
+        extra = {'quarantined': r.totals['quarantined']}
+    else:
+        sys.path.insert(0, seed_dir)
+        import agentrecorder.adapters as A
+        a = getattr(A, SEED_ADAPTER[fmt])()
+        base = _rss_mb(); t0 = time.perf_counter(); n = steps = 0
+        files = sorted(path.iterdir()) if path.is_dir() else [path]
+        for f in files:
+            if a.validate(str(f)): t = a.parse(str(f)); n += 1; steps += len(t.steps)
+        dt = time.perf_counter() - t0
+        extra = {}
+    print(json.dumps({'n': n, 'steps': steps, 'seconds': dt, 'rss_mb': _rss_mb(), 'base_rss_mb': base, **extra}))
+
+def run_worker(impl, fmt, path, seed_dir):
+    res = subprocess.run([sys.executable, __file__, '--worker', impl, fmt, str(path), seed_dir or ''], capture_output=True, text=True, cwd=ROOT)
+    if res.returncode != 0: return {'error': res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f'rc={res.returncode}'}
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+# ---------------------------------------------------------------- the seed package
+
+def fetch_seed(tmp):
+    "pip download knowlyr-recorder 0.1.2 (+ knowlyr-core) into `tmp` and unpack the wheels; None when unavailable"
+    dl = tmp / 'wheels'; dl.mkdir()
+    res = subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '-q', '-d', str(dl), 'knowlyr-recorder==0.1.2', 'knowlyr-core==0.1.2'],
+                         capture_output=True, text=True)
+    whls = list(dl.glob('*.whl'))
+    if res.returncode != 0 or not whls:
+        print(f"(could not pip download the seed: {res.stderr.strip()[-200:]})"); return None
+    site = tmp / 'seed_site'; site.mkdir()
+    for w in whls: zipfile.ZipFile(w).extractall(site)
+    return str(site)
+
+def _size(p): return sum(f.stat().st_size for f in p.rglob('*') if f.is_file()) if p.is_dir() else p.stat().st_size
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--size-mb', type=float, default=10, help='approximate input size per format')
+    ap.add_argument('--formats', nargs='+', default=list(FORMATS), choices=list(FORMATS))
+    ap.add_argument('--no-seed', action='store_true', help='skip the seed comparison')
+    ap.add_argument('--worker', nargs=4, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker: return worker(*a.worker)
+    size = int(a.size_mb * 2**20)
+    with tempfile.TemporaryDirectory() as td:
+        td = Path(td)
+        seed = None if a.no_seed else fetch_seed(td)
+        rows = []
+        for fmt in a.formats:
+            d = td / fmt; d.mkdir()
+            try: path, _ = FORMATS[fmt](d, size)
+            except FileNotFoundError as e: print(f"{fmt}: skipped ({e})"); continue
+            mb = _size(path) / 2**20
+            impls = ['ours', 'ours-noredact'] + (['seed'] if seed and fmt in SEED_ADAPTER else [])
+            res = {i: run_worker(i, fmt, path, seed) for i in impls}
+            for i, r in res.items():
+                if 'error' in r: print(f"{fmt:20} {i:14} ERROR {r['error']}"); continue
+                rows.append((fmt, i, mb, r))
+                print(f"{fmt:20} {i:14} {mb:7.1f} MB  {r['n']:7d} traj {r['steps']:8d} steps  {r['seconds']:7.2f} s  "
+                      f"{r['n'] / r['seconds']:9.1f} traj/s  {mb / r['seconds']:6.2f} MB/s  peak RSS {r['rss_mb']:7.1f} MB (imports {r['base_rss_mb']:.0f})", flush=True)
+            if 'seed' in res and 'error' not in res['seed'] and 'error' not in res['ours-noredact']:
+                o, s = res['ours-noredact'], res['seed']
+                print(f"{'':20} ratio ours(no redact)/seed: speed x{s['seconds'] / o['seconds']:.2f}, "
+                      f"peak RSS above imports x{(o['rss_mb'] - o['base_rss_mb']) / max(s['rss_mb'] - s['base_rss_mb'], 1e-9):.2f}, "
+                      f"steps {o['steps']} vs {s['steps']}", flush=True)
+
+if __name__ == '__main__':
+    main()
