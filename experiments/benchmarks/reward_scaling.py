@@ -87,15 +87,18 @@ def main(argv=None):
             si = median_time(lambda: [seed_rules(steps[:i + 1]) for i in range(n)], max(1, a.repeats // 2)) if n <= a.seed_incremental_max else None
             rows.append((n, ours, seed, oi, si))
     base = rows[0]
-    print(f"{'steps':>6} | {'ours s':>9} {'steps/s':>9} {'x vs ' + str(base[0]):>9} | {'seed s':>9} {'steps/s':>9} {'x vs ' + str(base[0]):>9} | "
+    print(f"{'steps':>6} | {'ours s':>9} {'us/step':>8} {'x vs ' + str(base[0]):>9} | {'seed s':>9} {'us/step':>8} {'x vs ' + str(base[0]):>9} | "
           f"{'ours inc s':>10} {'x':>7} | {'seed inc s':>10} {'x':>9}")
     for n, o, s, oi, si in rows:
-        print(f"{n:>6} | {o:>9.5f} {n / o:>9.0f} {o / base[1]:>9.1f} | {s:>9.5f} {n / s:>9.0f} {s / base[2]:>9.1f} | "
+        print(f"{n:>6} | {o:>9.5f} {o / n * 1e6:>8.1f} {o / base[1]:>9.1f} | {s:>9.5f} {s / n * 1e6:>8.1f} {s / base[2]:>9.1f} | "
               f"{oi:>10.5f} {oi / base[3]:>7.1f} | " + (f"{si:>10.4f} {si / base[4]:>9.1f}" if si is not None else f"{'(skipped)':>10} {'':>9}"))
-    n0, nl = rows[0][0], rows[-1][0]
-    print(f"\nlength x{nl // n0}: ours costs x{rows[-1][1] / rows[0][1]:.0f} (linear would be x{nl // n0}), "
-          f"the seed x{rows[-1][2] / rows[0][2]:.0f}; at {nl} steps ours is {rows[-1][2] / rows[-1][1]:.1f}x faster than the seed "
-          f"(ours checks more: reverts of whole-file writes, test regressions, revisited states, outcome).")
+    (n0, o0, s0, *_), (nl, ol, sl, *_) = rows[0], rows[-1]
+    print(f"\nlength x{nl // n0}: ours costs x{ol / o0:.0f}, the seed x{sl / s0:.0f} (linear: x{nl // n0}; quadratic: x{(nl // n0) ** 2}).")
+    if len(rows) >= 3:
+        (na, oa, sa, *_) = rows[-2]
+        print(f"last step up, x{nl / na:.0f} length: ours x{ol / oa:.1f}, the seed x{sl / sa:.1f}.")
+    print(f"at {nl} steps ours takes {ol / sl:.2f}x the seed's time (ours also checks whole-file reverts, test regressions, "
+          f"revisited states and the outcome, and keeps a reason per rule and step).")
 
 if __name__ == '__main__':
     main()
