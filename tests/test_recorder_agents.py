@@ -8,7 +8,7 @@ from knowlyr_lab.recorder.agent_steps import steps_usage
 
 FIX = Path(__file__).parent / 'fixtures' / 'recorder'
 REAL = Path(__file__).resolve().parent.parent.parent / 'shared' / 'fixtures' / 'agent_logs'
-FORMATS = ['openhands', 'openhands-sdk', 'swe-agent', 'mini-swe-agent', 'claude-code', 'codex-cli', 'gemini-cli', 'aider']
+FORMATS = ['openhands', 'openhands-sdk', 'swe-agent', 'mini-swe-agent', 'claude-code', 'codex-cli', 'gemini-cli', 'aider', 'rovo-dev', 'iswe']
 
 def conv(path, fmt=None, report=None):
     path = Path(path); r = report or ConversionReport()
@@ -289,3 +289,26 @@ def test_real_samples_known_facts():
     assert len(t.steps) == 11 and t.steps[-1].action.tool == 'submit'            # the seed read 0 steps here
     (t,), _ = conv(REAL / 'codex-cli' / 'rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl', 'codex-cli')
     assert len([s for s in t.steps if s.action]) == 118 and steps_usage(t.steps)['input'] == t.metadata['usage_total']['input']
+
+# ---------------------------------------------------------------- SWE-bench experiment submissions (Rovo Dev, iSWE)
+
+def test_rovo_dev_pairs_returns_per_tool_and_reads_result_file(tmp_path):
+    src = FIX / 'rovo-dev' / 'acme__csv-7'
+    (t,), r = conv(src)
+    opn, bash, done = t.steps
+    assert (opn.action.tool, opn.action.params, opn.observation.content) == ('open_files', {'file_paths': ['loader.py']}, 'Successfully opened loader.py')
+    assert bash.observation.content.startswith('1 passed')          # returned before open_files' result: paired by tool, not by order
+    assert done.action is None and t.outcome.success is None and t.metadata.get('success_source') is None
+    shutil.copy(src, tmp_path / src.name)
+    (tmp_path / 'acme__csv-7_result.json').write_text(json.dumps({'instance_id': 'acme__csv-7', 'resolved': False}))
+    (t,), _ = conv(tmp_path / src.name, 'rovo-dev')
+    assert t.outcome.success is False
+
+def test_iswe_phases_calls_edits_and_usage():
+    (t,), r = conv(FIX / 'iswe' / 'acme__csv-7.yaml')
+    assert [s.action.tool if s.action else None for s in t.steps] == ['get_file_info', None, None, 'edit_file']
+    assert t.steps[0].action.params == {'file_path': 'loader.py'} and t.steps[0].observation.content.startswith('--- Observation ---')
+    assert [s.metadata['phase'] for s in t.steps] == ['localization', 'localization', 'editing', 'editing']
+    assert sum(s.usage.output for s in t.steps if s.usage) == 70                # one tokens_usage_info entry per model turn
+    assert (t.outcome.submitted, t.outcome.success) == (True, None)
+    assert r.totals == {'mapped': sum(r.counts[k]['mapped'] for k in r.counts), 'unmapped': 0, 'quarantined': 0}
