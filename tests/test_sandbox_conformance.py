@@ -153,7 +153,8 @@ def test_paths_stay_inside(sb):
 
 def test_snapshot_restore_exact(sb, tmp_path):
     ok(sb, 'git', args=['init', '-q']); ok(sb, 'git', args='add -A'); ok(sb, 'git', args=['commit', '-qm', 'initial'])
-    ok(sb, 'shell', command='mkdir -p empty/nested && ln -s calc.py link && chmod 600 README.md && printf "\\x00\\xff" > bin.dat')
+    ok(sb, 'shell', command='mkdir -p empty/nested && ln -s calc.py link && chmod 600 README.md && printf "\\x00\\xff" > bin.dat'
+                            ' && ln run.sh hard.sh && mkdir ro && echo f > ro/f && chmod 555 ro')
     snap = sb.snapshot()
     assert isinstance(snap, SandboxSnapshot) and snap.info['backend'] == sb.backend and snap.info['limits']['wall_timeout'] == 10
     files = snap.files()
@@ -162,13 +163,16 @@ def test_snapshot_restore_exact(sb, tmp_path):
     sb.restore(snap)
     assert sb.snapshot().digest == snap.digest
     assert ok(sb, 'git', args='log --format=%s') == 'initial\n'
-    assert ok(sb, 'git', args='status --short') == '?? bin.dat\n?? link\n'  # git does not list empty directories
+    assert ok(sb, 'git', args='status --short') == '?? bin.dat\n?? hard.sh\n?? link\n?? ro/\n'  # git does not list empty directories
+    assert ok(sb, 'shell', command='stat -c %h hard.sh; cat ro/f; touch ro/g 2>&1 | grep -c denied') == '2\nf\n1\n'
     assert ok(sb, 'list_dir', path='empty') == 'nested/'
     assert ok(sb, 'shell', command='stat -c %a README.md; readlink link; ls "$TMPDIR"; test -x run.sh && echo x') == '600\ncalc.py\nx\n'
     path = snap.save(tmp_path/'snap.tar')
-    ok(sb, 'shell', command='rm -rf ./* .git')
+    ok(sb, 'shell', command='chmod -R u+w . && rm -rf ./* .git')
     sb.restore(path)
     assert sb.snapshot().digest == snap.digest == SandboxSnapshot.load(path).digest
+    sb.reset()  # a read-only directory does not stop the workspace from being emptied
+    assert ok(sb, 'list_dir').splitlines() == ['.hidden', 'README.md', 'calc.py', 'run.sh', 'tests/']
 
 def test_reset_and_cross_backend_snapshot(sb, template):
     ok(sb, 'shell', command='rm calc.py; echo x > new.txt')
