@@ -18,11 +18,12 @@ def test_score_with_judge_then_cache(tmp_path):
     n_steps = sum(len(t.steps) for t in trajs)
     with FakeLLMServer(lambda req, api: ans, faults=['500']) as srv:
         args = ['score', tmp_path / 't.jsonl', '--judge', 'openai:judge', '--base-url', srv.openai_base_url, '--cache-dir', tmp_path / 'cache',
-                '-o', tmp_path / 's.jsonl', '--weights', 'rules=1,judge=1']
+                '-o', tmp_path / 's.jsonl', '--weights', 'rules=1,judge=1', '--price-in', '1000', '--price-out', '2000']
         r1 = _cli(*args)
         assert r1.returncode == 0, r1.stderr
         s1 = json.loads(r1.stdout)
         assert s1['scored'] == 2 and f'{n_steps} judged, 0 failed' in s1['judge'] and '1 retries' in s1['judge']
+        assert '$0.0000' not in s1['judge']            # priced tokens are counted as cost
         n = len(srv.requests)
         r2 = _cli(*args)
         assert r2.returncode == 0 and len(srv.requests) == n
