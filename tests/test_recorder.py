@@ -44,7 +44,7 @@ def test_fixture_converts(path, tmp_path):
                 assert s is t.steps[-1] or (last_resp and s.metadata.get('response_id') == last_resp), f"unanswered call at step {s.index}"
     # unmapped records are counted AND stored, each with a reason
     stored = r.orphans + [e for t in trajs for e in t.metadata.get('unmapped', [])]
-    assert sum(c['unmapped'] for c in r.counts.values()) == len(stored)
+    assert sum(c['unmapped'] for c in r.counts.values()) + sum(r.parts.values()) == len(stored)
     assert all(e['why'] for e in stored)
     out = tmp_path / 'o.jsonl'
     assert write_trajectories(trajs, out) == len(trajs)
@@ -73,6 +73,10 @@ def test_chat_token_totals_match_log(path):
     elif 'litellm' in path.name:
         u = json.loads(path.read_text())['response']['usage']
         assert got == [u['prompt_tokens'], u['completion_tokens']]
+    elif path.suffix == '.jsonl':       # usage stated on each assistant message
+        us = [m['usage'] for l in path.open() for m in json.loads(l)['messages'] if m.get('usage')]
+        assert got == [sum(u.get('prompt_tokens', u.get('input_tokens', 0)) + u.get('cache_read_input_tokens', 0) for u in us),
+                       sum(u.get('completion_tokens', u.get('output_tokens', 0)) for u in us)]
     else: assert got == [0, 0]          # a bare message list states no usage: none is invented
 
 def test_dataset_token_totals_match_log():
@@ -197,8 +201,10 @@ def test_identifiers_are_not_redacted(s):
 # ---------------------------------------------------------------- fuzz: mutated logs never crash, nothing goes missing
 
 JSONL_LOGS = {'agentgym': FIX / 'agentgym-sharegpt' / 'webshop_fncall.jsonl',
-              'smolagents': FIX / 'smolagents' / 'gpt-4o__tool-calling__math__head5.jsonl'}
-LIST_KEY = {'agentgym': 'conversations', 'smolagents': 'intermediate_steps'}
+              'smolagents': FIX / 'smolagents' / 'gpt-4o__tool-calling__math__head5.jsonl',
+              'openai-chat': FIX / 'openai-chat' / 'conversations.jsonl',
+              'anthropic-messages': FIX / 'anthropic-messages' / 'conversations.jsonl'}
+LIST_KEY = {'agentgym': 'conversations', 'smolagents': 'intermediate_steps', 'openai-chat': 'messages', 'anthropic-messages': 'messages'}
 
 def _count(fmt, lines, tmp_path, name):
     p = tmp_path / name; p.write_text(''.join(l + '\n' for l in lines))
@@ -283,3 +289,28 @@ def test_console_script_formats():
     if exe.exists(): res = subprocess.run([str(exe), 'formats'], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     for n in ('openai-chat', 'toolbench', 'knowlyr'): assert n in res.stdout
+
+def test_redact_config_adds_and_disables_patterns(tmp_path):
+    cfg = tmp_path / 'redact.yaml'
+    cfg.write_text(yaml.safe_dump({'patterns': [{'name': 'acme_token', 'regex': r'acme_[0-9a-f]{32}', 'needles': ['acme_']}], 'disable': ['jwt']}))
+    tok = 'acme_' + 'ab12' * 8
+    p = tmp_path / 'c.jsonl'
+    p.write_text(json.dumps({'messages': [{'role': 'user', 'content': f"use {tok} and {SAMPLE_SECRETS['jwt']}"}]}) + '\n')
+    out = tmp_path / 'o.jsonl'
+    assert cli.main(['convert', str(p), '-o', str(out), '--redact-config', str(cfg), '--no-progress'], Console(file=io.StringIO())) == 0
+    text = out.read_text()
+    assert tok not in text and '[REDACTED:acme_token]' in text
+    assert SAMPLE_SECRETS['jwt'] in text                           # switched off by the config
+
+def test_chat_jsonl_pairs_parallel_legacy_and_errors():
+    trajs, r = _convert(FIX / 'openai-chat' / 'conversations.jsonl')
+    par, legacy, err = trajs
+    assert [s.observation.content for s in par.steps[:2]] == ['from setuptools import setup', '[project]\nname = "x"']   # by id, not order
+    assert (par.total_usage.input, par.total_usage.output) == (310, 49)
+    assert legacy.steps[0].observation.content == '18C, cloudy'                                       # legacy function_call, by order
+    assert err.steps[0].observation.exit_code == 1 and err.steps[1].metadata['role'] == 'user'
+    assert err.steps[2].metadata['bad_arguments'] and err.steps[2].action.params == {'_raw': '{"cmd": "pytest -q -x'}
+    blocks, server = _convert(FIX / 'anthropic-messages' / 'conversations.jsonl')[0]
+    assert [s.observation.is_error for s in blocks.steps[:2]] == [True, False]
+    assert blocks.total_usage.input == 10 + 300 + 12 + 340 and blocks.total_usage.cached == 640
+    assert 'python.org' in server.steps[0].observation.content and server.steps[0].metadata.get('server_tool')
