@@ -312,3 +312,11 @@ def test_iswe_phases_calls_edits_and_usage():
     assert sum(s.usage.output for s in t.steps if s.usage) == 70                # one tokens_usage_info entry per model turn
     assert (t.outcome.submitted, t.outcome.success) == (True, None)
     assert r.totals == {'mapped': sum(r.counts[k]['mapped'] for k in r.counts), 'unmapped': 0, 'quarantined': 0}
+
+def test_claude_code_subagent_file_gives_only_sidechains(tmp_path):
+    "A sub-agent log (<session>/subagents/agent-*.jsonl) holds only sidechain records: no empty main trajectory"
+    lines = [l for l in (FIX / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl').read_text().splitlines() if '"isSidechain": true' in l]
+    p = tmp_path / 'agent-1.jsonl'; p.write_text('\n'.join(lines) + '\n')
+    (t,), r = conv(p, 'claude-code')
+    assert t.task.id.endswith('/sidechain-1') and [s.action.tool for s in t.steps if s.action] == ['Read']
+    assert r.totals['mapped'] == len(lines)
