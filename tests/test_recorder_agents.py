@@ -320,3 +320,19 @@ def test_claude_code_subagent_file_gives_only_sidechains(tmp_path):
     (t,), r = conv(p, 'claude-code')
     assert t.task.id.endswith('/sidechain-1') and [s.action.tool for s in t.steps if s.action] == ['Read']
     assert r.totals['mapped'] == len(lines)
+
+def test_openhands_eval_flat_history_with_swe_bench_report(tmp_path):
+    "The 2024-06+ evaluation layout: a flat event history per line, the verdict in test_result.report"
+    events = json.loads((FIX / 'openhands' / 'trajectory.json').read_text())
+    rec = {'instance_id': 'acme__app-3', 'instruction': events[0]['args']['content'], 'history': events,
+           'metadata': {'agent_class': 'CodeActAgent', 'llm_config': {'model': 'claude-3-5-sonnet-20241022'}},
+           'test_result': {'git_patch': 'diff --git a/app.py b/app.py', 'report': {'resolved': False}},
+           'metrics': {'accumulated_cost': 0.5, 'accumulated_token_usage': {'prompt_tokens': 4300, 'completion_tokens': 95, 'cache_read_tokens': 1000}}}
+    p = tmp_path / 'output.jsonl'; p.write_text(json.dumps(rec) + '\n')
+    assert get_adapter('openhands').detect(p, p.read_text()[:65536])
+    (t,), r = conv(p, 'openhands')
+    assert (t.task.id, len(t.steps), t.outcome.success, t.outcome.submitted) == ('acme__app-3', 4, False, True)
+    assert t.task.instruction == 'Fix the failing test in app.py'              # the first user message is the task, not a step
+    assert t.metadata['usage_total'] == {'input': 4300, 'output': 95, 'cached': 1000, 'reasoning': 0, 'cost': 0.5}
+    # the three model responses account for every token; only the cost is not per response
+    assert t.metadata['usage_unattributed'] == {'input': 0, 'output': 0, 'cached': 0, 'reasoning': 0, 'cost': 0.5}
