@@ -75,6 +75,8 @@ def test_file_write(sb):
     # files the tools write belong to the sandbox user: the shell can change them
     assert ok(sb, 'shell', command='echo more >> pkg/sub/mod.py && cat pkg/sub/mod.py && rm -r pkg && ls') == 'x = "é"\nmore\nREADME.md\ncalc.py\nrun.sh\ntests\n'
     r = run(sb, 'file_write', path='tests', content='x'); assert r.is_error and 'directory' in r.output
+    r = run(sb, 'file_write', path='calc.py/inner.txt', content='x'); assert r.is_error and 'calc.py' in r.output, r.output
+    assert ok(sb, 'file_read', path='calc.py') == ''
 
 def test_edit_file(sb):
     r = run(sb, 'edit_file', path='calc.py', old_str='return a - b', new_str='return a + b')
