@@ -336,3 +336,12 @@ def test_openhands_eval_flat_history_with_swe_bench_report(tmp_path):
     assert t.metadata['usage_total'] == {'input': 4300, 'output': 95, 'cached': 1000, 'reasoning': 0, 'cost': 0.5}
     # the three model responses account for every token; only the cost is not per response
     assert t.metadata['usage_unattributed'] == {'input': 0, 'output': 0, 'cached': 0, 'reasoning': 0, 'cost': 0.5}
+
+def test_openhands_runtime_recall_is_not_a_step(tmp_path):
+    events = json.loads((FIX / 'openhands' / 'trajectory.json').read_text())
+    events[1:1] = [{'id': 1, 'timestamp': '2025-01-27T22:44:56.95', 'source': 'user', 'message': 'Retrieving content for: Fix', 'action': 'recall', 'args': {'recall_type': 'workspace_context', 'query': 'Fix'}},
+                   {'id': 2, 'timestamp': '2025-01-27T22:44:56.97', 'source': 'environment', 'message': 'Added workspace context', 'cause': 1, 'observation': 'recall', 'content': 'Added workspace context', 'extras': {}}]
+    p = tmp_path / 'trajectory.json'; p.write_text(json.dumps(events))
+    (t,), r = conv(p, 'openhands')
+    assert [s.action.tool for s in t.steps] == ['execute_bash', 'str_replace_editor', 'execute_bash', 'finish']
+    assert {u['record_type'] for u in t.metadata['unmapped']} == {'action:recall', 'observation:recall', 'observation:agent_state_changed'}
