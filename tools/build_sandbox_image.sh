@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the DockerSandbox default image offline (no registry needed): a Debian bookworm minbase root filesystem
 # made by debootstrap from the Debian mirror apt already uses, imported with `docker import`.
-# Falls back to a busybox image (busybox-static) when debootstrap is unavailable.
+# Falls back to a busybox image (busybox-static) when debootstrap is unavailable; it exits 3 then, because
+# DockerSandbox needs GNU coreutils/findutils (realpath -m, find -printf) and refuses that image.
 # Usage: tools/build_sandbox_image.sh [tag]   (default knowlyr-sandbox:base; DOCKER_HOST is honoured)
 set -euo pipefail
 TAG="${1:-knowlyr-sandbox:base}"
@@ -39,9 +40,11 @@ else
   ROOT=$(mktemp -d); trap 'rm -rf "$ROOT"' EXIT
   mkdir -p "$ROOT/bin" "$ROOT/usr/bin" "$ROOT/tmp" "$ROOT/workspace" "$ROOT/etc"
   cp "$BB" "$ROOT/bin/busybox"
-  for a in $("$ROOT/bin/busybox" --list); do ln -sf busybox "$ROOT/bin/$a"; done
+  for a in $("$ROOT/bin/busybox" --list); do [[ "$a" == busybox ]] || ln -sf busybox "$ROOT/bin/$a"; done
   ln -sf /bin/sh "$ROOT/bin/bash"
   echo 'root:x:0:0:root:/root:/bin/sh' > "$ROOT/etc/passwd"; echo 'nobody:x:65534:65534:nobody:/tmp:/bin/sh' >> "$ROOT/etc/passwd"
   import_dir "$ROOT"
-  echo "built $TAG (busybox fallback: no python3, no git -- the git tool will fail in it)" >&2
+  echo "built $TAG from busybox (fallback): it runs shell commands, but DockerSandbox needs GNU coreutils/findutils," >&2
+  echo "git and python3 and refuses it -- install debootstrap and rebuild for a usable sandbox image" >&2
+  exit 3
 fi
