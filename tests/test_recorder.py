@@ -314,3 +314,4 @@ def test_chat_jsonl_pairs_parallel_legacy_and_errors():
     assert [s.observation.is_error for s in blocks.steps[:2]] == [True, False]
     assert blocks.total_usage.input == 10 + 300 + 12 + 340 and blocks.total_usage.cached == 640
     assert 'python.org' in server.steps[0].observation.content and server.steps[0].metadata.get('server_tool')
+    assert server.steps[0].thought is None and server.steps[1].thought == 'Python 3.14.'       # the answer comes after the search
