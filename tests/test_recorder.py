@@ -315,3 +315,16 @@ def test_chat_jsonl_pairs_parallel_legacy_and_errors():
     assert blocks.total_usage.input == 10 + 300 + 12 + 340 and blocks.total_usage.cached == 640
     assert 'python.org' in server.steps[0].observation.content and server.steps[0].metadata.get('server_tool')
     assert server.steps[0].thought is None and server.steps[1].thought == 'Python 3.14.'       # the answer comes after the search
+
+def test_own_output_detects_and_validates(tmp_path):
+    out = tmp_path / 'o.jsonl'
+    n = write_trajectories(convert([FIX / 'toolbench', FIX / 'anthropic-messages']), out)
+    assert detect_format(out) == 'knowlyr'
+    assert [f for f in validate(out) if f.level == 'error'] == []
+    again, r = _convert(out)
+    assert len(again) == n and r.totals == {'mapped': n, 'unmapped': 0, 'quarantined': 0}
+    lines = out.read_text().splitlines()
+    bad = json.loads(lines[0]); bad['steps'][0]['index'] = -1
+    out.write_text('\n'.join([json.dumps(bad)] + lines[1:]) + '\n')
+    errs = [f for f in validate(out) if f.level == 'error']
+    assert len(errs) == 1 and errs[0].line == 1 and 'steps.0.index' in errs[0].message
