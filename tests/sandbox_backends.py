@@ -1,6 +1,7 @@
 "Shared backend parametrisation for the sandbox conformance and escape suites"
 import warnings, pytest
-from knowlyr_lab.sandbox.core import create_sandbox, bwrap_available, NOT_ISOLATED
+from knowlyr_lab.sandbox.core import create_sandbox
+from knowlyr_lab.sandbox.local import bwrap_available, NOT_ISOLATED
 
 _BWRAP = bwrap_available()
 BACKENDS = [

@@ -107,7 +107,7 @@ def bench_seed(n, tpl, image):
 
 def available(backends):
     out, why = [], {}
-    from knowlyr_lab.sandbox.core import bwrap_available
+    from knowlyr_lab.sandbox.local import bwrap_available
     for b in backends:
         if b == 'local' and not bwrap_available(): why[b] = 'bubblewrap unavailable'; continue
         if b == 'docker':
