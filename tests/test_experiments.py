@@ -1,0 +1,54 @@
+"Execute the experiment notebooks headless at CI size (nbclient), and check what they wrote"
+import json, os
+from pathlib import Path
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXP = ROOT / 'experiments'
+
+def run_notebook(name, out_dir, timeout=900):
+    nbformat = pytest.importorskip('nbformat'); nbclient = pytest.importorskip('nbclient')
+    nb = nbformat.read(EXP / name, as_version=4)
+    env = {'KNOWLYR_EXPERIMENT_SIZE': 'ci', 'KNOWLYR_EXPERIMENT_OUT': str(out_dir)}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try: nbclient.NotebookClient(nb, timeout=timeout, kernel_name='python3', resources={'metadata': {'path': str(ROOT)}}).execute()
+    finally:
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
+    return nb
+
+@pytest.mark.slow
+def test_01_sft_from_experts(tmp_path):
+    out = tmp_path / 'exp01'
+    nb = run_notebook('01_sft_from_experts.ipynb', out)
+    res = json.loads((out / 'results.json').read_text())
+    assert res['size'] == 'ci' and res['summary']['expert']['success_rate'] == 1.0
+    assert (out / 'report.html').stat().st_size > 10_000 and 'Conclusion' in (out / 'report.html').read_text()
+    assert res['conclusion'] in ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
+    assert res['sft_success'] > res['untrained_success'], res['conclusion']
+
+@pytest.mark.slow
+def test_04_agent_evol(tmp_path):
+    out = tmp_path / 'exp04'
+    run_notebook('04_agent_evol.ipynb', out)
+    res = json.loads((out / 'results.json').read_text())
+    its = res['iterations']
+    assert [r['iteration'] for r in its] == list(range(res['params']['N_ITER'] + 1))
+    assert all(0 <= r['success_rate'] <= 1 for r in its) and its[-1]['train_size'] >= its[0]['train_size']
+
+@pytest.mark.slow
+def test_02_dpo_from_preferences(tmp_path):
+    out = tmp_path / 'exp02'
+    run_notebook('02_dpo_from_preferences.ipynb', out)
+    res = json.loads((out / 'results.json').read_text())
+    assert res['pairs'] > 0 and set(res['success']) == {'sft', 'sft+dpo', 'noisy-expert'}
+    assert 0 <= res['p_value'] <= 1 and res['dpo']['steps'] > 0
+
+@pytest.mark.slow
+def test_03_online_grpo(tmp_path):
+    out = tmp_path / 'exp03'
+    run_notebook('03_online_grpo.ipynb', out)
+    res = json.loads((out / 'results.json').read_text())
+    assert len(res['curve']) == res['params']['UPDATES'] and 0 <= res['before'] <= 1 and 0 <= res['after'] <= 1
