@@ -177,8 +177,10 @@ def test_snapshot_restore_exact(sb, tmp_path):
     assert ok(sb, 'list_dir').splitlines() == ['.hidden', 'README.md', 'calc.py', 'run.sh', 'tests/']
 
 def test_reset_and_cross_backend_snapshot(sb, template):
+    fresh = sb.snapshot().digest
     ok(sb, 'shell', command='rm calc.py; echo x > new.txt')
     sb.reset()
+    assert sb.snapshot().digest == fresh == sb._initial.digest  # the initial snapshot is the template, exactly
     assert ok(sb, 'list_dir').splitlines() == ['.hidden', 'README.md', 'calc.py', 'run.sh', 'tests/']
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', UserWarning)
