@@ -105,6 +105,12 @@ def bench_seed(n, tpl, image):
     finally: sb.close()
     return rows, how
 
+def bench_suites(backends:list[str], n:int)->list[dict]:
+    "Rows from every benchmark registered in EXTRA_BENCHMARKS (environment suites add episodes/s per suite and backend here)"
+    rows = []
+    for fn in EXTRA_BENCHMARKS: rows += fn(backends, n)
+    return rows
+
 def available(backends):
     out, why = [], {}
     from knowlyr_lab.sandbox.local import bwrap_available
@@ -128,7 +134,7 @@ def main(argv=None):
     for b, w in why.items(): print(f"# skipped backend {b}: {w}")
     tpl = template()
     rows = [r for b in backends for r in bench_ours(b, a.n, tpl)]
-    for fn in EXTRA_BENCHMARKS: rows += fn(backends, a.n)
+    rows += bench_suites(backends, a.n)
     df = pd.DataFrame(rows)
     pd.set_option('display.width', 200)
     print(f"\nSandbox tool-call latency, {a.n} calls per tool (ms)\n")
