@@ -1,0 +1,115 @@
+"""Trainer integration tests: the OpenAI SDK against `serve`, kill-and-resume of SFT in a real process,
+zero gradient from observation tokens on a rendered agent chat, and the training/inference format round trip."""
+import json, os, signal, subprocess, sys, tempfile, textwrap, time
+from pathlib import Path
+import pytest, torch
+
+from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
+from knowlyr_lab.trainer.data import to_chat, tokenize_chat
+from knowlyr_lab.trainer.losses import step_weighted_ce
+from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, oracle_trajectories, env_tools, render_corpus
+from knowlyr_lab.trainer.inference import AgentInference, parse_reply
+
+ROOT = Path(__file__).resolve().parent.parent
+
+@pytest.fixture(scope='module')
+def maze():
+    trajs = oracle_trajectories('knowlyr/maze-easy', range(12))
+    tools = env_tools('knowlyr/maze-easy')
+    model, tok = make_tiny_model(render_corpus(trajs[:4], tools=tools), vocab_size=512, hidden_size=64)
+    return trajs, tools, model, tok
+
+def test_observation_tokens_get_zero_gradient(maze):
+    trajs, tools, model, tok = maze
+    s = tokenize_chat(tok, to_chat(trajs[0], tools=tools))
+    ids, labels = torch.tensor([s['input_ids']]), torch.tensor([s['labels']])
+    logits = model(input_ids=ids).logits
+    logits.retain_grad()
+    step_weighted_ce(logits, labels).backward()
+    g = logits.grad[0].abs().sum(-1)                    # position t predicts token t+1
+    pred_masked = torch.tensor([l == -100 for l in s['labels'][1:]] + [True])
+    assert g[pred_masked].sum().item() == 0.0
+    assert (g[~pred_masked] > 0).all()
+    text_of_scored = tok.decode([i for i, l in zip(s['input_ids'], s['labels']) if l != -100])
+    assert 'You moved' not in text_of_scored and '<tool_call>' in text_of_scored
+
+def test_training_format_round_trips_through_the_parser(maze):
+    trajs, tools, model, tok = maze
+    s = tokenize_chat(tok, to_chat(trajs[1], tools=tools))
+    for k in range(trajs[1].steps.__len__()):
+        reply = tok.decode([i for i, st in zip(s['input_ids'], s['step']) if st == k], skip_special_tokens=True)
+        thought, calls = parse_reply(reply)
+        a = trajs[1].steps[k].action
+        assert calls == [{'tool': a.tool, 'params': a.params}]
+
+def _overfit(model, tok, trajs, tools, out):
+    tr = SFTTrainer(SFTConfig(output_dir=out, num_epochs=30, learning_rate=1e-2, batch_size=4, progress_bar=False, max_length=1024),
+                    model, tok, train_data=trajs[:4], tools=tools)
+    tr.train()
+    return tr.accelerator.unwrap_model(tr.model)
+
+@pytest.mark.slow
+def test_openai_sdk_talks_to_serve(maze, tmp_path):
+    openai = pytest.importorskip('openai')
+    trajs, tools, _, tok = maze
+    model, _ = make_tiny_model(tokenizer=tok, hidden_size=64)
+    model = _overfit(model, tok, trajs, tools, str(tmp_path / 'sft'))
+    inf = AgentInference(model, tok, name='tiny-maze')
+    srv = inf.serve()
+    try:
+        client = openai.OpenAI(base_url=srv.url, api_key='local', max_retries=0)
+        assert [m.id for m in client.models.list().data] == ['tiny-maze']
+        msgs = [{'role': 'user', 'content': trajs[0].task.instruction}]
+        r = client.chat.completions.create(model='tiny-maze', messages=msgs, tools=tools, max_tokens=32)
+        ch = r.choices[0]
+        assert ch.finish_reason == 'tool_calls'
+        assert ch.message.tool_calls[0].function.name == trajs[0].steps[0].action.tool
+        assert json.loads(ch.message.tool_calls[0].function.arguments) == trajs[0].steps[0].action.params
+        assert r.usage.completion_tokens > 0 and r.usage.prompt_tokens > 10
+        plain = client.chat.completions.create(model='tiny-maze', messages=msgs, max_tokens=8)
+        assert plain.choices[0].message.tool_calls is None
+        with pytest.raises(openai.BadRequestError): client.chat.completions.create(model='tiny-maze', messages=[], max_tokens=4)
+    finally:
+        srv.shutdown(); srv.server_close()
+
+RESUME_SCRIPT = textwrap.dedent('''
+    import sys, time, torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, oracle_trajectories, env_tools
+    model_dir, out, slow = sys.argv[1], sys.argv[2], sys.argv[3] == '1'
+    model, tok = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
+    cfg = SFTConfig(output_dir=out, num_epochs=3, learning_rate=3e-3, batch_size=4, save_steps=1, save_total_limit=50,
+                    progress_bar=False, max_length=1024, resume_from_checkpoint='latest')
+    tr = SFTTrainer(cfg, model, tok, train_data=oracle_trajectories('knowlyr/maze-easy', range(12)), tools=env_tools('knowlyr/maze-easy'))
+    if slow:  # slow each step down so the parent can kill us mid-run
+        orig = tr.save_checkpoint
+        def save():
+            d = orig(); time.sleep(0.5); return d
+        tr.save_checkpoint = save
+    tr.train()
+    tr.accelerator.unwrap_model(tr.model).save_pretrained(out + '/final')
+''')
+
+@pytest.mark.slow
+def test_kill_and_resume_gives_the_same_weights(maze, tmp_path):
+    trajs, tools, _, tok = maze
+    model, _ = make_tiny_model(tokenizer=tok, hidden_size=64)
+    mdir = save_tiny_model(model, tok, tmp_path / 'init')
+    script = tmp_path / 'train.py'; script.write_text(RESUME_SCRIPT)
+    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
+    # uninterrupted
+    subprocess.run([sys.executable, str(script), str(mdir), str(tmp_path / 'full'), '0'], check=True, env=env, capture_output=True)
+    # killed with SIGKILL after a few checkpoints, then resumed from the latest one
+    out = tmp_path / 'killed'
+    p = subprocess.Popen([sys.executable, str(script), str(mdir), str(out), '1'], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.time()
+    while time.time() - t0 < 300 and not (out / 'checkpoint-3' / 'trainer_state.json').exists(): time.sleep(0.05)
+    p.send_signal(signal.SIGKILL); p.wait()
+    assert not (out / 'final').exists(), "the run finished before it was killed"
+    subprocess.run([sys.executable, str(script), str(mdir), str(out), '0'], check=True, env=env, capture_output=True)
+    from transformers import AutoModelForCausalLM
+    a = AutoModelForCausalLM.from_pretrained(tmp_path / 'full' / 'final')
+    b = AutoModelForCausalLM.from_pretrained(out / 'final')
+    init = AutoModelForCausalLM.from_pretrained(mdir)
+    assert max((x - y).abs().max().item() for x, y in zip(a.parameters(), b.parameters())) < 1e-6
+    assert max((x - y).abs().max().item() for x, y in zip(a.parameters(), init.parameters())) > 1e-3
