@@ -27,21 +27,25 @@ def problems(path):
             yield f"{path}: cell {i}: mixes imports with other code (split the imports into their own cell): {code.splitlines()[0][:70]}"
 
 def fix(path):
-    "Move the leading top-level imports of offending cells into a cell of their own"
+    "Move the top-level imports of offending cells into a cell of their own just before (hidden if the cell is)"
     nb = nbformat.read(path, as_version=4)
     out = []
     for c in nb.cells:
-        if c.cell_type == 'code' and 'nbdev_export()' not in c.source and not c.source.lstrip().startswith('#|'):
-            try: tree = ast.parse(c.source)
-            except SyntaxError: tree = None
-            if tree and tree.body and isinstance(tree.body[0], (ast.Import, ast.ImportFrom)) and \
-               not all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body):
-                k = next(i for i, n in enumerate(tree.body) if not isinstance(n, (ast.Import, ast.ImportFrom)))
-                lines = c.source.splitlines()
-                cut = tree.body[k].lineno - 1
-                imp = nbformat.v4.new_code_cell('\n'.join(lines[:cut]).rstrip())
-                c.source = '\n'.join(lines[cut:])
-                out.append(imp)
+        if c.cell_type == 'code' and 'nbdev_export()' not in c.source:
+            lines = c.source.splitlines()
+            dirs = [l for l in lines if l.startswith('#|')]
+            keys = {d[2:].strip().split()[0] for d in dirs if d[2:].strip()}
+            if not keys & {'export', 'exports', 'exporti', 'exec_doc'}:
+                try: tree = ast.parse(c.source)
+                except SyntaxError: tree = None
+                imps = [n for n in (tree.body if tree else []) if isinstance(n, (ast.Import, ast.ImportFrom))]
+                if imps and len(imps) != len(tree.body):
+                    drop = set()
+                    for n in imps: drop.update(range(n.lineno - 1, n.end_lineno))
+                    imp_src = '\n'.join(lines[k] for k in sorted(drop))
+                    head = '#| hide\n' if 'hide' in keys else ''
+                    out.append(nbformat.v4.new_code_cell(head + imp_src))
+                    c.source = '\n'.join(l for k, l in enumerate(lines) if k not in drop)
         out.append(c)
     nb.cells = out
     nbformat.write(nb, path)
