@@ -42,24 +42,21 @@ def test_training_format_round_trips_through_the_parser(maze):
         a = trajs[1].steps[k].action
         assert calls == [{'tool': a.tool, 'params': a.params}]
 
-def _overfit(model, tok, trajs, tools, out):
-    tr = SFTTrainer(SFTConfig(output_dir=out, num_epochs=30, learning_rate=1e-2, batch_size=4, progress_bar=False, max_length=1024),
-                    model, tok, train_data=trajs[:4], tools=tools)
-    tr.train()
-    return tr.accelerator.unwrap_model(tr.model)
-
 @pytest.mark.slow
 def test_openai_sdk_talks_to_serve(maze, tmp_path):
     openai = pytest.importorskip('openai')
-    trajs, tools, _, tok = maze
-    model, _ = make_tiny_model(tokenizer=tok, hidden_size=64)
-    model = _overfit(model, tok, trajs, tools, str(tmp_path / 'sft'))
+    from knowlyr_lab.trainer.recipes import train_maze_policy
+    trajs, tools, _, _ = maze
+    r = train_maze_policy(output_dir=tmp_path / 'maze')       # the measured recipe: emits valid tool calls
+    base = AgentInference.from_pretrained(r['path'])
+    model, tok = base.model, base.tokenizer
     inf = AgentInference(model, tok, name='tiny-maze')
     srv = inf.serve()
     try:
         client = openai.OpenAI(base_url=srv.url, api_key='local', max_retries=0)
         assert [m.id for m in client.models.list().data] == ['tiny-maze']
-        msgs = [{'role': 'user', 'content': trajs[0].task.instruction}]
+        from knowlyr_lab.trainer.recipes import MAZE_SYSTEM
+        msgs = [{'role': 'system', 'content': MAZE_SYSTEM}, {'role': 'user', 'content': trajs[0].task.instruction}]
         r = client.chat.completions.create(model='tiny-maze', messages=msgs, tools=tools, max_tokens=32)
         ch = r.choices[0]
         assert ch.finish_reason == 'tool_calls'
