@@ -1,6 +1,7 @@
 """House rules that nbdev itself does not check (STYLE.md):
 - a code cell that imports must import only (the docs build re-runs import cells on their own, out of context);
-- no import inside a flagged cell (#| slow, docker, llm, ray, gpu).
+- no import inside a flagged cell (#| slow, docker, llm, ray, gpu);
+- no exec_doc on a flagged cell.
 Exit 1 listing every offending cell."""
 import ast, sys
 from pathlib import Path
@@ -18,6 +19,9 @@ def problems(path):
         try: tree = ast.parse(code)
         except SyntaxError: continue
         if 'nbdev_export()' in c.source: continue
+        keys = {d.split()[0].rstrip(':') for d in directives if d}
+        if 'exec_doc' in keys and keys & FLAGS:
+            yield f"{path}: cell {i}: exec_doc on a flagged cell (the docs build runs it without the flagged cells it needs)"
         imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
         if not imports: continue
         first = lines[0] if lines else ''
