@@ -1,4 +1,8 @@
-"Execute the experiment notebooks headless at CI size (nbclient), and check what they wrote"
+"""Execute the experiment notebooks headless at CI size (nbclient), and check what they wrote.
+
+Only experiment 1 runs in CI (`slow`, about two minutes): at CI size it makes its claim -- SFT beats the untrained
+policy on held-out mazes. Experiments 2-4 take many minutes even at CI size and are marked `long`, which no CI run
+enables: `KNOWLYR_TEST_FLAGS=long pytest tests/test_experiments.py`."""
 import json, os
 from pathlib import Path
 import pytest
@@ -27,11 +31,12 @@ def test_01_sft_from_experts(tmp_path):
     assert res['size'] == 'ci' and res['summary']['expert']['success_rate'] == 1.0
     assert (out / 'report.html').stat().st_size > 10_000 and 'Conclusion' in (out / 'report.html').read_text()
     assert res['conclusion'] in ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
-    # CI size checks the pipeline, not the claim (15 optimiser steps rarely learn yet); the claim is checked at 'small'
-    assert res['training']['steps'] > 0 and res['data']['sft_rows'] == res['data']['expert_trajectories']
-    assert 0 <= res['p_value'] <= 1 and len(res['comparisons']) == 2
+    assert res['training']['steps'] >= 50 and res['data']['sft_rows'] == res['data']['expert_trajectories']
+    # the claim, at CI size: SFT solves more held-out mazes than the untrained policy, paired exact test p < 0.05
+    assert res['sft_success'] > res['untrained_success'] and res['p_value'] < 0.05, res['conclusion']
+    assert len(res['comparisons']) == 2
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_04_agent_evol(tmp_path):
     out = tmp_path / 'exp04'
     run_notebook('04_agent_evol.ipynb', out)
@@ -40,7 +45,7 @@ def test_04_agent_evol(tmp_path):
     assert [r['iteration'] for r in its] == list(range(res['params']['N_ITER'] + 1))
     assert all(0 <= r['success_rate'] <= 1 for r in its) and its[-1]['train_size'] >= its[0]['train_size']
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_02_dpo_from_preferences(tmp_path):
     out = tmp_path / 'exp02'
     run_notebook('02_dpo_from_preferences.ipynb', out)
@@ -48,7 +53,7 @@ def test_02_dpo_from_preferences(tmp_path):
     assert res['pairs'] > 0 and set(res['success']) == {'sft', 'sft+dpo', 'noisy-expert'}
     assert 0 <= res['p_value'] <= 1 and res['dpo']['steps'] > 0
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_03_online_grpo(tmp_path):
     out = tmp_path / 'exp03'
     run_notebook('03_online_grpo.ipynb', out)
