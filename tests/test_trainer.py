@@ -110,3 +110,22 @@ def test_kill_and_resume_gives_the_same_weights(maze, tmp_path):
     init = AutoModelForCausalLM.from_pretrained(mdir)
     assert max((x - y).abs().max().item() for x, y in zip(a.parameters(), b.parameters())) < 1e-6
     assert max((x - y).abs().max().item() for x, y in zip(a.parameters(), init.parameters())) > 1e-3
+
+def test_gradient_checkpointing_trains_to_the_same_weights(maze, tmp_path):
+    "Recomputing activations in the backward pass changes memory, not the maths: same init, same data -> same weights"
+    trajs, tools, _, tok = maze
+    model, _ = make_tiny_model(tokenizer=tok, hidden_size=64)
+    mdir = save_tiny_model(model, tok, tmp_path / 'init')
+    from transformers import AutoModelForCausalLM
+    finals = {}
+    for gc in (False, True):
+        m = AutoModelForCausalLM.from_pretrained(mdir)
+        tr = SFTTrainer(SFTConfig(output_dir=str(tmp_path / f'gc{gc}'), num_epochs=1, batch_size=4, learning_rate=1e-2, max_length=2048,
+                                  gradient_checkpointing=gc, progress_bar=False, mixed_precision='no', seed=0),
+                        m, tok, train_data=trajs[:8], tools=tools)
+        tr.train()
+        if gc: assert m.is_gradient_checkpointing
+        finals[gc] = [p.detach().clone() for p in m.parameters()]
+    init = list(AutoModelForCausalLM.from_pretrained(mdir).parameters())
+    assert max((a - b).abs().max().item() for a, b in zip(finals[False], finals[True])) < 1e-5
+    assert max((a - b).abs().max().item() for a, b in zip(finals[False], init)) > 1e-3
