@@ -180,3 +180,48 @@ def test_two_cpu_processes_train_like_one(maze, tmp_path, kind):
     moved = torch.sqrt(sum(((x - y) ** 2).sum() for x, y in zip(a.parameters(), init.parameters())))
     apart = torch.sqrt(sum(((x - y) ** 2).sum() for x, y in zip(a.parameters(), b.parameters())))
     assert moved > 0.1 and apart < 1e-4 * moved, (moved.item(), apart.item())   # measured: 1.3 vs 2e-6
+
+def test_bf16_autocast_trains_on_cpu(maze, tmp_path):
+    "mixed_precision='bf16' runs the forward under bf16 autocast (CPU supports it): losses near fp32's, not equal, and falling"
+    trajs, tools, _, tok = maze
+    mdir = save_tiny_model(make_tiny_model(tokenizer=tok, hidden_size=64)[0], tok, tmp_path / 'init')
+    from transformers import AutoModelForCausalLM
+    runs = {}
+    for mp in ('no', 'bf16'):
+        tr = SFTTrainer(SFTConfig(output_dir=str(tmp_path / mp), num_epochs=2, batch_size=4, learning_rate=1e-2, max_length=2048,
+                                  logging_steps=1, progress_bar=False, mixed_precision=mp, seed=0),
+                        AutoModelForCausalLM.from_pretrained(mdir), tok, train_data=trajs[:8], tools=tools)
+        tr.train()
+        runs[mp] = [h['loss'] for h in tr.history if 'loss' in h]
+        assert tr.accelerator.mixed_precision == mp
+    assert runs['bf16'][0] != runs['no'][0] and abs(runs['bf16'][0] - runs['no'][0]) < 0.05 * runs['no'][0], runs
+    assert runs['bf16'][-1] < runs['bf16'][0] - 1.0, runs                        # 6.26 -> 4.23 in four steps
+
+def _tb_scalars(run_dir):
+    "Scalars of every TensorBoard event file under run_dir: {tag: [(step, value)]} (TFRecord framing, Event protos)"
+    import struct
+    from tensorboardX.proto import event_pb2
+    out = {}
+    for f in Path(run_dir).rglob('events.out.tfevents.*'):
+        data, i = f.read_bytes(), 0
+        while i < len(data):
+            (n,) = struct.unpack('<Q', data[i:i + 8]); ev = event_pb2.Event.FromString(data[i + 12:i + 12 + n]); i += 12 + n + 4
+            for v in ev.summary.value: out.setdefault(v.tag, []).append((ev.step, v.simple_value))
+    return out
+
+def test_metrics_reach_tensorboard(maze, tmp_path):
+    "report_to=['tensorboard'] (tensorboard or tensorboardX installed): every logged loss is in the event files at its step"
+    pytest.importorskip('tensorboardX', reason='tensorboardX is in the dev extra')
+    trajs, tools, _, tok = maze
+    tr = SFTTrainer(SFTConfig(output_dir=str(tmp_path / 'run'), num_epochs=1, batch_size=2, logging_steps=1, progress_bar=False,
+                              report_to=['tensorboard'], max_length=2048, seed=0),
+                    make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, train_data=trajs[:6], tools=tools)
+    tr.train()
+    logged = [(h['step'], h['loss']) for h in tr.history if 'loss' in h]
+    tb = _tb_scalars(tmp_path / 'run')
+    assert len(logged) == 3 and [s for s, _ in tb['loss']] == [s for s, _ in logged]
+    assert all(abs(a - b) < 1e-5 for (_, a), (_, b) in zip(tb['loss'], logged))
+    assert 'lr' in tb and (tmp_path / 'run' / 'metrics.jsonl').read_text().count('"loss"') == 3
+    tr.state['step'] = 4; tr._log({'loss': 0.5}); tr.metrics.close()        # train() closed the writers; a later row reopens them
+    assert _tb_scalars(tmp_path / 'run')['loss'][-1] == (4, 0.5)
+    with pytest.raises(ValueError, match='unknown tracker'): SFTTrainer(SFTConfig(output_dir=str(tmp_path / 'x'), report_to=['mlflw']), tr.model, tok)
