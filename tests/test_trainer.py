@@ -7,7 +7,7 @@ import pytest, torch
 from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
 from knowlyr_lab.trainer.data import to_chat, tokenize_chat
 from knowlyr_lab.trainer.losses import step_weighted_ce
-from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, oracle_trajectories, env_tools, render_corpus
+from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, oracle_trajectories, env_tools, render_corpus, resolve_precision
 from knowlyr_lab.trainer.inference import AgentInference, parse_reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,6 +196,11 @@ def test_bf16_autocast_trains_on_cpu(maze, tmp_path):
         assert tr.accelerator.mixed_precision == mp
     assert runs['bf16'][0] != runs['no'][0] and abs(runs['bf16'][0] - runs['no'][0]) < 0.05 * runs['no'][0], runs
     assert runs['bf16'][-1] < runs['bf16'][0] - 1.0, runs                        # 6.26 -> 4.23 in four steps
+    if not torch.cuda.is_available():   # accelerate would take fp16 on a CPU and silently train fp32: we say so
+        with pytest.warns(UserWarning, match="'fp16' needs a CUDA device"):
+            tr = SFTTrainer(SFTConfig(output_dir=str(tmp_path / 'fp16'), mixed_precision='fp16'), tr.model, tok)
+        assert tr.accelerator.mixed_precision == 'no'
+    with pytest.raises(ValueError, match="'fp8' is not"): resolve_precision('fp8')
 
 def _tb_scalars(run_dir):
     "Scalars of every TensorBoard event file under run_dir: {tag: [(step, value)]} (TFRecord framing, Event protos)"

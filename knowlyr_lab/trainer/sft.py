@@ -52,7 +52,7 @@ class TrainConfig:
     lora_dropout: float = 0.0              # LoRA dropout
     lora_target_modules: list = field(default_factory=lambda: ['q_proj', 'k_proj', 'v_proj', 'o_proj'])  # modules to adapt
     merge_lora_on_save: bool = True        # save merged full weights (else the adapter only)
-    mixed_precision: str = 'auto'          # 'auto' (bf16 where supported), 'bf16', 'fp16' or 'no'
+    mixed_precision: str = 'auto'          # 'auto' (bf16 on CUDA where supported), 'bf16', 'fp16' (CUDA) or 'no'
     gradient_checkpointing: bool = False   # trade compute for memory
     seed: int = 42                         # data order, init of adapters, dropout
     logging_steps: int = 10                # log every n optimiser steps
@@ -154,9 +154,15 @@ def build_chats(data, system:str|None=None, tools:list|None=None, agent_format:b
 
 # %% ../../nbs/63_trainer_sft.ipynb #9e9261a1
 def resolve_precision(p:str)->str:
-    "'auto' -> bf16 on a CUDA device that supports it, else 'no'"
-    if p != 'auto': return p
-    return 'bf16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'no'
+    "'auto' -> bf16 on a CUDA device that supports it, else 'no'; 'fp16' without CUDA -> 'no', with a warning"
+    if p not in ('auto', 'no', 'bf16', 'fp16'): raise ValueError(f"mixed_precision: {p!r} is not 'auto', 'no', 'bf16' or 'fp16'")
+    if p == 'auto': return 'bf16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'no'
+    if p == 'fp16' and not torch.cuda.is_available():
+        # accelerate accepts fp16 on a CPU and then trains in fp32 without a word (no autocast, no loss scaler)
+        warnings.warn("mixed_precision='fp16' needs a CUDA device (autocast + loss scaling); training in fp32. "
+                      "On a CPU, 'bf16' autocasts.")
+        return 'no'
+    return p
 
 class MetricsLogger:
     "Append metrics to `metrics.jsonl`; also to wandb/tensorboard through accelerate when installed and asked for"
