@@ -144,32 +144,55 @@ DDP_SCRIPT = textwrap.dedent('''
                   mixed_precision='no', logging_steps=1, seed=0)
     if kind == 'sft':
         tr = SFTTrainer(SFTConfig(gradient_accumulation_steps=2, **common), model, tok, train_data=trajs, tools=tools)
-    else:
+    elif kind == 'dpo':
         msgs = [to_messages(t) for t in trajs]
         pairs = [{'prompt': m[:1], 'chosen': m[1:], 'rejected': m[1:3]} for m in msgs]   # rejected: stops after one step
         tr = DPOTrainer(DPOConfig(**common), model, tok, train_data=pairs, tools=tools)
-    tr.train()
+    else:
+        from knowlyr_lab.trainer.grpo import GRPOTrainer, GRPOConfig
+        # 3 groups of 3 per update: 9 sequences split 5/4; per-sequence ('grpo') normalisation, 2 iterations (clipping), KL
+        cfg = GRPOConfig(tasks_per_step=3, num_generations=3, loss_type='grpo', num_iterations=2, beta=0.04,
+                         env_id='knowlyr/maze-easy', max_steps=4, max_episode_steps=3, max_completion_length=24, **common)
+        tr = GRPOTrainer(cfg, model, tok, tools=tools)
+    if kind == 'grpo':
+        msgs = [to_messages(t) for t in trajs[:6]]
+        tr.train_offline([{'prompt': m[:1], 'completions': [m[1:], m[1:3], m[1:2]], 'rewards': [[1.0, 0.2, 0.0], [0.0, 1.0, 0.5]][i % 2]}
+                          for i, m in enumerate(msgs)])
+    elif kind == 'grpo-online':
+        seen, roll = [], tr.rollout
+        tr.rollout = lambda seeds: seen.extend(seeds) or roll(seeds)
+        tr.train()
+    else: tr.train()
+    rank = tr.accelerator.process_index
+    if kind == 'grpo-online': json.dump({'seen': seen, 'history': tr.history}, open(f'{out}/rank{rank}.json', 'w'))
     if tr.accelerator.is_main_process:
         tr.accelerator.unwrap_model(tr.model).save_pretrained(out + '/final')
         json.dump({'world': tr.accelerator.num_processes, 'history': tr.history}, open(out + '/run.json', 'w'))
 ''')
 
-@pytest.mark.slow
-@pytest.mark.parametrize('kind', ['sft', 'dpo'])
-def test_two_cpu_processes_train_like_one(maze, tmp_path, kind):
-    "DDP over gloo (torchrun, 2 CPU processes): each process trains on its slice of the global batch; same steps, same weights"
+def _torchrun(tmp_path, tok, kind, runs=('one', 'two')):
+    "Run DDP_SCRIPT `kind` in one process ('one') and under torchrun with two ('two'); returns the initial model's dir"
     import socket
-    trajs, tools, _, tok = maze
     model, _ = make_tiny_model(tokenizer=tok, hidden_size=64)
     mdir = save_tiny_model(model, tok, tmp_path / 'init')
     script = tmp_path / 'ddp.py'; script.write_text(DDP_SCRIPT)
     env = {**os.environ, 'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'}
-    subprocess.run([sys.executable, str(script), kind, str(mdir), str(tmp_path / 'one')], check=True, env=env, capture_output=True, timeout=600)
+    if 'one' in runs:
+        r = subprocess.run([sys.executable, str(script), kind, str(mdir), str(tmp_path / 'one')], env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
     with socket.socket() as so: so.bind(('127.0.0.1', 0)); port = so.getsockname()[1]
     r = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_addr', '127.0.0.1',
                         '--master_port', str(port), str(script), kind, str(mdir), str(tmp_path / 'two')],
                        env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    return mdir
+
+@pytest.mark.slow
+@pytest.mark.parametrize('kind', ['sft', 'dpo', 'grpo'])
+def test_two_cpu_processes_train_like_one(maze, tmp_path, kind):
+    "DDP over gloo (torchrun, 2 CPU processes): each process trains on its slice of the global batch; same steps, same weights"
+    trajs, tools, _, tok = maze
+    mdir = _torchrun(tmp_path, tok, kind)
     one, two = (json.loads((tmp_path / d / 'run.json').read_text()) for d in ('one', 'two'))
     assert (one['world'], two['world']) == (1, 2)
     assert len(one['history']) == len(two['history']) > 1
@@ -180,6 +203,17 @@ def test_two_cpu_processes_train_like_one(maze, tmp_path, kind):
     moved = torch.sqrt(sum(((x - y) ** 2).sum() for x, y in zip(a.parameters(), init.parameters())))
     apart = torch.sqrt(sum(((x - y) ** 2).sum() for x, y in zip(a.parameters(), b.parameters())))
     assert moved > 0.1 and apart < 1e-4 * moved, (moved.item(), apart.item())   # measured: 1.3 vs 2e-6
+    if kind == 'grpo': assert all(abs(x[k] - y[k]) < 1e-5 for x, y in zip(one['history'], two['history']) for k in ('kl', 'clip_ratio'))
+
+@pytest.mark.slow
+def test_online_grpo_splits_rollouts_across_processes(maze, tmp_path):
+    "Online GRPO under torchrun: each process rolls out its share of the tasks; both update on the whole gathered batch"
+    trajs, tools, _, tok = maze
+    _torchrun(tmp_path, tok, 'grpo-online', runs=('two',))
+    r0, r1 = (json.loads((tmp_path / 'two' / f'rank{k}.json').read_text()) for k in (0, 1))
+    assert r0['seen'] == [0, 2, 3, 5] and r1['seen'] == [1, 4]          # 2 updates x 3 tasks, tasks k, k+2, ... per process
+    assert len(r0['history']) == 2 and r0['history'] == r1['history']   # the same gathered batch, loss and metrics on both
+    assert all(h['completion_tokens'] > 0 for h in r0['history'])
 
 def test_bf16_autocast_trains_on_cpu(maze, tmp_path):
     "mixed_precision='bf16' runs the forward under bf16 autocast (CPU supports it): losses near fp32's, not equal, and falling"

@@ -15,6 +15,7 @@ from .data import DataFormatError, to_chat, tokenize_chat, collate_padded
 from .losses import grpo_advantages, grpo_loss, step_level_advantages, token_logps
 from .sft import TrainConfig, BaseTrainer, env_tools, load_records
 from .inference import AgentInference
+from accelerate.utils import gather_object
 
 # %% auto #0
 __all__ = ['GRPOConfig', 'groups_from_records', 'GRPOTrainer']
@@ -110,7 +111,14 @@ class GRPOTrainer(BaseTrainer):
         G = len(groups[0])
         if any(len(g) != G for g in groups): raise ValueError("all groups of an update need the same size")
         b, A, rewards = _group_tensors(self, [m for g in groups for m in g], G)
-        b = {k: v.to(acc.device) for k, v in b.items()}; A = A.to(acc.device)
+        # DDP: every process holds the whole batch (advantages need whole groups) and trains on its slice of the sequences;
+        # the loss is normalised by whole-batch counts, so the parts sum to the one-process loss
+        B, n, T = len(rewards), acc.num_processes, b['input_ids'].shape[1] - 1
+        n_tok = (b['labels'][:, 1:] != -100).sum().clamp(min=1).item()
+        idx, w = self._shard(list(range(B)))
+        lt = 'dapo' if c.loss_type == 'bnpo' else c.loss_type    # within one batch bnpo is dapo; both take n_tok
+        share = w * (len(idx) / B if lt in ('grpo', 'dr_grpo') else 1.0)
+        b = {k: v[idx].to(acc.device) for k, v in b.items()}; A = A[idx].to(acc.device)
         with torch.no_grad():
             self.model.eval()
             old, mask = self._logps(self.model, b)
@@ -124,14 +132,18 @@ class GRPOTrainer(BaseTrainer):
         for _ in range(c.num_iterations):
             with acc.autocast():
                 lp, _ = self._logps(self.model, b)
-                loss, met = grpo_loss(lp, old, A, mask, c.epsilon, c.epsilon_high, c.beta, ref, c.loss_type,
-                                      max_completion_length=b['input_ids'].shape[1] - 1)
-            acc.backward(loss)
+                loss, met = grpo_loss(lp, old, A, mask, c.epsilon, c.epsilon_high, c.beta, ref, lt,
+                                      max_completion_length=T, num_items=n_tok)
+                part = loss * share                  # this process's part of the whole-batch loss
+            acc.backward(part * n)                  # DDP averages gradients over the n processes
             if c.max_grad_norm > 0: acc.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)
             self.optimizer.step(); self.scheduler.step(); self.optimizer.zero_grad()
             self.state['step'] += 1
-        row = {'loss': loss.item(), 'reward': rewards.mean().item(), 'reward_std': rewards.std().item() if len(rewards) > 1 else 0.0,
-               'completion_tokens': int(mask.sum()), 'mode': mode, **met}
+        tok = w * mask.sum().item()                 # metrics of the whole batch: token-weighted sums over the processes
+        met = {k: self._global_sum(v * tok) / n_tok for k, v in met.items()}
+        row = {'loss': self._global_sum(part.item()), 'reward': rewards.mean().item(),
+               'reward_std': rewards.std().item() if len(rewards) > 1 else 0.0,
+               'completion_tokens': int(n_tok), 'mode': mode, **met}
         self._log(row)
         return row
 
@@ -192,10 +204,13 @@ def _train_online(self:GRPOTrainer)->list[dict]:
     if not c.env_id: raise ValueError("online GRPO needs config.env_id (or use train_offline)")
     n_updates = max(1, c.max_steps // c.num_iterations)
     self._ensure_optim(n_updates * c.num_iterations)
-    rows, bar = [], tqdm(total=n_updates, desc='grpo', disable=not c.progress_bar)
+    acc, n = self.accelerator, self.accelerator.num_processes
+    rows, bar = [], tqdm(total=n_updates, desc='grpo', disable=not c.progress_bar or not acc.is_local_main_process)
     for u in range(n_updates):
         seeds = [c.task_seed_offset + u * c.tasks_per_step + k for k in range(c.tasks_per_step)]
-        groups = [[self._score(t) for t in g] for g in self.rollout(seeds)]
+        mine = list(range(acc.process_index, len(seeds), n))      # this process rolls out tasks k, k+n, ... (whole groups)
+        groups = [[self._score(t) for t in g] for g in self.rollout([seeds[k] for k in mine])] if mine else []
+        if n > 1: groups = [g for _, g in sorted(gather_object(list(zip(mine, groups))), key=lambda p: p[0])]
         rows.append(self.update(groups)); bar.update(1); bar.set_postfix(reward=f"{rows[-1]['reward']:.3f}")
         if c.save_steps and self.state['step'] % c.save_steps == 0: self.save_checkpoint()
     bar.close(); self.metrics.close()

@@ -15,7 +15,7 @@ import yaml
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
 from accelerate import Accelerator
-from accelerate.utils import DataLoaderConfiguration
+from accelerate.utils import DataLoaderConfiguration, DistributedType
 from accelerate.state import AcceleratorState
 from accelerate.utils import set_seed
 from ..trajectory import Trajectory, read_trajectories
@@ -238,8 +238,9 @@ class BaseTrainer:
         "Model, optimiser, scheduler, RNG states, trainer state (+ a loadable `model/`) under output_dir/checkpoint-<step>"
         d = self.out / f"checkpoint-{self.state['step']}"
         self.accelerator.save_state(str(d))
+        self._save_weights(d / 'model')
         if self.accelerator.is_main_process:
-            self.accelerator.unwrap_model(self.model).save_pretrained(d / 'model'); self.tokenizer.save_pretrained(d / 'model')
+            self.tokenizer.save_pretrained(d / 'model')
             (d / 'trainer_state.json').write_text(json.dumps(self.state))   # written last: marks a complete checkpoint
             cks = sorted(self.out.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[1]))
             for old in cks[:-self.config.save_total_limit] if self.config.save_total_limit > 0 else []:
@@ -258,16 +259,28 @@ class BaseTrainer:
         self.accelerator.load_state(str(r))
         self.state = json.loads((r / 'trainer_state.json').read_text())
 
+    def _save_weights(self, path:Path, merge:bool=False):
+        "Every process calls this (FSDP/DeepSpeed gather the full state dict collectively); the main process writes"
+        acc = self.accelerator
+        sharded = acc.distributed_type in (DistributedType.FSDP, DistributedType.DEEPSPEED)
+        sd = acc.get_state_dict(self.model) if sharded else None
+        if not acc.is_main_process: return
+        m = acc.unwrap_model(self.model)
+        if merge and sharded:   # the unwrapped module holds shards: it cannot be merged in place
+            warnings.warn(f"{path}: merge_lora_on_save under {acc.distributed_type.value}: the adapter is saved unmerged; "
+                          "merge on one process: PeftModel.from_pretrained(base, path).merge_and_unload()")
+            merge = False
+        if merge:
+            import copy
+            copy.deepcopy(m).merge_and_unload().save_pretrained(path)
+        else: m.save_pretrained(path, state_dict=sd)
+
     def save_model(self, path:str|Path|None=None)->Path:
-        "Save the trained model (LoRA merged unless merge_lora_on_save=False) and the tokenizer"
+        "Save the trained model (LoRA merged unless merge_lora_on_save=False) and the tokenizer; call it on every process"
         path = Path(path or self.out / 'final')
-        m = self.accelerator.unwrap_model(self.model)
+        if self.accelerator.is_main_process: path.mkdir(parents=True, exist_ok=True)
+        self._save_weights(path, merge=self.config.use_lora and self.config.merge_lora_on_save)
         if self.accelerator.is_main_process:
-            path.mkdir(parents=True, exist_ok=True)
-            if self.config.use_lora and self.config.merge_lora_on_save:
-                import copy
-                copy.deepcopy(m).merge_and_unload().save_pretrained(path)
-            else: m.save_pretrained(path)
             self.tokenizer.save_pretrained(path)
             self.config.to_yaml(path / 'train_config.yaml')
         return path
