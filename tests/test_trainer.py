@@ -248,6 +248,37 @@ def _tb_scalars(run_dir):
             for v in ev.summary.value: out.setdefault(v.tag, []).append((ev.step, v.simple_value))
     return out
 
+def _wandb_history(run_dir):
+    "History rows of an offline W&B run (its .wandb file: LevelDB-style log of 32 KiB blocks holding Record protos)"
+    import struct
+    from wandb.proto import wandb_internal_pb2 as pb
+    (f,) = Path(run_dir).glob('wandb/offline-run-*/run-*.wandb')
+    data, i, buf, rows = f.read_bytes(), 7, b'', []             # 7-byte file header ':W&B' + magic + version
+    assert data[:4] == b':W&B'
+    while i + 7 <= len(data):
+        if 32768 - i % 32768 < 7: i += 32768 - i % 32768; continue   # a block's tail too short for a header is padding
+        _, n, kind = struct.unpack('<IHB', data[i:i + 7]); i += 7
+        if kind == 0 and n == 0: break
+        buf += data[i:i + n]; i += n
+        if kind in (1, 4):                                      # FULL or LAST chunk: a whole record
+            r = pb.Record.FromString(buf); buf = b''
+            if r.WhichOneof('record_type') == 'history': rows.append({it.key or '/'.join(it.nested_key): json.loads(it.value_json) for it in r.history.item})
+    return rows
+
+def test_metrics_reach_wandb_offline(maze, tmp_path, monkeypatch):
+    "report_to=['wandb'] (wandb installed; offline mode, no network): every logged row is in the run's history at its step"
+    pytest.importorskip('wandb', reason='wandb is in the dev extra')
+    for k, v in {'WANDB_MODE': 'offline', 'WANDB_DIR': str(tmp_path), 'WANDB_SILENT': 'true'}.items(): monkeypatch.setenv(k, v)
+    trajs, tools, _, tok = maze
+    tr = SFTTrainer(SFTConfig(output_dir=str(tmp_path / 'run'), num_epochs=1, batch_size=2, logging_steps=1, progress_bar=False,
+                              report_to=['wandb'], max_length=2048, seed=0),
+                    make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, train_data=trajs[:6], tools=tools)
+    tr.train()
+    logged = [h for h in tr.history if 'loss' in h]
+    hist = _wandb_history(tmp_path)
+    assert len(logged) == 3 and [h['step'] for h in hist] == [h['step'] for h in logged], hist
+    assert all(abs(a['loss'] - b['loss']) < 1e-6 and a['lr'] == b['lr'] for a, b in zip(hist, logged))
+
 def test_metrics_reach_tensorboard(maze, tmp_path):
     "report_to=['tensorboard'] (tensorboard or tensorboardX installed): every logged loss is in the event files at its step"
     pytest.importorskip('tensorboardX', reason='tensorboardX is in the dev extra')
