@@ -86,3 +86,23 @@ def test_real_judge(provider, env, model):
     if not os.environ.get(env): pytest.skip(f'{env} not set')
     res = LLMJudge(JudgeConfig(provider=provider, model=os.environ.get(f'KNOWLYR_JUDGE_MODEL_{provider.upper()}', model)), domain='coding').judge_trajectory(_traj(2))
     assert all(r.ok for r in res), [r.error for r in res]
+
+def test_judge_reward_in_process_workers(tmp_path):
+    "A judged reward function pickles into process workers: every step of every episode is judged there, through the server"
+    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.agents import ExpertAgent
+    from knowlyr_lab.reward.engine import make_reward_fn
+    import pickle
+    def answer(req, api):
+        return json.dumps({'goal_progress': 0.8, 'tool_selection': 1.0, 'param_correctness': 1.0, 'reason': 'ok'})
+    with FakeLLMServer(answer) as srv:
+        judge = LLMJudge(JudgeConfig(model='j', base_url=srv.openai_base_url, api_key='k'))   # no cache: every step asks
+        copy = pickle.loads(pickle.dumps(judge))
+        assert copy.judge_prompts(['Step to judge:\nStep 0: move'])[0].ok      # the copy has its own lock and client
+        n0 = len(srv.requests)
+        trajs = collect('knowlyr/maze-easy', ExpertAgent(), tasks=[f'maze-easy-4x4-s{s}' for s in range(4)], backend='process',
+                        n_workers=2, reward_fn=make_reward_fn('generic', judge=judge), progress=False)
+    steps = [s for t in trajs for s in t.steps]
+    assert len(trajs) == 4 and all(t.outcome.success for t in trajs)
+    assert len(srv.requests) - n0 == len(steps)                               # one judge call per step, made by the workers
+    assert all(s.reward_details and s.reward_details.get('judge') is not None for s in steps), steps[0].reward_details

@@ -178,6 +178,11 @@ class LLMJudge:
         self.stats = JudgeStats()
         self._lock = threading.Lock()
 
+    # pickles (a lock and an SDK module do not) so a judge travels to process and Ray rollout workers; a copy keeps
+    # its own stats, which do not flow back
+    def __getstate__(self): return {k: v for k, v in self.__dict__.items() if k not in ('_lock', '_sdk')}
+    def __setstate__(self, d): self.__dict__.update(d); self._lock = threading.Lock()
+
     def _client(self):
         c = self.config
         if c.provider == 'anthropic':
