@@ -141,7 +141,7 @@ class DPOTrainer(BaseTrainer):
                     agg['loss'] += w * losses.sum().item() / n_pairs; agg['rewards/chosen'] += w * cr.sum().item() / n_pairs
                     agg['rewards/rejected'] += w * rj.sum().item() / n_pairs; agg['rewards/accuracies'] += w * (cr > rj).float().sum().item() / n_pairs
                     ntok += w * sum(len(self.pairs[i]['chosen']['input_ids']) + len(self.pairs[i]['rejected']['input_ids']) for i in idx)
-                agg = {k: self._global_sum(v) for k, v in agg.items()}
+                agg = self._global_sum(agg)
                 if c.max_grad_norm > 0: acc.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)
                 self.optimizer.step(); self.scheduler.step(); self.optimizer.zero_grad()
                 self.state['step'] += 1; self.state['batch_in_epoch'] = gi + 1

@@ -140,8 +140,9 @@ class GRPOTrainer(BaseTrainer):
             self.optimizer.step(); self.scheduler.step(); self.optimizer.zero_grad()
             self.state['step'] += 1
         tok = w * mask.sum().item()                 # metrics of the whole batch: token-weighted sums over the processes
-        met = {k: self._global_sum(v * tok) / n_tok for k, v in met.items()}
-        row = {'loss': self._global_sum(part.item()), 'reward': rewards.mean().item(),
+        tot = self._global_sum({'loss': part.item(), **{k: v * tok for k, v in met.items()}})
+        met = {k: tot[k] / n_tok for k in met}
+        row = {'loss': tot['loss'], 'reward': rewards.mean().item(),
                'reward_std': rewards.std().item() if len(rewards) > 1 else 0.0,
                'completion_tokens': int(n_tok), 'mode': mode, **met}
         self._log(row)

@@ -6,7 +6,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_sft.html.md"""
 
 # %% ../../nbs/63_trainer_sft.ipynb #143222fc
 from __future__ import annotations
-import dataclasses, importlib.util, json, math, os, random, time, uuid, warnings
+import copy, dataclasses, importlib.util, json, math, os, random, time, uuid, warnings
 from dataclasses import dataclass, field, fields, asdict
 from pathlib import Path
 import numpy as np
@@ -270,9 +270,7 @@ class BaseTrainer:
             warnings.warn(f"{path}: merge_lora_on_save under {acc.distributed_type.value}: the adapter is saved unmerged; "
                           "merge on one process: PeftModel.from_pretrained(base, path).merge_and_unload()")
             merge = False
-        if merge:
-            import copy
-            copy.deepcopy(m).merge_and_unload().save_pretrained(path)
+        if merge: copy.deepcopy(m).merge_and_unload().save_pretrained(path)
         else: m.save_pretrained(path, state_dict=sd)
 
     def save_model(self, path:str|Path|None=None)->Path:
@@ -296,10 +294,13 @@ class BaseTrainer:
         mine = idx[self.accelerator.process_index::n]
         return (mine, 1.0) if mine else (idx[:1], 0.0)   # every process must run backward, or DDP waits forever
 
-    def _global_sum(self, x:float)->float:
-        "Sum of `x` over all processes"
+    def _global_sum(self, x:float|dict)->float|dict:
+        "Sum over all processes of a number, or of every value of a dict of numbers (one all-reduce either way)"
         if self.accelerator.num_processes == 1: return x
-        return self.accelerator.reduce(torch.tensor([float(x)], device=self.accelerator.device), 'sum').item()
+        keys = list(x) if isinstance(x, dict) else None
+        t = torch.tensor([float(x[k]) for k in keys] if keys else [float(x)], device=self.accelerator.device)
+        t = self.accelerator.reduce(t, 'sum').tolist()
+        return dict(zip(keys, t)) if keys else t[0]
 
 # %% ../../nbs/63_trainer_sft.ipynb #eedfcc3e
 class SFTTrainer(BaseTrainer):
