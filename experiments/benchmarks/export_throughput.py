@@ -10,7 +10,8 @@ reference `--repeats` times, and reports the medians: trajectories per second of
 figure is the steadier one on a shared machine), and the subprocess's peak RSS (ru_maxrss). The reference is the
 published knowlyr-hub 0.1.2, pip-installed into its own virtual environment (`--refvenv`, created on first use) and
 driven from here. Same data and filters on both sides: SFT = the successful trajectories, GRPO = one group per task.
-`--profile K` also prints where our exporter spends its time (cProfile on the first K trajectories).
+`--profile K` also prints where our exporter spends its time (cProfile on the first K trajectories), `--micro K` the
+CPU cost per trajectory of each step of an export. Results and their analysis: export_throughput.results.md.
 """
 import argparse, json, os, platform, random, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -107,6 +108,30 @@ def profile(path:Path, k:int, out:Path, ours_root:str):
         for line in s.getvalue().splitlines():
             if line.strip() and not line.startswith(('   Ordered', '   List reduced')) and 'function calls' not in line: print(line[:150])
 
+def micro(path:Path, k:int, ours_root:str):
+    "CPU microseconds per trajectory of each step of an export (streaming; min of 15 passes over k records)"
+    import orjson
+    sys.path.insert(0, ours_root)
+    from knowlyr_lab.trajectory import Trajectory, to_messages, parse_trajectory, trajectory_score
+    from knowlyr_lab.hub.export import sft_row, grpo_member
+    with open(path, 'rb') as f: lines = [l for _, l in zip(range(k), f)]
+    strs = [l.decode() for l in lines]
+    ts = [Trajectory.model_validate_json(l) for l in lines]
+    def run(fn, xs):
+        best = 1e9
+        for _ in range(15):
+            c = time.process_time()
+            for x in xs: fn(x)
+            best = min(best, (time.process_time() - c) / len(xs) * 1e6)
+        return best
+    print(f"\n--- per-record CPU cost, us per trajectory ({k} records, min of 15 passes) ---")
+    for name, fn, xs in [('orjson.loads (parse only)', orjson.loads, lines), ('json.loads (the reference parses with this)', json.loads, strs),
+                         ('parse_trajectory(str) (read_trajectories: json.loads + validation)', parse_trajectory, strs),
+                         ('Trajectory.model_validate_json(bytes)', Trajectory.model_validate_json, lines), ('to_messages(t)', to_messages, ts),
+                         ('trajectory_score(t)', trajectory_score, ts), ('sft_row(t)', lambda t: sft_row(t, '[]'), ts),
+                         ('grpo_member(t)', grpo_member, ts), ('orjson.dumps(sft_row)', orjson.dumps, [sft_row(t, '[]') for t in ts])]:
+        print(f"{name:70} {run(fn, xs):8.1f}")
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--n', type=int, default=100_000)
@@ -115,6 +140,7 @@ def main():
     ap.add_argument('--repeats', type=int, default=3)
     ap.add_argument('--refvenv', default='/tmp/refvenv-hub')
     ap.add_argument('--profile', type=int, default=0, help='also profile ours on this many trajectories')
+    ap.add_argument('--micro', type=int, default=0, help='also print per-record costs of each export step on this many trajectories')
     ap.add_argument('--ours-root', default=str(ROOT), help='knowlyr-lab checkout to measure (e.g. an older commit, for before/after)')
     a = ap.parse_args()
     ref_py = ref_python(Path(a.refvenv))
@@ -151,5 +177,6 @@ def main():
               "Rows differ in kind: ours are TRL chat rows (messages with tool calls, tool schemas, step rewards), validated against "
               "the trajectory schema on the way in; the reference writes step text from unvalidated dicts and keeps every record in memory.")
         if a.profile: profile(d / 'ours.jsonl', a.profile, d, a.ours_root)
+        if a.micro: micro(d / 'ours.jsonl', a.micro, a.ours_root)
 
 if __name__ == '__main__': main()
