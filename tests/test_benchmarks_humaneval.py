@@ -29,7 +29,7 @@ def test_expert_solves_humaneval_in_local_sandbox():
 
 @pytest.mark.slow
 def test_random_agent_solves_no_humaneval_problem():
-    r = evaluate_agent(RandomAgent(), 'knowlyr/humaneval', n_tasks=164, max_steps=4)
+    r = evaluate_agent(RandomAgent(), 'knowlyr/humaneval', n_tasks=164, max_steps=3)
     s = r.summary()
     assert s['n_episodes'] == 164 and s['n_unverified'] == 0
     assert s['success_rate'] == 0.0
