@@ -1,9 +1,7 @@
-"textarena games: registered, Gymnasium's check_env, seeded random baseline (the same with 1 or 3 threads), experts, fingerprints."
+"textarena games: registered, seeded random baseline (the same with 1 or 3 threads), experts, fingerprints. (Gymnasium's check_env runs on every registered env in test_foundation.py and on every game in nbs/19a.)"
 import random
 import pytest
-from gymnasium.utils.env_checker import check_env
 from knowlyr_lab.registry import make, list_envs
-from knowlyr_lab.gym import as_gymnasium
 from knowlyr_lab.agents import RandomAgent, ExpertAgent
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.envs.textarena import TEXTARENA_GAMES
@@ -15,9 +13,8 @@ def test_at_least_ten_textarena_games_registered():
     assert len(ids) >= 10 and sorted(ids) == sorted(f'knowlyr/textarena/{g}' for g in GAMES)
 
 @pytest.mark.parametrize('game', GAMES)
-def test_check_env_and_seeded_random_baseline(game):
+def test_seeded_random_baseline(game):
     env_id = f'knowlyr/textarena/{game}'
-    check_env(as_gymnasium(make(env_id)), skip_render_check=True)
     a = collect(env_id, RandomAgent, 6, seed=3, max_steps=60, progress=False)
     b = collect(env_id, RandomAgent, 6, seed=3, max_steps=60, n_workers=3, progress=False)   # threads share the global `random`
     assert [t.id for t in a] == [t.id for t in b]
