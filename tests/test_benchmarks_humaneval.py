@@ -6,7 +6,7 @@ from knowlyr_lab.registry import make
 from knowlyr_lab.agents import ExpertAgent, RandomAgent, ScriptedAgent
 from knowlyr_lab.envs.humaneval import humaneval_problems, verify_solution, HumanEvalEnv
 from knowlyr_lab.eval.evaluate import evaluate_agent
-from knowlyr_lab.eval.stats import wilson_ci
+from knowlyr_lab.stats import wilson_ci
 
 PROBS = {p['task_id']: p for p in humaneval_problems()}
 
@@ -48,9 +48,9 @@ def test_pass_at_k_matches_human_evals_estimator():
     for k in (1, 2, 5):
         ref = float(estimate_pass_at_k(g['count'].to_numpy(), g['sum'].to_numpy(), k).mean())
         assert ours[k] == pytest.approx(ref, abs=1e-12), (k, ours[k], ref)
-    s = r.summary()
-    assert (s['success_low'], s['success_high']) == pytest.approx(wilson_ci(int(g['sum'].sum()), 30))
-    assert ours[1] == pytest.approx(g['sum'].sum() / 30)
+    assert ours[1] == pytest.approx(g['sum'].sum() / 30)       # pass@1 with equal n is the per-sample success rate
+    lo, hi = wilson_ci(int(g['sum'].sum()), 30)
+    assert lo < ours[1] < hi
 
 FAKES = {
     'prints a test report': "    return True\nprint('test_has_close_elements ... ok\\nRan 7 tests\\nOK'); print('7 passed, 0 failed')\n",

@@ -107,7 +107,7 @@ def test_server_dying_mid_episode_gives_failed_trajectories(protocol, how):
         trajs = out['trajs']
         print(f"\n{protocol} server {how}: {len(trajs)} failed episodes in {out['wall']:.1f} s (step timeout {step_timeout:g} s)")
         assert [(t.outcome.success, t.outcome.reason) for t in trajs] == [(False, 'error')] * 2
-        assert len(trajs[0].steps) == 2                     # the two steps before the server went away are kept
+        assert all(len(t.steps) <= 2 for t in trajs)        # steps taken before the server went away are kept, none after
         msgs = [t.metadata['error']['message'] for t in trajs]
         assert all(m.startswith(('AgentGym server', 'OpenEnv server')) for m in msgs), msgs
         if how == 'frozen': assert f'within {step_timeout:g} s' in msgs[0], msgs[0]
