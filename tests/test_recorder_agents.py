@@ -1,4 +1,4 @@
-"Coding-agent log adapters (OpenHands, SWE-agent, mini-swe-agent, Claude Code, Codex CLI, Gemini CLI, Aider) on small hand-made fixtures and, when present, on the shared real samples."
+"Coding-agent log adapters (OpenHands, SWE-agent, mini-swe-agent, Claude Code, Codex CLI, Gemini CLI, Aider) on small hand-made fixtures and on the real samples in tests/fixtures/agent_logs."
 import json, shutil
 from pathlib import Path
 import pytest
@@ -7,7 +7,7 @@ from knowlyr_lab.recorder.base import ConversionReport, RecorderError, get_adapt
 from knowlyr_lab.recorder.agent_steps import steps_usage
 
 FIX = Path(__file__).parent / 'fixtures' / 'recorder'
-REAL = Path(__file__).resolve().parent.parent.parent / 'shared' / 'fixtures' / 'agent_logs'
+REAL = Path(__file__).parent / 'fixtures' / 'agent_logs'
 FORMATS = ['openhands', 'openhands-sdk', 'swe-agent', 'mini-swe-agent', 'claude-code', 'codex-cli', 'gemini-cli', 'aider', 'rovo-dev', 'iswe']
 
 def conv(path, fmt=None, report=None):
@@ -254,16 +254,14 @@ def test_wrongly_typed_fields_never_raise(data, tmp_path_factory):
 # ---------------------------------------------------------------- the shared real samples
 
 def _real_files():
-    if not REAL.is_dir(): return []
     out = []
-    for d in ['openhands', 'openhands-sdk', 'swe-agent', 'mini-swe-agent', 'claude-code', 'codex-cli', 'gemini-cli', 'aider', 'swe-bench-experiments']:
+    for d in ['openhands', 'openhands-sdk', 'swe-agent', 'mini-swe-agent', 'claude-code', 'codex-cli', 'gemini-cli']:
         for p in sorted((REAL / d).iterdir()):
             head = p.read_bytes()[:65536].decode('utf-8', 'replace')
             fmt = next((f for f in FORMATS if get_adapter(f).detect(p, head)), None)
             if fmt: out.append(pytest.param(p, fmt, id=f'{d}/{p.name}'))
     return out
 
-@pytest.mark.skipif(not REAL.is_dir(), reason=f'shared real agent logs not present at {REAL}')
 @pytest.mark.parametrize('path,fmt', _real_files())
 def test_real_sample(path, fmt):
     trajs, r = conv(path, fmt)
@@ -279,7 +277,6 @@ def test_real_sample(path, fmt):
             have, rest = steps_usage(t.steps), t.metadata.get('usage_unattributed') or {}
             for k, v in tot.items(): assert abs(have.get(k, 0) + rest.get(k, 0) - v) < 1e-6, (k, have, rest, tot)
 
-@pytest.mark.skipif(not REAL.is_dir(), reason=f'shared real agent logs not present at {REAL}')
 def test_real_samples_known_facts():
     (t,), _ = conv(REAL / 'mini-swe-agent' / 'django__django-10999.traj.json', 'mini-swe-agent')
     assert (t.outcome.submitted, t.outcome.success) == (True, False)            # sb-cli report lists it as unresolved
