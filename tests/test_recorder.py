@@ -105,11 +105,17 @@ def test_agentgym_loss_and_outcome():
         gpt = [c for c in row['conversations'] if c['from'] == 'gpt'][1:]       # the first is the canned "Ok."
         assert [s.metadata['loss'] for s in t.steps] == [c['loss'] for c in gpt]
 
-def test_toolbench_submitted_is_not_success():
+def test_toolbench_answered_is_not_solved(tmp_path):
+    "`win` only means the search ended with an answer: kept as `answered`, never as `success`"
     out = {p.name: _convert(p)[0][0] for p in _files('toolbench')}
     ok, fail = out['G1_answer__10_ChatGPT_DFS_woFilter_w2.json'], out['G2_answer__127_ChatGPT_DFS_woFilter_w2.json']
-    assert (ok.outcome.submitted, ok.outcome.success) == (True, True)
-    assert (fail.outcome.submitted, fail.outcome.success) == (False, False)
+    assert (ok.outcome.submitted, ok.metadata['answered'], ok.outcome.success) == (True, True, None)
+    assert (fail.outcome.submitted, fail.metadata['answered'], fail.outcome.success) == (False, False, False)   # gave up: certainly unsolved
+    sorry = json.loads((FIX / 'toolbench' / 'G1_answer__10_ChatGPT_DFS_woFilter_w2.json').read_text())
+    sorry['answer_generation']['final_answer'] = json.dumps({'return_type': 'give_answer', 'final_answer': "I'm sorry, but I couldn't fetch the data."})
+    p = tmp_path / 'G1_sorry.json'; p.write_text(json.dumps(sorry))
+    (t,), _ = _convert(p)
+    assert (t.metadata['answered'], t.outcome.success) == (True, None)
 
 # ---------------------------------------------------------------- detection, validation, sidecars, diff
 
@@ -145,7 +151,7 @@ def test_diff_first_divergence():
     a, b = [_convert(p)[0][0] for p in _files('toolbench')]
     d = diff_trajectories(a, b)
     assert d.first_divergence['index'] == 0 and d.first_divergence['field'] == 'tool'
-    assert d.success == (True, False) and not d.identical
+    assert d.success == (None, False) and not d.identical
     assert diff_trajectories(a, a).identical
 
 # ---------------------------------------------------------------- secrets never reach a file
