@@ -121,3 +121,83 @@ def test_claude_code_server_tool_results_pair_with_their_calls(tmp_path):
     search, answer = t.steps
     assert 'python.org' in search.observation.content and (answer.action, answer.thought) == (None, 'Python 3.14.')
     assert r.totals == {'mapped': 2, 'unmapped': 0, 'quarantined': 0}
+
+# ---------------------------------------------------------------- accounting: one count per input line, real trajectory counts
+
+EVENT_LOGS = {'claude-code': [FIX / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl', *sorted((REAL / 'claude-code').glob('*.jsonl'))],
+              'codex-cli': sorted((FIX / 'codex-cli').glob('*.jsonl')) + sorted((REAL / 'codex-cli').glob('*.jsonl')),
+              'gemini-cli': [FIX / 'gemini-cli' / 'session-2026-04-23T12-52-0ab84937.jsonl', REAL / 'gemini-cli' / 'gemini.jsonl'],
+              'openhands-sdk': [FIX / 'openhands-sdk' / 'events.jsonl', REAL / 'openhands-sdk' / 'events.jsonl']}
+ODD = [None, 7, 'x', [], {}, [1, 'a'], {'a': None}, {'type': 'tool_result', 'tool_use_id': 'nope', 'content': 'x'}]
+
+def _paths(o, pre=()):
+    yield pre
+    if isinstance(o, dict):
+        for k, v in o.items(): yield from _paths(v, pre + (k,))
+    elif isinstance(o, list):
+        for j, v in enumerate(o): yield from _paths(v, pre + (j,))
+
+def _mutate(rng, lines):
+    lines = list(lines)
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(lines)); rec = json.loads(lines[i])
+        ps = [p for p in _paths(rec) if p]
+        p = rng.choice(ps); o = rec
+        for k in p[:-1]: o = o[k]
+        if rng.random() < 0.15 and isinstance(o, dict): del o[p[-1]]
+        else: o[p[-1]] = rng.choice(ODD)
+        lines[i] = json.dumps(rec)
+    return lines
+
+def test_event_logs_count_each_line_once(tmp_path):
+    "Mutated event logs (wrong types, missing fields, orphan blocks): mapped + unmapped + quarantined == lines, always"
+    rng, bad = random.Random(14), []
+    for k in range(80):
+        fmt = rng.choice(sorted(EVENT_LOGS)); src = rng.choice(EVENT_LOGS[fmt])
+        lines = _mutate(rng, [l for l in src.read_text().splitlines() if l.strip()])
+        f = tmp_path / f'm{k}.jsonl'; f.write_text('\n'.join(lines) + '\n')
+        r = ConversionReport()
+        list(get_adapter(fmt).convert(f, r))
+        t = r.totals
+        if t['mapped'] + t['unmapped'] + t['quarantined'] != len(lines): bad.append((fmt, src.name, r.summary().to_dict('records')))
+        assert r.n_errors == t['quarantined'] + sum(r.failed.values())
+    assert not bad, bad[:3]
+
+@pytest.mark.parametrize('folder', sorted(d.name for d in FIX.iterdir() if d.is_dir()))
+def test_cli_summary_counts_the_trajectories_written(folder, tmp_path):
+    out, buf = tmp_path / 'o.jsonl', io.StringIO()
+    cli.main(['convert', str(FIX / folder), '-o', str(out), '--no-progress'], Console(file=buf, width=200))
+    n = sum(1 for _ in out.open()) if out.exists() else 0
+    assert n > 0 and f'{n} trajectories from' in buf.getvalue(), buf.getvalue()[:300]
+
+# ---------------------------------------------------------------- bad input: truncated .gz and corrupt files go to quarantine, the batch goes on
+
+def test_truncated_gz_is_quarantined_and_the_batch_goes_on(tmp_path):
+    import gzip
+    good = FIX / 'openai-chat' / 'conversations.jsonl'
+    whole = gzip.compress(good.read_bytes() * 5)
+    (tmp_path / 'a_truncated.jsonl.gz').write_bytes(whole[: len(whole) // 2])
+    (tmp_path / 'b_corrupt.jsonl.gz').write_bytes(b'\x1f\x8b' + b'\x00' * 40)
+    (tmp_path / 'c_good.jsonl').write_bytes(good.read_bytes())
+    q = tmp_path / 'q.jsonl'
+    r = ConversionReport(quarantine=q)
+    trajs = list(convert(tmp_path, report=r))
+    assert sum(t.source.path.endswith('c_good.jsonl') for t in trajs) == len(good.read_text().splitlines())
+    errs = [e for e in r.errors if 'a_truncated' in e or 'b_corrupt' in e]
+    assert len(errs) == 2 and all('file (' in e for e in errs), r.errors          # one line each: file and reason
+    assert any('truncated file (EOFError' in e for e in errs)
+    assert {json.loads(l)['path'].rsplit('/', 1)[-1] for l in q.read_text().splitlines()} >= {'a_truncated.jsonl.gz', 'b_corrupt.jsonl.gz'}
+    buf = io.StringIO()
+    assert cli.main(['convert', str(tmp_path / 'a_truncated.jsonl.gz'), '-o', str(tmp_path / 'o.jsonl'), '--no-progress'], Console(file=buf, width=300)) == 1
+    assert 'a_truncated.jsonl.gz' in buf.getvalue() and 'Traceback' not in buf.getvalue()
+
+# ---------------------------------------------------------------- the adapter registry: a broken plugin warns, the rest still works
+
+def test_broken_adapter_plugin_warns_and_the_registry_goes_on(monkeypatch):
+    import knowlyr_lab.recorder.base as base
+    class EP:
+        name, value = 'broken', 'no_such_module_xyz'
+        def load(self): import no_such_module_xyz
+    monkeypatch.setattr(base, 'entry_points', lambda group: [EP()])
+    with pytest.warns(UserWarning, match="entry point 'broken'"): base.discover_adapters(force=True)
+    assert {'openai-chat', 'claude-code', 'aider'} <= set(base.list_adapters())
