@@ -201,3 +201,38 @@ def test_broken_adapter_plugin_warns_and_the_registry_goes_on(monkeypatch):
     monkeypatch.setattr(base, 'entry_points', lambda group: [EP()])
     with pytest.warns(UserWarning, match="entry point 'broken'"): base.discover_adapters(force=True)
     assert {'openai-chat', 'claude-code', 'aider'} <= set(base.list_adapters())
+
+# ---------------------------------------------------------------- whole-document logs: memory bounded by the largest record
+
+_RSS = r'''
+import json, resource, sys
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.base import get_adapter
+from knowlyr_lab.recorder.redact import default_redactor
+get_adapter('openai-chat'); default_redactor()
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+n = sum(len(t.steps) for t in convert(sys.argv[1], format='openai-chat'))
+print(json.dumps({'steps': n, 'peak_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base}))
+'''
+
+@pytest.mark.slow
+def test_whole_document_memory_is_bounded(tmp_path):
+    "A JSON array of conversations is streamed: 10x the document, about the same peak, far below the document's size"
+    import subprocess, sys
+    conv = lambda i: {'id': f'c{i}', 'messages': [{'role': 'user', 'content': f'task {i} ' + 'x' * 300}] + [m for k in range(4) for m in (
+        {'role': 'assistant', 'content': 'look', 'tool_calls': [{'id': f'c{i}_{k}', 'type': 'function', 'function': {'name': 'shell', 'arguments': json.dumps({'cmd': f'grep -n y{k} src/'})}}]},
+        {'role': 'tool', 'tool_call_id': f'c{i}_{k}', 'content': 'src/a.py:1: y()\n' * 30})]}
+    peaks = {}
+    for n in (1500, 15000):
+        p = tmp_path / f'{n}.json'
+        with open(p, 'w') as f:
+            f.write('[' + ',\n'.join(json.dumps(conv(i)) for i in range(n)) + ']')
+        res = subprocess.run([sys.executable, '-c', _RSS, str(p)], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+        assert res.returncode == 0, res.stderr[-2000:]
+        out = json.loads(res.stdout.strip().splitlines()[-1])
+        assert out['steps'] == n * 4
+        peaks[n] = (out['peak_kb'] * 1024, p.stat().st_size)
+    (small, _), (big, size) = peaks[1500], peaks[15000]
+    biggest = len(json.dumps(conv(0)))
+    assert big <= small + 16 * 2**20, peaks                      # 10x the input, about the same peak
+    assert big <= 2 * biggest + 48 * 2**20 < size, (peaks, biggest)   # 2x the largest record plus a constant
