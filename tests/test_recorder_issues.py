@@ -223,16 +223,16 @@ def test_whole_document_memory_is_bounded(tmp_path):
         {'role': 'assistant', 'content': 'look', 'tool_calls': [{'id': f'c{i}_{k}', 'type': 'function', 'function': {'name': 'shell', 'arguments': json.dumps({'cmd': f'grep -n y{k} src/'})}}]},
         {'role': 'tool', 'tool_call_id': f'c{i}_{k}', 'content': 'src/a.py:1: y()\n' * 30})]}
     peaks = {}
-    for n in (1500, 15000):
+    for n in (600, 6000):
         p = tmp_path / f'{n}.json'
         with open(p, 'w') as f:
             f.write('[' + ',\n'.join(json.dumps(conv(i)) for i in range(n)) + ']')
         res = subprocess.run([sys.executable, '-c', _RSS, str(p)], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
         assert res.returncode == 0, res.stderr[-2000:]
         out = json.loads(res.stdout.strip().splitlines()[-1])
-        assert out['steps'] == n * 4
+        assert out["steps"] == n * 4
         peaks[n] = (out['peak_kb'] * 1024, p.stat().st_size)
-    (small, _), (big, size) = peaks[1500], peaks[15000]
+    (small, _), (big, size) = peaks[600], peaks[6000]
     biggest = len(json.dumps(conv(0)))
     assert big <= small + 16 * 2**20, peaks                      # 10x the input, about the same peak
     assert big <= 2 * biggest + 48 * 2**20 < size, (peaks, biggest)   # 2x the largest record plus a constant
