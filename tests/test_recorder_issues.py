@@ -160,7 +160,7 @@ def test_event_logs_count_each_line_once(tmp_path):
         list(get_adapter(fmt).convert(f, r))
         t = r.totals
         if t['mapped'] + t['unmapped'] + t['quarantined'] != len(lines): bad.append((fmt, src.name, r.summary().to_dict('records')))
-        assert r.n_errors == t['quarantined'] + sum(r.failed.values())
+        assert r.n_errors == t['quarantined'] + sum(getattr(r, 'failed', {}).values())
     assert not bad, bad[:3]
 
 @pytest.mark.parametrize('folder', sorted(d.name for d in FIX.iterdir() if d.is_dir()))
@@ -245,3 +245,11 @@ def test_cli_runtime_error_is_one_line_and_debug_shows_it(tmp_path):
     lines = [l for l in buf.getvalue().splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith('error: IsADirectoryError') and '--debug' in lines[0]
     with pytest.raises(IsADirectoryError): cli.main(['--debug'] + args, Console(file=io.StringIO()))
+
+def test_every_cli_flag_is_documented():
+    import argparse
+    p = cli.build_parser()
+    subs = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sp in subs.choices.items():
+        for a in sp._actions:
+            if not isinstance(a, argparse._HelpAction): assert a.help, f'knowlyr-recorder {name} {a.dest}: no --help text'
