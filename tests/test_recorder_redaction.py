@@ -36,7 +36,7 @@ KEEP = ["commit 9f1c2ab3d4e5f60718293a4b5c6d7e8f90a1b2c3", "id 123e4567-e89b-12d
         "tokenizer: gpt2-tokenizer-fast", "AbstractSingletonProxyFactoryBeanConfigurationResolver", "toolu_01YGzqpRE16Vricda3Aqcejo",
         "msg_01WvueFjZVbHcj4H4zUzeGv2", "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
         "password = os.environ['DB_PASSWORD']", "api_key=self.config.api_key", "OPENAI_API_KEY=$OPENAI_API_KEY", "token_type: bearer",
-        "secret_key_base = ENV.fetch('SECRET_KEY_BASE')", "chatcmpl-BSXk0dWkG4hfPt0lph4oFO35iT73I"]
+        "secret_key_base = ENV.fetch('SECRET_KEY_BASE')", "client = LLMConfig(base_url=BASE_URL, api_key=API_KEY)", "chatcmpl-BSXk0dWkG4hfPt0lph4oFO35iT73I"]
 
 @pytest.mark.parametrize('text', list(CORPUS), ids=lambda s: s[:40])
 def test_planted_secret_is_redacted(text):
@@ -70,3 +70,13 @@ def test_corpus_never_written_anywhere(tmp_path):
     for text, value in list(CORPUS.items()) + [('api_key', 'a8f3Kx92LmQ0zR7tW5')]:
         core = max(value.split('\n'), key=len)
         assert core not in written, text
+
+def test_real_logs_lose_only_their_one_real_credential():
+    "Across all the real logs, the only thing redacted is the password an OpenAgentSafety task states in plain text"
+    from knowlyr_lab.recorder.base import ConversionReport
+    r = ConversionReport()
+    trajs = list(convert(Path(__file__).parent / 'fixtures' / 'agent_logs', report=r))
+    assert r.redactions == {'secret_assignment': 2}, r.redactions
+    hit = [t for t in trajs if t.metadata.get('redactions')]
+    assert [t.source.path.rsplit('/', 1)[-1] for t in hit] == ['openagentsafety_gpt-4o__output.jsonl'] * 2
+    assert all('Password: [REDACTED:secret_assignment]' in t.task.instruction for t in hit)
