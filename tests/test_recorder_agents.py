@@ -1,5 +1,5 @@
 "Coding-agent log adapters (OpenHands, SWE-agent, mini-swe-agent, Claude Code, Codex CLI, Gemini CLI, Aider) on small hand-made fixtures and on the real samples in tests/fixtures/agent_logs."
-import json, shutil
+import json, random, shutil
 from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
@@ -225,6 +225,14 @@ def test_garbage_never_raises(text, fmt, suffix, tmp_path_factory):
     list(get_adapter(fmt).convert(p, r))
     assert r.n_errors == r.totals['quarantined'] + sum(r.failed.values())
 
+def _paths(o, pre=()):
+    "Every path (tuple of keys/indices) inside a JSON value"
+    yield pre
+    if isinstance(o, dict):
+        for k, v in o.items(): yield from _paths(v, pre + (k,))
+    elif isinstance(o, list):
+        for j, v in enumerate(o): yield from _paths(v, pre + (j,))
+
 @given(data=st.data())
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_wrongly_typed_fields_never_raise(data, tmp_path_factory):
@@ -234,13 +242,7 @@ def test_wrongly_typed_fields_never_raise(data, tmp_path_factory):
     lines = src.read_text().splitlines() if fmt in JSONL else [json.dumps(json.loads(src.read_text()))]
     i = data.draw(st.integers(0, len(lines) - 1))
     rec = json.loads(lines[i])
-    def paths(o, pre=()):
-        yield pre
-        if isinstance(o, dict):
-            for k, v in o.items(): yield from paths(v, pre + (k,))
-        elif isinstance(o, list):
-            for j, v in enumerate(o): yield from paths(v, pre + (j,))
-    ps = [p for p in paths(rec) if p]
+    ps = [p for p in _paths(rec) if p]
     p = data.draw(st.sampled_from(ps))
     o = rec
     for k in p[:-1]: o = o[k]
@@ -342,3 +344,37 @@ def test_openhands_runtime_recall_is_not_a_step(tmp_path):
     (t,), r = conv(p, 'openhands')
     assert [s.action.tool for s in t.steps] == ['execute_bash', 'str_replace_editor', 'execute_bash', 'finish']
     assert {u['record_type'] for u in t.metadata['unmapped']} == {'action:recall', 'observation:recall', 'observation:agent_state_changed'}
+
+# ---------------------------------------------------------------- accounting under mutation (issue 14): one count per input line
+
+EVENT_LOGS = {'claude-code': [FIX / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl', *sorted((REAL / 'claude-code').glob('*.jsonl'))],
+              'codex-cli': sorted((FIX / 'codex-cli').glob('*.jsonl')) + sorted((REAL / 'codex-cli').glob('*.jsonl')),
+              'gemini-cli': [FIX / 'gemini-cli' / 'session-2026-04-23T12-52-0ab84937.jsonl', REAL / 'gemini-cli' / 'gemini.jsonl'],
+              'openhands-sdk': [FIX / 'openhands-sdk' / 'events.jsonl', REAL / 'openhands-sdk' / 'events.jsonl']}
+ODD = [None, 7, 'x', [], {}, [1, 'a'], {'a': None}, {'type': 'tool_result', 'tool_use_id': 'nope', 'content': 'x'}]
+
+def _mutate(rng, lines):
+    lines = list(lines)
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(lines)); rec = json.loads(lines[i])
+        ps = [p for p in _paths(rec) if p]
+        p = rng.choice(ps); o = rec
+        for k in p[:-1]: o = o[k]
+        if rng.random() < 0.15 and isinstance(o, dict): del o[p[-1]]
+        else: o[p[-1]] = rng.choice(ODD)
+        lines[i] = json.dumps(rec)
+    return lines
+
+def test_event_logs_count_each_line_once(tmp_path):
+    "Mutated event logs (wrong types, missing fields, orphan blocks): mapped + unmapped + quarantined == lines, always"
+    rng, bad = random.Random(14), []
+    for k in range(80):
+        fmt = rng.choice(sorted(EVENT_LOGS)); src = rng.choice(EVENT_LOGS[fmt])
+        lines = _mutate(rng, [l for l in src.read_text().splitlines() if l.strip()])
+        f = tmp_path / f'm{k}.jsonl'; f.write_text('\n'.join(lines) + '\n')
+        r = ConversionReport()
+        list(get_adapter(fmt).convert(f, r))
+        t = r.totals
+        if t['mapped'] + t['unmapped'] + t['quarantined'] != len(lines): bad.append((fmt, src.name, r.summary().to_dict('records')))
+        assert r.n_errors == t['quarantined'] + sum(getattr(r, 'failed', {}).values())
+    assert not bad, bad[:3]
