@@ -80,3 +80,15 @@ def test_real_logs_lose_only_their_one_real_credential():
     hit = [t for t in trajs if t.metadata.get('redactions')]
     assert [t.source.path.rsplit('/', 1)[-1] for t in hit] == ['openagentsafety_gpt-4o__output.jsonl'] * 2
     assert all('Password: [REDACTED:secret_assignment]' in t.task.instruction for t in hit)
+
+def test_error_reasons_are_redacted(tmp_path):
+    "An error message that quotes a record (here a bad exit code holding a key) is redacted before it is kept or written"
+    from knowlyr_lab.recorder.base import ConversionReport
+    key = SAMPLE_SECRETS['github_token']
+    q = tmp_path / 'q.jsonl'
+    r = ConversionReport(quarantine=q)
+    r.scrub = default_redactor()
+    r.bad_record('x.jsonl', 3, f"messages[2].exit_code: invalid literal for int(): '{key}'", None)
+    r.close()
+    assert key not in r.errors[0] and key not in q.read_text() and r.errors[0].endswith("int(): '[REDACTED:github_token]'")
+    assert r.redactions == {'github_token': 1}
