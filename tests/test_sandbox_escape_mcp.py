@@ -46,15 +46,17 @@ def _host_unchanged(host):
     st = (host/'victim.txt').stat()
     assert (st.st_uid, st.st_mode & 0o7777, (host/'victim.txt').read_text()) == (0, 0o600, 'root only\n')
 
-@pytest.fixture(scope='module')
-def attacks(dirs):
-    "Every attack below, in one session with one server (`--root R --template calc=...`); each result or its exception"
+@pytest.fixture(scope='module', params=['local', pytest.param('docker', marks=pytest.mark.docker)])
+def attacks(request, dirs):
+    "Every attack below, in one session with one server (`--root R --template calc=...`), on each backend; each result or its exception"
+    if request.param == 'docker': request.getfixturevalue('docker_host')
     root, host, tpl, t = dirs
+    B = {'backend': request.param}
     async def paths(s):
         out = {}
-        out['ws_host'] = await s.call_tool('create_sandbox', {'workspace': str(host)})
-        out['ws_tpl_path'] = await s.call_tool('create_sandbox', {'workspace': str(tpl)})
-        sid = _data(await s.call_tool('create_sandbox', {'workspace': 'calc'}))['sandbox_id']      # a template from the allow-list
+        out['ws_host'] = await s.call_tool('create_sandbox', {**B, 'workspace': str(host)})
+        out['ws_tpl_path'] = await s.call_tool('create_sandbox', {**B, 'workspace': str(tpl)})
+        sid = _data(await s.call_tool('create_sandbox', {**B, 'workspace': 'calc'}))['sandbox_id']      # a template from the allow-list
         out['files'] = _data(await s.call_tool('execute_tool', {'sandbox_id': sid, 'tool': 'list_dir', 'params': {}}))
         out['save_abs'] = await s.call_tool('sandbox_snapshot', {'sandbox_id': sid, 'path': str(t/'out.snap')})
         out['save_link'] = await s.call_tool('sandbox_snapshot', {'sandbox_id': sid, 'path': 'link_out/x.snap'})
@@ -69,7 +71,7 @@ def attacks(dirs):
         return out
     async def race(s):
         "The issue's race: the server runs tool calls in threads, so a flipping loop and writes overlap unless serialised"
-        sid = _data(await s.call_tool('create_sandbox', {}))['sandbox_id']
+        sid = _data(await s.call_tool('create_sandbox', B))['sandbox_id']
         loop = s.call_tool('execute_tool', {'sandbox_id': sid, 'tool': 'shell', 'params': {
             'command': f'end=$((SECONDS+3)); while [ $SECONDS -lt $end ]; do ln -sfn {host} x; rm -rf x; done', 'timeout': 10}})
         writes = [s.call_tool('execute_tool', {'sandbox_id': sid, 'tool': 'file_write', 'params': {'path': 'x/pwned', 'content': 'p'}})
@@ -79,17 +81,17 @@ def attacks(dirs):
         return res
     async def crafted(s):
         "A model builds the issue's links in its workspace, saves a snapshot under the root and restores it into a second sandbox"
-        a = _data(await s.call_tool('create_sandbox', {}))['sandbox_id']
+        a = _data(await s.call_tool('create_sandbox', B))['sandbox_id']
         r = _data(await s.call_tool('execute_tool', {'sandbox_id': a, 'tool': 'shell', 'params': {
             'command': f'ln -s {host} dl && ln -s dl/victim.txt a && ln -P a b && cat /proc/1/cmdline | tr "\\0" " "'}}))
         _data(await s.call_tool('sandbox_snapshot', {'sandbox_id': a, 'path': 'evil.snap'}))
-        b = _data(await s.call_tool('create_sandbox', {}))['sandbox_id']
+        b = _data(await s.call_tool('create_sandbox', B))['sandbox_id']
         res = await s.call_tool('sandbox_snapshot', {'sandbox_id': b, 'action': 'restore', 'path': 'evil.snap'})
         w = _data(await s.call_tool('execute_tool', {'sandbox_id': b, 'tool': 'file_write', 'params': {'path': 'b', 'content': 'pwned'}}))
         for x in (a, b): await s.call_tool('close_sandbox', {'sandbox_id': x})
         return r, res, w
     async def fifo(s):
-        sid = _data(await s.call_tool('create_sandbox', {}))['sandbox_id']
+        sid = _data(await s.call_tool('create_sandbox', B))['sandbox_id']
         await s.call_tool('execute_tool', {'sandbox_id': sid, 'tool': 'shell', 'params': {'command': 'mkfifo p'}})
         w = _data(await asyncio.wait_for(s.call_tool('execute_tool', {'sandbox_id': sid, 'tool': 'file_write',
                                                                       'params': {'path': 'p', 'content': 'x'}}), 20))
