@@ -178,7 +178,7 @@ def test_symlink_race_with_concurrent_calls(sb, root_only_dir):
     import threading
     stop = threading.Event()
     def flipper():
-        sh(sb, f'end=$((SECONDS+4)); while [ $SECONDS -lt $end ]; do ln -sfn {root_only_dir} x; rm -rf x; done', timeout=10)
+        sh(sb, f'end=$((SECONDS+3)); while [ $SECONDS -lt $end ]; do ln -sfn {root_only_dir} x; rm -rf x; done', timeout=10)
         stop.set()
     t = threading.Thread(target=flipper); t.start()
     while not stop.is_set():
@@ -196,7 +196,7 @@ def test_symlink_race_below_the_lock(sb, root_only_dir):
     leaked = []
     try:
         t0 = time.monotonic()
-        while time.monotonic() - t0 < 3:
+        while time.monotonic() - t0 < 2:
             try: sb._write_bytes('y/pwned', b'pwned')
             except Exception: pass
             try: leaked.append(sb._read_bytes('y/victim.txt', 100))
@@ -214,7 +214,7 @@ def test_fifo_and_special_files_refused(sb):
             assert r.is_error and 'regular file' in r.output, (tool, p, r.output)
     r = sb.execute_tool('search', {'pattern': 'x'})
     assert not r.is_error or 'No matches' in r.output, r.output
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 30                      # a hang bound, not a speed check: a FIFO open used to block forever
     snap = sb.snapshot()                      # a FIFO in the workspace does not break snapshots (it is left out)
     assert 'p' not in snap.files() and snap.info.get('skipped') == ['p']
 

@@ -27,19 +27,26 @@ def uid_rss(uid)->int:
 @pytest.fixture(params=ISOLATING)
 def backend(request): return request.param
 
-def test_memory_is_bounded_per_sandbox(request, backend):
-    "Six processes of 100 MiB each (under the per-process limit) cannot take more than the sandbox's memory budget"
+def test_memory_bomb_is_bounded_and_leaves_others_usable(request, backend):
+    "Six processes of 100 MiB each (under the per-process limit): the host's growth stays within the sandbox's budget, and a second sandbox works meanwhile"
     sb = open_sandbox(request, backend, limits=LIMITS)
+    other = open_sandbox(request, backend, limits=LIMITS)
     cap = (LIMITS['memory_mb'] + LIMITS['disk_mb'] + 2 * LIMITS['tmp_mb']) * MB
-    peak, done = [0], threading.Event()
+    peak, done, during = [0], threading.Event(), []
     def watch():
         while not done.is_set(): peak[0] = max(peak[0], uid_rss(sb.uid)); time.sleep(0.02)
     w = threading.Thread(target=watch); w.start()
+    bomb = threading.Thread(target=lambda: during.append(sh(sb, 'for i in 1 2 3 4 5 6; do python3 -c "import time; b = b\'x\' * (100 * 2**20); '
+                                                              'time.sleep(2); print(\'held\')" & done; wait; echo end')))
     try:
-        r = sh(sb, 'for i in 1 2 3 4 5 6; do python3 -c "import time; b = b\'x\' * (100 * 2**20); time.sleep(2); print(\'held\')" & done; wait; echo end')
+        bomb.start(); time.sleep(0.8)
+        usable = sh(other, 'python3 -c "b = b\'y\' * (50 * 2**20); print(len(b) // 2**20)"')
+        bomb.join()
     finally: done.set(); w.join()
+    r = during[0]
     assert r.output.splitlines().count('held') < 6, r.output   # some were killed: the budget is per sandbox
     assert peak[0] <= cap + 16 * MB, (peak[0] / MB, cap / MB)
+    assert usable.output == '50\n', usable.output
     assert sh(sb, 'echo alive').output == 'alive\n'
 
 @pytest.mark.parametrize('where', ['/dev/shm', '/tmp', '.'])

@@ -100,6 +100,7 @@ def attacks(request, dirs):
     async def go(s):
         out = {}
         for name, fn in [('paths', paths), ('race', race), ('crafted', crafted), ('fifo', fifo)]:
+            if name == 'paths' and B['backend'] == 'docker': continue     # path checks come before any sandbox: one backend is enough
             try: out[name] = await fn(s)
             except Exception as e: out[name] = e
         return out
@@ -112,6 +113,7 @@ def result(attacks, name):
 
 def test_path_arguments_stay_under_root(attacks, dirs):
     root, host, tpl, t = dirs
+    if 'paths' not in attacks: pytest.skip('path arguments are checked before any sandbox exists: run on the local backend')
     out = result(attacks, 'paths')
     for k in ('ws_host', 'ws_tpl_path', 'save_abs', 'save_link', 'save_dotdot', 'restore_out', 'convert_out', 'convert_in', 'export_out', 'score_in'):
         msg = _err(out[k])

@@ -38,15 +38,17 @@ def _submit(env, writes:dict, append:str|None=None):
         assert not ts.info['is_error'], ts.observation
     return env.step({'tool': 'submit', 'params': {}})
 
-@pytest.mark.parametrize('attack', list(APPENDED))
-def test_fake_report_in_code_does_not_change_reward(env, attack):
-    ts = _submit(env, {}, APPENDED[attack])
+def test_fake_reports_in_code_do_not_change_reward(env):
+    "The issue's attack and its relatives, appended together to the buggy code: fake report lines at import and at exit, on every stream"
+    ts = _submit(env, {}, ''.join(APPENDED.values()))
     assert (ts.info['tests_passed'], ts.info['tests_total'], ts.reward) == (3, 5, 0.6), ts.info
 
-@pytest.mark.parametrize('attack', list(PLANTED))
-def test_planted_files_do_not_change_reward(env, attack):
-    ts = _submit(env, PLANTED[attack])
+def test_planted_files_do_not_change_reward(env):
+    "Tests where the hidden ones go, stdlib shadows, start-up hooks and extra test files, all planted at once"
+    ts = _submit(env, {k: v for files in PLANTED.values() for k, v in files.items()})
     assert (ts.info['tests_passed'], ts.info['tests_total'], ts.reward) == (3, 5, 0.6), ts.info
+    assert {'.hidden_tests/test_free.py', 'unittest.py', 'json.py', 'sitecustomize.py', 'usercustomize.py'} - set(ts.info['applied'] + list(ts.info['ignored'])) == set()
+    assert set(ts.info['ignored']) == {'unittest.py', 'json.py', 'sitecustomize.py', 'usercustomize.py'}, ts.info['ignored']
 
 def test_exit_status_is_not_the_verdict(env):
     "Code that ends the test process with status 0 before any test ran scores 0, not 1"
