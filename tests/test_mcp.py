@@ -203,4 +203,7 @@ def test_streamable_http_with_bearer_token(root):
         hdr = {'Accept': 'application/json, text/event-stream', 'Content-Type': 'application/json'}
         for auth in ({}, {'Authorization': 'Bearer wrong'}, {'Authorization': token}):
             assert httpx2.post(url, json=body, headers={**hdr, **auth}, timeout=10).status_code == 401, auth
-    finally: p.kill(); p.wait()
+    finally:
+        p.terminate()                                      # SIGTERM: the server closes its sandboxes on the way out
+        try: p.wait(timeout=20)
+        except subprocess.TimeoutExpired: p.kill(); p.wait()
