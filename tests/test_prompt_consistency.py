@@ -1,0 +1,88 @@
+"""One prompt for training and inference (issue 12, item 2).
+
+A tiny policy is trained on expert episodes of an env whose instruction says nothing about the task: what to do is only
+in the env's reset observation. The trained policy must then succeed equally through the three ways a researcher runs
+it: `collect` (the library's rollout engine), a hand-written loop that feeds the env's own observations to the model,
+and `serve` driven by the real `openai` client. If the training chats rendered the instruction instead of the reset
+observation as the first user turn (the bug this guards against), the policy would learn a prompt that no hand-written
+loop or client sends, and these checks fail."""
+import random, pytest
+from knowlyr_lab.core import AgentEnv, TimeStep, tool_schema
+
+INSTRUCTION = "Submit the code you are shown."
+
+class CodeEnv(AgentEnv):
+    "The reset observation shows a one-digit code; `submit(code)` it. The instruction alone does not say which"
+    @property
+    def tool_schemas(self): return [tool_schema('submit', 'Submit the code', {'code': {'type': 'integer'}}, ['code'])]
+    def _reset(self, task=None, seed=None):
+        self.code = random.Random(f'code-{seed}').randint(0, 9)
+        return TimeStep(f"{INSTRUCTION} The code is {self.code}.", info={'task': {'id': f'code-s{seed}', 'instruction': INSTRUCTION}})
+    def _task_content(self): return self.code
+    def _step(self, tool, params):
+        ok = params['code'] == self.code
+        return TimeStep('Correct.' if ok else 'Wrong.', float(ok), terminated=True, info={'success': ok})
+    def oracle_action(self): return {'tool': 'submit', 'params': {'code': self.code}}
+
+SEEDS = list(range(1000, 1020))
+
+@pytest.fixture(scope='module')
+def policy(tmp_path_factory):
+    "A tiny policy SFT'd on 300 expert episodes (trajectories recorded by the library's engine), saved with its prompt card"
+    from knowlyr_lab.agents import ExpertAgent
+    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, render_corpus
+    from knowlyr_lab.trainer.inference import save_prompt
+    out = tmp_path_factory.mktemp('policy')
+    demos = collect(CodeEnv, ExpertAgent(), 300, seed=0, progress=False)
+    assert all(t.outcome.success for t in demos) and demos[0].task.initial_observation.startswith(INSTRUCTION + ' The code is')
+    model, tok = make_tiny_model(render_corpus(demos[:50]), vocab_size=400, hidden_size=64, num_layers=2, seed=0)
+    tr = SFTTrainer(SFTConfig(output_dir=str(out / 'run'), num_epochs=3, learning_rate=1e-2, batch_size=8, warmup_ratio=0.05,
+                              progress_bar=False, mixed_precision='no', logging_steps=50), model, tok, train_data=demos, tools=None)
+    tr.train()
+    path = tr.save_model(out / 'final')
+    save_prompt(path, system_prompt=None, tools=None)       # trained without a system prompt or a tool list
+    return path
+
+def _episode(seed, reply):
+    "A hand-written loop: the env's own observations in, the model's tool calls out"
+    env = CodeEnv(); ts = env.reset(seed=seed)
+    msgs = [{'role': 'user', 'content': ts.observation}]
+    while not ts.done:
+        call = reply(msgs)
+        ts = env.step(call if call is not None else 'no tool call')
+        if call is not None:
+            msgs += [{'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'c', 'type': 'function',
+                      'function': {'name': call['tool'], 'arguments': __import__('json').dumps(call['params'])}}]},
+                     {'role': 'tool', 'tool_call_id': 'c', 'content': ts.observation}]
+    return bool(ts.info.get('success'))
+
+def test_same_success_through_collect_hand_loop_and_serve(policy):
+    import openai, json
+    from knowlyr_lab.hub.collect import run_episodes
+    from knowlyr_lab.trainer.inference import AgentInference, parse_reply, load_prompt
+    inf = AgentInference.from_pretrained(policy)
+    card = load_prompt(policy)
+    # 1. the library's rollout engine (what collect and evaluate_agent use), seeded like the loops below
+    agent = inf.create_agent(max_new_tokens=24)
+    engine = [bool(t.outcome.success) for t in run_episodes([CodeEnv() for _ in SEEDS], agent, [(i, None, s) for i, s in enumerate(SEEDS)])]
+    # 2. a hand-written loop over the model
+    def local(msgs):
+        _, calls = parse_reply(inf.generate([msgs], card['tools'], max_new_tokens=24)[0]['text'])
+        return calls[0] if calls else None
+    hand = [_episode(s, local) for s in SEEDS]
+    # 3. serve + the openai SDK
+    srv = inf.serve()
+    try:
+        client = openai.OpenAI(base_url=srv.url, api_key='not-needed')
+        def remote(msgs):
+            kw = {'tools': card['tools']} if card['tools'] else {}
+            m = client.chat.completions.create(model='policy', messages=msgs, max_tokens=24, temperature=0, **kw).choices[0].message
+            if m.tool_calls: return {'tool': m.tool_calls[0].function.name, 'params': json.loads(m.tool_calls[0].function.arguments)}
+            _, calls = parse_reply(m.content or '')
+            return calls[0] if calls else None
+        served = [_episode(s, remote) for s in SEEDS]
+    finally: srv.shutdown()
+    assert sum(engine) >= 0.8 * len(SEEDS), f"the trained policy should solve most tasks: {sum(engine)}/{len(SEEDS)}"
+    assert engine == hand == served, (engine, hand, served)
