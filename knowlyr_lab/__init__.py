@@ -12,10 +12,10 @@ Modules:
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/98_api.ipynb #98a00840
+# %% ../nbs/98_api.ipynb #6d453b3c
 import importlib
 
-# %% ../nbs/98_api.ipynb #8960d787
+# %% ../nbs/98_api.ipynb #7100a3ab
 __version__ = "0.0.1"
 
 _LAZY = {

@@ -1,8 +1,12 @@
 "EnvStepper driven headless by setting traits and clicking its buttons (never by reading Output capture)"
-import html, pytest
+import html
+
+import pytest
+
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.registry import list_envs
-from knowlyr_lab.widgets import EnvStepper, EnvSession
+from knowlyr_lab.widgets import EnvStepper
+
 
 def progress(step, ctx):
     ok = step.action is not None and step.action.tool == 'move' and not step.observation.is_error
