@@ -172,10 +172,10 @@ def assert_plots_drawn(scope, min_plots:int=1, min_points:int=1):
         assert pts >= min_points, f"figure {i} drew {pts} data marks, expected at least {min_points}"
     return n
 
-def check_notebook(path:str, check, root:str|Path|None=None, timeout:float=600):
-    "Run the notebook at `path` (relative to `root`, default the repository) in JupyterLab, then call `check(page)`"
+def check_notebook(path:str, check, root:str|Path|None=None, timeout:float=600, env:dict|None=None):
+    "Run the notebook at `path` (relative to `root`, default the repository) in JupyterLab (kernel environment + `env`), then `check(page)`"
     root = root or Path(__file__).resolve().parent.parent
-    with JupyterLab(root) as lab:
+    with JupyterLab(root, env=env) as lab:
         page = lab.run_notebook(path, timeout)
         check(page)
         assert not lab.blocked or all(urlparse(u).hostname not in LOCAL_HOSTS for u in lab.blocked)
