@@ -190,8 +190,9 @@ class RecorderWrapper(EnvWrapper):
         t = _task_from(ts.info, self)
         if not t.instruction: t.instruction = ts.observation
         t.initial_observation = ts.observation       # the first user turn, as the agent saw it
+        meta = {'seed': seed, **({'isolation': ts.info['isolation']} if 'isolation' in ts.info else {})}  # how the env was contained
         self._traj = Trajectory(id='pending', task=t, agent=self.agent.model_copy(), source=Source(format='knowlyr-env'),
-                                metadata={'seed': seed})
+                                metadata=meta)
         return ts
     def record_usage(self, input:int=0, output:int=0, cached:int=0, reasoning:int=0, cost:float|None=None):
         "Attach token usage of the model response that produced the next action"
