@@ -192,8 +192,16 @@ def exported_html(path:str|Path, out_dir:str|Path, timeout:int=600, renderer:str
     if r.returncode: raise RuntimeError(f"nbconvert failed on {path}:\n{r.stderr[-3000:]}")
     return out_dir / (path.stem + '.html')
 
-def open_file(html_path:str|Path, check):
-    "Open a local HTML file in offline headless Chromium and call `check(page)`; returns the blocked requests"
+def open_file(html_path:str|Path, check, lab:JupyterLab|None=None):
+    """Open a local HTML file in offline headless Chromium and call `check(page)`; returns the blocked requests.
+    Inside a `JupyterLab` session pass it as `lab` (one Playwright instance per thread)"""
+    if lab is not None:
+        n = len(lab.blocked)
+        page = lab.context.new_page()
+        try:
+            page.goto(Path(html_path).resolve().as_uri()); check(page)
+        finally: page.close()
+        return lab.blocked[n:]
     from playwright.sync_api import sync_playwright
     blocked = []
     with sync_playwright() as pw:

@@ -29,6 +29,7 @@ def lab():
         assert not lab.blocked or all('127.0.0.1' not in u for u in lab.blocked)
 
 def test_stepper_steps_and_plots_in_jupyterlab(lab):
+    n_blocked = len(lab.blocked)
     page = lab.run_notebook('nbs/82_widgets.ipynb')
     stepper = page.locator('.kl-stepper')
     assert stepper.count() == 1
@@ -46,7 +47,7 @@ def test_stepper_steps_and_plots_in_jupyterlab(lab):
     # the live training-curve widget and the static curves drew too
     assert_plots_drawn(page.locator('.kl-training-curves'))
     assert_plots_drawn(page, min_plots=3)
-    assert not lab.blocked, f"requests left the machine: {lab.blocked[:5]}"
+    assert not lab.blocked[n_blocked:], f"JupyterLab asked the network for: {lab.blocked[n_blocked:][:5]}"
 
 def test_trajectory_card_keeps_its_own_table_layout_in_jupyterlab(lab):
     page = lab.run_notebook('nbs/81_viewer.ipynb')
@@ -61,12 +62,12 @@ def test_trajectory_card_keeps_its_own_table_layout_in_jupyterlab(lab):
     warn = page.locator('.kl-traj .kl-warn')
     assert warn.count() == 1 and warn.is_visible() and 'not isolated' in warn.inner_text()
 
-def test_exported_html_draws_offline(tmp_path):
+def test_exported_html_draws_offline(lab, tmp_path):
     html = exported_html(ROOT / 'nbs' / '80_plots.ipynb', tmp_path)
     text = html.read_text()
     assert len(re.findall(r'plotly\.js v\d', text)) == 1, "plotly.js must be embedded exactly once per page"
     assert not re.search(r'<script[^>]+src="[^"]*plotly', text), "plotly.js must not come from the network"
     # (nbconvert's template still links require.js and MathJax from a CDN: blocked below, and the figures draw without them)
     drawn = []
-    blocked = open_file(html, lambda page: drawn.append(assert_plots_drawn(page, min_plots=4)))
+    blocked = open_file(html, lambda page: drawn.append(assert_plots_drawn(page, min_plots=4)), lab=lab)
     assert drawn and not [u for u in blocked if 'plot' in u], (drawn, blocked[:5])
