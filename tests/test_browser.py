@@ -51,7 +51,7 @@ def test_stepper_steps_and_plots_in_jupyterlab(lab):
 
 def test_trajectory_card_keeps_its_own_table_layout_in_jupyterlab(lab):
     page = lab.run_notebook('nbs/81_viewer.ipynb')
-    table = page.locator('.kl-traj table.kl-steps').first
+    table = page.locator('.kl-traj table').first
     table.wait_for()
     style = table.evaluate("""t => { const td = t.querySelector('td'), s = getComputedStyle(t), c = getComputedStyle(td);
         return {layout: s.tableLayout, align: c.textAlign, valign: c.verticalAlign, wordBreak: c.wordBreak,
