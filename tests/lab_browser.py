@@ -82,7 +82,10 @@ class JupyterLab:
         self.server = subprocess.Popen([sys.executable, '-m', 'jupyterlab', '--no-browser', '--ServerApp.ip=127.0.0.1',
             f'--ServerApp.port={self.port}', '--ServerApp.port_retries=0', f'--IdentityProvider.token={self.token}',
             f'--ServerApp.root_dir={self.root}', '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate',
-            '--LabApp.expose_app_in_browser=True', '--allow-root'], env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            '--LabApp.expose_app_in_browser=True', '--allow-root',
+            # a server orphaned by a killed test stops by itself: idle kernels culled, then the idle server
+            '--MappingKernelManager.cull_idle_timeout=900', '--MappingKernelManager.cull_interval=120',
+            '--ServerApp.shutdown_no_activity_timeout=1200'], env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.url = f'http://127.0.0.1:{self.port}'
         try:
             self._wait_ready()
