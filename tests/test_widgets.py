@@ -1,8 +1,13 @@
 "EnvStepper driven headless by setting traits and clicking its buttons (never by reading Output capture)"
-import html, pytest
+import html
+
+import pytest
+
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.registry import list_envs
-from knowlyr_lab.widgets import EnvStepper, EnvSession
+from knowlyr_lab.trajectory import trajectory_score
+from knowlyr_lab.widgets import EnvStepper
+
 
 def progress(step, ctx):
     ok = step.action is not None and step.action.tool == 'move' and not step.observation.is_error
@@ -19,7 +24,8 @@ def test_expert_maze_episode_by_clicks():
     t = w.session.trajectory
     assert t.outcome.success is True and w.step_button.disabled and 'success' in w.status.value
     assert len(t) == t.task.metadata['optimal_steps']
-    assert t.reward == pytest.approx(1.0 + 0.1 * (len(t) - 1) - 0.1)
+    assert sum(s.reward for s in t.steps) == pytest.approx(1.0 + 0.1 * (len(t) - 1) - 0.1)   # step rewards: outcome + shaping
+    assert t.reward == trajectory_score(t)                                                     # the episode's score
 
 def test_human_typed_episode_and_errors():
     w = EnvStepper('knowlyr/maze-easy', plot=False)

@@ -3,8 +3,10 @@
 - no import inside a flagged cell (#| slow, docker, llm, ray, gpu);
 - no exec_doc on a flagged cell.
 Exit 1 listing every offending cell."""
-import ast, sys
+import ast
+import sys
 from pathlib import Path
+
 import nbformat
 
 FLAGS = {'slow', 'docker', 'llm', 'ray', 'gpu'}

@@ -4,6 +4,7 @@ Markdown cells are copied; visible code cells become ```python blocks followed b
 Cells marked `#| hide` are left out and nbdev directives are stripped.
 """
 from pathlib import Path
+
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent

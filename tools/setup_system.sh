@@ -15,3 +15,12 @@ if [[ "${KNOWLYR_SKIP_DOCKER:-0}" != 1 ]] && { ! command -v dockerd >/dev/null 2
       && echo "installed docker.io and debootstrap" || echo "could not install docker.io/debootstrap: docker tests will be skipped"
   else echo "dockerd or debootstrap missing and not root: docker tests will be skipped"; fi
 else echo "dockerd: $(command -v dockerd || echo skipped)"; fi
+
+# ---- chromium (owned by the workbench: tests/test_browser.py drives JupyterLab with the system Chromium; Playwright never
+# ---- downloads a browser). KNOWLYR_SKIP_CHROMIUM=1 skips.
+if [[ "${KNOWLYR_SKIP_CHROMIUM:-0}" != 1 ]] && [[ ! -x /usr/bin/chromium ]]; then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
+      && echo "installed chromium" || echo "could not install chromium: browser tests will be skipped"
+  else echo "chromium missing and not root: browser tests will be skipped"; fi
+else echo "chromium: $([[ -x /usr/bin/chromium ]] && echo /usr/bin/chromium || echo skipped)"; fi
