@@ -277,7 +277,8 @@ def test_online_grpo_splits_rollouts_across_processes(maze, tmp_path):
     _torchrun(tmp_path, tok, 'grpo-online', runs=('two',))
     r0, r1 = (json.loads((tmp_path / 'two' / f'rank{k}.json').read_text()) for k in (0, 1))
     assert r0['seen'] == [0, 2, 3, 5] and r1['seen'] == [1, 4]          # 2 updates x 3 tasks, tasks k, k+2, ... per process
-    assert len(r0['history']) == 4 and r0['history'] == r1['history']   # 2 updates x 2 iterations; same batch, loss, metrics on both
+    same = lambda h: [{k: v for k, v in r.items() if k != 'tokens_per_s'} for r in h]   # tokens/s: each process's own clock
+    assert len(r0['history']) == 4 and same(r0['history']) == same(r1['history'])   # 2 updates x 2 iterations; same batch, loss, metrics
     assert all(h['completion_tokens'] > 0 for h in r0['history'])
 
 def test_bf16_autocast_trains_on_cpu(maze, tmp_path):
@@ -340,7 +341,8 @@ def test_metrics_reach_wandb_offline(maze, tmp_path, monkeypatch):
                     make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, train_data=trajs[:6], tools=tools)
     tr.train()
     logged = [h for h in tr.history if 'loss' in h]
-    hist = _wandb_history(tmp_path)
+    t0 = time.time()
+    while len(hist := _wandb_history(tmp_path)) < len(logged) and time.time() - t0 < 60: time.sleep(0.5)   # wandb-core writes the run file after finish() returns
     assert len(logged) == 3 and [h['step'] for h in hist] == [h['step'] for h in logged], hist
     assert all(abs(a['loss'] - b['loss']) < 1e-6 and a['lr'] == b['lr'] for a, b in zip(hist, logged))
 
