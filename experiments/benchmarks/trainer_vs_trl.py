@@ -1,7 +1,7 @@
 """Training throughput on realistic agent data: knowlyr-lab's SFT/DPO trainers vs TRL's on the same tiny Qwen2, data,
 masking, batch, truncation and epochs, measured in one run.
 
-    python experiments/benchmarks/trainer_vs_trl.py [--repeats 3] [--only sft|dpo] [--profile]
+    python experiments/benchmarks/trainer_vs_trl.py [--repeats 3] [--max-length 1024] [--only sft|dpo] [--padded] [--profile]
 
 Data: every agent log among the recorder's fixtures (/work/shared/fixtures/agent_logs, 15 formats) converted with
 `knowlyr_lab.recorder.convert.convert`, plus expert rollouts of six tasks (maze easy/medium/hard, wordle easy/medium,
@@ -14,11 +14,12 @@ batch (its default; padding_free needs flash attention); ours packs padding-free
 completion preferred over its first half (a run cut short); both precompute the reference log-probs.
 
 Prints real (non-pad) tokens/s of each over one epoch (the same samples) and the ratio ours/TRL (median of --repeats,
-runs interleaved). CPU, fp32, no gradient checkpointing. --profile runs cProfile on one epoch of each and prints where
-the time went.
+runs interleaved, each run printed as it ends). CPU, fp32, no gradient checkpointing. --profile runs cProfile on one
+epoch of each and prints where the time went.
 """
-import argparse, cProfile, datetime, io, json, os, platform, pstats, random, statistics, sys, tempfile, time, warnings
+import argparse, cProfile, functools, datetime, io, json, os, platform, pstats, random, statistics, sys, tempfile, time, warnings
 warnings.filterwarnings('ignore')
+print = functools.partial(print, flush=True)
 os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false'); os.environ.setdefault('HF_HUB_OFFLINE', '1')
 os.environ.setdefault('TRANSFORMERS_VERBOSITY', 'error')
 import torch
@@ -30,8 +31,8 @@ from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, oracle_trajectories, 
 from knowlyr_lab.trainer.dpo import DPOTrainer, DPOConfig
 
 FIXTURES = os.environ.get('KNOWLYR_AGENT_LOGS', '/work/shared/fixtures/agent_logs')
-TASKS = {'knowlyr/maze-easy': 24, 'knowlyr/maze-medium': 24, 'knowlyr/maze-hard': 16, 'knowlyr/wordle-easy': 24,
-         'knowlyr/wordle-medium': 16, 'knowlyr/conversation': 16}
+TASKS = {'knowlyr/maze-easy': 12, 'knowlyr/maze-medium': 12, 'knowlyr/maze-hard': 8, 'knowlyr/wordle-easy': 12,
+         'knowlyr/wordle-medium': 8, 'knowlyr/conversation': 8}
 
 def clean(msgs):
     "Uniform message dicts (role, content, tool_calls with string arguments): what both trainers and Arrow take"
@@ -142,7 +143,8 @@ if __name__ == '__main__':
     ap = argparse.ArgumentParser()
     ap.add_argument('--repeats', type=int, default=3); ap.add_argument('--hidden', type=int, default=128)
     ap.add_argument('--vocab', type=int, default=2048); ap.add_argument('--batch', type=int, default=8)
-    ap.add_argument('--max-length', type=int, default=2048); ap.add_argument('--only', choices=['sft', 'dpo'], default=None)
+    ap.add_argument('--max-length', type=int, default=1024); ap.add_argument('--only', choices=['sft', 'dpo'], default=None)
+    ap.add_argument('--padded', action='store_true', help='also time our SFT with padded batches (packing=False)')
     ap.add_argument('--profile', action='store_true', help='cProfile one epoch of each trainer instead of timing')
     args = ap.parse_args()
     torch.manual_seed(0); torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -156,15 +158,17 @@ if __name__ == '__main__':
         sys.exit(0)
     if args.only in (None, 'sft'):
         r = {'packed': [], 'padded': [], 'trl': []}
-        for _ in range(args.repeats):
-            r['packed'].append(ours_sft(args, tok, data)); r['trl'].append(trl_sft(args, tok, data)); r['padded'].append(ours_sft(args, tok, data, False))
-        m = {k: statistics.median(v) for k, v in r.items()}
-        print(f"SFT tokens/s  ours packed {m['packed']:.0f}  ours padded {m['padded']:.0f}  TRL {m['trl']:.0f}  "
-              f"ratio packed/TRL {m['packed'] / m['trl']:.2f}  padded/TRL {m['padded'] / m['trl']:.2f}  "
-              f"(runs: packed {[round(x) for x in r['packed']]}, TRL {[round(x) for x in r['trl']]})")
+        for k in range(args.repeats):
+            r['packed'].append(ours_sft(args, tok, data)); r['trl'].append(trl_sft(args, tok, data))
+            if args.padded: r['padded'].append(ours_sft(args, tok, data, False))
+            print(f"  run {k + 1}: SFT tokens/s ours {r['packed'][-1]:.0f}, TRL {r['trl'][-1]:.0f}" + (f", ours padded {r['padded'][-1]:.0f}" if args.padded else ''))
+        m = {k: statistics.median(v) for k, v in r.items() if v}
+        print(f"SFT tokens/s  ours {m['packed']:.0f}  TRL {m['trl']:.0f}  ratio ours/TRL {m['packed'] / m['trl']:.2f}"
+              + (f"  (ours padded {m['padded']:.0f}, ratio {m['padded'] / m['trl']:.2f})" if args.padded else ''))
     if args.only in (None, 'dpo'):
         r = {'ours': [], 'trl': []}
-        for _ in range(args.repeats): r['ours'].append(ours_dpo(args, tok, pairs)); r['trl'].append(trl_dpo(args, tok, pairs))
+        for k in range(args.repeats):
+            r['ours'].append(ours_dpo(args, tok, pairs)); r['trl'].append(trl_dpo(args, tok, pairs))
+            print(f"  run {k + 1}: DPO tokens/s ours {r['ours'][-1]:.0f}, TRL {r['trl'][-1]:.0f}")
         m = {k: statistics.median(v) for k, v in r.items()}
-        print(f"DPO tokens/s  ours {m['ours']:.0f}  TRL {m['trl']:.0f}  ratio ours/TRL {m['ours'] / m['trl']:.2f}  "
-              f"(runs: ours {[round(x) for x in r['ours']]}, TRL {[round(x) for x in r['trl']]})")
+        print(f"DPO tokens/s  ours {m['ours']:.0f}  TRL {m['trl']:.0f}  ratio ours/TRL {m['ours'] / m['trl']:.2f}")
