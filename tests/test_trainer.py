@@ -1,5 +1,6 @@
-"""Trainer integration tests: the OpenAI SDK against `serve`, kill-and-resume of SFT in a real process,
-zero gradient from observation tokens on a rendered agent chat, and the training/inference format round trip."""
+"""Trainer integration tests: the OpenAI SDK against `serve` (tool calls, streaming, n choices), kill-and-resume of SFT in
+a real process and of online GRPO, DDP with two CPU processes, zero gradient from observation tokens on a rendered
+agent chat, and the training/inference format round trip."""
 import json, os, signal, subprocess, sys, tempfile, textwrap, time
 from pathlib import Path
 import pytest, torch
@@ -7,7 +8,8 @@ import pytest, torch
 from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
 from knowlyr_lab.trainer.data import to_chat, tokenize_chat
 from knowlyr_lab.trainer.losses import step_weighted_ce
-from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, oracle_trajectories, env_tools, render_corpus, resolve_precision
+from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, oracle_trajectories, env_tools, render_corpus
+from knowlyr_lab.trainer.base import resolve_precision, ConfigError
 from knowlyr_lab.trainer.inference import AgentInference, parse_reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +71,40 @@ def test_openai_sdk_talks_to_serve(maze, tmp_path):
     finally:
         srv.shutdown(); srv.server_close()
 
+def test_openai_sdk_streams_and_gets_n_choices(maze):
+    "stream=True: SSE chunks the SDK assembles into the non-streamed reply; n=3: three choices (distinct when sampling)"
+    openai = pytest.importorskip('openai')
+    _, _, _, tok = maze
+    srv = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, name='tiny').serve()
+    try:
+        client = openai.OpenAI(base_url=srv.url, api_key='local', max_retries=0)
+        msgs = [{'role': 'user', 'content': 'You are at row 0, col 0. Where is the goal?'}]
+        whole = client.chat.completions.create(model='tiny', messages=msgs, max_tokens=12)
+        chunks = list(client.chat.completions.create(model='tiny', messages=msgs, max_tokens=12, stream=True,
+                                                     stream_options={'include_usage': True}))
+        assert len(chunks) > 3 and all(c.object == 'chat.completion.chunk' for c in chunks)
+        text = ''.join(c.choices[0].delta.content or '' for c in chunks if c.choices)
+        assert text == whole.choices[0].message.content and text
+        assert chunks[0].choices[0].delta.role == 'assistant'
+        assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == whole.choices[0].finish_reason
+        assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+        three = client.chat.completions.create(model='tiny', messages=msgs, max_tokens=12, n=3, temperature=1.0, seed=7)
+        assert [c.index for c in three.choices] == [0, 1, 2]
+        assert len({c.message.content for c in three.choices}) == 3            # sampled: three different replies
+        assert whole.usage.completion_tokens < three.usage.completion_tokens <= 3 * 12   # usage counts every choice
+        again = client.chat.completions.create(model='tiny', messages=msgs, max_tokens=12, n=3, temperature=1.0, seed=7, stream=True)
+        got = {}
+        for c in again:
+            for ch in c.choices: got[ch.index] = got.get(ch.index, '') + (ch.delta.content or '')
+        assert got == {c.index: c.message.content for c in three.choices}        # same seed, same samples, streamed
+        greedy = client.chat.completions.create(model='tiny', messages=msgs, max_tokens=12, n=2)
+        assert greedy.choices[0].message.content == greedy.choices[1].message.content == whole.choices[0].message.content
+        for bad in (0, 17):
+            with pytest.raises(openai.BadRequestError, match="'n' must be an integer from 1 to 16"):
+                client.chat.completions.create(model='tiny', messages=msgs, max_tokens=4, n=bad)
+    finally:
+        srv.shutdown(); srv.server_close()
+
 RESUME_SCRIPT = textwrap.dedent('''
     import sys, time, torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -76,7 +112,7 @@ RESUME_SCRIPT = textwrap.dedent('''
     model_dir, out, slow = sys.argv[1], sys.argv[2], sys.argv[3] == '1'
     model, tok = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
     cfg = SFTConfig(output_dir=out, num_epochs=3, learning_rate=3e-3, batch_size=4, save_steps=1, save_total_limit=50,
-                    progress_bar=False, max_length=1024, resume_from_checkpoint='latest')
+                    progress_bar=False, max_length=1024, resume_from_checkpoint='latest', logging_steps=1)
     tr = SFTTrainer(cfg, model, tok, train_data=oracle_trajectories('knowlyr/maze-easy', range(12)), tools=env_tools('knowlyr/maze-easy'))
     if slow:  # slow each step down so the parent can kill us mid-run
         orig = tr.save_checkpoint
@@ -110,6 +146,35 @@ def test_kill_and_resume_gives_the_same_weights(maze, tmp_path):
     init = AutoModelForCausalLM.from_pretrained(mdir)
     assert max((x - y).abs().max().item() for x, y in zip(a.parameters(), b.parameters())) < 1e-6
     assert max((x - y).abs().max().item() for x, y in zip(a.parameters(), init.parameters())) > 1e-3
+    # every step logged once (the killed run may have logged steps after its last checkpoint; the resumed run logs them again)
+    steps = [json.loads(l)['step'] for l in open(out / 'metrics.jsonl')]
+    full = [json.loads(l) for l in open(tmp_path / 'full' / 'metrics.jsonl')]
+    assert steps == [r['step'] for r in full] == list(range(1, len(full) + 1))
+
+@pytest.mark.slow
+def test_online_grpo_resumes_at_its_update(maze, tmp_path):
+    "Online GRPO stopped and resumed: it rolls out the saved update's successors (not update 0 again), mid-update from the saved batch, same weights"
+    from knowlyr_lab.trainer.grpo import GRPOTrainer, GRPOConfig
+    trajs, tools, _, tok = maze
+    def run(out, stop_at=None, **kw):
+        cfg = GRPOConfig(output_dir=str(out), env_id='knowlyr/maze-easy', num_generations=2, tasks_per_step=2, max_steps=4, num_iterations=2,
+                         max_completion_length=12, max_invalid_actions=1, temperature=1.0, learning_rate=1e-2, save_steps=1,
+                         save_total_limit=0, progress_bar=False, mixed_precision='no', seed=0, **kw)
+        tr = GRPOTrainer(cfg, make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, tools=tools)
+        seen, roll = [], tr.rollout
+        tr.rollout = lambda seeds: seen.extend(seeds) or roll(seeds)
+        rows = tr.train(stop_at)
+        return tr, seen, rows
+    full, seen, rows = run(tmp_path / 'full')
+    assert seen == [0, 1, 2, 3] and len(rows) == 2 and full.state['step'] == 4
+    for stop, want in ((3, []), (2, [2, 3])):        # 3: inside update 1 (its batch is in the checkpoint); 2: between updates
+        out = tmp_path / f'stop{stop}'
+        assert run(out, stop_at=stop)[1] == [0, 1, 2, 3][:2 * ((stop + 1) // 2)]
+        resumed, seen, _ = run(out, resume_from_checkpoint=str(out / f'checkpoint-{stop}'))
+        assert seen == want, (stop, seen)
+        for a, b in zip(full.model.parameters(), resumed.model.parameters()): assert (a - b).abs().max().item() < 1e-6
+        steps = [json.loads(l)['step'] for l in open(out / 'metrics.jsonl')]
+        assert steps == [1, 2, 3, 4]
 
 def test_gradient_checkpointing_trains_to_the_same_weights(maze, tmp_path):
     "Recomputing activations in the backward pass changes memory, not the maths: same init, same data -> same weights"
@@ -212,7 +277,8 @@ def test_online_grpo_splits_rollouts_across_processes(maze, tmp_path):
     _torchrun(tmp_path, tok, 'grpo-online', runs=('two',))
     r0, r1 = (json.loads((tmp_path / 'two' / f'rank{k}.json').read_text()) for k in (0, 1))
     assert r0['seen'] == [0, 2, 3, 5] and r1['seen'] == [1, 4]          # 2 updates x 3 tasks, tasks k, k+2, ... per process
-    assert len(r0['history']) == 2 and r0['history'] == r1['history']   # the same gathered batch, loss and metrics on both
+    same = lambda h: [{k: v for k, v in r.items() if k != 'tokens_per_s'} for r in h]   # tokens/s: each process's own clock
+    assert len(r0['history']) == 4 and same(r0['history']) == same(r1['history'])   # 2 updates x 2 iterations; same batch, loss, metrics
     assert all(h['completion_tokens'] > 0 for h in r0['history'])
 
 def test_bf16_autocast_trains_on_cpu(maze, tmp_path):
@@ -275,7 +341,8 @@ def test_metrics_reach_wandb_offline(maze, tmp_path, monkeypatch):
                     make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, train_data=trajs[:6], tools=tools)
     tr.train()
     logged = [h for h in tr.history if 'loss' in h]
-    hist = _wandb_history(tmp_path)
+    t0 = time.time()
+    while len(hist := _wandb_history(tmp_path)) < len(logged) and time.time() - t0 < 60: time.sleep(0.5)   # wandb-core writes the run file after finish() returns
     assert len(logged) == 3 and [h['step'] for h in hist] == [h['step'] for h in logged], hist
     assert all(abs(a['loss'] - b['loss']) < 1e-6 and a['lr'] == b['lr'] for a, b in zip(hist, logged))
 
@@ -296,4 +363,4 @@ def test_metrics_reach_tensorboard(maze, tmp_path):
     again = _tb_scalars(tmp_path / 'run')['loss']                       # nothing lost, nothing overwritten by the new writer
     want = sorted(logged + [(4, 0.5)])
     assert [s for s, _ in sorted(again)] == [s for s, _ in want] and all(abs(a[1] - b[1]) < 1e-5 for a, b in zip(sorted(again), want))
-    with pytest.raises(ValueError, match='unknown tracker'): SFTTrainer(SFTConfig(output_dir=str(tmp_path / 'x'), report_to=['mlflw']), tr.model, tok)
+    with pytest.raises(ConfigError, match="report_to must be one of 'wandb', 'tensorboard'"): SFTConfig(output_dir=str(tmp_path / 'x'), report_to=['mlflw'])
