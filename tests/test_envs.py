@@ -141,7 +141,7 @@ def test_tasks_list_filter_split(env_id):
     assert tasks and all('id' in t and 'instruction' in t for t in tasks)
     train, test = split_tasks(tasks, test_fraction=0.25, seed=0)
     assert {task_id(t) for t in train} & {task_id(t) for t in test} == set()
-    assert len(train) + len(test) == len(tasks) and len(test) == round(len(tasks) * 0.25)
+    assert len(train) + len(test) == len(tasks) and test and train       # the share is 0.25 on average, not exactly
     assert split_tasks(list(reversed(tasks)), 0.25, seed=0)[1] == list(reversed(test))
     for t in test[:2]:                                  # every listed task can be reset to by id
         ts = env.reset(task=t['id']); assert ts.info['task']['id'] == t['id']

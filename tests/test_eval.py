@@ -3,7 +3,7 @@ import math
 from itertools import combinations
 import numpy as np, pytest
 from scipy import stats
-from knowlyr_lab.eval.stats import wilson_ci, pass_at_k, compare_samples, adjust_pvalues, compare_many, bootstrap_ci
+from knowlyr_lab.stats import wilson_ci, pass_at_k, compare_samples, adjust_pvalues, compare_many, bootstrap_ci
 from knowlyr_lab.eval.evaluate import evaluate_agent, compare_agents, leaderboard, EvalResult
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 
@@ -105,4 +105,4 @@ def test_unverified_episodes_are_reported():
         def __call__(self, obs, history): return {'tool': 'finish', 'params': {}}
     res = evaluate_agent(Finisher(), NoVerdict, n_tasks=3)
     s = res.summary()
-    assert s['n_unverified'] == 3 and math.isnan(s['success_rate']) and s['mean_reward'] == 0.5
+    assert s['n_unverified'] == 3 and math.isnan(s['success_rate']) and s['mean_reward'] == 0.25   # trajectory_score: 0 + 0.5 * 0.5

@@ -1,5 +1,5 @@
 "Every export loads with datasets.load_dataset in the shape its consumer documents; TRL prepares the SFT and DPO data"
-import copy, json, pytest
+import copy, json, random, pytest
 from pathlib import Path
 import datasets
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
@@ -109,3 +109,76 @@ def test_trl_prepares_sft_and_dpo(data, tmp_path):
     assert len(r2['prompt_ids']) > 0 and len(r2['chosen_ids']) > 0 and len(r2['rejected_ids']) > 0
     assert r2['chosen_ids'] != r2['rejected_ids']
     assert t2.train().training_loss > 0
+
+# --- issue 12 / 14: one split, one preference algorithm, one trajectory score, step rewards to the trainer ---
+from knowlyr_lab.tasks import split_tasks
+from knowlyr_lab.trajectory import trajectory_score
+from knowlyr_lab.reward.engine import make_reward_fn
+from knowlyr_lab.reward.preferences import reward_leaderboard
+
+def _rows(res, split='train'):
+    p = res.paths.get(split)
+    return [json.loads(l) for l in open(p)] if p else []
+
+def test_exporter_split_is_split_tasks(tmp_path):
+    "The exporter's test split is the test split of tasks.split_tasks (by content fingerprint) on the same tasks, fraction and seed"
+    tasks = MazeEnv('easy').list_tasks()[:40]
+    trajs = collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, seed=0, progress=False)
+    assert all(t.task.fingerprint for t in trajs)
+    res = DatasetExporter(trajs, test_fraction=0.25, split_seed=1).export('sft', tmp_path / 'sft')
+    _, want = split_tasks([t.task.model_dump() for t in trajs], 0.25, seed=1)
+    assert want and sorted(r['task_id'] for r in _rows(res, 'test')) == sorted(t['id'] for t in want)
+
+class WalkThenSubmit:
+    "Walks at random for `n` moves, then submits: long episodes that the verifier fails"
+    name = 'walker'
+    def __init__(self, n=16): self.n, self.rng, self.k = n, random.Random(0), 0
+    def seed(self, seed): self.rng = random.Random(seed)
+    def reset(self, task=None, tools=None): self.k = 0
+    def __call__(self, observation, history):
+        self.k += 1
+        if self.k > self.n: return {'tool': 'submit', 'params': {}}
+        return {'tool': 'move', 'params': {'direction': self.rng.choice(['north', 'south', 'east', 'west'])}}
+
+@pytest.fixture(scope='module')
+def mixed():
+    "Expert successes, long verified failures and long truncated random walks on the same tasks, every step scored by the PRM;\n"\
+    "`reward` holds the summed step rewards, as a log or an older record may"
+    tasks = MazeEnv('easy').list_tasks()[:4]
+    fn = make_reward_fn('generic')
+    good = collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, seed=0, reward_fn=fn, progress=False)
+    walk = collect('knowlyr/maze-easy', WalkThenSubmit, tasks=tasks * 2, seed=1, reward_fn=fn, progress=False)
+    rand = collect('knowlyr/maze-easy', RandomAgent(tools=['move', 'look']), tasks=tasks, seed=2, max_steps=20, reward_fn=fn, progress=False)
+    assert all(t.outcome.success for t in good) and all(t.outcome.success is False for t in walk) and not any(t.outcome.success for t in rand)
+    trajs = [t.model_copy(update={'reward': sum(s.reward for s in t.steps)}) for t in good + walk + rand]
+    assert max(t.reward for t in trajs[len(good):]) > max(t.reward for t in trajs[:len(good)])   # summed rewards favour the long failures
+    return trajs
+
+def test_no_pair_leaderboard_row_or_advantage_prefers_a_failure(mixed, tmp_path):
+    ok = {t.id: t.outcome.success for t in mixed}
+    dpo = DatasetExporter(mixed).export('dpo', tmp_path / 'dpo')
+    rows = _rows(dpo)
+    assert rows and all(ok[r['chosen_id']] or not ok[r['rejected_id']] for r in rows)
+    assert sum(ok[r['chosen_id']] and not ok[r['rejected_id']] for r in rows) == 4          # each task pairs its success with a failure
+    lb = reward_leaderboard(mixed)
+    assert lb.agent[0] == 'expert' and lb.success_rate[0] == 1.0 and set(lb.agent[1:]) == {'walker', 'random'}
+    assert lb.mean_score[0] > lb.mean_score[1:].max()
+    grpo = DatasetExporter(mixed).export('grpo', tmp_path / 'grpo')
+    for r in _rows(grpo):
+        adv = dict(zip(r['trajectory_ids'], r['advantages']))
+        wins, fails = [a for i, a in adv.items() if ok[i]], [a for i, a in adv.items() if not ok[i]]
+        assert wins and fails and min(wins) > max(fails)
+        assert r['rewards'] == sorted(r['rewards'], reverse=True)
+        assert r['rewards'][0] == trajectory_score(next(t for t in mixed if t.id == r['trajectory_ids'][0]))
+
+def test_sft_step_rewards_reach_the_trainer(mixed, tmp_path):
+    "The trainer's to_chat reads the SFT export's per-turn step rewards (so step_weighted_loss acts on hub exports)"
+    from knowlyr_lab.trainer.data import to_chat
+    res = DatasetExporter(mixed).export('sft', tmp_path / 'sft')
+    rows = _rows(res)
+    assert len(rows) == len(mixed)
+    chats = [to_chat(r, where=f"sft:{i}") for i, r in enumerate(rows)]
+    for c, t in zip(chats, mixed):
+        assert len(c['step_rewards']) == sum(m['role'] == 'assistant' for m in c['messages']) == len(t.steps)
+        assert c['step_rewards'] == [s.reward for s in t.steps]
+    assert any(len(set(c['step_rewards'])) > 1 for c in chats)    # the PRM's per-step signal, not a constant

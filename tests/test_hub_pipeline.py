@@ -49,7 +49,7 @@ def test_sigkill_at_many_points_then_resume(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert _snapshot(out) == want
     st = Pipeline(PipelineConfig(**cfg)).status()
-    assert st['merged'] and st['stored'] and st['exports'] == ['dpo', 'sft', 'sft-agent']
+    assert st['merged'] and st['stored'] and st['exports'] == ['dpo', 'sft', 'sft-agent'] and st['stale_temp_files'] == 0
 
 def test_pipeline_on_the_coding_sandbox_suite(tmp_path):
     "tasks -> sandbox rollouts (bubblewrap/local) -> reward -> export"
@@ -58,3 +58,57 @@ def test_pipeline_on_the_coding_sandbox_suite(tmp_path):
     assert [t.outcome.success for t in trajs] == [True, True]
     assert all(t.steps[0].reward_details.get('layers') for t in trajs)      # scored by the reward engine
     assert res['exports']['sft']['total'] == 2
+
+def _hub(*args):
+    "knowlyr-hub in a subprocess (the real entry point: exit code, stdout, stderr)"
+    return subprocess.run([sys.executable, '-c', 'import sys; from knowlyr_lab.hub.cli import main; sys.exit(main())', *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+def test_killed_runs_temp_files_not_counted_and_cleaned(tmp_path):
+    "A SIGKILL between writing a unit and renaming it leaves a temp file: status does not count it, the next run removes it"
+    out = tmp_path / 'o'
+    cfg = {**CFG, 'export_formats': ['sft'], 'output_dir': str(out)}
+    r = _run(cfg, 3)                                     # hook 3: the first rollout unit is written, not yet renamed
+    assert r.returncode == -signal.SIGKILL
+    temps = [p for p in (out / 'work' / 'rollout').iterdir() if p.name.startswith('.')]
+    assert len(temps) == 1
+    st = Pipeline(PipelineConfig(**cfg)).status()
+    assert st['rollout_units'] == 0 and st['stale_temp_files'] == 1
+    r = _run(cfg, 10**9)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not [p for p in out.rglob('*') if p.name.startswith('.') and 'tmp' in p.name]
+    st = Pipeline(PipelineConfig(**cfg)).status()
+    assert st['rollout_units'] == 6 and st['stale_temp_files'] == 0
+
+def test_logs_with_nothing_usable_or_missing_fail_with_one_line(tmp_path):
+    (tmp_path / 'logs').mkdir()
+    (tmp_path / 'logs' / 'x.jsonl').write_text('{"schema_version": "1.0", "steps": 5}\n')
+    r = _hub('run', '-o', tmp_path / 'o1', '--logs', tmp_path / 'logs')
+    assert r.returncode == 2 and r.stdout == '' and r.stderr.count('\n') == 1, r.stderr
+    assert r.stderr.startswith('knowlyr-hub run: error: no usable trajectories in 1 log file (1 records or files quarantined')
+    r = _hub('run', '-o', tmp_path / 'o2', '--logs', tmp_path / 'nope')
+    assert r.returncode == 2 and r.stderr.strip() == f"knowlyr-hub run: error: log path {tmp_path / 'nope'} does not exist"
+
+def test_truncated_gz_is_quarantined_and_the_batch_goes_on(tmp_path):
+    from knowlyr_lab.agents import ExpertAgent
+    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.trajectory import write_trajectories
+    logs = tmp_path / 'logs'
+    trajs = collect('knowlyr/maze-easy', ExpertAgent, 12, seed=0, progress=False)
+    write_trajectories(trajs[:6], logs / 'a.jsonl.gz'); write_trajectories(trajs[6:], logs / 'b.jsonl')
+    raw = (logs / 'a.jsonl.gz').read_bytes(); (logs / 'a.jsonl.gz').write_bytes(raw[:len(raw) // 2])
+    for _ in range(2):                                   # the run, then a rerun (resume) over the same output
+        r = _hub('run', '-o', tmp_path / 'o', '--logs', logs, '--format', 'sft')
+        assert r.returncode == 0, r.stderr[-2000:]
+        res = json.loads(r.stdout)
+        assert res['files'] == 2 and res['trajectories'] >= 6 and res['quarantined'] == 1
+    q = [json.loads(l) for p in (tmp_path / 'o' / 'quarantine').glob('*.jsonl') for l in p.read_text().splitlines()]
+    assert len(q) == 1 and q[0]['path'].endswith('a.jsonl.gz') and 'EOFError' in q[0]['reason']
+
+def test_documented_dpo_example_says_why_there_are_no_pairs(tmp_path):
+    "knowlyr-hub run --agent expert --samples 2 --format dpo: the expert's two samples per task are one episode"
+    r = _hub('run', '-o', tmp_path / 'o', '--agent', 'expert', '--max-tasks', '2', '--samples', '2', '--format', 'dpo')
+    assert r.returncode == 0, r.stderr[-2000:]
+    dpo = json.loads(r.stdout)['exports']['dpo']
+    assert dpo['total'] == 0 and dpo['note'].startswith('0 pairs from 2 tasks: every task has a single trajectory')
+    assert 'identical to another' in dpo['note'] and f"knowlyr-hub run: dpo: {dpo['note']}" in r.stderr

@@ -105,11 +105,17 @@ def test_agentgym_loss_and_outcome():
         gpt = [c for c in row['conversations'] if c['from'] == 'gpt'][1:]       # the first is the canned "Ok."
         assert [s.metadata['loss'] for s in t.steps] == [c['loss'] for c in gpt]
 
-def test_toolbench_submitted_is_not_success():
+def test_toolbench_answered_is_not_solved(tmp_path):
+    "`win` only means the search ended with an answer: kept as `answered`, never as `success`"
     out = {p.name: _convert(p)[0][0] for p in _files('toolbench')}
     ok, fail = out['G1_answer__10_ChatGPT_DFS_woFilter_w2.json'], out['G2_answer__127_ChatGPT_DFS_woFilter_w2.json']
-    assert (ok.outcome.submitted, ok.outcome.success) == (True, True)
-    assert (fail.outcome.submitted, fail.outcome.success) == (False, False)
+    assert (ok.outcome.submitted, ok.metadata['answered'], ok.outcome.success) == (True, True, None)
+    assert (fail.outcome.submitted, fail.metadata['answered'], fail.outcome.success) == (False, False, False)   # gave up: certainly unsolved
+    sorry = json.loads((FIX / 'toolbench' / 'G1_answer__10_ChatGPT_DFS_woFilter_w2.json').read_text())
+    sorry['answer_generation']['final_answer'] = json.dumps({'return_type': 'give_answer', 'final_answer': "I'm sorry, but I couldn't fetch the data."})
+    p = tmp_path / 'G1_sorry.json'; p.write_text(json.dumps(sorry))
+    (t,), _ = _convert(p)
+    assert (t.metadata['answered'], t.outcome.success) == (True, None)
 
 # ---------------------------------------------------------------- detection, validation, sidecars, diff
 
@@ -145,7 +151,7 @@ def test_diff_first_divergence():
     a, b = [_convert(p)[0][0] for p in _files('toolbench')]
     d = diff_trajectories(a, b)
     assert d.first_divergence['index'] == 0 and d.first_divergence['field'] == 'tool'
-    assert d.success == (True, False) and not d.identical
+    assert d.success == (None, False) and not d.identical
     assert diff_trajectories(a, a).identical
 
 # ---------------------------------------------------------------- secrets never reach a file
@@ -240,7 +246,7 @@ def test_fuzz_jsonl_accounting(fmt, data, tmp_path_factory):
             out.append(json.dumps(d)); expected += n
     total, r, trajs = _count(fmt, out, tmp, 'mut.jsonl')
     assert total == expected, (muts, r.summary())
-    assert r.n_errors == r.totals['quarantined']
+    assert r.n_errors == r.totals['quarantined'] + sum(r.failed.values())
     assert all(e.split(':')[1].isdigit() for e in r.errors)        # every error names its line
 
 @given(text=st.text(max_size=400), fmt=st.sampled_from(['openai-chat', 'anthropic-messages', 'agentgym', 'smolagents', 'toolbench', 'react-text']),
@@ -251,13 +257,13 @@ def test_fuzz_garbage_never_raises(text, fmt, suffix, tmp_path_factory):
     p.write_text(text)
     r = ConversionReport()
     list(convert(p, format=fmt, report=r))                          # must not raise
-    assert r.n_errors == r.totals['quarantined']
+    assert r.n_errors == r.totals['quarantined'] + sum(r.failed.values())
 
 @pytest.mark.parametrize('path', [*_files('toolbench'), *_files('openai-chat'), *_files('anthropic-messages')], ids=lambda p: p.name)
 def test_truncated_whole_file_is_quarantined(path, tmp_path):
     p = tmp_path / path.name; p.write_text(path.read_text()[: len(path.read_text()) // 2])
     trajs, r = _convert(p)
-    if r.totals['quarantined'] == 0:
+    if r.totals['quarantined'] + sum(r.failed.values()) == 0:
         # half a YAML cassette can still parse: then the cut interaction is kept as an unmapped record
         assert path.suffix == '.yaml' and r.totals['unmapped'] >= 1, r.summary()
         return
@@ -292,15 +298,15 @@ def test_console_script_formats():
 
 def test_redact_config_adds_and_disables_patterns(tmp_path):
     cfg = tmp_path / 'redact.yaml'
-    cfg.write_text(yaml.safe_dump({'patterns': [{'name': 'acme_token', 'regex': r'acme_[0-9a-f]{32}', 'needles': ['acme_']}], 'disable': ['jwt']}))
+    cfg.write_text(yaml.safe_dump({'patterns': [{'name': 'acme_token', 'regex': r'acme_[0-9a-f]{32}', 'needles': ['acme_']}], 'disable': ['json_web_token']}))
     tok = 'acme_' + 'ab12' * 8
     p = tmp_path / 'c.jsonl'
-    p.write_text(json.dumps({'messages': [{'role': 'user', 'content': f"use {tok} and {SAMPLE_SECRETS['jwt']}"}]}) + '\n')
+    p.write_text(json.dumps({'messages': [{'role': 'user', 'content': f"use {tok} and {SAMPLE_SECRETS['json_web_token']}"}]}) + '\n')
     out = tmp_path / 'o.jsonl'
     assert cli.main(['convert', str(p), '-o', str(out), '--redact-config', str(cfg), '--no-progress'], Console(file=io.StringIO())) == 0
     text = out.read_text()
     assert tok not in text and '[REDACTED:acme_token]' in text
-    assert SAMPLE_SECRETS['jwt'] in text                           # switched off by the config
+    assert SAMPLE_SECRETS['json_web_token'] in text                           # switched off by the config
 
 def test_chat_jsonl_pairs_parallel_legacy_and_errors():
     trajs, r = _convert(FIX / 'openai-chat' / 'conversations.jsonl')

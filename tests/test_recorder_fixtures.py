@@ -1,9 +1,8 @@
-"""Convert EVERY real agent log under /work/shared/fixtures/agent_logs/ (all formats, whoever wrote the adapter).
+"""Convert EVERY real agent log under tests/fixtures/agent_logs/ (all formats, whoever wrote the adapter).
 
 Per file: the format is detected (and matches the folder), nothing is quarantined, trajectories have steps when the
 log has actions, tool calls are paired with results, every unmapped record is stored with a reason and counted,
-and token totals equal the log's own totals where the log states them. Skipped when the folder is absent; a file
-whose format has no registered adapter yet is an expected failure with the reason.
+and token totals equal the log's own totals where the log states them. The files are in the repository (see their SOURCES.md), so nothing here is skipped.
 """
 import json
 from pathlib import Path
@@ -12,20 +11,18 @@ from knowlyr_lab.trajectory import trajectory_schema
 from knowlyr_lab.recorder.base import ConversionReport, list_adapters
 from knowlyr_lab.recorder.convert import convert, detect, load_outcomes
 
-SHARED = Path('/work/shared/fixtures/agent_logs')
-pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared real agent logs not present at {SHARED}")
+SHARED = Path(__file__).parent / 'fixtures' / 'agent_logs'
 
 # folder -> adapter name (None: mixed folder, the detected format is checked against ALLOWED)
 FORMAT_OF_DIR = {'agentgym-sharegpt': 'agentgym', 'swe-bench-experiments': None}
 ALLOWED = {'swe-bench-experiments': {'swe-agent', 'iswe', 'rovo-dev', 'swe-bench-experiments'}}
 # files that are not trajectories: outcome sidecars (joined, not converted), docs, an input history
 SIDECARS = ('_result.json', 'swe-bench_verified__')
-NOT_LOGS = {'SOURCES.md', 'Simple-Calulator__.aider.input.history'}
+NOT_LOGS = {'SOURCES.md'}
 TERMINAL = {'final_answer', 'finish', 'Finish', 'submit', 'task_complete', 'attempt_completion'}
 SCHEMA = trajectory_schema()
 
 def _files():
-    if not SHARED.is_dir(): return []
     return [p for p in sorted(SHARED.rglob('*')) if p.is_file() and p.name not in NOT_LOGS and not any(s in p.name for s in SIDECARS)]
 
 def _expected(p):
@@ -36,10 +33,7 @@ def _expected(p):
 def test_real_log_converts(path):
     fmt, folder = _expected(path)
     det = detect(path)
-    if det.format is None:
-        if fmt is None or fmt not in list_adapters():
-            pytest.xfail(f"no registered adapter reads {path.name} ({det.reason[:120]})")
-        pytest.fail(f"adapter {fmt!r} is registered but does not recognise {path.name}: {det.reason}")
+    assert det.format is not None, f"no adapter recognises {path.name}: {det.reason}"
     if fmt is not None: assert det.format == fmt, det
     else: assert det.format in ALLOWED[folder], det
     r = ConversionReport()
@@ -87,8 +81,19 @@ def test_smolagents_tokens_equal_log():
     assert sum(t.total_usage.output for t in trajs) == sum(r['token_counts']['output_tokens'] for r in rows)
     assert sum(len(t.steps) for t in trajs) == sum(1 for r in rows for m in r['intermediate_steps'] if m['role'] == 'tool-response')
 
-def test_sidecars_load():
-    res = load_outcomes(SHARED / 'swe-bench-experiments' / 'google__gson-2410_result.json')
+def test_files_are_the_published_blobs():
+    "Every fixture is byte for byte the file SOURCES.md names (git blob SHA-1), so the tests read real logs"
+    import hashlib, re
+    src = (SHARED / 'SOURCES.md').read_text()
+    entries = re.findall(r"### `([^`]+)`.*?- blob: `([0-9a-f]{40})`", src, re.S)
+    assert sorted(n for n, _ in entries) == sorted(str(p.relative_to(SHARED)) for p in SHARED.rglob('*') if p.is_file() and p.name != 'SOURCES.md')
+    for name, blob in entries:
+        data = (SHARED / name).read_bytes()
+        assert hashlib.sha1(b'blob %d\0' % len(data) + data).hexdigest() == blob, name
+
+def test_sidecars_load(tmp_path):
+    (tmp_path / 'google__gson-2410_result.json').write_text(json.dumps({'instance_id': 'google__gson-2410', 'resolved': True, 'passed_tests': ['a']}))
+    res = load_outcomes(tmp_path / 'google__gson-2410_result.json')
     assert res['google__gson-2410']['resolved'] is True
     sb = next((SHARED / 'mini-swe-agent').glob('swe-bench_verified__*.json'))
     o = load_outcomes(sb)

@@ -6,7 +6,6 @@ import os, secrets, socket, time
 from pathlib import Path
 import pytest
 from sandbox_backends import BACKENDS, open_sandbox
-from knowlyr_lab.sandbox.core import SANDBOX_UID
 
 LIMITS = {'wall_timeout': 5, 'cpu_seconds': 2, 'memory_mb': 256, 'max_processes': 64, 'max_file_mb': 1, 'max_output_chars': 4000}
 
@@ -98,7 +97,8 @@ def test_no_parent_environment(request, msb):
 def test_runs_unprivileged(sb):
     r = sh(sb, 'id -u; id -g; grep CapEff /proc/self/status')
     uid, gid, cap = r.output.splitlines()
-    if os.geteuid() == 0 or not sb.isolation.startswith('none'): assert (uid, gid) == (str(SANDBOX_UID), str(SANDBOX_UID))
+    assert (uid, gid) == (str(sb.uid), str(sb.uid))
+    if os.geteuid() == 0: assert sb.uid >= 2_000_000_000      # a uid of its own, from the sandbox range
     assert cap.split()[1] == '0000000000000000', cap
 
 def _leftovers(marker):
@@ -157,3 +157,97 @@ def test_file_size_limit(sb):
     assert int(r.output.strip().splitlines()[-1]) <= LIMITS['max_file_mb'] * 2**20
     r = sb.execute_tool('file_write', {'path': 'big2.txt', 'content': 'x' * (2 * 2**20)})
     assert r.is_error and 'max_file_mb' in r.output
+
+# ---- issue 13: attacks a hostile agent tried through the tool API ----
+
+@pytest.fixture
+def root_only_dir(tmp_path):
+    "A host directory only root may enter, with a root-only file in it"
+    d = tmp_path/'rootonly'; d.mkdir(); d.chmod(0o700)
+    f = d/'victim.txt'; f.write_text('root only\n'); f.chmod(0o600)
+    return d
+
+def _unchanged(d:Path, names=('victim.txt',)):
+    st = (d/'victim.txt').stat()
+    assert sorted(p.name for p in d.iterdir()) == sorted(names), list(d.iterdir())
+    assert (st.st_uid, st.st_mode & 0o777, (d/'victim.txt').read_text()) == (0, 0o600, 'root only\n')
+    assert (d.stat().st_uid, d.stat().st_mode & 0o777) == (0, 0o700)
+
+def test_symlink_race_with_concurrent_calls(sb, root_only_dir):
+    "One call flips `x` between absent and a symlink to a root-only host dir while others write `x/pwned`"
+    import threading
+    stop = threading.Event()
+    def flipper():
+        sh(sb, f'end=$((SECONDS+3)); while [ $SECONDS -lt $end ]; do ln -sfn {root_only_dir} x; rm -rf x; done', timeout=10)
+        stop.set()
+    t = threading.Thread(target=flipper); t.start()
+    while not stop.is_set():
+        sb.execute_tool('file_write', {'path': 'x/pwned', 'content': 'pwned'})
+        sb.execute_tool('shell', {'command': 'rm -rf x'}) if not stop.is_set() else None
+    t.join()
+    _unchanged(root_only_dir)
+
+def test_symlink_race_below_the_lock(sb, root_only_dir):
+    "The host-side file primitives hold even without the per-sandbox lock: a host thread flips the link as fast as it can"
+    if sb.workspace is None: pytest.skip('file primitives run inside the container on this backend (no host-side path walk)')
+    import subprocess
+    ws = Path(sb.workspace)
+    flip = subprocess.Popen(['sh', '-c', f'cd {ws} && while :; do ln -sfn {root_only_dir} y; rm -rf y; done'])
+    leaked = []
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 2:
+            try: sb._write_bytes('y/pwned', b'pwned')
+            except Exception: pass
+            try: leaked.append(sb._read_bytes('y/victim.txt', 100))
+            except Exception: pass
+    finally: flip.kill(); flip.wait()
+    assert b'root only\n' not in leaked
+    _unchanged(root_only_dir)
+
+def test_fifo_and_special_files_refused(sb):
+    t0 = time.monotonic()
+    assert 'ok' in sh(sb, 'mkfifo p && ln -s p plink && echo ok').output
+    for tool, extra in [('file_write', {'content': 'x'}), ('file_read', {}), ('edit_file', {'old_str': 'a', 'new_str': 'b'})]:
+        for p in ('p', 'plink'):
+            r = sb.execute_tool(tool, {'path': p, **extra})
+            assert r.is_error and 'regular file' in r.output, (tool, p, r.output)
+    r = sb.execute_tool('search', {'pattern': 'x'})
+    assert not r.is_error or 'No matches' in r.output, r.output
+    assert time.monotonic() - t0 < 30                      # a hang bound, not a speed check: a FIFO open used to block forever
+    snap = sb.snapshot()                      # a FIFO in the workspace does not break snapshots (it is left out)
+    assert 'p' not in snap.files() and snap.info.get('skipped') == ['p']
+
+def test_fail_closed_without_bubblewrap(tmp_path, monkeypatch):
+    "No bubblewrap on PATH: creating a local sandbox raises with the fix instead of running unisolated"
+    import shutil
+    from knowlyr_lab.sandbox.base import SandboxError
+    from knowlyr_lab.sandbox.core import create_sandbox
+    bin_ = tmp_path/'bin'; bin_.mkdir()
+    for tool in ('prlimit', 'setpriv', 'bash', 'sh', 'tar', 'python3', 'mount', 'umount'):
+        if shutil.which(tool): os.symlink(shutil.which(tool), bin_/tool)
+    monkeypatch.setenv('PATH', str(bin_))
+    with pytest.raises(SandboxError, match='bubblewrap'): create_sandbox()
+    with pytest.raises(SandboxError, match='bubblewrap'): create_sandbox('local', isolation='auto')
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        with create_sandbox('local', isolation='none') as s: assert s.isolation == 'none'
+    assert any('NOT ISOLATED' in str(x.message) for x in w)
+
+def test_isolation_recorded_in_trajectories():
+    "An explicit isolation='none' opt-in is written into every trajectory the env records (and so is real isolation)"
+    import warnings
+    from knowlyr_lab.envs.sandbox import SandboxEnv
+    from knowlyr_lab.hub.collect import run_episode
+    from knowlyr_lab.agents import ExpertAgent
+    got = {}
+    for iso in (['none', 'bwrap'] if os.environ.get('KNOWLYR_NO_BWRAP') is None else ['none']):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', UserWarning)
+            env = SandboxEnv(sandbox_kwargs={'isolation': iso})
+            try: traj = run_episode(env, ExpertAgent(), 'py-fizzbuzz-order', seed=0)
+            finally: env.close()
+        assert traj.outcome.success, traj.metadata
+        got[iso] = traj.metadata.get('isolation')
+    assert got == {'none': 'none', 'bwrap': 'bubblewrap'}, got

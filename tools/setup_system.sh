@@ -7,7 +7,7 @@ if ! command -v bwrap >/dev/null 2>&1; then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null 2>&1 \
       && echo "installed bubblewrap" || echo "could not install bubblewrap"
-  else echo "bubblewrap missing and not root: LocalSandbox falls back to unisolated mode"; fi
+  else echo "bubblewrap missing and not root: LocalSandbox refuses to start (fail closed; isolation=none opts out, loudly)"; fi
 else echo "bubblewrap: $(command -v bwrap)"; fi
 if [[ "${KNOWLYR_SKIP_DOCKER:-0}" != 1 ]] && { ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; }; then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then

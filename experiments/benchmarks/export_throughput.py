@@ -1,44 +1,50 @@
 #!/usr/bin/env python
 """Export throughput and peak memory: knowlyr_lab.hub.export.DatasetExporter vs the seed's knowlyr-hub 0.1.2 exporter.
 
-    python experiments/benchmarks/export_throughput.py [--n 100000] [--steps 8] [--formats sft,sft-agent,grpo]
+    python experiments/benchmarks/export_throughput.py [--n 100000] [--steps 8] [--formats sft,grpo,sft-agent,dpo]
+                                                       [--repeats 3] [--refvenv /tmp/refvenv-hub] [--profile 10000]
 
-Generates N synthetic trajectories (several per task, mixed success), writes them once in our schema and once in the
-seed's record format, then runs each exporter in its own subprocess and reports trajectories/s and the subprocess's
-peak RSS (ru_maxrss). The seed's exporter is loaded from its source (``--seed-src``, default /tmp/seed/src; else the
-0.1.2 wheel is fetched with ``pip download``). Its SFT and GRPO exports are compared with ours (same data, same
-filters: SFT = successful trajectories, GRPO = groups per task). Prints a table and the ratios ours/seed.
+Generates N synthetic trajectories (4 per task, half of them successes, PRM step rewards), writes them once in our
+schema and once in the seed's record format, then runs each exporter in its own subprocess, alternating ours and the
+reference `--repeats` times, and reports the medians: trajectories per second of wall time and of CPU time (the CPU
+figure is the steadier one on a shared machine), and the subprocess's peak RSS (ru_maxrss). The reference is the
+published knowlyr-hub 0.1.2, pip-installed into its own virtual environment (`--refvenv`, created on first use) and
+driven from here. Same data and filters on both sides: SFT = the successful trajectories, GRPO = one group per task.
+`--profile K` also prints where our exporter spends its time (cProfile on the first K trajectories), `--micro K` the
+CPU cost per trajectory of each step of an export. Results and their analysis: export_throughput.results.md.
 """
-import argparse, json, os, random, resource, subprocess, sys, tempfile, time, zipfile
+import argparse, json, os, platform, random, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+REF_VERSION = '0.1.2'
 
 CHILD_OURS = r'''
 import sys, time, resource, json
 from knowlyr_lab.hub.export import DatasetExporter
 path, fmt, out = sys.argv[1:4]
-t0 = time.perf_counter()
 kw = {'success_only': True} if fmt == 'sft' else {}
+t0, c0 = time.perf_counter(), time.process_time()
 r = DatasetExporter(path, **kw).export(fmt, out)
-dt = time.perf_counter() - t0
-print(json.dumps({'rows': r.total, 'seconds': dt, 'maxrss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+print(json.dumps({'rows': r.total, 'seconds': time.perf_counter() - t0, 'cpu': time.process_time() - c0,
+                  'maxrss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 '''
 
-CHILD_SEED = r'''
-import sys, time, resource, json, importlib.util
-src, path, fmt, out = sys.argv[1:5]
-spec = importlib.util.spec_from_file_location('seed_exporter', src)
-m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-t0 = time.perf_counter()
-ex = m.DatasetExporter(trajectories_dir=path)
+CHILD_REF = r'''
+import sys, time, resource, json
+from trajectoryhub.exporter import DatasetExporter
+path, fmt, out = sys.argv[1:4]
+t0, c0 = time.perf_counter(), time.process_time()
+ex = DatasetExporter(trajectories_dir=path)
 r = ex.export_sft(out) if fmt == 'sft' else ex.export_grpo(out)
-dt = time.perf_counter() - t0
 assert r.success, r.error
-print(json.dumps({'rows': r.total_records, 'seconds': dt, 'maxrss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+print(json.dumps({'rows': r.total_records, 'seconds': time.perf_counter() - t0, 'cpu': time.process_time() - c0,
+                  'maxrss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 '''
 
 def synth(n, steps, d:Path, seed=0):
     "Write n trajectories in our schema (ours.jsonl) and in the seed's record format (seed.jsonl)"
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(ROOT))
     from knowlyr_lab.trajectory import Trajectory, Task, AgentInfo, Step, ToolCall, Observation, Outcome
     rng = random.Random(seed)
     tools = ['file_read', 'shell', 'edit_file', 'search']
@@ -60,47 +66,117 @@ def synth(n, steps, d:Path, seed=0):
                                  'steps': [{'thought': s.thought, 'action': f"{s.action.tool}({json.dumps(s.action.params)})",
                                             'observation': s.observation.content, 'reward': s.reward} for s in st]}) + '\n')
 
-def seed_exporter(seed_src:Path, tmp:Path)->Path|None:
-    p = seed_src / 'trajectoryhub' / 'exporter.py'
-    if p.exists(): return p
-    r = subprocess.run([sys.executable, '-m', 'pip', 'download', 'knowlyr-hub==0.1.2', '--no-deps', '-d', str(tmp)], capture_output=True)
-    whl = next(tmp.glob('knowlyr_hub-0.1.2*.whl'), None)
-    if whl is None: return None
-    with zipfile.ZipFile(whl) as z: z.extract('trajectoryhub/exporter.py', tmp)
-    return tmp / 'trajectoryhub' / 'exporter.py'
+def ref_python(venv:Path)->Path:
+    "The reference venv's python, creating the venv and installing knowlyr-hub there on first use"
+    py = venv / 'bin' / 'python'
+    ok = py.exists() and subprocess.run([str(py), '-c', 'import trajectoryhub.exporter'], capture_output=True).returncode == 0
+    if not ok:
+        print(f"creating {venv} with knowlyr-hub=={REF_VERSION} ...", flush=True)
+        subprocess.run([sys.executable, '-m', 'venv', str(venv)], check=True)
+        subprocess.run([str(py), '-m', 'pip', 'install', '-q', f'knowlyr-hub=={REF_VERSION}'], check=True)
+    return py
 
-def child(code, *args):
-    r = subprocess.run([sys.executable, '-c', code, *map(str, args)], capture_output=True, text=True)
+def child(python, code, *args, env=None):
+    r = subprocess.run([str(python), '-c', code, *map(str, args)], capture_output=True, text=True, env=env)
     if r.returncode: raise SystemExit(f"benchmark child failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+def versions(ref_py, ours_root)->dict:
+    import importlib.metadata as md
+    v = {k: md.version(k) for k in ('pydantic', 'pydantic-core', 'orjson', 'pyarrow')}
+    v['knowlyr-hub (reference)'] = subprocess.run([str(ref_py), '-c', "import importlib.metadata as m; print(m.version('knowlyr-hub'))"],
+                                                  capture_output=True, text=True).stdout.strip()
+    v['knowlyr-lab commit measured'] = subprocess.run(['git', '-C', str(ours_root), 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip()
+    return v
+
+def profile(path:Path, k:int, out:Path, ours_root:str):
+    "cProfile of our SFT and GRPO export on the first k trajectories: the top functions by own time"
+    import cProfile, io, pstats
+    sys.path.insert(0, ours_root)
+    for m in [m for m in sys.modules if m.startswith('knowlyr_lab')]: del sys.modules[m]
+    from knowlyr_lab.hub.export import DatasetExporter
+    sub = out / 'profile.jsonl'
+    with open(path) as f, open(sub, 'w') as g:
+        for i, line in zip(range(k), f): g.write(line)
+    for fmt, kw in (('sft', {'success_only': True}), ('grpo', {})):
+        pr = cProfile.Profile(); pr.enable()
+        DatasetExporter(sub, **kw).export(fmt, out / f'prof-{fmt}')
+        pr.disable()
+        s = io.StringIO(); st = pstats.Stats(pr, stream=s); st.sort_stats('tottime').print_stats(12)
+        total = st.total_tt
+        print(f"\n--- profile: ours, {fmt}, {k} trajectories, {total:.2f} s under cProfile ---")
+        for line in s.getvalue().splitlines():
+            if line.strip() and not line.startswith(('   Ordered', '   List reduced')) and 'function calls' not in line: print(line[:150])
+
+def micro(path:Path, k:int, ours_root:str):
+    "CPU microseconds per trajectory of each step of an export (streaming; min of 15 passes over k records)"
+    import orjson
+    sys.path.insert(0, ours_root)
+    from knowlyr_lab.trajectory import Trajectory, to_messages, parse_trajectory, trajectory_score
+    from knowlyr_lab.hub.export import sft_row, grpo_member
+    with open(path, 'rb') as f: lines = [l for _, l in zip(range(k), f)]
+    strs = [l.decode() for l in lines]
+    ts = [Trajectory.model_validate_json(l) for l in lines]
+    def run(fn, xs):
+        best = 1e9
+        for _ in range(15):
+            c = time.process_time()
+            for x in xs: fn(x)
+            best = min(best, (time.process_time() - c) / len(xs) * 1e6)
+        return best
+    print(f"\n--- per-record CPU cost, us per trajectory ({k} records, min of 15 passes) ---")
+    for name, fn, xs in [('orjson.loads (parse only)', orjson.loads, lines), ('json.loads (the reference parses with this)', json.loads, strs),
+                         ('parse_trajectory(str) (read_trajectories: json.loads + validation)', parse_trajectory, strs),
+                         ('Trajectory.model_validate_json(bytes)', Trajectory.model_validate_json, lines), ('to_messages(t)', to_messages, ts),
+                         ('trajectory_score(t)', trajectory_score, ts), ('sft_row(t)', lambda t: sft_row(t, '[]'), ts),
+                         ('grpo_member(t)', grpo_member, ts), ('orjson.dumps(sft_row)', orjson.dumps, [sft_row(t, '[]') for t in ts])]:
+        print(f"{name:70} {run(fn, xs):8.1f}")
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--n', type=int, default=100_000)
     ap.add_argument('--steps', type=int, default=8)
-    ap.add_argument('--formats', default='sft,sft-agent,dpo,grpo')
-    ap.add_argument('--seed-src', default='/tmp/seed/src')
+    ap.add_argument('--formats', default='sft,grpo')
+    ap.add_argument('--repeats', type=int, default=3)
+    ap.add_argument('--refvenv', default='/tmp/refvenv-hub')
+    ap.add_argument('--profile', type=int, default=0, help='also profile ours on this many trajectories')
+    ap.add_argument('--micro', type=int, default=0, help='also print per-record costs of each export step on this many trajectories')
+    ap.add_argument('--ours-root', default=str(ROOT), help='knowlyr-lab checkout to measure (e.g. an older commit, for before/after)')
     a = ap.parse_args()
+    ref_py = ref_python(Path(a.refvenv))
+    env = {**os.environ, 'PYTHONPATH': a.ours_root}
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; python {platform.python_version()}")
+    print(f"versions: {versions(ref_py, Path(a.ours_root))}; date {time.strftime('%Y-%m-%d %H:%M')}")
     with tempfile.TemporaryDirectory() as td:
         d = Path(td)
-        t0 = time.perf_counter(); synth(a.n, a.steps, d); print(f"synthesised {a.n} trajectories x {a.steps} steps in {time.perf_counter() - t0:.1f} s "
-                                                              f"({(d / 'ours.jsonl').stat().st_size / 2**20:.0f} MiB)")
-        seed = seed_exporter(Path(a.seed_src), d)
+        t0 = time.perf_counter(); synth(a.n, a.steps, d)
+        print(f"synthesised {a.n} trajectories x {a.steps} steps in {time.perf_counter() - t0:.0f} s "
+              f"(ours {(d / 'ours.jsonl').stat().st_size / 2**20:.0f} MiB, reference format {(d / 'seed.jsonl').stat().st_size / 2**20:.0f} MiB)")
         rows = []
         for fmt in a.formats.split(','):
-            o = child(CHILD_OURS, d / 'ours.jsonl', fmt, d / f"out-{fmt}")
-            row = {'format': fmt, 'ours_traj_per_s': a.n / o['seconds'], 'ours_rows': o['rows'], 'ours_peak_rss_mib': o['maxrss_kb'] / 1024}
-            if seed is not None and fmt in ('sft', 'grpo'):
-                s = child(CHILD_SEED, seed, d / 'seed.jsonl', fmt, d / f"seed-{fmt}.jsonl")
-                row.update(seed_traj_per_s=a.n / s['seconds'], seed_rows=s['rows'], seed_peak_rss_mib=s['maxrss_kb'] / 1024,
-                           speed_ratio=(a.n / o['seconds']) / (a.n / s['seconds']), rss_ratio=o['maxrss_kb'] / s['maxrss_kb'])
+            ours, ref = [], []
+            for _ in range(a.repeats):                  # alternate, so both see the same machine load
+                ours.append(child(sys.executable, CHILD_OURS, d / 'ours.jsonl', fmt, d / f"out-{fmt}", env=env))
+                if fmt in ('sft', 'grpo'): ref.append(child(ref_py, CHILD_REF, d / 'seed.jsonl', fmt, d / f"ref-{fmt}.jsonl"))
+            med = lambda rs, k: statistics.median(r[k] for r in rs)
+            row = {'format': fmt, 'ours_traj_per_s': a.n / med(ours, 'seconds'), 'ours_traj_per_cpu_s': a.n / med(ours, 'cpu'),
+                   'ours_peak_rss_mib': med(ours, 'maxrss_kb') / 1024, 'ours_rows': ours[0]['rows']}
+            if ref:
+                row.update(ref_traj_per_s=a.n / med(ref, 'seconds'), ref_traj_per_cpu_s=a.n / med(ref, 'cpu'),
+                           ref_peak_rss_mib=med(ref, 'maxrss_kb') / 1024, ref_rows=ref[0]['rows'])
+                row.update(speed_ratio=row['ours_traj_per_s'] / row['ref_traj_per_s'], cpu_speed_ratio=row['ours_traj_per_cpu_s'] / row['ref_traj_per_cpu_s'],
+                           rss_ratio=row['ours_peak_rss_mib'] / row['ref_peak_rss_mib'])
             rows.append(row)
-        keys = ['format', 'ours_traj_per_s', 'ours_peak_rss_mib', 'ours_rows', 'seed_traj_per_s', 'seed_peak_rss_mib', 'seed_rows', 'speed_ratio', 'rss_ratio']
+        keys = ['format', 'ours_traj_per_s', 'ours_traj_per_cpu_s', 'ours_peak_rss_mib', 'ours_rows', 'ref_traj_per_s', 'ref_traj_per_cpu_s',
+                'ref_peak_rss_mib', 'ref_rows', 'speed_ratio', 'cpu_speed_ratio', 'rss_ratio']
+        print(f"\nmedians of {a.repeats} alternating runs")
         print(' | '.join(keys))
         for r in rows: print(' | '.join(f"{r[k]:.2f}" if isinstance(r.get(k), float) else str(r.get(k, '-')) for k in keys))
-        if seed is None: print("(seed exporter not available: no source and pip download failed)")
-        print("speed_ratio = ours/seed trajectories per second (>1: faster); rss_ratio = ours/seed peak RSS (<1: less memory).\n"
-              "Note: our SFT/GRPO rows are chat messages + tool schemas (TRL format); the seed writes step text. The seed's "
-              "GRPO keeps every group in memory; ours spools to SQLite.")
+        print("speed_ratio = ours/reference trajectories per wall second, cpu_speed_ratio = per CPU second (>1: ours faster); "
+              "rss_ratio = ours/reference peak RSS (<1: ours smaller). Goal (issue 15): speed >= 3, rss <= 0.5.\n"
+              "Rows differ in kind: ours are TRL chat rows (messages with tool calls, tool schemas, step rewards), validated against "
+              "the trajectory schema on the way in; the reference writes step text from unvalidated dicts and keeps every record in memory.")
+        if a.profile: profile(d / 'ours.jsonl', a.profile, d, a.ours_root)
+        if a.micro: micro(d / 'ours.jsonl', a.micro, a.ours_root)
 
 if __name__ == '__main__': main()

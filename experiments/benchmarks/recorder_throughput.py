@@ -1,24 +1,27 @@
 #!/usr/bin/env python
-"""Recorder throughput: trajectories/s, MB/s and peak RSS per log format, against the seed's knowlyr-recorder 0.1.2.
+"""Recorder throughput: trajectories/s, MB/s and peak RSS per log format, against the reference knowlyr-recorder 0.1.2.
 
 For each format a synthetic input of about --size-mb is generated from the real samples (rows replicated with new
 ids, conversations synthesised in the format's shape, or many copies of one-episode files). Each measurement runs in
 a fresh Python process, so peak RSS (ru_maxrss) belongs to that conversion alone; the RSS of the imports is measured
 in the same process before reading and reported apart.
 
-The seed's recorder (pip-downloaded into a temporary directory) only has adapters for OpenHands event JSONL,
-SWE-agent JSON and crew logs, so its columns are filled for `openhands` and `swe-agent` and ratios printed there.
-The seed does not redact; `ours (no redact)` is the like-for-like comparison, `ours` is the default (redacting).
+The reference (knowlyr-recorder 0.1.2 from PyPI) is installed by this script into its own virtual environment
+(--ref-venv, default /tmp/refvenv) and run there; it only has adapters for OpenHands event JSONL and SWE-agent JSON,
+so its columns are filled for `openhands` and `swe-agent`. It does not redact: the issue's goal compares ours WITH
+redaction (`ours`) to it; `ours-noredact` is printed too. `claude-code` has no reference (goal: MB/s). The
+`openai-chat-doc` row is one whole JSON document (an array of conversations) parsed streaming: its peak RSS above
+the imports is compared with the largest single conversation.
 
     python experiments/benchmarks/recorder_throughput.py                 # ~10 MB per format
-    python experiments/benchmarks/recorder_throughput.py --size-mb 300 --formats openai-chat openhands
+    python experiments/benchmarks/recorder_throughput.py --size-mb 200 --formats openai-chat-doc openhands claude-code
 """
 import argparse, json, os, random, resource, shutil, subprocess, sys, tempfile, time, zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / 'tests' / 'fixtures' / 'recorder'
-SHARED = Path('/work/shared/fixtures/agent_logs')
+SHARED = ROOT / 'tests' / 'fixtures' / 'agent_logs'
 
 def _src(fmt, name):
     p = SHARED / fmt / name
@@ -109,7 +112,38 @@ def gen_swe_agent(d, size):
     if not srcs: raise FileNotFoundError('swe-agent samples not present')
     return _copies(srcs, d, 'swe', size, suffix='.json')   # the seed only reads .json files
 
-FORMATS = {'openai-chat': gen_openai_chat, 'anthropic-messages': gen_anthropic, 'agentgym': gen_agentgym, 'smolagents': gen_smolagents,
+def gen_claude_code(d, size):
+    "One long Claude Code session: user prompt, then assistant tool_use / user tool_result records linked by ids"
+    p = d / 'session.jsonl'
+    base = {'sessionId': '5c0375b4-57a5-4f26-b12d-d022ee4e51b7', 'cwd': '/path/to/Demo', 'version': '1.0.108', 'gitBranch': 'main', 'isSidechain': False, 'userType': 'external'}
+    body = ''.join(f'{i:4d}  line {i} of the file, with some code: x = compute(y, z)  # comment\n' for i in range(40))
+    def line(i):
+        if i == 0: return json.dumps({**base, 'type': 'user', 'uuid': 'u0', 'parentUuid': None, 'timestamp': '2025-09-10T10:00:00.000Z', 'message': {'role': 'user', 'content': 'Refactor the parser.'}})
+        k = (i - 1) // 2
+        if (i - 1) % 2 == 0:
+            return json.dumps({**base, 'type': 'assistant', 'uuid': f'a{k}', 'parentUuid': f'u{k}', 'timestamp': '2025-09-10T10:00:01.000Z', 'requestId': f'req_{k}',
+                               'message': {'id': f'msg_{k}', 'type': 'message', 'role': 'assistant', 'model': 'claude-sonnet-4-20250514', 'content': [
+                                   {'type': 'text', 'text': f'Reading file {k}.'}, {'type': 'tool_use', 'id': f'toolu_{k:08d}', 'name': 'Read', 'input': {'file_path': f'/path/to/Demo/src/m{k}.py'}}],
+                                   'stop_reason': 'tool_use', 'usage': {'input_tokens': 4, 'cache_read_input_tokens': 12000, 'output_tokens': 80}}})
+        return json.dumps({**base, 'type': 'user', 'uuid': f'u{k + 1}', 'parentUuid': f'a{k}', 'timestamp': '2025-09-10T10:00:02.000Z',
+                           'message': {'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': f'toolu_{k:08d}', 'content': body}]},
+                           'toolUseResult': {'type': 'text', 'file': {'filePath': f'/path/to/Demo/src/m{k}.py', 'content': body, 'numLines': 40}}})
+    _fill_lines(p, line, size)
+    return p, 1
+
+def gen_openai_chat_doc(d, size):
+    "One JSON document: an array of chat conversations (a dataset export), written streaming"
+    src, _ = gen_openai_chat(d, size)
+    p = d / 'conversations.json'; n = 0
+    with open(src) as f, open(p, 'w') as out:
+        out.write('[\n')
+        for i, l in enumerate(f):
+            out.write((',\n' if i else '') + l.rstrip('\n')); n += 1
+        out.write('\n]\n')
+    src.unlink()
+    return p, n
+
+FORMATS = {'openai-chat': gen_openai_chat, 'openai-chat-doc': gen_openai_chat_doc, 'claude-code': gen_claude_code, 'anthropic-messages': gen_anthropic, 'agentgym': gen_agentgym, 'smolagents': gen_smolagents,
            'toolbench': gen_toolbench, 'react-text': gen_react, 'openhands': gen_openhands, 'swe-agent': gen_swe_agent}
 SEED_ADAPTER = {'openhands': 'OpenHandsAdapter', 'swe-agent': 'SWEAgentAdapter'}
 
@@ -119,45 +153,48 @@ def _rss_mb(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 def worker(impl, fmt, path, seed_dir):
     path = Path(path)
+    fmt = 'openai-chat' if fmt == 'openai-chat-doc' else 'agentgym' if fmt == 'agentgym' else fmt
     if impl.startswith('ours'):
         from knowlyr_lab.recorder.convert import convert
         from knowlyr_lab.recorder.base import ConversionReport, get_adapter
         get_adapter(fmt)
-        base = _rss_mb(); t0 = time.perf_counter()
+        base = _rss_mb(); t0 = time.perf_counter(); c0 = time.process_time()
         r = ConversionReport(); n = steps = 0
         for t in convert(path, format=fmt, redact=impl == 'ours', report=r): n += 1; steps += len(t.steps)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         extra = {'quarantined': r.totals['quarantined']}
     else:
-        sys.path.insert(0, seed_dir)
         import agentrecorder.adapters as A
         a = getattr(A, SEED_ADAPTER[fmt])()
-        base = _rss_mb(); t0 = time.perf_counter(); n = steps = 0
+        base = _rss_mb(); t0 = time.perf_counter(); c0 = time.process_time(); n = steps = 0
         files = sorted(path.iterdir()) if path.is_dir() else [path]
         for f in files:
             if a.validate(str(f)): t = a.parse(str(f)); n += 1; steps += len(t.steps)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         extra = {}
-    print(json.dumps({'n': n, 'steps': steps, 'seconds': dt, 'rss_mb': _rss_mb(), 'base_rss_mb': base, **extra}))
+    print(json.dumps({'n': n, 'steps': steps, 'seconds': dt, 'cpu': cpu, 'rss_mb': _rss_mb(), 'base_rss_mb': base, **extra}))
 
-def run_worker(impl, fmt, path, seed_dir):
-    res = subprocess.run([sys.executable, __file__, '--worker', impl, fmt, str(path), seed_dir or ''], capture_output=True, text=True, cwd=ROOT)
+def run_worker(impl, fmt, path, ref_python):
+    exe = ref_python if impl == 'seed' else sys.executable
+    env = {**os.environ, 'PYTHONPATH': str(ROOT)} if impl != 'seed' else {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    res = subprocess.run([exe, __file__, '--worker', impl, fmt, str(path), ''], capture_output=True, text=True, cwd=ROOT if impl != 'seed' else '/tmp', env=env)
     if res.returncode != 0: return {'error': res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f'rc={res.returncode}'}
     return json.loads(res.stdout.strip().splitlines()[-1])
 
-# ---------------------------------------------------------------- the seed package
+# ---------------------------------------------------------------- the reference package, in its own venv
 
-def fetch_seed(tmp):
-    "pip download knowlyr-recorder 0.1.2 (+ knowlyr-core) into `tmp` and unpack the wheels; None when unavailable"
-    dl = tmp / 'wheels'; dl.mkdir()
-    res = subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '-q', '-d', str(dl), 'knowlyr-recorder==0.1.2', 'knowlyr-core==0.1.2'],
-                         capture_output=True, text=True)
-    whls = list(dl.glob('*.whl'))
-    if res.returncode != 0 or not whls:
-        print(f"(could not pip download the seed: {res.stderr.strip()[-200:]})"); return None
-    site = tmp / 'seed_site'; site.mkdir()
-    for w in whls: zipfile.ZipFile(w).extractall(site)
-    return str(site)
+def ensure_reference(venv:Path):
+    "python of a venv with knowlyr-recorder==0.1.2 (created and pip-installed here when missing); None when impossible"
+    py = venv / 'bin' / 'python'
+    if not py.exists():
+        subprocess.run([sys.executable, '-m', 'venv', str(venv)], check=True)
+    ok = subprocess.run([str(py), '-c', 'import agentrecorder.adapters'], capture_output=True).returncode == 0
+    if not ok:
+        res = subprocess.run([str(py), '-m', 'pip', 'install', '-q', 'knowlyr-recorder==0.1.2'], capture_output=True, text=True)
+        if res.returncode != 0: print(f"(could not install the reference: {res.stderr.strip()[-300:]})"); return None
+    v = subprocess.run([str(py), '-m', 'pip', 'show', 'knowlyr-recorder'], capture_output=True, text=True).stdout
+    print('reference:', next((l for l in v.splitlines() if l.startswith('Version')), '?'), 'in', venv)
+    return str(py)
 
 def _size(p): return sum(f.stat().st_size for f in p.rglob('*') if f.is_file()) if p.is_dir() else p.stat().st_size
 
@@ -165,32 +202,45 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--size-mb', type=float, default=10, help='approximate input size per format')
     ap.add_argument('--formats', nargs='+', default=list(FORMATS), choices=list(FORMATS))
-    ap.add_argument('--no-seed', action='store_true', help='skip the seed comparison')
+    ap.add_argument('--no-seed', action='store_true', help='skip the reference comparison')
+    ap.add_argument('--ref-venv', default='/tmp/refvenv', help='virtual environment for knowlyr-recorder 0.1.2')
+    ap.add_argument('--repeat', type=int, default=3, help='runs per measurement (the median is printed)')
     ap.add_argument('--worker', nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker: return worker(*a.worker)
+    import platform, statistics, datetime
+    print(f"{datetime.date.today()} {platform.node()} {platform.processor() or platform.machine()} cpus={os.cpu_count()} python {platform.python_version()}")
     size = int(a.size_mb * 2**20)
+    ref = None if a.no_seed else ensure_reference(Path(a.ref_venv))
     with tempfile.TemporaryDirectory() as td:
         td = Path(td)
-        seed = None if a.no_seed else fetch_seed(td)
-        rows = []
         for fmt in a.formats:
             d = td / fmt; d.mkdir()
             try: path, _ = FORMATS[fmt](d, size)
             except FileNotFoundError as e: print(f"{fmt}: skipped ({e})"); continue
             mb = _size(path) / 2**20
-            impls = ['ours', 'ours-noredact'] + (['seed'] if seed and fmt in SEED_ADAPTER else [])
-            res = {i: run_worker(i, fmt, path, seed) for i in impls}
-            for i, r in res.items():
-                if 'error' in r: print(f"{fmt:20} {i:14} ERROR {r['error']}"); continue
-                rows.append((fmt, i, mb, r))
-                print(f"{fmt:20} {i:14} {mb:7.1f} MB  {r['n']:7d} traj {r['steps']:8d} steps  {r['seconds']:7.2f} s  "
-                      f"{r['n'] / r['seconds']:9.1f} traj/s  {mb / r['seconds']:6.2f} MB/s  peak RSS {r['rss_mb']:7.1f} MB (imports {r['base_rss_mb']:.0f})", flush=True)
-            if 'seed' in res and 'error' not in res['seed'] and 'error' not in res['ours-noredact']:
-                o, s = res['ours-noredact'], res['seed']
-                print(f"{'':20} ratio ours(no redact)/seed: speed x{s['seconds'] / o['seconds']:.2f}, "
-                      f"peak RSS above imports x{(o['rss_mb'] - o['base_rss_mb']) / max(s['rss_mb'] - s['base_rss_mb'], 1e-9):.2f}, "
-                      f"steps {o['steps']} vs {s['steps']}", flush=True)
+            impls = ['ours', 'ours-noredact'] + (['seed'] if ref and fmt in SEED_ADAPTER else [])
+            res = {}
+            for i in impls:
+                runs = [run_worker(i, fmt, path, ref) for _ in range(a.repeat)]
+                bad = [r for r in runs if 'error' in r]
+                if bad: print(f"{fmt:16} {i:14} ERROR {bad[0]['error']}"); continue
+                r = dict(runs[0]); r['rss_mb'] = max(x['rss_mb'] for x in runs)
+                for k in ('seconds', 'cpu'): r[k] = statistics.median(x[k] for x in runs)
+                res[i] = r
+                print(f"{fmt:16} {i:14} {mb:7.1f} MB  {r['n']:7d} traj {r['steps']:8d} steps  {r['seconds']:7.3f} s  "
+                      f"{mb / r['seconds']:7.2f} MB/s  cpu {r['cpu']:7.3f} s {mb / r['cpu']:7.2f} MB/s  peak RSS {r['rss_mb']:7.1f} MB (imports {r['base_rss_mb']:.0f})", flush=True)
+            if 'seed' in res and 'ours' in res:
+                o, n, s = res['ours'], res.get('ours-noredact'), res['seed']
+                print(f"{'':16} ratio vs reference (wall): ours (redacting) x{s['seconds'] / o['seconds']:.2f}"
+                      + (f", ours without redaction x{s['seconds'] / n['seconds']:.2f}" if n else '')
+                      + f"; (cpu): ours (redacting) x{s['cpu'] / o['cpu']:.2f}"
+                      + (f", ours without redaction x{s['cpu'] / n['cpu']:.2f}" if n else '')
+                      + f"; steps {o['steps']} vs {s['steps']}", flush=True)
+            if fmt == 'openai-chat-doc' and 'ours' in res:
+                with open(path) as f: biggest = max(len(l) for l in f) / 2**20
+                o = res['ours']
+                print(f"{'':16} peak RSS above imports {o['rss_mb'] - o['base_rss_mb']:.1f} MB for a {mb:.0f} MB document; largest record {biggest:.3f} MB", flush=True)
 
 if __name__ == '__main__':
     main()

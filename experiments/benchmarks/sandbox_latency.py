@@ -3,7 +3,8 @@
 
     python experiments/benchmarks/sandbox_latency.py [--n 30] [--backends local,local-none,docker]
 
-Backends: `local` (bubblewrap), `local-none` (the unisolated fallback, for the cost of isolation), `docker` (needs an
+Rows: sandbox creation, each tool, snapshot, reset, and grading a coding task with `HiddenTestVerifier` (a fresh
+sandbox per verification). Backends: `local` (bubblewrap), `local-none` (`isolation='none'`, for the cost of isolation), `docker` (needs an
 engine: `eval "$(python tools/docker_engine.py start)"`). The seed package only has a Docker backend; it is run from
 its source (/tmp/seed/src, or a `pip download knowlyr-sandbox==0.1.2` wheel) against the same image and engine, for the
 tools both have (file_read, file_write, shell, search, git). Ratios are seed / ours (> 1: ours is faster).
@@ -64,7 +65,21 @@ def bench_ours(backend, n, tpl):
                 t = time.perf_counter(); fn(); ts.append(time.perf_counter() - t)
             rows.append({'benchmark': name, 'backend': backend, 'isolation': sb.isolation, **dict(zip(['median_ms', 'p95_ms'], stats(ts)))})
     finally: sb.close()
+    rows.append(bench_verify(backend, n))
     return rows
+
+def bench_verify(backend, n)->dict:
+    "A coding task's grading: a fresh sandbox from the pristine task, the agent's files over it, the hidden tests, the report"
+    from knowlyr_lab.coding_tasks import BUNDLED_CODING_DIR, load_coding_task, fixed_files
+    task = load_coding_task(BUNDLED_CODING_DIR/'py-fizzbuzz-order.yaml')
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)
+        v = task.verifier('docker' if backend == 'docker' else 'local', sandbox_kwargs={'isolation': 'none'} if backend == 'local-none' else None)
+        ts = []
+        for _ in range(max(3, n // 10)):
+            t = time.perf_counter(); verdict = v.verify(fixed_files(task)); ts.append(time.perf_counter() - t)
+            if not verdict.success: raise RuntimeError(f"{backend} verify failed: {verdict}")
+    return {'benchmark': 'verify (hidden tests)', 'backend': backend, 'isolation': backend, **dict(zip(['median_ms', 'p95_ms'], stats(ts)))}
 
 def seed_source()->tuple[str|None, str]:
     "A sys.path entry holding agentsandbox + knowlyrcore 0.1.2, or None and why not"

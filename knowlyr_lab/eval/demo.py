@@ -19,7 +19,7 @@ from ..agents import ExpertAgent, RandomAgent
 from ..hub.collect import collect
 from ..hub.export import DatasetExporter
 from ..reward.engine import make_reward_fn
-from .stats import adjust_pvalues, Comparison
+from ..stats import adjust_pvalues, Comparison
 from .evaluate import EvalResult, evaluate_agent, compare_agents, leaderboard
 from ..plots import plot_success_rates, plot_training_curves, plot_step_rewards, plot_cumulative_rewards
 from ..viewer import trajectory_html

@@ -1,0 +1,51 @@
+"The trajectory store survives SIGKILL inside a batch: no orphan or duplicate shard lines, every stored trajectory readable"
+import json, os, signal, subprocess, sys, pytest
+from pathlib import Path
+from knowlyr_lab.agents import ExpertAgent, RandomAgent
+from knowlyr_lab.envs.maze import MazeEnv
+from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.hub.store import TrajectoryStore
+from knowlyr_lab.trajectory import write_trajectories, read_trajectories
+
+# put_many in a child that SIGKILLs itself at its k-th fsync: the batch's lines are written, its index rows not committed
+SCRIPT = r'''
+import os, signal, sys
+from knowlyr_lab.hub.store import TrajectoryStore
+from knowlyr_lab.trajectory import read_trajectories
+root, src, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+real, calls = os.fsync, [0]
+def fsync(fd):
+    real(fd); calls[0] += 1
+    if calls[0] == kill_at: os.kill(os.getpid(), signal.SIGKILL)
+os.fsync = fsync
+with TrajectoryStore(root, shard_bytes=40_000) as st: print(st.put_many(read_trajectories(src), batch=7))
+'''
+
+def _lines(root:Path)->list[bytes]:
+    return [l for p in sorted((root / 'shards').glob('*.jsonl')) for l in p.read_bytes().splitlines()]
+
+@pytest.fixture(scope='module')
+def src(tmp_path_factory):
+    d = tmp_path_factory.mktemp('store-src')
+    tasks = MazeEnv('easy').list_tasks()[:10]
+    trajs = collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, seed=0, progress=False) + \
+            collect('knowlyr/maze-easy', RandomAgent, tasks=tasks * 2, seed=1, max_steps=8, progress=False)
+    write_trajectories(trajs, d / 'trajs.jsonl')
+    return d / 'trajs.jsonl', len({t.id for t in trajs})
+
+def test_sigkill_inside_a_batch_leaves_no_orphan_lines(src, tmp_path):
+    path, n = src
+    root = tmp_path / 'store'
+    killed = 0
+    for k in (2, 3, 2, 4):                               # each run dies inside a later batch (after its lines, before its commit)
+        r = subprocess.run([sys.executable, '-c', SCRIPT, str(root), str(path), str(k)], capture_output=True, text=True, timeout=120)
+        killed += r.returncode == -signal.SIGKILL
+    assert killed == 4
+    with TrajectoryStore(root) as st:                    # reopening removes the uncommitted lines
+        assert len(_lines(root)) == len(st) > 0
+        st.put_many(read_trajectories(path))
+        assert len(st) == n
+        lines = _lines(root)
+        assert len(lines) == n and len({json.loads(l)['id'] for l in lines}) == n      # one line per trajectory, no duplicates
+        assert sorted(t.id for t in st) == sorted(json.loads(l)['id'] for l in lines)    # every line indexed and readable
+    assert not list(root.glob('**/*.tmp*'))

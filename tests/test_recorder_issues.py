@@ -1,0 +1,216 @@
+"Recorder defects found by converting real logs of every format (issue 14): each test failed before its fix."
+import io, json, random, re
+from pathlib import Path
+import pytest
+from rich.console import Console
+from knowlyr_lab.recorder.base import ConversionReport, get_adapter
+from knowlyr_lab.recorder.convert import convert, detect_format, iter_log_files
+from knowlyr_lab.recorder import cli
+
+FIX = Path(__file__).parent / 'fixtures' / 'recorder'
+REAL = Path(__file__).parent / 'fixtures' / 'agent_logs'
+
+def conv(path, fmt=None, **kw):
+    r = ConversionReport()
+    return list(convert(path, format=fmt, report=r, redact=False, **kw)), r
+
+# ---------------------------------------------------------------- mini-swe-agent: fences paired line by line
+
+@pytest.mark.parametrize('name', ['django__django-10999.traj.json', 'django__django-16255.traj.json'])
+def test_mini_swe_agent_every_real_command_comes_out(name):
+    "Each model message's command is what mini-swe-agent itself ran (its own action regex), including the fixes"
+    doc = json.loads((REAL / 'mini-swe-agent' / name).read_text())
+    ran = [re.findall(r"```bash\s*\n(.*?)\n```", m['content'], re.S) for m in doc['messages'] if m['role'] == 'assistant']
+    assert all(len(x) == 1 for x in ran)                        # the run executed one command per message
+    (t,), r = conv(REAL / 'mini-swe-agent' / name)
+    assert [s.action.params['command'] for s in t.steps if s.action] == [x[0].strip() for x in ran]
+    assert sum(1 for s in t.steps if s.action and s.action.params['command'].startswith('sed -i')) == 1   # the fix
+    assert r.totals['quarantined'] == 0
+
+# ---------------------------------------------------------------- aider: every fence, the LLM history, dotfiles
+
+def test_aider_source_fences_are_edits():
+    (t,), _ = conv(FIX / 'aider' / 'source-fences__.aider.chat.history.md')
+    edits = [s.action.params for s in t.steps if s.action]
+    assert [e['path'] for e in edits] == ['README.md', 'parse.py', 'CHANGES.md']
+    assert edits[1] == {'path': 'parse.py', 'search': 'FENCE = "```"', 'replace': 'FENCES = ("```", "~~~")'}
+    assert edits[2]['content'] == '# Changes\n\n- fences documented'          # a whole-file edit in <source> fences
+    assert [s.observation.content for s in t.steps if s.action] == ['Applied edit to README.md', 'Applied edit to parse.py', 'Applied edit to CHANGES.md']
+
+def test_aider_llm_history_file():
+    p = FIX / 'aider' / '.aider.llm.history'
+    assert detect_format(p) == 'aider'
+    (t,), r = conv(p)
+    first, retry, done = t.steps
+    assert t.task.instruction == 'Fix the greeting typo in app.py' and t.metadata['system_prompt'].startswith('Act as an expert')
+    assert first.action.params == {'path': 'app.py', 'search': 'print("helo")', 'replace': 'print("hello")'}
+    assert first.observation.is_error and 'failed to match' in first.observation.content      # Aider's feedback, from the next call
+    assert retry.action.params['search'] == "print('helo')" and retry.observation.content == 'Did it work?'
+    assert done.action is None and done.thought == 'Done: the greeting is fixed.'
+    assert r.counts['to_llm']['mapped'] == 3 and r.counts['llm_response']['mapped'] == 3
+
+def test_directory_run_reads_dotfiles():
+    assert {p.name for p in iter_log_files(FIX / 'aider')} >= {'.aider.llm.history', '.aider.input.history'}
+    trajs, r = conv(FIX / 'aider')
+    assert any(t.source.path.endswith('.aider.llm.history') for t in trajs)
+    assert [o['record_type'] for o in r.orphans] == ['input_history'] and r.orphans[0]['why']   # kept, with a reason
+    assert r.totals['quarantined'] == 0
+
+def test_directory_run_skips_hidden_directories_loudly(tmp_path):
+    (tmp_path / '.git').mkdir(); (tmp_path / '.git' / 'HEAD').write_text('ref: refs/heads/main\n')
+    (tmp_path / 'c.jsonl').write_text(json.dumps({'messages': [{'role': 'user', 'content': 'hi'}]}) + '\n')
+    trajs, r = conv(tmp_path)
+    assert len(trajs) == 1 and r.skipped == [{'path': str(tmp_path / '.git'), 'why': 'hidden directory'}]
+
+# ---------------------------------------------------------------- smolagents: parallel calls paired by id
+
+def test_smolagents_parallel_calls_paired_by_id():
+    (tagged, joined), r = conv(FIX / 'smolagents' / 'parallel-calls.jsonl')
+    paris, lyon, fin = tagged.steps
+    assert (paris.action.params, paris.observation.content) == ({'query': 'Paris population'}, 'Paris: 2.1 million inhabitants')
+    assert (lyon.action.params, lyon.observation.content) == ({'query': 'Lyon population'}, 'Lyon: 0.5 million inhabitants')
+    search, answer = joined.steps                                # one joined response: never given to one call alone
+    assert search.observation.content == answer.observation.content and search.metadata['observation_shared_by'] == 2
+    assert r.totals['quarantined'] == 0
+
+# ---------------------------------------------------------------- OpenHands V0 evaluation output with a system prompt
+
+def test_openhands_system_prompt_is_not_a_tool_call(tmp_path):
+    events = json.loads((FIX / 'openhands' / 'trajectory.json').read_text())
+    system = {'id': 0, 'timestamp': '2025-05-01T10:00:00', 'source': 'agent', 'message': 'You are OpenHands agent...', 'action': 'system',
+              'args': {'content': 'You are OpenHands agent...', 'tools': [{'type': 'function', 'function': {'name': 'execute_bash'}}],
+                       'openhands_version': '0.39.0', 'agent_class': 'CodeActAgent'}}
+    rec = {'instance_id': 'acme__app-9', 'instruction': '<uploaded_files>/workspace</uploaded_files>\nFix the failing test in app.py\n',
+           'history': [system] + events, 'metadata': {'agent_class': 'CodeActAgent'}, 'test_result': {'git_patch': ''}}
+    p = tmp_path / 'output.jsonl'; p.write_text(json.dumps(rec) + '\n')
+    (t,), r = conv(p, 'openhands')
+    assert 'system' not in [s.action.tool for s in t.steps if s.action]
+    assert not any(s.metadata.get('observation_from') == 'user' for s in t.steps)   # the task is not repeated as a user step
+    assert t.task.instruction == 'Fix the failing test in app.py' and t.task.metadata['instruction_field'].startswith('<uploaded_files>')
+    assert t.metadata['system_prompt'] == 'You are OpenHands agent...' and t.task.metadata['tools'][0]['function']['name'] == 'execute_bash'
+    assert r.counts['action:system']['mapped'] == 1
+
+# ---------------------------------------------------------------- Anthropic server tools: the text after a result is its own step
+
+def test_anthropic_text_after_server_tool_results_is_not_merged(tmp_path):
+    content = [{'type': 'text', 'text': 'I will search.'},
+               {'type': 'server_tool_use', 'id': 'srvtoolu_1', 'name': 'web_search', 'input': {'query': 'python latest'}},
+               {'type': 'web_search_tool_result', 'tool_use_id': 'srvtoolu_1', 'content': [{'type': 'web_search_result', 'url': 'https://python.org', 'title': 'Python'}]},
+               {'type': 'text', 'text': 'Python 3.14 is out; checking the date.'},
+               {'type': 'server_tool_use', 'id': 'srvtoolu_2', 'name': 'web_search', 'input': {'query': 'python 3.14 release date'}},
+               {'type': 'web_search_tool_result', 'tool_use_id': 'srvtoolu_2', 'content': [{'type': 'web_search_result', 'url': 'https://peps.python.org/pep-0745/', 'title': 'PEP 745'}]},
+               {'type': 'text', 'text': 'It was released in October 2025.'}]
+    p = tmp_path / 'c.jsonl'
+    p.write_text(json.dumps({'messages': [{'role': 'user', 'content': 'Latest Python?'}, {'role': 'assistant', 'content': content,
+                                          'usage': {'input_tokens': 50, 'output_tokens': 30}}]}) + '\n')
+    (t,), _ = conv(p, 'anthropic-messages')
+    assert [(s.thought, s.action and s.action.params.get('query')) for s in t.steps] == [
+        ('I will search.', 'python latest'), ('Python 3.14 is out; checking the date.', 'python 3.14 release date'), ('It was released in October 2025.', None)]
+    assert 'python.org' in t.steps[0].observation.content and 'pep-0745' in t.steps[1].observation.content
+    assert [s.usage is not None for s in t.steps] == [True, False, False]
+
+def test_claude_code_server_tool_results_pair_with_their_calls(tmp_path):
+    base = {'sessionId': 's1', 'cwd': '/w', 'version': '2.0.0', 'isSidechain': False, 'userType': 'external', 'timestamp': '2026-01-01T00:00:00Z'}
+    recs = [{**base, 'type': 'user', 'uuid': 'u1', 'parentUuid': None, 'message': {'role': 'user', 'content': 'Latest Python?'}},
+            {**base, 'type': 'assistant', 'uuid': 'a1', 'parentUuid': 'u1', 'message': {'id': 'msg_1', 'role': 'assistant', 'model': 'claude-x', 'content': [
+                {'type': 'server_tool_use', 'id': 'srvtoolu_1', 'name': 'web_search', 'input': {'query': 'python'}},
+                {'type': 'web_search_tool_result', 'tool_use_id': 'srvtoolu_1', 'content': [{'type': 'web_search_result', 'url': 'https://python.org'}]},
+                {'type': 'text', 'text': 'Python 3.14.'}], 'usage': {'input_tokens': 5, 'output_tokens': 5}}}]
+    p = tmp_path / 's1.jsonl'; p.write_text(''.join(json.dumps(x) + '\n' for x in recs))
+    (t,), r = conv(p, 'claude-code')
+    search, answer = t.steps
+    assert 'python.org' in search.observation.content and (answer.action, answer.thought) == (None, 'Python 3.14.')
+    assert r.totals == {'mapped': 2, 'unmapped': 0, 'quarantined': 0}
+
+# ---------------------------------------------------------------- accounting: the CLI summary counts the trajectories written (per-line accounting: test_recorder_agents)
+
+@pytest.mark.parametrize('folder', sorted(d.name for d in FIX.iterdir() if d.is_dir()))
+def test_cli_summary_counts_the_trajectories_written(folder, tmp_path):
+    out, buf = tmp_path / 'o.jsonl', io.StringIO()
+    cli.main(['convert', str(FIX / folder), '-o', str(out), '--no-progress'], Console(file=buf, width=200))
+    n = sum(1 for _ in out.open()) if out.exists() else 0
+    assert n > 0 and f'{n} trajectories from' in buf.getvalue(), buf.getvalue()[:300]
+
+# ---------------------------------------------------------------- bad input: truncated .gz and corrupt files go to quarantine, the batch goes on
+
+def test_truncated_gz_is_quarantined_and_the_batch_goes_on(tmp_path):
+    import gzip
+    good = FIX / 'openai-chat' / 'conversations.jsonl'
+    whole = gzip.compress(good.read_bytes() * 5)
+    (tmp_path / 'a_truncated.jsonl.gz').write_bytes(whole[: len(whole) // 2])
+    (tmp_path / 'b_corrupt.jsonl.gz').write_bytes(b'\x1f\x8b' + b'\x00' * 40)
+    (tmp_path / 'c_good.jsonl').write_bytes(good.read_bytes())
+    q = tmp_path / 'q.jsonl'
+    r = ConversionReport(quarantine=q)
+    trajs = list(convert(tmp_path, report=r))
+    assert sum(t.source.path.endswith('c_good.jsonl') for t in trajs) == len(good.read_text().splitlines())
+    errs = [e for e in r.errors if 'a_truncated' in e or 'b_corrupt' in e]
+    assert len(errs) == 2 and all('file (' in e for e in errs), r.errors          # one line each: file and reason
+    assert any('truncated file (EOFError' in e for e in errs)
+    assert {json.loads(l)['path'].rsplit('/', 1)[-1] for l in q.read_text().splitlines()} >= {'a_truncated.jsonl.gz', 'b_corrupt.jsonl.gz'}
+    buf = io.StringIO()
+    assert cli.main(['convert', str(tmp_path / 'a_truncated.jsonl.gz'), '-o', str(tmp_path / 'o.jsonl'), '--no-progress'], Console(file=buf, width=300)) == 1
+    assert 'a_truncated.jsonl.gz' in buf.getvalue() and 'Traceback' not in buf.getvalue()
+
+# ---------------------------------------------------------------- the adapter registry: a broken plugin warns, the rest still works
+
+def test_broken_adapter_plugin_warns_and_the_registry_goes_on(monkeypatch):
+    import knowlyr_lab.recorder.base as base
+    class EP:
+        name, value = 'broken', 'no_such_module_xyz'
+        def load(self): import no_such_module_xyz
+    monkeypatch.setattr(base, 'entry_points', lambda group: [EP()])
+    with pytest.warns(UserWarning, match="entry point 'broken'"): base.discover_adapters(force=True)
+    assert {'openai-chat', 'claude-code', 'aider'} <= set(base.list_adapters())
+
+# ---------------------------------------------------------------- whole-document logs: memory bounded by the largest record
+
+_RSS = r'''
+import json, resource, sys
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.base import get_adapter
+from knowlyr_lab.recorder.redact import default_redactor
+get_adapter('openai-chat'); default_redactor()
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+n = sum(len(t.steps) for t in convert(sys.argv[1], format='openai-chat'))
+print(json.dumps({'steps': n, 'peak_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base}))
+'''
+
+@pytest.mark.slow
+def test_whole_document_memory_is_bounded(tmp_path):
+    "A JSON array of conversations is streamed: 12x the document, about the same peak, far below the document's size"
+    import subprocess, sys
+    conv = lambda i: {'id': f'c{i}', 'messages': [{'role': 'user', 'content': f'task {i} ' + 'x' * 300}] + [m for k in range(4) for m in (
+        {'role': 'assistant', 'content': 'look', 'tool_calls': [{'id': f'c{i}_{k}', 'type': 'function', 'function': {'name': 'shell', 'arguments': json.dumps({'cmd': f'grep -n y{k} src/'})}}]},
+        {'role': 'tool', 'tool_call_id': f'c{i}_{k}', 'content': 'src/a.py:1: y()\n' * 30})]}
+    peaks = {}
+    for n in (1000, 12000):
+        p = tmp_path / f'{n}.json'
+        with open(p, 'w') as f:
+            f.write('[' + ',\n'.join(json.dumps(conv(i)) for i in range(n)) + ']')
+        res = subprocess.run([sys.executable, '-c', _RSS, str(p)], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+        assert res.returncode == 0, res.stderr[-2000:]
+        out = json.loads(res.stdout.strip().splitlines()[-1])
+        assert out["steps"] == n * 4
+        peaks[n] = (out['peak_kb'] * 1024, p.stat().st_size)
+    (small, _), (big, size) = peaks[1000], peaks[12000]
+    biggest = len(json.dumps(conv(0)))
+    assert big <= small + 16 * 2**20, peaks                      # 10x the input, about the same peak
+    assert big <= 2 * biggest + 32 * 2**20 < size, (peaks, biggest)   # 2x the largest record plus a constant, far below the 40 MB input
+
+def test_cli_runtime_error_is_one_line_and_debug_shows_it(tmp_path):
+    (tmp_path / 'out').mkdir()                                     # -o names a directory: writing fails
+    args = ['convert', str(FIX / 'openai-chat' / 'conversations.jsonl'), '-o', str(tmp_path / 'out'), '--no-progress']
+    buf = io.StringIO()
+    assert cli.main(args, Console(file=buf, width=300)) == 1
+    lines = [l for l in buf.getvalue().splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith('error: IsADirectoryError') and '--debug' in lines[0]
+    with pytest.raises(IsADirectoryError): cli.main(['--debug'] + args, Console(file=io.StringIO()))
+
+def test_every_cli_flag_is_documented():
+    import argparse
+    p = cli.build_parser()
+    subs = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sp in subs.choices.items():
+        for a in sp._actions:
+            if not isinstance(a, argparse._HelpAction): assert a.help, f'knowlyr-recorder {name} {a.dest}: no --help text'

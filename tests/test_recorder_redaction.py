@@ -1,0 +1,94 @@
+"Redaction on a corpus of planted secrets of every kind: every one is gone from everything written, no false positives."
+import io, json
+from pathlib import Path
+import pytest
+from rich.console import Console
+from knowlyr_lab.recorder.redact import Redactor, default_redactor, SAMPLE_SECRETS, secret_value
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder import cli
+
+# planted secrets: {text as it appears in a log: the value that must disappear}
+CORPUS = {**{s: secret_value(k) for k, s in SAMPLE_SECRETS.items()},
+    'PAYMENTS_API_KEY=9f86d081884c7d659a2feaa0c55ad015': '9f86d081884c7d659a2feaa0c55ad015',
+    'export STRIPE_SECRET_KEY="sk_test_51Hx9Lq2Zr8Vb"': 'sk_test_51Hx9Lq2Zr8Vb',
+    'API_KEY=abcdefghijklmnopqrstuvwx': 'abcdefghijklmnopqrstuvwx',
+    'aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY': 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+    'payment with sk_live_51HxAbCdEfGhIjKlMnOpQrSt': 'sk_live_51HxAbCdEfGhIjKlMnOpQrSt',
+    'refresh_token: 1//0gXyZ-abcdefGhIjKlMnOp': '1//0gXyZ-abcdefGhIjKlMnOp',
+    '{"refresh_token": "ya29.A0ARrdaM-Qx7"}': 'ya29.A0ARrdaM-Qx7',
+    'mysql -h db -u app -pHunter2pw app_db': 'Hunter2pw',
+    'mysqldump -uroot -ptopsecret42 shop': 'topsecret42',
+    'DB_PASSWORD=\'c0rrect-h0rse\'': 'c0rrect-h0rse',
+    'client_secret = "GOCSPX-Ab12Cd34Ef56"': 'GOCSPX-Ab12Cd34Ef56',
+    'curl -H "Authorization: Bearer ya29.a0AfH6SMBx3Gk"': 'ya29.a0AfH6SMBx3Gk',
+    'AccountKey=' + 'A1b2' * 22: 'A1b2' * 22,
+    'discord MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs': 'MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs',
+    'telegram 110201543:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1': 'AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1',
+    'twilio AC' + '0a1b2c3d' * 4: 'AC' + '0a1b2c3d' * 4,
+    'mailchimp ' + 'f' * 8 + '0123456789abcdef0123456789ab' + '-us12': '0123456789abcdef0123456789ab-us12',
+    'square sq0csp-' + 'Ab1_' * 10 + 'xyz': 'sq0csp-' + 'Ab1_' * 10 + 'xyz',
+    'pypi-AgEIcHlwaS5vcmc' + 'Q' * 70: 'pypi-AgEIcHlwaS5vcmc' + 'Q' * 70,
+    '//registry.npmjs.org/:_authToken=npm_' + 'a1B2' * 9: 'npm_' + 'a1B2' * 9,
+    'git clone https://x-access-token:ghs_' + 'Zz9' * 12 + '@github.com/o/r': 'ghs_' + 'Zz9' * 12,
+}
+KEEP = ["commit 9f1c2ab3d4e5f60718293a4b5c6d7e8f90a1b2c3", "id 123e4567-e89b-12d3-a456-426614174000", "    password: SecretStr",
+        "api_key: Optional[SecretStr] = None", "def get_password_hash(password: str) -> str:", '"max_tokens": 4096, "prompt_tokens": 1200',
+        "tokenizer: gpt2-tokenizer-fast", "AbstractSingletonProxyFactoryBeanConfigurationResolver", "toolu_01YGzqpRE16Vricda3Aqcejo",
+        "msg_01WvueFjZVbHcj4H4zUzeGv2", "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "password = os.environ['DB_PASSWORD']", "api_key=self.config.api_key", "OPENAI_API_KEY=$OPENAI_API_KEY", "token_type: bearer",
+        "secret_key_base = ENV.fetch('SECRET_KEY_BASE')", "client = LLMConfig(base_url=BASE_URL, api_key=API_KEY)", "chatcmpl-BSXk0dWkG4hfPt0lph4oFO35iT73I"]
+
+@pytest.mark.parametrize('text', list(CORPUS), ids=lambda s: s[:40])
+def test_planted_secret_is_redacted(text):
+    out, counts = default_redactor().redact_text(f'log: {text} (end)')
+    assert CORPUS[text] not in out and counts and '[REDACTED:' in out
+
+@pytest.mark.parametrize('text', KEEP)
+def test_no_false_positive(text):
+    assert default_redactor().redact_text(text) == (text, {})
+
+def test_rules_come_from_detect_secrets():
+    srcs = {p.source for p in default_redactor().patterns}
+    assert sum(s.startswith('detect-secrets') for s in srcs) >= 15       # the maintained plugins, loaded from the package
+    assert len([p for p in default_redactor().patterns if p.source == 'knowlyr-lab']) <= 12
+
+def test_corpus_never_written_anywhere(tmp_path):
+    "Every planted secret, in every place a log can hold it, is absent from the output, the quarantine and the side file"
+    blob = ' ;; '.join(CORPUS)
+    logs = tmp_path / 'logs'; logs.mkdir()
+    (logs / 'chat.jsonl').write_text(json.dumps({'messages': [
+        {'role': 'system', 'content': blob}, {'role': 'user', 'content': blob},
+        {'role': 'assistant', 'content': blob, 'tool_calls': [{'id': 'c1', 'function': {'name': 'shell', 'arguments': json.dumps({'cmd': blob, 'api_key': 'a8f3Kx92LmQ0zR7tW5'})}}]},
+        {'role': 'tool', 'tool_call_id': 'c1', 'content': blob}, {'role': 'narrator', 'content': blob}]}) + '\n'
+        + '{"messages": [{"role": "user", "content": ' + json.dumps(blob)[:-40] + '\n')            # malformed: quarantined
+    (logs / 'run.txt').write_text(f'Question: {blob}\nThought: go\nAction: search[{blob}]\nObservation: {blob}\nFinal Answer: done\n')
+    (logs / 'arr.json').write_text(json.dumps([{'id': 'a', 'messages': [{'role': 'user', 'content': blob}]}]))
+    out, q, side = tmp_path / 'out.jsonl', tmp_path / 'q.jsonl', tmp_path / 'side.jsonl'
+    cli.main(['convert', str(logs), '-o', str(out), '--quarantine', str(q), '--unmapped', str(side), '--no-progress'], Console(file=io.StringIO()))
+    written = out.read_text() + q.read_text() + (side.read_text() if side.exists() else '')
+    assert q.read_text().strip() and 'narrator' in written
+    for text, value in list(CORPUS.items()) + [('api_key', 'a8f3Kx92LmQ0zR7tW5')]:
+        core = max(value.split('\n'), key=len)
+        assert core not in written, text
+
+def test_real_logs_lose_only_their_one_real_credential():
+    "Across all the real logs, the only thing redacted is the password an OpenAgentSafety task states in plain text"
+    from knowlyr_lab.recorder.base import ConversionReport
+    r = ConversionReport()
+    trajs = list(convert(Path(__file__).parent / 'fixtures' / 'agent_logs', report=r))
+    assert r.redactions == {'secret_assignment': 2}, r.redactions
+    hit = [t for t in trajs if t.metadata.get('redactions')]
+    assert [t.source.path.rsplit('/', 1)[-1] for t in hit] == ['openagentsafety_gpt-4o__output.jsonl'] * 2
+    assert all('Password: [REDACTED:secret_assignment]' in t.task.instruction for t in hit)
+
+def test_error_reasons_are_redacted(tmp_path):
+    "An error message that quotes a record (here a bad exit code holding a key) is redacted before it is kept or written"
+    from knowlyr_lab.recorder.base import ConversionReport
+    key = SAMPLE_SECRETS['github_token']
+    q = tmp_path / 'q.jsonl'
+    r = ConversionReport(quarantine=q)
+    r.scrub = default_redactor()
+    r.bad_record('x.jsonl', 3, f"messages[2].exit_code: invalid literal for int(): '{key}'", None)
+    r.close()
+    assert key not in r.errors[0] and key not in q.read_text() and r.errors[0].endswith("int(): '[REDACTED:github_token]'")
+    assert r.redactions == {'github_token': 1}

@@ -1,0 +1,78 @@
+"""Aggregate limits per sandbox (issue 13): memory, processes, /tmp, /dev/shm and the workspace are bounded per
+sandbox, not per process or per uid, and one sandbox's bomb leaves the others usable. Runs on every isolating backend."""
+import os, threading, time
+from pathlib import Path
+import pytest
+from sandbox_backends import BACKENDS, open_sandbox
+
+ISOLATING = [p for p in BACKENDS if p.id != 'local-unisolated']
+LIMITS = {'wall_timeout': 8, 'cpu_seconds': 5, 'memory_mb': 128, 'max_processes': 48, 'max_file_mb': 16, 'max_output_chars': 4000,
+          'disk_mb': 48, 'tmp_mb': 16}
+MB = 2**20
+
+def sh(sb, command, **kw): return sb.execute_tool('shell', {'command': command, **kw})
+
+def uid_rss(uid)->int:
+    "Private resident memory (RssAnon, bytes) of every host process whose real uid is `uid` (shared library pages counted once by the kernel are left out)"
+    n = 0
+    for p in Path('/proc').iterdir():
+        if not p.name.isdigit(): continue
+        try:
+            st = (p/'status').read_text()
+            if int(st.split('\nUid:\t', 1)[1].split()[0]) != uid: continue
+            n += int(st.split('\nRssAnon:', 1)[1].split()[0]) * 1024 if '\nRssAnon:' in st else 0
+        except (OSError, IndexError, ValueError): pass
+    return n
+
+@pytest.fixture(params=ISOLATING)
+def backend(request): return request.param
+
+def test_memory_bomb_is_bounded_and_leaves_others_usable(request, backend):
+    "Six processes of 100 MiB each (under the per-process limit): the host's growth stays within the sandbox's budget, and a second sandbox works meanwhile"
+    sb = open_sandbox(request, backend, limits=LIMITS)
+    other = open_sandbox(request, backend, limits=LIMITS)
+    cap = (LIMITS['memory_mb'] + LIMITS['disk_mb'] + 2 * LIMITS['tmp_mb']) * MB
+    peak, done, during = [0], threading.Event(), []
+    def watch():
+        while not done.is_set(): peak[0] = max(peak[0], uid_rss(sb.uid)); time.sleep(0.02)
+    w = threading.Thread(target=watch); w.start()
+    bomb = threading.Thread(target=lambda: during.append(sh(sb, 'for i in 1 2 3 4 5 6; do python3 -c "import time; b = b\'x\' * (100 * 2**20); '
+                                                              'time.sleep(2); print(\'held\')" & done; wait; echo end')))
+    try:
+        bomb.start(); time.sleep(0.8)
+        usable = sh(other, 'python3 -c "b = b\'y\' * (50 * 2**20); print(len(b) // 2**20)"')
+        bomb.join()
+    finally: done.set(); w.join()
+    r = during[0]
+    assert r.output.splitlines().count('held') < 6, r.output   # some were killed: the budget is per sandbox
+    assert peak[0] <= cap + 16 * MB, (peak[0] / MB, cap / MB)
+    assert usable.output == '50\n', usable.output
+    assert sh(sb, 'echo alive').output == 'alive\n'
+
+@pytest.mark.parametrize('where', ['/dev/shm', '/tmp', '.'])
+def test_tmpfs_and_workspace_are_bounded(request, backend, where):
+    sb = open_sandbox(request, backend, limits=LIMITS)
+    quota = LIMITS['disk_mb'] if where == '.' else LIMITS['tmp_mb']
+    r = sh(sb, f'mkdir -p {where}/fill; for i in $(seq 1 12); do head -c {10 * MB} /dev/zero > {where}/fill/$i || break; done; du -sm {where}/fill | cut -f1')
+    used = int(r.output.strip().splitlines()[-1])
+    assert used <= quota + 1, (where, used, r.output[-300:])
+    assert 'No space left' in r.output, r.output[-300:]
+    sb.reset()                                            # a full workspace or /tmp never stops reset()
+    assert sh(sb, 'ls -A; echo alive').output == 'alive\n'
+
+def test_fork_bomb_leaves_other_sandboxes_usable(request, backend):
+    "A fork bomb in one sandbox: another keeps working and a new one still starts"
+    a = open_sandbox(request, backend, limits=LIMITS)
+    b = open_sandbox(request, backend, limits=LIMITS)
+    out = {}
+    bomb = threading.Thread(target=lambda: out.setdefault('a', sh(a, 'b() { b | b & }; b; sleep 4', timeout=6)))
+    bomb.start(); time.sleep(1.5)
+    try:
+        rb = [sh(b, 'echo ok; python3 -c "print(1 + 1)"') for _ in range(3)]
+        c = open_sandbox(request, backend, limits=LIMITS)
+        rc = sh(c, 'echo fresh')
+    finally: bomb.join()
+    assert all(r.output == 'ok\n2\n' for r in rb), [r.output for r in rb]
+    assert rc.output == 'fresh\n', rc.output
+    assert sh(a, 'echo survived').output == 'survived\n'
+    if os.geteuid() == 0: assert len({a.uid, b.uid, c.uid}) == 3
