@@ -142,4 +142,6 @@ def test_recorded_task_is_as_task_of_the_env_task_dict():
         def _reset(self, task=None, seed=None): return TimeStep('go', info={'task': dict(self.task)})
         def _step(self, tool, params): return TimeStep('ok', terminated=True)
     rec = RecorderWrapper(Env()); rec.reset()
-    assert rec.get_trajectory().task == as_task(Env.task, domain='generic', env_id='test/meta')
+    got, want = rec.get_trajectory().task, as_task(Env.task, domain='generic', env_id='test/meta')
+    assert want.metadata == {'optimal_steps': 3, 'seed': 4}
+    assert (got.id, got.instruction, got.domain, got.env_id, got.metadata) == (want.id, want.instruction, want.domain, want.env_id, want.metadata)
