@@ -3,7 +3,8 @@ import json, subprocess, sys, shutil
 import pytest
 from knowlyr_lab.testing import FakeLLMServer
 from knowlyr_lab.trajectory import write_trajectories, read_trajectories
-from knowlyr_lab.reward.quality import record_episode
+from knowlyr_lab.agents import ExpertAgent
+from knowlyr_lab.hub.collect import collect
 
 def _cli(*args):
     exe = shutil.which('knowlyr-reward')
@@ -12,7 +13,7 @@ def _cli(*args):
 
 @pytest.mark.slow
 def test_score_with_judge_then_cache(tmp_path):
-    trajs = [record_episode('knowlyr/maze-easy', s, 0.0, 'expert') for s in range(2)]
+    trajs = collect('knowlyr/maze-easy', ExpertAgent, 2, progress=False)
     write_trajectories(trajs, tmp_path / 't.jsonl')
     ans = json.dumps({'goal_progress': 0.5, 'tool_selection': 0.5, 'param_correctness': 0.5, 'reason': 'ok'})
     n_steps = sum(len(t.steps) for t in trajs)
@@ -33,13 +34,70 @@ def test_score_with_judge_then_cache(tmp_path):
     assert st.reward_details['judge']['scores']['goal_progress'] == 0.5
     assert abs(st.reward - (st.reward_details['layers']['rules'] + 0.5) / 2) < 1e-9
 
-def test_bad_input_is_reported(tmp_path):
+def test_all_bad_input_exits_non_zero_with_one_line(tmp_path):
     (tmp_path / 'bad.jsonl').write_text('not json\n')
     r = _cli('score', tmp_path / 'bad.jsonl', '-o', tmp_path / 'o.jsonl', '--no-progress')
-    assert r.returncode == 0 and json.loads(r.stdout)['skipped'] == 1
+    assert r.returncode == 1 and r.stdout == ''
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith('knowlyr-reward score: error: no valid trajectory in') and 'Traceback' not in r.stderr
     assert 'line 1' in (tmp_path / 'o.jsonl.quarantine.jsonl').read_text() or '"line":1' in (tmp_path / 'o.jsonl.quarantine.jsonl').read_text()
 
-def test_missing_file_is_an_error(tmp_path, capsys):
-    from knowlyr_lab.reward.cli import main
-    assert main(['score', str(tmp_path / 'nope.jsonl'), '-o', str(tmp_path / 'o.jsonl')]) == 2
-    assert 'nope.jsonl' in capsys.readouterr().err
+def test_missing_file_is_one_line_and_debug_shows_the_traceback(tmp_path):
+    r = _cli('score', tmp_path / 'nope.jsonl', '-o', tmp_path / 'o.jsonl')
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and 'nope.jsonl does not exist' in r.stderr
+    d = _cli('--debug', 'score', tmp_path / 'nope.jsonl', '-o', tmp_path / 'o.jsonl')
+    assert d.returncode != 0 and 'Traceback' in d.stderr and 'FileNotFoundError' in d.stderr
+
+def test_score_without_output_writes_jsonl_to_stdout(tmp_path):
+    trajs = collect('knowlyr/maze-easy', ExpertAgent, 2, progress=False)
+    write_trajectories(trajs, tmp_path / 't.jsonl')
+    (tmp_path / 'x.json').write_text(trajs[0].model_dump_json(indent=2))        # one trajectory as a JSON document
+    for src, n in [(tmp_path / 't.jsonl', 2), (tmp_path / 'x.json', 1)]:
+        r = _cli('score', src, '--domain', 'coding', '--no-progress')
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert len(lines) == n and all(json.loads(l)['reward'] is not None for l in lines)
+        assert json.loads(r.stderr)['scored'] == n and json.loads(r.stderr)['output'] == '<stdout>'
+
+def _calibration_inputs(tmp_path):
+    from knowlyr_lab.agents import RandomAgent
+    from knowlyr_lab.reward.calibration import Annotation, append_annotation
+    trajs = collect('knowlyr/maze-easy', ExpertAgent, 3, progress=False) + collect('knowlyr/maze-easy', RandomAgent, 3, max_steps=6, progress=False)
+    write_trajectories(trajs, tmp_path / 't.jsonl')
+    for t in trajs:
+        for s in t.steps: append_annotation(tmp_path / 'ann.jsonl', Annotation(trajectory_id=t.id, step=s.index, score=0.9 if t.agent.name == 'expert' else 0.2))
+    return trajs
+
+def test_cli_calibrate_fits_the_engine_calibration(tmp_path):
+    from knowlyr_lab.reward.engine import RewardEngine
+    from knowlyr_lab.reward.calibration import read_annotations
+    trajs = _calibration_inputs(tmp_path)
+    r = _cli('calibrate', tmp_path / 't.jsonl', tmp_path / 'ann.jsonl', '-o', tmp_path / 'engine.json', '--method', 'logistic', '--threshold', '0.6')
+    assert r.returncode == 0, r.stderr
+    eng = RewardEngine('generic'); cal = eng.calibrate(trajs, read_annotations(tmp_path / 'ann.jsonl'), method='logistic', threshold=0.6)
+    saved = RewardEngine.load(tmp_path / 'engine.json').calibrator
+    assert saved.params == cal.params and saved.threshold == 0.6 and json.loads(r.stdout)['pairs'] == cal.report['pairs']
+
+@pytest.mark.xfail(strict=True, reason="MCP calibrate_reward still fits its own map (no threshold, its own pairing); passes once it calls RewardEngine.calibrate with the same options")
+def test_mcp_calibrate_fits_what_the_cli_fits(tmp_path):
+    import asyncio, os
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client, StdioServerParameters
+    from pathlib import Path
+    _calibration_inputs(tmp_path)
+    r = _cli('calibrate', tmp_path / 't.jsonl', tmp_path / 'ann.jsonl', '-o', tmp_path / 'engine.json', '--method', 'logistic', '--threshold', '0.6')
+    assert r.returncode == 0, r.stderr
+    root = Path(__file__).resolve().parent.parent
+    params = StdioServerParameters(command=sys.executable, args=['-c', 'from knowlyr_lab.mcp import main; main()'], env={**os.environ, 'PYTHONPATH': str(root)})
+    async def go():
+        async with stdio_client(params) as (rd, wr):
+            async with ClientSession(rd, wr) as s:
+                await s.initialize()
+                return await s.call_tool('calibrate_reward', {'annotations': str(tmp_path / 'ann.jsonl'), 'trajectories': str(tmp_path / 't.jsonl'),
+                                                              'method': 'logistic', 'threshold': 0.6, 'output': str(tmp_path / 'mcp.json')})
+    res = asyncio.run(go())
+    assert not res.is_error, res.content
+    mcp = json.loads((tmp_path / 'mcp.json').read_text())
+    cli = json.loads((tmp_path / 'engine.json').read_text())
+    got = mcp.get('calibrator', mcp)
+    assert got['params'] == cli['calibrator']['params'] and got['threshold'] == 0.6

@@ -34,9 +34,9 @@ def test_preference_records_feed_the_hub_dpo_export(tmp_path):
     from knowlyr_lab.hub.export import DatasetExporter
     from knowlyr_lab.reward.engine import score_trajectory
     from knowlyr_lab.reward.preferences import build_preferences
-    from knowlyr_lab.reward.quality import record_episode
     eng = RewardEngine('generic')
-    trajs = [score_trajectory(record_episode('knowlyr/maze-easy', s, eps, name), eng) for s in range(3) for name, eps in [('expert', 0.0), ('mixed', 0.5), ('random', 1.0)]]
+    trajs = [score_trajectory(t, eng) for agent in (ExpertAgent, lambda: ExpertAgent(noise=0.5, name='mixed'), RandomAgent)
+             for t in collect('knowlyr/maze-easy', agent, 3, progress=False)]
     prefs = build_preferences(trajs, level='both', max_pairs_per_task=2)
     recs = [p.to_record() for p in prefs]
     assert {r['level'] for r in recs} == {'trajectory', 'step'} and any(r['level'] == 'step' and r['step'] for r in recs)
@@ -49,3 +49,25 @@ def test_preference_records_feed_the_hub_dpo_export(tmp_path):
         assert row['chosen'][0]['role'] == 'assistant' and row['prompt'][0]['role'] in ('system', 'user')
         if rec['level'] == 'step' and rec['step']:     # the shared prefix is in the prompt, not in chosen/rejected
             assert len(row['prompt']) > 2 and len(row['chosen']) <= 2 and len(row['rejected']) <= 2
+
+def test_rule_patterns_are_read_from_the_env_class():
+    "An env declares `reward_patterns`; the engine applies them to that env's trajectories (no engine-side table needed)"
+    from knowlyr_lab.core import AgentEnv, TimeStep, tool_schema
+    from knowlyr_lab.registry import register
+    from knowlyr_lab.reward.engine import rule_patterns
+    class Rooms(AgentEnv):
+        domain = 'generic'
+        reward_patterns = {'state_pattern': r"in room \d+"}
+        tool_schemas = [tool_schema('go', 'go somewhere', {'to': {'type': 'string'}}, ['to'])]
+        def _reset(self, task=None, seed=None):
+            self.room, self.n = 0, 0
+            return TimeStep('in room 0', info={'task': {'id': 'rooms-0', 'instruction': 'walk'}})
+        def _step(self, tool, params):
+            self.room, self.n = {'a': 1, 'b': 2, 'home': 0}[params['to']], self.n + 1
+            return TimeStep(f"step {self.n}: in room {self.room}", terminated=self.n == 4, info={'success': True} if self.n == 4 else {})
+    register('test/rooms', Rooms, overwrite=True)
+    assert rule_patterns('test/rooms') == {'state_pattern': r"in room \d+"}
+    from knowlyr_lab.agents import ScriptedAgent
+    t = collect('test/rooms', lambda: ScriptedAgent([{'tool': 'go', 'params': {'to': x}} for x in ('a', 'b', 'a', 'home')]), 1, progress=False)[0]
+    regression = [s.rules['regression'].score for s in RewardEngine('generic').score(t).steps]
+    assert regression == [1.0, 1.0, 0.0, 1.0]      # back in room 1 is a revisit although every observation differs
