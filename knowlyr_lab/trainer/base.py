@@ -276,6 +276,12 @@ def _checkpoints(out:Path)->list[Path]:
     return sorted((p for p in out.glob('checkpoint-*') if (p / 'trainer_state.json').exists()), key=lambda p: int(p.name.split('-')[1]))
 
 @patch
+def _save_prompt(self:BaseTrainer, path:Path):
+    "The prompt card next to saved weights: the system prompt and tool list training rendered, so inference renders the same"
+    from knowlyr_lab.trainer.inference import save_prompt
+    save_prompt(path, self.config.system_prompt, getattr(self, 'tools', None))
+
+@patch
 def save_checkpoint(self:BaseTrainer)->Path:
     "Model, optimiser, scheduler, RNG states, the trainer's extra state, trainer state (+ a loadable `model/`) under output_dir/checkpoint-<step>"
     acc, d = self.accelerator, self.out / f"checkpoint-{self.state['step']}"
@@ -287,7 +293,7 @@ def save_checkpoint(self:BaseTrainer)->Path:
         torch.save(extra, d / f'extra_state_{acc.process_index}.pt')
     acc.wait_for_everyone()
     if acc.is_main_process:
-        self.tokenizer.save_pretrained(d / 'model')
+        self.tokenizer.save_pretrained(d / 'model'); self._save_prompt(d / 'model')
         (d / 'trainer_state.json').write_text(json.dumps(self.state))   # written last: marks a complete checkpoint
         old = sorted(self.out.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[1]))
         for p in old[:-self.config.save_total_limit] if self.config.save_total_limit > 0 else []: shutil.rmtree(p, ignore_errors=True)
@@ -330,7 +336,7 @@ def save_model(self:BaseTrainer, path:str|Path|None=None)->Path:
     if self.accelerator.is_main_process: path.mkdir(parents=True, exist_ok=True)
     self._save_weights(path, merge=self.config.use_lora and self.config.merge_lora_on_save)
     if self.accelerator.is_main_process:
-        self.tokenizer.save_pretrained(path)
+        self.tokenizer.save_pretrained(path); self._save_prompt(path)
         self.config.to_yaml(path / 'train_config.yaml')
     return path
 
