@@ -90,30 +90,29 @@ class KillServer(Agent):
 
 @pytest.mark.slow
 @pytest.mark.parametrize('protocol', ['agentgym', 'openenv'])
-@pytest.mark.parametrize('how', ['killed', 'frozen'])
-def test_server_dying_mid_episode_gives_failed_trajectories(protocol, how):
-    "A crashed (SIGKILL) or hung (SIGSTOP) server: every episode comes back failed with the reason, within the step timeout"
-    srv = EnvServer('knowlyr/maze-medium', protocol, expose_oracle=True)
-    sig = signal.SIGKILL if how == 'killed' else signal.SIGSTOP
-    out, step_timeout = {}, 2.0
-    def run():
-        t0 = time.monotonic()
-        out['trajs'] = collect(factory(protocol, srv.url, step_timeout=step_timeout, **({'connect_timeout': step_timeout} if protocol == 'openenv' else {})),
-                               lambda: KillServer(srv.proc.pid, sig), 2, progress=False)
-        out['wall'] = time.monotonic() - t0
-    th = threading.Thread(target=run, daemon=True); th.start(); th.join(120)
+def test_server_dying_mid_episode_gives_failed_trajectories(protocol):
+    "A hung (SIGSTOP) and a crashed (SIGKILL) server: every episode comes back failed with the reason, within the step timeout"
+    srv, step_timeout = EnvServer('knowlyr/maze-medium', protocol, expose_oracle=True), 2.0
+    make_env = factory(protocol, srv.url, step_timeout=step_timeout, **({'connect_timeout': step_timeout} if protocol == 'openenv' else {}))
     try:
-        assert not th.is_alive(), 'collect hung on a dead server'
-        trajs = out['trajs']
-        print(f"\n{protocol} server {how}: {len(trajs)} failed episodes in {out['wall']:.1f} s (step timeout {step_timeout:g} s)")
-        assert [(t.outcome.success, t.outcome.reason) for t in trajs] == [(False, 'error')] * 2
-        assert all(len(t.steps) <= 2 for t in trajs)        # steps taken before the server went away are kept, none after
-        msgs = [t.metadata['error']['message'] for t in trajs]
-        assert all(m.startswith(('AgentGym server', 'OpenEnv server')) for m in msgs), msgs
-        if how == 'frozen': assert f'within {step_timeout:g} s' in msgs[0], msgs[0]
-    finally:
-        if how == 'frozen': os.killpg(srv.proc.pid, signal.SIGCONT)
-        srv.kill()
+        for how, sig in (('frozen', signal.SIGSTOP), ('killed', signal.SIGKILL)):   # one server: frozen, resumed, then killed
+            out = {}
+            def run():
+                t0 = time.monotonic()
+                out['trajs'] = collect(make_env, lambda: KillServer(srv.proc.pid, sig), 2, progress=False)
+                out['wall'] = time.monotonic() - t0
+            th = threading.Thread(target=run, daemon=True); th.start(); th.join(120)
+            assert not th.is_alive(), f'collect hung on a {how} server'
+            trajs = out['trajs']
+            print(f"\n{protocol} server {how}: {len(trajs)} failed episodes in {out['wall']:.1f} s (step timeout {step_timeout:g} s)")
+            assert [(t.outcome.success, t.outcome.reason) for t in trajs] == [(False, 'error')] * 2, how
+            assert all(len(t.steps) <= 2 for t in trajs)        # steps taken before the server went away are kept, none after
+            msgs = [t.metadata['error']['message'] for t in trajs]
+            assert all(m.startswith(('AgentGym server', 'OpenEnv server')) for m in msgs), msgs
+            if how == 'frozen':
+                assert f'within {step_timeout:g} s' in msgs[0], msgs[0]
+                os.killpg(srv.proc.pid, signal.SIGCONT)
+    finally: srv.kill()                                     # SIGKILL also ends a stopped server
 
 def test_unreachable_server_is_a_clear_error():
     from knowlyr_lab.envs.serve import free_port
