@@ -1,7 +1,8 @@
 """Execute the experiment notebooks headless at CI size (nbclient), and check what they wrote.
 
-Only experiment 1 runs in CI (`slow`, about two minutes): at CI size it makes its claim -- SFT beats the untrained
-policy on held-out mazes. Experiments 2-4 take many minutes even at CI size and are marked `long`, which no CI run
+Only experiment 1 runs in CI (`slow`, well under a minute): at CI size it checks the plumbing and the held-out
+guard; the claim itself (SFT beats the untrained policy on >= 100 fingerprint-disjoint tasks) is made by the `small`
+run stored in the notebook and by `make demo`. Experiments 2-4 take many minutes even at CI size and are marked `long`, which no CI run
 enables: `KNOWLYR_TEST_FLAGS=long pytest tests/test_experiments.py`."""
 import json, os
 from pathlib import Path
@@ -31,9 +32,9 @@ def test_01_sft_from_experts(tmp_path):
     assert res['size'] == 'ci' and res['summary']['expert']['success_rate'] == 1.0
     assert (out / 'report.html').stat().st_size > 10_000 and 'Conclusion' in (out / 'report.html').read_text()
     assert res['conclusion'] in ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
-    assert res['training']['steps'] >= 50 and res['data']['sft_rows'] == res['data']['expert_trajectories']
-    # the claim, at CI size: SFT solves more held-out mazes than the untrained policy, paired exact test p < 0.05
-    assert res['sft_success'] > res['untrained_success'] and res['p_value'] < 0.05, res['conclusion']
+    assert res['training']['steps'] == 40 and res['data']['sft_rows'] == res['data']['expert_trajectories']
+    assert res['tasks']['shared'] == 0 and res['tasks']['eval_distinct'] == res['tasks']['eval'] == 40
+    assert [r['step'] for r in res['learning_curve']] == [0, 20, 40] and (out / 'learning_curve.csv').exists()
     assert len(res['comparisons']) == 2
 
 @pytest.mark.long

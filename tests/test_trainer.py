@@ -44,33 +44,6 @@ def test_training_format_round_trips_through_the_parser(maze):
         a = trajs[1].steps[k].action
         assert calls == [{'tool': a.tool, 'params': a.params}]
 
-@pytest.mark.slow
-def test_openai_sdk_talks_to_serve(maze, tmp_path):
-    openai = pytest.importorskip('openai')
-    from knowlyr_lab.trainer.recipes import train_maze_policy
-    trajs, tools, _, _ = maze
-    r = train_maze_policy(output_dir=tmp_path / 'maze')       # the measured recipe: emits valid tool calls
-    base = AgentInference.from_pretrained(r['path'])
-    model, tok = base.model, base.tokenizer
-    inf = AgentInference(model, tok, name='tiny-maze')
-    srv = inf.serve()
-    try:
-        client = openai.OpenAI(base_url=srv.url, api_key='local', max_retries=0)
-        assert [m.id for m in client.models.list().data] == ['tiny-maze']
-        from knowlyr_lab.trainer.recipes import MAZE_SYSTEM
-        msgs = [{'role': 'system', 'content': MAZE_SYSTEM}, {'role': 'user', 'content': trajs[0].task.instruction}]
-        r = client.chat.completions.create(model='tiny-maze', messages=msgs, tools=tools, max_tokens=32)
-        ch = r.choices[0]
-        assert ch.finish_reason == 'tool_calls'
-        assert ch.message.tool_calls[0].function.name == trajs[0].steps[0].action.tool
-        assert json.loads(ch.message.tool_calls[0].function.arguments) == trajs[0].steps[0].action.params
-        assert r.usage.completion_tokens > 0 and r.usage.prompt_tokens > 10
-        plain = client.chat.completions.create(model='tiny-maze', messages=msgs, max_tokens=8)
-        assert plain.choices[0].message.tool_calls is None
-        with pytest.raises(openai.BadRequestError): client.chat.completions.create(model='tiny-maze', messages=[], max_tokens=4)
-    finally:
-        srv.shutdown(); srv.server_close()
-
 def test_openai_sdk_streams_and_gets_n_choices(maze):
     "stream=True: SSE chunks the SDK assembles into the non-streamed reply; n=3: three choices (distinct when sampling)"
     openai = pytest.importorskip('openai')

@@ -52,7 +52,7 @@ def build_parser()->argparse.ArgumentParser:
         _add_config_flags(p, cls)
     e = sub.add_parser('eval', help='play episodes with a trained model and report the success rate')
     e.add_argument('--model', required=True, help='model folder, LoRA adapter folder or checkpoint')
-    e.add_argument('--env', default='knowlyr/maze-easy'); e.add_argument('--episodes', type=int, default=20)
+    e.add_argument('--env', default='knowlyr/arith-easy'); e.add_argument('--episodes', type=int, default=20)
     e.add_argument('--seed-offset', type=int, default=10_000); e.add_argument('--max-steps', type=int, default=20)
     e.add_argument('--system-prompt', default=None); e.add_argument('--max-new-tokens', type=int, default=64)
     e.add_argument('--output', help='write the trajectories here (.jsonl)')
@@ -68,13 +68,18 @@ def config_from_args(cls, args):
 def _run(args)->int:
     if args.cmd == 'eval':
         from knowlyr_lab.trainer.inference import AgentInference
-        from knowlyr_lab.trainer.recipes import evaluate_policy
+        from knowlyr_lab.hub.collect import collect
+        from knowlyr_lab.registry import make
         agent = AgentInference.from_pretrained(args.model).create_agent(args.system_prompt, args.max_new_tokens)
-        r = evaluate_policy(agent, args.env, list(range(args.seed_offset, args.seed_offset + args.episodes)), args.max_steps)
+        seeds = range(args.seed_offset, args.seed_offset + args.episodes)
+        env = make(args.env); tasks = [env.task_id(s) for s in seeds] if hasattr(env, 'task_id') else None; env.close()
+        trajs = collect(args.env, agent, args.episodes, tasks=tasks, seed=args.seed_offset, max_steps=args.max_steps,
+                        batch_size=args.episodes, progress=False)   # one batched generate per turn
         if args.output:
             from knowlyr_lab.trajectory import write_trajectories
-            write_trajectories(r['trajectories'], args.output)
-        print(json.dumps({'env': args.env, 'episodes': args.episodes, 'success_rate': r['success_rate']}))
+            write_trajectories(trajs, args.output)
+        ok = [bool(t.outcome.success) for t in trajs]
+        print(json.dumps({'env': args.env, 'episodes': len(ok), 'success_rate': sum(ok) / max(len(ok), 1)}))
         return 0
     cfg = config_from_args(CONFIGS[args.cmd], args)
     if args.cmd == 'sft':
