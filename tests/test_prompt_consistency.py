@@ -34,7 +34,7 @@ def _train(out):
     demos = collect(CodeEnv, ExpertAgent(), 300, seed=0, progress=False)
     assert all(t.outcome.success for t in demos) and demos[0].task.initial_observation.startswith(INSTRUCTION + ' The code is')
     # 240 optimiser steps at 3e-3 on a 128-wide model: enough to learn to copy one digit (measured ~90% at 200 steps)
-    return train_sft_policy(demos, out, num_epochs=13, batch_size=16, learning_rate=3e-3, tools=CodeEnv().tool_schemas)['path']
+    return train_sft_policy(demos, out, num_epochs=13, batch_size=16, learning_rate=3e-3)['path']   # no tool list
 
 @pytest.fixture(scope='module')
 def policy(tmp_path_factory): return _train(tmp_path_factory.mktemp('policy'))
@@ -72,11 +72,10 @@ def _check(policy):
     try:
         client = openai.OpenAI(base_url=srv.url, api_key='not-needed')
         def remote(msgs):
-            kw = {'tools': card['tools']} if card['tools'] else {}
-            m = client.chat.completions.create(model='policy', messages=msgs, max_tokens=24, temperature=0, **kw).choices[0].message
+            # a client sends the env's tool schemas; serve renders the prompt as the model's card says (no tool list here)
+            m = client.chat.completions.create(model='policy', messages=msgs, tools=CodeEnv().tool_schemas, max_tokens=24, temperature=0).choices[0].message
             if m.tool_calls: return {'tool': m.tool_calls[0].function.name, 'params': json.loads(m.tool_calls[0].function.arguments)}
-            _, calls = parse_reply(m.content or '')
-            return calls[0] if calls else None
+            return None
         served = [_episode(s, remote) for s in SEEDS]
     finally: srv.shutdown()
     assert sum(engine) >= 0.8 * len(SEEDS), f"the trained policy should solve most tasks: {sum(engine)}/{len(SEEDS)}"
@@ -94,7 +93,7 @@ def test_openai_sdk_reply_shape(policy):
         assert [m.id for m in client.models.list().data] == ['tiny-code']
         env = CodeEnv(); ts = env.reset(seed=SEEDS[0])
         msgs = [{'role': 'user', 'content': ts.observation}]
-        r = client.chat.completions.create(model='tiny-code', messages=msgs, tools=load_prompt(policy)['tools'], max_tokens=24, temperature=0)
+        r = client.chat.completions.create(model='tiny-code', messages=msgs, tools=CodeEnv().tool_schemas, max_tokens=24, temperature=0)
         ch = r.choices[0]
         assert ch.finish_reason == 'tool_calls' and ch.message.tool_calls[0].function.name == 'submit'
         assert set(json.loads(ch.message.tool_calls[0].function.arguments)) == {'code'}

@@ -222,8 +222,12 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_CHOICES: raise ValueError(f"'n' must be an integer from 1 to {MAX_CHOICES}")
         except (ValueError, KeyError) as e: return self._bad(e)
         inf, tools = self.server.inf, req.get('tools')
+        card = inf.prompt or {}               # the prompt card: render prompts the way the model was trained
+        render = [] if card.get('tools') == [] else tools   # trained without a tool list: none in the prompt (the request's tools still decide what is parsed)
+        if card.get('system_prompt') and not any(m.get('role') == 'system' for m in msgs):
+            msgs = [{'role': 'system', 'content': card['system_prompt']}] + msgs
         with self.server.lock:
-            outs = inf.generate([msgs] * n, tools, int(req.get('max_tokens') or req.get('max_completion_tokens') or 256),
+            outs = inf.generate([msgs] * n, render, int(req.get('max_tokens') or req.get('max_completion_tokens') or 256),
                                 float(req.get('temperature') or 0.0), float(req.get('top_p') or 1.0), req.get('seed'))
         choices = []
         for i, o in enumerate(outs):
