@@ -42,22 +42,21 @@ def test_04_agent_evol(tmp_path):
     out = tmp_path / 'exp04'
     run_notebook('04_agent_evol.ipynb', out)
     res = json.loads((out / 'results.json').read_text())
-    its = res['iterations']
-    assert [r['iteration'] for r in its] == list(range(res['params']['N_ITER'] + 1))
-    assert all(0 <= r['success_rate'] <= 1 for r in its) and its[-1]['train_size'] >= its[0]['train_size']
+    P = res['params']
+    assert [(r['seed'], r['round']) for r in res['rounds']] == [(s, r) for s in P['SEEDS'] for r in range(P['ROUNDS'] + 1)]
+    assert all(0 <= r['success'] <= 1 for r in res['rounds']) and len(res['tests']) == len(P['SEEDS'])
 
 @pytest.mark.long
 def test_02_dpo_from_preferences(tmp_path):
     out = tmp_path / 'exp02'
     run_notebook('02_dpo_from_preferences.ipynb', out)
     res = json.loads((out / 'results.json').read_text())
-    assert res['pairs'] > 0 and set(res['success']) == {'sft', 'sft+dpo', 'sft+dpo-own', 'noisy-expert'}
-    assert 0 <= res['p_value_own'] <= 1 and (res['dpo_own']['steps'] > 0) == (res['own_pairs'] > 0)   # trained iff it had pairs
-    assert 0 <= res['p_value'] <= 1 and res['dpo']['steps'] > 0
+    assert res['pairs'] >= 0 and len(res['runs']) in (0, len(res['params']['SEEDS']))   # trained iff it had pairs
+    assert all(0 <= r['p_value'] <= 1 for r in res['runs'])
 
 @pytest.mark.long
 def test_03_online_grpo(tmp_path):
     out = tmp_path / 'exp03'
     run_notebook('03_online_grpo.ipynb', out)
     res = json.loads((out / 'results.json').read_text())
-    assert len(res['curve']) == res['params']['UPDATES'] and 0 <= res['before'] <= 1 and 0 <= res['after'] <= 1
+    assert len(res['runs']) == len(res['params']['SEEDS']) and all(0 <= r['before'] <= 1 and 0 <= r['after'] <= 1 for r in res['runs'])
