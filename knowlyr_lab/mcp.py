@@ -452,7 +452,7 @@ def serve_http(app:MCPServer, port:int=8765):
     import anyio, uvicorn
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(('127.0.0.1', port))
+    sock.bind(('127.0.0.1', port)); sock.listen(128)   # listening before the URL is printed: early clients wait in the backlog
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
     server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(host='127.0.0.1'), log_level='warning'))
     print(f"knowlyr-lab MCP server on {url}", file=sys.stderr, flush=True)
