@@ -10,11 +10,11 @@ from enum import Enum
 from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
-from .core import KnowlyrError
+from .registries import Registry, UnknownNameError
 
 # %% auto #0
-__all__ = ['R', 'W', 'S', 'X', 'N', 'SU', 'T', 'BUILTIN_DOMAINS', 'ToolCategory', 'ToolSpec', 'OutcomeSpec', 'DomainProfile',
-           'UnknownDomainError', 'get_domain', 'register_domain', 'list_domains']
+__all__ = ['R', 'W', 'S', 'X', 'N', 'SU', 'T', 'BUILTIN_DOMAINS', 'DOMAINS', 'ToolCategory', 'ToolSpec', 'OutcomeSpec',
+           'DomainProfile', 'UnknownDomainError', 'get_domain', 'register_domain', 'list_domains']
 
 # %% ../nbs/01_domains.ipynb #d2d403f0
 class ToolCategory(str, Enum):
@@ -133,25 +133,21 @@ BUILTIN_DOMAINS = {p.domain: p for p in [
 ]}
 
 # %% ../nbs/01_domains.ipynb #8b8209e6
-_DOMAINS: dict[str, DomainProfile] = dict(BUILTIN_DOMAINS)
-
-class UnknownDomainError(KnowlyrError, KeyError):
+class UnknownDomainError(UnknownNameError):
     "A domain name that no profile is registered under"
-    def __str__(self): return self.args[0]
+
+DOMAINS = Registry('domain', error=UnknownDomainError, items=BUILTIN_DOMAINS)
 
 def get_domain(name:str|DomainProfile)->DomainProfile:
     "The profile registered as `name` (a profile is returned unchanged)"
     if isinstance(name, DomainProfile): return name
-    if name not in _DOMAINS: raise UnknownDomainError(f"unknown domain {name!r}; known domains: {', '.join(sorted(_DOMAINS))}")
-    return _DOMAINS[name].model_copy(deep=True)
+    return DOMAINS[name].model_copy(deep=True)
 
 def register_domain(profile:DomainProfile|str|Path, overwrite:bool=False)->DomainProfile:
     "Register a profile (or a YAML file of one) under its `domain` name"
     if not isinstance(profile, DomainProfile): profile = DomainProfile.from_yaml(profile)
-    if profile.domain in _DOMAINS and not overwrite: raise ValueError(f"domain {profile.domain!r} is already registered (pass overwrite=True)")
-    _DOMAINS[profile.domain] = profile
-    return profile
+    return DOMAINS.register(profile.domain, profile, overwrite=overwrite)
 
 def list_domains()->list[str]:
     "Names of the registered domains"
-    return sorted(_DOMAINS)
+    return DOMAINS.names()

@@ -6,14 +6,13 @@ Docs: https://knowlyr.github.io/knowlyr-lab/registry.html.md"""
 
 # %% ../nbs/02_registry.ipynb #71afe041
 from __future__ import annotations
-import difflib, importlib, pkgutil, threading, warnings
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Callable
-from .core import AgentEnv, KnowlyrError
+from .core import AgentEnv
+from .registries import Registry, UnknownNameError, load_ref
 
 # %% auto #0
-__all__ = ['EnvSpec', 'UnknownEnvError', 'register', 'discover_envs', 'env_spec', 'make', 'list_envs']
+__all__ = ['ENVS', 'EnvSpec', 'UnknownEnvError', 'register', 'discover_envs', 'env_spec', 'make', 'list_envs']
 
 # %% ../nbs/02_registry.ipynb #fc7218fc
 @dataclass
@@ -27,23 +26,12 @@ class EnvSpec:
 
     def load(self)->Callable:
         "The class or factory, importing it if it was given as a string"
-        if callable(self.entry_point): return self.entry_point
-        mod, _, attr = self.entry_point.partition(':')
-        obj = importlib.import_module(mod)
-        for a in attr.split('.'): obj = getattr(obj, a)
-        return obj
+        return self.entry_point if callable(self.entry_point) else load_ref(self.entry_point)
 
-class UnknownEnvError(KnowlyrError, KeyError):
+class UnknownEnvError(UnknownNameError):
     "An env id that is not registered"
-    def __str__(self): return self.args[0]
 
-_REGISTRY: dict[str, EnvSpec] = {}
-
-def _same_entry(a, b)->bool:
-    "Same entry point, or the same class defined again (a module re-imported, a notebook cell re-run)"
-    return a == b or getattr(a, '__qualname__', a) == getattr(b, '__qualname__', b)
-_discovered = False
-_discover_lock = threading.RLock()
+ENVS = Registry('env id', error=UnknownEnvError, modules='knowlyr_lab.envs', group='knowlyr_lab.envs')
 
 # %% ../nbs/02_registry.ipynb #98c82871
 def register(env_id:str,               # "namespace/name"
@@ -54,39 +42,15 @@ def register(env_id:str,               # "namespace/name"
              **default_kwargs,         # default arguments for the constructor
             )->EnvSpec:
     "Register an environment under `env_id`"
-    if env_id in _REGISTRY and not overwrite:
-        old = _REGISTRY[env_id]
-        if _same_entry(old.entry_point, entry_point) and old.kwargs == default_kwargs:   # re-import, or a notebook re-run
-            old.entry_point = entry_point; return old
-        raise ValueError(f"env id {env_id!r} is already registered (to {old.entry_point!r}); pass overwrite=True to replace it")
-    spec = EnvSpec(env_id, entry_point, domain, dict(default_kwargs), description)
-    _REGISTRY[env_id] = spec
-    return spec
+    return ENVS.register(env_id, EnvSpec(env_id, entry_point, domain, dict(default_kwargs), description), overwrite=overwrite)
 
 def discover_envs(force:bool=False):
-    "Import knowlyr-lab's env modules and the `knowlyr_lab.envs` entry points (once)"
-    global _discovered
-    if _discovered and not force: return
-    with _discover_lock:                     # threads calling `make` at once must all see the full registry
-        if _discovered and not force: return
-        try:
-            import knowlyr_lab.envs as pkg
-            for m in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + '.'):
-                if not m.name.rsplit('.', 1)[-1].startswith('_'): importlib.import_module(m.name)
-        except ModuleNotFoundError: pass
-        for ep in entry_points(group='knowlyr_lab.envs'):
-            try: ep.load()
-            except Exception as e: warnings.warn(f"knowlyr_lab.envs entry point {ep.name!r} ({ep.value}) failed to load: {e!r}")
-        _discovered = True
+    "Import knowlyr-lab's env modules and the `knowlyr_lab.envs` entry points (once; a broken one warns and is skipped)"
+    ENVS.discover(force)
 
 def env_spec(env_id:str)->EnvSpec:
     "The spec registered as `env_id`, with a suggestion when there is none"
-    discover_envs()
-    if env_id not in _REGISTRY:
-        close = difflib.get_close_matches(env_id, list(_REGISTRY), n=3)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ''
-        raise UnknownEnvError(f"unknown env id {env_id!r}{hint} Registered: {', '.join(sorted(_REGISTRY)) or '(none)'}")
-    return _REGISTRY[env_id]
+    return ENVS[env_id]
 
 def make(env_id:str, **kwargs)->AgentEnv:
     "Build the environment registered as `env_id`; `kwargs` override its defaults"
@@ -101,5 +65,4 @@ def make(env_id:str, **kwargs)->AgentEnv:
 
 def list_envs()->list[str]:
     "Ids of all registered environments"
-    discover_envs()
-    return sorted(_REGISTRY)
+    return ENVS.names()

@@ -112,3 +112,26 @@ def test_documented_dpo_example_says_why_there_are_no_pairs(tmp_path):
     dpo = json.loads(r.stdout)['exports']['dpo']
     assert dpo['total'] == 0 and dpo['note'].startswith('0 pairs from 2 tasks: every task has a single trajectory')
     assert 'identical to another' in dpo['note'] and f"knowlyr-hub run: dpo: {dpo['note']}" in r.stderr
+
+def test_settings_that_fail_are_not_saved_so_the_corrected_retry_runs(tmp_path):
+    "A bad env id, agent or log format used to be saved as the run's config before failing: the fixed retry was refused"
+    from knowlyr_lab.hub.pipeline import PipelineError
+    from knowlyr_lab.recorder.base import UnknownAdapterError
+    from knowlyr_lab.registry import UnknownEnvError
+    from knowlyr_lab.agents import ExpertAgent
+    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.trajectory import write_trajectories
+    out = tmp_path / 'o'
+    good = {**CFG, 'max_tasks': 1, 'samples_per_task': 1, 'export_formats': ['sft'], 'output_dir': str(out)}
+    with pytest.raises(UnknownEnvError): Pipeline(PipelineConfig(**{**good, 'env_id': 'knowlyr/nope'})).run()
+    with pytest.raises(ValueError, match='unknown agent spec'): Pipeline(PipelineConfig(**{**good, 'agent': 'nosuchagent'})).run()
+    assert not (out / 'pipeline.json').exists()
+    assert Pipeline(PipelineConfig(**good)).run()['units'] == 1
+    logs, out2 = tmp_path / 'logs', tmp_path / 'o2'
+    logs.mkdir()
+    with pytest.raises(PipelineError, match='no log files'): Pipeline(PipelineConfig(output_dir=str(out2))).run_batch(logs)
+    write_trajectories(collect('knowlyr/maze-easy', ExpertAgent, 2, seed=0, progress=False), logs / 'a.jsonl')
+    with pytest.raises(UnknownAdapterError, match="did you mean 'knowlyr'"):
+        Pipeline(PipelineConfig(output_dir=str(out2), log_format='knowlyrr')).run_batch(logs)
+    assert not (out2 / 'pipeline.json').exists()
+    assert Pipeline(PipelineConfig(output_dir=str(out2), export_formats=['sft'])).run_batch(logs)['trajectories'] == 2

@@ -155,11 +155,11 @@ def test_truncated_gz_is_quarantined_and_the_batch_goes_on(tmp_path):
 # ---------------------------------------------------------------- the adapter registry: a broken plugin warns, the rest still works
 
 def test_broken_adapter_plugin_warns_and_the_registry_goes_on(monkeypatch):
-    import knowlyr_lab.recorder.base as base
+    import knowlyr_lab.recorder.base as base, knowlyr_lab.registries as registries
     class EP:
         name, value = 'broken', 'no_such_module_xyz'
         def load(self): import no_such_module_xyz
-    monkeypatch.setattr(base, 'entry_points', lambda group: [EP()])
+    monkeypatch.setattr(registries, 'entry_points', lambda group: [EP()])   # the one registry helper loads every kind's plugins
     with pytest.warns(UserWarning, match="entry point 'broken'"): base.discover_adapters(force=True)
     assert {'openai-chat', 'claude-code', 'aider'} <= set(base.list_adapters())
 
@@ -198,14 +198,15 @@ def test_whole_document_memory_is_bounded(tmp_path):
     assert big <= small + 16 * 2**20, peaks                      # 10x the input, about the same peak
     assert big <= 2 * biggest + 32 * 2**20 < size, (peaks, biggest)   # 2x the largest record plus a constant, far below the 40 MB input
 
-def test_cli_runtime_error_is_one_line_and_debug_shows_it(tmp_path):
+def test_cli_runtime_error_is_one_line_and_debug_shows_it(tmp_path, capsys):
     (tmp_path / 'out').mkdir()                                     # -o names a directory: writing fails
     args = ['convert', str(FIX / 'openai-chat' / 'conversations.jsonl'), '-o', str(tmp_path / 'out'), '--no-progress']
-    buf = io.StringIO()
-    assert cli.main(args, Console(file=buf, width=300)) == 1
-    lines = [l for l in buf.getvalue().splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith('error: IsADirectoryError') and '--debug' in lines[0]
-    with pytest.raises(IsADirectoryError): cli.main(['--debug'] + args, Console(file=io.StringIO()))
+    assert cli.main(args, Console(file=io.StringIO(), width=300)) == 2    # bad input (an OSError): status 2, as every knowlyr command
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('knowlyr-recorder convert: error: [Errno 21] Is a directory'), lines
+    assert cli.main(['--debug'] + args, Console(file=io.StringIO())) == 2
+    err = capsys.readouterr().err
+    assert 'Traceback' in err and 'IsADirectoryError' in err
 
 def test_every_cli_flag_is_documented():
     import argparse

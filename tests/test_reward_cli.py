@@ -37,14 +37,14 @@ def test_score_with_judge_then_cache(tmp_path):
 def test_all_bad_input_exits_non_zero_with_one_line(tmp_path):
     (tmp_path / 'bad.jsonl').write_text('not json\n')
     r = _cli('score', tmp_path / 'bad.jsonl', '-o', tmp_path / 'o.jsonl', '--no-progress')
-    assert r.returncode == 1 and r.stdout == ''
+    assert r.returncode == 2 and r.stdout == ''
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith('knowlyr-reward score: error: no valid trajectory in') and 'Traceback' not in r.stderr
     assert 'line 1' in (tmp_path / 'o.jsonl.quarantine.jsonl').read_text() or '"line":1' in (tmp_path / 'o.jsonl.quarantine.jsonl').read_text()
 
 def test_missing_file_is_one_line_and_debug_shows_the_traceback(tmp_path):
     r = _cli('score', tmp_path / 'nope.jsonl', '-o', tmp_path / 'o.jsonl')
-    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and 'nope.jsonl does not exist' in r.stderr
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'nope.jsonl does not exist' in r.stderr
     d = _cli('--debug', 'score', tmp_path / 'nope.jsonl', '-o', tmp_path / 'o.jsonl')
     assert d.returncode != 0 and 'Traceback' in d.stderr and 'FileNotFoundError' in d.stderr
 

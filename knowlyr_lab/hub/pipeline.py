@@ -206,12 +206,12 @@ def run(self:Pipeline, agent=None, # an agent or agent factory (default: `config
 @patch
 def _run(self:Pipeline, agent, progress):
     c = self.config
-    self._check_config('run')
-    env = make(c.env_id, **c.env_kwargs)
+    env = make(c.env_id, **c.env_kwargs)      # settings that cannot work fail here, before the config is saved
     try:
         tasks = self._tasks(env)
-        units = [(f"u-{i:06d}", t) for i, t in enumerate(tid for tid in tasks for _ in range(c.samples_per_task))]
         ag = _make_agent(agent) if agent is not None else agent_from_spec(c.agent, base_url=c.agent_base_url)
+        self._check_config('run')              # saved only once env, tasks and agent are known to work
+        units = [(f"u-{i:06d}", t) for i, t in enumerate(tid for tid in tasks for _ in range(c.samples_per_task))]
         it = units
         if progress:
             from tqdm.auto import tqdm
@@ -259,6 +259,11 @@ def _convert_fns():
     except ImportError as e: raise PipelineError(f"log import needs knowlyr_lab.recorder.convert ({e})") from e
     return convert, iter_log_files, ConversionReport
 
+def _log_format_known(fmt:str):
+    "Raise (with suggestions) when `fmt` names no registered log format"
+    from knowlyr_lab.recorder.base import get_adapter
+    get_adapter(fmt)
+
 @patch
 def run_batch(self:Pipeline, log_dir, # directory (or file, or list of files) of agent logs
               format:str|None=None)->dict:
@@ -281,10 +286,11 @@ def _run_batch(self:Pipeline, log_dir, format):
     paths = list(log_dir) if isinstance(log_dir, (list, tuple)) else [log_dir]
     for p in paths:
         if not Path(p).exists(): raise PipelineError(f"log path {p} does not exist")
-    self._check_config('logs')
     fmt = format or self.config.log_format
+    if fmt: _log_format_known(fmt)
     files = sorted(str(Path(p).resolve()) for p in iter_log_files(paths))
     if not files: raise PipelineError(f"no log files found in {', '.join(map(str, paths))}")
+    self._check_config('logs')                 # saved only once the inputs are known to work
     keys = []
     for f in files:
         key = 'f-' + hashlib.sha256(f.encode()).hexdigest()[:16]

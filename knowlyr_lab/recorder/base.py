@@ -6,14 +6,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_base.html.md"""
 
 # %% ../../nbs/20_recorder_base.ipynb #9c7b37cd
 from __future__ import annotations
-import datetime as dt, difflib, gzip, importlib, io, json, math, pkgutil, re, warnings, zlib
+import datetime as dt, gzip, io, json, math, re, zlib
 import orjson
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Iterator
 import pandas as pd
 from ..core import KnowlyrError
+from ..registries import Registry, UnknownNameError
 from ..trajectory import Trajectory, Step, ToolCall, Observation, TokenUsage
 
 # %% auto #0
@@ -447,12 +447,10 @@ class LogAdapter:
         raise NotImplementedError
     def __repr__(self): return f"<{type(self).__name__} {self.name!r}>"
 
-class UnknownAdapterError(KnowlyrError, KeyError):
+class UnknownAdapterError(UnknownNameError):
     "A format name with no registered adapter"
-    def __str__(self): return self.args[0]
 
-_ADAPTERS: dict[str, LogAdapter] = {}
-_discovered = False
+_ADAPTERS = Registry('log format', error=UnknownAdapterError, modules='knowlyr_lab.recorder', group='knowlyr_lab.adapters')
 
 # %% ../../nbs/20_recorder_base.ipynb #7cc3383b
 def register_adapter(adapter:LogAdapter, # an adapter instance with a unique `name`
@@ -461,36 +459,16 @@ def register_adapter(adapter:LogAdapter, # an adapter instance with a unique `na
     "Register `adapter` under `adapter.name`"
     if not isinstance(adapter, LogAdapter): raise TypeError(f"expected a LogAdapter instance, got {adapter!r}")
     if not adapter.name: raise ValueError(f"{type(adapter).__name__} has no name")
-    old = _ADAPTERS.get(adapter.name)
-    if old is not None and not overwrite and type(old).__qualname__ != type(adapter).__qualname__:
-        raise ValueError(f"log format {adapter.name!r} is already registered (to {old!r}); pass overwrite=True to replace it")
-    _ADAPTERS[adapter.name] = adapter
-    return adapter
+    return _ADAPTERS.register(adapter.name, adapter, overwrite=overwrite)
 
 def discover_adapters(force:bool=False):
-    "Import the recorder's adapter modules and the `knowlyr_lab.adapters` entry points (once)"
-    global _discovered
-    if _discovered and not force: return
-    _discovered = True
-    import knowlyr_lab.recorder as pkg
-    for m in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + '.'):
-        if m.name.rsplit('.', 1)[-1].startswith('_'): continue
-        try: importlib.import_module(m.name)
-        except Exception as e: warnings.warn(f"recorder module {m.name} failed to import: {e!r}")
-    for ep in entry_points(group='knowlyr_lab.adapters'):
-        try: ep.load()
-        except Exception as e: warnings.warn(f"knowlyr_lab.adapters entry point {ep.name!r} ({ep.value}) failed to load: {e!r}")
+    "Import the recorder's adapter modules and the `knowlyr_lab.adapters` entry points (once; a broken one warns and is skipped)"
+    _ADAPTERS.discover(force)
 
 def get_adapter(name:str)->LogAdapter:
     "The adapter registered as `name`, with a suggestion when there is none"
-    discover_adapters()
-    if name not in _ADAPTERS:
-        close = difflib.get_close_matches(name, list(_ADAPTERS), n=3)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ''
-        raise UnknownAdapterError(f"unknown log format {name!r}{hint} Known formats: {', '.join(sorted(_ADAPTERS)) or '(none)'}")
     return _ADAPTERS[name]
 
 def list_adapters()->list[str]:
     "Names of all registered log formats"
-    discover_adapters()
-    return sorted(_ADAPTERS)
+    return _ADAPTERS.names()

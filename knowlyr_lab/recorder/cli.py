@@ -14,6 +14,7 @@ from ..trajectory import trajectory_schema, write_trajectories, read_trajectorie
 from .base import ConversionReport, RecorderError, get_adapter, list_adapters, UnknownAdapterError
 from .redact import Redactor, SecretPattern
 from .convert import convert, validate, detect, iter_log_files, diff_trajectories
+from ..commands import run_cli
 
 # %% auto #0
 __all__ = ['summary_table', 'cmd_convert', 'cmd_validate', 'cmd_detect', 'cmd_formats', 'cmd_diff', 'build_parser', 'main']
@@ -44,7 +45,7 @@ def cmd_convert(args, console)->int:
     from tqdm.auto import tqdm
     files = list(iter_log_files(args.logs))
     missing = [str(f) for f in files if not f.exists()]
-    if missing: console.print(f"[red]no such file: {', '.join(missing)}"); return 2
+    if missing: raise FileNotFoundError(f"no such file: {', '.join(missing)}")
     total = sum(f.stat().st_size for f in files)
     out = Path(args.out)
     report = ConversionReport(strict=args.strict, quarantine=args.quarantine,
@@ -137,20 +138,12 @@ def build_parser()->argparse.ArgumentParser:
     return p
 
 def main(argv=None, console:Console|None=None)->int:
-    "The `knowlyr-recorder` command"
+    "The `knowlyr-recorder` command: reports go to `console`; an error is one line on stderr, as for every knowlyr command (`run_cli`)"
     console = console or Console()
-    a = build_parser().parse_args(argv)
-    try:
-        if a.cmd == 'convert': return cmd_convert(a, console)
-        if a.cmd == 'validate': return cmd_validate(a, console)
-        if a.cmd == 'detect': return cmd_detect(a, console)
-        if a.cmd == 'diff': return cmd_diff(a, console)
-        if a.cmd == 'formats': return cmd_formats(a, console)
+    def handler(a):
         if a.cmd == 'schema': console.print_json(json.dumps(trajectory_schema())); return 0
-    except UnknownAdapterError as e: console.print(f"[red]error:[/red] {e}", highlight=False); return 2
-    except Exception as e:
-        if a.debug: raise
-        console.print(f"[red]error:[/red] {type(e).__name__}: {e} (run with --debug for the traceback)", highlight=False); return 1
+        return {'convert': cmd_convert, 'validate': cmd_validate, 'detect': cmd_detect, 'diff': cmd_diff, 'formats': cmd_formats}[a.cmd](a, console)
+    return run_cli(build_parser(), handler, argv)
 
 # %% ../../nbs/29_recorder_cli.ipynb #4501010b
 if __name__ == '__main__': sys.exit(main())

@@ -15,6 +15,7 @@ from .calibration import read_annotations
 from .rules import RULES
 from .engine import RewardEngine, with_rewards
 from .preferences import build_preferences, reward_leaderboard
+from ..commands import run_cli
 
 # %% auto #0
 __all__ = ['InputError', 'cmd_score', 'cmd_rubrics', 'cmd_calibrate', 'cmd_preferences', 'cmd_leaderboard', 'build_parser',
@@ -145,16 +146,12 @@ def build_parser()->argparse.ArgumentParser:
     l.add_argument('--by', default='agent', choices=['agent', 'model']); l.add_argument('--bootstrap', action='store_true')
     return p
 
-def main(argv=None)->int:
-    "`knowlyr-reward`: an error is one line on stderr and exit status 1 (`--debug`: the traceback)"
-    a = build_parser().parse_args(argv)
+def _run(a)->int:
     cmds = {'score': cmd_score, 'rubrics': cmd_rubrics, 'calibrate': cmd_calibrate, 'preferences': cmd_preferences, 'leaderboard': cmd_leaderboard}
-    try: out = cmds[a.cmd](a)
-    except KeyboardInterrupt:
-        print(f"knowlyr-reward {a.cmd}: interrupted", file=sys.stderr); return 130
-    except Exception as e:
-        if a.debug: raise
-        msg = ' '.join(str(e).split()) or type(e).__name__
-        print(f"knowlyr-reward {a.cmd}: error: {msg} (--debug shows the traceback)", file=sys.stderr); return 1
+    out = cmds[a.cmd](a)
     print(json.dumps(out, indent=2, default=str), file=sys.stdout if a.cmd != 'score' or a.output else sys.stderr)
     return 0
+
+def main(argv=None)->int:
+    "`knowlyr-reward`: an error is one line on stderr, as for every knowlyr command (`run_cli`)"
+    return run_cli(build_parser(), _run, argv)

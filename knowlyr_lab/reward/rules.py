@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 import orjson
 from ..domains import DomainProfile, ToolCategory, get_domain
+from ..registries import Registry, UnknownNameError
 from ..trajectory import Trajectory, Step, Task
 
 # %% auto #0
 __all__ = ['RULES', 'call_key', 'tokens', 'extract_facts', 'RuleResult', 'EpisodeIndex', 'test_counts', 'tool_table', 'StepView',
            'view_step', 'RuleContext', 'rule_redundancy', 'update_redundancy', 'rule_regression', 'update_regression',
            'rule_info_use', 'update_info_use', 'rule_efficiency', 'update_efficiency', 'rule_tool_error',
-           'outcome_score', 'rule_outcome', 'Rule', 'register_rule', 'unregister_rule', 'as_task', 'gc_paused',
-           'RuleScorer']
+           'outcome_score', 'rule_outcome', 'Rule', 'UnknownRuleError', 'register_rule', 'unregister_rule', 'as_task',
+           'gc_paused', 'RuleScorer']
 
 # %% ../../nbs/30_reward_rules.ipynb #839d6259
 def _canon(params)->str: return json.dumps(params, sort_keys=True, ensure_ascii=False, default=str)
@@ -322,7 +323,10 @@ class Rule:
     @property
     def description(self)->str: return (self.fn.__doc__ or '').strip()
 
-RULES: dict[str, Rule] = {}
+class UnknownRuleError(UnknownNameError):
+    "A rule name that is not registered"
+
+RULES = Registry('rule', error=UnknownRuleError)
 
 def register_rule(name:str,                  # the rule's name (a key of `RuleScorer` results)
                   fn:Callable,               # `fn(view, index, ctx) -> RuleResult`
@@ -335,14 +339,11 @@ def register_rule(name:str,                  # the rule's name (a key of `RuleSc
     if not callable(fn): raise TypeError(f"rule {name!r}: fn must be callable, not {type(fn).__name__}")
     if update is not None and not callable(update): raise TypeError(f"rule {name!r}: update must be callable")
     if not (isinstance(weight, (int, float)) and weight >= 0): raise ValueError(f"rule {name!r}: weight must be a number >= 0, not {weight!r}")
-    if name in RULES and not overwrite: raise ValueError(f"rule {name!r} is already registered; pass overwrite=True to replace it")
-    RULES[name] = r = Rule(name, fn, float(weight), update, late)
-    return r
+    return RULES.register(name, Rule(name, fn, float(weight), update, late), overwrite=overwrite)
 
 def unregister_rule(name:str)->Rule:
     "Remove a registered rule"
-    if name not in RULES: raise KeyError(f"unknown rule {name!r}; registered rules: {list(RULES)}")
-    return RULES.pop(name)
+    return RULES.unregister(name)
 
 register_rule('redundancy', rule_redundancy, 1.0, update_redundancy)
 register_rule('regression', rule_regression, 1.0, update_regression)

@@ -7,7 +7,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox.html.md"""
 
 # %% ../../nbs/10a_sandbox.ipynb #4f6aa1f5
 from __future__ import annotations
-import gzip, importlib, re, shlex, threading, time
+import gzip, re, shlex, threading, time
+from ..registries import Registry, UnknownNameError
 from dataclasses import dataclass, asdict
 from pathlib import Path
 from fastcore.basics import patch_to
@@ -17,7 +18,8 @@ from .base import (ToolResult, SandboxError, PathEscapeError, SandboxUnavailable
 
 # %% auto #0
 __all__ = ['GIT_SUBCOMMANDS', 'SANDBOX_TOOL_SCHEMAS', 'SANDBOX_TOOLS', 'ARCHIVE_SCRIPT', 'UNPACK_SCRIPT', 'SANDBOX_BACKENDS',
-           'git_argv', 'sandbox_env', 'RunResult', 'Sandbox', 'register_sandbox_backend', 'create_sandbox']
+           'git_argv', 'sandbox_env', 'RunResult', 'Sandbox', 'UnknownBackendError', 'register_sandbox_backend',
+           'create_sandbox']
 
 # %% ../../nbs/10a_sandbox.ipynb #f6c45ad2
 GIT_SUBCOMMANDS = ('status', 'diff', 'log', 'show', 'add', 'commit', 'checkout', 'switch', 'restore', 'reset', 'branch',
@@ -340,11 +342,15 @@ def _start_from(self, template):
 # `SandboxUnavailableError` saying how to get some, instead of running the agent's commands on the host.
 
 # %% ../../nbs/10a_sandbox.ipynb #71d6417d
-SANDBOX_BACKENDS = {'local': 'knowlyr_lab.sandbox.local:LocalSandbox', 'docker': 'knowlyr_lab.sandbox.docker:DockerSandbox'}
+class UnknownBackendError(UnknownNameError, ValueError):
+    "A sandbox backend name that is not registered"
 
-def register_sandbox_backend(name:str, backend):
+SANDBOX_BACKENDS = Registry('sandbox backend', error=UnknownBackendError,
+                            items={'local': 'knowlyr_lab.sandbox.local:LocalSandbox', 'docker': 'knowlyr_lab.sandbox.docker:DockerSandbox'})
+
+def register_sandbox_backend(name:str, backend, overwrite:bool=False):
     "Register a `Sandbox` subclass (or a 'module:Class' string) under `name`"
-    SANDBOX_BACKENDS[name] = backend
+    return SANDBOX_BACKENDS.register(name, backend, overwrite=overwrite)
 
 def create_sandbox(backend:str='local',     # 'local' (bubblewrap, default) or 'docker', or a registered name
                    image:str|None=None,     # container image (docker backend)
@@ -353,9 +359,5 @@ def create_sandbox(backend:str='local',     # 'local' (bubblewrap, default) or '
                    **kw,                    # backend options (LocalSandbox: isolation, env; DockerSandbox: client, env)
                   )->Sandbox:
     "Create a sandbox with the given backend"
-    if backend not in SANDBOX_BACKENDS: raise ValueError(f"unknown sandbox backend {backend!r}; known: {sorted(SANDBOX_BACKENDS)}")
     cls = SANDBOX_BACKENDS[backend]
-    if isinstance(cls, str):
-        mod, _, name = cls.partition(':')
-        cls = SANDBOX_BACKENDS[backend] = getattr(importlib.import_module(mod), name)
     return cls(workspace=workspace, limits=limits, image=image, **kw)

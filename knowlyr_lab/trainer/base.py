@@ -224,7 +224,10 @@ class BaseTrainer:
                                        dataloader_config=DataLoaderConfiguration(split_batches=True))
         if model is None:
             if not c.model_name_or_path: raise ValueError("give a model, or config.model_name_or_path")
-            model = AutoModelForCausalLM.from_pretrained(c.model_name_or_path)
+            p = c.model_name_or_path
+            if not Path(p).expanduser().exists() and (p.startswith(('/', '.', '~')) or p.count('/') > 1):   # a local path, not a hub id
+                raise FileNotFoundError(f"model {p} does not exist (give a folder holding config.json, or a Hugging Face hub id)")
+            model = AutoModelForCausalLM.from_pretrained(p)
         if tokenizer is None: tokenizer = AutoTokenizer.from_pretrained(c.model_name_or_path or model.name_or_path)
         if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
         if c.gradient_checkpointing: model.gradient_checkpointing_enable(); model.config.use_cache = False

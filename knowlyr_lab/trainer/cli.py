@@ -12,6 +12,7 @@ from .base import field_docs
 from .sft import SFTConfig, SFTTrainer
 from .dpo import DPOConfig, DPOTrainer
 from .grpo import GRPOConfig, GRPOTrainer
+from ..commands import run_cli
 
 # %% auto #0
 __all__ = ['CONFIGS', 'build_parser', 'config_from_args', 'main']
@@ -48,7 +49,6 @@ def build_parser()->argparse.ArgumentParser:
         p.add_argument('--train-data', required=name != 'grpo',
                        help='training records (.jsonl/.json/.parquet)' + (' (none: online GRPO in --env-id)' if name == 'grpo' else ''))
         if name == 'sft': p.add_argument('--eval-data', help='evaluation records')
-        p.add_argument('--debug', action='store_true', help='show the traceback of an error')
         _add_config_flags(p, cls)
     e = sub.add_parser('eval', help='play episodes with a trained model and report the success rate')
     e.add_argument('--model', required=True, help='model folder, LoRA adapter folder or checkpoint')
@@ -56,7 +56,6 @@ def build_parser()->argparse.ArgumentParser:
     e.add_argument('--seed-offset', type=int, default=10_000); e.add_argument('--max-steps', type=int, default=20)
     e.add_argument('--system-prompt', default=None); e.add_argument('--max-new-tokens', type=int, default=64)
     e.add_argument('--output', help='write the trajectories here (.jsonl)')
-    e.add_argument('--debug', action='store_true', help='show the traceback of an error')
     return ap
 
 def config_from_args(cls, args):
@@ -95,16 +94,8 @@ def _run(args)->int:
     return 0
 
 def main(argv:list[str]|None=None)->int:
-    "`knowlyr-trainer`: an error is one line on stderr and exit status 1 (`--debug`: the traceback)"
-    args = build_parser().parse_args(argv)
-    try: return _run(args)
-    except KeyboardInterrupt:
-        print(f"knowlyr-trainer {args.cmd}: interrupted", file=sys.stderr); return 130
-    except Exception as e:
-        if args.debug: raise
-        msg = ' '.join(str(e).split()) or type(e).__name__
-        print(f"knowlyr-trainer {args.cmd}: error: {msg} (--debug shows the traceback)", file=sys.stderr)
-        return 1
+    "`knowlyr-trainer`: an error is one line on stderr, as for every knowlyr command (`run_cli`)"
+    return run_cli(build_parser(), _run, argv)
 
 # %% ../../nbs/69_trainer_cli.ipynb #d07b8d76
 if __name__ == '__main__' and 'IPython' not in sys.modules: sys.exit(main())   # python -m / accelerate launch -m

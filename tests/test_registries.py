@@ -1,0 +1,97 @@
+"One registry policy for envs, log formats, sandbox backends, reward rules and domains (issue 14)"
+import subprocess, sys, textwrap, warnings
+import pytest
+from knowlyr_lab.registries import Registry, UnknownNameError, RegistryWarning
+
+
+def _registries():
+    from knowlyr_lab.registry import ENVS, EnvSpec
+    from knowlyr_lab.recorder.base import _ADAPTERS, LogAdapter
+    from knowlyr_lab.sandbox.core import SANDBOX_BACKENDS
+    from knowlyr_lab.reward.rules import RULES, Rule, RuleResult
+    from knowlyr_lab.domains import DOMAINS, DomainProfile
+    class QA(LogAdapter): name = 'qa-test'
+    def rule(v, ix, ctx): return RuleResult(1.0, 'ok')
+    def other(v, ix, ctx): return RuleResult(0.0, 'no')
+    # (registry, name, a thing, the same thing made again, something different, a near-miss name)
+    return [(ENVS, 'test/reg', EnvSpec('test/reg', 'knowlyr_lab.core:TimeStep'), EnvSpec('test/reg', 'knowlyr_lab.core:TimeStep'),
+             EnvSpec('test/reg', 'knowlyr_lab.core:AgentEnv'), 'test/rge'),
+            (_ADAPTERS, 'qa-test', QA(), type('QA', (LogAdapter,), {'name': 'qa-test', '__qualname__': QA.__qualname__, '__module__': QA.__module__})(),
+             type('Other', (LogAdapter,), {'name': 'qa-test'})(), 'qa-tset'),
+            (SANDBOX_BACKENDS, 'test-backend', 'knowlyr_lab.sandbox.local:LocalSandbox', 'knowlyr_lab.sandbox.local:LocalSandbox',
+             'knowlyr_lab.sandbox.docker:DockerSandbox', 'test-backnd'),
+            (RULES, 'test_rule', Rule('test_rule', rule, 1.0), Rule('test_rule', rule, 1.0), Rule('test_rule', other, 1.0), 'test_rul'),
+            (DOMAINS, 'test-domain', DomainProfile(domain='test-domain'), DomainProfile(domain='test-domain'),
+             DomainProfile(domain='test-domain', display_name='other'), 'test-domian')]
+
+
+@pytest.mark.parametrize('i', range(5), ids=['envs', 'log formats', 'sandbox backends', 'rules', 'domains'])
+def test_every_registry_has_the_same_policy(i):
+    reg, name, thing, again, different, typo = _registries()[i]
+    assert isinstance(reg, Registry)
+    reg.register(name, thing)
+    try:
+        reg.register(name, again)                                        # a re-import / notebook re-run: accepted
+        with pytest.raises(ValueError, match='already registered'): reg.register(name, different)
+        assert name in reg and name in reg.names()
+        with pytest.raises(UnknownNameError, match=f"did you mean {name!r}") as e: reg[typo]
+        assert isinstance(e.value, KeyError)
+        reg.register(name, different, overwrite=True)
+    finally: reg.unregister(name)
+    assert name not in reg
+
+
+def test_register_apis_follow_the_policy():
+    "The public register functions of each kind go through the registry"
+    from knowlyr_lab.registry import register, env_spec
+    from knowlyr_lab.reward.rules import register_rule, unregister_rule, RuleResult
+    from knowlyr_lab.domains import register_domain, get_domain, DomainProfile, UnknownDomainError
+    from knowlyr_lab.sandbox.core import register_sandbox_backend, create_sandbox, SANDBOX_BACKENDS, UnknownBackendError
+    src = "def r(v, ix, ctx): return RuleResult(1.0, 'ok')\n"
+    ns1, ns2 = {'RuleResult': RuleResult}, {'RuleResult': RuleResult}
+    exec(src, ns1); exec(src, ns2)                                       # the same notebook cell, run twice
+    register_rule('twice', ns1['r']); register_rule('twice', ns2['r'])   # used to raise 'already registered'
+    unregister_rule('twice')
+    register_domain(DomainProfile(domain='twice')); register_domain(DomainProfile(domain='twice'))
+    assert get_domain('twice').domain == 'twice'
+    with pytest.raises(UnknownDomainError, match="did you mean 'twice'"): get_domain('twcie')
+    register_sandbox_backend('twice', 'knowlyr_lab.sandbox.local:LocalSandbox')
+    with pytest.raises(ValueError, match='already registered'): register_sandbox_backend('twice', 'knowlyr_lab.sandbox.docker:DockerSandbox')
+    SANDBOX_BACKENDS.unregister('twice')
+    with pytest.raises(UnknownBackendError, match="did you mean 'docker'"): create_sandbox('dokcer')
+    register('test/twice', 'knowlyr_lab.core:TimeStep', overwrite=True)
+    assert env_spec('test/twice').id == 'test/twice'
+
+
+def test_a_broken_env_module_warns_and_the_other_envs_stay(tmp_path):
+    "A failing import in one env module used to empty the whole env registry silently"
+    (tmp_path / 'aaa_broken_env.py').write_text("raise ImportError('needs libfoo')\n")
+    code = textwrap.dedent(f"""
+        import warnings, knowlyr_lab.envs as pkg
+        pkg.__path__.insert(0, {str(tmp_path)!r})          # a broken plugin module, found first
+        from knowlyr_lab.registry import list_envs
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter('always')
+            envs = list_envs()
+        msgs = [str(x.message) for x in w]
+        assert 'knowlyr/maze-easy' in envs and 'knowlyr/arith-easy' in envs, envs
+        assert any('aaa_broken_env' in m and 'libfoo' in m for m in msgs), msgs
+        print('ok', len(envs))
+    """)
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.startswith('ok'), r.stderr[-2000:]
+
+
+def test_discovery_goes_on_after_a_broken_entry_point(monkeypatch):
+    "Entry points of every kind: a broken one warns, the others load"
+    import knowlyr_lab.registries as R
+    loaded = []
+    class EP:
+        def __init__(self, name, ok): self.name, self.value, self.ok = name, f'pkg:{name}', ok
+        def load(self):
+            if not self.ok: raise ImportError('broken plugin')
+            loaded.append(self.name)
+    monkeypatch.setattr(R, 'entry_points', lambda group: [EP('bad', False), EP('good', True)])
+    reg = Registry('widget', group='test.widgets')
+    with pytest.warns(RegistryWarning, match="entry point 'bad'"): reg.names()
+    assert loaded == ['good']
