@@ -24,6 +24,7 @@ class EnvSpec:
     domain: str = 'generic'       # name of the env's DomainProfile
     kwargs: dict = field(default_factory=dict)  # default constructor arguments
     description: str = ''
+    max_episode_steps: int|None = None  # step budget `make` sets (None: the env's own default)
 
     def load(self)->Callable:
         "The class or factory, importing it if it was given as a string"
@@ -51,15 +52,16 @@ def register(env_id:str,               # "namespace/name"
              domain:str='generic',     # DomainProfile name
              description:str='',       # one line for `list_envs`
              overwrite:bool=False,     # replace an existing registration
+             max_episode_steps:int|None=None, # step budget `make` sets (None: the env's own default)
              **default_kwargs,         # default arguments for the constructor
             )->EnvSpec:
     "Register an environment under `env_id`"
     if env_id in _REGISTRY and not overwrite:
         old = _REGISTRY[env_id]
-        if _same_entry(old.entry_point, entry_point) and old.kwargs == default_kwargs:   # re-import, or a notebook re-run
-            old.entry_point = entry_point; return old
+        if _same_entry(old.entry_point, entry_point) and (old.kwargs, old.max_episode_steps) == (default_kwargs, max_episode_steps):
+            old.entry_point = entry_point; return old    # re-import, or a notebook re-run
         raise ValueError(f"env id {env_id!r} is already registered (to {old.entry_point!r}); pass overwrite=True to replace it")
-    spec = EnvSpec(env_id, entry_point, domain, dict(default_kwargs), description)
+    spec = EnvSpec(env_id, entry_point, domain, dict(default_kwargs), description, max_episode_steps)
     _REGISTRY[env_id] = spec
     return spec
 
@@ -88,10 +90,17 @@ def env_spec(env_id:str)->EnvSpec:
         raise UnknownEnvError(f"unknown env id {env_id!r}{hint} Registered: {', '.join(sorted(_REGISTRY)) or '(none)'}")
     return _REGISTRY[env_id]
 
-def make(env_id:str, **kwargs)->AgentEnv:
-    "Build the environment registered as `env_id`; `kwargs` override its defaults"
+def make(env_id:str,                     # a registered id
+         max_episode_steps:int|None=None, # step budget (None: the spec's, else the env's own default)
+         **kwargs,                        # constructor arguments, over the spec's defaults
+        )->AgentEnv:
+    "Build the environment registered as `env_id` with its step budget"
     spec = env_spec(env_id)
     env = spec.load()(**{**spec.kwargs, **kwargs})
+    budget = max_episode_steps if max_episode_steps is not None else spec.max_episode_steps
+    if budget is not None:
+        if budget < 1: raise ValueError(f"{env_id}: max_episode_steps must be >= 1 or None, got {budget}")
+        env.max_episode_steps = budget
     try: env.env_id = env_id
     except AttributeError: pass
     if getattr(env, 'domain', None) in (None, 'generic') and spec.domain != 'generic':
