@@ -10,7 +10,7 @@ import argparse, json, sys
 from .registry import make, list_envs, env_spec
 from .domains import list_domains, get_domain
 from .trajectory import trajectory_schema, write_trajectories
-from .wrappers import RecorderWrapper, MaxStepsWrapper
+from .wrappers import RecorderWrapper
 from .commands import run_cli
 
 # %% auto #0
@@ -19,7 +19,7 @@ __all__ = ['run_demo', 'main']
 # %% ../nbs/99_cli.ipynb #03bbdb7f
 def run_demo(env_id:str='knowlyr/maze-medium', seed:int=0, out:str|None=None)->dict:
     "Step the maze oracle through one episode, record it and return a summary"
-    env = RecorderWrapper(MaxStepsWrapper(make(env_id), 100), agent_name='oracle')
+    env = RecorderWrapper(make(env_id, max_episode_steps=100), agent_name='oracle')
     ts = env.reset(seed=seed)
     print(ts.observation)
     while not ts.done:

@@ -239,8 +239,9 @@ class AgentEnv(ABC):
         ts = self._checked_step(action)
         self._ep_steps = getattr(self, '_ep_steps', 0) + 1
         if self.max_episode_steps and self._ep_steps >= self.max_episode_steps and not ts.done:
-            ts.truncated = True
-            ts.info = {**ts.info, 'truncated_by': 'max_episode_steps', 'max_episode_steps': self.max_episode_steps}
+            ts.truncated = True   # out of budget: not solved, unless the env's own verdict says otherwise
+            ts.info = {'success': False, 'score': 0.0, 'reason': 'max_episode_steps', **ts.info,
+                       'truncated_by': 'max_episode_steps', 'max_episode_steps': self.max_episode_steps}
         self._ep_done = ts.done
         return ts
 

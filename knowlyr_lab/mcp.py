@@ -376,11 +376,11 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     @_tool
     @described(PipelineConfig)
     def run_pipeline(output_dir:str, env_id:str='knowlyr/sandbox', agent:str='expert', max_tasks:int|None=None,
-                     samples_per_task:int=1, max_steps:int=30, seed:int=0, export_formats:list[str]|None=None)->dict[str, Any]:
+                     samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[str]|None=None)->dict[str, Any]:
         "Tasks -> rollouts -> reward -> store -> export (resumable: rerun to continue)"
         out = R.path(output_dir, 'output_dir')
         cfg = PipelineConfig(output_dir=str(out), env_id=env_id, agent=agent, max_tasks=max_tasks, samples_per_task=samples_per_task,
-                             max_steps=max_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'])
+                             max_episode_steps=max_episode_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'])
         return _pipeline_call(out, lambda: Pipeline(cfg).run())
 
     @app.tool()

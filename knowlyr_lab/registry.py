@@ -23,6 +23,7 @@ class EnvSpec:
     domain: str = 'generic'       # name of the env's DomainProfile
     kwargs: dict = field(default_factory=dict)  # default constructor arguments
     description: str = ''
+    max_episode_steps: int|None = None  # step budget `make` sets (None: the env's own default)
 
     def load(self)->Callable:
         "The class or factory, importing it if it was given as a string"
@@ -39,10 +40,11 @@ def register(env_id:str,               # "namespace/name"
              domain:str='generic',     # DomainProfile name
              description:str='',       # one line for `list_envs`
              overwrite:bool=False,     # replace an existing registration
+             max_episode_steps:int|None=None, # step budget `make` sets (None: the env's own default)
              **default_kwargs,         # default arguments for the constructor
             )->EnvSpec:
     "Register an environment under `env_id`"
-    return ENVS.register(env_id, EnvSpec(env_id, entry_point, domain, dict(default_kwargs), description), overwrite=overwrite)
+    return ENVS.register(env_id, EnvSpec(env_id, entry_point, domain, dict(default_kwargs), description, max_episode_steps), overwrite=overwrite)
 
 def discover_envs(force:bool=False):
     "Import knowlyr-lab's env modules and the `knowlyr_lab.envs` entry points (once; a broken one warns and is skipped)"
@@ -52,10 +54,17 @@ def env_spec(env_id:str)->EnvSpec:
     "The spec registered as `env_id`, with a suggestion when there is none"
     return ENVS[env_id]
 
-def make(env_id:str, **kwargs)->AgentEnv:
-    "Build the environment registered as `env_id`; `kwargs` override its defaults"
+def make(env_id:str,                     # a registered id
+         max_episode_steps:int|None=None, # step budget (None: the spec's, else the env's own default)
+         **kwargs,                        # constructor arguments, over the spec's defaults
+        )->AgentEnv:
+    "Build the environment registered as `env_id` with its step budget"
     spec = env_spec(env_id)
     env = spec.load()(**{**spec.kwargs, **kwargs})
+    budget = max_episode_steps if max_episode_steps is not None else spec.max_episode_steps
+    if budget is not None:
+        if budget < 1: raise ValueError(f"{env_id}: max_episode_steps must be >= 1 or None, got {budget}")
+        env.max_episode_steps = budget
     try: env.env_id = env_id
     except AttributeError: pass
     if getattr(env, 'domain', None) in (None, 'generic') and spec.domain != 'generic':

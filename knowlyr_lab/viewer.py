@@ -74,7 +74,7 @@ def step_html(s:Step, max_chars:int|None=1500)->str:
     return f"<tr{cls}><td>{s.index}</td><td>{thought}</td><td>{call}</td><td>{otext}</td><td>{_fmt_reward(s)}</td></tr>"
 
 def trajectory_html(traj:Trajectory,          # the episode to render
-                    max_steps:int|None=200,   # show at most this many steps (first and last halves)
+                    max_shown_steps:int|None=200, # show at most this many steps (first and last halves)
                     max_chars:int|None=1500,  # clip long thoughts/observations
                    )->str:
     "Self-contained HTML card for a trajectory"
@@ -90,8 +90,8 @@ def trajectory_html(traj:Trajectory,          # the episode to render
     if o.reason: meta.append(f'<span class="kl-muted">{html.escape(o.reason)}</span>')
     if u.input or u.output: meta.append(f"{u.input + u.output} tokens" + (f", ${u.cost:.4f}" if u.cost else ''))
     steps = traj.steps
-    if max_steps is not None and len(steps) > max_steps:
-        h = max_steps // 2
+    if max_shown_steps is not None and len(steps) > max_shown_steps:
+        h = max_shown_steps // 2
         skipped = f'<tr><td colspan="5" class="kl-muted">… {len(steps) - 2 * h} steps not shown …</td></tr>'
         rows = [step_html(s, max_chars) for s in steps[:h]] + [skipped] + [step_html(s, max_chars) for s in steps[-h:]]
     else: rows = [step_html(s, max_chars) for s in steps]
@@ -101,10 +101,10 @@ def trajectory_html(traj:Trajectory,          # the episode to render
 
 # %% ../nbs/81_viewer.ipynb #31b7fe75
 class TrajectoryView:
-    "Render a trajectory as an HTML card (`max_steps`, `max_chars` as in `trajectory_html`)"
-    def __init__(self, traj:Trajectory, max_steps:int|None=200, max_chars:int|None=1500):
-        self.traj, self.max_steps, self.max_chars = traj, max_steps, max_chars
-    def _repr_html_(self): return trajectory_html(self.traj, self.max_steps, self.max_chars)
+    "Render a trajectory as an HTML card (`max_shown_steps`, `max_chars` as in `trajectory_html`)"
+    def __init__(self, traj:Trajectory, max_shown_steps:int|None=200, max_chars:int|None=1500):
+        self.traj, self.max_shown_steps, self.max_chars = traj, max_shown_steps, max_chars
+    def _repr_html_(self): return trajectory_html(self.traj, self.max_shown_steps, self.max_chars)
     def __repr__(self): return repr(self.traj)
 
 @patch

@@ -20,7 +20,7 @@ from .core import InvalidActionError, KnowlyrError, TimeStep, parse_action
 from .plots import plot_step_rewards, plot_training_curves, reward_components
 from .registry import make
 from .trajectory import AgentInfo, Step, Trajectory, to_messages
-from .wrappers import MaxStepsWrapper, RecorderWrapper, RewardWrapper
+from .wrappers import RecorderWrapper, RewardWrapper
 
 # %% auto #0
 __all__ = ['AGENT_KINDS', 'CURVE_KEYS', 'parse_typed_action', 'EnvSession', 'load_agent', 'EnvStepper', 'TrainingCurves']
@@ -47,12 +47,12 @@ class EnvSession:
     def __init__(self, env,                  # an AgentEnv or a registered env id
                  agent=None,                 # optional agent(observation, history) -> action
                  reward_fn=None,             # optional step reward function (RewardWrapper protocol)
-                 max_steps:int|None=None,    # step budget per episode
+                 max_episode_steps:int|None=None, # step budget per episode (None: the env's own)
                 ):
         self.base = make(env) if isinstance(env, str) else env
-        inner = MaxStepsWrapper(self.base, max_steps) if max_steps else self.base
-        if reward_fn is not None: inner = RewardWrapper(inner, reward_fn)
-        self.agent, self.reward_fn, self.max_steps = agent, reward_fn, max_steps
+        if max_episode_steps is not None: self.base.max_episode_steps = max_episode_steps
+        inner = RewardWrapper(self.base, reward_fn) if reward_fn is not None else self.base
+        self.agent, self.reward_fn = agent, reward_fn
         self.env = RecorderWrapper(inner, **_agent_info(agent))
         self.timestep, self.last_action, self._episode = None, None, (None, None)
 
@@ -150,11 +150,11 @@ class EnvStepper(W.VBox):
     def __init__(self, env,                 # an AgentEnv or a registered env id
                  agent=None,                # optional agent; without one, type tool calls (or pick one in the panel)
                  reward_fn=None,            # optional step reward function with a rule/judge breakdown
-                 max_steps:int|None=None,   # step budget per episode
+                 max_episode_steps:int|None=None, # step budget per episode (None: the env's own)
                  tasks:list|None=None,      # task ids for the picker (default: the env's)
                  plot:bool=True,            # redraw the reward curve after each action
                 ):
-        self.session = EnvSession(env, agent, reward_fn, max_steps)
+        self.session = EnvSession(env, agent, reward_fn, max_episode_steps)
         ids = list(tasks) if tasks is not None else self.session.task_ids()
         self.task_picker = W.Dropdown(options=ids or ['(env default)'], description='task')
         self.seed = W.IntText(value=0, description='seed', layout=W.Layout(width='160px'))

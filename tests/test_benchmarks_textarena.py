@@ -15,11 +15,11 @@ def test_at_least_ten_textarena_games_registered():
 @pytest.mark.parametrize('game', GAMES)
 def test_seeded_random_baseline(game):
     env_id = f'knowlyr/textarena/{game}'
-    a = collect(env_id, RandomAgent, 6, seed=3, max_steps=60, progress=False)
-    b = collect(env_id, RandomAgent, 6, seed=3, max_steps=60, n_workers=3, progress=False)   # threads share the global `random`
+    a = collect(env_id, RandomAgent, 6, seed=3, max_episode_steps=60, progress=False)
+    b = collect(env_id, RandomAgent, 6, seed=3, max_episode_steps=60, n_workers=3, progress=False)   # threads share the global `random`
     assert [t.id for t in a] == [t.id for t in b]
     assert all(t.outcome.success is not None or t.outcome.truncated for t in a)
-    c = collect(env_id, RandomAgent, 6, seed=4, max_steps=60, progress=False)
+    c = collect(env_id, RandomAgent, 6, seed=4, max_episode_steps=60, progress=False)
     assert [t.id for t in c] != [t.id for t in a]
 
 @pytest.mark.parametrize('game', [g for g in GAMES if TEXTARENA_GAMES[g].oracle])

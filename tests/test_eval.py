@@ -78,7 +78,7 @@ def test_bootstrap_interval_covers_mean():
 @pytest.fixture(scope='module')
 def evals():
     e = evaluate_agent(ExpertAgent(), 'knowlyr/maze-medium', n_tasks=12)
-    r = evaluate_agent(RandomAgent(), 'knowlyr/maze-medium', n_tasks=12, max_steps=25)
+    r = evaluate_agent(RandomAgent(), 'knowlyr/maze-medium', n_tasks=12, max_episode_steps=25)
     return e, r
 
 def test_evaluate_and_compare(evals):

@@ -7,7 +7,7 @@ from knowlyr_lab.registry import make, list_envs, UnknownEnvError
 from knowlyr_lab.gym import as_gymnasium
 from knowlyr_lab.trajectory import (read_trajectories, write_trajectories, to_dataframe, from_dataframe,
                                     trajectory_schema, TrajectoryError)
-from knowlyr_lab.wrappers import RecorderWrapper, MaxStepsWrapper
+from knowlyr_lab.wrappers import RecorderWrapper
 
 def _seedable(env_id):
     env = make(env_id)
@@ -23,7 +23,7 @@ def test_check_env_every_registered_env(env_id):
     finally: genv.close()
 
 def _record(seed, difficulty='medium'):
-    env = RecorderWrapper(MaxStepsWrapper(make(f'knowlyr/maze-{difficulty}'), 60), agent_name='oracle', model='bfs')
+    env = RecorderWrapper(make(f'knowlyr/maze-{difficulty}', max_episode_steps=60), agent_name='oracle', model='bfs')
     ts = env.reset(seed=seed)
     while not ts.done: ts = env.step({**env.unwrapped.oracle_action(), 'thought': f'step at seed {seed}'})
     return env.get_trajectory()

@@ -12,19 +12,19 @@ def test_expert_solves_every_easy_maze():
     assert all(t.steps[-1].action.tool == 'submit' for t in tr)
 
 def test_noisy_expert_success_rate_is_reproducible():
-    a = collect('knowlyr/maze-medium', ExpertAgent(noise=0.2), 8, seed=3, max_steps=40, progress=False)
-    b = collect('knowlyr/maze-medium', ExpertAgent(noise=0.2), 8, seed=3, max_steps=40, n_workers=2, progress=False)
+    a = collect('knowlyr/maze-medium', ExpertAgent(noise=0.2), 8, seed=3, max_episode_steps=40, progress=False)
+    b = collect('knowlyr/maze-medium', ExpertAgent(noise=0.2), 8, seed=3, max_episode_steps=40, n_workers=2, progress=False)
     assert _ids(a) == _ids(b)
     assert 0 < sum(bool(t.outcome.success) for t in a) < 8   # random actions include early submits
 
 @pytest.mark.slow
 def test_same_seed_same_trajectories_threads_and_processes():
-    base = collect('knowlyr/maze-easy', RandomAgent, 8, seed=11, max_steps=10, progress=False)
-    thr = collect('knowlyr/maze-easy', RandomAgent, 8, seed=11, max_steps=10, n_workers=2, progress=False)
-    prc = collect('knowlyr/maze-easy', RandomAgent, 8, seed=11, max_steps=10, n_workers=2, backend='process', progress=False)
+    base = collect('knowlyr/maze-easy', RandomAgent, 8, seed=11, max_episode_steps=10, progress=False)
+    thr = collect('knowlyr/maze-easy', RandomAgent, 8, seed=11, max_episode_steps=10, n_workers=2, progress=False)
+    prc = collect('knowlyr/maze-easy', RandomAgent, 8, seed=11, max_episode_steps=10, n_workers=2, backend='process', progress=False)
     assert _ids(base) == _ids(thr) == _ids(prc)
     assert len(set(_ids(base))) == 8
-    other = collect('knowlyr/maze-easy', RandomAgent, 8, seed=12, max_steps=10, progress=False)
+    other = collect('knowlyr/maze-easy', RandomAgent, 8, seed=12, max_episode_steps=10, progress=False)
     assert _ids(other) != _ids(base)
 
 @pytest.mark.ray
@@ -33,8 +33,8 @@ def test_ray_backend_matches_threads():
     tmp = tempfile.mkdtemp(prefix='kr-')          # short path: Ray's socket paths must stay under 107 bytes
     os.environ['KNOWLYR_RAY_TMP'] = tmp
     try:
-        base = collect('knowlyr/maze-easy', RandomAgent, 6, seed=5, max_steps=10, progress=False)
-        ry = collect('knowlyr/maze-easy', RandomAgent, 6, seed=5, max_steps=10, n_workers=2, backend='ray', progress=False)
+        base = collect('knowlyr/maze-easy', RandomAgent, 6, seed=5, max_episode_steps=10, progress=False)
+        ry = collect('knowlyr/maze-easy', RandomAgent, 6, seed=5, max_episode_steps=10, n_workers=2, backend='ray', progress=False)
         assert _ids(ry) == _ids(base)
     finally:
         ray.shutdown(); os.environ.pop('KNOWLYR_RAY_TMP', None); shutil.rmtree(tmp, ignore_errors=True)

@@ -14,7 +14,7 @@ def data(tmp_path_factory):
     d = tmp_path_factory.mktemp('export')
     tasks = MazeEnv('easy').list_tasks()[:8]
     good = collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, seed=0, progress=False)
-    bad = collect('knowlyr/maze-easy', RandomAgent, tasks=tasks * 2, seed=1, max_steps=5, progress=False)
+    bad = collect('knowlyr/maze-easy', RandomAgent, tasks=tasks * 2, seed=1, max_episode_steps=5, progress=False)
     write_trajectories(good + bad, d / 'trajs.jsonl')
     ex = DatasetExporter(d / 'trajs.jsonl', test_fraction=0.25)
     return d, {f: ex.export(f, d / f) for f in FORMATS}
@@ -148,7 +148,7 @@ def mixed():
     fn = make_reward_fn('generic')
     good = collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, seed=0, reward_fn=fn, progress=False)
     walk = collect('knowlyr/maze-easy', WalkThenSubmit, tasks=tasks * 2, seed=1, reward_fn=fn, progress=False)
-    rand = collect('knowlyr/maze-easy', RandomAgent(tools=['move', 'look']), tasks=tasks, seed=2, max_steps=20, reward_fn=fn, progress=False)
+    rand = collect('knowlyr/maze-easy', RandomAgent(tools=['move', 'look']), tasks=tasks, seed=2, max_episode_steps=20, reward_fn=fn, progress=False)
     assert all(t.outcome.success for t in good) and all(t.outcome.success is False for t in walk) and not any(t.outcome.success for t in rand)
     trajs = [t.model_copy(update={'reward': sum(s.reward for s in t.steps)}) for t in good + walk + rand]
     assert max(t.reward for t in trajs[len(good):]) > max(t.reward for t in trajs[:len(good)])   # summed rewards favour the long failures

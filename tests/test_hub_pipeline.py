@@ -4,7 +4,7 @@ from pathlib import Path
 from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
 from knowlyr_lab.trajectory import read_trajectories
 
-CFG = dict(env_id='knowlyr/maze-easy', max_tasks=3, samples_per_task=2, agent='expert:0.3', max_steps=12,
+CFG = dict(env_id='knowlyr/maze-easy', max_tasks=3, samples_per_task=2, agent='expert:0.3', max_episode_steps=12,
            export_formats=['sft', 'dpo', 'sft-agent'], test_fraction=0.3)
 
 SCRIPT = r'''

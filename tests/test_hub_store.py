@@ -29,7 +29,7 @@ def src(tmp_path_factory):
     d = tmp_path_factory.mktemp('store-src')
     tasks = MazeEnv('easy').list_tasks()[:10]
     trajs = collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, seed=0, progress=False) + \
-            collect('knowlyr/maze-easy', RandomAgent, tasks=tasks * 2, seed=1, max_steps=8, progress=False)
+            collect('knowlyr/maze-easy', RandomAgent, tasks=tasks * 2, seed=1, max_episode_steps=8, progress=False)
     write_trajectories(trajs, d / 'trajs.jsonl')
     return d / 'trajs.jsonl', len({t.id for t in trajs})
 

@@ -30,7 +30,7 @@ def root(tmp_path_factory):
     "The server root: trajectories and a log inside it"
     d = tmp_path_factory.mktemp('mcp')
     tasks = [{'id': f"maze-easy-4x4-s{i}"} for i in range(3)]
-    t = collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, progress=False) + collect('knowlyr/maze-easy', RandomAgent, tasks=tasks, max_steps=5, progress=False)
+    t = collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, progress=False) + collect('knowlyr/maze-easy', RandomAgent, tasks=tasks, max_episode_steps=5, progress=False)
     write_trajectories(t, d / 'trajs.jsonl')
     if LOG.exists(): shutil.copy(LOG, d / 'log.jsonl')
     return d

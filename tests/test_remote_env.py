@@ -38,11 +38,11 @@ def test_registered_remote_id_with_make_and_random_agent(request, protocol):
     register(f'test/remote-maze-{protocol}', CLIENTS[protocol], base_url=url, name='maze', overwrite=True)
     env = make(f'test/remote-maze-{protocol}')
     assert env.available_tools == (['look', 'move', 'submit'] if protocol == 'openenv' else ['act'])
-    rnd = collect(f'test/remote-maze-{protocol}', RandomAgent, 4, seed=2, max_steps=5, progress=False)
-    again = collect(f'test/remote-maze-{protocol}', RandomAgent, 4, seed=2, max_steps=5, progress=False)
+    rnd = collect(f'test/remote-maze-{protocol}', RandomAgent, 4, seed=2, max_episode_steps=5, progress=False)
+    again = collect(f'test/remote-maze-{protocol}', RandomAgent, 4, seed=2, max_episode_steps=5, progress=False)
     assert [texts(t) for t in rnd] == [texts(t) for t in again] and all(1 <= len(t.steps) <= 5 for t in rnd)
     if protocol == 'openenv':                       # the same tools as the local env: the same random episodes
-        assert [texts(t) for t in rnd] == [texts(t) for t in collect('knowlyr/maze-easy', RandomAgent, 4, seed=2, max_steps=5, progress=False)]
+        assert [texts(t) for t in rnd] == [texts(t) for t in collect('knowlyr/maze-easy', RandomAgent, 4, seed=2, max_episode_steps=5, progress=False)]
     env.close()
 
 @pytest.mark.slow

@@ -62,7 +62,7 @@ def test_score_without_output_writes_jsonl_to_stdout(tmp_path):
 def _calibration_inputs(tmp_path):
     from knowlyr_lab.agents import RandomAgent
     from knowlyr_lab.reward.calibration import Annotation, append_annotation
-    trajs = collect('knowlyr/maze-easy', ExpertAgent, 3, progress=False) + collect('knowlyr/maze-easy', RandomAgent, 3, max_steps=6, progress=False)
+    trajs = collect('knowlyr/maze-easy', ExpertAgent, 3, progress=False) + collect('knowlyr/maze-easy', RandomAgent, 3, max_episode_steps=6, progress=False)
     write_trajectories(trajs, tmp_path / 't.jsonl')
     for t in trajs:
         for s in t.steps: append_annotation(tmp_path / 'ann.jsonl', Annotation(trajectory_id=t.id, step=s.index, score=0.9 if t.agent.name == 'expert' else 0.2))

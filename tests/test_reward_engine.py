@@ -17,7 +17,7 @@ def _check(trajs):
 def test_collect_threads_share_one_reward_fn():
     list_envs()   # registry discovery is not thread-safe yet (registry.discover_envs sets its flag before importing)
     fn = make_reward_fn('generic')
-    trajs = collect('knowlyr/maze-easy', RandomAgent, 6, reward_fn=fn, n_workers=3, backend='thread', max_steps=25, progress=False)
+    trajs = collect('knowlyr/maze-easy', RandomAgent, 6, reward_fn=fn, n_workers=3, backend='thread', max_episode_steps=25, progress=False)
     _check(trajs)
     assert len({t.task.id for t in trajs}) > 1
 

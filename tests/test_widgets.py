@@ -42,7 +42,7 @@ def test_human_typed_episode_and_errors():
     assert 'EnvDoneError' in w.status.value or w.step_button.disabled
 
 def test_random_agent_stepped_to_budget():
-    w = EnvStepper('knowlyr/maze-hard', RandomAgent(), max_steps=6, plot=False)
+    w = EnvStepper('knowlyr/maze-hard', RandomAgent(), max_episode_steps=6, plot=False)
     w.reset_button.click(); w.run_button.click()
     assert w.session.done and len(w.session.trajectory) <= 6
 

@@ -260,13 +260,13 @@ def run_offline_tool(task:ConversationTask, state:dict, tool:str, params:dict)->
 class ConversationEnv(AgentEnv):
     "Multi-turn task with a simulated user, offline tools over task data, and a checker"
     default_domain = 'conversation'
+    max_episode_steps = 20                          # default step budget (`make(..., max_episode_steps=n)` overrides it)
     def __init__(self, domain:str|None=None,       # 'conversation' | 'engineering' | 'advisory' | 'discussion' (or a custom profile)
                  tasks=None,                        # list of `ConversationTask`/dicts, or a YAML file (default: the bundled domain suite)
                  user=None,                         # a user simulator (default `ScriptedUser()`)
-                 max_steps:int=20,                  # truncate after this many steps
                 ):
         domain = domain or self.default_domain
-        self.domain, self.max_steps = domain, max_steps
+        self.domain = domain
         self.profile = get_domain(domain)
         self.user = user or ScriptedUser()
         if tasks is None: tasks = load_conversation_tasks(domain)
@@ -319,8 +319,6 @@ class ConversationEnv(AgentEnv):
         else:
             out, err = run_offline_tool(self.task, self.state, tool, params)
             ts = TimeStep(out, info={'is_error': err})
-        if self.n_steps >= self.max_steps:
-            ts.truncated = True; ts.info.update(success=False, score=0.0, reason='max_steps')
         return ts
 
     def oracle_action(self)->dict:

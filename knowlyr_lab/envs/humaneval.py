@@ -69,15 +69,15 @@ def _instruction(p:dict)->str:
 
 class HumanEvalEnv(SandboxEnv):
     "Complete a HumanEval function in a sandboxed `solution.py`; `submit` runs the hidden test with `HiddenTestVerifier`"
+    max_episode_steps = 20                           # default step budget (`make(..., max_episode_steps=n)` overrides it)
     def __init__(self, backend:str='local',          # sandbox backend: 'local' (bubblewrap) or 'docker'
                  image:str|None=None,                # container image (docker backend)
                  limits=None,                        # `SandboxLimits` (or dict) of the agent's and the verifier's sandboxes
-                 max_steps:int=20,                   # truncate after this many steps
                  test_timeout:float=10.0,            # wall-clock seconds for the hidden test
                  task_ids:list|None=None,            # a subset of problems (default: all 164)
                  sandbox_kwargs:dict|None=None,      # more `create_sandbox` options
                 ):
-        super().__init__(None, None, backend, image, limits, max_steps, sandbox_kwargs)
+        super().__init__(None, None, backend, image, limits, sandbox_kwargs)
         self.test_timeout, self.task_ids = test_timeout, task_ids
 
     @property

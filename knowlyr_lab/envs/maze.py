@@ -63,11 +63,10 @@ _TASK_RE = re.compile(r"maze-(easy|medium|hard)-(\d+)x\2-s(\d+)$")
 class MazeEnv(AgentEnv):
     "Navigate a seeded grid maze with tool calls; success = `submit` on the goal"
     domain = 'generic'
-    def __init__(self, difficulty:str='easy', size:int|None=None, n_tasks:int=100, max_steps:int|None=None):
+    def __init__(self, difficulty:str='easy', size:int|None=None, n_tasks:int=100):
         if difficulty not in WALL_KEEP: raise ValueError(f"difficulty must be one of {list(WALL_KEEP)}, not {difficulty!r}")
         self.difficulty, self.size, self.n_tasks = difficulty, size or DEFAULT_SIZE[difficulty], n_tasks
-        self.max_steps = max_steps or 4 * self.size * self.size
-        self.max_episode_steps = self.max_steps   # invalid actions count too
+        self.max_episode_steps = 4 * self.size * self.size   # default step budget (`make(..., max_episode_steps=n)` overrides it)
 
     @property
     def tool_schemas(self):
@@ -91,7 +90,7 @@ class MazeEnv(AgentEnv):
         self.passages = carve_maze(self.size, self.seed, WALL_KEEP[self.difficulty])
         self.start, self.goal = place_start_goal(self.size, self.passages, self.seed)
         self.pos = self.start
-        self.n_steps, self.task = 0, self._task_dict(self.seed)
+        self.task = self._task_dict(self.seed)
         self.task['optimal_steps'] = bfs(self.size, self.passages, self.start)[0][self.goal] + 1
         return TimeStep(self.task['instruction'] + ' ' + self._describe(), info={'task': dict(self.task)})
 
@@ -119,7 +118,6 @@ class MazeEnv(AgentEnv):
         return '\n'.join(''.join(row) for row in g)
 
     def _step(self, tool, params):
-        self.n_steps += 1
         info = {}
         if tool == 'submit':
             ok = self.pos == self.goal
@@ -133,9 +131,7 @@ class MazeEnv(AgentEnv):
                 obs = f"You moved {d}. " + self._describe()
             else:
                 obs, info = f"You bump into a wall going {d}. " + self._describe(), {'is_error': True}
-        truncated = self.n_steps >= self.max_steps
-        if truncated: info.update(success=False, reason='max_steps')
-        return TimeStep(obs, 0.0, truncated=truncated, info=info)
+        return TimeStep(obs, 0.0, info=info)
 
     def oracle_action(self)->dict:
         "The expert's next action: a shortest-path move, or submit on the goal"

@@ -44,12 +44,12 @@ class OpenEnvClient(AgentEnv):
                  n_tasks:int=100,                    # tasks `list_tasks` lists (seeds 0..n_tasks-1)
                  render=None,                        # observation dict -> text (default `_render`)
                  name:str='openenv',                 # task ids are '<name>-s<seed>'
-                 max_steps:int|None=None):           # truncate after this many steps
+                ):
         self.base_url = re.sub(r'^ws', 'http', base_url.rstrip('/'))
         self.ws_url = re.sub(r'^http', 'ws', self.base_url) + '/ws'
         self.tool_name, self.step_timeout, self.connect_timeout = tool_name, step_timeout, connect_timeout
         self.success_reward, self.n_tasks, self.render, self.name = success_reward, n_tasks, render or _render, name
-        self.max_episode_steps, self._ws, self._schema, self._info = max_steps, None, None, {}
+        self._ws, self._schema, self._info = None, None, {}
 
     def __getstate__(self): return {**self.__dict__, '_ws': None}
 
@@ -144,10 +144,10 @@ class AgentGymClient(AgentEnv):
                  success_reward:float|None=1.0,      # final reward that counts as solved (servers without a verdict)
                  n_tasks:int=100,                    # tasks `list_tasks` lists (indices 0..n_tasks-1)
                  name:str='agentgym',                # task ids are '<name>-s<index>'
-                 max_steps:int|None=None):           # truncate after this many steps
+                ):
         self.base_url, self.task_field, self.reset_extra = base_url.rstrip('/'), task_field, dict(reset_extra or {})
         self.step_timeout, self.success_reward, self.n_tasks, self.name = step_timeout, success_reward, n_tasks, name
-        self.max_episode_steps, self._id, self._http, self._info, self.available_actions = max_steps, None, None, {}, None
+        self._id, self._http, self._info, self.available_actions = None, None, {}, None
 
     def __getstate__(self): return {**self.__dict__, '_http': None, '_id': None}
     @property

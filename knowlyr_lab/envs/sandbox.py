@@ -23,16 +23,16 @@ _TERMINAL = {'submit': 'Submit your fix; the hidden tests run and the episode en
 class SandboxEnv(AgentEnv):
     "Fix a bug in a sandboxed repository with tool calls; `submit` runs the hidden tests"
     domain = 'coding'
+    max_episode_steps = 30                         # default step budget (`make(..., max_episode_steps=n)` overrides it)
     def __init__(self, tasks=None,                 # folder of coding tasks, or a list of `CodingTask` (default: the bundled suite)
                  task=None,                        # default task (id or `CodingTask`) for `reset()` without task or seed
                  backend:str='local',              # sandbox backend: 'local' (bubblewrap) or 'docker'
                  image:str|None=None,              # container image (docker backend)
                  limits=None,                      # `SandboxLimits` (or dict) for the sandbox
-                 max_steps:int=30,                 # truncate after this many steps
                  sandbox_kwargs:dict|None=None,    # more `create_sandbox` options
                 ):
         self._tasks_src, self.default_task = tasks, task
-        self.backend, self.image, self.limits, self.max_steps = backend, image, limits, max_steps
+        self.backend, self.image, self.limits = backend, image, limits
         self.sandbox_kwargs = dict(sandbox_kwargs or {})
         self.sandbox, self.task, self._tasks, self._tmp = None, None, None, None
 
@@ -82,7 +82,7 @@ def _start_episode(self:SandboxEnv, task=None, seed=None)->TimeStep:
     t = self._resolve_task(task, seed)
     self._close_sandbox()
     self.sandbox = create_sandbox(self.backend, image=self.image, workspace=self._template(t), limits=self.limits, **self.sandbox_kwargs)
-    self.task, self.n_steps, self._read = t, 0, set()
+    self.task, self._read = t, set()
     listing = '\n'.join(sorted(t.files))
     obs = (f"{t.instruction}\n\nThe repository is in the current directory:\n{listing}\n\n"
            "Fix the bug, then call `submit`. Hidden tests run after you submit; your reward is the fraction that pass.")
@@ -108,7 +108,6 @@ def _run_hidden_tests(self:SandboxEnv)->dict:
 
 @patch
 def _take_step(self:SandboxEnv, tool, params)->TimeStep:
-    self.n_steps += 1
     if tool in _TERMINAL:
         rep = self._run_hidden_tests()
         score = rep['tests_passed'] / rep['tests_total'] if rep['tests_total'] else 0.0
@@ -122,9 +121,7 @@ def _take_step(self:SandboxEnv, tool, params)->TimeStep:
         except Exception: pass                 # a bad path: the tool call below reports it
     res = self.sandbox.execute_tool(tool, params)
     info = {'is_error': bool(res.is_error), 'exit_code': res.exit_code, 'truncated_output': bool(res.truncated)}
-    truncated = self.n_steps >= self.max_steps
-    if truncated: info.update(success=False, score=0.0, reason='max_steps')
-    return TimeStep(res.output, 0.0, truncated=truncated, info=info)
+    return TimeStep(res.output, 0.0, info=info)
 
 # %% ../../nbs/16_envs_sandbox.ipynb #0065ce52
 @patch

@@ -144,12 +144,12 @@ _RANDOM_LOCK = threading.RLock()   # textarena games use the global `random`; ev
 class TextArenaEnv(AgentEnv):
     "A single-player textarena game played with typed tool calls; success = the game was won (reward 1)"
     domain = 'generic'
+    max_episode_steps = 200                      # default step budget (the games have turn limits of their own)
     def __init__(self, game:str,                 # a name in `TEXTARENA_GAMES`
                  n_tasks:int=100,                # tasks `list_tasks` lists (seeds 0..n_tasks-1)
-                 max_steps:int|None=200,         # truncate after this many steps (the games have turn limits of their own)
                 ):
         if game not in TEXTARENA_GAMES: raise ValueError(f"unknown textarena game {game!r}; available: {', '.join(TEXTARENA_GAMES)}")
-        self.spec, self.n_tasks, self.max_episode_steps = TEXTARENA_GAMES[game], n_tasks, max_steps
+        self.spec, self.n_tasks = TEXTARENA_GAMES[game], n_tasks
         self.game, self._rng, self.seed = None, None, None
 
     @property

@@ -63,7 +63,6 @@ class WordleEnv(AgentEnv):
                  vocab_size:int|None=None,           # words the secret is drawn from (None: the level's default)
                  show_vocabulary:bool|None=None,     # list the candidate words in the first observation (default: when <= 60)
                  n_tasks:int=100,                    # tasks `list_tasks` lists (seeds 0..n_tasks-1)
-                 max_steps:int|None=None,            # truncate after this many steps, counting invalid guesses (default 3 x max_guesses)
                 ):
         if difficulty not in WORDLE_LEVELS: raise ValueError(f"difficulty must be one of {list(WORDLE_LEVELS)}, not {difficulty!r}")
         lv = WORDLE_LEVELS[difficulty]
@@ -73,7 +72,7 @@ class WordleEnv(AgentEnv):
         self.vocab = vocabulary(self.word_length, vocab_size if vocab_size is not None else lv['vocab_size'])
         self.allowed = frozenset(dictionary(self.word_length))
         self.show_vocabulary = len(self.vocab) <= 60 if show_vocabulary is None else show_vocabulary
-        self.max_steps = max_steps or 3 * self.max_guesses
+        self.max_episode_steps = 3 * self.max_guesses   # default step budget, invalid guesses included (`make` can override it)
 
     @property
     def tool_schemas(self):
@@ -108,12 +107,11 @@ def _w_reset(self:WordleEnv, task=None, seed=None):
         self.vocab, self.allowed = vocabulary(n, None if v == 'all' else int(v)), frozenset(dictionary(n))
     self.seed = 0 if seed is None else int(seed)
     self.secret = random.Random(f'wordle-secret-{self.seed}').choice(self.vocab)
-    self.history, self.n_steps = [], 0
+    self.history = []
     self.task = self._task_dict(self.seed)
     return TimeStep(self.task['instruction'], info={'task': dict(self.task)})
 
 def _w_step(self:WordleEnv, tool, params):
-    self.n_steps += 1
     w = params['word'].strip().lower()
     if len(w) != self.word_length or w not in self.allowed:
         why = f"must have {self.word_length} letters" if len(w) != self.word_length else "is not in the game's dictionary"
@@ -130,8 +128,6 @@ def _w_step(self:WordleEnv, tool, params):
             return TimeStep(f"{board}\nOut of guesses. The word was {self.secret!r}.", 0.0, terminated=True,
                             info={'success': False, 'score': 0.0, 'reason': 'out_of_guesses', 'guesses': len(self.history)})
         ts = TimeStep(f"{board}\n{left} guesses left.")
-    if self.n_steps >= self.max_steps:
-        ts.truncated = True; ts.info.update(success=False, score=0.0, reason='max_steps')
     return ts
 
 def _w_content(self:WordleEnv):

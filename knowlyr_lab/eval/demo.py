@@ -39,8 +39,8 @@ class DemoConfig:
     n_eval_tasks: int = 300            # held-out tasks, fingerprint-disjoint from training and from each other
     eval_seed_offset: int = 10_000_000 # held-out candidates are drawn from seeds here on
     n_random_tasks: int = 200          # training tasks the random agent also plays (PRM contrast, baseline)
-    random_max_steps: int = 4          # step budget of the random agent during collection
-    eval_max_steps: int = 4            # step budget of every agent at evaluation (optimum: 2)
+    random_max_episode_steps: int = 4  # step budget of the random agent during collection
+    eval_max_episode_steps: int = 4    # step budget of every agent at evaluation (optimum: 2)
     vocab_size: int = 512              # tiny tokenizer
     hidden_size: int = 128             # tiny model width
     num_layers: int = 2                # tiny model depth
@@ -80,7 +80,7 @@ def collect_demonstrations(cfg:DemoConfig, train:list[dict], out:Path, progress:
     "Expert trajectories on every training task and random ones on the first `n_random_tasks`, step-scored; written to `out`"
     ids = [t['id'] for t in train]
     expert = collect(cfg.env_id, ExpertAgent(), tasks=ids, seed=cfg.seed, reward_fn=make_reward_fn('generic'), progress=progress)
-    rand = collect(cfg.env_id, RandomAgent(), tasks=ids[:cfg.n_random_tasks], seed=cfg.seed, max_steps=cfg.random_max_steps,
+    rand = collect(cfg.env_id, RandomAgent(), tasks=ids[:cfg.n_random_tasks], seed=cfg.seed, max_episode_steps=cfg.random_max_episode_steps,
                    reward_fn=make_reward_fn('generic'), progress=progress)
     out.mkdir(parents=True, exist_ok=True)
     write_trajectories(expert + rand, out / 'trajectories.jsonl')
@@ -108,7 +108,7 @@ def learning_curve(cfg:DemoConfig, models:dict, train:list, eval_tasks:list, pro
     "Held-out success of the untrained model and of every checkpoint, against the demonstrations it has seen"
     rows = []
     for step, path in [(0, models['untrained']), *models['curve'].items()]:
-        r = evaluate_agent(_policy(path, f'step {step}', cfg), cfg.env_id, tasks=eval_tasks, max_steps=cfg.eval_max_steps,
+        r = evaluate_agent(_policy(path, f'step {step}', cfg), cfg.env_id, tasks=eval_tasks, max_episode_steps=cfg.eval_max_episode_steps,
                            seeds=[cfg.seed], train_tasks=train, strict=True, progress=progress, batch_size=len(eval_tasks))
         s = r.summary()
         rows.append({'step': step, 'demonstrations': min(step * cfg.batch_size, len(train)), 'success': s['success_rate'],
@@ -117,7 +117,7 @@ def learning_curve(cfg:DemoConfig, models:dict, train:list, eval_tasks:list, pro
 
 def evaluate_policies(cfg:DemoConfig, models:dict, train:list, eval_tasks:list, progress:bool=False)->dict:
     "Held-out evaluation of the SFT and untrained models, a random agent and the expert (strict held-out check)"
-    kw = dict(tasks=eval_tasks, max_steps=cfg.eval_max_steps, seeds=[cfg.seed], train_tasks=train, strict=True, progress=progress)
+    kw = dict(tasks=eval_tasks, max_episode_steps=cfg.eval_max_episode_steps, seeds=[cfg.seed], train_tasks=train, strict=True, progress=progress)
     res = {name: evaluate_agent(_policy(models[name], name, cfg), cfg.env_id, batch_size=len(eval_tasks), **kw) for name in ('sft', 'untrained')}
     res['random'] = evaluate_agent(RandomAgent(), cfg.env_id, **kw)
     res['expert'] = evaluate_agent(ExpertAgent(), cfg.env_id, **kw)

@@ -31,7 +31,7 @@ def _parser()->argparse.ArgumentParser:
     c.add_argument('--base-url', default=None, help=pd['agent_base_url'])
     c.add_argument('-n', '--episodes', type=int, default=None, help=cd['n_episodes'])
     c.add_argument('--max-tasks', type=int, default=None, help=pd['max_tasks'])
-    c.add_argument('--max-steps', type=int, default=None, help="step budget per episode (default: the env's own)")
+    c.add_argument('--max-episode-steps', type=int, default=None, help=cd['max_episode_steps'])
     c.add_argument('--seed', type=int, default=0, help=cd['seed'])
     c.add_argument('--workers', type=int, default=1, help='parallel workers')
     c.add_argument('--backend', choices=['thread', 'process', 'ray'], default='thread', help='where workers run')
@@ -56,7 +56,7 @@ def _parser()->argparse.ArgumentParser:
     r.add_argument('--base-url', default=None, help=pd['agent_base_url'])
     r.add_argument('--max-tasks', type=int, default=None, help=pd['max_tasks'])
     r.add_argument('--samples', type=int, default=1, help=pd['samples_per_task'])
-    r.add_argument('--max-steps', type=int, default=30, help=pd['max_steps'])
+    r.add_argument('--max-episode-steps', type=int, default=None, help=pd['max_episode_steps'])
     r.add_argument('--seed', type=int, default=0, help=pd['seed'])
     r.add_argument('--format', dest='formats', action='append', choices=FORMATS, default=None, help=pd['export_formats'] + ' (repeat the flag; default: sft and dpo)')
     r.add_argument('--test-fraction', type=float, default=0.0, help=pd['test_fraction'])
@@ -76,7 +76,7 @@ def _collect(a)->dict:
         try: tasks = env.list_tasks()[:a.max_tasks]
         finally: env.close()
     agent = agent_from_spec(a.agent, base_url=a.base_url)
-    trajs = collect(a.env, agent, a.episodes, tasks=tasks, max_steps=a.max_steps, seed=a.seed, n_workers=a.workers, backend=a.backend,
+    trajs = collect(a.env, agent, a.episodes, tasks=tasks, max_episode_steps=a.max_episode_steps, seed=a.seed, n_workers=a.workers, backend=a.backend,
                     progress=sys.stderr.isatty())
     errors = [t.metadata['error'] for t in trajs if 'error' in t.metadata]
     require_usable(len(trajs) - len(errors), len(errors), 'episodes', where=errors and f"the first error: {errors[0]['type']}: {errors[0]['message']}")
@@ -93,7 +93,7 @@ def _export(a)->dict:
 
 def _run(a)->dict:
     cfg = PipelineConfig(output_dir=a.out, env_id=a.env, agent=a.agent, agent_base_url=a.base_url, max_tasks=a.max_tasks,
-                         samples_per_task=a.samples, max_steps=a.max_steps, seed=a.seed, reward=not a.no_reward,
+                         samples_per_task=a.samples, max_episode_steps=a.max_episode_steps, seed=a.seed, reward=not a.no_reward,
                          log_format=a.log_format, export_formats=a.formats or ['sft', 'dpo'], test_fraction=a.test_fraction,
                          min_margin=a.min_margin)
     p = Pipeline(cfg)

@@ -14,7 +14,7 @@ from ..core import AgentEnv, KnowlyrError
 from ..agents import AgentError
 from ..registry import make
 from ..trajectory import Trajectory, Task, AgentInfo, Outcome, Source, to_messages, trajectory_score
-from ..wrappers import RecorderWrapper, RewardWrapper, MaxStepsWrapper, TimeoutWrapper
+from ..wrappers import RecorderWrapper, RewardWrapper, TimeoutWrapper
 
 # %% auto #0
 __all__ = ['episode_seed', 'acts_in_batches', 'run_episodes', 'run_episode', 'iter_collect', 'collect']
@@ -25,9 +25,9 @@ def episode_seed(seed:int, index:int)->int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], 'big') & 0x7FFFFFFF
 
 # %% ../../nbs/41_hub_collect.ipynb #8545bb72
-def _wrap(env, max_steps=None, reward_fn=None, step_timeout=None, episode_timeout=None, agent_name='agent', model=None):
+def _wrap(env, max_episode_steps=None, reward_fn=None, step_timeout=None, episode_timeout=None, agent_name='agent', model=None):
+    if max_episode_steps is not None: env.max_episode_steps = max_episode_steps   # the env's own budget (through any wrappers)
     if step_timeout or episode_timeout: env = TimeoutWrapper(env, step_timeout, episode_timeout)
-    if max_steps: env = MaxStepsWrapper(env, max_steps)
     if reward_fn is not None: env = RewardWrapper(env, reward_fn)
     return RecorderWrapper(env, agent_name=agent_name, model=model)
 
@@ -80,7 +80,7 @@ class _Episode:
 def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reusable afterwards)
                  agent,                   # a batch agent (`act_batch`) for all, or a list with one agent per episode
                  jobs:list[tuple],        # (episode index or None, task or None, seed) per episode
-                 max_steps:int|None=None, # step budget per episode (MaxStepsWrapper)
+                 max_episode_steps:int|None=None, # step budget set on every env (None: the env's own)
                  reward_fn:Callable|None=None, # step reward function (RewardWrapper)
                  step_timeout:float|None=None, episode_timeout:float|None=None,
                 )->list[Trajectory]:      # one trajectory per job, in order
@@ -89,7 +89,7 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
     if batched and not acts_in_batches(agent): raise TypeError(f"{agent!r} has no act_batch(): pass one agent per episode")
     agents = [agent] * len(jobs) if batched else list(agent)
     if not len(envs) == len(agents) == len(jobs): raise ValueError(f"need one env and one agent per job: {len(envs)} envs, {len(agents)} agents, {len(jobs)} jobs")
-    eps = [_Episode(_wrap(e, max_steps, reward_fn, step_timeout, episode_timeout, *_agent_info(a)), a, j) for e, a, j in zip(envs, agents, jobs)]
+    eps = [_Episode(_wrap(e, max_episode_steps, reward_fn, step_timeout, episode_timeout, *_agent_info(a)), a, j) for e, a, j in zip(envs, agents, jobs)]
     for ep in eps: ep.start()
     while live := [ep for ep in eps if ep.live]:
         if batched:
@@ -115,7 +115,7 @@ def run_episode(env:AgentEnv,            # a fresh or reusable env (reset here)
                 task:dict|str|None=None, # task to reset to (None: the env's choice from the seed)
                 seed:int|None=None,      # episode seed (env reset and agent.seed)
                 episode:int|None=None,   # episode index, kept in metadata
-                **kw,                    # max_steps, reward_fn, step_timeout, episode_timeout (`run_episodes`)
+                **kw,                    # max_episode_steps, reward_fn, step_timeout, episode_timeout (`run_episodes`)
                )->Trajectory:
     "Run one episode and return its trajectory (a failed one, with the error, if anything raises)"
     return run_episodes([env], [agent], [(episode, task, seed)], **kw)[0]
@@ -208,7 +208,8 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
                  agent,                     # an agent, or an agent factory (class / zero-argument function)
                  n_episodes:int|None=None,  # number of episodes (default: one per task)
                  *, tasks:Iterable|None=None, # tasks (dicts or ids), cycled over episodes
-                 max_steps:int|None=None, reward_fn:Callable|None=None,
+                 max_episode_steps:int|None=None, # step budget of every episode (None: the env's own)
+                 reward_fn:Callable|None=None,
                  step_timeout:float|None=None, episode_timeout:float|None=None,
                  seed:int=0,                # run seed; episode i uses episode_seed(seed, i)
                  n_workers:int=1,
@@ -221,7 +222,7 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
     "Run episodes and yield their trajectories as they finish"
     if backend not in ('thread', 'process', 'ray'): raise ValueError(f"backend must be 'thread', 'process' or 'ray', not {backend!r}")
     jobs = _jobs(n_episodes, tasks, seed)
-    kw = dict(max_steps=max_steps, reward_fn=reward_fn, step_timeout=step_timeout, episode_timeout=episode_timeout)
+    kw = dict(max_episode_steps=max_episode_steps, reward_fn=reward_fn, step_timeout=step_timeout, episode_timeout=episode_timeout)
     spec = (env, agent, env_kwargs, kw)
     size = batch_size or (32 if acts_in_batches(agent) else 1)
     if n_workers > 1: size = min(size, max(1, -(-len(jobs) // n_workers)))      # every worker gets work

@@ -35,7 +35,7 @@ class PipelineConfig:
     tasks: list|None = None                      # task ids to run (default: the env's `list_tasks()`)
     max_tasks: int|None = None                   # use only the first N tasks
     samples_per_task: int = 1                    # rollouts per task (> 1 for DPO/GRPO groups)
-    max_steps: int|None = 30                     # step budget per episode (None: the env's own)
+    max_episode_steps: int|None = None           # step budget per episode (None: the env's own)
     seed: int = 0                                # run seed; unit i's episode seed is `episode_seed(seed, i)`
     reward: bool = True                          # score trajectories with the reward engine (rules layer)
     reward_domain: str|None = None               # domain profile for the engine (default: each task's domain)
@@ -50,7 +50,7 @@ class PipelineConfig:
         from knowlyr_lab.hub.export import FORMATS
         bad = []
         if not self.output_dir: bad.append("output_dir must not be empty")
-        for k in ('max_tasks', 'max_steps'):
+        for k in ('max_tasks', 'max_episode_steps'):
             v = getattr(self, k)
             if v is not None and v < 1: bad.append(f"{k} must be >= 1 or None, got {v}")
         if self.samples_per_task < 1: bad.append(f"samples_per_task must be >= 1, got {self.samples_per_task}")
@@ -219,7 +219,7 @@ def _run(self:Pipeline, agent, progress):
         for i, (key, tid) in enumerate(it):
             rp = self.work / 'rollout' / f"{key}.json"
             if not rp.exists():
-                t = run_episode(env, ag, tid, episode_seed(c.seed, i), max_steps=c.max_steps, episode=i)
+                t = run_episode(env, ag, tid, episode_seed(c.seed, i), max_episode_steps=c.max_episode_steps, episode=i)
                 self._commit_json(rp, t.model_dump(mode='json'), 'rollout', key)
             self._reward_unit(key, [Trajectory.model_validate_json(rp.read_text())])
     finally: env.close()

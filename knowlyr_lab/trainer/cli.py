@@ -53,7 +53,8 @@ def build_parser()->argparse.ArgumentParser:
     e = sub.add_parser('eval', help='play episodes with a trained model and report the success rate')
     e.add_argument('--model', required=True, help='model folder, LoRA adapter folder or checkpoint')
     e.add_argument('--env', default='knowlyr/arith-easy'); e.add_argument('--episodes', type=int, default=20)
-    e.add_argument('--seed-offset', type=int, default=10_000); e.add_argument('--max-steps', type=int, default=20)
+    e.add_argument('--seed-offset', type=int, default=10_000)
+    e.add_argument('--max-episode-steps', type=int, default=20, help='step budget per episode')
     e.add_argument('--system-prompt', default=None); e.add_argument('--max-new-tokens', type=int, default=64)
     e.add_argument('--output', help='write the trajectories here (.jsonl)')
     return ap
@@ -72,7 +73,7 @@ def _run(args)->int:
         agent = AgentInference.from_pretrained(args.model).create_agent(args.system_prompt, args.max_new_tokens)
         seeds = range(args.seed_offset, args.seed_offset + args.episodes)
         env = make(args.env); tasks = [env.task_id(s) for s in seeds] if hasattr(env, 'task_id') else None; env.close()
-        trajs = collect(args.env, agent, args.episodes, tasks=tasks, seed=args.seed_offset, max_steps=args.max_steps,
+        trajs = collect(args.env, agent, args.episodes, tasks=tasks, seed=args.seed_offset, max_episode_steps=args.max_episode_steps,
                         batch_size=args.episodes, progress=False)   # one batched generate per turn
         if args.output:
             from knowlyr_lab.trajectory import write_trajectories

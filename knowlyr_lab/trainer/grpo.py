@@ -29,7 +29,7 @@ class GRPOConfig(TrainConfig):
     num_generations: int = 8               # G: episodes per task
     tasks_per_step: int = 4                # tasks (groups) per optimiser step
     max_steps: int = 20                    # optimiser steps: online runs this many; offline stops here unless num_epochs ends first (-1: epochs decide)
-    max_episode_steps: int = 20            # step budget of an episode
+    max_episode_steps: int = 20            # step budget of a rollout episode (set on each env, as `collect` does)
     max_completion_length: int = 64        # new tokens per assistant turn; also dr_grpo's constant normaliser L_max
     temperature: float = 1.0               # sampling temperature (log-probs use the same)
     epsilon: float = 0.2                   # lower clip range
@@ -194,7 +194,7 @@ def _rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
     agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools if self.tools is not None else [])
     jobs = [(None, None, s) for s in seeds for _ in range(G)]
     was = self.model.training; self.model.eval()
-    try: trajs = run_episodes([env() for _ in jobs], agent, jobs, max_steps=c.max_episode_steps)
+    try: trajs = run_episodes([env() for _ in jobs], agent, jobs, max_episode_steps=c.max_episode_steps)
     finally: self.model.train(was)
     return [trajs[k:k + G] for k in range(0, len(trajs), G)]
 GRPOTrainer.rollout = _rollout

@@ -73,7 +73,7 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
     def measure(model, name):
         agent = AgentInference(model, base.tokenizer, name).create_agent(card.get('system_prompt'), max_completion_length, 0.0,
                                                                           tools=card.get('tools'))
-        return evaluate_agent(agent, env_id, tasks=eval_tasks, max_steps=max_episode_steps, batch_size=len(eval_tasks),
+        return evaluate_agent(agent, env_id, tasks=eval_tasks, max_episode_steps=max_episode_steps, batch_size=len(eval_tasks),
                               train_tasks=grpo_tasks, strict=True)
     before = measure(base.model, 'warm start')
     cfg = GRPOConfig(output_dir=str(output_dir or tempfile.mkdtemp(prefix='grpo-')), env_id=env_id,

@@ -159,14 +159,15 @@ def _n_labels(s): return sum(l != -100 for l in s['labels'][1:])   # the first t
 # %% ../../nbs/63_trainer_sft.ipynb #dc2f989d
 def oracle_trajectories(env_id:str='knowlyr/maze-easy', # a registered env with `oracle_action()`
                         seeds=range(100),              # one episode per seed
-                        max_steps:int=100)->list[Trajectory]:
+                        max_episode_steps:int|None=100, # step budget per episode (None: the env's own)
+                       )->list[Trajectory]:
     "Expert trajectories of an env with an oracle, recorded with `RecorderWrapper`"
     from knowlyr_lab.registry import make
     from knowlyr_lab.wrappers import RecorderWrapper
-    env, out = RecorderWrapper(make(env_id), agent_name='oracle'), []
+    env, out = RecorderWrapper(make(env_id, max_episode_steps=max_episode_steps), agent_name='oracle'), []
     for s in seeds:
-        ts, n = env.reset(seed=s), 0
-        while not ts.done and n < max_steps: ts = env.step(env.unwrapped.oracle_action()); n += 1
+        ts = env.reset(seed=s)
+        while not ts.done: ts = env.step(env.unwrapped.oracle_action())
         out.append(env.get_trajectory())
     env.close()
     return out

@@ -1,0 +1,80 @@
+"One step budget (issue #14): `max_episode_steps`, set by the env class, its spec or `make`, enforced by `AgentEnv.step`."
+import inspect
+import pytest
+import knowlyr_lab, knowlyr_lab.wrappers
+from knowlyr_lab.eval.evaluate import evaluate_agent
+from knowlyr_lab.hub.collect import collect, run_episodes
+from knowlyr_lab.registry import make, list_envs, env_spec, register
+from knowlyr_lab.wrappers import RecorderWrapper, RewardWrapper
+
+def test_make_sets_the_budget_and_the_core_enforces_it():
+    env = RecorderWrapper(make('knowlyr/maze-easy', max_episode_steps=3))
+    env.reset(seed=0)
+    steps = [env.step('not a tool call'), env.step({'tool': 'look'}), env.step({'tool': 'look'})]   # an invalid action counts
+    assert [t.truncated for t in steps] == [False, False, True]
+    last = steps[-1].info
+    assert (last['truncated_by'], last['max_episode_steps'], last['success']) == ('max_episode_steps', 3, False)
+    o = env.get_trajectory().outcome
+    assert (o.truncated, o.success, o.reason) == (True, False, 'max_episode_steps')
+
+def test_spec_budget_and_override():
+    assert all(hasattr(env_spec(e), 'max_episode_steps') for e in list_envs())
+    from knowlyr_lab.envs.maze import MazeEnv
+    register('test/maze-short', MazeEnv, max_episode_steps=4, overwrite=True)
+    assert env_spec('test/maze-short').max_episode_steps == 4
+    assert make('test/maze-short').max_episode_steps == 4                     # the spec's
+    assert make('test/maze-short', max_episode_steps=7).max_episode_steps == 7  # make's override
+    assert make('knowlyr/maze-easy').max_episode_steps == 100                # neither: the env's own default (4 x 5 x 5)
+
+@pytest.mark.parametrize('env_id', list_envs())
+def test_every_env_has_one_budget_attribute(env_id):
+    env = make(env_id)
+    try:
+        assert hasattr(env, 'max_episode_steps') and not hasattr(env, 'max_steps')
+        assert 'max_steps' not in inspect.signature(type(env).__init__).parameters
+        assert make(env_id, max_episode_steps=2).max_episode_steps == 2
+    finally: env.close()
+
+def test_no_step_budget_wrapper():
+    assert not hasattr(knowlyr_lab.wrappers, 'MaxStepsWrapper')
+    assert 'MaxStepsWrapper' not in dir(knowlyr_lab)
+
+class Look:
+    "Looks forever: only a step budget ends its episodes"
+    name = 'look'
+    def __call__(self, observation, history): return {'tool': 'look'}
+
+def test_collect_run_episodes_and_evaluate_set_the_same_budget():
+    for t in collect('knowlyr/maze-easy', Look, 3, seed=1, max_episode_steps=2, progress=False):
+        assert (len(t.steps), t.outcome.truncated, t.steps[-1].metadata['truncated_by']) == (2, True, 'max_episode_steps')
+    from knowlyr_lab.envs.maze import MazeEnv
+    envs = [RewardWrapper(MazeEnv('easy'), lambda step, ctx: 0.0) for _ in range(2)]   # set through a wrapper
+    trajs = run_episodes(envs, [Look(), Look()], [(0, None, 0), (1, None, 1)], max_episode_steps=3)
+    assert [len(t.steps) for t in trajs] == [3, 3] and all(e.unwrapped.max_episode_steps == 3 for e in envs)
+    r = evaluate_agent(Look(), 'knowlyr/maze-easy', n_tasks=3, max_episode_steps=2)
+    assert set(r.episodes.reason) == {'max_episode_steps'} and set(r.episodes.steps) == {2}
+
+ACTIONS = {'knowlyr/maze-easy': {'tool': 'look'}, 'knowlyr/wordle': {'tool': 'guess', 'params': {'word': 'qqqqq'}},
+           'knowlyr/conversation': {'tool': 'think', 'params': {'thought': 'hm'}}, 'knowlyr/sandbox': {'tool': 'list_dir', 'params': {}}}
+
+@pytest.mark.parametrize('env_id', list(ACTIONS))
+def test_envs_do_not_count_steps_themselves(env_id):
+    "With the cap lifted no env truncates on its own; with it, each truncates through the core, as one"
+    env = make(env_id)
+    try:
+        default = env.max_episode_steps
+        env.max_episode_steps = None; env.reset(seed=0)
+        for _ in range(default + 5): assert not env.step(ACTIONS[env_id]).done
+        env.max_episode_steps = 2; env.reset(seed=0)
+        a, b = env.step(ACTIONS[env_id]), env.step(ACTIONS[env_id])
+        assert (a.done, b.truncated, b.info['truncated_by'], b.info['success'], b.info['score'], b.info['reason']) == \
+               (False, True, 'max_episode_steps', False, 0.0, 'max_episode_steps')
+    finally: env.close()
+
+def test_default_budgets_kept():
+    assert {e: make(e).max_episode_steps for e in ('knowlyr/maze-easy', 'knowlyr/maze-hard', 'knowlyr/sandbox', 'knowlyr/conversation',
+                                                   'knowlyr/humaneval', 'knowlyr/textarena/Sudoku')} == \
+           {'knowlyr/maze-easy': 100, 'knowlyr/maze-hard': 144, 'knowlyr/sandbox': 30, 'knowlyr/conversation': 20,
+            'knowlyr/humaneval': 20, 'knowlyr/textarena/Sudoku': 200}
+    w = make('knowlyr/wordle-hard')
+    assert w.max_episode_steps == 3 * w.max_guesses
