@@ -71,3 +71,12 @@ def test_rule_patterns_are_read_from_the_env_class():
     t = collect('test/rooms', lambda: ScriptedAgent([{'tool': 'go', 'params': {'to': x}} for x in ('a', 'b', 'a', 'home')]), 1, progress=False)[0]
     regression = [s.rules['regression'].score for s in RewardEngine('generic').score(t).steps]
     assert regression == [1.0, 1.0, 0.0, 1.0]      # back in room 1 is a revisit although every observation differs
+
+def test_bundled_envs_declare_their_rule_patterns():
+    "The engine used to hard-code the maze's and wordle's patterns by env id; the envs declare them now"
+    from knowlyr_lab.reward.engine import RULE_PATTERNS, rule_patterns
+    from knowlyr_lab.envs.maze import MazeEnv
+    from knowlyr_lab.envs.wordle import WordleEnv
+    assert not [k for k in RULE_PATTERNS if k.startswith('knowlyr/')]
+    assert rule_patterns('knowlyr/maze-easy') == MazeEnv.reward_patterns and 'state_pattern' in MazeEnv.reward_patterns
+    assert rule_patterns('knowlyr/wordle-hard') == WordleEnv.reward_patterns and 'result_pattern' in WordleEnv.reward_patterns

@@ -63,6 +63,7 @@ _TASK_RE = re.compile(r"maze-(easy|medium|hard)-(\d+)x\2-s(\d+)$")
 class MazeEnv(AgentEnv):
     "Navigate a seeded grid maze with tool calls; success = `submit` on the goal"
     domain = 'generic'
+    reward_patterns = {'state_pattern': r"You are at row \d+, col \d+"}   # the world state in an observation (reward rules: revisits)
     def __init__(self, difficulty:str='easy', size:int|None=None, n_tasks:int=100):
         if difficulty not in WALL_KEEP: raise ValueError(f"difficulty must be one of {list(WALL_KEEP)}, not {difficulty!r}")
         self.difficulty, self.size, self.n_tasks = difficulty, size or DEFAULT_SIZE[difficulty], n_tasks

@@ -57,6 +57,7 @@ _TASK_RE = re.compile(r"wordle-(\d+)x(\d+)-v(\d+|all)-s(\d+)$")
 class WordleEnv(AgentEnv):
     "Guess a secret word from per-letter feedback; success = the word was found"
     domain = 'generic'
+    reward_patterns = {'result_pattern': r"(?m)^([a-z]+)  ([GY.](?: [GY.])*)$"}   # a guess's own board line (reward rules: repeats)
     def __init__(self, difficulty:str='medium',      # 'easy' | 'medium' | 'hard' (defaults for the three knobs)
                  word_length:int|None=None,          # letters per word (4, 5 or 6)
                  max_guesses:int|None=None,          # guesses allowed

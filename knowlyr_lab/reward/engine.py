@@ -84,10 +84,6 @@ def rule_patterns(env_id:str|None)->dict:
     if hits: return dict(RULE_PATTERNS[max(hits, key=len)])
     return _declared_patterns(env_id)
 
-# %% ../../nbs/34_reward_engine.ipynb #7ea7d171
-register_rule_patterns('knowlyr/maze', state_pattern=r"You are at row \d+, col \d+")
-register_rule_patterns('knowlyr/wordle', result_pattern=r"(?m)^([a-z]+)  ([GY.](?: [GY.])*)$")
-
 # %% ../../nbs/34_reward_engine.ipynb #8d1c5141
 LAYERS = ('rules', 'judge')
 DEFAULT_LAYER_WEIGHTS = {'rules': 0.5, 'judge': 0.5}
