@@ -133,7 +133,7 @@ def evaluate_agent(agent,                         # callable agent(observation, 
                    backend:str='thread',          # 'thread' | 'process' | 'ray' (`collect`)
                    name:str|None=None,            # name in reports (default: agent.name)
                    confidence:float=0.95,         # coverage of the intervals
-                   progress:bool=False,           # tqdm bar
+                   progress:bool=True,            # tqdm bar (as `collect`)
                    batch_size:int|None=None,      # episodes in lock-step for a batch agent (`collect`)
                    train_tasks=None,              # tasks the agent was trained on (dicts, Task objects, trajectories' tasks)
                    strict:bool=False,             # raise `TaskOverlapError` when evaluation tasks are not held out
