@@ -6,7 +6,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/tasks.html.md"""
 
 # %% ../nbs/13_tasks.ipynb #19a8a543
 from __future__ import annotations
-import fnmatch, hashlib
+import fnmatch, hashlib, warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -98,11 +98,10 @@ def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.
     keys = [str(key(t)) for t in tasks]
     ids = [task_id(t) for t in tasks]
     if len(set(ids)) < len(ids): raise ValueError(f"duplicate task ids: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
-    test_keys = {k for k in keys if split_of(k, test_fraction, seed) == 'test'}
-    groups = set(keys)
-    if 0 < test_fraction < 1 and len(groups) >= 2:
-        if not test_keys: test_keys = {min(groups, key=lambda k: _unit(seed, k))}
-        elif test_keys == groups: test_keys -= {max(groups, key=lambda k: _unit(seed, k))}
+    test_keys = {k for k in keys if split_of(k, test_fraction, seed) == 'test'}   # exactly `split_of`, as the exporter
+    if 0 < test_fraction < 1 and len(set(keys)) >= 2 and len(test_keys) in (0, len(set(keys))):
+        warnings.warn(f"split_tasks: all {len(set(keys))} task keys fell on the {'train' if not test_keys else 'test'} side at "
+                      f"test_fraction={test_fraction}, seed={seed}; with so few tasks choose another seed or fraction", stacklevel=2)
     return [t for t, k in zip(tasks, keys) if k not in test_keys], [t for t, k in zip(tasks, keys) if k in test_keys]
 
 # %% ../nbs/13_tasks.ipynb #5d0c9304

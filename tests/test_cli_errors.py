@@ -25,3 +25,18 @@ def test_a_missing_input_is_one_line_status_2_and_debug_adds_the_traceback(prog,
     assert 'Traceback' not in r.stderr and r.stdout == ''
     d = _run(module, args, tmp_path, debug=True)
     assert d.returncode == 2 and 'Traceback' in d.stderr and d.stderr.strip().splitlines()[-1] == lines[0], d.stderr[-2000:]
+
+
+PARSERS = {'knowlyr-lab': ('knowlyr_lab.cli', '_parser'), 'knowlyr-hub': ('knowlyr_lab.hub.cli', '_parser'),
+           'knowlyr-recorder': ('knowlyr_lab.recorder.cli', 'build_parser'), 'knowlyr-reward': ('knowlyr_lab.reward.cli', 'build_parser'),
+           'knowlyr-trainer': ('knowlyr_lab.trainer.cli', 'build_parser')}
+
+@pytest.mark.parametrize('prog', list(PARSERS))
+def test_every_flag_of_every_cli_is_documented(prog):
+    import argparse, importlib
+    module, fn = PARSERS[prog]
+    p = getattr(importlib.import_module(module), fn)()
+    subs = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [f"{prog} {name} {a.dest}" for name, sp in subs.choices.items() for a in sp._actions
+               if not isinstance(a, argparse._HelpAction) and not a.help]
+    assert not missing, missing

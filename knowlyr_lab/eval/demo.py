@@ -25,6 +25,7 @@ from .evaluate import evaluate_agent, compare_agents, leaderboard
 from ..plots import plot_success_rates, plot_training_curves, plot_step_rewards
 from ..viewer import trajectory_html
 from ..trainer.recipes import train_sft_policy, policy_agent
+from ..trainer.base import validate_config, in_range, ConfigError
 
 # %% auto #0
 __all__ = ['DemoConfig', 'collect_demonstrations', 'export_sft', 'train_policy', 'learning_curve', 'evaluate_policies',
@@ -50,6 +51,12 @@ class DemoConfig:
     max_new_tokens: int = 40           # generation budget per action (a tool call takes ~30 tokens)
     seed: int = 0                      # model init, data order, collection and evaluation seed
     alpha: float = 0.01                # significance level of the conclusion
+
+    _checks = {**{k: in_range(1) for k in ('n_train_tasks', 'n_eval_tasks', 'random_max_episode_steps', 'eval_max_episode_steps', 'vocab_size',
+                                           'hidden_size', 'num_layers', 'batch_size', 'curve_every', 'max_new_tokens')},
+               'eval_seed_offset': in_range(0), 'n_random_tasks': in_range(0), 'learning_rate': in_range(0, lo_open=True),
+               'alpha': in_range(0, 1, lo_open=True, hi_open=True)}
+    def __post_init__(self): validate_config(self)   # the trainer configs' rules: a bad value names its field
 
     @classmethod
     def sized(cls, size:str='small', **overrides):

@@ -14,7 +14,7 @@ from ..trajectory import trajectory_schema, write_trajectories, read_trajectorie
 from .base import ConversionReport, RecorderError, get_adapter, list_adapters, UnknownAdapterError
 from .redact import Redactor, SecretPattern
 from .convert import convert, validate, detect, iter_log_files, diff_trajectories
-from ..commands import run_cli
+from ..commands import run_cli, require_usable
 
 # %% auto #0
 __all__ = ['summary_table', 'cmd_convert', 'cmd_validate', 'cmd_detect', 'cmd_formats', 'cmd_diff', 'build_parser', 'main']
@@ -65,6 +65,7 @@ def cmd_convert(args, console)->int:
     for e in report.errors[:10]: console.print(f"[red]error:[/red] {e}", highlight=False)
     if report.n_errors > 10: console.print(f"... and {report.n_errors - 10} more" + (f" (all in {args.quarantine})" if args.quarantine else ''))
     console.print(f"wrote {n} trajectories to {out}" + (f"; quarantined records in {args.quarantine}" if args.quarantine and report.n_errors else ''))
+    require_usable(n, report.n_errors, 'records', args.quarantine)   # nothing usable at all: bad input, status 2
     return 1 if report.n_errors else 0
 
 # %% ../../nbs/29_recorder_cli.ipynb #6f18293b

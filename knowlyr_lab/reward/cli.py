@@ -6,7 +6,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_cli.html.md"""
 
 # %% ../../nbs/39_reward_cli.ipynb #0ff9ecc7
 from __future__ import annotations
-import argparse, json, sys
+import argparse, inspect, json, sys
 from pathlib import Path
 import numpy as np
 from ..trajectory import read_trajectories, write_trajectories, parse_trajectory, TrajectoryError
@@ -127,23 +127,35 @@ def build_parser()->argparse.ArgumentParser:
     sub = p.add_subparsers(dest='cmd', required=True)
     s = sub.add_parser('score', help='score a trajectory file', parents=[dbg]); s.add_argument('input', help='trajectories (.jsonl, .jsonl.gz, .parquet or .json)')
     s.add_argument('-o', '--output', help='scored trajectories (.jsonl/.jsonl.gz/.parquet); default: JSONL on stdout, summary on stderr')
-    s.add_argument('--domain', default='generic'); s.add_argument('--judge', help='openai:MODEL or anthropic:MODEL')
-    s.add_argument('--base-url', help='OpenAI-compatible server (e.g. a local vLLM)'); s.add_argument('--cache-dir', default='.knowlyr-cache/judge')
-    s.add_argument('--concurrency', type=int, default=8); s.add_argument('--weights', help='layer weights, e.g. rules=1,judge=2')
+    s.add_argument('--domain', default='generic', help='domain profile of the rules and rubrics (default: %(default)s); see `rubrics`')
+    s.add_argument('--judge', help='LLM judge, openai:MODEL or anthropic:MODEL (default: rules only)')
+    s.add_argument('--base-url', help='OpenAI-compatible server (e.g. a local vLLM)')
+    s.add_argument('--cache-dir', default='.knowlyr-cache/judge', help="judge replies are cached here, so a rerun costs nothing (default: %(default)s)")
+    s.add_argument('--concurrency', type=int, default=8, help='judge requests in flight at once (default: %(default)s)')
+    s.add_argument('--weights', help='layer weights, e.g. rules=1,judge=2')
     s.add_argument('--price-in', type=float, default=0.0, help='USD per million input tokens (cost accounting)')
     s.add_argument('--price-out', type=float, default=0.0, help='USD per million output tokens')
     s.add_argument('--engine', help='engine config JSON (from calibrate); overrides --domain/--judge/--weights')
-    s.add_argument('--no-progress', dest='progress', action='store_false')
-    r = sub.add_parser('rubrics', help='list rubrics and rules', parents=[dbg]); r.add_argument('--domain', default='generic')
+    s.add_argument('--no-progress', dest='progress', action='store_false', help='no progress bar')
+    r = sub.add_parser('rubrics', help='list rubrics and rules', parents=[dbg])
+    r.add_argument('--domain', default='generic', help='domain profile (default: %(default)s)')
     c = sub.add_parser('calibrate', help='fit a calibration map to human annotations', parents=[dbg])
     c.add_argument('trajectories', help='the annotated trajectories (scored or not)'); c.add_argument('annotations', help='human step scores (JSONL)')
-    c.add_argument('-o', '--output', required=True, help='engine config JSON with the fitted map'); c.add_argument('--method', default='isotonic', choices=['isotonic', 'logistic'])
-    c.add_argument('--threshold', type=float, default=0.5); c.add_argument('--domain', default='generic'); c.add_argument('--engine', help='engine config JSON to calibrate')
-    q = sub.add_parser('preferences', help='build preference pairs', parents=[dbg]); q.add_argument('input'); q.add_argument('-o', '--output', required=True)
-    q.add_argument('--level', default='trajectory', choices=['trajectory', 'step', 'both']); q.add_argument('--min-margin', type=float, default=0.05)
-    q.add_argument('--max-pairs-per-task', type=int, default=4)
-    l = sub.add_parser('leaderboard', help='mean reward per agent/model', parents=[dbg]); l.add_argument('input')
-    l.add_argument('--by', default='agent', choices=['agent', 'model']); l.add_argument('--bootstrap', action='store_true')
+    c.add_argument('-o', '--output', required=True, help='engine config JSON with the fitted map')
+    c.add_argument('--method', default='isotonic', choices=['isotonic', 'logistic'], help='map from raw to calibrated reward (default: %(default)s)')
+    c.add_argument('--threshold', type=float, default=0.5, help="human score that counts as a good step (logistic fit, kappa; default: %(default)s)")
+    c.add_argument('--domain', default='generic', help='domain profile of the engine (default: %(default)s)')
+    c.add_argument('--engine', help='engine config JSON to calibrate')
+    pd_ = {k: v.default for k, v in inspect.signature(build_preferences).parameters.items()}   # one source of defaults
+    q = sub.add_parser('preferences', help='build preference pairs', parents=[dbg])
+    q.add_argument('input', help='scored trajectories (several per task)'); q.add_argument('-o', '--output', required=True, help='pairs (JSONL)')
+    q.add_argument('--level', default=pd_['level'], choices=['trajectory', 'step', 'both'], help='pairs of whole trajectories, of steps, or both (default: %(default)s)')
+    q.add_argument('--min-margin', type=float, default=pd_['min_margin'], help='smaller score differences are ties, dropped (default: %(default)s)')
+    q.add_argument('--max-pairs-per-task', type=int, default=pd_['max_pairs_per_task'], help='at most this many pairs per task and level (default: %(default)s)')
+    l = sub.add_parser('leaderboard', help='mean reward per agent/model', parents=[dbg])
+    l.add_argument('input', help='scored trajectories')
+    l.add_argument('--by', default='agent', choices=['agent', 'model'], help='one row per agent or per model (default: %(default)s)')
+    l.add_argument('--bootstrap', action='store_true', help='bootstrap confidence intervals of the means')
     return p
 
 def _run(a)->int:

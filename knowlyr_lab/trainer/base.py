@@ -22,8 +22,8 @@ from accelerate.utils import DataLoaderConfiguration, DistributedType, set_seed
 from .data import pack_samples, collate_packed
 
 # %% auto #0
-__all__ = ['SCHEDULERS', 'PRECISIONS', 'TRACKERS', 'SEGMENT_ATTENTION', 'ConfigError', 'in_range', 'one_of', 'field_docs',
-           'TrainConfig', 'resolve_precision', 'MetricsLogger', 'BaseTrainer', 'segment_attention',
+__all__ = ['SCHEDULERS', 'PRECISIONS', 'TRACKERS', 'SEGMENT_ATTENTION', 'ConfigError', 'in_range', 'one_of', 'validate_config',
+           'field_docs', 'TrainConfig', 'resolve_precision', 'MetricsLogger', 'BaseTrainer', 'segment_attention',
            'segment_attention_on']
 
 # %% ../../nbs/62a_trainer_base.ipynb #253283ac
@@ -52,6 +52,16 @@ def one_of(*choices):
         bad = [x for x in (v if isinstance(v, list) else [v]) if x not in choices]
         if bad: return f"must be one of {', '.join(map(repr, choices))}"
     return rule
+
+def validate_config(cfg):
+    "Convert each field of the dataclass `cfg` to its type and check the `_checks` rules of its classes (a `ConfigError` names the field)"
+    rules, name = {}, type(cfg).__name__
+    for k in reversed(type(cfg).__mro__): rules.update(vars(k).get('_checks', {}))
+    for f in fields(cfg):
+        v = _coerce(name, f.name, f.type, getattr(cfg, f.name))
+        setattr(cfg, f.name, v)
+        wrong = rules[f.name](v) if f.name in rules and v is not None else None
+        if wrong: raise ConfigError(f"{name}.{f.name} {wrong}, got {v!r}", f.name)
 
 def _coerce(owner:str, name:str, typ, v):
     "`v` as the annotated type (`int`, `float`, `str`, `bool`, `list`, each optionally `|None`), or a `ConfigError`"
@@ -119,15 +129,7 @@ class TrainConfig:
                'lora_dropout': in_range(0, 1, hi_open=True), 'mixed_precision': one_of(*PRECISIONS), 'logging_steps': in_range(1),
                'save_steps': in_range(0), 'save_total_limit': in_range(0), 'report_to': one_of(*TRACKERS)}
 
-    def __post_init__(self):
-        "Convert each value to its field's type and check its range or choices (a `ConfigError` names the field)"
-        rules, name = {}, type(self).__name__
-        for k in reversed(type(self).__mro__): rules.update(vars(k).get('_checks', {}))
-        for f in fields(self):
-            v = _coerce(name, f.name, f.type, getattr(self, f.name))
-            setattr(self, f.name, v)
-            wrong = rules[f.name](v) if f.name in rules and v is not None else None
-            if wrong: raise ConfigError(f"{name}.{f.name} {wrong}, got {v!r}", f.name)
+    def __post_init__(self): validate_config(self)
 
     @classmethod
     def from_yaml(cls, path:str|Path, **overrides):

@@ -52,10 +52,12 @@ def build_parser()->argparse.ArgumentParser:
         _add_config_flags(p, cls)
     e = sub.add_parser('eval', help='play episodes with a trained model and report the success rate')
     e.add_argument('--model', required=True, help='model folder, LoRA adapter folder or checkpoint')
-    e.add_argument('--env', default='knowlyr/arith-easy'); e.add_argument('--episodes', type=int, default=20)
-    e.add_argument('--seed-offset', type=int, default=10_000)
+    e.add_argument('--env', default='knowlyr/arith-easy', help='registered env id to play (default: %(default)s)')
+    e.add_argument('--episodes', type=int, default=20, help='episodes, one per task (default: %(default)s)')
+    e.add_argument('--seed-offset', type=int, default=10_000, help='tasks are the env seeds from here on; keep them away from training seeds (default: %(default)s)')
     e.add_argument('--max-episode-steps', type=int, default=20, help='step budget per episode')
-    e.add_argument('--system-prompt', default=None); e.add_argument('--max-new-tokens', type=int, default=64)
+    e.add_argument('--system-prompt', default=None, help="system prompt (default: the model's prompt card)")
+    e.add_argument('--max-new-tokens', type=int, default=64, help='tokens generated per turn (default: %(default)s)')
     e.add_argument('--output', help='write the trajectories here (.jsonl)')
     return ap
 
@@ -68,18 +70,19 @@ def config_from_args(cls, args):
 def _run(args)->int:
     if args.cmd == 'eval':
         from knowlyr_lab.trainer.inference import AgentInference
-        from knowlyr_lab.hub.collect import collect
         from knowlyr_lab.registry import make
+        from knowlyr_lab.eval.evaluate import evaluate_agent   # the one evaluation (run by a command, as the recipes do)
         agent = AgentInference.from_pretrained(args.model).create_agent(args.system_prompt, args.max_new_tokens)
         seeds = range(args.seed_offset, args.seed_offset + args.episodes)
         env = make(args.env); tasks = [env.task_id(s) for s in seeds] if hasattr(env, 'task_id') else None; env.close()
-        trajs = collect(args.env, agent, args.episodes, tasks=tasks, seed=args.seed_offset, max_episode_steps=args.max_episode_steps,
-                        batch_size=args.episodes, progress=False)   # one batched generate per turn
+        res = evaluate_agent(agent, args.env, tasks=tasks, n_tasks=args.episodes, seeds=[args.seed_offset], max_episode_steps=args.max_episode_steps,
+                             batch_size=args.episodes, progress=False, name=str(args.model))   # one batched generate per turn
         if args.output:
             from knowlyr_lab.trajectory import write_trajectories
-            write_trajectories(trajs, args.output)
-        ok = [bool(t.outcome.success) for t in trajs]
-        print(json.dumps({'env': args.env, 'episodes': len(ok), 'success_rate': sum(ok) / max(len(ok), 1)}))
+            write_trajectories(res.trajectories, args.output)
+        s = res.summary()
+        print(json.dumps({'env': args.env, 'episodes': s['n_episodes'], **{k: s[k] for k in (
+            'n_distinct_tasks', 'success_rate', 'success_low', 'success_high', 'mean_reward', 'mean_steps', 'n_unverified')}}))
         return 0
     cfg = config_from_args(CONFIGS[args.cmd], args)
     if args.cmd == 'sft':
