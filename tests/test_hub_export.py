@@ -193,3 +193,12 @@ def test_sft_step_rewards_reach_the_trainer(mixed, tmp_path):
         assert len(c['step_rewards']) == sum(m['role'] == 'assistant' for m in c['messages']) == len(t.steps)
         assert c['step_rewards'] == [s.reward for s in t.steps]
     assert any(len(set(c['step_rewards'])) > 1 for c in chats)    # the PRM's per-step signal, not a constant
+
+def test_dpo_export_pairs_are_build_preferences_pairs(mixed, tmp_path):
+    "One preference builder: the hub's DPO rows are exactly build_preferences' pairs on the same trajectories and settings"
+    from knowlyr_lab.reward.preferences import build_preferences
+    for settings in ({}, {'min_margin': 0.2, 'max_pairs_per_task': 1}):
+        res = DatasetExporter(mixed).export('dpo', tmp_path / f"dpo{len(settings)}", **settings)
+        got = sorted((r['task_id'], r['chosen_id'], r['rejected_id'], round(r['margin'], 9)) for r in _rows(res))
+        want = sorted((p.task_id, p.chosen.id, p.rejected.id, round(p.margin, 9)) for p in build_preferences(mixed, **settings).pairs)
+        assert got and got == want, settings
