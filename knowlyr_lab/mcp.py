@@ -70,6 +70,10 @@ def described(*sources, rename:dict|None=None):
         return fn
     return deco
 
+def _defaults(fn)->dict:
+    "The default values of `fn`'s parameters: a tool that forwards to `fn` takes its defaults from there"
+    return {k: p.default for k, p in inspect.signature(fn).parameters.items() if p.default is not inspect.Parameter.empty}
+
 def _tool(fn):
     "Turn the errors a caller can act on into `ToolError`s with the message"
     @functools.wraps(fn)
@@ -116,8 +120,8 @@ class PreferencesResult(TypedDict):
     "Preference pairs written"
     pairs: int; output: str; left_out: dict[str, Any]
 class CalibrationResult(TypedDict):
-    "A fitted calibration map"
-    n: int; report: dict[str, Any]; output: str|None
+    "A calibrated engine written (what `knowlyr-reward calibrate` reports)"
+    pairs: int; unmatched_annotations: int; skipped_records: int; before: dict[str, Any]; after: dict[str, Any]; engine: str
 
 # %% ../nbs/95_mcp.ipynb #517e0ed5
 def load_trajectory(path:str|None=None,       # trajectory file (JSONL or Parquet), inside the server root
@@ -178,7 +182,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     from knowlyr_lab.recorder.convert import convert, validate, diff_trajectories
     from knowlyr_lab.reward.engine import RewardEngine
     from knowlyr_lab.reward.preferences import build_preferences as _build_prefs, reward_leaderboard as _leaderboard
-    from knowlyr_lab.reward.calibration import Calibrator
+    from knowlyr_lab.reward.cli import calibrate_engine as _calibrate
     from knowlyr_lab.reward.judge import list_rubrics as _list_rubrics
     from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
     from knowlyr_lab.hub.export import DatasetExporter
@@ -315,44 +319,34 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
         s = _score(t, RewardEngine(domain or t.task.domain or 'generic'))
         return {'trajectory_id': t.id, 'reward': s.reward, 'steps': [{'index': x.index, 'reward': x.reward, 'details': x.reward_details} for x in s.steps]}
 
+    P = _defaults(_build_prefs)
     @app.tool()
     @_tool
     @described(_build_prefs)
     def build_preferences(trajectories:str, # trajectory file (several per task), inside the server root
                           output:str, # preference JSONL to write, inside the server root
-                          level:Literal['trajectory', 'step', 'both']='trajectory', min_margin:float=0.05)->PreferencesResult:
+                          level:Literal['trajectory', 'step', 'both']=P['level'], min_margin:float=P['min_margin'],
+                          max_pairs_per_task:int=P['max_pairs_per_task'])->PreferencesResult:
         "Preference pairs (chosen/rejected per task) from a trajectory file, written as JSONL"
-        rep = _build_prefs(read_trajectories(R.path(trajectories, 'trajectory file', must_exist=True)), level=level, min_margin=min_margin)
+        rep = _build_prefs(read_trajectories(R.path(trajectories, 'trajectory file', must_exist=True)), level=level, min_margin=min_margin,
+                           max_pairs_per_task=max_pairs_per_task)
         out = R.path(output, 'output')
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, 'w') as f:
             for p in rep.pairs: f.write(json.dumps(p.to_record(), ensure_ascii=False) + '\n')
         return {'pairs': len(rep.pairs), 'output': str(out), 'left_out': rep.counts}
 
+    C = _defaults(_calibrate)
     @app.tool()
     @_tool
-    @described(Calibrator)
-    def calibrate_reward(annotations:str, # human step annotations (JSONL), inside the server root
-                         trajectories:str, # the annotated trajectories' file, inside the server root
-                         method:Literal['isotonic', 'logistic']='isotonic',
-                         output:str|None=None, # where to write the fitted map (JSON), inside the server root
-                        )->CalibrationResult:
-        "Fit a calibration map from the engine's step rewards to human step scores; report agreement before/after"
-        from knowlyr_lab.reward.calibration import read_annotations, latest_annotations
-        from knowlyr_lab.reward.engine import score_trajectory as _score
-        anns = latest_annotations(read_annotations(R.path(annotations, 'annotation file', must_exist=True)))
-        auto, human = [], []
-        for t in read_trajectories(R.path(trajectories, 'trajectory file', must_exist=True)):
-            keys = [k for k in anns if k[0] == t.id]
-            if not keys: continue
-            s = _score(t, RewardEngine(t.task.domain or 'generic'))
-            for _, i in keys:
-                if i < len(s.steps) and s.steps[i].reward is not None: auto.append(s.steps[i].reward); human.append(anns[(t.id, i)].score)
-        if len(auto) < 2: raise ValueError(f"only {len(auto)} annotated steps match the trajectories; need at least 2")
-        c = Calibrator(method=method).fit(auto, human)
-        out = R.path(output, 'output') if output else None
-        if out: out.write_text(json.dumps(c.to_dict(), indent=1))
-        return {'n': len(auto), 'report': c.report, 'output': str(out) if out else None}
+    @described(_calibrate)
+    def calibrate_reward(trajectories:str, annotations:str, output:str, method:Literal['isotonic', 'logistic']=C['method'],
+                         threshold:float=C['threshold'], domain:str=C['domain'], engine:str|None=C['engine'])->CalibrationResult:
+        "Fit the engine's calibration map to human step scores and write the engine config, as `knowlyr-reward calibrate` does"
+        out = R.path(output, 'output')
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return _calibrate(R.path(trajectories, 'trajectory file', must_exist=True), R.path(annotations, 'annotation file', must_exist=True), out,
+                          method, threshold, domain, R.path(engine, 'engine config', must_exist=True) if engine else None)
 
     @app.tool()
     @_tool

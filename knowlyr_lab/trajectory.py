@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .core import KnowlyrError
 
 # %% auto #0
-__all__ = ['SCHEMA_VERSION', 'ToolCall', 'Observation', 'TokenUsage', 'Step', 'Task', 'AgentInfo', 'Outcome', 'Source',
+__all__ = ['SCHEMA_VERSION', 'ToolCall', 'Observation', 'TokenUsage', 'Step', 'Task', 'AgentInfo', 'Outcome', 'Source', 'as_task',
            'Trajectory', 'trajectory_schema', 'TrajectoryError', 'parse_trajectory', 'read_trajectories',
            'write_trajectories', 'to_dataframe', 'from_dataframe', 'first_user_turn', 'to_messages', 'trajectory_score']
 
@@ -97,6 +97,26 @@ class Source(_Model):
     format: str|None = None
     path: str|None = None
     line: int|None = None
+
+# %% ../nbs/03_trajectory.ipynb #a57a3c11
+_TASK_FIELDS = tuple(k for k in Task.model_fields if k != 'metadata')   # id, instruction, domain, env_id, initial_observation, fingerprint
+
+def as_task(task:Task|dict|str|None,   # a `Task`, a task dict (an env's `info['task']`), a task id, or None
+            **defaults,                 # values for `Task` fields the dict does not give (a wrapper passes its env's domain, env_id, ...)
+           )->Task:
+    "The one task normaliser: a dict's `Task` fields to the fields; its own `metadata` merged with every other key"
+    bad = set(defaults) - set(_TASK_FIELDS)
+    if bad: raise TypeError(f"as_task: {sorted(bad)} are not Task fields ({list(_TASK_FIELDS)})")
+    defaults = {k: v for k, v in defaults.items() if v is not None}
+    if isinstance(task, Task): return task
+    if task is None: return Task(**defaults)
+    if isinstance(task, str): return Task(**{**defaults, 'id': task})
+    if not isinstance(task, dict): raise TypeError(f"a task is a Task, a dict or an id, not {type(task).__name__}")
+    md = task.get('metadata') or {}
+    if not isinstance(md, dict): raise TypeError(f"task {task.get('id')!r}: metadata must be a dict, not {type(md).__name__}")
+    known = {**defaults, **{k: task[k] for k in _TASK_FIELDS if task.get(k) is not None}}
+    known['id'] = str(known.get('id', 'unknown'))
+    return Task(**known, metadata={**md, **{k: v for k, v in task.items() if k not in _TASK_FIELDS and k != 'metadata'}})
 
 # %% ../nbs/03_trajectory.ipynb #f7670bd9
 def _canon(obj)->str: return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)

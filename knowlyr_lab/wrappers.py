@@ -10,7 +10,7 @@ import concurrent.futures as cf, threading, time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 from .core import AgentEnv, TimeStep, EnvDoneError, NotResetError, parse_action, InvalidActionError
-from .trajectory import Trajectory, Step, ToolCall, Observation, Task, AgentInfo, Outcome, Source, TokenUsage, trajectory_score
+from .trajectory import Trajectory, Step, ToolCall, Observation, Task, AgentInfo, Outcome, Source, TokenUsage, trajectory_score, as_task
 
 # %% auto #0
 __all__ = ['EnvWrapper', 'MaxInvalidActionsWrapper', 'TimeoutWrapper', 'RewardContext', 'RewardWrapper', 'RecorderWrapper']
@@ -126,13 +126,6 @@ def _step_from(index, action, ts, t0=None, t1=None)->Step:
                 observation=Observation(content=ts.observation, is_error=bool(info.get('is_error', False)), exit_code=info.get('exit_code')),
                 reward=float(ts.reward), reward_details=dict(info.get('reward_details') or {}), t_start=t0, t_end=t1)
 
-def _task_from(info, env)->Task:
-    t = info.get('task') or {}
-    if isinstance(t, Task): return t
-    return Task(id=str(t.get('id', 'unknown')), instruction=t.get('instruction', ''), domain=t.get('domain', getattr(env, 'domain', 'generic')),
-                env_id=t.get('env_id', getattr(env, 'env_id', None)), fingerprint=t.get('fingerprint', info.get('fingerprint')),
-                metadata={k: v for k, v in t.items() if k not in ('id', 'instruction', 'domain', 'env_id', 'fingerprint', 'initial_observation')})
-
 # %% ../nbs/04_wrappers.ipynb #4ec2a00a
 class RewardWrapper(EnvWrapper):
     "Replace (or add to) the env's step reward with `reward_fn(step, context)`"
@@ -142,7 +135,7 @@ class RewardWrapper(EnvWrapper):
         self.reward_fn, self.mode, self._steps, self._task = reward_fn, mode, [], Task()
     def reset(self, *, task=None, seed=None):
         ts = self.env.reset(task=task, seed=seed)
-        self._steps, self._task = [], _task_from(ts.info, self)
+        self._steps, self._task = [], as_task(ts.info.get('task'), domain=getattr(self, 'domain', None), env_id=getattr(self, 'env_id', None), fingerprint=ts.info.get('fingerprint'))
         if hasattr(self.reward_fn, 'reset'): self.reward_fn.reset(self._task)
         return ts
     def step(self, action):
@@ -166,7 +159,7 @@ class RecorderWrapper(EnvWrapper):
         self._traj, self._pending_usage = None, None
     def reset(self, *, task=None, seed=None):
         ts = self.env.reset(task=task, seed=seed)
-        t = _task_from(ts.info, self)
+        t = as_task(ts.info.get('task'), domain=getattr(self, 'domain', None), env_id=getattr(self, 'env_id', None), fingerprint=ts.info.get('fingerprint'))
         if not t.instruction: t.instruction = ts.observation
         t.initial_observation = ts.observation       # the first user turn, as the agent saw it
         meta = {'seed': seed, **({'isolation': ts.info['isolation']} if 'isolation' in ts.info else {})}  # how the env was contained

@@ -66,3 +66,18 @@ def test_failing_endpoint_gives_failed_trajectories_not_lost():
     assert len(tr) == 3
     assert all(t.outcome.reason == 'error' and t.outcome.success is False for t in tr)
     assert all('InternalServerError' == t.metadata['error']['type'] for t in tr)
+
+def test_failed_reset_keeps_the_task_as_as_task_reads_it():
+    "#14 A3: an episode whose reset raised kept only the task's id and instruction (its metadata and domain were dropped)"
+    from knowlyr_lab.core import AgentEnv
+    from knowlyr_lab.hub.collect import run_episode
+    from knowlyr_lab.trajectory import as_task
+    class Broken(AgentEnv):
+        domain, env_id, tool_schemas = 'coding', 'test/broken', []
+        def _reset(self, task=None, seed=None): raise RuntimeError('no workspace')
+        def _step(self, tool, params): raise AssertionError('never stepped')
+    task = {'id': 't1', 'instruction': 'fix it', 'seed': 4, 'metadata': {'optimal_steps': 3}}
+    tr = run_episode(Broken(), ExpertAgent(), task=task, seed=4)
+    assert tr.outcome.success is False and tr.metadata['error']['type'] == 'RuntimeError'
+    assert tr.task == as_task(task, domain='coding', env_id='test/broken')
+    assert tr.task.metadata == {'optimal_steps': 3, 'seed': 4} and tr.task.domain == 'coding'

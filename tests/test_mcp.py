@@ -70,6 +70,17 @@ def test_tools_listed_with_described_inputs_and_output_schemas(results):
     assert len(params) > 60 and [p for p in params if not p[2]] == []
     assert [t.name for t in tools if not t.output_schema] == []
 
+def test_reward_tools_take_the_python_api_defaults_and_options(results):
+    "#14: build_preferences hard-coded min_margin (and had no max_pairs_per_task); calibrate_reward had no threshold and no engine"
+    import inspect
+    from knowlyr_lab.reward.preferences import build_preferences
+    from knowlyr_lab.reward.cli import calibrate_engine
+    sch = {t.name: t.input_schema['properties'] for t in run(results, 'tools')}
+    for tool, fn, keys in [('build_preferences', build_preferences, ('level', 'min_margin', 'max_pairs_per_task')),
+                           ('calibrate_reward', calibrate_engine, ('method', 'threshold', 'domain', 'engine'))]:
+        sig = inspect.signature(fn).parameters
+        assert {k: sch[tool][k].get('default') for k in keys} == {k: sig[k].default for k in keys}, tool
+
 @scenario
 async def convert_score_export(s):
     conv = _data(await s.call_tool('convert_logs', {'paths': ['log.jsonl'], 'output': 'conv.jsonl'}))

@@ -78,26 +78,30 @@ def test_cli_calibrate_fits_the_engine_calibration(tmp_path):
     saved = RewardEngine.load(tmp_path / 'engine.json').calibrator
     assert saved.params == cal.params and saved.threshold == 0.6 and json.loads(r.stdout)['pairs'] == cal.report['pairs']
 
-@pytest.mark.xfail(strict=True, reason="MCP calibrate_reward still fits its own map (no threshold, its own pairing); passes once it calls RewardEngine.calibrate with the same options")
 def test_mcp_calibrate_fits_what_the_cli_fits(tmp_path):
+    "#14 A4: MCP calibrate_reward fitted its own map (calibrated rewards, no threshold, 2 pairs) and wrote a bare map, not an engine"
     import asyncio, os
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client, StdioServerParameters
     from pathlib import Path
+    from knowlyr_lab.reward.engine import RewardEngine
     _calibration_inputs(tmp_path)
     r = _cli('calibrate', tmp_path / 't.jsonl', tmp_path / 'ann.jsonl', '-o', tmp_path / 'engine.json', '--method', 'logistic', '--threshold', '0.6')
     assert r.returncode == 0, r.stderr
     root = Path(__file__).resolve().parent.parent
-    params = StdioServerParameters(command=sys.executable, args=['-c', 'from knowlyr_lab.mcp import main; main()'], env={**os.environ, 'PYTHONPATH': str(root)})
+    params = StdioServerParameters(command=sys.executable, args=['-m', 'knowlyr_lab.mcp', '--root', str(tmp_path)], env={**os.environ, 'PYTHONPATH': str(root)})
     async def go():
         async with stdio_client(params) as (rd, wr):
             async with ClientSession(rd, wr) as s:
                 await s.initialize()
-                return await s.call_tool('calibrate_reward', {'annotations': str(tmp_path / 'ann.jsonl'), 'trajectories': str(tmp_path / 't.jsonl'),
-                                                              'method': 'logistic', 'threshold': 0.6, 'output': str(tmp_path / 'mcp.json')})
+                return await s.call_tool('calibrate_reward', {'annotations': 'ann.jsonl', 'trajectories': 't.jsonl',
+                                                              'method': 'logistic', 'threshold': 0.6, 'output': 'mcp.json'})
     res = asyncio.run(go())
     assert not res.is_error, res.content
-    mcp = json.loads((tmp_path / 'mcp.json').read_text())
-    cli = json.loads((tmp_path / 'engine.json').read_text())
-    got = mcp.get('calibrator', mcp)
-    assert got['params'] == cli['calibrator']['params'] and got['threshold'] == 0.6
+    cli, mcp = json.loads((tmp_path / 'engine.json').read_text()), json.loads((tmp_path / 'mcp.json').read_text())
+    assert mcp['calibrator']['params'] == cli['calibrator']['params'] and mcp['calibrator']['threshold'] == cli['calibrator']['threshold'] == 0.6
+    assert mcp == cli                                          # the same engine config, which `score --engine` reads
+    summary = json.loads(r.stdout)
+    assert {**res.structured_content, 'engine': None} == {**summary, 'engine': None} and summary['pairs'] > 3
+    cal_cli, cal_mcp = RewardEngine.load(tmp_path / 'engine.json').calibrator, RewardEngine.load(tmp_path / 'mcp.json').calibrator
+    assert [cal_mcp(x) for x in (0.1, 0.5, 0.9)] == [cal_cli(x) for x in (0.1, 0.5, 0.9)]

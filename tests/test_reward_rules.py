@@ -130,11 +130,10 @@ def test_builtin_rules_are_registered_through_the_api():
     assert RULES['efficiency'].late and RULES['redundancy'].update is not None
 
 # -- one task normaliser ---------------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="wrappers._task_from still has its own metadata layout; passes once RecorderWrapper uses reward.rules.as_task (the lead switches it)")
 def test_recorded_task_is_as_task_of_the_env_task_dict():
     from knowlyr_lab.core import AgentEnv, TimeStep
-    from knowlyr_lab.wrappers import RecorderWrapper
-    from knowlyr_lab.reward.rules import as_task
+    from knowlyr_lab.wrappers import RecorderWrapper, RewardWrapper
+    from knowlyr_lab.trajectory import as_task
     class Env(AgentEnv):
         domain, env_id = 'generic', 'test/meta'
         tool_schemas = []
@@ -145,3 +144,7 @@ def test_recorded_task_is_as_task_of_the_env_task_dict():
     got, want = rec.get_trajectory().task, as_task(Env.task, domain='generic', env_id='test/meta')
     assert want.metadata == {'optimal_steps': 3, 'seed': 4}
     assert (got.id, got.instruction, got.domain, got.env_id, got.metadata) == (want.id, want.instruction, want.domain, want.env_id, want.metadata)
+    seen = []
+    rw = RewardWrapper(Env(), lambda step, ctx: seen.append(ctx.task) or 0.0); fp = rw.reset().info['fingerprint']; rw.step({'tool': 'noop', 'params': {}})
+    assert seen[0] == as_task(Env.task, domain='generic', env_id='test/meta', fingerprint=fp)   # the reward function's task: same layout
+

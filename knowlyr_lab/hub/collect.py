@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from ..core import AgentEnv, KnowlyrError
 from ..agents import AgentError
 from ..registry import make
-from ..trajectory import Trajectory, Task, AgentInfo, Outcome, Source, to_messages, trajectory_score
+from ..trajectory import Trajectory, as_task, AgentInfo, Outcome, Source, to_messages, trajectory_score
 from ..wrappers import RecorderWrapper, RewardWrapper, TimeoutWrapper
 
 # %% auto #0
@@ -124,8 +124,7 @@ def _failed(rec, e, task, seed)->Trajectory:
     "The partial trajectory of an episode that raised, marked failed, with the error"
     try: traj = rec.get_trajectory()
     except Exception:
-        t = task if isinstance(task, dict) else {'id': str(task) if task is not None else 'unknown'}
-        traj = Trajectory(id='pending', task=Task(id=str(t.get('id', 'unknown')), instruction=t.get('instruction', '')),
+        traj = Trajectory(id='pending', task=as_task(task, domain=getattr(rec, 'domain', None), env_id=getattr(rec, 'env_id', None)),
                           agent=rec.agent.model_copy(), source=Source(format='knowlyr-env'))
     err = {'type': type(e).__name__, 'message': str(e), 'traceback': ''.join(traceback.format_exception(e, limit=8))}
     d = traj.model_dump()

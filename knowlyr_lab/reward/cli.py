@@ -18,8 +18,8 @@ from .preferences import build_preferences, reward_leaderboard
 from ..commands import run_cli
 
 # %% auto #0
-__all__ = ['InputError', 'cmd_score', 'cmd_rubrics', 'cmd_calibrate', 'cmd_preferences', 'cmd_leaderboard', 'build_parser',
-           'main']
+__all__ = ['InputError', 'cmd_score', 'cmd_rubrics', 'calibrate_engine', 'cmd_calibrate', 'cmd_preferences', 'cmd_leaderboard',
+           'build_parser', 'main']
 
 # %% ../../nbs/39_reward_cli.ipynb #a6635f72
 class InputError(ValueError):
@@ -93,14 +93,25 @@ def cmd_rubrics(a)->dict:
     return {'domain': a.domain, 'judge_rubrics': [{'id': r.id, 'weight': r.weight, 'description': r.description} for r in list_rubrics(a.domain)],
             'rules': [{'id': k, 'weight': r.weight, 'description': r.description} for k, r in RULES.items()]}
 
-def cmd_calibrate(a)->dict:
-    "Fit the engine's calibration map (`RewardEngine.calibrate`) to human annotations and save the engine"
-    trajs, errors = _read(a.trajectories)
-    engine = RewardEngine.load(a.engine) if a.engine else RewardEngine(a.domain)
-    cal = engine.calibrate(trajs, read_annotations(a.annotations), method=a.method, threshold=a.threshold)
-    engine.save(a.output)
+def calibrate_engine(trajectories:str|Path,      # the annotated trajectories (scored or not): .jsonl, .jsonl.gz, .parquet or .json
+                     annotations:str|Path,       # human step scores (JSONL)
+                     output:str|Path,            # engine config JSON to write, with the fitted map (`score --engine` reads it)
+                     method:str='isotonic',      # 'isotonic' or 'logistic'
+                     threshold:float=0.5,        # human score that counts as good (logistic fit, kappa)
+                     domain:str='generic',       # domain of the engine to calibrate, when no `engine` config is given
+                     engine:str|Path|None=None,  # engine config JSON to calibrate (None: the default engine of `domain`)
+                    )->dict:                     # pairs, unmatched annotations, skipped records, agreement before/after, engine path
+    "Fit the engine's calibration map (`RewardEngine.calibrate`) to human annotations and save the engine (`calibrate` here and over MCP)"
+    trajs, errors = _read(trajectories)
+    eng = RewardEngine.load(engine) if engine else RewardEngine(domain)
+    cal = eng.calibrate(trajs, read_annotations(annotations), method=method, threshold=threshold)
+    eng.save(output)
     return {'pairs': cal.report['pairs'], 'unmatched_annotations': cal.report['unmatched'], 'skipped_records': len(errors),
-            'before': cal.report['before'], 'after': cal.report['after'], 'engine': a.output}
+            'before': cal.report['before'], 'after': cal.report['after'], 'engine': str(output)}
+
+def cmd_calibrate(a)->dict:
+    "Fit the engine's calibration map to human annotations and save the engine (`calibrate_engine`)"
+    return calibrate_engine(a.trajectories, a.annotations, a.output, a.method, a.threshold, a.domain, a.engine)
 
 def cmd_preferences(a)->dict:
     "Preference pairs from scored trajectories"

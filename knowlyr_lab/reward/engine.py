@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 import numpy as np
 from ..domains import get_domain
-from ..trajectory import Trajectory, Step, Task
-from .rules import RuleScorer, RuleResult, RULES, as_task, gc_paused
+from ..trajectory import Trajectory, Step, Task, as_task
+from .rules import RuleScorer, RuleResult, RULES, gc_paused
 from .judge import LLMJudge, JudgeConfig, JudgeResult, build_prompt, list_rubrics
 from .calibration import Calibrator, Annotation, read_annotations, latest_annotations
 from ..registry import env_spec, UnknownEnvError

@@ -13,14 +13,14 @@ from typing import Any, Callable
 import orjson
 from ..domains import DomainProfile, ToolCategory, get_domain
 from ..registries import Registry, UnknownNameError
-from ..trajectory import Trajectory, Step, Task
+from ..trajectory import Trajectory, Step, Task, as_task
 
 # %% auto #0
 __all__ = ['RULES', 'call_key', 'tokens', 'extract_facts', 'RuleResult', 'EpisodeIndex', 'test_counts', 'tool_table', 'StepView',
            'view_step', 'RuleContext', 'rule_redundancy', 'update_redundancy', 'rule_regression', 'update_regression',
            'rule_info_use', 'update_info_use', 'rule_efficiency', 'update_efficiency', 'rule_tool_error',
-           'outcome_score', 'rule_outcome', 'Rule', 'UnknownRuleError', 'register_rule', 'unregister_rule', 'as_task',
-           'gc_paused', 'RuleScorer']
+           'outcome_score', 'rule_outcome', 'Rule', 'UnknownRuleError', 'register_rule', 'unregister_rule', 'gc_paused',
+           'RuleScorer']
 
 # %% ../../nbs/30_reward_rules.ipynb #839d6259
 def _canon(params)->str: return json.dumps(params, sort_keys=True, ensure_ascii=False, default=str)
@@ -351,25 +351,6 @@ register_rule('info_use', rule_info_use, 0.5, update_info_use)
 register_rule('efficiency', rule_efficiency, 0.5, update_efficiency, late=True)
 register_rule('tool_error', rule_tool_error, 1.0)
 register_rule('outcome', rule_outcome, 2.0)
-
-_TASK_FIELDS = tuple(k for k in Task.model_fields if k != 'metadata')   # id, instruction, domain, env_id, initial_observation, fingerprint
-
-def as_task(task:Task|dict|str|None,   # a `Task`, a task dict (an env's `info['task']`), a task id, or None
-            **defaults,                 # values for `Task` fields the dict does not give (a wrapper passes its env's domain, env_id, ...)
-           )->Task:
-    "The one task normaliser: a dict's `Task` fields to the fields; its own `metadata` merged with every other key"
-    bad = set(defaults) - set(_TASK_FIELDS)
-    if bad: raise TypeError(f"as_task: {sorted(bad)} are not Task fields ({list(_TASK_FIELDS)})")
-    defaults = {k: v for k, v in defaults.items() if v is not None}
-    if isinstance(task, Task): return task
-    if task is None: return Task(**defaults)
-    if isinstance(task, str): return Task(**{**defaults, 'id': task})
-    if not isinstance(task, dict): raise TypeError(f"a task is a Task, a dict or an id, not {type(task).__name__}")
-    md = task.get('metadata') or {}
-    if not isinstance(md, dict): raise TypeError(f"task {task.get('id')!r}: metadata must be a dict, not {type(md).__name__}")
-    known = {**defaults, **{k: task[k] for k in _TASK_FIELDS if task.get(k) is not None}}
-    known['id'] = str(known.get('id', 'unknown'))
-    return Task(**known, metadata={**md, **{k: v for k, v in task.items() if k not in _TASK_FIELDS and k != 'metadata'}})
 
 # %% ../../nbs/30_reward_rules.ipynb #31e54ded
 @contextmanager

@@ -10,7 +10,7 @@ import difflib, re, time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 import pandas as pd
-from ..trajectory import Trajectory, Step, ToolCall, Observation, Task, AgentInfo, Outcome, parse_trajectory
+from ..trajectory import Trajectory, Step, ToolCall, Observation, Task, AgentInfo, Outcome, parse_trajectory, as_task
 from .core import Sandbox, SANDBOX_TOOLS, ToolResult
 
 # %% auto #0
@@ -114,6 +114,6 @@ def record_calls(sandbox:Sandbox,         # where to run the calls
             obs = Observation(content=r.output, is_error=r.is_error, exit_code=r.exit_code)
         else: obs = Observation(content='')  # think, submit, ...: not the sandbox's business
         steps.append(Step(index=i, action=ToolCall(tool=tool, params=params), observation=obs, t_start=t0, t_end=time.time()))
-    task = task if isinstance(task, Task) else Task(**(task or {'id': 'adhoc', 'instruction': 'scripted sandbox calls', 'domain': 'coding'}))
+    task = as_task(task or {'id': 'adhoc', 'instruction': 'scripted sandbox calls', 'domain': 'coding'})
     return Trajectory(task=task, agent=AgentInfo(name=agent), steps=steps, outcome=Outcome(terminated=True),
                       metadata={'isolation': sandbox.isolation})
