@@ -16,7 +16,7 @@ def _registries():
     # (registry, name, a thing, the same thing made again, something different, a near-miss name)
     return [(ENVS, 'test/reg', EnvSpec('test/reg', 'knowlyr_lab.core:TimeStep'), EnvSpec('test/reg', 'knowlyr_lab.core:TimeStep'),
              EnvSpec('test/reg', 'knowlyr_lab.core:AgentEnv'), 'test/rge'),
-            (_ADAPTERS, 'qa-test', QA(), type('QA', (LogAdapter,), {'name': 'qa-test', '__qualname__': QA.__qualname__, '__module__': QA.__module__})(),
+            (_ADAPTERS, 'qa-test', QA(), QA(),
              type('Other', (LogAdapter,), {'name': 'qa-test'})(), 'qa-tset'),
             (SANDBOX_BACKENDS, 'test-backend', 'knowlyr_lab.sandbox.local:LocalSandbox', 'knowlyr_lab.sandbox.local:LocalSandbox',
              'knowlyr_lab.sandbox.docker:DockerSandbox', 'test-backnd'),
@@ -59,8 +59,10 @@ def test_register_apis_follow_the_policy():
     with pytest.raises(ValueError, match='already registered'): register_sandbox_backend('twice', 'knowlyr_lab.sandbox.docker:DockerSandbox')
     SANDBOX_BACKENDS.unregister('twice')
     with pytest.raises(UnknownBackendError, match="did you mean 'docker'"): create_sandbox('dokcer')
+    from knowlyr_lab.registry import ENVS
     register('test/twice', 'knowlyr_lab.core:TimeStep', overwrite=True)
-    assert env_spec('test/twice').id == 'test/twice'
+    try: assert env_spec('test/twice').id == 'test/twice'
+    finally: ENVS.unregister('test/twice')
 
 
 def test_a_broken_env_module_warns_and_the_other_envs_stay(tmp_path):
@@ -95,3 +97,38 @@ def test_discovery_goes_on_after_a_broken_entry_point(monkeypatch):
     reg = Registry('widget', group='test.widgets')
     with pytest.warns(RegistryWarning, match="entry point 'bad'"): reg.names()
     assert loaded == ['good']
+
+
+def test_different_definitions_with_one_name_are_not_taken_for_a_rerun():
+    "Closures, constants, defaults and partials that differ are different registrations (never replaced silently)"
+    import functools
+    from knowlyr_lab.registry import register, ENVS
+    from knowlyr_lab.envs.maze import MazeEnv
+    def at(size): return lambda: MazeEnv(size=size)
+    register('test/closure', at(5))
+    try:
+        with pytest.raises(ValueError, match='already registered'): register('test/closure', at(9))
+    finally: ENVS.unregister('test/closure')
+    register('test/partial', functools.partial(MazeEnv, size=5))
+    try:
+        register('test/partial', functools.partial(MazeEnv, size=5))                 # the same again: fine
+        with pytest.raises(ValueError, match='already registered'): register('test/partial', functools.partial(MazeEnv, size=9))
+    finally: ENVS.unregister('test/partial')
+
+
+def test_an_override_before_discovery_survives_it():
+    "Replacing a bundled env before the first lookup used to make its module fail to import (and hide its siblings)"
+    code = textwrap.dedent("""
+        import warnings
+        from knowlyr_lab.registry import register, list_envs, env_spec
+        class MyMaze: pass
+        register('knowlyr/maze-easy', MyMaze, overwrite=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')
+            envs = list_envs()
+        assert env_spec('knowlyr/maze-easy').entry_point is MyMaze and 'knowlyr/maze-hard' in envs
+        from knowlyr_lab.envs.maze import MazeEnv
+        print('ok')
+    """)
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.startswith('ok'), r.stderr[-2000:]

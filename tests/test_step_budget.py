@@ -20,10 +20,13 @@ def test_make_sets_the_budget_and_the_core_enforces_it():
 def test_spec_budget_and_override():
     assert all(hasattr(env_spec(e), 'max_episode_steps') for e in list_envs())
     from knowlyr_lab.envs.maze import MazeEnv
+    from knowlyr_lab.registry import ENVS
     register('test/maze-short', MazeEnv, max_episode_steps=4, overwrite=True)
-    assert env_spec('test/maze-short').max_episode_steps == 4
-    assert make('test/maze-short').max_episode_steps == 4                     # the spec's
-    assert make('test/maze-short', max_episode_steps=7).max_episode_steps == 7  # make's override
+    try:
+        assert env_spec('test/maze-short').max_episode_steps == 4
+        assert make('test/maze-short').max_episode_steps == 4                     # the spec's
+        assert make('test/maze-short', max_episode_steps=7).max_episode_steps == 7  # make's override
+    finally: ENVS.unregister('test/maze-short')
     assert make('knowlyr/maze-easy').max_episode_steps == 100                # neither: the env's own default (4 x 5 x 5)
 
 @pytest.mark.parametrize('env_id', list_envs())
@@ -50,7 +53,11 @@ def test_collect_run_episodes_and_evaluate_set_the_same_budget():
     from knowlyr_lab.envs.maze import MazeEnv
     envs = [RewardWrapper(MazeEnv('easy'), lambda step, ctx: 0.0) for _ in range(2)]   # set through a wrapper
     trajs = run_episodes(envs, [Look(), Look()], [(0, None, 0), (1, None, 1)], max_episode_steps=3)
-    assert [len(t.steps) for t in trajs] == [3, 3] and all(e.unwrapped.max_episode_steps == 3 for e in envs)
+    assert [len(t.steps) for t in trajs] == [3, 3] and all(e.unwrapped.max_episode_steps == 100 for e in envs)  # this call's budget did not stick
+    with pytest.raises(ValueError, match='max_episode_steps must be an int >= 1'): collect('knowlyr/maze-easy', Look, 1, max_episode_steps=0, progress=False)
+    class Unbounded(MazeEnv): max_episode_steps = None
+    env = Unbounded('easy'); env.max_episode_steps = None                              # an env with no budget of its own...
+    assert len(run_episodes([env], [Look()], [(0, None, 0)])[0].steps) == 30           # ...still never runs unbounded
     r = evaluate_agent(Look(), 'knowlyr/maze-easy', n_tasks=3, max_episode_steps=2)
     assert set(r.episodes.reason) == {'max_episode_steps'} and set(r.episodes.steps) == {2}
 

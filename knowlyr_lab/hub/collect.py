@@ -13,11 +13,12 @@ from tqdm.auto import tqdm
 from ..core import AgentEnv, KnowlyrError
 from ..agents import AgentError
 from ..registry import make
-from ..trajectory import Trajectory, as_task, AgentInfo, Outcome, Source, to_messages, trajectory_score
+from ..trajectory import Task, Trajectory, as_task, AgentInfo, Outcome, Source, to_messages, trajectory_score
 from ..wrappers import RecorderWrapper, RewardWrapper, TimeoutWrapper
 
 # %% auto #0
-__all__ = ['episode_seed', 'acts_in_batches', 'run_episodes', 'run_episode', 'iter_collect', 'collect']
+__all__ = ['FALLBACK_MAX_EPISODE_STEPS', 'episode_seed', 'acts_in_batches', 'run_episodes', 'run_episode', 'iter_collect',
+           'collect']
 
 # %% ../../nbs/41_hub_collect.ipynb #b9c268fc
 def episode_seed(seed:int, index:int)->int:
@@ -25,8 +26,16 @@ def episode_seed(seed:int, index:int)->int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], 'big') & 0x7FFFFFFF
 
 # %% ../../nbs/41_hub_collect.ipynb #8545bb72
+FALLBACK_MAX_EPISODE_STEPS = 30   # the budget when neither the call nor the env sets one: no episode runs unbounded
+
+def _budget(env, max_episode_steps)->int:
+    "This call's step budget: the argument, else the env's own, else `FALLBACK_MAX_EPISODE_STEPS`"
+    b = max_episode_steps if max_episode_steps is not None else (env.max_episode_steps or FALLBACK_MAX_EPISODE_STEPS)
+    if isinstance(b, bool) or not isinstance(b, int) or b < 1: raise ValueError(f"max_episode_steps must be an int >= 1 or None, got {b!r}")
+    return b
+
 def _wrap(env, max_episode_steps=None, reward_fn=None, step_timeout=None, episode_timeout=None, agent_name='agent', model=None):
-    if max_episode_steps is not None: env.max_episode_steps = max_episode_steps   # the env's own budget (through any wrappers)
+    env.max_episode_steps = _budget(env, max_episode_steps)   # the one budget, enforced by `AgentEnv.step` (through any wrappers)
     if step_timeout or episode_timeout: env = TimeoutWrapper(env, step_timeout, episode_timeout)
     if reward_fn is not None: env = RewardWrapper(env, reward_fn)
     return RecorderWrapper(env, agent_name=agent_name, model=model)
@@ -89,26 +98,30 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
     if batched and not acts_in_batches(agent): raise TypeError(f"{agent!r} has no act_batch(): pass one agent per episode")
     agents = [agent] * len(jobs) if batched else list(agent)
     if not len(envs) == len(agents) == len(jobs): raise ValueError(f"need one env and one agent per job: {len(envs)} envs, {len(agents)} agents, {len(jobs)} jobs")
-    eps = [_Episode(_wrap(e, max_episode_steps, reward_fn, step_timeout, episode_timeout, *_agent_info(a)), a, j) for e, a, j in zip(envs, agents, jobs)]
-    for ep in eps: ep.start()
-    while live := [ep for ep in eps if ep.live]:
-        if batched:
-            try:
-                acts = agent.act_batch([ep.ts.observation for ep in live], [ep.history for ep in live])
-                if len(acts) != len(live): raise AgentError(f"act_batch returned {len(acts)} actions for {len(live)} episodes")
-            except Exception as e:
-                for ep in live: ep.fail(e)
-                continue
-            usages = getattr(agent, 'batch_usage', None) or [None] * len(live)
-            agent.batch_usage = None
-            for ep, a, u in zip(live, acts, usages): ep.step(a, u)
-        else:
-            for ep in live:
-                try: a = ep.agent(ep.ts.observation, ep.history)
-                except Exception as e: ep.fail(e); continue
-                u, ep.agent.usage = getattr(ep.agent, 'usage', None), None
-                ep.step(a, u)
-    return [ep.finish() for ep in eps]
+    own = [e.max_episode_steps for e in envs]        # restored afterwards: this call's budget does not stick to the env
+    try:
+        eps = [_Episode(_wrap(e, max_episode_steps, reward_fn, step_timeout, episode_timeout, *_agent_info(a)), a, j) for e, a, j in zip(envs, agents, jobs)]
+        for ep in eps: ep.start()
+        while live := [ep for ep in eps if ep.live]:
+            if batched:
+                try:
+                    acts = agent.act_batch([ep.ts.observation for ep in live], [ep.history for ep in live])
+                    if len(acts) != len(live): raise AgentError(f"act_batch returned {len(acts)} actions for {len(live)} episodes")
+                except Exception as e:
+                    for ep in live: ep.fail(e)
+                    continue
+                usages = getattr(agent, 'batch_usage', None) or [None] * len(live)
+                agent.batch_usage = None
+                for ep, a, u in zip(live, acts, usages): ep.step(a, u)
+            else:
+                for ep in live:
+                    try: a = ep.agent(ep.ts.observation, ep.history)
+                    except Exception as e: ep.fail(e); continue
+                    u, ep.agent.usage = getattr(ep.agent, 'usage', None), None
+                    ep.step(a, u)
+        return [ep.finish() for ep in eps]
+    finally:
+        for e, b in zip(envs, own): e.max_episode_steps = b
 
 def run_episode(env:AgentEnv,            # a fresh or reusable env (reset here)
                 agent,                   # the agent (hooks called if present)
@@ -124,8 +137,9 @@ def _failed(rec, e, task, seed)->Trajectory:
     "The partial trajectory of an episode that raised, marked failed, with the error"
     try: traj = rec.get_trajectory()
     except Exception:
-        traj = Trajectory(id='pending', task=as_task(task, domain=getattr(rec, 'domain', None), env_id=getattr(rec, 'env_id', None)),
-                          agent=rec.agent.model_copy(), source=Source(format='knowlyr-env'))
+        try: t = as_task(task, domain=getattr(rec, 'domain', None), env_id=getattr(rec, 'env_id', None))
+        except Exception: t = Task(id=str(task.get('id') if isinstance(task, dict) else task))   # a malformed task must not hide the error
+        traj = Trajectory(id='pending', task=t, agent=rec.agent.model_copy(), source=Source(format='knowlyr-env'))
     err = {'type': type(e).__name__, 'message': str(e), 'traceback': ''.join(traceback.format_exception(e, limit=8))}
     d = traj.model_dump()
     d['outcome'].update(success=False, reason='error'); d['metadata'] = {**d['metadata'], 'error': err}; d['id'] = ''

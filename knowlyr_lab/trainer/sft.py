@@ -164,7 +164,9 @@ def oracle_trajectories(env_id:str='knowlyr/maze-easy', # a registered env with 
     "Expert trajectories of an env with an oracle, recorded with `RecorderWrapper`"
     from knowlyr_lab.registry import make
     from knowlyr_lab.wrappers import RecorderWrapper
-    env, out = RecorderWrapper(make(env_id, max_episode_steps=max_episode_steps), agent_name='oracle'), []
+    inner = make(env_id, max_episode_steps=max_episode_steps)
+    inner.max_episode_steps = inner.max_episode_steps or 100          # an oracle that never ends must not loop forever
+    env, out = RecorderWrapper(inner, agent_name='oracle'), []
     for s in seeds:
         ts = env.reset(seed=s)
         while not ts.done: ts = env.step(env.unwrapped.oracle_action())
