@@ -6,7 +6,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/registries.html.md"""
 
 # %% ../nbs/00a_registries.ipynb #1f74d427
 from __future__ import annotations
-import dataclasses, difflib, functools, importlib, inspect, pkgutil, threading, warnings
+import dataclasses, difflib, dis, functools, importlib, inspect, pkgutil, threading, warnings
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Callable, Iterator
@@ -22,9 +22,18 @@ def _same_name(a, b)->bool:
     ma, mb = getattr(a, '__module__', None), getattr(b, '__module__', None)
     return a.__qualname__ == b.__qualname__ and (ma == mb or '__main__' in (ma, mb))
 
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+
+def _ops(code)->list:
+    "Instructions as (operation, argument), without jump targets and with a method load read as an attribute load"
+    # Python compiles `random.Random(...)` to LOAD_ATTR where `random` is imported in the same file (a module) and to
+    # LOAD_METHOD where it is not (a notebook cell compiled apart from its imports): the same definition either way
+    return [('LOAD_ATTR' if i.opname == 'LOAD_METHOD' else i.opname, None if i.opcode in _JUMPS or hasattr(i.argval, 'co_code') else i.argval)
+            for i in dis.get_instructions(code)]
+
 def _same_code(a, b)->bool:
-    "Same bytecode, names and constants (nested code compared the same way; line numbers and file ignored)"
-    if (a.co_code, a.co_names, len(a.co_consts)) != (b.co_code, b.co_names, len(b.co_consts)): return False
+    "Same instructions, names and constants (nested code compared the same way; line numbers and file ignored)"
+    if (a.co_names, len(a.co_consts)) != (b.co_names, len(b.co_consts)) or _ops(a) != _ops(b): return False
     return all(_same_code(x, y) if hasattr(x, 'co_code') and hasattr(y, 'co_code') else type(x) is type(y) and x == y
                for x, y in zip(a.co_consts, b.co_consts))
 
