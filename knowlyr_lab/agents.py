@@ -6,9 +6,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/agents.html.md"""
 
 # %% ../nbs/40_agents.ipynb #192d37a9
 from __future__ import annotations
-import json, random, copy
-from typing import Any, Callable
-from .core import KnowlyrError, parse_action, schema_name, schema_params, InvalidActionError
+
+import copy
+import json
+import random
+
+from .core import KnowlyrError, parse_action, schema_name, schema_params
 
 # %% auto #0
 __all__ = ['AgentError', 'Agent', 'ScriptedAgent', 'RandomAgent', 'ExpertAgent', 'OpenAIAgent', 'to_anthropic', 'anthropic_tools',
@@ -132,7 +135,9 @@ class OpenAIAgent(_LLMAgent):
                  **extra):                       # more request fields (top_p, seed, ...)
         super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries, name or 'openai', **extra)
     def _make_client(self):
-        import os, openai
+        import os
+
+        import openai
         return openai.OpenAI(base_url=self.base_url, api_key=self.api_key or os.environ.get('OPENAI_API_KEY') or 'not-needed',
                              timeout=self.timeout, max_retries=self.max_retries)
     def messages(self, history:list[dict])->list[dict]:
@@ -188,7 +193,9 @@ class AnthropicAgent(_LLMAgent):
                  max_tokens:int=1024, timeout:float=60.0, max_retries:int=2, name:str|None=None, **extra):
         super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries, name or 'anthropic', **extra)
     def _make_client(self):
-        import os, anthropic
+        import os
+
+        import anthropic
         return anthropic.Anthropic(base_url=self.base_url, api_key=self.api_key or os.environ.get('ANTHROPIC_API_KEY') or 'not-needed',
                                    timeout=self.timeout, max_retries=self.max_retries)
     def __call__(self, observation, history):

@@ -6,12 +6,15 @@ Docs: https://knowlyr.github.io/knowlyr-lab/cli.html.md"""
 
 # %% ../nbs/99_cli.ipynb #918dcd99
 from __future__ import annotations
-import argparse, json, sys
-from .registry import make, list_envs, env_spec
-from .domains import list_domains, get_domain
+
+import argparse
+import json
+
+from .commands import run_cli
+from .domains import get_domain, list_domains
+from .registry import env_spec, list_envs, make
 from .trajectory import trajectory_schema, write_trajectories
 from .wrappers import RecorderWrapper
-from .commands import run_cli
 
 # %% auto #0
 __all__ = ['run_demo', 'main']

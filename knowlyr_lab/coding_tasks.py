@@ -6,13 +6,17 @@ Docs: https://knowlyr.github.io/knowlyr-lab/coding_tasks.html.md"""
 
 # %% ../nbs/14_coding_tasks.ipynb #a30a58fb
 from __future__ import annotations
-import importlib.resources, shutil, tempfile
+
+import importlib.resources
+import shutil
+import tempfile
 from pathlib import Path, PurePosixPath
-from typing import Any
+
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from .core import KnowlyrError
-from .verifiers import HiddenTestVerifier, Verdict, unittest_names
+from .verifiers import HiddenTestVerifier, unittest_names
 
 # %% auto #0
 __all__ = ['BUNDLED_CODING_DIR', 'CodingTaskError', 'FileEdit', 'CodingTask', 'load_coding_task', 'load_coding_tasks',

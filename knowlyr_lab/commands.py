@@ -6,8 +6,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/commands.html.md"""
 
 # %% ../nbs/06_commands.ipynb #51546fdc
 from __future__ import annotations
-import argparse, sys, traceback
+
+import argparse
+import sys
+import traceback
 from typing import Callable
+
 from .core import KnowlyrError
 
 # %% auto #0

@@ -6,11 +6,15 @@ Docs: https://knowlyr.github.io/knowlyr-lab/core.html.md"""
 
 # %% ../nbs/00_core.ipynb #140117a2
 from __future__ import annotations
-import ast, copy, hashlib, json, re
+
+import ast
+import hashlib
+import json
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 # %% auto #0
 __all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'TimeStep', 'tool_name_of', 'parse_action',
@@ -259,7 +263,7 @@ class AgentEnv(ABC):
         s = {schema_name(s): s for s in self.tool_schemas}.get(tool)
         return list(schema_params(s).get('properties', {})) if s else None
 
-    def close(self):
+    def close(self):  # noqa: B027 (optional hook: an env with nothing to release need not override it)
         "Release resources (processes, containers, files)"
 
     @property

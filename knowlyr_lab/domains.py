@@ -6,10 +6,13 @@ Docs: https://knowlyr.github.io/knowlyr-lab/domains.html.md"""
 
 # %% ../nbs/01_domains.ipynb #4f2b8f8b
 from __future__ import annotations
+
 from enum import Enum
 from pathlib import Path
+
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
 from .registries import Registry, UnknownNameError
 
 # %% auto #0

@@ -6,11 +6,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/gym.html.md"""
 
 # %% ../nbs/05_gym.ipynb #51e0d17a
 from __future__ import annotations
+
 import string
+
 import gymnasium
-from gymnasium import spaces
 import numpy as np
-from .core import AgentEnv, parse_action, validate_params, schema_name, schema_params, InvalidActionError
+from gymnasium import spaces
+
+from .core import AgentEnv, InvalidActionError, parse_action, schema_name, schema_params, validate_params
 
 # %% auto #0
 __all__ = ['TextObservationSpace', 'ToolCallSpace', 'GymnasiumAdapter', 'as_gymnasium']

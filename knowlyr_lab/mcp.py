@@ -7,17 +7,31 @@ Docs: https://knowlyr.github.io/knowlyr-lab/mcp.html.md"""
 
 # %% ../nbs/95_mcp.ipynb #24f95525
 from __future__ import annotations
-import argparse, functools, inspect, json, os, secrets, signal, socket, sys, tempfile, threading, uuid
+
+import argparse
+import functools
+import inspect
+import json
+import os
+import secrets
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import uuid
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
+
 from fastcore.docments import docments
-from pydantic import Field
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
 from .core import KnowlyrError
-from .trajectory import Trajectory, read_trajectories, write_trajectories, trajectory_schema, parse_trajectory
+from .trajectory import Trajectory, parse_trajectory, read_trajectories, trajectory_schema, write_trajectories
 
 # %% auto #0
 __all__ = ['ServerRoot', 'described', 'SandboxCreated', 'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed',
@@ -176,16 +190,18 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
         with lock:
             if sid not in sandboxes: raise KeyError(f"no sandbox {sid!r}; open ones: {sorted(sandboxes) or 'none'}")
             return sandboxes[sid]
-    from knowlyr_lab.sandbox.core import create_sandbox as _create, Sandbox
-    from knowlyr_lab.sandbox.base import SandboxLimits
-    from knowlyr_lab.sandbox.replay import replay_trajectory as _replay
-    from knowlyr_lab.recorder.convert import convert, validate, diff_trajectories
-    from knowlyr_lab.reward.engine import RewardEngine
-    from knowlyr_lab.reward.preferences import build_preferences as _build_prefs, reward_leaderboard as _leaderboard
-    from knowlyr_lab.reward.cli import calibrate_engine as _calibrate
-    from knowlyr_lab.reward.judge import list_rubrics as _list_rubrics
-    from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
     from knowlyr_lab.hub.export import DatasetExporter
+    from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
+    from knowlyr_lab.recorder.convert import convert, diff_trajectories, validate
+    from knowlyr_lab.reward.cli import calibrate_engine as _calibrate
+    from knowlyr_lab.reward.engine import RewardEngine
+    from knowlyr_lab.reward.judge import list_rubrics as _list_rubrics
+    from knowlyr_lab.reward.preferences import build_preferences as _build_prefs
+    from knowlyr_lab.reward.preferences import reward_leaderboard as _leaderboard
+    from knowlyr_lab.sandbox.base import SandboxLimits
+    from knowlyr_lab.sandbox.core import Sandbox
+    from knowlyr_lab.sandbox.core import create_sandbox as _create
+    from knowlyr_lab.sandbox.replay import replay_trajectory as _replay
 
     # -- sandbox --
     @app.tool()
@@ -443,7 +459,8 @@ def _token(path:str|None)->tuple[str, str]:
 
 def serve_http(app:MCPServer, port:int=8765):
     "Serve streamable HTTP on 127.0.0.1:`port` (0: a free port), printing the URL on stderr"
-    import anyio, uvicorn
+    import anyio
+    import uvicorn
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(('127.0.0.1', port)); sock.listen(128)   # listening before the URL is printed: early clients wait in the backlog

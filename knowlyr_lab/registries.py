@@ -6,11 +6,21 @@ Docs: https://knowlyr.github.io/knowlyr-lab/registries.html.md"""
 
 # %% ../nbs/00a_registries.ipynb #1f74d427
 from __future__ import annotations
-import dataclasses, difflib, dis, functools, importlib, inspect, pkgutil, threading, warnings
+
+import difflib
+import dis
+import functools
+import importlib
+import inspect
+import pkgutil
+import threading
+import warnings
 from collections.abc import Mapping
 from importlib.metadata import entry_points
-from typing import Callable, Iterator
+from typing import Iterator
+
 from fastcore.basics import patch
+
 from .core import KnowlyrError
 
 # %% auto #0
@@ -37,21 +47,20 @@ def _same_code(a, b)->bool:
     return all(_same_code(x, y) if hasattr(x, 'co_code') and hasattr(y, 'co_code') else type(x) is type(y) and x == y
                for x, y in zip(a.co_consts, b.co_consts))
 
-def _same_function(a, b)->bool:
+def _same_function(a, b, seen)->bool:
     if not (_same_name(a, b) and _same_code(a.__code__, b.__code__)): return False
-    if not same_definition(a.__defaults__ or (), b.__defaults__ or ()) or not same_definition(a.__kwdefaults__ or {}, b.__kwdefaults__ or {}):
+    if not _same(a.__defaults__ or (), b.__defaults__ or (), seen) or not _same(a.__kwdefaults__ or {}, b.__kwdefaults__ or {}, seen):
         return False
-    ca, cb = a.__closure__ or (), b.__closure__ or ()
-    return len(ca) == len(cb) and all(same_definition(x.cell_contents, y.cell_contents) for x, y in zip(ca, cb))
+    ca, cb = a.__closure__ or (), b.__closure__ or ()      # a method calling super() holds its own class here
+    return len(ca) == len(cb) and all(_same(x.cell_contents, y.cell_contents, seen) for x, y in zip(ca, cb))
 
-def _same_class(a, b)->bool:
+def _same_class(a, b, seen)->bool:
     "Same qualified name and the same methods (a class made in a function, `<locals>`, only matches itself)"
     if '<locals>' in a.__qualname__ or not _same_name(a, b): return False
     fa, fb = ({k: v for k, v in vars(c).items() if inspect.isfunction(v)} for c in (a, b))
-    return fa.keys() == fb.keys() and all(_same_function(fa[k], fb[k]) for k in fa)
+    return fa.keys() == fb.keys() and all(_same_function(fa[k], fb[k], seen) for k in fa)
 
-def same_definition(a, b)->bool:
-    "True when `a` and `b` are equal, or the same definition made again (a module re-imported, a notebook cell re-run)"
+def _same(a, b, seen:set)->bool:
     if a is b: return True
     try:
         if type(a) is type(b) and a == b: return True
@@ -60,16 +69,22 @@ def same_definition(a, b)->bool:
         if isinstance(x, str) and ':' in x and not isinstance(y, str):
             try: return load_ref(x) is y
             except Exception: return False
-    if isinstance(a, type) or isinstance(b, type): return isinstance(a, type) and isinstance(b, type) and _same_class(a, b)
-    if inspect.isfunction(a) or inspect.isfunction(b): return inspect.isfunction(a) and inspect.isfunction(b) and _same_function(a, b)
+    if (id(a), id(b)) in seen: return True               # compared further up (a class reached again through its methods)
+    seen.add((id(a), id(b)))
+    if isinstance(a, type) or isinstance(b, type): return isinstance(a, type) and isinstance(b, type) and _same_class(a, b, seen)
+    if inspect.isfunction(a) or inspect.isfunction(b): return inspect.isfunction(a) and inspect.isfunction(b) and _same_function(a, b, seen)
     if isinstance(a, functools.partial) or isinstance(b, functools.partial):
-        return (isinstance(a, functools.partial) and isinstance(b, functools.partial) and same_definition(a.func, b.func)
-                and same_definition(a.args, b.args) and same_definition(a.keywords, b.keywords))
-    if not (type(a) is type(b) or _same_class(type(a), type(b))): return False     # instances: of the same class definition...
-    if isinstance(a, dict): return a.keys() == b.keys() and all(same_definition(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)): return len(a) == len(b) and all(map(same_definition, a, b))
-    if hasattr(a, '__dict__') and hasattr(b, '__dict__'): return same_definition(vars(a), vars(b))   # ...with the same state
+        return (isinstance(a, functools.partial) and isinstance(b, functools.partial) and _same(a.func, b.func, seen)
+                and _same(a.args, b.args, seen) and _same(a.keywords, b.keywords, seen))
+    if not (type(a) is type(b) or _same_class(type(a), type(b), seen)): return False     # instances: of the same class definition...
+    if isinstance(a, dict): return a.keys() == b.keys() and all(_same(a[k], b[k], seen) for k in a)
+    if isinstance(a, (list, tuple)): return len(a) == len(b) and all(_same(x, y, seen) for x, y in zip(a, b))
+    if hasattr(a, '__dict__') and hasattr(b, '__dict__'): return _same(vars(a), vars(b), seen)   # ...with the same state
     return False
+
+def same_definition(a, b)->bool:
+    "True when `a` and `b` are equal, or the same definition made again (a module re-imported, a notebook cell re-run)"
+    return _same(a, b, set())
 
 # %% ../nbs/00a_registries.ipynb #d772eb3b
 class UnknownNameError(KnowlyrError, KeyError):

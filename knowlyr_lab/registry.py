@@ -6,8 +6,10 @@ Docs: https://knowlyr.github.io/knowlyr-lab/registry.html.md"""
 
 # %% ../nbs/02_registry.ipynb #71afe041
 from __future__ import annotations
+
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
+
 from .core import AgentEnv
 from .registries import Registry, UnknownNameError, load_ref
 

@@ -6,9 +6,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/stats.html.md"""
 
 # %% ../nbs/09_stats.ipynb #f8c26225
 from __future__ import annotations
-import math, warnings
-from dataclasses import dataclass, field, asdict
+
+import math
+import warnings
+from dataclasses import asdict, dataclass, field
 from typing import Sequence
+
 import numpy as np
 import pandas as pd
 from scipy import stats

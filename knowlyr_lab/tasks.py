@@ -6,9 +6,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/tasks.html.md"""
 
 # %% ../nbs/13_tasks.ipynb #19a8a543
 from __future__ import annotations
-import fnmatch, hashlib, warnings
+
+import fnmatch
+import hashlib
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 # %% auto #0
 __all__ = ['task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'split_of', 'split_tasks', 'TaskOverlapError',

@@ -6,7 +6,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/testing.html.md"""
 
 # %% ../nbs/08_testing.ipynb #ddad570d
 from __future__ import annotations
-import json, threading, time, itertools, uuid
+
+import itertools
+import json
+import threading
+import time
+import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

@@ -6,12 +6,18 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trajectory.html.md"""
 
 # %% ../nbs/03_trajectory.ipynb #866bb6cb
 from __future__ import annotations
-import gzip, hashlib, io, json, math
+
+import gzip
+import hashlib
+import json
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Iterable, Iterator
+
 import pandas as pd
-import pyarrow as pa, pyarrow.parquet as pq
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
 from .core import KnowlyrError
 
 # %% auto #0
@@ -340,7 +346,7 @@ def from_dataframe(df:pd.DataFrame)->list[Trajectory]:
                 reward=_v(s['reward']), reward_details=_lj(s['reward_details']) or {}, t_start=_v(s['t_start']), t_end=_v(s['t_end']),
                 usage=TokenUsage(**usage) if usage else None, token_ids=_lj(s['token_ids']), logprobs=_lj(s['logprobs']),
                 metadata=_lj(s['step_metadata']) or {}))
-        b = lambda k: None if r[k] is None else bool(r[k])
+        b = lambda k, r=r: None if r[k] is None else bool(r[k])
         out.append(Trajectory(schema_version=r['schema_version'], id=tid,
             task=Task(id=r['task_id'], instruction=r['task_instruction'] or '', domain=r['task_domain'], env_id=r['env_id'],
                       initial_observation=r['task_initial_observation'], fingerprint=r['task_fingerprint'], metadata=_lj(r['task_metadata']) or {}),

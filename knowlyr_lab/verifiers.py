@@ -7,11 +7,18 @@ Docs: https://knowlyr.github.io/knowlyr-lab/verifiers.html.md"""
 
 # %% ../nbs/13a_verifiers.ipynb #7b13d720
 from __future__ import annotations
-import ast, json, secrets, sys, tempfile
+
+import ast
+import json
+import secrets
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
 from fastcore.basics import patch_to
-from .sandbox.base import SandboxLimits, SandboxError
+
+from .sandbox.base import SandboxError, SandboxLimits
 
 # %% auto #0
 __all__ = ['VERIFIER_DIR', 'TEST_RUNNER', 'unittest_names', 'select_agent_files', 'Verdict', 'read_report', 'HiddenTestVerifier']

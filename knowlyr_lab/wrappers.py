@@ -6,11 +6,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/wrappers.html.md"""
 
 # %% ../nbs/04_wrappers.ipynb #7d376258
 from __future__ import annotations
-import concurrent.futures as cf, threading, time
-from dataclasses import dataclass, field
-from typing import Any, Callable
-from .core import AgentEnv, TimeStep, EnvDoneError, NotResetError, parse_action, InvalidActionError
-from .trajectory import Trajectory, Step, ToolCall, Observation, Task, AgentInfo, Outcome, Source, TokenUsage, trajectory_score, as_task
+
+import concurrent.futures as cf
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from .core import AgentEnv, EnvDoneError, InvalidActionError, NotResetError, TimeStep, parse_action
+from .trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory, as_task, trajectory_score
 
 # %% auto #0
 __all__ = ['EnvWrapper', 'MaxInvalidActionsWrapper', 'TimeoutWrapper', 'RewardContext', 'RewardWrapper', 'RecorderWrapper']

@@ -1,5 +1,8 @@
-import os, sys, pytest
+import os
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_FIXTURES = ROOT.parent / 'shared' / 'fixtures'

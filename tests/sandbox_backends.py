@@ -1,7 +1,10 @@
 "Shared backend parametrisation for the sandbox conformance and escape suites"
-import warnings, pytest
+import warnings
+
+import pytest
+
 from knowlyr_lab.sandbox.core import create_sandbox
-from knowlyr_lab.sandbox.local import bwrap_available, NOT_ISOLATED
+from knowlyr_lab.sandbox.local import NOT_ISOLATED, bwrap_available
 
 _BWRAP = bwrap_available()
 BACKENDS = [

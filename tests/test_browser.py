@@ -9,13 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from lab_browser import (
-    JupyterLab,
-    assert_plots_drawn,
-    exported_html,
-    open_file,
-    unavailable,
-)
+from lab_browser import JupyterLab, assert_plots_drawn, exported_html, open_file, unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.skipif('browser' not in os.environ.get('KNOWLYR_TEST_FLAGS', '').split(),

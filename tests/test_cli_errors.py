@@ -1,5 +1,7 @@
 "Every knowlyr command reports an error the same way (`commands.run_cli`): one line on stderr, status 2 for bad input, --debug for the traceback"
-import subprocess, sys
+import subprocess
+import sys
+
 import pytest
 
 CLIS = {  # command -> (module with `main`, arguments naming an input that does not exist)
@@ -33,7 +35,8 @@ PARSERS = {'knowlyr-lab': ('knowlyr_lab.cli', '_parser'), 'knowlyr-hub': ('knowl
 
 @pytest.mark.parametrize('prog', list(PARSERS))
 def test_every_flag_of_every_cli_is_documented(prog):
-    import argparse, importlib
+    import argparse
+    import importlib
     module, fn = PARSERS[prog]
     p = getattr(importlib.import_module(module), fn)()
     subs = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))

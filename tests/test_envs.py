@@ -1,14 +1,18 @@
 "Environments and task suites across modules: coding (sandbox), conversation family, wordle, maze; splits; leaks; LLM users."
-import os, random, tempfile, shutil
+import random
+import tempfile
 from pathlib import Path
-import pytest, yaml
-from knowlyr_lab.registry import make, list_envs
-from knowlyr_lab.gym import ToolCallSpace
-from knowlyr_lab.tasks import split_tasks, filter_tasks, task_id
-from knowlyr_lab.coding_tasks import load_coding_tasks, check_coding_task, CodingTaskError, BUNDLED_CODING_DIR
-from knowlyr_lab.envs.sandbox import SandboxEnv
+
+import pytest
+import yaml
+
+from knowlyr_lab.coding_tasks import CodingTaskError, check_coding_task, load_coding_tasks
 from knowlyr_lab.envs.conversation import LLMUser, UserSimulatorError
+from knowlyr_lab.envs.sandbox import SandboxEnv
 from knowlyr_lab.envs.wordle import random_action
+from knowlyr_lab.gym import ToolCallSpace
+from knowlyr_lab.registry import list_envs, make
+from knowlyr_lab.tasks import filter_tasks, split_tasks, task_id
 
 SUITE_ENVS = ['knowlyr/sandbox', 'knowlyr/conversation', 'knowlyr/engineering', 'knowlyr/advisory', 'knowlyr/discussion',
               'knowlyr/wordle', 'knowlyr/maze']

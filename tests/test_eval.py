@@ -1,11 +1,14 @@
 "Evaluation statistics checked against scipy/statsmodels and brute force, and evaluate_agent on a real env"
 import math
 from itertools import combinations
-import numpy as np, pytest
+
+import numpy as np
+import pytest
 from scipy import stats
-from knowlyr_lab.stats import wilson_ci, pass_at_k, compare_samples, adjust_pvalues, compare_many, bootstrap_ci
-from knowlyr_lab.eval.evaluate import evaluate_agent, compare_agents, leaderboard, EvalResult
+
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
+from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent, leaderboard
+from knowlyr_lab.stats import adjust_pvalues, bootstrap_ci, compare_samples, pass_at_k, wilson_ci
 
 RNG = np.random.default_rng(2024)
 VECTORS = [(RNG.normal(0, 1, n), RNG.normal(d, s, m)) for n, m, d, s in [(5, 7, 0.5, 1), (20, 20, 0.3, 2), (40, 33, 0, 1), (3, 3, 2, 0.5)]]

@@ -4,8 +4,10 @@ Only experiment 1 runs in CI (`slow`, well under a minute): at CI size it checks
 guard; the claim itself (SFT beats the untrained policy on >= 100 fingerprint-disjoint tasks) is made by the `small`
 run stored in the notebook and by `make demo`. Experiments 2-4 take many minutes even at CI size and are marked `long`, which no CI run
 enables: `KNOWLYR_TEST_FLAGS=long pytest tests/test_experiments.py`."""
-import json, os
+import json
+import os
 from pathlib import Path
+
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent

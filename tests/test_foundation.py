@@ -1,13 +1,17 @@
 "Cross-module checks of the foundation: every registered env, recording round trips, bad input."
-import json, gzip
-import pytest, jsonschema
+import gzip
+import json
+
+import jsonschema
+import pytest
 from gymnasium.utils.env_checker import check_env
-from knowlyr_lab.core import InvalidActionError, EnvDoneError, parse_action
-from knowlyr_lab.registry import make, list_envs, UnknownEnvError
+
+from knowlyr_lab.core import EnvDoneError, InvalidActionError, parse_action
 from knowlyr_lab.gym import as_gymnasium
-from knowlyr_lab.trajectory import (read_trajectories, write_trajectories, to_dataframe, from_dataframe,
-                                    trajectory_schema, TrajectoryError)
+from knowlyr_lab.registry import UnknownEnvError, list_envs, make
+from knowlyr_lab.trajectory import TrajectoryError, from_dataframe, read_trajectories, to_dataframe, trajectory_schema, write_trajectories
 from knowlyr_lab.wrappers import RecorderWrapper
+
 
 def _seedable(env_id):
     env = make(env_id)

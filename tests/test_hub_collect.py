@@ -1,8 +1,12 @@
 "Rollouts across backends: same seed -> same trajectories; LLM agents through the real SDKs against FakeLLMServer"
-import os, pytest
-from knowlyr_lab.agents import ExpertAgent, RandomAgent, OpenAIAgent, AnthropicAgent
+import os
+
+import pytest
+
+from knowlyr_lab.agents import AnthropicAgent, ExpertAgent, OpenAIAgent, RandomAgent
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.testing import FakeLLMServer, Reply
+
 
 def _ids(trajs): return [t.id for t in trajs]
 
@@ -29,7 +33,10 @@ def test_same_seed_same_trajectories_threads_and_processes():
 
 @pytest.mark.ray
 def test_ray_backend_matches_threads():
-    import ray, tempfile, shutil
+    import shutil
+    import tempfile
+
+    import ray
     tmp = tempfile.mkdtemp(prefix='kr-')          # short path: Ray's socket paths must stay under 107 bytes
     os.environ['KNOWLYR_RAY_TMP'] = tmp
     try:

@@ -1,13 +1,19 @@
 "Every export loads with datasets.load_dataset in the shape its consumer documents; TRL prepares the SFT and DPO data"
-import copy, json, random, pytest
+import copy
+import json
+import random
 from pathlib import Path
+
 import datasets
+import pytest
+
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.core import parse_action
 from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.hub.collect import collect
-from knowlyr_lab.hub.export import DatasetExporter, FORMATS
+from knowlyr_lab.hub.export import FORMATS, DatasetExporter
 from knowlyr_lab.trajectory import write_trajectories
+
 
 @pytest.fixture(scope='module')
 def data(tmp_path_factory):
@@ -89,7 +95,8 @@ def test_hf_save_to_disk_and_parquet(data):
 @pytest.mark.slow
 def test_trl_prepares_sft_and_dpo(data, tmp_path):
     "TRL's own SFTTrainer / DPOTrainer data preparation accepts the exports (tiny local Qwen2, CPU)"
-    from trl import SFTConfig, SFTTrainer, DPOConfig, DPOTrainer
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
     from knowlyr_lab.trainer.tiny import make_tiny_model
     d, res = data
     sft = _load(res['sft'], cache=d / 'c')
@@ -111,10 +118,11 @@ def test_trl_prepares_sft_and_dpo(data, tmp_path):
     assert t2.train().training_loss > 0
 
 # --- issue 12 / 14: one split, one preference algorithm, one trajectory score, step rewards to the trainer ---
-from knowlyr_lab.tasks import split_tasks
-from knowlyr_lab.trajectory import trajectory_score
 from knowlyr_lab.reward.engine import make_reward_fn
 from knowlyr_lab.reward.preferences import reward_leaderboard
+from knowlyr_lab.tasks import split_tasks
+from knowlyr_lab.trajectory import trajectory_score
+
 
 def _rows(res, split='train'):
     p = res.paths.get(split)

@@ -1,6 +1,12 @@
 "The pipeline survives SIGKILL at any point: rerunning gives the same output as an uninterrupted run"
-import json, os, signal, subprocess, sys, pytest
+import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
+
 from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
 from knowlyr_lab.trajectory import read_trajectories
 
@@ -115,11 +121,11 @@ def test_documented_dpo_example_says_why_there_are_no_pairs(tmp_path):
 
 def test_settings_that_fail_are_not_saved_so_the_corrected_retry_runs(tmp_path):
     "A bad env id, agent or log format used to be saved as the run's config before failing: the fixed retry was refused"
+    from knowlyr_lab.agents import ExpertAgent
+    from knowlyr_lab.hub.collect import collect
     from knowlyr_lab.hub.pipeline import PipelineError
     from knowlyr_lab.recorder.base import UnknownAdapterError
     from knowlyr_lab.registry import UnknownEnvError
-    from knowlyr_lab.agents import ExpertAgent
-    from knowlyr_lab.hub.collect import collect
     from knowlyr_lab.trajectory import write_trajectories
     out = tmp_path / 'o'
     good = {**CFG, 'max_tasks': 1, 'samples_per_task': 1, 'export_formats': ['sft'], 'output_dir': str(out)}

@@ -1,11 +1,17 @@
 "The trajectory store survives SIGKILL inside a batch: no orphan or duplicate shard lines, every stored trajectory readable"
-import json, os, signal, subprocess, sys, pytest
+import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
+
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.hub.store import TrajectoryStore
-from knowlyr_lab.trajectory import write_trajectories, read_trajectories
+from knowlyr_lab.trajectory import read_trajectories, write_trajectories
 
 # put_many in a child that SIGKILLs itself at its k-th fsync: the batch's lines are written, its index rows not committed
 SCRIPT = r'''

@@ -1,13 +1,21 @@
 "The MCP server over stdio and streamable HTTP, driven by the MCP SDK's own clients"
-import asyncio, json, os, shutil, subprocess, sys, time
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
+
 import pytest
 from mcp import ClientSession
-from mcp.client.stdio import stdio_client, StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.sandbox.local import bwrap_available
-from knowlyr_lab.trajectory import write_trajectories, read_trajectories
+from knowlyr_lab.trajectory import read_trajectories, write_trajectories
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG = ROOT / 'tests' / 'fixtures' / 'recorder' / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl'
@@ -73,8 +81,9 @@ def test_tools_listed_with_described_inputs_and_output_schemas(results):
 def test_reward_tools_take_the_python_api_defaults_and_options(results):
     "#14: build_preferences hard-coded min_margin (and had no max_pairs_per_task); calibrate_reward had no threshold and no engine"
     import inspect
-    from knowlyr_lab.reward.preferences import build_preferences
+
     from knowlyr_lab.reward.cli import calibrate_engine
+    from knowlyr_lab.reward.preferences import build_preferences
     sch = {t.name: t.input_schema['properties'] for t in run(results, 'tools')}
     for tool, fn, keys in [('build_preferences', build_preferences, ('level', 'min_margin', 'max_pairs_per_task')),
                            ('calibrate_reward', calibrate_engine, ('method', 'threshold', 'domain', 'engine'))]:

@@ -6,7 +6,10 @@ it: `collect` (the library's rollout engine), a hand-written loop that feeds the
 and `serve` driven by the real `openai` client. If the training chats rendered the instruction instead of the reset
 observation as the first user turn (the bug this guards against), the policy would learn a prompt that no hand-written
 loop or client sends, and these checks fail."""
-import random, pytest
+import random
+
+import pytest
+
 from knowlyr_lab.core import AgentEnv, TimeStep, tool_schema
 
 INSTRUCTION = "Submit the code you are shown."
@@ -54,9 +57,12 @@ def _episode(seed, reply):
 
 def _check(policy):
     "Success through the rollout engine, a hand-written loop and serve + openai: high and identical episode by episode"
-    import openai, json
+    import json
+
+    import openai
+
     from knowlyr_lab.hub.collect import run_episodes
-    from knowlyr_lab.trainer.inference import AgentInference, parse_reply, load_prompt
+    from knowlyr_lab.trainer.inference import AgentInference, load_prompt, parse_reply
     inf = AgentInference.from_pretrained(policy)
     card = load_prompt(policy)
     # 1. the library's rollout engine (what collect and evaluate_agent use), seeded like the loops below
@@ -85,8 +91,11 @@ def test_same_success_through_collect_hand_loop_and_serve(policy): _check(policy
 
 def test_openai_sdk_reply_shape(policy):
     "Through the SDK: a tool call with finish_reason tool_calls and usage; text without tools; a bad request is a 400"
-    import openai, json
-    from knowlyr_lab.trainer.inference import AgentInference, load_prompt
+    import json
+
+    import openai
+
+    from knowlyr_lab.trainer.inference import AgentInference
     srv = AgentInference.from_pretrained(policy, name='tiny-code').serve()
     try:
         client = openai.OpenAI(base_url=srv.url, api_key='local', max_retries=0)

@@ -1,14 +1,24 @@
 "Recorder integration tests on the project's own small fixtures: every format, accounting, redaction, fuzzing, CLI."
-import gzip, io, json, random, subprocess, sys, tracemalloc
+import gzip
+import io
+import json
+import subprocess
+import sys
+import tracemalloc
 from pathlib import Path
-import pytest, jsonschema, yaml
-from hypothesis import given, settings, strategies as st, HealthCheck
+
+import jsonschema
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rich.console import Console
-from knowlyr_lab.trajectory import trajectory_schema, read_trajectories, write_trajectories
-from knowlyr_lab.recorder.base import ConversionReport, RecorderError, get_adapter, list_adapters, UnknownAdapterError
-from knowlyr_lab.recorder.convert import convert, detect_format, FormatDetectionError, validate, load_outcomes, diff_trajectories
-from knowlyr_lab.recorder.redact import Redactor, SAMPLE_SECRETS, secret_value
+
 from knowlyr_lab.recorder import cli
+from knowlyr_lab.recorder.base import ConversionReport, RecorderError, UnknownAdapterError, get_adapter, list_adapters
+from knowlyr_lab.recorder.convert import FormatDetectionError, convert, detect_format, diff_trajectories, validate
+from knowlyr_lab.recorder.redact import SAMPLE_SECRETS, Redactor, secret_value
+from knowlyr_lab.trajectory import read_trajectories, trajectory_schema, write_trajectories
 
 FIX = Path(__file__).parent / 'fixtures' / 'recorder'
 FORMAT_OF_DIR = {'agentgym-sharegpt': 'agentgym'}          # folder name -> adapter name where they differ

@@ -1,10 +1,15 @@
 "Coding-agent log adapters (OpenHands, SWE-agent, mini-swe-agent, Claude Code, Codex CLI, Gemini CLI, Aider) on small hand-made fixtures and on the real samples in tests/fixtures/agent_logs."
-import json, random, shutil
+import json
+import random
+import shutil
 from pathlib import Path
+
 import pytest
-from hypothesis import given, settings, strategies as st, HealthCheck
-from knowlyr_lab.recorder.base import ConversionReport, RecorderError, get_adapter
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from knowlyr_lab.recorder.agent_steps import steps_usage
+from knowlyr_lab.recorder.base import ConversionReport, RecorderError, get_adapter
 
 FIX = Path(__file__).parent / 'fixtures' / 'recorder'
 REAL = Path(__file__).parent / 'fixtures' / 'agent_logs'

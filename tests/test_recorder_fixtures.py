@@ -6,10 +6,14 @@ and token totals equal the log's own totals where the log states them. The files
 """
 import json
 from pathlib import Path
-import pytest, jsonschema, yaml
-from knowlyr_lab.trajectory import trajectory_schema
-from knowlyr_lab.recorder.base import ConversionReport, list_adapters
+
+import jsonschema
+import pytest
+import yaml
+
+from knowlyr_lab.recorder.base import ConversionReport
 from knowlyr_lab.recorder.convert import convert, detect, load_outcomes
+from knowlyr_lab.trajectory import trajectory_schema
 
 SHARED = Path(__file__).parent / 'fixtures' / 'agent_logs'
 
@@ -83,7 +87,8 @@ def test_smolagents_tokens_equal_log():
 
 def test_files_are_the_published_blobs():
     "Every fixture is byte for byte the file SOURCES.md names (git blob SHA-1), so the tests read real logs"
-    import hashlib, re
+    import hashlib
+    import re
     src = (SHARED / 'SOURCES.md').read_text()
     entries = re.findall(r"### `([^`]+)`.*?- blob: `([0-9a-f]{40})`", src, re.S)
     assert sorted(n for n, _ in entries) == sorted(str(p.relative_to(SHARED)) for p in SHARED.rglob('*') if p.is_file() and p.name != 'SOURCES.md')

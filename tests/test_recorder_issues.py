@@ -1,11 +1,15 @@
 "Recorder defects found by converting real logs of every format (issue 14): each test failed before its fix."
-import io, json, random, re
+import io
+import json
+import re
 from pathlib import Path
+
 import pytest
 from rich.console import Console
-from knowlyr_lab.recorder.base import ConversionReport, get_adapter
-from knowlyr_lab.recorder.convert import convert, detect_format, iter_log_files
+
 from knowlyr_lab.recorder import cli
+from knowlyr_lab.recorder.base import ConversionReport
+from knowlyr_lab.recorder.convert import convert, detect_format, iter_log_files
 
 FIX = Path(__file__).parent / 'fixtures' / 'recorder'
 REAL = Path(__file__).parent / 'fixtures' / 'agent_logs'
@@ -155,10 +159,11 @@ def test_truncated_gz_is_quarantined_and_the_batch_goes_on(tmp_path):
 # ---------------------------------------------------------------- the adapter registry: a broken plugin warns, the rest still works
 
 def test_broken_adapter_plugin_warns_and_the_registry_goes_on(monkeypatch):
-    import knowlyr_lab.recorder.base as base, knowlyr_lab.registries as registries
+    import knowlyr_lab.recorder.base as base
+    import knowlyr_lab.registries as registries
     class EP:
         name, value = 'broken', 'no_such_module_xyz'
-        def load(self): import no_such_module_xyz
+        def load(self): pass
     monkeypatch.setattr(registries, 'entry_points', lambda group: [EP()])   # the one registry helper loads every kind's plugins
     with pytest.warns(UserWarning, match="entry point 'broken'"): base.discover_adapters(force=True)
     assert {'openai-chat', 'claude-code', 'aider'} <= set(base.list_adapters())
@@ -179,7 +184,8 @@ print(json.dumps({'steps': n, 'peak_kb': resource.getrusage(resource.RUSAGE_SELF
 @pytest.mark.slow
 def test_whole_document_memory_is_bounded(tmp_path):
     "A JSON array of conversations is streamed: 12x the document, about the same peak, far below the document's size"
-    import subprocess, sys
+    import subprocess
+    import sys
     conv = lambda i: {'id': f'c{i}', 'messages': [{'role': 'user', 'content': f'task {i} ' + 'x' * 300}] + [m for k in range(4) for m in (
         {'role': 'assistant', 'content': 'look', 'tool_calls': [{'id': f'c{i}_{k}', 'type': 'function', 'function': {'name': 'shell', 'arguments': json.dumps({'cmd': f'grep -n y{k} src/'})}}]},
         {'role': 'tool', 'tool_call_id': f'c{i}_{k}', 'content': 'src/a.py:1: y()\n' * 30})]}

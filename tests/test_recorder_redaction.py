@@ -1,11 +1,14 @@
 "Redaction on a corpus of planted secrets of every kind: every one is gone from everything written, no false positives."
-import io, json
+import io
+import json
 from pathlib import Path
+
 import pytest
 from rich.console import Console
-from knowlyr_lab.recorder.redact import Redactor, default_redactor, SAMPLE_SECRETS, secret_value
-from knowlyr_lab.recorder.convert import convert
+
 from knowlyr_lab.recorder import cli
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.redact import SAMPLE_SECRETS, default_redactor, secret_value
 
 # planted secrets: {text as it appears in a log: the value that must disappear}
 CORPUS = {**{s: secret_value(k) for k, s in SAMPLE_SECRETS.items()},

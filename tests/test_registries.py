@@ -1,15 +1,19 @@
 "One registry policy for envs, log formats, sandbox backends, reward rules and domains (issue 14)"
-import subprocess, sys, textwrap, warnings
+import subprocess
+import sys
+import textwrap
+
 import pytest
-from knowlyr_lab.registries import Registry, UnknownNameError, RegistryWarning
+
+from knowlyr_lab.registries import Registry, RegistryWarning, UnknownNameError
 
 
 def _registries():
-    from knowlyr_lab.registry import ENVS, EnvSpec
-    from knowlyr_lab.recorder.base import _ADAPTERS, LogAdapter
-    from knowlyr_lab.sandbox.core import SANDBOX_BACKENDS
-    from knowlyr_lab.reward.rules import RULES, Rule, RuleResult
     from knowlyr_lab.domains import DOMAINS, DomainProfile
+    from knowlyr_lab.recorder.base import _ADAPTERS, LogAdapter
+    from knowlyr_lab.registry import ENVS, EnvSpec
+    from knowlyr_lab.reward.rules import RULES, Rule, RuleResult
+    from knowlyr_lab.sandbox.core import SANDBOX_BACKENDS
     class QA(LogAdapter): name = 'qa-test'
     def rule(v, ix, ctx): return RuleResult(1.0, 'ok')
     def other(v, ix, ctx): return RuleResult(0.0, 'no')
@@ -43,10 +47,10 @@ def test_every_registry_has_the_same_policy(i):
 
 def test_register_apis_follow_the_policy():
     "The public register functions of each kind go through the registry"
-    from knowlyr_lab.registry import register, env_spec
-    from knowlyr_lab.reward.rules import register_rule, unregister_rule, RuleResult
-    from knowlyr_lab.domains import register_domain, get_domain, DomainProfile, UnknownDomainError
-    from knowlyr_lab.sandbox.core import register_sandbox_backend, create_sandbox, SANDBOX_BACKENDS, UnknownBackendError
+    from knowlyr_lab.domains import DomainProfile, UnknownDomainError, get_domain, register_domain
+    from knowlyr_lab.registry import env_spec, register
+    from knowlyr_lab.reward.rules import RuleResult, register_rule, unregister_rule
+    from knowlyr_lab.sandbox.core import SANDBOX_BACKENDS, UnknownBackendError, create_sandbox, register_sandbox_backend
     src = "def r(v, ix, ctx): return RuleResult(1.0, 'ok')\n"
     ns1, ns2 = {'RuleResult': RuleResult}, {'RuleResult': RuleResult}
     exec(src, ns1); exec(src, ns2)                                       # the same notebook cell, run twice
@@ -102,8 +106,9 @@ def test_discovery_goes_on_after_a_broken_entry_point(monkeypatch):
 def test_different_definitions_with_one_name_are_not_taken_for_a_rerun():
     "Closures, constants, defaults and partials that differ are different registrations (never replaced silently)"
     import functools
-    from knowlyr_lab.registry import register, ENVS
+
     from knowlyr_lab.envs.maze import MazeEnv
+    from knowlyr_lab.registry import ENVS, register
     def at(size): return lambda: MazeEnv(size=size)
     register('test/closure', at(5))
     try:

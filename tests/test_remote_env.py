@@ -1,11 +1,17 @@
 "Remote envs against real servers on 127.0.0.1: OpenEnv (openenv-core's own server code) and AgentGym's protocol; collect with threads, processes and Ray; GRPO rollouts; servers that die or hang mid-episode."
-import functools, os, signal, threading, time
+import functools
+import os
+import signal
+import threading
+import time
+
 import pytest
-from knowlyr_lab.registry import register, make
-from knowlyr_lab.agents import ExpertAgent, RandomAgent, Agent
-from knowlyr_lab.hub.collect import collect
+
+from knowlyr_lab.agents import Agent, ExpertAgent, RandomAgent
+from knowlyr_lab.envs.remote import AgentGymClient, OpenEnvClient, RemoteEnvError
 from knowlyr_lab.envs.serve import EnvServer
-from knowlyr_lab.envs.remote import OpenEnvClient, AgentGymClient, RemoteEnvError
+from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.registry import make, register
 
 CLIENTS = {'openenv': OpenEnvClient, 'agentgym': AgentGymClient}
 
@@ -55,7 +61,10 @@ def test_collect_with_processes(request, protocol):
 @pytest.mark.ray
 @pytest.mark.slow
 def test_collect_with_ray(request):
-    import ray, tempfile, shutil
+    import shutil
+    import tempfile
+
+    import ray
     tmp = tempfile.mkdtemp(prefix='kr-'); os.environ['KNOWLYR_RAY_TMP'] = tmp
     try:
         for protocol in ('agentgym', 'openenv'):
@@ -68,6 +77,7 @@ def test_collect_with_ray(request):
 @pytest.mark.slow
 def test_openenv_server_speaks_openenv_cores_own_client(openenv_server):
     import asyncio
+
     from openenv.core import GenericEnvClient
     async def talk():
         async with GenericEnvClient(base_url=openenv_server.url) as c:
@@ -97,7 +107,7 @@ def test_server_dying_mid_episode_gives_failed_trajectories(protocol):
     try:
         for how, sig in (('frozen', signal.SIGSTOP), ('killed', signal.SIGKILL)):   # one server: frozen, resumed, then killed
             out = {}
-            def run():
+            def run(out=out, sig=sig):
                 t0 = time.monotonic()
                 out['trajs'] = collect(make_env, lambda: KillServer(srv.proc.pid, sig), 2, progress=False)
                 out['wall'] = time.monotonic() - t0
@@ -119,14 +129,14 @@ def test_unreachable_server_is_a_clear_error():
     env = AgentGymClient(f'http://127.0.0.1:{free_port()}', step_timeout=2)
     with pytest.raises(RemoteEnvError, match=r'AgentGym server http://127.0.0.1:\d+: create failed: ConnectError'): env.reset(seed=0)
     oe = OpenEnvClient(f'http://127.0.0.1:{free_port()}', connect_timeout=2)
-    with pytest.raises(RemoteEnvError, match=r'cannot read /schema'): oe.tool_schemas
+    with pytest.raises(RemoteEnvError, match=r'cannot read /schema'): _ = oe.tool_schemas
     with pytest.raises(RemoteEnvError, match=r'cannot connect for reset'): oe.reset(seed=0)
 
 @pytest.mark.slow
 def test_grpo_rollouts_on_a_remote_env(openenv_server, tmp_path):
     "GRPO's online rollouts `make(config.env_id)`: a registered remote id works like a local one"
+    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
     from knowlyr_lab.trainer.tiny import make_tiny_model
-    from knowlyr_lab.trainer.grpo import GRPOTrainer, GRPOConfig
     register('test/remote-maze-grpo', OpenEnvClient, base_url=openenv_server.url, name='maze', overwrite=True)
     model, tok = make_tiny_model(hidden_size=64)
     tr = GRPOTrainer(GRPOConfig(output_dir=str(tmp_path), env_id='test/remote-maze-grpo', num_generations=2, tasks_per_step=2, max_steps=1,

@@ -1,10 +1,16 @@
 "The knowlyr-reward console script end to end (subprocess), including the judge through a local server."
-import json, subprocess, sys, shutil
+import json
+import shutil
+import subprocess
+import sys
+
 import pytest
-from knowlyr_lab.testing import FakeLLMServer
-from knowlyr_lab.trajectory import write_trajectories, read_trajectories
+
 from knowlyr_lab.agents import ExpertAgent
 from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.testing import FakeLLMServer
+from knowlyr_lab.trajectory import read_trajectories, write_trajectories
+
 
 def _cli(*args):
     exe = shutil.which('knowlyr-reward')
@@ -69,8 +75,8 @@ def _calibration_inputs(tmp_path):
     return trajs
 
 def test_cli_calibrate_fits_the_engine_calibration(tmp_path):
-    from knowlyr_lab.reward.engine import RewardEngine
     from knowlyr_lab.reward.calibration import read_annotations
+    from knowlyr_lab.reward.engine import RewardEngine
     trajs = _calibration_inputs(tmp_path)
     r = _cli('calibrate', tmp_path / 't.jsonl', tmp_path / 'ann.jsonl', '-o', tmp_path / 'engine.json', '--method', 'logistic', '--threshold', '0.6')
     assert r.returncode == 0, r.stderr
@@ -80,10 +86,13 @@ def test_cli_calibrate_fits_the_engine_calibration(tmp_path):
 
 def test_mcp_calibrate_fits_what_the_cli_fits(tmp_path):
     "#14 A4: MCP calibrate_reward fitted its own map (calibrated rewards, no threshold, 2 pairs) and wrote a bare map, not an engine"
-    import asyncio, os
-    from mcp import ClientSession
-    from mcp.client.stdio import stdio_client, StdioServerParameters
+    import asyncio
+    import os
     from pathlib import Path
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     from knowlyr_lab.reward.engine import RewardEngine
     _calibration_inputs(tmp_path)
     r = _cli('calibrate', tmp_path / 't.jsonl', tmp_path / 'ann.jsonl', '-o', tmp_path / 'engine.json', '--method', 'logistic', '--threshold', '0.6')

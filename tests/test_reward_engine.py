@@ -1,10 +1,13 @@
 "The reward function inside real rollouts: RewardWrapper via the hub's collector (threads and processes)."
 import pickle
+
 import pytest
+
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.registry import list_envs
-from knowlyr_lab.reward.engine import make_reward_fn, RewardEngine
+from knowlyr_lab.reward.engine import RewardEngine, make_reward_fn
+
 
 def _check(trajs):
     eng = RewardEngine('generic')
@@ -31,6 +34,7 @@ def test_collect_processes_pickled_reward_fn():
 
 def test_preference_records_feed_the_hub_dpo_export(tmp_path):
     import json
+
     from knowlyr_lab.hub.export import DatasetExporter
     from knowlyr_lab.reward.engine import score_trajectory
     from knowlyr_lab.reward.preferences import build_preferences
@@ -74,9 +78,9 @@ def test_rule_patterns_are_read_from_the_env_class():
 
 def test_bundled_envs_declare_their_rule_patterns():
     "The engine used to hard-code the maze's and wordle's patterns by env id; the envs declare them now"
-    from knowlyr_lab.reward.engine import RULE_PATTERNS, rule_patterns
     from knowlyr_lab.envs.maze import MazeEnv
     from knowlyr_lab.envs.wordle import WordleEnv
+    from knowlyr_lab.reward.engine import RULE_PATTERNS, rule_patterns
     assert not [k for k in RULE_PATTERNS if k.startswith('knowlyr/')]
     assert rule_patterns('knowlyr/maze-easy') == MazeEnv.reward_patterns and 'state_pattern' in MazeEnv.reward_patterns
     assert rule_patterns('knowlyr/wordle-hard') == WordleEnv.reward_patterns and 'result_pattern' in WordleEnv.reward_patterns

@@ -1,9 +1,14 @@
 "The LLM judge against a local OpenAI/Anthropic-compatible server, through the real SDKs, with injected faults."
-import json, os, threading
+import json
+import os
+import threading
+
 import pytest
+
+from knowlyr_lab.reward.judge import JudgeConfig, LLMJudge, list_rubrics
 from knowlyr_lab.testing import FakeLLMServer, prompt_text
-from knowlyr_lab.trajectory import Trajectory, Task, Step, ToolCall, Observation
-from knowlyr_lab.reward.judge import LLMJudge, JudgeConfig, list_rubrics
+from knowlyr_lab.trajectory import Observation, Step, Task, ToolCall, Trajectory
+
 
 def _traj(n=6, domain='coding'):
     tools = ['list_dir', 'file_read', 'edit_file', 'shell', 'file_read', 'submit']
@@ -75,7 +80,7 @@ def test_concurrency_limit_is_respected():
     assert peak[0] == 2
 
 def test_domain_rubrics_extend_the_schema():
-    from knowlyr_lab.domains import register_domain, DomainProfile
+    from knowlyr_lab.domains import DomainProfile, register_domain
     register_domain(DomainProfile(domain='support-judge-test', rubric_weights={'tone': 2.0, 'goal_progress': 3.0}), overwrite=True)
     rub = {r.id: r.weight for r in list_rubrics('support-judge-test')}
     assert rub == {'goal_progress': 3.0, 'tool_selection': 1.0, 'param_correctness': 1.0, 'tone': 2.0}
@@ -89,10 +94,11 @@ def test_real_judge(provider, env, model):
 
 def test_judge_reward_in_process_workers(tmp_path):
     "A judged reward function pickles into process workers: every step of every episode is judged there, through the server"
-    from knowlyr_lab.hub.collect import collect
-    from knowlyr_lab.agents import ExpertAgent
-    from knowlyr_lab.reward.engine import make_reward_fn
     import pickle
+
+    from knowlyr_lab.agents import ExpertAgent
+    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.reward.engine import make_reward_fn
     def answer(req, api):
         return json.dumps({'goal_progress': 0.8, 'tool_selection': 1.0, 'param_correctness': 1.0, 'reason': 'ok'})
     with FakeLLMServer(answer) as srv:

@@ -1,12 +1,15 @@
 """Properties of the rule layer on random trajectories (hypothesis): bounded scores, reasons, incremental = batch, and the
 indexed rules equal a naive rescan of the prefix; the rule registry; one task normaliser."""
-import json, re
+import json
+
 import pytest
-from hypothesis import given, settings, strategies as st
-from knowlyr_lab.trajectory import Trajectory, Task, Step, ToolCall, Observation, Outcome
-from knowlyr_lab.domains import get_domain, ToolCategory
-from knowlyr_lab.reward.rules import RuleScorer, RuleResult, RULES, register_rule, unregister_rule, extract_facts, tokens
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from knowlyr_lab.domains import ToolCategory, get_domain
+from knowlyr_lab.reward.rules import RULES, RuleResult, RuleScorer, extract_facts, register_rule, tokens, unregister_rule
 from knowlyr_lab.reward.rules import test_counts as _counts
+from knowlyr_lab.trajectory import Observation, Outcome, Step, Task, ToolCall, Trajectory
 
 TOOLS = ['file_read', 'Read', 'edit_file', 'file_write', 'shell', 'search', 'list_dir', 'submit', 'mystery_tool']
 step_st = st.tuples(st.sampled_from(TOOLS), st.sampled_from(['a.py', 'src/b.py', 'c/d.txt']),
@@ -132,8 +135,8 @@ def test_builtin_rules_are_registered_through_the_api():
 # -- one task normaliser ---------------------------------------------------------------------------------------------
 def test_recorded_task_is_as_task_of_the_env_task_dict():
     from knowlyr_lab.core import AgentEnv, TimeStep
-    from knowlyr_lab.wrappers import RecorderWrapper, RewardWrapper
     from knowlyr_lab.trajectory import as_task
+    from knowlyr_lab.wrappers import RecorderWrapper, RewardWrapper
     class Env(AgentEnv):
         domain, env_id = 'generic', 'test/meta'
         tool_schemas = []

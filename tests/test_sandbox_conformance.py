@@ -1,12 +1,16 @@
 """One conformance suite, run unchanged against every sandbox backend: local (bubblewrap), local unisolated, docker.
 
 Every assertion is on literal values, so passing on two backends means both answer the same."""
-import json, os, stat, tarfile, warnings
+import os
+import warnings
 from pathlib import Path
-import jsonschema, pytest
+
+import jsonschema
+import pytest
 from sandbox_backends import BACKENDS, open_sandbox
+
 from knowlyr_lab.core import schema_name, schema_params
-from knowlyr_lab.sandbox.core import SANDBOX_TOOLS, SandboxError, SandboxSnapshot, ToolResult, WORKSPACE, create_sandbox
+from knowlyr_lab.sandbox.core import SANDBOX_TOOLS, WORKSPACE, SandboxError, SandboxSnapshot, ToolResult, create_sandbox
 
 CALC = 'def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n'
 

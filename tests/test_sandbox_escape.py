@@ -2,8 +2,12 @@
 
 Network tests only attempt connections (to the host's loopback and to 1.1.1.1); they never send data.
 The unisolated local fallback cannot hold the filesystem and network checks; those are skipped there with the reason."""
-import os, secrets, socket, time
+import os
+import secrets
+import socket
+import time
 from pathlib import Path
+
 import pytest
 from sandbox_backends import BACKENDS, open_sandbox
 
@@ -221,6 +225,7 @@ def test_fifo_and_special_files_refused(sb):
 def test_fail_closed_without_bubblewrap(tmp_path, monkeypatch):
     "No bubblewrap on PATH: creating a local sandbox raises with the fix instead of running unisolated"
     import shutil
+
     from knowlyr_lab.sandbox.base import SandboxError
     from knowlyr_lab.sandbox.core import create_sandbox
     bin_ = tmp_path/'bin'; bin_.mkdir()
@@ -238,9 +243,10 @@ def test_fail_closed_without_bubblewrap(tmp_path, monkeypatch):
 def test_isolation_recorded_in_trajectories():
     "An explicit isolation='none' opt-in is written into every trajectory the env records (and so is real isolation)"
     import warnings
+
+    from knowlyr_lab.agents import ExpertAgent
     from knowlyr_lab.envs.sandbox import SandboxEnv
     from knowlyr_lab.hub.collect import run_episode
-    from knowlyr_lab.agents import ExpertAgent
     got = {}
     for iso in (['none', 'bwrap'] if os.environ.get('KNOWLYR_NO_BWRAP') is None else ['none']):
         with warnings.catch_warnings():

@@ -1,7 +1,10 @@
 """Aggregate limits per sandbox (issue 13): memory, processes, /tmp, /dev/shm and the workspace are bounded per
 sandbox, not per process or per uid, and one sandbox's bomb leaves the others usable. Runs on every isolating backend."""
-import os, threading, time
+import os
+import threading
+import time
 from pathlib import Path
+
 import pytest
 from sandbox_backends import BACKENDS, open_sandbox
 

@@ -3,11 +3,16 @@
 A model talking to the server controls every argument of every tool: path arguments must stay under the server's
 root, templates come from the allow-list, concurrent calls on one sandbox are serialised, and the sandboxes it gets
 hold the same containment as through the Python API."""
-import asyncio, json, os, shutil, sys
+import asyncio
+import os
+import shutil
+import sys
 from pathlib import Path
+
 import pytest
 from mcp import ClientSession
-from mcp.client.stdio import stdio_client, StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
 from knowlyr_lab.sandbox.local import bwrap_available
 
 ROOT = Path(__file__).resolve().parent.parent

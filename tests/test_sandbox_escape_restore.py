@@ -2,10 +2,13 @@
 
 Each archive is tried twice: through `restore` (which checks the archive first) and straight through the backend's
 `_unpack` (as if the check had a hole), so the extraction itself is shown to be contained."""
-import io, os, tarfile
+import io
+import tarfile
 from pathlib import Path
+
 import pytest
 from sandbox_backends import BACKENDS, open_sandbox
+
 from knowlyr_lab.sandbox.base import SandboxError, SandboxSnapshot, check_archive
 
 ISOLATING = [p for p in BACKENDS if p.id != 'local-unisolated']

@@ -1,8 +1,10 @@
 """Verifiers the agent cannot forge (issue 13): whatever the agent's code prints, plants or exits with, the reward is
 the hidden tests' true verdict on a pristine copy of the task with only the agent's files applied."""
-import json, warnings
+import json
+
 import pytest
 from sandbox_backends import BACKENDS
+
 from knowlyr_lab.envs.sandbox import SandboxEnv
 
 ISOLATING = [p for p in BACKENDS if p.id != 'local-unisolated']

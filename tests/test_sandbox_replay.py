@@ -1,10 +1,12 @@
 "Replay: recorded trajectories survive a write/read round trip and replay without divergence, on every backend"
 import warnings
+
 import pytest
 from sandbox_backends import BACKENDS, open_sandbox
-from knowlyr_lab.trajectory import write_trajectories, read_trajectories
+
 from knowlyr_lab.sandbox.core import create_sandbox
 from knowlyr_lab.sandbox.replay import record_calls, replay_trajectory
+from knowlyr_lab.trajectory import read_trajectories, write_trajectories
 
 CALLS = [('git', {'args': ['init', '-q']}), ('git', {'args': 'add -A'}), ('git', {'args': ['commit', '-qm', 'start']}),
          ('search', {'pattern': 'return'}), ('think', {'thought': 'flip the sign'}),

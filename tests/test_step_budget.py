@@ -1,11 +1,15 @@
 "One step budget (issue #14): `max_episode_steps`, set by the env class, its spec or `make`, enforced by `AgentEnv.step`."
 import inspect
+
 import pytest
-import knowlyr_lab, knowlyr_lab.wrappers
+
+import knowlyr_lab
+import knowlyr_lab.wrappers
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.hub.collect import collect, run_episodes
-from knowlyr_lab.registry import make, list_envs, env_spec, register
+from knowlyr_lab.registry import env_spec, list_envs, make, register
 from knowlyr_lab.wrappers import RecorderWrapper, RewardWrapper
+
 
 def test_make_sets_the_budget_and_the_core_enforces_it():
     env = RecorderWrapper(make('knowlyr/maze-easy', max_episode_steps=3))

@@ -1,16 +1,24 @@
 """Trainer integration tests: the OpenAI SDK against `serve` (tool calls, streaming, n choices), kill-and-resume of SFT in
 a real process and of online GRPO, DDP with two CPU processes, zero gradient from observation tokens on a rendered
 agent chat, and the training/inference format round trip."""
-import json, os, signal, subprocess, sys, tempfile, textwrap, time
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
-import pytest, torch
 
-from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
+import pytest
+import torch
+
+from knowlyr_lab.trainer.base import ConfigError, resolve_precision
 from knowlyr_lab.trainer.data import to_chat, tokenize_chat
-from knowlyr_lab.trainer.losses import step_weighted_ce
-from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, oracle_trajectories, env_tools, render_corpus
-from knowlyr_lab.trainer.base import resolve_precision, ConfigError
 from knowlyr_lab.trainer.inference import AgentInference, parse_reply
+from knowlyr_lab.trainer.losses import step_weighted_ce
+from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, env_tools, oracle_trajectories, render_corpus
+from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -127,7 +135,7 @@ def test_kill_and_resume_gives_the_same_weights(maze, tmp_path):
 @pytest.mark.slow
 def test_online_grpo_resumes_at_its_update(maze, tmp_path):
     "Online GRPO stopped and resumed: it rolls out the saved update's successors (not update 0 again), mid-update from the saved batch, same weights"
-    from knowlyr_lab.trainer.grpo import GRPOTrainer, GRPOConfig
+    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
     trajs, tools, _, tok = maze
     def run(out, stop_at=None, **kw):
         cfg = GRPOConfig(output_dir=str(out), env_id='knowlyr/maze-easy', num_generations=2, tasks_per_step=2, max_steps=4, num_iterations=2,
@@ -278,6 +286,7 @@ def test_bf16_autocast_trains_on_cpu(maze, tmp_path):
 def _tb_scalars(run_dir):
     "Scalars of every TensorBoard event file under run_dir: {tag: [(step, value)]} (TFRecord framing, Event protos)"
     import struct
+
     from tensorboardX.proto import event_pb2
     out = {}
     for f in Path(run_dir).rglob('events.out.tfevents.*'):
@@ -290,6 +299,7 @@ def _tb_scalars(run_dir):
 def _wandb_history(run_dir):
     "History rows of an offline W&B run (its .wandb file: LevelDB-style log of 32 KiB blocks holding Record protos)"
     import struct
+
     from wandb.proto import wandb_internal_pb2 as pb
     (f,) = Path(run_dir).glob('wandb/offline-run-*/run-*.wandb')
     data, i, buf, rows = f.read_bytes(), 7, b'', []             # 7-byte file header ':W&B' + magic + version

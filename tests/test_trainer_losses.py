@@ -3,8 +3,11 @@
 Golden values are computed here independently, with plain Python math on small hand-written tensors, following
 TRL's documented definitions (DPOTrainer sigmoid loss; GRPOTrainer advantages, clipping, k3 KL, loss_type)."""
 import math
-import pytest, torch
-from knowlyr_lab.trainer.losses import dpo_loss, grpo_advantages, grpo_loss, token_logps, step_weighted_ce, step_level_advantages
+
+import pytest
+import torch
+
+from knowlyr_lab.trainer.losses import dpo_loss, grpo_advantages, grpo_loss, step_level_advantages, step_weighted_ce, token_logps
 
 TOL = 1e-5
 logsig = lambda x: -math.log1p(math.exp(-x))

@@ -8,7 +8,12 @@ sandbox image built once is reused by later runs. It runs with `--bridge=none --
 `network_mode="none"`, so the engine never touches the host's network configuration.
 tests/conftest.py uses the same functions for its session fixture.
 """
-import os, shutil, signal, subprocess, sys, time
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 ROOT = Path(os.environ.get('KNOWLYR_DOCKER_ROOT', '/var/tmp/knowlyr-docker'))

@@ -4,7 +4,11 @@
     python tools/nb.py to-py nbs/00_core.ipynb /tmp/00_core.py   # edit the script...
     python tools/nb.py to-nb /tmp/00_core.py nbs/00_core.ipynb    # ...and write it back (then nbdev-clean)
 """
-import sys, jupytext, nbformat
+import sys
+
+import jupytext
+import nbformat
+
 
 def to_nb(src, dst):
     nb = jupytext.read(src, fmt='py:percent')

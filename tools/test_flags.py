@@ -1,5 +1,7 @@
 """Print the nbdev-test flags whose components this machine has (docker, ray, gpu, llm, slow)."""
-import os, shutil, importlib.util
+import importlib.util
+import os
+
 flags = ['slow'] if os.environ.get('KNOWLYR_SKIP_SLOW') != '1' else []
 if importlib.util.find_spec('ray') and os.environ.get('KNOWLYR_SKIP_RAY') != '1': flags.append('ray')
 try:

@@ -13,7 +13,16 @@ driven from here. Same data and filters on both sides: SFT = the successful traj
 `--profile K` also prints where our exporter spends its time (cProfile on the first K trajectories), `--micro K` the
 CPU cost per trajectory of each step of an export. Results and their analysis: export_throughput.results.md.
 """
-import argparse, json, os, platform, random, statistics, subprocess, sys, tempfile, time
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +54,7 @@ print(json.dumps({'rows': r.total_records, 'seconds': time.perf_counter() - t0, 
 def synth(n, steps, d:Path, seed=0):
     "Write n trajectories in our schema (ours.jsonl) and in the seed's record format (seed.jsonl)"
     sys.path.insert(0, str(ROOT))
-    from knowlyr_lab.trajectory import Trajectory, Task, AgentInfo, Step, ToolCall, Observation, Outcome
+    from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory
     rng = random.Random(seed)
     tools = ['file_read', 'shell', 'edit_file', 'search']
     with open(d / 'ours.jsonl', 'w') as fo, open(d / 'seed.jsonl', 'w') as fs:
@@ -91,13 +100,15 @@ def versions(ref_py, ours_root)->dict:
 
 def profile(path:Path, k:int, out:Path, ours_root:str):
     "cProfile of our SFT and GRPO export on the first k trajectories: the top functions by own time"
-    import cProfile, io, pstats
+    import cProfile
+    import io
+    import pstats
     sys.path.insert(0, ours_root)
     for m in [m for m in sys.modules if m.startswith('knowlyr_lab')]: del sys.modules[m]
     from knowlyr_lab.hub.export import DatasetExporter
     sub = out / 'profile.jsonl'
     with open(path) as f, open(sub, 'w') as g:
-        for i, line in zip(range(k), f): g.write(line)
+        for _, line in zip(range(k), f): g.write(line)
     for fmt, kw in (('sft', {'success_only': True}), ('grpo', {})):
         pr = cProfile.Profile(); pr.enable()
         DatasetExporter(sub, **kw).export(fmt, out / f'prof-{fmt}')
@@ -112,8 +123,8 @@ def micro(path:Path, k:int, ours_root:str):
     "CPU microseconds per trajectory of each step of an export (streaming; min of 15 passes over k records)"
     import orjson
     sys.path.insert(0, ours_root)
-    from knowlyr_lab.trajectory import Trajectory, to_messages, parse_trajectory, trajectory_score
-    from knowlyr_lab.hub.export import sft_row, grpo_member
+    from knowlyr_lab.hub.export import grpo_member, sft_row
+    from knowlyr_lab.trajectory import Trajectory, parse_trajectory, to_messages, trajectory_score
     with open(path, 'rb') as f: lines = [l for _, l in zip(range(k), f)]
     strs = [l.decode() for l in lines]
     ts = [Trajectory.model_validate_json(l) for l in lines]

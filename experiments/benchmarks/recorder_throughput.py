@@ -16,7 +16,16 @@ the imports is compared with the largest single conversation.
     python experiments/benchmarks/recorder_throughput.py                 # ~10 MB per format
     python experiments/benchmarks/recorder_throughput.py --size-mb 200 --formats openai-chat-doc openhands claude-code
 """
-import argparse, json, os, random, resource, shutil, subprocess, sys, tempfile, time, zipfile
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,8 +164,8 @@ def worker(impl, fmt, path, seed_dir):
     path = Path(path)
     fmt = 'openai-chat' if fmt == 'openai-chat-doc' else 'agentgym' if fmt == 'agentgym' else fmt
     if impl.startswith('ours'):
-        from knowlyr_lab.recorder.convert import convert
         from knowlyr_lab.recorder.base import ConversionReport, get_adapter
+        from knowlyr_lab.recorder.convert import convert
         get_adapter(fmt)
         base = _rss_mb(); t0 = time.perf_counter(); c0 = time.process_time()
         r = ConversionReport(); n = steps = 0
@@ -208,7 +217,9 @@ def main():
     ap.add_argument('--worker', nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker: return worker(*a.worker)
-    import platform, statistics, datetime
+    import datetime
+    import platform
+    import statistics
     print(f"{datetime.date.today()} {platform.node()} {platform.processor() or platform.machine()} cpus={os.cpu_count()} python {platform.python_version()}")
     size = int(a.size_mb * 2**20)
     ref = None if a.no_seed else ensure_reference(Path(a.ref_venv))

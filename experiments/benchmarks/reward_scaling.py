@@ -35,14 +35,25 @@ counts the time other processes hold the cores).
     python experiments/benchmarks/reward_scaling.py --profile 1000        # cProfile of ours, top functions
     python experiments/benchmarks/reward_scaling.py --write-results       # also rewrites reward_scaling.results.md
 """
-import argparse, cProfile, datetime, gc, io, json, os, platform, pstats, random, statistics, subprocess, sys, tempfile, textwrap, time
+import argparse
+import cProfile
+import datetime
+import io
+import json
+import os
+import platform
+import pstats
+import random
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from knowlyr_lab.trajectory import Trajectory, Task, Step, ToolCall, Observation, Outcome
-from knowlyr_lab.reward.rules import RuleScorer
 from knowlyr_lab.reward.engine import RewardEngine, make_reward_fn
+from knowlyr_lab.reward.rules import RuleScorer
+from knowlyr_lab.trajectory import Observation, Outcome, Step, Task, ToolCall, Trajectory
 
 RESULTS = Path(__file__).with_suffix('.results.md')
 
@@ -88,7 +99,7 @@ def make_steps(n:int, workload:str='repo', seed:int=0)->list[dict]:
     files = [f"{rng.choice(dirs)}/{rng.choice(_WORDS)}_{i}.py" for i in range(3000)]
     focus = rng.sample(files, 3)
     seen, edits, out = [], [], []
-    for i in range(n):
+    for _ in range(n):
         k = rng.random()
         if k < 0.35:       # read: a file read before (40%), else one not read yet
             f = rng.choice(seen) if seen and rng.random() < 0.4 else rng.choice(files)
@@ -141,7 +152,7 @@ def median_time(fn, repeats, min_time=0.2):
         ts.append((time.process_time() - t) / k)
     return statistics.median(ts)
 '''
-exec(TIMING)
+_timing = {}; exec(TIMING, _timing); median_time = _timing['median_time']   # the same code runs in the reference's venv
 
 REF_WORKER = TIMING + '''
 import json, sys

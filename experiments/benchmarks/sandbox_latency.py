@@ -13,7 +13,14 @@ Other suites add their own rows through `EXTRA_BENCHMARKS` (e.g. episodes/s per 
 callables `f(backends, n) -> list[dict]`, each dict a row with at least 'benchmark', 'backend' and numeric columns.
 """
 from __future__ import annotations
-import argparse, os, statistics, subprocess, sys, tempfile, time, warnings
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
 from pathlib import Path
 
 CALLS = {  # one representative call per tool; edit_file alternates between two edits so it always succeeds
@@ -70,7 +77,7 @@ def bench_ours(backend, n, tpl):
 
 def bench_verify(backend, n)->dict:
     "A coding task's grading: a fresh sandbox from the pristine task, the agent's files over it, the hidden tests, the report"
-    from knowlyr_lab.coding_tasks import BUNDLED_CODING_DIR, load_coding_task, fixed_files
+    from knowlyr_lab.coding_tasks import BUNDLED_CODING_DIR, fixed_files, load_coding_task
     task = load_coding_task(BUNDLED_CODING_DIR/'py-fizzbuzz-order.yaml')
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', UserWarning)
@@ -98,8 +105,8 @@ def bench_seed(n, tpl, image):
     sys.path.insert(0, src)
     try:
         import docker
-        from agentsandbox.sandbox import Sandbox
         from agentsandbox.config import SandboxConfig, TaskConfig
+        from agentsandbox.sandbox import Sandbox
     except Exception as e: return [], f"seed not importable ({type(e).__name__}: {e})"
     try: docker.from_env(timeout=5).ping()
     except Exception as e: return [], f"seed needs Docker and no engine answers ({type(e).__name__})"

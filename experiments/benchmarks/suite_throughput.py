@@ -11,9 +11,14 @@ had no task suites (its SandboxEnv needed a remote repo and Docker; its Conversa
 `knowlyr/sandbox` episodes are dominated by process starts inside the sandbox (the hidden tests run `python3`);
 tool-call latency of the sandbox itself is measured by sandbox_latency.py.
 """
-import argparse, json, random, statistics, time
-from knowlyr_lab.registry import make
+import argparse
+import json
+import random
+import statistics
+import time
+
 from knowlyr_lab.gym import ToolCallSpace
+from knowlyr_lab.registry import make
 
 SUITES = ['knowlyr/maze-easy', 'knowlyr/maze-medium', 'knowlyr/maze-hard',
           'knowlyr/wordle-easy', 'knowlyr/wordle-medium', 'knowlyr/wordle-hard',

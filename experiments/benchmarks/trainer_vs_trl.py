@@ -17,7 +17,21 @@ Prints real (non-pad) tokens/s of each over one epoch (the same samples) and the
 runs interleaved, each run printed as it ends). CPU, fp32, no gradient checkpointing. --profile runs cProfile on one
 epoch of each and prints where the time went.
 """
-import argparse, cProfile, functools, datetime, io, json, os, platform, pstats, random, statistics, sys, tempfile, time, warnings
+import argparse
+import cProfile
+import datetime
+import functools
+import io
+import json
+import os
+import platform
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
 warnings.filterwarnings('ignore')
 print = functools.partial(print, flush=True)
 os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false'); os.environ.setdefault('HF_HUB_OFFLINE', '1')
@@ -25,10 +39,10 @@ os.environ.setdefault('TRANSFORMERS_VERBOSITY', 'error')
 import torch
 
 from knowlyr_lab.recorder.convert import convert
-from knowlyr_lab.trainer.tiny import make_tiny_model, train_tokenizer
 from knowlyr_lab.trainer.data import to_chat, tokenize_chat
-from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, oracle_trajectories, env_tools
-from knowlyr_lab.trainer.dpo import DPOTrainer, DPOConfig
+from knowlyr_lab.trainer.dpo import DPOConfig, DPOTrainer
+from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, env_tools, oracle_trajectories
+from knowlyr_lab.trainer.tiny import make_tiny_model, train_tokenizer
 
 FIXTURES = os.environ.get('KNOWLYR_AGENT_LOGS', '/work/shared/fixtures/agent_logs')
 TASKS = {'knowlyr/maze-easy': 12, 'knowlyr/maze-medium': 12, 'knowlyr/maze-hard': 8, 'knowlyr/wordle-easy': 12,
@@ -65,7 +79,7 @@ def build(args):
     tok = train_tokenizer([base.apply_chat_template(m, tokenize=False) for _, m in data[::2]], vocab_size=args.vocab)
     data = [(w, m) for w, m in data if keep(tok, m, args.max_length)]
     pairs = []
-    for w, m in data:
+    for _, m in data:
         first = next(i for i, x in enumerate(m) if x['role'] == 'assistant')
         comp = m[first:]
         cut = [k for k, x in enumerate(comp) if x['role'] == 'assistant'][max(1, sum(x['role'] == 'assistant' for x in comp) // 2):]
@@ -128,7 +142,9 @@ def profile(fn, *a):
     print('\n'.join(l for l in s.getvalue().splitlines() if l.strip())[:4000])
 
 def header(args, tok, data, pairs):
-    import transformers, trl, accelerate
+    import accelerate
+    import transformers
+    import trl
     L = lengths(tok, data)
     print(f"# {datetime.date.today()}  {platform.node()}  {platform.processor() or platform.machine()}  {os.cpu_count()} cpus  "
           f"torch {torch.__version__}  transformers {transformers.__version__}  trl {trl.__version__}  accelerate {accelerate.__version__}  "

@@ -6,7 +6,11 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_arith.html.md"""
 
 # %% ../../nbs/18a_envs_arith.ipynb #9f6a6d2a
 from __future__ import annotations
-import operator, random, re
+
+import operator
+import random
+import re
+
 from ..core import AgentEnv, TimeStep, tool_schema
 from ..registry import register
 

@@ -6,6 +6,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_bench.html.md"""
 
 # %% ../../nbs/19_envs_bench.ipynb #de8974c2
 from __future__ import annotations
+
 import importlib
 
 # %% auto #0

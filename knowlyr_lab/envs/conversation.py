@@ -6,13 +6,18 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_conversation.html.md"""
 
 # %% ../../nbs/17_envs_conversation.ipynb #3e7821d1
 from __future__ import annotations
-import importlib.resources, inspect, re
+
+import importlib.resources
+import inspect
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
+
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from ..core import AgentEnv, TimeStep, tool_schema, KnowlyrError
+
+from ..core import AgentEnv, KnowlyrError, TimeStep, tool_schema
 from ..domains import get_domain
 from ..registry import register
 
@@ -304,7 +309,7 @@ class ConversationEnv(AgentEnv):
     def _step(self, tool, params):
         self.n_steps += 1
         if tool in ('submit', 'finish'):
-            return self._finish(params['answer'], 'submitted', f"Submitted. The episode is over.")
+            return self._finish(params['answer'], 'submitted', "Submitted. The episode is over.")
         if tool == 'respond':
             if self.user_done: obs, ts = "(The user has left the conversation.)", None
             else:

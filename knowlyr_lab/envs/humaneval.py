@@ -6,13 +6,17 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_humaneval.html.md"""
 
 # %% ../../nbs/19c_envs_humaneval.ipynb #8c5f2b42
 from __future__ import annotations
-import functools, gzip, json
+
+import functools
+import gzip
+import json
 from pathlib import Path
-from ..core import TimeStep, fingerprint_of
-from ..registry import register
+
 from ..coding_tasks import CodingTask, FileEdit
-from .sandbox import SandboxEnv
+from ..core import TimeStep, fingerprint_of
 from .bench import require_extra
+from .sandbox import SandboxEnv
+from ..registry import register
 
 # %% auto #0
 __all__ = ['humaneval_problems', 'humaneval_content', 'humaneval_unittest', 'humaneval_task', 'HumanEvalEnv']

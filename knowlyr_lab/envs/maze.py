@@ -6,8 +6,11 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_maze.html.md"""
 
 # %% ../../nbs/15_envs_maze.ipynb #b62e2889
 from __future__ import annotations
-import random, re
+
+import random
+import re
 from collections import deque
+
 from ..core import AgentEnv, TimeStep, tool_schema
 from ..registry import register
 

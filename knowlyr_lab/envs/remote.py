@@ -6,9 +6,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_remote.html.md"""
 
 # %% ../../nbs/19d_envs_remote.ipynb #ea8f5118
 from __future__ import annotations
-import json, random, re
+
+import json
+import random
+import re
+
 from fastcore.basics import patch
-from ..core import AgentEnv, KnowlyrError, TimeStep, tool_schema, fingerprint_of
+
+from ..core import AgentEnv, KnowlyrError, TimeStep, fingerprint_of, tool_schema
 from .bench import require_extra
 from .serve import format_call
 
@@ -207,7 +212,7 @@ def _remote_step(self:AgentGymClient, action:str)->TimeStep:
     return self._observe(self._call('POST', '/step', {'id': self._id, 'action': action}, what='step'))
 
 @patch
-def close(self:AgentGymClient):
+def close(self:AgentGymClient):  # noqa: F811 (@patch attaches each `close` to its own class)
     "Close the server's env (where the server has `/close`) and the HTTP client"
     if self._id is not None and self._http is not None:
         try: self._call('POST', '/close', {'id': self._id}, what='close')
@@ -224,7 +229,7 @@ def oracle_action(self:OpenEnvClient)->dict:
     return a
 
 @patch
-def oracle_action(self:AgentGymClient)->dict:
+def oracle_action(self:AgentGymClient)->dict:  # noqa: F811 (@patch: one per client class)
     "The server's expert action, as `act` text (knowlyr servers with `expose_oracle=True`)"
     a = self._info.get('oracle_action')
     if a is None: raise KnowlyrError(f"the AgentGym server {self.base_url} sends no expert action (serve it with expose_oracle=True)")

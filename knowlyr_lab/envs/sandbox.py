@@ -6,12 +6,17 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_sandbox.html.md"""
 
 # %% ../../nbs/16_envs_sandbox.ipynb #d87b5529
 from __future__ import annotations
-import shutil, tempfile, weakref
-from fastcore.basics import patch
+
+import shutil
+import tempfile
+import weakref
 from pathlib import Path
+
+from fastcore.basics import patch
+
+from ..coding_tasks import CodingTask, load_coding_task, load_coding_tasks
 from ..core import AgentEnv, TimeStep, tool_schema
 from ..registry import register
-from ..coding_tasks import CodingTask, load_coding_tasks, load_coding_task, expert_actions
 
 # %% auto #0
 __all__ = ['SandboxEnv']

@@ -6,10 +6,21 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_serve.html.md"""
 
 # %% ../../nbs/19b_envs_serve.ipynb #bdf99321
 from __future__ import annotations
-import itertools, json, os, signal, socket, subprocess, sys, threading, time
+
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
 from typing import Callable
+
 from pydantic import BaseModel
-from ..core import AgentEnv, parse_action, schema_name, schema_params, InvalidActionError
+
+from ..core import AgentEnv, InvalidActionError, parse_action, schema_name, schema_params
 from .bench import require_extra
 
 # %% auto #0
@@ -60,10 +71,10 @@ def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env p
                ):
     "A FastAPI app serving `env_factory`'s env over OpenEnv, built by `openenv-core`'s `create_fastapi_app`"
     require_extra('openenv.core', what='serving an env over OpenEnv')
-    from pydantic import Field, create_model, ConfigDict
     from openenv.core.env_server.http_server import create_fastapi_app
-    from openenv.core.env_server.types import Action, Observation, State
     from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, Observation, State
+    from pydantic import ConfigDict, Field, create_model
     probe = env_factory()
     tools = probe.tool_schemas; probe.close()
     ToolCallAction = create_model('ToolCallAction', __base__=Action, tool=(str, Field(description='tool name')),
@@ -143,7 +154,7 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
             env, l = get(body.id)
             with l:
                 try: act = parse_text_action(body.action)
-                except InvalidActionError as e: act = body.action          # the env answers with an error observation
+                except InvalidActionError: act = body.action          # the env answers with an error observation
                 ts = env.step(act); last[body.id] = p = payload(env, ts)
             return p
         return call(go)
@@ -168,8 +179,9 @@ def serve_env(env_id:str,                 # registered env id
               expose_oracle:bool=False):
     "Serve a registered env over `protocol` with uvicorn (blocks)"
     if protocol not in PROTOCOLS: raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
-    from knowlyr_lab.registry import make
     import functools
+
+    from knowlyr_lab.registry import make
     factory = functools.partial(make, env_id, **(env_kwargs or {}))
     app = (openenv_app if protocol == 'openenv' else agentgym_app)(factory, expose_oracle=expose_oracle)
     require_extra('uvicorn').run(app, host=host, port=port, log_level='warning')

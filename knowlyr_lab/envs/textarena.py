@@ -6,14 +6,21 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_textarena.html.md"""
 
 # %% ../../nbs/19a_envs_textarena.ipynb #02cc3c9e
 from __future__ import annotations
-import itertools, json, random, re, threading
+
+import itertools
+import json
+import random
+import re
+import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
+
 from fastcore.basics import patch
-from ..core import AgentEnv, TimeStep, tool_schema, fingerprint_of
-from ..registry import register
+
+from ..core import AgentEnv, TimeStep, fingerprint_of, tool_schema
 from .bench import require_extra
+from ..registry import register
 
 # %% auto #0
 __all__ = ['DIRECTIONS', 'TEXTARENA_GAMES', 'TextArenaGame', 'TextArenaEnv']

@@ -6,9 +6,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_wordle.html.md"""
 
 # %% ../../nbs/18_envs_wordle.ipynb #9c322724
 from __future__ import annotations
-import functools, importlib.resources, random, re
+
+import functools
+import importlib.resources
+import random
+import re
 from collections import Counter
 from pathlib import Path
+
 from ..core import AgentEnv, TimeStep, tool_schema
 from ..registry import register
 

@@ -6,26 +6,31 @@ Docs: https://knowlyr.github.io/knowlyr-lab/eval_demo.html.md"""
 
 # %% ../../nbs/72_eval_demo.ipynb #4277a181
 from __future__ import annotations
-import html, json, time
-from dataclasses import dataclass, asdict
+
+import html
+import json
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
-from ..registry import make
-from ..tasks import suite_tasks, task_key, check_held_out, distinct_tasks
-from ..trajectory import Trajectory, write_trajectories
+
 from ..agents import ExpertAgent, RandomAgent
+from .evaluate import compare_agents, evaluate_agent, leaderboard
 from ..hub.collect import collect
 from ..hub.export import DatasetExporter
+from ..plots import plot_step_rewards, plot_success_rates, plot_training_curves
+from ..registry import make
 from ..reward.engine import make_reward_fn
 from ..stats import adjust_pvalues
-from .evaluate import evaluate_agent, compare_agents, leaderboard
-from ..plots import plot_success_rates, plot_training_curves, plot_step_rewards
+from ..tasks import check_held_out, distinct_tasks, suite_tasks, task_key
+from ..trainer.base import ConfigError, in_range, validate_config
+from ..trainer.recipes import policy_agent, train_sft_policy
+from ..trajectory import write_trajectories
 from ..viewer import trajectory_html
-from ..trainer.recipes import train_sft_policy, policy_agent
-from ..trainer.base import validate_config, in_range, ConfigError
 
 # %% auto #0
 __all__ = ['DemoConfig', 'collect_demonstrations', 'export_sft', 'train_policy', 'learning_curve', 'evaluate_policies',

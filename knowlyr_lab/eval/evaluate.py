@@ -6,17 +6,19 @@ Docs: https://knowlyr.github.io/knowlyr-lab/eval_evaluate.html.md"""
 
 # %% ../../nbs/71_eval_evaluate.ipynb #0c1d11cb
 from __future__ import annotations
-import time
+
+import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
+
 import numpy as np
 import pandas as pd
-from ..registry import make
-import warnings
-from ..trajectory import Trajectory, trajectory_score
-from ..tasks import task_key, check_held_out, HeldOutReport
+
 from ..hub.collect import collect
-from ..stats import wilson_ci, wilson_ci_ess, effective_sample_size, bootstrap_ci, pass_at_k, compare_samples, adjust_pvalues, Comparison
+from ..registry import make
+from ..stats import Comparison, adjust_pvalues, bootstrap_ci, compare_samples, effective_sample_size, pass_at_k, wilson_ci, wilson_ci_ess
+from ..tasks import HeldOutReport, check_held_out, task_key
+from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0
 __all__ = ['EPISODE_COLUMNS', 'episode_table', 'EvalResult', 'evaluate_agent', 'compare_agents', 'leaderboard']
@@ -175,7 +177,7 @@ def compare_agents(a:EvalResult,          # first agent's evaluation
     shared = sorted(set(ta) & set(tb))
     notes = []
     def note(msg): notes.append(msg); warnings.warn(f"compare_agents({a.agent!r}, {b.agent!r}): {msg}", stacklevel=3)
-    for r, t in ((a, ta), (b, tb)):
+    for r in (a, b):
         if r.episodes.task_key.nunique() < r.episodes.task_id.nunique():
             note(f"{r.agent}'s {r.episodes.task_id.nunique()} task ids hold {r.episodes.task_key.nunique()} different tasks; "
                  "tasks with one content are one unit of the comparison")

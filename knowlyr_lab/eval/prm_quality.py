@@ -6,18 +6,23 @@ Docs: https://knowlyr.github.io/knowlyr-lab/eval_prm_quality.html.md"""
 
 # %% ../../nbs/73_eval_prm_quality.ipynb #c53ce361
 from __future__ import annotations
-import hashlib, math, random
+
+import hashlib
+import math
+import random
 from dataclasses import dataclass
 from typing import Callable
+
 import numpy as np
 import pandas as pd
-from ..registry import make
-from ..trajectory import Trajectory, first_user_turn
-from ..domains import get_domain, ToolCategory
+
 from ..agents import ExpertAgent, RandomAgent
+from ..domains import ToolCategory, get_domain
 from ..hub.collect import collect
-from ..reward.rules import RULES
+from ..registry import make
 from ..reward.engine import RewardEngine
+from ..reward.rules import RULES
+from ..trajectory import Trajectory, first_user_turn
 
 # %% auto #0
 __all__ = ['AGENTS', 'MIXED', 'MISTAKES', 'PROCESS_RULES', 'SCORES', 'LABELLERS', 'PROCESS_CLAIMS', 'wrong_edit', 'wrong_move',

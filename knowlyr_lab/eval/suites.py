@@ -6,10 +6,13 @@ Docs: https://knowlyr.github.io/knowlyr-lab/eval_suites.html.md"""
 
 # %% ../../nbs/70_eval_suites.ipynb #f7808196
 from __future__ import annotations
+
 import time
+
 import pandas as pd
-from ..registry import list_envs, env_spec
-from ..tasks import suite_tasks, distinct_tasks
+
+from ..registry import env_spec, list_envs
+from ..tasks import distinct_tasks, suite_tasks
 
 # %% auto #0
 __all__ = ['suite_report', 'suites_table']

@@ -6,15 +6,20 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_cli.html.md"""
 
 # %% ../../nbs/49_hub_cli.ipynb #ec3c2ed8
 from __future__ import annotations
-import argparse, json, sys
+
+import argparse
+import json
+import sys
 from pathlib import Path
+
 from fastcore.docments import docments
-from ..commands import run_cli, require_usable
-from ..trajectory import write_trajectories
+
 from ..agents import agent_from_spec
+from ..commands import require_usable, run_cli
 from .collect import collect, iter_collect
-from .export import DatasetExporter, FORMATS, ExportFilter
+from .export import FORMATS, DatasetExporter, ExportFilter
 from .pipeline import Pipeline, PipelineConfig
+from ..trajectory import write_trajectories
 
 # %% auto #0
 __all__ = ['main']

@@ -6,14 +6,23 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_collect.html.md"""
 
 # %% ../../nbs/41_hub_collect.ipynb #1e625b87
 from __future__ import annotations
-import copy, hashlib, inspect, os, traceback, time, concurrent.futures as cf, multiprocessing as mp
+
+import concurrent.futures as cf
+import copy
+import hashlib
+import inspect
+import multiprocessing as mp
+import os
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
+
 from tqdm.auto import tqdm
-from ..core import AgentEnv, KnowlyrError
+
 from ..agents import AgentError
+from ..core import AgentEnv
 from ..registry import make
-from ..trajectory import Task, Trajectory, as_task, AgentInfo, Outcome, Source, to_messages, trajectory_score
+from ..trajectory import Source, Task, Trajectory, as_task, to_messages, trajectory_score
 from ..wrappers import RecorderWrapper, RewardWrapper, TimeoutWrapper
 
 # %% auto #0
@@ -149,7 +158,7 @@ def _failed(rec, e, task, seed)->Trajectory:
 def _is_factory(agent)->bool:
     "A class or a zero-argument function builds agents; anything else is an agent"
     if isinstance(agent, type): return True
-    if hasattr(agent, '__call__') and not inspect.isfunction(agent) and not inspect.ismethod(agent) and not hasattr(agent, 'func'): return False
+    if callable(agent) and not inspect.isfunction(agent) and not inspect.ismethod(agent) and not hasattr(agent, 'func'): return False
     try: sig = inspect.signature(agent)
     except (TypeError, ValueError): return False
     try: sig.bind(); zero = True
@@ -202,7 +211,9 @@ def _ray_actor_cls():
     return _RayWorker
 
 def _ray_init(address):
-    import ray, tempfile
+    import tempfile
+
+    import ray
     if ray.is_initialized(): return
     os.environ.setdefault('RAY_AUTH_MODE', 'disabled')
     if address: ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
@@ -250,7 +261,8 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
                 for c in chunks: yield from out(w.run(c))
             finally: w.close()
         elif backend == 'thread':
-            import threading, queue
+            import queue
+            import threading
             local, made = threading.local(), queue.Queue()
             def run(chunk):
                 if not hasattr(local, 'w'): local.w = _Worker(*spec); made.put(local.w)

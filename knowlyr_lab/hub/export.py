@@ -6,17 +6,27 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_export.html.md"""
 
 # %% ../../nbs/42_hub_export.ipynb #20d81cc0
 from __future__ import annotations
-import hashlib, inspect, json, math, sqlite3, tempfile, shutil, zlib
-from dataclasses import dataclass, field, asdict
+
+import hashlib
+import inspect
+import json
+import math
+import shutil
+import sqlite3
+import tempfile
+import zlib
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Iterator
+
 import orjson
 import pyarrow as pa
 from fastcore.basics import patch
+
 from ..core import KnowlyrError
+from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
-from ..trajectory import Trajectory, read_trajectories, to_messages, trajectory_score, TrajectoryError
-from ..reward.preferences import build_preferences, PreferenceReport
+from ..trajectory import Trajectory, TrajectoryError, read_trajectories, to_messages, trajectory_score
 
 # %% auto #0
 __all__ = ['FORMATS', 'export_split', 'ExportFilter', 'infer_tool_schemas', 'ToolResolver', 'step_rewards', 'sft_row',

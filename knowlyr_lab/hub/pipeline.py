@@ -6,19 +6,27 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_pipeline.html.md"""
 
 # %% ../../nbs/44_hub_pipeline.ipynb #ecdbb685
 from __future__ import annotations
-import fcntl, hashlib, json, os, shutil, tempfile, time
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable
+
 from fastcore.basics import patch
-from ..core import KnowlyrError
-from ..registry import make
-from ..trajectory import Trajectory, write_trajectories, read_trajectories, trajectory_score
+
 from ..agents import agent_from_spec
-from .collect import run_episode, episode_seed, _make_agent
+from ..core import KnowlyrError
+from .collect import _make_agent, episode_seed, run_episode
 from .export import DatasetExporter, ExportFilter
 from .store import TrajectoryStore
+from ..registry import make
+from ..trajectory import Trajectory, read_trajectories, trajectory_score, write_trajectories
 
 # %% auto #0
 __all__ = ['TMP_PREFIX', 'PipelineConfig', 'PipelineError', 'Pipeline']
@@ -125,7 +133,8 @@ class Pipeline:
 # %% ../../nbs/44_hub_pipeline.ipynb #96d11c16
 @patch
 def _engine(self:Pipeline, domain:str):
-    try: from knowlyr_lab.reward.engine import RewardEngine
+    try:
+        from knowlyr_lab.reward.engine import RewardEngine
     except ImportError as e: raise PipelineError(f"the reward stage needs knowlyr_lab.reward.engine ({e}); set reward=False to skip it") from e
     self._engines = getattr(self, '_engines', {})
     d = self.config.reward_domain or domain or 'generic'
@@ -254,8 +263,8 @@ def _running(self:Pipeline)->bool:
 # %% ../../nbs/44_hub_pipeline.ipynb #b2ee3036
 def _convert_fns():
     try:
-        from knowlyr_lab.recorder.convert import convert, iter_log_files
         from knowlyr_lab.recorder.base import ConversionReport
+        from knowlyr_lab.recorder.convert import convert, iter_log_files
     except ImportError as e: raise PipelineError(f"log import needs knowlyr_lab.recorder.convert ({e})") from e
     return convert, iter_log_files, ConversionReport
 
@@ -300,7 +309,7 @@ def _run_batch(self:Pipeline, log_dir, format):
             q = self.out / 'quarantine' / f"{key}.jsonl"
             if q.exists(): q.unlink()
             trajs = _convert_file(convert, ConversionReport, f, fmt, q)
-            self._commit(cp, lambda tmp: write_trajectories(trajs, tmp), 'convert', key)
+            self._commit(cp, lambda tmp, trajs=trajs: write_trajectories(trajs, tmp), 'convert', key)
         self._reward_unit(key, list(read_trajectories(cp)))
     merged = self._merge(keys)
     qd = self.out / 'quarantine'

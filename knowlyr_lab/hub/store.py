@@ -6,13 +6,20 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_store.html.md"""
 
 # %% ../../nbs/43_hub_store.ipynb #557f3f58
 from __future__ import annotations
-import fcntl, json, os, sqlite3, threading
+
+import fcntl
+import json
+import os
+import sqlite3
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
+
 import pandas as pd
 from datasketch import MinHash, MinHashLSH
 from fastcore.basics import patch
+
 from ..core import KnowlyrError
 from ..trajectory import Trajectory, trajectory_score
 

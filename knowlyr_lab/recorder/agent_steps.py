@@ -6,9 +6,9 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_agent_steps.html.md"""
 
 # %% ../../nbs/23a_recorder_agent_steps.ipynb #64ded0cc
 from __future__ import annotations
-from typing import Any
+
+from .base import RecorderError, ToolCallPairer, new_step, set_observation
 from ..trajectory import Step, TokenUsage
-from .base import ToolCallPairer, new_step, set_observation, parse_time, RecorderError
 
 # %% auto #0
 __all__ = ['GUARDED', 'StepLog', 'usage_total', 'steps_usage', 'unattributed', 'record_totals', 'guard']

@@ -6,15 +6,23 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_base.html.md"""
 
 # %% ../../nbs/20_recorder_base.ipynb #9c7b37cd
 from __future__ import annotations
-import datetime as dt, gzip, io, json, math, re, zlib
-import orjson
-from dataclasses import dataclass, field
+
+import datetime as dt
+import gzip
+import io
+import json
+import math
+import re
+import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+import orjson
 import pandas as pd
+
 from ..core import KnowlyrError
 from ..registries import Registry, UnknownNameError
-from ..trajectory import Trajectory, Step, ToolCall, Observation, TokenUsage
+from ..trajectory import Observation, Step, TokenUsage, ToolCall, Trajectory
 
 # %% auto #0
 __all__ = ['READ_ERRORS', 'RecorderError', 'ConversionReport', 'open_bytes', 'read_error', 'iter_jsonl', 'read_text', 'read_json',

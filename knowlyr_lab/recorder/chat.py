@@ -6,13 +6,31 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_chat.html.md"""
 
 # %% ../../nbs/22_recorder_chat.ipynb #050f6cb6
 from __future__ import annotations
-import ast, json, re
+
+import json
+import re
 from pathlib import Path
-from typing import Any, Iterator
-from ..core import parse_action, InvalidActionError
-from ..trajectory import Trajectory, Task, AgentInfo, Outcome, Source, TokenUsage
-from .base import (LogAdapter, ConversionReport, register_adapter, iter_jsonl, read_json, read_yaml, iter_json_items, json_shape,
-    parse_time, usage_from, content_text, parse_arguments, new_step, ToolCallPairer, set_observation)
+from typing import Iterator
+
+from ..core import InvalidActionError, parse_action
+from knowlyr_lab.recorder.base import (
+    ConversionReport,
+    LogAdapter,
+    ToolCallPairer,
+    content_text,
+    iter_json_items,
+    iter_jsonl,
+    json_shape,
+    new_step,
+    parse_arguments,
+    parse_time,
+    read_json,
+    read_yaml,
+    register_adapter,
+    set_observation,
+    usage_from,
+)
+from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
 __all__ = ['exit_code_of', 'ChatBuilder', 'feed_message', 'convert_messages', 'convert_cassette', 'OpenAIChatAdapter',
@@ -250,7 +268,7 @@ def convert_cassette(fmt:str, path, report:ConversionReport,
     if doc is None: return
     its = doc.get('interactions') if isinstance(doc, dict) else None
     if not isinstance(its, list): report.bad_record(path, None, "cassette: expected a top-level 'interactions' list", None); return
-    b, prev = None, None
+    b, prev, n0 = None, None, 0
     for i, it in enumerate(its):
         req = (it or {}).get('request') if isinstance(it, dict) else None
         body = req.get('parsed_body') if isinstance(req, dict) else None

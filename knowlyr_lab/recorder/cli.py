@@ -6,15 +6,21 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_cli.html.md"""
 
 # %% ../../nbs/29_recorder_cli.ipynb #264e3c45
 from __future__ import annotations
-import argparse, io, json, sys
+
+import argparse
+import io
+import json
+import sys
 from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
-from ..trajectory import trajectory_schema, write_trajectories, read_trajectories
-from .base import ConversionReport, RecorderError, get_adapter, list_adapters, UnknownAdapterError
+
+from ..commands import require_usable, run_cli
+from .base import ConversionReport, RecorderError, get_adapter, list_adapters
+from .convert import convert, detect, diff_trajectories, iter_log_files, validate
 from .redact import Redactor, SecretPattern
-from .convert import convert, validate, detect, iter_log_files, diff_trajectories
-from ..commands import run_cli, require_usable
+from ..trajectory import read_trajectories, trajectory_schema, write_trajectories
 
 # %% auto #0
 __all__ = ['summary_table', 'cmd_convert', 'cmd_validate', 'cmd_detect', 'cmd_formats', 'cmd_diff', 'build_parser', 'main']

@@ -6,13 +6,15 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_cli_agents.html.md"""
 
 # %% ../../nbs/26_recorder_cli_agents.ipynb #0a561daa
 from __future__ import annotations
-import json, re
+
+import json
+import re
 from pathlib import Path
 from typing import Iterator
-from ..trajectory import Trajectory, Task, AgentInfo, Outcome, Source, TokenUsage
-from .base import (LogAdapter, ConversionReport, register_adapter, iter_jsonl, usage_from,
-                                        content_text, parse_arguments)
-from .agent_steps import StepLog, usage_total, unattributed, guard, record_totals
+
+from .agent_steps import StepLog, guard, record_totals, usage_total
+from .base import ConversionReport, LogAdapter, content_text, iter_jsonl, parse_arguments, register_adapter, usage_from
+from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
 __all__ = ['ClaudeCodeAdapter', 'CodexCLIAdapter']

@@ -6,17 +6,20 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_convert.html.md"""
 
 # %% ../../nbs/28_recorder_convert.ipynb #55626939
 from __future__ import annotations
-import json, re
+
+import json
+import re
 from collections import Counter
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
+
 import pandas as pd
+
 from ..core import KnowlyrError
-from ..trajectory import Trajectory, parse_trajectory, TrajectoryError
-from .base import (LogAdapter, ConversionReport, RecorderError, register_adapter, get_adapter, list_adapters,
-    open_bytes, iter_jsonl, read_json, _ADAPTERS, READ_ERRORS, read_error, _loads)
+from .base import READ_ERRORS, ConversionReport, LogAdapter, RecorderError, _loads, get_adapter, iter_jsonl, list_adapters, open_bytes, read_error, read_json, register_adapter
 from .redact import Redactor, default_redactor
+from ..trajectory import Trajectory, TrajectoryError, parse_trajectory
 
 # %% auto #0
 __all__ = ['HEAD_BYTES', 'TrajectoryJSONLAdapter', 'FormatDetectionError', 'Detection', 'read_head', 'detect', 'detect_format',
@@ -73,7 +76,7 @@ def detect(path)->Detection:
     for n in names:
         a = get_adapter(n)
         try: why = a.detect(path, head)
-        except Exception as e: why = None
+        except Exception: why = None
         if why: hits.append((a.priority, n, why))
     if not hits: return Detection(None, f"no adapter recognises {path.name}; tried: {', '.join(names)}", [], names)
     hits.sort(key=lambda h: -h[0])

@@ -6,13 +6,28 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_datasets.html.md"""
 
 # %% ../../nbs/23_recorder_datasets.ipynb #b3ee8b3e
 from __future__ import annotations
-import ast, json, re
+
+import ast
+import json
+import re
 from pathlib import Path
-from typing import Iterator
-from ..trajectory import Trajectory, Outcome, TokenUsage
-from .base import (LogAdapter, ConversionReport, register_adapter, iter_jsonl, read_json, content_text, iter_json_items, json_shape,
-    parse_arguments, parse_time, new_step, set_observation, get_adapter)
-from .chat import ChatBuilder, feed_message, react_action, exit_code_of
+
+from knowlyr_lab.recorder.base import (
+    ConversionReport,
+    LogAdapter,
+    content_text,
+    get_adapter,
+    iter_json_items,
+    iter_jsonl,
+    json_shape,
+    parse_arguments,
+    parse_time,
+    read_json,
+    register_adapter,
+    set_observation,
+)
+from .chat import ChatBuilder, exit_code_of, feed_message, react_action
+from ..trajectory import Outcome, TokenUsage
 
 # %% auto #0
 __all__ = ['split_react', 'gpt_turn_action', 'AgentGymAdapter', 'ToolBenchAdapter', 'answer_matches', 'parse_smol_calls',

@@ -6,13 +6,15 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_gemini_aider.html.md"""
 
 # %% ../../nbs/27_recorder_gemini_aider.ipynb #462fdf83
 from __future__ import annotations
-import json, re
+
+import json
+import re
 from pathlib import Path
 from typing import Iterator
-from ..trajectory import Trajectory, Task, AgentInfo, Outcome, Source, TokenUsage
-from .base import (LogAdapter, ConversionReport, register_adapter, iter_jsonl, read_json, read_text,
-                                        content_text, parse_time, set_observation)
+
 from .agent_steps import StepLog, guard
+from .base import ConversionReport, LogAdapter, content_text, iter_jsonl, parse_time, read_json, read_text, register_adapter, set_observation
+from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
 __all__ = ['GeminiCLIAdapter', 'aider_blocks', 'aider_usage', 'aider_edits', 'aider_llm_blocks', 'AiderAdapter']
@@ -61,7 +63,7 @@ def _gm_steps(path, report, messages:list[tuple[int|None, dict]], unmapped:list)
               text, reasoning, usage, t = content_text(m.get('content')), _gm_thoughts(m), _gm_usage(m.get('tokens')), m.get('timestamp')
               calls = [tc for tc in m.get('toolCalls') or [] if isinstance(tc, dict)]
               for tc in calls:
-                  s = log.call(tc.get('name') or 'unknown', tc.get('args') if isinstance(tc.get('args'), dict) else {'_raw': tc.get('args')},
+                  log.call(tc.get('name') or 'unknown', tc.get('args') if isinstance(tc.get('args'), dict) else {'_raw': tc.get('args')},
                                tc.get('id'), '\n\n'.join(x for x in (reasoning, text) if x) or None, t, usage=usage, response_id=m.get('id'),
                                **({'status': tc['status']} if tc.get('status') not in (None, 'success') else {}))
                   res, err = _gm_result(tc)

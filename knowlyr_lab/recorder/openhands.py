@@ -6,13 +6,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_openhands.html.md"""
 
 # %% ../../nbs/24_recorder_openhands.ipynb #0ecb4bf7
 from __future__ import annotations
-import json, re
+
+import re
 from pathlib import Path
 from typing import Iterator
-from ..trajectory import Trajectory, Task, AgentInfo, Outcome, Source, TokenUsage
-from .base import (LogAdapter, ConversionReport, register_adapter, iter_jsonl, read_json,
-                                        usage_from, content_text, parse_arguments, parse_time)
-from .agent_steps import StepLog, usage_total, unattributed, guard, record_totals, GUARDED
+
+from .agent_steps import GUARDED, StepLog, guard, record_totals, usage_total
+from .base import ConversionReport, LogAdapter, content_text, iter_jsonl, parse_arguments, read_json, register_adapter
+from ..trajectory import AgentInfo, Outcome, Source, Step, Task, TokenUsage, Trajectory
 
 # %% auto #0
 __all__ = ['OpenHandsAdapter', 'OpenHandsSDKAdapter']

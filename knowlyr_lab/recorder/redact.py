@@ -6,11 +6,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_redact.html.md"""
 
 # %% ../../nbs/21_recorder_redact.ipynb #51b7c0d3
 from __future__ import annotations
-import re, warnings
-from dataclasses import dataclass, field
+
+import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable
+
 import pandas as pd
+
 from ..trajectory import Trajectory
 
 # %% auto #0
@@ -92,8 +95,10 @@ PROJECT_RULES = [
 ]
 
 # %% ../../nbs/21_recorder_redact.ipynb #99526a6b
-try: import hyperscan as _hs
-except ImportError: _hs = None
+try:
+    import hyperscan as _hs
+except ImportError:
+    _hs = None
 
 def _on_hit(i, a, b, flags, found): found.append(i)
 
@@ -232,7 +237,7 @@ def _redact_obj(self, obj, counts:dict, rules, kr):
         for k, v in obj.items():
             k2 = self._redact_obj(k, counts, rules, kr) if isinstance(k, str) else k
             if kr is not None and isinstance(k, str) and isinstance(v, str) and _KEY_RX.match(k) and secret_value_ok(k, v):
-                out[k2] = f'[REDACTED:secret_assignment]'; counts['secret_assignment'] = counts.get('secret_assignment', 0) + 1
+                out[k2] = '[REDACTED:secret_assignment]'; counts['secret_assignment'] = counts.get('secret_assignment', 0) + 1
             else: out[k2] = self._redact_obj(v, counts, rules, kr)
         return out
     if isinstance(obj, (list, tuple)): return [self._redact_obj(v, counts, rules, kr) for v in obj]

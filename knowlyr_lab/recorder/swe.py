@@ -6,14 +6,16 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_swe.html.md"""
 
 # %% ../../nbs/25_recorder_swe.ipynb #41f66e97
 from __future__ import annotations
-import json, re
+
+import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
-from ..trajectory import Trajectory, Task, AgentInfo, Outcome, Source, TokenUsage
-from .base import (LogAdapter, ConversionReport, register_adapter, read_json, usage_from,
-                                        content_text, parse_arguments, set_observation)
-from .agent_steps import StepLog, usage_total, unattributed, guard, record_totals
+
+from .agent_steps import StepLog, guard, record_totals, usage_total
+from .base import ConversionReport, LogAdapter, content_text, parse_arguments, read_json, register_adapter, set_observation, usage_from
+from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
 __all__ = ['find_resolution', 'SWEAgentAdapter', 'fenced_blocks', 'MiniSWEAgentAdapter']
@@ -158,7 +160,7 @@ def _swe_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     if traj:
         asst = [m for m in body if m.get('role') == 'assistant']
         used, j = set(), 0
-        for i, t in enumerate(traj):
+        for t in traj:
           with guard(report, path, None, t, 'trajectory_step'):
             act = str(t.get('action') or '')
             k = next((k for k in range(j, len(asst)) if str(asst[k].get('action') or '').strip() == act.strip()), None)

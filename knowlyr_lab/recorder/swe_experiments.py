@@ -6,15 +6,19 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_swe_experiments.html.md"""
 
 # %% ../../nbs/27a_recorder_swe_experiments.ipynb #2e8675cc
 from __future__ import annotations
-import ast, re
+
+import ast
+import re
 from pathlib import Path
 from typing import Iterator
+
 import yaml
-from ..trajectory import Trajectory, Task, AgentInfo, Outcome, Source, TokenUsage
-from .base import LogAdapter, ConversionReport, register_adapter, read_text, read_yaml, content_text, set_observation
+
 from .agent_steps import StepLog, guard
-from .swe import find_resolution
+from .base import ConversionReport, LogAdapter, content_text, read_text, read_yaml, register_adapter, set_observation
 from .gemini_aider import aider_edits
+from .swe import find_resolution
+from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
 __all__ = ['rovo_blocks', 'RovoDevAdapter', 'ISWEAdapter']

@@ -6,10 +6,13 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_annotate.html.md"""
 
 # %% ../../nbs/37_reward_annotate.ipynb #fa084bdb
 from __future__ import annotations
-import html, json
+
+import html
+import json
 from pathlib import Path
-from ..trajectory import Trajectory
+
 from .calibration import Annotation, append_annotation, read_annotations
+from ..trajectory import Trajectory
 
 # %% auto #0
 __all__ = ['SCORE_KEYS', 'AnnotationSession', 'AnnotationUI']

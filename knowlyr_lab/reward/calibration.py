@@ -6,12 +6,16 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_calibration.html.md"""
 
 # %% ../../nbs/32_reward_calibration.ipynb #19ca8ad5
 from __future__ import annotations
-import json, time
+
+import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from ..trajectory import TrajectoryError
 
 # %% auto #0

@@ -6,16 +6,22 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_cli.html.md"""
 
 # %% ../../nbs/39_reward_cli.ipynb #0ff9ecc7
 from __future__ import annotations
-import argparse, inspect, json, sys
+
+import argparse
+import inspect
+import json
+import sys
 from pathlib import Path
+
 import numpy as np
-from ..trajectory import read_trajectories, write_trajectories, parse_trajectory, TrajectoryError
-from .judge import JudgeConfig, list_rubrics
-from .calibration import read_annotations
-from .rules import RULES
-from .engine import RewardEngine, with_rewards
-from .preferences import build_preferences, reward_leaderboard
+
 from ..commands import run_cli
+from .calibration import read_annotations
+from .engine import RewardEngine, with_rewards
+from .judge import JudgeConfig, list_rubrics
+from .preferences import build_preferences, reward_leaderboard
+from .rules import RULES
+from ..trajectory import TrajectoryError, parse_trajectory, read_trajectories, write_trajectories
 
 # %% auto #0
 __all__ = ['InputError', 'cmd_score', 'cmd_rubrics', 'calibrate_engine', 'cmd_calibrate', 'cmd_preferences', 'cmd_leaderboard',

@@ -6,18 +6,22 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_engine.html.md"""
 
 # %% ../../nbs/34_reward_engine.ipynb #0a2a99b1
 from __future__ import annotations
-import json, re, threading
-from dataclasses import dataclass, field, asdict
+
+import json
+import re
+import threading
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+
 import numpy as np
-from ..domains import get_domain
-from ..trajectory import Trajectory, Step, Task, as_task
-from .rules import RuleScorer, RuleResult, RULES, gc_paused
-from .judge import LLMJudge, JudgeConfig, JudgeResult, build_prompt, list_rubrics
-from .calibration import Calibrator, Annotation, read_annotations, latest_annotations
-from ..registry import env_spec, UnknownEnvError
 from fastcore.basics import patch
+
+from ..domains import get_domain
+from ..registry import UnknownEnvError, env_spec
+from .calibration import Annotation, Calibrator, latest_annotations, read_annotations
+from .judge import JudgeConfig, JudgeResult, LLMJudge, build_prompt
+from .rules import RuleResult, RuleScorer, gc_paused
+from ..trajectory import Step, Task, Trajectory, as_task
 
 # %% auto #0
 __all__ = ['PATTERN_KEYS', 'RULE_PATTERNS', 'LAYERS', 'DEFAULT_LAYER_WEIGHTS', 'StepReward', 'TrajectoryReward',

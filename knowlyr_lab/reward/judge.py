@@ -6,13 +6,21 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_judge.html.md"""
 
 # %% ../../nbs/31_reward_judge.ipynb #1761a950
 from __future__ import annotations
-import asyncio, hashlib, json, os, random, re, threading, time
-from dataclasses import dataclass, field, asdict
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import re
+import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
 from pydantic import BaseModel, Field, ValidationError, create_model
+
 from ..domains import get_domain
-from ..trajectory import Trajectory, Step, Task
+from ..trajectory import Step, Task, Trajectory
 
 # %% auto #0
 __all__ = ['BASE_RUBRICS', 'DOMAIN_RUBRICS', 'SYSTEM_PROMPT', 'Rubric', 'list_rubrics', 'judgment_model', 'build_prompt',

@@ -6,13 +6,16 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_preferences.html.md"""
 
 # %% ../../nbs/35_reward_preferences.ipynb #485fe66a
 from __future__ import annotations
+
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
+
 import numpy as np
 import pandas as pd
-from ..trajectory import Trajectory, Outcome, to_messages, trajectory_score
+
+from ..trajectory import Outcome, Trajectory, to_messages, trajectory_score
 
 # %% auto #0
 __all__ = ['PreferencePair', 'PreferenceReport', 'divergence', 'build_preferences', 'reward_leaderboard']
@@ -87,7 +90,7 @@ def _select(cands, max_pairs, max_uses, counts):
     cands.sort(key=lambda c: -c[0])
     uses, out = defaultdict(int), []
     for c in cands:
-        m, a, b = c[0], c[1], c[2]
+        a, b = c[1], c[2]
         if len(out) >= max_pairs or uses[a.id] >= max_uses or uses[b.id] >= max_uses:
             counts['over_cap'] = counts.get('over_cap', 0) + 1; continue
         uses[a.id] += 1; uses[b.id] += 1; out.append(c)
@@ -131,7 +134,7 @@ def build_preferences(trajs:Iterable[Trajectory],  # trajectories (several per t
                 for j in range(i + 1, len(g)):
                     k = divergence(g[i], g[j])
                     if k is None: counts['not_diverging'] += 1; continue
-                    def v(t):
+                    def v(t, k=k):
                         rs = [s.reward for s in (t.steps[k:k + 1] if step_value == 'reward' else t.steps[k:]) if s.reward is not None]
                         return float(np.mean(rs)) if rs else None
                     va, vb = v(g[i]), v(g[j])

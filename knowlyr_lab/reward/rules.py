@@ -6,14 +6,19 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_rules.html.md"""
 
 # %% ../../nbs/30_reward_rules.ipynb #5f76a535
 from __future__ import annotations
-import gc, json, re
+
+import gc
+import json
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
 import orjson
+
 from ..domains import DomainProfile, ToolCategory, get_domain
 from ..registries import Registry, UnknownNameError
-from ..trajectory import Trajectory, Step, Task, as_task
+from ..trajectory import Step, Task, Trajectory, as_task
 
 # %% auto #0
 __all__ = ['RULES', 'call_key', 'tokens', 'extract_facts', 'RuleResult', 'EpisodeIndex', 'test_counts', 'tool_table', 'StepView',

@@ -7,11 +7,18 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_base.html.md"""
 
 # %% ../../nbs/10_sandbox_base.ipynb #a72286fe
 from __future__ import annotations
-import hashlib, io, json, os, tarfile, time
-from zlib import error as zlib_error
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+import time
 from collections import deque
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from zlib import error as zlib_error
+
 from ..core import KnowlyrError
 
 # %% auto #0

@@ -7,14 +7,20 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox.html.md"""
 
 # %% ../../nbs/10a_sandbox.ipynb #4f6aa1f5
 from __future__ import annotations
-import gzip, re, shlex, threading, time
-from ..registries import Registry, UnknownNameError
-from dataclasses import dataclass, asdict
+
+import gzip
+import re
+import shlex
+import threading
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
 from fastcore.basics import patch_to
-from ..core import InvalidActionError, tool_schema, validate_params, schema_name
-from .base import (ToolResult, SandboxError, PathEscapeError, SandboxUnavailableError, SandboxLimits, OutputCapture,
-                                      truncate_output, resolve_workspace_path, check_archive, tar_directory, SandboxSnapshot, WORKSPACE)
+
+from ..core import InvalidActionError, schema_name, tool_schema, validate_params
+from ..registries import Registry, UnknownNameError
+from .base import WORKSPACE, SandboxError, SandboxLimits, SandboxSnapshot, ToolResult, check_archive, resolve_workspace_path, tar_directory, truncate_output
 
 # %% auto #0
 __all__ = ['GIT_SUBCOMMANDS', 'SANDBOX_TOOL_SCHEMAS', 'SANDBOX_TOOLS', 'ARCHIVE_SCRIPT', 'UNPACK_SCRIPT', 'SANDBOX_BACKENDS',

@@ -7,13 +7,17 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_docker.html.md"""
 
 # %% ../../nbs/11_sandbox_docker.ipynb #0cf1c52a
 from __future__ import annotations
-import socket, time, weakref
-from pathlib import Path
-from fastcore.basics import patch_to
+
+import socket
+import time
+import weakref
+
 import docker
 from docker.types import Ulimit
-from .core import (Sandbox, SandboxLimits, SandboxError, SandboxUnavailableError, PathEscapeError, RunResult,
-                                      OutputCapture, resolve_workspace_path, WORKSPACE)
+from fastcore.basics import patch_to
+
+from .base import OutputCapture, PathEscapeError, SandboxUnavailableError
+from .core import WORKSPACE, RunResult, Sandbox, SandboxError, SandboxLimits, resolve_workspace_path
 from .host import UidLease
 
 # %% auto #0

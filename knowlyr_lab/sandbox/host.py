@@ -7,10 +7,24 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_host.html.md"""
 
 # %% ../../nbs/10b_sandbox_host.ipynb #d9dcce67
 from __future__ import annotations
-import ctypes, errno, fcntl, json, os, random, shutil, signal, stat, tempfile, threading, time
+
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import random
+import shutil
+import signal
+import stat
+import tempfile
+import threading
+import time
 from pathlib import Path
+
 from fastcore.basics import patch_to
-from .base import SandboxError, PathEscapeError, SandboxLimits
+
+from .base import PathEscapeError, SandboxError, SandboxLimits
 
 # %% auto #0
 __all__ = ['RESOLVE_NO_XDEV', 'RESOLVE_NO_MAGICLINKS', 'RESOLVE_NO_SYMLINKS', 'RESOLVE_BENEATH', 'SANDBOX_UID_BASE',

@@ -7,12 +7,23 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_local.html.md"""
 
 # %% ../../nbs/10b_sandbox_local.ipynb #cdd72ab1
 from __future__ import annotations
-import gzip, os, shutil, signal, subprocess, tempfile, threading, warnings, weakref
+
+import gzip
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import warnings
+import weakref
 from pathlib import Path
+
 from fastcore.basics import patch_to
-from .base import SandboxError, SandboxUnavailableError, SandboxLimits, OutputCapture, tar_directory, WORKSPACE
-from .core import Sandbox, RunResult, create_sandbox
-from .host import HostContainment, BeneathDir, shq
+
+from .base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits, SandboxUnavailableError, tar_directory
+from .core import RunResult, Sandbox, create_sandbox
+from .host import BeneathDir, HostContainment
 
 # %% auto #0
 __all__ = ['NOT_ISOLATED', 'bwrap_unavailable_reason', 'bwrap_available', 'LocalSandbox']
@@ -101,7 +112,7 @@ def _argv(self, argv:list[str])->list[str]:
     pre = self.host.enter_argv()
     if shutil.which('prlimit'):
         pre += ['prlimit', f'--cpu={int(L.cpu_seconds)}', f'--as={int(L.memory_mb) * 2**20}', f'--nproc={int(L.max_processes)}',
-                f'--fsize={int(L.max_file_mb) * 2**20}', f'--core=0', '--']
+                f'--fsize={int(L.max_file_mb) * 2**20}', '--core=0', '--']
     if self._drop: pre += ['setpriv', f'--reuid={self.uid}', f'--regid={self.uid}', '--clear-groups', '--inh-caps=-all']
     if self.isolation != 'bubblewrap': return [*pre, *argv]
     b = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--clearenv', '--hostname', 'sandbox']

@@ -6,12 +6,17 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_replay.html.md"""
 
 # %% ../../nbs/12_sandbox_replay.ipynb #6f5bf69f
 from __future__ import annotations
-import difflib, re, time
+
+import difflib
+import re
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
+
 import pandas as pd
-from ..trajectory import Trajectory, Step, ToolCall, Observation, Task, AgentInfo, Outcome, parse_trajectory, as_task
-from .core import Sandbox, SANDBOX_TOOLS, ToolResult
+
+from .core import SANDBOX_TOOLS, Sandbox
+from ..trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory, as_task, parse_trajectory
 
 # %% auto #0
 __all__ = ['normalize_observation', 'ReplayReport', 'replay_trajectory', 'record_calls']

@@ -6,20 +6,32 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_base.html.md"""
 
 # %% ../../nbs/62a_trainer_base.ipynb #699ce89b
 from __future__ import annotations
-import contextlib, copy, importlib.util, json, os, re, shutil, time, uuid, warnings
-from dataclasses import dataclass, field, fields, asdict, is_dataclass
+
+import contextlib
+import copy
+import importlib.util
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+import warnings
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 import yaml
-from fastcore.basics import patch
-from fastcore.docments import docments
-from tqdm.auto import tqdm
-from transformers import AutoModelForCausalLM, AutoTokenizer, AttentionInterface, get_scheduler
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 from accelerate.utils import DataLoaderConfiguration, DistributedType, set_seed
-from .data import pack_samples, collate_packed
+from fastcore.basics import patch
+from fastcore.docments import docments
+from tqdm.auto import tqdm
+from transformers import AttentionInterface, AutoModelForCausalLM, AutoTokenizer, get_scheduler
+
+from .data import collate_packed, pack_samples
 
 # %% auto #0
 __all__ = ['SCHEDULERS', 'PRECISIONS', 'TRACKERS', 'SEGMENT_ATTENTION', 'ConfigError', 'in_range', 'one_of', 'validate_config',
@@ -165,7 +177,7 @@ def resolve_precision(p:str)->str:
     if p == 'fp16' and not torch.cuda.is_available():
         # accelerate accepts fp16 on a CPU and then trains in fp32 without a word (no autocast, no loss scaler)
         warnings.warn("mixed_precision='fp16' needs a CUDA device (autocast + loss scaling); training in fp32. "
-                      "On a CPU, 'bf16' autocasts.")
+                      "On a CPU, 'bf16' autocasts.", stacklevel=3)
         return 'no'
     return p
 
@@ -205,7 +217,7 @@ def _trackers(report_to):
     for t in report_to or []:
         mods = {'wandb': ('wandb',), 'tensorboard': ('tensorboard', 'tensorboardX')}[t]   # accelerate writes with either
         if any(importlib.util.find_spec(m) for m in mods): ok.append(t)
-        else: warnings.warn(f"report_to={t!r} but {' or '.join(mods)} is not installed; metrics go to metrics.jsonl only")
+        else: warnings.warn(f"report_to={t!r} but {' or '.join(mods)} is not installed; metrics go to metrics.jsonl only", stacklevel=3)
     return ok
 
 # %% ../../nbs/62a_trainer_base.ipynb #5e85e2fd
@@ -329,7 +341,7 @@ def _save_weights(self:BaseTrainer, path:Path, merge:bool=False):
     m = acc.unwrap_model(self.model)
     if merge and sharded:   # the unwrapped module holds shards: it cannot be merged in place
         warnings.warn(f"{path}: merge_lora_on_save under {acc.distributed_type.value}: the adapter is saved unmerged; "
-                      "merge on one process: PeftModel.from_pretrained(base, path).merge_and_unload()")
+                      "merge on one process: PeftModel.from_pretrained(base, path).merge_and_unload()", stacklevel=2)
         merge = False
     if merge: copy.deepcopy(m).merge_and_unload().save_pretrained(path)
     else: m.save_pretrained(path, state_dict=sd)
@@ -374,7 +386,7 @@ def _quarantine(self:BaseTrainer, errors:list[dict], what:str='record'):
     self.out.mkdir(parents=True, exist_ok=True)
     with open(self.out / 'quarantine.jsonl', 'w') as f:
         for e in errors: f.write(json.dumps(e) + '\n')
-    warnings.warn(f"{len(errors)} {what}(s) could not be used (see {self.out / 'quarantine.jsonl'}); first: {errors[0]['error']}")
+    warnings.warn(f"{len(errors)} {what}(s) could not be used (see {self.out / 'quarantine.jsonl'}); first: {errors[0]['error']}", stacklevel=3)
 
 # %% ../../nbs/62a_trainer_base.ipynb #ab7674cd
 @patch

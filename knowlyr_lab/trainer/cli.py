@@ -6,13 +6,17 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_cli.html.md"""
 
 # %% ../../nbs/69_trainer_cli.ipynb #4820f0f5
 from __future__ import annotations
-import argparse, json, sys
-from dataclasses import fields, MISSING
+
+import argparse
+import json
+import sys
+from dataclasses import MISSING, fields
+
+from ..commands import run_cli
 from .base import field_docs
-from .sft import SFTConfig, SFTTrainer
 from .dpo import DPOConfig, DPOTrainer
 from .grpo import GRPOConfig, GRPOTrainer
-from ..commands import run_cli
+from .sft import SFTConfig, SFTTrainer
 
 # %% auto #0
 __all__ = ['CONFIGS', 'build_parser', 'config_from_args', 'main']
@@ -69,9 +73,9 @@ def config_from_args(cls, args):
 # %% ../../nbs/69_trainer_cli.ipynb #70d63a5b
 def _run(args)->int:
     if args.cmd == 'eval':
-        from knowlyr_lab.trainer.inference import AgentInference
+        from knowlyr_lab.eval.evaluate import evaluate_agent  # the one evaluation (run by a command, as the recipes do)
         from knowlyr_lab.registry import make
-        from knowlyr_lab.eval.evaluate import evaluate_agent   # the one evaluation (run by a command, as the recipes do)
+        from knowlyr_lab.trainer.inference import AgentInference
         agent = AgentInference.from_pretrained(args.model).create_agent(args.system_prompt, args.max_new_tokens)
         seeds = range(args.seed_offset, args.seed_offset + args.episodes)
         env = make(args.env); tasks = [env.task_id(s) for s in seeds] if hasattr(env, 'task_id') else None; env.close()

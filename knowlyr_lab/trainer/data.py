@@ -6,12 +6,18 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_data.html.md"""
 
 # %% ../../nbs/61_trainer_data.ipynb #c5bcd06f
 from __future__ import annotations
-import gzip, json, math, random, re, warnings
-from dataclasses import dataclass, field
+
+import gzip
+import json
+import math
+import random
+import re
 from pathlib import Path
+
 import torch
-from ..core import parse_action, InvalidActionError
-from ..trajectory import Trajectory, to_messages, parse_trajectory
+
+from ..core import InvalidActionError, parse_action
+from ..trajectory import Trajectory, parse_trajectory, to_messages
 
 # %% auto #0
 __all__ = ['DataFormatError', 'parse_step_text', 'to_chat', 'load_records', 'env_tools', 'render_spans', 'step_weights',
@@ -169,7 +175,7 @@ def tokenize_chat(tokenizer, chat:dict,            # a chat from `to_chat`
     ids, offs = enc['input_ids'], enc['offset_mapping']
     step = [-1] * len(ids)
     j = 0
-    for t, (s, e) in enumerate(offs):
+    for t, (s, _) in enumerate(offs):
         while j < len(spans) and spans[j][1] <= s: j += 1
         if j < len(spans) and spans[j][0] <= s < spans[j][1]: step[t] = spans[j][2]
     w = step_weights(chat.get('step_rewards') or []) if step_weighted_loss else []

@@ -6,12 +6,16 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_dpo.html.md"""
 
 # %% ../../nbs/65_trainer_dpo.ipynb #a07d0195
 from __future__ import annotations
-import json, random
+
+import json
+import random
 from dataclasses import dataclass
+
 import torch
-from .data import DataFormatError, render_spans, load_records, env_tools
+
+from .base import BaseTrainer, TrainConfig, in_range, one_of, segment_attention_on
+from .data import DataFormatError, env_tools, load_records, render_spans
 from .losses import dpo_loss, token_logps
-from .base import TrainConfig, BaseTrainer, in_range, one_of, segment_attention_on
 
 # %% auto #0
 __all__ = ['DPOConfig', 'tokenize_pair', 'DPOTrainer']
@@ -59,7 +63,7 @@ def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=No
         asst = [(s, e) for s, e, _ in spans if s >= p_len]
         if not asst: raise DataFormatError(f"{where}: '{side}' has no assistant turn")
         lab = []
-        for i, (s, e) in zip(enc['input_ids'], enc['offset_mapping']):
+        for i, (s, _) in zip(enc['input_ids'], enc['offset_mapping']):
             scored = any(a <= s < b for a, b in asst) if mask_observations else s >= p_len
             lab.append(i if scored else -100)
         ids = enc['input_ids']

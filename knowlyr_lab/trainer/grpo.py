@@ -6,15 +6,20 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_grpo.html.md"""
 
 # %% ../../nbs/66_trainer_grpo.ipynb #1afde031
 from __future__ import annotations
-import copy, json, random
+
+import copy
+import json
+import random
 from dataclasses import dataclass
+
 import torch
-from ..trajectory import Trajectory, to_messages, trajectory_score
-from .data import DataFormatError, to_chat, tokenize_chat, collate_padded, load_records, env_tools
-from .losses import grpo_advantages, grpo_loss, step_level_advantages, token_logps
-from .base import TrainConfig, BaseTrainer, in_range, one_of
-from .inference import AgentInference
 from accelerate.utils import gather_object
+
+from .base import BaseTrainer, TrainConfig, in_range, one_of
+from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chat
+from .inference import AgentInference
+from .losses import grpo_advantages, grpo_loss, step_level_advantages, token_logps
+from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0
 __all__ = ['GRPOConfig', 'groups_from_records', 'GRPOTrainer']
@@ -183,9 +188,9 @@ class GRPOTrainer(BaseTrainer):
 # %% ../../nbs/66_trainer_grpo.ipynb #33093f29
 def _rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
     "G recorded episodes per env seed, sampled from the current policy (the library's one rollout engine)"
+    from knowlyr_lab.hub.collect import run_episodes
     from knowlyr_lab.registry import make
     from knowlyr_lab.wrappers import MaxInvalidActionsWrapper
-    from knowlyr_lab.hub.collect import run_episodes
     c, G = self.config, self.config.num_generations
     def env():
         e = make(c.env_id)

@@ -6,12 +6,19 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_inference.html.md"""
 
 # %% ../../nbs/64_trainer_inference.ipynb #964ed637
 from __future__ import annotations
-import json, re, threading, time, uuid
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+
+import json
+import re
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
-from ..core import parse_action, InvalidActionError
+
+from ..core import InvalidActionError, parse_action
 
 # %% auto #0
 __all__ = ['PROMPT_FILE', 'MAX_CHOICES', 'parse_reply', 'AgentInference', 'LocalAgent', 'save_prompt', 'load_prompt']
@@ -29,13 +36,13 @@ def parse_reply(text:str)->tuple[str, list[dict]]:
     thought, calls = text[:text.index('<tool_call>')].strip(), []
     for b in blocks:
         try: d = json.loads(b)
-        except json.JSONDecodeError as e: raise InvalidActionError(f"tool call is not valid JSON ({e.msg}): {b[:80]!r}")
+        except json.JSONDecodeError as e: raise InvalidActionError(f"tool call is not valid JSON ({e.msg}): {b[:80]!r}") from None
         if not isinstance(d, dict) or not isinstance(d.get('name'), str):
             raise InvalidActionError(f"tool call needs a string 'name': {b[:80]!r}")
         args = d.get('arguments') or {}
         if isinstance(args, str):
             try: args = json.loads(args)
-            except json.JSONDecodeError: raise InvalidActionError(f"arguments of {d['name']!r} are not a JSON object")
+            except json.JSONDecodeError: raise InvalidActionError(f"arguments of {d['name']!r} are not a JSON object") from None
         if not isinstance(args, dict): raise InvalidActionError(f"arguments of {d['name']!r} must be an object")
         calls.append({'tool': d['name'], 'params': args})
     return thought, calls

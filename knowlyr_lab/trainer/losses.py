@@ -6,6 +6,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_losses.html.md"""
 
 # %% ../../nbs/62_trainer_losses.ipynb #34ba18fa
 from __future__ import annotations
+
 import torch
 import torch.nn.functional as F
 

@@ -6,14 +6,16 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_recipes.html.md"""
 
 # %% ../../nbs/67_trainer_recipes.ipynb #9c90bb01
 from __future__ import annotations
-import tempfile, time
+
+import tempfile
+import time
 from pathlib import Path
-import torch
-from .tiny import make_tiny_model
+
 from .data import load_records
-from .sft import SFTTrainer, SFTConfig, render_corpus
+from .grpo import GRPOConfig, GRPOTrainer
 from .inference import AgentInference, save_prompt
-from .grpo import GRPOTrainer, GRPOConfig
+from .sft import SFTConfig, SFTTrainer, render_corpus
+from .tiny import make_tiny_model
 
 # %% auto #0
 __all__ = ['train_sft_policy', 'policy_agent', 'online_grpo']
@@ -64,8 +66,8 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                 reward_fn=None,               # trajectory -> reward (default: trajectory_score)
                 seed:int=0, output_dir=None)->dict: # {'before', 'after', 'comparison', 'curve', 'seconds', 'trainer'}
     "Greedy held-out evaluation of a policy, online GRPO from it, the same evaluation again; paired comparison by task"
+    from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent
     from knowlyr_lab.tasks import suite_tasks
-    from knowlyr_lab.eval.evaluate import evaluate_agent, compare_agents
     t0 = time.time()
     base = AgentInference.from_pretrained(policy_path)
     card = base.prompt or {}

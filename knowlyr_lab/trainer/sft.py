@@ -6,15 +6,20 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_sft.html.md"""
 
 # %% ../../nbs/63_trainer_sft.ipynb #f9553c89
 from __future__ import annotations
-import contextlib, json, random, warnings
+
+import contextlib
+import json
+import random
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+
 import torch
-from ..trajectory import Trajectory
-from .data import (DataFormatError, to_chat, tokenize_chat, chunk_sample, curriculum_indices,
-                                      collate_padded, load_records, env_tools)
+
+from .base import BaseTrainer, ConfigError, TrainConfig, in_range, segment_attention_on
+from .data import DataFormatError, chunk_sample, collate_padded, curriculum_indices, env_tools, load_records, to_chat, tokenize_chat
 from .losses import step_weighted_ce
-from .base import TrainConfig, BaseTrainer, ConfigError, in_range, segment_attention_on
+from ..trajectory import Trajectory
 
 # %% auto #0
 __all__ = ['SFTConfig', 'build_chats', 'SFTTrainer', 'oracle_trajectories', 'render_corpus']
@@ -100,7 +105,7 @@ class SFTTrainer(BaseTrainer):
             raise DataFormatError(f"no training sample has a label token within max_length={c.max_length}: all {empty} were cut away "
                                   "(raise max_length, or set chunk_long_trajectories)")
         if empty: warnings.warn(f"{empty} of {len(samples) + empty} samples have no label token within max_length={c.max_length} "
-                                "and are skipped (a prompt longer than max_length?)")
+                                "and are skipped (a prompt longer than max_length?)", stacklevel=3)
         return samples
 
     def plan(self)->list[list[list[int]]]:

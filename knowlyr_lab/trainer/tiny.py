@@ -6,12 +6,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_tiny.html.md"""
 
 # %% ../../nbs/60_trainer_tiny.ipynb #9ccacb0c
 from __future__ import annotations
-import json, os
+
+import json
 from pathlib import Path
+
 import torch
-from tokenizers import Tokenizer, Regex, decoders, normalizers, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, trainers
 from tokenizers.models import BPE
-from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer, AutoTokenizer, AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer
 
 # %% auto #0
 __all__ = ['CHATML_TOOL_TEMPLATE', 'SPECIAL_TOKENS', 'EXTRA_TOKENS', 'QWEN2_SPLIT', 'DEFAULT_CORPUS', 'train_tokenizer',
