@@ -399,7 +399,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     def export_dataset(trajectories:str, format:Literal['sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf'],
                        output_dir:str, preferences:str|None=None, min_reward:float|None=None, success_only:bool=False,
                        test_fraction:float=0.0)->dict[str, Any]:
-        "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or the seed's formats)"
+        "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
         src, out = R.path(trajectories, 'trajectory file', must_exist=True), R.path(output_dir, 'output_dir')
         prefs = R.path(preferences, 'preference file', must_exist=True) if preferences else None
         ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward, success_only=success_only, test_fraction=test_fraction)

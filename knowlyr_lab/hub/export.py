@@ -117,7 +117,7 @@ def react_action(tool:str, params:dict)->str:
     return f"Action: {tool}\nAction Input: {json.dumps(params, ensure_ascii=False)}"
 
 def sft_agent_row(t:Trajectory, tools=None, system=None)->dict:
-    "The seed's agent SFT format"
+    "knowlyr-hub 0.1's agent SFT format"
     inp = {k: v for k, v in t.task.metadata.items() if isinstance(v, (str, int, float, bool))}
     steps = [{'thought': s.thought or '', 'action': react_action(s.action.tool, s.action.params) if s.action else '',
               'observation': s.observation.content if s.observation else '', 'reward': float(s.reward or 0.0)} for s in t.steps]
@@ -152,7 +152,7 @@ def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system:s
             'chosen_id': c.id, 'rejected_id': r.id, 'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
 
 def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system=None, step=None)->dict:
-    "The seed's DPO format (step text)"
+    "knowlyr-hub 0.1's DPO format (step text)"
     return {'prompt': c.task.instruction, 'chosen': _steps_text(c), 'rejected': _steps_text(r), 'task_id': c.task.id,
             'reward_margin': margin, 'metadata': json.dumps({'chosen_model': c.agent.model, 'rejected_model': r.agent.model,
                                                              'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)})}

@@ -45,7 +45,7 @@ class SFTConfig(TrainConfig):
 
 # %% ../../nbs/63_trainer_sft.ipynb #7aeff004
 def _as_text_chat(chat):
-    "agent_format=False: assistant turns in the seed's `Step k:` Thought/Action text, observations as user turns"
+    "agent_format=False: assistant turns in `Step k:` Thought/Action text, observations as user turns"
     msgs, k = chat['messages'], 0
     first = next(i for i, m in enumerate(msgs) if m['role'] == 'user')
     out = msgs[:first + 1]
