@@ -1,6 +1,7 @@
 "Environments and task suites across modules: coding (sandbox), conversation family, wordle, maze; splits; leaks; LLM users."
 import random
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -143,11 +144,15 @@ def test_tasks_list_filter_split(env_id):
     env = make(env_id)
     tasks = env.list_tasks()
     assert tasks and all('id' in t and 'instruction' in t for t in tasks)
-    train, test = split_tasks(tasks, test_fraction=0.25, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        train, test = split_tasks(tasks, test_fraction=0.25, seed=0)
     assert {task_id(t) for t in train} & {task_id(t) for t in test} == set()
-    assert len(train) + len(test) == len(tasks) and test and train       # the share is 0.25 on average, not exactly
+    assert len(train) + len(test) == len(tasks)         # the share is 0.25 on average, not exactly (a split by content hash)
+    if not (train and test):                            # a suite of a few tasks can land on one side: said, never silent
+        assert any('fell on the' in str(w.message) for w in caught), [str(w.message) for w in caught]
     assert split_tasks(list(reversed(tasks)), 0.25, seed=0)[1] == list(reversed(test))
-    for t in test[:2]:                                  # every listed task can be reset to by id
+    for t in (test or train)[:2]:                       # every listed task can be reset to by id
         ts = env.reset(task=t['id']); assert ts.info['task']['id'] == t['id']
     env.close()
 

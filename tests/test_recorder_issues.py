@@ -1,4 +1,5 @@
 "Recorder defects found by converting real logs of every format (issue 14): each test failed before its fix."
+import importlib
 import io
 import json
 import re
@@ -163,7 +164,7 @@ def test_broken_adapter_plugin_warns_and_the_registry_goes_on(monkeypatch):
     import knowlyr_lab.registries as registries
     class EP:
         name, value = 'broken', 'no_such_module_xyz'
-        def load(self): pass
+        def load(self): return importlib.import_module('no_such_module_xyz')   # a plugin whose import fails
     monkeypatch.setattr(registries, 'entry_points', lambda group: [EP()])   # the one registry helper loads every kind's plugins
     with pytest.warns(UserWarning, match="entry point 'broken'"): base.discover_adapters(force=True)
     assert {'openai-chat', 'claude-code', 'aider'} <= set(base.list_adapters())
