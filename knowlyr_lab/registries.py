@@ -138,7 +138,7 @@ class Registry(Mapping):
         return sorted(self._items)
     def _unknown(self, name)->str:
         close = difflib.get_close_matches(str(name), list(self._items), n=3)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ''
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else '.'
         return f"unknown {self.kind} {name!r}{hint} Registered: {', '.join(sorted(self._items)) or '(none)'}"
 
 # %% ../nbs/00a_registries.ipynb #437d0a50
