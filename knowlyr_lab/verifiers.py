@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from fastcore.basics import patch_to
 
-from .sandbox.base import SandboxError, SandboxLimits
+from .sandbox.base import SandboxError, SandboxLimits, _archive_members
 
 # %% auto #0
 __all__ = ['VERIFIER_DIR', 'TEST_RUNNER', 'unittest_names', 'select_agent_files', 'Verdict', 'read_report', 'HiddenTestVerifier']
@@ -189,5 +189,10 @@ def verify(self, agent_files:dict)->Verdict:
 
 @patch_to(HiddenTestVerifier)
 def verify_sandbox(self, sandbox)->Verdict:
-    "The hidden tests' verdict on the regular files in `sandbox`'s workspace"
-    return self.verify(sandbox.snapshot().files())
+    "The hidden tests' verdict on the regular files in `sandbox`'s workspace; its symlinks and special files are listed in `ignored`"
+    snap = sandbox.snapshot()
+    v = self.verify(snap.files())
+    for name, m, data in _archive_members(snap.archive):
+        if data is None and not m.isdir():
+            v.ignored.setdefault(name, f"a symlink (to {m.linkname!r}): not followed" if m.issym() else 'not a regular file')
+    return v
