@@ -400,7 +400,7 @@ def _write_pairs(self:DatasetExporter, format, spool, w, res, settings:dict):
 
 # %% ../../nbs/42_hub_export.ipynb #ca68156b
 @patch
-def export(self:DatasetExporter, format:str, # one of FORMATS
+def export(self:DatasetExporter, format:str, # sft, sft-agent, dpo, dpo-seed, grpo, benchmark, openai or hf
            output_dir, **kw)->ExportResult:
     "Export in `format` to `output_dir`"
     if format == 'hf': return self.export_hf(output_dir, **kw)

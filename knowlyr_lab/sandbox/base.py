@@ -184,6 +184,8 @@ def check_archive(archive:bytes,           # a (gzipped) tar of a workspace
     try: return _check_members(_archive_members(archive, data=False), max_bytes)
     except (tarfile.TarError, EOFError, OSError, zlib_error) as e: raise SandboxError(f"snapshot archive is not a readable tar ({type(e).__name__}: {e})") from None
 
+def _size(n:int)->str: return f"{n:,} bytes" if n < 2**20 else f"{n / 2**20:g} MiB"
+
 def _check_members(members, max_bytes):
     kinds, n, total = {}, 0, 0        # normalised name -> 'dir' | 'file' | 'sym'
     for name, m, _ in members:
@@ -208,7 +210,7 @@ def _check_members(members, max_bytes):
         else: raise SandboxError(f"snapshot member {m.name!r} is a {tarfile_kind(m)} (only files, directories, symlinks and hard links)")
         total += m.size if m.isfile() else 0
         if max_bytes is not None and total > max_bytes:
-            raise SandboxError(f"snapshot holds more than {max_bytes / 2**20:g} MiB of file data (the workspace quota)")
+            raise SandboxError(f"snapshot holds more than {_size(max_bytes)} of file data (the workspace quota)")
         n += 1
     return n
 
