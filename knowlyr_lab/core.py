@@ -11,14 +11,16 @@ import ast
 import hashlib
 import json
 import re
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterable
 
 # %% auto #0
-__all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'TimeStep', 'tool_name_of', 'parse_action',
-           'tool_schema', 'schema_name', 'schema_params', 'validate_params', 'fingerprint_of', 'AgentEnv']
+__all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'TimeStep', 'parse_ast', 'tool_name_of',
+           'parse_action', 'tool_schema', 'schema_name', 'schema_params', 'validate_params', 'fingerprint_of',
+           'AgentEnv']
 
 # %% ../nbs/00_core.ipynb #cdf57341
 class KnowlyrError(Exception):
@@ -78,11 +80,17 @@ _THOUGHT_RE = re.compile(r"Thought\s*:\s*(?P<thought>.*?)(?=^\s*Action\s*:|\Z)",
 _ACTION_RE = re.compile(r"^\s*Action\s*:\s*(?P<action>.+?)\s*$", re.M | re.I)
 _INPUT_RE = re.compile(r"^\s*Action\s+Input\s*:\s*(?P<input>.*)\Z", re.M | re.I | re.S)
 
+_AST_LOCK = threading.Lock()
+
+def parse_ast(source:str, mode:str='exec')->ast.AST:
+    "`ast.parse` behind one lock: CPython 3.11 can raise a spurious `SystemError` (AST constructor recursion depth mismatch) when threads build syntax trees at once (gh-106905)"
+    with _AST_LOCK: return ast.parse(source, mode=mode)
+
 def _parse_call_expr(text, positional=None):
     "Parse `tool(...)` or a bare `tool` name into (tool, params)"
     text = text.strip().strip('`').strip()
     if re.fullmatch(r"[A-Za-z_][\w.\-]*", text): return text, {}
-    try: node = ast.parse(text, mode='eval').body
+    try: node = parse_ast(text, 'eval').body
     except SyntaxError as e: raise InvalidActionError(f"ReAct action {text[:80]!r} is not `tool(key=value, ...)`: {e.msg}") from None
     if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
         raise InvalidActionError(f"ReAct action {text[:80]!r} is not a call like `tool(key=value, ...)`")

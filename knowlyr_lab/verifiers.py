@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from fastcore.basics import patch_to
 
+from .core import parse_ast
 from .sandbox.base import SandboxError, SandboxLimits, _archive_members
 
 # %% auto #0
@@ -29,7 +30,7 @@ def unittest_names(tests:dict[str, str], # hidden test files: {relative path: so
     "The test methods of `unittest` classes in `tests`, found by parsing (nothing is run)"
     out = []
     for src in tests.values():
-        for node in ast.walk(ast.parse(src)):
+        for node in ast.walk(parse_ast(src)):
             if isinstance(node, ast.ClassDef):
                 out += [f"{node.name}.{b.name}" for b in node.body
                         if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name.startswith('test')]

@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+from ..core import parse_ast
 from knowlyr_lab.recorder.base import (
     ConversionReport,
     LogAdapter,
@@ -210,7 +211,7 @@ def parse_smol_calls(text:str)->list[dict]|None:
     "Calls of a smolagents `tool-call` message (`Calling tools:` + a Python-repr list); None if unreadable"
     m = _CALLING.match(text)
     if not m: return None
-    try: calls = ast.literal_eval(text[m.end():].strip())
+    try: calls = ast.literal_eval(parse_ast(text[m.end():].strip(), 'eval'))
     except (ValueError, SyntaxError, MemoryError, RecursionError): return None
     out = []
     for c in calls if isinstance(calls, list) else []:
@@ -268,7 +269,7 @@ def _smol_step(b, m, path, line, report)->str:
         if b.fifo: set_observation(b.fifo.pop(0), body, is_err, exit_code_of(body)); return 'message:tool-response'
         m_err = _ERR_TOOL.search(text)
         if m_err:
-            try: params = ast.literal_eval(m_err.group(2))
+            try: params = ast.literal_eval(parse_ast(m_err.group(2).lstrip(' \t'), 'eval'))
             except (ValueError, SyntaxError, RecursionError): params = {'_raw': m_err.group(2)}
             b.add_assistant(b._pending, [{'tool': m_err.group(1), 'params': params if isinstance(params, dict) else {'_raw': params}}], failed_call=True)
         else: b.add_assistant(b._pending, [{'tool': 'agent_error', 'params': {}}], failed_call=True)

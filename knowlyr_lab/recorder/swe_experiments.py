@@ -14,6 +14,7 @@ from typing import Iterator
 
 import yaml
 
+from ..core import parse_ast
 from .agent_steps import StepLog, guard
 from .base import ConversionReport, LogAdapter, content_text, read_text, read_yaml, register_adapter, set_observation
 from .gemini_aider import aider_edits
@@ -112,7 +113,7 @@ def _iswe_call(text:str)->tuple[str, dict, str]|None:
     call, thought = m.group(1).strip(), text[:m.start()].strip()
     call = call.split('</execute_tool>')[0].strip()
     try:
-        node = ast.parse(call, mode='eval').body
+        node = parse_ast(call, 'eval').body
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             params = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
             if node.args: params['_args'] = [ast.literal_eval(a) for a in node.args]
