@@ -191,9 +191,10 @@ def verify(self, agent_files:dict)->Verdict:
 @patch_to(HiddenTestVerifier)
 def verify_sandbox(self, sandbox)->Verdict:
     "The hidden tests' verdict on the regular files in `sandbox`'s workspace; its symlinks and special files are listed in `ignored`"
-    snap = sandbox.snapshot()
-    v = self.verify(snap.files())
-    for name, m, data in _archive_members(snap.archive):
-        if data is None and not m.isdir():
-            v.ignored.setdefault(name, f"a symlink (to {m.linkname!r}): not followed" if m.issym() else 'not a regular file')
+    files, special = {}, {}                      # one pass over the snapshot: regular files, and what is left out
+    for name, m, data in _archive_members(sandbox.snapshot().archive):
+        if data is not None: files[name] = data
+        elif not m.isdir(): special[name] = f"a symlink (to {m.linkname!r}): not followed" if m.issym() else 'not a regular file'
+    v = self.verify(files)
+    v.ignored = {**special, **v.ignored}
     return v

@@ -147,7 +147,7 @@ def _failed(rec, e, task, seed)->Trajectory:
     try: traj = rec.get_trajectory()
     except Exception:
         try: t = as_task(task, domain=getattr(rec, 'domain', None), env_id=getattr(rec, 'env_id', None))
-        except Exception: t = Task(id=str(task.get('id') if isinstance(task, dict) else task))   # a malformed task must not hide the error
+        except Exception: t = Task(id=str(task.get('id', 'unknown') if isinstance(task, dict) else task))   # a malformed task must not hide the error
         traj = Trajectory(id='pending', task=t, agent=rec.agent.model_copy(), source=Source(format='knowlyr-env'))
     err = {'type': type(e).__name__, 'message': str(e), 'traceback': ''.join(traceback.format_exception(e, limit=8))}
     d = traj.model_dump()

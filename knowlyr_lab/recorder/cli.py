@@ -116,7 +116,6 @@ def cmd_diff(args, console)->int:
 def build_parser()->argparse.ArgumentParser:
     "The `knowlyr-recorder` argument parser (every flag documented)"
     p = argparse.ArgumentParser(prog='knowlyr-recorder', description='Import agent logs as knowlyr-lab trajectories')
-    p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     sub = p.add_subparsers(dest='cmd', required=True)
     c = sub.add_parser('convert', help='convert logs to trajectory JSONL/Parquet')
     c.add_argument('logs', nargs='+', help='log files or directories')
