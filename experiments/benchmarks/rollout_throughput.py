@@ -9,9 +9,11 @@ Both runs use the same tiny Qwen2-style model (built locally by `make_tiny_model
 generates `--max-new-tokens` tokens, so both runs generate about the same number of tokens), the same seeds and
 greedy decoding. Tokens are counted from `AgentInference.generate`'s own `completion_tokens`.
 
-The KV cache: `generate` keeps the cache within one turn; across turns the conversation so far is encoded again
-(prefill). The script times that prefill on its own (one forward pass over the batch's prompts) and prints its share
-of the turn, the number that bounds what reusing the shared prefix across turns could save here.
+The KV cache: within a turn `generate` keeps it; across turns `AgentInference.cache` (a `PrefixCache`) keeps each
+episode's keys and values, so a new turn encodes only what follows the cached prefix (the reply and the observation).
+Each layout runs with the prefix cache off (`prefix_cache=0`: every turn re-encodes the whole conversation) and on,
+in the same process, so the table shows what the cache saves. The script also times one forward pass over a late
+turn's full prompts (the prefill the cache avoids) and prints its share of an uncached lock-step turn.
 
 There is no reference implementation: knowlyr 0.1.x had no batched local rollouts (its trainer's rollouts were
 sequential calls). The goal (issue 15) is lock-step >= 5x the tokens/s of sequential episodes.
@@ -50,21 +52,22 @@ def counted(inf):
     inf.generate = generate
     return c
 
-def run(path, episodes, batch, steps, new_tokens):
-    inf = AgentInference.from_pretrained(path)
+def run(path, episodes, batch, steps, new_tokens, prefix_cache):
+    inf = AgentInference.from_pretrained(path, prefix_cache=prefix_cache)
     c = counted(inf)
     agent = inf.create_agent(max_new_tokens=new_tokens)
     t0 = time.perf_counter()
     trajs = collect(ENV, agent, episodes, max_episode_steps=steps, batch_size=batch, progress=False)
     wall = time.perf_counter() - t0
-    return {'batch_size': batch, 'episodes': len(trajs), 'steps': sum(len(t.steps) for t in trajs), 'generate_calls': c['calls'],
+    reuse = inf.cache.stats['reused'] / max(1, inf.cache.stats['reused'] + inf.cache.stats['encoded'])
+    return {'batch_size': batch, 'prefix_cache': prefix_cache, 'prompt_reused': round(reuse, 3), 'episodes': len(trajs), 'steps': sum(len(t.steps) for t in trajs), 'generate_calls': c['calls'],
             'tokens': c['tokens'], 'wall_s': round(wall, 2), 'generate_s': round(c['seconds'], 2),
             'tokens_per_s': round(c['tokens'] / wall, 1), 'prompt_tokens_per_turn': round(c['prompt_tokens'] / max(1, sum(len(t.steps) for t in trajs)), 1)}
 
 @torch.no_grad()
 def prefill_share(path, episodes, steps, new_tokens):
     "Seconds of one forward pass over a late turn's prompts vs one whole turn (prefill + decode), batch of `episodes`"
-    inf = AgentInference.from_pretrained(path)
+    inf = AgentInference.from_pretrained(path, prefix_cache=0)
     trajs = collect(ENV, inf.create_agent(max_new_tokens=new_tokens), episodes, max_episode_steps=steps, batch_size=episodes, progress=False)
     from knowlyr_lab.trajectory import to_messages
     chats = [to_messages(t)[:-1] for t in trajs]                   # the conversation before the last assistant turn
@@ -95,18 +98,23 @@ def main():
           f"tiny model hidden {a.hidden} x {a.layers} layers, greedy")
     with tempfile.TemporaryDirectory() as d:
         path = build_model(f'{d}/m', a.hidden, a.layers)
-        seq = run(path, a.episodes, 1, a.max_episode_steps, a.max_new_tokens)
-        lock = run(path, a.episodes, a.episodes, a.max_episode_steps, a.max_new_tokens)
+        runs = {(layout, cache): run(path, a.episodes, 1 if layout == 'sequential' else a.episodes, a.max_episode_steps, a.max_new_tokens, cache)
+                for cache in (0, 64) for layout in ('sequential', 'lock-step')}
         kv = prefill_share(path, a.episodes, a.max_episode_steps, a.max_new_tokens)
-    print(f"{'':12}{'episodes':>9}{'steps':>7}{'generate calls':>16}{'tokens':>8}{'wall s':>8}{'tokens/s':>10}{'prompt tok/turn':>17}")
-    for name, r in (('sequential', seq), ('lock-step', lock)):
-        print(f"{name:12}{r['episodes']:>9}{r['steps']:>7}{r['generate_calls']:>16}{r['tokens']:>8}{r['wall_s']:>8}{r['tokens_per_s']:>10}{r['prompt_tokens_per_turn']:>17}")
-    ratio = lock['tokens_per_s'] / seq['tokens_per_s']
-    print(f"lock-step / sequential tokens/s: {ratio:.1f}x (goal >= 5x)")
-    print(f"prefill of a late turn's {kv['prompt_tokens']}-token prompts (batch {a.episodes}): {kv['prefill_s']} s of a {kv['turn_s']} s turn "
-          f"({100 * kv['prefill_share']:.0f}%): the most that reusing the KV cache across turns could save per turn here")
+    print(f"{'':12}{'prefix cache':>13}{'episodes':>9}{'steps':>7}{'generate calls':>16}{'tokens':>8}{'wall s':>8}{'tokens/s':>10}{'prompt tok/turn':>17}{'reused':>8}")
+    for (name, cache), r in runs.items():
+        print(f"{name:12}{'on' if cache else 'off':>13}{r['episodes']:>9}{r['steps']:>7}{r['generate_calls']:>16}{r['tokens']:>8}{r['wall_s']:>8}"
+              f"{r['tokens_per_s']:>10}{r['prompt_tokens_per_turn']:>17}{r['prompt_reused']:>8.0%}")
+    ratios = {cache: runs['lock-step', cache]['tokens_per_s'] / runs['sequential', 0]['tokens_per_s'] for cache in (0, 64)}
+    same = runs['sequential', 64]['tokens_per_s'] / runs['sequential', 0]['tokens_per_s']
+    print(f"lock-step / sequential tokens/s (sequential without the prefix cache): {ratios[0]:.1f}x without the prefix cache, "
+          f"{ratios[64]:.1f}x with it (goal >= 5x); the prefix cache alone makes sequential episodes {same:.2f}x; "
+          f"lock-step / sequential, both with the cache: {runs['lock-step', 64]['tokens_per_s'] / runs['sequential', 64]['tokens_per_s']:.1f}x")
+    print(f"prefill of a late turn's {kv['prompt_tokens']}-token prompts (batch {a.episodes}), no prefix cache: {kv['prefill_s']} s of a "
+          f"{kv['turn_s']} s turn ({100 * kv['prefill_share']:.0f}%)")
     if a.json:
-        with open(a.json, 'w') as f: json.dump({'sequential': seq, 'lock_step': lock, 'ratio': ratio, 'kv': kv, 'args': vars(a)}, f, indent=1)
+        with open(a.json, 'w') as f:
+            json.dump({'runs': [dict(layout=k[0], **r) for k, r in runs.items()], 'ratios': ratios, 'kv': kv, 'args': vars(a)}, f, indent=1)
 
 if __name__ == '__main__':
     main()

@@ -19,6 +19,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from ..core import InvalidActionError, parse_action
+from .prefix_cache import PrefixCache, reusable_cache
 
 # %% auto #0
 __all__ = ['PROMPT_FILE', 'MAX_CHOICES', 'parse_reply', 'AgentInference', 'LocalAgent', 'save_prompt', 'load_prompt']
@@ -50,15 +51,18 @@ def parse_reply(text:str)->tuple[str, list[dict]]:
 # %% ../../nbs/64_trainer_inference.ipynb #301930f4
 class AgentInference:
     "A local causal LM behind the agent protocol and an OpenAI-compatible server"
-    def __init__(self, model, tokenizer, name:str|None=None):
+    def __init__(self, model, tokenizer, name:str|None=None,
+                 prefix_cache:int=64): # conversations whose KV cache is kept across calls (`PrefixCache`); 0: none
         self.model, self.tokenizer = model.eval(), tokenizer
+        self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0)
         self.name = name or Path(getattr(model, 'name_or_path', '') or 'local').name or 'local'
         self.prompt = {}                      # the prompt card (`save_prompt`): system prompt and tool list of training
         if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
 
     @classmethod
     def from_pretrained(cls, path:str|Path, # model folder, LoRA adapter folder, or trainer checkpoint folder
-                        device:str|None=None, dtype=None, name:str|None=None):
+                        device:str|None=None, dtype=None, name:str|None=None,
+                        prefix_cache:int=64): # conversations whose KV cache is kept across calls; 0: none
         "Load a model (merged, adapter or checkpoint) and its tokenizer"
         p = Path(path)
         if (p / 'model').is_dir() and not (p / 'config.json').exists(): p = p / 'model'   # a trainer checkpoint
@@ -69,7 +73,7 @@ class AgentInference:
         else: raise FileNotFoundError(f"{path}: no config.json, adapter_config.json or checkpoint model/ folder")
         tok = AutoTokenizer.from_pretrained(p)
         if device: model = model.to(device)
-        inf = cls(model, tok, name or Path(path).name)
+        inf = cls(model, tok, name or Path(path).name, prefix_cache)
         inf.prompt = load_prompt(p) or load_prompt(Path(path)) or {}
         return inf
 
@@ -84,21 +88,20 @@ class AgentInference:
                 )->list[dict]:                         # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason'}]
         "Batched generation of the next assistant turn for each conversation"
         tok = self.tokenizer
-        texts = [self.render(c, tools) for c in conversations]
-        side, tok.padding_side = tok.padding_side, 'left'
-        try: enc = tok(texts, return_tensors='pt', padding=True, add_special_tokens=False).to(self.model.device)
-        finally: tok.padding_side = side
+        ids = tok([self.render(c, tools) for c in conversations], add_special_tokens=False)['input_ids']
+        inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix
         if seed is not None: torch.manual_seed(seed)
         kw = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
-        out = self.model.generate(**enc, max_new_tokens=max_new_tokens, eos_token_id=tok.eos_token_id,
-                                  pad_token_id=tok.pad_token_id, use_cache=True, **kw)
-        res, L = [], enc['input_ids'].shape[1]
-        for i, row in enumerate(out[:, L:].tolist()):
+        out = self.model.generate(**inputs, max_new_tokens=max_new_tokens, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                                  use_cache=True, return_dict_in_generate=True, **kw)
+        res = []
+        for i, row in enumerate(out.sequences[:, plan.width:].tolist()):
             ended = tok.eos_token_id in row
             if ended: row = row[:row.index(tok.eos_token_id)]
             while row and row[-1] == tok.pad_token_id: row.pop()
-            res.append({'text': tok.decode(row, skip_special_tokens=True), 'prompt_tokens': int(enc['attention_mask'][i].sum()),
+            res.append({'text': tok.decode(row, skip_special_tokens=True), 'prompt_tokens': len(ids[i]),
                         'completion_tokens': len(row) + int(ended), 'finish_reason': 'stop' if ended else 'length'})
+        self.cache.keep(plan, inputs, out.sequences, out.past_key_values, [r['completion_tokens'] for r in res])
         return res
 
 # %% ../../nbs/64_trainer_inference.ipynb #c3d38a42
