@@ -7,9 +7,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/agents.html.md"""
 # %% ../nbs/40_agents.ipynb #192d37a9
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures as cf
 import copy
 import json
 import random
+import threading
 
 from .core import KnowlyrError, parse_action, schema_name, schema_params
 
@@ -106,19 +109,52 @@ class ExpertAgent(Agent):
 def _usage_dict(inp=0, out=0, cached=0, reasoning=0)->dict:
     return {'input': int(inp or 0), 'output': int(out or 0), 'cached': int(cached or 0), 'reasoning': int(reasoning or 0)}
 
+def _run_coroutine(coro):
+    "Run `coro` to completion from sync code, also where an event loop already runs in this thread (Jupyter)"
+    try: asyncio.get_running_loop()
+    except RuntimeError: return asyncio.run(coro)
+    with cf.ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
+
 class _LLMAgent(Agent):
+    "A chat model behind an SDK: subclasses say how to build clients, requests, and actions from responses"
     def __init__(self, model, base_url=None, api_key=None, system=None, temperature=0.0, max_tokens=1024,
-                 timeout=60.0, max_retries=2, name=None, **extra):
+                 timeout=60.0, max_retries=2, name=None, max_concurrency=16, **extra):
         self.model, self.base_url, self.api_key, self.system = model, base_url, api_key, system
         self.temperature, self.max_tokens, self.timeout, self.max_retries, self.extra = temperature, max_tokens, timeout, max_retries, extra
         self.name, self.tools, self._client, self.usage = name or type(self).__name__.replace('Agent', '').lower(), [], None, None
-    def __getstate__(self): return {**self.__dict__, '_client': None}
+        self.max_concurrency, self._local = max_concurrency, threading.local()
+    def __getstate__(self): return {**self.__dict__, '_client': None, '_local': None}
+    def __setstate__(self, state): self.__dict__.update(state); self._local = threading.local()
     def __deepcopy__(self, memo):
-        new = copy.copy(self); new._client = None; new.tools = list(self.tools); return new
+        new = copy.copy(self); new._client = None; new.tools = list(self.tools); new._local = threading.local(); return new
     @property
     def client(self):
         if self._client is None: self._client = self._make_client()
         return self._client
+    @property
+    def batch_usage(self)->list|None:
+        "Token counts of each episode's request in this thread's last `act_batch`"
+        return getattr(self._local, 'usage', None)
+    @batch_usage.setter
+    def batch_usage(self, value): self._local.usage = value
+
+    def __call__(self, observation, history):
+        action, self.usage = self._read(self._create(self.client, self._request(history)))
+        return action
+
+    def act_batch(self, observations:list[str], histories:list[list[dict]])->list:
+        "One action per episode, the requests sent concurrently; a request that fails gives its exception in place of the action"
+        async def run():
+            sem = asyncio.Semaphore(max(1, self.max_concurrency))
+            async with self._make_client(asynchronous=True) as client:
+                async def one(history):
+                    async with sem:
+                        try: return self._read(await self._create(client, self._request(history)))
+                        except Exception as e: return e, None
+                return await asyncio.gather(*(one(h) for h in histories))
+        out = _run_coroutine(run())
+        self.batch_usage = [u for _, u in out]
+        return [a for a, _ in out]
 
 # %% ../nbs/40_agents.ipynb #84b48d9d
 class OpenAIAgent(_LLMAgent):
@@ -132,34 +168,38 @@ class OpenAIAgent(_LLMAgent):
                  timeout:float=60.0,             # seconds per request
                  max_retries:int=2,              # SDK retries on 429/5xx/timeouts
                  name:str|None=None,
+                 max_concurrency:int=16,         # requests in flight at once in `act_batch`
                  **extra):                       # more request fields (top_p, seed, ...)
-        super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries, name or 'openai', **extra)
-    def _make_client(self):
+        super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries, name or 'openai', max_concurrency, **extra)
+    def _make_client(self, asynchronous:bool=False):
         import os
 
         import openai
-        return openai.OpenAI(base_url=self.base_url, api_key=self.api_key or os.environ.get('OPENAI_API_KEY') or 'not-needed',
-                             timeout=self.timeout, max_retries=self.max_retries)
+        return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(
+            base_url=self.base_url, api_key=self.api_key or os.environ.get('OPENAI_API_KEY') or 'not-needed', timeout=self.timeout, max_retries=self.max_retries)
     def messages(self, history:list[dict])->list[dict]:
         "The request messages: system prompt + history"
         return ([{'role': 'system', 'content': self.system}] if self.system else []) + [dict(m) for m in history]
-    def __call__(self, observation, history):
+    def _request(self, history):
         kw = dict(model=self.model, messages=self.messages(history), temperature=self.temperature, **self.extra)
         if self.max_tokens: kw['max_tokens'] = self.max_tokens
         if self.tools: kw['tools'] = self.tools
-        r = self.client.chat.completions.create(**kw)
+        return kw
+    def _create(self, client, kw): return client.chat.completions.create(**kw)
+    def _read(self, r)->tuple:
+        "(action, usage) of a chat completion"
         u = r.usage
         det = getattr(u, 'prompt_tokens_details', None) if u else None
         cdet = getattr(u, 'completion_tokens_details', None) if u else None
-        self.usage = _usage_dict(u.prompt_tokens if u else 0, u.completion_tokens if u else 0,
-                                 getattr(det, 'cached_tokens', 0) if det else 0, getattr(cdet, 'reasoning_tokens', 0) if cdet else 0)
+        usage = _usage_dict(u.prompt_tokens if u else 0, u.completion_tokens if u else 0,
+                            getattr(det, 'cached_tokens', 0) if det else 0, getattr(cdet, 'reasoning_tokens', 0) if cdet else 0)
         if not r.choices: raise AgentError(f"{self.base_url or 'OpenAI'} returned no choices")
         msg = r.choices[0].message
         if msg.tool_calls:
             a = parse_action(msg.tool_calls[0])
             if msg.content: a['thought'] = msg.content
-            return a
-        return msg.content or ''
+            return a, usage
+        return msg.content or '', usage
 
 # %% ../nbs/40_agents.ipynb #b19f15b6
 def to_anthropic(history:list[dict])->tuple[str|None, list[dict]]:
@@ -190,31 +230,36 @@ class AnthropicAgent(_LLMAgent):
     "An Anthropic (or Anthropic-compatible) model acting through `tool_use` blocks"
     def __init__(self, model:str, base_url:str|None=None, api_key:str|None=None, system:str|None=None,
                  temperature:float|None=None, # sent in the body when set (this SDK version has no `temperature` argument)
-                 max_tokens:int=1024, timeout:float=60.0, max_retries:int=2, name:str|None=None, **extra):
-        super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries, name or 'anthropic', **extra)
-    def _make_client(self):
+                 max_tokens:int=1024, timeout:float=60.0, max_retries:int=2, name:str|None=None,
+                 max_concurrency:int=16,      # requests in flight at once in `act_batch`
+                 **extra):
+        super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries, name or 'anthropic', max_concurrency, **extra)
+    def _make_client(self, asynchronous:bool=False):
         import os
 
         import anthropic
-        return anthropic.Anthropic(base_url=self.base_url, api_key=self.api_key or os.environ.get('ANTHROPIC_API_KEY') or 'not-needed',
-                                   timeout=self.timeout, max_retries=self.max_retries)
-    def __call__(self, observation, history):
+        return (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(
+            base_url=self.base_url, api_key=self.api_key or os.environ.get('ANTHROPIC_API_KEY') or 'not-needed', timeout=self.timeout, max_retries=self.max_retries)
+    def _request(self, history):
         system, msgs = to_anthropic(history)
         system = '\n'.join(s for s in (self.system, system) if s) or None
         kw = dict(model=self.model, messages=msgs, max_tokens=self.max_tokens, **self.extra)
         if self.temperature is not None: kw['extra_body'] = {**kw.get('extra_body', {}), 'temperature': self.temperature}
         if system: kw['system'] = system
         if self.tools: kw['tools'] = anthropic_tools(self.tools)
-        r = self.client.messages.create(**kw)
+        return kw
+    def _create(self, client, kw): return client.messages.create(**kw)
+    def _read(self, r)->tuple:
+        "(action, usage) of a Messages API response"
         u = r.usage
-        self.usage = _usage_dict(u.input_tokens, u.output_tokens, getattr(u, 'cache_read_input_tokens', 0) or 0)
+        usage = _usage_dict(u.input_tokens, u.output_tokens, getattr(u, 'cache_read_input_tokens', 0) or 0)
         text = '\n'.join(b.text for b in r.content if b.type == 'text')
         use = [b for b in r.content if b.type == 'tool_use']
         if use:
             a = parse_action(use[0])
             if text: a['thought'] = text
-            return a
-        return text
+            return a, usage
+        return text, usage
 
 # %% ../nbs/40_agents.ipynb #cc1c6763
 def agent_from_spec(spec:str,                 # 'expert[:noise]' | 'random' | 'openai:<model>' | 'anthropic:<model>'

@@ -88,3 +88,29 @@ def test_failed_reset_keeps_the_task_as_as_task_reads_it():
     assert tr.outcome.success is False and tr.metadata['error']['type'] == 'RuntimeError'
     assert tr.task == as_task(task, domain='coding', env_id='test/broken')
     assert tr.task.metadata == {'optimal_steps': 3, 'seed': 4} and tr.task.domain == 'coding'
+
+def test_llm_agent_episodes_run_in_lock_step_with_concurrent_requests():
+    "#15: an OpenAI-compatible agent's episodes share turns (act_batch): requests of different episodes are in flight together"
+    import threading
+    import time
+    flight, lock = {'now': 0, 'most': 0}, threading.Lock()
+    def slow(req, api):
+        with lock: flight['now'] += 1; flight['most'] = max(flight['most'], flight['now'])
+        time.sleep(0.2)
+        with lock: flight['now'] -= 1
+        return _maze_responder(req, api)
+    with FakeLLMServer(slow) as srv:
+        tr = collect('knowlyr/maze-easy', OpenAIAgent('fake', base_url=srv.openai_base_url), 4, seed=0, progress=False)
+        n_req = len(srv.requests)
+    assert n_req == 8 and flight['most'] == 4          # 2 turns x 4 episodes, each turn's 4 requests in flight at once
+    assert all([s.action.tool for s in t.steps] == ['look', 'submit'] for t in tr)
+    assert all((t.steps[0].usage.input, t.steps[1].usage.output) == (20, 2) for t in tr)
+
+def test_one_failed_request_fails_its_episode_only():
+    "#15: in a lock-step turn, a request that fails after retries fails that episode; the others go on"
+    with FakeLLMServer(_maze_responder, faults=['500']) as srv:
+        tr = collect('knowlyr/maze-easy', OpenAIAgent('fake', base_url=srv.openai_base_url, max_retries=0), 3, seed=0, progress=False)
+    assert len(tr) == 3
+    failed = [t for t in tr if t.outcome.reason == 'error']
+    assert len(failed) == 1 and failed[0].metadata['error']['type'] == 'InternalServerError'
+    assert all([s.action.tool for s in t.steps] == ['look', 'submit'] for t in tr if t not in failed)

@@ -121,7 +121,9 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
                     continue
                 usages = getattr(agent, 'batch_usage', None) or [None] * len(live)
                 agent.batch_usage = None
-                for ep, a, u in zip(live, acts, usages): ep.step(a, u)
+                for ep, a, u in zip(live, acts, usages):
+                    if isinstance(a, BaseException): ep.fail(a)     # that episode's request failed: it alone fails
+                    else: ep.step(a, u)
             else:
                 for ep in live:
                     try: a = ep.agent(ep.ts.observation, ep.history)
