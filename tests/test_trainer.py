@@ -214,6 +214,7 @@ DDP_SCRIPT = textwrap.dedent('''
     if tr.accelerator.is_main_process:
         tr.accelerator.unwrap_model(tr.model).save_pretrained(out + '/final')
         json.dump({'world': tr.accelerator.num_processes, 'history': tr.history}, open(out + '/run.json', 'w'))
+    tr.accelerator.wait_for_everyone(); tr.accelerator.end_training()   # leave the gloo process group before exit (exiting inside it aborted a rank now and then)
 ''')
 
 def _torchrun(tmp_path, tok, kind, runs=('one', 'two')):

@@ -98,6 +98,7 @@ def _run(args)->int:
         rows = tr.train_offline(args.train_data) if args.train_data else tr.train()
         res = {'steps': tr.state['step'], 'reward_first': rows[0]['reward'], 'reward_last': rows[-1]['reward']}
     path = tr.save_model()
+    tr.accelerator.wait_for_everyone(); tr.accelerator.end_training()   # under torchrun: leave the process group before exit (gloo can abort a process that exits inside it)
     print(json.dumps({**{k: v for k, v in res.items() if isinstance(v, (int, float, str))}, 'model': str(path)}))
     return 0
 

@@ -20,9 +20,9 @@ from ..core import InvalidActionError, parse_action
 from ..trajectory import Trajectory, parse_trajectory, to_messages
 
 # %% auto #0
-__all__ = ['DataFormatError', 'parse_step_text', 'to_chat', 'load_records', 'env_tools', 'render_spans', 'step_weights',
-           'tokenize_chat', 'chunk_sample', 'difficulty', 'curriculum_indices', 'pack_samples', 'packed_attention_mask',
-           'collate_packed', 'collate_padded']
+__all__ = ['DataFormatError', 'parse_step_text', 'to_chat', 'load_records', 'env_tools', 'render_spans_many', 'render_spans',
+           'step_weights', 'tokenize_chats', 'tokenize_chat', 'chunk_sample', 'difficulty', 'curriculum_indices',
+           'pack_samples', 'packed_attention_mask', 'collate_packed', 'collate_padded']
 
 # %% ../../nbs/61_trainer_data.ipynb #49a6542d
 class DataFormatError(ValueError):
@@ -142,20 +142,39 @@ def env_tools(env_id:str|None)->list|None:
     finally: env.close()
 
 # %% ../../nbs/61_trainer_data.ipynb #9a67e680
-def _render(tok, msgs, tools, gen=False):
-    return tok.apply_chat_template(msgs, tools=tools or None, tokenize=False, add_generation_prompt=gen)
+def _render(tok, chats:list[list], tools, gen=False)->list[str]:
+    "Render several conversations in one call (the tool schemas are converted for the template once, not per chat)"
+    return tok.apply_chat_template(chats, tools=tools or None, tokenize=False, add_generation_prompt=gen) if chats else []
 
-def render_spans(tokenizer, messages:list, tools:list|None=None)->tuple:
-    "(text, [(start, end, step)] assistant spans, [turn starts of each assistant message]) of a chat"
-    text, spans, starts, k = _render(tokenizer, messages, tools), [], [], 0
-    for i, m in enumerate(messages):
-        if m['role'] != 'assistant': continue
-        before, prompt, upto = _render(tokenizer, messages[:i], tools) if i else '', _render(tokenizer, messages[:i], tools, True), _render(tokenizer, messages[:i + 1], tools)
+def _spans_of(messages, text, befores, prompts, uptos)->tuple:
+    spans, starts = [], []
+    for k, (i, before, prompt, upto) in enumerate(zip([i for i, m in enumerate(messages) if m['role'] == 'assistant'], befores, prompts, uptos)):
         if not (upto.startswith(prompt) and text.startswith(upto) and prompt.startswith(before)):
             raise DataFormatError(f"the chat template does not render message {i} as an extension of the messages before it; "
                                   "span masks need a template whose renders of prefixes are prefixes")
-        spans.append((len(prompt), len(upto.rstrip()), k)); starts.append(len(before)); k += 1
+        spans.append((len(prompt), len(upto.rstrip()), k)); starts.append(len(before))
     return text, spans, starts
+
+def render_spans_many(tokenizer, chats:list[list], # conversations (lists of messages)
+                      tools:list|None=None,        # tool schemas, the same for all
+                     )->list:                       # per chat: (text, spans, starts) as `render_spans`, or the DataFormatError
+    "`render_spans` of many chats with the same tools, in two template calls"
+    at = [[i for i, m in enumerate(msgs) if m['role'] == 'assistant'] for msgs in chats]
+    plain = iter(_render(tokenizer, [x for msgs, a in zip(chats, at) for x in [msgs] + [msgs[:i] for i in a if i] + [msgs[:i + 1] for i in a]], tools))
+    gen = iter(_render(tokenizer, [msgs[:i] for msgs, a in zip(chats, at) for i in a], tools, True))
+    out = []
+    for msgs, a in zip(chats, at):
+        text = next(plain); befores = [next(plain) if i else '' for i in a]
+        uptos, prompts = [next(plain) for _ in a], [next(gen) for _ in a]
+        try: out.append(_spans_of(msgs, text, befores, prompts, uptos))
+        except DataFormatError as e: out.append(e)
+    return out
+
+def render_spans(tokenizer, messages:list, tools:list|None=None)->tuple:
+    "(text, [(start, end, step)] assistant spans, [turn starts of each assistant message]) of a chat"
+    r = render_spans_many(tokenizer, [messages], tools)[0]
+    if isinstance(r, Exception): raise r
+    return r
 
 # %% ../../nbs/61_trainer_data.ipynb #960d8162
 def step_weights(rewards:list[float])->list[float]:
@@ -165,13 +184,8 @@ def step_weights(rewards:list[float])->list[float]:
     if mean <= 0 or all(r == rewards[0] for r in rewards) or any(r < 0 for r in rewards): return [1.0] * len(rewards)
     return [r / mean for r in rewards]
 
-def tokenize_chat(tokenizer, chat:dict,            # a chat from `to_chat`
-                  mask_observations:bool=True,     # labels only on the model's own (assistant) tokens
-                  step_weighted_loss:bool=False,   # weight assistant tokens of step j by r_j / mean(r)
-                 )->dict:
-    "Render with the chat template, tokenize once, and attach labels, per-token weights and step ids"
-    text, spans, starts = render_spans(tokenizer, chat['messages'], chat.get('tools'))
-    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+def _sample(chat, rendered, enc, mask_observations, step_weighted_loss)->dict:
+    text, spans, starts = rendered
     ids, offs = enc['input_ids'], enc['offset_mapping']
     step = [-1] * len(ids)
     j = 0
@@ -187,6 +201,32 @@ def tokenize_chat(tokenizer, chat:dict,            # a chat from `to_chat`
         tok_starts.append(t)
     return {'input_ids': ids, 'labels': labels, 'weights': weights, 'step': step, 'step_starts': tok_starts,
             'reward': chat.get('reward', 0.0), 'task_id': chat.get('task_id', ''), 'n_steps': len(spans)}
+
+def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
+                   mask_observations:bool=True,     # labels only on the model's own (assistant) tokens
+                   step_weighted_loss:bool=False,   # weight assistant tokens of step j by r_j / mean(r)
+                   batch:int=256,                   # chats rendered and tokenized per call
+                  )->list:                          # one sample per chat, or the DataFormatError of a chat that cannot be
+    "Render with the chat template, tokenize once, and attach labels, per-token weights and step ids: many chats at a time"
+    out, k = [], 0
+    while k < len(chats):
+        tools = chats[k].get('tools')
+        n = 1
+        while n < batch and k + n < len(chats) and chats[k + n].get('tools') == tools: n += 1   # a run of chats with the same tools
+        group = chats[k:k + n]; k += n
+        rendered = render_spans_many(tokenizer, [c['messages'] for c in group], tools)
+        ok = [r for r in rendered if not isinstance(r, Exception)]
+        enc = tokenizer([r[0] for r in ok], add_special_tokens=False, return_offsets_mapping=True) if ok else {'input_ids': [], 'offset_mapping': []}
+        encs = iter(zip(enc['input_ids'], enc['offset_mapping']))
+        out += [r if isinstance(r, Exception) else _sample(c, r, dict(zip(('input_ids', 'offset_mapping'), next(encs))), mask_observations, step_weighted_loss)
+                for c, r in zip(group, rendered)]
+    return out
+
+def tokenize_chat(tokenizer, chat:dict, mask_observations:bool=True, step_weighted_loss:bool=False)->dict:
+    "One chat's sample (`tokenize_chats`)"
+    s = tokenize_chats(tokenizer, [chat], mask_observations, step_weighted_loss)[0]
+    if isinstance(s, Exception): raise s
+    return s
 
 # %% ../../nbs/61_trainer_data.ipynb #174cb79e
 def chunk_sample(s:dict,              # a sample from `tokenize_chat`

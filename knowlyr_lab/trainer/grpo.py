@@ -16,7 +16,7 @@ import torch
 from accelerate.utils import gather_object
 
 from .base import BaseTrainer, TrainConfig, in_range, one_of
-from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chat
+from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chats
 from .inference import AgentInference
 from .losses import grpo_advantages, grpo_loss, step_level_advantages, token_logps
 from ..trajectory import Trajectory, trajectory_score
@@ -58,7 +58,9 @@ class GRPOConfig(TrainConfig):
 def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
     "Tokenize members (chats with 'reward', 'step_rewards'), groups contiguous; return batch, per-token advantages, rewards"
     c = trainer.config
-    samples = [tokenize_chat(trainer.tokenizer, m, mask_observations=True) for m in members]
+    samples = tokenize_chats(trainer.tokenizer, members, mask_observations=True)
+    for s in samples:
+        if isinstance(s, Exception): raise s
     for s in samples:
         if len(s['input_ids']) > c.max_length:
             for k in ('input_ids', 'labels', 'weights', 'step'): s[k] = s[k][:c.max_length]

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from .base import BaseTrainer, ConfigError, TrainConfig, in_range, segment_attention_on
-from .data import DataFormatError, chunk_sample, collate_padded, curriculum_indices, env_tools, load_records, to_chat, tokenize_chat
+from .data import DataFormatError, chunk_sample, collate_padded, curriculum_indices, env_tools, load_records, to_chat, tokenize_chats
 from .losses import step_weighted_ce
 from ..trajectory import Trajectory
 
@@ -92,8 +92,8 @@ class SFTTrainer(BaseTrainer):
         if train: self.errors += errors; self._quarantine(errors)
         if not chats: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
         samples, cut, empty = [], 0, 0
-        for rec_i, ch in enumerate(chats):
-            s = tokenize_chat(self.tokenizer, ch, c.mask_observations, c.step_weighted_loss)
+        for rec_i, s in enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss)):
+            if isinstance(s, Exception): raise s
             for p in chunk_sample(s, c.max_length, c.chunk_overlap_steps) if c.chunk_long_trajectories else [s]:
                 if len(p['input_ids']) > c.max_length:
                     cut += 1; p = {**p, **{k: p[k][:c.max_length] for k in ('input_ids', 'labels', 'weights', 'step')}}
