@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_prefix_cache.html.md"""
 # %% ../../nbs/63a_trainer_prefix_cache.ipynb #2c5326fc
 from __future__ import annotations
 
+import inspect
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -23,14 +24,19 @@ def reusable_cache(model)->bool:
     "True when `model` generates with one full-attention `DynamicLayer` per layer, whose keys/values can be cut per sequence and joined"
     cfg = getattr(model, 'config', None)
     if cfg is None or getattr(cfg, 'is_encoder_decoder', False): return False
+    if getattr(getattr(model, 'generation_config', None), 'cache_implementation', None): return False   # generate refuses a cache passed in
+    base = model.get_base_model() if hasattr(model, 'get_base_model') else model                          # a peft model: its base
+    if 'position_ids' not in inspect.signature(base.forward).parameters: return False   # positions from the cache index (ALiBi ...)
+    rope = getattr(cfg, 'rope_parameters', None) or getattr(cfg, 'rope_scaling', None) or {}
+    if isinstance(rope, dict) and rope.get('rope_type', rope.get('type')) in ('dynamic', 'longrope'): return False   # frequencies move with the length
     try: layers = DynamicCache(config=cfg).layers
     except Exception: return False
     return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
 # %% ../../nbs/63a_trainer_prefix_cache.ipynb #6befd689
 def _weights_key(model):
-    "Changes whenever a parameter is updated in place (its version counter), replaced (its storage), or the mode switches"
-    return model.training, tuple((p.data_ptr(), p._version) for p in model.parameters())
+    "Changes whenever a parameter is updated in place (its version counter), replaced (its storage), the mode switches, or peft's active adapter"
+    return model.training, str(getattr(model, 'active_adapters', None)), tuple((p.data_ptr(), p._version) for p in model.parameters())
 
 class PrefixCache:
     "Keys and values of recent sequences, per sequence: a prompt that extends one is encoded only past the shared prefix"
@@ -39,17 +45,20 @@ class PrefixCache:
         self.stats = {'reused': 0, 'encoded': 0}  # prompt tokens taken from the cache / encoded anew, over all calls
 
     def __len__(self): return len(self._seqs)
+    def __getstate__(self): return {'max_sequences': self.max_sequences, 'stats': dict(self.stats)}   # a copy starts empty: the tensors stay here
+    def __setstate__(self, state): self.__init__(state['max_sequences']); self.stats.update(state['stats'])
     def __repr__(self): return f"<PrefixCache {len(self)}/{self.max_sequences} sequences, reused {self.stats['reused']:,} of {self.stats['reused'] + self.stats['encoded']:,} prompt tokens>"
     def clear(self):
         "Forget every cached sequence"
         with self._lock: self._seqs.clear()
 
     def sync(self, model):
-        "Clear the cache if `model`'s weights or mode changed since the sequences were cached"
-        if not self.max_sequences: return
+        "Clear the cache if `model`'s weights or mode changed since the sequences were cached; returns the weights' key"
+        if not self.max_sequences: return None
         key = _weights_key(model)
         with self._lock:
             if key != self._weights: self._seqs.clear(); self._weights = key
+        return key
 
     def lookup(self, ids:list[int])->tuple[int, object, list|None]:
         "(n, entry, kv): the longest cached prefix of `ids` (at most all but the last token), its entry and per-layer (keys, values)"
@@ -79,15 +88,19 @@ class PrefixPlan:
     reused:list[int]
     entries:list
     width:int            # C + S: the prompt part of every row
+    weights:object=None  # the weights' key when the batch was laid out (`keep` stores nothing if it changed since)
 
 def _batch(self:PrefixCache, model, ids:list[list[int]], # the prompts' token ids
            pad_id:int)->tuple[dict, PrefixPlan]:
     "`generate` inputs (`input_ids`, `attention_mask`, `past_key_values`) for `ids`, each row reusing its longest cached prefix"
-    self.sync(model)
+    key = self.sync(model)
     hits = [self.lookup(x) if self.max_sequences else (0, None, None) for x in ids]
     hits = self._shared_prefix(model, ids, hits)
     C = max(n for n, _, _ in hits)
     S = max(len(x) - n for x, (n, _, _) in zip(ids, hits))
+    longest = max(map(len, ids))
+    if C + S > longest + max(MIN_SHARED, longest // 8):       # rows that miss beside rows that hit: wider than no reuse at all
+        hits, C, S = [(0, None, None)] * len(ids), 0, longest
     B, dev = len(ids), model.device
     inp = torch.full((B, C + S), pad_id, dtype=torch.long)
     mask = torch.zeros((B, C + S), dtype=torch.long)
@@ -107,7 +120,7 @@ def _batch(self:PrefixCache, model, ids:list[list[int]], # the prompts' token id
         out['past_key_values'] = DynamicCache(ddp_cache_data=layers, config=model.config)
     with self._lock:
         self.stats['reused'] += sum(n for n, _, _ in hits); self.stats['encoded'] += sum(len(x) - n for x, (n, _, _) in zip(ids, hits))
-    return out, PrefixPlan([n for n, _, _ in hits], [e for _, e, _ in hits], C + S)
+    return out, PrefixPlan([n for n, _, _ in hits], [e for _, e, _ in hits], C + S, key)
 PrefixCache.batch = _batch
 
 MIN_SHARED = 16   # a prefix all rows share but none has cached is encoded once when it is at least this long
@@ -121,7 +134,9 @@ def _shared_prefix(self:PrefixCache, model, ids:list[list[int]], hits:list)->lis
         d = np.flatnonzero(np.asarray(x[:n]) != a[:n])
         if d.size: n = int(d[0])
     if n < MIN_SHARED or min(h[0] for h in hits) >= n: return hits
-    past = model(torch.tensor([ids[0][:n]], device=model.device), use_cache=True).past_key_values
+    x = torch.tensor([ids[0][:n]], device=model.device)
+    try: past = model(x, use_cache=True, logits_to_keep=1).past_key_values   # no [n, vocab] logits for a prefix nobody reads
+    except TypeError: past = model(x, use_cache=True).past_key_values
     self.store(ids[0][:n], [(layer.keys[0], layer.values[0]) for layer in past.layers])
     with self._lock: self.stats['encoded'] += n
     return [self.lookup(x) for x in ids]
@@ -132,12 +147,15 @@ def _keep(self:PrefixCache, plan:PrefixPlan, inputs:dict, sequences:torch.Tensor
           lengths:list[int]):                                                         # generated tokens to keep per row
     "Store each row's prompt and first `lengths[i]` generated tokens with their keys and values"
     if not self.max_sequences or past is None: return
+    with self._lock:
+        if plan.weights != self._weights: return                 # the weights changed while generating: these keys are stale
     T = sequences.shape[1] - plan.width
     cached = plan.width + T - 1                                   # the last generated token was never fed back
     full = torch.cat([inputs['attention_mask'], inputs['attention_mask'].new_ones((len(lengths), T))], 1)[:, :cached]
     for i, g in enumerate(lengths):
         pos = full[i].nonzero().squeeze(1)
         pos = pos[:int(inputs['attention_mask'][i].sum()) + g]
-        kv = [(layer.keys[i].index_select(1, pos), layer.values[i].index_select(1, pos)) for layer in past.layers]
+        kv = [(layer.keys[i].index_select(1, p), layer.values[i].index_select(1, p)) for layer in past.layers
+              for p in [pos.to(layer.keys.device)]]                # layers may sit on different devices (device_map)
         self.store(sequences[i, pos].tolist(), kv, replaces=plan.entries[i])
 PrefixCache.keep = _keep
