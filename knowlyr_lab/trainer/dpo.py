@@ -62,9 +62,12 @@ def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=No
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         asst = [(s, e) for s, e, _ in spans if s >= p_len]
         if not asst: raise DataFormatError(f"{where}: '{side}' has no assistant turn")
-        lab = []
-        for i, (s, _) in zip(enc['input_ids'], enc['offset_mapping']):
-            scored = any(a <= s < b for a, b in asst) if mask_observations else s >= p_len
+        lab, j = [], 0
+        for i, (s, _) in zip(enc['input_ids'], enc['offset_mapping']):    # offsets and spans both ascend: one sweep
+            if mask_observations:
+                while j < len(asst) and asst[j][1] <= s: j += 1
+                scored = j < len(asst) and asst[j][0] <= s
+            else: scored = s >= p_len
             lab.append(i if scored else -100)
         ids = enc['input_ids']
         if max_length is not None and len(ids) > max_length:
