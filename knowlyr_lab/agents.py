@@ -126,7 +126,7 @@ class _LLMAgent(Agent):
     def __getstate__(self): return {**self.__dict__, '_client': None, '_local': None}
     def __setstate__(self, state): self.__dict__.update(state); self._local = threading.local()
     def __deepcopy__(self, memo):
-        new = copy.copy(self); new._client = None; new.tools = list(self.tools); new._local = threading.local(); return new
+        new = copy.copy(self); new.tools = list(self.tools); return new   # copy.copy goes through __getstate__/__setstate__: no client, own thread-local
     @property
     def client(self):
         if self._client is None: self._client = self._make_client()

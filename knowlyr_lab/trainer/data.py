@@ -157,7 +157,7 @@ def _spans_of(messages, text, befores, prompts, uptos)->tuple:
 
 def render_spans_many(tokenizer, chats:list[list], # conversations (lists of messages)
                       tools:list|None=None,        # tool schemas, the same for all
-                     )->list:                       # per chat: (text, spans, starts) as `render_spans`, or the DataFormatError
+                     )->list[tuple]:                # per chat: (text, spans, starts) as `render_spans`
     "`render_spans` of many chats with the same tools, in two template calls"
     at = [[i for i, m in enumerate(msgs) if m['role'] == 'assistant'] for msgs in chats]
     plain = iter(_render(tokenizer, [x for msgs, a in zip(chats, at) for x in [msgs] + [msgs[:i] for i in a if i] + [msgs[:i + 1] for i in a]], tools))
@@ -165,16 +165,12 @@ def render_spans_many(tokenizer, chats:list[list], # conversations (lists of mes
     out = []
     for msgs, a in zip(chats, at):
         text = next(plain); befores = [next(plain) if i else '' for i in a]
-        uptos, prompts = [next(plain) for _ in a], [next(gen) for _ in a]
-        try: out.append(_spans_of(msgs, text, befores, prompts, uptos))
-        except DataFormatError as e: out.append(e)
+        out.append(_spans_of(msgs, text, befores, [next(gen) for _ in a], [next(plain) for _ in a]))
     return out
 
 def render_spans(tokenizer, messages:list, tools:list|None=None)->tuple:
     "(text, [(start, end, step)] assistant spans, [turn starts of each assistant message]) of a chat"
-    r = render_spans_many(tokenizer, [messages], tools)[0]
-    if isinstance(r, Exception): raise r
-    return r
+    return render_spans_many(tokenizer, [messages], tools)[0]
 
 # %% ../../nbs/61_trainer_data.ipynb #960d8162
 def step_weights(rewards:list[float])->list[float]:
@@ -206,7 +202,7 @@ def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
                    mask_observations:bool=True,     # labels only on the model's own (assistant) tokens
                    step_weighted_loss:bool=False,   # weight assistant tokens of step j by r_j / mean(r)
                    batch:int=256,                   # chats rendered and tokenized per call
-                  )->list:                          # one sample per chat, or the DataFormatError of a chat that cannot be
+                  )->list[dict]:                    # one sample per chat
     "Render with the chat template, tokenize once, and attach labels, per-token weights and step ids: many chats at a time"
     out, k = [], 0
     while k < len(chats):
@@ -215,18 +211,14 @@ def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
         while n < batch and k + n < len(chats) and chats[k + n].get('tools') == tools: n += 1   # a run of chats with the same tools
         group = chats[k:k + n]; k += n
         rendered = render_spans_many(tokenizer, [c['messages'] for c in group], tools)
-        ok = [r for r in rendered if not isinstance(r, Exception)]
-        enc = tokenizer([r[0] for r in ok], add_special_tokens=False, return_offsets_mapping=True) if ok else {'input_ids': [], 'offset_mapping': []}
-        encs = iter(zip(enc['input_ids'], enc['offset_mapping']))
-        out += [r if isinstance(r, Exception) else _sample(c, r, dict(zip(('input_ids', 'offset_mapping'), next(encs))), mask_observations, step_weighted_loss)
-                for c, r in zip(group, rendered)]
+        enc = tokenizer([r[0] for r in rendered], add_special_tokens=False, return_offsets_mapping=True)
+        out += [_sample(c, r, {'input_ids': ids, 'offset_mapping': offs}, mask_observations, step_weighted_loss)
+                for c, r, ids, offs in zip(group, rendered, enc['input_ids'], enc['offset_mapping'])]
     return out
 
 def tokenize_chat(tokenizer, chat:dict, mask_observations:bool=True, step_weighted_loss:bool=False)->dict:
     "One chat's sample (`tokenize_chats`)"
-    s = tokenize_chats(tokenizer, [chat], mask_observations, step_weighted_loss)[0]
-    if isinstance(s, Exception): raise s
-    return s
+    return tokenize_chats(tokenizer, [chat], mask_observations, step_weighted_loss)[0]
 
 # %% ../../nbs/61_trainer_data.ipynb #174cb79e
 def chunk_sample(s:dict,              # a sample from `tokenize_chat`

@@ -60,8 +60,6 @@ def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
     c = trainer.config
     samples = tokenize_chats(trainer.tokenizer, members, mask_observations=True)
     for s in samples:
-        if isinstance(s, Exception): raise s
-    for s in samples:
         if len(s['input_ids']) > c.max_length:
             for k in ('input_ids', 'labels', 'weights', 'step'): s[k] = s[k][:c.max_length]
     b = collate_padded(samples, trainer.tokenizer.pad_token_id)

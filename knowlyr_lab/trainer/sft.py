@@ -93,7 +93,6 @@ class SFTTrainer(BaseTrainer):
         if not chats: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
         samples, cut, empty = [], 0, 0
         for rec_i, s in enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss)):
-            if isinstance(s, Exception): raise s
             for p in chunk_sample(s, c.max_length, c.chunk_overlap_steps) if c.chunk_long_trajectories else [s]:
                 if len(p['input_ids']) > c.max_length:
                     cut += 1; p = {**p, **{k: p[k][:c.max_length] for k in ('input_ids', 'labels', 'weights', 'step')}}
