@@ -11,6 +11,9 @@ os.environ.setdefault('HF_HUB_OFFLINE', '1')
 os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
 os.environ.setdefault('RAY_AUTH_MODE', 'disabled')
 os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')
+# under pytest-xdist (tools/run_tests.sh runs one worker per core) each worker and what it starts computes on one thread:
+# torch's OpenMP threads in two workers would otherwise oversubscribe the cores and spin
+if os.environ.get('PYTEST_XDIST_WORKER'): os.environ.setdefault('OMP_NUM_THREADS', '1')
 
 def pytest_collection_modifyitems(config, items):
     "Run tests marked docker/ray/llm/gpu/slow only when tools/test_flags.py says the machine has the component"

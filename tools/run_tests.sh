@@ -42,14 +42,16 @@ flags="$(python tools/test_flags.py)"
 step "nbdev-test (flags: ${flags:-none}; cells slower than 10 s listed, then seconds per notebook)"
 # --timing prints whole seconds per notebook: most pages take under one (each worker imports the library once), so
 # they read 0; the cell list says where the time goes
-nbdev-test --n-workers 2 --timing --cell-timing-min 10 --flags "$flags"
+# two workers, one compute thread each (two torch thread pools on two cores would oversubscribe them)
+OMP_NUM_THREADS=1 nbdev-test --n-workers 2 --timing --cell-timing-min 10 --flags "$flags"
 
 # the browser tests (JupyterLab + headless Chromium, ~2 min) run when asked: KNOWLYR_BROWSER=1
 [[ "${KNOWLYR_BROWSER:-0}" == 1 ]] && flags="$flags browser"
 
-step "pytest tests/"
+step "pytest tests/ (pytest-xdist, ${KNOWLYR_TEST_WORKERS:-2} workers)"
 set +e
-KNOWLYR_TEST_FLAGS="$flags" python -m pytest tests/ -q -rs --durations=15
+# one worker per core (KNOWLYR_TEST_WORKERS, default 2), a test file per worker at a time (module fixtures start once)
+KNOWLYR_TEST_FLAGS="$flags" python -m pytest tests/ -q -rs --durations=15 -n "${KNOWLYR_TEST_WORKERS:-2}" --dist loadfile
 rc=$?
 set -e
 if [[ $rc -eq 5 ]]; then echo "pytest collected no tests"; rc=0; fi

@@ -116,12 +116,14 @@ def train_policy(cfg:DemoConfig, sft_path:Path, out:Path, progress:bool=False)->
 
 def _policy(path, name, cfg): return policy_agent(path, cfg.max_new_tokens, name=name)
 
-def learning_curve(cfg:DemoConfig, models:dict, train:list, eval_tasks:list, progress:bool=False)->pd.DataFrame:
+def learning_curve(cfg:DemoConfig, models:dict, train:list, eval_tasks:list, progress:bool=False,
+                   done:dict|None=None, # {step: EvalResult} already run on `eval_tasks` (the untrained and final models): not run again
+                  )->pd.DataFrame:
     "Held-out success of the untrained model and of every checkpoint, against the demonstrations it has seen"
-    rows = []
+    rows, done = [], done or {}
     for step, path in [(0, models['untrained']), *models['curve'].items()]:
-        r = evaluate_agent(_policy(path, f'step {step}', cfg), cfg.env_id, tasks=eval_tasks, max_episode_steps=cfg.eval_max_episode_steps,
-                           seeds=[cfg.seed], train_tasks=train, strict=True, progress=progress, batch_size=len(eval_tasks))
+        r = done.get(step) or evaluate_agent(_policy(path, f'step {step}', cfg), cfg.env_id, tasks=eval_tasks, max_episode_steps=cfg.eval_max_episode_steps,
+                                             seeds=[cfg.seed], train_tasks=train, strict=True, progress=progress, batch_size=len(eval_tasks))
         s = r.summary()
         rows.append({'step': step, 'demonstrations': min(step * cfg.batch_size, len(train)), 'success': s['success_rate'],
                      'low': s['success_low'], 'high': s['success_high'], 'n_tasks': s['n_distinct_tasks']})
@@ -204,8 +206,11 @@ def run_experiment_1(out_dir:str|Path='runs/demo', # where data, models, tables 
     t = time.time(); demos = collect_demonstrations(cfg, train, out / 'data', progress); mark('collect', t)
     t = time.time(); sft_path, exp = export_sft(demos['path'], out / 'data' / 'sft'); mark('export', t)
     t = time.time(); models = train_policy(cfg, sft_path, out / 'models', progress); mark('train', t)
-    t = time.time(); curve = learning_curve(cfg, models, train, eval_tasks, progress); mark('learning curve', t)
     t = time.time(); evals = evaluate_policies(cfg, models, train, eval_tasks, progress); mark('evaluate', t)
+    # the untrained model is step 0 of the curve and the final model its last checkpoint (same weights): evaluated once
+    last = models['summary']['steps']
+    done = {0: evals['untrained'], **({last: evals['sft']} if last in models['curve'] else {})}
+    t = time.time(); curve = learning_curve(cfg, models, train, eval_tasks, progress, done=done); mark('learning curve', t)
     comps = compare_policies(evals)
     board = leaderboard([evals[k] for k in ('sft', 'untrained', 'random', 'expert')])
     text = conclusion(board, comps, cfg.alpha)
