@@ -141,10 +141,12 @@ class UnknownDomainError(UnknownNameError):
 
 DOMAINS = Registry('domain', error=UnknownDomainError, items=BUILTIN_DOMAINS)
 
-def get_domain(name:str|DomainProfile)->DomainProfile:
+def get_domain(name:str|DomainProfile,
+               copy:bool=True, # False: the registered profile itself, to read and never change (no deep copy)
+              )->DomainProfile:
     "The profile registered as `name` (a profile is returned unchanged)"
     if isinstance(name, DomainProfile): return name
-    return DOMAINS[name].model_copy(deep=True)
+    return DOMAINS[name].model_copy(deep=True) if copy else DOMAINS[name]
 
 def register_domain(profile:DomainProfile|str|Path, overwrite:bool=False)->DomainProfile:
     "Register a profile (or a YAML file of one) under its `domain` name"

@@ -190,14 +190,10 @@ class RecorderWrapper(EnvWrapper):
             o.reason = ts.info.get('reason') or ('truncated' if ts.truncated else 'terminated')
         return ts
     def _terminal_tools(self):
-        d = getattr(self, 'domain', None)
-        if getattr(self, '_terminal', (object(),))[0] is not d:   # looked up once per domain (get_domain copies the profile)
-            try:
-                from knowlyr_lab.domains import get_domain
-                tools = set(get_domain(d).terminal_tools)
-            except Exception: tools = {'submit', 'finish'}
-            self._terminal = (d, tools)
-        return self._terminal[1]
+        try:
+            from knowlyr_lab.domains import get_domain
+            return set(get_domain(self.domain, copy=False).terminal_tools)   # read only: no copy of the profile per episode
+        except Exception: return {'submit', 'finish'}
     def get_trajectory(self)->Trajectory:
         "The episode recorded so far (complete once the episode is done)"
         if self._traj is None: raise NotResetError("nothing recorded yet: call reset() first")

@@ -184,7 +184,7 @@ class _Worker:
     "One worker's envs + agent(s); runs chunks of episodes through `run_episodes`"
     env: Any; agent: Any; env_kwargs: dict|None = None; kw: dict = field(default_factory=dict)
     def __post_init__(self): self._envs, self._agents, self._batch = [], [], None
-    def run(self, chunk:list[tuple])->list[dict]:
+    def run(self, chunk:list[tuple], dicts:bool=True)->list:   # dicts: JSON-ready, for another process; else the trajectories
         if self._batch is None:                       # a batch agent is shared (never copied in threads); others: one copy per slot
             shared = not _is_factory(self.agent) and acts_in_batches(self.agent)
             self._batch = self.agent if shared else None
@@ -193,7 +193,8 @@ class _Worker:
         if self._batch is None:
             while len(self._agents) < len(chunk): self._agents.append(_make_agent(self.agent))
         agent = self._batch if self._batch is not None else self._agents[:len(chunk)]
-        return [t.model_dump(mode='json') for t in run_episodes(self._envs[:len(chunk)], agent, chunk, **self.kw)]
+        trajs = run_episodes(self._envs[:len(chunk)], agent, chunk, **self.kw)
+        return [t.model_dump(mode='json') for t in trajs] if dicts else trajs
     def close(self):
         for e in self._envs: e.close()
 
@@ -255,12 +256,12 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
     chunks = [jobs[k:k + size] for k in range(0, len(jobs), size)]
     bar = tqdm(total=len(jobs), desc='collect', unit='ep', disable=not progress)
     def out(ds):
-        for d in ds: bar.update(1); yield Trajectory.model_validate(d)
+        for d in ds: bar.update(1); yield d if isinstance(d, Trajectory) else Trajectory.model_validate(d)
     try:
         if backend == 'thread' and n_workers <= 1:
             w = _Worker(*spec)
             try:
-                for c in chunks: yield from out(w.run(c))
+                for c in chunks: yield from out(w.run(c, dicts=False))
             finally: w.close()
         elif backend == 'thread':
             import queue
@@ -268,7 +269,7 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
             local, made = threading.local(), queue.Queue()
             def run(chunk):
                 if not hasattr(local, 'w'): local.w = _Worker(*spec); made.put(local.w)
-                return local.w.run(chunk)
+                return local.w.run(chunk, dicts=False)
             with cf.ThreadPoolExecutor(n_workers, thread_name_prefix='knowlyr-collect') as ex:
                 for f in cf.as_completed([ex.submit(run, c) for c in chunks]): yield from out(f.result())
             while not made.empty(): made.get().close()
