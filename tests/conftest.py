@@ -11,7 +11,7 @@ os.environ.setdefault('HF_HUB_OFFLINE', '1')
 os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
 os.environ.setdefault('RAY_AUTH_MODE', 'disabled')
 os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')
-# under pytest-xdist (tools/run_tests.sh runs one worker per core) each worker and what it starts computes on one thread:
+# under pytest-xdist (tools/run_tests.sh runs two workers by default) each worker and what it starts computes on one thread:
 # torch's OpenMP threads in two workers would otherwise oversubscribe the cores and spin
 if os.environ.get('PYTEST_XDIST_WORKER'): os.environ.setdefault('OMP_NUM_THREADS', '1')
 

@@ -50,7 +50,7 @@ OMP_NUM_THREADS=1 nbdev-test --n-workers 2 --timing --cell-timing-min 10 --flags
 
 step "pytest tests/ (pytest-xdist, ${KNOWLYR_TEST_WORKERS:-2} workers)"
 set +e
-# one worker per core (KNOWLYR_TEST_WORKERS, default 2), a test file per worker at a time (module fixtures start once)
+# KNOWLYR_TEST_WORKERS workers (default 2, one per core here), a test file per worker at a time (module fixtures start once)
 KNOWLYR_TEST_FLAGS="$flags" python -m pytest tests/ -q -rs --durations=15 -n "${KNOWLYR_TEST_WORKERS:-2}" --dist loadfile
 rc=$?
 set -e

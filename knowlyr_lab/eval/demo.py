@@ -122,8 +122,8 @@ def learning_curve(cfg:DemoConfig, models:dict, train:list, eval_tasks:list, pro
     "Held-out success of the untrained model and of every checkpoint, against the demonstrations it has seen"
     rows, done = [], done or {}
     for step, path in [(0, models['untrained']), *models['curve'].items()]:
-        r = done.get(step) or evaluate_agent(_policy(path, f'step {step}', cfg), cfg.env_id, tasks=eval_tasks, max_episode_steps=cfg.eval_max_episode_steps,
-                                             seeds=[cfg.seed], train_tasks=train, strict=True, progress=progress, batch_size=len(eval_tasks))
+        r = done[step] if step in done else evaluate_agent(_policy(path, f'step {step}', cfg), cfg.env_id, tasks=eval_tasks, max_episode_steps=cfg.eval_max_episode_steps,
+                                                           seeds=[cfg.seed], train_tasks=train, strict=True, progress=progress, batch_size=len(eval_tasks))
         s = r.summary()
         rows.append({'step': step, 'demonstrations': min(step * cfg.batch_size, len(train)), 'success': s['success_rate'],
                      'low': s['success_low'], 'high': s['success_high'], 'n_tasks': s['n_distinct_tasks']})
