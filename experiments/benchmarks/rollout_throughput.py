@@ -69,7 +69,7 @@ def prefill_share(path, episodes, steps, new_tokens):
     "Seconds of one forward pass over a late turn's prompts vs one whole turn (prefill + decode), batch of `episodes`"
     inf = AgentInference.from_pretrained(path, prefix_cache=0)
     trajs = collect(ENV, inf.create_agent(max_new_tokens=new_tokens), episodes, max_episode_steps=steps, batch_size=episodes, progress=False)
-    from knowlyr_lab.trajectory import to_messages
+    from knowlyr_lab.chat import to_messages
     chats = [to_messages(t)[:-1] for t in trajs]                   # the conversation before the last assistant turn
     tok, tools = inf.tokenizer, env_tools(ENV)
     tok.padding_side = 'left'

@@ -20,9 +20,10 @@ from typing import Any, Callable, Iterable, Iterator
 from tqdm.auto import tqdm
 
 from ..agents import AgentError
+from ..chat import to_messages
 from ..core import AgentEnv
 from ..registry import make
-from ..trajectory import Source, Task, Trajectory, as_task, to_messages, trajectory_score
+from ..trajectory import Source, Task, Trajectory, as_task, trajectory_score
 from ..wrappers import RecorderWrapper, RewardWrapper, TimeoutWrapper
 
 # %% auto #0

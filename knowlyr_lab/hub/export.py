@@ -23,15 +23,16 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
+from ..chat import react_text, steps_text, to_messages
 from ..core import KnowlyrError
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
-from ..trajectory import Trajectory, TrajectoryError, read_trajectories, to_messages, trajectory_score
+from ..trajectory import Trajectory, TrajectoryError, read_trajectories, trajectory_score
 
 # %% auto #0
 __all__ = ['FORMATS', 'export_split', 'ExportFilter', 'infer_tool_schemas', 'ToolResolver', 'step_rewards', 'sft_row',
-           'react_action', 'sft_agent_row', 'openai_row', 'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_row',
-           'benchmark_row', 'ExportError', 'ExportResult', 'DatasetExporter']
+           'sft_agent_row', 'openai_row', 'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_row', 'benchmark_row',
+           'ExportError', 'ExportResult', 'DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -112,14 +113,10 @@ def sft_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict:
     "TRL conversational SFT row: `messages` + `tools` (JSON string) + `step_rewards` per assistant turn"
     return {'messages': _norm_msgs(to_messages(t, system)), 'tools': _tools_json(tools), 'step_rewards': step_rewards(t), **_meta(t)}
 
-def react_action(tool:str, params:dict)->str:
-    "A tool call as ReAct text that `parse_action` reads back"
-    return f"Action: {tool}\nAction Input: {json.dumps(params, ensure_ascii=False)}"
-
 def sft_agent_row(t:Trajectory, tools=None, system=None)->dict:
     "knowlyr-hub 0.1's agent SFT format"
     inp = {k: v for k, v in t.task.metadata.items() if isinstance(v, (str, int, float, bool))}
-    steps = [{'thought': s.thought or '', 'action': react_action(s.action.tool, s.action.params) if s.action else '',
+    steps = [{'thought': s.thought or '', 'action': react_text(s.action.tool, s.action.params) if s.action else '',
               'observation': s.observation.content if s.observation else '', 'reward': float(s.reward or 0.0)} for s in t.steps]
     return {'instruction': t.task.instruction, 'input': json.dumps(inp, ensure_ascii=False, sort_keys=True), 'steps': steps,
             'task_id': t.task.id, 'reward': trajectory_score(t), 'metadata': json.dumps({'agent': t.agent.name, 'model': t.agent.model, 'success': t.outcome.success, 'trajectory_id': t.id})}
@@ -130,16 +127,6 @@ def openai_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict|None:
     while msgs and msgs[-1]['role'] != 'assistant': msgs.pop()
     if not any(m['role'] == 'assistant' for m in msgs): return None
     return {'messages': msgs, 'tools': tools}
-
-def _steps_text(t:Trajectory)->str:
-    parts = []
-    for i, s in enumerate(t.steps, 1):
-        p = f"Step {i}:"
-        if s.thought: p += f"\nThought: {s.thought}"
-        if s.action: p += f"\nAction: {s.action.tool}({json.dumps(s.action.params, ensure_ascii=False)})"
-        if s.observation and s.observation.content: p += f"\nObservation: {s.observation.content}"
-        parts.append(p)
-    return '\n\n'.join(parts)
 
 # %% ../../nbs/42_hub_export.ipynb #559fdd06
 def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system:str|None=None,
@@ -153,7 +140,7 @@ def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system:s
 
 def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system=None, step=None)->dict:
     "knowlyr-hub 0.1's DPO format (step text)"
-    return {'prompt': c.task.instruction, 'chosen': _steps_text(c), 'rejected': _steps_text(r), 'task_id': c.task.id,
+    return {'prompt': c.task.instruction, 'chosen': steps_text(c.steps), 'rejected': steps_text(r.steps), 'task_id': c.task.id,
             'reward_margin': margin, 'metadata': json.dumps({'chosen_model': c.agent.model, 'rejected_model': r.agent.model,
                                                              'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)})}
 
@@ -184,7 +171,7 @@ def benchmark_row(group:list[Trajectory], tools:list[dict], system=None)->dict:
             'metadata': json.dumps(t0.task.metadata, ensure_ascii=False, sort_keys=True, default=str),
             'success_criteria': {'type': 'env_verifier', 'description': "the env's verifier sets outcome.success on the final step",
                                  'reference_steps': len(ref.steps) if ref else -1, 'reference_reward': trajectory_score(ref) if ref else 0.0},
-            'reference_solution': [react_action(s.action.tool, s.action.params) for s in ref.steps if s.action] if ref else [],
+            'reference_solution': [react_text(s.action.tool, s.action.params) for s in ref.steps if s.action] if ref else [],
             'n_attempts': len(group), 'success_rate': sum(bool(t.outcome.success) for t in group) / len(group),
             'tools': _tools_json(tools)}
 

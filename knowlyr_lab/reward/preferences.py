@@ -15,7 +15,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..trajectory import Outcome, Trajectory, to_messages, trajectory_score
+from ..chat import to_messages
+from ..trajectory import Outcome, Trajectory, trajectory_score
 
 # %% auto #0
 __all__ = ['PreferencePair', 'PreferenceReport', 'divergence', 'build_preferences', 'reward_leaderboard']

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import time
 import uuid
 import warnings
@@ -31,6 +32,7 @@ from fastcore.docments import docments
 from tqdm.auto import tqdm
 from transformers import AttentionInterface, AutoModelForCausalLM, AutoTokenizer, get_scheduler
 
+from ..chat import CHAT_FORMATS, chat_format, set_chat_format, template_caps
 from .data import collate_packed, pack_samples
 
 # %% auto #0
@@ -117,6 +119,10 @@ class TrainConfig:
     max_length: int = 2048                 # longest sample in tokens (longer ones are chunked or truncated)
     system_prompt: str|None = None         # system message put first in every chat
     tools_from_env: str|None = None        # env id whose tool schemas are used when records carry none
+    chat_format: str = 'auto'              # how chats reach the model: 'auto' (probe the chat template), 'template', 'hermes' or 'react' (`knowlyr_lab.chat`)
+    model_dtype: str = 'float32'           # dtype of the loaded weights (the master weights; bf16/fp16 compute comes from mixed_precision), or 'auto': the checkpoint's
+    attn_implementation: str|None = None   # 'sdpa', 'eager', 'flash_attention_2', ... (None: transformers' default)
+    device_map: str|None = None            # e.g. 'auto' to spread a large model over devices at load time (None: accelerate places it)
     mask_observations: bool = True         # labels only on the model's own thought/action tokens
     use_lora: bool = False                 # train LoRA adapters (peft) instead of all weights
     lora_r: int = 16                       # LoRA rank
@@ -139,7 +145,8 @@ class TrainConfig:
                'batch_size': in_range(1), 'gradient_accumulation_steps': in_range(1), 'max_grad_norm': in_range(0),
                'max_length': in_range(1), 'lora_r': in_range(1), 'lora_alpha': in_range(0, lo_open=True),
                'lora_dropout': in_range(0, 1, hi_open=True), 'mixed_precision': one_of(*PRECISIONS), 'logging_steps': in_range(1),
-               'save_steps': in_range(0), 'save_total_limit': in_range(0), 'report_to': one_of(*TRACKERS)}
+               'save_steps': in_range(0), 'save_total_limit': in_range(0), 'report_to': one_of(*TRACKERS),
+               'chat_format': one_of('auto', *CHAT_FORMATS), 'model_dtype': one_of('auto', 'float32', 'bfloat16', 'float16')}
 
     def __post_init__(self): validate_config(self)
 
@@ -241,9 +248,17 @@ class BaseTrainer:
             p = c.model_name_or_path
             if not Path(p).expanduser().exists() and (p.startswith(('/', '.', '~')) or p.count('/') > 1):   # a local path, not a hub id
                 raise FileNotFoundError(f"model {p} does not exist (give a folder holding config.json, or a Hugging Face hub id)")
-            model = AutoModelForCausalLM.from_pretrained(p)
+            kw = {'dtype': c.model_dtype if c.model_dtype == 'auto' else getattr(torch, c.model_dtype)}
+            if c.attn_implementation: kw['attn_implementation'] = c.attn_implementation
+            if c.device_map: kw['device_map'] = c.device_map
+            model = AutoModelForCausalLM.from_pretrained(p, **kw)
         if tokenizer is None: tokenizer = AutoTokenizer.from_pretrained(c.model_name_or_path or model.name_or_path)
         if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
+        fmt = set_chat_format(tokenizer, c.chat_format)
+        if fmt != 'template':   # said plainly: the model is trained (and will be prompted) in a format its template does not give
+            caps = template_caps(tokenizer)
+            lost = [k for k in ('tools', 'tool_calls', 'tool_results') if not caps[k]]
+            print(f"chat format: {fmt!r}" + (f" (the chat template drops {', '.join(lost)})" if lost else '') + "; training and inference render with it", file=sys.stderr)
         if c.gradient_checkpointing: model.gradient_checkpointing_enable(); model.config.use_cache = False
         if c.use_lora:
             from peft import LoraConfig, get_peft_model
@@ -296,7 +311,7 @@ def _checkpoints(out:Path)->list[Path]:
 def _save_prompt(self:BaseTrainer, path:Path):
     "The prompt card next to saved weights: the system prompt and tool list training rendered, so inference renders the same"
     from knowlyr_lab.trainer.inference import save_prompt
-    save_prompt(path, self.config.system_prompt, getattr(self, 'tools', None))
+    save_prompt(path, self.config.system_prompt, getattr(self, 'tools', None), chat_format(self.tokenizer))
 
 @patch
 def save_checkpoint(self:BaseTrainer)->Path:

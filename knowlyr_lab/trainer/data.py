@@ -11,61 +11,21 @@ import gzip
 import json
 import math
 import random
-import re
 from pathlib import Path
 
 import torch
 
-from ..core import InvalidActionError, parse_action
-from ..trajectory import Trajectory, parse_trajectory, to_messages
+from ..chat import ChatFormatError, parse_steps_text, render_chats, seed_messages, to_messages
+from ..trajectory import Trajectory, parse_trajectory
 
 # %% auto #0
-__all__ = ['DataFormatError', 'parse_step_text', 'to_chat', 'load_records', 'env_tools', 'render_spans_many', 'render_spans',
-           'step_weights', 'tokenize_chats', 'tokenize_chat', 'chunk_sample', 'difficulty', 'curriculum_indices',
-           'pack_samples', 'packed_attention_mask', 'collate_packed', 'collate_padded']
+__all__ = ['DataFormatError', 'to_chat', 'load_records', 'env_tools', 'render_spans_many', 'render_spans', 'step_weights',
+           'tokenize_chats', 'tokenize_chat', 'chunk_sample', 'difficulty', 'curriculum_indices', 'pack_samples',
+           'packed_attention_mask', 'collate_packed', 'collate_padded']
 
 # %% ../../nbs/61_trainer_data.ipynb #49a6542d
-class DataFormatError(ValueError):
+class DataFormatError(ChatFormatError):
     "A training record that cannot be used; the message names the record and the field"
-
-def _tool_call(action, i):
-    "An OpenAI tool_call for `action` (any dialect `parse_action` reads), or None when it is free text"
-    try: a = parse_action(action)
-    except InvalidActionError: return None
-    return {'id': a.get('call_id') or f'call_{i}', 'type': 'function',
-            'function': {'name': a['tool'], 'arguments': json.dumps(a['params'], ensure_ascii=False)}}
-
-def _steps_to_messages(steps, where):
-    "assistant/tool messages and step rewards from seed-style steps (thought, action, observation, reward)"
-    msgs, rewards = [], []
-    for i, s in enumerate(steps):
-        if not isinstance(s, dict): raise DataFormatError(f"{where}: steps[{i}] must be an object, got {type(s).__name__}")
-        thought, action = (s.get('thought') or '').strip(), s.get('action')
-        tc = _tool_call(action, i) if action not in (None, '') else None
-        if tc is None and isinstance(action, str) and action.strip():   # free-text action: keep it as text
-            thought = (thought + '\n' if thought else '') + f"Action: {action.strip()}"
-        m = {'role': 'assistant', 'content': thought}
-        if tc: m['tool_calls'] = [tc]
-        msgs.append(m)
-        obs = s.get('observation')
-        if isinstance(obs, dict): obs = obs.get('content', '')
-        if obs not in (None, ''):
-            msgs.append({'role': 'tool', 'tool_call_id': tc['id'], 'content': str(obs)} if tc else {'role': 'user', 'content': str(obs)})
-        rewards.append(float(s.get('reward') or 0.0))
-    return msgs, rewards
-
-_STEP_RE = re.compile(r"^\s*Step\s+\d+\s*:\s*$", re.M)
-_FIELD_RE = re.compile(r"^(Thought|Action|Observation):\s?", re.M)
-
-def parse_step_text(text:str)->list[dict]:
-    "Seed `response` text (`Step N:` blocks with `Thought:`/`Action:`/`Observation:`) -> step dicts"
-    steps = []
-    for block in _STEP_RE.split(text):
-        if not block.strip(): continue
-        parts = _FIELD_RE.split(block)
-        d = {k.lower(): v.strip() for k, v in zip(parts[1::2], parts[2::2])}
-        if d: steps.append(d)
-    return steps
 
 def _prompt(rec):
     inst, inp = rec.get('instruction') or rec.get('task') or '', rec.get('input') or ''
@@ -82,10 +42,13 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
     if isinstance(record, Trajectory):
         msgs = to_messages(record, system=system)
         return {'messages': msgs, 'tools': tools, 'step_rewards': [float(s.reward or 0.0) for s in record.steps],
-                'reward': float(record.reward or 0.0), 'task_id': record.task.id}
+                'reward': float(record.reward or 0.0), 'task_id': record.task.id, 'where': where}
     if not isinstance(record, dict): raise DataFormatError(f"{where}: expected an object, got {type(record).__name__}")
-    rec_tools = record.get('tools') or tools
-    if isinstance(rec_tools, str): rec_tools = json.loads(rec_tools)
+    rec_tools = record.get('tools')
+    if isinstance(rec_tools, str):
+        try: rec_tools = json.loads(rec_tools) if rec_tools.strip() else None
+        except json.JSONDecodeError as e: raise DataFormatError(f"{where}: field 'tools' is not valid JSON ({e.msg})") from None
+    rec_tools = rec_tools or tools     # an empty list (the exporter's "[]") falls back to the given tools
     if 'messages' in record:
         msgs = record['messages']
         if not isinstance(msgs, list) or not msgs: raise DataFormatError(f"{where}: field 'messages' must be a non-empty list")
@@ -100,18 +63,18 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
         if 'steps' in record:
             steps = record['steps']
             if isinstance(steps, str): steps = json.loads(steps)
-        else: steps = parse_step_text(record['response'] or '')
+        else: steps = parse_steps_text(record['response'] or '')
         if not isinstance(steps, list): raise DataFormatError(f"{where}: field 'steps' must be a list")
         if 'schema_version' in record and 'task' in record: return to_chat(parse_trajectory(record, where), where, system, tools)
         prompt = _prompt(record)
         if not prompt: raise DataFormatError(f"{where}: field 'instruction' is missing or empty")
-        body, rewards = _steps_to_messages(steps, where)
+        body, rewards = seed_messages(steps, where)
         if not body: raise DataFormatError(f"{where}: no steps")
         msgs = [{'role': 'user', 'content': prompt}] + body
     else: raise DataFormatError(f"{where}: unrecognised record with keys {sorted(record)[:8]}; expected 'messages', 'steps' or 'response'")
     if system and msgs[0]['role'] != 'system': msgs = [{'role': 'system', 'content': system}] + msgs
     return {'messages': msgs, 'tools': rec_tools, 'step_rewards': rewards,
-            'reward': float(record.get('reward') or 0.0), 'task_id': str(record.get('task_id') or '')}
+            'reward': float(record.get('reward') or 0.0), 'task_id': str(record.get('task_id') or ''), 'where': where}
 
 # %% ../../nbs/61_trainer_data.ipynb #2c5371f1
 def load_records(data)->list[tuple[str, object]]:
@@ -142,10 +105,6 @@ def env_tools(env_id:str|None)->list|None:
     finally: env.close()
 
 # %% ../../nbs/61_trainer_data.ipynb #9a67e680
-def _render(tok, chats:list[list], tools, gen=False)->list[str]:
-    "Render several conversations in one call (the tool schemas are converted for the template once, not per chat)"
-    return tok.apply_chat_template(chats, tools=tools or None, tokenize=False, add_generation_prompt=gen) if chats else []
-
 def _spans_of(messages, text, befores, prompts, uptos)->tuple:
     spans, starts = [], []
     for k, (i, before, prompt, upto) in enumerate(zip([i for i, m in enumerate(messages) if m['role'] == 'assistant'], befores, prompts, uptos)):
@@ -160,8 +119,8 @@ def render_spans_many(tokenizer, chats:list[list], # conversations (lists of mes
                      )->list[tuple]:                # per chat: (text, spans, starts) as `render_spans`
     "`render_spans` of many chats with the same tools, in two template calls"
     at = [[i for i, m in enumerate(msgs) if m['role'] == 'assistant'] for msgs in chats]
-    plain = iter(_render(tokenizer, [x for msgs, a in zip(chats, at) for x in [msgs] + [msgs[:i] for i in a if i] + [msgs[:i + 1] for i in a]], tools))
-    gen = iter(_render(tokenizer, [msgs[:i] for msgs, a in zip(chats, at) for i in a], tools, True))
+    plain = iter(render_chats(tokenizer, [x for msgs, a in zip(chats, at) for x in [msgs] + [msgs[:i] for i in a if i] + [msgs[:i + 1] for i in a]], tools))
+    gen = iter(render_chats(tokenizer, [msgs[:i] for msgs, a in zip(chats, at) for i in a], tools, True))
     out = []
     for msgs, a in zip(chats, at):
         text = next(plain); befores = [next(plain) if i else '' for i in a]
@@ -180,8 +139,19 @@ def step_weights(rewards:list[float])->list[float]:
     if mean <= 0 or all(r == rewards[0] for r in rewards) or any(r < 0 for r in rewards): return [1.0] * len(rewards)
     return [r / mean for r in rewards]
 
+def _check_actions(chat, text, spans):
+    "Every tool call of the chat must be in its assistant span: a template that drops calls would train on empty labels"
+    asst = [m for m in chat['messages'] if m['role'] == 'assistant']
+    for s, e, k in spans:
+        for tc in asst[k].get('tool_calls') or []:
+            if tc['function']['name'] not in text[s:e]:
+                raise DataFormatError(f"{chat.get('where') or chat.get('task_id') or 'record'}: assistant turn {k} calls {tc['function']['name']!r}, "
+                                      "but the rendered turn does not contain the call (the chat template drops tool calls); "
+                                      "train with chat_format='auto' or 'hermes'")
+
 def _sample(chat, rendered, enc, mask_observations, step_weighted_loss)->dict:
     text, spans, starts = rendered
+    _check_actions(chat, text, spans)
     ids, offs = enc['input_ids'], enc['offset_mapping']
     step = [-1] * len(ids)
     j = 0

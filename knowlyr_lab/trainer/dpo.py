@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..chat import render_chat
 from .base import BaseTrainer, TrainConfig, in_range, one_of, segment_attention_on
 from .data import DataFormatError, env_tools, load_records, render_spans
 from .losses import dpo_loss, token_logps
@@ -58,7 +59,7 @@ def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=No
         comp = _msgs(record[side], 'assistant', where, side)
         msgs = prompt + comp
         text, spans, starts = render_spans(tokenizer, msgs, tools)
-        p_len = len(tokenizer.apply_chat_template(prompt, tools=tools or None, tokenize=False))
+        p_len = len(render_chat(tokenizer, prompt, tools))
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         asst = [(s, e) for s, e, _ in spans if s >= p_len]
         if not asst: raise DataFormatError(f"{where}: '{side}' has no assistant turn")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 import uuid
@@ -18,67 +19,61 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from ..core import InvalidActionError, parse_action
+from ..chat import assistant_message, parse_reply, render_chats, set_chat_format
+from ..core import InvalidActionError
 from .prefix_cache import PrefixCache, reusable_cache
 
 # %% auto #0
-__all__ = ['PROMPT_FILE', 'MAX_CHOICES', 'parse_reply', 'AgentInference', 'LocalAgent', 'save_prompt', 'load_prompt']
-
-# %% ../../nbs/64_trainer_inference.ipynb #7abccfca
-_TC_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
-
-def parse_reply(text:str)->tuple[str, list[dict]]:
-    "(thought, [{'tool', 'params'}]) from a model reply in the template's tool format or ReAct text"
-    blocks = _TC_RE.findall(text)
-    if not blocks:
-        try: a = parse_action(text)
-        except InvalidActionError: return text.strip(), []
-        return (a.pop('thought', '') or '').strip(), [a]
-    thought, calls = text[:text.index('<tool_call>')].strip(), []
-    for b in blocks:
-        try: d = json.loads(b)
-        except json.JSONDecodeError as e: raise InvalidActionError(f"tool call is not valid JSON ({e.msg}): {b[:80]!r}") from None
-        if not isinstance(d, dict) or not isinstance(d.get('name'), str):
-            raise InvalidActionError(f"tool call needs a string 'name': {b[:80]!r}")
-        args = d.get('arguments') or {}
-        if isinstance(args, str):
-            try: args = json.loads(args)
-            except json.JSONDecodeError: raise InvalidActionError(f"arguments of {d['name']!r} are not a JSON object") from None
-        if not isinstance(args, dict): raise InvalidActionError(f"arguments of {d['name']!r} must be an object")
-        calls.append({'tool': d['name'], 'params': args})
-    return thought, calls
+__all__ = ['PROMPT_FILE', 'MAX_CHOICES', 'AgentInference', 'LocalAgent', 'save_prompt', 'load_prompt']
 
 # %% ../../nbs/64_trainer_inference.ipynb #301930f4
+def _cache_kw()->str:
+    "The name `generate` takes a cache under: `cache` where transformers has renamed `past_key_values` (5.2x; removed in 6.0)"
+    from transformers.generation.utils import GenerationMixin
+    names = [c.cell_contents for c in (GenerationMixin.generate.__closure__ or ()) if isinstance(c.cell_contents, str)]
+    return 'cache' if 'cache' in names and 'past_key_values' in names else 'past_key_values'
+
 class AgentInference:
     "A local causal LM behind the agent protocol and an OpenAI-compatible server"
     def __init__(self, model, tokenizer, name:str|None=None,
-                 prefix_cache:int=64): # conversations whose KV cache is kept across calls (`PrefixCache`); 0: none
+                 prefix_cache:int=64,            # conversations whose KV cache is kept across calls (`PrefixCache`); 0: none
+                 cache_bytes:int=256 * 2**20):   # and at most this many bytes of them
         self.model, self.tokenizer = model.eval(), tokenizer
-        self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0)
+        self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0, cache_bytes)
         self.name = name or Path(getattr(model, 'name_or_path', '') or 'local').name or 'local'
         self.prompt = {}                      # the prompt card (`save_prompt`): system prompt and tool list of training
         if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
 
     @classmethod
     def from_pretrained(cls, path:str|Path, # model folder, LoRA adapter folder, or trainer checkpoint folder
-                        device:str|None=None, dtype=None, name:str|None=None,
-                        prefix_cache:int=64): # conversations whose KV cache is kept across calls; 0: none
-        "Load a model (merged, adapter or checkpoint) and its tokenizer"
+                        device:str|None=None,  # 'cpu', 'cuda', 'cuda:1', ... (None: where transformers loads it)
+                        dtype=None,            # torch dtype or its name ('bfloat16'); None: transformers' default
+                        name:str|None=None,
+                        prefix_cache:int=64,   # conversations whose KV cache is kept across calls; 0: none
+                        attn_implementation:str|None=None, # 'sdpa', 'eager', 'flash_attention_2', ...
+                        device_map:str|None=None):         # e.g. 'auto' for a model larger than one device
+        "Load a model (merged, adapter or checkpoint) and its tokenizer, prompted as its prompt card says"
         p = Path(path)
         if (p / 'model').is_dir() and not (p / 'config.json').exists(): p = p / 'model'   # a trainer checkpoint
+        kw = {'dtype': getattr(torch, dtype) if isinstance(dtype, str) and dtype != 'auto' else dtype}
+        if attn_implementation: kw['attn_implementation'] = attn_implementation
+        if device_map: kw['device_map'] = device_map
         if (p / 'adapter_config.json').exists():
             from peft import AutoPeftModelForCausalLM
-            model = AutoPeftModelForCausalLM.from_pretrained(p, dtype=dtype).merge_and_unload()
-        elif (p / 'config.json').exists(): model = AutoModelForCausalLM.from_pretrained(p, dtype=dtype)
+            model = AutoPeftModelForCausalLM.from_pretrained(p, **kw).merge_and_unload()
+        elif (p / 'config.json').exists(): model = AutoModelForCausalLM.from_pretrained(p, **kw)
         else: raise FileNotFoundError(f"{path}: no config.json, adapter_config.json or checkpoint model/ folder")
         tok = AutoTokenizer.from_pretrained(p)
-        if device: model = model.to(device)
+        if device and not device_map: model = model.to(device)
         inf = cls(model, tok, name or Path(path).name, prefix_cache)
         inf.prompt = load_prompt(p) or load_prompt(Path(path)) or {}
+        fmt = set_chat_format(tok, inf.prompt.get('chat_format') or 'auto')
+        if fmt != 'template': print(f"{inf.name}: chat format {fmt!r} (its template does not render tool calls)", file=sys.stderr)
         return inf
 
     def render(self, messages:list[dict], tools:list|None=None)->str:
-        return self.tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False, add_generation_prompt=True)
+        "The prompt text of a conversation, as the model was trained to see it"
+        return render_chats(self.tokenizer, [messages], tools, add_generation_prompt=True)[0]
 
     @torch.no_grad()
     def generate(self, conversations:list[list[dict]], # chats to continue
@@ -88,8 +83,9 @@ class AgentInference:
                 )->list[dict]:                         # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason'}]
         "Batched generation of the next assistant turn for each conversation"
         tok = self.tokenizer
-        ids = tok([self.render(c, tools) for c in conversations], add_special_tokens=False)['input_ids']
+        ids = tok(render_chats(tok, conversations, tools, add_generation_prompt=True), add_special_tokens=False)['input_ids']
         inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix
+        if 'past_key_values' in inputs: inputs[_cache_kw()] = inputs.pop('past_key_values')
         if seed is not None: torch.manual_seed(seed)
         kw = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
         out = self.model.generate(**inputs, max_new_tokens=max_new_tokens, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
@@ -135,11 +131,7 @@ class LocalAgent:
         text = out['text']; self.last_reply = text
         try: thought, calls = parse_reply(text)
         except InvalidActionError: thought, calls = text, []
-        if own:
-            m = {'role': 'assistant', 'content': thought}
-            if calls: m['tool_calls'] = [{'id': f'call_{len(self._own)}', 'type': 'function',
-                                          'function': {'name': calls[0]['tool'], 'arguments': json.dumps(calls[0]['params'])}}]
-            self._own.append(m)
+        if own: self._own.append(assistant_message(thought, calls[:1], len(self._own)))
         if not calls: return text if text.strip() else 'Error: the model produced no action'
         a = dict(calls[0])
         if thought: a['thought'] = thought
@@ -175,10 +167,11 @@ PROMPT_FILE = 'knowlyr_prompt.json'
 def save_prompt(path:str|Path,             # the saved model's folder
                 system_prompt:str|None=None, # the system message every training chat started with (None: none)
                 tools:list|None=None,       # the tool schemas rendered in training prompts (None: no tool list)
+                chat_format:str|None=None,  # the chat format training rendered with (`knowlyr_lab.chat`; None: decided by the probe)
                )->Path:
     "Write the model's prompt card: how its training prompts were rendered, so inference renders them the same way"
     f = Path(path) / PROMPT_FILE
-    f.write_text(json.dumps({'system_prompt': system_prompt, 'tools': tools}, indent=1))
+    f.write_text(json.dumps({'system_prompt': system_prompt, 'tools': tools, 'chat_format': chat_format}, indent=1))
     return f
 
 def load_prompt(path:str|Path)->dict|None:
@@ -195,9 +188,7 @@ def _message(out:dict, tools)->tuple[dict, str]:
     if tools:
         try: thought, calls = parse_reply(out['text'])
         except InvalidActionError: calls = []
-    msg = {'role': 'assistant', 'content': thought if calls else out['text']}
-    if calls: msg['tool_calls'] = [{'id': f'call_{uuid.uuid4().hex[:12]}', 'type': 'function',
-                                    'function': {'name': c['tool'], 'arguments': json.dumps(c['params'])}} for c in calls]
+    msg = assistant_message(thought if calls else out['text'], [{**c, 'call_id': f'call_{uuid.uuid4().hex[:12]}'} for c in calls])
     return msg, 'tool_calls' if calls else out['finish_reason']
 
 def _chunks(choices:list[dict])->list[list[dict]]:

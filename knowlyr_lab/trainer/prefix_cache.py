@@ -40,31 +40,33 @@ def _weights_key(model):
 
 class PrefixCache:
     "Keys and values of recent sequences, per sequence: a prompt that extends one is encoded only past the shared prefix"
-    def __init__(self, max_sequences:int=64): # sequences kept (least recently used dropped first); 0 keeps none
-        self.max_sequences, self._seqs, self._lock, self._weights = max_sequences, OrderedDict(), threading.Lock(), None
+    def __init__(self, max_sequences:int=64,  # sequences kept (least recently used dropped first); 0 keeps none
+                 max_bytes:int=256 * 2**20):  # and at most this many bytes of keys and values (a real model's KV is ~0.1 MB a token)
+        self.max_sequences, self.max_bytes, self._seqs, self._lock, self._weights = max_sequences, max_bytes, OrderedDict(), threading.Lock(), None
+        self.nbytes = 0                       # bytes of keys and values held now
         self.stats = {'reused': 0, 'encoded': 0}  # prompt tokens taken from the cache / encoded anew, over all calls
 
     def __len__(self): return len(self._seqs)
-    def __getstate__(self): return {'max_sequences': self.max_sequences, 'stats': dict(self.stats)}   # a copy starts empty: the tensors stay here
-    def __setstate__(self, state): self.__init__(state['max_sequences']); self.stats.update(state['stats'])
+    def __getstate__(self): return {'max_sequences': self.max_sequences, 'max_bytes': self.max_bytes, 'stats': dict(self.stats)}   # a copy starts empty: the tensors stay here
+    def __setstate__(self, state): self.__init__(state['max_sequences'], state.get('max_bytes', 256 * 2**20)); self.stats.update(state['stats'])
     def __repr__(self): return f"<PrefixCache {len(self)}/{self.max_sequences} sequences, reused {self.stats['reused']:,} of {self.stats['reused'] + self.stats['encoded']:,} prompt tokens>"
     def clear(self):
         "Forget every cached sequence"
-        with self._lock: self._seqs.clear()
+        with self._lock: self._seqs.clear(); self.nbytes = 0
 
     def sync(self, model):
         "Clear the cache if `model`'s weights or mode changed since the sequences were cached; returns the weights' key"
         if not self.max_sequences: return None
         key = _weights_key(model)
         with self._lock:
-            if key != self._weights: self._seqs.clear(); self._weights = key
+            if key != self._weights: self._seqs.clear(); self.nbytes = 0; self._weights = key
         return key
 
     def lookup(self, ids:list[int])->tuple[int, object, list|None]:
         "(n, entry, kv): the longest cached prefix of `ids` (at most all but the last token), its entry and per-layer (keys, values)"
         a, best = np.asarray(ids), (0, None, None)
         with self._lock:
-            for k, (seq, kv) in self._seqs.items():
+            for k, (seq, kv, _) in self._seqs.items():
                 m = min(len(seq), len(a) - 1)
                 if m <= best[0]: continue
                 diff = np.flatnonzero(seq[:m] != a[:m])
@@ -76,10 +78,12 @@ class PrefixCache:
     def store(self, ids, kv:list, replaces=None):
         "Keep sequence `ids` with its per-layer (keys, values) `[heads, len(ids), dim]`; drop entry `replaces` (a prefix of it)"
         if not self.max_sequences: return
+        size = sum(t.nelement() * t.element_size() for pair in kv for t in pair)
+        if size > self.max_bytes: return                                  # one sequence over the budget: not kept
         with self._lock:
-            if replaces is not None: self._seqs.pop(replaces, None)
-            self._seqs[object()] = (np.asarray(ids), kv)
-            while len(self._seqs) > self.max_sequences: self._seqs.popitem(last=False)
+            if replaces is not None and replaces in self._seqs: self.nbytes -= self._seqs.pop(replaces)[2]
+            self._seqs[object()] = (np.asarray(ids), kv, size); self.nbytes += size
+            while len(self._seqs) > self.max_sequences or self.nbytes > self.max_bytes: self.nbytes -= self._seqs.popitem(last=False)[1][2]
 
 # %% ../../nbs/63a_trainer_prefix_cache.ipynb #a8bbb224
 @dataclass

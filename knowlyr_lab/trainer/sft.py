@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from ..chat import render_chat
 from .base import BaseTrainer, ConfigError, TrainConfig, in_range, segment_attention_on
 from .data import DataFormatError, chunk_sample, collate_padded, curriculum_indices, env_tools, load_records, to_chat, tokenize_chats
 from .losses import step_weighted_ce
@@ -30,7 +31,6 @@ class SFTConfig(TrainConfig):
     "Supervised fine-tuning settings"
     output_dir: str = 'runs/sft'
     learning_rate: float = 2e-5
-    agent_format: bool = True              # tool calls in the chat template's format; else ReAct text turns (Thought:/Action: replies, Observation: user turns)
     step_weighted_loss: bool = False       # weight step j's tokens by r_j / mean(r)
     chunk_long_trajectories: bool = False  # split trajectories longer than max_length at step boundaries
     chunk_overlap_steps: int = 1           # previous steps repeated as unlabelled context in each chunk (as far as they fit)
@@ -44,21 +44,7 @@ class SFTConfig(TrainConfig):
                'curriculum_warmup_epochs': in_range(0)}
 
 # %% ../../nbs/63_trainer_sft.ipynb #7aeff004
-def _as_text_chat(chat):
-    "agent_format=False: assistant turns in `Step k:` Thought/Action text, observations as user turns"
-    msgs, k = chat['messages'], 0
-    first = next(i for i, m in enumerate(msgs) if m['role'] == 'user')
-    out = msgs[:first + 1]
-    for m in msgs[first + 1:]:
-        if m['role'] == 'assistant':
-            k += 1; t = f"Step {k}:"
-            if m.get('content'): t += f"\nThought: {m['content']}"
-            for tc in m.get('tool_calls') or []: t += f"\nAction: {tc['function']['name']}({tc['function']['arguments']})"
-            out.append({'role': 'assistant', 'content': t})
-        else: out.append({'role': 'user', 'content': f"Observation: {m['content']}"})
-    return {**chat, 'messages': out}
-
-def build_chats(data, system:str|None=None, tools:list|None=None, agent_format:bool=True,
+def build_chats(data, system:str|None=None, tools:list|None=None,
                 min_reward:float|None=None)->tuple[list[dict], list[dict]]:
     "(chats, errors): every usable record as a chat; errors = [{'where', 'error'}] for the rest"
     chats, errors = [], []
@@ -67,7 +53,7 @@ def build_chats(data, system:str|None=None, tools:list|None=None, agent_format:b
             if isinstance(rec, Exception): raise rec
             c = to_chat(rec, where, system=system, tools=tools)
             if min_reward is not None and c['reward'] < min_reward: continue
-            chats.append(c if agent_format else _as_text_chat(c))
+            chats.append(c)
         except (DataFormatError, ValueError, KeyError, TypeError) as e: errors.append({'where': where, 'error': str(e)})
     return chats, errors
 
@@ -88,9 +74,11 @@ class SFTTrainer(BaseTrainer):
     def prepare_samples(self, data, train:bool=True)->list[dict]:
         "Tokenized (chunked or truncated) samples of `data`; for training data, unusable records are quarantined and counted"
         c = self.config
-        chats, errors = build_chats(data, c.system_prompt, self.tools, c.agent_format, c.min_reward)
+        chats, errors = build_chats(data, c.system_prompt, self.tools, c.min_reward)
         if train: self.errors += errors; self._quarantine(errors)
         if not chats: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
+        used = {json.dumps(ch['tools'], sort_keys=True) for ch in chats}
+        if train and len(used) == 1: self.tools = chats[0]['tools'] or []   # the prompt card records what training rendered
         samples, cut, empty = [], 0, 0
         for rec_i, s in enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss)):
             for p in chunk_sample(s, c.max_length, c.chunk_overlap_steps) if c.chunk_long_trajectories else [s]:
@@ -184,4 +172,4 @@ def render_corpus(records, tools:list|None=None, system:str|None=None)->list[str
     from knowlyr_lab.trainer.tiny import train_tokenizer
     tok = train_tokenizer()
     chats, _ = build_chats(records, system, tools)
-    return [tok.apply_chat_template(c['messages'], tools=c['tools'], tokenize=False) for c in chats]
+    return [render_chat(tok, c['messages'], c['tools']) for c in chats]
