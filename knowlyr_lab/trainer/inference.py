@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import select
+import socket
 import sys
 import threading
 import time
@@ -17,14 +19,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
 
 from ..chat import assistant_message, parse_reply, render_chats, set_chat_format
 from ..core import InvalidActionError
 from .prefix_cache import PrefixCache, reusable_cache
 
 # %% auto #0
-__all__ = ['PROMPT_FILE', 'MAX_CHOICES', 'AgentInference', 'LocalAgent', 'save_prompt', 'load_prompt']
+__all__ = ['PROMPT_FILE', 'MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'AgentInference', 'LocalAgent', 'save_prompt',
+           'load_prompt', 'check_request']
 
 # %% ../../nbs/64_trainer_inference.ipynb #301930f4
 def _cache_kw()->str:
@@ -32,6 +35,11 @@ def _cache_kw()->str:
     from transformers.generation.utils import GenerationMixin
     names = [c.cell_contents for c in (GenerationMixin.generate.__closure__ or ()) if isinstance(c.cell_contents, str)]
     return 'cache' if 'cache' in names and 'past_key_values' in names else 'past_key_values'
+
+class _StopWhen(StoppingCriteria):
+    "Stops every row of a generation once `fn()` is true (checked after each token)"
+    def __init__(self, fn): self.fn = fn
+    def __call__(self, input_ids, scores, **kw): return torch.full((input_ids.shape[0],), bool(self.fn()), dtype=torch.bool, device=input_ids.device)
 
 class AgentInference:
     "A local causal LM behind the agent protocol and an OpenAI-compatible server"
@@ -80,6 +88,7 @@ class AgentInference:
                  tools:list|None=None,                 # tool schemas (same for all)
                  max_new_tokens:int=128, temperature:float=0.0, top_p:float=1.0,
                  seed:int|None=None,
+                 stop=None,                            # a zero-argument callable: True ends the generation now (client gone, deadline)
                 )->list[dict]:                         # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason'}]
         "Batched generation of the next assistant turn for each conversation"
         tok = self.tokenizer
@@ -88,6 +97,7 @@ class AgentInference:
         if 'past_key_values' in inputs: inputs[_cache_kw()] = inputs.pop('past_key_values')
         if seed is not None: torch.manual_seed(seed)
         kw = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
+        if stop is not None: kw['stopping_criteria'] = StoppingCriteriaList([_StopWhen(stop)])
         out = self.model.generate(**inputs, max_new_tokens=max_new_tokens, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
                                   use_cache=True, return_dict_in_generate=True, **kw)
         res = []
@@ -179,9 +189,53 @@ def load_prompt(path:str|Path)->dict|None:
     f = Path(path) / PROMPT_FILE
     return json.loads(f.read_text()) if f.exists() else None
 
-# %% ../../nbs/64_trainer_inference.ipynb #f6853c6c
-MAX_CHOICES = 16   # the most choices (`n`) one request may ask for
+# %% ../../nbs/64_trainer_inference.ipynb #9af9e5a0
+MAX_CHOICES = 16                 # the most choices (`n`) one request may ask for
+MAX_BODY_BYTES = 4 * 2**20       # the largest request body read (413 above it)
+MAX_MESSAGES = 2048              # the most messages one request may carry
 
+class _Refused(Exception):
+    "A request answered with an error status and a reason"
+    def __init__(self, status:int, msg:str): super().__init__(msg); self.status = status
+
+def _int_field(req, k, lo, hi=None, default=None):
+    v = req.get(k, default)
+    if v is None: return default
+    if not isinstance(v, int) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
+        raise _Refused(400, f"'{k}' must be an integer {f'from {lo} to {hi}' if hi is not None else f'>= {lo}'}, got {json.dumps(v)[:40]}")
+    return v
+
+def _num_field(req, k, lo, hi, default):
+    v = req.get(k, default)
+    if v is None: return default
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
+        raise _Refused(400, f"'{k}' must be a number from {lo} to {hi}, got {json.dumps(v)[:40]}")
+    return float(v)
+
+def check_request(req)->dict:
+    "The validated fields of a chat-completions request (a `_Refused` 400 names the first bad field)"
+    if not isinstance(req, dict): raise _Refused(400, "the body must be a JSON object")
+    msgs = req.get('messages')
+    if not isinstance(msgs, list) or not msgs: raise _Refused(400, "'messages' must be a non-empty list of message objects")
+    if len(msgs) > MAX_MESSAGES: raise _Refused(400, f"'messages' has {len(msgs)} messages; at most {MAX_MESSAGES}")
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or not isinstance(m.get('role'), str): raise _Refused(400, f"messages[{i}] must be an object with a string 'role'")
+        c = m.get('content')
+        if c is not None and not isinstance(c, (str, list)): raise _Refused(400, f"messages[{i}].content must be a string or a list of parts")
+        if isinstance(c, list): m['content'] = ''.join(p.get('text', '') for p in c if isinstance(p, dict) and isinstance(p.get('text'), str))
+    tools = req.get('tools')
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
+        raise _Refused(400, "'tools' must be a list of tool objects")
+    if not isinstance(req.get('stream', False), bool): raise _Refused(400, "'stream' must be true or false")
+    mt = req.get('max_tokens', req.get('max_completion_tokens'))
+    return {'messages': msgs, 'tools': tools, 'n': _int_field(req, 'n', 1, MAX_CHOICES, 1),
+            'max_tokens': _int_field({'max_tokens': mt}, 'max_tokens', 1, None, 256),
+            'temperature': _num_field(req, 'temperature', 0, 2, 0.0), 'top_p': _num_field(req, 'top_p', 0, 1, 1.0),
+            'seed': _int_field(req, 'seed', -2**63, 2**63 - 1), 'stream': req.get('stream', False),
+            'include_usage': bool(req['stream_options'].get('include_usage')) if isinstance(req.get('stream_options'), dict) else False,
+            'model': req['model'] if isinstance(req.get('model'), str) else None}
+
+# %% ../../nbs/64_trainer_inference.ipynb #bf2fd1cf
 def _message(out:dict, tools)->tuple[dict, str]:
     "(assistant message, finish_reason) of one generation: tool calls parsed when the request offered tools"
     calls = []
@@ -202,53 +256,109 @@ def _chunks(choices:list[dict])->list[list[dict]]:
         out.append([{'index': i, 'delta': {}, 'finish_reason': ch['finish_reason']}])
     return out
 
+def _gone(sock)->bool:
+    "True when the client closed its side of the connection"
+    try:
+        r, _, _ = select.select([sock], [], [], 0)
+        return bool(r) and sock.recv(1, socket.MSG_PEEK) == b''
+    except (OSError, ValueError): return True
+
+# %% ../../nbs/64_trainer_inference.ipynb #c59b63a9
 class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def _send(self, code, body):
         data = json.dumps(body).encode()
         self.send_response(code); self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(data)))
         self.end_headers(); self.wfile.write(data)
-    def _bad(self, msg): return self._send(400, {'error': {'message': f'bad request: {msg}', 'type': 'invalid_request_error'}})
+    def _error(self, code, msg):
+        kind = {400: 'invalid_request_error', 413: 'invalid_request_error', 503: 'server_busy', 504: 'timeout'}.get(code, 'server_error')
+        return self._send(code, {'error': {'message': f'bad request: {msg}' if code == 400 else msg, 'type': kind}})
     def do_GET(self):
         if self.path.rstrip('/') == '/v1/models':
             return self._send(200, {'object': 'list', 'data': [{'id': self.server.inf.name, 'object': 'model', 'owned_by': 'local'}]})
         self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
     def do_POST(self):
+        t0 = time.monotonic()
         if self.path.rstrip('/') != '/v1/chat/completions':
             return self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
-        try:
-            req = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
-            msgs, n = req['messages'], req.get('n', 1) if req.get('n') is not None else 1
-            if not isinstance(msgs, list) or not msgs: raise ValueError("'messages' must be a non-empty list")
-            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_CHOICES: raise ValueError(f"'n' must be an integer from 1 to {MAX_CHOICES}")
-        except (ValueError, KeyError) as e: return self._bad(e)
-        inf, tools = self.server.inf, req.get('tools')
+        try: self._complete(t0)
+        except _Refused as e: self._error(e.status, str(e))
+        except (BrokenPipeError, ConnectionResetError): pass                    # the client left; nothing to answer
+
+    def _read(self)->dict:
+        try: size = int(self.headers.get('Content-Length') or 0)
+        except ValueError: raise _Refused(400, "Content-Length must be an integer") from None
+        if size > MAX_BODY_BYTES:           # read and drop it in small pieces (the client can then read the answer), up to a limit
+            self.close_connection = True
+            left = min(size, 16 * MAX_BODY_BYTES)
+            while left > 0 and (piece := self.rfile.read(min(left, 2**16))): left -= len(piece)
+            raise _Refused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
+        try: return json.loads(self.rfile.read(size) or b'{}')
+        except (json.JSONDecodeError, UnicodeDecodeError) as e: raise _Refused(400, f"the body is not JSON ({e})") from None
+
+    def _complete(self, t0):
+        srv, req = self.server, check_request(self._read())
+        inf, tools, msgs = srv.inf, req['tools'], req['messages']
         card = inf.prompt or {}               # the prompt card: render prompts the way the model was trained
         render = [] if card.get('tools') == [] else tools   # trained without a tool list: none in the prompt (the request's tools still decide what is parsed)
         if card.get('system_prompt') and not any(m.get('role') == 'system' for m in msgs):
             msgs = [{'role': 'system', 'content': card['system_prompt']}] + msgs
-        with self.server.lock:
-            outs = inf.generate([msgs] * n, render, int(req.get('max_tokens') or req.get('max_completion_tokens') or 256),
-                                float(req.get('temperature') or 0.0), float(req.get('top_p') or 1.0), req.get('seed'))
+        try: n_prompt = len(inf.tokenizer(inf.render(msgs, render), add_special_tokens=False)['input_ids'])
+        except Exception as e: raise _Refused(400, f"the messages cannot be rendered with the model's chat template ({type(e).__name__}: {str(e)[:120]})") from None
+        ctx = getattr(inf.model.config, 'max_position_embeddings', None)
+        if ctx and n_prompt + req['max_tokens'] > ctx:
+            raise _Refused(400, f"the prompt ({n_prompt} tokens) plus max_tokens ({req['max_tokens']}) exceeds the model's context of {ctx} tokens")
+        deadline = t0 + srv.request_timeout
+        if not srv.slots.acquire(blocking=False): raise _Refused(503, f"server busy: {srv.max_queue} requests already wait for the model; retry later")
+        try:
+            if not srv.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                raise _Refused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
+            try:
+                why = {}
+                def stop():
+                    if time.monotonic() > deadline: why['stop'] = 'deadline'
+                    elif _gone(self.connection): why['stop'] = 'disconnected'
+                    return bool(why)
+                outs = inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'], req['seed'], stop=stop)
+            finally: srv.lock.release()
+        finally: srv.slots.release()
+        if why:
+            srv.stats[why['stop']] += 1
+            if why['stop'] == 'disconnected': return
+            raise _Refused(504, f"generation passed this request's deadline ({srv.request_timeout:g} s) and was stopped")
+        srv.stats['completed'] += 1
+        self._answer(req, outs, tools, inf)
+
+    def _answer(self, req, outs, tools, inf):
         choices = []
         for i, o in enumerate(outs):
             msg, why = _message(o, tools)
             choices.append({'index': i, 'message': msg, 'finish_reason': why})
         done = sum(o['completion_tokens'] for o in outs)
         usage = {'prompt_tokens': outs[0]['prompt_tokens'], 'completion_tokens': done, 'total_tokens': outs[0]['prompt_tokens'] + done}
-        head = {'id': f'chatcmpl-{uuid.uuid4().hex[:16]}', 'created': int(time.time()), 'model': req.get('model') or inf.name}
-        if not req.get('stream'): return self._send(200, {**head, 'object': 'chat.completion', 'choices': choices, 'usage': usage})
+        head = {'id': f'chatcmpl-{uuid.uuid4().hex[:16]}', 'created': int(time.time()), 'model': req['model'] or inf.name}
+        if not req['stream']: return self._send(200, {**head, 'object': 'chat.completion', 'choices': choices, 'usage': usage})
         self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.send_header('Cache-Control', 'no-cache')
         self.end_headers()                      # HTTP/1.0: the stream ends when the connection closes, after [DONE]
-        with_usage = bool((req.get('stream_options') or {}).get('include_usage'))
+        with_usage = req['include_usage']
         events = [{**head, 'object': 'chat.completion.chunk', 'choices': c, **({'usage': None} if with_usage else {})} for c in _chunks(choices)]
         if with_usage: events.append({**head, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})
         self.wfile.write(b''.join(b'data: ' + json.dumps(e).encode() + b'\n\n' for e in events) + b'data: [DONE]\n\n')
 
-def _serve(self:AgentInference, port:int=0, host:str='127.0.0.1', block:bool=False)->ThreadingHTTPServer:
-    "Serve `/v1/chat/completions`; returns the server (its `url`), running in a thread unless `block`"
-    srv = ThreadingHTTPServer((host, port), _Handler)
-    srv.inf, srv.lock, srv.daemon_threads = self, threading.Lock(), True
+# %% ../../nbs/64_trainer_inference.ipynb #d283d3ec
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256                  # the listen backlog: connections the kernel queues before accept
+
+def _serve(self:AgentInference, port:int=0, host:str='127.0.0.1', block:bool=False,
+           request_timeout:float=120.0,       # seconds from a request's arrival until it is answered 504 (its generation stopped)
+           max_queue:int=64,                  # requests that may wait for the model at once (503 beyond)
+          )->ThreadingHTTPServer:
+    "Serve `/v1/chat/completions`; returns the server (its `url`, `stats`), running in a thread unless `block`"
+    srv = _Server((host, port), _Handler)
+    srv.inf, srv.lock, srv.slots = self, threading.Lock(), threading.BoundedSemaphore(max_queue)
+    srv.request_timeout, srv.max_queue = request_timeout, max_queue
+    srv.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
     srv.url = f"http://{host}:{srv.server_address[1]}/v1"
     if block: srv.serve_forever()
     else: threading.Thread(target=srv.serve_forever, daemon=True).start()

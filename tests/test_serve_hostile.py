@@ -1,0 +1,106 @@
+"""`serve` against a hostile client (issue 24, item 4): every request gets an HTTP answer with a reason, no request holds
+the model for good (context-bounded max_tokens, deadline, cancellation when the client leaves), and load is bounded
+(a queue cap and a listen backlog that answers 50 clients connecting at once). A tiny local model; servers on 127.0.0.1."""
+import http.client
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+
+@pytest.fixture(scope='module')
+def inf():
+    from knowlyr_lab.trainer.inference import AgentInference
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    model, tok = make_tiny_model(hidden_size=32)
+    model.generation_config.suppress_tokens = [tok.eos_token_id]    # never ends on its own: only max_tokens, a deadline or a cancel stop it
+    return AgentInference(model, tok, name='tiny')
+
+def _post(url, body:bytes, timeout=120):
+    host, port = url.split('//')[1].split('/')[0].split(':')
+    c = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        c.request('POST', '/v1/chat/completions', body=body, headers={'Content-Type': 'application/json'})
+        r = c.getresponse()
+        return r.status, json.loads(r.read() or b'{}')
+    finally: c.close()
+
+def _req(**kw): return json.dumps({'messages': [{'role': 'user', 'content': 'hi'}], 'max_tokens': 4, **kw}).encode()
+
+@pytest.fixture(scope='module')
+def srv(inf):
+    s = inf.serve()
+    yield s
+    s.shutdown(); s.server_close()
+
+@pytest.mark.parametrize('body,field', [
+    (_req(max_tokens=1e9), 'max_tokens'), (_req(max_tokens=10**9), 'context'), (_req(max_tokens=-1), 'max_tokens'),
+    (_req(max_tokens='abc'), 'max_tokens'), (json.dumps({'messages': ['hi', 'there']}).encode(), 'messages[0]'),
+    (_req(tools='all'), 'tools'), (_req(seed='x'), 'seed'), (_req(temperature='hot'), 'temperature'), (_req(n=0), "'n'"),
+    (_req(stream='yes'), 'stream'), (b'{not json', 'not JSON'), (json.dumps([1, 2]).encode(), 'JSON object'),
+    (json.dumps({'messages': [{'role': 'user', 'content': 'x'}] * 20_000}).encode(), 'at most'),
+])
+def test_bad_requests_get_400_with_the_field(srv, body, field):
+    status, resp = _post(srv.url, body)
+    assert status == 400 and field in resp['error']['message'], (status, resp)
+
+def test_a_huge_body_is_refused_before_it_is_read(srv):
+    status, resp = _post(srv.url, _req(messages=[{'role': 'user', 'content': 'x' * 10_000_000}]))
+    assert status == 413 and 'at most' in resp['error']['message']
+    assert _post(srv.url, _req())[0] == 200
+
+def test_a_generation_past_its_deadline_is_stopped_and_frees_the_model(inf):
+    s = inf.serve(request_timeout=1.0)
+    try:
+        ctx = inf.model.config.max_position_embeddings
+        status, resp = _post(s.url, _req(max_tokens=ctx - 64))
+        assert status == 504 and 'deadline' in resp['error']['message'], (status, resp)
+        assert s.stats['deadline'] == 1
+        assert not s.lock.locked()
+    finally: s.shutdown(); s.server_close()
+
+def test_a_client_that_leaves_cancels_its_generation(inf):
+    s = inf.serve()
+    try:
+        ctx = inf.model.config.max_position_embeddings
+        host, port = s.server_address
+        body = _req(max_tokens=ctx - 64)
+        sock = socket.create_connection((host, port))
+        sock.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: '
+                     + str(len(body)).encode() + b'\r\n\r\n' + body)
+        for _ in range(600):                               # wait until the model is busy with it
+            if s.lock.locked(): break
+            time.sleep(0.05)
+        sock.close()
+        for _ in range(1200):
+            if s.stats['disconnected']: break
+            time.sleep(0.05)
+        assert s.stats['disconnected'] == 1 and s.stats['completed'] == 0   # stopped by the cancel, not by max_tokens
+        assert _post(s.url, _req())[0] == 200
+    finally: s.shutdown(); s.server_close()
+
+def test_fifty_concurrent_clients_are_all_answered(srv):
+    out = [None] * 50
+    def one(i):
+        try: out[i] = _post(srv.url, _req(max_tokens=2))[0]
+        except Exception as e: out[i] = repr(e)
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(50)]
+    for t in ts: t.start()
+    for t in ts: t.join(300)
+    assert out == [200] * 50, out
+
+def test_the_queue_cap_answers_503(inf):
+    s = inf.serve(max_queue=1)
+    try:
+        s.lock.acquire()                                   # the model is busy: one request may wait, the next is turned away
+        first = threading.Thread(target=lambda: _post(s.url, _req()))
+        first.start()
+        for _ in range(200):
+            if s.slots._value == 0: break
+            time.sleep(0.05)
+        status, resp = _post(s.url, _req())
+        assert status == 503 and 'busy' in resp['error']['message']
+        s.lock.release(); first.join(120)
+    finally: s.shutdown(); s.server_close()
