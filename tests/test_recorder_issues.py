@@ -418,3 +418,16 @@ def test_single_json_session_with_three_bad_bytes_is_salvaged(tmp_path):
     assert [x['record_type'] for x in q] == ['(bytes)', '(bytes)'] and r.totals['quarantined'] == 2
     assert 'not valid UTF-8' in q[0]['reason'] and "stray character '\\x00'" in q[1]['reason'] and q[1]['line'] > 1
     assert r.counts['user']['mapped'] == 2 and r.counts['assistant']['mapped'] == 1
+
+# ---------------------------------------------------------------- memory: a trajectory export's events are streamed
+
+@pytest.mark.parametrize('fmt,name', [('openhands', 'basic.json'), ('openhands', 'wrong_initial_state.json')])
+def test_openhands_array_export_is_streamed_not_loaded_whole(monkeypatch, fmt, name):
+    "The events of a JSON-array export are read one at a time (peak memory: experiments/benchmarks/recorder_memory.py)"
+    import knowlyr_lab.recorder.base as base
+    import knowlyr_lab.recorder.openhands as oh
+    whole, _ = conv(REAL / fmt / name, fmt)
+    def no_whole_document(*a, **k): raise AssertionError('the export was loaded as one document')
+    monkeypatch.setattr(oh, 'read_json', no_whole_document); monkeypatch.setattr(base, 'read_json', no_whole_document)
+    streamed, r = conv(REAL / fmt / name, fmt)
+    assert [t.model_dump() for t in streamed] == [t.model_dump() for t in whole] and len(streamed[0].steps) > 0
