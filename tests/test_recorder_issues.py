@@ -215,3 +215,219 @@ def test_cli_runtime_error_is_one_line_and_debug_shows_it(tmp_path, capsys):
     err = capsys.readouterr().err
     assert 'Traceback' in err and 'IsADirectoryError' in err
 
+
+# ================================================================ issue 27: recorder fidelity (synthetic repros)
+
+def _jsonl(path, recs):
+    path.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    return path
+
+def _cx(typ, **payload): return {'timestamp': '2026-02-23T12:00:00Z', 'type': typ, 'payload': payload}
+
+def test_codex_text_between_web_search_and_call_is_the_calls_thought(tmp_path):
+    "An assistant message after a web_search_call and before the next function_call (one response) stays, on that call"
+    p = _jsonl(tmp_path / 'rollout-x.jsonl', [
+        _cx('session_meta', id='s1', cwd='/w'),
+        _cx('event_msg', type='user_message', message='Find the docs and list them'),
+        _cx('response_item', type='reasoning', summary=[{'type': 'summary_text', 'text': 'Search the web first.'}]),
+        _cx('response_item', type='web_search_call', id='ws_1', status='completed', action={'type': 'search', 'query': 'x docs'}),
+        _cx('response_item', type='message', role='assistant', content=[{'type': 'output_text', 'text': 'The docs live in docs/; list them.'}]),
+        _cx('response_item', type='function_call', name='shell', arguments='{"command": ["ls", "docs"]}', call_id='call_1'),
+        _cx('response_item', type='function_call_output', call_id='call_1', output='{"output": "a.md\\n", "metadata": {"exit_code": 0}}'),
+        _cx('event_msg', type='task_complete', last_agent_message='done')])
+    (t,), r = conv(p, 'codex-cli')
+    assert [(s.action.tool, s.thought) for s in t.steps] == [('web_search', 'Search the web first.'), ('shell', 'The docs live in docs/; list them.')]
+    assert t.steps[1].observation.content == 'a.md\n' and t.steps[1].usage is None     # usage stays once per response
+    assert r.counts['response_item:message']['mapped'] == 1
+
+def _cc(uid, typ, message, parent=None, **kw):
+    return {'type': typ, 'uuid': uid, 'parentUuid': parent, 'sessionId': 'S1', 'timestamp': '2026-01-01T00:00:00Z',
+            'cwd': '/w', 'message': message, **kw}
+
+def _cc_asst(mid, blocks): return {'id': mid, 'role': 'assistant', 'model': 'claude-x', 'type': 'message', 'content': blocks}
+_READ = {'type': 'tool_use', 'id': 't1', 'name': 'Read', 'input': {'file_path': 'a.py'}}
+_BASH = {'type': 'tool_use', 'id': 't2', 'name': 'Bash', 'input': {'command': 'pytest'}}
+_RESULTS = {'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 't1', 'content': 'x = 1'},
+                                         {'type': 'tool_result', 'tool_use_id': 't2', 'content': '1 passed'}]}
+
+@pytest.mark.parametrize('split', [True, False])
+def test_claude_code_text_between_two_calls_of_one_response(tmp_path, split):
+    "text, tool_use, text, tool_use under one message.id (a record per block, or one record): the second text is the second call's thought"
+    blocks = [{'type': 'text', 'text': 'First, look at a.py.'}, _READ, {'type': 'text', 'text': 'Then run the tests.'}, _BASH]
+    asst = ([_cc(f'a{i}', 'assistant', _cc_asst('msg_1', [b]), f'a{i - 1}' if i else 'u1') for i, b in enumerate(blocks)] if split
+            else [_cc('a0', 'assistant', _cc_asst('msg_1', blocks), 'u1')])
+    p = _jsonl(tmp_path / 's.jsonl', [_cc('u1', 'user', {'role': 'user', 'content': 'Fix it'})] + asst + [_cc('u2', 'user', _RESULTS, asst[-1]['uuid'])])
+    (t,), r = conv(p, 'claude-code')
+    assert [(s.action.tool, s.thought, s.observation.content) for s in t.steps] == [
+        ('Read', 'First, look at a.py.', 'x = 1'), ('Bash', 'Then run the tests.', '1 passed')]
+    assert r.counts['assistant']['mapped'] == len(asst)
+
+def test_anthropic_messages_text_between_calls_belongs_to_the_second_call(tmp_path):
+    p = tmp_path / 'conv.json'
+    p.write_text(json.dumps([{'role': 'user', 'content': 'Fix it'},
+                             {'role': 'assistant', 'content': [{'type': 'text', 'text': 'First, look at a.py.'}, _READ,
+                                                               {'type': 'text', 'text': 'Then run the tests.'}, _BASH]},
+                             {'role': 'user', 'content': _RESULTS['content']}]))
+    (t,), r = conv(p, 'anthropic-messages')
+    assert [(s.action.tool, s.thought, s.observation.content) for s in t.steps] == [
+        ('Read', 'First, look at a.py.', 'x = 1'), ('Bash', 'Then run the tests.', '1 passed')]
+    assert r.totals['quarantined'] == 0 and r.counts['message:assistant']['mapped'] == 1
+
+# ---------------------------------------------------------------- aider --llm-history-file: prose and feedback
+
+def _llm_history(reply:str, feedback:str)->str:
+    sent = ['-------', 'SYSTEM Act as an expert software developer.', '-------', 'USER Fix both files']
+    asst = [f'ASSISTANT {l}'.rstrip() for l in reply.split('\n')]
+    return '\n'.join(['TO LLM 2026-01-12T10:05:00'] + sent + ['LLM RESPONSE 2026-01-12T10:05:07'] + asst +
+                     ['TO LLM 2026-01-12T10:05:09'] + sent + ['-------'] + asst + ['-------'] + [f'USER {l}'.rstrip() for l in feedback.split('\n')] +
+                     ['LLM RESPONSE 2026-01-12T10:05:12', 'ASSISTANT Done.']) + '\n'
+
+_TWO_EDITS = '''I'll fix the greeting first.
+
+app.py
+```python
+<<<<<<< SEARCH
+print("helo")
+=======
+print("hello")
+>>>>>>> REPLACE
+```
+
+Now the farewell, which has the same typo.
+
+bye.py
+```python
+<<<<<<< SEARCH
+print("by")
+=======
+print("bye")
+>>>>>>> REPLACE
+```
+
+Both files now print correctly. Run `python app.py` to check.'''
+
+def test_aider_llm_history_keeps_prose_after_the_first_edit_and_feedback_once(tmp_path):
+    fb = '# 1 SEARCH/REPLACE block failed to match!\n\n## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in bye.py'
+    p = tmp_path / '.aider.llm.history'
+    p.write_text(_llm_history(_TWO_EDITS, fb))
+    (t,), r = conv(p, 'aider')
+    app, bye, tail, done = t.steps
+    assert (app.action.params['path'], app.thought) == ('app.py', "I'll fix the greeting first.")
+    assert (bye.action.params['path'], bye.thought) == ('bye.py', 'Now the farewell, which has the same typo.')
+    assert tail.action is None and tail.thought == 'Both files now print correctly. Run `python app.py` to check.'
+    assert done.thought == 'Done.'
+    every_line = [l for l in _TWO_EDITS.split('\n') if l.strip() and not l.startswith(('```', '<<<', '===', '>>>', 'print', 'app.py', 'bye.py'))]
+    kept = '\n'.join(s.thought or '' for s in t.steps)
+    assert all(l in kept for l in every_line), [l for l in every_line if l not in kept]
+    observed = [s.observation.content for s in t.steps if s.observation is not None]
+    assert observed.count(fb) == 1                                   # one message, one observation
+    assert bye.observation.content == fb and bye.observation.is_error   # on the edit it names
+    assert app.observation is None and app.metadata['feedback_on_step'] == bye.index and 'unanswered' not in app.metadata
+    assert len({s.metadata['response_id'] for s in (app, bye, tail)}) == 1
+
+def test_aider_llm_history_generic_feedback_goes_on_the_last_edit(tmp_path):
+    p = tmp_path / '.aider.llm.history'
+    p.write_text(_llm_history(_TWO_EDITS, 'Did it work?'))
+    (t,), _ = conv(p, 'aider')
+    app, bye = t.steps[:2]
+    assert (app.observation, bye.observation.content, app.metadata['feedback_on_step']) == (None, 'Did it work?', 1)
+
+# ---------------------------------------------------------------- smolagents: the benchmark's scorer, marked inferred
+
+def _smol_row(answer, truth, source, **kw):
+    return {'model_id': 'gpt-4o', 'agent_action_type': 'tool-calling', 'question': 'How many?', 'answer': answer,
+            'true_answer': truth, 'source': source, 'intermediate_steps': [], **kw}
+
+def test_smolagents_outcome_follows_the_benchmark_scorer_and_is_marked_inferred(tmp_path):
+    p = _jsonl(tmp_path / 'gpt-4o__tool-calling__math.jsonl', [
+        _smol_row('The 8th grade should have 10 representatives.', '10', 'MATH'),   # the benchmark: correct (last number)
+        _smol_row('6.72e-05', '.0000672', 'MATH'),                                   # the benchmark: wrong (last number -05)
+        _smol_row('The 8th grade should have 10 representatives.', '10', 'GAIA'),    # GAIA: the answer must be the number
+        _smol_row('$1,250', '1250', 'GAIA'),
+        _smol_row('Paris', 'Paris', 'GAIA', is_correct=False),                       # the runner's own verdict wins
+        _smol_row('Paris', None, 'GAIA')])
+    trs, r = conv(p, 'smolagents')
+    assert [t.outcome.success for t in trs] == [True, False, False, True, False, None]
+    assert [t.metadata.get('success_inferred') for t in trs] == [True, True, True, True, None, None]
+    assert 'last number' in trs[0].metadata['success_source'] and 'GAIA' in trs[2].metadata['success_source']
+    assert trs[4].metadata['success_source'].startswith('is_correct') and 'success_source' not in trs[5].metadata
+
+# ---------------------------------------------------------------- OpenHands: an error no action caused is a step
+
+def test_openhands_error_without_cause_is_a_failed_step(tmp_path):
+    ev = lambda i, **kw: {'id': i, 'timestamp': f'2026-01-01T00:00:0{i}', **kw}
+    tcm = {'tool_call_id': 'call_9', 'function_name': 'str_replace_editor', 'model_response': {'id': 'resp_9', 'choices': [
+        {'message': {'content': 'Edit the file.', 'tool_calls': [{'id': 'call_9', 'function': {'name': 'str_replace_editor', 'arguments': '{"path": "a.py"}'}}]}}]}}
+    p = tmp_path / 'trajectory.json'
+    p.write_text(json.dumps([
+        ev(0, source='user', action='message', args={'content': 'Fix a.py'}, message='Fix a.py'),
+        ev(1, source='agent', action='run', args={'command': 'ls', 'thought': 'Look around.'}, message='Running ls'),
+        ev(2, source='agent', observation='run', cause=1, content='a.py', extras={'command': 'ls', 'exit_code': 0}, message='ran'),
+        ev(3, source='agent', observation='error', content='Missing required argument "command" in tool call str_replace_editor',
+           extras={'error_id': ''}, message='error', tool_call_metadata=tcm),
+        ev(4, source='agent', observation='error', content='Agent got stuck in a loop', extras={}, message='error'),
+        ev(5, source='agent', action='finish', args={'final_thought': 'Gave up.'}, message='done')]))
+    (t,), r = conv(p, 'openhands')
+    tools = [s.action.tool for s in t.steps if s.action]
+    assert tools == ['run', 'str_replace_editor', 'agent_error', 'finish'], tools
+    bad, stuck = t.steps[1], t.steps[2]
+    assert bad.observation.is_error and 'Missing required argument' in bad.observation.content and bad.metadata['failed_call']
+    assert bad.action.params == {'path': 'a.py'} and bad.thought == 'Edit the file.'
+    assert stuck.observation.is_error and stuck.observation.content == 'Agent got stuck in a loop'
+    assert r.counts['observation:error'] == {'mapped': 2, 'unmapped': 0, 'quarantined': 0}
+    assert not [u for u in t.metadata.get('unmapped', []) if u['record_type'] == 'observation:error']
+
+# ---------------------------------------------------------------- Claude Code: string messages, repeats, a few bad bytes
+
+def test_claude_code_string_message_keeps_its_tool_call(tmp_path):
+    "A record whose message is a JSON string (and one whose message is plain text) is read, not dropped as mapped"
+    asst = _cc('a1', 'assistant', json.dumps(_cc_asst('msg_1', [{'type': 'text', 'text': 'Read it.'}, _READ])), 'u1')
+    res = _cc('u2', 'user', json.dumps({'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 't1', 'content': 'x = 1'}]}), 'a1')
+    said = _cc('a2', 'assistant', 'All good.', 'u2')
+    p = _jsonl(tmp_path / 's.jsonl', [_cc('u1', 'user', 'Fix it'), asst, res, said, {**_cc('a3', 'assistant', None, 'a2')}])
+    (t,), r = conv(p, 'claude-code')
+    assert t.task.instruction == 'Fix it'
+    assert [(s.action.tool if s.action else None, s.thought, s.observation.content if s.observation else None) for s in t.steps] == [
+        ('Read', 'Read it.', 'x = 1'), (None, 'All good.', None)]
+    assert r.counts['assistant'] == {'mapped': 2, 'unmapped': 1, 'quarantined': 0}    # the message-less record says so
+    assert [u['why'] for u in t.metadata['unmapped']] == ['user/assistant record without a message']
+
+def test_claude_code_repeated_records_are_counted_as_repeats(tmp_path):
+    recs = [_cc('u1', 'user', {'role': 'user', 'content': 'Fix it'}), _cc('a1', 'assistant', _cc_asst('msg_1', [_READ]), 'u1'),
+            _cc('u2', 'user', {'role': 'user', 'content': [_RESULTS['content'][0]]}, 'a1')]
+    p = _jsonl(tmp_path / 's.jsonl', recs + recs[1:])                 # a resumed session writes the records again
+    (t,), r = conv(p, 'claude-code')
+    assert len(t.steps) == 1 and t.steps[0].observation.content == 'x = 1'
+    assert (r.counts['assistant']['mapped'], r.counts['assistant:repeat']['mapped'], r.counts['user:repeat']['mapped']) == (1, 1, 1)
+    assert r.summary().set_index('record_type').loc['assistant:repeat', 'mapped'] == 1
+
+def test_single_json_session_with_three_bad_bytes_is_salvaged(tmp_path):
+    "A session saved as one JSON array: 3 bad bytes are quarantined with their reasons; every record is still read"
+    recs = [_cc('u1', 'user', {'role': 'user', 'content': 'Fix it'}),
+            _cc('a1', 'assistant', _cc_asst('msg_1', [{'type': 'text', 'text': 'Read it. XX'}, _READ]), 'u1'),
+            _cc('u2', 'user', {'role': 'user', 'content': [_RESULTS['content'][0]]}, 'a1')]
+    data = json.dumps(recs, indent=1).encode()
+    data = data.replace(b'Read it. XX', b'Read it. \xe2\x82').replace(b'"u2"', b'\x00"u2"', 1)   # a torn character, a NUL
+    assert data.count(b'\xe2\x82') == 1 and data.count(b'\x00') == 1
+    p = tmp_path / 'session.json'; p.write_bytes(data)
+    r = ConversionReport(quarantine=tmp_path / 'q.jsonl')
+    (t,) = list(convert(p, format='claude-code', report=r, redact=False)); r.close()
+    assert [(s.action.tool, s.observation.content) for s in t.steps] == [('Read', 'x = 1')]
+    assert t.steps[0].thought == 'Read it. \ufffd'
+    q = [json.loads(l) for l in (tmp_path / 'q.jsonl').read_text().splitlines()]
+    assert [x['record_type'] for x in q] == ['(bytes)', '(bytes)'] and r.totals['quarantined'] == 2
+    assert 'not valid UTF-8' in q[0]['reason'] and "stray character '\\x00'" in q[1]['reason'] and q[1]['line'] > 1
+    assert r.counts['user']['mapped'] == 2 and r.counts['assistant']['mapped'] == 1
+
+# ---------------------------------------------------------------- memory: a trajectory export's events are streamed
+
+@pytest.mark.parametrize('fmt,name', [('openhands', 'basic.json'), ('openhands', 'wrong_initial_state.json')])
+def test_openhands_array_export_is_streamed_not_loaded_whole(monkeypatch, fmt, name):
+    "The events of a JSON-array export are read one at a time (peak memory: experiments/benchmarks/recorder_memory.py)"
+    import knowlyr_lab.recorder.base as base
+    import knowlyr_lab.recorder.openhands as oh
+    whole, _ = conv(REAL / fmt / name, fmt)
+    def no_whole_document(*a, **k): raise AssertionError('the export was loaded as one document')
+    monkeypatch.setattr(oh, 'read_json', no_whole_document); monkeypatch.setattr(base, 'read_json', no_whole_document)
+    streamed, r = conv(REAL / fmt / name, fmt)
+    assert [t.model_dump() for t in streamed] == [t.model_dump() for t in whole] and len(streamed[0].steps) > 0

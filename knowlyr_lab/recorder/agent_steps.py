@@ -32,10 +32,12 @@ class StepLog:
              t_start=None,                   # when the call was made
              usage:TokenUsage|dict|None=None,# the response's usage (kept on its first step only)
              response_id:str|None=None,      # id of the model response the call belongs to
+             own_thought:bool=False,         # `thought` is text written just before this call (after the response's
+                                             # previous call): keep it on this step, whichever step of the response
              **meta)->Step:
         "Append a step for one tool call and wait for its result"
         first = self._first_of(response_id)
-        s = new_step(len(self.steps), tool, params, call_id, thought if first else None, t_start=t_start,
+        s = new_step(len(self.steps), tool, params, call_id, thought if first or own_thought else None, t_start=t_start,
                      usage=usage if first else None, response_id=response_id, **meta)
         if first and response_id is not None: self._responses[response_id] = s
         self.steps.append(s)

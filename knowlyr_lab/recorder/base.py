@@ -25,10 +25,10 @@ from ..registries import Registry, UnknownNameError
 from ..trajectory import Observation, Step, TokenUsage, ToolCall, Trajectory
 
 # %% auto #0
-__all__ = ['READ_ERRORS', 'RecorderError', 'ConversionReport', 'open_bytes', 'read_error', 'iter_jsonl', 'read_text', 'read_json',
-           'read_yaml', 'iter_json_items', 'json_shape', 'parse_time', 'usage_from', 'content_text', 'parse_arguments',
-           'new_step', 'set_observation', 'ToolCallPairer', 'LogAdapter', 'UnknownAdapterError', 'register_adapter',
-           'discover_adapters', 'get_adapter', 'list_adapters']
+__all__ = ['READ_ERRORS', 'RecorderError', 'ConversionReport', 'open_bytes', 'read_error', 'iter_jsonl', 'salvage_json',
+           'read_text', 'read_json', 'read_yaml', 'iter_json_items', 'json_shape', 'parse_time', 'usage_from',
+           'content_text', 'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer', 'LogAdapter',
+           'UnknownAdapterError', 'register_adapter', 'discover_adapters', 'get_adapter', 'list_adapters']
 
 # %% ../../nbs/20_recorder_base.ipynb #11ec71bf
 class RecorderError(KnowlyrError, ValueError):
@@ -233,6 +233,50 @@ def iter_jsonl(path,                       # a .jsonl or .jsonl.gz file
     except READ_ERRORS as e:
         report.bad_record(path, i + 1, read_error(e), None, record_type='(file)', aggregate=True)
 
+# %% ../../nbs/20_recorder_base.ipynb #a2bb5389
+_JSON_SYNTAX = set('{}[],:"-+.0123456789eEtrufalsn \t\r\n')
+
+def _decode_salvaged(data:bytes, max_fixes:int)->tuple[str, list[dict]]|None:
+    "UTF-8 text of `data` with each run of undecodable bytes as U+FFFD, and those runs"
+    parts, fixes, k = [], [], 0
+    while True:
+        try: parts.append(data[k:].decode('utf-8')); break
+        except UnicodeDecodeError as e:
+            a, b = k + e.start, k + e.end
+            parts += [data[k:a].decode('utf-8'), '\ufffd']
+            if fixes and fixes[-1]['end'] == a: parts.pop(); fixes[-1]['end'] = b      # one run, one repair
+            else: fixes.append({'start': a, 'end': b})
+            if len(fixes) > max_fixes: return None
+            k = b
+    for f in fixes:
+        f.update(line=data.count(b'\n', 0, f['start']) + 1, raw=data[max(0, f['start'] - 40):f['end'] + 40].decode('utf-8', 'replace'),
+                 reason=f"bytes {data[f['start']:f['end']]!r} at offset {f['start']} are not valid UTF-8 (replaced with U+FFFD)")
+    return ''.join(parts), fixes
+
+def salvage_json(data:bytes,          # a JSON document with a few bad bytes
+                 max_fixes:int=64,    # more repairs than this: not salvageable
+                )->tuple[Any, list[dict]|None]: # (document, repairs {line, reason, raw}); (None, None) when not salvageable
+    "Parse `data`, repairing bad bytes that cannot change its structure"
+    dec = _decode_salvaged(data, max_fixes)
+    if dec is None: return None, None
+    text, fixes = dec
+    replaced = len(fixes)                      # U+FFFD put there by the decoder: removing one is not a new repair
+    while len(fixes) <= max_fixes:
+        try: return json.loads(text), [{k: f[k] for k in ('line', 'reason', 'raw')} for f in fixes]
+        except json.JSONDecodeError as e:
+            ch, where = (text[e.pos] if e.pos < len(text) else ''), f"line {e.lineno} column {e.colno}"
+            raw = text[max(0, e.pos - 40):e.pos + 40]
+            if ch and e.msg.startswith('Invalid control character'):
+                text = text[:e.pos] + json.dumps(ch)[1:-1] + text[e.pos + 1:]
+                fixes.append({'line': e.lineno, 'reason': f"raw control character {ch!r} in a string at {where} (escaped)", 'raw': raw})
+            elif ch and ch not in _JSON_SYNTAX:
+                text = text[:e.pos] + text[e.pos + 1:]
+                if ch == '\ufffd' and replaced: replaced -= 1; continue
+                fixes.append({'line': e.lineno, 'reason': f"stray character {ch!r} at {where} (removed)", 'raw': raw})
+            else: return None, None
+        except RecursionError: return None, None
+    return None, None
+
 # %% ../../nbs/20_recorder_base.ipynb #1626bdd0
 def read_text(path, report:ConversionReport|None=None)->str:
     "Whole text of `path` (gz-aware), decoded as UTF-8; secrets redacted when a `report` with a scrubber is given"
@@ -256,10 +300,13 @@ def read_json(path, report:ConversionReport)->Any:
     data = _read_bytes(path, report)
     if data is None: return None
     try: doc = _loads(data)
-    except UnicodeDecodeError as e:
-        report.bad_record(path, None, f"not valid UTF-8 (byte {e.start})", None); return None
-    except json.JSONDecodeError as e:
-        report.bad_record(path, e.lineno, f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})", data.decode('utf-8', 'replace')); return None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        doc, fixes = salvage_json(data)
+        if fixes is None:                                  # more than a few bad bytes: the file is rejected, located
+            if isinstance(e, UnicodeDecodeError): report.bad_record(path, None, f"not valid UTF-8 (byte {e.start})", None)
+            else: report.bad_record(path, e.lineno, f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})", data.decode('utf-8', 'replace'))
+            return None
+        for f in fixes: report.bad_record(path, f['line'], f['reason'], f['raw'], record_type='(bytes)')
     except RecursionError: report.bad_record(path, None, "JSON nested too deeply", data.decode('utf-8', 'replace')); return None
     return report.clean(doc, data) if report.scrub is not None else doc
 

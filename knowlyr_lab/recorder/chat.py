@@ -178,13 +178,14 @@ def feed_message(b:ChatBuilder,        # the conversation being built
     if role not in ('user', 'assistant'):
         b.keep(b.report.unmapped(rt, msg, b.path, line, why=f'unknown role {role!r}')); return 'unmapped'
     blocks = _blocks(msg.get('content'))
-    # an assistant message is cut into segments at each server tool's result: the text after the result is the
-    # model's answer to it, a step of its own after the call (text, search, result, text, search, result, text)
+    # an assistant message is cut into segments at each server tool's result and at each text after a call: the text
+    # after a result is the model's answer to it, and text between two calls introduces the second, so each is a step
+    # of its own (text, search, result, text, search, result, text; text, call, text, call)
     segs, thinking, other = [{'texts': [], 'calls': [], 'results': []}], [], []
     for k, blk in enumerate(blocks):
         ty = blk.get('type') if isinstance(blk, dict) else None
         is_text = isinstance(blk, str) or ty == 'text' or (ty is None and isinstance(blk, dict) and isinstance(blk.get('text'), str))
-        if is_text and role == 'assistant' and segs[-1]['results']: segs.append({'texts': [], 'calls': [], 'results': []})
+        if is_text and role == 'assistant' and (segs[-1]['results'] or segs[-1]['calls']): segs.append({'texts': [], 'calls': [], 'results': []})
         cur = segs[-1]
         if isinstance(blk, str): cur['texts'].append(blk)
         elif is_text: cur['texts'].append(blk.get('text') or '')

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Iterator
 
 from .agent_steps import StepLog, guard, record_totals, usage_total
-from .base import ConversionReport, LogAdapter, content_text, iter_jsonl, parse_arguments, register_adapter, usage_from
+from .base import (ConversionReport, LogAdapter, content_text, iter_jsonl, json_shape, parse_arguments, read_json,
+                                      register_adapter, usage_from)
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -22,6 +23,15 @@ __all__ = ['ClaudeCodeAdapter', 'CodexCLIAdapter']
 # %% ../../nbs/26_recorder_cli_agents.ipynb #4658edf0
 _CC_BOOKKEEPING = {'file-history-snapshot', 'queue-operation', 'progress', 'attachment', 'permission-mode', 'custom-title',
                    'agent-name', 'tag', 'last-prompt', 'pr-link', 'worktree-state'}
+
+def _cc_message(rec:dict)->dict:
+    "A record's message: the object, or a string holding it as JSON; any other string is the message's text"
+    m = rec.get('message')
+    if isinstance(m, dict): return m
+    if not isinstance(m, str): return {}
+    try: v = json.loads(m)
+    except ValueError: v = None
+    return v if isinstance(v, dict) else {'role': rec.get('type'), 'content': m}
 
 class _ClaudeChain:
     "One Claude Code conversation: steps, task text and usage per response"
@@ -38,7 +48,7 @@ class _ClaudeChain:
         self.pending_text, self.pending_id = [], None
 
     def assistant(self, rec, line):
-        msg = rec.get('message') if isinstance(rec.get('message'), dict) else {}
+        msg = _cc_message(rec)
         mid, t = msg.get('id') or rec.get('uuid'), rec.get('timestamp')
         if mid != self.pending_id: self.flush()
         if isinstance(msg.get('usage'), dict): self.usage[mid] = msg['usage']
@@ -55,7 +65,7 @@ class _ClaudeChain:
                 thought = '\n\n'.join(self.pending_text) or None
                 self.pending_text, self.pending_id = [], mid
                 inp = b.get('input') if isinstance(b.get('input'), dict) else {'_raw': b.get('input')}
-                self.log.call(b.get('name') or 'unknown', inp, b.get('id'), thought, t, response_id=mid, request_id=rec.get('requestId'))
+                self.log.call(b.get('name') or 'unknown', inp, b.get('id'), thought, t, response_id=mid, own_thought=True, request_id=rec.get('requestId'))
             elif isinstance(b.get('type'), str) and b['type'].endswith('_tool_result'):   # a server tool's result, inline
                 self.flush()
                 c = b.get('content')
@@ -67,7 +77,7 @@ class _ClaudeChain:
 
     def user(self, rec, line):
         self.flush()
-        msg = rec.get('message') if isinstance(rec.get('message'), dict) else {}
+        msg = _cc_message(rec)
         content, t = msg.get('content'), rec.get('timestamp')
         blocks = [{'type': 'text', 'text': content}] if isinstance(content, str) else (content if isinstance(content, list) else [])
         texts, tur = [], rec.get('toolUseResult')
@@ -95,6 +105,14 @@ class _ClaudeChain:
         return self.log.finish()
 
 # %% ../../nbs/26_recorder_cli_agents.ipynb #0b4d344a
+def _cc_records(path, report)->Iterator[tuple[int, dict]]:
+    "(line or item number, record): JSON lines, or one JSON array of the same records (an exported session)"
+    if json_shape(path) != 'array': yield from iter_jsonl(path, report); return
+    doc = read_json(path, report)
+    for i, rec in enumerate(doc if isinstance(doc, list) else [], 1):
+        if isinstance(rec, dict): yield i, rec
+        else: report.bad_record(path, i, f"item {i}: expected a JSON object, got {type(rec).__name__}", rec)
+
 class ClaudeCodeAdapter(LogAdapter):
     "Claude Code session JSONL"
     name, description = 'claude-code', 'Claude Code session JSONL (~/.claude/projects/<project>/<session>.jsonl)'
@@ -107,14 +125,16 @@ class ClaudeCodeAdapter(LogAdapter):
 def _cc_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     main, chains, chain_of, seen, summaries, meta = _ClaudeChain(path, report), [], {}, {}, [], {}
-    for line, rec in iter_jsonl(path, report):
+    for line, rec in _cc_records(path, report):
       with guard(report, path, line, rec, str(rec.get('type'))):
           typ = str(rec.get('type'))
           uid = rec.get('uuid')
           if uid is not None and uid in seen and typ in ('user', 'assistant'):
-              report.mapped(typ); continue                 # written twice: read once
+              report.mapped(f'{typ}:repeat'); continue     # written twice: read once, the repeat counted as such
           if uid is not None: seen[uid] = line
-          if typ in ('user', 'assistant'):
+          if typ in ('user', 'assistant') and not isinstance(rec.get('message'), (dict, str)):
+              main.unmapped.append(report.unmapped(typ, rec, path, line, why='user/assistant record without a message'))
+          elif typ in ('user', 'assistant'):
               if rec.get('isSidechain'):
                   ch = chain_of.get(rec.get('parentUuid'))
                   if ch is None: ch = _ClaudeChain(path, report); chains.append(ch)
@@ -196,7 +216,7 @@ class _CodexSession:
 
     def _call(self, tool, params, call_id, t, **meta):
         rid = self._response()
-        s = self.log.call(tool, params, call_id, '\n\n'.join(self.thought) or None, t, response_id=rid, **meta)
+        s = self.log.call(tool, params, call_id, '\n\n'.join(self.thought) or None, t, response_id=rid, own_thought=True, **meta)
         self.resp_steps.setdefault(self.resp_no, s); self.thought = []
         if isinstance(call_id, str): self.by_call[call_id] = s
         return s

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
+import string
 from pathlib import Path
 
 from ..core import parse_ast
@@ -32,7 +34,7 @@ from ..trajectory import Outcome, TokenUsage
 
 # %% auto #0
 __all__ = ['split_react', 'gpt_turn_action', 'AgentGymAdapter', 'ToolBenchAdapter', 'answer_matches', 'parse_smol_calls',
-           'SmolagentsAdapter']
+           'gaia_correct', 'benchmark_correct', 'SmolagentsAdapter']
 
 # %% ../../nbs/23_recorder_datasets.ipynb #626555aa
 _ACTION_LINE = re.compile(r'^\s*Action\s*:\s*', re.M | re.I)
@@ -222,6 +224,43 @@ def parse_smol_calls(text:str)->list[dict]|None:
         out.append({'tool': fn['name'], 'params': params, 'call_id': c.get('id'), 'ok': ok})
     return out
 
+# %% ../../nbs/23_recorder_datasets.ipynb #d559ab38
+_NUMBER = re.compile(r'-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?')
+
+def _as_number(s:str)->float:
+    for c in '$%,': s = s.replace(c, '')
+    try: return float(s)
+    except ValueError: return float('inf')
+
+def _is_float(s)->bool:
+    try: float(s); return True
+    except ValueError: return False
+
+def _norm_str(s:str, punct:bool=True)->str:
+    s = re.sub(r'\s', '', s).lower()
+    return s.translate(str.maketrans('', '', string.punctuation)) if punct else s
+
+def gaia_correct(answer:str, truth:str)->bool:
+    "GAIA's answer scorer: a number as a number, a list element by element, a string normalised"
+    if _is_float(truth): return _as_number(answer) == float(truth)
+    if any(c in truth for c in ',;'):
+        ts, as_ = re.split('[,;]', truth), re.split('[,;]', answer)
+        return len(ts) == len(as_) and all(_as_number(a) == float(t) if _is_float(t) else _norm_str(a, False) == _norm_str(t, False)
+                                         for a, t in zip(as_, ts))
+    return _norm_str(answer) == _norm_str(truth)
+
+def benchmark_correct(answer,            # the agent's final answer
+                      truth,             # the reference answer
+                      source:str|None,   # the row's benchmark (`MATH`, `GAIA`, `SimpleQA`...)
+                     )->bool|None:       # None when there is no reference
+    "Whether the smolagents benchmark scores `answer` correct: MATH by its last number, anything else by GAIA's scorer"
+    if answer is None or truth is None: return None
+    if str(source).upper() == 'MATH':
+        nums = [n.replace(',', '') for n in _NUMBER.findall(str(answer))]
+        if not nums or not _is_float(truth): return False
+        return math.isclose(float(nums[-1]), float(truth), rel_tol=0, abs_tol=1e-7 + 1e-5 * abs(float(truth)))
+    return gaia_correct(str(answer), str(truth))
+
 # %% ../../nbs/23_recorder_datasets.ipynb #ec15a1fa
 class SmolagentsAdapter(LogAdapter):
     name = 'smolagents'
@@ -310,13 +349,16 @@ def _smol_finish(self, b, row):
     if b.steps and (inp is not None or out is not None):
         b.steps[0].usage = TokenUsage(input=int(inp or 0), output=int(out or 0)); b.steps[0].metadata['usage_scope'] = 'trajectory'
     answer = row.get('answer', row.get('prediction'))
-    exact, contains = answer_matches(answer, row.get('true_answer'))
-    success = bool(row['is_correct']) if isinstance(row.get('is_correct'), bool) else (exact if row.get('true_answer') is not None else None)
+    _, contains = answer_matches(answer, row.get('true_answer'))
+    inferred = not isinstance(row.get('is_correct'), bool)
+    success = benchmark_correct(answer, row.get('true_answer'), row.get('source') or row.get('task')) if inferred else bool(row['is_correct'])
+    src = ('is_correct (the runner\'s verdict)' if not inferred else None if success is None else
+           f"inferred by the recorder: smolagents benchmark scorer ({'last number of the answer' if str(row.get('source')).upper() == 'MATH' else 'GAIA answer matching'})")
     err = row.get('agent_error') or row.get('parsing_error') or None
     outcome = Outcome(success=success, score=None if success is None else float(success), terminated=answer is not None and not err,
                       truncated=bool(row.get('iteration_limit_exceeded')), submitted=answer is not None and not err,
                       reason=str(err)[:500] if err else None)
-    md = {'answer': answer, 'contains_match': contains, 'log_usage': tc or None,
+    md = {'answer': answer, 'contains_match': contains, 'log_usage': tc or None, 'success_source': src, 'success_inferred': (inferred and success is not None) or None,
           't_start': parse_time(row.get('start_time')), 't_end': parse_time(row.get('end_time'))}
     md.update({k: v for k, v in row.items() if k not in ('intermediate_steps', 'question', 'answer', 'prediction', 'true_answer',
                'token_counts', 'start_time', 'end_time', 'model_id', 'agent_name', 'task_id', 'is_correct')})

@@ -17,7 +17,7 @@ from .base import ConversionReport, LogAdapter, content_text, iter_jsonl, parse_
 from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
-__all__ = ['GeminiCLIAdapter', 'aider_blocks', 'aider_usage', 'aider_edits', 'aider_llm_blocks', 'AiderAdapter']
+__all__ = ['GeminiCLIAdapter', 'aider_blocks', 'aider_usage', 'aider_segments', 'aider_edits', 'aider_llm_blocks', 'AiderAdapter']
 
 # %% ../../nbs/27_recorder_gemini_aider.ipynb #754153f5
 def _gm_usage(tok)->TokenUsage|None:
@@ -183,29 +183,47 @@ def aider_usage(cli:str)->tuple[TokenUsage|None, float|None]:
                    cost=float(m.group(2)) if m.group(2) else None)
     return u, float(m.group(3)) if m.group(3) else None
 
-def aider_edits(text:str, applied:list[str])->tuple[list[dict], str]:
-    "Edit blocks of a reply -> ([{path, search, replace} | {path, content}], text before the first edit)"
-    lines, edits, first = text.split('\n'), [], None
+def _edit_spans(text:str, applied:list[str])->list[tuple[dict, int, int]]:
+    "Edits of a reply with their character spans (path line and fences included), in the order written"
+    lines, out = text.split('\n'), []
+    offs = [0]
+    for l in lines: offs.append(offs[-1] + len(l) + 1)
+    line_of = lambda pos: max(0, text.count('\n', 0, pos))
     for m in _SR.finditer(text):
         before = [l for l in text[:m.start()].split('\n')[-4:] if l.strip() and not _FENCE_LINE.match(l)]
         path = before[-1].strip().strip('`*') if before else None
-        edits.append({'path': path, 'search': m.group(1).rstrip('\n'), 'replace': m.group(2).rstrip('\n')})
-        first = m.start() if first is None else first
+        a, b = line_of(m.start()), line_of(m.end())
+        if a > 0 and _FENCE_LINE.match(lines[a - 1]): a -= 1                       # the opening fence
+        if a > 0 and path is not None and lines[a - 1].strip().strip('`*') == path: a -= 1   # the path line
+        if b + 1 < len(lines) and _FENCE_LINE.match(lines[b + 1]): b += 1          # the closing fence
+        out.append(({'path': path, 'search': m.group(1).rstrip('\n'), 'replace': m.group(2).rstrip('\n')}, offs[a], offs[b + 1]))
     for p in applied:                      # whole-file edits: "<path>" then a fenced block
-        if any(e['path'] == p for e in edits): continue
+        if any(e['path'] == p for e, _, _ in out): continue
         for i, l in enumerate(lines[:-1]):
             if l.strip().strip('`*') == p and _FENCE_LINE.match(lines[i + 1]):
                 end = next((j for j in range(i + 2, len(lines)) if _FENCE_LINE.match(lines[j])), len(lines))
-                edits.append({'path': p, 'content': '\n'.join(lines[i + 2:end])})
-                pos = len('\n'.join(lines[:i]))
-                first = pos if first is None else min(first, pos)
+                out.append(({'path': p, 'content': '\n'.join(lines[i + 2:end])}, offs[i], offs[min(end, len(lines) - 1) + 1]))
                 break
-    thought = (text[:first] if first is not None else text).strip()
-    if first is not None:   # drop a dangling fence/path line opening the first block
-        tl = thought.split('\n')
-        while tl and (_FENCE_LINE.match(tl[-1]) or any(tl[-1].strip().strip('`*') == e['path'] for e in edits)): tl.pop()
-        thought = '\n'.join(tl).strip()
-    return edits, thought
+    return sorted(out, key=lambda x: x[1])
+
+def _prose(seg:str, paths:set)->str:
+    "Text between edit blocks, without a dangling fence or path line"
+    tl = seg.strip().split('\n')
+    while tl and (not tl[-1].strip() or _FENCE_LINE.match(tl[-1]) or tl[-1].strip().strip('`*') in paths): tl.pop()
+    return '\n'.join(tl).strip()
+
+def aider_segments(text:str, applied:list[str])->tuple[list[dict], list[str], str]:
+    "Edit blocks of a reply with the text around them -> (edits, text before each edit, text after the last)"
+    spans = _edit_spans(text, applied)
+    paths, prose, prev = {e['path'] for e, _, _ in spans}, [], 0
+    for _, a, b in spans: prose.append(_prose(text[prev:max(a, prev)], paths)); prev = max(prev, b)
+    return [e for e, _, _ in spans], prose, _prose(text[prev:], paths) if spans else ''
+
+def aider_edits(text:str, applied:list[str])->tuple[list[dict], str]:
+    "Edit blocks of a reply -> ([{path, search, replace} | {path, content}], text before the first edit)"
+    edits, prose, _ = aider_segments(text, applied)
+    return edits, prose[0] if edits else text.strip()
+
 
 # %% ../../nbs/27_recorder_gemini_aider.ipynb #d37d7dc6
 _MODEL = re.compile(r'^(?:Main model|Model):\s*(\S+)', re.M)
@@ -249,10 +267,12 @@ def _aider_session(path, report, s:dict, n:int)->Trajectory:
         # assistant reply
         nxt = s['blocks'][s['blocks'].index(b) + 1] if s['blocks'].index(b) + 1 < len(s['blocks']) else None
         applied = re.findall(r'^Applied edit to (.+?)\s*$', nxt['text'], re.M) if nxt and nxt['kind'] == 'cli' else []
-        edits, thought = aider_edits(text, applied)
+        edits, prose, tail = aider_segments(text, applied)
         rid = f"reply-{b['line']}"
         if edits:
-            last_steps = [log.call('edit_file', e, f"{rid}-{i}", thought or None, response_id=rid, source_line=b['line']) for i, e in enumerate(edits)]
+            last_steps = [log.call('edit_file', e, f"{rid}-{i}", th or None, response_id=rid, own_thought=True, source_line=b['line'])
+                          for i, (e, th) in enumerate(zip(edits, prose))]
+            if tail: log.message(tail, response_id=rid, source_line=b['line'], after_edits=True)   # the text after the last edit
         else: last_steps = [log.message(text, response_id=rid, source_line=b['line'])]
         report.mapped('assistant')
     steps = log.finish()
@@ -297,6 +317,14 @@ def _whole_paths(text:str)->list[str]:
     return [ls[i].strip().strip('`*') for i in range(len(ls) - 1) if _FENCE_LINE.match(ls[i + 1]) and re.fullmatch(r'[\w./\-]+\.\w+', ls[i].strip().strip('`*'))]
 
 # %% ../../nbs/27_recorder_gemini_aider.ipynb #5bf83bfe
+def _feedback(edits:list, fb:str):
+    "Aider's one reply to a multi-edit response, on one step: the edit whose file it names alone, else the last"
+    named = [s for s in edits if (s.action.params.get('path') or '\0') in fb]
+    target = named[0] if len(named) == 1 else edits[-1]
+    set_observation(target, fb, 'did not conform' in fb or 'failed to match' in fb)
+    for s in edits:
+        if s is not target: s.metadata['feedback_on_step'] = target.index
+
 def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
     log, meta, instruction, last, prev_reply = StepLog(), {}, None, [], None
     blocks = aider_llm_blocks(text)
@@ -313,20 +341,22 @@ def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
                 if new:
                     fb = '\n\n'.join(new)
                     if last and all(s.action is not None and s.observation is None for s in last):
-                        for s in last: set_observation(s, fb, 'did not conform' in fb or 'failed to match' in fb)
+                        _feedback(last, fb)
                     else: log.user(fb, b['t'])
             report.mapped('to_llm'); continue
         reply = '\n'.join(m['content'] for m in b['messages'])
-        edits, thought = aider_edits(reply, _whole_paths(reply))
+        edits, prose, tail = aider_segments(reply, _whole_paths(reply))
         rid = f"response-{b['line']}"
-        last = ([log.call('edit_file', e, f"{rid}-{i}", thought or None, b['t'], response_id=rid, source_line=b['line']) for i, e in enumerate(edits)]
+        last = ([log.call('edit_file', e, f"{rid}-{i}", th or None, b['t'], response_id=rid, own_thought=True, source_line=b['line'])
+                 for i, (e, th) in enumerate(zip(edits, prose))]
                 if edits else [log.message(reply, b['t'], response_id=rid, source_line=b['line'])])
+        if edits and tail: log.message(tail, b['t'], response_id=rid, source_line=b['line'], after_edits=True)
         for s in last: log.pairer.pending.pop(s.action.call_id, None) if s.action else None
         prev_reply = reply.strip()
         report.mapped('llm_response')
     steps = log.finish()
     for s in steps:
-        if s.action is not None and s.observation is None: s.metadata['unanswered'] = True
+        if s.action is not None and s.observation is None and 'feedback_on_step' not in s.metadata: s.metadata['unanswered'] = True
     yield Trajectory(task=Task(id=path.name, instruction=instruction or '', domain='coding'), agent=AgentInfo(name='aider'),
                      steps=steps, source=Source(format='aider', path=str(path)), metadata=meta)
 

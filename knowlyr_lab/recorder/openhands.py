@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Iterator
 
 from .agent_steps import GUARDED, StepLog, guard, record_totals, usage_total
-from .base import ConversionReport, LogAdapter, content_text, iter_jsonl, parse_arguments, read_json, register_adapter
+from .base import (ConversionReport, LogAdapter, content_text, iter_json_items, iter_jsonl, json_shape, parse_arguments,
+                                      read_json, register_adapter, set_observation)
 from ..trajectory import AgentInfo, Outcome, Source, Step, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -112,7 +113,16 @@ class _V0History:
         done = step is not None and step.action is not None and self.log.result(step.action.call_id, ev.get('content', ''), is_error,
                                                                                _exit_code(extras), ev.get('timestamp'))
         self.last_open = None
+        if not done and step is None and obs == 'error' and ev.get('cause') is None: return self.failed_turn(ev, kind)
         if not done: return self._skip(kind, ev, 'observation whose action is not in the log (or already has a result)')
+        self.report.mapped(kind)
+
+    def failed_turn(self, ev:dict, kind:str):
+        "An error no action caused (a malformed tool call, a stuck agent...): the failed turn is a step of its own"
+        fname, fparams, usage, rid, msg_text = _model_call(ev)
+        step = self.log.call(fname or 'agent_error', fparams or {}, None, msg_text, ev.get('timestamp'), usage=usage, response_id=rid,
+                             failed_call=True, openhands_observation='error', event_id=ev.get('id'))
+        set_observation(step, ev.get('content') or ev.get('message') or '', True, None, ev.get('timestamp'))
         self.report.mapped(kind)
 
     def event(self, ev, partner=None):
@@ -214,6 +224,10 @@ OpenHandsAdapter._traj = _traj
 def _convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     if path.suffix == '.json' or not path.name.endswith(('.jsonl', '.jsonl.gz')):
+        if json_shape(path) == 'array':     # a trajectory export: its events are streamed, not loaded whole
+            events = (ev for _, ev in iter_json_items(path, report))
+            with guard(report, path, None, None, 'episode'): t = self._traj(path, report, _V0History(path, report, None, None).feed(events), None, None); yield t
+            return
         data = read_json(path, report)
         if data is None: return
         if isinstance(data, list):
@@ -394,6 +408,10 @@ OpenHandsSDKAdapter._traj = _sdk_traj
 def _sdk_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     if not path.name.endswith(('.jsonl', '.jsonl.gz')):
+        if json_shape(path) == 'array':     # the events as one JSON array: streamed, not loaded whole
+            events = (ev for _, ev in iter_json_items(path, report))
+            with guard(report, path, None, None, 'episode'): t = self._traj(path, _V1History(path, report, None, None).feed(events), None, None); yield t
+            return
         data = read_json(path, report)
         if data is None: return
         if not isinstance(data, (list, dict)): return report.bad_record(path, None, f'expected events or an episode, got {type(data).__name__}', None)
