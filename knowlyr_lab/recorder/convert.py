@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..core import KnowlyrError
 from .base import READ_ERRORS, ConversionReport, LogAdapter, RecorderError, _loads, get_adapter, iter_jsonl, list_adapters, open_bytes, read_error, read_json, register_adapter
-from .redact import Redactor, default_redactor
+from .redact import Redactor, default_redactor, redact_values
 from ..trajectory import Trajectory, TrajectoryError, parse_trajectory, write_trajectories
 
 # %% auto #0
@@ -130,7 +130,10 @@ def serialise_error(t:Trajectory)->str|None:
     try: t.model_dump_json(); return None
     except Exception as e: return f"cannot be written as JSON ({str(e).removeprefix('Error serializing to JSON: ')[:200]})"
 
-def _escapes_lone(raw)->bool: return _LONE_ESCAPE.search(raw if isinstance(raw, bytes) else raw.encode('utf-8', 'surrogatepass')) is not None
+def _escapes_lone(raw)->bool:
+    "Does the raw JSON text `raw` escape a lone surrogate?"
+    if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
+    return (b'\\ud' in raw or b'\\uD' in raw) and _LONE_ESCAPE.search(raw) is not None    # a substring test first: the regex is slow
 
 class _Prefilter:
     "What the readers ask of every raw record (`scrub.redactor.hits`): may a secret rule match, or is a lone surrogate escaped?"
@@ -139,7 +142,8 @@ class _Prefilter:
 
 class _CountingScrub:
     "The report's `scrub` hook: redacts strings or whole objects (quarantine, unmapped records), counts what it redacts, notes lone surrogates"
-    def __init__(self, redactor, report): self.real, self.redactor, self.report, self.unpaired = redactor, _Prefilter(redactor), report, []
+    def __init__(self, redactor, report):
+        self.real, self.redactor, self.report, self.unpaired, self.values = redactor, _Prefilter(redactor), report, [], {}
     def _count(self, c):
         for k, n in c.items(): self.report.redacted(k, n)
     def __call__(self, s):
@@ -149,10 +153,19 @@ class _CountingScrub:
         if self.real is not None: obj, c = self.real.clean(obj); self._count(c)
         return _unpaired(obj, [])
     def clean(self, obj, raw=None):
-        if self.real is not None: obj, c = self.real.clean(obj, raw); self._count(c)
+        if self.real is not None: obj, c = self.real.clean(obj, raw, self.values); self._count(c)
         if raw is not None and not _escapes_lone(raw): return obj
         found = []; obj = _unpaired(obj, found); self.unpaired.extend(found); return obj
 _counting_scrub = _CountingScrub
+
+def _redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
+    "`t` with the values redacted while its records were read replaced wherever else they appear (counted in `report`)"
+    counts = {}
+    d = redact_values(t.model_dump(), values, counts)
+    if not counts: return t
+    for k, n in counts.items(): report.redacted(k, n)
+    if t.id == t.content_hash(): d['id'] = ''               # an id hashed from the content must not depend on the secret
+    return Trajectory.model_validate(d)
 
 def convert(paths,                          # files or directories of logs
             format:str|None=None,           # adapter name; None = detect per file
@@ -167,7 +180,7 @@ def convert(paths,                          # files or directories of logs
     redactor = redact if isinstance(redact, Redactor) else default_redactor() if redact else None
     if report is None: report = ConversionReport(strict=strict, quarantine=quarantine, side_file=side_file)
     if report.scrub is None: report.scrub = _counting_scrub(redactor, report)    # redacts (unless redact=False), notes lone surrogates
-    unpaired = getattr(report.scrub, 'unpaired', None)
+    unpaired, values = getattr(report.scrub, 'unpaired', None), getattr(report.scrub, 'values', None)
     outcomes = load_outcomes(sidecar) if sidecar is not None else None
     adapter = get_adapter(format) if format else None
     for path in iter_log_files(paths, report.skipped):
@@ -183,6 +196,8 @@ def convert(paths,                          # files or directories of logs
                 if unpaired:               # read from a record no UTF-8 writer takes: quarantined, not written
                     why = f"a string holds a lone surrogate ({', '.join(sorted(set(unpaired))[:3])}), which cannot be written as UTF-8"
                     unpaired.clear(); report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory'); continue
+                if values:                 # a value redacted in one record is redacted wherever else it appears in the trajectory
+                    t = _redact_everywhere(t, dict(values), report); values.clear()
                 if not t.source.format: t.source.format = a.name
                 if redactor is not None:   # the records were redacted as they were read: note what this trajectory lost
                     t.metadata['redactions'] = {k: v - before.get(k, 0) for k, v in sorted(report.redactions.items()) if v - before.get(k, 0)}
