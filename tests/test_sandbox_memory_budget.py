@@ -22,8 +22,9 @@ def test_memory_mb_is_per_process_and_budget_mb_is_the_sandbox(request, backend)
     assert two.count('held 80') == 2, two                               # together they may pass memory_mb (160 > 128), within budget_mb (208)
 
 def test_the_page_documents_the_enforced_numbers():
-    from knowlyr_lab.sandbox import base
     import inspect
+
+    from knowlyr_lab.sandbox import base
     src = inspect.getsource(base.SandboxLimits)
     assert 'memory of the sandbox\'s processes together' not in src      # the old, wrong description
     assert 'RLIMIT_AS' in src and 'budget_mb' in src
