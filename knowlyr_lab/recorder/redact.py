@@ -42,12 +42,16 @@ class SecretPattern:
         if self.anchors: self.rx = _Anchored(self.rx, self.anchors)
         self.needles = tuple(n.lower() for n in self.needles)
 
-_IDCH = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-')
+_IDCH_STR = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-'   # identifier characters
 
 class _Anchored:
     "A regex that matches at the start of an identifier holding one of `anchors`: found with `str.find`, then one anchored `match`"
-    def __init__(self, rx, anchors):
+    def __init__(self, rx, anchors,
+                 between:str='"\'\\] \t\r\n', # characters the regex allows between the identifier and ...
+                 then:tuple=(':', '='),      # ... the first character of what it needs next (a separator)
+                ):
         self.rx, self.anchors, self.pattern, self.flags, self.groups = rx, anchors, rx.pattern, rx.flags, rx.groups
+        self.between, self.then = between, then
         self._cache = (None, None)                                       # (string, its candidate starts): one tuple, thread-safe
     def _starts(self, s:str)->list|None:
         c = self._cache
@@ -58,9 +62,12 @@ class _Anchored:
             for a in [a for a in self.anchors if a in low]:
                 i = low.find(a)
                 while i >= 0:
-                    ks = i
-                    while ks > 0 and s[ks - 1] in _IDCH: ks -= 1         # back to the start of the identifier holding the anchor
-                    starts.add(ks); i = low.find(a, i + len(a))
+                    j = i + len(a)
+                    e = s[j:j + 256]; j += len(e) - len(e.lstrip(_IDCH_STR))        # the identifier's end ...
+                    if s[j:j + 64].lstrip(self.between)[:1] in self.then:             # ... where what follows may match
+                        w = s[max(0, i - 256):i]                                      # back to the identifier's start
+                        starts.add(i - len(w) + len(w.rstrip(_IDCH_STR)))
+                    i = low.find(a, i + len(a))
             starts = sorted(starts)
         self._cache = (s, starts)
         return starts
