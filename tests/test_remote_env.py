@@ -378,3 +378,9 @@ def test_openenv_hostile_messages_are_one_remote_env_error(message, pattern):
         assert time.monotonic() - t0 < 2.5 and str(e.value).startswith(f'OpenEnv server {srv.url}'), str(e.value)
         oe.close()
     assert peak() < 8 * MiB, peak()        # the 1.5 GiB message is refused at its header, what follows is discarded
+
+def test_agentgym_malformed_expert_action_is_a_remote_env_error():
+    with HostileServer(agentgym(reset='{"observation": "x", "info": {"oracle_action": "north"}}')) as srv:
+        env = AgentGymClient(srv.url, step_timeout=5)
+        env.reset(seed=0)
+        with pytest.raises(RemoteEnvError, match=r"oracle_action must be \{'tool': str"): env.oracle_action()

@@ -344,6 +344,7 @@ def oracle_action(self:OpenEnvClient)->dict:
     "The server's expert action (knowlyr servers with `expose_oracle=True`)"
     a = self._info.get('oracle_action')
     if a is None: raise KnowlyrError(f"the OpenEnv server {self.base_url} sends no expert action (serve it with expose_oracle=True)")
+    if not (isinstance(a, dict) and isinstance(a.get('tool'), str)): raise RemoteEnvError(f"OpenEnv server {self.base_url}: oracle_action must be {{'tool': str, 'params': object}}, got {str(a)[:80]}")
     return a
 
 @patch
@@ -351,6 +352,8 @@ def oracle_action(self:AgentGymClient)->dict:  # noqa: F811 (@patch: one per cli
     "The server's expert action, as `act` text (knowlyr servers with `expose_oracle=True`)"
     a = self._info.get('oracle_action')
     if a is None: raise KnowlyrError(f"the AgentGym server {self.base_url} sends no expert action (serve it with expose_oracle=True)")
+    if not (isinstance(a, dict) and isinstance(a.get('tool'), str) and isinstance(a.get('params') or {}, dict)):
+        raise RemoteEnvError(f"AgentGym server {self.base_url}: oracle_action must be {{'tool': str, 'params': object}}, got {str(a)[:80]}")
     return {'tool': 'act', 'params': {'action': format_call(a['tool'], a.get('params'))}}
 
 @patch
