@@ -261,31 +261,56 @@ def _iter_records(path):
 _PQ_SCHEMA = pa.schema([('id', pa.string()), ('task_id', pa.string()), ('agent', pa.string()), ('n_steps', pa.int32()),
                         ('success', pa.bool_()), ('reward', pa.float64()), ('json', pa.string())])
 
+def _dumped(t, on_error, quarantine, errors, qf:list)->tuple:
+    "(trajectory, its JSON) or None when it cannot be serialised and `on_error='skip'` (then reported and quarantined)"
+    try:
+        t = t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
+        return t, t.model_dump_json()
+    except (ValueError, TypeError, RecursionError) as e:     # a lone surrogate, nesting too deep, a value JSON cannot hold
+        src = getattr(t, 'source', None)
+        path, line = (src.path, src.line) if src is not None else (None, None)
+        where = f"{path or '<trajectory>'}" + (f":{line}" if line is not None else '')
+        err = TrajectoryError(f"{where}: trajectory {getattr(t, 'id', '?')!r} cannot be written as JSON ({str(e).removeprefix('Error serializing to JSON: ')[:200]})", path, line)
+        if on_error == 'raise': raise err from None
+        if errors is not None: errors.append(err)
+        if quarantine is not None:
+            if not qf: Path(quarantine).parent.mkdir(parents=True, exist_ok=True); qf.append(open(quarantine, 'a', encoding='utf-8'))
+            qf[0].write(json.dumps({'path': path, 'line': line, 'id': getattr(t, 'id', None), 'reason': str(err)}) + '\n')
+        return None
+
 def write_trajectories(trajs:Iterable[Trajectory|dict], # trajectories (or dicts that validate as one)
                        path,                 # .jsonl, .jsonl.gz or .parquet
                        append:bool=False,    # append to a JSONL file instead of replacing it
                        row_group_size:int=1000, # Parquet rows per group (memory bound when writing)
+                       on_error:str='raise', # 'raise' at a trajectory that cannot be serialised, or 'skip' it (reported, quarantined)
+                       quarantine=None,      # file that receives skipped trajectories' source file, line and reason (JSONL)
+                       errors:list|None=None,# list that collects `TrajectoryError`s when skipping
                       )->int:                # number of records written
     "Write trajectories as JSONL (plain/gz) or Parquet, streaming"
+    if on_error not in ('raise', 'skip'): raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    if _is_parquet(path):
-        if append: raise ValueError("append is only supported for JSONL files")
-        with pq.ParquetWriter(path, _PQ_SCHEMA) as w:
-            buf = []
+    n, qf = 0, []
+    try:
+        if _is_parquet(path):
+            if append: raise ValueError("append is only supported for JSONL files")
+            with pq.ParquetWriter(path, _PQ_SCHEMA) as w:
+                buf = []
+                for t in trajs:
+                    if (d := _dumped(t, on_error, quarantine, errors, qf)) is None: continue
+                    t, js = d
+                    buf.append({'id': t.id, 'task_id': t.task.id, 'agent': t.agent.name, 'n_steps': len(t.steps),
+                                'success': t.outcome.success, 'reward': t.reward, 'json': js})
+                    n += 1
+                    if len(buf) >= row_group_size: w.write_table(pa.Table.from_pylist(buf, _PQ_SCHEMA)); buf = []
+                if buf or n == 0: w.write_table(pa.Table.from_pylist(buf, _PQ_SCHEMA))
+            return n
+        with _open_text(path, 'at' if append else 'wt') as f:
             for t in trajs:
-                t = t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
-                buf.append({'id': t.id, 'task_id': t.task.id, 'agent': t.agent.name, 'n_steps': len(t.steps),
-                            'success': t.outcome.success, 'reward': t.reward, 'json': t.model_dump_json()})
-                n += 1
-                if len(buf) >= row_group_size: w.write_table(pa.Table.from_pylist(buf, _PQ_SCHEMA)); buf = []
-            if buf or n == 0: w.write_table(pa.Table.from_pylist(buf, _PQ_SCHEMA))
+                if (d := _dumped(t, on_error, quarantine, errors, qf)) is None: continue
+                f.write(d[1] + '\n'); n += 1
         return n
-    with _open_text(path, 'at' if append else 'wt') as f:
-        for t in trajs:
-            t = t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
-            f.write(t.model_dump_json() + '\n'); n += 1
-    return n
+    finally:
+        if qf: qf[0].close()
 
 # %% ../nbs/03_trajectory.ipynb #56c64923
 _TRAJ_COLS = ['trajectory_id', 'schema_version', 'task_id', 'task_instruction', 'task_domain', 'env_id', 'task_initial_observation',

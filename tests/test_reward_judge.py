@@ -112,3 +112,55 @@ def test_judge_reward_in_process_workers(tmp_path):
     assert len(trajs) == 4 and all(t.outcome.success for t in trajs)
     assert len(srv.requests) - n0 == len(steps)                               # one judge call per step, made by the workers
     assert all(s.reward_details and s.reward_details.get('judge') is not None for s in steps), steps[0].reward_details
+
+
+class _HTMLThenJudge:
+    "A local server speaking both APIs whose first answers are HTTP 200 with a non-API body, then real answers"
+    def __init__(self, bad_bodies):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from knowlyr_lab.testing import Reply
+        fake, bad, me = FakeLLMServer(_responder), list(bad_bodies), self     # FakeLLMServer only to shape the good answers
+        self.requests = []
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+            def log_message(self, *a): pass
+            def do_POST(self):
+                req = json.loads(self.rfile.read(int(self.headers.get('content-length') or 0)))
+                api = 'anthropic' if self.path.rstrip('/').endswith('/messages') else 'openai'
+                with lock:
+                    me.requests.append(api); bad_one = bad.pop(0) if bad else None
+                if bad_one is not None: ctype, data = bad_one
+                else:
+                    r = Reply(text=_responder(req, api))
+                    ctype, data = 'application/json', json.dumps(fake._openai(req, r) if api == 'openai' else fake._anthropic(req, r)).encode()
+                self.send_response(200); self.send_header('content-type', ctype); self.send_header('content-length', str(len(data)))
+                self.end_headers(); self.wfile.write(data)
+        lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler); self.httpd.daemon_threads = True
+        self.url = f'http://127.0.0.1:{self.httpd.server_address[1]}'
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def __enter__(self): return self
+    def __exit__(self, *a): self.httpd.shutdown(); self.httpd.server_close()
+
+NON_API_200 = [('text/html', b'<html><body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>'),
+               ('text/html; charset=utf-8', b'<!DOCTYPE html><title>Just a moment...</title>'),
+               ('text/plain', b'upstream connect error or disconnect/reset before headers'),
+               ('application/json', b'{"status": "ok"}')]
+
+@pytest.mark.parametrize('provider', ['openai', 'anthropic'])
+def test_non_json_200_bodies_are_retried_as_transient(provider):
+    "HTTP 200 with an HTML page (a proxy, a captive portal), plain text or a foreign JSON object: retried, then judged"
+    with _HTMLThenJudge(NON_API_200) as srv:
+        url = srv.url + '/v1' if provider == 'openai' else srv.url
+        judge = LLMJudge(JudgeConfig(provider=provider, model='j', base_url=url, api_key='k', backoff=0.01, max_retries=5, concurrency=1))
+        res = judge.judge_trajectory(_traj(2))
+    assert all(r.ok for r in res), [r.error for r in res]
+    assert [r.scores['goal_progress'] for r in res] == [0.0, 0.1]
+    assert res[0].attempts == 5 and judge.stats.retries == 4 and len(srv.requests) == 6
+
+def test_non_json_200_that_persists_is_a_recorded_failure_naming_the_body():
+    with _HTMLThenJudge([('text/html', b'<html>maintenance</html>')] * 10) as srv:
+        judge = LLMJudge(JudgeConfig(model='j', base_url=srv.url + '/v1', api_key='k', backoff=0.01, max_retries=2, concurrency=1))
+        res = judge.judge_trajectory(_traj(1))
+    assert not res[0].ok and 'gave up after 3 attempts' in res[0].error and 'NotAnAPIResponse' in res[0].error and 'maintenance' in res[0].error, res[0].error

@@ -7,9 +7,15 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_remote.html.md"""
 # %% ../../nbs/19d_envs_remote.ipynb #ea8f5118
 from __future__ import annotations
 
+import http.client
 import json
+import math
 import random
 import re
+import socket
+import ssl
+import time
+import urllib.parse
 
 from fastcore.basics import patch
 
@@ -18,7 +24,7 @@ from .bench import require_extra
 from .serve import format_call
 
 # %% auto #0
-__all__ = ['RemoteEnvError', 'OpenEnvClient', 'AgentGymClient']
+__all__ = ['MAX_RESPONSE_BYTES', 'RemoteEnvError', 'fetch', 'read_json', 'OpenEnvClient', 'AgentGymClient']
 
 # %% ../../nbs/19d_envs_remote.ipynb #5e3fc6f1
 class RemoteEnvError(KnowlyrError, RuntimeError):
@@ -32,6 +38,90 @@ def _task_seed(name, task, seed)->int:
     m = re.fullmatch(r'(.+)-s(\d+)', tid)
     if not m: raise ValueError(f"unknown remote task {tid!r}; ids look like '{name}-s0'")
     return int(m.group(2))
+
+# %% ../../nbs/19d_envs_remote.ipynb #e48bad30
+MAX_RESPONSE_BYTES = 16 * 2**20      # default cap on one answer from a remote env server
+
+class _ByDeadline:
+    "Socket mixin: every receive ends by `deadline` (a `time.monotonic()` time), however slowly the peer sends"
+    deadline = math.inf
+    def recv_into(self, buf, nbytes=0, flags=0):
+        left = self.deadline - time.monotonic()
+        if left <= 0: raise TimeoutError('deadline passed')
+        self.settimeout(left)
+        return super().recv_into(buf, nbytes, flags)
+class _DeadlineSocket(_ByDeadline, socket.socket): pass
+class _DeadlineSSLSocket(_ByDeadline, ssl.SSLSocket): pass
+
+class _HTTPConnection(http.client.HTTPConnection):
+    def connect(self):
+        s = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock = _DeadlineSocket(fileno=s.detach())
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1); self.sock.settimeout(self.timeout)
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, host, port=None, timeout=None):
+        ctx = ssl.create_default_context(); ctx.sslsocket_class = _DeadlineSSLSocket
+        super().__init__(host, port, timeout=timeout, context=ctx)
+
+def fetch(method:str, url:str,              # HTTP method and full URL
+          body:dict|None=None,              # JSON body
+          timeout:float=30.0,               # seconds the whole request may take, connecting included
+          max_bytes:int=MAX_RESPONSE_BYTES, # largest answer read
+          where:str='server',               # names the server and the call in errors
+          deadline:float|None=None,         # `time.monotonic()` time the request must end by (default: now + `timeout`)
+         )->tuple[int, bytes]:              # status and body
+    "One HTTP request that ends by one deadline and reads at most `max_bytes`; every failure is a `RemoteEnvError`"
+    deadline, u = deadline or time.monotonic() + timeout, urllib.parse.urlsplit(url)
+    left = deadline - time.monotonic()
+    if left <= 0: raise RemoteEnvError(f"{where}: no answer within {timeout:g} s")
+    conn = (_HTTPSConnection if u.scheme == 'https' else _HTTPConnection)(u.hostname, u.port, timeout=left)
+    try:
+        conn.connect(); conn.sock.deadline = deadline
+        data = None if body is None else json.dumps(body).encode()
+        conn.request(method, (u.path or '/') + (f'?{u.query}' if u.query else ''), body=data,
+                     headers={'Accept': 'application/json', **({'Content-Type': 'application/json'} if data is not None else {})})
+        r = conn.getresponse()
+        size = r.getheader('content-length') or ''
+        if size.strip().isdigit() and int(size) > max_bytes: raise RemoteEnvError(f"{where}: the answer ({int(size)} bytes) is over the {max_bytes}-byte limit")
+        buf = bytearray()
+        while chunk := r.read(min(2**16, max_bytes + 1 - len(buf))):
+            buf += chunk
+            if len(buf) > max_bytes: raise RemoteEnvError(f"{where}: the answer is over the {max_bytes}-byte limit")
+        return r.status, bytes(buf)
+    except TimeoutError as e: raise RemoteEnvError(f"{where}: no answer within {timeout:g} s") from e
+    except (OSError, http.client.HTTPException, ValueError) as e: raise RemoteEnvError(f"{where} failed: {e!r}") from e
+    finally: conn.close()
+
+def _no_constant(c): raise ValueError(f"{c} is not a JSON number")
+
+def read_json(data:bytes|str, where:str='server'):
+    "Parse an answer as strict JSON (no NaN or Infinity), or raise `RemoteEnvError`"
+    try: return json.loads(data, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
+        raw = data[:80].decode('utf-8', 'replace') if isinstance(data, bytes) else data[:80]
+        raise RemoteEnvError(f"{where}: the answer is not JSON ({type(e).__name__}: {str(e)[:80]}): {raw!r}") from None
+
+# %% ../../nbs/19d_envs_remote.ipynb #87f4a1e7
+def _reward(v, where:str)->float:
+    "A reward as sent: a finite JSON number (null: 0.0)"
+    if v is None: return 0.0
+    try: ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+    except OverflowError: ok = False
+    if not ok: raise RemoteEnvError(f"{where}: reward must be a finite number, got {v!r:.60}")
+    return float(v)
+
+def _flag(v, field:str, where:str, default=False):
+    "A flag as sent: a JSON boolean (null or missing: `default`)"
+    if v is None: return default
+    if not isinstance(v, bool): raise RemoteEnvError(f"{where}: {field} must be true or false, got {v!r:.60}")
+    return v
+
+def _obj(v, field:str, where:str)->dict:
+    "A JSON object as sent (null or missing: {})"
+    if v is None: return {}
+    if not isinstance(v, dict): raise RemoteEnvError(f"{where}: {field} must be an object, got {type(v).__name__}")
+    return v
 
 # %% ../../nbs/19d_envs_remote.ipynb #0d5ca819
 def _render(obs:dict)->str:
@@ -49,11 +139,13 @@ class OpenEnvClient(AgentEnv):
                  n_tasks:int=100,                    # tasks `list_tasks` lists (seeds 0..n_tasks-1)
                  render=None,                        # observation dict -> text (default `_render`)
                  name:str='openenv',                 # task ids are '<name>-s<seed>'
+                 max_response_bytes:int=MAX_RESPONSE_BYTES, # largest message read from the server
                 ):
         self.base_url = re.sub(r'^ws', 'http', base_url.rstrip('/'))
         self.ws_url = re.sub(r'^http', 'ws', self.base_url) + '/ws'
         self.tool_name, self.step_timeout, self.connect_timeout = tool_name, step_timeout, connect_timeout
         self.success_reward, self.n_tasks, self.render, self.name = success_reward, n_tasks, render or _render, name
+        self.max_response_bytes = max_response_bytes
         self._ws, self._schema, self._info = None, None, {}
 
     def __getstate__(self): return {**self.__dict__, '_ws': None}
@@ -61,10 +153,14 @@ class OpenEnvClient(AgentEnv):
     @property
     def tool_schemas(self)->list[dict]:
         if self._schema is None:
-            httpx = require_extra('httpx', what='OpenEnvClient')
-            try: r = httpx.get(self.base_url + '/schema', timeout=self.connect_timeout); r.raise_for_status()
-            except httpx.HTTPError as e: raise RemoteEnvError(f"OpenEnv server {self.base_url}: cannot read /schema: {e!r}") from e
-            self._schema = r.json()['action']
+            where = f"OpenEnv server {self.base_url}: cannot read /schema"
+            status, body = fetch('GET', self.base_url + '/schema', timeout=self.connect_timeout, max_bytes=self.max_response_bytes, where=where)
+            if status != 200: raise RemoteEnvError(f"{where}: HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
+            action = _obj(_obj(read_json(body, where), 'the schema', where).get('action'), 'action', where)
+            tools = action.get('x-knowlyr-tools')
+            if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)): raise RemoteEnvError(f"{where}: x-knowlyr-tools must be a list of tool schemas")
+            if not isinstance(action.get('properties', {}), dict): raise RemoteEnvError(f"{where}: action.properties must be an object")
+            self._schema = action
         a = self._schema
         if a.get('x-knowlyr-tools'): return list(a['x-knowlyr-tools'])
         props = {k: v for k, v in a.get('properties', {}).items() if k != 'metadata'}
@@ -79,39 +175,50 @@ class OpenEnvClient(AgentEnv):
 
 # %% ../../nbs/19d_envs_remote.ipynb #64bb3c40
 @patch
-def _request(self:OpenEnvClient, msg:dict, what:str)->dict:
+def _request(self:OpenEnvClient, msg:dict, what:str, deadline:float|None=None)->dict:
     ws = require_extra('websockets.sync.client', what='OpenEnvClient')
-    from websockets.exceptions import WebSocketException
+    from websockets.exceptions import ConnectionClosed, WebSocketException
+    where = f"OpenEnv server {self.base_url}: {what}"
+    if deadline is None: deadline = time.monotonic() + self.step_timeout
     if self._ws is None:
-        try: self._ws = ws.connect(self.ws_url, open_timeout=self.connect_timeout, close_timeout=1, max_size=2**27).__enter__()   # entered: closed by _drop
+        try: self._ws = ws.connect(self.ws_url, open_timeout=min(self.connect_timeout, max(deadline - time.monotonic(), 0.001)),
+                                   close_timeout=1, max_size=self.max_response_bytes).__enter__()   # entered: closed by _drop
         except (OSError, TimeoutError, WebSocketException) as e:
             raise RemoteEnvError(f"OpenEnv server {self.base_url}: cannot connect for {what}: {e!r}") from e
     try:
         self._ws.send(json.dumps(msg))
-        resp = json.loads(self._ws.recv(timeout=self.step_timeout))
+        raw = self._ws.recv(timeout=max(deadline - time.monotonic(), 0))       # websockets: one deadline for the whole message
     except TimeoutError as e:
-        self._drop(); raise RemoteEnvError(f"OpenEnv server {self.base_url}: no answer to {what} within {self.step_timeout:g} s") from e
-    except (OSError, WebSocketException) as e:
+        self._drop(); raise RemoteEnvError(f"{where}: no answer within {self.step_timeout:g} s") from e
+    except ConnectionClosed as e:
+        self._drop()
+        if e.sent is not None and e.sent.code == 1009: raise RemoteEnvError(f"{where}: the answer is over the {self.max_response_bytes}-byte limit") from e
+        raise RemoteEnvError(f"OpenEnv server {self.base_url}: connection lost during {what}: {e!r}") from e
+    except (OSError, WebSocketException, UnicodeDecodeError) as e:
         self._drop(); raise RemoteEnvError(f"OpenEnv server {self.base_url}: connection lost during {what}: {e!r}") from e
+    resp = _obj(read_json(raw, where), 'the message', where)
     if resp.get('type') == 'error':
-        d = resp.get('data') or {}
-        raise RemoteEnvError(f"OpenEnv server {self.base_url}: {what} failed: {d.get('message', d)} ({d.get('code', 'error')})")
-    return resp.get('data') or {}
+        d = resp.get('data') if isinstance(resp.get('data'), dict) else {'message': resp.get('data')}
+        raise RemoteEnvError(f"{where} failed: {str(d.get('message', d))[:300]} ({str(d.get('code', 'error'))[:40]})")
+    return _obj(resp.get('data'), 'data', where)
 
 @patch
 def _drop(self:OpenEnvClient):
+    "Close the connection without waiting on a server that already failed us"
     if self._ws is not None:
-        try: self._ws.close()
+        try: self._ws.close_timeout = 0.05; self._ws.close()
         except Exception: pass
         self._ws = None
 
 @patch
-def _timestep(self:OpenEnvClient, data:dict, seed=None)->TimeStep:
-    obs, reward, done = data.get('observation') or {}, float(data.get('reward') or 0.0), bool(data.get('done'))
-    info = dict(obs.get('info') or {}); self._info = info
-    truncated = bool(obs.get('truncated')) and done
+def _timestep(self:OpenEnvClient, data:dict, seed=None, what:str='step')->TimeStep:
+    where = f"OpenEnv server {self.base_url}: {what}"
+    obs = _obj(data.get('observation'), 'observation', where)
+    reward, done = _reward(data.get('reward'), where), _flag(data.get('done'), 'done', where)
+    info = dict(_obj(obs.get('info'), 'observation.info', where)); self._info = info
+    truncated = _flag(obs.get('truncated'), 'observation.truncated', where) and done
     if done:
-        ok = obs.get('success')
+        ok = _flag(obs.get('success'), 'observation.success', where, default=None)
         if ok is None and self.success_reward is not None: ok = reward >= self.success_reward
         if ok is not None: info['success'] = bool(ok)
     if seed is not None: info['task'] = obs.get('task') or {'id': f'{self.name}-s{seed}', 'seed': seed, 'env_id': self.env_id}
@@ -119,17 +226,18 @@ def _timestep(self:OpenEnvClient, data:dict, seed=None)->TimeStep:
 
 @patch
 def _remote_reset(self:OpenEnvClient, task=None, seed=None)->TimeStep:
-    s = _task_seed(self.name, task, seed)
-    try: data = self._request({'type': 'reset', 'data': {'seed': s}}, 'reset')
+    s, deadline = _task_seed(self.name, task, seed), time.monotonic() + self.step_timeout
+    try: data = self._request({'type': 'reset', 'data': {'seed': s}}, 'reset', deadline)
     except RemoteEnvError:
-        self._drop(); data = self._request({'type': 'reset', 'data': {'seed': s}}, 'reset')   # one reconnect, between episodes
+        if time.monotonic() >= deadline: raise
+        self._drop(); data = self._request({'type': 'reset', 'data': {'seed': s}}, 'reset', deadline)   # one reconnect, between episodes
     self.seed = s
-    return self._timestep(data, seed=s)
+    return self._timestep(data, seed=s, what='reset')
 
 @patch
 def _remote_step(self:OpenEnvClient, tool, params)->TimeStep:
     payload = {'tool': tool, 'params': params} if self._tool_call_actions else params
-    return self._timestep(self._request({'type': 'step', 'data': payload}, f'step {tool}'))
+    return self._timestep(self._request({'type': 'step', 'data': payload}, f'step {tool}'), what=f'step {tool}')
 
 @patch
 def close(self:OpenEnvClient):
@@ -149,12 +257,13 @@ class AgentGymClient(AgentEnv):
                  success_reward:float|None=1.0,      # final reward that counts as solved (servers without a verdict)
                  n_tasks:int=100,                    # tasks `list_tasks` lists (indices 0..n_tasks-1)
                  name:str='agentgym',                # task ids are '<name>-s<index>'
+                 max_response_bytes:int=MAX_RESPONSE_BYTES, # largest answer read from the server
                 ):
         self.base_url, self.task_field, self.reset_extra = base_url.rstrip('/'), task_field, dict(reset_extra or {})
         self.step_timeout, self.success_reward, self.n_tasks, self.name = step_timeout, success_reward, n_tasks, name
-        self._id, self._http, self._info, self.available_actions = None, None, {}, None
+        self.max_response_bytes, self._id, self._info, self.available_actions, self._deadline = max_response_bytes, None, {}, None, None
 
-    def __getstate__(self): return {**self.__dict__, '_http': None, '_id': None}
+    def __getstate__(self): return {**self.__dict__, '_id': None}
     @property
     def tool_schemas(self)->list[dict]:
         return [tool_schema('act', 'Send one action to the environment, as the text it expects (see the available actions)',
@@ -166,59 +275,68 @@ class AgentGymClient(AgentEnv):
 # %% ../../nbs/19d_envs_remote.ipynb #a5ad6388
 @patch
 def _call(self:AgentGymClient, method:str, path:str, body:dict|None=None, params:dict|None=None, what:str=''):
-    httpx = require_extra('httpx', what='AgentGymClient')
-    if self._http is None: self._http = httpx.Client(timeout=self.step_timeout)
-    try:
-        r = self._http.request(method, self.base_url + path, json=body, params=params)
-    except httpx.TimeoutException as e: raise RemoteEnvError(f"AgentGym server {self.base_url}: no answer to {what or path} within {self.step_timeout:g} s") from e
-    except httpx.HTTPError as e: raise RemoteEnvError(f"AgentGym server {self.base_url}: {what or path} failed: {e!r}") from e
-    if r.status_code == 404 and method == 'GET': return None
-    if r.status_code != 200: raise RemoteEnvError(f"AgentGym server {self.base_url}: {what or path} answered HTTP {r.status_code}: {r.text[:300]}")
-    out = r.json()
-    if isinstance(out, dict) and 'error' in out: raise RemoteEnvError(f"AgentGym server {self.base_url}: {what or path}: {out['error']}")
+    "One request, within what is left of the current reset's or step's deadline"
+    where = f"AgentGym server {self.base_url}: {what or path}"
+    url = self.base_url + path + ('?' + urllib.parse.urlencode(params) if params else '')
+    status, data = fetch(method, url, body, timeout=self.step_timeout, max_bytes=self.max_response_bytes, where=where, deadline=self._deadline)
+    if status == 404 and method == 'GET': return None
+    if status != 200: raise RemoteEnvError(f"{where}: answered HTTP {status}: {data[:300].decode('utf-8', 'replace')}")
+    out = read_json(data, where)
+    if isinstance(out, dict) and 'error' in out: raise RemoteEnvError(f"{where}: {str(out['error'])[:300]}")
     return out
 
 @patch
-def _observe(self:AgentGymClient, r:dict, seed=None)->TimeStep:
+def _observe(self:AgentGymClient, r:dict, seed=None, what:str='step')->TimeStep:
+    where = f"AgentGym server {self.base_url}: {what}"
     obs = r.get('observation', r.get('state'))
     if obs is None: obs = self._call('GET', '/observation', params={'id': self._id}, what='observation')
     aa = r.get('available_actions')
     if aa is None: aa = self._call('GET', '/available_actions', params={'id': self._id}, what='available_actions')
+    if isinstance(aa, list) and not all(isinstance(a, str) for a in aa): raise RemoteEnvError(f"{where}: available_actions must be a list of strings")
     self.available_actions = list(aa) if isinstance(aa, list) and aa else None
-    reward, done = float(r.get('reward') or 0.0), bool(r.get('done'))
-    info = dict(r.get('info') or {}); self._info = info
+    reward, done = _reward(r.get('reward'), where), _flag(r.get('done'), 'done', where)
+    info = dict(_obj(r.get('info'), 'info', where)); self._info = info
     if self.available_actions: info['available_actions'] = self.available_actions
     if done:
-        ok = r.get('success')
+        ok = _flag(r.get('success'), 'success', where, default=None)
         if ok is None and self.success_reward is not None: ok = reward >= self.success_reward
         if ok is not None: info['success'] = bool(ok)
     if seed is not None: info['task'] = {'id': f'{self.name}-s{seed}', 'seed': seed, 'env_id': self.env_id}
-    text = obs if isinstance(obs, str) else json.dumps(obs, default=repr)
+    text = obs if isinstance(obs, str) else json.dumps(obs)
     if self.available_actions: text += "\nAvailable actions: " + ', '.join(self.available_actions)
     return TimeStep(text, reward, terminated=done, info=info)
 
 @patch
 def _remote_reset(self:AgentGymClient, task=None, seed=None)->TimeStep:
     s = _task_seed(self.name, task, seed)
-    if self._id is None:
-        r = self._call('POST', '/create', {}, what='create')
-        self._id = r['id'] if isinstance(r, dict) else int(r)
-    r = self._call('POST', '/reset', {'id': self._id, self.task_field: s, **self.reset_extra}, what='reset')
-    self.seed = s
-    return self._observe(r if isinstance(r, dict) else {'observation': r}, seed=s)
+    self._deadline = time.monotonic() + self.step_timeout
+    try:
+        if self._id is None:
+            r = self._call('POST', '/create', {}, what='create')
+            i = r.get('id') if isinstance(r, dict) else r
+            if isinstance(i, bool) or not isinstance(i, (int, str)): raise RemoteEnvError(f"AgentGym server {self.base_url}: create: no env id in the answer ({str(r)[:80]})")
+            self._id = i
+        r = self._call('POST', '/reset', {'id': self._id, self.task_field: s, **self.reset_extra}, what='reset')
+        self.seed = s
+        return self._observe(r if isinstance(r, dict) else {'observation': r}, seed=s, what='reset')
+    finally: self._deadline = None
 
 @patch
 def _remote_step(self:AgentGymClient, action:str)->TimeStep:
-    return self._observe(self._call('POST', '/step', {'id': self._id, 'action': action}, what='step'))
+    self._deadline = time.monotonic() + self.step_timeout
+    try:
+        r = self._call('POST', '/step', {'id': self._id, 'action': action}, what='step')
+        if not isinstance(r, dict): raise RemoteEnvError(f"AgentGym server {self.base_url}: step: the answer must be an object, got {type(r).__name__}")
+        return self._observe(r)
+    finally: self._deadline = None
 
 @patch
 def close(self:AgentGymClient):  # noqa: F811 (@patch attaches each `close` to its own class)
-    "Close the server's env (where the server has `/close`) and the HTTP client"
-    if self._id is not None and self._http is not None:
+    "Close the server's env (where the server has `/close`)"
+    if self._id is not None:
         try: self._call('POST', '/close', {'id': self._id}, what='close')
         except RemoteEnvError: pass
     self._id = None
-    if self._http is not None: self._http.close(); self._http = None
 
 # %% ../../nbs/19d_envs_remote.ipynb #02fcf2f2
 @patch
@@ -226,6 +344,7 @@ def oracle_action(self:OpenEnvClient)->dict:
     "The server's expert action (knowlyr servers with `expose_oracle=True`)"
     a = self._info.get('oracle_action')
     if a is None: raise KnowlyrError(f"the OpenEnv server {self.base_url} sends no expert action (serve it with expose_oracle=True)")
+    if not (isinstance(a, dict) and isinstance(a.get('tool'), str)): raise RemoteEnvError(f"OpenEnv server {self.base_url}: oracle_action must be {{'tool': str, 'params': object}}, got {str(a)[:80]}")
     return a
 
 @patch
@@ -233,6 +352,8 @@ def oracle_action(self:AgentGymClient)->dict:  # noqa: F811 (@patch: one per cli
     "The server's expert action, as `act` text (knowlyr servers with `expose_oracle=True`)"
     a = self._info.get('oracle_action')
     if a is None: raise KnowlyrError(f"the AgentGym server {self.base_url} sends no expert action (serve it with expose_oracle=True)")
+    if not (isinstance(a, dict) and isinstance(a.get('tool'), str) and isinstance(a.get('params') or {}, dict)):
+        raise RemoteEnvError(f"AgentGym server {self.base_url}: oracle_action must be {{'tool': str, 'params': object}}, got {str(a)[:80]}")
     return {'tool': 'act', 'params': {'action': format_call(a['tool'], a.get('params'))}}
 
 @patch

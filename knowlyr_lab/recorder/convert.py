@@ -18,13 +18,13 @@ import pandas as pd
 
 from ..core import KnowlyrError
 from .base import READ_ERRORS, ConversionReport, LogAdapter, RecorderError, _loads, get_adapter, iter_jsonl, list_adapters, open_bytes, read_error, read_json, register_adapter
-from .redact import Redactor, default_redactor
-from ..trajectory import Trajectory, TrajectoryError, parse_trajectory
+from .redact import Redactor, default_redactor, redact_values
+from ..trajectory import Trajectory, TrajectoryError, parse_trajectory, write_trajectories
 
 # %% auto #0
 __all__ = ['HEAD_BYTES', 'TrajectoryJSONLAdapter', 'FormatDetectionError', 'Detection', 'read_head', 'detect', 'detect_format',
-           'iter_log_files', 'convert', 'Finding', 'validate', 'load_outcomes', 'join_outcome', 'join_outcomes',
-           'TrajectoryDiff', 'diff_trajectories']
+           'iter_log_files', 'serialise_error', 'convert', 'Finding', 'validate', 'load_outcomes', 'join_outcome',
+           'join_outcomes', 'TrajectoryDiff', 'diff_trajectories']
 
 # %% ../../nbs/28_recorder_convert.ipynb #85388ad2
 class TrajectoryJSONLAdapter(LogAdapter):
@@ -112,18 +112,60 @@ def iter_log_files(paths:Iterable|str|Path,  # files or directories
                 elif q.is_file(): yield q
             todo.extend(reversed(subdirs))
 
+_LONE = re.compile(r'[\ud800-\udfff]')
+_LONE_ESCAPE = re.compile(rb'\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<![dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}')
+
+def _unpaired(obj, found:list):
+    "`obj` with lone surrogates replaced by U+FFFD; what was replaced goes to `found`"
+    if isinstance(obj, str):
+        if not _LONE.search(obj): return obj
+        found.extend(f'\\u{ord(c):04x}' for c in _LONE.findall(obj))
+        return _LONE.sub('\ufffd', obj.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace'))   # pairs kept, lone ones replaced
+    if isinstance(obj, dict): return {_unpaired(k, found): _unpaired(v, found) for k, v in obj.items()}
+    if isinstance(obj, list): return [_unpaired(v, found) for v in obj]
+    return obj
+
+def serialise_error(t:Trajectory)->str|None:
+    "Why `t` cannot be written as JSON (a lone surrogate, nesting too deep, a value JSON has no form for), or None"
+    try: t.model_dump_json(); return None
+    except Exception as e: return f"cannot be written as JSON ({str(e).removeprefix('Error serializing to JSON: ')[:200]})"
+
+def _escapes_lone(raw)->bool:
+    "Does the raw JSON text `raw` escape a lone surrogate?"
+    if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
+    return (b'\\ud' in raw or b'\\uD' in raw) and _LONE_ESCAPE.search(raw) is not None    # a substring test first: the regex is slow
+
+class _Prefilter:
+    "What the readers ask of every raw record (`scrub.redactor.hits`): may a secret rule match, or is a lone surrogate escaped?"
+    def __init__(self, redactor): self.redactor = redactor
+    def hits(self, raw): return (self.redactor.hits(raw) if self.redactor is not None else ()) or _escapes_lone(raw)
+
 class _CountingScrub:
-    "The report's `scrub` hook: redacts strings or whole objects (quarantine, unmapped records) and counts what it redacts"
-    def __init__(self, redactor, report): self.redactor, self.report = redactor, report
+    "The report's `scrub` hook: redacts strings or whole objects (quarantine, unmapped records), counts what it redacts, notes lone surrogates"
+    def __init__(self, redactor, report):
+        self.real, self.redactor, self.report, self.unpaired, self.values = redactor, _Prefilter(redactor), report, [], {}
     def _count(self, c):
         for k, n in c.items(): self.report.redacted(k, n)
     def __call__(self, s):
-        out, c = self.redactor.redact_text(s); self._count(c); return out
+        if self.real is not None: s, c = self.real.redact_text(s); self._count(c)
+        return _unpaired(s, [])
     def scrub_obj(self, obj):
-        out, c = self.redactor.clean(obj); self._count(c); return out
+        if self.real is not None: obj, c = self.real.clean(obj); self._count(c)
+        return _unpaired(obj, [])
     def clean(self, obj, raw=None):
-        out, c = self.redactor.clean(obj, raw); self._count(c); return out
+        if self.real is not None: obj, c = self.real.clean(obj, raw, self.values); self._count(c)
+        if raw is not None and not _escapes_lone(raw): return obj
+        found = []; obj = _unpaired(obj, found); self.unpaired.extend(found); return obj
 _counting_scrub = _CountingScrub
+
+def _redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
+    "`t` with the values redacted while its records were read replaced wherever else they appear (counted in `report`)"
+    counts = {}
+    d = redact_values(t.model_dump(), values, counts)
+    if not counts: return t
+    for k, n in counts.items(): report.redacted(k, n)
+    if t.id == t.content_hash(): d['id'] = ''               # an id hashed from the content must not depend on the secret
+    return Trajectory.model_validate(d)
 
 def convert(paths,                          # files or directories of logs
             format:str|None=None,           # adapter name; None = detect per file
@@ -137,7 +179,8 @@ def convert(paths,                          # files or directories of logs
     "Stream trajectories from agent logs, accounting for every record in `report`"
     redactor = redact if isinstance(redact, Redactor) else default_redactor() if redact else None
     if report is None: report = ConversionReport(strict=strict, quarantine=quarantine, side_file=side_file)
-    if redactor is not None and report.scrub is None: report.scrub = _counting_scrub(redactor, report)
+    if report.scrub is None: report.scrub = _counting_scrub(redactor, report)    # redacts (unless redact=False), notes lone surrogates
+    unpaired, values = getattr(report.scrub, 'unpaired', None), getattr(report.scrub, 'values', None)
     outcomes = load_outcomes(sidecar) if sidecar is not None else None
     adapter = get_adapter(format) if format else None
     for path in iter_log_files(paths, report.skipped):
@@ -150,6 +193,11 @@ def convert(paths,                          # files or directories of logs
         before = dict(report.redactions)
         try:
             for t in a.convert(path, report):
+                if unpaired:               # read from a record no UTF-8 writer takes: quarantined, not written
+                    why = f"a string holds a lone surrogate ({', '.join(sorted(set(unpaired))[:3])}), which cannot be written as UTF-8"
+                    unpaired.clear(); report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory'); continue
+                if values:                 # a value redacted in one record is redacted wherever else it appears in the trajectory
+                    t = _redact_everywhere(t, dict(values), report); values.clear()
                 if not t.source.format: t.source.format = a.name
                 if redactor is not None:   # the records were redacted as they were read: note what this trajectory lost
                     t.metadata['redactions'] = {k: v - before.get(k, 0) for k, v in sorted(report.redactions.items()) if v - before.get(k, 0)}
@@ -157,6 +205,8 @@ def convert(paths,                          # files or directories of logs
                 if outcomes is not None:
                     t = join_outcome(t, outcomes)
                     if 'outcome_source' in t.metadata: t.metadata['outcome_source'] = report.clean(t.metadata['outcome_source'])
+                if (why := serialise_error(t)) is not None:
+                    report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory'); continue
                 report.trajectory(t)
                 yield t
         except RecorderError: raise

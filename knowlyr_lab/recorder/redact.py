@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_redact.html.md"""
 # %% ../../nbs/21_recorder_redact.ipynb #51b7c0d3
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,8 +18,9 @@ import pandas as pd
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['PROJECT_RULES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'SecretPattern', 'detect_secrets_rules', 'secret_value_ok',
-           'Redactor', 'default_redactor', 'redact_text', 'secret_value', 'redact_obj', 'clean', 'redact_trajectory']
+__all__ = ['PROJECT_RULES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'MIN_PROPAGATED', 'SecretPattern', 'detect_secrets_rules',
+           'secret_value_ok', 'Redactor', 'default_redactor', 'redact_text', 'secret_value', 'redact_obj', 'clean',
+           'redact_values', 'redact_trajectory']
 
 # %% ../../nbs/21_recorder_redact.ipynb #faea86e3
 @dataclass
@@ -33,9 +35,48 @@ class SecretPattern:
     check: Callable|None = None      # check(match) -> False to keep a match (not a secret)
     source: str = 'knowlyr-lab'      # where the rule comes from
     flags: int = 0                   # extra `re` flags
+    prefilter: str|None = None       # expression hyperscan scans for instead of `regex` (when `regex` is written for speed)
+    anchors: tuple = ()              # lower-case literals every match contains: `search` jumps between them (see `_Anchored`)
     def __post_init__(self):
         self.rx = re.compile(self.regex, self.flags | (re.I if self.ignore_case else 0))
+        if self.anchors: self.rx = _Anchored(self.rx, self.anchors)
         self.needles = tuple(n.lower() for n in self.needles)
+
+_IDCH_STR = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-'   # identifier characters
+
+class _Anchored:
+    "A regex that matches at the start of an identifier holding one of `anchors`: found with `str.find`, then one anchored `match`"
+    def __init__(self, rx, anchors,
+                 between:str='"\'\\] \t\r\n', # characters the regex allows between the identifier and ...
+                 then:tuple=(':', '='),      # ... the first character of what it needs next (a separator)
+                ):
+        self.rx, self.anchors, self.pattern, self.flags, self.groups = rx, anchors, rx.pattern, rx.flags, rx.groups
+        self.between, self.then = between, then
+        self._cache = (None, None)                                       # (string, its candidate starts): one tuple, thread-safe
+    def _starts(self, s:str)->list|None:
+        c = self._cache
+        if c[0] is s: return c[1]
+        low, starts = s.lower(), set()
+        if len(low) != len(s): starts = None                              # a character whose lower case is longer
+        else:
+            for a in [a for a in self.anchors if a in low]:
+                i = low.find(a)
+                while i >= 0:
+                    j = i + len(a)
+                    e = s[j:j + 256]; j += len(e) - len(e.lstrip(_IDCH_STR))        # the identifier's end ...
+                    if s[j:j + 64].lstrip(self.between)[:1] in self.then:             # ... where what follows may match
+                        w = s[max(0, i - 256):i]                                      # back to the identifier's start
+                        starts.add(i - len(w) + len(w.rstrip(_IDCH_STR)))
+                    i = low.find(a, i + len(a))
+            starts = sorted(starts)
+        self._cache = (s, starts)
+        return starts
+    def search(self, s:str, pos:int=0):
+        starts = self._starts(s)
+        if starts is None: return self.rx.search(s, pos)
+        for ks in starts[bisect.bisect_left(starts, pos):]:
+            if (m := self.rx.match(s, ks)) is not None: return m
+        return None
 
 def _slug(s:str)->str: return re.sub(r'[^a-z0-9]+', '_', s.lower()).strip('_')
 
@@ -64,21 +105,39 @@ _KEY_RX = re.compile(rf'{_KEY}\Z', re.I)
 _PLACEHOLDER = {'none', 'null', 'nil', 'true', 'false', 'undefined', 'required', 'optional', 'string', 'str', 'bytes', 'int', 'bool',
                 'any', 'dict', 'list', 'float', 'object', 'secret', 'password', 'token', 'changeme', 'example', 'redacted', 'hidden',
                 'your_api_key', 'your_api_key_here', 'your_token', 'your_password', 'xxx', 'placeholder', 'env', 'getenv', 'environ'}
+_KEY_CORES = ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase')   # every name of `_KW` holds one
 _REF = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z|[A-Z][A-Za-z]*\Z|[A-Z]+(?:_[A-Z]+)+\Z|(?:os|env|process|self|cls|config|settings|args|kwargs|params)\b.*', re.S)
+_CALL = re.compile(r'\(')
 
-def secret_value_ok(key:str, value:str, sep:str=':')->bool:
+try:   # detect-secrets' own false-positive filters (its maintained heuristics) used as vetoes; not its sequential-string
+       # filter: 'abcdefghijklmnopqrstuvwx' assigned to API_KEY is redacted all the same
+    from detect_secrets.filters.heuristic import is_potential_uuid, is_templated_secret
+    _DS_FILTERS = (is_potential_uuid, is_templated_secret)
+except ImportError: _DS_FILTERS = ()
+
+def secret_value_ok(key:str, value:str, sep:str=':', after:str='')->bool:
     "Is `value`, assigned to the secret-sounding `key`, plausibly a secret? (False for code, placeholders, counts)"
     v = value.strip('"\'`')
     low = v.lower()
     if len(v) < 6 or low in _PLACEHOLDER or low.startswith(('your_', 'your-', '<', '${', '{{', '$', '%', '[redacted', '***', 'xxx')): return False
     if len(set(v)) <= 2: return False                          # '******', '--------'
     if _REF.match(v): return False                             # self.config.api_key, SecretStr, API_KEY, os.environ[...]
+    if re.fullmatch(r'[A-Za-z_]\w*', v) and _CALL.match(after): return False   # password = hash_password(form.password): a call
     if not re.search(r'[A-Za-z]', v) and not re.search(r'pass|pwd', key, re.I): return False   # max_tokens: 4096
     if re.search('token', key, re.I) and re.fullmatch(r'[a-z]+(?:[_-][a-z]+)*', v): return False  # token: expired, token_type: bearer
-    return True
+    return not any(f(v) for f in _DS_FILTERS)
 
-def _assignment_ok(m)->bool: return secret_value_ok(m.group('key'), m.group('val'), m.group('sep'))
+def _assignment_ok(m)->bool: return secret_value_ok(m.group('key'), m.group('val'), m.group('sep'), m.string[m.end():m.end() + 3])
 
+# the assignment rule, written for speed: found from the identifiers that hold a keyword's core (every name of
+# `_KW` holds one of the anchors), matched there once, its name checked by `_KEY_RX`; hyperscan scans for the selective form
+_ASSIGN_TAIL = r'(?:\\?["\'\]]){0,2}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?(?P<val>[^\s"\'`,;&|<>(){}\[\]\\]{6,})'
+_ASSIGN_FAST = rf'(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]{{3,}}+){_ASSIGN_TAIL}'
+_ASSIGN_SELECTIVE = rf'(?P<key>{_KEY}){_ASSIGN_TAIL}'
+def _fast_assignment_ok(m)->bool: return bool(_KEY_RX.match(m.group('key'))) and _assignment_ok(m)
+
+_Q = r'(?:\\?["\'])?'                     # an optional quote before a value, escaped when the command sits inside JSON
+_V = r'(?![$%<{])([^\s"\'`;&|\\]{4,})'     # a command-line value (not a $VAR, %VAR%, <placeholder>)
 PROJECT_RULES = [
     SecretPattern('private_key', r'-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)', ('private key',), group=0, flags=re.S),
     SecretPattern('anthropic_key', r'(?<![A-Za-z0-9_\-])sk-ant-[A-Za-z0-9_\-]{20,}', ('sk-ant-',), group=0),
@@ -86,13 +145,23 @@ PROJECT_RULES = [
     SecretPattern('huggingface_token', r'(?<![A-Za-z0-9_\-])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_\-])', ('hf_',), group=0),
     SecretPattern('google_api_key', r'(?<![A-Za-z0-9_\-])AIza[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])', ('aiza',), group=0),
     SecretPattern('bearer_token', r'\bbearer\s+([A-Za-z0-9._~+/\-]{16,}=*)', ('bearer',), group=1, ignore_case=True),
-    SecretPattern('cli_secret_flag', r'(?<![\w-])--(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token|access-token)(?:=|\s+)(?!-)([^\s"\'`;&|]{4,})',
+    SecretPattern('github_fine_grained_token', r'(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}', ('github_pat_',), group=0),
+    SecretPattern('pypi_token', r'(?<![A-Za-z0-9_\-])pypi-[A-Za-z0-9_\-]{32,}', ('pypi-',), group=0),
+    SecretPattern('npm_token', r'(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])', ('npm_',), group=0),
+    SecretPattern('digitalocean_token', r'(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}', ('_v1_',), group=0),
+    SecretPattern('url_password', r'\b[A-Za-z][A-Za-z0-9+.\-]*://:([^\s/@"\'`]{3,})@[A-Za-z0-9\[]', (':/' '/:',), group=1),   # no user: basic-auth misses it
+    SecretPattern('azure_sas_signature', r'[?&;]sig=([A-Za-z0-9%+/=_\-]{16,})', ('sig=',), group=1, ignore_case=True),
+    SecretPattern('basic_auth_header', r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*basic\s+([A-Za-z0-9+/]{6,}={0,2})', ('basic',), group=1, ignore_case=True),
+    SecretPattern('cli_secret_flag', rf'(?<![\w-])--(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token|access-token)(?:=|\s+)(?!-){_Q}{_V}',
                   ('--pass', '--pwd', '--token', '--api', '--secret', '--client-secret', '--auth-token', '--access-token'), group=1, ignore_case=True),
-    SecretPattern('mysql_password', r'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;&|]*?\s-p(?![\s-])([^\s"\'`;&|]+)', ('mysql', 'mariadb'), group=1),
-    SecretPattern('aws_cli_secret', r'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+([^\s"\'`;&|]+)', ('aws',), group=1, ignore_case=True),
-    SecretPattern('secret_assignment', rf'(?P<key>{_KEY})(?:\\?["\'\]]){{0,2}}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?(?P<val>[^\s"\'`,;&|<>(){{}}\[\]\\]{{6,}})',
-                  ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase'), group=3, ignore_case=True, check=_assignment_ok),
+    SecretPattern('curl_user_password', rf'\bcurl\b[^\n;&|]*?\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@]{{3,}})', ('curl',), group=1),
+    SecretPattern('docker_login_password', rf'\b(?:docker|podman|helm)\s+(?:registry\s+)?login\b[^\n;&|]*?\s-p(?:\s+|=)(?!-){_Q}{_V}', ('login',), group=1),
+    SecretPattern('mysql_password', rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;&|]*?\s-p(?![\s-]){_Q}(?![$%<{{])([^\s"\'`;&|\\]+)', ('mysql', 'mariadb'), group=1),
+    SecretPattern('aws_cli_secret', rf'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+{_Q}{_V}', ('aws',), group=1, ignore_case=True),
+    SecretPattern('secret_assignment', _ASSIGN_FAST, ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase'), group=3, ignore_case=True,
+                  check=_fast_assignment_ok, prefilter=_ASSIGN_SELECTIVE, anchors=_KEY_CORES),
 ]
+
 
 # %% ../../nbs/21_recorder_redact.ipynb #99526a6b
 try:
@@ -128,7 +197,7 @@ class Redactor:
                  disable:Iterable[str]=(),                   # kinds to switch off
                 ):
         if patterns is None:   # token shapes first, then the rules that read a name or a command in front of the value
-            ctx = {'secret_assignment', 'cli_secret_flag', 'mysql_password', 'aws_cli_secret'}
+            ctx = {'secret_assignment', 'cli_secret_flag', 'curl_user_password', 'docker_login_password', 'mysql_password', 'aws_cli_secret'}
             patterns = [p for p in PROJECT_RULES if p.name not in ctx] + detect_secrets_rules() + [p for p in PROJECT_RULES if p.name in ctx]
         ps = list(patterns)
         ps += [p if isinstance(p, SecretPattern) else SecretPattern(**{**p, 'needles': tuple(p.get('needles', ()))}) for p in extra]
@@ -139,7 +208,7 @@ class Redactor:
         self.kinds = sorted({p.name for p in self.patterns})
         self._all = tuple(range(len(self.patterns)))
         self._db, self._always = None, ()
-        if _hs is not None: self._db, self._always = _hs_database(tuple((p.rx.pattern, p.rx.flags) for p in self.patterns))
+        if _hs is not None: self._db, self._always = _hs_database(tuple((p.prefilter or p.rx.pattern, p.rx.flags) for p in self.patterns))
 
     def hits(self, raw:bytes|str)->tuple[int, ...]:
         "Indices of the rules that may match in `raw` (a record as read: JSON text, a text line...); () when none can"
@@ -174,20 +243,27 @@ def _span(p:SecretPattern, m)->tuple[int, int]:
 
 _TOKEN_CH = re.compile(r'[A-Za-z0-9_\-.+/=]*')
 
-def redact_text(self, s:str, rules:tuple|None=None)->tuple[str, dict[str, int]]:
+def redact_text(self, s:str, rules:tuple|None=None,
+                values:dict|None=None, # receives {secret value: kind} of what was replaced (to redact it elsewhere too)
+               )->tuple[str, dict[str, int]]:
     "Redacted copy of `s` and the number of secrets replaced per kind (only `rules`, indices from `hits`, when given)"
-    counts = {}
+    counts, low = {}, None
+    if len(s) < 8: return s, counts                      # too short to hold any secret the rules know
     if rules is None: rules = self.hits(s)
     for i in rules:
         p = self.patterns[i]
-        if p.needles and self._db is None and not any(n in s.lower() for n in p.needles): continue
-        out, pos, n = [], 0, 0
-        for m in p.rx.finditer(s):
-            if m.start() < pos or (p.check is not None and not p.check(m)): continue
+        if p.needles:                                   # the record hit; does this string? (a substring test per rule)
+            if low is None: low = s.lower()
+            if not any(n in low for n in p.needles): continue
+        out, pos, n, at = [], 0, 0, 0
+        while (m := p.rx.search(s, at)) is not None:
+            if p.check is not None and not p.check(m): at = m.start() + 1; continue   # vetoed: a match may still start inside it
+            at = max(m.end(), m.start() + 1)
             a, b = _span(p, m)
-            if a == b or s.startswith('[REDACTED:', a): continue
+            if a == b or a < pos or s.startswith('[REDACTED:', a): continue
             if p.extend: b += _TOKEN_CH.match(s, b).end() - b
-            out.append(s[pos:a]); out.append(f'[REDACTED:{p.name}]'); pos = b; n += 1
+            if values is not None: values.setdefault(s[a:b], p.name)
+            out.append(s[pos:a]); out.append(f'[REDACTED:{p.name}]'); pos = b; at = max(at, b); n += 1
         if n:
             out.append(s[pos:]); s = ''.join(out)
             counts[p.name] = counts.get(p.name, 0) + n
@@ -214,9 +290,20 @@ SAMPLE_SECRETS = {   # one made-up but well-formed secret per kind (used by test
     'cli_secret_flag': 'psql --password Hx9vLq2Zr8',
     'mysql_password': 'mysql -u root -pS3cretPw9 app',
     'aws_cli_secret': 'aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEQ',
+    'github_fine_grained_token': 'github_pat_11ABCDEFG0' + 'aB3dE5fG7h' * 2 + '_' + 'xY7wV5uT3s' * 6,
+    'pypi_token': 'pypi-' + 'Zq8Wv2Xr6T' * 5,
+    'npm_token': 'npm_' + 'a1B2c3D4e5' * 3 + 'f6G7h8',
+    'digitalocean_token': 'dop_v1_' + '0123456789abcdef' * 4,
+    'url_password': 'redis://:Zr8vLq2Hx9@cache.internal:6379/0',
+    'azure_sas_signature': 'https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&se=2026-01-01T00:00:00Z&sig=' + 'aB3dE5%2Bf' * 4 + '%3D',
+    'basic_auth_header': 'Authorization: Basic dXNlcjpodW50ZXIycGFzcw==',
+    'curl_user_password': 'curl -u deploy:Pq7wXz3Kv https://ci.example.com/api',
+    'docker_login_password': 'docker login -u bot -p Dk9mNq2Lw registry.example.com',
 }
 SAMPLE_SECRET_VALUES = {'bearer_token': 'abcDEF1234567890ghijKLMN', 'basic_auth_credentials': 's3cr3tPassw0rd', 'secret_assignment': 'Tr0ub4dor-3xyz',
-                        'cli_secret_flag': 'Hx9vLq2Zr8', 'mysql_password': 'S3cretPw9', 'aws_cli_secret': 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEQ'}
+                        'cli_secret_flag': 'Hx9vLq2Zr8', 'mysql_password': 'S3cretPw9', 'aws_cli_secret': 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEQ',
+                        'url_password': 'Zr8vLq2Hx9', 'azure_sas_signature': 'aB3dE5%2Bf' * 4 + '%3D', 'basic_auth_header': 'dXNlcjpodW50ZXIycGFzcw==',
+                        'curl_user_password': 'Pq7wXz3Kv', 'docker_login_password': 'Dk9mNq2Lw'}
 
 def secret_value(kind:str)->str:
     "The part of `SAMPLE_SECRETS[kind]` that must never appear after redaction"
@@ -227,31 +314,39 @@ def _key_rule(self, rules):
     "Index of the assignment rule among `rules` (it also applies to {key: value} pairs), else None"
     return next((i for i in rules if self.patterns[i].name == 'secret_assignment'), None)
 
-def _redact_obj(self, obj, counts:dict, rules, kr):
+def _is_key(k:str)->bool:
+    "Is `k` a secret-sounding name? (a substring test first: most keys hold no keyword)"
+    low = k.lower()
+    return any(c in low for c in _KEY_CORES) and _KEY_RX.match(k) is not None
+
+def _redact_obj(self, obj, counts:dict, rules, kr, values):
     if isinstance(obj, str):
-        s, c = self.redact_text(obj, rules)
+        s, c = self.redact_text(obj, rules, values)
         for k, v in c.items(): counts[k] = counts.get(k, 0) + v
         return s
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            k2 = self._redact_obj(k, counts, rules, kr) if isinstance(k, str) else k
-            if kr is not None and isinstance(k, str) and isinstance(v, str) and _KEY_RX.match(k) and secret_value_ok(k, v):
+            if not isinstance(k, str): k2 = k
+            else: k2 = self._redact_obj(k, counts, rules, kr, values) if len(k) >= 8 else k
+            if isinstance(v, str) and len(v) < 6: out[k2] = v; continue      # too short for any rule (and for the key rule's values)
+            if kr is not None and isinstance(k, str) and isinstance(v, str) and _is_key(k) and secret_value_ok(k, v):
                 out[k2] = '[REDACTED:secret_assignment]'; counts['secret_assignment'] = counts.get('secret_assignment', 0) + 1
-            else: out[k2] = self._redact_obj(v, counts, rules, kr)
+                if values is not None: values.setdefault(v, 'secret_assignment')
+            else: out[k2] = self._redact_obj(v, counts, rules, kr, values)
         return out
-    if isinstance(obj, (list, tuple)): return [self._redact_obj(v, counts, rules, kr) for v in obj]
+    if isinstance(obj, (list, tuple)): return [self._redact_obj(v, counts, rules, kr, values) for v in obj]
     return obj
 Redactor._redact_obj = _redact_obj
 
-def redact_obj(self, obj, rules:tuple|None=None)->tuple[Any, dict[str, int]]:
-    "Redacted copy of a JSON-like object and the counts per kind (`rules`: indices from `hits`; None: all)"
+def redact_obj(self, obj, rules:tuple|None=None, values:dict|None=None)->tuple[Any, dict[str, int]]:
+    "Redacted copy of a JSON-like object and the counts per kind (`rules`: indices from `hits`; None: all; `values` as in `redact_text`)"
     counts = {}
     rules = self._all if rules is None else rules
-    return self._redact_obj(obj, counts, rules, _key_rule(self, rules)), counts
+    return self._redact_obj(obj, counts, rules, _key_rule(self, rules), values), counts
 Redactor.redact_obj = redact_obj
 
-def clean(self, obj, raw:bytes|str|None=None)->tuple[Any, dict[str, int]]:
+def clean(self, obj, raw:bytes|str|None=None, values:dict|None=None)->tuple[Any, dict[str, int]]:
     "`obj` (read from `raw`) with secrets redacted, and the counts; `obj` itself when the prefilter finds nothing"
     if raw is None:
         import orjson
@@ -259,16 +354,36 @@ def clean(self, obj, raw:bytes|str|None=None)->tuple[Any, dict[str, int]]:
         except TypeError: raw = repr(obj)
     rules = self.hits(raw)
     if not rules: return obj, {}
-    return self.redact_obj(obj, rules)
+    return self.redact_obj(obj, rules, values)
 Redactor.clean = clean
 
+# %% ../../nbs/21_recorder_redact.ipynb #e599c3a2
+MIN_PROPAGATED = 6      # shorter redacted values are not searched for elsewhere (too many innocent matches)
+
+def redact_values(obj, values:dict, counts:dict|None=None):
+    "`obj` (str, dict, list) with every occurrence of the redacted `values` ({value: kind}) replaced too"
+    vals = sorted((v for v in values if len(v) >= MIN_PROPAGATED), key=len, reverse=True)
+    if not vals: return obj
+    rx = re.compile('|'.join(map(re.escape, vals)))
+    def sub(m):
+        k = values[m.group()]
+        if counts is not None: counts[k] = counts.get(k, 0) + 1
+        return f'[REDACTED:{k}]'
+    def walk(o):
+        if isinstance(o, str): return rx.sub(sub, o) if rx.search(o) else o
+        if isinstance(o, dict): return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)): return [walk(v) for v in o]
+        return o
+    return walk(obj)
+
 def redact_trajectory(self, traj:Trajectory)->tuple[Trajectory, dict[str, int]]:
-    "Trajectory with every string redacted; counts also stored in `metadata['redactions']`"
+    "Trajectory with every string redacted, and every value redacted once redacted everywhere; counts also in `metadata['redactions']`"
     rules = self.hits(traj.model_dump_json())
     counts = {}
     if rules:
-        hashed = traj.id == traj.content_hash()
-        d, counts = self.redact_obj(traj.model_dump(), rules)
+        hashed, values = traj.id == traj.content_hash(), {}
+        d, counts = self.redact_obj(traj.model_dump(), rules, values)
+        d = redact_values(d, values, counts)
         if counts:
             if hashed: d['id'] = ''
             traj = Trajectory.model_validate(d)

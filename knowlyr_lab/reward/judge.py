@@ -24,7 +24,8 @@ from ..trajectory import Step, Task, Trajectory
 
 # %% auto #0
 __all__ = ['BASE_RUBRICS', 'DOMAIN_RUBRICS', 'SYSTEM_PROMPT', 'Rubric', 'list_rubrics', 'judgment_model', 'build_prompt',
-           'JudgeConfig', 'JudgeResult', 'JudgeStats', 'JudgeCache', 'JudgmentError', 'parse_judgment', 'LLMJudge']
+           'JudgeConfig', 'JudgeResult', 'JudgeStats', 'JudgeCache', 'JudgmentError', 'parse_judgment',
+           'NotAnAPIResponse', 'LLMJudge']
 
 # %% ../../nbs/31_reward_judge.ipynb #7d435fe1
 @dataclass
@@ -165,10 +166,17 @@ def parse_judgment(text:str, rubrics:list[Rubric])->tuple[dict[str, float], str]
     return {r.id: float(d[r.id]) for r in rubrics}, d['reason']
 
 # %% ../../nbs/31_reward_judge.ipynb #7a510eec
+class NotAnAPIResponse(ValueError):
+    "HTTP 200 with a body that is not the API's JSON (a proxy's HTML page, a truncated or foreign object): transient"
+
 def _retryable(e:Exception, sdk)->bool:
     "Is `e` (raised by the `sdk` module's client) worth another attempt: 429, 5xx, timeout, connection, non-JSON body"
     if isinstance(e, sdk.APIStatusError): return e.status_code == 429 or e.status_code >= 500
-    return isinstance(e, (sdk.APITimeoutError, sdk.APIConnectionError, json.JSONDecodeError, ValueError))
+    return isinstance(e, (sdk.APITimeoutError, sdk.APIConnectionError, json.JSONDecodeError, NotAnAPIResponse, ValueError))
+
+def _not_api(r, why:str)->NotAnAPIResponse:
+    body = r if isinstance(r, str) else repr(r)
+    return NotAnAPIResponse(f"HTTP 200 but {why}: {_clip(' '.join(body.split()), 80)!r}")
 
 def _retry_after(e:Exception, cap:float=60.0)->float:
     "Seconds the server asked us to wait (`retry-after` header), 0 when it did not say"
@@ -206,12 +214,18 @@ class LLMJudge:
         if c.provider == 'anthropic':
             r = await client.messages.create(model=c.model, max_tokens=c.max_tokens, system=SYSTEM_PROMPT,   # anthropic 2.x takes no temperature
                                              messages=[{'role': 'user', 'content': prompt}])
-            text = ''.join(getattr(b, 'text', '') for b in r.content)
-            return text, r.usage.input_tokens, r.usage.output_tokens
+            if isinstance(r, str): raise _not_api(r, 'the body is not JSON')   # the SDKs hand a non-JSON body back as text
+            try:
+                text = ''.join(getattr(b, 'text', '') or '' for b in r.content)
+                return text, int(r.usage.input_tokens), int(r.usage.output_tokens)
+            except (AttributeError, TypeError, ValueError) as e: raise _not_api(r, f'not a message ({e})') from None
         r = await client.chat.completions.create(model=c.model, max_tokens=c.max_tokens, temperature=c.temperature,
                                                  messages=[{'role': 'system', 'content': SYSTEM_PROMPT}, {'role': 'user', 'content': prompt}])
-        u = r.usage
-        return r.choices[0].message.content or '', (u.prompt_tokens if u else 0), (u.completion_tokens if u else 0)
+        if isinstance(r, str): raise _not_api(r, 'the body is not JSON')
+        try:
+            u = r.usage
+            return r.choices[0].message.content or '', int(u.prompt_tokens if u else 0), int(u.completion_tokens if u else 0)
+        except (AttributeError, TypeError, IndexError, ValueError) as e: raise _not_api(r, f'not a chat completion ({e})') from None
 
     def _account(self, **kw):
         with self._lock:

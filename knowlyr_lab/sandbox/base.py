@@ -57,7 +57,7 @@ class ToolResult:
 class SandboxLimits:
     "Resource limits applied to every command a sandbox runs"
     cpu_seconds: int = 60           # CPU time per process (RLIMIT_CPU)
-    memory_mb: int = 1024           # memory of the sandbox's processes together in MiB (cgroup), and of each one (RLIMIT_AS)
+    memory_mb: int = 1024           # address space of each process in MiB (RLIMIT_AS); processes together: `budget_mb` less the files
     max_processes: int = 256        # processes/threads of the sandbox together (pids cgroup) and of its uid (RLIMIT_NPROC)
     max_file_mb: int = 64           # largest file a process may write (RLIMIT_FSIZE)
     disk_mb: int = 512              # workspace quota in MiB (a size-limited tmpfs)
@@ -74,7 +74,7 @@ class SandboxLimits:
                 raise ValueError(f"SandboxLimits.{f.name} must be a positive number, got {v!r}")
     @property
     def budget_mb(self)->int:
-        "The sandbox's whole memory budget: processes plus the memory-backed workspace, /tmp and /dev/shm"
+        "The cgroup's memory limit: the processes together plus the files of the memory-backed workspace, /tmp and /dev/shm"
         return int(self.memory_mb + self.disk_mb + 2 * self.tmp_mb)
     @classmethod
     def coerce(cls, x)->SandboxLimits:

@@ -1,0 +1,30 @@
+"""`memory_mb` means what is enforced (issue 24): each process's address space (RLIMIT_AS), while the sandbox's
+processes together share the cgroup's `budget_mb` (memory_mb + disk_mb + 2 * tmp_mb) with the files of its
+memory-backed workspace, /tmp and /dev/shm. Runs on every isolating backend."""
+import pytest
+from sandbox_backends import BACKENDS, open_sandbox
+
+from knowlyr_lab.sandbox.base import SandboxLimits
+
+ISOLATING = [p for p in BACKENDS if p.id != 'local-unisolated']
+LIMITS = {'wall_timeout': 20, 'memory_mb': 128, 'disk_mb': 48, 'tmp_mb': 16, 'max_output_chars': 4000}
+HOLD = 'python3 -c "import time; b = bytearray({mb} * 2**20); time.sleep(1.5); print(\'held {mb}\')"'
+
+@pytest.fixture(params=ISOLATING)
+def backend(request): return request.param
+
+def test_memory_mb_is_per_process_and_budget_mb_is_the_sandbox(request, backend):
+    sb = open_sandbox(request, backend, limits=LIMITS)
+    assert SandboxLimits(**LIMITS).budget_mb == 128 + 48 + 2 * 16
+    one = sb.execute_tool('shell', {'command': HOLD.format(mb=160) + ' 2>&1 | tail -1'}).output
+    assert 'MemoryError' in one and 'held' not in one, one            # one process: at most memory_mb of address space
+    two = sb.execute_tool('shell', {'command': f'{HOLD.format(mb=80)} & {HOLD.format(mb=80)} & wait'}).output
+    assert two.count('held 80') == 2, two                               # together they may pass memory_mb (160 > 128), within budget_mb (208)
+
+def test_the_page_documents_the_enforced_numbers():
+    import inspect
+
+    from knowlyr_lab.sandbox import base
+    src = inspect.getsource(base.SandboxLimits)
+    assert 'memory of the sandbox\'s processes together' not in src      # the old, wrong description
+    assert 'RLIMIT_AS' in src and 'budget_mb' in src
