@@ -21,15 +21,12 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from fastcore.docments import docments
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from .commands import missing_extra, run_cli
 from .core import KnowlyrError
 from .trajectory import Trajectory, parse_trajectory, read_trajectories, trajectory_schema, write_trajectories
 
@@ -37,6 +34,10 @@ from .trajectory import Trajectory, parse_trajectory, read_trajectories, traject
 __all__ = ['ServerRoot', 'described', 'SandboxCreated', 'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed',
            'ReplayResult', 'ConversionResult', 'ValidationResult', 'DiffResult', 'ScoreResult', 'PreferencesResult',
            'CalibrationResult', 'load_trajectory', 'build_server', 'serve_http', 'main']
+
+# %% ../nbs/95_mcp.ipynb #b35b24ee
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 # %% ../nbs/95_mcp.ipynb #907cf8f5
 class ServerRoot:
@@ -92,6 +93,7 @@ def _tool(fn):
     "Turn the errors a caller can act on into `ToolError`s with the message"
     @functools.wraps(fn)
     def w(*a, **kw):
+        from mcp.server.mcpserver.exceptions import ToolError
         try: return fn(*a, **kw)
         except ToolError: raise
         except (KnowlyrError, ValueError, KeyError, FileNotFoundError, ImportError, TypeError) as e:
@@ -165,7 +167,8 @@ def _pipeline_call(out:Path, fn):
 class _StaticToken:
     "Bearer-token check for the HTTP transport: one secret, compared in constant time"
     def __init__(self, token:str): self.token = token
-    async def verify_token(self, token:str)->AccessToken|None:
+    async def verify_token(self, token:str):
+        from mcp.server.auth.provider import AccessToken
         if token and secrets.compare_digest(token.encode(), self.token.encode()):
             return AccessToken(token=token, client_id='knowlyr-lab', scopes=[])
         return None
@@ -176,6 +179,10 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
                  token:str|None=None,       # bearer token for the HTTP transport (None: no auth, for stdio)
                  name:str='knowlyr-lab')->MCPServer:
     "The knowlyr-lab MCP server with every tool registered"
+    try:
+        from mcp.server.auth.settings import AuthSettings
+        from mcp.server.mcpserver import MCPServer
+    except ModuleNotFoundError as e: raise (missing_extra(e, 'the knowlyr-lab MCP server') or e) from e
     auth = dict(token_verifier=_StaticToken(token), auth=AuthSettings(issuer_url='http://127.0.0.1', resource_server_url=None)) if token else {}
     app = MCPServer(name, instructions="knowlyr-lab: sandboxes, agent-log recorder, process reward model, dataset hub. "
                                       "Paths are relative to the server's root directory.", **auth)
@@ -446,19 +453,18 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--token-file', help="HTTP bearer token file (read if it exists, else written 0600); default: $KNOWLYR_MCP_TOKEN or a fresh token printed on stderr")
     return p
 
-def _token(path:str|None)->tuple[str, str]:
-    "(token, where it came from)"
+def _token(path:str|None)->tuple[str, str|None]:
+    "(token, where it came from: the variable or file; None for a fresh one, written to `path` or shown once the server is up)"
     if os.environ.get('KNOWLYR_MCP_TOKEN'): return os.environ['KNOWLYR_MCP_TOKEN'], 'KNOWLYR_MCP_TOKEN'
     if path and Path(path).exists(): return Path(path).read_text().strip(), path
-    tok = secrets.token_urlsafe(32)
-    if path:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'w') as f: f.write(tok + '\n')
-        return tok, path
-    return tok, 'printed'
+    return secrets.token_urlsafe(32), None
 
-def serve_http(app:MCPServer, port:int=8765):
-    "Serve streamable HTTP on 127.0.0.1:`port` (0: a free port), printing the URL on stderr"
+def _write_token(path:str, tok:str):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, 'w') as f: f.write(tok + '\n')
+
+def serve_http(app:MCPServer, port:int=8765, token_note:str|None=None):
+    "Serve streamable HTTP on 127.0.0.1:`port` (0: a free port), printing the URL (and `token_note`) on stderr once it listens"
     import anyio
     import uvicorn
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -467,21 +473,27 @@ def serve_http(app:MCPServer, port:int=8765):
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
     server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(host='127.0.0.1'), log_level='warning'))
     print(f"knowlyr-lab MCP server on {url}", file=sys.stderr, flush=True)
+    if token_note: print(token_note, file=sys.stderr, flush=True)
     anyio.run(lambda: server.serve(sockets=[sock]))
 
-def main(argv:list[str]|None=None):
-    "Run the knowlyr-lab MCP server (stdio, or streamable HTTP on 127.0.0.1 with a bearer token)"
-    a = _parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
+def _serve(a)->int:
     tpls = {}
     for t in a.template:
         k, sep, d = t.partition('=')
-        if not sep or not k: _parser().error(f"--template wants NAME=DIR, got {t!r}")
+        if not sep or not k: raise ValueError(f"--template wants NAME=DIR, got {t!r}")
         tpls[k] = d
-    if a.transport == 'stdio': return build_server(a.root, tpls, a.max_sandboxes).run()
+    if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
+    if a.transport == 'stdio': build_server(a.root, tpls, a.max_sandboxes).run(); return 0
     tok, where = _token(a.token_file)
-    if where == 'printed': print(f"bearer token: {tok}", file=sys.stderr, flush=True)
-    serve_http(build_server(a.root, tpls, a.max_sandboxes, token=tok), a.port)
+    app = build_server(a.root, tpls, a.max_sandboxes, token=tok)   # root and templates checked before a token is written or shown
+    if where is None and a.token_file: _write_token(a.token_file, tok); where = a.token_file
+    serve_http(app, a.port, token_note=f"bearer token: {tok}" if where is None else f"bearer token: the one in {where}")
+    return 0
+
+def main(argv:list[str]|None=None)->int:
+    "Run the knowlyr-lab MCP server (stdio, or streamable HTTP on 127.0.0.1 with a bearer token); a bad argument is one line, exit 2"
+    return run_cli(_parser(), _serve, argv)
 
 # %% ../nbs/95_mcp.ipynb #a9bdb365
-if __name__ == '__main__': main()
+if __name__ == '__main__': sys.exit(main())
