@@ -50,6 +50,13 @@ def _redactor(args):
     extra = [SecretPattern(**{**p, 'needles': tuple(p.get('needles', ()))}) for p in cfg.get('patterns', [])]
     return Redactor(extra=extra, disable=cfg.get('disable', []))
 
+def _existing(paths)->list[Path]:
+    "The log files under `paths`; a path that does not exist is an error naming it (exit 2)"
+    files = list(iter_log_files(paths))
+    missing = [str(f) for f in files if not f.exists()]
+    if missing: raise FileNotFoundError(f"no such file: {', '.join(missing)}")
+    return files
+
 OUTPUT_SUFFIXES = ('.jsonl', '.jsonl.gz', '.parquet')
 
 def check_output(path:str|Path)->Path:
@@ -62,9 +69,7 @@ def check_output(path:str|Path)->Path:
 def cmd_convert(args, console)->int:
     from tqdm.auto import tqdm
     out = check_output(args.out)
-    files = list(iter_log_files(args.logs))
-    missing = [str(f) for f in files if not f.exists()]
-    if missing: raise FileNotFoundError(f"no such file: {', '.join(missing)}")
+    files = _existing(args.logs)
     total = sum(f.stat().st_size for f in files)
     report = ConversionReport(strict=args.strict, quarantine=args.quarantine,
                               side_file=args.unmapped or out.with_name(out.name.split('.')[0] + '.unmapped.jsonl'))
@@ -101,7 +106,7 @@ def cmd_validate(args, console)->int:
 
 def cmd_detect(args, console)->int:
     rc = 0
-    for p in iter_log_files(args.logs):
+    for p in _existing(args.logs):
         d = detect(p)
         if d.format is None: rc = 1
         console.print(f"{p}: [bold]{d.format or '?'}[/bold] -- {d.reason}", highlight=False)
@@ -116,9 +121,10 @@ def cmd_formats(args, console)->int:
 
 def _load_one(path, index:int):
     "The `index`-th trajectory of a trajectory file or of any agent log"
-    for i, t in enumerate(convert(path, redact=False)):
-        if i == index: return t
-    raise SystemExit(f"{path} has no trajectory #{index}")
+    n = 0
+    for n, t in enumerate(convert(_existing([path]), redact=False), 1):
+        if n - 1 == index: return t
+    raise ValueError(f"{path} has no trajectory #{index} (it has {n}; indexes start at 0)")
 
 def cmd_diff(args, console)->int:
     d = diff_trajectories(_load_one(args.a, args.a_index), _load_one(args.b, args.b_index))
