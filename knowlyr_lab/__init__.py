@@ -56,7 +56,11 @@ def __getattr__(name:str):
     "Import the module that defines `name` on first use (PEP 562)"
     mod = _LAZY.get(name)
     if mod is None: raise AttributeError(f"module 'knowlyr_lab' has no attribute {name!r}")
-    obj = getattr(importlib.import_module(f'knowlyr_lab.{mod}'), name)
+    try: m = importlib.import_module(f'knowlyr_lab.{mod}')
+    except ModuleNotFoundError as e:   # an extra not installed: say which (`No module named 'torch'` does not)
+        from knowlyr_lab.commands import missing_extra
+        raise (missing_extra(e, f"knowlyr_lab.{name}") or e) from e
+    obj = getattr(m, name)
     globals()[name] = obj   # later lookups do not come back here
     return obj
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from .commands import run_cli
 from .domains import get_domain, list_domains
@@ -45,7 +46,7 @@ def _parser()->argparse.ArgumentParser:
     d.add_argument('--env', default='knowlyr/maze-medium', help='registered env id (default: %(default)s); see `envs`')
     d.add_argument('--seed', type=int, default=0, help='task seed (default: %(default)s)')
     d.add_argument('-o', '--out', default=None, help='write the trajectory here (JSONL)')
-    sub.add_parser('mcp', help='start the MCP server on stdio')
+    sub.add_parser('mcp', help="start the MCP server on stdio (the flags after `mcp` are knowlyr-lab-mcp's: `knowlyr-lab mcp --help`)")
     sub.add_parser('envs', help='list registered environments')
     sub.add_parser('domains', help='list domain profiles')
     sub.add_parser('schema', help='print the trajectory JSON Schema')
@@ -60,9 +61,6 @@ def _main(a)->int:
     if a.cmd == 'loop':
         res = run_demo(a.env, a.seed, a.out)
         return 0 if res['success'] else 1
-    if a.cmd == 'mcp':
-        from knowlyr_lab.mcp import main as mcp_main
-        return mcp_main() or 0
     if a.cmd == 'envs':
         for e in list_envs(): print(f"{e:32} {env_spec(e).domain:14} {env_spec(e).description}")
     elif a.cmd == 'domains':
@@ -71,5 +69,9 @@ def _main(a)->int:
     return 0
 
 def main(argv=None)->int:
-    "The `knowlyr-lab` command"
+    "The `knowlyr-lab` command (`knowlyr-lab mcp ARGS` is `knowlyr-lab-mcp ARGS`)"
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ['mcp']:
+        from knowlyr_lab.mcp import main as mcp_main
+        return mcp_main(argv[1:])
     return run_cli(_parser(), _main, argv)

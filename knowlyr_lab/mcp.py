@@ -21,22 +21,24 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from fastcore.docments import docments
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from .commands import missing_extra, run_cli
 from .core import KnowlyrError
 from .trajectory import Trajectory, parse_trajectory, read_trajectories, trajectory_schema, write_trajectories
 
 # %% auto #0
-__all__ = ['ServerRoot', 'described', 'SandboxCreated', 'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed',
-           'ReplayResult', 'ConversionResult', 'ValidationResult', 'DiffResult', 'ScoreResult', 'PreferencesResult',
-           'CalibrationResult', 'load_trajectory', 'build_server', 'serve_http', 'main']
+__all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerRoot', 'described', 'SandboxCreated', 'ToolCallResult',
+           'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult', 'ConversionResult', 'ValidationResult',
+           'DiffResult', 'ScoreResult', 'PreferencesResult', 'CalibrationResult', 'load_trajectory', 'build_server',
+           'serve_http', 'main']
+
+# %% ../nbs/95_mcp.ipynb #b35b24ee
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 # %% ../nbs/95_mcp.ipynb #907cf8f5
 class ServerRoot:
@@ -63,8 +65,35 @@ def _docs(obj)->dict:
     try: return docments(obj)
     except (OSError, TypeError): return {}
 
+ExportFormat = Literal['sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf']   # `hub.export.FORMATS`, as an enum for clients
+LOG_FORMAT = "log format, e.g. 'claude-code', 'codex-cli', 'openai-chat' (the recorder's format names); omit it to detect the format of each file"
+
+# A client reads these descriptions, not the Python API: where a docment speaks Python (types, `None`, function
+# names), the tool says it here instead, once (keyed `tool.param`, or `param` for every tool).
+CLIENT_TEXT = {
+    'execute_tool.tool': 'the sandbox tool to run', 'params': "the tool's parameters, e.g. {\"path\": \"README.md\"} for file_read",
+    'format': LOG_FORMAT, 'export_dataset.format': 'dataset format: sft, sft-agent, dpo, dpo-seed, grpo, benchmark, openai or hf',
+    'redact': 'replace secrets (API keys, tokens, passwords, private keys) with placeholders before anything is written (default: true)',
+    'agent': "who plays: 'expert', 'expert:0.2' (the expert with 20% random actions), 'random', 'openai:MODEL' or 'anthropic:MODEL'",
+    'env_id': "registered environment id, e.g. 'knowlyr/sandbox' (the coding suite, the default) or 'knowlyr/maze-easy'",
+    'seed': "seed of the run (each episode's seed derives from it, so a rerun repeats the episodes)",
+    'max_episode_steps': "step budget per episode (omit it for the environment's own)",
+    'export_formats': 'dataset formats to write (default: sft and dpo for run_pipeline, sft for the log tools)',
+    'output_dir': 'output directory inside the server root (call again with the same one to resume)',
+    'export_dataset.trajectories': 'trajectory file (JSONL or Parquet) or directory of them, inside the server root',
+    'preferences': 'preference pairs (JSONL, as build_preferences writes them), inside the server root; for the dpo formats',
+    'min_reward': 'keep only trajectories whose reward is at least this',
+    'test_fraction': 'share of tasks held out as a test split (test.jsonl); a task is never in both splits',
+    'log_dir': 'directory of agent logs, inside the server root',
+    'domain': "domain profile, e.g. 'generic', 'coding', 'browser', 'conversation' (default: the trajectory's own, else generic)",
+    'calibrate_reward.domain': "domain of the reward engine to calibrate when no engine config is given, e.g. 'generic' or 'coding'",
+    'calibrate_reward.engine': 'engine config JSON to calibrate, inside the server root (omit it for the default engine of the domain)',
+    'calibrate_reward.output': 'engine config JSON to write, with the fitted map (score_trajectory and knowlyr-reward score --engine read it)',
+    'list_rubrics.domain': "domain profile, e.g. 'generic', 'coding', 'browser', 'conversation'",
+}
+
 def described(*sources, rename:dict|None=None):
-    "Decorator: give each parameter of a tool the docment of the Python API it forwards to (or its own, if only it has it)"
+    "Decorator: give each parameter of a tool its `CLIENT_TEXT`, else the docment of the Python API it forwards to (or its own, if only it has it)"
     rename = rename or {}
     def deco(fn):
         own = {k: v for k, v in _docs(fn).items() if v and k != 'return'}
@@ -76,8 +105,8 @@ def described(*sources, rename:dict|None=None):
         params, fn.doc_issues = [], []
         for name, p in sig.parameters.items():
             a = api.get(rename.get(name, name)) if rename.get(name, name) is not None else None
-            if a and name in own: fn.doc_issues.append(f"{fn.__name__}.{name}: documented here and in the Python API (the API's text is used)")
-            desc = a or own.get(name)
+            if a and name in own and f"{fn.__name__}.{name}" not in CLIENT_TEXT and name not in CLIENT_TEXT: fn.doc_issues.append(f"{fn.__name__}.{name}: documented here and in the Python API (the API's text is used)")
+            desc = CLIENT_TEXT.get(f"{fn.__name__}.{name}") or CLIENT_TEXT.get(name) or a or own.get(name)
             if not desc: fn.doc_issues.append(f"{fn.__name__}.{name}: no description")
             params.append(p.replace(annotation=Annotated[p.annotation, Field(description=desc)]) if desc else p)
         fn.__signature__ = sig.replace(parameters=params)
@@ -92,6 +121,7 @@ def _tool(fn):
     "Turn the errors a caller can act on into `ToolError`s with the message"
     @functools.wraps(fn)
     def w(*a, **kw):
+        from mcp.server.mcpserver.exceptions import ToolError
         try: return fn(*a, **kw)
         except ToolError: raise
         except (KnowlyrError, ValueError, KeyError, FileNotFoundError, ImportError, TypeError) as e:
@@ -165,7 +195,8 @@ def _pipeline_call(out:Path, fn):
 class _StaticToken:
     "Bearer-token check for the HTTP transport: one secret, compared in constant time"
     def __init__(self, token:str): self.token = token
-    async def verify_token(self, token:str)->AccessToken|None:
+    async def verify_token(self, token:str):
+        from mcp.server.auth.provider import AccessToken
         if token and secrets.compare_digest(token.encode(), self.token.encode()):
             return AccessToken(token=token, client_id='knowlyr-lab', scopes=[])
         return None
@@ -176,6 +207,10 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
                  token:str|None=None,       # bearer token for the HTTP transport (None: no auth, for stdio)
                  name:str='knowlyr-lab')->MCPServer:
     "The knowlyr-lab MCP server with every tool registered"
+    try:
+        from mcp.server.auth.settings import AuthSettings
+        from mcp.server.mcpserver import MCPServer
+    except ModuleNotFoundError as e: raise (missing_extra(e, 'the knowlyr-lab MCP server') or e) from e
     auth = dict(token_verifier=_StaticToken(token), auth=AuthSettings(issuer_url='http://127.0.0.1', resource_server_url=None)) if token else {}
     app = MCPServer(name, instructions="knowlyr-lab: sandboxes, agent-log recorder, process reward model, dataset hub. "
                                       "Paths are relative to the server's root directory.", **auth)
@@ -248,7 +283,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     @_tool
     @described()
     def sandbox_snapshot(sandbox_id:str, # id from create_sandbox
-                         action:Literal['save', 'restore']='save', # save the workspace to `path`, or restore it from `path`
+                         action:Literal['save', 'restore']='save', # save the workspace to the snapshot file at path, or restore it from one
                          path:str|None=None, # snapshot file inside the server root (save without a path: only report the digest)
                         )->SnapshotResult:
         "Save the workspace to a snapshot file, or restore it from one"
@@ -288,7 +323,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     @described(convert)
     def convert_logs(paths:list[str], output:str, # trajectory JSONL to write, inside the server root
                      format:str|None=None, redact:bool=True)->ConversionResult:
-        "Convert agent logs (files or directories) to the trajectory JSONL at `output`; bad records go to output.quarantine.jsonl"
+        "Convert agent logs (files or directories) to a trajectory JSONL file; records that cannot be read go to <output>.quarantine.jsonl"
         from knowlyr_lab.recorder.base import ConversionReport
         ins = [str(R.path(p, 'log path', must_exist=True)) for p in paths]
         out = R.path(output, 'output')
@@ -358,7 +393,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     @described(_calibrate)
     def calibrate_reward(trajectories:str, annotations:str, output:str, method:Literal['isotonic', 'logistic']=C['method'],
                          threshold:float=C['threshold'], domain:str=C['domain'], engine:str|None=C['engine'])->CalibrationResult:
-        "Fit the engine's calibration map to human step scores and write the engine config, as `knowlyr-reward calibrate` does"
+        "Fit the reward engine's calibration map to human step scores and write the engine config (as knowlyr-reward calibrate does)"
         out = R.path(output, 'output')
         out.parent.mkdir(parents=True, exist_ok=True)
         return _calibrate(R.path(trajectories, 'trajectory file', must_exist=True), R.path(annotations, 'annotation file', must_exist=True), out,
@@ -386,7 +421,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     @_tool
     @described(PipelineConfig)
     def run_pipeline(output_dir:str, env_id:str='knowlyr/sandbox', agent:str='expert', max_tasks:int|None=None,
-                     samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[str]|None=None)->dict[str, Any]:
+                     samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
         "Tasks -> rollouts -> reward -> store -> export (resumable: rerun to continue)"
         out = R.path(output_dir, 'output_dir')
         cfg = PipelineConfig(output_dir=str(out), env_id=env_id, agent=agent, max_tasks=max_tasks, samples_per_task=samples_per_task,
@@ -396,7 +431,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     @app.tool()
     @_tool
     @described(DatasetExporter, DatasetExporter.export, PipelineConfig)
-    def export_dataset(trajectories:str, format:Literal['sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf'],
+    def export_dataset(trajectories:str, format:ExportFormat,
                        output_dir:str, preferences:str|None=None, min_reward:float|None=None, success_only:bool=False,
                        test_fraction:float=0.0)->dict[str, Any]:
         "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
@@ -409,7 +444,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     @_tool
     @described(PipelineConfig, rename={'format': 'log_format'})
     def process_log(path:str, # one agent log file, inside the server root
-                    output_dir:str, format:str|None=None, export_formats:list[str]|None=None)->dict[str, Any]:
+                    output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
         "One agent log -> trajectories -> reward -> store -> export"
         out, log = R.path(output_dir, 'output_dir'), R.path(path, 'log file', must_exist=True)
         return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_from_log(str(log)))
@@ -417,7 +452,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     @app.tool()
     @_tool
     @described(Pipeline.run_batch, PipelineConfig, rename={'format': 'log_format'})
-    def process_logs_batch(log_dir:str, output_dir:str, format:str|None=None, export_formats:list[str]|None=None)->dict[str, Any]:
+    def process_logs_batch(log_dir:str, output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
         "A directory of agent logs -> trajectories -> reward -> store -> export (resumable per file)"
         out, logs = R.path(output_dir, 'output_dir'), R.path(log_dir, 'log directory', must_exist=True)
         return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_batch(str(logs)))
@@ -446,19 +481,18 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--token-file', help="HTTP bearer token file (read if it exists, else written 0600); default: $KNOWLYR_MCP_TOKEN or a fresh token printed on stderr")
     return p
 
-def _token(path:str|None)->tuple[str, str]:
-    "(token, where it came from)"
+def _token(path:str|None)->tuple[str, str|None]:
+    "(token, where it came from: the variable or file; None for a fresh one, written to `path` or shown once the server is up)"
     if os.environ.get('KNOWLYR_MCP_TOKEN'): return os.environ['KNOWLYR_MCP_TOKEN'], 'KNOWLYR_MCP_TOKEN'
     if path and Path(path).exists(): return Path(path).read_text().strip(), path
-    tok = secrets.token_urlsafe(32)
-    if path:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'w') as f: f.write(tok + '\n')
-        return tok, path
-    return tok, 'printed'
+    return secrets.token_urlsafe(32), None
 
-def serve_http(app:MCPServer, port:int=8765):
-    "Serve streamable HTTP on 127.0.0.1:`port` (0: a free port), printing the URL on stderr"
+def _write_token(path:str, tok:str):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, 'w') as f: f.write(tok + '\n')
+
+def serve_http(app:MCPServer, port:int=8765, token_note:str|None=None):
+    "Serve streamable HTTP on 127.0.0.1:`port` (0: a free port), printing the URL (and `token_note`) on stderr once it listens"
     import anyio
     import uvicorn
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -467,21 +501,27 @@ def serve_http(app:MCPServer, port:int=8765):
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
     server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(host='127.0.0.1'), log_level='warning'))
     print(f"knowlyr-lab MCP server on {url}", file=sys.stderr, flush=True)
+    if token_note: print(token_note, file=sys.stderr, flush=True)
     anyio.run(lambda: server.serve(sockets=[sock]))
 
-def main(argv:list[str]|None=None):
-    "Run the knowlyr-lab MCP server (stdio, or streamable HTTP on 127.0.0.1 with a bearer token)"
-    a = _parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
+def _serve(a)->int:
     tpls = {}
     for t in a.template:
         k, sep, d = t.partition('=')
-        if not sep or not k: _parser().error(f"--template wants NAME=DIR, got {t!r}")
+        if not sep or not k: raise ValueError(f"--template wants NAME=DIR, got {t!r}")
         tpls[k] = d
-    if a.transport == 'stdio': return build_server(a.root, tpls, a.max_sandboxes).run()
+    if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
+    if a.transport == 'stdio': build_server(a.root, tpls, a.max_sandboxes).run(); return 0
     tok, where = _token(a.token_file)
-    if where == 'printed': print(f"bearer token: {tok}", file=sys.stderr, flush=True)
-    serve_http(build_server(a.root, tpls, a.max_sandboxes, token=tok), a.port)
+    app = build_server(a.root, tpls, a.max_sandboxes, token=tok)   # root and templates checked before a token is written or shown
+    if where is None and a.token_file: _write_token(a.token_file, tok); where = a.token_file
+    serve_http(app, a.port, token_note=f"bearer token: {tok}" if where is None else f"bearer token: the one in {where}")
+    return 0
+
+def main(argv:list[str]|None=None)->int:
+    "Run the knowlyr-lab MCP server (stdio, or streamable HTTP on 127.0.0.1 with a bearer token); a bad argument is one line, exit 2"
+    return run_cli(_parser(), _serve, argv)
 
 # %% ../nbs/95_mcp.ipynb #a9bdb365
-if __name__ == '__main__': main()
+if __name__ == '__main__': sys.exit(main())

@@ -216,10 +216,10 @@ class EnvStepper(W.VBox):
         for w in (self.agent_target, self.load_button): w.layout.display = None if needs_target else 'none'
         self.agent_model.layout.display = None if self.agent_picker.value == 'endpoint' else 'none'
         self.action_text.placeholder = "tool call, e.g. move(direction='east')" + ('' if s.agent is None else ' (empty: the agent decides)')
-        if self._plot_on and st is not None:
+        if self._plot_on:   # after a reset (no step yet) the previous episode's curve goes too
             with self.plot:
-                self.plot.clear_output(wait=True)
-                display(plot_step_rewards(s.trajectory))
+                self.plot.clear_output(wait=st is not None)
+                if st is not None: display(plot_step_rewards(s.trajectory))
 
 # %% ../nbs/82_widgets.ipynb #922b9294
 CURVE_KEYS = ('loss', 'eval_loss', 'reward', 'rewards/margins', 'success', 'eval_success', 'heldout_success')

@@ -65,3 +65,28 @@ def test_exported_html_draws_offline(lab, tmp_path):
     drawn = []
     blocked = open_file(html, lambda page: drawn.append(assert_plots_drawn(page, min_plots=4)), lab=lab)
     assert drawn and not [u for u in blocked if 'plot' in u], (drawn, blocked[:5])
+
+def test_demo_report_opens_with_the_learning_curve_and_the_conclusion(tmp_path):
+    "#27: the report led with unformatted tables; its first screen (1280x800) must be the conclusion and the learning curve"
+    from knowlyr_lab.eval.demo import run_experiment_1
+    res = run_experiment_1(tmp_path / 'demo', size='ci', log=None)   # the real report of a CI-sized demo run (about a minute)
+    shot = Path(os.environ.get('KNOWLYR_SCREENSHOT_DIR', tmp_path)) / 'report-first-screen.png'
+    seen = {}
+    def check(page):
+        page.set_viewport_size({'width': 1280, 'height': 800})
+        lead = page.locator('#lead-figure')
+        assert_plots_drawn(lead)
+        seen['conclusion'] = page.locator('#conclusion').inner_text()
+        seen['figure'] = lead.locator('h3').inner_text()
+        seen['boxes'] = {k: page.locator(sel).first.bounding_box() for k, sel in
+                         (('conclusion', '#conclusion'), ('figure', '#lead-figure .js-plotly-plot'), ('table', 'table'))}
+        page.screenshot(path=str(shot))
+    blocked = open_file(tmp_path / 'demo' / 'report.html', check)
+    assert not [u for u in blocked if 'plot' in u], blocked[:5]
+    b = seen['boxes']
+    assert seen['conclusion'].strip() == res['conclusion'] and seen['figure'].startswith('Held-out success vs demonstrations'), seen
+    assert b['conclusion']['y'] + b['conclusion']['height'] <= 800 and b['figure']['y'] + b['figure']['height'] <= 800, b   # both on the first screen
+    assert b['table']['y'] >= b['figure']['y'] + b['figure']['height'], b                                                   # tables come after
+    text = (tmp_path / 'demo' / 'report.html').read_text()
+    assert not re.search(r'<td>\d\.\d{4,}</td>|<td>\d(\.\d+)?e-\d+</td>', text), "unformatted rates or p-values in a table"
+    assert shot.stat().st_size > 10_000

@@ -40,6 +40,188 @@ def test_every_flag_of_every_cli_is_documented(prog):
     module, fn = PARSERS[prog]
     p = getattr(importlib.import_module(module), fn)()
     subs = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    for sp in subs.choices.values(): sp.format_help()     # knowlyr-trainer adds a subcommand's config flags when it is used
     missing = [f"{prog} {name} {a.dest}" for name, sp in subs.choices.items() for a in sp._actions
                if not isinstance(a, argparse._HelpAction) and not a.help]
     assert not missing, missing
+
+
+# -- Ten newcomer mistakes per command (#27): each is one line on stderr naming the fix, exit 2, no traceback, no usage block.
+# Run in-process (`main(argv)`) so sixty mistakes cost seconds; the subprocess tests above cover the console-script path.
+MCP_MAIN = ('knowlyr_lab.mcp', 'main')
+MISTAKES = {  # command -> (module, [(argv, what the line must say)])
+    'knowlyr-lab': ('knowlyr_lab.cli', [
+        (['loop', '--env', 'knowlyr/maze-esay'], "did you mean 'knowlyr/maze-easy'"),
+        (['lop'], "did you mean 'loop'"),
+        (['loop', '--sed', '1'], 'did you mean --seed'),
+        (['demo', '--siz', 'ci'], 'did you mean --size'),                       # abbreviations are refused, with the flag
+        (['loop', '--seed', 'one'], "invalid int value: 'one'"),
+        (['demo', '--size', 'huge'], "choose from 'ci', 'small', 'full'"),
+        (['loop', '--env'], 'expected one argument'),
+        ([], 'the following arguments are required: cmd'),
+        (['envs', '--verbose'], 'unrecognized arguments: --verbose (see knowlyr-lab envs --help)'),
+        (['mcp', '--root', '{missing}'], 'server root {missing} is not a directory'),
+    ]),
+    'knowlyr-recorder': ('knowlyr_lab.recorder.cli', [
+        (['convert', '{missing}', '-o', '{tmp}/o.jsonl'], '{missing}'),
+        (['convert', '{log}', '-o', '{tmp}/o.csv'], 'must end in .jsonl, .jsonl.gz, .parquet'),
+        (['convert', '{corrupt}', '-o', '{tmp}/o.jsonl', '--no-progress'], 'none of the 2 records was usable'),
+        (['convert', '{log}', '-o', '{tmp}/o.jsonl', '-f', 'openai-chatt'], 'openai-chat'),
+        (['convert', '{log}'], 'the following arguments are required: -o/--out'),
+        (['convert', '{log}', '-o', '{tmp}/o.jsonl', '--quar', '{tmp}/q.jsonl'], 'did you mean --quarantine'),
+        (['convrt', '{log}'], "did you mean 'convert'"),
+        (['convert', '{log}', '-o', '{tmp}/o.jsonl', '--redact-config', '{missing}'], '{missing}'),
+        (['diff', '{missing}', '{log}'], 'no such file: {missing}'),
+        (['detect', '{missing}'], 'no such file: {missing}'),
+    ]),
+    'knowlyr-reward': ('knowlyr_lab.reward.cli', [
+        (['score', '{missing}', '-o', '{tmp}/o.jsonl'], '{missing} does not exist'),
+        (['score', '{corrupt}', '-o', '{tmp}/o.jsonl', '--no-progress'], 'no valid trajectory in {corrupt} (2 bad records'),
+        (['score', '{csv}', '-o', '{tmp}/o.jsonl', '--no-progress'], 'no valid trajectory in {csv}'),
+        (['score', '{trajs}', '--domain', 'codng', '-o', '{tmp}/o.jsonl', '--no-progress'], "did you mean 'coding'"),
+        (['score', '{trajs}', '--weights', 'rules:1', '-o', '{tmp}/o.jsonl', '--no-progress'], '--weights must look like rules=1,judge=2'),
+        (['score', '{trajs}', '--judg', 'openai:x'], 'did you mean --judge'),
+        (['calibrate', '{trajs}', '{missing}', '-o', '{tmp}/e.json'], '{missing}'),
+        (['preferences', '{trajs}'], 'the following arguments are required: -o/--output'),
+        (['leaderboard', '{trajs}', '--by', 'team'], "choose from 'agent', 'model'"),
+        (['rubrics', '--domain', 'codng'], "did you mean 'coding'"),
+    ]),
+    'knowlyr-hub': ('knowlyr_lab.hub.cli', [
+        (['collect', 'knowlyr/maze-esay', '-o', '{tmp}/t.jsonl'], "did you mean 'knowlyr/maze-easy'"),
+        (['collect', 'knowlyr/maze-easy'], 'the following arguments are required: -o/--out'),
+        (['collect', 'knowlyr/maze-easy', '-n', 'three', '-o', '{tmp}/t.jsonl'], "invalid int value: 'three'"),
+        (['collect', 'knowlyr/maze-easy', '--episode', '3', '-o', '{tmp}/t.jsonl'], 'did you mean --episodes'),
+        (['collect', 'knowlyr/maze-easy', '--agent', 'robot', '-n', '1', '-o', '{tmp}/t.jsonl'], 'robot'),
+        (['export', '--format', 'csv', '-t', '{trajs}', '-o', '{tmp}/x'], "choose from"),
+        (['export', '--format', 'sft', '-t', '{missing}', '-o', '{tmp}/x'], '{missing} does not exist'),
+        (['export', '--format', 'sft', '-t', '{corrupt}', '-o', '{tmp}/x'], 'none of the 2 trajectory records was usable'),
+        (['status', '{missing}'], 'pipeline output directory {missing} does not exist'),
+        (['run', '-o', '{tmp}/run', '--logs', '{missing}'], '{missing}'),
+    ]),
+    'knowlyr-trainer': ('knowlyr_lab.trainer.cli', [
+        (['sft', '--learning-rate', '1e-4'], 'the following arguments are required: --train-data'),
+        (['sft', '--train-data', '{trajs}', '--lr-sch', 'linear'], 'did you mean --lr-scheduler'),
+        (['sft', '--train-data', '{trajs}', '--learning-rate', '-1'], 'SFTConfig.learning_rate must be > 0, got -1.0'),
+        (['sft', '--train-data', '{trajs}', '--num-epochs', 'two'], "invalid int value: 'two'"),
+        (['sft', '--train-data', '{trajs}', '--use-lora', 'maybe'], "expected true/false, got 'maybe'"),
+        (['sft', '--train-data', '{trajs}', '--config', '{missing}'], '{missing}'),
+        (['sft', '--train-data', '{trajs}', '--config', '{badyaml}'], "unknown SFTConfig key(s) ['learning_rat']"),
+        (['sft', '--train-data', '{trajs}', '--model-name-or-path', '{missing}', '--output-dir', '{tmp}/run'], '{missing}'),
+        (['sfft'], "did you mean 'sft'"),
+        (['eval', '--env', 'knowlyr/arith-easy'], 'the following arguments are required: --model'),
+    ]),
+    'knowlyr-lab-mcp': ('knowlyr_lab.mcp', [
+        (['--root', '{missing}'], 'server root {missing} is not a directory'),
+        (['--root', '{trajs}'], 'server root {trajs} is not a directory'),
+        (['--rot', '{tmp}'], 'did you mean --root'),
+        (['--transport', 'sse'], "choose from 'stdio', 'http'"),
+        (['--port', 'http'], "invalid int value: 'http'"),
+        (['--max-sandboxes', 'many'], "invalid int value: 'many'"),
+        (['--root', '{tmp}', '--template', 'base'], "--template wants NAME=DIR, got 'base'"),
+        (['--root', '{tmp}', '--template', 'base={missing}'], "template 'base': {missing} is not a directory"),
+        (['--root', '{tmp}', '--transport', 'http', '--token-file', '{tmp}'], '{tmp}'),
+        (['serve', '--root', '{tmp}'], 'unrecognized arguments: serve'),
+    ]),
+}
+
+@pytest.fixture(scope='module')
+def inputs(tmp_path_factory):
+    "The files the mistakes are made with: a good log, good trajectories, corrupt JSON, a CSV, a YAML config with a typo"
+    from knowlyr_lab.agents import ExpertAgent
+    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.trajectory import write_trajectories
+    d = tmp_path_factory.mktemp('mistakes')
+    write_trajectories(collect('knowlyr/maze-easy', ExpertAgent, 2, progress=False), d / 'trajs.jsonl')
+    (d / 'log.jsonl').write_text('{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}\n')
+    (d / 'corrupt.jsonl').write_text('{"messages": [\n{"id": 1, "steps": \n')
+    (d / 'data.csv').write_text('id,steps\n1,2\n')
+    (d / 'bad.yaml').write_text('learning_rat: 0.001\n')
+    return {'tmp': d, 'missing': d / 'nope', 'log': d / 'log.jsonl', 'trajs': d / 'trajs.jsonl', 'corrupt': d / 'corrupt.jsonl',
+            'csv': d / 'data.csv', 'badyaml': d / 'bad.yaml'}
+
+@pytest.mark.parametrize('prog', list(MISTAKES))
+def test_ten_newcomer_mistakes_each_one_line_naming_the_fix(prog, inputs):
+    import contextlib
+    import importlib
+    import io
+    module, cases = MISTAKES[prog]
+    main = importlib.import_module(module).main
+    assert len(cases) >= 10
+    bad = []
+    for argv, fix in cases:
+        argv, fix = [str(a).format(**inputs) for a in argv], fix.format(**inputs)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err): rc = main(argv)
+        lines = err.getvalue().strip().splitlines()
+        ok = (rc == 2 and len(lines) == 1 and lines[0].startswith(f"{prog}") and ': error: ' in lines[0] and fix in lines[0]
+              and 'Traceback' not in err.getvalue() and 'usage:' not in err.getvalue())
+        if not ok: bad.append((argv, rc, err.getvalue()[-600:]))
+    assert not bad, bad
+
+
+# -- `--help` of every command imports no torch; without the extras, the help still runs and what needs one names it (#27)
+HELP = {'knowlyr-lab': 'knowlyr_lab.cli', 'knowlyr-recorder': 'knowlyr_lab.recorder.cli', 'knowlyr-reward': 'knowlyr_lab.reward.cli',
+        'knowlyr-hub': 'knowlyr_lab.hub.cli', 'knowlyr-trainer': 'knowlyr_lab.trainer.cli', 'knowlyr-lab-mcp': 'knowlyr_lab.mcp'}
+HEAVY = ('torch', 'transformers', 'peft', 'accelerate')
+
+def test_help_of_every_command_imports_no_torch():
+    code = ("import sys, contextlib, io\n"
+            f"for mod in {list(HELP.values())!r}:\n"
+            "    main = __import__(mod, fromlist=['main']).main\n"
+            "    with contextlib.redirect_stdout(io.StringIO()) as out: rc = main(['--help'])\n"
+            "    assert rc == 0 and out.getvalue().startswith('usage:'), (mod, rc)\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == '[]', f"--help imported {r.stdout.strip()}"
+
+HIDDEN = ('torch', 'transformers', 'peft', 'accelerate', 'mcp')
+def _without_extras(body:str):
+    code = "import sys, contextlib, io\n" + f"for m in {HIDDEN!r}: sys.modules[m] = None\n" + body   # as on a core install
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+
+def test_without_extras_help_runs_and_the_missing_extra_is_named():
+    r = _without_extras(
+        "from knowlyr_lab.trainer.cli import main as trainer\n"
+        "from knowlyr_lab.mcp import main as mcp\n"
+        "for f, argv in ((trainer, ['--help']), (mcp, ['--help'])):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()): assert f(argv) == 0, argv\n"
+        "print(trainer(['sft', '--help']), mcp(['--root', '.']))\n"
+        "try: from knowlyr_lab import SFTTrainer\n"
+        "except ImportError as e: print(e)\n")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.splitlines() == ['2 2', "knowlyr_lab.SFTTrainer needs the optional package 'torch', which is not installed; install it with: pip install 'knowlyr-lab[train]'"], r.stdout
+    assert r.stderr.splitlines() == [
+        "knowlyr-trainer sft: error: this command needs the optional package 'torch', which is not installed; install it with: pip install 'knowlyr-lab[train]'",
+        "knowlyr-lab-mcp: error: the knowlyr-lab MCP server needs the optional package 'mcp', which is not installed; install it with: pip install 'knowlyr-lab[mcp]'"], r.stderr
+
+
+def test_knowlyr_lab_mcp_forwards_its_arguments(tmp_path):
+    "#27: `knowlyr-lab mcp` exited 2 with `unrecognized arguments`; its flags are knowlyr-lab-mcp's"
+    r = subprocess.run([sys.executable, '-c', "import sys; from knowlyr_lab.cli import main; sys.exit(main())", 'mcp', '--help'],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith('usage: knowlyr-lab-mcp') and '--transport' in r.stdout, r.stderr
+
+
+def test_mcp_http_shows_no_token_when_the_start_fails(tmp_path):
+    "#27: with --transport http a bearer token was printed before --root was checked (then a traceback)"
+    code = "import sys; from knowlyr_lab.mcp import main; sys.exit(main())"
+    r = subprocess.run([sys.executable, '-c', code, '--transport', 'http', '--port', '0', '--root', str(tmp_path / 'nope')],
+                       capture_output=True, text=True, timeout=120, env={k: v for k, v in __import__('os').environ.items() if k != 'KNOWLYR_MCP_TOKEN'})
+    assert r.returncode == 2 and 'bearer' not in r.stderr.lower() and r.stderr.count('\n') == 1, r.stderr
+
+
+def test_trainer_accepts_trl_spellings_and_never_abbreviates():
+    "#27: `knowlyr-trainer sft --lr 1e-4` was read as --lr-scheduler 1e-4"
+    from knowlyr_lab.commands import strict_parser
+    from knowlyr_lab.trainer.cli import build_parser, config_from_args
+    from knowlyr_lab.trainer.sft import SFTConfig
+    p = strict_parser(build_parser())
+    for flag in ('--lr', '--learning_rate', '--learning-rate'):
+        c = config_from_args(SFTConfig, p.parse_args(['sft', '--train-data', 'x.jsonl', flag, '1e-4']))
+        assert (c.learning_rate, c.lr_scheduler) == (1e-4, SFTConfig().lr_scheduler), flag
+    c = config_from_args(SFTConfig, p.parse_args(['sft', '--train-data', 'x', '--num_train_epochs', '2', '--per_device_train_batch_size', '4', '--lr_scheduler_type', 'linear']))
+    assert (c.num_epochs, c.batch_size, c.lr_scheduler) == (2, 4, 'linear')
+    import argparse
+    for q in (p, *next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices.values()):
+        assert q.allow_abbrev is False

@@ -62,3 +62,30 @@ def test_sandbox_episode_by_clicks():
     w.step_button.click()
     assert w.session.done and 'done after 2 steps' in w.status.value
     env.close()
+
+def test_reset_clears_the_previous_episodes_reward_plot(monkeypatch):
+    "#27: after reset the panel said 'step 0' under the last episode's 6-step curve"
+    import knowlyr_lab.widgets as kw
+    shown = []                                                   # what the plot area holds, as the Output would
+    monkeypatch.setattr(kw, 'display', lambda fig: shown.append(len(fig.data[0].x) if fig.data else 0))
+    w = EnvStepper('knowlyr/maze-medium', ExpertAgent(), reward_fn=progress)
+    monkeypatch.setattr(w.plot, 'clear_output', lambda wait=False: shown.clear())
+    w.reset_button.click()
+    for _ in range(3): w.step_button.click()
+    assert shown == [3]
+    w.reset_button.click()
+    assert w.status.value.startswith('step 0') and shown == [], shown     # no curve of the old episode under 'step 0'
+    w.step_button.click()
+    assert shown == [1]
+
+def test_typed_invalid_tool_call_earns_no_reward():
+    "#27: a typed invalid call earned +0.571 under the generic PRM ('new call' and 'no regression' credited an error)"
+    from knowlyr_lab.reward.engine import make_reward_fn
+    w = EnvStepper('knowlyr/maze-medium', reward_fn=make_reward_fn('generic'), plot=False)
+    w.reset_button.click()
+    for typed in ("jump(x=1)", "move(direction='up')"):
+        w.action_text.value = typed; w.step_button.click()
+        st = w.session.last_step
+        assert st.observation.is_error and st.reward <= 0, (typed, st.reward, st.reward_details)
+    w.action_text.value = "look"; w.step_button.click()
+    assert w.session.last_step.reward > 0                                 # a valid call still earns its credit

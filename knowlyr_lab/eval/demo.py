@@ -33,8 +33,9 @@ from ..trajectory import write_trajectories
 from ..viewer import trajectory_html
 
 # %% auto #0
-__all__ = ['DemoConfig', 'collect_demonstrations', 'export_sft', 'train_policy', 'learning_curve', 'evaluate_policies',
-           'compare_policies', 'conclusion', 'plot_learning_curve', 'write_report', 'run_experiment_1']
+__all__ = ['RATE_COLUMNS', 'DemoConfig', 'collect_demonstrations', 'export_sft', 'train_policy', 'learning_curve',
+           'evaluate_policies', 'compare_policies', 'fmt_p', 'conclusion', 'plot_learning_curve', 'format_table',
+           'write_report', 'run_experiment_1']
 
 # %% ../../nbs/72_eval_demo.ipynb #c00d7462
 @dataclass
@@ -150,19 +151,24 @@ def compare_policies(evals:dict, correction:str='holm')->pd.DataFrame:
     return pd.DataFrame(rows)
 
 # %% ../../nbs/72_eval_demo.ipynb #bba1a2e8
+def fmt_p(p:float)->str:
+    "A p-value as a reader writes it: two significant digits, or '< 0.001'"
+    return '' if pd.isna(p) else '< 0.001' if p < 0.001 else f"{p:.2g}"
+
 def conclusion(board:pd.DataFrame, comps:pd.DataFrame, alpha:float=0.01)->str:
     "A written conclusion computed from the leaderboard and the comparisons"
     b = board.set_index('agent')
     def rate(a): return f"{b.loc[a, 'success']:.0%} (95% CI {b.loc[a, 'low']:.0%}-{b.loc[a, 'high']:.0%})"
     c = comps.set_index('comparison')
     main = c.loc['sft vs untrained']
-    verdict = (f"The SFT policy beats the untrained one: the paired exact test gives p = {main.p_adj:.2g} (Holm-adjusted), below alpha = {alpha}."
+    p = lambda x: f"p {fmt_p(x)}" if x < 0.001 else f"p = {fmt_p(x)}"
+    verdict = (f"The SFT policy beats the untrained one: the paired exact test gives {p(main.p_adj)} (Holm-adjusted), below alpha = {alpha}."
                if main.p_adj < alpha and main['diff'] > 0 else
-               f"The SFT policy does NOT beat the untrained one at alpha = {alpha}: p = {main.p_adj:.2g} (Holm-adjusted), difference {main['diff']:+.0%}.")
+               f"The SFT policy does NOT beat the untrained one at alpha = {alpha}: {p(main.p_adj)} (Holm-adjusted), difference {main['diff']:+.0%}.")
     vr = c.loc['sft vs random']
     return (f"On {int(main.n_tasks)} held-out tasks (distinct by content, none shared with training) the SFT policy solves {rate('sft')}, "
             f"the untrained policy {rate('untrained')}, a random agent {rate('random')} and the expert {rate('expert')}. {verdict} "
-            f"Against the random agent the difference is {vr['diff']:+.0%} (95% CI {vr.diff_low:+.0%} to {vr.diff_high:+.0%}), p = {vr.p_adj:.2g}.")
+            f"Against the random agent the difference is {vr['diff']:+.0%} (95% CI {vr.diff_low:+.0%} to {vr.diff_high:+.0%}), {p(vr.p_adj)}.")
 
 def plot_learning_curve(curve:pd.DataFrame)->go.Figure:
     "Held-out success (95% Wilson CI) against the number of demonstrations trained on"
@@ -172,21 +178,34 @@ def plot_learning_curve(curve:pd.DataFrame)->go.Figure:
                       height=360, margin=dict(l=60, r=20, t=30, b=50))
     return fig
 
+RATE_COLUMNS = {'success', 'low', 'high', 'diff', 'diff_low', 'diff_high', 'success_a', 'success_b', 'success_rate', 'success_low', 'success_high'}
+
+def format_table(df:pd.DataFrame)->pd.DataFrame:
+    "Cells as a reader reads them: rates as percentages, p-values as `fmt_p`, other floats to 3 significant digits"
+    out = df.copy()
+    for c in out.columns:
+        if not pd.api.types.is_float_dtype(out[c]): continue
+        f = (lambda x: f"{x:.1%}") if c in RATE_COLUMNS else fmt_p if c == 'p' or str(c).startswith('p_') else (lambda x: f"{x:.3g}")
+        out[c] = [('' if pd.isna(x) else f(x)) for x in out[c]]
+    return out
+
 def _table(df:pd.DataFrame)->str:
-    return df.to_html(index=False, float_format=lambda x: f"{x:.4g}", border=0, classes='tbl', na_rep='')
+    return format_table(df).to_html(index=False, border=0, classes='tbl', na_rep='')
 
 def write_report(path:Path, title:str, sections:list[tuple[str, str]], figures:dict[str, go.Figure])->Path:
-    "One self-contained HTML file: sections of (heading, html) then the figures"
-    figs, first = [], True
-    for name, fig in figures.items():
-        figs.append(f"<h3>{html.escape(name)}</h3>" + pio.to_html(fig, full_html=False, include_plotlyjs=first))
-        first = False
-    body = ''.join(f"<h2>{html.escape(h)}</h2>{content}" for h, content in sections)
-    css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+    "One self-contained HTML file: the 'Conclusion' section and the first figure first, then the other sections and figures"
+    figs = [f"<h3>{html.escape(name)}</h3>" + pio.to_html(fig, full_html=False, include_plotlyjs=i == 0, default_height=fig.layout.height or 360)
+            for i, (name, fig) in enumerate(figures.items())]
+    lead = [c for h, c in sections if h == 'Conclusion']
+    body = ''.join(f"<h2>{html.escape(h)}</h2>{content}" for h, content in sections if h != 'Conclusion')
+    css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:1.5em auto;padding:0 1em}"
+           ".lead{font-size:17px;line-height:1.45;margin:0 0 .5em}.lead p{margin:.4em 0}"
            ".tbl{border-collapse:collapse;font-size:13px}.tbl td,.tbl th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}")
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{css}</style></head>"
-                    f"<body><h1>{html.escape(title)}</h1>{body}<h2>Figures</h2>{''.join(figs)}</body></html>", encoding='utf-8')
+                    f"<body><h1>{html.escape(title)}</h1><div class='lead' id='conclusion'>{''.join(lead)}</div>"
+                    f"<div id='lead-figure'>{figs[0] if figs else ''}</div>{body}"
+                    f"{'<h2>More figures</h2>' if len(figs) > 1 else ''}{''.join(figs[1:])}</body></html>", encoding='utf-8')
     return path
 
 # %% ../../nbs/72_eval_demo.ipynb #c2f16c41

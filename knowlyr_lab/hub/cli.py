@@ -75,11 +75,13 @@ def _parser()->argparse.ArgumentParser:
 
 def _collect(a)->dict:
     from knowlyr_lab.registry import make
+    env = make(a.env)                 # a misspelt env id is an error here, naming the close ones
+    try: listed = env.list_tasks()
+    finally: env.close()
     tasks = None
-    if a.max_tasks:
-        env = make(a.env)
-        try: tasks = env.list_tasks()[:a.max_tasks]
-        finally: env.close()
+    if a.max_tasks or a.episodes is None:   # -n left out: one episode per task, as its help says
+        if not listed: raise ValueError(f"{a.env} has no task list (its tasks come from seeds): give the number of episodes with -n/--episodes")
+        tasks = listed[:a.max_tasks] if a.max_tasks else listed
     agent = agent_from_spec(a.agent, base_url=a.base_url)
     trajs = collect(a.env, agent, a.episodes, tasks=tasks, max_episode_steps=a.max_episode_steps, seed=a.seed, n_workers=a.workers, backend=a.backend,
                     progress=sys.stderr.isatty())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -23,16 +24,18 @@ from .redact import Redactor, SecretPattern
 from ..trajectory import read_trajectories, trajectory_schema, write_trajectories
 
 # %% auto #0
-__all__ = ['summary_table', 'cmd_convert', 'cmd_validate', 'cmd_detect', 'cmd_formats', 'cmd_diff', 'build_parser', 'main']
+__all__ = ['OUTPUT_SUFFIXES', 'summary_table', 'check_output', 'cmd_convert', 'cmd_validate', 'cmd_detect', 'cmd_formats',
+           'cmd_diff', 'build_parser', 'main']
 
 # %% ../../nbs/29_recorder_cli.ipynb #453568a3
 def summary_table(report:ConversionReport)->Table:
     "Rich table of a conversion report: records per type, redactions, trajectories"
     t = Table(title=f"{report.n_trajectories} trajectories from {len(report.files)} file(s)")
     for c in ('record type', 'mapped', 'unmapped', 'quarantined'): t.add_column(c, justify='left' if c == 'record type' else 'right')
-    for _, r in report.summary().iterrows():
+    rows = report.summary()
+    for _, r in rows.iterrows():
         t.add_row(r.record_type, str(r.mapped), str(r.unmapped) if not r.unmapped else f"[yellow]{r.unmapped}", str(r.quarantined) if not r.quarantined else f"[red]{r.quarantined}")
-    tot = report.totals
+    tot = {c: int(rows[c].sum()) for c in ('mapped', 'unmapped', 'quarantined')}   # the total of the rows shown (failed reads included)
     t.add_row('[bold]total', f"[bold]{tot['mapped']}", f"[bold]{tot['unmapped']}", f"[bold]{tot['quarantined']}", end_section=True)
     for k, n in sorted(report.redactions.items()): t.add_row(f'redacted: {k}', str(n), '', '')
     for s in report.skipped: t.add_row(f"[yellow]skipped: {s['path']} ({s['why']})", '', '', '')
@@ -47,13 +50,27 @@ def _redactor(args):
     extra = [SecretPattern(**{**p, 'needles': tuple(p.get('needles', ()))}) for p in cfg.get('patterns', [])]
     return Redactor(extra=extra, disable=cfg.get('disable', []))
 
-def cmd_convert(args, console)->int:
-    from tqdm.auto import tqdm
-    files = list(iter_log_files(args.logs))
+def _existing(paths)->list[Path]:
+    "The log files under `paths`; a path that does not exist is an error naming it (exit 2)"
+    files = list(iter_log_files(paths))
     missing = [str(f) for f in files if not f.exists()]
     if missing: raise FileNotFoundError(f"no such file: {', '.join(missing)}")
+    return files
+
+OUTPUT_SUFFIXES = ('.jsonl', '.jsonl.gz', '.parquet')
+
+def check_output(path:str|Path)->Path:
+    "The output path, if it names a format the recorder writes (else a `ValueError` listing them)"
+    p = Path(path)
+    if not p.name.endswith(OUTPUT_SUFFIXES):
+        raise ValueError(f"-o {path}: the output must end in {', '.join(OUTPUT_SUFFIXES)} (the format is taken from the name)")
+    return p
+
+def cmd_convert(args, console)->int:
+    from tqdm.auto import tqdm
+    out = check_output(args.out)
+    files = _existing(args.logs)
     total = sum(f.stat().st_size for f in files)
-    out = Path(args.out)
     report = ConversionReport(strict=args.strict, quarantine=args.quarantine,
                               side_file=args.unmapped or out.with_name(out.name.split('.')[0] + '.unmapped.jsonl'))
     bar = tqdm(total=total, unit='B', unit_scale=True, desc='converting', disable=None if args.progress is None else not args.progress, file=sys.stderr)
@@ -61,17 +78,21 @@ def cmd_convert(args, console)->int:
         for t in convert(args.logs, format=args.format, redact=_redactor(args), report=report, sidecar=args.sidecar):
             bar.update(report.bytes_read - bar.n)
             yield t
-    try: n = write_trajectories(stream(), out)
-    except RecorderError as e:
-        bar.close(); report.close()
+    part = out.with_name(f".partial-{out.name}")   # written here, renamed to `out` only when something usable was read
+    try: n = write_trajectories(stream(), part)
+    except BaseException as e:
+        bar.close(); report.close(); part.unlink(missing_ok=True)
+        if not isinstance(e, RecorderError): raise
         console.print(f"[red]error:[/red] {e}\n(stopped by --strict; drop it to quarantine bad records and go on)")
         return 3
     bar.update(total - bar.n); bar.close(); report.close()
     console.print(summary_table(report))
     for e in report.errors[:10]: console.print(f"[red]error:[/red] {e}", highlight=False)
     if report.n_errors > 10: console.print(f"... and {report.n_errors - 10} more" + (f" (all in {args.quarantine})" if args.quarantine else ''))
+    try: require_usable(n, report.n_errors, 'records', args.quarantine)   # nothing usable at all: bad input, status 2, no output file
+    except BaseException: part.unlink(missing_ok=True); raise
+    os.replace(part, out)
     console.print(f"wrote {n} trajectories to {out}" + (f"; quarantined records in {args.quarantine}" if args.quarantine and report.n_errors else ''))
-    require_usable(n, report.n_errors, 'records', args.quarantine)   # nothing usable at all: bad input, status 2
     return 1 if report.n_errors else 0
 
 # %% ../../nbs/29_recorder_cli.ipynb #6f18293b
@@ -85,7 +106,7 @@ def cmd_validate(args, console)->int:
 
 def cmd_detect(args, console)->int:
     rc = 0
-    for p in iter_log_files(args.logs):
+    for p in _existing(args.logs):
         d = detect(p)
         if d.format is None: rc = 1
         console.print(f"{p}: [bold]{d.format or '?'}[/bold] -- {d.reason}", highlight=False)
@@ -100,9 +121,10 @@ def cmd_formats(args, console)->int:
 
 def _load_one(path, index:int):
     "The `index`-th trajectory of a trajectory file or of any agent log"
-    for i, t in enumerate(convert(path, redact=False)):
-        if i == index: return t
-    raise SystemExit(f"{path} has no trajectory #{index}")
+    n = 0
+    for n, t in enumerate(convert(_existing([path]), redact=False), 1):
+        if n - 1 == index: return t
+    raise ValueError(f"{path} has no trajectory #{index} (it has {n}; indexes start at 0)")
 
 def cmd_diff(args, console)->int:
     d = diff_trajectories(_load_one(args.a, args.a_index), _load_one(args.b, args.b_index))

@@ -52,11 +52,11 @@ def _read(path, quarantine=None)->tuple[list, list]:
     if not Path(path).exists(): raise FileNotFoundError(f"{path} does not exist")
     errors = []
     trajs = list(_records(path, quarantine, errors))
+    if not trajs:   # one line: the count, where the reasons are, the first of them, and what a trajectory file is
+        why = f"{len(errors)} bad records" + (f", quarantined in {quarantine}" if quarantine else '') + f"; the first: {errors[0]}" if errors else 'it is empty'
+        raise InputError(f"no valid trajectory in {path} ({why}); a trajectory file is .jsonl, .jsonl.gz, .parquet or .json, as knowlyr-recorder convert writes it")
     for e in errors[:5]: print(f"skipped: {e}", file=sys.stderr)
     if len(errors) > 5: print(f"... and {len(errors) - 5} more", file=sys.stderr)
-    if not trajs:
-        why = f"{len(errors)} bad records" + (f", quarantined in {quarantine}" if quarantine else '') if errors else 'it is empty'
-        raise InputError(f"no valid trajectory in {path} ({why})")
     return trajs, errors
 
 def _weights(s:str|None)->dict|None:

@@ -411,11 +411,13 @@ class RuleScorer:
         return res
 
     def combine(self, results:dict[str, RuleResult])->float|None:
-        "Weighted mean of the applicable rules' scores (None when none applies)"
+        "Weighted mean of the applicable rules' scores (None when none applies); a failed call counts only its error and the outcome"
         num = den = 0.0; w = self.weights
+        te = results.get('tool_error')
+        failed = te is not None and te.score == 0
         for k, r in results.items():
             s = r.score
-            if s is None: continue
+            if s is None or (failed and k not in ('tool_error', 'outcome')): continue
             wk = w.get(k, 1.0); num += wk * s; den += wk
         return num / den if den else None
 

@@ -8,52 +8,71 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_cli.html.md"""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from dataclasses import MISSING, fields
 
 from ..commands import run_cli
-from .base import field_docs
-from .dpo import DPOConfig, DPOTrainer
-from .grpo import GRPOConfig, GRPOTrainer
-from .sft import SFTConfig, SFTTrainer
 
 # %% auto #0
-__all__ = ['CONFIGS', 'build_parser', 'config_from_args', 'main']
+__all__ = ['TRAINERS', 'TRL_ALIASES', 'trainer_classes', 'build_parser', 'config_from_args', 'main']
 
 # %% ../../nbs/69_trainer_cli.ipynb #4976dfda
-CONFIGS = {'sft': SFTConfig, 'dpo': DPOConfig, 'grpo': GRPOConfig}
+TRAINERS = ('sft', 'dpo', 'grpo')
+TRL_ALIASES = {'lr': 'learning_rate', 'num_train_epochs': 'num_epochs', 'per_device_train_batch_size': 'batch_size',
+               'lr_scheduler_type': 'lr_scheduler', 'max_seq_length': 'max_length', 'use_peft': 'use_lora'}
 
-def _bool(s): 
+def trainer_classes(cmd:str)->tuple[type, type]:
+    "(config class, trainer class) of `sft`, `dpo` or `grpo`, imported on first use (they import torch)"
+    mod = importlib.import_module(f'knowlyr_lab.trainer.{cmd}')
+    return getattr(mod, f'{cmd.upper()}Config'), getattr(mod, f'{cmd.upper()}Trainer')
+
+def _bool(s):
     if s.lower() in ('1', 'true', 'yes', 'on'): return True
     if s.lower() in ('0', 'false', 'no', 'off'): return False
     raise argparse.ArgumentTypeError(f"expected true/false, got {s!r}")
 
 def _add_config_flags(p, cls):
-    docs = field_docs(cls)
+    from knowlyr_lab.trainer.base import field_docs
+    docs, names = field_docs(cls), {f.name for f in fields(cls)}
     for f in fields(cls):
-        flag = '--' + f.name.replace('_', '-')
         t = f.type if isinstance(f.type, str) else getattr(f.type, '__name__', str(f.type))
         t = t.split('|')[0].split('[')[0].strip()        # optional and generic fields take their base type: int|None -> int
         default = f.default if f.default is not MISSING else f.default_factory()
         shown = ','.join(default) if isinstance(default, list) else default
         h = f"{docs.get(f.name, f.name)} (default: {shown})".replace('%', '%%')
-        if t == 'bool': p.add_argument(flag, type=_bool, nargs='?', const=True, default=None, metavar='BOOL', help=h)
-        elif t == 'int': p.add_argument(flag, type=int, default=None, metavar='N', help=h)
-        elif t == 'float': p.add_argument(flag, type=float, default=None, metavar='X', help=h)
-        elif t == 'list': p.add_argument(flag, type=lambda s: [x for x in s.split(',') if x], default=None, metavar='A,B', help=h)
-        else: p.add_argument(flag, type=str, default=None, metavar='STR', help=h)
+        kw = {'bool': dict(type=_bool, nargs='?', const=True, metavar='BOOL'), 'int': dict(type=int, metavar='N'), 'float': dict(type=float, metavar='X'),
+              'list': dict(type=lambda s: [x for x in s.split(',') if x], metavar='A,B')}.get(t, dict(type=str, metavar='STR'))
+        p.add_argument('--' + f.name.replace('_', '-'), dest=f.name, default=None, help=h, **kw)
+        aliases = [a for a, n in TRL_ALIASES.items() if n == f.name and a not in names] + [f.name]
+        flags = [s for a in aliases for s in dict.fromkeys(('--' + a, '--' + a.replace('_', '-'))) if s not in p._option_string_actions]
+        if flags: p.add_argument(*flags, dest=f.name, default=None, help=argparse.SUPPRESS, **kw)   # the spellings TRL users type
+
+class _LazyFlags(argparse.ArgumentParser):
+    "A subcommand parser whose config flags are added when it is used (parsed, or its --help shown)"
+    def __init__(self, *args, add_flags=None, **kw): super().__init__(*args, **kw); self._add_flags = add_flags
+    def _ready(self):
+        if self._add_flags is not None: f, self._add_flags = self._add_flags, None; f(self)
+    def parse_known_args(self, args=None, namespace=None): self._ready(); return super().parse_known_args(args, namespace)
+    def format_help(self): self._ready(); return super().format_help()
+
+def _trainer_flags(name):
+    def add(p):
+        cls = trainer_classes(name)[0]
+        p.description = cls.__doc__
+        _add_config_flags(p, cls)
+    return add
 
 def build_parser()->argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='knowlyr-trainer', description='Train agents with SFT, DPO or GRPO; evaluate them')
-    sub = ap.add_subparsers(dest='cmd', required=True)
-    for name, cls in CONFIGS.items():
-        p = sub.add_parser(name, help=f'{name.upper()} training', description=cls.__doc__)
+    sub = ap.add_subparsers(dest='cmd', required=True, parser_class=_LazyFlags)
+    for name in TRAINERS:
+        p = sub.add_parser(name, help=f'{name.upper()} training', add_flags=_trainer_flags(name))
         p.add_argument('--config', help='YAML config file (flags override it)')
         p.add_argument('--train-data', required=name != 'grpo',
                        help='training records (.jsonl/.json/.parquet)' + (' (none: online GRPO in --env-id)' if name == 'grpo' else ''))
         if name == 'sft': p.add_argument('--eval-data', help='evaluation records')
-        _add_config_flags(p, cls)
     e = sub.add_parser('eval', help='play episodes with a trained model and report the success rate')
     e.add_argument('--model', required=True, help='model folder, LoRA adapter folder or checkpoint')
     e.add_argument('--env', default='knowlyr/arith-easy', help='registered env id to play (default: %(default)s)')
@@ -88,13 +107,14 @@ def _run(args)->int:
         print(json.dumps({'env': args.env, 'episodes': s['n_episodes'], **{k: s[k] for k in (
             'n_distinct_tasks', 'success_rate', 'success_low', 'success_high', 'mean_reward', 'mean_steps', 'n_unverified')}}))
         return 0
-    cfg = config_from_args(CONFIGS[args.cmd], args)
+    config_cls, trainer_cls = trainer_classes(args.cmd)
+    cfg = config_from_args(config_cls, args)
     if args.cmd == 'sft':
-        tr = SFTTrainer(cfg, train_data=args.train_data, eval_data=args.eval_data); res = tr.train()
+        tr = trainer_cls(cfg, train_data=args.train_data, eval_data=args.eval_data); res = tr.train()
     elif args.cmd == 'dpo':
-        tr = DPOTrainer(cfg, train_data=args.train_data); res = tr.train()
+        tr = trainer_cls(cfg, train_data=args.train_data); res = tr.train()
     else:
-        tr = GRPOTrainer(cfg)
+        tr = trainer_cls(cfg)
         rows = tr.train_offline(args.train_data) if args.train_data else tr.train()
         res = {'steps': tr.state['step'], 'reward_first': rows[0]['reward'], 'reward_last': rows[-1]['reward']}
     path = tr.save_model()

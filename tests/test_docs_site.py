@@ -1,0 +1,42 @@
+"The docs site's navigation (#27): the sidebar is grouped by layer, lists every page once, and reaches the experiments"
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+NBS = ROOT / 'nbs'
+
+def _entries(items):
+    for it in items:
+        if isinstance(it, str): yield it
+        elif 'contents' in it: yield from _entries(it['contents'])
+        elif 'href' in it: yield it['href']
+
+def _sidebar():
+    return yaml.safe_load((NBS / '_quarto.yml').read_text())['website']['sidebar']
+
+def test_sidebar_groups_every_page_by_layer_once():
+    sb = _sidebar()
+    sections = [s for s in sb['contents'] if isinstance(s, dict) and 'section' in s]
+    assert len(sections) >= 9, [s['section'] for s in sections]          # not one flat list of ~75 pages
+    entries = list(_entries(sb['contents']))
+    pages = sorted(p.relative_to(NBS).as_posix() for p in NBS.rglob('*.ipynb') if '.ipynb_checkpoints' not in p.parts and not p.name.startswith('_'))
+    listed = [e for e in entries if not e.startswith('http')]
+    assert sorted(listed) == pages, (sorted(set(pages) - set(listed)), sorted(set(listed) - set(pages)))   # every page, once, nothing stale
+    for s in sections:   # a layer section holds the pages of its tens (0x core ... 9x commands)
+        tens = {re.match(r'(\d)\d', Path(e).name).group(1) for e in _entries(s['contents']) if re.match(r'\d\d', Path(e).name)}
+        assert len(tens) <= 1, (s['section'], tens)
+
+def test_experiment_notebooks_are_reachable_from_the_site():
+    hrefs = [e for e in _entries(_sidebar()['contents']) if e.startswith('http')]
+    exps = sorted(p.name for p in (ROOT / 'experiments').glob('*.ipynb'))
+    assert exps and all(any(h.endswith(f'experiments/{n}') for h in hrefs) for n in exps), (exps, hrefs)
+
+def test_cli_page_says_what_the_demo_runs():
+    "#27: nbs/99_cli said the demo runs the maze; it runs the arithmetic suite of DemoConfig"
+    from knowlyr_lab.eval.demo import DemoConfig
+    text = ' '.join(''.join(c['source']) for c in json.loads((NBS / '99_cli.ipynb').read_text())['cells'] if c['cell_type'] == 'markdown')
+    demo = text[text.index('`knowlyr-lab demo`'):text.index('`knowlyr-lab loop`')]
+    assert DemoConfig().env_id in demo and 'maze' not in demo, demo
