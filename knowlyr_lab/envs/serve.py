@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable
+from typing import Callable, Literal
 
 from pydantic import BaseModel
 
@@ -24,8 +24,8 @@ from ..core import AgentEnv, InvalidActionError, parse_action, schema_name, sche
 from .bench import require_extra
 
 # %% auto #0
-__all__ = ['PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'openenv_app', 'ResetBody', 'StepBody', 'IdBody',
-           'agentgym_app', 'serve_env', 'free_port', 'EnvServer']
+__all__ = ['PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'mcp_tools', 'openenv_app', 'ResetBody', 'StepBody',
+           'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer']
 
 # %% ../../nbs/19b_envs_serve.ipynb #7cecfc1d
 def format_call(tool:str, params:dict|None=None)->str:
@@ -65,6 +65,11 @@ def _served(env:AgentEnv, ts, expose_oracle:bool)->dict:
             'task': _jsonable(ts.info.get('task')) if 'task' in ts.info else None}
 
 # %% ../../nbs/19b_envs_serve.ipynb #0e2eb910
+def mcp_tools(tool_schemas:list[dict])->list[dict]:
+    "The env's tools as MCP tool specs (`name`, `description`, `input_schema`), the shape OpenEnv's `list_tools` returns"
+    return [{'name': schema_name(s), 'description': s.get('function', s).get('description') or '', 'input_schema': schema_params(s)}
+            for s in tool_schemas]
+
 def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env per session
                 max_sessions:int=16,                  # concurrent WebSocket sessions
                 expose_oracle:bool=False,             # put the expert's next action in info['oracle_action']
@@ -77,8 +82,10 @@ def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env p
     from pydantic import ConfigDict, Field, create_model
     probe = env_factory()
     tools = probe.tool_schemas; probe.close()
-    ToolCallAction = create_model('ToolCallAction', __base__=Action, tool=(str, Field(description='tool name')),
-                                  params=(dict, Field(default_factory=dict, description='tool parameters')))
+    ToolCallAction = create_model('ToolCallAction', __base__=Action,
+        type=(Literal['tool_call', 'list_tools', 'call_tool'], Field('tool_call', description="'tool_call' (tool, params) or an MCP action")),
+        tool=(str|None, Field(None, description='tool name')), params=(dict, Field(default_factory=dict, description='tool parameters')),
+        tool_name=(str|None, Field(None, description='tool name (MCP call_tool)')), arguments=(dict|None, Field(None, description='tool arguments (MCP call_tool)')))
     ToolCallAction.model_config = ConfigDict(**{**Action.model_config, 'json_schema_extra': {'x-knowlyr-tools': tools}})
     ToolCallAction.model_rebuild(force=True)
     class KnowlyrObservation(Observation):
@@ -87,16 +94,25 @@ def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env p
         truncated: bool = False
         info: dict = Field(default_factory=dict)
         task: dict|None = None
+        tools: list|None = None       # MCP list_tools answer
+        tool_name: str|None = None    # MCP call_tool answer: the tool, and its result (the observation text)
+        result: str|None = None
+        def model_dump(self, **kw):   # the MCP fields only when set: openenv-core's MCP client tells answers apart by them
+            return {k: v for k, v in super().model_dump(**kw).items() if v is not None or k not in ('tools', 'tool_name', 'result')}
     class KnowlyrEnvironment(Environment):
         SUPPORTS_CONCURRENT_SESSIONS = True
         def __init__(self):
             super().__init__(); self.env, self._state = env_factory(), State()
-        def _obs(self, ts): return KnowlyrObservation(**_served(self.env, ts, expose_oracle))
+        def _obs(self, ts, **mcp): return KnowlyrObservation(**_served(self.env, ts, expose_oracle), **mcp)
         def reset(self, seed=None, episode_id=None, task=None, **kw):
             self._state = State(episode_id=episode_id, step_count=0)
             return self._obs(self.env.reset(task=task, seed=seed))
         def step(self, action, timeout_s=None, **kw):
+            if action.type == 'list_tools': return KnowlyrObservation(tools=mcp_tools(tools), reward=0.0)
             self._state.step_count += 1
+            if action.type == 'call_tool':
+                ts = self.env.step({'tool': action.tool_name, 'params': action.arguments or {}})
+                return self._obs(ts, tool_name=action.tool_name, result=ts.observation)
             return self._obs(self.env.step({'tool': action.tool, 'params': action.params}))
         @property
         def state(self): return self._state
