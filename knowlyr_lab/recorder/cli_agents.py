@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .agent_steps import StepLog, guard, record_totals, usage_total
-from .base import (ConversionReport, LogAdapter, content_text, iter_jsonl, json_shape, parse_arguments, read_json,
-                                      register_adapter, usage_from)
+from .base import ConversionReport, LogAdapter, content_text, iter_jsonl, json_shape, parse_arguments, read_json, register_adapter, usage_from
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .agent_steps import GUARDED, StepLog, guard, record_totals, usage_total
-from .base import (ConversionReport, LogAdapter, content_text, iter_json_items, iter_jsonl, json_shape, parse_arguments,
-                                      read_json, register_adapter, set_observation)
+from .base import ConversionReport, LogAdapter, content_text, iter_json_items, iter_jsonl, json_shape, parse_arguments, read_json, register_adapter, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Step, Task, TokenUsage, Trajectory
 
 # %% auto #0
