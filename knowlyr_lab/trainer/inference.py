@@ -36,6 +36,16 @@ def _cache_kw()->str:
     names = [c.cell_contents for c in (GenerationMixin.generate.__closure__ or ()) if isinstance(c.cell_contents, str)]
     return 'cache' if 'cache' in names and 'past_key_values' in names else 'past_key_values'
 
+def _token_logprobs(logits:tuple, row:int, ids:list[int], top:int)->list[dict]:
+    "Per generated token of batch row `row`: its id, log-probability and the `top` most likely ids with theirs"
+    out = []
+    for t, tid in enumerate(ids):
+        lp = torch.log_softmax(logits[t][row].float(), -1)
+        alt = torch.topk(lp, top) if top else None
+        out.append({'id': tid, 'logprob': float(lp[tid]),
+                    'top': [(int(j), float(v)) for v, j in zip(alt.values, alt.indices)] if top else []})
+    return out
+
 class _StopWhen(StoppingCriteria):
     "Stops every row of a generation once `fn()` is true (checked after each token)"
     def __init__(self, fn): self.fn = fn
@@ -89,7 +99,8 @@ class AgentInference:
                  max_new_tokens:int=128, temperature:float=0.0, top_p:float=1.0,
                  seed:int|None=None,
                  stop=None,                            # a zero-argument callable: True ends the generation now (client gone, deadline)
-                )->list[dict]:                         # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason'}]
+                 logprobs:int|None=None,               # per generated token its log-probability and this many top alternatives (None: none)
+                )->list[dict]:                         # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason', 'prompt_token_ids', 'token_ids', 'logprobs'?}]
         "Batched generation of the next assistant turn for each conversation"
         tok = self.tokenizer
         ids = tok(render_chats(tok, conversations, tools, add_generation_prompt=True), add_special_tokens=False)['input_ids']
@@ -98,15 +109,20 @@ class AgentInference:
         if seed is not None: torch.manual_seed(seed)
         kw = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
         if stop is not None: kw['stopping_criteria'] = StoppingCriteriaList([_StopWhen(stop)])
+        if logprobs is not None: kw['output_logits'] = True     # the model's raw logits: log-probs of the model, not of the sampler
         out = self.model.generate(**inputs, max_new_tokens=max_new_tokens, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
                                   use_cache=True, return_dict_in_generate=True, **kw)
         res = []
         for i, row in enumerate(out.sequences[:, plan.width:].tolist()):
             ended = tok.eos_token_id in row
-            if ended: row = row[:row.index(tok.eos_token_id)]
-            while row and row[-1] == tok.pad_token_id: row.pop()
-            res.append({'text': tok.decode(row, skip_special_tokens=True), 'prompt_tokens': len(ids[i]),
-                        'completion_tokens': len(row) + int(ended), 'finish_reason': 'stop' if ended else 'length'})
+            n = row.index(tok.eos_token_id) + 1 if ended else len(row)
+            row = row[:n]
+            while row and row[-1] == tok.pad_token_id and row[-1] != tok.eos_token_id: row.pop()
+            text_ids = row[:-1] if ended else row
+            r = {'text': tok.decode(text_ids, skip_special_tokens=True), 'prompt_tokens': len(ids[i]), 'completion_tokens': len(row),
+                 'finish_reason': 'stop' if ended else 'length', 'prompt_token_ids': ids[i], 'token_ids': row}
+            if logprobs is not None: r['logprobs'] = _token_logprobs(out.logits, i, row, logprobs)
+            res.append(r)
         self.cache.keep(plan, inputs, out.sequences, out.past_key_values, [r['completion_tokens'] for r in res])
         return res
 
@@ -226,14 +242,18 @@ def check_request(req)->dict:
     tools = req.get('tools')
     if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
         raise _Refused(400, "'tools' must be a list of tool objects")
-    if not isinstance(req.get('stream', False), bool): raise _Refused(400, "'stream' must be true or false")
+    for k in ('stream', 'logprobs', 'return_token_ids'):
+        if not isinstance(req.get(k, False) if req.get(k) is not None else False, bool): raise _Refused(400, f"'{k}' must be true or false")
+    top = _int_field(req, 'top_logprobs', 0, 20, None)
+    if top is not None and not req.get('logprobs'): raise _Refused(400, "'top_logprobs' needs 'logprobs': true")
     mt = req.get('max_tokens', req.get('max_completion_tokens'))
     return {'messages': msgs, 'tools': tools, 'n': _int_field(req, 'n', 1, MAX_CHOICES, 1),
             'max_tokens': _int_field({'max_tokens': mt}, 'max_tokens', 1, None, 256),
             'temperature': _num_field(req, 'temperature', 0, 2, 0.0), 'top_p': _num_field(req, 'top_p', 0, 1, 1.0),
             'seed': _int_field(req, 'seed', -2**63, 2**63 - 1), 'stream': req.get('stream', False),
             'include_usage': bool(req['stream_options'].get('include_usage')) if isinstance(req.get('stream_options'), dict) else False,
-            'model': req['model'] if isinstance(req.get('model'), str) else None}
+            'model': req['model'] if isinstance(req.get('model'), str) else None,
+            'logprobs': (top or 0) if req.get('logprobs') else None, 'return_token_ids': bool(req.get('return_token_ids'))}
 
 # %% ../../nbs/64_trainer_inference.ipynb #bf2fd1cf
 def _message(out:dict, tools)->tuple[dict, str]:
@@ -255,6 +275,13 @@ def _chunks(choices:list[dict])->list[list[dict]]:
         out += [[{'index': i, 'delta': {'tool_calls': [{'index': k, **tc}]}, 'finish_reason': None}] for k, tc in enumerate(m.get('tool_calls') or [])]
         out.append([{'index': i, 'delta': {}, 'finish_reason': ch['finish_reason']}])
     return out
+
+def _logprob_content(tok, lps:list[dict])->list[dict]:
+    "OpenAI's `logprobs.content`: per token its text, bytes, log-probability and top alternatives"
+    def entry(i, lp):
+        s = tok.convert_tokens_to_string([tok.convert_ids_to_tokens(i)])
+        return {'token': s, 'logprob': lp, 'bytes': list(s.encode('utf-8'))}
+    return [{**entry(d['id'], d['logprob']), 'top_logprobs': [entry(j, v) for j, v in d['top']]} for d in lps]
 
 def _gone(sock)->bool:
     "True when the client closed its side of the connection"
@@ -319,7 +346,8 @@ class _Handler(BaseHTTPRequestHandler):
                     if time.monotonic() > deadline: why['stop'] = 'deadline'
                     elif _gone(self.connection): why['stop'] = 'disconnected'
                     return bool(why)
-                outs = inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'], req['seed'], stop=stop)
+                outs = inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'], req['seed'], stop=stop,
+                                    logprobs=req['logprobs'])
             finally: srv.lock.release()
         finally: srv.slots.release()
         if why:
@@ -334,9 +362,12 @@ class _Handler(BaseHTTPRequestHandler):
         for i, o in enumerate(outs):
             msg, why = _message(o, tools)
             choices.append({'index': i, 'message': msg, 'finish_reason': why})
+            if req['logprobs'] is not None: choices[-1]['logprobs'] = {'content': _logprob_content(inf.tokenizer, o['logprobs'])}
+            if req['return_token_ids']: choices[-1]['token_ids'] = o['token_ids']
         done = sum(o['completion_tokens'] for o in outs)
         usage = {'prompt_tokens': outs[0]['prompt_tokens'], 'completion_tokens': done, 'total_tokens': outs[0]['prompt_tokens'] + done}
         head = {'id': f'chatcmpl-{uuid.uuid4().hex[:16]}', 'created': int(time.time()), 'model': req['model'] or inf.name}
+        if req['return_token_ids']: head['prompt_token_ids'] = outs[0]['prompt_token_ids']
         if not req['stream']: return self._send(200, {**head, 'object': 'chat.completion', 'choices': choices, 'usage': usage})
         self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.send_header('Cache-Control', 'no-cache')
         self.end_headers()                      # HTTP/1.0: the stream ends when the connection closes, after [DONE]
