@@ -23,16 +23,21 @@ def test_sidebar_groups_every_page_by_layer_once():
     assert len(sections) >= 9, [s['section'] for s in sections]          # not one flat list of ~75 pages
     entries = list(_entries(sb['contents']))
     pages = sorted(p.relative_to(NBS).as_posix() for p in NBS.rglob('*.ipynb') if '.ipynb_checkpoints' not in p.parts and not p.name.startswith('_'))
-    listed = [e for e in entries if not e.startswith('http')]
+    listed = [e for e in entries if not e.startswith(('http', 'experiments/'))]
     assert sorted(listed) == pages, (sorted(set(pages) - set(listed)), sorted(set(listed) - set(pages)))   # every page, once, nothing stale
     for s in sections:   # a layer section holds the pages of its tens (0x core ... 9x commands)
         tens = {re.match(r'(\d)\d', Path(e).name).group(1) for e in _entries(s['contents']) if re.match(r'\d\d', Path(e).name)}
         assert len(tens) <= 1, (s['section'], tens)
 
-def test_experiment_notebooks_are_reachable_from_the_site():
-    hrefs = [e for e in _entries(_sidebar()['contents']) if e.startswith('http')]
+def test_experiment_notebooks_are_on_the_site():
+    "Each experiment is a sidebar page, and the docs build copies the notebooks (with their outputs) where Quarto renders them"
+    hrefs = [e for e in _entries(_sidebar()['contents']) if e.startswith('experiments/')]
     exps = sorted(p.name for p in (ROOT / 'experiments').glob('*.ipynb'))
-    assert exps and all(any(h.endswith(f'experiments/{n}') for h in hrefs) for n in exps), (exps, hrefs)
+    assert exps and sorted(h.split('/')[-1] for h in hrefs) == exps, (exps, hrefs)
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, str(ROOT / 'tools' / 'docs.py')], cwd=ROOT, check=True, capture_output=True)
+    assert sorted(p.name for p in (ROOT / '_proc' / 'experiments').glob('*.ipynb')) == exps
 
 def test_cli_page_says_what_the_demo_runs():
     "#27: nbs/99_cli said the demo runs the maze; it runs the arithmetic suite of DemoConfig"
