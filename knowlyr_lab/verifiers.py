@@ -405,7 +405,8 @@ def _write_tree(root:Path, files:dict):
 def _judge(self, cand_sb, judge_sb, nonce:str)->tuple[str, str]:
     "(report, stderr of both) of the runner in `judge_sb` talking to the candidate's server in `cand_sb`"
     name, judge = f'knowlyr-verdict-{nonce[:8]}.json', []
-    cand = SandboxProcess(cand_sb, ['python3', '-I', '-c', CANDIDATE_SERVER], lambda b: judge and judge[0].write(b), self.timeout,
+    # the candidate outlives the judge's deadline: a run that times out leaves no report, whichever process was stuck
+    cand = SandboxProcess(cand_sb, ['python3', '-I', '-c', CANDIDATE_SERVER], lambda b: judge and judge[0].write(b), self.timeout + 2,
                           on_exit=lambda: judge and judge[0].close_stdin())
     judge.append(SandboxProcess(judge_sb, ['python3', '-I', '-c', TEST_RUNNER, f'{VERIFIER_DIR}/tests', f'{judge_sb._paths[1]}/{name}', nonce,
                                            json.dumps(candidate_modules(self.repo))], cand.write, self.timeout))
