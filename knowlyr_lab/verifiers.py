@@ -378,7 +378,7 @@ def _start_docker(self, argv, timeout):
 
 # %% ../nbs/13a_verifiers.ipynb #b3233258
 class HiddenTestVerifier:
-    "Run hidden unittest files against an agent's files on a pristine copy of a task, in a fresh sandbox"
+    "Run hidden unittest files in a fresh sandbox against an agent's files on a pristine copy of a task, in another"
     def __init__(self, repo:dict,                 # the task's repository as the agent first saw it: {relative path: str | bytes}
                  tests:dict,                      # hidden unittest files: {relative path: source}
                  timeout:float=60.0,              # wall-clock seconds the tests may run
