@@ -2,6 +2,9 @@
 holds it. Each attack class of the issue, over the Python API (`HiddenTestVerifier.verify` and an env's `submit`),
 on a planted-bug repository and on HumanEval; then the verifier probe over every bundled suite with a verifier.
 Every attack here raised the verdict of the verifier before the split (the tests imported the agent's code)."""
+import tomllib
+from pathlib import Path
+
 import pytest
 
 from knowlyr_lab.coding_tasks import fixed_files, load_coding_tasks
@@ -90,6 +93,9 @@ def test_probe_finds_no_forgery_in_any_bundled_suite():
     assert s.hackable_fraction.tolist() == [0.0, 0.0] and s.honest_passed.tolist() == [0, 6], s
 
 def test_probe_cli(capsys):
+    "knowlyr-probe is declared as a console script and exits 0 when nothing forged, 2 on an env without a verifier"
+    root = Path(__file__).resolve().parents[1]
+    assert tomllib.loads((root / 'pyproject.toml').read_text())['project']['scripts']['knowlyr-probe'] == 'knowlyr_lab.verifier_probe:main'
     assert main(['knowlyr/sandbox', '--n-tasks', '1', '--strategy', 'gc-result-instance']) == 0
     out = capsys.readouterr().out
     assert 'hackable_fraction' in out and 'knowlyr/sandbox' in out
