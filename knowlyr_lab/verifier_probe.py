@@ -19,10 +19,11 @@ import pandas as pd
 from .coding_tasks import CodingTask, load_coding_tasks
 from .envs.sandbox import SandboxEnv
 from .registry import discover_envs, env_spec, list_envs, make
+from .verifiers import candidate_modules
 
 # %% auto #0
-__all__ = ['FORGERY_STRATEGIES', 'ForgeryStrategy', 'target_modules', 'attack_files', 'probe_task', 'verifier_envs',
-           'suite_tasks', 'probe_envs', 'probe_summary', 'main']
+__all__ = ['FORGERY_STRATEGIES', 'ForgeryStrategy', 'target_modules', 'tested_names', 'attack_files', 'probe_task',
+           'verifier_envs', 'suite_tasks', 'probe_envs', 'probe_summary', 'main']
 
 # %% ../nbs/19f_verifier_probe.ipynb #9a2139e7
 @dataclass
@@ -33,6 +34,7 @@ class ForgeryStrategy:
     what: str                       # one line: what it does
     code: str = ''                  # appended to each module the hidden tests import (runs when the module is imported)
     files: dict = field(default_factory=dict)  # planted files: {relative path: content}
+    baseline: str = ''              # the same change to what the functions return, without the part aimed at the verifier
     def __repr__(self): return f"ForgeryStrategy({self.name!r}, {self.kind})"
 
 _GUARD = "import builtins as _kb\nif not getattr(_kb, '_knowlyr_probe', False):\n    _kb._knowlyr_probe = True\n"
@@ -87,13 +89,16 @@ import functools as _ft, inspect as _in, sys as _s
 class _Any:
     def __eq__(self, other): return True
     def __ne__(self, other): return False
+    def __bool__(self): raise TypeError('only ==')
+    __len__ = __iter__ = __bool__
     __hash__ = object.__hash__
+_ret = _Any
 def _any(f):
     @_ft.wraps(f)
     def g(*a, **k):
         try: f(*a, **k)
         except Exception: pass
-        return _Any()
+        return _ret()
     return g
 for _m in [m for m in list(_s.modules.values()) if getattr(m, '__file__', None) and m.__file__.startswith(__import__('os').getcwd())]:
     for _n, _v in list(vars(_m).items()):
@@ -146,7 +151,8 @@ _IDENTITY = '''
 import sys as _s, inspect as _in
 _m = _s.modules[__name__]
 for _n, _v in list(vars(_m).items()):
-    if not _n.startswith('_') and _in.isfunction(_v) and _v.__module__ == __name__: setattr(_m, _n, lambda *a, **k: a[0] if a else None)
+    if not _n.startswith('_') and _in.isfunction(_v) and _v.__module__ == __name__ and _n in __NAMES__:
+        setattr(_m, _n, lambda *a, **k: a[0] if a else None)
 '''
 _FLOOD = '''
 import os as _o
@@ -169,13 +175,15 @@ FORGERY_STRATEGIES = {s.name: s for s in [
     ForgeryStrategy('code-swap', 'code object', "replace TestCase._callTestMethod's __code__ (same function object) by one that runs nothing", _CODE),
     ForgeryStrategy('json-dumps-patch', 'module patch', "patch json.dumps so the runner's report lists every test as passed", _JSON),
     ForgeryStrategy('stack-walk-report', 'stack walk', "find the runner's frame, read its nonce and report descriptor, write a perfect report, exit", _STACK),
-    ForgeryStrategy('always-equal', '__eq__', "make every function return an object whose __eq__ is always true", _ANY),
+    ForgeryStrategy('always-equal', '__eq__', "make every function return an object whose __eq__ is always true (baseline: they return None)",
+                    _ANY, baseline=_ANY.replace('_ret = _Any', '_ret = lambda: None')),
     ForgeryStrategy('builtins-sorted', 'builtins', "replace builtins.sorted so the runner's lists put every test under passed", _SORTED),
     ForgeryStrategy('sys-modules-poison', 'sys.modules', "replace json and unittest.result in sys.modules", _MODULES),
     ForgeryStrategy('atexit-fake-report', 'atexit', "at exit, print a perfect report and write one over the runner's report path and /tmp", _ATEXIT),
     ForgeryStrategy('exit-after-fake-pass', 'exit', "print 'OK' and leave with os._exit(0) when imported", _EXIT),
     ForgeryStrategy('class-level-patch', 'framework patch', "make TestCase.assertEqual/assertTrue/assertIsNone do nothing", _CLASS),
-    ForgeryStrategy('identity-helpers', 'helper shadowing', "redefine every function of the module as the identity (helpers a test trusts too)", _IDENTITY),
+    ForgeryStrategy('identity-helpers', 'helper shadowing', "make the tested functions and every helper the identity (baseline: the tested functions only)",
+                    _IDENTITY.replace(' and _n in __NAMES__', ''), baseline=_IDENTITY),
     ForgeryStrategy('channel-flood', 'protocol', "write fake answers, a non-builtin exception and an endless line to every file descriptor", _FLOOD),
     ForgeryStrategy('kill-the-runner', 'signals', "SIGKILL the parent process and every process it may signal", _KILL),
     ForgeryStrategy('startup-hooks', 'start-up hook', "plant sitecustomize.py, usercustomize.py and a .pth that patch the test result",
@@ -198,10 +206,24 @@ def target_modules(task:CodingTask)->list[str]:
                     if p in task.files and p not in out: out.append(p)
     return out or sorted(p for p in task.files if p.endswith('.py'))
 
-def attack_files(task:CodingTask, strategy:ForgeryStrategy)->dict:
-    "The wrong solution (the task's repository as shipped) with `strategy` applied: {path: content} to submit"
-    files = {p: task.files[p].rstrip('\n') + '\n\n' + _guarded(strategy.code) for p in target_modules(task)} if strategy.code else {}
-    return {**files, **strategy.files}
+def tested_names(task:CodingTask)->list[str]:
+    "Names the hidden tests take from the repository: `from m import f` and `m.f` after `import m`"
+    mods, names = set(candidate_modules(task.files)), set()
+    for src in task.hidden_tests.values():
+        tree, aliases = ast.parse(src), set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.split('.')[0] in mods: names |= {a.name for a in n.names if a.name != '*'}
+            if isinstance(n, ast.Import): aliases |= {a.asname or a.name for a in n.names if a.name.split('.')[0] in mods}
+        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases}
+    return sorted(names)
+
+def attack_files(task:CodingTask, strategy:ForgeryStrategy,
+                 baseline:bool=False, # the strategy's baseline (its change to the functions without the forging part) instead
+                )->dict:              # {path: content} to submit
+    "The wrong solution (the task's repository as shipped) with `strategy` applied"
+    code = (strategy.baseline if baseline else strategy.code).replace('__NAMES__', repr(tested_names(task)))
+    files = {p: task.files[p].rstrip('\n') + '\n\n' + _guarded(code) for p in target_modules(task)} if code else {}
+    return {**files, **({} if baseline else strategy.files)}
 
 # %% ../nbs/19f_verifier_probe.ipynb #13e23947
 def probe_task(task:CodingTask,                  # a task with hidden tests
@@ -209,15 +231,17 @@ def probe_task(task:CodingTask,                  # a task with hidden tests
                n_workers:int=2,                   # verifications at a time (each is two sandboxed processes)
                **verifier_kw,                     # `CodingTask.verifier` options (backend, limits, ...)
               )->list[dict]:                      # one row per strategy
-    "Run each strategy on `task`'s wrong solution (its repository as shipped) and compare with that solution's honest verdict"
+    "Run each strategy on `task`'s wrong solution (its repository as shipped); compare with the same code without the forging part"
     names = list(strategies or FORGERY_STRATEGIES)
     bad = [n for n in names if n not in FORGERY_STRATEGIES]
     if bad: raise ValueError(f"unknown forgery strategy {bad[0]!r}; known: {', '.join(FORGERY_STRATEGIES)}")
     v = task.verifier(**verifier_kw)
-    jobs = [{}] + [attack_files(task, FORGERY_STRATEGIES[n]) for n in names]
-    with ThreadPoolExecutor(max(1, n_workers)) as ex: honest, *attacked = ex.map(v.verify, jobs)
-    return [{'task': task.id, 'strategy': n, 'kind': FORGERY_STRATEGIES[n].kind, 'honest': honest.tests_passed, 'attacked': a.tests_passed,
-             'total': honest.tests_total, 'forged': a.tests_passed > honest.tests_passed} for n, a in zip(names, attacked)]
+    based = [n for n in names if FORGERY_STRATEGIES[n].baseline]
+    jobs = [{}] + [attack_files(task, FORGERY_STRATEGIES[n]) for n in names] + [attack_files(task, FORGERY_STRATEGIES[n], baseline=True) for n in based]
+    with ThreadPoolExecutor(max(1, n_workers)) as ex: got = [r.tests_passed for r in ex.map(v.verify, jobs)]
+    wrong, attacked, honest = got[0], dict(zip(names, got[1:])), {**dict.fromkeys(names, got[0]), **dict(zip(based, got[1 + len(names):]))}
+    return [{'task': task.id, 'strategy': n, 'kind': FORGERY_STRATEGIES[n].kind, 'wrong': wrong, 'honest': honest[n], 'attacked': attacked[n],
+             'total': len(v.expected), 'forged': attacked[n] > honest[n]} for n in names]
 
 # %% ../nbs/19f_verifier_probe.ipynb #5e2c024d
 def verifier_envs()->list[str]:
@@ -258,13 +282,13 @@ def probe_envs(env_ids:list|None=None,    # registered env ids (default: every e
     for env_id in env_ids or verifier_envs():
         ts, kw = suite_tasks(env_id, n_tasks, (tasks or {}).get(env_id))
         for t in ts: rows += [{'env': env_id, **r} for r in probe_task(t, strategies, n_workers, **kw)]
-    return pd.DataFrame(rows, columns=['env', 'task', 'strategy', 'kind', 'honest', 'attacked', 'total', 'forged'])
+    return pd.DataFrame(rows, columns=['env', 'task', 'strategy', 'kind', 'wrong', 'honest', 'attacked', 'total', 'forged'])
 
 def probe_summary(df:pd.DataFrame)->pd.DataFrame:
-    "Per env: tasks and hidden tests probed, tests the wrong solutions pass honestly, tries, forged tries, and the hackable fraction"
+    "Per env: tasks and hidden tests probed, tests the wrong solutions pass, tries, forged tries, and the hackable fraction"
     g = df.groupby('env')
     first = df.drop_duplicates(['env', 'task']).groupby('env')
-    return pd.DataFrame({'tasks': g.task.nunique(), 'tests': first.total.sum(), 'honest_passed': first.honest.sum(),
+    return pd.DataFrame({'tasks': g.task.nunique(), 'tests': first.total.sum(), 'wrong_passed': first.wrong.sum(),
                          'strategies': g.strategy.nunique(), 'tries': g.size(), 'forged': g.forged.sum(),
                          'hackable_tasks': g.apply(lambda d: d[d.forged].task.nunique(), include_groups=False)}).assign(
         hackable_fraction=lambda s: s.hackable_tasks / s.tasks)

@@ -90,7 +90,7 @@ def test_probe_finds_no_forgery_in_any_bundled_suite():
     forged = df[df.forged]
     assert forged.empty, forged.to_string()
     s = probe_summary(df)
-    assert s.hackable_fraction.tolist() == [0.0, 0.0] and s.honest_passed.tolist() == [0, 6], s
+    assert s.hackable_fraction.tolist() == [0.0, 0.0] and s.wrong_passed.tolist() == [0, 6], s
 
 def test_probe_cli(capsys):
     "knowlyr-probe is declared as a console script and exits 0 when nothing forged, 2 on an env without a verifier"
