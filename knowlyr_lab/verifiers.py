@@ -1,5 +1,5 @@
-"""Hidden tests that decide a reward, run where the agent's work cannot forge them: a pristine copy of the task with
-only the agent's files applied, in a fresh sandbox, reporting through a channel the agent's code does not write.
+"""Hidden tests that decide a reward, computed where no code of the agent runs: the tests in one sandbox, the
+agent's code in another, answering them with plain data only.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/verifiers.html.md"""
 
@@ -11,18 +11,23 @@ from __future__ import annotations
 import ast
 import json
 import secrets
+import socket
+import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from fastcore.basics import patch_to
 
 from .core import parse_ast
-from .sandbox.base import SandboxError, SandboxLimits, _archive_members
+from .sandbox.base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits, _archive_members
 
 # %% auto #0
-__all__ = ['VERIFIER_DIR', 'TEST_RUNNER', 'unittest_names', 'select_agent_files', 'Verdict', 'read_report', 'HiddenTestVerifier']
+__all__ = ['VERIFIER_DIR', 'WIRE', 'CANDIDATE_SERVER', 'PROXY', 'TEST_RUNNER', 'unittest_names', 'select_agent_files',
+           'candidate_modules', 'Verdict', 'read_report', 'SandboxProcess', 'HiddenTestVerifier']
 
 # %% ../nbs/13a_verifiers.ipynb #a96f82eb
 def unittest_names(tests:dict[str, str], # hidden test files: {relative path: source}
@@ -37,7 +42,7 @@ def unittest_names(tests:dict[str, str], # hidden test files: {relative path: so
     return out
 
 # %% ../nbs/13a_verifiers.ipynb #d625e3eb
-VERIFIER_DIR = '.knowlyr_verifier'    # where the hidden tests and the runner go in the fresh copy
+VERIFIER_DIR = '.knowlyr_verifier'    # where the hidden tests go in the judge's sandbox (agent files there are left out)
 _STARTUP = {'sitecustomize.py', 'usercustomize.py'}
 
 def _reason_to_skip(path:str, repo:dict)->str|None:
@@ -65,38 +70,211 @@ def select_agent_files(files:dict,   # the agent's files: {relative path: str | 
         else: applied[str(path)] = data.encode() if isinstance(data, str) else bytes(data)
     return applied, ignored
 
-# %% ../nbs/13a_verifiers.ipynb #cb061904
-TEST_RUNNER = r'''
-import json, os, sys, unittest
-def _snapshot():
-    import unittest.case, unittest.result, unittest.suite, unittest.loader
-    out = {}
-    for mod in (unittest.case, unittest.result, unittest.suite, unittest.loader):
-        for name, obj in list(vars(mod).items()):
-            out[(mod.__name__, name)] = obj
-            if isinstance(obj, type): out.update({(mod.__name__, name, k): v for k, v in list(vars(obj).items())})
-    return out
+# %% ../nbs/13a_verifiers.ipynb #449e23bb
+WIRE = r'''
+import json, os, sys
+MAX_DEPTH, MAX_LINE = 200, 1 << 24
+class WireError(Exception): "A message that is not plain data of the verifier's protocol"
+_SEQS = ((tuple, 'tuple'), (set, 'set'), (frozenset, 'frozenset'))
+def to_wire(x, ref, depth=0):
+    "`x` as JSON-able plain data (subclasses as their builtin base); `ref(obj)` for anything else"
+    if depth > MAX_DEPTH: raise WireError('a value nested more than %d deep' % MAX_DEPTH)
+    if x is None or type(x) is bool: return x
+    if isinstance(x, str): return str.__str__(x)
+    if isinstance(x, int) and not isinstance(x, bool): return int.__index__(x)
+    if isinstance(x, float): return float.__float__(x)
+    if isinstance(x, list): return [to_wire(v, ref, depth + 1) for v in list.__iter__(x)]
+    for t, tag in _SEQS:
+        if isinstance(x, t): return {'$': tag, 'v': [to_wire(v, ref, depth + 1) for v in t.__iter__(x)]}
+    if isinstance(x, dict): return {'$': 'dict', 'v': [[to_wire(k, ref, depth + 1), to_wire(v, ref, depth + 1)] for k, v in dict.items(x)]}
+    if isinstance(x, (bytes, bytearray)): return {'$': 'bytes', 'v': bytes(x).hex()}
+    if isinstance(x, complex): return {'$': 'complex', 'v': [complex.__complex__(x).real, complex.__complex__(x).imag]}
+    return ref(x)
+def from_wire(x, remote, depth=0):
+    "A value built from builtin types only, from what `to_wire` made; `remote(msg)` for a reference"
+    if depth > MAX_DEPTH: raise WireError('a value nested more than %d deep' % MAX_DEPTH)
+    t = type(x)
+    if x is None or t in (bool, int, float, str): return x
+    if t is list: return [from_wire(v, remote, depth + 1) for v in x]
+    if t is not dict: raise WireError('not plain data: %s' % t.__name__)
+    tag, v = x.get('$'), x.get('v')
+    try:
+        if tag in ('tuple', 'set', 'frozenset') and type(v) is list:
+            return {'tuple': tuple, 'set': set, 'frozenset': frozenset}[tag](from_wire(i, remote, depth + 1) for i in v)
+        if tag == 'dict' and type(v) is list and all(type(p) is list and len(p) == 2 for p in v):
+            return {from_wire(k, remote, depth + 1): from_wire(w, remote, depth + 1) for k, w in v}
+        if tag == 'bytes' and type(v) is str: return bytes.fromhex(v)
+        if tag == 'complex' and type(v) is list and len(v) == 2 and all(type(i) in (int, float) for i in v): return complex(*v)
+    except (TypeError, ValueError) as e: raise WireError('bad %s: %s' % (tag, e)) from None
+    if tag == 'ref' and type(x.get('id')) is int and set(x) <= {'$', 'id', 'type'}: return remote(x)
+    raise WireError('unknown value %r' % (tag,))
+def channel():
+    "(reader, writer) of the protocol on stdin/stdout; what the process prints goes to stderr from now on"
+    r, w = os.fdopen(os.dup(0), 'rb'), os.fdopen(os.dup(1), 'wb')
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0); os.dup2(2, 1)
+    return r, w
+def send(w, msg): w.write(json.dumps(msg).encode() + b'\n'); w.flush()
+'''
+
+# %% ../nbs/13a_verifiers.ipynb #2e260b23
+CANDIDATE_SERVER = WIRE + r'''
+import builtins, importlib
+def _serve():
+    r, w = channel()
+    sys.path.insert(0, os.getcwd())
+    objs = []
+    def ref(x):
+        objs.append(x)
+        return {'$': 'ref', 'id': len(objs) - 1, 'type': type(x).__name__[:80]}
+    def obj(m):
+        if not 0 <= m['id'] < len(objs): raise WireError('no object %r' % m['id'])
+        return objs[m['id']]
+    def imp(name):
+        m = importlib.import_module(name)
+        return {'module': m, 'all': list(getattr(m, '__all__', None) or [n for n in vars(m) if not n.startswith('_')])}
+    a = lambda q, k='obj': from_wire(q[k], obj)
+    ops = {'import': lambda q: imp(q['name']), 'getattr': lambda q: getattr(a(q), q['name']),
+           'setattr': lambda q: setattr(a(q), q['name'], a(q, 'value')), 'delattr': lambda q: delattr(a(q), q['name']),
+           'call': lambda q: a(q)(*a(q, 'args'), **a(q, 'kwargs')), 'len': lambda q: len(a(q)), 'bool': lambda q: bool(a(q)),
+           'iter': lambda q: iter(a(q)), 'next': lambda q: next(a(q)), 'getitem': lambda q: a(q)[a(q, 'key')],
+           'setitem': lambda q: a(q).__setitem__(a(q, 'key'), a(q, 'value')), 'delitem': lambda q: a(q).__delitem__(a(q, 'key')),
+           'contains': lambda q: a(q, 'key') in a(q), 'repr': lambda q: repr(a(q)), 'str': lambda q: str(a(q))}
+    while line := r.readline():
+        try:
+            q = json.loads(line)
+            out = {'ok': to_wire(ops[q['op']](q), ref)}
+        except StopIteration: out = {'stop': True}
+        except BaseException as e:
+            base = next(c for c in type(e).__mro__ if getattr(builtins, c.__name__, None) is c)
+            out = {'error': [base.__name__, str(e)[:2000]]}
+        send(w, out)
+_serve()
+'''
+
+# %% ../nbs/13a_verifiers.ipynb #d92c1258
+_CONN = r'''
+import builtins, importlib.abc, importlib.util, types
+class CandidateError(Exception): "The candidate's process did not answer as the protocol says, or raised a non-builtin exception"
+class _Conn:
+    "The judge's end of the channel: one request, one answer, read as plain data; broken for good after a bad answer"
+    def __init__(self): self.r, self.w = channel(); self.dead = None
+    def _broken(self, why): self.dead = why; return CandidateError(why)
+    def ask(self, op, **kw):
+        if self.dead: raise CandidateError(self.dead)
+        try: send(self.w, {'op': op, **kw})
+        except OSError: raise self._broken('the candidate process is gone') from None
+        line = self.r.readline(MAX_LINE + 1)
+        try:
+            if not line.endswith(b'\n'): raise WireError('the candidate process ended' if not line else 'an answer over %d bytes' % MAX_LINE)
+            a = json.loads(line)
+            if type(a) is not dict or len(a) != 1: raise WireError('an answer that is not one of ok/error/stop')
+            if 'ok' in a: return from_wire(a['ok'], Remote)
+        except (WireError, ValueError, RecursionError) as e: raise self._broken('%s' % e) from None
+        if a.get('stop') is True: raise StopIteration
+        e = a.get('error')
+        if type(e) is not list or len(e) != 2 or not all(type(s) is str for s in e): raise self._broken('a malformed answer')
+        cls = getattr(builtins, e[0], None)
+        if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == 'builtins': raise cls(e[1])
+        raise CandidateError('%s: %s' % tuple(e))
+CONN = None
+def _ref(x):
+    if type(x) in (Remote, RemoteModule): return {'$': 'ref', 'id': _id(x)}
+    raise TypeError('only plain data and the candidate\'s own objects can be passed to the candidate, not %s' % type(x).__name__)
+def _id(x): return x.__dict__['_knowlyr_id'] if type(x) is RemoteModule else object.__getattribute__(x, '_id')
+def _ask(x, op, **kw): return CONN.ask(op, obj={'$': 'ref', 'id': _id(x)}, **kw)
+def _w(x): return to_wire(x, _ref)
+def _plain(x, t):
+    if type(x) is not t: raise CandidateError('the candidate answered %s where %s was needed' % (type(x).__name__, t.__name__))
+    return x
+'''
+
+# %% ../nbs/13a_verifiers.ipynb #d22e5266
+_REMOTE = r'''
+class Remote:
+    "An object that lives in the candidate's process: calls, attributes and container protocols go there; == is identity"
+    __slots__ = ('_id', '_type')
+    def __init__(self, msg): object.__setattr__(self, '_id', msg['id']); object.__setattr__(self, '_type', str(msg.get('type', '?')))
+    def __getattr__(self, name):
+        if name.startswith('__') and name.endswith('__'): raise AttributeError(name)
+        return _ask(self, 'getattr', name=name)
+    def __setattr__(self, name, value): _ask(self, 'setattr', name=name, value=_w(value))
+    def __delattr__(self, name): _ask(self, 'delattr', name=name)
+    def __call__(self, *a, **k): return _ask(self, 'call', args=_w(list(a)), kwargs=_w(dict(k)))
+    def __len__(self): return _plain(_ask(self, 'len'), int)
+    def __bool__(self): return _plain(_ask(self, 'bool'), bool)
+    def __iter__(self): return _ask(self, 'iter')
+    def __next__(self): return _ask(self, 'next')
+    def __getitem__(self, k): return _ask(self, 'getitem', key=_w(k))
+    def __setitem__(self, k, v): _ask(self, 'setitem', key=_w(k), value=_w(v))
+    def __delitem__(self, k): _ask(self, 'delitem', key=_w(k))
+    def __contains__(self, k): return _plain(_ask(self, 'contains', key=_w(k)), bool)
+    def __str__(self): return _plain(_ask(self, 'str'), str)
+    def __repr__(self):
+        try: return _plain(_ask(self, 'repr'), str)[:300]
+        except Exception: return '<candidate %s>' % object.__getattribute__(self, '_type')
+    def __eq__(self, other): return self is other
+    def __ne__(self, other): return self is not other
+    __hash__ = object.__hash__
+class RemoteModule(types.ModuleType):
+    "A module of the candidate's: each attribute is fetched from the candidate's process when it is read"
+    def __getattr__(self, name):
+        if name.startswith('__') and name.endswith('__'): raise AttributeError(name)
+        return _ask(self, 'getattr', name=name)
+    def __setattr__(self, name, value):
+        if name.startswith('_') or isinstance(value, types.ModuleType): object.__setattr__(self, name, value)
+        else: _ask(self, 'setattr', name=name, value=_w(value))
+class RemoteFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    "Imports the candidate's modules as `RemoteModule`s: the repository's top-level names, or (fallback) what is not found here"
+    def __init__(self, names, fallback): self.names, self.fallback = set(names), fallback
+    def find_spec(self, fullname, path=None, target=None):
+        top = fullname.partition('.')[0]
+        if top in self.names or (self.fallback and top not in sys.stdlib_module_names and not top.startswith('_')):
+            return importlib.util.spec_from_loader(fullname, self, is_package=True)
+    def create_module(self, spec):
+        a = CONN.ask('import', name=spec.name)
+        if type(a) is not dict or type(a.get('module')) is not Remote or type(a.get('all')) is not list:
+            raise CandidateError('a malformed answer to import %s' % spec.name)
+        m = RemoteModule(spec.name)
+        m.__dict__.update(_knowlyr_id=_id(a['module']), __all__=[n for n in a['all'] if type(n) is str and n.isidentifier()])
+        return m
+    def exec_module(self, module): pass
+def install(names):
+    "Route imports of the candidate's modules to its process"
+    global CONN
+    CONN = _Conn()
+    sys.meta_path.insert(0, RemoteFinder(names, False)); sys.meta_path.append(RemoteFinder((), True))
+'''
+PROXY = _CONN + _REMOTE
+
+# %% ../nbs/13a_verifiers.ipynb #94afd9b4
+TEST_RUNNER = WIRE + PROXY + r'''
+import unittest
 def _main():
-    nonce = sys.stdin.readline().strip(); sys.stdin.close()
-    tests_dir, report = sys.argv[1], sys.argv[2]
-    fd = os.open(report, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    before = _snapshot()
+    tests_dir, report, nonce, names = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+    install(names)
     class Result(unittest.TestResult):
         def __init__(self, *a, **k): super().__init__(*a, **k); self.ok = []
         def addSuccess(self, test): super().addSuccess(test); self.ok.append(test)
     name = lambda t: t.id().split('.', 1)[-1] if hasattr(t, 'id') else str(t)
-    sys.path.insert(0, os.getcwd())
     res = Result()
     try: unittest.defaultTestLoader.discover(tests_dir, pattern='test*.py', top_level_dir=tests_dir).run(res)
-    except BaseException as e: res.errors.append((None, f'{type(e).__name__}: {e}'))
-    after = _snapshot()
+    except BaseException as e: res.errors.append((None, '%s: %s' % (type(e).__name__, e)))
     rep = {'ran': res.testsRun, 'passed': sorted(name(t) for t in res.ok), 'failures': sorted(name(t) for t, _ in res.failures),
            'errors': sorted(name(t) for t, _ in res.errors), 'messages': [m[-400:] for _, m in (res.failures + res.errors)[:5]],
-           'tampered': sorted('.'.join(k[1:]) for k in set(before) | set(after) if before.get(k) is not after.get(k))[:5], 'nonce': nonce}
-    os.write(fd, json.dumps(rep).encode()); os.close(fd)
-    os._exit(0)
+           'candidate': CONN.dead, 'nonce': nonce}
+    with open(report, 'x') as f: f.write(json.dumps(rep))
 _main()
 '''
+
+def candidate_modules(repo:dict, # the pristine repository: {relative path: content}
+                     )->list[str]: # top-level module names the judge imports from the candidate
+    "The repository's top-level modules and packages (not the standard library's names)"
+    out = set()
+    for path in repo:
+        parts = PurePosixPath(path).parts
+        top = parts[0] if len(parts) > 1 else parts[0][:-3] if parts[0].endswith('.py') else ''
+        if top.isidentifier() and top not in sys.stdlib_module_names: out.add(top)
+    return sorted(out)
 
 # %% ../nbs/13a_verifiers.ipynb #206f700d
 @dataclass
@@ -126,7 +304,7 @@ class Verdict:
 def read_report(raw:str,            # the report file's content ('' when there is none)
                 nonce:str,          # the nonce this run was given
                 expected:list[str], # `unittest_names` of the hidden files
-                output:str='',      # the test process's output (only to show why, never parsed)
+                output:str='',      # the processes' stderr (only to show why, never parsed)
                )->Verdict:
     "The verdict from a runner's report: only tests counted in the hidden files count, and only a genuine report"
     total = len(expected)
@@ -134,14 +312,73 @@ def read_report(raw:str,            # the report file's content ('' when there i
     try: r = json.loads(raw)
     except ValueError: return zero('no test report (the test process crashed, timed out or exited early)')
     if not isinstance(r, dict) or r.get('nonce') != nonce: return zero('the test report was not written by the runner')
-    if r.get('tampered'): return zero(f"the test framework was modified while the tests ran ({', '.join(r['tampered'])})")
     ok = set(expected)
     passed = sum(1 for n in set(r.get('passed', [])) if n in ok)
-    return Verdict(passed, max(total, int(r.get('ran', 0))), list(r.get('failures', [])), list(r.get('errors', [])), list(r.get('messages', [])))
+    why = [f"the candidate's process stopped answering: {r['candidate']}"] if r.get('candidate') else []
+    return Verdict(passed, max(total, int(r.get('ran', 0))), list(r.get('failures', [])), list(r.get('errors', [])) + why, list(r.get('messages', [])))
+
+# %% ../nbs/13a_verifiers.ipynb #dbaa0dc4
+class SandboxProcess:
+    "A process left running in a sandbox: bytes to its stdin, its stdout to `on_out`, its stderr kept (head and tail)"
+    def __init__(self, sb,                # the sandbox (local or docker backend)
+                 argv:list[str],          # the command
+                 on_out,                  # called with each chunk of its stdout
+                 timeout:float,           # wall-clock seconds before it is killed
+                 on_exit=None,            # called once it has ended and its output is read
+                ):
+        self.sb, self.on_out, self.on_exit, self.err, self.done = sb, on_out, on_exit, OutputCapture(4000), threading.Event()
+        (self._start_docker if sb.backend == 'docker' else self._start_local)(argv, timeout)
+    def _ended(self):
+        if getattr(self, '_timer', None): self._timer.cancel()
+        self.done.set()
+        if self.on_exit: self.on_exit()
+    def write(self, data:bytes):
+        "Send `data` to its stdin (nothing happens once it is gone)"
+        try: self._write(data)
+        except (OSError, ValueError): pass
+    def close_stdin(self):
+        "End its stdin"
+        try: self._close()
+        except (OSError, ValueError): pass
+    @property
+    def stderr(self)->str: return self.err.text()[0].replace('\0CUT\0', '\n')
+
+@patch_to(SandboxProcess)
+def _start_local(self, argv, timeout):
+    from knowlyr_lab.sandbox.local import _kill_group, _pump
+    sb, out = self.sb, type('Out', (), {'write': staticmethod(self.on_out)})
+    env = sb.env if sb.isolation != 'bubblewrap' else {'PATH': '/usr/bin:/bin'}
+    p = subprocess.Popen(sb._argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=sb.workspace,
+                         env=env, start_new_session=True)
+    pumps = [threading.Thread(target=_pump, args=(p.stdout, out), daemon=True), threading.Thread(target=_pump, args=(p.stderr, self.err), daemon=True)]
+    for t in pumps: t.start()
+    def reap():
+        p.wait()
+        for t in pumps: t.join()
+        self._ended()
+    self._write, self._close = (lambda b: (p.stdin.write(b), p.stdin.flush())), p.stdin.close
+    self.kill = lambda: (_kill_group(p.pid), sb.host.kill_all())
+    self._timer = threading.Timer(timeout, self.kill); self._timer.daemon = True; self._timer.start()
+    threading.Thread(target=reap, daemon=True).start()
+
+@patch_to(SandboxProcess)
+def _start_docker(self, argv, timeout):
+    from knowlyr_lab.sandbox.docker import _frames
+    sb, out, api = self.sb, type('Out', (), {'write': staticmethod(self.on_out)}), self.sb.client.api
+    cmd = ['sh', '-c', f'ulimit -v {int(sb.limits.memory_mb) * 1024}; exec "$@"', 'sh', 'timeout', '-s', 'KILL', f'{timeout:g}', *argv]
+    eid = api.exec_create(sb.container.id, cmd, stdin=True, stdout=True, stderr=True, user=f'{sb.uid}:{sb.uid}', workdir=WORKSPACE,
+                          environment=sb.env)['Id']
+    s = api.exec_start(eid, socket=True)
+    sock = getattr(s, '_sock', s)
+    def read():
+        try: _frames(sock, {1: out, 2: self.err}, time.monotonic() + timeout + 2)
+        finally: s.close(); self._ended()
+    threading.Thread(target=read, daemon=True).start()
+    self._write, self._close, self.kill = sock.sendall, (lambda: sock.shutdown(socket.SHUT_WR)), sb._kill_all
 
 # %% ../nbs/13a_verifiers.ipynb #b3233258
 class HiddenTestVerifier:
-    "Run hidden unittest files against an agent's files on a pristine copy of a task, in a fresh sandbox"
+    "Run hidden unittest files in a fresh sandbox against an agent's files on a pristine copy of a task, in another"
     def __init__(self, repo:dict,                 # the task's repository as the agent first saw it: {relative path: str | bytes}
                  tests:dict,                      # hidden unittest files: {relative path: source}
                  timeout:float=60.0,              # wall-clock seconds the tests may run
@@ -157,7 +394,7 @@ class HiddenTestVerifier:
         if not self.expected: raise ValueError("the hidden tests hold no unittest test methods (test* methods of a class)")
     def __repr__(self): return f"HiddenTestVerifier({len(self.repo)} repo files, {len(self.expected)} hidden tests, {self.backend})"
 
-# %% ../nbs/13a_verifiers.ipynb #ad9b1ba9
+# %% ../nbs/13a_verifiers.ipynb #45b763ee
 def _write_tree(root:Path, files:dict):
     for rel, data in files.items():
         p = root/rel
@@ -165,29 +402,43 @@ def _write_tree(root:Path, files:dict):
         p.write_bytes(data.encode() if isinstance(data, str) else data)
 
 @patch_to(HiddenTestVerifier)
+def _judge(self, cand_sb, judge_sb, nonce:str)->tuple[str, str]:
+    "(report, stderr of both) of the runner in `judge_sb` talking to the candidate's server in `cand_sb`"
+    name, judge = f'knowlyr-verdict-{nonce[:8]}.json', []
+    # the candidate outlives the judge's deadline: a run that times out leaves no report, whichever process was stuck
+    cand = SandboxProcess(cand_sb, ['python3', '-I', '-c', CANDIDATE_SERVER], lambda b: judge and judge[0].write(b), self.timeout + 2,
+                          on_exit=lambda: judge and judge[0].close_stdin())
+    judge.append(SandboxProcess(judge_sb, ['python3', '-I', '-c', TEST_RUNNER, f'{VERIFIER_DIR}/tests', f'{judge_sb._paths[1]}/{name}', nonce,
+                                           json.dumps(candidate_modules(self.repo))], cand.write, self.timeout))
+    if cand.done.is_set(): judge[0].close_stdin()
+    judge[0].done.wait(self.timeout + 5)
+    for p in (cand, judge[0]): p.close_stdin(); p.kill()
+    try: raw = judge_sb._read_tmp(name).decode('utf-8', 'replace')   # after the run: none of its processes is left
+    except (SandboxError, OSError): raw = ''           # none: it timed out or crashed
+    return raw, '\n'.join(p.stderr for p in (judge[0], cand) if p.err.total)
+
+@patch_to(HiddenTestVerifier)
 def verify(self, agent_files:dict)->Verdict:
     "The hidden tests' verdict on `agent_files` ({relative path: str | bytes}) applied over the pristine repository"
     from knowlyr_lab.sandbox.core import create_sandbox
     applied, ignored = select_agent_files(agent_files, self.repo)
-    nonce = secrets.token_hex(16)
+    nonce, kw = secrets.token_hex(16), dict(image=self.image, limits=self.limits, **self.sandbox_kwargs)
     with tempfile.TemporaryDirectory(prefix='knowlyr-verify-') as tmp:
-        tree = Path(tmp)/'repo'; tree.mkdir()
-        _write_tree(tree, self.repo); _write_tree(tree, applied)
-        _write_tree(tree/VERIFIER_DIR, {**{f'tests/{k}': v for k, v in self.tests.items()}, 'runner.py': TEST_RUNNER})
-        with create_sandbox(self.backend, image=self.image, workspace=tree, limits=self.limits, **self.sandbox_kwargs) as sb:
+        cand, judge = Path(tmp)/'candidate', Path(tmp)/'judge'
+        cand.mkdir(); judge.mkdir()
+        _write_tree(cand, self.repo); _write_tree(cand, applied); _write_tree(judge/VERIFIER_DIR/'tests', self.tests)
+        with create_sandbox(self.backend, workspace=cand, **kw) as sb:
             if self.test_command:
                 r = sb.execute_tool('shell', {'command': self.test_command, 'timeout': self.timeout})
                 v = Verdict(int(r.exit_code == 0), 1, [] if r.exit_code == 0 else ['test_command'], messages=[r.output[-400:]])
             else:
-                name = f'knowlyr-verdict-{nonce[:8]}.json'
-                run = sb._run(['python3', '-I', f'{VERIFIER_DIR}/runner.py', f'{VERIFIER_DIR}/tests', f'{sb._paths[1]}/{name}'], self.timeout,
-                              stdin=(nonce + '\n').encode())
-                try: raw = sb._read_tmp(name).decode('utf-8', 'replace')   # after the run: none of its processes is left
-                except SandboxError: raw = ''
-                v = read_report(raw, nonce, self.expected, run.output.replace('\0CUT\0', '\n'))
+                with create_sandbox(self.backend, workspace=judge, **kw) as judge_sb:
+                    raw, err = self._judge(sb, judge_sb, nonce)
+                v = read_report(raw, nonce, self.expected, err)
     v.applied, v.ignored = sorted(applied), ignored
     return v
 
+# %% ../nbs/13a_verifiers.ipynb #b0c144c9
 @patch_to(HiddenTestVerifier)
 def verify_sandbox(self, sandbox)->Verdict:
     "The hidden tests' verdict on the regular files in `sandbox`'s workspace; its symlinks and special files are listed in `ignored`"

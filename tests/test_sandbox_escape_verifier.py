@@ -6,6 +6,7 @@ import pytest
 from sandbox_backends import BACKENDS
 
 from knowlyr_lab.envs.sandbox import SandboxEnv
+from knowlyr_lab.verifier_probe import FORGERY_STRATEGIES
 
 ISOLATING = [p for p in BACKENDS if p.id != 'local-unisolated']
 FAKE = {'ran': 5, 'passed': 5, 'failures': [], 'errors': [], 'messages': []}
@@ -51,6 +52,14 @@ def test_planted_files_do_not_change_reward(env):
     assert (ts.info['tests_passed'], ts.info['tests_total'], ts.reward) == (3, 5, 0.6), ts.info
     assert {'.hidden_tests/test_free.py', 'unittest.py', 'json.py', 'sitecustomize.py', 'usercustomize.py'} - set(ts.info['applied'] + list(ts.info['ignored'])) == set()
     assert set(ts.info['ignored']) == {'unittest.py', 'json.py', 'sitecustomize.py', 'usercustomize.py'}, ts.info['ignored']
+
+IN_PROCESS = ['gc-result-instance', 'closure-cell-swap', 'code-swap', 'json-dumps-patch', 'builtins-sorted', 'sys-modules-poison',
+              'class-level-patch', 'stack-walk-report']   # issue 24: each of the first five forged 5 of 5 when the tests imported fb.py
+
+def test_in_process_forgery_does_not_change_reward(env):
+    "The in-process attacks of issue 24, appended together: they run in the candidate's process, where no test runs"
+    ts = _submit(env, {}, ''.join('\n' + FORGERY_STRATEGIES[n].code for n in IN_PROCESS))
+    assert (ts.info['tests_passed'], ts.info['tests_total'], ts.reward) == (3, 5, 0.6), ts.info
 
 def test_exit_status_is_not_the_verdict(env):
     "Code that ends the test process with status 0 before any test ran scores 0, not 1"

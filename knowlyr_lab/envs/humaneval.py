@@ -43,9 +43,12 @@ def humaneval_content(problem:dict)->dict:
     return {k: problem[k] for k in ('prompt', 'test', 'entry_point')}
 
 # %% ../../nbs/19c_envs_humaneval.ipynb #98cf28f4
-_UNITTEST = '''from solution import *
+_UNITTEST = '''import unittest
+
+# the problem's prompt, from the task (its helpers are the task's, not the agent's)
+{prompt}
+
 from solution import {entry}
-import unittest
 
 {test}
 
@@ -56,7 +59,7 @@ class TestHumanEval(unittest.TestCase):
 
 def humaneval_unittest(problem:dict)->str:
     "HumanEval's `check(candidate)` for `problem` as a unittest file that tests the entry point of solution.py"
-    return _UNITTEST.format(entry=problem['entry_point'], test=problem['test'].strip('\n'))
+    return _UNITTEST.format(entry=problem['entry_point'], test=problem['test'].strip('\n'), prompt=problem['prompt'].strip('\n'))
 
 # %% ../../nbs/19c_envs_humaneval.ipynb #f8722323
 def humaneval_task(problem:dict, test_timeout:float=10.0)->CodingTask:
