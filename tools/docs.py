@@ -14,7 +14,6 @@ from pathlib import Path
 os.environ.setdefault('PLOTLY_RENDERER', 'notebook_connected')   # read by plotly.io at import, in every worker
 import nbdev.quarto as quarto
 
-
 ROOT = Path(__file__).resolve().parent.parent
 
 def _with_experiments(proc):

@@ -23,7 +23,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, 
 
 from ..chat import assistant_message, parse_reply, render_chats, set_chat_format
 from ..core import InvalidActionError
-from .prefix_cache import PrefixCache, reusable_cache
+from .prefix_cache import PrefixCache, cache_of, reusable_cache
 
 # %% auto #0
 __all__ = ['PROMPT_FILE', 'MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'AgentInference', 'LocalAgent', 'save_prompt',
@@ -123,7 +123,7 @@ class AgentInference:
                  'finish_reason': 'stop' if ended else 'length', 'prompt_token_ids': ids[i], 'token_ids': row}
             if logprobs is not None: r['logprobs'] = _token_logprobs(out.logits, i, row, logprobs)
             res.append(r)
-        self.cache.keep(plan, inputs, out.sequences, out.past_key_values, [r['completion_tokens'] for r in res])
+        self.cache.keep(plan, inputs, out.sequences, cache_of(out), [r['completion_tokens'] for r in res])
         return res
 
 # %% ../../nbs/64_trainer_inference.ipynb #c3d38a42

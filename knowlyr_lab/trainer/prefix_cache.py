@@ -17,9 +17,13 @@ import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 # %% auto #0
-__all__ = ['MIN_SHARED', 'reusable_cache', 'PrefixCache', 'PrefixPlan']
+__all__ = ['MIN_SHARED', 'cache_of', 'reusable_cache', 'PrefixCache', 'PrefixPlan']
 
 # %% ../../nbs/63a_trainer_prefix_cache.ipynb #b4ccf218
+def cache_of(out):
+    "The KV cache of a model or `generate` output: `cache` where transformers has renamed `past_key_values` (deprecated in 5.2x)"
+    return out['cache'] if 'cache' in out else out.past_key_values
+
 def reusable_cache(model)->bool:
     "True when `model` generates with one full-attention `DynamicLayer` per layer, whose keys/values can be cut per sequence and joined"
     cfg = getattr(model, 'config', None)
@@ -139,8 +143,8 @@ def _shared_prefix(self:PrefixCache, model, ids:list[list[int]], hits:list)->lis
         if d.size: n = int(d[0])
     if n < MIN_SHARED or min(h[0] for h in hits) >= n: return hits
     x = torch.tensor([ids[0][:n]], device=model.device)
-    try: past = model(x, use_cache=True, logits_to_keep=1).past_key_values   # no [n, vocab] logits for a prefix nobody reads
-    except TypeError: past = model(x, use_cache=True).past_key_values
+    try: past = cache_of(model(x, use_cache=True, logits_to_keep=1))   # no [n, vocab] logits for a prefix nobody reads
+    except TypeError: past = cache_of(model(x, use_cache=True))
     self.store(ids[0][:n], [(layer.keys[0], layer.values[0]) for layer in past.layers])
     with self._lock: self.stats['encoded'] += n
     return [self.lookup(x) for x in ids]
