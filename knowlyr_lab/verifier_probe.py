@@ -244,6 +244,10 @@ def probe_task(task:CodingTask,                  # a task with hidden tests
              'total': len(v.expected), 'forged': attacked[n] > honest[n]} for n in names]
 
 # %% ../nbs/19f_verifier_probe.ipynb #5e2c024d
+def _graded_by_hidden_tests(cls)->bool:
+    "A `SandboxEnv` (sub)class, recognised by name along the MRO: a notebook that re-runs the env page registers its own copy of the class"
+    return isinstance(cls, type) and any(k.__name__ == SandboxEnv.__name__ for k in cls.__mro__)
+
 def verifier_envs()->list[str]:
     "Registered env ids whose episodes are graded by hidden tests (`SandboxEnv` and its subclasses)"
     discover_envs()
@@ -251,8 +255,7 @@ def verifier_envs()->list[str]:
     for env_id in list_envs():
         try: cls = env_spec(env_id).load()
         except Exception: continue
-        # by name along the MRO: a notebook that re-runs the env page registers its own copy of the class
-        if isinstance(cls, type) and any(c.__name__ == SandboxEnv.__name__ for c in cls.__mro__): out.append(env_id)
+        if _graded_by_hidden_tests(cls): out.append(env_id)
     return out
 
 def suite_tasks(env_id:str,             # a registered env id
@@ -261,7 +264,7 @@ def suite_tasks(env_id:str,             # a registered env id
                )->tuple[list, dict]:    # (tasks, verifier options of the env)
     "The coding tasks of a registered env with a verifier, and the env's verifier options"
     env = make(env_id)
-    if not isinstance(env, SandboxEnv): raise ValueError(f"{env_id}: not graded by hidden tests (a {type(env).__name__}, not a SandboxEnv)")
+    if not _graded_by_hidden_tests(type(env)): raise ValueError(f"{env_id}: not graded by hidden tests (a {type(env).__name__}, not a SandboxEnv)")
     ts = env.tasks
     if tasks is not None:
         by_id = {t.id: t for t in ts}

@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..chat import chat_format
 from .data import load_records
 from .grpo import GRPOConfig, GRPOTrainer
 from .inference import AgentInference, save_prompt
@@ -37,7 +38,7 @@ def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet 
     sample = [r for _, r in load_records(train_data)[:50]]
     model, tok = make_tiny_model(render_corpus(sample, tools=tools, system=system_prompt), vocab_size=vocab_size,
                                  hidden_size=hidden_size, num_layers=num_layers, seed=seed, save_dir=out / 'untrained')
-    save_prompt(out / 'untrained', system_prompt, tools)
+    save_prompt(out / 'untrained', system_prompt, tools, chat_format(tok))
     tr = SFTTrainer(SFTConfig(output_dir=str(out / 'sft'), num_epochs=num_epochs, max_steps=max_steps, learning_rate=learning_rate,
                               batch_size=batch_size, lr_scheduler=lr_scheduler, warmup_ratio=warmup_ratio, logging_steps=10,
                               save_steps=save_steps, save_total_limit=0, max_length=1024, system_prompt=system_prompt, seed=seed,
