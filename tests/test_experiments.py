@@ -32,7 +32,8 @@ def test_01_sft_from_experts(tmp_path):
     nb = run_notebook('01_sft_from_experts.ipynb', out)
     res = json.loads((out / 'results.json').read_text())
     assert res['size'] == 'ci' and res['summary']['expert']['success_rate'] == 1.0
-    assert (out / 'report.html').stat().st_size > 10_000 and 'Conclusion' in (out / 'report.html').read_text()
+    report = (out / 'report.html').read_text()
+    assert (out / 'report.html').stat().st_size > 10_000 and "id='conclusion'" in report and res['provenance']['packages']['torch'] in report
     assert res['conclusion'] in ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
     assert res['training']['steps'] == 40 and res['data']['sft_rows'] == res['data']['expert_trajectories']
     assert res['tasks']['shared'] == 0 and res['tasks']['eval_distinct'] == res['tasks']['eval'] == 40

@@ -206,8 +206,8 @@ def test_whole_document_memory_is_bounded(tmp_path):
     assert big <= 2 * biggest + 32 * 2**20 < size, (peaks, biggest)   # 2x the largest record plus a constant, far below the 40 MB input
 
 def test_cli_runtime_error_is_one_line_and_debug_shows_it(tmp_path, capsys):
-    (tmp_path / 'out').mkdir()                                     # -o names a directory: writing fails
-    args = ['convert', str(FIX / 'openai-chat' / 'conversations.jsonl'), '-o', str(tmp_path / 'out'), '--no-progress']
+    (tmp_path / 'out.jsonl').mkdir()                               # -o names a directory: writing fails
+    args = ['convert', str(FIX / 'openai-chat' / 'conversations.jsonl'), '-o', str(tmp_path / 'out.jsonl'), '--no-progress']
     assert cli.main(args, Console(file=io.StringIO(), width=300)) == 2    # bad input (an OSError): status 2, as every knowlyr command
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith('knowlyr-recorder convert: error: [Errno 21] Is a directory'), lines
