@@ -96,8 +96,9 @@ def seed_messages(steps:list[dict], # step dicts: thought, action (any dialect `
     for i, s in enumerate(steps):
         if not isinstance(s, dict): raise ChatFormatError(f"{where}: steps[{i}] must be an object, got {type(s).__name__}")
         thought, action = (s.get('thought') or '').strip(), s.get('action')
+        if isinstance(action, str) and not action.strip(): action = None
         if isinstance(action, str) and not re.search(r'^\s*Action\s*:', action, re.M): action = f"Action: {action}"   # `Step k:` text
-        try: a = parse_action(action) if action not in (None, '', 'Action: ') else None
+        try: a = parse_action(action) if action is not None else None
         except InvalidActionError: a = None
         if a is None and isinstance(action, str) and action.strip():   # free-text action: keep it as text
             thought = (thought + '\n' if thought else '') + action.strip()

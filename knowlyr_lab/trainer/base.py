@@ -256,8 +256,7 @@ class BaseTrainer:
         if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
         fmt = set_chat_format(tokenizer, c.chat_format)
         if fmt != 'template':   # said plainly: the model is trained (and will be prompted) in a format its template does not give
-            caps = template_caps(tokenizer)
-            lost = [k for k in ('tools', 'tool_calls', 'tool_results') if not caps[k]]
+            lost = [k for k, kept in template_caps(tokenizer).items() if k in ('tools', 'tool_calls', 'tool_results') and not kept]
             print(f"chat format: {fmt!r}" + (f" (the chat template drops {', '.join(lost)})" if lost else '') + "; training and inference render with it", file=sys.stderr)
         if c.gradient_checkpointing: model.gradient_checkpointing_enable(); model.config.use_cache = False
         if c.use_lora:

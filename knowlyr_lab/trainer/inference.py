@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_inference.html.md"""
 # %% ../../nbs/64_trainer_inference.ipynb #964ed637
 from __future__ import annotations
 
+import functools
 import json
 import re
 import select
@@ -30,6 +31,7 @@ __all__ = ['PROMPT_FILE', 'MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'Agen
            'load_prompt', 'check_request']
 
 # %% ../../nbs/64_trainer_inference.ipynb #301930f4
+@functools.cache
 def _cache_kw()->str:
     "The name `generate` takes a cache under: `cache` where transformers has renamed `past_key_values` (5.2x; removed in 6.0)"
     from transformers.generation.utils import GenerationMixin
@@ -116,8 +118,7 @@ class AgentInference:
         for i, row in enumerate(out.sequences[:, plan.width:].tolist()):
             ended = tok.eos_token_id in row
             n = row.index(tok.eos_token_id) + 1 if ended else len(row)
-            row = row[:n]
-            while row and row[-1] == tok.pad_token_id and row[-1] != tok.eos_token_id: row.pop()
+            row = row[:n]                      # a row that did not end has no padding: it ran to max_new_tokens
             text_ids = row[:-1] if ended else row
             r = {'text': tok.decode(text_ids, skip_special_tokens=True), 'prompt_tokens': len(ids[i]), 'completion_tokens': len(row),
                  'finish_reason': 'stop' if ended else 'length', 'prompt_token_ids': ids[i], 'token_ids': row}
