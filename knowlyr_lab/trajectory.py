@@ -62,7 +62,8 @@ class Step(_Model):
     t_start: float|None = Field(None, description="Unix seconds when the step began")
     t_end: float|None = Field(None, description="Unix seconds when the observation arrived")
     usage: TokenUsage|None = None
-    token_ids: list[int]|None = None
+    token_ids: list[int]|None = Field(None, description="the model's completion token ids for this step, as sampled")
+    prompt_token_ids: list[int]|None = Field(None, description="the token ids the model was given for this step (the whole rendered prompt)")
     logprobs: list[float]|None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -97,6 +98,7 @@ class Outcome(_Model):
     truncated: bool = False
     submitted: bool|None = None
     reason: str|None = None
+    invalid: str|None = Field(None, description="why the episode says nothing about the policy: an infrastructure failure (sandbox died, remote env dropped, judge failed, harness timeout); None: valid")
 
 class Source(_Model):
     "Where a trajectory was read from"
@@ -157,11 +159,15 @@ class Trajectory(_Model):
         body = {'task': task, 'agent': [self.agent.name, self.agent.model],
                 'steps': [[s.thought, s.action.model_dump() if s.action else None,
                            s.observation.model_dump() if s.observation else None] for s in self.steps],
-                'outcome': self.outcome.model_dump()}
+                'outcome': self.outcome.model_dump(exclude=None if self.outcome.invalid else {'invalid'})}
         return 'tr-' + hashlib.sha256(_canon(body).encode()).hexdigest()[:24]
 
     @property
     def success(self)->bool|None: return self.outcome.success
+    @property
+    def valid(self)->bool:
+        "False when an infrastructure failure, not the policy, ended the episode (`outcome.invalid` says why)"
+        return self.outcome.invalid is None
     @property
     def tools_used(self)->list[str]: return [s.action.tool for s in self.steps if s.action]
     @property
@@ -315,10 +321,10 @@ def write_trajectories(trajs:Iterable[Trajectory|dict], # trajectories (or dicts
 # %% ../nbs/03_trajectory.ipynb #56c64923
 _TRAJ_COLS = ['trajectory_id', 'schema_version', 'task_id', 'task_instruction', 'task_domain', 'env_id', 'task_initial_observation',
               'task_fingerprint', 'task_metadata',
-              'agent_name', 'agent_model', 'success', 'score', 'terminated', 'truncated', 'submitted', 'outcome_reason',
+              'agent_name', 'agent_model', 'success', 'score', 'terminated', 'truncated', 'submitted', 'outcome_reason', 'outcome_invalid',
               'trajectory_reward', 'source_format', 'source_path', 'source_line', 'trajectory_metadata']
 _STEP_COLS = ['step_index', 'thought', 'tool', 'params', 'call_id', 'observation', 'is_error', 'exit_code', 'reward',
-              'reward_details', 't_start', 't_end', 'usage', 'token_ids', 'logprobs', 'step_metadata']
+              'reward_details', 't_start', 't_end', 'usage', 'token_ids', 'prompt_token_ids', 'logprobs', 'step_metadata']
 
 def _j(v): return None if v is None else _canon(v)
 
@@ -330,7 +336,7 @@ def to_dataframe(trajs:Iterable[Trajectory])->pd.DataFrame:
                     task_domain=t.task.domain, env_id=t.task.env_id, task_initial_observation=t.task.initial_observation,
                     task_fingerprint=t.task.fingerprint, task_metadata=_j(t.task.metadata), agent_name=t.agent.name,
                     agent_model=t.agent.model, success=t.outcome.success, score=t.outcome.score, terminated=t.outcome.terminated,
-                    truncated=t.outcome.truncated, submitted=t.outcome.submitted, outcome_reason=t.outcome.reason,
+                    truncated=t.outcome.truncated, submitted=t.outcome.submitted, outcome_reason=t.outcome.reason, outcome_invalid=t.outcome.invalid,
                     trajectory_reward=t.reward, source_format=t.source.format, source_path=t.source.path,
                     source_line=t.source.line, trajectory_metadata=_j(t.metadata))
         for s in (t.steps or [None]):
@@ -341,7 +347,7 @@ def to_dataframe(trajs:Iterable[Trajectory])->pd.DataFrame:
                          'observation': o.content if o else None, 'is_error': o.is_error if o else None,
                          'exit_code': o.exit_code if o else None, 'reward': s.reward, 'reward_details': _j(s.reward_details),
                          't_start': s.t_start, 't_end': s.t_end, 'usage': _j(s.usage.model_dump()) if s.usage else None,
-                         'token_ids': _j(s.token_ids), 'logprobs': _j(s.logprobs), 'step_metadata': _j(s.metadata)})
+                         'token_ids': _j(s.token_ids), 'prompt_token_ids': _j(s.prompt_token_ids), 'logprobs': _j(s.logprobs), 'step_metadata': _j(s.metadata)})
     return pd.DataFrame(rows, columns=_TRAJ_COLS + _STEP_COLS)
 
 # %% ../nbs/03_trajectory.ipynb #cdfe53cf
@@ -369,7 +375,7 @@ def from_dataframe(df:pd.DataFrame)->list[Trajectory]:
                 action=ToolCall(tool=s['tool'], params=_lj(s['params']) or {}, call_id=_v(s['call_id'])) if _v(s['tool']) else None,
                 observation=Observation(content=s['observation'], is_error=bool(_v(s['is_error'])), exit_code=_int(s['exit_code'])) if _v(s['observation']) is not None else None,
                 reward=_v(s['reward']), reward_details=_lj(s['reward_details']) or {}, t_start=_v(s['t_start']), t_end=_v(s['t_end']),
-                usage=TokenUsage(**usage) if usage else None, token_ids=_lj(s['token_ids']), logprobs=_lj(s['logprobs']),
+                usage=TokenUsage(**usage) if usage else None, token_ids=_lj(s['token_ids']), prompt_token_ids=_lj(s.get('prompt_token_ids')), logprobs=_lj(s['logprobs']),
                 metadata=_lj(s['step_metadata']) or {}))
         b = lambda k, r=r: None if r[k] is None else bool(r[k])
         out.append(Trajectory(schema_version=r['schema_version'], id=tid,
@@ -377,7 +383,7 @@ def from_dataframe(df:pd.DataFrame)->list[Trajectory]:
                       initial_observation=r['task_initial_observation'], fingerprint=r['task_fingerprint'], metadata=_lj(r['task_metadata']) or {}),
             agent=AgentInfo(name=r['agent_name'], model=r['agent_model']), steps=steps,
             outcome=Outcome(success=b('success'), score=r['score'], terminated=bool(r['terminated']), truncated=bool(r['truncated']),
-                            submitted=b('submitted'), reason=r['outcome_reason']),
+                            submitted=b('submitted'), reason=r['outcome_reason'], invalid=r.get('outcome_invalid')),
             reward=r['trajectory_reward'], source=Source(format=r['source_format'], path=r['source_path'], line=_int(r['source_line'])),
             metadata=_lj(r['trajectory_metadata']) or {}))
     return out
