@@ -63,3 +63,32 @@ def test_bad_inputs(tmp_path):
     p = tmp_path / 'bad.jsonl'
     p.write_text(_record(0).model_dump_json() + '\n' + '{"task": {"id": 3}}\n')
     with pytest.raises(TrajectoryError, match=r"bad.jsonl:2: field 'task.id'"): list(read_trajectories(p))
+
+@pytest.mark.parametrize('env_id', list_envs())
+def test_check_agent_env_every_registered_env(env_id):
+    "The env contract's named checks (seeds, fingerprints, oracle episode, info keys, invalid actions) hold for every registered env"
+    from knowlyr_lab.env_checker import check_agent_env
+    try: make(env_id).close()
+    except ImportError as e: pytest.skip(f"{env_id}: {e}")
+    rep = check_agent_env(env_id, raise_on_failure=False)
+    assert rep.ok, rep.summary()
+    assert set(rep.skipped) <= {'oracle_episode'}, rep.skipped
+
+def test_check_agent_env_names_a_seed_ignoring_reset():
+    import random
+
+    from knowlyr_lab.core import AgentEnv, TimeStep, tool_schema
+    from knowlyr_lab.env_checker import EnvCheckError, check_agent_env
+    class Dice(AgentEnv):
+        @property
+        def tool_schemas(self): return [tool_schema('guess', 'the face', {'face': {'type': 'integer'}}, ['face'])]
+        def _reset(self, task=None, seed=None):
+            self.face = random.SystemRandom().randint(1, 10**9)   # ignores `seed`
+            return TimeStep(f"Die {self.face} rolled.", info={'task': {'id': f'die-{self.face}'}})
+        def _step(self, tool, params):
+            ok = params['face'] == self.face
+            return TimeStep('hit' if ok else 'miss', float(ok), terminated=True, info={'success': ok, 'score': float(ok)})
+        def oracle_action(self): return {'tool': 'guess', 'params': {'face': self.face}}
+    with pytest.raises(EnvCheckError) as e: check_agent_env(Dice)
+    assert list(e.value.report.failures) == ['seed_determinism']
+    assert 'reset(seed=0) twice gave different tasks' in str(e.value) and 'derive everything random in _reset from `seed`' in str(e.value)
