@@ -214,9 +214,13 @@ class AgentEnv(ABC):
         "OpenAI function-calling schemas of the tools this env accepts"
 
     @abstractmethod
-    def _reset(self, task=None, seed:int|None=None)->TimeStep: ...
+    def _reset(self, task=None, seed:int|None=None)->TimeStep:
+        "Start an episode on `task` (an id or dict of `list_tasks()`; None: pick it from `seed`, the same seed the same task); the observation is the first user turn, `info['task']` the task dict with its `id`"
+
     @abstractmethod
-    def _step(self, tool:str, params:dict)->TimeStep: ...
+    def _step(self, tool:str, params:dict)->TimeStep:
+        "Apply one call to a known tool with schema-valid `params`; on the final step `info` holds `success` (the verifier's verdict), `score` and `reason`"
+
 
     @property
     def available_tools(self)->list[str]:
