@@ -84,3 +84,14 @@ def test_bundled_envs_declare_their_rule_patterns():
     assert not [k for k in RULE_PATTERNS if k.startswith('knowlyr/')]
     assert rule_patterns('knowlyr/maze-easy') == MazeEnv.reward_patterns and 'state_pattern' in MazeEnv.reward_patterns
     assert rule_patterns('knowlyr/wordle-hard') == WordleEnv.reward_patterns and 'result_pattern' in WordleEnv.reward_patterns
+
+def test_reward_is_one_quantity_collected_or_rescored():
+    "The same episode has the same `Trajectory.reward` whether written while collecting or by re-scoring its steps"
+    from knowlyr_lab.reward.engine import score_trajectory
+    from knowlyr_lab.trajectory import trajectory_score
+    trajs = collect('knowlyr/maze-easy', ExpertAgent(), 3, reward_fn=make_reward_fn('generic'), max_episode_steps=25, progress=False)
+    for t in trajs:
+        rescored = score_trajectory(t, RewardEngine('generic'))
+        assert t.reward is not None and rescored.reward == pytest.approx(t.reward), (t.reward, rescored.reward)
+        assert rescored.reward == pytest.approx(trajectory_score(rescored))
+        assert t.outcome.success and t.reward > 1.0          # verified outcome first, process reward within it

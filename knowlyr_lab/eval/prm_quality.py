@@ -159,7 +159,7 @@ def trajectory_scores(trajs:list[Trajectory], domain:str|None=None, seed:int=0)-
         proc = RewardEngine(d, rules=list(PROCESS_RULES)).score(t)
         full = RewardEngine(d).score(t)
         rows.append({'suite': t.task.env_id, 'agent': t.agent.name, 'task': t.task.id, 'success': bool(t.outcome.success),
-                     'steps': len(t.steps), 'prm': proc.reward, 'prm_with_outcome': full.reward, 'neg_steps': -len(t.steps),
+                     'steps': len(t.steps), 'prm': proc.process, 'prm_with_outcome': full.process, 'neg_steps': -len(t.steps),
                      'random': rng.random()})
     return pd.DataFrame(rows)
 
@@ -305,7 +305,7 @@ def step_level_data(trajs:list[Trajectory], domain:str|None=None)->pd.DataFrame:
         L = lab(t)
         sc = RewardEngine(domain or t.task.domain or 'generic', rules=list(PROCESS_RULES)).score(t)
         rows.append({'suite': t.task.env_id, 'agent': t.agent.name, 'task': t.task.id, 'steps': len(t.steps), 'success': t.outcome.success,
-                     'label': L.first_error, 'kind': L.kind, 'optimal_steps': L.optimal_steps, 'scores': [s.reward for s in sc.steps], 'prm': sc.reward})
+                     'label': L.first_error, 'kind': L.kind, 'optimal_steps': L.optimal_steps, 'scores': [s.reward for s in sc.steps], 'prm': sc.process})
     return pd.DataFrame(rows)
 
 def _split(tasks)->np.ndarray:

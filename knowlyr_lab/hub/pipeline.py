@@ -26,7 +26,7 @@ from .collect import _make_agent, episode_seed, run_episode
 from .export import DatasetExporter, ExportFilter
 from .store import TrajectoryStore
 from ..registry import make
-from ..trajectory import Trajectory, read_trajectories, trajectory_score, write_trajectories
+from ..trajectory import Trajectory, read_trajectories, write_trajectories
 
 # %% auto #0
 __all__ = ['TMP_PREFIX', 'PipelineConfig', 'PipelineError', 'Pipeline']
@@ -151,8 +151,7 @@ def _reward_unit(self:Pipeline, key:str, trajs:list[Trajectory]):
         if self.config.reward and t.steps:
             from knowlyr_lab.reward.engine import score_trajectory
             env_ret = t.reward
-            t = score_trajectory(t, self._engine(t.task.domain))
-            t.reward = trajectory_score(t)                 # the one trajectory score, now over the PRM's step rewards
+            t = score_trajectory(t, self._engine(t.task.domain))   # step rewards from the PRM; reward = trajectory_score over them
             t.metadata = {**t.metadata, 'env_return': env_ret}
         out.append(t.model_dump(mode='json'))
     self._commit_json(p, out, 'reward', key)

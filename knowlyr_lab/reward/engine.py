@@ -21,7 +21,7 @@ from ..registry import UnknownEnvError, env_spec
 from .calibration import Annotation, Calibrator, latest_annotations, read_annotations
 from .judge import JudgeConfig, JudgeResult, LLMJudge, build_prompt
 from .rules import RuleResult, RuleScorer, gc_paused
-from ..trajectory import Step, Task, Trajectory, as_task
+from ..trajectory import Step, Task, Trajectory, as_task, trajectory_score
 
 # %% auto #0
 __all__ = ['PATTERN_KEYS', 'RULE_PATTERNS', 'LAYERS', 'DEFAULT_LAYER_WEIGHTS', 'StepReward', 'TrajectoryReward',
@@ -45,10 +45,10 @@ class StepReward:
 
 @dataclass
 class TrajectoryReward:
-    "Rewards of a whole trajectory"
+    "Rewards of a whole trajectory: its steps' rewards and their aggregate, the process reward"
     trajectory_id: str
     steps: list[StepReward]
-    reward: float|None
+    process: float|None      # the engine's aggregate ('mean' or 'min') of the step rewards; `Trajectory.reward` is `trajectory_score` over it
     def to_frame(self):
         "One row per step: reward, layer scores and rule scores"
         import pandas as pd
@@ -101,7 +101,7 @@ class RewardEngine:
                  rule_weights:dict|None=None,            # rule weights within the rules layer
                  judge:LLMJudge|JudgeConfig|None=None,   # the LLM judge (None: no judge layer)
                  calibrator:Calibrator|None=None,        # fitted monotone map to the human scale
-                 aggregate:str='mean',                   # trajectory reward: 'mean' or 'min' of step rewards
+                 aggregate:str='mean',                   # process reward: 'mean' or 'min' of the step rewards
                  state_pattern:str|None=None,            # world-state regex for the regression rule (overrides the env's)
                  step_budget:int|None=None):             # override the domain's step budget
         self.domain = get_domain(domain).domain
@@ -155,7 +155,7 @@ class RewardEngine:
         reward = cal(raw) if raw is not None and cal is not None and cal.params else raw
         return StepReward(i, reward, layers, rr, judge, raw)
 
-    def _trajectory_reward(self, steps:list[StepReward])->float|None:
+    def _process_reward(self, steps:list[StepReward])->float|None:
         rs = [s.reward for s in steps if s.reward is not None]
         if not rs: return None
         return float(sum(rs) / len(rs) if self.aggregate == 'mean' else min(rs))
@@ -174,7 +174,7 @@ class RewardEngine:
                 rrs = self._scorer_for(t.task).score_trajectory(t)
                 jrs = judged[k] if judged is not None else [None] * len(rrs)
                 steps = [step_reward(i, rr, jr) for i, (rr, jr) in enumerate(zip(rrs, jrs))]
-                out.append(TrajectoryReward(t.id, steps, self._trajectory_reward(steps)))
+                out.append(TrajectoryReward(t.id, steps, self._process_reward(steps)))
         return out
 
     def score(self, traj:Trajectory)->TrajectoryReward:
@@ -241,7 +241,7 @@ def with_rewards(traj:Trajectory, tr:TrajectoryReward, inplace:bool=False)->Traj
     out = traj if inplace else traj.model_copy(deep=True)
     for s, sr in zip(out.steps, tr.steps):
         s.reward, s.reward_details = sr.reward, {**s.reward_details, **sr.details()}
-    out.reward = tr.reward
+    out.reward = trajectory_score(out, process=tr.process)   # the one trajectory reward, as collection writes it
     return out
 
 def score_trajectory(traj:Trajectory, engine:RewardEngine|None=None, inplace:bool=False, **engine_kw)->Trajectory:
