@@ -13,7 +13,7 @@ step() { local now; now=$(date +%s); [[ -n "$CUR" ]] && STEPS+=("$(printf '%5ds 
 summary() { local rc=$? now; now=$(date +%s); [[ -n "$CUR" ]] && STEPS+=("$(printf '%5ds  %s' $((now - T)) "$CUR")")
   echo; echo "== durations (total $((now - T0)) s, exit $rc)"; printf '%s\n' "${STEPS[@]}"; }
 
-snapshot() { find nbs knowlyr_lab README.md -type f \( -name '*.ipynb' -o -name '*.py' -o -name '*.md' \) -not -path '*/.ipynb_checkpoints/*' -print0 | sort -z | xargs -0 sha256sum; }
+snapshot() { find nbs knowlyr_lab experiments README.md -type f \( -name '*.ipynb' -o -name '*.py' -o -name '*.md' \) -not -path '*/.ipynb_checkpoints/*' -print0 | sort -z | xargs -0 sha256sum; }
 
 # System packages are installed before this script, by `make system` (tools/setup_system.sh), which `make test` runs and names.
 step "docker engine for the docker flag (tools/docker_engine.py: reuse one, or start dockerd and build the sandbox image)"
@@ -26,14 +26,15 @@ python tools/lint_nbs.py
 step "ruff (F, B, I) on every .py and .ipynb"
 ruff check
 
-step "nbdev-clean / nbdev-export / README must not change anything"
+step "nbdev-clean / widget state / nbdev-export / README must not change anything"
 before=$(snapshot)
 nbdev-clean
+python tools/clean_widgets.py
 nbdev-export
 python tools/render_readme.py
 after=$(snapshot)
 if [[ "$before" != "$after" ]]; then
-  echo "ERROR: nbdev-clean, nbdev-export or tools/render_readme.py changed files; run them and commit:" >&2
+  echo "ERROR: nbdev-clean, tools/clean_widgets.py, nbdev-export or tools/render_readme.py changed files; run them and commit:" >&2
   diff <(echo "$before") <(echo "$after") >&2 || true
   exit 1
 fi
