@@ -45,3 +45,13 @@ def test_cli_page_says_what_the_demo_runs():
     text = ' '.join(''.join(c['source']) for c in json.loads((NBS / '99_cli.ipynb').read_text())['cells'] if c['cell_type'] == 'markdown')
     demo = text[text.index('`knowlyr-lab demo`'):text.index('`knowlyr-lab loop`')]
     assert DemoConfig().env_id in demo and 'maze' not in demo, demo
+
+def test_log_formats_page_names_every_schema_field():
+    "nbs/log_formats.md states the schema the adapters emit: every field of every part of it, none invented"
+    from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory
+    text = (ROOT / 'nbs' / 'log_formats.md').read_text()
+    line = text[text.index('`Trajectory{'):]; line = line[:line.index('}`') + 2]
+    named = set(re.findall(r'[A-Za-z_]+', line)) - {'Trajectory', 'Step'}
+    fields = set().union(*(m.model_fields for m in (Trajectory, Step, Task, Outcome, TokenUsage, ToolCall, Observation, AgentInfo, Source)))
+    assert fields - named == set(), f"fields missing from the page: {sorted(fields - named)}"
+    assert named - fields == set(), f"names on the page that are not fields: {sorted(named - fields)}"
