@@ -198,7 +198,7 @@ class EnvCheckReport:
         if self.ok: return f"{self.env}: {len(self.rows) - len(self.skipped)} checks passed" + (f", {len(self.skipped)} skipped" if self.skipped else '')
         return f"{self.env}: {len(self.failures)} of {len(self.rows)} checks failed: " + '; '.join(f"{k}: {v}" for k, v in self.failures.items())
     def to_frame(self)->pd.DataFrame: return pd.DataFrame(self.rows)
-    def _repr_markdown_(self): return self.to_frame().to_markdown(index=False)
+    def _repr_html_(self): return f"<p>{self.summary()}</p>" + self.to_frame().to_html(index=False)
     def __repr__(self): return f"EnvCheckReport({self.summary()})"
 
 def check_agent_env(env:str|Callable|AgentEnv, # a registered id, a zero-argument factory, or an instance (seed checks then reuse it)
