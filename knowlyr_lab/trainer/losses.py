@@ -73,7 +73,7 @@ def grpo_advantages(rewards:torch.Tensor,    # (N,) rewards, groups contiguous: 
     w = v.float(); r = torch.where(v, r, 0.0)   # an invalid member's reward (often a fake 0) never enters a statistic
     gid = torch.repeat_interleave(torch.arange(len(group_size)), torch.tensor(group_size))
     n = torch.zeros(len(group_size)).index_add_(0, gid, w)    # valid members per group
-    adv = (r - (torch.zeros(len(n)).index_add_(0, gid, r) / n.clamp(min=1))[gid]) * w
+    adv = torch.where(v, r - (torch.zeros(len(n)).index_add_(0, gid, r) / n.clamp(min=1))[gid], 0.0)
     if scale == 'group':    # Bessel-corrected; a group of one has no spread (and A = 0)
         std = torch.where(n > 1, (torch.zeros(len(n)).index_add_(0, gid, adv ** 2) / (n - 1).clamp(min=1)).sqrt(), 0.0)[gid]
     elif scale == 'batch': std = r[v].std().expand_as(r) if int(v.sum()) > 1 else torch.zeros_like(r)
