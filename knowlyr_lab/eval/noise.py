@@ -127,8 +127,8 @@ def compare_checkpoints(a:EvalResult, b:EvalResult, # evaluations of two checkpo
     "Compare two checkpoints paired on (task, seed), with the noise floor and MDE of the design"
     ea, eb = (x.valid[x.valid.verified] if metric == 'success' else x.valid for x in (a, b))
     m = ea.merge(eb, on=['task_key', 'seed'], suffixes=('_a', '_b'))
-    if m.task_key.nunique() < 2: raise ValueError(f"{a.agent} and {b.agent} share {m.task_key.nunique()} (task, seed) pairs' tasks; "
-                                                  "evaluate both on the same tasks with the same seeds")
+    if m.task_key.nunique() < 2: raise ValueError(f"{a.agent} and {b.agent} have matching (task, seed) episodes on {m.task_key.nunique()} task(s), "
+                                                  "need >= 2: evaluate both on the same tasks with the same seeds")
     g = m.groupby('task_key')
     xa, xb = g[f'{metric}_a'].mean().astype(float), g[f'{metric}_b'].mean().astype(float)
     reps = int(g.size().min())
