@@ -1,4 +1,4 @@
-"""Confidence intervals for success rates and rewards, unbiased pass@k, and two-agent comparisons with exact, paired and rank tests plus multiple-testing corrections -- all delegated to `scipy.stats` and `statsmodels`.
+"""Confidence intervals for success rates and rewards, unbiased pass@k, and two-agent comparisons with exact, paired and rank tests plus multiple-testing corrections, and the noise floor, minimum detectable effect and replicate planner of a paired design -- all delegated to `scipy.stats` and `statsmodels`.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/stats.html.md"""
 
