@@ -1,4 +1,4 @@
-"""Confidence intervals for success rates and rewards, unbiased pass@k, and two-agent comparisons with exact, paired and rank tests plus multiple-testing corrections -- all delegated to `scipy.stats` and `statsmodels`.
+"""Confidence intervals for success rates and rewards, unbiased pass@k, and two-agent comparisons with exact, paired and rank tests plus multiple-testing corrections, and the noise floor, minimum detectable effect and replicate planner of a paired design -- all delegated to `scipy.stats` and `statsmodels`.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/stats.html.md"""
 
@@ -17,10 +17,12 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import TTestPower
 
 # %% auto #0
 __all__ = ['wilson_ci', 'bootstrap_ci', 'pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'Comparison', 'compare_samples',
-           'adjust_pvalues', 'compare_many']
+           'adjust_pvalues', 'compare_many', 'replicate_variance', 'flip_rate', 'noise_floor', 'paired_power',
+           'paired_mde', 'replicates_needed', 'tasks_needed']
 
 # %% ../nbs/09_stats.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -226,3 +228,78 @@ def compare_many(samples:dict,           # agent name -> values (or task id -> v
     df = pd.DataFrame(rows, columns=['agent', 'reference', 'mean', 'ref_mean', 'diff', 'diff_low', 'diff_high', 'effect_size', 'test', 'p_value'])
     df['p_adj'], df['significant'] = adjust_pvalues(df.p_value.to_numpy(), correction, alpha)
     return df
+
+# %% ../nbs/09_stats.ipynb #68085b46
+def replicate_variance(values:Sequence[float], # one value per episode (0/1 success, or any metric)
+                       tasks:Sequence,         # the task of each episode
+                      )->float:                # mean over tasks run >= 2 times of the per-task variance (ddof=1)
+    "Within-task variance between replicate runs: the noise one more run of the same policy adds"
+    df = pd.DataFrame({'v': np.asarray(values, float), 't': [str(t) for t in tasks]})
+    if df.v.isna().any(): raise ValueError("replicate_variance: values contain NaN")
+    v = df.groupby('t').v.var(ddof=1).dropna()
+    if v.empty: raise ValueError("replicate_variance: no task was run twice; run >= 2 replicates per task")
+    return float(v.mean())
+
+def flip_rate(values:Sequence[float], # 0/1 outcome per episode
+              tasks:Sequence,         # the task of each episode
+             )->float:                # P(two runs of a task disagree), averaged over tasks run >= 2 times
+    "Per-task flip rate between replicate runs (unbiased: 2k(r-k) / (r(r-1)) per task, averaged)"
+    if not _is_binary(values): raise ValueError("flip_rate needs 0/1 outcomes; use replicate_variance for other metrics")
+    return 2 * replicate_variance(values, tasks)
+
+# %% ../nbs/09_stats.ipynb #5fdec1ce
+def _sd_diff(n_replicates, within_var, between_var):
+    if n_replicates < 1: raise ValueError(f"n_replicates must be >= 1, got {n_replicates}")
+    if within_var < 0 or between_var < 0: raise ValueError(f"variances must be >= 0, got within_var={within_var}, between_var={between_var}")
+    return math.sqrt(2 * within_var / n_replicates + between_var)
+
+def noise_floor(n_tasks:int,          # tasks, each run by both evaluations
+                n_replicates:int=1,   # runs per task in each evaluation
+                within_var:float=0.25, # replicate variance of one run (`replicate_variance`; flip rate / 2)
+                alpha:float=0.05,     # two-sided level
+               )->float:              # the critical |difference| of two runs of one policy
+    "Gap between two evaluations of the SAME policy that a paired t test at `alpha` would call significant"
+    return float(stats.t.ppf(1 - alpha / 2, n_tasks - 1) * _sd_diff(n_replicates, within_var, 0.0) / math.sqrt(n_tasks))
+
+def paired_power(effect:float, n_tasks:int, n_replicates:int=1, within_var:float=0.25, between_var:float=0.0,
+                 alpha:float=0.05)->float:
+    "Power of the two-sided paired t test over `n_tasks` per-task means to detect a true difference `effect`"
+    sd = _sd_diff(n_replicates, within_var, between_var)
+    if sd == 0: return 1.0 if effect else alpha
+    return float(TTestPower().power(effect_size=abs(effect) / sd, nobs=n_tasks, alpha=alpha, alternative='two-sided'))
+
+def paired_mde(n_tasks:int,            # tasks, each run by both checkpoints
+               n_replicates:int=1,     # runs per task per checkpoint
+               within_var:float=0.25,  # replicate variance of one run (mean of the two checkpoints')
+               between_var:float=0.0,  # variance of the true per-task effect across tasks (tau^2)
+               alpha:float=0.05,       # two-sided level
+               power:float=0.8,        # chance of detecting the effect
+              )->float:                # minimum detectable |difference| of the metric's mean
+    "Minimum detectable effect of a paired design (noncentral t, statsmodels `TTestPower`)"
+    if n_tasks < 2: raise ValueError(f"a paired t test needs n_tasks >= 2, got {n_tasks}")
+    d = TTestPower().solve_power(effect_size=None, nobs=n_tasks, alpha=alpha, power=power, alternative='two-sided')
+    return float(d * _sd_diff(n_replicates, within_var, between_var))
+
+# %% ../nbs/09_stats.ipynb #4835eb72
+def replicates_needed(effect:float,           # the true difference to detect
+                      n_tasks:int,            # tasks in the suite
+                      within_var:float=0.25,  # replicate variance of one run
+                      between_var:float=0.0,  # variance of the per-task effect (replicates cannot remove it)
+                      alpha:float=0.05, power:float=0.8,
+                      max_replicates:int=1000, # give up above this
+                     )->int:                  # fewest replicates per task per checkpoint
+    "Fewest replicate runs per task that detect `effect` with probability `power`"
+    r = 1
+    while r <= max_replicates:
+        if paired_power(effect, n_tasks, r, within_var, between_var, alpha) >= power: return r
+        r += 1
+    raise ValueError(f"no number of replicates up to {max_replicates} detects {effect:g} on {n_tasks} tasks with power {power:g} "
+                     f"(between-task variance {between_var:g} sets a floor replicates cannot lower): use more tasks (`tasks_needed`)")
+
+def tasks_needed(effect:float, n_replicates:int=1, within_var:float=0.25, between_var:float=0.0,
+                 alpha:float=0.05, power:float=0.8)->int:
+    "Fewest tasks that detect `effect` with probability `power` at `n_replicates` runs per task"
+    n = max(2, math.ceil(TTestPower().solve_power(effect_size=abs(effect) / _sd_diff(n_replicates, within_var, between_var), nobs=None,
+                                                   alpha=alpha, power=power, alternative='two-sided')))
+    while paired_power(effect, n, n_replicates, within_var, between_var, alpha) < power: n += 1
+    return n

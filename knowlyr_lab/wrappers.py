@@ -12,11 +12,12 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .core import AgentEnv, EnvDoneError, InvalidActionError, NotResetError, TimeStep, parse_action
+from .core import AgentEnv, EnvDoneError, InvalidActionError, KnowlyrError, NotResetError, TimeStep, parse_action
 from .trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory, as_task, trajectory_score
 
 # %% auto #0
-__all__ = ['EnvWrapper', 'MaxInvalidActionsWrapper', 'TimeoutWrapper', 'RewardContext', 'RewardWrapper', 'RecorderWrapper']
+__all__ = ['INFRA_ERRORS', 'EnvWrapper', 'InfrastructureError', 'register_infra_error', 'infra_failure',
+           'MaxInvalidActionsWrapper', 'TimeoutWrapper', 'RewardContext', 'RewardWrapper', 'RecorderWrapper']
 
 # %% ../nbs/04_wrappers.ipynb #5fb5fb45
 def _forward(name):
@@ -55,6 +56,27 @@ class EnvWrapper(AgentEnv):
     def close(self): self.env.close()
     def __repr__(self): return f"<{type(self).__name__} {self.env!r}>"
 
+# %% ../nbs/04_wrappers.ipynb #28e3f81b
+class InfrastructureError(KnowlyrError, RuntimeError):
+    "The harness, not the policy, failed: the episode says nothing about the policy"
+
+INFRA_ERRORS: list[type] = [InfrastructureError, ConnectionError, TimeoutError]   # exception types that mean infrastructure failed
+
+def register_infra_error(*types:type):
+    "Add exception types to `INFRA_ERRORS`"
+    for t in types:
+        if t not in INFRA_ERRORS: INFRA_ERRORS.append(t)
+
+def infra_failure(e:BaseException,  # an exception that ended an episode
+                 )->str|None:       # the reason ("SandboxError: ..."), None when it is not an infrastructure failure
+    "Why `e` (or an exception it was raised from) is an infrastructure failure, or None"
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, tuple(INFRA_ERRORS)): return f"{type(e).__name__}: {e}"
+        e = e.__cause__ or e.__context__
+    return None
+
 # %% ../nbs/04_wrappers.ipynb #978cdff6
 class MaxInvalidActionsWrapper(EnvWrapper):
     "Truncate an episode after `max_invalid` invalid actions"
@@ -78,9 +100,10 @@ class MaxInvalidActionsWrapper(EnvWrapper):
 # %% ../nbs/04_wrappers.ipynb #de046c62
 class TimeoutWrapper(EnvWrapper):
     "Truncate a step or an episode that runs longer than its wall-clock budget"
-    def __init__(self, env, step_timeout:float|None=None, episode_timeout:float|None=None):
+    def __init__(self, env, step_timeout:float|None=None, episode_timeout:float|None=None,
+                 invalid_on_timeout:bool=True):  # a timeout is an infrastructure failure (the episode is invalid)
         super().__init__(env)
-        self.step_timeout, self.episode_timeout = step_timeout, episode_timeout
+        self.step_timeout, self.episode_timeout, self.invalid_on_timeout = step_timeout, episode_timeout, invalid_on_timeout
         self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix='knowlyr-step')
     def reset(self, *, task=None, seed=None):
         self._t0, self._over = time.monotonic(), False
@@ -95,16 +118,19 @@ class TimeoutWrapper(EnvWrapper):
         kind = 'episode' if budget is not None and self.step_timeout is not None and budget < self.step_timeout else ('step' if self.step_timeout is not None else 'episode')
         if budget is not None and budget <= 0:
             self._over = True
-            return TimeStep(f"Episode timed out after {self.episode_timeout:g} s", truncated=True, info={'timeout': 'episode', 'is_error': True})
+            return self._timed_out('episode', self.episode_timeout)
         fut = self._pool.submit(self.env.step, action)
         try: ts = fut.result(timeout=budget)
         except cf.TimeoutError:
             self._over = True
             self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix='knowlyr-step')  # abandon the busy worker
-            limit = self.step_timeout if kind == 'step' else self.episode_timeout
-            return TimeStep(f"{kind.capitalize()} timed out after {limit:g} s", truncated=True, info={'timeout': kind, 'is_error': True})
+            return self._timed_out(kind, self.step_timeout if kind == 'step' else self.episode_timeout)
         self._over = ts.done
         return ts
+    def _timed_out(self, kind, limit):
+        msg = f"{kind.capitalize()} timed out after {limit:g} s"
+        info = {'timeout': kind, 'is_error': True, **({'invalid': f"harness timeout: {msg.lower()}"} if self.invalid_on_timeout else {})}
+        return TimeStep(msg, truncated=True, info=info)
     def close(self):
         self._pool.shutdown(wait=False, cancel_futures=True)
         super().close()
@@ -144,7 +170,8 @@ class RewardWrapper(EnvWrapper):
     def step(self, action):
         ts = self.env.step(action)
         step = _step_from(len(self._steps), action, ts)
-        out = self.reward_fn(step, RewardContext(self._task, list(self._steps), ts, self.domain))
+        try: out = self.reward_fn(step, RewardContext(self._task, list(self._steps), ts, self.domain))
+        except Exception as e: raise InfrastructureError(f"reward function failed at step {step.index}: {type(e).__name__}: {e}") from e
         r, details = (out if isinstance(out, tuple) else (out, {}))
         env_r = ts.reward
         ts.reward = float(r) + (env_r if self.mode == 'add' else 0.0)
@@ -161,6 +188,7 @@ class RecorderWrapper(EnvWrapper):
         self.agent = AgentInfo(name=agent_name, model=model)
         self._traj, self._pending_usage = None, None
     def reset(self, *, task=None, seed=None):
+        self._traj = None                            # a reset that fails leaves no earlier episode behind
         ts = self.env.reset(task=task, seed=seed)
         t = as_task(ts.info.get('task'), domain=getattr(self, 'domain', None), env_id=getattr(self, 'env_id', None), fingerprint=ts.info.get('fingerprint'))
         if not t.instruction: t.instruction = ts.observation
@@ -175,10 +203,14 @@ class RecorderWrapper(EnvWrapper):
     def step(self, action):
         if self._traj is None: raise NotResetError("RecorderWrapper.step() called before reset()")
         t0 = time.time()
-        ts = self.env.step(action)
+        try: ts = self.env.step(action)
+        except Exception as e:
+            if (why := infra_failure(e)): self._traj.outcome.invalid = why
+            raise
         step = _step_from(len(self._traj.steps), action, ts, t0, time.time())
         step.usage, self._pending_usage = self._pending_usage, None
-        extra = {k: v for k, v in ts.info.items() if k in ('invalid_action', 'timeout', 'truncated_by', 'env_reward', 'error')}
+        extra = {k: v for k, v in ts.info.items() if k in ('invalid_action', 'timeout', 'truncated_by', 'env_reward', 'error', 'invalid')}
+        if ts.info.get('invalid'): self._traj.outcome.invalid = str(ts.info['invalid'])
         if extra: step.metadata = extra
         self._traj.steps.append(step)
         if ts.done:

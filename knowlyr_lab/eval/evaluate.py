@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..hub.collect import collect
 from ..registry import make
-from ..stats import Comparison, adjust_pvalues, bootstrap_ci, compare_samples, effective_sample_size, pass_at_k, wilson_ci, wilson_ci_ess
+from ..stats import Comparison, adjust_pvalues, bootstrap_ci, compare_samples, effective_sample_size, noise_floor, paired_mde, pass_at_k, replicate_variance, wilson_ci, wilson_ci_ess
 from ..tasks import HeldOutReport, check_held_out, task_key
 from ..trajectory import Trajectory, trajectory_score
 
@@ -25,7 +25,7 @@ __all__ = ['EPISODE_COLUMNS', 'episode_table', 'EvalResult', 'evaluate_agent', '
 
 # %% ../../nbs/71_eval_evaluate.ipynb #d241b9c0
 EPISODE_COLUMNS = ['agent', 'task_id', 'task_key', 'attempt', 'seed', 'success', 'verified', 'reward', 'steps', 'tool_errors',
-                   'cost', 'tokens', 'duration', 'reason', 'trajectory_id']
+                   'cost', 'tokens', 'duration', 'reason', 'valid', 'invalid', 'trajectory_id']
 
 def episode_table(trajs:Sequence[Trajectory], # evaluated episodes
                   agent:str|None=None,        # agent name (default: each trajectory's `agent.name`)
@@ -43,7 +43,7 @@ def episode_table(trajs:Sequence[Trajectory], # evaluated episodes
                      'steps': len(t.steps), 'tool_errors': sum(bool(s.observation and s.observation.is_error) for s in t.steps),
                      'cost': float(u.cost or 0.0), 'tokens': int(u.input + u.output),
                      'duration': (max(ends) - min(starts)) if ends and starts else float('nan'),
-                     'reason': t.outcome.reason, 'trajectory_id': t.id})
+                     'reason': t.outcome.reason, 'valid': t.valid, 'invalid': t.outcome.invalid, 'trajectory_id': t.id})
     return pd.DataFrame(rows, columns=EPISODE_COLUMNS)
 
 # %% ../../nbs/71_eval_evaluate.ipynb #a9e7616f
@@ -67,44 +67,52 @@ class EvalResult:
     def n_episodes(self)->int: return len(self.episodes)
     @property
     def tasks(self)->list: return sorted(self.episodes.task_id.unique())
+    @property
+    def valid(self)->pd.DataFrame:
+        "The episodes that say something about the agent (infrastructure failures left out)"
+        e = self.episodes
+        return e[e.valid.astype(bool)] if 'valid' in e.columns else e
+    @property
+    def n_invalid(self)->int: return self.n_episodes - len(self.valid)
 
     def summary(self)->dict:
         "Overall metrics with confidence intervals"
-        e = self.episodes; v = e[e.verified]
+        e = self.valid; v = e[e.verified]
         k, n = int(v.success.sum()), len(v)
         ess = effective_sample_size(v.success.astype(float), v.task_key) if n else 0.0
         lo, hi = wilson_ci(k, n, self.confidence) if ess >= n else wilson_ci_ess(k / n, ess, self.confidence)
         rlo, rhi = bootstrap_ci(e.reward, confidence=self.confidence)
-        out = {'agent': self.agent, 'n_episodes': len(e), 'n_tasks': e.task_id.nunique(), 'n_distinct_tasks': e.task_key.nunique(),
-               'ess': ess, 'n_unverified': int((~e.verified).sum()),
+        out = {'agent': self.agent, 'n_episodes': self.n_episodes, 'n_tasks': e.task_id.nunique(), 'n_distinct_tasks': e.task_key.nunique(),
+               'ess': ess, 'n_unverified': int((~e.verified).sum()), 'n_invalid': self.n_invalid,
                'success_rate': k / n if n else float('nan'), 'success_low': lo, 'success_high': hi,
                'mean_reward': float(e.reward.mean()), 'reward_low': rlo, 'reward_high': rhi,
                'mean_steps': float(e.steps.mean()), 'tool_errors_per_episode': float(e.tool_errors.mean()),
-               'total_cost': float(e.cost.sum()), 'total_tokens': int(e.tokens.sum())}
+               'total_cost': float(self.episodes.cost.sum()), 'total_tokens': int(self.episodes.tokens.sum())}
         out.update({f'pass@{k}': v for k, v in self.pass_at().items()})
         return out
 
     def per_task(self)->pd.DataFrame:
         "Per-task attempts, successes, success rate with Wilson CI, mean reward and steps"
         rows = []
-        for tid, g in self.episodes.groupby('task_id', sort=True):
+        for tid, g_all in self.episodes.groupby('task_id', sort=True):
+            g = g_all[g_all.valid.astype(bool)] if 'valid' in g_all.columns else g_all
             v = g[g.verified]; k, n = int(v.success.sum()), len(v)
             lo, hi = wilson_ci(k, n, self.confidence)
-            rows.append({'task_id': tid, 'attempts': len(g), 'successes': k, 'success_rate': k / n if n else float('nan'),
+            rows.append({'task_id': tid, 'attempts': len(g_all), 'invalid': len(g_all) - len(g), 'successes': k, 'success_rate': k / n if n else float('nan'),
                          'success_low': lo, 'success_high': hi, 'mean_reward': g.reward.mean(), 'mean_steps': g.steps.mean(),
                          'tool_errors': int(g.tool_errors.sum())})
         return pd.DataFrame(rows).set_index('task_id')
 
     def pass_at(self, ks:Sequence[int]=(1, 2, 5, 10))->dict:
         "Unbiased pass@k averaged over tasks, for each k <= the fewest attempts of any task"
-        g = self.episodes[self.episodes.verified].groupby('task_id').success.agg(['count', 'sum'])
+        g = self.valid[self.valid.verified].groupby('task_id').success.agg(['count', 'sum'])
         if g.empty: return {}
         kmax = int(g['count'].min())
         return {k: float(np.mean([pass_at_k(int(n), int(c), k) for n, c in zip(g['count'], g['sum'])])) for k in ks if k <= kmax}
 
     def task_values(self, metric:str='success')->dict:
         "Per-task mean of `metric` over attempts, keyed by task content (the unit of a paired comparison)"
-        e = self.episodes[self.episodes.verified] if metric == 'success' else self.episodes
+        e = self.valid[self.valid.verified] if metric == 'success' else self.valid
         return e.groupby('task_key')[metric].mean().astype(float).to_dict()
 
     def _repr_markdown_(self):
@@ -112,7 +120,7 @@ class EvalResult:
         return (f"**{self.agent}** on {s['n_distinct_tasks']} distinct tasks / {s['n_episodes']} episodes: success "
                 f"{s['success_rate']:.1%} [{s['success_low']:.1%}, {s['success_high']:.1%}], reward {s['mean_reward']:.3f} "
                 f"[{s['reward_low']:.3f}, {s['reward_high']:.3f}], {s['mean_steps']:.1f} steps, "
-                f"{s['tool_errors_per_episode']:.2f} tool errors/episode")
+                f"{s['tool_errors_per_episode']:.2f} tool errors/episode" + (f"; {s['n_invalid']} invalid episodes left out" if s['n_invalid'] else ''))
     def __repr__(self): return f"EvalResult({self.agent!r}, {self.n_episodes} episodes, success={self.summary()['success_rate']:.3f})"
 
 # %% ../../nbs/71_eval_evaluate.ipynb #b7b1671d
@@ -178,6 +186,7 @@ def compare_agents(a:EvalResult,          # first agent's evaluation
     notes = []
     def note(msg): notes.append(msg); warnings.warn(f"compare_agents({a.agent!r}, {b.agent!r}): {msg}", stacklevel=3)
     for r in (a, b):
+        if r.n_invalid: note(f"left out {r.n_invalid} invalid episode(s) of {r.agent} (infrastructure failures, not the agent's)")
         if r.episodes.task_key.nunique() < r.episodes.task_id.nunique():
             note(f"{r.agent}'s {r.episodes.task_id.nunique()} task ids hold {r.episodes.task_key.nunique()} different tasks; "
                  "tasks with one content are one unit of the comparison")
@@ -189,12 +198,12 @@ def compare_agents(a:EvalResult,          # first agent's evaluation
         for r, t in ((a, ta), (b, tb)):
             if len(t) > len(shared): note(f"dropped {len(t) - len(shared)} of {r.agent}'s {len(t)} tasks that the other agent did not run")
         xa, xb = [ta[t] for t in shared], [tb[t] for t in shared]
-        one = lambda r: r.episodes[r.episodes.task_key.isin(shared)].groupby('task_key').size().max() == 1
+        one = lambda r: r.valid[r.valid.task_key.isin(shared)].groupby('task_key').size().max() == 1
         binary = metric == 'success' and one(a) and one(b)  # decided by the design, not by the values seen
     else:
         binary = metric == 'success'
-        ea = a.episodes[a.episodes.verified] if metric == 'success' else a.episodes
-        eb = b.episodes[b.episodes.verified] if metric == 'success' else b.episodes
+        ea = a.valid[a.valid.verified] if metric == 'success' else a.valid
+        eb = b.valid[b.valid.verified] if metric == 'success' else b.valid
         xa, xb = ea[metric].astype(float).to_numpy(), eb[metric].astype(float).to_numpy()
         for r, e in ((a, ea), (b, eb)):
             if e.task_key.nunique() < len(e):
@@ -206,6 +215,18 @@ def compare_agents(a:EvalResult,          # first agent's evaluation
 
 # %% ../../nbs/71_eval_evaluate.ipynb #41a476f8
 def _stars(p): return '***' if p < 1e-3 else '**' if p < 1e-2 else '*' if p < 0.05 else ''
+
+def _noise(best, r, metric, alpha=0.05, power=0.8):
+    "(noise floor, MDE) of the paired comparison of `r` with `best` on their shared tasks (NaN when unpaired)"
+    ea, eb = (x.valid[x.valid.verified] if metric == 'success' else x.valid for x in (best, r))
+    shared = sorted(set(ea.task_key) & set(eb.task_key))
+    if len(shared) < 2: return float('nan'), float('nan')
+    e = pd.concat([ea.assign(_g=ea.agent + '|' + ea.task_key), eb.assign(_g=eb.agent + '|' + eb.task_key)])
+    e = e[e.task_key.isin(shared)]
+    reps = int(e.groupby('_g').size().min())
+    y = e[metric].astype(float)
+    w = replicate_variance(y, e._g) if reps >= 2 else float(y.var(ddof=1))   # one attempt: the total variance bounds it
+    return noise_floor(len(shared), reps, w, alpha), paired_mde(len(shared), reps, w, alpha=alpha, power=power)
 
 def leaderboard(results:Sequence[EvalResult],  # evaluations, one per agent
                 metric:str='success',          # 'success' (rate) or another episode column (mean)
@@ -219,8 +240,8 @@ def leaderboard(results:Sequence[EvalResult],  # evaluations, one per agent
         s = r.summary()
         if metric == 'success': val, lo, hi = s['success_rate'], s['success_low'], s['success_high']
         else:
-            x = r.episodes[metric].astype(float); val = float(x.mean()); lo, hi = bootstrap_ci(x, confidence=r.confidence)
-        rows.append({'agent': r.agent, metric: val, 'low': lo, 'high': hi, 'n_episodes': s['n_episodes'],
+            x = r.valid[metric].astype(float); val = float(x.mean()); lo, hi = bootstrap_ci(x, confidence=r.confidence)
+        rows.append({'agent': r.agent, metric: val, 'low': lo, 'high': hi, 'n_episodes': s['n_episodes'], 'n_invalid': s['n_invalid'],
                      'n_tasks': s['n_distinct_tasks'], 'mean_reward': s['mean_reward'], 'mean_steps': s['mean_steps'],
                      'tool_errors': s['tool_errors_per_episode'], 'cost': s['total_cost'], '_r': r})
     df = pd.DataFrame(rows).sort_values(metric, ascending=not higher_is_better, kind='stable').reset_index(drop=True)
@@ -231,4 +252,7 @@ def leaderboard(results:Sequence[EvalResult],  # evaluations, one per agent
     df['p_vs_best'] = [np.nan] + list(p)
     df['p_adj'] = [np.nan] + list(padj)
     df['sig'] = ['best'] + [_stars(q) for q in padj]
+    floors = [(np.nan, np.nan)] + [_noise(best, r, metric) for r in df._r.iloc[1:]]
+    df['noise_floor'], df['mde'] = [f for f, _ in floors], [m for _, m in floors]
+    df['inside_noise'] = [False] + [bool(abs(c.diff) < f) for c, (f, _) in zip(comps, floors[1:])]
     return df.drop(columns='_r')

@@ -22,15 +22,20 @@ from tqdm.auto import tqdm
 from ..agents import AgentError
 from ..chat import to_messages
 from ..core import AgentEnv
+from ..envs.conversation import UserSimulatorError
+from ..envs.remote import RemoteEnvError
 from ..registry import make
+from ..sandbox.base import SandboxError
 from ..trajectory import Source, Task, Trajectory, as_task, trajectory_score
-from ..wrappers import RecorderWrapper, RewardWrapper, TimeoutWrapper
+from ..wrappers import RecorderWrapper, RewardWrapper, TimeoutWrapper, infra_failure, register_infra_error
 
 # %% auto #0
 __all__ = ['FALLBACK_MAX_EPISODE_STEPS', 'episode_seed', 'acts_in_batches', 'run_episodes', 'run_episode', 'iter_collect',
            'collect']
 
 # %% ../../nbs/41_hub_collect.ipynb #b9c268fc
+register_infra_error(SandboxError, RemoteEnvError, UserSimulatorError)   # these failures are the harness's, not the policy's
+
 def episode_seed(seed:int, index:int)->int:
     "Seed of episode `index` in a run seeded with `seed`"
     return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], 'big') & 0x7FFFFFFF
@@ -154,7 +159,8 @@ def _failed(rec, e, task, seed)->Trajectory:
         traj = Trajectory(id='pending', task=t, agent=rec.agent.model_copy(), source=Source(format='knowlyr-env'))
     err = {'type': type(e).__name__, 'message': str(e), 'traceback': ''.join(traceback.format_exception(e, limit=8))}
     d = traj.model_dump()
-    d['outcome'].update(success=False, reason='error'); d['metadata'] = {**d['metadata'], 'error': err}; d['id'] = ''
+    d['outcome'].update(success=False, reason='error', invalid=d['outcome'].get('invalid') or infra_failure(e))
+    d['metadata'] = {**d['metadata'], 'error': err}; d['id'] = ''
     return Trajectory.model_validate(d)
 
 # %% ../../nbs/41_hub_collect.ipynb #8e2301db

@@ -42,7 +42,7 @@ class PreferencePair:
 class PreferenceReport:
     "Pairs built, and what was left out and why"
     pairs: list[PreferencePair]
-    counts: dict = field(default_factory=dict)   # tasks, one_trajectory, ties (ties_both_success), unscored, over_cap, not_diverging
+    counts: dict = field(default_factory=dict)   # invalid (left out), tasks, one_trajectory, ties (ties_both_success), unscored, over_cap, not_diverging
     min_margin: float = 0.0                      # the margin below which pairs were ties
     def __len__(self): return len(self.pairs)
     def __iter__(self): return iter(self.pairs)
@@ -53,8 +53,9 @@ class PreferenceReport:
         "Why there are no pairs, in one line ('' when there are pairs)"
         if self.pairs: return ''
         c, n = self.counts, self.counts.get('tasks', 0)
-        if n == 0: return "0 pairs: no trajectory to rank" + (f" ({c['unscored']} have neither a verified outcome nor step rewards)" if c.get('unscored') else '')
-        if c.get('one_trajectory', 0) == n: return f"0 pairs from {n} tasks: every task has a single trajectory (nothing to compare)"
+        bad = f"; {c['invalid']} invalid (infrastructure failures) left out" if c.get('invalid') else ''
+        if n == 0: return "0 pairs: no trajectory to rank" + (f" ({c['unscored']} have neither a verified outcome nor step rewards)" if c.get('unscored') else '') + bad
+        if c.get('one_trajectory', 0) == n: return f"0 pairs from {n} tasks: every task has a single trajectory (nothing to compare)" + bad
         why = []
         if c.get('one_trajectory'): why.append(f"{c['one_trajectory']} of {n} tasks have a single trajectory")
         if c.get('ties'):
@@ -63,6 +64,7 @@ class PreferenceReport:
             why.append(f"{'every' if not c.get('one_trajectory') else 'every other'} task's samples tie (score difference < min_margin {self.min_margin:g}): {kind}")
         if c.get('not_diverging'): why.append(f"{c['not_diverging']} pairs never leave a shared state by different actions (no step pair)")
         if c.get('unscored'): why.append(f"{c['unscored']} comparisons lack rewards")
+        if c.get('invalid'): why.append(f"{c['invalid']} invalid (infrastructure failures) left out")
         return f"0 pairs from {n} tasks: " + '; '.join(why or ['nothing qualified'])
     def __repr__(self): return f"PreferenceReport({len(self.pairs)} pairs, {self.counts})"
 
@@ -113,9 +115,10 @@ def build_preferences(trajs:Iterable[Trajectory],  # trajectories (several per t
         from knowlyr_lab.reward.engine import score_trajectory
         trajs = [t if any(s.reward is not None for s in t.steps) else score_trajectory(t, engine) for t in trajs]
     groups, pairs = defaultdict(list), []
-    counts = {'tasks': 0, 'one_trajectory': 0, 'ties': 0, 'ties_both_success': 0, 'unscored': 0, 'over_cap': 0, 'not_diverging': 0}
+    counts = {'invalid': 0, 'tasks': 0, 'one_trajectory': 0, 'ties': 0, 'ties_both_success': 0, 'unscored': 0, 'over_cap': 0, 'not_diverging': 0}
     for t in trajs:
-        if _scored(t): groups[t.task.id].append(t)
+        if not t.valid: counts['invalid'] += 1          # an infrastructure failure: no evidence about the policy
+        elif _scored(t): groups[t.task.id].append(t)
         else: counts['unscored'] += 1
     for tid, g in groups.items():
         counts['tasks'] += 1; counts['one_trajectory'] += len(g) == 1
@@ -158,7 +161,8 @@ def reward_leaderboard(trajs:Iterable[Trajectory], by:str='agent', # 'agent' or 
     groups = defaultdict(list)
     for t in trajs: groups[(t.agent.name if by == 'agent' else (t.agent.model or 'unknown'))].append(t)
     rows = []
-    for g, ts in groups.items():
+    for g, all_ts in groups.items():
+        ts = [t for t in all_ts if t.valid]             # infrastructure failures: counted, not scored
         r = np.array([v for v in map(_value, ts) if v is not None], float)
         succ = [t.outcome.success for t in ts if t.outcome.success is not None]
         lo = hi = np.nan
@@ -170,5 +174,5 @@ def reward_leaderboard(trajs:Iterable[Trajectory], by:str='agent', # 'agent' or 
         elif len(r) >= 1: lo = hi = float(r.mean())
         rows.append({by: g, 'n': len(r), 'mean_score': float(r.mean()) if len(r) else np.nan, 'ci_low': float(lo), 'ci_high': float(hi),
                      'std': float(r.std(ddof=1)) if len(r) > 1 else np.nan, 'success_rate': float(np.mean(succ)) if succ else np.nan,
-                     'unscored': len(ts) - len(r)})
-    return pd.DataFrame(rows, columns=[by, 'n', 'mean_score', 'ci_low', 'ci_high', 'std', 'success_rate', 'unscored']).sort_values('mean_score', ascending=False, ignore_index=True)
+                     'unscored': len(ts) - len(r), 'invalid': len(all_ts) - len(ts)})
+    return pd.DataFrame(rows, columns=[by, 'n', 'mean_score', 'ci_low', 'ci_high', 'std', 'success_rate', 'unscored', 'invalid']).sort_values('mean_score', ascending=False, ignore_index=True)

@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['token_logps', 'step_weighted_ce', 'dpo_loss', 'grpo_advantages', 'step_level_advantages', 'grpo_loss']
+__all__ = ['token_logps', 'step_weighted_ce', 'dpo_loss', 'grpo_advantages', 'invalid_counts', 'step_level_advantages',
+           'grpo_loss']
 
 # %% ../../nbs/62_trainer_losses.ipynb #275ebe07
 def token_logps(logits:torch.Tensor,  # (B, T, V) model outputs
@@ -59,22 +60,36 @@ def grpo_advantages(rewards:torch.Tensor,    # (N,) rewards, groups contiguous: 
                     group_size:int|list[int], # completions per prompt, or the size of each group when they differ
                     scale:str='group',       # 'group' std, 'batch' std, or 'none'
                     eps:float=1e-4,          # added to the std
-                   )->torch.Tensor:          # (N,) advantages
-    "Group-relative advantages (R - group mean) / (std + eps), each group normalised by its own statistics"
+                    valid:torch.Tensor|None=None, # (N,) bool, False for an infrastructure failure (`Trajectory.valid`); None: all valid
+                   )->torch.Tensor:          # (N,) advantages (0 for invalid members)
+    "Group-relative advantages (R - group mean) / (std + eps) over each group's valid members; invalid members get 0"
     r = rewards.float()
     if isinstance(group_size, int):
         if r.numel() % group_size: raise ValueError(f"{r.numel()} rewards do not split into groups of {group_size}")
         group_size = [group_size] * (r.numel() // group_size)
     if sum(group_size) != r.numel(): raise ValueError(f"group sizes {list(group_size)} do not add up to {r.numel()} rewards")
-    n = torch.tensor(group_size, dtype=torch.float)
+    v = torch.ones_like(r, dtype=torch.bool) if valid is None else torch.as_tensor(valid, dtype=torch.bool).flatten()
+    if v.numel() != r.numel(): raise ValueError(f"valid has {v.numel()} entries for {r.numel()} rewards")
+    w = v.float(); r = torch.where(v, r, 0.0)   # an invalid member's reward (often a fake 0) never enters a statistic
     gid = torch.repeat_interleave(torch.arange(len(group_size)), torch.tensor(group_size))
-    adv = r - (torch.zeros(len(n)).index_add_(0, gid, r) / n)[gid]
+    n = torch.zeros(len(group_size)).index_add_(0, gid, w)    # valid members per group
+    adv = torch.where(v, r - (torch.zeros(len(n)).index_add_(0, gid, r) / n.clamp(min=1))[gid], 0.0)
     if scale == 'group':    # Bessel-corrected; a group of one has no spread (and A = 0)
         std = torch.where(n > 1, (torch.zeros(len(n)).index_add_(0, gid, adv ** 2) / (n - 1).clamp(min=1)).sqrt(), 0.0)[gid]
-    elif scale == 'batch': std = r.std().expand_as(r) if r.numel() > 1 else torch.zeros_like(r)
+    elif scale == 'batch': std = r[v].std().expand_as(r) if int(v.sum()) > 1 else torch.zeros_like(r)
     elif scale == 'none': return adv
     else: raise ValueError(f"scale must be 'group', 'batch' or 'none', not {scale!r}")
     return adv / (std + eps)
+
+# %% ../../nbs/62_trainer_losses.ipynb #e62fc98e
+def invalid_counts(valid:torch.Tensor,       # (N,) bool validity of each member
+                   group_size:int|list[int], # as for `grpo_advantages`
+                  )->dict:                   # n_invalid, groups_with_invalid, groups_without_valid
+    "How many members (and groups) `grpo_advantages(valid=...)` left out, for the training log"
+    v = torch.as_tensor(valid, dtype=torch.bool).flatten()
+    sizes = [group_size] * (v.numel() // group_size) if isinstance(group_size, int) else list(group_size)
+    bad = [int((~g).sum()) for g in torch.split(v, sizes)]
+    return {'n_invalid': sum(bad), 'groups_with_invalid': sum(b > 0 for b in bad), 'groups_without_valid': sum(b == s for b, s in zip(bad, sizes))}
 
 # %% ../../nbs/62_trainer_losses.ipynb #78c15e8b
 def step_level_advantages(advantages:torch.Tensor,  # (N,) trajectory advantages A_i
