@@ -16,6 +16,7 @@ import torch
 from accelerate.utils import gather_object
 
 from .base import BaseTrainer, TrainConfig, in_range, one_of
+from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
 from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chats
 from .inference import AgentInference
 from .losses import grpo_advantages, grpo_loss, step_level_advantages, token_logps
@@ -47,34 +48,49 @@ class GRPOConfig(TrainConfig):
     task_seed_offset: int = 0              # first env seed used for online tasks
     max_invalid_actions: int|None = None   # end an online episode after this many invalid actions (None: only the step budget)
     logging_steps: int = 1                 # log every n optimiser steps
+    recorded_ids: str = 'split'            # offline trajectories with recorded ids train on them; one that drifts from the template: split, refuse, rerender
 
     _checks = {'num_generations': in_range(2), 'tasks_per_step': in_range(1), 'max_episode_steps': in_range(1),
                'max_completion_length': in_range(1), 'temperature': in_range(0, lo_open=True), 'epsilon': in_range(0, 1, hi_open=True),
                'epsilon_high': in_range(0), 'beta': in_range(0), 'loss_type': one_of('grpo', 'bnpo', 'dr_grpo', 'dapo'),
                'scale_rewards': one_of('group', 'batch', 'none'), 'num_iterations': in_range(1), 'task_seed_offset': in_range(0),
-               'max_invalid_actions': in_range(1)}
+               'max_invalid_actions': in_range(1), 'recorded_ids': one_of(*RECORDED_IDS)}
 
 # %% ../../nbs/66_trainer_grpo.ipynb #e2b388fa
 def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
     "Tokenize members (chats with 'reward', 'step_rewards'), groups contiguous; return batch, per-token advantages, rewards"
     c = trainer.config
-    samples = tokenize_chats(trainer.tokenizer, members, mask_observations=True)
+    plain = [m for m in members if 'samples' not in m]       # recorded members bring their own samples (their recorded ids)
+    rendered = iter(tokenize_chats(trainer.tokenizer, plain, mask_observations=True) if plain else [])
+    samples, owner = [], []                                  # a recorded member split at a drift gives several rows, one advantage
+    for j, m in enumerate(members):
+        for s in (m['samples'] if 'samples' in m else [next(rendered)]): samples.append(dict(s)); owner.append(j)
     for s in samples:
         if len(s['input_ids']) > c.max_length:
             for k in ('input_ids', 'labels', 'weights', 'step'): s[k] = s[k][:c.max_length]
     b = collate_padded(samples, trainer.tokenizer.pad_token_id)
     rewards = torch.tensor([float(m['reward']) for m in members])
-    adv = grpo_advantages(rewards, group_size, c.scale_rewards)
+    adv = grpo_advantages(rewards, group_size, c.scale_rewards)[owner]
     L = b['input_ids'].shape[1]
     step_ids = torch.tensor([s['step'] + [-1] * (L - len(s['step'])) for s in samples])[:, 1:]
-    if c.step_level_advantage: A = step_level_advantages(adv, [m.get('step_rewards') or [] for m in members], step_ids)
+    if c.step_level_advantage: A = step_level_advantages(adv, [members[o].get('step_rewards') or [] for o in owner], step_ids)
     else: A = adv[:, None].expand(-1, L - 1)
     return b, A, rewards
 
-def groups_from_records(data, tools=None, system=None)->list[list[dict]]:
-    "Offline groups: records {'prompt', 'completions', 'rewards'[, 'step_rewards']} or trajectories grouped by task id"
+def groups_from_records(data, tools=None, system=None,
+                        tokenizer=None,              # checks recorded trajectories for drift (None: no check, recorded ids used)
+                        recorded_ids:str='split',    # a drifting recorded trajectory: split, refuse, rerender (`trainer.drift`)
+                        ledger:list|None=None,       # the drift report of each recorded trajectory is appended here
+                       )->list[list[dict]]:
+    "Offline groups: records {'prompt', 'completions', 'rewards'[, 'step_rewards']} or trajectories grouped by task id (recorded ones with their own ids)"
     groups, by_task = [], {}
-    for where, rec in load_records(data):
+    recorded, items = split_recorded(load_records(data))
+    rec_samples, rerender, led = recorded_training_rows(tokenizer, recorded, recorded_ids, tools)
+    if ledger is not None: ledger += led
+    for ps in rec_samples:
+        by_task.setdefault(ps[0]['task_id'], []).append({'samples': ps, 'reward': ps[0]['reward'], 'task_id': ps[0]['task_id'],
+                                                         'step_rewards': ps[0]['step_rewards'], 'where': ps[0]['where']})
+    for where, rec in items + rerender:
         if isinstance(rec, dict) and 'completions' in rec:
             prompt = rec['prompt'] if isinstance(rec['prompt'], list) else [{'role': 'user', 'content': rec['prompt']}]
             comps, rs = rec['completions'], rec.get('rewards')
@@ -179,7 +195,9 @@ class GRPOTrainer(BaseTrainer):
 
     def train_offline(self, data, num_epochs:int|None=None, stop_at:int|None=None)->list[dict]:
         "Offline GRPO over exported groups (off-policy approximation: old = policy at the start of each batch); one row per batch"
-        self.groups, self.epochs = groups_from_records(data, self.tools, self.system_prompt), num_epochs or self.config.num_epochs
+        self.drift_rows = []
+        self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids, self.drift_rows)
+        self.epochs = num_epochs or self.config.num_epochs
         if not self.groups: raise DataFormatError("no groups in the offline data")
         self._updates = []
         BaseTrainer.train(self, stop_at)
