@@ -144,3 +144,32 @@ def test_a_drifting_recorded_row_is_split_refused_or_rerendered(recorded, tmp_pa
     from knowlyr_lab.chat import render_chat
     want = tok(render_chat(tok, bad.metadata['messages'], TOOLS), add_special_tokens=False)['input_ids']
     assert [s['input_ids'] for s in again.samples] == [want] and again.data_report['drifting_records'] == 1
+
+
+def test_the_serve_command_records_until_stopped(recorded, tmp_path):
+    "`knowlyr-trainer serve --record-to` as a harness operator runs it: SIGTERM writes the open episode to the store"
+    import os
+    import signal
+    import subprocess
+    import sys
+    import openai
+    from knowlyr_lab.hub.store import TrajectoryStore
+    from knowlyr_lab.trainer.tiny import save_tiny_model
+    tok, model, *_ = recorded
+    save_tiny_model(model, tok, tmp_path / 'model')
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
+    p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.trainer.cli', 'serve', '--model', str(tmp_path / 'model'), '--port', '0',
+                          '--record-to', str(tmp_path / 'store')], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = json.loads(p.stdout.readline())['url']
+        r = openai.OpenAI(base_url=url, api_key='x').chat.completions.create(model='tiny', messages=START, tools=TOOLS, max_tokens=48,
+                                                                             extra_body={'return_token_ids': True})
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None: p.kill()
+    assert p.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1]) == {'recorded': 1}
+    [t] = list(TrajectoryStore(tmp_path / 'store'))
+    d = r.model_dump()
+    assert t.steps[0].prompt_token_ids == d['prompt_token_ids'] and t.steps[0].token_ids == d['choices'][0]['token_ids']
