@@ -46,6 +46,7 @@ def _harness(client, headers=None, temperature=0.0, seed=None):
 @pytest.fixture(scope='module')
 def recorded(tmp_path_factory):
     import openai
+
     from knowlyr_lab.hub.store import TrajectoryStore
     from knowlyr_lab.trainer.inference import AgentInference
     from knowlyr_lab.trainer.tiny import make_tiny_model, train_tokenizer
@@ -69,7 +70,7 @@ def recorded(tmp_path_factory):
 def test_the_store_holds_each_episode_with_its_ids(recorded):
     tok, model, runs, store, trajs = recorded
     assert len(trajs) == 2 and {t.task.id for t in trajs} == {'add-2-3'}
-    for (msgs, seen), t in zip(runs, sorted(trajs, key=lambda t: t.metadata['episode'] is not None)):
+    for (_, seen), t in zip(runs, sorted(trajs, key=lambda t: t.metadata['episode'] is not None)):
         assert [(s.prompt_token_ids, s.token_ids) for s in t.steps] == seen          # what the client was told, step by step
         assert all(len(s.logprobs) == len(s.token_ids) for s in t.steps)
         assert all(s.usage.input == len(s.prompt_token_ids) and s.t_end >= s.t_start for s in t.steps)
@@ -152,7 +153,9 @@ def test_the_serve_command_records_until_stopped(recorded, tmp_path):
     import signal
     import subprocess
     import sys
+
     import openai
+
     from knowlyr_lab.hub.store import TrajectoryStore
     from knowlyr_lab.trainer.tiny import save_tiny_model
     tok, model, *_ = recorded
