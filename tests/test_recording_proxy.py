@@ -70,8 +70,10 @@ def recorded(tmp_path_factory):
 def test_the_store_holds_each_episode_with_its_ids(recorded):
     tok, model, runs, store, trajs = recorded
     assert len(trajs) == 2 and {t.task.id for t in trajs} == {'add-2-3'}
-    for (_, seen), t in zip(runs, sorted(trajs, key=lambda t: t.metadata['episode'] is not None)):
+    from knowlyr_lab.trainer.recording import message_key
+    for (msgs, seen), t in zip(runs, sorted(trajs, key=lambda t: t.metadata['episode'] is not None)):
         assert [(s.prompt_token_ids, s.token_ids) for s in t.steps] == seen          # what the client was told, step by step
+        assert [message_key(m) for m in t.metadata['messages']] == [message_key(m) for m in msgs]   # the whole conversation, rebuilt
         assert all(len(s.logprobs) == len(s.token_ids) for s in t.steps)
         assert all(s.usage.input == len(s.prompt_token_ids) and s.t_end >= s.t_start for s in t.steps)
     t = next(t for t in trajs if t.metadata['episode'] is None)

@@ -53,10 +53,17 @@ class ExchangeRecorder:
 # %% ../../nbs/63b_trainer_recording.ipynb #8c5e6a5a
 def _node(messages, tools, out:dict, reply:dict, t_start:float, t_end:float, model, meta:dict)->dict:
     lps = out.get('logprobs')
-    return {'messages': messages, 'tools': tools, 'reply': reply, 'prompt_token_ids': list(out['prompt_token_ids']),
-            'token_ids': list(out['token_ids']), 'logprobs': [d['logprob'] for d in lps] if lps is not None else None,
+    return {'messages': messages, 'n_messages': len(messages), 'added': None, 'tools': tools, 'reply': reply,
+            'prompt_token_ids': list(out['prompt_token_ids']), 'token_ids': list(out['token_ids']),
+            'logprobs': [d['logprob'] for d in lps] if lps is not None else None,
             'finish_reason': out.get('finish_reason'), 't_start': t_start, 't_end': t_end, 'model': model, **meta,
             'done_hash': _prefix_hashes(messages + [reply])[-1]}
+
+def _link(parent:dict|None, nd:dict, hashes:list[str]):
+    "If `nd`'s messages extend its parent's messages + reply, keep only the reply as the harness sent it back and what followed"
+    n = parent['n_messages'] + 1 if parent is not None else None
+    if n is not None and n < len(hashes) and hashes[n] == parent['done_hash']:
+        nd['added'], nd['messages'] = nd['messages'][n - 1:], None
 
 def _record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages, as rendered
             tools:list|None,                            # the tool schemas rendered in the prompt
@@ -69,8 +76,9 @@ def _record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages,
     "Add one answered request: each choice continues its conversation (or forks, or starts one)"
     meta = {'episode': episode, 'task_id': task_id, 'agent': agent}
     nodes = [_node(messages, tools, o, r, t_start, t_end, model, meta) for o, r in zip(outs, replies)]
+    hashes = _prefix_hashes(messages)
     with self._lock:
-        parent = self._parent(messages, episode)
+        parent = self._parent(hashes, episode)
         out = []
         for k, nd in enumerate(nodes):
             if parent is not None and k == 0 and self._chains[parent[0]][-1] is parent[1]:
@@ -79,6 +87,7 @@ def _record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages,
                 chain = self._chains[parent[0]] if parent is not None else []
                 cid = f"c{self._n}"; self._n += 1
                 self._chains[cid] = chain[:chain.index(parent[1]) + 1] + [nd] if parent is not None else [nd]
+            _link(parent[1] if parent is not None else None, nd, hashes)
             self._index[nd['done_hash']] = (cid, nd)
             if episode is not None and k == 0: self._by_episode[episode] = cid
             out.append(cid)
@@ -88,33 +97,43 @@ def _record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages,
     return out
 ExchangeRecorder.record = _record
 
-def _parent(self:ExchangeRecorder, messages, episode)->tuple|None:
+def _parent(self:ExchangeRecorder, hashes:list[str], episode)->tuple|None:
     "(chain id, node) the new exchange continues: the episode's last node, or the longest recorded prefix of its messages"
     if episode is not None:
         cid = self._by_episode.get(episode)
         return (cid, self._chains[cid][-1]) if cid in self._chains else None
-    for h in reversed(_prefix_hashes(messages)[1:]):
+    for h in reversed(hashes[1:]):
         hit = self._index.get(h)
         if hit is not None and hit[0] in self._chains: return hit
     return None
 ExchangeRecorder._parent = _parent
 
 # %% ../../nbs/63b_trainer_recording.ipynb #c6030a37
+def _after(nd:dict, nxt:dict|None)->list[dict]|None:
+    "The messages the next exchange added after `nd`'s reply (its observation)"
+    if nxt is None: return None
+    return nxt['added'][1:] if nxt['added'] is not None else nxt['messages'][nd['n_messages'] + 1:]
+
 def _step(k:int, nd:dict, nxt:dict|None)->Step:
     r = nd['reply']; calls = r.get('tool_calls') or []
     act = None
     if calls:
         f = calls[0]['function']; p = _args(f.get('arguments'))
         act = ToolCall(tool=f['name'], params=p if isinstance(p, dict) else {'input': p}, call_id=calls[0].get('id'))
-    obs = None
-    if nxt is not None:
-        extra = nxt['messages'][len(nd['messages']) + 1:]
-        obs = Observation(content='\n'.join(m.get('content') or '' for m in extra))
+    extra = _after(nd, nxt)
+    obs = Observation(content='\n'.join(m.get('content') or '' for m in extra)) if extra is not None else None
     return Step(index=k, thought=r.get('content') or None, action=act, observation=obs, t_start=nd['t_start'], t_end=nd['t_end'],
                 usage=TokenUsage(input=len(nd['prompt_token_ids']), output=len(nd['token_ids'])),
                 token_ids=nd['token_ids'], prompt_token_ids=nd['prompt_token_ids'], logprobs=nd['logprobs'],
-                metadata={'n_messages': len(nd['messages']), 'finish_reason': nd['finish_reason'],
+                metadata={'n_messages': nd['n_messages'], 'finish_reason': nd['finish_reason'],
                           **({'tool_calls': calls} if len(calls) > 1 else {})})
+
+def _last_messages(chain:list[dict])->list[dict]:
+    "The last node's prompt messages, rebuilt from the first full list and what each later exchange added (from the echoed reply on)"
+    msgs = []
+    for k, nd in enumerate(chain):
+        msgs = list(nd['messages']) if nd['messages'] is not None else msgs + nd['added']
+    return msgs
 
 def chain_trajectory(chain:list[dict])->Trajectory:
     "The trajectory of one recorded conversation (a list of nodes, oldest first)"
@@ -126,7 +145,7 @@ def chain_trajectory(chain:list[dict])->Trajectory:
                       agent=AgentInfo(name=last['agent'] or 'proxy', model=last['model']),
                       steps=[_step(k, nd, chain[k + 1] if k + 1 < len(chain) else None) for k, nd in enumerate(chain)],
                       source=Source(format='openai-proxy'),
-                      metadata={'messages': last['messages'] + [last['reply']], 'tools': last['tools'], 'episode': last['episode']})
+                      metadata={'messages': _last_messages(chain) + [last['reply']], 'tools': last['tools'], 'episode': last['episode']})
 
 def _write(self:ExchangeRecorder, cids:list[str]):
     "Write these open chains to the store and forget them (caller holds the lock)"
