@@ -178,3 +178,27 @@ def test_the_serve_command_records_until_stopped(recorded, tmp_path):
     [t] = list(TrajectoryStore(tmp_path / 'store'))
     d = r.model_dump()
     assert t.steps[0].prompt_token_ids == d['prompt_token_ids'] and t.steps[0].token_ids == d['choices'][0]['token_ids']
+
+
+def test_grpo_can_take_the_old_log_probs_from_the_recording(recorded, tmp_path):
+    "use_recorded_logprobs: the ratio's old log-probs are the sampler's, as recorded, at exactly the completion tokens"
+    from knowlyr_lab.trainer.base import ConfigError
+    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    tok, model, runs, store, trajs = recorded
+    scored = [t.model_copy(update={'reward': float(t.metadata['episode'] is None)}) for t in trajs]
+    cfg = dict(output_dir=str(tmp_path / 'g'), max_steps=1, num_generations=2, tasks_per_step=1, batch_size=2, progress_bar=False)
+    import copy
+    policy = copy.deepcopy(model)                     # the trainer's policy has moved on since the recording
+    with torch.no_grad(): policy.lm_head.weight.add_(0.05 * torch.randn_like(policy.lm_head.weight))
+    want = [torch.tensor([x for s in t.steps for x in s.logprobs]) for t in trajs]
+    def olds(use):
+        tr = GRPOTrainer(GRPOConfig(**cfg, use_recorded_logprobs=use), model=copy.deepcopy(policy), tokenizer=tok)
+        tr.train_offline(scored)
+        b = tr._batch['tensors']
+        assert b['has_recorded'].all()
+        return [b['old'][i][b['mask'][i]] for i in range(len(b['old']))]
+    close = lambda g: any(len(g) == len(w) and torch.allclose(g, w, atol=1e-5, rtol=0) for w in want)
+    assert all(close(g) for g in olds(True))          # each row's old log-probs are one recording's, token for token
+    assert not any(close(g) for g in olds(False))     # the policy's own differ
+    with pytest.raises(ConfigError, match='use_recorded_logprobs needs temperature 1.0'):
+        GRPOConfig(**cfg, use_recorded_logprobs=True, temperature=0.7)

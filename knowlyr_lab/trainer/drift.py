@@ -48,7 +48,7 @@ def recorded_conversation(t:Trajectory)->tuple[list, list|None, list[int]]:
 # %% ../../nbs/61a_trainer_drift.ipynb #8776db75
 def recorded_samples(t:Trajectory, where:str='record',
                      step_weighted_loss:bool=False)->list[dict]:  # samples shaped like `tokenize_chat`'s
-    "Training samples made of the recorded ids only: prompt ids masked, completion ids labelled; a new sample where a prompt does not extend the previous one"
+    "Training samples made of the recorded ids only: prompt ids masked, completion ids labelled (with their recorded log-probs); a new sample where a prompt does not extend the previous one"
     out, cur = [], None
     w = step_weights([float(s.reward or 0.0) for s in t.steps]) if step_weighted_loss else [1.0] * len(t.steps)
     for k, s in enumerate(t.steps):
@@ -56,8 +56,9 @@ def recorded_samples(t:Trajectory, where:str='record',
         if cur is not None and P[:len(cur['input_ids'])] == cur['input_ids']: ext = P[len(cur['input_ids']):]
         else:
             if cur is not None: out.append(cur)
-            cur = {'input_ids': [], 'labels': [], 'weights': [], 'step': []}; ext = P
-        cur['input_ids'] += ext + C; cur['labels'] += [-100] * len(ext) + C
+            cur = {'input_ids': [], 'labels': [], 'weights': [], 'step': [], 'logprobs': []}; ext = P
+        lp = list(s.logprobs) if s.logprobs is not None and len(s.logprobs) == len(C) else [None] * len(C)
+        cur['input_ids'] += ext + C; cur['labels'] += [-100] * len(ext) + C; cur['logprobs'] += [None] * len(ext) + lp
         cur['weights'] += [1.0] * len(ext) + [w[k]] * len(C); cur['step'] += [-1] * len(ext) + [k] * len(C)
     out.append(cur)
     return [{**p, 'step_starts': [], 'reward': float(t.reward or 0.0), 'task_id': t.task.id, 'n_steps': len(t.steps),
