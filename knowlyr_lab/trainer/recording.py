@@ -131,7 +131,7 @@ def _step(k:int, nd:dict, nxt:dict|None)->Step:
 def _last_messages(chain:list[dict])->list[dict]:
     "The last node's prompt messages, rebuilt from the first full list and what each later exchange added (from the echoed reply on)"
     msgs = []
-    for k, nd in enumerate(chain):
+    for nd in chain:
         msgs = list(nd['messages']) if nd['messages'] is not None else msgs + nd['added']
     return msgs
 
