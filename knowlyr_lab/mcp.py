@@ -65,7 +65,7 @@ def _docs(obj)->dict:
     try: return docments(obj)
     except (OSError, TypeError): return {}
 
-ExportFormat = Literal['sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf']   # `hub.export.FORMATS`, as an enum for clients
+ExportFormat = Literal['sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl']   # `hub.export.FORMATS`, as an enum for clients
 LOG_FORMAT = "log format, e.g. 'claude-code', 'codex-cli', 'openai-chat' (the recorder's format names); omit it to detect the format of each file"
 
 # A client reads these descriptions, not the Python API: where a docment speaks Python (types, `None`, function

@@ -24,7 +24,8 @@ from .trajectory import AgentInfo, Step, Trajectory
 from .wrappers import RecorderWrapper, RewardWrapper
 
 # %% auto #0
-__all__ = ['AGENT_KINDS', 'CURVE_KEYS', 'parse_typed_action', 'EnvSession', 'load_agent', 'EnvStepper', 'TrainingCurves']
+__all__ = ['AGENT_KINDS', 'CURVE_KEYS', 'parse_typed_action', 'EnvSession', 'load_agent', 'EnvStepper', 'TrainingCurves',
+           'drift_diff_html', 'DriftViewer']
 
 # %% ../nbs/82_widgets.ipynb #c169b1a6
 def parse_typed_action(text:str)->dict:
@@ -275,3 +276,45 @@ class TrainingCurves(W.VBox):
             log(row); self(row)
         logger.log = log_and_draw
         return self
+
+# %% ../nbs/82_widgets.ipynb #1f5a2d0b
+def _token_row(tok, ids:list, other:list, i:int, lo:int, hi:int)->str:
+    "One row of tokens [lo, hi) as spans; from index i on, a token that differs from `other` is marked"
+    out = []
+    for k in range(lo, min(hi, len(ids))):
+        bad = k >= i and (k >= len(other) or other[k] != ids[k])
+        out.append(f"<span title='id {ids[k]} at {k}' style='font-family:monospace;margin:1px;padding:0 2px;border-radius:3px;"
+                   f"background:{'#f8c4c4' if bad else '#eee'}'>{html.escape(json.dumps(tok.decode([ids[k]]))[1:-1])}</span>")
+    return ''.join(out) + (' …' if hi < len(ids) else '')
+
+def drift_diff_html(tok, report:dict, # a `drift_report` (knowlyr_lab.trainer.drift)
+                    context:int=12,   # tokens shown before and after the first difference
+                   )->str:
+    "HTML of one row's drift: where and why, and the recorded and rendered tokens around the first difference"
+    head = f"<b>{html.escape(str(report['where']))}</b> (task {html.escape(str(report['task_id']))}, {report['steps']} steps): "
+    if not report['drift']: return f"<div>{head}the recorded ids match the chat template</div>"
+    rec, ren, i = report['recorded_ids'], report['rendered_ids'], report['index']
+    lo, hi = max(0, i - context), i + context
+    return (f"<div>{head}first difference at token {i} of step {report['step']} ({report['part']}); cause: <b>{html.escape(report['cause'])}</b>"
+            f"<div style='margin-top:4px'><i>recorded</i> {_token_row(tok, rec, ren, i, lo, hi)}</div>"
+            f"<div><i>rendered</i> {_token_row(tok, ren, rec, i, lo, hi)}</div></div>")
+
+class DriftViewer(W.VBox):
+    "Pick a training row with recorded ids; see where they first differ from the chat template's rendering, and why"
+    def __init__(self, tokenizer, data,    # trajectories with recorded ids, a path or a `TrajectoryStore`
+                 tools:list|None=None,     # the tools training renders (None: each row's recorded ones)
+                 context:int=12):
+        from knowlyr_lab.trainer.data import load_records  # torch only when drift is inspected
+        from knowlyr_lab.trainer.drift import drift_report, split_recorded
+        rec, _ = split_recorded(load_records(data))
+        self.tok, self.context = tokenizer, context
+        self.reports = sorted((drift_report(tokenizer, t, w, tools) for w, t in rec), key=lambda r: not r['drift'])
+        self.summary = W.HTML(f"{sum(r['drift'] for r in self.reports)} of {len(self.reports)} recorded rows drift")
+        self.picker = W.Dropdown(options=[(f"{r['where']}: {r['cause'] or 'no drift'}", k) for k, r in enumerate(self.reports)],
+                                 description='row', layout=W.Layout(width='480px'))
+        self.diff = W.HTML()
+        self.picker.observe(self._on_pick, names='value')
+        super().__init__([self.summary, self.picker, self.diff])
+        self._on_pick()
+    def _on_pick(self, change=None):
+        self.diff.value = drift_diff_html(self.tok, self.reports[self.picker.value], self.context) if self.reports else ''

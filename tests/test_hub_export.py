@@ -210,3 +210,42 @@ def test_dpo_export_pairs_are_build_preferences_pairs(mixed, tmp_path):
         got = sorted((r['task_id'], r['chosen_id'], r['rejected_id'], round(r['margin'], 9)) for r in _rows(res))
         want = sorted((p.task_id, p.chosen.id, p.rejected.id, round(p.margin, 9)) for p in build_preferences(mixed, **settings).pairs)
         assert got and got == want, settings
+
+
+def test_verl_parquet_reads_back_in_its_documented_shape(data):
+    "verl's RL data: data_source, prompt, ability, reward_model{style, ground_truth}, extra_info; one row per task, split by task"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    d, res = data
+    bench = {s: {json.loads(l)['task_id']: json.loads(l) for l in open(p)} for s, p in res['benchmark'].paths.items()}
+    for split, path in res['verl'].paths.items():
+        assert path.endswith(f'{split}.parquet')
+        t = pq.read_table(path)
+        assert {'data_source', 'prompt', 'ability', 'reward_model', 'extra_info'} <= set(t.column_names)
+        assert t.schema.field('reward_model').type == pa.struct([('style', pa.string()), ('ground_truth', pa.string())])
+        assert t.schema.field('prompt').type == pa.list_(pa.struct([('role', pa.string()), ('content', pa.string())]))
+        rows = t.to_pylist()
+        assert [r['extra_info']['index'] for r in rows] == list(range(len(rows))) and len(rows) == res['verl'].counts[split]
+        for r in rows:
+            truth = json.loads(r['reward_model']['ground_truth'])
+            b = bench[split][truth['task_id']]
+            assert r['data_source'] == truth['env_id'] == 'knowlyr/maze-easy' and r['ability'] == b['domain'] and r['reward_model']['style'] == 'rule'
+            assert truth['reference_solution'] == b['reference_solution'] and r['extra_info']['split'] == split
+            assert [m['role'] for m in r['prompt']] == ['user'] and r['prompt'][0]['content']
+            assert r['extra_info']['need_tools_kwargs'] and set(r['extra_info']['tools_kwargs']) == {'look', 'move', 'submit'}
+            assert r['extra_info']['tools_kwargs']['move']['create_kwargs'] == {'env_id': 'knowlyr/maze-easy', 'task_id': truth['task_id']}
+        assert {json.loads(r['reward_model']['ground_truth'])['task_id'] for r in rows} == set(bench[split])
+
+
+def test_skyrl_parquet_reads_back_in_its_documented_shape(data):
+    "SkyRL's RL data: prompt, env_class, reward_spec{method, ground_truth} (+ data_source, extra_info)"
+    import pyarrow.parquet as pq
+    d, res = data
+    tr, te = (pq.read_table(res['skyrl'].paths[s]) for s in ('train', 'test'))
+    assert tr.column_names == ['data_source', 'prompt', 'env_class', 'reward_spec', 'extra_info']
+    assert tr.schema.field('reward_spec').type.names == ['method', 'ground_truth']
+    ids = {s: {json.loads(r['reward_spec']['ground_truth'])['task_id'] for r in t.to_pylist()} for s, t in (('train', tr), ('test', te))}
+    assert ids['train'] and ids['test'] and not ids['train'] & ids['test']
+    assert set(tr.column('env_class').to_pylist()) == {'knowlyr/maze-easy'}
+    verl = pq.read_table(res['verl'].paths['train']).to_pylist()
+    assert [r['reward_spec'] for r in tr.to_pylist()] == [{'method': 'rule', 'ground_truth': v['reward_model']['ground_truth']} for v in verl]

@@ -89,3 +89,31 @@ def test_typed_invalid_tool_call_earns_no_reward():
         assert st.observation.is_error and st.reward <= 0, (typed, st.reward, st.reward_details)
     w.action_text.value = "look"; w.step_button.click()
     assert w.session.last_step.reward > 0                                 # a valid call still earns its credit
+
+
+def test_drift_viewer_on_a_recorded_store(tmp_path):
+    "Rows recorded by the proxy's recorder into a store; the viewer lists the drifting row first and marks its split token"
+    from knowlyr_lab.chat import render_chat
+    from knowlyr_lab.trainer.recording import ExchangeRecorder
+    from knowlyr_lab.trainer.tiny import train_tokenizer
+    from knowlyr_lab.widgets import DriftViewer
+    tok = train_tokenizer()
+    ids = lambda text: tok(text, add_special_tokens=False)['input_ids']
+    rec = ExchangeRecorder(tmp_path / 'store')
+    for q in ('Go east.', 'Go west.'):
+        msgs = [{'role': 'user', 'content': q}]
+        prompt = ids(render_chat(tok, msgs, add_generation_prompt=True))
+        reply = ids('The quick brown fox.<|im_end|>')
+        if q == 'Go west.':                                  # the model sampled a merged token as two pieces
+            k = next(k for k, i in enumerate(reply) if len(tok.decode([i])) > 2)
+            s = tok.decode([reply[k]])
+            reply = reply[:k] + ids(s[:1]) + ids(s[1:]) + reply[k + 1:]
+        out = {'prompt_token_ids': prompt, 'token_ids': reply, 'logprobs': None, 'finish_reason': 'stop'}
+        rec.record(msgs, None, [out], [{'role': 'assistant', 'content': 'The quick brown fox.'}], 0.0, 1.0)
+    rec.flush()
+    v = DriftViewer(tok, rec.store)
+    assert v.summary.value == '1 of 2 recorded rows drift'
+    assert v.picker.options[0][0].endswith(': retokenization') and v.picker.options[1][0].endswith(': no drift')
+    assert 'cause: <b>retokenization</b>' in v.diff.value and v.diff.value.count('#f8c4c4') >= 2
+    v.picker.value = 1
+    assert 'match the chat template' in v.diff.value

@@ -32,7 +32,7 @@ from ..trajectory import Trajectory, TrajectoryError, read_trajectories, traject
 # %% auto #0
 __all__ = ['FORMATS', 'export_split', 'ExportFilter', 'infer_tool_schemas', 'ToolResolver', 'step_rewards', 'sft_row',
            'sft_agent_row', 'openai_row', 'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_row', 'benchmark_row',
-           'ExportError', 'ExportResult', 'DatasetExporter']
+           'verl_row', 'skyrl_row', 'ExportError', 'ExportResult', 'DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -175,8 +175,39 @@ def benchmark_row(group:list[Trajectory], tools:list[dict], system=None)->dict:
             'n_attempts': len(group), 'success_rate': sum(bool(t.outcome.success) for t in group) / len(group),
             'tools': _tools_json(tools)}
 
+# %% ../../nbs/42_hub_export.ipynb #d441d848
+def _task_prompt(t:Trajectory, system:str|None=None)->list[dict]:
+    "The prompt of a task as plain `role`/`content` messages: system? + the first user turn"
+    return [{'role': m['role'], 'content': m['content']} for m in to_messages(t, system)[:2 if system else 1]]
+
+def _verifiable(group:list[Trajectory], tools, system)->tuple:
+    "(prompt, ground truth JSON, extra_info) of a task group: what verl's and SkyRL's rows share"
+    b = benchmark_row(group, tools, system)
+    truth = json.dumps({'env_id': b['env_id'], 'task_id': b['task_id'], 'reference_solution': b['reference_solution']}, ensure_ascii=False, sort_keys=True)
+    extra = {'task_id': b['task_id'], 'env_id': b['env_id'], 'instruction': b['instruction'], 'tools': b['tools'],
+             'success_rate': b['success_rate'], 'n_attempts': b['n_attempts'], 'reference_steps': b['success_criteria']['reference_steps']}
+    return _task_prompt(group[0], system), truth, extra
+
+def verl_row(group:list[Trajectory], tools:list[dict], system=None,
+             index:int=0, split:str='train')->dict:   # the row's position in its split, and the split
+    "verl's RL data row: data_source, prompt, ability, reward_model{style, ground_truth}, extra_info (tools_kwargs for its tool agent)"
+    prompt, truth, extra = _verifiable(group, tools, system)
+    t0, names = group[0], [t['function']['name'] for t in tools or [] if isinstance(t, dict) and 'function' in t]
+    kw = {n: {'create_kwargs': {'env_id': extra['env_id'], 'task_id': extra['task_id']}} for n in names}
+    return {'data_source': t0.task.env_id or f"knowlyr/{t0.task.domain}", 'prompt': prompt, 'ability': t0.task.domain,
+            'reward_model': {'style': 'rule', 'ground_truth': truth},
+            'extra_info': {'split': split, 'index': index, **extra, 'need_tools_kwargs': bool(names), 'tools_kwargs': kw},
+            'agent_name': 'tool_agent' if names else 'single_turn_agent'}
+
+def skyrl_row(group:list[Trajectory], tools:list[dict], system=None, index:int=0, split:str='train')->dict:
+    "SkyRL's data row: data_source, prompt, env_class (the env id), reward_spec{method, ground_truth}, extra_info"
+    prompt, truth, extra = _verifiable(group, tools, system)
+    t0 = group[0]
+    return {'data_source': t0.task.env_id or f"knowlyr/{t0.task.domain}", 'prompt': prompt, 'env_class': t0.task.env_id or t0.task.domain,
+            'reward_spec': {'method': 'rule', 'ground_truth': truth}, 'extra_info': {'split': split, 'index': index, **extra}}
+
 # %% ../../nbs/42_hub_export.ipynb #5adcc577
-FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf')
+FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')
 
 class ExportError(KnowlyrError, ValueError):
     "An export that cannot be done (unknown format, missing input)"
@@ -259,6 +290,16 @@ class _SplitWriter:
     def close(self):
         for f in self.files.values(): f.close()
 
+class _ParquetWriter(_SplitWriter):
+    "Rows kept per split and written as `<split>.parquet` at the end (verl and SkyRL read Parquet; one row per task)"
+    def write(self, split:str, row:dict):
+        if split not in self.files:
+            self.files[split] = []; self.res.paths[split] = str(self.out / f"{split}.parquet"); self.res.counts[split] = 0
+        self.files[split].append(row); self.res.counts[split] += 1
+    def close(self):
+        import pyarrow.parquet as pq
+        for split, rows in self.files.items(): pq.write_table(pa.Table.from_pylist(rows), self.res.paths[split])
+
 class _Spool:
     "Records in a temporary SQLite file under the output directory, read back grouped (by `grp`, in insertion order within a group)"
     def __init__(self, out:Path):
@@ -293,6 +334,7 @@ class _Spool:
 
 # %% ../../nbs/42_hub_export.ipynb #8dc90d25
 _ROW = {'sft': sft_row, 'sft-agent': sft_agent_row, 'openai': openai_row}
+_TASK_ROW = {'verl': verl_row, 'skyrl': skyrl_row}      # one row per task, written as Parquet
 _PAIR_KEYS = ('level', 'min_margin', 'max_pairs_per_task', 'max_uses', 'step_value', 'engine')
 
 def _explain_empty(res:ExportResult)->str:
@@ -313,7 +355,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
     out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
     res, errors, quarantine = ExportResult(format, str(out)), [], out / 'quarantine.jsonl'
     if quarantine.exists(): quarantine.unlink()
-    w = _SplitWriter(out, res)
+    w = (_ParquetWriter if format in _TASK_ROW else _SplitWriter)(out, res)
     try:
         if format in _ROW:
             for t in self._kept(res, errors, quarantine):
@@ -340,7 +382,8 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
                 else:
                     for split, bodies in spool.groups():
                         g = [Trajectory.model_validate_json(b) for b in bodies]
-                        w.write(split, benchmark_row(g, self.tools(g[0]), self.system))
+                        if format == 'benchmark': w.write(split, benchmark_row(g, self.tools(g[0]), self.system))
+                        else: w.write(split, _TASK_ROW[format](g, self.tools(g[0]), self.system, res.counts.get(split, 0), split))
             finally: spool.close()
     finally: w.close()
     res.quarantined = len(errors)
@@ -387,7 +430,7 @@ def _write_pairs(self:DatasetExporter, format, spool, w, res, settings:dict):
 
 # %% ../../nbs/42_hub_export.ipynb #ca68156b
 @patch
-def export(self:DatasetExporter, format:str, # sft, sft-agent, dpo, dpo-seed, grpo, benchmark, openai or hf
+def export(self:DatasetExporter, format:str, # sft, sft-agent, dpo, dpo-seed, grpo, benchmark, openai, hf, verl or skyrl
            output_dir, **kw)->ExportResult:
     "Export in `format` to `output_dir`"
     if format == 'hf': return self.export_hf(output_dir, **kw)
@@ -406,6 +449,7 @@ def export_hf(self:DatasetExporter, output_dir, kind:str='sft', # rows of which 
               max_rows_per_shard:int=50_000, push_to_hub:str|None=None, private:bool=True, **kw)->ExportResult:
     "Export as a HuggingFace `DatasetDict` (save_to_disk) plus Parquet shards"
     import datasets
+    if kind in _TASK_ROW: raise ExportError(f"the {kind} format is written as Parquet already: export it with format={kind!r}")
     out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
     res = self._export_jsonl(kind, out / 'jsonl', **kw)
     cache = Path(tempfile.mkdtemp(prefix='knowlyr-hf-'))

@@ -1,4 +1,4 @@
-"""`knowlyr-trainer sft|dpo|grpo|eval --config x.yaml` with one flag per config field.
+"""`knowlyr-trainer sft|dpo|grpo|eval|serve --config x.yaml` with one flag per config field.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/trainer_cli.html.md"""
 
@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import signal
 import sys
+import threading
 from dataclasses import MISSING, fields
 
 from ..commands import run_cli
@@ -82,6 +84,14 @@ def build_parser()->argparse.ArgumentParser:
     e.add_argument('--system-prompt', default=None, help="system prompt (default: the model's prompt card)")
     e.add_argument('--max-new-tokens', type=int, default=64, help='tokens generated per turn (default: %(default)s)')
     e.add_argument('--output', help='write the trajectories here (.jsonl)')
+    s = sub.add_parser('serve', help='serve a model on an OpenAI-compatible endpoint; --record-to makes it a recording proxy')
+    s.add_argument('--model', required=True, help='model folder, LoRA adapter folder or checkpoint')
+    s.add_argument('--host', default='127.0.0.1', help='address to listen on (default: %(default)s)')
+    s.add_argument('--port', type=int, default=8000, help='port (0: any free one; default: %(default)s)')
+    s.add_argument('--device', default=None, help="'cpu', 'cuda', ... (default: where transformers loads it)")
+    s.add_argument('--record-to', default=None, help='trajectory store directory: record every exchange with its token ids and log-probs')
+    s.add_argument('--request-timeout', type=float, default=120.0, help='seconds until a request is answered 504 (default: %(default)s)')
+    s.add_argument('--max-queue', type=int, default=64, help='requests that may wait for the model at once (default: %(default)s)')
     return ap
 
 def config_from_args(cls, args):
@@ -90,7 +100,23 @@ def config_from_args(cls, args):
     return cls.from_yaml(args.config, **over) if args.config else cls.from_dict(over)
 
 # %% ../../nbs/69_trainer_cli.ipynb #70d63a5b
+def _serve(args)->int:
+    "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
+    from knowlyr_lab.trainer.inference import AgentInference
+    srv = AgentInference.from_pretrained(args.model, device=args.device).serve(args.port, args.host, request_timeout=args.request_timeout,
+                                                                               max_queue=args.max_queue, record_to=args.record_to)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(json.dumps({'url': srv.url, 'record_to': args.record_to}), flush=True)
+    try:
+        while not stop.wait(0.5): pass
+    except KeyboardInterrupt: pass
+    finally: srv.shutdown(); srv.server_close()
+    if srv.recorder is not None: print(json.dumps({'recorded': len(srv.recorder.written)}), flush=True)
+    return 0
+
 def _run(args)->int:
+    if args.cmd == 'serve': return _serve(args)
     if args.cmd == 'eval':
         from knowlyr_lab.eval.evaluate import evaluate_agent  # the one evaluation (run by a command, as the recipes do)
         from knowlyr_lab.registry import make

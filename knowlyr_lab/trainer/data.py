@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from ..chat import ChatFormatError, parse_steps_text, render_chats, seed_messages, to_messages
+from ..hub.store import TrajectoryStore
 from ..trajectory import Trajectory, parse_trajectory
 
 # %% auto #0
@@ -78,7 +79,9 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
 
 # %% ../../nbs/61_trainer_data.ipynb #2c5371f1
 def load_records(data)->list[tuple[str, object]]:
-    "(where, record) pairs from a path or a list of records/trajectories"
+    "(where, record) pairs from a path, a `TrajectoryStore`, a list of records/trajectories, or such pairs already"
+    if isinstance(data, TrajectoryStore): return [(f"{data.root}#{t.id[:12]}", t) for t in data]
+    if isinstance(data, list) and data and all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) for x in data): return list(data)
     if isinstance(data, (str, Path)):
         p = Path(data)
         if not p.exists(): raise FileNotFoundError(f"training data not found: {p}")

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import torch
 from accelerate.utils import gather_object
 
-from .base import BaseTrainer, TrainConfig, in_range, one_of
+from .base import BaseTrainer, ConfigError, TrainConfig, in_range, one_of
 from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chats
+from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
 from .inference import AgentInference
 from .losses import grpo_advantages, grpo_loss, step_level_advantages, token_logps
 from ..trajectory import Trajectory, trajectory_score
@@ -47,34 +48,68 @@ class GRPOConfig(TrainConfig):
     task_seed_offset: int = 0              # first env seed used for online tasks
     max_invalid_actions: int|None = None   # end an online episode after this many invalid actions (None: only the step budget)
     logging_steps: int = 1                 # log every n optimiser steps
+    recorded_ids: str = 'split'            # offline trajectories with recorded ids train on them; one that drifts from the template: split, refuse, rerender
+    use_recorded_logprobs: bool = False    # old log-probs of recorded completions are the sampler's (recorded at temperature 1), not the policy's at the batch start
 
     _checks = {'num_generations': in_range(2), 'tasks_per_step': in_range(1), 'max_episode_steps': in_range(1),
                'max_completion_length': in_range(1), 'temperature': in_range(0, lo_open=True), 'epsilon': in_range(0, 1, hi_open=True),
                'epsilon_high': in_range(0), 'beta': in_range(0), 'loss_type': one_of('grpo', 'bnpo', 'dr_grpo', 'dapo'),
                'scale_rewards': one_of('group', 'batch', 'none'), 'num_iterations': in_range(1), 'task_seed_offset': in_range(0),
-               'max_invalid_actions': in_range(1)}
+               'max_invalid_actions': in_range(1), 'recorded_ids': one_of(*RECORDED_IDS)}
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.use_recorded_logprobs and self.temperature != 1.0:
+            raise ConfigError(f"GRPOConfig.use_recorded_logprobs needs temperature 1.0 (the recorded log-probs are of the raw logits), "
+                              f"got temperature={self.temperature}", 'temperature')
 
 # %% ../../nbs/66_trainer_grpo.ipynb #e2b388fa
 def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
     "Tokenize members (chats with 'reward', 'step_rewards'), groups contiguous; return batch, per-token advantages, rewards"
     c = trainer.config
-    samples = tokenize_chats(trainer.tokenizer, members, mask_observations=True)
+    plain = [m for m in members if 'samples' not in m]       # recorded members bring their own samples (their recorded ids)
+    rendered = iter(tokenize_chats(trainer.tokenizer, plain, mask_observations=True) if plain else [])
+    samples, owner = [], []                                  # a recorded member split at a drift gives several rows, one advantage
+    for j, m in enumerate(members):
+        for s in (m['samples'] if 'samples' in m else [next(rendered)]): samples.append(dict(s)); owner.append(j)
     for s in samples:
         if len(s['input_ids']) > c.max_length:
-            for k in ('input_ids', 'labels', 'weights', 'step'): s[k] = s[k][:c.max_length]
+            for k in ('input_ids', 'labels', 'weights', 'step', 'logprobs'):
+                if k in s: s[k] = s[k][:c.max_length]
     b = collate_padded(samples, trainer.tokenizer.pad_token_id)
+    b['recorded_old'], b['has_recorded'] = _recorded_old(samples, b['input_ids'].shape[1])
     rewards = torch.tensor([float(m['reward']) for m in members])
-    adv = grpo_advantages(rewards, group_size, c.scale_rewards)
+    adv = grpo_advantages(rewards, group_size, c.scale_rewards)[owner]
     L = b['input_ids'].shape[1]
     step_ids = torch.tensor([s['step'] + [-1] * (L - len(s['step'])) for s in samples])[:, 1:]
-    if c.step_level_advantage: A = step_level_advantages(adv, [m.get('step_rewards') or [] for m in members], step_ids)
+    if c.step_level_advantage: A = step_level_advantages(adv, [members[o].get('step_rewards') or [] for o in owner], step_ids)
     else: A = adv[:, None].expand(-1, L - 1)
     return b, A, rewards
 
-def groups_from_records(data, tools=None, system=None)->list[list[dict]]:
-    "Offline groups: records {'prompt', 'completions', 'rewards'[, 'step_rewards']} or trajectories grouped by task id"
+def _recorded_old(samples:list[dict], L:int)->tuple:
+    "(B, L-1) recorded log-probs aligned with labels[:, 1:], and which rows have one for every labelled token"
+    rows, has = [], []
+    for s in samples:
+        lp = s.get('logprobs') or []
+        has.append(bool(lp) and all(x is not None for x, l in zip(lp, s['labels']) if l != -100))
+        v = [x if x is not None else 0.0 for x in lp[1:]]
+        rows.append(v + [0.0] * (L - 1 - len(v)))
+    return torch.tensor(rows, dtype=torch.float), torch.tensor(has, dtype=torch.bool)
+
+def groups_from_records(data, tools=None, system=None,
+                        tokenizer=None,              # checks recorded trajectories for drift (None: no check, recorded ids used)
+                        recorded_ids:str='split',    # a drifting recorded trajectory: split, refuse, rerender (`trainer.drift`)
+                        ledger:list|None=None,       # the drift report of each recorded trajectory is appended here
+                       )->list[list[dict]]:
+    "Offline groups: records {'prompt', 'completions', 'rewards'[, 'step_rewards']} or trajectories grouped by task id (recorded ones with their own ids)"
     groups, by_task = [], {}
-    for where, rec in load_records(data):
+    recorded, items = split_recorded(load_records(data))
+    rec_samples, rerender, led = recorded_training_rows(tokenizer, recorded, recorded_ids, tools)
+    if ledger is not None: ledger += led
+    for ps in rec_samples:
+        by_task.setdefault(ps[0]['task_id'], []).append({'samples': ps, 'reward': ps[0]['reward'], 'task_id': ps[0]['task_id'],
+                                                         'step_rewards': ps[0]['step_rewards'], 'where': ps[0]['where']})
+    for where, rec in items + rerender:
         if isinstance(rec, dict) and 'completions' in rec:
             prompt = rec['prompt'] if isinstance(rec['prompt'], list) else [{'role': 'user', 'content': rec['prompt']}]
             comps, rs = rec['completions'], rec.get('rewards')
@@ -137,6 +172,8 @@ class GRPOTrainer(BaseTrainer):
         was = self.model.training; self.model.eval()
         try:
             b['old'], b['mask'] = self._logps(self.model, b)
+            if c.use_recorded_logprobs:                         # the behaviour policy's own log-probs, as the recording proxy saw them sampled
+                b['old'] = torch.where(b['has_recorded'][:, None], b['recorded_old'] * b['mask'], b['old'])
             if c.beta > 0:
                 if c.use_lora:
                     with acc.unwrap_model(self.model).disable_adapter(): b['ref'], _ = self._logps(self.model, b)
@@ -179,7 +216,9 @@ class GRPOTrainer(BaseTrainer):
 
     def train_offline(self, data, num_epochs:int|None=None, stop_at:int|None=None)->list[dict]:
         "Offline GRPO over exported groups (off-policy approximation: old = policy at the start of each batch); one row per batch"
-        self.groups, self.epochs = groups_from_records(data, self.tools, self.system_prompt), num_epochs or self.config.num_epochs
+        self.drift_rows = []
+        self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids, self.drift_rows)
+        self.epochs = num_epochs or self.config.num_epochs
         if not self.groups: raise DataFormatError("no groups in the offline data")
         self._updates = []
         BaseTrainer.train(self, stop_at)

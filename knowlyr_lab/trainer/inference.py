@@ -25,6 +25,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, 
 from ..chat import assistant_message, parse_reply, render_chats, set_chat_format
 from ..core import InvalidActionError
 from .prefix_cache import PrefixCache, cache_of, reusable_cache
+from .recording import ExchangeRecorder
 
 # %% auto #0
 __all__ = ['PROMPT_FILE', 'MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'AgentInference', 'LocalAgent', 'save_prompt',
@@ -247,6 +248,9 @@ def check_request(req)->dict:
         if not isinstance(req.get(k, False) if req.get(k) is not None else False, bool): raise _Refused(400, f"'{k}' must be true or false")
     top = _int_field(req, 'top_logprobs', 0, 20, None)
     if top is not None and not req.get('logprobs'): raise _Refused(400, "'top_logprobs' needs 'logprobs': true")
+    meta = req.get('metadata')
+    if meta is not None and (not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values())):
+        raise _Refused(400, "'metadata' must be an object of string values")
     mt = req.get('max_tokens', req.get('max_completion_tokens'))
     return {'messages': msgs, 'tools': tools, 'n': _int_field(req, 'n', 1, MAX_CHOICES, 1),
             'max_tokens': _int_field({'max_tokens': mt}, 'max_tokens', 1, None, 256),
@@ -254,7 +258,8 @@ def check_request(req)->dict:
             'seed': _int_field(req, 'seed', -2**63, 2**63 - 1), 'stream': req.get('stream', False),
             'include_usage': bool(req['stream_options'].get('include_usage')) if isinstance(req.get('stream_options'), dict) else False,
             'model': req['model'] if isinstance(req.get('model'), str) else None,
-            'logprobs': (top or 0) if req.get('logprobs') else None, 'return_token_ids': bool(req.get('return_token_ids'))}
+            'logprobs': (top or 0) if req.get('logprobs') else None, 'return_token_ids': bool(req.get('return_token_ids')),
+            'metadata': meta or {}}
 
 # %% ../../nbs/64_trainer_inference.ipynb #bf2fd1cf
 def _message(out:dict, tools)->tuple[dict, str]:
@@ -348,7 +353,7 @@ class _Handler(BaseHTTPRequestHandler):
                     elif _gone(self.connection): why['stop'] = 'disconnected'
                     return bool(why)
                 outs = inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'], req['seed'], stop=stop,
-                                    logprobs=req['logprobs'])
+                                    logprobs=req['logprobs'] if req['logprobs'] is not None or srv.recorder is None else 0)   # a recording keeps log-probs
             finally: srv.lock.release()
         finally: srv.slots.release()
         if why:
@@ -356,9 +361,9 @@ class _Handler(BaseHTTPRequestHandler):
             if why['stop'] == 'disconnected': return
             raise _Refused(504, f"generation passed this request's deadline ({srv.request_timeout:g} s) and was stopped")
         srv.stats['completed'] += 1
-        self._answer(req, outs, tools, inf)
+        self._answer(req, outs, tools, inf, msgs, render, t0)
 
-    def _answer(self, req, outs, tools, inf):
+    def _answer(self, req, outs, tools, inf, msgs=None, render=None, t0=None):
         choices = []
         for i, o in enumerate(outs):
             msg, why = _message(o, tools)
@@ -369,6 +374,7 @@ class _Handler(BaseHTTPRequestHandler):
         usage = {'prompt_tokens': outs[0]['prompt_tokens'], 'completion_tokens': done, 'total_tokens': outs[0]['prompt_tokens'] + done}
         head = {'id': f'chatcmpl-{uuid.uuid4().hex[:16]}', 'created': int(time.time()), 'model': req['model'] or inf.name}
         if req['return_token_ids']: head['prompt_token_ids'] = outs[0]['prompt_token_ids']
+        if self.server.recorder is not None: self._record(req, outs, choices, msgs, render, t0)
         if not req['stream']: return self._send(200, {**head, 'object': 'chat.completion', 'choices': choices, 'usage': usage})
         self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.send_header('Cache-Control', 'no-cache')
         self.end_headers()                      # HTTP/1.0: the stream ends when the connection closes, after [DONE]
@@ -381,18 +387,36 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256                  # the listen backlog: connections the kernel queues before accept
+    recorder = None
+    def shutdown(self):
+        "Stop serving, then write the recorder's open episodes"
+        super().shutdown()
+        if self.recorder is not None: self.recorder.flush()
 
 def _serve(self:AgentInference, port:int=0, host:str='127.0.0.1', block:bool=False,
            request_timeout:float=120.0,       # seconds from a request's arrival until it is answered 504 (its generation stopped)
            max_queue:int=64,                  # requests that may wait for the model at once (503 beyond)
+           record_to=None,                    # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange (`trainer.recording`)
           )->ThreadingHTTPServer:
     "Serve `/v1/chat/completions`; returns the server (its `url`, `stats`), running in a thread unless `block`"
     srv = _Server((host, port), _Handler)
     srv.inf, srv.lock, srv.slots = self, threading.Lock(), threading.BoundedSemaphore(max_queue)
     srv.request_timeout, srv.max_queue = request_timeout, max_queue
     srv.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
+    srv.recorder = record_to if isinstance(record_to, ExchangeRecorder) or record_to is None else ExchangeRecorder(record_to)
     srv.url = f"http://{host}:{srv.server_address[1]}/v1"
     if block: srv.serve_forever()
     else: threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 AgentInference.serve = _serve
+
+# %% ../../nbs/64_trainer_inference.ipynb #dff10a9d
+def _record(self:_Handler, req, outs, choices, msgs, render, t0):
+    "Hand an answered exchange to the server's recorder: prompt messages and tools, ids, log-probs, the replies sent"
+    h, meta, now = self.headers, req['metadata'], time.time()
+    try:
+        self.server.recorder.record(msgs, render, outs, [c['message'] for c in choices], now - (time.monotonic() - t0), now,
+                                    req['model'] or self.server.inf.name, episode=h.get('X-Knowlyr-Episode') or meta.get('episode_id'),
+                                    task_id=h.get('X-Knowlyr-Task') or meta.get('task_id'), agent=h.get('X-Knowlyr-Agent') or meta.get('agent'))
+    except OSError as e: raise _Refused(500, f"the exchange could not be recorded ({type(e).__name__}: {e})") from None
+_Handler._record = _record

@@ -17,8 +17,9 @@ from pathlib import Path
 import torch
 
 from ..chat import render_chat
-from .base import BaseTrainer, ConfigError, TrainConfig, in_range, segment_attention_on
+from .base import BaseTrainer, ConfigError, TrainConfig, in_range, one_of, segment_attention_on
 from .data import DataFormatError, chunk_sample, collate_padded, curriculum_indices, env_tools, load_records, to_chat, tokenize_chats
+from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
 from .losses import step_weighted_ce
 from ..trajectory import Trajectory
 
@@ -39,16 +40,17 @@ class SFTConfig(TrainConfig):
     curriculum_warmup_epochs: int = 2      # epochs until all records are used
     packing: bool = True                   # padding-free: a micro-batch is one row of its samples, attention within each (else padded)
     min_reward: float|None = None          # drop records whose reward is below this (None: keep all)
+    recorded_ids: str = 'split'            # records with recorded ids train on them; one that drifts from the template: split (its ids anyway), refuse, rerender
 
     _checks = {'chunk_overlap_steps': in_range(0), 'curriculum_start_ratio': in_range(0, 1, lo_open=True),
-               'curriculum_warmup_epochs': in_range(0)}
+               'curriculum_warmup_epochs': in_range(0), 'recorded_ids': one_of(*RECORDED_IDS)}
 
 # %% ../../nbs/63_trainer_sft.ipynb #7aeff004
 def build_chats(data, system:str|None=None, tools:list|None=None,
                 min_reward:float|None=None)->tuple[list[dict], list[dict]]:
     "(chats, errors): every usable record as a chat; errors = [{'where', 'error'}] for the rest"
     chats, errors = [], []
-    for where, rec in load_records(data):
+    for where, rec in load_records(data):       # `data` may also be (where, record) pairs
         try:
             if isinstance(rec, Exception): raise rec
             c = to_chat(rec, where, system=system, tools=tools)
@@ -67,27 +69,33 @@ class SFTTrainer(BaseTrainer):
                  tools:list|None=None):       # tool schemas when records carry none (else config.tools_from_env)
         super().__init__(config, model, tokenizer)
         self.tools = tools if tools is not None else env_tools(config.tools_from_env)
-        self.errors = []
+        self.errors, self.drift_rows = [], []   # rejected records; the drift ledger of recorded records (`trainer.drift`)
         self.samples = self.prepare_samples(train_data) if train_data is not None else []
         self.eval_samples = self.prepare_samples(eval_data, train=False) if eval_data is not None else []
 
     def prepare_samples(self, data, train:bool=True)->list[dict]:
         "Tokenized (chunked or truncated) samples of `data`; for training data, unusable records are quarantined and counted"
         c = self.config
-        chats, errors = build_chats(data, c.system_prompt, self.tools, c.min_reward)
-        if train: self.errors += errors; self._quarantine(errors)
-        if not chats: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
-        used = {json.dumps(ch['tools'], sort_keys=True) for ch in chats}
-        if train and len(used) == 1: self.tools = chats[0]['tools'] or []   # the prompt card records what training rendered
+        recorded, rest = split_recorded(load_records(data))     # trajectories with recorded ids train on those ids (`trainer.drift`)
+        if c.min_reward is not None: recorded = [(w, t) for w, t in recorded if float(t.reward or 0.0) >= c.min_reward]
+        rec_samples, rerender, ledger = recorded_training_rows(self.tokenizer, recorded, c.recorded_ids, self.tools, c.step_weighted_loss)
+        chats, errors = build_chats(rest + rerender, c.system_prompt, self.tools, c.min_reward) if rest or rerender else ([], [])
+        if train: self.errors += errors; self._quarantine(errors); self.drift_rows = ledger
+        if not chats and not rec_samples: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
+        used = {json.dumps(ch['tools'], sort_keys=True) for ch in chats} | {json.dumps(t.metadata.get('tools'), sort_keys=True) for _, t in recorded}
+        if train and len(used) == 1: self.tools = json.loads(used.pop()) or []   # the prompt card records what training rendered
         samples, cut, empty = [], 0, 0
-        for rec_i, s in enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss)):
+        pieces = list(enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss) if chats else []))
+        pieces += [(len(chats) + j, p) for j, ps in enumerate(rec_samples) for p in ps]   # a recorded row's pieces share its record index
+        for rec_i, s in pieces:
             for p in chunk_sample(s, c.max_length, c.chunk_overlap_steps) if c.chunk_long_trajectories else [s]:
                 if len(p['input_ids']) > c.max_length:
                     cut += 1; p = {**p, **{k: p[k][:c.max_length] for k in ('input_ids', 'labels', 'weights', 'step')}}
                 if all(l == -100 for l in p['labels'][1:]): empty += 1; continue   # nothing to learn (position 0 is never predicted)
                 samples.append({**p, 'record': rec_i})
         if not train: return samples
-        self.data_report = {'rejected_records': len(self.errors), 'truncated_samples': cut, 'skipped_samples': empty}
+        self.data_report = {'rejected_records': len(self.errors), 'truncated_samples': cut, 'skipped_samples': empty,
+                            'recorded_records': len(recorded), 'drifting_records': sum(bool(r['drift']) for r in ledger)}
         if not samples:
             raise DataFormatError(f"no training sample has a label token within max_length={c.max_length}: all {empty} were cut away "
                                   "(raise max_length, or set chunk_long_trajectories)")
