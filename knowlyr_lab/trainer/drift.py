@@ -61,7 +61,7 @@ def recorded_samples(t:Trajectory, where:str='record',
         cur['weights'] += [1.0] * len(ext) + [w[k]] * len(C); cur['step'] += [-1] * len(ext) + [k] * len(C)
     out.append(cur)
     return [{**p, 'step_starts': [], 'reward': float(t.reward or 0.0), 'task_id': t.task.id, 'n_steps': len(t.steps),
-             'step_rewards': [float(s.reward or 0.0) for s in t.steps], 'recorded': True, 'where': where, 'piece': i} for i, p in enumerate(out)]
+             'step_rewards': [float(s.reward or 0.0) for s in t.steps], 'recorded': True, 'valid': t.valid, 'where': where, 'piece': i} for i, p in enumerate(out)]
 
 # %% ../../nbs/61a_trainer_drift.ipynb #54dae227
 DRIFT_CAUSES = ('different tools', 'truncated', 'retokenization', 'whitespace/normalisation', 'template difference')

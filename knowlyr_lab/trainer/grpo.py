@@ -19,7 +19,7 @@ from .base import BaseTrainer, ConfigError, TrainConfig, in_range, one_of
 from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
 from .inference import AgentInference
-from .losses import grpo_advantages, grpo_loss, step_level_advantages, token_logps
+from .losses import grpo_advantages, grpo_loss, invalid_counts, step_level_advantages, token_logps
 from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0
@@ -65,7 +65,7 @@ class GRPOConfig(TrainConfig):
 
 # %% ../../nbs/66_trainer_grpo.ipynb #e2b388fa
 def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
-    "Tokenize members (chats with 'reward', 'step_rewards'), groups contiguous; return batch, per-token advantages, rewards"
+    "Tokenize members (chats with 'reward', 'step_rewards', 'valid'), groups contiguous; return batch, per-token advantages, rewards, validity"
     c = trainer.config
     plain = [m for m in members if 'samples' not in m]       # recorded members bring their own samples (their recorded ids)
     rendered = iter(tokenize_chats(trainer.tokenizer, plain, mask_observations=True) if plain else [])
@@ -79,12 +79,14 @@ def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
     b = collate_padded(samples, trainer.tokenizer.pad_token_id)
     b['recorded_old'], b['has_recorded'] = _recorded_old(samples, b['input_ids'].shape[1])
     rewards = torch.tensor([float(m['reward']) for m in members])
-    adv = grpo_advantages(rewards, group_size, c.scale_rewards)[owner]
+    valid = torch.tensor([bool(m.get('valid', True)) for m in members])    # an infrastructure failure is no evidence: out of the baseline
+    adv = grpo_advantages(rewards, group_size, c.scale_rewards, valid=valid)[owner]
+    b['valid'] = valid[owner]
     L = b['input_ids'].shape[1]
     step_ids = torch.tensor([s['step'] + [-1] * (L - len(s['step'])) for s in samples])[:, 1:]
     if c.step_level_advantage: A = step_level_advantages(adv, [members[o].get('step_rewards') or [] for o in owner], step_ids)
     else: A = adv[:, None].expand(-1, L - 1)
-    return b, A, rewards
+    return b, A, rewards, valid
 
 def _recorded_old(samples:list[dict], L:int)->tuple:
     "(B, L-1) recorded log-probs aligned with labels[:, 1:], and which rows have one for every labelled token"
@@ -108,22 +110,26 @@ def groups_from_records(data, tools=None, system=None,
     if ledger is not None: ledger += led
     for ps in rec_samples:
         by_task.setdefault(ps[0]['task_id'], []).append({'samples': ps, 'reward': ps[0]['reward'], 'task_id': ps[0]['task_id'],
-                                                         'step_rewards': ps[0]['step_rewards'], 'where': ps[0]['where']})
+                                                         'step_rewards': ps[0]['step_rewards'], 'where': ps[0]['where'], 'valid': ps[0].get('valid', True)})
     for where, rec in items + rerender:
         if isinstance(rec, dict) and 'completions' in rec:
             prompt = rec['prompt'] if isinstance(rec['prompt'], list) else [{'role': 'user', 'content': rec['prompt']}]
             comps, rs = rec['completions'], rec.get('rewards')
             if not isinstance(rs, list) or len(rs) != len(comps): raise DataFormatError(f"{where}: field 'rewards' must list one reward per completion")
             srs = rec.get('step_rewards') or [None] * len(comps)
+            vs = rec.get('valid') or [True] * len(comps)   # False: an infrastructure failure ended that completion's episode
+            if not isinstance(vs, list) or len(vs) != len(comps): raise DataFormatError(f"{where}: field 'valid' must list one bool per completion")
             g = []
-            for comp, r, sr in zip(comps, rs, srs):
+            for comp, r, sr, v in zip(comps, rs, srs, vs):
                 comp = comp if isinstance(comp, list) else [{'role': 'assistant', 'content': comp}]
                 ch = to_chat({'messages': prompt + comp, 'tools': rec.get('tools'), 'reward': r,
                               **({'step_rewards': sr} if sr else {})}, where, system=system, tools=tools)
+                ch['valid'] = bool(v)
                 g.append(ch)
             groups.append(g)
         else:
             ch = to_chat(rec, where, system=system, tools=tools)
+            ch['valid'] = rec.valid if isinstance(rec, Trajectory) else bool(rec.get('valid', True)) if isinstance(rec, dict) else True
             by_task.setdefault(ch['task_id'], []).append(ch)
     groups += list(by_task.values())
     return groups
@@ -164,14 +170,16 @@ class GRPOTrainer(BaseTrainer):
         "A batch of groups as this process's tensors, with advantages, old (and reference) log-probs and rewards"
         c, acc = self.config, self.accelerator
         groups = [self.groups[i] for i in gidx] if key[0] == 'offline' else self._online_groups(key[1])
-        b, A, rewards = _group_tensors(self, [m for g in groups for m in g], [len(g) for g in groups])
-        # DDP: every process holds the whole batch (advantages need whole groups) and trains on its slice of the sequences
-        idx, w = self._shard(list(range(len(rewards))))
+        sizes = [len(g) for g in groups]
+        b, A, rewards, valid = _group_tensors(self, [m for g in groups for m in g], sizes)
+        # DDP: every process holds the whole batch (advantages need whole groups) and trains on its slice of the sequences (rows)
+        idx, w = self._shard(list(range(A.shape[0])))
         b = {k: v[idx].to(acc.device) for k, v in b.items()}
         b['A'] = A[idx].to(acc.device)
         was = self.model.training; self.model.eval()
         try:
             b['old'], b['mask'] = self._logps(self.model, b)
+            b['mask'] = b['mask'] * b['valid'][:, None]          # invalid episodes train nothing (neither advantage nor KL)
             if c.use_recorded_logprobs:                         # the behaviour policy's own log-probs, as the recording proxy saw them sampled
                 b['old'] = torch.where(b['has_recorded'][:, None], b['recorded_old'] * b['mask'], b['old'])
             if c.beta > 0:
@@ -180,7 +188,7 @@ class GRPOTrainer(BaseTrainer):
                 else: b['ref'], _ = self._logps(self.ref_model, b)
         finally: self.model.train(was)
         parts = [list(range(len(idx)))[j::c.gradient_accumulation_steps] for j in range(c.gradient_accumulation_steps)]
-        return {'key': key, 'tensors': b, 'weight': w, 'parts': parts, 'rewards': rewards}
+        return {'key': key, 'tensors': b, 'weight': w, 'parts': parts, 'rewards': rewards[valid], 'invalid': invalid_counts(valid, sizes)}
 
     def micro_batch(self, spec:tuple)->dict:
         key, gidx, j = spec
@@ -200,8 +208,9 @@ class GRPOTrainer(BaseTrainer):
         return loss, {'completion_tokens': tok, **{k: v * tok for k, v in met.items()}}
 
     def step_metrics(self, sums:dict, count:float)->dict:
-        tok, r = max(sums['completion_tokens'], 1), self._batch['rewards']
-        return {'loss': sums['loss'] / max(count, 1e-12), 'reward': r.mean().item(), 'reward_std': r.std().item() if len(r) > 1 else 0.0,
+        tok, r = max(sums['completion_tokens'], 1), self._batch['rewards']   # rewards of the valid members
+        return {'loss': sums['loss'] / max(count, 1e-12), 'reward': r.mean().item() if len(r) else float('nan'), 'reward_std': r.std().item() if len(r) > 1 else 0.0,
+                'n_invalid': self._batch['invalid']['n_invalid'],
                 'completion_tokens': int(sums['completion_tokens']), 'mode': self._batch['key'][0],
                 **{k: sums[k] / tok for k in ('kl', 'clip_ratio') if k in sums}}
 
@@ -245,7 +254,8 @@ GRPOTrainer.rollout = _rollout
 
 def _score(self:GRPOTrainer, t:Trajectory)->dict:
     ch = to_chat(t, system=self.system_prompt, tools=self.tools)
-    ch['reward'] = float(self.reward_fn(t)) if self.reward_fn is not None else trajectory_score(t)
+    ch['valid'] = t.valid                     # an infrastructure failure: no reward to compute, left out of the group's baseline
+    ch['reward'] = 0.0 if not t.valid else float(self.reward_fn(t)) if self.reward_fn is not None else trajectory_score(t)
     return ch
 
 def _online_groups(self:GRPOTrainer, u:int)->list[list[dict]]:
