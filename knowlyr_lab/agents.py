@@ -14,7 +14,7 @@ import json
 import random
 import threading
 
-from .core import KnowlyrError, parse_action, schema_name, schema_params
+from .core import KnowlyrError, parse_action, random_call, schema_name, schema_params
 
 # %% auto #0
 __all__ = ['AgentError', 'Agent', 'ScriptedAgent', 'RandomAgent', 'ExpertAgent', 'OpenAIAgent', 'to_anthropic', 'anthropic_tools',
@@ -60,17 +60,6 @@ class ScriptedAgent(Agent):
         return a
 
 # %% ../nbs/40_agents.ipynb #eeabb3ae
-def _sample_value(spec:dict, rng:random.Random):
-    if 'enum' in spec: return rng.choice(spec['enum'])
-    t = spec.get('type', 'string')
-    if isinstance(t, list): t = rng.choice([x for x in t if x != 'null'] or ['string'])
-    if t == 'boolean': return rng.random() < 0.5
-    if t == 'integer': return rng.randint(int(spec.get('minimum', 0)), int(spec.get('maximum', 10)))
-    if t == 'number': return rng.uniform(float(spec.get('minimum', 0)), float(spec.get('maximum', 1)))
-    if t == 'array': return [_sample_value(spec.get('items', {}), rng) for _ in range(rng.randint(0, 2))]
-    if t == 'object': return {}
-    return ''.join(rng.choice('abcdefghij') for _ in range(rng.randint(1, 6)))
-
 class RandomAgent(Agent):
     "Uniformly random tool with schema-valid random parameters"
     def __init__(self, seed:int|None=None, # seed used until `collect` reseeds per episode
@@ -81,11 +70,7 @@ class RandomAgent(Agent):
     def __call__(self, observation, history):
         schemas = [s for s in self.tools if self.only is None or schema_name(s) in self.only]
         if not schemas: raise AgentError("RandomAgent has no tools: call reset(task, tools) with the env's tool_schemas")
-        s = self.rng.choice(schemas)
-        p = schema_params(s)
-        props, req = p.get('properties', {}), p.get('required', [])
-        params = {k: _sample_value(v, self.rng) for k, v in props.items() if k in req or self.rng.random() < 0.5}
-        return {'tool': schema_name(s), 'params': params}
+        return random_call(schemas, self.rng)
 
 # %% ../nbs/40_agents.ipynb #66bcc595
 class ExpertAgent(Agent):

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from .core import InvalidActionError, KnowlyrError, parse_action
 from .trajectory import Step, Trajectory, first_user_turn
 
 # %% auto #0
-__all__ = ['CHAT_FORMATS', 'tool_call', 'assistant_message', 'to_messages', 'react_text', 'steps_text', 'parse_steps_text',
-           'ChatFormatError', 'seed_messages', 'template_caps', 'choose_format', 'set_chat_format', 'chat_format',
-           'format_messages', 'render_chats', 'render_chat', 'parse_reply']
+__all__ = ['CHAT_FORMATS', 'PROMPT_FILE', 'tool_call', 'assistant_message', 'to_messages', 'react_text', 'steps_text',
+           'parse_steps_text', 'ChatFormatError', 'seed_messages', 'template_caps', 'choose_format', 'set_chat_format',
+           'chat_format', 'format_messages', 'render_chats', 'render_chat', 'parse_reply', 'save_prompt', 'load_prompt']
 
 # %% ../nbs/07_chat.ipynb #0731c5b2
 def tool_call(tool:str,        # tool name
@@ -250,3 +251,21 @@ def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'param
     try: a = parse_action(text)
     except InvalidActionError: return text.strip(), []
     return (a.pop('thought', '') or '').strip(), [a]
+
+# %% ../nbs/07_chat.ipynb #bd8ce20f
+PROMPT_FILE = 'knowlyr_prompt.json'
+
+def save_prompt(path:str|Path,             # the saved model's folder
+                system_prompt:str|None=None, # the system message every training chat started with (None: none)
+                tools:list|None=None,       # the tool schemas rendered in training prompts (None: no tool list)
+                chat_format:str|None=None,  # the chat format training rendered with (`knowlyr_lab.chat`; None: decided by the probe)
+               )->Path:
+    "Write the model's prompt card: how its training prompts were rendered, so inference renders them the same way"
+    f = Path(path) / PROMPT_FILE
+    f.write_text(json.dumps({'system_prompt': system_prompt, 'tools': tools, 'chat_format': chat_format}, indent=1))
+    return f
+
+def load_prompt(path:str|Path)->dict|None:
+    "The prompt card saved with a model, or None"
+    f = Path(path) / PROMPT_FILE
+    return json.loads(f.read_text()) if f.exists() else None

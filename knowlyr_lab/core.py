@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import random
 import re
 import threading
 from abc import ABC, abstractmethod
@@ -19,8 +20,8 @@ from typing import Callable, Iterable
 
 # %% auto #0
 __all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'TimeStep', 'parse_ast', 'tool_name_of',
-           'parse_action', 'tool_schema', 'schema_name', 'schema_params', 'validate_params', 'fingerprint_of',
-           'AgentEnv']
+           'parse_action', 'tool_schema', 'schema_name', 'schema_params', 'validate_params', 'random_call',
+           'fingerprint_of', 'AgentEnv']
 
 # %% ../nbs/00_core.ipynb #cdf57341
 class KnowlyrError(Exception):
@@ -193,6 +194,27 @@ def validate_params(schema:dict, # an OpenAI function schema
         e = errs[0]
         where = '.'.join(map(str, e.path)) or '(params)'
         raise InvalidActionError(f"tool {schema_name(schema)!r}, field {where}: {e.message}")
+
+# %% ../nbs/00_core.ipynb #b23301f6
+def _sample_value(spec:dict, rng:random.Random):
+    if 'enum' in spec: return rng.choice(spec['enum'])
+    t = spec.get('type', 'string')
+    if isinstance(t, list): t = rng.choice([x for x in t if x != 'null'] or ['string'])
+    if t == 'boolean': return rng.random() < 0.5
+    if t == 'integer': return rng.randint(int(spec.get('minimum', 0)), int(spec.get('maximum', 10)))
+    if t == 'number': return rng.uniform(float(spec.get('minimum', 0)), float(spec.get('maximum', 1)))
+    if t == 'array': return [_sample_value(spec.get('items', {}), rng) for _ in range(rng.randint(0, 2))]
+    if t == 'object': return {}
+    return ''.join(rng.choice('abcdefghij') for _ in range(rng.randint(1, 6)))
+
+def random_call(schemas:list[dict],   # OpenAI function schemas to choose from
+                rng:random.Random,    # the random source (seeded by the caller)
+               )->dict:               # {'tool', 'params'}
+    "A uniformly random tool with random parameters of the declared types"
+    s = rng.choice(schemas)
+    p = schema_params(s)
+    props, req = p.get('properties', {}), p.get('required', [])
+    return {'tool': schema_name(s), 'params': {k: _sample_value(v, rng) for k, v in props.items() if k in req or rng.random() < 0.5}}
 
 # %% ../nbs/00_core.ipynb #b7a563c9
 def fingerprint_of(content)->str:

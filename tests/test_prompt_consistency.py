@@ -61,9 +61,9 @@ def _check(policy):
 
     import openai
 
-    from knowlyr_lab.chat import parse_reply
+    from knowlyr_lab.chat import load_prompt, parse_reply
     from knowlyr_lab.hub.collect import run_episodes
-    from knowlyr_lab.trainer.inference import AgentInference, load_prompt
+    from knowlyr_lab.trainer.inference import AgentInference
     inf = AgentInference.from_pretrained(policy)
     card = load_prompt(policy)
     # 1. the library's rollout engine (what collect and evaluate_agent use), seeded like the loops below

@@ -18,7 +18,7 @@ from typing import Callable
 
 from fastcore.basics import patch
 
-from ..core import AgentEnv, TimeStep, fingerprint_of, tool_schema
+from ..core import AgentEnv, TimeStep, fingerprint_of, random_call, tool_schema
 from .bench import require_extra
 from ..registry import register
 
@@ -247,9 +247,7 @@ def task_fingerprint(self:TextArenaEnv, task)->str:
 @patch
 def random_action(self:TextArenaEnv, rng:random.Random)->dict:
     "A uniformly random valid tool call (the random baseline), from `rng`"
-    from knowlyr_lab.agents import RandomAgent
-    ag = RandomAgent(); ag.rng, ag.tools = rng, self.tool_schemas
-    return ag('', [])
+    return random_call(self.tool_schemas, rng)
 
 # %% ../../nbs/19a_envs_textarena.ipynb #a050292f
 for _name, _g in TEXTARENA_GAMES.items():

@@ -32,7 +32,7 @@ from fastcore.docments import docments
 from tqdm.auto import tqdm
 from transformers import AttentionInterface, AutoModelForCausalLM, AutoTokenizer, get_scheduler
 
-from ..chat import CHAT_FORMATS, chat_format, set_chat_format, template_caps
+from ..chat import CHAT_FORMATS, chat_format, save_prompt, set_chat_format, template_caps
 from .data import collate_packed, pack_samples
 
 # %% auto #0
@@ -309,7 +309,6 @@ def _checkpoints(out:Path)->list[Path]:
 @patch
 def _save_prompt(self:BaseTrainer, path:Path):
     "The prompt card next to saved weights: the system prompt and tool list training rendered, so inference renders the same"
-    from knowlyr_lab.trainer.inference import save_prompt
     save_prompt(path, self.config.system_prompt, getattr(self, 'tools', None), chat_format(self.tokenizer))
 
 @patch

@@ -22,14 +22,13 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
 
-from ..chat import assistant_message, parse_reply, render_chats, set_chat_format
+from ..chat import assistant_message, load_prompt, parse_reply, render_chats, save_prompt, set_chat_format
 from ..core import InvalidActionError
 from .prefix_cache import PrefixCache, cache_of, reusable_cache
 from .recording import ExchangeRecorder
 
 # %% auto #0
-__all__ = ['PROMPT_FILE', 'MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'AgentInference', 'LocalAgent', 'save_prompt',
-           'load_prompt', 'check_request']
+__all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'AgentInference', 'LocalAgent', 'check_request']
 
 # %% ../../nbs/64_trainer_inference.ipynb #301930f4
 @functools.cache
@@ -190,22 +189,6 @@ def _create_agent(self:AgentInference, system_prompt:str|None=None, # system mes
     return LocalAgent(self, system_prompt, max_new_tokens, temperature, name, tools)
 AgentInference.create_agent = _create_agent
 
-PROMPT_FILE = 'knowlyr_prompt.json'
-
-def save_prompt(path:str|Path,             # the saved model's folder
-                system_prompt:str|None=None, # the system message every training chat started with (None: none)
-                tools:list|None=None,       # the tool schemas rendered in training prompts (None: no tool list)
-                chat_format:str|None=None,  # the chat format training rendered with (`knowlyr_lab.chat`; None: decided by the probe)
-               )->Path:
-    "Write the model's prompt card: how its training prompts were rendered, so inference renders them the same way"
-    f = Path(path) / PROMPT_FILE
-    f.write_text(json.dumps({'system_prompt': system_prompt, 'tools': tools, 'chat_format': chat_format}, indent=1))
-    return f
-
-def load_prompt(path:str|Path)->dict|None:
-    "The prompt card saved with a model, or None"
-    f = Path(path) / PROMPT_FILE
-    return json.loads(f.read_text()) if f.exists() else None
 
 # %% ../../nbs/64_trainer_inference.ipynb #9af9e5a0
 MAX_CHOICES = 16                 # the most choices (`n`) one request may ask for

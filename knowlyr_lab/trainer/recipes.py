@@ -11,10 +11,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..chat import chat_format
+from ..chat import chat_format, save_prompt
 from .data import load_records
 from .grpo import GRPOConfig, GRPOTrainer
-from .inference import AgentInference, save_prompt
+from .inference import AgentInference
 from .sft import SFTConfig, SFTTrainer, render_corpus
 from .tiny import make_tiny_model
 
