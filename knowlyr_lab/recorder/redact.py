@@ -53,7 +53,7 @@ class _Anchored:
         self.rx, self.anchors, self.pattern, self.flags, self.groups = rx, anchors, rx.pattern, rx.flags, rx.groups
         self.between, self.then = between, then
         self._cache = (None, None)                                       # (string, its candidate starts): one tuple, thread-safe
-        self._db = _anchor_db(tuple(anchors), between, then)             # hyperscan finds the separators after anchors (ASCII text)
+        self._db = _anchor_db(tuple(anchors), between, then)             # hyperscan finds the candidates (in ASCII text)
     def _starts(self, s:str)->list|None:
         c = self._cache
         if c[0] is s: return c[1]
@@ -74,14 +74,10 @@ class _Anchored:
         self._cache = (s, starts)
         return starts
     def _hs_starts(self, s:str)->list:
-        "The identifier starts before each separator an anchor reaches (`anchor`, identifier characters, `between`, `then`)"
-        ends = []
-        self._db.scan(s.encode(), match_event_handler=_on_end, context=ends)
-        starts = set()
-        for e in ends:                                     # e: just past the separator
-            w = s[max(0, e - 65):e - 1]; k = e - 1 - len(w) + len(w.rstrip(self.between))   # the identifier's end ...
-            w = s[max(0, k - 256):k]; starts.add(k - len(w) + len(w.rstrip(_IDCH_STR)))      # ... and its start
-        return sorted(starts)
+        "The start of each identifier that holds an anchor and reaches a separator (`between` characters, then a `then` one)"
+        starts = []
+        self._db.scan(s.encode(), match_event_handler=_on_start, context=starts)
+        return sorted(set(starts))
     def search(self, s:str, pos:int=0):
         starts = self._starts(s)
         if starts is None: return self.rx.search(s, pos)
@@ -89,17 +85,17 @@ class _Anchored:
             if (m := self.rx.match(s, ks)) is not None: return m
         return None
 
-def _on_end(i, a, b, flags, ends): ends.append(b)
+def _on_start(i, a, b, flags, starts): starts.append(a)
 
 @lru_cache(maxsize=8)
 def _anchor_db(anchors:tuple, between:str, then:tuple):
-    "A hyperscan database matching an anchor, identifier characters, `between` characters and a `then` character (None without hyperscan)"
+    "Hyperscan database: an identifier holding an anchor, `between` characters, a `then` character; reports its leftmost start (None without hyperscan)"
     try: import hyperscan as hs
     except ImportError: return None
     cls = lambda chars: '[' + ''.join('\\x%02x' % ord(c) for c in chars) + ']'
-    rx = f"(?:{'|'.join(map(re.escape, anchors))}){cls(_IDCH_STR)}*{cls(between)}*{cls(''.join(then))}"
+    rx = f"{cls(_IDCH_STR)}*(?:{'|'.join(map(re.escape, anchors))}){cls(_IDCH_STR)}*{cls(between)}*{cls(''.join(then))}"
     db = hs.Database(mode=hs.HS_MODE_BLOCK)
-    db.compile(expressions=[rx.encode()], ids=[0], elements=1, flags=[hs.HS_FLAG_CASELESS])
+    db.compile(expressions=[rx.encode()], ids=[0], elements=1, flags=[hs.HS_FLAG_CASELESS | hs.HS_FLAG_SOM_LEFTMOST])
     return db
 
 def _slug(s:str)->str: return re.sub(r'[^a-z0-9]+', '_', s.lower()).strip('_')
@@ -163,7 +159,16 @@ def _assignment_ok(m)->bool:
 _ASSIGN_TAIL = r'(?:\\?["\'\]]){0,2}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?(?P<val>[^\s"\'`,;&|<>(){}\[\]\\]{6,})'
 _ASSIGN_FAST = rf'(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]{{3,}}+){_ASSIGN_TAIL}'
 _ASSIGN_SELECTIVE = rf'(?P<key>{_KEY}){_ASSIGN_TAIL}'
-def _fast_assignment_ok(m)->bool: return bool(_KEY_RX.match(m.group('key'))) and _assignment_ok(m)
+@lru_cache(maxsize=8192)
+def _assignment_verdict(key:str, val:str, sep:str, after:str)->bool:
+    "Is this a secret assignment? (remembered: a log prints the same code lines again and again)"
+    return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)
+
+def _fast_assignment_ok(m)->bool:
+    key, val, sep = m.group('key', 'val', 'sep')
+    after = m.string[m.end():m.end() + 3]
+    if len(key) + len(val) > 200: return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)   # not kept
+    return _assignment_verdict(key, val, sep, after)
 
 _Q = r'(?:\\?["\'])?'                     # an optional quote before a value, escaped when the command sits inside JSON
 _V = r'(?![$%<{])([^\s"\'`;&|\\]{4,})'     # a command-line value (not a $VAR, %VAR%, <placeholder>)
@@ -241,16 +246,21 @@ class Redactor:
 
     def hits(self, raw:bytes|str)->tuple[int, ...]:
         "Indices of the rules that may match in `raw` (a record as read: JSON text, a text line...); () when none can"
+        last = self.__dict__.get('_last_hits')          # the readers ask, then `clean` asks again about the same record
+        if last is not None and last[0] is raw: return last[1]
+        key = raw
         if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
         if b'\\"' in raw or b'\\/' in raw:               # the rules run on decoded strings: undo JSON's escapes of quotes
             raw = raw.replace(b'\\\\\\"', b'"').replace(b'\\"', b'"').replace(b'\\/', b'/')   # (JSON inside JSON too)
         if self._db is None:
             low = raw.lower()
-            return tuple(i for i, p in enumerate(self.patterns) if not p.needles or any(n.encode() in low for n in p.needles))
-        found = []
-        self._db.scan(raw, match_event_handler=_on_hit, context=found)   # SINGLEMATCH: each rule reported once
-        if not found: return self._always
-        return tuple(sorted(set(found).union(self._always)))
+            out = tuple(i for i, p in enumerate(self.patterns) if not p.needles or any(n.encode() in low for n in p.needles))
+        else:
+            found = []
+            self._db.scan(raw, match_event_handler=_on_hit, context=found)   # SINGLEMATCH: each rule reported once
+            out = tuple(sorted(set(found).union(self._always))) if found else self._always
+        self._last_hits = (key, out)                    # one tuple: safe across threads
+        return out
 
     def __call__(self, s:str)->str:
         "Redacted copy of `s`"
