@@ -54,6 +54,9 @@ class _Anchored:
         self.between, self.then = between, then
         self._cache = (None, None)                                       # (string, its candidate starts): one tuple, thread-safe
         self._db = _anchor_db(tuple(anchors), between, then)             # hyperscan finds the candidates (in ASCII text)
+    def __getstate__(self): return {**self.__dict__, '_db': None, '_cache': (None, None)}   # a hyperscan database does not pickle
+    def __setstate__(self, state):
+        self.__dict__.update(state); self._db = _anchor_db(tuple(self.anchors), self.between, self.then)
     def _starts(self, s:str)->list|None:
         c = self._cache
         if c[0] is s: return c[1]
