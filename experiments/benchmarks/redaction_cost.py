@@ -10,7 +10,8 @@ Three synthetic logs of --n conversations each (a coding agent: an instruction, 
                  typed again into a command (so the value is propagated through the whole trajectory).
 Every configuration is converted --repeat times, interleaved (off, on, off, on, ...) in one process after a warm-up
 that builds the rules; the time is CPU time of this process (`time.process_time`), which the load of a shared
-machine disturbs less than wall time. The ratio is median(on) / median(off). Goal (issue 24): at most 2x.
+machine disturbs less than wall time. The ratio is median(on) / median(off); with it, the spread: the quartiles of the
+per-repeat ratios (on_i / off_i of each interleaved pair) and min(on) / min(off). Goal (issue 24): at most 2x.
 
     python experiments/benchmarks/redaction_cost.py            # --n 1500 --repeat 5
     PYTHONPATH=/work/main python experiments/benchmarks/redaction_cost.py   # another checkout's code, for a before/after
@@ -69,9 +70,12 @@ def main():
                     t0 = time.process_time(); trajs = list(convert(p, redact=red)); times[red].append(time.process_time() - t0)
                     if red: leaks = sum('Hq' in t.model_dump_json() and 'zX' in t.model_dump_json() for t in trajs)
             off, on = statistics.median(times[False]), statistics.median(times[True])
+            pairs = sorted(y / x for x, y in zip(times[False], times[True]))
+            q1, _, q3 = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else (pairs[0],) * 3
             mb = p.stat().st_size / 2**20
             rows.append((kind, a.n, mb, off, on, on / off, leaks))
             print(f"{kind:14} {a.n} conversations {mb:6.1f} MB  off {off:6.2f} s  on {on:6.2f} s  ratio {on / off:5.2f}x"
+                  f"  (per-repeat ratios: quartiles {q1:.2f}-{q3:.2f}, range {pairs[0]:.2f}-{pairs[-1]:.2f}; min/min {min(times[True]) / min(times[False]):.2f}x)"
                   f"  (cpu s, median of {a.repeat}; runs off {['%.2f' % x for x in times[False]]} on {['%.2f' % x for x in times[True]]})"
                   f"  trajectories still holding a planted password: {leaks}", flush=True)
     worst = max(r[5] for r in rows)

@@ -18,9 +18,9 @@ import pandas as pd
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['PROJECT_RULES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'MIN_PROPAGATED', 'SecretPattern', 'detect_secrets_rules',
-           'secret_value_ok', 'Redactor', 'default_redactor', 'redact_text', 'secret_value', 'redact_obj', 'clean',
-           'redact_values', 'redact_trajectory']
+__all__ = ['PROJECT_RULES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'KEY_MEMO', 'MIN_PROPAGATED', 'SecretPattern',
+           'detect_secrets_rules', 'secret_value_ok', 'Redactor', 'default_redactor', 'redact_text', 'secret_value',
+           'redact_obj', 'clean', 'redact_values', 'redact_trajectory']
 
 # %% ../../nbs/21_recorder_redact.ipynb #faea86e3
 @dataclass
@@ -53,12 +53,17 @@ class _Anchored:
         self.rx, self.anchors, self.pattern, self.flags, self.groups = rx, anchors, rx.pattern, rx.flags, rx.groups
         self.between, self.then = between, then
         self._cache = (None, None)                                       # (string, its candidate starts): one tuple, thread-safe
+        self._db = _anchor_db(tuple(anchors), between, then)             # hyperscan finds the candidates (in ASCII text)
+    def __getstate__(self): return {**self.__dict__, '_db': None, '_cache': (None, None)}   # a hyperscan database does not pickle
+    def __setstate__(self, state):
+        self.__dict__.update(state); self._db = _anchor_db(tuple(self.anchors), self.between, self.then)
     def _starts(self, s:str)->list|None:
         c = self._cache
         if c[0] is s: return c[1]
-        low, starts = s.lower(), set()
-        if len(low) != len(s): starts = None                              # a character whose lower case is longer
+        if self._db is not None and s.isascii(): starts = self._hs_starts(s)
+        elif len(low := s.lower()) != len(s): starts = None               # a character whose lower case is longer
         else:
+            starts = set()
             for a in [a for a in self.anchors if a in low]:
                 i = low.find(a)
                 while i >= 0:
@@ -71,12 +76,30 @@ class _Anchored:
             starts = sorted(starts)
         self._cache = (s, starts)
         return starts
+    def _hs_starts(self, s:str)->list:
+        "The start of each identifier that holds an anchor and reaches a separator (`between` characters, then a `then` one)"
+        starts = []
+        self._db.scan(s.encode(), match_event_handler=_on_start, context=starts)
+        return sorted(set(starts))
     def search(self, s:str, pos:int=0):
         starts = self._starts(s)
         if starts is None: return self.rx.search(s, pos)
         for ks in starts[bisect.bisect_left(starts, pos):]:
             if (m := self.rx.match(s, ks)) is not None: return m
         return None
+
+def _on_start(i, a, b, flags, starts): starts.append(a)
+
+@lru_cache(maxsize=8)
+def _anchor_db(anchors:tuple, between:str, then:tuple):
+    "Hyperscan database: an identifier holding an anchor, `between` characters, a `then` character; reports its leftmost start (None without hyperscan)"
+    try: import hyperscan as hs
+    except ImportError: return None
+    cls = lambda chars: '[' + ''.join('\\x%02x' % ord(c) for c in chars) + ']'
+    rx = f"{cls(_IDCH_STR)}*(?:{'|'.join(map(re.escape, anchors))}){cls(_IDCH_STR)}*{cls(between)}*{cls(''.join(then))}"
+    db = hs.Database(mode=hs.HS_MODE_BLOCK)
+    db.compile(expressions=[rx.encode()], ids=[0], elements=1, flags=[hs.HS_FLAG_CASELESS | hs.HS_FLAG_SOM_LEFTMOST])
+    return db
 
 def _slug(s:str)->str: return re.sub(r'[^a-z0-9]+', '_', s.lower()).strip('_')
 
@@ -107,7 +130,6 @@ _PLACEHOLDER = {'none', 'null', 'nil', 'true', 'false', 'undefined', 'required',
                 'your_api_key', 'your_api_key_here', 'your_token', 'your_password', 'xxx', 'placeholder', 'env', 'getenv', 'environ'}
 _KEY_CORES = ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase')   # every name of `_KW` holds one
 _REF = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z|[A-Z][A-Za-z]*\Z|[A-Z]+(?:_[A-Z]+)+\Z|(?:os|env|process|self|cls|config|settings|args|kwargs|params)\b.*', re.S)
-_CALL = re.compile(r'\(')
 
 try:   # detect-secrets' own false-positive filters (its maintained heuristics) used as vetoes; not its sequential-string
        # filter: 'abcdefghijklmnopqrstuvwx' assigned to API_KEY is redacted all the same
@@ -115,26 +137,41 @@ try:   # detect-secrets' own false-positive filters (its maintained heuristics) 
     _DS_FILTERS = (is_potential_uuid, is_templated_secret)
 except ImportError: _DS_FILTERS = ()
 
+_IDENT, _LETTER, _PASS_KEY, _TOKEN_KEY = re.compile(r'[A-Za-z_]\w*'), re.compile(r'[A-Za-z]'), re.compile(r'pass|pwd', re.I), re.compile('token', re.I)
+_WORDS = re.compile(r'[a-z]+(?:[_-][a-z]+)*')
+_PLACEHOLDER_START = ('your_', 'your-', '<', '${', '{{', '$', '%', '[redacted', '***', 'xxx')
+
 def secret_value_ok(key:str, value:str, sep:str=':', after:str='')->bool:
     "Is `value`, assigned to the secret-sounding `key`, plausibly a secret? (False for code, placeholders, counts)"
-    v = value.strip('"\'`')
+    v = value.strip('"\'`')                                     # each test below is a veto: the commonest (code) go first
+    if len(v) < 6 or _REF.match(v): return False               # self.config.api_key, SecretStr, API_KEY, os.environ[...]
+    if after[:1] == '(' and _IDENT.fullmatch(v): return False   # password = hash_password(form.password): a call
     low = v.lower()
-    if len(v) < 6 or low in _PLACEHOLDER or low.startswith(('your_', 'your-', '<', '${', '{{', '$', '%', '[redacted', '***', 'xxx')): return False
+    if low in _PLACEHOLDER or low.startswith(_PLACEHOLDER_START): return False
     if len(set(v)) <= 2: return False                          # '******', '--------'
-    if _REF.match(v): return False                             # self.config.api_key, SecretStr, API_KEY, os.environ[...]
-    if re.fullmatch(r'[A-Za-z_]\w*', v) and _CALL.match(after): return False   # password = hash_password(form.password): a call
-    if not re.search(r'[A-Za-z]', v) and not re.search(r'pass|pwd', key, re.I): return False   # max_tokens: 4096
-    if re.search('token', key, re.I) and re.fullmatch(r'[a-z]+(?:[_-][a-z]+)*', v): return False  # token: expired, token_type: bearer
+    if not _LETTER.search(v) and not _PASS_KEY.search(key): return False   # max_tokens: 4096
+    if _TOKEN_KEY.search(key) and _WORDS.fullmatch(v): return False       # token: expired, token_type: bearer
     return not any(f(v) for f in _DS_FILTERS)
 
-def _assignment_ok(m)->bool: return secret_value_ok(m.group('key'), m.group('val'), m.group('sep'), m.string[m.end():m.end() + 3])
+def _assignment_ok(m)->bool:
+    key, val, sep = m.group('key', 'val', 'sep')
+    return secret_value_ok(key, val, sep, m.string[m.end():m.end() + 3])
 
 # the assignment rule, written for speed: found from the identifiers that hold a keyword's core (every name of
 # `_KW` holds one of the anchors), matched there once, its name checked by `_KEY_RX`; hyperscan scans for the selective form
 _ASSIGN_TAIL = r'(?:\\?["\'\]]){0,2}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?(?P<val>[^\s"\'`,;&|<>(){}\[\]\\]{6,})'
 _ASSIGN_FAST = rf'(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]{{3,}}+){_ASSIGN_TAIL}'
 _ASSIGN_SELECTIVE = rf'(?P<key>{_KEY}){_ASSIGN_TAIL}'
-def _fast_assignment_ok(m)->bool: return bool(_KEY_RX.match(m.group('key'))) and _assignment_ok(m)
+@lru_cache(maxsize=8192)
+def _assignment_verdict(key:str, val:str, sep:str, after:str)->bool:
+    "Is this a secret assignment? (remembered: a log prints the same code lines again and again)"
+    return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)
+
+def _fast_assignment_ok(m)->bool:
+    key, val, sep = m.group('key', 'val', 'sep')
+    after = m.string[m.end():m.end() + 3]
+    if len(key) + len(val) > 200: return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)   # not kept
+    return _assignment_verdict(key, val, sep, after)
 
 _Q = r'(?:\\?["\'])?'                     # an optional quote before a value, escaped when the command sits inside JSON
 _V = r'(?![$%<{])([^\s"\'`;&|\\]{4,})'     # a command-line value (not a $VAR, %VAR%, <placeholder>)
@@ -212,16 +249,21 @@ class Redactor:
 
     def hits(self, raw:bytes|str)->tuple[int, ...]:
         "Indices of the rules that may match in `raw` (a record as read: JSON text, a text line...); () when none can"
+        last = self.__dict__.get('_last_hits')          # the readers ask, then `clean` asks again about the same record
+        if last is not None and last[0] is raw: return last[1]
+        key = raw
         if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
         if b'\\"' in raw or b'\\/' in raw:               # the rules run on decoded strings: undo JSON's escapes of quotes
             raw = raw.replace(b'\\\\\\"', b'"').replace(b'\\"', b'"').replace(b'\\/', b'/')   # (JSON inside JSON too)
         if self._db is None:
             low = raw.lower()
-            return tuple(i for i, p in enumerate(self.patterns) if not p.needles or any(n.encode() in low for n in p.needles))
-        found = []
-        self._db.scan(raw, match_event_handler=_on_hit, context=found)   # SINGLEMATCH: each rule reported once
-        if not found: return self._always
-        return tuple(sorted(set(found).union(self._always)))
+            out = tuple(i for i, p in enumerate(self.patterns) if not p.needles or any(n.encode() in low for n in p.needles))
+        else:
+            found = []
+            self._db.scan(raw, match_event_handler=_on_hit, context=found)   # SINGLEMATCH: each rule reported once
+            out = tuple(sorted(set(found).union(self._always))) if found else self._always
+        self._last_hits = (key, out)                    # one tuple: safe across threads
+        return out
 
     def __call__(self, s:str)->str:
         "Redacted copy of `s`"
@@ -243,6 +285,16 @@ def _span(p:SecretPattern, m)->tuple[int, int]:
 
 _TOKEN_CH = re.compile(r'[A-Za-z0-9_\-.+/=]*')
 
+def _matches(rx, s:str, at:list):
+    "Matches of `rx` in `s` in order, each found from `at[0]` (which the caller moves on); an `_Anchored` rule tries its starts in turn"
+    starts = rx._starts(s) if isinstance(rx, _Anchored) else None
+    if starts is None:
+        while (m := rx.search(s, at[0])) is not None: yield m
+        return
+    match = rx.rx.match
+    for k in starts:
+        if k >= at[0] and (m := match(s, k)) is not None: yield m
+
 def redact_text(self, s:str, rules:tuple|None=None,
                 values:dict|None=None, # receives {secret value: kind} of what was replaced (to redact it elsewhere too)
                )->tuple[str, dict[str, int]]:
@@ -254,16 +306,18 @@ def redact_text(self, s:str, rules:tuple|None=None,
         p = self.patterns[i]
         if p.needles:                                   # the record hit; does this string? (a substring test per rule)
             if low is None: low = s.lower()
-            if not any(n in low for n in p.needles): continue
-        out, pos, n, at = [], 0, 0, 0
-        while (m := p.rx.search(s, at)) is not None:
-            if p.check is not None and not p.check(m): at = m.start() + 1; continue   # vetoed: a match may still start inside it
-            at = max(m.end(), m.start() + 1)
+            for nd in p.needles:
+                if nd in low: break
+            else: continue
+        out, pos, n, at = [], 0, 0, [0]
+        for m in _matches(p.rx, s, at):
+            if p.check is not None and not p.check(m): at[0] = m.start() + 1; continue   # vetoed: a match may still start inside it
+            at[0] = max(m.end(), m.start() + 1)
             a, b = _span(p, m)
             if a == b or a < pos or s.startswith('[REDACTED:', a): continue
             if p.extend: b += _TOKEN_CH.match(s, b).end() - b
             if values is not None: values.setdefault(s[a:b], p.name)
-            out.append(s[pos:a]); out.append(f'[REDACTED:{p.name}]'); pos = b; at = max(at, b); n += 1
+            out.append(s[pos:a]); out.append(f'[REDACTED:{p.name}]'); pos = b; at[0] = max(at[0], b); n += 1
         if n:
             out.append(s[pos:]); s = ''.join(out)
             counts[p.name] = counts.get(p.name, 0) + n
@@ -317,22 +371,46 @@ def _key_rule(self, rules):
 def _is_key(k:str)->bool:
     "Is `k` a secret-sounding name? (a substring test first: most keys hold no keyword)"
     low = k.lower()
-    return any(c in low for c in _KEY_CORES) and _KEY_RX.match(k) is not None
+    for c in _KEY_CORES:
+        if c in low: return _KEY_RX.match(k) is not None
+    return False
+
+def _redact_str(self, s:str, counts:dict, rules, values)->str:
+    s, c = self.redact_text(s, rules, values)
+    for k, v in c.items(): counts[k] = counts.get(k, 0) + v
+    return s
+Redactor._redact_str = _redact_str
+
+KEY_MEMO = 4096   # dict keys redacted per rule set that a `Redactor` remembers (logs repeat the same few keys in every record)
+
+def _redact_key(self, k:str, counts:dict, rules, values)->str:
+    "`_redact_str` for a dict key, remembered: the same keys come back in every record"
+    memo = self.__dict__.setdefault('_key_memo', {})
+    hit = memo.get((k, rules))
+    if hit is None:
+        found = {}
+        k2, c = self.redact_text(k, rules, found)
+        if len(memo) >= KEY_MEMO: memo.clear()
+        memo[(k, rules)] = hit = (k2, c, found)
+    k2, c, found = hit
+    for kind, n in c.items(): counts[kind] = counts.get(kind, 0) + n
+    if values is not None:
+        for v, kind in found.items(): values.setdefault(v, kind)
+    return k2
+Redactor._redact_key = _redact_key
 
 def _redact_obj(self, obj, counts:dict, rules, kr, values):
-    if isinstance(obj, str):
-        s, c = self.redact_text(obj, rules, values)
-        for k, v in c.items(): counts[k] = counts.get(k, 0) + v
-        return s
+    if isinstance(obj, str): return self._redact_str(obj, counts, rules, values) if len(obj) >= 8 else obj   # shorter: no rule can match
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            if not isinstance(k, str): k2 = k
-            else: k2 = self._redact_obj(k, counts, rules, kr, values) if len(k) >= 8 else k
-            if isinstance(v, str) and len(v) < 6: out[k2] = v; continue      # too short for any rule (and for the key rule's values)
-            if kr is not None and isinstance(k, str) and isinstance(v, str) and _is_key(k) and secret_value_ok(k, v):
-                out[k2] = '[REDACTED:secret_assignment]'; counts['secret_assignment'] = counts.get('secret_assignment', 0) + 1
-                if values is not None: values.setdefault(v, 'secret_assignment')
+            k2 = self._redact_key(k, counts, rules, values) if isinstance(k, str) and len(k) >= 8 else k
+            if isinstance(v, str):
+                if len(v) < 6: out[k2] = v                                   # too short for any rule (and for the key rule's values)
+                elif kr is not None and isinstance(k, str) and _is_key(k) and secret_value_ok(k, v):
+                    out[k2] = '[REDACTED:secret_assignment]'; counts['secret_assignment'] = counts.get('secret_assignment', 0) + 1
+                    if values is not None: values.setdefault(v, 'secret_assignment')
+                else: out[k2] = self._redact_str(v, counts, rules, values) if len(v) >= 8 else v
             else: out[k2] = self._redact_obj(v, counts, rules, kr, values)
         return out
     if isinstance(obj, (list, tuple)): return [self._redact_obj(v, counts, rules, kr, values) for v in obj]

@@ -8,23 +8,30 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_base.html.md"""
 # %% ../../nbs/10_sandbox_base.ipynb #a72286fe
 from __future__ import annotations
 
+import contextlib
+import gzip
 import hashlib
 import io
 import json
 import os
+import shutil
 import tarfile
+import tempfile
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from zlib import error as zlib_error
 
+from fastcore.basics import patch_to
+
 from ..core import KnowlyrError
 
 # %% auto #0
-__all__ = ['WORKSPACE', 'SandboxError', 'PathEscapeError', 'SandboxUnavailableError', 'ToolResult', 'SandboxLimits',
-           'OutputCapture', 'truncate_output', 'resolve_workspace_path', 'host_readlink', 'check_archive',
-           'tarfile_kind', 'tar_directory', 'SandboxSnapshot']
+__all__ = ['WORKSPACE', 'SPOOL_BYTES', 'SandboxError', 'PathEscapeError', 'SandboxUnavailableError', 'ToolResult',
+           'SandboxLimits', 'OutputCapture', 'truncate_output', 'resolve_workspace_path', 'host_readlink',
+           'check_archive', 'tarfile_kind', 'ArchiveWriter', 'tar_directory', 'SandboxSnapshot']
 
 # %% ../../nbs/10_sandbox_base.ipynb #a2df2032
 WORKSPACE = '/workspace'   # where the workspace appears inside every sandbox
@@ -164,9 +171,17 @@ def host_readlink(root:Path):
 def _member_parts(name:str)->list[str]:
     return [c for c in name.split('/') if c not in ('', '.')]
 
-def _archive_members(archive:bytes, data:bool=True):
-    "(normalised name, TarInfo, content or None) for each member but the root"
-    with tarfile.open(fileobj=io.BytesIO(archive), mode='r:*') as tf:
+def _open_archive(archive):
+    "A binary file reading `archive`: bytes, a `SandboxSnapshot`, a path, or an open binary file (read from where it is)"
+    if isinstance(archive, (bytes, bytearray, memoryview)): return io.BytesIO(archive)
+    if isinstance(archive, (str, Path)): return open(archive, 'rb')
+    if hasattr(archive, 'open') and hasattr(archive, 'info'): return archive.open()
+    if hasattr(archive, 'read'): return contextlib.nullcontext(archive)
+    raise TypeError(f"a workspace archive is bytes, a SandboxSnapshot, a path or a binary file, not {type(archive).__name__}")
+
+def _archive_members(archive, data:bool=True):
+    "(normalised name, TarInfo, content or None) for each member but the root, read as a stream"
+    with _open_archive(archive) as f, tarfile.open(fileobj=f, mode='r:*') as tf:
         for m in tf:
             name = '/'.join(_member_parts(m.name))
             if not name: continue
@@ -177,7 +192,7 @@ def _archive_members(archive:bytes, data:bool=True):
                 content = f.read() if f is not None else None
             yield name, m, content
 
-def check_archive(archive:bytes,           # a (gzipped) tar of a workspace
+def check_archive(archive,                 # a (gzipped) tar of a workspace: bytes, a `SandboxSnapshot`, a path or a binary file
                   max_bytes:int|None=None, # largest total size of the members (None: no limit)
                  )->int:                   # number of members
     "Raise `SandboxError` unless `archive` is one a workspace could have produced (see above); return the member count"
@@ -219,6 +234,47 @@ def tarfile_kind(m:tarfile.TarInfo)->str:
     return {tarfile.FIFOTYPE: 'FIFO', tarfile.CHRTYPE: 'character device', tarfile.BLKTYPE: 'block device',
             tarfile.CONTTYPE: 'contiguous file'}.get(m.type, f'{m.type!r} entry')
 
+
+# %% ../../nbs/10_sandbox_base.ipynb #57aeff4e
+SPOOL_BYTES = 4 << 20   # an archive up to this size stays in memory; a bigger one moves to a temporary file
+
+class _Spool(io.RawIOBase):
+    "A sink that keeps the first `SPOOL_BYTES` in memory and moves everything to a temporary file past them"
+    def __init__(self): self.buf, self.path, self.f = io.BytesIO(), None, None
+    def writable(self): return True
+    def write(self, b):
+        if self.f is None and self.buf.tell() + len(b) > SPOOL_BYTES:
+            fd, self.path = tempfile.mkstemp(prefix='knowlyr-snapshot-', suffix='.tar.gz')
+            self.f = os.fdopen(fd, 'wb'); self.f.write(self.buf.getbuffer()); self.buf = None
+        return (self.f or self.buf).write(b)
+
+class ArchiveWriter:
+    "Writes a workspace archive (gzipped GNU tar) member by member into memory or, once big, a temporary file"
+    def __init__(self, level:int=1): # gzip level (1: fast)
+        self.spool = _Spool()
+        self.gz = gzip.GzipFile(fileobj=self.spool, mode='wb', compresslevel=level, mtime=0)
+        self.tar = tarfile.open(fileobj=self.gz, mode='w', format=tarfile.GNU_FORMAT)
+    def add(self, ti:tarfile.TarInfo, fileobj=None):
+        "Append member `ti`, its content read from `fileobj` (exactly `ti.size` bytes)"
+        self.tar.addfile(ti, fileobj); self.tar.members.clear()   # tarfile keeps every header otherwise
+    def add_directory(self, path):
+        "Append the contents of the host directory `path` (symlinks kept as symlinks)"
+        src = Path(path)
+        if not src.is_dir(): raise SandboxError(f"workspace template {src} is not a directory")
+        for p in sorted(src.iterdir()): self.tar.add(p, arcname=p.name, recursive=True)
+    def close(self)->bytes|Path:
+        "The archive: its bytes, or the path of the temporary file holding it (the caller owns the file)"
+        self.tar.close(); self.gz.close()
+        if self.spool.f is None: return self.spool.buf.getvalue()
+        self.spool.f.close(); return Path(self.spool.path)
+    def discard(self):
+        "Drop a half-written archive and its temporary file"
+        if self.spool.f is not None: self.spool.f.close(); _remove(self.spool.path)
+
+def _remove(path, unlink=os.unlink):   # bound early: it may run at interpreter exit
+    try: unlink(path)
+    except OSError: pass
+
 def tar_directory(path)->bytes:
     "An uncompressed tar of the directory `path`'s contents (None: an empty archive); symlinks are kept as symlinks"
     buf = io.BytesIO()
@@ -229,45 +285,109 @@ def tar_directory(path)->bytes:
             for p in sorted(src.iterdir()): tf.add(p, arcname=p.name, recursive=True)
     return buf.getvalue()
 
-@dataclass
+
+# %% ../../nbs/10_sandbox_base.ipynb #a451e8aa
 class SandboxSnapshot:
     "The state of a sandbox's workspace plus the environment it ran in"
-    archive: bytes                  # gzipped tar of the workspace, members relative to its root
-    info: dict = field(default_factory=dict) # backend, isolation, image, limits, env, containment, created, n_entries, skipped
+    def __init__(self, archive:bytes|str|Path, # gzipped tar of the workspace (members relative to its root): bytes or a file
+                 info:dict|None=None,          # backend, isolation, image, limits, env, containment, created, n_entries, skipped
+                 temporary:bool=False,         # `archive` is a temporary file this snapshot owns: deleted with the snapshot
+                ):
+        self.info = {} if info is None else info
+        if isinstance(archive, (bytes, bytearray, memoryview)): self._data, self.path = bytes(archive), None
+        elif isinstance(archive, (str, Path)): self._data, self.path = None, Path(archive)
+        else: raise TypeError(f"SandboxSnapshot archive must be bytes or a path, not {type(archive).__name__}")
+        if temporary and self.path is not None: weakref.finalize(self, _remove, str(self.path))
+    def open(self):
+        "A binary file reading the archive"
+        return io.BytesIO(self._data) if self._data is not None else open(self.path, 'rb')
     @property
-    def digest(self)->str:
-        "sha256 over names, types, modes, contents, symlink targets and hard-link groups (not times or owners)"
-        h, groups = hashlib.sha256(), {}
-        for name, m, data in sorted(_archive_members(self.archive), key=lambda x: x[0]):
-            kind = '0' if m.islnk() else m.type.decode()   # which member of a hard-link group is the link depends on the tar
-            h.update(json.dumps([name, kind, m.mode & 0o777 if not m.issym() else 0, m.linkname if m.issym() else '']).encode())
-            if data is not None: h.update(hashlib.sha256(data).digest())
+    def size(self)->int:
+        "Bytes in the (compressed) archive"
+        return len(self._data) if self._data is not None else self.path.stat().st_size
+    @property
+    def archive(self)->bytes:
+        "The whole archive, read into memory (`open`, `members` and `restore` stream it instead)"
+        if self._data is not None: return self._data
+        with self.open() as f: return f.read()
+    def members(self, data:bool=False):
+        "(relative path, TarInfo, content or None) for each member, read one at a time"
+        return _archive_members(self, data)
+    def __eq__(self, other):
+        if not isinstance(other, SandboxSnapshot): return NotImplemented
+        if self.info != other.info or self.size != other.size: return False
+        with self.open() as a, other.open() as b:
+            while (x := a.read(1 << 20)) == b.read(1 << 20):
+                if not x: return True
+        return False
+    __hash__ = None
+
+
+# %% ../../nbs/10_sandbox_base.ipynb #2bf7b1ef
+def _content_digest(f)->bytes:
+    h = hashlib.sha256()
+    while chunk := f.read(1 << 20): h.update(chunk)
+    return h.digest()
+
+@patch_to(SandboxSnapshot, as_prop=True)
+def digest(self)->str:
+    "sha256 over names, types, modes, contents, symlink targets and hard-link groups (not times or owners)"
+    rows, groups, content, sym = [], {}, {}, {}  # name of each file member -> sha256 of its data; of each symlink -> its target
+    with self.open() as f, tarfile.open(fileobj=f, mode='r:*') as tf:
+        for m in tf:
+            name = '/'.join(_member_parts(m.name))
+            if not name: continue
+            d, kind, target = None, m.type.decode(), m.linkname if m.issym() else ''
+            if m.isfile(): d = content[name] = _content_digest(tf.extractfile(m))
+            elif m.issym(): sym[name] = m.linkname
+            elif m.islnk():     # which member of a hard-link group is the link depends on the tar: it reads as its target
+                t = '/'.join(_member_parts(m.linkname))
+                if t in sym: kind, target = '2', sym.setdefault(name, sym[t])
+                else: kind, d = '0', content.setdefault(name, content.get(t))
+            rows.append((name, json.dumps([name, kind, m.mode & 0o777 if kind != '2' else 0, target]).encode(), d))
             if m.islnk():
                 t = '/'.join(_member_parts(m.linkname))
                 g = groups.get(t) or groups.get(name) or {t}
                 g.update({t, name}); groups[t] = groups[name] = g
-        h.update(json.dumps(sorted({tuple(sorted(g)) for g in groups.values()})).encode())
-        return h.hexdigest()
-    def files(self)->dict[str, bytes]:
-        "Regular files in the snapshot: {relative path: content}"
-        return {name: data for name, m, data in _archive_members(self.archive) if data is not None}
-    def save(self, path)->Path:
-        "Write the snapshot to one file (a tar holding snapshot.json and workspace.tar.gz)"
-        path = Path(path)
-        with tarfile.open(path, 'w') as tf:
-            for name, data in [('snapshot.json', json.dumps(self.info, indent=1, default=str).encode()), ('workspace.tar.gz', self.archive)]:
-                ti = tarfile.TarInfo(name); ti.size = len(data); ti.mtime = int(time.time())
-                tf.addfile(ti, io.BytesIO(data))
-        return path
-    @classmethod
-    def load(cls, path)->SandboxSnapshot:
-        "Read a snapshot written by `save`"
-        try:
-            with tarfile.open(path, 'r') as tf:
-                info = json.loads(tf.extractfile('snapshot.json').read())
-                archive = tf.extractfile('workspace.tar.gz').read()
-        except (KeyError, tarfile.TarError, json.JSONDecodeError, OSError) as e:
-            raise SandboxError(f"{path}: not a sandbox snapshot file ({type(e).__name__}: {e})") from e
-        snap = cls(archive, info); check_archive(archive)
-        return snap
-    def __repr__(self): return f"SandboxSnapshot({self.info.get('backend')}, {self.info.get('n_entries')} entries, {len(self.archive):,} bytes, {self.digest[:12]})"
+    h = hashlib.sha256()
+    for _, meta, d in sorted(rows, key=lambda x: x[0]):
+        h.update(meta)
+        if d is not None: h.update(d)
+    h.update(json.dumps(sorted({tuple(sorted(g)) for g in groups.values()})).encode())
+    return h.hexdigest()
+
+@patch_to(SandboxSnapshot)
+def files(self)->dict[str, bytes]:
+    "Regular files in the snapshot: {relative path: content}"
+    return {name: data for name, m, data in _archive_members(self) if data is not None}
+
+@patch_to(SandboxSnapshot)
+def save(self, path)->Path:
+    "Write the snapshot to one file (a tar holding snapshot.json and workspace.tar.gz), copying the archive as a stream"
+    path = Path(path)
+    with tarfile.open(path, 'w') as tf, self.open() as src:
+        meta = json.dumps(self.info, indent=1, default=str).encode()
+        for name, size, f in [('snapshot.json', len(meta), io.BytesIO(meta)), ('workspace.tar.gz', self.size, src)]:
+            ti = tarfile.TarInfo(name); ti.size = size; ti.mtime = int(time.time())
+            tf.addfile(ti, f)
+    return path
+
+@patch_to(SandboxSnapshot, cls_method=True)
+def load(cls, path)->SandboxSnapshot:
+    "Read a snapshot written by `save` (a big archive is copied to a temporary file, not into memory)"
+    spool = _Spool()
+    try:
+        with tarfile.open(path, 'r') as tf:
+            info = json.loads(tf.extractfile('snapshot.json').read())
+            shutil.copyfileobj(tf.extractfile('workspace.tar.gz'), spool, 1 << 20)
+    except (KeyError, tarfile.TarError, json.JSONDecodeError, OSError) as e:
+        if spool.f is not None: spool.f.close(); _remove(spool.path)
+        raise SandboxError(f"{path}: not a sandbox snapshot file ({type(e).__name__}: {e})") from e
+    if spool.f is None: snap = cls(spool.buf.getvalue(), info)
+    else: spool.f.close(); snap = cls(spool.path, info, temporary=True)
+    check_archive(snap)
+    return snap
+
+@patch_to(SandboxSnapshot)
+def __repr__(self): return f"SandboxSnapshot({self.info.get('backend')}, {self.info.get('n_entries')} entries, {self.size:,} bytes, {self.digest[:12]})"
+

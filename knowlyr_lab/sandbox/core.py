@@ -8,22 +8,26 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox.html.md"""
 # %% ../../nbs/10a_sandbox.ipynb #4f6aa1f5
 from __future__ import annotations
 
-import gzip
+import io
 import re
 import shlex
+import tarfile
 import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from zlib import error as zlib_error
 
 from fastcore.basics import patch_to
 
 from ..core import InvalidActionError, schema_name, tool_schema, validate_params
 from ..registries import Registry, UnknownNameError
-from .base import WORKSPACE, SandboxError, SandboxLimits, SandboxSnapshot, ToolResult, check_archive, resolve_workspace_path, tar_directory, truncate_output
+from .base import (WORKSPACE, ArchiveWriter, SandboxError, SandboxLimits, SandboxSnapshot, ToolResult, _open_archive,
+                                      check_archive, resolve_workspace_path, truncate_output)
 
 # %% auto #0
-__all__ = ['GIT_SUBCOMMANDS', 'SANDBOX_TOOL_SCHEMAS', 'SANDBOX_TOOLS', 'ARCHIVE_SCRIPT', 'UNPACK_SCRIPT', 'SANDBOX_BACKENDS',
+__all__ = ['GIT_SUBCOMMANDS', 'SANDBOX_TOOL_SCHEMAS', 'SANDBOX_TOOLS', 'SNAPSHOT_CHUNK', 'LIST_SCRIPT', 'ARCHIVE_SCRIPT',
+           'RANGE_SCRIPT', 'EMPTY_SCRIPT', 'UNPACK_SCRIPT', 'APPEND_SCRIPT', 'CHMOD_SCRIPT', 'SANDBOX_BACKENDS',
            'git_argv', 'sandbox_env', 'RunResult', 'Sandbox', 'UnknownBackendError', 'register_sandbox_backend',
            'create_sandbox']
 
@@ -273,30 +277,114 @@ def _tool_list_dir(self, path:str='.')->ToolResult:
     out = '\n'.join(n + ('/' if d else '') for n, d in entries) or '(empty directory)'
     return ToolResult(out, info={'entries': len(entries)})
 
-# %% ../../nbs/10a_sandbox.ipynb #91bf899d
-ARCHIVE_SCRIPT = ('cd "$1" || exit 1; find . -mindepth 1 ! -type f ! -type d ! -type l -printf "knowlyr-skip:%P\\n" >&2; '
-                  'find . -mindepth 1 \\( -type f -o -type d -o -type l \\) -print0 | tar -c --null --no-recursion --format=gnu -f - -T -')
-UNPACK_SCRIPT = ('chmod -R u+rwX -- "$1" "$2" 2>/dev/null; find "$1" "$2" -mindepth 1 -delete 2>/dev/null; '
-                 'if [ -n "$(find "$1" -mindepth 1 -print -quit)" ]; then echo "could not empty the workspace" >&2; exit 1; fi; '
-                 'exec tar -x $3 -p --no-same-owner -C "$1" -f -')
+# %% ../../nbs/10a_sandbox.ipynb #da951d5f
+SNAPSHOT_CHUNK = 8 << 20    # bytes of file data per process run while snapshotting or restoring (the host holds a few times this)
+LIST_SCRIPT = ('cd "$1" || exit 1; find . -mindepth 1 ! -type f ! -type d ! -type l -printf "knowlyr-skip:%P\\n" >&2; '
+               'find . -mindepth 1 \\( -type f -o -type d -o -type l \\) -printf "%y %s %n %i %m %T@ %p\\0"')
+ARCHIVE_SCRIPT = 'cd "$1" || exit 1; exec tar -c --null --no-recursion --format=gnu -f - -T -'
+RANGE_SCRIPT = 'exec tail -c +"$2" -- "$1" | head -c "$3"'
+EMPTY_SCRIPT = ('chmod -R u+rwX -- "$1" "$2" 2>/dev/null; find "$1" "$2" -mindepth 1 -delete 2>/dev/null; '
+                'if [ -n "$(find "$1" -mindepth 1 -print -quit)" ]; then echo "could not empty the workspace" >&2; exit 1; fi')
+UNPACK_SCRIPT = 'exec tar -x -p --no-same-owner -C "$1" -f -'
+APPEND_SCRIPT = 'mkdir -p -- "${1%/*}" 2>/dev/null; if [ "$2" = 0 ]; then exec cat > "$1"; else exec cat >> "$1"; fi'
+CHMOD_SCRIPT = 'while [ $# -ge 3 ]; do chmod -- "$1" "$3" && touch -m -d "@$2" -- "$3" || exit 1; shift 3; done'
 
 @patch_to(Sandbox)
-def _archive(self)->tuple[bytes, list[str]]:
-    "(gzipped tar of the workspace, names of the special files left out), made inside the sandbox"
-    r = self._run(['sh', '-c', ARCHIVE_SCRIPT, 'sh', self._paths[0]], 300, merge=False, raw=True)
+def _inside(self, what:str, script:str, *args, stdin:bytes|None=None, raw:bool=False)->RunResult:
+    "Run one of the scripts above inside the sandbox; `SandboxError` naming `what` unless it succeeds"
+    r = self._run(['sh', '-c', script, 'sh', *args], 300, stdin=stdin, merge=False, raw=raw)
     if r.timed_out or r.exit_code != 0:
-        raise SandboxError(f"snapshot failed inside the sandbox (exit {r.exit_code}): {r.stderr.strip()[-300:]}")
+        raise SandboxError(f"{what} failed inside the sandbox (exit {r.exit_code}): {(r.stderr or r.output).strip()[-300:]}")
+    return r
+
+
+# %% ../../nbs/10a_sandbox.ipynb #d1e98f81
+class _Listed:
+    "One `find` line of `LIST_SCRIPT`: kind (b'f', b'd', b'l'), size, link count, inode, mode, mtime and the ./name"
+    def __init__(self, line:bytes):
+        k, size, nlink, ino, mode, mtime, self.name = line.split(b' ', 6)
+        self.kind, self.size, self.nlink, self.ino, self.mode, self.mtime = k, int(size), int(nlink), int(ino), int(mode, 8), int(float(mtime))
+    @property
+    def cost(self)->int: return 1536 + len(self.name) + (self.size if self.kind == b'f' else 0)   # bytes in a tar, about
+
+class _SandboxFile(io.RawIOBase):
+    "Reads one file inside the sandbox, `SNAPSHOT_CHUNK` bytes per run; always returns what is asked for until the end"
+    def __init__(self, sb, path:str, size:int): self.sb, self.path, self.size, self.pos, self.buf, self.at = sb, path, size, 0, b'', 0
+    def readable(self): return True
+    def read(self, n=-1):
+        n = self.size - self.pos + len(self.buf) if n is None or n < 0 else n
+        while len(self.buf) - self.at < n and self.pos < self.size:
+            want = min(SNAPSHOT_CHUNK, self.size - self.pos)
+            got = self.sb._inside('snapshot', RANGE_SCRIPT, self.path, str(self.pos + 1), str(want), raw=True).raw
+            if len(got) != want: raise SandboxError(f"snapshot: {self.path} changed while it was read ({len(got)} of {want} bytes at {self.pos})")
+            self.buf, self.at = self.buf[self.at:] + got, 0; self.pos += want
+        out = self.buf[self.at:self.at + n]; self.at += len(out)
+        return out
+
+
+# %% ../../nbs/10a_sandbox.ipynb #f0f08168
+@patch_to(Sandbox)
+def _archive(self)->tuple[bytes|Path, list[str]]:
+    "(gzipped tar of the workspace: bytes, or a temporary file when big; names of the special files left out), made inside the sandbox"
+    r = self._inside('snapshot', LIST_SCRIPT, self._paths[0], raw=True)
     skipped = [l[len('knowlyr-skip:'):] for l in r.stderr.splitlines() if l.startswith('knowlyr-skip:')]
-    return gzip.compress(r.raw, 1), skipped
+    out, first, batch, links, cost = ArchiveWriter(), {}, [], [], 0   # first: inode -> name of the first of its hard links
+    def flush():
+        nonlocal batch, links, cost
+        if batch:
+            raw = self._inside('snapshot', ARCHIVE_SCRIPT, self._paths[0], stdin=b'\0'.join(batch) + b'\0', raw=True).raw
+            with tarfile.open(fileobj=io.BytesIO(raw), mode='r:') as tf:
+                for m in tf: out.add(m, tf.extractfile(m) if m.isfile() else None)
+        for ti in links: out.add(ti)
+        batch, links, cost = [], [], 0
+    try:
+        for e in (_Listed(l) for l in r.raw.split(b'\0') if l):
+            linked = e.kind in (b'f', b'l') and e.nlink > 1           # a hard-linked file (or symlink)
+            if linked and e.ino in first:                              # a later name of it: written here, after its target
+                ti = tarfile.TarInfo(e.name.decode('utf-8', 'surrogateescape')); ti.type, ti.linkname = tarfile.LNKTYPE, first[e.ino]
+                ti.mode, ti.mtime = e.mode, e.mtime; links.append(ti); continue
+            if linked: first[e.ino] = e.name.decode('utf-8', 'surrogateescape')
+            if e.kind == b'f' and e.size > SNAPSHOT_CHUNK:              # a big file: read in pieces, never whole
+                flush()
+                ti = tarfile.TarInfo(e.name.decode('utf-8', 'surrogateescape')); ti.size, ti.mode, ti.mtime = e.size, e.mode, e.mtime
+                out.add(ti, _SandboxFile(self, f'{self._paths[0]}/{ti.name}', e.size)); continue
+            if cost + e.cost > SNAPSHOT_CHUNK: flush()
+            batch.append(e.name); cost += e.cost
+        flush()
+        return out.close(), skipped
+    except BaseException: out.discard(); raise
 
+
+# %% ../../nbs/10a_sandbox.ipynb #e71da334
 @patch_to(Sandbox)
-def _unpack(self, archive:bytes):
-    "Empty the workspace and /tmp, then unpack `archive` into the workspace, inside the sandbox"
-    z = '-z' if archive[:2] == b'\x1f\x8b' else ''
-    r = self._run(['sh', '-c', UNPACK_SCRIPT, 'sh', *self._paths, z], 300, stdin=archive, merge=False)
-    if r.timed_out or r.exit_code != 0:
-        raise SandboxError(f"restore failed inside the sandbox (exit {r.exit_code}): {(r.stderr or r.output).strip()[-300:]}")
+def _unpack(self, archive):
+    "Empty the workspace and /tmp, then unpack `archive` (bytes, a snapshot or a file) into the workspace, inside the sandbox"
+    ws, fixes = self._paths[0], []              # fixes: (mode, mtime, path) set once everything is in place
+    self._inside('restore', EMPTY_SCRIPT, *self._paths)
+    buf = io.BytesIO(); tar = tarfile.open(fileobj=buf, mode='w', format=tarfile.GNU_FORMAT)
+    def flush():
+        nonlocal buf, tar
+        tar.close()
+        if len(tar.members): self._inside('restore', UNPACK_SCRIPT, ws, stdin=buf.getbuffer())
+        buf = io.BytesIO(); tar = tarfile.open(fileobj=buf, mode='w', format=tarfile.GNU_FORMAT)
+    try:
+        with _open_archive(archive) as f, tarfile.open(fileobj=f, mode='r:*') as src:
+            for m in src:
+                if m.isfile() and m.size > SNAPSHOT_CHUNK:          # a big file: written in pieces, never whole
+                    flush(); data, path = src.extractfile(m), f"{ws}/{m.name}"
+                    for off in range(0, m.size, SNAPSHOT_CHUNK):
+                        self._inside('restore', APPEND_SCRIPT, path, str(off), stdin=data.read(SNAPSHOT_CHUNK))
+                    fixes.append((f'{m.mode & 0o7777:o}', str(int(m.mtime)), path)); continue
+                if m.isdir() and m.mode & 0o300 != 0o300:             # later runs write below it: owner-writable until the end
+                    fixes.append((f'{m.mode & 0o7777:o}', str(int(m.mtime)), f"{ws}/{m.name}")); m.mode |= 0o700
+                if buf.tell() + m.size > SNAPSHOT_CHUNK: flush()         # a batch holds at most SNAPSHOT_CHUNK bytes
+                tar.addfile(m, src.extractfile(m) if m.isfile() else None)
+    except (tarfile.TarError, EOFError, zlib_error) as e: raise SandboxError(f"restore: snapshot archive is not a readable tar ({type(e).__name__}: {e})") from None
+    flush()
+    for i in range(0, len(fixes), 300): self._inside('restore', CHMOD_SCRIPT, *[a for fx in fixes[i:i + 300] for a in fx])
 
+
+# %% ../../nbs/10a_sandbox.ipynb #21adbf30
 @patch_to(Sandbox)
 def _read_tmp(self, name:str, limit:int=1 << 20)->bytes:
     "A regular file from the sandbox's /tmp (e.g. a report a trusted runner left there), read after its processes are gone"
@@ -312,11 +400,13 @@ def snapshot(self)->SandboxSnapshot:
         return self._snapshot_of(*self._archive())
 
 @patch_to(Sandbox)
-def _snapshot_of(self, archive:bytes, skipped:list|None=None)->SandboxSnapshot:
+def _snapshot_of(self, archive:bytes|Path, skipped:list|None=None)->SandboxSnapshot:
+    "A snapshot of `archive` (bytes, or a temporary file the snapshot then owns) with this sandbox's environment"
     info = {'backend': self.backend, 'isolation': self.isolation, 'image': self.image, 'limits': asdict(self.limits),
-            'env': self.env, 'containment': dict(self.containment), 'created': time.time(), 'n_entries': check_archive(archive),
-            'skipped': list(skipped or [])}
-    return SandboxSnapshot(archive, info)
+            'env': self.env, 'containment': dict(self.containment), 'created': time.time(), 'skipped': list(skipped or [])}
+    snap = SandboxSnapshot(archive, info, temporary=isinstance(archive, Path))
+    info['n_entries'] = check_archive(snap)
+    return snap
 
 @patch_to(Sandbox)
 def restore(self, snapshot:SandboxSnapshot|str|Path):
@@ -324,8 +414,8 @@ def restore(self, snapshot:SandboxSnapshot|str|Path):
     with self._lock:
         if self._closed: raise SandboxError(f"{type(self).__name__} is closed")
         snap = snapshot if isinstance(snapshot, SandboxSnapshot) else SandboxSnapshot.load(snapshot)
-        check_archive(snap.archive, max_bytes=self.limits.disk_mb * 2**20)
-        self._unpack(snap.archive)
+        check_archive(snap, max_bytes=self.limits.disk_mb * 2**20)
+        self._unpack(snap)
 
 @patch_to(Sandbox)
 def reset(self):
@@ -335,17 +425,14 @@ def reset(self):
 @patch_to(Sandbox)
 def _start_from(self, template):
     "Unpack the template directory (trusted: the caller chose it) and remember it as the initial state"
-    archive = tar_directory(template)
-    if template is not None: self._unpack(archive)
-    self._initial = self._snapshot_of(gzip.compress(archive, 1))
+    w = ArchiveWriter()
+    try:
+        if template is not None: w.add_directory(template)
+        snap = self._snapshot_of(w.close())
+    except BaseException: w.discard(); raise
+    if template is not None: self._unpack(snap)
+    self._initial = snap
 
-
-# ## create_sandbox
-#
-# The front door. Backends are registered by name, as a class or a `"module:Class"` string imported on first use,
-# so `create_sandbox(backend="docker")` imports the docker SDK only then. `LocalSandbox` (bubblewrap) is the
-# default; examples of every tool are on its page. It fails closed: with no isolation available it raises
-# `SandboxUnavailableError` saying how to get some, instead of running the agent's commands on the host.
 
 # %% ../../nbs/10a_sandbox.ipynb #71d6417d
 class UnknownBackendError(UnknownNameError, ValueError):
