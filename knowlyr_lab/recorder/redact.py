@@ -93,7 +93,8 @@ def _on_start(i, a, b, flags, starts): starts.append(a)
 @lru_cache(maxsize=8)
 def _anchor_db(anchors:tuple, between:str, then:tuple):
     "Hyperscan database: an identifier holding an anchor, `between` characters, a `then` character; reports its leftmost start (None without hyperscan)"
-    try: import hyperscan as hs
+    try:
+        import hyperscan as hs
     except ImportError: return None
     cls = lambda chars: '[' + ''.join('\\x%02x' % ord(c) for c in chars) + ']'
     rx = f"{cls(_IDCH_STR)}*(?:{'|'.join(map(re.escape, anchors))}){cls(_IDCH_STR)}*{cls(between)}*{cls(''.join(then))}"
