@@ -295,7 +295,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
         p = R.path(path, 'snapshot') if path else None
         snap = s.snapshot()
         if p: p.parent.mkdir(parents=True, exist_ok=True); snap.save(p)
-        return {'action': 'save', 'path': str(p) if p else None, 'digest': snap.digest, 'files': len(snap.files())}
+        return {'action': 'save', 'path': str(p) if p else None, 'digest': snap.digest, 'files': sum(1 for _, m, _ in snap.members() if m.isfile() or m.islnk())}
 
     @app.tool()
     @_tool

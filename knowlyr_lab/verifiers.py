@@ -443,7 +443,7 @@ def verify(self, agent_files:dict)->Verdict:
 def verify_sandbox(self, sandbox)->Verdict:
     "The hidden tests' verdict on the regular files in `sandbox`'s workspace; its symlinks and special files are listed in `ignored`"
     files, special = {}, {}                      # one pass over the snapshot: regular files, and what is left out
-    for name, m, data in _archive_members(sandbox.snapshot().archive):
+    for name, m, data in _archive_members(sandbox.snapshot()):
         if data is not None: files[name] = data
         elif not m.isdir(): special[name] = f"a symlink (to {m.linkname!r}): not followed" if m.issym() else 'not a regular file'
     v = self.verify(files)
