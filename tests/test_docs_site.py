@@ -55,3 +55,16 @@ def test_log_formats_page_names_every_schema_field():
     fields = set().union(*(m.model_fields for m in (Trajectory, Step, Task, Outcome, TokenUsage, ToolCall, Observation, AgentInfo, Source)))
     assert fields - named == set(), f"fields missing from the page: {sorted(fields - named)}"
     assert named - fields == set(), f"names on the page that are not fields: {sorted(named - fields)}"
+
+def test_layering_no_page_imports_a_higher_page():
+    "tools/check_layering.py: no module imports (at the top or inside a function) a module of a higher-numbered page"
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, str(ROOT / 'tools' / 'check_layering.py')], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+def test_page_numbers_are_unique():
+    "Two pages never share a number and letter (10b twice made the order of the sandbox pages a guess)"
+    import collections
+    keys = collections.Counter(re.match(r'(\d+[a-z]*)_', p.name).group(1) for p in NBS.glob('*.ipynb') if re.match(r'\d', p.name))
+    assert not [k for k, n in keys.items() if n > 1], [k for k, n in keys.items() if n > 1]

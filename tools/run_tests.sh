@@ -20,8 +20,9 @@ step "docker engine for the docker flag (tools/docker_engine.py: reuse one, or s
 eval "$(python tools/docker_engine.py start)" || true
 trap 'summary; python tools/docker_engine.py stop' EXIT   # stops only a dockerd started here, by its pid
 
-step "notebook house rules (tools/lint_nbs.py)"
+step "notebook house rules (tools/lint_nbs.py) and layering (tools/check_layering.py: no import of a higher-numbered page)"
 python tools/lint_nbs.py
+python tools/check_layering.py
 
 step "ruff (F, B, I) on every .py and .ipynb"
 ruff check
