@@ -127,7 +127,8 @@ def check_fingerprint(p:EnvProbe, seed:int=0):
     tasks = env.list_tasks()
     if not tasks: return
     tid = tasks[min(1, len(tasks) - 1)]['id']
-    fps = {(_reset(p.new(), task=tid), p.made[-1].fingerprint)[1] for _ in range(2)}
+    def fingerprint_of_task(env): _reset(env, task=tid); return env.fingerprint
+    fps = {fingerprint_of_task(p.new()) for _ in range(2)}
     if len(fps) != 1: _fail(f"task {tid!r} reset twice gave fingerprints {sorted(fps)}: _task_content must depend only on the task")
 
 # %% ../nbs/08a_env_checker.ipynb #8f41d3bf
