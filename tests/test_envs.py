@@ -65,8 +65,10 @@ def test_sandbox_partial_credit_is_fraction_of_hidden_tests():
 
 def _sandbox_dirs(): return {p for p in Path(tempfile.gettempdir()).glob('knowlyr-*')}
 
-def test_sandbox_env_cleans_up_sandboxes_and_temp_dirs():
+def test_sandbox_env_cleans_up_sandboxes_and_temp_dirs(tmp_path, monkeypatch):
     import psutil
+    # this test's own temp root: a sandbox another xdist worker creates meanwhile in /tmp is not this env's leak
+    monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
     before, kids = _sandbox_dirs(), {p.pid for p in psutil.Process().children(recursive=True)}
     env = SandboxEnv()
     for s in range(4):
