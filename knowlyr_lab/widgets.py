@@ -21,7 +21,7 @@ from .core import InvalidActionError, KnowlyrError, TimeStep, parse_action
 from .plots import plot_step_rewards, plot_training_curves, reward_components
 from .registry import make
 from .trajectory import AgentInfo, Step, Trajectory
-from .wrappers import RecorderWrapper, RewardWrapper
+from .wrappers import RecorderWrapper, RewardWrapper, StepBudgetWrapper
 
 # %% auto #0
 __all__ = ['AGENT_KINDS', 'CURVE_KEYS', 'parse_typed_action', 'EnvSession', 'load_agent', 'EnvStepper', 'TrainingCurves',
@@ -48,13 +48,13 @@ class EnvSession:
     "An env episode driven one action at a time by an agent or by hand, recorded as a `Trajectory`"
     def __init__(self, env,                  # an AgentEnv or a registered env id
                  agent=None,                 # optional agent(observation, history) -> action
-                 reward_fn=None,             # optional step reward function (RewardWrapper protocol)
-                 max_episode_steps:int|None=None, # step budget per episode (None: the env's own)
+                 step_reward_fn=None,        # optional (step, RewardContext) -> float or (float, details), per step
+                 max_episode_steps:int|None=None, # step budget per episode, a `StepBudgetWrapper` (None: the env's own)
                 ):
         self.base = make(env) if isinstance(env, str) else env
-        if max_episode_steps is not None: self.base.max_episode_steps = max_episode_steps
-        inner = RewardWrapper(self.base, reward_fn) if reward_fn is not None else self.base
-        self.agent, self.reward_fn = agent, reward_fn
+        inner = StepBudgetWrapper(self.base, max_episode_steps) if max_episode_steps is not None else self.base
+        inner = RewardWrapper(inner, step_reward_fn) if step_reward_fn is not None else inner
+        self.agent, self.step_reward_fn = agent, step_reward_fn
         self.env = RecorderWrapper(inner, **_agent_info(agent))
         self.timestep, self.last_action, self._episode = None, None, (None, None)
 
@@ -149,12 +149,12 @@ class EnvStepper(W.VBox):
     "ipywidgets panel to step an agent (or a human) through an env with live rewards"
     def __init__(self, env,                 # an AgentEnv or a registered env id
                  agent=None,                # optional agent; without one, type tool calls (or pick one in the panel)
-                 reward_fn=None,            # optional step reward function with a rule/judge breakdown
+                 step_reward_fn=None,       # optional (step, RewardContext) -> float or (float, details), e.g. with a rule/judge breakdown
                  max_episode_steps:int|None=None, # step budget per episode (None: the env's own)
                  tasks:list|None=None,      # task ids for the picker (default: the env's)
                  plot:bool=True,            # redraw the reward curve after each action
                 ):
-        self.session = EnvSession(env, agent, reward_fn, max_episode_steps)
+        self.session = EnvSession(env, agent, step_reward_fn, max_episode_steps)
         ids = list(tasks) if tasks is not None else self.session.task_ids()
         self.task_picker = W.Dropdown(options=ids or ['(env default)'], description='task')
         self.seed = W.IntText(value=0, description='seed', layout=W.Layout(width='160px'))

@@ -1,4 +1,4 @@
-"""An invalid-action budget, wall-clock limits, reward injection and recording, each a thin layer that composes in any order.
+"""A step budget, an invalid-action budget, wall-clock limits, reward injection and recording, each a thin layer that composes in any order.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/wrappers.html.md"""
 
@@ -17,7 +17,8 @@ from .trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, 
 
 # %% auto #0
 __all__ = ['INFRA_ERRORS', 'EnvWrapper', 'InfrastructureError', 'register_infra_error', 'infra_failure',
-           'MaxInvalidActionsWrapper', 'TimeoutWrapper', 'RewardContext', 'RewardWrapper', 'RecorderWrapper']
+           'MaxInvalidActionsWrapper', 'StepBudgetWrapper', 'TimeoutWrapper', 'RewardContext', 'RewardWrapper',
+           'RecorderWrapper']
 
 # %% ../nbs/04_wrappers.ipynb #5fb5fb45
 def _forward(name):
@@ -97,6 +98,37 @@ class MaxInvalidActionsWrapper(EnvWrapper):
         self._over = ts.done
         return ts
 
+# %% ../nbs/04_wrappers.ipynb #9cee4337
+class StepBudgetWrapper(EnvWrapper):
+    "Truncate an episode after `max_episode_steps` steps (Gymnasium's `TimeLimit`): a caller's budget on top of the env's own"
+    def __init__(self, env,
+                 max_episode_steps:int): # steps per episode (>= 1), invalid actions included
+        super().__init__(env)
+        if isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, int) or max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps must be an int >= 1, got {max_episode_steps!r}")
+        self.budget, self.elapsed_steps, self._over = max_episode_steps, 0, False
+    @property
+    def max_episode_steps(self)->int:
+        "The budget in force: this wrapper's, or the env's own when that is smaller"
+        own = self.env.max_episode_steps
+        return min(self.budget, own) if own else self.budget
+    @max_episode_steps.setter
+    def max_episode_steps(self, v):
+        raise AttributeError(f"StepBudgetWrapper: the budget is fixed at {self.budget} (wrap the env again for another, or set the env's own on `unwrapped`)")
+    def reset(self, *, task=None, seed=None):
+        self.elapsed_steps, self._over = 0, False
+        return self.env.reset(task=task, seed=seed)
+    def step(self, action):
+        if self._over: raise EnvDoneError("the episode is over (step budget used up); call reset()")
+        ts = self.env.step(action)
+        self.elapsed_steps += 1
+        if self.elapsed_steps >= self.budget and not ts.done:
+            ts.truncated = True   # out of budget: not solved, unless the env's own verdict says otherwise (as `AgentEnv.step`)
+            ts.info = {'success': False, 'score': 0.0, 'reason': 'max_episode_steps', **ts.info,
+                       'truncated_by': 'max_episode_steps', 'max_episode_steps': self.budget}
+        self._over = ts.done
+        return ts
+
 # %% ../nbs/04_wrappers.ipynb #de046c62
 class TimeoutWrapper(EnvWrapper):
     "Truncate a step or an episode that runs longer than its wall-clock budget"
@@ -157,20 +189,22 @@ def _step_from(index, action, ts, t0=None, t1=None)->Step:
 
 # %% ../nbs/04_wrappers.ipynb #4ec2a00a
 class RewardWrapper(EnvWrapper):
-    "Replace (or add to) the env's step reward with `reward_fn(step, context)`"
-    def __init__(self, env, reward_fn:Callable, mode:str='replace'):
+    "Replace (or add to) the env's step reward with `step_reward_fn(step, context)`"
+    def __init__(self, env,
+                 step_reward_fn:Callable,  # (step, RewardContext) -> float or (float, details); optional reset(task) per episode
+                 mode:str='replace'):      # 'replace' the env's step reward, or 'add' to it
         super().__init__(env)
         if mode not in ('replace', 'add'): raise ValueError(f"mode must be 'replace' or 'add', not {mode!r}")
-        self.reward_fn, self.mode, self._steps, self._task = reward_fn, mode, [], Task()
+        self.step_reward_fn, self.mode, self._steps, self._task = step_reward_fn, mode, [], Task()
     def reset(self, *, task=None, seed=None):
         ts = self.env.reset(task=task, seed=seed)
         self._steps, self._task = [], as_task(ts.info.get('task'), domain=getattr(self, 'domain', None), env_id=getattr(self, 'env_id', None), fingerprint=ts.info.get('fingerprint'))
-        if hasattr(self.reward_fn, 'reset'): self.reward_fn.reset(self._task)
+        if hasattr(self.step_reward_fn, 'reset'): self.step_reward_fn.reset(self._task)
         return ts
     def step(self, action):
         ts = self.env.step(action)
         step = _step_from(len(self._steps), action, ts)
-        try: out = self.reward_fn(step, RewardContext(self._task, list(self._steps), ts, self.domain))
+        try: out = self.step_reward_fn(step, RewardContext(self._task, list(self._steps), ts, self.domain))
         except Exception as e: raise InfrastructureError(f"reward function failed at step {step.index}: {type(e).__name__}: {e}") from e
         r, details = (out if isinstance(out, tuple) else (out, {}))
         env_r = ts.reward

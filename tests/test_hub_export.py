@@ -165,9 +165,9 @@ def mixed():
     "`reward` holds the summed step rewards, as a log or an older record may"
     tasks = MazeEnv('easy').list_tasks()[:4]
     fn = make_reward_fn('generic')
-    good = collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, seed=0, reward_fn=fn, progress=False)
-    walk = collect('knowlyr/maze-easy', WalkThenSubmit, tasks=tasks * 2, seed=1, reward_fn=fn, progress=False)
-    rand = collect('knowlyr/maze-easy', RandomAgent(tools=['move', 'look']), tasks=tasks, seed=2, max_episode_steps=20, reward_fn=fn, progress=False)
+    good = collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, seed=0, step_reward_fn=fn, progress=False)
+    walk = collect('knowlyr/maze-easy', WalkThenSubmit, tasks=tasks * 2, seed=1, step_reward_fn=fn, progress=False)
+    rand = collect('knowlyr/maze-easy', RandomAgent(tools=['move', 'look']), tasks=tasks, seed=2, max_episode_steps=20, step_reward_fn=fn, progress=False)
     assert all(t.outcome.success for t in good) and all(t.outcome.success is False for t in walk) and not any(t.outcome.success for t in rand)
     trajs = [t.model_copy(update={'reward': sum(s.reward for s in t.steps)}) for t in good + walk + rand]
     assert max(t.reward for t in trajs[len(good):]) > max(t.reward for t in trajs[:len(good)])   # summed rewards favour the long failures

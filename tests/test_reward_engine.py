@@ -17,18 +17,18 @@ def _check(trajs):
         assert [round(s.reward, 12) for s in t.steps] == [round(s.reward, 12) for s in offline.steps], t.id
         assert all('rules' in s.reward_details for s in t.steps)
 
-def test_collect_threads_share_one_reward_fn():
+def test_collect_threads_share_one_step_reward_fn():
     list_envs()   # registry discovery is not thread-safe yet (registry.discover_envs sets its flag before importing)
     fn = make_reward_fn('generic')
-    trajs = collect('knowlyr/maze-easy', RandomAgent, 6, reward_fn=fn, n_workers=3, backend='thread', max_episode_steps=25, progress=False)
+    trajs = collect('knowlyr/maze-easy', RandomAgent, 6, step_reward_fn=fn, n_workers=3, backend='thread', max_episode_steps=25, progress=False)
     _check(trajs)
     assert len({t.task.id for t in trajs}) > 1
 
 @pytest.mark.slow
-def test_collect_processes_pickled_reward_fn():
+def test_collect_processes_pickled_step_reward_fn():
     fn = make_reward_fn('generic')
     assert pickle.loads(pickle.dumps(fn)).engine.config() == fn.engine.config()
-    trajs = collect('knowlyr/maze-easy', ExpertAgent, 4, reward_fn=fn, n_workers=2, backend='process', progress=False)
+    trajs = collect('knowlyr/maze-easy', ExpertAgent, 4, step_reward_fn=fn, n_workers=2, backend='process', progress=False)
     _check(trajs)
     assert all(t.outcome.success for t in trajs)
 
@@ -89,7 +89,7 @@ def test_reward_is_one_quantity_collected_or_rescored():
     "The same episode has the same `Trajectory.reward` whether written while collecting or by re-scoring its steps"
     from knowlyr_lab.reward.engine import score_trajectory
     from knowlyr_lab.trajectory import trajectory_score
-    trajs = collect('knowlyr/maze-easy', ExpertAgent(), 3, reward_fn=make_reward_fn('generic'), max_episode_steps=25, progress=False)
+    trajs = collect('knowlyr/maze-easy', ExpertAgent(), 3, step_reward_fn=make_reward_fn('generic'), max_episode_steps=25, progress=False)
     for t in trajs:
         rescored = score_trajectory(t, RewardEngine('generic'))
         assert t.reward is not None and rescored.reward == pytest.approx(t.reward), (t.reward, rescored.reward)

@@ -107,7 +107,7 @@ def test_judge_reward_in_process_workers(tmp_path):
         assert copy.judge_prompts(['Step to judge:\nStep 0: move'])[0].ok      # the copy has its own lock and client
         n0 = len(srv.requests)
         trajs = collect('knowlyr/maze-easy', ExpertAgent(), tasks=[f'maze-easy-4x4-s{s}' for s in range(4)], backend='process',
-                        n_workers=2, reward_fn=make_reward_fn('generic', judge=judge), progress=False)
+                        n_workers=2, step_reward_fn=make_reward_fn('generic', judge=judge), progress=False)
     steps = [s for t in trajs for s in t.steps]
     assert len(trajs) == 4 and all(t.outcome.success for t in trajs)
     assert len(srv.requests) - n0 == len(steps)                               # one judge call per step, made by the workers

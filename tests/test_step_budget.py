@@ -1,4 +1,5 @@
-"One step budget (issue #14): `max_episode_steps`, set by the env class, its spec or `make`, enforced by `AgentEnv.step`."
+"""One step budget attribute (issue #14): `max_episode_steps`, set by the env class, its spec or `make`, enforced by `AgentEnv.step`;
+a caller's budget for one run is a `StepBudgetWrapper` on top (issue #26, tests/test_step_budget_wrapper.py)."""
 import inspect
 
 import pytest
@@ -42,9 +43,10 @@ def test_every_env_has_one_budget_attribute(env_id):
         assert make(env_id, max_episode_steps=2).max_episode_steps == 2
     finally: env.close()
 
-def test_no_step_budget_wrapper():
+def test_one_step_budget_wrapper():
     assert not hasattr(knowlyr_lab.wrappers, 'MaxStepsWrapper')
     assert 'MaxStepsWrapper' not in dir(knowlyr_lab)
+    assert [n for n in knowlyr_lab.wrappers.__all__ if 'Step' in n] == ['StepBudgetWrapper']
 
 class Look:
     "Looks forever: only a step budget ends its episodes"

@@ -118,7 +118,7 @@ def test_harness_timeout_and_a_failed_judge_are_invalid_but_bad_actions_are_not(
     timed, = collect(SlowMaze, ExpertAgent, 1, step_timeout=0.05, progress=False)
     assert (timed.valid, timed.outcome.truncated) == (False, True) and timed.outcome.invalid.startswith('harness timeout')
     def judge(step, ctx): raise ConnectionRefusedError("judge endpoint 127.0.0.1:9 refused")
-    judged, = collect('knowlyr/maze-easy', ExpertAgent, 1, reward_fn=judge, progress=False)
+    judged, = collect('knowlyr/maze-easy', ExpertAgent, 1, step_reward_fn=judge, progress=False)
     assert not judged.valid and 'reward function failed' in judged.outcome.invalid
     bad, = collect('knowlyr/maze-easy', lambda: ScriptedAgent([{'tool': 'fly', 'params': {}}, 'gibberish', {'tool': 'submit', 'params': {}}]), 1,
                    progress=False)

@@ -14,7 +14,7 @@ def progress(step, ctx):
     return ctx.timestep.reward + (0.1 if ok else -0.1), {'rules': 0.1 if ok else -0.1, 'outcome': ctx.timestep.reward}
 
 def test_expert_maze_episode_by_clicks():
-    w = EnvStepper('knowlyr/maze-hard', ExpertAgent(), reward_fn=progress)
+    w = EnvStepper('knowlyr/maze-hard', ExpertAgent(), step_reward_fn=progress)
     w.task_picker.value = w.task_picker.options[4]
     w.reset_button.click()
     assert w.session.trajectory.task.id == w.task_picker.options[4]
@@ -68,7 +68,7 @@ def test_reset_clears_the_previous_episodes_reward_plot(monkeypatch):
     import knowlyr_lab.widgets as kw
     shown = []                                                   # what the plot area holds, as the Output would
     monkeypatch.setattr(kw, 'display', lambda fig: shown.append(len(fig.data[0].x) if fig.data else 0))
-    w = EnvStepper('knowlyr/maze-medium', ExpertAgent(), reward_fn=progress)
+    w = EnvStepper('knowlyr/maze-medium', ExpertAgent(), step_reward_fn=progress)
     monkeypatch.setattr(w.plot, 'clear_output', lambda wait=False: shown.clear())
     w.reset_button.click()
     for _ in range(3): w.step_button.click()
@@ -81,7 +81,7 @@ def test_reset_clears_the_previous_episodes_reward_plot(monkeypatch):
 def test_typed_invalid_tool_call_earns_no_reward():
     "#27: a typed invalid call earned +0.571 under the generic PRM ('new call' and 'no regression' credited an error)"
     from knowlyr_lab.reward.engine import make_reward_fn
-    w = EnvStepper('knowlyr/maze-medium', reward_fn=make_reward_fn('generic'), plot=False)
+    w = EnvStepper('knowlyr/maze-medium', step_reward_fn=make_reward_fn('generic'), plot=False)
     w.reset_button.click()
     for typed in ("jump(x=1)", "move(direction='up')"):
         w.action_text.value = typed; w.step_button.click()

@@ -93,9 +93,9 @@ class DemoConfig:
 def collect_demonstrations(cfg:DemoConfig, train:list[dict], out:Path, progress:bool=False)->dict:
     "Expert trajectories on every training task and random ones on the first `n_random_tasks`, step-scored; written to `out`"
     ids = [t['id'] for t in train]
-    expert = collect(cfg.env_id, ExpertAgent(), tasks=ids, seed=cfg.seed, reward_fn=make_reward_fn('generic'), progress=progress)
+    expert = collect(cfg.env_id, ExpertAgent(), tasks=ids, seed=cfg.seed, step_reward_fn=make_reward_fn('generic'), progress=progress)
     rand = collect(cfg.env_id, RandomAgent(), tasks=ids[:cfg.n_random_tasks], seed=cfg.seed, max_episode_steps=cfg.random_max_episode_steps,
-                   reward_fn=make_reward_fn('generic'), progress=progress)
+                   step_reward_fn=make_reward_fn('generic'), progress=progress)
     out.mkdir(parents=True, exist_ok=True)
     write_trajectories(expert + rand, out / 'trajectories.jsonl')
     return {'expert': expert, 'random': rand, 'path': out / 'trajectories.jsonl'}

@@ -138,7 +138,7 @@ def evaluate_agent(agent,                         # callable agent(observation, 
                    n_attempts:int=1,              # episodes per task (pass@k needs k <= n_attempts)
                    seeds:Sequence[int]|None=None, # `collect` run seed per attempt (default 0..n_attempts-1)
                    max_episode_steps:int|None=None, # step budget per episode (None: the env's own; `collect`)
-                   reward_fn=None,                # optional step reward function (RewardWrapper protocol)
+                   step_reward_fn=None,           # optional (step, RewardContext) -> float or (float, details), per step (`RewardWrapper`)
                    n_workers:int=1,               # parallel episodes (`collect`)
                    backend:str='thread',          # 'thread' | 'process' | 'ray' (`collect`)
                    name:str|None=None,            # name in reports (default: agent.name)
@@ -154,7 +154,7 @@ def evaluate_agent(agent,                         # callable agent(observation, 
     env = make(env_id) if isinstance(env_id, str) else env_id()
     suite = _task_list(env, tasks, n_tasks)
     env.close()
-    trajs = [t for s in seeds for t in collect(env_id, agent, len(suite), tasks=suite, seed=s, max_episode_steps=max_episode_steps, reward_fn=reward_fn,
+    trajs = [t for s in seeds for t in collect(env_id, agent, len(suite), tasks=suite, seed=s, max_episode_steps=max_episode_steps, step_reward_fn=step_reward_fn,
                                                 n_workers=n_workers, backend=backend, progress=progress, batch_size=batch_size)]
     res = EvalResult.from_trajectories(trajs, agent=name or getattr(agent, 'name', None),
                                        env_id=env_id if isinstance(env_id, str) else None, confidence=confidence)

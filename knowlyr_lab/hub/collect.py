@@ -27,7 +27,7 @@ from ..envs.remote import RemoteEnvError
 from ..registry import make
 from ..sandbox.base import SandboxError
 from ..trajectory import Source, Task, Trajectory, as_task, trajectory_score
-from ..wrappers import RecorderWrapper, RewardWrapper, TimeoutWrapper, infra_failure, register_infra_error
+from ..wrappers import RecorderWrapper, RewardWrapper, StepBudgetWrapper, TimeoutWrapper, infra_failure, register_infra_error
 
 # %% auto #0
 __all__ = ['FALLBACK_MAX_EPISODE_STEPS', 'episode_seed', 'acts_in_batches', 'run_episodes', 'run_episode', 'iter_collect',
@@ -49,10 +49,10 @@ def _budget(env, max_episode_steps)->int:
     if isinstance(b, bool) or not isinstance(b, int) or b < 1: raise ValueError(f"max_episode_steps must be an int >= 1 or None, got {b!r}")
     return b
 
-def _wrap(env, max_episode_steps=None, reward_fn=None, step_timeout=None, episode_timeout=None, agent_name='agent', model=None):
-    env.max_episode_steps = _budget(env, max_episode_steps)   # the one budget, enforced by `AgentEnv.step` (through any wrappers)
+def _wrap(env, max_episode_steps=None, step_reward_fn=None, step_timeout=None, episode_timeout=None, agent_name='agent', model=None):
+    env = StepBudgetWrapper(env, _budget(env, max_episode_steps))   # this call's budget, a layer: the env itself is not written
     if step_timeout or episode_timeout: env = TimeoutWrapper(env, step_timeout, episode_timeout)
-    if reward_fn is not None: env = RewardWrapper(env, reward_fn)
+    if step_reward_fn is not None: env = RewardWrapper(env, step_reward_fn)
     return RecorderWrapper(env, agent_name=agent_name, model=model)
 
 def _agent_info(agent)->tuple[str, str|None]:
@@ -62,6 +62,7 @@ def acts_in_batches(agent)->bool:
     "True when `agent` (or an agent class) acts on a batch of episodes at once (`act_batch`)"
     return callable(getattr(agent, 'act_batch', None))
 
+# %% ../../nbs/41_hub_collect.ipynb #814e6841
 def _step_messages(traj:Trajectory)->list[dict]:
     "Messages of the last step of `traj` alone, as `to_messages` renders them"
     return to_messages(Trajectory(id='x', steps=[traj.steps[-1]]))[1:]
@@ -101,11 +102,12 @@ class _Episode:
             self.history.extend(_step_messages(self.rec._traj))
         except Exception as e: self.fail(e)
 
+# %% ../../nbs/41_hub_collect.ipynb #8668bb7c
 def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reusable afterwards)
                  agent,                   # a batch agent (`act_batch`) for all, or a list with one agent per episode
                  jobs:list[tuple],        # (episode index or None, task or None, seed) per episode
-                 max_episode_steps:int|None=None, # step budget set on every env (None: the env's own)
-                 reward_fn:Callable|None=None, # step reward function (RewardWrapper)
+                 max_episode_steps:int|None=None, # step budget of every episode, a `StepBudgetWrapper` (None: the env's own)
+                 step_reward_fn:Callable|None=None, # (step, RewardContext) -> float or (float, details), per step (`RewardWrapper`)
                  step_timeout:float|None=None, episode_timeout:float|None=None,
                 )->list[Trajectory]:      # one trajectory per job, in order
     "Run episodes in lock-step: each turn every live episode gets one action (one `act_batch` call for a batch agent)"
@@ -113,39 +115,36 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
     if batched and not acts_in_batches(agent): raise TypeError(f"{agent!r} has no act_batch(): pass one agent per episode")
     agents = [agent] * len(jobs) if batched else list(agent)
     if not len(envs) == len(agents) == len(jobs): raise ValueError(f"need one env and one agent per job: {len(envs)} envs, {len(agents)} agents, {len(jobs)} jobs")
-    own = [e.max_episode_steps for e in envs]        # restored afterwards: this call's budget does not stick to the env
-    try:
-        eps = [_Episode(_wrap(e, max_episode_steps, reward_fn, step_timeout, episode_timeout, *_agent_info(a)), a, j) for e, a, j in zip(envs, agents, jobs)]
-        for ep in eps: ep.start()
-        while live := [ep for ep in eps if ep.live]:
-            if batched:
-                try:
-                    acts = agent.act_batch([ep.ts.observation for ep in live], [ep.history for ep in live])
-                    if len(acts) != len(live): raise AgentError(f"act_batch returned {len(acts)} actions for {len(live)} episodes")
-                except Exception as e:
-                    for ep in live: ep.fail(e)
-                    continue
-                usages = getattr(agent, 'batch_usage', None) or [None] * len(live)
-                agent.batch_usage = None
-                for ep, a, u in zip(live, acts, usages):
-                    if isinstance(a, BaseException): ep.fail(a)     # that episode's request failed: it alone fails
-                    else: ep.step(a, u)
-            else:
-                for ep in live:
-                    try: a = ep.agent(ep.ts.observation, ep.history)
-                    except Exception as e: ep.fail(e); continue
-                    u, ep.agent.usage = getattr(ep.agent, 'usage', None), None
-                    ep.step(a, u)
-        return [ep.finish() for ep in eps]
-    finally:
-        for e, b in zip(envs, own): e.max_episode_steps = b
+    eps = [_Episode(_wrap(e, max_episode_steps, step_reward_fn, step_timeout, episode_timeout, *_agent_info(a)), a, j) for e, a, j in zip(envs, agents, jobs)]
+    for ep in eps: ep.start()
+    while live := [ep for ep in eps if ep.live]:
+        if batched:
+            try:
+                acts = agent.act_batch([ep.ts.observation for ep in live], [ep.history for ep in live])
+                if len(acts) != len(live): raise AgentError(f"act_batch returned {len(acts)} actions for {len(live)} episodes")
+            except Exception as e:
+                for ep in live: ep.fail(e)
+                continue
+            usages = getattr(agent, 'batch_usage', None) or [None] * len(live)
+            agent.batch_usage = None
+            for ep, a, u in zip(live, acts, usages):
+                if isinstance(a, BaseException): ep.fail(a)     # that episode's request failed: it alone fails
+                else: ep.step(a, u)
+        else:
+            for ep in live:
+                try: a = ep.agent(ep.ts.observation, ep.history)
+                except Exception as e: ep.fail(e); continue
+                u, ep.agent.usage = getattr(ep.agent, 'usage', None), None
+                ep.step(a, u)
+    return [ep.finish() for ep in eps]
 
+# %% ../../nbs/41_hub_collect.ipynb #13f604e4
 def run_episode(env:AgentEnv,            # a fresh or reusable env (reset here)
                 agent,                   # the agent (hooks called if present)
                 task:dict|str|None=None, # task to reset to (None: the env's choice from the seed)
                 seed:int|None=None,      # episode seed (env reset and agent.seed)
                 episode:int|None=None,   # episode index, kept in metadata
-                **kw,                    # max_episode_steps, reward_fn, step_timeout, episode_timeout (`run_episodes`)
+                **kw,                    # max_episode_steps, step_reward_fn, step_timeout, episode_timeout (`run_episodes`)
                )->Trajectory:
     "Run one episode and return its trajectory (a failed one, with the error, if anything raises)"
     return run_episodes([env], [agent], [(episode, task, seed)], **kw)[0]
@@ -243,7 +242,7 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
                  n_episodes:int|None=None,  # number of episodes (default: one per task)
                  *, tasks:Iterable|None=None, # tasks (dicts or ids), cycled over episodes
                  max_episode_steps:int|None=None, # step budget of every episode (None: the env's own)
-                 reward_fn:Callable|None=None,
+                 step_reward_fn:Callable|None=None, # (step, RewardContext) -> float or (float, details), per step
                  step_timeout:float|None=None, episode_timeout:float|None=None,
                  seed:int=0,                # run seed; episode i uses episode_seed(seed, i)
                  n_workers:int=1,
@@ -256,7 +255,7 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
     "Run episodes and yield their trajectories as they finish"
     if backend not in ('thread', 'process', 'ray'): raise ValueError(f"backend must be 'thread', 'process' or 'ray', not {backend!r}")
     jobs = _jobs(n_episodes, tasks, seed)
-    kw = dict(max_episode_steps=max_episode_steps, reward_fn=reward_fn, step_timeout=step_timeout, episode_timeout=episode_timeout)
+    kw = dict(max_episode_steps=max_episode_steps, step_reward_fn=step_reward_fn, step_timeout=step_timeout, episode_timeout=episode_timeout)
     spec = (env, agent, env_kwargs, kw)
     size = batch_size or (32 if acts_in_batches(agent) else 1)
     if n_workers > 1: size = min(size, max(1, -(-len(jobs) // n_workers)))      # every worker gets work

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 from accelerate.utils import gather_object
+from fastcore.basics import patch
 
 from .base import BaseTrainer, ConfigError, TrainConfig, in_range, one_of
 from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chats
@@ -35,7 +36,7 @@ class GRPOConfig(TrainConfig):
     num_generations: int = 8               # G: episodes per task
     tasks_per_step: int = 4                # tasks (groups) per optimiser step
     max_steps: int = 20                    # optimiser steps: online runs this many; offline stops here unless num_epochs ends first (-1: epochs decide)
-    max_episode_steps: int = 20            # step budget of a rollout episode (set on each env, as `collect` does)
+    max_episode_steps: int = 20            # step budget of a rollout episode (`run_episodes` wraps each env in a `StepBudgetWrapper`)
     max_completion_length: int = 64        # new tokens per assistant turn; also dr_grpo's constant normaliser L_max
     temperature: float = 1.0               # sampling temperature (log-probs use the same)
     epsilon: float = 0.2                   # lower clip range
@@ -138,10 +139,11 @@ def groups_from_records(data, tools=None, system=None,
 class GRPOTrainer(BaseTrainer):
     "GRPO: online rollouts in an env, or offline exported groups"
     name = 'grpo'
-    def __init__(self, config:GRPOConfig, model=None, tokenizer=None, reward_fn=None, tools:list|None=None,
-                 system_prompt:str|None=None):
+    def __init__(self, config:GRPOConfig, model=None, tokenizer=None,
+                 episode_reward_fn=None,   # trajectory -> float, once per rollout episode (None: `trajectory_score`)
+                 tools:list|None=None, system_prompt:str|None=None):
         super().__init__(config, model, tokenizer)
-        self.reward_fn = reward_fn
+        self.episode_reward_fn = episode_reward_fn
         self.tools = tools if tools is not None else env_tools(config.tools_from_env or config.env_id)
         self.system_prompt = system_prompt or config.system_prompt
         self.ref_model, self.groups, self.epochs, self._batch, self._updates = None, None, config.num_epochs, None, []
@@ -150,91 +152,117 @@ class GRPOTrainer(BaseTrainer):
             for p in self.ref_model.parameters(): p.requires_grad_(False)
 
     def _logps(self, model, b):
+        "Per-token log-probs of the labels under `model` (logits at the sampling temperature) and their mask"
         logits = model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False).logits
         return token_logps(logits, b['labels'], self.config.temperature)
 
-    def plan(self)->list[list[tuple]]:
-        "Micro-batch specs (batch key, its groups, micro-batch index): offline, shuffled batches of groups per epoch; online, one per update"
-        c, it, gas = self.config, self.config.num_iterations, self.config.gradient_accumulation_steps
-        if self.groups is None:
-            return [[(('online', u), None, j) for u in range(max(1, c.max_steps // it)) for _ in range(it) for j in range(gas)]]
-        out = []
-        for e in range(self.epochs):
-            order = list(range(len(self.groups))); random.Random(c.seed + e).shuffle(order)
-            batches = [tuple(order[k:k + c.tasks_per_step]) for k in range(0, len(order), c.tasks_per_step)]
-            out.append([(('offline', e, bi), b, j) for bi, b in enumerate(batches) for _ in range(it) for j in range(gas)])
-        return out
+# %% ../../nbs/66_trainer_grpo.ipynb #fadb7a41
+@patch
+def plan(self:GRPOTrainer)->list[list[tuple]]:
+    "Micro-batch specs (batch key, its groups, micro-batch index): offline, shuffled batches of groups per epoch; online, one per update"
+    c, it, gas = self.config, self.config.num_iterations, self.config.gradient_accumulation_steps
+    if self.groups is None:
+        return [[(('online', u), None, j) for u in range(max(1, c.max_steps // it)) for _ in range(it) for j in range(gas)]]
+    out = []
+    for e in range(self.epochs):
+        order = list(range(len(self.groups))); random.Random(c.seed + e).shuffle(order)
+        batches = [tuple(order[k:k + c.tasks_per_step]) for k in range(0, len(order), c.tasks_per_step)]
+        out.append([(('offline', e, bi), b, j) for bi, b in enumerate(batches) for _ in range(it) for j in range(gas)])
+    return out
 
-    @torch.no_grad()
-    def _prepare(self, key:tuple, gidx:tuple|None)->dict:
-        "A batch of groups as this process's tensors, with advantages, old (and reference) log-probs and rewards"
-        c, acc = self.config, self.accelerator
-        groups = [self.groups[i] for i in gidx] if key[0] == 'offline' else self._online_groups(key[1])
-        sizes = [len(g) for g in groups]
-        b, A, rewards, valid = _group_tensors(self, [m for g in groups for m in g], sizes)
-        # DDP: every process holds the whole batch (advantages need whole groups) and trains on its slice of the sequences (rows)
-        idx, w = self._shard(list(range(A.shape[0])))
-        b = {k: v[idx].to(acc.device) for k, v in b.items()}
-        b['A'] = A[idx].to(acc.device)
-        was = self.model.training; self.model.eval()
-        try:
-            b['old'], b['mask'] = self._logps(self.model, b)
-            b['mask'] = b['mask'] * b['valid'][:, None]          # invalid episodes train nothing (neither advantage nor KL)
-            if c.use_recorded_logprobs:                         # the behaviour policy's own log-probs, as the recording proxy saw them sampled
-                b['old'] = torch.where(b['has_recorded'][:, None], b['recorded_old'] * b['mask'], b['old'])
-            if c.beta > 0:
-                if c.use_lora:
-                    with acc.unwrap_model(self.model).disable_adapter(): b['ref'], _ = self._logps(self.model, b)
-                else: b['ref'], _ = self._logps(self.ref_model, b)
-        finally: self.model.train(was)
-        parts = [list(range(len(idx)))[j::c.gradient_accumulation_steps] for j in range(c.gradient_accumulation_steps)]
-        return {'key': key, 'tensors': b, 'weight': w, 'parts': parts, 'rewards': rewards[valid], 'invalid': invalid_counts(valid, sizes)}
+# %% ../../nbs/66_trainer_grpo.ipynb #9284aa79
+@patch
+@torch.no_grad()
+def _prepare(self:GRPOTrainer, key:tuple, gidx:tuple|None)->dict:
+    "A batch of groups as this process's tensors, with advantages, old (and reference) log-probs and rewards"
+    c, acc = self.config, self.accelerator
+    groups = [self.groups[i] for i in gidx] if key[0] == 'offline' else self._online_groups(key[1])
+    sizes = [len(g) for g in groups]
+    b, A, rewards, valid = _group_tensors(self, [m for g in groups for m in g], sizes)
+    # DDP: every process holds the whole batch (advantages need whole groups) and trains on its slice of the sequences (rows)
+    idx, w = self._shard(list(range(A.shape[0])))
+    b = {k: v[idx].to(acc.device) for k, v in b.items()}
+    b['A'] = A[idx].to(acc.device)
+    was = self.model.training; self.model.eval()
+    try:
+        b['old'], b['mask'] = self._logps(self.model, b)
+        b['mask'] = b['mask'] * b['valid'][:, None]          # invalid episodes train nothing (neither advantage nor KL)
+        if c.use_recorded_logprobs:                         # the behaviour policy's own log-probs, as the recording proxy saw them sampled
+            b['old'] = torch.where(b['has_recorded'][:, None], b['recorded_old'] * b['mask'], b['old'])
+        if c.beta > 0:
+            if c.use_lora:
+                with acc.unwrap_model(self.model).disable_adapter(): b['ref'], _ = self._logps(self.model, b)
+            else: b['ref'], _ = self._logps(self.ref_model, b)
+    finally: self.model.train(was)
+    parts = [list(range(len(idx)))[j::c.gradient_accumulation_steps] for j in range(c.gradient_accumulation_steps)]
+    return {'key': key, 'tensors': b, 'weight': w, 'parts': parts, 'rewards': rewards[valid], 'invalid': invalid_counts(valid, sizes)}
 
-    def micro_batch(self, spec:tuple)->dict:
-        key, gidx, j = spec
-        if self._batch is None or self._batch['key'] != key: self._batch = self._prepare(key, gidx)
-        p, c = self._batch, self.config
-        rows = p['parts'][j] or [0]                       # an empty part trains a stand-in with weight 0
-        mb = {k: v[rows] for k, v in p['tensors'].items()}
-        n = {'grpo': len(rows), 'dr_grpo': len(rows) * c.max_completion_length}.get(c.loss_type, mb['mask'].sum().item())
-        return {**mb, 'count': n, 'weight': p['weight'] if p['parts'][j] else 0.0, 'tokens': int(mb['attention_mask'].sum())}
+# %% ../../nbs/66_trainer_grpo.ipynb #e96d3471
+@patch
+def micro_batch(self:GRPOTrainer, spec:tuple)->dict:
+    "Micro-batch `j` of a batch (prepared when the batch first comes up): its rows, the loss's normaliser and weight"
+    key, gidx, j = spec
+    if self._batch is None or self._batch['key'] != key: self._batch = self._prepare(key, gidx)
+    p, c = self._batch, self.config
+    rows = p['parts'][j] or [0]                       # an empty part trains a stand-in with weight 0
+    mb = {k: v[rows] for k, v in p['tensors'].items()}
+    n = {'grpo': len(rows), 'dr_grpo': len(rows) * c.max_completion_length}.get(c.loss_type, mb['mask'].sum().item())
+    return {**mb, 'count': n, 'weight': p['weight'] if p['parts'][j] else 0.0, 'tokens': int(mb['attention_mask'].sum())}
 
-    def compute_loss(self, b:dict)->tuple:
-        c = self.config
-        lp, _ = self._logps(self.model, b)
-        loss, met = grpo_loss(lp, b['old'], b['A'], b['mask'], c.epsilon, c.epsilon_high, c.beta, b.get('ref'), c.loss_type,
-                              max_completion_length=c.max_completion_length, reduction='sum')
-        tok = b['mask'].sum().item()
-        return loss, {'completion_tokens': tok, **{k: v * tok for k, v in met.items()}}
+# %% ../../nbs/66_trainer_grpo.ipynb #4c99adc9
+@patch
+def compute_loss(self:GRPOTrainer, b:dict)->tuple:
+    "The summed clipped GRPO loss of a micro-batch, with its metrics weighted by completion tokens"
+    c = self.config
+    lp, _ = self._logps(self.model, b)
+    loss, met = grpo_loss(lp, b['old'], b['A'], b['mask'], c.epsilon, c.epsilon_high, c.beta, b.get('ref'), c.loss_type,
+                          max_completion_length=c.max_completion_length, reduction='sum')
+    tok = b['mask'].sum().item()
+    return loss, {'completion_tokens': tok, **{k: v * tok for k, v in met.items()}}
 
-    def step_metrics(self, sums:dict, count:float)->dict:
-        tok, r = max(sums['completion_tokens'], 1), self._batch['rewards']   # rewards of the valid members
-        return {'loss': sums['loss'] / max(count, 1e-12), 'reward': r.mean().item() if len(r) else float('nan'), 'reward_std': r.std().item() if len(r) > 1 else 0.0,
-                'n_invalid': self._batch['invalid']['n_invalid'],
-                'completion_tokens': int(sums['completion_tokens']), 'mode': self._batch['key'][0],
-                **{k: sums[k] / tok for k in ('kl', 'clip_ratio') if k in sums}}
+# %% ../../nbs/66_trainer_grpo.ipynb #0d36bce5
+@patch
+def step_metrics(self:GRPOTrainer, sums:dict, count:float)->dict:
+    "One optimiser step's log row: the loss, the valid members' reward mean and spread, invalid members, KL and clipping"
+    tok, r = max(sums['completion_tokens'], 1), self._batch['rewards']   # rewards of the valid members
+    return {'loss': sums['loss'] / max(count, 1e-12), 'reward': r.mean().item() if len(r) else float('nan'), 'reward_std': r.std().item() if len(r) > 1 else 0.0,
+            'n_invalid': self._batch['invalid']['n_invalid'],
+            'completion_tokens': int(sums['completion_tokens']), 'mode': self._batch['key'][0],
+            **{k: sums[k] / tok for k in ('kl', 'clip_ratio') if k in sums}}
 
-    def on_step_end(self, row:dict):
-        "Keep one row per batch (its last iteration's): what `train` and `train_offline` return"
-        key = self._batch['key']
-        if self._updates and self._updates[-1][0] == key: self._updates[-1] = (key, row)
-        else: self._updates.append((key, row))
+# %% ../../nbs/66_trainer_grpo.ipynb #0df22c4e
+@patch
+def on_step_end(self:GRPOTrainer, row:dict):
+    "Keep one row per batch (its last iteration's): what `train` and `train_offline` return"
+    key = self._batch['key']
+    if self._updates and self._updates[-1][0] == key: self._updates[-1] = (key, row)
+    else: self._updates.append((key, row))
 
-    def extra_state(self)->dict: return {'batch': self._batch} if self._batch is not None else {}
-    def load_extra_state(self, d:dict): self._batch = d.get('batch')
+@patch
+def extra_state(self:GRPOTrainer)->dict:
+    "The current batch, saved with each checkpoint"
+    return {'batch': self._batch} if self._batch is not None else {}
 
-    def train_offline(self, data, num_epochs:int|None=None, stop_at:int|None=None)->list[dict]:
-        "Offline GRPO over exported groups (off-policy approximation: old = policy at the start of each batch); one row per batch"
-        self.drift_rows = []
-        self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids, self.drift_rows)
-        self.epochs = num_epochs or self.config.num_epochs
-        if not self.groups: raise DataFormatError("no groups in the offline data")
-        self._updates = []
-        BaseTrainer.train(self, stop_at)
-        return [r for _, r in self._updates]
+@patch
+def load_extra_state(self:GRPOTrainer, d:dict):
+    "Restore the batch a checkpoint was saved in"
+    self._batch = d.get('batch')
+
+# %% ../../nbs/66_trainer_grpo.ipynb #157041fb
+@patch
+def train_offline(self:GRPOTrainer, data, num_epochs:int|None=None, stop_at:int|None=None)->list[dict]:
+    "Offline GRPO over exported groups (off-policy approximation: old = policy at the start of each batch); one row per batch"
+    self.drift_rows = []
+    self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids, self.drift_rows)
+    self.epochs = num_epochs or self.config.num_epochs
+    if not self.groups: raise DataFormatError("no groups in the offline data")
+    self._updates = []
+    BaseTrainer.train(self, stop_at)
+    return [r for _, r in self._updates]
 
 # %% ../../nbs/66_trainer_grpo.ipynb #33093f29
-def _rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
+@patch
+def rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
     "G recorded episodes per env seed, sampled from the current policy (the library's one rollout engine)"
     from knowlyr_lab.hub.collect import run_episodes
     from knowlyr_lab.registry import make
@@ -250,14 +278,18 @@ def _rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
     try: trajs = run_episodes([env() for _ in jobs], agent, jobs, max_episode_steps=c.max_episode_steps)
     finally: self.model.train(was)
     return [trajs[k:k + G] for k in range(0, len(trajs), G)]
-GRPOTrainer.rollout = _rollout
 
+# %% ../../nbs/66_trainer_grpo.ipynb #6fa4ef83
+@patch
 def _score(self:GRPOTrainer, t:Trajectory)->dict:
+    "A rollout as a group member: its chat, validity and reward (`episode_reward_fn`, else `trajectory_score`; 0 when invalid)"
     ch = to_chat(t, system=self.system_prompt, tools=self.tools)
     ch['valid'] = t.valid                     # an infrastructure failure: no reward to compute, left out of the group's baseline
-    ch['reward'] = 0.0 if not t.valid else float(self.reward_fn(t)) if self.reward_fn is not None else trajectory_score(t)
+    ch['reward'] = 0.0 if not t.valid else float(self.episode_reward_fn(t)) if self.episode_reward_fn is not None else trajectory_score(t)
     return ch
 
+# %% ../../nbs/66_trainer_grpo.ipynb #bacd31ac
+@patch
 def _online_groups(self:GRPOTrainer, u:int)->list[list[dict]]:
     "Update u's groups: its tasks rolled out by the current policy and scored (split across processes, gathered in task order)"
     c = self.config
@@ -268,7 +300,9 @@ def _online_groups(self:GRPOTrainer, u:int)->list[list[dict]]:
     if n > 1: groups = [g for _, g in sorted(gather_object(list(zip(mine, groups))), key=lambda p: p[0])]
     return groups
 
-def _train_online(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
+# %% ../../nbs/66_trainer_grpo.ipynb #eab7a825
+@patch
+def train(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
     "Online GRPO: rollout -> score -> update, for max_steps optimiser steps; one row per update"
     c = self.config
     if not c.env_id: raise ValueError("online GRPO needs config.env_id (or use train_offline)")
@@ -276,6 +310,3 @@ def _train_online(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
     self.groups, self._updates = None, []
     BaseTrainer.train(self, stop_at)
     return [r for _, r in self._updates]
-GRPOTrainer._online_groups = _online_groups
-GRPOTrainer._score = _score
-GRPOTrainer.train = _train_online

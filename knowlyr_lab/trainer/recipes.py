@@ -64,7 +64,7 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                 beta:float=0.05,              # k3 KL to the warm start (keeps pulling when a batch has no reward signal)
                 max_episode_steps:int=4, max_completion_length:int=40,
                 task_seed_offset:int=1_000_000, # first env seed of the GRPO tasks
-                reward_fn=None,               # trajectory -> reward (default: trajectory_score)
+                episode_reward_fn=None,       # trajectory -> float, once per episode (default: trajectory_score)
                 seed:int=0, output_dir=None)->dict: # {'before', 'after', 'comparison', 'curve', 'seconds', 'trainer'}
     "Greedy held-out evaluation of a policy, online GRPO from it, the same evaluation again; paired comparison by task"
     from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent
@@ -84,7 +84,7 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                      max_completion_length=max_completion_length, temperature=temperature, learning_rate=learning_rate, lr_scheduler='constant',
                      loss_type=loss_type, max_invalid_actions=max_invalid_actions, beta=beta, system_prompt=card.get('system_prompt'),
                      seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision='no', logging_steps=1000)
-    tr = GRPOTrainer(cfg, base.model, base.tokenizer, reward_fn=reward_fn, tools=card.get('tools') or [])
+    tr = GRPOTrainer(cfg, base.model, base.tokenizer, episode_reward_fn=episode_reward_fn, tools=card.get('tools') or [])
     curve = [r['reward'] for r in tr.train()]
     after = measure(tr.accelerator.unwrap_model(tr.model), 'after GRPO')
     return {'before': before, 'after': after, 'comparison': compare_agents(after, before, metric='success'), 'curve': curve,
