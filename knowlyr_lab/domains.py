@@ -11,7 +11,7 @@ from enum import Enum
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from .registries import Registry, UnknownNameError
 
@@ -52,7 +52,7 @@ class DomainProfile(BaseModel):
     outcome: OutcomeSpec = Field(default_factory=OutcomeSpec)
     task_fields: dict[str, str] = Field(default_factory=dict)
     rubric_weights: dict[str, float] = Field(default_factory=dict)
-    step_budget: int = 20
+    target_steps: int = Field(20, validation_alias=AliasChoices('target_steps', 'step_budget'))  # steps a competent agent needs (YAML from before the rename may say step_budget)
 
     def tool(self, name:str)->ToolSpec|None:
         "The tool called `name` (or aliased so), if the domain has it"
@@ -95,7 +95,7 @@ R, W, S, X, N, SU, T = (ToolCategory.READ, ToolCategory.WRITE, ToolCategory.SEAR
 def _t(name, cat, key='', aliases=(), desc=''): return ToolSpec(name=name, category=cat, stateful_key=key, aliases=list(aliases), description=desc)
 
 BUILTIN_DOMAINS = {p.domain: p for p in [
-    DomainProfile(domain='coding', display_name='Code Agent', step_budget=15,
+    DomainProfile(domain='coding', display_name='Code Agent', target_steps=15,
         tools=[_t('file_read', R, 'path', ['read_file', 'Read', 'cat', 'view'], 'Read a file'),
                _t('file_write', W, 'path', ['write_file', 'Write', 'create'], 'Write a whole file'),
                _t('edit_file', W, 'path', ['Edit', 'str_replace', 'sed', 'str_replace_editor'], 'Replace an exact string in a file'),
@@ -110,28 +110,28 @@ BUILTIN_DOMAINS = {p.domain: p for p in [
         outcome=OutcomeSpec(success_field='success', score_field='tests_passed', total_field='tests_total'),
         task_fields={'repo': 'repository (owner/repo or a bundled task folder)', 'base_commit': 'commit to start from',
                      'test_command': 'command that runs the tests', 'language': 'programming language'}),
-    DomainProfile(domain='browser', display_name='Browser Agent', step_budget=20,
+    DomainProfile(domain='browser', display_name='Browser Agent', target_steps=20,
         tools=[_t('click', W, 'element_id'), _t('type_text', W, 'element_id'), _t('navigate', N, 'url', ['goto']),
                _t('screenshot', R), _t('scroll', N), _t('wait', R), _t('extract_text', R), _t('select', W, 'element_id'),
                _t('submit', SU)],
         terminal_tools=['submit'], task_fields={'url': 'start URL', 'expected_result': 'what a correct end state shows'}),
-    DomainProfile(domain='conversation', display_name='Conversation Agent', step_budget=8,
+    DomainProfile(domain='conversation', display_name='Conversation Agent', target_steps=8,
         tools=[_t('respond', W, '', [], 'Reply to the user'), _t('query_stats', R, 'metric'), _t('send_message', W, 'recipient'),
                _t('delegate', X, 'assignee'), _t('web_search', S, 'query'), _t('create_note', W, 'title'), _t('think', T)],
         terminal_tools=['respond'], task_fields={'context': 'conversation context', 'role': 'the agent role', 'style': 'expected tone'}),
-    DomainProfile(domain='engineering', display_name='Engineering Agent', step_budget=12,
+    DomainProfile(domain='engineering', display_name='Engineering Agent', target_steps=12,
         tools=[_t('read_file', R, 'path', ['file_read', 'Read', 'cat']), _t('grep', S, 'pattern', ['search', 'Grep']),
                _t('git', X), _t('knowledge_base', R, 'query'), _t('bash', X, '', ['shell', 'Bash']), _t('think', T),
                _t('submit', SU), _t('finish', SU)],
         terminal_tools=['submit', 'finish'], task_fields={'repo': 'repository', 'ticket': 'engineering ticket'}),
-    DomainProfile(domain='advisory', display_name='Advisory Agent', step_budget=8,
+    DomainProfile(domain='advisory', display_name='Advisory Agent', target_steps=8,
         tools=[_t('respond', W), _t('knowledge_base', R, 'query'), _t('web_search', S, 'query'), _t('create_note', W, 'title'),
                _t('think', T), _t('submit', SU), _t('finish', SU)],
         terminal_tools=['submit', 'finish'], task_fields={'client': 'who is advised', 'question': 'the question'}),
-    DomainProfile(domain='discussion', display_name='Discussion Agent', step_budget=8,
+    DomainProfile(domain='discussion', display_name='Discussion Agent', target_steps=8,
         tools=[_t('respond', W), _t('knowledge_base', R, 'query'), _t('think', T), _t('submit', SU)],
         terminal_tools=['respond', 'submit'], task_fields={'topic': 'discussion topic', 'stance': 'position to take'}),
-    DomainProfile(domain='generic', display_name='Generic Tool-Use Agent', step_budget=20,
+    DomainProfile(domain='generic', display_name='Generic Tool-Use Agent', target_steps=20,
         tools=[_t('submit', SU), _t('finish', SU), _t('think', T)], terminal_tools=['submit', 'finish']),
 ]}
 

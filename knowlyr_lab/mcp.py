@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
@@ -28,13 +29,27 @@ from pydantic import Field
 
 from .commands import missing_extra, run_cli
 from .core import KnowlyrError
+from .hub.export import DatasetExporter
+from .hub.pipeline import Pipeline, PipelineConfig
+from .recorder.base import ConversionReport
+from .recorder.convert import convert, diff_trajectories, validate
+from .reward.cli import calibrate_engine as _calibrate
+from .reward.engine import RewardEngine
+from .reward.engine import score_trajectory as _score
+from .reward.judge import list_rubrics as _list_rubrics
+from .reward.preferences import build_preferences as _build_prefs
+from .reward.preferences import reward_leaderboard as _leaderboard
+from .sandbox.base import SandboxLimits
+from .sandbox.core import Sandbox
+from .sandbox.core import create_sandbox as _create
+from .sandbox.replay import replay_trajectory as _replay
 from .trajectory import Trajectory, parse_trajectory, read_trajectories, trajectory_schema, write_trajectories
 
 # %% auto #0
-__all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerRoot', 'described', 'SandboxCreated', 'ToolCallResult',
-           'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult', 'ConversionResult', 'ValidationResult',
-           'DiffResult', 'ScoreResult', 'PreferencesResult', 'CalibrationResult', 'load_trajectory', 'build_server',
-           'serve_http', 'main']
+__all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerRoot', 'ServerState', 'described', 'SandboxCreated',
+           'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult', 'ConversionResult',
+           'ValidationResult', 'DiffResult', 'ScoreResult', 'PreferencesResult', 'CalibrationResult', 'load_trajectory',
+           'build_server', 'serve_http', 'main']
 
 # %% ../nbs/95_mcp.ipynb #b35b24ee
 if TYPE_CHECKING:
@@ -58,6 +73,25 @@ class ServerRoot:
         if must_exist and not r.exists(): raise FileNotFoundError(f"{what} {p} does not exist")
         return r
     def __repr__(self): return f"ServerRoot({str(self.root)!r})"
+
+# %% ../nbs/95_mcp.ipynb #743ca00d
+class ServerState(ServerRoot):
+    "What the tools of one server share: its root, the allowed sandbox templates, the open sandboxes (at most `max_sandboxes`)"
+    def __init__(self, root=None,             # the root directory (None: a fresh temporary directory, removed at exit)
+                 templates:dict|None=None,    # allowed sandbox templates {name: directory}
+                 max_sandboxes:int=8):        # most sandboxes open at once
+        super().__init__(root)
+        self.templates = {}
+        for k, d in (templates or {}).items():
+            if not Path(d).is_dir(): raise ValueError(f"template {k!r}: {d} is not a directory")
+            self.templates[k] = Path(d).resolve()
+        self.max_sandboxes, self.sandboxes, self.lock = max_sandboxes, {}, threading.Lock()
+
+    def sandbox(self, sid:str):
+        "The open sandbox `sid`; KeyError naming the open ones when there is none"
+        with self.lock:
+            if sid not in self.sandboxes: raise KeyError(f"no sandbox {sid!r}; open ones: {sorted(self.sandboxes) or 'none'}")
+            return self.sandboxes[sid]
 
 # %% ../nbs/95_mcp.ipynb #a0df61d9
 def _docs(obj)->dict:
@@ -104,6 +138,7 @@ def described(*sources, rename:dict|None=None):
         sig = inspect.signature(fn, eval_str=True)
         params, fn.doc_issues = [], []
         for name, p in sig.parameters.items():
+            if p.annotation is ServerState: params.append(p); continue   # bound by `build_server`: a client never sees it
             a = api.get(rename.get(name, name)) if rename.get(name, name) is not None else None
             if a and name in own and f"{fn.__name__}.{name}" not in CLIENT_TEXT and name not in CLIENT_TEXT: fn.doc_issues.append(f"{fn.__name__}.{name}: documented here and in the Python API (the API's text is used)")
             desc = CLIENT_TEXT.get(f"{fn.__name__}.{name}") or CLIENT_TEXT.get(name) or a or own.get(name)
@@ -191,7 +226,221 @@ def _pipeline_call(out:Path, fn):
             (out/'pipeline.json').unlink()            # the failed call's settings must not bind the corrected retry
         raise
 
-# %% ../nbs/95_mcp.ipynb #c00a033d
+# %% ../nbs/95_mcp.ipynb #fa654513
+_TOOLS = []   # the server's tools, in the order clients list them
+
+def _server_tool(*sources, rename:dict|None=None):
+    "Decorator: a tool of the server, described from `sources`, its caller errors made `ToolError`s, listed in `_TOOLS`"
+    def deco(fn):
+        _TOOLS.append(_tool(described(*sources, rename=rename)(fn)))
+        return fn
+    return deco
+
+# %% ../nbs/95_mcp.ipynb #2386f29b
+@_server_tool(_create, SandboxLimits, rename={'timeout': 'wall_timeout', 'workspace': None})
+def create_sandbox(srv:ServerState, backend:Literal['local', 'docker']='local',
+                                    workspace:str|None=None, # name of an allowed template, or a directory inside the server root, copied into the workspace
+                                    image:str|None=None, timeout:float=30.0)->SandboxCreated:
+    "Create an isolated sandbox ('local' bubblewrap or 'docker'), optionally from a template"
+    src = None
+    if workspace is not None:
+        if workspace in srv.templates: src = srv.templates[workspace]
+        else:
+            try: src = srv.path(workspace, 'workspace', must_exist=True)
+            except ValueError: raise ValueError(f"workspace {workspace!r} is not an allowed template ({', '.join(sorted(srv.templates)) or 'none given'}) "
+                                                f"and is outside the server root {srv.root}") from None
+            if not src.is_dir(): raise ValueError(f"workspace {workspace!r} is not a directory")
+    with srv.lock:
+        if len(srv.sandboxes) >= srv.max_sandboxes: raise ValueError(f"{len(srv.sandboxes)} sandboxes are open (the most this server allows); close one first")
+    s = _create(backend, image=image, workspace=src, limits={'wall_timeout': timeout})
+    sid = f"sb-{uuid.uuid4().hex[:10]}"
+    with srv.lock: srv.sandboxes[sid] = s
+    return {'sandbox_id': sid, 'backend': s.backend, 'isolation': s.isolation, 'uid': s.uid, 'containment': dict(s.containment), 'tools': s.available_tools}
+
+# %% ../nbs/95_mcp.ipynb #088339bd
+@_server_tool(Sandbox.execute_tool, rename={'tool': 'name'})
+def execute_tool(srv:ServerState, sandbox_id:str, # id from create_sandbox
+                                  tool:Literal['file_read', 'file_write', 'edit_file', 'shell', 'search', 'git', 'list_dir'],
+                                  params:dict[str, Any]|None=None)->ToolCallResult:
+    "Run one tool in a sandbox (calls on one sandbox run one at a time)"
+    r = srv.sandbox(sandbox_id).execute_tool(tool, params or {})
+    return {'output': r.output, 'is_error': r.is_error, 'exit_code': r.exit_code, 'truncated': r.truncated, 'duration': r.duration}
+
+# %% ../nbs/95_mcp.ipynb #bf4f05cf
+@_server_tool()
+def reset_sandbox(srv:ServerState, sandbox_id:str, # id from create_sandbox
+                                  )->SandboxReset:
+    "Reset a sandbox's workspace to its starting state"
+    srv.sandbox(sandbox_id).reset(); return {'sandbox_id': sandbox_id, 'reset': True}
+
+# %% ../nbs/95_mcp.ipynb #76eba7da
+@_server_tool()
+def sandbox_snapshot(srv:ServerState, sandbox_id:str, # id from create_sandbox
+                                      action:Literal['save', 'restore']='save', # save the workspace to the snapshot file at path, or restore it from one
+                                      path:str|None=None, # snapshot file inside the server root (save without a path: only report the digest)
+                                     )->SnapshotResult:
+    "Save the workspace to a snapshot file, or restore it from one"
+    s = srv.sandbox(sandbox_id)
+    if action == 'restore':
+        if path is None: raise ValueError("restore needs the `path` of a snapshot file")
+        p = srv.path(path, 'snapshot', must_exist=True)
+        s.restore(str(p)); return {'action': 'restore', 'path': str(p), 'digest': None, 'files': None}
+    p = srv.path(path, 'snapshot') if path else None
+    snap = s.snapshot()
+    if p: p.parent.mkdir(parents=True, exist_ok=True); snap.save(p)
+    return {'action': 'save', 'path': str(p) if p else None, 'digest': snap.digest, 'files': sum(1 for _, m, _ in snap.members() if m.isfile() or m.islnk())}
+
+# %% ../nbs/95_mcp.ipynb #bbeb9031
+@_server_tool()
+def close_sandbox(srv:ServerState, sandbox_id:str, # id from create_sandbox
+                                  )->SandboxClosed:
+    "Close a sandbox and free its workspace"
+    s = srv.sandbox(sandbox_id)
+    with srv.lock: srv.sandboxes.pop(sandbox_id, None)
+    s.close(); return {'closed': sandbox_id}
+
+# %% ../nbs/95_mcp.ipynb #ffced5e5
+@_server_tool(load_trajectory)
+def replay_trajectory(srv:ServerState, sandbox_id:str, # id of a sandbox created from the episode's starting workspace
+                                       path:str|None=None, line:int=1, trajectory:dict[str, Any]|None=None)->ReplayResult:
+    "Re-execute a recorded trajectory's tool calls in a sandbox and report diverging steps"
+    rep = _replay(load_trajectory(path, line, trajectory, srv), srv.sandbox(sandbox_id))
+    steps = json.loads(rep.to_dataframe().drop(columns=['expected_norm', 'actual_norm'], errors='ignore').to_json(orient='records'))
+    return {'ok': rep.ok, 'verdict': rep.verdict, 'replayed': len(rep.rows), 'skipped': len(rep.skipped), 'diverged_steps': rep.diverged, 'steps': steps}
+
+# %% ../nbs/95_mcp.ipynb #7364b04e
+@_server_tool(convert)
+def convert_logs(srv:ServerState, paths:list[str], output:str, # trajectory JSONL to write, inside the server root
+                                  format:str|None=None, redact:bool=True)->ConversionResult:
+    "Convert agent logs (files or directories) to a trajectory JSONL file; records that cannot be read go to <output>.quarantine.jsonl"
+    ins = [str(srv.path(p, 'log path', must_exist=True)) for p in paths]
+    out = srv.path(output, 'output')
+    q = str(out) + '.quarantine.jsonl'
+    rep = ConversionReport(quarantine=q)
+    n = write_trajectories(convert(ins, format=format, report=rep, redact=redact), out)
+    return {'trajectories': n, 'output': str(out), 'files': len(rep.files) if isinstance(rep.files, list) else int(rep.files),
+            'bad_records': len(rep.issues), 'quarantine': q if rep.issues else None, 'issues': [i['reason'] for i in rep.issues[:20]]}
+
+# %% ../nbs/95_mcp.ipynb #6cbf9415
+@_server_tool(convert)
+def validate_logs(srv:ServerState, paths:list[str], format:str|None=None)->ValidationResult:
+    "Check agent logs without writing anything; findings name file, line and field"
+    f = validate([str(srv.path(p, 'log path', must_exist=True)) for p in paths], format)
+    return {'valid': not any(x.level == 'error' for x in f), 'findings': [str(x) for x in f]}
+
+# %% ../nbs/95_mcp.ipynb #0ce9de5b
+@_server_tool()
+def get_schema(srv:ServerState)->dict[str, Any]:
+    "The trajectory JSON schema"
+    return trajectory_schema()
+
+# %% ../nbs/95_mcp.ipynb #096adaa8
+@_server_tool()
+def recorder_diff(srv:ServerState, path_a:str, # first trajectory file, inside the server root
+                                   path_b:str, # second trajectory file, inside the server root
+                                   line_a:int=1, # which trajectory of path_a (1-based)
+                                   line_b:int=1, # which trajectory of path_b (1-based)
+                                  )->DiffResult:
+    "Step-by-step differences between two trajectories"
+    d = diff_trajectories(load_trajectory(path_a, line_a, root=srv), load_trajectory(path_b, line_b, root=srv))
+    return {'identical': d.identical, 'first_divergence': d.first_divergence, 'steps': json.loads(d.to_frame().to_json(orient='records'))}
+
+# %% ../nbs/95_mcp.ipynb #e7dc38ec
+@_server_tool(load_trajectory, RewardEngine)
+def score_trajectory(srv:ServerState, path:str|None=None, line:int=1, trajectory:dict[str, Any]|None=None, domain:str|None=None)->ScoreResult:
+    "Process reward of a trajectory: per-step rewards with the rule breakdown, and the trajectory reward"
+    t = load_trajectory(path, line, trajectory, srv)
+    s = _score(t, RewardEngine(domain or t.task.domain or 'generic'))
+    return {'trajectory_id': t.id, 'reward': s.reward, 'steps': [{'index': x.index, 'reward': x.reward, 'details': x.reward_details} for x in s.steps]}
+
+# %% ../nbs/95_mcp.ipynb #a5865fc9
+_PREFS = _defaults(_build_prefs)
+
+# %% ../nbs/95_mcp.ipynb #23a6621d
+@_server_tool(_build_prefs)
+def build_preferences(srv:ServerState, trajectories:str, # trajectory file (several per task), inside the server root
+                                       output:str, # preference JSONL to write, inside the server root
+                                       level:Literal['trajectory', 'step', 'both']=_PREFS['level'], min_margin:float=_PREFS['min_margin'],
+                                       max_pairs_per_task:int=_PREFS['max_pairs_per_task'])->PreferencesResult:
+    "Preference pairs (chosen/rejected per task) from a trajectory file, written as JSONL"
+    rep = _build_prefs(read_trajectories(srv.path(trajectories, 'trajectory file', must_exist=True)), level=level, min_margin=min_margin,
+                       max_pairs_per_task=max_pairs_per_task)
+    out = srv.path(output, 'output')
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, 'w') as f:
+        for p in rep.pairs: f.write(json.dumps(p.to_record(), ensure_ascii=False) + '\n')
+    return {'pairs': len(rep.pairs), 'output': str(out), 'left_out': rep.counts}
+
+# %% ../nbs/95_mcp.ipynb #3f0e7948
+_CALIBRATE = _defaults(_calibrate)
+
+# %% ../nbs/95_mcp.ipynb #730f7831
+@_server_tool(_calibrate)
+def calibrate_reward(srv:ServerState, trajectories:str, annotations:str, output:str, method:Literal['isotonic', 'logistic']=_CALIBRATE['method'],
+                                      threshold:float=_CALIBRATE['threshold'], domain:str=_CALIBRATE['domain'], engine:str|None=_CALIBRATE['engine'])->CalibrationResult:
+    "Fit the reward engine's calibration map to human step scores and write the engine config (as knowlyr-reward calibrate does)"
+    out = srv.path(output, 'output')
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return _calibrate(srv.path(trajectories, 'trajectory file', must_exist=True), srv.path(annotations, 'annotation file', must_exist=True), out,
+                      method, threshold, domain, srv.path(engine, 'engine config', must_exist=True) if engine else None)
+
+# %% ../nbs/95_mcp.ipynb #010fc186
+@_server_tool(RewardEngine)
+def list_rubrics(srv:ServerState, domain:str='generic')->list[dict[str, Any]]:
+    "The judge rubrics of a domain"
+    return [asdict(r) for r in _list_rubrics(domain)]
+
+# %% ../nbs/95_mcp.ipynb #7a1382ca
+@_server_tool(_leaderboard)
+def reward_leaderboard(srv:ServerState, trajectories:str, # trajectory file, inside the server root
+                                        by:Literal['agent', 'model']='agent')->list[dict[str, Any]]:
+    "Mean reward per agent (or model) with confidence intervals and success rate"
+    df = _leaderboard(read_trajectories(srv.path(trajectories, 'trajectory file', must_exist=True)), by=by)
+    return json.loads(df.to_json(orient='records'))
+
+# %% ../nbs/95_mcp.ipynb #56cd03fb
+@_server_tool(PipelineConfig)
+def run_pipeline(srv:ServerState, output_dir:str, env_id:str='knowlyr/sandbox', agent:str='expert', max_tasks:int|None=None,
+                                  samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
+    "Tasks -> rollouts -> reward -> store -> export (resumable: rerun to continue)"
+    out = srv.path(output_dir, 'output_dir')
+    cfg = PipelineConfig(output_dir=str(out), env_id=env_id, agent=agent, max_tasks=max_tasks, samples_per_task=samples_per_task,
+                         max_episode_steps=max_episode_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'])
+    return _pipeline_call(out, lambda: Pipeline(cfg).run())
+
+# %% ../nbs/95_mcp.ipynb #ef5c83e2
+@_server_tool(DatasetExporter, DatasetExporter.export, PipelineConfig)
+def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
+                                    output_dir:str, preferences:str|None=None, min_reward:float|None=None, success_only:bool=False,
+                                    test_fraction:float=0.0)->dict[str, Any]:
+    "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
+    src, out = srv.path(trajectories, 'trajectory file', must_exist=True), srv.path(output_dir, 'output_dir')
+    prefs = srv.path(preferences, 'preference file', must_exist=True) if preferences else None
+    ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward, success_only=success_only, test_fraction=test_fraction)
+    return ex.export(format, str(out)).to_dict()
+
+# %% ../nbs/95_mcp.ipynb #90f6fbe0
+@_server_tool(PipelineConfig, rename={'format': 'log_format'})
+def process_log(srv:ServerState, path:str, # one agent log file, inside the server root
+                                 output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
+    "One agent log -> trajectories -> reward -> store -> export"
+    out, log = srv.path(output_dir, 'output_dir'), srv.path(path, 'log file', must_exist=True)
+    return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_from_log(str(log)))
+
+# %% ../nbs/95_mcp.ipynb #0f2919f7
+@_server_tool(Pipeline.run_batch, PipelineConfig, rename={'format': 'log_format'})
+def process_logs_batch(srv:ServerState, log_dir:str, output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
+    "A directory of agent logs -> trajectories -> reward -> store -> export (resumable per file)"
+    out, logs = srv.path(output_dir, 'output_dir'), srv.path(log_dir, 'log directory', must_exist=True)
+    return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_batch(str(logs)))
+
+# %% ../nbs/95_mcp.ipynb #af224bf2
+@_server_tool(PipelineConfig)
+def pipeline_status(srv:ServerState, output_dir:str)->dict[str, Any]:
+    "What a pipeline output directory holds: units per stage, merge/store markers, exports"
+    return Pipeline(PipelineConfig(output_dir=str(srv.path(output_dir, 'pipeline output directory', must_exist=True)))).status()
+
+# %% ../nbs/95_mcp.ipynb #180fe6e2
 class _StaticToken:
     "Bearer-token check for the HTTP transport: one secret, compared in constant time"
     def __init__(self, token:str): self.token = token
@@ -200,6 +449,15 @@ class _StaticToken:
         if token and secrets.compare_digest(token.encode(), self.token.encode()):
             return AccessToken(token=token, client_id='knowlyr-lab', scopes=[])
         return None
+
+def _bind(fn, srv:ServerState):
+    "The tool `fn` with the server state bound: a client sees (and passes) only the parameters after `srv`"
+    @functools.wraps(fn)
+    def tool(*a, **kw): return fn(srv, *a, **kw)
+    sig = inspect.signature(fn)
+    tool.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
+    tool.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != 'srv'}
+    return tool
 
 def build_server(root:str|Path|None=None,   # directory every path argument must resolve into (None: a fresh temp dir)
                  templates:dict|None=None,  # allowed sandbox templates {name: directory}
@@ -214,258 +472,10 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     auth = dict(token_verifier=_StaticToken(token), auth=AuthSettings(issuer_url='http://127.0.0.1', resource_server_url=None)) if token else {}
     app = MCPServer(name, instructions="knowlyr-lab: sandboxes, agent-log recorder, process reward model, dataset hub. "
                                       "Paths are relative to the server's root directory.", **auth)
-    R = ServerRoot(root)
-    tpls = {}
-    for k, d in (templates or {}).items():
-        if not Path(d).is_dir(): raise ValueError(f"template {k!r}: {d} is not a directory")
-        tpls[k] = Path(d).resolve()
-    sandboxes: dict[str, Any] = {}
-    lock = threading.Lock()
-    def sb(sid):
-        with lock:
-            if sid not in sandboxes: raise KeyError(f"no sandbox {sid!r}; open ones: {sorted(sandboxes) or 'none'}")
-            return sandboxes[sid]
-    from knowlyr_lab.hub.export import DatasetExporter
-    from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
-    from knowlyr_lab.recorder.convert import convert, diff_trajectories, validate
-    from knowlyr_lab.reward.cli import calibrate_engine as _calibrate
-    from knowlyr_lab.reward.engine import RewardEngine
-    from knowlyr_lab.reward.judge import list_rubrics as _list_rubrics
-    from knowlyr_lab.reward.preferences import build_preferences as _build_prefs
-    from knowlyr_lab.reward.preferences import reward_leaderboard as _leaderboard
-    from knowlyr_lab.sandbox.base import SandboxLimits
-    from knowlyr_lab.sandbox.core import Sandbox
-    from knowlyr_lab.sandbox.core import create_sandbox as _create
-    from knowlyr_lab.sandbox.replay import replay_trajectory as _replay
-
-    # -- sandbox --
-    @app.tool()
-    @_tool
-    @described(_create, SandboxLimits, rename={'timeout': 'wall_timeout', 'workspace': None})
-    def create_sandbox(backend:Literal['local', 'docker']='local',
-                       workspace:str|None=None, # name of an allowed template, or a directory inside the server root, copied into the workspace
-                       image:str|None=None, timeout:float=30.0)->SandboxCreated:
-        "Create an isolated sandbox ('local' bubblewrap or 'docker'), optionally from a template"
-        src = None
-        if workspace is not None:
-            if workspace in tpls: src = tpls[workspace]
-            else:
-                try: src = R.path(workspace, 'workspace', must_exist=True)
-                except ValueError: raise ValueError(f"workspace {workspace!r} is not an allowed template ({', '.join(sorted(tpls)) or 'none given'}) "
-                                                    f"and is outside the server root {R.root}") from None
-                if not src.is_dir(): raise ValueError(f"workspace {workspace!r} is not a directory")
-        with lock:
-            if len(sandboxes) >= max_sandboxes: raise ValueError(f"{len(sandboxes)} sandboxes are open (the most this server allows); close one first")
-        s = _create(backend, image=image, workspace=src, limits={'wall_timeout': timeout})
-        sid = f"sb-{uuid.uuid4().hex[:10]}"
-        with lock: sandboxes[sid] = s
-        return {'sandbox_id': sid, 'backend': s.backend, 'isolation': s.isolation, 'uid': s.uid, 'containment': dict(s.containment), 'tools': s.available_tools}
-
-    @app.tool()
-    @_tool
-    @described(Sandbox.execute_tool, rename={'tool': 'name'})
-    def execute_tool(sandbox_id:str, # id from create_sandbox
-                     tool:Literal['file_read', 'file_write', 'edit_file', 'shell', 'search', 'git', 'list_dir'],
-                     params:dict[str, Any]|None=None)->ToolCallResult:
-        "Run one tool in a sandbox (calls on one sandbox run one at a time)"
-        r = sb(sandbox_id).execute_tool(tool, params or {})
-        return {'output': r.output, 'is_error': r.is_error, 'exit_code': r.exit_code, 'truncated': r.truncated, 'duration': r.duration}
-
-    @app.tool()
-    @_tool
-    @described()
-    def reset_sandbox(sandbox_id:str, # id from create_sandbox
-                     )->SandboxReset:
-        "Reset a sandbox's workspace to its starting state"
-        sb(sandbox_id).reset(); return {'sandbox_id': sandbox_id, 'reset': True}
-
-    @app.tool()
-    @_tool
-    @described()
-    def sandbox_snapshot(sandbox_id:str, # id from create_sandbox
-                         action:Literal['save', 'restore']='save', # save the workspace to the snapshot file at path, or restore it from one
-                         path:str|None=None, # snapshot file inside the server root (save without a path: only report the digest)
-                        )->SnapshotResult:
-        "Save the workspace to a snapshot file, or restore it from one"
-        s = sb(sandbox_id)
-        if action == 'restore':
-            if path is None: raise ValueError("restore needs the `path` of a snapshot file")
-            p = R.path(path, 'snapshot', must_exist=True)
-            s.restore(str(p)); return {'action': 'restore', 'path': str(p), 'digest': None, 'files': None}
-        p = R.path(path, 'snapshot') if path else None
-        snap = s.snapshot()
-        if p: p.parent.mkdir(parents=True, exist_ok=True); snap.save(p)
-        return {'action': 'save', 'path': str(p) if p else None, 'digest': snap.digest, 'files': sum(1 for _, m, _ in snap.members() if m.isfile() or m.islnk())}
-
-    @app.tool()
-    @_tool
-    @described()
-    def close_sandbox(sandbox_id:str, # id from create_sandbox
-                     )->SandboxClosed:
-        "Close a sandbox and free its workspace"
-        s = sb(sandbox_id)
-        with lock: sandboxes.pop(sandbox_id, None)
-        s.close(); return {'closed': sandbox_id}
-
-    @app.tool()
-    @_tool
-    @described(load_trajectory)
-    def replay_trajectory(sandbox_id:str, # id of a sandbox created from the episode's starting workspace
-                          path:str|None=None, line:int=1, trajectory:dict[str, Any]|None=None)->ReplayResult:
-        "Re-execute a recorded trajectory's tool calls in a sandbox and report diverging steps"
-        rep = _replay(load_trajectory(path, line, trajectory, R), sb(sandbox_id))
-        steps = json.loads(rep.to_dataframe().drop(columns=['expected_norm', 'actual_norm'], errors='ignore').to_json(orient='records'))
-        return {'ok': rep.ok, 'verdict': rep.verdict, 'replayed': len(rep.rows), 'skipped': len(rep.skipped), 'diverged_steps': rep.diverged, 'steps': steps}
-
-    # -- recorder --
-    @app.tool()
-    @_tool
-    @described(convert)
-    def convert_logs(paths:list[str], output:str, # trajectory JSONL to write, inside the server root
-                     format:str|None=None, redact:bool=True)->ConversionResult:
-        "Convert agent logs (files or directories) to a trajectory JSONL file; records that cannot be read go to <output>.quarantine.jsonl"
-        from knowlyr_lab.recorder.base import ConversionReport
-        ins = [str(R.path(p, 'log path', must_exist=True)) for p in paths]
-        out = R.path(output, 'output')
-        q = str(out) + '.quarantine.jsonl'
-        rep = ConversionReport(quarantine=q)
-        n = write_trajectories(convert(ins, format=format, report=rep, redact=redact), out)
-        return {'trajectories': n, 'output': str(out), 'files': len(rep.files) if isinstance(rep.files, list) else int(rep.files),
-                'bad_records': len(rep.issues), 'quarantine': q if rep.issues else None, 'issues': [i['reason'] for i in rep.issues[:20]]}
-
-    @app.tool()
-    @_tool
-    @described(convert)
-    def validate_logs(paths:list[str], format:str|None=None)->ValidationResult:
-        "Check agent logs without writing anything; findings name file, line and field"
-        f = validate([str(R.path(p, 'log path', must_exist=True)) for p in paths], format)
-        return {'valid': not any(x.level == 'error' for x in f), 'findings': [str(x) for x in f]}
-
-    @app.tool()
-    @_tool
-    def get_schema()->dict[str, Any]:
-        "The trajectory JSON schema"
-        return trajectory_schema()
-
-    @app.tool()
-    @_tool
-    @described()
-    def recorder_diff(path_a:str, # first trajectory file, inside the server root
-                      path_b:str, # second trajectory file, inside the server root
-                      line_a:int=1, # which trajectory of path_a (1-based)
-                      line_b:int=1, # which trajectory of path_b (1-based)
-                     )->DiffResult:
-        "Step-by-step differences between two trajectories"
-        d = diff_trajectories(load_trajectory(path_a, line_a, root=R), load_trajectory(path_b, line_b, root=R))
-        return {'identical': d.identical, 'first_divergence': d.first_divergence, 'steps': json.loads(d.to_frame().to_json(orient='records'))}
-
-    # -- reward --
-    @app.tool()
-    @_tool
-    @described(load_trajectory, RewardEngine)
-    def score_trajectory(path:str|None=None, line:int=1, trajectory:dict[str, Any]|None=None, domain:str|None=None)->ScoreResult:
-        "Process reward of a trajectory: per-step rewards with the rule breakdown, and the trajectory reward"
-        from knowlyr_lab.reward.engine import score_trajectory as _score
-        t = load_trajectory(path, line, trajectory, R)
-        s = _score(t, RewardEngine(domain or t.task.domain or 'generic'))
-        return {'trajectory_id': t.id, 'reward': s.reward, 'steps': [{'index': x.index, 'reward': x.reward, 'details': x.reward_details} for x in s.steps]}
-
-    P = _defaults(_build_prefs)
-    @app.tool()
-    @_tool
-    @described(_build_prefs)
-    def build_preferences(trajectories:str, # trajectory file (several per task), inside the server root
-                          output:str, # preference JSONL to write, inside the server root
-                          level:Literal['trajectory', 'step', 'both']=P['level'], min_margin:float=P['min_margin'],
-                          max_pairs_per_task:int=P['max_pairs_per_task'])->PreferencesResult:
-        "Preference pairs (chosen/rejected per task) from a trajectory file, written as JSONL"
-        rep = _build_prefs(read_trajectories(R.path(trajectories, 'trajectory file', must_exist=True)), level=level, min_margin=min_margin,
-                           max_pairs_per_task=max_pairs_per_task)
-        out = R.path(output, 'output')
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, 'w') as f:
-            for p in rep.pairs: f.write(json.dumps(p.to_record(), ensure_ascii=False) + '\n')
-        return {'pairs': len(rep.pairs), 'output': str(out), 'left_out': rep.counts}
-
-    C = _defaults(_calibrate)
-    @app.tool()
-    @_tool
-    @described(_calibrate)
-    def calibrate_reward(trajectories:str, annotations:str, output:str, method:Literal['isotonic', 'logistic']=C['method'],
-                         threshold:float=C['threshold'], domain:str=C['domain'], engine:str|None=C['engine'])->CalibrationResult:
-        "Fit the reward engine's calibration map to human step scores and write the engine config (as knowlyr-reward calibrate does)"
-        out = R.path(output, 'output')
-        out.parent.mkdir(parents=True, exist_ok=True)
-        return _calibrate(R.path(trajectories, 'trajectory file', must_exist=True), R.path(annotations, 'annotation file', must_exist=True), out,
-                          method, threshold, domain, R.path(engine, 'engine config', must_exist=True) if engine else None)
-
-    @app.tool()
-    @_tool
-    @described(RewardEngine)
-    def list_rubrics(domain:str='generic')->list[dict[str, Any]]:
-        "The judge rubrics of a domain"
-        from dataclasses import asdict
-        return [asdict(r) for r in _list_rubrics(domain)]
-
-    @app.tool()
-    @_tool
-    @described(_leaderboard)
-    def reward_leaderboard(trajectories:str, # trajectory file, inside the server root
-                           by:Literal['agent', 'model']='agent')->list[dict[str, Any]]:
-        "Mean reward per agent (or model) with confidence intervals and success rate"
-        df = _leaderboard(read_trajectories(R.path(trajectories, 'trajectory file', must_exist=True)), by=by)
-        return json.loads(df.to_json(orient='records'))
-
-    # -- hub --
-    @app.tool()
-    @_tool
-    @described(PipelineConfig)
-    def run_pipeline(output_dir:str, env_id:str='knowlyr/sandbox', agent:str='expert', max_tasks:int|None=None,
-                     samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
-        "Tasks -> rollouts -> reward -> store -> export (resumable: rerun to continue)"
-        out = R.path(output_dir, 'output_dir')
-        cfg = PipelineConfig(output_dir=str(out), env_id=env_id, agent=agent, max_tasks=max_tasks, samples_per_task=samples_per_task,
-                             max_episode_steps=max_episode_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'])
-        return _pipeline_call(out, lambda: Pipeline(cfg).run())
-
-    @app.tool()
-    @_tool
-    @described(DatasetExporter, DatasetExporter.export, PipelineConfig)
-    def export_dataset(trajectories:str, format:ExportFormat,
-                       output_dir:str, preferences:str|None=None, min_reward:float|None=None, success_only:bool=False,
-                       test_fraction:float=0.0)->dict[str, Any]:
-        "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
-        src, out = R.path(trajectories, 'trajectory file', must_exist=True), R.path(output_dir, 'output_dir')
-        prefs = R.path(preferences, 'preference file', must_exist=True) if preferences else None
-        ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward, success_only=success_only, test_fraction=test_fraction)
-        return ex.export(format, str(out)).to_dict()
-
-    @app.tool()
-    @_tool
-    @described(PipelineConfig, rename={'format': 'log_format'})
-    def process_log(path:str, # one agent log file, inside the server root
-                    output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
-        "One agent log -> trajectories -> reward -> store -> export"
-        out, log = R.path(output_dir, 'output_dir'), R.path(path, 'log file', must_exist=True)
-        return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_from_log(str(log)))
-
-    @app.tool()
-    @_tool
-    @described(Pipeline.run_batch, PipelineConfig, rename={'format': 'log_format'})
-    def process_logs_batch(log_dir:str, output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
-        "A directory of agent logs -> trajectories -> reward -> store -> export (resumable per file)"
-        out, logs = R.path(output_dir, 'output_dir'), R.path(log_dir, 'log directory', must_exist=True)
-        return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_batch(str(logs)))
-
-    @app.tool()
-    @_tool
-    @described(PipelineConfig)
-    def pipeline_status(output_dir:str)->dict[str, Any]:
-        "What a pipeline output directory holds: units per stage, merge/store markers, exports"
-        return Pipeline(PipelineConfig(output_dir=str(R.path(output_dir, 'pipeline output directory', must_exist=True)))).status()
-
-    app._knowlyr_sandboxes, app._knowlyr_root = sandboxes, R
-    issues = [i for f in list(locals().values()) if callable(f) for i in getattr(f, 'doc_issues', [])]
+    srv = ServerState(root, templates, max_sandboxes)
+    for fn in _TOOLS: app.tool()(_bind(fn, srv))
+    app._knowlyr_sandboxes, app._knowlyr_root = srv.sandboxes, srv
+    issues = [i for f in _TOOLS for i in getattr(f, 'doc_issues', [])]
     app.doc_issues = lambda: list(issues)
     return app
 

@@ -91,3 +91,29 @@ def test_default_budgets_kept():
             'knowlyr/humaneval': 20, 'knowlyr/textarena/Sudoku': 200}
     w = make('knowlyr/wordle-hard')
     assert w.max_episode_steps == 3 * w.max_guesses
+
+def test_target_steps_is_the_efficiency_target_not_a_step_budget():
+    "The efficiency rule's target is `target_steps` (profile, scorer, engine, task metadata); `step_budget` only still loads from old data"
+    from knowlyr_lab.domains import DomainProfile, get_domain
+    from knowlyr_lab.reward.engine import RewardEngine
+    from knowlyr_lab.reward.rules import RuleScorer
+    assert 'target_steps' in DomainProfile.model_fields and 'step_budget' not in DomainProfile.model_fields
+    assert DomainProfile.model_validate({'domain': 'x', 'step_budget': 7}).target_steps == 7    # a YAML profile from before the rename
+    with pytest.raises(TypeError): RuleScorer('generic', step_budget=3)
+    with pytest.raises(TypeError): RewardEngine('generic', step_budget=3)
+    target = lambda md, **kw: RuleScorer('generic', rules=['efficiency'], **kw).reset({'id': 't', 'metadata': md}).ctx.target_steps
+    assert target({}) == get_domain('generic').target_steps == 20
+    assert (target({'target_steps': 6, 'step_budget': 5}), target({'step_budget': 5, 'optimal_steps': 4}), target({'optimal_steps': 4})) == (6, 5, 4)
+    assert target({'target_steps': 6}, target_steps=2) == 2
+    eng = RewardEngine('coding', target_steps=4)
+    assert eng.config()['target_steps'] == 4 and 'step_budget' not in eng.config()
+    old = {k: v for k, v in eng.config().items() if k != 'target_steps'} | {'step_budget': 4}     # an engine.json saved before the rename
+    assert RewardEngine.from_config(old).config() == eng.config()
+
+def test_target_steps_does_not_truncate():
+    "A target below the episode's length scales the efficiency score; only `max_episode_steps` ends the episode"
+    from knowlyr_lab.reward.engine import make_reward_fn
+    env = RewardWrapper(make('knowlyr/maze-easy', max_episode_steps=5), make_reward_fn('generic', target_steps=1))
+    env.reset(seed=0)
+    steps = [env.step({'tool': 'look'}) for _ in range(5)]
+    assert [t.truncated for t in steps] == [False] * 4 + [True]

@@ -1,7 +1,10 @@
 """House rules that nbdev itself does not check (STYLE.md):
 - a code cell that imports must import only (the docs build re-runs import cells on their own, out of context);
 - no import inside a flagged cell (#| slow, docker, llm, ray, gpu);
-- no exec_doc on a flagged cell.
+- no exec_doc on a flagged cell;
+- an export cell (#| export / #| exports) holds at most MAX_EXPORT_LINES code lines (non-blank, not #| directives):
+  one thought per cell, with prose between.
+Usage: python tools/lint_nbs.py [NOTEBOOK_OR_DIR ...] (default: every notebook under nbs/).
 Exit 1 listing every offending cell."""
 import ast
 import sys
@@ -10,11 +13,27 @@ from pathlib import Path
 import nbformat
 
 FLAGS = {'slow', 'docker', 'llm', 'ray', 'gpu'}
+MAX_EXPORT_LINES = 80
+
+def export_lines(src):
+    "Code lines of a cell as the export-cell limit counts them: non-blank and not a `#|` directive"
+    return sum(1 for l in src.splitlines() if l.strip() and not l.lstrip().startswith('#|'))
+
+def too_long(path, i, c):
+    "The lines that report an export cell over `MAX_EXPORT_LINES` code lines, or none"
+    keys = {l[2:].strip().split()[0].rstrip(':') for l in c.source.splitlines() if l.startswith('#|') and l[2:].strip()}
+    n = export_lines(c.source)
+    if not keys & {'export', 'exports'} or n <= MAX_EXPORT_LINES: return []
+    return [f"{path}: cell {i}: export cell over {MAX_EXPORT_LINES} lines",
+            f"  notebook: {path}", f"  cell id: {c.get('id', '?')}",
+            f"  lines: {n} (at most {MAX_EXPORT_LINES}; non-blank lines that are not #| directives)",
+            "  split it into one thought per cell (a function, or a class core then @patch methods), with prose between"]
 
 def problems(path):
     nb = nbformat.read(path, as_version=4)
     for i, c in enumerate(nb.cells):
         if c.cell_type != 'code': continue
+        yield from too_long(path, i, c)
         lines = c.source.splitlines()
         directives = [l[2:].strip() for l in lines if l.startswith('#|')]
         code = '\n'.join(l for l in lines if not l.startswith('#|') and not l.lstrip().startswith(('%', '!')))
@@ -60,7 +79,8 @@ if __name__ == '__main__':
     if sys.argv[1:2] == ['--fix']:
         for p in sys.argv[2:]: fix(Path(p))
         sys.exit(0)
-    paths = [Path(p) for p in sys.argv[1:]] or sorted(Path('nbs').rglob('*.ipynb'))
+    args = [Path(p) for p in sys.argv[1:]] or [Path('nbs')]
+    paths = [q for p in args for q in (sorted(p.rglob('*.ipynb')) if p.is_dir() else [p])]
     errs = [e for p in paths if '.ipynb_checkpoints' not in str(p) for e in problems(p)]
     print('\n'.join(errs) or 'notebook lint: ok')
     sys.exit(1 if errs else 0)

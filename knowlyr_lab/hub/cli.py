@@ -73,6 +73,7 @@ def _parser()->argparse.ArgumentParser:
     s.add_argument('out', help='pipeline output directory')
     return p
 
+# %% ../../nbs/49_hub_cli.ipynb #5b702e7a
 def _collect(a)->dict:
     from knowlyr_lab.registry import make
     env = make(a.env)                 # a misspelt env id is an error here, naming the close ones
@@ -90,6 +91,7 @@ def _collect(a)->dict:
     n = write_trajectories(trajs, a.out)
     return {'trajectories': n, 'success': sum(bool(t.outcome.success) for t in trajs), 'errors': len(errors), 'out': a.out}
 
+# %% ../../nbs/49_hub_cli.ipynb #b6135874
 def _export(a)->dict:
     ex = DatasetExporter(a.trajectories, preferences=a.preferences, filter=ExportFilter(min_reward=a.min_reward, success_only=a.success_only,
                          domains=a.domain, agents=a.agent), test_fraction=a.test_fraction, system=a.system)
@@ -98,6 +100,7 @@ def _export(a)->dict:
     require_usable(res.read, res.quarantined, 'trajectory records', where=Path(a.out) / 'quarantine.jsonl')
     return res.to_dict()
 
+# %% ../../nbs/49_hub_cli.ipynb #037c6e32
 def _run(a)->dict:
     cfg = PipelineConfig(output_dir=a.out, env_id=a.env, agent=a.agent, agent_base_url=a.base_url, max_tasks=a.max_tasks,
                          samples_per_task=a.samples, max_episode_steps=a.max_episode_steps, seed=a.seed, reward=not a.no_reward,
@@ -110,6 +113,7 @@ def _status(a)->dict:
     if not Path(a.out).is_dir(): raise FileNotFoundError(f"pipeline output directory {a.out} does not exist")
     return Pipeline(PipelineConfig(output_dir=a.out)).status()
 
+# %% ../../nbs/49_hub_cli.ipynb #bee7ca36
 def _notes(cmd:str, out:dict)->list[str]:
     "Why an export wrote nothing, one line per export"
     if cmd == 'export': return [out['note']] if out.get('note') else []

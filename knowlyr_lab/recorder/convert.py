@@ -112,6 +112,7 @@ def iter_log_files(paths:Iterable|str|Path,  # files or directories
                 elif q.is_file(): yield q
             todo.extend(reversed(subdirs))
 
+# %% ../../nbs/28_recorder_convert.ipynb #71e78adc
 _LONE = re.compile(r'[\ud800-\udfff]')
 _LONE_ESCAPE = re.compile(rb'\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<![dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}')
 
@@ -135,6 +136,7 @@ def _escapes_lone(raw)->bool:
     if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
     return (b'\\ud' in raw or b'\\uD' in raw) and _LONE_ESCAPE.search(raw) is not None    # a substring test first: the regex is slow
 
+# %% ../../nbs/28_recorder_convert.ipynb #734f1bf1
 class _Prefilter:
     "What the readers ask of every raw record (`scrub.redactor.hits`): may a secret rule match, or is a lone surrogate escaped?"
     def __init__(self, redactor): self.redactor = redactor
@@ -158,6 +160,7 @@ class _CountingScrub:
         found = []; obj = _unpaired(obj, found); self.unpaired.extend(found); return obj
 _counting_scrub = _CountingScrub
 
+# %% ../../nbs/28_recorder_convert.ipynb #d1e3446c
 def _redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
     "`t` with the values redacted while its records were read replaced wherever else they appear (counted in `report`)"
     counts = {}
@@ -167,6 +170,7 @@ def _redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
     if t.id == t.content_hash(): d['id'] = ''               # an id hashed from the content must not depend on the secret
     return Trajectory.model_validate(d)
 
+# %% ../../nbs/28_recorder_convert.ipynb #fddf2361
 def convert(paths,                          # files or directories of logs
             format:str|None=None,           # adapter name; None = detect per file
             strict:bool=False,              # stop at the first malformed record

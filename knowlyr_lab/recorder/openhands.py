@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from fastcore.basics import patch
+
 from .agent_steps import GUARDED, StepLog, guard, record_totals, usage_total
 from .base import ConversionReport, LogAdapter, content_text, iter_json_items, iter_jsonl, json_shape, parse_arguments, read_json, register_adapter, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Step, Task, TokenUsage, Trajectory
@@ -57,73 +59,6 @@ class _V0History:
         self.unmapped.append(self.report.unmapped(kind, ev, self.path, self.line, why=why))
         return None
 
-    def action(self, ev:dict)->"Step|None":
-        act = str(ev.get('action')); kind = f'action:{act}'
-        args = ev.get('args') if isinstance(ev.get('args'), dict) else {k: v for k, v in ev.items() if k not in ('action', 'id', 'timestamp', 'source', 'message', 'cause')}
-        src, t = ev.get('source'), ev.get('timestamp')
-        if act == 'system':    # SystemMessageAction: the system prompt and tools the agent was given, not a tool call
-            self.system, self.tools = args.get('content') or ev.get('message'), args.get('tools')
-            self.report.mapped(kind); return None
-        if act == 'message':
-            text = args.get('content') or ev.get('message') or ''
-            is_task = self.instruction is not None and not self.log.steps and text.strip() == self.instruction.strip()
-            if src == 'user' or (src is None and is_task):
-                if self.instruction is None: self.instruction = text
-                elif not self.seen_user and not self.log.steps:   # the first user message is the task as the agent saw it
-                    if not is_task: self.instruction_field, self.instruction = self.instruction, text
-                else: self.log.user(text, t)
-                self.seen_user = True
-                self.report.mapped(kind); return None
-        if act in ('change_agent_state', 'recall') or src in ('environment', 'user'):
-            return self._skip(kind, ev, 'runtime action (agent state change, memory recall, user-side event), not a model action')
-        fname, fparams, usage, rid, msg_text = _model_call(ev)
-        mr = (ev.get('tool_call_metadata') or {}).get('model_response') or {}
-        if fname and isinstance(mr.get('model'), str) and (not self.models or self.models[-1] != mr['model']): self.models.append(mr['model'])
-        if act == 'message':   # an agent chat turn, no tool
-            step = self.log.message(args.get('content') or ev.get('message') or '', t, usage=usage, response_id=rid)
-            self.report.mapped(kind); self.n_agent_calls.append(step); self.last_open = None; return None
-        thought = args.get('thought') or msg_text
-        params = fparams if fparams is not None else {k: v for k, v in args.items() if k != 'thought'}
-        call_id = ((ev.get('tool_call_metadata') or {}).get('tool_call_id')
-                   or (f"event-{ev['id']}" if 'id' in ev else f"record-{len(self.log.steps)}"))
-        step = self.log.call(fname or act, params, call_id, thought, t, usage=usage, response_id=rid,
-                             openhands_action=act, event_id=ev.get('id'))
-        self.n_agent_calls.append(step)
-        if 'id' in ev: self.by_event[ev['id']] = step
-        if act in _NO_RESULT:                                  # no result is expected
-            self.log.pairer.pending.pop(call_id, None); step.metadata['no_result_expected'] = True
-        if act == 'finish': self.finished = True
-        self.last_open = step if act not in _NO_RESULT else None
-        self.report.mapped(kind)
-        return step
-
-    def observation(self, ev:dict, partner=None):
-        obs = str(ev.get('observation')); kind = f'observation:{obs}'
-        if obs == 'null' and not ev.get('content'):   # "No observation": the empty partner of a message/finish
-            self.report.mapped(kind); return
-        if obs in ('agent_state_changed', 'recall'): return self._skip(kind, ev, 'runtime state or recalled context, not a tool result')
-        tcid = (ev.get('tool_call_metadata') or {}).get('tool_call_id')
-        step = self.by_event.get(ev.get('cause')) if ev.get('cause') is not None else None
-        if step is None and tcid: step = self.log.pairer.pending.get(tcid)
-        if step is None and partner is not None and partner.observation is None: step = partner   # the [action, observation] pair
-        if step is None and 'id' not in ev and 'cause' not in ev: step = self.last_open   # resolver: the action just before
-        extras = ev.get('extras') if isinstance(ev.get('extras'), dict) else ev
-        is_error = obs == 'error' or ev.get('success') is False or bool(extras.get('error') is True)
-        done = step is not None and step.action is not None and self.log.result(step.action.call_id, ev.get('content', ''), is_error,
-                                                                               _exit_code(extras), ev.get('timestamp'))
-        self.last_open = None
-        if not done and step is None and obs == 'error' and ev.get('cause') is None: return self.failed_turn(ev, kind)
-        if not done: return self._skip(kind, ev, 'observation whose action is not in the log (or already has a result)')
-        self.report.mapped(kind)
-
-    def failed_turn(self, ev:dict, kind:str):
-        "An error no action caused (a malformed tool call, a stuck agent...): the failed turn is a step of its own"
-        fname, fparams, usage, rid, msg_text = _model_call(ev)
-        step = self.log.call(fname or 'agent_error', fparams or {}, None, msg_text, ev.get('timestamp'), usage=usage, response_id=rid,
-                             failed_call=True, openhands_observation='error', event_id=ev.get('id'))
-        set_observation(step, ev.get('content') or ev.get('message') or '', True, None, ev.get('timestamp'))
-        self.report.mapped(kind)
-
     def event(self, ev, partner=None):
         "Map one event; returns the step an action created (None otherwise)"
         if not isinstance(ev, dict): return self._skip('event:invalid', ev, 'history entry is not an event object')
@@ -143,6 +78,79 @@ class _V0History:
                 self.event(item[1], partner=a)
             else: self.event(item)
         return self
+
+# %% ../../nbs/24_recorder_openhands.ipynb #b63119cd
+@patch
+def action(self:_V0History, ev:dict)->"Step|None":
+    act = str(ev.get('action')); kind = f'action:{act}'
+    args = ev.get('args') if isinstance(ev.get('args'), dict) else {k: v for k, v in ev.items() if k not in ('action', 'id', 'timestamp', 'source', 'message', 'cause')}
+    src, t = ev.get('source'), ev.get('timestamp')
+    if act == 'system':    # SystemMessageAction: the system prompt and tools the agent was given, not a tool call
+        self.system, self.tools = args.get('content') or ev.get('message'), args.get('tools')
+        self.report.mapped(kind); return None
+    if act == 'message':
+        text = args.get('content') or ev.get('message') or ''
+        is_task = self.instruction is not None and not self.log.steps and text.strip() == self.instruction.strip()
+        if src == 'user' or (src is None and is_task):
+            if self.instruction is None: self.instruction = text
+            elif not self.seen_user and not self.log.steps:   # the first user message is the task as the agent saw it
+                if not is_task: self.instruction_field, self.instruction = self.instruction, text
+            else: self.log.user(text, t)
+            self.seen_user = True
+            self.report.mapped(kind); return None
+    if act in ('change_agent_state', 'recall') or src in ('environment', 'user'):
+        return self._skip(kind, ev, 'runtime action (agent state change, memory recall, user-side event), not a model action')
+    fname, fparams, usage, rid, msg_text = _model_call(ev)
+    mr = (ev.get('tool_call_metadata') or {}).get('model_response') or {}
+    if fname and isinstance(mr.get('model'), str) and (not self.models or self.models[-1] != mr['model']): self.models.append(mr['model'])
+    if act == 'message':   # an agent chat turn, no tool
+        step = self.log.message(args.get('content') or ev.get('message') or '', t, usage=usage, response_id=rid)
+        self.report.mapped(kind); self.n_agent_calls.append(step); self.last_open = None; return None
+    thought = args.get('thought') or msg_text
+    params = fparams if fparams is not None else {k: v for k, v in args.items() if k != 'thought'}
+    call_id = ((ev.get('tool_call_metadata') or {}).get('tool_call_id')
+               or (f"event-{ev['id']}" if 'id' in ev else f"record-{len(self.log.steps)}"))
+    step = self.log.call(fname or act, params, call_id, thought, t, usage=usage, response_id=rid,
+                         openhands_action=act, event_id=ev.get('id'))
+    self.n_agent_calls.append(step)
+    if 'id' in ev: self.by_event[ev['id']] = step
+    if act in _NO_RESULT:                                  # no result is expected
+        self.log.pairer.pending.pop(call_id, None); step.metadata['no_result_expected'] = True
+    if act == 'finish': self.finished = True
+    self.last_open = step if act not in _NO_RESULT else None
+    self.report.mapped(kind)
+    return step
+
+# %% ../../nbs/24_recorder_openhands.ipynb #b6e398ad
+@patch
+def observation(self:_V0History, ev:dict, partner=None):
+    obs = str(ev.get('observation')); kind = f'observation:{obs}'
+    if obs == 'null' and not ev.get('content'):   # "No observation": the empty partner of a message/finish
+        self.report.mapped(kind); return
+    if obs in ('agent_state_changed', 'recall'): return self._skip(kind, ev, 'runtime state or recalled context, not a tool result')
+    tcid = (ev.get('tool_call_metadata') or {}).get('tool_call_id')
+    step = self.by_event.get(ev.get('cause')) if ev.get('cause') is not None else None
+    if step is None and tcid: step = self.log.pairer.pending.get(tcid)
+    if step is None and partner is not None and partner.observation is None: step = partner   # the [action, observation] pair
+    if step is None and 'id' not in ev and 'cause' not in ev: step = self.last_open   # resolver: the action just before
+    extras = ev.get('extras') if isinstance(ev.get('extras'), dict) else ev
+    is_error = obs == 'error' or ev.get('success') is False or bool(extras.get('error') is True)
+    done = step is not None and step.action is not None and self.log.result(step.action.call_id, ev.get('content', ''), is_error,
+                                                                           _exit_code(extras), ev.get('timestamp'))
+    self.last_open = None
+    if not done and step is None and obs == 'error' and ev.get('cause') is None: return self.failed_turn(ev, kind)
+    if not done: return self._skip(kind, ev, 'observation whose action is not in the log (or already has a result)')
+    self.report.mapped(kind)
+
+# %% ../../nbs/24_recorder_openhands.ipynb #e0ef2af3
+@patch
+def failed_turn(self:_V0History, ev:dict, kind:str):
+    "An error no action caused (a malformed tool call, a stuck agent...): the failed turn is a step of its own"
+    fname, fparams, usage, rid, msg_text = _model_call(ev)
+    step = self.log.call(fname or 'agent_error', fparams or {}, None, msg_text, ev.get('timestamp'), usage=usage, response_id=rid,
+                         failed_call=True, openhands_observation='error', event_id=ev.get('id'))
+    set_observation(step, ev.get('content') or ev.get('message') or '', True, None, ev.get('timestamp'))
+    self.report.mapped(kind)
 
 # %% ../../nbs/24_recorder_openhands.ipynb #1f06a6f5
 def _v0_outcome(rec:dict, finished:bool)->tuple[Outcome, dict]:

@@ -275,6 +275,7 @@ class MiniSWEAgentAdapter(LogAdapter):
             return 'legacy mini-swe-agent message list (<returncode> observations)'
         return None
 
+# %% ../../nbs/25_recorder_swe.ipynb #5f4491b3
 def _mini_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     data = read_json(path, report)
@@ -324,6 +325,7 @@ def _mini_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     if t is not None: report.mapped('traj_file'); yield t
 MiniSWEAgentAdapter.convert = _mini_convert
 
+# %% ../../nbs/25_recorder_swe.ipynb #af47a2c7
 def _mini_trajectory(self, path, data, info, log, meta, unmapped, instruction, models, exit_info)->Trajectory:
     steps = log.finish()
     cfg = info.get('config') if isinstance(info.get('config'), dict) else {}

@@ -59,6 +59,7 @@ def _read(path, quarantine=None)->tuple[list, list]:
     if len(errors) > 5: print(f"... and {len(errors) - 5} more", file=sys.stderr)
     return trajs, errors
 
+# %% ../../nbs/39_reward_cli.ipynb #767b7122
 def _weights(s:str|None)->dict|None:
     if not s: return None
     try: return {k: float(v) for k, v in (kv.split('=') for kv in s.split(','))}
@@ -94,11 +95,13 @@ def _chunks(xs, n, progress):
         if bar is not None: bar.update(len(xs[i:i + n]))
     if bar is not None: bar.close()
 
+# %% ../../nbs/39_reward_cli.ipynb #1cf8c2e8
 def cmd_rubrics(a)->dict:
     "The judge's rubrics and the registered rules of a domain"
     return {'domain': a.domain, 'judge_rubrics': [{'id': r.id, 'weight': r.weight, 'description': r.description} for r in list_rubrics(a.domain)],
             'rules': [{'id': k, 'weight': r.weight, 'description': r.description} for k, r in RULES.items()]}
 
+# %% ../../nbs/39_reward_cli.ipynb #fdab7e0e
 def calibrate_engine(trajectories:str|Path,      # the annotated trajectories (scored or not): .jsonl, .jsonl.gz, .parquet or .json
                      annotations:str|Path,       # human step scores (JSONL)
                      output:str|Path,            # engine config JSON to write, with the fitted map (`score --engine` reads it)
@@ -119,6 +122,7 @@ def cmd_calibrate(a)->dict:
     "Fit the engine's calibration map to human annotations and save the engine (`calibrate_engine`)"
     return calibrate_engine(a.trajectories, a.annotations, a.output, a.method, a.threshold, a.domain, a.engine)
 
+# %% ../../nbs/39_reward_cli.ipynb #4fe43de9
 def cmd_preferences(a)->dict:
     "Preference pairs from scored trajectories"
     trajs, errors = _read(a.input)

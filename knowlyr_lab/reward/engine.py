@@ -88,7 +88,7 @@ def rule_patterns(env_id:str|None)->dict:
     if hits: return dict(RULE_PATTERNS[max(hits, key=len)])
     return _declared_patterns(env_id)
 
-# %% ../../nbs/34_reward_engine.ipynb #8d1c5141
+# %% ../../nbs/34_reward_engine.ipynb #c1623698
 LAYERS = ('rules', 'judge')
 DEFAULT_LAYER_WEIGHTS = {'rules': 0.5, 'judge': 0.5}
 
@@ -103,7 +103,7 @@ class RewardEngine:
                  calibrator:Calibrator|None=None,        # fitted monotone map to the human scale
                  aggregate:str='mean',                   # process reward: 'mean' or 'min' of the step rewards
                  state_pattern:str|None=None,            # world-state regex for the regression rule (overrides the env's)
-                 step_budget:int|None=None):             # override the domain's step budget
+                 target_steps:int|None=None):            # steps a competent agent needs (overrides the task's and the domain's)
         self.domain = get_domain(domain).domain
         if isinstance(judge, JudgeConfig): judge = LLMJudge(judge, domain=self.domain)
         self.judge = judge
@@ -115,8 +115,8 @@ class RewardEngine:
         if any(v < 0 for v in self.weights.values()): raise ValueError(f"layer weights must be >= 0: {self.weights}")
         if aggregate not in ('mean', 'min'): raise ValueError(f"aggregate must be 'mean' or 'min', not {aggregate!r}")
         self.rules, self.rule_weights, self.calibrator, self.aggregate = rules, rule_weights, calibrator, aggregate
-        self.state_pattern, self.step_budget = state_pattern, step_budget
-        self.scorer = RuleScorer(self.domain, rules, rule_weights, step_budget, state_pattern)
+        self.state_pattern, self.target_steps = state_pattern, target_steps
+        self.scorer = RuleScorer(self.domain, rules, rule_weights, target_steps, state_pattern)
         self._scorers = {}
         self._rules_only = 'rules' in self.layers and self.weights.get('rules', 1.0) > 0   # then a step's raw score is its rules score
 
@@ -126,83 +126,105 @@ class RewardEngine:
 
     def new_scorer(self, task:Task)->RuleScorer:
         "A fresh rule scorer with the rule patterns of the task's env (`rule_patterns`) unless the engine sets its own"
-        return RuleScorer(self.domain, self.rules, self.rule_weights, self.step_budget, *self._patterns(task))
+        return RuleScorer(self.domain, self.rules, self.rule_weights, self.target_steps, *self._patterns(task))
 
     def _scorer_for(self, task:Task)->RuleScorer:
         key = task.env_id
         if key not in self._scorers: self._scorers[key] = self.new_scorer(task)
         return self._scorers[key]
 
-    def combine(self, layer_scores:dict[str, float|None], calibrate:bool=True)->float|None:
-        "Weighted mean of the layers that scored, calibrated when a calibrator is set"
-        num = den = 0.0
-        for l, s in layer_scores.items():
-            if s is None or l not in self.layers: continue
-            num += self.weights.get(l, 1.0) * s; den += self.weights.get(l, 1.0)
-        if not den: return None
-        r = num / den
-        return self.calibrator(r) if calibrate and self.calibrator is not None and self.calibrator.params else r
-
-    def _step_reward(self, i, rr:dict, jr:JudgeResult|None)->StepReward:
-        rules = self.scorer.combine(rr)            # combine() reads only the rule weights, the same in every scorer
-        layers, judge = {'rules': rules}, None
-        if jr is not None and 'judge' in self.layers and self.judge is not None:
-            layers['judge'] = self.judge.combine(jr)
-            judge = {'scores': jr.scores, 'reason': jr.reason} if jr.ok else {'error': jr.error}
-            raw = self.combine(layers, calibrate=False)
-        else: raw = rules if self._rules_only else self.combine(layers, calibrate=False)
-        cal = self.calibrator
-        reward = cal(raw) if raw is not None and cal is not None and cal.params else raw
-        return StepReward(i, reward, layers, rr, judge, raw)
-
-    def _process_reward(self, steps:list[StepReward])->float|None:
-        rs = [s.reward for s in steps if s.reward is not None]
-        if not rs: return None
-        return float(sum(rs) / len(rs) if self.aggregate == 'mean' else min(rs))
-
-    def score_trajectories(self, trajs:list[Trajectory], progress:bool=False)->list[TrajectoryReward]:
-        "Score many trajectories (the judge sees all their steps in one concurrent batch)"
-        judged = self.judge.judge_trajectories(trajs) if ('judge' in self.layers and self.judge is not None) else None
-        out = []
-        it = trajs
-        if progress:
-            from tqdm.auto import tqdm
-            it = tqdm(trajs, desc='rules', unit='traj')
-        step_reward = self._step_reward
-        with gc_paused():
-            for k, t in enumerate(it):
-                rrs = self._scorer_for(t.task).score_trajectory(t)
-                jrs = judged[k] if judged is not None else [None] * len(rrs)
-                steps = [step_reward(i, rr, jr) for i, (rr, jr) in enumerate(zip(rrs, jrs))]
-                out.append(TrajectoryReward(t.id, steps, self._process_reward(steps)))
-        return out
-
-    def score(self, traj:Trajectory)->TrajectoryReward:
-        "Score one trajectory"
-        return self.score_trajectories([traj])[0]
-
-    def config(self)->dict:
-        "Plain-data configuration (JSON-serialisable), including the judge config and the calibration map"
-        jc = None
-        if self.judge is not None: jc = {k: v for k, v in asdict(self.judge.config).items() if k != 'api_key'}
-        return {'domain': self.domain, 'layers': self.layers, 'weights': self.weights, 'rules': self.rules, 'rule_weights': self.rule_weights,
-                'judge': jc, 'calibrator': self.calibrator.to_dict() if self.calibrator else None, 'aggregate': self.aggregate,
-                'state_pattern': self.state_pattern, 'step_budget': self.step_budget}
-
-    @classmethod
-    def from_config(cls, cfg:dict)->'RewardEngine':
-        "Rebuild an engine from `config()`"
-        cfg = dict(cfg)
-        j, c = cfg.pop('judge', None), cfg.pop('calibrator', None)
-        return cls(**cfg, judge=JudgeConfig(**j) if j else None, calibrator=Calibrator.from_dict(c) if c else None)
-
-    def save(self, path): Path(path).write_text(json.dumps(self.config(), indent=2)); return path
-    @classmethod
-    def load(cls, path)->'RewardEngine': return cls.from_config(json.loads(Path(path).read_text()))
-
     def __repr__(self):
         return (f"RewardEngine({self.domain!r}, layers={self.layers}" + (f", missing={self.missing}" if self.missing else '') +
                 f", calibrated={self.calibrator is not None})")
+
+# %% ../../nbs/34_reward_engine.ipynb #b9ef0c93
+@patch
+def combine(self:RewardEngine, layer_scores:dict[str, float|None], calibrate:bool=True)->float|None:
+    "Weighted mean of the layers that scored, calibrated when a calibrator is set"
+    num = den = 0.0
+    for l, s in layer_scores.items():
+        if s is None or l not in self.layers: continue
+        num += self.weights.get(l, 1.0) * s; den += self.weights.get(l, 1.0)
+    if not den: return None
+    r = num / den
+    return self.calibrator(r) if calibrate and self.calibrator is not None and self.calibrator.params else r
+
+# %% ../../nbs/34_reward_engine.ipynb #1d99fa80
+@patch
+def _step_reward(self:RewardEngine, i, rr:dict, jr:JudgeResult|None)->StepReward:
+    rules = self.scorer.combine(rr)            # combine() reads only the rule weights, the same in every scorer
+    layers, judge = {'rules': rules}, None
+    if jr is not None and 'judge' in self.layers and self.judge is not None:
+        layers['judge'] = self.judge.combine(jr)
+        judge = {'scores': jr.scores, 'reason': jr.reason} if jr.ok else {'error': jr.error}
+        raw = self.combine(layers, calibrate=False)
+    else: raw = rules if self._rules_only else self.combine(layers, calibrate=False)
+    cal = self.calibrator
+    reward = cal(raw) if raw is not None and cal is not None and cal.params else raw
+    return StepReward(i, reward, layers, rr, judge, raw)
+
+# %% ../../nbs/34_reward_engine.ipynb #d6f7a50d
+@patch
+def _process_reward(self:RewardEngine, steps:list[StepReward])->float|None:
+    rs = [s.reward for s in steps if s.reward is not None]
+    if not rs: return None
+    return float(sum(rs) / len(rs) if self.aggregate == 'mean' else min(rs))
+
+# %% ../../nbs/34_reward_engine.ipynb #37abce71
+@patch
+def score_trajectories(self:RewardEngine, trajs:list[Trajectory], progress:bool=False)->list[TrajectoryReward]:
+    "Score many trajectories (the judge sees all their steps in one concurrent batch)"
+    judged = self.judge.judge_trajectories(trajs) if ('judge' in self.layers and self.judge is not None) else None
+    out = []
+    it = trajs
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(trajs, desc='rules', unit='traj')
+    step_reward = self._step_reward
+    with gc_paused():
+        for k, t in enumerate(it):
+            rrs = self._scorer_for(t.task).score_trajectory(t)
+            jrs = judged[k] if judged is not None else [None] * len(rrs)
+            steps = [step_reward(i, rr, jr) for i, (rr, jr) in enumerate(zip(rrs, jrs))]
+            out.append(TrajectoryReward(t.id, steps, self._process_reward(steps)))
+    return out
+
+# %% ../../nbs/34_reward_engine.ipynb #a72cf8a7
+@patch
+def score(self:RewardEngine, traj:Trajectory)->TrajectoryReward:
+    "Score one trajectory"
+    return self.score_trajectories([traj])[0]
+
+# %% ../../nbs/34_reward_engine.ipynb #7ac56146
+@patch
+def config(self:RewardEngine)->dict:
+    "Plain-data configuration (JSON-serialisable), including the judge config and the calibration map"
+    jc = None
+    if self.judge is not None: jc = {k: v for k, v in asdict(self.judge.config).items() if k != 'api_key'}
+    return {'domain': self.domain, 'layers': self.layers, 'weights': self.weights, 'rules': self.rules, 'rule_weights': self.rule_weights,
+            'judge': jc, 'calibrator': self.calibrator.to_dict() if self.calibrator else None, 'aggregate': self.aggregate,
+            'state_pattern': self.state_pattern, 'target_steps': self.target_steps}
+
+# %% ../../nbs/34_reward_engine.ipynb #2614363d
+@patch(cls_method=True)
+def from_config(cls:RewardEngine, cfg:dict)->'RewardEngine':
+    "Rebuild an engine from `config()`"
+    cfg = dict(cfg)
+    if 'step_budget' in cfg: cfg.setdefault('target_steps', cfg.pop('step_budget'))   # configs saved before the rename
+    j, c = cfg.pop('judge', None), cfg.pop('calibrator', None)
+    return cls(**cfg, judge=JudgeConfig(**j) if j else None, calibrator=Calibrator.from_dict(c) if c else None)
+
+# %% ../../nbs/34_reward_engine.ipynb #f90e6acf
+@patch
+def save(self:RewardEngine, path):
+    "Write `config()` to `path` as JSON"
+    Path(path).write_text(json.dumps(self.config(), indent=2)); return path
+
+# %% ../../nbs/34_reward_engine.ipynb #1a4bcdb7
+@patch(cls_method=True)
+def load(cls:RewardEngine, path)->'RewardEngine':
+    "An engine from a JSON file that `save` wrote"
+    return cls.from_config(json.loads(Path(path).read_text()))
 
 # %% ../../nbs/34_reward_engine.ipynb #4dff0ca1
 @patch
@@ -279,5 +301,5 @@ class StepRewardFn:
         return (0.0 if sr.reward is None else sr.reward), sr.details()
 
 def make_reward_fn(domain:str='generic', engine:RewardEngine|None=None, **engine_kw)->StepRewardFn:
-    "A step reward function for `RewardWrapper` / `collect(..., reward_fn=...)`"
+    "A step reward function for `RewardWrapper` / `collect(..., step_reward_fn=...)`"
     return StepRewardFn(engine or RewardEngine(domain, **engine_kw))

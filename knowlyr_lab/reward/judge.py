@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastcore.basics import patch
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from ..domains import get_domain
@@ -165,7 +166,7 @@ def parse_judgment(text:str, rubrics:list[Rubric])->tuple[dict[str, float], str]
     d = j.model_dump()
     return {r.id: float(d[r.id]) for r in rubrics}, d['reason']
 
-# %% ../../nbs/31_reward_judge.ipynb #7a510eec
+# %% ../../nbs/31_reward_judge.ipynb #c425fbdb
 class NotAnAPIResponse(ValueError):
     "HTTP 200 with a body that is not the API's JSON (a proxy's HTML page, a truncated or foreign object): transient"
 
@@ -183,6 +184,7 @@ def _retry_after(e:Exception, cap:float=60.0)->float:
     try: return min(cap, max(0.0, float(e.response.headers.get('retry-after', 0))))
     except (AttributeError, TypeError, ValueError): return 0.0
 
+# %% ../../nbs/31_reward_judge.ipynb #7a510eec
 class LLMJudge:
     "Rubric-based step judge over the OpenAI or Anthropic API"
     def __init__(self, config:JudgeConfig|None=None, # how to call the model
@@ -209,92 +211,9 @@ class LLMJudge:
         self._sdk = openai
         return openai.AsyncOpenAI(api_key=c.api_key or os.environ.get('OPENAI_API_KEY') or 'none', base_url=c.base_url, max_retries=0, timeout=c.timeout)
 
-    async def _call(self, client, prompt:str)->tuple[str, int, int]:
-        c = self.config
-        if c.provider == 'anthropic':
-            r = await client.messages.create(model=c.model, max_tokens=c.max_tokens, system=SYSTEM_PROMPT,   # anthropic 2.x takes no temperature
-                                             messages=[{'role': 'user', 'content': prompt}])
-            if isinstance(r, str): raise _not_api(r, 'the body is not JSON')   # the SDKs hand a non-JSON body back as text
-            try:
-                text = ''.join(getattr(b, 'text', '') or '' for b in r.content)
-                return text, int(r.usage.input_tokens), int(r.usage.output_tokens)
-            except (AttributeError, TypeError, ValueError) as e: raise _not_api(r, f'not a message ({e})') from None
-        r = await client.chat.completions.create(model=c.model, max_tokens=c.max_tokens, temperature=c.temperature,
-                                                 messages=[{'role': 'system', 'content': SYSTEM_PROMPT}, {'role': 'user', 'content': prompt}])
-        if isinstance(r, str): raise _not_api(r, 'the body is not JSON')
-        try:
-            u = r.usage
-            return r.choices[0].message.content or '', int(u.prompt_tokens if u else 0), int(u.completion_tokens if u else 0)
-        except (AttributeError, TypeError, IndexError, ValueError) as e: raise _not_api(r, f'not a chat completion ({e})') from None
-
     def _account(self, **kw):
         with self._lock:
             for k, v in kw.items(): setattr(self.stats, k, getattr(self.stats, k) + v)
-
-    async def _judge_one(self, client, sem, prompt:str)->JudgeResult:
-        c = self.config
-        key = JudgeCache.key(c, prompt) if self.cache is not None else None
-        if self.cache is not None and (hit := self.cache.get(key)):
-            self._account(steps=1, judged=1, cache_hits=1)
-            return JudgeResult(hit['scores'], hit['reason'], cached=True)
-        res, last_err, parse_left = JudgeResult(), None, c.parse_retries
-        async with sem:
-            attempt = 0
-            while True:
-                res.attempts += 1
-                try:
-                    self._account(calls=1)
-                    text, i, o = await self._call(client, prompt)
-                except Exception as e:
-                    if not _retryable(e, self._sdk): last_err = f"{type(e).__name__}: {e}"; break
-                    last_err = f"{type(e).__name__}: {_clip(str(e), 120)}"
-                    if attempt >= c.max_retries: last_err = f"gave up after {attempt + 1} attempts; last error {last_err}"; break
-                    self._account(retries=1); attempt += 1
-                    await asyncio.sleep(max(c.backoff * 2 ** (attempt - 1) * (1 + random.random() * 0.1), _retry_after(e)))
-                    continue
-                res.input_tokens += i; res.output_tokens += o
-                self._account(input_tokens=i, output_tokens=o, cost=(i * c.price_in + o * c.price_out) / 1e6)
-                try:
-                    res.scores, res.reason = parse_judgment(text, self.rubrics)
-                    last_err = None; break
-                except JudgmentError as e:
-                    last_err = f"invalid judgment: {e}"
-                    if parse_left <= 0: break
-                    parse_left -= 1; self._account(retries=1)
-        res.error = last_err
-        self._account(steps=1, judged=int(res.ok), failed=int(not res.ok))
-        if res.ok and self.cache is not None: self.cache.put(key, {'scores': res.scores, 'reason': res.reason, 'model': c.model})
-        return res
-
-    async def ajudge(self, prompts:list[str])->list[JudgeResult]:
-        "Judge many prompts concurrently (order kept)"
-        client, sem = self._client(), asyncio.Semaphore(max(1, self.config.concurrency))
-        try: return list(await asyncio.gather(*(self._judge_one(client, sem, p) for p in prompts)))
-        finally: await client.close()
-
-    def judge_prompts(self, prompts:list[str])->list[JudgeResult]:
-        "Synchronous `ajudge` (works inside a running event loop too)"
-        try: asyncio.get_running_loop()
-        except RuntimeError: return asyncio.run(self.ajudge(prompts))
-        out = {}
-        t = threading.Thread(target=lambda: out.setdefault('r', asyncio.run(self.ajudge(prompts)))); t.start(); t.join()
-        return out['r']
-
-    def prompts_for(self, traj:Trajectory)->list[str]:
-        "One prompt per step of `traj`"
-        return [build_prompt(traj.task, traj.steps[:i], s, self.rubrics, self.config.context_steps) for i, s in enumerate(traj.steps)]
-
-    def judge_trajectory(self, traj:Trajectory)->list[JudgeResult]:
-        "Judge every step of `traj`"
-        return self.judge_prompts(self.prompts_for(traj))
-
-    def judge_trajectories(self, trajs:list[Trajectory])->list[list[JudgeResult]]:
-        "Judge every step of many trajectories in one concurrent batch"
-        prompts = [self.prompts_for(t) for t in trajs]
-        flat = self.judge_prompts([p for ps in prompts for p in ps])
-        out, i = [], 0
-        for ps in prompts: out.append(flat[i:i + len(ps)]); i += len(ps)
-        return out
 
     def combine(self, res:JudgeResult)->float|None:
         "Weighted mean of the rubric scores (None for a failed step)"
@@ -303,3 +222,100 @@ class LLMJudge:
         return sum(w[k] * v for k, v in res.scores.items()) / sum(w[k] for k in res.scores)
 
     def __repr__(self): return f"LLMJudge({self.config.provider}:{self.config.model}, rubrics={[r.id for r in self.rubrics]})"
+
+# %% ../../nbs/31_reward_judge.ipynb #23eb93b0
+@patch
+async def _call(self:LLMJudge, client, prompt:str)->tuple[str, int, int]:
+    c = self.config
+    if c.provider == 'anthropic':
+        r = await client.messages.create(model=c.model, max_tokens=c.max_tokens, system=SYSTEM_PROMPT,   # anthropic 2.x takes no temperature
+                                         messages=[{'role': 'user', 'content': prompt}])
+        if isinstance(r, str): raise _not_api(r, 'the body is not JSON')   # the SDKs hand a non-JSON body back as text
+        try:
+            text = ''.join(getattr(b, 'text', '') or '' for b in r.content)
+            return text, int(r.usage.input_tokens), int(r.usage.output_tokens)
+        except (AttributeError, TypeError, ValueError) as e: raise _not_api(r, f'not a message ({e})') from None
+    r = await client.chat.completions.create(model=c.model, max_tokens=c.max_tokens, temperature=c.temperature,
+                                             messages=[{'role': 'system', 'content': SYSTEM_PROMPT}, {'role': 'user', 'content': prompt}])
+    if isinstance(r, str): raise _not_api(r, 'the body is not JSON')
+    try:
+        u = r.usage
+        return r.choices[0].message.content or '', int(u.prompt_tokens if u else 0), int(u.completion_tokens if u else 0)
+    except (AttributeError, TypeError, IndexError, ValueError) as e: raise _not_api(r, f'not a chat completion ({e})') from None
+
+# %% ../../nbs/31_reward_judge.ipynb #b363cfe0
+@patch
+async def _judge_one(self:LLMJudge, client, sem, prompt:str)->JudgeResult:
+    c = self.config
+    key = JudgeCache.key(c, prompt) if self.cache is not None else None
+    if self.cache is not None and (hit := self.cache.get(key)):
+        self._account(steps=1, judged=1, cache_hits=1)
+        return JudgeResult(hit['scores'], hit['reason'], cached=True)
+    res, last_err, parse_left = JudgeResult(), None, c.parse_retries
+    async with sem:
+        attempt = 0
+        while True:
+            res.attempts += 1
+            try:
+                self._account(calls=1)
+                text, i, o = await self._call(client, prompt)
+            except Exception as e:
+                if not _retryable(e, self._sdk): last_err = f"{type(e).__name__}: {e}"; break
+                last_err = f"{type(e).__name__}: {_clip(str(e), 120)}"
+                if attempt >= c.max_retries: last_err = f"gave up after {attempt + 1} attempts; last error {last_err}"; break
+                self._account(retries=1); attempt += 1
+                await asyncio.sleep(max(c.backoff * 2 ** (attempt - 1) * (1 + random.random() * 0.1), _retry_after(e)))
+                continue
+            res.input_tokens += i; res.output_tokens += o
+            self._account(input_tokens=i, output_tokens=o, cost=(i * c.price_in + o * c.price_out) / 1e6)
+            try:
+                res.scores, res.reason = parse_judgment(text, self.rubrics)
+                last_err = None; break
+            except JudgmentError as e:
+                last_err = f"invalid judgment: {e}"
+                if parse_left <= 0: break
+                parse_left -= 1; self._account(retries=1)
+    res.error = last_err
+    self._account(steps=1, judged=int(res.ok), failed=int(not res.ok))
+    if res.ok and self.cache is not None: self.cache.put(key, {'scores': res.scores, 'reason': res.reason, 'model': c.model})
+    return res
+
+# %% ../../nbs/31_reward_judge.ipynb #8b932832
+@patch
+async def ajudge(self:LLMJudge, prompts:list[str])->list[JudgeResult]:
+    "Judge many prompts concurrently (order kept)"
+    client, sem = self._client(), asyncio.Semaphore(max(1, self.config.concurrency))
+    try: return list(await asyncio.gather(*(self._judge_one(client, sem, p) for p in prompts)))
+    finally: await client.close()
+
+# %% ../../nbs/31_reward_judge.ipynb #d9502969
+@patch
+def judge_prompts(self:LLMJudge, prompts:list[str])->list[JudgeResult]:
+    "Synchronous `ajudge` (works inside a running event loop too)"
+    try: asyncio.get_running_loop()
+    except RuntimeError: return asyncio.run(self.ajudge(prompts))
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault('r', asyncio.run(self.ajudge(prompts)))); t.start(); t.join()
+    return out['r']
+
+# %% ../../nbs/31_reward_judge.ipynb #8d18d5a6
+@patch
+def prompts_for(self:LLMJudge, traj:Trajectory)->list[str]:
+    "One prompt per step of `traj`"
+    return [build_prompt(traj.task, traj.steps[:i], s, self.rubrics, self.config.context_steps) for i, s in enumerate(traj.steps)]
+
+# %% ../../nbs/31_reward_judge.ipynb #7428f878
+@patch
+def judge_trajectory(self:LLMJudge, traj:Trajectory)->list[JudgeResult]:
+    "Judge every step of `traj`"
+    return self.judge_prompts(self.prompts_for(traj))
+
+# %% ../../nbs/31_reward_judge.ipynb #1267295a
+@patch
+def judge_trajectories(self:LLMJudge, trajs:list[Trajectory])->list[list[JudgeResult]]:
+    "Judge every step of many trajectories in one concurrent batch"
+    prompts = [self.prompts_for(t) for t in trajs]
+    flat = self.judge_prompts([p for ps in prompts for p in ps])
+    out, i = [], 0
+    for ps in prompts: out.append(flat[i:i + len(ps)]); i += len(ps)
+    return out

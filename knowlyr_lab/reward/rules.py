@@ -172,18 +172,19 @@ def view_step(step:Step,
     return StepView(step, tool, cat, params, target, key, obs, hash(res), bool(err) or bool(step.metadata.get('invalid_action')),
                     code, test_counts(obs) if cat is _X or cat is None else None)
 
-# %% ../../nbs/30_reward_rules.ipynb #de28aa05
+# %% ../../nbs/30_reward_rules.ipynb #9127b366
 @dataclass
 class RuleContext:
     "Per-episode settings the rules read, and the verdicts of the rules that already looked at this step"
     profile: DomainProfile
     task: Task
-    budget: int
+    target_steps: int                           # steps a competent agent needs (the efficiency rule's target)
     state_pattern: re.Pattern|None = None
     final: bool = False                         # is this the episode's last step?
     result: dict = field(default_factory=dict)  # the verifier's result on the final step (success, score, ...)
     results: dict = field(default_factory=dict) # this step's verdicts so far (rule name -> RuleResult)
 
+# %% ../../nbs/30_reward_rules.ipynb #d48b23d3
 _NEW_CALL = RuleResult(1.0, 'new call')
 
 def rule_redundancy(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
@@ -199,6 +200,7 @@ def update_redundancy(v:StepView, ix:EpisodeIndex, ctx:RuleContext, res:dict):
     if v.category is _W and v.target: ix.version[v.target] = ix.version.get(v.target, 0) + 1
     ix.calls[v.key] = (ix.n, v.obs_hash, ix.version.get(v.target, 0))
 
+# %% ../../nbs/30_reward_rules.ipynb #da23bf50
 def _edit(params:dict)->tuple|None:
     old, new = params.get('old_string', params.get('old_str')), params.get('new_string', params.get('new_str'))
     return (old, new) if isinstance(old, str) and isinstance(new, str) else None
@@ -216,6 +218,7 @@ def _state(v:StepView, ctx:RuleContext)->int|None:
         return hash(m.group(0)) if m else None
     return v.obs_hash if v.obs and v.category is _N else None
 
+# %% ../../nbs/30_reward_rules.ipynb #dbbfde99
 _READ, _NO_REGRESSION = RuleResult(1.0, 'read'), RuleResult(1.0, 'no regression')
 
 def rule_regression(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
@@ -254,6 +257,7 @@ def update_regression(v:StepView, ix:EpisodeIndex, ctx:RuleContext, res:dict):
     if v.tests is not None: ix.tests[v.key] = (*v.tests, ix.n)
     if v.state is not None: ix.states.setdefault(v.state, ix.n); ix.last_state = v.state
 
+# %% ../../nbs/30_reward_rules.ipynb #db4776b9
 _NOTHING_SEEN, _NO_FACTS = RuleResult(None, 'nothing observed yet'), RuleResult(None, 'parameters carry no facts')
 
 def rule_info_use(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
@@ -273,6 +277,7 @@ def update_info_use(v:StepView, ix:EpisodeIndex, ctx:RuleContext, res:dict):
     "Add the observation's tokens to the facts seen"
     if v.obs: ix.facts.update(tokens(v.obs))
 
+# %% ../../nbs/30_reward_rules.ipynb #c1f020dc
 _WASTE = ('redundancy', 'regression', 'tool_error')
 def _wasted(res:dict)->bool:
     for k in _WASTE:
@@ -281,14 +286,15 @@ def _wasted(res:dict)->bool:
     return False
 
 def rule_efficiency(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
-    "(productive steps / steps) * min(1, budget / steps), a step being productive unless another rule found it redundant, regressive or an error"
+    "(productive steps / steps) * min(1, target_steps / steps), a step being productive unless another rule found it redundant, regressive or an error"
     n = ix.n + 1; p = ix.productive + (0 if _wasted(ctx.results) else 1)
-    return RuleResult((p / n) * min(1.0, ctx.budget / n), "%d/%d steps productive, budget %d", (p, n, ctx.budget))
+    return RuleResult((p / n) * min(1.0, ctx.target_steps / n), "%d/%d steps productive, target %d", (p, n, ctx.target_steps))
 
 def update_efficiency(v:StepView, ix:EpisodeIndex, ctx:RuleContext, res:dict):
     "Count the step as productive unless it was wasted"
     ix.productive = res['efficiency']._args[0]
 
+# %% ../../nbs/30_reward_rules.ipynb #32e90a4a
 _OK, _INVALID = RuleResult(1.0, 'ok'), RuleResult(0.0, 'invalid action')
 
 def rule_tool_error(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
@@ -297,6 +303,7 @@ def rule_tool_error(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
     if v.exit_code is not None and v.exit_code != 0: return RuleResult(0.5, 'exit code %d', (v.exit_code,))
     return _OK
 
+# %% ../../nbs/30_reward_rules.ipynb #3dbad37b
 def outcome_score(result:dict, profile:DomainProfile)->float|None:
     "The domain's outcome score from a verifier result: partial credit, score/total, score, or success"
     spec = profile.outcome
@@ -307,6 +314,7 @@ def outcome_score(result:dict, profile:DomainProfile)->float|None:
     if result.get(spec.success_field) is not None: return float(bool(result[spec.success_field]))
     return None
 
+# %% ../../nbs/30_reward_rules.ipynb #a060e359
 _NOT_FINAL, _UNVERIFIED = RuleResult(None, 'not the final step'), RuleResult(None, 'no verified outcome')
 
 def rule_outcome(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
@@ -371,7 +379,7 @@ class RuleScorer:
     def __init__(self, domain:str|DomainProfile='generic', # domain profile (name or object)
                  rules:list[str]|None=None,                  # rules to run (default: every registered rule)
                  weights:dict|None=None,                     # rule weights (default: each rule's registered weight)
-                 step_budget:int|None=None,                  # override the domain's step budget
+                 target_steps:int|None=None,                 # steps a competent agent needs (overrides the task's and the domain's)
                  state_pattern:str|None=None,                # regex whose match in an observation is the world state
                  result_pattern:str|None=None):              # regex whose last match in an observation is the call's result
         self.profile = get_domain(domain)
@@ -379,7 +387,7 @@ class RuleScorer:
         unknown = [r for r in self.rules if r not in RULES]
         if unknown: raise ValueError(f"unknown rule(s) {unknown}; known rules: {list(RULES)}")
         self.weights = {**{k: r.weight for k, r in RULES.items()}, **(weights or {})}
-        self.step_budget, self.state_pattern, self.result_pattern = step_budget, state_pattern, result_pattern
+        self.target_steps, self.state_pattern, self.result_pattern = target_steps, state_pattern, result_pattern
         self._result_re = re.compile(result_pattern) if result_pattern else None
         self._state_re = re.compile(state_pattern) if state_pattern else None
         self._tools = tool_table(self.profile)
@@ -392,8 +400,8 @@ class RuleScorer:
         "Start a new episode"
         task = as_task(task)
         md = task.metadata
-        budget = self.step_budget or md.get('step_budget') or md.get('optimal_steps') or self.profile.step_budget
-        self.ctx = RuleContext(self.profile, task, int(budget), self._state_re)
+        target = self.target_steps or md.get('target_steps') or md.get('step_budget') or md.get('optimal_steps') or self.profile.target_steps
+        self.ctx = RuleContext(self.profile, task, int(target), self._state_re)
         self.index = EpisodeIndex(facts=set(tokens(task.instruction)).union(tokens(task.initial_observation or '')))   # what the agent saw before acting
         return self
 
@@ -436,4 +444,4 @@ class RuleScorer:
                 out.append(step(view_step(s, tools, rre), ix, ctx))
         return out
 
-    def __repr__(self): return f"RuleScorer({self.profile.domain!r}, rules={self.rules}, budget={self.ctx.budget})"
+    def __repr__(self): return f"RuleScorer({self.profile.domain!r}, rules={self.rules}, target_steps={self.ctx.target_steps})"

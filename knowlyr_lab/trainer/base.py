@@ -302,15 +302,18 @@ def _setup_optim(self:BaseTrainer, total_steps:int):
     sched = get_scheduler(c.lr_scheduler, opt, num_warmup_steps=int(c.warmup_ratio * total_steps), num_training_steps=max(1, total_steps))
     self.model, self.optimizer, self.scheduler = self.accelerator.prepare(self.model, opt, sched)
 
+# %% ../../nbs/62a_trainer_base.ipynb #8a32ae11
 def _checkpoints(out:Path)->list[Path]:
     "Complete checkpoints (trainer_state.json is written last) in step order"
     return sorted((p for p in out.glob('checkpoint-*') if (p / 'trainer_state.json').exists()), key=lambda p: int(p.name.split('-')[1]))
 
+# %% ../../nbs/62a_trainer_base.ipynb #653f3bb8
 @patch
 def _save_prompt(self:BaseTrainer, path:Path):
     "The prompt card next to saved weights: the system prompt and tool list training rendered, so inference renders the same"
     save_prompt(path, self.config.system_prompt, getattr(self, 'tools', None), chat_format(self.tokenizer))
 
+# %% ../../nbs/62a_trainer_base.ipynb #cbb4ed5c
 @patch
 def save_checkpoint(self:BaseTrainer)->Path:
     "Model, optimiser, scheduler, RNG states, the trainer's extra state, trainer state (+ a loadable `model/`) under output_dir/checkpoint-<step>"
@@ -329,6 +332,7 @@ def save_checkpoint(self:BaseTrainer)->Path:
         for p in old[:-self.config.save_total_limit] if self.config.save_total_limit > 0 else []: shutil.rmtree(p, ignore_errors=True)
     return d
 
+# %% ../../nbs/62a_trainer_base.ipynb #ff85384c
 @patch
 def _resume(self:BaseTrainer):
     r = self.config.resume_from_checkpoint
@@ -344,6 +348,7 @@ def _resume(self:BaseTrainer):
     p = r / f'extra_state_{self.accelerator.process_index}.pt'
     if p.exists(): self.load_extra_state(torch.load(p, map_location=self.accelerator.device))
 
+# %% ../../nbs/62a_trainer_base.ipynb #628e66c0
 @patch
 def _save_weights(self:BaseTrainer, path:Path, merge:bool=False):
     "Every process calls this (FSDP/DeepSpeed gather the full state dict collectively); the main process writes"
@@ -359,6 +364,7 @@ def _save_weights(self:BaseTrainer, path:Path, merge:bool=False):
     if merge: copy.deepcopy(m).merge_and_unload().save_pretrained(path)
     else: m.save_pretrained(path, state_dict=sd)
 
+# %% ../../nbs/62a_trainer_base.ipynb #eba9753d
 @patch
 def save_model(self:BaseTrainer, path:str|Path|None=None)->Path:
     "Save the trained model (LoRA merged unless merge_lora_on_save=False) and the tokenizer; call it on every process"
@@ -370,11 +376,13 @@ def save_model(self:BaseTrainer, path:str|Path|None=None)->Path:
         self.config.to_yaml(path / 'train_config.yaml')
     return path
 
+# %% ../../nbs/62a_trainer_base.ipynb #27661de7
 @patch
 def _log(self:BaseTrainer, row:dict):
     row = {'step': self.state['step'], 'epoch': self.state['epoch'], **row}
     self.history.append(row); self.metrics.log(row)
 
+# %% ../../nbs/62a_trainer_base.ipynb #e3e359cb
 @patch
 def _shard(self:BaseTrainer, idx:list)->tuple[list, float]:
     "This process's slice of a global batch, and its weight (0 for a stand-in when the batch is smaller than the process count)"
@@ -383,6 +391,7 @@ def _shard(self:BaseTrainer, idx:list)->tuple[list, float]:
     mine = idx[self.accelerator.process_index::n]
     return (mine, 1.0) if mine else (idx[:1], 0.0)   # every process must run backward, or DDP waits forever
 
+# %% ../../nbs/62a_trainer_base.ipynb #1634c66a
 @patch
 def _global_sum(self:BaseTrainer, x:float|dict)->float|dict:
     "Sum over all processes of a number, or of every value of a dict of numbers (one all-reduce either way)"
@@ -392,6 +401,7 @@ def _global_sum(self:BaseTrainer, x:float|dict)->float|dict:
     t = self.accelerator.reduce(t, 'sum').tolist()
     return dict(zip(keys, t)) if keys else t[0]
 
+# %% ../../nbs/62a_trainer_base.ipynb #88285412
 @patch
 def _quarantine(self:BaseTrainer, errors:list[dict], what:str='record'):
     "Write unusable records with their location and reason to quarantine.jsonl, and warn once"

@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 
 import torch
+from fastcore.basics import patch
 
 from ..chat import render_chat
 from .base import BaseTrainer, TrainConfig, in_range, one_of, segment_attention_on
@@ -108,24 +109,6 @@ class DPOTrainer(BaseTrainer):
 
     def forward_context(self): return segment_attention_on(self.model)
 
-    @torch.no_grad()
-    def compute_reference(self):
-        "Fill ref_chosen_logps / ref_rejected_logps where the data has none"
-        todo = [i for i, p in enumerate(self.pairs) if 'ref_chosen_logps' not in p or 'ref_rejected_logps' not in p]
-        if not todo: return
-        if self.ref_model is not None: ref, ctx = self.ref_model.to(self.accelerator.device).eval(), torch.no_grad()
-        elif self.config.use_lora: ref, ctx = self.model, self.accelerator.unwrap_model(self.model).disable_adapter()
-        elif self.state['step'] == 0: ref, ctx = self.model, torch.no_grad()   # before the first update: the initial weights
-        else: raise RuntimeError(f"resumed at step {self.state['step']} without the reference log-probs (a checkpoint written before "
-                                 "they were saved): pass ref_model= (the initial model), or restart")
-        was = ref.training; ref.eval()
-        with ctx, segment_attention_on(ref):
-            for k in range(0, len(todo), self.config.batch_size):
-                idx = todo[k:k + self.config.batch_size]
-                c, r = self._logps(ref, idx)
-                for i, a, b in zip(idx, c.tolist(), r.tolist()): self.pairs[i]['ref_chosen_logps'], self.pairs[i]['ref_rejected_logps'] = a, b
-        ref.train(was)
-
     def extra_state(self)->dict:
         return {'ref_logps': torch.tensor([[p.get('ref_chosen_logps', float('nan')), p.get('ref_rejected_logps', float('nan'))] for p in self.pairs],
                                           dtype=torch.float64)}
@@ -135,45 +118,71 @@ class DPOTrainer(BaseTrainer):
 
     def on_train_begin(self): self.compute_reference()
 
-    @torch.no_grad()
-    def pair_accuracy(self)->float:
-        "Share of the pairs whose implicit reward (log-ratio to the reference) ranks chosen above rejected: on held-out pairs, DPO's model-selection metric"
-        self.compute_reference()
-        was, hits = self.model.training, 0
-        self.model.eval()
-        with segment_attention_on(self.model):
-            for k in range(0, len(self.pairs), self.config.batch_size):
-                idx = list(range(k, min(k + self.config.batch_size, len(self.pairs))))
-                c, r = self._logps(self.model, idx)
-                hits += sum(a - self.pairs[i]['ref_chosen_logps'] > b - self.pairs[i]['ref_rejected_logps'] for i, a, b in zip(idx, c.tolist(), r.tolist()))
-        self.model.train(was)
-        return hits / max(len(self.pairs), 1)
-
-    def plan(self)->list[list[list[int]]]:
-        "Micro-batches of pair indices of every epoch, fixed by the seed"
-        c, n, out = self.config, len(self.pairs), []
-        for e in range(c.num_epochs):
-            order = list(range(n)); random.Random(c.seed + e).shuffle(order)
-            out.append([order[k:k + c.batch_size] for k in range(0, n, c.batch_size)])
-        return out
-
     def micro_batch(self, idx:list[int])->dict:
         mine, w = self._shard(idx)
         return {'idx': mine, 'count': len(mine), 'weight': w,
                 'tokens': sum(len(self.pairs[i]['chosen']['input_ids']) + len(self.pairs[i]['rejected']['input_ids']) for i in mine)}
 
-    def compute_loss(self, b:dict)->tuple:
-        c, idx = self.config, b['idx']
-        pc, pr = self._logps(self.model, idx)
-        rc = torch.tensor([self.pairs[i]['ref_chosen_logps'] for i in idx], device=pc.device, dtype=pc.dtype)
-        rr = torch.tensor([self.pairs[i]['ref_rejected_logps'] for i in idx], device=pc.device, dtype=pc.dtype)
-        losses, cr, rj = dpo_loss(pc, pr, rc, rr, c.beta, c.loss_type, c.label_smoothing)
-        n = torch.tensor([max(1, sum(l != -100 for l in self.pairs[i]['chosen']['labels'])) for i in idx], device=pc.device, dtype=pc.dtype)
-        nll = -pc / n                      # the chosen side's mean NLL per scored token
-        if c.rpo_alpha: losses = losses + c.rpo_alpha * nll
-        return losses.sum(), {'rewards/chosen': cr.sum().item(), 'rewards/rejected': rj.sum().item(),
-                              'rewards/accuracies': (cr > rj).float().sum().item(), 'nll/chosen': nll.detach().sum().item()}
-
     def step_metrics(self, sums:dict, count:float)->dict:
         row = super().step_metrics(sums, count)
         return {**row, 'rewards/margins': row['rewards/chosen'] - row['rewards/rejected']}
+
+# %% ../../nbs/65_trainer_dpo.ipynb #48c0a2b4
+@patch
+@torch.no_grad()
+def compute_reference(self:DPOTrainer):
+    "Fill ref_chosen_logps / ref_rejected_logps where the data has none"
+    todo = [i for i, p in enumerate(self.pairs) if 'ref_chosen_logps' not in p or 'ref_rejected_logps' not in p]
+    if not todo: return
+    if self.ref_model is not None: ref, ctx = self.ref_model.to(self.accelerator.device).eval(), torch.no_grad()
+    elif self.config.use_lora: ref, ctx = self.model, self.accelerator.unwrap_model(self.model).disable_adapter()
+    elif self.state['step'] == 0: ref, ctx = self.model, torch.no_grad()   # before the first update: the initial weights
+    else: raise RuntimeError(f"resumed at step {self.state['step']} without the reference log-probs (a checkpoint written before "
+                             "they were saved): pass ref_model= (the initial model), or restart")
+    was = ref.training; ref.eval()
+    with ctx, segment_attention_on(ref):
+        for k in range(0, len(todo), self.config.batch_size):
+            idx = todo[k:k + self.config.batch_size]
+            c, r = self._logps(ref, idx)
+            for i, a, b in zip(idx, c.tolist(), r.tolist()): self.pairs[i]['ref_chosen_logps'], self.pairs[i]['ref_rejected_logps'] = a, b
+    ref.train(was)
+
+# %% ../../nbs/65_trainer_dpo.ipynb #ed14d599
+@patch
+@torch.no_grad()
+def pair_accuracy(self:DPOTrainer)->float:
+    "Share of the pairs whose implicit reward (log-ratio to the reference) ranks chosen above rejected: on held-out pairs, DPO's model-selection metric"
+    self.compute_reference()
+    was, hits = self.model.training, 0
+    self.model.eval()
+    with segment_attention_on(self.model):
+        for k in range(0, len(self.pairs), self.config.batch_size):
+            idx = list(range(k, min(k + self.config.batch_size, len(self.pairs))))
+            c, r = self._logps(self.model, idx)
+            hits += sum(a - self.pairs[i]['ref_chosen_logps'] > b - self.pairs[i]['ref_rejected_logps'] for i, a, b in zip(idx, c.tolist(), r.tolist()))
+    self.model.train(was)
+    return hits / max(len(self.pairs), 1)
+
+# %% ../../nbs/65_trainer_dpo.ipynb #a0089da2
+@patch
+def plan(self:DPOTrainer)->list[list[list[int]]]:
+    "Micro-batches of pair indices of every epoch, fixed by the seed"
+    c, n, out = self.config, len(self.pairs), []
+    for e in range(c.num_epochs):
+        order = list(range(n)); random.Random(c.seed + e).shuffle(order)
+        out.append([order[k:k + c.batch_size] for k in range(0, n, c.batch_size)])
+    return out
+
+# %% ../../nbs/65_trainer_dpo.ipynb #0d4681d4
+@patch
+def compute_loss(self:DPOTrainer, b:dict)->tuple:
+    c, idx = self.config, b['idx']
+    pc, pr = self._logps(self.model, idx)
+    rc = torch.tensor([self.pairs[i]['ref_chosen_logps'] for i in idx], device=pc.device, dtype=pc.dtype)
+    rr = torch.tensor([self.pairs[i]['ref_rejected_logps'] for i in idx], device=pc.device, dtype=pc.dtype)
+    losses, cr, rj = dpo_loss(pc, pr, rc, rr, c.beta, c.loss_type, c.label_smoothing)
+    n = torch.tensor([max(1, sum(l != -100 for l in self.pairs[i]['chosen']['labels'])) for i in idx], device=pc.device, dtype=pc.dtype)
+    nll = -pc / n                      # the chosen side's mean NLL per scored token
+    if c.rpo_alpha: losses = losses + c.rpo_alpha * nll
+    return losses.sum(), {'rewards/chosen': cr.sum().item(), 'rewards/rejected': rj.sum().item(),
+                          'rewards/accuracies': (cr > rj).float().sum().item(), 'nll/chosen': nll.detach().sum().item()}

@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import torch
+from fastcore.basics import patch
 from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
 
 from ..chat import assistant_message, load_prompt, parse_reply, render_chats, save_prompt, set_chat_format
@@ -31,6 +32,50 @@ from .recording import ExchangeRecorder
 __all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'AgentInference', 'LocalAgent', 'check_request']
 
 # %% ../../nbs/64_trainer_inference.ipynb #301930f4
+class AgentInference:
+    "A local causal LM behind the agent protocol and an OpenAI-compatible server"
+    def __init__(self, model, tokenizer, name:str|None=None,
+                 prefix_cache:int=64,            # conversations whose KV cache is kept across calls (`PrefixCache`); 0: none
+                 cache_bytes:int=256 * 2**20):   # and at most this many bytes of them
+        self.model, self.tokenizer = model.eval(), tokenizer
+        self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0, cache_bytes)
+        self.name = name or Path(getattr(model, 'name_or_path', '') or 'local').name or 'local'
+        self.prompt = {}                      # the prompt card (`save_prompt`): system prompt and tool list of training
+        if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
+
+    def render(self, messages:list[dict], tools:list|None=None)->str:
+        "The prompt text of a conversation, as the model was trained to see it"
+        return render_chats(self.tokenizer, [messages], tools, add_generation_prompt=True)[0]
+
+# %% ../../nbs/64_trainer_inference.ipynb #8bc351f4
+@patch(cls_method=True)
+def from_pretrained(cls:AgentInference, path:str|Path, # model folder, LoRA adapter folder, or trainer checkpoint folder
+                    device:str|None=None,  # 'cpu', 'cuda', 'cuda:1', ... (None: where transformers loads it)
+                    dtype=None,            # torch dtype or its name ('bfloat16'); None: transformers' default
+                    name:str|None=None,
+                    prefix_cache:int=64,   # conversations whose KV cache is kept across calls; 0: none
+                    attn_implementation:str|None=None, # 'sdpa', 'eager', 'flash_attention_2', ...
+                    device_map:str|None=None):         # e.g. 'auto' for a model larger than one device
+    "Load a model (merged, adapter or checkpoint) and its tokenizer, prompted as its prompt card says"
+    p = Path(path)
+    if (p / 'model').is_dir() and not (p / 'config.json').exists(): p = p / 'model'   # a trainer checkpoint
+    kw = {'dtype': getattr(torch, dtype) if isinstance(dtype, str) and dtype != 'auto' else dtype}
+    if attn_implementation: kw['attn_implementation'] = attn_implementation
+    if device_map: kw['device_map'] = device_map
+    if (p / 'adapter_config.json').exists():
+        from peft import AutoPeftModelForCausalLM
+        model = AutoPeftModelForCausalLM.from_pretrained(p, **kw).merge_and_unload()
+    elif (p / 'config.json').exists(): model = AutoModelForCausalLM.from_pretrained(p, **kw)
+    else: raise FileNotFoundError(f"{path}: no config.json, adapter_config.json or checkpoint model/ folder")
+    tok = AutoTokenizer.from_pretrained(p)
+    if device and not device_map: model = model.to(device)
+    inf = cls(model, tok, name or Path(path).name, prefix_cache)
+    inf.prompt = load_prompt(p) or load_prompt(Path(path)) or {}
+    fmt = set_chat_format(tok, inf.prompt.get('chat_format') or 'auto')
+    if fmt != 'template': print(f"{inf.name}: chat format {fmt!r} (its template does not render tool calls)", file=sys.stderr)
+    return inf
+
+# %% ../../nbs/64_trainer_inference.ipynb #87b086d0
 @functools.cache
 def _cache_kw()->str:
     "The name `generate` takes a cache under: `cache` where transformers has renamed `past_key_values` (5.2x; removed in 6.0)"
@@ -53,79 +98,39 @@ class _StopWhen(StoppingCriteria):
     def __init__(self, fn): self.fn = fn
     def __call__(self, input_ids, scores, **kw): return torch.full((input_ids.shape[0],), bool(self.fn()), dtype=torch.bool, device=input_ids.device)
 
-class AgentInference:
-    "A local causal LM behind the agent protocol and an OpenAI-compatible server"
-    def __init__(self, model, tokenizer, name:str|None=None,
-                 prefix_cache:int=64,            # conversations whose KV cache is kept across calls (`PrefixCache`); 0: none
-                 cache_bytes:int=256 * 2**20):   # and at most this many bytes of them
-        self.model, self.tokenizer = model.eval(), tokenizer
-        self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0, cache_bytes)
-        self.name = name or Path(getattr(model, 'name_or_path', '') or 'local').name or 'local'
-        self.prompt = {}                      # the prompt card (`save_prompt`): system prompt and tool list of training
-        if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
-
-    @classmethod
-    def from_pretrained(cls, path:str|Path, # model folder, LoRA adapter folder, or trainer checkpoint folder
-                        device:str|None=None,  # 'cpu', 'cuda', 'cuda:1', ... (None: where transformers loads it)
-                        dtype=None,            # torch dtype or its name ('bfloat16'); None: transformers' default
-                        name:str|None=None,
-                        prefix_cache:int=64,   # conversations whose KV cache is kept across calls; 0: none
-                        attn_implementation:str|None=None, # 'sdpa', 'eager', 'flash_attention_2', ...
-                        device_map:str|None=None):         # e.g. 'auto' for a model larger than one device
-        "Load a model (merged, adapter or checkpoint) and its tokenizer, prompted as its prompt card says"
-        p = Path(path)
-        if (p / 'model').is_dir() and not (p / 'config.json').exists(): p = p / 'model'   # a trainer checkpoint
-        kw = {'dtype': getattr(torch, dtype) if isinstance(dtype, str) and dtype != 'auto' else dtype}
-        if attn_implementation: kw['attn_implementation'] = attn_implementation
-        if device_map: kw['device_map'] = device_map
-        if (p / 'adapter_config.json').exists():
-            from peft import AutoPeftModelForCausalLM
-            model = AutoPeftModelForCausalLM.from_pretrained(p, **kw).merge_and_unload()
-        elif (p / 'config.json').exists(): model = AutoModelForCausalLM.from_pretrained(p, **kw)
-        else: raise FileNotFoundError(f"{path}: no config.json, adapter_config.json or checkpoint model/ folder")
-        tok = AutoTokenizer.from_pretrained(p)
-        if device and not device_map: model = model.to(device)
-        inf = cls(model, tok, name or Path(path).name, prefix_cache)
-        inf.prompt = load_prompt(p) or load_prompt(Path(path)) or {}
-        fmt = set_chat_format(tok, inf.prompt.get('chat_format') or 'auto')
-        if fmt != 'template': print(f"{inf.name}: chat format {fmt!r} (its template does not render tool calls)", file=sys.stderr)
-        return inf
-
-    def render(self, messages:list[dict], tools:list|None=None)->str:
-        "The prompt text of a conversation, as the model was trained to see it"
-        return render_chats(self.tokenizer, [messages], tools, add_generation_prompt=True)[0]
-
-    @torch.no_grad()
-    def generate(self, conversations:list[list[dict]], # chats to continue
-                 tools:list|None=None,                 # tool schemas (same for all)
-                 max_new_tokens:int=128, temperature:float=0.0, top_p:float=1.0,
-                 seed:int|None=None,
-                 stop=None,                            # a zero-argument callable: True ends the generation now (client gone, deadline)
-                 logprobs:int|None=None,               # per generated token its log-probability and this many top alternatives (None: none)
-                )->list[dict]:                         # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason', 'prompt_token_ids', 'token_ids', 'logprobs'?}]
-        "Batched generation of the next assistant turn for each conversation"
-        tok = self.tokenizer
-        ids = tok(render_chats(tok, conversations, tools, add_generation_prompt=True), add_special_tokens=False)['input_ids']
-        inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix
-        if 'past_key_values' in inputs: inputs[_cache_kw()] = inputs.pop('past_key_values')
-        if seed is not None: torch.manual_seed(seed)
-        kw = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
-        if stop is not None: kw['stopping_criteria'] = StoppingCriteriaList([_StopWhen(stop)])
-        if logprobs is not None: kw['output_logits'] = True     # the model's raw logits: log-probs of the model, not of the sampler
-        out = self.model.generate(**inputs, max_new_tokens=max_new_tokens, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                                  use_cache=True, return_dict_in_generate=True, **kw)
-        res = []
-        for i, row in enumerate(out.sequences[:, plan.width:].tolist()):
-            ended = tok.eos_token_id in row
-            n = row.index(tok.eos_token_id) + 1 if ended else len(row)
-            row = row[:n]                      # a row that did not end has no padding: it ran to max_new_tokens
-            text_ids = row[:-1] if ended else row
-            r = {'text': tok.decode(text_ids, skip_special_tokens=True), 'prompt_tokens': len(ids[i]), 'completion_tokens': len(row),
-                 'finish_reason': 'stop' if ended else 'length', 'prompt_token_ids': ids[i], 'token_ids': row}
-            if logprobs is not None: r['logprobs'] = _token_logprobs(out.logits, i, row, logprobs)
-            res.append(r)
-        self.cache.keep(plan, inputs, out.sequences, cache_of(out), [r['completion_tokens'] for r in res])
-        return res
+# %% ../../nbs/64_trainer_inference.ipynb #922cbfb4
+@patch
+@torch.no_grad()
+def generate(self:AgentInference, conversations:list[list[dict]], # chats to continue
+             tools:list|None=None,                 # tool schemas (same for all)
+             max_new_tokens:int=128, temperature:float=0.0, top_p:float=1.0,
+             seed:int|None=None,
+             stop=None,                            # a zero-argument callable: True ends the generation now (client gone, deadline)
+             logprobs:int|None=None,               # per generated token its log-probability and this many top alternatives (None: none)
+            )->list[dict]:                         # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason', 'prompt_token_ids', 'token_ids', 'logprobs'?}]
+    "Batched generation of the next assistant turn for each conversation"
+    tok = self.tokenizer
+    ids = tok(render_chats(tok, conversations, tools, add_generation_prompt=True), add_special_tokens=False)['input_ids']
+    inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix
+    if 'past_key_values' in inputs: inputs[_cache_kw()] = inputs.pop('past_key_values')
+    if seed is not None: torch.manual_seed(seed)
+    kw = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
+    if stop is not None: kw['stopping_criteria'] = StoppingCriteriaList([_StopWhen(stop)])
+    if logprobs is not None: kw['output_logits'] = True     # the model's raw logits: log-probs of the model, not of the sampler
+    out = self.model.generate(**inputs, max_new_tokens=max_new_tokens, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                              use_cache=True, return_dict_in_generate=True, **kw)
+    res = []
+    for i, row in enumerate(out.sequences[:, plan.width:].tolist()):
+        ended = tok.eos_token_id in row
+        n = row.index(tok.eos_token_id) + 1 if ended else len(row)
+        row = row[:n]                      # a row that did not end has no padding: it ran to max_new_tokens
+        text_ids = row[:-1] if ended else row
+        r = {'text': tok.decode(text_ids, skip_special_tokens=True), 'prompt_tokens': len(ids[i]), 'completion_tokens': len(row),
+             'finish_reason': 'stop' if ended else 'length', 'prompt_token_ids': ids[i], 'token_ids': row}
+        if logprobs is not None: r['logprobs'] = _token_logprobs(out.logits, i, row, logprobs)
+        res.append(r)
+    self.cache.keep(plan, inputs, out.sequences, cache_of(out), [r['completion_tokens'] for r in res])
+    return res
 
 # %% ../../nbs/64_trainer_inference.ipynb #c3d38a42
 class LocalAgent:
@@ -312,59 +317,63 @@ class _Handler(BaseHTTPRequestHandler):
         try: return json.loads(self.rfile.read(size) or b'{}')
         except (json.JSONDecodeError, UnicodeDecodeError) as e: raise _Refused(400, f"the body is not JSON ({e})") from None
 
-    def _complete(self, t0):
-        srv, req = self.server, check_request(self._read())
-        inf, tools, msgs = srv.inf, req['tools'], req['messages']
-        card = inf.prompt or {}               # the prompt card: render prompts the way the model was trained
-        render = [] if card.get('tools') == [] else tools   # trained without a tool list: none in the prompt (the request's tools still decide what is parsed)
-        if card.get('system_prompt') and not any(m.get('role') == 'system' for m in msgs):
-            msgs = [{'role': 'system', 'content': card['system_prompt']}] + msgs
-        try: n_prompt = len(inf.tokenizer(inf.render(msgs, render), add_special_tokens=False)['input_ids'])
-        except Exception as e: raise _Refused(400, f"the messages cannot be rendered with the model's chat template ({type(e).__name__}: {str(e)[:120]})") from None
-        ctx = getattr(inf.model.config, 'max_position_embeddings', None)
-        if ctx and n_prompt + req['max_tokens'] > ctx:
-            raise _Refused(400, f"the prompt ({n_prompt} tokens) plus max_tokens ({req['max_tokens']}) exceeds the model's context of {ctx} tokens")
-        deadline = t0 + srv.request_timeout
-        if not srv.slots.acquire(blocking=False): raise _Refused(503, f"server busy: {srv.max_queue} requests already wait for the model; retry later")
+# %% ../../nbs/64_trainer_inference.ipynb #57933896
+@patch
+def _complete(self:_Handler, t0):
+    srv, req = self.server, check_request(self._read())
+    inf, tools, msgs = srv.inf, req['tools'], req['messages']
+    card = inf.prompt or {}               # the prompt card: render prompts the way the model was trained
+    render = [] if card.get('tools') == [] else tools   # trained without a tool list: none in the prompt (the request's tools still decide what is parsed)
+    if card.get('system_prompt') and not any(m.get('role') == 'system' for m in msgs):
+        msgs = [{'role': 'system', 'content': card['system_prompt']}] + msgs
+    try: n_prompt = len(inf.tokenizer(inf.render(msgs, render), add_special_tokens=False)['input_ids'])
+    except Exception as e: raise _Refused(400, f"the messages cannot be rendered with the model's chat template ({type(e).__name__}: {str(e)[:120]})") from None
+    ctx = getattr(inf.model.config, 'max_position_embeddings', None)
+    if ctx and n_prompt + req['max_tokens'] > ctx:
+        raise _Refused(400, f"the prompt ({n_prompt} tokens) plus max_tokens ({req['max_tokens']}) exceeds the model's context of {ctx} tokens")
+    deadline = t0 + srv.request_timeout
+    if not srv.slots.acquire(blocking=False): raise _Refused(503, f"server busy: {srv.max_queue} requests already wait for the model; retry later")
+    try:
+        if not srv.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise _Refused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
         try:
-            if not srv.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                raise _Refused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
-            try:
-                why = {}
-                def stop():
-                    if time.monotonic() > deadline: why['stop'] = 'deadline'
-                    elif _gone(self.connection): why['stop'] = 'disconnected'
-                    return bool(why)
-                outs = inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'], req['seed'], stop=stop,
-                                    logprobs=req['logprobs'] if req['logprobs'] is not None or srv.recorder is None else 0)   # a recording keeps log-probs
-            finally: srv.lock.release()
-        finally: srv.slots.release()
-        if why:
-            srv.stats[why['stop']] += 1
-            if why['stop'] == 'disconnected': return
-            raise _Refused(504, f"generation passed this request's deadline ({srv.request_timeout:g} s) and was stopped")
-        srv.stats['completed'] += 1
-        self._answer(req, outs, tools, inf, msgs, render, t0)
+            why = {}
+            def stop():
+                if time.monotonic() > deadline: why['stop'] = 'deadline'
+                elif _gone(self.connection): why['stop'] = 'disconnected'
+                return bool(why)
+            outs = inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'], req['seed'], stop=stop,
+                                logprobs=req['logprobs'] if req['logprobs'] is not None or srv.recorder is None else 0)   # a recording keeps log-probs
+        finally: srv.lock.release()
+    finally: srv.slots.release()
+    if why:
+        srv.stats[why['stop']] += 1
+        if why['stop'] == 'disconnected': return
+        raise _Refused(504, f"generation passed this request's deadline ({srv.request_timeout:g} s) and was stopped")
+    srv.stats['completed'] += 1
+    self._answer(req, outs, tools, inf, msgs, render, t0)
 
-    def _answer(self, req, outs, tools, inf, msgs=None, render=None, t0=None):
-        choices = []
-        for i, o in enumerate(outs):
-            msg, why = _message(o, tools)
-            choices.append({'index': i, 'message': msg, 'finish_reason': why})
-            if req['logprobs'] is not None: choices[-1]['logprobs'] = {'content': _logprob_content(inf.tokenizer, o['logprobs'])}
-            if req['return_token_ids']: choices[-1]['token_ids'] = o['token_ids']
-        done = sum(o['completion_tokens'] for o in outs)
-        usage = {'prompt_tokens': outs[0]['prompt_tokens'], 'completion_tokens': done, 'total_tokens': outs[0]['prompt_tokens'] + done}
-        head = {'id': f'chatcmpl-{uuid.uuid4().hex[:16]}', 'created': int(time.time()), 'model': req['model'] or inf.name}
-        if req['return_token_ids']: head['prompt_token_ids'] = outs[0]['prompt_token_ids']
-        if self.server.recorder is not None: self._record(req, outs, choices, msgs, render, t0)
-        if not req['stream']: return self._send(200, {**head, 'object': 'chat.completion', 'choices': choices, 'usage': usage})
-        self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.send_header('Cache-Control', 'no-cache')
-        self.end_headers()                      # HTTP/1.0: the stream ends when the connection closes, after [DONE]
-        with_usage = req['include_usage']
-        events = [{**head, 'object': 'chat.completion.chunk', 'choices': c, **({'usage': None} if with_usage else {})} for c in _chunks(choices)]
-        if with_usage: events.append({**head, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})
-        self.wfile.write(b''.join(b'data: ' + json.dumps(e).encode() + b'\n\n' for e in events) + b'data: [DONE]\n\n')
+# %% ../../nbs/64_trainer_inference.ipynb #ee096668
+@patch
+def _answer(self:_Handler, req, outs, tools, inf, msgs=None, render=None, t0=None):
+    choices = []
+    for i, o in enumerate(outs):
+        msg, why = _message(o, tools)
+        choices.append({'index': i, 'message': msg, 'finish_reason': why})
+        if req['logprobs'] is not None: choices[-1]['logprobs'] = {'content': _logprob_content(inf.tokenizer, o['logprobs'])}
+        if req['return_token_ids']: choices[-1]['token_ids'] = o['token_ids']
+    done = sum(o['completion_tokens'] for o in outs)
+    usage = {'prompt_tokens': outs[0]['prompt_tokens'], 'completion_tokens': done, 'total_tokens': outs[0]['prompt_tokens'] + done}
+    head = {'id': f'chatcmpl-{uuid.uuid4().hex[:16]}', 'created': int(time.time()), 'model': req['model'] or inf.name}
+    if req['return_token_ids']: head['prompt_token_ids'] = outs[0]['prompt_token_ids']
+    if self.server.recorder is not None: self._record(req, outs, choices, msgs, render, t0)
+    if not req['stream']: return self._send(200, {**head, 'object': 'chat.completion', 'choices': choices, 'usage': usage})
+    self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.send_header('Cache-Control', 'no-cache')
+    self.end_headers()                      # HTTP/1.0: the stream ends when the connection closes, after [DONE]
+    with_usage = req['include_usage']
+    events = [{**head, 'object': 'chat.completion.chunk', 'choices': c, **({'usage': None} if with_usage else {})} for c in _chunks(choices)]
+    if with_usage: events.append({**head, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})
+    self.wfile.write(b''.join(b'data: ' + json.dumps(e).encode() + b'\n\n' for e in events) + b'data: [DONE]\n\n')
 
 # %% ../../nbs/64_trainer_inference.ipynb #d283d3ec
 class _Server(ThreadingHTTPServer):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from fastcore.basics import patch
 
 from ..chat import render_chat
 from .base import BaseTrainer, ConfigError, TrainConfig, in_range, one_of, segment_attention_on
@@ -73,50 +74,6 @@ class SFTTrainer(BaseTrainer):
         self.samples = self.prepare_samples(train_data) if train_data is not None else []
         self.eval_samples = self.prepare_samples(eval_data, train=False) if eval_data is not None else []
 
-    def prepare_samples(self, data, train:bool=True)->list[dict]:
-        "Tokenized (chunked or truncated) samples of `data`; for training data, unusable records are quarantined and counted"
-        c = self.config
-        recorded, rest = split_recorded(load_records(data))     # trajectories with recorded ids train on those ids (`trainer.drift`)
-        if c.min_reward is not None: recorded = [(w, t) for w, t in recorded if float(t.reward or 0.0) >= c.min_reward]
-        rec_samples, rerender, ledger = recorded_training_rows(self.tokenizer, recorded, c.recorded_ids, self.tools, c.step_weighted_loss)
-        chats, errors = build_chats(rest + rerender, c.system_prompt, self.tools, c.min_reward) if rest or rerender else ([], [])
-        if train: self.errors += errors; self._quarantine(errors); self.drift_rows = ledger
-        if not chats and not rec_samples: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
-        used = {json.dumps(ch['tools'], sort_keys=True) for ch in chats} | {json.dumps(t.metadata.get('tools'), sort_keys=True) for _, t in recorded}
-        if train and len(used) == 1: self.tools = json.loads(used.pop()) or []   # the prompt card records what training rendered
-        samples, cut, empty = [], 0, 0
-        pieces = list(enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss) if chats else []))
-        pieces += [(len(chats) + j, p) for j, ps in enumerate(rec_samples) for p in ps]   # a recorded row's pieces share its record index
-        for rec_i, s in pieces:
-            for p in chunk_sample(s, c.max_length, c.chunk_overlap_steps) if c.chunk_long_trajectories else [s]:
-                if len(p['input_ids']) > c.max_length:
-                    cut += 1; p = {**p, **{k: p[k][:c.max_length] for k in ('input_ids', 'labels', 'weights', 'step')}}
-                if all(l == -100 for l in p['labels'][1:]): empty += 1; continue   # nothing to learn (position 0 is never predicted)
-                samples.append({**p, 'record': rec_i})
-        if not train: return samples
-        self.data_report = {'rejected_records': len(self.errors), 'truncated_samples': cut, 'skipped_samples': empty,
-                            'recorded_records': len(recorded), 'drifting_records': sum(bool(r['drift']) for r in ledger)}
-        if not samples:
-            raise DataFormatError(f"no training sample has a label token within max_length={c.max_length}: all {empty} were cut away "
-                                  "(raise max_length, or set chunk_long_trajectories)")
-        if empty: warnings.warn(f"{empty} of {len(samples) + empty} samples have no label token within max_length={c.max_length} "
-                                "and are skipped (a prompt longer than max_length?)", stacklevel=3)
-        return samples
-
-    def plan(self)->list[list[list[int]]]:
-        "Micro-batches (lists of sample indices) of every epoch, fixed by the seed"
-        c, epochs = self.config, []
-        recs = {}
-        for i, s in enumerate(self.samples): recs.setdefault(s['record'], []).append(i)
-        rec_ids = sorted(recs)
-        rec_info = [{'n_steps': self.samples[recs[r][0]]['n_steps'], 'reward': self.samples[recs[r][0]]['reward']} for r in rec_ids]
-        for e in range(c.num_epochs):
-            if c.curriculum: order = curriculum_indices(rec_info, e, c.curriculum_start_ratio, c.curriculum_warmup_epochs, c.seed)
-            else: order = list(range(len(rec_ids))); random.Random(c.seed + e).shuffle(order)
-            idx = [i for r in order for i in recs[rec_ids[r]]]
-            epochs.append([idx[k:k + c.batch_size] for k in range(0, len(idx), c.batch_size)])
-        return epochs
-
     def forward_context(self): return segment_attention_on(self.model) if self.config.packing else contextlib.nullcontext()
 
     def _loss_sum(self, ss:list[dict])->torch.Tensor:
@@ -155,6 +112,54 @@ class SFTTrainer(BaseTrainer):
         return tot / max(n, 1)
 
 def _n_labels(s): return sum(l != -100 for l in s['labels'][1:])   # the first token is never predicted
+
+# %% ../../nbs/63_trainer_sft.ipynb #4eab4663
+@patch
+def prepare_samples(self:SFTTrainer, data, train:bool=True)->list[dict]:
+    "Tokenized (chunked or truncated) samples of `data`; for training data, unusable records are quarantined and counted"
+    c = self.config
+    recorded, rest = split_recorded(load_records(data))     # trajectories with recorded ids train on those ids (`trainer.drift`)
+    if c.min_reward is not None: recorded = [(w, t) for w, t in recorded if float(t.reward or 0.0) >= c.min_reward]
+    rec_samples, rerender, ledger = recorded_training_rows(self.tokenizer, recorded, c.recorded_ids, self.tools, c.step_weighted_loss)
+    chats, errors = build_chats(rest + rerender, c.system_prompt, self.tools, c.min_reward) if rest or rerender else ([], [])
+    if train: self.errors += errors; self._quarantine(errors); self.drift_rows = ledger
+    if not chats and not rec_samples: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
+    used = {json.dumps(ch['tools'], sort_keys=True) for ch in chats} | {json.dumps(t.metadata.get('tools'), sort_keys=True) for _, t in recorded}
+    if train and len(used) == 1: self.tools = json.loads(used.pop()) or []   # the prompt card records what training rendered
+    samples, cut, empty = [], 0, 0
+    pieces = list(enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss) if chats else []))
+    pieces += [(len(chats) + j, p) for j, ps in enumerate(rec_samples) for p in ps]   # a recorded row's pieces share its record index
+    for rec_i, s in pieces:
+        for p in chunk_sample(s, c.max_length, c.chunk_overlap_steps) if c.chunk_long_trajectories else [s]:
+            if len(p['input_ids']) > c.max_length:
+                cut += 1; p = {**p, **{k: p[k][:c.max_length] for k in ('input_ids', 'labels', 'weights', 'step')}}
+            if all(l == -100 for l in p['labels'][1:]): empty += 1; continue   # nothing to learn (position 0 is never predicted)
+            samples.append({**p, 'record': rec_i})
+    if not train: return samples
+    self.data_report = {'rejected_records': len(self.errors), 'truncated_samples': cut, 'skipped_samples': empty,
+                        'recorded_records': len(recorded), 'drifting_records': sum(bool(r['drift']) for r in ledger)}
+    if not samples:
+        raise DataFormatError(f"no training sample has a label token within max_length={c.max_length}: all {empty} were cut away "
+                              "(raise max_length, or set chunk_long_trajectories)")
+    if empty: warnings.warn(f"{empty} of {len(samples) + empty} samples have no label token within max_length={c.max_length} "
+                            "and are skipped (a prompt longer than max_length?)", stacklevel=3)
+    return samples
+
+# %% ../../nbs/63_trainer_sft.ipynb #93dc03ba
+@patch
+def plan(self:SFTTrainer)->list[list[list[int]]]:
+    "Micro-batches (lists of sample indices) of every epoch, fixed by the seed"
+    c, epochs = self.config, []
+    recs = {}
+    for i, s in enumerate(self.samples): recs.setdefault(s['record'], []).append(i)
+    rec_ids = sorted(recs)
+    rec_info = [{'n_steps': self.samples[recs[r][0]]['n_steps'], 'reward': self.samples[recs[r][0]]['reward']} for r in rec_ids]
+    for e in range(c.num_epochs):
+        if c.curriculum: order = curriculum_indices(rec_info, e, c.curriculum_start_ratio, c.curriculum_warmup_epochs, c.seed)
+        else: order = list(range(len(rec_ids))); random.Random(c.seed + e).shuffle(order)
+        idx = [i for r in order for i in recs[rec_ids[r]]]
+        epochs.append([idx[k:k + c.batch_size] for k in range(0, len(idx), c.batch_size)])
+    return epochs
 
 # %% ../../nbs/63_trainer_sft.ipynb #dc2f989d
 def oracle_trajectories(env_id:str='knowlyr/maze-easy', # a registered env with `oracle_action()`

@@ -1,0 +1,48 @@
+"The notebook linter (tools/lint_nbs.py) refuses an export cell over 80 code lines and names notebook, cell id and count."
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+
+def _plant(folder, n, directive='#| export'):
+    "A notebook in `folder` whose one export cell holds `n` code lines (plus blanks and a directive that do not count)"
+    body = '\n'.join(f'x{k} = {k}' + ('\n' if k % 10 == 0 else '') for k in range(n))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell('# Planted'),
+                                         nbformat.v4.new_code_cell(f'{directive}\n#| hide\n{body}')])
+    p = folder / 'planted.ipynb'
+    nbformat.write(nb, p)
+    return p, nb.cells[1].id
+
+def _lint(*paths):
+    return subprocess.run([sys.executable, str(ROOT / 'tools' / 'lint_nbs.py'), *map(str, paths)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+def test_export_cell_over_80_fails(tmp_path):
+    p, cid = _plant(tmp_path, 81)
+    r = _lint(p)
+    assert r.returncode == 1, r.stdout
+    lines = r.stdout.splitlines()
+    assert f'  notebook: {p}' in lines
+    assert f'  cell id: {cid}' in lines
+    assert any(l.startswith('  lines: 81 ') for l in lines), r.stdout
+    assert 'one thought per cell' in r.stdout and 'prose between' in r.stdout
+
+def test_export_cell_of_80_passes(tmp_path):
+    p, _ = _plant(tmp_path, 80)
+    r = _lint(p)
+    assert r.returncode == 0, r.stdout
+    assert 'notebook lint: ok' in r.stdout
+
+def test_exports_directive_and_directory_argument(tmp_path):
+    "`#| exports` counts too, and a folder argument lints every notebook under it"
+    _plant(tmp_path, 81, directive='#| exports')
+    r = _lint(tmp_path)
+    assert r.returncode == 1 and '  lines: 81 ' in r.stdout, r.stdout
+
+def test_long_cell_not_exported_passes(tmp_path):
+    "Only export cells are held to the limit (an example or test cell may be longer)"
+    p, _ = _plant(tmp_path, 120, directive='#| hide')
+    assert _lint(p).returncode == 0
