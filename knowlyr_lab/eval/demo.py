@@ -28,7 +28,7 @@ from ..registry import make
 from ..reward.engine import make_reward_fn
 from ..stats import adjust_pvalues
 from ..tasks import check_held_out, distinct_tasks, suite_tasks, task_key
-from ..trainer.base import ConfigError, in_range, validate_config
+from ..trainer.base import ConfigError, in_range, one_of, validate_config
 from ..trainer.recipes import policy_agent, train_sft_policy
 from ..trajectory import write_trajectories
 from ..viewer import trajectory_html
@@ -49,7 +49,8 @@ class DemoConfig:
     n_random_tasks: int = 200          # training tasks the random agent also plays (PRM contrast, baseline)
     random_max_episode_steps: int = 4  # step budget of the random agent during collection
     eval_max_episode_steps: int = 4    # step budget of every agent at evaluation (optimum: 2)
-    vocab_size: int = 512              # tiny tokenizer
+    model_family: str = 'llama'        # tiny model family: numbers as Llama 3 tokenizes them, up to 3 digits a token (see below)
+    vocab_size: int = 2048             # tiny tokenizer (the llama family's digit groups take ~1,100)
     hidden_size: int = 128             # tiny model width
     num_layers: int = 2                # tiny model depth
     learning_rate: float = 3e-3        # SFT learning rate (constant: see the recipes page)
@@ -62,7 +63,8 @@ class DemoConfig:
     _checks = {**{k: in_range(1) for k in ('n_train_tasks', 'n_eval_tasks', 'random_max_episode_steps', 'eval_max_episode_steps', 'vocab_size',
                                            'hidden_size', 'num_layers', 'batch_size', 'curve_every', 'max_new_tokens')},
                'eval_seed_offset': in_range(0), 'n_random_tasks': in_range(0), 'learning_rate': in_range(0, lo_open=True),
-               'alpha': in_range(0, 1, lo_open=True, hi_open=True)}
+               'alpha': in_range(0, 1, lo_open=True, hi_open=True),
+               'model_family': one_of('qwen2', 'llama')}
     def __post_init__(self): validate_config(self)   # the trainer configs' rules: a bad value names its field
 
     @classmethod
@@ -112,7 +114,7 @@ def train_policy(cfg:DemoConfig, sft_path:Path, out:Path, progress:bool=False)->
     t0 = time.time()
     r = train_sft_policy(sft_path, out, learning_rate=cfg.learning_rate, batch_size=cfg.batch_size,
                          save_steps=cfg.curve_every, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, vocab_size=cfg.vocab_size,
-                         seed=cfg.seed, progress_bar=progress)
+                         family=cfg.model_family, seed=cfg.seed, progress_bar=progress)
     return {'untrained': r['untrained'], 'sft': r['path'], 'curve': r['checkpoints'], 'metrics': r['metrics'],
             'summary': {**r['summary'], 'seconds': time.time() - t0}}
 

@@ -13,7 +13,9 @@ import hashlib
 import inspect
 import multiprocessing as mp
 import os
+import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
@@ -30,8 +32,8 @@ from ..trajectory import Source, Task, Trajectory, as_task, trajectory_score
 from ..wrappers import RecorderWrapper, RewardWrapper, StepBudgetWrapper, TimeoutWrapper, infra_failure, register_infra_error
 
 # %% auto #0
-__all__ = ['FALLBACK_MAX_EPISODE_STEPS', 'episode_seed', 'acts_in_batches', 'run_episodes', 'run_episode', 'iter_collect',
-           'collect']
+__all__ = ['FALLBACK_MAX_EPISODE_STEPS', 'RAY_START_ATTEMPTS', 'episode_seed', 'acts_in_batches', 'run_episodes', 'run_episode',
+           'iter_collect', 'collect']
 
 # %% ../../nbs/41_hub_collect.ipynb #b9c268fc
 register_infra_error(SandboxError, RemoteEnvError, UserSimulatorError)   # these failures are the harness's, not the policy's
@@ -219,15 +221,25 @@ def _ray_actor_cls():
         def run(self, chunk): return self.w.run(chunk)
     return _RayWorker
 
-def _ray_init(address):
+
+# %% ../../nbs/41_hub_collect.ipynb #ebc75f92
+RAY_START_ATTEMPTS = 3
+
+def _ray_init(address, attempts:int=RAY_START_ATTEMPTS, pause:float=5.0):
     import tempfile
 
     import ray
     if ray.is_initialized(): return
     os.environ.setdefault('RAY_AUTH_MODE', 'disabled')
-    if address: ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-    else: ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-                   _temp_dir=os.environ.get('KNOWLYR_RAY_TMP') or tempfile.mkdtemp(prefix='ray-'))
+    if address: return ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    for k in range(attempts):
+        try:
+            return ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
+                            _temp_dir=os.environ.get('KNOWLYR_RAY_TMP') or tempfile.mkdtemp(prefix='ray-'))
+        except Exception as e:
+            if 'timed out during startup' not in str(e) or k == attempts - 1: raise
+            warnings.warn(f"Ray's local node timed out during startup (attempt {k + 1} of {attempts}); starting it again", stacklevel=3)
+            ray.shutdown(); time.sleep(pause * (k + 1))
 
 # %% ../../nbs/41_hub_collect.ipynb #c2c589bb
 def _jobs(n_episodes, tasks, seed):

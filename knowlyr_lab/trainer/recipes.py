@@ -28,6 +28,7 @@ def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet 
                      lr_scheduler:str='linear', warmup_ratio:float=0.0,
                      save_steps:int=0,               # checkpoint every n steps, all kept (a learning curve)
                      hidden_size:int=128, num_layers:int=2, vocab_size:int=512,
+                     family:str='qwen2',             # tiny model family: 'qwen2' or 'llama' (numbers in 3-digit tokens; needs vocab_size ~2048)
                      system_prompt:str|None=None,    # system message of every chat (None: none)
                      tools:list|None=None,           # tool list rendered in every prompt (default []: none)
                      seed:int=0, progress_bar:bool=False,
@@ -37,7 +38,7 @@ def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet 
     out = Path(output_dir or tempfile.mkdtemp(prefix='sft-policy-'))
     sample = [r for _, r in load_records(train_data)[:50]]
     model, tok = make_tiny_model(render_corpus(sample, tools=tools, system=system_prompt), vocab_size=vocab_size,
-                                 hidden_size=hidden_size, num_layers=num_layers, seed=seed, save_dir=out / 'untrained')
+                                 hidden_size=hidden_size, num_layers=num_layers, seed=seed, save_dir=out / 'untrained', family=family)
     save_prompt(out / 'untrained', system_prompt, tools, chat_format(tok))
     tr = SFTTrainer(SFTConfig(output_dir=str(out / 'sft'), num_epochs=num_epochs, max_steps=max_steps, learning_rate=learning_rate,
                               batch_size=batch_size, lr_scheduler=lr_scheduler, warmup_ratio=warmup_ratio, logging_steps=10,

@@ -13,11 +13,11 @@ from pathlib import Path
 import torch
 from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, trainers
 from tokenizers.models import BPE
-from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer
 
 # %% auto #0
-__all__ = ['CHATML_TOOL_TEMPLATE', 'SPECIAL_TOKENS', 'EXTRA_TOKENS', 'QWEN2_SPLIT', 'DEFAULT_CORPUS', 'train_tokenizer',
-           'make_tiny_model', 'save_tiny_model']
+__all__ = ['CHATML_TOOL_TEMPLATE', 'SPECIAL_TOKENS', 'EXTRA_TOKENS', 'QWEN2_SPLIT', 'LLAMA3_SPLIT', 'DIGIT_GROUPS', 'FAMILIES',
+           'DEFAULT_CORPUS', 'train_tokenizer', 'make_tiny_model', 'save_tiny_model']
 
 # %% ../../nbs/60_trainer_tiny.ipynb #7d1898df
 CHATML_TOOL_TEMPLATE = (
@@ -42,6 +42,21 @@ CHATML_TOOL_TEMPLATE = (
 SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
 EXTRA_TOKENS = ['<tool_call>', '</tool_call>']
 QWEN2_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+LLAMA3_SPLIT = QWEN2_SPLIT.replace(r"|\p{N}|", r"|\p{N}{1,3}|")   # Llama 3's regex: numbers in groups of up to three digits
+DIGIT_GROUPS = [str(i) for i in range(1000)] + [f"{i:02d}" for i in range(10)] + [f"{i:03d}" for i in range(100)]   # every group a number splits into
+FAMILIES = ('qwen2', 'llama')
+
+# %% ../../nbs/60_trainer_tiny.ipynb #ae805ad7
+def _llama_tokenizer(tok:Tokenizer, vocab_size:int, chat_template:str)->PreTrainedTokenizerFast:
+    "The trained `tok` as a `PreTrainedTokenizerFast` (what `AutoTokenizer` loads for a Llama checkpoint); every digit group one token"
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token='<|endoftext|>', eos_token='<|im_end|>', pad_token='<|endoftext|>',
+                                 additional_special_tokens=['<|im_start|>'])
+    hf.add_tokens(EXTRA_TOKENS)
+    hf.chat_template = chat_template
+    split = [g for g in DIGIT_GROUPS if len(tok.encode(g).ids) != 1]
+    if split: raise ValueError(f"vocab_size={vocab_size} is too small for the llama family: {len(split)} digit groups (e.g. {split[0]!r}) "
+                               f"are not one token; use vocab_size >= {len(tok.get_vocab()) + len(split)}")
+    return hf
 
 # %% ../../nbs/60_trainer_tiny.ipynb #24d8b60d
 DEFAULT_CORPUS = ["You are at row 0, col 0. The goal is at row 3, col 3. Open: south, east.",
@@ -51,16 +66,20 @@ DEFAULT_CORPUS = ["You are at row 0, col 0. The goal is at row 3, col 3. Open: s
 def train_tokenizer(corpus:list[str]|None=None, # texts to learn merges from (rendered chats, tool schemas, ...)
                     vocab_size:int=1024,          # target vocabulary size (incl. the 256 byte symbols)
                     chat_template:str=CHATML_TOOL_TEMPLATE, # template stored on the tokenizer
-                   )->Qwen2Tokenizer:
-    "Train a byte-level BPE with Qwen2's pipeline on `corpus`; returns a `Qwen2Tokenizer` with a ChatML tool template"
+                    family:str='qwen2',           # 'qwen2': digits one by one; 'llama': Llama 3's groups of up to 3 digits
+                   ):                             # a `Qwen2Tokenizer` (qwen2) or a `PreTrainedTokenizerFast` (llama)
+    "Train a byte-level BPE with the family's pipeline on `corpus`, wrapped the way `AutoTokenizer` reloads it, with a ChatML tool template"
+    if family not in FAMILIES: raise ValueError(f"family must be one of {list(FAMILIES)}, not {family!r}")
     tok = Tokenizer(BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
     tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior='isolated'),
+    split = QWEN2_SPLIT if family == 'qwen2' else LLAMA3_SPLIT
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(split), behavior='isolated'),
                                                  pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     tr = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(list(corpus or DEFAULT_CORPUS) + DEFAULT_CORPUS, trainer=tr)
+    tok.train_from_iterator(list(corpus or DEFAULT_CORPUS) + DEFAULT_CORPUS + (DIGIT_GROUPS if family == 'llama' else []), trainer=tr)
+    if family == 'llama': return _llama_tokenizer(tok, vocab_size, chat_template)
     model = json.loads(tok.to_str())['model']
     merges = [tuple(m.split(' ')) if isinstance(m, str) else tuple(m) for m in model['merges']]
     hf = Qwen2Tokenizer(vocab=model['vocab'], merges=merges, unk_token='<|endoftext|>', eos_token='<|im_end|>',
@@ -80,16 +99,19 @@ def make_tiny_model(corpus:list[str]|None=None, # texts for the tokenizer (ignor
                     seed:int=0,                   # initialisation seed (same seed, same weights)
                     tokenizer=None,               # reuse an existing tokenizer
                     save_dir:str|Path|None=None,  # also save model + tokenizer here
+                    family:str='qwen2',           # 'qwen2' (Qwen2ForCausalLM) or 'llama' (LlamaForCausalLM, Llama 3's number tokens)
                    )->tuple:                      # (model, tokenizer)
-    "A deterministic tiny Qwen2 causal LM and its trained tokenizer, built offline"
-    tok = tokenizer if tokenizer is not None else train_tokenizer(corpus, vocab_size)
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=intermediate_size or 2 * hidden_size,
-                      num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=max(1, num_heads // 2),
-                      max_position_embeddings=max_position, tie_word_embeddings=True, rope_theta=10000.0,
-                      bos_token_id=None, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    "A deterministic tiny Qwen2 (or Llama) causal LM and its trained tokenizer, built offline"
+    if family not in FAMILIES: raise ValueError(f"family must be one of {list(FAMILIES)}, not {family!r}")
+    tok = tokenizer if tokenizer is not None else train_tokenizer(corpus, vocab_size, family=family)
+    config_cls, model_cls = (Qwen2Config, Qwen2ForCausalLM) if family == 'qwen2' else (LlamaConfig, LlamaForCausalLM)
+    cfg = config_cls(vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=intermediate_size or 2 * hidden_size,
+                     num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=max(1, num_heads // 2),
+                     max_position_embeddings=max_position, tie_word_embeddings=True, rope_theta=10000.0,
+                     bos_token_id=None, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        model = Qwen2ForCausalLM(cfg)
+        model = model_cls(cfg)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     if save_dir is not None: save_tiny_model(model, tok, save_dir)
