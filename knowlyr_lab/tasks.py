@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 # %% auto #0
 __all__ = ['task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'split_of', 'split_tasks', 'TaskOverlapError',
-           'HeldOutReport', 'check_held_out']
+           'HeldOutReport', 'check_held_out', 'held_out_tasks']
 
 # %% ../nbs/13_tasks.ipynb #45ead28b
 def task_id(task)->str:
@@ -137,3 +137,20 @@ def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, tr
         raise TaskOverlapError(f"{len(shared)} of {rep.n_eval} evaluation tasks share content with the training tasks "
                                f"(e.g. {shared[:3]}): they are not held out")
     return rep
+
+# %% ../nbs/13_tasks.ipynb #4bc8b5a6
+def held_out_tasks(env_id:str,            # a registered env id with seeded tasks
+                   n:int,                 # how many held-out tasks
+                   train:Iterable=(),     # training tasks (dicts, Task objects, trajectories' tasks, ids): none of their content is drawn
+                   start:int=10_000_000,  # first seed of the draw
+                   **env_kw,              # arguments for `make`
+                  )->list[dict]:          # `n` task dicts, distinct by content from `train` and from each other
+    "`n` tasks of `env_id` from seeds `start` on whose content is new: not in `train`, not repeated"
+    taken, out, at = {task_key(t) for t in train}, [], start
+    while len(out) < n:
+        if at - start > 20 * n + 100:
+            raise ValueError(f"{env_id}: found only {len(out)} held-out tasks that differ from the training tasks and each other (asked for {n})")
+        for t in suite_tasks(env_id, range(at, at + n), **env_kw):
+            if task_key(t) not in taken and len(out) < n: taken.add(task_key(t)); out.append(t)
+        at += n
+    return out

@@ -27,7 +27,7 @@ from ..provenance import provenance
 from ..registry import make
 from ..reward.engine import make_reward_fn
 from ..stats import adjust_pvalues
-from ..tasks import check_held_out, distinct_tasks, suite_tasks, task_key
+from ..tasks import check_held_out, distinct_tasks, held_out_tasks, suite_tasks
 from ..trainer.base import ConfigError, in_range, one_of, validate_config
 from ..trainer.recipes import policy_agent, train_sft_policy
 from ..trajectory import write_trajectories
@@ -81,15 +81,7 @@ class DemoConfig:
 
     def eval_tasks(self, train:list|None=None)->list[dict]:
         "`n_eval_tasks` held-out tasks: distinct by content and sharing none with `train` (default: `train_tasks()`)"
-        taken = {task_key(t) for t in (self.train_tasks() if train is None else train)}
-        out, start = [], self.eval_seed_offset
-        while len(out) < self.n_eval_tasks:
-            if start - self.eval_seed_offset > 20 * self.n_eval_tasks + 100:
-                raise ValueError(f"{self.env_id}: found only {len(out)} held-out tasks that differ from the training tasks and each other")
-            for t in suite_tasks(self.env_id, range(start, start + self.n_eval_tasks)):
-                if task_key(t) not in taken and len(out) < self.n_eval_tasks: taken.add(task_key(t)); out.append(t)
-            start += self.n_eval_tasks
-        return out
+        return held_out_tasks(self.env_id, self.n_eval_tasks, self.train_tasks() if train is None else train, start=self.eval_seed_offset)
 
 # %% ../../nbs/90_eval_demo.ipynb #d0f7b4c5
 def collect_demonstrations(cfg:DemoConfig, train:list[dict], out:Path, progress:bool=False)->dict:
