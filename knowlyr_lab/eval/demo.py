@@ -54,13 +54,14 @@ class DemoConfig:
     hidden_size: int = 128             # tiny model width
     num_layers: int = 2                # tiny model depth
     learning_rate: float = 3e-3        # SFT learning rate (constant: see the recipes page)
-    batch_size: int = 16               # demonstrations per optimiser step (one pass: steps = n_train_tasks / batch_size)
+    batch_size: int = 16               # demonstrations per optimiser step (steps = num_epochs * n_train_tasks / batch_size)
+    num_epochs: int = 2                # passes over the demonstrations; the rate decays linearly over all of them (see below)
     curve_every: int = 250             # optimiser steps between learning-curve checkpoints
     max_new_tokens: int = 40           # generation budget per action (a tool call takes ~30 tokens)
     seed: int = 0                      # model init, data order, collection and evaluation seed
     alpha: float = 0.01                # significance level of the conclusion
 
-    _checks = {**{k: in_range(1) for k in ('n_train_tasks', 'n_eval_tasks', 'random_max_episode_steps', 'eval_max_episode_steps', 'vocab_size',
+    _checks = {**{k: in_range(1) for k in ('n_train_tasks', 'num_epochs', 'n_eval_tasks', 'random_max_episode_steps', 'eval_max_episode_steps', 'vocab_size',
                                            'hidden_size', 'num_layers', 'batch_size', 'curve_every', 'max_new_tokens')},
                'eval_seed_offset': in_range(0), 'n_random_tasks': in_range(0), 'learning_rate': in_range(0, lo_open=True),
                'alpha': in_range(0, 1, lo_open=True, hi_open=True),
@@ -70,7 +71,7 @@ class DemoConfig:
     @classmethod
     def sized(cls, size:str='small', **overrides):
         "Preset sizes: 'ci' (plumbing, about a minute), 'small' (the demo) or 'full'"
-        presets = {'ci': dict(n_train_tasks=640, n_eval_tasks=40, n_random_tasks=20, curve_every=20),
+        presets = {'ci': dict(n_train_tasks=640, n_eval_tasks=40, n_random_tasks=20, curve_every=20, num_epochs=1),
                    'small': {}, 'full': dict(n_train_tasks=48_000, n_eval_tasks=1000, curve_every=500)}
         if size not in presets: raise ValueError(f"size must be one of {list(presets)}, not {size!r}")
         return cls(**{**presets[size], **overrides})
@@ -102,9 +103,9 @@ def export_sft(trajs_path:Path, out:Path)->tuple:
     return Path(res.paths['train']), res
 
 def train_policy(cfg:DemoConfig, sft_path:Path, out:Path, progress:bool=False)->dict:
-    "The SFT recipe on the exported rows: tiny model saved untrained, one pass with a checkpoint every `curve_every` steps"
+    "The SFT recipe on the exported rows: tiny model saved untrained, `num_epochs` passes with a checkpoint every `curve_every` steps"
     t0 = time.time()
-    r = train_sft_policy(sft_path, out, learning_rate=cfg.learning_rate, batch_size=cfg.batch_size,
+    r = train_sft_policy(sft_path, out, learning_rate=cfg.learning_rate, batch_size=cfg.batch_size, num_epochs=cfg.num_epochs,
                          save_steps=cfg.curve_every, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, vocab_size=cfg.vocab_size,
                          family=cfg.model_family, seed=cfg.seed, progress_bar=progress)
     return {'untrained': r['untrained'], 'sft': r['path'], 'curve': r['checkpoints'], 'metrics': r['metrics'],
@@ -121,7 +122,7 @@ def learning_curve(cfg:DemoConfig, models:dict, train:list, eval_tasks:list, pro
         r = done[step] if step in done else evaluate_agent(_policy(path, f'step {step}', cfg), cfg.env_id, tasks=eval_tasks, max_episode_steps=cfg.eval_max_episode_steps,
                                                            seeds=[cfg.seed], train_tasks=train, strict=True, progress=progress, batch_size=len(eval_tasks))
         s = r.summary()
-        rows.append({'step': step, 'demonstrations': min(step * cfg.batch_size, len(train)), 'success': s['success_rate'],
+        rows.append({'step': step, 'demonstrations': step * cfg.batch_size, 'success': s['success_rate'],
                      'low': s['success_low'], 'high': s['success_high'], 'n_tasks': s['n_distinct_tasks']})
     return pd.DataFrame(rows)
 
