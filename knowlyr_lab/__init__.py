@@ -60,7 +60,7 @@ def __getattr__(name:str):
     if mod is None: raise AttributeError(f"module 'knowlyr_lab' has no attribute {name!r}")
     try: m = importlib.import_module(f'knowlyr_lab.{mod}')
     except ModuleNotFoundError as e:   # an extra not installed: say which (`No module named 'torch'` does not)
-        from knowlyr_lab.commands import missing_extra
+        from knowlyr_lab.cli_errors import missing_extra
         raise (missing_extra(e, f"knowlyr_lab.{name}") or e) from e
     obj = getattr(m, name)
     globals()[name] = obj   # later lookups do not come back here

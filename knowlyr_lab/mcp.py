@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 from fastcore.docments import docments
 from pydantic import Field
 
-from .commands import missing_extra, run_cli
+from .cli_errors import missing_extra, run_cli
 from .core import KnowlyrError
 from .hub.export import DatasetExporter
 from .hub.pipeline import Pipeline, PipelineConfig
