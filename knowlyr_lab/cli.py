@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from .commands import run_cli
+from .cli_errors import run_cli
 from .domains import get_domain, list_domains
 from .registry import env_spec, list_envs, make
 from .trajectory import trajectory_schema, write_trajectories

@@ -16,8 +16,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from .registries import Registry, UnknownNameError
 
 # %% auto #0
-__all__ = ['R', 'W', 'S', 'X', 'N', 'SU', 'T', 'BUILTIN_DOMAINS', 'DOMAINS', 'ToolCategory', 'ToolSpec', 'OutcomeSpec',
-           'DomainProfile', 'UnknownDomainError', 'get_domain', 'register_domain', 'list_domains']
+__all__ = ['BUILTIN_DOMAINS', 'DOMAINS', 'ToolCategory', 'ToolSpec', 'OutcomeSpec', 'DomainProfile', 'UnknownDomainError',
+           'get_domain', 'register_domain', 'list_domains']
 
 # %% ../nbs/01_domains.ipynb #d2d403f0
 class ToolCategory(str, Enum):
@@ -90,49 +90,49 @@ class DomainProfile(BaseModel):
     def __repr__(self): return f"DomainProfile({self.domain!r}, tools={[t.name for t in self.tools]}, terminal={self.terminal_tools})"
 
 # %% ../nbs/01_domains.ipynb #cced8c05
-R, W, S, X, N, SU, T = (ToolCategory.READ, ToolCategory.WRITE, ToolCategory.SEARCH, ToolCategory.EXECUTE,
-                        ToolCategory.NAVIGATE, ToolCategory.SUBMIT, ToolCategory.THINK)
+_R, _W, _S, _X, _N, _SU, _T = (ToolCategory.READ, ToolCategory.WRITE, ToolCategory.SEARCH, ToolCategory.EXECUTE,
+                               ToolCategory.NAVIGATE, ToolCategory.SUBMIT, ToolCategory.THINK)
 def _t(name, cat, key='', aliases=(), desc=''): return ToolSpec(name=name, category=cat, stateful_key=key, aliases=list(aliases), description=desc)
 
 BUILTIN_DOMAINS = {p.domain: p for p in [
     DomainProfile(domain='coding', display_name='Code Agent', target_steps=15,
-        tools=[_t('file_read', R, 'path', ['read_file', 'Read', 'cat', 'view'], 'Read a file'),
-               _t('file_write', W, 'path', ['write_file', 'Write', 'create'], 'Write a whole file'),
-               _t('edit_file', W, 'path', ['Edit', 'str_replace', 'sed', 'str_replace_editor'], 'Replace an exact string in a file'),
-               _t('shell', X, '', ['bash', 'Bash', 'run', 'execute_bash', 'run_command'], 'Run a shell command'),
-               _t('search', S, 'pattern', ['grep', 'Grep', 'Glob', 'find', 'rg'], 'Search the workspace'),
-               _t('list_dir', R, 'path', ['ls', 'LS'], 'List a directory'),
-               _t('git', X, '', [], 'Run a git subcommand'),
-               _t('ipython', X, '', ['run_ipython', 'python'], 'Run Python code'),
-               _t('submit', SU, '', [], 'Submit the work'), _t('finish', SU, '', ['Finish'], 'Declare the task finished'),
-               _t('think', T, '', [], 'Think without acting')],
+        tools=[_t('file_read', _R, 'path', ['read_file', 'Read', 'cat', 'view'], 'Read a file'),
+               _t('file_write', _W, 'path', ['write_file', 'Write', 'create'], 'Write a whole file'),
+               _t('edit_file', _W, 'path', ['Edit', 'str_replace', 'sed', 'str_replace_editor'], 'Replace an exact string in a file'),
+               _t('shell', _X, '', ['bash', 'Bash', 'run', 'execute_bash', 'run_command'], 'Run a shell command'),
+               _t('search', _S, 'pattern', ['grep', 'Grep', 'Glob', 'find', 'rg'], 'Search the workspace'),
+               _t('list_dir', _R, 'path', ['ls', 'LS'], 'List a directory'),
+               _t('git', _X, '', [], 'Run a git subcommand'),
+               _t('ipython', _X, '', ['run_ipython', 'python'], 'Run Python code'),
+               _t('submit', _SU, '', [], 'Submit the work'), _t('finish', _SU, '', ['Finish'], 'Declare the task finished'),
+               _t('think', _T, '', [], 'Think without acting')],
         terminal_tools=['submit', 'finish'],
         outcome=OutcomeSpec(success_field='success', score_field='tests_passed', total_field='tests_total'),
         task_fields={'repo': 'repository (owner/repo or a bundled task folder)', 'base_commit': 'commit to start from',
                      'test_command': 'command that runs the tests', 'language': 'programming language'}),
     DomainProfile(domain='browser', display_name='Browser Agent', target_steps=20,
-        tools=[_t('click', W, 'element_id'), _t('type_text', W, 'element_id'), _t('navigate', N, 'url', ['goto']),
-               _t('screenshot', R), _t('scroll', N), _t('wait', R), _t('extract_text', R), _t('select', W, 'element_id'),
-               _t('submit', SU)],
+        tools=[_t('click', _W, 'element_id'), _t('type_text', _W, 'element_id'), _t('navigate', _N, 'url', ['goto']),
+               _t('screenshot', _R), _t('scroll', _N), _t('wait', _R), _t('extract_text', _R), _t('select', _W, 'element_id'),
+               _t('submit', _SU)],
         terminal_tools=['submit'], task_fields={'url': 'start URL', 'expected_result': 'what a correct end state shows'}),
     DomainProfile(domain='conversation', display_name='Conversation Agent', target_steps=8,
-        tools=[_t('respond', W, '', [], 'Reply to the user'), _t('query_stats', R, 'metric'), _t('send_message', W, 'recipient'),
-               _t('delegate', X, 'assignee'), _t('web_search', S, 'query'), _t('create_note', W, 'title'), _t('think', T)],
+        tools=[_t('respond', _W, '', [], 'Reply to the user'), _t('query_stats', _R, 'metric'), _t('send_message', _W, 'recipient'),
+               _t('delegate', _X, 'assignee'), _t('web_search', _S, 'query'), _t('create_note', _W, 'title'), _t('think', _T)],
         terminal_tools=['respond'], task_fields={'context': 'conversation context', 'role': 'the agent role', 'style': 'expected tone'}),
     DomainProfile(domain='engineering', display_name='Engineering Agent', target_steps=12,
-        tools=[_t('read_file', R, 'path', ['file_read', 'Read', 'cat']), _t('grep', S, 'pattern', ['search', 'Grep']),
-               _t('git', X), _t('knowledge_base', R, 'query'), _t('bash', X, '', ['shell', 'Bash']), _t('think', T),
-               _t('submit', SU), _t('finish', SU)],
+        tools=[_t('read_file', _R, 'path', ['file_read', 'Read', 'cat']), _t('grep', _S, 'pattern', ['search', 'Grep']),
+               _t('git', _X), _t('knowledge_base', _R, 'query'), _t('bash', _X, '', ['shell', 'Bash']), _t('think', _T),
+               _t('submit', _SU), _t('finish', _SU)],
         terminal_tools=['submit', 'finish'], task_fields={'repo': 'repository', 'ticket': 'engineering ticket'}),
     DomainProfile(domain='advisory', display_name='Advisory Agent', target_steps=8,
-        tools=[_t('respond', W), _t('knowledge_base', R, 'query'), _t('web_search', S, 'query'), _t('create_note', W, 'title'),
-               _t('think', T), _t('submit', SU), _t('finish', SU)],
+        tools=[_t('respond', _W), _t('knowledge_base', _R, 'query'), _t('web_search', _S, 'query'), _t('create_note', _W, 'title'),
+               _t('think', _T), _t('submit', _SU), _t('finish', _SU)],
         terminal_tools=['submit', 'finish'], task_fields={'client': 'who is advised', 'question': 'the question'}),
     DomainProfile(domain='discussion', display_name='Discussion Agent', target_steps=8,
-        tools=[_t('respond', W), _t('knowledge_base', R, 'query'), _t('think', T), _t('submit', SU)],
+        tools=[_t('respond', _W), _t('knowledge_base', _R, 'query'), _t('think', _T), _t('submit', _SU)],
         terminal_tools=['respond', 'submit'], task_fields={'topic': 'discussion topic', 'stance': 'position to take'}),
     DomainProfile(domain='generic', display_name='Generic Tool-Use Agent', target_steps=20,
-        tools=[_t('submit', SU), _t('finish', SU), _t('think', T)], terminal_tools=['submit', 'finish']),
+        tools=[_t('submit', _SU), _t('finish', _SU), _t('think', _T)], terminal_tools=['submit', 'finish']),
 ]}
 
 # %% ../nbs/01_domains.ipynb #8b8209e6

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 from fastcore.docments import docments
 from pydantic import Field
 
-from .commands import missing_extra, run_cli
+from .cli_errors import missing_extra, run_cli
 from .core import KnowlyrError
 from .hub.export import DatasetExporter
 from .hub.pipeline import Pipeline, PipelineConfig
@@ -40,8 +40,8 @@ from .reward.judge import list_rubrics as _list_rubrics
 from .reward.preferences import build_preferences as _build_prefs
 from .reward.preferences import reward_leaderboard as _leaderboard
 from .sandbox.base import SandboxLimits
-from .sandbox.core import Sandbox
-from .sandbox.core import create_sandbox as _create
+from .sandbox.protocol import Sandbox
+from .sandbox.protocol import create_sandbox as _create
 from .sandbox.replay import replay_trajectory as _replay
 from .trajectory import Trajectory, parse_trajectory, read_trajectories, trajectory_schema, write_trajectories
 

@@ -420,7 +420,7 @@ def _judge(self, cand_sb, judge_sb, nonce:str)->tuple[str, str]:
 @patch_to(HiddenTestVerifier)
 def verify(self, agent_files:dict)->Verdict:
     "The hidden tests' verdict on `agent_files` ({relative path: str | bytes}) applied over the pristine repository"
-    from knowlyr_lab.sandbox.core import create_sandbox
+    from knowlyr_lab.sandbox.protocol import create_sandbox
     applied, ignored = select_agent_files(agent_files, self.repo)
     nonce, kw = secrets.token_hex(16), dict(image=self.image, limits=self.limits, **self.sandbox_kwargs)
     with tempfile.TemporaryDirectory(prefix='knowlyr-verify-') as tmp:

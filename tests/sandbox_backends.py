@@ -3,8 +3,8 @@ import warnings
 
 import pytest
 
-from knowlyr_lab.sandbox.core import create_sandbox
 from knowlyr_lab.sandbox.local import NOT_ISOLATED, bwrap_available
+from knowlyr_lab.sandbox.protocol import create_sandbox
 
 _BWRAP = bwrap_available()
 BACKENDS = [

@@ -1,4 +1,4 @@
-"Every knowlyr command reports an error the same way (`commands.run_cli`): one line on stderr, status 2 for bad input, --debug for the traceback"
+"Every knowlyr command reports an error the same way (`cli_errors.run_cli`): one line on stderr, status 2 for bad input, --debug for the traceback"
 import subprocess
 import sys
 
@@ -213,7 +213,7 @@ def test_mcp_http_shows_no_token_when_the_start_fails(tmp_path):
 
 def test_trainer_accepts_trl_spellings_and_never_abbreviates():
     "#27: `knowlyr-trainer sft --lr 1e-4` was read as --lr-scheduler 1e-4"
-    from knowlyr_lab.commands import strict_parser
+    from knowlyr_lab.cli_errors import strict_parser
     from knowlyr_lab.trainer.cli import build_parser, config_from_args
     from knowlyr_lab.trainer.sft import SFTConfig
     p = strict_parser(build_parser())

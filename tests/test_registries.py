@@ -13,7 +13,7 @@ def _registries():
     from knowlyr_lab.recorder.base import _ADAPTERS, LogAdapter
     from knowlyr_lab.registry import ENVS, EnvSpec
     from knowlyr_lab.reward.rules import RULES, Rule, RuleResult
-    from knowlyr_lab.sandbox.core import SANDBOX_BACKENDS
+    from knowlyr_lab.sandbox.protocol import SANDBOX_BACKENDS
     class QA(LogAdapter): name = 'qa-test'
     def rule(v, ix, ctx): return RuleResult(1.0, 'ok')
     def other(v, ix, ctx): return RuleResult(0.0, 'no')
@@ -50,7 +50,7 @@ def test_register_apis_follow_the_policy():
     from knowlyr_lab.domains import DomainProfile, UnknownDomainError, get_domain, register_domain
     from knowlyr_lab.registry import env_spec, register
     from knowlyr_lab.reward.rules import RuleResult, register_rule, unregister_rule
-    from knowlyr_lab.sandbox.core import SANDBOX_BACKENDS, UnknownBackendError, create_sandbox, register_sandbox_backend
+    from knowlyr_lab.sandbox.protocol import SANDBOX_BACKENDS, UnknownBackendError, create_sandbox, register_sandbox_backend
     src = "def r(v, ix, ctx): return RuleResult(1.0, 'ok')\n"
     ns1, ns2 = {'RuleResult': RuleResult}, {'RuleResult': RuleResult}
     exec(src, ns1); exec(src, ns2)                                       # the same notebook cell, run twice

@@ -10,7 +10,7 @@ import pytest
 from sandbox_backends import BACKENDS, open_sandbox
 
 from knowlyr_lab.core import schema_name, schema_params
-from knowlyr_lab.sandbox.core import SANDBOX_TOOLS, WORKSPACE, SandboxError, SandboxSnapshot, ToolResult, create_sandbox
+from knowlyr_lab.sandbox.protocol import SANDBOX_TOOLS, WORKSPACE, SandboxError, SandboxSnapshot, ToolResult, create_sandbox
 
 CALC = 'def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n'
 

@@ -227,7 +227,7 @@ def test_fail_closed_without_bubblewrap(tmp_path, monkeypatch):
     import shutil
 
     from knowlyr_lab.sandbox.base import SandboxError
-    from knowlyr_lab.sandbox.core import create_sandbox
+    from knowlyr_lab.sandbox.protocol import create_sandbox
     bin_ = tmp_path/'bin'; bin_.mkdir()
     for tool in ('prlimit', 'setpriv', 'bash', 'sh', 'tar', 'python3', 'mount', 'umount'):
         if shutil.which(tool): os.symlink(shutil.which(tool), bin_/tool)

@@ -4,7 +4,7 @@ import warnings
 import pytest
 from sandbox_backends import BACKENDS, open_sandbox
 
-from knowlyr_lab.sandbox.core import create_sandbox
+from knowlyr_lab.sandbox.protocol import create_sandbox
 from knowlyr_lab.sandbox.replay import record_calls, replay_trajectory
 from knowlyr_lab.trajectory import read_trajectories, write_trajectories
 

@@ -18,7 +18,7 @@ BOUND_MB = 100              # the host's peak RSS may grow by at most this much 
 CHILD = r'''
 import json, resource, sys, tempfile, warnings
 from pathlib import Path
-from knowlyr_lab.sandbox.core import create_sandbox
+from knowlyr_lab.sandbox.protocol import create_sandbox
 def peak_mb(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 backend, mb = sys.argv[1], int(sys.argv[2])
 kw = {'isolation': 'bwrap'} if backend == 'local' else {}

@@ -51,7 +51,7 @@ def template()->Path:
 def stats(xs): xs = sorted(xs); return statistics.median(xs) * 1e3, xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))] * 1e3
 
 def bench_ours(backend, n, tpl):
-    from knowlyr_lab.sandbox.core import create_sandbox
+    from knowlyr_lab.sandbox.protocol import create_sandbox
     kw = {'isolation': 'none'} if backend == 'local-none' else {}
     t0 = time.perf_counter()
     with warnings.catch_warnings():

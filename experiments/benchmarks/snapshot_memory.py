@@ -20,7 +20,7 @@ CHILD = r'''
 import json, resource, sys, tempfile, time
 from pathlib import Path
 import knowlyr_lab
-from knowlyr_lab.sandbox.core import create_sandbox
+from knowlyr_lab.sandbox.protocol import create_sandbox
 def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 mb = int(sys.argv[1])
 with create_sandbox('local', isolation='bwrap', limits={'disk_mb': mb + 100, 'wall_timeout': 300, 'max_file_mb': mb}) as sb:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..coding_tasks import CodingTask, FileEdit
 from ..core import TimeStep, fingerprint_of
-from .bench import require_extra
+from .extras import require_extra
 from .sandbox import SandboxEnv
 from ..registry import register
 

@@ -20,7 +20,7 @@ import urllib.parse
 from fastcore.basics import patch
 
 from ..core import AgentEnv, KnowlyrError, TimeStep, fingerprint_of, tool_schema
-from .bench import require_extra
+from .extras import require_extra
 from .serve import format_call
 
 # %% auto #0

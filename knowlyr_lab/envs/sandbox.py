@@ -56,7 +56,7 @@ class SandboxEnv(AgentEnv):
 
     @property
     def tool_schemas(self)->list[dict]:
-        from knowlyr_lab.sandbox.core import SANDBOX_TOOL_SCHEMAS
+        from knowlyr_lab.sandbox.protocol import SANDBOX_TOOL_SCHEMAS
         return list(SANDBOX_TOOL_SCHEMAS) + [tool_schema(n, d, {'message': {'type': 'string', 'description': 'optional note on what you changed'}})
                                              for n, d in _TERMINAL.items()]
 
@@ -83,7 +83,7 @@ def _template(self:SandboxEnv, task:CodingTask)->Path:
 
 @patch
 def _start_episode(self:SandboxEnv, task=None, seed=None)->TimeStep:
-    from knowlyr_lab.sandbox.core import create_sandbox
+    from knowlyr_lab.sandbox.protocol import create_sandbox
     t = self._resolve_task(task, seed)
     self._close_sandbox()
     self.sandbox = create_sandbox(self.backend, image=self.image, workspace=self._template(t), limits=self.limits, **self.sandbox_kwargs)

@@ -21,7 +21,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel
 
 from ..core import AgentEnv, InvalidActionError, parse_action, schema_name, schema_params
-from .bench import require_extra
+from .extras import require_extra
 
 # %% auto #0
 __all__ = ['PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'mcp_tools', 'openenv_app', 'ResetBody', 'StepBody',

@@ -19,7 +19,7 @@ from typing import Callable
 from fastcore.basics import patch
 
 from ..core import AgentEnv, TimeStep, fingerprint_of, random_call, tool_schema
-from .bench import require_extra
+from .extras import require_extra
 from ..registry import register
 
 # %% auto #0

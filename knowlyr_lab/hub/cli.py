@@ -15,7 +15,7 @@ from pathlib import Path
 from fastcore.docments import docments
 
 from ..agents import agent_from_spec
-from ..commands import require_usable, run_cli
+from ..cli_errors import require_usable, run_cli
 from .collect import collect, iter_collect
 from .export import FORMATS, DatasetExporter, ExportFilter
 from .pipeline import Pipeline, PipelineConfig

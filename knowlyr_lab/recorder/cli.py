@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..commands import require_usable, run_cli
+from ..cli_errors import require_usable, run_cli
 from .base import ConversionReport, RecorderError, get_adapter, list_adapters
 from .convert import convert, detect, diff_trajectories, iter_log_files, validate
 from .redact import Redactor, SecretPattern

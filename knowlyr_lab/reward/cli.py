@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..commands import run_cli
+from ..cli_errors import run_cli
 from .calibration import read_annotations
 from .engine import RewardEngine, with_rewards
 from .judge import JudgeConfig, list_rubrics

@@ -17,8 +17,8 @@ from docker.types import Ulimit
 from fastcore.basics import patch_to
 
 from .base import OutputCapture, PathEscapeError, SandboxUnavailableError
-from .core import WORKSPACE, RunResult, Sandbox, SandboxError, SandboxLimits, resolve_workspace_path
 from .host import UidLease
+from .protocol import WORKSPACE, RunResult, Sandbox, SandboxError, SandboxLimits, resolve_workspace_path
 
 # %% auto #0
 __all__ = ['DEFAULT_IMAGE', 'REAPER', 'IMAGE_PROBE', 'FILE_OP_TIMEOUT', 'docker_exec', 'docker_unavailable_reason',

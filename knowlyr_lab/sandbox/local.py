@@ -22,8 +22,8 @@ from pathlib import Path
 from fastcore.basics import patch_to
 
 from .base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits, SandboxUnavailableError, tar_directory
-from .core import RunResult, Sandbox, create_sandbox
 from .host import BeneathDir, HostContainment
+from .protocol import RunResult, Sandbox, create_sandbox
 
 # %% auto #0
 __all__ = ['NOT_ISOLATED', 'bwrap_unavailable_reason', 'bwrap_available', 'LocalSandbox']

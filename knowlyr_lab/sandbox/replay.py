@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from .core import SANDBOX_TOOLS, Sandbox
+from .protocol import SANDBOX_TOOLS, Sandbox
 from ..trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory, as_task, parse_trajectory
 
 # %% auto #0

@@ -15,7 +15,7 @@ import sys
 import threading
 from dataclasses import MISSING, fields
 
-from ..commands import run_cli
+from ..cli_errors import run_cli
 
 # %% auto #0
 __all__ = ['TRAINERS', 'TRL_ALIASES', 'trainer_classes', 'build_parser', 'config_from_args', 'main']
