@@ -220,6 +220,7 @@ def run_experiment_1(out_dir:str|Path='runs/demo', # where data, models, tables 
                     )->dict:
     "Experiment 1: expert demos -> PRM scores -> SFT export -> tiny policy -> held-out learning curve, comparison, report"
     cfg, out, t0, c0 = config or DemoConfig.sized(size), Path(out_dir), time.time(), time.process_time()
+    prov = provenance(cfg.seed)   # taken before anything runs: the commit and versions the numbers are made with
     say = log or (lambda *a: None)
     out.mkdir(parents=True, exist_ok=True); timings = {}
     def mark(stage, t): timings[stage] = round(time.time() - t, 1); say(f"[{stage}] {timings[stage]} s")
@@ -241,7 +242,7 @@ def run_experiment_1(out_dir:str|Path='runs/demo', # where data, models, tables 
     episodes.to_csv(out / 'episodes.csv', index=False); board.to_csv(out / 'leaderboard.csv', index=False)
     comps.to_csv(out / 'comparisons.csv', index=False); curve.to_csv(out / 'learning_curve.csv', index=False)
     main = comps.set_index('comparison').loc['sft vs untrained']
-    results = {'config': asdict(cfg), 'size': size, 'timings_s': timings, 'provenance': provenance(cfg.seed),
+    results = {'config': asdict(cfg), 'size': size, 'timings_s': timings, 'provenance': prov,
                'tasks': {'train': len(train), 'train_distinct': held.n_train, 'eval': held.n_eval_items, 'eval_distinct': held.n_eval,
                          'shared': len(held.shared)},
                'data': {'expert_trajectories': len(demos['expert']), 'random_trajectories': len(demos['random']),
