@@ -54,9 +54,9 @@ class DemoConfig:
     hidden_size: int = 128             # tiny model width
     num_layers: int = 2                # tiny model depth
     learning_rate: float = 3e-3        # SFT learning rate (constant: see the recipes page)
-    batch_size: int = 16               # demonstrations per optimiser step (steps = num_epochs * n_train_tasks / batch_size)
+    batch_size: int = 8                # demonstrations per optimiser step (steps = num_epochs * n_train_tasks / batch_size)
     num_epochs: int = 1                # passes over the demonstrations; the rate decays linearly over all of them (see below)
-    curve_every: int = 250             # optimiser steps between learning-curve checkpoints
+    curve_every: int = 500             # optimiser steps between learning-curve checkpoints
     max_new_tokens: int = 40           # generation budget per action (a tool call takes ~30 tokens)
     seed: int = 0                      # model init, data order, collection and evaluation seed
     alpha: float = 0.01                # significance level of the conclusion
@@ -71,8 +71,8 @@ class DemoConfig:
     @classmethod
     def sized(cls, size:str='small', **overrides):
         "Preset sizes: 'ci' (plumbing, about a minute), 'small' (the demo) or 'full'"
-        presets = {'ci': dict(n_train_tasks=640, n_eval_tasks=40, n_random_tasks=20, curve_every=20),
-                   'small': {}, 'full': dict(n_train_tasks=48_000, n_eval_tasks=1000, curve_every=500)}
+        presets = {'ci': dict(n_train_tasks=640, n_eval_tasks=40, n_random_tasks=20, curve_every=40),
+                   'small': {}, 'full': dict(n_train_tasks=48_000, n_eval_tasks=1000, curve_every=1000)}
         if size not in presets: raise ValueError(f"size must be one of {list(presets)}, not {size!r}")
         return cls(**{**presets[size], **overrides})
 
