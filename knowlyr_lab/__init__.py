@@ -30,7 +30,7 @@ _LAZY = {
     'make': 'registry', 'register': 'registry', 'list_envs': 'registry', 'AgentEnv': 'core', 'TimeStep': 'core',
     'Trajectory': 'trajectory', 'Step': 'trajectory', 'Task': 'trajectory', 'ToolCall': 'trajectory',
     'Observation': 'trajectory', 'Outcome': 'trajectory',
-    'RecorderWrapper': 'wrappers', 'RewardWrapper': 'wrappers',
+    'RecorderWrapper': 'wrappers',
     'create_sandbox': 'sandbox.protocol', 'split_tasks': 'tasks',
     # agents
     'ExpertAgent': 'agents', 'RandomAgent': 'agents', 'ScriptedAgent': 'agents', 'OpenAIAgent': 'agents',

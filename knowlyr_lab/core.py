@@ -45,6 +45,7 @@ class TimeStep:
     terminated: bool = False  # the task reached an end state
     truncated: bool = False   # the episode was cut short (step budget, timeout)
     info: dict = field(default_factory=dict)  # everything else (see the table above)
+    call: dict|None = field(default=None, compare=False, repr=False)  # the action as `AgentEnv.step` parsed it (None: no env parsed one)
 
     @property
     def done(self)->bool:
@@ -285,13 +286,15 @@ class AgentEnv(ABC):
 
     def _checked_step(self, action)->TimeStep:
         try: act = parse_action(action, positional=self._positional)
-        except InvalidActionError as e: return self._invalid(str(e))
+        except InvalidActionError as e: return self._invalid(str(e))   # no call: a recorder keeps text as the thought
         schemas = {schema_name(s): s for s in self.tool_schemas}
-        if act['tool'] not in schemas:
-            return self._invalid(f"unknown tool {act['tool']!r}; available tools: {', '.join(schemas)}")
-        try: validate_params(schemas[act['tool']], act['params'])
-        except InvalidActionError as e: return self._invalid(str(e))
-        return self._step(act['tool'], act['params'])
+        if act['tool'] not in schemas: ts = self._invalid(f"unknown tool {act['tool']!r}; available tools: {', '.join(schemas)}")
+        else:
+            try: validate_params(schemas[act['tool']], act['params'])
+            except InvalidActionError as e: ts = self._invalid(str(e))
+            else: ts = self._step(act['tool'], act['params'])
+        ts.call = act                              # the one parse of this action: the recorder keeps it
+        return ts
 
     def _positional(self, tool):
         s = {schema_name(s): s for s in self.tool_schemas}.get(tool)

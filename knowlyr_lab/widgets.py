@@ -21,7 +21,7 @@ from .core import InvalidActionError, KnowlyrError, TimeStep, parse_action
 from .plots import plot_step_rewards, plot_training_curves, reward_components
 from .registry import make
 from .trajectory import AgentInfo, Step, Trajectory
-from .wrappers import RecorderWrapper, RewardWrapper, StepBudgetWrapper
+from .wrappers import RecorderWrapper, StepBudgetWrapper
 
 # %% auto #0
 __all__ = ['AGENT_KINDS', 'CURVE_KEYS', 'parse_typed_action', 'EnvSession', 'load_agent', 'EnvStepper', 'TrainingCurves',
@@ -53,9 +53,8 @@ class EnvSession:
                 ):
         self.base = make(env) if isinstance(env, str) else env
         inner = StepBudgetWrapper(self.base, max_episode_steps) if max_episode_steps is not None else self.base
-        inner = RewardWrapper(inner, step_reward_fn) if step_reward_fn is not None else inner
         self.agent, self.step_reward_fn = agent, step_reward_fn
-        self.env = RecorderWrapper(inner, **_agent_info(agent))
+        self.env = RecorderWrapper(inner, **_agent_info(agent), step_reward_fn=step_reward_fn)
         self.timestep, self.last_action, self._episode = None, None, (None, None)
 
     def task_ids(self)->list[str]:

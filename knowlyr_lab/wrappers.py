@@ -17,8 +17,7 @@ from .trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, 
 
 # %% auto #0
 __all__ = ['INFRA_ERRORS', 'EnvWrapper', 'InfrastructureError', 'register_infra_error', 'infra_failure',
-           'MaxInvalidActionsWrapper', 'StepBudgetWrapper', 'TimeoutWrapper', 'RewardContext', 'RewardWrapper',
-           'RecorderWrapper']
+           'MaxInvalidActionsWrapper', 'StepBudgetWrapper', 'TimeoutWrapper', 'RewardContext', 'RecorderWrapper']
 
 # %% ../nbs/04_wrappers.ipynb #5fb5fb45
 def _forward(name):
@@ -176,9 +175,15 @@ class RewardContext:
     timestep: TimeStep              # what the env returned for this step
     domain: str = 'generic'         # the env's domain profile name
 
+def _parsed(action, ts:TimeStep)->dict|None:
+    "The call the env parsed and ran, or (no env saw the action) the action parsed here"
+    if ts.call is not None: return dict(ts.call)
+    if (ts.info or {}).get('invalid_action'): return None   # the env tried and could not parse it
+    try: return parse_action(action)
+    except InvalidActionError: return None
+
 def _step_from(index, action, ts, t0=None, t1=None)->Step:
-    try: act = parse_action(action)
-    except InvalidActionError: act = None
+    act = _parsed(action, ts)
     thought = act.pop('thought', None) if act else None
     call = ToolCall(tool=act['tool'], params=act['params'], call_id=act.get('call_id')) if act else None
     if call is None and isinstance(action, str): thought = action
@@ -187,39 +192,15 @@ def _step_from(index, action, ts, t0=None, t1=None)->Step:
                 observation=Observation(content=ts.observation, is_error=bool(info.get('is_error', False)), exit_code=info.get('exit_code')),
                 reward=float(ts.reward), reward_details=dict(info.get('reward_details') or {}), t_start=t0, t_end=t1)
 
-# %% ../nbs/04_wrappers.ipynb #4ec2a00a
-class RewardWrapper(EnvWrapper):
-    "Replace (or add to) the env's step reward with `step_reward_fn(step, context)`"
-    def __init__(self, env,
-                 step_reward_fn:Callable,  # (step, RewardContext) -> float or (float, details); optional reset(task) per episode
-                 mode:str='replace'):      # 'replace' the env's step reward, or 'add' to it
-        super().__init__(env)
-        if mode not in ('replace', 'add'): raise ValueError(f"mode must be 'replace' or 'add', not {mode!r}")
-        self.step_reward_fn, self.mode, self._steps, self._task = step_reward_fn, mode, [], Task()
-    def reset(self, *, task=None, seed=None):
-        ts = self.env.reset(task=task, seed=seed)
-        self._steps, self._task = [], as_task(ts.info.get('task'), domain=getattr(self, 'domain', None), env_id=getattr(self, 'env_id', None), fingerprint=ts.info.get('fingerprint'))
-        if hasattr(self.step_reward_fn, 'reset'): self.step_reward_fn.reset(self._task)
-        return ts
-    def step(self, action):
-        ts = self.env.step(action)
-        step = _step_from(len(self._steps), action, ts)
-        try: out = self.step_reward_fn(step, RewardContext(self._task, list(self._steps), ts, self.domain))
-        except Exception as e: raise InfrastructureError(f"reward function failed at step {step.index}: {type(e).__name__}: {e}") from e
-        r, details = (out if isinstance(out, tuple) else (out, {}))
-        env_r = ts.reward
-        ts.reward = float(r) + (env_r if self.mode == 'add' else 0.0)
-        ts.info = {**ts.info, 'env_reward': env_r, 'reward_details': {**(ts.info.get('reward_details') or {}), **dict(details)}}
-        step.reward = ts.reward
-        self._steps.append(step)
-        return ts
-
 # %% ../nbs/04_wrappers.ipynb #3158bb1b
 class RecorderWrapper(EnvWrapper):
-    "Record episodes as `Trajectory` objects; `get_trajectory()` returns the current one"
-    def __init__(self, env, agent_name:str='unknown', model:str|None=None):
+    "Record episodes as `Trajectory` objects, scoring each step with `step_reward_fn` if given; `get_trajectory()` returns the current one"
+    def __init__(self, env, agent_name:str='unknown', model:str|None=None,
+                 step_reward_fn:Callable|None=None, # (step, RewardContext) -> float or (float, details); optional reset(task) per episode
+                 reward_mode:str='replace'):        # 'replace' the env's step reward with the function's, or 'add' to it
         super().__init__(env)
-        self.agent = AgentInfo(name=agent_name, model=model)
+        if reward_mode not in ('replace', 'add'): raise ValueError(f"reward_mode must be 'replace' or 'add', not {reward_mode!r}")
+        self.agent, self.step_reward_fn, self.reward_mode = AgentInfo(name=agent_name, model=model), step_reward_fn, reward_mode
         self._traj, self._pending_usage = None, None
     def reset(self, *, task=None, seed=None):
         self._traj = None                            # a reset that fails leaves no earlier episode behind
@@ -230,6 +211,7 @@ class RecorderWrapper(EnvWrapper):
         meta = {'seed': seed, **({'isolation': ts.info['isolation']} if 'isolation' in ts.info else {})}  # how the env was contained
         self._traj = Trajectory(id='pending', task=t, agent=self.agent.model_copy(), source=Source(format='knowlyr-env'),
                                 metadata=meta)
+        if hasattr(self.step_reward_fn, 'reset'): self.step_reward_fn.reset(t)
         return ts
     def record_usage(self, input:int=0, output:int=0, cached:int=0, reasoning:int=0, cost:float|None=None):
         "Attach token usage of the model response that produced the next action"
@@ -242,6 +224,7 @@ class RecorderWrapper(EnvWrapper):
             if (why := infra_failure(e)): self._traj.outcome.invalid = why
             raise
         step = _step_from(len(self._traj.steps), action, ts, t0, time.time())
+        if self.step_reward_fn is not None: self._score(step, ts)
         step.usage, self._pending_usage = self._pending_usage, None
         extra = {k: v for k, v in ts.info.items() if k in ('invalid_action', 'timeout', 'truncated_by', 'env_reward', 'error', 'invalid')}
         if ts.info.get('invalid'): self._traj.outcome.invalid = str(ts.info['invalid'])
@@ -255,6 +238,18 @@ class RecorderWrapper(EnvWrapper):
             if ts.info.get('score') is not None: o.score = float(ts.info['score'])
             o.reason = ts.info.get('reason') or ('truncated' if ts.truncated else 'terminated')
         return ts
+    def _score(self, step:Step, ts:TimeStep):
+        "The step's reward from `step_reward_fn`, on the step and on the `TimeStep` the agent gets back"
+        try: out = self.step_reward_fn(step, RewardContext(self._traj.task, list(self._traj.steps), ts, self.domain))
+        except Exception as e:
+            err = InfrastructureError(f"reward function failed at step {step.index}: {type(e).__name__}: {e}")
+            self._traj.outcome.invalid = infra_failure(err)
+            raise err from e
+        r, details = (out if isinstance(out, tuple) else (out, {}))
+        env_r = ts.reward
+        ts.reward = step.reward = float(r) + (env_r if self.reward_mode == 'add' else 0.0)
+        ts.info = {**ts.info, 'env_reward': env_r, 'reward_details': {**(ts.info.get('reward_details') or {}), **dict(details)}}
+        step.reward_details = dict(ts.info['reward_details'])
     def _terminal_tools(self):
         try:
             from knowlyr_lab.domains import get_domain

@@ -1,4 +1,4 @@
-"The reward function inside real rollouts: RewardWrapper via the hub's collector (threads and processes)."
+"The reward function inside real rollouts: the recorder's step_reward_fn via the hub's collector (threads and processes)."
 import pickle
 
 import pytest

@@ -136,7 +136,7 @@ def test_builtin_rules_are_registered_through_the_api():
 def test_recorded_task_is_as_task_of_the_env_task_dict():
     from knowlyr_lab.core import AgentEnv, TimeStep
     from knowlyr_lab.trajectory import as_task
-    from knowlyr_lab.wrappers import RecorderWrapper, RewardWrapper
+    from knowlyr_lab.wrappers import RecorderWrapper
     class Env(AgentEnv):
         domain, env_id = 'generic', 'test/meta'
         tool_schemas = []
@@ -148,6 +148,7 @@ def test_recorded_task_is_as_task_of_the_env_task_dict():
     assert want.metadata == {'optimal_steps': 3, 'seed': 4}
     assert (got.id, got.instruction, got.domain, got.env_id, got.metadata) == (want.id, want.instruction, want.domain, want.env_id, want.metadata)
     seen = []
-    rw = RewardWrapper(Env(), lambda step, ctx: seen.append(ctx.task) or 0.0); fp = rw.reset().info['fingerprint']; rw.step({'tool': 'noop', 'params': {}})
-    assert seen[0] == as_task(Env.task, domain='generic', env_id='test/meta', fingerprint=fp)   # the reward function's task: same layout
+    rw = RecorderWrapper(Env(), step_reward_fn=lambda step, ctx: seen.append(ctx.task) or 0.0); fp = rw.reset().info['fingerprint']; rw.step({'tool': 'noop', 'params': {}})
+    assert seen[0] == rw.get_trajectory().task and seen[0].fingerprint == fp   # the reward function scores against the recorded task
+    assert seen[0].model_dump(exclude={'initial_observation'}) == as_task(Env.task, domain='generic', env_id='test/meta', fingerprint=fp).model_dump(exclude={'initial_observation'})
 

@@ -9,7 +9,7 @@ import knowlyr_lab.wrappers
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.hub.collect import collect, run_episodes
 from knowlyr_lab.registry import env_spec, list_envs, make, register
-from knowlyr_lab.wrappers import RecorderWrapper, RewardWrapper
+from knowlyr_lab.wrappers import EnvWrapper, RecorderWrapper
 
 
 def test_make_sets_the_budget_and_the_core_enforces_it():
@@ -57,7 +57,7 @@ def test_collect_run_episodes_and_evaluate_set_the_same_budget():
     for t in collect('knowlyr/maze-easy', Look, 3, seed=1, max_episode_steps=2, progress=False):
         assert (len(t.steps), t.outcome.truncated, t.steps[-1].metadata['truncated_by']) == (2, True, 'max_episode_steps')
     from knowlyr_lab.envs.maze import MazeEnv
-    envs = [RewardWrapper(MazeEnv('easy'), lambda step, ctx: 0.0) for _ in range(2)]   # set through a wrapper
+    envs = [EnvWrapper(MazeEnv('easy')) for _ in range(2)]   # set through a wrapper
     trajs = run_episodes(envs, [Look(), Look()], [(0, None, 0), (1, None, 1)], max_episode_steps=3)
     assert [len(t.steps) for t in trajs] == [3, 3] and all(e.unwrapped.max_episode_steps == 100 for e in envs)  # this call's budget did not stick
     with pytest.raises(ValueError, match='max_episode_steps must be an int >= 1'): collect('knowlyr/maze-easy', Look, 1, max_episode_steps=0, progress=False)
@@ -113,7 +113,7 @@ def test_target_steps_is_the_efficiency_target_not_a_step_budget():
 def test_target_steps_does_not_truncate():
     "A target below the episode's length scales the efficiency score; only `max_episode_steps` ends the episode"
     from knowlyr_lab.reward.engine import make_reward_fn
-    env = RewardWrapper(make('knowlyr/maze-easy', max_episode_steps=5), make_reward_fn('generic', target_steps=1))
+    env = RecorderWrapper(make('knowlyr/maze-easy', max_episode_steps=5), step_reward_fn=make_reward_fn('generic', target_steps=1))
     env.reset(seed=0)
     steps = [env.step({'tool': 'look'}) for _ in range(5)]
     assert [t.truncated for t in steps] == [False] * 4 + [True]

@@ -9,7 +9,7 @@ from knowlyr_lab.registry import make
 from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
 from knowlyr_lab.trainer.recipes import online_grpo
 from knowlyr_lab.widgets import EnvSession
-from knowlyr_lab.wrappers import RewardWrapper, StepBudgetWrapper
+from knowlyr_lab.wrappers import RecorderWrapper, StepBudgetWrapper
 
 WRITES = []
 
@@ -75,7 +75,7 @@ def test_the_envs_own_smaller_budget_still_holds():
     assert (w.budget, w.max_episode_steps) == (10, 3)
 
 def test_wrapper_counts_resets_and_refuses_a_new_budget():
-    env = RewardWrapper(StepBudgetWrapper(MazeEnv('easy'), 2), flag_truncation)
+    env = RecorderWrapper(StepBudgetWrapper(MazeEnv('easy'), 2), step_reward_fn=flag_truncation)
     for seed in (0, 1):                                   # reset clears the count
         env.reset(seed=seed)
         a, b = env.step({'tool': 'look'}), env.step({'tool': 'look'})
@@ -89,7 +89,7 @@ def test_old_reward_fn_name_fails(tmp_path):
     calls = [lambda: collect('knowlyr/maze-easy', Look, 1, progress=False, **old),
              lambda: run_episodes([MazeEnv('easy')], [Look()], [(0, None, 0)], **old),
              lambda: evaluate_agent(Look(), 'knowlyr/maze-easy', n_tasks=1, **old),
-             lambda: RewardWrapper(MazeEnv('easy'), **old),
+             lambda: RecorderWrapper(MazeEnv('easy'), **old),
              lambda: EnvSession('knowlyr/maze-easy', **old),
              lambda: GRPOTrainer(GRPOConfig(output_dir=str(tmp_path)), **old),
              lambda: online_grpo(**old)]

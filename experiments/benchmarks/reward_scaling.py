@@ -12,7 +12,7 @@ the same step dicts, written to a temporary JSON file, in one run. Three measure
           `check_info_utilization`, `check_efficiency`) on the step dicts;
 - engine: ours `RewardEngine('coding').score_trajectories` on the whole batch; the reference's
           `RewardEngine(RewardConfig(rule_weight=1, model_weight=0)).score_batch`;
-- online: step by step as inside a `RewardWrapper`: ours `StepRewardFn` (incremental); the reference's reward
+- online: step by step as inside a recorder's `step_reward_fn`: ours `StepRewardFn` (incremental); the reference's reward
           function re-scores the whole prefix at every step (quadratic), so this runs on the first
           max(1, 1000 // n) trajectories only, and for the reference only up to --online-max steps.
 

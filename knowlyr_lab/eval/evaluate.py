@@ -138,7 +138,7 @@ def evaluate_agent(agent,                         # callable agent(observation, 
                    n_attempts:int=1,              # episodes per task (pass@k needs k <= n_attempts)
                    seeds:Sequence[int]|None=None, # `collect` run seed per attempt (default 0..n_attempts-1)
                    max_episode_steps:int|None=None, # step budget per episode (None: the env's own; `collect`)
-                   step_reward_fn=None,           # optional (step, RewardContext) -> float or (float, details), per step (`RewardWrapper`)
+                   step_reward_fn=None,           # optional (step, RewardContext) -> float or (float, details), per step (scored by the recorder)
                    n_workers:int=1,               # parallel episodes (`collect`)
                    backend:str='thread',          # 'thread' | 'process' | 'ray' (`collect`)
                    name:str|None=None,            # name in reports (default: agent.name)

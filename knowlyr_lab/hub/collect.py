@@ -29,7 +29,7 @@ from ..envs.remote import RemoteEnvError
 from ..registry import make
 from ..sandbox.base import SandboxError
 from ..trajectory import Source, Task, Trajectory, as_task, trajectory_score
-from ..wrappers import RecorderWrapper, RewardWrapper, StepBudgetWrapper, TimeoutWrapper, infra_failure, register_infra_error
+from ..wrappers import RecorderWrapper, StepBudgetWrapper, TimeoutWrapper, infra_failure, register_infra_error
 
 # %% auto #0
 __all__ = ['FALLBACK_MAX_EPISODE_STEPS', 'RAY_START_ATTEMPTS', 'episode_seed', 'acts_in_batches', 'run_episodes', 'run_episode',
@@ -54,8 +54,7 @@ def _budget(env, max_episode_steps)->int:
 def _wrap(env, max_episode_steps=None, step_reward_fn=None, step_timeout=None, episode_timeout=None, agent_name='agent', model=None):
     env = StepBudgetWrapper(env, _budget(env, max_episode_steps))   # this call's budget, a layer: the env itself is not written
     if step_timeout or episode_timeout: env = TimeoutWrapper(env, step_timeout, episode_timeout)
-    if step_reward_fn is not None: env = RewardWrapper(env, step_reward_fn)
-    return RecorderWrapper(env, agent_name=agent_name, model=model)
+    return RecorderWrapper(env, agent_name=agent_name, model=model, step_reward_fn=step_reward_fn)
 
 def _agent_info(agent)->tuple[str, str|None]:
     return getattr(agent, 'name', None) or type(agent).__name__, getattr(agent, 'model', None)
@@ -109,7 +108,7 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
                  agent,                   # a batch agent (`act_batch`) for all, or a list with one agent per episode
                  jobs:list[tuple],        # (episode index or None, task or None, seed) per episode
                  max_episode_steps:int|None=None, # step budget of every episode, a `StepBudgetWrapper` (None: the env's own)
-                 step_reward_fn:Callable|None=None, # (step, RewardContext) -> float or (float, details), per step (`RewardWrapper`)
+                 step_reward_fn:Callable|None=None, # (step, RewardContext) -> float or (float, details), per step (scored by the recorder)
                  step_timeout:float|None=None, episode_timeout:float|None=None,
                 )->list[Trajectory]:      # one trajectory per job, in order
     "Run episodes in lock-step: each turn every live episode gets one action (one `act_batch` call for a batch agent)"
