@@ -156,6 +156,7 @@ def register(self:Registry, name:str, obj, overwrite:bool=False):
         self._items[name] = obj
     return obj
 
+# %% ../nbs/00a_registries.ipynb #0e07bd86
 @patch
 def unregister(self:Registry, name:str):
     "Remove and return the entry registered as `name`"
@@ -178,6 +179,7 @@ def discover(self:Registry, force:bool=False):
         finally: self._discovering = False
         self._discovered = True
 
+# %% ../nbs/00a_registries.ipynb #c6973155
 @patch
 def _import_plugins(self:Registry):
     if self.modules:

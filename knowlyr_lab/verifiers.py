@@ -343,6 +343,7 @@ class SandboxProcess:
     @property
     def stderr(self)->str: return self.err.text()[0].replace('\0CUT\0', '\n')
 
+# %% ../nbs/13a_verifiers.ipynb #54ddaedb
 @patch_to(SandboxProcess)
 def _start_local(self, argv, timeout):
     from knowlyr_lab.sandbox.local import _kill_group, _pump
@@ -361,6 +362,7 @@ def _start_local(self, argv, timeout):
     self._timer = threading.Timer(timeout, self.kill); self._timer.daemon = True; self._timer.start()
     threading.Thread(target=reap, daemon=True).start()
 
+# %% ../nbs/13a_verifiers.ipynb #b9461909
 @patch_to(SandboxProcess)
 def _start_docker(self, argv, timeout):
     from knowlyr_lab.sandbox.docker import _frames
@@ -417,6 +419,7 @@ def _judge(self, cand_sb, judge_sb, nonce:str)->tuple[str, str]:
     except (SandboxError, OSError): raw = ''           # none: it timed out or crashed
     return raw, '\n'.join(p.stderr for p in (judge[0], cand) if p.err.total)
 
+# %% ../nbs/13a_verifiers.ipynb #7f31c98d
 @patch_to(HiddenTestVerifier)
 def verify(self, agent_files:dict)->Verdict:
     "The hidden tests' verdict on `agent_files` ({relative path: str | bytes}) applied over the pristine repository"

@@ -202,6 +202,7 @@ def _request(self:OpenEnvClient, msg:dict, what:str, deadline:float|None=None)->
         raise RemoteEnvError(f"{where} failed: {str(d.get('message', d))[:300]} ({str(d.get('code', 'error'))[:40]})")
     return _obj(resp.get('data'), 'data', where)
 
+# %% ../../nbs/19d_envs_remote.ipynb #7c9afb07
 @patch
 def _drop(self:OpenEnvClient):
     "Close the connection without waiting on a server that already failed us"
@@ -210,6 +211,7 @@ def _drop(self:OpenEnvClient):
         except Exception: pass
         self._ws = None
 
+# %% ../../nbs/19d_envs_remote.ipynb #3508711b
 @patch
 def _timestep(self:OpenEnvClient, data:dict, seed=None, what:str='step')->TimeStep:
     where = f"OpenEnv server {self.base_url}: {what}"
@@ -224,6 +226,7 @@ def _timestep(self:OpenEnvClient, data:dict, seed=None, what:str='step')->TimeSt
     if seed is not None: info['task'] = obs.get('task') or {'id': f'{self.name}-s{seed}', 'seed': seed, 'env_id': self.env_id}
     return TimeStep(self.render(obs), reward, terminated=done and not truncated, truncated=truncated, info=info)
 
+# %% ../../nbs/19d_envs_remote.ipynb #aef5cf61
 @patch
 def _remote_reset(self:OpenEnvClient, task=None, seed=None)->TimeStep:
     s, deadline = _task_seed(self.name, task, seed), time.monotonic() + self.step_timeout
@@ -234,11 +237,13 @@ def _remote_reset(self:OpenEnvClient, task=None, seed=None)->TimeStep:
     self.seed = s
     return self._timestep(data, seed=s, what='reset')
 
+# %% ../../nbs/19d_envs_remote.ipynb #434a9c42
 @patch
 def _remote_step(self:OpenEnvClient, tool, params)->TimeStep:
     payload = {'tool': tool, 'params': params} if self._tool_call_actions else params
     return self._timestep(self._request({'type': 'step', 'data': payload}, f'step {tool}'), what=f'step {tool}')
 
+# %% ../../nbs/19d_envs_remote.ipynb #611d8f91
 @patch
 def close(self:OpenEnvClient):
     "End the server session"
@@ -285,6 +290,7 @@ def _call(self:AgentGymClient, method:str, path:str, body:dict|None=None, params
     if isinstance(out, dict) and 'error' in out: raise RemoteEnvError(f"{where}: {str(out['error'])[:300]}")
     return out
 
+# %% ../../nbs/19d_envs_remote.ipynb #89913575
 @patch
 def _observe(self:AgentGymClient, r:dict, seed=None, what:str='step')->TimeStep:
     where = f"AgentGym server {self.base_url}: {what}"
@@ -306,6 +312,7 @@ def _observe(self:AgentGymClient, r:dict, seed=None, what:str='step')->TimeStep:
     if self.available_actions: text += "\nAvailable actions: " + ', '.join(self.available_actions)
     return TimeStep(text, reward, terminated=done, info=info)
 
+# %% ../../nbs/19d_envs_remote.ipynb #0b49d2ac
 @patch
 def _remote_reset(self:AgentGymClient, task=None, seed=None)->TimeStep:
     s = _task_seed(self.name, task, seed)
@@ -321,6 +328,7 @@ def _remote_reset(self:AgentGymClient, task=None, seed=None)->TimeStep:
         return self._observe(r if isinstance(r, dict) else {'observation': r}, seed=s, what='reset')
     finally: self._deadline = None
 
+# %% ../../nbs/19d_envs_remote.ipynb #a9f01635
 @patch
 def _remote_step(self:AgentGymClient, action:str)->TimeStep:
     self._deadline = time.monotonic() + self.step_timeout
@@ -330,6 +338,7 @@ def _remote_step(self:AgentGymClient, action:str)->TimeStep:
         return self._observe(r)
     finally: self._deadline = None
 
+# %% ../../nbs/19d_envs_remote.ipynb #d26061ad
 @patch
 def close(self:AgentGymClient):  # noqa: F811 (@patch attaches each `close` to its own class)
     "Close the server's env (where the server has `/close`)"
@@ -347,6 +356,7 @@ def oracle_action(self:OpenEnvClient)->dict:
     if not (isinstance(a, dict) and isinstance(a.get('tool'), str)): raise RemoteEnvError(f"OpenEnv server {self.base_url}: oracle_action must be {{'tool': str, 'params': object}}, got {str(a)[:80]}")
     return a
 
+# %% ../../nbs/19d_envs_remote.ipynb #7ffc586d
 @patch
 def oracle_action(self:AgentGymClient)->dict:  # noqa: F811 (@patch: one per client class)
     "The server's expert action, as `act` text (knowlyr servers with `expose_oracle=True`)"
@@ -356,12 +366,14 @@ def oracle_action(self:AgentGymClient)->dict:  # noqa: F811 (@patch: one per cli
         raise RemoteEnvError(f"AgentGym server {self.base_url}: oracle_action must be {{'tool': str, 'params': object}}, got {str(a)[:80]}")
     return {'tool': 'act', 'params': {'action': format_call(a['tool'], a.get('params'))}}
 
+# %% ../../nbs/19d_envs_remote.ipynb #068949be
 @patch
 def random_action(self:AgentGymClient, rng:random.Random)->dict:
     "A uniformly random choice among the server's available actions"
     if not self.available_actions: raise KnowlyrError(f"the AgentGym server {self.base_url} lists no available actions")
     return {'tool': 'act', 'params': {'action': rng.choice(self.available_actions)}}
 
+# %% ../../nbs/19d_envs_remote.ipynb #890c3ad0
 def _remote_fingerprint(self, task)->str:
     s = _task_seed(self.name, task, None)
     other = type(self).__new__(type(self)); other.__dict__.update(self.__getstate__()); other._info = {}

@@ -72,6 +72,7 @@ def _resolve_task(self:SandboxEnv, task, seed)->CodingTask:
         if t.id == tid: return t
     raise ValueError(f"unknown coding task {tid!r}; list_tasks() has {len(self.tasks)} tasks, e.g. {self.tasks[0].id!r}")
 
+# %% ../../nbs/16_envs_sandbox.ipynb #426abf44
 @patch
 def _template(self:SandboxEnv, task:CodingTask)->Path:
     if self._tmp is None:
@@ -81,6 +82,7 @@ def _template(self:SandboxEnv, task:CodingTask)->Path:
     if not d.exists(): task.write_repo(d)
     return d
 
+# %% ../../nbs/16_envs_sandbox.ipynb #36f92571
 @patch
 def _start_episode(self:SandboxEnv, task=None, seed=None)->TimeStep:
     from knowlyr_lab.sandbox.protocol import create_sandbox
@@ -93,11 +95,13 @@ def _start_episode(self:SandboxEnv, task=None, seed=None)->TimeStep:
            "Fix the bug, then call `submit`. Hidden tests run after you submit; your reward is the fraction that pass.")
     return TimeStep(obs, info={'task': t.as_dict(), 'isolation': self.sandbox.isolation})
 
+# %% ../../nbs/16_envs_sandbox.ipynb #15e2723b
 @patch
 def _close_sandbox(self:SandboxEnv):
     if self.sandbox is not None:
         self.sandbox.close(); self.sandbox = None
 
+# %% ../../nbs/16_envs_sandbox.ipynb #5912e40a
 @patch
 def close(self:SandboxEnv):
     "Close the sandbox and remove the env's temporary files"
@@ -111,6 +115,7 @@ def _run_hidden_tests(self:SandboxEnv)->dict:
     v = self.task.verifier(self.backend, self.image, self.limits, self.sandbox_kwargs)
     return v.verify_sandbox(self.sandbox).as_info()
 
+# %% ../../nbs/16_envs_sandbox.ipynb #bed1ab52
 @patch
 def _take_step(self:SandboxEnv, tool, params)->TimeStep:
     if tool in _TERMINAL:
@@ -134,6 +139,7 @@ def _peek(self:SandboxEnv, path:str)->str|None:
     r = self.sandbox.execute_tool('file_read', {'path': path})
     return None if r.is_error else r.output
 
+# %% ../../nbs/16_envs_sandbox.ipynb #991d98ac
 @patch
 def oracle_action(self:SandboxEnv)->dict:
     "The expert's next action from the sandbox's current state"

@@ -178,6 +178,7 @@ def _in_game(self:TextArenaEnv, fn, *args, seed_state=None, **kw):
         try: return fn(*args, **kw), random.getstate()
         finally: random.setstate(outer)
 
+# %% ../../nbs/19a_envs_textarena.ipynb #573f1fed
 def _messages(game)->str:
     "The game's new messages for player 0, as text (the player's own echoed command left out)"
     ta = require_extra('textarena')
@@ -192,6 +193,7 @@ def _new_game(self:TextArenaEnv, seed:int):
     (_, rng) = self._in_game(game.reset, num_players=1, seed=seed)
     return game, _messages(game), rng
 
+# %% ../../nbs/19a_envs_textarena.ipynb #c5631ca2
 @patch
 def _seed_of(self:TextArenaEnv, task, seed)->int:
     if task is None: return 0 if seed is None else int(seed)
@@ -200,6 +202,7 @@ def _seed_of(self:TextArenaEnv, task, seed)->int:
     if not m: raise ValueError(f"unknown {self.spec.name} task {tid!r}; ids look like {self.task_id(0)!r}")
     return int(m.group(1))
 
+# %% ../../nbs/19a_envs_textarena.ipynb #c10683b5
 @patch
 def _start(self:TextArenaEnv, task=None, seed=None)->TimeStep:
     self.seed = self._seed_of(task, seed)
@@ -223,12 +226,14 @@ def _play(self:TextArenaEnv, tool, params)->TimeStep:
     return TimeStep(obs, score, terminated=True, info={'success': score >= 1.0, 'score': score, 'reason': reason,
                                                         'is_error': bool(gi.get('invalid_move')), 'command': text})
 
+# %% ../../nbs/19a_envs_textarena.ipynb #d4702a1f
 @patch
 def oracle_action(self:TextArenaEnv)->dict:
     "The expert's next action (only for games with an expert)"
     if self.spec.oracle is None: raise NotImplementedError(f"{self.spec.name} has no expert")
     return self.spec.oracle(self.game)
 
+# %% ../../nbs/19a_envs_textarena.ipynb #ed5f37dc
 def _game_content(self:TextArenaEnv, game, obs, rng)->dict:
     "The game, its parameters, its first observation, its state after reset and the random state that decides the rest"
     ta = require_extra('textarena')
@@ -238,12 +243,14 @@ def _game_content(self:TextArenaEnv, game, obs, rng)->dict:
 @patch
 def _task_content(self:TextArenaEnv): return self._content
 
+# %% ../../nbs/19a_envs_textarena.ipynb #83600004
 @patch
 def task_fingerprint(self:TextArenaEnv, task)->str:
     "The fingerprint of `task` (see `_game_content`) without disturbing the current episode"
     game, obs, rng = self._new_game(self._seed_of(task, None))
     return fingerprint_of(_game_content(self, game, obs, rng))
 
+# %% ../../nbs/19a_envs_textarena.ipynb #9bcb69a3
 @patch
 def random_action(self:TextArenaEnv, rng:random.Random)->dict:
     "A uniformly random valid tool call (the random baseline), from `rng`"

@@ -141,6 +141,7 @@ def _engine(self:Pipeline, domain:str):
     if d not in self._engines: self._engines[d] = RewardEngine(d)
     return self._engines[d]
 
+# %% ../../nbs/44_hub_pipeline.ipynb #d37aa7fa
 @patch
 def _reward_unit(self:Pipeline, key:str, trajs:list[Trajectory]):
     "Score one unit's trajectories and commit them"
@@ -156,6 +157,7 @@ def _reward_unit(self:Pipeline, key:str, trajs:list[Trajectory]):
         out.append(t.model_dump(mode='json'))
     self._commit_json(p, out, 'reward', key)
 
+# %% ../../nbs/44_hub_pipeline.ipynb #9a9a8d36
 @patch
 def _merge(self:Pipeline, keys:list[str])->dict:
     "Merge the reward units in order into trajectories.jsonl, dropping duplicate content"
@@ -173,6 +175,7 @@ def _merge(self:Pipeline, keys:list[str])->dict:
     self._commit_json(self.work / 'merge.done', counts, 'merge', 'merge.done')
     return counts
 
+# %% ../../nbs/44_hub_pipeline.ipynb #5a419c47
 @patch
 def _store_and_export(self:Pipeline)->dict:
     traj_file = self.out / 'trajectories.jsonl'
@@ -205,12 +208,14 @@ def _tasks(self:Pipeline, env)->list:
     if not tasks: raise PipelineError(f"env {c.env_id!r} lists no tasks; give `tasks` in the config")
     return tasks[:c.max_tasks] if c.max_tasks else tasks
 
+# %% ../../nbs/44_hub_pipeline.ipynb #32902dc0
 @patch
 def run(self:Pipeline, agent=None, # an agent or agent factory (default: `config.agent` spec)
         progress:bool=False)->dict:
     "Roll out, score, store and export; resumes where a previous run stopped"
     with self._exclusive(): return self._run(agent, progress)
 
+# %% ../../nbs/44_hub_pipeline.ipynb #5ba5cc9f
 @patch
 def _run(self:Pipeline, agent, progress):
     c = self.config
@@ -249,6 +254,7 @@ def status(self:Pipeline)->dict:
             'merge': json.loads((self.work / 'merge.done').read_text()) if (self.work / 'merge.done').exists() else None,
             'stale_temp_files': 0 if running else len(_stale_temps(self.out))}   # a live run's temp files are not stale
 
+# %% ../../nbs/44_hub_pipeline.ipynb #7a6751f3
 @patch
 def _running(self:Pipeline)->bool:
     "Whether a run holds this output directory now"
@@ -272,12 +278,14 @@ def _log_format_known(fmt:str):
     from knowlyr_lab.recorder.base import get_adapter
     get_adapter(fmt)
 
+# %% ../../nbs/44_hub_pipeline.ipynb #bb9cecd4
 @patch
 def run_batch(self:Pipeline, log_dir, # directory (or file, or list of files) of agent logs
               format:str|None=None)->dict:
     "Convert logs, score, store and export; resumable per log file"
     with self._exclusive(): return self._run_batch(log_dir, format)
 
+# %% ../../nbs/44_hub_pipeline.ipynb #8ba34f60
 def _convert_file(convert, ConversionReport, f:str, fmt, q:Path)->list[Trajectory]:
     "The trajectories of one log file; a file that breaks off (a truncated .gz) keeps what was read and is quarantined"
     trajs, rep = [], ConversionReport(quarantine=q)
@@ -318,6 +326,7 @@ def _run_batch(self:Pipeline, log_dir, format):
                             + (f" ({q} records or files quarantined, with reasons, in {qd})" if q else " (the logs hold no episodes)"))
     return {'files': len(files), **merged, 'quarantined': q, 'exports': self._store_and_export()}
 
+# %% ../../nbs/44_hub_pipeline.ipynb #68f31914
 @patch
 def run_from_log(self:Pipeline, path, format:str|None=None)->dict:
     "`run_batch` for one log file"

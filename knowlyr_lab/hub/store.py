@@ -68,6 +68,7 @@ def _writing(self:TrajectoryStore):
         try: yield
         finally: fcntl.flock(f, fcntl.LOCK_UN)
 
+# %% ../../nbs/43_hub_store.ipynb #bb842338
 @patch
 def _recover(self:TrajectoryStore)->int:
     "Truncate every shard to the end of its last indexed line; returns the bytes removed"
@@ -83,6 +84,7 @@ def _recover(self:TrajectoryStore)->int:
     self.recovered_bytes = removed
     return removed
 
+# %% ../../nbs/43_hub_store.ipynb #967fb63d
 @patch
 def _migrate(self:TrajectoryStore):
     "Add the `score` column to an index written before it existed, and fill it"
@@ -103,6 +105,7 @@ def _shard(self:TrajectoryStore)->Path:
     n = int(shards[-1].stem.split('-')[1]) + 1 if shards else 0
     return self.root / 'shards' / f"shard-{n:05d}.jsonl"
 
+# %% ../../nbs/43_hub_store.ipynb #bd57dd32
 def _put_batch(self:TrajectoryStore, trajs:list)->list[tuple[str, bool]]:
     "Append the new trajectories' lines, fsync once, then index them in one transaction (caller holds `_writing`)"
     out, rows, seen, f, p = [], [], set(), None, None
@@ -133,6 +136,7 @@ def put(self:TrajectoryStore, t:Trajectory)->tuple[str, bool]:
     "Store `t` once; returns (content id, whether it was new)"
     with self._writing(): return _put_batch(self, [t])[0]
 
+# %% ../../nbs/43_hub_store.ipynb #6c34ee8e
 @patch
 def put_many(self:TrajectoryStore, trajs:Iterable[Trajectory], batch:int=500)->dict:
     "Store many trajectories, a batch per transaction; returns counts of added and duplicate ones"
@@ -147,6 +151,7 @@ def put_many(self:TrajectoryStore, trajs:Iterable[Trajectory], batch:int=500)->d
     flush()
     return out
 
+# %% ../../nbs/43_hub_store.ipynb #8a9843e9
 @patch
 def get(self:TrajectoryStore, tid:str)->Trajectory:
     "The trajectory with content id `tid`"
@@ -167,6 +172,8 @@ def query(self:TrajectoryStore, task_id:str|None=None, agent:str|None=None, succ
     if min_reward is not None: where.append("score>=?"); args.append(min_reward)
     sql = "SELECT id FROM traj" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq"
     for (tid,) in self.db.execute(sql, args).fetchall(): yield self.get(tid)
+
+# %% ../../nbs/43_hub_store.ipynb #c9b65e21
 @patch
 def __iter__(self:TrajectoryStore): return self.query()
 
@@ -201,12 +208,14 @@ def near_duplicates(self:TrajectoryStore, threshold:float=0.8, num_perm:int=128,
 # %% ../../nbs/43_hub_store.ipynb #82f0334d
 GDI_WEIGHTS = {'quality': 0.40, 'success': 0.25, 'efficiency': 0.15, 'clean': 0.10, 'feedback': 0.10}
 
+# %% ../../nbs/43_hub_store.ipynb #c78b1594
 @patch
 def feedback(self:TrajectoryStore, tid:str, up:bool, note:str='')->None:
     "Record a persisted up/down vote on a stored trajectory"
     if tid not in self: raise StoreError(f"no trajectory {tid!r} in {self.root}")
     with self._lock, self.db: self.db.execute("INSERT INTO feedback (id, vote, note) VALUES (?,?,?)", (tid, 1 if up else -1, note))
 
+# %% ../../nbs/43_hub_store.ipynb #22a74253
 @patch
 def rank(self:TrajectoryStore, task_id:str|None=None, limit:int|None=None)->pd.DataFrame:
     "Stored trajectories with their GDI components, best first (deterministic, read-only)"

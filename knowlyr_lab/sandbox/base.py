@@ -356,11 +356,13 @@ def digest(self)->str:
     h.update(json.dumps(sorted({tuple(sorted(g)) for g in groups.values()})).encode())
     return h.hexdigest()
 
+# %% ../../nbs/10_sandbox_base.ipynb #ed25787b
 @patch_to(SandboxSnapshot)
 def files(self)->dict[str, bytes]:
     "Regular files in the snapshot: {relative path: content}"
     return {name: data for name, m, data in _archive_members(self) if data is not None}
 
+# %% ../../nbs/10_sandbox_base.ipynb #d282434d
 @patch_to(SandboxSnapshot)
 def save(self, path)->Path:
     "Write the snapshot to one file (a tar holding snapshot.json and workspace.tar.gz), copying the archive as a stream"
@@ -372,6 +374,7 @@ def save(self, path)->Path:
             tf.addfile(ti, f)
     return path
 
+# %% ../../nbs/10_sandbox_base.ipynb #338f254f
 @patch_to(SandboxSnapshot, cls_method=True)
 def load(cls, path)->SandboxSnapshot:
     "Read a snapshot written by `save` (a big archive is copied to a temporary file, not into memory)"
@@ -388,6 +391,7 @@ def load(cls, path)->SandboxSnapshot:
     check_archive(snap)
     return snap
 
+# %% ../../nbs/10_sandbox_base.ipynb #6337d4bb
 @patch_to(SandboxSnapshot)
 def __repr__(self): return f"SandboxSnapshot({self.info.get('backend')}, {self.info.get('n_entries')} entries, {self.size:,} bytes, {self.digest[:12]})"
 

@@ -172,11 +172,13 @@ def _exec(self, argv, timeout, stdin=None, merge=True, raw=False, user=None):
     return docker_exec(self.client.api, self.container.id, argv, timeout, stdin, merge, self.limits.max_output_chars * 4, raw,
                        user=user or f'{self.uid}:{self.uid}', env=self.env)
 
+# %% ../../nbs/11_sandbox_docker.ipynb #892cd360
 @patch_to(DockerSandbox)
 def _kill_all(self):
     "Kill every process in the container but pid 1 (the reaper)"
     docker_exec(self.client.api, self.container.id, ['kill', '-9', '-1'], 10, user='0', workdir='/')
 
+# %% ../../nbs/11_sandbox_docker.ipynb #377ab1ec
 _RUN_SCRIPT = '"$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
 
 @patch_to(DockerSandbox)
@@ -212,9 +214,11 @@ def resolve(self, path:str)->str:
     self._kinds = {rel: _KINDS.get(kind.strip(), 'special file')}
     return rel
 
+# %% ../../nbs/11_sandbox_docker.ipynb #902c1821
 @patch_to(DockerSandbox)
 def _readlink(self, rel): raise NotImplementedError("DockerSandbox resolves paths with realpath inside the container")
 
+# %% ../../nbs/11_sandbox_docker.ipynb #0d6e1227
 @patch_to(DockerSandbox)
 def _kind(self, rel):
     if rel in getattr(self, '_kinds', {}): return self._kinds[rel]
@@ -222,10 +226,12 @@ def _kind(self, rel):
     if r.exit_code != 0: return None
     return _KINDS.get(r.output.strip(), 'special file')
 
+# %% ../../nbs/11_sandbox_docker.ipynb #e1ffd5c0
 @patch_to(DockerSandbox)
 def _read_bytes(self, rel, limit):
     return _ok(self._exec(['head', '-c', str(limit), '--', f'{WORKSPACE}/{rel}'], FILE_OP_TIMEOUT, merge=False, raw=True), 'read').raw
 
+# %% ../../nbs/11_sandbox_docker.ipynb #cc8d0fe2
 _WRITE = ('mkdir -p -- "$(dirname -- "$1")" || exit 1; '
           'if [ -L "$1" ] || { [ -e "$1" ] && [ ! -f "$1" ]; }; then echo "$1 is not a regular file" >&2; exit 3; fi; exec cat > "$1"')
 
@@ -234,11 +240,13 @@ def _write_bytes(self, rel, data):
     self._kinds = {}
     _ok(self._exec(['sh', '-c', _WRITE, 'sh', f'{WORKSPACE}/{rel}'], FILE_OP_TIMEOUT, stdin=data), 'write')
 
+# %% ../../nbs/11_sandbox_docker.ipynb #a2942428
 @patch_to(DockerSandbox)
 def _list(self, rel):
     r = _ok(self._exec(['find', f'{WORKSPACE}/{rel}'.rstrip('/'), '-mindepth', '1', '-maxdepth', '1', '-printf', r'%y %f\0'], FILE_OP_TIMEOUT, merge=False, raw=True), 'list')
     return [(e[2:].decode('utf-8', 'replace'), e[:1] == b'd') for e in r.raw.split(b'\0') if e]
 
+# %% ../../nbs/11_sandbox_docker.ipynb #f62e234c
 @patch_to(DockerSandbox)
 def _close(self):
     try: self._finalizer()

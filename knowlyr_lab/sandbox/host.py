@@ -139,11 +139,13 @@ def _kind(self, rel:str)->str|None:
     st = self._lstat(rel)
     return None if st is None else _kind_of(st.st_mode)
 
+# %% ../../nbs/10b_sandbox_host.ipynb #58e59e4e
 @patch_to(BeneathDir)
 def kind(self, rel:str)->str|None:
     "What `rel` is, without following a symlink: 'file', 'dir', 'symlink', 'FIFO', 'socket', ... or None"
     return with_deadline(lambda: self._kind(rel), self.timeout, f'stat {rel}')
 
+# %% ../../nbs/10b_sandbox_host.ipynb #ad1547c2
 @patch_to(BeneathDir)
 def readlink(self, rel:str)->str|None:
     "The target of the symlink `rel`, or None when `rel` is not a symlink"
@@ -158,6 +160,7 @@ def readlink(self, rel:str)->str|None:
         finally: os.close(pfd)
     return with_deadline(go, self.timeout, f'readlink {rel}')
 
+# %% ../../nbs/10b_sandbox_host.ipynb #4684ac7e
 def _refuse(kind:str|None, rel:str):
     "Raise unless `kind` is a regular file or nothing (to be created)"
     if kind == 'symlink': raise PathEscapeError(f"path {rel!r} is a symlink (it changed while it was opened)")
@@ -202,6 +205,7 @@ def makedirs(self, rel:str):
     finally:
         for f in opened: os.close(f)
 
+# %% ../../nbs/10b_sandbox_host.ipynb #3525e55a
 @patch_to(BeneathDir)
 def write(self, rel:str, data:bytes):
     "Replace the content of the regular file `rel` (created, with its parents, when missing)"
@@ -219,6 +223,7 @@ def write(self, rel:str, data:bytes):
         finally: os.close(fd)
     return with_deadline(go, self.timeout, f'write {rel}')
 
+# %% ../../nbs/10b_sandbox_host.ipynb #d4caf4e2
 @patch_to(BeneathDir)
 def listdir(self, rel:str)->list[tuple[str, bool]]:
     "(name, is a directory) for each entry of the directory `rel` (symlinks are not followed)"

@@ -173,24 +173,30 @@ def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
 @patch_to(LocalSandbox)
 def _readlink(self, rel): return self._fs.readlink(rel)
 
+# %% ../../nbs/10c_sandbox_local.ipynb #ccbacb23
 @patch_to(LocalSandbox)
 def _kind(self, rel):
     k = self._fs.kind(rel)
     return None if k == 'symlink' else k   # a dangling symlink (resolve() followed the others)
 
+# %% ../../nbs/10c_sandbox_local.ipynb #61051c9a
 @patch_to(LocalSandbox)
 def _read_bytes(self, rel, limit): return self._fs.read(rel, limit)
 
+# %% ../../nbs/10c_sandbox_local.ipynb #a453d38e
 @patch_to(LocalSandbox)
 def _write_bytes(self, rel, data): self._fs.write(rel, data)
 
+# %% ../../nbs/10c_sandbox_local.ipynb #2b038a59
 @patch_to(LocalSandbox)
 def _list(self, rel): return self._fs.listdir(rel)
 
+# %% ../../nbs/10c_sandbox_local.ipynb #1a960f72
 @patch_to(LocalSandbox)
 def _read_tmp(self, name, limit=1 << 20):
     return BeneathDir(self._tmp).read(name, limit)
 
+# %% ../../nbs/10c_sandbox_local.ipynb #7a1a25b1
 @patch_to(LocalSandbox)
 def _start_from(self, template):
     "The template is trusted (the caller chose it) and the workspace is fresh: copy it on the host, symlinks as symlinks"
@@ -203,6 +209,7 @@ def _start_from(self, template):
                 for n in dirs + files: os.chown(os.path.join(d, n), self.uid, self.uid, follow_symlinks=False)
     self._initial = self._snapshot_of(gzip.compress(tar_directory(template), 1))
 
+# %% ../../nbs/10c_sandbox_local.ipynb #07ee6ccf
 @patch_to(LocalSandbox)
 def _close(self):
     self._cleanup()

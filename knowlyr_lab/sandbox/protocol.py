@@ -144,6 +144,7 @@ def execute_tool(self, name:str,          # one of `SANDBOX_TOOLS`
     "Run one tool call in the sandbox (calls on one sandbox run one at a time)"
     with self._lock: return self._execute_tool(name, params)
 
+# %% ../../nbs/10a_sandbox.ipynb #ab7bccc9
 @patch_to(Sandbox)
 def _execute_tool(self, name, params):
     if self._closed: raise SandboxError(f"{type(self).__name__} is closed")
@@ -181,11 +182,13 @@ def _tool_shell(self, command:str, timeout:float|None=None)->ToolResult:
     try: return _proc_result(self._run(['bash', '-c', command], t), t)
     finally: self._end_command()
 
+# %% ../../nbs/10a_sandbox.ipynb #8d6a3fc1
 @patch_to(Sandbox)
 def _tool_git(self, args)->ToolResult:
     t = self.limits.wall_timeout
     return _proc_result(self._run(git_argv(args), t), t)
 
+# %% ../../nbs/10a_sandbox.ipynb #cecfa0a8
 _GREP_LINE = re.compile(r'^(.*?):(\d+):')
 
 @patch_to(Sandbox)
@@ -218,6 +221,7 @@ def _need_file(self, path)->str:
     if kind != 'file': raise SandboxError(f"{path} is not a regular file (a {kind})")
     return rel
 
+# %% ../../nbs/10a_sandbox.ipynb #4a4e13f2
 @patch_to(Sandbox)
 def _read_text(self, rel)->str:
     limit = self.limits.max_file_mb * 2**20
@@ -225,6 +229,7 @@ def _read_text(self, rel)->str:
     if len(data) > limit: raise SandboxError(f"{rel} is larger than max_file_mb={self.limits.max_file_mb}")
     return data.decode('utf-8', 'replace')
 
+# %% ../../nbs/10a_sandbox.ipynb #a8e14099
 @patch_to(Sandbox)
 def _tool_file_read(self, path:str, start_line:int|None=None, end_line:int|None=None)->ToolResult:
     text = self._read_text(self._need_file(path))
@@ -235,6 +240,7 @@ def _tool_file_read(self, path:str, start_line:int|None=None, end_line:int|None=
     if e < s: raise SandboxError(f"end_line {e} is before start_line {s}")
     return ToolResult(''.join(lines[s-1:e]), info={'lines': len(lines), 'start_line': s, 'end_line': min(e, len(lines))})
 
+# %% ../../nbs/10a_sandbox.ipynb #b468cbdb
 @patch_to(Sandbox)
 def _write_checked(self, rel, data:bytes):
     if len(data) > self.limits.max_file_mb * 2**20: raise SandboxError(f"content is larger than max_file_mb={self.limits.max_file_mb}")
@@ -244,6 +250,7 @@ def _write_checked(self, rel, data:bytes):
     if kind not in ('file', None): raise SandboxError(f"{rel} is not a regular file (a {kind})")
     self._write_bytes(rel, data)
 
+# %% ../../nbs/10a_sandbox.ipynb #861ab3ea
 @patch_to(Sandbox)
 def _tool_file_write(self, path:str, content:str)->ToolResult:
     rel = self.resolve(path)
@@ -251,6 +258,7 @@ def _tool_file_write(self, path:str, content:str)->ToolResult:
     self._write_checked(rel, data)
     return ToolResult(f"Wrote {len(data)} bytes to {rel}", info={'path': rel, 'bytes': len(data)})
 
+# %% ../../nbs/10a_sandbox.ipynb #a0d8e92d
 @patch_to(Sandbox)
 def _tool_edit_file(self, path:str, old_str:str, new_str:str)->ToolResult:
     if old_str == '': raise SandboxError("old_str is empty; use file_write to create or overwrite a file")
@@ -266,6 +274,7 @@ def _tool_edit_file(self, path:str, old_str:str, new_str:str)->ToolResult:
     self._write_checked(rel, text.replace(old_str, new_str, 1).encode())
     return ToolResult(f"Edited {rel}: replaced 1 occurrence at line {_line_of(text, idx)}", info={'path': rel, 'line': _line_of(text, idx)})
 
+# %% ../../nbs/10a_sandbox.ipynb #a63d4d43
 @patch_to(Sandbox)
 def _tool_list_dir(self, path:str='.')->ToolResult:
     rel = self.resolve(path)
@@ -391,6 +400,7 @@ def _read_tmp(self, name:str, limit:int=1 << 20)->bytes:
     if r.exit_code != 0: raise SandboxError(f"/tmp/{name}: {r.stderr.strip()[:200]}")
     return r.raw
 
+# %% ../../nbs/10a_sandbox.ipynb #d4de934b
 @patch_to(Sandbox)
 def snapshot(self)->SandboxSnapshot:
     "The workspace and environment now, as a `SandboxSnapshot` that `restore` brings back exactly"
@@ -398,6 +408,7 @@ def snapshot(self)->SandboxSnapshot:
         if self._closed: raise SandboxError(f"{type(self).__name__} is closed")
         return self._snapshot_of(*self._archive())
 
+# %% ../../nbs/10a_sandbox.ipynb #63cb6ef4
 @patch_to(Sandbox)
 def _snapshot_of(self, archive:bytes|Path, skipped:list|None=None)->SandboxSnapshot:
     "A snapshot of `archive` (bytes, or a temporary file the snapshot then owns) with this sandbox's environment"
@@ -407,6 +418,7 @@ def _snapshot_of(self, archive:bytes|Path, skipped:list|None=None)->SandboxSnaps
     info['n_entries'] = check_archive(snap)
     return snap
 
+# %% ../../nbs/10a_sandbox.ipynb #7d4141c7
 @patch_to(Sandbox)
 def restore(self, snapshot:SandboxSnapshot|str|Path):
     "Bring the workspace back to `snapshot` (a `SandboxSnapshot` or a file saved from one); /tmp is emptied"
@@ -416,11 +428,13 @@ def restore(self, snapshot:SandboxSnapshot|str|Path):
         check_archive(snap, max_bytes=self.limits.disk_mb * 2**20)
         self._unpack(snap)
 
+# %% ../../nbs/10a_sandbox.ipynb #d40b1aee
 @patch_to(Sandbox)
 def reset(self):
     "Back to the state the sandbox was created in"
     self.restore(self._initial)
 
+# %% ../../nbs/10a_sandbox.ipynb #0b48004d
 @patch_to(Sandbox)
 def _start_from(self, template):
     "Unpack the template directory (trusted: the caller chose it) and remember it as the initial state"

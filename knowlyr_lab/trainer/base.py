@@ -430,6 +430,7 @@ def _step(self:BaseTrainer, specs:list)->dict:
     return {**self.step_metrics(self._global_sum(sums), count), 'lr': self.scheduler.get_last_lr()[0],
             'grad_norm': float(gn) if gn is not None else None}
 
+# %% ../../nbs/62a_trainer_base.ipynb #85b6f271
 @patch
 def train(self:BaseTrainer, stop_at:int|None=None, # stop after this optimiser step, as if interrupted (resume later)
          )->dict:                                 # summary: steps, the last step's metrics, tokens/s, data report
