@@ -31,10 +31,10 @@ from .cli_errors import missing_extra, run_cli
 from .core import KnowlyrError
 from .hub.export import DatasetExporter
 from .hub.pipeline import Pipeline, PipelineConfig
-from .recorder.base import ConversionReport
 from .recorder.convert import convert, diff_trajectories, validate
-from .reward.cli import calibrate_engine as _calibrate
+from .recorder.report import ConversionReport
 from .reward.engine import RewardEngine
+from .reward.engine import calibrate_engine as _calibrate
 from .reward.engine import score_trajectory as _score
 from .reward.judge import list_rubrics as _list_rubrics
 from .reward.preferences import build_preferences as _build_prefs

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowlyr_lab.recorder.agent_steps import steps_usage
-from knowlyr_lab.recorder.base import ConversionReport, RecorderError, get_adapter
+from knowlyr_lab.recorder.base import RecorderError, get_adapter
+from knowlyr_lab.recorder.report import ConversionReport
 
 FIX = Path(__file__).parent / 'fixtures' / 'recorder'
 REAL = Path(__file__).parent / 'fixtures' / 'agent_logs'

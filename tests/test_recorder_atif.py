@@ -7,8 +7,9 @@ import pytest
 from rich.console import Console
 
 from knowlyr_lab.recorder import cli
-from knowlyr_lab.recorder.base import ConversionReport, RecorderError
+from knowlyr_lab.recorder.base import RecorderError
 from knowlyr_lab.recorder.convert import convert, detect_format
+from knowlyr_lab.recorder.report import ConversionReport
 from knowlyr_lab.trajectory import read_trajectories, write_trajectories
 
 FIX = Path(__file__).parent / 'fixtures' / 'atif'

@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 import yaml
 
-from knowlyr_lab.recorder.base import ConversionReport
 from knowlyr_lab.recorder.convert import convert, detect, load_outcomes
+from knowlyr_lab.recorder.report import ConversionReport
 from knowlyr_lab.trajectory import trajectory_schema
 
 SHARED = Path(__file__).parent / 'fixtures' / 'agent_logs'

@@ -9,8 +9,8 @@ import pytest
 from rich.console import Console
 
 from knowlyr_lab.recorder import cli
-from knowlyr_lab.recorder.base import ConversionReport
 from knowlyr_lab.recorder.convert import convert, detect_format, iter_log_files
+from knowlyr_lab.recorder.report import ConversionReport
 
 FIX = Path(__file__).parent / 'fixtures' / 'recorder'
 REAL = Path(__file__).parent / 'fixtures' / 'agent_logs'
@@ -424,10 +424,10 @@ def test_single_json_session_with_three_bad_bytes_is_salvaged(tmp_path):
 @pytest.mark.parametrize('fmt,name', [('openhands', 'basic.json'), ('openhands', 'wrong_initial_state.json')])
 def test_openhands_array_export_is_streamed_not_loaded_whole(monkeypatch, fmt, name):
     "The events of a JSON-array export are read one at a time (peak memory: experiments/benchmarks/recorder_memory.py)"
-    import knowlyr_lab.recorder.base as base
     import knowlyr_lab.recorder.openhands as oh
+    import knowlyr_lab.recorder.reading as reading
     whole, _ = conv(REAL / fmt / name, fmt)
     def no_whole_document(*a, **k): raise AssertionError('the export was loaded as one document')
-    monkeypatch.setattr(oh, 'read_json', no_whole_document); monkeypatch.setattr(base, 'read_json', no_whole_document)
+    monkeypatch.setattr(oh, 'read_json', no_whole_document); monkeypatch.setattr(reading, 'read_json', no_whole_document)
     streamed, r = conv(REAL / fmt / name, fmt)
     assert [t.model_dump() for t in streamed] == [t.model_dump() for t in whole] and len(streamed[0].steps) > 0

@@ -101,7 +101,7 @@ def test_corpus_never_written_anywhere(tmp_path):
 def test_real_logs_lose_only_their_one_real_credential():
     """Across all the real logs, the only thing redacted is the password an OpenAgentSafety task states in plain text -- in the
     instruction, and (since a value redacted once is redacted everywhere) in the `curl -u user:password` the agent then runs"""
-    from knowlyr_lab.recorder.base import ConversionReport
+    from knowlyr_lab.recorder.report import ConversionReport
     r = ConversionReport()
     trajs = list(convert(Path(__file__).parent / 'fixtures' / 'agent_logs', report=r))
     assert set(r.redactions) == {'secret_assignment', 'curl_user_password'}, r.redactions
@@ -113,7 +113,7 @@ def test_real_logs_lose_only_their_one_real_credential():
 
 def test_error_reasons_are_redacted(tmp_path):
     "An error message that quotes a record (here a bad exit code holding a key) is redacted before it is kept or written"
-    from knowlyr_lab.recorder.base import ConversionReport
+    from knowlyr_lab.recorder.report import ConversionReport
     key = SAMPLE_SECRETS['github_token']
     q = tmp_path / 'q.jsonl'
     r = ConversionReport(quarantine=q)

@@ -94,8 +94,9 @@ def worker(fmt, path, redact, streaming_hash=False):
     if streaming_hash:
         from knowlyr_lab.trajectory import Trajectory
         Trajectory.content_hash = streaming_content_hash
-    from knowlyr_lab.recorder.base import ConversionReport, get_adapter
+    from knowlyr_lab.recorder.base import get_adapter
     from knowlyr_lab.recorder.convert import convert
+    from knowlyr_lab.recorder.report import ConversionReport
     fmt = {'openai-chat-doc': 'openai-chat', 'openhands-array': 'openhands'}.get(fmt, fmt)
     get_adapter(fmt)
     if redact:

@@ -164,8 +164,9 @@ def worker(impl, fmt, path, seed_dir):
     path = Path(path)
     fmt = 'openai-chat' if fmt == 'openai-chat-doc' else 'agentgym' if fmt == 'agentgym' else fmt
     if impl.startswith('ours'):
-        from knowlyr_lab.recorder.base import ConversionReport, get_adapter
+        from knowlyr_lab.recorder.base import get_adapter
         from knowlyr_lab.recorder.convert import convert
+        from knowlyr_lab.recorder.report import ConversionReport
         get_adapter(fmt)
         base = _rss_mb(); t0 = time.perf_counter(); c0 = time.process_time()
         r = ConversionReport(); n = steps = 0

@@ -268,8 +268,8 @@ def _running(self:Pipeline)->bool:
 # %% ../../nbs/44_hub_pipeline.ipynb #b2ee3036
 def _convert_fns():
     try:
-        from knowlyr_lab.recorder.base import ConversionReport
         from knowlyr_lab.recorder.convert import convert, iter_log_files
+        from knowlyr_lab.recorder.report import ConversionReport
     except ImportError as e: raise PipelineError(f"log import needs knowlyr_lab.recorder.convert ({e})") from e
     return convert, iter_log_files, ConversionReport
 

@@ -7,7 +7,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_agent_steps.html.md"""
 # %% ../../nbs/23a_recorder_agent_steps.ipynb #64ded0cc
 from __future__ import annotations
 
-from .base import RecorderError, ToolCallPairer, new_step, set_observation
+from .base import RecorderError
+from .values import ToolCallPairer, new_step, set_observation
 from ..trajectory import Step, TokenUsage
 
 # %% auto #0

@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Iterator
 
 from .agent_steps import StepLog, guard, record_totals, usage_total
-from .base import ConversionReport, LogAdapter, content_text, iter_jsonl, new_step, parse_arguments, read_json, register_adapter, set_observation
+from .base import LogAdapter, register_adapter
+from .reading import iter_jsonl, read_json
+from .report import ConversionReport
+from .values import content_text, new_step, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0

@@ -13,23 +13,10 @@ from pathlib import Path
 from typing import Iterator
 
 from ..core import InvalidActionError, parse_action
-from knowlyr_lab.recorder.base import (
-    ConversionReport,
-    LogAdapter,
-    ToolCallPairer,
-    content_text,
-    iter_json_items,
-    iter_jsonl,
-    json_shape,
-    new_step,
-    parse_arguments,
-    parse_time,
-    read_json,
-    read_yaml,
-    register_adapter,
-    set_observation,
-    usage_from,
-)
+from .base import LogAdapter, register_adapter
+from .reading import iter_json_items, iter_jsonl, json_shape, read_json, read_yaml
+from .report import ConversionReport
+from .values import ToolCallPairer, content_text, new_step, parse_arguments, parse_time, set_observation, usage_from
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -445,7 +432,7 @@ _KIND = {'question': 'question', 'task': 'question', 'thought': 'thought', 'acti
 
 def iter_react_blocks(path, report)->Iterator[tuple[int, str, str]]:
     "(line, kind, text) blocks of a ReAct text file; secrets are redacted block by block (a key may span lines)"
-    from knowlyr_lab.recorder.base import open_bytes
+    from knowlyr_lab.recorder.reading import open_bytes
     kind, start, buf = None, None, []
     def block():
         text = '\n'.join(buf).strip()

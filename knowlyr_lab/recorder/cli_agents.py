@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Iterator
 
 from .agent_steps import StepLog, guard, record_totals, usage_total
-from .base import ConversionReport, LogAdapter, content_text, iter_jsonl, json_shape, parse_arguments, read_json, register_adapter, usage_from
+from .base import LogAdapter, register_adapter
+from .reading import iter_jsonl, json_shape, read_json
+from .report import ConversionReport
+from .values import content_text, parse_arguments, usage_from
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0

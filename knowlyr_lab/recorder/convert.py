@@ -17,8 +17,10 @@ from typing import Iterable, Iterator
 import pandas as pd
 
 from ..core import KnowlyrError
-from .base import READ_ERRORS, ConversionReport, LogAdapter, RecorderError, _loads, get_adapter, iter_jsonl, list_adapters, open_bytes, read_error, read_json, register_adapter
+from .base import LogAdapter, RecorderError, get_adapter, list_adapters, register_adapter
+from .reading import READ_ERRORS, _loads, iter_jsonl, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor, redact_values
+from .report import ConversionReport
 from ..trajectory import Trajectory, TrajectoryError, parse_trajectory, write_trajectories
 
 # %% auto #0

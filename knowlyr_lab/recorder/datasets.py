@@ -15,21 +15,11 @@ import string
 from pathlib import Path
 
 from ..core import parse_ast
-from knowlyr_lab.recorder.base import (
-    ConversionReport,
-    LogAdapter,
-    content_text,
-    get_adapter,
-    iter_json_items,
-    iter_jsonl,
-    json_shape,
-    parse_arguments,
-    parse_time,
-    read_json,
-    register_adapter,
-    set_observation,
-)
+from .base import LogAdapter, get_adapter, register_adapter
 from .chat import ChatBuilder, exit_code_of, feed_message, react_action
+from .reading import iter_json_items, iter_jsonl, json_shape, read_json
+from .report import ConversionReport
+from .values import content_text, parse_arguments, parse_time, set_observation
 from ..trajectory import Outcome, TokenUsage
 
 # %% auto #0

@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Iterator
 
 from .agent_steps import StepLog, guard
-from .base import ConversionReport, LogAdapter, content_text, iter_jsonl, parse_time, read_json, read_text, register_adapter, set_observation
+from .base import LogAdapter, register_adapter
+from .reading import iter_jsonl, read_json, read_text
+from .report import ConversionReport
+from .values import content_text, parse_time, set_observation
 from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0

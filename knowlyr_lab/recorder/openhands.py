@@ -14,7 +14,10 @@ from typing import Iterator
 from fastcore.basics import patch
 
 from .agent_steps import GUARDED, StepLog, guard, record_totals, usage_total
-from .base import ConversionReport, LogAdapter, content_text, iter_json_items, iter_jsonl, json_shape, parse_arguments, read_json, register_adapter, set_observation
+from .base import LogAdapter, register_adapter
+from .reading import iter_json_items, iter_jsonl, json_shape, read_json
+from .report import ConversionReport
+from .values import content_text, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Step, Task, TokenUsage, Trajectory
 
 # %% auto #0

@@ -16,9 +16,12 @@ import yaml
 
 from ..core import parse_ast
 from .agent_steps import StepLog, guard
-from .base import ConversionReport, LogAdapter, content_text, read_text, read_yaml, register_adapter, set_observation
+from .base import LogAdapter, register_adapter
 from .gemini_aider import aider_edits
+from .reading import read_text, read_yaml
+from .report import ConversionReport
 from .swe import find_resolution
+from .values import content_text, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0

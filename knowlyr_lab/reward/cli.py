@@ -17,47 +17,14 @@ import numpy as np
 
 from ..cli_errors import run_cli
 from .calibration import read_annotations
-from .engine import RewardEngine, with_rewards
+from .engine import RewardEngine, calibrate_engine, read_usable_trajectories, with_rewards
 from .judge import JudgeConfig, list_rubrics
 from .preferences import build_preferences, reward_leaderboard
 from .rules import RULES
-from ..trajectory import TrajectoryError, parse_trajectory, read_trajectories, write_trajectories
+from ..trajectory import parse_trajectory, read_trajectories, write_trajectories
 
 # %% auto #0
-__all__ = ['InputError', 'cmd_score', 'cmd_rubrics', 'calibrate_engine', 'cmd_calibrate', 'cmd_preferences', 'cmd_leaderboard',
-           'build_parser', 'main']
-
-# %% ../../nbs/39_reward_cli.ipynb #a6635f72
-class InputError(ValueError):
-    "Input with nothing usable in it"
-
-def _records(path, quarantine, errors:list):
-    "Trajectories of a JSONL/Parquet file, or of a `.json` document (one trajectory or a list); bad records skipped"
-    p = Path(path)
-    doc = None
-    if p.suffix == '.json':
-        try: doc = json.loads(p.read_text(encoding='utf-8'))
-        except json.JSONDecodeError: pass          # not one document: JSON lines under a .json name
-    if doc is None: yield from read_trajectories(p, on_error='skip', quarantine=quarantine, errors=errors); return
-    for i, rec in enumerate(doc if isinstance(doc, list) else [doc], 1):
-        try: yield parse_trajectory(rec, p, i)
-        except TrajectoryError as e:
-            errors.append(e)
-            if quarantine is not None:
-                with open(quarantine, 'a', encoding='utf-8') as f:
-                    f.write(json.dumps({'path': str(p), 'line': i, 'field': e.field, 'reason': str(e), 'record': rec}, default=str) + '\n')
-
-def _read(path, quarantine=None)->tuple[list, list]:
-    "Valid trajectories and the errors of the skipped records; no usable record at all is an `InputError`"
-    if not Path(path).exists(): raise FileNotFoundError(f"{path} does not exist")
-    errors = []
-    trajs = list(_records(path, quarantine, errors))
-    if not trajs:   # one line: the count, where the reasons are, the first of them, and what a trajectory file is
-        why = f"{len(errors)} bad records" + (f", quarantined in {quarantine}" if quarantine else '') + f"; the first: {errors[0]}" if errors else 'it is empty'
-        raise InputError(f"no valid trajectory in {path} ({why}); a trajectory file is .jsonl, .jsonl.gz, .parquet or .json, as knowlyr-recorder convert writes it")
-    for e in errors[:5]: print(f"skipped: {e}", file=sys.stderr)
-    if len(errors) > 5: print(f"... and {len(errors) - 5} more", file=sys.stderr)
-    return trajs, errors
+__all__ = ['cmd_score', 'cmd_rubrics', 'cmd_calibrate', 'cmd_preferences', 'cmd_leaderboard', 'build_parser', 'main']
 
 # %% ../../nbs/39_reward_cli.ipynb #767b7122
 def _weights(s:str|None)->dict|None:
@@ -71,7 +38,7 @@ def cmd_score(a)->dict:
                                   price_in=a.price_in, price_out=a.price_out) if a.judge else None
     engine = RewardEngine.load(a.engine) if a.engine else RewardEngine(a.domain, judge=judge, weights=_weights(a.weights))
     target = Path(a.output) if a.output else Path(a.input)
-    trajs, errors = _read(a.input, target.with_name(target.name + '.quarantine.jsonl'))
+    trajs, errors = read_usable_trajectories(a.input, target.with_name(target.name + '.quarantine.jsonl'))
     if a.output: write_trajectories([], a.output)               # create/truncate; chunks are appended as they are scored
     rs, n = [], 0
     for chunk in _chunks(trajs, 64, a.progress):
@@ -102,22 +69,6 @@ def cmd_rubrics(a)->dict:
             'rules': [{'id': k, 'weight': r.weight, 'description': r.description} for k, r in RULES.items()]}
 
 # %% ../../nbs/39_reward_cli.ipynb #fdab7e0e
-def calibrate_engine(trajectories:str|Path,      # the annotated trajectories (scored or not): .jsonl, .jsonl.gz, .parquet or .json
-                     annotations:str|Path,       # human step scores (JSONL)
-                     output:str|Path,            # engine config JSON to write, with the fitted map (`score --engine` reads it)
-                     method:str='isotonic',      # 'isotonic' or 'logistic'
-                     threshold:float=0.5,        # human score that counts as good (logistic fit, kappa)
-                     domain:str='generic',       # domain of the engine to calibrate, when no `engine` config is given
-                     engine:str|Path|None=None,  # engine config JSON to calibrate (None: the default engine of `domain`)
-                    )->dict:                     # pairs, unmatched annotations, skipped records, agreement before/after, engine path
-    "Fit the engine's calibration map (`RewardEngine.calibrate`) to human annotations and save the engine (`calibrate` here and over MCP)"
-    trajs, errors = _read(trajectories)
-    eng = RewardEngine.load(engine) if engine else RewardEngine(domain)
-    cal = eng.calibrate(trajs, read_annotations(annotations), method=method, threshold=threshold)
-    eng.save(output)
-    return {'pairs': cal.report['pairs'], 'unmatched_annotations': cal.report['unmatched'], 'skipped_records': len(errors),
-            'before': cal.report['before'], 'after': cal.report['after'], 'engine': str(output)}
-
 def cmd_calibrate(a)->dict:
     "Fit the engine's calibration map to human annotations and save the engine (`calibrate_engine`)"
     return calibrate_engine(a.trajectories, a.annotations, a.output, a.method, a.threshold, a.domain, a.engine)
@@ -125,7 +76,7 @@ def cmd_calibrate(a)->dict:
 # %% ../../nbs/39_reward_cli.ipynb #4fe43de9
 def cmd_preferences(a)->dict:
     "Preference pairs from scored trajectories"
-    trajs, errors = _read(a.input)
+    trajs, errors = read_usable_trajectories(a.input)
     rep = build_preferences(trajs, level=a.level, min_margin=a.min_margin, max_pairs_per_task=a.max_pairs_per_task)
     with open(a.output, 'w') as f:
         for p in rep.pairs: f.write(json.dumps(p.to_record(), ensure_ascii=False) + '\n')
@@ -134,7 +85,7 @@ def cmd_preferences(a)->dict:
 
 def cmd_leaderboard(a)->dict:
     "Mean reward per agent/model with confidence intervals"
-    trajs, errors = _read(a.input)
+    trajs, errors = read_usable_trajectories(a.input)
     df = reward_leaderboard(trajs, by=a.by, method='bootstrap' if a.bootstrap else 't')
     print(df.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return {'rows': len(df), 'skipped_records': len(errors)}
