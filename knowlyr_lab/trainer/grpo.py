@@ -10,7 +10,10 @@ from __future__ import annotations
 import copy
 import json
 import random
+import shutil
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from accelerate.utils import gather_object
@@ -19,7 +22,7 @@ from fastcore.basics import patch
 from .base import BaseTrainer, ConfigError, TrainConfig, in_range, one_of
 from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
-from .inference import AgentInference
+from .inference import AgentInference, load_lora_adapter, unload_lora_adapter
 from .losses import grpo_advantages, grpo_loss, invalid_counts, step_level_advantages, token_logps
 from ..trajectory import Trajectory, trajectory_score
 
@@ -51,18 +54,26 @@ class GRPOConfig(TrainConfig):
     logging_steps: int = 1                 # log every n optimiser steps
     recorded_ids: str = 'split'            # offline trajectories with recorded ids train on them; one that drifts from the template: split, refuse, rerender
     use_recorded_logprobs: bool = False    # old log-probs of recorded completions are the sampler's (recorded at temperature 1), not the policy's at the batch start
+    rollout_backend: str = 'local'         # who generates online rollouts: 'local' (this process) or 'openai' (an OpenAI-compatible server that hot-loads the LoRA adapter)
+    rollout_base_url: str|None = None      # with 'openai': the server's base URL, e.g. http://host:8000/v1 (vLLM with LoRA updating on, or `serve(enable_lora=True)`)
+    rollout_api_key: str|None = None       # with 'openai': its API key (None: $OPENAI_API_KEY, or none)
+    rollout_adapter_dir: str|None = None   # with 'openai': where each update's adapter is saved for the server to load (None: output_dir/rollout_adapters)
 
     _checks = {'num_generations': in_range(2), 'tasks_per_step': in_range(1), 'max_episode_steps': in_range(1),
                'max_completion_length': in_range(1), 'temperature': in_range(0, lo_open=True), 'epsilon': in_range(0, 1, hi_open=True),
                'epsilon_high': in_range(0), 'beta': in_range(0), 'loss_type': one_of('grpo', 'bnpo', 'dr_grpo', 'dapo'),
                'scale_rewards': one_of('group', 'batch', 'none'), 'num_iterations': in_range(1), 'task_seed_offset': in_range(0),
-               'max_invalid_actions': in_range(1), 'recorded_ids': one_of(*RECORDED_IDS)}
+               'max_invalid_actions': in_range(1), 'recorded_ids': one_of(*RECORDED_IDS), 'rollout_backend': one_of('local', 'openai')}
 
     def __post_init__(self):
         super().__post_init__()
         if self.use_recorded_logprobs and self.temperature != 1.0:
             raise ConfigError(f"GRPOConfig.use_recorded_logprobs needs temperature 1.0 (the recorded log-probs are of the raw logits), "
                               f"got temperature={self.temperature}", 'temperature')
+        if self.rollout_backend == 'openai' and not self.use_lora:
+            raise ConfigError("GRPOConfig.rollout_backend='openai' hot-loads the LoRA adapter into the server after each update: set use_lora=True", 'use_lora')
+        if self.rollout_backend == 'openai' and not self.rollout_base_url:
+            raise ConfigError("GRPOConfig.rollout_backend='openai' needs rollout_base_url, the server's OpenAI base URL (e.g. http://127.0.0.1:8000/v1)", 'rollout_base_url')
 
 # %% ../../nbs/66_trainer_grpo.ipynb #e2b388fa
 def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
@@ -147,6 +158,7 @@ class GRPOTrainer(BaseTrainer):
         self.tools = tools if tools is not None else env_tools(config.tools_from_env or config.env_id)
         self.system_prompt = system_prompt or config.system_prompt
         self.ref_model, self.groups, self.epochs, self._batch, self._updates = None, None, config.num_epochs, None, []
+        self.served, self._served_n, self._run_id = None, 0, f'grpo-{uuid.uuid4().hex[:8]}'   # the adapter the rollout server has (name, folder)
         if config.beta > 0 and not config.use_lora:     # the initial policy, before any update (or checkpoint) changes it
             self.ref_model = copy.deepcopy(self.model).eval()
             for p in self.ref_model.parameters(): p.requires_grad_(False)
@@ -271,13 +283,33 @@ def rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
     def env():
         e = make(c.env_id)
         return MaxInvalidActionsWrapper(e, c.max_invalid_actions) if c.max_invalid_actions else e
-    inf = AgentInference(self.accelerator.unwrap_model(self.model), self.tokenizer, name='policy')
-    agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools if self.tools is not None else [])
+    if c.rollout_backend == 'openai': agent = self._served_agent()
+    else:
+        inf = AgentInference(self.accelerator.unwrap_model(self.model), self.tokenizer, name='policy')
+        agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools if self.tools is not None else [])
     jobs = [(None, None, s) for s in seeds for _ in range(G)]
     was = self.model.training; self.model.eval()
     try: trajs = run_episodes([env() for _ in jobs], agent, jobs, max_episode_steps=c.max_episode_steps)
     finally: self.model.train(was)
     return [trajs[k:k + G] for k in range(0, len(trajs), G)]
+
+# %% ../../nbs/66_trainer_grpo.ipynb #c60a8657
+@patch
+def _served_agent(self:GRPOTrainer):
+    "An `OpenAIAgent` on the rollout server whose model is the current adapter: saved to a fresh folder, hot-loaded under a fresh name, the one before unloaded"
+    from knowlyr_lab.agents import OpenAIAgent
+    c, acc = self.config, self.accelerator
+    self._served_n += 1
+    name = f'{self._run_id}-{self._served_n}-p{acc.process_index}'
+    d = (Path(c.rollout_adapter_dir or Path(c.output_dir) / 'rollout_adapters') / name).resolve()
+    acc.unwrap_model(self.model).save_pretrained(d)
+    load_lora_adapter(c.rollout_base_url, name, d, c.rollout_api_key)
+    if self.served is not None:
+        unload_lora_adapter(c.rollout_base_url, self.served[0], c.rollout_api_key)
+        shutil.rmtree(self.served[1], ignore_errors=True)
+    self.served = (name, d)
+    return OpenAIAgent(name, c.rollout_base_url, c.rollout_api_key, system=self.system_prompt, temperature=c.temperature,
+                       max_tokens=c.max_completion_length, name='policy')
 
 # %% ../../nbs/66_trainer_grpo.ipynb #6fa4ef83
 @patch
