@@ -144,13 +144,40 @@ def test_grpo_rollouts_from_an_openai_server(tiny, tmp_path, monkeypatch):
         assert [p.name for p in (tmp_path / 'run' / 'rollout_adapters').iterdir()] == [tr.served[0]]
     finally: srv.shutdown(); srv.server_close()
 
-def test_full_fine_tuning_with_beta_0_keeps_no_reference(tiny, tmp_path, monkeypatch):
+def _no_model_copies(monkeypatch):
     from knowlyr_lab.trainer import grpo
-    base, tok = tiny
     deepcopy = copy.deepcopy
     def no_model_copy(x, *a, **k):
         assert not isinstance(x, torch.nn.Module), 'a second copy of the model'
         return deepcopy(x, *a, **k)
     monkeypatch.setattr(grpo.copy, 'deepcopy', no_model_copy)
-    tr = grpo.GRPOTrainer(grpo.GRPOConfig(output_dir=str(tmp_path), beta=0.0, progress_bar=False, mixed_precision='no'), copy.copy(base), tok)
-    assert tr.ref_model is None
+
+def test_offline_kl_uses_stored_reference_logprobs(tiny, tmp_path, monkeypatch):
+    "Offline, full fine-tuning, beta > 0: reference log-probs computed once from the warm start equal a copy's, batch by batch"
+    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    base, tok = tiny
+    move = lambda d: [{'role': 'assistant', 'content': f'I go {d}.'}]
+    data = [{'prompt': [{'role': 'user', 'content': f'Task {k}: reach the goal.'}], 'completions': [move('east'), move('west'), move('north' * (k + 1))],
+             'rewards': [1, 0, k % 2]} for k in range(3)]
+    cfg = dict(learning_rate=1e-2, tasks_per_step=2, num_epochs=2, beta=0.2, progress_bar=False, mixed_precision='no', seed=0)
+    copied = GRPOTrainer(GRPOConfig(output_dir=str(tmp_path / 'copy'), **cfg), copy.deepcopy(base), tok)
+    copied.ref_model = copy.deepcopy(copied.model).eval()        # the reference as a second model, as before
+    want = copied.train_offline(data)
+    model = copy.deepcopy(base)
+    _no_model_copies(monkeypatch)
+    tr = GRPOTrainer(GRPOConfig(output_dir=str(tmp_path / 'stored'), **cfg), model, tok)
+    rows = tr.train_offline(data)
+    assert tr.ref_model is None and len(tr._ref_rows) == 9 and rows[-1]['kl'] > 1e-4
+    for a, b in zip(rows, want):
+        assert abs(a['kl'] - b['kl']) < 1e-6 and abs(a['loss'] - b['loss']) < 1e-6, (a, b)
+    with pytest.raises(ValueError, match='did not keep'): tr.train_offline(data + [{**data[0], 'completions': [move('up'), move('down')], 'rewards': [1, 0]}])
+
+def test_full_fine_tuning_with_beta_0_keeps_no_reference(tiny, tmp_path, monkeypatch):
+    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    base, tok = tiny
+    model = copy.deepcopy(base)
+    _no_model_copies(monkeypatch)
+    tr = GRPOTrainer(GRPOConfig(output_dir=str(tmp_path), env_id='knowlyr/maze-easy', beta=0.0, num_generations=2, tasks_per_step=1, max_steps=1,
+                                max_completion_length=8, max_episode_steps=1, progress_bar=False, mixed_precision='no'), model, tok)
+    tr.train()
+    assert tr.ref_model is None and not tr._ref_rows

@@ -159,9 +159,7 @@ class GRPOTrainer(BaseTrainer):
         self.system_prompt = system_prompt or config.system_prompt
         self.ref_model, self.groups, self.epochs, self._batch, self._updates = None, None, config.num_epochs, None, []
         self.served, self._served_n, self._run_id = None, 0, f'grpo-{uuid.uuid4().hex[:8]}'   # the adapter the rollout server has (name, folder)
-        if config.beta > 0 and not config.use_lora:     # the initial policy, before any update (or checkpoint) changes it
-            self.ref_model = copy.deepcopy(self.model).eval()
-            for p in self.ref_model.parameters(): p.requires_grad_(False)
+        self._ref_rows = {}    # offline, full fine-tuning, beta > 0: the reference's log-probs per row, computed once before training
 
     def _logps(self, model, b):
         "Per-token log-probs of the labels under `model` (logits at the sampling temperature) and their mask"
@@ -204,7 +202,8 @@ def _prepare(self:GRPOTrainer, key:tuple, gidx:tuple|None)->dict:
         if c.beta > 0:
             if c.use_lora:
                 with acc.unwrap_model(self.model).disable_adapter(): b['ref'], _ = self._logps(self.model, b)
-            else: b['ref'], _ = self._logps(self.ref_model, b)
+            elif self.ref_model is not None: b['ref'], _ = self._logps(self.ref_model, b)
+            else: b['ref'] = self._stored_ref(b)          # offline: computed once from the warm start
     finally: self.model.train(was)
     parts = [list(range(len(idx)))[j::c.gradient_accumulation_steps] for j in range(c.gradient_accumulation_steps)]
     return {'key': key, 'tensors': b, 'weight': w, 'parts': parts, 'rewards': rewards[valid], 'invalid': invalid_counts(valid, sizes)}
@@ -268,6 +267,7 @@ def train_offline(self:GRPOTrainer, data, num_epochs:int|None=None, stop_at:int|
     self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids, self.drift_rows)
     self.epochs = num_epochs or self.config.num_epochs
     if not self.groups: raise DataFormatError("no groups in the offline data")
+    if self.config.beta > 0 and not self.config.use_lora and self.ref_model is None: self._reference_rows(self.groups)
     self._updates = []
     BaseTrainer.train(self, stop_at)
     return [r for _, r in self._updates]
@@ -332,6 +332,36 @@ def _online_groups(self:GRPOTrainer, u:int)->list[list[dict]]:
     if n > 1: groups = [g for _, g in sorted(gather_object(list(zip(mine, groups))), key=lambda p: p[0])]
     return groups
 
+# %% ../../nbs/66_trainer_grpo.ipynb #4b8141bd
+def _row_keys(b:dict)->list[tuple]:
+    "Each row of a batch as (token ids, labels), without padding: the same row in any batch gives the same key"
+    n = b['attention_mask'].sum(1).tolist()
+    return [(tuple(i[:k]), tuple(l[:k])) for i, l, k in zip(b['input_ids'].tolist(), b['labels'].tolist(), n)]
+
+@patch
+@torch.no_grad()
+def _reference_rows(self:GRPOTrainer, groups:list[list[dict]]):
+    "The warm start's log-probs of every row of `groups` (offline, full fine-tuning, beta > 0): the reference, without a copy of the model"
+    acc, was = self.accelerator, self.model.training
+    self.model.eval()
+    try:
+        for g in groups:
+            b = _group_tensors(self, g, len(g))[0]
+            keys = _row_keys(b)
+            if all(k in self._ref_rows for k in keys): continue
+            if self._ready: raise ValueError("GRPO beta > 0: these offline groups were not scored by the initial policy, which this trainer did not keep "
+                                             "(reference log-probs are computed before training starts): start a new trainer from the warm start, or use_lora")
+            ref, _ = self._logps(self.model, {k: b[k].to(acc.device) for k in ('input_ids', 'attention_mask', 'labels')})
+            for k, r in zip(keys, ref.cpu()): self._ref_rows[k] = r[:len(k[0]) - 1]
+    finally: self.model.train(was)
+
+@patch
+def _stored_ref(self:GRPOTrainer, b:dict)->torch.Tensor:
+    "The stored reference log-probs of a batch's rows, padded like its labels"
+    out = torch.zeros(b['input_ids'].shape[0], b['input_ids'].shape[1] - 1)
+    for i, k in enumerate(_row_keys(b)): r = self._ref_rows[k]; out[i, :len(r)] = r
+    return out.to(b['input_ids'].device)
+
 # %% ../../nbs/66_trainer_grpo.ipynb #eab7a825
 @patch
 def train(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
@@ -340,5 +370,10 @@ def train(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
     if not c.env_id: raise ValueError("online GRPO needs config.env_id (or use train_offline)")
     if c.max_steps < 1: raise ValueError("online GRPO needs max_steps >= 1")
     self.groups, self._updates = None, []
+    if c.beta > 0 and not c.use_lora and self.ref_model is None:      # the initial policy, kept before any update (or checkpoint) changes it
+        if self._ready: raise ValueError("online GRPO with beta > 0 compares with the initial policy, which this trainer did not keep (its offline run "
+                                         "used reference log-probs computed up front): start a new trainer from the warm start, or use_lora")
+        self.ref_model = copy.deepcopy(self.model).eval()
+        for p in self.ref_model.parameters(): p.requires_grad_(False)
     BaseTrainer.train(self, stop_at)
     return [r for _, r in self._updates]

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import uuid
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -446,7 +447,7 @@ class _Adapters:
 
     def cards(self)->list[dict]:
         "`/v1/models` entries of the loaded adapters"
-        return [{'id': n, 'object': 'model', 'owned_by': 'local', 'root': str(p), 'parent': self.inf.name} for n, p in self.paths.items()]
+        return [{'id': n, 'object': 'model', 'owned_by': 'local', 'root': str(p), 'parent': self.inf.name} for n, p in list(self.paths.items())]
 
     def adapter_of(self, model:str|None)->str|None:
         "The adapter a request's `model` names (None: the base model); 404 for a name that is neither"
@@ -501,7 +502,8 @@ def load(self:_Adapters, name:str, lora_path:str):
 def unload(self:_Adapters, name:str):
     "Remove adapter `name` from the model"
     if name not in self.paths: raise _Refused(404, f"The lora adapter '{name}' cannot be found.", 'lora_name')
-    self.peft.delete_adapter(name)
+    with warnings.catch_warnings():                # peft warns when the active adapter goes; the next request switches explicitly
+        warnings.simplefilter('ignore'); self.peft.delete_adapter(name)
     del self.paths[name]
     if self.active == name: self.active = object()
 
