@@ -128,7 +128,7 @@ def test_grpo_rollouts_from_an_openai_server(tiny, tmp_path, monkeypatch):
                   max_episode_steps=2, max_invalid_actions=1, progress_bar=False, mixed_precision='no', learning_rate=1e-2, seed=0)
     with pytest.raises(ConfigError, match='set use_lora=True'): GRPOConfig(output_dir=str(tmp_path), rollout_backend='openai', rollout_base_url='http://x/v1', **common)
     with pytest.raises(ConfigError, match='needs rollout_base_url'): GRPOConfig(output_dir=str(tmp_path), rollout_backend='openai', use_lora=True, **common)
-    srv = AgentInference(copy.deepcopy(base), tok, name='tiny-base').serve(enable_lora=True, lora_root=tmp_path)
+    srv = AgentInference(copy.deepcopy(base), tok, name='tiny-base').serve(enable_lora=True, lora_root=tmp_path, max_loras=1)   # one at a time
     try:
         selected, select = [], srv.adapters.select
         srv.adapters.select = lambda name: selected.append(name) or select(name)

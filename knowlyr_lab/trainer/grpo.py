@@ -302,11 +302,11 @@ def _served_agent(self:GRPOTrainer):
     self._served_n += 1
     name = f'{self._run_id}-{self._served_n}-p{acc.process_index}'
     d = (Path(c.rollout_adapter_dir or Path(c.output_dir) / 'rollout_adapters') / name).resolve()
+    if self.served is not None:                  # first the old one goes (a server that holds one adapter at a time suffices)
+        unload_lora_adapter(c.rollout_base_url, self.served[0], c.rollout_api_key)
+        shutil.rmtree(self.served[1], ignore_errors=True); self.served = None
     acc.unwrap_model(self.model).save_pretrained(d)
     load_lora_adapter(c.rollout_base_url, name, d, c.rollout_api_key)
-    if self.served is not None:
-        unload_lora_adapter(c.rollout_base_url, self.served[0], c.rollout_api_key)
-        shutil.rmtree(self.served[1], ignore_errors=True)
     self.served = (name, d)
     return OpenAIAgent(name, c.rollout_base_url, c.rollout_api_key, system=self.system_prompt, temperature=c.temperature,
                        max_tokens=c.max_completion_length, name='policy')
