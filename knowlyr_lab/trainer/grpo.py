@@ -10,7 +10,10 @@ from __future__ import annotations
 import copy
 import json
 import random
+import shutil
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from accelerate.utils import gather_object
@@ -19,7 +22,7 @@ from fastcore.basics import patch
 from .base import BaseTrainer, ConfigError, TrainConfig, in_range, one_of
 from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
-from .inference import AgentInference
+from .inference import AgentInference, load_lora_adapter, unload_lora_adapter
 from .losses import grpo_advantages, grpo_loss, invalid_counts, step_level_advantages, token_logps
 from ..trajectory import Trajectory, trajectory_score
 
@@ -51,18 +54,26 @@ class GRPOConfig(TrainConfig):
     logging_steps: int = 1                 # log every n optimiser steps
     recorded_ids: str = 'split'            # offline trajectories with recorded ids train on them; one that drifts from the template: split, refuse, rerender
     use_recorded_logprobs: bool = False    # old log-probs of recorded completions are the sampler's (recorded at temperature 1), not the policy's at the batch start
+    rollout_backend: str = 'local'         # who generates online rollouts: 'local' (this process) or 'openai' (an OpenAI-compatible server that hot-loads the LoRA adapter)
+    rollout_base_url: str|None = None      # with 'openai': the server's base URL, e.g. http://host:8000/v1 (vLLM with LoRA updating on, or `serve(enable_lora=True)`)
+    rollout_api_key: str|None = None       # with 'openai': its API key (None: $OPENAI_API_KEY, or none)
+    rollout_adapter_dir: str|None = None   # with 'openai': where each update's adapter is saved for the server to load (None: output_dir/rollout_adapters)
 
     _checks = {'num_generations': in_range(2), 'tasks_per_step': in_range(1), 'max_episode_steps': in_range(1),
                'max_completion_length': in_range(1), 'temperature': in_range(0, lo_open=True), 'epsilon': in_range(0, 1, hi_open=True),
                'epsilon_high': in_range(0), 'beta': in_range(0), 'loss_type': one_of('grpo', 'bnpo', 'dr_grpo', 'dapo'),
                'scale_rewards': one_of('group', 'batch', 'none'), 'num_iterations': in_range(1), 'task_seed_offset': in_range(0),
-               'max_invalid_actions': in_range(1), 'recorded_ids': one_of(*RECORDED_IDS)}
+               'max_invalid_actions': in_range(1), 'recorded_ids': one_of(*RECORDED_IDS), 'rollout_backend': one_of('local', 'openai')}
 
     def __post_init__(self):
         super().__post_init__()
         if self.use_recorded_logprobs and self.temperature != 1.0:
             raise ConfigError(f"GRPOConfig.use_recorded_logprobs needs temperature 1.0 (the recorded log-probs are of the raw logits), "
                               f"got temperature={self.temperature}", 'temperature')
+        if self.rollout_backend == 'openai' and not self.use_lora:
+            raise ConfigError("GRPOConfig.rollout_backend='openai' hot-loads the LoRA adapter into the server after each update: set use_lora=True", 'use_lora')
+        if self.rollout_backend == 'openai' and not self.rollout_base_url:
+            raise ConfigError("GRPOConfig.rollout_backend='openai' needs rollout_base_url, the server's OpenAI base URL (e.g. http://127.0.0.1:8000/v1)", 'rollout_base_url')
 
 # %% ../../nbs/66_trainer_grpo.ipynb #e2b388fa
 def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
@@ -147,9 +158,8 @@ class GRPOTrainer(BaseTrainer):
         self.tools = tools if tools is not None else env_tools(config.tools_from_env or config.env_id)
         self.system_prompt = system_prompt or config.system_prompt
         self.ref_model, self.groups, self.epochs, self._batch, self._updates = None, None, config.num_epochs, None, []
-        if config.beta > 0 and not config.use_lora:     # the initial policy, before any update (or checkpoint) changes it
-            self.ref_model = copy.deepcopy(self.model).eval()
-            for p in self.ref_model.parameters(): p.requires_grad_(False)
+        self.served, self._served_n, self._run_id = None, 0, f'grpo-{uuid.uuid4().hex[:8]}'   # the adapter the rollout server has (name, folder)
+        self._ref_rows = {}    # offline, full fine-tuning, beta > 0: the reference's log-probs per row, computed once before training
 
     def _logps(self, model, b):
         "Per-token log-probs of the labels under `model` (logits at the sampling temperature) and their mask"
@@ -192,7 +202,8 @@ def _prepare(self:GRPOTrainer, key:tuple, gidx:tuple|None)->dict:
         if c.beta > 0:
             if c.use_lora:
                 with acc.unwrap_model(self.model).disable_adapter(): b['ref'], _ = self._logps(self.model, b)
-            else: b['ref'], _ = self._logps(self.ref_model, b)
+            elif self.ref_model is not None: b['ref'], _ = self._logps(self.ref_model, b)
+            else: b['ref'] = self._stored_ref(b)          # offline: computed once from the warm start
     finally: self.model.train(was)
     parts = [list(range(len(idx)))[j::c.gradient_accumulation_steps] for j in range(c.gradient_accumulation_steps)]
     return {'key': key, 'tensors': b, 'weight': w, 'parts': parts, 'rewards': rewards[valid], 'invalid': invalid_counts(valid, sizes)}
@@ -256,6 +267,7 @@ def train_offline(self:GRPOTrainer, data, num_epochs:int|None=None, stop_at:int|
     self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids, self.drift_rows)
     self.epochs = num_epochs or self.config.num_epochs
     if not self.groups: raise DataFormatError("no groups in the offline data")
+    if self.config.beta > 0 and not self.config.use_lora and self.ref_model is None: self._reference_rows(self.groups)
     self._updates = []
     BaseTrainer.train(self, stop_at)
     return [r for _, r in self._updates]
@@ -271,13 +283,33 @@ def rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
     def env():
         e = make(c.env_id)
         return MaxInvalidActionsWrapper(e, c.max_invalid_actions) if c.max_invalid_actions else e
-    inf = AgentInference(self.accelerator.unwrap_model(self.model), self.tokenizer, name='policy')
-    agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools if self.tools is not None else [])
+    if c.rollout_backend == 'openai': agent = self._served_agent()
+    else:
+        inf = AgentInference(self.accelerator.unwrap_model(self.model), self.tokenizer, name='policy')
+        agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools if self.tools is not None else [])
     jobs = [(None, None, s) for s in seeds for _ in range(G)]
     was = self.model.training; self.model.eval()
     try: trajs = run_episodes([env() for _ in jobs], agent, jobs, max_episode_steps=c.max_episode_steps)
     finally: self.model.train(was)
     return [trajs[k:k + G] for k in range(0, len(trajs), G)]
+
+# %% ../../nbs/66_trainer_grpo.ipynb #c60a8657
+@patch
+def _served_agent(self:GRPOTrainer):
+    "An `OpenAIAgent` on the rollout server whose model is the current adapter: saved to a fresh folder, hot-loaded under a fresh name, the one before unloaded"
+    from knowlyr_lab.agents import OpenAIAgent
+    c, acc = self.config, self.accelerator
+    self._served_n += 1
+    name = f'{self._run_id}-{self._served_n}-p{acc.process_index}'
+    d = (Path(c.rollout_adapter_dir or Path(c.output_dir) / 'rollout_adapters') / name).resolve()
+    if self.served is not None:                  # first the old one goes (a server that holds one adapter at a time suffices)
+        unload_lora_adapter(c.rollout_base_url, self.served[0], c.rollout_api_key)
+        shutil.rmtree(self.served[1], ignore_errors=True); self.served = None
+    acc.unwrap_model(self.model).save_pretrained(d)
+    load_lora_adapter(c.rollout_base_url, name, d, c.rollout_api_key)
+    self.served = (name, d)
+    return OpenAIAgent(name, c.rollout_base_url, c.rollout_api_key, system=self.system_prompt, temperature=c.temperature,
+                       max_tokens=c.max_completion_length, name='policy')
 
 # %% ../../nbs/66_trainer_grpo.ipynb #6fa4ef83
 @patch
@@ -300,6 +332,36 @@ def _online_groups(self:GRPOTrainer, u:int)->list[list[dict]]:
     if n > 1: groups = [g for _, g in sorted(gather_object(list(zip(mine, groups))), key=lambda p: p[0])]
     return groups
 
+# %% ../../nbs/66_trainer_grpo.ipynb #4b8141bd
+def _row_keys(b:dict)->list[tuple]:
+    "Each row of a batch as (token ids, labels), without padding: the same row in any batch gives the same key"
+    n = b['attention_mask'].sum(1).tolist()
+    return [(tuple(i[:k]), tuple(l[:k])) for i, l, k in zip(b['input_ids'].tolist(), b['labels'].tolist(), n)]
+
+@patch
+@torch.no_grad()
+def _reference_rows(self:GRPOTrainer, groups:list[list[dict]]):
+    "The warm start's log-probs of every row of `groups` (offline, full fine-tuning, beta > 0): the reference, without a copy of the model"
+    acc, was = self.accelerator, self.model.training
+    self.model.eval()
+    try:
+        for g in groups:
+            b = _group_tensors(self, g, len(g))[0]
+            keys = _row_keys(b)
+            if all(k in self._ref_rows for k in keys): continue
+            if self._ready: raise ValueError("GRPO beta > 0: these offline groups were not scored by the initial policy, which this trainer did not keep "
+                                             "(reference log-probs are computed before training starts): start a new trainer from the warm start, or use_lora")
+            ref, _ = self._logps(self.model, {k: b[k].to(acc.device) for k in ('input_ids', 'attention_mask', 'labels')})
+            for k, r in zip(keys, ref.cpu()): self._ref_rows[k] = r[:len(k[0]) - 1]
+    finally: self.model.train(was)
+
+@patch
+def _stored_ref(self:GRPOTrainer, b:dict)->torch.Tensor:
+    "The stored reference log-probs of a batch's rows, padded like its labels"
+    out = torch.zeros(b['input_ids'].shape[0], b['input_ids'].shape[1] - 1)
+    for i, k in enumerate(_row_keys(b)): r = self._ref_rows[k]; out[i, :len(r)] = r
+    return out.to(b['input_ids'].device)
+
 # %% ../../nbs/66_trainer_grpo.ipynb #eab7a825
 @patch
 def train(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
@@ -308,5 +370,10 @@ def train(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
     if not c.env_id: raise ValueError("online GRPO needs config.env_id (or use train_offline)")
     if c.max_steps < 1: raise ValueError("online GRPO needs max_steps >= 1")
     self.groups, self._updates = None, []
+    if c.beta > 0 and not c.use_lora and self.ref_model is None:      # the initial policy, kept before any update (or checkpoint) changes it
+        if self._ready: raise ValueError("online GRPO with beta > 0 compares with the initial policy, which this trainer did not keep (its offline run "
+                                         "used reference log-probs computed up front): start a new trainer from the warm start, or use_lora")
+        self.ref_model = copy.deepcopy(self.model).eval()
+        for p in self.ref_model.parameters(): p.requires_grad_(False)
     BaseTrainer.train(self, stop_at)
     return [r for _, r in self._updates]

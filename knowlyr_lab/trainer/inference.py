@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import uuid
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -29,7 +30,8 @@ from .prefix_cache import PrefixCache, cache_of, reusable_cache
 from .recording import ExchangeRecorder
 
 # %% auto #0
-__all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'AgentInference', 'LocalAgent', 'check_request']
+__all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'AgentInference', 'LocalAgent', 'check_request', 'load_lora_adapter',
+           'unload_lora_adapter']
 
 # %% ../../nbs/64_trainer_inference.ipynb #301930f4
 class AgentInference:
@@ -201,8 +203,9 @@ MAX_BODY_BYTES = 4 * 2**20       # the largest request body read (413 above it)
 MAX_MESSAGES = 2048              # the most messages one request may carry
 
 class _Refused(Exception):
-    "A request answered with an error status and a reason"
-    def __init__(self, status:int, msg:str): super().__init__(msg); self.status = status
+    "A request answered with an error status and a reason (and the request field it is about, OpenAI's `param`)"
+    def __init__(self, status:int, msg:str, param:str|None=None, code:str|None=None):
+        super().__init__(msg); self.status, self.param, self.code = status, param, code
 
 def _int_field(req, k, lo, hi=None, default=None):
     v = req.get(k, default)
@@ -291,19 +294,21 @@ class _Handler(BaseHTTPRequestHandler):
         data = json.dumps(body).encode()
         self.send_response(code); self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(data)))
         self.end_headers(); self.wfile.write(data)
-    def _error(self, code, msg):
-        kind = {400: 'invalid_request_error', 413: 'invalid_request_error', 503: 'server_busy', 504: 'timeout'}.get(code, 'server_error')
-        return self._send(code, {'error': {'message': f'bad request: {msg}' if code == 400 else msg, 'type': kind}})
+    def _error(self, code, msg, param=None, err=None):
+        kind = {400: 'invalid_request_error', 404: 'invalid_request_error', 413: 'invalid_request_error', 503: 'server_busy', 504: 'timeout'}.get(code, 'server_error')
+        return self._send(code, {'error': {'message': f'bad request: {msg}' if code == 400 else msg, 'type': kind, 'param': param, 'code': err}})
     def do_GET(self):
         if self.path.rstrip('/') == '/v1/models':
-            return self._send(200, {'object': 'list', 'data': [{'id': self.server.inf.name, 'object': 'model', 'owned_by': 'local'}]})
+            inf, lora = self.server.inf, self.server.adapters
+            return self._send(200, {'object': 'list', 'data': [{'id': inf.name, 'object': 'model', 'owned_by': 'local'}] + (lora.cards() if lora else [])})
         self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
     def do_POST(self):
-        t0 = time.monotonic()
-        if self.path.rstrip('/') != '/v1/chat/completions':
+        t0, path = time.monotonic(), self.path.rstrip('/')
+        routes = {'/v1/chat/completions': '_complete', '/v1/load_lora_adapter': '_load_lora', '/v1/unload_lora_adapter': '_unload_lora'}
+        if path not in routes:
             return self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
-        try: self._complete(t0)
-        except _Refused as e: self._error(e.status, str(e))
+        try: getattr(self, routes[path])(t0)
+        except _Refused as e: self._error(e.status, str(e), e.param, e.code)
         except (BrokenPipeError, ConnectionResetError): pass                    # the client left; nothing to answer
 
     def _read(self)->dict:
@@ -328,6 +333,7 @@ def _complete(self:_Handler, t0):
         msgs = [{'role': 'system', 'content': card['system_prompt']}] + msgs
     try: n_prompt = len(inf.tokenizer(inf.render(msgs, render), add_special_tokens=False)['input_ids'])
     except Exception as e: raise _Refused(400, f"the messages cannot be rendered with the model's chat template ({type(e).__name__}: {str(e)[:120]})") from None
+    adapter = srv.adapters.adapter_of(req['model']) if srv.adapters else None   # with LoRA on: the base model or a loaded adapter (404 else)
     ctx = getattr(inf.model.config, 'max_position_embeddings', None)
     if ctx and n_prompt + req['max_tokens'] > ctx:
         raise _Refused(400, f"the prompt ({n_prompt} tokens) plus max_tokens ({req['max_tokens']}) exceeds the model's context of {ctx} tokens")
@@ -337,6 +343,7 @@ def _complete(self:_Handler, t0):
         if not srv.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise _Refused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
         try:
+            if srv.adapters: srv.adapters.select(adapter)
             why = {}
             def stop():
                 if time.monotonic() > deadline: why['stop'] = 'deadline'
@@ -379,7 +386,7 @@ def _answer(self:_Handler, req, outs, tools, inf, msgs=None, render=None, t0=Non
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256                  # the listen backlog: connections the kernel queues before accept
-    recorder = None
+    recorder = adapters = None
     def shutdown(self):
         "Stop serving, then write the recorder's open episodes"
         super().shutdown()
@@ -389,9 +396,14 @@ def _serve(self:AgentInference, port:int=0, host:str='127.0.0.1', block:bool=Fal
            request_timeout:float=120.0,       # seconds from a request's arrival until it is answered 504 (its generation stopped)
            max_queue:int=64,                  # requests that may wait for the model at once (503 beyond)
            record_to=None,                    # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange (`trainer.recording`)
+           enable_lora:bool=False,            # serve `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (vLLM's runtime LoRA updating)
+           lora_root:str|Path|None=None,      # with enable_lora: adapters are loaded only from folders under this directory
+           max_loras:int=4,                   # adapters loaded at once (400 beyond: unload one first)
           )->ThreadingHTTPServer:
     "Serve `/v1/chat/completions`; returns the server (its `url`, `stats`), running in a thread unless `block`"
+    if enable_lora and lora_root is None: raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
     srv = _Server((host, port), _Handler)
+    srv.adapters = _Adapters(self, lora_root, max_loras) if enable_lora else None
     srv.inf, srv.lock, srv.slots = self, threading.Lock(), threading.BoundedSemaphore(max_queue)
     srv.request_timeout, srv.max_queue = request_timeout, max_queue
     srv.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
@@ -412,3 +424,141 @@ def _record(self:_Handler, req, outs, choices, msgs, render, t0):
                                     task_id=h.get('X-Knowlyr-Task') or meta.get('task_id'), agent=h.get('X-Knowlyr-Agent') or meta.get('agent'))
     except OSError as e: raise _Refused(500, f"the exchange could not be recorded ({type(e).__name__}: {e})") from None
 _Handler._record = _record
+
+# %% ../../nbs/64_trainer_inference.ipynb #ff7404e6
+def _one_line(e:BaseException, n:int=200)->str:
+    "An exception as `Type: first line`, at most n characters"
+    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0].strip()}"[:n]
+
+def _strip_lora(model):
+    "Undo a peft injection that failed half-way: every adapter layer replaced by the layer it wraps"
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    for m in list(model.modules()):
+        for n, ch in list(m.named_children()):
+            if isinstance(ch, BaseTunerLayer): setattr(m, n, ch.get_base_layer())
+    if hasattr(model, 'peft_config'): del model.peft_config
+
+# %% ../../nbs/64_trainer_inference.ipynb #7564c52b
+class _Adapters:
+    "The LoRA adapters a server has hot-loaded into its model, by name (every method runs under the server's model lock)"
+    def __init__(self, inf:AgentInference, root:str|Path, max_loras:int=4):
+        self.inf, self.root, self.max_loras = inf, Path(root).resolve(), max_loras
+        self.peft, self.paths, self.active, self.loads = None, {}, None, 0   # active: the adapter switched on (None: the base model)
+
+    def cards(self)->list[dict]:
+        "`/v1/models` entries of the loaded adapters"
+        return [{'id': n, 'object': 'model', 'owned_by': 'local', 'root': str(p), 'parent': self.inf.name} for n, p in list(self.paths.items())]
+
+    def adapter_of(self, model:str|None)->str|None:
+        "The adapter a request's `model` names (None: the base model); 404 for a name that is neither"
+        if model is None or model == self.inf.name: return None
+        if model in self.paths: return model
+        raise _Refused(404, f"The model `{model}` does not exist.", 'model', 'model_not_found')
+
+    def select(self, name:str|None):
+        "Switch adapter `name` on (None: all off), forgetting cached prefixes when the choice changes"
+        if name is not None and name not in self.paths: raise _Refused(404, f"The model `{name}` does not exist.", 'model', 'model_not_found')
+        if name == self.active or self.peft is None: return
+        if name is None: self.peft.base_model.disable_adapter_layers()
+        else: self.peft.set_adapter(name); self.peft.base_model.enable_adapter_layers()
+        self.active = name
+        self.inf.cache.clear()
+
+# %% ../../nbs/64_trainer_inference.ipynb #c93776b5
+@patch
+def folder(self:_Adapters, lora_path:str)->Path:
+    "The adapter folder `lora_path` names, checked (a 400 names what is wrong)"
+    p = (self.root / lora_path).resolve()
+    if not p.is_relative_to(self.root): raise _Refused(400, f"'lora_path' {lora_path!r} is outside the server's lora_root", 'lora_path')
+    if not (p / 'adapter_config.json').is_file(): raise _Refused(400, f"'lora_path' {lora_path!r} is not a PEFT adapter folder (no adapter_config.json)", 'lora_path')
+    try: kind = json.loads((p / 'adapter_config.json').read_text()).get('peft_type')
+    except (OSError, ValueError, AttributeError) as e: raise _Refused(400, f"'lora_path' {lora_path!r}: adapter_config.json is unreadable ({_one_line(e)})", 'lora_path') from None
+    if kind != 'LORA': raise _Refused(400, f"'lora_path' {lora_path!r} holds a {kind} adapter; only LoRA adapters are served", 'lora_path')
+    if not (p / 'adapter_model.safetensors').is_file(): raise _Refused(400, f"'lora_path' {lora_path!r} has no adapter_model.safetensors (only safetensors weights are loaded)", 'lora_path')
+    return p
+
+@patch
+def load(self:_Adapters, name:str, lora_path:str):
+    "Load the adapter in `lora_path` under `name` (switched off until a request names it)"
+    if name in self.paths: raise _Refused(400, f"The lora adapter '{name}' has already been loaded.", 'lora_name')
+    if len(self.paths) >= self.max_loras: raise _Refused(400, f"{self.max_loras} adapters are loaded (max_loras); unload one first", 'lora_name')
+    p = self.folder(lora_path)
+    try:
+        if self.peft is None:
+            from peft import PeftModel
+            self.peft = PeftModel.from_pretrained(self.inf.model, str(p), adapter_name=name)
+        else: self.peft.load_adapter(str(p), adapter_name=name)
+    except Exception as e:
+        if self.peft is None: _strip_lora(self.inf.model)    # nothing loaded before: the plain model again
+        else:
+            if name in self.peft.peft_config: self.peft.delete_adapter(name)
+            self.active = object()                 # unknown: the next request switches explicitly
+        raise _Refused(400, f"'lora_path' {lora_path!r}: the adapter does not fit the served model ({_one_line(e)})", 'lora_path') from None
+    self.paths[name], self.loads = p, self.loads + 1
+    prev, self.active = self.active, object()      # peft may have switched the new adapter on: switch back to what was on
+    self.select(prev if isinstance(prev, str) and prev in self.paths else None)
+
+@patch
+def unload(self:_Adapters, name:str):
+    "Remove adapter `name` from the model"
+    if name not in self.paths: raise _Refused(404, f"The lora adapter '{name}' cannot be found.", 'lora_name')
+    with warnings.catch_warnings():                # peft warns when the active adapter goes; the next request switches explicitly
+        warnings.simplefilter('ignore'); self.peft.delete_adapter(name)
+    del self.paths[name]
+    if self.active == name: self.active = object()
+
+# %% ../../nbs/64_trainer_inference.ipynb #99931832
+def _lora_fields(req, *keys)->list[str]:
+    if not isinstance(req, dict): raise _Refused(400, "the body must be a JSON object")
+    for k in keys:
+        v = req.get(k)
+        if not isinstance(v, str) or not v or len(v) > 512 or not v.isprintable():
+            raise _Refused(400, f"'{k}' must be a non-empty printable string of at most 512 characters" if k in req else f"'{k}' must be provided", k)
+    return [req[k] for k in keys]
+
+@patch
+def _lora(self:_Handler, t0, act, what):
+    srv = self.server
+    if srv.adapters is None: raise _Refused(404, f"{self.path} is off: start the server with serve(enable_lora=True, lora_root=...)")
+    if not srv.lock.acquire(timeout=srv.request_timeout): raise _Refused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
+    try: name = act(srv.adapters)
+    finally: srv.lock.release()
+    data = f"Success: LoRA adapter '{name}' {what} successfully.".encode()
+    self.send_response(200); self.send_header('Content-Type', 'text/plain; charset=utf-8'); self.send_header('Content-Length', str(len(data)))
+    self.end_headers(); self.wfile.write(data)
+
+@patch
+def _load_lora(self:_Handler, t0):
+    name, path = _lora_fields(self._read(), 'lora_name', 'lora_path')
+    if name == self.server.inf.name: raise _Refused(400, f"'lora_name' {name!r} is the base model's name", 'lora_name')
+    self._lora(t0, lambda a: a.load(name, path) or name, 'added')
+
+@patch
+def _unload_lora(self:_Handler, t0):
+    name, = _lora_fields(self._read(), 'lora_name')
+    self._lora(t0, lambda a: a.unload(name) or name, 'removed')
+
+# %% ../../nbs/64_trainer_inference.ipynb #07f0d1e5
+def _post(url:str, body:dict, api_key:str|None=None, timeout:float=300.0)->str:
+    "POST JSON, return the text of the answer; an HTTP error raises one line with the server's reason"
+    import urllib.error
+    import urllib.request
+    h = {'Content-Type': 'application/json', **({'Authorization': f'Bearer {api_key}'} if api_key else {})}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=json.dumps(body).encode(), headers=h), timeout=timeout) as r: return r.read().decode()
+    except urllib.error.HTTPError as e:
+        text = e.read().decode(errors='replace')
+        try: text = json.loads(text)['error']['message']
+        except (ValueError, KeyError, TypeError): pass
+        raise RuntimeError(f"{url}: {e.code} {text}") from None
+
+def load_lora_adapter(base_url:str,            # the server's OpenAI base URL, e.g. http://host:8000/v1
+                      lora_name:str,           # the name requests will use as `model`
+                      lora_path:str|Path,      # the adapter folder, as the server sees it
+                      api_key:str|None=None)->str:
+    "Hot-load a LoRA adapter into an OpenAI-compatible server (vLLM's `/v1/load_lora_adapter`, or `serve(enable_lora=True)`)"
+    return _post(base_url.rstrip('/') + '/load_lora_adapter', {'lora_name': lora_name, 'lora_path': str(lora_path)}, api_key)
+
+def unload_lora_adapter(base_url:str, lora_name:str, api_key:str|None=None)->str:
+    "Remove a hot-loaded LoRA adapter from the server"
+    return _post(base_url.rstrip('/') + '/unload_lora_adapter', {'lora_name': lora_name}, api_key)
