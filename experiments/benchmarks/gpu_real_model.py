@@ -193,7 +193,9 @@ def main(argv=None)->int:
     res['seconds'] = time.perf_counter() - t_start
     out.write_text(json.dumps(res, indent=1))
     for k in ('sft_full', 'sft_lora'):
-        if k in res: print(f"{k}: {res[k]['tokens_per_s']:,.0f} tokens/s, {res[k]['seconds_per_step_median'] * 1e3:.1f} ms/step, MFU {res[k]['mfu']}")
+        if k in res:
+            mfu = 'no peak given' if res[k]['mfu'] is None else f"{res[k]['mfu']:.1%}"
+            print(f"{k}: {res[k]['tokens_per_s']:,.0f} tokens/s, {res[k]['seconds_per_step_median'] * 1e3:.1f} ms/step, MFU (6N) {mfu}")
     if 'grpo' in res: print(f"grpo: {res['grpo']['generated_tokens_per_s']:,.0f} generated tokens/s, {res['grpo']['episodes_per_s']:.2f} episodes/s")
     print(out)
     return 0
