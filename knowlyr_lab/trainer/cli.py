@@ -18,7 +18,24 @@ from dataclasses import MISSING, fields
 from ..cli_errors import run_cli
 
 # %% auto #0
-__all__ = ['TRAINERS', 'TRL_ALIASES', 'trainer_classes', 'build_parser', 'config_from_args', 'main']
+__all__ = ['DTYPES', 'TRAINERS', 'TRL_ALIASES', 'inference_from_args', 'trainer_classes', 'build_parser', 'config_from_args',
+           'main']
+
+# %% ../../nbs/96_trainer_cli.ipynb #ef2bc3e5
+DTYPES = ('auto', 'float32', 'bfloat16', 'float16')
+
+def _model_flags(p):
+    "Where and how `eval` and `serve` load their model"
+    p.add_argument('--device', default=None, help="'cpu', 'cuda', 'cuda:1', ... (default: where transformers loads it, the CPU)")
+    p.add_argument('--model-dtype', default=None, choices=DTYPES, help="dtype of the loaded weights ('auto': the checkpoint's; default: float32)")
+    p.add_argument('--attn-implementation', default=None, help="'sdpa', 'eager', 'flash_attention_2', ... (default: transformers' choice)")
+    p.add_argument('--device-map', default=None, help="e.g. 'auto' to spread a model larger than one device over the GPUs (instead of --device)")
+
+def inference_from_args(args):
+    "The `AgentInference` of `eval`/`serve`: `--model` loaded on `--device` with `--model-dtype`, `--attn-implementation`, `--device-map`"
+    from knowlyr_lab.trainer.inference import AgentInference
+    return AgentInference.from_pretrained(args.model, device=args.device, dtype=args.model_dtype,
+                                          attn_implementation=args.attn_implementation, device_map=args.device_map)
 
 # %% ../../nbs/96_trainer_cli.ipynb #4976dfda
 TRAINERS = ('sft', 'dpo', 'grpo')
@@ -84,14 +101,15 @@ def build_parser()->argparse.ArgumentParser:
     e.add_argument('--system-prompt', default=None, help="system prompt (default: the model's prompt card)")
     e.add_argument('--max-new-tokens', type=int, default=64, help='tokens generated per turn (default: %(default)s)')
     e.add_argument('--output', help='write the trajectories here (.jsonl)')
+    _model_flags(e)
     s = sub.add_parser('serve', help='serve a model on an OpenAI-compatible endpoint; --record-to makes it a recording proxy')
     s.add_argument('--model', required=True, help='model folder, LoRA adapter folder or checkpoint')
     s.add_argument('--host', default='127.0.0.1', help='address to listen on (default: %(default)s)')
     s.add_argument('--port', type=int, default=8000, help='port (0: any free one; default: %(default)s)')
-    s.add_argument('--device', default=None, help="'cpu', 'cuda', ... (default: where transformers loads it)")
     s.add_argument('--record-to', default=None, help='trajectory store directory: record every exchange with its token ids and log-probs')
     s.add_argument('--request-timeout', type=float, default=120.0, help='seconds until a request is answered 504 (default: %(default)s)')
     s.add_argument('--max-queue', type=int, default=64, help='requests that may wait for the model at once (default: %(default)s)')
+    _model_flags(s)
     return ap
 
 def config_from_args(cls, args):
@@ -102,9 +120,8 @@ def config_from_args(cls, args):
 # %% ../../nbs/96_trainer_cli.ipynb #70d63a5b
 def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
-    from knowlyr_lab.trainer.inference import AgentInference
-    srv = AgentInference.from_pretrained(args.model, device=args.device).serve(args.port, args.host, request_timeout=args.request_timeout,
-                                                                               max_queue=args.max_queue, record_to=args.record_to)
+    srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
+                                          max_queue=args.max_queue, record_to=args.record_to)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(json.dumps({'url': srv.url, 'record_to': args.record_to}), flush=True)
@@ -120,8 +137,7 @@ def _run(args)->int:
     if args.cmd == 'eval':
         from knowlyr_lab.eval.evaluate import evaluate_agent  # the one evaluation (run by a command, as the recipes do)
         from knowlyr_lab.registry import make
-        from knowlyr_lab.trainer.inference import AgentInference
-        agent = AgentInference.from_pretrained(args.model).create_agent(args.system_prompt, args.max_new_tokens)
+        agent = inference_from_args(args).create_agent(args.system_prompt, args.max_new_tokens)
         seeds = range(args.seed_offset, args.seed_offset + args.episodes)
         env = make(args.env); tasks = [env.task_id(s) for s in seeds] if hasattr(env, 'task_id') else None; env.close()
         res = evaluate_agent(agent, args.env, tasks=tasks, n_tasks=args.episodes, seeds=[args.seed_offset], max_episode_steps=args.max_episode_steps,

@@ -51,9 +51,13 @@ def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet 
     return {'path': path, 'untrained': out / 'untrained', 'checkpoints': dict(sorted(cks.items())), 'metrics': out / 'sft' / 'metrics.jsonl',
             'history': tr.history, 'summary': summary, 'seconds': time.time() - t0}
 
-def policy_agent(path, max_new_tokens:int=40, temperature:float=0.0, name:str|None=None):
-    "A `LocalAgent` of a saved policy, prompted by its prompt card (greedy by default)"
-    return AgentInference.from_pretrained(path, name=name).create_agent(max_new_tokens=max_new_tokens, temperature=temperature, name=name)
+def policy_agent(path, max_new_tokens:int=40, temperature:float=0.0, name:str|None=None,
+                 device:str|None=None,   # 'cpu', 'cuda', 'cuda:1', ... (None: where transformers loads it, the CPU)
+                 dtype:str|None=None,    # dtype of the loaded weights ('bfloat16' on a GPU; None: float32)
+                 attn_implementation:str|None=None): # 'sdpa', 'eager', 'flash_attention_2', ... (None: transformers' choice)
+    "A `LocalAgent` of a saved policy on `device`, prompted by its prompt card (greedy by default)"
+    inf = AgentInference.from_pretrained(path, device=device, dtype=dtype, name=name, attn_implementation=attn_implementation)
+    return inf.create_agent(max_new_tokens=max_new_tokens, temperature=temperature, name=name)
 
 # %% ../../nbs/75_trainer_recipes.ipynb #98fb6f00
 def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_policy(...)['path'])
@@ -66,12 +70,15 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                 max_episode_steps:int=4, max_completion_length:int=40,
                 task_seed_offset:int=1_000_000, # first env seed of the GRPO tasks
                 episode_reward_fn=None,       # trajectory -> float, once per episode (default: trajectory_score)
-                seed:int=0, output_dir=None)->dict: # {'before', 'after', 'comparison', 'curve', 'seconds', 'trainer'}
+                seed:int=0, output_dir=None,
+                device:str|None=None,         # where the policy is loaded and evaluated, before and after (None: the CPU); training runs where accelerate puts it (a GPU when there is one)
+                mixed_precision:str='no',     # of the GRPO updates: 'bf16' autocasts over the fp32 master weights ('auto': bf16 on a GPU that has it)
+               )->dict:                       # {'before', 'after', 'comparison', 'curve', 'seconds', 'trainer'}
     "Greedy held-out evaluation of a policy, online GRPO from it, the same evaluation again; paired comparison by task"
     from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent
     from knowlyr_lab.tasks import suite_tasks
     t0 = time.time()
-    base = AgentInference.from_pretrained(policy_path)
+    base = AgentInference.from_pretrained(policy_path, device=device)
     card = base.prompt or {}
     grpo_tasks = suite_tasks(env_id, range(task_seed_offset, task_seed_offset + updates * tasks_per_step))
     def measure(model, name):
@@ -84,9 +91,10 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                      num_generations=num_generations, tasks_per_step=tasks_per_step, max_steps=updates, max_episode_steps=max_episode_steps,
                      max_completion_length=max_completion_length, temperature=temperature, learning_rate=learning_rate, lr_scheduler='constant',
                      loss_type=loss_type, max_invalid_actions=max_invalid_actions, beta=beta, system_prompt=card.get('system_prompt'),
-                     seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision='no', logging_steps=1000)
+                     seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision=mixed_precision, logging_steps=1000)
     tr = GRPOTrainer(cfg, base.model, base.tokenizer, episode_reward_fn=episode_reward_fn, tools=card.get('tools') or [])
     curve = [r['reward'] for r in tr.train()]
-    after = measure(tr.accelerator.unwrap_model(tr.model), 'after GRPO')
+    trained = tr.accelerator.unwrap_model(tr.model)
+    after = measure(trained.to(device) if device else trained, 'after GRPO')
     return {'before': before, 'after': after, 'comparison': compare_agents(after, before, metric='success'), 'curve': curve,
             'seconds': time.time() - t0, 'trainer': tr}
