@@ -181,3 +181,32 @@ def test_full_fine_tuning_with_beta_0_keeps_no_reference(tiny, tmp_path, monkeyp
                                 max_completion_length=8, max_episode_steps=1, progress_bar=False, mixed_precision='no'), model, tok)
     tr.train()
     assert tr.ref_model is None and not tr._ref_rows
+
+def test_the_serve_command_hot_loads_adapters(tiny, tmp_path):
+    "`knowlyr-trainer serve --enable-lora --lora-root DIR`: the endpoints are on, under that root only; without the flag they are off"
+    import os
+    import subprocess
+    import sys
+
+    from knowlyr_lab.trainer.tiny import save_tiny_model
+    base, tok = tiny
+    save_tiny_model(base, tok, tmp_path / 'model')
+    _adapter(base, tmp_path / 'loras' / 'a1')
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
+    def start(*flags):
+        p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.trainer.cli', 'serve', '--model', str(tmp_path / 'model'), '--port', '0', *flags],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        return p, json.loads(p.stdout.readline())['url']
+    for flags, want in [(('--enable-lora', '--lora-root', str(tmp_path / 'loras')), 200), ((), 404)]:
+        p, url = start(*flags)
+        try:
+            status, text = _post(url + '/load_lora_adapter', {'lora_name': 'p1', 'lora_path': 'a1'})
+            assert status == want, (flags, status, text)
+            if want == 200:
+                status, text = _post(url + '/load_lora_adapter', {'lora_name': 'p2', 'lora_path': str(tmp_path / 'model')})
+                assert status == 400, text                                  # outside the root (and not an adapter)
+        finally:
+            p.terminate(); p.communicate(timeout=60)
+    bad = subprocess.run([sys.executable, '-m', 'knowlyr_lab.trainer.cli', 'serve', '--model', str(tmp_path / 'model'), '--enable-lora'],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode != 0 and 'lora_root' in bad.stderr, bad.stderr[-500:]
