@@ -182,7 +182,7 @@ def test_the_serve_command_records_until_stopped(recorded, tmp_path):
 
 def test_grpo_can_take_the_old_log_probs_from_the_recording(recorded, tmp_path):
     "use_recorded_logprobs: the ratio's old log-probs are the sampler's, as recorded, at exactly the completion tokens"
-    from knowlyr_lab.trainer.base import ConfigError
+    from knowlyr_lab.config import ConfigError
     from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
     tok, model, runs, store, trajs = recorded
     scored = [t.model_copy(update={'reward': float(t.metadata['episode'] is None)}) for t in trajs]

@@ -120,8 +120,8 @@ def test_endpoints_are_off_unless_enabled(tiny, tmp_path):
 
 def test_grpo_rollouts_from_an_openai_server(tiny, tmp_path, monkeypatch):
     "Two online updates whose rollouts the server generates with the adapter the trainer hot-loaded before each"
+    from knowlyr_lab.config import ConfigError
     from knowlyr_lab.trainer import grpo
-    from knowlyr_lab.trainer.base import ConfigError
     from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
     base, tok = tiny
     common = dict(env_id='knowlyr/maze-easy', num_generations=2, tasks_per_step=1, max_steps=2, max_completion_length=12,

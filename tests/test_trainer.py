@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from knowlyr_lab.chat import parse_reply
-from knowlyr_lab.trainer.base import ConfigError, resolve_precision
+from knowlyr_lab.config import ConfigError
+from knowlyr_lab.trainer.base import resolve_precision
 from knowlyr_lab.trainer.data import to_chat, tokenize_chat
 from knowlyr_lab.trainer.inference import AgentInference
 from knowlyr_lab.trainer.losses import step_weighted_ce

@@ -3,7 +3,8 @@
 - no import inside a flagged cell (#| slow, docker, llm, ray, gpu);
 - no exec_doc on a flagged cell;
 - an export cell (#| export / #| exports) holds at most MAX_EXPORT_LINES code lines (non-blank, not #| directives):
-  one thought per cell, with prose between.
+  one thought per cell, with prose between;
+- an export cell holds at most one `@patch` method (each method gets its paragraph and, where cheap, its example).
 Usage: python tools/lint_nbs.py [NOTEBOOK_OR_DIR ...] (default: every notebook under nbs/).
 Exit 1 listing every offending cell."""
 import ast
@@ -29,11 +30,18 @@ def too_long(path, i, c):
             f"  lines: {n} (at most {MAX_EXPORT_LINES}; non-blank lines that are not #| directives)",
             "  split it into one thought per cell (a function, or a class core then @patch methods), with prose between"]
 
+def patches(path, i, c):
+    "The line that reports an export cell holding more than one `@patch` method, or none"
+    n = sum(1 for l in c.source.splitlines() if l.startswith('@patch'))
+    if n <= 1 or not any(l.startswith('#| export') for l in c.source.splitlines()): return []
+    return [f"{path}: cell {i}: export cell with {n} @patch methods (cell id {c.get('id', '?')}): one method per cell, each with its paragraph"]
+
 def problems(path):
     nb = nbformat.read(path, as_version=4)
     for i, c in enumerate(nb.cells):
         if c.cell_type != 'code': continue
         yield from too_long(path, i, c)
+        yield from patches(path, i, c)
         lines = c.source.splitlines()
         directives = [l[2:].strip() for l in lines if l.startswith('#|')]
         code = '\n'.join(l for l in lines if not l.startswith('#|') and not l.lstrip().startswith(('%', '!')))

@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from ..agents import ExpertAgent, RandomAgent
+from ..config import ConfigError, in_range, one_of, validate_config
 from .evaluate import compare_agents, evaluate_agent, leaderboard
 from ..hub.collect import collect
 from ..hub.export import DatasetExporter
@@ -28,7 +29,6 @@ from ..registry import make
 from ..reward.engine import make_reward_fn
 from ..stats import adjust_pvalues
 from ..tasks import check_held_out, distinct_tasks, held_out_tasks, suite_tasks
-from ..trainer.base import ConfigError, in_range, one_of, validate_config
 from ..trainer.recipes import policy_agent, train_sft_policy
 from ..trajectory import write_trajectories
 from ..viewer import trajectory_html

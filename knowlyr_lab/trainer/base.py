@@ -1,4 +1,4 @@
-"""The one training loop of SFT, DPO and GRPO (epochs, gradient accumulation, DDP shards, checkpoints with exact resume, metrics), the settings they share, validated on construction, and the metrics log.
+"""The one training loop of SFT, DPO and GRPO (epochs, gradient accumulation, DDP shards, checkpoints with exact resume, metrics), and the settings they share, validated on construction.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/trainer_base.html.md"""
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib.util
 import json
 import os
 import re
@@ -18,88 +17,30 @@ import sys
 import time
 import uuid
 import warnings
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 import yaml
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 from accelerate.utils import DataLoaderConfiguration, DistributedType, set_seed
 from fastcore.basics import patch
-from fastcore.docments import docments
 from tqdm.auto import tqdm
-from transformers import AttentionInterface, AutoModelForCausalLM, AutoTokenizer, get_scheduler
+from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
 
 from ..chat import CHAT_FORMATS, chat_format, save_prompt, set_chat_format, template_caps
+from ..config import ConfigError, in_range, one_of, validate_config
 from .data import collate_packed, pack_samples
+from .metrics import MetricsLogger, _trackers
 
 # %% auto #0
-__all__ = ['SCHEDULERS', 'PRECISIONS', 'TRACKERS', 'SEGMENT_ATTENTION', 'ConfigError', 'in_range', 'one_of', 'validate_config',
-           'field_docs', 'TrainConfig', 'resolve_precision', 'MetricsLogger', 'BaseTrainer', 'segment_attention',
-           'segment_attention_on']
+__all__ = ['SCHEDULERS', 'PRECISIONS', 'TRACKERS', 'TrainConfig', 'resolve_precision', 'BaseTrainer']
 
 # %% ../../nbs/62a_trainer_base.ipynb #253283ac
-class ConfigError(ValueError):
-    "A setting of the wrong type, out of range or not among the choices; the message names the field"
-    def __init__(self, msg:str, field:str|None=None): super().__init__(msg); self.field = field
-
 SCHEDULERS = ('linear', 'cosine', 'cosine_with_restarts', 'polynomial', 'constant', 'constant_with_warmup', 'inverse_sqrt')
 PRECISIONS = ('auto', 'no', 'bf16', 'fp16')
 TRACKERS = ('wandb', 'tensorboard')
-
-def in_range(lo=None, hi=None, lo_open:bool=False, hi_open:bool=False, also:tuple=()):
-    "A rule: the value lies between `lo` and `hi` (open ends excluded), or is one of `also`"
-    if hi is None: want = f"{'>' if lo_open else '>='} {lo}"
-    else: want = f"in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
-    if also: want = ' or '.join(map(str, also)) + f' or {want.removeprefix("in ")}'
-    def rule(v):
-        if v in also: return None
-        if lo is not None and (v <= lo if lo_open else v < lo): return f"must be {want}"
-        if hi is not None and (v >= hi if hi_open else v > hi): return f"must be {want}"
-    return rule
-
-def one_of(*choices):
-    "A rule: the value (or each item of a list) is one of `choices`"
-    def rule(v):
-        bad = [x for x in (v if isinstance(v, list) else [v]) if x not in choices]
-        if bad: return f"must be one of {', '.join(map(repr, choices))}"
-    return rule
-
-def validate_config(cfg):
-    "Convert each field of the dataclass `cfg` to its type and check the `_checks` rules of its classes (a `ConfigError` names the field)"
-    rules, name = {}, type(cfg).__name__
-    for k in reversed(type(cfg).__mro__): rules.update(vars(k).get('_checks', {}))
-    for f in fields(cfg):
-        v = _coerce(name, f.name, f.type, getattr(cfg, f.name))
-        setattr(cfg, f.name, v)
-        wrong = rules[f.name](v) if f.name in rules and v is not None else None
-        if wrong: raise ConfigError(f"{name}.{f.name} {wrong}, got {v!r}", f.name)
-
-def _coerce(owner:str, name:str, typ, v):
-    "`v` as the annotated type (`int`, `float`, `str`, `bool`, `list`, each optionally `|None`), or a `ConfigError`"
-    typ = typ if isinstance(typ, str) else str(typ)
-    opts = [t.strip() for t in typ.split('|')]
-    base = re.sub(r"^<class '(\w+)'>$", r'\1', opts[0]).split('[')[0]
-    if v is None and 'None' in opts: return None
-    if base == 'bool' and isinstance(v, bool): return v
-    if base == 'int' and isinstance(v, int) and not isinstance(v, bool): return v
-    if base == 'float' and isinstance(v, (int, float)) and not isinstance(v, bool): return float(v)
-    if base in ('int', 'float') and isinstance(v, str):
-        try: return int(v) if base == 'int' else float(v)
-        except ValueError: pass
-    if base == 'str' and isinstance(v, str): return v
-    if base == 'list' and isinstance(v, (list, tuple)): return list(v)
-    if base not in ('bool', 'int', 'float', 'str', 'list'): return v
-    raise ConfigError(f"{owner}.{name} must be {typ.replace('|', ' or ')}, got {v!r}", name)
-
-def field_docs(cls)->dict:
-    "The comment beside each field of a config dataclass, subclasses' fields included"
-    out = {}
-    for k in reversed(cls.__mro__):
-        if is_dataclass(k): out.update({n: d for n, d in docments(k).items() if d})
-    return out
 
 # %% ../../nbs/62a_trainer_base.ipynb #0dee79b8
 @dataclass
@@ -187,45 +128,6 @@ def resolve_precision(p:str)->str:
                       "On a CPU, 'bf16' autocasts.", stacklevel=3)
         return 'no'
     return p
-
-class MetricsLogger:
-    "Append metrics to `metrics.jsonl`; also to wandb/tensorboard through accelerate when installed and asked for"
-    def __init__(self, path:Path, accelerator:Accelerator|None=None, trackers:bool=False,
-                 start=None):                 # opens the trackers (called at the first `log`, and again after `close`)
-        self.path, self.acc, self.trackers, self.start, self.live = Path(path), accelerator, trackers, start, False
-    @property
-    def _main(self): return self.acc is None or self.acc.is_main_process
-    def log(self, row:dict):
-        if not self._main: return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, 'a') as f: f.write(json.dumps(row) + '\n')
-        if self.trackers:
-            if not self.live and self.start is not None: self.start()
-            self.live = True
-            self.acc.log({k: v for k, v in row.items() if isinstance(v, (int, float))}, step=row.get('step'))
-    def truncate(self, step:int):
-        "Drop the rows of steps after `step` (and a line cut short by a kill): a resumed run logs those steps again"
-        if not self._main or not self.path.exists(): return
-        lines = self.path.read_text().splitlines(keepends=True)
-        def keep(l):
-            try: return json.loads(l).get('step', 0) <= step
-            except json.JSONDecodeError: return False
-        kept = [l for l in lines if keep(l)]
-        if len(kept) != len(lines): self.path.write_text(''.join(kept))
-    def close(self):
-        "Flush and close the trackers (TensorBoard writes from a background thread: without this the last rows can be lost)"
-        if not (self.trackers and self.live): return
-        # not `accelerator.end_training()`: that also destroys the process group, which a DDP run still needs after train()
-        for t in self.acc.trackers: t.finish()
-        self.acc.trackers, self.live = [], False
-
-def _trackers(report_to):
-    ok = []
-    for t in report_to or []:
-        mods = {'wandb': ('wandb',), 'tensorboard': ('tensorboard', 'tensorboardX')}[t]   # accelerate writes with either
-        if any(importlib.util.find_spec(m) for m in mods): ok.append(t)
-        else: warnings.warn(f"report_to={t!r} but {' or '.join(mods)} is not installed; metrics go to metrics.jsonl only", stacklevel=3)
-    return ok
 
 # %% ../../nbs/62a_trainer_base.ipynb #5e85e2fd
 class BaseTrainer:
@@ -466,34 +368,6 @@ def train(self:BaseTrainer, stop_at:int|None=None, # stop after this optimiser s
     return {'steps': st['step'], **row, 'tokens_per_s': self._tokens / max(time.time() - t0, 1e-9), **self.data_report}
 
 # %% ../../nbs/62a_trainer_base.ipynb #8e53ae0a
-SEGMENT_ATTENTION = 'knowlyr_segments'
-
-def segment_attention(module, query, key, value, attention_mask, scaling=None, dropout:float=0.0, position_ids=None, **kwargs):
-    "Causal attention inside each sample of one packed row (positions restart at 0): SDPA per sample, cost sum(n_i^2), no mask"
-    if position_ids is None or query.shape[0] != 1 or key.shape[2] != query.shape[2]:
-        raise ValueError("segment attention takes one packed row with its position_ids, and no KV cache")
-    starts = (position_ids[0] == 0).nonzero().flatten().tolist()
-    if not starts or starts[0] != 0: starts = [0] + starts
-    sizes = [b - a for a, b in zip(starts, starts[1:] + [query.shape[2]])]
-    gqa = query.shape[1] != key.shape[1]
-    # split, not slices: the backward of a split is one concatenation, of n slices n full-size zero tensors
-    out = torch.cat([F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scaling, dropout_p=dropout, enable_gqa=gqa)
-                     for q, k, v in zip(query.split(sizes, 2), key.split(sizes, 2), value.split(sizes, 2))], 2)
-    return out.transpose(1, 2).contiguous(), None
-
-AttentionInterface.register(SEGMENT_ATTENTION, segment_attention)
-
-@contextlib.contextmanager
-def segment_attention_on(model):
-    "Inside the block `model` attends with `segment_attention` (unless it uses flash-attention, whose varlen kernels do the same)"
-    cfgs = {id(c): c for m in model.modules() if hasattr(c := getattr(m, 'config', None), '_attn_implementation')}.values()
-    old = [c._attn_implementation for c in cfgs]
-    for c, o in zip(cfgs, old):
-        if not str(o).startswith('flash'): c._attn_implementation = SEGMENT_ATTENTION
-    try: yield
-    finally:
-        for c, o in zip(cfgs, old): c._attn_implementation = o
-
 @patch
 def _scored_logps(self:BaseTrainer, samples:list[dict], model=None, temperature:float=1.0)->tuple:
     "(log-prob of each scored token, the index of its sample, its weight): `samples` as one padding-free row"

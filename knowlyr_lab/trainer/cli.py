@@ -53,7 +53,7 @@ def _bool(s):
     raise argparse.ArgumentTypeError(f"expected true/false, got {s!r}")
 
 def _add_config_flags(p, cls):
-    from knowlyr_lab.trainer.base import field_docs
+    from knowlyr_lab.config import field_docs
     docs, names = field_docs(cls), {f.name for f in fields(cls)}
     for f in fields(cls):
         t = f.type if isinstance(f.type, str) else getattr(f.type, '__name__', str(f.type))

@@ -15,7 +15,9 @@ import torch
 from fastcore.basics import patch
 
 from ..chat import render_chat
-from .base import BaseTrainer, TrainConfig, in_range, one_of, segment_attention_on
+from ..config import in_range, one_of
+from .attention import segment_attention_on
+from .base import BaseTrainer, TrainConfig
 from .data import DataFormatError, env_tools, load_records, render_spans
 from .losses import dpo_loss, token_logps
 

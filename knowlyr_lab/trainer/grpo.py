@@ -19,7 +19,8 @@ import torch
 from accelerate.utils import gather_object
 from fastcore.basics import patch
 
-from .base import BaseTrainer, ConfigError, TrainConfig, in_range, one_of
+from ..config import ConfigError, in_range, one_of
+from .base import BaseTrainer, TrainConfig
 from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
 from .inference import AgentInference, load_lora_adapter, unload_lora_adapter
@@ -241,7 +242,7 @@ def step_metrics(self:GRPOTrainer, sums:dict, count:float)->dict:
             'completion_tokens': int(sums['completion_tokens']), 'mode': self._batch['key'][0],
             **{k: sums[k] / tok for k in ('kl', 'clip_ratio') if k in sums}}
 
-# %% ../../nbs/66_trainer_grpo.ipynb #0df22c4e
+# %% ../../nbs/66_trainer_grpo.ipynb #47b17d6c
 @patch
 def on_step_end(self:GRPOTrainer, row:dict):
     "Keep one row per batch (its last iteration's): what `train` and `train_offline` return"
@@ -249,11 +250,13 @@ def on_step_end(self:GRPOTrainer, row:dict):
     if self._updates and self._updates[-1][0] == key: self._updates[-1] = (key, row)
     else: self._updates.append((key, row))
 
+# %% ../../nbs/66_trainer_grpo.ipynb #4647bdcc
 @patch
 def extra_state(self:GRPOTrainer)->dict:
     "The current batch, saved with each checkpoint"
     return {'batch': self._batch} if self._batch is not None else {}
 
+# %% ../../nbs/66_trainer_grpo.ipynb #d0830156
 @patch
 def load_extra_state(self:GRPOTrainer, d:dict):
     "Restore the batch a checkpoint was saved in"
@@ -332,12 +335,13 @@ def _online_groups(self:GRPOTrainer, u:int)->list[list[dict]]:
     if n > 1: groups = [g for _, g in sorted(gather_object(list(zip(mine, groups))), key=lambda p: p[0])]
     return groups
 
-# %% ../../nbs/66_trainer_grpo.ipynb #4b8141bd
+# %% ../../nbs/66_trainer_grpo.ipynb #7b595e31
 def _row_keys(b:dict)->list[tuple]:
     "Each row of a batch as (token ids, labels), without padding: the same row in any batch gives the same key"
     n = b['attention_mask'].sum(1).tolist()
     return [(tuple(i[:k]), tuple(l[:k])) for i, l, k in zip(b['input_ids'].tolist(), b['labels'].tolist(), n)]
 
+# %% ../../nbs/66_trainer_grpo.ipynb #365e9395
 @patch
 @torch.no_grad()
 def _reference_rows(self:GRPOTrainer, groups:list[list[dict]]):
@@ -355,6 +359,7 @@ def _reference_rows(self:GRPOTrainer, groups:list[list[dict]]):
             for k, r in zip(keys, ref.cpu()): self._ref_rows[k] = r[:len(k[0]) - 1]
     finally: self.model.train(was)
 
+# %% ../../nbs/66_trainer_grpo.ipynb #257c8206
 @patch
 def _stored_ref(self:GRPOTrainer, b:dict)->torch.Tensor:
     "The stored reference log-probs of a batch's rows, padded like its labels"

@@ -464,7 +464,7 @@ class _Adapters:
         self.active = name
         self.inf.cache.clear()
 
-# %% ../../nbs/64_trainer_inference.ipynb #c93776b5
+# %% ../../nbs/64_trainer_inference.ipynb #79416f48
 @patch
 def folder(self:_Adapters, lora_path:str)->Path:
     "The adapter folder `lora_path` names, checked (a 400 names what is wrong)"
@@ -477,6 +477,7 @@ def folder(self:_Adapters, lora_path:str)->Path:
     if not (p / 'adapter_model.safetensors').is_file(): raise _Refused(400, f"'lora_path' {lora_path!r} has no adapter_model.safetensors (only safetensors weights are loaded)", 'lora_path')
     return p
 
+# %% ../../nbs/64_trainer_inference.ipynb #75e31cef
 @patch
 def load(self:_Adapters, name:str, lora_path:str):
     "Load the adapter in `lora_path` under `name` (switched off until a request names it)"
@@ -498,6 +499,7 @@ def load(self:_Adapters, name:str, lora_path:str):
     prev, self.active = self.active, object()      # peft may have switched the new adapter on: switch back to what was on
     self.select(prev if isinstance(prev, str) and prev in self.paths else None)
 
+# %% ../../nbs/64_trainer_inference.ipynb #3033f90f
 @patch
 def unload(self:_Adapters, name:str):
     "Remove adapter `name` from the model"
@@ -507,7 +509,7 @@ def unload(self:_Adapters, name:str):
     del self.paths[name]
     if self.active == name: self.active = object()
 
-# %% ../../nbs/64_trainer_inference.ipynb #99931832
+# %% ../../nbs/64_trainer_inference.ipynb #1d62fb98
 def _lora_fields(req, *keys)->list[str]:
     if not isinstance(req, dict): raise _Refused(400, "the body must be a JSON object")
     for k in keys:
@@ -516,6 +518,7 @@ def _lora_fields(req, *keys)->list[str]:
             raise _Refused(400, f"'{k}' must be a non-empty printable string of at most 512 characters" if k in req else f"'{k}' must be provided", k)
     return [req[k] for k in keys]
 
+# %% ../../nbs/64_trainer_inference.ipynb #5b545616
 @patch
 def _lora(self:_Handler, t0, act, what):
     srv = self.server
@@ -527,12 +530,14 @@ def _lora(self:_Handler, t0, act, what):
     self.send_response(200); self.send_header('Content-Type', 'text/plain; charset=utf-8'); self.send_header('Content-Length', str(len(data)))
     self.end_headers(); self.wfile.write(data)
 
+# %% ../../nbs/64_trainer_inference.ipynb #19e8cc34
 @patch
 def _load_lora(self:_Handler, t0):
     name, path = _lora_fields(self._read(), 'lora_name', 'lora_path')
     if name == self.server.inf.name: raise _Refused(400, f"'lora_name' {name!r} is the base model's name", 'lora_name')
     self._lora(t0, lambda a: a.load(name, path) or name, 'added')
 
+# %% ../../nbs/64_trainer_inference.ipynb #21713f69
 @patch
 def _unload_lora(self:_Handler, t0):
     name, = _lora_fields(self._read(), 'lora_name')

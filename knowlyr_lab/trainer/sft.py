@@ -18,7 +18,9 @@ import torch
 from fastcore.basics import patch
 
 from ..chat import render_chat
-from .base import BaseTrainer, ConfigError, TrainConfig, in_range, one_of, segment_attention_on
+from ..config import ConfigError, in_range, one_of
+from .attention import segment_attention_on
+from .base import BaseTrainer, TrainConfig
 from .data import DataFormatError, chunk_sample, collate_padded, curriculum_indices, env_tools, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
 from .losses import step_weighted_ce
