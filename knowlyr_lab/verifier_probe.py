@@ -19,7 +19,7 @@ import pandas as pd
 from .coding_tasks import CodingTask, load_coding_tasks
 from .envs.sandbox import SandboxEnv
 from .registry import discover_envs, env_spec, list_envs, make
-from .verifiers import candidate_modules
+from .verifier_wire import candidate_modules
 
 # %% auto #0
 __all__ = ['FORGERY_STRATEGIES', 'ForgeryStrategy', 'target_modules', 'tested_names', 'attack_files', 'probe_task',

@@ -63,7 +63,7 @@ def test_sft_labels_hold_the_tool_calls(real_path, demos):
 @pytest.mark.real
 def test_exported_rows_train_with_the_env_tools(real_path, demos, tmp_path):
     "An exported row whose tools are '[]' trains with tools_from_env, and the prompt card saves what training rendered"
-    from knowlyr_lab.hub.export import sft_row
+    from knowlyr_lab.hub.rows import sft_row
     from knowlyr_lab.trainer.data import env_tools, to_chat
     row = json.loads(json.dumps(sft_row(demos['trajs'][0], [])))
     assert row['tools'] == '[]'

@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from knowlyr_lab.domains import ToolCategory, get_domain
-from knowlyr_lab.reward.rules import RULES, RuleResult, RuleScorer, extract_facts, register_rule, tokens, unregister_rule
+from knowlyr_lab.reward.rules import RULES, RuleResult, extract_facts, register_rule, tokens, unregister_rule
 from knowlyr_lab.reward.rules import test_counts as _counts
+from knowlyr_lab.reward.scorer import RuleScorer
 from knowlyr_lab.trajectory import Observation, Outcome, Step, Task, ToolCall, Trajectory
 
 TOOLS = ['file_read', 'Read', 'edit_file', 'file_write', 'shell', 'search', 'list_dir', 'submit', 'mystery_tool']

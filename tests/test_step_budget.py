@@ -96,7 +96,7 @@ def test_target_steps_is_the_efficiency_target_not_a_step_budget():
     "The efficiency rule's target is `target_steps` (profile, scorer, engine, task metadata); `step_budget` only still loads from old data"
     from knowlyr_lab.domains import DomainProfile, get_domain
     from knowlyr_lab.reward.engine import RewardEngine
-    from knowlyr_lab.reward.rules import RuleScorer
+    from knowlyr_lab.reward.scorer import RuleScorer
     assert 'target_steps' in DomainProfile.model_fields and 'step_budget' not in DomainProfile.model_fields
     assert DomainProfile.model_validate({'domain': 'x', 'step_budget': 7}).target_steps == 7    # a YAML profile from before the rename
     with pytest.raises(TypeError): RuleScorer('generic', step_budget=3)

@@ -124,7 +124,7 @@ def micro(path:Path, k:int, ours_root:str):
     import orjson
     sys.path.insert(0, ours_root)
     from knowlyr_lab.chat import to_messages
-    from knowlyr_lab.hub.export import grpo_member, sft_row
+    from knowlyr_lab.hub.rows import grpo_member, sft_row
     from knowlyr_lab.trajectory import Trajectory, parse_trajectory, trajectory_score
     with open(path, 'rb') as f: lines = [l for _, l in zip(range(k), f)]
     strs = [l.decode() for l in lines]

@@ -52,7 +52,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from knowlyr_lab.reward.engine import RewardEngine, make_reward_fn
-from knowlyr_lab.reward.rules import RuleScorer
+from knowlyr_lab.reward.scorer import RuleScorer
 from knowlyr_lab.trajectory import Observation, Outcome, Step, Task, ToolCall, Trajectory
 
 RESULTS = Path(__file__).with_suffix('.results.md')

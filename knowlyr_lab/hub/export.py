@@ -23,16 +23,15 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from ..chat import react_text, steps_text, to_messages
 from ..core import KnowlyrError
+from .rows import (ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_member, grpo_row, openai_row, sft_agent_row,
+                                   sft_row, skyrl_row, verl_row)
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, TrajectoryError, read_trajectories, trajectory_score
 
 # %% auto #0
-__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'infer_tool_schemas', 'ToolResolver', 'step_rewards', 'sft_row',
-           'sft_agent_row', 'openai_row', 'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_row', 'benchmark_row',
-           'verl_row', 'skyrl_row', 'ExportError', 'ExportResult', 'DatasetExporter']
+__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'ExportError', 'ExportResult', 'DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -55,156 +54,6 @@ class ExportFilter:
         if self.domains and t.task.domain not in self.domains: return 'domain'
         if self.agents and t.agent.name not in self.agents: return 'agent'
         return None
-
-# %% ../../nbs/42_hub_export.ipynb #5dd267d6
-_JSON_TYPES = ((bool, 'boolean'), (int, 'integer'), (float, 'number'), (str, 'string'), (list, 'array'), (dict, 'object'))
-def _json_type(v):
-    return next((n for t, n in _JSON_TYPES if isinstance(v, t)), 'string')
-
-def infer_tool_schemas(t:Trajectory)->list[dict]:
-    "OpenAI function schemas for the tools called in `t`, from the parameters seen"
-    props = {}
-    for s in t.steps:
-        if s.action: 
-            p = props.setdefault(s.action.tool, {})
-            for k, v in s.action.params.items(): p.setdefault(k, {'type': _json_type(v)})
-    return [{'type': 'function', 'function': {'name': n, 'description': '', 'parameters': {'type': 'object', 'properties': p}}}
-            for n, p in props.items()]
-
-class ToolResolver:
-    "Finds the tool schemas for a trajectory (explicit, registered env, or inferred)"
-    def __init__(self, tools:list|dict|None=None): self.tools, self._cache = tools, {}
-    def __call__(self, t:Trajectory)->list[dict]:
-        if isinstance(self.tools, list): return self.tools
-        eid = t.task.env_id
-        if isinstance(self.tools, dict) and eid in self.tools: return self.tools[eid]
-        if eid and eid not in self._cache:
-            self._cache[eid] = None
-            try:
-                from knowlyr_lab.registry import make
-                env = make(eid)
-                try: self._cache[eid] = env.tool_schemas
-                finally: env.close()
-            except Exception: pass
-        return self._cache.get(eid) or infer_tool_schemas(t)
-    def json(self, t:Trajectory)->str:
-        "The schemas as a JSON string (cached per schema list: rows of one env share it)"
-        tools = self(t)
-        key = id(tools)
-        if getattr(self, '_json_key', None) != key: self._json_key, self._json = key, orjson.dumps(tools).decode()
-        return self._json
-
-# %% ../../nbs/42_hub_export.ipynb #6ea3ba09
-def _norm_msgs(msgs:list[dict])->list[dict]:
-    return [{'role': m['role'], 'content': m.get('content') or '', 'tool_calls': m.get('tool_calls') or [],
-             'tool_call_id': m.get('tool_call_id') or ''} for m in msgs]
-
-def _tools_json(tools)->str: return tools if isinstance(tools, str) else orjson.dumps(tools).decode()
-
-def _meta(t:Trajectory)->dict:
-    return {'trajectory_id': t.id, 'task_id': t.task.id, 'domain': t.task.domain, 'agent': t.agent.name,
-            'model': t.agent.model or '', 'reward': trajectory_score(t), 'success': bool(t.outcome.success)}
-
-def step_rewards(t:Trajectory)->list[float]:
-    "One reward per step, i.e. per assistant turn of `to_messages(t)` (0.0 where the step has none)"
-    return [0.0 if s.reward is None else float(s.reward) for s in t.steps]
-
-def sft_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict:
-    "TRL conversational SFT row: `messages` + `tools` (JSON string) + `step_rewards` per assistant turn"
-    return {'messages': _norm_msgs(to_messages(t, system)), 'tools': _tools_json(tools), 'step_rewards': step_rewards(t), **_meta(t)}
-
-def sft_agent_row(t:Trajectory, tools=None, system=None)->dict:
-    "knowlyr-hub 0.1's agent SFT format"
-    inp = {k: v for k, v in t.task.metadata.items() if isinstance(v, (str, int, float, bool))}
-    steps = [{'thought': s.thought or '', 'action': react_text(s.action.tool, s.action.params) if s.action else '',
-              'observation': s.observation.content if s.observation else '', 'reward': float(s.reward or 0.0)} for s in t.steps]
-    return {'instruction': t.task.instruction, 'input': json.dumps(inp, ensure_ascii=False, sort_keys=True), 'steps': steps,
-            'task_id': t.task.id, 'reward': trajectory_score(t), 'metadata': json.dumps({'agent': t.agent.name, 'model': t.agent.model, 'success': t.outcome.success, 'trajectory_id': t.id})}
-
-def openai_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict|None:
-    "OpenAI fine-tuning row (ends on the last assistant turn; None when there is none)"
-    msgs = to_messages(t, system)
-    while msgs and msgs[-1]['role'] != 'assistant': msgs.pop()
-    if not any(m['role'] == 'assistant' for m in msgs): return None
-    return {'messages': msgs, 'tools': tools}
-
-# %% ../../nbs/42_hub_export.ipynb #559fdd06
-def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system:str|None=None,
-            step:int|None=None)->dict:  # step-level pair: the shared first `step` steps go into the prompt
-    "TRL conversational preference row"
-    mc, mr = to_messages(c, system), to_messages(r, system)
-    k = len(to_messages(c.model_copy(update={'steps': c.steps[:step or 0]}), system))
-    return {'prompt': _norm_msgs(mc[:k]), 'chosen': _norm_msgs(mc[k:]), 'rejected': _norm_msgs(mr[k:]),
-            'tools': _tools_json(tools), 'task_id': c.task.id, 'margin': margin,
-            'chosen_id': c.id, 'rejected_id': r.id, 'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
-
-def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system=None, step=None)->dict:
-    "knowlyr-hub 0.1's DPO format (step text)"
-    return {'prompt': c.task.instruction, 'chosen': steps_text(c.steps), 'rejected': steps_text(r.steps), 'task_id': c.task.id,
-            'reward_margin': margin, 'metadata': json.dumps({'chosen_model': c.agent.model, 'rejected_model': r.agent.model,
-                                                             'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)})}
-
-def grpo_member(t:Trajectory, system:str|None=None)->dict:
-    "One trajectory as a GRPO group member: its prompt (system? + first user turn), completion and score"
-    msgs = _norm_msgs(to_messages(t, system))
-    k = 2 if system else 1
-    return {'task_id': t.task.id, 'trajectory_id': t.id, 'score': trajectory_score(t), 'prompt': msgs[:k], 'completion': msgs[k:]}
-
-def grpo_row(members:list[dict], # `grpo_member`s of one task and prompt
-             tools,              # tool schemas (list or JSON string)
-             group_size:int=8,   # keep the best this many
-            )->dict:
-    "Prompt + a group of completions with their scores as rewards and group-relative advantages"
-    g = sorted(members, key=lambda m: (-m['score'], m['trajectory_id']))[:group_size]
-    rw = [m['score'] for m in g]
-    mu = sum(rw) / len(rw); sd = math.sqrt(sum((x - mu) ** 2 for x in rw) / len(rw))
-    return {'task_id': g[0]['task_id'], 'prompt': g[0]['prompt'], 'completions': [m['completion'] for m in g], 'rewards': rw,
-            'advantages': [(x - mu) / (sd + 1e-6) for x in rw], 'trajectory_ids': [m['trajectory_id'] for m in g],
-            'tools': _tools_json(tools)}
-
-def benchmark_row(group:list[Trajectory], tools:list[dict], system=None)->dict:
-    "A task with its success criterion, reference solution and observed success rate"
-    t0 = group[0]
-    wins = sorted([t for t in group if t.outcome.success], key=lambda t: (len(t.steps), -trajectory_score(t), t.id))
-    ref = wins[0] if wins else None
-    return {'task_id': t0.task.id, 'instruction': t0.task.instruction, 'domain': t0.task.domain, 'env_id': t0.task.env_id or '',
-            'metadata': json.dumps(t0.task.metadata, ensure_ascii=False, sort_keys=True, default=str),
-            'success_criteria': {'type': 'env_verifier', 'description': "the env's verifier sets outcome.success on the final step",
-                                 'reference_steps': len(ref.steps) if ref else -1, 'reference_reward': trajectory_score(ref) if ref else 0.0},
-            'reference_solution': [react_text(s.action.tool, s.action.params) for s in ref.steps if s.action] if ref else [],
-            'n_attempts': len(group), 'success_rate': sum(bool(t.outcome.success) for t in group) / len(group),
-            'tools': _tools_json(tools)}
-
-# %% ../../nbs/42_hub_export.ipynb #d441d848
-def _task_prompt(t:Trajectory, system:str|None=None)->list[dict]:
-    "The prompt of a task as plain `role`/`content` messages: system? + the first user turn"
-    return [{'role': m['role'], 'content': m['content']} for m in to_messages(t, system)[:2 if system else 1]]
-
-def _verifiable(group:list[Trajectory], tools, system)->tuple:
-    "(prompt, ground truth JSON, extra_info) of a task group: what verl's and SkyRL's rows share"
-    b = benchmark_row(group, tools, system)
-    truth = json.dumps({'env_id': b['env_id'], 'task_id': b['task_id'], 'reference_solution': b['reference_solution']}, ensure_ascii=False, sort_keys=True)
-    extra = {'task_id': b['task_id'], 'env_id': b['env_id'], 'instruction': b['instruction'], 'tools': b['tools'],
-             'success_rate': b['success_rate'], 'n_attempts': b['n_attempts'], 'reference_steps': b['success_criteria']['reference_steps']}
-    return _task_prompt(group[0], system), truth, extra
-
-def verl_row(group:list[Trajectory], tools:list[dict], system=None,
-             index:int=0, split:str='train')->dict:   # the row's position in its split, and the split
-    "verl's RL data row: data_source, prompt, ability, reward_model{style, ground_truth}, extra_info (tools_kwargs for its tool agent)"
-    prompt, truth, extra = _verifiable(group, tools, system)
-    t0, names = group[0], [t['function']['name'] for t in tools or [] if isinstance(t, dict) and 'function' in t]
-    kw = {n: {'create_kwargs': {'env_id': extra['env_id'], 'task_id': extra['task_id']}} for n in names}
-    return {'data_source': t0.task.env_id or f"knowlyr/{t0.task.domain}", 'prompt': prompt, 'ability': t0.task.domain,
-            'reward_model': {'style': 'rule', 'ground_truth': truth},
-            'extra_info': {'split': split, 'index': index, **extra, 'need_tools_kwargs': bool(names), 'tools_kwargs': kw},
-            'agent_name': 'tool_agent' if names else 'single_turn_agent'}
-
-def skyrl_row(group:list[Trajectory], tools:list[dict], system=None, index:int=0, split:str='train')->dict:
-    "SkyRL's data row: data_source, prompt, env_class (the env id), reward_spec{method, ground_truth}, extra_info"
-    prompt, truth, extra = _verifiable(group, tools, system)
-    t0 = group[0]
-    return {'data_source': t0.task.env_id or f"knowlyr/{t0.task.domain}", 'prompt': prompt, 'env_class': t0.task.env_id or t0.task.domain,
-            'reward_spec': {'method': 'rule', 'ground_truth': truth}, 'extra_info': {'split': split, 'index': index, **extra}}
 
 # %% ../../nbs/42_hub_export.ipynb #5adcc577
 FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')

@@ -21,7 +21,8 @@ from ..domains import get_domain
 from ..registry import UnknownEnvError, env_spec
 from .calibration import Annotation, Calibrator, latest_annotations, read_annotations
 from .judge import JudgeConfig, JudgeResult, LLMJudge, build_prompt
-from .rules import RuleResult, RuleScorer, gc_paused
+from .rules import RuleResult
+from .scorer import RuleScorer, gc_paused
 from ..trajectory import Step, Task, Trajectory, TrajectoryError, as_task, parse_trajectory, read_trajectories, trajectory_score
 
 # %% auto #0

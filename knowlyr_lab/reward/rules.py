@@ -7,10 +7,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_rules.html.md"""
 # %% ../../nbs/30_reward_rules.ipynb #5f76a535
 from __future__ import annotations
 
-import gc
 import json
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -18,14 +16,13 @@ import orjson
 
 from ..domains import DomainProfile, ToolCategory, get_domain
 from ..registries import Registry, UnknownNameError
-from ..trajectory import Step, Task, Trajectory, as_task
+from ..trajectory import Step, Task
 
 # %% auto #0
 __all__ = ['RULES', 'call_key', 'tokens', 'extract_facts', 'RuleResult', 'EpisodeIndex', 'test_counts', 'tool_table', 'StepView',
            'view_step', 'RuleContext', 'rule_redundancy', 'update_redundancy', 'rule_regression', 'update_regression',
            'rule_info_use', 'update_info_use', 'rule_efficiency', 'update_efficiency', 'rule_tool_error',
-           'outcome_score', 'rule_outcome', 'Rule', 'UnknownRuleError', 'register_rule', 'unregister_rule', 'gc_paused',
-           'RuleScorer']
+           'outcome_score', 'rule_outcome', 'Rule', 'UnknownRuleError', 'register_rule', 'unregister_rule']
 
 # %% ../../nbs/30_reward_rules.ipynb #839d6259
 def _canon(params)->str: return json.dumps(params, sort_keys=True, ensure_ascii=False, default=str)
@@ -364,84 +361,3 @@ register_rule('info_use', rule_info_use, 0.5, update_info_use)
 register_rule('efficiency', rule_efficiency, 0.5, update_efficiency, late=True)
 register_rule('tool_error', rule_tool_error, 1.0)
 register_rule('outcome', rule_outcome, 2.0)
-
-# %% ../../nbs/30_reward_rules.ipynb #31e54ded
-@contextmanager
-def gc_paused():
-    "Pause the cyclic garbage collector while scoring: scores are acyclic objects, and collections that rescan a growing result list would make long trajectories cost more per step"
-    was = gc.isenabled(); gc.disable()
-    try: yield
-    finally:
-        if was: gc.enable()
-
-class RuleScorer:
-    "Layer-1 scorer: incremental, linear-time rule scores for the steps of one episode"
-    def __init__(self, domain:str|DomainProfile='generic', # domain profile (name or object)
-                 rules:list[str]|None=None,                  # rules to run (default: every registered rule)
-                 weights:dict|None=None,                     # rule weights (default: each rule's registered weight)
-                 target_steps:int|None=None,                 # steps a competent agent needs (overrides the task's and the domain's)
-                 state_pattern:str|None=None,                # regex whose match in an observation is the world state
-                 result_pattern:str|None=None):              # regex whose last match in an observation is the call's result
-        self.profile = get_domain(domain)
-        self.rules = list(rules or RULES)
-        unknown = [r for r in self.rules if r not in RULES]
-        if unknown: raise ValueError(f"unknown rule(s) {unknown}; known rules: {list(RULES)}")
-        self.weights = {**{k: r.weight for k, r in RULES.items()}, **(weights or {})}
-        self.target_steps, self.state_pattern, self.result_pattern = target_steps, state_pattern, result_pattern
-        self._result_re = re.compile(result_pattern) if result_pattern else None
-        self._state_re = re.compile(state_pattern) if state_pattern else None
-        self._tools = tool_table(self.profile)
-        active = [RULES[r] for r in self.rules]
-        self._run = [(r.name, r.fn) for r in active if not r.late] + [(r.name, r.fn) for r in active if r.late]
-        self._updates = [r.update for r in active if r.update is not None]
-        self.reset()
-
-    def reset(self, task:Task|dict|None=None):
-        "Start a new episode"
-        task = as_task(task)
-        md = task.metadata
-        target = self.target_steps or md.get('target_steps') or md.get('step_budget') or md.get('optimal_steps') or self.profile.target_steps
-        self.ctx = RuleContext(self.profile, task, int(target), self._state_re)
-        self.index = EpisodeIndex(facts=set(tokens(task.instruction)).union(tokens(task.initial_observation or '')))   # what the agent saw before acting
-        return self
-
-    def step(self, step:Step, final:bool=False, result:dict|None=None)->dict[str, RuleResult]:
-        "Score one step against the episode so far, then add it to the index"
-        ctx = self.ctx
-        ctx.final, ctx.result = final, result or {}
-        return self._step(view_step(step, self._tools, self._result_re), self.index, ctx)
-
-    def _step(self, v:StepView, ix:EpisodeIndex, ctx:RuleContext)->dict[str, RuleResult]:
-        ctx.results = res = {}
-        for name, fn in self._run: res[name] = fn(v, ix, ctx)
-        for u in self._updates: u(v, ix, ctx, res)
-        ix.n += 1
-        return res
-
-    def combine(self, results:dict[str, RuleResult])->float|None:
-        "Weighted mean of the applicable rules' scores (None when none applies); a failed call counts only its error and the outcome"
-        num = den = 0.0; w = self.weights
-        te = results.get('tool_error')
-        failed = te is not None and te.score == 0
-        for k, r in results.items():
-            s = r.score
-            if s is None or (failed and k not in ('tool_error', 'outcome')): continue
-            wk = w.get(k, 1.0); num += wk * s; den += wk
-        return num / den if den else None
-
-    def score_trajectory(self, traj:Trajectory)->list[dict[str, RuleResult]]:
-        "Rule results for every step of `traj` (one linear pass)"
-        self.reset(traj.task)
-        o = traj.outcome
-        result = {'success': o.success, 'score': o.score, **(traj.metadata.get('result') or {})}
-        ctx, ix, tools, rre, step = self.ctx, self.index, self._tools, self._result_re, self._step
-        ctx.result, last = result, len(traj.steps) - 1
-        ends = o.terminated or o.truncated or o.success is not None
-        out = []
-        with gc_paused():
-            for i, s in enumerate(traj.steps):
-                ctx.final = ends and i == last
-                out.append(step(view_step(s, tools, rre), ix, ctx))
-        return out
-
-    def __repr__(self): return f"RuleScorer({self.profile.domain!r}, rules={self.rules}, target_steps={self.ctx.target_steps})"

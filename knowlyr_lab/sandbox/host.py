@@ -1,5 +1,5 @@
-"""What the host does so that one sandbox cannot reach the host or starve another: file access that cannot be
-raced, a uid of its own, a cgroup, and size-limited filesystems.
+"""What the host does so that one sandbox cannot starve another or outlive its lease: a uid of its own, a cgroup,
+and size-limited filesystems.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_host.html.md"""
 
@@ -9,230 +9,22 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_host.html.md"""
 from __future__ import annotations
 
 import ctypes
-import errno
 import fcntl
 import json
 import os
 import random
 import shutil
 import signal
-import stat
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from fastcore.basics import patch_to
-
-from .base import PathEscapeError, SandboxError, SandboxLimits
+from .base import SandboxError, SandboxLimits
 
 # %% auto #0
-__all__ = ['RESOLVE_NO_XDEV', 'RESOLVE_NO_MAGICLINKS', 'RESOLVE_NO_SYMLINKS', 'RESOLVE_BENEATH', 'SANDBOX_UID_BASE',
-           'SANDBOX_UID_COUNT', 'CGROUP_CONTROLLERS', 'MS_NOSUID', 'MS_NODEV', 'MNT_DETACH', 'with_deadline',
-           'openat2_available', 'open_beneath', 'BeneathDir', 'lease_dir', 'kill_uid', 'reap_stale_leases', 'UidLease',
-           'cgroup_support', 'SandboxCgroup', 'shq', 'mount_tmpfs', 'unmount', 'cleanup_stale', 'HostContainment']
-
-# %% ../../nbs/10b_sandbox_host.ipynb #0fa84a8b
-def with_deadline(fn, timeout:float, what:str):
-    "Run `fn()` in a thread; its result, or `SandboxError` when it has not returned after `timeout` seconds"
-    box = {}
-    def run():
-        try: box['ok'] = fn()
-        except BaseException as e: box['err'] = e
-    t = threading.Thread(target=run, daemon=True, name=f'knowlyr-io: {what}')
-    t.start(); t.join(timeout)
-    if t.is_alive(): raise SandboxError(f"{what} did not finish within {timeout:g} s; abandoned")
-    if 'err' in box: raise box['err']
-    return box.get('ok')
-
-# %% ../../nbs/10b_sandbox_host.ipynb #d065338c
-RESOLVE_NO_XDEV, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, RESOLVE_BENEATH = 0x01, 0x02, 0x04, 0x08
-_SYS_OPENAT2 = 437                    # the same number on every Linux architecture (asm-generic)
-
-class _OpenHow(ctypes.Structure):
-    _fields_ = [('flags', ctypes.c_uint64), ('mode', ctypes.c_uint64), ('resolve', ctypes.c_uint64)]
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-_OPENAT2 = {'ok': None}               # None: not tried yet; then True/False
-
-def _openat2(dirfd:int, rel:str, flags:int, mode:int)->int:
-    how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
-    fd = _libc.syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dirfd), rel.encode(), ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
-    if fd < 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e), rel)
-    return fd
-
-def _walk_open(dirfd:int, parts:list[str], flags:int, mode:int)->int:
-    fd, opened = dirfd, []
-    def _open(c, fl, md=0):
-        try: return os.open(c, fl | os.O_NOFOLLOW | os.O_CLOEXEC, md, dir_fd=fd)
-        except NotADirectoryError:                  # O_DIRECTORY on a symlink says ENOTDIR: say what it is
-            if stat.S_ISLNK(os.stat(c, dir_fd=fd, follow_symlinks=False).st_mode): raise OSError(errno.ELOOP, 'symlink', c) from None
-            raise
-    try:
-        for c in parts[:-1]:
-            fd = _open(c, os.O_PATH | os.O_DIRECTORY); opened.append(fd)
-        return _open(parts[-1], flags, mode)
-    finally:
-        for f in opened: os.close(f)
-
-def openat2_available()->bool:
-    "True when the kernel offers openat2 (probed once)"
-    if _OPENAT2['ok'] is None:
-        try: os.close(_openat2(-100, '.', os.O_PATH, 0)); _OPENAT2['ok'] = True   # -100: AT_FDCWD
-        except OSError: _OPENAT2['ok'] = False
-    return _OPENAT2['ok']
-
-def open_beneath(dirfd:int,          # directory file descriptor the path is relative to
-                 rel:str,            # normalised relative path ('' is the directory itself)
-                 flags:int,          # os.O_* flags (O_NOFOLLOW and O_CLOEXEC are added)
-                 mode:int=0o644,     # permissions of a file O_CREAT makes
-                 use_openat2:bool|None=None, # force the openat2 or the per-component path (None: openat2 when available)
-                )->int:              # a new file descriptor
-    "Open `rel` below `dirfd` following no symlink at all; `PathEscapeError` when one is in the way"
-    parts = rel.split('/') if rel else []
-    if any(c in ('', '.', '..') for c in parts): raise PathEscapeError(f"path {rel!r} is not a normalised relative path")
-    if not parts: return os.open('.', flags | os.O_CLOEXEC, dir_fd=dirfd)
-    try:
-        if use_openat2 if use_openat2 is not None else openat2_available(): return _openat2(dirfd, rel, flags, mode)
-        return _walk_open(dirfd, parts, flags, mode)
-    except OSError as e:
-        if e.errno in (errno.ELOOP, errno.EXDEV):
-            raise PathEscapeError(f"path {rel!r} goes through a symlink or leaves the workspace (it changed while it was opened)") from None
-        raise
-
-# %% ../../nbs/10b_sandbox_host.ipynb #160b2152
-def _kind_of(mode:int)->str:
-    if stat.S_ISREG(mode): return 'file'
-    if stat.S_ISDIR(mode): return 'dir'
-    if stat.S_ISLNK(mode): return 'symlink'
-    return {stat.S_IFIFO: 'FIFO', stat.S_IFSOCK: 'socket', stat.S_IFCHR: 'character device', stat.S_IFBLK: 'block device'}.get(stat.S_IFMT(mode), 'special file')
-
-class BeneathDir:
-    "Race-free file operations below one directory: no symlink followed, regular files and directories only, deadlines"
-    def __init__(self, path,                 # the directory (opened once, with O_NOFOLLOW)
-                 uid:int|None=None,          # owner of what `write` creates (None: leave it to the caller's uid)
-                 timeout:float=10.0,         # deadline of each operation, seconds
-                ):
-        self.path, self.uid, self.timeout = Path(path), uid, timeout
-        self.fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    def close(self):
-        if self.fd is not None: os.close(self.fd); self.fd = None
-    def _parent(self, rel:str):
-        "(fd of the parent directory, last component); the caller closes the fd"
-        head, _, name = rel.rpartition('/')
-        return open_beneath(self.fd, head, os.O_PATH | os.O_DIRECTORY), name
-    def _lstat(self, rel:str)->os.stat_result|None:
-        if rel == '': return os.stat(self.fd)
-        try: pfd, name = self._parent(rel)
-        except (FileNotFoundError, NotADirectoryError): return None
-        try: return os.stat(name, dir_fd=pfd, follow_symlinks=False)
-        except (FileNotFoundError, NotADirectoryError): return None
-        finally: os.close(pfd)
-    def __repr__(self): return f"BeneathDir({str(self.path)!r}, uid={self.uid})"
-
-# %% ../../nbs/10b_sandbox_host.ipynb #16e876a6
-@patch_to(BeneathDir)
-def _kind(self, rel:str)->str|None:
-    st = self._lstat(rel)
-    return None if st is None else _kind_of(st.st_mode)
-
-# %% ../../nbs/10b_sandbox_host.ipynb #58e59e4e
-@patch_to(BeneathDir)
-def kind(self, rel:str)->str|None:
-    "What `rel` is, without following a symlink: 'file', 'dir', 'symlink', 'FIFO', 'socket', ... or None"
-    return with_deadline(lambda: self._kind(rel), self.timeout, f'stat {rel}')
-
-# %% ../../nbs/10b_sandbox_host.ipynb #ad1547c2
-@patch_to(BeneathDir)
-def readlink(self, rel:str)->str|None:
-    "The target of the symlink `rel`, or None when `rel` is not a symlink"
-    def go():
-        if rel == '': return None
-        try: pfd, name = self._parent(rel)
-        except (FileNotFoundError, NotADirectoryError): return None
-        try:
-            st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
-            return os.readlink(name, dir_fd=pfd) if stat.S_ISLNK(st.st_mode) else None
-        except (FileNotFoundError, NotADirectoryError): return None
-        finally: os.close(pfd)
-    return with_deadline(go, self.timeout, f'readlink {rel}')
-
-# %% ../../nbs/10b_sandbox_host.ipynb #4684ac7e
-def _refuse(kind:str|None, rel:str):
-    "Raise unless `kind` is a regular file or nothing (to be created)"
-    if kind == 'symlink': raise PathEscapeError(f"path {rel!r} is a symlink (it changed while it was opened)")
-    if kind not in ('file', None): raise SandboxError(f"{rel} is not a regular file (a {kind})")
-
-def _need_regular(fd:int, rel:str):
-    k = _kind_of(os.fstat(fd).st_mode)
-    if k != 'file': raise SandboxError(f"{rel} is not a regular file (a {k})")
-
-@patch_to(BeneathDir)
-def read(self, rel:str, limit:int)->bytes:
-    "Up to `limit` bytes of the regular file `rel`"
-    def go():
-        _refuse(self._kind(rel), rel)
-        fd = open_beneath(self.fd, rel, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-        try:
-            _need_regular(fd, rel)
-            chunks, n = [], 0
-            while n < limit and (b := os.read(fd, min(1 << 20, limit - n))): chunks.append(b); n += len(b)
-            return b''.join(chunks)
-        finally: os.close(fd)
-    return with_deadline(go, self.timeout, f'read {rel}')
-
-# %% ../../nbs/10b_sandbox_host.ipynb #e919ceae
-@patch_to(BeneathDir)
-def makedirs(self, rel:str):
-    "Create the directory `rel` and its missing parents, beneath the directory, owned by `uid`"
-    fd, opened = self.fd, []
-    try:
-        for c in [c for c in rel.split('/') if c]:
-            if c in ('.', '..'): raise PathEscapeError(f"path {rel!r} is not a normalised relative path")
-            try: os.mkdir(c, 0o755, dir_fd=fd); made = True
-            except FileExistsError: made = False
-            if made and self.uid is not None: os.chown(c, self.uid, self.uid, dir_fd=fd, follow_symlinks=False)
-            try: fd = os.open(c, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            except OSError as e:
-                if e.errno not in (errno.ELOOP, errno.ENOTDIR): raise
-                if stat.S_ISLNK(os.stat(c, dir_fd=fd, follow_symlinks=False).st_mode):
-                    raise PathEscapeError(f"path {rel!r} goes through a symlink ({c}; it changed while it was opened)") from None
-                raise SandboxError(f"{rel}: {c} is not a directory") from None
-            opened.append(fd)
-    finally:
-        for f in opened: os.close(f)
-
-# %% ../../nbs/10b_sandbox_host.ipynb #3525e55a
-@patch_to(BeneathDir)
-def write(self, rel:str, data:bytes):
-    "Replace the content of the regular file `rel` (created, with its parents, when missing)"
-    def go():
-        head = rel.rpartition('/')[0]
-        if head: self.makedirs(head)
-        _refuse(self._kind(rel), rel)
-        fd = open_beneath(self.fd, rel, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY, 0o644)
-        try:
-            _need_regular(fd, rel)
-            os.ftruncate(fd, 0)
-            view = memoryview(data)
-            while view: view = view[os.write(fd, view):]
-            if self.uid is not None: os.fchown(fd, self.uid, self.uid)
-        finally: os.close(fd)
-    return with_deadline(go, self.timeout, f'write {rel}')
-
-# %% ../../nbs/10b_sandbox_host.ipynb #d4caf4e2
-@patch_to(BeneathDir)
-def listdir(self, rel:str)->list[tuple[str, bool]]:
-    "(name, is a directory) for each entry of the directory `rel` (symlinks are not followed)"
-    def go():
-        fd = open_beneath(self.fd, rel, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            with os.scandir(fd) as it: return [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
-        finally: os.close(fd)
-    return with_deadline(go, self.timeout, f'list {rel}')
+__all__ = ['SANDBOX_UID_BASE', 'SANDBOX_UID_COUNT', 'CGROUP_CONTROLLERS', 'MS_NOSUID', 'MS_NODEV', 'MNT_DETACH', 'lease_dir',
+           'kill_uid', 'reap_stale_leases', 'UidLease', 'cgroup_support', 'SandboxCgroup', 'shq', 'mount_tmpfs',
+           'unmount', 'cleanup_stale', 'HostContainment']
 
 # %% ../../nbs/10b_sandbox_host.ipynb #444dd805
 SANDBOX_UID_BASE, SANDBOX_UID_COUNT = 2_000_000_000, 65_536
@@ -451,6 +243,7 @@ def shq(s:str)->str:
 
 # %% ../../nbs/10b_sandbox_host.ipynb #93d4506f
 MS_NOSUID, MS_NODEV, MNT_DETACH = 0x2, 0x4, 0x2
+_libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 

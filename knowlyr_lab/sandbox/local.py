@@ -22,7 +22,8 @@ from pathlib import Path
 from fastcore.basics import patch_to
 
 from .base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits, SandboxUnavailableError, tar_directory
-from .host import BeneathDir, HostContainment
+from .beneath import BeneathDir
+from .host import HostContainment
 from .protocol import RunResult, Sandbox, create_sandbox
 
 # %% auto #0
