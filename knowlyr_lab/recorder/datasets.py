@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ..core import parse_ast
 from .base import LogAdapter, get_adapter, register_adapter
-from .chat import ChatBuilder, exit_code_of, feed_message, react_action
+from .chat import ChatBuilder, exit_code_of, feed_message
+from .react import react_action
 from .reading import iter_json_items, iter_jsonl, json_shape, read_json
 from .report import ConversionReport
 from .values import content_text, parse_arguments, parse_time, set_observation
