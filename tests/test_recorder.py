@@ -17,8 +17,9 @@ from rich.console import Console
 from knowlyr_lab.recorder import cli
 from knowlyr_lab.recorder.base import RecorderError, UnknownAdapterError, get_adapter, list_adapters
 from knowlyr_lab.recorder.convert import FormatDetectionError, convert, detect_format, diff_trajectories, validate
-from knowlyr_lab.recorder.redact import SAMPLE_SECRETS, Redactor, secret_value
+from knowlyr_lab.recorder.redact import Redactor
 from knowlyr_lab.recorder.report import ConversionReport
+from knowlyr_lab.recorder.secret_rules import SAMPLE_SECRETS, secret_value
 from knowlyr_lab.trajectory import read_trajectories, trajectory_schema, write_trajectories
 
 FIX = Path(__file__).parent / 'fixtures' / 'recorder'

@@ -8,7 +8,8 @@ from rich.console import Console
 
 from knowlyr_lab.recorder import cli
 from knowlyr_lab.recorder.convert import convert
-from knowlyr_lab.recorder.redact import SAMPLE_SECRETS, default_redactor, secret_value
+from knowlyr_lab.recorder.redact import default_redactor
+from knowlyr_lab.recorder.secret_rules import SAMPLE_SECRETS, secret_value
 
 # planted secrets: {text as it appears in a log: the value that must disappear}
 CORPUS = {**{s: secret_value(k) for k, s in SAMPLE_SECRETS.items()},

@@ -1,4 +1,4 @@
-"""Adapters for the two shared trajectory formats of agent-RL stacks: Harbor's Agent Trajectory Interchange Format (ATIF v1.0-1.7, `trajectory.json`) and NeMo Gym's `ng_trajectory` 1.0 record in rollout JSONL.
+"""The `atif` adapter: Harbor's Agent Trajectory Interchange Format (ATIF v1.0-1.7, `trajectory.json`), a trajectory format agent-RL stacks share.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_atif.html.md"""
 
@@ -16,11 +16,10 @@ from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, read_json
 from .report import ConversionReport
 from .values import content_text, new_step, parse_arguments, set_observation
-from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
+from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
-__all__ = ['atif_usage', 'atif_token_fields', 'atif_steps', 'atif_trajectories', 'AtifAdapter', 'ng_responses', 'ng_turns',
-           'ng_steps', 'ng_trajectories', 'NgTrajectoryAdapter']
+__all__ = ['atif_usage', 'atif_token_fields', 'atif_steps', 'atif_trajectories', 'AtifAdapter']
 
 # %% ../../nbs/27b_recorder_atif.ipynb #ad02bf61
 def _int(x)->int:
@@ -185,163 +184,3 @@ class AtifAdapter(LogAdapter):
                 report.mapped('trajectory')
                 yield from trajs
 register_adapter(AtifAdapter())
-
-# %% ../../nbs/27b_recorder_atif.ipynb #f7a80ce2
-_NG_ERR = {'failed', 'timeout', 'cancelled'}
-
-def _ng_out(it)->bool:
-    "An output item (written by the model)"
-    return isinstance(it, dict) and (it.get('type') in ('reasoning', 'function_call') or (it.get('type', 'message') == 'message' and it.get('role') == 'assistant'))
-
-def ng_responses(conversation:list)->list[list[dict]]:
-    "The runs of output items, one per model response, of a Responses-API conversation"
-    runs, cur = [], None
-    for it in conversation:
-        if not _ng_out(it): cur = None; continue
-        if cur is None: cur = []; runs.append(cur)
-        cur.append(it)
-    return runs
-
-def _ng_usage(stats:list)->TokenUsage|None:
-    stats = [s for s in stats if isinstance(s, dict) and any(v is not None for v in s.values())]
-    if not stats: return None
-    f = lambda k: sum(_int(s.get(k)) for s in stats)
-    return TokenUsage(input=f('prompt_tokens'), output=f('completion_tokens'), cached=f('cached_tokens'), reasoning=f('reasoning_tokens'))
-
-def ng_turns(rec:dict, invocation_id:str)->list[tuple[dict, list[dict]]]:
-    "The turns of an invocation by `turn_no`, each with the model calls it names"
-    by_id = {}
-    for c in rec.get('model_calls') or []:
-        for k in (c.get('model_call_id'), (c.get('response_metadata') or {}).get('response_id')):
-            if k: by_id[k] = c
-    turns = sorted((t for t in rec.get('turns') or [] if t.get('invocation_id') == invocation_id), key=lambda t: _int(t.get('turn_no')))
-    return [(t, [c for c in (by_id.get(r.get('model_call_id')) or by_id.get(r.get('response_id')) for r in t.get('model_calls') or []) if c])
-            for t in turns]
-
-# %% ../../nbs/27b_recorder_atif.ipynb #f939925b
-def _ng_response(log:StepLog, run:list, usage, rid:str):
-    "Append the steps of one model response (a run of output items)"
-    thought = [x for it in run if it.get('type') != 'function_call' for x in
-               ([s.get('text', '') for s in it.get('summary') or [] if isinstance(s, dict)] if it.get('type') == 'reasoning' else [])
-               + ([content_text(it.get('content'))] if it.get('type') != 'reasoning' or not it.get('summary') else []) if x and x.strip()]
-    thought = '\n\n'.join(thought) or None
-    toks = next((it for it in run if it.get('generation_token_ids') is not None), None)
-    meta = {'prompt_token_ids': toks['prompt_token_ids']} if toks and toks.get('prompt_token_ids') is not None else {}
-    first = None
-    for it in run:
-        if it.get('type') != 'function_call': continue
-        s = log.call(it.get('name') or 'unknown', parse_arguments(it.get('arguments'))[0], it.get('call_id'), thought, usage=usage, response_id=rid, **({} if first else meta))
-        first = first or s
-    if first is None: first = log.message(thought or '', usage=usage, response_id=rid, **meta)
-    if toks: first.token_ids, first.logprobs = toks['generation_token_ids'], toks.get('generation_log_probs')
-
-def _ng_tool(s, tc:dict):
-    "Status, timing and error type of a call from its `tool_calls` record"
-    s.t_start, s.t_end = tc.get('started_at', s.t_start), tc.get('completed_at', s.t_end)
-    if s.observation is None and tc.get('output') is not None:
-        set_observation(s, tc['output']); s.metadata['observation_from'] = 'tool_calls'
-    if tc.get('status') in _NG_ERR and s.observation is not None: s.observation.is_error = True
-    s.metadata.update({k: tc[k] for k in ('status', 'error_type', 'duration_ms', 'sandbox_id') if tc.get(k) is not None})
-
-# %% ../../nbs/27b_recorder_atif.ipynb #6e94ea40
-def ng_steps(rec:dict, inv:dict, path=None, line:int|None=None, report:ConversionReport|None=None)->tuple[list, dict]:
-    "The `Step`s of one invocation of an `ng_trajectory` record, with its instruction, system prompt and turns"
-    report = report or ConversionReport()
-    log, system, instruction, unmapped = StepLog(), [], None, []
-    conv, turns = inv.get('conversation') or [], ng_turns(rec, inv.get('invocation_id'))
-    runs = ng_responses(conv)
-    usages = [_ng_usage([c.get('token_stats') for c in cs]) for _, cs in turns] if len(turns) == len(runs) else [None] * len(runs)
-    k, prev = 0, False
-    for it in conv:
-        typ = it.get('type', 'message') if isinstance(it, dict) else type(it).__name__
-        kind = f"item:{typ}" + (f":{it.get('role')}" if typ == 'message' else '')
-        with guard(report, path, line, it, kind):
-            if _ng_out(it):
-                if not prev: _ng_response(log, runs[k], usages[k], f"{inv.get('invocation_id')}/response-{k + 1}"); k += 1
-                prev = True; report.mapped(kind); continue
-            prev = False
-            if typ == 'message' and it.get('role') in ('system', 'developer'): system.append(content_text(it.get('content')))
-            elif typ == 'message' and it.get('role') == 'user':
-                text = content_text(it.get('content'))
-                if instruction is None and not log.steps: instruction = text
-                else: log.user(text)
-            elif typ == 'function_call_output':
-                if log.result(it.get('call_id'), it.get('output')) is None:
-                    unmapped.append(report.unmapped(kind, it, path, line, part=True, why=f"call_id {it.get('call_id')!r} names no open call")); continue
-            else: unmapped.append(report.unmapped(kind, it, path, line, part=True, why='no place in the trajectory schema')); continue
-            report.mapped(kind)
-    tools = {tc.get('tool_call_id'): tc for tc in rec.get('tool_calls') or [] if tc.get('invocation_id') == inv.get('invocation_id')}
-    for s in log.steps:
-        if s.action is not None and s.action.call_id in tools: _ng_tool(s, tools[s.action.call_id])
-    return log.finish(), {'instruction': instruction, 'system_prompt': '\n\n'.join(system) or None, 'unmapped': unmapped,
-                          'turns': turns, 'usage_on_steps': len(turns) == len(runs)}
-
-# %% ../../nbs/27b_recorder_atif.ipynb #c50b58bc
-def _ng_invocations(rec:dict)->list[dict]:
-    "The record's invocations, or ones rebuilt from the last turn of each invocation id"
-    if rec.get('invocations'): return rec['invocations']
-    last = {}
-    for t in sorted(rec.get('turns') or [], key=lambda t: _int(t.get('turn_no'))): last[t.get('invocation_id')] = t
-    return [{'invocation_id': i, 'conversation': [*(t.get('question') or []), *(t.get('answer') or [])], 'rebuilt_from_turns': True}
-            for i, t in last.items() if isinstance(t.get('question') or [], list) and isinstance(t.get('answer') or [], list)]
-
-def ng_trajectories(row:dict, path=None, line:int|None=None, report:ConversionReport|None=None, fmt:str='ng-trajectory')->list[Trajectory]:
-    "The trajectories of one NeMo Gym rollout row (or bare `ng_trajectory` record), one per invocation"
-    report = report or ConversionReport()
-    rec = row.get('ng_trajectory', row)
-    if not isinstance(rec, dict): raise TypeError(f"ng_trajectory: expected an object, got {type(rec).__name__}")
-    if str(rec.get('schema_version', '1.0')) != '1.0': raise ValueError(f"ng_trajectory.schema_version: this reader knows 1.0, got {rec['schema_version']!r}")
-    rid, task_id = str(rec.get('rollout_id') or line or 'rollout'), str(rec.get('task_id', 'unknown'))
-    models = [(c.get('response_metadata') or {}).get('model') for c in rec.get('model_calls') or []]
-    agent = AgentInfo(name=str((row.get('agent_ref') or {}).get('name') or 'nemo-gym'), model=next((m for m in models if m), None))
-    out = []
-    for inv in _ng_invocations(rec):
-        steps, info = ng_steps(rec, inv, path, line, report)
-        root = inv.get('parent_invocation_id') is None and not out
-        tid = rid if root else f"{rid}/{inv.get('invocation_id')}"
-        calls = [c for _, cs in info['turns'] for c in cs]
-        meta = {'rollout_id': rid, 'invocation_id': inv.get('invocation_id'), 'ng_schema_version': '1.0',
-                **{k: row[k] for k in ('_ng_task_index', '_ng_rollout_index') if k in row},
-                **{k: inv[k] for k in ('status', 'error_type', 'duration_ms', 'parent_invocation_id', 'rebuilt_from_turns') if inv.get(k) is not None}}
-        if inv.get('spawned_by_tool_call_id'): meta['parent_tool_call_id'] = inv['spawned_by_tool_call_id']
-        if info['system_prompt']: meta['system_prompt'] = info['system_prompt']
-        gaps = [g for g in rec.get('gaps') or [] if g.get('invocation_id') in (None, inv.get('invocation_id'))]
-        if gaps: meta['gaps'] = gaps
-        if info['unmapped']: meta['unmapped'] = info['unmapped']
-        u = _ng_usage([c.get('token_stats') for c in calls])
-        if u: record_totals(meta, usage_total(u.input, u.output, u.cached, u.reasoning), steps)
-        resolved = next((t.get('resolved') for t, _ in reversed(info['turns']) if t.get('resolved') is not None), None)
-        st = inv.get('status')
-        out.append(Trajectory(id=tid, task=Task(id=task_id, instruction=info['instruction'] or ''), agent=agent, steps=steps,
-                              outcome=Outcome(success=resolved, terminated=st == 'completed', truncated=st == 'incomplete', reason=inv.get('error_type')),
-                              reward=row.get('reward') if root and isinstance(row.get('reward'), (int, float)) else None,
-                              source=Source(format=fmt, path=None if path is None else str(path), line=line), metadata=meta))
-    return out
-
-# %% ../../nbs/27b_recorder_atif.ipynb #129984a5
-_NG_ROW = re.compile(r'"ng_trajectory"\s*:\s*\{')
-_NG_REC = re.compile(r'"schema_version"\s*:\s*"1\.0"')
-
-class NgTrajectoryAdapter(LogAdapter):
-    "NeMo Gym rollouts carrying `ng_trajectory` 1.0 records"
-    name, priority = 'ng-trajectory', 30
-    description = "NeMo Gym rollouts JSONL with ng_trajectory 1.0 records (or one record/row as JSON)"
-    def detect(self, path, head):
-        if _NG_ROW.search(head): return "rows with an ng_trajectory record (NeMo Gym rollouts)"
-        if _NG_REC.search(head) and '"rollout_id"' in head and re.search(r'"(invocations|turns)"\s*:', head): return "an ng_trajectory 1.0 record (NeMo Gym)"
-        return None
-    def convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
-        path = Path(path)
-        if '.jsonl' in path.suffixes: rows = iter_jsonl(path, report)
-        else:
-            doc = read_json(path, report)
-            rows = [] if doc is None else [(None, d) for d in (doc if isinstance(doc, list) else [doc])]
-        for line, row in rows:
-            if isinstance(row, dict) and 'ng_trajectory' not in row and 'rollout_id' not in row:
-                report.unmapped('rollout', row, path, line, why='no ng_trajectory record (capture off, or its projection failed)', orphan=True); continue
-            with guard(report, path, line, row, 'rollout'):
-                if not isinstance(row, dict): raise TypeError(f"expected a rollout object, got {type(row).__name__}")
-                trajs = ng_trajectories(row, path, line, report, self.name)
-                report.mapped('rollout')
-                yield from trajs
-register_adapter(NgTrajectoryAdapter())

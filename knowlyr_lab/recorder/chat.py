@@ -1,4 +1,4 @@
-"""Adapters for OpenAI chat-completion messages and call logs, Anthropic Messages transcripts, and plain Thought/Action/Observation text.
+"""The conversation builder every chat-shaped adapter shares: messages (OpenAI or Anthropic shape), message lists and VCR cassettes into one trajectory.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_chat.html.md"""
 
@@ -12,16 +12,13 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from ..core import InvalidActionError, parse_action
-from .base import LogAdapter, register_adapter
-from .reading import iter_json_items, iter_jsonl, json_shape, read_json, read_yaml
+from .reading import read_yaml
 from .report import ConversionReport
 from .values import ToolCallPairer, content_text, new_step, parse_arguments, parse_time, set_observation, usage_from
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
-__all__ = ['exit_code_of', 'ChatBuilder', 'feed_message', 'convert_messages', 'convert_cassette', 'OpenAIChatAdapter',
-           'AnthropicMessagesAdapter', 'react_action', 'iter_react_blocks', 'ReactTextAdapter']
+__all__ = ['exit_code_of', 'ChatBuilder', 'feed_message', 'convert_messages', 'convert_cassette']
 
 # %% ../../nbs/22_recorder_chat.ipynb #f292b0b9
 _EXIT_RE = re.compile(r'\[The command completed with exit code (-?\d+)\.?\]|(?:^|\n)\s*(?:exit[ _]code|exit status)\s*[:=]\s*(-?\d+)', re.I)
@@ -233,14 +230,6 @@ def convert_messages(fmt:str, path, report:ConversionReport, messages:list, line
         b.stop_reason = final.get('stop_reason')
     return b.build(**build_kw)
 
-def _openai_response(resp:dict)->dict|None:
-    "The final-turn dict of an OpenAI chat.completion response"
-    ch = resp.get('choices')
-    if not isinstance(ch, list) or not ch or not isinstance(ch[0], dict): return None
-    cost = resp.get('_cost')
-    return {'message': ch[0].get('message') or {}, 'usage': usage_from(resp.get('usage'), cost), 'id': resp.get('id'),
-            't': resp.get('created'), 'model': resp.get('model'), 'stop_reason': ch[0].get('finish_reason')}
-
 # %% ../../nbs/22_recorder_chat.ipynb #134bb237
 def _continues(prev:list, msgs:list)->bool:
     if len(msgs) <= len(prev): return False
@@ -294,216 +283,3 @@ def _strip_headers(it):
     "An interaction without HTTP headers (they hold cookies and auth, and say nothing about the agent)"
     if not isinstance(it, dict): return it
     return {k: ({kk: vv for kk, vv in v.items() if kk != 'headers'} if isinstance(v, dict) else v) for k, v in it.items()}
-
-# %% ../../nbs/22_recorder_chat.ipynb #9451204d
-_HAS_BLOCKS = re.compile(r'"type"\s*:\s*"(tool_use|tool_result|thinking)"')
-
-def _first_json_line(head:str):
-    first = head.lstrip().split('\n', 1)[0]
-    try: return json.loads(first)
-    except (json.JSONDecodeError, RecursionError): return None
-
-def _chat_shape(path:Path, head:str)->str|None:
-    "How a JSON/JSONL chat file is laid out: 'list' (of messages), 'array' (of conversations), 'object', 'jsonl' or None"
-    s, name = head.lstrip(), path.name.lower()
-    if name.endswith(('.jsonl', '.jsonl.gz')):
-        o = _first_json_line(head)
-        if isinstance(o, dict) and isinstance(o.get('messages'), list): return 'jsonl'
-        if o is None and re.match(r'\{\s*"messages"\s*:\s*\[', s): return 'jsonl'
-        return None
-    if not name.endswith(('.json', '.json.gz')): return None
-    if s.startswith('[') and re.match(r'\[\s*\{\s*"(role|content)"', s) and '"role"' in s: return 'list'
-    if s.startswith('[') and re.match(r'\[\s*\{[^\[\]]*?"messages"\s*:\s*\[\s*(?:\]|\{\s*"(role|content)")', s): return 'array'
-    if s.startswith('{') and re.search(r'"messages"\s*:\s*\[\s*\{\s*"(role|content)"', s[:65536]): return 'object'
-    return None
-
-class OpenAIChatAdapter(LogAdapter):
-    name = 'openai-chat'
-    description = 'OpenAI chat-completions messages (tool_calls), litellm call logs, JSONL conversations, VCR cassettes'
-    priority = -10
-    def detect(self, path, head):
-        path = Path(path)
-        if path.suffix in ('.yaml', '.yml') and 'interactions:' in head:
-            return 'VCR cassette of /chat/completions calls' if '/chat/completions' in head else None
-        shape = _chat_shape(path, head)
-        if shape is None or _HAS_BLOCKS.search(head): return None
-        if shape == 'object' and '"choices"' in head: return 'litellm completion log (messages + response.choices)'
-        return {'list': 'JSON list of chat messages', 'object': 'JSON object with a messages list',
-                'jsonl': 'JSONL of {"messages": [...]} conversations', 'array': 'JSON array of {"messages": [...]} conversations'}[shape]
-
-# %% ../../nbs/22_recorder_chat.ipynb #915c0034
-def _convert_chat(self, path, report):
-    path = Path(path)
-    if path.suffix in ('.yaml', '.yml'):
-        yield from convert_cassette(self.name, path, report, lambda uri: '/chat/completions' in uri, _openai_response); return
-    yield from _convert_message_file(self, path, report, _openai_response)
-OpenAIChatAdapter.convert = _convert_chat
-
-def _convert_message_file(self, path, report, response_of):
-    if path.name.endswith(('.jsonl', '.jsonl.gz')):
-        for line, rec in iter_jsonl(path, report):
-            if not isinstance(rec.get('messages'), list):
-                report.bad_record(path, line, "expected an object with a 'messages' list", rec, record_type='conversation'); continue
-            yield _one(self, path, report, rec, line, response_of)
-        return
-    shape = json_shape(path)
-    if shape == 'array':   # streamed: an array of conversations, or one conversation's messages
-        first, items = None, iter_json_items(path, report)
-        for k, item in items:
-            if first is None: first = 'messages' if isinstance(item, dict) and 'messages' not in item else 'conversations'
-            if first == 'messages':
-                def msgs(item=item):
-                    yield item
-                    for _, m in items: yield m
-                yield _one(self, path, report, {'messages': msgs()}, None, response_of); return
-            if not isinstance(item, dict) or not isinstance(item.get('messages'), list):
-                report.bad_record(path, k, "item: expected an object with a 'messages' list", item, record_type='conversation'); continue
-            yield _one(self, path, report, item, k, response_of)
-        if first is None: yield _one(self, path, report, {'messages': []}, None, response_of)
-        return
-    doc = read_json(path, report)
-    if doc is None: return
-    if not isinstance(doc, dict) or not isinstance(doc.get('messages'), list):
-        report.bad_record(path, None, "expected a list of messages or an object with a 'messages' list", doc, record_type='conversation'); return
-    yield _one(self, path, report, doc, None, response_of)
-
-def _one(self, path, report, rec, line, response_of):
-    resp, final = rec.get('response'), None
-    if isinstance(resp, dict):
-        resp = {**resp, '_cost': rec.get('cost')}
-        final = response_of(resp)
-        if final is not None and rec.get('timestamp') is not None: final['t'] = rec['timestamp']
-    md = {k: v for k, v in rec.items() if k not in ('messages', 'response', 'tools', 'kwargs', 'id', 'task_id')}
-    tm = {'tools': rec['tools']} if rec.get('tools') else {}
-    if isinstance(rec.get('kwargs'), dict): md['request_kwargs'] = {k: v for k, v in rec['kwargs'].items() if k != 'tools'}
-    tid = rec.get('task_id') or rec.get('id')
-    default = Path(path).stem if line is None else f'{Path(path).stem}-{line}'
-    return convert_messages(self.name, path, report, rec['messages'], line, final, task_id=str(tid) if tid else default,
-                            metadata=md, task_metadata=tm)
-
-register_adapter(OpenAIChatAdapter())
-
-# %% ../../nbs/22_recorder_chat.ipynb #25ca8873
-def _anthropic_response(resp:dict)->dict|None:
-    if resp.get('type') == 'error' or not isinstance(resp.get('content'), list): return None
-    return {'message': {'role': 'assistant', 'content': resp['content']}, 'usage': usage_from(resp.get('usage')),
-            'id': resp.get('id'), 't': None, 'model': resp.get('model'), 'stop_reason': resp.get('stop_reason')}
-
-class AnthropicMessagesAdapter(LogAdapter):
-    name = 'anthropic-messages'
-    description = 'Anthropic Messages API transcripts (content blocks: tool_use/tool_result/thinking), JSON/JSONL or VCR cassettes'
-    priority = -5
-    def detect(self, path, head):
-        path = Path(path)
-        if path.suffix in ('.yaml', '.yml') and 'interactions:' in head:
-            return 'VCR cassette of Anthropic /v1/messages calls' if re.search(r'anthropic\.com/v1/messages|/v1/messages\b', head) else None
-        shape = _chat_shape(path, head)
-        if shape is not None and _HAS_BLOCKS.search(head): return f'chat messages with Anthropic content blocks ({shape})'
-        return None
-    def convert(self, path, report):
-        path = Path(path)
-        if path.suffix in ('.yaml', '.yml'):
-            yield from convert_cassette(self.name, path, report, lambda uri: '/v1/messages' in uri, _anthropic_response); return
-        yield from _convert_message_file(self, path, report, _anthropic_response)
-
-register_adapter(AnthropicMessagesAdapter())
-
-# %% ../../nbs/22_recorder_chat.ipynb #8484505c
-_BRACKET = re.compile(r'^\s*`?([A-Za-z_][\w.\-]*)\s*\[(.*)\]\s*`?\s*$', re.S)
-
-def react_action(action:str,               # the text after "Action:" (may include an "Action Input:" line)
-                 thought:str|None=None,
-                )->tuple[dict, bool]:      # ({tool, params}, parsed_ok)
-    "Parse a ReAct action: `parse_action` dialects, or `tool[arg]`; unparsable text is kept raw"
-    try:
-        a = parse_action(f'Action: {action}' if not action.lstrip().lower().startswith('action') else action)
-        return {'tool': a['tool'], 'params': a['params']}, True
-    except InvalidActionError: pass
-    first = action.strip().split('\n', 1)[0]
-    m = _BRACKET.match(first)
-    if m: return {'tool': m.group(1), 'params': {'input': m.group(2)}}, True
-    name = re.match(r'\s*([A-Za-z_][\w.\-]*)', first)
-    return {'tool': name.group(1) if name else 'unparsed_action', 'params': {'_raw': action.strip()}}, False
-
-# %% ../../nbs/22_recorder_chat.ipynb #b11f8858
-_KW = re.compile(r'^\s*(Question|Task|Thought|Action Input|Action|Observation|Final Answer)\s*(?:\d+\s*)?:\s?(.*)$', re.I)
-_KIND = {'question': 'question', 'task': 'question', 'thought': 'thought', 'action': 'action', 'action input': 'action_input',
-         'observation': 'observation', 'final answer': 'final_answer'}
-
-def iter_react_blocks(path, report)->Iterator[tuple[int, str, str]]:
-    "(line, kind, text) blocks of a ReAct text file; secrets are redacted block by block (a key may span lines)"
-    from knowlyr_lab.recorder.reading import open_bytes
-    kind, start, buf = None, None, []
-    def block():
-        text = '\n'.join(buf).strip()
-        return start or 1, kind or 'text', (report.clean(text, text) if report.scrub is not None else text)
-    with open_bytes(path) as f:
-        for i, raw in enumerate(f, 1):
-            report.bytes_read += len(raw)
-            line = raw.decode('utf-8', errors='replace').rstrip('\r\n')
-            m = _KW.match(line)
-            if m:
-                if kind is not None or buf: yield block()
-                kind, start, buf = _KIND[m.group(1).lower()], i, [m.group(2)]
-            else:
-                if start is None: start = i
-                buf.append(line)
-    if kind is not None or any(x.strip() for x in buf): yield block()
-
-# %% ../../nbs/22_recorder_chat.ipynb #d018bf7b
-class ReactTextAdapter(LogAdapter):
-    name = 'react-text'
-    description = 'Plain-text Thought/Action/Observation (ReAct) logs'
-    priority = -20
-    def detect(self, path, head):
-        if Path(path).suffix.lower() not in ('.txt', '.log', '.md', '.react', '.gz'): return None
-        kws = {m.group(1).lower() for m in re.finditer(r'^\s*(Thought|Action|Observation)\s*(?:\d+\s*)?:', head, re.M | re.I)}
-        return 'text with Thought/Action/Observation lines' if {'action', 'observation'} <= kws else None
-
-    def convert(self, path, report):
-        b, n, cur = None, 0, None   # cur: the step waiting for its observation
-        pending_thought = None
-        def flush():
-            nonlocal b, n
-            if b is not None and (b.steps or b.instruction):
-                n += 1; return b.build(task_id=f'{Path(path).stem}-{n}' if n > 1 else Path(path).stem)
-        for line, kind, text in iter_react_blocks(path, report):
-            if b is None or (kind == 'question' and b.steps):
-                t = flush()
-                if t is not None: yield t
-                b, cur, pending_thought = ChatBuilder(self.name, path, report, line), None, None
-            if kind == 'question': b.add_user(text); report.mapped('question')
-            elif kind == 'text':
-                if b.instruction is None and not b.steps: b.add_system(text); report.mapped('text')
-                else: b.keep(report.unmapped('text', text, path, line, why='text outside any ReAct block'))
-            elif kind == 'thought':
-                if pending_thought is not None: b.add_assistant(pending_thought)   # a thought with no action
-                pending_thought = text; report.mapped('thought')
-            elif kind == 'action':
-                a, ok = react_action(text)
-                cur, = b.add_assistant(pending_thought, [{**a, 'ok': ok}], line=line)
-                b.fifo.clear()
-                pending_thought = None
-                report.mapped('action')
-            elif kind == 'action_input':
-                if cur is None or cur.observation is not None:
-                    b.keep(report.unmapped('action_input', text, path, line, why='Action Input without an Action')); continue
-                a, ok = react_action(f'{cur.action.tool}\nAction Input: {text}')
-                cur.action.params = a['params']; cur.metadata.pop('bad_arguments', None)
-                if not ok: cur.metadata['bad_arguments'] = True
-                report.mapped('action_input')
-            elif kind == 'observation':
-                if cur is None or cur.observation is not None:
-                    b.keep(report.unmapped('observation', text, path, line, why='Observation without an Action')); continue
-                set_observation(cur, text, is_error=text.lstrip().lower().startswith('error'), exit_code=exit_code_of(text))
-                report.mapped('observation')
-            elif kind == 'final_answer':
-                fin, = b.add_assistant(pending_thought, [{'tool': 'final_answer', 'params': {'answer': text}}], line=line)
-                b.fifo.clear(); pending_thought = None
-                b.final_text = text
-                report.mapped('final_answer')
-        if b is not None and pending_thought is not None: b.add_assistant(pending_thought)
-        t = flush()
-        if t is not None: yield t
-
-register_adapter(ReactTextAdapter())

@@ -20,8 +20,9 @@ from rich.table import Table
 from ..cli_errors import require_usable, run_cli
 from .base import RecorderError, get_adapter, list_adapters
 from .convert import convert, detect, diff_trajectories, iter_log_files, validate
-from .redact import Redactor, SecretPattern
+from .redact import Redactor
 from .report import ConversionReport
+from .secret_rules import SecretPattern
 from ..trajectory import read_trajectories, trajectory_schema, write_trajectories
 
 # %% auto #0

@@ -7,199 +7,18 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_redact.html.md"""
 # %% ../../nbs/21_recorder_redact.ipynb #51b7c0d3
 from __future__ import annotations
 
-import bisect
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import pandas as pd
 
+from .secret_rules import _KEY_CORES, _KEY_RX, PROJECT_RULES, SecretPattern, _Anchored, detect_secrets_rules, secret_value_ok
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['PROJECT_RULES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'KEY_MEMO', 'MIN_PROPAGATED', 'SecretPattern',
-           'detect_secrets_rules', 'secret_value_ok', 'Redactor', 'default_redactor', 'redact_text', 'secret_value',
-           'redact_obj', 'clean', 'redact_values', 'redact_trajectory']
-
-# %% ../../nbs/21_recorder_redact.ipynb #faea86e3
-@dataclass
-class SecretPattern:
-    "One kind of secret: a regex, the group to replace, and an optional veto"
-    name: str                        # kind, e.g. "github_token"; appears in `[REDACTED:<name>]` and in the counts
-    regex: str                       # Python regex
-    needles: tuple = ()              # literal substrings one of which must occur (used only without hyperscan)
-    group: int|None = None           # group to replace (None: first group if any, else the whole match; 0: whole match)
-    ignore_case: bool = False
-    extend: bool = False             # extend the match over following token characters (rules that stop early, e.g. JWT)
-    check: Callable|None = None      # check(match) -> False to keep a match (not a secret)
-    source: str = 'knowlyr-lab'      # where the rule comes from
-    flags: int = 0                   # extra `re` flags
-    prefilter: str|None = None       # expression hyperscan scans for instead of `regex` (when `regex` is written for speed)
-    anchors: tuple = ()              # lower-case literals every match contains: `search` jumps between them (see `_Anchored`)
-    def __post_init__(self):
-        self.rx = re.compile(self.regex, self.flags | (re.I if self.ignore_case else 0))
-        if self.anchors: self.rx = _Anchored(self.rx, self.anchors)
-        self.needles = tuple(n.lower() for n in self.needles)
-
-_IDCH_STR = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-'   # identifier characters
-
-class _Anchored:
-    "A regex that matches at the start of an identifier holding one of `anchors`: found with `str.find`, then one anchored `match`"
-    def __init__(self, rx, anchors,
-                 between:str='"\'\\] \t\r\n', # characters the regex allows between the identifier and ...
-                 then:tuple=(':', '='),      # ... the first character of what it needs next (a separator)
-                ):
-        self.rx, self.anchors, self.pattern, self.flags, self.groups = rx, anchors, rx.pattern, rx.flags, rx.groups
-        self.between, self.then = between, then
-        self._cache = (None, None)                                       # (string, its candidate starts): one tuple, thread-safe
-        self._db = _anchor_db(tuple(anchors), between, then)             # hyperscan finds the candidates (in ASCII text)
-    def __getstate__(self): return {**self.__dict__, '_db': None, '_cache': (None, None)}   # a hyperscan database does not pickle
-    def __setstate__(self, state):
-        self.__dict__.update(state); self._db = _anchor_db(tuple(self.anchors), self.between, self.then)
-    def _starts(self, s:str)->list|None:
-        c = self._cache
-        if c[0] is s: return c[1]
-        if self._db is not None and s.isascii(): starts = self._hs_starts(s)
-        elif len(low := s.lower()) != len(s): starts = None               # a character whose lower case is longer
-        else:
-            starts = set()
-            for a in [a for a in self.anchors if a in low]:
-                i = low.find(a)
-                while i >= 0:
-                    j = i + len(a)
-                    e = s[j:j + 256]; j += len(e) - len(e.lstrip(_IDCH_STR))        # the identifier's end ...
-                    if s[j:j + 64].lstrip(self.between)[:1] in self.then:             # ... where what follows may match
-                        w = s[max(0, i - 256):i]                                      # back to the identifier's start
-                        starts.add(i - len(w) + len(w.rstrip(_IDCH_STR)))
-                    i = low.find(a, i + len(a))
-            starts = sorted(starts)
-        self._cache = (s, starts)
-        return starts
-    def _hs_starts(self, s:str)->list:
-        "The start of each identifier that holds an anchor and reaches a separator (`between` characters, then a `then` one)"
-        starts = []
-        self._db.scan(s.encode(), match_event_handler=_on_start, context=starts)
-        return sorted(set(starts))
-    def search(self, s:str, pos:int=0):
-        starts = self._starts(s)
-        if starts is None: return self.rx.search(s, pos)
-        for ks in starts[bisect.bisect_left(starts, pos):]:
-            if (m := self.rx.match(s, ks)) is not None: return m
-        return None
-
-def _on_start(i, a, b, flags, starts): starts.append(a)
-
-@lru_cache(maxsize=8)
-def _anchor_db(anchors:tuple, between:str, then:tuple):
-    "Hyperscan database: an identifier holding an anchor, `between` characters, a `then` character; reports its leftmost start (None without hyperscan)"
-    try:
-        import hyperscan as hs
-    except ImportError: return None
-    cls = lambda chars: '[' + ''.join('\\x%02x' % ord(c) for c in chars) + ']'
-    rx = f"{cls(_IDCH_STR)}*(?:{'|'.join(map(re.escape, anchors))}){cls(_IDCH_STR)}*{cls(between)}*{cls(''.join(then))}"
-    db = hs.Database(mode=hs.HS_MODE_BLOCK)
-    db.compile(expressions=[rx.encode()], ids=[0], elements=1, flags=[hs.HS_FLAG_CASELESS | hs.HS_FLAG_SOM_LEFTMOST])
-    return db
-
-def _slug(s:str)->str: return re.sub(r'[^a-z0-9]+', '_', s.lower()).strip('_')
-
-# %% ../../nbs/21_recorder_redact.ipynb #28515f4a
-_SKIP_PLUGINS = {'IPPublicDetector'}
-
-def detect_secrets_rules()->list[SecretPattern]:
-    "The regex rules of the installed detect-secrets' plugins, one `SecretPattern` per regex"
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
-    out = []
-    for kind, cls in sorted(get_mapping_from_secret_type_to_class().items()):
-        if not issubclass(cls, RegexBasedDetector) or cls.__name__ in _SKIP_PLUGINS: continue
-        for rx in cls.denylist:
-            out.append(SecretPattern(_slug(kind), rx.pattern, flags=rx.flags & (re.I | re.S | re.M | re.X),
-                                     extend=cls.__name__ == 'JwtTokenDetector', source=f'detect-secrets {cls.__name__}'))
-    return out
-
-# %% ../../nbs/21_recorder_redact.ipynb #e33aa511
-try:
-    from detect_secrets.plugins.keyword import DENYLIST as _DS_KEYWORDS
-except ImportError: _DS_KEYWORDS = ('api_?key', 'password', 'passwd', 'pwd', 'secret', 'private_?key')
-_KW = '|'.join(list(_DS_KEYWORDS) + ['token', 'credential', 'credentials', 'access_?key'])
-_KEY = rf'(?<![A-Za-z0-9])[A-Za-z0-9_.\-]*?(?:{_KW})(?:[_.\-][A-Za-z0-9]+){{0,3}}'
-_KEY_RX = re.compile(rf'{_KEY}\Z', re.I)
-_PLACEHOLDER = {'none', 'null', 'nil', 'true', 'false', 'undefined', 'required', 'optional', 'string', 'str', 'bytes', 'int', 'bool',
-                'any', 'dict', 'list', 'float', 'object', 'secret', 'password', 'token', 'changeme', 'example', 'redacted', 'hidden',
-                'your_api_key', 'your_api_key_here', 'your_token', 'your_password', 'xxx', 'placeholder', 'env', 'getenv', 'environ'}
-_KEY_CORES = ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase')   # every name of `_KW` holds one
-_REF = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z|[A-Z][A-Za-z]*\Z|[A-Z]+(?:_[A-Z]+)+\Z|(?:os|env|process|self|cls|config|settings|args|kwargs|params)\b.*', re.S)
-
-try:   # detect-secrets' own false-positive filters (its maintained heuristics) used as vetoes; not its sequential-string
-       # filter: 'abcdefghijklmnopqrstuvwx' assigned to API_KEY is redacted all the same
-    from detect_secrets.filters.heuristic import is_potential_uuid, is_templated_secret
-    _DS_FILTERS = (is_potential_uuid, is_templated_secret)
-except ImportError: _DS_FILTERS = ()
-
-_IDENT, _LETTER, _PASS_KEY, _TOKEN_KEY = re.compile(r'[A-Za-z_]\w*'), re.compile(r'[A-Za-z]'), re.compile(r'pass|pwd', re.I), re.compile('token', re.I)
-_WORDS = re.compile(r'[a-z]+(?:[_-][a-z]+)*')
-_PLACEHOLDER_START = ('your_', 'your-', '<', '${', '{{', '$', '%', '[redacted', '***', 'xxx')
-
-def secret_value_ok(key:str, value:str, sep:str=':', after:str='')->bool:
-    "Is `value`, assigned to the secret-sounding `key`, plausibly a secret? (False for code, placeholders, counts)"
-    v = value.strip('"\'`')                                     # each test below is a veto: the commonest (code) go first
-    if len(v) < 6 or _REF.match(v): return False               # self.config.api_key, SecretStr, API_KEY, os.environ[...]
-    if after[:1] == '(' and _IDENT.fullmatch(v): return False   # password = hash_password(form.password): a call
-    low = v.lower()
-    if low in _PLACEHOLDER or low.startswith(_PLACEHOLDER_START): return False
-    if len(set(v)) <= 2: return False                          # '******', '--------'
-    if not _LETTER.search(v) and not _PASS_KEY.search(key): return False   # max_tokens: 4096
-    if _TOKEN_KEY.search(key) and _WORDS.fullmatch(v): return False       # token: expired, token_type: bearer
-    return not any(f(v) for f in _DS_FILTERS)
-
-def _assignment_ok(m)->bool:
-    key, val, sep = m.group('key', 'val', 'sep')
-    return secret_value_ok(key, val, sep, m.string[m.end():m.end() + 3])
-
-# the assignment rule, written for speed: found from the identifiers that hold a keyword's core (every name of
-# `_KW` holds one of the anchors), matched there once, its name checked by `_KEY_RX`; hyperscan scans for the selective form
-_ASSIGN_TAIL = r'(?:\\?["\'\]]){0,2}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?(?P<val>[^\s"\'`,;&|<>(){}\[\]\\]{6,})'
-_ASSIGN_FAST = rf'(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]{{3,}}+){_ASSIGN_TAIL}'
-_ASSIGN_SELECTIVE = rf'(?P<key>{_KEY}){_ASSIGN_TAIL}'
-@lru_cache(maxsize=8192)
-def _assignment_verdict(key:str, val:str, sep:str, after:str)->bool:
-    "Is this a secret assignment? (remembered: a log prints the same code lines again and again)"
-    return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)
-
-def _fast_assignment_ok(m)->bool:
-    key, val, sep = m.group('key', 'val', 'sep')
-    after = m.string[m.end():m.end() + 3]
-    if len(key) + len(val) > 200: return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)   # not kept
-    return _assignment_verdict(key, val, sep, after)
-
-_Q = r'(?:\\?["\'])?'                     # an optional quote before a value, escaped when the command sits inside JSON
-_V = r'(?![$%<{])([^\s"\'`;&|\\]{4,})'     # a command-line value (not a $VAR, %VAR%, <placeholder>)
-PROJECT_RULES = [
-    SecretPattern('private_key', r'-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)', ('private key',), group=0, flags=re.S),
-    SecretPattern('anthropic_key', r'(?<![A-Za-z0-9_\-])sk-ant-[A-Za-z0-9_\-]{20,}', ('sk-ant-',), group=0),
-    SecretPattern('openai_key', r'(?<![A-Za-z0-9_\-])sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}(?![A-Za-z0-9_\-])', ('sk-',), group=0),
-    SecretPattern('huggingface_token', r'(?<![A-Za-z0-9_\-])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_\-])', ('hf_',), group=0),
-    SecretPattern('google_api_key', r'(?<![A-Za-z0-9_\-])AIza[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])', ('aiza',), group=0),
-    SecretPattern('bearer_token', r'\bbearer\s+([A-Za-z0-9._~+/\-]{16,}=*)', ('bearer',), group=1, ignore_case=True),
-    SecretPattern('github_fine_grained_token', r'(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}', ('github_pat_',), group=0),
-    SecretPattern('pypi_token', r'(?<![A-Za-z0-9_\-])pypi-[A-Za-z0-9_\-]{32,}', ('pypi-',), group=0),
-    SecretPattern('npm_token', r'(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])', ('npm_',), group=0),
-    SecretPattern('digitalocean_token', r'(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}', ('_v1_',), group=0),
-    SecretPattern('url_password', r'\b[A-Za-z][A-Za-z0-9+.\-]*://:([^\s/@"\'`]{3,})@[A-Za-z0-9\[]', (':/' '/:',), group=1),   # no user: basic-auth misses it
-    SecretPattern('azure_sas_signature', r'[?&;]sig=([A-Za-z0-9%+/=_\-]{16,})', ('sig=',), group=1, ignore_case=True),
-    SecretPattern('basic_auth_header', r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*basic\s+([A-Za-z0-9+/]{6,}={0,2})', ('basic',), group=1, ignore_case=True),
-    SecretPattern('cli_secret_flag', rf'(?<![\w-])--(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token|access-token)(?:=|\s+)(?!-){_Q}{_V}',
-                  ('--pass', '--pwd', '--token', '--api', '--secret', '--client-secret', '--auth-token', '--access-token'), group=1, ignore_case=True),
-    SecretPattern('curl_user_password', rf'\bcurl\b[^\n;&|]*?\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@]{{3,}})', ('curl',), group=1),
-    SecretPattern('docker_login_password', rf'\b(?:docker|podman|helm)\s+(?:registry\s+)?login\b[^\n;&|]*?\s-p(?:\s+|=)(?!-){_Q}{_V}', ('login',), group=1),
-    SecretPattern('mysql_password', rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;&|]*?\s-p(?![\s-]){_Q}(?![$%<{{])([^\s"\'`;&|\\]+)', ('mysql', 'mariadb'), group=1),
-    SecretPattern('aws_cli_secret', rf'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+{_Q}{_V}', ('aws',), group=1, ignore_case=True),
-    SecretPattern('secret_assignment', _ASSIGN_FAST, ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase'), group=3, ignore_case=True,
-                  check=_fast_assignment_ok, prefilter=_ASSIGN_SELECTIVE, anchors=_KEY_CORES),
-]
-
+__all__ = ['KEY_MEMO', 'MIN_PROPAGATED', 'Redactor', 'default_redactor', 'redact_text', 'redact_obj', 'clean', 'redact_values',
+           'redact_trajectory']
 
 # %% ../../nbs/21_recorder_redact.ipynb #99526a6b
 try:
@@ -324,45 +143,6 @@ def redact_text(self, s:str, rules:tuple|None=None,
             counts[p.name] = counts.get(p.name, 0) + n
     return s, counts
 Redactor.redact_text = redact_text
-
-# %% ../../nbs/21_recorder_redact.ipynb #23bba431
-SAMPLE_SECRETS = {   # one made-up but well-formed secret per kind (used by tests and the benchmark)
-    'openai_key': 'sk-proj-' + 'T3BlbkFJ' * 6,
-    'anthropic_key': 'sk-ant-api03-' + 'aB9_' * 22,
-    'aws_access_key': 'AKIAIOSFODNN7EXAMPLQ',
-    'github_token': 'ghp_' + 'x7Yz' * 9,
-    'gitlab_token': 'glpat-' + 'Zx81Yw72Vu63Ts54Rq45',
-    'huggingface_token': 'hf_' + 'QwErTyUiOp' * 3 + 'Asdf',
-    'google_api_key': 'AIza' + 'SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBW'[:35].ljust(35, 'x'),
-    'slack_token': 'xoxb-1234567890-0987654321-abcdefghijklmnopqrstuv',
-    'stripe_access_key': 'sk_live_' + '4eC39HqLyjWDarjtT1zdp7dc',
-    'sendgrid_api_key': 'SG.' + 'ngeVfQFYQlKU0ufo8x5d1A' + '.' + 'TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr',
-    'bearer_token': 'Authorization: Bearer abcDEF1234567890ghijKLMN',
-    'basic_auth_credentials': 'postgres://admin:s3cr3tPassw0rd@db.internal:5432/app',
-    'private_key': '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----',
-    'json_web_token': 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U',
-    'secret_assignment': 'password="Tr0ub4dor-3xyz"',
-    'cli_secret_flag': 'psql --password Hx9vLq2Zr8',
-    'mysql_password': 'mysql -u root -pS3cretPw9 app',
-    'aws_cli_secret': 'aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEQ',
-    'github_fine_grained_token': 'github_pat_11ABCDEFG0' + 'aB3dE5fG7h' * 2 + '_' + 'xY7wV5uT3s' * 6,
-    'pypi_token': 'pypi-' + 'Zq8Wv2Xr6T' * 5,
-    'npm_token': 'npm_' + 'a1B2c3D4e5' * 3 + 'f6G7h8',
-    'digitalocean_token': 'dop_v1_' + '0123456789abcdef' * 4,
-    'url_password': 'redis://:Zr8vLq2Hx9@cache.internal:6379/0',
-    'azure_sas_signature': 'https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&se=2026-01-01T00:00:00Z&sig=' + 'aB3dE5%2Bf' * 4 + '%3D',
-    'basic_auth_header': 'Authorization: Basic dXNlcjpodW50ZXIycGFzcw==',
-    'curl_user_password': 'curl -u deploy:Pq7wXz3Kv https://ci.example.com/api',
-    'docker_login_password': 'docker login -u bot -p Dk9mNq2Lw registry.example.com',
-}
-SAMPLE_SECRET_VALUES = {'bearer_token': 'abcDEF1234567890ghijKLMN', 'basic_auth_credentials': 's3cr3tPassw0rd', 'secret_assignment': 'Tr0ub4dor-3xyz',
-                        'cli_secret_flag': 'Hx9vLq2Zr8', 'mysql_password': 'S3cretPw9', 'aws_cli_secret': 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEQ',
-                        'url_password': 'Zr8vLq2Hx9', 'azure_sas_signature': 'aB3dE5%2Bf' * 4 + '%3D', 'basic_auth_header': 'dXNlcjpodW50ZXIycGFzcw==',
-                        'curl_user_password': 'Pq7wXz3Kv', 'docker_login_password': 'Dk9mNq2Lw'}
-
-def secret_value(kind:str)->str:
-    "The part of `SAMPLE_SECRETS[kind]` that must never appear after redaction"
-    return SAMPLE_SECRET_VALUES.get(kind, SAMPLE_SECRETS[kind])
 
 # %% ../../nbs/21_recorder_redact.ipynb #d43e3770
 def _key_rule(self, rules):
