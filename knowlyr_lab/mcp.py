@@ -17,20 +17,35 @@ import secrets
 import signal
 import socket
 import sys
-import tempfile
-import threading
 import uuid
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastcore.docments import docments
-from pydantic import Field
 
 from .cli_errors import missing_extra, run_cli
 from .core import KnowlyrError
 from .hub.export import DatasetExporter
 from .hub.pipeline import Pipeline, PipelineConfig
+from knowlyr_lab.mcp_base import (
+    CalibrationResult,
+    ConversionResult,
+    DiffResult,
+    ExportFormat,
+    PreferencesResult,
+    ReplayResult,
+    SandboxClosed,
+    SandboxCreated,
+    SandboxReset,
+    ScoreResult,
+    ServerState,
+    SnapshotResult,
+    ToolCallResult,
+    ValidationResult,
+    described,
+    load_trajectory,
+)
 from .recorder.convert import convert, diff_trajectories, validate
 from .recorder.report import ConversionReport
 from .reward.engine import RewardEngine
@@ -43,111 +58,16 @@ from .sandbox.base import SandboxLimits
 from .sandbox.protocol import Sandbox
 from .sandbox.protocol import create_sandbox as _create
 from .sandbox.replay import replay_trajectory as _replay
-from .trajectory import Trajectory, parse_trajectory, read_trajectories, trajectory_schema, write_trajectories
+from .trajectory import read_trajectories, trajectory_schema, write_trajectories
 
 # %% auto #0
-__all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerRoot', 'ServerState', 'described', 'SandboxCreated',
-           'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult', 'ConversionResult',
-           'ValidationResult', 'DiffResult', 'ScoreResult', 'PreferencesResult', 'CalibrationResult', 'load_trajectory',
-           'build_server', 'serve_http', 'main']
+__all__ = ['build_server', 'serve_http', 'main']
 
 # %% ../nbs/95_mcp.ipynb #b35b24ee
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-# %% ../nbs/95_mcp.ipynb #907cf8f5
-class ServerRoot:
-    "The directory every path argument of the server must resolve into"
-    def __init__(self, root=None): # the root directory (None: a fresh temporary directory, removed at exit)
-        self.tmp = None
-        if root is None: self.tmp = tempfile.TemporaryDirectory(prefix='knowlyr-mcp-'); root = self.tmp.name
-        self.root = Path(root).expanduser().resolve()
-        if not self.root.is_dir(): raise ValueError(f"server root {root} is not a directory")
-    def path(self, p, what:str='path', must_exist:bool=False)->Path:
-        "`p` (absolute, or relative to the root) resolved; ValueError unless it stays inside the root"
-        if not isinstance(p, str) or not p or '\0' in p: raise ValueError(f"{what} must be a non-empty path, got {p!r}")
-        q = Path(p).expanduser()
-        r = (q if q.is_absolute() else self.root/q).resolve()
-        if r != self.root and self.root not in r.parents:
-            raise ValueError(f"{what} {p!r} is outside the server root {self.root} (it resolves to {r})")
-        if must_exist and not r.exists(): raise FileNotFoundError(f"{what} {p} does not exist")
-        return r
-    def __repr__(self): return f"ServerRoot({str(self.root)!r})"
-
-# %% ../nbs/95_mcp.ipynb #743ca00d
-class ServerState(ServerRoot):
-    "What the tools of one server share: its root, the allowed sandbox templates, the open sandboxes (at most `max_sandboxes`)"
-    def __init__(self, root=None,             # the root directory (None: a fresh temporary directory, removed at exit)
-                 templates:dict|None=None,    # allowed sandbox templates {name: directory}
-                 max_sandboxes:int=8):        # most sandboxes open at once
-        super().__init__(root)
-        self.templates = {}
-        for k, d in (templates or {}).items():
-            if not Path(d).is_dir(): raise ValueError(f"template {k!r}: {d} is not a directory")
-            self.templates[k] = Path(d).resolve()
-        self.max_sandboxes, self.sandboxes, self.lock = max_sandboxes, {}, threading.Lock()
-
-    def sandbox(self, sid:str):
-        "The open sandbox `sid`; KeyError naming the open ones when there is none"
-        with self.lock:
-            if sid not in self.sandboxes: raise KeyError(f"no sandbox {sid!r}; open ones: {sorted(self.sandboxes) or 'none'}")
-            return self.sandboxes[sid]
-
-# %% ../nbs/95_mcp.ipynb #a0df61d9
-def _docs(obj)->dict:
-    "docments of `obj`, or {} when its source cannot be read (an install without .py files still serves, undescribed)"
-    try: return docments(obj)
-    except (OSError, TypeError): return {}
-
-ExportFormat = Literal['sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl']   # `hub.export.FORMATS`, as an enum for clients
-LOG_FORMAT = "log format, e.g. 'claude-code', 'codex-cli', 'openai-chat' (the recorder's format names); omit it to detect the format of each file"
-
-# A client reads these descriptions, not the Python API: where a docment speaks Python (types, `None`, function
-# names), the tool says it here instead, once (keyed `tool.param`, or `param` for every tool).
-CLIENT_TEXT = {
-    'execute_tool.tool': 'the sandbox tool to run', 'params': "the tool's parameters, e.g. {\"path\": \"README.md\"} for file_read",
-    'format': LOG_FORMAT, 'export_dataset.format': 'dataset format: sft, sft-agent, dpo, dpo-seed, grpo, benchmark, openai or hf',
-    'redact': 'replace secrets (API keys, tokens, passwords, private keys) with placeholders before anything is written (default: true)',
-    'agent': "who plays: 'expert', 'expert:0.2' (the expert with 20% random actions), 'random', 'openai:MODEL' or 'anthropic:MODEL'",
-    'env_id': "registered environment id, e.g. 'knowlyr/sandbox' (the coding suite, the default) or 'knowlyr/maze-easy'",
-    'seed': "seed of the run (each episode's seed derives from it, so a rerun repeats the episodes)",
-    'max_episode_steps': "step budget per episode (omit it for the environment's own)",
-    'export_formats': 'dataset formats to write (default: sft and dpo for run_pipeline, sft for the log tools)',
-    'output_dir': 'output directory inside the server root (call again with the same one to resume)',
-    'export_dataset.trajectories': 'trajectory file (JSONL or Parquet) or directory of them, inside the server root',
-    'preferences': 'preference pairs (JSONL, as build_preferences writes them), inside the server root; for the dpo formats',
-    'min_reward': 'keep only trajectories whose reward is at least this',
-    'test_fraction': 'share of tasks held out as a test split (test.jsonl); a task is never in both splits',
-    'log_dir': 'directory of agent logs, inside the server root',
-    'domain': "domain profile, e.g. 'generic', 'coding', 'browser', 'conversation' (default: the trajectory's own, else generic)",
-    'calibrate_reward.domain': "domain of the reward engine to calibrate when no engine config is given, e.g. 'generic' or 'coding'",
-    'calibrate_reward.engine': 'engine config JSON to calibrate, inside the server root (omit it for the default engine of the domain)',
-    'calibrate_reward.output': 'engine config JSON to write, with the fitted map (score_trajectory and knowlyr-reward score --engine read it)',
-    'list_rubrics.domain': "domain profile, e.g. 'generic', 'coding', 'browser', 'conversation'",
-}
-
-def described(*sources, rename:dict|None=None):
-    "Decorator: give each parameter of a tool its `CLIENT_TEXT`, else the docment of the Python API it forwards to (or its own, if only it has it)"
-    rename = rename or {}
-    def deco(fn):
-        own = {k: v for k, v in _docs(fn).items() if v and k != 'return'}
-        api = {}
-        for s in sources:
-            for k, v in _docs(s).items():
-                if v and k not in ('return', 'self'): api.setdefault(k, v)
-        sig = inspect.signature(fn, eval_str=True)
-        params, fn.doc_issues = [], []
-        for name, p in sig.parameters.items():
-            if p.annotation is ServerState: params.append(p); continue   # bound by `build_server`: a client never sees it
-            a = api.get(rename.get(name, name)) if rename.get(name, name) is not None else None
-            if a and name in own and f"{fn.__name__}.{name}" not in CLIENT_TEXT and name not in CLIENT_TEXT: fn.doc_issues.append(f"{fn.__name__}.{name}: documented here and in the Python API (the API's text is used)")
-            desc = CLIENT_TEXT.get(f"{fn.__name__}.{name}") or CLIENT_TEXT.get(name) or a or own.get(name)
-            if not desc: fn.doc_issues.append(f"{fn.__name__}.{name}: no description")
-            params.append(p.replace(annotation=Annotated[p.annotation, Field(description=desc)]) if desc else p)
-        fn.__signature__ = sig.replace(parameters=params)
-        return fn
-    return deco
-
+# %% ../nbs/95_mcp.ipynb #124c2c25
 def _defaults(fn)->dict:
     "The default values of `fn`'s parameters: a tool that forwards to `fn` takes its defaults from there"
     return {k: p.default for k, p in inspect.signature(fn).parameters.items() if p.default is not inspect.Parameter.empty}
@@ -164,58 +84,7 @@ def _tool(fn):
             raise ToolError(f"{type(e).__name__}: {msg}") from e
     return w
 
-# %% ../nbs/95_mcp.ipynb #d5e95f45
-class SandboxCreated(TypedDict):
-    "A new sandbox"
-    sandbox_id: str; backend: str; isolation: str; uid: int|None; containment: dict[str, Any]; tools: list[str]
-class ToolCallResult(TypedDict):
-    "One sandbox tool call"
-    output: str; is_error: bool; exit_code: int|None; truncated: bool; duration: float
-class SandboxReset(TypedDict):
-    "A sandbox back in its starting state"
-    sandbox_id: str; reset: bool
-class SnapshotResult(TypedDict):
-    "A snapshot saved (digest, path, regular files) or restored (path)"
-    action: str; path: str|None; digest: str|None; files: int|None
-class SandboxClosed(TypedDict):
-    "A closed sandbox"
-    closed: str
-class ReplayResult(TypedDict):
-    "A replay: ok only when at least one step was replayed and none diverged"
-    ok: bool; verdict: str; replayed: int; skipped: int; diverged_steps: list[int]; steps: list[dict[str, Any]]
-class ConversionResult(TypedDict):
-    "Logs converted to trajectories"
-    trajectories: int; output: str; files: int; bad_records: int; quarantine: str|None; issues: list[str]
-class ValidationResult(TypedDict):
-    "Findings on logs (nothing written)"
-    valid: bool; findings: list[str]
-class DiffResult(TypedDict):
-    "How two trajectories differ"
-    identical: bool; first_divergence: dict[str, Any]|None; steps: list[dict[str, Any]]
-class ScoreResult(TypedDict):
-    "Process reward of a trajectory"
-    trajectory_id: str; reward: float|None; steps: list[dict[str, Any]]
-class PreferencesResult(TypedDict):
-    "Preference pairs written"
-    pairs: int; output: str; left_out: dict[str, Any]
-class CalibrationResult(TypedDict):
-    "A calibrated engine written (what `knowlyr-reward calibrate` reports)"
-    pairs: int; unmatched_annotations: int; skipped_records: int; before: dict[str, Any]; after: dict[str, Any]; engine: str
-
-# %% ../nbs/95_mcp.ipynb #517e0ed5
-def load_trajectory(path:str|None=None,       # trajectory file (JSONL or Parquet), inside the server root
-                    line:int=1,               # which trajectory of the file (1-based)
-                    trajectory:dict|None=None, # the trajectory as a JSON object, instead of a file
-                    root:ServerRoot|None=None, # where `path` must lie (None: anywhere)
-                   )->Trajectory:
-    "A trajectory from an inline object, or from line `line` (1-based) of a JSONL/Parquet file"
-    if trajectory is not None: return parse_trajectory(trajectory, '<argument>', None)
-    if path is None: raise ValueError("give a trajectory: `path` (+ `line`) or an inline `trajectory` object")
-    p = root.path(path, 'trajectory file', must_exist=True) if root else Path(path)
-    for i, t in enumerate(read_trajectories(p), 1):
-        if i == line: return t
-    raise ValueError(f"{path} has fewer than {line} trajectories")
-
+# %% ../nbs/95_mcp.ipynb #ab10aa07
 def _pipeline_call(out:Path, fn):
     "Run a pipeline call; if it fails before committing any work in a new output directory, leave nothing of it behind"
     fresh = not (out/'pipeline.json').exists()

@@ -61,6 +61,7 @@ def _check(policy):
 
     import openai
 
+    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
     from knowlyr_lab.chat import load_prompt, parse_reply
     from knowlyr_lab.hub.collect import run_episodes
     from knowlyr_lab.trainer.inference import AgentInference
@@ -96,6 +97,7 @@ def test_openai_sdk_reply_shape(policy):
 
     import openai
 
+    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
     from knowlyr_lab.trainer.inference import AgentInference
     srv = AgentInference.from_pretrained(policy, name='tiny-code').serve()
     try:

@@ -47,6 +47,7 @@ def _harness(client, headers=None, temperature=0.0, seed=None):
 def recorded(tmp_path_factory):
     import openai
 
+    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
     from knowlyr_lab.hub.store import TrajectoryStore
     from knowlyr_lab.trainer.inference import AgentInference
     from knowlyr_lab.trainer.tiny import make_tiny_model, train_tokenizer

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
 from knowlyr_lab.chat import parse_reply
 from knowlyr_lab.config import ConfigError
 from knowlyr_lab.trainer.base import resolve_precision

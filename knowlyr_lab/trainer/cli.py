@@ -123,6 +123,7 @@ def config_from_args(cls, args):
 # %% ../../nbs/96_trainer_cli.ipynb #70d63a5b
 def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
+    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
                                           max_queue=args.max_queue, record_to=args.record_to,
                                           enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras)

@@ -23,8 +23,9 @@ from ..config import ConfigError, in_range, one_of
 from .base import BaseTrainer, TrainConfig
 from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
-from .inference import AgentInference, load_lora_adapter, unload_lora_adapter
+from .inference import AgentInference
 from .losses import grpo_advantages, grpo_loss, invalid_counts, step_level_advantages, token_logps
+from .serve import load_lora_adapter, unload_lora_adapter
 from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0
