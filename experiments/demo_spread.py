@@ -16,7 +16,7 @@ from pathlib import Path
 
 RUN = """
 import json, sys
-from knowlyr_lab.eval.demo import DemoConfig, run_experiment_1
+from knowlyr_lab.demo import DemoConfig, run_experiment_1
 r = run_experiment_1(sys.argv[1], config=DemoConfig.sized(sys.argv[2], seed=int(sys.argv[3])), log=None)
 """
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from knowlyr_lab.agents import ExpertAgent
-from knowlyr_lab.eval.demo import DemoConfig
+from knowlyr_lab.demo import DemoConfig
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.provenance import provenance

@@ -55,7 +55,7 @@ def _parser()->argparse.ArgumentParser:
 
 def _main(a)->int:
     if a.cmd == 'demo':
-        from knowlyr_lab.eval.demo import DemoConfig, run_experiment_1
+        from knowlyr_lab.demo import DemoConfig, run_experiment_1
         run_experiment_1(a.out, config=DemoConfig.sized(a.size, seed=a.seed), progress=True)   # logs its stages and the conclusion
         print(f"report: {a.out}/report.html")
         return 0

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from .registries import Registry, UnknownNameError
+from .plugins import Registry, UnknownNameError
 
 # %% auto #0
 __all__ = ['BUILTIN_DOMAINS', 'DOMAINS', 'ToolCategory', 'ToolSpec', 'OutcomeSpec', 'DomainProfile', 'UnknownDomainError',

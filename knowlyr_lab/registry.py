@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .core import AgentEnv
-from .registries import Registry, UnknownNameError, load_ref
+from .plugins import Registry, UnknownNameError, load_ref
 
 # %% auto #0
 __all__ = ['ENVS', 'EnvSpec', 'UnknownEnvError', 'register', 'discover_envs', 'env_spec', 'make', 'list_envs']

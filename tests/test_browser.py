@@ -68,7 +68,7 @@ def test_exported_html_draws_offline(lab, tmp_path):
 
 def test_demo_report_opens_with_the_learning_curve_and_the_conclusion(tmp_path):
     "#27: the report led with unformatted tables; its first screen (1280x800) must be the conclusion and the learning curve"
-    from knowlyr_lab.eval.demo import run_experiment_1
+    from knowlyr_lab.demo import run_experiment_1
     res = run_experiment_1(tmp_path / 'demo', size='ci', log=None)   # the real report of a CI-sized demo run (about a minute)
     shot = Path(os.environ.get('KNOWLYR_SCREENSHOT_DIR', tmp_path)) / 'report-first-screen.png'
     seen = {}

@@ -41,7 +41,7 @@ def test_experiment_notebooks_are_on_the_site():
 
 def test_cli_page_says_what_the_demo_runs():
     "#27: nbs/99_cli said the demo runs the maze; it runs the arithmetic suite of DemoConfig"
-    from knowlyr_lab.eval.demo import DemoConfig
+    from knowlyr_lab.demo import DemoConfig
     text = ' '.join(''.join(c['source']) for c in json.loads((NBS / '99_cli.ipynb').read_text())['cells'] if c['cell_type'] == 'markdown')
     demo = text[text.index('`knowlyr-lab demo`'):text.index('`knowlyr-lab loop`')]
     assert DemoConfig().env_id in demo and 'maze' not in demo, demo

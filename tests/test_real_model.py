@@ -20,7 +20,7 @@ def real_path():
 def demos():
     "Expert demonstrations of 320 training tasks and 40 held-out tasks that differ from them by content"
     from knowlyr_lab.agents import ExpertAgent
-    from knowlyr_lab.eval.demo import DemoConfig
+    from knowlyr_lab.demo import DemoConfig
     from knowlyr_lab.hub.collect import collect
     cfg = DemoConfig.sized('ci', n_train_tasks=320, n_eval_tasks=40)
     train = cfg.train_tasks()

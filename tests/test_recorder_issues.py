@@ -160,12 +160,12 @@ def test_truncated_gz_is_quarantined_and_the_batch_goes_on(tmp_path):
 # ---------------------------------------------------------------- the adapter registry: a broken plugin warns, the rest still works
 
 def test_broken_adapter_plugin_warns_and_the_registry_goes_on(monkeypatch):
+    import knowlyr_lab.plugins as plugins
     import knowlyr_lab.recorder.base as base
-    import knowlyr_lab.registries as registries
     class EP:
         name, value = 'broken', 'no_such_module_xyz'
         def load(self): return importlib.import_module('no_such_module_xyz')   # a plugin whose import fails
-    monkeypatch.setattr(registries, 'entry_points', lambda group: [EP()])   # the one registry helper loads every kind's plugins
+    monkeypatch.setattr(plugins, 'entry_points', lambda group: [EP()])   # the one registry helper loads every kind's plugins
     with pytest.warns(UserWarning, match="entry point 'broken'"): base.discover_adapters(force=True)
     assert {'openai-chat', 'claude-code', 'aider'} <= set(base.list_adapters())
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..core import KnowlyrError
-from ..registries import Registry, UnknownNameError
+from ..plugins import Registry, UnknownNameError
 from ..trajectory import Trajectory
 
 # %% auto #0

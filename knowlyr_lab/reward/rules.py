@@ -15,7 +15,7 @@ from typing import Any, Callable
 import orjson
 
 from ..domains import DomainProfile, ToolCategory, get_domain
-from ..registries import Registry, UnknownNameError
+from ..plugins import Registry, UnknownNameError
 from ..trajectory import Step, Task
 
 # %% auto #0

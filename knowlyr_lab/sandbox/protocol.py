@@ -21,7 +21,7 @@ from zlib import error as zlib_error
 from fastcore.basics import patch_to
 
 from ..core import InvalidActionError, schema_name, tool_schema, validate_params
-from ..registries import Registry, UnknownNameError
+from ..plugins import Registry, UnknownNameError
 from .base import WORKSPACE, ArchiveWriter, SandboxError, SandboxLimits, SandboxSnapshot, ToolResult, _open_archive, check_archive, resolve_workspace_path, truncate_output
 
 # %% auto #0

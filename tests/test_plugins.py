@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from knowlyr_lab.registries import Registry, RegistryWarning, UnknownNameError
+from knowlyr_lab.plugins import Registry, RegistryWarning, UnknownNameError
 
 
 def _registries():
@@ -90,7 +90,7 @@ def test_a_broken_env_module_warns_and_the_other_envs_stay(tmp_path):
 
 def test_discovery_goes_on_after_a_broken_entry_point(monkeypatch):
     "Entry points of every kind: a broken one warns, the others load"
-    import knowlyr_lab.registries as R
+    import knowlyr_lab.plugins as R
     loaded = []
     class EP:
         def __init__(self, name, ok): self.name, self.value, self.ok = name, f'pkg:{name}', ok
