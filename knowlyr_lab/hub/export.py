@@ -24,8 +24,7 @@ import pyarrow as pa
 from fastcore.basics import patch
 
 from ..core import KnowlyrError
-from .rows import (ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_member, grpo_row, openai_row, sft_agent_row,
-                                   sft_row, skyrl_row, verl_row)
+from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_member, grpo_row, openai_row, sft_agent_row, sft_row, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, TrajectoryError, read_trajectories, trajectory_score
