@@ -5,7 +5,7 @@ Modules:
 - `knowlyr_lab.chat`: One layer between episodes and token ids: trajectories and training records become chat messages, messages become the prompt text a model was trained on, and model replies become actions again.
 - `knowlyr_lab.mcp`: The sandbox, recorder, reward and hub tools over the Model Context Protocol (stdio, or streamable HTTP on 127.0.0.1 with a bearer token), every path confined to one root, typed and described inputs and outputs.
 - `knowlyr_lab.provenance`: What a result was made with: package versions, commit, CPU, torch's kernel level, threads and seed, recorded beside every number.
-- `knowlyr_lab.sandbox.base`: What every sandbox backend shares: tool results, resource limits, bounded output, paths that stay inside the workspace, and snapshots.
+- `knowlyr_lab.sandbox.base`: What every sandbox backend shares: tool results, resource limits, bounded output and paths that stay inside the workspace.
 - `knowlyr_lab.sandbox.beneath`: Race-free file operations on a sandbox's workspace from the host: no symlink followed, regular files and directories only, every operation under a deadline.
 - `knowlyr_lab.sandbox.docker`: The same `Sandbox` protocol in a container: no network, read-only root, a tmpfs workspace, memory/CPU/pids limits, no capabilities, commands killed on timeout, snapshots through tar.
 - `knowlyr_lab.sandbox.host`: What the host does so that one sandbox cannot starve another or outlive its lease: a uid of its own, a cgroup, and size-limited filesystems.

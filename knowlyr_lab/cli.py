@@ -14,7 +14,8 @@ import sys
 from .cli_errors import run_cli
 from .domains import get_domain, list_domains
 from .registry import env_spec, list_envs, make
-from .trajectory import trajectory_schema, write_trajectories
+from .trajectory import trajectory_schema
+from .trajectory_io import write_trajectories
 from .wrappers import RecorderWrapper
 
 # %% auto #0

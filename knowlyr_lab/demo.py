@@ -30,7 +30,7 @@ from .reward.engine import make_reward_fn
 from .stats import adjust_pvalues
 from .tasks import check_held_out, distinct_tasks, held_out_tasks, suite_tasks
 from .trainer.recipes import policy_agent, train_sft_policy
-from .trajectory import write_trajectories
+from .trajectory_io import write_trajectories
 from .viewer import trajectory_html
 
 # %% auto #0

@@ -58,7 +58,8 @@ from .sandbox.base import SandboxLimits
 from .sandbox.protocol import Sandbox
 from .sandbox.protocol import create_sandbox as _create
 from .sandbox.replay import replay_trajectory as _replay
-from .trajectory import read_trajectories, trajectory_schema, write_trajectories
+from .trajectory import trajectory_schema
+from .trajectory_io import read_trajectories, write_trajectories
 
 # %% auto #0
 __all__ = ['build_server', 'serve_http', 'main']

@@ -16,7 +16,8 @@ from typing import Annotated, Any, Literal, TypedDict
 from fastcore.docments import docments
 from pydantic import Field
 
-from .trajectory import Trajectory, parse_trajectory, read_trajectories
+from .trajectory import Trajectory
+from .trajectory_io import parse_trajectory, read_trajectories
 
 # %% auto #0
 __all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerRoot', 'ServerState', 'described', 'SandboxCreated',

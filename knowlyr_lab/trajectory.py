@@ -7,23 +7,15 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trajectory.html.md"""
 # %% ../nbs/03_trajectory.ipynb #866bb6cb
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
-from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from .core import KnowlyrError
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'ToolCall', 'Observation', 'TokenUsage', 'Step', 'Task', 'AgentInfo', 'Outcome', 'Source', 'as_task',
-           'Trajectory', 'trajectory_schema', 'TrajectoryError', 'parse_trajectory', 'read_trajectories',
-           'write_trajectories', 'to_dataframe', 'from_dataframe', 'first_user_turn', 'trajectory_score']
+           'Trajectory', 'trajectory_schema', 'first_user_turn', 'trajectory_score']
 
 # %% ../nbs/03_trajectory.ipynb #68158ec3
 SCHEMA_VERSION = "1.1"
@@ -193,200 +185,6 @@ def trajectory_schema()->dict:
     s['$schema'] = 'https://json-schema.org/draft/2020-12/schema'
     s['title'] = f'knowlyr-lab Trajectory v{SCHEMA_VERSION}'
     return s
-
-# %% ../nbs/03_trajectory.ipynb #d97d00d6
-class TrajectoryError(KnowlyrError, ValueError):
-    "An invalid trajectory record, located by file, line and field"
-    def __init__(self, msg, path=None, line=None, field=None):
-        super().__init__(msg); self.path, self.line, self.field = path, line, field
-
-def _fmt_validation(e:ValidationError)->tuple[str, str]:
-    err = e.errors()[0]
-    field = '.'.join(str(p) for p in err['loc']) or '(record)'
-    return field, f"{err['msg']}" + (f" (and {e.error_count()-1} more)" if e.error_count() > 1 else '')
-
-def parse_trajectory(record:str|dict, # a JSON line or a dict
-                     path=None, line:int|None=None, # where it came from, for error messages
-                    )->Trajectory:
-    "Validate one record into a `Trajectory`, raising `TrajectoryError` with file:line and field"
-    where = f"{path or '<record>'}" + (f":{line}" if line is not None else '')
-    if isinstance(record, (str, bytes)):
-        try: return Trajectory.model_validate_json(record)     # pydantic's own JSON parser: one pass, no dict in between
-        except ValidationError as e:
-            err = e.errors()[0]
-            if err['type'] == 'json_invalid': raise TrajectoryError(f"{where}: not valid JSON ({err['msg'].removeprefix('Invalid JSON: ')})", path, line) from None
-            if err['type'] != 'model_type' or err['loc']: field, msg = _fmt_validation(e); raise TrajectoryError(f"{where}: field '{field}': {msg}", path, line, field) from None
-            record = json.loads(record)                        # not an object: say what it is
-    if not isinstance(record, dict): raise TrajectoryError(f"{where}: expected a JSON object, got {type(record).__name__}", path, line)
-    try: return Trajectory.model_validate(record)
-    except ValidationError as e:
-        field, msg = _fmt_validation(e)
-        raise TrajectoryError(f"{where}: field '{field}': {msg}", path, line, field) from None
-
-# %% ../nbs/03_trajectory.ipynb #bae4bbfc
-def _open_text(path, mode='rt'):
-    path = Path(path)
-    if path.suffix == '.gz': return gzip.open(path, mode, encoding='utf-8')
-    return open(path, mode, encoding='utf-8')
-
-def _is_parquet(path): return str(path).endswith('.parquet')
-
-def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
-                      on_error:str='raise', # 'raise' at the first bad record, or 'skip' it (reported, quarantined)
-                      quarantine=None,      # file that receives skipped lines with their reasons (JSONL)
-                      errors:list|None=None,# list that collects `TrajectoryError`s when skipping
-                     )->Iterator[Trajectory]:
-    "Stream trajectories from a file, one at a time"
-    if on_error not in ('raise', 'skip'): raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-    qf = None
-    try:
-        for line, rec in _iter_records(path):
-            try: yield parse_trajectory(rec, path, line)
-            except TrajectoryError as e:
-                if on_error == 'raise': raise
-                if errors is not None: errors.append(e)
-                if quarantine is not None:
-                    if qf is None: Path(quarantine).parent.mkdir(parents=True, exist_ok=True); qf = open(quarantine, 'a', encoding='utf-8')
-                    qf.write(_canon({'path': str(path), 'line': line, 'field': e.field, 'reason': str(e), 'record': rec}) + '\n')
-    finally:
-        if qf: qf.close()
-
-def _iter_records(path):
-    "(line number, raw record) pairs; line numbers are 1-based lines (JSONL) or row numbers (Parquet)"
-    if _is_parquet(path):
-        pf, n = pq.ParquetFile(path), 0
-        for batch in pf.iter_batches(columns=['json'], batch_size=1024):
-            for rec in batch.column(0).to_pylist():
-                n += 1; yield n, rec
-        return
-    with _open_text(path) as f:
-        for i, raw in enumerate(f, 1):
-            if raw.strip(): yield i, raw
-
-# %% ../nbs/03_trajectory.ipynb #b8ca4739
-_PQ_SCHEMA = pa.schema([('id', pa.string()), ('task_id', pa.string()), ('agent', pa.string()), ('n_steps', pa.int32()),
-                        ('success', pa.bool_()), ('reward', pa.float64()), ('json', pa.string())])
-
-def _dumped(t, on_error, quarantine, errors, qf:list)->tuple:
-    "(trajectory, its JSON) or None when it cannot be serialised and `on_error='skip'` (then reported and quarantined)"
-    try:
-        t = t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
-        return t, t.model_dump_json()
-    except (ValueError, TypeError, RecursionError) as e:     # a lone surrogate, nesting too deep, a value JSON cannot hold
-        src = getattr(t, 'source', None)
-        path, line = (src.path, src.line) if src is not None else (None, None)
-        where = f"{path or '<trajectory>'}" + (f":{line}" if line is not None else '')
-        err = TrajectoryError(f"{where}: trajectory {getattr(t, 'id', '?')!r} cannot be written as JSON ({str(e).removeprefix('Error serializing to JSON: ')[:200]})", path, line)
-        if on_error == 'raise': raise err from None
-        if errors is not None: errors.append(err)
-        if quarantine is not None:
-            if not qf: Path(quarantine).parent.mkdir(parents=True, exist_ok=True); qf.append(open(quarantine, 'a', encoding='utf-8'))
-            qf[0].write(json.dumps({'path': path, 'line': line, 'id': getattr(t, 'id', None), 'reason': str(err)}) + '\n')
-        return None
-
-def write_trajectories(trajs:Iterable[Trajectory|dict], # trajectories (or dicts that validate as one)
-                       path,                 # .jsonl, .jsonl.gz or .parquet
-                       append:bool=False,    # append to a JSONL file instead of replacing it
-                       row_group_size:int=1000, # Parquet rows per group (memory bound when writing)
-                       on_error:str='raise', # 'raise' at a trajectory that cannot be serialised, or 'skip' it (reported, quarantined)
-                       quarantine=None,      # file that receives skipped trajectories' source file, line and reason (JSONL)
-                       errors:list|None=None,# list that collects `TrajectoryError`s when skipping
-                      )->int:                # number of records written
-    "Write trajectories as JSONL (plain/gz) or Parquet, streaming"
-    if on_error not in ('raise', 'skip'): raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    n, qf = 0, []
-    try:
-        if _is_parquet(path):
-            if append: raise ValueError("append is only supported for JSONL files")
-            with pq.ParquetWriter(path, _PQ_SCHEMA) as w:
-                buf = []
-                for t in trajs:
-                    if (d := _dumped(t, on_error, quarantine, errors, qf)) is None: continue
-                    t, js = d
-                    buf.append({'id': t.id, 'task_id': t.task.id, 'agent': t.agent.name, 'n_steps': len(t.steps),
-                                'success': t.outcome.success, 'reward': t.reward, 'json': js})
-                    n += 1
-                    if len(buf) >= row_group_size: w.write_table(pa.Table.from_pylist(buf, _PQ_SCHEMA)); buf = []
-                if buf or n == 0: w.write_table(pa.Table.from_pylist(buf, _PQ_SCHEMA))
-            return n
-        with _open_text(path, 'at' if append else 'wt') as f:
-            for t in trajs:
-                if (d := _dumped(t, on_error, quarantine, errors, qf)) is None: continue
-                f.write(d[1] + '\n'); n += 1
-        return n
-    finally:
-        if qf: qf[0].close()
-
-# %% ../nbs/03_trajectory.ipynb #56c64923
-_TRAJ_COLS = ['trajectory_id', 'schema_version', 'task_id', 'task_instruction', 'task_domain', 'env_id', 'task_initial_observation',
-              'task_fingerprint', 'task_metadata',
-              'agent_name', 'agent_model', 'success', 'score', 'terminated', 'truncated', 'submitted', 'outcome_reason', 'outcome_invalid',
-              'trajectory_reward', 'source_format', 'source_path', 'source_line', 'trajectory_metadata']
-_STEP_COLS = ['step_index', 'thought', 'tool', 'params', 'call_id', 'observation', 'is_error', 'exit_code', 'reward',
-              'reward_details', 't_start', 't_end', 'usage', 'token_ids', 'prompt_token_ids', 'logprobs', 'step_metadata']
-
-def _j(v): return None if v is None else _canon(v)
-
-def to_dataframe(trajs:Iterable[Trajectory])->pd.DataFrame:
-    "One row per step (one row for a trajectory without steps)"
-    rows = []
-    for t in trajs:
-        base = dict(trajectory_id=t.id, schema_version=t.schema_version, task_id=t.task.id, task_instruction=t.task.instruction,
-                    task_domain=t.task.domain, env_id=t.task.env_id, task_initial_observation=t.task.initial_observation,
-                    task_fingerprint=t.task.fingerprint, task_metadata=_j(t.task.metadata), agent_name=t.agent.name,
-                    agent_model=t.agent.model, success=t.outcome.success, score=t.outcome.score, terminated=t.outcome.terminated,
-                    truncated=t.outcome.truncated, submitted=t.outcome.submitted, outcome_reason=t.outcome.reason, outcome_invalid=t.outcome.invalid,
-                    trajectory_reward=t.reward, source_format=t.source.format, source_path=t.source.path,
-                    source_line=t.source.line, trajectory_metadata=_j(t.metadata))
-        for s in (t.steps or [None]):
-            if s is None: rows.append({**base, **{c: None for c in _STEP_COLS}}); continue
-            a, o = s.action, s.observation
-            rows.append({**base, 'step_index': s.index, 'thought': s.thought, 'tool': a.tool if a else None,
-                         'params': _j(a.params) if a else None, 'call_id': a.call_id if a else None,
-                         'observation': o.content if o else None, 'is_error': o.is_error if o else None,
-                         'exit_code': o.exit_code if o else None, 'reward': s.reward, 'reward_details': _j(s.reward_details),
-                         't_start': s.t_start, 't_end': s.t_end, 'usage': _j(s.usage.model_dump()) if s.usage else None,
-                         'token_ids': _j(s.token_ids), 'prompt_token_ids': _j(s.prompt_token_ids), 'logprobs': _j(s.logprobs), 'step_metadata': _j(s.metadata)})
-    return pd.DataFrame(rows, columns=_TRAJ_COLS + _STEP_COLS)
-
-# %% ../nbs/03_trajectory.ipynb #cdfe53cf
-def _v(x):
-    "A DataFrame cell as a plain Python value (NaN/NA -> None, numpy scalars -> Python)"
-    if x is None: return None
-    try:
-        if pd.isna(x): return None
-    except (TypeError, ValueError): pass
-    return x.item() if hasattr(x, 'item') else x
-
-def _int(x): x = _v(x); return None if x is None else int(x)
-def _lj(x): x = _v(x); return None if x is None else json.loads(x)
-
-def from_dataframe(df:pd.DataFrame)->list[Trajectory]:
-    "Rebuild trajectories from `to_dataframe` output (rows grouped by `trajectory_id`, order kept)"
-    out = []
-    for tid, g in df.groupby('trajectory_id', sort=False):
-        r = {k: _v(v) for k, v in g.iloc[0].items()}
-        steps = []
-        for _, s in g.iterrows():
-            if _v(s['step_index']) is None: continue
-            usage = _lj(s['usage'])
-            steps.append(Step(index=_int(s['step_index']), thought=_v(s['thought']),
-                action=ToolCall(tool=s['tool'], params=_lj(s['params']) or {}, call_id=_v(s['call_id'])) if _v(s['tool']) else None,
-                observation=Observation(content=s['observation'], is_error=bool(_v(s['is_error'])), exit_code=_int(s['exit_code'])) if _v(s['observation']) is not None else None,
-                reward=_v(s['reward']), reward_details=_lj(s['reward_details']) or {}, t_start=_v(s['t_start']), t_end=_v(s['t_end']),
-                usage=TokenUsage(**usage) if usage else None, token_ids=_lj(s['token_ids']), prompt_token_ids=_lj(s.get('prompt_token_ids')), logprobs=_lj(s['logprobs']),
-                metadata=_lj(s['step_metadata']) or {}))
-        b = lambda k, r=r: None if r[k] is None else bool(r[k])
-        out.append(Trajectory(schema_version=r['schema_version'], id=tid,
-            task=Task(id=r['task_id'], instruction=r['task_instruction'] or '', domain=r['task_domain'], env_id=r['env_id'],
-                      initial_observation=r['task_initial_observation'], fingerprint=r['task_fingerprint'], metadata=_lj(r['task_metadata']) or {}),
-            agent=AgentInfo(name=r['agent_name'], model=r['agent_model']), steps=steps,
-            outcome=Outcome(success=b('success'), score=r['score'], terminated=bool(r['terminated']), truncated=bool(r['truncated']),
-                            submitted=b('submitted'), reason=r['outcome_reason'], invalid=r.get('outcome_invalid')),
-            reward=r['trajectory_reward'], source=Source(format=r['source_format'], path=r['source_path'], line=_int(r['source_line'])),
-            metadata=_lj(r['trajectory_metadata']) or {}))
-    return out
 
 # %% ../nbs/03_trajectory.ipynb #7706a882
 def first_user_turn(task:Task)->str:

@@ -23,7 +23,8 @@ from pathlib import Path, PurePosixPath
 from fastcore.basics import patch_to
 
 from .core import parse_ast
-from .sandbox.base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits, _archive_members
+from .sandbox.base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits
+from .sandbox.snapshot import _archive_members
 from .verifier_wire import CANDIDATE_SERVER, TEST_RUNNER, candidate_modules
 
 # %% auto #0

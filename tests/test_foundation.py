@@ -9,7 +9,8 @@ from gymnasium.utils.env_checker import check_env
 from knowlyr_lab.core import EnvDoneError, InvalidActionError, parse_action
 from knowlyr_lab.gym import as_gymnasium
 from knowlyr_lab.registry import UnknownEnvError, list_envs, make
-from knowlyr_lab.trajectory import TrajectoryError, from_dataframe, read_trajectories, to_dataframe, trajectory_schema, write_trajectories
+from knowlyr_lab.trajectory import trajectory_schema
+from knowlyr_lab.trajectory_io import TrajectoryError, from_dataframe, read_trajectories, to_dataframe, write_trajectories
 from knowlyr_lab.wrappers import RecorderWrapper
 
 

@@ -12,7 +12,7 @@ from knowlyr_lab.core import parse_action
 from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.hub.export import FORMATS, DatasetExporter
-from knowlyr_lab.trajectory import write_trajectories
+from knowlyr_lab.trajectory_io import write_trajectories
 
 
 @pytest.fixture(scope='module')

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
-from knowlyr_lab.trajectory import read_trajectories
+from knowlyr_lab.trajectory_io import read_trajectories
 
 CFG = dict(env_id='knowlyr/maze-easy', max_tasks=3, samples_per_task=2, agent='expert:0.3', max_episode_steps=12,
            export_formats=['sft', 'dpo', 'sft-agent'], test_fraction=0.3)
@@ -98,7 +98,7 @@ def test_logs_with_nothing_usable_or_missing_fail_with_one_line(tmp_path):
 def test_truncated_gz_is_quarantined_and_the_batch_goes_on(tmp_path):
     from knowlyr_lab.agents import ExpertAgent
     from knowlyr_lab.hub.collect import collect
-    from knowlyr_lab.trajectory import write_trajectories
+    from knowlyr_lab.trajectory_io import write_trajectories
     logs = tmp_path / 'logs'
     trajs = collect('knowlyr/maze-easy', ExpertAgent, 12, seed=0, progress=False)
     write_trajectories(trajs[:6], logs / 'a.jsonl.gz'); write_trajectories(trajs[6:], logs / 'b.jsonl')
@@ -126,7 +126,7 @@ def test_settings_that_fail_are_not_saved_so_the_corrected_retry_runs(tmp_path):
     from knowlyr_lab.hub.pipeline import PipelineError
     from knowlyr_lab.recorder.base import UnknownAdapterError
     from knowlyr_lab.registry import UnknownEnvError
-    from knowlyr_lab.trajectory import write_trajectories
+    from knowlyr_lab.trajectory_io import write_trajectories
     out = tmp_path / 'o'
     good = {**CFG, 'max_tasks': 1, 'samples_per_task': 1, 'export_formats': ['sft'], 'output_dir': str(out)}
     with pytest.raises(UnknownEnvError): Pipeline(PipelineConfig(**{**good, 'env_id': 'knowlyr/nope'})).run()

@@ -11,13 +11,13 @@ from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.hub.store import TrajectoryStore
-from knowlyr_lab.trajectory import read_trajectories, write_trajectories
+from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 
 # put_many in a child that SIGKILLs itself at its k-th fsync: the batch's lines are written, its index rows not committed
 SCRIPT = r'''
 import os, signal, sys
 from knowlyr_lab.hub.store import TrajectoryStore
-from knowlyr_lab.trajectory import read_trajectories
+from knowlyr_lab.trajectory_io import read_trajectories
 root, src, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
 real, calls = os.fsync, [0]
 def fsync(fd):

@@ -15,7 +15,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.sandbox.local import bwrap_available
-from knowlyr_lab.trajectory import read_trajectories, write_trajectories
+from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG = ROOT / 'tests' / 'fixtures' / 'recorder' / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl'

@@ -24,7 +24,7 @@ from knowlyr_lab.trainer.cli import build_parser, config_from_args, main
 from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, env_tools, oracle_trajectories, render_corpus
 from knowlyr_lab.trainer.tiny import save_tiny_model, train_tokenizer
-from knowlyr_lab.trajectory import write_trajectories
+from knowlyr_lab.trajectory_io import write_trajectories
 from knowlyr_lab.wrappers import RecorderWrapper
 
 ROOT = Path(__file__).resolve().parent.parent

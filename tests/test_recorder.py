@@ -20,7 +20,8 @@ from knowlyr_lab.recorder.convert import FormatDetectionError, convert, detect_f
 from knowlyr_lab.recorder.redact import Redactor
 from knowlyr_lab.recorder.report import ConversionReport
 from knowlyr_lab.recorder.secret_rules import SAMPLE_SECRETS, secret_value
-from knowlyr_lab.trajectory import read_trajectories, trajectory_schema, write_trajectories
+from knowlyr_lab.trajectory import trajectory_schema
+from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 
 FIX = Path(__file__).parent / 'fixtures' / 'recorder'
 FORMAT_OF_DIR = {'agentgym-sharegpt': 'agentgym'}          # folder name -> adapter name where they differ

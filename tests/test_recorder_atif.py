@@ -10,7 +10,7 @@ from knowlyr_lab.recorder import cli
 from knowlyr_lab.recorder.base import RecorderError
 from knowlyr_lab.recorder.convert import convert, detect_format
 from knowlyr_lab.recorder.report import ConversionReport
-from knowlyr_lab.trajectory import read_trajectories, write_trajectories
+from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 
 FIX = Path(__file__).parent / 'fixtures' / 'atif'
 ATIF_MULTI = FIX / 'atif_multiagent_v1_7.json'

@@ -5,7 +5,7 @@ import json
 from rich.console import Console
 
 from knowlyr_lab.recorder.cli import main
-from knowlyr_lab.trajectory import read_trajectories
+from knowlyr_lab.trajectory_io import read_trajectories
 
 
 def chat(q, **extra): return json.dumps({'messages': [{'role': 'user', 'content': q}, {'role': 'assistant', 'content': 'ok'}], **extra})

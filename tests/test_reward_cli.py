@@ -9,7 +9,7 @@ import pytest
 from knowlyr_lab.agents import ExpertAgent
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.testing import FakeLLMServer
-from knowlyr_lab.trajectory import read_trajectories, write_trajectories
+from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 
 
 def _cli(*args):

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from sandbox_backends import BACKENDS, open_sandbox
 
-from knowlyr_lab.sandbox.base import SandboxError, SandboxSnapshot, check_archive
+from knowlyr_lab.sandbox.base import SandboxError
+from knowlyr_lab.sandbox.snapshot import SandboxSnapshot, check_archive
 
 ISOLATING = [p for p in BACKENDS if p.id != 'local-unisolated']
 

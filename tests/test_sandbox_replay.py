@@ -6,7 +6,7 @@ from sandbox_backends import BACKENDS, open_sandbox
 
 from knowlyr_lab.sandbox.protocol import create_sandbox
 from knowlyr_lab.sandbox.replay import record_calls, replay_trajectory
-from knowlyr_lab.trajectory import read_trajectories, write_trajectories
+from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 
 CALLS = [('git', {'args': ['init', '-q']}), ('git', {'args': 'add -A'}), ('git', {'args': ['commit', '-qm', 'start']}),
          ('search', {'pattern': 'return'}), ('think', {'thought': 'flip the sign'}),

@@ -125,7 +125,8 @@ def micro(path:Path, k:int, ours_root:str):
     sys.path.insert(0, ours_root)
     from knowlyr_lab.chat import to_messages
     from knowlyr_lab.hub.rows import grpo_member, sft_row
-    from knowlyr_lab.trajectory import Trajectory, parse_trajectory, trajectory_score
+    from knowlyr_lab.trajectory import Trajectory, trajectory_score
+    from knowlyr_lab.trajectory_io import parse_trajectory
     with open(path, 'rb') as f: lines = [l for _, l in zip(range(k), f)]
     strs = [l.decode() for l in lines]
     ts = [Trajectory.model_validate_json(l) for l in lines]

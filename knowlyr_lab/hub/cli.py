@@ -19,7 +19,7 @@ from ..cli_errors import require_usable, run_cli
 from .collect import collect, iter_collect
 from .export import FORMATS, DatasetExporter, ExportFilter
 from .pipeline import Pipeline, PipelineConfig
-from ..trajectory import write_trajectories
+from ..trajectory_io import write_trajectories
 
 # %% auto #0
 __all__ = ['main']

@@ -27,7 +27,8 @@ from ..core import KnowlyrError
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_member, grpo_row, openai_row, sft_agent_row, sft_row, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
-from ..trajectory import Trajectory, TrajectoryError, read_trajectories, trajectory_score
+from ..trajectory import Trajectory, trajectory_score
+from ..trajectory_io import TrajectoryError, read_trajectories
 
 # %% auto #0
 __all__ = ['FORMATS', 'export_split', 'ExportFilter', 'ExportError', 'ExportResult', 'DatasetExporter']

@@ -26,7 +26,8 @@ from .collect import _make_agent, episode_seed, run_episode
 from .export import DatasetExporter, ExportFilter
 from .store import TrajectoryStore
 from ..registry import make
-from ..trajectory import Trajectory, read_trajectories, write_trajectories
+from ..trajectory import Trajectory
+from ..trajectory_io import read_trajectories, write_trajectories
 
 # %% auto #0
 __all__ = ['TMP_PREFIX', 'PipelineConfig', 'PipelineError', 'Pipeline']

@@ -23,7 +23,8 @@ from .convert import convert, detect, diff_trajectories, iter_log_files, validat
 from .redact import Redactor
 from .report import ConversionReport
 from .secret_rules import SecretPattern
-from ..trajectory import read_trajectories, trajectory_schema, write_trajectories
+from ..trajectory import trajectory_schema
+from ..trajectory_io import read_trajectories, write_trajectories
 
 # %% auto #0
 __all__ = ['OUTPUT_SUFFIXES', 'summary_table', 'check_output', 'cmd_convert', 'cmd_validate', 'cmd_detect', 'cmd_formats',

@@ -21,7 +21,8 @@ from .base import LogAdapter, RecorderError, get_adapter, list_adapters, registe
 from .reading import READ_ERRORS, _loads, iter_jsonl, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor, redact_values
 from .report import ConversionReport
-from ..trajectory import Trajectory, TrajectoryError, parse_trajectory, write_trajectories
+from ..trajectory import Trajectory
+from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
 
 # %% auto #0
 __all__ = ['HEAD_BYTES', 'TrajectoryJSONLAdapter', 'FormatDetectionError', 'Detection', 'read_head', 'detect', 'detect_format',

@@ -16,7 +16,7 @@ from typing import Iterable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..trajectory import TrajectoryError
+from ..trajectory_io import TrajectoryError
 
 # %% auto #0
 __all__ = ['Annotation', 'read_annotations', 'append_annotation', 'latest_annotations', 'agreement', 'Calibrator']

@@ -21,7 +21,7 @@ from .engine import RewardEngine, calibrate_engine, read_usable_trajectories, wi
 from .judge import JudgeConfig, list_rubrics
 from .preferences import build_preferences, reward_leaderboard
 from .rules import RULES
-from ..trajectory import parse_trajectory, read_trajectories, write_trajectories
+from ..trajectory_io import parse_trajectory, read_trajectories, write_trajectories
 
 # %% auto #0
 __all__ = ['cmd_score', 'cmd_rubrics', 'cmd_calibrate', 'cmd_preferences', 'cmd_leaderboard', 'build_parser', 'main']

@@ -23,7 +23,8 @@ from .calibration import Annotation, Calibrator, latest_annotations, read_annota
 from .judge import JudgeConfig, JudgeResult, LLMJudge, build_prompt
 from .rules import RuleResult
 from .scorer import RuleScorer, gc_paused
-from ..trajectory import Step, Task, Trajectory, TrajectoryError, as_task, parse_trajectory, read_trajectories, trajectory_score
+from ..trajectory import Step, Task, Trajectory, as_task, trajectory_score
+from ..trajectory_io import TrajectoryError, parse_trajectory, read_trajectories
 
 # %% auto #0
 __all__ = ['PATTERN_KEYS', 'RULE_PATTERNS', 'LAYERS', 'DEFAULT_LAYER_WEIGHTS', 'StepReward', 'TrajectoryReward',

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from fastcore.basics import patch_to
 
-from .base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits, SandboxUnavailableError, tar_directory
+from .base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits, SandboxUnavailableError
 from .beneath import BeneathDir
 from .host import HostContainment
 from .protocol import RunResult, Sandbox, create_sandbox
+from .snapshot import tar_directory
 
 # %% auto #0
 __all__ = ['NOT_ISOLATED', 'bwrap_unavailable_reason', 'bwrap_available', 'LocalSandbox']

@@ -22,7 +22,8 @@ from fastcore.basics import patch_to
 
 from ..core import InvalidActionError, schema_name, tool_schema, validate_params
 from ..plugins import Registry, UnknownNameError
-from .base import WORKSPACE, ArchiveWriter, SandboxError, SandboxLimits, SandboxSnapshot, ToolResult, _open_archive, check_archive, resolve_workspace_path, truncate_output
+from .base import WORKSPACE, SandboxError, SandboxLimits, ToolResult, resolve_workspace_path, truncate_output
+from .snapshot import ArchiveWriter, SandboxSnapshot, _open_archive, check_archive
 
 # %% auto #0
 __all__ = ['GIT_SUBCOMMANDS', 'SANDBOX_TOOL_SCHEMAS', 'SANDBOX_TOOLS', 'SNAPSHOT_CHUNK', 'LIST_SCRIPT', 'ARCHIVE_SCRIPT',

@@ -16,7 +16,8 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from .protocol import SANDBOX_TOOLS, Sandbox
-from ..trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory, as_task, parse_trajectory
+from ..trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory, as_task
+from ..trajectory_io import parse_trajectory
 
 # %% auto #0
 __all__ = ['normalize_observation', 'ReplayReport', 'replay_trajectory', 'record_calls']

@@ -148,7 +148,7 @@ def _run(args)->int:
         res = evaluate_agent(agent, args.env, tasks=tasks, n_tasks=args.episodes, seeds=[args.seed_offset], max_episode_steps=args.max_episode_steps,
                              batch_size=args.episodes, progress=False, name=str(args.model))   # one batched generate per turn
         if args.output:
-            from knowlyr_lab.trajectory import write_trajectories
+            from knowlyr_lab.trajectory_io import write_trajectories
             write_trajectories(res.trajectories, args.output)
         s = res.summary()
         print(json.dumps({'env': args.env, 'episodes': s['n_episodes'], **{k: s[k] for k in (

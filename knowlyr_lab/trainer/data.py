@@ -17,7 +17,8 @@ import torch
 
 from ..chat import ChatFormatError, parse_steps_text, render_chats, seed_messages, to_messages
 from ..hub.store import TrajectoryStore
-from ..trajectory import Trajectory, parse_trajectory
+from ..trajectory import Trajectory
+from ..trajectory_io import parse_trajectory
 
 # %% auto #0
 __all__ = ['DataFormatError', 'to_chat', 'load_records', 'env_tools', 'render_spans_many', 'render_spans', 'step_weights',

@@ -14,7 +14,8 @@ import pandas as pd
 
 from ..chat import render_chat, to_messages
 from .data import DataFormatError, load_records, step_weights
-from ..trajectory import Trajectory, parse_trajectory
+from ..trajectory import Trajectory
+from ..trajectory_io import parse_trajectory
 
 # %% auto #0
 __all__ = ['DRIFT_CAUSES', 'RECORDED_IDS', 'has_recorded_ids', 'split_recorded', 'recorded_conversation', 'recorded_samples',
