@@ -8,7 +8,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_engine.html.md"""
 from __future__ import annotations
 
 import json
-import re
 import sys
 import threading
 from dataclasses import asdict, dataclass, field
@@ -18,17 +17,17 @@ import numpy as np
 from fastcore.basics import patch
 
 from ..domains import get_domain
-from ..registry import UnknownEnvError, env_spec
 from .calibration import Annotation, Calibrator, latest_annotations, read_annotations
 from .judge import JudgeConfig, JudgeResult, LLMJudge, build_prompt
+from .patterns import rule_patterns
 from .rules import RuleResult
 from .scorer import RuleScorer, gc_paused
 from ..trajectory import Step, Task, Trajectory, TrajectoryError, as_task, parse_trajectory, read_trajectories, trajectory_score
 
 # %% auto #0
-__all__ = ['PATTERN_KEYS', 'RULE_PATTERNS', 'LAYERS', 'DEFAULT_LAYER_WEIGHTS', 'StepReward', 'TrajectoryReward',
-           'register_rule_patterns', 'rule_patterns', 'RewardEngine', 'InputError', 'read_usable_trajectories',
-           'calibrate_engine', 'with_rewards', 'score_trajectory', 'StepRewardFn', 'make_reward_fn']
+__all__ = ['LAYERS', 'DEFAULT_LAYER_WEIGHTS', 'StepReward', 'TrajectoryReward', 'RewardEngine', 'InputError',
+           'read_usable_trajectories', 'calibrate_engine', 'with_rewards', 'score_trajectory', 'StepRewardFn',
+           'make_reward_fn']
 
 # %% ../../nbs/34_reward_engine.ipynb #62f7a7fc
 @dataclass(slots=True)
@@ -56,39 +55,6 @@ class TrajectoryReward:
         import pandas as pd
         return pd.DataFrame([{'step': s.index, 'reward': s.reward, **{f"layer.{k}": v for k, v in s.layers.items()},
                               **{k: r.score for k, r in s.rules.items()}} for s in self.steps])
-
-# %% ../../nbs/34_reward_engine.ipynb #a2184663
-PATTERN_KEYS = ('state_pattern', 'result_pattern')
-RULE_PATTERNS: dict[str, dict] = {}      # env id prefix -> {'state_pattern': ..., 'result_pattern': ...}
-
-def register_rule_patterns(env_prefix:str,                 # env id or id prefix, e.g. 'knowlyr/maze'
-                           state_pattern:str|None=None,     # regex whose match in an observation is the world state
-                           result_pattern:str|None=None,    # regex whose last match in an observation is the call's result
-                           overwrite:bool=False):           # replace patterns registered for `env_prefix`
-    "Declare the rule patterns of the envs whose id starts with `env_prefix`"
-    pats = {k: v for k, v in (('state_pattern', state_pattern), ('result_pattern', result_pattern)) if v is not None}
-    if not pats: raise ValueError(f"register_rule_patterns({env_prefix!r}): give state_pattern and/or result_pattern")
-    for k, v in pats.items():
-        try: re.compile(v)
-        except re.error as e: raise ValueError(f"register_rule_patterns({env_prefix!r}): {k} is not a regex: {e}") from None
-    if env_prefix in RULE_PATTERNS and not overwrite and RULE_PATTERNS[env_prefix] != pats:
-        raise ValueError(f"rule patterns for {env_prefix!r} are already registered ({RULE_PATTERNS[env_prefix]}); pass overwrite=True")
-    RULE_PATTERNS[env_prefix] = pats
-
-def _declared_patterns(env_id:str)->dict:
-    try: cls = env_spec(env_id).load()
-    except (UnknownEnvError, ImportError, AttributeError): return {}
-    pats = getattr(cls, 'reward_patterns', None) or {}
-    bad = set(pats) - set(PATTERN_KEYS)
-    if bad: raise ValueError(f"{env_id}: reward_patterns has unknown keys {sorted(bad)}; allowed: {list(PATTERN_KEYS)}")
-    return dict(pats)
-
-def rule_patterns(env_id:str|None)->dict:
-    "The rule patterns for trajectories of `env_id`: registered for its longest prefix, else declared by the env class"
-    if not env_id: return {}
-    hits = [k for k in RULE_PATTERNS if env_id.startswith(k)]
-    if hits: return dict(RULE_PATTERNS[max(hits, key=len)])
-    return _declared_patterns(env_id)
 
 # %% ../../nbs/34_reward_engine.ipynb #c1623698
 LAYERS = ('rules', 'judge')
