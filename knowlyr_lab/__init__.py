@@ -46,7 +46,7 @@ _LAZY = {
     'Pipeline': 'hub.pipeline', 'PipelineConfig': 'hub.pipeline',
     # trainer (these import torch when first used)
     'SFTTrainer': 'trainer.sft', 'SFTConfig': 'trainer.sft', 'DPOTrainer': 'trainer.dpo', 'DPOConfig': 'trainer.dpo',
-    'GRPOTrainer': 'trainer.grpo', 'GRPOConfig': 'trainer.grpo', 'AgentInference': 'trainer.inference',
+    'GRPOTrainer': 'trainer.grpo', 'GRPOConfig': 'trainer.grpo_groups', 'AgentInference': 'trainer.inference',
     'LocalAgent': 'trainer.inference',
     # evaluation and statistics
     'evaluate_agent': 'eval.evaluate', 'compare_agents': 'eval.evaluate', 'leaderboard': 'eval.evaluate',

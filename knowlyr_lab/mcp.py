@@ -49,8 +49,8 @@ from knowlyr_lab.mcp_base import (
 from .recorder.convert import convert, diff_trajectories, validate
 from .recorder.report import ConversionReport
 from .reward.engine import RewardEngine
-from .reward.engine import calibrate_engine as _calibrate
 from .reward.engine import score_trajectory as _score
+from .reward.inputs import calibrate_engine as _calibrate
 from .reward.judge import list_rubrics as _list_rubrics
 from .reward.preferences import build_preferences as _build_prefs
 from .reward.preferences import reward_leaderboard as _leaderboard

@@ -82,7 +82,7 @@ def test_reward_tools_take_the_python_api_defaults_and_options(results):
     "#14: build_preferences hard-coded min_margin (and had no max_pairs_per_task); calibrate_reward had no threshold and no engine"
     import inspect
 
-    from knowlyr_lab.reward.engine import calibrate_engine
+    from knowlyr_lab.reward.inputs import calibrate_engine
     from knowlyr_lab.reward.preferences import build_preferences
     sch = {t.name: t.input_schema['properties'] for t in run(results, 'tools')}
     for tool, fn, keys in [('build_preferences', build_preferences, ('level', 'min_margin', 'max_pairs_per_task')),

@@ -21,7 +21,8 @@ from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qw
 from knowlyr_lab.hub.export import DatasetExporter
 from knowlyr_lab.registry import make
 from knowlyr_lab.trainer.cli import build_parser, config_from_args, main
-from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+from knowlyr_lab.trainer.grpo import GRPOTrainer
+from knowlyr_lab.trainer.grpo_groups import GRPOConfig
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, env_tools, oracle_trajectories, render_corpus
 from knowlyr_lab.trainer.tiny import save_tiny_model, train_tokenizer
 from knowlyr_lab.trajectory_io import write_trajectories

@@ -115,7 +115,8 @@ def test_sft_trains_on_the_recorded_ids(recorded, tmp_path):
 
 
 def test_grpo_trains_on_the_recorded_ids(recorded, tmp_path):
-    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
     tok, model, runs, store, trajs = recorded
     scored = [t.model_copy(update={'reward': float(t.metadata['episode'] is None)}) for t in trajs]   # a verifier's verdicts
     cfg = GRPOConfig(output_dir=str(tmp_path / 'grpo'), max_steps=2, num_epochs=2, num_generations=2, tasks_per_step=1, batch_size=2,
@@ -184,7 +185,8 @@ def test_the_serve_command_records_until_stopped(recorded, tmp_path):
 def test_grpo_can_take_the_old_log_probs_from_the_recording(recorded, tmp_path):
     "use_recorded_logprobs: the ratio's old log-probs are the sampler's, as recorded, at exactly the completion tokens"
     from knowlyr_lab.config import ConfigError
-    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
     tok, model, runs, store, trajs = recorded
     scored = [t.model_copy(update={'reward': float(t.metadata['episode'] is None)}) for t in trajs]
     cfg = dict(output_dir=str(tmp_path / 'g'), max_steps=1, num_generations=2, tasks_per_step=1, batch_size=2, progress_bar=False)

@@ -135,7 +135,8 @@ def test_unreachable_server_is_a_clear_error():
 @pytest.mark.slow
 def test_grpo_rollouts_on_a_remote_env(openenv_server, tmp_path):
     "GRPO's online rollouts `make(config.env_id)`: a registered remote id works like a local one"
-    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
     from knowlyr_lab.trainer.tiny import make_tiny_model
     register('test/remote-maze-grpo', OpenEnvClient, base_url=openenv_server.url, name='maze', overwrite=True)
     model, tok = make_tiny_model(hidden_size=64)

@@ -58,7 +58,7 @@ def test_rule_patterns_are_read_from_the_env_class():
     "An env declares `reward_patterns`; the engine applies them to that env's trajectories (no engine-side table needed)"
     from knowlyr_lab.core import AgentEnv, TimeStep, tool_schema
     from knowlyr_lab.registry import register
-    from knowlyr_lab.reward.engine import rule_patterns
+    from knowlyr_lab.reward.patterns import rule_patterns
     class Rooms(AgentEnv):
         domain = 'generic'
         reward_patterns = {'state_pattern': r"in room \d+"}
@@ -80,7 +80,7 @@ def test_bundled_envs_declare_their_rule_patterns():
     "The engine used to hard-code the maze's and wordle's patterns by env id; the envs declare them now"
     from knowlyr_lab.envs.maze import MazeEnv
     from knowlyr_lab.envs.wordle import WordleEnv
-    from knowlyr_lab.reward.engine import RULE_PATTERNS, rule_patterns
+    from knowlyr_lab.reward.patterns import RULE_PATTERNS, rule_patterns
     assert not [k for k in RULE_PATTERNS if k.startswith('knowlyr/')]
     assert rule_patterns('knowlyr/maze-easy') == MazeEnv.reward_patterns and 'state_pattern' in MazeEnv.reward_patterns
     assert rule_patterns('knowlyr/wordle-hard') == WordleEnv.reward_patterns and 'result_pattern' in WordleEnv.reward_patterns

@@ -123,7 +123,8 @@ def test_grpo_rollouts_from_an_openai_server(tiny, tmp_path, monkeypatch):
     "Two online updates whose rollouts the server generates with the adapter the trainer hot-loaded before each"
     from knowlyr_lab.config import ConfigError
     from knowlyr_lab.trainer import grpo
-    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
     base, tok = tiny
     common = dict(env_id='knowlyr/maze-easy', num_generations=2, tasks_per_step=1, max_steps=2, max_completion_length=12,
                   max_episode_steps=2, max_invalid_actions=1, progress_bar=False, mixed_precision='no', learning_rate=1e-2, seed=0)
@@ -155,7 +156,8 @@ def _no_model_copies(monkeypatch):
 
 def test_offline_kl_uses_stored_reference_logprobs(tiny, tmp_path, monkeypatch):
     "Offline, full fine-tuning, beta > 0: reference log-probs computed once from the warm start equal a copy's, batch by batch"
-    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
     base, tok = tiny
     move = lambda d: [{'role': 'assistant', 'content': f'I go {d}.'}]
     data = [{'prompt': [{'role': 'user', 'content': f'Task {k}: reach the goal.'}], 'completions': [move('east'), move('west'), move('north' * (k + 1))],
@@ -174,7 +176,8 @@ def test_offline_kl_uses_stored_reference_logprobs(tiny, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match='did not keep'): tr.train_offline(data + [{**data[0], 'completions': [move('up'), move('down')], 'rewards': [1, 0]}])
 
 def test_full_fine_tuning_with_beta_0_keeps_no_reference(tiny, tmp_path, monkeypatch):
-    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
     base, tok = tiny
     model = copy.deepcopy(base)
     _no_model_copies(monkeypatch)

@@ -6,7 +6,8 @@ from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.hub.collect import collect, run_episodes
 from knowlyr_lab.registry import make
-from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+from knowlyr_lab.trainer.grpo import GRPOTrainer
+from knowlyr_lab.trainer.grpo_groups import GRPOConfig
 from knowlyr_lab.trainer.recipes import online_grpo
 from knowlyr_lab.widgets import EnvSession
 from knowlyr_lab.wrappers import RecorderWrapper, StepBudgetWrapper

@@ -138,7 +138,8 @@ def test_kill_and_resume_gives_the_same_weights(maze, tmp_path):
 @pytest.mark.slow
 def test_online_grpo_resumes_at_its_update(maze, tmp_path):
     "Online GRPO stopped and resumed: it rolls out the saved update's successors (not update 0 again), mid-update from the saved batch, same weights"
-    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
     trajs, tools, _, tok = maze
     def run(out, stop_at=None, **kw):
         cfg = GRPOConfig(output_dir=str(out), env_id='knowlyr/maze-easy', num_generations=2, tasks_per_step=2, max_steps=4, num_iterations=2,
@@ -198,7 +199,8 @@ DDP_SCRIPT = textwrap.dedent('''
         pairs = [{'prompt': m[:1], 'chosen': m[1:], 'rejected': m[1:3]} for m in msgs]   # rejected: stops after one step
         tr = DPOTrainer(DPOConfig(**common), model, tok, train_data=pairs, tools=tools)
     else:
-        from knowlyr_lab.trainer.grpo import GRPOTrainer, GRPOConfig
+        from knowlyr_lab.trainer.grpo import GRPOTrainer
+        from knowlyr_lab.trainer.grpo_groups import GRPOConfig
         # 3 groups of 3 per update: 9 sequences split 5/4; per-sequence ('grpo') normalisation, 2 iterations (clipping), KL
         cfg = GRPOConfig(tasks_per_step=3, num_generations=3, loss_type='grpo', num_iterations=2, beta=0.04,
                          env_id='knowlyr/maze-easy', max_steps=4, max_episode_steps=3, max_completion_length=24, **common)

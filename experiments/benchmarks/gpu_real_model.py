@@ -129,7 +129,8 @@ def grpo_run(path:Path, a, tmp:Path)->dict:
     "Online GRPO on ENV: rollout throughput (generated tokens/s, episodes/s) and update time"
     import torch
 
-    from knowlyr_lab.trainer.grpo import GRPOConfig, GRPOTrainer
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
     from knowlyr_lab.trainer.inference import AgentInference
     if torch.cuda.is_available(): torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
     cfg = GRPOConfig(model_name_or_path=str(path), output_dir=str(tmp / 'grpo'), env_id=ENV, num_generations=a.num_generations,

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..cli_errors import run_cli
 from .calibration import read_annotations
-from .engine import RewardEngine, calibrate_engine, read_usable_trajectories, with_rewards
+from .engine import RewardEngine, with_rewards
+from .inputs import calibrate_engine, read_usable_trajectories
 from .judge import JudgeConfig, list_rubrics
 from .preferences import build_preferences, reward_leaderboard
 from .rules import RULES

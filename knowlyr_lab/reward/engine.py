@@ -8,8 +8,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_engine.html.md"""
 from __future__ import annotations
 
 import json
-import re
-import sys
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,18 +16,16 @@ import numpy as np
 from fastcore.basics import patch
 
 from ..domains import get_domain
-from ..registry import UnknownEnvError, env_spec
 from .calibration import Annotation, Calibrator, latest_annotations, read_annotations
 from .judge import JudgeConfig, JudgeResult, LLMJudge, build_prompt
+from .patterns import rule_patterns
 from .rules import RuleResult
 from .scorer import RuleScorer, gc_paused
 from ..trajectory import Step, Task, Trajectory, as_task, trajectory_score
-from ..trajectory_io import TrajectoryError, parse_trajectory, read_trajectories
 
 # %% auto #0
-__all__ = ['PATTERN_KEYS', 'RULE_PATTERNS', 'LAYERS', 'DEFAULT_LAYER_WEIGHTS', 'StepReward', 'TrajectoryReward',
-           'register_rule_patterns', 'rule_patterns', 'RewardEngine', 'InputError', 'read_usable_trajectories',
-           'calibrate_engine', 'with_rewards', 'score_trajectory', 'StepRewardFn', 'make_reward_fn']
+__all__ = ['LAYERS', 'DEFAULT_LAYER_WEIGHTS', 'StepReward', 'TrajectoryReward', 'RewardEngine', 'with_rewards',
+           'score_trajectory', 'StepRewardFn', 'make_reward_fn']
 
 # %% ../../nbs/34_reward_engine.ipynb #62f7a7fc
 @dataclass(slots=True)
@@ -57,39 +53,6 @@ class TrajectoryReward:
         import pandas as pd
         return pd.DataFrame([{'step': s.index, 'reward': s.reward, **{f"layer.{k}": v for k, v in s.layers.items()},
                               **{k: r.score for k, r in s.rules.items()}} for s in self.steps])
-
-# %% ../../nbs/34_reward_engine.ipynb #a2184663
-PATTERN_KEYS = ('state_pattern', 'result_pattern')
-RULE_PATTERNS: dict[str, dict] = {}      # env id prefix -> {'state_pattern': ..., 'result_pattern': ...}
-
-def register_rule_patterns(env_prefix:str,                 # env id or id prefix, e.g. 'knowlyr/maze'
-                           state_pattern:str|None=None,     # regex whose match in an observation is the world state
-                           result_pattern:str|None=None,    # regex whose last match in an observation is the call's result
-                           overwrite:bool=False):           # replace patterns registered for `env_prefix`
-    "Declare the rule patterns of the envs whose id starts with `env_prefix`"
-    pats = {k: v for k, v in (('state_pattern', state_pattern), ('result_pattern', result_pattern)) if v is not None}
-    if not pats: raise ValueError(f"register_rule_patterns({env_prefix!r}): give state_pattern and/or result_pattern")
-    for k, v in pats.items():
-        try: re.compile(v)
-        except re.error as e: raise ValueError(f"register_rule_patterns({env_prefix!r}): {k} is not a regex: {e}") from None
-    if env_prefix in RULE_PATTERNS and not overwrite and RULE_PATTERNS[env_prefix] != pats:
-        raise ValueError(f"rule patterns for {env_prefix!r} are already registered ({RULE_PATTERNS[env_prefix]}); pass overwrite=True")
-    RULE_PATTERNS[env_prefix] = pats
-
-def _declared_patterns(env_id:str)->dict:
-    try: cls = env_spec(env_id).load()
-    except (UnknownEnvError, ImportError, AttributeError): return {}
-    pats = getattr(cls, 'reward_patterns', None) or {}
-    bad = set(pats) - set(PATTERN_KEYS)
-    if bad: raise ValueError(f"{env_id}: reward_patterns has unknown keys {sorted(bad)}; allowed: {list(PATTERN_KEYS)}")
-    return dict(pats)
-
-def rule_patterns(env_id:str|None)->dict:
-    "The rule patterns for trajectories of `env_id`: registered for its longest prefix, else declared by the env class"
-    if not env_id: return {}
-    hits = [k for k in RULE_PATTERNS if env_id.startswith(k)]
-    if hits: return dict(RULE_PATTERNS[max(hits, key=len)])
-    return _declared_patterns(env_id)
 
 # %% ../../nbs/34_reward_engine.ipynb #c1623698
 LAYERS = ('rules', 'judge')
@@ -258,58 +221,6 @@ def calibrate(self:RewardEngine,
     cal.report.update(pairs=len(auto), unmatched=unmatched)
     self.calibrator = cal
     return cal
-
-# %% ../../nbs/34_reward_engine.ipynb #1c30e0c5
-class InputError(ValueError):
-    "Input with nothing usable in it"
-
-def _records(path, quarantine, errors:list):
-    "Trajectories of a JSONL/Parquet file, or of a `.json` document (one trajectory or a list); bad records skipped"
-    p = Path(path)
-    doc = None
-    if p.suffix == '.json':
-        try: doc = json.loads(p.read_text(encoding='utf-8'))
-        except json.JSONDecodeError: pass          # not one document: JSON lines under a .json name
-    if doc is None: yield from read_trajectories(p, on_error='skip', quarantine=quarantine, errors=errors); return
-    for i, rec in enumerate(doc if isinstance(doc, list) else [doc], 1):
-        try: yield parse_trajectory(rec, p, i)
-        except TrajectoryError as e:
-            errors.append(e)
-            if quarantine is not None:
-                with open(quarantine, 'a', encoding='utf-8') as f:
-                    f.write(json.dumps({'path': str(p), 'line': i, 'field': e.field, 'reason': str(e), 'record': rec}, default=str) + '\n')
-
-def read_usable_trajectories(path:str|Path,        # trajectories: .jsonl, .jsonl.gz, .parquet, or a .json document (one or a list)
-                             quarantine:str|Path|None=None, # bad records are appended here with their reasons (None: not kept)
-                            )->tuple[list, list]:   # the valid trajectories, the errors of the skipped records
-    "Valid trajectories and the errors of the skipped records; no usable record at all is an `InputError`"
-    if not Path(path).exists(): raise FileNotFoundError(f"{path} does not exist")
-    errors = []
-    trajs = list(_records(path, quarantine, errors))
-    if not trajs:   # one line: the count, where the reasons are, the first of them, and what a trajectory file is
-        why = f"{len(errors)} bad records" + (f", quarantined in {quarantine}" if quarantine else '') + f"; the first: {errors[0]}" if errors else 'it is empty'
-        raise InputError(f"no valid trajectory in {path} ({why}); a trajectory file is .jsonl, .jsonl.gz, .parquet or .json, as knowlyr-recorder convert writes it")
-    for e in errors[:5]: print(f"skipped: {e}", file=sys.stderr)
-    if len(errors) > 5: print(f"... and {len(errors) - 5} more", file=sys.stderr)
-    return trajs, errors
-
-# %% ../../nbs/34_reward_engine.ipynb #4a55fdda
-def calibrate_engine(trajectories:str|Path,      # the annotated trajectories (scored or not): .jsonl, .jsonl.gz, .parquet or .json
-                     annotations:str|Path,       # human step scores (JSONL)
-                     output:str|Path,            # engine config JSON to write, with the fitted map (`score --engine` reads it)
-                     method:str='isotonic',      # 'isotonic' or 'logistic'
-                     threshold:float=0.5,        # human score that counts as good (logistic fit, kappa)
-                     domain:str='generic',       # domain of the engine to calibrate, when no `engine` config is given
-                     engine:str|Path|None=None,  # engine config JSON to calibrate (None: the default engine of `domain`)
-                    )->dict:                     # pairs, unmatched annotations, skipped records, agreement before/after, engine path
-    "Fit the engine's calibration map (`RewardEngine.calibrate`) to human annotations and save the engine (`knowlyr-reward calibrate` and over MCP)"
-    trajs, errors = read_usable_trajectories(trajectories)
-    eng = RewardEngine.load(engine) if engine else RewardEngine(domain)
-    cal = eng.calibrate(trajs, read_annotations(annotations), method=method, threshold=threshold)
-    eng.save(output)
-    return {'pairs': cal.report['pairs'], 'unmatched_annotations': cal.report['unmatched'], 'skipped_records': len(errors),
-            'before': cal.report['before'], 'after': cal.report['after'], 'engine': str(output)}
-
 
 # %% ../../nbs/34_reward_engine.ipynb #fb305cf5
 def with_rewards(traj:Trajectory, tr:TrajectoryReward, inplace:bool=False)->Trajectory:

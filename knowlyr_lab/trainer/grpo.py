@@ -12,141 +12,22 @@ import json
 import random
 import shutil
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from accelerate.utils import gather_object
 from fastcore.basics import patch
 
-from ..config import ConfigError, in_range, one_of
-from .base import BaseTrainer, TrainConfig
-from .data import DataFormatError, collate_padded, env_tools, load_records, to_chat, tokenize_chats
-from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
+from .base import BaseTrainer
+from .data import DataFormatError, env_tools, to_chat
+from .grpo_groups import GRPOConfig, _group_tensors, groups_from_records
 from .inference import AgentInference
-from .losses import grpo_advantages, grpo_loss, invalid_counts, step_level_advantages, token_logps
+from .losses import grpo_loss, invalid_counts, token_logps
 from .serve import load_lora_adapter, unload_lora_adapter
 from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0
-__all__ = ['GRPOConfig', 'groups_from_records', 'GRPOTrainer']
-
-# %% ../../nbs/66_trainer_grpo.ipynb #a7178a8d
-@dataclass
-class GRPOConfig(TrainConfig):
-    "Group-relative policy optimisation settings"
-    output_dir: str = 'runs/grpo'
-    learning_rate: float = 1e-6
-    env_id: str|None = None                # env for online rollouts (None: offline groups only)
-    num_generations: int = 8               # G: episodes per task
-    tasks_per_step: int = 4                # tasks (groups) per optimiser step
-    max_steps: int = 20                    # optimiser steps: online runs this many; offline stops here unless num_epochs ends first (-1: epochs decide)
-    max_episode_steps: int = 20            # step budget of a rollout episode (`run_episodes` wraps each env in a `StepBudgetWrapper`)
-    max_completion_length: int = 64        # new tokens per assistant turn; also dr_grpo's constant normaliser L_max
-    temperature: float = 1.0               # sampling temperature (log-probs use the same)
-    epsilon: float = 0.2                   # lower clip range
-    epsilon_high: float|None = None        # upper clip range (DAPO clip-higher; default = epsilon)
-    beta: float = 0.0                      # k3 KL coefficient (0: no reference model needed)
-    loss_type: str = 'dapo'                # grpo, bnpo, dr_grpo, dapo
-    scale_rewards: str = 'group'           # advantage scaling: group, batch, none
-    num_iterations: int = 1                # updates per generated batch
-    step_level_advantage: bool = False     # A_ij = A_i (1 + sign(A_i)(r_ij - mean_j r_ij)): blame to the worst steps of a failure
-    task_seed_offset: int = 0              # first env seed used for online tasks
-    max_invalid_actions: int|None = None   # end an online episode after this many invalid actions (None: only the step budget)
-    logging_steps: int = 1                 # log every n optimiser steps
-    recorded_ids: str = 'split'            # offline trajectories with recorded ids train on them; one that drifts from the template: split, refuse, rerender
-    use_recorded_logprobs: bool = False    # old log-probs of recorded completions are the sampler's (recorded at temperature 1), not the policy's at the batch start
-    rollout_backend: str = 'local'         # who generates online rollouts: 'local' (this process) or 'openai' (an OpenAI-compatible server that hot-loads the LoRA adapter)
-    rollout_base_url: str|None = None      # with 'openai': the server's base URL, e.g. http://host:8000/v1 (vLLM with LoRA updating on, or `serve(enable_lora=True)`)
-    rollout_api_key: str|None = None       # with 'openai': its API key (None: $OPENAI_API_KEY, or none)
-    rollout_adapter_dir: str|None = None   # with 'openai': where each update's adapter is saved for the server to load (None: output_dir/rollout_adapters)
-
-    _checks = {'num_generations': in_range(2), 'tasks_per_step': in_range(1), 'max_episode_steps': in_range(1),
-               'max_completion_length': in_range(1), 'temperature': in_range(0, lo_open=True), 'epsilon': in_range(0, 1, hi_open=True),
-               'epsilon_high': in_range(0), 'beta': in_range(0), 'loss_type': one_of('grpo', 'bnpo', 'dr_grpo', 'dapo'),
-               'scale_rewards': one_of('group', 'batch', 'none'), 'num_iterations': in_range(1), 'task_seed_offset': in_range(0),
-               'max_invalid_actions': in_range(1), 'recorded_ids': one_of(*RECORDED_IDS), 'rollout_backend': one_of('local', 'openai')}
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.use_recorded_logprobs and self.temperature != 1.0:
-            raise ConfigError(f"GRPOConfig.use_recorded_logprobs needs temperature 1.0 (the recorded log-probs are of the raw logits), "
-                              f"got temperature={self.temperature}", 'temperature')
-        if self.rollout_backend == 'openai' and not self.use_lora:
-            raise ConfigError("GRPOConfig.rollout_backend='openai' hot-loads the LoRA adapter into the server after each update: set use_lora=True", 'use_lora')
-        if self.rollout_backend == 'openai' and not self.rollout_base_url:
-            raise ConfigError("GRPOConfig.rollout_backend='openai' needs rollout_base_url, the server's OpenAI base URL (e.g. http://127.0.0.1:8000/v1)", 'rollout_base_url')
-
-# %% ../../nbs/66_trainer_grpo.ipynb #e2b388fa
-def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
-    "Tokenize members (chats with 'reward', 'step_rewards', 'valid'), groups contiguous; return batch, per-token advantages, rewards, validity"
-    c = trainer.config
-    plain = [m for m in members if 'samples' not in m]       # recorded members bring their own samples (their recorded ids)
-    rendered = iter(tokenize_chats(trainer.tokenizer, plain, mask_observations=True) if plain else [])
-    samples, owner = [], []                                  # a recorded member split at a drift gives several rows, one advantage
-    for j, m in enumerate(members):
-        for s in (m['samples'] if 'samples' in m else [next(rendered)]): samples.append(dict(s)); owner.append(j)
-    for s in samples:
-        if len(s['input_ids']) > c.max_length:
-            for k in ('input_ids', 'labels', 'weights', 'step', 'logprobs'):
-                if k in s: s[k] = s[k][:c.max_length]
-    b = collate_padded(samples, trainer.tokenizer.pad_token_id)
-    b['recorded_old'], b['has_recorded'] = _recorded_old(samples, b['input_ids'].shape[1])
-    rewards = torch.tensor([float(m['reward']) for m in members])
-    valid = torch.tensor([bool(m.get('valid', True)) for m in members])    # an infrastructure failure is no evidence: out of the baseline
-    adv = grpo_advantages(rewards, group_size, c.scale_rewards, valid=valid)[owner]
-    b['valid'] = valid[owner]
-    L = b['input_ids'].shape[1]
-    step_ids = torch.tensor([s['step'] + [-1] * (L - len(s['step'])) for s in samples])[:, 1:]
-    if c.step_level_advantage: A = step_level_advantages(adv, [members[o].get('step_rewards') or [] for o in owner], step_ids)
-    else: A = adv[:, None].expand(-1, L - 1)
-    return b, A, rewards, valid
-
-def _recorded_old(samples:list[dict], L:int)->tuple:
-    "(B, L-1) recorded log-probs aligned with labels[:, 1:], and which rows have one for every labelled token"
-    rows, has = [], []
-    for s in samples:
-        lp = s.get('logprobs') or []
-        has.append(bool(lp) and all(x is not None for x, l in zip(lp, s['labels']) if l != -100))
-        v = [x if x is not None else 0.0 for x in lp[1:]]
-        rows.append(v + [0.0] * (L - 1 - len(v)))
-    return torch.tensor(rows, dtype=torch.float), torch.tensor(has, dtype=torch.bool)
-
-def groups_from_records(data, tools=None, system=None,
-                        tokenizer=None,              # checks recorded trajectories for drift (None: no check, recorded ids used)
-                        recorded_ids:str='split',    # a drifting recorded trajectory: split, refuse, rerender (`trainer.drift`)
-                        ledger:list|None=None,       # the drift report of each recorded trajectory is appended here
-                       )->list[list[dict]]:
-    "Offline groups: records {'prompt', 'completions', 'rewards'[, 'step_rewards']} or trajectories grouped by task id (recorded ones with their own ids)"
-    groups, by_task = [], {}
-    recorded, items = split_recorded(load_records(data))
-    rec_samples, rerender, led = recorded_training_rows(tokenizer, recorded, recorded_ids, tools)
-    if ledger is not None: ledger += led
-    for ps in rec_samples:
-        by_task.setdefault(ps[0]['task_id'], []).append({'samples': ps, 'reward': ps[0]['reward'], 'task_id': ps[0]['task_id'],
-                                                         'step_rewards': ps[0]['step_rewards'], 'where': ps[0]['where'], 'valid': ps[0].get('valid', True)})
-    for where, rec in items + rerender:
-        if isinstance(rec, dict) and 'completions' in rec:
-            prompt = rec['prompt'] if isinstance(rec['prompt'], list) else [{'role': 'user', 'content': rec['prompt']}]
-            comps, rs = rec['completions'], rec.get('rewards')
-            if not isinstance(rs, list) or len(rs) != len(comps): raise DataFormatError(f"{where}: field 'rewards' must list one reward per completion")
-            srs = rec.get('step_rewards') or [None] * len(comps)
-            vs = rec.get('valid') or [True] * len(comps)   # False: an infrastructure failure ended that completion's episode
-            if not isinstance(vs, list) or len(vs) != len(comps): raise DataFormatError(f"{where}: field 'valid' must list one bool per completion")
-            g = []
-            for comp, r, sr, v in zip(comps, rs, srs, vs):
-                comp = comp if isinstance(comp, list) else [{'role': 'assistant', 'content': comp}]
-                ch = to_chat({'messages': prompt + comp, 'tools': rec.get('tools'), 'reward': r,
-                              **({'step_rewards': sr} if sr else {})}, where, system=system, tools=tools)
-                ch['valid'] = bool(v)
-                g.append(ch)
-            groups.append(g)
-        else:
-            ch = to_chat(rec, where, system=system, tools=tools)
-            ch['valid'] = rec.valid if isinstance(rec, Trajectory) else bool(rec.get('valid', True)) if isinstance(rec, dict) else True
-            by_task.setdefault(ch['task_id'], []).append(ch)
-    groups += list(by_task.values())
-    return groups
+__all__ = ['GRPOTrainer']
 
 # %% ../../nbs/66_trainer_grpo.ipynb #9079a05e
 class GRPOTrainer(BaseTrainer):

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..chat import chat_format, save_prompt
 from .data import load_records
-from .grpo import GRPOConfig, GRPOTrainer
+from .grpo import GRPOTrainer
+from .grpo_groups import GRPOConfig
 from .inference import AgentInference
 from .sft import SFTConfig, SFTTrainer, render_corpus
 from .tiny import make_tiny_model
