@@ -53,7 +53,7 @@ class DemoConfig:
     vocab_size: int = 2048             # tiny tokenizer (the llama family's digit groups take ~1,100)
     hidden_size: int = 128             # tiny model width
     num_layers: int = 2                # tiny model depth
-    learning_rate: float = 3e-3        # SFT learning rate (constant: see the recipes page)
+    learning_rate: float = 3e-3        # SFT peak learning rate (decays linearly to 0: see the recipes page)
     batch_size: int = 8                # demonstrations per optimiser step (steps = num_epochs * n_train_tasks / batch_size)
     num_epochs: int = 1                # passes over the demonstrations; the rate decays linearly over all of them (see below)
     curve_every: int = 500             # optimiser steps between learning-curve checkpoints

@@ -26,6 +26,12 @@ def run_notebook(name, out_dir, timeout=900):
             else: os.environ[k] = v
     return nb
 
+def assert_provenance(res):
+    "A results file names what it was made with: versions, commit, CPU, kernel level, threads"
+    p = res['provenance']
+    assert p['packages']['torch'] and p['packages']['transformers'] and p['cpu'] and p['cpu_capability'] and p['torch_threads'] >= 1
+    assert 'commit' in p
+
 @pytest.mark.slow
 def test_01_sft_from_experts(tmp_path):
     out = tmp_path / 'exp01'
@@ -48,6 +54,7 @@ def test_04_agent_evol(tmp_path):
     P = res['params']
     assert [(r['seed'], r['round']) for r in res['rounds']] == [(s, r) for s in P['SEEDS'] for r in range(P['ROUNDS'] + 1)]
     assert all(0 <= r['success'] <= 1 for r in res['rounds']) and len(res['tests']) == len(P['SEEDS'])
+    assert_provenance(res)
 
 @pytest.mark.long
 def test_02_dpo_from_preferences(tmp_path):
@@ -56,6 +63,7 @@ def test_02_dpo_from_preferences(tmp_path):
     res = json.loads((out / 'results.json').read_text())
     assert res['pairs'] >= 0 and len(res['runs']) in (0, len(res['params']['SEEDS']))   # trained iff it had pairs
     assert all(0 <= r['p_value'] <= 1 for r in res['runs'])
+    assert_provenance(res)
 
 @pytest.mark.long
 def test_03_online_grpo(tmp_path):
@@ -63,3 +71,4 @@ def test_03_online_grpo(tmp_path):
     run_notebook('03_online_grpo.ipynb', out)
     res = json.loads((out / 'results.json').read_text())
     assert len(res['runs']) == len(res['params']['SEEDS']) and all(0 <= r['before'] <= 1 and 0 <= r['after'] <= 1 for r in res['runs'])
+    assert_provenance(res)
