@@ -35,7 +35,7 @@ from .data import collate_packed, pack_samples
 from .metrics import MetricsLogger, _trackers
 
 # %% auto #0
-__all__ = ['SCHEDULERS', 'PRECISIONS', 'TRACKERS', 'TrainConfig', 'resolve_precision', 'BaseTrainer']
+__all__ = ['SCHEDULERS', 'PRECISIONS', 'TRACKERS', 'TrainConfig', 'resolve_precision', 'check_given_model', 'BaseTrainer']
 
 # %% ../../nbs/62a_trainer_base.ipynb #253283ac
 SCHEDULERS = ('linear', 'cosine', 'cosine_with_restarts', 'polynomial', 'constant', 'constant_with_warmup', 'inverse_sqrt')
@@ -129,6 +129,18 @@ def resolve_precision(p:str)->str:
         return 'no'
     return p
 
+# %% ../../nbs/62a_trainer_base.ipynb #ebb9d0ec
+def check_given_model(model, c:TrainConfig):
+    "Refuse a config whose loading settings a model passed in does not match (they apply only to a model the trainer loads)"
+    dtype = str(next(model.parameters()).dtype).removeprefix('torch.')
+    if c.model_dtype != 'auto' and dtype != c.model_dtype:
+        raise ConfigError(f"model_dtype: {c.model_dtype!r}, but the model passed in holds {dtype} weights: load it as {c.model_dtype}, "
+                          f"set model_dtype='auto' to train it as it is, or give model_name_or_path")
+    attn = getattr(model.config, '_attn_implementation', None)
+    if c.attn_implementation and attn != c.attn_implementation:
+        raise ConfigError(f"attn_implementation: {c.attn_implementation!r}, but the model passed in uses {attn!r}: load it with it, or give model_name_or_path")
+    if c.device_map: raise ConfigError("device_map: applies to a model the trainer loads (model_name_or_path); a model passed in stays where it is")
+
 # %% ../../nbs/62a_trainer_base.ipynb #5e85e2fd
 class BaseTrainer:
     "The one training loop; a trainer provides `plan`, `micro_batch` and `compute_loss` (as TRL trainers override `compute_loss`)"
@@ -154,6 +166,7 @@ class BaseTrainer:
             if c.attn_implementation: kw['attn_implementation'] = c.attn_implementation
             if c.device_map: kw['device_map'] = c.device_map
             model = AutoModelForCausalLM.from_pretrained(p, **kw)
+        else: check_given_model(model, c)
         if tokenizer is None: tokenizer = AutoTokenizer.from_pretrained(c.model_name_or_path or model.name_or_path)
         if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
         fmt = set_chat_format(tokenizer, c.chat_format)
