@@ -2,8 +2,8 @@
 
 Only experiment 1 runs in CI (`slow`, well under a minute): at CI size it checks the plumbing and the held-out
 guard; the claim itself (SFT beats the untrained policy on >= 100 fingerprint-disjoint tasks) is made by the `small`
-run stored in the notebook and by `make demo`. Experiments 2-4 take many minutes even at CI size and are marked `long`, which no CI run
-enables: `KNOWLYR_TEST_FLAGS=long pytest tests/test_experiments.py`."""
+run stored in the notebook and by `make demo`. Experiments 2-5 take many minutes even at CI size and are marked `long`, which no CI run
+enables: `KNOWLYR_TEST_FLAGS=long pytest tests/test_experiments.py` (experiment 5 also needs the real model's wheel: `real`)."""
 import json
 import os
 from pathlib import Path
@@ -71,4 +71,17 @@ def test_03_online_grpo(tmp_path):
     run_notebook('03_online_grpo.ipynb', out)
     res = json.loads((out / 'results.json').read_text())
     assert len(res['runs']) == len(res['params']['SEEDS']) and all(0 <= r['before'] <= 1 and 0 <= r['after'] <= 1 for r in res['runs'])
+    assert_provenance(res)
+
+@pytest.mark.long
+@pytest.mark.real
+def test_05_real_model(tmp_path):
+    out = tmp_path / 'exp05'
+    run_notebook('05_real_model.ipynb', out, timeout=3600)
+    res = json.loads((out / 'results.json').read_text())
+    assert res['model'] == 'SmolLM2-135M-Instruct' and res['env'] == 'knowlyr/arith-medium'
+    assert [r['seed'] for r in res['runs']] == res['params']['SEEDS'] and res['n_eval'] == res['params']['N_EVAL']
+    for r in res['runs']:
+        assert all(0 <= r[k] <= 1 for k in ('zero_shot', 'sft', 'grpo')) and all(0 <= r[k] <= 1 for k in ('sft_p', 'grpo_p'))
+        assert len(r['grpo_reward_curve']) == res['params']['UPDATES']
     assert_provenance(res)

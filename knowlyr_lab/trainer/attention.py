@@ -19,14 +19,32 @@ __all__ = ['SEGMENT_ATTENTION', 'segment_attention', 'segment_attention_on']
 # %% ../../nbs/61c_trainer_attention.ipynb #a0491bb1
 SEGMENT_ATTENTION = 'knowlyr_segments'
 
-def segment_attention(module, query, key, value, attention_mask, scaling=None, dropout:float=0.0, position_ids=None, **kwargs):
-    "Causal attention inside each sample of one packed row (positions restart at 0): SDPA per sample, cost sum(n_i^2), no mask"
+def _padded_segments(query, key, value, pos, scaling, dropout, gqa):
+    "The row's samples as one padded batch, one SDPA call (causal, padding keys masked), then back to one row"
+    seg = (pos == 0).cumsum(0) - 1                                      # the sample of each token (the row starts at position 0)
+    n, L = int(seg[-1]) + 1, int(pos.max()) + 1
+    def padded(x):                                                      # (1, H, T, D) -> (n, H, L, D)
+        x = x[0].transpose(0, 1)
+        return x.new_zeros(n, L, *x.shape[1:]).index_put((seg, pos), x).transpose(1, 2)
+    ar = torch.arange(L, device=pos.device)
+    keep = (ar[None, :] <= ar[:, None]) & (ar[None, None, :] < torch.bincount(seg, minlength=n)[:, None, None])   # (n, L, L)
+    out = F.scaled_dot_product_attention(padded(query), padded(key), padded(value), attn_mask=keep[:, None], scale=scaling,
+                                         dropout_p=dropout, enable_gqa=gqa)
+    return out.transpose(1, 2)[seg, pos][None]                           # (1, T, H, D)
+
+def segment_attention(module, query, key, value, attention_mask, scaling=None, dropout:float=0.0, position_ids=None,
+                      padded:bool|None=None, # one padded SDPA call for all samples (default: on a GPU), else one call per sample
+                      **kwargs):
+    "Causal attention inside each sample of one packed row (positions restart at 0): SDPA per sample, or all samples as one padded batch"
     if position_ids is None or query.shape[0] != 1 or key.shape[2] != query.shape[2]:
         raise ValueError("segment attention takes one packed row with its position_ids, and no KV cache")
-    starts = (position_ids[0] == 0).nonzero().flatten().tolist()
+    gqa = query.shape[1] != key.shape[1]
+    pos = position_ids[0]
+    if (query.is_cuda if padded is None else padded) and int(pos[0]) == 0:
+        return _padded_segments(query, key, value, pos, scaling, dropout, gqa), None
+    starts = (pos == 0).nonzero().flatten().tolist()
     if not starts or starts[0] != 0: starts = [0] + starts
     sizes = [b - a for a, b in zip(starts, starts[1:] + [query.shape[2]])]
-    gqa = query.shape[1] != key.shape[1]
     # split, not slices: the backward of a split is one concatenation, of n slices n full-size zero tensors
     out = torch.cat([F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scaling, dropout_p=dropout, enable_gqa=gqa)
                      for q, k, v in zip(query.split(sizes, 2), key.split(sizes, 2), value.split(sizes, 2))], 2)
