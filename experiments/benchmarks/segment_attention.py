@@ -24,7 +24,7 @@ def main():
         q, k, v = (torch.randn(1, h, T, 64, device=dev, dtype=dtype, requires_grad=True) for h in (9, 3, 3))
         res = {}
         for padded in (False, True):
-            def run():
+            def run(q=q, k=k, v=v, padded=padded):
                 o, _ = segment_attention(None, q, k, v, None, scaling=0.125, position_ids=pos, padded=padded)
                 o.float().pow(2).sum().backward()
                 return o
