@@ -198,8 +198,9 @@ def test_grpo_can_take_the_old_log_probs_from_the_recording(recorded, tmp_path):
         tr = GRPOTrainer(GRPOConfig(**cfg, use_recorded_logprobs=use), model=copy.deepcopy(policy), tokenizer=tok)
         tr.train_offline(scored)
         b = tr._batch['tensors']
-        assert b['has_recorded'].all()
-        return [b['old'][i][b['mask'][i]] for i in range(len(b['old']))]
+        assert b['has_recorded'].all() and ('old' in b) == use   # without the recording (one step per batch) old is the step's own log-probs
+        with torch.no_grad(): old = b['old'] if use else tr._logps(tr.model, b)[0]
+        return [old[i][b['mask'][i]] for i in range(len(old))]
     close = lambda g: any(len(g) == len(w) and torch.allclose(g, w, atol=1e-5, rtol=0) for w in want)
     assert all(close(g) for g in olds(True))          # each row's old log-probs are one recording's, token for token
     assert not any(close(g) for g in olds(False))     # the policy's own differ

@@ -78,7 +78,8 @@ def _prepare(self:GRPOTrainer, key:tuple, gidx:tuple|None)->dict:
     b['A'] = A[idx].to(acc.device)
     was = self.model.training; self.model.eval()
     try:
-        b['old'], b['mask'] = self._logps(self.model, b)
+        if c.num_iterations > 1 or c.use_recorded_logprobs: b['old'], b['mask'] = self._logps(self.model, b)
+        else: b['mask'] = b['labels'][:, 1:] != -100        # one step per batch: old = the step's own log-probs, detached (no second forward)
         b['mask'] = b['mask'] * b['valid'][:, None]          # invalid episodes train nothing (neither advantage nor KL)
         if c.use_recorded_logprobs:                         # the behaviour policy's own log-probs, as the recording proxy saw them sampled
             b['old'] = torch.where(b['has_recorded'][:, None], b['recorded_old'] * b['mask'], b['old'])
@@ -89,7 +90,8 @@ def _prepare(self:GRPOTrainer, key:tuple, gidx:tuple|None)->dict:
             else: b['ref'] = self._stored_ref(b)          # offline: computed once from the warm start
     finally: self.model.train(was)
     parts = [list(range(len(idx)))[j::c.gradient_accumulation_steps] for j in range(c.gradient_accumulation_steps)]
-    return {'key': key, 'tensors': b, 'weight': w, 'parts': parts, 'rewards': rewards[valid], 'invalid': invalid_counts(valid, sizes)}
+    signal = sum(len(set(r[v].tolist())) > 1 for r, v in zip(rewards.split(sizes), valid.split(sizes)))   # groups whose advantages are not all 0
+    return {'key': key, 'tensors': b, 'weight': w, 'parts': parts, 'rewards': rewards[valid], 'invalid': invalid_counts(valid, sizes), 'signal': signal}
 
 # %% ../../nbs/66_trainer_grpo.ipynb #e96d3471
 @patch
@@ -109,7 +111,7 @@ def compute_loss(self:GRPOTrainer, b:dict)->tuple:
     "The summed clipped GRPO loss of a micro-batch, with its metrics weighted by completion tokens"
     c = self.config
     lp, _ = self._logps(self.model, b)
-    loss, met = grpo_loss(lp, b['old'], b['A'], b['mask'], c.epsilon, c.epsilon_high, c.beta, b.get('ref'), c.loss_type,
+    loss, met = grpo_loss(lp, b['old'] if 'old' in b else lp.detach(), b['A'], b['mask'], c.epsilon, c.epsilon_high, c.beta, b.get('ref'), c.loss_type,
                           max_completion_length=c.max_completion_length, reduction='sum')
     tok = b['mask'].sum().item()
     return loss, {'completion_tokens': tok, **{k: v * tok for k, v in met.items()}}
@@ -117,10 +119,10 @@ def compute_loss(self:GRPOTrainer, b:dict)->tuple:
 # %% ../../nbs/66_trainer_grpo.ipynb #0d36bce5
 @patch
 def step_metrics(self:GRPOTrainer, sums:dict, count:float)->dict:
-    "One optimiser step's log row: the loss, the valid members' reward mean and spread, invalid members, KL and clipping"
+    "One optimiser step's log row: the loss, the valid members' reward mean and spread, invalid members, groups with signal, KL and clipping"
     tok, r = max(sums['completion_tokens'], 1), self._batch['rewards']   # rewards of the valid members
     return {'loss': sums['loss'] / max(count, 1e-12), 'reward': r.mean().item() if len(r) else float('nan'), 'reward_std': r.std().item() if len(r) > 1 else 0.0,
-            'n_invalid': self._batch['invalid']['n_invalid'],
+            'n_invalid': self._batch['invalid']['n_invalid'], 'groups_with_signal': self._batch.get('signal'),
             'completion_tokens': int(sums['completion_tokens']), 'mode': self._batch['key'][0],
             **{k: sums[k] / tok for k in ('kl', 'clip_ratio') if k in sums}}
 

@@ -74,7 +74,7 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                 seed:int=0, output_dir=None,
                 device:str|None=None,         # where the policy is loaded and evaluated, before and after (None: the CPU); training runs where accelerate puts it (a GPU when there is one)
                 mixed_precision:str='no',     # of the GRPO updates: 'bf16' autocasts over the fp32 master weights ('auto': bf16 on a GPU that has it)
-               )->dict:                       # {'before', 'after', 'comparison', 'curve', 'seconds', 'trainer'}
+               )->dict:                       # {'before', 'after', 'comparison', 'curve', 'signal', 'seconds', 'trainer'}
     "Greedy held-out evaluation of a policy, online GRPO from it, the same evaluation again; paired comparison by task"
     from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent
     from knowlyr_lab.tasks import suite_tasks
@@ -94,8 +94,9 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                      loss_type=loss_type, max_invalid_actions=max_invalid_actions, beta=beta, system_prompt=card.get('system_prompt'),
                      seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision=mixed_precision, logging_steps=1000)
     tr = GRPOTrainer(cfg, base.model, base.tokenizer, episode_reward_fn=episode_reward_fn, tools=card.get('tools') or [])
-    curve = [r['reward'] for r in tr.train()]
+    rows = tr.train()
+    curve, signal = [r['reward'] for r in rows], [r['groups_with_signal'] for r in rows]   # mean sampled reward, and groups with a learning signal, per update
     trained = tr.accelerator.unwrap_model(tr.model)
     after = measure(trained.to(device) if device else trained, 'after GRPO')
-    return {'before': before, 'after': after, 'comparison': compare_agents(after, before, metric='success'), 'curve': curve,
+    return {'before': before, 'after': after, 'comparison': compare_agents(after, before, metric='success'), 'curve': curve, 'signal': signal,
             'seconds': time.time() - t0, 'trainer': tr}
