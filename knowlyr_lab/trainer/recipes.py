@@ -74,6 +74,7 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                 seed:int=0, output_dir=None,
                 device:str|None=None,         # where the policy is loaded and evaluated, before and after (None: the CPU); training runs where accelerate puts it (a GPU when there is one)
                 mixed_precision:str='no',     # of the GRPO updates: 'bf16' autocasts over the fp32 master weights ('auto': bf16 on a GPU that has it)
+                gradient_accumulation_steps:int=1, # micro-batches per update (the same step, less memory: a real model's full-vocabulary logits of all episodes at once can exhaust RAM)
                )->dict:                       # {'before', 'after', 'comparison', 'curve', 'signal', 'seconds', 'trainer'}
     "Greedy held-out evaluation of a policy, online GRPO from it, the same evaluation again; paired comparison by task"
     from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent
@@ -92,7 +93,8 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                      num_generations=num_generations, tasks_per_step=tasks_per_step, max_steps=updates, max_episode_steps=max_episode_steps,
                      max_completion_length=max_completion_length, temperature=temperature, learning_rate=learning_rate, lr_scheduler='constant',
                      loss_type=loss_type, max_invalid_actions=max_invalid_actions, beta=beta, system_prompt=card.get('system_prompt'),
-                     seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision=mixed_precision, logging_steps=1000)
+                     seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision=mixed_precision, logging_steps=1000,
+                     gradient_accumulation_steps=gradient_accumulation_steps)
     tr = GRPOTrainer(cfg, base.model, base.tokenizer, episode_reward_fn=episode_reward_fn, tools=card.get('tools') or [])
     rows = tr.train()
     curve, signal = [r['reward'] for r in rows], [r['groups_with_signal'] for r in rows]   # mean sampled reward, and groups with a learning signal, per update
