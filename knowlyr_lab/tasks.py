@@ -13,9 +13,11 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from .trajectory import Trajectory
+
 # %% auto #0
-__all__ = ['task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'split_of', 'split_tasks', 'TaskOverlapError',
-           'HeldOutReport', 'check_held_out', 'held_out_tasks']
+__all__ = ['task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'content_keys', 'split_of', 'split_tasks',
+           'TaskOverlapError', 'HeldOutReport', 'check_held_out', 'held_out_tasks']
 
 # %% ../nbs/13_tasks.ipynb #45ead28b
 def task_id(task)->str:
@@ -53,15 +55,20 @@ def filter_tasks(tasks:Iterable,               # task dicts (or objects with att
     return out
 
 # %% ../nbs/13_tasks.ipynb #4047557f
+def _unwrap(task):
+    "A trajectory's task; any other task as it is"
+    return task.task if isinstance(task, Trajectory) else task
+
 def task_key(task)->str:
-    "What identifies a task's content: its fingerprint when it has one, else its id"
+    "What identifies a task's content: its fingerprint when it has one, else its id (a trajectory: its task's)"
+    task = _unwrap(task)
     fp = _field(task, 'fingerprint') if not isinstance(task, str) else None
     return str(fp) if fp else task_id(task)
 
 def suite_tasks(env_id:str,            # a registered env id
                 seeds:Iterable[int],   # one task per seed
                 **env_kw,              # arguments for `make`
-               )->list[dict]:          # task dicts, each with its 'fingerprint'
+               )->list[dict]:          # task dicts, each with its 'fingerprint' and 'env_id'
     "The tasks an env gives for `seeds`, with their fingerprints (one reset per seed)"
     from knowlyr_lab.registry import make
     env, out = make(env_id, **env_kw), []
@@ -69,7 +76,7 @@ def suite_tasks(env_id:str,            # a registered env id
         for s in seeds:
             info = env.reset(seed=s).info
             t = dict(info.get('task') or {'id': f'{env_id}#{s}'})
-            t.setdefault('seed', s); t['fingerprint'] = info['fingerprint']
+            t.setdefault('seed', s); t.setdefault('env_id', env_id); t['fingerprint'] = info['fingerprint']
             out.append(t)
     finally: env.close()
     return out
@@ -77,6 +84,47 @@ def suite_tasks(env_id:str,            # a registered env id
 def distinct_tasks(tasks:Iterable)->int:
     "Number of different tasks (by `task_key`) among `tasks`"
     return len({task_key(t) for t in tasks})
+
+# %% ../nbs/13_tasks.ipynb #7fef21c8
+def _named_fingerprint(env, tid:str)->str|None:
+    "The fingerprint of the task `env` calls `tid` (None: it has no such task)"
+    try:
+        if hasattr(env, 'task_fingerprint'): return env.task_fingerprint(tid)
+        info = env.reset(task=tid).info
+    except (ValueError, LookupError, ImportError): return None   # the env's "unknown task", or an extra it lacks
+    return info['fingerprint'] if (info.get('task') or {}).get('id') == tid else None
+
+def _fingerprints(tasks:list, env_ids:list, env_kw:dict)->list:
+    "Each task's fingerprint; an id's from the first env (its own `env_id`, then `env_ids`) that names it, else None"
+    from knowlyr_lab.registry import make
+    made = {}
+    def named(tid, e):
+        if e not in made:
+            try: made[e] = make(e, **env_kw.get(e, {}))
+            except (LookupError, ImportError): made[e] = None         # not a registered env (a converted log's source)
+        return made[e] and _named_fingerprint(made[e], tid)
+    def fingerprint(t):
+        if _field(t, 'fingerprint'): return _field(t, 'fingerprint')
+        asked = dict.fromkeys(e for e in [_field(t, 'env_id'), *env_ids] if e)
+        return next(filter(None, (named(task_id(t), e) for e in asked)), None)
+    try: return [fingerprint(t) for t in tasks]
+    finally:
+        for env in filter(None, made.values()): env.close()
+
+# %% ../nbs/13_tasks.ipynb #d60091b9
+def content_keys(tasks:Iterable,        # dicts, Task objects, trajectories or ids
+                 env_id:str|None=None,   # the suite they are compared with: asked after a task's own env; every id must resolve
+                 **env_kw,               # arguments for `make(env_id)`
+                )->list[str]:            # one key per task
+    "The fingerprints of `tasks`, an id looked up in the env that names it (ids stay ids when nothing has a fingerprint)"
+    tasks = [_unwrap(t) for t in tasks]
+    envs = list(dict.fromkeys(e for e in [env_id, *(_field(t, 'env_id') for t in tasks)] if e))
+    fps = _fingerprints(tasks, envs, {env_id: env_kw})
+    if env_id is None and not any(fps): return [task_id(t) for t in tasks]   # no env behind them: ids are all there is
+    lost = [task_id(t) for t, fp in zip(tasks, fps) if not fp]
+    if lost: raise ValueError(f"{len(lost)} task id(s) without a fingerprint (e.g. {lost[:3]}) name no task of {envs or 'any env'}, "
+                              "while other tasks are compared by fingerprint: pass tasks with fingerprints (`suite_tasks`) or ids of those envs")
+    return [str(fp) for fp in fps]
 
 # %% ../nbs/13_tasks.ipynb #f2a6ca29
 def _unit(seed, key)->float: return int.from_bytes(hashlib.sha256(f"{seed}\x00{key}".encode()).digest()[:8], 'big') / 2**64
@@ -124,13 +172,14 @@ class HeldOutReport:
         rep = f", {self.n_eval_items - self.n_eval} repeats in eval" if self.n_eval_items > self.n_eval else ''
         return f"HeldOutReport({self.n_eval} distinct eval tasks vs {self.n_train} training tasks, {len(self.shared)} shared{rep})"
 
-def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, trajectories' tasks, ids)
-                   eval:Iterable,      # evaluation tasks
+def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, trajectories, ids)
+                   eval:Iterable,      # evaluation tasks (the same kinds)
                    strict:bool=False,  # raise TaskOverlapError when they share content
                   )->HeldOutReport:
-    "Compare evaluation and training tasks by content (fingerprint, else id)"
-    tr = {task_key(t) for t in train}
-    ev = [task_key(t) for t in eval]
+    "Compare evaluation and training tasks by content (`content_keys`: fingerprints, ids looked up in their env)"
+    train, eval = list(train), list(eval)
+    keys = content_keys(train + eval)
+    tr, ev = set(keys[:len(train)]), keys[len(train):]
     shared = sorted(tr & set(ev))
     rep = HeldOutReport(len(tr), len(set(ev)), len(ev), shared)
     if strict and shared:
@@ -141,12 +190,12 @@ def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, tr
 # %% ../nbs/13_tasks.ipynb #4bc8b5a6
 def held_out_tasks(env_id:str,            # a registered env id with seeded tasks
                    n:int,                 # how many held-out tasks
-                   train:Iterable=(),     # training tasks (dicts, Task objects, trajectories' tasks, ids): none of their content is drawn
+                   train:Iterable=(),     # training tasks (dicts, Task objects, trajectories, ids of the suite): none of their content is drawn
                    start:int=10_000_000,  # first seed of the draw
                    **env_kw,              # arguments for `make`
                   )->list[dict]:          # `n` task dicts, distinct by content from `train` and from each other
     "`n` tasks of `env_id` from seeds `start` on whose content is new: not in `train`, not repeated"
-    taken, out, at = {task_key(t) for t in train}, [], start
+    taken, out, at = set(content_keys(train, env_id, **env_kw)), [], start
     while len(out) < n:
         if at - start > 20 * n + 100:
             raise ValueError(f"{env_id}: found only {len(out)} held-out tasks that differ from the training tasks and each other (asked for {n})")

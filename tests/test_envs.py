@@ -8,12 +8,15 @@ import pytest
 import yaml
 
 from knowlyr_lab.coding_tasks import CodingTaskError, check_coding_task, load_coding_tasks
+from knowlyr_lab.core import random_call
 from knowlyr_lab.envs.conversation import LLMUser, UserSimulatorError
 from knowlyr_lab.envs.sandbox import SandboxEnv
 from knowlyr_lab.envs.wordle import random_action
 from knowlyr_lab.gym import ToolCallSpace
 from knowlyr_lab.registry import list_envs, make
-from knowlyr_lab.tasks import filter_tasks, split_tasks, task_id
+from knowlyr_lab.sandbox.base import SandboxUnavailableError
+from knowlyr_lab.tasks import TaskOverlapError, check_held_out, distinct_tasks, filter_tasks, held_out_tasks, split_tasks, suite_tasks, task_id
+from knowlyr_lab.wrappers import RecorderWrapper
 
 SUITE_ENVS = ['knowlyr/sandbox', 'knowlyr/conversation', 'knowlyr/engineering', 'knowlyr/advisory', 'knowlyr/discussion',
               'knowlyr/wordle', 'knowlyr/maze']
@@ -198,3 +201,68 @@ def test_llm_user_gives_up_and_checker_decides():
         env.reset(task='conv-refund-annual')
         ts = env.step({'tool': 'respond', 'params': {'message': 'No idea, sorry.'}})
         assert ts.terminated and ts.info['reason'] == 'user_satisfied' and ts.info['success'] is False and ts.reward == 0.0
+
+BUNDLED = sorted(e for e in list_envs() if e.startswith('knowlyr/'))
+SANDBOXED = {'knowlyr/sandbox', 'knowlyr/humaneval'}     # a sandbox per reset: slow
+
+@pytest.mark.parametrize('env_id', [pytest.param(e, marks=pytest.mark.slow) if e in SANDBOXED else e for e in BUNDLED])
+def test_seeds_give_distinct_tasks(env_id):
+    """Seeds 0..39 of every bundled suite give >= 98% distinct fingerprints; a suite with fewer tasks than that gives each
+    one it lists (the scripted conversation suites have 4 or 5, wordle-easy 50: it used to give 31 of 40 by drawing secrets)"""
+    try: env = make(env_id)
+    except ImportError as e: pytest.skip(f"{env_id}: {e}")
+    n_listed = len(env.list_tasks()); env.close()
+    try: tasks = suite_tasks(env_id, range(40))
+    except SandboxUnavailableError as e: pytest.skip(f"{env_id}: {e}")
+    want = min(40, n_listed or 40)
+    assert distinct_tasks(tasks) >= 0.98 * want, (env_id, distinct_tasks(tasks), want)
+
+def _twin_seeds(env, seeds=range(5000))->tuple[int, int]:
+    "The first two seeds whose tasks have one fingerprint"
+    seen = {}
+    for s in seeds:
+        fp = env.reset(seed=s).info['fingerprint']
+        if fp in seen: return seen[fp], s
+        seen[fp] = s
+    pytest.fail(f"no two seeds of {seeds} share a fingerprint")
+
+RANDOM_POLICY = {'knowlyr/maze-easy': lambda env, rng: random_call(env.tool_schemas, rng), 'knowlyr/wordle-easy': random_action,
+                 'knowlyr/wordle-medium': random_action}
+
+@pytest.mark.parametrize('env_id', list(RANDOM_POLICY))
+def test_one_fingerprint_plays_identically(env_id):
+    "Two seeds with one fingerprint are one game: the same actions get the same observations, rewards, endings and infos"
+    a, b = make(env_id), make(env_id)
+    s1, s2 = _twin_seeds(a)
+    assert a.task_id(s1) != b.task_id(s2)
+    rng, steps = random.Random(0), 0
+    for episode in range(8):                          # the expert's episode, then mixes of expert and random actions
+        ta, tb = a.reset(seed=s1), b.reset(seed=s2)
+        assert (ta.observation, ta.info['fingerprint']) == (tb.observation, tb.info['fingerprint'])
+        while not ta.done:
+            act = a.oracle_action() if episode == 0 or rng.random() < 0.3 else RANDOM_POLICY[env_id](a, rng)
+            ta, tb = a.step(act), b.step(act); steps += 1
+            assert (ta.observation, ta.reward, ta.terminated, ta.truncated, ta.info) == \
+                   (tb.observation, tb.reward, tb.terminated, tb.truncated, tb.info), (env_id, s1, s2, act)
+        assert tb.done
+    assert steps > 20
+
+def test_one_wordle_id_is_one_game_in_an_env_of_any_level():
+    "A hard id reset in an easy env is the hard game: the easy env used to list all 479 words (another game, the same fingerprint)"
+    hard, easy = make('knowlyr/wordle-hard'), make('knowlyr/wordle-easy')
+    a, b = hard.reset(seed=9), easy.reset(task=hard.task_id(9))
+    assert (a.observation, a.info['fingerprint']) == (b.observation, b.info['fingerprint'])
+
+def test_check_held_out_finds_a_training_task_given_by_id():
+    "An id names its task: 'arith-easy-s5' against seed 5's task reported 0 shared (an id never equals a fingerprint)"
+    ev = suite_tasks('knowlyr/arith-easy', [5])
+    assert check_held_out(['arith-easy-s5'], ev).shared == [ev[0]['fingerprint']]
+    with pytest.raises(TaskOverlapError, match='not held out'): check_held_out(['arith-easy-s5'], ev, strict=True)
+    assert check_held_out(['arith-easy-s6'], ev).disjoint
+    with pytest.raises(ValueError, match=r"name no task of \['knowlyr/arith-easy'\]"): check_held_out(['maze-easy-5x5-s5'], ev)
+    rec = RecorderWrapper(make('knowlyr/arith-easy')); ts = rec.reset(seed=5)
+    while not ts.done: ts = rec.step(rec.unwrapped.oracle_action())
+    assert not check_held_out([rec.get_trajectory()], ev).disjoint            # a recorded episode stands for its task
+    maze = make('knowlyr/maze-easy'); s1, s2 = _twin_seeds(maze)             # one maze under two ids
+    assert not check_held_out([maze.task_id(s1)], suite_tasks('knowlyr/maze-easy', [s2])).disjoint
+    assert s2 not in [t['seed'] for t in held_out_tasks('knowlyr/maze-easy', 3, train=[maze.task_id(s1)], start=s2)]

@@ -18,7 +18,7 @@ from ..core import AgentEnv, TimeStep, tool_schema
 from ..registry import register
 
 # %% auto #0
-__all__ = ['WORDLE_LEVELS', 'dictionary', 'vocabulary', 'feedback', 'WordleEnv', 'consistent', 'random_action']
+__all__ = ['WORDLE_LEVELS', 'dictionary', 'vocabulary', 'feedback', 'secret_of', 'WordleEnv', 'consistent', 'random_action']
 
 # %% ../../nbs/18_envs_wordle.ipynb #61128857
 WORDLE_LEVELS = {'easy': dict(word_length=4, max_guesses=8, vocab_size=50),
@@ -56,6 +56,20 @@ def feedback(guess:str, secret:str)->str:
         if marks[i] != 'G' and left[g] > 0: marks[i], left[g] = 'Y', left[g] - 1
     return ''.join(marks)
 
+# %% ../../nbs/18_envs_wordle.ipynb #974642f3
+@functools.lru_cache(maxsize=16)
+def _deal(n:int, block:int)->tuple[int, ...]:
+    order = list(range(n))
+    random.Random(f'wordle-deal-{n}-{block}').shuffle(order)
+    return tuple(order)
+
+def secret_of(vocab:tuple,  # the words secrets are drawn from
+              seed:int,     # a task's seed
+             )->str:
+    "The secret of `seed`: each block of `len(vocab)` consecutive seeds draws every word of `vocab` once"
+    n = len(vocab)
+    return vocab[_deal(n, seed // n)[seed % n]]
+
 # %% ../../nbs/18_envs_wordle.ipynb #5c062ec8
 _TASK_RE = re.compile(r"wordle-(\d+)x(\d+)-v(\d+|all)-s(\d+)$")
 
@@ -67,7 +81,7 @@ class WordleEnv(AgentEnv):
                  word_length:int|None=None,          # letters per word (4, 5 or 6)
                  max_guesses:int|None=None,          # guesses allowed
                  vocab_size:int|None=None,           # words the secret is drawn from (None: the level's default)
-                 show_vocabulary:bool|None=None,     # list the candidate words in the first observation (default: when <= 60)
+                 show_vocabulary:bool|None=None,     # list the candidate words in the first observation (None: when <= 60)
                  n_tasks:int=100,                    # tasks `list_tasks` lists (seeds 0..n_tasks-1)
                 ):
         if difficulty not in WORDLE_LEVELS: raise ValueError(f"difficulty must be one of {list(WORDLE_LEVELS)}, not {difficulty!r}")
@@ -77,7 +91,7 @@ class WordleEnv(AgentEnv):
         self.max_guesses = max_guesses or lv['max_guesses']
         self.vocab = vocabulary(self.word_length, vocab_size if vocab_size is not None else lv['vocab_size'])
         self.allowed = frozenset(dictionary(self.word_length))
-        self.show_vocabulary = len(self.vocab) <= 60 if show_vocabulary is None else show_vocabulary
+        self.show_vocabulary = show_vocabulary         # None: decided by each task's vocabulary (`listed_words`)
         self.max_episode_steps = 3 * self.max_guesses   # default step budget, invalid guesses included (`make` can override it)
 
     @property
@@ -99,8 +113,13 @@ class WordleEnv(AgentEnv):
         s = (f"Find the secret {self.word_length}-letter English word in at most {self.max_guesses} guesses with `guess(word)`. "
              "After each guess you get one mark per letter: G = right letter, right place; Y = in the word, elsewhere; "
              ". = not in the word (or no more copies of it).")
-        if self.show_vocabulary: s += f" The secret is one of: {', '.join(sorted(self.vocab))}."
+        if self.listed_words(): s += f" The secret is one of: {', '.join(self.listed_words())}."
         return s
+
+    def listed_words(self)->tuple|None:
+        "The candidate words the first observation lists (None: it lists none)"
+        show = len(self.vocab) <= 60 if self.show_vocabulary is None else self.show_vocabulary
+        return tuple(sorted(self.vocab)) if show else None
 
 # %% ../../nbs/18_envs_wordle.ipynb #bf689f72
 def _w_reset(self:WordleEnv, task=None, seed=None):
@@ -112,7 +131,7 @@ def _w_reset(self:WordleEnv, task=None, seed=None):
         self.word_length, self.max_guesses = n, g
         self.vocab, self.allowed = vocabulary(n, None if v == 'all' else int(v)), frozenset(dictionary(n))
     self.seed = 0 if seed is None else int(seed)
-    self.secret = random.Random(f'wordle-secret-{self.seed}').choice(self.vocab)
+    self.secret = secret_of(self.vocab, self.seed)
     self.history = []
     self.task = self._task_dict(self.seed)
     return TimeStep(self.task['instruction'], info={'task': dict(self.task)})
@@ -137,8 +156,8 @@ def _w_step(self:WordleEnv, tool, params):
     return ts
 
 def _w_content(self:WordleEnv):
-    "The secret decides the task (every reset observation of one level is the same text)"
-    return {'secret': self.secret, 'word_length': self.word_length, 'max_guesses': self.max_guesses, 'vocab': len(self.vocab)}
+    "What the agent can observe and do: the secret behind the feedback, the word length (the dictionary), the guesses, the listed words"
+    return {'secret': self.secret, 'word_length': self.word_length, 'max_guesses': self.max_guesses, 'listed': self.listed_words()}
 
 WordleEnv._start_game, WordleEnv._play, WordleEnv._task_content = _w_reset, _w_step, _w_content
 

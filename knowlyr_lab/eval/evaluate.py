@@ -145,7 +145,7 @@ def evaluate_agent(agent,                         # callable agent(observation, 
                    confidence:float=0.95,         # coverage of the intervals
                    progress:bool=True,            # tqdm bar (as `collect`)
                    batch_size:int|None=None,      # episodes in lock-step for a batch agent (`collect`)
-                   train_tasks=None,              # tasks the agent was trained on (dicts, Task objects, trajectories' tasks)
+                   train_tasks=None,              # tasks the agent was trained on (dicts, Task objects, trajectories, ids)
                    strict:bool=False,             # raise `TaskOverlapError` when evaluation tasks are not held out
                   )->EvalResult:
     "Evaluate `agent` on a task suite: verified success, reward, steps, errors, cost, pass@k, held-out check"
@@ -159,7 +159,7 @@ def evaluate_agent(agent,                         # callable agent(observation, 
     res = EvalResult.from_trajectories(trajs, agent=name or getattr(agent, 'name', None),
                                        env_id=env_id if isinstance(env_id, str) else None, confidence=confidence)
     first = {t.task.id: t.task for t in trajs[:len(suite)]}
-    res.held_out = check_held_out([_task_of(t) for t in (train_tasks or [])], list(first.values()), strict=strict)
+    res.held_out = check_held_out(train_tasks or [], list(first.values()), strict=strict)
     if res.held_out.n_eval < res.held_out.n_eval_items:
         warnings.warn(f"{res.held_out.n_eval_items} evaluation tasks hold only {res.held_out.n_eval} different tasks (by content): "
                       "repeats add no evidence of generalisation", stacklevel=2)
@@ -167,10 +167,6 @@ def evaluate_agent(agent,                         # callable agent(observation, 
         warnings.warn(f"{len(res.held_out.shared)} of {res.held_out.n_eval} evaluation tasks share content with the training tasks: "
                       "they are not held out", stacklevel=2)
     return res
-
-def _task_of(t):
-    "A task-like object from a task, a trajectory or an id"
-    return t.task if isinstance(t, Trajectory) else t
 
 # %% ../../nbs/71_eval_evaluate.ipynb #f0d394a1
 def compare_agents(a:EvalResult,          # first agent's evaluation
