@@ -1,12 +1,14 @@
 """The demo's result as a spread, not a run: `knowlyr-lab demo` (experiment 1, size `small` unless --size) for every seed
-at every torch CPU kernel level, each in its own process with `ATEN_CPU_CAPABILITY` set (so torch computes as a CPU
-without AVX-512 does, or without any vector extension). Prints one JSON line per run (held-out success with its
-Wilson CI, p-value, learning curve, timings and provenance) and, at the end, a markdown table for the results file.
+at every torch CPU kernel level this CPU has (`default` = scalar, `avx2`, and `avx512` where /proc/cpuinfo lists it),
+each in its own process with `ATEN_CPU_CAPABILITY` set. Each run's results.json becomes a row (`knowlyr_lab.demo.spread_row`:
+held-out success with its Wilson CI, Holm-adjusted p, learning curve, timings and provenance), printed as a JSON line;
+at the end the rows are written to --results (default experiments/demo_spread.results.json), from which README's table is
+generated (`spread_table`, `spread_summary`; tests/test_experiments.py checks they agree).
 
-    python experiments/demo_spread.py [--seeds 0 1 2] [--levels avx2 default] [--size small] [--out runs/demo-spread]
+    python experiments/demo_spread.py [--seeds 0 1 2] [--levels default avx2 avx512] [--size small] [--out runs/demo-spread]
 
-A level the CPU lacks is refused by torch (it falls back to the best it has): the provenance line of each run says
-which level was used. One run at size `small` takes about 3 minutes of two idle cores."""
+Run it from a clean checkout: every row records the commit and whether the worktree was modified, and the README test
+refuses modified rows. One run at size `small` takes a few minutes of two idle cores (scalar kernels: longer)."""
 import argparse
 import json
 import os
@@ -14,34 +16,36 @@ import subprocess
 import sys
 from pathlib import Path
 
+from knowlyr_lab.demo import DemoConfig, spread_row, spread_summary, spread_table
+
 RUN = """
-import json, sys
+import sys
 from knowlyr_lab.demo import DemoConfig, run_experiment_1
-r = run_experiment_1(sys.argv[1], config=DemoConfig.sized(sys.argv[2], seed=int(sys.argv[3])), log=None)
+run_experiment_1(sys.argv[1], config=DemoConfig.sized(sys.argv[2], seed=int(sys.argv[3])), log=None)
 """
+
+def cpu_levels()->list[str]:
+    "The kernel levels this CPU can run: scalar and AVX2 always (x86-64 machines here), AVX-512 when the CPU lists it"
+    flags = Path('/proc/cpuinfo').read_text() if Path('/proc/cpuinfo').exists() else ''
+    return ['default', 'avx2'] + (['avx512'] if 'avx512f' in flags.split() or ' avx512f' in flags else [])
 
 def main():
     ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
-    ap.add_argument('--levels', nargs='+', default=['avx2', 'default'])
+    ap.add_argument('--levels', nargs='+', default=None, help='default: every level this CPU has')
     ap.add_argument('--size', default='small'); ap.add_argument('--out', default='runs/demo-spread')
+    ap.add_argument('--results', default=str(Path(__file__).with_name('demo_spread.results.json')))
     a = ap.parse_args()
-    rows = []
-    for level in a.levels:
+    levels, rows = a.levels or cpu_levels(), []
+    for level in levels:
         for seed in a.seeds:
             out = Path(a.out) / f'{level}-seed{seed}'
             env = {**os.environ, 'ATEN_CPU_CAPABILITY': level}
             subprocess.run([sys.executable, '-c', RUN, str(out), a.size, str(seed)], env=env, check=True)
-            r = json.loads((out / 'results.json').read_text())
-            s = r['summary']['sft']
-            row = {'level': level, 'seed': seed, 'success': s['success_rate'], 'low': s['success_low'], 'high': s['success_high'],
-                   'n': s['n_tasks'], 'p_value': r['p_value'], 'curve': [round(c['success'], 3) for c in r['learning_curve']],
-                   'timings_s': r['timings_s'], 'provenance': r['provenance']}
+            row = spread_row(json.loads((out / 'results.json').read_text()), level)
             print(json.dumps(row), flush=True); rows.append(row)
-    print('\n| kernel level (torch reports) | seed | held-out success | 95% Wilson CI | p vs untrained | learning curve |')
-    print('|---|---|---|---|---|---|')
-    for r in rows:
-        print(f"| {r['level']} ({r['provenance']['cpu_capability']}) | {r['seed']} | {round(r['success'] * r['n'])}/{r['n']} ({r['success']:.0%}) | "
-              f"{r['low']:.0%}-{r['high']:.0%} | {r['p_value']:.1e} | {' / '.join(f'{c:.0%}' for c in r['curve'])} |")
+    Path(a.results).write_text(json.dumps({'size': a.size, 'recipe': {k: v for k, v in vars(DemoConfig.sized(a.size)).items() if k != 'seed'},
+                                           'rows': rows}, indent=1) + '\n')
+    print(spread_summary(rows)); print(spread_table(rows))
 
 if __name__ == '__main__': main()

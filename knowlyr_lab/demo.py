@@ -36,7 +36,7 @@ from .viewer import trajectory_html
 # %% auto #0
 __all__ = ['RATE_COLUMNS', 'DemoConfig', 'collect_demonstrations', 'export_sft', 'train_policy', 'learning_curve',
            'evaluate_policies', 'compare_policies', 'fmt_p', 'conclusion', 'plot_learning_curve', 'format_table',
-           'write_report', 'run_experiment_1']
+           'write_report', 'run_experiment_1', 'spread_row', 'spread_table', 'spread_summary']
 
 # %% ../nbs/90_demo.ipynb #c00d7462
 @dataclass
@@ -53,7 +53,8 @@ class DemoConfig:
     vocab_size: int = 2048             # tiny tokenizer (the llama family's digit groups take ~1,100)
     hidden_size: int = 128             # tiny model width
     num_layers: int = 2                # tiny model depth
-    learning_rate: float = 3e-3        # SFT peak learning rate (decays linearly to 0: see the recipes page)
+    learning_rate: float = 1e-3        # SFT peak learning rate (after warm-up, decays linearly to 0: see below)
+    warmup_ratio: float = 0.05         # share of the optimiser steps over which the rate rises linearly from 0
     batch_size: int = 8                # demonstrations per optimiser step (steps = num_epochs * n_train_tasks / batch_size)
     num_epochs: int = 1                # passes over the demonstrations; the rate decays linearly over all of them (see below)
     curve_every: int = 500             # optimiser steps between learning-curve checkpoints
@@ -64,6 +65,7 @@ class DemoConfig:
     _checks = {**{k: in_range(1) for k in ('n_train_tasks', 'num_epochs', 'n_eval_tasks', 'random_max_episode_steps', 'eval_max_episode_steps', 'vocab_size',
                                            'hidden_size', 'num_layers', 'batch_size', 'curve_every', 'max_new_tokens')},
                'eval_seed_offset': in_range(0), 'n_random_tasks': in_range(0), 'learning_rate': in_range(0, lo_open=True),
+               'warmup_ratio': in_range(0, 1),
                'alpha': in_range(0, 1, lo_open=True, hi_open=True),
                'model_family': one_of('qwen2', 'llama')}
     def __post_init__(self): validate_config(self)   # the trainer configs' rules: a bad value names its field
@@ -105,7 +107,7 @@ def export_sft(trajs_path:Path, out:Path)->tuple:
 def train_policy(cfg:DemoConfig, sft_path:Path, out:Path, progress:bool=False)->dict:
     "The SFT recipe on the exported rows: tiny model saved untrained, `num_epochs` passes with a checkpoint every `curve_every` steps"
     t0 = time.time()
-    r = train_sft_policy(sft_path, out, learning_rate=cfg.learning_rate, batch_size=cfg.batch_size, num_epochs=cfg.num_epochs,
+    r = train_sft_policy(sft_path, out, learning_rate=cfg.learning_rate, warmup_ratio=cfg.warmup_ratio, batch_size=cfg.batch_size, num_epochs=cfg.num_epochs,
                          save_steps=cfg.curve_every, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, vocab_size=cfg.vocab_size,
                          family=cfg.model_family, seed=cfg.seed, progress_bar=progress)
     return {'untrained': r['untrained'], 'sft': r['path'], 'curve': r['checkpoints'], 'metrics': r['metrics'],
@@ -274,3 +276,38 @@ def run_experiment_1(out_dir:str|Path='runs/demo', # where data, models, tables 
     say(text); say(f"report: {out / 'report.html'}")
     results['evals'] = evals
     return results
+
+# %% ../nbs/90_demo.ipynb #eb0695c9
+def spread_row(res:dict,        # a demo run's results.json
+               level:str,       # the ATEN_CPU_CAPABILITY it ran with ('default', 'avx2', 'avx512', or '' for the CPU's best)
+               threshold:float=0.9, # `first_at`: demonstrations seen at the first curve point at or above this success
+              )->dict:
+    "One demo run as a row of the spread: held-out success, its Wilson CI, the Holm-adjusted p, the curve, provenance"
+    s, curve = res['summary']['sft'], res['learning_curve']
+    first = next((c['demonstrations'] for c in curve if c['success'] >= threshold), None)
+    return {'level': level or 'unset', 'cpu_capability': res['provenance']['cpu_capability'], 'seed': res['config']['seed'],
+            'successes': round(s['success_rate'] * s['n_tasks']), 'n': s['n_tasks'], 'success': s['success_rate'],
+            'low': s['success_low'], 'high': s['success_high'], 'p_holm': res['p_value'],
+            'untrained': res['untrained_success'], 'first_at': first, 'demonstrations': curve[-1]['demonstrations'],
+            'curve': [round(c['success'], 3) for c in curve], 'timings_s': res['timings_s'], 'provenance': res['provenance']}
+
+def spread_table(rows:list[dict])->str:
+    "The spread as a markdown table, a row per run (README and the results file)"
+    head = ("| kernel level (torch reports) | seed | held-out success | 95% Wilson CI | untrained | p vs untrained (exact McNemar, Holm-adjusted) "
+            "| first >= 90% at | commit |\n|---|---|---|---|---|---|---|---|")
+    def fmt(r):
+        first = 'never' if r['first_at'] is None else f"{r['first_at']:,} of {r['demonstrations']:,} demonstrations"
+        commit = r['provenance']['commit'][:7] + (' (modified)' if r['provenance']['dirty'] else '')
+        return (f"| {r['level']} ({r['cpu_capability']}) | {r['seed']} | {r['successes']}/{r['n']} ({r['success']:.0%}) | "
+                f"{r['low']:.0%}-{r['high']:.0%} | {r['untrained']:.0%} | {r['p_holm']:.1e} | {first} | {commit} |")
+    return '\n'.join([head, *map(fmt, rows)])
+
+def spread_summary(rows:list[dict])->str:
+    "One sentence: the minimum over the runs, the range, and what they ran on"
+    lo = min(rows, key=lambda r: r['success'])
+    levels = sorted({r['level'] for r in rows}); seeds = sorted({r['seed'] for r in rows})
+    cpus = sorted({r['provenance']['cpu'] for r in rows})
+    return (f"Minimum {lo['success']:.0%} ({lo['successes']}/{lo['n']}, seed {lo['seed']} at {lo['level']} kernels), range "
+            f"{min(r['success'] for r in rows):.0%}-{max(r['success'] for r in rows):.0%} over {len(rows)} runs "
+            f"({len(seeds)} seeds x {len(levels)} kernel levels: {', '.join(levels)}) on {'; '.join(cpus)}; "
+            f"a run took {min(r['timings_s']['total'] for r in rows) / 60:.1f}-{max(r['timings_s']['total'] for r in rows) / 60:.1f} minutes from start to report.")

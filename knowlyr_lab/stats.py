@@ -21,8 +21,8 @@ from statsmodels.stats.power import TTestPower
 
 # %% auto #0
 __all__ = ['wilson_ci', 'bootstrap_ci', 'pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'Comparison', 'compare_samples',
-           'adjust_pvalues', 'compare_many', 'replicate_variance', 'flip_rate', 'noise_floor', 'paired_power',
-           'paired_mde', 'replicates_needed', 'tasks_needed']
+           'adjust_pvalues', 'compare_many', 'CrossedResult', 'crossed_bootstrap', 'replicate_variance', 'flip_rate',
+           'noise_floor', 'paired_power', 'paired_mde', 'replicates_needed', 'tasks_needed']
 
 # %% ../nbs/09_stats.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -228,6 +228,43 @@ def compare_many(samples:dict,           # agent name -> values (or task id -> v
     df = pd.DataFrame(rows, columns=['agent', 'reference', 'mean', 'ref_mean', 'diff', 'diff_low', 'diff_high', 'effect_size', 'test', 'p_value'])
     df['p_adj'], df['significant'] = adjust_pvalues(df.p_value.to_numpy(), correction, alpha)
     return df
+
+# %% ../nbs/09_stats.ipynb #04ff3f5e
+@dataclass
+class CrossedResult:
+    "Mean paired difference over runs x tasks, with the crossed-bootstrap interval and p-value, and each run's own interval"
+    mean: float; ci: tuple; pvalue: float
+    n_runs: int; n_tasks: int
+    per_run: list                 # [{'mean', 'ci'}] in run order: that run's paired difference, tasks resampled
+    confidence: float; n_resamples: int
+    notes: list = field(default_factory=list)
+
+def _resample_means(d, mask, wr, wt):
+    "Mean of the cells of `d` weighted by run counts `wr` (B x R) and task counts `wt` (B x T), missing cells left out"
+    num = np.einsum('br,rt,bt->b', wr, d, wt); den = np.einsum('br,rt,bt->b', wr, mask, wt)
+    with np.errstate(invalid='ignore', divide='ignore'): return num / den
+
+def crossed_bootstrap(diff,                     # runs x tasks: paired difference (A - B) of each run on each task; NaN = not run
+                      confidence:float=0.95,    # coverage of the interval
+                      n_resamples:int=10_000,   # bootstrap resamples
+                      seed:int=0,               # resampling seed
+                     )->CrossedResult:
+    "Mean paired difference of a runs x tasks design, runs and tasks resampled independently"
+    d = np.asarray(diff, float)
+    if d.ndim != 2 or d.shape[0] < 2 or d.shape[1] < 2: raise ValueError(f"need a runs x tasks table with >= 2 of each, got shape {d.shape}")
+    mask = ~np.isnan(d); d0 = np.where(mask, d, 0.0); R, T = d.shape
+    rng = np.random.default_rng(seed)
+    wr = rng.multinomial(R, [1 / R] * R, n_resamples).astype(float); wt = rng.multinomial(T, [1 / T] * T, n_resamples).astype(float)
+    boot = _resample_means(d0, mask.astype(float), wr, wt); boot = boot[~np.isnan(boot)]
+    est, a = float(d0.sum() / mask.sum()), (1 - confidence) / 2
+    p = float((np.sum(np.abs(boot - est) >= abs(est)) + 1) / (len(boot) + 1)) if np.any(boot != est) else 1.0
+    per = []
+    for r in range(R):
+        x = d[r][mask[r]]
+        per.append({'mean': float(x.mean()), 'ci': bootstrap_ci(x, confidence=confidence, seed=seed)})
+    notes = [f"{R} runs: the between-run variance rests on {R} values, so the interval may be too narrow in runs"] if R < 5 else []
+    return CrossedResult(est, (float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))), min(p, 1.0), R, T, per,
+                         confidence, n_resamples, notes)
 
 # %% ../nbs/09_stats.ipynb #68085b46
 def replicate_variance(values:Sequence[float], # one value per episode (0/1 success, or any metric)

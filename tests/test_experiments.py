@@ -85,3 +85,20 @@ def test_05_real_model(tmp_path):
         assert all(0 <= r[k] <= 1 for k in ('zero_shot', 'sft', 'grpo')) and all(0 <= r[k] <= 1 for k in ('sft_p', 'grpo_p'))
         assert len(r['grpo_reward_curve']) == res['params']['UPDATES']
     assert_provenance(res)
+
+def test_readme_demo_spread_is_generated_from_its_results_file():
+    "README's demo table and summary are what `spread_table`/`spread_summary` make of the committed results file, every row from a clean commit"
+    import subprocess
+    from knowlyr_lab.demo import spread_summary, spread_table
+    spread = json.loads((EXP / 'demo_spread.results.json').read_text())
+    rows, readme = spread['rows'], (ROOT / 'README.md').read_text()
+    assert spread_table(rows) in readme and spread_summary(rows) in readme
+    levels = {r['level'] for r in rows}
+    assert {'default', 'avx2'} <= levels and len({r['seed'] for r in rows}) >= 3, levels
+    for r in rows:
+        assert_provenance(r)
+        assert r['provenance']['dirty'] is False, r
+        assert r['provenance']['ATEN_CPU_CAPABILITY'] == r['level']
+    git = lambda *a: subprocess.run(['git', *a], cwd=ROOT, capture_output=True, text=True)
+    if git('rev-parse', '--is-shallow-repository').stdout.strip() == 'false':   # a shallow clone may lack the commits
+        for c in {r['provenance']['commit'] for r in rows}: assert git('cat-file', '-t', c).stdout.strip() == 'commit', c

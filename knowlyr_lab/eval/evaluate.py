@@ -16,12 +16,12 @@ import pandas as pd
 
 from ..hub.collect import collect
 from ..registry import make
-from ..stats import Comparison, adjust_pvalues, bootstrap_ci, compare_samples, effective_sample_size, noise_floor, paired_mde, pass_at_k, replicate_variance, wilson_ci, wilson_ci_ess
+from ..stats import Comparison, CrossedResult, adjust_pvalues, bootstrap_ci, compare_samples, crossed_bootstrap, effective_sample_size, noise_floor, paired_mde, pass_at_k, replicate_variance, wilson_ci, wilson_ci_ess
 from ..tasks import HeldOutReport, check_held_out, task_key
 from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0
-__all__ = ['EPISODE_COLUMNS', 'episode_table', 'EvalResult', 'evaluate_agent', 'compare_agents', 'leaderboard']
+__all__ = ['EPISODE_COLUMNS', 'episode_table', 'EvalResult', 'evaluate_agent', 'compare_agents', 'compare_runs', 'leaderboard']
 
 # %% ../../nbs/71_eval_evaluate.ipynb #d241b9c0
 EPISODE_COLUMNS = ['agent', 'task_id', 'task_key', 'attempt', 'seed', 'success', 'verified', 'reward', 'steps', 'tool_errors',
@@ -208,6 +208,25 @@ def compare_agents(a:EvalResult,          # first agent's evaluation
     c = compare_samples(xa, xb, paired=paired, metric=metric, name_a=a.agent, name_b=b.agent, binary=binary, **kwargs)
     c.notes = notes + c.notes
     return c
+
+# %% ../../nbs/71_eval_evaluate.ipynb #5393fc00
+def compare_runs(a:Sequence[EvalResult],  # the method's evaluations, one per warm start / seed
+                 b:Sequence[EvalResult],  # the control's, in the same run order
+                 metric:str='success',    # episode column to compare
+                 **kwargs,                # passed to `crossed_bootstrap` (confidence, n_resamples, seed)
+                )->dict:                  # {'crossed': CrossedResult, 'runs': per-run table with Holm-adjusted p, 'tasks': task keys}
+    "Paired comparison over runs and tasks: run i of `a` against run i of `b`, the crossed bootstrap over both"
+    if len(a) != len(b) or len(a) < 2: raise ValueError(f"need >= 2 runs on each side, paired by order; got {len(a)} and {len(b)}")
+    vals = [(x.task_values(metric), y.task_values(metric)) for x, y in zip(a, b)]
+    tasks = sorted(set().union(*(set(va) & set(vb) for va, vb in vals)))
+    diff = np.array([[va[t] - vb[t] if t in va and t in vb else np.nan for t in tasks] for va, vb in vals])
+    crossed = crossed_bootstrap(diff, **kwargs)
+    comps = [compare_agents(x, y, metric=metric, paired=True) for x, y in zip(a, b)]
+    padj, _ = adjust_pvalues([c.p_value for c in comps], 'holm')
+    runs = pd.DataFrame([{'run': i, 'a': c.name_a, 'b': c.name_b, 'n_tasks': c.n_a, 'mean_a': c.mean_a, 'mean_b': c.mean_b, 'diff': c.diff,
+                          'diff_low': c.diff_ci[0], 'diff_high': c.diff_ci[1], 'test': c.primary, 'p': c.p_value, 'p_holm': pa}
+                         for i, (c, pa) in enumerate(zip(comps, padj))])
+    return {'crossed': crossed, 'runs': runs, 'tasks': tasks}
 
 # %% ../../nbs/71_eval_evaluate.ipynb #41a476f8
 def _stars(p): return '***' if p < 1e-3 else '**' if p < 1e-2 else '*' if p < 0.05 else ''
