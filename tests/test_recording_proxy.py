@@ -206,3 +206,90 @@ def test_grpo_can_take_the_old_log_probs_from_the_recording(recorded, tmp_path):
     assert not any(close(g) for g in olds(False))     # the policy's own differ
     with pytest.raises(ConfigError, match='use_recorded_logprobs needs temperature 1.0'):
         GRPOConfig(**cfg, use_recorded_logprobs=True, temperature=0.7)
+
+
+# issue 39 item 5: a recording proxy facing hostile clients. A plain tiny model (no teaching needed).
+
+@pytest.fixture(scope='module')
+def plain():
+    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
+    from knowlyr_lab.trainer.inference import AgentInference
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    torch.manual_seed(0)
+    model, tok = make_tiny_model(hidden_size=32)
+    return AgentInference(model, tok, name='tiny')
+
+def _post(url, body:dict, key='k', timeout=120):
+    "(status, JSON answer) of a chat request sent with API key `key`, through plain http.client"
+    import http.client
+    host, port = url.split('//')[1].split('/')[0].split(':')
+    c = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        c.request('POST', '/v1/chat/completions', body=json.dumps(body).encode(),
+                  headers={'Content-Type': 'application/json', 'Authorization': f'Bearer {key}'})
+        r = c.getresponse()
+        return r.status, json.loads(r.read() or b'{}')
+    finally: c.close()
+
+def test_a_spoofed_episode_header_cannot_join_another_clients_episode(plain, tmp_path):
+    import openai
+
+    from knowlyr_lab.hub.store import TrajectoryStore
+    srv = plain.serve(record_to=tmp_path / 'store')
+    try:
+        victim, attacker = (openai.OpenAI(base_url=srv.url, api_key=k) for k in ('victim-key', 'attacker-key'))
+        ep = {'X-Knowlyr-Episode': 'ep-1', 'X-Knowlyr-Task': 'victim-task'}
+        talk = [{'role': 'user', 'content': 'You are at row 0, col 0.'}]
+        r = victim.chat.completions.create(model='tiny', messages=talk, max_tokens=4, extra_headers=ep)
+        attacker.chat.completions.create(model='tiny', messages=[{'role': 'user', 'content': 'injected'}], max_tokens=4,
+                                         extra_headers={'X-Knowlyr-Episode': 'ep-1', 'X-Knowlyr-Task': 'stolen'})
+        talk += [r.choices[0].message.model_dump(exclude_none=True, include={'role', 'content'}), {'role': 'user', 'content': 'Go on.'}]
+        victim.chat.completions.create(model='tiny', messages=talk, max_tokens=4, extra_headers=ep)
+    finally: srv.shutdown(); srv.server_close()
+    trajs = {t.task.id: t for t in TrajectoryStore(tmp_path / 'store')}
+    assert sorted(trajs) == ['stolen', 'victim-task']
+    mine = trajs['victim-task']
+    assert len(mine.steps) == 2 and mine.metadata['messages'][:3] == talk          # the victim's two exchanges, nothing else
+    assert 'injected' not in json.dumps(mine.metadata['messages'])
+    assert len(trajs['stolen'].steps) == 1 and trajs['stolen'].metadata['messages'][0]['content'] == 'injected'
+
+def test_fields_the_model_never_sees_are_not_stored(plain, tmp_path):
+    from knowlyr_lab.hub.store import TrajectoryStore
+    junk = 'j' * 3_900_000
+    srv = plain.serve(record_to=tmp_path / 'store')
+    try:
+        for k in range(3):
+            status, resp = _post(srv.url, {'messages': [{'role': 'user', 'content': f'hi {k}', 'junk': junk}], 'max_tokens': 2})
+            assert status == 200, resp
+        held = sum(len(json.dumps(nd['messages'] or nd['added'])) for ch in srv.recorder._chains.values() for nd in ch)
+        assert held < 10_000, held                             # the open episodes hold the prompt, not the junk
+    finally: srv.shutdown(); srv.server_close()
+    trajs = list(TrajectoryStore(tmp_path / 'store'))
+    assert len(trajs) == 3 and all(t.metadata['messages'][0] == {'role': 'user', 'content': t.task.instruction} for t in trajs)
+    size = sum(f.stat().st_size for f in (tmp_path / 'store').rglob('*') if f.is_file())
+    assert size < 1_000_000, size
+
+def test_a_lone_surrogate_is_a_400_that_costs_no_one_else(plain, tmp_path):
+    import threading
+
+    from knowlyr_lab.hub.store import TrajectoryStore
+    from knowlyr_lab.trainer.recording import ExchangeRecorder
+    srv = plain.serve(record_to=ExchangeRecorder(tmp_path / 'store', max_open=1))   # every new episode writes the one before
+    bad = [{'role': 'user', 'content': 'hi', 'junk': '\ud800'}, {'role': 'user', 'content': 'hi \udfff'}]
+    out = {}
+    def send(name, body, key): out[name] = _post(srv.url, body, key)
+    try:
+        assert _post(srv.url, {'messages': bad[:1], 'max_tokens': 2})[0] == 400     # alone first: on main it was answered and recorded
+        ts = [threading.Thread(target=send, args=(f'innocent-{k}', {'messages': [{'role': 'user', 'content': f'innocent {k}'}], 'max_tokens': 2}, f'k{k}'))
+              for k in range(4)]
+        ts += [threading.Thread(target=send, args=(f'bad-{k}', {'messages': bad[k:k + 1], 'max_tokens': 2}, 'mallory')) for k in range(2)]
+        for t in ts: t.start()
+        for t in ts: t.join(300)
+    finally:
+        srv.shutdown(); srv.server_close()                     # writes the open episode; must not raise
+    for k, field in enumerate(('messages[0].junk', 'messages[0].content')):
+        status, resp = out[f'bad-{k}']
+        assert status == 400 and f'{field} is not valid Unicode' in resp['error']['message'] and resp['error']['param'] == field, resp
+    assert [out[f'innocent-{k}'][0] for k in range(4)] == [200] * 4, out
+    assert not srv.recorder.errors
+    assert sorted(t.task.instruction for t in TrajectoryStore(tmp_path / 'store')) == [f'innocent {k}' for k in range(4)]

@@ -105,3 +105,66 @@ def test_the_queue_cap_answers_503(inf):
         assert status == 503 and 'busy' in resp['error']['message']
         s.lock.release(); first.join(120)
     finally: s.shutdown(); s.server_close()
+
+# issue 39 item 5: connections. The disconnect check took select.select, which raises for a descriptor >= 1024 and was read
+# as "the client left"; idle connections held their threads for good; nothing capped how many were open.
+
+def _wait(cond, seconds=60.0):
+    "Poll `cond` until it holds or `seconds` pass (servers may start slowly on a loaded machine)"
+    end = time.monotonic() + seconds
+    while not cond() and time.monotonic() < end: time.sleep(0.02)
+    return cond()
+
+def _closed_by_server(sock)->bool:
+    "True when the server closed `sock` (end of stream or a reset) within its timeout"
+    try: return sock.recv(1) == b''
+    except ConnectionResetError: return True
+    except TimeoutError: return False
+
+def test_a_server_holding_over_1024_files_still_answers(srv):
+    import os
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1400:
+        if hard != resource.RLIM_INFINITY and hard < 1400: pytest.skip(f"the open-file limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1400, hard))
+    held = []
+    try:
+        while not held or held[-1] < 1100: held.append(os.open(os.devnull, os.O_RDONLY))   # every descriptor below 1100 is taken
+        status, resp = _post(srv.url, _req())
+        assert status == 200 and resp['choices'][0]['finish_reason'] == 'length', (status, resp)
+    finally:
+        for fd in held: os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+def test_idle_and_trickling_connections_are_closed_after_the_header_timeout(inf):
+    s = inf.serve(header_timeout=1.0)
+    try:
+        addr = s.server_address
+        idle = [socket.create_connection(addr, timeout=30) for _ in range(40)]
+        slow = [socket.create_connection(addr, timeout=30) for _ in range(3)]
+        for c in slow: c.sendall(b'POST /v1/chat/completions HTTP/1.1\r\n')
+        assert _post(s.url, _req())[0] == 200                  # a real request is answered while they are open
+        for k in range(8):                                     # a header line every 0.3 s: never a complete head
+            for c in slow:
+                try: c.sendall(b'X-Slow-%d: 1\r\n' % k)
+                except OSError: pass
+            time.sleep(0.3)
+        assert all(_closed_by_server(c) for c in idle + slow)
+        assert _wait(lambda: s.open_connections == 0), s.open_connections
+        assert _post(s.url, _req())[0] == 200
+    finally: s.shutdown(); s.server_close()
+
+def test_connections_over_the_cap_are_refused_at_once(inf):
+    s = inf.serve(max_connections=4, header_timeout=120)
+    try:
+        idle = [socket.create_connection(s.server_address, timeout=30) for _ in range(4)]
+        assert _wait(lambda: s.open_connections == 4), s.open_connections
+        t0 = time.monotonic()
+        status, resp = _post(s.url, _req(), timeout=30)
+        assert status == 503 and 'max_connections' in resp['error']['message'], (status, resp)
+        assert time.monotonic() - t0 < 10 and s.refused == 1
+        for c in idle: c.close()
+        assert _wait(lambda: s.open_connections == 0), s.open_connections
+        assert _post(s.url, _req())[0] == 200
+    finally: s.shutdown(); s.server_close()

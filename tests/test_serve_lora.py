@@ -105,6 +105,26 @@ def test_bad_requests_are_one_line_400s(tiny, tmp_path, server):
     assert client.chat.completions.create(model='tiny-base', messages=TALK, max_tokens=8).choices[0].message.content == _local(base, tok)
     with pytest.raises(openai.NotFoundError, match='does not exist'): client.chat.completions.create(model='nope', messages=TALK, max_tokens=2)
 
+def test_an_adapter_file_linked_outside_lora_root_is_refused(tiny, tmp_path, tmp_path_factory, server):
+    "issue 39 item 5: the folder was checked, not its files: a weight file linked from inside lora_root to outside it was loaded"
+    import shutil
+    base, tok = tiny
+    outside = tmp_path_factory.mktemp('outside')
+    _adapter(base, outside / 'real')
+    _adapter(base, tmp_path / 'inside', seed=2)
+    for linked in ('adapter_model.safetensors', 'adapter_config.json'):
+        d = tmp_path / f'linked-{linked.split(".")[0]}'
+        d.mkdir()
+        for f in ('adapter_config.json', 'adapter_model.safetensors'):
+            if f == linked: (d / f).symlink_to(outside / 'real' / f)
+            else: shutil.copy(tmp_path / 'inside' / f, d / f)
+        status, text = _post(server.url + '/load_lora_adapter', {'lora_name': 'x', 'lora_path': d.name})
+        assert status == 400 and f"{linked} links outside the server's lora_root" in json.loads(text)['error']['message'], (linked, status, text)
+    assert server.adapters.paths == {}
+    (tmp_path / 'relinked').mkdir()                      # a link that stays inside the root is fine
+    for f in ('adapter_config.json', 'adapter_model.safetensors'): (tmp_path / 'relinked' / f).symlink_to(tmp_path / 'inside' / f)
+    assert load_lora_adapter(server.url, 'ok', 'relinked') == "Success: LoRA adapter 'ok' added successfully."
+
 def test_endpoints_are_off_unless_enabled(tiny, tmp_path):
     base, tok = tiny
     _adapter(base, tmp_path / 'a')

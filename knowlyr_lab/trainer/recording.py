@@ -7,10 +7,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_recording.html.md"""
 # %% ../../nbs/63b_trainer_recording.ipynb #e17d6c58
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import threading
 import time
+import warnings
 
 from ..hub.store import TrajectoryStore
 from ..trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory
@@ -47,6 +49,7 @@ class ExchangeRecorder:
         self.idle_seconds, self.max_open, self.agent = idle_seconds, max_open, agent
         self._chains, self._index, self._by_episode, self._lock, self._n = {}, {}, {}, threading.Lock(), 0
         self.written = []                         # content ids of the trajectories written so far
+        self.errors = collections.deque(maxlen=100)   # one line per episode the store could not take (the last 100)
     def __repr__(self): return f"<ExchangeRecorder open={len(self._chains)} written={len(self.written)} store={self.store.root}>"
 
 # %% ../../nbs/63b_trainer_recording.ipynb #8c5e6a5a
@@ -71,13 +74,14 @@ def _record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages,
             t_start:float, t_end:float,                 # Unix seconds: request arrived, answer ready
             model:str|None=None,
             episode:str|None=None,                      # explicit episode id (header or metadata); None: match by messages
-            task_id:str|None=None, agent:str|None=None)->list[str]:  # the chain ids the choices went to
+            task_id:str|None=None, agent:str|None=None,
+            client:str='')->list[str]:                  # who sent it: episodes and conversations are matched within one client's
     "Add one answered request: each choice continues its conversation (or forks, or starts one)"
-    meta = {'episode': episode, 'task_id': task_id, 'agent': agent}
+    meta = {'episode': episode, 'task_id': task_id, 'agent': agent, 'client': client}
     nodes = [_node(messages, tools, o, r, t_start, t_end, model, meta) for o, r in zip(outs, replies)]
     hashes = _prefix_hashes(messages)
     with self._lock:
-        parent = self._parent(hashes, episode)
+        parent = self._parent(hashes, episode, client)
         out = []
         for k, nd in enumerate(nodes):
             if parent is not None and k == 0 and self._chains[parent[0]][-1] is parent[1]:
@@ -87,8 +91,8 @@ def _record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages,
                 cid = f"c{self._n}"; self._n += 1
                 self._chains[cid] = chain[:chain.index(parent[1]) + 1] + [nd] if parent is not None else [nd]
             _link(parent[1] if parent is not None else None, nd, hashes)
-            self._index[nd['done_hash']] = (cid, nd)
-            if episode is not None and k == 0: self._by_episode[episode] = cid
+            self._index[client, nd['done_hash']] = (cid, nd)
+            if episode is not None and k == 0: self._by_episode[client, episode] = cid
             out.append(cid)
         stale = [c for c, ch in self._chains.items() if time.time() - ch[-1]['t_end'] > self.idle_seconds]
         stale += [c for c in sorted(self._chains, key=lambda c: self._chains[c][-1]['t_end'])[:max(0, len(self._chains) - self.max_open)] if c not in stale]
@@ -96,13 +100,13 @@ def _record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages,
     return out
 ExchangeRecorder.record = _record
 
-def _parent(self:ExchangeRecorder, hashes:list[str], episode)->tuple|None:
-    "(chain id, node) the new exchange continues: the episode's last node, or the longest recorded prefix of its messages"
+def _parent(self:ExchangeRecorder, hashes:list[str], episode, client:str='')->tuple|None:
+    "(chain id, node) the new exchange continues: the client's episode's last node, or the client's longest recorded prefix"
     if episode is not None:
-        cid = self._by_episode.get(episode)
+        cid = self._by_episode.get((client, episode))
         return (cid, self._chains[cid][-1]) if cid in self._chains else None
     for h in reversed(hashes[1:]):
-        hit = self._index.get(h)
+        hit = self._index.get((client, h))
         if hit is not None and hit[0] in self._chains: return hit
     return None
 ExchangeRecorder._parent = _parent
@@ -147,12 +151,15 @@ def chain_trajectory(chain:list[dict])->Trajectory:
                       metadata={'messages': _last_messages(chain) + [last['reply']], 'tools': last['tools'], 'episode': last['episode']})
 
 def _write(self:ExchangeRecorder, cids:list[str]):
-    "Write these open chains to the store and forget them (caller holds the lock)"
+    "Write these open chains to the store and forget them; one the store refuses is dropped with a line in `errors` (caller holds the lock)"
     for cid in cids:
         chain = self._chains.pop(cid)
         for nd in chain:
-            if self._index.get(nd['done_hash'], (None,))[0] == cid: del self._index[nd['done_hash']]
-        tid, _ = self.store.put(chain_trajectory(chain))
+            if self._index.get((nd['client'], nd['done_hash']), (None,))[0] == cid: del self._index[nd['client'], nd['done_hash']]
+        try: tid, _ = self.store.put(chain_trajectory(chain))
+        except Exception as e:                    # this episode only: the others, and the request that triggered the write, go on
+            self.errors.append(f"episode {chain[-1]['episode'] or cid} ({len(chain)} exchanges) not written: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
+            warnings.warn(self.errors[-1], RuntimeWarning, stacklevel=2); continue
         self.written.append(tid)
     self._by_episode = {e: c for e, c in self._by_episode.items() if c in self._chains}
 ExchangeRecorder._write = _write

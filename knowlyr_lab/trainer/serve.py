@@ -7,26 +7,26 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_serve.html.md"""
 # %% ../../nbs/64a_trainer_serve.ipynb #a6babefc
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-import select
-import socket
 import threading
 import time
 import uuid
 import warnings
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from fastcore.basics import patch
 
 from ..chat import assistant_message, parse_reply
 from ..core import InvalidActionError
+from .connections import GuardedHandler, GuardedHTTPServer, client_gone
 from .inference import AgentInference
 from .recording import ExchangeRecorder
 
 # %% auto #0
-__all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'check_request', 'load_lora_adapter', 'unload_lora_adapter']
+__all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'MAX_ID_CHARS', 'check_request', 'load_lora_adapter',
+           'unload_lora_adapter']
 
 # %% ../../nbs/64a_trainer_serve.ipynb #9af9e5a0
 MAX_CHOICES = 16                 # the most choices (`n`) one request may ask for
@@ -55,6 +55,7 @@ def _num_field(req, k, lo, hi, default):
 def check_request(req)->dict:
     "The validated fields of a chat-completions request (a `_Refused` 400 names the first bad field)"
     if not isinstance(req, dict): raise _Refused(400, "the body must be a JSON object")
+    _check_unicode(req)
     msgs = req.get('messages')
     if not isinstance(msgs, list) or not msgs: raise _Refused(400, "'messages' must be a non-empty list of message objects")
     if len(msgs) > MAX_MESSAGES: raise _Refused(400, f"'messages' has {len(msgs)} messages; at most {MAX_MESSAGES}")
@@ -63,6 +64,7 @@ def check_request(req)->dict:
         c = m.get('content')
         if c is not None and not isinstance(c, (str, list)): raise _Refused(400, f"messages[{i}].content must be a string or a list of parts")
         if isinstance(c, list): m['content'] = ''.join(p.get('text', '') for p in c if isinstance(p, dict) and isinstance(p.get('text'), str))
+    msgs = [_prompt_message(m, i) for i, m in enumerate(msgs)]
     tools = req.get('tools')
     if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
         raise _Refused(400, "'tools' must be a list of tool objects")
@@ -82,6 +84,45 @@ def check_request(req)->dict:
             'model': req['model'] if isinstance(req.get('model'), str) else None,
             'logprobs': (top or 0) if req.get('logprobs') else None, 'return_token_ids': bool(req.get('return_token_ids')),
             'metadata': meta or {}}
+
+# %% ../../nbs/64a_trainer_serve.ipynb #bc1f8bc0
+MAX_ID_CHARS = 256               # the longest `tool_call_id` or tool call `id` a message may carry
+
+def _strings(v, where:str=''):
+    "(path, string) of every string in a JSON value, keys included"
+    if isinstance(v, str): yield where or 'the body', v
+    elif isinstance(v, dict):
+        for k, x in v.items(): yield from _strings(k, f"a key of {where or 'the body'}"); yield from _strings(x, f"{where}.{k}" if where else str(k))
+    elif isinstance(v, list):
+        for k, x in enumerate(v): yield from _strings(x, f"{where}[{k}]")
+
+def _check_unicode(req):
+    "400 naming the first field whose string is not valid Unicode (a lone surrogate)"
+    try: json.dumps(req, ensure_ascii=False).encode(); return
+    except UnicodeEncodeError: pass
+    for where, s in _strings(req):
+        try: s.encode()
+        except UnicodeEncodeError as e: raise _Refused(400, f"{where} is not valid Unicode (a lone surrogate at character {e.start})", where) from None
+
+# %% ../../nbs/64a_trainer_serve.ipynb #61613885
+def _id(v, where:str)->str:
+    if not isinstance(v, str) or len(v) > MAX_ID_CHARS: raise _Refused(400, f"{where} must be a string of at most {MAX_ID_CHARS} characters", where)
+    return v
+
+def _prompt_call(tc, where:str)->dict:
+    f = tc.get('function') if isinstance(tc, dict) else None
+    if not isinstance(f, dict) or not isinstance(f.get('name'), str): raise _Refused(400, f"{where} must be an object with a 'function' naming the tool", where)
+    return {**({'id': _id(tc['id'], f'{where}.id')} if tc.get('id') is not None else {}), 'type': 'function',
+            'function': {'name': f['name'], **({'arguments': f['arguments']} if 'arguments' in f else {})}}
+
+def _prompt_message(m:dict, i:int)->dict:
+    "The fields of request message `i` a prompt is rendered from (role, content, tool calls, tool_call_id); the rest is dropped"
+    out = {k: m[k] for k in ('role', 'content') if k in m}
+    if m.get('tool_calls') is not None:
+        if not isinstance(m['tool_calls'], list): raise _Refused(400, f"messages[{i}].tool_calls must be a list", f'messages[{i}].tool_calls')
+        out['tool_calls'] = [_prompt_call(tc, f'messages[{i}].tool_calls[{k}]') for k, tc in enumerate(m['tool_calls'])]
+    if m.get('tool_call_id') is not None: out['tool_call_id'] = _id(m['tool_call_id'], f'messages[{i}].tool_call_id')
+    return out
 
 # %% ../../nbs/64a_trainer_serve.ipynb #bf2fd1cf
 def _message(out:dict, tools)->tuple[dict, str]:
@@ -111,16 +152,8 @@ def _logprob_content(tok, lps:list[dict])->list[dict]:
         return {'token': s, 'logprob': lp, 'bytes': list(s.encode('utf-8'))}
     return [{**entry(d['id'], d['logprob']), 'top_logprobs': [entry(j, v) for j, v in d['top']]} for d in lps]
 
-def _gone(sock)->bool:
-    "True when the client closed its side of the connection"
-    try:
-        r, _, _ = select.select([sock], [], [], 0)
-        return bool(r) and sock.recv(1, socket.MSG_PEEK) == b''
-    except (OSError, ValueError): return True
-
 # %% ../../nbs/64a_trainer_serve.ipynb #c59b63a9
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
+class _Handler(GuardedHandler):
     def _send(self, code, body):
         data = json.dumps(body).encode()
         self.send_response(code); self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(data)))
@@ -178,7 +211,7 @@ def _complete(self:_Handler, t0):
             why = {}
             def stop():
                 if time.monotonic() > deadline: why['stop'] = 'deadline'
-                elif _gone(self.connection): why['stop'] = 'disconnected'
+                elif client_gone(self.connection): why['stop'] = 'disconnected'
                 return bool(why)
             outs = inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'], req['seed'], stop=stop,
                                 logprobs=req['logprobs'] if req['logprobs'] is not None or srv.recorder is None else 0)   # a recording keeps log-probs
@@ -214,9 +247,7 @@ def _answer(self:_Handler, req, outs, tools, inf, msgs=None, render=None, t0=Non
     self.wfile.write(b''.join(b'data: ' + json.dumps(e).encode() + b'\n\n' for e in events) + b'data: [DONE]\n\n')
 
 # %% ../../nbs/64a_trainer_serve.ipynb #d283d3ec
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256                  # the listen backlog: connections the kernel queues before accept
+class _Server(GuardedHTTPServer):
     recorder = adapters = None
     def shutdown(self):
         "Stop serving, then write the recorder's open episodes"
@@ -226,14 +257,16 @@ class _Server(ThreadingHTTPServer):
 def _serve(self:AgentInference, port:int=0, host:str='127.0.0.1', block:bool=False,
            request_timeout:float=120.0,       # seconds from a request's arrival until it is answered 504 (its generation stopped)
            max_queue:int=64,                  # requests that may wait for the model at once (503 beyond)
+           header_timeout:float=10.0,         # seconds a connection may take to send a request head (closed after: idle clients)
+           max_connections:int=256,           # connections open at once (503 and closed beyond)
            record_to=None,                    # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange (`trainer.recording`)
            enable_lora:bool=False,            # serve `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (vLLM's runtime LoRA updating)
            lora_root:str|Path|None=None,      # with enable_lora: adapters are loaded only from folders under this directory
            max_loras:int=4,                   # adapters loaded at once (400 beyond: unload one first)
-          )->ThreadingHTTPServer:
-    "Serve `/v1/chat/completions`; returns the server (its `url`, `stats`), running in a thread unless `block`"
+          )->GuardedHTTPServer:
+    "Serve `/v1/chat/completions`; returns the server (its `url`, `stats`, `open_connections`), running in a thread unless `block`"
     if enable_lora and lora_root is None: raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
-    srv = _Server((host, port), _Handler)
+    srv = _Server((host, port), _Handler, header_timeout, request_timeout, max_connections)
     srv.adapters = _Adapters(self, lora_root, max_loras) if enable_lora else None
     srv.inf, srv.lock, srv.slots = self, threading.Lock(), threading.BoundedSemaphore(max_queue)
     srv.request_timeout, srv.max_queue = request_timeout, max_queue
@@ -246,14 +279,20 @@ def _serve(self:AgentInference, port:int=0, host:str='127.0.0.1', block:bool=Fal
 AgentInference.serve = _serve
 
 # %% ../../nbs/64a_trainer_serve.ipynb #dff10a9d
+def _client(headers)->str:
+    "Who sent a request, as the recorder tells clients apart: a digest of its API key ('' without one)"
+    key = headers.get('Authorization') or ''
+    return hashlib.sha256(key.encode()).hexdigest()[:16] if key else ''
+
 def _record(self:_Handler, req, outs, choices, msgs, render, t0):
     "Hand an answered exchange to the server's recorder: prompt messages and tools, ids, log-probs, the replies sent"
     h, meta, now = self.headers, req['metadata'], time.time()
     try:
         self.server.recorder.record(msgs, render, outs, [c['message'] for c in choices], now - (time.monotonic() - t0), now,
                                     req['model'] or self.server.inf.name, episode=h.get('X-Knowlyr-Episode') or meta.get('episode_id'),
-                                    task_id=h.get('X-Knowlyr-Task') or meta.get('task_id'), agent=h.get('X-Knowlyr-Agent') or meta.get('agent'))
-    except OSError as e: raise _Refused(500, f"the exchange could not be recorded ({type(e).__name__}: {e})") from None
+                                    task_id=h.get('X-Knowlyr-Task') or meta.get('task_id'), agent=h.get('X-Knowlyr-Agent') or meta.get('agent'),
+                                    client=_client(h))
+    except Exception as e: raise _Refused(500, f"the exchange could not be recorded ({_one_line(e)})") from None
 _Handler._record = _record
 
 # %% ../../nbs/64a_trainer_serve.ipynb #ff7404e6
@@ -302,6 +341,9 @@ def folder(self:_Adapters, lora_path:str)->Path:
     p = (self.root / lora_path).resolve()
     if not p.is_relative_to(self.root): raise _Refused(400, f"'lora_path' {lora_path!r} is outside the server's lora_root", 'lora_path')
     if not (p / 'adapter_config.json').is_file(): raise _Refused(400, f"'lora_path' {lora_path!r} is not a PEFT adapter folder (no adapter_config.json)", 'lora_path')
+    try: out = next((f for f in p.rglob('*') if not f.resolve().is_relative_to(self.root)), None)   # every file of it, links resolved
+    except OSError as e: raise _Refused(400, f"'lora_path' {lora_path!r} cannot be listed ({_one_line(e)})", 'lora_path') from None
+    if out is not None: raise _Refused(400, f"'lora_path' {lora_path!r}: {out.relative_to(p)} links outside the server's lora_root", 'lora_path')
     try: kind = json.loads((p / 'adapter_config.json').read_text()).get('peft_type')
     except (OSError, ValueError, AttributeError) as e: raise _Refused(400, f"'lora_path' {lora_path!r}: adapter_config.json is unreadable ({_one_line(e)})", 'lora_path') from None
     if kind != 'LORA': raise _Refused(400, f"'lora_path' {lora_path!r} holds a {kind} adapter; only LoRA adapters are served", 'lora_path')
