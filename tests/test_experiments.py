@@ -89,6 +89,7 @@ def test_05_real_model(tmp_path):
 def test_readme_demo_spread_is_generated_from_its_results_file():
     "README's demo table and summary are what `spread_table`/`spread_summary` make of the committed results file, every row from a clean commit"
     import subprocess
+
     from knowlyr_lab.demo import spread_summary, spread_table
     spread = json.loads((EXP / 'demo_spread.results.json').read_text())
     rows, readme = spread['rows'], (ROOT / 'README.md').read_text()

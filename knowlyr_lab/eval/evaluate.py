@@ -16,7 +16,20 @@ import pandas as pd
 
 from ..hub.collect import collect
 from ..registry import make
-from ..stats import Comparison, CrossedResult, adjust_pvalues, bootstrap_ci, compare_samples, crossed_bootstrap, effective_sample_size, noise_floor, paired_mde, pass_at_k, replicate_variance, wilson_ci, wilson_ci_ess
+from knowlyr_lab.stats import (
+    Comparison,
+    adjust_pvalues,
+    bootstrap_ci,
+    compare_samples,
+    crossed_bootstrap,
+    effective_sample_size,
+    noise_floor,
+    paired_mde,
+    pass_at_k,
+    replicate_variance,
+    wilson_ci,
+    wilson_ci_ess,
+)
 from ..tasks import HeldOutReport, check_held_out, task_key
 from ..trajectory import Trajectory, trajectory_score
 

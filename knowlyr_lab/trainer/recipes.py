@@ -20,7 +20,7 @@ from .sft import SFTConfig, SFTTrainer, render_corpus
 from .tiny import make_tiny_model
 
 # %% auto #0
-__all__ = ['train_sft_policy', 'policy_agent', 'online_grpo']
+__all__ = ['train_sft_policy', 'policy_agent', 'online_grpo', 'dedup_successes', 'agent_evol']
 
 # %% ../../nbs/75_trainer_recipes.ipynb #7df0636d
 def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet path from the exporter) or trajectories
@@ -102,3 +102,39 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
     after = measure(trained.to(device) if device else trained, 'after GRPO')
     return {'before': before, 'after': after, 'comparison': compare_agents(after, before, metric='success'), 'curve': curve, 'signal': signal,
             'seconds': time.time() - t0, 'trainer': tr}
+
+# %% ../../nbs/75_trainer_recipes.ipynb #31869022
+def dedup_successes(trajs:list)->list:
+    "At most one verified success per task content (`task_key`): the one with fewest steps, first on ties"
+    from knowlyr_lab.tasks import task_key
+    best = {}
+    for t in trajs:
+        if t.outcome.success and (task_key(t) not in best or len(t.steps) < len(best[task_key(t)].steps)): best[task_key(t)] = t
+    return list(best.values())
+
+def agent_evol(policy_path,                # the first explorer: the behavioural-cloning policy
+               learn,                      # (training rows, iteration) -> path of the new policy, trained from the base
+               bc_data:list,               # behavioural-cloning trajectories: in every iteration's training set
+               env_id:str,                 # env of exploration
+               explore_tasks:list,         # one list of task ids per iteration (new instructions each time)
+               samples_per_task:int=8, temperature:float=0.8,
+               dedup:bool=True,            # one success per task content (else every success, duplicates included)
+               max_episode_steps:int=4, max_new_tokens:int=40,
+               evaluate=None,              # policy path -> anything (e.g. a held-out `evaluate_agent`), after every iteration
+               make_explorer=None,         # (policy path, iteration) -> agent (default: the policy, sampled at `temperature`)
+               seed:int=0, batch_size:int=256,
+              )->list[dict]:               # per iteration: path, samples, successes, kept, tasks solved, evaluation
+    "AgentEvol: each iteration explores with the current policy, keeps verified successes, retrains from the base on BC + successes"
+    from knowlyr_lab.hub.collect import collect
+    path, rows = policy_path, []
+    for it, ids in enumerate(explore_tasks, 1):
+        agent = (make_explorer(path, it) if make_explorer else
+                 AgentInference.from_pretrained(path, name=f'explorer-{it}').create_agent(max_new_tokens=max_new_tokens, temperature=temperature))
+        samples = collect(env_id, agent, tasks=[i for i in ids for _ in range(samples_per_task)], max_episode_steps=max_episode_steps,
+                          seed=seed + it, batch_size=batch_size, progress=False)
+        wins = [t for t in samples if t.outcome.success]
+        kept = dedup_successes(wins) if dedup else wins
+        path = learn(list(bc_data) + kept, it)
+        rows.append({'iteration': it, 'path': path, 'samples': len(samples), 'successes': len(wins), 'kept': len(kept),
+                     'tasks_solved': len(dedup_successes(wins)), 'evaluation': evaluate(path) if evaluate else None})
+    return rows
