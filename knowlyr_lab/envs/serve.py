@@ -7,25 +7,30 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_serve.html.md"""
 # %% ../../nbs/19b_envs_serve.ipynb #bdf99321
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import functools
 import itertools
 import json
+import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from typing import Callable, Literal
 
 from pydantic import BaseModel
 
+from ..cli_errors import run_cli
 from ..core import AgentEnv, InvalidActionError, parse_action, schema_name, schema_params
 from .extras import require_extra
+from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, client_address
 
 # %% auto #0
 __all__ = ['PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'mcp_tools', 'openenv_app', 'ResetBody', 'StepBody',
-           'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer']
+           'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer', 'main']
 
 # %% ../../nbs/19b_envs_serve.ipynb #7cecfc1d
 def format_call(tool:str, params:dict|None=None)->str:
@@ -71,7 +76,7 @@ def mcp_tools(tool_schemas:list[dict])->list[dict]:
             for s in tool_schemas]
 
 def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env per session
-                max_sessions:int=16,                  # concurrent WebSocket sessions
+                limits:SessionLimits|None=None,       # session caps and idle timeout
                 expose_oracle:bool=False,             # put the expert's next action in info['oracle_action']
                ):
     "A FastAPI app serving `env_factory`'s env over OpenEnv, built by `openenv-core`'s `create_fastapi_app`"
@@ -117,104 +122,131 @@ def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env p
         @property
         def state(self): return self._state
         def close(self): self.env.close()
-    return create_fastapi_app(KnowlyrEnvironment, ToolCallAction, KnowlyrObservation, max_concurrent_envs=max_sessions)
+    table = SessionTable(limits)
+    app = create_fastapi_app(KnowlyrEnvironment, ToolCallAction, KnowlyrObservation, max_concurrent_envs=table.limits.max_sessions)
+    app.add_middleware(SessionGuard, table=table, http_paths=('/reset', '/step', '/state', '/metadata'),
+                       closed={'/mcp': "the env's tools are MCP actions over /ws (list_tools, call_tool)"})
+    app.state.sessions = table
+    return app
 
 # %% ../../nbs/19b_envs_serve.ipynb #9d66c061
 class ResetBody(BaseModel):
     "AgentGym `/reset` body"
-    id: int
+    id: str|int          # what /create returned (a string here; a number is simply no session)
     data_idx: int = 0
 class StepBody(BaseModel):
     "AgentGym `/step` body"
-    id: int
+    id: str|int
     action: str
 class IdBody(BaseModel):
     "AgentGym `/close` body"
-    id: int
+    id: str|int
 
 def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env per /create
+                 limits:SessionLimits|None=None,       # session caps and idle timeout
                  expose_oracle:bool=False,             # put the expert's next action in info['oracle_action']
                 ):
     "A FastAPI app serving `env_factory`'s env over AgentGym's HTTP protocol"
     fastapi = require_extra('fastapi', what='serving an env over the AgentGym protocol')
-    app, envs, last, lock = fastapi.FastAPI(title='knowlyr env (AgentGym protocol)'), {}, {}, threading.Lock()
-    ids = itertools.count()
-    def get(i):
-        if i not in envs: raise ValueError(f"the id {i} is not valid")
-        return envs[i]
+    app = fastapi.FastAPI(title='knowlyr env (AgentGym protocol)')
+    sessions = app.state.sessions = SessionTable(limits, on_idle=lambda s: s.env.close())
+    def peer(request): return client_address(request.client)
+    peer.__annotations__ = {'request': fastapi.Request}   # a class, not this module's postponed (string) annotation
+    client = fastapi.Depends(peer)
     def call(fn):
         try: return fn()
+        except SessionRefused as e: return fastapi.responses.JSONResponse({'error': str(e)}, e.status)
         except Exception as e: return {'error': f"{type(e).__name__}: {e}"}
     def payload(env, ts):
         d = _served(env, ts, expose_oracle)
         return {'observation': d['text'], 'reward': d['reward'], 'done': d['done'], 'success': d['success'], 'info': d['info'],
                 'available_actions': enum_calls(env.tool_schemas) or []}
+    def played(sid, who, act):
+        with sessions.use(sid, who) as s:
+            p = payload(s.env, act(s.env)); s.observation = p['observation']
+        return p
     @app.get('/')
     def hello(): return 'This is a knowlyr environment served over the AgentGym protocol.'
     @app.post('/create')
-    def create():
+    def create(who=client):
         def go():
-            with lock: i = next(ids); envs[i] = (env_factory(), threading.Lock())
-            return {'id': i}
+            sid = sessions.open(who)
+            try: env = env_factory()
+            except BaseException: sessions.close(sid); raise
+            sessions.ready(sid, env); return {'id': sid}
         return call(go)
     @app.post('/reset')
-    def reset(body:ResetBody):
-        def go():
-            env, l = get(body.id)
-            with l: ts = env.reset(seed=body.data_idx); last[body.id] = p = {'id': body.id, **payload(env, ts)}
-            return p
-        return call(go)
+    def reset(body:ResetBody, who=client): return call(lambda: {'id': body.id, **played(body.id, who, lambda e: e.reset(seed=body.data_idx))})
     @app.post('/step')
-    def step(body:StepBody):
+    def step(body:StepBody, who=client):
         def go():
-            env, l = get(body.id)
-            with l:
-                try: act = parse_text_action(body.action)
-                except InvalidActionError: act = body.action          # the env answers with an error observation
-                ts = env.step(act); last[body.id] = p = payload(env, ts)
-            return p
+            try: act = parse_text_action(body.action)
+            except InvalidActionError: act = body.action      # the env answers with an error observation
+            return played(body.id, who, lambda e: e.step(act))
         return call(go)
     @app.get('/observation')
-    def observation(id:int): return call(lambda: last[id]['observation'] if id in last else get(id) and '')
+    def observation(id:str, who=client): return call(lambda: _read(sessions, id, who, lambda s: s.observation))
     @app.get('/available_actions')
-    def available_actions(id:int): return call(lambda: enum_calls(get(id)[0].tool_schemas) or [])
+    def available_actions(id:str, who=client): return call(lambda: _read(sessions, id, who, lambda s: enum_calls(s.env.tool_schemas) or []))
     @app.post('/close')
-    def close(body:IdBody):
+    def close(body:IdBody, who=client):
         def go():
-            env, _ = envs.pop(body.id); last.pop(body.id, None); env.close(); return {'closed': body.id}
+            s = sessions.close(body.id, who)
+            with s.lock: s.env.close()
+            return {'closed': body.id}
         return call(go)
     return app
 
-# %% ../../nbs/19b_envs_serve.ipynb #9e9475bb
+def _read(sessions:SessionTable, sid, client, what):
+    with sessions.use(sid, client) as s: return what(s)
+
+# %% ../../nbs/19b_envs_serve.ipynb #4962f94d
 PROTOCOLS = ('openenv', 'agentgym')
+
+def _not_denial_noise(record)->bool:
+    "uvicorn (0.5x) logs an error after each refused WebSocket handshake, though the refusal went out: drop that line"
+    return record.getMessage() != 'ASGI callable returned without completing handshake.'
 
 def serve_env(env_id:str,                 # registered env id
               protocol:str='openenv',     # 'openenv' or 'agentgym'
-              host:str='127.0.0.1', port:int=8000,
+              host:str='127.0.0.1',       # address to listen on
+              port:int=8000,              # port (0: a free one)
               env_kwargs:dict|None=None,  # arguments for `make`
-              expose_oracle:bool=False):
+              expose_oracle:bool=False,   # put the expert's next action in info['oracle_action']
+              limits:SessionLimits|dict|None=None, # session caps and idle timeout (a dict: `SessionLimits`'s fields)
+              announce:bool=False,        # print the server's URL on stderr once it listens
+             ):
     "Serve a registered env over `protocol` with uvicorn (blocks)"
     if protocol not in PROTOCOLS: raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
-    import functools
-
-    from knowlyr_lab.registry import make
+    from knowlyr_lab.registry import env_spec, make
+    env_spec(env_id)                              # an unknown id fails here, before anything listens
+    if isinstance(limits, dict): limits = SessionLimits(**limits)
     factory = functools.partial(make, env_id, **(env_kwargs or {}))
-    app = (openenv_app if protocol == 'openenv' else agentgym_app)(factory, expose_oracle=expose_oracle)
-    require_extra('uvicorn').run(app, host=host, port=port, log_level='warning')
+    app = (openenv_app if protocol == 'openenv' else agentgym_app)(factory, limits=limits, expose_oracle=expose_oracle)
+    uvicorn = require_extra('uvicorn')
+    server = uvicorn.Server(uvicorn.Config(app, log_level='warning'))
+    logging.getLogger('uvicorn.error').addFilter(_not_denial_noise)
+    sock = socket.create_server((host, port), family=socket.AF_INET6 if ':' in host else socket.AF_INET)   # clients wait in its backlog
+    if announce:
+        print(f"knowlyr env server: {env_id} over {protocol} on http://{host}:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+        if host not in ('127.0.0.1', '::1', 'localhost'): print(f"warning: no authentication; whoever reaches {host} can use this server", file=sys.stderr, flush=True)
+    server.run(sockets=[sock])
 
 def free_port(host:str='127.0.0.1')->int:
     "A TCP port that is free on `host` now"
     with socket.socket() as s: s.bind((host, 0)); return s.getsockname()[1]
 
+# %% ../../nbs/19b_envs_serve.ipynb #9e9475bb
 class EnvServer:
     "A registered env served over OpenEnv or AgentGym in a subprocess on 127.0.0.1"
     def __init__(self, env_id:str, protocol:str='openenv', env_kwargs:dict|None=None, expose_oracle:bool=False,
-                 startup_timeout:float=90.0):
+                 startup_timeout:float=90.0, limits:SessionLimits|dict|None=None):
         if protocol not in PROTOCOLS: raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
         self.env_id, self.protocol, self.port = env_id, protocol, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        lim = dataclasses.asdict(limits) if isinstance(limits, SessionLimits) else limits
         code = (f"from knowlyr_lab.envs.serve import serve_env; serve_env({env_id!r}, {protocol!r}, port={self.port}, "
-                f"env_kwargs={env_kwargs!r}, expose_oracle={expose_oracle!r})")
+                f"env_kwargs={env_kwargs!r}, expose_oracle={expose_oracle!r}, limits={lim!r})")
         self.proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         self._wait(startup_timeout)
 
@@ -242,3 +274,36 @@ class EnvServer:
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
     def __repr__(self): return f"<EnvServer {self.protocol} {self.env_id} {self.url}{'' if self.proc.poll() is None else ' stopped'}>"
+
+# %% ../../nbs/19b_envs_serve.ipynb #c1893734
+def _json_object(text:str)->dict:
+    "The value of --env-kwargs: a JSON object"
+    try: v = json.loads(text)
+    except json.JSONDecodeError as e: raise argparse.ArgumentTypeError(f"not JSON ({e.msg}): {text!r:.60}") from None
+    if not isinstance(v, dict): raise argparse.ArgumentTypeError(f"wants a JSON object such as '{{\"task\": \"name\"}}', got {text!r:.60}")
+    return v
+
+def _parser()->argparse.ArgumentParser:
+    d = SessionLimits()
+    p = argparse.ArgumentParser(prog='knowlyr-env-serve', description="Serve a registered knowlyr env over OpenEnv or AgentGym's protocol. "
+                                "No authentication: each session is bound to its client's address, sessions are capped, idle ones closed.")
+    p.add_argument('env_id', help="registered env id (`knowlyr-lab envs` lists them)")
+    p.add_argument('--protocol', choices=PROTOCOLS, default='openenv', help="wire protocol (default: %(default)s)")
+    p.add_argument('--host', default='127.0.0.1', help="address to listen on (default: %(default)s; any other lets other machines in)")
+    p.add_argument('--port', type=int, default=8000, help="port; 0 picks a free one (the URL is printed on stderr; default: %(default)s)")
+    p.add_argument('--max-sessions', type=int, default=d.max_sessions, help="sessions open at once, all clients together; one more gets HTTP 503 (default: %(default)s)")
+    p.add_argument('--max-sessions-per-client', type=int, default=None, help="sessions one client address may hold; one more gets HTTP 429 (default: half of --max-sessions)")
+    p.add_argument('--idle-timeout', type=float, default=d.idle_timeout, help="seconds a session may wait for its client before it and its env are closed; 0: never (default: %(default)s)")
+    p.add_argument('--env-kwargs', type=_json_object, default=None, metavar='JSON', help="the env's constructor arguments as a JSON object")
+    p.add_argument('--expose-oracle', action='store_true', help="put the expert's next action in info['oracle_action'] (tests and demos)")
+    return p
+
+def main(argv:list[str]|None=None)->int:
+    "The `knowlyr-env-serve` command: serve a registered env until stopped; a bad argument is one line on stderr, exit 2"
+    def serve(a):
+        limits = SessionLimits(a.max_sessions, a.max_sessions_per_client, a.idle_timeout or None)
+        serve_env(a.env_id, a.protocol, a.host, a.port, a.env_kwargs, a.expose_oracle, limits, announce=True)
+    return run_cli(_parser(), serve, argv)
+
+# %% ../../nbs/19b_envs_serve.ipynb #502d4af1
+if __name__ == '__main__': sys.exit(main())

@@ -1,0 +1,205 @@
+"""Issue 39 item 6, the env servers (OpenEnv and AgentGym protocols, no authentication): a session is its client's alone,
+one client cannot take every session, an idle session is closed with its env, and `knowlyr-env-serve` serves an env.
+
+Servers listen on 127.0.0.1 only. A second client is a second loopback address (127.0.0.2: Linux routes all of 127/8 to
+`lo`), which is how these servers tell clients apart (the peer's address). Every wait is bounded and tolerates a slow
+start. The victims use the project's own clients (`AgentGymClient`, `OpenEnvClient`); the attackers use plain HTTP and
+WebSocket connections, as an attacker would."""
+import contextlib
+import functools
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from pathlib import Path
+
+import httpx
+import pytest
+
+from knowlyr_lab.agents import ExpertAgent
+from knowlyr_lab.envs.remote import AgentGymClient, OpenEnvClient, RemoteEnvError
+from knowlyr_lab.envs.serve import EnvServer, agentgym_app, openenv_app
+from knowlyr_lab.envs.sessions import SessionLimits
+from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.registry import make
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV_ID = 'knowlyr/maze-easy'
+OTHER, THIRD = '127.0.0.2', '127.0.0.3'
+
+def _can_bind(addr):
+    try:
+        with socket.socket() as s: s.bind((addr, 0))
+        return True
+    except OSError: return False
+
+pytestmark = pytest.mark.skipif(not _can_bind(OTHER), reason='no second loopback address (127.0.0.2) to be a second client from')
+
+def client_at(addr): return httpx.Client(transport=httpx.HTTPTransport(local_address=addr), timeout=30)
+
+def ws_at(url, addr):
+    "A WebSocket to an OpenEnv server's /ws from `addr`: an idle session (the server builds its env on connect)"
+    from websockets.sync.client import connect
+    return connect(url.replace('http', 'ws', 1) + '/ws', source_address=(addr, 0), open_timeout=60).__enter__()   # entered: closed by .close()
+
+def until(cond, timeout=60.0, what='the condition'):
+    "Wait (bounded) for `cond()`; the time it took"
+    t0 = time.monotonic()
+    while not cond():
+        assert time.monotonic() - t0 < timeout, f'{what} did not happen within {timeout:g} s'
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+# -- a session is its client's alone ----------------------------------------------------------------------------------
+
+def test_agentgym_a_second_client_cannot_read_step_or_close_anothers_session():
+    "The attack: a second client guessed the victim's sequential id (0), then read its observation, submitted and closed it"
+    with EnvServer(ENV_ID, 'agentgym', expose_oracle=True) as srv, client_at(OTHER) as thief:
+        victim = AgentGymClient(srv.url, name='maze')
+        first = victim.reset(seed=3)
+        sid = victim._id
+        assert isinstance(sid, str) and len(sid) >= 21, sid           # 128 random bits, not a counter
+        for guess in [0, 1, 2, '0', '1']:                              # guessing: what a counter would have handed out
+            r = thief.post(srv.url + '/step', json={'id': guess, 'action': 'submit()'}).json()
+            assert "not one of this client's sessions" in r.get('error', ''), (guess, r)
+        taken = {'observation': thief.get(srv.url + '/observation', params={'id': sid}).json(),       # reusing the id
+                 'available_actions': thief.get(srv.url + '/available_actions', params={'id': sid}).json(),
+                 'reset': thief.post(srv.url + '/reset', json={'id': sid, 'data_idx': 0}).json(),
+                 'step': thief.post(srv.url + '/step', json={'id': sid, 'action': 'submit()'}).json(),
+                 'close': thief.post(srv.url + '/close', json={'id': sid}).json()}
+        assert all(isinstance(v, dict) and "not one of this client's sessions" in v.get('error', '') for v in taken.values()), taken
+        assert victim.available_actions and first.observation.startswith('Find the goal')
+        ts = first                                                     # the victim's episode was not touched: it plays on from where it was
+        while not ts.done: ts = victim.step(victim.oracle_action())
+        assert ts.info['success'] is True
+        victim.close()
+
+# -- caps --------------------------------------------------------------------------------------------------------------
+
+def test_agentgym_per_client_and_global_caps_refuse_excess_creation():
+    with EnvServer(ENV_ID, 'agentgym', limits=SessionLimits(max_sessions=3, max_sessions_per_client=2)) as srv, client_at(OTHER) as other:
+        mine = [AgentGymClient(srv.url, name='maze', step_timeout=60) for _ in range(3)]
+        mine[0].reset(seed=0); mine[1].reset(seed=1)
+        with pytest.raises(RemoteEnvError, match=r'create: answered HTTP 429: .*already holds 2 sessions, the per-client cap \(max_sessions_per_client=2\)'):
+            mine[2].reset(seed=2)
+        assert other.post(srv.url + '/create').status_code == 200     # another client still gets its own
+        r = other.post(srv.url + '/create')
+        assert r.status_code == 503 and 'its cap (max_sessions=3)' in r.json()['error'], (r.status_code, r.text)
+        mine[0].close()                                                # a closed session makes room
+        assert other.post(srv.url + '/create').status_code == 200
+        for c in mine: c.close()
+
+def test_openenv_idle_websockets_of_one_client_do_not_lock_out_another():
+    "The attack: 16 idle WebSockets of one client filled the server; now that client gets its share, the others theirs, and a full server says 503"
+    from websockets.exceptions import InvalidStatus
+    with EnvServer(ENV_ID, 'openenv', expose_oracle=True, startup_timeout=240, limits=SessionLimits(max_sessions=4, max_sessions_per_client=2)) as srv:
+        held, refused = [], []
+        try:
+            for _ in range(16):
+                try: held.append(ws_at(srv.url, OTHER))
+                except InvalidStatus as e: refused.append((e.response.status_code, bytes(e.response.body).decode()))
+            trajs = collect(functools.partial(OpenEnvClient, srv.url, name='maze', step_timeout=60), ExpertAgent, 2, progress=False)
+            assert [t.outcome.success for t in trajs] == [True, True], [t.metadata.get('error') for t in trajs]
+            assert len(held) == 2 and [s for s, _ in refused] == [429] * 14, (len(held), refused[:2])
+            assert 'the per-client cap (max_sessions_per_client=2)' in refused[0][1], refused[0]
+            victim = OpenEnvClient(srv.url, name='maze', step_timeout=60)
+            victim.reset(seed=1); victim.step({'tool': 'look', 'params': {}})
+            extra = ws_at(srv.url, THIRD)                              # 2 + 1 open, and one of a third client: 4, the cap
+            with pytest.raises(InvalidStatus) as e: ws_at(srv.url, THIRD).close()
+            assert e.value.response.status_code == 503 and b'its cap (max_sessions=4)' in bytes(e.value.response.body)
+            extra.close(); victim.close()
+        finally:
+            for ws in held: ws.close()
+
+# -- idle sessions -----------------------------------------------------------------------------------------------------
+
+class CountedEnvs:
+    "An env factory that keeps the envs it built, to see which were closed"
+    def __init__(self): self.built = []
+    def __call__(self):
+        env = make(ENV_ID); env.closed = False; close = env.close
+        def closing(): env.closed = True; close()
+        env.close = closing; self.built.append(env); return env
+    def open(self): return [e for e in self.built if not e.closed]
+
+@contextlib.contextmanager
+def served(app):
+    "Serve `app` on 127.0.0.1 from a thread of this process (so the test sees its envs); stop it after"
+    import uvicorn
+    sock = socket.create_server(('127.0.0.1', 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level='warning'))
+    th = threading.Thread(target=server.run, kwargs={'sockets': [sock]}, daemon=True); th.start()
+    try:
+        until(lambda: server.started or not th.is_alive(), 120, 'the server start')
+        assert th.is_alive(), 'the server thread died'
+        yield f'http://127.0.0.1:{sock.getsockname()[1]}'
+    finally:
+        server.should_exit = True; th.join(30); sock.close()
+
+STEPS = {'agentgym': {'tool': 'act', 'params': {'action': 'look()'}}, 'openenv': {'tool': 'look', 'params': {}}}
+GONE = {'agentgym': r"step: UnknownSessionError: the id .* is not one of this client's sessions", 'openenv': r'connection lost during step look: .*idle for 2 s: session closed'}
+
+@pytest.mark.parametrize('protocol', ['agentgym', 'openenv'])
+def test_an_idle_session_is_closed_with_its_env_after_the_timeout(protocol):
+    envs, timeout = CountedEnvs(), 2.0
+    app = (agentgym_app if protocol == 'agentgym' else openenv_app)(envs, limits=SessionLimits(idle_timeout=timeout))
+    with served(app) as url:
+        env = (AgentGymClient if protocol == 'agentgym' else OpenEnvClient)(url, name='maze', step_timeout=60)
+        env.reset(seed=0)
+        for _ in range(8):                                            # in use for longer than the timeout, never idle that long
+            time.sleep(timeout / 5); env.step(STEPS[protocol])
+        assert len(envs.open()) == 1
+        took = until(lambda: not envs.open(), 60, "the idle session's env closing")
+        assert took >= timeout * 0.9, took                            # idle for the timeout, then closed
+        with pytest.raises(RemoteEnvError, match=GONE[protocol]): env.step(STEPS[protocol])
+        env.close()                                                    # the client lets go of the closed session...
+        assert env.reset(seed=1).observation.startswith('Find the goal')   # ...and its next episode opens a new one
+        assert len(envs.open()) == 1
+        env.close()
+        until(lambda: not envs.open(), 60, 'the env closing with its session')
+
+# -- the command -------------------------------------------------------------------------------------------------------
+
+def _script():
+    "The `python -c` code that runs the console script `knowlyr-env-serve` as pyproject.toml declares it"
+    target = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['scripts']['knowlyr-env-serve']
+    module, fn = target.split(':')
+    return f"import sys; sys.argv[0] = 'knowlyr-env-serve'; from {module} import {fn}; sys.exit({fn}())"
+
+def test_cli_help_lists_the_flags():
+    r = subprocess.run([sys.executable, '-c', _script(), '--help'], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0 and r.stdout.startswith('usage: knowlyr-env-serve'), (r.returncode, r.stdout, r.stderr)
+    for flag in ('env_id', '--protocol', '--host', '--port', '--max-sessions', '--max-sessions-per-client', '--idle-timeout', '--env-kwargs', '--expose-oracle'):
+        assert flag in r.stdout, flag
+    r = subprocess.run([sys.executable, '-m', 'knowlyr_lab.envs.serve', '--help'], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0 and r.stdout.startswith('usage: knowlyr-env-serve'), r.stderr
+
+def test_cli_serves_an_env_a_client_plays():
+    args = [ENV_ID, '--protocol', 'agentgym', '--port', '0', '--max-sessions', '2', '--max-sessions-per-client', '1', '--idle-timeout', '600', '--expose-oracle']
+    p = subprocess.Popen([sys.executable, '-c', _script(), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         text=True, start_new_session=True)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(l) for l in p.stderr], daemon=True).start()
+    try:
+        t0, url = time.monotonic(), None
+        while url is None:
+            assert time.monotonic() - t0 < 180 and p.poll() is None, f'no URL from knowlyr-env-serve (exit {p.poll()})'
+            with contextlib.suppress(queue.Empty):
+                line = lines.get(timeout=1)
+                if ' on http://' in line: url = line.split(' on ', 1)[1].strip()
+        assert url.startswith('http://127.0.0.1:'), url
+        trajs = collect(functools.partial(AgentGymClient, url, name='maze', step_timeout=60), ExpertAgent, 2, progress=False)
+        assert [t.outcome.success for t in trajs] == [True, True]
+        a, b = AgentGymClient(url, name='maze', step_timeout=60), AgentGymClient(url, name='maze', step_timeout=60)
+        a.reset(seed=0)
+        with pytest.raises(RemoteEnvError, match=r'HTTP 429: .*max_sessions_per_client=1'): b.reset(seed=1)   # the flags took effect
+        a.close()
+    finally:
+        if p.poll() is None: os.killpg(p.pid, signal.SIGTERM)
+        try: p.wait(15)
+        except subprocess.TimeoutExpired: os.killpg(p.pid, signal.SIGKILL); p.wait()
