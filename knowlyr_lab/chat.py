@@ -17,8 +17,9 @@ from .trajectory import Step, Trajectory, first_user_turn
 
 # %% auto #0
 __all__ = ['CHAT_FORMATS', 'PROMPT_FILE', 'tool_call', 'assistant_message', 'to_messages', 'react_text', 'steps_text',
-           'parse_steps_text', 'ChatFormatError', 'seed_messages', 'template_caps', 'choose_format', 'set_chat_format',
-           'chat_format', 'format_messages', 'render_chats', 'render_chat', 'parse_reply', 'save_prompt', 'load_prompt']
+           'parse_steps_text', 'ChatFormatError', 'seed_messages', 'parse_reply', 'template_call', 'format_messages',
+           'turn_extends', 'template_caps', 'choose_format', 'set_chat_format', 'chat_format', 'format_advice',
+           'render_chats', 'render_chat', 'save_prompt', 'load_prompt']
 
 # %% ../nbs/07_chat.ipynb #0731c5b2
 def tool_call(tool:str,        # tool name
@@ -112,111 +113,6 @@ def seed_messages(steps:list[dict], # step dicts: thought, action (any dialect `
         rewards.append(float(s.get('reward') or 0.0))
     return msgs, rewards
 
-# %% ../nbs/07_chat.ipynb #54c12f5e
-_PROBE_TOOL = {'type': 'function', 'function': {'name': 'probe_tool_q7', 'description': 'probe description z3',
-               'parameters': {'type': 'object', 'properties': {'probe_arg': {'type': 'string'}}, 'required': ['probe_arg']}}}
-_PROBE = [{'role': 'system', 'content': 'probe system'}, {'role': 'user', 'content': 'probe user'},
-          {'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'call00001', 'type': 'function',
-           'function': {'name': 'probe_tool_q7', 'arguments': '{"probe_arg": "probe-value-k5"}'}}]},
-          {'role': 'tool', 'tool_call_id': 'call00001', 'name': 'probe_tool_q7', 'content': 'probe result m2'},
-          {'role': 'assistant', 'content': 'probe answer'}]
-
-def _call_style(text:str)->str:
-    i = text.find('probe-value-k5'); ctx = text[max(0, i - 200):i]
-    if '<tool_call>' in ctx: return 'hermes'
-    if '[TOOL_CALLS]' in ctx: return 'mistral'
-    if '<|python_tag|>' in ctx or '"parameters"' in ctx: return 'llama3'
-    return 'other'
-
-def template_caps(tokenizer)->dict:  # {'tools', 'tool_calls', 'tool_results': bool, 'call_style': str|None, 'error': str|None}
-    "Which parts of a tool conversation the tokenizer's chat template renders"
-    try: text = tokenizer.apply_chat_template(_PROBE, tools=[_PROBE_TOOL], tokenize=False)
-    except Exception as e:   # a template that raises on tools or tool turns keeps none of them  # noqa: BLE001
-        return {'tools': False, 'tool_calls': False, 'tool_results': False, 'call_style': None, 'error': f"{type(e).__name__}: {e}"[:200]}
-    calls = 'probe-value-k5' in text and 'probe_tool_q7' in text.replace('probe description z3', '')
-    return {'tools': 'probe description z3' in text, 'tool_calls': calls, 'tool_results': 'probe result m2' in text,
-            'call_style': _call_style(text) if calls else None, 'error': None}
-
-# %% ../nbs/07_chat.ipynb #98ef8819
-CHAT_FORMATS = ('template', 'hermes', 'react')
-
-def choose_format(tokenizer,            # a Hugging Face tokenizer with a chat template
-                  prefer:str='auto',    # 'auto' (probe the template) or one of CHAT_FORMATS
-                 )->str:
-    "The chat format to train and prompt with"
-    if prefer != 'auto':
-        if prefer not in CHAT_FORMATS: raise ChatFormatError(f"unknown chat format {prefer!r}; use 'auto' or one of {', '.join(CHAT_FORMATS)}")
-        return prefer
-    caps = template_caps(tokenizer)
-    return 'template' if caps['tools'] and caps['tool_calls'] and caps['tool_results'] else 'hermes'
-
-def set_chat_format(tokenizer, fmt:str='auto')->str:
-    "Decide (or impose) the chat format of `tokenizer` and remember it on the tokenizer; returns it"
-    f = choose_format(tokenizer, fmt)
-    tokenizer.knowlyr_chat_format = f
-    return f
-
-def chat_format(tokenizer)->str:
-    "The tokenizer's chat format (decided on first use)"
-    return getattr(tokenizer, 'knowlyr_chat_format', None) or set_chat_format(tokenizer)
-
-# %% ../nbs/07_chat.ipynb #be51ba40
-def _tools_text(tools:list, fmt:str)->str:
-    fns = [t.get('function', t) for t in tools]
-    if fmt == 'hermes':
-        return ("# Tools\n" + '\n'.join(json.dumps(f, ensure_ascii=False) for f in fns) +
-                '\nCall a tool as <tool_call>{"name": ..., "arguments": {...}}</tool_call>')
-    lines = [f"- {f['name']}: {f.get('description', '')} Parameters: {json.dumps(f.get('parameters') or {}, ensure_ascii=False)}" for f in fns]
-    return "# Tools\n" + '\n'.join(lines) + "\nAnswer as:\nThought: <your reasoning>\nAction: <tool name>\nAction Input: <JSON arguments>"
-
-def _call_text(tc:dict, fmt:str)->str:
-    fn = tc['function']; args = fn.get('arguments')
-    args = json.loads(args) if isinstance(args, str) and args.strip() else (args or {})
-    if fmt == 'hermes': return f"<tool_call>{json.dumps({'name': fn['name'], 'arguments': args}, ensure_ascii=False)}</tool_call>"
-    return f"Action: {fn['name']}\nAction Input: {json.dumps(args, ensure_ascii=False)}"
-
-def _assistant_text(m:dict, fmt:str)->str:
-    text, calls = m.get('content') or '', m.get('tool_calls') or []
-    if fmt == 'react' and calls and text: text = f"Thought: {text}"
-    return '\n'.join([text] * bool(text) + [_call_text(tc, fmt) for tc in calls])
-
-def format_messages(messages:list[dict], # OpenAI chat messages
-                    tools:list|None,     # tool schemas offered
-                    fmt:str,             # one of CHAT_FORMATS
-                   )->tuple[list[dict], list|None]: # (messages, tools) to hand to the chat template
-    "A conversation as the template is to see it in format `fmt`"
-    if fmt == 'template': return messages, tools or None
-    if fmt not in CHAT_FORMATS: raise ChatFormatError(f"unknown chat format {fmt!r}; use one of {', '.join(CHAT_FORMATS)}")
-    out = []
-    for m in messages:
-        if m['role'] == 'assistant': out.append({'role': 'assistant', 'content': _assistant_text(m, fmt)})
-        elif m['role'] == 'tool':
-            c = m.get('content') or ''
-            out.append({'role': 'user', 'content': f"<tool_response>\n{c}\n</tool_response>" if fmt == 'hermes' else f"Observation: {c}"})
-        else: out.append({'role': m['role'], 'content': m.get('content') or ''})
-    if tools:
-        head = _tools_text(tools, fmt)
-        if out and out[0]['role'] == 'system': out[0] = {'role': 'system', 'content': f"{out[0]['content']}\n\n{head}" if out[0]['content'] else head}
-        else: out.insert(0, {'role': 'system', 'content': head})
-    return out, None
-
-# %% ../nbs/07_chat.ipynb #0759a255
-def render_chats(tokenizer,                     # tokenizer with a chat template
-                 chats:list[list[dict]],        # conversations (OpenAI messages)
-                 tools:list|None=None,          # tool schemas, the same for all
-                 add_generation_prompt:bool=False, # end with the assistant header (a prompt for generation)
-                 fmt:str|None=None,             # chat format (default: the tokenizer's, `chat_format`)
-                )->list[str]:
-    "The text of each conversation as the model sees it"
-    if not chats: return []
-    fmt = fmt or chat_format(tokenizer)
-    conv = [format_messages(c, tools, fmt) for c in chats]
-    return tokenizer.apply_chat_template([c for c, _ in conv], tools=conv[0][1], tokenize=False, add_generation_prompt=add_generation_prompt)
-
-def render_chat(tokenizer, messages:list[dict], tools:list|None=None, add_generation_prompt:bool=False, fmt:str|None=None)->str:
-    "`render_chats` of one conversation"
-    return render_chats(tokenizer, [messages], tools, add_generation_prompt, fmt)[0]
-
 # %% ../nbs/07_chat.ipynb #683b481a
 _TC_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _DEC = json.JSONDecoder()
@@ -251,6 +147,175 @@ def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'param
     try: a = parse_action(text)
     except InvalidActionError: return text.strip(), []
     return (a.pop('thought', '') or '').strip(), [a]
+
+# %% ../nbs/07_chat.ipynb #3f8121e0
+CHAT_FORMATS = ('template', 'hermes', 'react')
+
+def _args(fn:dict)->dict:
+    "A call's arguments as an object (OpenAI writes them as a JSON string)"
+    a = fn.get('arguments')
+    if not isinstance(a, str): return a or {}
+    try: return json.loads(a) if a.strip() else {}
+    except json.JSONDecodeError as e: raise ChatFormatError(f"tool call {fn.get('name')!r}: arguments are not JSON ({e.msg}): {a[:80]!r}") from None
+
+def template_call(tc:dict,              # an OpenAI `tool_calls` entry
+                  arguments:str='object', # how the template takes arguments: 'object' (a dict) or 'string' (JSON text)
+                 )->dict:               # the entry as the chat template is to see it
+    "A tool call with its arguments in the form the chat template takes"
+    a = _args(tc['function'])
+    return {**tc, 'function': {**tc['function'], 'arguments': a if arguments == 'object' else json.dumps(a, ensure_ascii=False)}}
+
+# %% ../nbs/07_chat.ipynb #be51ba40
+def _tools_text(tools:list, fmt:str)->str:
+    fns = [t.get('function', t) for t in tools]
+    if fmt == 'hermes':
+        return ("# Tools\n" + '\n'.join(json.dumps(f, ensure_ascii=False) for f in fns) +
+                '\nCall a tool as <tool_call>{"name": ..., "arguments": {...}}</tool_call>')
+    lines = [f"- {f['name']}: {f.get('description', '')} Parameters: {json.dumps(f.get('parameters') or {}, ensure_ascii=False)}" for f in fns]
+    return "# Tools\n" + '\n'.join(lines) + "\nAnswer as:\nThought: <your reasoning>\nAction: <tool name>\nAction Input: <JSON arguments>"
+
+def _call_text(tc:dict, fmt:str)->str:
+    fn = tc['function']; args = _args(fn)
+    if fmt == 'hermes': return f"<tool_call>{json.dumps({'name': fn['name'], 'arguments': args}, ensure_ascii=False)}</tool_call>"
+    return f"Action: {fn['name']}\nAction Input: {json.dumps(args, ensure_ascii=False)}"
+
+def _assistant_text(m:dict, fmt:str)->str:
+    text, calls = m.get('content') or '', m.get('tool_calls') or []
+    if fmt == 'react' and calls and text: text = f"Thought: {text}"
+    return '\n'.join([text] * bool(text) + [_call_text(tc, fmt) for tc in calls])
+
+def format_messages(messages:list[dict], # OpenAI chat messages
+                    tools:list|None,     # tool schemas offered
+                    fmt:str,             # one of CHAT_FORMATS
+                    arguments:str='object', # in 'template' format, how the template takes call arguments (`template_call`)
+                   )->tuple[list[dict], list|None]: # (messages, tools) to hand to the chat template
+    "A conversation as the template is to see it in format `fmt`"
+    if fmt == 'template':
+        return [{**m, 'tool_calls': [template_call(tc, arguments) for tc in m['tool_calls']]} if m.get('tool_calls') else m for m in messages], tools or None
+    if fmt not in CHAT_FORMATS: raise ChatFormatError(f"unknown chat format {fmt!r}; use one of {', '.join(CHAT_FORMATS)}")
+    out = []
+    for m in messages:
+        if m['role'] == 'assistant': out.append({'role': 'assistant', 'content': _assistant_text(m, fmt)})
+        elif m['role'] == 'tool':
+            c = m.get('content') or ''
+            out.append({'role': 'user', 'content': f"<tool_response>\n{c}\n</tool_response>" if fmt == 'hermes' else f"Observation: {c}"})
+        else: out.append({'role': m['role'], 'content': m.get('content') or ''})
+    if tools:
+        head = _tools_text(tools, fmt)
+        if out and out[0]['role'] == 'system': out[0] = {'role': 'system', 'content': f"{out[0]['content']}\n\n{head}" if out[0]['content'] else head}
+        else: out.insert(0, {'role': 'system', 'content': head})
+    return out, None
+
+# %% ../nbs/07_chat.ipynb #54c12f5e
+_PROBE_ARGS = {'probe_arg': 'probe-value-k5'}
+_PROBE_TOOL = {'type': 'function', 'function': {'name': 'probe_tool_q7', 'description': 'probe description z3',
+               'parameters': {'type': 'object', 'properties': {'probe_arg': {'type': 'string'}}, 'required': ['probe_arg']}}}
+_PROBE = [{'role': 'system', 'content': 'probe system'}, {'role': 'user', 'content': 'probe user'},
+          {'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'call00001', 'type': 'function',
+           'function': {'name': 'probe_tool_q7', 'arguments': json.dumps(_PROBE_ARGS)}}]},
+          {'role': 'tool', 'tool_call_id': 'call00001', 'name': 'probe_tool_q7', 'content': 'probe result m2'},
+          {'role': 'assistant', 'content': 'probe answer'}]
+_AS_OBJECT = re.compile(r'\{\s*"probe_arg"\s*:\s*"probe-value-k5"\s*\}')   # a JSON object (inside a JSON string its quotes are escaped)
+
+def _call_style(text:str)->str:
+    i = text.find('probe-value-k5'); ctx = text[max(0, i - 200):i]
+    if '<tool_call>' in ctx: return 'hermes'
+    if '[TOOL_CALLS]' in ctx: return 'mistral'
+    if '<|python_tag|>' in ctx or '"parameters"' in ctx: return 'llama3'
+    return 'other'
+
+def turn_extends(before:str, # the chat rendered up to an assistant turn
+                 prompt:str, # the same with the generation prompt
+                 upto:str,   # the chat rendered up to and including the turn
+                 full:str,   # the whole chat rendered
+                )->bool:
+    "Whether an assistant turn renders as an extension of the turns before it, kept as it is by the turns after it"
+    return prompt.startswith(before) and upto.startswith(prompt) and full.startswith(upto)
+
+# %% ../nbs/07_chat.ipynb #e4d1583b
+def _probe(tokenizer, fmt:str, arguments:str)->dict:
+    "What the probe conversation keeps when rendered in `fmt` with call arguments given as `arguments`"
+    def render(msgs, gen=False):
+        m, t = format_messages(msgs, [_PROBE_TOOL], fmt, arguments)
+        return tokenizer.apply_chat_template(m, tools=t, tokenize=False, add_generation_prompt=gen)
+    turns = [i for i, m in enumerate(_PROBE) if m['role'] == 'assistant']
+    try:
+        text, prompt, upto = render(_PROBE), render(_PROBE[:2], True), render(_PROBE[:3])
+        extends = all(turn_extends(render(_PROBE[:i]), render(_PROBE[:i], True), render(_PROBE[:i + 1]), text) for i in turns)
+    except Exception as e:   # a template that raises on tools or tool turns keeps none of them  # noqa: BLE001
+        return {'tools': False, 'tool_calls': False, 'tool_results': False, 'call_style': None, 'arguments': None, 'extends': False,
+                'error': f"{type(e).__name__}: {e}"[:200]}
+    reply = upto[len(prompt):] if upto.startswith(prompt) else ''   # the call turn as the model would write it
+    try: read = parse_reply(reply)[1] == [{'tool': 'probe_tool_q7', 'params': _PROBE_ARGS}] and bool(_AS_OBJECT.search(reply))
+    except InvalidActionError: read = False
+    calls = 'probe-value-k5' in text and 'probe_tool_q7' in text.replace('probe description z3', '')
+    return {'tools': 'probe description z3' in text, 'tool_calls': calls, 'tool_results': 'probe result m2' in text,
+            'call_style': _call_style(text) if calls else None, 'arguments': arguments if read else None, 'extends': extends, 'error': None}
+
+# %% ../nbs/07_chat.ipynb #db6b54df
+def template_caps(tokenizer,          # a Hugging Face tokenizer with a chat template
+                  fmt:str='template', # the chat format to render the probe in (one of CHAT_FORMATS)
+                 )->dict:             # {'tools', 'tool_calls', 'tool_results', 'extends': bool, 'call_style', 'arguments', 'error': str|None}
+    "Which parts of a tool conversation the chat template renders in format `fmt`, how it takes call arguments, whether turns extend"
+    key, cache = (str(getattr(tokenizer, 'chat_template', None)), fmt), getattr(tokenizer, '_knowlyr_caps', None) or {}
+    if key not in cache:
+        tries = [_probe(tokenizer, fmt, 'object')]
+        if fmt == 'template' and not tries[0]['arguments']: tries.append(_probe(tokenizer, fmt, 'string'))
+        cache[key] = next((c for c in tries if c['arguments']), tries[0])
+        tokenizer._knowlyr_caps = cache
+    return dict(cache[key])
+
+# %% ../nbs/07_chat.ipynb #98ef8819
+def _keeps(caps:dict)->bool: return all(caps[k] for k in ('tools', 'tool_calls', 'tool_results', 'arguments'))
+def _trains(caps:dict)->bool: return _keeps(caps) and caps['extends']
+
+def choose_format(tokenizer,            # a Hugging Face tokenizer with a chat template
+                  prefer:str='auto',    # 'auto' (probe the template) or one of CHAT_FORMATS
+                 )->str:
+    "The chat format to train and prompt with"
+    if prefer != 'auto':
+        if prefer not in CHAT_FORMATS: raise ChatFormatError(f"unknown chat format {prefer!r}; use 'auto' or one of {', '.join(CHAT_FORMATS)}")
+        return prefer
+    caps = template_caps(tokenizer)
+    if _trains(caps): return 'template'
+    return 'template' if _keeps(caps) and not _trains(template_caps(tokenizer, 'hermes')) else 'hermes'
+
+def set_chat_format(tokenizer, fmt:str='auto')->str:
+    "Decide (or impose) the chat format of `tokenizer` and remember it on the tokenizer; returns it"
+    f = choose_format(tokenizer, fmt)
+    tokenizer.knowlyr_chat_format = f
+    return f
+
+def chat_format(tokenizer)->str:
+    "The tokenizer's chat format (decided on first use)"
+    return getattr(tokenizer, 'knowlyr_chat_format', None) or set_chat_format(tokenizer)
+
+# %% ../nbs/07_chat.ipynb #f38d4c09
+def format_advice(tokenizer, fmt:str)->str:
+    "What to do when chat format `fmt` cannot be trained with `tokenizer`: the format that can, or why none can"
+    ok = [f for f in CHAT_FORMATS if f != fmt and _trains(template_caps(tokenizer, f))]
+    if ok: return f"use chat_format={ok[0]!r}"
+    return ("no chat format can ('hermes' and 'react' render through the same template): give the tokenizer a chat template that "
+            "renders each assistant turn the same whatever follows it (Qwen3's gives only the last turn its empty <think> block; "
+            "trl ships qwen3_training.jinja, which gives it to every turn)")
+
+# %% ../nbs/07_chat.ipynb #0759a255
+def render_chats(tokenizer,                     # tokenizer with a chat template
+                 chats:list[list[dict]],        # conversations (OpenAI messages)
+                 tools:list|None=None,          # tool schemas, the same for all
+                 add_generation_prompt:bool=False, # end with the assistant header (a prompt for generation)
+                 fmt:str|None=None,             # chat format (default: the tokenizer's, `chat_format`)
+                )->list[str]:
+    "The text of each conversation as the model sees it"
+    if not chats: return []
+    fmt = fmt or chat_format(tokenizer)
+    args = (template_caps(tokenizer)['arguments'] or 'object') if fmt == 'template' else 'object'
+    conv = [format_messages(c, tools, fmt, args) for c in chats]
+    return tokenizer.apply_chat_template([c for c, _ in conv], tools=conv[0][1], tokenize=False, add_generation_prompt=add_generation_prompt)
+
+def render_chat(tokenizer, messages:list[dict], tools:list|None=None, add_generation_prompt:bool=False, fmt:str|None=None)->str:
+    "`render_chats` of one conversation"
+    return render_chats(tokenizer, [messages], tools, add_generation_prompt, fmt)[0]
 
 # %% ../nbs/07_chat.ipynb #bd8ce20f
 PROMPT_FILE = 'knowlyr_prompt.json'

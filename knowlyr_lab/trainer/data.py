@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from ..chat import ChatFormatError, parse_steps_text, render_chats, seed_messages, to_messages
+from ..chat import ChatFormatError, chat_format, format_advice, parse_steps_text, render_chats, seed_messages, to_messages, turn_extends
 from ..hub.store import TrajectoryStore
 from ..trajectory import Trajectory
 from ..trajectory_io import parse_trajectory
@@ -109,12 +109,13 @@ def env_tools(env_id:str|None)->list|None:
     finally: env.close()
 
 # %% ../../nbs/61_trainer_data.ipynb #9a67e680
-def _spans_of(messages, text, befores, prompts, uptos)->tuple:
+def _spans_of(tokenizer, messages, text, befores, prompts, uptos)->tuple:
     spans, starts = [], []
     for k, (i, before, prompt, upto) in enumerate(zip([i for i, m in enumerate(messages) if m['role'] == 'assistant'], befores, prompts, uptos)):
-        if not (upto.startswith(prompt) and text.startswith(upto) and prompt.startswith(before)):
-            raise DataFormatError(f"the chat template does not render message {i} as an extension of the messages before it; "
-                                  "span masks need a template whose renders of prefixes are prefixes")
+        if not turn_extends(before, prompt, upto, text):
+            fmt = chat_format(tokenizer)
+            raise DataFormatError(f"the chat template does not render message {i} as an extension of the messages before it (chat format "
+                                  f"{fmt!r}); span masks need a template whose renders of prefixes are prefixes: {format_advice(tokenizer, fmt)}")
         spans.append((len(prompt), len(upto.rstrip()), k)); starts.append(len(before))
     return text, spans, starts
 
@@ -128,7 +129,7 @@ def render_spans_many(tokenizer, chats:list[list], # conversations (lists of mes
     out = []
     for msgs, a in zip(chats, at):
         text = next(plain); befores = [next(plain) if i else '' for i in a]
-        out.append(_spans_of(msgs, text, befores, [next(gen) for _ in a], [next(plain) for _ in a]))
+        out.append(_spans_of(tokenizer, msgs, text, befores, [next(gen) for _ in a], [next(plain) for _ in a]))
     return out
 
 def render_spans(tokenizer, messages:list, tools:list|None=None)->tuple:

@@ -1,0 +1,102 @@
+"""Real chat templates, trained correctly (issue 38 item 4).
+
+The templates of Qwen2.5 and Llama 3.1/3.2 write a tool call's arguments with `tojson`. Handed OpenAI's arguments (a JSON
+string) they wrote `{"name": "multiply", "arguments": "{\\"a\\": 864, \\"b\\": 41}"}` into the training labels: nothing
+failed, and the model was taught a double encoding that contradicts its pretraining and every standard parser. These
+tests train-render an arith-medium expert episode through each template as the installed `trl` package ships it (read
+at test time, nothing copied here) around the project's tiny tokenizer, and check that every call in the labels holds
+its arguments as a JSON object that `parse_reply` reads back. Qwen3's template renders the last assistant turn with an
+empty `<think>` block that earlier turns do not get, so no chat format can train span masks through it: it must be
+refused with a message that says so and what to use instead, and what it names must train."""
+import json
+
+import pytest
+
+from knowlyr_lab.chat import parse_reply, render_chat, set_chat_format, template_caps
+from knowlyr_lab.trainer.data import DataFormatError, env_tools, to_chat, tokenize_chat
+from knowlyr_lab.trainer.sft import oracle_trajectories
+from knowlyr_lab.trainer.tiny import train_tokenizer
+
+ENV = 'knowlyr/arith-medium'
+
+
+def trl_template(name):
+    "The chat template `name` as the installed trl ships it (trl/chat_templates/<name>.jinja)"
+    t = pytest.importorskip('trl.chat_template_utils', reason='the real chat templates are read from the installed trl package (pip install trl)')
+    if not hasattr(t, f'{name}_chat_template'): pytest.skip(f"the installed trl ({t.__name__}) ships no {name} chat template")
+    return getattr(t, f'{name}_chat_template')
+
+
+@pytest.fixture(scope='module')
+def episode():
+    "One expert arith-medium episode (three tool calls) and the env's tool schemas"
+    traj = oracle_trajectories(ENV, [0])[0]
+    assert traj.outcome.success and len(traj.steps) >= 2
+    return traj, env_tools(ENV)
+
+
+def tokenizer_with(template):
+    return train_tokenizer(['Compute 864 * 41 - 162 with the tools multiply, subtract and submit.'], chat_template=template)
+
+
+def labelled_turns(tok, sample):
+    "The text of each assistant turn the sample trains on (its labelled tokens, step by step)"
+    steps = sorted(set(sample['step']) - {-1})
+    return [tok.decode([i for i, l, k in zip(sample['input_ids'], sample['labels'], sample['step']) if l != -100 and k == s]) for s in steps]
+
+
+def raw_calls(text):
+    "Every JSON call object (`{\"name\": ...}`) written in `text`, decoded as it stands"
+    dec, out, i = json.JSONDecoder(), [], text.find('{"name"')
+    while i >= 0:
+        d, end = dec.raw_decode(text, i)
+        out.append(d); i = text.find('{"name"', end)
+    return out
+
+
+def check_calls(tok, chat, traj):
+    "The labels hold each step's call, its arguments a JSON object, and `parse_reply` reads it back"
+    turns = labelled_turns(tok, tokenize_chat(tok, chat))
+    assert len(turns) == len(traj.steps)
+    for turn, step in zip(turns, traj.steps):
+        calls = raw_calls(turn)
+        assert [c['name'] for c in calls] == [step.action.tool], turn
+        args = calls[0].get('arguments', calls[0].get('parameters'))
+        assert isinstance(args, dict), f"arguments written as {type(args).__name__}, not a JSON object: {turn!r}"
+        assert args == step.action.params
+        assert parse_reply(turn)[1] == [{'tool': step.action.tool, 'params': step.action.params}], turn
+    return turns
+
+
+@pytest.mark.parametrize('name,style', [('qwen2_5', 'hermes'), ('llama3_1', 'llama3'), ('llama3_2', 'llama3')])
+def test_template_labels_hold_calls_as_objects(name, style, episode):
+    traj, tools = episode
+    tok = tokenizer_with(trl_template(name))
+    assert set_chat_format(tok) == 'template'
+    chat = to_chat(traj, tools=tools)
+    turns = check_calls(tok, chat, traj)
+    assert '{"a": 864, "b": 41}' in turns[0] and '\\"' not in ''.join(turns)      # no JSON string holding JSON
+    # inference renders the history the same way: the previous call, as an object, before the generation prompt
+    prompt = render_chat(tok, chat['messages'][:3], tools, add_generation_prompt=True)
+    assert json.dumps(traj.steps[0].action.params) in prompt and '\\"a\\"' not in prompt
+    caps = template_caps(tok)                                 # what the probe found, and why 'template' was chosen
+    assert (caps['call_style'], caps['arguments'], caps['extends']) == (style, 'object', True), caps
+
+
+def test_qwen3_is_refused_with_what_to_use_and_that_trains(episode):
+    "Qwen3's template: no chat format extends through it; the refusal says so and names a template that trains"
+    traj, tools = episode
+    chat = to_chat(traj, tools=tools)
+    tok = tokenizer_with(trl_template('qwen3'))
+    assert set_chat_format(tok) == 'template'                 # its own format, for prompting
+    for fmt in ('template', 'hermes'):                        # the fallback renders through the same template: refused too
+        set_chat_format(tok, fmt)
+        with pytest.raises(DataFormatError) as e: tokenize_chat(tok, chat)
+        msg = str(e.value)
+        assert 'as an extension of the messages before it' in msg and f"(chat format {fmt!r})" in msg, msg
+        assert "no chat format can ('hermes' and 'react' render through the same template)" in msg, msg
+        assert '<think>' in msg and 'qwen3_training.jinja' in msg, msg
+    trained = tokenizer_with(trl_template('qwen3_training'))  # what the message names
+    assert set_chat_format(trained) == 'template'
+    turns = check_calls(trained, chat, traj)
+    assert all(t.startswith('<think>\n\n</think>\n\n<tool_call>') for t in turns), turns
