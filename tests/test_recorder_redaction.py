@@ -1,6 +1,10 @@
 "Redaction on a corpus of planted secrets of every kind: every one is gone from everything written, no false positives."
+import base64
 import io
 import json
+import random
+import re
+import string
 from pathlib import Path
 
 import pytest
@@ -8,8 +12,8 @@ from rich.console import Console
 
 from knowlyr_lab.recorder import cli
 from knowlyr_lab.recorder.convert import convert
-from knowlyr_lab.recorder.redact import default_redactor
-from knowlyr_lab.recorder.secret_rules import SAMPLE_SECRETS, secret_value
+from knowlyr_lab.recorder.redact import default_redactor, redact_values
+from knowlyr_lab.recorder.secret_rules import SAMPLE_SECRETS, TOKEN_SHAPES, secret_value
 
 # planted secrets: {text as it appears in a log: the value that must disappear}
 CORPUS = {**{s: secret_value(k) for k, s in SAMPLE_SECRETS.items()},
@@ -78,7 +82,8 @@ def test_no_false_positive(text):
 def test_rules_come_from_detect_secrets():
     srcs = {p.source for p in default_redactor().patterns}
     assert sum(s.startswith('detect-secrets') for s in srcs) >= 15       # the maintained plugins, loaded from the package
-    assert len([p for p in default_redactor().patterns if p.source == 'knowlyr-lab']) <= 22     # each addition documented on the page
+    assert len([p for p in default_redactor().patterns if p.source == 'knowlyr-lab']) <= 26     # each addition documented on the page
+    assert len([p for p in default_redactor().patterns if p.source == 'knowlyr-lab vendor shapes']) == len(TOKEN_SHAPES)   # one per row
 
 def test_corpus_never_written_anywhere(tmp_path):
     "Every planted secret, in every place a log can hold it, is absent from the output, the quarantine and the side file"
@@ -152,3 +157,172 @@ def test_ordinary_code_in_a_log_is_written_unchanged(tmp_path):
         {'role': 'tool', 'tool_call_id': 'c1', 'content': code}, {'role': 'assistant', 'content': 'Looks fine.'}]}) + '\n')
     (t,) = list(convert(log))
     assert t.steps[0].observation.content == code and not t.metadata.get('redactions')
+
+
+# ---------------------------------------------------------------- issue 39 item 7: an attacker's further kinds
+
+ALNUM, HEX, URLSAFE = string.ascii_letters + string.digits, '0123456789abcdef', string.ascii_letters + string.digits + '_-'
+
+def tok(prefix:str, alphabet:str, n:int)->str:
+    "A made-up token: `prefix` and `n` characters of `alphabet` (with a capital, a small letter and a digit when the alphabet has them)"
+    r = random.Random(prefix + str(n))
+    body = ''.join(r.choice(alphabet) for _ in range(n))
+    return prefix + ('A' + body[1:-2] + 'z7' if alphabet in (ALNUM, URLSAFE) else body)
+
+def b64(s:str)->str: return base64.b64encode(s.encode()).decode()
+
+FURTHER = {   # {text as a log holds it: the value that must disappear}; each leaked on the previous main
+    'the webhook signing secret is ' + (v := tok('whsec_', ALNUM, 32)): v,
+    'oauth client secret ' + (v := tok('GOCSPX-', URLSAFE, 28)): v,
+    'got access token ' + (v := tok('ya29.', URLSAFE, 120)): v,
+    'refresh with ' + (v := tok('1//0g', URLSAFE, 98)): v,
+    'vault token ' + (v := tok('hvs.', URLSAFE, 95)): v,
+    'vault login ' + (v := tok('s.', ALNUM, 24)): v,
+    'batch token ' + (v := tok('hvb.', URLSAFE, 140)): v,
+    'machine api.example.com login alice password ' + (v := 'Zq8vNetrc3x'): v,
+    'machine db.internal\n  login deploy\n  password ' + (v := 'Nm4kTrc9Lp'): v,
+    'echo ' + (v := b64('sk-proj-' + tok('', ALNUM, 48))) + ' | base64 -d': v,
+    'AUTH_BLOB=' + (v := b64('ghp_' + tok('', ALNUM, 36))): v,
+    'client-key-data: ' + (v := b64('-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA' + tok('', ALNUM, 40) + '\n-----END RSA PRIVATE KEY-----\n')): v,
+    'passphrase: ' + (v := 'Gx7-correct-Pass'): v,
+    'gpg --batch --passphrase ' + (v := 'Hk2vPhrase9x') + ' -d secrets.gpg': v,
+    'slack app token ' + (v := 'xapp-1-A0123456789-1234567890123-' + tok('', HEX, 64)): v,
+    'github ' + (v := tok('ghp_', ALNUM, 40)): v,
+    'discord https://discord.com/api/webhooks/112233445566778899/' + (v := tok('', URLSAFE, 68)): v,
+    'azure client secret ' + (v := 'Ab1' + '8Q~' + tok('', ALNUM, 34)): v,
+    'shopify ' + (v := tok('shpat_', HEX, 32)): v,
+    'jira token ' + (v := tok('ATATT3xFfGF0', URLSAFE, 180) + '=' + tok('', 'ABCDEF0123456789', 8)): v,
+    'linear ' + (v := tok('lin_api_', ALNUM, 40)): v,
+    'notion ' + (v := 'ntn_' + '12345678901' + tok('', ALNUM, 35)): v,
+    'doppler ' + (v := tok('dp.pt.', ALNUM, 43)): v,
+    'postman ' + (v := 'PMAK-' + tok('', HEX, 24) + '-' + tok('', HEX, 34)): v,
+    'grafana ' + (v := tok('glsa_', ALNUM, 32) + '_' + tok('', HEX, 8)): v,
+    'grafana cloud ' + (v := tok('glc_', ALNUM, 40)): v,
+    'newrelic ' + (v := tok('NRAK-', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 27)): v,
+    'sentry ' + (v := tok('sntryu_', HEX, 64)): v,
+    'databricks ' + (v := tok('dapi', HEX, 32)): v,
+    'age ' + (v := tok('AGE-SECRET-KEY-1', 'QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L', 58)): v,
+    'docker hub ' + (v := tok('dckr_pat_', URLSAFE, 27)): v,
+    'terraform ' + (v := tok('', ALNUM, 14) + '.atlasv1.' + tok('', URLSAFE, 67)): v,
+    'supabase ' + (v := tok('sbp_', HEX, 40)): v,
+    'groq ' + (v := tok('gsk_', ALNUM, 52)): v,
+    'xai ' + (v := tok('xai-', ALNUM, 80)): v,
+    'replicate ' + (v := tok('r8_', ALNUM, 37)): v,
+    'perplexity ' + (v := tok('pplx-', ALNUM, 48)): v,
+    'langsmith ' + (v := tok('lsv2_pt_', HEX, 32) + '_' + tok('', HEX, 10)): v,
+    'pinecone ' + (v := tok('pcsk_', ALNUM, 6) + '_' + tok('', ALNUM, 63)): v,
+    'tavily ' + (v := tok('tvly-dev-', ALNUM, 32)): v,
+    'fcm ' + (v := tok('AAAA', URLSAFE, 7) + ':APA91b' + tok('', URLSAFE, 134)): v,
+    'braintree ' + (v := 'access_token$production$' + tok('', 'abcdefghijklmnopqrstuvwxyz0123456789', 16) + '$' + tok('', HEX, 32)): v,
+    'planetscale ' + (v := tok('pscale_tkn_', ALNUM, 43)): v,
+    'pulumi ' + (v := tok('pul-', HEX, 40)): v,
+    'prefect ' + (v := tok('pnu_', ALNUM, 36)): v,
+    'rubygems ' + (v := tok('rubygems_', HEX, 48)): v,
+    'heroku ' + (v := tok('HRKU-AA', URLSAFE, 58)): v,
+    'flyio ' + (v := tok('fo1_', URLSAFE, 43)): v,
+    'dynatrace ' + (v := 'dt0c01.' + tok('', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 24) + '.' + tok('', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 64)): v,
+    'brevo ' + (v := tok('xkeysib-', HEX, 64) + '-' + tok('', ALNUM, 16)): v,
+    'openshift ' + (v := tok('sha256~', URLSAFE, 43)): v,
+    'stripe test ' + (v := tok('sk_test_', ALNUM, 99)): v,
+    'stripe restricted ' + (v := tok('rk_live_', ALNUM, 99)): v,
+    'square ' + (v := tok('EAAA', URLSAFE, 60)): v,
+    'x-api-key: ' + (v := tok('', ALNUM, 32)): v,
+    'Authorization: Token ' + (v := tok('', HEX, 40)): v,
+    'ENCRYPTION_KEY=' + (v := tok('', ALNUM, 32)): v,
+    'APP_KEY=base64:' + (v := b64(tok('', ALNUM, 32))): v,
+    '{"auths": {"ghcr.io": {"auth": "' + (v := b64('bot:' + tok('', ALNUM, 20))) + '"}}}': v,
+    '//registry.npmjs.org/:_auth=' + (v := b64('ci:' + tok('', ALNUM, 16))): v,
+    'localhost:5432:app:app:' + (v := 'Pg9passFile7'): v,
+    'PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nPrivate-Lines: 1\n' + (v := tok('AAAAgQ', ALNUM + '+/', 60)) + '\nPrivate-MAC: ' + tok('', HEX, 40): v,
+    'sshpass -p ' + (v := 'Ss7hPassX') + ' ssh deploy@web': v,
+    'redis-cli -h cache -a ' + (v := 'R3disCliPw') + ' ping': v,
+    'openssl pkcs12 -export -passout pass:' + (v := 'P12exportPw9') + ' -out cert.p12': v,
+    'htpasswd -b -c .htpasswd admin ' + (v := 'Htp4sswdX'): v,
+    'ldapsearch -x -D cn=admin -w ' + (v := 'Ld4pBindPw') + ' -b dc=x': v,
+    'keytool -importcert -keystore ks.jks -storepass ' + (v := 'K3ystorePw'): v,
+    'wget --http-password ' + (v := 'Wg3tHttpPw') + ' https://x/file': v,
+    'smbclient //fs/share -U alice%' + (v := 'Smb4lic3Pw'): v,
+    'az login --service-principal -u app -p ' + (v := 'Az9SpSecretX') + ' --tenant t': v,
+    'sqlcmd -S db -U sa -P ' + (v := 'Sq1cmdPwX') + ' -Q "select 1"': v,
+}
+
+def _chat_log(tmp_path, thought, cmd, output, name='chat.jsonl'):
+    "An OpenAI-chat JSON log: `thought` (assistant text), `cmd` (a tool call's argument, JSON inside JSON), `output` (the tool's result)"
+    p = tmp_path / name
+    p.write_text(json.dumps({'messages': [{'role': 'user', 'content': 'Do the task.'},
+        {'role': 'assistant', 'content': thought, 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'shell', 'arguments': json.dumps({'cmd': cmd})}}]},
+        {'role': 'tool', 'tool_call_id': 'c1', 'content': output}, {'role': 'assistant', 'content': 'Done.'}]}) + '\n')
+    (t,) = list(convert(p))
+    return t
+
+def _left(value:str, got:str, given:str)->list:
+    "Pieces of `value` still in `got` (redacted from `given`): any 6 characters of it or its last 4, where the rest of `given` has none"
+    rest, context = re.sub(r'\[REDACTED:[a-z0-9_]+\]', ' ', got), given.replace(value, ' ')
+    return [p for p in {value[i:i + 6] for i in range(0, len(value) - 5, 3)} | {value[-4:]} if p in rest and p not in context]
+
+@pytest.mark.parametrize('text', list(FURTHER), ids=lambda s: s[:30])
+def test_further_kind_redacted_in_thought_param_and_observation(tmp_path, text):
+    "Each further kind is gone from a thought, a tool parameter and an observation, converted through the recorder"
+    given = {'thought': f'I see {text} here', 'param': f'echo {text}', 'observation': f'out: {text}\nend'}
+    t = _chat_log(tmp_path, *given.values())
+    s, v = t.steps[0], FURTHER[text]
+    for where, got in (('thought', s.thought), ('param', s.action.params['cmd']), ('observation', s.observation.content)):
+        assert not _left(v, got, given[where]) and '[REDACTED:' in got, (where, got)
+    assert v not in t.model_dump_json() and json.dumps(v)[1:-1] not in t.model_dump_json()
+
+AFTER_NEWLINE = {'mysql -u root -pN3wlinePw1 app': 'N3wlinePw1', 'docker login -u ci -p D0ckNewline9 ghcr.io': 'D0ckNewline9',
+                 'aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYNEWLINEK': 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYNEWLINEK',
+                 'curl -u admin:hunter2xyz http://x': 'hunter2xyz', 'sshpass -p Ss7hNewline ssh web': 'Ss7hNewline'}
+
+@pytest.mark.parametrize('cmd', list(AFTER_NEWLINE), ids=lambda s: s.split()[0])
+def test_command_after_a_newline_in_a_json_log(tmp_path, cmd):
+    "A command-line secret that follows a newline -- escaped once in the JSON record, twice in a tool call's JSON arguments -- is redacted"
+    t = _chat_log(tmp_path, f'Plan:\n{cmd}', f'ls\n{cmd}', f'$ ls\n{cmd}\nok')
+    assert AFTER_NEWLINE[cmd] not in t.model_dump_json(), t.model_dump_json()
+    assert t.steps[0].action.params['cmd'].startswith('ls\n') and '[REDACTED:' in t.steps[0].action.params['cmd']
+
+def _two_steps(tmp_path, first:str, second:str):
+    p = tmp_path / 'split.jsonl'
+    p.write_text(json.dumps({'messages': [{'role': 'user', 'content': 'Print the deploy key.'},
+        {'role': 'assistant', 'content': f'The key is {first}', 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'shell', 'arguments': '{"cmd": "ls"}'}}]},
+        {'role': 'tool', 'tool_call_id': 'c1', 'content': 'deploy.key'}, {'role': 'assistant', 'content': f'{second} -- that is the whole key.'}]}) + '\n')
+    (t,) = list(convert(p))
+    return t
+
+def test_key_split_across_two_steps_loses_its_rest(tmp_path):
+    "The first part ends one step (recognised by its rule), the rest starts the next: the rest is gone too, final answer included"
+    first, rest = 'sk-proj-' + 'Ab3xQ9Lm' * 3, 'Zz81Kq0LmN7pW2rT'
+    t = _two_steps(tmp_path, first, rest)
+    dumped = t.model_dump_json()
+    assert first not in dumped and rest not in dumped, dumped
+    assert t.steps[1].thought == '[REDACTED:openai_key] -- that is the whole key.'
+
+def test_key_cut_before_its_rule_can_see_it_is_a_documented_limit(tmp_path):
+    "Documented on the redaction page: a first part too short for any rule is not recognised, so neither part is redacted"
+    t = _two_steps(tmp_path, 'sk-proj-Ab3x', 'Q9LmAb3xQ9LmZz81Kq0LmN7pW2rT')
+    assert t.steps[0].thought == 'The key is sk-proj-Ab3x' and t.steps[1].thought.startswith('Q9LmAb3xQ9LmZz81Kq0LmN7pW2rT')
+
+def test_placeholder_is_not_propagated(tmp_path):
+    "`user:password@` in a connection string is a placeholder: the word `password` stays in the code of the same trajectory"
+    code = 'def reset(user, new_password):\n    user.password = hash_password(new_password)'
+    t = _chat_log(tmp_path, 'Connect with postgres://user:password@localhost:5432/app', 'cat app.py', code)
+    assert t.steps[0].observation.content == code and 'user:password@localhost' in t.steps[0].thought
+    for word in ('password', 'secret', 'changeme', 'xxxxxxxx', '<token>', 'example', 'Password1', 'sunshine'):   # found by some rule or not, never spread
+        assert redact_values({'cmd': f'hash_{word}(x)'}, {word: 'secret_assignment'}) == {'cmd': f'hash_{word}(x)'}, word
+    assert redact_values({'cmd': 'echo Hq3vL9zXw2'}, {'Hq3vL9zXw2': 'secret_assignment'}) == {'cmd': 'echo [REDACTED:secret_assignment]'}
+
+ORDINARY = json.loads((Path(__file__).parent / 'fixtures' / 'redaction' / 'ordinary_snippets.json').read_text())
+FP_BUDGET = 0     # ordinary snippets the default redactor may change (5 of 52 on the previous main)
+
+def test_false_positives_on_ordinary_snippets(tmp_path):
+    "Ordinary code, configs with placeholders, tool output and prose: at most FP_BUDGET snippets are touched, also through the converter"
+    assert len(ORDINARY) >= 30
+    touched = [s for s in ORDINARY if default_redactor().redact_text(s)[1]]
+    assert len(touched) <= FP_BUDGET, touched
+    log = tmp_path / 'ordinary.jsonl'
+    log.write_text(json.dumps({'messages': [{'role': 'user', 'content': 'Look around.'}] + [m for i, s in enumerate(ORDINARY) for m in (
+        {'role': 'assistant', 'content': None, 'tool_calls': [{'id': f'c{i}', 'type': 'function', 'function': {'name': 'shell', 'arguments': '{"cmd": "cat"}'}}]},
+        {'role': 'tool', 'tool_call_id': f'c{i}', 'content': s})]}) + '\n')
+    (t,) = list(convert(log))
+    changed = [s for s, st in zip(ORDINARY, t.steps) if st.observation.content != s]
+    assert len(changed) <= FP_BUDGET and not t.metadata.get('redactions'), changed

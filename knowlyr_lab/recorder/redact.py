@@ -13,12 +13,12 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from .secret_rules import _KEY_CORES, _KEY_RX, PROJECT_RULES, SecretPattern, _Anchored, detect_secrets_rules, secret_value_ok
+from .secret_rules import _KEY_CORES, _KEY_RX, CONTEXT_KINDS, PROJECT_RULES, SecretPattern, _Anchored, detect_secrets_rules, is_placeholder, secret_value_ok
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['KEY_MEMO', 'MIN_PROPAGATED', 'Redactor', 'default_redactor', 'redact_text', 'redact_obj', 'clean', 'redact_values',
-           'redact_trajectory']
+__all__ = ['KEY_MEMO', 'MIN_PROPAGATED', 'Redactor', 'default_redactor', 'redact_text', 'redact_obj', 'clean', 'propagatable',
+           'redact_seams', 'redact_values', 'redact_trajectory']
 
 # %% ../../nbs/21_recorder_redact.ipynb #99526a6b
 try:
@@ -27,6 +27,14 @@ except ImportError:
     _hs = None
 
 def _on_hit(i, a, b, flags, found): found.append(i)
+
+_BREAKS, _DROPPED = (b'n', b't', b'r'), (b'"', b'/', b'')
+
+def _unescaped(raw:bytes)->bytes:
+    "`raw` near enough to its decoded strings for a prefilter: escaped line breaks made real, escapes of quotes and slashes undone (any depth)"
+    parts = raw.split(b'\\')                             # each part after the first follows a backslash
+    if len(parts) == 1: return raw
+    return parts[0] + b''.join(b'\n' + p[1:] if p[:1] in _BREAKS else p if p[:1] in _DROPPED else b'\\' + p for p in parts[1:])
 
 @lru_cache(maxsize=16)
 def _hs_database(rules:tuple)->tuple:
@@ -54,7 +62,7 @@ class Redactor:
                  disable:Iterable[str]=(),                   # kinds to switch off
                 ):
         if patterns is None:   # token shapes first, then the rules that read a name or a command in front of the value
-            ctx = {'secret_assignment', 'cli_secret_flag', 'curl_user_password', 'docker_login_password', 'mysql_password', 'aws_cli_secret'}
+            ctx = set(CONTEXT_KINDS)
             patterns = [p for p in PROJECT_RULES if p.name not in ctx] + detect_secrets_rules() + [p for p in PROJECT_RULES if p.name in ctx]
         ps = list(patterns)
         ps += [p if isinstance(p, SecretPattern) else SecretPattern(**{**p, 'needles': tuple(p.get('needles', ()))}) for p in extra]
@@ -73,8 +81,7 @@ class Redactor:
         if last is not None and last[0] is raw: return last[1]
         key = raw
         if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
-        if b'\\"' in raw or b'\\/' in raw:               # the rules run on decoded strings: undo JSON's escapes of quotes
-            raw = raw.replace(b'\\\\\\"', b'"').replace(b'\\"', b'"').replace(b'\\/', b'/')   # (JSON inside JSON too)
+        raw = _unescaped(raw)                           # the rules run on decoded strings (`ls\\ncurl -u ...` is `ls`, a line break, `curl`)
         if self._db is None:
             low = raw.lower()
             out = tuple(i for i, p in enumerate(self.patterns) if not p.needles or any(n.encode() in low for n in p.needles))
@@ -115,6 +122,13 @@ def _matches(rx, s:str, at:list):
     for k in starts:
         if k >= at[0] and (m := match(s, k)) is not None: yield m
 
+_ESCAPED_BREAK = re.compile(r'\\([ntr])')
+_BREAK = {'n': '\n', 't': '\t', 'r': '\r'}
+
+def _readable(s:str)->str:
+    "`s` as the rules read it: each escaped line break (`\\n` as two characters, JSON inside JSON) a real one after its backslash, same length"
+    return _ESCAPED_BREAK.sub(lambda m: '\\' + _BREAK[m[1]], s) if '\\' in s else s
+
 def redact_text(self, s:str, rules:tuple|None=None,
                 values:dict|None=None, # receives {secret value: kind} of what was replaced (to redact it elsewhere too)
                )->tuple[str, dict[str, int]]:
@@ -122,24 +136,26 @@ def redact_text(self, s:str, rules:tuple|None=None,
     counts, low = {}, None
     if len(s) < 8: return s, counts                      # too short to hold any secret the rules know
     if rules is None: rules = self.hits(s)
+    v = _readable(s)                                    # the rules read `v`; spans are the same in `s`
     for i in rules:
         p = self.patterns[i]
         if p.needles:                                   # the record hit; does this string? (a substring test per rule)
-            if low is None: low = s.lower()
+            if low is None: low = v.lower()
             for nd in p.needles:
                 if nd in low: break
             else: continue
         out, pos, n, at = [], 0, 0, [0]
-        for m in _matches(p.rx, s, at):
+        for m in _matches(p.rx, v, at):
             if p.check is not None and not p.check(m): at[0] = m.start() + 1; continue   # vetoed: a match may still start inside it
             at[0] = max(m.end(), m.start() + 1)
             a, b = _span(p, m)
-            if a == b or a < pos or s.startswith('[REDACTED:', a): continue
-            if p.extend: b += _TOKEN_CH.match(s, b).end() - b
+            if a == b or a < pos or v.startswith('[REDACTED:', a): continue
+            if p.extend: b += _TOKEN_CH.match(v, b).end() - b
             if values is not None: values.setdefault(s[a:b], p.name)
             out.append(s[pos:a]); out.append(f'[REDACTED:{p.name}]'); pos = b; at[0] = max(at[0], b); n += 1
         if n:
             out.append(s[pos:]); s = ''.join(out)
+            v = _readable(s)
             counts[p.name] = counts.get(p.name, 0) + n
     return s, counts
 Redactor.redact_text = redact_text
@@ -216,12 +232,60 @@ def clean(self, obj, raw:bytes|str|None=None, values:dict|None=None)->tuple[Any,
     return self.redact_obj(obj, rules, values)
 Redactor.clean = clean
 
-# %% ../../nbs/21_recorder_redact.ipynb #e599c3a2
+# %% ../../nbs/21_recorder_redact.ipynb #84ba7b78
 MIN_PROPAGATED = 6      # shorter redacted values are not searched for elsewhere (too many innocent matches)
 
+def propagatable(value:str)->bool:
+    "Is a redacted `value` to be redacted wherever else it appears? (only when it looks like a secret, not a placeholder or a word)"
+    if len(value) < MIN_PROPAGATED or is_placeholder(value, loose=True): return False
+    v = value[:1].lower() + value[1:]                                        # 'Database' is one word
+    classes = sum(any(f(c) for c in v) for f in (str.islower, str.isupper, str.isdigit)) + (not v.isalnum())
+    return len(set(v)) >= 4 and (classes >= 2 or len(v) >= 12)
+
+# %% ../../nbs/21_recorder_redact.ipynb #3717409d
+_MARK_AT_END = re.compile(r'\[REDACTED:([a-z0-9_]+)\]\Z')
+_KEY_HEAD = re.compile(r'[A-Za-z0-9_\-+/]{6,}={0,2}')
+
+def _texts(d:dict)->list[tuple]:
+    "(field, step, holder, key) of each text of a trajectory dict, in reading order"
+    out = [('instruction', -1, d['task'], 'instruction')] if isinstance(d.get('task'), dict) else []
+    for i, st in enumerate(d.get('steps') or []):
+        if not isinstance(st, dict): continue
+        out.append(('thought', i, st, 'thought'))
+        params = (st.get('action') or {}).get('params')
+        if isinstance(params, dict): out += [(f'param:{k}', i, params, k) for k in params]
+        if isinstance(st.get('observation'), dict): out.append(('observation', i, st['observation'], 'content'))
+    return [t for t in out if isinstance(t[2].get(t[3]), str)]
+
+def _continues(head:str)->bool:
+    "Does `head`, the start of a text, look like the rest of a key rather than a word? (a digit, or mixed case past its first letter)"
+    rest = head[1:]
+    return any(c.isdigit() for c in head) or (rest != rest.lower() and rest != rest.upper())
+
+# %% ../../nbs/21_recorder_redact.ipynb #5df6c25c
+def redact_seams(d:dict, counts:dict|None=None,
+                 values:dict|None=None, # receives {rest of a key: kind} (a copy elsewhere, say a final answer, is redacted too)
+                )->dict:
+    "Trajectory dict `d` (changed in place) with the rest of a key cut at the end of one text redacted at the start of the next"
+    texts = _texts(d)
+    for j, (field, step, holder, key) in enumerate(texts):
+        if (end := _MARK_AT_END.search(holder[key])) is None: continue
+        nexts = texts[j + 1:j + 2]                                                        # the next text ...
+        same = next((t for t in texts[j + 1:] if t[0] == field and t[1] > step), None)    # ... and the same field in the next step
+        if same is not None and (not nexts or same is not nexts[0]): nexts.append(same)
+        for _, _, h, k in nexts:
+            head = _KEY_HEAD.match(h[k])
+            if head is None or not _continues(head.group()): continue
+            h[k] = f'[REDACTED:{end[1]}]' + h[k][head.end():]
+            if counts is not None: counts[end[1]] = counts.get(end[1], 0) + 1
+            if values is not None: values.setdefault(head.group(), end[1])
+    return d
+
+# %% ../../nbs/21_recorder_redact.ipynb #e599c3a2
 def redact_values(obj, values:dict, counts:dict|None=None):
-    "`obj` (str, dict, list) with every occurrence of the redacted `values` ({value: kind}) replaced too"
-    vals = sorted((v for v in values if len(v) >= MIN_PROPAGATED), key=len, reverse=True)
+    "`obj` (str, dict, list) with each `propagatable` redacted value ({value: kind}) replaced everywhere; a trajectory's seams closed"
+    if isinstance(obj, dict) and isinstance(obj.get('steps'), list): obj = redact_seams(obj, counts, values := dict(values))
+    vals = sorted((v for v in values if propagatable(v)), key=len, reverse=True)
     if not vals: return obj
     rx = re.compile('|'.join(map(re.escape, vals)))
     def sub(m):

@@ -1,4 +1,4 @@
-"""What counts as a secret in an agent log: detect-secrets' maintained rules plus a few documented additions, each one kind of credential by its documented shape.
+"""What counts as a secret in an agent log: detect-secrets' maintained rules plus documented additions (vendor token shapes, command lines, config files, base64), each one kind of credential by its documented shape; and what does not (placeholders, paths).
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_secret_rules.html.md"""
 
@@ -7,6 +7,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_secret_rules.html.md"""
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #9fc03f00
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import re
 from dataclasses import dataclass
@@ -14,8 +16,9 @@ from functools import lru_cache
 from typing import Callable
 
 # %% auto #0
-__all__ = ['PROJECT_RULES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'SecretPattern', 'detect_secrets_rules', 'secret_value_ok',
-           'secret_value']
+__all__ = ['PROJECT_RULES', 'CONTEXT_KINDS', 'TOKEN_SHAPES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'SecretPattern',
+           'detect_secrets_rules', 'is_placeholder', 'looks_like_path', 'secret_value_ok', 'b64_text', 'b64_fragments',
+           'holds_secret', 'secret_value']
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #faea86e3
 @dataclass
@@ -111,19 +114,50 @@ def detect_secrets_rules()->list[SecretPattern]:
         if not issubclass(cls, RegexBasedDetector) or cls.__name__ in _SKIP_PLUGINS: continue
         for rx in cls.denylist:
             out.append(SecretPattern(_slug(kind), rx.pattern, flags=rx.flags & (re.I | re.S | re.M | re.X),
-                                     extend=cls.__name__ == 'JwtTokenDetector', source=f'detect-secrets {cls.__name__}'))
+                                     extend=cls.__name__ == 'JwtTokenDetector', source=f'detect-secrets {cls.__name__}',
+                                     check=_not_placeholder if cls.__name__ == 'BasicAuthDetector' else None))   # user:password@host
     return out
+
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #3c431a94
+_PLACEHOLDER = {'none', 'null', 'nil', 'true', 'false', 'undefined', 'required', 'optional', 'string', 'str', 'bytes', 'int', 'bool',
+                'any', 'dict', 'list', 'float', 'object', 'secret', 'password', 'token', 'changeme', 'example', 'redacted', 'hidden',
+                'your_api_key', 'your_api_key_here', 'your_token', 'your_password', 'xxx', 'placeholder', 'env', 'getenv', 'environ',
+                'pass', 'passwd', 'pwd', 'passphrase', 'apikey', 'api_key', 'key', 'credential', 'credentials', 'changeit', 'sample',
+                'dummy', 'masked', 'test', 'demo', 'default', 'admin', 'root', 'user', 'username', 'guest', 'foo', 'bar', 'foobar',
+                'qwerty', 'letmein', 'value', '1234', '123456', '12345678', '123456789'}
+_PLACEHOLDER_START = ('your_', 'your-', '<', '${', '{{', '$', '%', '[redacted', '***', 'xxx')
+_MY_YOUR, _TAIL = re.compile(r'^(?:my|your|the|some)[_\-]?'), re.compile(r'[\W_\d]+$')     # mypassword, your-token; secret123, changeme!
+_TEMPLATE = re.compile(r'<[^<>]*>|\$\{[^}]*\}|\{\{.*\}\}|\$[A-Za-z_]\w*|%[A-Za-z_]\w*%|\[[^\]]*\]', re.S)
+
+def is_placeholder(value:str,
+                   loose:bool=False, # also a placeholder word with digits or punctuation after it (`Password123`, `changeme!`)
+                  )->bool:
+    "Does `value` stand for a secret rather than hold one? (`password`, `your_token`, `<token>`, `${DB_PASSWORD}`, `xxxx`)"
+    v = value.strip('"\'`')
+    low = v.lower()
+    if len(set(low)) <= 2 or low.startswith(_PLACEHOLDER_START) or _TEMPLATE.fullmatch(v): return True
+    core = _MY_YOUR.sub('', low)
+    return low in _PLACEHOLDER or core in _PLACEHOLDER or (loose and _TAIL.sub('', core) in _PLACEHOLDER)
+
+_PATH = re.compile(r'(?:~|\.\.?)/\S*|/(?:etc|home|usr|var|opt|tmp|run|root|Users|mnt|srv|app|data|secrets|workspace|dev|proc)(?:/\S*)?'
+                   r'|[\w.\-/]*\.(?:pem|key|crt|cer|der|pub|p12|pfx|jks|json|ya?ml|toml|ini|cfg|conf|env|txt|gpg|asc)')
+
+def looks_like_path(value:str)->bool:
+    "Is `value` a file path (`~/.ssh/id_rsa`, `/run/secrets/db`, `certs/server.key`) rather than a secret?"
+    return _PATH.fullmatch(value.strip('"\'`')) is not None
+
+def _not_placeholder(m)->bool:
+    "`check` of the rules that read a value from its context: their (first matched) group is not a placeholder"
+    return not is_placeholder(next((g for g in m.groups() if g), m.group()))
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #e33aa511
 try:
     from detect_secrets.plugins.keyword import DENYLIST as _DS_KEYWORDS
 except ImportError: _DS_KEYWORDS = ('api_?key', 'password', 'passwd', 'pwd', 'secret', 'private_?key')
-_KW = '|'.join(list(_DS_KEYWORDS) + ['token', 'credential', 'credentials', 'access_?key'])
+_KW = '|'.join([k.replace('_?', '[_-]?') for k in _DS_KEYWORDS] + ['token', 'credential', 'credentials', 'access[_-]?key', 'passphrase',
+                                                                    '(?:signing|encryption|master|app|hmac|jwt|webhook)[_-]?key'])
 _KEY = rf'(?<![A-Za-z0-9])[A-Za-z0-9_.\-]*?(?:{_KW})(?:[_.\-][A-Za-z0-9]+){{0,3}}'
 _KEY_RX = re.compile(rf'{_KEY}\Z', re.I)
-_PLACEHOLDER = {'none', 'null', 'nil', 'true', 'false', 'undefined', 'required', 'optional', 'string', 'str', 'bytes', 'int', 'bool',
-                'any', 'dict', 'list', 'float', 'object', 'secret', 'password', 'token', 'changeme', 'example', 'redacted', 'hidden',
-                'your_api_key', 'your_api_key_here', 'your_token', 'your_password', 'xxx', 'placeholder', 'env', 'getenv', 'environ'}
 _KEY_CORES = ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase')   # every name of `_KW` holds one
 _REF = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z|[A-Z][A-Za-z]*\Z|[A-Z]+(?:_[A-Z]+)+\Z|(?:os|env|process|self|cls|config|settings|args|kwargs|params)\b.*', re.S)
 
@@ -135,18 +169,16 @@ except ImportError: _DS_FILTERS = ()
 
 _IDENT, _LETTER, _PASS_KEY, _TOKEN_KEY = re.compile(r'[A-Za-z_]\w*'), re.compile(r'[A-Za-z]'), re.compile(r'pass|pwd', re.I), re.compile('token', re.I)
 _WORDS = re.compile(r'[a-z]+(?:[_-][a-z]+)*')
-_PLACEHOLDER_START = ('your_', 'your-', '<', '${', '{{', '$', '%', '[redacted', '***', 'xxx')
+_PROSE = re.compile(' [a-z]')                                # a word follows the value: a sentence, not a config line
 
 def secret_value_ok(key:str, value:str, sep:str=':', after:str='')->bool:
-    "Is `value`, assigned to the secret-sounding `key`, plausibly a secret? (False for code, placeholders, counts)"
+    "Is `value`, assigned to the secret-sounding `key`, plausibly a secret? (False for code, placeholders, paths, counts, prose)"
     v = value.strip('"\'`')                                     # each test below is a veto: the commonest (code) go first
     if len(v) < 6 or _REF.match(v): return False               # self.config.api_key, SecretStr, API_KEY, os.environ[...]
     if after[:1] == '(' and _IDENT.fullmatch(v): return False   # password = hash_password(form.password): a call
-    low = v.lower()
-    if low in _PLACEHOLDER or low.startswith(_PLACEHOLDER_START): return False
-    if len(set(v)) <= 2: return False                          # '******', '--------'
+    if is_placeholder(v) or looks_like_path(v): return False   # changeme, <token>, ~/.ssh/id_rsa
     if not _LETTER.search(v) and not _PASS_KEY.search(key): return False   # max_tokens: 4096
-    if _TOKEN_KEY.search(key) and _WORDS.fullmatch(v): return False       # token: expired, token_type: bearer
+    if _WORDS.fullmatch(v) and (_TOKEN_KEY.search(key) or _PROSE.match(after)): return False   # token: expired; the passphrase: should ...
     return not any(f(v) for f in _DS_FILTERS)
 
 def _assignment_ok(m)->bool:
@@ -169,32 +201,175 @@ def _fast_assignment_ok(m)->bool:
     if len(key) + len(val) > 200: return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)   # not kept
     return _assignment_verdict(key, val, sep, after)
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #0e51d564
 _Q = r'(?:\\?["\'])?'                     # an optional quote before a value, escaped when the command sits inside JSON
 _V = r'(?![$%<{])([^\s"\'`;&|\\]{4,})'     # a command-line value (not a $VAR, %VAR%, <placeholder>)
+_ARGS = r'[^\n;&|]*?'                      # the rest of one command line
+_PRIVATE_KEY = (r'-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)'
+                r'|PuTTY-User-Key-File-\d+:.*?(?:Private-MAC: *[0-9a-fA-F]+|\Z)')
 PROJECT_RULES = [
-    SecretPattern('private_key', r'-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)', ('private key',), group=0, flags=re.S),
+    SecretPattern('private_key', _PRIVATE_KEY, ('private key', 'putty-user-key'), group=0, flags=re.S),
     SecretPattern('anthropic_key', r'(?<![A-Za-z0-9_\-])sk-ant-[A-Za-z0-9_\-]{20,}', ('sk-ant-',), group=0),
     SecretPattern('openai_key', r'(?<![A-Za-z0-9_\-])sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}(?![A-Za-z0-9_\-])', ('sk-',), group=0),
-    SecretPattern('huggingface_token', r'(?<![A-Za-z0-9_\-])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_\-])', ('hf_',), group=0),
+    SecretPattern('huggingface_token', r'(?<![A-Za-z0-9_\-])(?:hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,})(?![A-Za-z0-9_\-])', ('hf_', 'api_org_'), group=0),
     SecretPattern('google_api_key', r'(?<![A-Za-z0-9_\-])AIza[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])', ('aiza',), group=0),
     SecretPattern('bearer_token', r'\bbearer\s+([A-Za-z0-9._~+/\-]{16,}=*)', ('bearer',), group=1, ignore_case=True),
     SecretPattern('github_fine_grained_token', r'(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}', ('github_pat_',), group=0),
     SecretPattern('pypi_token', r'(?<![A-Za-z0-9_\-])pypi-[A-Za-z0-9_\-]{32,}', ('pypi-',), group=0),
     SecretPattern('npm_token', r'(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])', ('npm_',), group=0),
     SecretPattern('digitalocean_token', r'(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}', ('_v1_',), group=0),
-    SecretPattern('url_password', r'\b[A-Za-z][A-Za-z0-9+.\-]*://:([^\s/@"\'`]{3,})@[A-Za-z0-9\[]', (':/' '/:',), group=1),   # no user: basic-auth misses it
+    SecretPattern('url_password', r'\b[A-Za-z][A-Za-z0-9+.\-]*://:([^\s/@"\'`]{3,})@[A-Za-z0-9\[]', (':/' '/:',), group=1, check=_not_placeholder),
     SecretPattern('azure_sas_signature', r'[?&;]sig=([A-Za-z0-9%+/=_\-]{16,})', ('sig=',), group=1, ignore_case=True),
     SecretPattern('basic_auth_header', r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*basic\s+([A-Za-z0-9+/]{6,}={0,2})', ('basic',), group=1, ignore_case=True),
-    SecretPattern('cli_secret_flag', rf'(?<![\w-])--(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token|access-token)(?:=|\s+)(?!-){_Q}{_V}',
-                  ('--pass', '--pwd', '--token', '--api', '--secret', '--client-secret', '--auth-token', '--access-token'), group=1, ignore_case=True),
-    SecretPattern('curl_user_password', rf'\bcurl\b[^\n;&|]*?\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@]{{3,}})', ('curl',), group=1),
-    SecretPattern('docker_login_password', rf'\b(?:docker|podman|helm)\s+(?:registry\s+)?login\b[^\n;&|]*?\s-p(?:\s+|=)(?!-){_Q}{_V}', ('login',), group=1),
-    SecretPattern('mysql_password', rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;&|]*?\s-p(?![\s-]){_Q}(?![$%<{{])([^\s"\'`;&|\\]+)', ('mysql', 'mariadb'), group=1),
-    SecretPattern('aws_cli_secret', rf'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+{_Q}{_V}', ('aws',), group=1, ignore_case=True),
+    SecretPattern('cli_secret_flag', rf'(?<![\w-])--(?!no-)(?:[a-z]+-)?(?:password|passwd|pass|pwd|passphrase|token|api-?key|secret|client-secret|auth-token|access-token)'
+                  rf'(?:=|\s+)(?!-){_Q}{_V}', ('pass', 'pwd', 'token', 'api', 'secret'), group=1, ignore_case=True, check=_not_placeholder),
+    SecretPattern('curl_user_password', rf'\bcurl\b{_ARGS}\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@]{{3,}})', ('curl',),
+                  group=1, check=_not_placeholder),
+    SecretPattern('docker_login_password', rf'\b(?:docker|podman|nerdctl|buildah|skopeo|helm)\s+(?:registry\s+)?login\b{_ARGS}\s-p(?:\s+|=)(?!-){_Q}{_V}',
+                  ('login',), group=1, check=_not_placeholder),
+    SecretPattern('mysql_password', rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b{_ARGS}\s-p(?![\s-]){_Q}(?![$%<{{])([^\s"\'`;&|\\]+)', ('mysql', 'mariadb'),
+                  group=1, check=_not_placeholder),
+    SecretPattern('aws_cli_secret', rf'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+{_Q}{_V}', ('aws',), group=1, ignore_case=True, check=_not_placeholder),
     SecretPattern('secret_assignment', _ASSIGN_FAST, ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase'), group=3, ignore_case=True,
                   check=_fast_assignment_ok, prefilter=_ASSIGN_SELECTIVE, anchors=_KEY_CORES),
 ]
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #d66ff058
+CONTEXT_KINDS = ('cli_secret_flag', 'curl_user_password', 'docker_login_password', 'mysql_password', 'aws_cli_secret', 'cli_tool_password',
+                 'netrc_password', 'pgpass_password', 'authorization_token', 'auth_blob', 'secret_assignment', 'base64_secret')
+
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #b1cc4296
+_TOOL_PASSWORDS = [                                                                   # each alternative's one group is the password
+    rf'\bsshpass\s+-p\s*{_Q}{_V}',                                                    # sshpass -p pw ssh host
+    rf'\bredis-cli\b{_ARGS}\s(?:-a|--pass)\s+(?!-){_Q}{_V}',                          # redis-cli -a pw
+    rf'\bldap\w+\b{_ARGS}\s-w\s+(?!-){_Q}{_V}',                                       # ldapsearch -w pw
+    rf'\bsqlcmd\b{_ARGS}\s-P\s+(?!-){_Q}{_V}',                                        # sqlcmd -P pw
+    rf'\b(?:az|oc|cf)\s+login\b{_ARGS}\s-p(?:\s+|=)(?!-){_Q}{_V}',                    # az login -p pw
+    rf'\bhtpasswd(?=(?:\s+-[A-Za-z]+)*\s+-[A-Za-z]*b)(?:\s+-[A-Za-z]+)+\s+\S+\s+\S+\s+{_Q}{_V}',   # htpasswd -b file user pw
+    rf'\bsmbclient\b{_ARGS}\s(?:-U|--user)(?:\s+|=){_Q}[^\s%"\'\\]+%{_V}',            # smbclient -U user%pw
+    rf'(?<![\w-])-(?:src|dest)?(?:store|key)pass\s+(?!-){_Q}{_V}',                     # keytool -storepass pw
+    rf'(?<![\w-])-pass(?:in|out)?\s+{_Q}pass:{_V}',                                   # openssl ... -passout pass:pw
+]
+
+def b64_text(s:str)->str|None:
+    "The text `s` is the base64 (standard or URL-safe, padded or not) of, if it is printable text; else None"
+    s = s.rstrip('=')
+    if len(s) % 4 == 1 or ('-' in s or '_' in s) and ('+' in s or '/' in s): return None
+    try: raw = base64.b64decode(s + '=' * (-len(s) % 4), altchars=b'-_' if '-' in s or '_' in s else None, validate=True)
+    except (binascii.Error, ValueError): return None
+    try: text = raw.decode('utf-8')
+    except UnicodeDecodeError: return None
+    return text if text and all(c.isprintable() or c in '\n\r\t' for c in text) else None
+
+def _decodes_to_pair(m)->bool:
+    "`check` of `auth_blob`: the value is base64 of `user:password` (a password that is no placeholder)"
+    text = b64_text(m.group(1))
+    return text is not None and ':' in text and not is_placeholder(text.split(':', 1)[1])
+
+PROJECT_RULES += [
+    SecretPattern('cli_tool_password', '|'.join(_TOOL_PASSWORDS), ('sshpass', 'redis-cli', 'ldap', 'sqlcmd', 'login', 'htpasswd', 'smbclient', 'pass'),
+                  check=_not_placeholder),
+    SecretPattern('netrc_password', r'\b(?:machine\s+\S+|default(?=\s+login))(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+([^\s"\'`\\]+)',
+                  ('machine', 'default'), group=1, check=_not_placeholder),
+    SecretPattern('pgpass_password', r'(?<![\w.:/@\-])(?=[^:\s]*[A-Za-z*])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:([^\s:"\'`\\]{6,})(?![\w:])',
+                  (':',), group=1, check=_not_placeholder),
+    SecretPattern('authorization_token', r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*(?:token|api-?key|sso-key|key)\s+([A-Za-z0-9._~+/:\-]{12,}=*)',
+                  ('authorization',), group=1, ignore_case=True, check=_not_placeholder),
+    SecretPattern('auth_blob', r'(?:\\?["\']auth\\?["\']\s*:\s*\\?["\']|(?<!\w)_auth\s*=\s*)([A-Za-z0-9+/]{8,}={0,2})', ('auth',), group=1,
+                  check=_decodes_to_pair),
+    SecretPattern('discord_webhook', r'discord(?:app)?\.com/api/webhooks/\d+/([A-Za-z0-9_\-]{60,})', ('discord',), group=1),
+]
+
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #9e79f237
+TOKEN_SHAPES = {   # kind: (literals one of which every match holds, the token's regex)
+    'stripe_access_key': (('sk_', 'rk_'), r'[sr]k_(?:test|live|prod)_[A-Za-z0-9]{16,}'),
+    'stripe_webhook_secret': (('whsec_',), r'whsec_[A-Za-z0-9+/]{24,}={0,2}'),
+    'slack_token': (('xapp-', 'xoxe'), r'xapp-\d-[A-Za-z0-9\-]{20,}|xoxe(?:\.xox[bp])?-\d-[A-Za-z0-9]{60,}'),
+    'github_token': (('gh',), r'gh[pousr]_[A-Za-z0-9]{36,}'),
+    'google_oauth_secret': (('gocspx-',), r'GOCSPX-[A-Za-z0-9_\-]{20,}'),
+    'google_oauth_token': (('ya29.', '1//0'), r'ya29\.[A-Za-z0-9_\-]{20,}|1//0[A-Za-z0-9_\-]{30,}'),
+    'vault_token': (('hvs.', 'hvb.', 'hvr.', 's.'),   # hvs./hvb./hvr.; a legacy s. token: 24 letters and digits of both cases
+                    r'hv[sbr]\.[A-Za-z0-9_\-]{24,}|(?<![\w.])s\.(?=[A-Za-z]*\d)(?=[a-z\d]*[A-Z])(?=[A-Z\d]*[a-z])[A-Za-z0-9]{24}(?![\w.\-])'),
+    'azure_ad_client_secret': (('q~',), r'[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}'),
+    'atlassian_token': (('atatt3',), r'ATATT3[A-Za-z0-9_\-=]{50,}'),
+    'shopify_token': (('shp',), r'shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32,}'),
+    'linear_api_key': (('lin_',), r'lin_(?:api|oauth)_[A-Za-z0-9]{40,}'),
+    'notion_token': (('ntn_',), r'ntn_[A-Za-z0-9]{40,}'),
+    'doppler_token': (('dp.',), r'dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}'),
+    'postman_api_key': (('pmak-',), r'PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}'),
+    'grafana_token': (('glsa_', 'glc_'), r'glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2}'),
+    'new_relic_key': (('nrak-', 'nrii-', 'nrjs-'), r'NR(?:AK|II|JS)-[A-Za-z0-9\-]{19,}'),
+    'sentry_token': (('sntry',), r'sntry[us]_[A-Za-z0-9+/=_]{40,}'),
+    'databricks_token': (('dapi',), r'dapi[a-f0-9]{32}(?:-\d)?'),
+    'age_secret_key': (('age-secret-key-1',), r'AGE-SECRET-KEY-1[0-9A-Z]{58}'),
+    'docker_hub_token': (('dckr_pat_',), r'dckr_pat_[A-Za-z0-9_\-]{20,}'),
+    'terraform_token': (('atlasv1',), r'[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,}'),
+    'supabase_key': (('sbp_', 'sb_secret_'), r'sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,}'),
+    'groq_api_key': (('gsk_',), r'gsk_[A-Za-z0-9]{48,}'),
+    'xai_api_key': (('xai-',), r'xai-[A-Za-z0-9]{70,}'),
+    'replicate_token': (('r8_',), r'r8_[A-Za-z0-9]{37,}'),
+    'perplexity_api_key': (('pplx-',), r'pplx-[A-Za-z0-9]{40,}'),
+    'langsmith_key': (('lsv2_',), r'lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}'),
+    'pinecone_api_key': (('pcsk_',), r'pcsk_[A-Za-z0-9_]{40,}'),
+    'tavily_api_key': (('tvly-',), r'tvly-(?:dev-|prod-)?[A-Za-z0-9]{28,}'),
+    'firebase_server_key': ((':apa91b',), r'AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,}'),
+    'braintree_token': (('access_token$',), r'access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}'),
+    'planetscale_token': (('pscale_',), r'pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_=.\-]{32,}'),
+    'pulumi_token': (('pul-',), r'pul-[a-f0-9]{40}'),
+    'prefect_key': (('pnu_',), r'pnu_[A-Za-z0-9]{36}'),
+    'rubygems_key': (('rubygems_',), r'rubygems_[a-f0-9]{48}'),
+    'heroku_api_key': (('hrku-',), r'HRKU-[A-Za-z0-9_\-]{40,}'),
+    'flyio_token': (('fo1_', 'fm1', 'fm2_'), r'fo1_[A-Za-z0-9_\-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3}'),
+    'dynatrace_token': (('dt0c01.',), r'dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}'),
+    'brevo_api_key': (('xkeysib-',), r'xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}'),
+    'openshift_token': (('sha256~',), r'sha256~[A-Za-z0-9_\-]{43}'),
+    'square_access_token': (('eaaa', 'sq0atp-'), r'EAAA[A-Za-z0-9_\-]{60}|sq0atp-[A-Za-z0-9_\-]{22,}'),
+    'alibaba_access_key': (('ltai',), r'LTAI[A-Za-z0-9]{20}'),
+    'onepassword_token': (('ops_eyj',), r'ops_eyJ[A-Za-z0-9+/]{100,}={0,3}'),
+}
+PROJECT_RULES += [SecretPattern(kind, rf'(?<![A-Za-z0-9_\-])(?:{rx})', needles, group=0, extend=True, source='knowlyr-lab vendor shapes')
+                  for kind, (needles, rx) in TOKEN_SHAPES.items()]
+
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #d1b16853
+_B64_SIGNS = ('sk-', 'sk-ant-', 'sk-proj-', 'sk_live_', 'sk_test_', 'rk_live_', 'ghp_', 'gho_', 'ghs_', 'ghu_', 'github_pat_', 'glpat-', 'xoxb-',
+              'xoxp-', 'AKIA', 'ASIA', 'AIza', 'ya29.', 'GOCSPX-', 'whsec_', 'hvs.', 'hf_', 'pypi-', 'npm_', 'dop_v1_', 'AGE-SECRET-KEY',
+              '-----BEGIN', 'PRIVATE KEY', 'password', 'PASSWORD', 'Password', 'passwd', 'secret', 'SECRET', 'Secret', 'token', 'TOKEN',
+              'Token', 'api_key', 'API_KEY', 'apiKey', 'ApiKey', 'api-key', 'Bearer ')
+
+def b64_fragments(sign:str)->set[str]:
+    "What base64 makes of `sign` wherever it starts in the encoded bytes: the characters that do not depend on its neighbours"
+    out = set()
+    for k in range(3):                                        # bytes before `sign` in its 3-byte group
+        enc = base64.b64encode(b'\0' * k + sign.encode()).decode()
+        frag = enc[(8 * k + 5) // 6:(8 * (k + len(sign))) // 6]
+        if len(frag) >= 4: out |= {frag, frag.replace('+', '-').replace('/', '_')}
+    return out
+
+_B64_FRAGS = sorted(set().union(*map(b64_fragments, _B64_SIGNS)))
+_B64_FRAG_RX = re.compile('|'.join(map(re.escape, _B64_FRAGS)))
+
+@lru_cache(maxsize=1)
+def _decoded_rules()->tuple:
+    "The rules `base64_secret` runs over decoded text: every rule of this page but itself, and detect-secrets'"
+    return tuple(p for p in PROJECT_RULES if p.name != 'base64_secret') + tuple(detect_secrets_rules())
+
+def holds_secret(text:str)->bool:
+    "Does any rule (of this page or detect-secrets') find a secret in `text`?"
+    for p in _decoded_rules():
+        m = p.rx.search(text)
+        while m is not None:
+            if p.check is None or p.check(m): return True
+            m = p.rx.search(text, m.start() + 1)
+    return False
+
+def _decodes_to_secret(m)->bool:
+    "`check` of `base64_secret`: the run holds a fragment of a sign, and its decoded text a secret"
+    run = m.group()
+    return _B64_FRAG_RX.search(run) is not None and (text := b64_text(run)) is not None and holds_secret(text)
+
+PROJECT_RULES.append(SecretPattern('base64_secret', r'(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])',
+                                   tuple(f.lower() for f in _B64_FRAGS), group=0, check=_decodes_to_secret,
+                                   prefilter='|'.join(map(re.escape, _B64_FRAGS))))
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #23bba431
 SAMPLE_SECRETS = {   # one made-up but well-formed secret per kind (used by tests and the benchmark)
@@ -225,12 +400,67 @@ SAMPLE_SECRETS = {   # one made-up but well-formed secret per kind (used by test
     'basic_auth_header': 'Authorization: Basic dXNlcjpodW50ZXIycGFzcw==',
     'curl_user_password': 'curl -u deploy:Pq7wXz3Kv https://ci.example.com/api',
     'docker_login_password': 'docker login -u bot -p Dk9mNq2Lw registry.example.com',
+    'cli_tool_password': 'sshpass -p Ss7hPassX ssh deploy@web',
+    'netrc_password': 'machine api.example.com login alice password Zq8vNetrc3x',
+    'pgpass_password': 'localhost:5432:app:app:Pg9passFile7',
+    'authorization_token': 'Authorization: Token 5fab8afe1594eefdfdfaea24',
+    'auth_blob': '{"auths": {"ghcr.io": {"auth": "Ym90OkF3aDNpZDBvZVg3cTJ6"}}}',
+    'discord_webhook': 'https://discord.com/api/webhooks/112233445566778899/' + 'Wq3_Er5-Ty7U' * 6,
+    'base64_secret': 'echo c2stcHJvai1ReDdMbTJWYjlLcDRReDdMbTJWYjlLcDRReDdMbTJWYjlLcDRReDdMbTJWYjlLcDQ= | base64 -d',
 }
 SAMPLE_SECRET_VALUES = {'bearer_token': 'abcDEF1234567890ghijKLMN', 'basic_auth_credentials': 's3cr3tPassw0rd', 'secret_assignment': 'Tr0ub4dor-3xyz',
                         'cli_secret_flag': 'Hx9vLq2Zr8', 'mysql_password': 'S3cretPw9', 'aws_cli_secret': 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEQ',
                         'url_password': 'Zr8vLq2Hx9', 'azure_sas_signature': 'aB3dE5%2Bf' * 4 + '%3D', 'basic_auth_header': 'dXNlcjpodW50ZXIycGFzcw==',
-                        'curl_user_password': 'Pq7wXz3Kv', 'docker_login_password': 'Dk9mNq2Lw'}
+                        'curl_user_password': 'Pq7wXz3Kv', 'docker_login_password': 'Dk9mNq2Lw',
+                        'cli_tool_password': 'Ss7hPassX', 'netrc_password': 'Zq8vNetrc3x', 'pgpass_password': 'Pg9passFile7',
+                        'authorization_token': '5fab8afe1594eefdfdfaea24', 'auth_blob': 'Ym90OkF3aDNpZDBvZVg3cTJ6',
+                        'discord_webhook': 'Wq3_Er5-Ty7U' * 6,
+                        'base64_secret': 'c2stcHJvai1ReDdMbTJWYjlLcDRReDdMbTJWYjlLcDRReDdMbTJWYjlLcDRReDdMbTJWYjlLcDQ='}
 
 def secret_value(kind:str)->str:
     "The part of `SAMPLE_SECRETS[kind]` that must never appear after redaction"
     return SAMPLE_SECRET_VALUES.get(kind, SAMPLE_SECRETS[kind])
+
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #99d28d8a
+SAMPLE_SECRETS.update({
+    'stripe_webhook_secret': 'whsec_' + 'Mx7k2Qp9' * 4,
+    'google_oauth_secret': 'GOCSPX-' + 'Ab1_Cd2-Ef3' * 3,
+    'google_oauth_token': 'ya29.' + 'a0AfH6SMBx3Gk' * 4,
+    'vault_token': 'hvs.' + 'CAESIGx7Kq2Vb9Lm4Np6Rt8' * 4,
+    'azure_ad_client_secret': 'Xy18Q~' + 'aB3dE5fG7h' * 3 + 'iJ2',
+    'atlassian_token': 'ATATT3xFfGF0' + 'Tq9Lm2Xv8Kp1' * 6 + '=3C4D5E6F',
+    'shopify_token': 'shpat_' + '0123456789abcdef' * 2,
+    'linear_api_key': 'lin_api_' + 'Lq4Wm8Zx2Rt6' * 4,
+    'notion_token': 'ntn_' + '12345678901' + 'Nb5Vc7Xz9Lk3' * 3,
+    'doppler_token': 'dp.pt.' + 'Dk3Pl8Qm5Zr1' * 4,
+    'postman_api_key': 'PMAK-' + '0123456789abcdef01234567' + '-' + '0123456789abcdef' * 2 + '01',
+    'grafana_token': 'glsa_' + 'Gf4Hj6Kl8Mn0' * 2 + 'Gf4Hj6Kl' + '_0a1b2c3d',
+    'new_relic_key': 'NRAK-' + 'A1B2C3D4E5F6G7H8I9J0K1L2M3N',
+    'sentry_token': 'sntryu_' + '0123456789abcdef' * 4,
+    'databricks_token': 'dapi' + '0123456789abcdef' * 2,
+    'age_secret_key': 'AGE-SECRET-KEY-1' + 'QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L' + 'QPZRY9X8GF2TVDW0S3JN54KHCE',
+    'docker_hub_token': 'dckr_pat_' + 'Dh7-Kq2_Lm9Zx4Wv' * 2,
+    'terraform_token': 'Tf4Hk8Mn2Qr6Vx.atlasv1.' + 'Tz3Wq7Lp1Ks5' * 6,
+    'supabase_key': 'sbp_' + '0123456789abcdef' * 2 + '01234567',
+    'groq_api_key': 'gsk_' + 'Gq2Wr4Ty6Ui8' * 5,
+    'xai_api_key': 'xai-' + 'Xa1Sd3Fg5Hj7' * 7,
+    'replicate_token': 'r8_' + 'Rp3Lm7Qx1Zv5' * 3 + 'R',
+    'perplexity_api_key': 'pplx-' + 'Pp9Oi8Uy7Tr6' * 4,
+    'langsmith_key': 'lsv2_pt_' + '0123456789abcdef' * 2 + '_0123456789',
+    'pinecone_api_key': 'pcsk_' + 'Pc4Vb6_Nm8Qw2Er' * 3,
+    'tavily_api_key': 'tvly-dev-' + 'Tv5Ly7Qa9Ws1' * 3,
+    'firebase_server_key': 'AAAAbCdEfGh:APA91b' + 'Fb2Cm4Xk6Lp8' * 10,
+    'braintree_token': 'access_token$production$' + 'abcd1234efgh5678' + '$' + '0123456789abcdef' * 2,
+    'planetscale_token': 'pscale_tkn_' + 'Ps7Kq3Lm9Xw1' * 3,
+    'pulumi_token': 'pul-' + '0123456789abcdef' * 2 + '01234567',
+    'prefect_key': 'pnu_' + 'Pf5Rk9Ct3Lq7' * 3,
+    'rubygems_key': 'rubygems_' + '0123456789abcdef' * 3,
+    'heroku_api_key': 'HRKU-AA' + 'Hk2Rq6Ux0Zp4' * 5,
+    'flyio_token': 'fo1_' + 'Fl7Yi3O_q9Wx' * 3 + 'Fl7Yi3O',
+    'dynatrace_token': 'dt0c01.' + 'ABCDEFGHIJKL012345678901' + '.' + 'ABCDEFGHIJKLMNOP' * 4,
+    'brevo_api_key': 'xkeysib-' + '0123456789abcdef' * 4 + '-' + 'Bv3Kx7Lq9Zw1Mn5P',
+    'openshift_token': 'sha256~' + 'Os4Hf8Jk2Lm6Pq0' * 2 + 'Os4Hf8Jk2Lm6P',
+    'square_access_token': 'EAAA' + 'Sq1Wa3Ed5Rf7' * 5,
+    'alibaba_access_key': 'LTAI' + 'Al5Ib9Ab3Cd7Ef1Gh4Ij',
+    'onepassword_token': 'ops_eyJ' + 'T3BzU2VydmljZUFjY291bnQ' * 6,
+})
