@@ -310,4 +310,7 @@ def spread_summary(rows:list[dict])->str:
     return (f"Minimum {lo['success']:.0%} ({lo['successes']}/{lo['n']}, seed {lo['seed']} at {lo['level']} kernels), range "
             f"{min(r['success'] for r in rows):.0%}-{max(r['success'] for r in rows):.0%} over {len(rows)} runs "
             f"({len(seeds)} seeds x {len(levels)} kernel levels: {', '.join(levels)}) on {'; '.join(cpus)}; "
-            f"a run took {min(r['timings_s']['total'] for r in rows) / 60:.1f}-{max(r['timings_s']['total'] for r in rows) / 60:.1f} minutes from start to report.")
+            f"a run took {min(r['timings_s']['total'] for r in rows) / 60:.1f}-{max(r['timings_s']['total'] for r in rows) / 60:.1f} minutes from start to report. "
+            f"{sum(r['first_at'] is not None for r in rows)} of {len(rows)} runs reached 90% before the end of the pass" +
+            ('.' if all(r['first_at'] is not None for r in rows) else
+             f"; {', '.join(f'''seed {r['seed']} at {r['level']}''' for r in rows if r['first_at'] is None)} did not: the recipe is not yet robust there."))
