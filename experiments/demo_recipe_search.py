@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 from knowlyr_lab.chat import chat_format, save_prompt
-from knowlyr_lab.demo import DemoConfig, _policy, collect_demonstrations, export_sft
+from knowlyr_lab.demo import DemoConfig, collect_demonstrations, export_sft
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.provenance import provenance
 from knowlyr_lab.trainer.data import load_records
+from knowlyr_lab.trainer.recipes import policy_agent
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, render_corpus
 from knowlyr_lab.trainer.tiny import make_tiny_model
 
@@ -52,7 +53,7 @@ def main():
     curve = []
     for q in sorted((out / 'sft').glob('checkpoint-*'), key=lambda q: int(q.name.split('-')[1])):
         step = int(q.name.split('-')[1])
-        r = evaluate_agent(_policy(q / 'model', f'step {step}', cfg), cfg.env_id, tasks=ev, max_episode_steps=cfg.eval_max_episode_steps,
+        r = evaluate_agent(policy_agent(q / 'model', cfg.max_new_tokens, name=f'step {step}'), cfg.env_id, tasks=ev, max_episode_steps=cfg.eval_max_episode_steps,
                            seeds=[seed], batch_size=len(ev))
         curve.append((step, round(r.summary()['success_rate'], 3)))
     losses = [round(h['loss'], 4) for h in tr.history if 'loss' in h][::25]

@@ -133,8 +133,9 @@ def agent_evol(policy_path,                # the first explorer: the behavioural
         samples = collect(env_id, agent, tasks=[i for i in ids for _ in range(samples_per_task)], max_episode_steps=max_episode_steps,
                           seed=seed + it, batch_size=batch_size, progress=False)
         wins = [t for t in samples if t.outcome.success]
-        kept = dedup_successes(wins) if dedup else wins
+        solved = dedup_successes(wins)
+        kept = solved if dedup else wins
         path = learn(list(bc_data) + kept, it)
         rows.append({'iteration': it, 'path': path, 'samples': len(samples), 'successes': len(wins), 'kept': len(kept),
-                     'tasks_solved': len(dedup_successes(wins)), 'evaluation': evaluate(path) if evaluate else None})
+                     'tasks_solved': len(solved), 'evaluation': evaluate(path) if evaluate else None})
     return rows
