@@ -56,7 +56,7 @@ class DemoConfig:
     learning_rate: float = 1e-3        # SFT peak learning rate (after warm-up, decays linearly to 0: see below)
     warmup_ratio: float = 0.05         # share of the optimiser steps over which the rate rises linearly from 0
     batch_size: int = 8                # demonstrations per optimiser step (steps = num_epochs * n_train_tasks / batch_size)
-    num_epochs: int = 1                # passes over the demonstrations; the rate decays linearly over all of them (see below)
+    num_epochs: int = 2                # passes over the demonstrations; the rate decays linearly over both (see below)
     curve_every: int = 500             # optimiser steps between learning-curve checkpoints
     max_new_tokens: int = 40           # generation budget per action (a tool call takes ~30 tokens)
     seed: int = 0                      # model init, data order, collection and evaluation seed
@@ -73,7 +73,7 @@ class DemoConfig:
     @classmethod
     def sized(cls, size:str='small', **overrides):
         "Preset sizes: 'ci' (plumbing, about a minute), 'small' (the demo) or 'full'"
-        presets = {'ci': dict(n_train_tasks=640, n_eval_tasks=40, n_random_tasks=20, curve_every=40),
+        presets = {'ci': dict(n_train_tasks=640, n_eval_tasks=40, n_random_tasks=20, curve_every=80),
                    'small': {}, 'full': dict(n_train_tasks=48_000, n_eval_tasks=1000, curve_every=1000)}
         if size not in presets: raise ValueError(f"size must be one of {list(presets)}, not {size!r}")
         return cls(**{**presets[size], **overrides})
@@ -172,7 +172,7 @@ def plot_learning_curve(curve:pd.DataFrame)->go.Figure:
     "Held-out success (95% Wilson CI) against the number of demonstrations trained on"
     fig = go.Figure(go.Scatter(x=curve.demonstrations, y=curve.success, mode='lines+markers', name='held-out success',
                                error_y=dict(type='data', symmetric=False, array=curve.high - curve.success, arrayminus=curve.success - curve.low)))
-    fig.update_layout(xaxis_title='expert demonstrations trained on', yaxis_title='held-out success rate', yaxis_range=[0, 1],
+    fig.update_layout(xaxis_title='expert demonstrations seen (every pass counted)', yaxis_title='held-out success rate', yaxis_range=[0, 1],
                       height=360, margin=dict(l=60, r=20, t=30, b=50))
     return fig
 
@@ -295,7 +295,7 @@ def spread_table(rows:list[dict])->str:
     head = ("| kernel level (torch reports) | seed | held-out success | 95% Wilson CI | untrained | p vs untrained (exact McNemar, Holm-adjusted) "
             "| first >= 90% at | commit |\n|---|---|---|---|---|---|---|---|")
     def fmt(r):
-        first = 'never' if r['first_at'] is None else f"{r['first_at']:,} of {r['demonstrations']:,} demonstrations"
+        first = 'never' if r['first_at'] is None else f"{r['first_at']:,} of {r['demonstrations']:,} demonstrations seen"
         commit = r['provenance']['commit'][:7] + (' (modified)' if r['provenance']['dirty'] else '')
         return (f"| {r['level']} ({r['cpu_capability']}) | {r['seed']} | {r['successes']}/{r['n']} ({r['success']:.0%}) | "
                 f"{r['low']:.0%}-{r['high']:.0%} | {r['untrained']:.0%} | {r['p_holm']:.1e} | {first} | {commit} |")
@@ -311,5 +311,5 @@ def spread_summary(rows:list[dict])->str:
             f"{lo['success']:.0%}-{max(r['success'] for r in rows):.0%} over {len(rows)} runs "
             f"({len(seeds)} seeds x {len(levels)} kernel levels: {', '.join(levels)}) on {'; '.join(cpus)}; "
             f"a run took {min(r['timings_s']['total'] for r in rows) / 60:.1f}-{max(r['timings_s']['total'] for r in rows) / 60:.1f} minutes from start to report. "
-            f"{len(rows) - len(late)} of {len(rows)} runs reached 90% before the end of the pass" +
+            f"{len(rows) - len(late)} of {len(rows)} runs reached 90% before the end of training" +
             (f"; {', '.join(f'''seed {r['seed']} at {r['level']}''' for r in late)} did not: the recipe is not yet robust there." if late else '.'))
