@@ -168,3 +168,26 @@ def test_connections_over_the_cap_are_refused_at_once(inf):
         assert _wait(lambda: s.open_connections == 0), s.open_connections
         assert _post(s.url, _req())[0] == 200
     finally: s.shutdown(); s.server_close()
+
+def test_the_serve_command_takes_the_connection_limits(tmp_path):
+    "`knowlyr-trainer serve --max-connections N --header-timeout S`: the flags reach the server (over the cap: 503; idle: closed)"
+    import os
+    import subprocess
+    import sys
+
+    from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
+    save_tiny_model(*make_tiny_model(hidden_size=32), tmp_path / 'model')
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
+    p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.trainer.cli', 'serve', '--model', str(tmp_path / 'model'), '--port', '0',
+                          '--max-connections', '2', '--header-timeout', '1.5'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = json.loads(p.stdout.readline())['url']
+        host, port = url.split('//')[1].split('/')[0].split(':')
+        idle = [socket.create_connection((host, int(port)), timeout=30) for _ in range(2)]
+        time.sleep(0.3)                                             # both accepted and counted before the third arrives
+        status, resp = _post(url, _req(), timeout=30)
+        assert status == 503 and 'max_connections' in resp['error']['message'], (status, resp)
+        assert all(_closed_by_server(c) for c in idle)             # closed after the header timeout, not held
+        assert _wait(lambda: _post(url, _req(), timeout=30)[0] == 200)
+    finally:
+        p.terminate(); p.communicate(timeout=60)

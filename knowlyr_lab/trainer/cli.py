@@ -109,6 +109,8 @@ def build_parser()->argparse.ArgumentParser:
     s.add_argument('--record-to', default=None, help='trajectory store directory: record every exchange with its token ids and log-probs')
     s.add_argument('--request-timeout', type=float, default=120.0, help='seconds until a request is answered 504 (default: %(default)s)')
     s.add_argument('--max-queue', type=int, default=64, help='requests that may wait for the model at once (default: %(default)s)')
+    s.add_argument('--header-timeout', type=float, default=10.0, help='seconds a connection may take to send a request head; idle ones are closed after (default: %(default)s)')
+    s.add_argument('--max-connections', type=int, default=256, help='connections open at once; more are answered 503 and closed (default: %(default)s)')
     s.add_argument('--enable-lora', action='store_true', help='serve /v1/load_lora_adapter and /v1/unload_lora_adapter (runtime LoRA updating, as vLLM)')
     s.add_argument('--lora-root', default=None, help='with --enable-lora: adapters are loaded only from folders under this directory')
     s.add_argument('--max-loras', type=int, default=4, help='adapters loaded at once (default: %(default)s)')
@@ -125,7 +127,7 @@ def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
     import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
-                                          max_queue=args.max_queue, record_to=args.record_to,
+                                          max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, record_to=args.record_to,
                                           enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
