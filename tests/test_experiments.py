@@ -41,9 +41,9 @@ def test_01_sft_from_experts(tmp_path):
     report = (out / 'report.html').read_text()
     assert (out / 'report.html').stat().st_size > 10_000 and "id='conclusion'" in report and res['provenance']['packages']['torch'] in report
     assert res['conclusion'] in ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
-    assert res['training']['steps'] == 80 and res['data']['sft_rows'] == res['data']['expert_trajectories']
+    assert res['training']['steps'] == 160 and res['data']['sft_rows'] == res['data']['expert_trajectories']
     assert res['tasks']['shared'] == 0 and res['tasks']['eval_distinct'] == res['tasks']['eval'] == 40
-    assert [r['step'] for r in res['learning_curve']] == [0, 40, 80] and (out / 'learning_curve.csv').exists()
+    assert [r['step'] for r in res['learning_curve']] == [0, 80, 160] and (out / 'learning_curve.csv').exists()
     assert len(res['comparisons']) == 2
 
 @pytest.mark.long
