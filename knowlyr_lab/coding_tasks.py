@@ -11,6 +11,7 @@ import importlib.resources
 import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -53,6 +54,7 @@ class CodingTask(BaseModel):
     tags: list[str] = Field(default_factory=list)
     test_command: str|None = None
     timeout: float = 60.0
+    feedback: Literal['names', 'full'] = 'names'   # what submit tells the agent (`HiddenTestVerifier`'s feedback)
     source: str|None = None          # the file it was loaded from
 
     @field_validator('files', 'hidden_tests')
@@ -71,9 +73,11 @@ class CodingTask(BaseModel):
         return {'id': self.id, 'instruction': self.instruction, 'domain': 'coding', 'env_id': 'knowlyr/sandbox',
                 'difficulty': self.difficulty, 'tags': list(self.tags), 'n_files': len(self.files), 'n_tests': self.n_tests}
 
-    def verifier(self, backend:str='local', image:str|None=None, limits=None, sandbox_kwargs:dict|None=None)->HiddenTestVerifier:
-        "The `HiddenTestVerifier` of this task: its hidden tests on a pristine copy of its repository"
-        return HiddenTestVerifier(self.files, self.hidden_tests, self.timeout, self.test_command, backend, image, limits, sandbox_kwargs)
+    def verifier(self, backend:str='local', image:str|None=None, limits=None, sandbox_kwargs:dict|None=None,
+                 feedback:str|None=None)->HiddenTestVerifier:
+        "The `HiddenTestVerifier` of this task: its hidden tests on a pristine copy of its repository (`feedback`: the task's)"
+        return HiddenTestVerifier(self.files, self.hidden_tests, self.timeout, self.test_command, backend, image, limits, sandbox_kwargs,
+                                  feedback or self.feedback)
 
     def write_repo(self, dest)->Path:
         "Write the (buggy) repository into `dest`"

@@ -99,27 +99,34 @@ _serve()
 _CONN = r'''
 import builtins, importlib.abc, importlib.util, types
 class CandidateError(Exception): "The candidate's process did not answer as the protocol says, or raised a non-builtin exception"
+def from_candidate(e):
+    "`e`, marked as raised in the candidate's code"
+    e._knowlyr_candidate = True
+    return e
 class _Conn:
     "The judge's end of the channel: one request, one answer, read as plain data; broken for good after a bad answer"
-    def __init__(self): self.r, self.w = channel(); self.dead = None
-    def _broken(self, why): self.dead = why; return CandidateError(why)
+    def __init__(self): self.r, self.w = channel(); self.dead, self.detail = None, ''
+    def _broken(self, why, detail=''):
+        self.dead, self.detail = why, detail      # why: a fixed phrase; detail: may quote the candidate
+        return CandidateError('%s: %s' % (why, detail) if detail else why)
     def ask(self, op, **kw):
         if self.dead: raise CandidateError(self.dead)
         try: send(self.w, {'op': op, **kw})
         except OSError: raise self._broken('the candidate process is gone') from None
         line = self.r.readline(MAX_LINE + 1)
+        if not line: raise self._broken('the candidate process ended')
+        if not line.endswith(b'\n'): raise self._broken('an answer over %d bytes' % MAX_LINE)
         try:
-            if not line.endswith(b'\n'): raise WireError('the candidate process ended' if not line else 'an answer over %d bytes' % MAX_LINE)
             a = json.loads(line)
-            if type(a) is not dict or len(a) != 1: raise WireError('an answer that is not one of ok/error/stop')
+            if type(a) is not dict or len(a) != 1: raise WireError('not one of ok/error/stop')
             if 'ok' in a: return from_wire(a['ok'], Remote)
-        except (WireError, ValueError, RecursionError) as e: raise self._broken('%s' % e) from None
+        except (WireError, ValueError, RecursionError) as e: raise self._broken('an answer outside the protocol', '%s' % e) from None
         if a.get('stop') is True: raise StopIteration
         e = a.get('error')
         if type(e) is not list or len(e) != 2 or not all(type(s) is str for s in e): raise self._broken('a malformed answer')
         cls = getattr(builtins, e[0], None)
-        if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == 'builtins': raise cls(e[1])
-        raise CandidateError('%s: %s' % tuple(e))
+        if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == 'builtins': raise from_candidate(cls(e[1]))
+        raise from_candidate(CandidateError('%s: %s' % tuple(e)))
 CONN = None
 def _ref(x):
     if type(x) in (Remote, RemoteModule): return {'$': 'ref', 'id': _id(x)}
@@ -190,22 +197,44 @@ def install(names):
 '''
 PROXY = _CONN + _REMOTE
 
-# %% ../nbs/12a_verifier_wire.ipynb #94afd9b4
-TEST_RUNNER = WIRE + PROXY + r'''
+# %% ../nbs/12a_verifier_wire.ipynb #b5f0773e
+_RESULT = r'''
 import unittest
+def test_name(t):
+    "'Class.method' of a test; a subtest goes by its test's name (its parameters can be the test's inputs)"
+    t = t.test_case if isinstance(t, unittest.case._SubTest) else t
+    return t.id().split('.', 1)[-1] if hasattr(t, 'id') else str(t)
+def failure_kind(err, failed):
+    "The kind of failure of exc_info `err` (`failed`: unittest counted it a failure, not an error), quoting nothing"
+    e = err[1]
+    if isinstance(e, CandidateError): return "CandidateError (no valid answer from the candidate's process)"
+    base = next(c for c in err[0].__mro__ if getattr(builtins, c.__name__, None) is c).__name__
+    if getattr(e, '_knowlyr_candidate', False): return "%s raised in the candidate's code" % base
+    return '%s (a check of the test failed)' % base if failed else '%s raised in the test' % base
+class Result(unittest.TestResult):
+    "unittest's result, plus the tests that passed and the kind of each failure, by test name"
+    def __init__(self, *a, **k): super().__init__(*a, **k); self.ok, self.kinds = [], {}
+    def addSuccess(self, test): super().addSuccess(test); self.ok.append(test)
+    def _kind(self, test, err, failed): self.kinds.setdefault(test_name(test), failure_kind(err, failed))
+    def addFailure(self, test, err): super().addFailure(test, err); self._kind(test, err, True)
+    def addError(self, test, err): super().addError(test, err); self._kind(test, err, False)
+    def addSubTest(self, test, sub, err):
+        super().addSubTest(test, sub, err)
+        if err is not None: self._kind(test, err, issubclass(err[0], test.failureException))
+'''
+
+# %% ../nbs/12a_verifier_wire.ipynb #94afd9b4
+TEST_RUNNER = WIRE + PROXY + _RESULT + r'''
 def _main():
     tests_dir, report, nonce, names = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
     install(names)
-    class Result(unittest.TestResult):
-        def __init__(self, *a, **k): super().__init__(*a, **k); self.ok = []
-        def addSuccess(self, test): super().addSuccess(test); self.ok.append(test)
-    name = lambda t: t.id().split('.', 1)[-1] if hasattr(t, 'id') else str(t)
     res = Result()
     try: unittest.defaultTestLoader.discover(tests_dir, pattern='test*.py', top_level_dir=tests_dir).run(res)
     except BaseException as e: res.errors.append((None, '%s: %s' % (type(e).__name__, e)))
-    rep = {'ran': res.testsRun, 'passed': sorted(name(t) for t in res.ok), 'failures': sorted(name(t) for t, _ in res.failures),
-           'errors': sorted(name(t) for t, _ in res.errors), 'messages': [m[-400:] for _, m in (res.failures + res.errors)[:5]],
-           'candidate': CONN.dead, 'nonce': nonce}
+    named = lambda pairs: sorted({test_name(t) for t, _ in pairs})
+    rep = {'ran': res.testsRun, 'passed': sorted(test_name(t) for t in res.ok), 'failures': named(res.failures),
+           'errors': named(res.errors), 'kinds': res.kinds, 'messages': [m[-400:] for _, m in (res.failures + res.errors)[:5]],
+           'candidate': CONN.dead, 'candidate_detail': CONN.detail, 'nonce': nonce}
     with open(report, 'x') as f: f.write(json.dumps(rep))
 _main()
 '''

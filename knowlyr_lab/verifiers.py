@@ -28,8 +28,8 @@ from .sandbox.snapshot import _archive_members
 from .verifier_wire import CANDIDATE_SERVER, TEST_RUNNER, candidate_modules
 
 # %% auto #0
-__all__ = ['VERIFIER_DIR', 'unittest_names', 'select_agent_files', 'Verdict', 'read_report', 'SandboxProcess',
-           'HiddenTestVerifier']
+__all__ = ['VERIFIER_DIR', 'FEEDBACK_LEVELS', 'unittest_names', 'select_agent_files', 'feedback_lines', 'Verdict', 'read_report',
+           'SandboxProcess', 'HiddenTestVerifier']
 
 # %% ../nbs/13a_verifiers.ipynb #a96f82eb
 def unittest_names(tests:dict[str, str], # hidden test files: {relative path: source}
@@ -72,6 +72,22 @@ def select_agent_files(files:dict,   # the agent's files: {relative path: str | 
         else: applied[str(path)] = data.encode() if isinstance(data, str) else bytes(data)
     return applied, ignored
 
+# %% ../nbs/13a_verifiers.ipynb #15fe1fac
+FEEDBACK_LEVELS = ('names', 'full')   # what a verdict's `messages` hold: failing tests by name (default), or tracebacks
+
+def _feedback_level(feedback:str)->str:
+    if feedback not in FEEDBACK_LEVELS:
+        raise ValueError(f"feedback must be one of {FEEDBACK_LEVELS}, not {feedback!r} ('full' lets the agent read the hidden tests)")
+    return feedback
+
+def feedback_lines(report:dict,          # a runner's report: failures, errors, kinds, messages
+                   feedback:str='names', # 'names': `test: kind` per failing test; 'full': the first tracebacks
+                  )->list[str]:
+    "The feedback an agent is given for a runner's report"
+    if _feedback_level(feedback) == 'full': return [str(m) for m in report.get('messages', [])]
+    kinds = report.get('kinds') or {}
+    return [f"{n}: {kinds.get(n, 'error')}" for n in [*report.get('failures', []), *report.get('errors', [])]]
+
 # %% ../nbs/13a_verifiers.ipynb #206f700d
 @dataclass
 class Verdict:
@@ -80,7 +96,7 @@ class Verdict:
     tests_total: int                  # hidden tests counted in the files (never less), or 1 for a test command
     failures: list = field(default_factory=list) # failing tests
     errors: list = field(default_factory=list)   # tests that raised, or why there is no valid report
-    messages: list = field(default_factory=list) # the first failure messages (for a human; never parsed)
+    messages: list = field(default_factory=list) # the feedback: `test: kind` per failing test, or tracebacks ('full')
     applied: list = field(default_factory=list)  # agent files copied over the pristine repository
     ignored: dict = field(default_factory=dict)  # agent files left out: {path: reason}
     @property
@@ -100,18 +116,21 @@ class Verdict:
 def read_report(raw:str,            # the report file's content ('' when there is none)
                 nonce:str,          # the nonce this run was given
                 expected:list[str], # `unittest_names` of the hidden files
-                output:str='',      # the processes' stderr (only to show why, never parsed)
+                output:str='',      # the processes' stderr (shown only under feedback='full'; never parsed)
+                feedback:str='names', # what `messages` hold: see `feedback_lines`
                )->Verdict:
     "The verdict from a runner's report: only tests counted in the hidden files count, and only a genuine report"
-    total = len(expected)
-    def zero(why): return Verdict(0, total, errors=[why], messages=[output[-400:]] if output else [])
+    total, full = len(expected), _feedback_level(feedback) == 'full'
+    def zero(why): return Verdict(0, total, errors=[why], messages=[output[-400:]] if output and full else [])
     try: r = json.loads(raw)
     except ValueError: return zero('no test report (the test process crashed, timed out or exited early)')
     if not isinstance(r, dict) or r.get('nonce') != nonce: return zero('the test report was not written by the runner')
     ok = set(expected)
     passed = sum(1 for n in set(r.get('passed', [])) if n in ok)
-    why = [f"the candidate's process stopped answering: {r['candidate']}"] if r.get('candidate') else []
-    return Verdict(passed, max(total, int(r.get('ran', 0))), list(r.get('failures', [])), list(r.get('errors', [])) + why, list(r.get('messages', [])))
+    detail = f" ({r['candidate_detail']})" if full and r.get('candidate_detail') else ''
+    why = [f"the candidate's process stopped answering: {r['candidate']}{detail}"] if r.get('candidate') else []
+    return Verdict(passed, max(total, int(r.get('ran', 0))), list(r.get('failures', [])), list(r.get('errors', [])) + why,
+                   feedback_lines(r, feedback))
 
 # %% ../nbs/13a_verifiers.ipynb #dbaa0dc4
 class SandboxProcess:
@@ -185,9 +204,11 @@ class HiddenTestVerifier:
                  image:str|None=None,             # container image (docker backend)
                  limits:SandboxLimits|dict|None=None, # limits of the fresh sandbox
                  sandbox_kwargs:dict|None=None,   # more `create_sandbox` options (e.g. isolation)
+                 feedback:str='names',            # what verdicts' `messages` tell the agent: 'names' or 'full' (see above)
                 ):
         self.repo, self.tests, self.timeout, self.test_command = dict(repo), dict(tests), timeout, test_command
         self.backend, self.image, self.limits, self.sandbox_kwargs = backend, image, limits, dict(sandbox_kwargs or {})
+        self.feedback = _feedback_level(feedback)
         self.expected = ['test_command'] if test_command else unittest_names(self.tests)
         if not self.expected: raise ValueError("the hidden tests hold no unittest test methods (test* methods of a class)")
     def __repr__(self): return f"HiddenTestVerifier({len(self.repo)} repo files, {len(self.expected)} hidden tests, {self.backend})"
@@ -229,11 +250,13 @@ def verify(self, agent_files:dict)->Verdict:
         with create_sandbox(self.backend, workspace=cand, **kw) as sb:
             if self.test_command:
                 r = sb.execute_tool('shell', {'command': self.test_command, 'timeout': self.timeout})
-                v = Verdict(int(r.exit_code == 0), 1, [] if r.exit_code == 0 else ['test_command'], messages=[r.output[-400:]])
+                status = 'killed at the timeout' if r.exit_code is None else f'exit status {r.exit_code}'
+                said = [r.output[-400:]] if self.feedback == 'full' else [] if r.exit_code == 0 else [f'test_command: {status}']
+                v = Verdict(int(r.exit_code == 0), 1, [] if r.exit_code == 0 else ['test_command'], messages=said)
             else:
                 with create_sandbox(self.backend, workspace=judge, **kw) as judge_sb:
                     raw, err = self._judge(sb, judge_sb, nonce)
-                v = read_report(raw, nonce, self.expected, err)
+                v = read_report(raw, nonce, self.expected, err, self.feedback)
     v.applied, v.ignored = sorted(applied), ignored
     return v
 

@@ -1,0 +1,164 @@
+"""Issue 39 item 4: the feedback of `submit` names the failing tests but never quotes the hidden tests.
+
+The attack: `info['messages']` of the submit step quoted the failing assertion line (and its expected value) for 73 of
+78 failing tests on the bundled repositories, so a policy could copy the hidden tests out of one episode's feedback
+and hard-code the answers in the next. Here every bundled repository with its planted bug, and a spread of HumanEval
+problems left as bare prompts (their function returns None), is submitted through the env's real `step`, and nothing
+of the hidden test files the agent does not already see -- no line, no literal -- may appear in the observation or in
+`info`, while the failing tests are named. The candidate's own code cannot echo the test's inputs back either (its
+exception message, its stderr, a forged protocol answer), and over the env server the client gets the same clean
+`info`. A task that opts in (`feedback: full`, for a researcher debugging their own tasks) still gets the tracebacks."""
+import ast
+import json
+
+import pytest
+
+from knowlyr_lab.coding_tasks import CodingTask, FileEdit, load_coding_tasks
+from knowlyr_lab.envs.humaneval import HumanEvalEnv, humaneval_problems
+from knowlyr_lab.envs.remote import AgentGymClient
+from knowlyr_lab.envs.sandbox import SandboxEnv
+from knowlyr_lab.envs.serve import EnvServer
+from knowlyr_lab.sandbox.local import bwrap_available
+from knowlyr_lab.verifiers import unittest_names
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the coding envs refuse to create sandboxes')]
+
+TASKS = load_coding_tasks()
+HUMANEVAL = [p['task_id'] for p in humaneval_problems()][::16]           # 11 problems spread over the 164
+SUBMIT = {'tool': 'submit', 'params': {}}
+
+def _strings(x)->list[str]:
+    "Every string in `x` (keys and values, at any depth)"
+    if isinstance(x, str): return [x]
+    if isinstance(x, dict): return [s for k, v in x.items() for s in _strings(k) + _strings(v)]
+    if isinstance(x, (list, tuple, set)): return [s for v in x for s in _strings(v)]
+    return []
+
+def _secrets(task:CodingTask)->tuple[set, set]:
+    "(lines, literals) of the hidden test files that the agent does not see in the instruction, the repository or the test names"
+    public = '\n'.join([task.instruction, *task.files.values(), *unittest_names(task.hidden_tests)])
+    lines = {s for src in task.hidden_tests.values() for l in src.splitlines() if len(s := l.strip()) >= 12 and s not in public}
+    lits = set()
+    for src in task.hidden_tests.values():
+        for node in ast.walk(ast.parse(src)):
+            try: v = ast.literal_eval(node)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError): continue
+            if v is None or isinstance(v, bool): continue
+            shown = [repr(v)] + ([v] if isinstance(v, str) and len(v) >= 6 else [])
+            lits |= {s for s in shown if len(s) >= 4 and s not in public}
+    return lines, lits
+
+def _leaks(task:CodingTask, ts)->list[str]:
+    "What of the hidden tests shows in the submit step's observation or info"
+    lines, lits = _secrets(task)
+    text = '\n'.join([ts.observation, json.dumps(ts.info, default=repr), *_strings(ts.info)])
+    strings = '\n'.join([ts.observation, *_strings(ts.info)])          # literals only where text is shown (a score may be 0.25)
+    return sorted(l for l in lines if l in text) + sorted(x for x in lits if x in strings)
+
+def _check_named(ts, names:list[str]):
+    "The failing tests are named in info and the observation, and each feedback message is about one of them"
+    info = ts.info
+    failing = info['failures'] + [e for e in info['errors'] if e in names]
+    assert failing and set(failing) <= set(names), info
+    assert len(set(failing)) == info['tests_total'] - info['tests_passed'], info
+    assert all(n in ts.observation for n in failing[:10]), ts.observation
+    assert info['messages'] and all(any(m.startswith(n + ':') for n in failing) for m in info['messages']), info['messages']
+
+# -- every bundled repository, with its planted bug, through SandboxEnv.step --
+
+@pytest.fixture(scope='module')
+def sandbox_env():
+    with SandboxEnv() as env: yield env
+
+@pytest.mark.parametrize('task_id', [t.id for t in TASKS])
+def test_repo_feedback_names_failures_without_quoting_the_tests(sandbox_env, task_id):
+    sandbox_env.reset(task=task_id)
+    ts = sandbox_env.step(SUBMIT)
+    task = sandbox_env.task
+    assert ts.done and ts.info['success'] is False, ts.info
+    assert _leaks(task, ts) == [], (task_id, ts.info['messages'])
+    _check_named(ts, unittest_names(task.hidden_tests))
+
+# -- HumanEval: the bare prompt (the function returns None) --
+
+@pytest.fixture(scope='module')
+def humaneval_env():
+    with HumanEvalEnv(task_ids=HUMANEVAL) as env: yield env
+
+@pytest.mark.parametrize('task_id', HUMANEVAL)
+def test_humaneval_feedback_names_failures_without_quoting_the_check(humaneval_env, task_id):
+    humaneval_env.reset(task=task_id)
+    ts = humaneval_env.step(SUBMIT)
+    task = humaneval_env.task
+    assert ts.done and ts.reward == 0.0, ts.info
+    assert _leaks(task, ts) == [], (task_id, ts.info['messages'])
+    _check_named(ts, ['TestHumanEval.test_check'])
+
+# -- the candidate's own code echoing what the test handed it --
+
+_TEST = {'test_shout.py': 'import unittest\nfrom shout import shout\n\nclass TestShout(unittest.TestCase):\n'
+                          "    def test_fruit(self): self.assertEqual(shout('kumquat-417'), 'KUMQUAT-417!')\n"}
+_BUG = 'def shout(s):\n    return s.upper()\n'
+_ECHOES = {
+    'exception message': "def shout(s):\n    raise ValueError('ECHO %s' % s)\n",
+    'forged protocol answer': ('import gc, io, json, os\n\ndef shout(s):\n'
+                               '    w = [o for o in gc.get_objects() if type(o) is io.BufferedWriter and o.fileno() > 2][0]\n'
+                               "    w.write(json.dumps({'ok': {'$': 'ECHO ' + s}}).encode() + b'\\n'); w.flush()\n"
+                               '    os._exit(0)\n'),
+    'stderr, then the timeout': ('import sys, time\n\ndef shout(s):\n'
+                                 "    print('ECHO', s, file=sys.stderr, flush=True)\n    time.sleep(60)\n"),
+}
+
+def _shout_task(**kw)->CodingTask:
+    return CodingTask(id='shout', instruction='`shout` must upper-case its text and add "!".', files={'shout.py': _BUG},
+                      hidden_tests=_TEST, fix=[FileEdit(path='shout.py', old_str='s.upper()', new_str="s.upper() + '!'")], timeout=4, **kw)
+
+def _submit(task:CodingTask, code:str):
+    with SandboxEnv(tasks=[task]) as env:
+        env.reset(task=task.id)
+        env.step({'tool': 'file_write', 'params': {'path': 'shout.py', 'content': code}})
+        return env.step(SUBMIT)
+
+@pytest.mark.parametrize('how', list(_ECHOES))
+def test_the_candidate_cannot_echo_the_tests_inputs(how):
+    ts = _submit(_shout_task(), _ECHOES[how])
+    shown = '\n'.join([ts.observation, *_strings(ts.info)])
+    assert 'kumquat' not in shown and 'ECHO' not in shown, (how, ts.info)
+    assert ts.info['success'] is False, ts.info
+    if how != 'stderr, then the timeout': assert 'TestShout.test_fruit' in ts.observation, ts.info     # a timeout leaves no report
+
+def test_the_kind_of_failure_is_shown():
+    "The exception's type, and where it was raised, is feedback the agent can act on; its message is not shown"
+    assert _submit(_shout_task(), _ECHOES['exception message']).info['messages'] == [
+        "TestShout.test_fruit: ValueError raised in the candidate's code"]
+    assert _submit(_shout_task(), _BUG).info['messages'] == ['TestShout.test_fruit: AssertionError (a check of the test failed)']
+
+def test_full_feedback_is_a_task_setting_for_the_researcher():
+    "feedback: full (a task's own setting, off by default) gives the tracebacks, as a researcher debugging a task wants"
+    assert _shout_task().feedback == 'names'
+    ts = _submit(_shout_task(feedback='full'), _BUG)
+    assert "self.assertEqual(shout('kumquat-417'), 'KUMQUAT-417!')" in ts.info['messages'][0], ts.info['messages']
+
+# -- over the env server: the client's info --
+
+def test_env_server_client_gets_no_hidden_test_text():
+    task = {t.id: t for t in TASKS}['py-fizzbuzz-order']
+    seed = [t.id for t in TASKS].index(task.id)
+    with EnvServer('knowlyr/sandbox', 'agentgym') as srv:
+        env = AgentGymClient(srv.url, step_timeout=120, name='sandbox')
+        try:
+            env.reset(seed=seed)
+            ts = env.step({'tool': 'act', 'params': {'action': 'submit()'}})
+        finally: env.close()
+    assert ts.done and ts.info['success'] is False, ts.info
+    assert ts.info['tests_passed'] == 3 and ts.info['failures'] == ['TestFizzBuzz.test_both', 'TestFizzBuzz.test_both_30'], ts.info
+    assert _leaks(task, ts) == [], ts.info['messages']
+    _check_named(ts, unittest_names(task.hidden_tests))
+
+def test_a_test_command_says_its_exit_status_only():
+    "A task graded by a shell command: its output (here an assertion with the expected value) is not feedback"
+    cmd = "python3 -c \"from shout import shout; assert shout('kumquat-417') == 'KUMQUAT-417!', 'wanted KUMQUAT-417!'\""
+    ts = _submit(_shout_task(test_command=cmd), _BUG)
+    assert ts.info['failures'] == ['test_command'] and ts.info['messages'] == ['test_command: exit status 1'], ts.info
+    assert 'kumquat' not in '\n'.join([ts.observation, *_strings(ts.info)]).lower(), ts.info
