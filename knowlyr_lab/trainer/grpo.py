@@ -15,14 +15,14 @@ import uuid
 from pathlib import Path
 
 import torch
-from accelerate.utils import gather_object
+from accelerate.utils import DistributedType, gather_object
 from fastcore.basics import patch
 
 from .base import BaseTrainer
 from .data import DataFormatError, env_tools, to_chat
-from .grpo_groups import GRPOConfig, _group_tensors, groups_from_records
+from .grpo_groups import GRPOConfig, _group_tensors, groups_from_records, has_signal
 from .inference import AgentInference
-from .losses import grpo_loss, invalid_counts, token_logps
+from .losses import chunked_token_logps, grpo_loss, invalid_counts
 from .serve import load_lora_adapter, unload_lora_adapter
 from ..trajectory import Trajectory, trajectory_score
 
@@ -43,11 +43,39 @@ class GRPOTrainer(BaseTrainer):
         self.ref_model, self.groups, self.epochs, self._batch, self._updates = None, None, config.num_epochs, None, []
         self.served, self._served_n, self._run_id = None, 0, f'grpo-{uuid.uuid4().hex[:8]}'   # the adapter the rollout server has (name, folder)
         self._ref_rows = {}    # offline, full fine-tuning, beta > 0: the reference's log-probs per row, computed once before training
+        self._skipped = 0      # optimiser steps not taken because their batch had no group with signal
 
-    def _logps(self, model, b):
-        "Per-token log-probs of the labels under `model` (logits at the sampling temperature) and their mask"
-        logits = model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False).logits
-        return token_logps(logits, b['labels'], self.config.temperature)
+# %% ../../nbs/66_trainer_grpo.ipynb #6309f3d8
+def _output_head(model,                # the (unwrapped) causal LM
+                 hidden:torch.Tensor,  # (B, H) final hidden states of one position per row
+                 logits:torch.Tensor,  # (B, V) the logits `model` returned at those positions
+                ):                     # hidden states -> logits, as the model computes them
+    "The model's logits from its final hidden states (LM head, then Cohere/Granite scaling or Gemma soft-capping), checked against `logits`"
+    cfg, lm = model.config.get_text_config(), model.get_output_embeddings()
+    mul, div, cap = (getattr(cfg, k, None) for k in ('logit_scale', 'logits_scaling', 'final_logit_softcapping'))
+    def head(h):
+        z = lm(h)
+        z = z * mul if mul is not None else z
+        z = z / div if div is not None else z
+        return torch.tanh(z / cap) * cap if cap else z
+    with torch.no_grad(): z = head(hidden)
+    if (z.float() - logits.float()).abs().max() > 4 * torch.finfo(z.dtype).eps * logits.float().abs().max() + 1e-6:
+        raise ValueError(f"{type(model).__name__}: its logits are not its LM head's output (nor scaled or soft-capped as Cohere, Granite or "
+                         "Gemma do), so GRPO cannot score completion tokens from hidden states")
+    return head
+
+# %% ../../nbs/66_trainer_grpo.ipynb #138b5bca
+@patch
+def _logps(self:GRPOTrainer, model, b:dict)->tuple:
+    "Per-token log-probs of the labels under `model` at the sampling temperature, and their mask: computed at the labelled positions only"
+    mask = b['labels'][:, 1:] != -100                          # position t predicts token t+1
+    with self.accelerator.autocast():                         # the policy's precision (its prepared forward has it), for the reference too
+        out = model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False, output_hidden_states=True, logits_to_keep=1)
+        h = out.hidden_states[-1]
+        head = _output_head(self.accelerator.unwrap_model(model), h[:, -1], out.logits[:, -1])
+        del out                                               # the other layers' hidden states
+        lp = chunked_token_logps(h[:, :-1][mask], head, b['labels'][:, 1:][mask], self.config.temperature, self.config.logps_chunk_size)
+    return torch.zeros(mask.shape, dtype=lp.dtype, device=lp.device).masked_scatter(mask, lp), mask
 
 # %% ../../nbs/66_trainer_grpo.ipynb #fadb7a41
 @patch
@@ -67,11 +95,22 @@ def plan(self:GRPOTrainer)->list[list[tuple]]:
 @patch
 @torch.no_grad()
 def _prepare(self:GRPOTrainer, key:tuple, gidx:tuple|None)->dict:
-    "A batch of groups as this process's tensors, with advantages, old (and reference) log-probs and rewards"
+    "A batch: what was sampled, and this process's tensors of its groups with signal (None when it has none)"
+    groups, rounds = ([self.groups[i] for i in gidx], 1) if key[0] == 'offline' else self._online_groups(key[1])
+    members = [m for g in groups for m in g]
+    valid = torch.tensor([bool(m.get('valid', True)) for m in members])
+    kept = [g for g in groups if has_signal(g)]
+    rec = {'key': key, 'groups': len(groups), 'signal': len(kept), 'rounds': rounds, 'tensors': None,
+           'rewards': torch.tensor([float(m['reward']) for m in members])[valid], 'invalid': invalid_counts(valid, [len(g) for g in groups])}
+    return {**rec, **self._batch_tensors(kept[:self.config.tasks_per_step])} if kept else rec
+
+# %% ../../nbs/66_trainer_grpo.ipynb #4db85116
+@patch
+@torch.no_grad()
+def _batch_tensors(self:GRPOTrainer, groups:list[list[dict]])->dict:
+    "Groups as this process's tensors, with advantages, old (and reference) log-probs; its weight and micro-batch parts"
     c, acc = self.config, self.accelerator
-    groups = [self.groups[i] for i in gidx] if key[0] == 'offline' else self._online_groups(key[1])
-    sizes = [len(g) for g in groups]
-    b, A, rewards, valid = _group_tensors(self, [m for g in groups for m in g], sizes)
+    b, A, _, _ = _group_tensors(self, [m for g in groups for m in g], [len(g) for g in groups])
     # DDP: every process holds the whole batch (advantages need whole groups) and trains on its slice of the sequences (rows)
     idx, w = self._shard(list(range(A.shape[0])))
     b = {k: v[idx].to(acc.device) for k, v in b.items()}
@@ -90,8 +129,7 @@ def _prepare(self:GRPOTrainer, key:tuple, gidx:tuple|None)->dict:
             else: b['ref'] = self._stored_ref(b)          # offline: computed once from the warm start
     finally: self.model.train(was)
     parts = [list(range(len(idx)))[j::c.gradient_accumulation_steps] for j in range(c.gradient_accumulation_steps)]
-    signal = sum(len(set(r[v].tolist())) > 1 for r, v in zip(rewards.split(sizes), valid.split(sizes)))   # groups whose advantages are not all 0
-    return {'key': key, 'tensors': b, 'weight': w, 'parts': parts, 'rewards': rewards[valid], 'invalid': invalid_counts(valid, sizes), 'signal': signal}
+    return {'tensors': b, 'weight': w, 'parts': parts}
 
 # %% ../../nbs/66_trainer_grpo.ipynb #e96d3471
 @patch
@@ -119,12 +157,23 @@ def compute_loss(self:GRPOTrainer, b:dict)->tuple:
 # %% ../../nbs/66_trainer_grpo.ipynb #0d36bce5
 @patch
 def step_metrics(self:GRPOTrainer, sums:dict, count:float)->dict:
-    "One optimiser step's log row: the loss, the valid members' reward mean and spread, invalid members, groups with signal, KL and clipping"
-    tok, r = max(sums['completion_tokens'], 1), self._batch['rewards']   # rewards of the valid members
+    "One optimiser step's log row: loss, the valid members' reward mean and spread, invalid members, what was sampled, KL and clipping"
+    p, tok = self._batch, max(sums['completion_tokens'], 1)
+    r = p['rewards']                                             # the valid members' rewards, of every sampled group
     return {'loss': sums['loss'] / max(count, 1e-12), 'reward': r.mean().item() if len(r) else float('nan'), 'reward_std': r.std().item() if len(r) > 1 else 0.0,
-            'n_invalid': self._batch['invalid']['n_invalid'], 'groups_with_signal': self._batch.get('signal'),
-            'completion_tokens': int(sums['completion_tokens']), 'mode': self._batch['key'][0],
-            **{k: sums[k] / tok for k in ('kl', 'clip_ratio') if k in sums}}
+            'n_invalid': p['invalid']['n_invalid'], 'groups': p.get('groups'), 'groups_with_signal': p.get('signal'), 'sampling_rounds': p.get('rounds'),
+            'skipped': p['tensors'] is None, 'skipped_updates': self._skipped, 'completion_tokens': int(sums['completion_tokens']),
+            'mode': p['key'][0], **{k: sums[k] / tok for k in ('kl', 'clip_ratio') if k in sums}}
+
+# %% ../../nbs/66_trainer_grpo.ipynb #cc82436e
+@patch
+def _step(self:GRPOTrainer, specs:list)->dict:
+    "One optimiser step on the batch's groups with signal; none when it has none (no forward, no optimiser or scheduler step)"
+    key, gidx, _ = specs[0]
+    if self._batch is None or self._batch['key'] != key: self._batch = self._prepare(key, gidx)
+    if self._batch['tensors'] is not None: return BaseTrainer._step(self, specs)
+    self._skipped += 1
+    return {**self.step_metrics({'loss': 0.0, 'completion_tokens': 0}, 0), 'loss': float('nan'), 'lr': self.scheduler.get_last_lr()[0], 'grad_norm': None}
 
 # %% ../../nbs/66_trainer_grpo.ipynb #47b17d6c
 @patch
@@ -137,14 +186,14 @@ def on_step_end(self:GRPOTrainer, row:dict):
 # %% ../../nbs/66_trainer_grpo.ipynb #4647bdcc
 @patch
 def extra_state(self:GRPOTrainer)->dict:
-    "The current batch, saved with each checkpoint"
-    return {'batch': self._batch} if self._batch is not None else {}
+    "The current batch and the steps skipped so far, saved with each checkpoint"
+    return {'batch': self._batch, 'skipped': self._skipped} if self._batch is not None else {}
 
 # %% ../../nbs/66_trainer_grpo.ipynb #d0830156
 @patch
 def load_extra_state(self:GRPOTrainer, d:dict):
-    "Restore the batch a checkpoint was saved in"
-    self._batch = d.get('batch')
+    "Restore the batch a checkpoint was saved in, and its count of skipped steps"
+    self._batch, self._skipped = d.get('batch'), d.get('skipped', 0)
 
 # %% ../../nbs/66_trainer_grpo.ipynb #157041fb
 @patch
@@ -155,7 +204,8 @@ def train_offline(self:GRPOTrainer, data, num_epochs:int|None=None, stop_at:int|
     self.epochs = num_epochs or self.config.num_epochs
     if not self.groups: raise DataFormatError("no groups in the offline data")
     if self.config.beta > 0 and not self.config.use_lora and self.ref_model is None: self._reference_rows(self.groups)
-    self._updates = []
+    if self.ref_model is not None: self.ref_model = self._placed(self.ref_model).eval().requires_grad_(False)   # a reference given as a model
+    self._updates, self._skipped = [], 0
     BaseTrainer.train(self, stop_at)
     return [r for _, r in self._updates]
 
@@ -209,15 +259,24 @@ def _score(self:GRPOTrainer, t:Trajectory)->dict:
 
 # %% ../../nbs/66_trainer_grpo.ipynb #bacd31ac
 @patch
-def _online_groups(self:GRPOTrainer, u:int)->list[list[dict]]:
-    "Update u's groups: its tasks rolled out by the current policy and scored (split across processes, gathered in task order)"
-    c = self.config
+def _rollout_groups(self:GRPOTrainer, seeds:list[int])->list[list[dict]]:
+    "The groups of env `seeds` rolled out by the current policy and scored (split across processes, gathered in task order)"
     acc, n = self.accelerator, self.accelerator.num_processes
-    seeds = [c.task_seed_offset + u * c.tasks_per_step + k for k in range(c.tasks_per_step)]
     mine = list(range(acc.process_index, len(seeds), n))      # this process rolls out tasks k, k+n, ... (whole groups)
     groups = [[self._score(t) for t in g] for g in self.rollout([seeds[k] for k in mine])] if mine else []
     if n > 1: groups = [g for _, g in sorted(gather_object(list(zip(mine, groups))), key=lambda p: p[0])]
     return groups
+
+# %% ../../nbs/66_trainer_grpo.ipynb #5534d6ac
+@patch
+def _online_groups(self:GRPOTrainer, u:int)->tuple[list[list[dict]], int]:
+    "Update u's groups, and the rounds they took: rounds of new tasks until `min_groups_with_signal` have signal, `max_sampling_rounds` at most"
+    c, groups, r = self.config, [], 0
+    U = max(1, c.max_steps // c.num_iterations)               # updates in the run (as `plan` counts them)
+    while r < c.max_sampling_rounds and sum(map(has_signal, groups)) < c.min_groups_with_signal:
+        first = c.task_seed_offset + (r * U + u) * c.tasks_per_step
+        groups += self._rollout_groups(list(range(first, first + c.tasks_per_step))); r += 1
+    return groups, r
 
 # %% ../../nbs/66_trainer_grpo.ipynb #7b595e31
 def _row_keys(b:dict)->list[tuple]:
@@ -225,12 +284,19 @@ def _row_keys(b:dict)->list[tuple]:
     n = b['attention_mask'].sum(1).tolist()
     return [(tuple(i[:k]), tuple(l[:k])) for i, l, k in zip(b['input_ids'].tolist(), b['labels'].tolist(), n)]
 
+# %% ../../nbs/66_trainer_grpo.ipynb #4bd89936
+@patch
+def _placed(self:GRPOTrainer, model):
+    "`model` on the device the policy trains on, as accelerate will place the policy (a device map, FSDP or DeepSpeed place it themselves)"
+    if getattr(model, 'hf_device_map', None) or self.accelerator.distributed_type in (DistributedType.FSDP, DistributedType.DEEPSPEED): return model
+    return model.to(self.accelerator.device)
+
 # %% ../../nbs/66_trainer_grpo.ipynb #365e9395
 @patch
 @torch.no_grad()
 def _reference_rows(self:GRPOTrainer, groups:list[list[dict]]):
     "The warm start's log-probs of every row of `groups` (offline, full fine-tuning, beta > 0): the reference, without a copy of the model"
-    acc, was = self.accelerator, self.model.training
+    acc, was = self.accelerator, self._placed(self.model).training
     self.model.eval()
     try:
         for g in groups:
@@ -258,11 +324,11 @@ def train(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
     c = self.config
     if not c.env_id: raise ValueError("online GRPO needs config.env_id (or use train_offline)")
     if c.max_steps < 1: raise ValueError("online GRPO needs max_steps >= 1")
-    self.groups, self._updates = None, []
+    self.groups, self._updates, self._skipped = None, [], 0
     if c.beta > 0 and not c.use_lora and self.ref_model is None:      # the initial policy, kept before any update (or checkpoint) changes it
         if self._ready: raise ValueError("online GRPO with beta > 0 compares with the initial policy, which this trainer did not keep (its offline run "
                                          "used reference log-probs computed up front): start a new trainer from the warm start, or use_lora")
-        self.ref_model = copy.deepcopy(self.model).eval()
-        for p in self.ref_model.parameters(): p.requires_grad_(False)
+        self.ref_model = copy.deepcopy(self.accelerator.unwrap_model(self.model))
+    if self.ref_model is not None: self.ref_model = self._placed(self.ref_model).eval().requires_grad_(False)
     BaseTrainer.train(self, stop_at)
     return [r for _, r in self._updates]

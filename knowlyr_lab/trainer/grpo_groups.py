@@ -19,7 +19,7 @@ from .losses import grpo_advantages, step_level_advantages
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['GRPOConfig', 'groups_from_records']
+__all__ = ['GRPOConfig', 'groups_from_records', 'has_signal']
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #27f65276
 @dataclass
@@ -50,12 +50,16 @@ class GRPOConfig(TrainConfig):
     rollout_base_url: str|None = None      # with 'openai': the server's base URL, e.g. http://host:8000/v1 (vLLM with LoRA updating on, or `serve(enable_lora=True)`)
     rollout_api_key: str|None = None       # with 'openai': its API key (None: $OPENAI_API_KEY, or none)
     rollout_adapter_dir: str|None = None   # with 'openai': where each update's adapter is saved for the server to load (None: output_dir/rollout_adapters)
+    min_groups_with_signal: int = 1        # online: roll out further rounds of tasks_per_step new tasks until this many groups have reward variance
+    max_sampling_rounds: int = 1           # online: rounds of rollouts per update at most (1: no resampling); a batch without signal skips its update
+    logps_chunk_size: int = 1024           # completion positions projected through the LM head at once (memory: chunk x vocabulary floats)
 
     _checks = {'num_generations': in_range(2), 'tasks_per_step': in_range(1), 'max_episode_steps': in_range(1),
                'max_completion_length': in_range(1), 'temperature': in_range(0, lo_open=True), 'epsilon': in_range(0, 1, hi_open=True),
                'epsilon_high': in_range(0), 'beta': in_range(0), 'loss_type': one_of('grpo', 'bnpo', 'dr_grpo', 'dapo'),
                'scale_rewards': one_of('group', 'batch', 'none'), 'num_iterations': in_range(1), 'task_seed_offset': in_range(0),
-               'max_invalid_actions': in_range(1), 'recorded_ids': one_of(*RECORDED_IDS), 'rollout_backend': one_of('local', 'openai')}
+               'max_invalid_actions': in_range(1), 'recorded_ids': one_of(*RECORDED_IDS), 'rollout_backend': one_of('local', 'openai'),
+               'min_groups_with_signal': in_range(1), 'max_sampling_rounds': in_range(1), 'logps_chunk_size': in_range(1)}
 
     def __post_init__(self):
         super().__post_init__()
@@ -66,6 +70,9 @@ class GRPOConfig(TrainConfig):
             raise ConfigError("GRPOConfig.rollout_backend='openai' hot-loads the LoRA adapter into the server after each update: set use_lora=True", 'use_lora')
         if self.rollout_backend == 'openai' and not self.rollout_base_url:
             raise ConfigError("GRPOConfig.rollout_backend='openai' needs rollout_base_url, the server's OpenAI base URL (e.g. http://127.0.0.1:8000/v1)", 'rollout_base_url')
+        if self.min_groups_with_signal > self.tasks_per_step:
+            raise ConfigError(f"GRPOConfig.min_groups_with_signal={self.min_groups_with_signal} exceeds tasks_per_step={self.tasks_per_step}, the most "
+                              "groups a batch trains on: lower it or raise tasks_per_step", 'min_groups_with_signal')
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #9749d061
 def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
@@ -137,3 +144,9 @@ def groups_from_records(data, tools=None, system=None,
             by_task.setdefault(ch['task_id'], []).append(ch)
     groups += list(by_task.values())
     return groups
+
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #c10de3d4
+def has_signal(group:list[dict], # members with 'reward' (and 'valid': False for an infrastructure failure)
+              )->bool:
+    "Whether a group can teach anything: its valid members' rewards differ (else every advantage is 0)"
+    return len({float(m['reward']) for m in group if m.get('valid', True)}) > 1

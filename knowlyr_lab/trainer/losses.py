@@ -7,12 +7,15 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_losses.html.md"""
 # %% ../../nbs/62_trainer_losses.ipynb #34ba18fa
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 # %% auto #0
-__all__ = ['token_logps', 'step_weighted_ce', 'dpo_loss', 'grpo_advantages', 'invalid_counts', 'step_level_advantages',
-           'grpo_loss']
+__all__ = ['token_logps', 'chunked_token_logps', 'step_weighted_ce', 'dpo_loss', 'grpo_advantages', 'invalid_counts',
+           'step_level_advantages', 'grpo_loss']
 
 # %% ../../nbs/62_trainer_losses.ipynb #275ebe07
 def token_logps(logits:torch.Tensor,  # (B, T, V) model outputs
@@ -25,6 +28,19 @@ def token_logps(logits:torch.Tensor,  # (B, T, V) model outputs
     mask = tgt != -100
     lp = torch.gather(F.log_softmax(logits, -1), 2, tgt.clamp(min=0).unsqueeze(-1)).squeeze(-1)
     return lp * mask, mask
+
+# %% ../../nbs/62_trainer_losses.ipynb #3a87bd86
+def chunked_token_logps(hidden:torch.Tensor,  # (N, H) final hidden states of the positions to score
+                        head,                 # hidden states -> logits, e.g. the LM head (`model.get_output_embeddings()`)
+                        targets:torch.Tensor, # (N,) the token each position predicts
+                        temperature:float=1.0, # sampling temperature the logits are divided by
+                        chunk_size:int=1024,  # positions projected at once: at most (chunk_size, V) logits exist at a time
+                       )->torch.Tensor:       # (N,) float32 log-probs of `targets`
+    "Log-probs of `targets` from hidden states, projected through `head` a chunk at a time (recomputed in the backward pass)"
+    def part(h, t): return torch.log_softmax(head(h).float() / temperature, -1).gather(1, t[:, None]).squeeze(1)
+    run = partial(checkpoint, part, use_reentrant=False) if torch.is_grad_enabled() else part
+    out = [run(hidden[k:k + chunk_size], targets[k:k + chunk_size]) for k in range(0, len(targets), chunk_size)]
+    return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float)
 
 # %% ../../nbs/62_trainer_losses.ipynb #63a85f20
 def step_weighted_ce(logits:torch.Tensor,        # (B, T, V)
