@@ -67,7 +67,7 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                 updates:int=20, num_generations:int=8, tasks_per_step:int=4,
                 learning_rate:float=2e-4, temperature:float=0.7, loss_type:str='dapo',
                 max_invalid_actions:int|None=1, # end a rollout at its first invalid action (None: step budget only)
-                beta:float=0.05,              # k3 KL to the warm start (keeps pulling when a batch has no reward signal)
+                beta:float=0.05,              # k3 KL to the warm start (a batch without reward signal is skipped: no KL step either)
                 max_episode_steps:int=4, max_completion_length:int=40,
                 task_seed_offset:int=1_000_000, # first env seed of the GRPO tasks
                 episode_reward_fn=None,       # trajectory -> float, once per episode (default: trajectory_score)
