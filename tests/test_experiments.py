@@ -49,11 +49,38 @@ def test_01_sft_from_experts(tmp_path):
 @pytest.mark.long
 def test_04_agent_evol(tmp_path):
     out = tmp_path / 'exp04'
-    run_notebook('04_agent_evol.ipynb', out)
+    nb = run_notebook('04_agent_evol.ipynb', out)
     res = json.loads((out / 'results.json').read_text())
-    P = res['params']
-    assert [(r['seed'], r['round']) for r in res['rounds']] == [(s, r) for s in P['SEEDS'] for r in range(P['ROUNDS'] + 1)]
-    assert all(0 <= r['success'] <= 1 for r in res['rounds']) and len(res['tests']) == len(P['SEEDS'])
+    P = res['params']; W, I = P['WARM_SEEDS'], P['ITERATIONS']
+    assert res['size'] == 'ci' and len(W) >= 2
+    # independent warm starts, each a BC checkpoint chosen on validation tasks, with its test success recorded
+    assert [w['seed'] for w in res['warm_starts']] == W
+    for w in res['warm_starts']:
+        assert w['step'] == w['curve'][-1]['step'] and w['reached_band'] == (w['validation'] >= P['BAND'])
+        assert all(c['validation'] < P['BAND'] for c in w['curve'][:-1])          # the first checkpoint in the band, not a later one
+        assert 0 <= w['validation'] <= 1 and 0 <= w['held_out'] <= 1
+    # both arms, every warm start, every iteration (0: the warm start), with the same data budget
+    rows = {(r['arm'], r['warm_start'], r['iteration']): r for r in res['iterations']}
+    assert set(rows) == {(a, w, i) for a in ('agentevol', 'control') for w in W for i in range(I + 1)}
+    for w in W:
+        assert rows['agentevol', w, 0]['held_out'] == rows['control', w, 0]['held_out'] == res['warm_starts'][W.index(w)]['held_out']
+        for i in range(1, I + 1):
+            e, c = rows['agentevol', w, i], rows['control', w, i]
+            assert e['samples'] == P['N_EXPLORE'] * P['K'] and e['kept'] == e['tasks_solved'] <= min(e['successes'], P['N_EXPLORE'])  # one success per task
+            assert c['kept'] == e['kept'] == c['samples'] and c['successes'] <= c['samples']    # the control: as many rows, chosen without the verifier
+            assert all(0 <= r['held_out'] <= 1 for r in (e, c))
+    assert any(rows['agentevol', w, i]['kept'] > 0 for w in W for i in range(1, I + 1))      # at ci a noisy expert explores: rows to choose from
+    assert [b['warm_start'] for b in res['bc_only']] == W
+    # the comparisons: crossed bootstrap over warm starts x tasks, per-warm-start exact McNemar with Holm-adjusted p
+    assert set(res['comparisons']) >= {'agentevol vs control', 'agentevol vs warm start'}
+    for c in res['comparisons'].values():
+        assert c['n_runs'] == len(W) and c['n_tasks'] == P['N_EVAL'] and c['ci'][0] <= c['ci'][1] and 0 <= c['p_bootstrap'] <= 1
+        assert c['p_adjustment'].startswith('holm') and [r['run'] for r in c['runs']] == list(range(len(W)))
+        assert all(r['test'] == 'mcnemar_exact' and 0 <= r['p'] <= r['p_holm'] <= 1 for r in c['runs'])
+    assert 'Holm-adjusted' in res['conclusion'] and 'trend' not in res and 'crossed-bootstrap' in res['conclusion']
+    assert res['held_out_check']['test']['shared'] == 0 and res['held_out_check']['test']['n_eval'] == P['N_EVAL']
+    assert res['held_out_check']['validation']['shared'] == 0
+    assert res['conclusion'] in ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
     assert_provenance(res)
 
 @pytest.mark.long
