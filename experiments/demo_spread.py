@@ -5,7 +5,11 @@ held-out success with its Wilson CI, Holm-adjusted p, learning curve, timings an
 at the end the rows are written to --results (default experiments/demo_spread.results.json), from which README's table is
 generated (`spread_table`, `spread_summary`; tests/test_experiments.py checks they agree).
 
-    python experiments/demo_spread.py [--seeds 0 1 2] [--levels default avx2 avx512] [--size small] [--out runs/demo-spread]
+    python experiments/demo_spread.py [--seeds 0 1 2] [--levels default avx2 avx512] [--size small] [--out runs/demo-spread] [--jobs 2]
+
+--jobs N runs N demos at once, each with N-th of the cores as its torch threads (`OMP_NUM_THREADS`; recorded in each row's
+provenance): on a 2-core machine shared with other work, two one-thread runs do not spin-wait on each other as one
+two-thread run does. The results file is rewritten after every run, so an interrupted grid keeps the rows it made.
 
 Run it from a clean checkout: every row records the commit and whether the worktree was modified, and the README test
 refuses modified rows. One run at size `small` takes a few minutes of two idle cores (scalar kernels: longer)."""
@@ -14,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from knowlyr_lab.demo import DemoConfig, spread_row, spread_summary, spread_table
@@ -35,17 +40,22 @@ def main():
     ap.add_argument('--levels', nargs='+', default=None, help='default: every level this CPU has')
     ap.add_argument('--size', default='small'); ap.add_argument('--out', default='runs/demo-spread')
     ap.add_argument('--results', default=str(Path(__file__).with_name('demo_spread.results.json')))
+    ap.add_argument('--jobs', type=int, default=1, help='demos run at once, each with cores/jobs torch threads (default: %(default)s)')
     a = ap.parse_args()
     levels, rows = a.levels or cpu_levels(), []
-    for level in levels:
-        for seed in a.seeds:
-            out = Path(a.out) / f'{level}-seed{seed}'
-            env = {**os.environ, 'ATEN_CPU_CAPABILITY': level}
-            subprocess.run([sys.executable, '-c', RUN, str(out), a.size, str(seed)], env=env, check=True)
-            row = spread_row(json.loads((out / 'results.json').read_text()), level)
-            print(json.dumps(row), flush=True); rows.append(row)
-    Path(a.results).write_text(json.dumps({'size': a.size, 'recipe': {k: v for k, v in vars(DemoConfig.sized(a.size)).items() if k != 'seed'},
-                                           'rows': rows}, indent=1) + '\n')
+    threads = max(1, (os.cpu_count() or 1) // a.jobs)
+    def write():
+        Path(a.results).write_text(json.dumps({'size': a.size, 'recipe': {k: v for k, v in vars(DemoConfig.sized(a.size)).items() if k != 'seed'},
+                                               'rows': rows}, indent=1) + '\n')
+    def one(level, seed):
+        out = Path(a.out) / f'{level}-seed{seed}'
+        env = {**os.environ, 'ATEN_CPU_CAPABILITY': level, **({'OMP_NUM_THREADS': str(threads)} if a.jobs > 1 else {})}
+        subprocess.run([sys.executable, '-c', RUN, str(out), a.size, str(seed)], env=env, check=True)
+        return spread_row(json.loads((out / 'results.json').read_text()), level)
+    grid = [(level, seed) for level in levels for seed in a.seeds]
+    with ThreadPoolExecutor(a.jobs) as ex:
+        for row in ex.map(lambda ls: one(*ls), grid):   # rows in grid order; each written as soon as it and those before it are done
+            print(json.dumps(row), flush=True); rows.append(row); write()
     print(spread_summary(rows)); print(spread_table(rows))
 
 if __name__ == '__main__': main()
