@@ -19,9 +19,9 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 # %% auto #0
-__all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'TimeStep', 'parse_ast', 'tool_name_of',
-           'parse_action', 'tool_schema', 'schema_name', 'schema_params', 'validate_params', 'random_call',
-           'fingerprint_of', 'AgentEnv']
+__all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'InfrastructureError', 'TimeStep', 'parse_ast',
+           'tool_name_of', 'parse_action', 'tool_schema', 'schema_name', 'schema_params', 'validate_params',
+           'random_call', 'fingerprint_of', 'AgentEnv']
 
 # %% ../nbs/00_core.ipynb #cdf57341
 class KnowlyrError(Exception):
@@ -35,6 +35,9 @@ class EnvDoneError(KnowlyrError, RuntimeError):
 
 class NotResetError(KnowlyrError, RuntimeError):
     "`step` was called before `reset`"
+
+class InfrastructureError(KnowlyrError, RuntimeError):
+    "The harness, not the policy, failed (nothing the agent can do causes it): the episode says nothing about the policy"
 
 # %% ../nbs/00_core.ipynb #bd7d8bd0
 @dataclass

@@ -12,12 +12,12 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .core import AgentEnv, EnvDoneError, InvalidActionError, KnowlyrError, NotResetError, TimeStep, parse_action
+from .core import AgentEnv, EnvDoneError, InfrastructureError, InvalidActionError, NotResetError, TimeStep, parse_action
 from .trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory, as_task, trajectory_score
 
 # %% auto #0
-__all__ = ['INFRA_ERRORS', 'EnvWrapper', 'InfrastructureError', 'register_infra_error', 'infra_failure',
-           'MaxInvalidActionsWrapper', 'StepBudgetWrapper', 'TimeoutWrapper', 'RewardContext', 'RecorderWrapper']
+__all__ = ['EnvWrapper', 'infra_failure', 'MaxInvalidActionsWrapper', 'StepBudgetWrapper', 'TimeoutWrapper', 'RewardContext',
+           'RecorderWrapper']
 
 # %% ../nbs/04_wrappers.ipynb #5fb5fb45
 def _forward(name):
@@ -57,23 +57,13 @@ class EnvWrapper(AgentEnv):
     def __repr__(self): return f"<{type(self).__name__} {self.env!r}>"
 
 # %% ../nbs/04_wrappers.ipynb #28e3f81b
-class InfrastructureError(KnowlyrError, RuntimeError):
-    "The harness, not the policy, failed: the episode says nothing about the policy"
-
-INFRA_ERRORS: list[type] = [InfrastructureError, ConnectionError, TimeoutError]   # exception types that mean infrastructure failed
-
-def register_infra_error(*types:type):
-    "Add exception types to `INFRA_ERRORS`"
-    for t in types:
-        if t not in INFRA_ERRORS: INFRA_ERRORS.append(t)
-
 def infra_failure(e:BaseException,  # an exception that ended an episode
-                 )->str|None:       # the reason ("SandboxError: ..."), None when it is not an infrastructure failure
-    "Why `e` (or an exception it was raised from) is an infrastructure failure, or None"
+                 )->str|None:       # the reason ("SandboxBackendError: ..."), None when it is not an infrastructure failure
+    "Why `e` (or an exception it was raised from) is an infrastructure failure, or None: decided by type alone"
     seen = set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
-        if isinstance(e, tuple(INFRA_ERRORS)): return f"{type(e).__name__}: {e}"
+        if isinstance(e, (InfrastructureError, ConnectionError, TimeoutError)): return f"{type(e).__name__}: {e}"
         e = e.__cause__ or e.__context__
     return None
 

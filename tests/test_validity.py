@@ -11,7 +11,7 @@ from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.eval.evaluate import EvalResult, compare_agents, leaderboard
 from knowlyr_lab.hub.collect import collect, episode_seed
 from knowlyr_lab.reward.preferences import build_preferences, reward_leaderboard
-from knowlyr_lab.sandbox.base import SandboxError
+from knowlyr_lab.sandbox.base import SandboxBackendError
 from knowlyr_lab.trainer.losses import grpo_advantages, invalid_counts
 
 TASK = MazeEnv('easy').list_tasks()[0]
@@ -23,7 +23,7 @@ class DoomedMaze(MazeEnv):
     def _reset(self, task=None, seed=None): self.k, self.doomed = 0, seed in DOOMED; return super()._reset(task, seed)
     def _step(self, tool, params):
         self.k += 1
-        if self.doomed and self.k == 2: raise SandboxError("sandbox container exited (OOM-killed)")
+        if self.doomed and self.k == 2: raise SandboxBackendError("sandbox container exited (OOM-killed)")
         return super()._step(tool, params)
 
 @pytest.fixture(scope='module')
@@ -33,7 +33,7 @@ def group():
 
 def test_collection_marks_the_planted_failures_invalid(group):
     assert [i for i, t in enumerate(group) if not t.valid] == [2, 7]
-    assert all(t.outcome.invalid == 'SandboxError: sandbox container exited (OOM-killed)' for t in (group[2], group[7]))
+    assert all(t.outcome.invalid == 'SandboxBackendError: sandbox container exited (OOM-killed)' for t in (group[2], group[7]))
     assert all(t.outcome.success is False and t.outcome.reason == 'error' for t in (group[2], group[7]))   # still not a success
 
 def test_grpo_advantages_of_valid_members_equal_the_group_without_the_failures(group):
@@ -85,7 +85,7 @@ class SandboxKiller(ExpertAgent):
 def test_a_real_sandbox_dying_mid_episode_gives_an_invalid_episode():
     died, = collect('knowlyr/sandbox', SandboxKiller, 1, progress=False)
     assert (died.valid, len(died.steps)) == (False, 1)
-    assert died.outcome.invalid.startswith('SandboxError:') and 'closed' in died.outcome.invalid
+    assert died.outcome.invalid.startswith('SandboxBackendError:') and 'closed' in died.outcome.invalid
     ok, = collect('knowlyr/sandbox', ExpertAgent, 1, progress=False)
     assert (ok.valid, ok.outcome.success) == (True, True)
 

@@ -17,7 +17,7 @@ from typing import Any, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..core import AgentEnv, KnowlyrError, TimeStep, tool_schema
+from ..core import AgentEnv, InfrastructureError, KnowlyrError, TimeStep, tool_schema
 from ..domains import get_domain
 from ..registry import register
 
@@ -138,7 +138,7 @@ class ScriptedUser:
         return UserTurn(' '.join(task.user.facts[i].say for i in new) if new else task.user.default)
 
 # %% ../../nbs/17_envs_conversation.ipynb #1bc84d97
-class UserSimulatorError(KnowlyrError, RuntimeError):
+class UserSimulatorError(InfrastructureError):
     "The user simulator could not produce a reply"
 
 USER_SYSTEM = ("You are role-playing a user talking to an assistant. Stay in character, reply in one or two short sentences, "

@@ -19,7 +19,7 @@ import urllib.parse
 
 from fastcore.basics import patch
 
-from ..core import AgentEnv, KnowlyrError, TimeStep, fingerprint_of, tool_schema
+from ..core import AgentEnv, InfrastructureError, KnowlyrError, TimeStep, fingerprint_of, tool_schema
 from .extras import require_extra
 from .serve import format_call
 
@@ -27,7 +27,7 @@ from .serve import format_call
 __all__ = ['MAX_RESPONSE_BYTES', 'RemoteEnvError', 'fetch', 'read_json', 'OpenEnvClient', 'AgentGymClient']
 
 # %% ../../nbs/19d_envs_remote.ipynb #5e3fc6f1
-class RemoteEnvError(KnowlyrError, RuntimeError):
+class RemoteEnvError(InfrastructureError):
     "A remote env server refused or lost the connection, missed a deadline, or answered with an error"
 
 def _task_seed(name, task, seed)->int:

@@ -15,8 +15,9 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from ..coding_tasks import CodingTask, load_coding_task, load_coding_tasks
-from ..core import AgentEnv, TimeStep, tool_schema
+from ..core import AgentEnv, InfrastructureError, TimeStep, tool_schema
 from ..registry import register
+from ..sandbox.base import SandboxError
 
 # %% auto #0
 __all__ = ['SandboxEnv']
@@ -113,7 +114,18 @@ def close(self:SandboxEnv):
 def _run_hidden_tests(self:SandboxEnv)->dict:
     "The task's hidden tests on a pristine copy with the agent's files applied, in a fresh sandbox (`HiddenTestVerifier`)"
     v = self.task.verifier(self.backend, self.image, self.limits, self.sandbox_kwargs)
-    return v.verify_sandbox(self.sandbox).as_info()
+    try: return v.verify_sandbox(self.sandbox).as_info()
+    except InfrastructureError: raise
+    except (SandboxError, OSError) as e: return self._judge_nothing(v, e)   # the agent's workspace: judged as nothing
+
+# %% ../../nbs/16_envs_sandbox.ipynb #ad6fec48
+@patch
+def _judge_nothing(self:SandboxEnv, v, e:Exception)->dict:
+    "The verdict on no agent files, because the agent's workspace could not be judged (`e`)"
+    why = f"{type(e).__name__}: {e}"
+    try: rep = v.verify({}).as_info()
+    except Exception as e2: raise InfrastructureError(f"the verifier fails on the pristine repository ({type(e2).__name__}: {e2}); first {why}") from e2
+    return {**rep, 'workspace_error': why}
 
 # %% ../../nbs/16_envs_sandbox.ipynb #bed1ab52
 @patch
@@ -123,7 +135,8 @@ def _take_step(self:SandboxEnv, tool, params)->TimeStep:
         score = rep['tests_passed'] / rep['tests_total'] if rep['tests_total'] else 0.0
         ok = rep['tests_total'] > 0 and rep['tests_passed'] == rep['tests_total']
         bad = rep['failures'] + rep['errors']
-        obs = (f"Submitted. Hidden tests: {rep['tests_passed']}/{rep['tests_total']} passed." +
+        lost = f" Your workspace could not be read ({rep['workspace_error'][:200]}): judged as if you changed nothing." if 'workspace_error' in rep else ''
+        obs = (f"Submitted.{lost} Hidden tests: {rep['tests_passed']}/{rep['tests_total']} passed." +
                (f" Failing: {', '.join(bad[:10])}." if bad else " All hidden tests pass."))
         return TimeStep(obs, score, terminated=True, info={'success': ok, 'score': score, 'reason': 'submitted', **rep})
     if tool == 'file_read':

@@ -24,20 +24,15 @@ from tqdm.auto import tqdm
 from ..agents import AgentError
 from ..chat import to_messages
 from ..core import AgentEnv
-from ..envs.conversation import UserSimulatorError
-from ..envs.remote import RemoteEnvError
 from ..registry import make
-from ..sandbox.base import SandboxError
 from ..trajectory import Source, Task, Trajectory, as_task, trajectory_score
-from ..wrappers import RecorderWrapper, StepBudgetWrapper, TimeoutWrapper, infra_failure, register_infra_error
+from ..wrappers import RecorderWrapper, StepBudgetWrapper, TimeoutWrapper, infra_failure
 
 # %% auto #0
 __all__ = ['FALLBACK_MAX_EPISODE_STEPS', 'RAY_START_ATTEMPTS', 'episode_seed', 'acts_in_batches', 'run_episodes', 'run_episode',
            'iter_collect', 'collect']
 
 # %% ../../nbs/41_hub_collect.ipynb #b9c268fc
-register_infra_error(SandboxError, RemoteEnvError, UserSimulatorError)   # these failures are the harness's, not the policy's
-
 def episode_seed(seed:int, index:int)->int:
     "Seed of episode `index` in a run seeded with `seed`"
     return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], 'big') & 0x7FFFFFFF

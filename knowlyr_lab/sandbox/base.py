@@ -13,22 +13,25 @@ from collections import deque
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from ..core import KnowlyrError
+from ..core import InfrastructureError, KnowlyrError
 
 # %% auto #0
-__all__ = ['WORKSPACE', 'SandboxError', 'PathEscapeError', 'SandboxUnavailableError', 'ToolResult', 'SandboxLimits',
-           'OutputCapture', 'truncate_output', 'resolve_workspace_path', 'host_readlink']
+__all__ = ['WORKSPACE', 'SandboxError', 'PathEscapeError', 'SandboxBackendError', 'SandboxUnavailableError', 'ToolResult',
+           'SandboxLimits', 'OutputCapture', 'truncate_output', 'resolve_workspace_path', 'host_readlink']
 
 # %% ../../nbs/09c_sandbox_base.ipynb #a2df2032
 WORKSPACE = '/workspace'   # where the workspace appears inside every sandbox
 
 class SandboxError(KnowlyrError):
-    "A sandbox operation failed (closed sandbox, missing file, bad snapshot, backend unavailable)"
+    "A sandbox operation failed (missing file, refused path, unreadable workspace, bad snapshot)"
 
 class PathEscapeError(SandboxError):
     "A path given to a file tool leaves the workspace"
 
-class SandboxUnavailableError(SandboxError):
+class SandboxBackendError(SandboxError, InfrastructureError):
+    "The sandbox itself failed: it cannot start, a process cannot be spawned, it was closed or its container is gone"
+
+class SandboxUnavailableError(SandboxBackendError):
     "No isolation is available for the sandbox asked for; the message says how to get it"
 
 @dataclass

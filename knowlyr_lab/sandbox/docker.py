@@ -13,10 +13,11 @@ import time
 import weakref
 
 import docker
+import requests
 from docker.types import Ulimit
 from fastcore.basics import patch_to
 
-from .base import OutputCapture, PathEscapeError, SandboxUnavailableError
+from .base import OutputCapture, PathEscapeError, SandboxBackendError, SandboxUnavailableError
 from .host import UidLease
 from .protocol import WORKSPACE, RunResult, Sandbox, SandboxError, SandboxLimits, resolve_workspace_path
 
@@ -112,7 +113,7 @@ class DockerSandbox(Sandbox):
         self.client = client or docker.from_env(timeout=120)
         try: self.client.images.get(self.image)
         except docker.errors.ImageNotFound:
-            raise SandboxError(f"image {self.image!r} is not on the Docker engine; build it offline with tools/build_sandbox_image.sh "
+            raise SandboxBackendError(f"image {self.image!r} is not on the Docker engine; build it offline with tools/build_sandbox_image.sh "
                                f"(or python tools/docker_engine.py start)") from None
         L, mb = self.limits, (lambda n: f'{int(n)}m')
         try: self._lease = UidLease.acquire()
@@ -137,14 +138,14 @@ class DockerSandbox(Sandbox):
             if self.container is not None: _remove_container(self.container)   # created but not started: do not leave it behind
             if self._lease: self._lease.release()
             hint = " (network=True needs an engine with a bridge network)" if L.network else ''
-            raise SandboxError(f"could not start a sandbox container from {self.image!r}{hint}: {e.explanation or e}") from e
+            raise SandboxBackendError(f"could not start a sandbox container from {self.image!r}{hint}: {e.explanation or e}") from e
         self._finalizer = weakref.finalize(self, _remove_container, self.container, self._lease)  # a forgotten sandbox is still removed
         try:
             key = (self.client.api.base_url, self.container.image.id)
             if key not in _PROBED:
                 probe = self._exec(IMAGE_PROBE, 30, user='0')
                 if probe.exit_code != 0:
-                    raise SandboxError(f"image {self.image!r} cannot host a DockerSandbox: {probe.output.strip()[:200]}; build the Debian "
+                    raise SandboxBackendError(f"image {self.image!r} cannot host a DockerSandbox: {probe.output.strip()[:200]}; build the Debian "
                                        f"image with tools/build_sandbox_image.sh (needs debootstrap)")
                 _PROBED.add(key)
             self._start_from(workspace)
@@ -168,15 +169,17 @@ _PROBED = set()  # (engine, image id) pairs whose image passed IMAGE_PROBE
 
 # %% ../../nbs/11_sandbox_docker.ipynb #18f0a90e
 @patch_to(DockerSandbox)
-def _exec(self, argv, timeout, stdin=None, merge=True, raw=False, user=None):
-    return docker_exec(self.client.api, self.container.id, argv, timeout, stdin, merge, self.limits.max_output_chars * 4, raw,
-                       user=user or f'{self.uid}:{self.uid}', env=self.env)
+def _exec(self, argv, timeout, stdin=None, merge=True, raw=False, user=None, workdir=WORKSPACE):
+    try: return docker_exec(self.client.api, self.container.id, argv, timeout, stdin, merge, self.limits.max_output_chars * 4, raw,
+                            user=user or f'{self.uid}:{self.uid}', workdir=workdir, env=self.env)
+    except (docker.errors.DockerException, requests.RequestException) as e:   # the engine or the container, not the command
+        raise SandboxBackendError(f"sandbox container {self.container.short_id}: {type(e).__name__}: {str(e)[:200]}") from e
 
 # %% ../../nbs/11_sandbox_docker.ipynb #892cd360
 @patch_to(DockerSandbox)
 def _kill_all(self):
     "Kill every process in the container but pid 1 (the reaper)"
-    docker_exec(self.client.api, self.container.id, ['kill', '-9', '-1'], 10, user='0', workdir='/')
+    self._exec(['kill', '-9', '-1'], 10, user='0', workdir='/')
 
 # %% ../../nbs/11_sandbox_docker.ipynb #377ab1ec
 _RUN_SCRIPT = '"$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
@@ -184,6 +187,7 @@ _RUN_SCRIPT = '"$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
 @patch_to(DockerSandbox)
 def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
     t0, self._kinds = time.monotonic(), {}
+    if any('\0' in a for a in argv): raise SandboxError("an argument holds a NUL byte, which no command line can carry")
     cmd = ['sh', '-c', ('exec 2>&1; ' if merge else '') + f'ulimit -v {int(self.limits.memory_mb) * 1024}; ' + _RUN_SCRIPT,
            'sh', 'timeout', '-s', 'KILL', f'{timeout:g}', *argv]
     r = self._exec(cmd, timeout + 2, stdin, merge, raw)
@@ -245,6 +249,14 @@ def _write_bytes(self, rel, data):
 def _list(self, rel):
     r = _ok(self._exec(['find', f'{WORKSPACE}/{rel}'.rstrip('/'), '-mindepth', '1', '-maxdepth', '1', '-printf', r'%y %f\0'], FILE_OP_TIMEOUT, merge=False, raw=True), 'list')
     return [(e[2:].decode('utf-8', 'replace'), e[:1] == b'd') for e in r.raw.split(b'\0') if e]
+
+# %% ../../nbs/11_sandbox_docker.ipynb #cd1007b9
+_ROOT_MODE = '[ -z "$1" ] || chmod -- "$1" "$2" || exit 1; exec stat -c %a -- "$2"'
+
+@patch_to(DockerSandbox)
+def _root_mode(self, mode=None):
+    m = '' if mode is None else f'{mode:o}'
+    return int(_ok(self._exec(['sh', '-c', _ROOT_MODE, 'sh', m, WORKSPACE], FILE_OP_TIMEOUT, merge=False, workdir='/'), 'root mode').output.strip(), 8)
 
 # %% ../../nbs/11_sandbox_docker.ipynb #f62e234c
 @patch_to(DockerSandbox)

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .base import SandboxError, SandboxLimits
+from .base import SandboxBackendError, SandboxError, SandboxLimits
 
 # %% auto #0
 __all__ = ['SANDBOX_UID_BASE', 'SANDBOX_UID_COUNT', 'CGROUP_CONTROLLERS', 'MS_NOSUID', 'MS_NODEV', 'MNT_DETACH', 'lease_dir',
@@ -36,7 +36,7 @@ def lease_dir()->Path:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
             if d.stat().st_uid == os.geteuid() and os.access(d, os.W_OK): return d
         except OSError: pass
-    raise SandboxError("no writable directory for sandbox uid leases (/run/knowlyr-lab/uids or the temp dir)")
+    raise SandboxBackendError("no writable directory for sandbox uid leases (/run/knowlyr-lab/uids or the temp dir)")
 
 def kill_uid(uid:int)->int:
     "SIGKILL every process whose real uid is `uid`; the number signalled"
@@ -80,7 +80,7 @@ class UidLease:
     @classmethod
     def acquire(cls)->UidLease:
         "Lease a free uid from the sandbox range (needs root)"
-        if os.geteuid() != 0: raise SandboxError("a uid per sandbox needs root")
+        if os.geteuid() != 0: raise SandboxBackendError("a uid per sandbox needs root")
         d, start = lease_dir(), random.randrange(SANDBOX_UID_COUNT)
         if time.monotonic() - _LAST_REAP['t'] > 60: _LAST_REAP['t'] = time.monotonic(); reap_stale_leases(d)
         for i in range(SANDBOX_UID_COUNT):
@@ -96,7 +96,7 @@ class UidLease:
                 except (ValueError, OSError): pass
             lease.update(pid=os.getpid())
             return lease
-        raise SandboxError(f"all {SANDBOX_UID_COUNT} sandbox uids are leased")
+        raise SandboxBackendError(f"all {SANDBOX_UID_COUNT} sandbox uids are leased")
     def update(self, **kw):
         "Record what this sandbox set up, so that the next holder can clean up after a crash"
         self.record.update(kw)
@@ -173,7 +173,7 @@ class SandboxCgroup:
                  extra_pids:int=8,             # processes on top of max_processes (bubblewrap's own)
                 ):
         sup = support or cgroup_support()
-        if sup['version'] is None: raise SandboxError(f"no usable cgroups: {sup['reason']}")
+        if sup['version'] is None: raise SandboxBackendError(f"no usable cgroups: {sup['reason']}")
         self.version, self.name = sup['version'], name
         self.dirs = sorted({str(d/name) for d in sup['dirs'].values()})
         self.memory_bytes, self.pids = limits.budget_mb * 2**20, int(limits.max_processes) + extra_pids
@@ -182,7 +182,7 @@ class SandboxCgroup:
             self._set_limits(sup, limits)
         except OSError as e:
             self.remove()
-            raise SandboxError(f"cannot set up cgroup {name}: {e}") from e
+            raise SandboxBackendError(f"cannot set up cgroup {name}: {e}") from e
     def _path(self, controller:str, f:str)->Path:
         return Path(next(d for d in self.dirs if self.version == 'v2' or f'/{controller}' in d))/f
     def _set_limits(self, sup, L):
@@ -248,11 +248,11 @@ _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctype
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 def mount_tmpfs(path, size_mb:int, uid:int, mode:int=0o755):
-    "Mount a tmpfs of `size_mb` MiB on `path`, owned by `uid`; `SandboxError` when the host does not allow it"
+    "Mount a tmpfs of `size_mb` MiB on `path`, owned by `uid`; `SandboxBackendError` when the host does not allow it"
     opts = f'size={int(size_mb)}m,uid={uid},gid={uid},mode={mode:o}'.encode()
     if _libc.mount(b'tmpfs', str(path).encode(), b'tmpfs', MS_NOSUID | MS_NODEV, opts) != 0:
         e = ctypes.get_errno()
-        raise SandboxError(f"cannot mount a tmpfs on {path}: {os.strerror(e)}")
+        raise SandboxBackendError(f"cannot mount a tmpfs on {path}: {os.strerror(e)}")
 
 def unmount(path)->bool:
     "Detach the filesystem mounted on `path`; False when nothing was mounted there"

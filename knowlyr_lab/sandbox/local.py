@@ -8,10 +8,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_local.html.md"""
 # %% ../../nbs/10c_sandbox_local.ipynb #cdd72ab1
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from fastcore.basics import patch_to
 
-from .base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits, SandboxUnavailableError
+from .base import WORKSPACE, OutputCapture, SandboxBackendError, SandboxError, SandboxLimits, SandboxUnavailableError
 from .beneath import BeneathDir
 from .host import HostContainment
 from .protocol import RunResult, Sandbox, create_sandbox
@@ -148,7 +150,10 @@ def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
     try:
         p = subprocess.Popen(self._argv(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT if merge else subprocess.PIPE, cwd=self.workspace, env=env, start_new_session=True)
-    except OSError as e: raise SandboxError(f"could not start {argv[0]!r}: {e}") from e
+    except ValueError: raise SandboxError("an argument holds a NUL byte, which no command line can carry") from None
+    except OSError as e:
+        if e.errno == errno.E2BIG: raise SandboxError(f"the command line is too long to run ({sum(map(len, argv)):,} characters)") from None
+        raise SandboxBackendError(f"could not start {argv[0]!r}: {e}") from e
     threads = [threading.Thread(target=_pump, args=(p.stdout, cap, chunks), daemon=True)]
     if not merge: threads.append(threading.Thread(target=_pump, args=(p.stderr, err), daemon=True))
     if stdin is not None:
@@ -193,6 +198,12 @@ def _write_bytes(self, rel, data): self._fs.write(rel, data)
 @patch_to(LocalSandbox)
 def _list(self, rel): return self._fs.listdir(rel)
 
+# %% ../../nbs/10c_sandbox_local.ipynb #4be0ea53
+@patch_to(LocalSandbox)
+def _root_mode(self, mode=None):
+    if mode is not None: os.chmod(self.workspace, mode)
+    return stat.S_IMODE(os.stat(self.workspace).st_mode)
+
 # %% ../../nbs/10c_sandbox_local.ipynb #1a960f72
 @patch_to(LocalSandbox)
 def _read_tmp(self, name, limit=1 << 20):
@@ -204,7 +215,7 @@ def _start_from(self, template):
     "The template is trusted (the caller chose it) and the workspace is fresh: copy it on the host, symlinks as symlinks"
     if template is not None:
         src = Path(template)
-        if not src.is_dir(): raise SandboxError(f"workspace template {src} is not a directory")
+        if not src.is_dir(): raise SandboxBackendError(f"workspace template {src} is not a directory")
         shutil.copytree(src, self.workspace, symlinks=True, dirs_exist_ok=True)
         if os.geteuid() == 0:
             for d, dirs, files in os.walk(self.workspace):

@@ -20,10 +20,10 @@ from zlib import error as zlib_error
 
 from fastcore.basics import patch_to
 
-from ..core import InvalidActionError, schema_name, tool_schema, validate_params
+from ..core import InfrastructureError, InvalidActionError, schema_name, tool_schema, validate_params
 from ..plugins import Registry, UnknownNameError
-from .base import WORKSPACE, SandboxError, SandboxLimits, ToolResult, resolve_workspace_path, truncate_output
-from .snapshot import ArchiveWriter, SandboxSnapshot, _open_archive, check_archive
+from .base import WORKSPACE, SandboxBackendError, SandboxError, SandboxLimits, ToolResult, resolve_workspace_path, truncate_output
+from .snapshot import ArchiveWriter, SandboxSnapshot, _open_archive, check_archive, readable_workspace
 
 # %% auto #0
 __all__ = ['GIT_SUBCOMMANDS', 'SANDBOX_TOOL_SCHEMAS', 'SANDBOX_TOOLS', 'SNAPSHOT_CHUNK', 'LIST_SCRIPT', 'ARCHIVE_SCRIPT',
@@ -121,6 +121,7 @@ class Sandbox:
     def _write_bytes(self, rel:str, data:bytes): raise NotImplementedError
     def _list(self, rel:str)->list[tuple[str, bool]]: raise NotImplementedError
     def _kind(self, rel:str)->str|None: raise NotImplementedError   # 'file', 'dir', None, or what else it is ('FIFO', ...)
+    def _root_mode(self, mode:int|None=None)->int|None: return None  # the workspace root's mode, set to `mode` first, from outside it
     def _close(self): pass
     def _end_command(self): pass    # after a shell command: end the processes it left behind
     # -- shared --
@@ -148,7 +149,7 @@ def execute_tool(self, name:str,          # one of `SANDBOX_TOOLS`
 # %% ../../nbs/10a_sandbox.ipynb #ab7bccc9
 @patch_to(Sandbox)
 def _execute_tool(self, name, params):
-    if self._closed: raise SandboxError(f"{type(self).__name__} is closed")
+    if self._closed: raise SandboxBackendError(f"{type(self).__name__} is closed")
     t0, params = time.perf_counter(), dict(params or {})
     if name not in SANDBOX_TOOLS:
         res = ToolResult(f"Error: unknown tool {name!r}; available: {', '.join(SANDBOX_TOOLS)}", True, info={'error_type': 'unknown_tool'})
@@ -156,6 +157,7 @@ def _execute_tool(self, name, params):
         try:
             validate_params(SANDBOX_TOOL_SCHEMAS[SANDBOX_TOOLS.index(name)], params)
             res = getattr(self, f'_tool_{name}')(**params)
+        except InfrastructureError: raise      # the sandbox itself failed: not an answer to the agent's call
         except (InvalidActionError, SandboxError) as e:
             res = ToolResult(f"Error: {e}", True, info={'error_type': type(e).__name__})
         except OSError as e:  # e.g. a file where a directory is needed; host paths are shown as sandbox paths
@@ -333,11 +335,11 @@ class _SandboxFile(io.RawIOBase):
 
 # %% ../../nbs/10a_sandbox.ipynb #f0f08168
 @patch_to(Sandbox)
-def _archive(self)->tuple[bytes|Path, list[str]]:
+def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
     "(gzipped tar of the workspace: bytes, or a temporary file when big; names of the special files left out), made inside the sandbox"
     r = self._inside('snapshot', LIST_SCRIPT, self._paths[0], raw=True)
     skipped = [l[len('knowlyr-skip:'):] for l in r.stderr.splitlines() if l.startswith('knowlyr-skip:')]
-    out, first, batch, links, cost = ArchiveWriter(), {}, [], [], 0   # first: inode -> name of the first of its hard links
+    out, first, batch, links, cost = ArchiveWriter(modes=modes), {}, [], [], 0   # first: inode -> name of the first of its hard links
     def flush():
         nonlocal batch, links, cost
         if batch:
@@ -390,6 +392,7 @@ def _unpack(self, archive):
                 tar.addfile(m, src.extractfile(m) if m.isfile() else None)
     except (tarfile.TarError, EOFError, zlib_error) as e: raise SandboxError(f"restore: snapshot archive is not a readable tar ({type(e).__name__}: {e})") from None
     flush()
+    fixes.reverse()                             # deepest first: a locked directory stops the changes below it
     for i in range(0, len(fixes), 300): self._inside('restore', CHMOD_SCRIPT, *[a for fx in fixes[i:i + 300] for a in fx])
 
 
@@ -406,8 +409,8 @@ def _read_tmp(self, name:str, limit:int=1 << 20)->bytes:
 def snapshot(self)->SandboxSnapshot:
     "The workspace and environment now, as a `SandboxSnapshot` that `restore` brings back exactly"
     with self._lock:
-        if self._closed: raise SandboxError(f"{type(self).__name__} is closed")
-        return self._snapshot_of(*self._archive())
+        if self._closed: raise SandboxBackendError(f"{type(self).__name__} is closed")
+        with readable_workspace(self) as modes: return self._snapshot_of(*self._archive(modes))
 
 # %% ../../nbs/10a_sandbox.ipynb #63cb6ef4
 @patch_to(Sandbox)
@@ -424,10 +427,10 @@ def _snapshot_of(self, archive:bytes|Path, skipped:list|None=None)->SandboxSnaps
 def restore(self, snapshot:SandboxSnapshot|str|Path):
     "Bring the workspace back to `snapshot` (a `SandboxSnapshot` or a file saved from one); /tmp is emptied"
     with self._lock:
-        if self._closed: raise SandboxError(f"{type(self).__name__} is closed")
+        if self._closed: raise SandboxBackendError(f"{type(self).__name__} is closed")
         snap = snapshot if isinstance(snapshot, SandboxSnapshot) else SandboxSnapshot.load(snapshot)
         check_archive(snap, max_bytes=self.limits.disk_mb * 2**20)
-        self._unpack(snap)
+        self._root_mode(0o755); self._unpack(snap)   # the root as created: the agent may have locked it
 
 # %% ../../nbs/10a_sandbox.ipynb #d40b1aee
 @patch_to(Sandbox)

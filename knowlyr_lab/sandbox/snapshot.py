@@ -23,10 +23,11 @@ from zlib import error as zlib_error
 
 from fastcore.basics import patch_to
 
-from .base import SandboxError
+from .base import SandboxBackendError, SandboxError
 
 # %% auto #0
-__all__ = ['SPOOL_BYTES', 'check_archive', 'tarfile_kind', 'ArchiveWriter', 'tar_directory', 'SandboxSnapshot']
+__all__ = ['SPOOL_BYTES', 'LEND_SCRIPT', 'GIVE_BACK_SCRIPT', 'check_archive', 'tarfile_kind', 'ArchiveWriter', 'tar_directory',
+           'SandboxSnapshot', 'readable_workspace']
 
 # %% ../../nbs/10_sandbox_snapshot.ipynb #8180977c
 def _member_parts(name:str)->list[str]:
@@ -111,17 +112,21 @@ class _Spool(io.RawIOBase):
 
 class ArchiveWriter:
     "Writes a workspace archive (gzipped GNU tar) member by member into memory or, once big, a temporary file"
-    def __init__(self, level:int=1): # gzip level (1: fast)
-        self.spool = _Spool()
+    def __init__(self, level:int=1,     # gzip level (1: fast)
+                 modes:dict|None=None): # {member name: mode} to write instead of the mode read (see `readable_workspace`)
+        self.spool, self.modes = _Spool(), modes or {}
         self.gz = gzip.GzipFile(fileobj=self.spool, mode='wb', compresslevel=level, mtime=0)
         self.tar = tarfile.open(fileobj=self.gz, mode='w', format=tarfile.GNU_FORMAT)
     def add(self, ti:tarfile.TarInfo, fileobj=None):
         "Append member `ti`, its content read from `fileobj` (exactly `ti.size` bytes)"
+        if self.modes:   # a hard link has its file's mode
+            link = '/'.join(_member_parts(ti.linkname)) if ti.islnk() else None
+            ti.mode = self.modes.get('/'.join(_member_parts(ti.name)), self.modes.get(link, ti.mode))
         self.tar.addfile(ti, fileobj); self.tar.members.clear()   # tarfile keeps every header otherwise
     def add_directory(self, path):
         "Append the contents of the host directory `path` (symlinks kept as symlinks)"
         src = Path(path)
-        if not src.is_dir(): raise SandboxError(f"workspace template {src} is not a directory")
+        if not src.is_dir(): raise SandboxBackendError(f"workspace template {src} is not a directory")
         for p in sorted(src.iterdir()): self.tar.add(p, arcname=p.name, recursive=True)
     def close(self)->bytes|Path:
         "The archive: its bytes, or the path of the temporary file holding it (the caller owns the file)"
@@ -142,7 +147,7 @@ def tar_directory(path)->bytes:
     with tarfile.open(fileobj=buf, mode='w', format=tarfile.GNU_FORMAT) as tf:
         if path is not None:
             src = Path(path)
-            if not src.is_dir(): raise SandboxError(f"workspace template {src} is not a directory")
+            if not src.is_dir(): raise SandboxBackendError(f"workspace template {src} is not a directory")
             for p in sorted(src.iterdir()): tf.add(p, arcname=p.name, recursive=True)
     return buf.getvalue()
 
@@ -256,3 +261,39 @@ def load(cls, path)->SandboxSnapshot:
 @patch_to(SandboxSnapshot)
 def __repr__(self): return f"SandboxSnapshot({self.info.get('backend')}, {self.info.get('n_entries')} entries, {self.size:,} bytes, {self.digest[:12]})"
 
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #92dd4f66
+LEND_SCRIPT = ('cd "$1" || exit 1; find . -mindepth 1 \\( -type d ! -perm -u=rx -printf "%m %P\\0" -exec chmod u+rx -- {} \\; \\) '
+               '-o \\( -type f ! -perm -u=r -printf "%m %P\\0" -exec chmod u+r -- {} + \\) 2>/dev/null; exit 0')
+GIVE_BACK_SCRIPT = ('cd "$1" || exit 1; shift; while [ $# -ge 2 ]; do m=$1 n=$2; shift 2; [ "$n" -le $# ] || exit 1; '
+                    'chmod -- "$m" "${@:1:n}" 2>/dev/null; shift "$n"; done')   # bash: "mode count path..." per run
+
+def _give_back_batches(lent:dict, limit:int=1 << 18)->list[list[str]]:
+    "`GIVE_BACK_SCRIPT` arguments for `lent` ({path: mode}, parents first): children first, runs of one mode, ~`limit` bytes a batch"
+    out, size, prev = [[]], 0, None
+    for path, mode in reversed(list(lent.items())):
+        if size > limit: out, size, prev = out + [[]], 0, None
+        b = out[-1]
+        if mode != prev: b += [f'{mode:o}', '0']; prev, at = mode, len(b) - 1
+        b[at] = str(int(b[at]) + 1); b.append(path); size += len(path) + 8
+    return [b for b in out if b]
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #01f3f794
+def _lend(sb)->dict:
+    "Lend the workspace's entries the owner permissions needed to read them; {path: mode it had}, parents first"
+    out = sb._inside('snapshot', LEND_SCRIPT, sb._paths[0], raw=True).raw
+    return {n.decode('utf-8', 'surrogateescape'): int(m, 8) for m, _, n in (r.partition(b' ') for r in out.split(b'\0') if r)}
+
+@contextlib.contextmanager
+def readable_workspace(sb):
+    "Lend `sb`'s uid read access to its whole workspace while the block runs; yields {path: mode it had}"
+    root = sb._root_mode()
+    locked = root is not None and root & 0o500 != 0o500
+    if locked: sb._root_mode(root | 0o500)
+    try:
+        lent = _lend(sb)
+        try: yield lent
+        finally:
+            for args in _give_back_batches(lent): sb._run(['bash', '-c', GIVE_BACK_SCRIPT, 'bash', sb._paths[0], *args], 300, merge=False)
+    finally:
+        if locked: sb._root_mode(root)

@@ -1,0 +1,210 @@
+"""What the agent's actions can cause is the policy's outcome; only failures outside its reach are infrastructure failures.
+
+An agent that made its workspace unreadable (or filled it, emptied it, killed its processes, ...) before `submit` once
+turned a wrong episode into an `invalid` one (left out of success rates and GRPO baselines): a policy solving 2 of 4
+tasks and sabotaging the other 2 scored 2 of 2. Here every such plant goes through the env's real step/submit path
+and `collect`/`evaluate_agent`, and must give a valid episode scored as the verifier scores what the workspace holds.
+Whether an episode is an infrastructure failure is decided by the exception's type alone, the same in every process."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from knowlyr_lab.agents import Agent, ExpertAgent, ScriptedAgent
+from knowlyr_lab.core import InfrastructureError
+from knowlyr_lab.envs.humaneval import humaneval_task
+from knowlyr_lab.envs.sandbox import SandboxEnv
+from knowlyr_lab.eval.evaluate import evaluate_agent
+from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.sandbox.base import SandboxBackendError, SandboxError
+from knowlyr_lab.sandbox.local import LocalSandbox, bwrap_available
+from knowlyr_lab.wrappers import InfrastructureError as ReExported
+
+pytestmark = pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the sandbox env refuses to start')
+
+TASK = 'py-fizzbuzz-order'          # fb.py with a planted bug; the unfixed repository passes 3 of 5 hidden tests
+PRISTINE = 0.6
+SUBMIT = {'tool': 'submit', 'params': {}}
+
+def sh(command, **kw): return {'tool': 'shell', 'params': {'command': command, **kw}}
+
+def fix_actions(task_id=TASK):
+    return [{'tool': 'edit_file', 'params': {'path': e.path, 'old_str': e.old_str, 'new_str': e.new_str}}
+            for e in next(t for t in SandboxEnv().tasks if t.id == task_id).fix]
+
+def episode(actions, task=TASK, **env_kw):
+    "One episode of `actions` then submit, through collect (recorder, step budget, failure handling)"
+    t, = collect(lambda: SandboxEnv(**env_kw), ScriptedAgent([*actions, SUBMIT]), 1, tasks=[task], progress=False)
+    return t
+
+LONG_PATH = 'for i in $(seq 20); do d=$(printf "d%.0s" $(seq 250)); mkdir $d && cd $d; done; echo x > f'
+# agent-caused damage, done with the local bubblewrap sandbox: (shell command, SandboxEnv options)
+PLANTS = {
+    'unreadable junk directory': ('mkdir junk && chmod 000 junk', {}),
+    'the fixed file chmod 000': ('chmod 000 fb.py', {}),
+    'directory readable but not searchable': ('mkdir -p d/e && echo x > d/e/f && chmod 600 d', {}),
+    'write-only file': ('echo x > w && chmod 200 w', {}),
+    'workspace root chmod 000': ('chmod 000 /workspace', {}),
+    'everything chmod 000': ('find . -mindepth 1 -depth -exec chmod 000 {} + ; chmod 000 .', {}),
+    'nested locked directories': ('mkdir -p a/b/c && echo s > a/b/c/f && chmod 000 a/b/c/f a/b/c && chmod 100 a/b && chmod 0 a', {}),
+    'locked hard link': ('ln fb.py alias.py && chmod 000 fb.py', {}),
+    'locked names with a newline and a non-UTF-8 byte': ('n="$(printf "a\\nb")"; m="$(printf "bad\\377")"; mkdir "$n" && echo x > "$m" && chmod 000 "$n" "$m"', {}),
+    'locked file bigger than a snapshot chunk': ('head -c 9M /dev/urandom > big.bin && chmod 000 big.bin', {}),
+    'FIFO, socket and a device attempt': ('mkfifo pipe && python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\'sock\')"; mknod dev c 1 3; true', {}),
+    'workspace deleted': ('rm -rf /workspace/* /workspace/.[!.]* /workspace; true', {}),
+    'every process killed': ('kill -9 -1', {}),
+    'sleep past the timeout': ('sleep 30', {'limits': {'wall_timeout': 1}}),
+    'fork bomb at the process limit': ('f() { f | f & }; f', {'limits': {'wall_timeout': 2, 'max_processes': 24}}),
+    'file over the size limit': ('head -c 5M /dev/zero > huge.bin', {'limits': {'max_file_mb': 1}}),
+    'full disk': ('head -c 16M /dev/zero > fill.bin; rm -f fb.py; head -c 1M /dev/zero > more.bin', {'limits': {'disk_mb': 4}}),
+    'path too long for the host': (LONG_PATH, {}),
+}
+
+@pytest.mark.parametrize('plant', list(PLANTS))
+def test_an_agent_caused_failure_before_submit_is_a_scored_failure(plant):
+    command, kw = PLANTS[plant]
+    t = episode([sh(command)], **kw)
+    assert t.valid and t.outcome.invalid is None, t.outcome.invalid
+    assert (t.outcome.success, t.outcome.reason, t.outcome.submitted) == (False, 'submitted', True), t.metadata.get('error')
+    last = t.steps[-1].observation.content
+    assert last.startswith('Submitted.') and '/5 passed' in last, last
+    assert t.outcome.score == PRISTINE, last          # the repository as the agent left it (a deleted file: the pristine copy)
+
+@pytest.mark.parametrize('plant', ['the fixed file chmod 000', 'workspace root chmod 000', 'everything chmod 000', 'nested locked directories',
+                                   'locked file bigger than a snapshot chunk', 'FIFO, socket and a device attempt', 'every process killed',
+                                   'path too long for the host'])
+def test_a_correct_fix_followed_by_a_plant_is_judged_on_what_the_workspace_holds(plant):
+    command, kw = PLANTS[plant]
+    t = episode([*fix_actions(), sh(command)], **kw)
+    assert t.valid, t.outcome.invalid
+    if plant == 'path too long for the host':   # the workspace cannot be copied out: judged as no change, and it says so
+        assert (t.outcome.success, t.outcome.score) == (False, PRISTINE)
+        assert 'Your workspace could not be read' in t.steps[-1].observation.content
+    else: assert (t.outcome.success, t.outcome.score) == (True, 1.0), t.steps[-1].observation.content
+
+@pytest.mark.docker
+@pytest.mark.parametrize('plant', ['unreadable junk directory', 'workspace root chmod 000', 'nested locked directories', 'path too long for the host'])
+def test_plants_in_a_docker_sandbox_are_scored(plant, docker_host):
+    t = episode([*fix_actions(), sh(PLANTS[plant][0])], backend='docker')
+    assert t.valid, t.outcome.invalid
+    assert (t.outcome.success, t.outcome.score) == ((False, PRISTINE) if plant == 'path too long for the host' else (True, 1.0)), t.steps[-1].observation.content
+
+def test_the_snapshot_reads_a_locked_workspace_whole_and_leaves_it_as_it_was():
+    sb = LocalSandbox(limits={'wall_timeout': 10})
+    try:
+        sb.execute_tool('shell', {'command': 'mkdir -p a/b && echo s > a/b/f && echo w > w && chmod 4000 w && chmod 0 a/b/f a/b a && chmod 0 /workspace'})
+        snap = sb.snapshot()
+        assert snap.files() == {'a/b/f': b's\n', 'w': b'w\n'}
+        assert {n: m.mode for n, m, _ in snap.members()} == {'a': 0, 'a/b': 0, 'a/b/f': 0, 'w': 0o4000}
+        assert sb._root_mode() == 0                                   # every mode given back
+        assert sb.snapshot().digest == snap.digest
+        sb.restore(snap)                                              # the root unlocked, the locked entries locked again
+        assert sb.snapshot().digest == snap.digest and sb._root_mode() == 0o755
+        r = sb.execute_tool('shell', {'command': 'cat a/b/f'})
+        assert r.is_error and 'Permission denied' in r.output
+    finally: sb.close()
+
+def test_a_command_line_the_agent_made_unrunnable_is_an_error_observation():
+    t = episode([sh('echo a\x00b'), {'tool': 'search', 'params': {'pattern': 'x\x00'}}, sh('true ' + 'x' * 200_000)])
+    assert t.valid and t.outcome.score == PRISTINE
+    outs = [s.observation for s in t.steps[:3]]
+    assert all(o.is_error for o in outs), outs
+    assert 'NUL byte' in outs[0].content and 'NUL byte' in outs[1].content and 'too long' in outs[2].content
+
+# --- HumanEval: the same submit path (HumanEvalEnv is a SandboxEnv); a synthetic problem, so no dataset is needed
+PROBLEM = {'task_id': 'HumanEval/synthetic', 'entry_point': 'add',
+           'prompt': 'def add(a: int, b: int) -> int:\n    """Return a + b."""\n',
+           'canonical_solution': '    return a + b\n',
+           'test': 'def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n'}
+
+@pytest.mark.parametrize('solved', [False, True])
+@pytest.mark.parametrize('plant', ['chmod 000 solution.py /workspace', 'mkdir junk && chmod 000 junk', LONG_PATH])
+def test_humaneval_plants_are_scored(plant, solved):
+    task = humaneval_task(PROBLEM)
+    actions = [{'tool': 'file_write', 'params': {'path': 'solution.py', 'content': PROBLEM['prompt'] + PROBLEM['canonical_solution']}}] if solved else []
+    t, = collect(lambda: SandboxEnv([task]), ScriptedAgent([*actions, sh(plant), SUBMIT]), 1, tasks=[task.id], progress=False)
+    assert t.valid, t.outcome.invalid
+    want = 1.0 if solved and plant != LONG_PATH else 0.0           # an unreadable workspace is judged as the bare prompt: 0
+    assert (t.outcome.score, t.outcome.success) == (want, want == 1.0), t.steps[-1].observation.content
+
+class Saboteur(Agent):
+    "Solves the tasks in `solve` with the expert's moves; on the others locks a junk directory and its workspace, then submits"
+    name = 'saboteur'
+    def __init__(self, solve): self.solve, self.expert, self.plan, self.task_id = set(solve), ExpertAgent(), [], None
+    def bind_env(self, env): self.expert.bind_env(env)
+    def reset(self, task=None, tools=None): self.task_id, self.plan = (task or {}).get('id'), [sh('mkdir junk && chmod 000 junk /workspace'), SUBMIT]
+    def __call__(self, observation, history):
+        return self.expert(observation, history) if self.task_id in self.solve else self.plan.pop(0)
+
+def test_evaluate_agent_counts_sabotaged_episodes_as_failures():
+    ids = [t.id for t in SandboxEnv().tasks[:4]]
+    res = evaluate_agent(lambda: Saboteur(ids[:2]), 'knowlyr/sandbox', tasks=ids, progress=False)
+    s = res.summary()
+    assert (s['n_episodes'], s['n_invalid'], s['success_rate']) == (4, 0, 0.5)
+
+def test_a_grpo_group_keeps_the_advantage_of_its_successes():
+    group = collect('knowlyr/sandbox', lambda: Saboteur([TASK]), 2, tasks=[TASK] * 2, progress=False)
+    group += collect('knowlyr/sandbox', lambda: Saboteur([]), 2, tasks=[TASK] * 2, progress=False)
+    rewards = [t.outcome.score for t in group]                        # the verifier's reward for each member
+    assert [t.valid for t in group] == [True] * 4 and rewards == [1.0, 1.0, PRISTINE, PRISTINE]
+    mean = sum(rewards) / 4
+    assert [round(r - mean, 6) for r in rewards] == [0.2, 0.2, -0.2, -0.2]   # laundering the failures made these all 0
+
+# --- the verdict is a type, the same in every process
+PROBE = textwrap.dedent('''
+    import json, os, sys
+    if sys.argv[1] == 'with-collect': import knowlyr_lab.hub.collect
+    from knowlyr_lab.envs.conversation import UserSimulatorError
+    from knowlyr_lab.envs.remote import AgentGymClient
+    from knowlyr_lab.envs.sandbox import SandboxEnv
+    from knowlyr_lab.sandbox.base import SandboxError
+    from knowlyr_lab.wrappers import RecorderWrapper, infra_failure
+    def verdict(env, action, kill=None):
+        rec = RecorderWrapper(env)
+        try:
+            rec.reset(seed=0)
+            if kill: kill(env)
+            rec.step(action)
+        except Exception as e: return rec.get_trajectory().outcome.invalid if rec._traj is not None else infra_failure(e)
+        return 'no error'
+    out = {'sandbox closed under the episode': verdict(SandboxEnv(), {'tool': 'list_dir', 'params': {}}, kill=lambda e: e.sandbox.close()),
+           'remote env unreachable': verdict(AgentGymClient('http://127.0.0.1:9', name='maze'), {'tool': 'act', 'params': {'action': 'x'}}),
+           'user simulator failed': infra_failure(UserSimulatorError('LLMUser (openai, model x) failed: APIConnectionError')),
+           'a workspace error': infra_failure(SandboxError('snapshot failed inside the sandbox (exit 1): find: ./junk: Permission denied'))}
+    os.environ['PATH'] = '/nonexistent'                                  # no bubblewrap: the sandbox cannot start
+    out['bubblewrap missing'] = verdict(SandboxEnv(), {'tool': 'list_dir', 'params': {}})
+    print(json.dumps(out))
+''')
+
+def test_the_infrastructure_verdict_does_not_depend_on_imports():
+    runs = {how: json.loads(subprocess.run([sys.executable, '-c', PROBE, how], capture_output=True, text=True, check=True, timeout=120).stdout)
+            for how in ('fresh', 'with-collect')}
+    assert runs['fresh'] == runs['with-collect'], runs
+    got = runs['fresh']
+    assert got['sandbox closed under the episode'].startswith('SandboxBackendError: LocalSandbox is closed')
+    assert got['remote env unreachable'].startswith('RemoteEnvError: AgentGym server http://127.0.0.1:9')
+    assert got['user simulator failed'].startswith('UserSimulatorError:')
+    assert got['a workspace error'] is None
+    assert got['bubblewrap missing'].startswith('SandboxUnavailableError: bubblewrap (bwrap) is not on PATH')
+
+def test_the_infrastructure_types():
+    assert ReExported is InfrastructureError                          # still importable from the wrappers page
+    assert issubclass(SandboxBackendError, InfrastructureError) and not issubclass(SandboxError, InfrastructureError)
+
+# --- genuine infrastructure failures stay invalid
+def test_a_sandbox_backend_that_cannot_start_gives_an_invalid_episode(monkeypatch):
+    monkeypatch.setenv('PATH', '/nonexistent')                        # no bubblewrap on PATH: isolation cannot start
+    t, = collect('knowlyr/sandbox', ScriptedAgent([SUBMIT]), 1, tasks=[TASK], progress=False)
+    assert not t.valid and t.outcome.invalid.startswith('SandboxUnavailableError: bubblewrap (bwrap) is not on PATH')
+
+def test_a_sandbox_whose_processes_cannot_start_mid_episode_gives_an_invalid_episode(monkeypatch):
+    monkeypatch.setattr(LocalSandbox, '_argv', lambda self, argv: ['/nonexistent/bwrap', *argv])   # bubblewrap vanished
+    t, = collect('knowlyr/sandbox', ScriptedAgent([sh('ls'), SUBMIT]), 1, tasks=[TASK], progress=False)
+    assert not t.valid and t.outcome.invalid.startswith("SandboxBackendError: could not start 'bash'"), t.outcome.invalid
+
+def test_an_unreachable_remote_env_gives_an_invalid_episode():
+    from knowlyr_lab.envs.remote import AgentGymClient
+    t, = collect(lambda: AgentGymClient('http://127.0.0.1:9', name='maze'), ScriptedAgent([SUBMIT]), 1, progress=False)
+    assert not t.valid and t.outcome.invalid.startswith('RemoteEnvError: AgentGym server http://127.0.0.1:9')
