@@ -13,7 +13,7 @@ from typing import Iterator
 
 from .agent_steps import StepLog
 from .base import LogAdapter, register_adapter
-from .reading import read_text
+from .reading import cut_off, ends_mid_line, read_text
 from .report import ConversionReport
 from .values import parse_time, set_observation
 from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
@@ -128,6 +128,7 @@ def aider_edits(text:str, applied:list[str])->tuple[list[dict], str]:
 
 # %% ../../nbs/26c_recorder_aider.ipynb #d37d7dc6
 _MODEL = re.compile(r'^(?:Main model|Model):\s*(\S+)', re.M)
+_COMMIT = re.compile(r'^Commit ([0-9a-f]{7,40}) (.*?)\s*$', re.M)
 
 def _aider_session(path, report, s:dict, n:int)->Trajectory:
     log, meta, commands, instruction, models, last_steps, last_cmd = StepLog(), {}, [], None, [], None, None
@@ -156,11 +157,15 @@ def _aider_session(path, report, s:dict, n:int)->Trajectory:
                 if first.action is None:
                     first.metadata['cli_output'] = text
                 else:
-                    fmt_err = 'did not conform to the edit format' in text
+                    fmt_err, lines, given = 'did not conform to the edit format' in text, text.split('\n'), set()
                     for st in last_steps:
                         p = st.action.params.get('path') or ''
-                        mine = [l for l in text.split('\n') if p and p in l]
+                        mine = [l for l in lines if p and p in l]
+                        given.update(mine or lines)
                         log.result(st.action.call_id, '\n'.join(mine) or text, fmt_err and p not in applied)
+                        if (c := _COMMIT.search(text)): st.metadata['commit'] = {'sha': c.group(1), 'message': c.group(2)}
+                    rest = [l for l in lines if l not in given and l.strip()]    # Tokens, Commit, shell prompts: no line dropped
+                    if rest: first.metadata['cli_output'] = '\n'.join(rest)
                 last_steps = None
             elif last_cmd is not None: last_cmd['output'] = (last_cmd['output'] + '\n' + text).strip()
             else: meta.setdefault('cli_notes', []).append(text)
@@ -226,26 +231,35 @@ def _feedback(edits:list, fb:str):
     for s in edits:
         if s is not target: s.metadata['feedback_on_step'] = target.index
 
+def _new_input(msgs:list, prev_reply:str|None)->tuple[list[str], bool]:
+    "User messages a call adds after the previous reply -> (texts, reset); on a reset, those after its last assistant message"
+    # reset: the previous reply is not in the call (a /clear, a summarised history, an empty reply)
+    k = max((i for i, m in enumerate(msgs) if m['role'] == 'assistant' and m['content'].strip() == prev_reply), default=None) if prev_reply else None
+    reset = k is None
+    if reset: k = max((i for i, m in enumerate(msgs) if m['role'] == 'assistant'), default=-1)
+    return [m['content'] for m in msgs[k + 1:] if m['role'] == 'user'], reset
+
 def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
-    log, meta, instruction, last, prev_reply = StepLog(), {}, None, [], None
+    log, meta, instruction, last, prev_reply, sent, unmapped = StepLog(), {}, None, [], None, None, []
     blocks = aider_llm_blocks(text)
     for b in blocks:
         if b['kind'] == 'TO LLM':
             msgs = b['messages']
             sysm = [m['content'] for m in msgs if m['role'] == 'system']
             if sysm and 'system_prompt' not in meta: meta['system_prompt'] = sysm[0]
-            if instruction is None:
-                instruction = next((m['content'] for m in reversed(msgs) if m['role'] == 'user'), '')
-            elif prev_reply is not None:
-                k = max((i for i, m in enumerate(msgs) if m['role'] == 'assistant' and m['content'].strip() == prev_reply), default=None)
-                new = [m['content'] for m in msgs[k + 1:] if m['role'] == 'user'] if k is not None else []
-                if new:
-                    fb = '\n\n'.join(new)
-                    if last and all(s.action is not None and s.observation is None for s in last):
-                        _feedback(last, fb)
-                    else: log.user(fb, b['t'])
+            if instruction is None: instruction = sent = next((m['content'] for m in reversed(msgs) if m['role'] == 'user'), '')
+            else:
+                new, reset = _new_input(msgs, prev_reply)
+                fb = '\n\n'.join(new)
+                if new and not (reset and fb.strip() == (sent or '').strip()):   # the same input sent again is no new turn
+                    if last and not reset and all(s.action is not None and s.observation is None for s in last): _feedback(last, fb)
+                    else: log.user(fb, b['t'], **({'context_reset': True} if reset else {}))
+                    sent = fb
             report.mapped('to_llm'); continue
         reply = '\n'.join(m['content'] for m in b['messages'])
+        if not reply.strip():                   # an empty response is no step: kept, with its place and time
+            unmapped.append(report.unmapped('llm_response', {'time': b['t'], 'text': reply}, path, b['line'], why='empty model response'))
+            last, prev_reply = [], None; continue
         edits, prose, tail = aider_segments(reply, _whole_paths(reply))
         rid = f"response-{b['line']}"
         last = ([log.call('edit_file', e, f"{rid}-{i}", th or None, b['t'], response_id=rid, own_thought=True, source_line=b['line'])
@@ -258,12 +272,26 @@ def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
     steps = log.finish()
     for s in steps:
         if s.action is not None and s.observation is None and 'feedback_on_step' not in s.metadata: s.metadata['unanswered'] = True
-    yield Trajectory(task=Task(id=path.name, instruction=instruction or '', domain='coding'), agent=AgentInfo(name='aider'),
-                     steps=steps, source=Source(format='aider', path=str(path)), metadata=meta)
+    if unmapped: meta['unmapped'] = unmapped
+    t = Trajectory(task=Task(id=path.name, instruction=instruction or '', domain='coding'), agent=AgentInfo(name='aider'),
+                   steps=steps, source=Source(format='aider', path=str(path)), metadata=meta)
+    if blocks and blocks[-1]['kind'] == 'TO LLM': cut_off(t, report, path, blocks[-1]['line'], 'a TO LLM call with no LLM RESPONSE')
+    elif blocks and ends_mid_line(text): cut_off(t, report, path, blocks[-1]['line'], 'the last line has no newline')
+    yield t
 
 _INPUT_HIST = re.compile(r'\A\s*# \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+\n\+')
 
 # %% ../../nbs/26c_recorder_aider.ipynb #d5bdc30c
+def _chat_cut(text:str, s:dict)->tuple[int, str]|None:
+    "(line, why) when a chat history stops mid-record: inside an edit block or a fence, or mid-line"
+    b = s['blocks'][-1] if s['blocks'] else None
+    if b is not None and b['kind'] == 'assistant':
+        t = b['text']
+        if len(re.findall(r'^<{5,9} SEARCH', t, re.M)) > len(re.findall(r'^>{5,9} REPLACE', t, re.M)): return b['line'], 'a SEARCH block with no REPLACE'
+        if sum(1 for l in t.split('\n') if l.lstrip().startswith('```')) % 2: return b['line'], 'a fence that is never closed'
+    if ends_mid_line(text): return (b['line'] if b else s['line']), 'the last line has no newline'
+    return None
+
 class AiderAdapter(LogAdapter):
     "Aider's files: `.aider.chat.history.md`, the `--llm-history-file`, and `.aider.input.history`"
     name, description = 'aider', 'Aider chat history (.aider.chat.history.md), --llm-history-file log, .aider.input.history'
@@ -282,7 +310,10 @@ class AiderAdapter(LogAdapter):
         if _INPUT_HIST.match(text) and not _AIDER_START.search(text):
             report.unmapped('input_history', text, path, 1, why="the user's inputs only; the chat history holds them with their context", orphan=True)
             return
-        for n, s in enumerate(aider_blocks(text), 1):
+        sessions = aider_blocks(text)
+        for n, s in enumerate(sessions, 1):
             report.mapped('session_header') if s['started'] else None
-            yield _aider_session(path, report, s, n)
+            t = _aider_session(path, report, s, n)
+            if n == len(sessions) and (cut := _chat_cut(text, s)): cut_off(t, report, path, *cut)
+            yield t
 register_adapter(AiderAdapter())

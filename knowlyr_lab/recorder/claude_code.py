@@ -42,6 +42,7 @@ class _ClaudeChain:
         self.log, self.unmapped, self.instruction, self.meta_prompts = StepLog(), [], None, []
         self.pending_text, self.pending_id, self.usage, self.models = [], None, {}, []
         self.session, self.first_t, self.parent_call, self._pending_t = None, None, None, None
+        self.meta, self.summaries, self.records, self.parent = {}, [], 0, None   # per session: cwd..., summaries, main records; a sidechain's session
 
     def flush(self):
         "Emit held-back text as a text turn"
@@ -124,9 +125,26 @@ class ClaudeCodeAdapter(LogAdapter):
             return 'JSONL records with sessionId/parentUuid/type (Claude Code session)'
         return None
 
+# %% ../../nbs/26_recorder_claude_code.ipynb #fc9abab3
+class _Sessions:
+    "The main conversations of one file, one per `sessionId`; a record without one belongs to the current conversation"
+    def __init__(self, path, report):
+        self.path, self.report, self.by_id = path, report, {}
+        self.cur = _ClaudeChain(path, report); self.order = [self.cur]
+    def of(self, rec:dict)->_ClaudeChain:
+        sid = rec.get('sessionId')
+        if not isinstance(sid, str) or sid == self.cur.session: return self.cur
+        ch = self.by_id.get(sid)
+        if ch is None:
+            if self.cur.session is None: ch = self.cur        # the records so far named no session: they are this one's
+            else: ch = _ClaudeChain(self.path, self.report); self.order.append(ch)
+            ch.session = sid; self.by_id[sid] = ch
+        self.cur = ch
+        return ch
+
 def _cc_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
-    main, chains, chain_of, seen, summaries, meta = _ClaudeChain(path, report), [], {}, {}, [], {}
+    sessions, chains, chain_of, seen = _Sessions(path, report), [], {}, {}
     for line, rec in _cc_records(path, report):
       with guard(report, path, line, rec, str(rec.get('type'))):
           typ = str(rec.get('type'))
@@ -134,36 +152,39 @@ def _cc_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
           if uid is not None and uid in seen and typ in ('user', 'assistant'):
               report.mapped(f'{typ}:repeat'); continue     # written twice: read once, the repeat counted as such
           if uid is not None: seen[uid] = line
+          main = sessions.of(rec)
           if typ in ('user', 'assistant') and not isinstance(rec.get('message'), (dict, str)):
               main.unmapped.append(report.unmapped(typ, rec, path, line, why='user/assistant record without a message'))
           elif typ in ('user', 'assistant'):
               if rec.get('isSidechain'):
                   ch = chain_of.get(rec.get('parentUuid'))
-                  if ch is None: ch = _ClaudeChain(path, report); chains.append(ch)
+                  if ch is None: ch = _ClaudeChain(path, report); ch.parent = main; chains.append(ch)
                   chain_of[uid] = ch
-              else: ch = main
-              ch.session = ch.session or (rec.get('sessionId') if isinstance(rec.get('sessionId'), str) else None)
+                  ch.session = ch.session or (rec.get('sessionId') if isinstance(rec.get('sessionId'), str) else None)
+              else: ch = main; main.records += 1
               ch.first_t = ch.first_t or rec.get('timestamp')
               for k in ('cwd', 'gitBranch', 'version'):
-                  if rec.get(k) and k not in meta: meta[k] = rec[k]
+                  if rec.get(k) and k not in main.meta: main.meta[k] = rec[k]
               (ch.assistant if typ == 'assistant' else ch.user)(rec, line)
-          elif typ == 'summary': summaries.append(rec.get('summary')); report.mapped(typ)
+          elif typ == 'summary': main.summaries.append(rec.get('summary')); report.mapped(typ)
           else:
               why = 'Claude Code UI/bookkeeping record' if typ in _CC_BOOKKEEPING else ('CLI system notice (hook output, compaction, error)' if typ == 'system' else f'record type {typ!r} has no place in a trajectory')
               main.unmapped.append(report.unmapped(typ, rec, path, line, why=why))
-    with guard(report, path, None, None, 'session'):
-        yield from _cc_trajectories(self, path, main, chains, summaries, meta)
+    for main in sessions.order:
+        with guard(report, path, None, None, 'session'):
+            yield from _cc_trajectories(self, path, main, [c for c in chains if c.parent is main])
 ClaudeCodeAdapter.convert = _cc_convert
 
-def _cc_trajectories(self, path, main, chains, summaries, meta):
-    steps = main.finish()
+# %% ../../nbs/26_recorder_claude_code.ipynb #3666a633
+def _cc_trajectories(self, path, main, chains):
+    steps, meta, summaries = main.finish(), main.meta, main.summaries
     session = str(main.session or path.stem)
     task_calls = {((s.action.params or {}).get('prompt') or '').strip(): s.action.call_id for s in steps if s.action and s.action.tool in ('Task', 'Agent')}
     if summaries: meta['summaries'] = summaries
     if main.meta_prompts: meta['expanded_prompt'] = '\n\n'.join(main.meta_prompts)
     if main.unmapped: meta['unmapped'] = main.unmapped
     if chains: meta['sidechains'] = len(chains)
-    if main.session is None and chains:   # a sub-agent file (<session>/subagents/agent-*.jsonl): sidechains only
+    if not main.records and chains:   # a sub-agent file (<session>/subagents/agent-*.jsonl): sidechains only
         session = str(next((c.session for c in chains if c.session), path.stem))
         if main.unmapped: chains[0].unmapped.extend(main.unmapped)
     else:

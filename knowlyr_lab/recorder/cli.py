@@ -42,6 +42,7 @@ def summary_table(report:ConversionReport)->Table:
     t.add_row('[bold]total', f"[bold]{tot['mapped']}", f"[bold]{tot['unmapped']}", f"[bold]{tot['quarantined']}", end_section=True)
     for k, n in sorted(report.redactions.items()): t.add_row(f'redacted: {k}', str(n), '', '')
     for s in report.skipped: t.add_row(f"[yellow]skipped: {s['path']} ({s['why']})", '', '', '')
+    if report.n_warnings: t.add_row(f"[yellow]warnings: {report.n_warnings}", '', '', '')
     return t
 
 # %% ../../nbs/29_recorder_cli.ipynb #6894ede1
@@ -77,11 +78,11 @@ def cmd_convert(args, console)->int:
     report = ConversionReport(strict=args.strict, quarantine=args.quarantine,
                               side_file=args.unmapped or out.with_name(out.name.split('.')[0] + '.unmapped.jsonl'))
     bar = tqdm(total=total, unit='B', unit_scale=True, desc='converting', disable=None if args.progress is None else not args.progress, file=sys.stderr)
-    def stream():
-        for t in convert(args.logs, format=args.format, redact=_redactor(args), report=report, sidecar=args.sidecar):
+    part = out.with_name(f".partial-{out.name}")   # written here, renamed to `out` only when something usable was read
+    def stream():   # the output (and its partial file) may lie in a folder being converted: never read back
+        for t in convert(args.logs, format=args.format, redact=_redactor(args), report=report, sidecar=args.sidecar, exclude=[out, part]):
             bar.update(report.bytes_read - bar.n)
             yield t
-    part = out.with_name(f".partial-{out.name}")   # written here, renamed to `out` only when something usable was read
     try: n = write_trajectories(stream(), part)
     except BaseException as e:
         bar.close(); report.close(); part.unlink(missing_ok=True)
@@ -92,6 +93,8 @@ def cmd_convert(args, console)->int:
     console.print(summary_table(report))
     for e in report.errors[:10]: console.print(f"[red]error:[/red] {e}", highlight=False)
     if report.n_errors > 10: console.print(f"... and {report.n_errors - 10} more" + (f" (all in {args.quarantine})" if args.quarantine else ''))
+    for w in report.warning_lines()[:10]: console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    if report.n_warnings > 10: console.print(f"... and {report.n_warnings - 10} more warnings")
     try: require_usable(n, report.n_errors, 'records', args.quarantine)   # nothing usable at all: bad input, status 2, no output file
     except BaseException: part.unlink(missing_ok=True); raise
     os.replace(part, out)

@@ -46,9 +46,10 @@ class _CodexSession:
         self.in_response, self.thought, self.resp_no, self.resp_steps = False, [], 0, {}
         self.deltas, self.total, self.last_total = [], None, None
         self.complete, self.aborted, self.last_message, self._t, self.by_call = False, False, None, None, {}
+        self.turns = 0                 # task_started events: the log marks its turns, so each must end in task_complete
 
     def _response(self):
-        if not self.in_response: self.in_response, self.thought = True, []; self.resp_no += 1
+        if not self.in_response: self.in_response, self.thought, self.complete = True, [], False; self.resp_no += 1
         return f'response-{self.resp_no}'
 
     def _end_response(self):
@@ -105,7 +106,7 @@ _CX_MIRROR = {'agent_message', 'agent_reasoning', 'agent_reasoning_raw_content',
 def _cx_event(self:_CodexSession, p:dict, t, line):
     typ, kind = p.get('type'), f"event_msg:{p.get('type')}"
     if typ == 'user_message':
-        self._end_response()
+        self._end_response(); self.complete = False             # a new turn: the earlier task_complete does not end it
         text = p.get('message') or ''
         if self.instruction is None: self.instruction = text
         else: self.log.user(text, t)
@@ -130,6 +131,7 @@ def _cx_event(self:_CodexSession, p:dict, t, line):
         return self.report.mapped(kind)
     if typ in ('task_started', 'task_complete', 'turn_aborted'):
         self._end_response()
+        if typ == 'task_started': self.complete, self.turns = False, self.turns + 1
         if typ == 'task_complete': self.complete, self.last_message = True, p.get('last_agent_message')
         if typ == 'turn_aborted': self.aborted = True
         return self.report.mapped(kind)
@@ -166,6 +168,13 @@ def _cx_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     with guard(report, path, None, None, 'session'): yield _cx_trajectory(self, path, s)
 CodexCLIAdapter.convert = _cx_convert
 
+def _cx_outcome(s:_CodexSession)->Outcome:
+    "Ended when the last turn's task_complete is the end; cut off when the log marks turns and the last one has none"
+    if s.aborted: return Outcome(truncated=True, reason='turn aborted')
+    if s.complete: return Outcome(terminated=True)
+    if s.turns: return Outcome(truncated=True, reason='the last turn has no task_complete: the session was cut off')
+    return Outcome(reason='no task_complete event (interrupted?)')
+
 def _cx_trajectory(self, path, s:_CodexSession)->Trajectory:
     s._end_response()
     steps = s.log.finish()
@@ -182,7 +191,6 @@ def _cx_trajectory(self, path, s:_CodexSession)->Trajectory:
     sid = s.meta.get('id') or path.stem
     return Trajectory(id=str(sid), task=Task(id=str(sid), instruction=s.instruction or '', domain='coding'),
                      agent=AgentInfo(name='codex-cli', model=s.models[0] if s.models else None), steps=steps,
-                     outcome=Outcome(terminated=s.complete and not s.aborted, truncated=s.aborted,
-                                     reason='turn aborted' if s.aborted else (None if s.complete else 'no task_complete event (interrupted?)')),
+                     outcome=_cx_outcome(s),
                      source=Source(format=self.name, path=str(path)), metadata=meta)
 register_adapter(CodexCLIAdapter())

@@ -182,6 +182,7 @@ def convert(paths,                          # files or directories of logs
             report:ConversionReport|None=None, # report to fill (a new one if None)
             sidecar:str|Path|None=None,     # outcome file(s) to join by instance id (see `load_outcomes`)
             side_file:str|Path|None=None,   # JSONL file for unmapped records outside any trajectory
+            exclude:Iterable=(),            # this run's outputs: never read back (the quarantine and side files never are)
            )->Iterator[Trajectory]:
     "Stream trajectories from agent logs, accounting for every record in `report`"
     redactor = redact if isinstance(redact, Redactor) else default_redactor() if redact else None
@@ -190,7 +191,10 @@ def convert(paths,                          # files or directories of logs
     unpaired, values = getattr(report.scrub, 'unpaired', None), getattr(report.scrub, 'values', None)
     outcomes = load_outcomes(sidecar) if sidecar is not None else None
     adapter = get_adapter(format) if format else None
+    own = {Path(p).resolve() for p in (*exclude, report.quarantine, report.side_file) if p is not None}
     for path in iter_log_files(paths, report.skipped):
+        if own and path.resolve() in own:
+            report.skipped.append({'path': str(path), 'why': "this run's own output, not read back"}); continue
         report.files.append(str(path))
         a = adapter
         if a is None:
@@ -246,6 +250,7 @@ def validate(paths, format:str|None=None)->list[Finding]:
     for i in r.issues:
         m = _FIELD.match(i['reason'])
         found.append(Finding('error', i['path'], i['line'], (m.group(1) or m.group(2)) if m else None, i['reason']))
+    found += [Finding('warning', w['path'], w['line'], w['record_type'], w['reason']) for w in r.warnings]
     for rt, c in sorted(r.counts.items()):
         if c['unmapped']: found.append(Finding('warning', None, None, rt, f"{c['unmapped']} record(s) of type {rt!r} kept but not mapped"))
     return found

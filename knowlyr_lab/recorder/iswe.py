@@ -44,6 +44,13 @@ def _iswe_call(text:str)->tuple[str, dict, str]|None:
     name = re.match(r'\s*([A-Za-z_]\w*)', call)
     return (name.group(1) if name else 'unknown'), {'_raw': call}, thought
 
+# %% ../../nbs/27a_recorder_iswe.ipynb #0d784582
+def _iswe_model(ph)->str|None:
+    "The model a phase ran, from its `*_instance_config.model.name`"
+    cfg = next((v for k, v in ph.items() if str(k).endswith('instance_config') and isinstance(v, dict)), {}) if isinstance(ph, dict) else {}
+    m = cfg.get('model')
+    return m.get('name') if isinstance(m, dict) and isinstance(m.get('name'), str) else m if isinstance(m, str) else None
+
 # %% ../../nbs/27a_recorder_iswe.ipynb #42a00953
 class ISWEAdapter(LogAdapter):
     "IBM iSWE agent YAML (localization + editing phases)"
@@ -58,6 +65,9 @@ def _iswe_phase(log:StepLog, name:str, ph:dict, path, report, unmapped, state:di
     toks = ph.get('tokens_usage_info') if isinstance(ph.get('tokens_usage_info'), list) else []
     n_asst = sum(1 for m in msgs if isinstance(m, dict) and m.get('role') == 'assistant')
     usage = iter(toks if len(toks) == n_asst else [])
+    if toks and len(toks) != n_asst:        # the counts cannot be told apart by turn: kept whole with the phase, and said
+        state.setdefault('usage_unplaced', {})[name] = toks
+        report.warn(path, None, f"{name}.tokens_usage_info has {len(toks)} entries for {n_asst} model turns: kept in metadata, not on steps", f'phase:{name}')
     last = None
     for i, m in enumerate(msgs):
         kind = f"{name}:{m.get('role') if isinstance(m, dict) else type(m).__name__}"
@@ -95,7 +105,8 @@ def _iswe_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
         if not isinstance(ph, dict) or not isinstance(ph.get('trajectory'), list):
             unmapped.append(report.unmapped(f'phase:{name}', ph, path, None, why='not a phase with a trajectory')); continue
         _iswe_phase(log, str(name), ph, path, report, unmapped, state)
-        meta[str(name)] = {k: v for k, v in ph.items() if k not in ('trajectory', 'tokens_usage_info') and not k.endswith('instance_config')}
+        meta[str(name)] = {k: v for k, v in ph.items() if k not in ('trajectory', 'tokens_usage_info')}   # the configs too
+        if str(name) in state.get('usage_unplaced', {}): meta[str(name)]['tokens_usage_info'] = state['usage_unplaced'][str(name)]
         report.mapped(f'phase:{name}')
     steps = log.finish()
     iid = next((ph.get('instance_id') for ph in data.values() if isinstance(ph, dict) and isinstance(ph.get('instance_id'), str)), path.stem)
@@ -105,7 +116,10 @@ def _iswe_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     if state.get('system_prompts'): meta['system_prompts'] = state['system_prompts']
     if unmapped: meta['unmapped'] = unmapped
     reason = '; '.join(f"{k}: {v['outcome']}" for k, v in meta.items() if isinstance(v, dict) and isinstance(v.get('outcome'), str)) or None
-    yield Trajectory(task=Task(id=str(iid), instruction=state.get('instruction') or '', domain='coding'), agent=AgentInfo(name='iswe'), steps=steps,
+    models = {k: m for k, v in data.items() if (m := _iswe_model(v)) is not None}   # per phase: <phase>_instance_config.model.name
+    if len(set(models.values())) > 1: meta['models'] = models
+    yield Trajectory(task=Task(id=str(iid), instruction=state.get('instruction') or '', domain='coding'), steps=steps,
+                     agent=AgentInfo(name='iswe', model=next(iter(models.values()), None)),
                      outcome=Outcome(success=found[0] if found else None, submitted=bool(ed.get('git_patch')) if ed else None, reason=reason),
                      source=Source(format=self.name, path=str(path)), metadata=meta)
 ISWEAdapter.convert = _iswe_convert

@@ -47,6 +47,8 @@ def _sdk_text(x)->str:
 _SDK_SKIP = {'Condensation': 'context condensation (the agent summarised its history)', 'CondensationRequest': 'context condensation request',
              'CondensationSummaryEvent': 'context condensation summary', 'PauseEvent': 'conversation paused by the user'}
 
+_SDK_NO_TEXT = {'kind', 'command', 'path', 'error', 'working_dir', 'py_interpreter_path', 'full_output_save_dir'}   # fields that are not the result
+
 class _V1History:
     "Steps, task and outcome facts of one SDK event stream"
     def __init__(self, path, report:ConversionReport, line:int|None, instruction:str|None):
@@ -64,7 +66,8 @@ class _V1History:
     def event(self, ev, line=None):
         if not isinstance(ev, dict): return self._skip('event:invalid', ev, 'history entry is not an event object')
         kind = str(ev.get('kind') or ('ObservationEvent' if 'observation' in ev else 'ActionEvent' if 'action' in ev else 'unknown'))
-        with guard(self.report, self.path, line or self.line, ev, kind): getattr(self, '_' + kind, self._other)(ev, kind)
+        self._line = line or self.line
+        with guard(self.report, self.path, self._line, ev, kind): getattr(self, '_' + kind, self._other)(ev, kind)
 
     def _ActionEvent(self, ev, kind):
         tc = ev.get('tool_call') if isinstance(ev.get('tool_call'), dict) else {}
@@ -80,20 +83,6 @@ class _V1History:
         if ev.get('reasoning_content') and _sdk_text(ev.get('thought')): step.metadata['reasoning_content'] = ev['reasoning_content']
         if ev.get('id'): self.by_event[ev['id']] = step
         if act.get('kind') == 'FinishAction': self.finished = True
-        self.report.mapped(kind)
-
-    def _ObservationEvent(self, ev, kind):
-        o = ev.get('observation') if isinstance(ev.get('observation'), dict) else {}
-        content = _sdk_text(o.get('content')) or o.get('output') or o.get('message') or ''
-        code = o.get('exit_code')
-        if code is None: code = _exit_code(o)
-        is_error = bool(o.get('is_error') or o.get('error') is True)
-        cid = ev.get('tool_call_id')
-        if cid is None or cid not in self.log.pairer.pending:
-            s = self.by_event.get(ev.get('action_id'))
-            cid = s.action.call_id if s is not None and s.action else cid
-        if self.log.result(cid, content, is_error, code, ev.get('timestamp')) is None:
-            return self._skip(kind, ev, 'result of a tool call whose ActionEvent is not in the log')
         self.report.mapped(kind)
 
     def _AgentErrorEvent(self, ev, kind):
@@ -133,6 +122,27 @@ class _V1History:
     def feed(self, events):
         for ev in events: self.event(ev)
         return self
+
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #60424c53
+def _sdk_observation(self:_V1History, ev:dict, kind:str):
+    "A tool result: its text (an error string included), exit code and error flag, on the call it answers"
+    o = ev.get('observation') if isinstance(ev.get('observation'), dict) else {}
+    err = o.get('error') if isinstance(o.get('error'), str) and o['error'].strip() else None   # older tools: the error text
+    content = _sdk_text(o.get('content')) or o.get('output') or o.get('message') or (ev['observation'] if isinstance(ev.get('observation'), str) else '')
+    if err and err not in str(content): content = f"{content}\n{err}" if content else err
+    code = o.get('exit_code')
+    if code is None: code = _exit_code(o)
+    is_error = bool(o.get('is_error') or o.get('error') is True or err)
+    cid = ev.get('tool_call_id')
+    if cid is None or cid not in self.log.pairer.pending:
+        s = self.by_event.get(ev.get('action_id'))
+        cid = s.action.call_id if s is not None and s.action else cid
+    if self.log.result(cid, content, is_error, code, ev.get('timestamp')) is None:
+        return self._skip(kind, ev, 'result of a tool call whose ActionEvent is not in the log')
+    if not content and any(isinstance(v, str) and v.strip() for k, v in o.items() if k not in _SDK_NO_TEXT):   # text we do not read
+        return self.unmapped.append(self.report.partial(kind, ev, self.path, self._line, 'its text is in no field the adapter reads (content, output, message, error)'))
+    self.report.mapped(kind)
+_V1History._ObservationEvent = _sdk_observation
 
 # %% ../../nbs/24a_recorder_openhands_sdk.ipynb #4042d3f9
 class OpenHandsSDKAdapter(LogAdapter):

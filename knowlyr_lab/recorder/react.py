@@ -14,6 +14,7 @@ from typing import Iterator
 from ..core import InvalidActionError, parse_action
 from .base import LogAdapter, register_adapter
 from .chat import ChatBuilder, exit_code_of
+from .reading import cut_off, open_bytes
 from .values import set_observation
 
 # %% auto #0
@@ -41,17 +42,21 @@ _KW = re.compile(r'^\s*(Question|Task|Thought|Action Input|Action|Observation|Fi
 _KIND = {'question': 'question', 'task': 'question', 'thought': 'thought', 'action': 'action', 'action input': 'action_input',
          'observation': 'observation', 'final answer': 'final_answer'}
 
-def iter_react_blocks(path, report)->Iterator[tuple[int, str, str]]:
+def iter_react_blocks(path, report,
+                      ends:dict|None=None, # receives {'mid_line': True} when the last line has no newline (cut off)
+                     )->Iterator[tuple[int, str, str]]:
     "(line, kind, text) blocks of a ReAct text file; secrets are redacted block by block (a key may span lines)"
-    from knowlyr_lab.recorder.reading import open_bytes
-    kind, start, buf = None, None, []
+    kind, start, buf, raw = None, None, [], b''
     def block():
         text = '\n'.join(buf).strip()
         return start or 1, kind or 'text', (report.clean(text, text) if report.scrub is not None else text)
     with open_bytes(path) as f:
         for i, raw in enumerate(f, 1):
             report.bytes_read += len(raw)
-            line = raw.decode('utf-8', errors='replace').rstrip('\r\n')
+            try: line = raw.decode('utf-8').rstrip('\r\n')
+            except UnicodeDecodeError as e:                  # a bad byte costs nothing but itself: replaced, reported
+                report.bad_record(path, i, f"bytes {raw[e.start:e.end]!r} at column {e.start + 1} are not valid UTF-8 (replaced with U+FFFD)", raw, record_type='(bytes)')
+                line = raw.decode('utf-8', errors='replace').rstrip('\r\n')
             m = _KW.match(line)
             if m:
                 if kind is not None or buf: yield block()
@@ -59,6 +64,7 @@ def iter_react_blocks(path, report)->Iterator[tuple[int, str, str]]:
             else:
                 if start is None: start = i
                 buf.append(line)
+    if ends is not None and raw and not raw.endswith(b'\n'): ends['mid_line'] = True
     if kind is not None or any(x.strip() for x in buf): yield block()
 
 # %% ../../nbs/22b_recorder_react.ipynb #d018bf7b
@@ -73,12 +79,13 @@ class ReactTextAdapter(LogAdapter):
 
     def convert(self, path, report):
         b, n, cur = None, 0, None   # cur: the step waiting for its observation
-        pending_thought = None
+        pending_thought, ends, last_line, act_line = None, {}, 1, None
         def flush():
             nonlocal b, n
             if b is not None and (b.steps or b.instruction):
                 n += 1; return b.build(task_id=f'{Path(path).stem}-{n}' if n > 1 else Path(path).stem)
-        for line, kind, text in iter_react_blocks(path, report):
+        for line, kind, text in iter_react_blocks(path, report, ends):
+            last_line = line
             if b is None or (kind == 'question' and b.steps):
                 t = flush()
                 if t is not None: yield t
@@ -93,7 +100,7 @@ class ReactTextAdapter(LogAdapter):
             elif kind == 'action':
                 a, ok = react_action(text)
                 cur, = b.add_assistant(pending_thought, [{**a, 'ok': ok}], line=line)
-                b.fifo.clear()
+                b.fifo.clear(); act_line = line
                 pending_thought = None
                 report.mapped('action')
             elif kind == 'action_input':
@@ -115,6 +122,9 @@ class ReactTextAdapter(LogAdapter):
                 report.mapped('final_answer')
         if b is not None and pending_thought is not None: b.add_assistant(pending_thought)
         t = flush()
-        if t is not None: yield t
+        if t is None: return
+        if ends.get('mid_line'): cut_off(t, report, path, last_line, 'the last line has no newline')
+        elif cur is not None and cur.observation is None: cut_off(t, report, path, act_line, 'an Action with no Observation')
+        yield t
 
 register_adapter(ReactTextAdapter())

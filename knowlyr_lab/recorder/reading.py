@@ -10,7 +10,10 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import zlib
+from json.decoder import JSONObject
+from json.scanner import py_make_scanner
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -19,8 +22,9 @@ import orjson
 from .report import ConversionReport
 
 # %% auto #0
-__all__ = ['READ_ERRORS', 'open_bytes', 'read_error', 'iter_jsonl', 'salvage_json', 'read_text', 'read_json', 'read_yaml',
-           'iter_json_items', 'json_shape']
+__all__ = ['READ_ERRORS', 'open_bytes', 'read_error', 'iter_jsonl', 'salvage_json', 'duplicate_keys', 'warn_duplicate_keys',
+           'decode_text', 'read_text', 'read_json', 'read_yaml', 'ends_mid_line', 'cut_off', 'iter_json_items',
+           'json_shape']
 
 # %% ../../nbs/20b_recorder_reading.ipynb #3db87e4e
 def open_bytes(path)->io.BufferedIOBase:
@@ -50,22 +54,18 @@ def iter_jsonl(path,                       # a .jsonl or .jsonl.gz file
     i = 0
     try:
         with open_bytes(path) as f:
-            for i, raw in enumerate(f, 1):
-                report.bytes_read += len(raw)
-                try: obj = orjson.loads(raw)           # the common case; whitespace around a record is allowed
-                except orjson.JSONDecodeError: obj = None
-                if obj is None:
-                    if not raw.strip(): continue
-                    try: obj = _loads(raw.rstrip(b'\r\n'))
-                    except UnicodeDecodeError as e:
-                        report.bad_record(path, i, f"not valid UTF-8 (byte {e.start})", raw); continue
-                    except json.JSONDecodeError as e:
-                        report.bad_record(path, i, f"not valid JSON ({e.msg} at column {e.colno})", raw.decode('utf-8', 'replace').rstrip('\r\n')); continue
-                    except RecursionError:
-                        report.bad_record(path, i, "JSON nested too deeply", raw); continue
-                if not isinstance(obj, dict):
-                    report.bad_record(path, i, f"expected a JSON object, got {type(obj).__name__}", raw.decode('utf-8', 'replace')); continue
-                yield i, (report.clean(obj, raw) if clean and (hits is None or hits(raw)) else obj)
+            for raws, objs, same in _chunks(f, Path(path).suffix == '.gz'):
+                for raw, obj in zip(raws, objs):
+                    i += 1
+                    report.bytes_read += len(raw)
+                    if obj is _BAD:                            # orjson failed: blank, NaN, big ints, bad bytes, not JSON
+                        if not raw.strip(): continue
+                        obj = _line_fallback(path, i, raw, report)
+                        if obj is _BAD: continue
+                    elif not same and _may_repeat_keys(raw, obj): warn_duplicate_keys(path, i, raw, report)
+                    if not isinstance(obj, dict):
+                        report.bad_record(path, i, f"expected a JSON object, got {type(obj).__name__}", raw.decode('utf-8', 'replace')); continue
+                    yield i, (report.clean(obj, raw) if clean and (hits is None or hits(raw)) else obj)
     except READ_ERRORS as e:
         report.bad_record(path, i + 1, read_error(e), None, record_type='(file)', aggregate=True)
 
@@ -113,15 +113,104 @@ def salvage_json(data:bytes,          # a JSON document with a few bad bytes
         except RecursionError: return None, None
     return None, None
 
+# %% ../../nbs/20b_recorder_reading.ipynb #ead7baa7
+_BAD = object()
+
+def _line_fallback(path, i:int, raw:bytes, report:ConversionReport):
+    "The object of a line orjson rejected (NaN, big ints, a few bad bytes repaired), or `_BAD` once reported"
+    line = raw.rstrip(b'\r\n')
+    try:
+        obj = _loads(line)
+        if b'":' in line: warn_duplicate_keys(path, i, line, report)
+        return obj
+    except RecursionError: report.bad_record(path, i, "JSON nested too deeply", raw); return _BAD
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        obj, fixes = salvage_json(line)
+        if fixes is None:
+            why = f"not valid UTF-8 (byte {e.start})" if isinstance(e, UnicodeDecodeError) else f"not valid JSON ({e.msg} at column {e.colno})"
+            report.bad_record(path, i, why, raw.decode('utf-8', 'replace').rstrip('\r\n')); return _BAD
+        for f in fixes: report.bad_record(path, i, f['reason'].replace(' at line 1 column ', ' at column '), f['raw'], record_type='(bytes)')
+        return obj
+
+# %% ../../nbs/20b_recorder_reading.ipynb #3b564e26
+def duplicate_keys(text:str|bytes)->list[tuple[int, str]]:
+    "(line, key) of each key written twice in one object of the JSON `text`; the line is where the object starts"
+    if isinstance(text, bytes): text = text.decode('utf-8', 'replace')
+    found = []
+    def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None, *a):
+        pairs, end = JSONObject(s_and_end, strict, scan_once, None, list, memo)
+        seen = set()
+        for k, _ in pairs:
+            if k in seen: found.append((s_and_end[0].count('\n', 0, s_and_end[1]) + 1, k))
+            seen.add(k)
+        return dict(pairs), end
+    dec = json.JSONDecoder()
+    dec.parse_object = parse_object
+    dec.scan_once = py_make_scanner(dec)
+    dec.decode(text)
+    return found
+
+def _load_lines(raws:list)->tuple[list, bool]:
+    "orjson objects of the lines `raws` (`_BAD` where orjson fails), and True when no line can hold a dropped key"
+    try: objs, good = [orjson.loads(r) for r in raws], raws
+    except orjson.JSONDecodeError:
+        objs = []
+        for raw in raws:
+            try: objs.append(orjson.loads(raw))
+            except orjson.JSONDecodeError: objs.append(_BAD)
+        good = [r for r, o in zip(raws, objs) if o is not _BAD]
+    if not good: return objs, True
+    try: out = orjson.dumps(objs if good is raws else [o for o in objs if o is not _BAD])
+    except (TypeError, orjson.JSONEncodeError): return objs, False
+    raw = b''.join(good)
+    if len(out) - 1 == len(raw) and out[1:-1] == raw[:-1].replace(b'\n', b','): return objs, True   # written back byte for byte
+    return objs, raw.count(b':') == out.count(b':') and b'\\u003' not in raw   # a dropped key takes its colon with it
+
+def _chunks(f, gz:bool, size:int=1 << 15)->Iterator[tuple[list, list, bool]]:
+    "The lines of `f` in chunks of about `size` bytes: (lines, objects, no key dropped); a read error after its chunk"
+    while True:
+        raws, err = [], None
+        try:
+            if not gz: raws = f.readlines(size)
+            else:                                         # line by line: a truncated .gz keeps every line before the cut
+                n = 0
+                for raw in f:
+                    raws.append(raw); n += len(raw)
+                    if n >= size: break
+        except READ_ERRORS as e: err = e
+        if raws: yield (raws, *_load_lines(raws))
+        if err is not None: raise err
+        if not raws: return
+
+def _may_repeat_keys(raw:bytes, obj)->bool:
+    "Cheap test: could `raw` hold a key that parsing `obj` dropped?"
+    try: return raw.count(b':') != orjson.dumps(obj).count(b':') or b'\\u003' in raw
+    except (TypeError, orjson.JSONEncodeError): return True
+
+def warn_duplicate_keys(path, line:int|None, raw:bytes|str, report:ConversionReport):
+    "Warn (file, line, key) for each key `raw` writes twice in one object; `line`: the line `raw` starts at"
+    try: found = duplicate_keys(raw)
+    except (ValueError, RecursionError): return
+    for k, (n, key) in enumerate(found):
+        if k < 20: report.warn(path, (line or 1) + n - 1, f"duplicate key {key!r} in one object (the last value is kept)", '(duplicate key)')
+
 # %% ../../nbs/20b_recorder_reading.ipynb #1626bdd0
+def decode_text(path, data:bytes, report:ConversionReport, max_fixes:int=64)->str:
+    "`data` as UTF-8; a few runs of bad bytes become U+FFFD, each a located `(bytes)` record; more: UnicodeDecodeError"
+    try: return data.decode('utf-8')
+    except UnicodeDecodeError:
+        dec = _decode_salvaged(data, max_fixes)
+        if dec is None: raise
+        for f in dec[1]: report.bad_record(path, f['line'], f['reason'], f['raw'], record_type='(bytes)')
+        return dec[0]
+
 def read_text(path, report:ConversionReport|None=None)->str:
-    "Whole text of `path` (gz-aware), decoded as UTF-8; secrets redacted when a `report` with a scrubber is given"
+    "Whole text of `path` (gz-aware), decoded as UTF-8 (a few bad bytes replaced and reported); secrets redacted"
     with open_bytes(path) as f: data = f.read()
-    text = data.decode('utf-8')
-    if report is not None:
-        report.bytes_read += len(data)
-        if report.scrub is not None: text = report.clean(text, data)
-    return text
+    if report is None: return data.decode('utf-8')
+    report.bytes_read += len(data)
+    text = decode_text(path, data, report)
+    return report.clean(text, data) if report.scrub is not None else text
 
 def _read_bytes(path, report)->bytes|None:
     try:
@@ -135,7 +224,9 @@ def read_json(path, report:ConversionReport)->Any:
     "Parse a whole JSON file; on a syntax error report it (file, line, column) and return None; secrets redacted"
     data = _read_bytes(path, report)
     if data is None: return None
-    try: doc = _loads(data)
+    try:
+        doc = _loads(data)
+        if _may_repeat_keys(data, doc): warn_duplicate_keys(path, 1, data, report)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         doc, fixes = salvage_json(data)
         if fixes is None:                                  # more than a few bad bytes: the file is rejected, located
@@ -146,12 +237,22 @@ def read_json(path, report:ConversionReport)->Any:
     except RecursionError: report.bad_record(path, None, "JSON nested too deeply", data.decode('utf-8', 'replace')); return None
     return report.clean(doc, data) if report.scrub is not None else doc
 
+_YAML_BAD = re.compile('[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
+
+def _yaml_chars(path, text:str, report)->str:
+    "`text` with the characters YAML forbids (NUL, other controls) replaced by U+FFFD, each a located `(bytes)` record"
+    if not _YAML_BAD.search(text): return text
+    for m in list(_YAML_BAD.finditer(text))[:64]:
+        report.bad_record(path, text.count('\n', 0, m.start()) + 1, f"character {m.group()!r} is not allowed in YAML (replaced with U+FFFD)",
+                          text[max(0, m.start() - 40):m.end() + 40], record_type='(bytes)')
+    return _YAML_BAD.sub('\ufffd', text)
+
 def read_yaml(path, report:ConversionReport)->Any:
     "Parse a whole YAML file (safe loader); on a syntax error report it with its line and return None; secrets redacted"
     import yaml
     data = _read_bytes(path, report)
     if data is None: return None
-    try: text = data.decode('utf-8')
+    try: text = _yaml_chars(path, decode_text(path, data, report), report)
     except UnicodeDecodeError as e:
         report.bad_record(path, None, f"not valid UTF-8 (byte {e.start})", None); return None
     try: doc = yaml.load(text, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))
@@ -159,7 +260,24 @@ def read_yaml(path, report:ConversionReport)->Any:
         mark = getattr(e, 'problem_mark', None)
         line = mark.line + 1 if mark is not None else None
         report.bad_record(path, line, f"not valid YAML ({getattr(e, 'problem', None) or e})", text); return None
+    if text and not text.endswith('\n'):      # YAML cut inside a block scalar still parses: say where it stops
+        report.warn(path, text.count('\n') + 1, 'the file stops mid-line: the last value may be cut off', '(cut off)')
     return report.clean(doc, data) if report.scrub is not None else doc
+
+# %% ../../nbs/20b_recorder_reading.ipynb #83dc5b64
+def ends_mid_line(text:str)->bool:
+    "Does `text` stop without a final newline (a writer cut off while writing a line)?"
+    return bool(text) and not text.endswith('\n')
+
+def cut_off(traj, report:ConversionReport, path, line:int|None, # where the unfinished record starts
+            why:str,                                              # what is unfinished
+           ):
+    "Mark `traj`, read from a file that stops mid-record: a located warning, `outcome.truncated`, the place in the reason"
+    report.warn(path, line, f"the file stops mid-record: {why}", '(cut off)')
+    o = traj.outcome
+    o.truncated, o.terminated = True, False
+    o.reason = f"log cut off at line {line}: {why}" + (f"; {o.reason}" if o.reason else '')
+    return traj
 
 # %% ../../nbs/20b_recorder_reading.ipynb #e22d717a
 def iter_json_items(path,                     # a .json or .json.gz file holding an array

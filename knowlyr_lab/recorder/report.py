@@ -39,6 +39,8 @@ class ConversionReport:
         self.errors: list[str] = []      # located messages of malformed records (the first `max_errors`)
         self.issues: list[dict] = []     # the same, structured: path, line, record_type, reason
         self.n_errors = 0
+        self.warnings: list[dict] = []   # located warnings (the first `max_errors`): path, line, record_type, reason
+        self.n_warnings = 0
         self.orphans: list[dict] = []
         self.failed: dict[str, int] = {} # whole files or episodes that could not be converted (not input records)
         self.skipped: list[dict] = []    # paths a directory run did not read, with the reason
@@ -63,7 +65,8 @@ class ConversionReport:
     def __repr__(self):
         t = self.totals
         return (f"ConversionReport(trajectories={self.n_trajectories}, mapped={t['mapped']}, unmapped={t['unmapped']}, "
-                f"quarantined={t['quarantined']}, failed={sum(self.failed.values())}, redactions={sum(self.redactions.values())})")
+                f"quarantined={t['quarantined']}, failed={sum(self.failed.values())}, redactions={sum(self.redactions.values())}"
+                + (f", warnings={self.n_warnings})" if self.n_warnings else ")"))
 
     def clean(self, obj, raw=None):
         "`obj`, a record as read (from the bytes/text `raw`), with secrets redacted by the report's `scrub`"
@@ -167,3 +170,28 @@ def _close(self):
 ConversionReport.close = _close
 ConversionReport.__enter__ = lambda self: self
 ConversionReport.__exit__ = lambda self, *a: self.close()
+
+# %% ../../nbs/20a_recorder_report.ipynb #184dcd5c
+def _warn(self, path, line:int|None, # where the data was read
+          reason:str,                # what was changed, or what may be missing
+          record_type:str='(warning)',
+         ):
+    "Report data that was kept but changed or possibly incomplete: a located warning, no record counted"
+    if self.scrub is not None: reason = self.clean(str(reason), str(reason))
+    self.n_warnings += 1
+    if len(self.warnings) < self.max_errors:
+        self.warnings.append({'path': None if path is None else str(path), 'line': line, 'record_type': record_type, 'reason': reason})
+ConversionReport.warn = _warn
+
+def _partial(self, record_type:str, record, path=None, line:int|None=None,
+             why:str='',                 # what of the record is not in the trajectory
+            )->dict:                     # the entry to append to `trajectory.metadata['unmapped']`
+    "Count a record mapped with a piece left out as unmapped (kept whole, with `why`), and warn"
+    self.warn(path, line, f"{record_type} record only partly mapped: {why}", record_type)
+    return self.unmapped(record_type, record, path, line, why=f'partly mapped: {why}')
+ConversionReport.partial = _partial
+
+def _warning_lines(self)->list[str]:
+    "The warnings as located one-line messages (`path:line: reason`)"
+    return [str(RecorderError(w['reason'], w['path'], w['line'])) for w in self.warnings]
+ConversionReport.warning_lines = _warning_lines

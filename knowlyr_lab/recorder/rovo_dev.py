@@ -15,7 +15,7 @@ import yaml
 
 from .agent_steps import StepLog, guard
 from .base import LogAdapter, register_adapter
-from .reading import read_text
+from .reading import cut_off, read_text
 from .report import ConversionReport
 from .swe import find_resolution
 from .values import set_observation
@@ -59,6 +59,15 @@ class RovoDevAdapter(LogAdapter):
         if re.search(r'^={20,}\s*\n(AGENT:|USER PROMPT:|TOOL CALL \()', head, re.M): return "'='-separated AGENT/USER PROMPT/TOOL CALL blocks (Rovo Dev)"
         return None
 
+def _rd_cut(blocks:list)->tuple[int, str]|None:
+    "(line, why) when a transcript stops mid-record: a tool call never returned, a result fence never closed"
+    b = blocks[-1] if blocks else None
+    if b is None: return None
+    if b['kind'] == 'TOOL CALL': return b['line'], f"a TOOL CALL ({b['tool']}) with no TOOL RETURN"
+    if b['kind'] == 'TOOL RETURN' and b['body'].lstrip().startswith('```') and not b['body'].rstrip().endswith('```'):
+        return b['line'], f"a TOOL RETURN ({b['tool']}) whose fence is never closed"
+    return None
+
 def _rd_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     try: text = read_text(path, report)
@@ -66,7 +75,8 @@ def _rd_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     log, unmapped, instruction, pending, open_calls = StepLog(), [], None, [], {}
     def flush():
         if pending: log.message('\n\n'.join(pending)); pending.clear()
-    for b in rovo_blocks(text):
+    blocks = rovo_blocks(text)
+    for b in blocks:
         kind, body = b['kind'], b['body']
         with guard(report, path, b['line'], body, f'block:{kind}'):
             if kind == 'AGENT': pending.append(body)
@@ -97,8 +107,10 @@ def _rd_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     found = find_resolution(path, iid)
     meta = {'unmapped': unmapped} if unmapped else {}
     if found: meta['success_source'] = found[1]
-    yield Trajectory(task=Task(id=iid, instruction=instruction or '', domain='coding'), agent=AgentInfo(name='rovo-dev'), steps=steps,
-                     outcome=Outcome(success=found[0] if found else None, reason=None if found else 'no result file beside the transcript'),
-                     source=Source(format=self.name, path=str(path)), metadata=meta)
+    t = Trajectory(task=Task(id=iid, instruction=instruction or '', domain='coding'), agent=AgentInfo(name='rovo-dev'), steps=steps,
+                   outcome=Outcome(success=found[0] if found else None, reason=None if found else 'no result file beside the transcript'),
+                   source=Source(format=self.name, path=str(path)), metadata=meta)
+    if (cut := _rd_cut(blocks)): cut_off(t, report, path, *cut)
+    yield t
 RovoDevAdapter.convert = _rd_convert
 register_adapter(RovoDevAdapter())
