@@ -1,5 +1,5 @@
-"""The scripts a verification runs in its two sandboxes -- the candidate's server and the judge's test runner -- and
-the plain-data protocol between them.
+"""The protocol between a verification's two sandboxes -- values that cross with their type and meaning, one JSON
+message a line -- and the candidate's server that answers it.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/verifier_wire.html.md"""
 
@@ -8,50 +8,165 @@ Docs: https://knowlyr.github.io/knowlyr-lab/verifier_wire.html.md"""
 # %% ../nbs/12a_verifier_wire.ipynb #99e06144
 from __future__ import annotations
 
+import ast
+import builtins
 import sys
 from pathlib import PurePosixPath
 
 # %% auto #0
-__all__ = ['WIRE', 'CANDIDATE_SERVER', 'PROXY', 'TEST_RUNNER', 'candidate_modules']
+__all__ = ['WIRE', 'CANDIDATE_SERVER', 'candidate_modules', 'star_names', 'module_exports']
 
-# %% ../nbs/12a_verifier_wire.ipynb #449e23bb
-WIRE = r'''
-import json, os, sys
-MAX_DEPTH, MAX_LINE = 200, 1 << 24
-class WireError(Exception): "A message that is not plain data of the verifier's protocol"
-_SEQS = ((tuple, 'tuple'), (set, 'set'), (frozenset, 'frozenset'))
-def to_wire(x, ref, depth=0):
-    "`x` as JSON-able plain data (subclasses as their builtin base); `ref(obj)` for anything else"
-    if depth > MAX_DEPTH: raise WireError('a value nested more than %d deep' % MAX_DEPTH)
-    if x is None or type(x) is bool: return x
-    if isinstance(x, str): return str.__str__(x)
-    if isinstance(x, int) and not isinstance(x, bool): return int.__index__(x)
-    if isinstance(x, float): return float.__float__(x)
-    if isinstance(x, list): return [to_wire(v, ref, depth + 1) for v in list.__iter__(x)]
-    for t, tag in _SEQS:
-        if isinstance(x, t): return {'$': tag, 'v': [to_wire(v, ref, depth + 1) for v in t.__iter__(x)]}
-    if isinstance(x, dict): return {'$': 'dict', 'v': [[to_wire(k, ref, depth + 1), to_wire(v, ref, depth + 1)] for k, v in dict.items(x)]}
-    if isinstance(x, (bytes, bytearray)): return {'$': 'bytes', 'v': bytes(x).hex()}
-    if isinstance(x, complex): return {'$': 'complex', 'v': [complex.__complex__(x).real, complex.__complex__(x).imag]}
-    return ref(x)
-def from_wire(x, remote, depth=0):
-    "A value built from builtin types only, from what `to_wire` made; `remote(msg)` for a reference"
-    if depth > MAX_DEPTH: raise WireError('a value nested more than %d deep' % MAX_DEPTH)
-    t = type(x)
-    if x is None or t in (bool, int, float, str): return x
-    if t is list: return [from_wire(v, remote, depth + 1) for v in x]
-    if t is not dict: raise WireError('not plain data: %s' % t.__name__)
-    tag, v = x.get('$'), x.get('v')
-    try:
-        if tag in ('tuple', 'set', 'frozenset') and type(v) is list:
-            return {'tuple': tuple, 'set': set, 'frozenset': frozenset}[tag](from_wire(i, remote, depth + 1) for i in v)
-        if tag == 'dict' and type(v) is list and all(type(p) is list and len(p) == 2 for p in v):
-            return {from_wire(k, remote, depth + 1): from_wire(w, remote, depth + 1) for k, w in v}
-        if tag == 'bytes' and type(v) is str: return bytes.fromhex(v)
-        if tag == 'complex' and type(v) is list and len(v) == 2 and all(type(i) in (int, float) for i in v): return complex(*v)
-    except (TypeError, ValueError) as e: raise WireError('bad %s: %s' % (tag, e)) from None
-    if tag == 'ref' and type(x.get('id')) is int and set(x) <= {'$', 'id', 'type'}: return remote(x)
-    raise WireError('unknown value %r' % (tag,))
+# %% ../nbs/12a_verifier_wire.ipynb #a62700d0
+_VALUE_KINDS = r'''
+import builtins, collections, dataclasses, datetime, decimal, fractions, json, os, sys
+MAX_DEPTH, BIG = 200, 1 << 3000          # ints from BIG on cross as hex: a JSON reader refuses ints of over 4,300 digits
+_D, _C = datetime, collections
+class WireError(Exception): "A message that is not data of the verifier's protocol"
+_SAME = {'__module__', '__qualname__', '__doc__', '__dict__', '__weakref__', '__slots__', '__annotations__', '__init__', '__new__', '__repr__',
+         '__getnewargs__', '__match_args__', '__orig_bases__', '__parameters__', '__init_subclass__', '__class_getitem__', '__firstlineno__',
+         '__static_attributes__', '__reduce__', '__reduce_ex__'}
+def plain_kind(t, base):
+    "Instances of class `t` behave as `base`'s: no class of it above `base` defines another special method"
+    for c in t.__mro__:
+        if c is base: return True
+        if any(n[:2] == n[-2:] == '__' and n not in _SAME for n in vars(c)): return False
+    return False
+_MUTABLE = (list, dict, set, bytearray, _C.deque)
+def _items(tag): return lambda e, x, d: {'$': tag, 'v': [e(v, d) for v in x]}
+def _pairs(tag): return lambda e, x, d: {'$': tag, 'v': [[e(k, d), e(v, d)] for k, v in x.items()]}
+def _tuple(e, x, d):
+    f = getattr(type(x), '_fields', None)
+    if type(x) is tuple or type(f) is not tuple: return {'$': 'tuple', 'v': [e(v, d) for v in x]}
+    return {'$': 'ntuple', 'n': type(x).__name__, 'f': list(f), 'v': [e(v, d) for v in x]}
+_KINDS = [   # (class, encoder(enc, value, depth)), most specific first
+    (str, lambda e, x, d: str.__str__(x)), (int, lambda e, x, d: e(int.__index__(x), d)), (float, lambda e, x, d: float.__float__(x)),
+    (complex, lambda e, x, d: {'$': 'complex', 'v': [complex.__complex__(x).real, complex.__complex__(x).imag]}),
+    (list, lambda e, x, d: [e(v, d) for v in x]), (tuple, _tuple), (set, _items('set')), (frozenset, _items('frozenset')),
+    (_C.Counter, _pairs('counter')), (_C.OrderedDict, _pairs('odict')),
+    (_C.defaultdict, lambda e, x, d: {'$': 'ddict', 'f': e(x.default_factory, d), 'v': _pairs('')(e, x, d)['v']}), (dict, _pairs('dict')),
+    (_C.deque, lambda e, x, d: {'$': 'deque', 'm': x.maxlen, 'v': [e(v, d) for v in x]}),
+    (bytes, lambda e, x, d: {'$': 'bytes', 'v': bytes(x).hex()}), (bytearray, lambda e, x, d: {'$': 'bytearray', 'v': bytes(x).hex()}),
+    (range, lambda e, x, d: {'$': 'range', 'v': [e(x.start, d), e(x.stop, d), e(x.step, d)]}),
+    (decimal.Decimal, lambda e, x, d: {'$': 'decimal', 'v': decimal.Decimal.__str__(x)}),
+    (fractions.Fraction, lambda e, x, d: {'$': 'fraction', 'v': [e(x.numerator, d), e(x.denominator, d)]}),
+    (_D.datetime, lambda e, x, d: {'$': 'datetime', 'tz': e(x.tzinfo, d),
+                                   'v': [x.year, x.month, x.day, x.hour, x.minute, x.second, x.microsecond, x.fold]}),
+    (_D.date, lambda e, x, d: {'$': 'date', 'v': [x.year, x.month, x.day]}),
+    (_D.time, lambda e, x, d: {'$': 'time', 'tz': e(x.tzinfo, d), 'v': [x.hour, x.minute, x.second, x.microsecond, x.fold]}),
+    (_D.timedelta, lambda e, x, d: {'$': 'timedelta', 'v': [x.days, x.seconds, x.microseconds]}),
+    (_D.timezone, lambda e, x, d: {'$': 'timezone', 'v': [e(v, d) for v in x.__getinitargs__()]})]
+'''
+
+# %% ../nbs/12a_verifier_wire.ipynb #6e888780
+_ENCODER = r'''
+class Enc:
+    "Values as JSON-able data for one message: a mutable container met again is named by its index (`known`: indices 0, 1, ...)"
+    def __init__(self, ref, known=()):
+        self.ref, self.ids, self.keep = ref, {}, []
+        for c in known: self.mark(c)
+    def mark(self, c): self.ids[id(c)] = len(self.keep); self.keep.append(c)
+    def __call__(self, x, depth=0, fresh=False):
+        "`x` as data (`fresh`: a known container's contents, not its index); `ref(x, enc, depth)` for what is not a value"
+        if depth > MAX_DEPTH: raise WireError('a value nested more than %d deep' % MAX_DEPTH)
+        if x is None or type(x) in (bool, str, float): return x
+        if type(x) is int: return x if -BIG < x < BIG else {'$': 'int', 'v': format(x, 'x')}
+        if not fresh and id(x) in self.ids: return {'$': 'same', 'i': self.ids[id(x)]}
+        if isinstance(x, type) and getattr(builtins, x.__name__, None) is x: return {'$': 'builtin', 'name': x.__name__}
+        if isinstance(x, (_D.datetime, _D.time)) and x.tzinfo is not None and type(x.tzinfo) is not _D.timezone: return self.ref(x, self, depth + 1)
+        for t, enc in _KINDS:
+            if isinstance(x, t):
+                if not plain_kind(type(x), t): break
+                if isinstance(x, _MUTABLE) and not fresh: self.mark(x)
+                return enc(self, x, depth + 1)
+        return self.ref(x, self, depth + 1)
+'''
+
+# %% ../nbs/12a_verifier_wire.ipynb #6e30ff2c
+_DECODER = r'''
+def _int(i):
+    if type(i) is not int: raise WireError('not an int: %s' % type(i).__name__)
+    return i
+def _str(s):
+    if type(s) is not str: raise WireError('not a str: %s' % type(s).__name__)
+    return s
+def _v(x, n=None, t=list):
+    v = x.get('v')
+    if type(v) is not t or (n is not None and len(v) != n): raise WireError('bad %s' % x.get('$'))
+    return v
+def _new(dec, c, fresh, fill):
+    "Register the new container `c` (a later 'same' names it), then fill it"
+    if not fresh: dec.table.append(c)
+    fill(c)
+    return c
+def _dict(kind):
+    def fill(d, x, depth, c):
+        for p in _v(x):
+            if type(p) is not list or len(p) != 2: raise WireError('bad pair')
+            k = d(p[0], depth); c[k] = d(p[1], depth)
+    return lambda d, x, depth, fresh: _new(d, kind(), fresh, lambda c: fill(d, x, depth, c))
+def _ddict(d, x, depth, fresh):
+    c = _new(d, _C.defaultdict(), fresh, lambda c: None)
+    c.default_factory = d(x.get('f'), depth)
+    return _dict(lambda: c)(d, x, depth, True)
+def _tz(d, x, depth):
+    tz = d(x.get('tz'), depth)
+    if tz is not None and type(tz) is not _D.timezone: raise WireError('bad tzinfo')
+    return tz
+_NAMEDTUPLES = {}
+def _ntuple(n, f):
+    if (n, f) not in _NAMEDTUPLES: _NAMEDTUPLES[n, f] = _C.namedtuple(n, f)
+    return _NAMEDTUPLES[n, f]
+_DECODE = {
+    'int': lambda d, x, depth, fresh: int(_v(x, t=str), 16), 'tuple': lambda d, x, depth, fresh: tuple(d(i, depth) for i in _v(x)),
+    'ntuple': lambda d, x, depth, fresh: _ntuple(_str(x.get('n')), tuple(map(_str, x.get('f'))))._make(d(i, depth) for i in _v(x)),
+    'set': lambda d, x, depth, fresh: _new(d, set(), fresh, lambda c: c.update(d(i, depth) for i in _v(x))),
+    'frozenset': lambda d, x, depth, fresh: frozenset(d(i, depth) for i in _v(x)),
+    'dict': _dict(dict), 'odict': _dict(_C.OrderedDict), 'counter': _dict(_C.Counter), 'ddict': _ddict,
+    'deque': lambda d, x, depth, fresh: _new(d, _C.deque(maxlen=x.get('m')), fresh, lambda c: c.extend(d(i, depth) for i in _v(x))),
+    'bytes': lambda d, x, depth, fresh: bytes.fromhex(_v(x, t=str)),
+    'bytearray': lambda d, x, depth, fresh: _new(d, bytearray.fromhex(_v(x, t=str)), fresh, lambda c: None),
+    'complex': lambda d, x, depth, fresh: complex(*[i if type(i) is float else float(_int(i)) for i in _v(x, 2)]),
+    'range': lambda d, x, depth, fresh: range(*[_int(d(i, depth)) for i in _v(x, 3)]),
+    'decimal': lambda d, x, depth, fresh: decimal.Decimal(_v(x, t=str)),
+    'fraction': lambda d, x, depth, fresh: fractions.Fraction(*[_int(d(i, depth)) for i in _v(x, 2)]),
+    'datetime': lambda d, x, depth, fresh: _D.datetime(*map(_int, _v(x, 8)[:7]), tzinfo=_tz(d, x, depth), fold=_int(_v(x, 8)[7])),
+    'date': lambda d, x, depth, fresh: _D.date(*map(_int, _v(x, 3))),
+    'time': lambda d, x, depth, fresh: _D.time(*map(_int, _v(x, 5)[:4]), tzinfo=_tz(d, x, depth), fold=_int(_v(x, 5)[4])),
+    'timedelta': lambda d, x, depth, fresh: _D.timedelta(*map(_int, _v(x, 3))),
+    'timezone': lambda d, x, depth, fresh: _D.timezone(*[d(i, depth) for i in _v(x)])}
+class Dec:
+    "Values built from what `Enc` wrote, of builtin and standard-library classes only; `remote(msg, dec, depth)` for the rest"
+    def __init__(self, remote, known=()): self.remote, self.table = remote, list(known)
+    def __call__(self, x, depth=0, fresh=False):
+        if depth > MAX_DEPTH: raise WireError('a value nested more than %d deep' % MAX_DEPTH)
+        t = type(x)
+        if x is None or t in (bool, int, float, str): return x
+        if t is list: return _new(self, [], fresh, lambda c: c.extend(self(v, depth + 1) for v in x))
+        if t is not dict: raise WireError('not data: %s' % t.__name__)
+        tag = x.get('$')
+        if tag == 'same' and type(x.get('i')) is int and 0 <= x['i'] < len(self.table): return self.table[x['i']]
+        if tag in ('ref', 'class', 'exc', 'builtin'): return self.remote(x, self, depth + 1)
+        if tag not in _DECODE: raise WireError('unknown value %r' % (tag,))
+        try: return _DECODE[tag](self, x, depth + 1, fresh)
+        except (TypeError, ValueError, ArithmeticError) as e: raise WireError('bad %s: %s' % (tag, e)) from None
+'''
+
+# %% ../nbs/12a_verifier_wire.ipynb #ed75026e
+_REFILL = r'''
+def refill(c, new):
+    "Make the container `c` hold what `new` holds: an argument the candidate changed in place"
+    for kind, fill in ((list, lambda: c.__setitem__(slice(None), new)), (bytearray, lambda: c.__setitem__(slice(None), new)),
+                       (dict, lambda: (c.clear(), c.update(new))), (set, lambda: (c.clear(), c.update(new))),
+                       (_C.deque, lambda: (c.clear(), c.extend(new)))):
+        if isinstance(c, kind):
+            if not isinstance(new, kind): raise WireError('a %s came back as %s' % (kind.__name__, type(new).__name__))
+            return fill()
+    raise WireError('not a container: %s' % type(c).__name__)
+'''
+
+# %% ../nbs/12a_verifier_wire.ipynb #6bad920c
+_FRAMES = r'''
+MAX_LINE = 1 << 24
 def channel():
     "(reader, writer) of the protocol on stdin/stdout; what the process prints goes to stderr from now on"
     r, w = os.fdopen(os.dup(0), 'rb'), os.fdopen(os.dup(1), 'wb')
@@ -59,186 +174,73 @@ def channel():
     return r, w
 def send(w, msg): w.write(json.dumps(msg).encode() + b'\n'); w.flush()
 '''
+WIRE = _VALUE_KINDS + _ENCODER + _DECODER + _REFILL + _FRAMES
 
 # %% ../nbs/12a_verifier_wire.ipynb #2e260b23
 CANDIDATE_SERVER = WIRE + r'''
-import builtins, importlib
+import importlib
+def value_kind(t):
+    "'fields' when instances of class `t` compare by their fields (a dataclass's generated ==), 'ordered' when they also order so"
+    p, eq = getattr(t, '__dataclass_params__', None), getattr(getattr(t, '__eq__', None), '__code__', None)
+    if p is None or not p.eq or eq is None or eq.co_filename != '<string>': return None
+    return 'ordered' if p.order else 'fields'
 def _serve():
     r, w = channel()
     sys.path.insert(0, os.getcwd())
-    objs = []
-    def ref(x):
-        objs.append(x)
-        return {'$': 'ref', 'id': len(objs) - 1, 'type': type(x).__name__[:80]}
-    def obj(m):
-        if not 0 <= m['id'] < len(objs): raise WireError('no object %r' % m['id'])
-        return objs[m['id']]
+    objs, ids = [], {}
+    def refid(x):
+        if id(x) not in ids: ids[id(x)] = len(objs); objs.append(x)
+        return ids[id(x)]
+    def ref(x, enc, depth):
+        if isinstance(x, type):
+            return {'$': 'class', 'id': refid(x), 'name': str(x.__name__)[:200], 'module': str(x.__module__)[:200],
+                    'qualname': str(x.__qualname__)[:300], 'bases': [enc(b, depth) for b in x.__bases__ if b is not object]}
+        if isinstance(x, BaseException):
+            try: s = str(x)[:2000]
+            except Exception: s = ''
+            return {'$': 'exc', 'id': refid(x), 'cls': enc(type(x), depth), 'args': enc(tuple(x.args), depth), 'str': s}
+        kind = value_kind(type(x))
+        return {'$': 'ref', 'id': refid(x), 'type': type(x).__name__[:80], **({'kind': kind} if kind else {})}
+    def obj(m, dec, depth):
+        if m.get('$') == 'builtin' and hasattr(builtins, str(m.get('name'))): return getattr(builtins, m['name'])
+        if m.get('$') == 'ref' and type(m.get('id')) is int and 0 <= m['id'] < len(objs): return objs[m['id']]
+        raise WireError('no object %r' % (m.get('id'),))
+    def eqkey(x):
+        if value_kind(type(x)) is None: return None
+        return [refid(type(x)), [getattr(x, f.name) for f in dataclasses.fields(x) if f.compare], type(x).__hash__ is not None]
     def imp(name):
         m = importlib.import_module(name)
         return {'module': m, 'all': list(getattr(m, '__all__', None) or [n for n in vars(m) if not n.startswith('_')])}
-    a = lambda q, k='obj': from_wire(q[k], obj)
-    ops = {'import': lambda q: imp(q['name']), 'getattr': lambda q: getattr(a(q), q['name']),
-           'setattr': lambda q: setattr(a(q), q['name'], a(q, 'value')), 'delattr': lambda q: delattr(a(q), q['name']),
-           'call': lambda q: a(q)(*a(q, 'args'), **a(q, 'kwargs')), 'len': lambda q: len(a(q)), 'bool': lambda q: bool(a(q)),
-           'iter': lambda q: iter(a(q)), 'next': lambda q: next(a(q)), 'getitem': lambda q: a(q)[a(q, 'key')],
-           'setitem': lambda q: a(q).__setitem__(a(q, 'key'), a(q, 'value')), 'delitem': lambda q: a(q).__delitem__(a(q, 'key')),
-           'contains': lambda q: a(q, 'key') in a(q), 'repr': lambda q: repr(a(q)), 'str': lambda q: str(a(q))}
+    def call(q, box):
+        d = Dec(obj)
+        args, kw = d(q['args'])
+        box += d.table                  # the containers the judge passed, sent back as the call leaves them
+        return Dec(obj)(q['obj'])(*args, **dict(kw))
+    a = lambda q, k='obj': Dec(obj)(q[k])
+    ops = {'import': lambda q, b: imp(q['name']), 'getattr': lambda q, b: getattr(a(q), q['name']),
+           'setattr': lambda q, b: setattr(a(q), q['name'], a(q, 'value')), 'delattr': lambda q, b: delattr(a(q), q['name']), 'call': call,
+           'len': lambda q, b: len(a(q)), 'bool': lambda q, b: bool(a(q)), 'iter': lambda q, b: iter(a(q)), 'next': lambda q, b: next(a(q)),
+           'getitem': lambda q, b: a(q)[a(q, 'key')], 'setitem': lambda q, b: a(q).__setitem__(a(q, 'key'), a(q, 'value')),
+           'delitem': lambda q, b: a(q).__delitem__(a(q, 'key')), 'contains': lambda q, b: a(q, 'key') in a(q), 'repr': lambda q, b: repr(a(q)),
+           'str': lambda q, b: str(a(q)), 'eqkey': lambda q, b: eqkey(a(q)), 'isinstance': lambda q, b: isinstance(a(q), a(q, 'cls'))}
     while line := r.readline():
+        box = []
         try:
             q = json.loads(line)
-            out = {'ok': to_wire(ops[q['op']](q), ref)}
+            out = {'ok': ops[q['op']](q, box)}
         except StopIteration: out = {'stop': True}
-        except BaseException as e:
+        except BaseException as e: out = {'error': e}
+        try:
+            enc = Enc(ref, box)
+            out = {'back': [enc(c, fresh=True) for c in box], **{k: v if k == 'stop' else enc(v) for k, v in out.items()}}
+        except BaseException as e:          # not writable (a value nested too deep): the builtin class of what went wrong
             base = next(c for c in type(e).__mro__ if getattr(builtins, c.__name__, None) is c)
-            out = {'error': [base.__name__, str(e)[:2000]]}
+            out = {'error': {'$': 'exc', 'cls': {'$': 'builtin', 'name': base.__name__}, 'args': {'$': 'tuple', 'v': []}, 'str': ''}}
         send(w, out)
 _serve()
 '''
 
-# %% ../nbs/12a_verifier_wire.ipynb #d92c1258
-_CONN = r'''
-import builtins, importlib.abc, importlib.util, types
-class CandidateError(Exception): "The candidate's process did not answer as the protocol says, or raised a non-builtin exception"
-def from_candidate(e):
-    "`e`, marked as raised in the candidate's code"
-    e._knowlyr_candidate = True
-    return e
-class _Conn:
-    "The judge's end of the channel: one request, one answer, read as plain data; broken for good after a bad answer"
-    def __init__(self): self.r, self.w = channel(); self.dead, self.detail = None, ''
-    def _broken(self, why, detail=''):
-        self.dead, self.detail = why, detail      # why: a fixed phrase; detail: may quote the candidate
-        return CandidateError('%s: %s' % (why, detail) if detail else why)
-    def ask(self, op, **kw):
-        if self.dead: raise CandidateError(self.dead)
-        try: send(self.w, {'op': op, **kw})
-        except OSError: raise self._broken('the candidate process is gone') from None
-        line = self.r.readline(MAX_LINE + 1)
-        if not line: raise self._broken('the candidate process ended')
-        if not line.endswith(b'\n'): raise self._broken('an answer over %d bytes' % MAX_LINE)
-        try:
-            a = json.loads(line)
-            if type(a) is not dict or len(a) != 1: raise WireError('not one of ok/error/stop')
-            if 'ok' in a: return from_wire(a['ok'], Remote)
-        except (WireError, ValueError, RecursionError) as e: raise self._broken('an answer outside the protocol', '%s' % e) from None
-        if a.get('stop') is True: raise StopIteration
-        e = a.get('error')
-        if type(e) is not list or len(e) != 2 or not all(type(s) is str for s in e): raise self._broken('a malformed answer')
-        cls = getattr(builtins, e[0], None)
-        if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == 'builtins': raise from_candidate(cls(e[1]))
-        raise from_candidate(CandidateError('%s: %s' % tuple(e)))
-CONN = None
-def _ref(x):
-    if type(x) in (Remote, RemoteModule): return {'$': 'ref', 'id': _id(x)}
-    raise TypeError('only plain data and the candidate\'s own objects can be passed to the candidate, not %s' % type(x).__name__)
-def _id(x): return x.__dict__['_knowlyr_id'] if type(x) is RemoteModule else object.__getattribute__(x, '_id')
-def _ask(x, op, **kw): return CONN.ask(op, obj={'$': 'ref', 'id': _id(x)}, **kw)
-def _w(x): return to_wire(x, _ref)
-def _plain(x, t):
-    if type(x) is not t: raise CandidateError('the candidate answered %s where %s was needed' % (type(x).__name__, t.__name__))
-    return x
-'''
-
-# %% ../nbs/12a_verifier_wire.ipynb #d22e5266
-_REMOTE = r'''
-class Remote:
-    "An object that lives in the candidate's process: calls, attributes and container protocols go there; == is identity"
-    __slots__ = ('_id', '_type')
-    def __init__(self, msg): object.__setattr__(self, '_id', msg['id']); object.__setattr__(self, '_type', str(msg.get('type', '?')))
-    def __getattr__(self, name):
-        if name.startswith('__') and name.endswith('__'): raise AttributeError(name)
-        return _ask(self, 'getattr', name=name)
-    def __setattr__(self, name, value): _ask(self, 'setattr', name=name, value=_w(value))
-    def __delattr__(self, name): _ask(self, 'delattr', name=name)
-    def __call__(self, *a, **k): return _ask(self, 'call', args=_w(list(a)), kwargs=_w(dict(k)))
-    def __len__(self): return _plain(_ask(self, 'len'), int)
-    def __bool__(self): return _plain(_ask(self, 'bool'), bool)
-    def __iter__(self): return _ask(self, 'iter')
-    def __next__(self): return _ask(self, 'next')
-    def __getitem__(self, k): return _ask(self, 'getitem', key=_w(k))
-    def __setitem__(self, k, v): _ask(self, 'setitem', key=_w(k), value=_w(v))
-    def __delitem__(self, k): _ask(self, 'delitem', key=_w(k))
-    def __contains__(self, k): return _plain(_ask(self, 'contains', key=_w(k)), bool)
-    def __str__(self): return _plain(_ask(self, 'str'), str)
-    def __repr__(self):
-        try: return _plain(_ask(self, 'repr'), str)[:300]
-        except Exception: return '<candidate %s>' % object.__getattribute__(self, '_type')
-    def __eq__(self, other): return self is other
-    def __ne__(self, other): return self is not other
-    __hash__ = object.__hash__
-class RemoteModule(types.ModuleType):
-    "A module of the candidate's: each attribute is fetched from the candidate's process when it is read"
-    def __getattr__(self, name):
-        if name.startswith('__') and name.endswith('__'): raise AttributeError(name)
-        return _ask(self, 'getattr', name=name)
-    def __setattr__(self, name, value):
-        if name.startswith('_') or isinstance(value, types.ModuleType): object.__setattr__(self, name, value)
-        else: _ask(self, 'setattr', name=name, value=_w(value))
-class RemoteFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    "Imports the candidate's modules as `RemoteModule`s: the repository's top-level names, or (fallback) what is not found here"
-    def __init__(self, names, fallback): self.names, self.fallback = set(names), fallback
-    def find_spec(self, fullname, path=None, target=None):
-        top = fullname.partition('.')[0]
-        if top in self.names or (self.fallback and top not in sys.stdlib_module_names and not top.startswith('_')):
-            return importlib.util.spec_from_loader(fullname, self, is_package=True)
-    def create_module(self, spec):
-        a = CONN.ask('import', name=spec.name)
-        if type(a) is not dict or type(a.get('module')) is not Remote or type(a.get('all')) is not list:
-            raise CandidateError('a malformed answer to import %s' % spec.name)
-        m = RemoteModule(spec.name)
-        m.__dict__.update(_knowlyr_id=_id(a['module']), __all__=[n for n in a['all'] if type(n) is str and n.isidentifier()])
-        return m
-    def exec_module(self, module): pass
-def install(names):
-    "Route imports of the candidate's modules to its process"
-    global CONN
-    CONN = _Conn()
-    sys.meta_path.insert(0, RemoteFinder(names, False)); sys.meta_path.append(RemoteFinder((), True))
-'''
-PROXY = _CONN + _REMOTE
-
-# %% ../nbs/12a_verifier_wire.ipynb #b5f0773e
-_RESULT = r'''
-import unittest
-def test_name(t):
-    "'Class.method' of a test; a subtest goes by its test's name (its parameters can be the test's inputs)"
-    t = t.test_case if isinstance(t, unittest.case._SubTest) else t
-    return t.id().split('.', 1)[-1] if hasattr(t, 'id') else str(t)
-def failure_kind(err, failed):
-    "The kind of failure of exc_info `err` (`failed`: unittest counted it a failure, not an error), quoting nothing"
-    e = err[1]
-    if isinstance(e, CandidateError): return "CandidateError (no valid answer from the candidate's process)"
-    base = next(c for c in err[0].__mro__ if getattr(builtins, c.__name__, None) is c).__name__
-    if getattr(e, '_knowlyr_candidate', False): return "%s raised in the candidate's code" % base
-    return '%s (a check of the test failed)' % base if failed else '%s raised in the test' % base
-class Result(unittest.TestResult):
-    "unittest's result, plus the tests that passed and the kind of each failure, by test name"
-    def __init__(self, *a, **k): super().__init__(*a, **k); self.ok, self.kinds = [], {}
-    def addSuccess(self, test): super().addSuccess(test); self.ok.append(test)
-    def _kind(self, test, err, failed): self.kinds.setdefault(test_name(test), failure_kind(err, failed))
-    def addFailure(self, test, err): super().addFailure(test, err); self._kind(test, err, True)
-    def addError(self, test, err): super().addError(test, err); self._kind(test, err, False)
-    def addSubTest(self, test, sub, err):
-        super().addSubTest(test, sub, err)
-        if err is not None: self._kind(test, err, issubclass(err[0], test.failureException))
-'''
-
-# %% ../nbs/12a_verifier_wire.ipynb #94afd9b4
-TEST_RUNNER = WIRE + PROXY + _RESULT + r'''
-def _main():
-    tests_dir, report, nonce, names = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-    install(names)
-    res = Result()
-    try: unittest.defaultTestLoader.discover(tests_dir, pattern='test*.py', top_level_dir=tests_dir).run(res)
-    except BaseException as e: res.errors.append((None, '%s: %s' % (type(e).__name__, e)))
-    named = lambda pairs: sorted({test_name(t) for t, _ in pairs})
-    rep = {'ran': res.testsRun, 'passed': sorted(test_name(t) for t in res.ok), 'failures': named(res.failures),
-           'errors': named(res.errors), 'kinds': res.kinds, 'messages': [m[-400:] for _, m in (res.failures + res.errors)[:5]],
-           'candidate': CONN.dead, 'candidate_detail': CONN.detail, 'nonce': nonce}
-    with open(report, 'x') as f: f.write(json.dumps(rep))
-_main()
-'''
-
+# %% ../nbs/12a_verifier_wire.ipynb #4d22288b
 def candidate_modules(repo:dict, # the pristine repository: {relative path: content}
                      )->list[str]: # top-level module names the judge imports from the candidate
     "The repository's top-level modules and packages (not the standard library's names)"
@@ -248,3 +250,64 @@ def candidate_modules(repo:dict, # the pristine repository: {relative path: cont
         top = parts[0] if len(parts) > 1 else parts[0][:-3] if parts[0].endswith('.py') else ''
         if top.isidentifier() and top not in sys.stdlib_module_names: out.add(top)
     return sorted(out)
+
+# %% ../nbs/12a_verifier_wire.ipynb #6b5c7c54
+def _bound(node)->list:
+    "The names an assignment target binds"
+    if isinstance(node, ast.Name): return [node.id]
+    if isinstance(node, (ast.Tuple, ast.List)): return [n for e in node.elts for n in _bound(e)]
+    return _bound(node.value) if isinstance(node, ast.Starred) else []
+
+def _import_names(n, inside:set)->list:
+    "The names an import statement binds from inside the repository (relative, or one of its top-level modules)"
+    if isinstance(n, ast.ImportFrom):
+        return [a.asname or a.name for a in n.names] if n.level or (n.module or '').partition('.')[0] in inside else []
+    return [a.asname or a.name.partition('.')[0] for a in n.names if a.name.partition('.')[0] in inside]
+
+def _top_level(body:list, inside:set, names:list, all_:list)->bool:
+    "Collect the names `body` binds at module level and its literal `__all__`; False when they cannot be read"
+    for n in body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.append(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            if any(a.name == '*' for a in n.names): return False
+            names += _import_names(n, inside)
+        elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = [b for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for b in _bound(t)]
+            if '__all__' in targets:
+                try: value = ast.literal_eval(n.value)
+                except (ValueError, TypeError, SyntaxError): return False
+                if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value): return False
+                all_[:] = (all_ if isinstance(n, ast.AugAssign) else []) + list(value)
+            names += targets
+        elif isinstance(n, ast.Expr) and '__all__' == getattr(getattr(getattr(n.value, 'func', None), 'value', None), 'id', None):
+            return False                                       # __all__.extend(...), __all__.append(...)
+        elif isinstance(n, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            if isinstance(n, ast.For): names += _bound(n.target)
+            if isinstance(n, ast.With): names += [b for i in n.items if i.optional_vars for b in _bound(i.optional_vars)]
+            parts = [n.body, getattr(n, 'orelse', []), getattr(n, 'finalbody', []), *[h.body for h in getattr(n, 'handlers', [])]]
+            if not all(_top_level(p, inside, names, all_) for p in parts): return False
+    return True
+
+# %% ../nbs/12a_verifier_wire.ipynb #1d3b5e0a
+def star_names(src:str,     # a module's source
+               inside:set,  # the repository's top-level modules (`candidate_modules`)
+              )->list|None: # what `from m import *` takes; None when the source does not tell
+    "The names `from m import *` takes from a pristine module: its literal `__all__`, else its public top-level names"
+    try: tree = ast.parse(src)
+    except (SyntaxError, ValueError): return None
+    names, all_ = [], []
+    if not _top_level(tree.body, inside, names, all_): return None
+    if '__all__' in names: return list(dict.fromkeys(all_))
+    return list(dict.fromkeys(n for n in names if not n.startswith('_') and not hasattr(builtins, n)))
+
+def module_exports(repo:dict, # the pristine repository: {relative path: content}
+                  )->dict:     # {module name: star_names, or None}
+    "`star_names` of each module of the repository's own packages and modules, by module name ('pkg' for pkg/__init__.py)"
+    inside, out = set(candidate_modules(repo)), {}
+    for path, src in repo.items():
+        p = PurePosixPath(path)
+        parts = p.with_suffix('').parts
+        name = '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+        if p.suffix == '.py' and parts[0] in inside and all(s.isidentifier() for s in name.split('.')):
+            out[name] = star_names(src.decode('utf-8', 'replace') if isinstance(src, bytes) else src, inside)
+    return out

@@ -1,5 +1,5 @@
 """Hidden tests that decide a reward, computed where no code of the agent runs: the tests in one sandbox, the
-agent's code in another, answering them with plain data only.
+agent's code in another, answering them with values the judge builds itself.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/verifiers.html.md"""
 
@@ -25,7 +25,8 @@ from fastcore.basics import patch_to
 from .core import parse_ast
 from .sandbox.base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits
 from .sandbox.snapshot import _archive_members
-from .verifier_wire import CANDIDATE_SERVER, TEST_RUNNER, candidate_modules
+from .verifier_judge import TEST_RUNNER
+from .verifier_wire import CANDIDATE_SERVER, candidate_modules, module_exports
 
 # %% auto #0
 __all__ = ['VERIFIER_DIR', 'FEEDBACK_LEVELS', 'unittest_names', 'select_agent_files', 'feedback_lines', 'Verdict', 'read_report',
@@ -125,8 +126,8 @@ def read_report(raw:str,            # the report file's content ('' when there i
     try: r = json.loads(raw)
     except ValueError: return zero('no test report (the test process crashed, timed out or exited early)')
     if not isinstance(r, dict) or r.get('nonce') != nonce: return zero('the test report was not written by the runner')
-    ok = set(expected)
-    passed = sum(1 for n in set(r.get('passed', [])) if n in ok)
+    ok = set(expected)                     # a candidate that stopped answering fails the run, as a process that dies does
+    passed = 0 if r.get('candidate') else sum(1 for n in set(r.get('passed', [])) if n in ok)
     detail = f" ({r['candidate_detail']})" if full and r.get('candidate_detail') else ''
     why = [f"the candidate's process stopped answering: {r['candidate']}{detail}"] if r.get('candidate') else []
     return Verdict(passed, max(total, int(r.get('ran', 0))), list(r.get('failures', [])), list(r.get('errors', [])) + why,
@@ -228,7 +229,7 @@ def _judge(self, cand_sb, judge_sb, nonce:str)->tuple[str, str]:
     cand = SandboxProcess(cand_sb, ['python3', '-I', '-c', CANDIDATE_SERVER], lambda b: judge and judge[0].write(b), self.timeout + 2,
                           on_exit=lambda: judge and judge[0].close_stdin())
     judge.append(SandboxProcess(judge_sb, ['python3', '-I', '-c', TEST_RUNNER, f'{VERIFIER_DIR}/tests', f'{judge_sb._paths[1]}/{name}', nonce,
-                                           json.dumps(candidate_modules(self.repo))], cand.write, self.timeout))
+                                           f'{VERIFIER_DIR}/modules.json'], cand.write, self.timeout))
     if cand.done.is_set(): judge[0].close_stdin()
     judge[0].done.wait(self.timeout + 5)
     for p in (cand, judge[0]): p.close_stdin(); p.kill()
@@ -247,6 +248,8 @@ def verify(self, agent_files:dict)->Verdict:
         cand, judge = Path(tmp)/'candidate', Path(tmp)/'judge'
         cand.mkdir(); judge.mkdir()
         _write_tree(cand, self.repo); _write_tree(cand, applied); _write_tree(judge/VERIFIER_DIR/'tests', self.tests)
+        wire = {'modules': candidate_modules(self.repo), 'exports': module_exports(self.repo)}    # what the judge takes from the candidate
+        _write_tree(judge/VERIFIER_DIR, {'modules.json': json.dumps(wire)})
         with create_sandbox(self.backend, workspace=cand, **kw) as sb:
             if self.test_command:
                 r = sb.execute_tool('shell', {'command': self.test_command, 'timeout': self.timeout})

@@ -1,8 +1,10 @@
 """Issue 24: a wrong solution cannot forge the hidden tests' verdict, whatever its code does inside the process that
 holds it. Each attack class of the issue, over the Python API (`HiddenTestVerifier.verify` and an env's `submit`),
-on a planted-bug repository and on HumanEval; then the verifier probe over every bundled suite with a verifier.
+on a planted-bug repository and on HumanEval; then the verifier probe over every bundled suite with a verifier, and
+every reference fix (the bundled tasks' and HumanEval's canonical solutions) over the wire.
 Every attack here raised the verdict of the verifier before the split (the tests imported the agent's code)."""
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -56,13 +58,17 @@ def test_a_redefined_prompt_helper_is_not_trusted():
     assert v.verify({'solution.py': cheat}).tests_passed == 0
     assert v.verify({'solution.py': p['prompt'] + p['canonical_solution']}).success
 
-def test_exceptions_cross_as_builtin_types_and_state_stays_in_the_candidate():
-    "Classes with state, packages and assertRaises work through the proxy: the fixes pass, the bugs do not"
-    for tid in ('py-lru-refresh', 'py-overdraft', 'py-inventory-restock', 'py-stack-lifo'):
-        t = TASKS[tid]
-        v = t.verifier()
-        bug, fix = v.verify({}), v.verify(fixed_files(t))
-        assert fix.success and not bug.success, (tid, bug, fix, fix.messages[:1])
+@pytest.mark.slow
+def test_every_reference_fix_passes_over_the_wire_and_every_bug_fails():
+    "Each bundled task's bug fails and its reference fix passes, and each of HumanEval's 164 canonical solutions passes, through the wire"
+    jobs = [(t.id, t, {}, False) for t in TASKS.values()] + [(t.id, t, fixed_files(t), True) for t in TASKS.values()]
+    jobs += [(p['task_id'], humaneval_task(p), {'solution.py': p['prompt'] + p['canonical_solution']}, True) for p in PROBS.values()]
+    def wrong(job):
+        tid, task, files, fixed = job
+        r = task.verifier().verify(files)
+        return None if r.success == fixed else (tid, 'fix' if fixed else 'bug', r, r.errors, r.messages[:2])
+    with ThreadPoolExecutor(2) as ex: bad = [b for b in ex.map(wrong, jobs) if b]   # sandboxes are processes: two at a time
+    assert len(TASKS) == 41 and len(PROBS) == 164 and bad == [], bad
 
 def test_a_dead_candidate_fails_its_tests_and_says_why():
     t = TASKS['py-fizzbuzz-order']
