@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from fastcore.basics import patch_to
 
-from .core import parse_ast
+from .core import InfrastructureError, parse_ast
 from .sandbox.base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits
 from .sandbox.snapshot import _archive_members
 from .verifier_judge import TEST_RUNNER
@@ -234,6 +234,7 @@ def _judge(self, cand_sb, judge_sb, nonce:str)->tuple[str, str]:
     judge[0].done.wait(self.timeout + 5)
     for p in (cand, judge[0]): p.close_stdin(); p.kill()
     try: raw = judge_sb._read_tmp(name).decode('utf-8', 'replace')   # after the run: none of its processes is left
+    except InfrastructureError: raise                  # the judge's sandbox failed: the harness's failure, never a zero verdict
     except (SandboxError, OSError): raw = ''           # none: it timed out or crashed
     return raw, '\n'.join(p.stderr for p in (judge[0], cand) if p.err.total)
 
