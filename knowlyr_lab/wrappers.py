@@ -121,9 +121,16 @@ class StepBudgetWrapper(EnvWrapper):
 # %% ../nbs/04_wrappers.ipynb #de046c62
 class TimeoutWrapper(EnvWrapper):
     "Truncate a step or an episode that runs longer than its wall-clock budget"
-    def __init__(self, env, step_timeout:float|None=None, episode_timeout:float|None=None,
-                 invalid_on_timeout:bool=True):  # a timeout is an infrastructure failure (the episode is invalid)
+    def __init__(self, env,
+                 step_timeout:float|None=None,    # seconds a step may take: a watchdog on the harness, above the env's `agent_step_seconds`
+                 episode_timeout:float|None=None, # seconds an episode may take: the agent's budget (running out is its failure)
+                 invalid_on_timeout:bool=True):   # a step timeout is the harness's failure (the episode is invalid); False: the agent's
         super().__init__(env)
+        own = getattr(env.unwrapped, 'agent_step_seconds', None)     # how long the agent can make one of the env's steps take
+        if invalid_on_timeout and step_timeout is not None and own is not None and step_timeout <= own:
+            raise ValueError(f"step_timeout={step_timeout:g} s is not above the {own:g} s the agent can make one step of {type(env.unwrapped).__name__} "
+                             f"take (its agent_step_seconds), so an agent's slow command would end its episode as the harness's failure: set "
+                             f"step_timeout above {own:g} (or lower the env's own limits), or pass invalid_on_timeout=False to score a timeout as the agent's")
         self.step_timeout, self.episode_timeout, self.invalid_on_timeout = step_timeout, episode_timeout, invalid_on_timeout
         self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix='knowlyr-step')
     def reset(self, *, task=None, seed=None):
@@ -150,8 +157,9 @@ class TimeoutWrapper(EnvWrapper):
         return ts
     def _timed_out(self, kind, limit):
         msg = f"{kind.capitalize()} timed out after {limit:g} s"
-        info = {'timeout': kind, 'is_error': True, **({'invalid': f"harness timeout: {msg.lower()}"} if self.invalid_on_timeout else {})}
-        return TimeStep(msg, truncated=True, info=info)
+        if kind == 'step' and self.invalid_on_timeout: why = {'invalid': f"harness timeout: {msg.lower()}"}   # longer than any agent can make it
+        else: why = {'success': False, 'score': 0.0, 'reason': f'{kind}_timeout'}                             # the agent's time ran out
+        return TimeStep(msg, truncated=True, info={'timeout': kind, 'is_error': True, **why})
     def close(self):
         self._pool.shutdown(wait=False, cancel_futures=True)
         super().close()

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from knowlyr_lab.agents import ExpertAgent
-from knowlyr_lab.envs.remote import AgentGymClient, OpenEnvClient, RemoteEnvError
+from knowlyr_lab.envs.remote import AgentGymClient, OpenEnvClient, RemoteEnvError, SessionExpiredError
 from knowlyr_lab.envs.serve import EnvServer, agentgym_app, openenv_app
 from knowlyr_lab.envs.sessions import SessionLimits
 from knowlyr_lab.hub.collect import collect
@@ -142,7 +142,7 @@ def served(app):
         server.should_exit = True; th.join(30); sock.close()
 
 STEPS = {'agentgym': {'tool': 'act', 'params': {'action': 'look()'}}, 'openenv': {'tool': 'look', 'params': {}}}
-GONE = {'agentgym': r"step: UnknownSessionError: the id .* is not one of this client's sessions", 'openenv': r'connection lost during step look: .*idle for 2 s: session closed'}
+GONE = {'agentgym': r"step: session '.*' expired: the server closed it after 2 s idle \(its idle timeout\)", 'openenv': r'connection lost during step look: .*idle for 2 s: session closed'}
 
 @pytest.mark.parametrize('protocol', ['agentgym', 'openenv'])
 def test_an_idle_session_is_closed_with_its_env_after_the_timeout(protocol):
@@ -162,6 +162,27 @@ def test_an_idle_session_is_closed_with_its_env_after_the_timeout(protocol):
         assert len(envs.open()) == 1
         env.close()
         until(lambda: not envs.open(), 60, 'the env closing with its session')
+
+def test_agentgym_client_told_its_session_expired_forgets_it_and_starts_a_fresh_one():
+    "The server reaped the session for idleness: the client hears so (the id, the idle timeout), stops using the id, and its next reset opens a new one"
+    envs, timeout = CountedEnvs(), 1.0
+    with served(agentgym_app(envs, limits=SessionLimits(idle_timeout=timeout))) as url, client_at(OTHER) as thief:
+        env = AgentGymClient(url, name='maze', step_timeout=60)
+        env.reset(seed=0); dead = env._id
+        until(lambda: not envs.open(), 60, "the idle session's env closing")
+        r = thief.post(url + '/step', json={'id': dead, 'action': 'look()'}).json()       # another client learns nothing of it
+        assert "not one of this client's sessions" in r['error'] and 'expired' not in r['error'] and 'idle_timeout' not in r, r
+        with pytest.raises(SessionExpiredError, match=rf"AgentGym server {url}: step: session '{dead}' expired: the server closed it after 1 s idle"):
+            env.step(STEPS['agentgym'])
+        assert env._id is None
+        with pytest.raises(RemoteEnvError, match=r'step: no session \(it expired or was closed\); reset to open a new one'): env.step(STEPS['agentgym'])
+        ts = env.reset(seed=1)                                         # no close() needed: a new session
+        assert ts.observation.startswith('Find the goal') and env._id not in (None, dead) and len(envs.open()) == 1
+        assert not env.step(STEPS['agentgym']).info.get('is_error')
+        second = env._id
+        until(lambda: not envs.open(), 60, "the second session's env closing")   # reaped between episodes: reset goes on with a new one
+        assert env.reset(seed=2).observation.startswith('Find the goal') and env._id not in (None, second)
+        env.close()
 
 # -- the command -------------------------------------------------------------------------------------------------------
 

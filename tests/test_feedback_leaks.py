@@ -114,8 +114,8 @@ def _shout_task(**kw)->CodingTask:
     return CodingTask(id='shout', instruction='`shout` must upper-case its text and add "!".', files={'shout.py': _BUG},
                       hidden_tests=_TEST, fix=[FileEdit(path='shout.py', old_str='s.upper()', new_str="s.upper() + '!'")], timeout=4, **kw)
 
-def _submit(task:CodingTask, code:str):
-    with SandboxEnv(tasks=[task]) as env:
+def _submit(task:CodingTask, code:str, **env_kw):
+    with SandboxEnv(tasks=[task], **env_kw) as env:
         env.reset(task=task.id)
         env.step({'tool': 'file_write', 'params': {'path': 'shout.py', 'content': code}})
         return env.step(SUBMIT)
@@ -139,6 +139,20 @@ def test_full_feedback_is_a_task_setting_for_the_researcher():
     assert _shout_task().feedback == 'names'
     ts = _submit(_shout_task(feedback='full'), _BUG)
     assert "self.assertEqual(shout('kumquat-417'), 'KUMQUAT-417!')" in ts.info['messages'][0], ts.info['messages']
+
+def test_full_feedback_is_an_env_setting_too_for_tasks_built_in_code():
+    "SandboxEnv(feedback='full'), and HumanEvalEnv's (its tasks are built in code): the tracebacks without editing a task; the default stays names"
+    task = _shout_task()                                               # the task's own setting: names
+    full, default = _submit(task, _BUG, feedback='full'), _submit(task, _BUG)
+    assert "self.assertEqual(shout('kumquat-417'), 'KUMQUAT-417!')" in full.info['messages'][0], full.info['messages']
+    assert default.info['messages'] == ['TestShout.test_fruit: AssertionError (a check of the test failed)'], default.info['messages']
+    shown = {}
+    for fb in ('full', None):
+        with HumanEvalEnv(task_ids=HUMANEVAL[:1], feedback=fb) as env:
+            env.reset(task=HUMANEVAL[0]); shown[fb] = env.step(SUBMIT).info['messages']
+    assert 'Traceback' in shown['full'][0] and 'assert candidate(' in shown['full'][0], shown['full']
+    assert shown[None] == ['TestHumanEval.test_check: AssertionError (a check of the test failed)'], shown[None]
+    with pytest.raises(ValueError, match=r"feedback must be one of \('names', 'full'\)"): SandboxEnv(feedback='everything')
 
 # -- over the env server: the client's info --
 

@@ -4,23 +4,39 @@ An agent that made its workspace unreadable (or filled it, emptied it, killed it
 turned a wrong episode into an `invalid` one (left out of success rates and GRPO baselines): a policy solving 2 of 4
 tasks and sabotaging the other 2 scored 2 of 2. Here every such plant goes through the env's real step/submit path
 and `collect`/`evaluate_agent`, and must give a valid episode scored as the verifier scores what the workspace holds.
-Whether an episode is an infrastructure failure is decided by the exception's type alone, the same in every process."""
+Whether an episode is an infrastructure failure is decided by the exception's type alone, the same in every process.
+The same holds beyond the sandbox: a remote env server's refusal of the agent's action (an `{"error"}` answer, HTTP
+4xx, OpenEnv's VALIDATION_ERROR/EXECUTION_ERROR) is an error observation, a huge message to an LLM user simulator is
+cut rather than failing the simulator, and being slow (a `sleep`, an episode out of time) is never the harness's
+failure: `collect` refuses a step timeout that the agent's own commands could reach."""
+import contextlib
+import http.server
 import json
+import re
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+from types import SimpleNamespace
 
 import pytest
 
 from knowlyr_lab.agents import Agent, ExpertAgent, ScriptedAgent
 from knowlyr_lab.core import InfrastructureError
+from knowlyr_lab.envs.conversation import ConversationEnv, LLMUser
 from knowlyr_lab.envs.humaneval import humaneval_task
+from knowlyr_lab.envs.maze import MazeEnv
+from knowlyr_lab.envs.remote import AgentGymClient, OpenEnvClient
 from knowlyr_lab.envs.sandbox import SandboxEnv
+from knowlyr_lab.envs.serve import agentgym_app, openenv_app
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.sandbox.base import SandboxBackendError, SandboxError
 from knowlyr_lab.sandbox.local import LocalSandbox, bwrap_available
 from knowlyr_lab.wrappers import InfrastructureError as ReExported
+from knowlyr_lab.wrappers import RecorderWrapper, TimeoutWrapper
 
 pytestmark = pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the sandbox env refuses to start')
 
@@ -205,6 +221,152 @@ def test_a_sandbox_whose_processes_cannot_start_mid_episode_gives_an_invalid_epi
     assert not t.valid and t.outcome.invalid.startswith("SandboxBackendError: could not start 'bash'"), t.outcome.invalid
 
 def test_an_unreachable_remote_env_gives_an_invalid_episode():
-    from knowlyr_lab.envs.remote import AgentGymClient
     t, = collect(lambda: AgentGymClient('http://127.0.0.1:9', name='maze'), ScriptedAgent([SUBMIT]), 1, progress=False)
     assert not t.valid and t.outcome.invalid.startswith('RemoteEnvError: AgentGym server http://127.0.0.1:9')
+
+# --- a remote env's answer to the agent's own action is the agent's outcome; only a failed server is infrastructure
+
+def act(text): return {'tool': 'act', 'params': {'action': text}}
+
+class StubAgentGym(http.server.BaseHTTPRequestHandler):
+    "An AgentGym server (session 's1') whose /step answers as its action says: a refusal, an error, a crash, a lost session"
+    STEP = {'unknown': (200, {'error': 'Unknown action: unknown'}), 'unprocessable': (422, {'detail': [{'msg': 'action: bad value'}]}),
+            'too large': (413, 'request entity too large'), 'bad request': (400, 'bad request'),
+            'crash': (500, 'Internal Server Error'), 'unavailable': (503, 'upstream unavailable'),
+            'gone': (200, {'error': 'The id s1 is not valid.'}), 'submit': (200, {'observation': 'Done.', 'reward': 0, 'done': True, 'available_actions': []})}
+    def log_message(self, *a): pass
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers['content-length'] or 0)) or b'{}')
+        status, out = {'/create': (200, {'id': 's1'}), '/reset': (200, {'observation': 'Start.', 'reward': 0, 'done': False, 'available_actions': []}),
+                       '/close': (200, {'closed': 's1'})}.get(self.path) or self.STEP.get(body.get('action'), (200, {'observation': 'ok', 'done': False, 'available_actions': []}))
+        data = (out if isinstance(out, str) else json.dumps(out)).encode()
+        self.send_response(status); self.send_header('content-type', 'application/json'); self.send_header('content-length', str(len(data)))
+        self.end_headers(); self.wfile.write(data)
+
+@pytest.fixture(scope='module')
+def stub_agentgym():
+    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), StubAgentGym)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f'http://127.0.0.1:{srv.server_address[1]}'
+    srv.shutdown(); srv.server_close()
+
+def remote_episode(url, actions):
+    t, = collect(lambda: AgentGymClient(url, step_timeout=10), ScriptedAgent(actions), 1, progress=False)
+    return t
+
+def test_a_remote_servers_refusal_of_the_agents_action_is_an_error_observation(stub_agentgym):
+    t = remote_episode(stub_agentgym, [act('unknown'), act('unprocessable'), act('too large'), act('bad request'), act('submit')])
+    assert t.valid and t.outcome.invalid is None, t.outcome.invalid
+    assert (t.outcome.success, t.outcome.reason, len(t.steps)) == (False, 'terminated', 5), t.metadata.get('error')
+    refused = [s.observation for s in t.steps[:4]]
+    assert all(o.is_error and o.content.startswith('Error: the server refused the action') for o in refused), refused
+    assert 'Unknown action: unknown' in refused[0].content and 'HTTP 422' in refused[1].content and 'HTTP 413' in refused[2].content
+    assert [s.metadata.get('invalid_action') for s in t.steps[:4]] == [True] * 4    # MaxInvalidActionsWrapper counts them
+
+@pytest.mark.parametrize('action,why', [('crash', r'RemoteEnvError: AgentGym server .*: step: answered HTTP 500'),
+                                        ('unavailable', r'RemoteEnvError: AgentGym server .*: step: answered HTTP 503'),
+                                        ('gone', r"SessionExpiredError: AgentGym server .*: step: session 's1' expired")])
+def test_a_failed_remote_server_still_gives_an_invalid_episode(stub_agentgym, action, why):
+    t = remote_episode(stub_agentgym, [act('unknown'), act(action), act('submit')])
+    assert not t.valid and re.match(why, t.outcome.invalid), t.outcome.invalid
+    assert len(t.steps) == 1 and t.steps[0].observation.is_error               # the refusal before it stayed an observation
+
+class Brittle(MazeEnv):
+    "A maze whose `look` raises in the env: an exception the agent's action set off, on the server"
+    def __init__(self): super().__init__('easy')
+    def _step(self, tool, params):
+        if tool == 'look': raise RuntimeError('the lantern broke')
+        return super()._step(tool, params)
+
+@contextlib.contextmanager
+def served(app):
+    "Serve `app` on 127.0.0.1 from a thread of this process"
+    import uvicorn
+    sock = socket.create_server(('127.0.0.1', 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level='warning'))
+    th = threading.Thread(target=server.run, kwargs={'sockets': [sock]}, daemon=True); th.start()
+    try:
+        t0 = time.monotonic()
+        while not server.started and th.is_alive() and time.monotonic() - t0 < 120: time.sleep(0.05)
+        assert server.started, 'the server did not start'
+        yield f'http://127.0.0.1:{sock.getsockname()[1]}'
+    finally:
+        server.should_exit = True; th.join(30); sock.close()
+
+@pytest.mark.parametrize('protocol', ['agentgym', pytest.param('openenv', marks=pytest.mark.slow)])
+def test_an_env_error_on_a_real_server_is_the_agents_observation(protocol):
+    look, submit = ((act('look()'), act('submit()')) if protocol == 'agentgym' else
+                    ({'tool': 'look', 'params': {}}, {'tool': 'submit', 'params': {}}))
+    with served((agentgym_app if protocol == 'agentgym' else openenv_app)(Brittle)) as url:
+        client = AgentGymClient if protocol == 'agentgym' else OpenEnvClient
+        t, = collect(lambda: client(url, name='maze', step_timeout=30), ScriptedAgent([look, submit]), 1, progress=False)
+    assert t.valid, t.outcome.invalid
+    assert (t.outcome.success, t.outcome.reason) == (False, 'submitted'), t.metadata.get('error')
+    o = t.steps[0].observation
+    assert o.is_error and 'the lantern broke' in o.content, o.content
+    if protocol == 'openenv': assert '(EXECUTION_ERROR)' in o.content
+
+# --- the user simulator: the agent's long message is cut, never a failed episode; an API outage stays infrastructure
+class ContextLimitedChat:
+    "An OpenAI-style client whose model refuses a prompt over 20,000 characters (a context window), or is down"
+    def __init__(self, down=False): self.chat, self.down, self.seen = SimpleNamespace(completions=self), down, []
+    def create(self, model, messages, **kw):
+        if self.down: raise ConnectionRefusedError('api.example: connection refused')
+        n = sum(len(m['content']) for m in messages); self.seen.append(n)
+        if n > 20_000: raise ValueError(f"BadRequestError: this model's maximum context length is 20000 characters; the messages hold {n}")
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content='I do not follow. [GIVE UP]'))])
+
+def conversation_episode(client, message):
+    t, = collect(lambda: ConversationEnv(user=LLMUser('m', client=client)), ScriptedAgent([{'tool': 'respond', 'params': {'message': message}}]),
+                 1, tasks=['conv-refund-annual'], progress=False)
+    return t
+
+def test_an_agents_huge_message_to_the_user_simulator_is_cut_not_an_invalid_episode():
+    chat = ContextLimitedChat()
+    t = conversation_episode(chat, 'refund ' * 200_000)                      # 1.4 M characters
+    assert t.valid, t.outcome.invalid
+    assert (t.outcome.success, t.outcome.reason) == (False, 'user_gave_up'), t.metadata.get('error')
+    assert chat.seen and max(chat.seen) < 20_000, chat.seen
+    down = conversation_episode(ContextLimitedChat(down=True), 'hello')
+    assert not down.valid and down.outcome.invalid.startswith('UserSimulatorError: LLMUser (openai, model '), down.outcome.invalid
+
+# --- an agent cannot make its episode invalid by being slow
+SLOW = {'limits': {'wall_timeout': 5, 'max_wall_timeout': 5}}
+
+def test_a_step_timeout_the_agents_commands_can_reach_is_refused():
+    "`sleep` under the sandbox's own command limit outlasted a shorter step_timeout: the episode was the harness's failure"
+    with pytest.raises(ValueError, match=r'step_timeout=3 s is not above the \d+ s .*SandboxEnv'):
+        collect(lambda: SandboxEnv(**SLOW), ScriptedAgent([sh('sleep 4'), SUBMIT]), 1, tasks=[TASK], step_timeout=3, progress=False)
+    env = SandboxEnv(**SLOW)
+    t, = collect(lambda: SandboxEnv(**SLOW), ScriptedAgent([sh('sleep 30', timeout=1), SUBMIT]), 1, tasks=[TASK],
+                 step_timeout=env.agent_step_seconds + 1, progress=False)
+    assert t.valid and t.outcome.score == PRISTINE and t.steps[0].observation.is_error   # the sandbox's own limit: the agent's
+
+def test_an_episode_timeout_is_the_agents_failure():
+    t, = collect(lambda: SandboxEnv(), ScriptedAgent([sh('sleep 1.5'), sh('sleep 1.5'), SUBMIT]), 1, tasks=[TASK], episode_timeout=2,
+                 progress=False)
+    assert t.valid, t.outcome.invalid
+    assert (t.outcome.success, t.outcome.score, t.outcome.reason, t.outcome.truncated) == (False, 0.0, 'episode_timeout', True)
+    assert t.steps[-1].observation.content == 'Episode timed out after 2 s'
+
+def test_a_step_timeout_scored_as_the_agents_when_asked():
+    rec = RecorderWrapper(TimeoutWrapper(SandboxEnv(), step_timeout=1, invalid_on_timeout=False))
+    try:
+        rec.reset(task=TASK)
+        ts = rec.step(sh('sleep 3'))
+    finally: rec.close()
+    o = rec.get_trajectory().outcome
+    assert ts.truncated and (o.invalid, o.success, o.score, o.reason) == (None, False, 0.0, 'step_timeout'), o
+
+
+def test_a_judge_sandbox_failing_is_the_harness_failure_not_a_zero_verdict(monkeypatch):
+    "The judge's report cannot be read because its sandbox failed (infrastructure): the verifier raises, it does not score 0"
+    from knowlyr_lab.core import InfrastructureError
+    from knowlyr_lab.sandbox.base import SandboxError
+    from knowlyr_lab.verifiers import HiddenTestVerifier
+    v = HiddenTestVerifier({'m.py': 'def f(): return 1\n'}, {'test_m.py': 'import unittest\nfrom m import f\nclass T(unittest.TestCase):\n    def test_f(self): self.assertEqual(f(), 1)\n'})
+    assert v.verify({}).tests_passed == 1                 # the wire works here
+    class Down(SandboxError, InfrastructureError): pass
+    def read_fails(self, name, limit=1 << 20): raise Down('the judge sandbox is gone')
+    monkeypatch.setattr(LocalSandbox, '_read_tmp', read_fails)
+    with pytest.raises(InfrastructureError): v.verify({})

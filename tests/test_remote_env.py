@@ -385,3 +385,28 @@ def test_agentgym_malformed_expert_action_is_a_remote_env_error():
         env = AgentGymClient(srv.url, step_timeout=5)
         env.reset(seed=0)
         with pytest.raises(RemoteEnvError, match=r"oracle_action must be \{'tool': str"): env.oracle_action()
+
+# --- the server's answer to the agent's own action is the agent's outcome (an error observation), not a failed server ---
+GOOD_OBS = '{"type": "observation", "data": {"observation": {"text": "x"}, "reward": 0, "done": false}}'
+
+def answers(*texts):
+    "A WebSocket behaviour sending `texts` in turn, one per message (then good observations)"
+    it = iter(texts)
+    return lambda srv, c: srv.send(c, ws_frame(next(it, GOOD_OBS)))
+
+def ws_error(code): return json.dumps({'type': 'error', 'data': {'message': 'Invalid message', 'code': code, 'errors': [{'msg': 'move: bad value'}]}})
+
+def test_openenv_refusals_of_the_agents_action_are_error_observations():
+    with HostileServer(openenv(message=answers(GOOD_OBS, ws_error('VALIDATION_ERROR'), ws_error('EXECUTION_ERROR'), GOOD_OBS, ws_error('SESSION_ERROR')))) as srv:
+        oe = OpenEnvClient(srv.url, step_timeout=5, connect_timeout=5)
+        oe.reset(seed=0)
+        a = {'tool': 'act', 'params': {'move': 'x'}}
+        bad, crashed, fine = oe.step(a), oe.step(a), oe.step(a)
+        assert bad.info['is_error'] and bad.info['invalid_action'] and not bad.done, bad
+        assert bad.observation.startswith('Error: the server refused the action: Invalid message') and 'move: bad value' in bad.observation, bad.observation
+        assert '(VALIDATION_ERROR)' in bad.observation and '(EXECUTION_ERROR)' in crashed.observation and not fine.info.get('is_error')
+        with pytest.raises(RemoteEnvError, match=r'step act failed: Invalid message.*\(SESSION_ERROR\)'): oe.step(a)   # not the action's doing
+        oe._drop()                                                     # a lost connection: the session (and its episode) is gone
+        with pytest.raises(RemoteEnvError, match=r'step act: the session is gone .*; reset to open a new one'): oe.step(a)
+        assert oe.reset(seed=0).observation == 'x'                    # the next reset reconnects
+        oe.close()

@@ -139,7 +139,7 @@ class ScriptedUser:
 
 # %% ../../nbs/17_envs_conversation.ipynb #1bc84d97
 class UserSimulatorError(InfrastructureError):
-    "The user simulator could not produce a reply"
+    "The user simulator's model could not produce a reply (an API outage, a refused request): the harness's failure"
 
 USER_SYSTEM = ("You are role-playing a user talking to an assistant. Stay in character, reply in one or two short sentences, "
                "and only share a fact when the assistant asks for it.\nYour goal: {goal}\nFacts you know: {facts}\n"
@@ -147,11 +147,12 @@ USER_SYSTEM = ("You are role-playing a user talking to an assistant. Stay in cha
 
 class LLMUser:
     "A user played by a chat model through the `openai` or `anthropic` SDK"
-    def __init__(self, model:str, api:str='openai', base_url:str|None=None, api_key:str|None=None,
-                 max_tokens:int=200, temperature:float=0.0, timeout:float=60.0, max_retries:int=2, client=None):
+    def __init__(self, model:str, api:str='openai', base_url:str|None=None, api_key:str|None=None, max_tokens:int=200,
+                 temperature:float=0.0, timeout:float=60.0, max_retries:int=2, client=None, max_agent_chars:int=4000):
         if api not in ('openai', 'anthropic'): raise ValueError(f"api must be 'openai' or 'anthropic', got {api!r}")
         self.model, self.api, self.base_url, self.api_key = model, api, base_url, api_key
         self.max_tokens, self.temperature, self.timeout, self.max_retries, self.client = max_tokens, temperature, timeout, max_retries, client
+        self.max_agent_chars = max_agent_chars
 
     def _client(self):
         if self.client is None:
@@ -167,11 +168,10 @@ class LLMUser:
         self.turns = 0
         return task.user.opening
 
-    def _messages(self, transcript):
-        # roles are swapped: the model plays the user, so the agent's turns are its 'user' messages
-        msgs = [{'role': 'user', 'content': '(The conversation starts. Say your opening message.)'}]
-        for who, text in transcript: msgs.append({'role': 'assistant' if who == 'user' else 'user', 'content': text})
-        return msgs
+    def _messages(self, transcript):   # roles are swapped: the model plays the user, so the agent's turns (cut) are its 'user' messages
+        n, cut = self.max_agent_chars, lambda t: t[:n] + (f' [... {len(t) - n:,} more characters cut]' if len(t) > n else '')
+        return [{'role': 'user', 'content': '(The conversation starts. Say your opening message.)'}] + [
+            {'role': 'assistant', 'content': t} if who == 'user' else {'role': 'user', 'content': cut(t)} for who, t in transcript]
 
     def reply(self, task:ConversationTask, transcript:list)->UserTurn:
         self.turns += 1

@@ -83,8 +83,9 @@ class HumanEvalEnv(SandboxEnv):
                  test_timeout:float=10.0,            # wall-clock seconds for the hidden test
                  task_ids:list|None=None,            # a subset of problems (default: all 164)
                  sandbox_kwargs:dict|None=None,      # more `create_sandbox` options
+                 feedback:str|None=None,             # what submit's verdict tells: 'names' (default) or 'full' (the tracebacks)
                 ):
-        super().__init__(None, None, backend, image, limits, sandbox_kwargs)
+        super().__init__(None, None, backend, image, limits, sandbox_kwargs, feedback)
         self.test_timeout, self.task_ids = test_timeout, task_ids
 
     @property

@@ -24,11 +24,21 @@ from .extras import require_extra
 from .serve import format_call
 
 # %% auto #0
-__all__ = ['MAX_RESPONSE_BYTES', 'RemoteEnvError', 'fetch', 'read_json', 'OpenEnvClient', 'AgentGymClient']
+__all__ = ['REFUSED_STATUSES', 'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'RemoteEnvError', 'SessionExpiredError', 'fetch',
+           'read_json', 'OpenEnvClient', 'AgentGymClient']
 
 # %% ../../nbs/19d_envs_remote.ipynb #5e3fc6f1
 class RemoteEnvError(InfrastructureError):
     "A remote env server refused or lost the connection, missed a deadline, or answered with an error"
+
+class SessionExpiredError(RemoteEnvError):
+    "The server no longer knows the client's session (closed when idle, or closed): the next `reset` opens a new one"
+
+class _Refused(KnowlyrError):
+    "The server refused the agent's action itself: the agent's outcome, an error observation (never raised out of a step)"
+
+REFUSED_STATUSES = (400, 413, 414, 422)     # HTTP answers to a step that refuse its action (malformed, too large, unprocessable)
+ACTION_ERROR_CODES = ('VALIDATION_ERROR', 'EXECUTION_ERROR')   # OpenEnv error codes answering a step's action (it did not validate, or raised)
 
 def _task_seed(name, task, seed)->int:
     "Seed (task index) of a task id like '<name>-s<seed>', a task dict with 'seed', or the seed itself"
@@ -199,7 +209,9 @@ def _request(self:OpenEnvClient, msg:dict, what:str, deadline:float|None=None)->
     resp = _obj(read_json(raw, where), 'the message', where)
     if resp.get('type') == 'error':
         d = resp.get('data') if isinstance(resp.get('data'), dict) else {'message': resp.get('data')}
-        raise RemoteEnvError(f"{where} failed: {str(d.get('message', d))[:300]} ({str(d.get('code', 'error'))[:40]})")
+        text = str(d.get('message', d))[:300] + (f": {str(d['errors'])[:300]}" if d.get('errors') else '') + f" ({str(d.get('code', 'error'))[:40]})"
+        if msg.get('type') == 'step' and d.get('code') in ACTION_ERROR_CODES: raise _Refused(text)
+        raise RemoteEnvError(f"{where} failed: {text}")
     return _obj(resp.get('data'), 'data', where)
 
 # %% ../../nbs/19d_envs_remote.ipynb #7c9afb07
@@ -240,8 +252,11 @@ def _remote_reset(self:OpenEnvClient, task=None, seed=None)->TimeStep:
 # %% ../../nbs/19d_envs_remote.ipynb #434a9c42
 @patch
 def _remote_step(self:OpenEnvClient, tool, params)->TimeStep:
+    if self._ws is None: raise RemoteEnvError(f"OpenEnv server {self.base_url}: step {tool}: the session is gone (its connection was lost or closed); reset to open a new one")
     payload = {'tool': tool, 'params': params} if self._tool_call_actions else params
-    return self._timestep(self._request({'type': 'step', 'data': payload}, f'step {tool}'), what=f'step {tool}')
+    try: data = self._request({'type': 'step', 'data': payload}, f'step {tool}')
+    except _Refused as e: return self._invalid(f"the server refused the action: {e}")
+    return self._timestep(data, what=f'step {tool}')
 
 # %% ../../nbs/19d_envs_remote.ipynb #611d8f91
 @patch
@@ -279,16 +294,33 @@ class AgentGymClient(AgentEnv):
 
 # %% ../../nbs/19d_envs_remote.ipynb #a5ad6388
 @patch
-def _call(self:AgentGymClient, method:str, path:str, body:dict|None=None, params:dict|None=None, what:str=''):
+def _call(self:AgentGymClient, method:str, path:str, body:dict|None=None, params:dict|None=None, what:str='',
+          action:bool=False):   # the request carries the agent's action: the server's refusal of it is `_Refused`
     "One request, within what is left of the current reset's or step's deadline"
     where = f"AgentGym server {self.base_url}: {what or path}"
     url = self.base_url + path + ('?' + urllib.parse.urlencode(params) if params else '')
     status, data = fetch(method, url, body, timeout=self.step_timeout, max_bytes=self.max_response_bytes, where=where, deadline=self._deadline)
     if status == 404 and method == 'GET': return None
+    if action and status in REFUSED_STATUSES: raise _Refused(f"HTTP {status}: {data[:300].decode('utf-8', 'replace')}")
     if status != 200: raise RemoteEnvError(f"{where}: answered HTTP {status}: {data[:300].decode('utf-8', 'replace')}")
     out = read_json(data, where)
-    if isinstance(out, dict) and 'error' in out: raise RemoteEnvError(f"{where}: {str(out['error'])[:300]}")
+    if isinstance(out, dict) and 'error' in out:
+        self._check_session(where, out)
+        if action: raise _Refused(str(out['error'])[:300])
+        raise RemoteEnvError(f"{where}: {str(out['error'])[:300]}")
     return out
+
+# %% ../../nbs/19d_envs_remote.ipynb #cf866ae4
+@patch
+def _check_session(self:AgentGymClient, where:str, out:dict):
+    "Raise `SessionExpiredError`, forgetting the id, when the server's error answer `out` says it no longer knows this client's session"
+    err, sid, t = str(out['error']), self._id, out.get('idle_timeout')
+    agentgym = (f"The id {sid} is not valid.", f"The task with environment {sid} has been deleted.")
+    if out.get('error_type') != 'UnknownSessionError' and err.strip() not in agentgym: return
+    self._id = None
+    why = (f"the server closed it after {t:g} s idle (its idle timeout)" if isinstance(t, (int, float)) and not isinstance(t, bool)
+           else "the server no longer knows it (closed, or closed when idle)")
+    raise SessionExpiredError(f"{where}: session {sid!r} expired: {why}; the next reset opens a new session ({err[:200]})")
 
 # %% ../../nbs/19d_envs_remote.ipynb #89913575
 @patch
@@ -318,12 +350,15 @@ def _remote_reset(self:AgentGymClient, task=None, seed=None)->TimeStep:
     s = _task_seed(self.name, task, seed)
     self._deadline = time.monotonic() + self.step_timeout
     try:
-        if self._id is None:
-            r = self._call('POST', '/create', {}, what='create')
-            i = r.get('id') if isinstance(r, dict) else r
-            if isinstance(i, bool) or not isinstance(i, (int, str)): raise RemoteEnvError(f"AgentGym server {self.base_url}: create: no env id in the answer ({str(r)[:80]})")
-            self._id = i
-        r = self._call('POST', '/reset', {'id': self._id, self.task_field: s, **self.reset_extra}, what='reset')
+        for last in (False, True):                                    # a session closed between episodes: a new one, once
+            if self._id is None:
+                r = self._call('POST', '/create', {}, what='create')
+                i = r.get('id') if isinstance(r, dict) else r
+                if isinstance(i, bool) or not isinstance(i, (int, str)): raise RemoteEnvError(f"AgentGym server {self.base_url}: create: no env id in the answer ({str(r)[:80]})")
+                self._id = i
+            try: r = self._call('POST', '/reset', {'id': self._id, self.task_field: s, **self.reset_extra}, what='reset'); break
+            except SessionExpiredError:
+                if last: raise
         self.seed = s
         return self._observe(r if isinstance(r, dict) else {'observation': r}, seed=s, what='reset')
     finally: self._deadline = None
@@ -331,11 +366,13 @@ def _remote_reset(self:AgentGymClient, task=None, seed=None)->TimeStep:
 # %% ../../nbs/19d_envs_remote.ipynb #a9f01635
 @patch
 def _remote_step(self:AgentGymClient, action:str)->TimeStep:
+    if self._id is None: raise RemoteEnvError(f"AgentGym server {self.base_url}: step: no session (it expired or was closed); reset to open a new one")
     self._deadline = time.monotonic() + self.step_timeout
     try:
-        r = self._call('POST', '/step', {'id': self._id, 'action': action}, what='step')
+        r = self._call('POST', '/step', {'id': self._id, 'action': action}, what='step', action=True)
         if not isinstance(r, dict): raise RemoteEnvError(f"AgentGym server {self.base_url}: step: the answer must be an object, got {type(r).__name__}")
         return self._observe(r)
+    except _Refused as e: return self._invalid(f"the server refused the action: {e}")
     finally: self._deadline = None
 
 # %% ../../nbs/19d_envs_remote.ipynb #d26061ad

@@ -17,10 +17,11 @@ from fastcore.basics import patch
 from ..coding_tasks import CodingTask, load_coding_task, load_coding_tasks
 from ..core import AgentEnv, InfrastructureError, TimeStep, tool_schema
 from ..registry import register
-from ..sandbox.base import SandboxError
+from ..sandbox.base import SandboxError, SandboxLimits
+from ..verifiers import FEEDBACK_LEVELS
 
 # %% auto #0
-__all__ = ['SandboxEnv']
+__all__ = ['STEP_OVERHEAD_SECONDS', 'SandboxEnv']
 
 # %% ../../nbs/16_envs_sandbox.ipynb #8b4d2f22
 _TERMINAL = {'submit': 'Submit your fix; the hidden tests run and the episode ends',
@@ -36,8 +37,10 @@ class SandboxEnv(AgentEnv):
                  image:str|None=None,              # container image (docker backend)
                  limits=None,                      # `SandboxLimits` (or dict) for the sandbox
                  sandbox_kwargs:dict|None=None,    # more `create_sandbox` options
+                 feedback:str|None=None,           # what submit's verdict tells: 'names' or 'full' (tracebacks); None: each task's own
                 ):
-        self._tasks_src, self.default_task = tasks, task
+        if feedback not in (None, *FEEDBACK_LEVELS): raise ValueError(f"feedback must be one of {FEEDBACK_LEVELS} or None (each task's own), not {feedback!r}")
+        self._tasks_src, self.default_task, self.feedback = tasks, task, feedback
         self.backend, self.image, self.limits = backend, image, limits
         self.sandbox_kwargs = dict(sandbox_kwargs or {})
         self.sandbox, self.task, self._tasks, self._tmp = None, None, None, None
@@ -113,7 +116,7 @@ def close(self:SandboxEnv):
 @patch
 def _run_hidden_tests(self:SandboxEnv)->dict:
     "The task's hidden tests on a pristine copy with the agent's files applied, in a fresh sandbox (`HiddenTestVerifier`)"
-    v = self.task.verifier(self.backend, self.image, self.limits, self.sandbox_kwargs)
+    v = self.task.verifier(self.backend, self.image, self.limits, self.sandbox_kwargs, feedback=self.feedback)
     try: return v.verify_sandbox(self.sandbox).as_info()
     except InfrastructureError: raise
     except (SandboxError, OSError) as e: return self._judge_nothing(v, e)   # the agent's workspace: judged as nothing
@@ -145,6 +148,14 @@ def _take_step(self:SandboxEnv, tool, params)->TimeStep:
     res = self.sandbox.execute_tool(tool, params)
     info = {'is_error': bool(res.is_error), 'exit_code': res.exit_code, 'truncated_output': bool(res.truncated)}
     return TimeStep(res.output, 0.0, info=info)
+
+# %% ../../nbs/16_envs_sandbox.ipynb #8814686f
+STEP_OVERHEAD_SECONDS = 60.0   # on top of a command's or the hidden tests' own limit: copying a full workspace out, starting a sandbox
+
+@patch(as_prop=True)
+def agent_step_seconds(self:SandboxEnv)->float:
+    "The longest the agent can make one step take: its longest command, or its code under the hidden tests at submit"
+    return max(SandboxLimits.coerce(self.limits).max_wall_timeout, max((t.timeout for t in self.tasks), default=0.0)) + STEP_OVERHEAD_SECONDS
 
 # %% ../../nbs/16_envs_sandbox.ipynb #0065ce52
 @patch

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from ..cli_errors import run_cli
 from ..core import AgentEnv, InvalidActionError, parse_action, schema_name, schema_params
 from .extras import require_extra
-from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, client_address
+from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address
 
 # %% auto #0
 __all__ = ['PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'mcp_tools', 'openenv_app', 'ResetBody', 'StepBody',
@@ -156,6 +156,8 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
     def call(fn):
         try: return fn()
         except SessionRefused as e: return fastapi.responses.JSONResponse({'error': str(e)}, e.status)
+        except UnknownSessionError as e:          # typed: a lost session, not an error the action caused
+            return {'error': f"UnknownSessionError: {e}", 'error_type': 'UnknownSessionError', **({'idle_timeout': e.idle_timeout} if e.idle_timeout else {})}
         except Exception as e: return {'error': f"{type(e).__name__}: {e}"}
     def payload(env, ts):
         d = _served(env, ts, expose_oracle)

@@ -22,7 +22,8 @@ from fastcore.basics import patch, store_attr
 from ..core import AgentEnv, KnowlyrError
 
 # %% auto #0
-__all__ = ['SessionLimits', 'SessionRefused', 'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard']
+__all__ = ['EXPIRED_KEPT', 'SessionLimits', 'SessionRefused', 'UnknownSessionError', 'Session', 'SessionTable', 'client_address',
+           'SessionGuard']
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #57d3736f
 @dataclass
@@ -49,6 +50,9 @@ class SessionRefused(KnowlyrError):
 
 class UnknownSessionError(KnowlyrError, LookupError):
     "An id that is not one of this client's open sessions (unknown, closed, closed when idle, or another client's)"
+    idle_timeout:float|None = None                    # set when it was this client's session, closed when idle: the timeout
+
+EXPIRED_KEPT = 4096   # ids of sessions closed when idle that the table remembers, to tell their clients why
 
 @dataclass(eq=False)
 class Session:
@@ -65,11 +69,14 @@ class SessionTable:
     def __init__(self, limits:SessionLimits|None=None,            # caps and idle timeout
                  on_idle:Callable[[Session], None]|None=None):   # closes a session found idle (None: no reaper thread)
         self.limits, self.on_idle = limits or SessionLimits(), on_idle
-        self.rows, self.lock, self._reaper = {}, threading.Lock(), None
+        self.rows, self.lock, self._reaper, self.expired = {}, threading.Lock(), None, collections.OrderedDict()   # expired: id -> client
     def __len__(self): return len(self.rows)
     def held(self, client:str)->int: return sum(s.client == client for s in self.rows.values())
     def _find(self, sid, client:str|None)->Session:
         s = self.rows.get(sid) if isinstance(sid, str) else None
+        if s is None and client is not None and isinstance(sid, str) and self.expired.get(sid) == client:
+            e = UnknownSessionError(f"session {sid!r:.40} expired: closed after {self.limits.idle_timeout:g} s idle (idle_timeout); open a new one")
+            e.idle_timeout = self.limits.idle_timeout; raise e
         if s is None or (client is not None and s.client != client):
             raise UnknownSessionError(f"the id {sid!r:.40} is not one of this client's sessions (unknown, closed, closed when idle, or another client's)")
         return s
@@ -126,6 +133,8 @@ def reap(self:SessionTable, now:float|None=None)->list[Session]:
     if t is None: return []
     with self.lock:
         idle = [k for k, s in self.rows.items() if not s.busy and now - s.last > t]
+        for k in idle: self.expired[k] = self.rows[k].client
+        while len(self.expired) > EXPIRED_KEPT: self.expired.popitem(last=False)
         return [self.rows.pop(k) for k in idle]
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #b19c4883

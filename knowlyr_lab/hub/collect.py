@@ -249,7 +249,8 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
                  *, tasks:Iterable|None=None, # tasks (dicts or ids), cycled over episodes
                  max_episode_steps:int|None=None, # step budget of every episode (None: the env's own)
                  step_reward_fn:Callable|None=None, # (step, RewardContext) -> float or (float, details), per step
-                 step_timeout:float|None=None, episode_timeout:float|None=None,
+                 step_timeout:float|None=None, # seconds a step may take before the harness counts as hung (above the env's `agent_step_seconds`)
+                 episode_timeout:float|None=None, # seconds an episode may take: the agent's budget (running out is its failure)
                  seed:int=0,                # run seed; episode i uses episode_seed(seed, i)
                  n_workers:int=1,
                  backend:str='thread',      # 'thread' | 'process' | 'ray'
