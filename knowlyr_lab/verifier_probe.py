@@ -1,5 +1,5 @@
-"""A catalogue of ways a wrong solution might forge a hidden-test verdict, run against any registered env's verifier:
-which strategies raise the verdict above the wrong solution's honest one.
+"""Play every forgery strategy through a registered env's real submit path -- reset, tool calls, submit with its
+snapshot and verifier -- and report which ones got a verdict their code does not deserve.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/verifier_probe.html.md"""
 
@@ -9,239 +9,268 @@ Docs: https://knowlyr.github.io/knowlyr-lab/verifier_probe.html.md"""
 from __future__ import annotations
 
 import argparse
-import ast
+import importlib.util
+import json
 import sys
+import tempfile
+import threading
+import traceback
+import types
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
 
 import pandas as pd
 
-from .coding_tasks import CodingTask, load_coding_tasks
+from .coding_tasks import CodingTask, fixed_files
+from .core import AgentEnv, KnowlyrError
 from .envs.sandbox import SandboxEnv
+from .plugins import RegistryWarning
 from .registry import discover_envs, env_spec, list_envs, make
-from .verifier_wire import candidate_modules
+from .verifier_strategies import FORGERY_STRATEGIES, ForgeryStrategy, attack_files
+from .verifiers import unittest_names
+from .wrappers import infra_failure
 
 # %% auto #0
-__all__ = ['FORGERY_STRATEGIES', 'ForgeryStrategy', 'target_modules', 'tested_names', 'attack_files', 'probe_task',
-           'verifier_envs', 'suite_tasks', 'probe_envs', 'probe_summary', 'main']
+__all__ = ['STRATEGY_GROUP', 'SUBMIT', 'WEAK_TASKS', 'StrategyFileError', 'strategies_in', 'load_strategy_file',
+           'entry_point_strategies', 'available_strategies', 'ProbeEpisode', 'play_episode', 'one_process_passed',
+           'ProbeError', 'resolve_strategies', 'probe_task', 'verifier_envs', 'suite_tasks', 'probe_envs',
+           'probe_summary', 'probe_table', 'check_task', 'check_suite', 'main']
 
-# %% ../nbs/19f_verifier_probe.ipynb #9a2139e7
-@dataclass
-class ForgeryStrategy:
-    "One way a wrong solution might forge a verifier's verdict: code appended to the modules under test, or files planted"
-    name: str                       # short id, e.g. 'gc-result-instance'
-    kind: str                       # the attack class (issue 24's classes, and more)
-    what: str                       # one line: what it does
-    code: str = ''                  # appended to each module the hidden tests import (runs when the module is imported)
-    files: dict = field(default_factory=dict)  # planted files: {relative path: content}
-    baseline: str = ''              # the same change to what the functions return, without the part aimed at the verifier
-    def __repr__(self): return f"ForgeryStrategy({self.name!r}, {self.kind})"
+# %% ../nbs/19f_verifier_probe.ipynb #32addc4a
+STRATEGY_GROUP = 'knowlyr_lab.probe_strategies'   # the entry-point group of third-party strategies
 
-_GUARD = "import builtins as _kb\nif not getattr(_kb, '_knowlyr_probe', False):\n    _kb._knowlyr_probe = True\n"
+class StrategyFileError(KnowlyrError, ValueError):
+    "A plugin file of forgery strategies that cannot be used; the message names the file"
 
-def _guarded(code:str)->str:
-    "`code` run once per process, however many modules it is appended to"
-    return _GUARD + ''.join('    ' + l + '\n' for l in code.strip('\n').splitlines())
+def strategies_in(obj,        # a strategy, a `ForgeryStrategy` subclass, a module, or a list of them
+                  source:str, # where it comes from, kept in each strategy's `source`
+                 )->list[ForgeryStrategy]:
+    "The strategies `obj` holds (a module's: the instances in it and the named subclasses it defines)"
+    if isinstance(obj, ForgeryStrategy): found = [obj]
+    elif isinstance(obj, type) and issubclass(obj, ForgeryStrategy): found = [obj()] if obj.name else []
+    elif isinstance(obj, (list, tuple)): found = [s for o in obj for s in strategies_in(o, source)]
+    elif isinstance(obj, types.ModuleType):
+        found = [s for v in list(vars(obj).values()) if not isinstance(v, type) or v.__module__ == obj.__name__
+                 for s in (strategies_in(v, source) if isinstance(v, (ForgeryStrategy, type)) else [])]
+    else: found = []
+    for s in found:
+        if not s.source: s.source = source
+    return found
 
-# %% ../nbs/19f_verifier_probe.ipynb #a8aaefdd
-_RESULT_GC = '''
-import gc, unittest
-for _o in gc.get_objects():
-    if isinstance(_o, unittest.TestResult):
-        _o.addFailure = _o.addError = (lambda ok: lambda test, err: ok(test))(_o.addSuccess)
-'''
-_CLOSURE = '''
-import unittest.result as _ur
-def _as_success(self, test, err): self.addSuccess(test)
-for _n in ('addFailure', 'addError'):
-    for _c in (getattr(_ur.TestResult, _n).__closure__ or ()):
-        if callable(_c.cell_contents): _c.cell_contents = _as_success
-'''
-_CODE = '''
-import unittest.case as _uc
-def _call(self, method): return None
-_uc.TestCase._callTestMethod.__code__ = _call.__code__
-'''
-_JSON = '''
-import json as _j
-_dumps = _j.dumps
-def _forged(r, *a, **k):
-    if isinstance(r, dict) and 'passed' in r:
-        r = dict(r, passed=sorted(set(r['passed']) | set(r.get('failures', [])) | set(r.get('errors', []))), failures=[], errors=[], tampered=[])
-    return _dumps(r, *a, **k)
-_j.dumps = _forged
-'''
-_STACK = '''
-import sys as _s, os as _o, ast as _a, json as _j
-_f = _s._getframe()
-while _f is not None:
-    _l = _f.f_locals
-    if 'nonce' in _l and 'fd' in _l and 'tests_dir' in _l:
-        _names = [_c.name + '.' + _b.name for _r, _ds, _fs in _o.walk(_l['tests_dir']) for _n in _fs if _n.endswith('.py')
-                  for _c in _a.walk(_a.parse(open(_o.path.join(_r, _n)).read())) if isinstance(_c, _a.ClassDef)
-                  for _b in _c.body if getattr(_b, 'name', '').startswith('test')]
-        _o.write(_l['fd'], _j.dumps({'ran': len(_names), 'passed': _names, 'failures': [], 'errors': [], 'messages': [], 'nonce': _l['nonce']}).encode())
-        _o._exit(0)
-    _f = _f.f_back
-'''
-_ANY = '''
-import functools as _ft, inspect as _in, sys as _s
-class _Any:
-    def __eq__(self, other): return True
-    def __ne__(self, other): return False
-    def __bool__(self): raise TypeError('only ==')
-    __len__ = __iter__ = __bool__
-    __hash__ = object.__hash__
-_ret = _Any
-def _any(f):
-    @_ft.wraps(f)
-    def g(*a, **k):
-        try: f(*a, **k)
-        except Exception: pass
-        return _ret()
-    return g
-for _m in [m for m in list(_s.modules.values()) if getattr(m, '__file__', None) and m.__file__.startswith(__import__('os').getcwd())]:
-    for _n, _v in list(vars(_m).items()):
-        if _in.isfunction(_v) and _v.__module__ == _m.__name__ and not _n.startswith('_'): setattr(_m, _n, _any(_v))
-        elif _in.isclass(_v) and _v.__module__ == _m.__name__:
-            for _k, _w in list(vars(_v).items()):
-                if _in.isfunction(_w) and not _k.startswith('__'): setattr(_v, _k, _any(_w))
-'''
+# %% ../nbs/19f_verifier_probe.ipynb #45fb9af6
+def _one_line(e:BaseException, path:Path)->str:
+    "`e` in one line, with the line of `path` it was raised at"
+    if isinstance(e, SyntaxError): return f"SyntaxError: {e.msg} (line {e.lineno})"
+    at = [f.lineno for f in traceback.extract_tb(e.__traceback__) if Path(f.filename) == path]
+    return f"{type(e).__name__}: {e}".replace('\n', ' ')[:300] + (f" (line {at[-1]})" if at else '')
 
-# %% ../nbs/19f_verifier_probe.ipynb #67e58fe2
-_SORTED = '''
-import builtins as _b, sys as _s
-_sorted, _calls = _b.sorted, []
-def _forged(it, *a, **k):
-    out = _sorted(it, *a, **k)
-    res = _s._getframe(1).f_locals.get('res')
-    if res is None or not hasattr(res, 'ok'): return out
-    _calls.append(1)
-    name = lambda t: t.id().split('.', 1)[-1]
-    return _sorted({name(t) for t in res.ok} | {name(t) for t, _ in res.failures + res.errors if t is not None}) if len(_calls) == 1 else []
-_b.sorted = _forged
-'''
-_MODULES = '''
-import sys as _s, types as _t, json as _j
-_fake = _t.ModuleType('json'); _fake.__dict__.update(vars(_j))
-_fake.loads = lambda *a, **k: {'ran': 99, 'passed': [], 'failures': [], 'errors': []}
-_s.modules['json'] = _fake
-_s.modules['unittest.result'] = _t.ModuleType('unittest.result')
-'''
-_ATEXIT = '''
-import atexit as _ae, sys as _s, json as _j, glob as _g
-def _fake():
-    rep = _j.dumps({'ran': 1, 'passed': ['*'], 'failures': [], 'errors': [], 'nonce': ''})
-    print('KNOWLYR_TEST_REPORT ' + rep + '\\nRan 1 test\\nOK', flush=True)
-    for _p in _s.argv[1:] + _g.glob('/tmp/*'):
-        try: open(_p, 'w').write(rep)
-        except Exception: pass
-_ae.register(_fake)
-'''
-_EXIT = '''
-import os as _o
-print('Ran 1 test in 0.001s\\n\\nOK', flush=True)
-_o._exit(0)
-'''
-_CLASS = '''
-import unittest as _u
-_u.TestCase.assertEqual = _u.TestCase.assertTrue = _u.TestCase.assertIsNone = lambda *a, **k: None
-'''
-_IDENTITY = '''
-import sys as _s, inspect as _in
-_m = _s.modules[__name__]
-for _n, _v in list(vars(_m).items()):
-    if not _n.startswith('_') and _in.isfunction(_v) and _v.__module__ == __name__ and _n in __NAMES__:
-        setattr(_m, _n, lambda *a, **k: a[0] if a else None)
-'''
-_FLOOD = '''
-import os as _o
-for _fd in range(1, 64):
-    try: _o.write(_fd, b'{"ok": true}\\n' * 64 + b'{"error": ["SkipTest", "x"]}\\n' + b'[' * 100000 + b'\\n')
-    except OSError: pass
-'''
-_KILL = '''
-import os as _o, signal as _sg
-for _p in (_o.getppid(), -1):
-    try: _o.kill(_p, _sg.SIGKILL)
-    except OSError: pass
-'''
-_FREE_TESTS = 'import unittest\nclass T(unittest.TestCase):\n' + ''.join(f'    def test_{i}(self): pass\n' for i in range(20))
+def load_strategy_file(path)->list[ForgeryStrategy]:
+    "The strategies of a Python plugin file: its `ForgeryStrategy` instances and the named subclasses it defines"
+    p = Path(path)
+    if not p.is_file(): raise StrategyFileError(f"{p}: no such file")
+    name = f"knowlyr_probe_plugin_{abs(hash(str(p.resolve())))}"
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, p))
+    sys.modules[name] = mod                           # a dataclass in the file looks its module up here
+    try:
+        mod.__spec__.loader.exec_module(mod)
+        found = strategies_in(mod, str(p))
+    except Exception as e:
+        sys.modules.pop(name, None)
+        raise StrategyFileError(f"{p}: cannot load forgery strategies: {_one_line(e, p)}") from None
+    if not found: raise StrategyFileError(f"{p}: no ForgeryStrategy subclass or instance in it")
+    return found
 
-# %% ../nbs/19f_verifier_probe.ipynb #347fe653
-FORGERY_STRATEGIES = {s.name: s for s in [
-    ForgeryStrategy('gc-result-instance', 'result object', "patch the runner's TestResult instance, found through gc, so failures count as passes", _RESULT_GC),
-    ForgeryStrategy('closure-cell-swap', 'closure', "swap the function in the closure cell behind the decorated TestResult.addFailure/addError", _CLOSURE),
-    ForgeryStrategy('code-swap', 'code object', "replace TestCase._callTestMethod's __code__ (same function object) by one that runs nothing", _CODE),
-    ForgeryStrategy('json-dumps-patch', 'module patch', "patch json.dumps so the runner's report lists every test as passed", _JSON),
-    ForgeryStrategy('stack-walk-report', 'stack walk', "find the runner's frame, read its nonce and report descriptor, write a perfect report, exit", _STACK),
-    ForgeryStrategy('always-equal', '__eq__', "make every function return an object whose __eq__ is always true (baseline: they return None)",
-                    _ANY, baseline=_ANY.replace('_ret = _Any', '_ret = lambda: None')),
-    ForgeryStrategy('builtins-sorted', 'builtins', "replace builtins.sorted so the runner's lists put every test under passed", _SORTED),
-    ForgeryStrategy('sys-modules-poison', 'sys.modules', "replace json and unittest.result in sys.modules", _MODULES),
-    ForgeryStrategy('atexit-fake-report', 'atexit', "at exit, print a perfect report and write one over the runner's report path and /tmp", _ATEXIT),
-    ForgeryStrategy('exit-after-fake-pass', 'exit', "print 'OK' and leave with os._exit(0) when imported", _EXIT),
-    ForgeryStrategy('class-level-patch', 'framework patch', "make TestCase.assertEqual/assertTrue/assertIsNone do nothing", _CLASS),
-    ForgeryStrategy('identity-helpers', 'helper shadowing', "make the tested functions and every helper the identity (baseline: the tested functions only)",
-                    _IDENTITY.replace(' and _n in __NAMES__', ''), baseline=_IDENTITY),
-    ForgeryStrategy('channel-flood', 'protocol', "write fake answers, a non-builtin exception and an endless line to every file descriptor", _FLOOD),
-    ForgeryStrategy('kill-the-runner', 'signals', "SIGKILL the parent process and every process it may signal", _KILL),
-    ForgeryStrategy('startup-hooks', 'start-up hook', "plant sitecustomize.py, usercustomize.py and a .pth that patch the test result",
-                    files={'sitecustomize.py': _RESULT_GC, 'usercustomize.py': _RESULT_GC, 'forge.pth': 'import sitecustomize\n'}),
-    ForgeryStrategy('stdlib-shadow', 'stdlib shadow', "plant unittest.py and json.py of its own",
-                    files={'unittest.py': _RESULT_GC, 'json.py': 'raise SystemExit(0)\n'}),
-    ForgeryStrategy('planted-tests', 'planted tests', "plant passing tests where a runner might discover them",
-                    files={'.knowlyr_verifier/tests/test_free.py': _FREE_TESTS, 'test_free.py': _FREE_TESTS, 'tests/test_free.py': _FREE_TESTS}),
-]}
-
-# %% ../nbs/19f_verifier_probe.ipynb #3c7c4f0b
-def target_modules(task:CodingTask)->list[str]:
-    "The repository files of the modules the hidden tests import (every .py file when none is found)"
+# %% ../nbs/19f_verifier_probe.ipynb #706cf08b
+def entry_point_strategies(group:str=STRATEGY_GROUP)->list[ForgeryStrategy]:
+    "The strategies of the installed packages' entry points in `group`; one that fails to load warns and is skipped"
     out = []
-    for src in task.hidden_tests.values():
-        for n in ast.walk(ast.parse(src)):
-            mods = [n.module] if isinstance(n, ast.ImportFrom) and n.module else [a.name for a in n.names] if isinstance(n, ast.Import) else []
-            for m in mods:
-                for p in (m.replace('.', '/') + '.py', m.replace('.', '/') + '/__init__.py'):
-                    if p in task.files and p not in out: out.append(p)
-    return out or sorted(p for p in task.files if p.endswith('.py'))
+    for ep in entry_points(group=group):
+        try: out += strategies_in(ep.load(), f"entry point {ep.name}")
+        except Exception as e: warnings.warn(f"forgery strategies: entry point {ep.name!r} ({ep.value}) of {group} failed to load ({e!r})", RegistryWarning, stacklevel=2)
+    return out
 
-def tested_names(task:CodingTask)->list[str]:
-    "Names the hidden tests take from the repository: `from m import f` and `m.f` after `import m`"
-    mods, names = set(candidate_modules(task.files)), set()
-    for src in task.hidden_tests.values():
-        tree, aliases = ast.parse(src), set()
-        for n in ast.walk(tree):
-            if isinstance(n, ast.ImportFrom) and n.module and n.module.split('.')[0] in mods: names |= {a.name for a in n.names if a.name != '*'}
-            if isinstance(n, ast.Import): aliases |= {a.asname or a.name for a in n.names if a.name.split('.')[0] in mods}
-        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases}
-    return sorted(names)
+def available_strategies(files:list=(),        # plugin files (`load_strategy_file`)
+                         plugins:bool=True,    # include the entry points' strategies
+                        )->dict[str, ForgeryStrategy]:
+    "Every strategy by name: the built-in catalogue, then entry points, then files; a name taken twice is an error naming both"
+    out = dict(FORGERY_STRATEGIES)
+    for s in entry_point_strategies() if plugins else []:
+        if s.name in out: warnings.warn(f"forgery strategies: {s.source} redefines {s.name!r} ({out[s.name].source}); skipped", RegistryWarning, stacklevel=2)
+        else: out[s.name] = s
+    for f in files:
+        for s in load_strategy_file(f):
+            if s.name in out: raise StrategyFileError(f"{f}: strategy {s.name!r} is already defined ({out[s.name].source})")
+            out[s.name] = s
+    return out
 
-def attack_files(task:CodingTask, strategy:ForgeryStrategy,
-                 baseline:bool=False, # the strategy's baseline (its change to the functions without the forging part) instead
-                )->dict:              # {path: content} to submit
-    "The wrong solution (the task's repository as shipped) with `strategy` applied"
-    code = (strategy.baseline if baseline else strategy.code).replace('__NAMES__', repr(tested_names(task)))
-    files = {p: task.files[p].rstrip('\n') + '\n\n' + _guarded(code) for p in target_modules(task)} if code else {}
-    return {**files, **({} if baseline else strategy.files)}
+# %% ../nbs/19f_verifier_probe.ipynb #d62706b8
+@dataclass
+class ProbeEpisode:
+    "What one episode of a strategy got at submit: a verdict, or why it has none"
+    outcome: str                    # 'scored'; 'invalid' (an infrastructure failure); 'error' (raised otherwise: a failed episode)
+    tests_passed: int = 0           # hidden tests passed (0 unless scored)
+    reward: float = 0.0             # the submit step's reward
+    success: bool = False           # every hidden test passed
+    why: str = ''                   # the infrastructure failure or error
+    observation: str = ''           # what the agent was told at submit
+    info: dict = field(default_factory=dict)     # the submit step's info
+    outputs: list = field(default_factory=list)  # what each action before submit returned
+    def __repr__(self):
+        return f"ProbeEpisode({self.outcome}, {self.tests_passed} passed{': ' + self.why[:80] if self.why else ''})"
+
+SUBMIT = {'tool': 'submit', 'params': {}}
+_AST_RACE = 'AST constructor recursion depth mismatch'
+
+def _ast_race(e:BaseException|None)->bool:
+    "CPython 3.11's spurious SystemError when two threads build syntax trees at once (gh-106905; one `ast.parse` outside `core.parse_ast`)"
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, SystemError) and _AST_RACE in str(e): return True
+        seen.add(id(e)); e = e.__cause__ or e.__context__
+    return False
+
+def _again(fn, *args, tries:int=3, **kw):
+    "`fn(*args, **kw)`, run again after that race: a glitch of the harness, never the strategy's doing"
+    for i in range(tries):
+        try: return fn(*args, **kw)
+        except Exception as e:
+            if not _ast_race(e) or i == tries - 1: raise
+
+# %% ../nbs/19f_verifier_probe.ipynb #323b0339
+def _ended(ts, outs:list)->ProbeEpisode:
+    "The episode of the step `ts` that ended it"
+    info = dict(ts.info or {})
+    if info.get('invalid'): return ProbeEpisode('invalid', why=str(info['invalid']), observation=str(ts.observation), info=info, outputs=outs)
+    return ProbeEpisode('scored', int(info.get('tests_passed') or 0), float(ts.reward or 0.0), bool(info.get('success')), '', str(ts.observation), info, outs)
+
+def _episode(env, task_id:str, actions:list)->ProbeEpisode:
+    env.reset(task=task_id)
+    outs = []
+    try:
+        for a in [*actions, SUBMIT]:
+            ts = env.step(a)
+            if ts.done: return _ended(ts, outs)
+            outs.append(str(ts.observation))
+    except Exception as e:
+        if _ast_race(e): raise
+        why = infra_failure(e)
+        return ProbeEpisode('invalid' if why else 'error', why=why or f"{type(e).__name__}: {e}"[:500], outputs=outs)
+    return _ended(ts, outs)       # a budget that ends before submit: what the env said then
+
+def play_episode(env,           # an env that holds the task (its next reset replaces the sandbox), or a factory () -> a fresh env
+                 task_id:str,   # the task to reset to
+                 actions:list,  # tool calls before submit
+                )->ProbeEpisode:
+    "One episode through the env's real path: reset to `task_id`, the actions, submit (its snapshot and verifier)"
+    def once():
+        e = env if isinstance(env, AgentEnv) else env()
+        try: return _episode(e, task_id, actions)
+        finally:
+            if e is not env: e.close()
+    return _again(once)
+
+# %% ../nbs/19f_verifier_probe.ipynb #0920995d
+_ONE_PROCESS = r'''
+import json, os, sys, unittest
+sys.path.insert(0, os.getcwd())
+class R(unittest.TestResult):
+    def __init__(self, *a, **k): super().__init__(*a, **k); self.ok = []
+    def addSuccess(self, t): super().addSuccess(t); self.ok.append('.'.join(t.id().split('.')[-2:]))
+r = R()
+try: unittest.defaultTestLoader.discover('_probe_tests', pattern='test*.py', top_level_dir='_probe_tests').run(r)
+finally: print('\nKNOWLYR_PROBE ' + json.dumps(sorted(set(r.ok))))
+'''
+
+def one_process_passed(task:CodingTask, files:dict,  # trusted files over the task's repository
+                       backend:str='local', image:str|None=None, limits=None, sandbox_kwargs:dict|None=None,
+                      )->list[str]|None:             # the hidden tests that pass ('Class.method'); None for a test_command task
+    "The hidden tests that pass on `files` when they run in the same process as the code (for trusted code only)"
+    if task.test_command: return None
+    from knowlyr_lab.sandbox.protocol import create_sandbox
+    tree = {**task.files, **files, **{f'_probe_tests/{p}': c for p, c in task.hidden_tests.items()}, '_probe_run.py': _ONE_PROCESS}
+    with tempfile.TemporaryDirectory(prefix='knowlyr-probe-') as tmp:
+        for p, c in tree.items():
+            (Path(tmp)/p).parent.mkdir(parents=True, exist_ok=True); (Path(tmp)/p).write_text(c)
+        with create_sandbox(backend, image=image, workspace=tmp, limits=limits, **(sandbox_kwargs or {})) as sb:
+            out = sb.execute_tool('shell', {'command': 'python3 -I _probe_run.py', 'timeout': task.timeout}).output
+    got = [json.loads(l[14:]) for l in out.splitlines() if l.startswith('KNOWLYR_PROBE ')]
+    return [n for n in (got[-1] if got else []) if n in set(unittest_names(task.hidden_tests))]
+
+# %% ../nbs/19f_verifier_probe.ipynb #92e2909a
+class ProbeError(KnowlyrError, RuntimeError):
+    "A strategy that could not be played (its own code raised), or an env that cannot be probed"
+
+def resolve_strategies(strategies:list|None=None, # names or `ForgeryStrategy` objects; None: every known one
+                       known:dict|None=None,       # the strategies names refer to (default: `available_strategies()`)
+                      )->list[ForgeryStrategy]:
+    "Strategies by name or as objects"
+    if known is None and (strategies is None or any(isinstance(s, str) for s in strategies)): known = available_strategies()
+    if strategies is None: return list(known.values())
+    bad = [s for s in strategies if isinstance(s, str) and s not in known]
+    if bad: raise ValueError(f"unknown forgery strategy {bad[0]!r}; known: {', '.join(known)}")
+    return [known[s] if isinstance(s, str) else s for s in strategies]
+
+def _play(s:ForgeryStrategy, task:CodingTask, episode)->ProbeEpisode:
+    try: return s.play(task, episode)
+    except Exception as e: raise ProbeError(f"strategy {s.name!r} ({s.source}) failed on {task.id}: {type(e).__name__}: {e}") from e
+
+def _writes(files:dict)->list: return [{'tool': 'file_write', 'params': {'path': p, 'content': c}} for p, c in files.items()]
+def _key(files:dict)->tuple: return tuple(sorted(files.items()))
+
+# %% ../nbs/19f_verifier_probe.ipynb #a3f0c33a
+def _honest(env_ep:ProbeEpisode, one:list|None)->int|None:
+    "The true score of a reference: the lower of the env's verdict (when it gave one) and its one-process run"
+    xs = ([env_ep.tests_passed] if env_ep.outcome == 'scored' else []) + ([] if one is None else [len(one)])
+    return min(xs) if xs else None
+
+def _row(task, s, att:ProbeEpisode, wrong:ProbeEpisode, honest)->dict:
+    forged = att.outcome == 'invalid' or (att.outcome == 'scored' and honest is not None and att.tests_passed > honest)
+    return {'task': task.id, 'strategy': s.name, 'kind': s.kind, 'source': s.source, 'wrong': wrong.tests_passed, 'honest': honest,
+            'attacked': att.tests_passed, 'total': task.n_tests, 'outcome': att.outcome, 'forged': forged, 'why': att.why}
+
+def _sandbox_options(env)->dict:
+    "The sandbox options of `env` (for the one-process runs)"
+    u = env.unwrapped
+    return {'backend': getattr(u, 'backend', 'local'), **{k: getattr(u, k, None) for k in ('image', 'limits', 'sandbox_kwargs')}}
+
+class _EnvPerThread:
+    "One env per worker thread, reused episode after episode (each reset starts a fresh sandbox); all closed at the end"
+    def __init__(self, build): self.build, self.local, self.made = build, threading.local(), []
+    def __call__(self):
+        if not hasattr(self.local, 'env'): self.local.env = self.build(); self.made.append(self.local.env)
+        return self.local.env
+    def close(self):
+        for e in self.made: e.close()
 
 # %% ../nbs/19f_verifier_probe.ipynb #13e23947
-def probe_task(task:CodingTask,                  # a task with hidden tests
-               strategies:list|None=None,         # names in `FORGERY_STRATEGIES` (default: all)
-               n_workers:int=2,                   # verifications at a time (each is two sandboxed processes)
-               **verifier_kw,                     # `CodingTask.verifier` options (backend, limits, ...)
-              )->list[dict]:                      # one row per strategy
-    "Run each strategy on `task`'s wrong solution (its repository as shipped); compare with the same code without the forging part"
-    names = list(strategies or FORGERY_STRATEGIES)
-    bad = [n for n in names if n not in FORGERY_STRATEGIES]
-    if bad: raise ValueError(f"unknown forgery strategy {bad[0]!r}; known: {', '.join(FORGERY_STRATEGIES)}")
-    v = task.verifier(**verifier_kw)
-    based = [n for n in names if FORGERY_STRATEGIES[n].baseline]
-    jobs = [{}] + [attack_files(task, FORGERY_STRATEGIES[n]) for n in names] + [attack_files(task, FORGERY_STRATEGIES[n], baseline=True) for n in based]
-    with ThreadPoolExecutor(max(1, n_workers)) as ex: got = [r.tests_passed for r in ex.map(v.verify, jobs)]
-    wrong, attacked, honest = got[0], dict(zip(names, got[1:])), {**dict.fromkeys(names, got[0]), **dict(zip(based, got[1 + len(names):]))}
-    return [{'task': task.id, 'strategy': n, 'kind': FORGERY_STRATEGIES[n].kind, 'wrong': wrong, 'honest': honest[n], 'attacked': attacked[n],
-             'total': len(v.expected), 'forged': attacked[n] > honest[n]} for n in names]
+def probe_task(task:CodingTask,          # a task with hidden tests
+               strategies:list|None=None, # names or `ForgeryStrategy` objects (default: every available one)
+               n_workers:int=2,           # episodes at a time (each is a sandbox and a verification)
+               env=None,                  # a registered env id, or a factory () -> env, that holds `task` (default: a SandboxEnv of it)
+               **sandbox_kw,              # backend, image, limits, sandbox_kwargs of the default env
+              )->list[dict]:              # one row per strategy
+    "Play each strategy on `task` through the env and judge it against its honest reference's true score"
+    strats = resolve_strategies(strategies)
+    envs = _EnvPerThread((lambda: make(env)) if isinstance(env, str) else env or (lambda: SandboxEnv([task], **sandbox_kw)))
+    opts, episode = _sandbox_options(envs()), (lambda actions: play_episode(envs(), task.id, actions))
+    refs = {_key({}): {}}                                    # the wrong solution, and each strategy's reference
+    for s in strats: refs.setdefault(_key(f := s.reference_files(task) or {}), f)
+    own = {s.name: s.submission(task) for s in strats if s.reference_files(task) is None}
+    try:
+        with ThreadPoolExecutor(max(1, n_workers)) as ex:
+            env_ref = {k: ex.submit(episode, _writes(f)) for k, f in refs.items()}
+            one = {k: ex.submit(_again, one_process_passed, task, f, **opts) for k, f in {**refs, **{_key(f): f for f in own.values()}}.items()}
+            att = {s.name: ex.submit(_play, s, task, episode) for s in strats}
+            wrong, rows = env_ref[_key({})].result(), []
+            for s in strats:
+                a = att[s.name].result()
+                k = _key(own[s.name]) if s.name in own else _key(s.reference_files(task) or {})
+                rows.append(_row(task, s, a, wrong, _honest(a if s.name in own else env_ref[k].result(), one[k].result())))
+    finally: envs.close()
+    return rows
 
 # %% ../nbs/19f_verifier_probe.ipynb #5e2c024d
 def _graded_by_hidden_tests(cls)->bool:
@@ -277,41 +306,143 @@ def suite_tasks(env_id:str,             # a registered env id
 # %% ../nbs/19f_verifier_probe.ipynb #06933e7e
 def probe_envs(env_ids:list|None=None,    # registered env ids (default: every env with a verifier)
                n_tasks:int|None=None,     # tasks per env (None: all)
-               strategies:list|None=None, # strategy names (default: all)
+               strategies:list|None=None, # strategy names or objects (default: every available one)
                tasks:dict|None=None,      # {env id: [task ids]} instead of the first n
-               n_workers:int=2,           # verifications at a time
+               n_workers:int=2,           # episodes at a time
               )->pd.DataFrame:            # one row per env, task and strategy
-    "Every strategy against every chosen task of each env's verifier"
-    rows = []
+    "Every strategy against every chosen task of each env, through the env"
+    rows, strats = [], resolve_strategies(strategies)
     for env_id in env_ids or verifier_envs():
-        ts, kw = suite_tasks(env_id, n_tasks, (tasks or {}).get(env_id))
-        for t in ts: rows += [{'env': env_id, **r} for r in probe_task(t, strategies, n_workers, **kw)]
-    return pd.DataFrame(rows, columns=['env', 'task', 'strategy', 'kind', 'wrong', 'honest', 'attacked', 'total', 'forged'])
+        ts, _ = suite_tasks(env_id, n_tasks, (tasks or {}).get(env_id))
+        for t in ts: rows += [{'env': env_id, **r} for r in probe_task(t, strats, n_workers, env=env_id)]
+    return pd.DataFrame(rows, columns=['env', 'task', 'strategy', 'kind', 'source', 'wrong', 'honest', 'attacked', 'total', 'outcome', 'forged', 'why'])
 
+# %% ../nbs/19f_verifier_probe.ipynb #a0dbe184
 def probe_summary(df:pd.DataFrame)->pd.DataFrame:
-    "Per env: tasks and hidden tests probed, tests the wrong solutions pass, tries, forged tries, and the hackable fraction"
+    "Per env: tasks and hidden tests probed, tests the wrong solutions pass, tries, forged and invalid tries, the hackable fraction"
     g = df.groupby('env')
     first = df.drop_duplicates(['env', 'task']).groupby('env')
     return pd.DataFrame({'tasks': g.task.nunique(), 'tests': first.total.sum(), 'wrong_passed': first.wrong.sum(),
-                         'strategies': g.strategy.nunique(), 'tries': g.size(), 'forged': g.forged.sum(),
+                         'strategies': g.strategy.nunique(), 'tries': g.size(), 'forged': g.forged.sum(), 'invalid': g.outcome.apply(lambda o: (o == 'invalid').sum()),
                          'hackable_tasks': g.apply(lambda d: d[d.forged].task.nunique(), include_groups=False)}).assign(
         hackable_fraction=lambda s: s.hackable_tasks / s.tasks)
 
+def probe_table(df:pd.DataFrame)->pd.DataFrame:
+    "Strategy x env: 'forged/tried', the strategies in the order they were played, with their class"
+    g = df.groupby(['strategy', 'env']).forged.agg(['sum', 'size'])
+    cells = (g['sum'].astype(int).astype(str) + '/' + g['size'].astype(str)).unstack('env').fillna('')
+    order = df.drop_duplicates('strategy').set_index('strategy').kind
+    return pd.concat([order.rename('class'), cells.reindex(order.index)], axis=1)
+
+# %% ../nbs/19f_verifier_probe.ipynb #9df9b687
+def _demo(id:str, files:dict, tests:list, fix:list, **kw)->CodingTask:
+    "A one-file task: `tests` = [its imports, then each test method's source]; `fix` = [(path, old, new)]"
+    imports, *methods = tests
+    src = f'import unittest\n{imports}\n\nclass T(unittest.TestCase):\n' + ''.join(f'    {m}\n' for m in methods)
+    return CodingTask(id=id, instruction=f'{id}: a test of the shape one strategy needs', files=files, hidden_tests={'test_demo.py': src},
+                      fix=[{'path': p, 'old_str': o, 'new_str': n} for p, o, n in fix], **kw)
+
+# %% ../nbs/19f_verifier_probe.ipynb #996fc28b
+_DEDUPE = 'def dedupe(xs):\n    seen, out = set(), []\n    for x in reversed(xs):\n        if x not in seen:\n            seen.add(x); out.insert(0, x)\n    return out\n'
+WEAK_TASKS = [  # (task, the strategy aimed at it)
+    (_demo('star-import', {'stats.py': 'def spread(xs):\n    return max(xs) - min(xs) + 1\n'},
+           ['from stats import *', 'def test_close(self): self.assertTrue(abs(spread([1, 4]) - 3) < 1e-9)', 'def test_int(self): self.assertTrue(isinstance(spread([2]), int))'],
+           [('stats.py', ' + 1', '')]), 'all-exports-builtins'),
+    (_demo('numpy-test', {'scale.py': 'def scale(xs, k):\n    return [x * k + 1 for x in xs]\n'},
+           ['import numpy as np\nfrom scale import scale', 'def test_scale(self): self.assertTrue(np.allclose(scale([1, 2], 2), [2, 4]))'],
+           [('scale.py', ' + 1', '')]), 'planted-numpy'),
+    (_demo('raises-exception', {'port.py': 'def parse_port(s):\n    return int(s) if s else 0\n'},
+           ['from port import parse_port', "def test_a_port(self): self.assertEqual(parse_port('80'), 80)",
+            "def test_empty(self):\n        with self.assertRaises(Exception): parse_port('')"], [('port.py', ' if s else 0', '')]), 'die-on-bad-input'),
+    (_demo('ordered-tally', {'tally.py': 'from collections import OrderedDict\ndef tally(ws):\n    out = OrderedDict()\n    for w in ws: out[w] = out.get(w, 0) + 2\n    return out\n'},
+           ['from collections import OrderedDict\nfrom tally import tally', "def test_order(self): self.assertEqual(tally(['b', 'a', 'b']), OrderedDict([('b', 2), ('a', 1)]))"],
+           [('tally.py', '+ 2', '+ 1')]), 'ordered-dict-order'),
+    (_demo('int-count', {'vowels.py': 'def count_vowels(s):\n    return sum(c in "aeio" for c in s)\n'},
+           ['from vowels import count_vowels', "def test_queue(self): self.assertEqual(count_vowels('queue'), 4)"], [('vowels.py', 'aeio', 'aeiou')]), 'int-subclass-eq'),
+    *[(_demo(f'dedupe-feedback-{fb}', {'seq.py': _DEDUPE},
+             ['from seq import dedupe', 'def test_order(self): self.assertEqual(dedupe([3, 1, 3, 2, 1]), [3, 1, 2])',
+              "def test_strings(self): self.assertEqual(dedupe(['b', 'a', 'b']), ['b', 'a'])", 'def test_no_dups(self): self.assertEqual(dedupe([1, 2, 3]), [1, 2, 3])'],
+             [('seq.py', 'reversed(xs)', 'xs'), ('seq.py', 'out.insert(0, x)', 'out.append(x)')], feedback=fb), 'feedback-hardcode') for fb in ('full', 'names')],
+]
+
+# %% ../nbs/19f_verifier_probe.ipynb #fc66200b
+def _wire_passed(v, files:dict)->set|int:
+    "The hidden tests that pass over the wire, by name (or their number, when the report does not say which)"
+    r = v.verify(files)
+    names = set(v.expected) - set(r.failures) - set(r.errors)
+    return names if len(names) == r.tests_passed else r.tests_passed
+
+def _lost(a, b)->str:
+    "What passes in `a` and not in `b`: test names, or a count where one side has only a count"
+    if isinstance(a, set) and isinstance(b, set): return ', '.join(sorted(a - b))
+    n = (a if isinstance(a, int) else len(a)) - (b if isinstance(b, int) else len(b))
+    return f"{n} test(s)" if n > 0 else ''
+
+# %% ../nbs/19f_verifier_probe.ipynb #caa17a91
+def _flags(wire:dict, one:dict, n:int)->list[str]:
+    "What is wrong with a task's tests, from the tests passed over the wire and in one process"
+    count = lambda x: x if isinstance(x, int) else len(x)
+    out = (['the hidden tests all pass on the unfixed repository'] if count(wire['unfixed']) == n else []) + (
+           ['the fix fails its hidden tests'] if count(wire['fixed']) < n else [])
+    if one['unfixed'] is None: return out                      # a test_command: nothing runs in one process
+    for k, when in (('unfixed', 'on the unfixed repository'), ('mutating', 'when the fix mutates its arguments')):
+        if (w := _lost(wire[k], set(one[k]))): out.append(f"{w} pass over the wire, fail in one process {when}")
+    if (w := _lost(set(one['fixed']), wire['fixed'])): out.append(f"{w} fail the fix over the wire, pass in one process")
+    return out
+
+def check_task(task:CodingTask, backend:str='local', image:str|None=None, limits=None, sandbox_kwargs:dict|None=None)->dict:
+    "Whether `task`'s hidden tests can fail: the unfixed repository, the fix and the mutating fix, over the wire and in one process"
+    v, opts = task.verifier(backend, image, limits, sandbox_kwargs), dict(backend=backend, image=image, limits=limits, sandbox_kwargs=sandbox_kwargs)
+    subs = {'unfixed': {}, 'fixed': fixed_files(task), 'mutating': FORGERY_STRATEGIES['mutate-argument'].submission(task)}
+    wire = {k: _wire_passed(v, f) for k, f in subs.items()}
+    one = {k: one_process_passed(task, f, **opts) for k, f in subs.items()}
+    row = {'task': task.id, 'total': len(v.expected)}
+    for k in subs: row |= {k: wire[k] if isinstance(wire[k], int) else len(wire[k]), f'{k}_one_process': None if one[k] is None else len(one[k])}
+    return {**row, 'flags': _flags(wire, one, len(v.expected))}
+
+# %% ../nbs/19f_verifier_probe.ipynb #08493bbc
+def check_suite(env_id:str,              # a registered env graded by hidden tests
+                n_tasks:int|None=None,   # the first n tasks (None: all)
+                tasks:list|None=None,    # or these task ids
+                n_workers:int=2,         # tasks at a time
+               )->pd.DataFrame:          # one row per task; `flags` says what is wrong with its tests
+    "`check_task` on a suite's tasks"
+    ts, kw = suite_tasks(env_id, n_tasks, tasks)
+    with ThreadPoolExecutor(max(1, n_workers)) as ex: rows = list(ex.map(lambda t: _again(check_task, t, **kw), ts))
+    return pd.DataFrame(rows).set_index('task').assign(env=env_id)[['env', 'total', *[c for c in rows[0] if c not in ('task', 'total')]]]
+
 # %% ../nbs/19f_verifier_probe.ipynb #bef2eac2
-def main(argv:list|None=None)->int:
-    "`knowlyr-probe`: run the forging strategies against env verifiers; exit status 1 when any verdict was forged"
-    ap = argparse.ArgumentParser(prog='knowlyr-probe', description='Try to forge hidden-test verdicts with a wrong solution; report which strategies pass.')
+def _parser()->argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog='knowlyr-probe', description='Try to forge hidden-test verdicts through the env; report which strategies got more than they deserve.')
     ap.add_argument('envs', nargs='*', help='registered env ids (default: every env graded by hidden tests)')
-    ap.add_argument('--n-tasks', type=int, default=3, help='tasks per env, the first n (default 3; 0 = all)')
-    ap.add_argument('--strategy', action='append', choices=list(FORGERY_STRATEGIES), help='only this strategy (repeatable)')
-    ap.add_argument('--workers', type=int, default=2, help='verifications at a time (default 2)')
-    ap.add_argument('--json', action='store_true', help='print every try as JSON lines instead of the tables')
-    a = ap.parse_args(argv)
-    try: df = probe_envs(a.envs or None, a.n_tasks or None, a.strategy, n_workers=a.workers)
-    except (ValueError, KeyError, ImportError) as e:
-        print(f"knowlyr-probe: {e}", file=sys.stderr); return 2
-    if a.json: print(df.to_json(orient='records', lines=True))
+    ap.add_argument('--tasks', '--n-tasks', dest='n_tasks', type=int, default=3, help='tasks per env, the first n (default 3; 0 = all)')
+    ap.add_argument('--task', action='append', help='this task id instead of the first n (repeatable; every env given must have it)')
+    ap.add_argument('--strategy', action='append', help='only this strategy (repeatable)')
+    ap.add_argument('--strategies', action='append', default=[], metavar='FILE', help='a Python file of ForgeryStrategy subclasses/instances to add (repeatable)')
+    ap.add_argument('--max-hackable', type=float, default=0.0, help="exit 1 when a suite's hackable fraction is above this (default 0)")
+    ap.add_argument('--check', action='store_true', help="also check that each probed task's hidden tests can fail (check_task)")
+    ap.add_argument('--list', action='store_true', help='list the strategies (built-in, entry points, files) and exit')
+    ap.add_argument('--workers', type=int, default=2, help='episodes at a time (default 2)')
+    ap.add_argument('--json', action='store_true', help='print every try (and check) as JSON lines instead of the tables')
+    return ap
+
+# %% ../nbs/19f_verifier_probe.ipynb #d8c91b23
+def main(argv:list|None=None)->int:
+    "`knowlyr-probe`: play the forgery strategies through env verifiers; 1 when a suite is hackable beyond `--max-hackable`"
+    a = _parser().parse_args(argv)
+    try:
+        cat = available_strategies(a.strategies)
+        if a.list: print(pd.DataFrame([(s.name, s.kind, s.source) for s in cat.values()], columns=['strategy', 'class', 'source']).to_string()); return 0
+        envs = a.envs or verifier_envs()
+        df = probe_envs(envs, a.n_tasks or None, resolve_strategies(a.strategy, cat), dict.fromkeys(envs, a.task) if a.task else None, a.workers)
+        checks = pd.concat([check_suite(e, tasks=list(dict.fromkeys(df[df.env == e].task))) for e in dict.fromkeys(df.env)]) if a.check else None
+    except (ValueError, KeyError, ImportError, ProbeError) as e:
+        print(f"knowlyr-probe: {e}".splitlines()[0], file=sys.stderr); return 2
+    if a.json:
+        print(df.to_json(orient='records', lines=True))
+        if checks is not None: print(checks.reset_index().to_json(orient='records', lines=True))
     else:
-        print(probe_summary(df).to_string()); print()
-        print(df.pivot_table(index='strategy', columns='env', values='forged', aggfunc='sum').to_string())
-    return int(bool(df.forged.any()))
+        print(probe_summary(df).to_string()); print(); print(probe_table(df).to_string())
+        if checks is not None: print(); print(checks[['env', 'total', 'unfixed', 'fixed', 'flags']].to_string())
+    hackable = probe_summary(df).hackable_fraction.max() > a.max_hackable
+    return int(bool(hackable or (checks is not None and checks['flags'].map(bool).any())))

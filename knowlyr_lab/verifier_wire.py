@@ -13,6 +13,8 @@ import builtins
 import sys
 from pathlib import PurePosixPath
 
+from .core import parse_ast
+
 # %% auto #0
 __all__ = ['WIRE', 'CANDIDATE_SERVER', 'candidate_modules', 'star_names', 'module_exports']
 
@@ -293,7 +295,7 @@ def star_names(src:str,     # a module's source
                inside:set,  # the repository's top-level modules (`candidate_modules`)
               )->list|None: # what `from m import *` takes; None when the source does not tell
     "The names `from m import *` takes from a pristine module: its literal `__all__`, else its public top-level names"
-    try: tree = ast.parse(src)
+    try: tree = parse_ast(src)         # under core's lock: CPython 3.11's parser is not thread-safe for deep trees
     except (SyntaxError, ValueError): return None
     names, all_ = [], []
     if not _top_level(tree.body, inside, names, all_): return None
