@@ -4,8 +4,8 @@ verifier), and the catalogue covers every attack class of issue 39: laundering t
 attacks, answers hard-coded from feedback. The exit status honours --max-hackable, a bad plugin file is one line
 naming it, and CI runs the probe over every bundled suite.
 
-Whether a bundled suite is hackable today depends on fixes in other pages (the snapshot, the wire): these tests check
-that the probe plays and reports everything, and that its verdicts follow its definition, not the fraction itself."""
+The tests check that the probe plays and reports everything and that its verdicts follow its definition; the run over
+every bundled suite also requires that nothing is forged (the snapshot and wire fixes of issue 39 items 1-2)."""
 import json
 import warnings
 
@@ -212,5 +212,5 @@ def test_the_probe_runs_over_every_bundled_suite(capsys):
     assert not bad, bad
     assert sorted((c['env'], c['task']) for c in checks) == sorted({(r['env'], r['task']) for r in tries})
     assert all(isinstance(c['flags'], list) and c['fixed'] == c['total'] for c in checks), checks      # each bundled fix passes its tests
-    # the lead adds `assert not any(r['forged'] for r in tries)` once the snapshot and wire fixes have landed
-    assert rc == int(any(r['forged'] for r in tries) or any(c['flags'] for c in checks))
+    assert not [r for r in tries if r['forged']] and not [c for c in checks if c['flags']]   # no bundled verifier is forged, no test cannot fail
+    assert rc == 0
