@@ -9,7 +9,8 @@ generated (`spread_table`, `spread_summary`; tests/test_experiments.py checks th
 
 --jobs N runs N demos at once, each with N-th of the cores as its torch threads (`OMP_NUM_THREADS`; recorded in each row's
 provenance): on a 2-core machine shared with other work, two one-thread runs do not spin-wait on each other as one
-two-thread run does. The results file is rewritten after every run, so an interrupted grid keeps the rows it made.
+two-thread run does. Rows go to `<results>.partial` (untracked, so the runs after it still record a clean checkout) as they finish,
+and to --results at the end: an interrupted grid keeps the rows it made.
 
 Run it from a clean checkout: every row records the commit and whether the worktree was modified, and the README test
 refuses modified rows. One run at size `small` takes a few minutes of two idle cores (scalar kernels: longer)."""
@@ -44,9 +45,10 @@ def main():
     a = ap.parse_args()
     levels, rows = a.levels or cpu_levels(), []
     threads = max(1, (os.cpu_count() or 1) // a.jobs)
-    def write():
-        Path(a.results).write_text(json.dumps({'size': a.size, 'recipe': {k: v for k, v in vars(DemoConfig.sized(a.size)).items() if k != 'seed'},
-                                               'rows': rows}, indent=1) + '\n')
+    partial = Path(a.results + '.partial')   # untracked while the grid runs: later rows' checkouts stay clean
+    def write(path):
+        Path(path).write_text(json.dumps({'size': a.size, 'recipe': {k: v for k, v in vars(DemoConfig.sized(a.size)).items() if k != 'seed'},
+                                          'rows': rows}, indent=1) + '\n')
     def one(level, seed):
         out = Path(a.out) / f'{level}-seed{seed}'
         env = {**os.environ, 'ATEN_CPU_CAPABILITY': level, **({'OMP_NUM_THREADS': str(threads)} if a.jobs > 1 else {})}
@@ -55,7 +57,8 @@ def main():
     grid = [(level, seed) for level in levels for seed in a.seeds]
     with ThreadPoolExecutor(a.jobs) as ex:
         for row in ex.map(lambda ls: one(*ls), grid):   # rows in grid order; each written as soon as it and those before it are done
-            print(json.dumps(row), flush=True); rows.append(row); write()
+            print(json.dumps(row), flush=True); rows.append(row); write(partial)
+    write(a.results); partial.unlink()
     print(spread_summary(rows)); print(spread_table(rows))
 
 if __name__ == '__main__': main()

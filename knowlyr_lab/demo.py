@@ -24,7 +24,7 @@ from .eval.evaluate import compare_agents, evaluate_agent, leaderboard
 from .hub.collect import collect
 from .hub.export import DatasetExporter
 from .plots import plot_step_rewards, plot_success_rates, plot_training_curves
-from .provenance import provenance
+from .provenance import provenance, results_only
 from .registry import make
 from .reward.engine import make_reward_fn
 from .stats import adjust_pvalues
@@ -296,7 +296,7 @@ def spread_table(rows:list[dict])->str:
             "| first >= 90% at | commit |\n|---|---|---|---|---|---|---|---|")
     def fmt(r):
         first = 'never' if r['first_at'] is None else f"{r['first_at']:,} of {r['demonstrations']:,} demonstrations seen"
-        commit = r['provenance']['commit'][:7] + (' (modified)' if r['provenance']['dirty'] else '')
+        commit = r['provenance']['commit'][:7] + ('' if not r['provenance']['dirty'] else ' (results files modified)' if results_only(r['provenance']) else ' (modified)')
         return (f"| {r['level']} ({r['cpu_capability']}) | {r['seed']} | {r['successes']}/{r['n']} ({r['success']:.0%}) | "
                 f"{r['low']:.0%}-{r['high']:.0%} | {r['untrained']:.0%} | {r['p_holm']:.1e} | {first} | {commit} |")
     return '\n'.join([head, *map(fmt, rows)])

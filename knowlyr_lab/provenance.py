@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['PACKAGES', 'provenance']
+__all__ = ['PACKAGES', 'results_only', 'provenance']
 
 # %% ../nbs/09a_provenance.ipynb #19abfff1
 PACKAGES = ('knowlyr-lab', 'torch', 'transformers', 'tokenizers', 'peft', 'accelerate', 'trl', 'numpy', 'scipy')
@@ -36,6 +36,16 @@ def _git(*args, cwd=None):
     try: return subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError): return None
 
+def _worktree(root)->dict:
+    "Whether the checkout differs from its commit, and in which tracked files"
+    if not _git('rev-parse', 'HEAD', cwd=root): return {'dirty': None, 'modified': None}
+    mod = (_git('diff', '--name-only', 'HEAD', cwd=root) or '').splitlines()    # tracked files, staged or not
+    return {'dirty': bool(mod), 'modified': mod}
+
+def results_only(p:dict)->bool:
+    "True when a run's checkout was its commit, or differed only in results files (`*.results.*`): it ran the committed code"
+    return p.get('dirty') is False or bool(p.get('dirty') and p.get('modified') and all('.results.' in Path(m).name for m in p['modified']))
+
 def provenance(seed:int|None=None,       # the run's seed
                root:str|Path|None=None,   # the checkout whose commit is recorded (default: this package's)
               )->dict:
@@ -43,7 +53,7 @@ def provenance(seed:int|None=None,       # the run's seed
     root = Path(root) if root else Path(importlib.util.find_spec('knowlyr_lab').origin).resolve().parent.parent
     out = {'python': platform.python_version(), 'platform': platform.platform(), 'cpu': _cpu_model(), 'cpu_count': os.cpu_count(),
            'packages': {p: _version(p) for p in PACKAGES}, 'commit': _git('rev-parse', 'HEAD', cwd=root),
-           'dirty': bool(_git('status', '--porcelain', '--untracked-files=no', cwd=root)) if _git('rev-parse', 'HEAD', cwd=root) else None,
+           **_worktree(root),
            'seed': seed, 'ATEN_CPU_CAPABILITY': os.environ.get('ATEN_CPU_CAPABILITY')}
     try:
         import torch
