@@ -13,7 +13,7 @@ import math
 import orjson
 
 from ..chat import react_text, steps_text, to_messages
-from ..trajectory import Trajectory, trajectory_score
+from ..trajectory import Trajectory, first_user_turn, trajectory_score
 
 # %% auto #0
 __all__ = ['infer_tool_schemas', 'ToolResolver', 'step_rewards', 'sft_row', 'sft_agent_row', 'openai_row', 'dpo_row',
@@ -57,6 +57,33 @@ class ToolResolver:
         if getattr(self, '_json_key', None) != key: self._json_key, self._json = key, orjson.dumps(tools).decode()
         return self._json
 
+# %% ../../nbs/41a_hub_rows.ipynb #64fd0b2b
+_ARGS_ENC = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # json.dumps(x, ensure_ascii=False)'s C encoder, built once
+    None, json.JSONEncoder(ensure_ascii=False).default, json.encoder.encode_basestring, None, ': ', ', ', False, False, True)
+
+def _args_json(params:dict)->str:
+    "`json.dumps(params, ensure_ascii=False)`: the arguments text of `chat.tool_call`"
+    if _ARGS_ENC is not None:
+        try: return ''.join(_ARGS_ENC(params, 0))
+        except Exception: pass              # a value JSON cannot hold, a cycle: json.dumps says what it says  # noqa: BLE001
+    return json.dumps(params, ensure_ascii=False)
+
+def _row_messages(t:Trajectory, system:str|None=None)->list[dict]:
+    "The messages of `to_messages(t, system)`, each with `role`, `content`, `tool_calls` and `tool_call_id`"
+    out = [{'role': 'system', 'content': system, 'tool_calls': [], 'tool_call_id': ''}] if system else []
+    out.append({'role': 'user', 'content': first_user_turn(t.task) or '', 'tool_calls': [], 'tool_call_id': ''})
+    for s in t.steps:
+        a, o = s.action, s.observation
+        if a is None:
+            out.append({'role': 'assistant', 'content': s.thought or '', 'tool_calls': [], 'tool_call_id': ''})
+            if o is not None and o.content: out.append({'role': 'user', 'content': o.content, 'tool_calls': [], 'tool_call_id': ''})
+            continue
+        cid = a.call_id or f"call_{s.index}"
+        fn = {'name': a.tool, 'arguments': _args_json(a.params or {})}
+        out.append({'role': 'assistant', 'content': s.thought or '', 'tool_calls': [{'id': cid, 'type': 'function', 'function': fn}], 'tool_call_id': ''})
+        if o is not None: out.append({'role': 'tool', 'content': o.content or '', 'tool_calls': [], 'tool_call_id': cid})
+    return out
+
 # %% ../../nbs/41a_hub_rows.ipynb #6ea3ba09
 def _norm_msgs(msgs:list[dict])->list[dict]:
     return [{'role': m['role'], 'content': m.get('content') or '', 'tool_calls': m.get('tool_calls') or [],
@@ -74,7 +101,7 @@ def step_rewards(t:Trajectory)->list[float]:
 
 def sft_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict:
     "TRL conversational SFT row: `messages` + `tools` (JSON string) + `step_rewards` per assistant turn"
-    return {'messages': _norm_msgs(to_messages(t, system)), 'tools': _tools_json(tools), 'step_rewards': step_rewards(t), **_meta(t)}
+    return {'messages': _row_messages(t, system), 'tools': _tools_json(tools), 'step_rewards': step_rewards(t), **_meta(t)}
 
 def sft_agent_row(t:Trajectory, tools=None, system=None)->dict:
     "knowlyr-hub 0.1's agent SFT format"
@@ -109,7 +136,7 @@ def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system=No
 
 def grpo_member(t:Trajectory, system:str|None=None)->dict:
     "One trajectory as a GRPO group member: its prompt (system? + first user turn), completion and score"
-    msgs = _norm_msgs(to_messages(t, system))
+    msgs = _row_messages(t, system)
     k = 2 if system else 1
     return {'task_id': t.task.id, 'trajectory_id': t.id, 'score': trajectory_score(t), 'prompt': msgs[:k], 'completion': msgs[k:]}
 
