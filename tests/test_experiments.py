@@ -6,6 +6,7 @@ run stored in the notebook and by `make demo`. Experiments 2-5 take many minutes
 enables: `KNOWLYR_TEST_FLAGS=long pytest tests/test_experiments.py` (experiment 5 also needs the real model's wheel: `real`)."""
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,41 @@ def test_readme_demo_spread_is_generated_from_its_results_file():
     git = lambda *a: subprocess.run(['git', *a], cwd=ROOT, capture_output=True, text=True)
     if git('rev-parse', '--is-shallow-repository').stdout.strip() == 'false':   # a shallow clone may lack the commits
         for c in {r['provenance']['commit'] for r in rows}: assert git('cat-file', '-t', c).stdout.strip() == 'commit', c
+
+def _git(*a): return subprocess.run(['git', *a], cwd=ROOT, capture_output=True, text=True)
+
+def _committed(path:str)->bool: return _git('ls-files', '--error-unmatch', path).returncode == 0
+
+def test_readme_experiment_lines_are_generated_from_committed_results_files():
+    "README's line for each experiment is what `experiment_statement` makes of its committed results file, or says it has not been run"
+    from knowlyr_lab.eval.results import EXPERIMENTS, experiment_statement, load_results, results_path
+    from knowlyr_lab.provenance import results_only
+    readme, shallow = (ROOT / 'README.md').read_text(), _git('rev-parse', '--is-shallow-repository').stdout.strip() != 'false'
+    for name in EXPERIMENTS:
+        res, path = load_results(name, ROOT), results_path(name)
+        assert experiment_statement(name, res) in readme, f"README's line for {name} is not what {path} gives: python tools/render_readme.py --results"
+        if res is None: continue
+        assert _committed(path), f"{path} is quoted by README but not committed: git add it"
+        assert res['size'] != 'ci', f"{path}: a CI-size run is not a result to quote"
+        assert_provenance(res)
+        assert results_only(res['provenance']), f"{path}: made from uncommitted code ({res['provenance'].get('modified')})"
+        if not shallow: assert _git('cat-file', '-t', res['provenance']['commit']).stdout.strip() == 'commit', path   # a shallow clone may lack it
+
+def test_readme_gpu_sentence_is_generated_from_its_results_file():
+    "README's GPU sentence is what `gpu_statement` makes of the committed benchmark file, and names where it was made, flaws included"
+    from knowlyr_lab.eval.results import gpu_statement, made_with
+    path = 'experiments/benchmarks/gpu_real_model.results.json'
+    res = json.loads((ROOT / path).read_text())
+    assert _committed(path) and gpu_statement(res) in (ROOT / 'README.md').read_text(), "python tools/render_readme.py --results"
+    assert made_with(res['provenance']) in gpu_statement(res)
+
+def test_readme_prose_quotes_no_result():
+    "A result reaches README only through a generated cell of the index: its markdown quotes no rate, ratio, fraction, p-value or speed"
+    import re
+
+    import nbformat
+    number = re.compile(r'\d+(?:\.\d+)?%|\b\d+(?:\.\d+)?x\b|\b\d+/\d+\b|\bp = \d|\d[\d,.]* ?(?:tokens/s|s/step|s a step|minutes|GiB)')
+    nb = nbformat.read(ROOT / 'nbs' / 'index.ipynb', as_version=4)
+    threshold = re.compile(r'(?:>=|at or above) \d+%')   # a threshold the text defines ("first >= 90% at") is not a result
+    hits = [(c.get('id'), m) for c in nb.cells if c.cell_type == 'markdown' for m in number.findall(threshold.sub('', c.source))]
+    assert not hits, f"results quoted by hand in nbs/index.ipynb (cell id, text): {hits}; render them from a results file (knowlyr_lab.eval.results) or drop them"

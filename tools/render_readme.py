@@ -2,12 +2,49 @@
 
 Markdown cells are copied; visible code cells become ```python blocks followed by their text output.
 Cells marked `#| hide` are left out and nbdev directives are stripped.
+
+`--results` first recomputes the stored outputs of the index's generated results cells (`#| echo: false` cells that
+return `Markdown(...)`: the demo spread, the experiments' lines, the GPU sentence) from the results files on disk, in
+this process, without re-running the rest of the page; then renders. Use it when a results file arrives or changes:
+
+    python tools/render_readme.py --results && nbdev-clean --fname nbs/index.ipynb
 """
+import ast
+import os
+import sys
 from pathlib import Path
 
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+
+def _directives(c): return [l.replace(' ', '') for l in c.source.splitlines() if l.startswith('#|')]
+
+def _results_cell(c)->bool:
+    "A generated results cell: code, `#| echo: false`, its last line a `Markdown(...)` expression"
+    lines = [l for l in c.source.splitlines() if l.strip()]
+    return c.cell_type == 'code' and '#|echo:false' in _directives(c) and bool(lines) and lines[-1].startswith('Markdown(')
+
+def refresh_results(nb_path=ROOT/'nbs'/'index.ipynb')->list[str]:
+    "Recompute the outputs of the index's results cells from the files on disk; returns the ids of the cells refreshed"
+    nb, ns, done, cwd = nbformat.read(nb_path, as_version=4), {}, [], os.getcwd()
+    os.chdir(Path(nb_path).parent)   # the cells read their files relative to nbs/, as the notebook does
+    try:
+        for c in nb.cells:
+            if c.cell_type != 'code': continue
+            code = '\n'.join(l for l in c.source.splitlines() if not l.startswith('#|'))
+            tree = ast.parse(code)
+            if '#|hide' in _directives(c) and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body):
+                exec(compile(tree, f'<cell {c.get("id")}>', 'exec'), ns)   # the page's import cells
+            elif _results_cell(c):
+                *body, last = tree.body
+                exec(compile(ast.Module(body, []), f'<cell {c.get("id")}>', 'exec'), ns)
+                md = eval(compile(ast.Expression(last.value), f'<cell {c.get("id")}>', 'eval'), ns)
+                c.outputs = [nbformat.v4.new_output('execute_result', data={'text/markdown': md.data, 'text/plain': repr(md)})]
+                done.append(c.get('id'))
+    finally: os.chdir(cwd)
+    nbformat.write(nb, nb_path)
+    return done
 
 def render(nb_path=ROOT/'nbs'/'index.ipynb')->str:
     nb = nbformat.read(nb_path, as_version=4)
@@ -30,4 +67,5 @@ def render(nb_path=ROOT/'nbs'/'index.ipynb')->str:
     return '\n\n'.join(parts).rstrip() + '\n'
 
 if __name__ == '__main__':
+    if '--results' in sys.argv[1:]: print('refreshed results cells:', *refresh_results())
     (ROOT/'README.md').write_text(render())
