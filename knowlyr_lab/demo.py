@@ -21,6 +21,7 @@ import plotly.io as pio
 from .agents import ExpertAgent, RandomAgent
 from .config import ConfigError, in_range, one_of, validate_config
 from .eval.evaluate import compare_agents, evaluate_agent, leaderboard
+from .eval.results import made_at
 from .hub.collect import collect
 from .hub.export import DatasetExporter
 from .plots import plot_step_rewards, plot_success_rates, plot_training_curves
@@ -36,7 +37,7 @@ from .viewer import trajectory_html
 # %% auto #0
 __all__ = ['RATE_COLUMNS', 'DemoConfig', 'collect_demonstrations', 'export_sft', 'train_policy', 'learning_curve',
            'evaluate_policies', 'compare_policies', 'fmt_p', 'conclusion', 'plot_learning_curve', 'format_table',
-           'write_report', 'run_experiment_1', 'spread_row', 'spread_table', 'spread_summary']
+           'write_report', 'run_experiment_1', 'spread_row', 'spread_table', 'spread_summary', 'recipe_search_table']
 
 # %% ../nbs/90_demo.ipynb #c00d7462
 @dataclass
@@ -313,3 +314,14 @@ def spread_summary(rows:list[dict])->str:
             f"a run took {min(r['timings_s']['total'] for r in rows) / 60:.1f}-{max(r['timings_s']['total'] for r in rows) / 60:.1f} minutes from start to report. "
             f"{len(rows) - len(late)} of {len(rows)} runs reached 90% before the end of training" +
             (f"; {', '.join(f'''seed {r['seed']} at {r['level']}''' for r in late)} did not: the recipe is not yet robust there." if late else '.'))
+
+# %% ../nbs/90_demo.ipynb #b8e2f3a4
+def recipe_search_table(rows:list[dict])->str:
+    "The recipe search's runs (`demo_recipe_search.results.jsonl`) as a markdown table: curve and where each was made"
+    head = "| run | change from the previous recipe | kernels | held-out success by optimiser step | made at |\n|---|---|---|---|---|"
+    def pct(v): return f"{v:.1%}".replace('.0%', '%')
+    def fmt(r):
+        change = ', '.join(f"{k} {v}" for k, v in r['variant'].items() if k != 'seed') or 'none'
+        curve = ' / '.join(f"{s:,}: {pct(v)}" for s, v in r['curve'])
+        return f"| {r['name']} | {change} (seed {r['seed']}) | {r['cpu_capability']} | {curve} | {made_at(r['provenance'])} |"
+    return '\n'.join([head, *map(fmt, rows)])

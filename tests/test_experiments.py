@@ -170,3 +170,16 @@ def test_readme_prose_quotes_no_result():
     threshold = re.compile(r'(?:>=|at or above) \d+%')   # a threshold the text defines ("first >= 90% at") is not a result
     hits = [(c.get('id'), m) for c in nb.cells if c.cell_type == 'markdown' for m in number.findall(threshold.sub('', c.source))]
     assert not hits, f"results quoted by hand in nbs/index.ipynb (cell id, text): {hits}; render them from a results file (knowlyr_lab.eval.results) or drop them"
+
+def test_demo_page_tables_are_generated_from_their_results_files():
+    "The demo page's stored spread and recipe-search tables (the docs site shows stored outputs) are what the committed files give"
+    import nbformat
+
+    from knowlyr_lab.demo import recipe_search_table, spread_summary, spread_table
+    nb = nbformat.read(ROOT / 'nbs' / '90_demo.ipynb', as_version=4)
+    def stored(call): return next(''.join(o.get('text', '') for o in c.outputs) for c in nb.cells if c.cell_type == 'code' and call in c.source)
+    rows = json.loads((EXP / 'demo_spread.results.json').read_text())['rows']
+    search = [json.loads(l) for l in (EXP / 'demo_recipe_search.results.jsonl').read_text().splitlines() if l.strip()]
+    assert stored('print(spread_table(') == f"{spread_summary(rows)}\n{spread_table(rows)}\n", 'run the cell again and commit its output'
+    assert stored('print(recipe_search_table(') == recipe_search_table(search) + '\n', 'run the cell again and commit its output'
+    assert all(_committed(f'experiments/{f}') for f in ('demo_spread.results.json', 'demo_recipe_search.results.jsonl'))

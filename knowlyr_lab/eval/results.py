@@ -13,7 +13,7 @@ from pathlib import Path
 from ..provenance import results_only
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'results_path', 'load_results', 'made_with', 'experiment_statement', 'experiment_statements',
+__all__ = ['EXPERIMENTS', 'results_path', 'load_results', 'made_at', 'made_with', 'experiment_statement', 'experiment_statements',
            'gpu_statement']
 
 # %% ../../nbs/76_eval_results.ipynb #bde85f44
@@ -41,14 +41,19 @@ def load_results(name:str,               # an experiment's notebook name, e.g. '
     return res
 
 # %% ../../nbs/76_eval_results.ipynb #78f60040
-def made_with(p:dict)->str:
-    "One line from a run's `provenance`: its commit (and whether that commit is the code that ran), the machine, kernels, threads"
+def made_at(p:dict)->str:
+    "A run's commit from its `provenance`, in words, and whether that commit holds the code that ran"
     c = p.get('commit')
     if not c: where = 'no commit recorded'
     elif p.get('dirty') is False: where = f"commit {c[:7]}"
     elif results_only(p): where = f"commit {c[:7]} (only results files modified)"
     else: where = f"commit {c[:7]} with uncommitted changes, so no commit holds the code that ran"
-    if not (p.get('packages') or {}).get('knowlyr-lab'): where += ', no knowlyr-lab version recorded'
+    return where + ('' if (p.get('packages') or {}).get('knowlyr-lab') else ', no knowlyr-lab version recorded')
+
+# %% ../../nbs/76_eval_results.ipynb #f1a2b3c4
+def made_with(p:dict)->str:
+    "One line from a run's `provenance`: `made_at`, then the machine, torch's kernel level and threads"
+    where = made_at(p)
     machine = f"{p['cuda']} (host {p['cpu']})" if p.get('cuda') else p.get('cpu')
     t = p.get('torch_threads')
     return f"{where}; {machine}, torch CPU kernels {p.get('cpu_capability')}, {t} thread{'' if t == 1 else 's'}"
