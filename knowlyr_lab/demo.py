@@ -37,7 +37,8 @@ from .viewer import trajectory_html
 # %% auto #0
 __all__ = ['RATE_COLUMNS', 'DemoConfig', 'collect_demonstrations', 'export_sft', 'train_policy', 'learning_curve',
            'evaluate_policies', 'compare_policies', 'fmt_p', 'conclusion', 'plot_learning_curve', 'format_table',
-           'write_report', 'run_experiment_1', 'spread_row', 'spread_table', 'spread_summary', 'recipe_search_table']
+           'write_report', 'run_experiment_1', 'spread_row', 'spread_table', 'spread_summary', 'recipe_search_table',
+           'bc_warm_start']
 
 # %% ../nbs/90_demo.ipynb #c00d7462
 @dataclass
@@ -105,14 +106,16 @@ def export_sft(trajs_path:Path, out:Path)->tuple:
     res = DatasetExporter(trajs_path, success_only=True, test_fraction=0.0, tools=[]).export_sft(out)   # no tool list: the first observation names the tools
     return Path(res.paths['train']), res
 
-def train_policy(cfg:DemoConfig, sft_path:Path, out:Path, progress:bool=False)->dict:
+def train_policy(cfg:DemoConfig, sft_path:Path, out:Path, progress:bool=False,
+                 until=None, # (step, checkpoint folder) -> bool after each checkpoint: True ends the run there (`train_sft_policy`)
+                )->dict:
     "The SFT recipe on the exported rows: tiny model saved untrained, `num_epochs` passes with a checkpoint every `curve_every` steps"
     t0 = time.time()
     r = train_sft_policy(sft_path, out, learning_rate=cfg.learning_rate, warmup_ratio=cfg.warmup_ratio, batch_size=cfg.batch_size, num_epochs=cfg.num_epochs,
                          save_steps=cfg.curve_every, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, vocab_size=cfg.vocab_size,
-                         family=cfg.model_family, seed=cfg.seed, progress_bar=progress)
+                         family=cfg.model_family, seed=cfg.seed, progress_bar=progress, until=until)
     return {'untrained': r['untrained'], 'sft': r['path'], 'curve': r['checkpoints'], 'metrics': r['metrics'],
-            'summary': {**r['summary'], 'seconds': time.time() - t0}}
+            'summary': {**r['summary'], 'planned_steps': r['planned_steps'], 'seconds': time.time() - t0}}
 
 def _policy(path, name, cfg): return policy_agent(path, cfg.max_new_tokens, name=name)
 
@@ -325,3 +328,28 @@ def recipe_search_table(rows:list[dict])->str:
         curve = ' / '.join(f"{s:,}: {pct(v)}" for s, v in r['curve'])
         return f"| {r['name']} | {change} (seed {r['seed']}) | {r['cpu_capability']} | {curve} | {made_at(r['provenance'])} |"
     return '\n'.join([head, *map(fmt, rows)])
+
+# %% ../nbs/90_demo.ipynb #5d6c6b8e
+def bc_warm_start(cfg:DemoConfig,    # the BC recipe: `seed` makes the warm start, `curve_every` spaces the checkpoints
+                  demos,             # the BC data: expert trajectories (or exported SFT rows)
+                  val_tasks:list,    # validation tasks (dicts with fingerprints), played greedily at each checkpoint
+                  trained_on:list,   # tasks trained or explored on: the validation tasks may share no content with them
+                  out:Path,          # where the BC run is saved
+                  band:float=0.2,    # the warm start: the first checkpoint with validation success >= band
+                 )->dict:            # {'seed', 'step', 'demonstrations', 'of_steps', 'path', 'reached_band', 'validation', 'curve', 'train_s', 'select_s'}
+    "BC run `cfg.seed` of the demo recipe up to its first checkpoint with validation success >= `band` (else to the end: the last)"
+    check_held_out(trained_on, val_tasks, strict=True)   # before anything is trained
+    curve, t0, scoring = [], time.time(), [0.0]
+    def score(step, path):
+        t = time.time()
+        r = evaluate_agent(_policy(path, f'bc {cfg.seed} step {step}', cfg), cfg.env_id, tasks=val_tasks, max_episode_steps=cfg.eval_max_episode_steps,
+                           batch_size=len(val_tasks), train_tasks=trained_on, strict=True, progress=False)
+        curve.append({'step': step, 'demonstrations': step * cfg.batch_size, 'validation': r.summary()['success_rate'], 'path': path})
+        scoring[0] += time.time() - t
+        return curve[-1]['validation'] >= band
+    bc = train_policy(cfg, demos, out, until=score)
+    if not curve: raise ValueError(f"bc_warm_start: no checkpoint to choose from: curve_every={cfg.curve_every} exceeds the run's {bc['summary']['planned_steps']} steps")
+    w = curve[-1]
+    return {'seed': cfg.seed, 'step': w['step'], 'demonstrations': w['demonstrations'], 'of_steps': bc['summary']['planned_steps'], 'path': w['path'],
+            'reached_band': w['validation'] >= band, 'validation': w['validation'], 'curve': [{k: v for k, v in c.items() if k != 'path'} for c in curve],
+            'train_s': round(time.time() - t0 - scoring[0], 1), 'select_s': round(scoring[0], 1)}

@@ -84,21 +84,66 @@ def test_04_agent_evol(tmp_path):
     assert res['conclusion'] in ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
     assert_provenance(res)
 
+def assert_warm_starts(res):
+    "Independent warm starts, each the first BC checkpoint in the validation band (`demo.bc_warm_start`), its test success recorded"
+    P = res['params']
+    assert [w['seed'] for w in res['warm_starts']] == P['WARM_SEEDS'] and len(P['WARM_SEEDS']) >= 2
+    for w in res['warm_starts']:
+        assert w['step'] == w['curve'][-1]['step'] and w['reached_band'] == (w['validation'] >= P['BAND'])
+        assert all(c['validation'] < P['BAND'] for c in w['curve'][:-1])          # the first checkpoint in the band, not a later one
+        assert [c['step'] for c in w['curve']] == [P['CKPT_EVERY'] * (i + 1) for i in range(len(w['curve']))] and w['step'] <= w['of_steps']
+        assert 0 <= w['validation'] <= 1 and 0 <= w['held_out'] <= 1
+
+def assert_comparisons(res, keys):
+    "Crossed bootstrap over warm starts x tasks; per-warm-start exact McNemar with Holm-adjusted p, labelled as adjusted"
+    P = res['params']
+    assert set(res['comparisons']) == set(keys)
+    for c in res['comparisons'].values():
+        assert c['n_runs'] == len(P['WARM_SEEDS']) and c['n_tasks'] == P['N_EVAL'] and c['ci'][0] <= c['ci'][1] and 0 <= c['p_bootstrap'] <= 1
+        assert c['p_adjustment'].startswith('holm') and [r['run'] for r in c['runs']] == list(range(len(P['WARM_SEEDS'])))
+        assert all(r['test'] == 'mcnemar_exact' and 0 <= r['p'] <= r['p_holm'] <= 1 for r in c['runs'])
+    assert 'Holm-adjusted' in res['conclusion'] and 'crossed-bootstrap' in res['conclusion'] and 'gain_ci' not in res
+    assert all(h['shared'] == 0 for h in res['held_out_check'].values()) and res['held_out_check']['test']['n_eval'] == P['N_EVAL']
+    assert {'conclusion', 'provenance', 'comparisons', 'params', 'timings'} <= set(res) and res['timings']['total'] > 0
+
 @pytest.mark.long
 def test_02_dpo_from_preferences(tmp_path):
     out = tmp_path / 'exp02'
-    run_notebook('02_dpo_from_preferences.ipynb', out)
+    nb = run_notebook('02_dpo_from_preferences.ipynb', out)
     res = json.loads((out / 'results.json').read_text())
-    assert res['pairs'] >= 0 and len(res['runs']) in (0, len(res['params']['SEEDS']))   # trained iff it had pairs
-    assert all(0 <= r['p_value'] <= 1 for r in res['runs'])
+    P, W = res['params'], res['params']['WARM_SEEDS']
+    assert res['size'] == 'ci'
+    assert_warm_starts(res)
+    # pairs per warm start; the control's training pairs are the same pairs, some swapped
+    assert [p['warm_start'] for p in res['pairs']] == W and all(p['train_pairs'] > 0 and p['val_pairs'] > 0 for p in res['pairs'])
+    assert all(0 <= p['shuffled_swapped'] <= p['train_pairs'] for p in res['pairs']) and any(p['shuffled_swapped'] > 0 for p in res['pairs'])
+    assert len(res['sweep']) == len(P['LRS']) * len(P['RPO']) and res['chosen']['lr'] in P['LRS'] and res['chosen']['rpo_alpha'] in P['RPO']
+    runs = {(r['arm'], r['warm_start']): r for r in res['runs']}
+    assert set(runs) == {(a, w) for a in ('dpo', 'shuffled') for w in W}
+    for w in W: assert runs['dpo', w]['steps'] == runs['shuffled', w]['steps'] > 0       # the same number of updates
+    assert all(0 <= r['held_out'] <= 1 and 0 <= r['val_pair_accuracy'] <= 1 for r in res['runs'])
+    assert_comparisons(res, ['dpo vs shuffled', 'dpo vs warm start', 'shuffled vs warm start'])
+    assert res['held_out_check']['preference']['shared'] == 0
+    assert res['conclusion'] in ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
     assert_provenance(res)
 
 @pytest.mark.long
 def test_03_online_grpo(tmp_path):
     out = tmp_path / 'exp03'
-    run_notebook('03_online_grpo.ipynb', out)
+    nb = run_notebook('03_online_grpo.ipynb', out)
     res = json.loads((out / 'results.json').read_text())
-    assert len(res['runs']) == len(res['params']['SEEDS']) and all(0 <= r['before'] <= 1 and 0 <= r['after'] <= 1 for r in res['runs'])
+    P, W = res['params'], res['params']['WARM_SEEDS']
+    assert res['size'] == 'ci'
+    assert_warm_starts(res)
+    runs = {(r['arm'], r['warm_start']): r for r in res['runs']}
+    assert set(runs) == {(a, w) for a in ('grpo', 'shuffled') for w in W}
+    for w in W:
+        g, s = runs['grpo', w], runs['shuffled', w]
+        assert g['updates'] == s['updates'] == P['UPDATES'] and g['before'] == res['warm_starts'][W.index(w)]['held_out']   # the same updates, from the same warm start
+        assert all(0 <= r[k] <= 1 for r in (g, s) for k in ('before', 'after'))
+    assert len(res['curves']) == 2 * len(W) * P['UPDATES']
+    assert_comparisons(res, ['grpo vs shuffled', 'grpo vs warm start', 'shuffled vs warm start'])
+    assert res['conclusion'] in ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
     assert_provenance(res)
 
 @pytest.mark.long

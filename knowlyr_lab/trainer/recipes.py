@@ -7,9 +7,13 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_recipes.html.md"""
 # %% ../../nbs/75_trainer_recipes.ipynb #9c90bb01
 from __future__ import annotations
 
+import itertools
+import random
 import tempfile
 import time
 from pathlib import Path
+
+import torch
 
 from ..chat import chat_format, save_prompt
 from .data import load_records
@@ -20,7 +24,26 @@ from .sft import SFTConfig, SFTTrainer, render_corpus
 from .tiny import make_tiny_model
 
 # %% auto #0
-__all__ = ['train_sft_policy', 'policy_agent', 'online_grpo', 'dedup_successes', 'agent_evol']
+__all__ = ['train_sft_policy', 'policy_agent', 'shuffled_rewards', 'online_grpo', 'dedup_successes', 'agent_evol']
+
+# %% ../../nbs/75_trainer_recipes.ipynb #4bc546cb
+def _planned_steps(tr)->int:
+    "Optimiser steps of the trainer's whole plan (`max_steps` counted), however many were run"
+    c = tr.config
+    n = sum(-(-len(ep) // c.gradient_accumulation_steps) for ep in tr.plan())
+    return n if c.max_steps < 0 else min(c.max_steps, n)
+
+def _train_until(tr, every:int, until, ckdir:Path)->dict:
+    "Train `every` steps at a time; after each checkpoint ask `until(step, folder)` (random states kept as they were), stop on True"
+    while True:
+        before = tr.state['step']
+        summary = tr.train(stop_at=before + every)
+        step = tr.state['step']
+        if step == before or step % every: return summary                  # the plan is done
+        state = random.getstate()
+        with torch.random.fork_rng(devices=[]): stop = until(step, ckdir / f'checkpoint-{step}' / 'model')
+        random.setstate(state)
+        if stop: return summary
 
 # %% ../../nbs/75_trainer_recipes.ipynb #7df0636d
 def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet path from the exporter) or trajectories
@@ -33,7 +56,8 @@ def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet 
                      system_prompt:str|None=None,    # system message of every chat (None: none)
                      tools:list|None=None,           # tool list rendered in every prompt (default []: none)
                      seed:int=0, progress_bar:bool=False,
-                    )->dict:                         # {'path', 'untrained', 'checkpoints', 'metrics', 'history', 'summary', 'seconds'}
+                     until=None,                     # (step, checkpoint folder) -> bool, after each checkpoint: True ends training there
+                    )->dict:                         # {'path', 'untrained', 'checkpoints', 'metrics', 'history', 'summary', 'planned_steps', 'seconds'}
     "Tiny model + tokenizer from the demonstrations, saved untrained, then SFT; every folder carries the prompt card"
     t0, tools = time.time(), [] if tools is None else tools
     out = Path(output_dir or tempfile.mkdtemp(prefix='sft-policy-'))
@@ -46,11 +70,12 @@ def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet 
                               save_steps=save_steps, save_total_limit=0, max_length=1024, system_prompt=system_prompt, seed=seed,
                               progress_bar=progress_bar, mixed_precision='no'),
                     model, tok, train_data=train_data, tools=tools)
-    summary = tr.train()
+    summary = tr.train() if until is None or not save_steps else _train_until(tr, save_steps, until, out / 'sft')
     path = tr.save_model(out / 'final')
     cks = {int(p.name.split('-')[1]): p / 'model' for p in (out / 'sft').glob('checkpoint-*') if (p / 'trainer_state.json').exists()}
     return {'path': path, 'untrained': out / 'untrained', 'checkpoints': dict(sorted(cks.items())), 'metrics': out / 'sft' / 'metrics.jsonl',
-            'history': tr.history, 'summary': summary, 'seconds': time.time() - t0}
+            'history': tr.history, 'summary': summary,
+            'planned_steps': _planned_steps(tr), 'seconds': time.time() - t0}
 
 def policy_agent(path, max_new_tokens:int=40, temperature:float=0.0, name:str|None=None,
                  device:str|None=None,   # 'cpu', 'cuda', 'cuda:1', ... (None: where transformers loads it, the CPU)
@@ -59,6 +84,27 @@ def policy_agent(path, max_new_tokens:int=40, temperature:float=0.0, name:str|No
     "A `LocalAgent` of a saved policy on `device`, prompted by its prompt card (greedy by default)"
     inf = AgentInference.from_pretrained(path, device=device, dtype=dtype, name=name, attn_implementation=attn_implementation)
     return inf.create_agent(max_new_tokens=max_new_tokens, temperature=temperature, name=name)
+
+# %% ../../nbs/75_trainer_recipes.ipynb #8e8f5977
+def shuffled_rewards(groups:list[list[dict]], # an update's groups of scored members ('reward'; 'valid': False for an infrastructure failure)
+                     rng:random.Random,       # draws the permutation
+                     within:str='batch',      # 'batch': across all the groups; 'group': inside each group
+                    )->list[list[dict]]:      # the same groups and members, the valid members' rewards permuted
+    "The control's rewards: the valid members' rewards permuted at random, so a reward carries no information about its episode"
+    if within not in ('batch', 'group'): raise ValueError(f"shuffle_rewards must be 'batch' or 'group', not {within!r}")
+    def permute(ms):
+        rs = [m['reward'] for m in ms if m.get('valid', True)]; rng.shuffle(rs); it = iter(rs)
+        return [{**m, 'reward': next(it)} if m.get('valid', True) else m for m in ms]
+    if within == 'group': return [permute(g) for g in groups]
+    flat, ends = permute([m for g in groups for m in g]), [0, *itertools.accumulate(map(len, groups))]
+    return [flat[a:b] for a, b in zip(ends, ends[1:])]
+
+class _ShuffledRewardGRPO(GRPOTrainer):
+    "Online GRPO whose every update's rewards are permuted (`shuffled_rewards`, seeded by the run's seed and the update) before its advantages"
+    def __init__(self, *args, within:str='batch', **kwargs): super().__init__(*args, **kwargs); self.within = within
+    def _online_groups(self, u:int)->tuple:
+        groups, rounds = super()._online_groups(u)
+        return shuffled_rewards(groups, random.Random(1_000_003 * self.config.seed + u), self.within), rounds
 
 # %% ../../nbs/75_trainer_recipes.ipynb #98fb6f00
 def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_policy(...)['path'])
@@ -71,6 +117,7 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                 max_episode_steps:int=4, max_completion_length:int=40,
                 task_seed_offset:int=1_000_000, # first env seed of the GRPO tasks
                 episode_reward_fn=None,       # trajectory -> float, once per episode (default: trajectory_score)
+                shuffle_rewards:str|None=None, # control arm: each update's rewards permuted across the batch ('batch') or within groups ('group')
                 seed:int=0, output_dir=None,
                 device:str|None=None,         # where the policy is loaded and evaluated, before and after (None: the CPU); training runs where accelerate puts it (a GPU when there is one)
                 mixed_precision:str='no',     # of the GRPO updates: 'bf16' autocasts over the fp32 master weights ('auto': bf16 on a GPU that has it)
@@ -79,6 +126,7 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
     "Greedy held-out evaluation of a policy, online GRPO from it, the same evaluation again; paired comparison by task"
     from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent
     from knowlyr_lab.tasks import suite_tasks
+    if shuffle_rewards not in (None, 'batch', 'group'): raise ValueError(f"shuffle_rewards must be None, 'batch' or 'group', not {shuffle_rewards!r}")
     t0 = time.time()
     base = AgentInference.from_pretrained(policy_path, device=device)
     card = base.prompt or {}
@@ -95,7 +143,8 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                      loss_type=loss_type, max_invalid_actions=max_invalid_actions, beta=beta, system_prompt=card.get('system_prompt'),
                      seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision=mixed_precision, logging_steps=1000,
                      gradient_accumulation_steps=gradient_accumulation_steps)
-    tr = GRPOTrainer(cfg, base.model, base.tokenizer, episode_reward_fn=episode_reward_fn, tools=card.get('tools') or [])
+    kw = dict(episode_reward_fn=episode_reward_fn, tools=card.get('tools') or [])
+    tr = GRPOTrainer(cfg, base.model, base.tokenizer, **kw) if shuffle_rewards is None else _ShuffledRewardGRPO(cfg, base.model, base.tokenizer, within=shuffle_rewards, **kw)
     rows = tr.train()
     curve, signal = [r['reward'] for r in rows], [r['groups_with_signal'] for r in rows]   # mean sampled reward, and groups with a learning signal, per update
     trained = tr.accelerator.unwrap_model(tr.model)
