@@ -10,15 +10,15 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from .core import KnowlyrError
 from .trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory, _canon
+
+if TYPE_CHECKING:   # pandas and pyarrow load when a table or Parquet file is asked for: a CLI starts without them
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['TrajectoryError', 'parse_trajectory', 'read_trajectories', 'write_trajectories', 'to_dataframe', 'from_dataframe']
@@ -83,6 +83,7 @@ def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
 def _iter_records(path):
     "(line number, raw record) pairs; line numbers are 1-based lines (JSONL) or row numbers (Parquet)"
     if _is_parquet(path):
+        import pyarrow.parquet as pq
         pf, n = pq.ParquetFile(path), 0
         for batch in pf.iter_batches(columns=['json'], batch_size=1024):
             for rec in batch.column(0).to_pylist():
@@ -93,8 +94,10 @@ def _iter_records(path):
             if raw.strip(): yield i, raw
 
 # %% ../nbs/03a_trajectory_io.ipynb #b8ca4739
-_PQ_SCHEMA = pa.schema([('id', pa.string()), ('task_id', pa.string()), ('agent', pa.string()), ('n_steps', pa.int32()),
-                        ('success', pa.bool_()), ('reward', pa.float64()), ('json', pa.string())])
+def _pq_schema():
+    import pyarrow as pa
+    return pa.schema([('id', pa.string()), ('task_id', pa.string()), ('agent', pa.string()), ('n_steps', pa.int32()),
+                      ('success', pa.bool_()), ('reward', pa.float64()), ('json', pa.string())])
 
 def _dumped(t, on_error, quarantine, errors, qf:list)->tuple:
     "(trajectory, its JSON) or None when it cannot be serialised and `on_error='skip'` (then reported and quarantined)"
@@ -128,7 +131,10 @@ def write_trajectories(trajs:Iterable[Trajectory|dict], # trajectories (or dicts
     try:
         if _is_parquet(path):
             if append: raise ValueError("append is only supported for JSONL files")
-            with pq.ParquetWriter(path, _PQ_SCHEMA) as w:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+            schema = _pq_schema()
+            with pq.ParquetWriter(path, schema) as w:
                 buf = []
                 for t in trajs:
                     if (d := _dumped(t, on_error, quarantine, errors, qf)) is None: continue
@@ -136,8 +142,8 @@ def write_trajectories(trajs:Iterable[Trajectory|dict], # trajectories (or dicts
                     buf.append({'id': t.id, 'task_id': t.task.id, 'agent': t.agent.name, 'n_steps': len(t.steps),
                                 'success': t.outcome.success, 'reward': t.reward, 'json': js})
                     n += 1
-                    if len(buf) >= row_group_size: w.write_table(pa.Table.from_pylist(buf, _PQ_SCHEMA)); buf = []
-                if buf or n == 0: w.write_table(pa.Table.from_pylist(buf, _PQ_SCHEMA))
+                    if len(buf) >= row_group_size: w.write_table(pa.Table.from_pylist(buf, schema)); buf = []
+                if buf or n == 0: w.write_table(pa.Table.from_pylist(buf, schema))
             return n
         with _open_text(path, 'at' if append else 'wt') as f:
             for t in trajs:
@@ -177,12 +183,14 @@ def to_dataframe(trajs:Iterable[Trajectory])->pd.DataFrame:
                          'exit_code': o.exit_code if o else None, 'reward': s.reward, 'reward_details': _j(s.reward_details),
                          't_start': s.t_start, 't_end': s.t_end, 'usage': _j(s.usage.model_dump()) if s.usage else None,
                          'token_ids': _j(s.token_ids), 'prompt_token_ids': _j(s.prompt_token_ids), 'logprobs': _j(s.logprobs), 'step_metadata': _j(s.metadata)})
+    import pandas as pd
     return pd.DataFrame(rows, columns=_TRAJ_COLS + _STEP_COLS)
 
 # %% ../nbs/03a_trajectory_io.ipynb #cdfe53cf
 def _v(x):
     "A DataFrame cell as a plain Python value (NaN/NA -> None, numpy scalars -> Python)"
     if x is None: return None
+    import pandas as pd
     try:
         if pd.isna(x): return None
     except (TypeError, ValueError): pass

@@ -163,33 +163,61 @@ def _rss_mb(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 def worker(impl, fmt, path, seed_dir):
     path = Path(path)
     fmt = 'openai-chat' if fmt == 'openai-chat-doc' else 'agentgym' if fmt == 'agentgym' else fmt
+    prof = None
+    if os.environ.get('RECORDER_BENCH_PROFILE'):
+        import cProfile
+        prof = cProfile.Profile()
     if impl.startswith('ours'):
         from knowlyr_lab.recorder.base import get_adapter
         from knowlyr_lab.recorder.convert import convert
         from knowlyr_lab.recorder.report import ConversionReport
         get_adapter(fmt)
         base = _rss_mb(); t0 = time.perf_counter(); c0 = time.process_time()
+        if prof: prof.enable()
         r = ConversionReport(); n = steps = 0
         for t in convert(path, format=fmt, redact=impl == 'ours', report=r): n += 1; steps += len(t.steps)
+        if prof: prof.disable()
         dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         extra = {'quarantined': r.totals['quarantined']}
     else:
         import agentrecorder.adapters as A
         a = getattr(A, SEED_ADAPTER[fmt])()
         base = _rss_mb(); t0 = time.perf_counter(); c0 = time.process_time(); n = steps = 0
+        if prof: prof.enable()
         files = sorted(path.iterdir()) if path.is_dir() else [path]
         for f in files:
             if a.validate(str(f)): t = a.parse(str(f)); n += 1; steps += len(t.steps)
+        if prof: prof.disable()
         dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         extra = {}
+    if prof:
+        import pstats
+        pstats.Stats(prof, stream=sys.stderr).sort_stats('tottime').print_stats(int(os.environ['RECORDER_BENCH_PROFILE']))
     print(json.dumps({'n': n, 'steps': steps, 'seconds': dt, 'cpu': cpu, 'rss_mb': _rss_mb(), 'base_rss_mb': base, **extra}))
 
-def run_worker(impl, fmt, path, ref_python):
+def run_worker(impl, fmt, path, ref_python, profile=0):
     exe = ref_python if impl == 'seed' else sys.executable
     env = {**os.environ, 'PYTHONPATH': str(ROOT)} if impl != 'seed' else {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    if profile: env['RECORDER_BENCH_PROFILE'] = str(profile)
     res = subprocess.run([exe, __file__, '--worker', impl, fmt, str(path), ''], capture_output=True, text=True, cwd=ROOT if impl != 'seed' else '/tmp', env=env)
     if res.returncode != 0: return {'error': res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f'rc={res.returncode}'}
+    if profile: print(f"---- profile of {impl} on {fmt} (cProfile, sorted by own time)\n" + res.stderr.strip(), flush=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+def cli_start(ref_python, repeat:int, tiny:Path):
+    "Wall seconds (median of `repeat`) of a CLI call: `--help`, and a whole `convert` of a small log; the reference's `--help`"
+    import statistics
+    ours = [sys.executable, '-m', 'knowlyr_lab.recorder.cli']
+    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
+    calls = {'ours --help': ours + ['--help'],
+             f'ours convert ({tiny.stat().st_size // 1024} KB, redacting)': ours + ['convert', str(tiny), '-f', 'openhands', '-o', str(tiny.with_name('out.jsonl')), '--no-progress']}
+    if ref_python: calls['reference --help'] = [str(Path(ref_python).with_name('knowlyr-recorder')), '--help']
+    for name, cmd in calls.items():
+        ts = []
+        for _ in range(repeat):
+            t0 = time.perf_counter(); res = subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT); ts.append(time.perf_counter() - t0)
+            if res.returncode != 0: print(f"cli {name}: rc={res.returncode} {res.stderr.decode()[-200:]}"); break
+        else: print(f"cli {name:40} {statistics.median(ts):6.3f} s wall (median of {repeat}; min {min(ts):.3f})", flush=True)
 
 # ---------------------------------------------------------------- the reference package, in its own venv
 
@@ -215,6 +243,8 @@ def main():
     ap.add_argument('--no-seed', action='store_true', help='skip the reference comparison')
     ap.add_argument('--ref-venv', default='/tmp/refvenv', help='virtual environment for knowlyr-recorder 0.1.2')
     ap.add_argument('--repeat', type=int, default=3, help='runs per measurement (the median is printed)')
+    ap.add_argument('--profile', type=int, default=0, help='print the N functions with the most own time of one extra run of each side')
+    ap.add_argument('--cli', action='store_true', help='also time CLI calls (start-up, and a whole convert of a small log)')
     ap.add_argument('--worker', nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker: return worker(*a.worker)
@@ -222,10 +252,19 @@ def main():
     import platform
     import statistics
     print(f"{datetime.date.today()} {platform.node()} {platform.processor() or platform.machine()} cpus={os.cpu_count()} python {platform.python_version()}")
+    from importlib.metadata import PackageNotFoundError, version
+    def _v(d):
+        try: return version(d)
+        except PackageNotFoundError: return '-'
+    print('ours:', ', '.join(f'{d} {_v(d)}' for d in ('orjson', 'pydantic', 'pydantic-core', 'hyperscan', 'detect-secrets', 'ijson')))
+    print('load average (1/5/15 min) at start: %.2f %.2f %.2f' % os.getloadavg(), flush=True)
     size = int(a.size_mb * 2**20)
     ref = None if a.no_seed else ensure_reference(Path(a.ref_venv))
     with tempfile.TemporaryDirectory() as td:
         td = Path(td)
+        if a.cli:
+            (td / 'tiny').mkdir(); tiny, _ = gen_openhands(td / 'tiny', 64 * 1024)
+            cli_start(ref, a.repeat, tiny)
         for fmt in a.formats:
             d = td / fmt; d.mkdir()
             try: path, _ = FORMATS[fmt](d, size)
@@ -242,6 +281,8 @@ def main():
                 res[i] = r
                 print(f"{fmt:16} {i:14} {mb:7.1f} MB  {r['n']:7d} traj {r['steps']:8d} steps  {r['seconds']:7.3f} s  "
                       f"{mb / r['seconds']:7.2f} MB/s  cpu {r['cpu']:7.3f} s {mb / r['cpu']:7.2f} MB/s  peak RSS {r['rss_mb']:7.1f} MB (imports {r['base_rss_mb']:.0f})", flush=True)
+            if a.profile:
+                for i in impls: run_worker(i, fmt, path, ref, a.profile)
             if 'seed' in res and 'ours' in res:
                 o, n, s = res['ours'], res.get('ours-noredact'), res['seed']
                 print(f"{'':16} ratio vs reference (wall): ours (redacting) x{s['seconds'] / o['seconds']:.2f}"
@@ -256,3 +297,4 @@ def main():
 
 if __name__ == '__main__':
     main()
+    if not sys.argv[1:2] == ['--worker']: print('load average (1/5/15 min) at end: %.2f %.2f %.2f' % os.getloadavg())

@@ -35,10 +35,11 @@ def summary_table(report:ConversionReport)->Table:
     "Rich table of a conversion report: records per type, redactions, trajectories"
     t = Table(title=f"{report.n_trajectories} trajectories from {len(report.files)} file(s)")
     for c in ('record type', 'mapped', 'unmapped', 'quarantined'): t.add_column(c, justify='left' if c == 'record type' else 'right')
-    rows = report.summary()
-    for _, r in rows.iterrows():
-        t.add_row(r.record_type, str(r.mapped), str(r.unmapped) if not r.unmapped else f"[yellow]{r.unmapped}", str(r.quarantined) if not r.quarantined else f"[red]{r.quarantined}")
-    tot = {c: int(rows[c].sum()) for c in ('mapped', 'unmapped', 'quarantined')}   # the total of the rows shown (failed reads included)
+    rows = report.summary_rows()
+    for r in rows:
+        t.add_row(r['record_type'], str(r['mapped']), str(r['unmapped']) if not r['unmapped'] else f"[yellow]{r['unmapped']}",
+                  str(r['quarantined']) if not r['quarantined'] else f"[red]{r['quarantined']}")
+    tot = {c: sum(r[c] for r in rows) for c in ('mapped', 'unmapped', 'quarantined')}   # the total of the rows shown (failed reads included)
     t.add_row('[bold]total', f"[bold]{tot['mapped']}", f"[bold]{tot['unmapped']}", f"[bold]{tot['quarantined']}", end_section=True)
     for k, n in sorted(report.redactions.items()): t.add_row(f'redacted: {k}', str(n), '', '')
     for s in report.skipped: t.add_row(f"[yellow]skipped: {s['path']} ({s['why']})", '', '', '')

@@ -7,14 +7,13 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_convert.html.md"""
 # %% ../../nbs/28_recorder_convert.ipynb #55626939
 from __future__ import annotations
 
+import gc
 import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
-
-import pandas as pd
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from ..core import KnowlyrError
 from .base import LogAdapter, RecorderError, get_adapter, list_adapters, register_adapter
@@ -23,6 +22,9 @@ from .redact import Redactor, default_redactor, redact_values
 from .report import ConversionReport
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
+
+if TYPE_CHECKING:   # pandas loads when a table is asked for: a CLI starts without it
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['HEAD_BYTES', 'TrajectoryJSONLAdapter', 'FormatDetectionError', 'Detection', 'read_head', 'detect', 'detect_format',
@@ -173,6 +175,19 @@ def _redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
     if t.id == t.content_hash(): d['id'] = ''               # an id hashed from the content must not depend on the secret
     return Trajectory.model_validate(d)
 
+# %% ../../nbs/28_recorder_convert.ipynb #766ad57d
+_END = object()
+
+def _collector_paused(items:Iterator)->Iterator:
+    "`items`, each made with the cyclic garbage collector paused (restored before it is handed on, also on error)"
+    while True:
+        was = gc.isenabled(); gc.disable()
+        try: item = next(items, _END)
+        finally:
+            if was: gc.enable()
+        if item is _END: return
+        yield item
+
 # %% ../../nbs/28_recorder_convert.ipynb #fddf2361
 def convert(paths,                          # files or directories of logs
             format:str|None=None,           # adapter name; None = detect per file
@@ -203,7 +218,7 @@ def convert(paths,                          # files or directories of logs
             a = get_adapter(d.format)
         before = dict(report.redactions)
         try:
-            for t in a.convert(path, report):
+            for t in _collector_paused(a.convert(path, report)):
                 if unpaired:               # read from a record no UTF-8 writer takes: quarantined, not written
                     why = f"a string holds a lone surrogate ({', '.join(sorted(set(unpaired))[:3])}), which cannot be written as UTF-8"
                     unpaired.clear(); report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory'); continue
@@ -316,6 +331,7 @@ class TrajectoryDiff:
         rows = [('steps', *self.steps), ('success', *self.success), ('reward', *self.reward),
                 ('tools only here', ', '.join(self.tools['only_a']), ', '.join(self.tools['only_b'])),
                 ('first divergence', fd and f"step {fd['index']} ({fd['field']}): {fd['a']}", fd and f"step {fd['index']} ({fd['field']}): {fd['b']}")]
+        import pandas as pd  # here: the CLI starts without pandas
         return pd.DataFrame(rows, columns=['', 'a', 'b']).set_index('')
     def _repr_html_(self): return self.to_frame()._repr_html_()
 

@@ -55,6 +55,7 @@ def iter_jsonl(path,                       # a .jsonl or .jsonl.gz file
     try:
         with open_bytes(path) as f:
             for raws, objs, same in _chunks(f, Path(path).suffix == '.gz'):
+                dirty = clean and (hits is None or bool(hits(b''.join(raws))))   # one prefilter pass per chunk: most chunks hold no secret
                 for raw, obj in zip(raws, objs):
                     i += 1
                     report.bytes_read += len(raw)
@@ -65,7 +66,7 @@ def iter_jsonl(path,                       # a .jsonl or .jsonl.gz file
                     elif not same and _may_repeat_keys(raw, obj): warn_duplicate_keys(path, i, raw, report)
                     if not isinstance(obj, dict):
                         report.bad_record(path, i, f"expected a JSON object, got {type(obj).__name__}", raw.decode('utf-8', 'replace')); continue
-                    yield i, (report.clean(obj, raw) if clean and (hits is None or hits(raw)) else obj)
+                    yield i, (report.clean(obj, raw) if dirty and (hits is None or hits(raw)) else obj)
     except READ_ERRORS as e:
         report.bad_record(path, i + 1, read_error(e), None, record_type='(file)', aggregate=True)
 

@@ -11,9 +11,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
-import pandas as pd
-
-from .secret_rules import _KEY_CORES, _KEY_RX, CONTEXT_KINDS, PROJECT_RULES, SecretPattern, _Anchored, detect_secrets_rules, is_placeholder, secret_value_ok
+from .secret_rules import _KEY_CORES, _KEY_RX, CONTEXT_KINDS, PROJECT_RULES, SecretPattern, _Anchored, detect_secrets_rules, hs_compiled, is_placeholder, secret_value_ok
 from ..trajectory import Trajectory
 
 # %% auto #0
@@ -38,13 +36,10 @@ def _unescaped(raw:bytes)->bytes:
 
 @lru_cache(maxsize=16)
 def _hs_database(rules:tuple)->tuple:
-    "(hyperscan database, indices of rules it cannot hold) for `rules` [(pattern, flags)]; compiled once per rule set"
+    "(hyperscan database, indices of rules it cannot hold) for `rules` [(pattern, flags)]; compiled once per rule set and machine"
     def flags(fl): return (_hs.HS_FLAG_PREFILTER | _hs.HS_FLAG_SINGLEMATCH | _hs.HS_FLAG_ALLOWEMPTY | _hs.HS_FLAG_MULTILINE
                            | (_hs.HS_FLAG_CASELESS if fl & re.I else 0) | (_hs.HS_FLAG_DOTALL if fl & re.S else 0))
-    def build(idx):
-        db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-        db.compile(expressions=[rules[i][0].encode() for i in idx], ids=list(idx), elements=len(idx), flags=[flags(rules[i][1]) for i in idx])
-        return db
+    def build(idx): return hs_compiled([rules[i][0].encode() for i in idx], list(idx), [flags(rules[i][1]) for i in idx])
     idx = list(range(len(rules)))
     try: return build(idx), ()
     except Exception: pass

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import orjson
-import pandas as pd
 
 from .base import RecorderError
 from ..trajectory import Trajectory
+
+if TYPE_CHECKING:   # pandas loads when a table is asked for: a CLI starts without it
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['ConversionReport']
@@ -150,12 +152,18 @@ def _totals(self)->dict:
     return t
 ConversionReport.totals = property(_totals)
 
-def _summary(self)->pd.DataFrame:
-    "One row per record type: mapped, unmapped, quarantined (unmapped pieces of counted records as `type (part)`)"
+def _summary_rows(self)->list[dict]:
+    "One dict per record type: mapped, unmapped, quarantined (unmapped pieces of counted records as `type (part)`)"
     rows = [{'record_type': k, **v} for k, v in sorted(self.counts.items())]
     rows += [{'record_type': f'{k} (part)', 'mapped': 0, 'unmapped': v, 'quarantined': 0} for k, v in sorted(self.parts.items())]
     rows += [{'record_type': f'{k} (failed)', 'mapped': 0, 'unmapped': 0, 'quarantined': v} for k, v in sorted(self.failed.items())]
-    return pd.DataFrame(rows, columns=['record_type', 'mapped', 'unmapped', 'quarantined'])
+    return rows
+ConversionReport.summary_rows = _summary_rows
+
+def _summary(self)->pd.DataFrame:
+    "`summary_rows` as a table"
+    import pandas as pd  # here: a CLI call prints the rows without loading pandas
+    return pd.DataFrame(self.summary_rows(), columns=['record_type', 'mapped', 'unmapped', 'quarantined'])
 ConversionReport.summary = _summary
 
 def _trajectory_done(self, traj:Trajectory):

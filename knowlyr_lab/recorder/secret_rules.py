@@ -10,15 +10,46 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import hashlib
+import os
+import platform
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable
 
 # %% auto #0
-__all__ = ['PROJECT_RULES', 'CONTEXT_KINDS', 'TOKEN_SHAPES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'SecretPattern',
-           'detect_secrets_rules', 'is_placeholder', 'looks_like_path', 'secret_value_ok', 'b64_text', 'b64_fragments',
-           'holds_secret', 'secret_value']
+__all__ = ['PROJECT_RULES', 'CONTEXT_KINDS', 'TOKEN_SHAPES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'hs_compiled',
+           'SecretPattern', 'detect_secrets_rules', 'is_placeholder', 'looks_like_path', 'secret_value_ok', 'b64_text',
+           'b64_fragments', 'holds_secret', 'secret_value']
+
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #a6894c46
+def _cache_dir()->Path:
+    d = os.environ.get('KNOWLYR_CACHE_DIR') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'knowlyr-lab'
+    return Path(d)
+
+def hs_compiled(expressions:list[bytes], # hyperscan expressions
+                ids:list[int],           # the id each reports
+                flags:list[int],         # hyperscan flags of each
+               ):                        # a block-mode `hyperscan.Database` ready to scan
+    "Compile a block-mode hyperscan database, or load the one compiled before on this machine"
+    import hyperscan as hs
+    key = hashlib.sha256(repr((expressions, ids, flags, hs.__version__, platform.machine(), platform.node())).encode()).hexdigest()[:32]
+    path = _cache_dir() / f'hyperscan-{key}.db'
+    try:
+        db = hs.loadb(path.read_bytes(), mode=hs.HS_MODE_BLOCK)
+        db.scratch = hs.Scratch(db)
+        return db
+    except Exception: pass                                   # not cached yet, or not loadable here: compile
+    db = hs.Database(mode=hs.HS_MODE_BLOCK)
+    db.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f'{path.name}.{os.getpid()}.tmp')
+        tmp.write_bytes(hs.dumpb(db)); os.replace(tmp, path)     # whole or not at all: processes may race
+    except OSError: pass
+    return db
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #faea86e3
 @dataclass
@@ -96,9 +127,7 @@ def _anchor_db(anchors:tuple, between:str, then:tuple):
     except ImportError: return None
     cls = lambda chars: '[' + ''.join('\\x%02x' % ord(c) for c in chars) + ']'
     rx = f"{cls(_IDCH_STR)}*(?:{'|'.join(map(re.escape, anchors))}){cls(_IDCH_STR)}*{cls(between)}*{cls(''.join(then))}"
-    db = hs.Database(mode=hs.HS_MODE_BLOCK)
-    db.compile(expressions=[rx.encode()], ids=[0], elements=1, flags=[hs.HS_FLAG_CASELESS | hs.HS_FLAG_SOM_LEFTMOST])
-    return db
+    return hs_compiled([rx.encode()], [0], [hs.HS_FLAG_CASELESS | hs.HS_FLAG_SOM_LEFTMOST])
 
 def _slug(s:str)->str: return re.sub(r'[^a-z0-9]+', '_', s.lower()).strip('_')
 
