@@ -347,3 +347,15 @@ def test_own_output_detects_and_validates(tmp_path):
     out.write_text('\n'.join([json.dumps(bad)] + lines[1:]) + '\n')
     errs = [f for f in validate(out) if f.level == 'error']
     assert len(errs) == 1 and errs[0].line == 1 and 'steps.0.index' in errs[0].message
+
+def test_cli_convert_loads_neither_pandas_nor_pyarrow(tmp_path):
+    "A CLI call starts without the table libraries (their import was most of its ~1.4 s start): they load where a table or a Parquet file is made"
+    src = sorted((FIX / 'openai-chat').glob('*.jsonl'))[0]
+    code = ("import sys\nfrom knowlyr_lab.recorder.cli import main\n"
+            f"rc = main(['convert', {str(src)!r}, '-o', {str(tmp_path / 'out.jsonl')!r}, '--no-progress'])\n"
+            "print(rc, sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert 'trajectories from 1 file' in r.stdout                      # the summary table, printed without pandas
+    assert r.stdout.strip().splitlines()[-1] == '0 []'
+    assert len(list(read_trajectories(tmp_path / 'out.jsonl'))) >= 1
