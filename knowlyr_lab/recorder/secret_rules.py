@@ -36,7 +36,8 @@ def hs_compiled(expressions:list[bytes], # hyperscan expressions
     "Compile a block-mode hyperscan database, or load the one compiled before on this machine"
     import hyperscan as hs
     key = hashlib.sha256(repr((expressions, ids, flags, hs.__version__, platform.machine(), platform.node())).encode()).hexdigest()[:32]
-    path = _cache_dir() / f'hyperscan-{key}.db'
+    try: path = _cache_dir() / f'hyperscan-{key}.db'
+    except (KeyError, RuntimeError): path = None              # no home directory: nothing is cached
     try:
         db = hs.loadb(path.read_bytes(), mode=hs.HS_MODE_BLOCK)
         db.scratch = hs.Scratch(db)
@@ -44,6 +45,7 @@ def hs_compiled(expressions:list[bytes], # hyperscan expressions
     except Exception: pass                                   # not cached yet, or not loadable here: compile
     db = hs.Database(mode=hs.HS_MODE_BLOCK)
     db.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags)
+    if path is None: return db
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f'{path.name}.{os.getpid()}.tmp')
