@@ -64,7 +64,8 @@ def experiment_statement(name:str,          # an experiment's notebook name (a k
                         )->str:             # one markdown list item
     "README's line for an experiment: its conclusion and where it was made, or that it has not been run"
     head = f"**{EXPERIMENTS[name]}** (`experiments/{name}.ipynb`"
-    if res is None: return f"- {head}): not run at the current recipe; no results file is committed (`{results_path(name)}`), so no number is quoted."
+    if res is None: return (f"- {head}): no results file is committed (`{results_path(name)}`), so no number is quoted "
+                            "(not run at the current recipe, or its results file was not kept).")
     return f"- {head}, size `{res['size']}`; {made_with(res['provenance'])}): {res['conclusion']}"
 
 # %% ../../nbs/76_eval_results.ipynb #d8be76bb
