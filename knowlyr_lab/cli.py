@@ -14,9 +14,9 @@ import sys
 from .cli_errors import run_cli
 from .domains import get_domain, list_domains
 from .registry import env_spec, list_envs, make
+from .rollout.spec import RolloutSpec
 from .trajectory import trajectory_schema
 from .trajectory_io import write_trajectories
-from .wrappers import RecorderWrapper
 
 # %% auto #0
 __all__ = ['run_demo', 'main']
@@ -24,7 +24,7 @@ __all__ = ['run_demo', 'main']
 # %% ../nbs/99_cli.ipynb #03bbdb7f
 def run_demo(env_id:str='knowlyr/maze-medium', seed:int=0, out:str|None=None)->dict:
     "Step the maze oracle through one episode, record it and return a summary"
-    env = RecorderWrapper(make(env_id, max_episode_steps=100), agent_name='oracle')
+    env = RolloutSpec(max_episode_steps=100).wrap(make(env_id), 'oracle')
     ts = env.reset(seed=seed)
     print(ts.observation)
     while not ts.done:

@@ -20,8 +20,8 @@ from .chat import to_messages
 from .core import InvalidActionError, KnowlyrError, TimeStep, parse_action
 from .plots import plot_step_rewards, plot_training_curves, reward_components
 from .registry import make
+from .rollout.spec import RolloutSpec
 from .trajectory import AgentInfo, Step, Trajectory
-from .wrappers import RecorderWrapper, StepBudgetWrapper
 
 # %% auto #0
 __all__ = ['AGENT_KINDS', 'CURVE_KEYS', 'parse_typed_action', 'EnvSession', 'load_agent', 'EnvStepper', 'TrainingCurves',
@@ -48,13 +48,11 @@ class EnvSession:
     "An env episode driven one action at a time by an agent or by hand, recorded as a `Trajectory`"
     def __init__(self, env,                  # an AgentEnv or a registered env id
                  agent=None,                 # optional agent(observation, history) -> action
-                 step_reward_fn=None,        # optional (step, RewardContext) -> float or (float, details), per step
-                 max_episode_steps:int|None=None, # step budget per episode, a `StepBudgetWrapper` (None: the env's own)
+                 spec:RolloutSpec|None=None, # what an episode is: step budget, limits, timeouts, step rewards (None: `RolloutSpec()`)
                 ):
         self.base = make(env) if isinstance(env, str) else env
-        inner = StepBudgetWrapper(self.base, max_episode_steps) if max_episode_steps is not None else self.base
-        self.agent, self.step_reward_fn = agent, step_reward_fn
-        self.env = RecorderWrapper(inner, **_agent_info(agent), step_reward_fn=step_reward_fn)
+        self.agent, self.spec = agent, spec if spec is not None else RolloutSpec()
+        self.env = self.spec.wrap(self.base, **_agent_info(agent))
         self.timestep, self.last_action, self._episode = None, None, (None, None)
 
     def task_ids(self)->list[str]:
@@ -86,7 +84,7 @@ class EnvSession:
     def trajectory(self)->Trajectory: return self.env.get_trajectory()
     @property
     def last_step(self)->Step|None:
-        steps = self.env._traj.steps if self.env._traj is not None else []
+        steps = self.env.recorded_steps
         return steps[-1] if steps else None
 
     def step(self, action=None)->TimeStep:
@@ -114,7 +112,7 @@ class EnvSession:
 
     def status(self)->str:
         if not self.started: return 'not started'
-        n, info = len(self.env._traj.steps), self.timestep.info
+        n, info = len(self.env.recorded_steps), self.timestep.info
         if not self.done: return f"step {n}"
         verdict = {True: 'success', False: 'failure'}.get(info.get('success'), 'no verdict')
         return f"done after {n} steps: {verdict} ({info.get('reason') or ('truncated' if self.timestep.truncated else 'terminated')})"
@@ -148,12 +146,11 @@ class EnvStepper(W.VBox):
     "ipywidgets panel to step an agent (or a human) through an env with live rewards"
     def __init__(self, env,                 # an AgentEnv or a registered env id
                  agent=None,                # optional agent; without one, type tool calls (or pick one in the panel)
-                 step_reward_fn=None,       # optional (step, RewardContext) -> float or (float, details), e.g. with a rule/judge breakdown
-                 max_episode_steps:int|None=None, # step budget per episode (None: the env's own)
+                 spec:RolloutSpec|None=None, # what an episode is (step budget, limits, step rewards, e.g. with a rule/judge breakdown)
                  tasks:list|None=None,      # task ids for the picker (default: the env's)
                  plot:bool=True,            # redraw the reward curve after each action
                 ):
-        self.session = EnvSession(env, agent, step_reward_fn, max_episode_steps)
+        self.session = EnvSession(env, agent, spec)
         ids = list(tasks) if tasks is not None else self.session.task_ids()
         self.task_picker = W.Dropdown(options=ids or ['(env default)'], description='task')
         self.seed = W.IntText(value=0, description='seed', layout=W.Layout(width='160px'))

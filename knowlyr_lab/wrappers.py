@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from fastcore.basics import patch
+
 from .core import AgentEnv, EnvDoneError, InfrastructureError, InvalidActionError, NotResetError, TimeStep, parse_action
 from .trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory, as_task, trajectory_score
 
@@ -259,3 +261,15 @@ class RecorderWrapper(EnvWrapper):
         d = self._traj.model_dump()
         d['reward'], d['id'] = trajectory_score(self._traj), ''
         return Trajectory.model_validate(d)
+
+# %% ../nbs/04_wrappers.ipynb #d83d4f23
+@patch(as_prop=True)
+def recorded_task(self:RecorderWrapper)->Task|None:
+    "The task of the episode being recorded (None before the first `reset`)"
+    return self._traj.task if self._traj is not None else None
+
+# %% ../nbs/04_wrappers.ipynb #56520747
+@patch(as_prop=True)
+def recorded_steps(self:RecorderWrapper)->tuple[Step, ...]:
+    "The steps recorded so far in this episode, oldest first (empty before `reset`)"
+    return tuple(self._traj.steps) if self._traj is not None else ()

@@ -9,7 +9,7 @@ from knowlyr_lab.agents import ExpertAgent, RandomAgent, ScriptedAgent
 from knowlyr_lab.envs.humaneval import HumanEvalEnv, humaneval_problems, humaneval_task
 from knowlyr_lab.envs.sandbox import SandboxEnv
 from knowlyr_lab.eval.evaluate import evaluate_agent
-from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.stats import wilson_ci
 from knowlyr_lab.verifiers import HiddenTestVerifier
 

@@ -3,8 +3,8 @@ import pytest
 
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.envs.textarena import TEXTARENA_GAMES
-from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.registry import list_envs, make
+from knowlyr_lab.rollout.collect import collect
 
 GAMES = sorted(TEXTARENA_GAMES)
 

@@ -128,7 +128,7 @@ MISTAKES = {  # command -> (module, [(argv, what the line must say)])
 def inputs(tmp_path_factory):
     "The files the mistakes are made with: a good log, good trajectories, corrupt JSON, a CSV, a YAML config with a typo"
     from knowlyr_lab.agents import ExpertAgent
-    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.rollout.collect import collect
     from knowlyr_lab.trajectory_io import write_trajectories
     d = tmp_path_factory.mktemp('mistakes')
     write_trajectories(collect('knowlyr/maze-easy', ExpertAgent, 2, progress=False), d / 'trajs.jsonl')

@@ -7,8 +7,8 @@ import pytest
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.envs.remote import OpenEnvClient
 from knowlyr_lab.envs.serve import EnvServer
-from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.registry import make
+from knowlyr_lab.rollout.collect import collect
 
 ENV_ID, NAME, N = 'knowlyr/arith-medium', 'arith-medium', 4
 

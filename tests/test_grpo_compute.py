@@ -8,6 +8,7 @@ import pytest
 import torch
 import transformers as T
 
+from knowlyr_lab.rollout.spec import RolloutSpec
 from knowlyr_lab.trainer.data import env_tools, to_chat
 from knowlyr_lab.trainer.grpo import GRPOTrainer
 from knowlyr_lab.trainer.grpo_groups import GRPOConfig, _group_tensors
@@ -20,7 +21,7 @@ G = 2
 
 @pytest.fixture(scope='module')
 def maze():
-    trajs, tools = oracle_trajectories(ENV, range(4), max_episode_steps=4), env_tools(ENV)
+    trajs, tools = oracle_trajectories(ENV, range(4), RolloutSpec(max_episode_steps=4)), env_tools(ENV)
     _, tok = make_tiny_model(render_corpus(trajs, tools=tools), vocab_size=256, hidden_size=32)
     return trajs, tools, tok
 

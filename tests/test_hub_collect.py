@@ -4,7 +4,7 @@ import os
 import pytest
 
 from knowlyr_lab.agents import AnthropicAgent, ExpertAgent, OpenAIAgent, RandomAgent
-from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.testing import FakeLLMServer, Reply
 
 
@@ -77,7 +77,7 @@ def test_failing_endpoint_gives_failed_trajectories_not_lost():
 def test_failed_reset_keeps_the_task_as_as_task_reads_it():
     "#14 A3: an episode whose reset raised kept only the task's id and instruction (its metadata and domain were dropped)"
     from knowlyr_lab.core import AgentEnv
-    from knowlyr_lab.hub.collect import run_episode
+    from knowlyr_lab.rollout.engine import run_episode
     from knowlyr_lab.trajectory import as_task
     class Broken(AgentEnv):
         domain, env_id, tool_schemas = 'coding', 'test/broken', []

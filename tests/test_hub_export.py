@@ -10,8 +10,8 @@ import pytest
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.core import parse_action
 from knowlyr_lab.envs.maze import MazeEnv
-from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.hub.export import FORMATS, DatasetExporter
+from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.trajectory_io import write_trajectories
 
 

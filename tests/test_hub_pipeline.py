@@ -97,7 +97,7 @@ def test_logs_with_nothing_usable_or_missing_fail_with_one_line(tmp_path):
 
 def test_truncated_gz_is_quarantined_and_the_batch_goes_on(tmp_path):
     from knowlyr_lab.agents import ExpertAgent
-    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.rollout.collect import collect
     from knowlyr_lab.trajectory_io import write_trajectories
     logs = tmp_path / 'logs'
     trajs = collect('knowlyr/maze-easy', ExpertAgent, 12, seed=0, progress=False)
@@ -122,10 +122,10 @@ def test_documented_dpo_example_says_why_there_are_no_pairs(tmp_path):
 def test_settings_that_fail_are_not_saved_so_the_corrected_retry_runs(tmp_path):
     "A bad env id, agent or log format used to be saved as the run's config before failing: the fixed retry was refused"
     from knowlyr_lab.agents import ExpertAgent
-    from knowlyr_lab.hub.collect import collect
     from knowlyr_lab.hub.pipeline import PipelineError
     from knowlyr_lab.recorder.base import UnknownAdapterError
     from knowlyr_lab.registry import UnknownEnvError
+    from knowlyr_lab.rollout.collect import collect
     from knowlyr_lab.trajectory_io import write_trajectories
     out = tmp_path / 'o'
     good = {**CFG, 'max_tasks': 1, 'samples_per_task': 1, 'export_formats': ['sft'], 'output_dir': str(out)}

@@ -9,8 +9,8 @@ import pytest
 
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.envs.maze import MazeEnv
-from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.hub.store import TrajectoryStore
+from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 
 # put_many in a child that SIGKILLs itself at its k-th fsync: the batch's lines are written, its index rows not committed

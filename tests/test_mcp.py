@@ -13,7 +13,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
-from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.sandbox.local import bwrap_available
 from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 

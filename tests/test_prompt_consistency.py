@@ -32,7 +32,7 @@ SEEDS = list(range(1000, 1020))
 def _train(out):
     "A tiny policy SFT'd on 300 expert episodes (recorded by the library's engine) with the SFT recipe, saved with its prompt card"
     from knowlyr_lab.agents import ExpertAgent
-    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.rollout.collect import collect
     from knowlyr_lab.trainer.recipes import train_sft_policy
     demos = collect(CodeEnv, ExpertAgent(), 300, seed=0, progress=False)
     assert all(t.outcome.success for t in demos) and demos[0].task.initial_observation.startswith(INSTRUCTION + ' The code is')
@@ -63,7 +63,7 @@ def _check(policy):
 
     import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
     from knowlyr_lab.chat import load_prompt, parse_reply
-    from knowlyr_lab.hub.collect import run_episodes
+    from knowlyr_lab.rollout.engine import run_episodes
     from knowlyr_lab.trainer.inference import AgentInference
     inf = AgentInference.from_pretrained(policy)
     card = load_prompt(policy)

@@ -21,7 +21,7 @@ def demos():
     "Expert demonstrations of 320 training tasks and 40 held-out tasks that differ from them by content"
     from knowlyr_lab.agents import ExpertAgent
     from knowlyr_lab.demo import DemoConfig
-    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.rollout.collect import collect
     cfg = DemoConfig.sized('ci', n_train_tasks=320, n_eval_tasks=40)
     train = cfg.train_tasks()
     trajs = collect(ENV, ExpertAgent(), tasks=[t['id'] for t in train], seed=0, progress=False)

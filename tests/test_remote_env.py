@@ -10,8 +10,8 @@ import pytest
 from knowlyr_lab.agents import Agent, ExpertAgent, RandomAgent
 from knowlyr_lab.envs.remote import AgentGymClient, OpenEnvClient, RemoteEnvError
 from knowlyr_lab.envs.serve import EnvServer
-from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.registry import make, register
+from knowlyr_lab.rollout.collect import collect
 
 CLIENTS = {'openenv': OpenEnvClient, 'agentgym': AgentGymClient}
 

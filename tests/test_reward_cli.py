@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from knowlyr_lab.agents import ExpertAgent
-from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.testing import FakeLLMServer
 from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 

@@ -4,9 +4,9 @@ import pickle
 import pytest
 
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
-from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.registry import list_envs
 from knowlyr_lab.reward.engine import RewardEngine, make_reward_fn
+from knowlyr_lab.rollout.collect import collect
 
 
 def _check(trajs):

@@ -97,8 +97,8 @@ def test_judge_reward_in_process_workers(tmp_path):
     import pickle
 
     from knowlyr_lab.agents import ExpertAgent
-    from knowlyr_lab.hub.collect import collect
     from knowlyr_lab.reward.engine import make_reward_fn
+    from knowlyr_lab.rollout.collect import collect
     def answer(req, api):
         return json.dumps({'goal_progress': 0.8, 'tool_selection': 1.0, 'param_correctness': 1.0, 'reason': 'ok'})
     with FakeLLMServer(answer) as srv:

@@ -246,7 +246,7 @@ def test_isolation_recorded_in_trajectories():
 
     from knowlyr_lab.agents import ExpertAgent
     from knowlyr_lab.envs.sandbox import SandboxEnv
-    from knowlyr_lab.hub.collect import run_episode
+    from knowlyr_lab.rollout.engine import run_episode
     got = {}
     for iso in (['none', 'bwrap'] if os.environ.get('KNOWLYR_NO_BWRAP') is None else ['none']):
         with warnings.catch_warnings():

@@ -7,8 +7,10 @@ import pytest
 import knowlyr_lab
 import knowlyr_lab.wrappers
 from knowlyr_lab.eval.evaluate import evaluate_agent
-from knowlyr_lab.hub.collect import collect, run_episodes
 from knowlyr_lab.registry import env_spec, list_envs, make, register
+from knowlyr_lab.rollout.collect import collect
+from knowlyr_lab.rollout.engine import run_episodes
+from knowlyr_lab.rollout.spec import RolloutSpec
 from knowlyr_lab.wrappers import EnvWrapper, RecorderWrapper
 
 
@@ -58,7 +60,7 @@ def test_collect_run_episodes_and_evaluate_set_the_same_budget():
         assert (len(t.steps), t.outcome.truncated, t.steps[-1].metadata['truncated_by']) == (2, True, 'max_episode_steps')
     from knowlyr_lab.envs.maze import MazeEnv
     envs = [EnvWrapper(MazeEnv('easy')) for _ in range(2)]   # set through a wrapper
-    trajs = run_episodes(envs, [Look(), Look()], [(0, None, 0), (1, None, 1)], max_episode_steps=3)
+    trajs = run_episodes(envs, [Look(), Look()], [(0, None, 0), (1, None, 1)], RolloutSpec(max_episode_steps=3))
     assert [len(t.steps) for t in trajs] == [3, 3] and all(e.unwrapped.max_episode_steps == 100 for e in envs)  # this call's budget did not stick
     with pytest.raises(ValueError, match='max_episode_steps must be an int >= 1'): collect('knowlyr/maze-easy', Look, 1, max_episode_steps=0, progress=False)
     class Unbounded(MazeEnv): max_episode_steps = None

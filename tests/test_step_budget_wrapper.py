@@ -4,8 +4,10 @@ import pytest
 from knowlyr_lab.agents import RandomAgent
 from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.eval.evaluate import evaluate_agent
-from knowlyr_lab.hub.collect import collect, run_episodes
 from knowlyr_lab.registry import make
+from knowlyr_lab.rollout.collect import collect
+from knowlyr_lab.rollout.engine import run_episodes
+from knowlyr_lab.rollout.spec import RolloutSpec
 from knowlyr_lab.trainer.grpo import GRPOTrainer
 from knowlyr_lab.trainer.grpo_groups import GRPOConfig
 from knowlyr_lab.trainer.recipes import online_grpo
@@ -48,7 +50,7 @@ def test_collect_never_writes_the_envs_budget():
     WRITES.clear()
     trajs = collect(WatchedMaze, Look, 3, seed=1, max_episode_steps=4, progress=False)
     env = WatchedMaze()
-    again = run_episodes([env], [Look()], [(0, None, 7)], max_episode_steps=2)
+    again = run_episodes([env], [Look()], [(0, None, 7)], RolloutSpec(max_episode_steps=2))
     assert WRITES == []                                   # neither collect nor run_episodes set (or restored) it
     assert env.max_episode_steps == 100                   # the maze's own budget (4 x 5 x 5)
     for t in trajs:

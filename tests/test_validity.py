@@ -9,8 +9,9 @@ import torch
 from knowlyr_lab.agents import Agent, ExpertAgent, ScriptedAgent
 from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.eval.evaluate import EvalResult, compare_agents, leaderboard
-from knowlyr_lab.hub.collect import collect, episode_seed
 from knowlyr_lab.reward.preferences import build_preferences, reward_leaderboard
+from knowlyr_lab.rollout.collect import collect
+from knowlyr_lab.rollout.engine import episode_seed
 from knowlyr_lab.sandbox.base import SandboxBackendError
 from knowlyr_lab.trainer.losses import grpo_advantages, invalid_counts
 

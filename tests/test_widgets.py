@@ -5,6 +5,7 @@ import pytest
 
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.registry import list_envs
+from knowlyr_lab.rollout.spec import RolloutSpec
 from knowlyr_lab.trajectory import trajectory_score
 from knowlyr_lab.widgets import EnvStepper
 
@@ -14,7 +15,7 @@ def progress(step, ctx):
     return ctx.timestep.reward + (0.1 if ok else -0.1), {'rules': 0.1 if ok else -0.1, 'outcome': ctx.timestep.reward}
 
 def test_expert_maze_episode_by_clicks():
-    w = EnvStepper('knowlyr/maze-hard', ExpertAgent(), step_reward_fn=progress)
+    w = EnvStepper('knowlyr/maze-hard', ExpertAgent(), spec=RolloutSpec(step_reward_fn=progress))
     w.task_picker.value = w.task_picker.options[4]
     w.reset_button.click()
     assert w.session.trajectory.task.id == w.task_picker.options[4]
@@ -42,7 +43,7 @@ def test_human_typed_episode_and_errors():
     assert 'EnvDoneError' in w.status.value or w.step_button.disabled
 
 def test_random_agent_stepped_to_budget():
-    w = EnvStepper('knowlyr/maze-hard', RandomAgent(), max_episode_steps=6, plot=False)
+    w = EnvStepper('knowlyr/maze-hard', RandomAgent(), RolloutSpec(max_episode_steps=6), plot=False)
     w.reset_button.click(); w.run_button.click()
     assert w.session.done and len(w.session.trajectory) <= 6
 
@@ -68,7 +69,7 @@ def test_reset_clears_the_previous_episodes_reward_plot(monkeypatch):
     import knowlyr_lab.widgets as kw
     shown = []                                                   # what the plot area holds, as the Output would
     monkeypatch.setattr(kw, 'display', lambda fig: shown.append(len(fig.data[0].x) if fig.data else 0))
-    w = EnvStepper('knowlyr/maze-medium', ExpertAgent(), step_reward_fn=progress)
+    w = EnvStepper('knowlyr/maze-medium', ExpertAgent(), spec=RolloutSpec(step_reward_fn=progress))
     monkeypatch.setattr(w.plot, 'clear_output', lambda wait=False: shown.clear())
     w.reset_button.click()
     for _ in range(3): w.step_button.click()
@@ -81,7 +82,7 @@ def test_reset_clears_the_previous_episodes_reward_plot(monkeypatch):
 def test_typed_invalid_tool_call_earns_no_reward():
     "#27: a typed invalid call earned +0.571 under the generic PRM ('new call' and 'no regression' credited an error)"
     from knowlyr_lab.reward.engine import make_reward_fn
-    w = EnvStepper('knowlyr/maze-medium', step_reward_fn=make_reward_fn('generic'), plot=False)
+    w = EnvStepper('knowlyr/maze-medium', spec=RolloutSpec(step_reward_fn=make_reward_fn('generic')), plot=False)
     w.reset_button.click()
     for typed in ("jump(x=1)", "move(direction='up')"):
         w.action_text.value = typed; w.step_button.click()

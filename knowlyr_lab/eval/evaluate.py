@@ -14,8 +14,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..hub.collect import collect
 from ..registry import make
+from ..rollout.collect import collect
+from ..rollout.spec import RolloutSpec, Workers, rollout_settings
 from knowlyr_lab.stats import (
     Comparison,
     adjust_pvalues,
@@ -150,25 +151,23 @@ def evaluate_agent(agent,                         # callable agent(observation, 
                    n_tasks:int=20,                # suite size when `tasks` is None
                    n_attempts:int=1,              # episodes per task (pass@k needs k <= n_attempts)
                    seeds:Sequence[int]|None=None, # `collect` run seed per attempt (default 0..n_attempts-1)
-                   max_episode_steps:int|None=None, # step budget per episode (None: the env's own; `collect`)
-                   step_reward_fn=None,           # optional (step, RewardContext) -> float or (float, details), per step (scored by the recorder)
-                   n_workers:int=1,               # parallel episodes (`collect`)
-                   backend:str='thread',          # 'thread' | 'process' | 'ray' (`collect`)
+                   spec:RolloutSpec|None=None,    # what an episode is: step budget, invalid-action limit, timeouts, step rewards
+                   workers:Workers|None=None,     # where episodes run: parallel workers, backend, lock-step batch size
                    name:str|None=None,            # name in reports (default: agent.name)
                    confidence:float=0.95,         # coverage of the intervals
                    progress:bool=True,            # tqdm bar (as `collect`)
-                   batch_size:int|None=None,      # episodes in lock-step for a batch agent (`collect`)
                    train_tasks=None,              # tasks the agent was trained on (dicts, Task objects, trajectories, ids)
                    strict:bool=False,             # raise `TaskOverlapError` when evaluation tasks are not held out
+                   **settings,                    # the spec's and workers' fields as keywords instead (`rollout_settings`)
                   )->EvalResult:
     "Evaluate `agent` on a task suite: verified success, reward, steps, errors, cost, pass@k, held-out check"
+    spec, workers = rollout_settings(spec, workers, **settings)
     seeds = list(seeds) if seeds is not None else list(range(n_attempts))
     if len(seeds) != n_attempts: raise ValueError(f"need one seed per attempt: {n_attempts} attempts, {len(seeds)} seeds")
     env = make(env_id) if isinstance(env_id, str) else env_id()
     suite = _task_list(env, tasks, n_tasks)
     env.close()
-    trajs = [t for s in seeds for t in collect(env_id, agent, len(suite), tasks=suite, seed=s, max_episode_steps=max_episode_steps, step_reward_fn=step_reward_fn,
-                                                n_workers=n_workers, backend=backend, progress=progress, batch_size=batch_size)]
+    trajs = [t for s in seeds for t in collect(env_id, agent, len(suite), tasks=suite, seed=s, spec=spec, workers=workers, progress=progress)]
     res = EvalResult.from_trajectories(trajs, agent=name or getattr(agent, 'name', None),
                                        env_id=env_id if isinstance(env_id, str) else None, confidence=confidence)
     first = {t.task.id: t.task for t in trajs[:len(suite)]}

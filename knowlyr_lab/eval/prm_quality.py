@@ -18,10 +18,11 @@ import pandas as pd
 
 from ..agents import ExpertAgent, RandomAgent
 from ..domains import ToolCategory, get_domain
-from ..hub.collect import collect
 from ..registry import make
 from ..reward.engine import RewardEngine
 from ..reward.rules import RULES
+from ..rollout.collect import collect
+from ..rollout.spec import Workers
 from ..trajectory import Trajectory, first_user_turn
 
 # %% auto #0
@@ -102,7 +103,7 @@ def record_episodes(env_ids,                      # suites: env ids whose envs h
     for e in env_ids:
         for name, noise in (agents or AGENTS).items():
             if isinstance(noise, tuple) and _by_prefix(MISTAKES, e) is None: continue      # no plausible mistakes defined for this suite
-            out += collect(e, _agent(name, noise), n_tasks, seed=seed, n_workers=n_workers, progress=progress)
+            out += collect(e, _agent(name, noise), n_tasks, seed=seed, workers=Workers(n_workers), progress=progress)
     return out
 
 # %% ../../nbs/73_eval_prm_quality.ipynb #37329287

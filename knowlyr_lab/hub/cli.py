@@ -16,9 +16,11 @@ from fastcore.docments import docments
 
 from ..agents import agent_from_spec
 from ..cli_errors import require_usable, run_cli
-from .collect import collect, iter_collect
+from ..config import field_docs
 from .export import FORMATS, DatasetExporter, ExportFilter
 from .pipeline import Pipeline, PipelineConfig
+from ..rollout.collect import collect, iter_collect
+from ..rollout.spec import RolloutSpec, Workers
 from ..trajectory_io import write_trajectories
 
 # %% auto #0
@@ -28,6 +30,7 @@ __all__ = ['main']
 def _parser()->argparse.ArgumentParser:
     "The parser; each flag's help is the documentation of the field or argument it sets"
     cd, fd, ed, pd = docments(iter_collect), docments(ExportFilter), docments(DatasetExporter), docments(PipelineConfig)
+    sd, wd = field_docs(RolloutSpec), field_docs(Workers)
     p = argparse.ArgumentParser(prog='knowlyr-hub', description='Rollouts, dataset export and the resumable pipeline')
     sub = p.add_subparsers(dest='cmd', required=True)
     c = sub.add_parser('collect', help='run an agent in an env and write trajectories')
@@ -36,10 +39,11 @@ def _parser()->argparse.ArgumentParser:
     c.add_argument('--base-url', default=None, help=pd['agent_base_url'])
     c.add_argument('-n', '--episodes', type=int, default=None, help=cd['n_episodes'])
     c.add_argument('--max-tasks', type=int, default=None, help=pd['max_tasks'])
-    c.add_argument('--max-episode-steps', type=int, default=None, help=cd['max_episode_steps'])
+    c.add_argument('--max-episode-steps', type=int, default=None, help=sd['max_episode_steps'])
+    c.add_argument('--max-invalid-actions', type=int, default=None, help=sd['max_invalid_actions'])
     c.add_argument('--seed', type=int, default=0, help=cd['seed'])
-    c.add_argument('--workers', type=int, default=1, help='parallel workers')
-    c.add_argument('--backend', choices=['thread', 'process', 'ray'], default='thread', help='where workers run')
+    c.add_argument('--workers', type=int, default=1, help=wd['n'])
+    c.add_argument('--backend', choices=['thread', 'process', 'ray'], default='thread', help=wd['backend'])
     c.add_argument('-o', '--out', required=True, help='.jsonl, .jsonl.gz or .parquet')
     e = sub.add_parser('export', help='export trajectories as a dataset')
     e.add_argument('--format', '-f', choices=FORMATS, required=True, help='dataset format')
@@ -84,8 +88,8 @@ def _collect(a)->dict:
         if not listed: raise ValueError(f"{a.env} has no task list (its tasks come from seeds): give the number of episodes with -n/--episodes")
         tasks = listed[:a.max_tasks] if a.max_tasks else listed
     agent = agent_from_spec(a.agent, base_url=a.base_url)
-    trajs = collect(a.env, agent, a.episodes, tasks=tasks, max_episode_steps=a.max_episode_steps, seed=a.seed, n_workers=a.workers, backend=a.backend,
-                    progress=sys.stderr.isatty())
+    spec = RolloutSpec(max_episode_steps=a.max_episode_steps, max_invalid_actions=a.max_invalid_actions)
+    trajs = collect(a.env, agent, a.episodes, tasks=tasks, spec=spec, workers=Workers(a.workers, a.backend), seed=a.seed, progress=sys.stderr.isatty())
     errors = [t.metadata['error'] for t in trajs if 'error' in t.metadata]
     require_usable(len(trajs) - len(errors), len(errors), 'episodes', where=errors and f"the first error: {errors[0]['type']}: {errors[0]['message']}")
     n = write_trajectories(trajs, a.out)

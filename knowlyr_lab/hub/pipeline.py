@@ -22,10 +22,12 @@ from fastcore.basics import patch
 
 from ..agents import agent_from_spec
 from ..core import KnowlyrError
-from .collect import _make_agent, episode_seed, run_episode
 from .export import DatasetExporter, ExportFilter
 from .store import TrajectoryStore
 from ..registry import make
+from ..rollout.collect import worker_agent
+from ..rollout.engine import episode_seed, run_episode
+from ..rollout.spec import RolloutSpec
 from ..trajectory import Trajectory
 from ..trajectory_io import read_trajectories, write_trajectories
 
@@ -44,7 +46,7 @@ class PipelineConfig:
     tasks: list|None = None                      # task ids to run (default: the env's `list_tasks()`)
     max_tasks: int|None = None                   # use only the first N tasks
     samples_per_task: int = 1                    # rollouts per task (> 1 for DPO/GRPO groups)
-    max_episode_steps: int|None = None           # step budget per episode (None: the env's own)
+    max_episode_steps: int|None = None           # step budget per episode (None: the env's own); the `rollout` spec holds it
     seed: int = 0                                # run seed; unit i's episode seed is `episode_seed(seed, i)`
     reward: bool = True                          # score trajectories with the reward engine (rules layer)
     reward_domain: str|None = None               # domain profile for the engine (default: each task's domain)
@@ -74,6 +76,12 @@ class PipelineConfig:
 
 class PipelineError(KnowlyrError, RuntimeError):
     "A pipeline that cannot run (a config that changed under an existing output, a missing component)"
+
+# %% ../../nbs/44_hub_pipeline.ipynb #d0215183
+@patch(as_prop=True)
+def rollout(self:PipelineConfig)->RolloutSpec:
+    "The spec of the pipeline's episodes (the one wrapper stack of the rollout pages), built from the config"
+    return RolloutSpec(max_episode_steps=self.max_episode_steps)
 
 # %% ../../nbs/44_hub_pipeline.ipynb #8b7ef279
 TMP_PREFIX = '.tmp-'
@@ -223,7 +231,7 @@ def _run(self:Pipeline, agent, progress):
     env = make(c.env_id, **c.env_kwargs)      # settings that cannot work fail here, before the config is saved
     try:
         tasks = self._tasks(env)
-        ag = _make_agent(agent) if agent is not None else agent_from_spec(c.agent, base_url=c.agent_base_url)
+        ag = worker_agent(agent) if agent is not None else agent_from_spec(c.agent, base_url=c.agent_base_url)
         self._check_config('run')              # saved only once env, tasks and agent are known to work
         units = [(f"u-{i:06d}", t) for i, t in enumerate(tid for tid in tasks for _ in range(c.samples_per_task))]
         it = units
@@ -233,7 +241,7 @@ def _run(self:Pipeline, agent, progress):
         for i, (key, tid) in enumerate(it):
             rp = self.work / 'rollout' / f"{key}.json"
             if not rp.exists():
-                t = run_episode(env, ag, tid, episode_seed(c.seed, i), max_episode_steps=c.max_episode_steps, episode=i)
+                t = run_episode(env, ag, tid, episode_seed(c.seed, i), i, c.rollout)
                 self._commit_json(rp, t.model_dump(mode='json'), 'rollout', key)
             self._reward_unit(key, [Trajectory.model_validate_json(rp.read_text())])
     finally: env.close()

@@ -213,20 +213,16 @@ def train_offline(self:GRPOTrainer, data, num_epochs:int|None=None, stop_at:int|
 @patch
 def rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
     "G recorded episodes per env seed, sampled from the current policy (the library's one rollout engine)"
-    from knowlyr_lab.hub.collect import run_episodes
     from knowlyr_lab.registry import make
-    from knowlyr_lab.wrappers import MaxInvalidActionsWrapper
+    from knowlyr_lab.rollout.engine import run_episodes
     c, G = self.config, self.config.num_generations
-    def env():
-        e = make(c.env_id)
-        return MaxInvalidActionsWrapper(e, c.max_invalid_actions) if c.max_invalid_actions else e
     if c.rollout_backend == 'openai': agent = self._served_agent()
     else:
         inf = AgentInference(self.accelerator.unwrap_model(self.model), self.tokenizer, name='policy')
         agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools if self.tools is not None else [])
     jobs = [(None, None, s) for s in seeds for _ in range(G)]
     was = self.model.training; self.model.eval()
-    try: trajs = run_episodes([env() for _ in jobs], agent, jobs, max_episode_steps=c.max_episode_steps)
+    try: trajs = run_episodes([make(c.env_id) for _ in jobs], agent, jobs, c.rollout)
     finally: self.model.train(was)
     return [trajs[k:k + G] for k in range(0, len(trajs), G)]
 

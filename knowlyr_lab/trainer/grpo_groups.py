@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from fastcore.basics import patch
 
 from ..config import ConfigError, in_range, one_of
+from ..rollout.spec import RolloutSpec
 from .base import TrainConfig
 from .data import DataFormatError, collate_padded, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
@@ -31,7 +33,7 @@ class GRPOConfig(TrainConfig):
     num_generations: int = 8               # G: episodes per task
     tasks_per_step: int = 4                # tasks (groups) per optimiser step
     max_steps: int = 20                    # optimiser steps: online runs this many; offline stops here unless num_epochs ends first (-1: epochs decide)
-    max_episode_steps: int = 20            # step budget of a rollout episode (`run_episodes` wraps each env in a `StepBudgetWrapper`)
+    max_episode_steps: int = 20            # step budget of a rollout episode (the `rollout` spec's)
     max_completion_length: int = 64        # new tokens per assistant turn; also dr_grpo's constant normaliser L_max
     temperature: float = 1.0               # sampling temperature (log-probs use the same)
     epsilon: float = 0.2                   # lower clip range
@@ -42,7 +44,7 @@ class GRPOConfig(TrainConfig):
     num_iterations: int = 1                # updates per generated batch
     step_level_advantage: bool = False     # A_ij = A_i (1 + sign(A_i)(r_ij - mean_j r_ij)): blame to the worst steps of a failure
     task_seed_offset: int = 0              # first env seed used for online tasks
-    max_invalid_actions: int|None = None   # end an online episode after this many invalid actions (None: only the step budget)
+    max_invalid_actions: int|None = None   # end an online episode after this many invalid actions (None: only the step budget; the `rollout` spec's)
     logging_steps: int = 1                 # log every n optimiser steps
     recorded_ids: str = 'split'            # offline trajectories with recorded ids train on them; one that drifts from the template: split, refuse, rerender
     use_recorded_logprobs: bool = False    # old log-probs of recorded completions are the sampler's (recorded at temperature 1), not the policy's at the batch start
@@ -73,6 +75,12 @@ class GRPOConfig(TrainConfig):
         if self.min_groups_with_signal > self.tasks_per_step:
             raise ConfigError(f"GRPOConfig.min_groups_with_signal={self.min_groups_with_signal} exceeds tasks_per_step={self.tasks_per_step}, the most "
                               "groups a batch trains on: lower it or raise tasks_per_step", 'min_groups_with_signal')
+
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #83813e32
+@patch(as_prop=True)
+def rollout(self:GRPOConfig)->RolloutSpec:
+    "The spec of the online episodes: the step budget and invalid-action limit of this config"
+    return RolloutSpec(max_episode_steps=self.max_episode_steps, max_invalid_actions=self.max_invalid_actions)
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #9749d061
 def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):

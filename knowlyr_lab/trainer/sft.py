@@ -166,14 +166,12 @@ def plan(self:SFTTrainer)->list[list[list[int]]]:
 # %% ../../nbs/63_trainer_sft.ipynb #dc2f989d
 def oracle_trajectories(env_id:str='knowlyr/maze-easy', # a registered env with `oracle_action()`
                         seeds=range(100),              # one episode per seed
-                        max_episode_steps:int|None=100, # step budget per episode (None: the env's own)
+                        spec=None,                     # a `RolloutSpec` (None: a budget of 100 steps, so an oracle that never ends stops)
                        )->list[Trajectory]:
-    "Expert trajectories of an env with an oracle, recorded with `RecorderWrapper`"
+    "Expert trajectories of an env with an oracle, recorded in the rollout spec's wrapper stack"
     from knowlyr_lab.registry import make
-    from knowlyr_lab.wrappers import RecorderWrapper
-    inner = make(env_id, max_episode_steps=max_episode_steps)
-    inner.max_episode_steps = inner.max_episode_steps or 100          # an oracle that never ends must not loop forever
-    env, out = RecorderWrapper(inner, agent_name='oracle'), []
+    from knowlyr_lab.rollout.spec import RolloutSpec
+    env, out = (spec if spec is not None else RolloutSpec(max_episode_steps=100)).wrap(make(env_id), 'oracle'), []
     for s in seeds:
         ts = env.reset(seed=s)
         while not ts.done: ts = env.step(env.unwrapped.oracle_action())

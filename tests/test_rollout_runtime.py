@@ -1,0 +1,152 @@
+"""One rollout runtime (issue 38 item 1): one module builds the wrapper stack, every caller takes a `RolloutSpec`, and whether an
+episode is an infrastructure failure does not depend on what else the interpreter imported."""
+import ast
+import inspect
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import knowlyr_lab
+from knowlyr_lab.agents import ScriptedAgent
+from knowlyr_lab.envs.maze import MazeEnv
+from knowlyr_lab.eval.evaluate import evaluate_agent
+from knowlyr_lab.hub.pipeline import PipelineConfig
+from knowlyr_lab.rollout.collect import collect, iter_collect
+from knowlyr_lab.rollout.engine import run_episode, run_episodes
+from knowlyr_lab.rollout.spec import RolloutSpec, Workers
+from knowlyr_lab.widgets import EnvSession, EnvStepper
+
+PKG = Path(knowlyr_lab.__file__).parent
+LAYERS = {'StepBudgetWrapper', 'MaxInvalidActionsWrapper', 'TimeoutWrapper', 'RecorderWrapper'}
+
+def _builds(path:Path)->list[str]:
+    "Where a module constructs a wrapper layer: `file:line name`"
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in LAYERS: out.append(f"{path.relative_to(PKG.parent)}:{node.lineno} {name}")
+    return out
+
+def test_one_module_builds_the_wrapper_stack():
+    builds = [b for p in sorted(PKG.rglob('*.py')) if p.name != '_modidx.py' for b in _builds(p)]
+    assert builds and all(b.startswith('knowlyr_lab/rollout/spec.py:') for b in builds), builds
+    assert {b.split()[-1] for b in builds} == LAYERS                  # ... and it builds every layer
+
+def test_every_caller_takes_a_spec():
+    for f in (collect, iter_collect, evaluate_agent):
+        ps = inspect.signature(f).parameters
+        assert {'spec', 'workers'} <= set(ps) and not {'max_episode_steps', 'step_reward_fn', 'n_workers', 'backend'} & set(ps), f
+    for f in (run_episodes, run_episode, EnvSession, EnvStepper):
+        ps = inspect.signature(f).parameters
+        assert 'spec' in ps and not {'max_episode_steps', 'step_reward_fn'} & set(ps), f
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
+    from knowlyr_lab.trainer.sft import oracle_trajectories
+    assert 'spec' in inspect.signature(oracle_trajectories).parameters
+    assert GRPOConfig(max_episode_steps=3, max_invalid_actions=1).rollout == RolloutSpec(max_episode_steps=3, max_invalid_actions=1)
+    assert PipelineConfig('out', max_episode_steps=3).rollout == RolloutSpec(max_episode_steps=3)
+
+class Slips:
+    "Looks once, then sends calls the maze cannot run"
+    name = 'slips'
+    def __init__(self): self.n = 0
+    def __call__(self, observation, history):
+        self.n += 1
+        return {'tool': 'look'} if self.n == 1 else {'tool': 'jump'}
+
+def _cut(t): return len(t.steps), t.outcome.reason, t.steps[-1].metadata.get('truncated_by')
+
+def test_one_spec_means_the_same_episode_everywhere():
+    "The same spec through collect, evaluate_agent, the engine and the stepper session: the same cut"
+    spec = RolloutSpec(max_episode_steps=5, max_invalid_actions=2)
+    want = (3, 'truncated', 'max_invalid_actions')
+    task = MazeEnv('easy').list_tasks()[0]
+    t, = collect('knowlyr/maze-easy', Slips, 1, tasks=[task], spec=spec, progress=False)
+    assert _cut(t) == want
+    r = evaluate_agent(Slips, 'knowlyr/maze-easy', tasks=[task], spec=spec, workers=Workers(1), progress=False)
+    assert list(r.episodes.steps) == [3] and list(r.episodes.reason) == ['truncated']
+    assert _cut(run_episode(MazeEnv('easy'), Slips(), task, 0, spec=spec)) == want
+    s = EnvSession('knowlyr/maze-easy', Slips(), spec)
+    s.reset(task=task['id'], seed=0); s.run()
+    assert _cut(s.trajectory) == want
+    t, = collect('knowlyr/maze-easy', ScriptedAgent([{'tool': 'look'}] * 9), 1, tasks=[task], spec=spec, progress=False)
+    assert _cut(t) == (5, 'max_episode_steps', 'max_episode_steps')     # the budget, the same spec
+
+def test_settings_as_keywords_build_the_same_spec():
+    task = MazeEnv('easy').list_tasks()[0]
+    a, = collect('knowlyr/maze-easy', Slips, 1, tasks=[task], max_episode_steps=5, max_invalid_actions=2, progress=False)
+    b, = collect('knowlyr/maze-easy', Slips, 1, tasks=[task], spec=RolloutSpec(max_episode_steps=5, max_invalid_actions=2), progress=False)
+    assert a.id == b.id
+    with pytest.raises(TypeError, match='not both'): collect('knowlyr/maze-easy', Slips, 1, spec=RolloutSpec(), max_episode_steps=3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_steps'"): evaluate_agent(Slips, 'knowlyr/maze-easy', n_tasks=1, max_steps=3)
+
+# --- the infrastructure verdict, in fresh interpreters that import more and more
+PROBE = textwrap.dedent('''
+    import importlib, json, pkgutil, sys
+    how = sys.argv[1]
+    if how == 'everything':                      # every module of the package that imports here (optional extras may be missing)
+        import knowlyr_lab
+        for m in pkgutil.walk_packages(knowlyr_lab.__path__, 'knowlyr_lab.'):
+            if m.name.endswith('__main__'): continue
+            try: importlib.import_module(m.name)
+            except ImportError: pass
+    from knowlyr_lab.core import AgentEnv, InfrastructureError, TimeStep, tool_schema
+    from knowlyr_lab.envs.conversation import UserSimulatorError
+    from knowlyr_lab.envs.remote import RemoteEnvError
+    from knowlyr_lab.sandbox.base import SandboxBackendError, SandboxError, SandboxUnavailableError
+    from knowlyr_lab.wrappers import RecorderWrapper
+
+    class JudgeDown(InfrastructureError): "a page's own infrastructure failure"
+    def chained():
+        try: raise RemoteEnvError('server gone')
+        except RemoteEnvError as e: raise ValueError('could not parse the reply') from e
+    ERRORS = {'sandbox died': lambda: SandboxBackendError('container exited'), 'no sandbox': lambda: SandboxUnavailableError('no bwrap'),
+              'remote dropped': lambda: RemoteEnvError('connection lost'), 'user simulator': lambda: UserSimulatorError('model failed'),
+              'connection': lambda: ConnectionError('refused'), 'timeout': lambda: TimeoutError('slow'), 'own subclass': lambda: JudgeDown('judge down'),
+              'workspace error': lambda: SandboxError('permission denied'), 'env bug': lambda: KeyError('k'), 'chained': chained}
+
+    class Dying(AgentEnv):
+        "Raises `err` at its second step"
+        def __init__(self, err): self.err = err
+        @property
+        def tool_schemas(self): return [tool_schema('look'), tool_schema('submit')]
+        def _reset(self, task=None, seed=None): self.k = 0; return TimeStep('look twice', info={'task': {'id': 'dying'}})
+        def _step(self, tool, params):
+            self.k += 1
+            if self.k == 2: raise self.err()
+            return TimeStep('nothing')
+
+    def by_recorder(err):
+        rec = RecorderWrapper(Dying(err))
+        rec.reset(seed=0)
+        try:
+            for _ in range(3): rec.step({'tool': 'look'})
+        except Exception: pass
+        return rec.get_trajectory().outcome.invalid
+
+    def by_engine(err):
+        from knowlyr_lab.agents import ScriptedAgent
+        from knowlyr_lab.rollout.engine import run_episode
+        return run_episode(Dying(err), ScriptedAgent([{'tool': 'look'}] * 3), seed=0).outcome.invalid
+
+    run = by_recorder if how == 'fresh' else by_engine
+    print(json.dumps({name: run(err) for name, err in ERRORS.items()}))
+''')
+
+def test_the_infrastructure_verdict_is_the_same_whatever_was_imported():
+    def probe(how):
+        r = subprocess.run([sys.executable, '-c', PROBE, how], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    runs = {how: probe(how) for how in ('fresh', 'engine', 'everything')}
+    assert runs['fresh'] == runs['engine'] == runs['everything'], runs
+    assert runs['fresh'] == {
+        'sandbox died': 'SandboxBackendError: container exited', 'no sandbox': 'SandboxUnavailableError: no bwrap',
+        'remote dropped': 'RemoteEnvError: connection lost', 'user simulator': 'UserSimulatorError: model failed',
+        'connection': 'ConnectionError: refused', 'timeout': 'TimeoutError: slow', 'own subclass': 'JudgeDown: judge down',
+        'workspace error': None, 'env bug': None, 'chained': 'RemoteEnvError: server gone'}
