@@ -1,4 +1,4 @@
-"""A `Trajectory` renders itself in a notebook as a readable HTML card: the task, the outcome, and each step's thought, tool call, observation and reward breakdown.
+"""`TrajectoryView` shows a `Trajectory` in a notebook as a readable HTML card: the task, the outcome, and each step's thought, tool call, observation and reward breakdown.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/viewer.html.md"""
 
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import html
 import json
-
-from fastcore.basics import patch
 
 from .plots import reward_components
 from .trajectory import Step, Trajectory
@@ -106,6 +104,3 @@ class TrajectoryView:
         self.traj, self.max_shown_steps, self.max_chars = traj, max_shown_steps, max_chars
     def _repr_html_(self): return trajectory_html(self.traj, self.max_shown_steps, self.max_chars)
     def __repr__(self): return repr(self.traj)
-
-@patch
-def _repr_html_(self:Trajectory): return trajectory_html(self)

@@ -47,9 +47,8 @@ def _harness(client, headers=None, temperature=0.0, seed=None):
 def recorded(tmp_path_factory):
     import openai
 
-    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
     from knowlyr_lab.hub.store import TrajectoryStore
-    from knowlyr_lab.trainer.inference import AgentInference
+    from knowlyr_lab.serving import AgentInference
     from knowlyr_lab.trainer.tiny import make_tiny_model, train_tokenizer
     torch.manual_seed(0)
     tok = train_tokenizer()
@@ -71,7 +70,7 @@ def recorded(tmp_path_factory):
 def test_the_store_holds_each_episode_with_its_ids(recorded):
     tok, model, runs, store, trajs = recorded
     assert len(trajs) == 2 and {t.task.id for t in trajs} == {'add-2-3'}
-    from knowlyr_lab.trainer.recording import message_key
+    from knowlyr_lab.serving.recording import message_key
     for (msgs, seen), t in zip(runs, sorted(trajs, key=lambda t: t.metadata['episode'] is not None)):
         assert [(s.prompt_token_ids, s.token_ids) for s in t.steps] == seen          # what the client was told, step by step
         assert [message_key(m) for m in t.metadata['messages']] == [message_key(m) for m in msgs]   # the whole conversation, rebuilt
@@ -212,8 +211,7 @@ def test_grpo_can_take_the_old_log_probs_from_the_recording(recorded, tmp_path):
 
 @pytest.fixture(scope='module')
 def plain():
-    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
-    from knowlyr_lab.trainer.inference import AgentInference
+    from knowlyr_lab.serving import AgentInference
     from knowlyr_lab.trainer.tiny import make_tiny_model
     torch.manual_seed(0)
     model, tok = make_tiny_model(hidden_size=32)
@@ -273,7 +271,7 @@ def test_a_lone_surrogate_is_a_400_that_costs_no_one_else(plain, tmp_path):
     import threading
 
     from knowlyr_lab.hub.store import TrajectoryStore
-    from knowlyr_lab.trainer.recording import ExchangeRecorder
+    from knowlyr_lab.serving.recording import ExchangeRecorder
     srv = plain.serve(record_to=ExchangeRecorder(tmp_path / 'store', max_open=1))   # every new episode writes the one before
     bad = [{'role': 'user', 'content': 'hi', 'junk': '\ud800'}, {'role': 'user', 'content': 'hi \udfff'}]
     out = {}

@@ -12,8 +12,7 @@ import pytest
 
 @pytest.fixture(scope='module')
 def inf():
-    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
-    from knowlyr_lab.trainer.inference import AgentInference
+    from knowlyr_lab.serving import AgentInference
     from knowlyr_lab.trainer.tiny import make_tiny_model
     model, tok = make_tiny_model(hidden_size=32)
     model.generation_config.suppress_tokens = [tok.eos_token_id]    # never ends on its own: only max_tokens, a deadline or a cancel stop it

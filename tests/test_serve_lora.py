@@ -11,8 +11,8 @@ import torch
 openai = pytest.importorskip('openai')
 peft = pytest.importorskip('peft')
 
-from knowlyr_lab.trainer.inference import AgentInference
-from knowlyr_lab.trainer.serve import load_lora_adapter, unload_lora_adapter
+from knowlyr_lab.serving import AgentInference
+from knowlyr_lab.serving.client import load_lora_adapter, unload_lora_adapter
 from knowlyr_lab.trainer.tiny import make_tiny_model
 
 TALK = [{'role': 'user', 'content': 'You are at row 0, col 0. Where next?'}]

@@ -6,8 +6,7 @@ import torch
 
 @pytest.fixture(scope='module')
 def served():
-    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
-    from knowlyr_lab.trainer.inference import AgentInference
+    from knowlyr_lab.serving import AgentInference
     from knowlyr_lab.trainer.tiny import make_tiny_model
     model, tok = make_tiny_model(hidden_size=32)
     inf = AgentInference(model, tok, name='tiny', prefix_cache=0)

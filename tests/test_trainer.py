@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
 from knowlyr_lab.chat import parse_reply
 from knowlyr_lab.config import ConfigError
+from knowlyr_lab.serving import AgentInference
 from knowlyr_lab.trainer.base import resolve_precision
 from knowlyr_lab.trainer.data import to_chat, tokenize_chat
-from knowlyr_lab.trainer.inference import AgentInference
 from knowlyr_lab.trainer.losses import step_weighted_ce
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, env_tools, oracle_trajectories, render_corpus
 from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model

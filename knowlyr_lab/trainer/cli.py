@@ -33,7 +33,7 @@ def _model_flags(p):
 
 def inference_from_args(args):
     "The `AgentInference` of `eval`/`serve`: `--model` loaded on `--device` with `--model-dtype`, `--attn-implementation`, `--device-map`"
-    from knowlyr_lab.trainer.inference import AgentInference
+    from knowlyr_lab.serving import AgentInference
     return AgentInference.from_pretrained(args.model, device=args.device, dtype=args.model_dtype,
                                           attn_implementation=args.attn_implementation, device_map=args.device_map)
 
@@ -125,7 +125,6 @@ def config_from_args(cls, args):
 # %% ../../nbs/96_trainer_cli.ipynb #70d63a5b
 def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
-    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
                                           max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, record_to=args.record_to,
                                           enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras)
