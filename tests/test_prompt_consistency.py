@@ -61,10 +61,9 @@ def _check(policy):
 
     import openai
 
-    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
     from knowlyr_lab.chat import load_prompt, parse_reply
     from knowlyr_lab.rollout.engine import run_episodes
-    from knowlyr_lab.trainer.inference import AgentInference
+    from knowlyr_lab.serving import AgentInference
     inf = AgentInference.from_pretrained(policy)
     card = load_prompt(policy)
     # 1. the library's rollout engine (what collect and evaluate_agent use), seeded like the loops below
@@ -97,8 +96,7 @@ def test_openai_sdk_reply_shape(policy):
 
     import openai
 
-    import knowlyr_lab.trainer.serve  # noqa: F401  (adds AgentInference.serve)
-    from knowlyr_lab.trainer.inference import AgentInference
+    from knowlyr_lab.serving import AgentInference
     srv = AgentInference.from_pretrained(policy, name='tiny-code').serve()
     try:
         client = openai.OpenAI(base_url=srv.url, api_key='local', max_retries=0)

@@ -74,8 +74,8 @@ def test_training_and_inference_prompts_agree(real_path, demos):
     "The first inference prompt of an arith task names the tools and equals the training sample's prompt, token for token"
     from knowlyr_lab.chat import save_prompt, set_chat_format
     from knowlyr_lab.registry import make
+    from knowlyr_lab.serving import AgentInference
     from knowlyr_lab.trainer.data import env_tools, to_chat, tokenize_chat
-    from knowlyr_lab.trainer.inference import AgentInference
     save_prompt(real_path, None, env_tools(ENV), 'hermes')     # the card a trainer writes (tools rendered, format)
     try:
         inf = AgentInference.from_pretrained(real_path, prefix_cache=0)
@@ -98,7 +98,7 @@ def test_lora_sft_steps_learn_and_reload(real_path, demos, tmp_path):
     import torch
 
     from knowlyr_lab.chat import load_prompt
-    from knowlyr_lab.trainer.inference import AgentInference
+    from knowlyr_lab.serving import AgentInference
     from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
     cfg = SFTConfig(model_name_or_path=str(real_path), output_dir=str(tmp_path / 'sft'), use_lora=True, learning_rate=2e-3,
                     lr_scheduler='constant', batch_size=4, max_steps=4, logging_steps=1, tools_from_env=ENV, mixed_precision='no',
