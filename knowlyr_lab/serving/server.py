@@ -22,105 +22,10 @@ from ..chat import assistant_message, parse_reply
 from ..core import InvalidActionError
 from .connections import GuardedHandler, GuardedHTTPServer, client_gone
 from .recording import ExchangeRecorder
+from .requests import MAX_BODY_BYTES, RequestRefused, check_request
 
 # %% auto #0
-__all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'MAX_ID_CHARS', 'check_request', 'InferenceServer']
-
-# %% ../../nbs/54_serving_server.ipynb #9af9e5a0
-MAX_CHOICES = 16                 # the most choices (`n`) one request may ask for
-MAX_BODY_BYTES = 4 * 2**20       # the largest request body read (413 above it)
-MAX_MESSAGES = 2048              # the most messages one request may carry
-
-class _Refused(Exception):
-    "A request answered with an error status and a reason (and the request field it is about, OpenAI's `param`)"
-    def __init__(self, status:int, msg:str, param:str|None=None, code:str|None=None):
-        super().__init__(msg); self.status, self.param, self.code = status, param, code
-
-def _int_field(req, k, lo, hi=None, default=None):
-    v = req.get(k, default)
-    if v is None: return default
-    if not isinstance(v, int) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
-        raise _Refused(400, f"'{k}' must be an integer {f'from {lo} to {hi}' if hi is not None else f'>= {lo}'}, got {json.dumps(v)[:40]}")
-    return v
-
-def _num_field(req, k, lo, hi, default):
-    v = req.get(k, default)
-    if v is None: return default
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
-        raise _Refused(400, f"'{k}' must be a number from {lo} to {hi}, got {json.dumps(v)[:40]}")
-    return float(v)
-
-def check_request(req)->dict:
-    "The validated fields of a chat-completions request (a `_Refused` 400 names the first bad field)"
-    if not isinstance(req, dict): raise _Refused(400, "the body must be a JSON object")
-    _check_unicode(req)
-    msgs = req.get('messages')
-    if not isinstance(msgs, list) or not msgs: raise _Refused(400, "'messages' must be a non-empty list of message objects")
-    if len(msgs) > MAX_MESSAGES: raise _Refused(400, f"'messages' has {len(msgs)} messages; at most {MAX_MESSAGES}")
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict) or not isinstance(m.get('role'), str): raise _Refused(400, f"messages[{i}] must be an object with a string 'role'")
-        c = m.get('content')
-        if c is not None and not isinstance(c, (str, list)): raise _Refused(400, f"messages[{i}].content must be a string or a list of parts")
-        if isinstance(c, list): m['content'] = ''.join(p.get('text', '') for p in c if isinstance(p, dict) and isinstance(p.get('text'), str))
-    msgs = [_prompt_message(m, i) for i, m in enumerate(msgs)]
-    tools = req.get('tools')
-    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
-        raise _Refused(400, "'tools' must be a list of tool objects")
-    for k in ('stream', 'logprobs', 'return_token_ids'):
-        if not isinstance(req.get(k, False) if req.get(k) is not None else False, bool): raise _Refused(400, f"'{k}' must be true or false")
-    top = _int_field(req, 'top_logprobs', 0, 20, None)
-    if top is not None and not req.get('logprobs'): raise _Refused(400, "'top_logprobs' needs 'logprobs': true")
-    meta = req.get('metadata')
-    if meta is not None and (not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values())):
-        raise _Refused(400, "'metadata' must be an object of string values")
-    mt = req.get('max_tokens', req.get('max_completion_tokens'))
-    return {'messages': msgs, 'tools': tools, 'n': _int_field(req, 'n', 1, MAX_CHOICES, 1),
-            'max_tokens': _int_field({'max_tokens': mt}, 'max_tokens', 1, None, 256),
-            'temperature': _num_field(req, 'temperature', 0, 2, 0.0), 'top_p': _num_field(req, 'top_p', 0, 1, 1.0),
-            'seed': _int_field(req, 'seed', -2**63, 2**63 - 1), 'stream': req.get('stream', False),
-            'include_usage': bool(req['stream_options'].get('include_usage')) if isinstance(req.get('stream_options'), dict) else False,
-            'model': req['model'] if isinstance(req.get('model'), str) else None,
-            'logprobs': (top or 0) if req.get('logprobs') else None, 'return_token_ids': bool(req.get('return_token_ids')),
-            'metadata': meta or {}}
-
-# %% ../../nbs/54_serving_server.ipynb #bc1f8bc0
-MAX_ID_CHARS = 256               # the longest `tool_call_id` or tool call `id` a message may carry
-
-def _strings(v, where:str=''):
-    "(path, string) of every string in a JSON value, keys included"
-    if isinstance(v, str): yield where or 'the body', v
-    elif isinstance(v, dict):
-        for k, x in v.items(): yield from _strings(k, f"a key of {where or 'the body'}"); yield from _strings(x, f"{where}.{k}" if where else str(k))
-    elif isinstance(v, list):
-        for k, x in enumerate(v): yield from _strings(x, f"{where}[{k}]")
-
-def _check_unicode(req):
-    "400 naming the first field whose string is not valid Unicode (a lone surrogate)"
-    try: json.dumps(req, ensure_ascii=False).encode(); return
-    except UnicodeEncodeError: pass
-    for where, s in _strings(req):
-        try: s.encode()
-        except UnicodeEncodeError as e: raise _Refused(400, f"{where} is not valid Unicode (a lone surrogate at character {e.start})", where) from None
-
-# %% ../../nbs/54_serving_server.ipynb #61613885
-def _id(v, where:str)->str:
-    if not isinstance(v, str) or len(v) > MAX_ID_CHARS: raise _Refused(400, f"{where} must be a string of at most {MAX_ID_CHARS} characters", where)
-    return v
-
-def _prompt_call(tc, where:str)->dict:
-    f = tc.get('function') if isinstance(tc, dict) else None
-    if not isinstance(f, dict) or not isinstance(f.get('name'), str): raise _Refused(400, f"{where} must be an object with a 'function' naming the tool", where)
-    return {**({'id': _id(tc['id'], f'{where}.id')} if tc.get('id') is not None else {}), 'type': 'function',
-            'function': {'name': f['name'], **({'arguments': f['arguments']} if 'arguments' in f else {})}}
-
-def _prompt_message(m:dict, i:int)->dict:
-    "The fields of request message `i` a prompt is rendered from (role, content, tool calls, tool_call_id); the rest is dropped"
-    out = {k: m[k] for k in ('role', 'content') if k in m}
-    if m.get('tool_calls') is not None:
-        if not isinstance(m['tool_calls'], list): raise _Refused(400, f"messages[{i}].tool_calls must be a list", f'messages[{i}].tool_calls')
-        out['tool_calls'] = [_prompt_call(tc, f'messages[{i}].tool_calls[{k}]') for k, tc in enumerate(m['tool_calls'])]
-    if m.get('tool_call_id') is not None: out['tool_call_id'] = _id(m['tool_call_id'], f'messages[{i}].tool_call_id')
-    return out
+__all__ = ['InferenceServer']
 
 # %% ../../nbs/54_serving_server.ipynb #bf2fd1cf
 def _message(out:dict, tools)->tuple[dict, str]:
@@ -170,19 +75,19 @@ class _Handler(GuardedHandler):
         if path not in routes:
             return self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
         try: getattr(self, routes[path])(t0)
-        except _Refused as e: self._error(e.status, str(e), e.param, e.code)
+        except RequestRefused as e: self._error(e.status, str(e), e.param, e.code)
         except (BrokenPipeError, ConnectionResetError): pass                    # the client left; nothing to answer
 
     def _read(self)->dict:
         try: size = int(self.headers.get('Content-Length') or 0)
-        except ValueError: raise _Refused(400, "Content-Length must be an integer") from None
+        except ValueError: raise RequestRefused(400, "Content-Length must be an integer") from None
         if size > MAX_BODY_BYTES:           # read and drop it in small pieces (the client can then read the answer), up to a limit
             self.close_connection = True
             left = min(size, 16 * MAX_BODY_BYTES)
             while left > 0 and (piece := self.rfile.read(min(left, 2**16))): left -= len(piece)
-            raise _Refused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
+            raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
         try: return json.loads(self.rfile.read(size) or b'{}')
-        except (json.JSONDecodeError, UnicodeDecodeError) as e: raise _Refused(400, f"the body is not JSON ({e})") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e: raise RequestRefused(400, f"the body is not JSON ({e})") from None
 
 # %% ../../nbs/54_serving_server.ipynb #57933896
 @patch
@@ -194,16 +99,16 @@ def _complete(self:_Handler, t0):
     if card.get('system_prompt') and not any(m.get('role') == 'system' for m in msgs):
         msgs = [{'role': 'system', 'content': card['system_prompt']}] + msgs
     try: n_prompt = len(inf.tokenizer(inf.render(msgs, render), add_special_tokens=False)['input_ids'])
-    except Exception as e: raise _Refused(400, f"the messages cannot be rendered with the model's chat template ({type(e).__name__}: {str(e)[:120]})") from None
+    except Exception as e: raise RequestRefused(400, f"the messages cannot be rendered with the model's chat template ({type(e).__name__}: {str(e)[:120]})") from None
     adapter = srv.adapters.adapter_of(req['model']) if srv.adapters else None   # with LoRA on: the base model or a loaded adapter (404 else)
     ctx = getattr(inf.model.config, 'max_position_embeddings', None)
     if ctx and n_prompt + req['max_tokens'] > ctx:
-        raise _Refused(400, f"the prompt ({n_prompt} tokens) plus max_tokens ({req['max_tokens']}) exceeds the model's context of {ctx} tokens")
+        raise RequestRefused(400, f"the prompt ({n_prompt} tokens) plus max_tokens ({req['max_tokens']}) exceeds the model's context of {ctx} tokens")
     deadline = t0 + srv.request_timeout
-    if not srv.slots.acquire(blocking=False): raise _Refused(503, f"server busy: {srv.max_queue} requests already wait for the model; retry later")
+    if not srv.slots.acquire(blocking=False): raise RequestRefused(503, f"server busy: {srv.max_queue} requests already wait for the model; retry later")
     try:
         if not srv.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise _Refused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
+            raise RequestRefused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
         try:
             if srv.adapters: srv.adapters.select(adapter)
             why = {}
@@ -218,7 +123,7 @@ def _complete(self:_Handler, t0):
     if why:
         srv.stats[why['stop']] += 1
         if why['stop'] == 'disconnected': return
-        raise _Refused(504, f"generation passed this request's deadline ({srv.request_timeout:g} s) and was stopped")
+        raise RequestRefused(504, f"generation passed this request's deadline ({srv.request_timeout:g} s) and was stopped")
     srv.stats['completed'] += 1
     self._answer(req, outs, tools, inf, msgs, render, t0)
 
@@ -306,7 +211,7 @@ def _record(self:_Handler, req, outs, choices, msgs, render, t0):
                                     req['model'] or self.server.inf.name, episode=h.get('X-Knowlyr-Episode') or meta.get('episode_id'),
                                     task_id=h.get('X-Knowlyr-Task') or meta.get('task_id'), agent=h.get('X-Knowlyr-Agent') or meta.get('agent'),
                                     client=_client(h))
-    except Exception as e: raise _Refused(500, f"the exchange could not be recorded ({_one_line(e)})") from None
+    except Exception as e: raise RequestRefused(500, f"the exchange could not be recorded ({_one_line(e)})") from None
 
 # %% ../../nbs/54_serving_server.ipynb #ff7404e6
 def _one_line(e:BaseException, n:int=200)->str:
@@ -336,11 +241,11 @@ class _Adapters:
         "The adapter a request's `model` names (None: the base model); 404 for a name that is neither"
         if model is None or model == self.inf.name: return None
         if model in self.paths: return model
-        raise _Refused(404, f"The model `{model}` does not exist.", 'model', 'model_not_found')
+        raise RequestRefused(404, f"The model `{model}` does not exist.", 'model', 'model_not_found')
 
     def select(self, name:str|None):
         "Switch adapter `name` on (None: all off), forgetting cached prefixes when the choice changes"
-        if name is not None and name not in self.paths: raise _Refused(404, f"The model `{name}` does not exist.", 'model', 'model_not_found')
+        if name is not None and name not in self.paths: raise RequestRefused(404, f"The model `{name}` does not exist.", 'model', 'model_not_found')
         if name == self.active or self.peft is None: return
         if name is None: self.peft.base_model.disable_adapter_layers()
         else: self.peft.set_adapter(name); self.peft.base_model.enable_adapter_layers()
@@ -352,23 +257,23 @@ class _Adapters:
 def folder(self:_Adapters, lora_path:str)->Path:
     "The adapter folder `lora_path` names, checked (a 400 names what is wrong)"
     p = (self.root / lora_path).resolve()
-    if not p.is_relative_to(self.root): raise _Refused(400, f"'lora_path' {lora_path!r} is outside the server's lora_root", 'lora_path')
-    if not (p / 'adapter_config.json').is_file(): raise _Refused(400, f"'lora_path' {lora_path!r} is not a PEFT adapter folder (no adapter_config.json)", 'lora_path')
+    if not p.is_relative_to(self.root): raise RequestRefused(400, f"'lora_path' {lora_path!r} is outside the server's lora_root", 'lora_path')
+    if not (p / 'adapter_config.json').is_file(): raise RequestRefused(400, f"'lora_path' {lora_path!r} is not a PEFT adapter folder (no adapter_config.json)", 'lora_path')
     try: out = next((f for f in p.rglob('*') if not f.resolve().is_relative_to(self.root)), None)   # every file of it, links resolved
-    except OSError as e: raise _Refused(400, f"'lora_path' {lora_path!r} cannot be listed ({_one_line(e)})", 'lora_path') from None
-    if out is not None: raise _Refused(400, f"'lora_path' {lora_path!r}: {out.relative_to(p)} links outside the server's lora_root", 'lora_path')
+    except OSError as e: raise RequestRefused(400, f"'lora_path' {lora_path!r} cannot be listed ({_one_line(e)})", 'lora_path') from None
+    if out is not None: raise RequestRefused(400, f"'lora_path' {lora_path!r}: {out.relative_to(p)} links outside the server's lora_root", 'lora_path')
     try: kind = json.loads((p / 'adapter_config.json').read_text()).get('peft_type')
-    except (OSError, ValueError, AttributeError) as e: raise _Refused(400, f"'lora_path' {lora_path!r}: adapter_config.json is unreadable ({_one_line(e)})", 'lora_path') from None
-    if kind != 'LORA': raise _Refused(400, f"'lora_path' {lora_path!r} holds a {kind} adapter; only LoRA adapters are served", 'lora_path')
-    if not (p / 'adapter_model.safetensors').is_file(): raise _Refused(400, f"'lora_path' {lora_path!r} has no adapter_model.safetensors (only safetensors weights are loaded)", 'lora_path')
+    except (OSError, ValueError, AttributeError) as e: raise RequestRefused(400, f"'lora_path' {lora_path!r}: adapter_config.json is unreadable ({_one_line(e)})", 'lora_path') from None
+    if kind != 'LORA': raise RequestRefused(400, f"'lora_path' {lora_path!r} holds a {kind} adapter; only LoRA adapters are served", 'lora_path')
+    if not (p / 'adapter_model.safetensors').is_file(): raise RequestRefused(400, f"'lora_path' {lora_path!r} has no adapter_model.safetensors (only safetensors weights are loaded)", 'lora_path')
     return p
 
 # %% ../../nbs/54_serving_server.ipynb #75e31cef
 @patch
 def load(self:_Adapters, name:str, lora_path:str):
     "Load the adapter in `lora_path` under `name` (switched off until a request names it)"
-    if name in self.paths: raise _Refused(400, f"The lora adapter '{name}' has already been loaded.", 'lora_name')
-    if len(self.paths) >= self.max_loras: raise _Refused(400, f"{self.max_loras} adapters are loaded (max_loras); unload one first", 'lora_name')
+    if name in self.paths: raise RequestRefused(400, f"The lora adapter '{name}' has already been loaded.", 'lora_name')
+    if len(self.paths) >= self.max_loras: raise RequestRefused(400, f"{self.max_loras} adapters are loaded (max_loras); unload one first", 'lora_name')
     p = self.folder(lora_path)
     try:
         if self.peft is None:
@@ -380,7 +285,7 @@ def load(self:_Adapters, name:str, lora_path:str):
         else:
             if name in self.peft.peft_config: self.peft.delete_adapter(name)
             self.active = object()                 # unknown: the next request switches explicitly
-        raise _Refused(400, f"'lora_path' {lora_path!r}: the adapter does not fit the served model ({_one_line(e)})", 'lora_path') from None
+        raise RequestRefused(400, f"'lora_path' {lora_path!r}: the adapter does not fit the served model ({_one_line(e)})", 'lora_path') from None
     self.paths[name], self.loads = p, self.loads + 1
     prev, self.active = self.active, object()      # peft may have switched the new adapter on: switch back to what was on
     self.select(prev if isinstance(prev, str) and prev in self.paths else None)
@@ -389,7 +294,7 @@ def load(self:_Adapters, name:str, lora_path:str):
 @patch
 def unload(self:_Adapters, name:str):
     "Remove adapter `name` from the model"
-    if name not in self.paths: raise _Refused(404, f"The lora adapter '{name}' cannot be found.", 'lora_name')
+    if name not in self.paths: raise RequestRefused(404, f"The lora adapter '{name}' cannot be found.", 'lora_name')
     with warnings.catch_warnings():                # peft warns when the active adapter goes; the next request switches explicitly
         warnings.simplefilter('ignore'); self.peft.delete_adapter(name)
     del self.paths[name]
@@ -397,19 +302,19 @@ def unload(self:_Adapters, name:str):
 
 # %% ../../nbs/54_serving_server.ipynb #1d62fb98
 def _lora_fields(req, *keys)->list[str]:
-    if not isinstance(req, dict): raise _Refused(400, "the body must be a JSON object")
+    if not isinstance(req, dict): raise RequestRefused(400, "the body must be a JSON object")
     for k in keys:
         v = req.get(k)
         if not isinstance(v, str) or not v or len(v) > 512 or not v.isprintable():
-            raise _Refused(400, f"'{k}' must be a non-empty printable string of at most 512 characters" if k in req else f"'{k}' must be provided", k)
+            raise RequestRefused(400, f"'{k}' must be a non-empty printable string of at most 512 characters" if k in req else f"'{k}' must be provided", k)
     return [req[k] for k in keys]
 
 # %% ../../nbs/54_serving_server.ipynb #5b545616
 @patch
 def _lora(self:_Handler, t0, act, what):
     srv = self.server
-    if srv.adapters is None: raise _Refused(404, f"{self.path} is off: start the server with serve(enable_lora=True, lora_root=...)")
-    if not srv.lock.acquire(timeout=srv.request_timeout): raise _Refused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
+    if srv.adapters is None: raise RequestRefused(404, f"{self.path} is off: start the server with serve(enable_lora=True, lora_root=...)")
+    if not srv.lock.acquire(timeout=srv.request_timeout): raise RequestRefused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
     try: name = act(srv.adapters)
     finally: srv.lock.release()
     data = f"Success: LoRA adapter '{name}' {what} successfully.".encode()
@@ -420,7 +325,7 @@ def _lora(self:_Handler, t0, act, what):
 @patch
 def _load_lora(self:_Handler, t0):
     name, path = _lora_fields(self._read(), 'lora_name', 'lora_path')
-    if name == self.server.inf.name: raise _Refused(400, f"'lora_name' {name!r} is the base model's name", 'lora_name')
+    if name == self.server.inf.name: raise RequestRefused(400, f"'lora_name' {name!r} is the base model's name", 'lora_name')
     self._lora(t0, lambda a: a.load(name, path) or name, 'added')
 
 # %% ../../nbs/54_serving_server.ipynb #21713f69
