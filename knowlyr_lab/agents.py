@@ -12,23 +12,23 @@ import concurrent.futures as cf
 import copy
 import json
 import random
-import threading
+from dataclasses import dataclass
+from typing import Any
 
 from .core import KnowlyrError, parse_action, random_call, schema_name, schema_params
 
 # %% auto #0
-__all__ = ['AgentError', 'Agent', 'ScriptedAgent', 'RandomAgent', 'ExpertAgent', 'OpenAIAgent', 'to_anthropic', 'anthropic_tools',
-           'AnthropicAgent', 'agent_from_spec']
+__all__ = ['AgentError', 'Agent', 'AgentReply', 'as_reply', 'ScriptedAgent', 'RandomAgent', 'ExpertAgent', 'OpenAIAgent',
+           'to_anthropic', 'anthropic_tools', 'AnthropicAgent', 'agent_from_spec']
 
 # %% ../nbs/40_agents.ipynb #f8c4fb50
 class AgentError(KnowlyrError, RuntimeError):
     "An agent could not produce an action"
 
 class Agent:
-    "Base class for agents: `__call__(observation, history) -> action` plus optional hooks"
+    "Base class for agents: `__call__(observation, history) -> action` (or an `AgentReply`) plus optional hooks"
     name: str = 'agent'
     model: str|None = None
-    usage: dict|None = None
     def reset(self, task:dict|None=None, tools:list|None=None):
         "Start of an episode: the env's task dict and tool schemas"
         self.task, self.tools = task or {}, list(tools or [])
@@ -38,6 +38,21 @@ class Agent:
         "Give the agent the env it acts in (experts read its state)"
     def __call__(self, observation:str, history:list[dict]): raise NotImplementedError
     def __repr__(self): return f"<{type(self).__name__} {self.name}{' ' + self.model if self.model else ''}>"
+
+# %% ../nbs/40_agents.ipynb #b8290034
+@dataclass
+class AgentReply:
+    "An agent's answer for one turn: the action, and what producing it cost and sampled"
+    action: Any                              # the action: a dict `{"tool", "params"}`, or anything `parse_action` reads
+    usage: dict|None = None                  # token counts of the model call (`TokenUsage` fields: input, output, cached, reasoning, cost)
+    text: str|None = None                    # the model's completion as text, before it was read as an action
+    token_ids: list[int]|None = None         # the completion's token ids, as sampled
+    prompt_token_ids: list[int]|None = None  # the token ids the model was given
+    logprobs: list[float]|None = None        # log-probs of the sampled tokens, under the distribution they were sampled from
+
+def as_reply(answer)->AgentReply:
+    "An agent's answer as a reply: an `AgentReply` as it is, a bare action wrapped"
+    return answer if isinstance(answer, AgentReply) else AgentReply(answer)
 
 # %% ../nbs/40_agents.ipynb #f8b5676d
 class ScriptedAgent(Agent):
@@ -106,29 +121,21 @@ class _LLMAgent(Agent):
                  timeout=60.0, max_retries=2, name=None, max_concurrency=16, **extra):
         self.model, self.base_url, self.api_key, self.system = model, base_url, api_key, system
         self.temperature, self.max_tokens, self.timeout, self.max_retries, self.extra = temperature, max_tokens, timeout, max_retries, extra
-        self.name, self.tools, self._client, self.usage = name or type(self).__name__.replace('Agent', '').lower(), [], None, None
-        self.max_concurrency, self._local = max_concurrency, threading.local()
-    def __getstate__(self): return {**self.__dict__, '_client': None, '_local': None}
-    def __setstate__(self, state): self.__dict__.update(state); self._local = threading.local()
+        self.name, self.tools, self._client = name or type(self).__name__.replace('Agent', '').lower(), [], None
+        self.max_concurrency = max_concurrency
+    def __getstate__(self): return {**self.__dict__, '_client': None}
     def __deepcopy__(self, memo):
-        new = copy.copy(self); new.tools = list(self.tools); return new   # copy.copy goes through __getstate__/__setstate__: no client, own thread-local
+        new = copy.copy(self); new.tools = list(self.tools); return new   # copy.copy goes through __getstate__: no client
     @property
     def client(self):
         if self._client is None: self._client = self._make_client()
         return self._client
-    @property
-    def batch_usage(self)->list|None:
-        "Token counts of each episode's request in this thread's last `act_batch`"
-        return getattr(self._local, 'usage', None)
-    @batch_usage.setter
-    def batch_usage(self, value): self._local.usage = value
 
-    def __call__(self, observation, history):
-        action, self.usage = self._read(self._create(self.client, self._request(history)))
-        return action
+    def __call__(self, observation, history)->AgentReply:
+        return AgentReply(*self._read(self._create(self.client, self._request(history))))
 
     def act_batch(self, observations:list[str], histories:list[list[dict]])->list:
-        "One action per episode, the requests sent concurrently; a request that fails gives its exception in place of the action"
+        "One reply per episode, the requests sent concurrently; a request that fails gives its exception in place of the reply"
         async def run():
             sem = asyncio.Semaphore(max(1, self.max_concurrency))
             async with self._make_client(asynchronous=True) as client:
@@ -137,9 +144,7 @@ class _LLMAgent(Agent):
                         try: return self._read(await self._create(client, self._request(history)))
                         except Exception as e: return e, None
                 return await asyncio.gather(*(one(h) for h in histories))
-        out = _run_coroutine(run())
-        self.batch_usage = [u for _, u in out]
-        return [a for a, _ in out]
+        return [a if isinstance(a, BaseException) else AgentReply(a, u) for a, u in _run_coroutine(run())]
 
 # %% ../nbs/40_agents.ipynb #84b48d9d
 class OpenAIAgent(_LLMAgent):

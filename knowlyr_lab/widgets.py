@@ -15,7 +15,7 @@ import ipywidgets as W
 import pandas as pd
 from IPython.display import display
 
-from .agents import OpenAIAgent, agent_from_spec
+from .agents import OpenAIAgent, agent_from_spec, as_reply
 from .chat import to_messages
 from .core import InvalidActionError, KnowlyrError, TimeStep, parse_action
 from .plots import plot_step_rewards, plot_training_curves, reward_components
@@ -92,7 +92,9 @@ class EnvSession:
         if not self.started: raise KnowlyrError("reset the session first (pick a task and press reset)")
         if action is None:
             if self.agent is None: raise KnowlyrError("no agent: type a tool call to step by hand")
-            action = self.agent(self.timestep.observation, to_messages(self.env.get_trajectory()))
+            reply = as_reply(self.agent(self.timestep.observation, to_messages(self.env.get_trajectory())))
+            if reply.usage: self.env.record_usage(**reply.usage)
+            action = reply.action
         elif isinstance(action, str): action = parse_typed_action(action)
         self.last_action = action
         self.timestep = self.env.step(action)

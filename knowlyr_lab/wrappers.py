@@ -201,7 +201,7 @@ class RecorderWrapper(EnvWrapper):
         super().__init__(env)
         if reward_mode not in ('replace', 'add'): raise ValueError(f"reward_mode must be 'replace' or 'add', not {reward_mode!r}")
         self.agent, self.step_reward_fn, self.reward_mode = AgentInfo(name=agent_name, model=model), step_reward_fn, reward_mode
-        self._traj, self._pending_usage = None, None
+        self._traj, self._pending_usage, self._pending_sample = None, None, None
     def reset(self, *, task=None, seed=None):
         self._traj = None                            # a reset that fails leaves no earlier episode behind
         ts = self.env.reset(task=task, seed=seed)
@@ -226,6 +226,8 @@ class RecorderWrapper(EnvWrapper):
         step = _step_from(len(self._traj.steps), action, ts, t0, time.time())
         if self.step_reward_fn is not None: self._score(step, ts)
         step.usage, self._pending_usage = self._pending_usage, None
+        for k, v in (self._pending_sample or {}).items(): setattr(step, k, v)
+        self._pending_sample = None
         extra = {k: v for k, v in ts.info.items() if k in ('invalid_action', 'timeout', 'truncated_by', 'env_reward', 'error', 'invalid')}
         if ts.info.get('invalid'): self._traj.outcome.invalid = str(ts.info['invalid'])
         if extra: step.metadata = extra
@@ -273,3 +275,12 @@ def recorded_task(self:RecorderWrapper)->Task|None:
 def recorded_steps(self:RecorderWrapper)->tuple[Step, ...]:
     "The steps recorded so far in this episode, oldest first (empty before `reset`)"
     return tuple(self._traj.steps) if self._traj is not None else ()
+
+# %% ../nbs/04_wrappers.ipynb #3e93f0c2
+@patch
+def record_sample(self:RecorderWrapper,
+                  token_ids:list[int]|None=None,         # the completion's token ids, as sampled
+                  prompt_token_ids:list[int]|None=None,  # the token ids the model was given
+                  logprobs:list[float]|None=None):       # log-probs of the sampled tokens
+    "Attach the sampled tokens of the model response that produces the next action"
+    self._pending_sample = {k: v for k, v in (('token_ids', token_ids), ('prompt_token_ids', prompt_token_ids), ('logprobs', logprobs)) if v is not None}

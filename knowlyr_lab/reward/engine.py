@@ -1,4 +1,4 @@
-"""Rules, judge and calibration combined per domain into step rewards with their breakdown, a trajectory reward, and a step reward function for the recorder (`RecorderWrapper(step_reward_fn=...)`).
+"""Rules, judge and calibration combined per domain into step rewards with their breakdown, a trajectory reward, and a step reward function for a rollout (`RolloutSpec(step_reward_fn=...)`).
 
 Docs: https://knowlyr.github.io/knowlyr-lab/reward_engine.html.md"""
 
@@ -267,5 +267,5 @@ class StepRewardFn:
         return (0.0 if sr.reward is None else sr.reward), sr.details()
 
 def make_reward_fn(domain:str='generic', engine:RewardEngine|None=None, **engine_kw)->StepRewardFn:
-    "A step reward function for `RecorderWrapper(step_reward_fn=...)` / `collect(..., step_reward_fn=...)`"
+    "A step reward function for a rollout: `RolloutSpec(step_reward_fn=...)`"
     return StepRewardFn(engine or RewardEngine(domain, **engine_kw))

@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agents import AgentError
+from ..agents import AgentError, AgentReply, as_reply
 from ..chat import to_messages
 from ..core import AgentEnv, TimeStep
 from .spec import RolloutSpec
@@ -46,6 +46,7 @@ class Episode:
     rec: RecorderWrapper                         # the env in the spec's wrapper stack
     agent: Any                                   # the agent acting in it
     job: tuple                                   # (episode index or None, task or None, seed)
+    record_tokens: bool = False                  # keep each reply's sampled tokens on its step (`RolloutSpec.record_tokens`)
     ts: TimeStep|None = None                     # the last time step (None before `start`)
     history: list = field(default_factory=list)  # the chat the agent sees: `to_messages` of the episode so far
     traj: Trajectory|None = None                 # the trajectory, once finished or failed
@@ -75,11 +76,12 @@ class Episode:
     @property
     def live(self)->bool: return self.traj is None and self.ts is not None and not self.ts.done
 
-    def step(self, action, usage=None):
-        "Take `action` (with the token usage of the answer that produced it), and grow the history"
+    def step(self, reply:AgentReply):
+        "Take the reply's action (its token usage, and sampled tokens if asked for, recorded on the step); grow the history"
         try:
-            if usage: self.rec.record_usage(**usage)
-            self.ts = self.rec.step(action)
+            if reply.usage: self.rec.record_usage(**reply.usage)
+            if self.record_tokens: self.rec.record_sample(reply.token_ids, reply.prompt_token_ids, reply.logprobs)
+            self.ts = self.rec.step(reply.action)
             self.history.extend(_step_messages(self.rec.recorded_steps[-1]))
         except Exception as e: self.fail(e)
 
@@ -95,7 +97,7 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
     agents = [agent] * len(jobs) if batched else list(agent)
     if not len(envs) == len(agents) == len(jobs): raise ValueError(f"need one env and one agent per job: {len(envs)} envs, {len(agents)} agents, {len(jobs)} jobs")
     spec = spec if spec is not None else RolloutSpec()
-    eps = [Episode(spec.wrap(e, *_agent_info(a)), a, j) for e, a, j in zip(envs, agents, jobs)]
+    eps = [Episode(spec.wrap(e, *_agent_info(a)), a, j, spec.record_tokens) for e, a, j in zip(envs, agents, jobs)]
     for ep in eps: ep.start()
     while live := [ep for ep in eps if ep.live]:
         if batched:
@@ -105,17 +107,14 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
             except Exception as e:
                 for ep in live: ep.fail(e)
                 continue
-            usages = getattr(agent, 'batch_usage', None) or [None] * len(live)
-            agent.batch_usage = None
-            for ep, a, u in zip(live, acts, usages):
+            for ep, a in zip(live, acts):
                 if isinstance(a, BaseException): ep.fail(a)     # that episode's request failed: it alone fails
-                else: ep.step(a, u)
+                else: ep.step(as_reply(a))
         else:
             for ep in live:
-                try: a = ep.agent(ep.ts.observation, ep.history)
+                try: a = as_reply(ep.agent(ep.ts.observation, ep.history))
                 except Exception as e: ep.fail(e); continue
-                u, ep.agent.usage = getattr(ep.agent, 'usage', None), None
-                ep.step(a, u)
+                ep.step(a)
     return [ep.finish() for ep in eps]
 
 # %% ../../nbs/40b_rollout_engine.ipynb #13f604e4

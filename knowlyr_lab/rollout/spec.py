@@ -30,6 +30,7 @@ class RolloutSpec:
     episode_timeout: float|None = None    # seconds an episode may take: the agent's budget (running out is its failure)
     step_reward_fn: Callable|None = None  # (step, RewardContext) -> float or (float, details), scored per step by the recorder
     reward_mode: str = 'replace'          # 'replace' the env's step reward with step_reward_fn's, or 'add' to it
+    record_tokens: bool = False           # keep each reply's sampled token ids, prompt ids and log-probs on its step (a trainer then uses them)
 
     def __post_init__(self):
         for k in ('max_episode_steps', 'max_invalid_actions'):

@@ -16,6 +16,7 @@ from fastcore.basics import patch
 from fastcore.meta import delegates
 from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
 
+from ..agents import AgentReply
 from ..chat import assistant_message, load_prompt, parse_reply, render_chats, save_prompt, set_chat_format
 from ..core import InvalidActionError
 from .prefix_cache import PrefixCache, cache_of, reusable_cache
@@ -127,12 +128,12 @@ def generate(self:AgentInference, conversations:list[list[dict]], # chats to con
 
 # %% ../../nbs/55_serving_model.ipynb #c3d38a42
 class LocalAgent:
-    "An agent backed by `AgentInference`: `agent(observation, history) -> action`"
+    "An agent backed by `AgentInference`: `agent(observation, history) -> AgentReply`"
     def __init__(self, inference:AgentInference, system_prompt:str|None=None, max_new_tokens:int=128,
                  temperature:float=0.0, name:str|None=None, tools:list|None=None):
         self.inference, self.system_prompt, self.max_new_tokens, self.temperature = inference, system_prompt, max_new_tokens, temperature
         self.name, self.model = name or inference.name, inference.name
-        self.tools, self.usage, self._own, self.last_reply = tools, None, [], None
+        self.tools, self._own = tools, []
         self._fixed_tools = tools is not None       # given here (a list, or [] for no tool list in the prompt): kept
 
     def reset(self, task:dict|None=None, tools:list|None=None):
@@ -152,27 +153,27 @@ class LocalAgent:
         if self.system_prompt and (not msgs or msgs[0]['role'] != 'system'): msgs = [{'role': 'system', 'content': self.system_prompt}] + msgs
         return msgs
 
-    def _action(self, out, own:bool):
-        text = out['text']; self.last_reply = text
+    def _reply(self, out, own:bool)->AgentReply:
+        "The generation `out` read as an action, with its text, token counts and token ids as sampled"
+        text = out['text']
         try: thought, calls = parse_reply(text)
         except InvalidActionError: thought, calls = text, []
         if own: self._own.append(assistant_message(thought, calls[:1], len(self._own)))
-        if not calls: return text if text.strip() else 'Error: the model produced no action'
-        a = dict(calls[0])
-        if thought: a['thought'] = thought
-        return a
+        if not calls: action = text if text.strip() else 'Error: the model produced no action'
+        else: action = {**calls[0], **({'thought': thought} if thought else {})}
+        usage = {'input': out['prompt_tokens'], 'output': out['completion_tokens'], 'cached': 0, 'reasoning': 0}
+        lps = [x['logprob'] for x in out['logprobs']] if out.get('logprobs') is not None else None
+        return AgentReply(action, usage, text, out.get('token_ids'), out.get('prompt_token_ids'), lps)
 
-    def __call__(self, observation:str, history:list[dict]|None=None):
+    def __call__(self, observation:str, history:list[dict]|None=None)->AgentReply:
         msgs = self._chat(observation, history)
-        out = self.inference.generate([msgs], self.tools, self.max_new_tokens, self.temperature)[0]
-        self.usage = {'input': out['prompt_tokens'], 'output': out['completion_tokens'], 'cached': 0, 'reasoning': 0}
-        return self._action(out, not history)
+        return self._reply(self.inference.generate([msgs], self.tools, self.max_new_tokens, self.temperature)[0], not history)
 
-    def act_batch(self, observations:list[str], histories:list[list[dict]])->list:
-        "One action per (observation, history), generated in one batch (histories must be given)"
+    def act_batch(self, observations:list[str], histories:list[list[dict]])->list[AgentReply]:
+        "One reply per (observation, history), generated in one batch (histories must be given)"
         if any(not h for h in histories): raise ValueError("act_batch needs each episode's history")
         chats = [self._chat(o, h) for o, h in zip(observations, histories)]
-        return [self._action(o, False) for o in self.inference.generate(chats, self.tools, self.max_new_tokens, self.temperature)]
+        return [self._reply(o, False) for o in self.inference.generate(chats, self.tools, self.max_new_tokens, self.temperature)]
 
     def __repr__(self): return f"<LocalAgent {self.name}>"
 
