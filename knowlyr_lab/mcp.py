@@ -17,7 +17,6 @@ import secrets
 import signal
 import socket
 import sys
-import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -120,11 +119,8 @@ def create_sandbox(srv:ServerState, backend:Literal['local', 'docker']='local',
             except ValueError: raise ValueError(f"workspace {workspace!r} is not an allowed template ({', '.join(sorted(srv.templates)) or 'none given'}) "
                                                 f"and is outside the server root {srv.root}") from None
             if not src.is_dir(): raise ValueError(f"workspace {workspace!r} is not a directory")
-    with srv.lock:
-        if len(srv.sandboxes) >= srv.max_sandboxes: raise ValueError(f"{len(srv.sandboxes)} sandboxes are open (the most this server allows); close one first")
-    s = _create(backend, image=image, workspace=src, limits={'wall_timeout': timeout})
-    sid = f"sb-{uuid.uuid4().hex[:10]}"
-    with srv.lock: srv.sandboxes[sid] = s
+    sid = srv.add_sandbox(lambda: _create(backend, image=image, workspace=src, limits={'wall_timeout': timeout}))   # within max_sandboxes
+    s = srv.sandbox(sid)
     return {'sandbox_id': sid, 'backend': s.backend, 'isolation': s.isolation, 'uid': s.uid, 'containment': dict(s.containment), 'tools': s.available_tools}
 
 # %% ../nbs/95_mcp.ipynb #088339bd
@@ -189,7 +185,8 @@ def convert_logs(srv:ServerState, paths:list[str], output:str, # trajectory JSON
     rep = ConversionReport(quarantine=q)
     n = write_trajectories(convert(ins, format=format, report=rep, redact=redact), out)
     return {'trajectories': n, 'output': str(out), 'files': len(rep.files) if isinstance(rep.files, list) else int(rep.files),
-            'bad_records': len(rep.issues), 'quarantine': q if rep.issues else None, 'issues': [i['reason'] for i in rep.issues[:20]]}
+            'bad_records': len(rep.issues), 'quarantine': q if rep.issues else None, 'issues': [i['reason'] for i in rep.issues[:20]],
+            'warnings': rep.warning_lines()[:20]}
 
 # %% ../nbs/95_mcp.ipynb #6cbf9415
 @_server_tool(convert)

@@ -8,11 +8,13 @@ Docs: https://knowlyr.github.io/knowlyr-lab/mcp_base.html.md"""
 from __future__ import annotations
 
 import inspect
+import secrets
 import tempfile
 import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
+from fastcore.basics import patch
 from fastcore.docments import docments
 from pydantic import Field
 
@@ -54,13 +56,29 @@ class ServerState(ServerRoot):
         for k, d in (templates or {}).items():
             if not Path(d).is_dir(): raise ValueError(f"template {k!r}: {d} is not a directory")
             self.templates[k] = Path(d).resolve()
-        self.max_sandboxes, self.sandboxes, self.lock = max_sandboxes, {}, threading.Lock()
+        self.max_sandboxes, self.sandboxes, self.lock, self.starting = max_sandboxes, {}, threading.Lock(), 0   # starting: places taken by sandboxes not yet up
 
     def sandbox(self, sid:str):
         "The open sandbox `sid`; KeyError naming the open ones when there is none"
         with self.lock:
             if sid not in self.sandboxes: raise KeyError(f"no sandbox {sid!r}; open ones: {sorted(self.sandboxes) or 'none'}")
             return self.sandboxes[sid]
+
+# %% ../nbs/94_mcp_base.ipynb #2b57ebaf
+@patch
+def add_sandbox(self:ServerState, start)->str: # start: () -> a new sandbox
+    "Start a sandbox with `start()` in a place taken first (ValueError when none is left); its id"
+    with self.lock:
+        if (n := len(self.sandboxes) + self.starting) >= self.max_sandboxes:
+            raise ValueError(f"{n} sandboxes are open or starting (the most this server allows); close one first")
+        self.starting += 1
+    try: s = start()
+    except BaseException:
+        with self.lock: self.starting -= 1
+        raise
+    sid = f"sb-{secrets.token_hex(8)}"
+    with self.lock: self.starting -= 1; self.sandboxes[sid] = s
+    return sid
 
 # %% ../nbs/94_mcp_base.ipynb #13164f8c
 def _docs(obj)->dict:
@@ -138,8 +156,8 @@ class ReplayResult(TypedDict):
     "A replay: ok only when at least one step was replayed and none diverged"
     ok: bool; verdict: str; replayed: int; skipped: int; diverged_steps: list[int]; steps: list[dict[str, Any]]
 class ConversionResult(TypedDict):
-    "Logs converted to trajectories"
-    trajectories: int; output: str; files: int; bad_records: int; quarantine: str|None; issues: list[str]
+    "Logs converted to trajectories; `warnings`: data kept but changed or possibly incomplete, each located (`path:line: reason`)"
+    trajectories: int; output: str; files: int; bad_records: int; quarantine: str|None; issues: list[str]; warnings: list[str]
 class ValidationResult(TypedDict):
     "Findings on logs (nothing written)"
     valid: bool; findings: list[str]

@@ -158,3 +158,17 @@ def test_no_bubblewrap_over_mcp(dirs, tmp_path):
     async def go(s): return await s.call_tool('create_sandbox', {})
     msg = _err(run(go, '--root', str(root), env={'PATH': str(bin_)}))
     assert 'bubblewrap' in msg, msg
+
+def test_the_sandbox_cap_holds_against_concurrent_creates(dirs):
+    "One client asks for many sandboxes at once (issue 39: 40 sandboxes in 4.5 s): no more than --max-sandboxes are ever open"
+    async def go(s):
+        res = await asyncio.gather(*[s.call_tool('create_sandbox', {}) for _ in range(8)])
+        made = [r.structured_content['sandbox_id'] for r in res if not r.is_error]
+        refused = [r.content[0].text for r in res if r.is_error]
+        for sid in made[:1]: await s.call_tool('close_sandbox', {'sandbox_id': sid})
+        again = await s.call_tool('create_sandbox', {})                      # a closed sandbox makes room
+        return made, refused, again
+    made, refused, again = run(go, '--root', str(dirs[0]), '--max-sandboxes', '2')
+    assert len(made) == 2 and len(refused) == 6, (made, refused)
+    assert all('sandboxes are open or starting (the most this server allows); close one first' in m for m in refused), refused
+    assert not again.is_error, again.content[0].text

@@ -23,13 +23,17 @@ from knowlyr_lab.envs.remote import OpenEnvClient
 from knowlyr_lab.envs.serve import EnvServer
 from knowlyr_lab.registry import make
 from knowlyr_lab.sandbox.local import bwrap_available
-from knowlyr_lab.verifier_probe import FORGERY_STRATEGIES, attack_files
+from knowlyr_lab.verifier_probe import FORGERY_STRATEGIES, probe_task
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the coding envs refuse to create sandboxes')]
 
 ROOT = Path(__file__).resolve().parent.parent
 CLASSES = ['gc-result-instance', 'closure-cell-swap', 'code-swap', 'json-dumps-patch', 'stack-walk-report', 'always-equal', 'builtins-sorted']
+# issue 39's classes a scripted policy can play (feedback hard-coding needs a second episode that reads the first: over the env servers
+# it is in tests/test_verifier_probe.py; run_pipeline's episodes end at submit and store no `info`, so its feedback reaches no policy)
+ISSUE_39 = ['launder-chmod-dir', 'launder-chmod-file', 'mutate-argument', 'int-subclass-eq', 'ordered-dict-order', 'all-exports-builtins',
+            'planted-numpy', 'die-on-bad-input']
 REPO_TASK = 'py-fizzbuzz-order'         # the planted bug leaves 3 of its 5 hidden tests passing
 
 def _task(env_id:str, task_id:str):
@@ -39,7 +43,8 @@ def _task(env_id:str, task_id:str):
 def _moves(env_id:str, task_id:str, strategy:str|None)->list[dict]:
     "The tool calls of a policy that writes `strategy`'s forged solution (None: changes nothing; 'fixed': the real fix) and submits"
     t = _task(env_id, task_id)
-    files = fixed_files(t) if strategy == 'fixed' else attack_files(t, FORGERY_STRATEGIES[strategy]) if strategy else {}
+    if strategy not in (None, 'fixed'): return [*FORGERY_STRATEGIES[strategy].actions(t), {'tool': 'submit', 'params': {}}]   # its files, then its commands
+    files = fixed_files(t) if strategy == 'fixed' else {}
     return [{'tool': 'file_write', 'params': {'path': p, 'content': c}} for p, c in files.items()] + [{'tool': 'submit', 'params': {}}]
 
 # -- HTTP: the env served over OpenEnv, played with the remote client --
@@ -102,13 +107,13 @@ class _Policy(BaseHTTPRequestHandler):
 PIPELINE_ENVS = ['knowlyr/humaneval', 'knowlyr/sandbox']
 
 @pytest.fixture(scope='module')
-def mcp_verdicts(tmp_path_factory):
-    "{(env id, strategy or None): (reward, success, score) of the episode run_pipeline stored}"
+def mcp_runs(tmp_path_factory):
+    "{(env id, strategy or None): the trajectory (JSON) of the episode run_pipeline stored}"
     root = tmp_path_factory.mktemp('mcp-forgery')
     runs = {}
     for env_id in PIPELINE_ENVS:
         task_id = make(env_id).list_tasks()[0]['id']       # max_tasks=1: the pipeline plays the env's first task
-        for strategy in [None, 'fixed', *CLASSES]:
+        for strategy in [None, 'fixed', *CLASSES, *ISSUE_39]:
             model = f"forge-{env_id.split('/')[1]}-{strategy or 'none'}"
             _Policy.scripts[model] = _moves(env_id, task_id, strategy)
             runs[(env_id, strategy)] = (model, task_id)
@@ -129,15 +134,20 @@ def mcp_verdicts(tmp_path_factory):
             return out
     try: dirs = asyncio.run(go())
     finally: srv.shutdown()
-    verdicts = {}
+    trajs = {}
     for key, d in dirs.items():
         rollouts = sorted((root / d / 'work' / 'rollout').glob('*.json'))
         assert len(rollouts) == 1, (key, rollouts)
-        t = json.loads(rollouts[0].read_text())
+        t = trajs[key] = json.loads(rollouts[0].read_text())
         steps = t['steps']
-        assert steps[-1]['action']['tool'] == 'submit' and t['task']['id'] == runs[key][1], (key, [s['action'] for s in steps])
-        verdicts[key] = (sum(s['reward'] for s in steps), t['outcome']['success'], t['outcome']['score'])
-    return verdicts
+        assert t['task']['id'] == runs[key][1], (key, t['task'])
+        assert t['outcome']['invalid'] is not None or steps[-1]['action']['tool'] == 'submit', (key, [s['action'] for s in steps])   # an invalid one: its test says so
+    return trajs
+
+@pytest.fixture(scope='module')
+def mcp_verdicts(mcp_runs):
+    "{(env id, strategy or None): (reward, success, score) of the episode run_pipeline stored}"
+    return {k: (sum(s['reward'] for s in t['steps']), t['outcome']['success'], t['outcome']['score']) for k, t in mcp_runs.items()}
 
 @pytest.mark.parametrize('env_id', PIPELINE_ENVS)
 def test_mcp_honest_verdicts(mcp_verdicts, env_id):
@@ -153,3 +163,19 @@ def test_mcp_forged_solution_gets_the_true_verdict(mcp_verdicts, env_id, strateg
     honest_reward, _, honest_score = mcp_verdicts[(env_id, None)]
     reward, success, score = mcp_verdicts[(env_id, strategy)]
     assert success is False and reward <= honest_reward and score <= honest_score, (strategy, reward, success, score)
+
+@pytest.fixture(scope='module')
+def python_rows():
+    "{env id: {strategy: the probe's row}} over the Python API on the env's first task: each honest reference's true score"
+    return {env_id: {r['strategy']: r for r in probe_task(_task(env_id, make(env_id).list_tasks()[0]['id']), ISSUE_39, env=env_id)}
+            for env_id in PIPELINE_ENVS}
+
+@pytest.mark.parametrize('env_id', PIPELINE_ENVS)
+@pytest.mark.parametrize('strategy', ISSUE_39)
+def test_mcp_issue_39_classes_get_their_true_verdict(mcp_runs, python_rows, env_id, strategy):
+    "Laundering (an unreadable file or directory before submit) and the wire attacks played by a policy over MCP: valid, and no more tests passed than the honest reference truly passes"
+    row, t = python_rows[env_id][strategy], mcp_runs[(env_id, strategy)]
+    assert t['outcome']['invalid'] is None, (strategy, t['outcome'])              # laundering made episodes invalid
+    passed = round(t['outcome']['score'] * row['total'])
+    assert passed == row['attacked'], (strategy, passed, row)                       # the verdict the Python API gives the same moves
+    assert row['honest'] is None or passed <= row['honest'], (strategy, passed, row)
