@@ -184,18 +184,19 @@ def _committed(path:str)->bool: return _git('ls-files', '--error-unmatch', path)
 
 def test_readme_experiment_lines_are_generated_from_committed_results_files():
     "README's line for each experiment is what `experiment_statement` makes of its committed results file, or says it has not been run"
-    from knowlyr_lab.eval.results import EXPERIMENTS, experiment_statement, load_results, results_path
+    from knowlyr_lab.eval.results import EXPERIMENTS, LEVELS, experiment_statements, load_results, results_path
     from knowlyr_lab.provenance import results_only
     readme, shallow = (ROOT / 'README.md').read_text(), _git('rev-parse', '--is-shallow-repository').stdout.strip() != 'false'
     for name in EXPERIMENTS:
-        res, path = load_results(name, ROOT), results_path(name)
-        assert experiment_statement(name, res) in readme, f"README's line for {name} is not what {path} gives: python tools/render_readme.py --results"
-        if res is None: continue
-        assert _committed(path), f"{path} is quoted by README but not committed: git add it"
-        assert res['size'] != 'ci', f"{path}: a CI-size run is not a result to quote"
-        assert_provenance(res)
-        assert results_only(res['provenance']), f"{path}: made from uncommitted code ({res['provenance'].get('modified')})"
-        if not shallow: assert _git('cat-file', '-t', res['provenance']['commit']).stdout.strip() == 'commit', path   # a shallow clone may lack it
+        assert experiment_statements([name], ROOT) in readme, f"README's line for {name} is not what its results files give: python tools/render_readme.py --results"
+        for run in [name] + [f"{name}-{lv}" for lv in LEVELS]:   # the main run and its reruns at other kernel levels
+            res, path = load_results(run, ROOT), results_path(run)
+            if res is None: continue
+            assert _committed(path), f"{path} is quoted by README but not committed: git add it"
+            assert res['size'] != 'ci', f"{path}: a CI-size run is not a result to quote"
+            assert_provenance(res)
+            assert results_only(res['provenance']), f"{path}: made from uncommitted code ({res['provenance'].get('modified')})"
+            if not shallow: assert _git('cat-file', '-t', res['provenance']['commit']).stdout.strip() == 'commit', path   # a shallow clone may lack it
 
 def test_readme_gpu_sentence_is_generated_from_its_results_file():
     "README's GPU sentence is what `gpu_statement` makes of the committed benchmark file, and names where it was made, flaws included"

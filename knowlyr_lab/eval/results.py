@@ -13,8 +13,8 @@ from pathlib import Path
 from ..provenance import results_only
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'results_path', 'load_results', 'made_at', 'made_with', 'experiment_statement', 'experiment_statements',
-           'gpu_statement']
+__all__ = ['EXPERIMENTS', 'LEVELS', 'results_path', 'load_results', 'made_at', 'made_with', 'experiment_statement',
+           'kernel_spread', 'experiment_statements', 'gpu_statement']
 
 # %% ../../nbs/76_eval_results.ipynb #bde85f44
 EXPERIMENTS = {   # notebook name in experiments/ -> its title in README
@@ -68,12 +68,32 @@ def experiment_statement(name:str,          # an experiment's notebook name (a k
                             "(not run at the current recipe, or its results file was not kept).")
     return f"- {head}, size `{res['size']}`; {made_with(res['provenance'])}): {res['conclusion']}"
 
+# %% ../../nbs/76_eval_results.ipynb #a619416a
+LEVELS = ('avx512', 'avx2', 'default')   # torch's CPU kernel levels (`ATEN_CPU_CAPABILITY`)
+
+def kernel_spread(name:str,            # an experiment's notebook name
+                  res:dict,            # its main results file
+                  root:str|Path='.',   # the repository root
+                 )->str:               # a markdown sub-item, or '' when no rerun is committed
+    "Each comparison's estimate and 95% interval at every kernel level an experiment was run at"
+    runs = {lv: r for lv in LEVELS if (r := load_results(f"{name}-{lv}", root)) is not None}
+    if not runs: return ''
+    runs = {res['provenance'].get('cpu_capability', '?').lower() + ' (the run above)': res, **runs}
+    def said(r): return '; '.join(f"{k} {v['estimate']:+.1%} ({v['ci'][0]:+.1%} to {v['ci'][1]:+.1%})" for k, v in r['comparisons'].items())
+    return ('\n  - The same protocol at other torch kernel levels (`ATEN_CPU_CAPABILITY`), mean differences with their 95% '
+            'crossed-bootstrap intervals: ' + ' | '.join(f"**{lv}**: {said(r)}" + ('' if lv.endswith('above)') else f" ({made_at(r['provenance'])})")
+                                                       for lv, r in runs.items()) + '.')
+
 # %% ../../nbs/76_eval_results.ipynb #d8be76bb
 def experiment_statements(names:list[str],     # notebook names, in README's order
                           root:str|Path='.',    # the repository root
                          )->str:
     "README's lines for `names`, one list item each, rendered from their committed results files"
-    return '\n'.join(experiment_statement(n, load_results(n, root)) for n in names)
+    lines = []
+    for n in names:
+        res = load_results(n, root)
+        lines.append(experiment_statement(n, res) + (kernel_spread(n, res, root) if res else ''))
+    return '\n'.join(lines)
 
 # %% ../../nbs/76_eval_results.ipynb #993ce597
 def gpu_statement(res:dict)->str:
