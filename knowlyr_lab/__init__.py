@@ -43,8 +43,10 @@ _LAZY = {
     'convert': 'recorder.convert', 'detect_format': 'recorder.convert',
     # reward
     'RewardEngine': 'reward.engine', 'make_reward_fn': 'reward.engine',
-    # hub: rollouts, storage, export
-    'collect': 'hub.collect', 'DatasetExporter': 'hub.export', 'TrajectoryStore': 'hub.store',
+    # rollouts
+    'collect': 'rollout.collect', 'RolloutSpec': 'rollout.spec', 'Workers': 'rollout.spec', 'run_episodes': 'rollout.engine',
+    # hub: storage, export, pipeline
+    'DatasetExporter': 'hub.export', 'TrajectoryStore': 'hub.store',
     'Pipeline': 'hub.pipeline', 'PipelineConfig': 'hub.pipeline',
     # trainer (these import torch when first used)
     'SFTTrainer': 'trainer.sft', 'SFTConfig': 'trainer.sft', 'DPOTrainer': 'trainer.dpo', 'DPOConfig': 'trainer.dpo',
