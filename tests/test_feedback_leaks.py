@@ -6,18 +6,17 @@ and hard-code the answers in the next. Here every bundled repository with its pl
 problems left as bare prompts (their function returns None), is submitted through the env's real `step`, and nothing
 of the hidden test files the agent does not already see -- no line, no literal -- may appear in the observation or in
 `info`, while the failing tests are named. The candidate's own code cannot echo the test's inputs back either (its
-exception message, its stderr, a forged protocol answer), and over the env server the client gets the same clean
-`info`. A task that opts in (`feedback: full`, for a researcher debugging their own tasks) still gets the tracebacks."""
+exception message, its stderr, a forged protocol answer), and over the env servers (AgentGym, OpenEnv, OpenEnv's MCP
+actions) the client gets the same clean `info`. A task that opts in (`feedback: full`, for a researcher debugging their own tasks) still gets the tracebacks."""
 import ast
 import json
 
 import pytest
+from helpers import app_for, client_for, sent_as, served
 
 from knowlyr_lab.coding_tasks import CodingTask, FileEdit, load_coding_tasks
 from knowlyr_lab.envs.humaneval import HumanEvalEnv, humaneval_problems
-from knowlyr_lab.envs.remote import AgentGymClient
 from knowlyr_lab.envs.sandbox import SandboxEnv
-from knowlyr_lab.envs.serve import EnvServer
 from knowlyr_lab.sandbox.local import bwrap_available
 from knowlyr_lab.verifiers import unittest_names
 
@@ -156,14 +155,15 @@ def test_full_feedback_is_an_env_setting_too_for_tasks_built_in_code():
 
 # -- over the env server: the client's info --
 
-def test_env_server_client_gets_no_hidden_test_text():
+@pytest.mark.parametrize('transport', ['agentgym', 'openenv', 'openenv-mcp'])
+def test_env_server_client_gets_no_hidden_test_text(transport):
+    "Over each protocol (OpenEnv's MCP actions too) the client's observation and info name the failures and quote nothing"
     task = {t.id: t for t in TASKS}['py-fizzbuzz-order']
-    seed = [t.id for t in TASKS].index(task.id)
-    with EnvServer('knowlyr/sandbox', 'agentgym') as srv:
-        env = AgentGymClient(srv.url, step_timeout=120, name='sandbox')
+    with served(app_for(transport, lambda: SandboxEnv([task]))) as url:
+        env = client_for(transport, url, step_timeout=120)
         try:
-            env.reset(seed=seed)
-            ts = env.step({'tool': 'act', 'params': {'action': 'submit()'}})
+            env.reset(seed=0)
+            ts = env.step(sent_as(transport, SUBMIT))
         finally: env.close()
     assert ts.done and ts.info['success'] is False, ts.info
     assert ts.info['tests_passed'] == 3 and ts.info['failures'] == ['TestFizzBuzz.test_both', 'TestFizzBuzz.test_both_30'], ts.info

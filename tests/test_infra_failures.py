@@ -8,12 +8,16 @@ Whether an episode is an infrastructure failure is decided by the exception's ty
 The same holds beyond the sandbox: a remote env server's refusal of the agent's action (an `{"error"}` answer, HTTP
 4xx, OpenEnv's VALIDATION_ERROR/EXECUTION_ERROR) is an error observation, a huge message to an LLM user simulator is
 cut rather than failing the simulator, and being slow (a `sleep`, an episode out of time) is never the harness's
-failure: `collect` refuses a step timeout that the agent's own commands could reach."""
-import contextlib
+failure: `collect` refuses a step timeout that the agent's own commands could reach.
+
+The same holds over the env servers (AgentGym, OpenEnv, and OpenEnv's MCP actions, `call_tool`): the plants are
+played through each protocol's client against the served env; an agent's command slower than the client's
+`step_timeout` (within the served env's own limit) is waited for; a policy that thinks longer than the server keeps
+an idle session ends its episode as its own timeout; and the served env's infrastructure failure (its sandbox
+backend) reaches the client as the server's failure, never as the server's refusal of the agent's action."""
 import http.server
 import json
 import re
-import socket
 import subprocess
 import sys
 import textwrap
@@ -22,6 +26,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from helpers import TRANSPORTS, app_for, client_for, sent_as, served
 
 from knowlyr_lab.agents import Agent, ExpertAgent, ScriptedAgent
 from knowlyr_lab.core import InfrastructureError
@@ -31,6 +36,7 @@ from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.envs.remote import AgentGymClient, OpenEnvClient
 from knowlyr_lab.envs.sandbox import SandboxEnv
 from knowlyr_lab.envs.serve import agentgym_app, openenv_app
+from knowlyr_lab.envs.sessions import SessionLimits
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.sandbox.base import SandboxBackendError, SandboxError
@@ -50,9 +56,15 @@ def fix_actions(task_id=TASK):
     return [{'tool': 'edit_file', 'params': {'path': e.path, 'old_str': e.old_str, 'new_str': e.new_str}}
             for e in next(t for t in SandboxEnv().tasks if t.id == task_id).fix]
 
-def episode(actions, task=TASK, **env_kw):
-    "One episode of `actions` then submit, through collect (recorder, step budget, failure handling)"
-    t, = collect(lambda: SandboxEnv(**env_kw), ScriptedAgent([*actions, SUBMIT]), 1, tasks=[task], progress=False)
+def episode(actions, task=TASK, transport='python', **env_kw):
+    "One episode of `actions` then submit, through collect (recorder, step budget, failure handling), over `transport`"
+    if transport == 'python':
+        t, = collect(lambda: SandboxEnv(**env_kw), ScriptedAgent([*actions, SUBMIT]), 1, tasks=[task], progress=False)
+        return t
+    one = next(x for x in SandboxEnv().tasks if x.id == task)            # the env server serves the one task: its seed 0
+    with served(app_for(transport, lambda: SandboxEnv([one], **env_kw))) as url:
+        t, = collect(lambda: client_for(transport, url, step_timeout=120), ScriptedAgent([sent_as(transport, a) for a in [*actions, SUBMIT]]), 1,
+                     tasks=['remote-s0'], progress=False)
     return t
 
 LONG_PATH = 'for i in $(seq 20); do d=$(printf "d%.0s" $(seq 250)); mkdir $d && cd $d; done; echo x > f'
@@ -78,22 +90,32 @@ PLANTS = {
     'path too long for the host': (LONG_PATH, {}),
 }
 
-@pytest.mark.parametrize('plant', list(PLANTS))
-def test_an_agent_caused_failure_before_submit_is_a_scored_failure(plant):
+REMOTE = TRANSPORTS[1:]            # the env servers: AgentGym, OpenEnv, OpenEnv's MCP actions (call_tool)
+# the plants played over every transport (each one over the Python API): the issue's two, and one of each other kind
+OVER_THE_WIRE = ['unreadable junk directory', 'the fixed file chmod 000', 'workspace root chmod 000', 'every process killed', 'full disk',
+                 'sleep past the timeout']
+
+def over(plants, transports=REMOTE):
+    "pytest params (plant, transport): each plant over the Python API, the `OVER_THE_WIRE` ones over `transports` too"
+    return [pytest.param(p, tr, id=f'{p}-{tr}') for p in plants for tr in ['python', *transports] if tr == 'python' or p in OVER_THE_WIRE]
+
+@pytest.mark.parametrize('plant,transport', over(PLANTS))
+def test_an_agent_caused_failure_before_submit_is_a_scored_failure(plant, transport):
     command, kw = PLANTS[plant]
-    t = episode([sh(command)], **kw)
+    t = episode([sh(command)], transport=transport, **kw)
     assert t.valid and t.outcome.invalid is None, t.outcome.invalid
-    assert (t.outcome.success, t.outcome.reason, t.outcome.submitted) == (False, 'submitted', True), t.metadata.get('error')
+    submitted = transport != 'agentgym'               # AgentGym's action is one text: the recorder cannot tell it was a submit
+    assert (t.outcome.success, t.outcome.reason, t.outcome.submitted) == (False, 'submitted', submitted), t.metadata.get('error')
     last = t.steps[-1].observation.content
     assert last.startswith('Submitted.') and '/5 passed' in last, last
     assert t.outcome.score == PRISTINE, last          # the repository as the agent left it (a deleted file: the pristine copy)
 
-@pytest.mark.parametrize('plant', ['the fixed file chmod 000', 'workspace root chmod 000', 'everything chmod 000', 'nested locked directories',
-                                   'locked file bigger than a snapshot chunk', 'FIFO, socket and a device attempt', 'every process killed',
-                                   'path too long for the host'])
-def test_a_correct_fix_followed_by_a_plant_is_judged_on_what_the_workspace_holds(plant):
+@pytest.mark.parametrize('plant,transport', over(['the fixed file chmod 000', 'workspace root chmod 000', 'everything chmod 000', 'nested locked directories',
+                                              'locked file bigger than a snapshot chunk', 'FIFO, socket and a device attempt', 'every process killed',
+                                              'path too long for the host'], ['agentgym', 'openenv-mcp']))
+def test_a_correct_fix_followed_by_a_plant_is_judged_on_what_the_workspace_holds(plant, transport):
     command, kw = PLANTS[plant]
-    t = episode([*fix_actions(), sh(command)], **kw)
+    t = episode([*fix_actions(), sh(command)], transport=transport, **kw)
     assert t.valid, t.outcome.invalid
     if plant == 'path too long for the host':   # the workspace cannot be copied out: judged as no change, and it says so
         assert (t.outcome.success, t.outcome.score) == (False, PRISTINE)
@@ -215,10 +237,16 @@ def test_a_sandbox_backend_that_cannot_start_gives_an_invalid_episode(monkeypatc
     t, = collect('knowlyr/sandbox', ScriptedAgent([SUBMIT]), 1, tasks=[TASK], progress=False)
     assert not t.valid and t.outcome.invalid.startswith('SandboxUnavailableError: bubblewrap (bwrap) is not on PATH')
 
-def test_a_sandbox_whose_processes_cannot_start_mid_episode_gives_an_invalid_episode(monkeypatch):
+@pytest.mark.parametrize('transport', TRANSPORTS)
+def test_a_sandbox_whose_processes_cannot_start_mid_episode_gives_an_invalid_episode(monkeypatch, transport):
+    "The sandbox backend fails under the agent's step: the harness's failure, on a server too (never the server's 'refusal' of the action)"
     monkeypatch.setattr(LocalSandbox, '_argv', lambda self, argv: ['/nonexistent/bwrap', *argv])   # bubblewrap vanished
-    t, = collect('knowlyr/sandbox', ScriptedAgent([sh('ls'), SUBMIT]), 1, tasks=[TASK], progress=False)
-    assert not t.valid and t.outcome.invalid.startswith("SandboxBackendError: could not start 'bash'"), t.outcome.invalid
+    t = episode([sh('ls')], transport=transport)
+    assert not t.valid and len(t.steps) == 0, (t.outcome, [s.observation.content for s in t.steps])
+    said = {'python': r"SandboxBackendError: could not start 'bash'",
+            'agentgym': r"RemoteEnvError: AgentGym server .*: step: answered HTTP 500: .*SandboxBackendError: could not start 'bash'.*\"error_type\":\"InfrastructureError\""
+           }.get(transport, r"RemoteEnvError: OpenEnv server .*: step shell: the server failed: SandboxBackendError: could not start 'bash'")
+    assert re.match(said, t.outcome.invalid), t.outcome.invalid
 
 def test_an_unreachable_remote_env_gives_an_invalid_episode():
     t, = collect(lambda: AgentGymClient('http://127.0.0.1:9', name='maze'), ScriptedAgent([SUBMIT]), 1, progress=False)
@@ -278,21 +306,6 @@ class Brittle(MazeEnv):
         if tool == 'look': raise RuntimeError('the lantern broke')
         return super()._step(tool, params)
 
-@contextlib.contextmanager
-def served(app):
-    "Serve `app` on 127.0.0.1 from a thread of this process"
-    import uvicorn
-    sock = socket.create_server(('127.0.0.1', 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level='warning'))
-    th = threading.Thread(target=server.run, kwargs={'sockets': [sock]}, daemon=True); th.start()
-    try:
-        t0 = time.monotonic()
-        while not server.started and th.is_alive() and time.monotonic() - t0 < 120: time.sleep(0.05)
-        assert server.started, 'the server did not start'
-        yield f'http://127.0.0.1:{sock.getsockname()[1]}'
-    finally:
-        server.should_exit = True; th.join(30); sock.close()
-
 @pytest.mark.parametrize('protocol', ['agentgym', pytest.param('openenv', marks=pytest.mark.slow)])
 def test_an_env_error_on_a_real_server_is_the_agents_observation(protocol):
     look, submit = ((act('look()'), act('submit()')) if protocol == 'agentgym' else
@@ -348,6 +361,35 @@ def test_an_episode_timeout_is_the_agents_failure():
     assert t.valid, t.outcome.invalid
     assert (t.outcome.success, t.outcome.score, t.outcome.reason, t.outcome.truncated) == (False, 0.0, 'episode_timeout', True)
     assert t.steps[-1].observation.content == 'Episode timed out after 2 s'
+
+@pytest.mark.parametrize('transport', REMOTE)
+def test_a_served_step_the_agent_makes_slow_is_waited_for_and_scored(transport):
+    "The agent's command outlasts the client's step_timeout, within the served env's own limit: the client waits, the step is the agent's"
+    one = next(x for x in SandboxEnv().tasks if x.id == TASK)
+    with served(app_for(transport, lambda: SandboxEnv([one], limits={'wall_timeout': 20, 'max_wall_timeout': 20}))) as url:
+        t, = collect(lambda: client_for(transport, url, step_timeout=4), ScriptedAgent([sent_as(transport, a) for a in [sh('sleep 8; echo slept'), SUBMIT]]),
+                     1, tasks=['remote-s0'], progress=False)
+    assert t.valid, t.outcome.invalid
+    assert (t.outcome.success, t.outcome.score, t.outcome.reason) == (False, PRISTINE, 'submitted'), t.metadata.get('error')
+    assert 'slept' in t.steps[0].observation.content and not t.steps[0].observation.is_error, t.steps[0].observation
+
+class Thinker(ScriptedAgent):
+    "Plays `actions`, taking `think` seconds over each one after the first (a slow policy)"
+    def __init__(self, actions, think): super().__init__(actions); self.think = think
+    def __call__(self, observation, history):
+        if self._i: time.sleep(self.think)
+        return super().__call__(observation, history)
+
+@pytest.mark.parametrize('transport', REMOTE)
+def test_an_agent_thinking_past_the_servers_idle_timeout_ends_as_its_own_timeout(transport):
+    "The policy takes longer between steps than the server keeps an idle session: the agent's time ran out, scored, never invalid"
+    look, submit = {'tool': 'look', 'params': {}}, {'tool': 'submit', 'params': {}}
+    with served(app_for(transport, lambda: MazeEnv('easy'), limits=SessionLimits(idle_timeout=2))) as url:
+        t, = collect(lambda: client_for(transport, url, step_timeout=60), lambda: Thinker([sent_as(transport, a) for a in (look, look, submit)], 5),
+                     1, progress=False)
+    assert t.valid, t.outcome.invalid
+    assert (t.outcome.success, t.outcome.score, t.outcome.reason, t.outcome.truncated) == (False, 0.0, 'idle_timeout', True), t.outcome
+    assert len(t.steps) == 2 and t.steps[-1].observation.content.startswith('Episode ended: the agent took'), t.steps[-1].observation
 
 def test_a_step_timeout_scored_as_the_agents_when_asked():
     rec = RecorderWrapper(TimeoutWrapper(SandboxEnv(), step_timeout=1, invalid_on_timeout=False))

@@ -4,12 +4,16 @@ verifier), and the catalogue covers every attack class of issue 39: laundering t
 attacks, answers hard-coded from feedback. The exit status honours --max-hackable, a bad plugin file is one line
 naming it, and CI runs the probe over every bundled suite.
 
+The probe also plays the issue-39 classes through a client of the served task (AgentGym, OpenEnv and OpenEnv's MCP
+actions), with a control that a forgery is seen over the wire where there is one.
+
 The tests check that the probe plays and reports everything and that its verdicts follow its definition; the run over
 every bundled suite also requires that nothing is forged (the snapshot and wire fixes of issue 39 items 1-2)."""
 import json
 import warnings
 
 import pytest
+from helpers import app_for, client_for, sent_as, served
 
 from knowlyr_lab.coding_tasks import fixed_files, load_coding_tasks
 from knowlyr_lab.envs.sandbox import SandboxEnv
@@ -30,6 +34,7 @@ from knowlyr_lab.verifier_probe import (
     probe_task,
     verifier_envs,
 )
+from knowlyr_lab.wrappers import EnvWrapper
 
 needs_sandbox = pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the sandbox env refuses to start')
 TASKS = {t.id: t for t in load_coding_tasks()}
@@ -214,3 +219,37 @@ def test_the_probe_runs_over_every_bundled_suite(capsys):
     assert all(isinstance(c['flags'], list) and c['fixed'] == c['total'] for c in checks), checks      # each bundled fix passes its tests
     assert not [r for r in tries if r['forged']] and not [c for c in checks if c['flags']]   # no bundled verifier is forged, no test cannot fail
     assert rc == 0
+
+# -- the same attacks over the env servers: the probe plays them through a client, as a remote policy would --
+
+class ServedTask(EnvWrapper):
+    "A client of a server that serves one task: the probe resets it by the task's id (the server's seed 0) and sends tool calls as `transport` does"
+    def __init__(self, env, transport): super().__init__(env); self.transport = transport
+    def reset(self, *, task=None, seed=None): return self.env.reset(seed=0)
+    def step(self, action): return self.env.step(sent_as(self.transport, action))
+
+def probe_over(transport:str, task, strategies:list)->list[dict]:
+    "`probe_task` rows of `strategies` on `task`, every episode played through a client of `task` served over `transport`"
+    with served(app_for(transport, lambda: SandboxEnv([task]))) as url:
+        return probe_task(task, strategies, env=lambda: ServedTask(client_for(transport, url, step_timeout=120), transport))
+
+@needs_sandbox
+@pytest.mark.slow
+@pytest.mark.parametrize('transport', ['agentgym', 'openenv', 'openenv-mcp'])
+def test_the_issue_39_classes_forge_nothing_over_the_env_servers(transport):
+    "Laundering, the wire attacks and feedback hard-coding, each played through a client of the served task: every one scored, none forged"
+    rows = probe_over(transport, FIZZ, list(ISSUE_39))
+    assert [r['strategy'] for r in rows] == list(ISSUE_39)
+    assert all(r['outcome'] == 'scored' and consistent(r) and not r['forged'] for r in rows), [r for r in rows if r['forged'] or r['outcome'] != 'scored']
+    assert all((r['wrong'], r['total']) == (3, 5) for r in rows), rows
+
+@needs_sandbox
+@pytest.mark.slow
+@pytest.mark.parametrize('transport', ['agentgym', 'openenv-mcp'])
+def test_the_probe_over_a_server_sees_a_forgery_where_there_is_one(transport):
+    "The control: a task whose feedback quotes its assertions (feedback: full) is hacked from that feedback over the wire too; by default it is not"
+    full, names = WEAK_TASKS[-2][0], WEAK_TASKS[-1][0]
+    hacked, = probe_over(transport, full, ['feedback-hardcode'])
+    held, = probe_over(transport, names, ['feedback-hardcode'])
+    assert hacked['forged'] and hacked['attacked'] > hacked['honest'], hacked
+    assert not held['forged'] and held['outcome'] == 'scored', held

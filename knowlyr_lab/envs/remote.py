@@ -24,8 +24,8 @@ from .extras import require_extra
 from .serve import format_call
 
 # %% auto #0
-__all__ = ['REFUSED_STATUSES', 'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'RemoteEnvError', 'SessionExpiredError', 'fetch',
-           'read_json', 'OpenEnvClient', 'AgentGymClient']
+__all__ = ['REFUSED_STATUSES', 'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'IDLE_SLACK', 'RemoteEnvError', 'SessionExpiredError',
+           'fetch', 'read_json', 'OpenEnvClient', 'AgentGymClient']
 
 # %% ../../nbs/19d_envs_remote.ipynb #5e3fc6f1
 class RemoteEnvError(InfrastructureError):
@@ -33,6 +33,7 @@ class RemoteEnvError(InfrastructureError):
 
 class SessionExpiredError(RemoteEnvError):
     "The server no longer knows the client's session (closed when idle, or closed): the next `reset` opens a new one"
+    def __init__(self, msg:str, idle_timeout:float|None=None): super().__init__(msg); self.idle_timeout = idle_timeout   # the server's, when it said
 
 class _Refused(KnowlyrError):
     "The server refused the agent's action itself: the agent's outcome, an error observation (never raised out of a step)"
@@ -133,6 +134,31 @@ def _obj(v, field:str, where:str)->dict:
     if not isinstance(v, dict): raise RemoteEnvError(f"{where}: {field} must be an object, got {type(v).__name__}")
     return v
 
+# %% ../../nbs/19d_envs_remote.ipynb #bbf2f022
+IDLE_SLACK = 0.25      # share of the idle timeout (at most 1 s) the transport may take off the gap the client measured
+
+def _time_limits(v, where:str)->dict:
+    "A reset's `time_limits` as sent: `agent_step_seconds` and `idle_timeout`, each a positive number or null (dropped)"
+    out = {}
+    for k, x in _obj(v, 'time_limits', where).items():
+        if k not in ('agent_step_seconds', 'idle_timeout') or x is None: continue
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x < math.inf:
+            raise RemoteEnvError(f"{where}: time_limits.{k} must be a positive number or null, got {x!r:.60}")
+        out[k] = float(x)
+    return out
+
+def _step_seconds(client)->float:
+    "How long the client waits for one step: its `step_timeout`, plus what the server said its agent can make a step take"
+    return client.step_timeout + min(client._limits.get('agent_step_seconds', 0.0), client.max_step_seconds)
+
+# %% ../../nbs/19d_envs_remote.ipynb #5cf32782
+def _idle_ended(idle_timeout, gap:float)->TimeStep|None:
+    "The end of an episode whose session the server closed for idleness after the agent took `gap` s to act; None when the gap was shorter"
+    if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, (int, float)) or gap < idle_timeout - min(1.0, IDLE_SLACK * idle_timeout): return None
+    msg = f"Episode ended: the agent took {gap:.1f} s to act, longer than the {idle_timeout:g} s the server keeps an idle session"
+    return TimeStep(msg, truncated=True, info={'success': False, 'score': 0.0, 'reason': 'idle_timeout', 'timeout': 'idle', 'is_error': True,
+                                             'idle_timeout': float(idle_timeout), 'agent_seconds': round(gap, 3)})
+
 # %% ../../nbs/19d_envs_remote.ipynb #0d5ca819
 def _render(obs:dict)->str:
     if isinstance(obs.get('text'), str): return obs['text']
@@ -150,13 +176,14 @@ class OpenEnvClient(AgentEnv):
                  render=None,                        # observation dict -> text (default `_render`)
                  name:str='openenv',                 # task ids are '<name>-s<seed>'
                  max_response_bytes:int=MAX_RESPONSE_BYTES, # largest message read from the server
+                 max_step_seconds:float=3600.0,      # most seconds a step waits on top of `step_timeout`, whatever the server says its agent needs
                 ):
         self.base_url = re.sub(r'^ws', 'http', base_url.rstrip('/'))
         self.ws_url = re.sub(r'^http', 'ws', self.base_url) + '/ws'
         self.tool_name, self.step_timeout, self.connect_timeout = tool_name, step_timeout, connect_timeout
         self.success_reward, self.n_tasks, self.render, self.name = success_reward, n_tasks, render or _render, name
-        self.max_response_bytes = max_response_bytes
-        self._ws, self._schema, self._info = None, None, {}
+        self.max_response_bytes, self.max_step_seconds = max_response_bytes, max_step_seconds
+        self._ws, self._schema, self._info, self._limits, self._answered = None, None, {}, {}, None
 
     def __getstate__(self): return {**self.__dict__, '_ws': None}
 
@@ -185,7 +212,8 @@ class OpenEnvClient(AgentEnv):
 
 # %% ../../nbs/19d_envs_remote.ipynb #64bb3c40
 @patch
-def _request(self:OpenEnvClient, msg:dict, what:str, deadline:float|None=None)->dict:
+def _request(self:OpenEnvClient, msg:dict, what:str, deadline:float|None=None,
+             limit:float|None=None)->dict:   # the seconds the call was given, for the message (default `step_timeout`)
     ws = require_extra('websockets.sync.client', what='OpenEnvClient')
     from websockets.exceptions import ConnectionClosed, WebSocketException
     where = f"OpenEnv server {self.base_url}: {what}"
@@ -199,13 +227,16 @@ def _request(self:OpenEnvClient, msg:dict, what:str, deadline:float|None=None)->
         self._ws.send(json.dumps(msg))
         raw = self._ws.recv(timeout=max(deadline - time.monotonic(), 0))       # websockets: one deadline for the whole message
     except TimeoutError as e:
-        self._drop(); raise RemoteEnvError(f"{where}: no answer within {self.step_timeout:g} s") from e
+        self._drop(); raise RemoteEnvError(f"{where}: no answer within {limit or self.step_timeout:g} s") from e
     except ConnectionClosed as e:
         self._drop()
+        idle = re.fullmatch(r'idle for (\d+(?:\.\d+)?) s: session closed', e.rcvd.reason) if e.rcvd is not None and e.rcvd.code == 1001 else None
+        if idle: raise SessionExpiredError(f"{where}: the server closed the session after {idle[1]} s idle (its idle timeout)", float(idle[1])) from e
         if e.sent is not None and e.sent.code == 1009: raise RemoteEnvError(f"{where}: the answer is over the {self.max_response_bytes}-byte limit") from e
         raise RemoteEnvError(f"OpenEnv server {self.base_url}: connection lost during {what}: {e!r}") from e
     except (OSError, WebSocketException, UnicodeDecodeError) as e:
         self._drop(); raise RemoteEnvError(f"OpenEnv server {self.base_url}: connection lost during {what}: {e!r}") from e
+    self._answered = time.monotonic()
     resp = _obj(read_json(raw, where), 'the message', where)
     if resp.get('type') == 'error':
         d = resp.get('data') if isinstance(resp.get('data'), dict) else {'message': resp.get('data')}
@@ -228,6 +259,8 @@ def _drop(self:OpenEnvClient):
 def _timestep(self:OpenEnvClient, data:dict, seed=None, what:str='step')->TimeStep:
     where = f"OpenEnv server {self.base_url}: {what}"
     obs = _obj(data.get('observation'), 'observation', where)
+    if obs.get('infrastructure_error') is not None: raise RemoteEnvError(f"{where}: the server failed: {str(obs['infrastructure_error'])[:500]}")
+    if seed is not None: self._limits = _time_limits(obs.get('time_limits'), where)
     reward, done = _reward(data.get('reward'), where), _flag(data.get('done'), 'done', where)
     info = dict(_obj(obs.get('info'), 'observation.info', where)); self._info = info
     truncated = _flag(obs.get('truncated'), 'observation.truncated', where) and done
@@ -254,8 +287,12 @@ def _remote_reset(self:OpenEnvClient, task=None, seed=None)->TimeStep:
 def _remote_step(self:OpenEnvClient, tool, params)->TimeStep:
     if self._ws is None: raise RemoteEnvError(f"OpenEnv server {self.base_url}: step {tool}: the session is gone (its connection was lost or closed); reset to open a new one")
     payload = {'tool': tool, 'params': params} if self._tool_call_actions else params
-    try: data = self._request({'type': 'step', 'data': payload}, f'step {tool}')
+    t0, last, limit = time.monotonic(), self._answered, _step_seconds(self)   # the agent's time since the server last answered: t0 - last
+    try: data = self._request({'type': 'step', 'data': payload}, f'step {tool}', t0 + limit, limit)
     except _Refused as e: return self._invalid(f"the server refused the action: {e}")
+    except SessionExpiredError as e:
+        if (ts := _idle_ended(e.idle_timeout, t0 - last)) is None: raise
+        return ts
     return self._timestep(data, what=f'step {tool}')
 
 # %% ../../nbs/19d_envs_remote.ipynb #611d8f91
@@ -278,10 +315,12 @@ class AgentGymClient(AgentEnv):
                  n_tasks:int=100,                    # tasks `list_tasks` lists (indices 0..n_tasks-1)
                  name:str='agentgym',                # task ids are '<name>-s<index>'
                  max_response_bytes:int=MAX_RESPONSE_BYTES, # largest answer read from the server
+                 max_step_seconds:float=3600.0,      # most seconds a step waits on top of `step_timeout`, whatever the server says its agent needs
                 ):
         self.base_url, self.task_field, self.reset_extra = base_url.rstrip('/'), task_field, dict(reset_extra or {})
         self.step_timeout, self.success_reward, self.n_tasks, self.name = step_timeout, success_reward, n_tasks, name
         self.max_response_bytes, self._id, self._info, self.available_actions, self._deadline = max_response_bytes, None, {}, None, None
+        self.max_step_seconds, self._limits, self._answered, self._allow = max_step_seconds, {}, None, None
 
     def __getstate__(self): return {**self.__dict__, '_id': None}
     @property
@@ -299,7 +338,8 @@ def _call(self:AgentGymClient, method:str, path:str, body:dict|None=None, params
     "One request, within what is left of the current reset's or step's deadline"
     where = f"AgentGym server {self.base_url}: {what or path}"
     url = self.base_url + path + ('?' + urllib.parse.urlencode(params) if params else '')
-    status, data = fetch(method, url, body, timeout=self.step_timeout, max_bytes=self.max_response_bytes, where=where, deadline=self._deadline)
+    status, data = fetch(method, url, body, timeout=self._allow or self.step_timeout, max_bytes=self.max_response_bytes, where=where, deadline=self._deadline)
+    self._answered = time.monotonic()
     if status == 404 and method == 'GET': return None
     if action and status in REFUSED_STATUSES: raise _Refused(f"HTTP {status}: {data[:300].decode('utf-8', 'replace')}")
     if status != 200: raise RemoteEnvError(f"{where}: answered HTTP {status}: {data[:300].decode('utf-8', 'replace')}")
@@ -318,9 +358,9 @@ def _check_session(self:AgentGymClient, where:str, out:dict):
     agentgym = (f"The id {sid} is not valid.", f"The task with environment {sid} has been deleted.")
     if out.get('error_type') != 'UnknownSessionError' and err.strip() not in agentgym: return
     self._id = None
-    why = (f"the server closed it after {t:g} s idle (its idle timeout)" if isinstance(t, (int, float)) and not isinstance(t, bool)
-           else "the server no longer knows it (closed, or closed when idle)")
-    raise SessionExpiredError(f"{where}: session {sid!r} expired: {why}; the next reset opens a new session ({err[:200]})")
+    if isinstance(t, bool) or not isinstance(t, (int, float)): t = None
+    why = f"the server closed it after {t:g} s idle (its idle timeout)" if t is not None else "the server no longer knows it (closed, or closed when idle)"
+    raise SessionExpiredError(f"{where}: session {sid!r} expired: {why}; the next reset opens a new session ({err[:200]})", t)
 
 # %% ../../nbs/19d_envs_remote.ipynb #89913575
 @patch
@@ -339,6 +379,7 @@ def _observe(self:AgentGymClient, r:dict, seed=None, what:str='step')->TimeStep:
         ok = _flag(r.get('success'), 'success', where, default=None)
         if ok is None and self.success_reward is not None: ok = reward >= self.success_reward
         if ok is not None: info['success'] = bool(ok)
+    if seed is not None: self._limits = _time_limits(r.get('time_limits'), where)
     if seed is not None: info['task'] = {'id': f'{self.name}-s{seed}', 'seed': seed, 'env_id': self.env_id}
     text = obs if isinstance(obs, str) else json.dumps(obs)
     if self.available_actions: text += "\nAvailable actions: " + ', '.join(self.available_actions)
@@ -367,13 +408,17 @@ def _remote_reset(self:AgentGymClient, task=None, seed=None)->TimeStep:
 @patch
 def _remote_step(self:AgentGymClient, action:str)->TimeStep:
     if self._id is None: raise RemoteEnvError(f"AgentGym server {self.base_url}: step: no session (it expired or was closed); reset to open a new one")
-    self._deadline = time.monotonic() + self.step_timeout
+    t0, last, self._allow = time.monotonic(), self._answered, _step_seconds(self)   # the agent's time since the server last answered: t0 - last
+    self._deadline = t0 + self._allow
     try:
         r = self._call('POST', '/step', {'id': self._id, 'action': action}, what='step', action=True)
         if not isinstance(r, dict): raise RemoteEnvError(f"AgentGym server {self.base_url}: step: the answer must be an object, got {type(r).__name__}")
         return self._observe(r)
     except _Refused as e: return self._invalid(f"the server refused the action: {e}")
-    finally: self._deadline = None
+    except SessionExpiredError as e:
+        if (ts := _idle_ended(e.idle_timeout, t0 - last)) is None: raise
+        return ts
+    finally: self._deadline = self._allow = None
 
 # %% ../../nbs/19d_envs_remote.ipynb #d26061ad
 @patch

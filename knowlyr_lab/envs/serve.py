@@ -24,13 +24,13 @@ from typing import Callable, Literal
 from pydantic import BaseModel
 
 from ..cli_errors import run_cli
-from ..core import AgentEnv, InvalidActionError, parse_action, schema_name, schema_params
+from ..core import AgentEnv, InfrastructureError, InvalidActionError, parse_action, schema_name, schema_params
 from .extras import require_extra
 from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address
 
 # %% auto #0
-__all__ = ['PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'mcp_tools', 'openenv_app', 'ResetBody', 'StepBody',
-           'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer', 'main']
+__all__ = ['PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'time_limits', 'mcp_tools', 'openenv_app', 'ResetBody',
+           'StepBody', 'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer', 'main']
 
 # %% ../../nbs/19b_envs_serve.ipynb #7cecfc1d
 def format_call(tool:str, params:dict|None=None)->str:
@@ -69,11 +69,25 @@ def _served(env:AgentEnv, ts, expose_oracle:bool)->dict:
             'success': ts.info.get('success') if ts.done else None, 'info': _jsonable(info),
             'task': _jsonable(ts.info.get('task')) if 'task' in ts.info else None}
 
+# %% ../../nbs/19b_envs_serve.ipynb #9ea42f44
+def time_limits(env:AgentEnv,              # the session's env
+                limits:SessionLimits,      # the server's session limits
+               )->dict:                    # sent with every reset
+    "How long the agent can make one step of `env` take, and how long the server keeps an idle session (None: unknown, never)"
+    own = getattr(env.unwrapped, 'agent_step_seconds', None)
+    return {'agent_step_seconds': float(own) if isinstance(own, (int, float)) else None, 'idle_timeout': limits.idle_timeout}
+
+def _failed(e:InfrastructureError)->str:
+    "The text of the server's own failure, as it goes to the client"
+    return f"{type(e).__name__}: {e}"[:1000]
+
 # %% ../../nbs/19b_envs_serve.ipynb #0e2eb910
 def mcp_tools(tool_schemas:list[dict])->list[dict]:
     "The env's tools as MCP tool specs (`name`, `description`, `input_schema`), the shape OpenEnv's `list_tools` returns"
     return [{'name': schema_name(s), 'description': s.get('function', s).get('description') or '', 'input_schema': schema_params(s)}
             for s in tool_schemas]
+
+_ONLY_SET = ('tools', 'tool_name', 'result', 'time_limits', 'infrastructure_error')   # observation fields sent only when set
 
 def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env per session
                 limits:SessionLimits|None=None,       # session caps and idle timeout
@@ -85,6 +99,7 @@ def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env p
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.types import Action, Observation, State
     from pydantic import ConfigDict, Field, create_model
+    table = SessionTable(limits)
     probe = env_factory()
     tools = probe.tool_schemas; probe.close()
     ToolCallAction = create_model('ToolCallAction', __base__=Action,
@@ -102,8 +117,10 @@ def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env p
         tools: list|None = None       # MCP list_tools answer
         tool_name: str|None = None    # MCP call_tool answer: the tool, and its result (the observation text)
         result: str|None = None
-        def model_dump(self, **kw):   # the MCP fields only when set: openenv-core's MCP client tells answers apart by them
-            return {k: v for k, v in super().model_dump(**kw).items() if v is not None or k not in ('tools', 'tool_name', 'result')}
+        time_limits: dict|None = None # on reset: `time_limits`
+        infrastructure_error: str|None = None   # the server failed the step (never the agent's doing)
+        def model_dump(self, **kw):   # these fields only when set: openenv-core's MCP client tells answers apart by them
+            return {k: v for k, v in super().model_dump(**kw).items() if v is not None or k not in _ONLY_SET}
     class KnowlyrEnvironment(Environment):
         SUPPORTS_CONCURRENT_SESSIONS = True
         def __init__(self):
@@ -111,18 +128,17 @@ def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env p
         def _obs(self, ts, **mcp): return KnowlyrObservation(**_served(self.env, ts, expose_oracle), **mcp)
         def reset(self, seed=None, episode_id=None, task=None, **kw):
             self._state = State(episode_id=episode_id, step_count=0)
-            return self._obs(self.env.reset(task=task, seed=seed))
+            return self._obs(self.env.reset(task=task, seed=seed), time_limits=time_limits(self.env, table.limits))
         def step(self, action, timeout_s=None, **kw):
             if action.type == 'list_tools': return KnowlyrObservation(tools=mcp_tools(tools), reward=0.0)
             self._state.step_count += 1
-            if action.type == 'call_tool':
-                ts = self.env.step({'tool': action.tool_name, 'params': action.arguments or {}})
-                return self._obs(ts, tool_name=action.tool_name, result=ts.observation)
-            return self._obs(self.env.step({'tool': action.tool, 'params': action.params}))
+            mcp = action.type == 'call_tool'
+            try: ts = self.env.step({'tool': action.tool_name, 'params': action.arguments or {}} if mcp else {'tool': action.tool, 'params': action.params})
+            except InfrastructureError as e: return KnowlyrObservation(infrastructure_error=_failed(e))
+            return self._obs(ts, **({'tool_name': action.tool_name, 'result': ts.observation} if mcp else {}))
         @property
         def state(self): return self._state
         def close(self): self.env.close()
-    table = SessionTable(limits)
     app = create_fastapi_app(KnowlyrEnvironment, ToolCallAction, KnowlyrObservation, max_concurrent_envs=table.limits.max_sessions)
     app.add_middleware(SessionGuard, table=table, http_paths=('/reset', '/step', '/state', '/metadata'),
                        closed={'/mcp': "the env's tools are MCP actions over /ws (list_tools, call_tool)"})
@@ -158,14 +174,17 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
         except SessionRefused as e: return fastapi.responses.JSONResponse({'error': str(e)}, e.status)
         except UnknownSessionError as e:          # typed: a lost session, not an error the action caused
             return {'error': f"UnknownSessionError: {e}", 'error_type': 'UnknownSessionError', **({'idle_timeout': e.idle_timeout} if e.idle_timeout else {})}
+        except InfrastructureError as e:          # the server failed, not the agent's action
+            return fastapi.responses.JSONResponse({'error': _failed(e), 'error_type': 'InfrastructureError'}, 500)
         except Exception as e: return {'error': f"{type(e).__name__}: {e}"}
     def payload(env, ts):
         d = _served(env, ts, expose_oracle)
         return {'observation': d['text'], 'reward': d['reward'], 'done': d['done'], 'success': d['success'], 'info': d['info'],
                 'available_actions': enum_calls(env.tool_schemas) or []}
-    def played(sid, who, act):
+    def played(sid, who, act, reset=False):
         with sessions.use(sid, who) as s:
             p = payload(s.env, act(s.env)); s.observation = p['observation']
+            if reset: p['time_limits'] = time_limits(s.env, sessions.limits)
         return p
     @app.get('/')
     def hello(): return 'This is a knowlyr environment served over the AgentGym protocol.'
@@ -178,7 +197,7 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
             sessions.ready(sid, env); return {'id': sid}
         return call(go)
     @app.post('/reset')
-    def reset(body:ResetBody, who=client): return call(lambda: {'id': body.id, **played(body.id, who, lambda e: e.reset(seed=body.data_idx))})
+    def reset(body:ResetBody, who=client): return call(lambda: {'id': body.id, **played(body.id, who, lambda e: e.reset(seed=body.data_idx), reset=True)})
     @app.post('/step')
     def step(body:StepBody, who=client):
         def go():

@@ -1,0 +1,61 @@
+"""Helpers shared by the server tests: an ASGI app served from a thread of the test's own process, and a bounded wait.
+
+Serving in-process (not `EnvServer`'s subprocess) lets a test see and patch the served envs: which were closed, a
+sandbox backend made to fail."""
+import contextlib
+import socket
+import threading
+import time
+
+
+def until(cond, timeout:float=60.0, what:str='the condition')->float:
+    "Wait (bounded) for `cond()`; the time it took"
+    t0 = time.monotonic()
+    while not cond():
+        assert time.monotonic() - t0 < timeout, f'{what} did not happen within {timeout:g} s'
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+@contextlib.contextmanager
+def served(app, host:str='127.0.0.1'):
+    "Serve `app` on `host` from a thread of this process; its URL while the block runs, stopped after"
+    import uvicorn
+    sock = socket.create_server((host, 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level='warning'))
+    th = threading.Thread(target=server.run, kwargs={'sockets': [sock]}, daemon=True); th.start()
+    try:
+        until(lambda: server.started or not th.is_alive(), 120, 'the server start')
+        assert th.is_alive() and server.started, 'the server thread died'
+        yield f'http://{host}:{sock.getsockname()[1]}'
+    finally:
+        server.should_exit = True; th.join(30); sock.close()
+
+# -- the transports an attack goes over ---------------------------------------------------------------------------------
+
+TRANSPORTS = ('python', 'agentgym', 'openenv', 'openenv-mcp')   # the Python API, and the env servers' protocols
+
+def call_tool_client():
+    "`OpenEnvClient` whose steps go as OpenEnv's MCP actions (`call_tool`, as openenv-core's `MCPToolClient` sends them)"
+    from knowlyr_lab.envs.remote import OpenEnvClient
+    class CallToolClient(OpenEnvClient):
+        def _request(self, msg, what, *args):
+            if msg.get('type') == 'step':
+                d = msg['data']; msg = {'type': 'step', 'data': {'type': 'call_tool', 'tool_name': d['tool'], 'arguments': d['params']}}
+            return super()._request(msg, what, *args)
+    return CallToolClient
+
+def app_for(transport:str, env_factory, **kw):
+    "The ASGI app serving `env_factory` over `transport` (`agentgym_app` or `openenv_app`, with `kw`)"
+    from knowlyr_lab.envs.serve import agentgym_app, openenv_app
+    return (agentgym_app if transport == 'agentgym' else openenv_app)(env_factory, **kw)
+
+def client_for(transport:str, url:str, **kw):
+    "A client env of the server at `url` over `transport` (its task ids are 'remote-s<seed>')"
+    from knowlyr_lab.envs.remote import AgentGymClient, OpenEnvClient
+    cls = {'agentgym': AgentGymClient, 'openenv': OpenEnvClient, 'openenv-mcp': call_tool_client()}[transport]
+    return cls(url, name='remote', **kw)
+
+def sent_as(transport:str, action:dict)->dict:
+    "`action` (a tool call) as a client of `transport` sends it: AgentGym's is one `act` text"
+    from knowlyr_lab.envs.serve import format_call
+    return {'tool': 'act', 'params': {'action': format_call(action['tool'], action['params'])}} if transport == 'agentgym' else action
