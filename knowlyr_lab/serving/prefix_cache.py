@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from fastcore.basics import patch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 # %% auto #0
@@ -98,7 +99,9 @@ class PrefixPlan:
     width:int            # C + S: the prompt part of every row
     weights:object=None  # the weights' key when the batch was laid out (`keep` stores nothing if it changed since)
 
-def _batch(self:PrefixCache, model, ids:list[list[int]], # the prompts' token ids
+# %% ../../nbs/50_serving_prefix_cache.ipynb #1015d75b
+@patch
+def batch(self:PrefixCache, model, ids:list[list[int]], # the prompts' token ids
            pad_id:int)->tuple[dict, PrefixPlan]:
     "`generate` inputs (`input_ids`, `attention_mask`, `past_key_values`) for `ids`, each row reusing its longest cached prefix"
     key = self.sync(model)
@@ -129,10 +132,11 @@ def _batch(self:PrefixCache, model, ids:list[list[int]], # the prompts' token id
     with self._lock:
         self.stats['reused'] += sum(n for n, _, _ in hits); self.stats['encoded'] += sum(len(x) - n for x, (n, _, _) in zip(ids, hits))
     return out, PrefixPlan([n for n, _, _ in hits], [e for _, e, _ in hits], C + S, key)
-PrefixCache.batch = _batch
 
 MIN_SHARED = 16   # a prefix all rows share but none has cached is encoded once when it is at least this long
 
+# %% ../../nbs/50_serving_prefix_cache.ipynb #5f3f9b6b
+@patch
 @torch.no_grad()
 def _shared_prefix(self:PrefixCache, model, ids:list[list[int]], hits:list)->list:
     "Encode once the prefix every row shares (system prompt, tool list, task) when no row has it cached yet"
@@ -148,9 +152,10 @@ def _shared_prefix(self:PrefixCache, model, ids:list[list[int]], hits:list)->lis
     self.store(ids[0][:n], [(layer.keys[0], layer.values[0]) for layer in past.layers])
     with self._lock: self.stats['encoded'] += n
     return [self.lookup(x) for x in ids]
-PrefixCache._shared_prefix = _shared_prefix
 
-def _keep(self:PrefixCache, plan:PrefixPlan, inputs:dict, sequences:torch.Tensor, # `generate`'s output ids, [rows, width + new]
+# %% ../../nbs/50_serving_prefix_cache.ipynb #d4a4ae3b
+@patch
+def keep(self:PrefixCache, plan:PrefixPlan, inputs:dict, sequences:torch.Tensor, # `generate`'s output ids, [rows, width + new]
           past, # `generate`'s returned cache
           lengths:list[int]):                                                         # generated tokens to keep per row
     "Store each row's prompt and first `lengths[i]` generated tokens with their keys and values"
@@ -166,4 +171,3 @@ def _keep(self:PrefixCache, plan:PrefixPlan, inputs:dict, sequences:torch.Tensor
         kv = [(layer.keys[i].index_select(1, p), layer.values[i].index_select(1, p)) for layer in past.layers
               for p in [pos.to(layer.keys.device)]]                # layers may sit on different devices (device_map)
         self.store(sequences[i, pos].tolist(), kv, replaces=plan.entries[i])
-PrefixCache.keep = _keep

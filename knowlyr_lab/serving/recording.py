@@ -14,6 +14,8 @@ import threading
 import time
 import warnings
 
+from fastcore.basics import patch
+
 from ..hub.store import TrajectoryStore
 from ..trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
@@ -67,7 +69,9 @@ def _link(parent:dict|None, nd:dict, hashes:list[str]):
     if n is not None and n < len(hashes) and hashes[n] == parent['done_hash']:
         nd['added'], nd['messages'] = nd['messages'][n - 1:], None
 
-def _record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages, as rendered
+# %% ../../nbs/51_serving_recording.ipynb #5045cd81
+@patch
+def record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages, as rendered
             tools:list|None,                            # the tool schemas rendered in the prompt
             outs:list[dict],                            # generate's output per choice (prompt_token_ids, token_ids, logprobs, finish_reason)
             replies:list[dict],                         # the assistant message returned per choice
@@ -98,8 +102,9 @@ def _record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages,
         stale += [c for c in sorted(self._chains, key=lambda c: self._chains[c][-1]['t_end'])[:max(0, len(self._chains) - self.max_open)] if c not in stale]
         self._write([c for c in stale if c not in out])
     return out
-ExchangeRecorder.record = _record
 
+# %% ../../nbs/51_serving_recording.ipynb #4a117dd6
+@patch
 def _parent(self:ExchangeRecorder, hashes:list[str], episode, client:str='')->tuple|None:
     "(chain id, node) the new exchange continues: the client's episode's last node, or the client's longest recorded prefix"
     if episode is not None:
@@ -109,7 +114,6 @@ def _parent(self:ExchangeRecorder, hashes:list[str], episode, client:str='')->tu
         hit = self._index.get((client, h))
         if hit is not None and hit[0] in self._chains: return hit
     return None
-ExchangeRecorder._parent = _parent
 
 # %% ../../nbs/51_serving_recording.ipynb #c6030a37
 def _after(nd:dict, nxt:dict|None)->list[dict]|None:
@@ -150,6 +154,8 @@ def chain_trajectory(chain:list[dict])->Trajectory:
                       source=Source(format='openai-proxy'),
                       metadata={'messages': _last_messages(chain) + [last['reply']], 'tools': last['tools'], 'episode': last['episode']})
 
+# %% ../../nbs/51_serving_recording.ipynb #916319a7
+@patch
 def _write(self:ExchangeRecorder, cids:list[str]):
     "Write these open chains to the store and forget them; one the store refuses is dropped with a line in `errors` (caller holds the lock)"
     for cid in cids:
@@ -162,10 +168,10 @@ def _write(self:ExchangeRecorder, cids:list[str]):
             warnings.warn(self.errors[-1], RuntimeWarning, stacklevel=2); continue
         self.written.append(tid)
     self._by_episode = {e: c for e, c in self._by_episode.items() if c in self._chains}
-ExchangeRecorder._write = _write
 
-def _flush(self:ExchangeRecorder)->list[str]:
+# %% ../../nbs/51_serving_recording.ipynb #d8919f35
+@patch
+def flush(self:ExchangeRecorder)->list[str]:
     "Write every open episode; returns the content ids written so far"
     with self._lock: self._write(list(self._chains))
     return self.written
-ExchangeRecorder.flush = _flush
