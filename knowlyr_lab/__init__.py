@@ -50,8 +50,8 @@ _LAZY = {
     'Pipeline': 'hub.pipeline', 'PipelineConfig': 'hub.pipeline',
     # trainer (these import torch when first used)
     'SFTTrainer': 'trainer.sft', 'SFTConfig': 'trainer.sft', 'DPOTrainer': 'trainer.dpo', 'DPOConfig': 'trainer.dpo',
-    'GRPOTrainer': 'trainer.grpo', 'GRPOConfig': 'trainer.grpo_groups', 'AgentInference': 'trainer.inference',
-    'LocalAgent': 'trainer.inference',
+    'GRPOTrainer': 'trainer.grpo', 'GRPOConfig': 'trainer.grpo_groups', 'AgentInference': 'serving.model',
+    'LocalAgent': 'serving.model',
     # evaluation and statistics
     'evaluate_agent': 'eval.evaluate', 'compare_agents': 'eval.evaluate', 'leaderboard': 'eval.evaluate',
     'EvalResult': 'eval.evaluate', 'wilson_ci': 'stats', 'compare_samples': 'stats', 'pass_at_k': 'stats',

@@ -133,7 +133,7 @@ def load_agent(kind:str,          # one of `AGENT_KINDS`
     if kind in ('checkpoint', 'endpoint') and not target.strip():
         raise ValueError(f"{kind}: give {'the folder of a trained model or checkpoint' if kind == 'checkpoint' else 'the base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1'}")
     if kind == 'checkpoint':
-        from knowlyr_lab.trainer.inference import AgentInference  # torch only when a checkpoint is loaded
+        from knowlyr_lab.serving.model import AgentInference  # torch only when a checkpoint is loaded
         return AgentInference.from_pretrained(target.strip()).create_agent()
     if kind == 'endpoint':
         url = target.strip()

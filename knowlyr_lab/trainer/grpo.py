@@ -18,12 +18,12 @@ import torch
 from accelerate.utils import DistributedType, gather_object
 from fastcore.basics import patch
 
+from ..serving.client import load_lora_adapter, unload_lora_adapter
+from ..serving.model import AgentInference
 from .base import BaseTrainer
 from .data import DataFormatError, env_tools, to_chat
 from .grpo_groups import GRPOConfig, _group_tensors, groups_from_records, has_signal
-from .inference import AgentInference
 from .losses import chunked_token_logps, grpo_loss, invalid_counts
-from .serve import load_lora_adapter, unload_lora_adapter
 from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0

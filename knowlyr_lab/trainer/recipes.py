@@ -16,10 +16,10 @@ from pathlib import Path
 import torch
 
 from ..chat import chat_format, save_prompt
+from ..serving.model import AgentInference
 from .data import load_records
 from .grpo import GRPOTrainer
 from .grpo_groups import GRPOConfig
-from .inference import AgentInference
 from .sft import SFTConfig, SFTTrainer, render_corpus
 from .tiny import make_tiny_model
 
