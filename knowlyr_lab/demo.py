@@ -22,12 +22,12 @@ from .agents import ExpertAgent, RandomAgent
 from .config import ConfigError, in_range, one_of, validate_config
 from .eval.evaluate import compare_agents, evaluate_agent, leaderboard
 from .eval.results import made_at
-from .hub.collect import collect
 from .hub.export import DatasetExporter
 from .plots import plot_step_rewards, plot_success_rates, plot_training_curves
 from .provenance import provenance, results_only
 from .registry import make
 from .reward.engine import make_reward_fn
+from .rollout.collect import collect
 from .stats import adjust_pvalues
 from .tasks import check_held_out, distinct_tasks, held_out_tasks, suite_tasks
 from .trainer.recipes import policy_agent, train_sft_policy

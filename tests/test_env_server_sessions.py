@@ -27,8 +27,8 @@ from knowlyr_lab.agents import ExpertAgent, ScriptedAgent
 from knowlyr_lab.envs.remote import AgentGymClient, OpenEnvClient, RemoteEnvError, SessionExpiredError
 from knowlyr_lab.envs.serve import EnvServer, agentgym_app, openenv_app
 from knowlyr_lab.envs.sessions import SessionLimits
-from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.registry import make
+from knowlyr_lab.rollout.collect import collect
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV_ID = 'knowlyr/maze-easy'

@@ -38,7 +38,7 @@ from knowlyr_lab.envs.sandbox import SandboxEnv
 from knowlyr_lab.envs.serve import agentgym_app, openenv_app
 from knowlyr_lab.envs.sessions import SessionLimits
 from knowlyr_lab.eval.evaluate import evaluate_agent
-from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.sandbox.base import SandboxBackendError, SandboxError
 from knowlyr_lab.sandbox.local import LocalSandbox, bwrap_available
 from knowlyr_lab.wrappers import InfrastructureError as ReExported
@@ -193,7 +193,7 @@ def test_a_grpo_group_keeps_the_advantage_of_its_successes():
 # --- the verdict is a type, the same in every process
 PROBE = textwrap.dedent('''
     import json, os, sys
-    if sys.argv[1] == 'with-collect': import knowlyr_lab.hub.collect
+    if sys.argv[1] == 'with-collect': import knowlyr_lab.rollout.collect
     from knowlyr_lab.envs.conversation import UserSimulatorError
     from knowlyr_lab.envs.remote import AgentGymClient
     from knowlyr_lab.envs.sandbox import SandboxEnv

@@ -76,7 +76,7 @@ def _sync():
 def demonstrations(n:int):
     "n expert demonstrations of ENV as chats, with its tool list"
     from knowlyr_lab.agents import ExpertAgent
-    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.rollout.collect import collect
     from knowlyr_lab.trainer.data import env_tools, to_chat
     tools = env_tools(ENV)
     return [to_chat(t, f'demo[{i}]', tools=tools) for i, t in enumerate(collect(ENV, ExpertAgent(), n, seed=0, progress=False))], tools
@@ -131,9 +131,9 @@ def grpo_run(path:Path, a, tmp:Path)->dict:
     "Online GRPO on ENV: rollout throughput (generated tokens/s, episodes/s) and update time"
     import torch
 
+    from knowlyr_lab.serving import AgentInference
     from knowlyr_lab.trainer.grpo import GRPOTrainer
     from knowlyr_lab.trainer.grpo_groups import GRPOConfig
-    from knowlyr_lab.trainer.inference import AgentInference
     if torch.cuda.is_available(): torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
     cfg = GRPOConfig(model_name_or_path=str(path), output_dir=str(tmp / 'grpo'), env_id=ENV, num_generations=a.num_generations,
                      tasks_per_step=a.tasks_per_step, max_steps=a.grpo_updates, max_episode_steps=4, max_completion_length=a.max_completion_length,

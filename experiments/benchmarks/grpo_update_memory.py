@@ -62,7 +62,7 @@ def parse_args(argv=None):
 def groups(a)->tuple[list[dict], list]:
     "The update's offline groups (records with prompt, completions, rewards) and the env's tool list"
     from knowlyr_lab.agents import ExpertAgent
-    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.rollout.collect import collect
     from knowlyr_lab.trainer.data import env_tools, to_chat
     tools, recs = env_tools(ENV), []
     for i, t in enumerate(collect(ENV, ExpertAgent(), a.tasks_per_step, seed=0, progress=False)):

@@ -28,10 +28,10 @@ import torch
 
 from knowlyr_lab.agents import ExpertAgent
 from knowlyr_lab.chat import render_chat, set_chat_format
-from knowlyr_lab.hub.collect import collect
 from knowlyr_lab.provenance import provenance
+from knowlyr_lab.rollout.collect import collect
+from knowlyr_lab.serving import AgentInference
 from knowlyr_lab.trainer.data import env_tools, to_chat
-from knowlyr_lab.trainer.inference import AgentInference
 from knowlyr_lab.trainer.real import prepare_real_model
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
 

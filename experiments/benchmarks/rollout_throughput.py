@@ -29,9 +29,9 @@ import time
 import torch
 import transformers
 
-from knowlyr_lab.hub.collect import collect
+from knowlyr_lab.rollout.collect import collect
+from knowlyr_lab.serving import AgentInference
 from knowlyr_lab.trainer.data import env_tools
-from knowlyr_lab.trainer.inference import AgentInference
 from knowlyr_lab.trainer.sft import oracle_trajectories, render_corpus
 from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
 

@@ -174,7 +174,7 @@ def agent_evol(policy_path,                # the first explorer: the behavioural
                seed:int=0, batch_size:int=256,
               )->list[dict]:               # per iteration: path, samples, successes, kept, tasks solved, evaluation
     "AgentEvol: each iteration explores with the current policy, keeps verified successes, retrains from the base on BC + successes"
-    from knowlyr_lab.hub.collect import collect
+    from knowlyr_lab.rollout.collect import collect
     path, rows = policy_path, []
     for it, ids in enumerate(explore_tasks, 1):
         agent = (make_explorer(path, it) if make_explorer else
