@@ -84,8 +84,11 @@ class SFTTrainer(BaseTrainer):
             lp, _, w = self._scored_logps(ss)
             return -(lp * w).sum()
         b = {k: v.to(self.accelerator.device) for k, v in collate_padded(ss, self.tokenizer.pad_token_id).items()}
-        logits = self.model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False).logits
-        return step_weighted_ce(logits, b['labels'], b['weights'], reduction='sum')
+        scored = (b['labels'][:, 1:] != -100).any(0).nonzero()   # positions whose next token is a label, in any row
+        first = int(scored[0]) if len(scored) else b['labels'].shape[1] - 1
+        logits = self.model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False,
+                            logits_to_keep=b['labels'].shape[1] - first).logits   # none for the prompt positions before them
+        return step_weighted_ce(logits, b['labels'][:, first:], b['weights'][:, first:], reduction='sum')
 
     def micro_batch(self, idx:list[int])->dict:
         mine, w = self._shard(idx)
