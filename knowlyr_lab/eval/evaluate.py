@@ -35,7 +35,8 @@ from ..tasks import HeldOutReport, check_held_out, task_key
 from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0
-__all__ = ['EPISODE_COLUMNS', 'episode_table', 'EvalResult', 'evaluate_agent', 'compare_agents', 'compare_runs', 'leaderboard']
+__all__ = ['EPISODE_COLUMNS', 'episode_table', 'EvalResult', 'evaluate_agent', 'compare_agents', 'compare_runs',
+           'arm_comparisons', 'leaderboard']
 
 # %% ../../nbs/71_eval_evaluate.ipynb #d241b9c0
 EPISODE_COLUMNS = ['agent', 'task_id', 'task_key', 'attempt', 'seed', 'success', 'verified', 'reward', 'steps', 'tool_errors',
@@ -239,6 +240,22 @@ def compare_runs(a:Sequence[EvalResult],  # the method's evaluations, one per wa
                           'diff_low': c.diff_ci[0], 'diff_high': c.diff_ci[1], 'test': c.primary, 'p': c.p_value, 'p_holm': pa}
                          for i, (c, pa) in enumerate(zip(comps, padj))])
     return {'crossed': crossed, 'runs': runs, 'tasks': tasks}
+
+# %% ../../nbs/71_eval_evaluate.ipynb #2fdf2270
+def arm_comparisons(evals:dict,             # arm name -> its evaluations, one per warm start (the same order in every arm)
+                    pairs:list[tuple],      # (a, b): compare arm a with arm b
+                    metric:str='success',
+                    seed:int=0,             # of the bootstrap
+                   )->dict:                 # 'a vs b' -> {'estimate', 'ci', 'p_bootstrap', 'mean_a', 'mean_b', 'runs', ...}
+    "`compare_runs` of each pair of arms, as a JSON-able record for a results file"
+    out = {}
+    for a, b in pairs:
+        r = compare_runs(evals[a], evals[b], metric=metric, seed=seed); c = r['crossed']
+        out[f'{a} vs {b}'] = {'a': a, 'b': b, 'mean_a': float(r['runs'].mean_a.mean()), 'mean_b': float(r['runs'].mean_b.mean()),
+                              'estimate': c.mean, 'ci': list(c.ci), 'confidence': c.confidence, 'p_bootstrap': c.pvalue,
+                              'n_runs': c.n_runs, 'n_tasks': c.n_tasks, 'p_adjustment': 'holm (per-run exact McNemar, over the runs)',
+                              'notes': c.notes, 'runs': r['runs'].to_dict(orient='records')}
+    return out
 
 # %% ../../nbs/71_eval_evaluate.ipynb #41a476f8
 def _stars(p): return '***' if p < 1e-3 else '**' if p < 1e-2 else '*' if p < 0.05 else ''

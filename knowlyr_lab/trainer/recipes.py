@@ -24,7 +24,7 @@ from .sft import SFTConfig, SFTTrainer, render_corpus
 from .tiny import make_tiny_model
 
 # %% auto #0
-__all__ = ['train_sft_policy', 'policy_agent', 'shuffled_rewards', 'online_grpo', 'dedup_successes', 'agent_evol']
+__all__ = ['train_until', 'train_sft_policy', 'policy_agent', 'shuffled_rewards', 'online_grpo', 'dedup_successes', 'agent_evol']
 
 # %% ../../nbs/75_trainer_recipes.ipynb #4bc546cb
 def _planned_steps(tr)->int:
@@ -33,8 +33,12 @@ def _planned_steps(tr)->int:
     n = sum(-(-len(ep) // c.gradient_accumulation_steps) for ep in tr.plan())
     return n if c.max_steps < 0 else min(c.max_steps, n)
 
-def _train_until(tr, every:int, until, ckdir:Path)->dict:
-    "Train `every` steps at a time; after each checkpoint ask `until(step, folder)` (random states kept as they were), stop on True"
+def train_until(tr,        # a trainer whose config checkpoints every `save_steps`
+                until,     # (step, checkpoint model folder) -> bool: True ends training at that checkpoint
+               )->dict:    # the summary of `train` at the stop
+    "Train to each checkpoint in turn and ask `until(step, folder)` (random states kept as they were); stop on True or at the end of the plan"
+    every, ckdir = tr.config.save_steps, Path(tr.config.output_dir)
+    if not every: raise ValueError("train_until needs a trainer that checkpoints: set save_steps")
     while True:
         before = tr.state['step']
         summary = tr.train(stop_at=before + every)
@@ -70,7 +74,7 @@ def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet 
                               save_steps=save_steps, save_total_limit=0, max_length=1024, system_prompt=system_prompt, seed=seed,
                               progress_bar=progress_bar, mixed_precision='no'),
                     model, tok, train_data=train_data, tools=tools)
-    summary = tr.train() if until is None or not save_steps else _train_until(tr, save_steps, until, out / 'sft')
+    summary = tr.train() if until is None or not save_steps else train_until(tr, until)
     path = tr.save_model(out / 'final')
     cks = {int(p.name.split('-')[1]): p / 'model' for p in (out / 'sft').glob('checkpoint-*') if (p / 'trainer_state.json').exists()}
     return {'path': path, 'untrained': out / 'untrained', 'checkpoints': dict(sorted(cks.items())), 'metrics': out / 'sft' / 'metrics.jsonl',
@@ -122,6 +126,7 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                 device:str|None=None,         # where the policy is loaded and evaluated, before and after (None: the CPU); training runs where accelerate puts it (a GPU when there is one)
                 mixed_precision:str='no',     # of the GRPO updates: 'bf16' autocasts over the fp32 master weights ('auto': bf16 on a GPU that has it)
                 gradient_accumulation_steps:int=1, # micro-batches per update (the same step, less memory: a real model's full-vocabulary logits of all episodes at once can exhaust RAM)
+                lora_r:int|None=None,         # train LoRA adapters of this rank (alpha 2r, on q/k/v/o) instead of all weights
                )->dict:                       # {'before', 'after', 'comparison', 'curve', 'signal', 'seconds', 'trainer'}
     "Greedy held-out evaluation of a policy, online GRPO from it, the same evaluation again; paired comparison by task"
     from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent
@@ -142,7 +147,8 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                      max_completion_length=max_completion_length, temperature=temperature, learning_rate=learning_rate, lr_scheduler='constant',
                      loss_type=loss_type, max_invalid_actions=max_invalid_actions, beta=beta, system_prompt=card.get('system_prompt'),
                      seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision=mixed_precision, logging_steps=1000,
-                     gradient_accumulation_steps=gradient_accumulation_steps)
+                     gradient_accumulation_steps=gradient_accumulation_steps,
+                     **(dict(use_lora=True, lora_r=lora_r, lora_alpha=2 * lora_r) if lora_r else {}))
     kw = dict(episode_reward_fn=episode_reward_fn, tools=card.get('tools') or [])
     tr = GRPOTrainer(cfg, base.model, base.tokenizer, **kw) if shuffle_rewards is None else _ShuffledRewardGRPO(cfg, base.model, base.tokenizer, within=shuffle_rewards, **kw)
     rows = tr.train()
