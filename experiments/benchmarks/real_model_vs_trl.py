@@ -2,7 +2,7 @@
 SFTTrainer on the same model, LoRA settings, batch and data, measured in one run; and generation tokens/s of
 `AgentInference.generate` vs plain `model.generate` on the same prompts.
 
-    python experiments/benchmarks/real_model_vs_trl.py [--steps 6] [--batch 8] [--repeats 2] [--new-tokens 32]
+    python experiments/benchmarks/real_model_vs_trl.py [--steps 6] [--batch 8] [--repeats 2] [--new-tokens 32] [--profile]
 
 Data: expert demonstrations of knowlyr/arith-easy, rendered by the chat layer in SmolLM2's fallback format (tool list
 in the system turn, the call as `<tool_call>` JSON): each sample is the first user turn (prompt) and the first
@@ -10,7 +10,8 @@ assistant turn (completion). Ours trains on chats (labels on the assistant turn)
 prompt/completion pairs with completion_only_loss; both LoRA r=16, alpha=32 on q/k/v/o, fp32, constant lr 2e-3,
 padded batches, no gradient checkpointing. A step's time is the median over --steps steps after one warm-up step;
 runs are interleaved (--repeats). Prints the ratio TRL/ours (> 1: ours faster) and writes nothing else: copy the
-printed block into real_model_vs_trl.results.md with the date.
+printed block into real_model_vs_trl.results.md with the date. `--profile` then runs two more steps of each under
+`torch.profiler` and prints the operators that took the most CPU time (self time, both steps and their setup).
 """
 import argparse
 import functools
@@ -103,10 +104,20 @@ def generation(path, chats, tools, args):
     n = sum(o['completion_tokens'] for o in outs)
     return n / ours_s, args.batch * args.new_tokens / plain_s
 
+def profiled(label, fn):
+    "Run `fn()` under torch.profiler and print the 12 operators with the most self CPU time"
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof: fn()
+    ev = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    total = sum(e.self_cpu_time_total for e in ev)
+    print(f"profile, {label}: {total / 1e6:.1f} s of operator self time")
+    for e in ev[:12]: print(f"  {e.key:<42} {e.self_cpu_time_total / 1e6:7.2f} s  {e.self_cpu_time_total / total:6.1%}  x{e.count}")
+
 def main():
     ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument('--steps', type=int, default=6); ap.add_argument('--batch', type=int, default=8)
     ap.add_argument('--repeats', type=int, default=2); ap.add_argument('--new-tokens', type=int, default=32)
+    ap.add_argument('--profile', action='store_true')
     args = ap.parse_args()
     path = prepare_real_model(quiet=True)
     chats, tools = data(args.batch * (args.steps + 2))
@@ -122,6 +133,9 @@ def main():
         trl_t.append(trl_run(path, tok, chats, tools, args)); print(f"run {r}: TRL  {trl_t[-1]:.2f} s/step")
     o, t = statistics.median(ours_t), statistics.median(trl_t)
     print(f"LoRA SFT, batch {args.batch}: ours {o:.2f} s/step, TRL {t:.2f} s/step, ratio TRL/ours {t / o:.2f}x")
+    if args.profile:
+        two = argparse.Namespace(**{**vars(args), 'steps': 1})
+        profiled('ours, 2 steps', lambda: ours(path, chats, two)); profiled('TRL, 2 steps', lambda: trl_run(path, tok, chats, tools, two))
     g_ours, g_plain = generation(path, chats, tools, args)
     print(f"generation, batch {args.batch} x {args.new_tokens} new tokens: AgentInference {g_ours:.1f} tok/s, plain generate {g_plain:.1f} tok/s, "
           f"ratio {g_ours / g_plain:.2f}x")
