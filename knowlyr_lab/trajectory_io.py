@@ -8,14 +8,16 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trajectory_io.html.md"""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, Iterable, Iterator
 
+import msgspec
 from pydantic import ValidationError
 
 from .core import KnowlyrError
-from .trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory, _canon
+from .trajectory import SCHEMA_VERSION, AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory, _canon
 
 if TYPE_CHECKING:   # pandas and pyarrow load when a table or Parquet file is asked for: a CLI starts without them
     import pandas as pd
@@ -64,12 +66,16 @@ def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
                       on_error:str='raise', # 'raise' at the first bad record, or 'skip' it (reported, quarantined)
                       quarantine=None,      # file that receives skipped lines with their reasons (JSONL)
                       errors:list|None=None,# list that collects `TrajectoryError`s when skipping
+                      fast:bool=False,      # records msgspec takes exactly as the schema would come as read-only mirrors (below)
                      )->Iterator[Trajectory]:
     "Stream trajectories from a file, one at a time"
     if on_error not in ('raise', 'skip'): raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     qf = None
     try:
-        for line, rec in _iter_records(path):
+        for line, rec in _iter_records(path, fast):
+            if fast:
+                if (t := _decode_fast(rec)) is not None: yield t; continue
+                if type(rec) is bytes and not (rec := rec.decode('utf-8')).strip(): continue   # blank as text: text mode skips it
             try: yield parse_trajectory(rec, path, line)
             except TrajectoryError as e:
                 if on_error == 'raise': raise
@@ -80,8 +86,9 @@ def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
     finally:
         if qf: qf.close()
 
-def _iter_records(path):
-    "(line number, raw record) pairs; line numbers are 1-based lines (JSONL) or row numbers (Parquet)"
+# %% ../nbs/03a_trajectory_io.ipynb #5c1d2e7a
+def _iter_records(path, binary:bool=False):
+    "(line number, raw record) pairs; line numbers are 1-based lines (JSONL) or row numbers (Parquet); `binary`: JSONL lines as bytes"
     if _is_parquet(path):
         import pyarrow.parquet as pq
         pf, n = pq.ParquetFile(path), 0
@@ -89,9 +96,25 @@ def _iter_records(path):
             for rec in batch.column(0).to_pylist():
                 n += 1; yield n, rec
         return
+    if binary:
+        with (gzip.open(path, 'rb') if Path(path).suffix == '.gz' else open(path, 'rb', buffering=1 << 20)) as f:
+            yield from _byte_lines(f)       # a buffer of many lines: with the default 8 KiB, reading lines costs 3x
+        return
     with _open_text(path) as f:
         for i, raw in enumerate(f, 1):
-            if raw.strip(): yield i, raw
+            if not raw.isspace(): yield i, raw
+
+def _byte_lines(f)->Iterator[tuple[int, bytes|str]]:
+    "The lines text mode reads (universal newlines: \\n, \\r\\n or a lone \\r end a line), as bytes where a line holds no \\r"
+    i = 0
+    for raw in f:                # (a line is never empty; `isspace` is `not strip()` without copying the line)
+        if b'\r' not in raw:
+            i += 1
+            if not raw.isspace(): yield i, raw
+            continue
+        for part in io.StringIO(raw.decode('utf-8'), newline=None):
+            i += 1
+            if not part.isspace(): yield i, part
 
 # %% ../nbs/03a_trajectory_io.ipynb #b8ca4739
 def _pq_schema():
@@ -152,6 +175,110 @@ def write_trajectories(trajs:Iterable[Trajectory|dict], # trajectories (or dicts
         return n
     finally:
         if qf: qf[0].close()
+
+# %% ../nbs/03a_trajectory_io.ipynb #1fb02042
+_STRICT = dict(forbid_unknown_fields=True, kw_only=True, gc=False)   # decoded JSON holds no cycles: the collector need not track it
+
+class _ToolCall(msgspec.Struct, **_STRICT):
+    tool: Annotated[str, msgspec.Meta(min_length=1)]
+    params: dict[str, Any] = {}
+    call_id: str|None = None
+
+class _Observation(msgspec.Struct, **_STRICT):
+    content: str = ""
+    is_error: bool = False
+    exit_code: int|None = None
+
+class _TokenUsage(msgspec.Struct, **_STRICT):
+    input: int = 0
+    output: int = 0
+    cached: int = 0
+    reasoning: int = 0
+    cost: float|None = None
+
+class _Step(msgspec.Struct, **_STRICT):
+    index: Annotated[int, msgspec.Meta(ge=0)]
+    thought: str|None = None
+    action: _ToolCall|None = None
+    observation: _Observation|None = None
+    reward: float|None = None
+    reward_details: dict[str, Any] = {}
+    t_start: float|None = None
+    t_end: float|None = None
+    usage: _TokenUsage|None = None
+    token_ids: list[int]|None = None
+    prompt_token_ids: list[int]|None = None
+    logprobs: list[float]|None = None
+    metadata: dict[str, Any] = {}
+
+# %% ../nbs/03a_trajectory_io.ipynb #8be9ae4d
+class _Task(msgspec.Struct, **_STRICT):
+    id: str = "unknown"
+    instruction: str = ""
+    domain: str = "generic"
+    env_id: str|None = None
+    initial_observation: str|None = None
+    fingerprint: str|None = None
+    metadata: dict[str, Any] = {}
+
+class _AgentInfo(msgspec.Struct, **_STRICT):
+    name: str = "unknown"
+    model: str|None = None
+
+class _Outcome(msgspec.Struct, **_STRICT):
+    success: bool|None = None
+    score: float|None = None
+    terminated: bool = False
+    truncated: bool = False
+    submitted: bool|None = None
+    reason: str|None = None
+    invalid: str|None = None
+
+class _Source(msgspec.Struct, **_STRICT):
+    format: str|None = None
+    path: str|None = None
+    line: int|None = None
+
+class _Trajectory(msgspec.Struct, **_STRICT):
+    "A trajectory record as the `Trajectory` schema reads it, decoded by msgspec (read-only use: the row functions)"
+    schema_version: str = SCHEMA_VERSION
+    id: str = ""
+    task: _Task = msgspec.field(default_factory=_Task)
+    agent: _AgentInfo = msgspec.field(default_factory=_AgentInfo)
+    steps: list[_Step] = []
+    outcome: _Outcome = msgspec.field(default_factory=_Outcome)
+    reward: float|None = None
+    source: _Source = msgspec.field(default_factory=_Source)
+    metadata: dict[str, Any] = {}
+
+# %% ../nbs/03a_trajectory_io.ipynb #9f9da41b
+_DECODE, _MAJOR, _DEEP = msgspec.json.Decoder(_Trajectory).decode, SCHEMA_VERSION.split('.')[0], 150
+
+def _nests(x, room:int)->bool:
+    "Whether the JSON container `x` holds more than `room` levels of containers"
+    if room <= 0: return True
+    for v in (x.values() if type(x) is dict else x):
+        if (type(v) is dict or type(v) is list) and _nests(v, room - 1): return True
+    return False
+
+def _too_deep(t:_Trajectory)->bool:
+    "Whether a free-form field nests deep enough that pydantic's parser might refuse it (conservatively)"
+    if (t.metadata and _nests(t.metadata, _DEEP)) or (t.task.metadata and _nests(t.task.metadata, _DEEP)): return True
+    for s in t.steps:
+        a = s.action
+        if a is not None:
+            for v in a.params.values():
+                if (type(v) is dict or type(v) is list) and _nests(v, _DEEP): return True
+        if (s.reward_details and _nests(s.reward_details, _DEEP)) or (s.metadata and _nests(s.metadata, _DEEP)): return True
+    return False
+
+def _decode_fast(rec:str|bytes)->_Trajectory|None:
+    "The record as a `_Trajectory` when msgspec takes it exactly as the schema would; None: it goes the slow way"
+    try: t = _DECODE(rec)
+    except (msgspec.ValidationError, msgspec.DecodeError): return None
+    if not t.id or t.schema_version.split('.')[0] != _MAJOR or _too_deep(t): return None
+    if t.task.initial_observation is None and 'initial_observation' in t.task.metadata: return None
+    return t
 
 # %% ../nbs/03a_trajectory_io.ipynb #56c64923
 _TRAJ_COLS = ['trajectory_id', 'schema_version', 'task_id', 'task_instruction', 'task_domain', 'env_id', 'task_initial_observation',

@@ -134,10 +134,9 @@ def micro(path:Path, k:int, ours_root:str):
     import orjson
     sys.path.insert(0, ours_root)
     from knowlyr_lab.chat import to_messages
-    from knowlyr_lab.hub.export import _decode_fast
     from knowlyr_lab.hub.rows import _row_messages, grpo_member, sft_row
     from knowlyr_lab.trajectory import Trajectory, trajectory_score
-    from knowlyr_lab.trajectory_io import parse_trajectory
+    from knowlyr_lab.trajectory_io import _decode_fast, parse_trajectory
     with open(path, 'rb') as f: lines = [l for _, l in zip(range(k), f)]
     strs = [l.decode() for l in lines]
     ts, fs = [Trajectory.model_validate_json(l) for l in lines], [_decode_fast(l) for l in strs]

@@ -19,9 +19,8 @@ import tempfile
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Iterator
+from typing import Iterator
 
-import msgspec
 import orjson
 import pyarrow as pa
 from fastcore.basics import patch
@@ -30,8 +29,8 @@ from ..core import KnowlyrError
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_member, grpo_row, openai_row, sft_agent_row, sft_row, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
-from ..trajectory import SCHEMA_VERSION, Trajectory, _canon, trajectory_score
-from ..trajectory_io import TrajectoryError, _iter_records, parse_trajectory, read_trajectories
+from ..trajectory import Trajectory, trajectory_score
+from ..trajectory_io import TrajectoryError, read_trajectories
 
 # %% auto #0
 __all__ = ['FORMATS', 'export_split', 'ExportFilter', 'ExportError', 'ExportResult', 'DatasetExporter']
@@ -117,13 +116,13 @@ class DatasetExporter:
         return sp
 
     def _source(self, errors:list, quarantine:Path, fast:bool=False)->Iterator[Trajectory]:
-        "The input's valid trajectories; `fast`: records decoded by `_decode_fast` where it can (for the row functions)"
+        "The input's valid trajectories; `fast`: read-only msgspec mirrors where msgspec takes a record (for the row functions)"
         if not isinstance(self.trajectories, (str, Path)):
             for t in self.trajectories: yield t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
             return
         for f in _input_files(self.trajectories):
             n = 0
-            recs = _fast_records(f, errors, quarantine) if fast else read_trajectories(f, on_error='skip', quarantine=quarantine, errors=errors)
+            recs = read_trajectories(f, on_error='skip', quarantine=quarantine, errors=errors, fast=fast)
             try:
                 for t in recs:
                     n += 1; yield t
@@ -139,126 +138,6 @@ class DatasetExporter:
             why = self.filter.reason(t)
             if why: _count(res.skipped, why)
             else: yield t
-
-# %% ../../nbs/42_hub_export.ipynb #1fb02042
-_STRICT = dict(forbid_unknown_fields=True, kw_only=True)
-
-class _ToolCall(msgspec.Struct, **_STRICT):
-    tool: Annotated[str, msgspec.Meta(min_length=1)]
-    params: dict[str, Any] = {}
-    call_id: str|None = None
-
-class _Observation(msgspec.Struct, **_STRICT):
-    content: str = ""
-    is_error: bool = False
-    exit_code: int|None = None
-
-class _TokenUsage(msgspec.Struct, **_STRICT):
-    input: int = 0
-    output: int = 0
-    cached: int = 0
-    reasoning: int = 0
-    cost: float|None = None
-
-class _Step(msgspec.Struct, **_STRICT):
-    index: Annotated[int, msgspec.Meta(ge=0)]
-    thought: str|None = None
-    action: _ToolCall|None = None
-    observation: _Observation|None = None
-    reward: float|None = None
-    reward_details: dict[str, Any] = {}
-    t_start: float|None = None
-    t_end: float|None = None
-    usage: _TokenUsage|None = None
-    token_ids: list[int]|None = None
-    prompt_token_ids: list[int]|None = None
-    logprobs: list[float]|None = None
-    metadata: dict[str, Any] = {}
-
-# %% ../../nbs/42_hub_export.ipynb #8be9ae4d
-class _Task(msgspec.Struct, **_STRICT):
-    id: str = "unknown"
-    instruction: str = ""
-    domain: str = "generic"
-    env_id: str|None = None
-    initial_observation: str|None = None
-    fingerprint: str|None = None
-    metadata: dict[str, Any] = {}
-
-class _AgentInfo(msgspec.Struct, **_STRICT):
-    name: str = "unknown"
-    model: str|None = None
-
-class _Outcome(msgspec.Struct, **_STRICT):
-    success: bool|None = None
-    score: float|None = None
-    terminated: bool = False
-    truncated: bool = False
-    submitted: bool|None = None
-    reason: str|None = None
-    invalid: str|None = None
-
-class _Source(msgspec.Struct, **_STRICT):
-    format: str|None = None
-    path: str|None = None
-    line: int|None = None
-
-class _Trajectory(msgspec.Struct, **_STRICT):
-    "A trajectory record as the `Trajectory` schema reads it, decoded by msgspec (read-only use: the row functions)"
-    schema_version: str = SCHEMA_VERSION
-    id: str = ""
-    task: _Task = msgspec.field(default_factory=_Task)
-    agent: _AgentInfo = msgspec.field(default_factory=_AgentInfo)
-    steps: list[_Step] = []
-    outcome: _Outcome = msgspec.field(default_factory=_Outcome)
-    reward: float|None = None
-    source: _Source = msgspec.field(default_factory=_Source)
-    metadata: dict[str, Any] = {}
-
-# %% ../../nbs/42_hub_export.ipynb #9f9da41b
-_DECODE, _MAJOR, _DEEP = msgspec.json.Decoder(_Trajectory).decode, SCHEMA_VERSION.split('.')[0], 150
-
-def _nests(x, room:int)->bool:
-    "Whether the JSON container `x` holds more than `room` levels of containers"
-    if room <= 0: return True
-    for v in (x.values() if type(x) is dict else x):
-        if (type(v) is dict or type(v) is list) and _nests(v, room - 1): return True
-    return False
-
-def _too_deep(t:_Trajectory)->bool:
-    "Whether a free-form field nests deep enough that pydantic's parser might refuse it (conservatively)"
-    if (t.metadata and _nests(t.metadata, _DEEP)) or (t.task.metadata and _nests(t.task.metadata, _DEEP)): return True
-    for s in t.steps:
-        a = s.action
-        if a is not None:
-            for v in a.params.values():
-                if (type(v) is dict or type(v) is list) and _nests(v, _DEEP): return True
-        if (s.reward_details and _nests(s.reward_details, _DEEP)) or (s.metadata and _nests(s.metadata, _DEEP)): return True
-    return False
-
-def _decode_fast(rec:str)->_Trajectory|None:
-    "The record as a `_Trajectory` when msgspec takes it exactly as the schema would; None: it goes the slow way"
-    try: t = _DECODE(rec)
-    except (msgspec.ValidationError, msgspec.DecodeError): return None
-    if not t.id or t.schema_version.split('.')[0] != _MAJOR or _too_deep(t): return None
-    if t.task.initial_observation is None and 'initial_observation' in t.task.metadata: return None
-    return t
-
-# %% ../../nbs/42_hub_export.ipynb #2518af77
-def _fast_records(path, errors:list, quarantine:Path)->Iterator:
-    "`read_trajectories(path, on_error='skip', quarantine=..., errors=...)`, decoding with `_decode_fast` first"
-    qf = None
-    try:
-        for line, rec in _iter_records(path):
-            t = _decode_fast(rec)
-            if t is not None: yield t; continue
-            try: yield parse_trajectory(rec, path, line)
-            except TrajectoryError as e:
-                errors.append(e)
-                if qf is None: Path(quarantine).parent.mkdir(parents=True, exist_ok=True); qf = open(quarantine, 'a', encoding='utf-8')
-                qf.write(_canon({'path': str(path), 'line': line, 'field': e.field, 'reason': str(e), 'record': rec}) + '\n')
-    finally:
-        if qf: qf.close()
 
 # %% ../../nbs/42_hub_export.ipynb #9810d863
 class _SplitWriter:
@@ -317,67 +196,79 @@ class _Spool:
 
 # %% ../../nbs/42_hub_export.ipynb #571a28b5
 class _RunSpool:
-    "Records sorted by (`grp`, arrival) in runs of at most `run_bytes` on disk, read back grouped by an n-way merge"
+    "Records gathered by `grp` in runs of at most `run_bytes` on disk (groups sorted, records in arrival order), read back grouped by an n-way merge"
     def __init__(self, out:Path, run_bytes:int=8 << 20, fan_in:int=128):
         for old in out.glob('.tmp-spool-*'): shutil.rmtree(old, ignore_errors=True)     # left by a killed export
         self.dir = Path(tempfile.mkdtemp(prefix='.tmp-spool-', dir=out))
-        self.run_bytes, self.fan_in, self.runs, self.buf, self.size, self.n, self.made = run_bytes, fan_in, [], [], 0, 0, 0
+        self.run_bytes, self.fan_in, self.runs, self.buf, self.size, self.n, self.made = run_bytes, fan_in, [], {}, 0, 0, 0
     def add(self, grp:str, id:str, split:str, body:bytes):
-        self.buf.append((grp, self.n, split, body)); self.n += 1; self.size += len(body)
-        if self.size >= self.run_bytes: self._write(sorted(self.buf)); self.buf, self.size = [], 0
+        g = self.buf.get(grp)
+        if g is None: self.buf[grp] = (self.n, split, [body]); self.size += len(grp)
+        else: g[2].append(body)
+        self.n += 1; self.size += len(body)
+        if self.size >= self.run_bytes: self._write(self._taken())
+    def _taken(self)->list[tuple]:
+        "The buffered groups as (grp, first arrival, split of the first, bodies), sorted by group; the buffer emptied"
+        recs, self.buf, self.size = sorted((g, n, sp, bs) for g, (n, sp, bs) in self.buf.items()), {}, 0
+        return recs
     def _write(self, recs)->Path:
-        "Write (grp, seq, split, body) records, in order, as one run file"
+        "Write (grp, seq, split, bodies) records, in order, as one run file"
         p, self.made = self.dir / f"run-{self.made}", self.made + 1
         with open(p, 'wb', buffering=1 << 20) as f:
-            for grp, seq, split, body in recs:
+            for grp, seq, split, bodies in recs:
                 g, s = grp.encode(), split.encode()
-                f.write(b''.join((_RUN_HEAD.pack(len(g), len(s), len(body), seq), g, s, body)))
+                f.write(b''.join((_RUN_HEAD.pack(len(g), len(s), len(bodies), seq), struct.pack(f"<{len(bodies)}I", *map(len, bodies)), g, s, *bodies)))
         self.runs.append(p); return p
     def close(self): shutil.rmtree(self.dir, ignore_errors=True)
 
 def _run_records(p:Path)->Iterator[tuple]:
     with open(p, 'rb', buffering=1 << 16) as f:        # one buffer per run open in the merge: kept small
         while h := f.read(_RUN_HEAD.size):
-            lg, ls, lb, seq = _RUN_HEAD.unpack(h)
-            r = f.read(lg + ls + lb)
-            yield r[:lg].decode(), seq, r[lg:lg + ls].decode(), r[lg + ls:]
+            lg, ls, nb, seq = _RUN_HEAD.unpack(h)
+            lens = struct.unpack(f"<{nb}I", f.read(4 * nb))
+            yield f.read(lg).decode(), seq, f.read(ls).decode(), [f.read(k) for k in lens]
 
-_RUN_HEAD = struct.Struct('<IIIQ')   # lengths of the group key, the split and the body; the arrival number
+_RUN_HEAD = struct.Struct('<IIIQ')   # lengths of the group key and the split, the number of bodies, the first arrival number
 
 
 # %% ../../nbs/42_hub_export.ipynb #286f08ea
 @patch
-def groups(self:_RunSpool)->Iterator[tuple[str, list[bytes]]]:
-    "(split of the group's first record, bodies) per group, groups in `grp` order, records in arrival order"
-    if not self.runs: recs, self.buf, self.size = sorted(self.buf), [], 0        # it all fit in memory: no run written
+def groups(self:_RunSpool, keyed:bool=False)->Iterator[tuple]:
+    "(split of the group's first record, bodies) per group (`keyed`: (grp, split, bodies)), groups in `grp` order, records in arrival order"
+    if not self.runs: recs = self._taken()        # it all fit in memory: no run written
     else:
-        if self.buf: self._write(sorted(self.buf)); self.buf, self.size = [], 0
+        if self.buf: self._write(self._taken())
         while len(self.runs) > self.fan_in:      # merge the oldest runs first: arrival order is kept
             old, self.runs = self.runs[:self.fan_in], self.runs[self.fan_in:]
             self._write(heapq.merge(*map(_run_records, old))); self.runs = [self.runs.pop()] + self.runs
             for p in old: p.unlink()
         recs = heapq.merge(*map(_run_records, self.runs))
     cur, split, group = None, None, []
-    for grp, _, sp, body in recs:
-        if grp != cur and group: yield split, group; group = []
+    for grp, _, sp, bodies in recs:
+        if grp != cur and group: yield (cur, split, group) if keyed else (split, group); group = []
         if not group: split = sp
-        cur = grp; group.append(body)
-    if group: yield split, group
+        cur = grp; group.extend(bodies)
+    if group: yield (cur, split, group) if keyed else (split, group)
 
 
 # %% ../../nbs/42_hub_export.ipynb #a45be5f3
+_MEMBER = struct.Struct('<dII')   # a member's score, tool list number and trajectory id length; its id and completion follow
+
 def _grpo_spooled(m:dict, tools:int)->tuple[str, bytes]:
     "(group key, spool body) of a `grpo_member` whose tool list is number `tools`"
-    prompt = orjson.dumps(m['prompt'])
-    head = orjson.dumps([m['task_id'], m['trajectory_id'], m['score'], tools])
-    return m['task_id'] + '\x00' + hashlib.sha1(prompt).hexdigest(), b'\n'.join((head, prompt, orjson.dumps(m['completion'])))
+    prompt, tid = orjson.dumps(m['prompt']), m['trajectory_id'].encode()
+    key = m['task_id'] + '\x00' + hashlib.sha1(prompt).hexdigest() + '\x00' + prompt.decode()
+    return key, b''.join((_MEMBER.pack(m['score'], tools, len(tid)), tid, orjson.dumps(m['completion'])))
 
-def _grpo_unspooled(body:bytes)->dict:
-    "The member back, its prompt and completion kept as JSON text (orjson never writes a raw newline)"
-    head, prompt, completion = body.split(b'\n', 2)
-    task_id, tid, score, tools = orjson.loads(head)
-    return {'task_id': task_id, 'trajectory_id': tid, 'score': score, 'prompt': orjson.Fragment(prompt),
-            'completion': orjson.Fragment(completion), 'tools': tools}
+def _grpo_unspooled(key:str, bodies:list[bytes])->list[dict]:
+    "A group's members back from its key and bodies, the prompt and completions kept as JSON text"
+    head, _, prompt = key.rpartition('\x00')          # JSON text holds no raw NUL: the prompt is what follows the last one
+    task_id, prompt, out, h = head[:-41], orjson.Fragment(prompt), [], _MEMBER.size
+    for b in bodies:
+        score, tools, n = _MEMBER.unpack_from(b)
+        out.append({'task_id': task_id, 'trajectory_id': b[h:h + n].decode(), 'score': score, 'prompt': prompt,
+                    'completion': orjson.Fragment(b[h + n:]), 'tools': tools})
+    return out
 
 # %% ../../nbs/42_hub_export.ipynb #8dc90d25
 _ROW = {'sft': sft_row, 'sft-agent': sft_agent_row, 'openai': openai_row}
@@ -421,9 +312,9 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
                 if format in ('dpo', 'dpo-seed'): self._write_pairs(format, spool, w, res, pairs)
                 elif format == 'grpo':
                     tools_json = {v: k for k, v in tools_ref.items()}
-                    for split, bodies in spool.groups():
+                    for key, split, bodies in spool.groups(keyed=True):
                         if len(bodies) < min_group: _count(res.skipped, 'group_too_small', len(bodies)); continue
-                        members = [_grpo_unspooled(b) for b in bodies]
+                        members = _grpo_unspooled(key, bodies)
                         w.write(split, grpo_row(members, tools_json[members[0]['tools']], group_size))
                 else:
                     for split, bodies in spool.groups():

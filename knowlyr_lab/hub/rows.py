@@ -61,8 +61,15 @@ class ToolResolver:
 _ARGS_ENC = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # json.dumps(x, ensure_ascii=False)'s C encoder, built once
     None, json.JSONEncoder(ensure_ascii=False).default, json.encoder.encode_basestring, None, ': ', ', ', False, False, True)
 
+_STR_ENC = json.encoder.encode_basestring      # the string encoder of json.dumps(x, ensure_ascii=False)
+
 def _args_json(params:dict)->str:
     "`json.dumps(params, ensure_ascii=False)`: the arguments text of `chat.tool_call`"
+    parts = []
+    for k, v in params.items():                 # the common arguments, strings only: written here, in json.dumps' layout
+        if type(k) is not str or type(v) is not str: break
+        parts.append(_STR_ENC(k) + ': ' + _STR_ENC(v))
+    else: return '{' + ', '.join(parts) + '}'
     if _ARGS_ENC is not None:
         try: return ''.join(_ARGS_ENC(params, 0))
         except Exception: pass              # a value JSON cannot hold, a cycle: json.dumps says what it says  # noqa: BLE001
