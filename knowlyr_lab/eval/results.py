@@ -21,7 +21,7 @@ EXPERIMENTS = {   # notebook name in experiments/ -> its title in README
     '02_dpo_from_preferences': "Experiment 02, DPO on the warm start's own success-vs-failure pairs",
     '03_online_grpo': "Experiment 03, online GRPO with only the env's verified success as reward",
     '04_agent_evol': 'Experiment 04, AgentEvol (explore, keep verified successes, retrain)',
-    '05_real_model': 'Experiment 05, SFT then online GRPO of the real model (SmolLM2-135M-Instruct) on arith-medium',
+    '05_real_model': 'Experiment 05, online GRPO of the real model (SmolLM2-135M-Instruct) on arith-medium, against shuffled rewards',
 }
 
 def results_path(name:str)->str:
