@@ -29,6 +29,7 @@ from .hub.export import DatasetExporter
 from .hub.pipeline import Pipeline, PipelineConfig
 from knowlyr_lab.mcp_base import (
     CalibrationResult,
+    Client,
     ConversionResult,
     DiffResult,
     ExportFormat,
@@ -44,6 +45,7 @@ from knowlyr_lab.mcp_base import (
     ValidationResult,
     described,
     load_trajectory,
+    mcp_client,
 )
 from .recorder.convert import convert, diff_trajectories, validate
 from .recorder.report import ConversionReport
@@ -107,7 +109,7 @@ def _server_tool(*sources, rename:dict|None=None):
 
 # %% ../nbs/95_mcp.ipynb #2386f29b
 @_server_tool(_create, SandboxLimits, rename={'timeout': 'wall_timeout', 'workspace': None})
-def create_sandbox(srv:ServerState, backend:Literal['local', 'docker']='local',
+def create_sandbox(srv:ServerState, who:Client, backend:Literal['local', 'docker']='local',
                                     workspace:str|None=None, # name of an allowed template, or a directory inside the server root, copied into the workspace
                                     image:str|None=None, timeout:float=30.0)->SandboxCreated:
     "Create an isolated sandbox ('local' bubblewrap or 'docker'), optionally from a template"
@@ -119,58 +121,57 @@ def create_sandbox(srv:ServerState, backend:Literal['local', 'docker']='local',
             except ValueError: raise ValueError(f"workspace {workspace!r} is not an allowed template ({', '.join(sorted(srv.templates)) or 'none given'}) "
                                                 f"and is outside the server root {srv.root}") from None
             if not src.is_dir(): raise ValueError(f"workspace {workspace!r} is not a directory")
-    sid = srv.add_sandbox(lambda: _create(backend, image=image, workspace=src, limits={'wall_timeout': timeout}))   # within max_sandboxes
-    s = srv.sandbox(sid)
-    return {'sandbox_id': sid, 'backend': s.backend, 'isolation': s.isolation, 'uid': s.uid, 'containment': dict(s.containment), 'tools': s.available_tools}
+    sid = srv.add_sandbox(who, lambda: _create(backend, image=image, workspace=src, limits={'wall_timeout': timeout}))   # within the caps
+    with srv.sandbox(sid, who) as s:
+        return {'sandbox_id': sid, 'backend': s.backend, 'isolation': s.isolation, 'uid': s.uid, 'containment': dict(s.containment), 'tools': s.available_tools}
 
 # %% ../nbs/95_mcp.ipynb #088339bd
 @_server_tool(Sandbox.execute_tool, rename={'tool': 'name'})
-def execute_tool(srv:ServerState, sandbox_id:str, # id from create_sandbox
+def execute_tool(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
                                   tool:Literal['file_read', 'file_write', 'edit_file', 'shell', 'search', 'git', 'list_dir'],
                                   params:dict[str, Any]|None=None)->ToolCallResult:
     "Run one tool in a sandbox (calls on one sandbox run one at a time)"
-    r = srv.sandbox(sandbox_id).execute_tool(tool, params or {})
+    with srv.sandbox(sandbox_id, who) as s: r = s.execute_tool(tool, params or {})
     return {'output': r.output, 'is_error': r.is_error, 'exit_code': r.exit_code, 'truncated': r.truncated, 'duration': r.duration}
 
 # %% ../nbs/95_mcp.ipynb #bf4f05cf
 @_server_tool()
-def reset_sandbox(srv:ServerState, sandbox_id:str, # id from create_sandbox
+def reset_sandbox(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
                                   )->SandboxReset:
     "Reset a sandbox's workspace to its starting state"
-    srv.sandbox(sandbox_id).reset(); return {'sandbox_id': sandbox_id, 'reset': True}
+    with srv.sandbox(sandbox_id, who) as s: s.reset()
+    return {'sandbox_id': sandbox_id, 'reset': True}
 
 # %% ../nbs/95_mcp.ipynb #76eba7da
 @_server_tool()
-def sandbox_snapshot(srv:ServerState, sandbox_id:str, # id from create_sandbox
+def sandbox_snapshot(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
                                       action:Literal['save', 'restore']='save', # save the workspace to the snapshot file at path, or restore it from one
                                       path:str|None=None, # snapshot file inside the server root (save without a path: only report the digest)
                                      )->SnapshotResult:
     "Save the workspace to a snapshot file, or restore it from one"
-    s = srv.sandbox(sandbox_id)
     if action == 'restore':
         if path is None: raise ValueError("restore needs the `path` of a snapshot file")
         p = srv.path(path, 'snapshot', must_exist=True)
-        s.restore(str(p)); return {'action': 'restore', 'path': str(p), 'digest': None, 'files': None}
+        with srv.sandbox(sandbox_id, who) as s: s.restore(str(p))
+        return {'action': 'restore', 'path': str(p), 'digest': None, 'files': None}
     p = srv.path(path, 'snapshot') if path else None
-    snap = s.snapshot()
+    with srv.sandbox(sandbox_id, who) as s: snap = s.snapshot()
     if p: p.parent.mkdir(parents=True, exist_ok=True); snap.save(p)
     return {'action': 'save', 'path': str(p) if p else None, 'digest': snap.digest, 'files': sum(1 for _, m, _ in snap.members() if m.isfile() or m.islnk())}
 
 # %% ../nbs/95_mcp.ipynb #bbeb9031
 @_server_tool()
-def close_sandbox(srv:ServerState, sandbox_id:str, # id from create_sandbox
+def close_sandbox(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
                                   )->SandboxClosed:
     "Close a sandbox and free its workspace"
-    s = srv.sandbox(sandbox_id)
-    with srv.lock: srv.sandboxes.pop(sandbox_id, None)
-    s.close(); return {'closed': sandbox_id}
+    return {'closed': srv.close_sandbox(sandbox_id, who)}
 
 # %% ../nbs/95_mcp.ipynb #ffced5e5
 @_server_tool(load_trajectory)
-def replay_trajectory(srv:ServerState, sandbox_id:str, # id of a sandbox created from the episode's starting workspace
+def replay_trajectory(srv:ServerState, who:Client, sandbox_id:str, # id of a sandbox created from the episode's starting workspace
                                        path:str|None=None, line:int=1, trajectory:dict[str, Any]|None=None)->ReplayResult:
     "Re-execute a recorded trajectory's tool calls in a sandbox and report diverging steps"
-    rep = _replay(load_trajectory(path, line, trajectory, srv), srv.sandbox(sandbox_id))
+    with srv.sandbox(sandbox_id, who) as s: rep = _replay(load_trajectory(path, line, trajectory, srv), s)
     steps = json.loads(rep.to_dataframe().drop(columns=['expected_norm', 'actual_norm'], errors='ignore').to_json(orient='records'))
     return {'ok': rep.ok, 'verdict': rep.verdict, 'replayed': len(rep.rows), 'skipped': len(rep.skipped), 'diverged_steps': rep.diverged, 'steps': steps}
 
@@ -318,19 +319,29 @@ class _StaticToken:
         return None
 
 def _bind(fn, srv:ServerState):
-    "The tool `fn` with the server state bound: a client sees (and passes) only the parameters after `srv`"
+    "The tool `fn` with the server state, and its caller when it takes `who:Client`, bound: a client sees (and passes) the other parameters"
+    from mcp.server.mcpserver import Context
+    ps = list(inspect.signature(fn).parameters.values())
+    who = len(ps) > 1 and ps[1].annotation is Client
     @functools.wraps(fn)
-    def tool(*a, **kw): return fn(srv, *a, **kw)
-    sig = inspect.signature(fn)
-    tool.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
-    tool.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != 'srv'}
+    def tool(*a, **kw):
+        if not who: return fn(srv, *a, **kw)
+        ctx = kw.pop('ctx')
+        return fn(srv, mcp_client(ctx), *a, **kw)
+    rest = ps[2 if who else 1:]
+    ctx = [inspect.Parameter('ctx', inspect.Parameter.KEYWORD_ONLY, annotation=Context)] if who else []
+    tool.__signature__ = inspect.signature(fn).replace(parameters=rest + ctx)
+    tool.__annotations__ = {**{k: v for k, v in fn.__annotations__.items() if k not in ('srv', 'who')}, **({'ctx': Context} if who else {})}
     return tool
 
 def build_server(root:str|Path|None=None,   # directory every path argument must resolve into (None: a fresh temp dir)
                  templates:dict|None=None,  # allowed sandbox templates {name: directory}
-                 max_sandboxes:int=8,       # most sandboxes open at once
+                 max_sandboxes:int=8,       # most sandboxes open at once, all clients together
                  token:str|None=None,       # bearer token for the HTTP transport (None: no auth, for stdio)
-                 name:str='knowlyr-lab')->MCPServer:
+                 name:str='knowlyr-lab',
+                 max_sandboxes_per_client:int|None=None, # most sandboxes one client (MCP session) may hold (None: half of max_sandboxes)
+                 idle_timeout:float|None=300.0,          # seconds a sandbox no call uses stays open (None: until closed)
+                )->MCPServer:
     "The knowlyr-lab MCP server with every tool registered"
     try:
         from mcp.server.auth.settings import AuthSettings
@@ -339,9 +350,9 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     auth = dict(token_verifier=_StaticToken(token), auth=AuthSettings(issuer_url='http://127.0.0.1', resource_server_url=None)) if token else {}
     app = MCPServer(name, instructions="knowlyr-lab: sandboxes, agent-log recorder, process reward model, dataset hub. "
                                       "Paths are relative to the server's root directory.", **auth)
-    srv = ServerState(root, templates, max_sandboxes)
+    srv = ServerState(root, templates, max_sandboxes, max_sandboxes_per_client, idle_timeout)
     for fn in _TOOLS: app.tool()(_bind(fn, srv))
-    app._knowlyr_sandboxes, app._knowlyr_root = srv.sandboxes, srv
+    app._knowlyr_root = srv
     issues = [i for f in _TOOLS for i in getattr(f, 'doc_issues', [])]
     app.doc_issues = lambda: list(issues)
     return app
@@ -352,7 +363,9 @@ def _parser()->argparse.ArgumentParser:
                                 "Every path argument must resolve inside --root.")
     p.add_argument('--root', help="directory every path argument must resolve into (default: a fresh temporary directory)")
     p.add_argument('--template', action='append', default=[], metavar='NAME=DIR', help="allow DIR as sandbox template NAME (repeatable)")
-    p.add_argument('--max-sandboxes', type=int, default=8, help="most sandboxes open at once (default 8)")
+    p.add_argument('--max-sandboxes', type=int, default=8, help="most sandboxes open at once, all clients together (default 8)")
+    p.add_argument('--max-sandboxes-per-client', type=int, help="most sandboxes one client (MCP session) may hold (default: all of them on stdio, half over HTTP)")
+    p.add_argument('--idle-timeout', type=float, default=300.0, help="seconds a sandbox no call uses stays open (0: until closed; default 300)")
     p.add_argument('--transport', choices=['stdio', 'http'], default='stdio', help="stdio (default) or streamable HTTP on 127.0.0.1")
     p.add_argument('--port', type=int, default=8765, help="HTTP port on 127.0.0.1 (0: a free one; default 8765)")
     p.add_argument('--token-file', help="HTTP bearer token file (read if it exists, else written 0600); default: $KNOWLYR_MCP_TOKEN or a fresh token printed on stderr")
@@ -389,9 +402,11 @@ def _serve(a)->int:
         tpls[k] = d
     if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
-    if a.transport == 'stdio': build_server(a.root, tpls, a.max_sandboxes).run(); return 0
+    caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),
+                idle_timeout=a.idle_timeout or None)   # stdio has one client: by default it may hold them all
+    if a.transport == 'stdio': build_server(a.root, tpls, a.max_sandboxes, **caps).run(); return 0
     tok, where = _token(a.token_file)
-    app = build_server(a.root, tpls, a.max_sandboxes, token=tok)   # root and templates checked before a token is written or shown
+    app = build_server(a.root, tpls, a.max_sandboxes, token=tok, **caps)   # root and templates checked before a token is written or shown
     if where is None and a.token_file: _write_token(a.token_file, tok); where = a.token_file
     serve_http(app, a.port, token_note=f"bearer token: {tok}" if where is None else f"bearer token: the one in {where}")
     return 0

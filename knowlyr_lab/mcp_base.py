@@ -7,10 +7,9 @@ Docs: https://knowlyr.github.io/knowlyr-lab/mcp_base.html.md"""
 # %% ../nbs/94_mcp_base.ipynb #bb3952e1
 from __future__ import annotations
 
+import contextlib
 import inspect
-import secrets
 import tempfile
-import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -18,13 +17,15 @@ from fastcore.basics import patch
 from fastcore.docments import docments
 from pydantic import Field
 
+from .envs.sessions import SessionLimits, SessionTable
 from .trajectory import Trajectory
 from .trajectory_io import parse_trajectory, read_trajectories
 
 # %% auto #0
-__all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerRoot', 'ServerState', 'described', 'SandboxCreated',
-           'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult', 'ConversionResult',
-           'ValidationResult', 'DiffResult', 'ScoreResult', 'PreferencesResult', 'CalibrationResult', 'load_trajectory']
+__all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerRoot', 'ServerState', 'Client', 'mcp_client', 'described',
+           'SandboxCreated', 'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult',
+           'ConversionResult', 'ValidationResult', 'DiffResult', 'ScoreResult', 'PreferencesResult',
+           'CalibrationResult', 'load_trajectory']
 
 # %% ../nbs/94_mcp_base.ipynb #907cf8f5
 class ServerRoot:
@@ -47,38 +48,57 @@ class ServerRoot:
 
 # %% ../nbs/94_mcp_base.ipynb #743ca00d
 class ServerState(ServerRoot):
-    "What the tools of one server share: its root, the allowed sandbox templates, the open sandboxes (at most `max_sandboxes`)"
-    def __init__(self, root=None,             # the root directory (None: a fresh temporary directory, removed at exit)
-                 templates:dict|None=None,    # allowed sandbox templates {name: directory}
-                 max_sandboxes:int=8):        # most sandboxes open at once
+    "What the tools of one server share: its root, the allowed sandbox templates, the open sandboxes of each client"
+    def __init__(self, root=None,                      # the root directory (None: a fresh temporary directory, removed at exit)
+                 templates:dict|None=None,             # allowed sandbox templates {name: directory}
+                 max_sandboxes:int=8,                  # most sandboxes open at once, all clients together
+                 max_sandboxes_per_client:int|None=None, # most sandboxes one client (MCP session) may hold (None: half of max_sandboxes)
+                 idle_timeout:float|None=300.0):       # seconds a sandbox no call uses stays open (None: until closed)
         super().__init__(root)
         self.templates = {}
         for k, d in (templates or {}).items():
             if not Path(d).is_dir(): raise ValueError(f"template {k!r}: {d} is not a directory")
             self.templates[k] = Path(d).resolve()
-        self.max_sandboxes, self.sandboxes, self.lock, self.starting = max_sandboxes, {}, threading.Lock(), 0   # starting: places taken by sandboxes not yet up
-
-    def sandbox(self, sid:str):
-        "The open sandbox `sid`; KeyError naming the open ones when there is none"
-        with self.lock:
-            if sid not in self.sandboxes: raise KeyError(f"no sandbox {sid!r}; open ones: {sorted(self.sandboxes) or 'none'}")
-            return self.sandboxes[sid]
+        self.table = SessionTable(SessionLimits(max_sandboxes, max_sandboxes_per_client, idle_timeout),
+                                  on_idle=lambda s: s.env.close(), noun=('sandbox', 'sandboxes'))
 
 # %% ../nbs/94_mcp_base.ipynb #2b57ebaf
 @patch
-def add_sandbox(self:ServerState, start)->str: # start: () -> a new sandbox
-    "Start a sandbox with `start()` in a place taken first (ValueError when none is left); its id"
-    with self.lock:
-        if (n := len(self.sandboxes) + self.starting) >= self.max_sandboxes:
-            raise ValueError(f"{n} sandboxes are open or starting (the most this server allows); close one first")
-        self.starting += 1
-    try: s = start()
-    except BaseException:
-        with self.lock: self.starting -= 1
-        raise
-    sid = f"sb-{secrets.token_hex(8)}"
-    with self.lock: self.starting -= 1; self.sandboxes[sid] = s
+def add_sandbox(self:ServerState, client:str, # who asks (`mcp_client`)
+                start)->str:                  # () -> a new sandbox
+    "Start a sandbox with `start()` for `client` in a place taken first (`SessionRefused` past a cap); its id"
+    sid = self.table.open(client)
+    try: sb = start()
+    except BaseException: self.table.close(sid); raise
+    self.table.ready(sid, sb); return sid
+
+# %% ../nbs/94_mcp_base.ipynb #abd9994d
+@patch
+@contextlib.contextmanager
+def sandbox(self:ServerState, sid:str, client:str):
+    "The sandbox `sid` of `client`, held for one call; `UnknownSessionError` for an id that is not this client's"
+    with self.table.use(sid, client) as s: yield s.env
+
+# %% ../nbs/94_mcp_base.ipynb #1e16c543
+@patch
+def close_sandbox(self:ServerState, sid:str, client:str)->str:
+    "Close `client`'s sandbox `sid`, once a call in progress on it has ended"
+    with self.table.use(sid, client) as s: self.table.close(sid, client); s.env.close()
     return sid
+
+# %% ../nbs/94_mcp_base.ipynb #4bc1cafe
+class Client(str):
+    "The caller of a tool, as a tool declares it (`who:Client`): filled by `build_server` from the request, never passed by a client"
+
+def mcp_client(ctx)->Client: # the SDK's `Context` of the tool call
+    "Who makes a tool call: its MCP session over HTTP, 'stdio' over stdio, 'in-process' for a direct `call_tool`"
+    try: req = ctx.request_context.request
+    except ValueError: return Client('in-process')      # no request: `MCPServer.call_tool` called in this process
+    if req is None: return Client('stdio')                # stdio: one client per server process
+    sid = (ctx.headers or {}).get('mcp-session-id')
+    if not sid: raise ValueError("sandboxes belong to the MCP session that creates them, and this request has none (stateless HTTP): "
+                                 "connect with initialize and send the mcp-session-id it returns, as the MCP SDK's clients do")
+    return Client(f"mcp-session {sid}")
 
 # %% ../nbs/94_mcp_base.ipynb #13164f8c
 def _docs(obj)->dict:
@@ -125,7 +145,7 @@ def described(*sources, rename:dict|None=None):
         sig = inspect.signature(fn, eval_str=True)
         params, fn.doc_issues = [], []
         for name, p in sig.parameters.items():
-            if p.annotation is ServerState: params.append(p); continue   # bound by `build_server`: a client never sees it
+            if p.annotation in (ServerState, Client): params.append(p); continue   # bound by `build_server`: a client never sees it
             a = api.get(rename.get(name, name)) if rename.get(name, name) is not None else None
             if a and name in own and f"{fn.__name__}.{name}" not in CLIENT_TEXT and name not in CLIENT_TEXT: fn.doc_issues.append(f"{fn.__name__}.{name}: documented here and in the Python API (the API's text is used)")
             desc = CLIENT_TEXT.get(f"{fn.__name__}.{name}") or CLIENT_TEXT.get(name) or a or own.get(name)

@@ -130,7 +130,7 @@ def test_sandbox_tools_over_stdio(results, root):
     assert sb['isolation'] == 'bubblewrap' and sb['containment']['uid'] == sb['uid']
     assert not w['is_error'] and r['output'].strip() == 'hi' and r['exit_code'] == 0
     assert snap['digest'] and snap['path'] == str(root / 'snap.tar') and gone['is_error'] and back['output'].strip() == 'hi'
-    assert nosb.is_error and "no sandbox 'sb-nope'" in nosb.content[0].text
+    assert nosb.is_error and "the id 'sb-nope' is not one of this client's sandboxes" in nosb.content[0].text
 
 @scenario
 async def replay_nothing(s):

@@ -170,5 +170,5 @@ def test_the_sandbox_cap_holds_against_concurrent_creates(dirs):
         return made, refused, again
     made, refused, again = run(go, '--root', str(dirs[0]), '--max-sandboxes', '2')
     assert len(made) == 2 and len(refused) == 6, (made, refused)
-    assert all('sandboxes are open or starting (the most this server allows); close one first' in m for m in refused), refused
+    assert all('already holds 2 sandboxes, the per-client cap (max_sandboxes_per_client=2): close one' in m for m in refused), refused
     assert not again.is_error, again.content[0].text

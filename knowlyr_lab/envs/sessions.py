@@ -67,18 +67,19 @@ class Session:
 class SessionTable:
     "Open sessions by random id, each bound to its client, capped per client and in all; `on_idle` closes idle ones"
     def __init__(self, limits:SessionLimits|None=None,            # caps and idle timeout
-                 on_idle:Callable[[Session], None]|None=None):   # closes a session found idle (None: no reaper thread)
-        self.limits, self.on_idle = limits or SessionLimits(), on_idle
+                 on_idle:Callable[[Session], None]|None=None,   # closes a session found idle (None: no reaper thread)
+                 noun:tuple=('session', 'sessions')):          # what a session is called in messages (the MCP server's: sandboxes)
+        self.limits, self.on_idle, self.noun = limits or SessionLimits(), on_idle, noun
         self.rows, self.lock, self._reaper, self.expired = {}, threading.Lock(), None, collections.OrderedDict()   # expired: id -> client
     def __len__(self): return len(self.rows)
     def held(self, client:str)->int: return sum(s.client == client for s in self.rows.values())
     def _find(self, sid, client:str|None)->Session:
         s = self.rows.get(sid) if isinstance(sid, str) else None
         if s is None and client is not None and isinstance(sid, str) and self.expired.get(sid) == client:
-            e = UnknownSessionError(f"session {sid!r:.40} expired: closed after {self.limits.idle_timeout:g} s idle (idle_timeout); open a new one")
+            e = UnknownSessionError(f"{self.noun[0]} {sid!r:.40} expired: closed after {self.limits.idle_timeout:g} s idle (idle_timeout); open a new one")
             e.idle_timeout = self.limits.idle_timeout; raise e
         if s is None or (client is not None and s.client != client):
-            raise UnknownSessionError(f"the id {sid!r:.40} is not one of this client's sessions (unknown, closed, closed when idle, or another client's)")
+            raise UnknownSessionError(f"the id {sid!r:.40} is not one of this client's {self.noun[1]} (unknown, closed, closed when idle, or another client's)")
         return s
     def __repr__(self):
         L = self.limits
@@ -93,10 +94,10 @@ def open(self:SessionTable, client:str)->str:
     idle = '' if L.idle_timeout is None else f" (an idle one is closed after {L.idle_timeout:g} s)"
     with self.lock:
         if (n := self.held(client)) >= L.max_sessions_per_client:
-            raise SessionRefused(f"client {client} already holds {n} session{'s' * (n != 1)}, the per-client cap "
-                                 f"(max_sessions_per_client={L.max_sessions_per_client}): close one{idle}", 429)
+            raise SessionRefused(f"client {client} already holds {n} {self.noun[n != 1]}, the per-client cap "
+                                 f"(max_{self.noun[1]}_per_client={L.max_sessions_per_client}): close one{idle}", 429)
         if len(self) >= L.max_sessions:
-            raise SessionRefused(f"the server holds {len(self)} sessions, its cap (max_sessions={L.max_sessions}): retry later", 503)
+            raise SessionRefused(f"the server holds {len(self)} {self.noun[1]}, its cap (max_{self.noun[1]}={L.max_sessions}): retry later", 503)
         sid = secrets.token_urlsafe(16); self.rows[sid] = Session(client)
         if self.on_idle is not None and L.idle_timeout is not None and self._reaper is None:
             self._reaper = threading.Thread(target=self._sweep, daemon=True, name='knowlyr-session-reaper'); self._reaper.start()
