@@ -11,6 +11,7 @@ import hashlib
 import json
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # %% auto #0
@@ -118,6 +119,53 @@ def as_task(task:Task|dict|str|None,   # a `Task`, a task dict (an env's `info['
     known['id'] = str(known.get('id', 'unknown'))
     return Task(**known, metadata={**md, **{k: v for k, v in task.items() if k not in _TASK_FIELDS and k != 'metadata'}})
 
+# %% ../nbs/03_trajectory.ipynb #c4f0a1b3
+_I64, _OUTCOME_DUMP = 1 << 63, tuple(Outcome.model_fields)       # the fields Outcome.model_dump gives
+
+def _plain(x)->bool:
+    "Does orjson write `x` as `_canon` does: plain JSON values only, floats written without an exponent"
+    t = type(x)
+    if t is str or t is bool or x is None: return True
+    if t is dict:
+        for k, v in x.items():
+            if type(k) is not str or (type(v) is not str and not _plain(v)): return False
+        return True
+    if t is list:
+        for v in x:
+            if type(v) is not str and not _plain(v): return False
+        return True
+    if t is int: return -_I64 <= x < _I64
+    if t is float: return x == 0 or 1e-4 <= abs(x) < 1e16          # NaN and infinities: False
+    return False
+
+# %% ../nbs/03_trajectory.ipynb #c4f0a1b4
+def _plain_steps(steps)->list|None:
+    "The steps' part of the content, built from the attributes, or None where a value is not plain"
+    out = []
+    for s in steps:
+        th, a, y = s.thought, s.action, s.observation
+        if th is not None and type(th) is not str: return None
+        if a is not None:
+            tool, p, cid = a.tool, a.params, a.call_id
+            if type(tool) is not str or (cid is not None and type(cid) is not str) or type(p) is not dict or (p and not _plain(p)): return None
+            a = {'tool': tool, 'params': p, 'call_id': cid}
+        if y is not None:
+            c, e, x = y.content, y.is_error, y.exit_code
+            if type(c) is not str or type(e) is not bool or (x is not None and (type(x) is not int or not -_I64 <= x < _I64)): return None
+            y = {'content': c, 'is_error': e, 'exit_code': x}
+        out.append([th, a, y])
+    return out
+
+def _canon_fast(traj)->bytes|None:
+    "`_canon(traj._content()).encode()` written by orjson when the content is plain (None: it is not, use `_canon`)"
+    t, a, o = traj.task, traj.agent, traj.outcome
+    task = [t.id, t.instruction, t.domain, t.env_id] + ([t.initial_observation] if t.initial_observation is not None else [])
+    rest = {'task': task, 'agent': [a.name, a.model], 'outcome': {k: getattr(o, k) for k in _OUTCOME_DUMP if k != 'invalid' or o.invalid}}
+    try:
+        if not _plain(rest) or (steps := _plain_steps(traj.steps)) is None: return None
+        return orjson.dumps({**rest, 'steps': steps}, option=orjson.OPT_SORT_KEYS)
+    except (RecursionError, orjson.JSONEncodeError): return None      # too deep, a lone surrogate: the old way says what it says
+
 # %% ../nbs/03_trajectory.ipynb #f7670bd9
 def _canon(obj)->str: return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)
 
@@ -146,13 +194,17 @@ class Trajectory(_Model):
 
     def content_hash(self)->str:
         "Stable hash of the normalised content (task, agent, steps, outcome); ignores rewards, times and metadata"
+        text = _canon_fast(self)
+        return 'tr-' + hashlib.sha256(text if text is not None else _canon(self._content()).encode()).hexdigest()[:24]
+
+    def _content(self)->dict:
+        "What the content hash hashes"
         t = self.task
         task = [t.id, t.instruction, t.domain, t.env_id] + ([t.initial_observation] if t.initial_observation is not None else [])
-        body = {'task': task, 'agent': [self.agent.name, self.agent.model],
+        return {'task': task, 'agent': [self.agent.name, self.agent.model],
                 'steps': [[s.thought, s.action.model_dump() if s.action else None,
                            s.observation.model_dump() if s.observation else None] for s in self.steps],
                 'outcome': self.outcome.model_dump(exclude=None if self.outcome.invalid else {'invalid'})}
-        return 'tr-' + hashlib.sha256(_canon(body).encode()).hexdigest()[:24]
 
     @property
     def success(self)->bool|None: return self.outcome.success

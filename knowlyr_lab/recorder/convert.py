@@ -184,7 +184,9 @@ def _collector_paused(items:Iterator)->Iterator:
         was = gc.isenabled(); gc.disable()
         try: item = next(items, _END)
         finally:
-            if was: gc.enable()
+            if was:
+                if not gc.get_freeze_count(): gc.freeze(); gc.unfreeze()   # what was made goes to the oldest generation unscanned
+                gc.enable()
         if item is _END: return
         yield item
 
