@@ -152,11 +152,17 @@ def test_05_real_model(tmp_path):
     out = tmp_path / 'exp05'
     run_notebook('05_real_model.ipynb', out, timeout=3600)
     res = json.loads((out / 'results.json').read_text())
-    assert res['model'] == 'SmolLM2-135M-Instruct' and res['env'] == 'knowlyr/arith-medium'
-    assert [r['seed'] for r in res['runs']] == res['params']['SEEDS'] and res['n_eval'] == res['params']['N_EVAL']
-    for r in res['runs']:
-        assert all(0 <= r[k] <= 1 for k in ('zero_shot', 'sft', 'grpo')) and all(0 <= r[k] <= 1 for k in ('sft_p', 'grpo_p'))
-        assert len(r['grpo_reward_curve']) == res['params']['UPDATES']
+    P, W = res['params'], res['params']['WARM_SEEDS']
+    assert res['model'] == 'SmolLM2-135M-Instruct' and res['env_id'] == 'knowlyr/arith-medium' and 'Q4_1' in res['model_file']
+    assert [w['seed'] for w in res['warm_starts']] == W
+    for w in res['warm_starts']:
+        assert 0 <= w['sampled'] <= 1 and w['curve'][-1]['step'] == w['step'] and w['step'] <= P['MAX_SFT']
+    runs = {(r['arm'], r['warm_start']): r for r in res['runs']}
+    for w in W:
+        g, s = runs['grpo', w], runs['shuffled', w]
+        assert g['before'] == s['before'] and all(0 <= r[k] <= 1 for r in (g, s) for k in ('before', 'after'))   # one warm start, greedy
+    assert len(res['curves']) == 2 * len(W) * P['UPDATES']
+    assert_comparisons(res, ['grpo vs shuffled', 'grpo vs warm start', 'shuffled vs warm start'])
     assert_provenance(res)
 
 def test_readme_demo_spread_is_generated_from_its_results_file():
