@@ -11,7 +11,8 @@ cut rather than failing the simulator, and being slow (a `sleep`, an episode out
 failure: `collect` refuses a step timeout that the agent's own commands could reach.
 
 The same holds over the env servers (AgentGym, OpenEnv, and OpenEnv's MCP actions, `call_tool`): the plants are
-played through each protocol's client against the served env; an agent's command slower than the client's
+played through each protocol's client against the served env, and `evaluate_agent` and a GRPO group over a served env
+give a saboteur its true success rate and its laundered members their advantage; an agent's command slower than the client's
 `step_timeout` (within the served env's own limit) is waited for; a policy that thinks longer than the server keeps
 an idle session ends its episode as its own timeout; and the served env's infrastructure failure (its sandbox
 backend) reaches the client as the server's failure, never as the server's refusal of the agent's action."""
@@ -26,6 +27,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+import torch
 from helpers import TRANSPORTS, app_for, client_for, sent_as, served
 
 from knowlyr_lab.agents import Agent, ExpertAgent, ScriptedAgent
@@ -41,6 +43,8 @@ from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.sandbox.base import SandboxBackendError, SandboxError
 from knowlyr_lab.sandbox.local import LocalSandbox, bwrap_available
+from knowlyr_lab.trainer.grpo_groups import groups_from_records, has_signal
+from knowlyr_lab.trainer.losses import grpo_advantages
 from knowlyr_lab.wrappers import InfrastructureError as ReExported
 from knowlyr_lab.wrappers import RecorderWrapper, TimeoutWrapper
 
@@ -189,6 +193,44 @@ def test_a_grpo_group_keeps_the_advantage_of_its_successes():
     assert [t.valid for t in group] == [True] * 4 and rewards == [1.0, 1.0, PRISTINE, PRISTINE]
     mean = sum(rewards) / 4
     assert [round(r - mean, 6) for r in rewards] == [0.2, 0.2, -0.2, -0.2]   # laundering the failures made these all 0
+
+# --- the same two over a served env: what a remote trainer or evaluator sees (issue 39: success 1.0 instead of 0.5,
+# advantages [0, 0, 0, 0] instead of +-0.87 once the laundered members were invalid)
+
+class RemoteSaboteur(Agent):
+    "Over a server of `suite`: the real fix of the tasks in `solve`, a locked junk directory and workspace on the others; then submit"
+    name = 'saboteur'
+    def __init__(self, solve, transport, suite): self.solve, self.transport, self.suite, self.plan = set(solve), transport, suite, []
+    def reset(self, task=None, tools=None):
+        tid = task['id'] if task['id'] in self.suite else self.suite[int(task['id'].rsplit('-s', 1)[1])]   # OpenEnv names the task, AgentGym its seed
+        moves = fix_actions(tid) if tid in self.solve else [sh('mkdir junk && chmod 000 junk /workspace')]
+        self.plan = [sent_as(self.transport, a) for a in [*moves, SUBMIT]]
+    def __call__(self, observation, history): return self.plan.pop(0)
+
+@pytest.mark.parametrize('transport', ['agentgym', 'openenv'])
+def test_evaluate_agent_over_a_served_env_counts_sabotaged_episodes_as_failures(transport):
+    tasks = SandboxEnv().tasks[:4]
+    suite = [t.id for t in tasks]
+    with served(app_for(transport, lambda: SandboxEnv(tasks))) as url:
+        res = evaluate_agent(lambda: RemoteSaboteur(suite[:2], transport, suite), lambda: client_for(transport, url, step_timeout=120),
+                             tasks=[f'remote-s{i}' for i in range(4)], progress=False)
+    s = res.summary()
+    assert (s['n_episodes'], s['n_invalid'], s['success_rate']) == (4, 0, 0.5), s
+
+@pytest.mark.parametrize('transport', ['agentgym', 'openenv'])
+def test_a_grpo_group_over_a_served_env_keeps_its_laundered_members_scored(transport):
+    one = next(t for t in SandboxEnv().tasks if t.id == TASK)
+    with served(app_for(transport, lambda: SandboxEnv([one]))) as url:
+        def play(solve): return collect(lambda: client_for(transport, url, step_timeout=120), lambda: RemoteSaboteur(solve, transport, [TASK]), 2,
+                                        tasks=['remote-s0'] * 2, progress=False)
+        episodes = play([TASK]) + play([])
+    assert [(t.valid, t.outcome.score) for t in episodes] == [(True, 1.0)] * 2 + [(True, PRISTINE)] * 2, [t.outcome for t in episodes]
+    group, = groups_from_records(episodes)                             # the trainer's grouping: one task, four members
+    rewards, valid = torch.tensor([float(m['reward']) for m in group]), torch.tensor([m['valid'] for m in group])
+    assert valid.tolist() == [True] * 4 and rewards[0] == rewards[1] > rewards[2] == rewards[3], (rewards, valid)
+    assert has_signal(group)
+    adv = grpo_advantages(rewards, 4, 'group', valid=valid)
+    assert adv.tolist() == pytest.approx([0.866, 0.866, -0.866, -0.866], abs=1e-3), adv   # laundered: [0, 0, 0, 0]
 
 # --- the verdict is a type, the same in every process
 PROBE = textwrap.dedent('''
