@@ -7,19 +7,19 @@ Docs: https://knowlyr.github.io/knowlyr-lab/serving_model.html.md"""
 # %% ../../nbs/55_serving_model.ipynb #964ed637
 from __future__ import annotations
 
-import functools
 import sys
 from pathlib import Path
 
 import torch
 from fastcore.basics import patch
 from fastcore.meta import delegates
-from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers.cache_utils import DynamicLayer
 
 from ..agents import AgentReply
 from ..chat import assistant_message, load_prompt, parse_reply, render_chats, save_prompt, set_chat_format
 from ..core import InvalidActionError
-from .prefix_cache import PrefixCache, cache_of, reusable_cache
+from .prefix_cache import PrefixCache, cache_of, forward_takes, reusable_cache
 from .server import InferenceServer
 
 # %% auto #0
@@ -30,7 +30,7 @@ class AgentInference:
     "A local causal LM behind the agent protocol and an OpenAI-compatible server"
     def __init__(self, model, tokenizer, name:str|None=None,
                  prefix_cache:int=64,            # conversations whose KV cache is kept across calls (`PrefixCache`); 0: none
-                 cache_bytes:int=256 * 2**20):   # and at most this many bytes of them
+                 cache_bytes:int=2 * 2**30):     # and at most this many bytes of them
         self.model, self.tokenizer = model.eval(), tokenizer
         self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0, cache_bytes)
         self.name = name or Path(getattr(model, 'name_or_path', '') or 'local').name or 'local'
@@ -70,14 +70,23 @@ def from_pretrained(cls:AgentInference, path:str|Path, # model folder, LoRA adap
     return inf
 
 # %% ../../nbs/55_serving_model.ipynb #87b086d0
-@functools.cache
-def _cache_kw()->str:
-    "The name `generate` takes a cache under: `cache` where transformers has renamed `past_key_values` (5.2x; removed in 6.0)"
-    from transformers.generation.utils import GenerationMixin
-    names = [c.cell_contents for c in (GenerationMixin.generate.__closure__ or ()) if isinstance(c.cell_contents, str)]
-    return 'cache' if 'cache' in names and 'past_key_values' in names else 'past_key_values'
+def _sample(logits:torch.Tensor, # (B, V) next-token logits
+            temperature:float,    # T; 0: greedy
+            top_p:float=1.0,      # nucleus cut (1.0: none, as the loss assumes)
+           )->tuple[torch.Tensor, torch.Tensor]: # (B,) tokens and (B,) their log-probs under the distribution drawn from
+    "One token per row drawn from softmax(logits / T) and nothing else: no top-k, no penalties; greedy at T = 0"
+    if temperature <= 0:
+        nxt = logits.argmax(-1)
+        return nxt, torch.zeros(nxt.shape, device=nxt.device)     # a greedy pick has probability 1
+    lp = torch.log_softmax(logits.float() / temperature, -1)
+    if top_p < 1.0:
+        sp, si = lp.sort(-1, descending=True)
+        out = sp.exp().cumsum(-1) - sp.exp() >= top_p              # past the nucleus: the tokens before already hold top_p
+        lp = torch.log_softmax(lp.scatter(-1, si, sp.masked_fill(out, float('-inf'))), -1)
+    nxt = torch.multinomial(lp.exp(), 1).squeeze(1)
+    return nxt, lp.gather(-1, nxt[:, None]).squeeze(1)
 
-def _token_logprobs(logits:tuple, row:int, ids:list[int], top:int)->list[dict]:
+def _token_logprobs(logits:list, row:int, ids:list[int], top:int)->list[dict]:
     "Per generated token of batch row `row`: its id, log-probability and the `top` most likely ids with theirs"
     out = []
     for t, tid in enumerate(ids):
@@ -87,43 +96,78 @@ def _token_logprobs(logits:tuple, row:int, ids:list[int], top:int)->list[dict]:
                     'top': [(int(j), float(v)) for v, j in zip(alt.values, alt.indices)] if top else []})
     return out
 
-class _StopWhen(StoppingCriteria):
-    "Stops every row of a generation once `fn()` is true (checked after each token)"
-    def __init__(self, fn): self.fn = fn
-    def __call__(self, input_ids, scores, **kw): return torch.full((input_ids.shape[0],), bool(self.fn()), dtype=torch.bool, device=input_ids.device)
+# %% ../../nbs/55_serving_model.ipynb #532952a5
+class _ReservedLayer(DynamicLayer):
+    "A `DynamicLayer` with room reserved behind its keys and values: a new token is written in place, not the cache copied"
+    def update(self, key_states, value_states, *args, **kwargs):
+        n, m = self.keys.shape[-2], key_states.shape[-2]
+        if n + m > self._k.shape[-2] or self.keys.data_ptr() != self._k.data_ptr(): return super().update(key_states, value_states)
+        self._k[..., n:n + m, :], self._v[..., n:n + m, :] = key_states, value_states
+        self.keys, self.values = self._k[..., :n + m, :], self._v[..., :n + m, :]
+        return self.keys, self.values
+
+def _reserve(past, extra:int):
+    "Give every plain `DynamicLayer` of cache `past` room for `extra` more tokens (other layers stay as they are)"
+    for layer in getattr(past, 'layers', []):
+        if type(layer) is not DynamicLayer or not layer.is_initialized: continue
+        n = layer.keys.shape[-2]
+        for name, t in (('_k', layer.keys), ('_v', layer.values)):
+            buf = t.new_empty(*t.shape[:-2], n + extra, t.shape[-1]); buf[..., :n, :] = t; setattr(layer, name, buf)
+        layer.__class__ = _ReservedLayer
+        layer.keys, layer.values = layer._k[..., :n, :], layer._v[..., :n, :]
+
+# %% ../../nbs/55_serving_model.ipynb #186f6219
+@torch.no_grad()
+def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, attention_mask and maybe past_key_values
+            max_new_tokens:int, temperature:float, top_p:float, eos_id:int, pad_id:int,
+            stop=None,                    # a zero-argument callable: True ends every row now
+            keep_logits:bool=False):      # also return each step's raw logits
+    "(tokens [B, T], their sampling log-probs [B, T], raw logits per step or [], the cache): one forward pass per token"
+    ck, pos_ok = 'cache' if forward_takes(model, 'cache') else 'past_key_values', forward_takes(model, 'position_ids')
+    x, mask, past = inputs['input_ids'], inputs['attention_mask'], inputs.get('past_key_values')
+    pos = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)     # positions from the mask: cached tokens keep theirs
+    kw = {'logits_to_keep': 1} if forward_takes(model, 'logits_to_keep') else {}
+    done, toks, lps, raw = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device), [], [], []
+    for _ in range(max_new_tokens):
+        if pos_ok: kw['position_ids'] = pos[:, -x.shape[1]:]
+        out = model(input_ids=x, attention_mask=mask, use_cache=True, **{ck: past}, **kw)
+        past, logits = cache_of(out), out.logits[:, -1].float()
+        if not toks: _reserve(past, max_new_tokens)            # after the prefill: room for the tokens to come
+        nxt, lp = _sample(logits, temperature, top_p)
+        nxt = nxt.masked_fill(done, pad_id)                    # a finished row pads (and is cut at its end-of-turn token)
+        toks.append(nxt); lps.append(lp); raw += [logits] if keep_logits else []
+        done |= nxt == eos_id
+        if bool(done.all()) or (stop is not None and stop()): break
+        x, pos, mask = nxt[:, None], pos[:, -1:] + 1, torch.cat([mask, mask.new_ones((mask.shape[0], 1))], 1)
+    return torch.stack(toks, 1), torch.stack(lps, 1), raw, past
 
 # %% ../../nbs/55_serving_model.ipynb #922cbfb4
 @patch
 @torch.no_grad()
 def generate(self:AgentInference, conversations:list[list[dict]], # chats to continue
              tools:list|None=None,                 # tool schemas (same for all)
-             max_new_tokens:int=128, temperature:float=0.0, top_p:float=1.0,
+             max_new_tokens:int=128, temperature:float=0.0,
+             top_p:float=1.0,                      # nucleus cut (1.0: none; the trainers' loss assumes none)
              seed:int|None=None,
              stop=None,                            # a zero-argument callable: True ends the generation now (client gone, deadline)
-             logprobs:int|None=None,               # per generated token its log-probability and this many top alternatives (None: none)
-            )->list[dict]:                         # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason', 'prompt_token_ids', 'token_ids', 'logprobs'?}]
-    "Batched generation of the next assistant turn for each conversation"
+             logprobs:int|None=None,               # per generated token the model's log-probability and this many top alternatives (None: none)
+            )->list[dict]:                         # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason', 'prompt_token_ids', 'token_ids', 'token_logprobs', 'logprobs'?}]
+    "Batched generation of the next assistant turn for each conversation, sampled from softmax(logits / temperature)"
     tok = self.tokenizer
     ids = tok(render_chats(tok, conversations, tools, add_generation_prompt=True), add_special_tokens=False)['input_ids']
     inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix
-    if 'past_key_values' in inputs: inputs[_cache_kw()] = inputs.pop('past_key_values')
     if seed is not None: torch.manual_seed(seed)
-    kw = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
-    if stop is not None: kw['stopping_criteria'] = StoppingCriteriaList([_StopWhen(stop)])
-    if logprobs is not None: kw['output_logits'] = True     # the model's raw logits: log-probs of the model, not of the sampler
-    out = self.model.generate(**inputs, max_new_tokens=max_new_tokens, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                              use_cache=True, return_dict_in_generate=True, **kw)
+    new, lps, raw, past = _decode(self.model, inputs, max_new_tokens, temperature, top_p, tok.eos_token_id, tok.pad_token_id, stop, logprobs is not None)
     res = []
-    for i, row in enumerate(out.sequences[:, plan.width:].tolist()):
+    for i, (row, lp) in enumerate(zip(new.tolist(), lps.tolist())):
         ended = tok.eos_token_id in row
         n = row.index(tok.eos_token_id) + 1 if ended else len(row)
         row = row[:n]                      # a row that did not end has no padding: it ran to max_new_tokens
-        text_ids = row[:-1] if ended else row
-        r = {'text': tok.decode(text_ids, skip_special_tokens=True), 'prompt_tokens': len(ids[i]), 'completion_tokens': len(row),
-             'finish_reason': 'stop' if ended else 'length', 'prompt_token_ids': ids[i], 'token_ids': row}
-        if logprobs is not None: r['logprobs'] = _token_logprobs(out.logits, i, row, logprobs)
+        r = {'text': tok.decode(row[:-1] if ended else row, skip_special_tokens=True), 'prompt_tokens': len(ids[i]), 'completion_tokens': n,
+             'finish_reason': 'stop' if ended else 'length', 'prompt_token_ids': ids[i], 'token_ids': row, 'token_logprobs': lp[:n]}
+        if logprobs is not None: r['logprobs'] = _token_logprobs(raw, i, row, logprobs)
         res.append(r)
-    self.cache.keep(plan, inputs, out.sequences, cache_of(out), [r['completion_tokens'] for r in res])
+    self.cache.keep(plan, inputs, torch.cat([inputs['input_ids'], new], 1), past, [r['completion_tokens'] for r in res])
     return res
 
 # %% ../../nbs/55_serving_model.ipynb #c3d38a42
@@ -162,7 +206,7 @@ class LocalAgent:
         if not calls: action = text if text.strip() else 'Error: the model produced no action'
         else: action = {**calls[0], **({'thought': thought} if thought else {})}
         usage = {'input': out['prompt_tokens'], 'output': out['completion_tokens'], 'cached': 0, 'reasoning': 0}
-        lps = [x['logprob'] for x in out['logprobs']] if out.get('logprobs') is not None else None
+        lps = out.get('token_logprobs') if self.temperature > 0 else None   # under the distribution sampled from: softmax(logits / T)
         return AgentReply(action, usage, text, out.get('token_ids'), out.get('prompt_token_ids'), lps)
 
     def __call__(self, observation:str, history:list[dict]|None=None)->AgentReply:

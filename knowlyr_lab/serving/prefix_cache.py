@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/serving_prefix_cache.html.md"""
 # %% ../../nbs/50_serving_prefix_cache.ipynb #2c5326fc
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 from collections import OrderedDict
@@ -18,20 +19,26 @@ from fastcore.basics import patch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 # %% auto #0
-__all__ = ['MIN_SHARED', 'cache_of', 'reusable_cache', 'PrefixCache', 'PrefixPlan']
+__all__ = ['MIN_SHARED', 'cache_of', 'forward_takes', 'reusable_cache', 'PrefixCache', 'PrefixPlan']
 
 # %% ../../nbs/50_serving_prefix_cache.ipynb #b4ccf218
 def cache_of(out):
     "The KV cache of a model or `generate` output: `cache` where transformers has renamed `past_key_values` (deprecated in 5.2x)"
     return out['cache'] if 'cache' in out else out.past_key_values
 
+@functools.cache
+def _forward_params(cls)->frozenset: return frozenset(inspect.signature(cls.forward).parameters)
+
+def forward_takes(model, name:str)->bool:
+    "Whether `model`'s forward (its base model's, for a peft model) names keyword `name`: `cache` in transformers 5.2x, `past_key_values` before"
+    return name in _forward_params(type(model.get_base_model() if hasattr(model, 'get_base_model') else model))
+
 def reusable_cache(model)->bool:
     "True when `model` generates with one full-attention `DynamicLayer` per layer, whose keys/values can be cut per sequence and joined"
     cfg = getattr(model, 'config', None)
     if cfg is None or getattr(cfg, 'is_encoder_decoder', False): return False
     if getattr(getattr(model, 'generation_config', None), 'cache_implementation', None): return False   # generate refuses a cache passed in
-    base = model.get_base_model() if hasattr(model, 'get_base_model') else model                          # a peft model: its base
-    if 'position_ids' not in inspect.signature(base.forward).parameters: return False   # positions from the cache index (ALiBi ...)
+    if not forward_takes(model, 'position_ids'): return False                           # positions from the cache index (ALiBi ...)
     rope = getattr(cfg, 'rope_parameters', None) or getattr(cfg, 'rope_scaling', None) or {}
     if isinstance(rope, dict) and rope.get('rope_type', rope.get('type')) in ('dynamic', 'longrope'): return False   # frequencies move with the length
     try: layers = DynamicCache(config=cfg).layers
@@ -46,14 +53,14 @@ def _weights_key(model):
 class PrefixCache:
     "Keys and values of recent sequences, per sequence: a prompt that extends one is encoded only past the shared prefix"
     def __init__(self, max_sequences:int=64,  # sequences kept (least recently used dropped first); 0 keeps none
-                 max_bytes:int=256 * 2**20):  # and at most this many bytes of keys and values (a real model's KV is ~0.1 MB a token)
+                 max_bytes:int=2 * 2**30):    # and at most this many bytes of keys and values (SmolLM2-135M: 45 KB a token; a 7B: ~0.1 MB)
         self.max_sequences, self.max_bytes, self._seqs, self._lock, self._weights = max_sequences, max_bytes, OrderedDict(), threading.Lock(), None
         self.nbytes = 0                       # bytes of keys and values held now
         self.stats = {'reused': 0, 'encoded': 0}  # prompt tokens taken from the cache / encoded anew, over all calls
 
     def __len__(self): return len(self._seqs)
     def __getstate__(self): return {'max_sequences': self.max_sequences, 'max_bytes': self.max_bytes, 'stats': dict(self.stats)}   # a copy starts empty: the tensors stay here
-    def __setstate__(self, state): self.__init__(state['max_sequences'], state.get('max_bytes', 256 * 2**20)); self.stats.update(state['stats'])
+    def __setstate__(self, state): self.__init__(state['max_sequences'], state.get('max_bytes', 2 * 2**30)); self.stats.update(state['stats'])
     def __repr__(self): return f"<PrefixCache {len(self)}/{self.max_sequences} sequences, reused {self.stats['reused']:,} of {self.stats['reused'] + self.stats['encoded']:,} prompt tokens>"
     def clear(self):
         "Forget every cached sequence"
@@ -138,19 +145,32 @@ MIN_SHARED = 16   # a prefix all rows share but none has cached is encoded once 
 # %% ../../nbs/50_serving_prefix_cache.ipynb #5f3f9b6b
 @patch
 @torch.no_grad()
+def _encode(self:PrefixCache, model, ids:list[int], # a prefix to cache (one row)
+            hit:tuple=(0, None, None)):              # `lookup`'s answer for it: its first n tokens' keys and values are cached
+    "Encode `ids` past its cached part in one forward pass of one row and keep its keys and values"
+    n, _, kv = hit
+    if n >= len(ids): return
+    past = DynamicCache(ddp_cache_data=[(k[None, :, :n], v[None, :, :n]) for k, v in kv], config=model.config) if n else None
+    ck = 'cache' if forward_takes(model, 'cache') else 'past_key_values'
+    kw = {'logits_to_keep': 1} if forward_takes(model, 'logits_to_keep') else {}   # no [n, vocab] logits for a prefix nobody reads
+    past = cache_of(model(torch.tensor([ids[n:]], device=model.device), use_cache=True, **{ck: past}, **kw))
+    self.store(ids, [(layer.keys[0], layer.values[0]) for layer in past.layers])
+    with self._lock: self.stats['encoded'] += len(ids) - n
+
+# %% ../../nbs/50_serving_prefix_cache.ipynb #bfe188e9
+@patch
 def _shared_prefix(self:PrefixCache, model, ids:list[list[int]], hits:list)->list:
-    "Encode once the prefix every row shares (system prompt, tool list, task) when no row has it cached yet"
+    "Encode once the prefix every row shares (system prompt, tool list), then once each prompt several rows share (a GRPO group), when not cached yet"
     if len(ids) < 2 or not self.max_sequences: return hits
     a = np.asarray(ids[0]); n = min(len(x) for x in ids) - 1
     for x in ids[1:]:
         d = np.flatnonzero(np.asarray(x[:n]) != a[:n])
         if d.size: n = int(d[0])
-    if n < MIN_SHARED or min(h[0] for h in hits) >= n: return hits
-    x = torch.tensor([ids[0][:n]], device=model.device)
-    try: past = cache_of(model(x, use_cache=True, logits_to_keep=1))   # no [n, vocab] logits for a prefix nobody reads
-    except TypeError: past = cache_of(model(x, use_cache=True))
-    self.store(ids[0][:n], [(layer.keys[0], layer.values[0]) for layer in past.layers])
-    with self._lock: self.stats['encoded'] += n
+    if n >= MIN_SHARED and min(h[0] for h in hits) < n: self._encode(model, ids[0][:n], self.lookup(ids[0][:n] + [-1]))
+    same = {}
+    for x in ids: same[tuple(x)] = same.get(tuple(x), 0) + 1
+    for x, k in same.items():                            # a prompt of several rows: its rest once, after the shared part
+        if k > 1 and (h := self.lookup(list(x)))[0] < len(x) - 1 - MIN_SHARED: self._encode(model, list(x[:-1]), h)
     return [self.lookup(x) for x in ids]
 
 # %% ../../nbs/50_serving_prefix_cache.ipynb #d4a4ae3b

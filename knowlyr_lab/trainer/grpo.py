@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_grpo.html.md"""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import random
 import shutil
@@ -22,6 +23,7 @@ from ..serving.client import load_lora_adapter, unload_lora_adapter
 from ..serving.model import AgentInference
 from .base import BaseTrainer
 from .data import DataFormatError, env_tools, to_chat
+from .drift import has_recorded_ids, recorded_samples
 from .grpo_groups import GRPOConfig, _group_tensors, groups_from_records, has_signal
 from .losses import chunked_token_logps, grpo_loss, invalid_counts
 from ..trajectory import Trajectory, trajectory_score
@@ -223,7 +225,7 @@ def rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
         agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools if self.tools is not None else [])
     jobs = [(None, None, s) for s in seeds for _ in range(G)]
     was = self.model.training; self.model.eval()
-    try: trajs = run_episodes([make(c.env_id) for _ in jobs], agent, jobs, c.rollout)
+    try: trajs = run_episodes([make(c.env_id) for _ in jobs], agent, jobs, dataclasses.replace(c.rollout, record_tokens=True))
     finally: self.model.train(was)
     return [trajs[k:k + G] for k in range(0, len(trajs), G)]
 
@@ -248,8 +250,10 @@ def _served_agent(self:GRPOTrainer):
 # %% ../../nbs/66_trainer_grpo.ipynb #6fa4ef83
 @patch
 def _score(self:GRPOTrainer, t:Trajectory)->dict:
-    "A rollout as a group member: its chat, validity and reward (`episode_reward_fn`, else `trajectory_score`; 0 when invalid)"
-    ch = to_chat(t, system=self.system_prompt, tools=self.tools)
+    "A rollout as a group member: its sampled ids (else its chat), validity and reward (`episode_reward_fn`, else `trajectory_score`; 0 when invalid)"
+    if has_recorded_ids(t):                   # the ids the policy sampled, with the prompts it saw: trained as they are
+        ch = {'samples': recorded_samples(t), 'task_id': t.task.id, 'step_rewards': [float(s.reward or 0.0) for s in t.steps]}
+    else: ch = to_chat(t, system=self.system_prompt, tools=self.tools)    # a server's episode without ids: its chat, re-rendered
     ch['valid'] = t.valid                     # an infrastructure failure: no reward to compute, left out of the group's baseline
     ch['reward'] = 0.0 if not t.valid else float(self.episode_reward_fn(t)) if self.episode_reward_fn is not None else trajectory_score(t)
     return ch

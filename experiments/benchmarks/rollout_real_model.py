@@ -1,0 +1,246 @@
+#!/usr/bin/env python
+"""Rollouts on the reference real model (SmolLM2-135M-Instruct, the Q4_1 GGUF dequantised to fp32,
+`knowlyr_lab.trainer.real`): generated tokens/s and episodes/s of the library's rollout runtime against plain
+`model.generate` on the same episodes, measured in one run.
+
+    python experiments/benchmarks/rollout_real_model.py --write-results     # 16 episodes (4 tasks x 4), 3 turns: a few minutes on 2 cores
+    python experiments/benchmarks/rollout_real_model.py --tiny              # a tiny model: checks the script, writes nothing
+
+Episodes: knowlyr/arith-medium (experiment 05's env), `--tasks` env seeds x `--group` episodes each (a GRPO batch:
+the members of a group share their task), at most `--turns` steps each, `--max-new-tokens` per turn, sampled at
+`--temperature` from softmax(logits / T) on both sides. The model is prompted as GRPO prompts it: the env's tool list
+in the system turn (the chat layer's Hermes fallback format), no system prompt of its own. Both sides play their
+episodes through the same engine (`rollout.engine.run_episodes`, lock-step: one batched call per turn for all live
+episodes, the same env seeds, the same `LocalAgent` rendering the same history and parsing the same way); only the
+generation differs:
+
+- runtime: `AgentInference.generate` (`LocalAgent.act_batch`): the prefix KV cache (a group's common first prompt
+  encoded once; each later turn encodes only what follows the conversation's cached keys and values), the plain
+  decoding loop sampling softmax(logits / T), the sampled ids and their log-probs kept on the steps
+  (`record_tokens`).
+- plain generate: each turn renders every live episode's whole conversation with the chat template, tokenises the
+  batch with left padding and calls `model.generate(do_sample=True, temperature=T, top_k=0, top_p=1.0,
+  max_new_tokens=...)` (top_k=0: transformers would otherwise sample with top_k=50), KV cache within the call only,
+  nothing reused across turns or rows.
+
+The two sides sample independently (same distributions, same seeds for the envs; the tokens drawn differ), so each
+side's tokens are counted from its own steps. A warm-up episode of each side comes first and is not counted; then the
+sides run alternately, `--repeats` times each, and the table gives each run and the median. The runtime's time is
+split by timing the model's forward passes (prefill: more than one new token per row; decode: one) and the cache's
+bookkeeping; the rest is rendering, tokenising, parsing and the envs.
+
+Writes rollout_real_model.results.json and .results.md beside this script with --write-results (with the machine,
+package versions and commit from `knowlyr_lab.provenance`).
+"""
+import argparse
+import functools
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false'); os.environ.setdefault('HF_HUB_OFFLINE', '1')
+os.environ.setdefault('TRANSFORMERS_VERBOSITY', 'error')
+import warnings
+
+warnings.filterwarnings('ignore')
+print = functools.partial(print, flush=True)
+
+import torch
+
+from knowlyr_lab.chat import render_chats
+from knowlyr_lab.registry import make
+from knowlyr_lab.rollout.engine import run_episodes
+from knowlyr_lab.rollout.spec import RolloutSpec
+from knowlyr_lab.serving import AgentInference
+from knowlyr_lab.serving.model import LocalAgent
+from knowlyr_lab.serving.prefix_cache import PrefixCache
+from knowlyr_lab.trainer.data import env_tools
+
+ENV = 'knowlyr/arith-medium'
+
+class PlainGenerate:
+    "Stands in for `AgentInference` behind `LocalAgent`: each call renders the whole conversations and calls `model.generate`"
+    def __init__(self, model, tokenizer):
+        self.model, self.tokenizer, self.name, self.prompt = model.eval(), tokenizer, 'plain-generate', {}
+    @torch.no_grad()
+    def generate(self, conversations, tools=None, max_new_tokens=128, temperature=0.0):
+        tok = self.tokenizer
+        tok.padding_side = 'left'
+        enc = tok(render_chats(tok, conversations, tools, add_generation_prompt=True), add_special_tokens=False, padding=True, return_tensors='pt')
+        kw = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 else dict(do_sample=False)
+        seqs = self.model.generate(**enc, max_new_tokens=max_new_tokens, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **kw)
+        res = []
+        for i, row in enumerate(seqs[:, enc['input_ids'].shape[1]:].tolist()):
+            ended = tok.eos_token_id in row
+            n = row.index(tok.eos_token_id) + 1 if ended else len(row)
+            res.append({'text': tok.decode(row[:n - 1] if ended else row[:n], skip_special_tokens=True), 'prompt_tokens': int(enc['attention_mask'][i].sum()),
+                        'completion_tokens': n, 'finish_reason': 'stop' if ended else 'length', 'token_ids': row[:n]})
+        return res
+
+class Profile:
+    "Seconds in the model's forward passes (prefill / decode) and in the prefix cache's bookkeeping, while installed"
+    def __init__(self, model):
+        self.model, self.s = model, {'prefill': 0.0, 'decode': 0.0, 'cache layout': 0.0, 'cache keep': 0.0, 'generate': 0.0}
+        self.n = {'prefill calls': 0, 'prefill tokens': 0, 'decode steps': 0, 'decode rows': 0}
+    def _timed(self, f, key):
+        @functools.wraps(f)
+        def g(*a, **k):
+            t0 = time.perf_counter()
+            try: return f(*a, **k)
+            finally: self.s[key] += time.perf_counter() - t0
+        return g
+    def __enter__(self):
+        fwd = self.model.forward
+        def forward(*a, **k):
+            t0 = time.perf_counter(); out = fwd(*a, **k); dt = time.perf_counter() - t0
+            x, mask = k.get('input_ids', a[0] if a else None), k.get('attention_mask')
+            if x.shape[1] > 1:
+                self.s['prefill'] += dt; self.n['prefill calls'] += 1
+                self.n['prefill tokens'] += int(mask[:, -x.shape[1]:].sum()) if mask is not None else x.numel()
+            else: self.s['decode'] += dt; self.n['decode steps'] += 1; self.n['decode rows'] += x.shape[0]
+            return out
+        self.model.forward = forward
+        self._saved = (PrefixCache.batch, PrefixCache.keep, AgentInference.generate)
+        PrefixCache.batch, PrefixCache.keep = self._timed(PrefixCache.batch, 'cache layout'), self._timed(PrefixCache.keep, 'cache keep')
+        AgentInference.generate = self._timed(AgentInference.generate, 'generate')
+        return self
+    def __exit__(self, *exc):
+        del self.model.forward
+        PrefixCache.batch, PrefixCache.keep, AgentInference.generate = self._saved
+
+def play(agent, a, seeds, turns)->tuple[list, float]:
+    "The episodes of `seeds` x `--group` in lock-step through the engine; (trajectories, wall seconds)"
+    jobs = [(None, None, s) for s in seeds for _ in range(a.group)]
+    t0 = time.perf_counter()
+    trajs = run_episodes([make(ENV) for _ in jobs], agent, jobs, RolloutSpec(max_episode_steps=turns, record_tokens=True))
+    return trajs, time.perf_counter() - t0
+
+def summary(trajs, wall, **extra)->dict:
+    toks = [len(s.token_ids or []) for t in trajs for s in t.steps]
+    errors = [t.metadata['error']['message'] for t in trajs if 'error' in t.metadata]
+    if errors: raise RuntimeError(f"{len(errors)} episodes failed: {errors[0]}")
+    return {'episodes': len(trajs), 'turns': len(toks), 'generated_tokens': sum(toks), 'wall_s': wall, 'tokens_per_s': sum(toks) / wall,
+            'episodes_per_s': len(trajs) / wall, 'solved': sum(bool(t.outcome.success) for t in trajs), **extra}
+
+def runtime(model, tok, tools, a, seeds, turns, profile=False)->dict:
+    inf = AgentInference(model, tok, name='policy')
+    agent = inf.create_agent(None, a.max_new_tokens, a.temperature, tools=tools)
+    if not profile:
+        trajs, wall = play(agent, a, seeds, turns)
+        return summary(trajs, wall)
+    with Profile(model) as p: trajs, wall = play(agent, a, seeds, turns)
+    st = inf.cache.stats
+    return summary(trajs, wall, seconds=p.s, counts=p.n, prompt_reused=st['reused'] / max(1, st['reused'] + st['encoded']),
+                   prompt_tokens_encoded=st['encoded'], prompt_tokens_reused=st['reused'],
+                   one_row_per_episode=sum(_extends(t) for t in trajs))
+
+def _extends(t)->bool:
+    "Whether each turn's prompt ids extend the previous turn's prompt and sampled ids (the episode trains as one row)"
+    return all(list(b.prompt_token_ids[:len(a.prompt_token_ids) + len(a.token_ids)]) == list(a.prompt_token_ids) + list(a.token_ids)
+               for a, b in zip(t.steps, t.steps[1:]))
+
+def plain(model, tok, tools, a, seeds, turns)->dict:
+    agent = LocalAgent(PlainGenerate(model, tok), None, a.max_new_tokens, a.temperature, tools=tools)
+    return summary(*play(agent, a, seeds, turns))
+
+def load(a, tmp:Path):
+    "The prepared real model (or --tiny: a tiny model trained on a few arith-medium demonstrations) and its tokenizer"
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from knowlyr_lab.chat import set_chat_format
+    if a.tiny:
+        from knowlyr_lab.trainer.sft import oracle_trajectories, render_corpus
+        from knowlyr_lab.trainer.tiny import make_tiny_model
+        model, tok = make_tiny_model(render_corpus(oracle_trajectories(ENV, seeds=range(8)), tools=env_tools(ENV)), vocab_size=512, hidden_size=64)
+        return model, tok, 'tiny'
+    from knowlyr_lab.trainer.real import prepare_real_model
+    path = prepare_real_model(quiet=True)
+    model, tok = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    set_chat_format(tok)
+    return model, tok, path.name
+
+def markdown(res:dict)->str:
+    p, s = res['provenance'], res['settings']
+    rows = [f"| {r['side']} | {r['repeat']} | {r['episodes']} | {r['turns']} | {r['generated_tokens']:,} | {r['wall_s']:.1f} | {r['tokens_per_s']:.1f} | "
+            f"{r['episodes_per_s']:.3f} | {r['solved']} |" for r in res['runs']]
+    med = res['median']
+    prof = res['profile']
+    sec = prof['seconds']; wall = prof['wall_s']
+    other = wall - sec['generate']
+    gen_other = sec['generate'] - sec['prefill'] - sec['decode'] - sec['cache layout'] - sec['cache keep']
+    n = prof['counts']
+    return '\n'.join([
+        f"# Rollouts on the real model: the runtime against plain `generate` ({res['model']})", '',
+        f"{res['started']}, {p.get('cpu')}, {p.get('cpu_count')} cores, {p.get('cpu_capability')} kernels, torch threads {p.get('torch_threads')}, "
+        f"commit {p.get('commit')}{' (dirty)' if p.get('dirty') else ''}, Python {p.get('python')}, torch {p['packages'].get('torch')}, "
+        f"transformers {p['packages'].get('transformers')}. Load average at the start: {res['load_average']}.", '',
+        f"Settings: {ENV}, {s['tasks']} tasks x {s['group']} episodes (GRPO groups), at most {s['turns']} turns, {s['max_new_tokens']} new tokens per "
+        f"turn, temperature {s['temperature']}, {s['repeats']} run(s) per side, alternating. Command: `{res['command']}`.", '',
+        '| side | run | episodes | turns | generated tokens | wall s | tokens/s | episodes/s | solved |',
+        '|---|---:|---:|---:|---:|---:|---:|---:|---:|', *rows, '',
+        f"**Runtime / plain generate (medians): {med['ratio_tokens_per_s']:.2f}x generated tokens/s, {med['ratio_episodes_per_s']:.2f}x episodes/s** "
+        f"(runtime {med['runtime']['tokens_per_s']:.1f} tokens/s, {med['runtime']['episodes_per_s']:.3f} episodes/s; plain generate "
+        f"{med['plain']['tokens_per_s']:.1f} tokens/s, {med['plain']['episodes_per_s']:.3f} episodes/s).", '',
+        f"## Where the runtime's time goes (one more profiled run, {wall:.1f} s)", '',
+        '| part | seconds | share |', '|---|---:|---:|',
+        *[f"| {k} | {v:.2f} | {100 * v / wall:.0f}% |" for k, v in (
+            ('prefill forward passes (' + f"{n['prefill calls']} calls, {n['prefill tokens']:,} tokens encoded)", sec['prefill']),
+            ('decode forward passes (' + f"{n['decode steps']} steps, {n['decode rows']:,} row-steps)", sec['decode']),
+            ('prefix cache: layout and shared-prefix lookups (forward passes counted above)', sec['cache layout'] - 0.0),
+            ('prefix cache: keeping keys and values', sec['cache keep']),
+            ('rest of generate (rendering, tokenising, sampling, decoding text)', gen_other),
+            ('outside generate (engine, envs, recorder, parsing)', other))], '',
+        f"Prompt tokens taken from the cache: {100 * prof['prompt_reused']:.0f}% ({prof['prompt_tokens_reused']:,} reused, "
+        f"{prof['prompt_tokens_encoded']:,} encoded). Episodes whose every turn's prompt extends the previous prompt and sampled ids "
+        f"token for token (one training row each): {prof['one_row_per_episode']} of {prof['episodes']}.", ''])
+
+def main(argv=None)->int:
+    ap = argparse.ArgumentParser('rollout_real_model.py', description=__doc__.split('\n\n')[0])
+    ap.add_argument('--tasks', type=int, default=4, help='env seeds (GRPO groups) (default: %(default)s)')
+    ap.add_argument('--group', type=int, default=4, help='episodes per task (default: %(default)s)')
+    ap.add_argument('--turns', type=int, default=3, help='steps per episode at most (default: %(default)s)')
+    ap.add_argument('--max-new-tokens', type=int, default=48, help='new tokens per turn at most (default: %(default)s)')
+    ap.add_argument('--temperature', type=float, default=1.0, help='sampling temperature, both sides (default: %(default)s)')
+    ap.add_argument('--repeats', type=int, default=1, help='runs per side, alternating (default: %(default)s)')
+    ap.add_argument('--tiny', action='store_true', help='a tiny model: checks the script, writes nothing')
+    ap.add_argument('--write-results', action='store_true', help='write rollout_real_model.results.json and .md beside this script')
+    a = ap.parse_args(argv)
+    torch.manual_seed(0)
+    from knowlyr_lab.provenance import provenance
+    prov, started = provenance(seed=0), time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+    load_avg = ', '.join(f'{x:.1f}' for x in os.getloadavg())
+    model, tok, name = load(a, Path(tempfile.mkdtemp()))
+    model.eval()
+    tools = env_tools(ENV)
+    seeds = list(range(1000, 1000 + a.tasks))
+    print(f"# {name}: {a.tasks} tasks x {a.group} episodes, {a.turns} turns, {a.max_new_tokens} new tokens, T {a.temperature}; load average {load_avg}")
+    runtime(model, tok, tools, a, [0], 1); plain(model, tok, tools, a, [0], 1)          # warm-up, not counted
+    runs = []
+    for k in range(a.repeats):
+        for side, f in (('plain generate', plain), ('runtime', runtime)):
+            r = {'side': side, 'repeat': k + 1, **f(model, tok, tools, a, seeds, a.turns)}
+            runs.append(r)
+            print(f"{side:15} run {k + 1}: {r['generated_tokens']} tokens in {r['wall_s']:.1f} s = {r['tokens_per_s']:.1f} tokens/s, {r['episodes_per_s']:.3f} episodes/s")
+    prof = runtime(model, tok, tools, a, seeds, a.turns, profile=True)
+    print('profile:', json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in prof['seconds'].items()}), prof['counts'])
+    med = {side: {k: statistics.median(r[k] for r in runs if r['side'] == s) for k in ('tokens_per_s', 'episodes_per_s')}
+           for side, s in (('runtime', 'runtime'), ('plain', 'plain generate'))}
+    med['ratio_tokens_per_s'] = med['runtime']['tokens_per_s'] / med['plain']['tokens_per_s']
+    med['ratio_episodes_per_s'] = med['runtime']['episodes_per_s'] / med['plain']['episodes_per_s']
+    print(f"runtime / plain generate: {med['ratio_tokens_per_s']:.2f}x tokens/s, {med['ratio_episodes_per_s']:.2f}x episodes/s")
+    res = {'benchmark': 'rollout_real_model', 'model': name, 'started': started, 'load_average': load_avg,
+           'command': ' '.join(['python', 'experiments/benchmarks/rollout_real_model.py', *(argv if argv is not None else sys.argv[1:])]),
+           'settings': {k: v for k, v in vars(a).items() if k != 'write_results'}, 'provenance': prov, 'runs': runs, 'median': med, 'profile': prof}
+    if a.write_results and not a.tiny:
+        out = Path(__file__).with_name('rollout_real_model.results.json')
+        out.write_text(json.dumps(res, indent=1, default=str)); out.with_suffix('').with_suffix('.results.md').write_text(markdown(res))
+        print(out)
+    else: print(markdown(res))
+    return 0
+
+if __name__ == '__main__':
+    sys.exit(main())
