@@ -7,16 +7,28 @@ problems left as bare prompts (their function returns None), is submitted throug
 of the hidden test files the agent does not already see -- no line, no literal -- may appear in the observation or in
 `info`, while the failing tests are named. The candidate's own code cannot echo the test's inputs back either (its
 exception message, its stderr, a forged protocol answer), and over the env servers (AgentGym, OpenEnv, OpenEnv's MCP
-actions) the client gets the same clean `info`. A task that opts in (`feedback: full`, for a researcher debugging their own tasks) still gets the tracebacks."""
+actions) the client gets the same clean `info`. Over the MCP server, an episode `run_pipeline` plays (its policy an
+OpenAI-compatible endpoint) stores the submit feedback under the server's root, where the MCP client reads it back
+through a sandbox: it names the failing tests, and nothing the server wrote quotes the hidden tests. A task that opts in (`feedback: full`, for a researcher debugging their own tasks) still gets the tracebacks."""
 import ast
+import asyncio
 import json
+import os
+import sys
+import threading
+from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from helpers import app_for, client_for, sent_as, served
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from test_verifier_forgery_remote import _Policy
 
 from knowlyr_lab.coding_tasks import CodingTask, FileEdit, load_coding_tasks
-from knowlyr_lab.envs.humaneval import HumanEvalEnv, humaneval_problems
+from knowlyr_lab.envs.humaneval import HumanEvalEnv, humaneval_problems, humaneval_task
 from knowlyr_lab.envs.sandbox import SandboxEnv
+from knowlyr_lab.registry import make
 from knowlyr_lab.sandbox.local import bwrap_available
 from knowlyr_lab.verifiers import unittest_names
 
@@ -176,3 +188,68 @@ def test_a_test_command_says_its_exit_status_only():
     ts = _submit(_shout_task(test_command=cmd), _BUG)
     assert ts.info['failures'] == ['test_command'] and ts.info['messages'] == ['test_command: exit status 1'], ts.info
     assert 'kumquat' not in '\n'.join([ts.observation, *_strings(ts.info)]).lower(), ts.info
+
+# -- over MCP: what run_pipeline stores under the server root, read back by the MCP client --
+
+MCP_ENVS = ['knowlyr/sandbox', 'knowlyr/humaneval']
+
+def _written_strings(d:Path)->list[str]:
+    "Every string in the files under `d` (JSON and JSONL parsed, so an escaped line reads as it is shown)"
+    out = []
+    for p in sorted(d.rglob('*')):
+        if not p.is_file() or p.suffix == '.parquet': continue
+        text = p.read_bytes().decode('utf-8', 'replace')
+        if p.suffix == '.json':
+            try: out += _strings(json.loads(text)); continue
+            except ValueError: pass
+        if p.suffix == '.jsonl':
+            try: out += [x for l in text.splitlines() if l.strip() for x in _strings(json.loads(l))]; continue
+            except ValueError: pass
+        out.append(text)
+    return out
+
+@pytest.fixture(scope='module')
+def mcp_feedback(tmp_path_factory):
+    "{env id: (the CodingTask played, the submit observation the MCP client read back, every string the server wrote)}"
+    root = tmp_path_factory.mktemp('mcp-feedback')
+    for env_id in MCP_ENVS: _Policy.scripts[f"submit-{env_id.split('/')[1]}"] = [SUBMIT]      # submit the workspace unchanged
+    policy = ThreadingHTTPServer(('127.0.0.1', 0), _Policy)
+    threading.Thread(target=policy.serve_forever, daemon=True).start()
+    env = {**os.environ, 'PYTHONPATH': str(Path(__file__).resolve().parent.parent), 'OPENAI_API_KEY': 'test',
+           'OPENAI_BASE_URL': f'http://127.0.0.1:{policy.server_address[1]}/v1', 'NO_PROXY': '127.0.0.1,localhost', 'no_proxy': '127.0.0.1,localhost'}
+    async def go():
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'knowlyr_lab.mcp', '--root', str(root)], env=env)
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            seen = {}
+            for env_id in MCP_ENVS:
+                out = f"submit-{env_id.split('/')[1]}"
+                res = await s.call_tool('run_pipeline', {'output_dir': out, 'env_id': env_id, 'agent': f'openai:{out}', 'max_tasks': 1,
+                                                         'max_episode_steps': 4, 'export_formats': ['sft']})
+                assert not res.is_error, res.content[0].text
+                sb = await s.call_tool('create_sandbox', {'workspace': f'{out}/work/rollout'})   # the client reads what the server stored
+                sid = sb.structured_content['sandbox_id']
+                cat = await s.call_tool('execute_tool', {'sandbox_id': sid, 'tool': 'shell', 'params': {'command': 'cat *.json'}})
+                await s.call_tool('close_sandbox', {'sandbox_id': sid})
+                seen[env_id] = (res.content[0].text, cat.structured_content['output'])
+            return seen
+    try: seen = asyncio.run(go())
+    finally: policy.shutdown()
+    out = {}
+    for env_id, (answer, rollout) in seen.items():
+        t = json.loads(rollout)
+        tid = make(env_id).list_tasks()[0]['id']
+        task = humaneval_task({p['task_id']: p for p in humaneval_problems()}[tid]) if env_id == 'knowlyr/humaneval' else {x.id: x for x in TASKS}[tid]
+        assert t['task']['id'] == tid and t['steps'][-1]['action']['tool'] == 'submit', t['steps']
+        out[env_id] = task, t['steps'][-1]['observation']['content'], [answer, *_written_strings(root / f"submit-{env_id.split('/')[1]}")]
+    return out
+
+@pytest.mark.parametrize('env_id', MCP_ENVS)
+def test_mcp_client_reads_failures_named_and_no_hidden_test_text(mcp_feedback, env_id):
+    task, shown, written = mcp_feedback[env_id]
+    names = unittest_names(task.hidden_tests)
+    assert shown.startswith('Submitted.') and any(n in shown for n in names), shown             # the failing tests are named
+    lines, lits = _secrets(task)
+    text = '\n'.join(written)
+    leaks = sorted(l for l in lines if l in text) + sorted(x for x in lits if x in text)
+    assert leaks == [], (env_id, leaks[:10])
