@@ -57,12 +57,30 @@ def test_a_group_prefills_its_prompt_once(tiny):
     chats = [[{'role': 'system', 'content': 'You walk a maze. Call move(direction) to move one cell, submit() at the goal.'},
               {'role': 'user', 'content': f'The goal is {d}, three rooms away, past the blue door.'}] for d in ('north', 'south')]
     batch = [c for c in chats for _ in range(3)]
-    outs = inf.generate(batch, max_new_tokens=1)
+    outs = inf.generate(batch, max_new_tokens=3, logprobs=0)
     prompts = [o['prompt_token_ids'] for o in outs]
     shared = next(k for k, (a, b) in enumerate(zip(prompts[0], prompts[3])) if a != b)
     assert inf.cache.stats['encoded'] == shared + (len(prompts[0]) - 1 - shared) + (len(prompts[3]) - 1 - shared) + 6
-    alone = [AgentInference(model, tok, prefix_cache=0).generate([c], max_new_tokens=1)[0]['token_ids'] for c in batch]
-    assert [o['token_ids'] for o in outs] == alone
+    alone = [AgentInference(model, tok, prefix_cache=0).generate([c], max_new_tokens=3, logprobs=0)[0] for c in batch]
+    assert [o['token_ids'] for o in outs] == [o['token_ids'] for o in alone]
+    got, want = ([x['logprob'] for o in r for x in o['logprobs']] for r in (outs, alone))
+    assert torch.allclose(torch.tensor(got), torch.tensor(want), atol=1e-4)      # the model's numbers, not only its argmax
+
+def test_a_later_turn_reuses_the_conversation_exactly(tiny):
+    "Turn 2 encodes only what follows the cached turn 1, and its log-probs are those of encoding the whole conversation"
+    from knowlyr_lab.serving import AgentInference
+    model, tok = tiny
+    inf = AgentInference(model, tok)
+    chats = [[{'role': 'user', 'content': f'Go {d}, then report what you see.'}] for d in ('east', 'west', 'north')]
+    first = inf.generate(chats, max_new_tokens=6, temperature=1.0, seed=0)
+    turn2 = [c + [{'role': 'assistant', 'content': o['text']}, {'role': 'user', 'content': 'A wall. Go on.'}] for c, o in zip(chats, first)]
+    before = dict(inf.cache.stats)
+    again = inf.generate(turn2, max_new_tokens=6, logprobs=0)
+    fresh = AgentInference(model, tok, prefix_cache=0).generate(turn2, max_new_tokens=6, logprobs=0)
+    assert inf.cache.stats['reused'] - before['reused'] > sum(o['prompt_tokens'] for o in first)
+    assert [o['token_ids'] for o in again] == [o['token_ids'] for o in fresh]
+    got, want = ([x['logprob'] for o in r for x in o['logprobs']] for r in (again, fresh))
+    assert torch.allclose(torch.tensor(got), torch.tensor(want), atol=1e-4)
 
 @pytest.mark.real
 def test_real_model_recorded_logprobs_are_the_trainers(tmp_path):

@@ -125,6 +125,7 @@ def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, at
     "(tokens [B, T], their sampling log-probs [B, T], raw logits per step or [], the cache): one forward pass per token"
     ck, pos_ok = 'cache' if forward_takes(model, 'cache') else 'past_key_values', forward_takes(model, 'position_ids')
     x, mask, past = inputs['input_ids'], inputs['attention_mask'], inputs.get('past_key_values')
+    if past is not None: x = x[:, past.get_seq_length():]     # the cached prefix is not fed again: only what follows it
     pos = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)     # positions from the mask: cached tokens keep theirs
     kw = {'logits_to_keep': 1} if forward_takes(model, 'logits_to_keep') else {}
     done, toks, lps, raw = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device), [], [], []
