@@ -87,14 +87,16 @@ class Profile:
         self.model, self.s = model, {'prefill': 0.0, 'decode': 0.0, 'cache layout': 0.0, 'cache keep': 0.0, 'generate': 0.0}
         self.n = {'prefill calls': 0, 'prefill tokens': 0, 'decode steps': 0, 'decode rows': 0}
     def _timed(self, f, key):
+        "`f`, its seconds added to `key` less the forward passes it made (those count as prefill or decode)"
         @functools.wraps(f)
         def g(*a, **k):
-            t0 = time.perf_counter()
+            t0, fwd0 = time.perf_counter(), self.s['prefill'] + self.s['decode']
             try: return f(*a, **k)
-            finally: self.s[key] += time.perf_counter() - t0
+            finally: self.s[key] += time.perf_counter() - t0 - (self.s['prefill'] + self.s['decode'] - fwd0 if key != 'generate' else 0.0)
         return g
     def __enter__(self):
         fwd = self.model.forward
+        @functools.wraps(fwd)            # the signature stays the model's: `generate` reads it (e.g. whether it takes logits_to_keep)
         def forward(*a, **k):
             t0 = time.perf_counter(); out = fwd(*a, **k); dt = time.perf_counter() - t0
             x, mask = k.get('input_ids', a[0] if a else None), k.get('attention_mask')
@@ -104,13 +106,14 @@ class Profile:
             else: self.s['decode'] += dt; self.n['decode steps'] += 1; self.n['decode rows'] += x.shape[0]
             return out
         self.model.forward = forward
-        self._saved = (PrefixCache.batch, PrefixCache.keep, AgentInference.generate)
+        self._saved = (PrefixCache.batch, PrefixCache.keep, AgentInference.generate, PlainGenerate.generate)
         PrefixCache.batch, PrefixCache.keep = self._timed(PrefixCache.batch, 'cache layout'), self._timed(PrefixCache.keep, 'cache keep')
         AgentInference.generate = self._timed(AgentInference.generate, 'generate')
+        PlainGenerate.generate = self._timed(PlainGenerate.generate, 'generate')
         return self
     def __exit__(self, *exc):
         del self.model.forward
-        PrefixCache.batch, PrefixCache.keep, AgentInference.generate = self._saved
+        PrefixCache.batch, PrefixCache.keep, AgentInference.generate, PlainGenerate.generate = self._saved
 
 def play(agent, a, seeds, turns)->tuple[list, float]:
     "The episodes of `seeds` x `--group` in lock-step through the engine; (trajectories, wall seconds)"
@@ -126,17 +129,20 @@ def summary(trajs, wall, **extra)->dict:
     return {'episodes': len(trajs), 'turns': len(toks), 'generated_tokens': sum(toks), 'wall_s': wall, 'tokens_per_s': sum(toks) / wall,
             'episodes_per_s': len(trajs) / wall, 'solved': sum(bool(t.outcome.success) for t in trajs), **extra}
 
-def runtime(model, tok, tools, a, seeds, turns, profile=False)->dict:
-    inf = AgentInference(model, tok, name='policy')
-    agent = inf.create_agent(None, a.max_new_tokens, a.temperature, tools=tools)
-    if not profile:
-        trajs, wall = play(agent, a, seeds, turns)
-        return summary(trajs, wall)
+def profiled(agent, model, a, seeds, turns, cache=None)->dict:
+    "Play the episodes with the forward passes and the cache's bookkeeping timed (a perf_counter per call: no measurable cost)"
     with Profile(model) as p: trajs, wall = play(agent, a, seeds, turns)
-    st = inf.cache.stats
-    return summary(trajs, wall, seconds=p.s, counts=p.n, prompt_reused=st['reused'] / max(1, st['reused'] + st['encoded']),
-                   prompt_tokens_encoded=st['encoded'], prompt_tokens_reused=st['reused'],
-                   one_row_per_episode=sum(_extends(t) for t in trajs))
+    p.s['outside generate'] = wall - p.s['generate']
+    extra = {'seconds': p.s, 'counts': p.n}
+    if cache is not None:
+        st = cache.stats
+        extra.update(prompt_reused=st['reused'] / max(1, st['reused'] + st['encoded']), prompt_tokens_encoded=st['encoded'], prompt_tokens_reused=st['reused'],
+                     one_row_per_episode=sum(_extends(t) for t in trajs))
+    return summary(trajs, wall, **extra)
+
+def runtime(model, tok, tools, a, seeds, turns)->dict:
+    inf = AgentInference(model, tok, name='policy')
+    return profiled(inf.create_agent(None, a.max_new_tokens, a.temperature, tools=tools), model, a, seeds, turns, inf.cache)
 
 def _extends(t)->bool:
     "Whether each turn's prompt ids extend the previous turn's prompt and sampled ids (the episode trains as one row)"
@@ -144,8 +150,7 @@ def _extends(t)->bool:
                for a, b in zip(t.steps, t.steps[1:]))
 
 def plain(model, tok, tools, a, seeds, turns)->dict:
-    agent = LocalAgent(PlainGenerate(model, tok), None, a.max_new_tokens, a.temperature, tools=tools)
-    return summary(*play(agent, a, seeds, turns))
+    return profiled(LocalAgent(PlainGenerate(model, tok), None, a.max_new_tokens, a.temperature, tools=tools), model, a, seeds, turns)
 
 def load(a, tmp:Path):
     "The prepared real model (or --tiny: a tiny model trained on a few arith-medium demonstrations) and its tokenizer"
@@ -168,11 +173,15 @@ def markdown(res:dict)->str:
     rows = [f"| {r['side']} | {r['repeat']} | {r['episodes']} | {r['turns']} | {r['generated_tokens']:,} | {r['wall_s']:.1f} | {r['tokens_per_s']:.1f} | "
             f"{r['episodes_per_s']:.3f} | {r['solved']} |" for r in res['runs']]
     med = res['median']
-    prof = res['profile']
-    sec = prof['seconds']; wall = prof['wall_s']
-    other = wall - sec['generate']
-    gen_other = sec['generate'] - sec['prefill'] - sec['decode'] - sec['cache layout'] - sec['cache keep']
-    n = prof['counts']
+    parts = (('prefill forward passes', lambda r: r['seconds']['prefill']), ('decode forward passes', lambda r: r['seconds']['decode']),
+             ('prefix cache: layout, lookups', lambda r: r['seconds']['cache layout']), ('prefix cache: keeping keys and values', lambda r: r['seconds']['cache keep']),
+             ('rest of generate (render, tokenise, sample, decode text)', lambda r: r['seconds']['generate'] - r['seconds']['prefill'] - r['seconds']['decode']
+              - r['seconds']['cache layout'] - r['seconds']['cache keep']),
+             ('outside generate (engine, envs, recorder, parsing)', lambda r: r['seconds']['outside generate']))
+    first = {side: next(r for r in res['runs'] if r['side'] == side) for side in ('plain generate', 'runtime')}
+    pl, rt = first['plain generate'], first['runtime']
+    cnt = lambda r: (f"{r['counts']['prefill calls']} prefill calls, {r['counts']['prefill tokens']:,} tokens encoded; {r['counts']['decode steps']} decode steps, "
+                     f"{r['counts']['decode rows']:,} row-steps, {1000 * r['seconds']['decode'] / max(1, r['counts']['decode steps']):.0f} ms a step")
     return '\n'.join([
         f"# Rollouts on the real model: the runtime against plain `generate` ({res['model']})", '',
         f"{res['started']}, {p.get('cpu')}, {p.get('cpu_count')} cores, {p.get('cpu_capability')} kernels, torch threads {p.get('torch_threads')}, "
@@ -185,18 +194,13 @@ def markdown(res:dict)->str:
         f"**Runtime / plain generate (medians): {med['ratio_tokens_per_s']:.2f}x generated tokens/s, {med['ratio_episodes_per_s']:.2f}x episodes/s** "
         f"(runtime {med['runtime']['tokens_per_s']:.1f} tokens/s, {med['runtime']['episodes_per_s']:.3f} episodes/s; plain generate "
         f"{med['plain']['tokens_per_s']:.1f} tokens/s, {med['plain']['episodes_per_s']:.3f} episodes/s).", '',
-        f"## Where the runtime's time goes (one more profiled run, {wall:.1f} s)", '',
-        '| part | seconds | share |', '|---|---:|---:|',
-        *[f"| {k} | {v:.2f} | {100 * v / wall:.0f}% |" for k, v in (
-            ('prefill forward passes (' + f"{n['prefill calls']} calls, {n['prefill tokens']:,} tokens encoded)", sec['prefill']),
-            ('decode forward passes (' + f"{n['decode steps']} steps, {n['decode rows']:,} row-steps)", sec['decode']),
-            ('prefix cache: layout and shared-prefix lookups (forward passes counted above)', sec['cache layout'] - 0.0),
-            ('prefix cache: keeping keys and values', sec['cache keep']),
-            ('rest of generate (rendering, tokenising, sampling, decoding text)', gen_other),
-            ('outside generate (engine, envs, recorder, parsing)', other))], '',
-        f"Prompt tokens taken from the cache: {100 * prof['prompt_reused']:.0f}% ({prof['prompt_tokens_reused']:,} reused, "
-        f"{prof['prompt_tokens_encoded']:,} encoded). Episodes whose every turn's prompt extends the previous prompt and sampled ids "
-        f"token for token (one training row each): {prof['one_row_per_episode']} of {prof['episodes']}.", ''])
+        "## Where the time goes (each side's first run; forward passes and the cache's bookkeeping timed in the run)", '',
+        '| part | plain generate s | share | runtime s | share |', '|---|---:|---:|---:|---:|',
+        *[f"| {name} | {f(pl):.2f} | {100 * f(pl) / pl['wall_s']:.0f}% | {f(rt):.2f} | {100 * f(rt) / rt['wall_s']:.0f}% |" for name, f in parts], '',
+        f"Plain generate: {cnt(pl)}. Runtime: {cnt(rt)}.", '',
+        f"Runtime prompt tokens taken from the cache: {100 * rt['prompt_reused']:.0f}% ({rt['prompt_tokens_reused']:,} reused, "
+        f"{rt['prompt_tokens_encoded']:,} encoded). Runtime episodes whose every turn's prompt extends the previous prompt and sampled ids "
+        f"token for token (one training row each): {rt['one_row_per_episode']} of {rt['episodes']}.", ''])
 
 def main(argv=None)->int:
     ap = argparse.ArgumentParser('rollout_real_model.py', description=__doc__.split('\n\n')[0])
@@ -225,8 +229,7 @@ def main(argv=None)->int:
             r = {'side': side, 'repeat': k + 1, **f(model, tok, tools, a, seeds, a.turns)}
             runs.append(r)
             print(f"{side:15} run {k + 1}: {r['generated_tokens']} tokens in {r['wall_s']:.1f} s = {r['tokens_per_s']:.1f} tokens/s, {r['episodes_per_s']:.3f} episodes/s")
-    prof = runtime(model, tok, tools, a, seeds, a.turns, profile=True)
-    print('profile:', json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in prof['seconds'].items()}), prof['counts'])
+    for r in runs: print(f"{r['side']:15} run {r['repeat']}:", json.dumps({k: round(v, 2) for k, v in r['seconds'].items()}), r['counts'])
     med = {side: {k: statistics.median(r[k] for r in runs if r['side'] == s) for k in ('tokens_per_s', 'episodes_per_s')}
            for side, s in (('runtime', 'runtime'), ('plain', 'plain generate'))}
     med['ratio_tokens_per_s'] = med['runtime']['tokens_per_s'] / med['plain']['tokens_per_s']
@@ -234,7 +237,7 @@ def main(argv=None)->int:
     print(f"runtime / plain generate: {med['ratio_tokens_per_s']:.2f}x tokens/s, {med['ratio_episodes_per_s']:.2f}x episodes/s")
     res = {'benchmark': 'rollout_real_model', 'model': name, 'started': started, 'load_average': load_avg,
            'command': ' '.join(['python', 'experiments/benchmarks/rollout_real_model.py', *(argv if argv is not None else sys.argv[1:])]),
-           'settings': {k: v for k, v in vars(a).items() if k != 'write_results'}, 'provenance': prov, 'runs': runs, 'median': med, 'profile': prof}
+           'settings': {k: v for k, v in vars(a).items() if k != 'write_results'}, 'provenance': prov, 'runs': runs, 'median': med}
     if a.write_results and not a.tiny:
         out = Path(__file__).with_name('rollout_real_model.results.json')
         out.write_text(json.dumps(res, indent=1, default=str)); out.with_suffix('').with_suffix('.results.md').write_text(markdown(res))
