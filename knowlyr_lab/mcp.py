@@ -321,13 +321,15 @@ class _StaticToken:
 def _bind(fn, srv:ServerState):
     "The tool `fn` with the server state, and its caller when it takes `who:Client`, bound: a client sees (and passes) the other parameters"
     from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver.exceptions import ToolError
     ps = list(inspect.signature(fn).parameters.values())
     who = len(ps) > 1 and ps[1].annotation is Client
     @functools.wraps(fn)
     def tool(*a, **kw):
         if not who: return fn(srv, *a, **kw)
-        ctx = kw.pop('ctx')
-        return fn(srv, mcp_client(ctx), *a, **kw)
+        try: caller = mcp_client(kw.pop('ctx'))
+        except ValueError as e: raise ToolError(str(e)) from e   # a request no sandbox can belong to: the client reads why
+        return fn(srv, caller, *a, **kw)
     rest = ps[2 if who else 1:]
     ctx = [inspect.Parameter('ctx', inspect.Parameter.KEYWORD_ONLY, annotation=Context)] if who else []
     tool.__signature__ = inspect.signature(fn).replace(parameters=rest + ctx)

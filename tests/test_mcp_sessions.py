@@ -35,12 +35,12 @@ def _err(res)->str:
     return res.content[0].text
 
 @contextlib.contextmanager
-def http_server(tmp_path, **kw):
+def http_server(tmp_path, stateless:bool=False, **kw):
     "`build_server(root, templates={'secret': ...}, token=TOKEN, **kw)` over streamable HTTP in this process: (url, its state)"
     root, tpl = tmp_path / 'root', tmp_path / 'tpl'
     root.mkdir(); tpl.mkdir(); (tpl / 'secret.txt').write_text(SECRET)
     app = build_server(root, {'secret': tpl}, token=TOKEN, **kw)
-    with served(app.streamable_http_app(host='127.0.0.1')) as url: yield url + '/mcp', app._knowlyr_root
+    with served(app.streamable_http_app(host='127.0.0.1', stateless_http=stateless)) as url: yield url + '/mcp', app._knowlyr_root
 
 @contextlib.asynccontextmanager
 async def session(url):
@@ -134,3 +134,13 @@ def test_stdio_takes_the_idle_timeout_and_caps_from_the_command_line(tmp_path):
     second, expired = asyncio.run(go())
     assert 'the per-client cap (max_sandboxes_per_client=1)' in second, second
     assert 'expired: closed after 1 s idle' in expired, expired
+
+def test_a_request_without_a_session_cannot_own_a_sandbox(tmp_path):
+    "A stateless server hands out no session id: nothing could tell the sandbox's owner from anyone else, so none is made"
+    with http_server(tmp_path, stateless=True) as (url, srv):
+        async def go():
+            async with session(url) as a:
+                return await tool(a, 'create_sandbox'), await tool(a, 'get_schema')
+        made, schema = asyncio.run(go())
+    assert 'this request has none (stateless HTTP)' in _err(made) and len(srv.table) == 0
+    assert not schema.is_error                                                      # tools without sandboxes serve as before
