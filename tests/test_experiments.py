@@ -164,6 +164,10 @@ def test_05_real_model(tmp_path):
     assert len(res['curves']) == 2 * len(W) * P['UPDATES']
     assert_comparisons(res, ['grpo vs shuffled', 'grpo vs warm start', 'shuffled vs warm start'])
     assert_provenance(res)
+    assert not any(r['resumed'] for r in res['runs'])
+    run_notebook('05_real_model.ipynb', out, timeout=3600)          # a rerun resumes every stored part and concludes the same
+    again = json.loads((out / 'results.json').read_text())
+    assert all(r['resumed'] for r in again['runs']) and again['comparisons'] == res['comparisons'] and again['warm_starts'] == res['warm_starts']
 
 def test_readme_demo_spread_is_generated_from_its_results_file():
     "README's demo table and summary are what `spread_table`/`spread_summary` make of the committed results file, every row from committed code"
