@@ -58,3 +58,21 @@ def test_two_patch_methods_in_one_export_cell_fail(tmp_path):
     one.cells[1].source = '#| export\n' + one.cells[1].source
     nbformat.write(one, p)
     assert _lint(p).returncode == 0
+
+def _metrics(*args):
+    return subprocess.run([sys.executable, str(ROOT / 'tools' / 'cell_metrics.py'), *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+def test_cell_metrics_hold_their_recorded_ceilings():
+    "Issue 40's measures (export-cell lines, long lines, private imports, page length, outputs) are no worse than recorded"
+    r = _metrics('--check', str(ROOT / 'tools' / 'cell_metrics.json'))
+    assert r.returncode == 0, r.stdout
+    assert 'export_cell_median_lines' in r.stdout and 'target <= 10' in r.stdout
+
+def test_cell_metrics_refuse_a_worse_value(tmp_path):
+    "A ceiling below today's value (or a floor above it) fails the check and names the measure"
+    import json
+    rec = json.loads((ROOT / 'tools' / 'cell_metrics.json').read_text())
+    rec['export_cell_median_lines'] -= 1; rec['code_cells_with_output_pct'] += 1
+    (tmp_path / 'm.json').write_text(json.dumps(rec))
+    r = _metrics('--check', str(tmp_path / 'm.json'))
+    assert r.returncode == 1 and 'export_cell_median_lines:' in r.stdout and 'code_cells_with_output_pct:' in r.stdout, r.stdout
