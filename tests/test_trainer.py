@@ -136,7 +136,7 @@ def test_kill_and_resume_gives_the_same_weights(maze, tmp_path):
 
 @pytest.mark.slow
 def test_online_grpo_resumes_at_its_update(maze, tmp_path):
-    "Online GRPO stopped and resumed: it rolls out the saved update's successors (not update 0 again), mid-update from the saved batch, same weights"
+    "Online GRPO stopped and resumed: it rolls out the saved update's successors (not update 0 again), mid-update from the saved batch, same weights, every update's row"
     from knowlyr_lab.trainer.grpo import GRPOTrainer
     from knowlyr_lab.trainer.grpo_groups import GRPOConfig
     trajs, tools, _, tok = maze
@@ -154,8 +154,10 @@ def test_online_grpo_resumes_at_its_update(maze, tmp_path):
     for stop, want in ((3, []), (2, [2, 3])):        # 3: inside update 1 (its batch is in the checkpoint); 2: between updates
         out = tmp_path / f'stop{stop}'
         assert run(out, stop_at=stop)[1] == [0, 1, 2, 3][:2 * ((stop + 1) // 2)]
-        resumed, seen, _ = run(out, resume_from_checkpoint=str(out / f'checkpoint-{stop}'))
+        resumed, seen, again = run(out, resume_from_checkpoint=str(out / f'checkpoint-{stop}'))
         assert seen == want, (stop, seen)
+        key = lambda rs: [(r['reward'], r['groups_with_signal'], None if r['loss'] != r['loss'] else r['loss']) for r in rs]   # nan: a skipped update
+        assert key(again) == key(rows), (stop, key(again), key(rows))   # every update's row, those before the checkpoint included
         for a, b in zip(full.model.parameters(), resumed.model.parameters()): assert (a - b).abs().max().item() < 1e-6
         steps = [json.loads(l)['step'] for l in open(out / 'metrics.jsonl')]
         assert steps == [1, 2, 3, 4]

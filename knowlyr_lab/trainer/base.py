@@ -185,7 +185,7 @@ class BaseTrainer:
                                      start=lambda: self.accelerator.init_trackers(self.out.name, config=hparams, init_kwargs={
                                          # a reopened writer gets its own event file (the default name has 1 s resolution)
                                          'tensorboard': {'filename_suffix': f'.{uuid.uuid4().hex[:8]}'}}))
-        self.state = {'step': 0, 'epoch': 0, 'batch_in_epoch': 0}
+        self.state = {'step': 0, 'epoch': 0, 'batch_in_epoch': 0, 'seconds': 0.0}   # seconds: in steps, over resumes
         self.history, self.data_report, self._ready = [], {}, False
 
     # -- what a trainer provides --------------------------------------------------------------------------------
@@ -366,8 +366,9 @@ def train(self:BaseTrainer, stop_at:int|None=None, # stop after this optimiser s
         steps = plan[st['epoch']]
         for si in range(st['batch_in_epoch'], len(steps)):
             if st['step'] >= total or (stop_at is not None and st['step'] >= stop_at): break
+            ts = time.time()
             row = self._step(steps[si])
-            st['step'] += 1; st['batch_in_epoch'] = si + 1
+            st['step'] += 1; st['batch_in_epoch'] = si + 1; st['seconds'] = st.get('seconds', 0.0) + time.time() - ts
             row['tokens_per_s'] = self._tokens / max(time.time() - t0, 1e-9)
             bar.update(1); bar.set_postfix(loss=f"{row['loss']:.4f}")
             self.on_step_end(row)

@@ -189,14 +189,14 @@ def on_step_end(self:GRPOTrainer, row:dict):
 # %% ../../nbs/66_trainer_grpo.ipynb #4647bdcc
 @patch
 def extra_state(self:GRPOTrainer)->dict:
-    "The current batch and the steps skipped so far, saved with each checkpoint"
-    return {'batch': self._batch, 'skipped': self._skipped} if self._batch is not None else {}
+    "The current batch, the steps skipped so far and the rows of the updates made, saved with each checkpoint"
+    return {'batch': self._batch, 'skipped': self._skipped, 'updates': self._updates} if self._batch is not None else {}
 
 # %% ../../nbs/66_trainer_grpo.ipynb #d0830156
 @patch
 def load_extra_state(self:GRPOTrainer, d:dict):
-    "Restore the batch a checkpoint was saved in, and its count of skipped steps"
-    self._batch, self._skipped = d.get('batch'), d.get('skipped', 0)
+    "Restore the batch a checkpoint was saved in, its count of skipped steps and the rows of the updates before it"
+    self._batch, self._skipped, self._updates = d.get('batch'), d.get('skipped', 0), list(d.get('updates', []))
 
 # %% ../../nbs/66_trainer_grpo.ipynb #157041fb
 @patch

@@ -127,11 +127,16 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                 mixed_precision:str='no',     # of the GRPO updates: 'bf16' autocasts over the fp32 master weights ('auto': bf16 on a GPU that has it)
                 gradient_accumulation_steps:int=1, # micro-batches per update (the same step, less memory: a real model's full-vocabulary logits of all episodes at once can exhaust RAM)
                 lora_r:int|None=None,         # train LoRA adapters of this rank (alpha 2r, on q/k/v/o) instead of all weights
+                before=None,                  # the policy's `EvalResult` on eval_tasks, if already made (not made again)
+                resume:bool=False,            # checkpoint every update in output_dir; continue from the newest one there
                )->dict:                       # {'before', 'after', 'comparison', 'curve', 'signal', 'seconds', 'trainer'}
     "Greedy held-out evaluation of a policy, online GRPO from it, the same evaluation again; paired comparison by task"
     from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent
     from knowlyr_lab.tasks import suite_tasks
     if shuffle_rewards not in (None, 'batch', 'group'): raise ValueError(f"shuffle_rewards must be None, 'batch' or 'group', not {shuffle_rewards!r}")
+    if resume and output_dir is None: raise ValueError("online_grpo(resume=True) needs an output_dir for its checkpoints")
+    if before is not None and before.n_episodes != len(eval_tasks):
+        raise ValueError(f"before: {before.n_episodes} episodes for {len(eval_tasks)} eval_tasks: not this evaluation")
     t0 = time.time()
     base = AgentInference.from_pretrained(policy_path, device=device)
     card = base.prompt or {}
@@ -141,22 +146,23 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                                                                           tools=card.get('tools'))
         return evaluate_agent(agent, env_id, tasks=eval_tasks, max_episode_steps=max_episode_steps, batch_size=len(eval_tasks),
                               train_tasks=grpo_tasks, strict=True)
-    before = measure(base.model, 'warm start')
+    before = before if before is not None else measure(base.model, 'warm start')
     cfg = GRPOConfig(output_dir=str(output_dir or tempfile.mkdtemp(prefix='grpo-')), env_id=env_id,
                      num_generations=num_generations, tasks_per_step=tasks_per_step, max_steps=updates, max_episode_steps=max_episode_steps,
                      max_completion_length=max_completion_length, temperature=temperature, learning_rate=learning_rate, lr_scheduler='constant',
                      loss_type=loss_type, max_invalid_actions=max_invalid_actions, beta=beta, system_prompt=card.get('system_prompt'),
                      seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision=mixed_precision, logging_steps=1000,
                      gradient_accumulation_steps=gradient_accumulation_steps,
+                     **(dict(save_steps=1, save_total_limit=1, resume_from_checkpoint='latest') if resume else {}),
                      **(dict(use_lora=True, lora_r=lora_r, lora_alpha=2 * lora_r) if lora_r else {}))
     kw = dict(episode_reward_fn=episode_reward_fn, tools=card.get('tools') or [])
     tr = GRPOTrainer(cfg, base.model, base.tokenizer, **kw) if shuffle_rewards is None else _ShuffledRewardGRPO(cfg, base.model, base.tokenizer, within=shuffle_rewards, **kw)
-    rows = tr.train()
+    t1 = time.time(); rows = tr.train(); t1 = time.time() - t1
     curve, signal = [r['reward'] for r in rows], [r['groups_with_signal'] for r in rows]   # mean sampled reward, and groups with a learning signal, per update
     trained = tr.accelerator.unwrap_model(tr.model)
     after = measure(trained.to(device) if device else trained, 'after GRPO')
     return {'before': before, 'after': after, 'comparison': compare_agents(after, before, metric='success'), 'curve': curve, 'signal': signal,
-            'seconds': time.time() - t0, 'trainer': tr}
+            'seconds': time.time() - t0 - t1 + tr.state['seconds'], 'trainer': tr}   # updates of every call, if resumed
 
 # %% ../../nbs/75_trainer_recipes.ipynb #31869022
 def dedup_successes(trajs:list)->list:
