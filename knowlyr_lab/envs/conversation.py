@@ -1,4 +1,5 @@
-"""`knowlyr/conversation`, `engineering`, `advisory`, `discussion`: multi-turn tasks with a simulated user, offline tools over task data, and a checker that verifies the answer.
+"""`knowlyr/conversation`, `engineering`, `advisory`, `discussion`: multi-turn tasks with a simulated user, offline
+tools over task data, and a checker that verifies the answer.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/envs_conversation.html.md"""
 
@@ -7,108 +8,20 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_conversation.html.md"""
 # %% ../../nbs/17_envs_conversation.ipynb #3e7821d1
 from __future__ import annotations
 
-import importlib.resources
 import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from ..core import AgentEnv, InfrastructureError, KnowlyrError, TimeStep, tool_schema
+from ..core import AgentEnv, InfrastructureError, TimeStep, tool_schema
 from ..domains import get_domain
+from .conversation_tasks import (OFFLINE_TOOLS, ConversationTask, check_answer, load_conversation_tasks,
+                                                 run_offline_tool)
 from ..registry import register
 
 # %% auto #0
-__all__ = ['CONVERSATION_DATA', 'USER_SYSTEM', 'OFFLINE_TOOLS', 'UserFact', 'UserSpec', 'Doc', 'Commit', 'TaskData', 'Check',
-           'ConversationTask', 'ConversationTaskError', 'load_conversation_tasks', 'check_answer', 'UserTurn',
-           'agent_text', 'ScriptedUser', 'UserSimulatorError', 'LLMUser', 'search_docs', 'run_offline_tool',
-           'ConversationEnv', 'EngineeringEnv', 'AdvisoryEnv', 'DiscussionEnv']
-
-# %% ../../nbs/17_envs_conversation.ipynb #17400f53
-class _M(BaseModel): model_config = ConfigDict(extra='forbid')
-class UserFact(_M):
-    when: list[str]                  # keywords (whole words, any case) in the agent's message that make the user say it
-    say: str
-class UserSpec(_M):
-    opening: str = 'Hello, I need help with this.'
-    goal: str = 'get the task done'
-    facts: list[UserFact] = Field(default_factory=list)
-    default: str = 'Could you be more specific?'
-    satisfied: str = "Thanks, that's what I needed."
-    gave_up: str = "This isn't helping. I'll ask someone else."
-    patience: int = Field(4, ge=1)
-class Doc(_M):
-    title: str
-    text: str
-    url: str|None = None
-class Commit(_M):
-    sha: str
-    message: str
-    diff: str = ''
-class TaskData(_M):
-    knowledge_base: list[Doc] = Field(default_factory=list)
-    web: list[Doc] = Field(default_factory=list)
-    stats: dict[str, Any] = Field(default_factory=dict)
-    files: dict[str, str] = Field(default_factory=dict)
-    commits: list[Commit] = Field(default_factory=list)
-class Check(_M):
-    required: list[Union[str, list[str]]] = Field(min_length=1)
-    forbidden: list[str] = Field(default_factory=list)
-class ConversationTask(_M):
-    "A multi-turn task: instruction, simulated user, offline data, checker, expert solution"
-    id: str
-    instruction: str
-    domain: str = 'conversation'
-    user: UserSpec = Field(default_factory=UserSpec)
-    data: TaskData = Field(default_factory=TaskData)
-    check: Check
-    solution: list[dict] = Field(default_factory=list)
-    def as_dict(self)->dict:
-        return {'id': self.id, 'instruction': self.instruction, 'domain': self.domain, 'env_id': f'knowlyr/{self.domain}',
-                'user_goal': self.user.goal, 'n_required': len(self.check.required)}
-
-class ConversationTaskError(KnowlyrError, ValueError):
-    "A conversation task file that cannot be used; the message names the file, the task and the field"
-
-# %% ../../nbs/17_envs_conversation.ipynb #3ef342fa
-CONVERSATION_DATA = Path(str(importlib.resources.files('knowlyr_lab')))/'data'/'conversation'
-
-def load_conversation_tasks(src:str|Path,   # a bundled domain name ('conversation', ...) or a YAML file
-                           )->list[ConversationTask]:
-    "Tasks from a YAML list; errors name the file, the task index and the field"
-    path = CONVERSATION_DATA/f'{src}.yaml' if isinstance(src, str) and '/' not in src and not src.endswith(('.yaml', '.yml')) else Path(src)
-    if not path.exists(): raise ConversationTaskError(f"{path}: no such task file (bundled: {sorted(p.stem for p in CONVERSATION_DATA.glob('*.yaml'))})")
-    try: raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e: raise ConversationTaskError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(raw, list): raise ConversationTaskError(f"{path}: expected a list of tasks, got {type(raw).__name__}")
-    dom = path.stem if path.parent == CONVERSATION_DATA else None
-    tasks, seen = [], set()
-    for i, r in enumerate(raw):
-        if not isinstance(r, dict): raise ConversationTaskError(f"{path}: task {i}: expected a mapping, got {type(r).__name__}")
-        try: t = ConversationTask.model_validate({'domain': dom or r.get('domain', 'conversation'), **r})
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise ConversationTaskError(f"{path}: task {i} ({r.get('id', '?')}): field {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-        if t.id in seen: raise ConversationTaskError(f"{path}: task {i}: field id: duplicate id {t.id!r}")
-        seen.add(t.id); tasks.append(t)
-    return tasks
-
-# %% ../../nbs/17_envs_conversation.ipynb #00158e34
-def _norm(s:str)->str: return ' '.join(str(s).lower().split())
-
-def check_answer(check:Check, text:str)->dict:
-    "Score `text` against a task's checker: required items found, forbidden items absent"
-    t = _norm(text)
-    found, missing = [], []
-    for item in check.required:
-        alts = item if isinstance(item, list) else [item]
-        (found if any(_norm(a) in t for a in alts) else missing).append(item)
-    bad = [f for f in check.forbidden if _norm(f) in t]
-    score = 0.0 if bad else len(found) / len(check.required)
-    return {'success': not missing and not bad, 'score': score, 'missing': missing, 'forbidden_found': bad}
+__all__ = ['USER_SYSTEM', 'UserTurn', 'agent_text', 'ScriptedUser', 'UserSimulatorError', 'LLMUser', 'ConversationEnv',
+           'EngineeringEnv', 'AdvisoryEnv', 'DiscussionEnv']
 
 # %% ../../nbs/17_envs_conversation.ipynb #84d8afaf
 @dataclass
@@ -192,74 +105,6 @@ class LLMUser:
         elif '[GIVE UP]' in text: done, sat = True, False
         elif self.turns >= task.user.patience: done, sat = True, False
         return UserTurn(text.replace('[DONE]', '').replace('[GIVE UP]', '').strip(), done, sat)
-
-# %% ../../nbs/17_envs_conversation.ipynb #5c0bea00
-def _words(s): return {w for w in re.findall(r'[a-z0-9][a-z0-9%\-]+', s.lower()) if len(w) >= 3}
-
-def search_docs(docs:list[Doc], query:str, k:int=3)->list[Doc]:
-    "The `k` documents sharing the most words with `query`"
-    q = _words(query)
-    scored = [(len(q & _words(d.text)) + 2 * len(q & _words(d.title)), -i, d) for i, d in enumerate(docs)]
-    return [d for s, _, d in sorted(scored, key=lambda x: (x[0], x[1]), reverse=True) if s > 0][:k]
-
-def _fmt_docs(docs, what, query):
-    if not docs: return f"No {what} results for {query!r}.", False
-    return '\n\n'.join(f"[{d.title}]" + (f" {d.url}" if d.url else '') + f"\n{d.text}" for d in docs), False
-
-def _git(data:TaskData, args:str):
-    a = args.split()
-    if not a or a[0] not in ('log', 'show'): return "Only `git log` and `git show <sha>` are available here.", True
-    if a[0] == 'log': return '\n'.join(f"{c.sha} {c.message}" for c in data.commits) or '(no commits)', False
-    if len(a) < 2: return "usage: git show <sha>", True
-    c = next((c for c in data.commits if c.sha.startswith(a[1])), None)
-    return (f"commit {c.sha}\n\n    {c.message}\n\n{c.diff}", False) if c else (f"unknown revision {a[1]!r}", True)
-
-def _grep(data:TaskData, pattern:str, path:str|None=None):
-    try: rx = re.compile(pattern)
-    except re.error as e: return f"invalid regular expression {pattern!r}: {e}", True
-    hits = [f"{p}:{i}: {line}" for p, txt in sorted(data.files.items()) if path is None or p.startswith(path)
-            for i, line in enumerate(txt.splitlines(), 1) if rx.search(line)]
-    return '\n'.join(hits) or f"no matches for {pattern!r}", False
-
-def _stat(data:TaskData, metric:str):
-    m = {k.lower(): (k, v) for k, v in data.stats.items()}.get(metric.strip().lower())
-    if m is None: return f"unknown metric {metric!r}; available: {', '.join(data.stats) or '(none)'}", True
-    return f"{m[0]}: {m[1]}", False
-
-_S = lambda **p: {k: {'type': 'string', 'description': d} for k, d in p.items()}
-OFFLINE_TOOLS = {
-    'respond': (_S(message='what to say to the user'), ['message'], 'Send a message to the user; they reply'),
-    'think': (_S(thought='your reasoning'), ['thought'], 'Think without acting'),
-    'knowledge_base': (_S(query='what to look up'), ['query'], 'Search the knowledge base'),
-    'web_search': (_S(query='search terms'), ['query'], 'Search the web (offline snapshot)'),
-    'query_stats': (_S(metric='metric name'), ['metric'], 'Read a metric from the stats service'),
-    'create_note': (_S(title='note title', content='note text'), ['title', 'content'], 'Save a note'),
-    'send_message': (_S(recipient='who to message', message='the message'), ['recipient', 'message'], 'Message a colleague'),
-    'delegate': (_S(assignee='who takes it', task='what to do'), ['assignee', 'task'], 'Hand a task to someone'),
-    'read_file': (_S(path='file path'), ['path'], 'Read a file of the code base'),
-    'grep': (_S(pattern='regular expression', path='optional path prefix'), ['pattern'], 'Search the code base'),
-    'git': (_S(args='`log` or `show <sha>`'), ['args'], 'Read the git history'),
-    'submit': (_S(answer='your final answer'), ['answer'], 'Submit the final answer (ends the episode)'),
-    'finish': (_S(answer='your final answer'), ['answer'], 'Finish with a final answer (ends the episode)'),
-}
-
-def run_offline_tool(task:ConversationTask, state:dict, tool:str, params:dict)->tuple[str, bool]:
-    "Run a non-terminal tool on the task's data: (output, is_error)"
-    d = task.data
-    if tool == 'think': return 'OK.', False
-    if tool == 'knowledge_base': return _fmt_docs(search_docs(d.knowledge_base, params['query']), 'knowledge-base', params['query'])
-    if tool == 'web_search': return _fmt_docs(search_docs(d.web, params['query']), 'web', params['query'])
-    if tool == 'query_stats': return _stat(d, params['metric'])
-    if tool == 'read_file':
-        p = params['path'].lstrip('./')
-        return (d.files[p], False) if p in d.files else (f"file not found: {params['path']}; files: {', '.join(sorted(d.files)) or '(none)'}", True)
-    if tool == 'grep': return _grep(d, params['pattern'], params.get('path'))
-    if tool == 'git': return _git(d, params['args'])
-    if tool == 'create_note':
-        state.setdefault('notes', []).append(dict(params)); return f"Saved note {params['title']!r}.", False
-    if tool in ('send_message', 'delegate'):
-        state.setdefault(tool, []).append(dict(params)); return f"Done: {tool} to {params.get('recipient') or params.get('assignee')}.", False
-    raise KeyError(tool)
 
 # %% ../../nbs/17_envs_conversation.ipynb #f0283b19
 class ConversationEnv(AgentEnv):
