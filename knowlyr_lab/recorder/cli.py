@@ -22,7 +22,7 @@ from .base import RecorderError, get_adapter, list_adapters
 from .convert import convert, detect, diff_trajectories, iter_log_files, validate
 from .redact import Redactor
 from .report import ConversionReport
-from .secret_rules import SecretPattern
+from .secret_pattern import SecretPattern
 from ..trajectory import trajectory_schema
 from ..trajectory_io import read_trajectories, write_trajectories
 

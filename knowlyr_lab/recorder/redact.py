@@ -11,7 +11,9 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
-from .secret_rules import _KEY_CORES, _KEY_RX, CONTEXT_KINDS, PROJECT_RULES, SecretPattern, _Anchored, detect_secrets_rules, hs_compiled, is_placeholder, secret_value_ok
+from .placeholders import is_placeholder, is_secret_key, secret_value_ok
+from .secret_pattern import AnchoredRegex, SecretPattern, hs_compiled
+from .secret_rules import CONTEXT_KINDS, PROJECT_RULES, detect_secrets_rules
 from ..trajectory import Trajectory
 
 # %% auto #0
@@ -108,8 +110,8 @@ def _span(p:SecretPattern, m)->tuple[int, int]:
 _TOKEN_CH = re.compile(r'[A-Za-z0-9_\-.+/=]*')
 
 def _matches(rx, s:str, at:list):
-    "Matches of `rx` in `s` in order, each found from `at[0]` (which the caller moves on); an `_Anchored` rule tries its starts in turn"
-    starts = rx._starts(s) if isinstance(rx, _Anchored) else None
+    "Matches of `rx` in `s` in order, each found from `at[0]` (which the caller moves on); an `AnchoredRegex` rule tries its starts in turn"
+    starts = rx.starts(s) if isinstance(rx, AnchoredRegex) else None
     if starts is None:
         while (m := rx.search(s, at[0])) is not None: yield m
         return
@@ -160,13 +162,6 @@ def _key_rule(self, rules):
     "Index of the assignment rule among `rules` (it also applies to {key: value} pairs), else None"
     return next((i for i in rules if self.patterns[i].name == 'secret_assignment'), None)
 
-def _is_key(k:str)->bool:
-    "Is `k` a secret-sounding name? (a substring test first: most keys hold no keyword)"
-    low = k.lower()
-    for c in _KEY_CORES:
-        if c in low: return _KEY_RX.match(k) is not None
-    return False
-
 def _redact_str(self, s:str, counts:dict, rules, values)->str:
     s, c = self.redact_text(s, rules, values)
     for k, v in c.items(): counts[k] = counts.get(k, 0) + v
@@ -199,7 +194,7 @@ def _redact_obj(self, obj, counts:dict, rules, kr, values):
             k2 = self._redact_key(k, counts, rules, values) if isinstance(k, str) and len(k) >= 8 else k
             if isinstance(v, str):
                 if len(v) < 6: out[k2] = v                                   # too short for any rule (and for the key rule's values)
-                elif kr is not None and isinstance(k, str) and _is_key(k) and secret_value_ok(k, v):
+                elif kr is not None and isinstance(k, str) and is_secret_key(k) and secret_value_ok(k, v):
                     out[k2] = '[REDACTED:secret_assignment]'; counts['secret_assignment'] = counts.get('secret_assignment', 0) + 1
                     if values is not None: values.setdefault(v, 'secret_assignment')
                 else: out[k2] = self._redact_str(v, counts, rules, values) if len(v) >= 8 else v

@@ -1,4 +1,4 @@
-"""What counts as a secret in an agent log: detect-secrets' maintained rules plus documented additions (vendor token shapes, command lines, config files, base64), each one kind of credential by its documented shape; and what does not (placeholders, paths).
+"""What counts as a secret in an agent log: detect-secrets' maintained rules plus documented additions (vendor token shapes, command lines, config files, base64), each one kind of credential by its documented shape.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_secret_rules.html.md"""
 
@@ -9,133 +9,22 @@ from __future__ import annotations
 
 import base64
 import binascii
-import bisect
-import hashlib
-import os
-import platform
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
-from typing import Callable
+
+from .placeholders import SECRET_ASSIGNMENT, is_placeholder, not_placeholder
+from .secret_pattern import SecretPattern
 
 # %% auto #0
-__all__ = ['PROJECT_RULES', 'CONTEXT_KINDS', 'TOKEN_SHAPES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'hs_compiled',
-           'SecretPattern', 'detect_secrets_rules', 'is_placeholder', 'looks_like_path', 'secret_value_ok', 'b64_text',
-           'b64_fragments', 'holds_secret', 'secret_value']
+__all__ = ['PROJECT_RULES', 'CONTEXT_KINDS', 'TOKEN_SHAPES', 'SAMPLE_SECRETS', 'SAMPLE_SECRET_VALUES', 'detect_secrets_rules',
+           'b64_text', 'b64_fragments', 'holds_secret', 'secret_value']
 
-# %% ../../nbs/20d_recorder_secret_rules.ipynb #a6894c46
-def _cache_dir()->Path:
-    d = os.environ.get('KNOWLYR_CACHE_DIR') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'knowlyr-lab'
-    return Path(d)
-
-def hs_compiled(expressions:list[bytes], # hyperscan expressions
-                ids:list[int],           # the id each reports
-                flags:list[int],         # hyperscan flags of each
-               ):                        # a block-mode `hyperscan.Database` ready to scan
-    "Compile a block-mode hyperscan database, or load the one compiled before on this machine"
-    import hyperscan as hs
-    key = hashlib.sha256(repr((expressions, ids, flags, hs.__version__, platform.machine(), platform.node())).encode()).hexdigest()[:32]
-    try: path = _cache_dir() / f'hyperscan-{key}.db'
-    except (KeyError, RuntimeError): path = None              # no home directory: nothing is cached
-    try:
-        db = hs.loadb(path.read_bytes(), mode=hs.HS_MODE_BLOCK)
-        db.scratch = hs.Scratch(db)
-        return db
-    except Exception: pass                                   # not cached yet, or not loadable here: compile
-    db = hs.Database(mode=hs.HS_MODE_BLOCK)
-    db.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags)
-    if path is None: return db
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f'{path.name}.{os.getpid()}.tmp')
-        tmp.write_bytes(hs.dumpb(db)); os.replace(tmp, path)     # whole or not at all: processes may race
-    except OSError: pass
-    return db
-
-# %% ../../nbs/20d_recorder_secret_rules.ipynb #faea86e3
-@dataclass
-class SecretPattern:
-    "One kind of secret: a regex, the group to replace, and an optional veto"
-    name: str                        # kind, e.g. "github_token"; appears in `[REDACTED:<name>]` and in the counts
-    regex: str                       # Python regex
-    needles: tuple = ()              # literal substrings one of which must occur (used only without hyperscan)
-    group: int|None = None           # group to replace (None: first group if any, else the whole match; 0: whole match)
-    ignore_case: bool = False
-    extend: bool = False             # extend the match over following token characters (rules that stop early, e.g. JWT)
-    check: Callable|None = None      # check(match) -> False to keep a match (not a secret)
-    source: str = 'knowlyr-lab'      # where the rule comes from
-    flags: int = 0                   # extra `re` flags
-    prefilter: str|None = None       # expression hyperscan scans for instead of `regex` (when `regex` is written for speed)
-    anchors: tuple = ()              # lower-case literals every match contains: `search` jumps between them (see `_Anchored`)
-    def __post_init__(self):
-        self.rx = re.compile(self.regex, self.flags | (re.I if self.ignore_case else 0))
-        if self.anchors: self.rx = _Anchored(self.rx, self.anchors)
-        self.needles = tuple(n.lower() for n in self.needles)
-
-_IDCH_STR = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-'   # identifier characters
-
-class _Anchored:
-    "A regex that matches at the start of an identifier holding one of `anchors`: found with `str.find`, then one anchored `match`"
-    def __init__(self, rx, anchors,
-                 between:str='"\'\\] \t\r\n', # characters the regex allows between the identifier and ...
-                 then:tuple=(':', '='),      # ... the first character of what it needs next (a separator)
-                ):
-        self.rx, self.anchors, self.pattern, self.flags, self.groups = rx, anchors, rx.pattern, rx.flags, rx.groups
-        self.between, self.then = between, then
-        self._cache = (None, None)                                       # (string, its candidate starts): one tuple, thread-safe
-        self._db = _anchor_db(tuple(anchors), between, then)             # hyperscan finds the candidates (in ASCII text)
-    def __getstate__(self): return {**self.__dict__, '_db': None, '_cache': (None, None)}   # a hyperscan database does not pickle
-    def __setstate__(self, state):
-        self.__dict__.update(state); self._db = _anchor_db(tuple(self.anchors), self.between, self.then)
-    def _starts(self, s:str)->list|None:
-        c = self._cache
-        if c[0] is s: return c[1]
-        if self._db is not None and s.isascii(): starts = self._hs_starts(s)
-        elif len(low := s.lower()) != len(s): starts = None               # a character whose lower case is longer
-        else:
-            starts = set()
-            for a in [a for a in self.anchors if a in low]:
-                i = low.find(a)
-                while i >= 0:
-                    j = i + len(a)
-                    e = s[j:j + 256]; j += len(e) - len(e.lstrip(_IDCH_STR))        # the identifier's end ...
-                    if s[j:j + 64].lstrip(self.between)[:1] in self.then:             # ... where what follows may match
-                        w = s[max(0, i - 256):i]                                      # back to the identifier's start
-                        starts.add(i - len(w) + len(w.rstrip(_IDCH_STR)))
-                    i = low.find(a, i + len(a))
-            starts = sorted(starts)
-        self._cache = (s, starts)
-        return starts
-    def _hs_starts(self, s:str)->list:
-        "The start of each identifier that holds an anchor and reaches a separator (`between` characters, then a `then` one)"
-        starts = []
-        self._db.scan(s.encode(), match_event_handler=_on_start, context=starts)
-        return sorted(set(starts))
-    def search(self, s:str, pos:int=0):
-        starts = self._starts(s)
-        if starts is None: return self.rx.search(s, pos)
-        for ks in starts[bisect.bisect_left(starts, pos):]:
-            if (m := self.rx.match(s, ks)) is not None: return m
-        return None
-
-def _on_start(i, a, b, flags, starts): starts.append(a)
-
-@lru_cache(maxsize=8)
-def _anchor_db(anchors:tuple, between:str, then:tuple):
-    "Hyperscan database: an identifier holding an anchor, `between` characters, a `then` character; reports its leftmost start (None without hyperscan)"
-    try:
-        import hyperscan as hs
-    except ImportError: return None
-    cls = lambda chars: '[' + ''.join('\\x%02x' % ord(c) for c in chars) + ']'
-    rx = f"{cls(_IDCH_STR)}*(?:{'|'.join(map(re.escape, anchors))}){cls(_IDCH_STR)}*{cls(between)}*{cls(''.join(then))}"
-    return hs_compiled([rx.encode()], [0], [hs.HS_FLAG_CASELESS | hs.HS_FLAG_SOM_LEFTMOST])
-
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #47bd5545
 def _slug(s:str)->str: return re.sub(r'[^a-z0-9]+', '_', s.lower()).strip('_')
 
-# %% ../../nbs/20d_recorder_secret_rules.ipynb #28515f4a
 _SKIP_PLUGINS = {'IPPublicDetector'}
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #28515f4a
 def detect_secrets_rules()->list[SecretPattern]:
     "The regex rules of the installed detect-secrets' plugins, one `SecretPattern` per regex"
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
@@ -146,91 +35,8 @@ def detect_secrets_rules()->list[SecretPattern]:
         for rx in cls.denylist:
             out.append(SecretPattern(_slug(kind), rx.pattern, flags=rx.flags & (re.I | re.S | re.M | re.X),
                                      extend=cls.__name__ == 'JwtTokenDetector', source=f'detect-secrets {cls.__name__}',
-                                     check=_not_placeholder if cls.__name__ == 'BasicAuthDetector' else None))   # user:password@host
+                                     check=not_placeholder if cls.__name__ == 'BasicAuthDetector' else None))   # user:password@host
     return out
-
-# %% ../../nbs/20d_recorder_secret_rules.ipynb #3c431a94
-_PLACEHOLDER = {'none', 'null', 'nil', 'true', 'false', 'undefined', 'required', 'optional', 'string', 'str', 'bytes', 'int', 'bool',
-                'any', 'dict', 'list', 'float', 'object', 'secret', 'password', 'token', 'changeme', 'example', 'redacted', 'hidden',
-                'your_api_key', 'your_api_key_here', 'your_token', 'your_password', 'xxx', 'placeholder', 'env', 'getenv', 'environ',
-                'pass', 'passwd', 'pwd', 'passphrase', 'apikey', 'api_key', 'key', 'credential', 'credentials', 'changeit', 'sample',
-                'dummy', 'masked', 'test', 'demo', 'default', 'admin', 'root', 'user', 'username', 'guest', 'foo', 'bar', 'foobar',
-                'qwerty', 'letmein', 'value', '1234', '123456', '12345678', '123456789'}
-_PLACEHOLDER_START = ('your_', 'your-', '<', '${', '{{', '$', '%', '[redacted', '***', 'xxx')
-_MY_YOUR, _TAIL = re.compile(r'^(?:my|your|the|some)[_\-]?'), re.compile(r'[\W_\d]+$')     # mypassword, your-token; secret123, changeme!
-_TEMPLATE = re.compile(r'<[^<>]*>|\$\{[^}]*\}|\{\{.*\}\}|\$[A-Za-z_]\w*|%[A-Za-z_]\w*%|\[[^\]]*\]', re.S)
-
-def is_placeholder(value:str,
-                   loose:bool=False, # also a placeholder word with digits or punctuation after it (`Password123`, `changeme!`)
-                  )->bool:
-    "Does `value` stand for a secret rather than hold one? (`password`, `your_token`, `<token>`, `${DB_PASSWORD}`, `xxxx`)"
-    v = value.strip('"\'`')
-    low = v.lower()
-    if len(set(low)) <= 2 or low.startswith(_PLACEHOLDER_START) or _TEMPLATE.fullmatch(v): return True
-    core = _MY_YOUR.sub('', low)
-    return low in _PLACEHOLDER or core in _PLACEHOLDER or (loose and _TAIL.sub('', core) in _PLACEHOLDER)
-
-_PATH = re.compile(r'(?:~|\.\.?)/\S*|/(?:etc|home|usr|var|opt|tmp|run|root|Users|mnt|srv|app|data|secrets|workspace|dev|proc)(?:/\S*)?'
-                   r'|[\w.\-/]*\.(?:pem|key|crt|cer|der|pub|p12|pfx|jks|json|ya?ml|toml|ini|cfg|conf|env|txt|gpg|asc)')
-
-def looks_like_path(value:str)->bool:
-    "Is `value` a file path (`~/.ssh/id_rsa`, `/run/secrets/db`, `certs/server.key`) rather than a secret?"
-    return _PATH.fullmatch(value.strip('"\'`')) is not None
-
-def _not_placeholder(m)->bool:
-    "`check` of the rules that read a value from its context: their (first matched) group is not a placeholder"
-    return not is_placeholder(next((g for g in m.groups() if g), m.group()))
-
-# %% ../../nbs/20d_recorder_secret_rules.ipynb #e33aa511
-try:
-    from detect_secrets.plugins.keyword import DENYLIST as _DS_KEYWORDS
-except ImportError: _DS_KEYWORDS = ('api_?key', 'password', 'passwd', 'pwd', 'secret', 'private_?key')
-_KW = '|'.join([k.replace('_?', '[_-]?') for k in _DS_KEYWORDS] + ['token', 'credential', 'credentials', 'access[_-]?key', 'passphrase',
-                                                                    '(?:signing|encryption|master|app|hmac|jwt|webhook)[_-]?key'])
-_KEY = rf'(?<![A-Za-z0-9])[A-Za-z0-9_.\-]*?(?:{_KW})(?:[_.\-][A-Za-z0-9]+){{0,3}}'
-_KEY_RX = re.compile(rf'{_KEY}\Z', re.I)
-_KEY_CORES = ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase')   # every name of `_KW` holds one
-_REF = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z|[A-Z][A-Za-z]*\Z|[A-Z]+(?:_[A-Z]+)+\Z|(?:os|env|process|self|cls|config|settings|args|kwargs|params)\b.*', re.S)
-
-try:   # detect-secrets' own false-positive filters (its maintained heuristics) used as vetoes; not its sequential-string
-       # filter: 'abcdefghijklmnopqrstuvwx' assigned to API_KEY is redacted all the same
-    from detect_secrets.filters.heuristic import is_potential_uuid, is_templated_secret
-    _DS_FILTERS = (is_potential_uuid, is_templated_secret)
-except ImportError: _DS_FILTERS = ()
-
-_IDENT, _LETTER, _PASS_KEY, _TOKEN_KEY = re.compile(r'[A-Za-z_]\w*'), re.compile(r'[A-Za-z]'), re.compile(r'pass|pwd', re.I), re.compile('token', re.I)
-_WORDS = re.compile(r'[a-z]+(?:[_-][a-z]+)*')
-_PROSE = re.compile(' [a-z]')                                # a word follows the value: a sentence, not a config line
-
-def secret_value_ok(key:str, value:str, sep:str=':', after:str='')->bool:
-    "Is `value`, assigned to the secret-sounding `key`, plausibly a secret? (False for code, placeholders, paths, counts, prose)"
-    v = value.strip('"\'`')                                     # each test below is a veto: the commonest (code) go first
-    if len(v) < 6 or _REF.match(v): return False               # self.config.api_key, SecretStr, API_KEY, os.environ[...]
-    if after[:1] == '(' and _IDENT.fullmatch(v): return False   # password = hash_password(form.password): a call
-    if is_placeholder(v) or looks_like_path(v): return False   # changeme, <token>, ~/.ssh/id_rsa
-    if not _LETTER.search(v) and not _PASS_KEY.search(key): return False   # max_tokens: 4096
-    if _WORDS.fullmatch(v) and (_TOKEN_KEY.search(key) or _PROSE.match(after)): return False   # token: expired; the passphrase: should ...
-    return not any(f(v) for f in _DS_FILTERS)
-
-def _assignment_ok(m)->bool:
-    key, val, sep = m.group('key', 'val', 'sep')
-    return secret_value_ok(key, val, sep, m.string[m.end():m.end() + 3])
-
-# the assignment rule, written for speed: found from the identifiers that hold a keyword's core (every name of
-# `_KW` holds one of the anchors), matched there once, its name checked by `_KEY_RX`; hyperscan scans for the selective form
-_ASSIGN_TAIL = r'(?:\\?["\'\]]){0,2}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?(?P<val>[^\s"\'`,;&|<>(){}\[\]\\]{6,})'
-_ASSIGN_FAST = rf'(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]{{3,}}+){_ASSIGN_TAIL}'
-_ASSIGN_SELECTIVE = rf'(?P<key>{_KEY}){_ASSIGN_TAIL}'
-@lru_cache(maxsize=8192)
-def _assignment_verdict(key:str, val:str, sep:str, after:str)->bool:
-    "Is this a secret assignment? (remembered: a log prints the same code lines again and again)"
-    return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)
-
-def _fast_assignment_ok(m)->bool:
-    key, val, sep = m.group('key', 'val', 'sep')
-    after = m.string[m.end():m.end() + 3]
-    if len(key) + len(val) > 200: return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)   # not kept
-    return _assignment_verdict(key, val, sep, after)
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #0e51d564
 _Q = r'(?:\\?["\'])?'                     # an optional quote before a value, escaped when the command sits inside JSON
@@ -249,20 +55,19 @@ PROJECT_RULES = [
     SecretPattern('pypi_token', r'(?<![A-Za-z0-9_\-])pypi-[A-Za-z0-9_\-]{32,}', ('pypi-',), group=0),
     SecretPattern('npm_token', r'(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])', ('npm_',), group=0),
     SecretPattern('digitalocean_token', r'(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}', ('_v1_',), group=0),
-    SecretPattern('url_password', r'\b[A-Za-z][A-Za-z0-9+.\-]*://:([^\s/@"\'`]{3,})@[A-Za-z0-9\[]', (':/' '/:',), group=1, check=_not_placeholder),
+    SecretPattern('url_password', r'\b[A-Za-z][A-Za-z0-9+.\-]*://:([^\s/@"\'`]{3,})@[A-Za-z0-9\[]', (':/' '/:',), group=1, check=not_placeholder),
     SecretPattern('azure_sas_signature', r'[?&;]sig=([A-Za-z0-9%+/=_\-]{16,})', ('sig=',), group=1, ignore_case=True),
     SecretPattern('basic_auth_header', r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*basic\s+([A-Za-z0-9+/]{6,}={0,2})', ('basic',), group=1, ignore_case=True),
     SecretPattern('cli_secret_flag', rf'(?<![\w-])--(?!no-)(?:[a-z]+-)?(?:password|passwd|pass|pwd|passphrase|token|api-?key|secret|client-secret|auth-token|access-token)'
-                  rf'(?:=|\s+)(?!-){_Q}{_V}', ('pass', 'pwd', 'token', 'api', 'secret'), group=1, ignore_case=True, check=_not_placeholder),
+                  rf'(?:=|\s+)(?!-){_Q}{_V}', ('pass', 'pwd', 'token', 'api', 'secret'), group=1, ignore_case=True, check=not_placeholder),
     SecretPattern('curl_user_password', rf'\bcurl\b{_ARGS}\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@]{{3,}})', ('curl',),
-                  group=1, check=_not_placeholder),
+                  group=1, check=not_placeholder),
     SecretPattern('docker_login_password', rf'\b(?:docker|podman|nerdctl|buildah|skopeo|helm)\s+(?:registry\s+)?login\b{_ARGS}\s-p(?:\s+|=)(?!-){_Q}{_V}',
-                  ('login',), group=1, check=_not_placeholder),
+                  ('login',), group=1, check=not_placeholder),
     SecretPattern('mysql_password', rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b{_ARGS}\s-p(?![\s-]){_Q}(?![$%<{{])([^\s"\'`;&|\\]+)', ('mysql', 'mariadb'),
-                  group=1, check=_not_placeholder),
-    SecretPattern('aws_cli_secret', rf'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+{_Q}{_V}', ('aws',), group=1, ignore_case=True, check=_not_placeholder),
-    SecretPattern('secret_assignment', _ASSIGN_FAST, ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase'), group=3, ignore_case=True,
-                  check=_fast_assignment_ok, prefilter=_ASSIGN_SELECTIVE, anchors=_KEY_CORES),
+                  group=1, check=not_placeholder),
+    SecretPattern('aws_cli_secret', rf'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+{_Q}{_V}', ('aws',), group=1, ignore_case=True, check=not_placeholder),
+    SECRET_ASSIGNMENT,
 ]
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #d66ff058
@@ -282,6 +87,7 @@ _TOOL_PASSWORDS = [                                                             
     rf'(?<![\w-])-pass(?:in|out)?\s+{_Q}pass:{_V}',                                   # openssl ... -passout pass:pw
 ]
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #10ab6c10
 def b64_text(s:str)->str|None:
     "The text `s` is the base64 (standard or URL-safe, padded or not) of, if it is printable text; else None"
     s = s.rstrip('=')
@@ -292,20 +98,22 @@ def b64_text(s:str)->str|None:
     except UnicodeDecodeError: return None
     return text if text and all(c.isprintable() or c in '\n\r\t' for c in text) else None
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #c402307b
 def _decodes_to_pair(m)->bool:
     "`check` of `auth_blob`: the value is base64 of `user:password` (a password that is no placeholder)"
     text = b64_text(m.group(1))
     return text is not None and ':' in text and not is_placeholder(text.split(':', 1)[1])
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #1fbad67b
 PROJECT_RULES += [
     SecretPattern('cli_tool_password', '|'.join(_TOOL_PASSWORDS), ('sshpass', 'redis-cli', 'ldap', 'sqlcmd', 'login', 'htpasswd', 'smbclient', 'pass'),
-                  check=_not_placeholder),
+                  check=not_placeholder),
     SecretPattern('netrc_password', r'\b(?:machine\s+\S+|default(?=\s+login))(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+([^\s"\'`\\]+)',
-                  ('machine', 'default'), group=1, check=_not_placeholder),
+                  ('machine', 'default'), group=1, check=not_placeholder),
     SecretPattern('pgpass_password', r'(?<![\w.:/@\-])(?=[^:\s]*[A-Za-z*])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:([^\s:"\'`\\]{6,})(?![\w:])',
-                  (':',), group=1, check=_not_placeholder),
+                  (':',), group=1, check=not_placeholder),
     SecretPattern('authorization_token', r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*(?:token|api-?key|sso-key|key)\s+([A-Za-z0-9._~+/:\-]{12,}=*)',
-                  ('authorization',), group=1, ignore_case=True, check=_not_placeholder),
+                  ('authorization',), group=1, ignore_case=True, check=not_placeholder),
     SecretPattern('auth_blob', r'(?:\\?["\']auth\\?["\']\s*:\s*\\?["\']|(?<!\w)_auth\s*=\s*)([A-Za-z0-9+/]{8,}={0,2})', ('auth',), group=1,
                   check=_decodes_to_pair),
     SecretPattern('discord_webhook', r'discord(?:app)?\.com/api/webhooks/\d+/([A-Za-z0-9_\-]{60,})', ('discord',), group=1),
@@ -376,6 +184,7 @@ def b64_fragments(sign:str)->set[str]:
         if len(frag) >= 4: out |= {frag, frag.replace('+', '-').replace('/', '_')}
     return out
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #00af7323
 _B64_FRAGS = sorted(set().union(*map(b64_fragments, _B64_SIGNS)))
 _B64_FRAG_RX = re.compile('|'.join(map(re.escape, _B64_FRAGS)))
 
@@ -393,6 +202,7 @@ def holds_secret(text:str)->bool:
             m = p.rx.search(text, m.start() + 1)
     return False
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #42f3862e
 def _decodes_to_secret(m)->bool:
     "`check` of `base64_secret`: the run holds a fragment of a sign, and its decoded text a secret"
     run = m.group()
