@@ -1,4 +1,4 @@
-"""A step budget, an invalid-action budget, wall-clock limits, reward injection and recording, each a thin layer that composes in any order.
+"""The wrapper contract (a layer that forwards everything to the env it wraps), infrastructure failures, and the recorder that turns an episode into a `Trajectory`, scoring each step as it goes.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/wrappers.html.md"""
 
@@ -7,49 +7,35 @@ Docs: https://knowlyr.github.io/knowlyr-lab/wrappers.html.md"""
 # %% ../nbs/04_wrappers.ipynb #7d376258
 from __future__ import annotations
 
-import concurrent.futures as cf
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 from fastcore.basics import patch
 
-from .core import AgentEnv, EnvDoneError, InfrastructureError, InvalidActionError, NotResetError, TimeStep, parse_action
+from .core import AgentEnv, InfrastructureError, InvalidActionError, NotResetError, TimeStep, parse_action
 from .trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory, as_task, trajectory_score
 
 # %% auto #0
-__all__ = ['EnvWrapper', 'infra_failure', 'MaxInvalidActionsWrapper', 'StepBudgetWrapper', 'TimeoutWrapper', 'RewardContext',
-           'RecorderWrapper']
+__all__ = ['EnvWrapper', 'infra_failure', 'RewardContext', 'RecorderWrapper']
 
 # %% ../nbs/04_wrappers.ipynb #5fb5fb45
 def _forward(name):
     "A property that reads and writes `name` on the wrapped env"
-    return property(lambda self: getattr(self.env, name), lambda self, v: setattr(self.env, name, v), doc=f"the wrapped env's `{name}`")
+    return property(lambda self: getattr(self.env, name), lambda self, v: setattr(self.env, name, v),
+                    doc=f"the wrapped env's `{name}`")
 
+# %% ../nbs/04_wrappers.ipynb #d025aca9
 class EnvWrapper(AgentEnv):
     "Base wrapper: forwards reset/step/close, the tools, the task list and the env's settings to `env`"
     def __init__(self, env:AgentEnv): self.env = env
     @property
     def tool_schemas(self): return self.env.tool_schemas
-    domain, env_id, invalid_action, max_episode_steps = map(_forward, ('domain', 'env_id', 'invalid_action', 'max_episode_steps'))
+    domain, env_id, invalid_action, max_episode_steps = map(_forward, ('domain', 'env_id', 'invalid_action',
+                                                                       'max_episode_steps'))
     fingerprint = property(lambda self: self.env.fingerprint, doc="the wrapped env's current task fingerprint")
     @property
     def unwrapped(self): return self.env.unwrapped
-    def get_wrapper_attr(self, name:str):
-        "`name` from the outermost layer (this wrapper, then inward) that has it"
-        if name in vars(self) or hasattr(type(self), name): return getattr(self, name)
-        env = self.env
-        return env.get_wrapper_attr(name) if isinstance(env, EnvWrapper) else getattr(env, name)
-    def has_wrapper_attr(self, name:str)->bool:
-        "True when some layer has `name`"
-        try: self.get_wrapper_attr(name); return True
-        except AttributeError: return False
-    def set_wrapper_attr(self, name:str, value):
-        "Set `name` on the outermost layer that has it (the innermost env when none does)"
-        if name in vars(self) or hasattr(type(self), name): setattr(self, name, value); return
-        env = self.env
-        if isinstance(env, EnvWrapper): env.set_wrapper_attr(name, value)
-        else: setattr(env, name, value)
     def list_tasks(self): return self.env.list_tasks()
     def reset(self, *, task=None, seed=None)->TimeStep: return self.env.reset(task=task, seed=seed)
     def step(self, action)->TimeStep: return self.env.step(action)
@@ -57,6 +43,30 @@ class EnvWrapper(AgentEnv):
     def _step(self, tool, params): return self.env.step({'tool': tool, 'params': params})
     def close(self): self.env.close()
     def __repr__(self): return f"<{type(self).__name__} {self.env!r}>"
+
+# %% ../nbs/04_wrappers.ipynb #b23e55b8
+@patch
+def get_wrapper_attr(self:EnvWrapper, name:str):
+    "`name` from the outermost layer (this wrapper, then inward) that has it"
+    if name in vars(self) or hasattr(type(self), name): return getattr(self, name)
+    env = self.env
+    return env.get_wrapper_attr(name) if isinstance(env, EnvWrapper) else getattr(env, name)
+
+# %% ../nbs/04_wrappers.ipynb #77d4eab9
+@patch
+def has_wrapper_attr(self:EnvWrapper, name:str)->bool:
+    "True when some layer has `name`"
+    try: self.get_wrapper_attr(name); return True
+    except AttributeError: return False
+
+# %% ../nbs/04_wrappers.ipynb #0e11541c
+@patch
+def set_wrapper_attr(self:EnvWrapper, name:str, value):
+    "Set `name` on the outermost layer that has it (the innermost env when none does)"
+    if name in vars(self) or hasattr(type(self), name): setattr(self, name, value); return
+    env = self.env
+    if isinstance(env, EnvWrapper): env.set_wrapper_attr(name, value)
+    else: setattr(env, name, value)
 
 # %% ../nbs/04_wrappers.ipynb #28e3f81b
 def infra_failure(e:BaseException,  # an exception that ended an episode
@@ -69,103 +79,6 @@ def infra_failure(e:BaseException,  # an exception that ended an episode
         e = e.__cause__ or e.__context__
     return None
 
-# %% ../nbs/04_wrappers.ipynb #978cdff6
-class MaxInvalidActionsWrapper(EnvWrapper):
-    "Truncate an episode after `max_invalid` invalid actions"
-    def __init__(self, env, max_invalid:int=1):   # invalid actions allowed (>= 1)
-        super().__init__(env)
-        if max_invalid < 1: raise ValueError(f"max_invalid must be >= 1, got {max_invalid}")
-        self.max_invalid, self.n_invalid, self._over = max_invalid, 0, False
-    def reset(self, *, task=None, seed=None):
-        self.n_invalid, self._over = 0, False
-        return self.env.reset(task=task, seed=seed)
-    def step(self, action):
-        if self._over: raise EnvDoneError("the episode is over (max_invalid used up); call reset()")
-        ts = self.env.step(action)
-        self.n_invalid += bool(ts.info.get('invalid_action'))
-        if self.n_invalid >= self.max_invalid and not ts.done:
-            ts.truncated = True
-            ts.info = {**ts.info, 'truncated_by': 'max_invalid_actions', 'max_invalid': self.max_invalid}
-        self._over = ts.done
-        return ts
-
-# %% ../nbs/04_wrappers.ipynb #9cee4337
-class StepBudgetWrapper(EnvWrapper):
-    "Truncate an episode after `max_episode_steps` steps (Gymnasium's `TimeLimit`): a caller's budget on top of the env's own"
-    def __init__(self, env,
-                 max_episode_steps:int): # steps per episode (>= 1), invalid actions included
-        super().__init__(env)
-        if isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, int) or max_episode_steps < 1:
-            raise ValueError(f"max_episode_steps must be an int >= 1, got {max_episode_steps!r}")
-        self.budget, self.elapsed_steps, self._over = max_episode_steps, 0, False
-    @property
-    def max_episode_steps(self)->int:
-        "The budget in force: this wrapper's, or the env's own when that is smaller"
-        own = self.env.max_episode_steps
-        return min(self.budget, own) if own else self.budget
-    @max_episode_steps.setter
-    def max_episode_steps(self, v):
-        raise AttributeError(f"StepBudgetWrapper: the budget is fixed at {self.budget} (wrap the env again for another, or set the env's own on `unwrapped`)")
-    def reset(self, *, task=None, seed=None):
-        self.elapsed_steps, self._over = 0, False
-        return self.env.reset(task=task, seed=seed)
-    def step(self, action):
-        if self._over: raise EnvDoneError("the episode is over (step budget used up); call reset()")
-        ts = self.env.step(action)
-        self.elapsed_steps += 1
-        if self.elapsed_steps >= self.budget and not ts.done:
-            ts.truncated = True   # out of budget: not solved, unless the env's own verdict says otherwise (as `AgentEnv.step`)
-            ts.info = {'success': False, 'score': 0.0, 'reason': 'max_episode_steps', **ts.info,
-                       'truncated_by': 'max_episode_steps', 'max_episode_steps': self.budget}
-        self._over = ts.done
-        return ts
-
-# %% ../nbs/04_wrappers.ipynb #de046c62
-class TimeoutWrapper(EnvWrapper):
-    "Truncate a step or an episode that runs longer than its wall-clock budget"
-    def __init__(self, env,
-                 step_timeout:float|None=None,    # seconds a step may take: a watchdog on the harness, above the env's `agent_step_seconds`
-                 episode_timeout:float|None=None, # seconds an episode may take: the agent's budget (running out is its failure)
-                 invalid_on_timeout:bool=True):   # a step timeout is the harness's failure (the episode is invalid); False: the agent's
-        super().__init__(env)
-        own = getattr(env.unwrapped, 'agent_step_seconds', None)     # how long the agent can make one of the env's steps take
-        if invalid_on_timeout and step_timeout is not None and own is not None and step_timeout <= own:
-            raise ValueError(f"step_timeout={step_timeout:g} s is not above the {own:g} s the agent can make one step of {type(env.unwrapped).__name__} "
-                             f"take (its agent_step_seconds), so an agent's slow command would end its episode as the harness's failure: set "
-                             f"step_timeout above {own:g} (or lower the env's own limits), or pass invalid_on_timeout=False to score a timeout as the agent's")
-        self.step_timeout, self.episode_timeout, self.invalid_on_timeout = step_timeout, episode_timeout, invalid_on_timeout
-        self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix='knowlyr-step')
-    def reset(self, *, task=None, seed=None):
-        self._t0, self._over = time.monotonic(), False
-        return self.env.reset(task=task, seed=seed)
-    def _budget(self):
-        rem = [t for t in (self.step_timeout,) if t is not None]
-        if self.episode_timeout is not None: rem.append(self.episode_timeout - (time.monotonic() - self._t0))
-        return min(rem) if rem else None
-    def step(self, action):
-        if getattr(self, '_over', False): raise EnvDoneError("the episode is over (timed out); call reset()")
-        budget = self._budget()
-        kind = 'episode' if budget is not None and self.step_timeout is not None and budget < self.step_timeout else ('step' if self.step_timeout is not None else 'episode')
-        if budget is not None and budget <= 0:
-            self._over = True
-            return self._timed_out('episode', self.episode_timeout)
-        fut = self._pool.submit(self.env.step, action)
-        try: ts = fut.result(timeout=budget)
-        except cf.TimeoutError:
-            self._over = True
-            self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix='knowlyr-step')  # abandon the busy worker
-            return self._timed_out(kind, self.step_timeout if kind == 'step' else self.episode_timeout)
-        self._over = ts.done
-        return ts
-    def _timed_out(self, kind, limit):
-        msg = f"{kind.capitalize()} timed out after {limit:g} s"
-        if kind == 'step' and self.invalid_on_timeout: why = {'invalid': f"harness timeout: {msg.lower()}"}   # longer than any agent can make it
-        else: why = {'success': False, 'score': 0.0, 'reason': f'{kind}_timeout'}                             # the agent's time ran out
-        return TimeStep(msg, truncated=True, info={'timeout': kind, 'is_error': True, **why})
-    def close(self):
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        super().close()
-
 # %% ../nbs/04_wrappers.ipynb #13e99b39
 @dataclass
 class RewardContext:
@@ -175,6 +88,7 @@ class RewardContext:
     timestep: TimeStep              # what the env returned for this step
     domain: str = 'generic'         # the env's domain profile name
 
+# %% ../nbs/04_wrappers.ipynb #05f43d2e
 def _parsed(action, ts:TimeStep)->dict|None:
     "The call the env parsed and ran, or (no env saw the action) the action parsed here"
     if ts.call is not None: return dict(ts.call)
@@ -182,87 +96,116 @@ def _parsed(action, ts:TimeStep)->dict|None:
     try: return parse_action(action)
     except InvalidActionError: return None
 
+# %% ../nbs/04_wrappers.ipynb #afdaa958
 def _step_from(index, action, ts, t0=None, t1=None)->Step:
+    "The recorded `Step` of `action`, which the env answered with `ts`"
     act = _parsed(action, ts)
     thought = act.pop('thought', None) if act else None
     call = ToolCall(tool=act['tool'], params=act['params'], call_id=act.get('call_id')) if act else None
     if call is None and isinstance(action, str): thought = action
     info = ts.info or {}
-    return Step(index=index, thought=thought, action=call,
-                observation=Observation(content=ts.observation, is_error=bool(info.get('is_error', False)), exit_code=info.get('exit_code')),
-                reward=float(ts.reward), reward_details=dict(info.get('reward_details') or {}), t_start=t0, t_end=t1)
+    obs = Observation(content=ts.observation, is_error=bool(info.get('is_error', False)), exit_code=info.get('exit_code'))
+    return Step(index=index, thought=thought, action=call, observation=obs, reward=float(ts.reward),
+                reward_details=dict(info.get('reward_details') or {}), t_start=t0, t_end=t1)
 
 # %% ../nbs/04_wrappers.ipynb #3158bb1b
 class RecorderWrapper(EnvWrapper):
-    "Record episodes as `Trajectory` objects, scoring each step with `step_reward_fn` if given; `get_trajectory()` returns the current one"
+    "Record episodes as `Trajectory` objects, scoring each step with `step_reward_fn` if given"
     def __init__(self, env, agent_name:str='unknown', model:str|None=None,
-                 step_reward_fn:Callable|None=None, # (step, RewardContext) -> float or (float, details); optional reset(task) per episode
+                 step_reward_fn:Callable|None=None, # (step, RewardContext) -> float or (float, details); optional reset(task)
                  reward_mode:str='replace'):        # 'replace' the env's step reward with the function's, or 'add' to it
         super().__init__(env)
-        if reward_mode not in ('replace', 'add'): raise ValueError(f"reward_mode must be 'replace' or 'add', not {reward_mode!r}")
+        if reward_mode not in ('replace', 'add'):
+            raise ValueError(f"reward_mode must be 'replace' or 'add', not {reward_mode!r}")
         self.agent, self.step_reward_fn, self.reward_mode = AgentInfo(name=agent_name, model=model), step_reward_fn, reward_mode
         self._traj, self._pending_usage, self._pending_sample = None, None, None
-    def reset(self, *, task=None, seed=None):
-        self._traj = None                            # a reset that fails leaves no earlier episode behind
-        ts = self.env.reset(task=task, seed=seed)
-        t = as_task(ts.info.get('task'), domain=getattr(self, 'domain', None), env_id=getattr(self, 'env_id', None), fingerprint=ts.info.get('fingerprint'))
-        if not t.instruction: t.instruction = ts.observation
-        t.initial_observation = ts.observation       # the first user turn, as the agent saw it
-        meta = {'seed': seed, **({'isolation': ts.info['isolation']} if 'isolation' in ts.info else {})}  # how the env was contained
-        self._traj = Trajectory(id='pending', task=t, agent=self.agent.model_copy(), source=Source(format='knowlyr-env'),
-                                metadata=meta)
-        if hasattr(self.step_reward_fn, 'reset'): self.step_reward_fn.reset(t)
-        return ts
-    def record_usage(self, input:int=0, output:int=0, cached:int=0, reasoning:int=0, cost:float|None=None):
-        "Attach token usage of the model response that produced the next action"
-        self._pending_usage = TokenUsage(input=input, output=output, cached=cached, reasoning=reasoning, cost=cost)
-    def step(self, action):
-        if self._traj is None: raise NotResetError("RecorderWrapper.step() called before reset()")
-        t0 = time.time()
-        try: ts = self.env.step(action)
-        except Exception as e:
-            if (why := infra_failure(e)): self._traj.outcome.invalid = why
-            raise
-        step = _step_from(len(self._traj.steps), action, ts, t0, time.time())
-        if self.step_reward_fn is not None: self._score(step, ts)
-        step.usage, self._pending_usage = self._pending_usage, None
-        for k, v in (self._pending_sample or {}).items(): setattr(step, k, v)
-        self._pending_sample = None
-        extra = {k: v for k, v in ts.info.items() if k in ('invalid_action', 'timeout', 'truncated_by', 'env_reward', 'error', 'invalid')}
-        if ts.info.get('invalid'): self._traj.outcome.invalid = str(ts.info['invalid'])
-        if extra: step.metadata = extra
-        self._traj.steps.append(step)
-        if ts.done:
-            o = self._traj.outcome
-            o.terminated, o.truncated = bool(ts.terminated), bool(ts.truncated)
-            o.submitted = bool(ts.terminated and step.action and step.action.tool in self._terminal_tools())
-            if 'success' in ts.info and ts.info['success'] is not None: o.success = bool(ts.info['success'])
-            if ts.info.get('score') is not None: o.score = float(ts.info['score'])
-            o.reason = ts.info.get('reason') or ('truncated' if ts.truncated else 'terminated')
-        return ts
-    def _score(self, step:Step, ts:TimeStep):
-        "The step's reward from `step_reward_fn`, on the step and on the `TimeStep` the agent gets back"
-        try: out = self.step_reward_fn(step, RewardContext(self._traj.task, list(self._traj.steps), ts, self.domain))
-        except Exception as e:
-            err = InfrastructureError(f"reward function failed at step {step.index}: {type(e).__name__}: {e}")
-            self._traj.outcome.invalid = infra_failure(err)
-            raise err from e
-        r, details = (out if isinstance(out, tuple) else (out, {}))
-        env_r = ts.reward
-        ts.reward = step.reward = float(r) + (env_r if self.reward_mode == 'add' else 0.0)
-        ts.info = {**ts.info, 'env_reward': env_r, 'reward_details': {**(ts.info.get('reward_details') or {}), **dict(details)}}
-        step.reward_details = dict(ts.info['reward_details'])
-    def _terminal_tools(self):
-        try:
-            from knowlyr_lab.domains import get_domain
-            return set(get_domain(self.domain, copy=False).terminal_tools)   # read only: no copy of the profile per episode
-        except Exception: return {'submit', 'finish'}
-    def get_trajectory(self)->Trajectory:
-        "The episode recorded so far (complete once the episode is done)"
-        if self._traj is None: raise NotResetError("nothing recorded yet: call reset() first")
-        d = self._traj.model_dump()
-        d['reward'], d['id'] = trajectory_score(self._traj), ''
-        return Trajectory.model_validate(d)
+
+# %% ../nbs/04_wrappers.ipynb #30321d07
+@patch
+def reset(self:RecorderWrapper, *, task=None, seed=None):
+    self._traj = None                            # a reset that fails leaves no earlier episode behind
+    ts = self.env.reset(task=task, seed=seed)
+    t = as_task(ts.info.get('task'), domain=getattr(self, 'domain', None), env_id=getattr(self, 'env_id', None),
+                fingerprint=ts.info.get('fingerprint'))
+    if not t.instruction: t.instruction = ts.observation
+    t.initial_observation = ts.observation       # the first user turn, as the agent saw it
+    meta = {'seed': seed, **({'isolation': ts.info['isolation']} if 'isolation' in ts.info else {})}  # how it was contained
+    self._traj = Trajectory(id='pending', task=t, agent=self.agent.model_copy(), source=Source(format='knowlyr-env'),
+                            metadata=meta)
+    if hasattr(self.step_reward_fn, 'reset'): self.step_reward_fn.reset(t)
+    return ts
+
+# %% ../nbs/04_wrappers.ipynb #cbf2d2b2
+@patch
+def record_usage(self:RecorderWrapper, input:int=0, output:int=0, cached:int=0, reasoning:int=0, cost:float|None=None):
+    "Attach token usage of the model response that produced the next action"
+    self._pending_usage = TokenUsage(input=input, output=output, cached=cached, reasoning=reasoning, cost=cost)
+
+# %% ../nbs/04_wrappers.ipynb #6dd0eeba
+_STEP_FLAGS = ('invalid_action', 'timeout', 'truncated_by', 'env_reward', 'error', 'invalid')
+
+@patch
+def step(self:RecorderWrapper, action):
+    if self._traj is None: raise NotResetError("RecorderWrapper.step() called before reset()")
+    t0 = time.time()
+    try: ts = self.env.step(action)
+    except Exception as e:
+        if (why := infra_failure(e)): self._traj.outcome.invalid = why
+        raise
+    step = _step_from(len(self._traj.steps), action, ts, t0, time.time())
+    if self.step_reward_fn is not None: self._score(step, ts)
+    step.usage, self._pending_usage = self._pending_usage, None
+    for k, v in (self._pending_sample or {}).items(): setattr(step, k, v)
+    self._pending_sample = None
+    if ts.info.get('invalid'): self._traj.outcome.invalid = str(ts.info['invalid'])
+    if (extra := {k: v for k, v in ts.info.items() if k in _STEP_FLAGS}): step.metadata = extra
+    self._traj.steps.append(step)
+    if ts.done: self._end(step, ts)
+    return ts
+
+# %% ../nbs/04_wrappers.ipynb #c1441dc7
+@patch
+def _end(self:RecorderWrapper, step:Step, ts:TimeStep):
+    "Fill the outcome from the step that ended the episode"
+    o = self._traj.outcome
+    o.terminated, o.truncated = bool(ts.terminated), bool(ts.truncated)
+    o.submitted = bool(ts.terminated and step.action and step.action.tool in self._terminal_tools())
+    if 'success' in ts.info and ts.info['success'] is not None: o.success = bool(ts.info['success'])
+    if ts.info.get('score') is not None: o.score = float(ts.info['score'])
+    o.reason = ts.info.get('reason') or ('truncated' if ts.truncated else 'terminated')
+
+# %% ../nbs/04_wrappers.ipynb #b1100e0b
+@patch
+def _terminal_tools(self:RecorderWrapper):
+    try:
+        from knowlyr_lab.domains import get_domain
+        return set(get_domain(self.domain, copy=False).terminal_tools)   # read only: no copy of the profile per episode
+    except Exception: return {'submit', 'finish'}
+
+# %% ../nbs/04_wrappers.ipynb #a57d4894
+@patch
+def _score(self:RecorderWrapper, step:Step, ts:TimeStep):
+    "The step's reward from `step_reward_fn`, on the step and on the `TimeStep` the agent gets back"
+    try: out = self.step_reward_fn(step, RewardContext(self._traj.task, list(self._traj.steps), ts, self.domain))
+    except Exception as e:
+        err = InfrastructureError(f"reward function failed at step {step.index}: {type(e).__name__}: {e}")
+        self._traj.outcome.invalid = infra_failure(err)
+        raise err from e
+    r, details = (out if isinstance(out, tuple) else (out, {}))
+    env_r = ts.reward
+    ts.reward = step.reward = float(r) + (env_r if self.reward_mode == 'add' else 0.0)
+    details = {**(ts.info.get('reward_details') or {}), **dict(details)}
+    ts.info = {**ts.info, 'env_reward': env_r, 'reward_details': details}
+    step.reward_details = dict(details)
+
+# %% ../nbs/04_wrappers.ipynb #315c4a57
+@patch
+def get_trajectory(self:RecorderWrapper)->Trajectory:
+    "The episode recorded so far (complete once the episode is done)"
+    if self._traj is None: raise NotResetError("nothing recorded yet: call reset() first")
+    d = self._traj.model_dump()
+    d['reward'], d['id'] = trajectory_score(self._traj), ''
+    return Trajectory.model_validate(d)
 
 # %% ../nbs/04_wrappers.ipynb #d83d4f23
 @patch(as_prop=True)
@@ -283,4 +226,5 @@ def record_sample(self:RecorderWrapper,
                   prompt_token_ids:list[int]|None=None,  # the token ids the model was given
                   logprobs:list[float]|None=None):       # log-probs of the sampled tokens
     "Attach the sampled tokens of the model response that produces the next action"
-    self._pending_sample = {k: v for k, v in (('token_ids', token_ids), ('prompt_token_ids', prompt_token_ids), ('logprobs', logprobs)) if v is not None}
+    sample = (('token_ids', token_ids), ('prompt_token_ids', prompt_token_ids), ('logprobs', logprobs))
+    self._pending_sample = {k: v for k, v in sample if v is not None}

@@ -31,6 +31,7 @@ import torch
 from helpers import TRANSPORTS, app_for, client_for, sent_as, served
 
 from knowlyr_lab.agents import Agent, ExpertAgent, ScriptedAgent
+from knowlyr_lab.budgets import TimeoutWrapper
 from knowlyr_lab.core import InfrastructureError
 from knowlyr_lab.envs.conversation import ConversationEnv, LLMUser
 from knowlyr_lab.envs.humaneval import humaneval_task
@@ -46,7 +47,7 @@ from knowlyr_lab.sandbox.local import LocalSandbox, bwrap_available
 from knowlyr_lab.trainer.grpo_groups import groups_from_records, has_signal
 from knowlyr_lab.trainer.losses import grpo_advantages
 from knowlyr_lab.wrappers import InfrastructureError as ReExported
-from knowlyr_lab.wrappers import RecorderWrapper, TimeoutWrapper
+from knowlyr_lab.wrappers import RecorderWrapper
 
 pytestmark = pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the sandbox env refuses to start')
 

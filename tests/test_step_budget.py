@@ -5,6 +5,7 @@ import inspect
 import pytest
 
 import knowlyr_lab
+import knowlyr_lab.budgets
 import knowlyr_lab.wrappers
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.registry import env_spec, list_envs, make, register
@@ -48,7 +49,8 @@ def test_every_env_has_one_budget_attribute(env_id):
 def test_one_step_budget_wrapper():
     assert not hasattr(knowlyr_lab.wrappers, 'MaxStepsWrapper')
     assert 'MaxStepsWrapper' not in dir(knowlyr_lab)
-    assert [n for n in knowlyr_lab.wrappers.__all__ if 'Step' in n] == ['StepBudgetWrapper']
+    assert not any('Step' in n for n in knowlyr_lab.wrappers.__all__)
+    assert [n for n in knowlyr_lab.budgets.__all__ if 'Step' in n] == ['StepBudgetWrapper']
 
 class Look:
     "Looks forever: only a step budget ends its episodes"

@@ -2,6 +2,7 @@
 import pytest
 
 from knowlyr_lab.agents import RandomAgent
+from knowlyr_lab.budgets import StepBudgetWrapper
 from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.registry import make
@@ -12,7 +13,7 @@ from knowlyr_lab.trainer.grpo import GRPOTrainer
 from knowlyr_lab.trainer.grpo_groups import GRPOConfig
 from knowlyr_lab.trainer.recipes import online_grpo
 from knowlyr_lab.widgets import EnvSession
-from knowlyr_lab.wrappers import RecorderWrapper, StepBudgetWrapper
+from knowlyr_lab.wrappers import RecorderWrapper
 
 WRITES = []
 

@@ -12,8 +12,9 @@ from typing import Callable
 
 from fastcore.basics import patch
 
+from ..budgets import MaxInvalidActionsWrapper, StepBudgetWrapper, TimeoutWrapper
 from ..config import ConfigError
-from ..wrappers import MaxInvalidActionsWrapper, RecorderWrapper, StepBudgetWrapper, TimeoutWrapper
+from ..wrappers import RecorderWrapper
 
 # %% auto #0
 __all__ = ['FALLBACK_MAX_EPISODE_STEPS', 'RolloutSpec', 'Workers', 'rollout_settings']
