@@ -1,4 +1,4 @@
-"""Confidence intervals for success rates and rewards, unbiased pass@k, and two-agent comparisons with exact, paired and rank tests plus multiple-testing corrections, and the noise floor, minimum detectable effect and replicate planner of a paired design -- all delegated to `scipy.stats` and `statsmodels`.
+"""Confidence intervals for success rates and rewards, unbiased pass@k, the effective sample size of repeated tasks, and two-agent comparisons with exact, paired and rank tests plus multiple-testing corrections -- all delegated to `scipy.stats` and `statsmodels`.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/stats.html.md"""
 
@@ -14,15 +14,14 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from fastcore.basics import patch
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.power import TTestPower
 
 # %% auto #0
-__all__ = ['wilson_ci', 'bootstrap_ci', 'pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'Comparison', 'compare_samples',
-           'adjust_pvalues', 'compare_many', 'CrossedResult', 'crossed_bootstrap', 'replicate_variance', 'flip_rate',
-           'noise_floor', 'paired_power', 'paired_mde', 'replicates_needed', 'tasks_needed']
+__all__ = ['wilson_ci', 'bootstrap_ci', 'pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'Comparison', 'is_binary',
+           'compare_samples', 'adjust_pvalues', 'compare_many']
 
 # %% ../nbs/09_stats.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -67,6 +66,17 @@ def pass_at_k(n:int, # attempts at the task
     if n - c < k: return 1.0
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
+# %% ../nbs/09_stats.ipynb #ceeca891
+def _icc1(y:np.ndarray, inv:np.ndarray, n_i:np.ndarray)->float:
+    "ICC(1) of values `y` in groups `inv` of sizes `n_i`, from a one-way ANOVA, clipped to [0, 1]"
+    N, k = len(y), len(n_i)
+    means = np.bincount(inv, weights=y) / n_i
+    ssb = float((n_i * (means - y.mean()) ** 2).sum()); ssw = float(((y - means[inv]) ** 2).sum())
+    msb, msw = ssb / (k - 1), ssw / (N - k) if N > k else 0.0
+    m0 = (N - (n_i ** 2).sum() / N) / (k - 1)
+    denom = msb + (m0 - 1) * msw
+    return 1.0 if denom <= 0 else min(1.0, max(0.0, (msb - msw) / denom))   # no variance at all: assume the worst
+
 # %% ../nbs/09_stats.ipynb #8c9a23b7
 def effective_sample_size(values:Sequence[float], # one value per episode
                           groups:Sequence,        # the task of each episode
@@ -77,14 +87,10 @@ def effective_sample_size(values:Sequence[float], # one value per episode
     N = len(y); keys, inv = np.unique(g, return_inverse=True); k = len(keys)
     if N == 0: return 0.0
     if k == N or k < 2: return float(N if k == N else 1.0)
-    n_i = np.bincount(inv).astype(float); means = np.bincount(inv, weights=y) / n_i
-    ssb = float((n_i * (means - y.mean()) ** 2).sum()); ssw = float(((y - means[inv]) ** 2).sum())
-    msb, msw = ssb / (k - 1), ssw / (N - k) if N > k else 0.0
-    m0 = (N - (n_i ** 2).sum() / N) / (k - 1)
-    denom = msb + (m0 - 1) * msw
-    icc = 1.0 if denom <= 0 else min(1.0, max(0.0, (msb - msw) / denom))   # no variance at all: assume the worst
+    icc = _icc1(y, inv, np.bincount(inv).astype(float))
     return float(min(N, max(k, N / (1 + (N / k - 1) * icc))))
 
+# %% ../nbs/09_stats.ipynb #445b6900
 def wilson_ci_ess(rate:float, ess:float, confidence:float=0.95)->tuple[float, float]:
     "Wilson interval of a success `rate` measured on `ess` effective observations"
     from statsmodels.stats.proportion import proportion_confint
@@ -107,34 +113,103 @@ class Comparison:
     notes: list = field(default_factory=list)  # what was excluded, dropped or changed, and why
     @property
     def p_value(self)->float: return self.tests[self.primary]['pvalue']
-    def table(self)->pd.DataFrame:
-        "One row per test"
-        return pd.DataFrame([{'test': k, **v, 'primary': k == self.primary} for k, v in self.tests.items()]).set_index('test')
-    def summary(self)->str:
-        lo, hi = self.diff_ci
-        return (f"{self.name_a} vs {self.name_b} on {self.metric}: {self.mean_a:.3f} vs {self.mean_b:.3f}, "
-                f"diff {self.diff:+.3f} (95% CI {lo:+.3f} to {hi:+.3f}), {self.primary} p={self.p_value:.3g}, "
-                f"effect size {self.effect_size:.2f}" + ''.join(f"; NOTE: {n}" for n in self.notes))
     def __repr__(self): return f"Comparison({self.summary()})"
-    def to_dict(self)->dict: d = asdict(self); d['p_value'] = self.p_value; return d
 
-# %% ../nbs/09_stats.ipynb #05627359
-def _is_binary(*xs): return all(np.isin(np.asarray(x, float), (0.0, 1.0)).all() for x in xs)
+# %% ../nbs/09_stats.ipynb #6cceabfc
+@patch
+def summary(self:Comparison)->str:
+    "One sentence: the means, the difference with its interval, the primary test's p and the effect size"
+    lo, hi = self.diff_ci
+    return (f"{self.name_a} vs {self.name_b} on {self.metric}: {self.mean_a:.3f} vs {self.mean_b:.3f}, "
+            f"diff {self.diff:+.3f} (95% CI {lo:+.3f} to {hi:+.3f}), {self.primary} p={self.p_value:.3g}, "
+            f"effect size {self.effect_size:.2f}" + ''.join(f"; NOTE: {n}" for n in self.notes))
 
+# %% ../nbs/09_stats.ipynb #6366c496
+@patch
+def table(self:Comparison)->pd.DataFrame:
+    "One row per test"
+    rows = [{'test': k, **v, 'primary': k == self.primary} for k, v in self.tests.items()]
+    return pd.DataFrame(rows).set_index('test')
+
+# %% ../nbs/09_stats.ipynb #ab808adf
+@patch
+def to_dict(self:Comparison)->dict:
+    "The fields, with the primary `p_value`"
+    d = asdict(self); d['p_value'] = self.p_value; return d
+
+# %% ../nbs/09_stats.ipynb #ea04ffd9
+def is_binary(*xs:Sequence[float])->bool:
+    "True when every value of every sample is 0 or 1"
+    return all(np.isin(np.asarray(x, float), (0.0, 1.0)).all() for x in xs)
+
+# %% ../nbs/09_stats.ipynb #7f6e6e1f
 def _cohen_d(a, b):
     na, nb = len(a), len(b)
     if na < 2 or nb < 2: return float('nan')
     sp = math.sqrt(((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1)) / (na + nb - 2))
-    return float((np.mean(a) - np.mean(b)) / sp) if sp > 0 else (0.0 if np.mean(a) == np.mean(b) else float('inf') * np.sign(np.mean(a) - np.mean(b)))
+    if sp > 0: return float((np.mean(a) - np.mean(b)) / sp)
+    return 0.0 if np.mean(a) == np.mean(b) else float('inf') * np.sign(np.mean(a) - np.mean(b))
 
-def _res(r, **extra): return {'statistic': float(r.statistic), 'pvalue': float(r.pvalue), **extra}
+# %% ../nbs/09_stats.ipynb #877081e3
+def _effect_size(a, b, paired:bool)->float:
+    "Cohen's d (unpaired) or d_z (paired)"
+    if not paired: return _cohen_d(a, b)
+    d = a - b; sd = np.std(d, ddof=1)
+    return float(d.mean() / sd) if sd > 0 else (0.0 if d.mean() == 0 else float('inf') * np.sign(d.mean()))
 
+# %% ../nbs/09_stats.ipynb #66394bd0
 def _diff_ci(a, b, paired, confidence, n_resamples, seed):
     if paired: return bootstrap_ci(a - b, confidence=confidence, n_resamples=n_resamples, seed=seed)
     if np.all(a == a[0]) and np.all(b == b[0]): d = float(a[0] - b[0]); return (d, d)
-    res = stats.bootstrap((a, b), lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis), confidence_level=confidence,
-                          n_resamples=n_resamples, method='percentile', rng=np.random.default_rng(seed))
+    res = stats.bootstrap((a, b), lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis),
+                          confidence_level=confidence, n_resamples=n_resamples, method='percentile',
+                          rng=np.random.default_rng(seed))
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+# %% ../nbs/09_stats.ipynb #6ab52d46
+def _omit_nan(a, b, paired, nan_policy, metric, name_a, name_b):
+    "`a` and `b` without their NaN values, and the count of NaNs per agent"
+    if nan_policy not in ('raise', 'omit'): raise ValueError(f"nan_policy must be 'raise' or 'omit', not {nan_policy!r}")
+    bad_a, bad_b = np.isnan(a), np.isnan(b)
+    n_nan = {name_a: int(bad_a.sum()), name_b: int(bad_b.sum())}
+    if not (bad_a.any() or bad_b.any()): return a, b, n_nan
+    if nan_policy == 'raise':
+        raise ValueError(f"{metric}: {n_nan[name_a]} NaN value(s) for {name_a} and {n_nan[name_b]} for {name_b}; "
+                         "fix the metric, or pass nan_policy='omit' to exclude them (the count is kept in the result)")
+    if paired and len(a) == len(b): keep = ~(bad_a | bad_b); return a[keep], b[keep], n_nan
+    return a[~bad_a], b[~bad_b], n_nan
+
+# %% ../nbs/09_stats.ipynb #d9e03f90
+def _res(r, **extra): return {'statistic': float(r.statistic), 'pvalue': float(r.pvalue), **extra}
+
+# %% ../nbs/09_stats.ipynb #2fffbb49
+def _paired_tests(a, b, binary:bool)->dict:
+    "The paired t, Wilcoxon and (binary) exact McNemar tests of `a` and `b`"
+    t, d = stats.ttest_rel(a, b), a - b
+    tests = {'paired_t': _res(t, df=float(t.df)),
+             'wilcoxon': _res(stats.wilcoxon(a, b, zero_method='wilcox')) if np.any(d != 0) else {'statistic': 0.0, 'pvalue': 1.0}}
+    if binary:
+        n10, n01 = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
+        m = mcnemar([[0, n10], [n01, 0]], exact=True)
+        tests['mcnemar_exact'] = {'statistic': float(m.statistic), 'pvalue': float(m.pvalue), 'a_only': n10, 'b_only': n01}
+    return tests
+
+# %% ../nbs/09_stats.ipynb #87bad068
+def _two_sample_tests(a, b, paired:bool, binary:bool)->dict:
+    "Every test that applies: test name -> {'statistic', 'pvalue', ...}"
+    tests = {}
+    with np.errstate(all='ignore'), warnings.catch_warnings():
+        warnings.simplefilter('ignore', RuntimeWarning)  # constant samples (an expert at 100%) are handled below
+        t = stats.ttest_ind(a, b, equal_var=False)
+        tests['welch_t'] = _res(t, df=float(t.df))
+        tests['mann_whitney_u'] = _res(stats.mannwhitneyu(a, b, alternative='two-sided'))
+        if binary:
+            table = [[int(a.sum()), int(len(a) - a.sum())], [int(b.sum()), int(len(b) - b.sum())]]
+            tests['fisher_exact'] = _res(stats.fisher_exact(table))
+        if paired: tests.update(_paired_tests(a, b, binary))
+    for v in tests.values():  # finite constant samples: the test is undefined, and
+        if math.isnan(v['pvalue']): v['pvalue'] = 1.0    # there is no evidence of a difference (inputs have no NaN here)
+    return tests
 
 # %% ../nbs/09_stats.ipynb #31ad57c3
 def compare_samples(a:Sequence[float],    # metric values of agent A (per episode, or per task when paired)
@@ -149,47 +224,15 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
                     nan_policy:str='raise', # NaN values: 'raise', or 'omit' them (pairs with a NaN on either side), counted
                    )->Comparison:
     "Compare two samples of a metric with Welch, Mann-Whitney, Fisher and (paired) t, Wilcoxon, McNemar tests"
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if nan_policy not in ('raise', 'omit'): raise ValueError(f"nan_policy must be 'raise' or 'omit', not {nan_policy!r}")
-    bad_a, bad_b = np.isnan(a), np.isnan(b)
-    n_nan = {name_a: int(bad_a.sum()), name_b: int(bad_b.sum())}
-    if bad_a.any() or bad_b.any():
-        if nan_policy == 'raise':
-            raise ValueError(f"{metric}: {n_nan[name_a]} NaN value(s) for {name_a} and {n_nan[name_b]} for {name_b}; "
-                             "fix the metric, or pass nan_policy='omit' to exclude them (the count is kept in the result)")
-        if paired and len(a) == len(b): keep = ~(bad_a | bad_b); a, b = a[keep], b[keep]
-        else: a, b = a[~bad_a], b[~bad_b]
+    a, b, n_nan = _omit_nan(np.asarray(a, float), np.asarray(b, float), paired, nan_policy, metric, name_a, name_b)
     if len(a) < 2 or len(b) < 2: raise ValueError(f"need at least 2 values per agent, got {len(a)} and {len(b)}")
     if paired and len(a) != len(b): raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
-    binary = _is_binary(a, b) if binary is None else binary
-    tests = {}
-    with np.errstate(all='ignore'), warnings.catch_warnings():
-        warnings.simplefilter('ignore', RuntimeWarning)  # constant samples (an expert at 100%) are handled below
-        t = stats.ttest_ind(a, b, equal_var=False)
-        tests['welch_t'] = _res(t, df=float(t.df))
-        tests['mann_whitney_u'] = _res(stats.mannwhitneyu(a, b, alternative='two-sided'))
-        if binary:
-            table = [[int(a.sum()), int(len(a) - a.sum())], [int(b.sum()), int(len(b) - b.sum())]]
-            tests['fisher_exact'] = _res(stats.fisher_exact(table))
-        if paired:
-            t = stats.ttest_rel(a, b)
-            tests['paired_t'] = _res(t, df=float(t.df))
-            d = a - b
-            tests['wilcoxon'] = _res(stats.wilcoxon(a, b, zero_method='wilcox')) if np.any(d != 0) else {'statistic': 0.0, 'pvalue': 1.0}
-            if binary:
-                n10, n01 = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
-                m = mcnemar([[0, n10], [n01, 0]], exact=True)
-                tests['mcnemar_exact'] = {'statistic': float(m.statistic), 'pvalue': float(m.pvalue), 'a_only': n10, 'b_only': n01}
-    for v in tests.values():  # finite constant samples (an expert at 100% vs itself): the test is undefined, and
-        if math.isnan(v['pvalue']): v['pvalue'] = 1.0    # there is no evidence of a difference (inputs have no NaN here)
+    binary = is_binary(a, b) if binary is None else binary
+    tests = _two_sample_tests(a, b, paired, binary)
     primary = ('mcnemar_exact' if binary else 'paired_t') if paired else ('fisher_exact' if binary else 'welch_t')
-    if paired:
-        d = a - b; sd = np.std(d, ddof=1)
-        es = float(d.mean() / sd) if sd > 0 else (0.0 if d.mean() == 0 else float('inf') * np.sign(d.mean()))
-    else: es = _cohen_d(a, b)
     return Comparison(metric, name_a, name_b, len(a), len(b), float(a.mean()), float(b.mean()), float(a.mean() - b.mean()),
-                      _diff_ci(a, b, paired, confidence, n_resamples, seed), es, paired, bool(binary), tests, primary,
-                      notes=[f"excluded NaN values: {n_nan}"] if any(n_nan.values()) else [])
+                      _diff_ci(a, b, paired, confidence, n_resamples, seed), _effect_size(a, b, paired), paired, bool(binary),
+                      tests, primary, notes=[f"excluded NaN values: {n_nan}"] if any(n_nan.values()) else [])
 
 # %% ../nbs/09_stats.ipynb #bfb553bb
 def adjust_pvalues(pvalues:Sequence[float], # raw p-values of a family of tests
@@ -228,115 +271,3 @@ def compare_many(samples:dict,           # agent name -> values (or task id -> v
     df = pd.DataFrame(rows, columns=['agent', 'reference', 'mean', 'ref_mean', 'diff', 'diff_low', 'diff_high', 'effect_size', 'test', 'p_value'])
     df['p_adj'], df['significant'] = adjust_pvalues(df.p_value.to_numpy(), correction, alpha)
     return df
-
-# %% ../nbs/09_stats.ipynb #04ff3f5e
-@dataclass
-class CrossedResult:
-    "Mean paired difference over runs x tasks, with the crossed-bootstrap interval and p-value, and each run's own interval"
-    mean: float; ci: tuple; pvalue: float
-    n_runs: int; n_tasks: int
-    per_run: list                 # [{'mean', 'ci'}] in run order: that run's paired difference, tasks resampled
-    confidence: float; n_resamples: int
-    notes: list = field(default_factory=list)
-
-def _resample_means(d, mask, wr, wt):
-    "Mean of the cells of `d` weighted by run counts `wr` (B x R) and task counts `wt` (B x T), missing cells left out"
-    num = np.einsum('br,rt,bt->b', wr, d, wt); den = np.einsum('br,rt,bt->b', wr, mask, wt)
-    with np.errstate(invalid='ignore', divide='ignore'): return num / den
-
-def crossed_bootstrap(diff,                     # runs x tasks: paired difference (A - B) of each run on each task; NaN = not run
-                      confidence:float=0.95,    # coverage of the interval
-                      n_resamples:int=10_000,   # bootstrap resamples
-                      seed:int=0,               # resampling seed
-                     )->CrossedResult:
-    "Mean paired difference of a runs x tasks design, runs and tasks resampled independently"
-    d = np.asarray(diff, float)
-    if d.ndim != 2 or d.shape[0] < 2 or d.shape[1] < 2: raise ValueError(f"need a runs x tasks table with >= 2 of each, got shape {d.shape}")
-    mask = ~np.isnan(d); d0 = np.where(mask, d, 0.0); R, T = d.shape
-    rng = np.random.default_rng(seed)
-    wr = rng.multinomial(R, [1 / R] * R, n_resamples).astype(float); wt = rng.multinomial(T, [1 / T] * T, n_resamples).astype(float)
-    boot = _resample_means(d0, mask.astype(float), wr, wt); boot = boot[~np.isnan(boot)]
-    est, a = float(d0.sum() / mask.sum()), (1 - confidence) / 2
-    p = float((np.sum(np.abs(boot - est) >= abs(est)) + 1) / (len(boot) + 1)) if np.any(boot != est) else 1.0
-    per = []
-    for r in range(R):
-        x = d[r][mask[r]]
-        per.append({'mean': float(x.mean()), 'ci': bootstrap_ci(x, confidence=confidence, seed=seed)})
-    notes = [f"{R} runs: the between-run variance rests on {R} values, so the interval may be too narrow in runs"] if R < 5 else []
-    return CrossedResult(est, (float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))), min(p, 1.0), R, T, per,
-                         confidence, n_resamples, notes)
-
-# %% ../nbs/09_stats.ipynb #68085b46
-def replicate_variance(values:Sequence[float], # one value per episode (0/1 success, or any metric)
-                       tasks:Sequence,         # the task of each episode
-                      )->float:                # mean over tasks run >= 2 times of the per-task variance (ddof=1)
-    "Within-task variance between replicate runs: the noise one more run of the same policy adds"
-    df = pd.DataFrame({'v': np.asarray(values, float), 't': [str(t) for t in tasks]})
-    if df.v.isna().any(): raise ValueError("replicate_variance: values contain NaN")
-    v = df.groupby('t').v.var(ddof=1).dropna()
-    if v.empty: raise ValueError("replicate_variance: no task was run twice; run >= 2 replicates per task")
-    return float(v.mean())
-
-def flip_rate(values:Sequence[float], # 0/1 outcome per episode
-              tasks:Sequence,         # the task of each episode
-             )->float:                # P(two runs of a task disagree), averaged over tasks run >= 2 times
-    "Per-task flip rate between replicate runs (unbiased: 2k(r-k) / (r(r-1)) per task, averaged)"
-    if not _is_binary(values): raise ValueError("flip_rate needs 0/1 outcomes; use replicate_variance for other metrics")
-    return 2 * replicate_variance(values, tasks)
-
-# %% ../nbs/09_stats.ipynb #5fdec1ce
-def _sd_diff(n_replicates, within_var, between_var):
-    if n_replicates < 1: raise ValueError(f"n_replicates must be >= 1, got {n_replicates}")
-    if within_var < 0 or between_var < 0: raise ValueError(f"variances must be >= 0, got within_var={within_var}, between_var={between_var}")
-    return math.sqrt(2 * within_var / n_replicates + between_var)
-
-def noise_floor(n_tasks:int,          # tasks, each run by both evaluations
-                n_replicates:int=1,   # runs per task in each evaluation
-                within_var:float=0.25, # replicate variance of one run (`replicate_variance`; flip rate / 2)
-                alpha:float=0.05,     # two-sided level
-               )->float:              # the critical |difference| of two runs of one policy
-    "Gap between two evaluations of the SAME policy that a paired t test at `alpha` would call significant"
-    return float(stats.t.ppf(1 - alpha / 2, n_tasks - 1) * _sd_diff(n_replicates, within_var, 0.0) / math.sqrt(n_tasks))
-
-def paired_power(effect:float, n_tasks:int, n_replicates:int=1, within_var:float=0.25, between_var:float=0.0,
-                 alpha:float=0.05)->float:
-    "Power of the two-sided paired t test over `n_tasks` per-task means to detect a true difference `effect`"
-    sd = _sd_diff(n_replicates, within_var, between_var)
-    if sd == 0: return 1.0 if effect else alpha
-    return float(TTestPower().power(effect_size=abs(effect) / sd, nobs=n_tasks, alpha=alpha, alternative='two-sided'))
-
-def paired_mde(n_tasks:int,            # tasks, each run by both checkpoints
-               n_replicates:int=1,     # runs per task per checkpoint
-               within_var:float=0.25,  # replicate variance of one run (mean of the two checkpoints')
-               between_var:float=0.0,  # variance of the true per-task effect across tasks (tau^2)
-               alpha:float=0.05,       # two-sided level
-               power:float=0.8,        # chance of detecting the effect
-              )->float:                # minimum detectable |difference| of the metric's mean
-    "Minimum detectable effect of a paired design (noncentral t, statsmodels `TTestPower`)"
-    if n_tasks < 2: raise ValueError(f"a paired t test needs n_tasks >= 2, got {n_tasks}")
-    d = TTestPower().solve_power(effect_size=None, nobs=n_tasks, alpha=alpha, power=power, alternative='two-sided')
-    return float(d * _sd_diff(n_replicates, within_var, between_var))
-
-# %% ../nbs/09_stats.ipynb #4835eb72
-def replicates_needed(effect:float,           # the true difference to detect
-                      n_tasks:int,            # tasks in the suite
-                      within_var:float=0.25,  # replicate variance of one run
-                      between_var:float=0.0,  # variance of the per-task effect (replicates cannot remove it)
-                      alpha:float=0.05, power:float=0.8,
-                      max_replicates:int=1000, # give up above this
-                     )->int:                  # fewest replicates per task per checkpoint
-    "Fewest replicate runs per task that detect `effect` with probability `power`"
-    r = 1
-    while r <= max_replicates:
-        if paired_power(effect, n_tasks, r, within_var, between_var, alpha) >= power: return r
-        r += 1
-    raise ValueError(f"no number of replicates up to {max_replicates} detects {effect:g} on {n_tasks} tasks with power {power:g} "
-                     f"(between-task variance {between_var:g} sets a floor replicates cannot lower): use more tasks (`tasks_needed`)")
-
-def tasks_needed(effect:float, n_replicates:int=1, within_var:float=0.25, between_var:float=0.0,
-                 alpha:float=0.05, power:float=0.8)->int:
-    "Fewest tasks that detect `effect` with probability `power` at `n_replicates` runs per task"
-    n = max(2, math.ceil(TTestPower().solve_power(effect_size=abs(effect) / _sd_diff(n_replicates, within_var, between_var), nobs=None,
-                                                   alpha=alpha, power=power, alternative='two-sided')))
-    while paired_power(effect, n, n_replicates, within_var, between_var, alpha) < power: n += 1
-    return n

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from knowlyr_lab.stats import flip_rate, noise_floor, paired_mde, replicate_variance, replicates_needed
+from knowlyr_lab.replicates import flip_rate, noise_floor, paired_mde, replicate_variance, replicates_needed
 
 ALPHA, POWER, SIMS = 0.05, 0.8, 4000
 

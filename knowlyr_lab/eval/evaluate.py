@@ -15,22 +15,10 @@ import numpy as np
 import pandas as pd
 
 from ..registry import make
+from ..replicates import crossed_bootstrap, noise_floor, paired_mde, replicate_variance
 from ..rollout.collect import collect
 from ..rollout.spec import RolloutSpec, Workers, rollout_settings
-from knowlyr_lab.stats import (
-    Comparison,
-    adjust_pvalues,
-    bootstrap_ci,
-    compare_samples,
-    crossed_bootstrap,
-    effective_sample_size,
-    noise_floor,
-    paired_mde,
-    pass_at_k,
-    replicate_variance,
-    wilson_ci,
-    wilson_ci_ess,
-)
+from ..stats import Comparison, adjust_pvalues, bootstrap_ci, compare_samples, effective_sample_size, pass_at_k, wilson_ci, wilson_ci_ess
 from ..tasks import HeldOutReport, check_held_out, task_key
 from ..trajectory import Trajectory, trajectory_score
 

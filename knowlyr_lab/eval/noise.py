@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from .evaluate import EvalResult
-from ..stats import Comparison, compare_samples, flip_rate, noise_floor, paired_mde, paired_power, replicate_variance, replicates_needed, tasks_needed
+from ..replicates import flip_rate, noise_floor, paired_mde, paired_power, replicate_variance, replicates_needed, tasks_needed
+from ..stats import Comparison, compare_samples
 
 # %% auto #0
 __all__ = ['replicate_table', 'NoiseReport', 'measure_noise', 'plan_replicates', 'CheckpointComparison', 'compare_checkpoints']
