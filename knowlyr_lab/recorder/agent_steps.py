@@ -60,6 +60,7 @@ def _message(self:StepLog, text:str,     # what the model said
     self.steps.append(s); return s
 StepLog.message = _message
 
+# %% ../../nbs/23a_recorder_agent_steps.ipynb #6fe46951
 def _user(self:StepLog, text:str, t=None, **meta)->Step:
     "A user turn after the task: answers the open text step, or becomes a step of its own"
     last = self.steps[-1] if self.steps else None
@@ -70,12 +71,14 @@ def _user(self:StepLog, text:str, t=None, **meta)->Step:
     self.steps.append(s); return s
 StepLog.user = _user
 
+# %% ../../nbs/23a_recorder_agent_steps.ipynb #24edf100
 def _finish(self:StepLog)->list[Step]:
     "Flag the calls still waiting for a result and return all steps"
     for s in self.pairer.open_calls: s.metadata['unanswered'] = True
     return self.steps
 StepLog.finish = _finish
 
+# %% ../../nbs/23a_recorder_agent_steps.ipynb #c1ff4df5
 def _first_step_of(self:StepLog, response_id)->Step|None:
     "The first step of the response `response_id` (None when it produced none)"
     return self._responses.get(response_id)
@@ -91,6 +94,7 @@ def usage_total(input:int|None=None, output:int|None=None, cached:int|None=None,
     if cost is not None: d['cost'] = float(cost)
     return d
 
+# %% ../../nbs/23a_recorder_agent_steps.ipynb #12135845
 def steps_usage(steps:list[Step])->dict:
     "Usage summed over `steps`, as a `usage_total`-shaped dict"
     d = usage_total(0, 0, 0, 0); cost = None
@@ -101,6 +105,7 @@ def steps_usage(steps:list[Step])->dict:
     if cost is not None: d['cost'] = cost
     return d
 
+# %% ../../nbs/23a_recorder_agent_steps.ipynb #07744c97
 def unattributed(total:dict|None, steps:list[Step])->dict|None:
     "The part of a stated `total` that no step carries (None when the steps account for all of it)"
     if not total: return None

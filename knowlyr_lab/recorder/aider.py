@@ -26,6 +26,7 @@ _AIDER_START = re.compile(r'^# aider chat started at (.+?)\s*$')
 
 def _is_user_line(l:str)->bool: return l.startswith('####') and (l.endswith('  ') or not l[4:].strip()) and (len(l) == 4 or l[4] == ' ')
 
+# %% ../../nbs/26c_recorder_aider.ipynb #1cf7793e
 def aider_blocks(text:str)->list[dict]:
     "Sessions of an Aider chat history: [{started, line, blocks: [{kind, text, line}]}]"
     sessions, cur, block, cont = [], None, None, False
@@ -71,6 +72,7 @@ def _num(s:str)->int:
     try: return int(round(float(s.rstrip('kKmM')) * mult))
     except ValueError: return 0
 
+# %% ../../nbs/26c_recorder_aider.ipynb #2fbe9fd7
 def aider_usage(cli:str)->tuple[TokenUsage|None, float|None]:
     "(usage of the response, session cost so far) from a CLI block's `Tokens:` line"
     m = _TOKENS.search(cli)
@@ -84,6 +86,7 @@ def aider_usage(cli:str)->tuple[TokenUsage|None, float|None]:
                    cost=float(m.group(2)) if m.group(2) else None)
     return u, float(m.group(3)) if m.group(3) else None
 
+# %% ../../nbs/26c_recorder_aider.ipynb #da6b897f
 def _edit_spans(text:str, applied:list[str])->list[tuple[dict, int, int]]:
     "Edits of a reply with their character spans (path line and fences included), in the order written"
     lines, out = text.split('\n'), []
@@ -107,12 +110,14 @@ def _edit_spans(text:str, applied:list[str])->list[tuple[dict, int, int]]:
                 break
     return sorted(out, key=lambda x: x[1])
 
+# %% ../../nbs/26c_recorder_aider.ipynb #4594a134
 def _prose(seg:str, paths:set)->str:
     "Text between edit blocks, without a dangling fence or path line"
     tl = seg.strip().split('\n')
     while tl and (not tl[-1].strip() or _FENCE_LINE.match(tl[-1]) or tl[-1].strip().strip('`*') in paths): tl.pop()
     return '\n'.join(tl).strip()
 
+# %% ../../nbs/26c_recorder_aider.ipynb #912fe336
 def aider_segments(text:str, applied:list[str])->tuple[list[dict], list[str], str]:
     "Edit blocks of a reply with the text around them -> (edits, text before each edit, text after the last)"
     spans = _edit_spans(text, applied)
@@ -120,11 +125,11 @@ def aider_segments(text:str, applied:list[str])->tuple[list[dict], list[str], st
     for _, a, b in spans: prose.append(_prose(text[prev:max(a, prev)], paths)); prev = max(prev, b)
     return [e for e, _, _ in spans], prose, _prose(text[prev:], paths) if spans else ''
 
+# %% ../../nbs/26c_recorder_aider.ipynb #08f5108d
 def aider_edits(text:str, applied:list[str])->tuple[list[dict], str]:
     "Edit blocks of a reply -> ([{path, search, replace} | {path, content}], text before the first edit)"
     edits, prose, _ = aider_segments(text, applied)
     return edits, prose[0] if edits else text.strip()
-
 
 # %% ../../nbs/26c_recorder_aider.ipynb #d37d7dc6
 _MODEL = re.compile(r'^(?:Main model|Model):\s*(\S+)', re.M)
@@ -217,6 +222,7 @@ def aider_llm_blocks(text:str)->list[dict]:
         b['messages'] = [{'role': m['role'], 'content': '\n'.join(m['lines'])} for m in b['messages'] if m is not None]
     return out
 
+# %% ../../nbs/26c_recorder_aider.ipynb #4c1d8bbb
 def _whole_paths(text:str)->list[str]:
     "Lines that name a file and are followed by an opening fence (whole-file edits)"
     ls = text.split('\n')
@@ -231,6 +237,7 @@ def _feedback(edits:list, fb:str):
     for s in edits:
         if s is not target: s.metadata['feedback_on_step'] = target.index
 
+# %% ../../nbs/26c_recorder_aider.ipynb #ca8fd7ea
 def _new_input(msgs:list, prev_reply:str|None)->tuple[list[str], bool]:
     "User messages a call adds after the previous reply -> (texts, reset); on a reset, those after its last assistant message"
     # reset: the previous reply is not in the call (a /clear, a summarised history, an empty reply)
@@ -239,6 +246,7 @@ def _new_input(msgs:list, prev_reply:str|None)->tuple[list[str], bool]:
     if reset: k = max((i for i, m in enumerate(msgs) if m['role'] == 'assistant'), default=-1)
     return [m['content'] for m in msgs[k + 1:] if m['role'] == 'user'], reset
 
+# %% ../../nbs/26c_recorder_aider.ipynb #8cdfb6d9
 def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
     log, meta, instruction, last, prev_reply, sent, unmapped = StepLog(), {}, None, [], None, None, []
     blocks = aider_llm_blocks(text)
@@ -292,6 +300,7 @@ def _chat_cut(text:str, s:dict)->tuple[int, str]|None:
     if ends_mid_line(text): return (b['line'] if b else s['line']), 'the last line has no newline'
     return None
 
+# %% ../../nbs/26c_recorder_aider.ipynb #ec615fca
 class AiderAdapter(LogAdapter):
     "Aider's files: `.aider.chat.history.md`, the `--llm-history-file`, and `.aider.input.history`"
     name, description = 'aider', 'Aider chat history (.aider.chat.history.md), --llm-history-file log, .aider.input.history'

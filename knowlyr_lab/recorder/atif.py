@@ -15,26 +15,23 @@ from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, read_json
 from .report import ConversionReport
-from .values import content_text, new_step, parse_arguments, set_observation
+from .values import as_count, content_text, new_step, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
 __all__ = ['atif_usage', 'atif_token_fields', 'atif_steps', 'atif_trajectories', 'AtifAdapter']
 
 # %% ../../nbs/27b_recorder_atif.ipynb #ad02bf61
-def _int(x)->int:
-    try: return int(x or 0)
-    except (TypeError, ValueError): return 0
-
 def atif_usage(m:dict|None, # an ATIF step's `metrics` object
               )->TokenUsage|None: # None when it states no counts and no cost
     "Canonical `TokenUsage` of an ATIF step's `metrics`"
     if not isinstance(m, dict) or all(m.get(k) is None for k in ('prompt_tokens', 'completion_tokens', 'cached_tokens', 'cost_usd')): return None
     x = m.get('extra') if isinstance(m.get('extra'), dict) else {}
     cost = m.get('cost_usd')
-    return TokenUsage(input=_int(m.get('prompt_tokens')), output=_int(m.get('completion_tokens')), cached=_int(m.get('cached_tokens')),
-                      reasoning=_int(x.get('reasoning_tokens')), cost=None if cost is None else float(cost))
+    return TokenUsage(input=as_count(m.get('prompt_tokens')), output=as_count(m.get('completion_tokens')), cached=as_count(m.get('cached_tokens')),
+                      reasoning=as_count(x.get('reasoning_tokens')), cost=None if cost is None else float(cost))
 
+# %% ../../nbs/27b_recorder_atif.ipynb #ee3a1ae6
 def atif_token_fields(m:dict|None)->dict:
     "The token-level fields of an ATIF `metrics` object: `token_ids`, `logprobs` (Step fields) and `prompt_token_ids` (metadata)"
     m = m if isinstance(m, dict) else {}
@@ -69,6 +66,7 @@ def _atif_agent(log:StepLog, st:dict, i:int, where:str):
     for k, v in toks.items(): setattr(first, k, v)
     return first, steps
 
+# %% ../../nbs/27b_recorder_atif.ipynb #8b437566
 def _atif_results(log:StepLog, st:dict, i:int, own, calls:list, path, line, report, unmapped:list):
     "Pair `st`'s observation results with its calls; `own` is the step's text turn (or first call)"
     obs = st.get('observation')
@@ -101,6 +99,8 @@ def _atif_answer(log, s, text, err=False):
     if s.action.call_id is not None: log.pairer.pending.pop(s.action.call_id, None)
     set_observation(s, text, err)
 def _atif_err(r)->bool: return bool((r.get('extra') or {}).get('is_error')) if isinstance(r.get('extra'), dict) else False
+
+# %% ../../nbs/27b_recorder_atif.ipynb #45f9b04c
 def _atif_keep(s, r):
     "Keep a result's sub-agent references and extra fields on its step"
     if r.get('subagent_trajectory_ref'): s.metadata['subagent_trajectory_ref'] = r['subagent_trajectory_ref']

@@ -34,6 +34,7 @@ class LogAdapter:
         raise NotImplementedError
     def __repr__(self): return f"<{type(self).__name__} {self.name!r}>"
 
+# %% ../../nbs/20_recorder_base.ipynb #221fe0f8
 class UnknownAdapterError(UnknownNameError):
     "A format name with no registered adapter"
 
@@ -48,14 +49,17 @@ def register_adapter(adapter:LogAdapter, # an adapter instance with a unique `na
     if not adapter.name: raise ValueError(f"{type(adapter).__name__} has no name")
     return _ADAPTERS.register(adapter.name, adapter, overwrite=overwrite)
 
+# %% ../../nbs/20_recorder_base.ipynb #dd5e5d3b
 def discover_adapters(force:bool=False):
     "Import the recorder's adapter modules and the `knowlyr_lab.adapters` entry points (once; a broken one warns and is skipped)"
     _ADAPTERS.discover(force)
 
+# %% ../../nbs/20_recorder_base.ipynb #d8083fdf
 def get_adapter(name:str)->LogAdapter:
     "The adapter registered as `name`, with a suggestion when there is none"
     return _ADAPTERS[name]
 
+# %% ../../nbs/20_recorder_base.ipynb #114c033c
 def list_adapters()->list[str]:
     "Names of all registered log formats"
     return _ADAPTERS.names()

@@ -83,6 +83,7 @@ def _add_assistant(self, text:str|None=None, # visible text of the response
     return self.steps[first:]
 ChatBuilder.add_assistant = _add_assistant
 
+# %% ../../nbs/22_recorder_chat.ipynb #4a065e48
 def _add_result(self, call_id:str|None, content, is_error:bool=False, name:str|None=None, t=None, exit_code:int|None=None)->bool:
     "Attach a tool result to its call (by id; by order for id-less dialects). False when no call matches"
     text = content_text(content)
@@ -95,6 +96,7 @@ def _add_result(self, call_id:str|None, content, is_error:bool=False, name:str|N
     return False
 ChatBuilder.add_result = _add_result
 
+# %% ../../nbs/22_recorder_chat.ipynb #9fe4986d
 def _build(self, task_id:str|None=None, agent:str|None=None, outcome:Outcome|None=None, reward:float|None=None,
            task_metadata:dict|None=None, metadata:dict|None=None, trajectory_id:str|None=None)->Trajectory:
     "The trajectory built so far"
@@ -129,6 +131,7 @@ def _calls_openai(msg, where)->list[dict]:
         out.append({'tool': fn['name'], 'params': params, 'call_id': tc.get('id'), 'ok': ok})
     return out
 
+# %% ../../nbs/22_recorder_chat.ipynb #05e6fdf6
 def _blocks(content)->list:
     if content is None: return []
     if isinstance(content, str): return [{'type': 'text', 'text': content}]
@@ -204,6 +207,7 @@ def feed_message(b:ChatBuilder,        # the conversation being built
     for blk in other: b.keep(b.report.unmapped(f"block:{blk.get('type') if isinstance(blk, dict) else type(blk).__name__}", blk, b.path, line, why='content block with no place in a step', part=True))
     return rt
 
+# %% ../../nbs/22_recorder_chat.ipynb #fc6b390e
 def _feed_result(b, blk)->bool:
     "Attach a tool_result block to its call; False when the call is not in the log"
     content = blk.get('content')
@@ -236,6 +240,7 @@ def _continues(prev:list, msgs:list)->bool:
     roles = lambda ms: [m.get('role') if isinstance(m, dict) else None for m in ms]
     return roles(msgs[:len(prev)]) == roles(prev) and content_text((msgs[0] or {}).get('content')) == content_text((prev[0] or {}).get('content'))
 
+# %% ../../nbs/22_recorder_chat.ipynb #33a67b64
 def convert_cassette(fmt:str, path, report:ConversionReport,
                      is_call,     # uri -> bool: is this interaction a call in this dialect?
                      response_of, # parsed response body -> final-turn dict (message, usage, id, t, model, stop_reason)
@@ -279,6 +284,7 @@ def convert_cassette(fmt:str, path, report:ConversionReport,
         prev = msgs + [fin['message']]
     if b is not None: yield b.build(task_id=f'{Path(path).stem}-{n0}' if n0 else Path(path).stem)
 
+# %% ../../nbs/22_recorder_chat.ipynb #92e93f7c
 def _strip_headers(it):
     "An interaction without HTTP headers (they hold cookies and auth, and say nothing about the agent)"
     if not isinstance(it, dict): return it

@@ -27,6 +27,7 @@ def _first_json_line(head:str):
     try: return json.loads(first)
     except (json.JSONDecodeError, RecursionError): return None
 
+# %% ../../nbs/22a_recorder_chat_apis.ipynb #566e5ea5
 def _chat_shape(path:Path, head:str)->str|None:
     "How a JSON/JSONL chat file is laid out: 'list' (of messages), 'array' (of conversations), 'object', 'jsonl' or None"
     s, name = head.lstrip(), path.name.lower()
@@ -41,6 +42,7 @@ def _chat_shape(path:Path, head:str)->str|None:
     if s.startswith('{') and re.search(r'"messages"\s*:\s*\[\s*\{\s*"(role|content)"', s[:65536]): return 'object'
     return None
 
+# %% ../../nbs/22a_recorder_chat_apis.ipynb #1c4a2f06
 class OpenAIChatAdapter(LogAdapter):
     name = 'openai-chat'
     description = 'OpenAI chat-completions messages (tool_calls), litellm call logs, JSONL conversations, VCR cassettes'
@@ -72,6 +74,7 @@ def _convert_chat(self, path, report):
     yield from _convert_message_file(self, path, report, _openai_response)
 OpenAIChatAdapter.convert = _convert_chat
 
+# %% ../../nbs/22a_recorder_chat_apis.ipynb #8ea46875
 def _convert_message_file(self, path, report, response_of):
     if path.name.endswith(('.jsonl', '.jsonl.gz')):
         for line, rec in iter_jsonl(path, report):
@@ -100,6 +103,7 @@ def _convert_message_file(self, path, report, response_of):
         report.bad_record(path, None, "expected a list of messages or an object with a 'messages' list", doc, record_type='conversation'); return
     yield _one(self, path, report, doc, None, response_of)
 
+# %% ../../nbs/22a_recorder_chat_apis.ipynb #be4b0dfa
 def _one(self, path, report, rec, line, response_of):
     resp, final = rec.get('response'), None
     if isinstance(resp, dict):
@@ -122,6 +126,7 @@ def _anthropic_response(resp:dict)->dict|None:
     return {'message': {'role': 'assistant', 'content': resp['content']}, 'usage': usage_from(resp.get('usage')),
             'id': resp.get('id'), 't': None, 'model': resp.get('model'), 'stop_reason': resp.get('stop_reason')}
 
+# %% ../../nbs/22a_recorder_chat_apis.ipynb #b58c81ed
 class AnthropicMessagesAdapter(LogAdapter):
     name = 'anthropic-messages'
     description = 'Anthropic Messages API transcripts (content blocks: tool_use/tool_result/thinking), JSON/JSONL or VCR cassettes'

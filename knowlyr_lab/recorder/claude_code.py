@@ -35,6 +35,7 @@ def _cc_message(rec:dict)->dict:
     except ValueError: v = None
     return v if isinstance(v, dict) else {'role': rec.get('type'), 'content': m}
 
+# %% ../../nbs/26_recorder_claude_code.ipynb #9bec722a
 class _ClaudeChain:
     "One Claude Code conversation: steps, task text and usage per response"
     def __init__(self, path, report):
@@ -116,6 +117,7 @@ def _cc_records(path, report)->Iterator[tuple[int, dict]]:
         if isinstance(rec, dict): yield i, rec
         else: report.bad_record(path, i, f"item {i}: expected a JSON object, got {type(rec).__name__}", rec)
 
+# %% ../../nbs/26_recorder_claude_code.ipynb #63596a8e
 class ClaudeCodeAdapter(LogAdapter):
     "Claude Code session JSONL"
     name, description = 'claude-code', 'Claude Code session JSONL (~/.claude/projects/<project>/<session>.jsonl)'
@@ -142,6 +144,7 @@ class _Sessions:
         self.cur = ch
         return ch
 
+# %% ../../nbs/26_recorder_claude_code.ipynb #bd5af03d
 def _cc_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     sessions, chains, chain_of, seen = _Sessions(path, report), [], {}, {}

@@ -55,6 +55,7 @@ def _redactor(args):
     extra = [SecretPattern(**{**p, 'needles': tuple(p.get('needles', ()))}) for p in cfg.get('patterns', [])]
     return Redactor(extra=extra, disable=cfg.get('disable', []))
 
+# %% ../../nbs/29_recorder_cli.ipynb #ac96849f
 def _existing(paths)->list[Path]:
     "The log files under `paths`; a path that does not exist is an error naming it (exit 2)"
     files = list(iter_log_files(paths))
@@ -62,6 +63,7 @@ def _existing(paths)->list[Path]:
     if missing: raise FileNotFoundError(f"no such file: {', '.join(missing)}")
     return files
 
+# %% ../../nbs/29_recorder_cli.ipynb #f366e36d
 OUTPUT_SUFFIXES = ('.jsonl', '.jsonl.gz', '.parquet')
 
 def check_output(path:str|Path)->Path:
@@ -71,6 +73,7 @@ def check_output(path:str|Path)->Path:
         raise ValueError(f"-o {path}: the output must end in {', '.join(OUTPUT_SUFFIXES)} (the format is taken from the name)")
     return p
 
+# %% ../../nbs/29_recorder_cli.ipynb #6516dca8
 def cmd_convert(args, console)->int:
     from tqdm.auto import tqdm
     out = check_output(args.out)
@@ -111,6 +114,7 @@ def cmd_validate(args, console)->int:
         console.print(f"{sum(f.level == 'error' for f in fs)} error(s), {sum(f.level == 'warning' for f in fs)} warning(s)")
     return 1 if any(f.level == 'error' for f in fs) else 0
 
+# %% ../../nbs/29_recorder_cli.ipynb #047f2639
 def cmd_detect(args, console)->int:
     rc = 0
     for p in _existing(args.logs):
@@ -119,6 +123,7 @@ def cmd_detect(args, console)->int:
         console.print(f"{p}: [bold]{d.format or '?'}[/bold] -- {d.reason}", highlight=False)
     return rc
 
+# %% ../../nbs/29_recorder_cli.ipynb #e14291df
 def cmd_formats(args, console)->int:
     t = Table(title='log formats')
     for c in ('format', 'priority', 'description'): t.add_column(c)
@@ -126,6 +131,7 @@ def cmd_formats(args, console)->int:
         a = get_adapter(n); t.add_row(n, str(a.priority), a.description)
     console.print(t); return 0
 
+# %% ../../nbs/29_recorder_cli.ipynb #e0e78ffb
 def _load_one(path, index:int):
     "The `index`-th trajectory of a trajectory file or of any agent log"
     n = 0
@@ -133,6 +139,7 @@ def _load_one(path, index:int):
         if n - 1 == index: return t
     raise ValueError(f"{path} has no trajectory #{index} (it has {n}; indexes start at 0)")
 
+# %% ../../nbs/29_recorder_cli.ipynb #a97154b1
 def cmd_diff(args, console)->int:
     d = diff_trajectories(_load_one(args.a, args.a_index), _load_one(args.b, args.b_index))
     t = Table(title=f'{args.a} vs {args.b}')
@@ -172,6 +179,7 @@ def build_parser()->argparse.ArgumentParser:
     sub.add_parser('schema', help='print the trajectory JSON Schema')
     return p
 
+# %% ../../nbs/29_recorder_cli.ipynb #53bcfaeb
 def main(argv=None, console:Console|None=None)->int:
     "The `knowlyr-recorder` command: reports go to `console`; an error is one line on stderr, as for every knowlyr command (`run_cli`)"
     console = console or Console()

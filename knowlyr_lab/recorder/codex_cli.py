@@ -38,6 +38,7 @@ def _cx_output(out)->tuple[str, int|None]:
     m = _CX_EXIT.search(text)
     return text, int(m.group(1)) if m else None
 
+# %% ../../nbs/26a_recorder_codex_cli.ipynb #992cc703
 class _CodexSession:
     "Steps of one rollout, with responses matched to token counts in order"
     def __init__(self, path, report):
@@ -147,6 +148,7 @@ class CodexCLIAdapter(LogAdapter):
             return 'JSONL records {timestamp, type: session_meta|response_item|event_msg, payload} (Codex rollout)'
         return None
 
+# %% ../../nbs/26a_recorder_codex_cli.ipynb #d3b3f789
 def _cx_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     s = _CodexSession(path, report)
@@ -168,6 +170,7 @@ def _cx_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     with guard(report, path, None, None, 'session'): yield _cx_trajectory(self, path, s)
 CodexCLIAdapter.convert = _cx_convert
 
+# %% ../../nbs/26a_recorder_codex_cli.ipynb #27b66830
 def _cx_outcome(s:_CodexSession)->Outcome:
     "Ended when the last turn's task_complete is the end; cut off when the log marks turns and the last one has none"
     if s.aborted: return Outcome(truncated=True, reason='turn aborted')
@@ -175,6 +178,7 @@ def _cx_outcome(s:_CodexSession)->Outcome:
     if s.turns: return Outcome(truncated=True, reason='the last turn has no task_complete: the session was cut off')
     return Outcome(reason='no task_complete event (interrupted?)')
 
+# %% ../../nbs/26a_recorder_codex_cli.ipynb #a4837d9b
 def _cx_trajectory(self, path, s:_CodexSession)->Trajectory:
     s._end_response()
     steps = s.log.finish()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from ..core import KnowlyrError
 from .base import LogAdapter, RecorderError, get_adapter, list_adapters, register_adapter
-from .reading import READ_ERRORS, _loads, iter_jsonl, open_bytes, read_error, read_json
+from .reading import READ_ERRORS, loads_json, iter_jsonl, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor, redact_values
 from .report import ConversionReport
 from ..trajectory import Trajectory
@@ -45,7 +45,7 @@ class TrajectoryJSONLAdapter(LogAdapter):
                 report.bytes_read += len(raw)
                 if not raw.strip(): continue
                 try:
-                    rec = _loads(raw)
+                    rec = loads_json(raw)
                     t = parse_trajectory(report.clean(rec, raw) if isinstance(rec, dict) else raw.decode('utf-8', errors='replace'), path, i)
                 except (TrajectoryError, ValueError) as e:
                     report.bad_record(path, i, str(e).split(': ', 1)[-1], raw, record_type='trajectory'); continue
@@ -59,6 +59,7 @@ HEAD_BYTES = 65536
 class FormatDetectionError(KnowlyrError, ValueError):
     "No adapter (or more than one, equally likely) recognises a file"
 
+# %% ../../nbs/28_recorder_convert.ipynb #eabf0f8f
 @dataclass
 class Detection:
     "Result of format detection: the format, the reason, and every adapter that matched"
@@ -67,10 +68,12 @@ class Detection:
     candidates: list = field(default_factory=list)   # [(format, reason)] of all matching adapters
     tried: list = field(default_factory=list)        # every format asked
 
+# %% ../../nbs/28_recorder_convert.ipynb #61b74af1
 def read_head(path, n:int=HEAD_BYTES)->str:
     "First `n` bytes of a file (un-gzipped) as text"
     with open_bytes(path) as f: return f.read(n).decode('utf-8', errors='replace')
 
+# %% ../../nbs/28_recorder_convert.ipynb #0bc4715f
 def detect(path)->Detection:
     "Ask every registered adapter whether it reads `path`"
     path = Path(path)
@@ -90,6 +93,7 @@ def detect(path)->Detection:
     if len(top) > 1: return Detection(None, f"{path.name} is ambiguous: " + '; '.join(f'{n} ({w})' for _, n, w in top) + '; pass a format', cands, names)
     return Detection(top[0][1], top[0][2], cands, names)
 
+# %% ../../nbs/28_recorder_convert.ipynb #e4afb5bc
 def detect_format(path)->str:
     "Name of the format of `path`; raises `FormatDetectionError` (saying what it tried) when it cannot tell"
     d = detect(path)
@@ -131,11 +135,13 @@ def _unpaired(obj, found:list):
     if isinstance(obj, list): return [_unpaired(v, found) for v in obj]
     return obj
 
+# %% ../../nbs/28_recorder_convert.ipynb #571ff1c3
 def serialise_error(t:Trajectory)->str|None:
     "Why `t` cannot be written as JSON (a lone surrogate, nesting too deep, a value JSON has no form for), or None"
     try: t.model_dump_json(); return None
     except Exception as e: return f"cannot be written as JSON ({str(e).removeprefix('Error serializing to JSON: ')[:200]})"
 
+# %% ../../nbs/28_recorder_convert.ipynb #96ceefc5
 def _escapes_lone(raw)->bool:
     "Does the raw JSON text `raw` escape a lone surrogate?"
     if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
@@ -147,6 +153,7 @@ class _Prefilter:
     def __init__(self, redactor): self.redactor = redactor
     def hits(self, raw): return (self.redactor.hits(raw) if self.redactor is not None else ()) or _escapes_lone(raw)
 
+# %% ../../nbs/28_recorder_convert.ipynb #8c9bd390
 class _CountingScrub:
     "The report's `scrub` hook: redacts strings or whole objects (quarantine, unmapped records), counts what it redacts, notes lone surrogates"
     def __init__(self, redactor, report):
@@ -254,6 +261,7 @@ class Finding:
     message: str
     def __str__(self): return f"{self.level}: {self.path or '<input>'}" + (f":{self.line}" if self.line else '') + (f" [{self.field}]" if self.field else '') + f": {self.message}"
 
+# %% ../../nbs/28_recorder_convert.ipynb #32de8c18
 _FIELD = re.compile(r"^(?:field '([^']+)'|([\w\-]+(?:\[\d+\])*(?:\.[\w\-]+(?:\[\d+\])*)*)):\s")
 
 def validate(paths, format:str|None=None)->list[Finding]:
@@ -290,6 +298,7 @@ def _outcomes_of(doc, out:dict, src:str):
     for k, v in doc.items():
         if isinstance(v, dict) and 'resolved' in v: out[str(k)] = {**{kk: vv for kk, vv in v.items() if kk != 'tests_status'}, 'resolved': bool(v['resolved']), 'source': src}
 
+# %% ../../nbs/28_recorder_convert.ipynb #c932e155
 def load_outcomes(paths)->dict[str, dict]:
     "Instance id -> {'resolved': bool, ...} from one or more sidecar files"
     out = {}
@@ -301,6 +310,7 @@ def load_outcomes(paths)->dict[str, dict]:
             _outcomes_of(read_json(p, r), out, str(p))
     return out
 
+# %% ../../nbs/28_recorder_convert.ipynb #cb5bedc4
 def join_outcome(traj:Trajectory, outcomes:dict)->Trajectory:
     "Set `outcome.success` of `traj` from a sidecar entry (by instance id); `submitted` is left as the log says"
     key = traj.task.metadata.get('instance_id') or traj.task.id
@@ -311,6 +321,7 @@ def join_outcome(traj:Trajectory, outcomes:dict)->Trajectory:
     traj.metadata['outcome_source'] = {k: v for k, v in o.items() if k != 'resolved'}
     return traj
 
+# %% ../../nbs/28_recorder_convert.ipynb #87891642
 def join_outcomes(trajs:Iterable[Trajectory], sidecar)->Iterator[Trajectory]:
     "`join_outcome` over a stream of trajectories, with outcomes read from `sidecar` file(s)"
     outcomes = load_outcomes(sidecar)
@@ -341,6 +352,7 @@ def _short(x, n=80):
     s = x if isinstance(x, str) else json.dumps(x, sort_keys=True, default=str)
     return s if len(s) <= n else s[:n - 3] + '...'
 
+# %% ../../nbs/28_recorder_convert.ipynb #0f28b0e9
 def diff_trajectories(a:Trajectory, b:Trajectory)->TrajectoryDiff:
     "Compare two trajectories step by step"
     ca, cb = Counter(a.tools_used), Counter(b.tools_used)

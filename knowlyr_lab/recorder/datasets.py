@@ -33,6 +33,7 @@ def split_react(text:str)->tuple[str|None, str|None]:
     thought = re.sub(r'^\s*Thought\s*:\s*', '', text[:m.start()], flags=re.I).strip() or None
     return thought, text[m.end():].strip()
 
+# %% ../../nbs/23_recorder_datasets.ipynb #2237ff54
 def gpt_turn_action(value:str)->tuple[str|None, dict|None]:
     "Thought and call ({tool, params, ok}) of an assistant turn: fncall JSON or ReAct text"
     s = value.strip()
@@ -54,6 +55,7 @@ def _is_preamble(turns)->bool:
     v = turns[1].get('value') or ''
     return turns[1].get('loss') is False or (len(v) < 40 and 'Action' not in v)
 
+# %% ../../nbs/23_recorder_datasets.ipynb #26a11ec2
 class AgentGymAdapter(LogAdapter):
     name = 'agentgym'
     description = 'AgentGym/AgentTraj/AgentInstruct ShareGPT conversations ({from, loss, value} turns, reward, success)'
@@ -129,6 +131,7 @@ def _toolbench_message(m:dict)->dict:
     resp = d['response'] if isinstance(d['response'], str) else json.dumps(d['response'])
     return {**m, 'content': (f'{err}\n{resp}' if err else resp), 'is_error': bool(err)}
 
+# %% ../../nbs/23_recorder_datasets.ipynb #ab668a05
 class ToolBenchAdapter(LogAdapter):
     name = 'toolbench'
     description = 'ToolBench DFS/CoT answer files (answer_generation.train_messages, win, finish_type)'
@@ -138,6 +141,7 @@ class ToolBenchAdapter(LogAdapter):
 # %% ../../nbs/23_recorder_datasets.ipynb #b9266402
 def _is_prefix(a:list, b:list)->bool: return len(a) <= len(b) and all(x == y for x, y in zip(a, b))
 
+# %% ../../nbs/23_recorder_datasets.ipynb #16af9340
 def _convert_toolbench(self, path, report):
     doc = read_json(path, report)
     if doc is None: return

@@ -29,11 +29,13 @@ def _gm_usage(tok)->TokenUsage|None:
     i = lambda k: int(tok.get(k) or 0)
     return TokenUsage(input=i('input') + i('tool'), output=i('output') + i('thoughts'), cached=i('cached'), reasoning=i('thoughts'))
 
+# %% ../../nbs/26b_recorder_gemini_cli.ipynb #d6fe32ed
 def _gm_thoughts(m)->str:
     "Reasoning summaries of a gemini message as text"
     return '\n\n'.join(f"**{t.get('subject')}** {t.get('description', '')}".strip() if t.get('subject') else str(t.get('description', ''))
                        for t in m.get('thoughts') or [] if isinstance(t, dict))
 
+# %% ../../nbs/26b_recorder_gemini_cli.ipynb #de23c835
 def _gm_result(tc:dict)->tuple[str, bool]:
     "(text, is_error) of a tool call's inline result"
     parts = []
@@ -86,6 +88,7 @@ class GeminiCLIAdapter(LogAdapter):
         if re.search(r'"type":\s*"gemini"', head) and '"toolCalls"' in head: return 'Gemini CLI messages (type gemini with toolCalls)'
         return None
 
+# %% ../../nbs/26b_recorder_gemini_cli.ipynb #262e1bdb
 def _gm_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path, unmapped, header, msgs, order = Path(path), [], {}, {}, []
     if path.name.endswith(('.jsonl', '.jsonl.gz')):
@@ -113,6 +116,7 @@ def _gm_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     with guard(report, path, None, None, 'session'): yield _gm_trajectory(self, path, report, header, [msgs[k] for k in order], unmapped)
 GeminiCLIAdapter.convert = _gm_convert
 
+# %% ../../nbs/26b_recorder_gemini_cli.ipynb #ab927819
 def _gm_trajectory(self, path, report, header, messages, unmapped)->Trajectory:
     log, instruction, models = _gm_steps(path, report, messages, unmapped)
     meta = {k: header[k] for k in ('projectHash', 'startTime', 'lastUpdated', 'kind', 'summary') if header.get(k)}

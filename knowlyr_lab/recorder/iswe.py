@@ -60,6 +60,7 @@ class ISWEAdapter(LogAdapter):
             return 'YAML with localization/editing phases (iSWE)'
         return None
 
+# %% ../../nbs/27a_recorder_iswe.ipynb #c9b04dcb
 def _iswe_phase(log:StepLog, name:str, ph:dict, path, report, unmapped, state:dict):
     msgs = ph.get('trajectory') if isinstance(ph.get('trajectory'), list) else []
     toks = ph.get('tokens_usage_info') if isinstance(ph.get('tokens_usage_info'), list) else []
@@ -95,6 +96,7 @@ def _iswe_phase(log:StepLog, name:str, ph:dict, path, report, unmapped, state:di
                 unmapped.append(report.unmapped(kind, m, path, None, why=f'message role {role!r} has no place in a trajectory')); continue
             report.mapped(kind)
 
+# %% ../../nbs/27a_recorder_iswe.ipynb #141bc86a
 def _iswe_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     data = read_yaml(path, report)

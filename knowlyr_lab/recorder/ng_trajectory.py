@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Iterator
 
 from .agent_steps import StepLog, guard, record_totals, usage_total
-from .atif import _int
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, read_json
 from .report import ConversionReport
-from .values import content_text, parse_arguments, set_observation
+from .values import as_count, content_text, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -29,6 +28,7 @@ def _ng_out(it)->bool:
     "An output item (written by the model)"
     return isinstance(it, dict) and (it.get('type') in ('reasoning', 'function_call') or (it.get('type', 'message') == 'message' and it.get('role') == 'assistant'))
 
+# %% ../../nbs/27c_recorder_ng_trajectory.ipynb #2eada6fe
 def ng_responses(conversation:list)->list[list[dict]]:
     "The runs of output items, one per model response, of a Responses-API conversation"
     runs, cur = [], None
@@ -38,19 +38,21 @@ def ng_responses(conversation:list)->list[list[dict]]:
         cur.append(it)
     return runs
 
+# %% ../../nbs/27c_recorder_ng_trajectory.ipynb #a32ad125
 def _ng_usage(stats:list)->TokenUsage|None:
     stats = [s for s in stats if isinstance(s, dict) and any(v is not None for v in s.values())]
     if not stats: return None
-    f = lambda k: sum(_int(s.get(k)) for s in stats)
+    f = lambda k: sum(as_count(s.get(k)) for s in stats)
     return TokenUsage(input=f('prompt_tokens'), output=f('completion_tokens'), cached=f('cached_tokens'), reasoning=f('reasoning_tokens'))
 
+# %% ../../nbs/27c_recorder_ng_trajectory.ipynb #03616c38
 def ng_turns(rec:dict, invocation_id:str)->list[tuple[dict, list[dict]]]:
     "The turns of an invocation by `turn_no`, each with the model calls it names"
     by_id = {}
     for c in rec.get('model_calls') or []:
         for k in (c.get('model_call_id'), (c.get('response_metadata') or {}).get('response_id')):
             if k: by_id[k] = c
-    turns = sorted((t for t in rec.get('turns') or [] if t.get('invocation_id') == invocation_id), key=lambda t: _int(t.get('turn_no')))
+    turns = sorted((t for t in rec.get('turns') or [] if t.get('invocation_id') == invocation_id), key=lambda t: as_count(t.get('turn_no')))
     return [(t, [c for c in (by_id.get(r.get('model_call_id')) or by_id.get(r.get('response_id')) for r in t.get('model_calls') or []) if c])
             for t in turns]
 
@@ -71,6 +73,7 @@ def _ng_response(log:StepLog, run:list, usage, rid:str):
     if first is None: first = log.message(thought or '', usage=usage, response_id=rid, **meta)
     if toks: first.token_ids, first.logprobs = toks['generation_token_ids'], toks.get('generation_log_probs')
 
+# %% ../../nbs/27c_recorder_ng_trajectory.ipynb #bbf0beb3
 def _ng_tool(s, tc:dict):
     "Status, timing and error type of a call from its `tool_calls` record"
     s.t_start, s.t_end = tc.get('started_at', s.t_start), tc.get('completed_at', s.t_end)
@@ -117,10 +120,11 @@ def _ng_invocations(rec:dict)->list[dict]:
     "The record's invocations, or ones rebuilt from the last turn of each invocation id"
     if rec.get('invocations'): return rec['invocations']
     last = {}
-    for t in sorted(rec.get('turns') or [], key=lambda t: _int(t.get('turn_no'))): last[t.get('invocation_id')] = t
+    for t in sorted(rec.get('turns') or [], key=lambda t: as_count(t.get('turn_no'))): last[t.get('invocation_id')] = t
     return [{'invocation_id': i, 'conversation': [*(t.get('question') or []), *(t.get('answer') or [])], 'rebuilt_from_turns': True}
             for i, t in last.items() if isinstance(t.get('question') or [], list) and isinstance(t.get('answer') or [], list)]
 
+# %% ../../nbs/27c_recorder_ng_trajectory.ipynb #9f5be2d5
 def ng_trajectories(row:dict, path=None, line:int|None=None, report:ConversionReport|None=None, fmt:str='ng-trajectory')->list[Trajectory]:
     "The trajectories of one NeMo Gym rollout row (or bare `ng_trajectory` record), one per invocation"
     report = report or ConversionReport()

@@ -21,10 +21,10 @@ from .values import content_text, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Step, Task, TokenUsage, Trajectory
 
 # %% auto #0
-__all__ = ['OpenHandsAdapter']
+__all__ = ['exit_code', 'is_openhands_v1', 'OpenHandsAdapter']
 
 # %% ../../nbs/24_recorder_openhands.ipynb #0967cc09
-def _exit_code(extras)->int|None:
+def exit_code(extras)->int|None:
     "Exit code from an observation's `extras` (`exit_code` or `metadata.exit_code`); -1 means none"
     if not isinstance(extras, dict): return None
     v = extras.get('exit_code')
@@ -33,6 +33,7 @@ def _exit_code(extras)->int|None:
     except (TypeError, ValueError): return None
     return None if v == -1 else v
 
+# %% ../../nbs/24_recorder_openhands.ipynb #98a0dda8
 def _model_call(ev:dict)->tuple[str|None, dict|None, dict|None, str|None, str|None]:
     "(function name, arguments, usage, response id, message text) from `tool_call_metadata`"
     tcm = ev.get('tool_call_metadata')
@@ -139,7 +140,7 @@ def observation(self:_V0History, ev:dict, partner=None):
     extras = ev.get('extras') if isinstance(ev.get('extras'), dict) else ev
     is_error = obs == 'error' or ev.get('success') is False or bool(extras.get('error') is True)
     done = step is not None and step.action is not None and self.log.result(step.action.call_id, ev.get('content', ''), is_error,
-                                                                           _exit_code(extras), ev.get('timestamp'))
+                                                                           exit_code(extras), ev.get('timestamp'))
     self.last_open = None
     if not done and step is None and obs == 'error' and ev.get('cause') is None: return self.failed_turn(ev, kind)
     if not done: return self._skip(kind, ev, 'observation whose action is not in the log (or already has a result)')
@@ -195,13 +196,18 @@ _V0_ACTION = re.compile(r'"action":\s*"(message|run|run_ipython|read|edit|write|
 _V0_SOURCE = re.compile(r'"source":\s*"(user|agent|environment)"')
 _V0_OBS = re.compile(r'"observation":\s*"(run|run_ipython|read|write|edit|browse|null|error|agent_state_changed)"')
 
+def is_openhands_v1(head:str)->bool:
+    "Does `head` hold an OpenHands SDK (V1) event, tagged with its `kind`?"
+    return _V1_KIND.search(head) is not None
+
+# %% ../../nbs/24_recorder_openhands.ipynb #6bef4a1e
 class OpenHandsAdapter(LogAdapter):
     "OpenHands V0 event stream: trajectory exports, evaluation and resolver `output.jsonl`"
     name, description = 'openhands', 'OpenHands V0 event stream (trajectory JSON array, eval/resolver output.jsonl)'
 
     def detect(self, path, head):
         h = head.lstrip()
-        if _V1_KIND.search(h) or not _V0_ACTION.search(h): return None
+        if is_openhands_v1(h) or not _V0_ACTION.search(h): return None
         if h.startswith('[') and _V0_SOURCE.search(h): return 'JSON array of OpenHands V0 events (action/observation with source)'
         if h.startswith('{') and '"history"' in h and (_V0_SOURCE.search(h) or _V0_OBS.search(h)):
             return 'OpenHands V0 episodes (eval/resolver output) whose history holds action/observation events'
@@ -231,6 +237,7 @@ def _traj(self, path, report, h:_V0History, rec:dict|None, line:int|None)->Traje
                       source=Source(format=self.name, path=str(path), line=line), metadata=meta)
 OpenHandsAdapter._traj = _traj
 
+# %% ../../nbs/24_recorder_openhands.ipynb #bef2ec4d
 def _convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     if path.suffix == '.json' or not path.name.endswith(('.jsonl', '.jsonl.gz')):

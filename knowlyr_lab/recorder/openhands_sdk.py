@@ -12,7 +12,7 @@ from typing import Iterator
 
 from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
-from .openhands import _V1_KIND, _exit_code
+from .openhands import exit_code, is_openhands_v1
 from .reading import iter_json_items, iter_jsonl, json_shape, read_json
 from .report import ConversionReport
 from .values import content_text, parse_arguments
@@ -39,6 +39,7 @@ def _delta(a:dict, b:dict)->TokenUsage:
                       cached=max(0, b['cached'] - a['cached']), reasoning=max(0, b['reasoning'] - a['reasoning']),
                       cost=max(0.0, round(b['cost'] - a['cost'], 12)) or None)
 
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #15b5a295
 def _sdk_text(x)->str:
     "Text of an SDK content list ([{type: text, text}]) or string"
     return content_text(x) if x else ''
@@ -131,7 +132,7 @@ def _sdk_observation(self:_V1History, ev:dict, kind:str):
     content = _sdk_text(o.get('content')) or o.get('output') or o.get('message') or (ev['observation'] if isinstance(ev.get('observation'), str) else '')
     if err and err not in str(content): content = f"{content}\n{err}" if content else err
     code = o.get('exit_code')
-    if code is None: code = _exit_code(o)
+    if code is None: code = exit_code(o)
     is_error = bool(o.get('is_error') or o.get('error') is True or err)
     cid = ev.get('tool_call_id')
     if cid is None or cid not in self.log.pairer.pending:
@@ -149,8 +150,9 @@ class OpenHandsSDKAdapter(LogAdapter):
     "OpenHands Software Agent SDK (V1) event stream"
     name, description = 'openhands-sdk', 'OpenHands Software Agent SDK (V1) events: events.jsonl, benchmark output.jsonl'
     def detect(self, path, head):
-        return 'OpenHands SDK (V1) events tagged with kind (ActionEvent, ObservationEvent, ...)' if _V1_KIND.search(head) else None
+        return 'OpenHands SDK (V1) events tagged with kind (ActionEvent, ObservationEvent, ...)' if is_openhands_v1(head) else None
 
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #b96feae4
 def _sdk_traj(self, path, h:_V1History, rec:dict|None, line:int|None)->Trajectory:
     rec = rec or {}
     inst = rec.get('instance') if isinstance(rec.get('instance'), dict) else {}
@@ -182,6 +184,7 @@ def _sdk_traj(self, path, h:_V1History, rec:dict|None, line:int|None)->Trajector
                       outcome=outcome, source=Source(format=self.name, path=str(path), line=line), metadata=meta)
 OpenHandsSDKAdapter._traj = _sdk_traj
 
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #f415538e
 def _sdk_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     if not path.name.endswith(('.jsonl', '.jsonl.gz')):

@@ -22,9 +22,9 @@ import orjson
 from .report import ConversionReport
 
 # %% auto #0
-__all__ = ['READ_ERRORS', 'open_bytes', 'read_error', 'iter_jsonl', 'salvage_json', 'duplicate_keys', 'warn_duplicate_keys',
-           'decode_text', 'read_text', 'read_json', 'read_yaml', 'ends_mid_line', 'cut_off', 'iter_json_items',
-           'json_shape']
+__all__ = ['READ_ERRORS', 'open_bytes', 'read_error', 'loads_json', 'iter_jsonl', 'salvage_json', 'duplicate_keys',
+           'warn_duplicate_keys', 'decode_text', 'read_text', 'read_json', 'read_yaml', 'ends_mid_line', 'cut_off',
+           'iter_json_items', 'json_shape']
 
 # %% ../../nbs/20b_recorder_reading.ipynb #3db87e4e
 def open_bytes(path)->io.BufferedIOBase:
@@ -32,6 +32,7 @@ def open_bytes(path)->io.BufferedIOBase:
     path = Path(path)
     return gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')
 
+# %% ../../nbs/20b_recorder_reading.ipynb #c06dc511
 READ_ERRORS = (EOFError, OSError, zlib.error)     # a truncated .gz raises EOFError, a corrupt one BadGzipFile/zlib.error
 
 def read_error(e:BaseException)->str:
@@ -39,11 +40,13 @@ def read_error(e:BaseException)->str:
     kind = 'truncated' if isinstance(e, EOFError) else 'unreadable'
     return f"{kind} file ({type(e).__name__}: {e})" if str(e) else f"{kind} file ({type(e).__name__})"
 
-def _loads(raw:bytes):
-    "Parse one JSON document with orjson; the standard library's parser gives the error message (and reads NaN, big ints)"
+# %% ../../nbs/20b_recorder_reading.ipynb #7a724d1e
+def loads_json(raw:bytes):
+    "One JSON document, parsed by orjson; by the standard library where orjson refuses (its error message; NaN, big ints)"
     try: return orjson.loads(raw)
     except orjson.JSONDecodeError: return json.loads(raw)
 
+# %% ../../nbs/20b_recorder_reading.ipynb #2176d692
 def iter_jsonl(path,                       # a .jsonl or .jsonl.gz file
                report:ConversionReport,    # receives malformed lines
                record_type_of:Callable[[dict], str]|None=None, # names a valid line's record type (for `report.seen`)
@@ -90,6 +93,7 @@ def _decode_salvaged(data:bytes, max_fixes:int)->tuple[str, list[dict]]|None:
                  reason=f"bytes {data[f['start']:f['end']]!r} at offset {f['start']} are not valid UTF-8 (replaced with U+FFFD)")
     return ''.join(parts), fixes
 
+# %% ../../nbs/20b_recorder_reading.ipynb #ed24570c
 def salvage_json(data:bytes,          # a JSON document with a few bad bytes
                  max_fixes:int=64,    # more repairs than this: not salvageable
                 )->tuple[Any, list[dict]|None]: # (document, repairs {line, reason, raw}); (None, None) when not salvageable
@@ -121,7 +125,7 @@ def _line_fallback(path, i:int, raw:bytes, report:ConversionReport):
     "The object of a line orjson rejected (NaN, big ints, a few bad bytes repaired), or `_BAD` once reported"
     line = raw.rstrip(b'\r\n')
     try:
-        obj = _loads(line)
+        obj = loads_json(line)
         if b'":' in line: warn_duplicate_keys(path, i, line, report)
         return obj
     except RecursionError: report.bad_record(path, i, "JSON nested too deeply", raw); return _BAD
@@ -151,6 +155,7 @@ def duplicate_keys(text:str|bytes)->list[tuple[int, str]]:
     dec.decode(text)
     return found
 
+# %% ../../nbs/20b_recorder_reading.ipynb #358f5809
 def _load_lines(raws:list)->tuple[list, bool]:
     "orjson objects of the lines `raws` (`_BAD` where orjson fails), and True when no line can hold a dropped key"
     try: objs, good = [orjson.loads(r) for r in raws], raws
@@ -167,6 +172,7 @@ def _load_lines(raws:list)->tuple[list, bool]:
     if len(out) - 1 == len(raw) and out[1:-1] == raw[:-1].replace(b'\n', b','): return objs, True   # written back byte for byte
     return objs, raw.count(b':') == out.count(b':') and b'\\u003' not in raw   # a dropped key takes its colon with it
 
+# %% ../../nbs/20b_recorder_reading.ipynb #e6e669f4
 def _chunks(f, gz:bool, size:int=1 << 15)->Iterator[tuple[list, list, bool]]:
     "The lines of `f` in chunks of about `size` bytes: (lines, objects, no key dropped); a read error after its chunk"
     while True:
@@ -183,11 +189,13 @@ def _chunks(f, gz:bool, size:int=1 << 15)->Iterator[tuple[list, list, bool]]:
         if err is not None: raise err
         if not raws: return
 
+# %% ../../nbs/20b_recorder_reading.ipynb #6fb8e5f3
 def _may_repeat_keys(raw:bytes, obj)->bool:
     "Cheap test: could `raw` hold a key that parsing `obj` dropped?"
     try: return raw.count(b':') != orjson.dumps(obj).count(b':') or b'\\u003' in raw
     except (TypeError, orjson.JSONEncodeError): return True
 
+# %% ../../nbs/20b_recorder_reading.ipynb #730ad25e
 def warn_duplicate_keys(path, line:int|None, raw:bytes|str, report:ConversionReport):
     "Warn (file, line, key) for each key `raw` writes twice in one object; `line`: the line `raw` starts at"
     try: found = duplicate_keys(raw)
@@ -205,6 +213,7 @@ def decode_text(path, data:bytes, report:ConversionReport, max_fixes:int=64)->st
         for f in dec[1]: report.bad_record(path, f['line'], f['reason'], f['raw'], record_type='(bytes)')
         return dec[0]
 
+# %% ../../nbs/20b_recorder_reading.ipynb #87bd78b7
 def read_text(path, report:ConversionReport|None=None)->str:
     "Whole text of `path` (gz-aware), decoded as UTF-8 (a few bad bytes replaced and reported); secrets redacted"
     with open_bytes(path) as f: data = f.read()
@@ -213,6 +222,7 @@ def read_text(path, report:ConversionReport|None=None)->str:
     text = decode_text(path, data, report)
     return report.clean(text, data) if report.scrub is not None else text
 
+# %% ../../nbs/20b_recorder_reading.ipynb #aeade89d
 def _read_bytes(path, report)->bytes|None:
     try:
         with open_bytes(path) as f: data = f.read()
@@ -221,12 +231,13 @@ def _read_bytes(path, report)->bytes|None:
     report.bytes_read += len(data)
     return data
 
+# %% ../../nbs/20b_recorder_reading.ipynb #f2075a4a
 def read_json(path, report:ConversionReport)->Any:
     "Parse a whole JSON file; on a syntax error report it (file, line, column) and return None; secrets redacted"
     data = _read_bytes(path, report)
     if data is None: return None
     try:
-        doc = _loads(data)
+        doc = loads_json(data)
         if _may_repeat_keys(data, doc): warn_duplicate_keys(path, 1, data, report)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         doc, fixes = salvage_json(data)
@@ -238,6 +249,7 @@ def read_json(path, report:ConversionReport)->Any:
     except RecursionError: report.bad_record(path, None, "JSON nested too deeply", data.decode('utf-8', 'replace')); return None
     return report.clean(doc, data) if report.scrub is not None else doc
 
+# %% ../../nbs/20b_recorder_reading.ipynb #fab7c9ad
 _YAML_BAD = re.compile('[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
 def _yaml_chars(path, text:str, report)->str:
@@ -248,6 +260,7 @@ def _yaml_chars(path, text:str, report)->str:
                           text[max(0, m.start() - 40):m.end() + 40], record_type='(bytes)')
     return _YAML_BAD.sub('\ufffd', text)
 
+# %% ../../nbs/20b_recorder_reading.ipynb #ceac541e
 def read_yaml(path, report:ConversionReport)->Any:
     "Parse a whole YAML file (safe loader); on a syntax error report it with its line and return None; secrets redacted"
     import yaml
@@ -270,6 +283,7 @@ def ends_mid_line(text:str)->bool:
     "Does `text` stop without a final newline (a writer cut off while writing a line)?"
     return bool(text) and not text.endswith('\n')
 
+# %% ../../nbs/20b_recorder_reading.ipynb #e26a94e3
 def cut_off(traj, report:ConversionReport, path, line:int|None, # where the unfinished record starts
             why:str,                                              # what is unfinished
            ):
@@ -298,6 +312,7 @@ def iter_json_items(path,                     # a .json or .json.gz file holding
     except READ_ERRORS as e:
         report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True)
 
+# %% ../../nbs/20b_recorder_reading.ipynb #5331f9e8
 def json_shape(path, head:bytes|str|None=None)->str:
     "'array' or 'object' (first non-blank character of a JSON document), else 'other'"
     if head is None:

@@ -28,6 +28,7 @@ except ImportError:
 
 def _on_hit(i, a, b, flags, found): found.append(i)
 
+# %% ../../nbs/21_recorder_redact.ipynb #97cc5c5f
 _BREAKS, _DROPPED = (b'n', b't', b'r'), (b'"', b'/', b'')
 
 def _unescaped(raw:bytes)->bytes:
@@ -36,6 +37,7 @@ def _unescaped(raw:bytes)->bytes:
     if len(parts) == 1: return raw
     return parts[0] + b''.join(b'\n' + p[1:] if p[:1] in _BREAKS else p if p[:1] in _DROPPED else b'\\' + p for p in parts[1:])
 
+# %% ../../nbs/21_recorder_redact.ipynb #924b5575
 @lru_cache(maxsize=16)
 def _hs_database(rules:tuple)->tuple:
     "(hyperscan database, indices of rules it cannot hold) for `rules` [(pattern, flags)]; compiled once per rule set and machine"
@@ -51,6 +53,7 @@ def _hs_database(rules:tuple)->tuple:
         except Exception: always.append(i)
     return (build(ok) if ok else None), tuple(always)
 
+# %% ../../nbs/21_recorder_redact.ipynb #cfa5acec
 class Redactor:
     "Replace secrets in strings, objects and trajectories, counting redactions per kind"
     def __init__(self,
@@ -93,6 +96,7 @@ class Redactor:
         "Redacted copy of `s`"
         return self.redact_text(s)[0]
 
+# %% ../../nbs/21_recorder_redact.ipynb #8ffcb183
 @lru_cache(maxsize=1)
 def default_redactor()->Redactor:
     "The default `Redactor`, built once (loading the rules and compiling them takes a moment)"
@@ -107,6 +111,7 @@ def _span(p:SecretPattern, m)->tuple[int, int]:
     a, b = m.span(g) if g and m.group(g) is not None else m.span()
     return a, b
 
+# %% ../../nbs/21_recorder_redact.ipynb #30b77493
 _TOKEN_CH = re.compile(r'[A-Za-z0-9_\-.+/=]*')
 
 def _matches(rx, s:str, at:list):
@@ -119,6 +124,7 @@ def _matches(rx, s:str, at:list):
     for k in starts:
         if k >= at[0] and (m := match(s, k)) is not None: yield m
 
+# %% ../../nbs/21_recorder_redact.ipynb #fa2b4178
 _ESCAPED_BREAK = re.compile(r'\\([ntr])')
 _BREAK = {'n': '\n', 't': '\t', 'r': '\r'}
 
@@ -126,6 +132,7 @@ def _readable(s:str)->str:
     "`s` as the rules read it: each escaped line break (`\\n` as two characters, JSON inside JSON) a real one after its backslash, same length"
     return _ESCAPED_BREAK.sub(lambda m: '\\' + _BREAK[m[1]], s) if '\\' in s else s
 
+# %% ../../nbs/21_recorder_redact.ipynb #87915df2
 def redact_text(self, s:str, rules:tuple|None=None,
                 values:dict|None=None, # receives {secret value: kind} of what was replaced (to redact it elsewhere too)
                )->tuple[str, dict[str, int]]:
@@ -162,12 +169,14 @@ def _key_rule(self, rules):
     "Index of the assignment rule among `rules` (it also applies to {key: value} pairs), else None"
     return next((i for i in rules if self.patterns[i].name == 'secret_assignment'), None)
 
+# %% ../../nbs/21_recorder_redact.ipynb #1da073d8
 def _redact_str(self, s:str, counts:dict, rules, values)->str:
     s, c = self.redact_text(s, rules, values)
     for k, v in c.items(): counts[k] = counts.get(k, 0) + v
     return s
 Redactor._redact_str = _redact_str
 
+# %% ../../nbs/21_recorder_redact.ipynb #8e1e581d
 KEY_MEMO = 4096   # dict keys redacted per rule set that a `Redactor` remembers (logs repeat the same few keys in every record)
 
 def _redact_key(self, k:str, counts:dict, rules, values)->str:
@@ -186,6 +195,7 @@ def _redact_key(self, k:str, counts:dict, rules, values)->str:
     return k2
 Redactor._redact_key = _redact_key
 
+# %% ../../nbs/21_recorder_redact.ipynb #f8929891
 def _redact_obj(self, obj, counts:dict, rules, kr, values):
     if isinstance(obj, str): return self._redact_str(obj, counts, rules, values) if len(obj) >= 8 else obj   # shorter: no rule can match
     if isinstance(obj, dict):
@@ -204,6 +214,7 @@ def _redact_obj(self, obj, counts:dict, rules, kr, values):
     return obj
 Redactor._redact_obj = _redact_obj
 
+# %% ../../nbs/21_recorder_redact.ipynb #cb85b331
 def redact_obj(self, obj, rules:tuple|None=None, values:dict|None=None)->tuple[Any, dict[str, int]]:
     "Redacted copy of a JSON-like object and the counts per kind (`rules`: indices from `hits`; None: all; `values` as in `redact_text`)"
     counts = {}
@@ -211,6 +222,7 @@ def redact_obj(self, obj, rules:tuple|None=None, values:dict|None=None)->tuple[A
     return self._redact_obj(obj, counts, rules, _key_rule(self, rules), values), counts
 Redactor.redact_obj = redact_obj
 
+# %% ../../nbs/21_recorder_redact.ipynb #b7e3b649
 def clean(self, obj, raw:bytes|str|None=None, values:dict|None=None)->tuple[Any, dict[str, int]]:
     "`obj` (read from `raw`) with secrets redacted, and the counts; `obj` itself when the prefilter finds nothing"
     if raw is None:
@@ -247,6 +259,7 @@ def _texts(d:dict)->list[tuple]:
         if isinstance(st.get('observation'), dict): out.append(('observation', i, st['observation'], 'content'))
     return [t for t in out if isinstance(t[2].get(t[3]), str)]
 
+# %% ../../nbs/21_recorder_redact.ipynb #4fd1f80f
 def _continues(head:str)->bool:
     "Does `head`, the start of a text, look like the rest of a key rather than a word? (a digit, or mixed case past its first letter)"
     rest = head[1:]
@@ -289,6 +302,7 @@ def redact_values(obj, values:dict, counts:dict|None=None):
         return o
     return walk(obj)
 
+# %% ../../nbs/21_recorder_redact.ipynb #2db184a4
 def redact_trajectory(self, traj:Trajectory)->tuple[Trajectory, dict[str, int]]:
     "Trajectory with every string redacted, and every value redacted once redacted everywhere; counts also in `metadata['redactions']`"
     rules = self.hits(traj.model_dump_json())

@@ -86,6 +86,7 @@ def _jsonable(obj):
     try: return orjson.loads(orjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS))
     except (TypeError, orjson.JSONEncodeError): return json.loads(json.dumps(obj, default=str, ensure_ascii=False))
 
+# %% ../../nbs/20a_recorder_report.ipynb #4a7a30ba
 def _scrub_obj(obj, scrub):
     "Apply `scrub` to every string inside `obj` (keys included); a scrubber with a `scrub_obj` method does it whole"
     if scrub is None: return obj
@@ -95,6 +96,7 @@ def _scrub_obj(obj, scrub):
     if isinstance(obj, (list, tuple)): return [_scrub_obj(v, scrub) for v in obj]
     return obj
 
+# %% ../../nbs/20a_recorder_report.ipynb #2e2eae05
 def _write_line(self, attr, path, obj):
     f = getattr(self, attr)
     if f is None:
@@ -102,6 +104,7 @@ def _write_line(self, attr, path, obj):
         f = open(path, 'a', encoding='utf-8'); setattr(self, attr, f)
     f.write(json.dumps(obj, ensure_ascii=False, default=str) + '\n'); f.flush()
 
+# %% ../../nbs/20a_recorder_report.ipynb #e0de7e14
 def _unmapped(self, record_type:str,    # the record's type in its own format (e.g. "event:ui", "message:system")
               record,                   # the record itself (kept verbatim, scrubbed)
               path=None, line:int|None=None, # where it was read
@@ -152,6 +155,7 @@ def _totals(self)->dict:
     return t
 ConversionReport.totals = property(_totals)
 
+# %% ../../nbs/20a_recorder_report.ipynb #ff81d3ea
 def _summary_rows(self)->list[dict]:
     "One dict per record type: mapped, unmapped, quarantined (unmapped pieces of counted records as `type (part)`)"
     rows = [{'record_type': k, **v} for k, v in sorted(self.counts.items())]
@@ -160,17 +164,20 @@ def _summary_rows(self)->list[dict]:
     return rows
 ConversionReport.summary_rows = _summary_rows
 
+# %% ../../nbs/20a_recorder_report.ipynb #855d5076
 def _summary(self)->pd.DataFrame:
     "`summary_rows` as a table"
     import pandas as pd  # here: a CLI call prints the rows without loading pandas
     return pd.DataFrame(self.summary_rows(), columns=['record_type', 'mapped', 'unmapped', 'quarantined'])
 ConversionReport.summary = _summary
 
+# %% ../../nbs/20a_recorder_report.ipynb #eb19e05b
 def _trajectory_done(self, traj:Trajectory):
     "Count a trajectory `convert` yielded (the one place trajectories are counted, whatever the format)"
     self.n_trajectories += 1
 ConversionReport.trajectory = _trajectory_done
 
+# %% ../../nbs/20a_recorder_report.ipynb #9e5b3a11
 def _close(self):
     for a in ('_qf', '_sf'):
         f = getattr(self, a)
@@ -191,6 +198,7 @@ def _warn(self, path, line:int|None, # where the data was read
         self.warnings.append({'path': None if path is None else str(path), 'line': line, 'record_type': record_type, 'reason': reason})
 ConversionReport.warn = _warn
 
+# %% ../../nbs/20a_recorder_report.ipynb #bb04af77
 def _partial(self, record_type:str, record, path=None, line:int|None=None,
              why:str='',                 # what of the record is not in the trajectory
             )->dict:                     # the entry to append to `trajectory.metadata['unmapped']`
@@ -199,6 +207,7 @@ def _partial(self, record_type:str, record, path=None, line:int|None=None,
     return self.unmapped(record_type, record, path, line, why=f'partly mapped: {why}')
 ConversionReport.partial = _partial
 
+# %% ../../nbs/20a_recorder_report.ipynb #9b959d8a
 def _warning_lines(self)->list[str]:
     "The warnings as located one-line messages (`path:line: reason`)"
     return [str(RecorderError(w['reason'], w['path'], w['line'])) for w in self.warnings]

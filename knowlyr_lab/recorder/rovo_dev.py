@@ -45,6 +45,7 @@ def rovo_blocks(text:str)->list[dict]:
     for b in out: b['body'] = '\n'.join(b['body']).strip('\n')
     return out
 
+# %% ../../nbs/27_recorder_rovo_dev.ipynb #a3b91bbf
 def _rd_result(body:str)->str:
     "A TOOL RETURN body without its surrounding fence"
     b = body.strip('\n')
@@ -59,6 +60,7 @@ class RovoDevAdapter(LogAdapter):
         if re.search(r'^={20,}\s*\n(AGENT:|USER PROMPT:|TOOL CALL \()', head, re.M): return "'='-separated AGENT/USER PROMPT/TOOL CALL blocks (Rovo Dev)"
         return None
 
+# %% ../../nbs/27_recorder_rovo_dev.ipynb #db6eecf4
 def _rd_cut(blocks:list)->tuple[int, str]|None:
     "(line, why) when a transcript stops mid-record: a tool call never returned, a result fence never closed"
     b = blocks[-1] if blocks else None
@@ -68,6 +70,7 @@ def _rd_cut(blocks:list)->tuple[int, str]|None:
         return b['line'], f"a TOOL RETURN ({b['tool']}) whose fence is never closed"
     return None
 
+# %% ../../nbs/27_recorder_rovo_dev.ipynb #633c1a97
 def _rd_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     try: text = read_text(path, report)

@@ -193,6 +193,7 @@ def _decoded_rules()->tuple:
     "The rules `base64_secret` runs over decoded text: every rule of this page but itself, and detect-secrets'"
     return tuple(p for p in PROJECT_RULES if p.name != 'base64_secret') + tuple(detect_secrets_rules())
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #8f65365e
 def holds_secret(text:str)->bool:
     "Does any rule (of this page or detect-secrets') find a secret in `text`?"
     for p in _decoded_rules():

@@ -31,12 +31,14 @@ def _norm_answer(x)->str:
     try: return repr(float(s.replace(',', '')))
     except ValueError: return s
 
+# %% ../../nbs/23b_recorder_smolagents.ipynb #2b91991c
 def answer_matches(answer, truth)->tuple[bool, bool]:
     "(exact, contains) match of a final answer against the reference, after normalisation"
     if answer is None or truth is None: return False, False
     a, t = _norm_answer(answer), _norm_answer(truth)
     return a == t, t.strip() != '' and (t in a or str(truth).strip().lower() in str(answer).lower())
 
+# %% ../../nbs/23b_recorder_smolagents.ipynb #e71d25bc
 _CALLING = re.compile(r'^\s*Calling tools:\s*', re.S)
 _CALL_ID = re.compile(r'^\s*Call id:\s*(\S+)[ \t]*\n')
 _ERR_TOOL = re.compile(r"Error executing tool '([^']+)' with arguments (\{.*?\})(?::|\n|$)", re.S)
@@ -72,6 +74,7 @@ def _norm_str(s:str, punct:bool=True)->str:
     s = re.sub(r'\s', '', s).lower()
     return s.translate(str.maketrans('', '', string.punctuation)) if punct else s
 
+# %% ../../nbs/23b_recorder_smolagents.ipynb #7e2d3e22
 def gaia_correct(answer:str, truth:str)->bool:
     "GAIA's answer scorer: a number as a number, a list element by element, a string normalised"
     if _is_float(truth): return _as_number(answer) == float(truth)
@@ -81,6 +84,7 @@ def gaia_correct(answer:str, truth:str)->bool:
                                          for a, t in zip(as_, ts))
     return _norm_str(answer) == _norm_str(truth)
 
+# %% ../../nbs/23b_recorder_smolagents.ipynb #5d661d7a
 def benchmark_correct(answer,            # the agent's final answer
                       truth,             # the reference answer
                       source:str|None,   # the row's benchmark (`MATH`, `GAIA`, `SimpleQA`...)
@@ -102,6 +106,7 @@ class SmolagentsAdapter(LogAdapter):
         if Path(path).suffix == '.json' and '"benchmarks"' in head and '"exact_match_score"' in head: return 'smolagents benchmark score summary'
         return None
 
+# %% ../../nbs/23b_recorder_smolagents.ipynb #37fa2481
 def _smol_step(b, m, path, line, report)->str:
     "Feed one smolagents memory message; returns its record type"
     role = m.get('role')
@@ -175,6 +180,7 @@ def _convert_smol(self, path, report):
         yield _smol_finish(self, b, row)
 SmolagentsAdapter.convert = _convert_smol
 
+# %% ../../nbs/23b_recorder_smolagents.ipynb #f3782295
 def _smol_finish(self, b, row):
     tc = row.get('token_counts') if isinstance(row.get('token_counts'), dict) else {}
     inp, out = tc.get('input_tokens', tc.get('input')), tc.get('output_tokens', tc.get('output'))

@@ -48,6 +48,7 @@ def _reports_in(d:str)->tuple:
             out.append((str(f), frozenset(res), frozenset(unres)))
     return tuple(out)
 
+# %% ../../nbs/25_recorder_swe.ipynb #d4eeec32
 def find_resolution(path,                  # the trajectory file
                     instance_id:str|None,  # the SWE-bench instance id
                    )->tuple[bool, str]|None: # (resolved, report path) or None when no report mentions the instance
@@ -90,6 +91,7 @@ def _swe_tool(action:str)->str:
 
 def _is_demo(m:dict)->bool: return bool(m.get('is_demo')) or m.get('message_type') == 'demonstration'
 
+# %% ../../nbs/25_recorder_swe.ipynb #3cef9b38
 def _state(s):
     if isinstance(s, str):
         try: return json.loads(s)
@@ -108,6 +110,7 @@ class SWEAgentAdapter(LogAdapter):
             return 'SWE-agent trajectory (environment/trajectory/history keys, agent main|primary)'
         return None
 
+# %% ../../nbs/25_recorder_swe.ipynb #3e063885
 def _history_steps(log:StepLog, hist, path, report, unmapped):
     "Steps from `history` alone (files without `trajectory`): tool calls paired with tool messages by id"
     last = None
@@ -194,6 +197,7 @@ def _swe_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     if t is not None: report.mapped('traj_file'); yield t
 SWEAgentAdapter.convert = _swe_convert
 
+# %% ../../nbs/25_recorder_swe.ipynb #c2598c72
 def _swe_trajectory(self, path, log, info, rc, ps, meta, unmapped, instruction)->Trajectory:
     steps = log.finish()
     stem = path.name[:-len('.traj')] if path.name.endswith('.traj') else path.stem
@@ -235,6 +239,7 @@ def fenced_blocks(text:str)->list[tuple[str, str, int, int]]:
         i = j + 1
     return out
 
+# %% ../../nbs/25_recorder_swe.ipynb #eb152c96
 def _mini_command(m:dict, action_regex:str|None=None)->tuple[list[dict], str|None]:
     "(calls [{tool, params, call_id}], thought) of an assistant message"
     text = content_text(m.get('content'))
@@ -258,6 +263,7 @@ def _mini_command(m:dict, action_regex:str|None=None)->tuple[list[dict], str|Non
     _, body, a, b = shell[0]
     return [{'tool': 'bash', 'params': {'command': body.strip()}, 'call_id': None}], (text[:a] + text[b:]).strip() or None
 
+# %% ../../nbs/25_recorder_swe.ipynb #714182a2
 def _mini_usage(extra:dict)->tuple[TokenUsage|None, str|None, float|None]:
     "(usage, response id, created time) of an assistant message's `extra`"
     resp = extra.get('response') if isinstance(extra.get('response'), dict) else {}

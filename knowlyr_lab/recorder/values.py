@@ -12,11 +12,12 @@ import json
 import math
 import re
 
-from .reading import _loads
+from .reading import loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
-__all__ = ['parse_time', 'usage_from', 'content_text', 'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer']
+__all__ = ['parse_time', 'as_count', 'usage_from', 'content_text', 'parse_arguments', 'new_step', 'set_observation',
+           'ToolCallPairer']
 
 # %% ../../nbs/20c_recorder_values.ipynb #0c46312a
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -44,27 +45,30 @@ def parse_time(value)->float|None:
     return t.timestamp()
 
 # %% ../../nbs/20c_recorder_values.ipynb #048812cf
-def _int(x)->int:
+def as_count(x)->int:
+    "A count field as an int: 0 when it is missing, empty or not a number"
     try: return int(x or 0)
     except (TypeError, ValueError): return 0
 
+# %% ../../nbs/20c_recorder_values.ipynb #7d928c27
 def _usage_fields(u, cost:float|None=None)->dict|None:
     "`TokenUsage` fields of an OpenAI-, Anthropic-style or canonical usage dict (None when it holds no counts)"
     if not isinstance(u, dict) or not u: return None
     if 'prompt_tokens' in u or 'completion_tokens' in u:
         pd_, cd = u.get('prompt_tokens_details') or {}, u.get('completion_tokens_details') or {}
-        return {'input': _int(u.get('prompt_tokens')), 'output': _int(u.get('completion_tokens')),
-                'cached': _int(pd_.get('cached_tokens') if isinstance(pd_, dict) else 0),
-                'reasoning': _int(cd.get('reasoning_tokens') if isinstance(cd, dict) else 0), 'cost': cost}
+        return {'input': as_count(u.get('prompt_tokens')), 'output': as_count(u.get('completion_tokens')),
+                'cached': as_count(pd_.get('cached_tokens') if isinstance(pd_, dict) else 0),
+                'reasoning': as_count(cd.get('reasoning_tokens') if isinstance(cd, dict) else 0), 'cost': cost}
     if 'input_tokens' in u or 'output_tokens' in u:
-        cr, cc = _int(u.get('cache_read_input_tokens')), _int(u.get('cache_creation_input_tokens'))
-        return {'input': _int(u.get('input_tokens')) + cr + cc, 'output': _int(u.get('output_tokens')), 'cached': cr,
-                'reasoning': _int(u.get('reasoning_tokens')), 'cost': cost}
+        cr, cc = as_count(u.get('cache_read_input_tokens')), as_count(u.get('cache_creation_input_tokens'))
+        return {'input': as_count(u.get('input_tokens')) + cr + cc, 'output': as_count(u.get('output_tokens')), 'cached': cr,
+                'reasoning': as_count(u.get('reasoning_tokens')), 'cost': cost}
     if 'input' in u or 'output' in u:
-        return {'input': _int(u.get('input')), 'output': _int(u.get('output')), 'cached': _int(u.get('cached')),
-                'reasoning': _int(u.get('reasoning')), 'cost': u.get('cost', cost)}
+        return {'input': as_count(u.get('input')), 'output': as_count(u.get('output')), 'cached': as_count(u.get('cached')),
+                'reasoning': as_count(u.get('reasoning')), 'cost': u.get('cost', cost)}
     return None
 
+# %% ../../nbs/20c_recorder_values.ipynb #7acb7b8f
 def usage_from(u:dict|None,    # a usage object in OpenAI or Anthropic form (or already canonical)
                cost:float|None=None, # cost in USD when the log states it
               )->TokenUsage|None:    # None when `u` holds no counts
@@ -92,12 +96,13 @@ def content_text(content)->str:
         else: parts.append(str(b))
     return '\n'.join(parts)
 
+# %% ../../nbs/20c_recorder_values.ipynb #40fda810
 def parse_arguments(args)->tuple[dict, bool]:
     "Decode tool-call arguments -> (params, ok); undecodable or non-object arguments are kept as {'_raw': ...}"
     if args is None or args == '': return {}, True
     if isinstance(args, dict): return args, True
     if isinstance(args, str):
-        try: v = _loads(args)
+        try: v = loads_json(args)
         except (json.JSONDecodeError, RecursionError, UnicodeDecodeError): return {'_raw': args}, False
         return (v, True) if isinstance(v, dict) else ({'_raw': v}, False)
     return {'_raw': args}, False
@@ -128,10 +133,12 @@ def new_step(index:int,                 # position in the trajectory
                       t_start=parse_time(t_start), t_end=parse_time(t_end), usage=usage,
                       metadata={k: v for k, v in metadata.items() if v is not None})
 
+# %% ../../nbs/20c_recorder_values.ipynb #370239d1
 def _construct(cls, **kw):
     "A model instance; pydantic-core checks the fields, nested ones included, in one call (measured: faster than `model_construct`)"
     return cls(**kw)
 
+# %% ../../nbs/20c_recorder_values.ipynb #c17d84ee
 def _observation_fields(content, is_error=False, exit_code=None)->dict:
     if not isinstance(content, str): content = content_text(content)
     if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
@@ -142,12 +149,14 @@ def _observation_fields(content, is_error=False, exit_code=None)->dict:
 def _observation(content, is_error=False, exit_code=None)->Observation:
     return _construct(Observation, **_observation_fields(content, is_error, exit_code))
 
+# %% ../../nbs/20c_recorder_values.ipynb #26ad6928
 def set_observation(step:Step, content, is_error:bool=False, exit_code:int|None=None, t_end=None)->Step:
     "Fill in the result of `step`'s call"
     step.observation = _observation(content_text(content), is_error, exit_code)
     if t_end is not None: step.t_end = parse_time(t_end)
     return step
 
+# %% ../../nbs/20c_recorder_values.ipynb #46444ebe
 class ToolCallPairer:
     "Pairs tool calls with their results by call id"
     def __init__(self): self.pending: dict[str, Step] = {}

@@ -83,6 +83,7 @@ def _step_html(d:dict)->str:
     return (f"<div><b>task</b>: {html.escape(d['task'])} <span style='color:#666'>({html.escape(d['agent'])})</span></div>"
             + ''.join(row(s) for s in d['context']) + row(d['step'], True) + f"<div><b>automatic</b>: {html.escape(auto)}</div>")
 
+# %% ../../nbs/37_reward_annotate.ipynb #190de0a3
 class AnnotationUI:
     "ipywidgets view over an `AnnotationSession`"
     def __init__(self, session:AnnotationSession):

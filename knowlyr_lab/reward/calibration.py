@@ -32,6 +32,7 @@ class Annotation(BaseModel):
     note: str = ''
     time: float = Field(default_factory=time.time)
 
+# %% ../../nbs/32_reward_calibration.ipynb #a7fc303f
 def read_annotations(path)->list[Annotation]:
     "Annotations from a JSONL file; a bad record raises `TrajectoryError` naming file, line and field"
     out = []
@@ -43,10 +44,12 @@ def read_annotations(path)->list[Annotation]:
             raise TrajectoryError(f"{path}, line {i}, field {fld}: bad annotation: {err['msg']}", path=str(path), line=i, field=fld) from None
     return out
 
+# %% ../../nbs/32_reward_calibration.ipynb #fc6f361c
 def append_annotation(path, ann:Annotation):
     "Append one annotation to a JSONL file (one line, flushed: saves as it goes)"
     with open(path, 'a') as f: f.write(ann.model_dump_json() + '\n')
 
+# %% ../../nbs/32_reward_calibration.ipynb #77a1bc4f
 def latest_annotations(anns:Iterable[Annotation])->dict[tuple[str, int], Annotation]:
     "The last annotation per (trajectory, step) (re-scoring a step replaces the earlier score)"
     return {(a.trajectory_id, a.step): a for a in sorted(anns, key=lambda a: a.time)}

@@ -33,6 +33,7 @@ def _weights(s:str|None)->dict|None:
     try: return {k: float(v) for k, v in (kv.split('=') for kv in s.split(','))}
     except ValueError: raise ValueError(f"--weights must look like rules=1,judge=2, not {s!r}") from None
 
+# %% ../../nbs/39_reward_cli.ipynb #45c312a3
 def cmd_score(a)->dict:
     "Score every trajectory of a file and write them with rewards (to `-o`, else to stdout as JSONL)"
     judge = JudgeConfig.from_spec(a.judge, base_url=a.base_url, cache_dir=a.cache_dir, concurrency=a.concurrency,
@@ -53,6 +54,7 @@ def cmd_score(a)->dict:
     if engine.judge is not None: summary['judge'] = engine.judge.stats.summary()
     return summary
 
+# %% ../../nbs/39_reward_cli.ipynb #18929312
 def _chunks(xs, n, progress):
     bar = None
     if progress:
@@ -84,6 +86,7 @@ def cmd_preferences(a)->dict:
     return {'pairs': len(rep.pairs), 'by_level': {l: sum(p.level == l for p in rep.pairs) for l in ('trajectory', 'step')}, 'left_out': rep.counts,
             'skipped_records': len(errors), 'output': a.output}
 
+# %% ../../nbs/39_reward_cli.ipynb #e3e746e3
 def cmd_leaderboard(a)->dict:
     "Mean reward per agent/model with confidence intervals"
     trajs, errors = read_usable_trajectories(a.input)
@@ -128,12 +131,14 @@ def build_parser()->argparse.ArgumentParser:
     l.add_argument('--bootstrap', action='store_true', help='bootstrap confidence intervals of the means')
     return p
 
+# %% ../../nbs/39_reward_cli.ipynb #9f94ba50
 def _run(a)->int:
     cmds = {'score': cmd_score, 'rubrics': cmd_rubrics, 'calibrate': cmd_calibrate, 'preferences': cmd_preferences, 'leaderboard': cmd_leaderboard}
     out = cmds[a.cmd](a)
     print(json.dumps(out, indent=2, default=str), file=sys.stdout if a.cmd != 'score' or a.output else sys.stderr)
     return 0
 
+# %% ../../nbs/39_reward_cli.ipynb #26cc5f78
 def main(argv=None)->int:
     "`knowlyr-reward`: an error is one line on stderr, as for every knowlyr command (`run_cli`)"
     return run_cli(build_parser(), _run, argv)

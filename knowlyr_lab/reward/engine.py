@@ -42,6 +42,7 @@ class StepReward:
         return {'raw': self.raw, 'layers': self.layers, 'rules': {k: {'score': r.score, 'reason': r.reason} for k, r in self.rules.items()},
                 **({'judge': self.judge} if self.judge is not None else {})}
 
+# %% ../../nbs/34_reward_engine.ipynb #69ad2ab8
 @dataclass
 class TrajectoryReward:
     "Rewards of a whole trajectory: its steps' rewards and their aggregate, the process reward"
@@ -232,6 +233,7 @@ def with_rewards(traj:Trajectory, tr:TrajectoryReward, inplace:bool=False)->Traj
     out.reward = trajectory_score(out, process=tr.process)   # the one trajectory reward, as collection writes it
     return out
 
+# %% ../../nbs/34_reward_engine.ipynb #d64d1a7a
 def score_trajectory(traj:Trajectory, engine:RewardEngine|None=None, inplace:bool=False, **engine_kw)->Trajectory:
     "Score `traj` and write the rewards into its steps and the trajectory"
     engine = engine or RewardEngine(traj.task.domain if traj.task.domain else 'generic', **engine_kw)
@@ -266,6 +268,7 @@ class StepRewardFn:
         if final: L.started = False
         return (0.0 if sr.reward is None else sr.reward), sr.details()
 
+# %% ../../nbs/34_reward_engine.ipynb #697aec66
 def make_reward_fn(domain:str='generic', engine:RewardEngine|None=None, **engine_kw)->StepRewardFn:
     "A step reward function for a rollout: `RolloutSpec(step_reward_fn=...)`"
     return StepRewardFn(engine or RewardEngine(domain, **engine_kw))

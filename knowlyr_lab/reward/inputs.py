@@ -22,6 +22,7 @@ __all__ = ['InputError', 'read_usable_trajectories', 'calibrate_engine']
 class InputError(ValueError):
     "Input with nothing usable in it"
 
+# %% ../../nbs/34a_reward_inputs.ipynb #fde67460
 def _records(path, quarantine, errors:list):
     "Trajectories of a JSONL/Parquet file, or of a `.json` document (one trajectory or a list); bad records skipped"
     p = Path(path)
@@ -38,6 +39,7 @@ def _records(path, quarantine, errors:list):
                 with open(quarantine, 'a', encoding='utf-8') as f:
                     f.write(json.dumps({'path': str(p), 'line': i, 'field': e.field, 'reason': str(e), 'record': rec}, default=str) + '\n')
 
+# %% ../../nbs/34a_reward_inputs.ipynb #0712b922
 def read_usable_trajectories(path:str|Path,        # trajectories: .jsonl, .jsonl.gz, .parquet, or a .json document (one or a list)
                              quarantine:str|Path|None=None, # bad records are appended here with their reasons (None: not kept)
                             )->tuple[list, list]:   # the valid trajectories, the errors of the skipped records

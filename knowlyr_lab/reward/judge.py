@@ -36,6 +36,7 @@ class Rubric:
     description: str   # what the judge is asked
     weight: float = 1.0
 
+# %% ../../nbs/31_reward_judge.ipynb #2efb3533
 BASE_RUBRICS = {
     'goal_progress': "Does this step move the task towards its goal (new information that matters, or a change that the goal needs)?",
     'tool_selection': "Is this the right tool for what the agent needs at this point?",
@@ -54,6 +55,7 @@ def list_rubrics(domain:str='generic')->list[Rubric]:
     ids = list(BASE_RUBRICS) + [k for k in w if k not in BASE_RUBRICS]
     return [Rubric(k, BASE_RUBRICS.get(k) or DOMAIN_RUBRICS.get(k) or f"Rate the step on {k.replace('_', ' ')}.", float(w.get(k, 1.0))) for k in ids]
 
+# %% ../../nbs/31_reward_judge.ipynb #b33f45a6
 def judgment_model(rubrics:list[Rubric])->type[BaseModel]:
     "pydantic model of a valid answer: one score in [0, 1] per rubric and a reason"
     fields = {r.id: (float, Field(ge=0.0, le=1.0, description=r.description)) for r in rubrics}
@@ -62,12 +64,14 @@ def judgment_model(rubrics:list[Rubric])->type[BaseModel]:
 # %% ../../nbs/31_reward_judge.ipynb #1b99c11a
 def _clip(s, n): s = s or ''; return s if len(s) <= n else s[:n] + f"... [{len(s) - n} more chars]"
 
+# %% ../../nbs/31_reward_judge.ipynb #44553a64
 def _fmt_step(s:Step, n:int)->str:
     a = f"{s.action.tool}({json.dumps(s.action.params, ensure_ascii=False, sort_keys=True)})" if s.action else '(no action)'
     o = s.observation
     obs = _clip(o.content if o else '', n) + (' [error]' if o and o.is_error else '') + (f" [exit {o.exit_code}]" if o and o.exit_code not in (None, 0) else '')
     return (f"Step {s.index}: " + (f"thought: {_clip(s.thought, n)}\n  " if s.thought else '') + f"action: {a}\n  observation: {obs}")
 
+# %% ../../nbs/31_reward_judge.ipynb #aeee057d
 SYSTEM_PROMPT = ("You are a strict reviewer of AI agent trajectories. You score ONE step of an agent on given rubrics, "
                  "each from 0.0 (bad) to 1.0 (excellent), and answer with a single JSON object and nothing else.")
 
@@ -109,6 +113,7 @@ class JudgeConfig:
         if prov not in ('openai', 'anthropic') or not model: raise ValueError(f"judge spec must be 'openai:MODEL' or 'anthropic:MODEL', not {spec!r}")
         return cls(provider=prov, model=model, **kw)
 
+# %% ../../nbs/31_reward_judge.ipynb #04f34c4f
 @dataclass
 class JudgeResult:
     "The judge's verdict on one step: scores, or a failure with its reason"
@@ -122,6 +127,7 @@ class JudgeResult:
     @property
     def ok(self)->bool: return self.error is None
 
+# %% ../../nbs/31_reward_judge.ipynb #5b9b9744
 @dataclass
 class JudgeStats:
     "Accounting for one judge run"
@@ -153,6 +159,7 @@ class JudgeCache:
 class JudgmentError(ValueError):
     "The judge's answer is not a valid judgment"
 
+# %% ../../nbs/31_reward_judge.ipynb #17650684
 def parse_judgment(text:str, rubrics:list[Rubric])->tuple[dict[str, float], str]:
     "Scores and reason from a judge's answer text, validated against the rubric schema"
     m = re.search(r"\{.*\}", text or '', re.S)
@@ -170,6 +177,7 @@ def parse_judgment(text:str, rubrics:list[Rubric])->tuple[dict[str, float], str]
 class NotAnAPIResponse(ValueError):
     "HTTP 200 with a body that is not the API's JSON (a proxy's HTML page, a truncated or foreign object): transient"
 
+# %% ../../nbs/31_reward_judge.ipynb #8c4ce6f1
 def _retryable(e:Exception, sdk)->bool:
     "Is `e` (raised by the `sdk` module's client) worth another attempt: 429, 5xx, timeout, connection, non-JSON body"
     if isinstance(e, sdk.APIStatusError): return e.status_code == 429 or e.status_code >= 500
@@ -179,6 +187,7 @@ def _not_api(r, why:str)->NotAnAPIResponse:
     body = r if isinstance(r, str) else repr(r)
     return NotAnAPIResponse(f"HTTP 200 but {why}: {_clip(' '.join(body.split()), 80)!r}")
 
+# %% ../../nbs/31_reward_judge.ipynb #b3405f92
 def _retry_after(e:Exception, cap:float=60.0)->float:
     "Seconds the server asked us to wait (`retry-after` header), 0 when it did not say"
     try: return min(cap, max(0.0, float(e.response.headers.get('retry-after', 0))))

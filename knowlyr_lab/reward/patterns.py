@@ -32,6 +32,7 @@ def register_rule_patterns(env_prefix:str,                 # env id or id prefix
         raise ValueError(f"rule patterns for {env_prefix!r} are already registered ({RULE_PATTERNS[env_prefix]}); pass overwrite=True")
     RULE_PATTERNS[env_prefix] = pats
 
+# %% ../../nbs/33_reward_patterns.ipynb #f83ef80c
 def _declared_patterns(env_id:str)->dict:
     try: cls = env_spec(env_id).load()
     except (UnknownEnvError, ImportError, AttributeError): return {}
@@ -40,6 +41,7 @@ def _declared_patterns(env_id:str)->dict:
     if bad: raise ValueError(f"{env_id}: reward_patterns has unknown keys {sorted(bad)}; allowed: {list(PATTERN_KEYS)}")
     return dict(pats)
 
+# %% ../../nbs/33_reward_patterns.ipynb #f9595878
 def rule_patterns(env_id:str|None)->dict:
     "The rule patterns for trajectories of `env_id`: registered for its longest prefix, else declared by the env class"
     if not env_id: return {}

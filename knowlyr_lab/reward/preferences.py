@@ -38,6 +38,7 @@ class PreferencePair:
                 'prompt': to_messages(prefix), 'chosen_id': self.chosen.id, 'rejected_id': self.rejected.id,
                 'chosen': self.chosen.model_dump(mode='json'), 'rejected': self.rejected.model_dump(mode='json')}
 
+# %% ../../nbs/35_reward_preferences.ipynb #4c82c112
 @dataclass
 class PreferenceReport:
     "Pairs built, and what was left out and why"
@@ -71,6 +72,7 @@ class PreferenceReport:
 # %% ../../nbs/35_reward_preferences.ipynb #83fde239
 def _scored(t:Trajectory)->bool: return t.outcome.success is not None or any(s.reward is not None for s in t.steps)
 
+# %% ../../nbs/35_reward_preferences.ipynb #a4f38c72
 def _value(t:Trajectory)->float|None:
     "The trajectory's value for ranking: `trajectory_score`, or None when there is nothing to rank it by"
     return trajectory_score(t) if _scored(t) else None
@@ -78,6 +80,7 @@ def _value(t:Trajectory)->float|None:
 def _step_key(s)->str:
     return json.dumps([s.action.model_dump(exclude={'call_id'}) if s.action else None, s.observation.content if s.observation else None], sort_keys=True, default=str)
 
+# %% ../../nbs/35_reward_preferences.ipynb #4a3e9aa6
 def divergence(a:Trajectory, b:Trajectory)->int|None:
     "First step where `a` and `b`, after identical steps (actions and observations), take different actions"
     for k, (x, y) in enumerate(zip(a.steps, b.steps)):
@@ -89,6 +92,7 @@ def divergence(a:Trajectory, b:Trajectory)->int|None:
 def _truncate(t:Trajectory, k:int)->Trajectory:
     return t.model_copy(update={'steps': t.steps[:k + 1], 'outcome': Outcome(), 'reward': None, 'id': t.id + f"@{k}"}, deep=True)
 
+# %% ../../nbs/35_reward_preferences.ipynb #16792d86
 def _select(cands, max_pairs, max_uses, counts):
     cands.sort(key=lambda c: -c[0])
     uses, out = defaultdict(int), []
@@ -99,6 +103,7 @@ def _select(cands, max_pairs, max_uses, counts):
         uses[a.id] += 1; uses[b.id] += 1; out.append(c)
     return out
 
+# %% ../../nbs/35_reward_preferences.ipynb #3db95506
 def build_preferences(trajs:Iterable[Trajectory],  # trajectories (several per task)
                       level:str='trajectory',      # 'trajectory', 'step' or 'both'
                       min_margin:float=0.05,       # smaller value differences are ties (dropped)

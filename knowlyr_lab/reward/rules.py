@@ -26,6 +26,8 @@ __all__ = ['RULES', 'call_key', 'tokens', 'extract_facts', 'RuleResult', 'Episod
 
 # %% ../../nbs/30_reward_rules.ipynb #839d6259
 def _canon(params)->str: return json.dumps(params, sort_keys=True, ensure_ascii=False, default=str)
+
+# %% ../../nbs/30_reward_rules.ipynb #071d23a0
 _ORJ = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 def call_key(params:dict)->bytes:
@@ -33,6 +35,7 @@ def call_key(params:dict)->bytes:
     try: return bytes(memoryview(orjson.dumps(params, option=_ORJ, default=str)))   # a small copy (above)
     except (TypeError, orjson.JSONEncodeError): return _canon(params).encode()
 
+# %% ../../nbs/30_reward_rules.ipynb #ff004404
 _WORD = b'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-'
 # bytes.translate table: ASCII letters to lower case, bytes that cannot be in a token to spaces, UTF-8 bytes kept
 _TOKEN_TABLE = bytes((c if c in _WORD else 32) if c < 128 else c for c in range(256)).lower()
@@ -41,6 +44,7 @@ def tokens(text:str)->list[bytes]:
     "Lower-cased maximal runs of ASCII letters, digits, `_./-` and non-ASCII characters in `text`, as UTF-8 (C-speed: translate, split)"
     return text.encode('utf-8', 'replace').translate(_TOKEN_TABLE).split() if text else []
 
+# %% ../../nbs/30_reward_rules.ipynb #18f8c07f
 _FACT = re.compile(rb"[\w.-]*/[\w./-]+|[a-z_]\w*[._-][\w.-]+|\d{3,}|[a-f0-9]{7,40}")
 _FACT_CACHE: dict[str, frozenset] = {}
 
@@ -54,6 +58,7 @@ def _facts(text:str)->frozenset[bytes]:
             _FACT_CACHE[text] = f
     return f
 
+# %% ../../nbs/30_reward_rules.ipynb #34c27f14
 def extract_facts(text:str)->set[str]:
     "Checkable facts in `text`: tokens that are paths, dotted/underscored/dashed identifiers, numbers of 3+ digits or hex ids"
     return {f.decode('utf-8', 'replace') for f in _facts(text)}
@@ -71,6 +76,7 @@ class RuleResult:
     def __eq__(self, o): return isinstance(o, RuleResult) and (self.score, self.reason) == (o.score, o.reason)
     def __repr__(self): return f"{'n/a' if self.score is None else f'{self.score:.2f}'} ({self.reason})"
 
+# %% ../../nbs/30_reward_rules.ipynb #945450b4
 @dataclass
 class EpisodeIndex:
     "Hashed facts about the steps seen so far in an episode (what rules look up instead of rescanning)"
@@ -110,6 +116,7 @@ def test_counts(text:str,       # a command's output
     if ran is not None and p == 0: p = max(ran - f, 0)
     return p, f
 
+# %% ../../nbs/30_reward_rules.ipynb #c495e3d2
 _R, _W, _S, _X, _N, _T = ToolCategory.READ, ToolCategory.WRITE, ToolCategory.SEARCH, ToolCategory.EXECUTE, ToolCategory.NAVIGATE, ToolCategory.THINK
 _LOOKS = (_R, _S, _T)         # categories that only look at the world
 _TARGET_KEYS = ('path', 'file_path', 'url', 'element_id')
@@ -121,6 +128,7 @@ def tool_table(profile:DomainProfile)->dict[str, tuple]:
         for n in (t.name, *t.aliases): out.setdefault(n, (t.name, t.category, t.stateful_key))
     return out
 
+# %% ../../nbs/30_reward_rules.ipynb #d0ee6d52
 @dataclass(slots=True)
 class StepView:
     "A step as the rules see it (derived fields computed once)"
@@ -139,6 +147,7 @@ class StepView:
     edit: Any = ...             # (old, new) of a string replacement, None: not one (... until the regression rule looks)
     content: Any = ...          # hash of the whole content written, None: none (... until the regression rule looks)
 
+# %% ../../nbs/30_reward_rules.ipynb #b112a508
 def view_step(step:Step,
               tools:DomainProfile|dict,                # a domain profile, or its `tool_table`
               result_pattern:re.Pattern|None=None,     # the last match in the observation is the call's result
@@ -192,6 +201,7 @@ def rule_redundancy(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
     if oh == v.obs_hash and ix.version.get(v.target, 0) == ver: return RuleResult(0.0, "repeats step %d (%s) with the same result", (s, v.tool))
     return RuleResult(1.0, "repeats step %d but the result changed", (s,))
 
+# %% ../../nbs/30_reward_rules.ipynb #71373c2e
 def update_redundancy(v:StepView, ix:EpisodeIndex, ctx:RuleContext, res:dict):
     "Index the call (and count a write to its target)"
     if v.category is _W and v.target: ix.version[v.target] = ix.version.get(v.target, 0) + 1
@@ -202,12 +212,14 @@ def _edit(params:dict)->tuple|None:
     old, new = params.get('old_string', params.get('old_str')), params.get('new_string', params.get('new_str'))
     return (old, new) if isinstance(old, str) and isinstance(new, str) else None
 
+# %% ../../nbs/30_reward_rules.ipynb #198231ee
 def _write_content(params:dict)->str|None:
     for k in ('content', 'file_text', 'text'):
         c = params.get(k)
         if isinstance(c, str): return c
     return None
 
+# %% ../../nbs/30_reward_rules.ipynb #3e51aec1
 def _state(v:StepView, ctx:RuleContext)->int|None:
     if v.category in _LOOKS or v.is_error: return None
     if ctx.state_pattern is not None:
@@ -241,6 +253,7 @@ def rule_regression(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
         if s is not None: return RuleResult(0.0, "returns to the state of step %d", (s,))
     return _NO_REGRESSION
 
+# %% ../../nbs/30_reward_rules.ipynb #84d9031d
 def update_regression(v:StepView, ix:EpisodeIndex, ctx:RuleContext, res:dict):
     "Index edits, written contents, test counts and the world state"
     p = v.params
@@ -270,6 +283,7 @@ def rule_info_use(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
     if not new: return RuleResult(1.0, "uses %d/%d known facts", (g, g))
     return RuleResult(0.5 + 0.5 * g / len(P), "uses %d/%d known facts (new: %s)", (g, len(P), min(new).decode('utf-8', 'replace')))
 
+# %% ../../nbs/30_reward_rules.ipynb #589ab581
 def update_info_use(v:StepView, ix:EpisodeIndex, ctx:RuleContext, res:dict):
     "Add the observation's tokens to the facts seen"
     if v.obs: ix.facts.update(tokens(v.obs))
@@ -282,11 +296,13 @@ def _wasted(res:dict)->bool:
         if r is not None and r.score is not None and r.score < 0.5: return True
     return False
 
+# %% ../../nbs/30_reward_rules.ipynb #a15d2709
 def rule_efficiency(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
     "(productive steps / steps) * min(1, target_steps / steps), a step being productive unless another rule found it redundant, regressive or an error"
     n = ix.n + 1; p = ix.productive + (0 if _wasted(ctx.results) else 1)
     return RuleResult((p / n) * min(1.0, ctx.target_steps / n), "%d/%d steps productive, target %d", (p, n, ctx.target_steps))
 
+# %% ../../nbs/30_reward_rules.ipynb #5452aa8f
 def update_efficiency(v:StepView, ix:EpisodeIndex, ctx:RuleContext, res:dict):
     "Count the step as productive unless it was wasted"
     ix.productive = res['efficiency']._args[0]
@@ -333,9 +349,11 @@ class Rule:
     @property
     def description(self)->str: return (self.fn.__doc__ or '').strip()
 
+# %% ../../nbs/30_reward_rules.ipynb #42b15c25
 class UnknownRuleError(UnknownNameError):
     "A rule name that is not registered"
 
+# %% ../../nbs/30_reward_rules.ipynb #621caf9b
 RULES = Registry('rule', error=UnknownRuleError)
 
 def register_rule(name:str,                  # the rule's name (a key of `RuleScorer` results)
@@ -351,6 +369,7 @@ def register_rule(name:str,                  # the rule's name (a key of `RuleSc
     if not (isinstance(weight, (int, float)) and weight >= 0): raise ValueError(f"rule {name!r}: weight must be a number >= 0, not {weight!r}")
     return RULES.register(name, Rule(name, fn, float(weight), update, late), overwrite=overwrite)
 
+# %% ../../nbs/30_reward_rules.ipynb #aec0a400
 def unregister_rule(name:str)->Rule:
     "Remove a registered rule"
     return RULES.unregister(name)

@@ -27,6 +27,7 @@ def gc_paused():
     finally:
         if was: gc.enable()
 
+# %% ../../nbs/30a_reward_scorer.ipynb #4a805e3b
 class RuleScorer:
     "Layer-1 scorer: incremental, linear-time rule scores for the steps of one episode"
     def __init__(self, domain:str|DomainProfile='generic', # domain profile (name or object)
