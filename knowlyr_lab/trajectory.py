@@ -12,11 +12,12 @@ import json
 from typing import Any
 
 import orjson
+from fastcore.basics import patch
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'ToolCall', 'Observation', 'TokenUsage', 'Step', 'Task', 'AgentInfo', 'Outcome', 'Source', 'as_task',
-           'Trajectory', 'trajectory_schema', 'first_user_turn', 'trajectory_score']
+           'canonical_json', 'Trajectory', 'trajectory_schema', 'first_user_turn', 'trajectory_score']
 
 # %% ../nbs/03_trajectory.ipynb #68158ec3
 SCHEMA_VERSION = "1.1"
@@ -24,18 +25,21 @@ SCHEMA_VERSION = "1.1"
 class _Model(BaseModel):
     model_config = ConfigDict(extra='forbid', validate_assignment=False)
 
+# %% ../nbs/03_trajectory.ipynb #7e048a90
 class ToolCall(_Model):
     "One tool call: which tool, with which parameters"
     tool: str = Field(min_length=1, description="tool name")
     params: dict[str, Any] = Field(default_factory=dict, description="tool parameters")
     call_id: str|None = Field(None, description="id linking the call to its result (OpenAI/Anthropic ids)")
 
+# %% ../nbs/03_trajectory.ipynb #71be4687
 class Observation(_Model):
     "What the environment returned for a tool call"
     content: str = ""
     is_error: bool = False
     exit_code: int|None = None
 
+# %% ../nbs/03_trajectory.ipynb #b3c25c89
 class TokenUsage(_Model):
     "Tokens spent by the model response that produced a step (counted once per response)"
     input: int = 0
@@ -44,6 +48,7 @@ class TokenUsage(_Model):
     reasoning: int = 0
     cost: float|None = None
 
+# %% ../nbs/03_trajectory.ipynb #7e7c2429
 class Step(_Model):
     "One step: thought, tool call, observation, reward"
     index: int = Field(ge=0)
@@ -56,33 +61,40 @@ class Step(_Model):
     t_end: float|None = Field(None, description="Unix seconds when the observation arrived")
     usage: TokenUsage|None = None
     token_ids: list[int]|None = Field(None, description="the model's completion token ids for this step, as sampled")
-    prompt_token_ids: list[int]|None = Field(None, description="the token ids the model was given for this step (the whole rendered prompt)")
+    prompt_token_ids: list[int]|None = Field(None, description="the token ids the model was given for this step "
+                                                               "(the whole rendered prompt)")
     logprobs: list[float]|None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+# %% ../nbs/03_trajectory.ipynb #f4fe4e87
 class Task(_Model):
     "What the agent was asked to do"
     id: str = "unknown"
     instruction: str = ""
     domain: str = "generic"
     env_id: str|None = None
-    initial_observation: str|None = Field(None, description="what the env showed at reset: the first user turn (None: the instruction)")
-    fingerprint: str|None = Field(None, description="hash of what determines the solution (layout, secret, tests); tasks that share it are one task")
+    initial_observation: str|None = Field(None, description="what the env showed at reset: the first user turn "
+                                                            "(None: the instruction)")
+    fingerprint: str|None = Field(None, description="hash of what determines the solution (layout, secret, tests); "
+                                                    "tasks that share it are one task")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode='before')
     @classmethod
     def _lift_metadata(cls, d):
         "Schema 1.0 kept the reset observation in `metadata['initial_observation']`: read it from there"
-        if isinstance(d, dict) and isinstance(d.get('metadata'), dict) and 'initial_observation' in d['metadata'] and d.get('initial_observation') is None:
+        old = isinstance(d, dict) and isinstance(d.get('metadata'), dict) and 'initial_observation' in d['metadata']
+        if old and d.get('initial_observation') is None:
             meta = dict(d['metadata']); d = {**d, 'initial_observation': meta.pop('initial_observation'), 'metadata': meta}
         return d
 
+# %% ../nbs/03_trajectory.ipynb #2696d3d8
 class AgentInfo(_Model):
     "Who acted"
     name: str = "unknown"
     model: str|None = None
 
+# %% ../nbs/03_trajectory.ipynb #91e990f1
 class Outcome(_Model):
     "How the episode ended. `success` comes from a verifier; `submitted` only says the agent declared it was done"
     success: bool|None = None
@@ -91,8 +103,10 @@ class Outcome(_Model):
     truncated: bool = False
     submitted: bool|None = None
     reason: str|None = None
-    invalid: str|None = Field(None, description="why the episode says nothing about the policy: an infrastructure failure (sandbox died, remote env dropped, judge failed, harness timeout); None: valid")
+    invalid: str|None = Field(None, description="why the episode says nothing about the policy: an infrastructure failure "
+                                                "(sandbox died, remote env dropped, judge failed, harness timeout); None: valid")
 
+# %% ../nbs/03_trajectory.ipynb #53db2197
 class Source(_Model):
     "Where a trajectory was read from"
     format: str|None = None
@@ -119,11 +133,16 @@ def as_task(task:Task|dict|str|None,   # a `Task`, a task dict (an env's `info['
     known['id'] = str(known.get('id', 'unknown'))
     return Task(**known, metadata={**md, **{k: v for k, v in task.items() if k not in _TASK_FIELDS and k != 'metadata'}})
 
+# %% ../nbs/03_trajectory.ipynb #b00738e1
+def canonical_json(obj:Any)->str:
+    "The canonical JSON text of `obj`: keys sorted, compact, non-ASCII kept, other values as `str`"
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)
+
 # %% ../nbs/03_trajectory.ipynb #c4f0a1b3
 _I64, _OUTCOME_DUMP = 1 << 63, tuple(Outcome.model_fields)       # the fields Outcome.model_dump gives
 
 def _plain(x)->bool:
-    "Does orjson write `x` as `_canon` does: plain JSON values only, floats written without an exponent"
+    "Does orjson write `x` as `canonical_json` does: plain JSON values only, floats written without an exponent"
     t = type(x)
     if t is str or t is bool or x is None: return True
     if t is dict:
@@ -147,28 +166,30 @@ def _plain_steps(steps)->list|None:
         if th is not None and type(th) is not str: return None
         if a is not None:
             tool, p, cid = a.tool, a.params, a.call_id
-            if type(tool) is not str or (cid is not None and type(cid) is not str) or type(p) is not dict or (p and not _plain(p)): return None
+            if type(tool) is not str or (cid is not None and type(cid) is not str): return None
+            if type(p) is not dict or (p and not _plain(p)): return None
             a = {'tool': tool, 'params': p, 'call_id': cid}
         if y is not None:
             c, e, x = y.content, y.is_error, y.exit_code
-            if type(c) is not str or type(e) is not bool or (x is not None and (type(x) is not int or not -_I64 <= x < _I64)): return None
+            if type(c) is not str or type(e) is not bool: return None
+            if x is not None and (type(x) is not int or not -_I64 <= x < _I64): return None
             y = {'content': c, 'is_error': e, 'exit_code': x}
         out.append([th, a, y])
     return out
 
+# %% ../nbs/03_trajectory.ipynb #5546954a
 def _canon_fast(traj)->bytes|None:
-    "`_canon(traj._content()).encode()` written by orjson when the content is plain (None: it is not, use `_canon`)"
+    "`canonical_json(traj._content()).encode()` written by orjson when the content is plain (None: use `canonical_json`)"
     t, a, o = traj.task, traj.agent, traj.outcome
     task = [t.id, t.instruction, t.domain, t.env_id] + ([t.initial_observation] if t.initial_observation is not None else [])
-    rest = {'task': task, 'agent': [a.name, a.model], 'outcome': {k: getattr(o, k) for k in _OUTCOME_DUMP if k != 'invalid' or o.invalid}}
+    outcome = {k: getattr(o, k) for k in _OUTCOME_DUMP if k != 'invalid' or o.invalid}
+    rest = {'task': task, 'agent': [a.name, a.model], 'outcome': outcome}
     try:
         if not _plain(rest) or (steps := _plain_steps(traj.steps)) is None: return None
         return orjson.dumps({**rest, 'steps': steps}, option=orjson.OPT_SORT_KEYS)
     except (RecursionError, orjson.JSONEncodeError): return None      # too deep, a lone surrogate: the old way says what it says
 
 # %% ../nbs/03_trajectory.ipynb #f7670bd9
-def _canon(obj)->str: return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)
-
 class Trajectory(_Model):
     "An episode: task, agent, steps and outcome"
     schema_version: str = SCHEMA_VERSION
@@ -184,7 +205,8 @@ class Trajectory(_Model):
     @field_validator('schema_version')
     @classmethod
     def _known_version(cls, v):
-        if v.split('.')[0] != SCHEMA_VERSION.split('.')[0]: raise ValueError(f"unsupported schema_version {v!r} (this library reads {SCHEMA_VERSION.split('.')[0]}.x)")
+        major = SCHEMA_VERSION.split('.')[0]
+        if v.split('.')[0] != major: raise ValueError(f"unsupported schema_version {v!r} (this library reads {major}.x)")
         return v
 
     @model_validator(mode='after')
@@ -195,16 +217,8 @@ class Trajectory(_Model):
     def content_hash(self)->str:
         "Stable hash of the normalised content (task, agent, steps, outcome); ignores rewards, times and metadata"
         text = _canon_fast(self)
-        return 'tr-' + hashlib.sha256(text if text is not None else _canon(self._content()).encode()).hexdigest()[:24]
-
-    def _content(self)->dict:
-        "What the content hash hashes"
-        t = self.task
-        task = [t.id, t.instruction, t.domain, t.env_id] + ([t.initial_observation] if t.initial_observation is not None else [])
-        return {'task': task, 'agent': [self.agent.name, self.agent.model],
-                'steps': [[s.thought, s.action.model_dump() if s.action else None,
-                           s.observation.model_dump() if s.observation else None] for s in self.steps],
-                'outcome': self.outcome.model_dump(exclude=None if self.outcome.invalid else {'invalid'})}
+        if text is None: text = canonical_json(self._content()).encode()
+        return 'tr-' + hashlib.sha256(text).hexdigest()[:24]
 
     @property
     def success(self)->bool|None: return self.outcome.success
@@ -214,21 +228,34 @@ class Trajectory(_Model):
         return self.outcome.invalid is None
     @property
     def tools_used(self)->list[str]: return [s.action.tool for s in self.steps if s.action]
-    @property
-    def total_usage(self)->TokenUsage:
-        "Token usage summed over steps"
-        u = TokenUsage()
-        for s in self.steps:
-            if s.usage:
-                u.input += s.usage.input; u.output += s.usage.output; u.cached += s.usage.cached; u.reasoning += s.usage.reasoning
-                if s.usage.cost is not None: u.cost = (u.cost or 0.0) + s.usage.cost
-        return u
-
     def __len__(self): return len(self.steps)
     def __repr__(self):
         return (f"Trajectory({self.id[:15]}, task={self.task.id!r}, agent={self.agent.name!r}, steps={len(self.steps)}, "
                 f"success={self.outcome.success}, reward={self.reward})")
     __str__ = __repr__
+
+# %% ../nbs/03_trajectory.ipynb #2937206a
+@patch
+def _content(self:Trajectory)->dict:
+    "What the content hash hashes"
+    t = self.task
+    task = [t.id, t.instruction, t.domain, t.env_id] + ([t.initial_observation] if t.initial_observation is not None else [])
+    return {'task': task, 'agent': [self.agent.name, self.agent.model],
+            'steps': [[s.thought, s.action.model_dump() if s.action else None,
+                       s.observation.model_dump() if s.observation else None] for s in self.steps],
+            'outcome': self.outcome.model_dump(exclude=None if self.outcome.invalid else {'invalid'})}
+
+# %% ../nbs/03_trajectory.ipynb #a5d339d3
+@patch(as_prop=True)
+def total_usage(self:Trajectory)->TokenUsage:
+    "Token usage summed over steps"
+    u = TokenUsage()
+    for s in self.steps:
+        if s.usage:
+            u.input += s.usage.input; u.output += s.usage.output
+            u.cached += s.usage.cached; u.reasoning += s.usage.reasoning
+            if s.usage.cost is not None: u.cost = (u.cost or 0.0) + s.usage.cost
+    return u
 
 # %% ../nbs/03_trajectory.ipynb #661eaac2
 def trajectory_schema()->dict:

@@ -17,7 +17,7 @@ import msgspec
 from pydantic import ValidationError
 
 from .core import KnowlyrError
-from .trajectory import SCHEMA_VERSION, AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory, _canon
+from .trajectory import SCHEMA_VERSION, AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory, canonical_json
 
 if TYPE_CHECKING:   # pandas and pyarrow load when a table or Parquet file is asked for: a CLI starts without them
     import pandas as pd
@@ -82,7 +82,7 @@ def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
                 if errors is not None: errors.append(e)
                 if quarantine is not None:
                     if qf is None: Path(quarantine).parent.mkdir(parents=True, exist_ok=True); qf = open(quarantine, 'a', encoding='utf-8')
-                    qf.write(_canon({'path': str(path), 'line': line, 'field': e.field, 'reason': str(e), 'record': rec}) + '\n')
+                    qf.write(canonical_json({'path': str(path), 'line': line, 'field': e.field, 'reason': str(e), 'record': rec}) + '\n')
     finally:
         if qf: qf.close()
 
@@ -288,7 +288,7 @@ _TRAJ_COLS = ['trajectory_id', 'schema_version', 'task_id', 'task_instruction', 
 _STEP_COLS = ['step_index', 'thought', 'tool', 'params', 'call_id', 'observation', 'is_error', 'exit_code', 'reward',
               'reward_details', 't_start', 't_end', 'usage', 'token_ids', 'prompt_token_ids', 'logprobs', 'step_metadata']
 
-def _j(v): return None if v is None else _canon(v)
+def _j(v): return None if v is None else canonical_json(v)
 
 def to_dataframe(trajs:Iterable[Trajectory])->pd.DataFrame:
     "One row per step (one row for a trajectory without steps)"

@@ -76,15 +76,15 @@ def streaming_content_hash(self)->str:
     "`Trajectory.content_hash`, the same bytes fed to sha256 a step at a time (the change proposed for nbs/03)"
     import hashlib
 
-    from knowlyr_lab.trajectory import _canon
+    from knowlyr_lab.trajectory import canonical_json
     t = self.task
     task = [t.id, t.instruction, t.domain, t.env_id] + ([t.initial_observation] if t.initial_observation is not None else [])
     h = hashlib.sha256()
-    h.update(('{"agent":' + _canon([self.agent.name, self.agent.model]) + ',"outcome":' + _canon(self.outcome.model_dump()) + ',"steps":[').encode())
+    h.update(('{"agent":' + canonical_json([self.agent.name, self.agent.model]) + ',"outcome":' + canonical_json(self.outcome.model_dump()) + ',"steps":[').encode())
     for i, s in enumerate(self.steps):
-        h.update(((',' if i else '') + _canon([s.thought, s.action.model_dump() if s.action else None,
-                                                s.observation.model_dump() if s.observation else None])).encode())
-    h.update(('],"task":' + _canon(task) + '}').encode())
+        h.update(((',' if i else '') + canonical_json([s.thought, s.action.model_dump() if s.action else None,
+                                                       s.observation.model_dump() if s.observation else None])).encode())
+    h.update(('],"task":' + canonical_json(task) + '}').encode())
     return 'tr-' + h.hexdigest()[:24]
 
 def _rss_mb(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
