@@ -59,12 +59,16 @@ def _unwrap(task):
     "A trajectory's task; any other task as it is"
     return task.task if isinstance(task, Trajectory) else task
 
+
+# %% ../nbs/13_tasks.ipynb #5ac73e45
 def task_key(task)->str:
     "What identifies a task's content: its fingerprint when it has one, else its id (a trajectory: its task's)"
     task = _unwrap(task)
     fp = _field(task, 'fingerprint') if not isinstance(task, str) else None
     return str(fp) if fp else task_id(task)
 
+
+# %% ../nbs/13_tasks.ipynb #474fca15
 def suite_tasks(env_id:str,            # a registered env id
                 seeds:Iterable[int],   # one task per seed
                 **env_kw,              # arguments for `make`
@@ -81,9 +85,12 @@ def suite_tasks(env_id:str,            # a registered env id
     finally: env.close()
     return out
 
+
+# %% ../nbs/13_tasks.ipynb #20ddeab3
 def distinct_tasks(tasks:Iterable)->int:
     "Number of different tasks (by `task_key`) among `tasks`"
     return len({task_key(t) for t in tasks})
+
 
 # %% ../nbs/13_tasks.ipynb #7fef21c8
 def _named_fingerprint(env, tid:str)->str|None:
@@ -94,6 +101,8 @@ def _named_fingerprint(env, tid:str)->str|None:
     except (ValueError, LookupError, ImportError): return None   # the env's "unknown task", or an extra it lacks
     return info['fingerprint'] if (info.get('task') or {}).get('id') == tid else None
 
+
+# %% ../nbs/13_tasks.ipynb #609c9240
 def _fingerprints(tasks:list, env_ids:list, env_kw:dict)->list:
     "Each task's fingerprint; an id's from the first env (its own `env_id`, then `env_ids`) that names it, else None"
     from knowlyr_lab.registry import make
@@ -110,6 +119,7 @@ def _fingerprints(tasks:list, env_ids:list, env_kw:dict)->list:
     try: return [fingerprint(t) for t in tasks]
     finally:
         for env in filter(None, made.values()): env.close()
+
 
 # %% ../nbs/13_tasks.ipynb #d60091b9
 def content_keys(tasks:Iterable,        # dicts, Task objects, trajectories or ids
@@ -129,6 +139,8 @@ def content_keys(tasks:Iterable,        # dicts, Task objects, trajectories or i
 # %% ../nbs/13_tasks.ipynb #f2a6ca29
 def _unit(seed, key)->float: return int.from_bytes(hashlib.sha256(f"{seed}\x00{key}".encode()).digest()[:8], 'big') / 2**64
 
+
+# %% ../nbs/13_tasks.ipynb #db9e08f9
 def split_of(key:str,                 # a task key (`task_key`: fingerprint, else id) or a group value
              test_fraction:float=0.2,  # probability that a key goes to test
              seed:int=0,               # a different seed gives a different split
@@ -137,6 +149,8 @@ def split_of(key:str,                 # a task key (`task_key`: fingerprint, els
     if not 0 <= test_fraction <= 1: raise ValueError(f"test_fraction must be in [0, 1], got {test_fraction}")
     return 'test' if _unit(seed, key) < test_fraction else 'train'
 
+
+# %% ../nbs/13_tasks.ipynb #a31c285d
 def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.fingerprint`, or ids
                 test_fraction:float=0.2,      # expected share of task keys that go to test
                 seed:int=0,                   # a different seed gives a different split
@@ -155,10 +169,13 @@ def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.
                       f"test_fraction={test_fraction}, seed={seed}; with so few tasks choose another seed or fraction", stacklevel=2)
     return [t for t, k in zip(tasks, keys) if k not in test_keys], [t for t, k in zip(tasks, keys) if k in test_keys]
 
+
 # %% ../nbs/13_tasks.ipynb #5d0c9304
 class TaskOverlapError(ValueError):
     "Evaluation tasks that are not held out: they share content with the training tasks"
 
+
+# %% ../nbs/13_tasks.ipynb #17801f09
 @dataclass
 class HeldOutReport:
     "How many distinct tasks each side has, and what they share"
@@ -172,6 +189,8 @@ class HeldOutReport:
         rep = f", {self.n_eval_items - self.n_eval} repeats in eval" if self.n_eval_items > self.n_eval else ''
         return f"HeldOutReport({self.n_eval} distinct eval tasks vs {self.n_train} training tasks, {len(self.shared)} shared{rep})"
 
+
+# %% ../nbs/13_tasks.ipynb #ea33162a
 def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, trajectories, ids)
                    eval:Iterable,      # evaluation tasks (the same kinds)
                    strict:bool=False,  # raise TaskOverlapError when they share content
@@ -186,6 +205,7 @@ def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, tr
         raise TaskOverlapError(f"{len(shared)} of {rep.n_eval} evaluation tasks share content with the training tasks "
                                f"(e.g. {shared[:3]}): they are not held out")
     return rep
+
 
 # %% ../nbs/13_tasks.ipynb #4bc8b5a6
 def held_out_tasks(env_id:str,            # a registered env id with seeded tasks

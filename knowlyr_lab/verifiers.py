@@ -24,7 +24,6 @@ from fastcore.basics import patch_to
 
 from .core import InfrastructureError, parse_ast
 from .sandbox.base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits
-from .sandbox.snapshot import _archive_members
 from .verifier_judge import TEST_RUNNER
 from .verifier_wire import CANDIDATE_SERVER, candidate_modules, module_exports
 
@@ -62,6 +61,8 @@ def _reason_to_skip(path:str, repo:dict)->str|None:
         if any('/'.join(p.parts[:i]) in repo for i in range(1, len(p.parts))): return "lies below a file of the repository"
     return None
 
+
+# %% ../nbs/13a_verifiers.ipynb #c3b35d52
 def select_agent_files(files:dict,   # the agent's files: {relative path: str | bytes}
                        repo:dict,    # the pristine repository: {relative path: content}
                       )->tuple[dict, dict]: # ({path: bytes} applied, {path: reason} left out)
@@ -72,6 +73,7 @@ def select_agent_files(files:dict,   # the agent's files: {relative path: str | 
         if why: ignored[str(path)] = why
         else: applied[str(path)] = data.encode() if isinstance(data, str) else bytes(data)
     return applied, ignored
+
 
 # %% ../nbs/13a_verifiers.ipynb #15fe1fac
 FEEDBACK_LEVELS = ('names', 'full')   # what a verdict's `messages` hold: failing tests by name (default), or tracebacks
@@ -114,6 +116,8 @@ class Verdict:
                 'messages': list(self.messages), 'applied': list(self.applied), 'ignored': dict(self.ignored)}
     def __repr__(self): return f"Verdict({self.tests_passed}/{self.tests_total} passed{', ' + str(len(self.ignored)) + ' files ignored' if self.ignored else ''})"
 
+
+# %% ../nbs/13a_verifiers.ipynb #0a9c59e3
 def read_report(raw:str,            # the report file's content ('' when there is none)
                 nonce:str,          # the nonce this run was given
                 expected:list[str], # `unittest_names` of the hidden files
@@ -132,6 +136,7 @@ def read_report(raw:str,            # the report file's content ('' when there i
     why = [f"the candidate's process stopped answering: {r['candidate']}{detail}"] if r.get('candidate') else []
     return Verdict(passed, max(total, int(r.get('ran', 0))), list(r.get('failures', [])), list(r.get('errors', [])) + why,
                    feedback_lines(r, feedback))
+
 
 # %% ../nbs/13a_verifiers.ipynb #dbaa0dc4
 class SandboxProcess:
@@ -162,26 +167,27 @@ class SandboxProcess:
 # %% ../nbs/13a_verifiers.ipynb #54ddaedb
 @patch_to(SandboxProcess)
 def _start_local(self, argv, timeout):
-    from knowlyr_lab.sandbox.local import _kill_group, _pump
+    from knowlyr_lab.sandbox.local import kill_group, pump
     sb, out = self.sb, type('Out', (), {'write': staticmethod(self.on_out)})
     env = sb.env if sb.isolation != 'bubblewrap' else {'PATH': '/usr/bin:/bin'}
     p = subprocess.Popen(sb._argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=sb.workspace,
                          env=env, start_new_session=True)
-    pumps = [threading.Thread(target=_pump, args=(p.stdout, out), daemon=True), threading.Thread(target=_pump, args=(p.stderr, self.err), daemon=True)]
+    pumps = [threading.Thread(target=pump, args=(p.stdout, out), daemon=True),
+             threading.Thread(target=pump, args=(p.stderr, self.err), daemon=True)]
     for t in pumps: t.start()
     def reap():
         p.wait()
         for t in pumps: t.join()
         self._ended()
     self._write, self._close = (lambda b: (p.stdin.write(b), p.stdin.flush())), p.stdin.close
-    self.kill = lambda: (_kill_group(p.pid), sb.host.kill_all())
+    self.kill = lambda: (kill_group(p.pid), sb.host.kill_all())
     self._timer = threading.Timer(timeout, self.kill); self._timer.daemon = True; self._timer.start()
     threading.Thread(target=reap, daemon=True).start()
 
 # %% ../nbs/13a_verifiers.ipynb #b9461909
 @patch_to(SandboxProcess)
 def _start_docker(self, argv, timeout):
-    from knowlyr_lab.sandbox.docker import _frames
+    from knowlyr_lab.sandbox.docker import read_frames
     sb, out, api = self.sb, type('Out', (), {'write': staticmethod(self.on_out)}), self.sb.client.api
     cmd = ['sh', '-c', f'ulimit -v {int(sb.limits.memory_mb) * 1024}; exec "$@"', 'sh', 'timeout', '-s', 'KILL', f'{timeout:g}', *argv]
     eid = api.exec_create(sb.container.id, cmd, stdin=True, stdout=True, stderr=True, user=f'{sb.uid}:{sb.uid}', workdir=WORKSPACE,
@@ -189,7 +195,7 @@ def _start_docker(self, argv, timeout):
     s = api.exec_start(eid, socket=True)
     sock = getattr(s, '_sock', s)
     def read():
-        try: _frames(sock, {1: out, 2: self.err}, time.monotonic() + timeout + 2)
+        try: read_frames(sock, {1: out, 2: self.err}, time.monotonic() + timeout + 2)
         finally: s.close(); self._ended()
     threading.Thread(target=read, daemon=True).start()
     self._write, self._close, self.kill = sock.sendall, (lambda: sock.shutdown(socket.SHUT_WR)), sb._kill_all
@@ -221,6 +227,8 @@ def _write_tree(root:Path, files:dict):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data.encode() if isinstance(data, str) else data)
 
+
+# %% ../nbs/13a_verifiers.ipynb #26144d75
 @patch_to(HiddenTestVerifier)
 def _judge(self, cand_sb, judge_sb, nonce:str)->tuple[str, str]:
     "(report, stderr of both) of the runner in `judge_sb` talking to the candidate's server in `cand_sb`"
@@ -237,6 +245,7 @@ def _judge(self, cand_sb, judge_sb, nonce:str)->tuple[str, str]:
     except InfrastructureError: raise                  # the judge's sandbox failed: the harness's failure, never a zero verdict
     except (SandboxError, OSError): raw = ''           # none: it timed out or crashed
     return raw, '\n'.join(p.stderr for p in (judge[0], cand) if p.err.total)
+
 
 # %% ../nbs/13a_verifiers.ipynb #7f31c98d
 @patch_to(HiddenTestVerifier)
@@ -269,7 +278,7 @@ def verify(self, agent_files:dict)->Verdict:
 def verify_sandbox(self, sandbox)->Verdict:
     "The hidden tests' verdict on the regular files in `sandbox`'s workspace; its symlinks and special files are listed in `ignored`"
     files, special = {}, {}                      # one pass over the snapshot: regular files, and what is left out
-    for name, m, data in _archive_members(sandbox.snapshot()):
+    for name, m, data in sandbox.snapshot().members(data=True):
         if data is not None: files[name] = data
         elif not m.isdir(): special[name] = f"a symlink (to {m.linkname!r}): not followed" if m.issym() else 'not a regular file'
     v = self.verify(files)

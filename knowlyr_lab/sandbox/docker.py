@@ -19,14 +19,19 @@ from fastcore.basics import patch_to
 
 from .base import OutputCapture, PathEscapeError, SandboxBackendError, SandboxUnavailableError
 from .host import UidLease
-from .protocol import WORKSPACE, RunResult, Sandbox, SandboxError, SandboxLimits, resolve_workspace_path
+from .protocol import WORKSPACE, Sandbox, SandboxError, SandboxLimits, resolve_workspace_path
+from .tools import RunResult
 
 # %% auto #0
-__all__ = ['DEFAULT_IMAGE', 'REAPER', 'IMAGE_PROBE', 'FILE_OP_TIMEOUT', 'docker_exec', 'docker_unavailable_reason',
+__all__ = ['DEFAULT_IMAGE', 'REAPER', 'IMAGE_PROBE', 'FILE_OP_TIMEOUT', 'read_frames', 'docker_exec', 'docker_unavailable_reason',
            'DockerSandbox', 'remove_stale_sandboxes']
 
 # %% ../../nbs/11_sandbox_docker.ipynb #cd8e0853
-def _frames(sock, sinks:dict, deadline:float, raw:list|None=None)->bool:
+def read_frames(sock,                  # the exec's attached socket
+                sinks:dict,            # {1: stdout sink, 2: stderr sink}: anything with `write`
+                deadline:float,        # `time.monotonic()` at which to stop reading
+                raw:list|None=None,    # when given, every stdout payload is also appended here
+               )->bool:                # True at EOF, False when the deadline passed first
     "Read a multiplexed exec stream into sinks {1: stdout, 2: stderr}; False when the deadline passed first"
     buf = bytearray()
     while True:
@@ -46,6 +51,8 @@ def _frames(sock, sinks:dict, deadline:float, raw:list|None=None)->bool:
             sinks.get(stream, sinks[1]).write(payload)
             if raw is not None and stream == 1: raw.append(payload)
 
+
+# %% ../../nbs/11_sandbox_docker.ipynb #e32bb1a6
 def docker_exec(api,                       # docker.APIClient (client.api)
                 container_id:str,          # container to run in
                 argv:list[str],            # command, no shell
@@ -68,7 +75,7 @@ def docker_exec(api,                       # docker.APIClient (client.api)
         if stdin is not None:
             sock.sendall(stdin)
             sock.shutdown(socket.SHUT_WR)
-        finished = _frames(sock, {1: out, 2: err}, time.monotonic() + timeout, chunks)
+        finished = read_frames(sock, {1: out, 2: err}, time.monotonic() + timeout, chunks)
     finally: s.close()
     code = None
     if finished:
@@ -79,6 +86,7 @@ def docker_exec(api,                       # docker.APIClient (client.api)
     text, dropped = out.text()
     return RunResult(code, text, dropped, not finished, '' if merge else err.text()[0].replace('\0CUT\0', '\n'),
                      b''.join(chunks) if raw else None)
+
 
 # %% ../../nbs/11_sandbox_docker.ipynb #aee4281a
 DEFAULT_IMAGE = 'knowlyr-sandbox:base'

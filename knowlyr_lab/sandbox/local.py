@@ -23,14 +23,16 @@ from pathlib import Path
 
 from fastcore.basics import patch_to
 
-from .base import WORKSPACE, OutputCapture, SandboxBackendError, SandboxError, SandboxLimits, SandboxUnavailableError
+from .base import (WORKSPACE, OutputCapture, SandboxBackendError, SandboxError, SandboxLimits,
+                                      SandboxUnavailableError)
 from .beneath import BeneathDir
 from .host import HostContainment
-from .protocol import RunResult, Sandbox, create_sandbox
+from .protocol import Sandbox, create_sandbox
 from .snapshot import tar_directory
+from .tools import RunResult
 
 # %% auto #0
-__all__ = ['NOT_ISOLATED', 'bwrap_unavailable_reason', 'bwrap_available', 'LocalSandbox']
+__all__ = ['NOT_ISOLATED', 'bwrap_unavailable_reason', 'bwrap_available', 'LocalSandbox', 'pump', 'kill_group']
 
 # %% ../../nbs/10c_sandbox_local.ipynb #43006a78
 NOT_ISOLATED = 'none'
@@ -132,30 +134,42 @@ def _argv(self, argv:list[str])->list[str]:
     return [*pre, *b, '--', *argv]
 
 # %% ../../nbs/10c_sandbox_local.ipynb #d4057440
-def _pump(stream, sink, raw=None):
+def pump(stream,        # a process's stdout or stderr (a binary pipe)
+         sink,          # where the bytes go: anything with `write` (an `OutputCapture`)
+         raw:list|None=None, # when given, every chunk is also appended here (unbounded: archives)
+        ):
+    "Copy `stream` into `sink` in chunks until it ends or is closed (run in a thread per stream)"
     try:
         while chunk := stream.read1(65536) if hasattr(stream, 'read1') else stream.read(65536):
             sink.write(chunk)
             if raw is not None: raw.append(chunk)
     except (OSError, ValueError): pass
 
-def _kill_group(pid):
+
+# %% ../../nbs/10c_sandbox_local.ipynb #3c32eafb
+def kill_group(pid:int): # the process group's id (its leader's pid, started with `start_new_session=True`)
+    "SIGKILL every process of the group `pid`; nothing when it is gone or not ours"
     try: os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError): pass
 
+
+# %% ../../nbs/10c_sandbox_local.ipynb #4fa008b7
 @patch_to(LocalSandbox)
 def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
-    cap, err, chunks = OutputCapture(self.limits.max_output_chars * 4), OutputCapture(self.limits.max_output_chars * 4), ([] if raw else None)
+    cap, err = OutputCapture(self.limits.max_output_chars * 4), OutputCapture(self.limits.max_output_chars * 4)
+    chunks = [] if raw else None
     env = self.env if self.isolation != 'bubblewrap' else {'PATH': '/usr/bin:/bin'}
     try:
-        p = subprocess.Popen(self._argv(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT if merge else subprocess.PIPE, cwd=self.workspace, env=env, start_new_session=True)
+        p = subprocess.Popen(self._argv(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+                             cwd=self.workspace, env=env, start_new_session=True)
     except ValueError: raise SandboxError("an argument holds a NUL byte, which no command line can carry") from None
     except OSError as e:
-        if e.errno == errno.E2BIG: raise SandboxError(f"the command line is too long to run ({sum(map(len, argv)):,} characters)") from None
+        if e.errno == errno.E2BIG:
+            raise SandboxError(f"the command line is too long to run ({sum(map(len, argv)):,} characters)") from None
         raise SandboxBackendError(f"could not start {argv[0]!r}: {e}") from e
-    threads = [threading.Thread(target=_pump, args=(p.stdout, cap, chunks), daemon=True)]
-    if not merge: threads.append(threading.Thread(target=_pump, args=(p.stderr, err), daemon=True))
+    threads = [threading.Thread(target=pump, args=(p.stdout, cap, chunks), daemon=True)]
+    if not merge: threads.append(threading.Thread(target=pump, args=(p.stderr, err), daemon=True))
     if stdin is not None:
         def feed():
             try: p.stdin.write(stdin); p.stdin.close()
@@ -163,11 +177,11 @@ def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
         threads.append(threading.Thread(target=feed, daemon=True))
     for t in threads: t.start()
     expired = threading.Event()
-    def expire(): expired.set(); _kill_group(p.pid)
+    def expire(): expired.set(); kill_group(p.pid)
     timer = threading.Timer(timeout, expire); timer.start()   # p.wait(timeout) would poll with sleeps of up to 50 ms
     p.wait(); timer.cancel()
     timed_out = expired.is_set()
-    _kill_group(p.pid)
+    kill_group(p.pid)
     if self.isolation != 'bubblewrap' or timed_out: self.host.kill_all()  # leftovers that left the process group
     for t in threads: t.join(timeout=2)
     for s in (p.stdout, p.stderr):

@@ -10,95 +10,29 @@ from __future__ import annotations
 
 import io
 import re
-import shlex
 import tarfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from zlib import error as zlib_error
 
 from fastcore.basics import patch_to
 
-from ..core import InfrastructureError, InvalidActionError, schema_name, tool_schema, validate_params
+from ..core import InfrastructureError, InvalidActionError, validate_params
 from ..plugins import Registry, UnknownNameError
-from .base import WORKSPACE, SandboxBackendError, SandboxError, SandboxLimits, ToolResult, resolve_workspace_path, truncate_output
-from .snapshot import ArchiveWriter, SandboxSnapshot, _open_archive, check_archive, readable_workspace
+from .base import (WORKSPACE, SandboxBackendError, SandboxError, SandboxLimits, ToolResult,
+                                      resolve_workspace_path, truncate_output)
+from .snapshot import ArchiveWriter, SandboxSnapshot, check_archive, open_archive, readable_workspace
+from .tools import (SANDBOX_TOOL_SCHEMAS, SANDBOX_TOOLS, RunResult, git_argv, process_result,
+                                       sandbox_env)
 
 # %% auto #0
-__all__ = ['GIT_SUBCOMMANDS', 'SANDBOX_TOOL_SCHEMAS', 'SANDBOX_TOOLS', 'SNAPSHOT_CHUNK', 'LIST_SCRIPT', 'ARCHIVE_SCRIPT',
-           'RANGE_SCRIPT', 'EMPTY_SCRIPT', 'UNPACK_SCRIPT', 'APPEND_SCRIPT', 'CHMOD_SCRIPT', 'SANDBOX_BACKENDS',
-           'git_argv', 'sandbox_env', 'RunResult', 'Sandbox', 'UnknownBackendError', 'register_sandbox_backend',
+__all__ = ['SNAPSHOT_CHUNK', 'LIST_SCRIPT', 'ARCHIVE_SCRIPT', 'RANGE_SCRIPT', 'EMPTY_SCRIPT', 'UNPACK_SCRIPT', 'APPEND_SCRIPT',
+           'CHMOD_SCRIPT', 'SANDBOX_BACKENDS', 'Sandbox', 'UnknownBackendError', 'register_sandbox_backend',
            'create_sandbox']
 
-# %% ../../nbs/10a_sandbox.ipynb #f6c45ad2
-GIT_SUBCOMMANDS = ('status', 'diff', 'log', 'show', 'add', 'commit', 'checkout', 'switch', 'restore', 'reset', 'branch',
-                   'tag', 'rm', 'mv', 'stash', 'init', 'apply', 'rev-parse', 'ls-files', 'blame', 'grep', 'clean',
-                   'merge', 'cherry-pick', 'revert', 'rebase', 'shortlog', 'describe', 'format-patch', 'am')
-
-SANDBOX_TOOL_SCHEMAS = [
-    tool_schema('file_read', 'Read a text file in the workspace, optionally only lines start_line..end_line (1-based, inclusive).',
-                {'path': {'type': 'string', 'description': 'file path relative to the workspace'},
-                 'start_line': {'type': 'integer', 'minimum': 1, 'description': 'first line to return (1-based)'},
-                 'end_line': {'type': 'integer', 'minimum': 1, 'description': 'last line to return (inclusive)'}}, ['path']),
-    tool_schema('file_write', 'Create or overwrite a file in the workspace with the given content (parent directories are created).',
-                {'path': {'type': 'string', 'description': 'file path relative to the workspace'},
-                 'content': {'type': 'string', 'description': 'the complete new file content'}}, ['path', 'content']),
-    tool_schema('edit_file', 'Replace the one exact occurrence of old_str in a file with new_str. Fails if old_str occurs 0 or more than 1 times.',
-                {'path': {'type': 'string', 'description': 'file path relative to the workspace'},
-                 'old_str': {'type': 'string', 'description': 'exact text to replace (include enough context to be unique)'},
-                 'new_str': {'type': 'string', 'description': 'replacement text'}}, ['path', 'old_str', 'new_str']),
-    tool_schema('shell', 'Run a bash command in the workspace (no network). Returns combined stdout and stderr.',
-                {'command': {'type': 'string', 'description': 'bash command line'},
-                 'timeout': {'type': 'number', 'exclusiveMinimum': 0, 'description': 'wall-clock seconds before the command is killed'}}, ['command']),
-    tool_schema('search', 'Search file contents in the workspace with an extended regular expression (grep -E). Returns path:line:text.',
-                {'pattern': {'type': 'string', 'description': 'extended regular expression'},
-                 'path': {'type': 'string', 'description': 'file or directory to search (default: the whole workspace)'},
-                 'glob': {'type': 'string', 'description': "only files whose name matches this glob, e.g. '*.py'"}}, ['pattern']),
-    tool_schema('git', f"Run git in the workspace. args: argv list or string, starting with a subcommand ({', '.join(GIT_SUBCOMMANDS[:8])}, ...).",
-                {'args': {'anyOf': [{'type': 'array', 'items': {'type': 'string'}, 'minItems': 1}, {'type': 'string', 'minLength': 1}],
-                          'description': "e.g. ['commit', '-m', 'fix bug'] or 'diff HEAD~1'"}}, ['args']),
-    tool_schema('list_dir', 'List a directory in the workspace (directories end with /).',
-                {'path': {'type': 'string', 'description': 'directory relative to the workspace (default: the root)'}}, []),
-]
-SANDBOX_TOOLS = tuple(schema_name(s) for s in SANDBOX_TOOL_SCHEMAS)
-
-def git_argv(args)->list[str]:
-    "Validated argv for the `git` tool from a list or a shell-like string"
-    if isinstance(args, str):
-        try: args = shlex.split(args)
-        except ValueError as e: raise InvalidActionError(f"git args {args!r}: {e}") from e
-    args = [str(a) for a in args]
-    if args and args[0] == 'git': args = args[1:]
-    if not args: raise InvalidActionError("git needs a subcommand, e.g. ['status']")
-    if args[0].startswith('-'): raise InvalidActionError(f"git options before the subcommand are not allowed ({args[0]!r}); start with a subcommand such as 'status'")
-    if args[0] not in GIT_SUBCOMMANDS: raise InvalidActionError(f"git subcommand {args[0]!r} is not allowed; allowed: {', '.join(GIT_SUBCOMMANDS)}")
-    return ['git', *args]
-
 # %% ../../nbs/10a_sandbox.ipynb #894b7da2
-def sandbox_env(extra:dict|None=None)->dict:
-    "The environment every sandboxed command gets (nothing inherited from the parent)"
-    env = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'HOME': '/tmp', 'TMPDIR': '/tmp', 'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8',
-           'TERM': 'dumb', 'USER': 'sandbox', 'PAGER': 'cat', 'GIT_PAGER': 'cat', 'GIT_TERMINAL_PROMPT': '0', 'GIT_CONFIG_NOSYSTEM': '1',
-           'GIT_AUTHOR_NAME': 'sandbox', 'GIT_AUTHOR_EMAIL': 'sandbox@knowlyr.invalid', 'GIT_COMMITTER_NAME': 'sandbox',
-           'GIT_COMMITTER_EMAIL': 'sandbox@knowlyr.invalid', 'GIT_AUTHOR_DATE': '2000-01-01T00:00:00+0000',
-           'GIT_COMMITTER_DATE': '2000-01-01T00:00:00+0000', 'GIT_CONFIG_COUNT': '3',
-           'GIT_CONFIG_KEY_0': 'init.defaultBranch', 'GIT_CONFIG_VALUE_0': 'main',
-           'GIT_CONFIG_KEY_1': 'safe.directory', 'GIT_CONFIG_VALUE_1': '*',
-           'GIT_CONFIG_KEY_2': 'advice.detachedHead', 'GIT_CONFIG_VALUE_2': 'false'}
-    env.update({str(k): str(v) for k, v in (extra or {}).items()})
-    return env
-
-@dataclass
-class RunResult:
-    "A process run inside a sandbox"
-    exit_code: int|None             # None when killed on timeout
-    output: str                     # stdout (+ stderr when merged), head + '\0CUT\0' + tail when bytes were dropped
-    dropped: int = 0                # bytes dropped by the bounded capture
-    timed_out: bool = False
-    stderr: str = ''                # stderr when not merged
-    raw: bytes|None = None          # unbounded stdout, when asked for (archives)
-
 class Sandbox:
     "Base class: the seven tools on top of backend primitives"
     backend = 'abstract'
@@ -114,29 +48,40 @@ class Sandbox:
     def available_tools(self)->list[str]: return list(SANDBOX_TOOLS)
     workspace: Path|None = None      # host path of the workspace, where there is one
     image: str|None = None
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.close()
+    @property
+    def closed(self)->bool: return self._closed
     # -- backend primitives --
-    def _run(self, argv:list[str], timeout:float, stdin:bytes|None=None, merge:bool=True, raw:bool=False)->RunResult: raise NotImplementedError
+    def _run(self, argv:list[str], timeout:float, stdin:bytes|None=None, merge:bool=True, raw:bool=False)->RunResult:
+        raise NotImplementedError
     def _readlink(self, rel:str)->str|None: raise NotImplementedError
     def _read_bytes(self, rel:str, limit:int)->bytes: raise NotImplementedError
     def _write_bytes(self, rel:str, data:bytes): raise NotImplementedError
     def _list(self, rel:str)->list[tuple[str, bool]]: raise NotImplementedError
-    def _kind(self, rel:str)->str|None: raise NotImplementedError   # 'file', 'dir', None, or what else it is ('FIFO', ...)
-    def _root_mode(self, mode:int|None=None)->int|None: return None  # the workspace root's mode, set to `mode` first, from outside it
+    def _kind(self, rel:str)->str|None: raise NotImplementedError   # 'file', 'dir', None, or else ('FIFO', ...)
+    def _root_mode(self, mode:int|None=None)->int|None: return None  # root's mode, set to `mode` first, from outside
     def _close(self): pass
     def _end_command(self): pass    # after a shell command: end the processes it left behind
-    # -- shared --
-    def resolve(self, path:str)->str:
-        "Workspace-relative path for `path`, or `PathEscapeError`"
-        return resolve_workspace_path(path, self._readlink)
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
-    def close(self):
-        "Release the sandbox (its workspace and processes); idempotent"
-        with self._lock:
-            if not self._closed: self._closed = True; self._close()
-    @property
-    def closed(self)->bool: return self._closed
-    def __repr__(self): return f"<{type(self).__name__} {self.isolation!r} workspace={self.workspace or WORKSPACE}{' closed' if self._closed else ''}>"
+
+# %% ../../nbs/10a_sandbox.ipynb #a84474e3
+@patch_to(Sandbox)
+def resolve(self, path:str)->str:
+    "Workspace-relative path for `path`, or `PathEscapeError`"
+    return resolve_workspace_path(path, self._readlink)
+
+# %% ../../nbs/10a_sandbox.ipynb #e054a956
+@patch_to(Sandbox)
+def close(self):
+    "Release the sandbox (its workspace and processes); idempotent"
+    with self._lock:
+        if not self._closed: self._closed = True; self._close()
+
+# %% ../../nbs/10a_sandbox.ipynb #715e9460
+@patch_to(Sandbox)
+def __repr__(self):
+    closed = ' closed' if self._closed else ''
+    return f"<{type(self).__name__} {self.isolation!r} workspace={self.workspace or WORKSPACE}{closed}>"
 
 # %% ../../nbs/10a_sandbox.ipynb #7fd7a04e
 @patch_to(Sandbox)
@@ -152,7 +97,8 @@ def _execute_tool(self, name, params):
     if self._closed: raise SandboxBackendError(f"{type(self).__name__} is closed")
     t0, params = time.perf_counter(), dict(params or {})
     if name not in SANDBOX_TOOLS:
-        res = ToolResult(f"Error: unknown tool {name!r}; available: {', '.join(SANDBOX_TOOLS)}", True, info={'error_type': 'unknown_tool'})
+        res = ToolResult(f"Error: unknown tool {name!r}; available: {', '.join(SANDBOX_TOOLS)}", True,
+                         info={'error_type': 'unknown_tool'})
     else:
         try:
             validate_params(SANDBOX_TOOL_SCHEMAS[SANDBOX_TOOLS.index(name)], params)
@@ -161,35 +107,27 @@ def _execute_tool(self, name, params):
         except (InvalidActionError, SandboxError) as e:
             res = ToolResult(f"Error: {e}", True, info={'error_type': type(e).__name__})
         except OSError as e:  # e.g. a file where a directory is needed; host paths are shown as sandbox paths
-            where = str(e.filename or '').replace(str(self.workspace), WORKSPACE) if self.workspace else (e.filename or '')
-            res = ToolResult(f"Error: {e.strerror or e}{': ' + where if where else ''}", True, info={'error_type': type(e).__name__})
+            where = (str(e.filename or '').replace(str(self.workspace), WORKSPACE) if self.workspace
+                     else (e.filename or ''))
+            res = ToolResult(f"Error: {e.strerror or e}{': ' + where if where else ''}", True,
+                             info={'error_type': type(e).__name__})
     out, cut = truncate_output(res.output, self.limits.max_output_chars, res.info.pop('_dropped', 0))
     if cut: res.info['cut_chars'] = cut
     res.output, res.truncated, res.duration = out, bool(cut), time.perf_counter() - t0
     return res
 
 # %% ../../nbs/10a_sandbox.ipynb #9eab16e0
-_KILLED = {137: "[killed by SIGKILL: out of memory or over a resource limit]",
-           152: "[killed by SIGXCPU: CPU time limit exceeded]", 153: "[killed by SIGXFSZ: file size limit exceeded]"}
-
-def _proc_result(r:RunResult, timeout:float, ok_codes=(0,))->ToolResult:
-    info = {'timed_out': r.timed_out, '_dropped': r.dropped}
-    out = r.output
-    if r.timed_out: out = (out + '\n' if out else '') + f"[killed: wall-clock timeout of {timeout:g} s exceeded]"
-    elif r.exit_code in _KILLED: out = (out + '\n' if out else '') + _KILLED[r.exit_code]
-    return ToolResult(out, r.timed_out or r.exit_code not in ok_codes, r.exit_code, info=info)
-
 @patch_to(Sandbox)
 def _tool_shell(self, command:str, timeout:float|None=None)->ToolResult:
     t = min(float(timeout or self.limits.wall_timeout), self.limits.max_wall_timeout)
-    try: return _proc_result(self._run(['bash', '-c', command], t), t)
+    try: return process_result(self._run(['bash', '-c', command], t), t)
     finally: self._end_command()
 
 # %% ../../nbs/10a_sandbox.ipynb #8d6a3fc1
 @patch_to(Sandbox)
 def _tool_git(self, args)->ToolResult:
     t = self.limits.wall_timeout
-    return _proc_result(self._run(git_argv(args), t), t)
+    return process_result(self._run(git_argv(args), t), t)
 
 # %% ../../nbs/10a_sandbox.ipynb #cecfa0a8
 _GREP_LINE = re.compile(r'^(.*?):(\d+):')
@@ -198,10 +136,12 @@ _GREP_LINE = re.compile(r'^(.*?):(\d+):')
 def _tool_search(self, pattern:str, path:str='.', glob:str|None=None, max_matches:int=200)->ToolResult:
     rel = self.resolve(path)
     if self._kind(rel) is None: raise SandboxError(f"search path not found: {path}")
-    argv = ['grep', '-rnIHE', '-D', 'skip', '--exclude-dir=.git', *(['--include', glob] if glob else []), '--', pattern, rel or '.']
+    argv = ['grep', '-rnIHE', '-D', 'skip', '--exclude-dir=.git', *(['--include', glob] if glob else []),
+            '--', pattern, rel or '.']
     r = self._run(argv, self.limits.wall_timeout, merge=False)
     if r.timed_out or r.exit_code not in (0, 1):
-        return ToolResult(f"Error: search failed: {r.stderr.strip() or r.output.strip()}", True, r.exit_code, info={'timed_out': r.timed_out})
+        return ToolResult(f"Error: search failed: {r.stderr.strip() or r.output.strip()}", True, r.exit_code,
+                          info={'timed_out': r.timed_out})
     lines = [l[2:] if l.startswith('./') else l for l in r.output.split('\0CUT\0')[0].splitlines() if l]
     def key(l):
         m = _GREP_LINE.match(l)
@@ -213,8 +153,6 @@ def _tool_search(self, pattern:str, path:str='.', glob:str|None=None, max_matche
     return ToolResult('\n'.join(lines[:max_matches]) + more, False, 0, info={'matches': n})
 
 # %% ../../nbs/10a_sandbox.ipynb #4e85e62b
-def _line_of(text, idx): return text.count('\n', 0, idx) + 1
-
 @patch_to(Sandbox)
 def _need_file(self, path)->str:
     rel = self.resolve(path)
@@ -241,12 +179,14 @@ def _tool_file_read(self, path:str, start_line:int|None=None, end_line:int|None=
     s, e = start_line or 1, end_line or len(lines)
     if s > max(len(lines), 1): raise SandboxError(f"start_line {s} is past the end of {path} ({len(lines)} lines)")
     if e < s: raise SandboxError(f"end_line {e} is before start_line {s}")
-    return ToolResult(''.join(lines[s-1:e]), info={'lines': len(lines), 'start_line': s, 'end_line': min(e, len(lines))})
+    return ToolResult(''.join(lines[s-1:e]),
+                      info={'lines': len(lines), 'start_line': s, 'end_line': min(e, len(lines))})
 
 # %% ../../nbs/10a_sandbox.ipynb #b468cbdb
 @patch_to(Sandbox)
 def _write_checked(self, rel, data:bytes):
-    if len(data) > self.limits.max_file_mb * 2**20: raise SandboxError(f"content is larger than max_file_mb={self.limits.max_file_mb}")
+    if len(data) > self.limits.max_file_mb * 2**20:
+        raise SandboxError(f"content is larger than max_file_mb={self.limits.max_file_mb}")
     if rel == '': raise SandboxError("cannot write to the workspace root")
     kind = self._kind(rel)
     if kind == 'dir': raise SandboxError(f"{rel} is a directory")
@@ -261,6 +201,9 @@ def _tool_file_write(self, path:str, content:str)->ToolResult:
     self._write_checked(rel, data)
     return ToolResult(f"Wrote {len(data)} bytes to {rel}", info={'path': rel, 'bytes': len(data)})
 
+# %% ../../nbs/10a_sandbox.ipynb #ce2e20f6
+def _line_of(text, idx): return text.count('\n', 0, idx) + 1
+
 # %% ../../nbs/10a_sandbox.ipynb #a0d8e92d
 @patch_to(Sandbox)
 def _tool_edit_file(self, path:str, old_str:str, new_str:str)->ToolResult:
@@ -272,10 +215,12 @@ def _tool_edit_file(self, path:str, old_str:str, new_str:str)->ToolResult:
     if n > 1:
         at, idx = [], -1
         while (idx := text.find(old_str, idx + 1)) != -1 and len(at) < 10: at.append(_line_of(text, idx))
-        raise SandboxError(f"old_str occurs {n} times in {rel} (lines {', '.join(map(str, at))}); include more context so it matches once")
+        raise SandboxError(f"old_str occurs {n} times in {rel} (lines {', '.join(map(str, at))}); "
+                           "include more context so it matches once")
     idx = text.index(old_str)
     self._write_checked(rel, text.replace(old_str, new_str, 1).encode())
-    return ToolResult(f"Edited {rel}: replaced 1 occurrence at line {_line_of(text, idx)}", info={'path': rel, 'line': _line_of(text, idx)})
+    return ToolResult(f"Edited {rel}: replaced 1 occurrence at line {_line_of(text, idx)}",
+                      info={'path': rel, 'line': _line_of(text, idx)})
 
 # %% ../../nbs/10a_sandbox.ipynb #a63d4d43
 @patch_to(Sandbox)
@@ -289,23 +234,27 @@ def _tool_list_dir(self, path:str='.')->ToolResult:
     return ToolResult(out, info={'entries': len(entries)})
 
 # %% ../../nbs/10a_sandbox.ipynb #da951d5f
-SNAPSHOT_CHUNK = 8 << 20    # bytes of file data per process run while snapshotting or restoring (the host holds a few times this)
+SNAPSHOT_CHUNK = 8 << 20    # bytes of file data per process run in a snapshot or restore (the host holds a few times this)
 LIST_SCRIPT = ('cd "$1" || exit 1; find . -mindepth 1 ! -type f ! -type d ! -type l -printf "knowlyr-skip:%P\\n" >&2; '
                'find . -mindepth 1 \\( -type f -o -type d -o -type l \\) -printf "%y %s %n %i %m %T@ %p\\0"')
 ARCHIVE_SCRIPT = 'cd "$1" || exit 1; exec tar -c --null --no-recursion --format=gnu -f - -T -'
 RANGE_SCRIPT = 'exec tail -c +"$2" -- "$1" | head -c "$3"'
 EMPTY_SCRIPT = ('chmod -R u+rwX -- "$1" "$2" 2>/dev/null; find "$1" "$2" -mindepth 1 -delete 2>/dev/null; '
-                'if [ -n "$(find "$1" -mindepth 1 -print -quit)" ]; then echo "could not empty the workspace" >&2; exit 1; fi')
+                'if [ -n "$(find "$1" -mindepth 1 -print -quit)" ]; then '
+                'echo "could not empty the workspace" >&2; exit 1; fi')
 UNPACK_SCRIPT = 'exec tar -x -p --no-same-owner -C "$1" -f -'
 APPEND_SCRIPT = 'mkdir -p -- "${1%/*}" 2>/dev/null; if [ "$2" = 0 ]; then exec cat > "$1"; else exec cat >> "$1"; fi'
 CHMOD_SCRIPT = 'while [ $# -ge 3 ]; do chmod -- "$1" "$3" && touch -m -d "@$2" -- "$3" || exit 1; shift 3; done'
 
+
+# %% ../../nbs/10a_sandbox.ipynb #ca73c84e
 @patch_to(Sandbox)
 def _inside(self, what:str, script:str, *args, stdin:bytes|None=None, raw:bool=False)->RunResult:
     "Run one of the scripts above inside the sandbox; `SandboxError` naming `what` unless it succeeds"
     r = self._run(['sh', '-c', script, 'sh', *args], 300, stdin=stdin, merge=False, raw=raw)
     if r.timed_out or r.exit_code != 0:
-        raise SandboxError(f"{what} failed inside the sandbox (exit {r.exit_code}): {(r.stderr or r.output).strip()[-300:]}")
+        raise SandboxError(f"{what} failed inside the sandbox (exit {r.exit_code}): "
+                           f"{(r.stderr or r.output).strip()[-300:]}")
     return r
 
 
@@ -314,20 +263,26 @@ class _Listed:
     "One `find` line of `LIST_SCRIPT`: kind (b'f', b'd', b'l'), size, link count, inode, mode, mtime and the ./name"
     def __init__(self, line:bytes):
         k, size, nlink, ino, mode, mtime, self.name = line.split(b' ', 6)
-        self.kind, self.size, self.nlink, self.ino, self.mode, self.mtime = k, int(size), int(nlink), int(ino), int(mode, 8), int(float(mtime))
+        self.kind, self.size, self.nlink, self.ino = k, int(size), int(nlink), int(ino)
+        self.mode, self.mtime = int(mode, 8), int(float(mtime))
     @property
-    def cost(self)->int: return 1536 + len(self.name) + (self.size if self.kind == b'f' else 0)   # bytes in a tar, about
+    def cost(self)->int:   # bytes in a tar, about
+        return 1536 + len(self.name) + (self.size if self.kind == b'f' else 0)
 
+
+# %% ../../nbs/10a_sandbox.ipynb #637ef620
 class _SandboxFile(io.RawIOBase):
     "Reads one file inside the sandbox, `SNAPSHOT_CHUNK` bytes per run; always returns what is asked for until the end"
-    def __init__(self, sb, path:str, size:int): self.sb, self.path, self.size, self.pos, self.buf, self.at = sb, path, size, 0, b'', 0
+    def __init__(self, sb, path:str, size:int):
+        self.sb, self.path, self.size, self.pos, self.buf, self.at = sb, path, size, 0, b'', 0
     def readable(self): return True
     def read(self, n=-1):
         n = self.size - self.pos + len(self.buf) if n is None or n < 0 else n
         while len(self.buf) - self.at < n and self.pos < self.size:
             want = min(SNAPSHOT_CHUNK, self.size - self.pos)
             got = self.sb._inside('snapshot', RANGE_SCRIPT, self.path, str(self.pos + 1), str(want), raw=True).raw
-            if len(got) != want: raise SandboxError(f"snapshot: {self.path} changed while it was read ({len(got)} of {want} bytes at {self.pos})")
+            if len(got) != want:
+                raise SandboxError(f"snapshot: {self.path} changed while it was read ({len(got)} of {want} bytes at {self.pos})")
             self.buf, self.at = self.buf[self.at:] + got, 0; self.pos += want
         out = self.buf[self.at:self.at + n]; self.at += len(out)
         return out
@@ -336,14 +291,16 @@ class _SandboxFile(io.RawIOBase):
 # %% ../../nbs/10a_sandbox.ipynb #f0f08168
 @patch_to(Sandbox)
 def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
-    "(gzipped tar of the workspace: bytes, or a temporary file when big; names of the special files left out), made inside the sandbox"
+    "(gzipped tar of the workspace: bytes, or a temporary file when big; special files left out), made inside the sandbox"
     r = self._inside('snapshot', LIST_SCRIPT, self._paths[0], raw=True)
     skipped = [l[len('knowlyr-skip:'):] for l in r.stderr.splitlines() if l.startswith('knowlyr-skip:')]
-    out, first, batch, links, cost = ArchiveWriter(modes=modes), {}, [], [], 0   # first: inode -> name of the first of its hard links
+    out, first, batch, links, cost = ArchiveWriter(modes=modes), {}, [], [], 0
+    # first: inode -> name of the first of its hard links
     def flush():
         nonlocal batch, links, cost
         if batch:
-            raw = self._inside('snapshot', ARCHIVE_SCRIPT, self._paths[0], stdin=b'\0'.join(batch) + b'\0', raw=True).raw
+            names = b'\0'.join(batch) + b'\0'
+            raw = self._inside('snapshot', ARCHIVE_SCRIPT, self._paths[0], stdin=names, raw=True).raw
             with tarfile.open(fileobj=io.BytesIO(raw), mode='r:') as tf:
                 for m in tf: out.add(m, tf.extractfile(m) if m.isfile() else None)
         for ti in links: out.add(ti)
@@ -351,13 +308,15 @@ def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
     try:
         for e in (_Listed(l) for l in r.raw.split(b'\0') if l):
             linked = e.kind in (b'f', b'l') and e.nlink > 1           # a hard-linked file (or symlink)
-            if linked and e.ino in first:                              # a later name of it: written here, after its target
-                ti = tarfile.TarInfo(e.name.decode('utf-8', 'surrogateescape')); ti.type, ti.linkname = tarfile.LNKTYPE, first[e.ino]
+            if linked and e.ino in first:                    # a later name of it: written here, after its target
+                ti = tarfile.TarInfo(e.name.decode('utf-8', 'surrogateescape'))
+                ti.type, ti.linkname = tarfile.LNKTYPE, first[e.ino]
                 ti.mode, ti.mtime = e.mode, e.mtime; links.append(ti); continue
             if linked: first[e.ino] = e.name.decode('utf-8', 'surrogateescape')
             if e.kind == b'f' and e.size > SNAPSHOT_CHUNK:              # a big file: read in pieces, never whole
                 flush()
-                ti = tarfile.TarInfo(e.name.decode('utf-8', 'surrogateescape')); ti.size, ti.mode, ti.mtime = e.size, e.mode, e.mtime
+                ti = tarfile.TarInfo(e.name.decode('utf-8', 'surrogateescape'))
+                ti.size, ti.mode, ti.mtime = e.size, e.mode, e.mtime
                 out.add(ti, _SandboxFile(self, f'{self._paths[0]}/{ti.name}', e.size)); continue
             if cost + e.cost > SNAPSHOT_CHUNK: flush()
             batch.append(e.name); cost += e.cost
@@ -369,7 +328,7 @@ def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
 # %% ../../nbs/10a_sandbox.ipynb #e71da334
 @patch_to(Sandbox)
 def _unpack(self, archive):
-    "Empty the workspace and /tmp, then unpack `archive` (bytes, a snapshot or a file) into the workspace, inside the sandbox"
+    "Empty the workspace and /tmp, then unpack `archive` (bytes, a snapshot or a file) into it, inside the sandbox"
     ws, fixes = self._paths[0], []              # fixes: (mode, mtime, path) set once everything is in place
     self._inside('restore', EMPTY_SCRIPT, *self._paths)
     buf = io.BytesIO(); tar = tarfile.open(fileobj=buf, mode='w', format=tarfile.GNU_FORMAT)
@@ -379,27 +338,29 @@ def _unpack(self, archive):
         if len(tar.members): self._inside('restore', UNPACK_SCRIPT, ws, stdin=buf.getbuffer())
         buf = io.BytesIO(); tar = tarfile.open(fileobj=buf, mode='w', format=tarfile.GNU_FORMAT)
     try:
-        with _open_archive(archive) as f, tarfile.open(fileobj=f, mode='r:*') as src:
+        with open_archive(archive) as f, tarfile.open(fileobj=f, mode='r:*') as src:
             for m in src:
                 if m.isfile() and m.size > SNAPSHOT_CHUNK:          # a big file: written in pieces, never whole
                     flush(); data, path = src.extractfile(m), f"{ws}/{m.name}"
                     for off in range(0, m.size, SNAPSHOT_CHUNK):
                         self._inside('restore', APPEND_SCRIPT, path, str(off), stdin=data.read(SNAPSHOT_CHUNK))
                     fixes.append((f'{m.mode & 0o7777:o}', str(int(m.mtime)), path)); continue
-                if m.isdir() and m.mode & 0o300 != 0o300:             # later runs write below it: owner-writable until the end
+                if m.isdir() and m.mode & 0o300 != 0o300:   # later runs write below it: owner-writable until the end
                     fixes.append((f'{m.mode & 0o7777:o}', str(int(m.mtime)), f"{ws}/{m.name}")); m.mode |= 0o700
                 if buf.tell() + m.size > SNAPSHOT_CHUNK: flush()         # a batch holds at most SNAPSHOT_CHUNK bytes
                 tar.addfile(m, src.extractfile(m) if m.isfile() else None)
-    except (tarfile.TarError, EOFError, zlib_error) as e: raise SandboxError(f"restore: snapshot archive is not a readable tar ({type(e).__name__}: {e})") from None
+    except (tarfile.TarError, EOFError, zlib_error) as e:
+        raise SandboxError(f"restore: snapshot archive is not a readable tar ({type(e).__name__}: {e})") from None
     flush()
     fixes.reverse()                             # deepest first: a locked directory stops the changes below it
-    for i in range(0, len(fixes), 300): self._inside('restore', CHMOD_SCRIPT, *[a for fx in fixes[i:i + 300] for a in fx])
+    for i in range(0, len(fixes), 300):
+        self._inside('restore', CHMOD_SCRIPT, *[a for fx in fixes[i:i + 300] for a in fx])
 
 
 # %% ../../nbs/10a_sandbox.ipynb #21adbf30
 @patch_to(Sandbox)
 def _read_tmp(self, name:str, limit:int=1 << 20)->bytes:
-    "A regular file from the sandbox's /tmp (e.g. a report a trusted runner left there), read after its processes are gone"
+    "A regular file from the sandbox's /tmp (e.g. a trusted runner's report), read after its processes are gone"
     r = self._run(['head', '-c', str(limit), '--', f'{self._paths[1]}/{name}'], 30, merge=False, raw=True)
     if r.exit_code != 0: raise SandboxError(f"/tmp/{name}: {r.stderr.strip()[:200]}")
     return r.raw
@@ -417,7 +378,8 @@ def snapshot(self)->SandboxSnapshot:
 def _snapshot_of(self, archive:bytes|Path, skipped:list|None=None)->SandboxSnapshot:
     "A snapshot of `archive` (bytes, or a temporary file the snapshot then owns) with this sandbox's environment"
     info = {'backend': self.backend, 'isolation': self.isolation, 'image': self.image, 'limits': asdict(self.limits),
-            'env': self.env, 'containment': dict(self.containment), 'created': time.time(), 'skipped': list(skipped or [])}
+            'env': self.env, 'containment': dict(self.containment), 'created': time.time(),
+            'skipped': list(skipped or [])}
     snap = SandboxSnapshot(archive, info, temporary=isinstance(archive, Path))
     info['n_entries'] = check_archive(snap)
     return snap
@@ -456,12 +418,17 @@ class UnknownBackendError(UnknownNameError, ValueError):
     "A sandbox backend name that is not registered"
 
 SANDBOX_BACKENDS = Registry('sandbox backend', error=UnknownBackendError,
-                            items={'local': 'knowlyr_lab.sandbox.local:LocalSandbox', 'docker': 'knowlyr_lab.sandbox.docker:DockerSandbox'})
+                            items={'local': 'knowlyr_lab.sandbox.local:LocalSandbox',
+                                   'docker': 'knowlyr_lab.sandbox.docker:DockerSandbox'})
 
+
+# %% ../../nbs/10a_sandbox.ipynb #242aa41d
 def register_sandbox_backend(name:str, backend, overwrite:bool=False):
     "Register a `Sandbox` subclass (or a 'module:Class' string) under `name`"
     return SANDBOX_BACKENDS.register(name, backend, overwrite=overwrite)
 
+
+# %% ../../nbs/10a_sandbox.ipynb #6eb3ece6
 def create_sandbox(backend:str='local',     # 'local' (bubblewrap, default) or 'docker', or a registered name
                    image:str|None=None,     # container image (docker backend)
                    workspace:str|Path|None=None, # template directory copied into the sandbox's workspace
@@ -471,3 +438,4 @@ def create_sandbox(backend:str='local',     # 'local' (bubblewrap, default) or '
     "Create a sandbox with the given backend"
     cls = SANDBOX_BACKENDS[backend]
     return cls(workspace=workspace, limits=limits, image=image, **kw)
+

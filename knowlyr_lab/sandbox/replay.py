@@ -15,7 +15,8 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from .protocol import SANDBOX_TOOLS, Sandbox
+from .protocol import Sandbox
+from .tools import SANDBOX_TOOLS
 from ..trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory, as_task
 from ..trajectory_io import parse_trajectory
 

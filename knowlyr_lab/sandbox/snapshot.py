@@ -26,14 +26,17 @@ from fastcore.basics import patch_to
 from .base import SandboxBackendError, SandboxError
 
 # %% auto #0
-__all__ = ['SPOOL_BYTES', 'LEND_SCRIPT', 'GIVE_BACK_SCRIPT', 'check_archive', 'tarfile_kind', 'ArchiveWriter', 'tar_directory',
-           'SandboxSnapshot', 'readable_workspace']
+__all__ = ['SPOOL_BYTES', 'LEND_SCRIPT', 'GIVE_BACK_SCRIPT', 'open_archive', 'check_archive', 'tarfile_kind', 'ArchiveWriter',
+           'tar_directory', 'SandboxSnapshot', 'readable_workspace']
 
 # %% ../../nbs/10_sandbox_snapshot.ipynb #8180977c
 def _member_parts(name:str)->list[str]:
+    "The components of a member name, without empty and '.' ones"
     return [c for c in name.split('/') if c not in ('', '.')]
 
-def _open_archive(archive):
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #ed7bf0fa
+def open_archive(archive):
     "A binary file reading `archive`: bytes, a `SandboxSnapshot`, a path, or an open binary file (read from where it is)"
     if isinstance(archive, (bytes, bytearray, memoryview)): return io.BytesIO(archive)
     if isinstance(archive, (str, Path)): return open(archive, 'rb')
@@ -41,9 +44,11 @@ def _open_archive(archive):
     if hasattr(archive, 'read'): return contextlib.nullcontext(archive)
     raise TypeError(f"a workspace archive is bytes, a SandboxSnapshot, a path or a binary file, not {type(archive).__name__}")
 
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #717aed4a
 def _archive_members(archive, data:bool=True):
     "(normalised name, TarInfo, content or None) for each member but the root, read as a stream"
-    with _open_archive(archive) as f, tarfile.open(fileobj=f, mode='r:*') as tf:
+    with open_archive(archive) as f, tarfile.open(fileobj=f, mode='r:*') as tf:
         for m in tf:
             name = '/'.join(_member_parts(m.name))
             if not name: continue
@@ -54,13 +59,18 @@ def _archive_members(archive, data:bool=True):
                 content = f.read() if f is not None else None
             yield name, m, content
 
-def check_archive(archive,                 # a (gzipped) tar of a workspace: bytes, a `SandboxSnapshot`, a path or a binary file
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #4443372d
+def check_archive(archive,                 # a (gzipped) tar of a workspace: bytes, a snapshot, a path or a binary file
                   max_bytes:int|None=None, # largest total size of the members (None: no limit)
                  )->int:                   # number of members
     "Raise `SandboxError` unless `archive` is one a workspace could have produced (see above); return the member count"
     try: return _check_members(_archive_members(archive, data=False), max_bytes)
-    except (tarfile.TarError, EOFError, OSError, zlib_error) as e: raise SandboxError(f"snapshot archive is not a readable tar ({type(e).__name__}: {e})") from None
+    except (tarfile.TarError, EOFError, OSError, zlib_error) as e:
+        raise SandboxError(f"snapshot archive is not a readable tar ({type(e).__name__}: {e})") from None
 
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #9b91633b
 def _size(n:int)->str: return f"{n:,} bytes" if n < 2**20 else f"{n / 2**20:g} MiB"
 
 def _check_members(members, max_bytes):
@@ -72,8 +82,10 @@ def _check_members(members, max_bytes):
         if name in kinds: raise SandboxError(f"snapshot member {m.name!r} appears twice (as {name!r})")
         for i in range(1, len(parts)):
             k = kinds.get('/'.join(parts[:i]))
-            if k == 'sym': raise SandboxError(f"snapshot member {m.name!r} lies under the symlink {'/'.join(parts[:i])!r}")
-            if k == 'file': raise SandboxError(f"snapshot member {m.name!r} lies under the file {'/'.join(parts[:i])!r}")
+            if k == 'sym':
+                raise SandboxError(f"snapshot member {m.name!r} lies under the symlink {'/'.join(parts[:i])!r}")
+            if k == 'file':
+                raise SandboxError(f"snapshot member {m.name!r} lies under the file {'/'.join(parts[:i])!r}")
         if m.isdir(): kinds[name] = 'dir'
         elif m.issym(): kinds[name] = 'sym'
         elif m.isfile(): kinds[name] = 'file'
@@ -82,15 +94,19 @@ def _check_members(members, max_bytes):
                 raise SandboxError(f"snapshot hard link {m.name!r} -> {m.linkname!r} leaves the workspace")
             target = '/'.join(_member_parts(m.linkname))
             if kinds.get(target) not in ('file', 'sym'):
-                raise SandboxError(f"snapshot hard link {m.name!r} -> {m.linkname!r} does not point to an earlier file or symlink member")
+                raise SandboxError(f"snapshot hard link {m.name!r} -> {m.linkname!r} does not point to an earlier file "
+                                   "or symlink member")
             kinds[name] = kinds[target]           # a hard link to a symlink is a symlink
-        else: raise SandboxError(f"snapshot member {m.name!r} is a {tarfile_kind(m)} (only files, directories, symlinks and hard links)")
+        else: raise SandboxError(f"snapshot member {m.name!r} is a {tarfile_kind(m)} "
+                                 "(only files, directories, symlinks and hard links)")
         total += m.size if m.isfile() else 0
         if max_bytes is not None and total > max_bytes:
             raise SandboxError(f"snapshot holds more than {_size(max_bytes)} of file data (the workspace quota)")
         n += 1
     return n
 
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #89c1f281
 def tarfile_kind(m:tarfile.TarInfo)->str:
     "A member's type in words"
     return {tarfile.FIFOTYPE: 'FIFO', tarfile.CHRTYPE: 'character device', tarfile.BLKTYPE: 'block device',
@@ -110,6 +126,8 @@ class _Spool(io.RawIOBase):
             self.f = os.fdopen(fd, 'wb'); self.f.write(self.buf.getbuffer()); self.buf = None
         return (self.f or self.buf).write(b)
 
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #55614894
 class ArchiveWriter:
     "Writes a workspace archive (gzipped GNU tar) member by member into memory or, once big, a temporary file"
     def __init__(self, level:int=1,     # gzip level (1: fast)
@@ -137,10 +155,14 @@ class ArchiveWriter:
         "Drop a half-written archive and its temporary file"
         if self.spool.f is not None: self.spool.f.close(); _remove(self.spool.path)
 
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #a6004377
 def _remove(path, unlink=os.unlink):   # bound early: it may run at interpreter exit
     try: unlink(path)
     except OSError: pass
 
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #9e14db79
 def tar_directory(path)->bytes:
     "An uncompressed tar of the directory `path`'s contents (None: an empty archive); symlinks are kept as symlinks"
     buf = io.BytesIO()
@@ -195,6 +217,8 @@ def _content_digest(f)->bytes:
     while chunk := f.read(1 << 20): h.update(chunk)
     return h.digest()
 
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #960e8642
 @patch_to(SandboxSnapshot, as_prop=True)
 def digest(self)->str:
     "sha256 over names, types, modes, contents, symlink targets and hard-link groups (not times or owners)"
@@ -221,6 +245,7 @@ def digest(self)->str:
         if d is not None: h.update(d)
     h.update(json.dumps(sorted({tuple(sorted(g)) for g in groups.values()})).encode())
     return h.hexdigest()
+
 
 # %% ../../nbs/10_sandbox_snapshot.ipynb #ed25787b
 @patch_to(SandboxSnapshot)
@@ -268,8 +293,10 @@ LEND_SCRIPT = ('cd "$1" || exit 1; find . -mindepth 1 \\( -type d ! -perm -u=rx 
 GIVE_BACK_SCRIPT = ('cd "$1" || exit 1; shift; while [ $# -ge 2 ]; do m=$1 n=$2; shift 2; [ "$n" -le $# ] || exit 1; '
                     'chmod -- "$m" "${@:1:n}" 2>/dev/null; shift "$n"; done')   # bash: "mode count path..." per run
 
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #5143da30
 def _give_back_batches(lent:dict, limit:int=1 << 18)->list[list[str]]:
-    "`GIVE_BACK_SCRIPT` arguments for `lent` ({path: mode}, parents first): children first, runs of one mode, ~`limit` bytes a batch"
+    "`GIVE_BACK_SCRIPT` arguments for `lent` ({path: mode}, parents first): children first, runs of one mode, ~`limit` bytes"
     out, size, prev = [[]], 0, None
     for path, mode in reversed(list(lent.items())):
         if size > limit: out, size, prev = out + [[]], 0, None
@@ -278,12 +305,15 @@ def _give_back_batches(lent:dict, limit:int=1 << 18)->list[list[str]]:
         b[at] = str(int(b[at]) + 1); b.append(path); size += len(path) + 8
     return [b for b in out if b]
 
+
 # %% ../../nbs/10_sandbox_snapshot.ipynb #01f3f794
 def _lend(sb)->dict:
     "Lend the workspace's entries the owner permissions needed to read them; {path: mode it had}, parents first"
     out = sb._inside('snapshot', LEND_SCRIPT, sb._paths[0], raw=True).raw
     return {n.decode('utf-8', 'surrogateescape'): int(m, 8) for m, _, n in (r.partition(b' ') for r in out.split(b'\0') if r)}
 
+
+# %% ../../nbs/10_sandbox_snapshot.ipynb #fe5da177
 @contextlib.contextmanager
 def readable_workspace(sb):
     "Lend `sb`'s uid read access to its whole workspace while the block runs; yields {path: mode it had}"
@@ -294,6 +324,8 @@ def readable_workspace(sb):
         lent = _lend(sb)
         try: yield lent
         finally:
-            for args in _give_back_batches(lent): sb._run(['bash', '-c', GIVE_BACK_SCRIPT, 'bash', sb._paths[0], *args], 300, merge=False)
+            for args in _give_back_batches(lent):
+                sb._run(['bash', '-c', GIVE_BACK_SCRIPT, 'bash', sb._paths[0], *args], 300, merge=False)
     finally:
         if locked: sb._root_mode(root)
+
