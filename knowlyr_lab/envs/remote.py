@@ -7,157 +7,26 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_remote.html.md"""
 # %% ../../nbs/19d_envs_remote.ipynb #ea8f5118
 from __future__ import annotations
 
-import http.client
 import json
-import math
 import random
 import re
-import socket
-import ssl
 import time
 import urllib.parse
 
 from fastcore.basics import patch
 
-from ..core import AgentEnv, InfrastructureError, KnowlyrError, TimeStep, fingerprint_of, tool_schema
+from ..core import AgentEnv, KnowlyrError, TimeStep, fingerprint_of, tool_schema
+from ._remote_wire import (ACTION_ERROR_CODES, MAX_RESPONSE_BYTES, REFUSED_STATUSES, Refused, RemoteEnvError,
+                                           SessionExpiredError, as_flag, as_object, as_reward, as_time_limits, fetch,
+                                           idle_ended, read_json, step_seconds, task_seed)
 from .extras import require_extra
 from .serve import format_call
 
 # %% auto #0
-__all__ = ['REFUSED_STATUSES', 'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'IDLE_SLACK', 'RemoteEnvError', 'SessionExpiredError',
-           'fetch', 'read_json', 'OpenEnvClient', 'AgentGymClient']
+__all__ = ['OpenEnvClient', 'AgentGymClient', 'RemoteEnvError', 'SessionExpiredError']
 
-# %% ../../nbs/19d_envs_remote.ipynb #5e3fc6f1
-class RemoteEnvError(InfrastructureError):
-    "A remote env server refused or lost the connection, missed a deadline, or answered with an error"
-
-class SessionExpiredError(RemoteEnvError):
-    "The server no longer knows the client's session (closed when idle, or closed): the next `reset` opens a new one"
-    def __init__(self, msg:str, idle_timeout:float|None=None): super().__init__(msg); self.idle_timeout = idle_timeout   # the server's, when it said
-
-class _Refused(KnowlyrError):
-    "The server refused the agent's action itself: the agent's outcome, an error observation (never raised out of a step)"
-
-REFUSED_STATUSES = (400, 413, 414, 422)     # HTTP answers to a step that refuse its action (malformed, too large, unprocessable)
-ACTION_ERROR_CODES = ('VALIDATION_ERROR', 'EXECUTION_ERROR')   # OpenEnv error codes answering a step's action (it did not validate, or raised)
-
-def _task_seed(name, task, seed)->int:
-    "Seed (task index) of a task id like '<name>-s<seed>', a task dict with 'seed', or the seed itself"
-    if task is None: return 0 if seed is None else int(seed)
-    if isinstance(task, dict) and task.get('seed') is not None: return int(task['seed'])
-    tid = task['id'] if isinstance(task, dict) else str(task)
-    m = re.fullmatch(r'(.+)-s(\d+)', tid)
-    if not m: raise ValueError(f"unknown remote task {tid!r}; ids look like '{name}-s0'")
-    return int(m.group(2))
-
-# %% ../../nbs/19d_envs_remote.ipynb #e48bad30
-MAX_RESPONSE_BYTES = 16 * 2**20      # default cap on one answer from a remote env server
-
-class _ByDeadline:
-    "Socket mixin: every receive ends by `deadline` (a `time.monotonic()` time), however slowly the peer sends"
-    deadline = math.inf
-    def recv_into(self, buf, nbytes=0, flags=0):
-        left = self.deadline - time.monotonic()
-        if left <= 0: raise TimeoutError('deadline passed')
-        self.settimeout(left)
-        return super().recv_into(buf, nbytes, flags)
-class _DeadlineSocket(_ByDeadline, socket.socket): pass
-class _DeadlineSSLSocket(_ByDeadline, ssl.SSLSocket): pass
-
-class _HTTPConnection(http.client.HTTPConnection):
-    def connect(self):
-        s = socket.create_connection((self.host, self.port), self.timeout)
-        self.sock = _DeadlineSocket(fileno=s.detach())
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1); self.sock.settimeout(self.timeout)
-
-class _HTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host, port=None, timeout=None):
-        ctx = ssl.create_default_context(); ctx.sslsocket_class = _DeadlineSSLSocket
-        super().__init__(host, port, timeout=timeout, context=ctx)
-
-def fetch(method:str, url:str,              # HTTP method and full URL
-          body:dict|None=None,              # JSON body
-          timeout:float=30.0,               # seconds the whole request may take, connecting included
-          max_bytes:int=MAX_RESPONSE_BYTES, # largest answer read
-          where:str='server',               # names the server and the call in errors
-          deadline:float|None=None,         # `time.monotonic()` time the request must end by (default: now + `timeout`)
-         )->tuple[int, bytes]:              # status and body
-    "One HTTP request that ends by one deadline and reads at most `max_bytes`; every failure is a `RemoteEnvError`"
-    deadline, u = deadline or time.monotonic() + timeout, urllib.parse.urlsplit(url)
-    left = deadline - time.monotonic()
-    if left <= 0: raise RemoteEnvError(f"{where}: no answer within {timeout:g} s")
-    conn = (_HTTPSConnection if u.scheme == 'https' else _HTTPConnection)(u.hostname, u.port, timeout=left)
-    try:
-        conn.connect(); conn.sock.deadline = deadline
-        data = None if body is None else json.dumps(body).encode()
-        conn.request(method, (u.path or '/') + (f'?{u.query}' if u.query else ''), body=data,
-                     headers={'Accept': 'application/json', **({'Content-Type': 'application/json'} if data is not None else {})})
-        r = conn.getresponse()
-        size = r.getheader('content-length') or ''
-        if size.strip().isdigit() and int(size) > max_bytes: raise RemoteEnvError(f"{where}: the answer ({int(size)} bytes) is over the {max_bytes}-byte limit")
-        buf = bytearray()
-        while chunk := r.read(min(2**16, max_bytes + 1 - len(buf))):
-            buf += chunk
-            if len(buf) > max_bytes: raise RemoteEnvError(f"{where}: the answer is over the {max_bytes}-byte limit")
-        return r.status, bytes(buf)
-    except TimeoutError as e: raise RemoteEnvError(f"{where}: no answer within {timeout:g} s") from e
-    except (OSError, http.client.HTTPException, ValueError) as e: raise RemoteEnvError(f"{where} failed: {e!r}") from e
-    finally: conn.close()
-
-def _no_constant(c): raise ValueError(f"{c} is not a JSON number")
-
-def read_json(data:bytes|str, where:str='server'):
-    "Parse an answer as strict JSON (no NaN or Infinity), or raise `RemoteEnvError`"
-    try: return json.loads(data, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as e:
-        raw = data[:80].decode('utf-8', 'replace') if isinstance(data, bytes) else data[:80]
-        raise RemoteEnvError(f"{where}: the answer is not JSON ({type(e).__name__}: {str(e)[:80]}): {raw!r}") from None
-
-# %% ../../nbs/19d_envs_remote.ipynb #87f4a1e7
-def _reward(v, where:str)->float:
-    "A reward as sent: a finite JSON number (null: 0.0)"
-    if v is None: return 0.0
-    try: ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-    except OverflowError: ok = False
-    if not ok: raise RemoteEnvError(f"{where}: reward must be a finite number, got {v!r:.60}")
-    return float(v)
-
-def _flag(v, field:str, where:str, default=False):
-    "A flag as sent: a JSON boolean (null or missing: `default`)"
-    if v is None: return default
-    if not isinstance(v, bool): raise RemoteEnvError(f"{where}: {field} must be true or false, got {v!r:.60}")
-    return v
-
-def _obj(v, field:str, where:str)->dict:
-    "A JSON object as sent (null or missing: {})"
-    if v is None: return {}
-    if not isinstance(v, dict): raise RemoteEnvError(f"{where}: {field} must be an object, got {type(v).__name__}")
-    return v
-
-# %% ../../nbs/19d_envs_remote.ipynb #bbf2f022
-IDLE_SLACK = 0.25      # share of the idle timeout (at most 1 s) the transport may take off the gap the client measured
-
-def _time_limits(v, where:str)->dict:
-    "A reset's `time_limits` as sent: `agent_step_seconds` and `idle_timeout`, each a positive number or null (dropped)"
-    out = {}
-    for k, x in _obj(v, 'time_limits', where).items():
-        if k not in ('agent_step_seconds', 'idle_timeout') or x is None: continue
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x < math.inf:
-            raise RemoteEnvError(f"{where}: time_limits.{k} must be a positive number or null, got {x!r:.60}")
-        out[k] = float(x)
-    return out
-
-def _step_seconds(client)->float:
-    "How long the client waits for one step: its `step_timeout`, plus what the server said its agent can make a step take"
-    return client.step_timeout + min(client._limits.get('agent_step_seconds', 0.0), client.max_step_seconds)
-
-# %% ../../nbs/19d_envs_remote.ipynb #5cf32782
-def _idle_ended(idle_timeout, gap:float)->TimeStep|None:
-    "The end of an episode whose session the server closed for idleness after the agent took `gap` s to act; None when the gap was shorter"
-    if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, (int, float)) or gap < idle_timeout - min(1.0, IDLE_SLACK * idle_timeout): return None
-    msg = f"Episode ended: the agent took {gap:.1f} s to act, longer than the {idle_timeout:g} s the server keeps an idle session"
-    return TimeStep(msg, truncated=True, info={'success': False, 'score': 0.0, 'reason': 'idle_timeout', 'timeout': 'idle', 'is_error': True,
-                                             'idle_timeout': float(idle_timeout), 'agent_seconds': round(gap, 3)})
+# %% ../../nbs/19d_envs_remote.ipynb #c0ffee41
+_all_ = ['RemoteEnvError', 'SessionExpiredError']
 
 # %% ../../nbs/19d_envs_remote.ipynb #0d5ca819
 def _render(obs:dict)->str:
@@ -193,7 +62,7 @@ class OpenEnvClient(AgentEnv):
             where = f"OpenEnv server {self.base_url}: cannot read /schema"
             status, body = fetch('GET', self.base_url + '/schema', timeout=self.connect_timeout, max_bytes=self.max_response_bytes, where=where)
             if status != 200: raise RemoteEnvError(f"{where}: HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
-            action = _obj(_obj(read_json(body, where), 'the schema', where).get('action'), 'action', where)
+            action = as_object(as_object(read_json(body, where), 'the schema', where).get('action'), 'action', where)
             tools = action.get('x-knowlyr-tools')
             if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)): raise RemoteEnvError(f"{where}: x-knowlyr-tools must be a list of tool schemas")
             if not isinstance(action.get('properties', {}), dict): raise RemoteEnvError(f"{where}: action.properties must be an object")
@@ -237,13 +106,13 @@ def _request(self:OpenEnvClient, msg:dict, what:str, deadline:float|None=None,
     except (OSError, WebSocketException, UnicodeDecodeError) as e:
         self._drop(); raise RemoteEnvError(f"OpenEnv server {self.base_url}: connection lost during {what}: {e!r}") from e
     self._answered = time.monotonic()
-    resp = _obj(read_json(raw, where), 'the message', where)
+    resp = as_object(read_json(raw, where), 'the message', where)
     if resp.get('type') == 'error':
         d = resp.get('data') if isinstance(resp.get('data'), dict) else {'message': resp.get('data')}
         text = str(d.get('message', d))[:300] + (f": {str(d['errors'])[:300]}" if d.get('errors') else '') + f" ({str(d.get('code', 'error'))[:40]})"
-        if msg.get('type') == 'step' and d.get('code') in ACTION_ERROR_CODES: raise _Refused(text)
+        if msg.get('type') == 'step' and d.get('code') in ACTION_ERROR_CODES: raise Refused(text)
         raise RemoteEnvError(f"{where} failed: {text}")
-    return _obj(resp.get('data'), 'data', where)
+    return as_object(resp.get('data'), 'data', where)
 
 # %% ../../nbs/19d_envs_remote.ipynb #7c9afb07
 @patch
@@ -258,14 +127,14 @@ def _drop(self:OpenEnvClient):
 @patch
 def _timestep(self:OpenEnvClient, data:dict, seed=None, what:str='step')->TimeStep:
     where = f"OpenEnv server {self.base_url}: {what}"
-    obs = _obj(data.get('observation'), 'observation', where)
+    obs = as_object(data.get('observation'), 'observation', where)
     if obs.get('infrastructure_error') is not None: raise RemoteEnvError(f"{where}: the server failed: {str(obs['infrastructure_error'])[:500]}")
-    if seed is not None: self._limits = _time_limits(obs.get('time_limits'), where)
-    reward, done = _reward(data.get('reward'), where), _flag(data.get('done'), 'done', where)
-    info = dict(_obj(obs.get('info'), 'observation.info', where)); self._info = info
-    truncated = _flag(obs.get('truncated'), 'observation.truncated', where) and done
+    if seed is not None: self._limits = as_time_limits(obs.get('time_limits'), where)
+    reward, done = as_reward(data.get('reward'), where), as_flag(data.get('done'), 'done', where)
+    info = dict(as_object(obs.get('info'), 'observation.info', where)); self._info = info
+    truncated = as_flag(obs.get('truncated'), 'observation.truncated', where) and done
     if done:
-        ok = _flag(obs.get('success'), 'observation.success', where, default=None)
+        ok = as_flag(obs.get('success'), 'observation.success', where, default=None)
         if ok is None and self.success_reward is not None: ok = reward >= self.success_reward
         if ok is not None: info['success'] = bool(ok)
     if seed is not None: info['task'] = obs.get('task') or {'id': f'{self.name}-s{seed}', 'seed': seed, 'env_id': self.env_id}
@@ -274,7 +143,7 @@ def _timestep(self:OpenEnvClient, data:dict, seed=None, what:str='step')->TimeSt
 # %% ../../nbs/19d_envs_remote.ipynb #aef5cf61
 @patch
 def _remote_reset(self:OpenEnvClient, task=None, seed=None)->TimeStep:
-    s, deadline = _task_seed(self.name, task, seed), time.monotonic() + self.step_timeout
+    s, deadline = task_seed(self.name, task, seed), time.monotonic() + self.step_timeout
     try: data = self._request({'type': 'reset', 'data': {'seed': s}}, 'reset', deadline)
     except RemoteEnvError:
         if time.monotonic() >= deadline: raise
@@ -287,11 +156,11 @@ def _remote_reset(self:OpenEnvClient, task=None, seed=None)->TimeStep:
 def _remote_step(self:OpenEnvClient, tool, params)->TimeStep:
     if self._ws is None: raise RemoteEnvError(f"OpenEnv server {self.base_url}: step {tool}: the session is gone (its connection was lost or closed); reset to open a new one")
     payload = {'tool': tool, 'params': params} if self._tool_call_actions else params
-    t0, last, limit = time.monotonic(), self._answered, _step_seconds(self)   # the agent's time since the server last answered: t0 - last
+    t0, last, limit = time.monotonic(), self._answered, step_seconds(self)   # the agent's time since the server last answered: t0 - last
     try: data = self._request({'type': 'step', 'data': payload}, f'step {tool}', t0 + limit, limit)
-    except _Refused as e: return self._invalid(f"the server refused the action: {e}")
+    except Refused as e: return self._invalid(f"the server refused the action: {e}")
     except SessionExpiredError as e:
-        if (ts := _idle_ended(e.idle_timeout, t0 - last)) is None: raise
+        if (ts := idle_ended(e.idle_timeout, t0 - last)) is None: raise
         return ts
     return self._timestep(data, what=f'step {tool}')
 
@@ -334,19 +203,19 @@ class AgentGymClient(AgentEnv):
 # %% ../../nbs/19d_envs_remote.ipynb #a5ad6388
 @patch
 def _call(self:AgentGymClient, method:str, path:str, body:dict|None=None, params:dict|None=None, what:str='',
-          action:bool=False):   # the request carries the agent's action: the server's refusal of it is `_Refused`
+          action:bool=False):   # the request carries the agent's action: the server's refusal of it is `Refused`
     "One request, within what is left of the current reset's or step's deadline"
     where = f"AgentGym server {self.base_url}: {what or path}"
     url = self.base_url + path + ('?' + urllib.parse.urlencode(params) if params else '')
     status, data = fetch(method, url, body, timeout=self._allow or self.step_timeout, max_bytes=self.max_response_bytes, where=where, deadline=self._deadline)
     self._answered = time.monotonic()
     if status == 404 and method == 'GET': return None
-    if action and status in REFUSED_STATUSES: raise _Refused(f"HTTP {status}: {data[:300].decode('utf-8', 'replace')}")
+    if action and status in REFUSED_STATUSES: raise Refused(f"HTTP {status}: {data[:300].decode('utf-8', 'replace')}")
     if status != 200: raise RemoteEnvError(f"{where}: answered HTTP {status}: {data[:300].decode('utf-8', 'replace')}")
     out = read_json(data, where)
     if isinstance(out, dict) and 'error' in out:
         self._check_session(where, out)
-        if action: raise _Refused(str(out['error'])[:300])
+        if action: raise Refused(str(out['error'])[:300])
         raise RemoteEnvError(f"{where}: {str(out['error'])[:300]}")
     return out
 
@@ -372,14 +241,14 @@ def _observe(self:AgentGymClient, r:dict, seed=None, what:str='step')->TimeStep:
     if aa is None: aa = self._call('GET', '/available_actions', params={'id': self._id}, what='available_actions')
     if isinstance(aa, list) and not all(isinstance(a, str) for a in aa): raise RemoteEnvError(f"{where}: available_actions must be a list of strings")
     self.available_actions = list(aa) if isinstance(aa, list) and aa else None
-    reward, done = _reward(r.get('reward'), where), _flag(r.get('done'), 'done', where)
-    info = dict(_obj(r.get('info'), 'info', where)); self._info = info
+    reward, done = as_reward(r.get('reward'), where), as_flag(r.get('done'), 'done', where)
+    info = dict(as_object(r.get('info'), 'info', where)); self._info = info
     if self.available_actions: info['available_actions'] = self.available_actions
     if done:
-        ok = _flag(r.get('success'), 'success', where, default=None)
+        ok = as_flag(r.get('success'), 'success', where, default=None)
         if ok is None and self.success_reward is not None: ok = reward >= self.success_reward
         if ok is not None: info['success'] = bool(ok)
-    if seed is not None: self._limits = _time_limits(r.get('time_limits'), where)
+    if seed is not None: self._limits = as_time_limits(r.get('time_limits'), where)
     if seed is not None: info['task'] = {'id': f'{self.name}-s{seed}', 'seed': seed, 'env_id': self.env_id}
     text = obs if isinstance(obs, str) else json.dumps(obs)
     if self.available_actions: text += "\nAvailable actions: " + ', '.join(self.available_actions)
@@ -388,7 +257,7 @@ def _observe(self:AgentGymClient, r:dict, seed=None, what:str='step')->TimeStep:
 # %% ../../nbs/19d_envs_remote.ipynb #0b49d2ac
 @patch
 def _remote_reset(self:AgentGymClient, task=None, seed=None)->TimeStep:
-    s = _task_seed(self.name, task, seed)
+    s = task_seed(self.name, task, seed)
     self._deadline = time.monotonic() + self.step_timeout
     try:
         for last in (False, True):                                    # a session closed between episodes: a new one, once
@@ -408,15 +277,15 @@ def _remote_reset(self:AgentGymClient, task=None, seed=None)->TimeStep:
 @patch
 def _remote_step(self:AgentGymClient, action:str)->TimeStep:
     if self._id is None: raise RemoteEnvError(f"AgentGym server {self.base_url}: step: no session (it expired or was closed); reset to open a new one")
-    t0, last, self._allow = time.monotonic(), self._answered, _step_seconds(self)   # the agent's time since the server last answered: t0 - last
+    t0, last, self._allow = time.monotonic(), self._answered, step_seconds(self)   # the agent's time since the server last answered: t0 - last
     self._deadline = t0 + self._allow
     try:
         r = self._call('POST', '/step', {'id': self._id, 'action': action}, what='step', action=True)
         if not isinstance(r, dict): raise RemoteEnvError(f"AgentGym server {self.base_url}: step: the answer must be an object, got {type(r).__name__}")
         return self._observe(r)
-    except _Refused as e: return self._invalid(f"the server refused the action: {e}")
+    except Refused as e: return self._invalid(f"the server refused the action: {e}")
     except SessionExpiredError as e:
-        if (ts := _idle_ended(e.idle_timeout, t0 - last)) is None: raise
+        if (ts := idle_ended(e.idle_timeout, t0 - last)) is None: raise
         return ts
     finally: self._deadline = self._allow = None
 
@@ -457,7 +326,7 @@ def random_action(self:AgentGymClient, rng:random.Random)->dict:
 
 # %% ../../nbs/19d_envs_remote.ipynb #890c3ad0
 def _remote_fingerprint(self, task)->str:
-    s = _task_seed(self.name, task, None)
+    s = task_seed(self.name, task, None)
     other = type(self).__new__(type(self)); other.__dict__.update(self.__getstate__()); other._info = {}
     try: first = other.reset(seed=s).observation
     finally: other.close()
