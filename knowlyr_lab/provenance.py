@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['PACKAGES', 'results_only', 'provenance']
+__all__ = ['PACKAGES', 'provenance', 'results_only']
 
 # %% ../nbs/09a_provenance.ipynb #19abfff1
 PACKAGES = ('knowlyr-lab', 'torch', 'transformers', 'tokenizers', 'peft', 'accelerate', 'trl', 'numpy', 'scipy')
@@ -25,6 +25,7 @@ def _version(name):
     try: return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError: return None
 
+# %% ../nbs/09a_provenance.ipynb #fd4604d1
 def _cpu_model()->str:
     try:
         for line in Path('/proc/cpuinfo').read_text().splitlines():
@@ -32,28 +33,27 @@ def _cpu_model()->str:
     except OSError: pass
     return platform.processor() or platform.machine()
 
+# %% ../nbs/09a_provenance.ipynb #10411e7d
 def _git(*args, cwd=None):
     try: return subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError): return None
 
+# %% ../nbs/09a_provenance.ipynb #5e7b2715
 def _worktree(root)->dict:
     "Whether the checkout differs from its commit, and in which tracked files"
     if not _git('rev-parse', 'HEAD', cwd=root): return {'dirty': None, 'modified': None}
     mod = (_git('diff', '--name-only', 'HEAD', cwd=root) or '').splitlines()    # tracked files, staged or not
     return {'dirty': bool(mod), 'modified': mod}
 
-def results_only(p:dict)->bool:
-    "True when a run's checkout was its commit, or differed only in results files (`*.results.*`): it ran the committed code"
-    return p.get('dirty') is False or bool(p.get('dirty') and p.get('modified') and all('.results.' in Path(m).name for m in p['modified']))
-
+# %% ../nbs/09a_provenance.ipynb #ff87e7d0
 def provenance(seed:int|None=None,       # the run's seed
                root:str|Path|None=None,   # the checkout whose commit is recorded (default: this package's)
               )->dict:
     "Versions, commit, CPU, torch kernel level and threads of this process: record it with every result"
     root = Path(root) if root else Path(importlib.util.find_spec('knowlyr_lab').origin).resolve().parent.parent
-    out = {'python': platform.python_version(), 'platform': platform.platform(), 'cpu': _cpu_model(), 'cpu_count': os.cpu_count(),
-           'packages': {p: _version(p) for p in PACKAGES}, 'commit': _git('rev-parse', 'HEAD', cwd=root),
-           **_worktree(root),
+    out = {'python': platform.python_version(), 'platform': platform.platform(), 'cpu': _cpu_model(),
+           'cpu_count': os.cpu_count(), 'packages': {p: _version(p) for p in PACKAGES},
+           'commit': _git('rev-parse', 'HEAD', cwd=root), **_worktree(root),
            'seed': seed, 'ATEN_CPU_CAPABILITY': os.environ.get('ATEN_CPU_CAPABILITY')}
     try:
         import torch
@@ -61,3 +61,9 @@ def provenance(seed:int|None=None,       # the run's seed
                    cuda=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
     except ImportError: out.update(cpu_capability=None, torch_threads=None, cuda=None)
     return out
+
+# %% ../nbs/09a_provenance.ipynb #7209a23c
+def results_only(p:dict)->bool:
+    "True when a run's checkout was its commit, or differed only in results files (`*.results.*`): it ran the committed code"
+    if p.get('dirty') is False: return True
+    return bool(p.get('dirty') and p.get('modified') and all('.results.' in Path(m).name for m in p['modified']))
