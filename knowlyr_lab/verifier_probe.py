@@ -9,195 +9,24 @@ Docs: https://knowlyr.github.io/knowlyr-lab/verifier_probe.html.md"""
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import sys
-import tempfile
 import threading
-import traceback
-import types
-import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from importlib.metadata import entry_points
-from pathlib import Path
 
 import pandas as pd
 
 from .coding_tasks import CodingTask, fixed_files
-from .core import AgentEnv, KnowlyrError
+from .core import KnowlyrError
 from .envs.sandbox import SandboxEnv
-from .plugins import RegistryWarning
 from .registry import discover_envs, env_spec, list_envs, make
-from .verifier_strategies import FORGERY_STRATEGIES, ForgeryStrategy, attack_files
-from .verifiers import unittest_names
-from .wrappers import infra_failure
+from .verifier_catalogue import FORGERY_STRATEGIES
+from .verifier_episodes import ProbeEpisode, one_process_passed, play_episode, retry_ast_race
+from .verifier_plugins import available_strategies
+from .verifier_strategies import ForgeryStrategy
 
 # %% auto #0
-__all__ = ['STRATEGY_GROUP', 'SUBMIT', 'WEAK_TASKS', 'StrategyFileError', 'strategies_in', 'load_strategy_file',
-           'entry_point_strategies', 'available_strategies', 'ProbeEpisode', 'play_episode', 'one_process_passed',
-           'ProbeError', 'resolve_strategies', 'probe_task', 'verifier_envs', 'suite_tasks', 'probe_envs',
+__all__ = ['WEAK_TASKS', 'ProbeError', 'resolve_strategies', 'probe_task', 'verifier_envs', 'suite_tasks', 'probe_envs',
            'probe_summary', 'probe_table', 'check_task', 'check_suite', 'main']
-
-# %% ../nbs/19f_verifier_probe.ipynb #32addc4a
-STRATEGY_GROUP = 'knowlyr_lab.probe_strategies'   # the entry-point group of third-party strategies
-
-class StrategyFileError(KnowlyrError, ValueError):
-    "A plugin file of forgery strategies that cannot be used; the message names the file"
-
-def strategies_in(obj,        # a strategy, a `ForgeryStrategy` subclass, a module, or a list of them
-                  source:str, # where it comes from, kept in each strategy's `source`
-                 )->list[ForgeryStrategy]:
-    "The strategies `obj` holds (a module's: the instances in it and the named subclasses it defines)"
-    if isinstance(obj, ForgeryStrategy): found = [obj]
-    elif isinstance(obj, type) and issubclass(obj, ForgeryStrategy): found = [obj()] if obj.name else []
-    elif isinstance(obj, (list, tuple)): found = [s for o in obj for s in strategies_in(o, source)]
-    elif isinstance(obj, types.ModuleType):
-        found = [s for v in list(vars(obj).values()) if not isinstance(v, type) or v.__module__ == obj.__name__
-                 for s in (strategies_in(v, source) if isinstance(v, (ForgeryStrategy, type)) else [])]
-    else: found = []
-    for s in found:
-        if not s.source: s.source = source
-    return found
-
-# %% ../nbs/19f_verifier_probe.ipynb #45fb9af6
-def _one_line(e:BaseException, path:Path)->str:
-    "`e` in one line, with the line of `path` it was raised at"
-    if isinstance(e, SyntaxError): return f"SyntaxError: {e.msg} (line {e.lineno})"
-    at = [f.lineno for f in traceback.extract_tb(e.__traceback__) if Path(f.filename) == path]
-    return f"{type(e).__name__}: {e}".replace('\n', ' ')[:300] + (f" (line {at[-1]})" if at else '')
-
-def load_strategy_file(path)->list[ForgeryStrategy]:
-    "The strategies of a Python plugin file: its `ForgeryStrategy` instances and the named subclasses it defines"
-    p = Path(path)
-    if not p.is_file(): raise StrategyFileError(f"{p}: no such file")
-    name = f"knowlyr_probe_plugin_{abs(hash(str(p.resolve())))}"
-    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, p))
-    sys.modules[name] = mod                           # a dataclass in the file looks its module up here
-    try:
-        mod.__spec__.loader.exec_module(mod)
-        found = strategies_in(mod, str(p))
-    except Exception as e:
-        sys.modules.pop(name, None)
-        raise StrategyFileError(f"{p}: cannot load forgery strategies: {_one_line(e, p)}") from None
-    if not found: raise StrategyFileError(f"{p}: no ForgeryStrategy subclass or instance in it")
-    return found
-
-# %% ../nbs/19f_verifier_probe.ipynb #706cf08b
-def entry_point_strategies(group:str=STRATEGY_GROUP)->list[ForgeryStrategy]:
-    "The strategies of the installed packages' entry points in `group`; one that fails to load warns and is skipped"
-    out = []
-    for ep in entry_points(group=group):
-        try: out += strategies_in(ep.load(), f"entry point {ep.name}")
-        except Exception as e: warnings.warn(f"forgery strategies: entry point {ep.name!r} ({ep.value}) of {group} failed to load ({e!r})", RegistryWarning, stacklevel=2)
-    return out
-
-def available_strategies(files:list=(),        # plugin files (`load_strategy_file`)
-                         plugins:bool=True,    # include the entry points' strategies
-                        )->dict[str, ForgeryStrategy]:
-    "Every strategy by name: the built-in catalogue, then entry points, then files; a name taken twice is an error naming both"
-    out = dict(FORGERY_STRATEGIES)
-    for s in entry_point_strategies() if plugins else []:
-        if s.name in out: warnings.warn(f"forgery strategies: {s.source} redefines {s.name!r} ({out[s.name].source}); skipped", RegistryWarning, stacklevel=2)
-        else: out[s.name] = s
-    for f in files:
-        for s in load_strategy_file(f):
-            if s.name in out: raise StrategyFileError(f"{f}: strategy {s.name!r} is already defined ({out[s.name].source})")
-            out[s.name] = s
-    return out
-
-# %% ../nbs/19f_verifier_probe.ipynb #d62706b8
-@dataclass
-class ProbeEpisode:
-    "What one episode of a strategy got at submit: a verdict, or why it has none"
-    outcome: str                    # 'scored'; 'invalid' (an infrastructure failure); 'error' (raised otherwise: a failed episode)
-    tests_passed: int = 0           # hidden tests passed (0 unless scored)
-    reward: float = 0.0             # the submit step's reward
-    success: bool = False           # every hidden test passed
-    why: str = ''                   # the infrastructure failure or error
-    observation: str = ''           # what the agent was told at submit
-    info: dict = field(default_factory=dict)     # the submit step's info
-    outputs: list = field(default_factory=list)  # what each action before submit returned
-    def __repr__(self):
-        return f"ProbeEpisode({self.outcome}, {self.tests_passed} passed{': ' + self.why[:80] if self.why else ''})"
-
-SUBMIT = {'tool': 'submit', 'params': {}}
-_AST_RACE = 'AST constructor recursion depth mismatch'
-
-def _ast_race(e:BaseException|None)->bool:
-    "CPython 3.11's spurious SystemError when two threads build syntax trees at once (gh-106905; one `ast.parse` outside `core.parse_ast`)"
-    seen = set()
-    while e is not None and id(e) not in seen:
-        if isinstance(e, SystemError) and _AST_RACE in str(e): return True
-        seen.add(id(e)); e = e.__cause__ or e.__context__
-    return False
-
-def _again(fn, *args, tries:int=3, **kw):
-    "`fn(*args, **kw)`, run again after that race: a glitch of the harness, never the strategy's doing"
-    for i in range(tries):
-        try: return fn(*args, **kw)
-        except Exception as e:
-            if not _ast_race(e) or i == tries - 1: raise
-
-# %% ../nbs/19f_verifier_probe.ipynb #323b0339
-def _ended(ts, outs:list)->ProbeEpisode:
-    "The episode of the step `ts` that ended it"
-    info = dict(ts.info or {})
-    if info.get('invalid'): return ProbeEpisode('invalid', why=str(info['invalid']), observation=str(ts.observation), info=info, outputs=outs)
-    return ProbeEpisode('scored', int(info.get('tests_passed') or 0), float(ts.reward or 0.0), bool(info.get('success')), '', str(ts.observation), info, outs)
-
-def _episode(env, task_id:str, actions:list)->ProbeEpisode:
-    env.reset(task=task_id)
-    outs = []
-    try:
-        for a in [*actions, SUBMIT]:
-            ts = env.step(a)
-            if ts.done: return _ended(ts, outs)
-            outs.append(str(ts.observation))
-    except Exception as e:
-        if _ast_race(e): raise
-        why = infra_failure(e)
-        return ProbeEpisode('invalid' if why else 'error', why=why or f"{type(e).__name__}: {e}"[:500], outputs=outs)
-    return _ended(ts, outs)       # a budget that ends before submit: what the env said then
-
-def play_episode(env,           # an env that holds the task (its next reset replaces the sandbox), or a factory () -> a fresh env
-                 task_id:str,   # the task to reset to
-                 actions:list,  # tool calls before submit
-                )->ProbeEpisode:
-    "One episode through the env's real path: reset to `task_id`, the actions, submit (its snapshot and verifier)"
-    def once():
-        e = env if isinstance(env, AgentEnv) else env()
-        try: return _episode(e, task_id, actions)
-        finally:
-            if e is not env: e.close()
-    return _again(once)
-
-# %% ../nbs/19f_verifier_probe.ipynb #0920995d
-_ONE_PROCESS = r'''
-import json, os, sys, unittest
-sys.path.insert(0, os.getcwd())
-class R(unittest.TestResult):
-    def __init__(self, *a, **k): super().__init__(*a, **k); self.ok = []
-    def addSuccess(self, t): super().addSuccess(t); self.ok.append('.'.join(t.id().split('.')[-2:]))
-r = R()
-try: unittest.defaultTestLoader.discover('_probe_tests', pattern='test*.py', top_level_dir='_probe_tests').run(r)
-finally: print('\nKNOWLYR_PROBE ' + json.dumps(sorted(set(r.ok))))
-'''
-
-def one_process_passed(task:CodingTask, files:dict,  # trusted files over the task's repository
-                       backend:str='local', image:str|None=None, limits=None, sandbox_kwargs:dict|None=None,
-                      )->list[str]|None:             # the hidden tests that pass ('Class.method'); None for a test_command task
-    "The hidden tests that pass on `files` when they run in the same process as the code (for trusted code only)"
-    if task.test_command: return None
-    from knowlyr_lab.sandbox.protocol import create_sandbox
-    tree = {**task.files, **files, **{f'_probe_tests/{p}': c for p, c in task.hidden_tests.items()}, '_probe_run.py': _ONE_PROCESS}
-    with tempfile.TemporaryDirectory(prefix='knowlyr-probe-') as tmp:
-        for p, c in tree.items():
-            (Path(tmp)/p).parent.mkdir(parents=True, exist_ok=True); (Path(tmp)/p).write_text(c)
-        with create_sandbox(backend, image=image, workspace=tmp, limits=limits, **(sandbox_kwargs or {})) as sb:
-            out = sb.execute_tool('shell', {'command': 'python3 -I _probe_run.py', 'timeout': task.timeout}).output
-    got = [json.loads(l[14:]) for l in out.splitlines() if l.startswith('KNOWLYR_PROBE ')]
-    return [n for n in (got[-1] if got else []) if n in set(unittest_names(task.hidden_tests))]
 
 # %% ../nbs/19f_verifier_probe.ipynb #92e2909a
 class ProbeError(KnowlyrError, RuntimeError):
@@ -262,7 +91,7 @@ def probe_task(task:CodingTask,          # a task with hidden tests
     try:
         with ThreadPoolExecutor(max(1, n_workers)) as ex:
             env_ref = {k: ex.submit(episode, _writes(f)) for k, f in refs.items()}
-            one = {k: ex.submit(_again, one_process_passed, task, f, **opts) for k, f in {**refs, **{_key(f): f for f in own.values()}}.items()}
+            one = {k: ex.submit(retry_ast_race, one_process_passed, task, f, **opts) for k, f in {**refs, **{_key(f): f for f in own.values()}}.items()}
             att = {s.name: ex.submit(_play, s, task, episode) for s in strats}
             wrong, rows = env_ref[_key({})].result(), []
             for s in strats:
@@ -408,7 +237,7 @@ def check_suite(env_id:str,              # a registered env graded by hidden tes
                )->pd.DataFrame:          # one row per task; `flags` says what is wrong with its tests
     "`check_task` on a suite's tasks"
     ts, kw = suite_tasks(env_id, n_tasks, tasks)
-    with ThreadPoolExecutor(max(1, n_workers)) as ex: rows = list(ex.map(lambda t: _again(check_task, t, **kw), ts))
+    with ThreadPoolExecutor(max(1, n_workers)) as ex: rows = list(ex.map(lambda t: retry_ast_race(check_task, t, **kw), ts))
     return pd.DataFrame(rows).set_index('task').assign(env=env_id)[['env', 'total', *[c for c in rows[0] if c not in ('task', 'total')]]]
 
 # %% ../nbs/19f_verifier_probe.ipynb #bef2eac2

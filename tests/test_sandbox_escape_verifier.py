@@ -6,7 +6,7 @@ import pytest
 from sandbox_backends import BACKENDS
 
 from knowlyr_lab.envs.sandbox import SandboxEnv
-from knowlyr_lab.verifier_probe import FORGERY_STRATEGIES
+from knowlyr_lab.verifier_catalogue import FORGERY_STRATEGIES
 
 ISOLATING = [p for p in BACKENDS if p.id != 'local-unisolated']
 FAKE = {'ran': 5, 'passed': 5, 'failures': [], 'errors': [], 'messages': []}

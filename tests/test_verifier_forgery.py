@@ -11,7 +11,9 @@ import pytest
 
 from knowlyr_lab.coding_tasks import fixed_files, load_coding_tasks
 from knowlyr_lab.envs.humaneval import HumanEvalEnv, humaneval_problems, humaneval_task
-from knowlyr_lab.verifier_probe import FORGERY_STRATEGIES, attack_files, main, probe_envs, probe_summary, verifier_envs
+from knowlyr_lab.verifier_catalogue import FORGERY_STRATEGIES
+from knowlyr_lab.verifier_probe import main, probe_envs, probe_summary, verifier_envs
+from knowlyr_lab.verifier_strategies import attack_files
 
 TASKS = {t.id: t for t in load_coding_tasks()}
 PROBS = {p['task_id']: p for p in humaneval_problems()}

@@ -23,7 +23,8 @@ from knowlyr_lab.envs.remote import OpenEnvClient
 from knowlyr_lab.envs.serve import EnvServer
 from knowlyr_lab.registry import make
 from knowlyr_lab.sandbox.local import bwrap_available
-from knowlyr_lab.verifier_probe import FORGERY_STRATEGIES, probe_task
+from knowlyr_lab.verifier_catalogue import FORGERY_STRATEGIES
+from knowlyr_lab.verifier_probe import probe_task
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the coding envs refuse to create sandboxes')]

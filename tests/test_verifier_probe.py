@@ -20,20 +20,11 @@ from knowlyr_lab.envs.sandbox import SandboxEnv
 from knowlyr_lab.plugins import RegistryWarning
 from knowlyr_lab.registry import ENVS, register
 from knowlyr_lab.sandbox.local import bwrap_available
-from knowlyr_lab.verifier_probe import (
-    FORGERY_STRATEGIES,
-    WEAK_TASKS,
-    ForgeryStrategy,
-    StrategyFileError,
-    available_strategies,
-    check_task,
-    load_strategy_file,
-    main,
-    one_process_passed,
-    play_episode,
-    probe_task,
-    verifier_envs,
-)
+from knowlyr_lab.verifier_catalogue import FORGERY_STRATEGIES
+from knowlyr_lab.verifier_episodes import one_process_passed, play_episode
+from knowlyr_lab.verifier_plugins import StrategyFileError, available_strategies, load_strategy_file
+from knowlyr_lab.verifier_probe import WEAK_TASKS, check_task, main, probe_task, verifier_envs
+from knowlyr_lab.verifier_strategies import ForgeryStrategy
 from knowlyr_lab.wrappers import EnvWrapper
 
 needs_sandbox = pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the sandbox env refuses to start')
