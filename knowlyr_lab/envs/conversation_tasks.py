@@ -35,6 +35,8 @@ class UserSpec(_M):
     satisfied: str = "Thanks, that's what I needed."
     gave_up: str = "This isn't helping. I'll ask someone else."
     patience: int = Field(4, ge=1)
+
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #2f584c7b
 class Doc(_M):
     title: str
     text: str
@@ -49,9 +51,13 @@ class TaskData(_M):
     stats: dict[str, Any] = Field(default_factory=dict)
     files: dict[str, str] = Field(default_factory=dict)
     commits: list[Commit] = Field(default_factory=list)
+
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #e2e985ea
 class Check(_M):
     required: list[Union[str, list[str]]] = Field(min_length=1)
     forbidden: list[str] = Field(default_factory=list)
+
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #6c161507
 class ConversationTask(_M):
     "A multi-turn task: instruction, simulated user, offline data, checker, expert solution"
     id: str
@@ -65,6 +71,7 @@ class ConversationTask(_M):
         return {'id': self.id, 'instruction': self.instruction, 'domain': self.domain, 'env_id': f'knowlyr/{self.domain}',
                 'user_goal': self.user.goal, 'n_required': len(self.check.required)}
 
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #5cabf2b7
 class ConversationTaskError(KnowlyrError, ValueError):
     "A conversation task file that cannot be used; the message names the file, the task and the field"
 
@@ -114,10 +121,12 @@ def search_docs(docs:list[Doc], query:str, k:int=3)->list[Doc]:
     scored = [(len(q & _words(d.text)) + 2 * len(q & _words(d.title)), -i, d) for i, d in enumerate(docs)]
     return [d for s, _, d in sorted(scored, key=lambda x: (x[0], x[1]), reverse=True) if s > 0][:k]
 
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #1a2affe8
 def _fmt_docs(docs, what, query):
     if not docs: return f"No {what} results for {query!r}.", False
     return '\n\n'.join(f"[{d.title}]" + (f" {d.url}" if d.url else '') + f"\n{d.text}" for d in docs), False
 
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #38b82763
 def _git(data:TaskData, args:str):
     a = args.split()
     if not a or a[0] not in ('log', 'show'): return "Only `git log` and `git show <sha>` are available here.", True
@@ -126,6 +135,7 @@ def _git(data:TaskData, args:str):
     c = next((c for c in data.commits if c.sha.startswith(a[1])), None)
     return (f"commit {c.sha}\n\n    {c.message}\n\n{c.diff}", False) if c else (f"unknown revision {a[1]!r}", True)
 
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #da14afd1
 def _grep(data:TaskData, pattern:str, path:str|None=None):
     try: rx = re.compile(pattern)
     except re.error as e: return f"invalid regular expression {pattern!r}: {e}", True
@@ -133,11 +143,13 @@ def _grep(data:TaskData, pattern:str, path:str|None=None):
             for i, line in enumerate(txt.splitlines(), 1) if rx.search(line)]
     return '\n'.join(hits) or f"no matches for {pattern!r}", False
 
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #edc96bce
 def _stat(data:TaskData, metric:str):
     m = {k.lower(): (k, v) for k, v in data.stats.items()}.get(metric.strip().lower())
     if m is None: return f"unknown metric {metric!r}; available: {', '.join(data.stats) or '(none)'}", True
     return f"{m[0]}: {m[1]}", False
 
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #8b1089de
 _S = lambda **p: {k: {'type': 'string', 'description': d} for k, d in p.items()}
 OFFLINE_TOOLS = {
     'respond': (_S(message='what to say to the user'), ['message'], 'Send a message to the user; they reply'),
@@ -155,6 +167,7 @@ OFFLINE_TOOLS = {
     'finish': (_S(answer='your final answer'), ['answer'], 'Finish with a final answer (ends the episode)'),
 }
 
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #49c591df
 def run_offline_tool(task:ConversationTask, state:dict, tool:str, params:dict)->tuple[str, bool]:
     "Run a non-terminal tool on the task's data: (output, is_error)"
     d = task.data
