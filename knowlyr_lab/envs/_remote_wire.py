@@ -61,6 +61,7 @@ class _ByDeadline:
 class _DeadlineSocket(_ByDeadline, socket.socket): pass
 class _DeadlineSSLSocket(_ByDeadline, ssl.SSLSocket): pass
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #b92850ef
 class _HTTPConnection(http.client.HTTPConnection):
     def connect(self):
         s = socket.create_connection((self.host, self.port), self.timeout)
@@ -72,6 +73,7 @@ class _HTTPSConnection(http.client.HTTPSConnection):
         ctx = ssl.create_default_context(); ctx.sslsocket_class = _DeadlineSSLSocket
         super().__init__(host, port, timeout=timeout, context=ctx)
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #b31a1483
 def fetch(method:str, url:str,              # HTTP method and full URL
           body:dict|None=None,              # JSON body
           timeout:float=30.0,               # seconds the whole request may take, connecting included
@@ -101,6 +103,7 @@ def fetch(method:str, url:str,              # HTTP method and full URL
     except (OSError, http.client.HTTPException, ValueError) as e: raise RemoteEnvError(f"{where} failed: {e!r}") from e
     finally: conn.close()
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #04fc2198
 def _no_constant(c): raise ValueError(f"{c} is not a JSON number")
 
 def read_json(data:bytes|str, where:str='server'):
