@@ -10,7 +10,8 @@ import pytest
 from sandbox_backends import BACKENDS, open_sandbox
 
 from knowlyr_lab.core import schema_name, schema_params
-from knowlyr_lab.sandbox.protocol import SANDBOX_TOOLS, WORKSPACE, SandboxError, SandboxSnapshot, ToolResult, create_sandbox
+from knowlyr_lab.sandbox.protocol import WORKSPACE, SandboxError, SandboxSnapshot, ToolResult, create_sandbox
+from knowlyr_lab.sandbox.tools import SANDBOX_TOOLS
 
 CALC = 'def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n'
 

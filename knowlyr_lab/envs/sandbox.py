@@ -60,7 +60,7 @@ class SandboxEnv(AgentEnv):
 
     @property
     def tool_schemas(self)->list[dict]:
-        from knowlyr_lab.sandbox.protocol import SANDBOX_TOOL_SCHEMAS
+        from knowlyr_lab.sandbox.tools import SANDBOX_TOOL_SCHEMAS
         return list(SANDBOX_TOOL_SCHEMAS) + [tool_schema(n, d, {'message': {'type': 'string', 'description': 'optional note on what you changed'}})
                                              for n, d in _TERMINAL.items()]
 
