@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from ..core import KnowlyrError
 from .base import LogAdapter, RecorderError, get_adapter, list_adapters, register_adapter
-from .reading import READ_ERRORS, loads_json, iter_jsonl, open_bytes, read_error, read_json
+from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor, redact_values
 from .report import ConversionReport
 from ..trajectory import Trajectory
