@@ -15,8 +15,7 @@ from pathlib import Path
 
 from ..core import AgentEnv, InfrastructureError, TimeStep, tool_schema
 from ..domains import get_domain
-from .conversation_tasks import (OFFLINE_TOOLS, ConversationTask, check_answer, load_conversation_tasks,
-                                                 run_offline_tool)
+from .conversation_tasks import OFFLINE_TOOLS, ConversationTask, check_answer, load_conversation_tasks, run_offline_tool
 from ..registry import register
 
 # %% auto #0

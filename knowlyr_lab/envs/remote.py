@@ -16,9 +16,23 @@ import urllib.parse
 from fastcore.basics import patch
 
 from ..core import AgentEnv, KnowlyrError, TimeStep, fingerprint_of, tool_schema
-from ._remote_wire import (ACTION_ERROR_CODES, MAX_RESPONSE_BYTES, REFUSED_STATUSES, Refused, RemoteEnvError,
-                                           SessionExpiredError, as_flag, as_object, as_reward, as_time_limits, fetch,
-                                           idle_ended, read_json, step_seconds, task_seed)
+from knowlyr_lab.envs._remote_wire import (
+    ACTION_ERROR_CODES,
+    MAX_RESPONSE_BYTES,
+    REFUSED_STATUSES,
+    Refused,
+    RemoteEnvError,
+    SessionExpiredError,
+    as_flag,
+    as_object,
+    as_reward,
+    as_time_limits,
+    fetch,
+    idle_ended,
+    read_json,
+    step_seconds,
+    task_seed,
+)
 from .extras import require_extra
 from .serve import format_call
 

@@ -23,8 +23,7 @@ from pathlib import Path
 
 from fastcore.basics import patch_to
 
-from .base import (WORKSPACE, OutputCapture, SandboxBackendError, SandboxError, SandboxLimits,
-                                      SandboxUnavailableError)
+from .base import WORKSPACE, OutputCapture, SandboxBackendError, SandboxError, SandboxLimits, SandboxUnavailableError
 from .beneath import BeneathDir
 from .host import HostContainment
 from .protocol import Sandbox, create_sandbox

@@ -21,11 +21,9 @@ from fastcore.basics import patch_to
 
 from ..core import InfrastructureError, InvalidActionError, validate_params
 from ..plugins import Registry, UnknownNameError
-from .base import (WORKSPACE, SandboxBackendError, SandboxError, SandboxLimits, ToolResult,
-                                      resolve_workspace_path, truncate_output)
+from .base import WORKSPACE, SandboxBackendError, SandboxError, SandboxLimits, ToolResult, resolve_workspace_path, truncate_output
 from .snapshot import ArchiveWriter, SandboxSnapshot, check_archive, open_archive, readable_workspace
-from .tools import (SANDBOX_TOOL_SCHEMAS, SANDBOX_TOOLS, RunResult, git_argv, process_result,
-                                       sandbox_env)
+from .tools import SANDBOX_TOOL_SCHEMAS, SANDBOX_TOOLS, RunResult, git_argv, process_result, sandbox_env
 
 # %% auto #0
 __all__ = ['SNAPSHOT_CHUNK', 'LIST_SCRIPT', 'ARCHIVE_SCRIPT', 'RANGE_SCRIPT', 'EMPTY_SCRIPT', 'UNPACK_SCRIPT', 'APPEND_SCRIPT',
