@@ -11,7 +11,7 @@ import transformers as T
 from knowlyr_lab.rollout.spec import RolloutSpec
 from knowlyr_lab.trainer.data import env_tools, to_chat
 from knowlyr_lab.trainer.grpo import GRPOTrainer
-from knowlyr_lab.trainer.grpo_groups import GRPOConfig, _group_tensors
+from knowlyr_lab.trainer.grpo_groups import GRPOConfig, group_tensors
 from knowlyr_lab.trainer.losses import token_logps
 from knowlyr_lab.trainer.sft import oracle_trajectories, render_corpus
 from knowlyr_lab.trainer.tiny import make_tiny_model
@@ -64,7 +64,7 @@ def test_logps_equal_full_vocabulary_and_project_only_completion_positions(maze,
     if turns == 'single':           # the task and the first tool call: a one-turn episode
         first = lambda c: next(k for k, m in enumerate(c['messages']) if m['role'] == 'assistant')
         chats = [{**c, 'messages': c['messages'][:first(c) + 1], 'step_rewards': c['step_rewards'][:1]} for c in chats]
-    b = _group_tensors(tr, chats, 3)[0]
+    b = group_tensors(tr, chats, 3)[0]
     mask = b['labels'][:, 1:] != -100
     spans = ((mask[:, 1:] & ~mask[:, :-1]).sum(1) + mask[:, 0])
     assert (spans == 1).all() if turns == 'single' else (spans >= 3).all()     # one assistant turn, or several
@@ -104,7 +104,7 @@ def test_logps_refuse_a_model_whose_logits_are_not_its_head(maze):
     "A config that claims a scaling its model does not apply (MPT's logit_scale is such a field): refused, not trained on"
     trajs, tools, tok = maze
     tr = trainer(tok, tools)
-    b = _group_tensors(tr, [to_chat(t, tools=tools) for t in trajs[:2]], 2)[0]
+    b = group_tensors(tr, [to_chat(t, tools=tools) for t in trajs[:2]], 2)[0]
     tr.model.config.logit_scale = 3.0
     with pytest.raises(ValueError, match="not its LM head's output"): tr._logps(tr.model, b)
 
@@ -192,7 +192,7 @@ def test_reference_is_placed_and_run_like_the_policy(maze, reward):
     assert ref is not None and not ref.training and not any(p.requires_grad for p in ref.parameters())
     pdev, pdt = next(pol.parameters()).device, next(pol.parameters()).dtype
     assert all(p.device == pdev and p.dtype == pdt for p in ref.parameters()) and pdev == tr.accelerator.device
-    b = {k: v.to(pdev) for k, v in _group_tensors(tr, [to_chat(t, tools=tools) for t in trajs[:2]], 2)[0].items()}
+    b = {k: v.to(pdev) for k, v in group_tensors(tr, [to_chat(t, tools=tools) for t in trajs[:2]], 2)[0].items()}
     pol.eval()
     with torch.no_grad(): lp_pol, _ = tr._logps(pol, b); lp_ref, _ = tr._logps(ref, b)
     assert torch.equal(lp_pol, lp_ref)       # the same weights, run alike: the same numbers (fp32 vs bf16 differ by ~1e-2)

@@ -125,16 +125,14 @@ def test_full_finetune_keeps_fp32_master_weights_under_bf16_autocast(shape, demo
     tr.model.model.layers[0].self_attn.q_proj.register_forward_hook(lambda mod, i, o: seen.append(o.dtype))
     tr.train()
     losses = _losses(tr)
-    assert tr.accelerator.mixed_precision == 'bf16' and seen and set(seen) == {torch.bfloat16}
+    assert tr.precision == 'bf16' and seen and set(seen) == {torch.bfloat16}
     assert all(p.dtype == torch.float32 for p in tr.model.parameters())
     assert all(s['exp_avg'].dtype == torch.float32 for s in tr.optimizer.state_dict()['state'].values())
     assert all(map(lambda v: v == v and abs(v) != float('inf'), losses)) and losses[-1] < losses[0] - 0.5, losses
-    out = tr.save_model()
-    x, m = _chats_ids(tr.tokenizer, demos)
-    reloaded = AutoModelForCausalLM.from_pretrained(out)
+    reloaded = AutoModelForCausalLM.from_pretrained(tr.save_model())
     assert reloaded.dtype == torch.float32
-    trained = tr.accelerator.unwrap_model(tr.model, keep_fp32_wrapper=False)   # without accelerate's autocast around forward
-    assert torch.equal(_logits(trained, x, m), _logits(reloaded, x, m))        # exact: same fp32 weights, same kernels
+    want = reloaded.state_dict()                                                # the saved weights are the trained fp32 ones
+    assert all(torch.equal(w, want[k]) for k, w in tr.accelerator.unwrap_model(tr.model).state_dict().items())
 
 def test_eager_and_sdpa_attention_agree(shape, demos, tmp_path):
     "attn_implementation reaches the loaded model; both kernels give the same logits on a padded batch (GQA and masks included)"

@@ -34,7 +34,7 @@ def test_generation_config_sampling_defaults_are_ignored(tiny):
 def test_grpo_trains_on_the_sampled_ids(tiny):
     "An online GRPO member's training row is the prompt ids the model saw and the ids it sampled, not a re-rendering"
     from knowlyr_lab.trainer.grpo import GRPOTrainer
-    from knowlyr_lab.trainer.grpo_groups import GRPOConfig, _group_tensors
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig, group_tensors
     model, tok = tiny
     tr = GRPOTrainer(GRPOConfig(output_dir=tempfile.mkdtemp(), env_id='knowlyr/maze-easy', num_generations=2, tasks_per_step=1, max_steps=1,
                                 max_completion_length=12, max_episode_steps=2, progress_bar=False), model, tok)
@@ -45,7 +45,7 @@ def test_grpo_trains_on_the_sampled_ids(tiny):
         trained = [i for s in m['samples'] for i, l in zip(s['input_ids'], s['labels']) if l != -100]
         assert trained == [i for s in t.steps for i in s.token_ids]                 # the sampled ids, every one, in order
         assert m['samples'][0]['input_ids'][:len(t.steps[0].prompt_token_ids)] == t.steps[0].prompt_token_ids
-    b, *_ = _group_tensors(tr, members, len(members))
+    b, *_ = group_tensors(tr, members, len(members))
     assert int((b['labels'] != -100).sum()) == sum(len(s.token_ids) for t in group for s in t.steps)
 
 
@@ -88,7 +88,7 @@ def test_real_model_recorded_logprobs_are_the_trainers(tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from knowlyr_lab.trainer.grpo import GRPOTrainer
-    from knowlyr_lab.trainer.grpo_groups import GRPOConfig, _group_tensors
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig, group_tensors
     from knowlyr_lab.trainer.real import prepare_real_model
     path = prepare_real_model(quiet=True)
     model, tok = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
@@ -98,7 +98,7 @@ def test_real_model_recorded_logprobs_are_the_trainers(tmp_path):
     torch.manual_seed(0)
     group = tr.rollout([3])[0]
     members = [tr._score(t) for t in group]
-    b, *_ = _group_tensors(tr, members, len(members))
+    b, *_ = group_tensors(tr, members, len(members))
     with torch.no_grad(): lp, mask = tr._logps(tr.model.eval(), {k: b[k] for k in ('input_ids', 'attention_mask', 'labels')})
     recorded = torch.tensor([[x if x is not None else 0.0 for x in s['logprobs'][1:]] + [0.0] * (b['input_ids'].shape[1] - len(s['logprobs']))
                              for m in members for s in m['samples']])

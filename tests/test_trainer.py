@@ -16,11 +16,11 @@ import torch
 from knowlyr_lab.chat import parse_reply
 from knowlyr_lab.config import ConfigError
 from knowlyr_lab.serving import AgentInference
-from knowlyr_lab.trainer.base import resolve_precision
 from knowlyr_lab.trainer.data import to_chat, tokenize_chat
 from knowlyr_lab.trainer.losses import step_weighted_ce
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, env_tools, oracle_trajectories, render_corpus
 from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
+from knowlyr_lab.trainer.train_config import resolve_precision
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -282,14 +282,50 @@ def test_bf16_autocast_trains_on_cpu(maze, tmp_path):
                         AutoModelForCausalLM.from_pretrained(mdir), tok, train_data=trajs[:8], tools=tools)
         tr.train()
         runs[mp] = [h['loss'] for h in tr.history if 'loss' in h]
-        assert tr.accelerator.mixed_precision == mp
+        assert tr.precision == mp
     assert runs['bf16'][0] != runs['no'][0] and abs(runs['bf16'][0] - runs['no'][0]) < 0.05 * runs['no'][0], runs
     assert runs['bf16'][-1] < runs['bf16'][0] - 1.0, runs                        # 6.26 -> 4.23 in four steps
     if not torch.cuda.is_available():   # accelerate would take fp16 on a CPU and silently train fp32: we say so
         with pytest.warns(UserWarning, match="'fp16' needs a CUDA device"):
             tr = SFTTrainer(SFTConfig(output_dir=str(tmp_path / 'fp16'), mixed_precision='fp16'), tr.model, tok)
-        assert tr.accelerator.mixed_precision == 'no'
+        assert tr.precision == 'no'
     with pytest.raises(ValueError, match="'fp8' is not"): resolve_precision('fp8')
+
+def _sft_on(maze, tmp_path, name, mp, **kw):
+    "An SFT trainer of precision `mp` on a fresh tiny model, writing to tmp_path/name"
+    trajs, tools, _, tok = maze
+    mdir = save_tiny_model(make_tiny_model(tokenizer=tok, hidden_size=64)[0], tok, tmp_path / f'{name}-init')
+    from transformers import AutoModelForCausalLM
+    return SFTTrainer(SFTConfig(output_dir=str(tmp_path / name), num_epochs=2, batch_size=4, learning_rate=1e-2, logging_steps=1,
+                                progress_bar=False, mixed_precision=mp, seed=0, **kw),
+                      AutoModelForCausalLM.from_pretrained(mdir), tok, train_data=trajs[:8], tools=tools)
+
+def _forward_dtypes(tr)->set:
+    "Dtypes of the first layer's q_proj outputs over tr.train()"
+    seen = set()
+    tr.model.model.layers[0].self_attn.q_proj.register_forward_hook(lambda mod, i, o: seen.add(o.dtype))
+    tr.train()
+    return seen
+
+def test_trainers_of_two_precisions_share_a_process(maze, tmp_path):
+    "A bf16 trainer made before an fp32 one still trains in bf16 (nothing global is reset), and accelerate holds no precision"
+    bf, fp = _sft_on(maze, tmp_path, 'bf', 'bf16'), _sft_on(maze, tmp_path, 'fp', 'no')
+    assert _forward_dtypes(bf) == {torch.bfloat16} and _forward_dtypes(fp) == {torch.float32}
+    assert bf.accelerator.mixed_precision == fp.accelerator.mixed_precision == 'no'
+    assert (bf.precision, fp.precision) == ('bf16', 'no') and not bf.scaler.is_enabled()
+
+def test_fp16_scales_the_loss_and_resumes_the_scale(maze, tmp_path):
+    "fp16 (forced on a CPU, whose autocast has it): fp16 forward, the loss scaled, finite falling losses; a checkpoint keeps the scaler"
+    tr = _sft_on(maze, tmp_path, 'half', 'no', save_steps=2)
+    tr.precision = 'fp16'                    # resolve_precision maps fp16 to 'no' without CUDA; the loop itself runs anywhere
+    assert _forward_dtypes(tr) == {torch.float16} and tr.scaler.is_enabled()
+    losses = [h['loss'] for h in tr.history]
+    assert all(map(lambda v: v == v and abs(v) != float('inf'), losses)) and losses[-1] < losses[0], losses
+    scale = tr.scaler.get_scale()
+    again = _sft_on(maze, tmp_path, 'half', 'no', save_steps=2, resume_from_checkpoint='latest')
+    again.precision = 'fp16'
+    again.train()
+    assert again.scaler.get_scale() == scale and again.state['step'] == tr.state['step']   # the last checkpoint's scale
 
 def _tb_scalars(run_dir):
     "Scalars of every TensorBoard event file under run_dir: {tag: [(step, value)]} (TFRecord framing, Event protos)"

@@ -119,7 +119,7 @@ def sft_run(path:Path, chats, tools, lora:bool, a, peak:float|None, tmp:Path)->d
            'seconds_per_step_median': statistics.median(s for s, _ in steps), 'tokens_per_s': tps,
            'params': n_params, 'trainable_params': sum(p.numel() for p in m.parameters() if p.requires_grad),
            'mfu': 6 * n_params * tps / (peak * 1e12) if peak else None,
-           'master_dtype': str(next(m.parameters()).dtype), 'mixed_precision': tr.accelerator.mixed_precision,
+           'master_dtype': str(next(m.parameters()).dtype), 'mixed_precision': tr.precision,
            'attn_implementation': m.config._attn_implementation, 'device': str(tr.accelerator.device),
            'loss_first': losses[0], 'loss_last': losses[-1], 'steps_total': summary['steps'],
            'peak_memory_gib': torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None}

@@ -90,7 +90,7 @@ def model_folder(a, tmp:Path)->Path:
 def full_vocabulary_logps(self, model, b:dict)->tuple:
     "The computation before issue 38: the logits of every position, full vocabulary, then a float32 log-softmax"
     from knowlyr_lab.trainer.losses import token_logps
-    with self.accelerator.autocast():
+    with self.autocast():
         logits = model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False).logits
     return token_logps(logits, b['labels'], self.config.temperature)
 

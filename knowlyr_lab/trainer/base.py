@@ -1,4 +1,4 @@
-"""The one training loop of SFT, DPO and GRPO (epochs, gradient accumulation, DDP shards, checkpoints with exact resume, metrics), and the settings they share, validated on construction.
+"""The one training loop of SFT, DPO and GRPO: epochs, gradient accumulation, DDP shards, the trainer's own mixed precision, checkpoints with exact resume, metrics.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/trainer_base.html.md"""
 
@@ -11,180 +11,47 @@ import contextlib
 import copy
 import json
 import os
-import re
 import shutil
 import sys
 import time
 import uuid
 import warnings
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict
 from pathlib import Path
+from types import MethodType
 
 import torch
-import yaml
 from accelerate import Accelerator
-from accelerate.state import AcceleratorState
-from accelerate.utils import DataLoaderConfiguration, DistributedType, set_seed
+from accelerate.utils import DataLoaderConfiguration, DistributedType, convert_outputs_to_fp32, set_seed
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
 
-from ..chat import CHAT_FORMATS, chat_format, save_prompt, set_chat_format, template_caps
-from ..config import ConfigError, in_range, one_of, validate_config
+from ..chat import chat_format, save_prompt, set_chat_format, template_caps
 from .data import collate_packed, pack_samples
-from .metrics import MetricsLogger, _trackers
+from .metrics import MetricsLogger, installed_trackers
+from .train_config import TrainConfig, check_given_model, resolve_precision
 
 # %% auto #0
-__all__ = ['SCHEDULERS', 'PRECISIONS', 'TRACKERS', 'TrainConfig', 'resolve_precision', 'check_given_model', 'BaseTrainer']
-
-# %% ../../nbs/62a_trainer_base.ipynb #253283ac
-SCHEDULERS = ('linear', 'cosine', 'cosine_with_restarts', 'polynomial', 'constant', 'constant_with_warmup', 'inverse_sqrt')
-PRECISIONS = ('auto', 'no', 'bf16', 'fp16')
-TRACKERS = ('wandb', 'tensorboard')
-
-# %% ../../nbs/62a_trainer_base.ipynb #0dee79b8
-@dataclass
-class TrainConfig:
-    "Settings shared by the SFT, DPO and GRPO trainers"
-    model_name_or_path: str = ''           # a local model folder (or hub id when you have network)
-    output_dir: str = 'runs/train'         # checkpoints, final model, metrics.jsonl
-    num_epochs: int = 3                    # passes over the data
-    max_steps: int = -1                    # stop after this many optimiser steps (-1: num_epochs decides)
-    learning_rate: float = 5e-5            # peak learning rate (AdamW)
-    weight_decay: float = 0.0              # AdamW weight decay
-    warmup_ratio: float = 0.0              # share of steps with linear warmup, in [0, 1]
-    lr_scheduler: str = 'cosine'           # linear, cosine, cosine_with_restarts, polynomial, constant, constant_with_warmup or inverse_sqrt
-    batch_size: int = 8                    # samples per micro-batch (the global batch, split across processes)
-    gradient_accumulation_steps: int = 1   # micro-batches per optimiser step
-    max_grad_norm: float = 1.0             # gradient clipping (0: off)
-    max_length: int = 2048                 # longest sample in tokens (longer ones are chunked or truncated)
-    system_prompt: str|None = None         # system message put first in every chat
-    tools_from_env: str|None = None        # env id whose tool schemas are used when records carry none
-    chat_format: str = 'auto'              # how chats reach the model: 'auto' (probe the chat template), 'template', 'hermes' or 'react' (`knowlyr_lab.chat`)
-    model_dtype: str = 'float32'           # dtype of the loaded weights (the master weights; bf16/fp16 compute comes from mixed_precision), or 'auto': the checkpoint's
-    attn_implementation: str|None = None   # 'sdpa', 'eager', 'flash_attention_2', ... (None: transformers' default)
-    device_map: str|None = None            # e.g. 'auto' to spread a large model over devices at load time (None: accelerate places it)
-    mask_observations: bool = True         # labels only on the model's own thought/action tokens
-    use_lora: bool = False                 # train LoRA adapters (peft) instead of all weights
-    lora_r: int = 16                       # LoRA rank
-    lora_alpha: int = 32                   # LoRA scaling numerator
-    lora_dropout: float = 0.0              # LoRA dropout, in [0, 1)
-    lora_target_modules: list = field(default_factory=lambda: ['q_proj', 'k_proj', 'v_proj', 'o_proj'])  # modules to adapt
-    merge_lora_on_save: bool = True        # save merged full weights (else the adapter only)
-    mixed_precision: str = 'auto'          # 'auto' (bf16 on CUDA where supported), 'bf16', 'fp16' (CUDA) or 'no'
-    gradient_checkpointing: bool = False   # trade compute for memory
-    seed: int = 42                         # data order, init of adapters, dropout
-    logging_steps: int = 10                # log every n optimiser steps
-    save_steps: int = 0                    # checkpoint every n steps (0: only at the end)
-    save_total_limit: int = 2              # keep the newest n checkpoints (0: all)
-    resume_from_checkpoint: str|None = None # a checkpoint folder, or 'latest' in output_dir
-    report_to: list = field(default_factory=list) # 'wandb' and/or 'tensorboard' (when installed)
-    progress_bar: bool = True              # tqdm bar
-
-    _checks = {'num_epochs': in_range(1), 'max_steps': in_range(1, also=(-1,)), 'learning_rate': in_range(0, lo_open=True),
-               'weight_decay': in_range(0), 'warmup_ratio': in_range(0, 1), 'lr_scheduler': one_of(*SCHEDULERS),
-               'batch_size': in_range(1), 'gradient_accumulation_steps': in_range(1), 'max_grad_norm': in_range(0),
-               'max_length': in_range(1), 'lora_r': in_range(1), 'lora_alpha': in_range(0, lo_open=True),
-               'lora_dropout': in_range(0, 1, hi_open=True), 'mixed_precision': one_of(*PRECISIONS), 'logging_steps': in_range(1),
-               'save_steps': in_range(0), 'save_total_limit': in_range(0), 'report_to': one_of(*TRACKERS),
-               'chat_format': one_of('auto', *CHAT_FORMATS), 'model_dtype': one_of('auto', 'float32', 'bfloat16', 'float16')}
-
-    def __post_init__(self): validate_config(self)
-
-    @classmethod
-    def from_yaml(cls, path:str|Path, **overrides):
-        "Load from a YAML file (an unknown key or a bad value is an error naming the file, line and field); `overrides` win"
-        text = Path(path).read_text()
-        d = yaml.safe_load(text) or {}
-        if not isinstance(d, dict): raise ConfigError(f"{path}: expected a mapping of config keys")
-        over = {k: v for k, v in overrides.items() if v is not None}
-        try: return cls.from_dict({**d, **over}, where=str(path))
-        except ConfigError as e:
-            m = re.search(rf'^{re.escape(e.field)}\s*:', text, re.M) if e.field in d and e.field not in over else None
-            if m is None: raise
-            raise ConfigError(f"{path}:{text[:m.start()].count(chr(10)) + 1}: {str(e).removeprefix(f'{path}: ')}", e.field) from None
-
-    @classmethod
-    def from_dict(cls, d:dict, where:str='config'):
-        "Build from a mapping (an unknown key is an error naming `where`)"
-        bad = sorted(set(d) - {f.name for f in fields(cls)})
-        if bad: raise ConfigError(f"{where}: unknown {cls.__name__} key(s) {bad}", bad[0])
-        try: return cls(**d)
-        except ConfigError as e: raise ConfigError(f"{where}: {e}", e.field) from None
-
-    def to_yaml(self, path:str|Path): Path(path).write_text(yaml.safe_dump(asdict(self), sort_keys=False))
-    def to_markdown(self)->str:
-        return '| field | value |\n|---|---|\n' + '\n'.join(f'| {k} | {v!r} |' for k, v in asdict(self).items())
-    def _repr_markdown_(self): return self.to_markdown()
-
-# %% ../../nbs/62a_trainer_base.ipynb #0c94fd64
-def resolve_precision(p:str)->str:
-    "'auto' -> bf16 on a CUDA device that supports it, else 'no'; 'fp16' without CUDA -> 'no', with a warning"
-    if p not in PRECISIONS: raise ConfigError(f"mixed_precision: {p!r} is not 'auto', 'no', 'bf16' or 'fp16'")
-    if p == 'auto': return 'bf16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'no'
-    if p == 'fp16' and not torch.cuda.is_available():
-        # accelerate accepts fp16 on a CPU and then trains in fp32 without a word (no autocast, no loss scaler)
-        warnings.warn("mixed_precision='fp16' needs a CUDA device (autocast + loss scaling); training in fp32. "
-                      "On a CPU, 'bf16' autocasts.", stacklevel=3)
-        return 'no'
-    return p
-
-# %% ../../nbs/62a_trainer_base.ipynb #ebb9d0ec
-def check_given_model(model, c:TrainConfig):
-    "Refuse a config whose loading settings a model passed in does not match (they apply only to a model the trainer loads)"
-    dtype = str(next(model.parameters()).dtype).removeprefix('torch.')
-    if c.model_dtype != 'auto' and dtype != c.model_dtype:
-        raise ConfigError(f"model_dtype: {c.model_dtype!r}, but the model passed in holds {dtype} weights: load it as {c.model_dtype}, "
-                          f"set model_dtype='auto' to train it as it is, or give model_name_or_path")
-    attn = getattr(model.config, '_attn_implementation', None)
-    if c.attn_implementation and attn != c.attn_implementation:
-        raise ConfigError(f"attn_implementation: {c.attn_implementation!r}, but the model passed in uses {attn!r}: load it with it, or give model_name_or_path")
-    if c.device_map: raise ConfigError("device_map: applies to a model the trainer loads (model_name_or_path); a model passed in stays where it is")
+__all__ = ['BaseTrainer']
 
 # %% ../../nbs/62a_trainer_base.ipynb #5e85e2fd
 class BaseTrainer:
-    "The one training loop; a trainer provides `plan`, `micro_batch` and `compute_loss` (as TRL trainers override `compute_loss`)"
+    "The one training loop; a trainer provides `plan`, `micro_batch` and `compute_loss` (as TRL's override `compute_loss`)"
     name = 'train'                    # progress-bar label
     def __init__(self, config:TrainConfig, model=None, tokenizer=None):
         self.config = c = config
         set_seed(c.seed)
-        trackers = _trackers(c.report_to)
-        ddp_on_cpu = not torch.cuda.is_available() and int(os.environ.get('WORLD_SIZE', '1')) > 1   # torchrun on CPUs: gloo
-        # accelerate keeps one AcceleratorState per process and refuses a second precision; a notebook that trains in fp32
-        # and then in bf16 needs a fresh one (the process group, in PartialState, is kept)
-        AcceleratorState._reset_state(reset_partial_state=False)
-        # split_batches: batch_size is the global batch, sliced across processes (`_shard`), so the scheduler steps once per step
-        self.accelerator = Accelerator(mixed_precision=resolve_precision(c.mixed_precision), log_with=trackers or None,
-                                       project_dir=c.output_dir, cpu=ddp_on_cpu,
-                                       dataloader_config=DataLoaderConfiguration(split_batches=True))
-        if model is None:
-            if not c.model_name_or_path: raise ValueError("give a model, or config.model_name_or_path")
-            p = c.model_name_or_path
-            if not Path(p).expanduser().exists() and (p.startswith(('/', '.', '~')) or p.count('/') > 1):   # a local path, not a hub id
-                raise FileNotFoundError(f"model {p} does not exist (give a folder holding config.json, or a Hugging Face hub id)")
-            kw = {'dtype': c.model_dtype if c.model_dtype == 'auto' else getattr(torch, c.model_dtype)}
-            if c.attn_implementation: kw['attn_implementation'] = c.attn_implementation
-            if c.device_map: kw['device_map'] = c.device_map
-            model = AutoModelForCausalLM.from_pretrained(p, **kw)
+        self.precision = resolve_precision(c.mixed_precision)       # the trainer's own: see `autocast`
+        trackers = installed_trackers(c.report_to)
+        self.accelerator = self._make_accelerator(trackers)
+        if model is None: model = self._load_model()
         else: check_given_model(model, c)
         if tokenizer is None: tokenizer = AutoTokenizer.from_pretrained(c.model_name_or_path or model.name_or_path)
-        if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
-        fmt = set_chat_format(tokenizer, c.chat_format)
-        if fmt != 'template':   # said plainly: the model is trained (and will be prompted) in a format its template does not give
-            lost = [k for k, kept in template_caps(tokenizer).items() if k in ('tools', 'tool_calls', 'tool_results') and not kept]
-            print(f"chat format: {fmt!r}" + (f" (the chat template drops {', '.join(lost)})" if lost else '') + "; training and inference render with it", file=sys.stderr)
-        if c.gradient_checkpointing: model.gradient_checkpointing_enable(); model.config.use_cache = False
-        if c.use_lora:
-            from peft import LoraConfig, get_peft_model
-            model = get_peft_model(model, LoraConfig(r=c.lora_r, lora_alpha=c.lora_alpha, lora_dropout=c.lora_dropout,
-                                                     target_modules=list(c.lora_target_modules), task_type='CAUSAL_LM'))
-        self.model, self.tokenizer = model, tokenizer
+        self.tokenizer = self._prepare_tokenizer(tokenizer)
+        self.model = self._adapt(model)
         self.out = Path(c.output_dir)
-        hparams = {k: v for k, v in asdict(c).items() if isinstance(v, (int, float, str, bool))}
-        self.metrics = MetricsLogger(self.out / 'metrics.jsonl', self.accelerator, bool(trackers),
-                                     start=lambda: self.accelerator.init_trackers(self.out.name, config=hparams, init_kwargs={
-                                         # a reopened writer gets its own event file (the default name has 1 s resolution)
-                                         'tensorboard': {'filename_suffix': f'.{uuid.uuid4().hex[:8]}'}}))
+        self.metrics = self._metrics_logger(bool(trackers))
         self.state = {'step': 0, 'epoch': 0, 'batch_in_epoch': 0, 'seconds': 0.0}   # seconds: in steps, over resumes
         self.history, self.data_report, self._ready = [], {}, False
 
@@ -198,20 +65,113 @@ class BaseTrainer:
     def compute_loss(self, batch:dict)->tuple:
         "(loss summed over the batch's items, {metric: value summed over the items})"
         raise NotImplementedError
-    def step_metrics(self, sums:dict, count:float)->dict:
-        "The logged row of a step from the metric sums of the whole step (all processes) and its item count"
-        return {k: v / max(count, 1e-12) for k, v in sums.items()}
-    def on_train_begin(self): "After resume, before the first step"
-    def on_step_end(self, row:dict): "After every optimiser step"
-    def on_train_end(self, finished:bool): "After the loop (`finished`: the plan or max_steps was reached)"
-    def forward_context(self): return contextlib.nullcontext()  # around each micro-batch's forward and backward
-    def extra_state(self)->dict: return {}          # what a checkpoint must keep beyond model/optimiser/RNG
-    def load_extra_state(self, d:dict): pass
+
+# %% ../../nbs/62a_trainer_base.ipynb #88734612
+@patch
+def step_metrics(self:BaseTrainer, sums:dict, count:float)->dict:
+    "The logged row of a step from the metric sums of the whole step (all processes) and its item count"
+    return {k: v / max(count, 1e-12) for k, v in sums.items()}
+
+# %% ../../nbs/62a_trainer_base.ipynb #2e0cdfa4
+@patch
+def on_train_begin(self:BaseTrainer): "After resume, before the first step"
+
+# %% ../../nbs/62a_trainer_base.ipynb #53d966ff
+@patch
+def on_step_end(self:BaseTrainer, row:dict): "After every optimiser step"
+
+# %% ../../nbs/62a_trainer_base.ipynb #683634e3
+@patch
+def on_train_end(self:BaseTrainer, finished:bool): "After the loop (`finished`: the plan or max_steps was reached)"
+
+# %% ../../nbs/62a_trainer_base.ipynb #aa6a060e
+@patch
+def forward_context(self:BaseTrainer): return contextlib.nullcontext()  # around each micro-batch's forward and backward
+
+# %% ../../nbs/62a_trainer_base.ipynb #578172ef
+@patch
+def extra_state(self:BaseTrainer)->dict: return {}          # what a checkpoint must keep beyond model/optimiser/RNG
+
+# %% ../../nbs/62a_trainer_base.ipynb #ba5aaa3e
+@patch
+def load_extra_state(self:BaseTrainer, d:dict): pass
+
+# %% ../../nbs/62a_trainer_base.ipynb #2e552394
+@patch
+def _make_accelerator(self:BaseTrainer, trackers:list)->Accelerator:
+    "Devices, DDP/FSDP, checkpoints and trackers; no precision (accelerate's is one per process, the trainer's its own)"
+    ddp_on_cpu = not torch.cuda.is_available() and int(os.environ.get('WORLD_SIZE', '1')) > 1   # torchrun on CPUs: gloo
+    # split_batches: batch_size is the global batch, sliced across processes (`_shard`): one scheduler step per step
+    return Accelerator(mixed_precision='no', log_with=trackers or None, project_dir=self.config.output_dir, cpu=ddp_on_cpu,
+                       dataloader_config=DataLoaderConfiguration(split_batches=True))
+
+# %% ../../nbs/62a_trainer_base.ipynb #3a54c57a
+@patch
+def _load_model(self:BaseTrainer):
+    "The model of `model_name_or_path`, loaded with the config's dtype, attention kernel and device map"
+    c, p = self.config, self.config.model_name_or_path
+    if not p: raise ValueError("give a model, or config.model_name_or_path")
+    if not Path(p).expanduser().exists() and (p.startswith(('/', '.', '~')) or p.count('/') > 1):   # a path, not a hub id
+        raise FileNotFoundError(f"model {p} does not exist (give a folder holding config.json, or a Hugging Face hub id)")
+    kw = {'dtype': c.model_dtype if c.model_dtype == 'auto' else getattr(torch, c.model_dtype)}
+    if c.attn_implementation: kw['attn_implementation'] = c.attn_implementation
+    if c.device_map: kw['device_map'] = c.device_map
+    return AutoModelForCausalLM.from_pretrained(p, **kw)
+
+# %% ../../nbs/62a_trainer_base.ipynb #1d0e9281
+@patch
+def _prepare_tokenizer(self:BaseTrainer, tokenizer):
+    "A pad token, and the chat format training renders with (said plainly when it is not the model's template)"
+    if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
+    fmt = set_chat_format(tokenizer, self.config.chat_format)
+    if fmt != 'template':   # the model is trained (and will be prompted) in a format its template does not give
+        lost = [k for k, kept in template_caps(tokenizer).items() if k in ('tools', 'tool_calls', 'tool_results') and not kept]
+        print(f"chat format: {fmt!r}" + (f" (the chat template drops {', '.join(lost)})" if lost else '')
+              + "; training and inference render with it", file=sys.stderr)
+    return tokenizer
+
+# %% ../../nbs/62a_trainer_base.ipynb #c97922fb
+@patch
+def _adapt(self:BaseTrainer, model):
+    "The model as trained: gradient checkpointing, and LoRA adapters when asked for"
+    c = self.config
+    if c.gradient_checkpointing: model.gradient_checkpointing_enable(); model.config.use_cache = False
+    if not c.use_lora: return model
+    from peft import LoraConfig, get_peft_model
+    return get_peft_model(model, LoraConfig(r=c.lora_r, lora_alpha=c.lora_alpha, lora_dropout=c.lora_dropout,
+                                            target_modules=list(c.lora_target_modules), task_type='CAUSAL_LM'))
+
+# %% ../../nbs/62a_trainer_base.ipynb #9c95b98a
+@patch
+def _metrics_logger(self:BaseTrainer, trackers:bool)->MetricsLogger:
+    "metrics.jsonl, and the trackers, opened with the config's plain values at the first logged row"
+    hparams = {k: v for k, v in asdict(self.config).items() if isinstance(v, (int, float, str, bool))}
+    # a reopened writer gets its own event file (the default name has 1 s resolution)
+    kw = {'tensorboard': {'filename_suffix': f'.{uuid.uuid4().hex[:8]}'}}
+    return MetricsLogger(self.out / 'metrics.jsonl', self.accelerator, trackers,
+                         start=lambda: self.accelerator.init_trackers(self.out.name, config=hparams, init_kwargs=kw))
+
+# %% ../../nbs/62a_trainer_base.ipynb #a1c0p002
+@patch
+def autocast(self:BaseTrainer):
+    "A forward under the trainer's precision: autocast to bf16 or fp16, or a disabled autocast for 'no'"
+    dt = {'bf16': torch.bfloat16, 'fp16': torch.float16}.get(self.precision)
+    return torch.autocast(self.accelerator.device.type, dtype=dt, enabled=dt is not None)
+
+# %% ../../nbs/62a_trainer_base.ipynb #a1c0p004
+@patch
+def _autocast_forward(self:BaseTrainer, model):
+    "Run `model`'s forward under `autocast`, its outputs cast back to fp32"
+    if self.precision == 'no': return
+    model.forward = MethodType(convert_outputs_to_fp32(self.autocast()(model.forward.__func__)), model)
 
 # %% ../../nbs/62a_trainer_base.ipynb #5be529de
 @patch
 def _setup_optim(self:BaseTrainer, total_steps:int):
     c = self.config
+    self._autocast_forward(self.model)
+    self.scaler = torch.amp.GradScaler(self.accelerator.device.type, enabled=self.precision == 'fp16')   # fp16's loss scaling
+    if self.scaler.is_enabled(): self.accelerator.register_for_checkpointing(self.scaler)
     params = [p for p in self.model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=c.learning_rate, weight_decay=c.weight_decay)
     sched = get_scheduler(c.lr_scheduler, opt, num_warmup_steps=int(c.warmup_ratio * total_steps), num_training_steps=max(1, total_steps))
@@ -336,12 +296,13 @@ def _step(self:BaseTrainer, specs:list)->dict:
     sums = {}
     for j, b in enumerate(mbs):
         with acc.no_sync(self.model) if j < len(mbs) - 1 else contextlib.nullcontext(), self.forward_context():
-            with acc.autocast(): loss, met = self.compute_loss(b)
-            acc.backward(loss * (b['weight'] * acc.num_processes / max(count, 1e-12)))   # DDP averages over processes
+            with self.autocast(): loss, met = self.compute_loss(b)
+            acc.backward(self.scaler.scale(loss * (b['weight'] * acc.num_processes / max(count, 1e-12))))   # DDP averages over processes
         for k, v in {'loss': loss.item(), **met}.items(): sums[k] = sums.get(k, 0.0) + b['weight'] * float(v)
         self._tokens += b['weight'] * b['tokens']
+    self.scaler.unscale_(self.optimizer)                              # fp16: clip and log the true gradient
     gn = acc.clip_grad_norm_(self.model.parameters(), c.max_grad_norm) if c.max_grad_norm > 0 else None
-    self.optimizer.step(); self.scheduler.step(); self.optimizer.zero_grad()
+    self.scaler.step(self.optimizer); self.scaler.update(); self.scheduler.step(); self.optimizer.zero_grad()
     return {**self.step_metrics(self._global_sum(sums), count), 'lr': self.scheduler.get_last_lr()[0],
             'grad_norm': float(gn) if gn is not None else None}
 

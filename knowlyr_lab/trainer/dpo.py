@@ -17,7 +17,8 @@ from fastcore.basics import patch
 from ..chat import render_chat
 from ..config import in_range, one_of
 from .attention import segment_attention_on
-from .base import BaseTrainer, TrainConfig
+from .base import BaseTrainer
+from .train_config import TrainConfig
 from .data import DataFormatError, env_tools, load_records, render_spans
 from .losses import dpo_loss, token_logps
 

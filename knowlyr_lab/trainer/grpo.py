@@ -24,7 +24,7 @@ from ..serving.model import AgentInference
 from .base import BaseTrainer
 from .data import DataFormatError, env_tools, to_chat
 from .drift import has_recorded_ids, recorded_samples
-from .grpo_groups import GRPOConfig, _group_tensors, groups_from_records, has_signal
+from .grpo_groups import GRPOConfig, group_tensors, groups_from_records, has_signal
 from .losses import chunked_token_logps, grpo_loss, invalid_counts
 from ..trajectory import Trajectory, trajectory_score
 
@@ -72,7 +72,7 @@ def _output_head(model,                # the (unwrapped) causal LM
 def _logps(self:GRPOTrainer, model, b:dict)->tuple:
     "Per-token log-probs of the labels under `model` at the sampling temperature, and their mask: computed at the labelled positions only"
     mask = b['labels'][:, 1:] != -100                          # position t predicts token t+1
-    with self.accelerator.autocast():                         # the policy's precision (its prepared forward has it), for the reference too
+    with self.autocast():                                     # the policy's precision (its forward has it), for the reference too
         out = model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False, output_hidden_states=True, logits_to_keep=1)
         h = out.hidden_states[-1]
         head = _output_head(self.accelerator.unwrap_model(model), h[:, -1], out.logits[:, -1])
@@ -113,7 +113,7 @@ def _prepare(self:GRPOTrainer, key:tuple, gidx:tuple|None)->dict:
 def _batch_tensors(self:GRPOTrainer, groups:list[list[dict]])->dict:
     "Groups as this process's tensors, with advantages, old (and reference) log-probs; its weight and micro-batch parts"
     c, acc = self.config, self.accelerator
-    b, A, _, _ = _group_tensors(self, [m for g in groups for m in g], [len(g) for g in groups])
+    b, A, _, _ = group_tensors(self, [m for g in groups for m in g], [len(g) for g in groups])
     # DDP: every process holds the whole batch (advantages need whole groups) and trains on its slice of the sequences (rows)
     idx, w = self._shard(list(range(A.shape[0])))
     b = {k: v[idx].to(acc.device) for k, v in b.items()}
@@ -301,7 +301,7 @@ def _reference_rows(self:GRPOTrainer, groups:list[list[dict]]):
     self.model.eval()
     try:
         for g in groups:
-            b = _group_tensors(self, g, len(g))[0]
+            b = group_tensors(self, g, len(g))[0]
             keys = _row_keys(b)
             if all(k in self._ref_rows for k in keys): continue
             if self._ready: raise ValueError("GRPO beta > 0: these offline groups were not scored by the initial policy, which this trainer did not keep "

@@ -14,14 +14,14 @@ from fastcore.basics import patch
 
 from ..config import ConfigError, in_range, one_of
 from ..rollout.spec import RolloutSpec
-from .base import TrainConfig
+from .train_config import TrainConfig
 from .data import DataFormatError, collate_padded, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
 from .losses import grpo_advantages, step_level_advantages
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['GRPOConfig', 'groups_from_records', 'has_signal']
+__all__ = ['GRPOConfig', 'group_tensors', 'groups_from_records', 'has_signal']
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #27f65276
 @dataclass
@@ -83,7 +83,7 @@ def rollout(self:GRPOConfig)->RolloutSpec:
     return RolloutSpec(max_episode_steps=self.max_episode_steps, max_invalid_actions=self.max_invalid_actions)
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #9749d061
-def _group_tensors(trainer, members:list[dict], group_size:int|list[int]):
+def group_tensors(trainer, members:list[dict], group_size:int|list[int]):
     "Tokenize members (chats with 'reward', 'step_rewards', 'valid'), groups contiguous; return batch, per-token advantages, rewards, validity"
     c = trainer.config
     plain = [m for m in members if 'samples' not in m]       # recorded members bring their own samples (their recorded ids)

@@ -13,9 +13,10 @@ import warnings
 from pathlib import Path
 
 from accelerate import Accelerator
+from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['MetricsLogger']
+__all__ = ['MetricsLogger', 'installed_trackers']
 
 # %% ../../nbs/61b_trainer_metrics.ipynb #a322d782
 class MetricsLogger:
@@ -25,35 +26,48 @@ class MetricsLogger:
         self.path, self.acc, self.trackers, self.start, self.live = Path(path), accelerator, trackers, start, False
     @property
     def _main(self): return self.acc is None or self.acc.is_main_process
-    def log(self, row:dict):
-        if not self._main: return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, 'a') as f: f.write(json.dumps(row) + '\n')
-        if self.trackers:
-            if not self.live and self.start is not None: self.start()
-            self.live = True
-            self.acc.log({k: v for k, v in row.items() if isinstance(v, (int, float))}, step=row.get('step'))
-    def truncate(self, step:int):
-        "Drop the rows of steps after `step` (and a line cut short by a kill): a resumed run logs those steps again"
-        if not self._main or not self.path.exists(): return
-        lines = self.path.read_text().splitlines(keepends=True)
-        def keep(l):
-            try: return json.loads(l).get('step', 0) <= step
-            except json.JSONDecodeError: return False
-        kept = [l for l in lines if keep(l)]
-        if len(kept) != len(lines): self.path.write_text(''.join(kept))
-    def close(self):
-        "Flush and close the trackers (TensorBoard writes from a background thread: without this the last rows can be lost)"
-        if not (self.trackers and self.live): return
-        # not `accelerator.end_training()`: that also destroys the process group, which a DDP run still needs after train()
-        for t in self.acc.trackers: t.finish()
-        self.acc.trackers, self.live = [], False
+
+# %% ../../nbs/61b_trainer_metrics.ipynb #90998274
+@patch
+def log(self:MetricsLogger, row:dict):
+    "Append `row` to metrics.jsonl (main process only), and its numbers to the trackers, opening them at need"
+    if not self._main: return
+    self.path.parent.mkdir(parents=True, exist_ok=True)
+    with open(self.path, 'a') as f: f.write(json.dumps(row) + '\n')
+    if self.trackers:
+        if not self.live and self.start is not None: self.start()
+        self.live = True
+        self.acc.log({k: v for k, v in row.items() if isinstance(v, (int, float))}, step=row.get('step'))
+
+# %% ../../nbs/61b_trainer_metrics.ipynb #fd8fbfd8
+@patch
+def truncate(self:MetricsLogger, step:int):
+    "Drop the rows of steps after `step` (and a line cut short by a kill): a resumed run logs those steps again"
+    if not self._main or not self.path.exists(): return
+    lines = self.path.read_text().splitlines(keepends=True)
+    def keep(l):
+        try: return json.loads(l).get('step', 0) <= step
+        except json.JSONDecodeError: return False
+    kept = [l for l in lines if keep(l)]
+    if len(kept) != len(lines): self.path.write_text(''.join(kept))
+
+# %% ../../nbs/61b_trainer_metrics.ipynb #a80ef410
+@patch
+def close(self:MetricsLogger):
+    "Flush and close the trackers (TensorBoard writes from a background thread: without this the last rows can be lost)"
+    if not (self.trackers and self.live): return
+    # not `accelerator.end_training()`: that also destroys the process group, which a DDP run still needs after train()
+    for t in self.acc.trackers: t.finish()
+    self.acc.trackers, self.live = [], False
 
 # %% ../../nbs/61b_trainer_metrics.ipynb #a2b5d381
-def _trackers(report_to):
+def installed_trackers(report_to:list|None, # tracker names: 'wandb', 'tensorboard'
+                      )->list:              # those whose package is installed (a warning for each other)
+    "The trackers of `report_to` that can write here"
     ok = []
     for t in report_to or []:
         mods = {'wandb': ('wandb',), 'tensorboard': ('tensorboard', 'tensorboardX')}[t]   # accelerate writes with either
         if any(importlib.util.find_spec(m) for m in mods): ok.append(t)
-        else: warnings.warn(f"report_to={t!r} but {' or '.join(mods)} is not installed; metrics go to metrics.jsonl only", stacklevel=3)
+        else: warnings.warn(f"report_to={t!r} but {' or '.join(mods)} is not installed; metrics go to metrics.jsonl only",
+                            stacklevel=3)
     return ok
