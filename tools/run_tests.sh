@@ -24,6 +24,9 @@ step "notebook house rules (tools/lint_nbs.py) and layering (tools/check_layerin
 python tools/lint_nbs.py
 python tools/check_layering.py
 
+step "pages link the pytest files that test their module (tools/test_links.py)"
+python tools/test_links.py
+
 step "thoughts per cell (tools/cell_metrics.py: issue 40's measures, none worse than tools/cell_metrics.json records)"
 python tools/cell_metrics.py --check tools/cell_metrics.json
 

@@ -18,9 +18,9 @@ from ..chat import render_chat
 from ..config import in_range, one_of
 from .attention import segment_attention_on
 from .base import BaseTrainer
-from .train_config import TrainConfig
 from .data import DataFormatError, env_tools, load_records, render_spans
 from .losses import dpo_loss, token_logps
+from .train_config import TrainConfig
 
 # %% auto #0
 __all__ = ['DPOConfig', 'tokenize_pair', 'DPOTrainer']

@@ -14,10 +14,10 @@ from fastcore.basics import patch
 
 from ..config import ConfigError, in_range, one_of
 from ..rollout.spec import RolloutSpec
-from .train_config import TrainConfig
 from .data import DataFormatError, collate_padded, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
 from .losses import grpo_advantages, step_level_advantages
+from .train_config import TrainConfig
 from ..trajectory import Trajectory
 
 # %% auto #0

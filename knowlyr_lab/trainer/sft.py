@@ -21,10 +21,10 @@ from ..chat import render_chat
 from ..config import ConfigError, in_range, one_of
 from .attention import segment_attention_on
 from .base import BaseTrainer
-from .train_config import TrainConfig
 from .data import DataFormatError, chunk_sample, collate_padded, curriculum_indices, env_tools, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
 from .losses import step_weighted_ce
+from .train_config import TrainConfig
 from ..trajectory import Trajectory
 
 # %% auto #0
