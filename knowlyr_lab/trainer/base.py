@@ -146,10 +146,10 @@ def _adapt(self:BaseTrainer, model):
 def _metrics_logger(self:BaseTrainer, trackers:bool)->MetricsLogger:
     "metrics.jsonl, and the trackers, opened with the config's plain values at the first logged row"
     hparams = {k: v for k, v in asdict(self.config).items() if isinstance(v, (int, float, str, bool))}
-    # a reopened writer gets its own event file (the default name has 1 s resolution)
-    kw = {'tensorboard': {'filename_suffix': f'.{uuid.uuid4().hex[:8]}'}}
+    # a reopened writer gets its own event file (the default name has 1 s resolution): a new suffix at every start
+    kw = lambda: {'tensorboard': {'filename_suffix': f'.{uuid.uuid4().hex[:8]}'}}
     return MetricsLogger(self.out / 'metrics.jsonl', self.accelerator, trackers,
-                         start=lambda: self.accelerator.init_trackers(self.out.name, config=hparams, init_kwargs=kw))
+                         start=lambda: self.accelerator.init_trackers(self.out.name, config=hparams, init_kwargs=kw()))
 
 # %% ../../nbs/62a_trainer_base.ipynb #a1c0p002
 @patch
