@@ -53,7 +53,7 @@ def test_two_patch_methods_in_one_export_cell_fail(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(two)])
     p = tmp_path / 'two.ipynb'; nbformat.write(nb, p)
     r = _lint(p)
-    assert r.returncode == 1 and f'export cell with 2 @patch methods (cell id {nb.cells[0].id})' in r.stdout, r.stdout
+    assert r.returncode == 1 and f'export cell with 2 methods added to classes (cell id {nb.cells[0].id})' in r.stdout, r.stdout
     one = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in two.split('\n\n')])
     one.cells[1].source = '#| export\n' + one.cells[1].source
     nbformat.write(one, p)
@@ -76,3 +76,52 @@ def test_cell_metrics_refuse_a_worse_value(tmp_path):
     (tmp_path / 'm.json').write_text(json.dumps(rec))
     r = _metrics('--check', str(tmp_path / 'm.json'))
     assert r.returncode == 1 and 'export_cell_median_lines:' in r.stdout and 'code_cells_with_output_pct:' in r.stdout, r.stdout
+
+def test_method_attached_by_hand_fails(tmp_path):
+    "`Cls.attr = fn`, `= lambda` and `= property(fn)` attach a method the one-@patch rule would not see: each is named"
+    src = ("#| export\nclass A: pass\ndef _f(self): return 1\nA.f = _f\nA.g = lambda self: 2\nA.h = property(_f)\n"
+           "A.limit = 3")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src)])
+    p = tmp_path / 'hand.ipynb'; nbformat.write(nb, p)
+    r = _lint(p)
+    assert r.returncode == 1, r.stdout
+    for name in ('A.f', 'A.g', 'A.h'): assert f'{name} = ... attaches a method by hand' in r.stdout, r.stdout
+    assert 'A.limit' not in r.stdout and 'export cell with 3 methods added to classes' in r.stdout
+
+def _wrap():
+    sys.path.insert(0, str(ROOT / 'tools'))
+    import wrap_lines
+    return wrap_lines
+
+LONG = '''def summarise(rows:list,                 # the rows to summarise, one dict per episode, as the evaluation wrote them down
+              metric:str='success',     # which column of each row to average
+             )->dict:                   # {'mean', 'n'}: the average over the rows that hold the column, and how many did
+    "Average `metric` over `rows` that hold it, and how many rows that was: a helper with a long docstring that says so twice"
+    vals = [r[metric] for r in rows if metric in r and r[metric] is not None and not isinstance(r[metric], str) and r[metric] == r[metric]]
+    if not vals: raise ValueError(f"no row holds {metric!r}: the rows hold {sorted({k for r in rows for k in r})} and nothing else at all")
+    return {'mean': sum(vals) / len(vals), 'n': len(vals)}   # a trailing comment that makes this line longer than the width
+'''
+
+def test_wrap_lines_shortens_without_changing_the_code(tmp_path):
+    "Every line fits in 120 characters, the syntax tree is the same, and docments still reads each parameter's comment"
+    import ast
+    import importlib.util
+
+    from fastcore.docments import docments
+    w = _wrap()
+    new, left = w.wrap_source(LONG)
+    assert left == [] and max(map(len, new.split('\n'))) <= 120 and len(new.split('\n')) > len(LONG.split('\n'))
+    assert ast.dump(ast.parse(new)) == ast.dump(ast.parse(LONG))
+    def docs(src):
+        f = tmp_path / f'm{abs(hash(src))}.py'; f.write_text(src)
+        spec = importlib.util.spec_from_file_location(f.stem, f); m = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(m)
+        return docments(m.summarise)
+    assert docs(new) == docs(LONG) and docs(new)['return'].startswith("{'mean', 'n'}")
+
+def test_wrap_lines_leaves_what_it_cannot_wrap_and_reports_it():
+    "A line inside a multi-line string is text, not code: left as it is and reported"
+    w = _wrap()
+    src = 'x = """\n' + 'word ' * 40 + '\n"""'
+    new, left = w.wrap_source(src)
+    assert new == src and left == [2]

@@ -4,7 +4,8 @@
 - no exec_doc on a flagged cell;
 - an export cell (#| export / #| exports) holds at most MAX_EXPORT_LINES code lines (non-blank, not #| directives):
   one thought per cell, with prose between;
-- an export cell holds at most one `@patch` method (each method gets its paragraph and, where cheap, its example).
+- an export cell holds at most one `@patch` method (each method gets its paragraph and, where cheap, its example), and no
+  method is attached by hand (`Cls.attr = fn`, `= lambda`, `= property(fn)`): `@patch` does that, one per cell.
 Usage: python tools/lint_nbs.py [NOTEBOOK_OR_DIR ...] (default: every notebook under nbs/).
 Exit 1 listing every offending cell."""
 import ast
@@ -30,11 +31,30 @@ def too_long(path, i, c):
             f"  lines: {n} (at most {MAX_EXPORT_LINES}; non-blank lines that are not #| directives)",
             "  split it into one thought per cell (a function, or a class core then @patch methods), with prose between"]
 
+def attached(tree)->list[str]:
+    "`Cls.attr = fn` (a name, a lambda or `property(...)` assigned to a class attribute): a method attached by hand"
+    out = []
+    for n in tree.body:
+        if not isinstance(n, ast.Assign): continue
+        v = n.value
+        method = isinstance(v, (ast.Name, ast.Lambda)) or (isinstance(v, ast.Call) and getattr(v.func, 'id', '') == 'property')
+        out += [f"{t.value.id}.{t.attr}" for t in n.targets if method and isinstance(t, ast.Attribute)
+                and isinstance(t.value, ast.Name) and t.value.id[:1].isupper()]
+    return out
+
 def patches(path, i, c):
-    "The line that reports an export cell holding more than one `@patch` method, or none"
-    n = sum(1 for l in c.source.splitlines() if l.startswith('@patch'))
-    if n <= 1 or not any(l.startswith('#| export') for l in c.source.splitlines()): return []
-    return [f"{path}: cell {i}: export cell with {n} @patch methods (cell id {c.get('id', '?')}): one method per cell, each with its paragraph"]
+    "The lines that report an export cell holding more than one method added to a class (`@patch`, or `Cls.attr = fn`)"
+    src = c.source
+    if not any(l.startswith('#| export') for l in src.splitlines()): return []
+    try: tree = ast.parse('\n'.join(l for l in src.splitlines() if not l.lstrip().startswith(('%', '!'))))
+    except SyntaxError: return []
+    n = sum(1 for l in src.splitlines() if l.startswith('@patch'))
+    hand = attached(tree)
+    out = [f"{path}: cell {i}: {a} = ... attaches a method by hand (cell id {c.get('id', '?')}): use @patch" for a in hand]
+    if n + len(hand) > 1:
+        out.append(f"{path}: cell {i}: export cell with {n + len(hand)} methods added to classes (cell id {c.get('id', '?')}): "
+                   "one method per cell, each with its paragraph")
+    return out
 
 def problems(path):
     nb = nbformat.read(path, as_version=4)
