@@ -31,8 +31,18 @@ TRACKERS = ('wandb', 'tensorboard')
 @dataclass
 class TrainConfig:
     "Settings shared by the SFT, DPO and GRPO trainers"
+    # model
     model_name_or_path: str = ''           # a local model folder (or hub id when you have network)
-    output_dir: str = 'runs/train'         # checkpoints, final model, metrics.jsonl
+    model_dtype: str = 'float32'           # of the loaded (master) weights, or 'auto': the checkpoint's
+    attn_implementation: str|None = None   # 'sdpa', 'eager', 'flash_attention_2', ... (None: transformers' default)
+    device_map: str|None = None            # 'auto': spread the model over devices at load (None: accelerate places it)
+    # data
+    max_length: int = 2048                 # longest sample in tokens (longer ones are chunked or truncated)
+    system_prompt: str|None = None         # system message put first in every chat
+    tools_from_env: str|None = None        # env id whose tool schemas are used when records carry none
+    chat_format: str = 'auto'              # 'auto' (probe the chat template), 'template', 'hermes' or 'react'
+    mask_observations: bool = True         # labels only on the model's own thought/action tokens
+    # optimisation
     num_epochs: int = 3                    # passes over the data
     max_steps: int = -1                    # stop after this many optimiser steps (-1: num_epochs decides)
     learning_rate: float = 5e-5            # peak learning rate (AdamW)
@@ -42,23 +52,20 @@ class TrainConfig:
     batch_size: int = 8                    # samples per micro-batch (the global batch, split across processes)
     gradient_accumulation_steps: int = 1   # micro-batches per optimiser step
     max_grad_norm: float = 1.0             # gradient clipping (0: off)
-    max_length: int = 2048                 # longest sample in tokens (longer ones are chunked or truncated)
-    system_prompt: str|None = None         # system message put first in every chat
-    tools_from_env: str|None = None        # env id whose tool schemas are used when records carry none
-    chat_format: str = 'auto'              # 'auto' (probe the chat template), 'template', 'hermes' or 'react'
-    model_dtype: str = 'float32'           # of the loaded (master) weights, or 'auto': the checkpoint's
-    attn_implementation: str|None = None   # 'sdpa', 'eager', 'flash_attention_2', ... (None: transformers' default)
-    device_map: str|None = None            # 'auto': spread the model over devices at load (None: accelerate places it)
-    mask_observations: bool = True         # labels only on the model's own thought/action tokens
+    seed: int = 42                         # data order, init of adapters, dropout
+    # lora
     use_lora: bool = False                 # train LoRA adapters (peft) instead of all weights
     lora_r: int = 16                       # LoRA rank
     lora_alpha: int = 32                   # LoRA scaling numerator
     lora_dropout: float = 0.0              # LoRA dropout, in [0, 1)
-    lora_target_modules: list = field(default_factory=lambda: ['q_proj', 'k_proj', 'v_proj', 'o_proj']) # to adapt
+    # the modules to adapt
+    lora_target_modules: list = field(default_factory=lambda: ['q_proj', 'k_proj', 'v_proj', 'o_proj'])
     merge_lora_on_save: bool = True        # save merged full weights (else the adapter only)
+    # precision and memory
     mixed_precision: str = 'auto'          # 'auto' (bf16 on CUDA where supported), 'bf16', 'fp16' (CUDA) or 'no'
     gradient_checkpointing: bool = False   # trade compute for memory
-    seed: int = 42                         # data order, init of adapters, dropout
+    # checkpoints and logging
+    output_dir: str = 'runs/train'         # checkpoints, final model, metrics.jsonl
     logging_steps: int = 10                # log every n optimiser steps
     save_steps: int = 0                    # checkpoint every n steps (0: only at the end)
     save_total_limit: int = 2              # keep the newest n checkpoints (0: all)
@@ -66,6 +73,14 @@ class TrainConfig:
     report_to: list = field(default_factory=list) # 'wandb' and/or 'tensorboard' (when installed)
     progress_bar: bool = True              # tqdm bar
 
+    _groups = {'model': ('model_name_or_path', 'model_dtype', 'attn_implementation', 'device_map'),
+               'data': ('max_length', 'system_prompt', 'tools_from_env', 'chat_format', 'mask_observations'),
+               'optimisation': ('num_epochs', 'max_steps', 'learning_rate', 'weight_decay', 'warmup_ratio', 'lr_scheduler',
+                                'batch_size', 'gradient_accumulation_steps', 'max_grad_norm', 'seed'),
+               'lora': ('use_lora', 'lora_r', 'lora_alpha', 'lora_dropout', 'lora_target_modules', 'merge_lora_on_save'),
+               'precision and memory': ('mixed_precision', 'gradient_checkpointing'),
+               'checkpoints and logging': ('output_dir', 'logging_steps', 'save_steps', 'save_total_limit',
+                                           'resume_from_checkpoint', 'report_to', 'progress_bar')}
     _checks = {'num_epochs': in_range(1), 'max_steps': in_range(1, also=(-1,)),
                'learning_rate': in_range(0, lo_open=True), 'weight_decay': in_range(0), 'warmup_ratio': in_range(0, 1),
                'lr_scheduler': one_of(*SCHEDULERS),
@@ -106,10 +121,25 @@ def from_yaml(cls:TrainConfig, path:str|Path, **overrides):
 @patch
 def to_yaml(self:TrainConfig, path:str|Path): Path(path).write_text(yaml.safe_dump(asdict(self), sort_keys=False))
 
+# %% ../../nbs/61d_trainer_train_config.ipynb #4f86ea4b
+@patch(cls_method=True)
+def field_groups(cls:TrainConfig)->dict[str, list[str]]:
+    "Group name -> its fields, in order: the `_groups` of the class and then of its bases; ungrouped fields in 'other'"
+    out, seen = {}, set()
+    for k in cls.__mro__:
+        for g, names in vars(k).get('_groups', {}).items():
+            new = [n for n in names if n not in seen]
+            seen.update(new); out.setdefault(g, []).extend(new)
+    rest = [f.name for f in fields(cls) if f.name not in seen]
+    return {**out, 'other': rest} if rest else out
+
 # %% ../../nbs/61d_trainer_train_config.ipynb #4f86ea40
 @patch
 def to_markdown(self:TrainConfig)->str:
-    return '| field | value |\n|---|---|\n' + '\n'.join(f'| {k} | {v!r} |' for k, v in asdict(self).items())
+    "The settings as a markdown table: group, field, value"
+    rows = [f'| {g if i == 0 else ""} | {k} | {getattr(self, k)!r} |'
+            for g, names in self.field_groups().items() for i, k in enumerate(names)]
+    return '| group | field | value |\n|---|---|---|\n' + '\n'.join(rows)
 
 # %% ../../nbs/61d_trainer_train_config.ipynb #4fe16edd
 @patch
