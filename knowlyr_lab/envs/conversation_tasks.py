@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Union
 
 import yaml
+from fastcore.basics import patch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core import KnowlyrError
@@ -27,6 +28,8 @@ class _M(BaseModel): model_config = ConfigDict(extra='forbid')
 class UserFact(_M):
     when: list[str]                  # keywords (whole words, any case) in the agent's message that make the user say it
     say: str
+
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #f6c2213a
 class UserSpec(_M):
     opening: str = 'Hello, I need help with this.'
     goal: str = 'get the task done'
@@ -45,6 +48,8 @@ class Commit(_M):
     sha: str
     message: str
     diff: str = ''
+
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #4b627bb5
 class TaskData(_M):
     knowledge_base: list[Doc] = Field(default_factory=list)
     web: list[Doc] = Field(default_factory=list)
@@ -67,33 +72,49 @@ class ConversationTask(_M):
     data: TaskData = Field(default_factory=TaskData)
     check: Check
     solution: list[dict] = Field(default_factory=list)
-    def as_dict(self)->dict:
-        return {'id': self.id, 'instruction': self.instruction, 'domain': self.domain, 'env_id': f'knowlyr/{self.domain}',
-                'user_goal': self.user.goal, 'n_required': len(self.check.required)}
+
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #9f48f86b
+@patch
+def as_dict(self:ConversationTask)->dict:
+    return {'id': self.id, 'instruction': self.instruction, 'domain': self.domain, 'env_id': f'knowlyr/{self.domain}',
+            'user_goal': self.user.goal, 'n_required': len(self.check.required)}
 
 # %% ../../nbs/16a_envs_conversation_tasks.ipynb #5cabf2b7
 class ConversationTaskError(KnowlyrError, ValueError):
     "A conversation task file that cannot be used; the message names the file, the task and the field"
 
-# %% ../../nbs/16a_envs_conversation_tasks.ipynb #3ef342fa
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #c256374d
 CONVERSATION_DATA = Path(str(importlib.resources.files('knowlyr_lab')))/'data'/'conversation'
 
+def _task_file(src:str|Path)->Path:
+    bundled = isinstance(src, str) and '/' not in src and not src.endswith(('.yaml', '.yml'))
+    path = CONVERSATION_DATA/f'{src}.yaml' if bundled else Path(src)
+    if not path.exists():
+        known = sorted(p.stem for p in CONVERSATION_DATA.glob('*.yaml'))
+        raise ConversationTaskError(f"{path}: no such task file (bundled: {known})")
+    return path
+
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #5b12a069
+def _parse_task(path:Path, i:int, r, dom:str|None)->ConversationTask:
+    if not isinstance(r, dict): raise ConversationTaskError(f"{path}: task {i}: expected a mapping, got {type(r).__name__}")
+    try: return ConversationTask.model_validate({'domain': dom or r.get('domain', 'conversation'), **r})
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = '.'.join(map(str, err['loc']))
+        raise ConversationTaskError(f"{path}: task {i} ({r.get('id', '?')}): field {field}: {err['msg']}") from None
+
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #57d0ec7c
 def load_conversation_tasks(src:str|Path,   # a bundled domain name ('conversation', ...) or a YAML file
                            )->list[ConversationTask]:
     "Tasks from a YAML list; errors name the file, the task index and the field"
-    path = CONVERSATION_DATA/f'{src}.yaml' if isinstance(src, str) and '/' not in src and not src.endswith(('.yaml', '.yml')) else Path(src)
-    if not path.exists(): raise ConversationTaskError(f"{path}: no such task file (bundled: {sorted(p.stem for p in CONVERSATION_DATA.glob('*.yaml'))})")
+    path = _task_file(src)
     try: raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e: raise ConversationTaskError(f"{path}: not valid YAML: {e}") from None
     if not isinstance(raw, list): raise ConversationTaskError(f"{path}: expected a list of tasks, got {type(raw).__name__}")
     dom = path.stem if path.parent == CONVERSATION_DATA else None
     tasks, seen = [], set()
     for i, r in enumerate(raw):
-        if not isinstance(r, dict): raise ConversationTaskError(f"{path}: task {i}: expected a mapping, got {type(r).__name__}")
-        try: t = ConversationTask.model_validate({'domain': dom or r.get('domain', 'conversation'), **r})
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise ConversationTaskError(f"{path}: task {i} ({r.get('id', '?')}): field {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        t = _parse_task(path, i, r, dom)
         if t.id in seen: raise ConversationTaskError(f"{path}: task {i}: field id: duplicate id {t.id!r}")
         seen.add(t.id); tasks.append(t)
     return tasks
@@ -101,6 +122,7 @@ def load_conversation_tasks(src:str|Path,   # a bundled domain name ('conversati
 # %% ../../nbs/16a_envs_conversation_tasks.ipynb #00158e34
 def _norm(s:str)->str: return ' '.join(str(s).lower().split())
 
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #9903396f
 def check_answer(check:Check, text:str)->dict:
     "Score `text` against a task's checker: required items found, forbidden items absent"
     t = _norm(text)
@@ -115,6 +137,7 @@ def check_answer(check:Check, text:str)->dict:
 # %% ../../nbs/16a_envs_conversation_tasks.ipynb #5c0bea00
 def _words(s): return {w for w in re.findall(r'[a-z0-9][a-z0-9%\-]+', s.lower()) if len(w) >= 3}
 
+# %% ../../nbs/16a_envs_conversation_tasks.ipynb #d37d5d3f
 def search_docs(docs:list[Doc], query:str, k:int=3)->list[Doc]:
     "The `k` documents sharing the most words with `query`"
     q = _words(query)
