@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 import yaml
+from fastcore.basics import patch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .core import KnowlyrError
@@ -24,16 +25,20 @@ __all__ = ['BUNDLED_CODING_DIR', 'CodingTaskError', 'FileEdit', 'CodingTask', 'l
            'fixed_files', 'check_coding_task', 'expert_actions']
 
 # %% ../nbs/14_coding_tasks.ipynb #07633af1
-BUNDLED_CODING_DIR = Path(str(importlib.resources.files('knowlyr_lab')))/'data'/'coding'   # the bundled suite (package data)
+# the bundled suite (package data)
+BUNDLED_CODING_DIR = Path(str(importlib.resources.files('knowlyr_lab')))/'data'/'coding'
 
 class CodingTaskError(KnowlyrError, ValueError):
     "A coding task file that cannot be used; the message names the file and the field"
 
+# %% ../nbs/14_coding_tasks.ipynb #c0524e78
 def _rel_path(p:str)->str:
     pp = PurePosixPath(p)
-    if not p or pp.is_absolute() or '..' in pp.parts or '\\' in p: raise ValueError(f"{p!r} must be a relative path inside the repository")
+    if not p or pp.is_absolute() or '..' in pp.parts or '\\' in p:
+        raise ValueError(f"{p!r} must be a relative path inside the repository")
     return str(pp)
 
+# %% ../nbs/14_coding_tasks.ipynb #95f01a6e
 class FileEdit(BaseModel):
     "Replace `old_str` (which must occur once) by `new_str` in `path`"
     model_config = ConfigDict(extra='forbid')
@@ -42,6 +47,7 @@ class FileEdit(BaseModel):
     new_str: str
     _v = field_validator('path')(classmethod(lambda cls, v: _rel_path(v)))
 
+# %% ../nbs/14_coding_tasks.ipynb #91fc18c8
 class CodingTask(BaseModel):
     "A repository with a planted bug, its bug report, hidden tests and the expert's fix"
     model_config = ConfigDict(extra='forbid')
@@ -63,30 +69,40 @@ class CodingTask(BaseModel):
         if not v: raise ValueError("must list at least one file")
         return {_rel_path(k): c for k, c in v.items()}
 
-    @property
-    def n_tests(self)->int:
-        "Number of hidden test methods (`test*` methods of `unittest.TestCase` classes), 1 for a `test_command`"
-        return 1 if self.test_command else len(unittest_names(self.hidden_tests))
+# %% ../nbs/14_coding_tasks.ipynb #41cd38b2
+@patch(as_prop=True)
+def n_tests(self:CodingTask)->int:
+    "Number of hidden test methods (`test*` methods of `unittest.TestCase` classes), 1 for a `test_command`"
+    return 1 if self.test_command else len(unittest_names(self.hidden_tests))
 
-    def as_dict(self)->dict:
-        "The task as `list_tasks` shows it (no hidden tests, no fix)"
-        return {'id': self.id, 'instruction': self.instruction, 'domain': 'coding', 'env_id': 'knowlyr/sandbox',
-                'difficulty': self.difficulty, 'tags': list(self.tags), 'n_files': len(self.files), 'n_tests': self.n_tests}
+# %% ../nbs/14_coding_tasks.ipynb #5100b3d2
+@patch
+def as_dict(self:CodingTask)->dict:
+    "The task as `list_tasks` shows it (no hidden tests, no fix)"
+    return {'id': self.id, 'instruction': self.instruction, 'domain': 'coding', 'env_id': 'knowlyr/sandbox',
+            'difficulty': self.difficulty, 'tags': list(self.tags), 'n_files': len(self.files),
+            'n_tests': self.n_tests}
 
-    def verifier(self, backend:str='local', image:str|None=None, limits=None, sandbox_kwargs:dict|None=None,
-                 feedback:str|None=None)->HiddenTestVerifier:
-        "The `HiddenTestVerifier` of this task: its hidden tests on a pristine copy of its repository (`feedback`: the task's)"
-        return HiddenTestVerifier(self.files, self.hidden_tests, self.timeout, self.test_command, backend, image, limits, sandbox_kwargs,
-                                  feedback or self.feedback)
+# %% ../nbs/14_coding_tasks.ipynb #c440f40d
+@patch
+def verifier(self:CodingTask, backend:str='local', image:str|None=None, limits=None,
+             sandbox_kwargs:dict|None=None, feedback:str|None=None)->HiddenTestVerifier:
+    "The `HiddenTestVerifier` of this task: its hidden tests on a pristine copy of its repository (`feedback`: the task's)"
+    return HiddenTestVerifier(self.files, self.hidden_tests, self.timeout, self.test_command, backend, image, limits,
+                              sandbox_kwargs, feedback or self.feedback)
 
-    def write_repo(self, dest)->Path:
-        "Write the (buggy) repository into `dest`"
-        dest = Path(dest)
-        for p, c in self.files.items():
-            (dest/p).parent.mkdir(parents=True, exist_ok=True); (dest/p).write_text(c)
-        return dest
+# %% ../nbs/14_coding_tasks.ipynb #9b76461b
+@patch
+def write_repo(self:CodingTask, dest)->Path:
+    "Write the (buggy) repository into `dest`"
+    dest = Path(dest)
+    for p, c in self.files.items():
+        (dest/p).parent.mkdir(parents=True, exist_ok=True); (dest/p).write_text(c)
+    return dest
 
-    def __repr__(self): return f"CodingTask({self.id!r}, {len(self.files)} files, {self.n_tests} hidden tests)"
+# %% ../nbs/14_coding_tasks.ipynb #083ebe42
+@patch
+def __repr__(self:CodingTask): return f"CodingTask({self.id!r}, {len(self.files)} files, {self.n_tests} hidden tests)"
 
 # %% ../nbs/14_coding_tasks.ipynb #93bd8457
 def _fail(src, e:ValidationError):
@@ -94,40 +110,63 @@ def _fail(src, e:ValidationError):
     field = '.'.join(map(str, err['loc'])) or '(task)'
     raise CodingTaskError(f"{src}: field {field}: {err['msg']}") from None
 
+# %% ../nbs/14_coding_tasks.ipynb #c5750d70
 def _read_tree(d:Path)->dict:
-    return {str(p.relative_to(d).as_posix()): p.read_text() for p in sorted(d.rglob('*')) if p.is_file() and '__pycache__' not in p.parts}
+    return {str(p.relative_to(d).as_posix()): p.read_text() for p in sorted(d.rglob('*'))
+            if p.is_file() and '__pycache__' not in p.parts}
 
+# %% ../nbs/14_coding_tasks.ipynb #6024cd9e
+def _read_task_yaml(path:Path)->tuple[Path, dict]:
+    yml = path/'task.yaml' if path.is_dir() else path
+    if not yml.exists():
+        raise CodingTaskError(f"{path}: no task.yaml in this folder" if path.is_dir() else f"{path}: file not found")
+    try: raw = yaml.safe_load(yml.read_text())
+    except yaml.YAMLError as e: raise CodingTaskError(f"{yml}: not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise CodingTaskError(f"{yml}: expected a mapping of task fields, got {type(raw).__name__}")
+    return yml, raw
+
+# %% ../nbs/14_coding_tasks.ipynb #5ae7fe3c
+def _check_task(task:CodingTask, yml:Path):
+    for i, ed in enumerate(task.fix):
+        if ed.path not in task.files:
+            raise CodingTaskError(f"{yml}: field fix.{i}.path: {ed.path!r} is not one of the repository files "
+                                  f"{sorted(task.files)}")
+        n = task.files[ed.path].count(ed.old_str)
+        if n != 1:
+            raise CodingTaskError(f"{yml}: field fix.{i}.old_str: occurs {n} times in {ed.path}; "
+                                  "it must occur exactly once")
+    for p, src in task.hidden_tests.items():
+        try: compile(src, p, 'exec', dont_inherit=True)
+        except SyntaxError as e:
+            raise CodingTaskError(f"{yml}: field hidden_tests.{p}: line {e.lineno}: {e.msg}") from None
+    if task.n_tests == 0: raise CodingTaskError(f"{yml}: field hidden_tests: no unittest test methods found")
+
+# %% ../nbs/14_coding_tasks.ipynb #54dadf31
 def load_coding_task(path)->CodingTask:
     "Load one task from a YAML file or a task folder (`task.yaml` + `repo/` + `hidden_tests/`)"
     path = Path(path)
-    yml = path/'task.yaml' if path.is_dir() else path
-    if not yml.exists(): raise CodingTaskError(f"{path}: no task.yaml in this folder" if path.is_dir() else f"{path}: file not found")
-    try: raw = yaml.safe_load(yml.read_text())
-    except yaml.YAMLError as e: raise CodingTaskError(f"{yml}: not valid YAML: {e}") from None
-    if not isinstance(raw, dict): raise CodingTaskError(f"{yml}: expected a mapping of task fields, got {type(raw).__name__}")
+    yml, raw = _read_task_yaml(path)
     if path.is_dir():
         for key, sub in (('files', 'repo'), ('hidden_tests', 'hidden_tests')):
             if key not in raw and (path/sub).is_dir(): raw[key] = _read_tree(path/sub)
     try: task = CodingTask.model_validate({**raw, 'source': str(yml)})
     except ValidationError as e: _fail(yml, e)
-    for i, ed in enumerate(task.fix):
-        if ed.path not in task.files: raise CodingTaskError(f"{yml}: field fix.{i}.path: {ed.path!r} is not one of the repository files {sorted(task.files)}")
-        n = task.files[ed.path].count(ed.old_str)
-        if n != 1: raise CodingTaskError(f"{yml}: field fix.{i}.old_str: occurs {n} times in {ed.path}; it must occur exactly once")
-    for p, src in task.hidden_tests.items():
-        try: compile(src, p, 'exec', dont_inherit=True)
-        except SyntaxError as e: raise CodingTaskError(f"{yml}: field hidden_tests.{p}: line {e.lineno}: {e.msg}") from None
-    if task.n_tests == 0: raise CodingTaskError(f"{yml}: field hidden_tests: no unittest test methods found")
+    _check_task(task, yml)
     return task
 
-def load_coding_tasks(path=None,              # folder of task YAML files and/or task folders (default: the bundled suite)
-                      on_error:str='raise',   # 'raise', or 'skip' (bad tasks go to `errors`)
-                      errors:list|None=None,  # receives (path, message) for each skipped task
-                     )->list[CodingTask]:     # sorted by id
+# %% ../nbs/14_coding_tasks.ipynb #0247a97d
+def load_coding_tasks(
+    # folder of task YAML files and/or task folders (default: the bundled suite)
+    path=None,
+    on_error:str='raise',   # 'raise', or 'skip' (bad tasks go to `errors`)
+    errors:list|None=None,  # receives (path, message) for each skipped task
+)->list[CodingTask]:        # sorted by id
     "All coding tasks under `path`"
     root = Path(path) if path is not None else BUNDLED_CODING_DIR
     if not root.is_dir(): raise CodingTaskError(f"{root}: not a folder of coding tasks")
-    cands = sorted([p for p in root.glob('*.yaml')] + [p for p in root.glob('*.yml')] + [p for p in root.iterdir() if (p/'task.yaml').exists()])
+    cands = sorted([p for p in root.glob('*.yaml')] + [p for p in root.glob('*.yml')]
+                   + [p for p in root.iterdir() if (p/'task.yaml').exists()])
     tasks, seen = [], {}
     for p in cands:
         try:
@@ -146,16 +185,19 @@ def fixed_files(task:CodingTask)->dict[str, str]:
     for ed in task.fix: files[ed.path] = files[ed.path].replace(ed.old_str, ed.new_str, 1)
     return files
 
+# %% ../nbs/14_coding_tasks.ipynb #7df969b7
 def check_coding_task(task:CodingTask, **verifier_kw)->dict:
     "Hidden-test results on the buggy and on the fixed repository (`verifier_kw` go to `CodingTask.verifier`)"
     v = task.verifier(**verifier_kw)
     before, after = v.verify({}), v.verify(fixed_files(task))
-    return {'id': task.id, 'buggy_passed': before.tests_passed, 'fixed_passed': after.tests_passed, 'tests_total': after.tests_total,
-            'bug_is_real': before.tests_passed < before.tests_total, 'fix_works': after.success}
+    return {'id': task.id, 'buggy_passed': before.tests_passed, 'fixed_passed': after.tests_passed,
+            'tests_total': after.tests_total, 'bug_is_real': before.tests_passed < before.tests_total,
+            'fix_works': after.success}
 
 # %% ../nbs/14_coding_tasks.ipynb #5cfb0585
 def expert_actions(task:CodingTask)->list[dict]:
     "The expert's tool calls for `task`: read, edit, submit"
     acts = [{'tool': 'file_read', 'params': {'path': p}} for p in dict.fromkeys(ed.path for ed in task.fix)]
-    acts += [{'tool': 'edit_file', 'params': {'path': ed.path, 'old_str': ed.old_str, 'new_str': ed.new_str}} for ed in task.fix]
+    acts += [{'tool': 'edit_file', 'params': {'path': ed.path, 'old_str': ed.old_str, 'new_str': ed.new_str}}
+             for ed in task.fix]
     return acts + [{'tool': 'submit', 'params': {}}]
