@@ -28,16 +28,22 @@ __all__ = ['REFUSED_STATUSES', 'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'IDLE
 class RemoteEnvError(InfrastructureError):
     "A remote env server refused or lost the connection, missed a deadline, or answered with an error"
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #7c763a5d
 class SessionExpiredError(RemoteEnvError):
     "The server no longer knows the client's session (closed when idle, or closed): the next `reset` opens a new one"
-    def __init__(self, msg:str, idle_timeout:float|None=None): super().__init__(msg); self.idle_timeout = idle_timeout   # the server's, when it said
+    def __init__(self, msg:str, idle_timeout:float|None=None):
+        super().__init__(msg); self.idle_timeout = idle_timeout   # the server's, when it said
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #df7571ee
 class Refused(KnowlyrError):
     "The server refused the agent's action itself: the agent's outcome, an error observation (never raised out of a step)"
 
-REFUSED_STATUSES = (400, 413, 414, 422)     # HTTP answers to a step that refuse its action (malformed, too large, unprocessable)
-ACTION_ERROR_CODES = ('VALIDATION_ERROR', 'EXECUTION_ERROR')   # OpenEnv error codes answering a step's action (it did not validate, or raised)
+# HTTP answers to a step that refuse its action (malformed, too large, unprocessable)
+REFUSED_STATUSES = (400, 413, 414, 422)
+# OpenEnv error codes answering a step's action (it did not validate, or raised)
+ACTION_ERROR_CODES = ('VALIDATION_ERROR', 'EXECUTION_ERROR')
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #802c1369
 def task_seed(name, task, seed)->int:
     "Seed (task index) of a task id like '<name>-s<seed>', a task dict with 'seed', or the seed itself"
     if task is None: return 0 if seed is None else int(seed)
@@ -50,6 +56,7 @@ def task_seed(name, task, seed)->int:
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #e48bad30
 MAX_RESPONSE_BYTES = 16 * 2**20      # default cap on one answer from a remote env server
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #e4a46b39
 class _ByDeadline:
     "Socket mixin: every receive ends by `deadline` (a `time.monotonic()` time), however slowly the peer sends"
     deadline = math.inf
@@ -58,6 +65,8 @@ class _ByDeadline:
         if left <= 0: raise TimeoutError('deadline passed')
         self.settimeout(left)
         return super().recv_into(buf, nbytes, flags)
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #2ab942bb
 class _DeadlineSocket(_ByDeadline, socket.socket): pass
 class _DeadlineSSLSocket(_ByDeadline, ssl.SSLSocket): pass
 
@@ -68,6 +77,7 @@ class _HTTPConnection(http.client.HTTPConnection):
         self.sock = _DeadlineSocket(fileno=s.detach())
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1); self.sock.settimeout(self.timeout)
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #7de52296
 class _HTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, host, port=None, timeout=None):
         ctx = ssl.create_default_context(); ctx.sslsocket_class = _DeadlineSSLSocket
@@ -106,6 +116,7 @@ def fetch(method:str, url:str,              # HTTP method and full URL
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #04fc2198
 def _no_constant(c): raise ValueError(f"{c} is not a JSON number")
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #e6a69b31
 def read_json(data:bytes|str, where:str='server'):
     "Parse an answer as strict JSON (no NaN or Infinity), or raise `RemoteEnvError`"
     try: return json.loads(data, parse_constant=_no_constant)
@@ -122,12 +133,14 @@ def as_reward(v, where:str)->float:
     if not ok: raise RemoteEnvError(f"{where}: reward must be a finite number, got {v!r:.60}")
     return float(v)
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #f924257c
 def as_flag(v, field:str, where:str, default=False):
     "A flag as sent: a JSON boolean (null or missing: `default`)"
     if v is None: return default
     if not isinstance(v, bool): raise RemoteEnvError(f"{where}: {field} must be true or false, got {v!r:.60}")
     return v
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #3288b7f1
 def as_object(v, field:str, where:str)->dict:
     "A JSON object as sent (null or missing: {})"
     if v is None: return {}
@@ -137,6 +150,7 @@ def as_object(v, field:str, where:str)->dict:
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #bbf2f022
 IDLE_SLACK = 0.25      # share of the idle timeout (at most 1 s) the transport may take off the gap the client measured
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #f91923c1
 def as_time_limits(v, where:str)->dict:
     "A reset's `time_limits` as sent: `agent_step_seconds` and `idle_timeout`, each a positive number or null (dropped)"
     out = {}
@@ -147,6 +161,7 @@ def as_time_limits(v, where:str)->dict:
         out[k] = float(x)
     return out
 
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #84813f05
 def step_seconds(client)->float:
     "How long the client waits for one step: its `step_timeout`, plus what the server said its agent can make a step take"
     return client.step_timeout + min(client._limits.get('agent_step_seconds', 0.0), client.max_step_seconds)
@@ -154,7 +169,10 @@ def step_seconds(client)->float:
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #5cf32782
 def idle_ended(idle_timeout, gap:float)->TimeStep|None:
     "The end of an episode whose session the server closed for idleness after the agent took `gap` s to act; None when the gap was shorter"
-    if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, (int, float)) or gap < idle_timeout - min(1.0, IDLE_SLACK * idle_timeout): return None
-    msg = f"Episode ended: the agent took {gap:.1f} s to act, longer than the {idle_timeout:g} s the server keeps an idle session"
-    return TimeStep(msg, truncated=True, info={'success': False, 'score': 0.0, 'reason': 'idle_timeout', 'timeout': 'idle', 'is_error': True,
-                                             'idle_timeout': float(idle_timeout), 'agent_seconds': round(gap, 3)})
+    if (isinstance(idle_timeout, bool) or not isinstance(idle_timeout, (int, float))
+        or gap < idle_timeout - min(1.0, IDLE_SLACK * idle_timeout)): return None
+    msg = (f"Episode ended: the agent took {gap:.1f} s to act, longer than the {idle_timeout:g} s the server keeps "
+           "an idle session")
+    return TimeStep(msg, truncated=True, info={'success': False, 'score': 0.0, 'reason': 'idle_timeout', 'timeout': 'idle',
+                                             'is_error': True, 'idle_timeout': float(idle_timeout),
+                                             'agent_seconds': round(gap, 3)})
