@@ -28,60 +28,75 @@ __all__ = ['same_definition', 'UnknownNameError', 'RegistryWarning', 'load_ref',
 
 # %% ../nbs/00a_plugins.ipynb #b4569c84
 def _same_name(a, b)->bool:
-    "Same qualified name, in the same module or one of them defined in a notebook (`__main__`: a page defines what it exports)"
+    "Same qualified name, in the same module or one of them defined in a notebook (`__main__`)"
+    # a page defines what it exports in the notebook before the package's module does
     ma, mb = getattr(a, '__module__', None), getattr(b, '__module__', None)
     return a.__qualname__ == b.__qualname__ and (ma == mb or '__main__' in (ma, mb))
 
+# %% ../nbs/00a_plugins.ipynb #5ccda2e9
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 
+# %% ../nbs/00a_plugins.ipynb #91bcc023
 def _ops(code)->list:
     "Instructions as (operation, argument), without jump targets and with a method load read as an attribute load"
     # Python compiles `random.Random(...)` to LOAD_ATTR where `random` is imported in the same file (a module) and to
     # LOAD_METHOD where it is not (a notebook cell compiled apart from its imports): the same definition either way
-    return [('LOAD_ATTR' if i.opname == 'LOAD_METHOD' else i.opname, None if i.opcode in _JUMPS or hasattr(i.argval, 'co_code') else i.argval)
+    return [('LOAD_ATTR' if i.opname == 'LOAD_METHOD' else i.opname,
+             None if i.opcode in _JUMPS or hasattr(i.argval, 'co_code') else i.argval)
             for i in dis.get_instructions(code)]
 
+# %% ../nbs/00a_plugins.ipynb #5b3b9e87
 def _same_code(a, b)->bool:
     "Same instructions, names and constants (nested code compared the same way; line numbers and file ignored)"
     if (a.co_names, len(a.co_consts)) != (b.co_names, len(b.co_consts)) or _ops(a) != _ops(b): return False
     return all(_same_code(x, y) if hasattr(x, 'co_code') and hasattr(y, 'co_code') else type(x) is type(y) and x == y
                for x, y in zip(a.co_consts, b.co_consts))
 
+# %% ../nbs/00a_plugins.ipynb #bf2e813f
 def _same_function(a, b, seen)->bool:
     if not (_same_name(a, b) and _same_code(a.__code__, b.__code__)): return False
-    if not _same(a.__defaults__ or (), b.__defaults__ or (), seen) or not _same(a.__kwdefaults__ or {}, b.__kwdefaults__ or {}, seen):
-        return False
+    if not _same(a.__defaults__ or (), b.__defaults__ or (), seen): return False
+    if not _same(a.__kwdefaults__ or {}, b.__kwdefaults__ or {}, seen): return False
     ca, cb = a.__closure__ or (), b.__closure__ or ()      # a method calling super() holds its own class here
     return len(ca) == len(cb) and all(_same(x.cell_contents, y.cell_contents, seen) for x, y in zip(ca, cb))
 
+# %% ../nbs/00a_plugins.ipynb #65101af0
 def _same_class(a, b, seen)->bool:
     "Same qualified name and the same methods (a class made in a function, `<locals>`, only matches itself)"
     if '<locals>' in a.__qualname__ or not _same_name(a, b): return False
     fa, fb = ({k: v for k, v in vars(c).items() if inspect.isfunction(v)} for c in (a, b))
     return fa.keys() == fb.keys() and all(_same_function(fa[k], fb[k], seen) for k in fa)
 
+# %% ../nbs/00a_plugins.ipynb #68f1604e
 def _same(a, b, seen:set)->bool:
     if a is b: return True
     try:
         if type(a) is type(b) and a == b: return True
     except Exception: pass
-    for x, y in ((a, b), (b, a)):                        # a lazy 'module:attr' entry and the object it has been loaded as
+    # a lazy 'module:attr' entry and the object it has been loaded as
+    for x, y in ((a, b), (b, a)):
         if isinstance(x, str) and ':' in x and not isinstance(y, str):
             try: return load_ref(x) is y
             except Exception: return False
-    if (id(a), id(b)) in seen: return True               # compared further up (a class reached again through its methods)
+    # compared further up (a class reached again through its methods)
+    if (id(a), id(b)) in seen: return True
     seen.add((id(a), id(b)))
-    if isinstance(a, type) or isinstance(b, type): return isinstance(a, type) and isinstance(b, type) and _same_class(a, b, seen)
-    if inspect.isfunction(a) or inspect.isfunction(b): return inspect.isfunction(a) and inspect.isfunction(b) and _same_function(a, b, seen)
+    if isinstance(a, type) or isinstance(b, type):
+        return isinstance(a, type) and isinstance(b, type) and _same_class(a, b, seen)
+    if inspect.isfunction(a) or inspect.isfunction(b):
+        return inspect.isfunction(a) and inspect.isfunction(b) and _same_function(a, b, seen)
     if isinstance(a, functools.partial) or isinstance(b, functools.partial):
         return (isinstance(a, functools.partial) and isinstance(b, functools.partial) and _same(a.func, b.func, seen)
                 and _same(a.args, b.args, seen) and _same(a.keywords, b.keywords, seen))
-    if not (type(a) is type(b) or _same_class(type(a), type(b), seen)): return False     # instances: of the same class definition...
+    # instances: of the same class definition...
+    if not (type(a) is type(b) or _same_class(type(a), type(b), seen)): return False
     if isinstance(a, dict): return a.keys() == b.keys() and all(_same(a[k], b[k], seen) for k in a)
     if isinstance(a, (list, tuple)): return len(a) == len(b) and all(_same(x, y, seen) for x, y in zip(a, b))
-    if hasattr(a, '__dict__') and hasattr(b, '__dict__'): return _same(vars(a), vars(b), seen)   # ...with the same state
+    # ...with the same state
+    if hasattr(a, '__dict__') and hasattr(b, '__dict__'): return _same(vars(a), vars(b), seen)
     return False
 
+# %% ../nbs/00a_plugins.ipynb #abe84812
 def same_definition(a, b)->bool:
     "True when `a` and `b` are equal, or the same definition made again (a module re-imported, a notebook cell re-run)"
     return _same(a, b, set())
@@ -91,9 +106,11 @@ class UnknownNameError(KnowlyrError, KeyError):
     "A name nothing is registered under (each registry raises its own subclass)"
     def __str__(self): return self.args[0]
 
+# %% ../nbs/00a_plugins.ipynb #032371bf
 class RegistryWarning(UserWarning):
     "A plugin module or entry point that failed to load (discovery went on without it)"
 
+# %% ../nbs/00a_plugins.ipynb #cbd580b5
 def load_ref(ref:str):
     "Import the object named by a `'module:attr'` string"
     mod, _, attr = ref.partition(':')
@@ -101,6 +118,7 @@ def load_ref(ref:str):
     for a in attr.split('.'): obj = getattr(obj, a)
     return obj
 
+# %% ../nbs/00a_plugins.ipynb #1a0b6245
 class Registry(Mapping):
     "Named things of one kind: register, look up with suggestions, discover plugins; the same policy for every kind"
     def __init__(self, kind:str,                        # what is registered, for messages ('env id', 'log format', ...)
@@ -110,8 +128,8 @@ class Registry(Mapping):
                  items:dict|None=None):                 # entries to start with (values may be "module:attr" strings)
         self.kind, self.error, self.modules, self.group = kind, error, modules, group
         self._items, self._overridden, self._discovered, self._discovering = dict(items or {}), set(), False, False
-        self._lock, self._discover_lock = threading.RLock(), threading.RLock()   # entries; discovery (never held while taking the other)
-    def __repr__(self): return f"<Registry of {self.kind}s: {', '.join(self._items) or '(none yet)'}>"
+        # entries; discovery (never held while taking the other)
+        self._lock, self._discover_lock = threading.RLock(), threading.RLock()
     def __getitem__(self, name:str):
         "The entry registered as `name` (discovering plugins first; a `'module:attr'` entry is imported on first use)"
         self.discover()
@@ -123,35 +141,51 @@ class Registry(Mapping):
                 if self._items.get(name) is obj: self._items[name] = loaded   # unless replaced meanwhile
             return loaded
         return obj
-    def __contains__(self, name)->bool:
-        self.discover()
-        return name in self._items           # without importing a lazy entry
     def __iter__(self)->Iterator[str]:
         self.discover()
         return iter(list(self._items))       # registration order (rules run in it)
     def __len__(self)->int:
         self.discover()
         return len(self._items)
-    def names(self)->list[str]:
-        "Sorted names of every entry (discovering plugins first)"
-        self.discover()
-        return sorted(self._items)
-    def _unknown(self, name)->str:
-        close = difflib.get_close_matches(str(name), list(self._items), n=3)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else '.'
-        return f"unknown {self.kind} {name!r}{hint} Registered: {', '.join(sorted(self._items)) or '(none)'}"
+
+# %% ../nbs/00a_plugins.ipynb #4b9915c3
+@patch
+def __contains__(self:Registry, name)->bool:
+    self.discover()
+    return name in self._items
+
+# %% ../nbs/00a_plugins.ipynb #fdc7606d
+@patch
+def __repr__(self:Registry): return f"<Registry of {self.kind}s: {', '.join(self._items) or '(none yet)'}>"
+
+# %% ../nbs/00a_plugins.ipynb #ee54f8b3
+@patch
+def names(self:Registry)->list[str]:
+    "Sorted names of every entry (discovering plugins first)"
+    self.discover()
+    return sorted(self._items)
+
+# %% ../nbs/00a_plugins.ipynb #0cfb6e4a
+@patch
+def _unknown(self:Registry, name)->str:
+    close = difflib.get_close_matches(str(name), list(self._items), n=3)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else '.'
+    return f"unknown {self.kind} {name!r}{hint} Registered: {', '.join(sorted(self._items)) or '(none)'}"
 
 # %% ../nbs/00a_plugins.ipynb #437d0a50
 @patch
 def register(self:Registry, name:str, obj, overwrite:bool=False):
     "Register `obj` under `name`; the same definition again replaces it, anything else needs `overwrite=True`"
-    if not isinstance(name, str) or not name: raise ValueError(f"{self.kind}: the name must be a non-empty string, not {name!r}")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{self.kind}: the name must be a non-empty string, not {name!r}")
     with self._lock:
         old = self._items.get(name)
         if old is not None and not overwrite:
-            if name in self._overridden and self._discovering: return old   # replaced on purpose: discovery importing the original keeps it
+            # replaced on purpose: discovery importing the original keeps it
+            if name in self._overridden and self._discovering: return old
             if not same_definition(old, obj):
-                raise ValueError(f"{self.kind} {name!r} is already registered (to {old!r}); pass overwrite=True to replace it")
+                raise ValueError(f"{self.kind} {name!r} is already registered (to {old!r}); "
+                                 "pass overwrite=True to replace it")
         if overwrite: self._overridden.add(name)
         self._items[name] = obj
     return obj
@@ -168,12 +202,15 @@ def unregister(self:Registry, name:str):
 # %% ../nbs/00a_plugins.ipynb #e65df5fd
 def _warn(msg): warnings.warn(msg, RegistryWarning, stacklevel=3)
 
+# %% ../nbs/00a_plugins.ipynb #ace9ec09
 @patch
 def discover(self:Registry, force:bool=False):
     "Import the kind's modules and load its entry points (once); a failure warns and discovery goes on"
     if self._discovered and not force: return
-    with self._discover_lock:           # not `_lock`: a plugin imported in another thread must be able to register meanwhile
-        if (self._discovered and not force) or self._discovering: return   # done, or a plugin being imported looks something up
+    # not `_lock`: a plugin imported in another thread must be able to register meanwhile
+    with self._discover_lock:
+        # done, or a plugin being imported looks something up
+        if (self._discovered and not force) or self._discovering: return
         self._discovering = True
         try: self._import_plugins()
         finally: self._discovering = False
@@ -184,13 +221,16 @@ def discover(self:Registry, force:bool=False):
 def _import_plugins(self:Registry):
     if self.modules:
         try: pkg = importlib.import_module(self.modules)
-        except Exception as e: _warn(f"{self.kind}s: package {self.modules} failed to import ({e!r}); its entries are missing")
+        except Exception as e:
+            _warn(f"{self.kind}s: package {self.modules} failed to import ({e!r}); its entries are missing")
         else:
             for m in pkgutil.iter_modules(getattr(pkg, '__path__', []), pkg.__name__ + '.'):
                 if m.name.rsplit('.', 1)[-1].startswith('_'): continue
                 try: importlib.import_module(m.name)
-                except Exception as e: _warn(f"{self.kind}s: module {m.name} failed to import ({e!r}); its entries are missing")
+                except Exception as e:
+                    _warn(f"{self.kind}s: module {m.name} failed to import ({e!r}); its entries are missing")
     if self.group:
         for ep in entry_points(group=self.group):
             try: ep.load()
-            except Exception as e: _warn(f"{self.kind}s: entry point {ep.name!r} ({ep.value}) of {self.group} failed to load ({e!r})")
+            except Exception as e:
+                _warn(f"{self.kind}s: entry point {ep.name!r} ({ep.value}) of {self.group} failed to load ({e!r})")
