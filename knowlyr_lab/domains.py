@@ -11,6 +11,7 @@ from enum import Enum
 from pathlib import Path
 
 import yaml
+from fastcore.basics import patch
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from .plugins import Registry, UnknownNameError
@@ -25,6 +26,7 @@ class ToolCategory(str, Enum):
     READ = "read"; WRITE = "write"; SEARCH = "search"; EXECUTE = "execute"
     NAVIGATE = "navigate"; SUBMIT = "submit"; THINK = "think"
 
+# %% ../nbs/01_domains.ipynb #7223432c
 class ToolSpec(BaseModel):
     "A tool of a domain"
     model_config = ConfigDict(extra='forbid')
@@ -34,6 +36,7 @@ class ToolSpec(BaseModel):
     stateful_key: str = ""                 # parameter naming the object acted on (file path, url, element id)
     aliases: list[str] = Field(default_factory=list)  # other names agent logs use for this tool
 
+# %% ../nbs/01_domains.ipynb #e0ed0325
 class OutcomeSpec(BaseModel):
     "Where a task result keeps success and partial credit"
     model_config = ConfigDict(extra='forbid')
@@ -42,6 +45,7 @@ class OutcomeSpec(BaseModel):
     total_field: str = ""                  # e.g. tests_total; score = score_field / total_field
     partial_credit_field: str = "partial_credit"
 
+# %% ../nbs/01_domains.ipynb #064dfa04
 class DomainProfile(BaseModel):
     "Declarative description of an agent domain"
     model_config = ConfigDict(extra='forbid')
@@ -52,95 +56,133 @@ class DomainProfile(BaseModel):
     outcome: OutcomeSpec = Field(default_factory=OutcomeSpec)
     task_fields: dict[str, str] = Field(default_factory=dict)
     rubric_weights: dict[str, float] = Field(default_factory=dict)
-    target_steps: int = Field(20, validation_alias=AliasChoices('target_steps', 'step_budget'))  # steps a competent agent needs (YAML from before the rename may say step_budget)
+    # steps a competent agent needs (YAML from before the rename may say step_budget)
+    target_steps: int = Field(20, validation_alias=AliasChoices('target_steps', 'step_budget'))
 
-    def tool(self, name:str)->ToolSpec|None:
-        "The tool called `name` (or aliased so), if the domain has it"
-        for t in self.tools:
-            if name == t.name or name in t.aliases: return t
-        return None
+# %% ../nbs/01_domains.ipynb #ff98b8fe
+@patch
+def tool(self:DomainProfile, name:str)->ToolSpec|None:
+    "The tool called `name` (or aliased so), if the domain has it"
+    for t in self.tools:
+        if name == t.name or name in t.aliases: return t
+    return None
 
-    def canonical_tool(self, name:str)->str:
-        "The domain's name for a tool an agent log calls `name` (unchanged when unknown)"
-        t = self.tool(name); return t.name if t else name
+# %% ../nbs/01_domains.ipynb #e3155b45
+@patch
+def canonical_tool(self:DomainProfile, name:str)->str:
+    "The domain's name for a tool an agent log calls `name` (unchanged when unknown)"
+    t = self.tool(name); return t.name if t else name
 
-    def category(self, name:str)->ToolCategory|None:
-        "Category of a tool (by name or alias), `None` when the domain does not know it"
-        t = self.tool(name); return t.category if t else None
+# %% ../nbs/01_domains.ipynb #f935aaaf
+@patch
+def category(self:DomainProfile, name:str)->ToolCategory|None:
+    "Category of a tool (by name or alias), `None` when the domain does not know it"
+    t = self.tool(name); return t.category if t else None
 
-    @property
-    def tool_categories(self)->dict[str, list[str]]:
-        "Tool names grouped by category"
-        out = {}
-        for t in self.tools: out.setdefault(t.category.value, []).append(t.name)
-        return out
+# %% ../nbs/01_domains.ipynb #c5098922
+@patch(as_prop=True)
+def tool_categories(self:DomainProfile)->dict[str, list[str]]:
+    "Tool names grouped by category"
+    out = {}
+    for t in self.tools: out.setdefault(t.category.value, []).append(t.name)
+    return out
 
-    def to_yaml(self, path=None)->str:
-        "YAML text of the profile, also written to `path` when given"
-        s = yaml.safe_dump(self.model_dump(mode='json'), sort_keys=False, allow_unicode=True)
-        if path: Path(path).write_text(s)
-        return s
+# %% ../nbs/01_domains.ipynb #f5080047
+@patch
+def to_yaml(self:DomainProfile, path=None)->str:
+    "YAML text of the profile, also written to `path` when given"
+    s = yaml.safe_dump(self.model_dump(mode='json'), sort_keys=False, allow_unicode=True)
+    if path: Path(path).write_text(s)
+    return s
 
-    @classmethod
-    def from_yaml(cls, src)->'DomainProfile':
-        "Load a profile from a YAML file path or YAML text"
-        text = Path(src).read_text() if isinstance(src, Path) or (isinstance(src, str) and '\n' not in src and Path(src).exists()) else src
-        return cls.model_validate(yaml.safe_load(text))
+# %% ../nbs/01_domains.ipynb #df17f1ba
+@patch(cls_method=True)
+def from_yaml(cls:DomainProfile, src)->DomainProfile:
+    "Load a profile from a YAML file path or YAML text"
+    is_file = isinstance(src, Path) or (isinstance(src, str) and '\n' not in src and Path(src).exists())
+    text = Path(src).read_text() if is_file else src
+    return cls.model_validate(yaml.safe_load(text))
 
-    def __repr__(self): return f"DomainProfile({self.domain!r}, tools={[t.name for t in self.tools]}, terminal={self.terminal_tools})"
+# %% ../nbs/01_domains.ipynb #2a76226f
+@patch
+def __repr__(self:DomainProfile):
+    return f"DomainProfile({self.domain!r}, tools={[t.name for t in self.tools]}, terminal={self.terminal_tools})"
 
 # %% ../nbs/01_domains.ipynb #cced8c05
 _R, _W, _S, _X, _N, _SU, _T = (ToolCategory.READ, ToolCategory.WRITE, ToolCategory.SEARCH, ToolCategory.EXECUTE,
                                ToolCategory.NAVIGATE, ToolCategory.SUBMIT, ToolCategory.THINK)
-def _t(name, cat, key='', aliases=(), desc=''): return ToolSpec(name=name, category=cat, stateful_key=key, aliases=list(aliases), description=desc)
 
-BUILTIN_DOMAINS = {p.domain: p for p in [
-    DomainProfile(domain='coding', display_name='Code Agent', target_steps=15,
-        tools=[_t('file_read', _R, 'path', ['read_file', 'Read', 'cat', 'view'], 'Read a file'),
-               _t('file_write', _W, 'path', ['write_file', 'Write', 'create'], 'Write a whole file'),
-               _t('edit_file', _W, 'path', ['Edit', 'str_replace', 'sed', 'str_replace_editor'], 'Replace an exact string in a file'),
-               _t('shell', _X, '', ['bash', 'Bash', 'run', 'execute_bash', 'run_command'], 'Run a shell command'),
-               _t('search', _S, 'pattern', ['grep', 'Grep', 'Glob', 'find', 'rg'], 'Search the workspace'),
-               _t('list_dir', _R, 'path', ['ls', 'LS'], 'List a directory'),
-               _t('git', _X, '', [], 'Run a git subcommand'),
-               _t('ipython', _X, '', ['run_ipython', 'python'], 'Run Python code'),
-               _t('submit', _SU, '', [], 'Submit the work'), _t('finish', _SU, '', ['Finish'], 'Declare the task finished'),
-               _t('think', _T, '', [], 'Think without acting')],
-        terminal_tools=['submit', 'finish'],
-        outcome=OutcomeSpec(success_field='success', score_field='tests_passed', total_field='tests_total'),
-        task_fields={'repo': 'repository (owner/repo or a bundled task folder)', 'base_commit': 'commit to start from',
-                     'test_command': 'command that runs the tests', 'language': 'programming language'}),
-    DomainProfile(domain='browser', display_name='Browser Agent', target_steps=20,
-        tools=[_t('click', _W, 'element_id'), _t('type_text', _W, 'element_id'), _t('navigate', _N, 'url', ['goto']),
-               _t('screenshot', _R), _t('scroll', _N), _t('wait', _R), _t('extract_text', _R), _t('select', _W, 'element_id'),
-               _t('submit', _SU)],
-        terminal_tools=['submit'], task_fields={'url': 'start URL', 'expected_result': 'what a correct end state shows'}),
-    DomainProfile(domain='conversation', display_name='Conversation Agent', target_steps=8,
-        tools=[_t('respond', _W, '', [], 'Reply to the user'), _t('query_stats', _R, 'metric'), _t('send_message', _W, 'recipient'),
-               _t('delegate', _X, 'assignee'), _t('web_search', _S, 'query'), _t('create_note', _W, 'title'), _t('think', _T)],
-        terminal_tools=['respond'], task_fields={'context': 'conversation context', 'role': 'the agent role', 'style': 'expected tone'}),
-    DomainProfile(domain='engineering', display_name='Engineering Agent', target_steps=12,
-        tools=[_t('read_file', _R, 'path', ['file_read', 'Read', 'cat']), _t('grep', _S, 'pattern', ['search', 'Grep']),
-               _t('git', _X), _t('knowledge_base', _R, 'query'), _t('bash', _X, '', ['shell', 'Bash']), _t('think', _T),
-               _t('submit', _SU), _t('finish', _SU)],
-        terminal_tools=['submit', 'finish'], task_fields={'repo': 'repository', 'ticket': 'engineering ticket'}),
-    DomainProfile(domain='advisory', display_name='Advisory Agent', target_steps=8,
-        tools=[_t('respond', _W), _t('knowledge_base', _R, 'query'), _t('web_search', _S, 'query'), _t('create_note', _W, 'title'),
-               _t('think', _T), _t('submit', _SU), _t('finish', _SU)],
-        terminal_tools=['submit', 'finish'], task_fields={'client': 'who is advised', 'question': 'the question'}),
-    DomainProfile(domain='discussion', display_name='Discussion Agent', target_steps=8,
-        tools=[_t('respond', _W), _t('knowledge_base', _R, 'query'), _t('think', _T), _t('submit', _SU)],
-        terminal_tools=['respond', 'submit'], task_fields={'topic': 'discussion topic', 'stance': 'position to take'}),
-    DomainProfile(domain='generic', display_name='Generic Tool-Use Agent', target_steps=20,
-        tools=[_t('submit', _SU), _t('finish', _SU), _t('think', _T)], terminal_tools=['submit', 'finish']),
-]}
+# %% ../nbs/01_domains.ipynb #b3f56afc
+def _t(name, cat, key='', aliases=(), desc=''):
+    return ToolSpec(name=name, category=cat, stateful_key=key, aliases=list(aliases), description=desc)
+
+# %% ../nbs/01_domains.ipynb #6916bc95
+_CODING = DomainProfile(domain='coding', display_name='Code Agent', target_steps=15,
+    tools=[_t('file_read', _R, 'path', ['read_file', 'Read', 'cat', 'view'], 'Read a file'),
+           _t('file_write', _W, 'path', ['write_file', 'Write', 'create'], 'Write a whole file'),
+           _t('edit_file', _W, 'path', ['Edit', 'str_replace', 'sed', 'str_replace_editor'],
+              'Replace an exact string in a file'),
+           _t('shell', _X, '', ['bash', 'Bash', 'run', 'execute_bash', 'run_command'], 'Run a shell command'),
+           _t('search', _S, 'pattern', ['grep', 'Grep', 'Glob', 'find', 'rg'], 'Search the workspace'),
+           _t('list_dir', _R, 'path', ['ls', 'LS'], 'List a directory'),
+           _t('git', _X, '', [], 'Run a git subcommand'),
+           _t('ipython', _X, '', ['run_ipython', 'python'], 'Run Python code'),
+           _t('submit', _SU, '', [], 'Submit the work'), _t('finish', _SU, '', ['Finish'], 'Declare the task finished'),
+           _t('think', _T, '', [], 'Think without acting')],
+    terminal_tools=['submit', 'finish'],
+    outcome=OutcomeSpec(success_field='success', score_field='tests_passed', total_field='tests_total'),
+    task_fields={'repo': 'repository (owner/repo or a bundled task folder)', 'base_commit': 'commit to start from',
+                 'test_command': 'command that runs the tests', 'language': 'programming language'})
+
+# %% ../nbs/01_domains.ipynb #7e2fb04f
+_BROWSER = DomainProfile(domain='browser', display_name='Browser Agent', target_steps=20,
+    tools=[_t('click', _W, 'element_id'), _t('type_text', _W, 'element_id'), _t('navigate', _N, 'url', ['goto']),
+           _t('screenshot', _R), _t('scroll', _N), _t('wait', _R), _t('extract_text', _R),
+           _t('select', _W, 'element_id'), _t('submit', _SU)],
+    terminal_tools=['submit'], task_fields={'url': 'start URL', 'expected_result': 'what a correct end state shows'})
+
+# %% ../nbs/01_domains.ipynb #9f93fcb5
+_CONVERSATION = DomainProfile(domain='conversation', display_name='Conversation Agent', target_steps=8,
+    tools=[_t('respond', _W, '', [], 'Reply to the user'), _t('query_stats', _R, 'metric'),
+           _t('send_message', _W, 'recipient'), _t('delegate', _X, 'assignee'), _t('web_search', _S, 'query'),
+           _t('create_note', _W, 'title'), _t('think', _T)],
+    terminal_tools=['respond'],
+    task_fields={'context': 'conversation context', 'role': 'the agent role', 'style': 'expected tone'})
+
+# %% ../nbs/01_domains.ipynb #82ed31eb
+_ENGINEERING = DomainProfile(domain='engineering', display_name='Engineering Agent', target_steps=12,
+    tools=[_t('read_file', _R, 'path', ['file_read', 'Read', 'cat']), _t('grep', _S, 'pattern', ['search', 'Grep']),
+           _t('git', _X), _t('knowledge_base', _R, 'query'), _t('bash', _X, '', ['shell', 'Bash']), _t('think', _T),
+           _t('submit', _SU), _t('finish', _SU)],
+    terminal_tools=['submit', 'finish'], task_fields={'repo': 'repository', 'ticket': 'engineering ticket'})
+
+# %% ../nbs/01_domains.ipynb #5f4f0da6
+_ADVISORY = DomainProfile(domain='advisory', display_name='Advisory Agent', target_steps=8,
+    tools=[_t('respond', _W), _t('knowledge_base', _R, 'query'), _t('web_search', _S, 'query'),
+           _t('create_note', _W, 'title'), _t('think', _T), _t('submit', _SU), _t('finish', _SU)],
+    terminal_tools=['submit', 'finish'], task_fields={'client': 'who is advised', 'question': 'the question'})
+
+# %% ../nbs/01_domains.ipynb #bf8ae6e2
+_DISCUSSION = DomainProfile(domain='discussion', display_name='Discussion Agent', target_steps=8,
+    tools=[_t('respond', _W), _t('knowledge_base', _R, 'query'), _t('think', _T), _t('submit', _SU)],
+    terminal_tools=['respond', 'submit'], task_fields={'topic': 'discussion topic', 'stance': 'position to take'})
+
+# %% ../nbs/01_domains.ipynb #570fe0e6
+_GENERIC = DomainProfile(domain='generic', display_name='Generic Tool-Use Agent', target_steps=20,
+    tools=[_t('submit', _SU), _t('finish', _SU), _t('think', _T)], terminal_tools=['submit', 'finish'])
+
+# %% ../nbs/01_domains.ipynb #69d2d1bf
+BUILTIN_DOMAINS = {p.domain: p for p in [_CODING, _BROWSER, _CONVERSATION, _ENGINEERING, _ADVISORY, _DISCUSSION,
+                                         _GENERIC]}
 
 # %% ../nbs/01_domains.ipynb #8b8209e6
 class UnknownDomainError(UnknownNameError):
     "A domain name that no profile is registered under"
 
+# %% ../nbs/01_domains.ipynb #89184b2b
 DOMAINS = Registry('domain', error=UnknownDomainError, items=BUILTIN_DOMAINS)
 
+# %% ../nbs/01_domains.ipynb #c984d089
 def get_domain(name:str|DomainProfile,
                copy:bool=True, # False: the registered profile itself, to read and never change (no deep copy)
               )->DomainProfile:
@@ -148,11 +190,13 @@ def get_domain(name:str|DomainProfile,
     if isinstance(name, DomainProfile): return name
     return DOMAINS[name].model_copy(deep=True) if copy else DOMAINS[name]
 
+# %% ../nbs/01_domains.ipynb #fe0025dc
 def register_domain(profile:DomainProfile|str|Path, overwrite:bool=False)->DomainProfile:
     "Register a profile (or a YAML file of one) under its `domain` name"
     if not isinstance(profile, DomainProfile): profile = DomainProfile.from_yaml(profile)
     return DOMAINS.register(profile.domain, profile, overwrite=overwrite)
 
+# %% ../nbs/01_domains.ipynb #ea02c7b5
 def list_domains()->list[str]:
     "Names of the registered domains"
     return DOMAINS.names()
