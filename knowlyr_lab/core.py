@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterable
 
+from fastcore.basics import patch
+
 # %% auto #0
 __all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'InfrastructureError', 'TimeStep', 'parse_ast',
            'tool_name_of', 'parse_action', 'tool_schema', 'schema_name', 'schema_params', 'validate_params',
@@ -37,7 +39,7 @@ class NotResetError(KnowlyrError, RuntimeError):
     "`step` was called before `reset`"
 
 class InfrastructureError(KnowlyrError, RuntimeError):
-    "The harness, not the policy, failed (nothing the agent can do causes it): the episode says nothing about the policy"
+    "The harness, not the policy, failed (nothing the agent can do causes it): the episode says nothing of the policy"
 
 # %% ../nbs/00_core.ipynb #bd7d8bd0
 @dataclass
@@ -48,7 +50,8 @@ class TimeStep:
     terminated: bool = False  # the task reached an end state
     truncated: bool = False   # the episode was cut short (step budget, timeout)
     info: dict = field(default_factory=dict)  # everything else (see the table above)
-    call: dict|None = field(default=None, compare=False, repr=False)  # the action as `AgentEnv.step` parsed it (None: no env parsed one)
+    # the action as `AgentEnv.step` parsed it (None: no env parsed one)
+    call: dict|None = field(default=None, compare=False, repr=False)
 
     @property
     def done(self)->bool:
@@ -71,13 +74,17 @@ def _as_dict(obj):
     if hasattr(obj, '__dict__'): return {k: _as_dict(v) if hasattr(v, '__dict__') else v for k, v in vars(obj).items()}
     raise InvalidActionError(f"cannot read an action from a {type(obj).__name__}")
 
+# %% ../nbs/00_core.ipynb #0233e47b
 def _json_params(args, where):
     "Parse tool arguments given as a JSON string (or already a dict)"
     if args is None or args == '': return {}
     if isinstance(args, dict): return args
     try: params = json.loads(args)
-    except json.JSONDecodeError as e: raise InvalidActionError(f"{where}: arguments are not valid JSON ({e.msg} at column {e.colno}): {args[:80]!r}") from None
-    if not isinstance(params, dict): raise InvalidActionError(f"{where}: arguments must be a JSON object, got {type(params).__name__}")
+    except json.JSONDecodeError as e:
+        raise InvalidActionError(
+            f"{where}: arguments are not valid JSON ({e.msg} at column {e.colno}): {args[:80]!r}") from None
+    if not isinstance(params, dict):
+        raise InvalidActionError(f"{where}: arguments must be a JSON object, got {type(params).__name__}")
     return params
 
 # %% ../nbs/00_core.ipynb #46e7a52e
@@ -87,29 +94,36 @@ _INPUT_RE = re.compile(r"^\s*Action\s+Input\s*:\s*(?P<input>.*)\Z", re.M | re.I 
 
 _AST_LOCK = threading.Lock()
 
+# %% ../nbs/00_core.ipynb #b6d7ea27
 def parse_ast(source:str, mode:str='exec')->ast.AST:
-    "`ast.parse` behind one lock: CPython 3.11 can raise a spurious `SystemError` (AST constructor recursion depth mismatch) when threads build syntax trees at once (gh-106905)"
+    "`ast.parse` under one lock: threads parsing at once can raise a spurious `SystemError` on CPython 3.11 (gh-106905)"
     with _AST_LOCK: return ast.parse(source, mode=mode)
 
+# %% ../nbs/00_core.ipynb #2587f513
 def _parse_call_expr(text, positional=None):
     "Parse `tool(...)` or a bare `tool` name into (tool, params)"
     text = text.strip().strip('`').strip()
     if re.fullmatch(r"[A-Za-z_][\w.\-]*", text): return text, {}
     try: node = parse_ast(text, 'eval').body
-    except SyntaxError as e: raise InvalidActionError(f"ReAct action {text[:80]!r} is not `tool(key=value, ...)`: {e.msg}") from None
+    except SyntaxError as e:
+        raise InvalidActionError(f"ReAct action {text[:80]!r} is not `tool(key=value, ...)`: {e.msg}") from None
     if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
         raise InvalidActionError(f"ReAct action {text[:80]!r} is not a call like `tool(key=value, ...)`")
     name = ast.unparse(node.func)
     try:
         params = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
         args = [ast.literal_eval(a) for a in node.args]
-    except ValueError: raise InvalidActionError(f"ReAct action {text[:80]!r}: argument values must be literals (strings, numbers, lists, dicts)") from None
+    except ValueError:
+        raise InvalidActionError(f"ReAct action {text[:80]!r}: argument values must be literals "
+                                 "(strings, numbers, lists, dicts)") from None
     if args:
         if len(args) == 1 and isinstance(args[0], dict) and not params: params = args[0]
         elif positional and len(args) <= len(positional): params = {**dict(zip(positional, args)), **params}
-        else: raise InvalidActionError(f"ReAct action {text[:80]!r}: positional arguments need keyword names, e.g. {name}(path=\"a.py\")")
+        else: raise InvalidActionError(f"ReAct action {text[:80]!r}: positional arguments need keyword names, "
+                                       f"e.g. {name}(path=\"a.py\")")
     return name, params
 
+# %% ../nbs/00_core.ipynb #f244da31
 def _parse_react(text, positional=None):
     m = _ACTION_RE.search(text)
     if not m: raise InvalidActionError(f"text has no 'Action:' line, so it is not a ReAct action: {text[:80]!r}")
@@ -121,15 +135,46 @@ def _parse_react(text, positional=None):
         raw = inp.group('input').strip()
         raw = re.sub(r"^```(?:json)?|```$", "", raw).strip()
         params = _json_params(raw, f"Action Input of {tool!r}")
-    else: tool, params = _parse_call_expr(m.group('action'), positional(tool_name_of(m.group('action'))) if callable(positional) else positional)
+    else:
+        names = positional(tool_name_of(m.group('action'))) if callable(positional) else positional
+        tool, params = _parse_call_expr(m.group('action'), names)
     out = {'tool': tool, 'params': params}
     if thought: out['thought'] = thought
     return out
 
+# %% ../nbs/00_core.ipynb #93071e70
 def tool_name_of(expr:str)->str:
     "The tool name at the start of a ReAct action expression"
     m = re.match(r"\s*`?([A-Za-z_][\w.\-]*)", expr)
     return m.group(1) if m else ''
+
+# %% ../nbs/00_core.ipynb #172c7c59
+def _from_canonical(d:dict)->dict:
+    if not isinstance(d['tool'], str) or not d['tool']:
+        raise InvalidActionError(f"'tool' must be a non-empty string, got {d['tool']!r}")
+    params = d.get('params') if d.get('params') is not None else {}
+    if not isinstance(params, dict):
+        raise InvalidActionError(f"'params' of tool {d['tool']!r} must be a dict, got {type(params).__name__}")
+    out = {'tool': d['tool'], 'params': params}
+    for k in ('call_id', 'thought'):
+        if d.get(k) is not None: out[k] = d[k]
+    return out
+
+# %% ../nbs/00_core.ipynb #6d564cbc
+def _from_anthropic(d:dict)->dict:
+    if not isinstance(d.get('input', {}), dict):
+        raise InvalidActionError(f"tool_use 'input' must be an object, got {type(d['input']).__name__}")
+    out = {'tool': d['name'], 'params': d.get('input') or {}}
+    if d.get('id'): out['call_id'] = d['id']
+    return out
+
+# %% ../nbs/00_core.ipynb #bb29a0ab
+def _from_openai(d:dict)->dict:
+    fn = _as_dict(d['function'])
+    if not fn.get('name'): raise InvalidActionError("OpenAI tool_call has no function.name")
+    out = {'tool': fn['name'], 'params': _json_params(fn.get('arguments'), f"tool_call {fn['name']!r}")}
+    if d.get('id'): out['call_id'] = d['id']
+    return out
 
 # %% ../nbs/00_core.ipynb #76da44ee
 def parse_action(action,                   # canonical dict, OpenAI tool_call, Anthropic tool_use block, or ReAct text
@@ -139,27 +184,12 @@ def parse_action(action,                   # canonical dict, OpenAI tool_call, A
     if isinstance(action, str):
         if not action.strip(): raise InvalidActionError("empty action text")
         return _parse_react(action, positional)
-    if action is None: raise InvalidActionError("action is None; expected a dict like {'tool': 'name', 'params': {...}}")
+    if action is None:
+        raise InvalidActionError("action is None; expected a dict like {'tool': 'name', 'params': {...}}")
     d = _as_dict(action)
-    if 'tool' in d:                                       # canonical
-        if not isinstance(d['tool'], str) or not d['tool']: raise InvalidActionError(f"'tool' must be a non-empty string, got {d['tool']!r}")
-        params = d.get('params') if d.get('params') is not None else {}
-        if not isinstance(params, dict): raise InvalidActionError(f"'params' of tool {d['tool']!r} must be a dict, got {type(params).__name__}")
-        out = {'tool': d['tool'], 'params': params}
-        for k in ('call_id', 'thought'):
-            if d.get(k) is not None: out[k] = d[k]
-        return out
-    if d.get('type') == 'tool_use' or ('name' in d and 'input' in d):   # Anthropic
-        if not isinstance(d.get('input', {}), dict): raise InvalidActionError(f"tool_use 'input' must be an object, got {type(d['input']).__name__}")
-        out = {'tool': d['name'], 'params': d.get('input') or {}}
-        if d.get('id'): out['call_id'] = d['id']
-        return out
-    if isinstance(d.get('function'), dict) or 'function' in d:         # OpenAI tool_call
-        fn = _as_dict(d['function'])
-        if not fn.get('name'): raise InvalidActionError("OpenAI tool_call has no function.name")
-        out = {'tool': fn['name'], 'params': _json_params(fn.get('arguments'), f"tool_call {fn['name']!r}")}
-        if d.get('id'): out['call_id'] = d['id']
-        return out
+    if 'tool' in d: return _from_canonical(d)
+    if d.get('type') == 'tool_use' or ('name' in d and 'input' in d): return _from_anthropic(d)
+    if isinstance(d.get('function'), dict) or 'function' in d: return _from_openai(d)
     raise InvalidActionError(f"unrecognised action with keys {sorted(d)[:8]}; expected {{'tool', 'params'}}, an OpenAI "
                              "tool_call, an Anthropic tool_use block, or ReAct text")
 
@@ -174,20 +204,25 @@ def tool_schema(name:str,                # tool name
             'parameters': {'type': 'object', 'properties': dict(properties or {}), 'required': list(required),
                            'additionalProperties': False}}}
 
+# %% ../nbs/00_core.ipynb #814d8d3a
 def schema_name(schema:dict)->str:
     "The tool name of an OpenAI (or bare) function schema"
     return schema['function']['name'] if 'function' in schema else schema['name']
 
+# %% ../nbs/00_core.ipynb #da83697e
 def schema_params(schema:dict)->dict:
     "The parameters JSON schema of an OpenAI (or bare) function schema"
-    return (schema['function'] if 'function' in schema else schema).get('parameters') or {'type': 'object', 'properties': {}}
+    fn = schema['function'] if 'function' in schema else schema
+    return fn.get('parameters') or {'type': 'object', 'properties': {}}
 
+# %% ../nbs/00_core.ipynb #c98a12e6
 @lru_cache(maxsize=1024)
 def _validator(schema_json:str):
     "A compiled validator per distinct parameters schema (jsonschema is imported on first use: it is slow to import)"
     import jsonschema
     return jsonschema.Draft202012Validator(json.loads(schema_json))
 
+# %% ../nbs/00_core.ipynb #10469cdb
 def validate_params(schema:dict, # an OpenAI function schema
                     params:dict, # the parameters of one call
                    ):
@@ -211,6 +246,7 @@ def _sample_value(spec:dict, rng:random.Random):
     if t == 'object': return {}
     return ''.join(rng.choice('abcdefghij') for _ in range(rng.randint(1, 6)))
 
+# %% ../nbs/00_core.ipynb #d665913c
 def random_call(schemas:list[dict],   # OpenAI function schemas to choose from
                 rng:random.Random,    # the random source (seeded by the caller)
                )->dict:               # {'tool', 'params'}
@@ -218,7 +254,8 @@ def random_call(schemas:list[dict],   # OpenAI function schemas to choose from
     s = rng.choice(schemas)
     p = schema_params(s)
     props, req = p.get('properties', {}), p.get('required', [])
-    return {'tool': schema_name(s), 'params': {k: _sample_value(v, rng) for k, v in props.items() if k in req or rng.random() < 0.5}}
+    return {'tool': schema_name(s),
+            'params': {k: _sample_value(v, rng) for k, v in props.items() if k in req or rng.random() < 0.5}}
 
 # %% ../nbs/00_core.ipynb #b7a563c9
 def fingerprint_of(content)->str:
@@ -241,73 +278,105 @@ class AgentEnv(ABC):
 
     @abstractmethod
     def _reset(self, task=None, seed:int|None=None)->TimeStep:
-        "Start an episode on `task` (an id or dict of `list_tasks()`; None: pick it from `seed`, the same seed the same task); the observation is the first user turn, `info['task']` the task dict with its `id`"
+        """Start an episode on `task` (an id or dict of `list_tasks()`; None: pick it from `seed`, the same seed the
+        same task); the observation is the first user turn, `info['task']` the task dict with its `id`"""
 
     @abstractmethod
     def _step(self, tool:str, params:dict)->TimeStep:
-        "Apply one call to a known tool with schema-valid `params`; on the final step `info` holds `success` (the verifier's verdict), `score` and `reason`"
+        """Apply one call to a known tool with schema-valid `params`; on the final step `info` holds `success` (the
+        verifier's verdict), `score` and `reason`"""
 
+# %% ../nbs/00_core.ipynb #1a9d3667
+@patch(as_prop=True)
+def available_tools(self:AgentEnv)->list[str]:
+    "Names of the tools this env accepts"
+    return [schema_name(s) for s in self.tool_schemas]
 
-    @property
-    def available_tools(self)->list[str]:
-        "Names of the tools this env accepts"
-        return [schema_name(s) for s in self.tool_schemas]
+# %% ../nbs/00_core.ipynb #42d01038
+@patch
+def list_tasks(self:AgentEnv)->list[dict]:
+    "Tasks this env can be reset to (`[]` when tasks come from seeds)"
+    return []
 
-    def list_tasks(self)->list[dict]:
-        "Tasks this env can be reset to (`[]` when tasks come from seeds)"
-        return []
+# %% ../nbs/00_core.ipynb #ed37d74f
+@patch
+def _task_content(self:AgentEnv):
+    "What determines the current task's solution (called after `_reset`); default: the reset observation"
+    return self._reset_observation
 
-    def _task_content(self):
-        "What determines the current task's solution (called after `_reset`); default: the reset observation"
-        return self._reset_observation
+# %% ../nbs/00_core.ipynb #8df5324f
+@patch
+def reset(self:AgentEnv, *, task=None, seed:int|None=None)->TimeStep:
+    "Start a new episode on `task` (an id or dict; `None` = env's choice) with `seed`"
+    ts = self._reset(task=task, seed=seed)
+    self._ep_done, self._ep_started, self._ep_steps, self._reset_observation = ts.done, True, 0, ts.observation
+    self.fingerprint = fingerprint_of(self._task_content())
+    ts.info = {**ts.info, 'fingerprint': self.fingerprint}
+    if isinstance(ts.info.get('task'), dict): ts.info['task'] = {**ts.info['task'], 'fingerprint': self.fingerprint}
+    return ts
 
-    def reset(self, *, task=None, seed:int|None=None)->TimeStep:
-        "Start a new episode on `task` (an id or dict; `None` = env's choice) with `seed`"
-        ts = self._reset(task=task, seed=seed)
-        self._ep_done, self._ep_started, self._ep_steps, self._reset_observation = ts.done, True, 0, ts.observation
-        self.fingerprint = fingerprint_of(self._task_content())
-        ts.info = {**ts.info, 'fingerprint': self.fingerprint}
-        if isinstance(ts.info.get('task'), dict): ts.info['task'] = {**ts.info['task'], 'fingerprint': self.fingerprint}
-        return ts
+# %% ../nbs/00_core.ipynb #f2f8b75a
+@patch
+def _invalid(self:AgentEnv, msg:str)->TimeStep:
+    if self.invalid_action == 'raise': raise InvalidActionError(msg)
+    return TimeStep(f"Error: {msg}", 0.0, info={'is_error': True, 'invalid_action': True, 'error': msg})
 
-    def _invalid(self, msg:str)->TimeStep:
-        if self.invalid_action == 'raise': raise InvalidActionError(msg)
-        return TimeStep(f"Error: {msg}", 0.0, info={'is_error': True, 'invalid_action': True, 'error': msg})
+# %% ../nbs/00_core.ipynb #e7901c26
+@patch
+def step(self:AgentEnv, action)->TimeStep:
+    "Apply one tool call (any dialect `parse_action` accepts) and return what happened"
+    name = type(self).__name__
+    if not getattr(self, '_ep_started', False): raise NotResetError(f"{name}.step() called before reset()")
+    if self._ep_done:
+        raise EnvDoneError(f"{name}: the episode is over (terminated or truncated); call reset() to start a new one")
+    ts = self._checked_step(action)
+    self._ep_steps = getattr(self, '_ep_steps', 0) + 1
+    if self.max_episode_steps and self._ep_steps >= self.max_episode_steps and not ts.done:
+        ts.truncated = True   # out of budget: not solved, unless the env's own verdict says otherwise
+        ts.info = {'success': False, 'score': 0.0, 'reason': 'max_episode_steps', **ts.info,
+                   'truncated_by': 'max_episode_steps', 'max_episode_steps': self.max_episode_steps}
+    self._ep_done = ts.done
+    return ts
 
-    def step(self, action)->TimeStep:
-        "Apply one tool call (any dialect `parse_action` accepts) and return what happened"
-        if not getattr(self, '_ep_started', False): raise NotResetError(f"{type(self).__name__}.step() called before reset()")
-        if self._ep_done: raise EnvDoneError(f"{type(self).__name__}: the episode is over (terminated or truncated); call reset() to start a new one")
-        ts = self._checked_step(action)
-        self._ep_steps = getattr(self, '_ep_steps', 0) + 1
-        if self.max_episode_steps and self._ep_steps >= self.max_episode_steps and not ts.done:
-            ts.truncated = True   # out of budget: not solved, unless the env's own verdict says otherwise
-            ts.info = {'success': False, 'score': 0.0, 'reason': 'max_episode_steps', **ts.info,
-                       'truncated_by': 'max_episode_steps', 'max_episode_steps': self.max_episode_steps}
-        self._ep_done = ts.done
-        return ts
+# %% ../nbs/00_core.ipynb #5c3cfd31
+@patch
+def _checked_step(self:AgentEnv, action)->TimeStep:
+    try: act = parse_action(action, positional=self._positional)
+    except InvalidActionError as e: return self._invalid(str(e))   # no call: a recorder keeps text as the thought
+    schemas = {schema_name(s): s for s in self.tool_schemas}
+    if act['tool'] not in schemas:
+        ts = self._invalid(f"unknown tool {act['tool']!r}; available tools: {', '.join(schemas)}")
+    else:
+        try: validate_params(schemas[act['tool']], act['params'])
+        except InvalidActionError as e: ts = self._invalid(str(e))
+        else: ts = self._step(act['tool'], act['params'])
+    ts.call = act                              # the one parse of this action: the recorder keeps it
+    return ts
 
-    def _checked_step(self, action)->TimeStep:
-        try: act = parse_action(action, positional=self._positional)
-        except InvalidActionError as e: return self._invalid(str(e))   # no call: a recorder keeps text as the thought
-        schemas = {schema_name(s): s for s in self.tool_schemas}
-        if act['tool'] not in schemas: ts = self._invalid(f"unknown tool {act['tool']!r}; available tools: {', '.join(schemas)}")
-        else:
-            try: validate_params(schemas[act['tool']], act['params'])
-            except InvalidActionError as e: ts = self._invalid(str(e))
-            else: ts = self._step(act['tool'], act['params'])
-        ts.call = act                              # the one parse of this action: the recorder keeps it
-        return ts
+# %% ../nbs/00_core.ipynb #07339b73
+@patch
+def _positional(self:AgentEnv, tool):
+    s = {schema_name(s): s for s in self.tool_schemas}.get(tool)
+    return list(schema_params(s).get('properties', {})) if s else None
 
-    def _positional(self, tool):
-        s = {schema_name(s): s for s in self.tool_schemas}.get(tool)
-        return list(schema_params(s).get('properties', {})) if s else None
+# %% ../nbs/00_core.ipynb #7241e6ca
+@patch
+def close(self:AgentEnv):
+    "Release resources (processes, containers, files)"
 
-    def close(self):  # noqa: B027 (optional hook: an env with nothing to release need not override it)
-        "Release resources (processes, containers, files)"
+# %% ../nbs/00_core.ipynb #1215954e
+@patch
+def __enter__(self:AgentEnv): return self
 
-    @property
-    def unwrapped(self)->'AgentEnv': return self
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
-    def __repr__(self): return f"<{type(self).__name__} {self.env_id or ''} domain={self.domain} tools={self.available_tools}>"
+# %% ../nbs/00_core.ipynb #cbfcc313
+@patch
+def __exit__(self:AgentEnv, *exc): self.close()
+
+# %% ../nbs/00_core.ipynb #5915e940
+@patch(as_prop=True)
+def unwrapped(self:AgentEnv)->AgentEnv: return self
+
+# %% ../nbs/00_core.ipynb #9fa36ee1
+@patch
+def __repr__(self:AgentEnv):
+    return f"<{type(self).__name__} {self.env_id or ''} domain={self.domain} tools={self.available_tools}>"
