@@ -11,17 +11,20 @@ import random
 import re
 from collections import deque
 
+from fastcore.basics import patch
+
 from ..core import AgentEnv, TimeStep, tool_schema
 from ..registry import register
 
 # %% auto #0
-__all__ = ['DIRS', 'WALL_KEEP', 'DEFAULT_SIZE', 'carve_maze', 'place_start_goal', 'bfs', 'MazeEnv']
+__all__ = ['DIRS', 'WALL_KEEP', 'DEFAULT_SIZE', 'carve_maze', 'bfs', 'place_start_goal', 'MazeEnv']
 
 # %% ../../nbs/15_envs_maze.ipynb #3468a3c9
 DIRS = {'north': (-1, 0), 'south': (1, 0), 'west': (0, -1), 'east': (0, 1)}
 WALL_KEEP = {'easy': 0.1, 'medium': 0.5, 'hard': 1.0}
 DEFAULT_SIZE = {'easy': 5, 'medium': 5, 'hard': 6}
 
+# %% ../../nbs/15_envs_maze.ipynb #162a02b1
 def carve_maze(size:int, seed:int, keep:float)->set:
     "Open passages of a maze: a set of frozenset({cell_a, cell_b}) pairs"
     rng = random.Random(seed)
@@ -31,7 +34,8 @@ def carve_maze(size:int, seed:int, keep:float)->set:
     seen, stack, tree = {(0, 0)}, [(0, 0)], set()
     while stack:
         r, c = stack[-1]
-        nbrs = [(r + dr, c + dc) for dr, dc in DIRS.values() if 0 <= r + dr < size and 0 <= c + dc < size and (r + dr, c + dc) not in seen]
+        nbrs = [(r + dr, c + dc) for dr, dc in DIRS.values()
+                if 0 <= r + dr < size and 0 <= c + dc < size and (r + dr, c + dc) not in seen]
         if not nbrs: stack.pop(); continue
         n = rng.choice(nbrs); seen.add(n); tree.add(frozenset({(r, c), n})); stack.append(n)
     others = sorted(all_walls - tree, key=lambda w: sorted(w))
@@ -39,16 +43,7 @@ def carve_maze(size:int, seed:int, keep:float)->set:
     n_open = round(len(others) * (1 - keep))
     return tree | set(others[:n_open])
 
-def place_start_goal(size:int, passages:set, seed:int)->tuple:
-    "A seeded start cell and a goal at least `size - 1` moves away from it"
-    rng = random.Random(f"maze-start-goal-{seed}")
-    cells = [(r, c) for r in range(size) for c in range(size)]
-    while True:
-        start = rng.choice(cells)
-        dist, _ = bfs(size, passages, start)
-        far = sorted(c for c, d in dist.items() if d >= size - 1)
-        if far: return start, rng.choice(far)
-
+# %% ../../nbs/15_envs_maze.ipynb #ca67a992
 def bfs(size, passages, start):
     "Distances and parents from `start`"
     dist, parent, q = {start: 0}, {start: None}, deque([start])
@@ -60,29 +55,38 @@ def bfs(size, passages, start):
                 dist[n], parent[n] = dist[cur] + 1, cur; q.append(n)
     return dist, parent
 
+# %% ../../nbs/15_envs_maze.ipynb #65ce1438
+def place_start_goal(size:int, passages:set, seed:int)->tuple:
+    "A seeded start cell and a goal at least `size - 1` moves away from it"
+    rng = random.Random(f"maze-start-goal-{seed}")
+    cells = [(r, c) for r in range(size) for c in range(size)]
+    while True:
+        start = rng.choice(cells)
+        dist, _ = bfs(size, passages, start)
+        far = sorted(c for c, d in dist.items() if d >= size - 1)
+        if far: return start, rng.choice(far)
+
 # %% ../../nbs/15_envs_maze.ipynb #16618647
 _TASK_RE = re.compile(r"maze-(easy|medium|hard)-(\d+)x\2-s(\d+)$")
 
+# %% ../../nbs/15_envs_maze.ipynb #c9b8c9c6
 class MazeEnv(AgentEnv):
     "Navigate a seeded grid maze with tool calls; success = `submit` on the goal"
     domain = 'generic'
-    reward_patterns = {'state_pattern': r"You are at row \d+, col \d+"}   # the world state in an observation (reward rules: revisits)
+    # the world state in an observation (reward rules: revisits)
+    reward_patterns = {'state_pattern': r"You are at row \d+, col \d+"}
     def __init__(self, difficulty:str='easy', size:int|None=None, n_tasks:int=100):
-        if difficulty not in WALL_KEEP: raise ValueError(f"difficulty must be one of {list(WALL_KEEP)}, not {difficulty!r}")
+        if difficulty not in WALL_KEEP:
+            raise ValueError(f"difficulty must be one of {list(WALL_KEEP)}, not {difficulty!r}")
         self.difficulty, self.size, self.n_tasks = difficulty, size or DEFAULT_SIZE[difficulty], n_tasks
-        self.max_episode_steps = 4 * self.size * self.size   # default step budget (`make(..., max_episode_steps=n)` overrides it)
+        # default step budget (`make(..., max_episode_steps=n)` overrides it)
+        self.max_episode_steps = 4 * self.size * self.size
 
     @property
     def tool_schemas(self):
         return [tool_schema('look', 'Draw the map: # wall, @ you, G goal'),
                 tool_schema('move', 'Move one cell', {'direction': {'type': 'string', 'enum': list(DIRS)}}, ['direction']),
                 tool_schema('submit', 'Declare that you are on the goal (ends the episode)')]
-
-    def task_id(self, seed:int)->str: return f"maze-{self.difficulty}-{self.size}x{self.size}-s{seed}"
-    def list_tasks(self): return [self._task_dict(s) for s in range(self.n_tasks)]
-    def _task_dict(self, seed):
-        return {'id': self.task_id(seed), 'instruction': f"Find the goal G of a {self.size}x{self.size} maze and submit there.",
-                'domain': self.domain, 'env_id': self.env_id or 'knowlyr/maze', 'difficulty': self.difficulty, 'seed': seed}
 
     def _reset(self, task=None, seed=None):
         if task is not None:
@@ -98,34 +102,12 @@ class MazeEnv(AgentEnv):
         self.task['optimal_steps'] = bfs(self.size, self.passages, self.start)[0][self.goal] + 1
         return TimeStep(self.task['instruction'] + ' ' + self._describe(), info={'task': dict(self.task)})
 
-    def _task_content(self):
-        "Size, passages, start and goal: everything that decides the solution"
-        return {'size': self.size, 'passages': sorted(sorted(p) for p in self.passages), 'start': self.start, 'goal': self.goal}
-
-    def open_dirs(self, pos=None):
-        r, c = pos or self.pos
-        return [d for d, (dr, dc) in DIRS.items() if frozenset({(r, c), (r + dr, c + dc)}) in self.passages]
-
-    def _describe(self):
-        return (f"You are at row {self.pos[0]}, col {self.pos[1]}. The goal is at row {self.goal[0]}, col {self.goal[1]}. "
-                f"Open: {', '.join(self.open_dirs())}.")
-
-    def render_map(self)->str:
-        "ASCII map of the maze"
-        n = self.size
-        g = [['#'] * (2 * n + 1) for _ in range(2 * n + 1)]
-        for r in range(n):
-            for c in range(n):
-                g[2 * r + 1][2 * c + 1] = '@' if (r, c) == self.pos else 'G' if (r, c) == self.goal else '.'
-                for d in self.open_dirs((r, c)):
-                    dr, dc = DIRS[d]; g[2 * r + 1 + dr][2 * c + 1 + dc] = '.'
-        return '\n'.join(''.join(row) for row in g)
-
     def _step(self, tool, params):
         info = {}
         if tool == 'submit':
             ok = self.pos == self.goal
-            obs = "You reached the goal. Solved!" if ok else f"You submitted at row {self.pos[0]}, col {self.pos[1]}, but the goal is elsewhere. Failed."
+            obs = ("You reached the goal. Solved!" if ok else
+                   f"You submitted at row {self.pos[0]}, col {self.pos[1]}, but the goal is elsewhere. Failed.")
             return TimeStep(obs, float(ok), terminated=True, info={'success': ok, 'score': float(ok), 'reason': 'submitted'})
         if tool == 'look': obs = self.render_map() + '\n' + self._describe()
         else:
@@ -137,13 +119,61 @@ class MazeEnv(AgentEnv):
                 obs, info = f"You bump into a wall going {d}. " + self._describe(), {'is_error': True}
         return TimeStep(obs, 0.0, info=info)
 
-    def oracle_action(self)->dict:
-        "The expert's next action: a shortest-path move, or submit on the goal"
-        if self.pos == self.goal: return {'tool': 'submit', 'params': {}}
-        _, parent = bfs(self.size, self.passages, self.goal)
-        nxt = parent[self.pos]
-        d = next(d for d, (dr, dc) in DIRS.items() if (self.pos[0] + dr, self.pos[1] + dc) == nxt)
-        return {'tool': 'move', 'params': {'direction': d}}
+# %% ../../nbs/15_envs_maze.ipynb #7807200b
+@patch
+def task_id(self:MazeEnv, seed:int)->str: return f"maze-{self.difficulty}-{self.size}x{self.size}-s{seed}"
+
+# %% ../../nbs/15_envs_maze.ipynb #f636c9b0
+@patch
+def _task_dict(self:MazeEnv, seed):
+    return {'id': self.task_id(seed), 'instruction': f"Find the goal G of a {self.size}x{self.size} maze and submit there.",
+            'domain': self.domain, 'env_id': self.env_id or 'knowlyr/maze', 'difficulty': self.difficulty, 'seed': seed}
+
+# %% ../../nbs/15_envs_maze.ipynb #9258ceb1
+@patch
+def list_tasks(self:MazeEnv): return [self._task_dict(s) for s in range(self.n_tasks)]
+
+# %% ../../nbs/15_envs_maze.ipynb #27265206
+@patch
+def _task_content(self:MazeEnv):
+    "Size, passages, start and goal: everything that decides the solution"
+    return {'size': self.size, 'passages': sorted(sorted(p) for p in self.passages), 'start': self.start,
+            'goal': self.goal}
+
+# %% ../../nbs/15_envs_maze.ipynb #022f647b
+@patch
+def open_dirs(self:MazeEnv, pos=None):
+    r, c = pos or self.pos
+    return [d for d, (dr, dc) in DIRS.items() if frozenset({(r, c), (r + dr, c + dc)}) in self.passages]
+
+# %% ../../nbs/15_envs_maze.ipynb #4cbbbb51
+@patch
+def _describe(self:MazeEnv):
+    return (f"You are at row {self.pos[0]}, col {self.pos[1]}. The goal is at row {self.goal[0]}, col {self.goal[1]}. "
+            f"Open: {', '.join(self.open_dirs())}.")
+
+# %% ../../nbs/15_envs_maze.ipynb #a606f560
+@patch
+def render_map(self:MazeEnv)->str:
+    "ASCII map of the maze"
+    n = self.size
+    g = [['#'] * (2 * n + 1) for _ in range(2 * n + 1)]
+    for r in range(n):
+        for c in range(n):
+            g[2 * r + 1][2 * c + 1] = '@' if (r, c) == self.pos else 'G' if (r, c) == self.goal else '.'
+            for d in self.open_dirs((r, c)):
+                dr, dc = DIRS[d]; g[2 * r + 1 + dr][2 * c + 1 + dc] = '.'
+    return '\n'.join(''.join(row) for row in g)
+
+# %% ../../nbs/15_envs_maze.ipynb #a763a470
+@patch
+def oracle_action(self:MazeEnv)->dict:
+    "The expert's next action: a shortest-path move, or submit on the goal"
+    if self.pos == self.goal: return {'tool': 'submit', 'params': {}}
+    _, parent = bfs(self.size, self.passages, self.goal)
+    nxt = parent[self.pos]
+    d = next(d for d, (dr, dc) in DIRS.items() if (self.pos[0] + dr, self.pos[1] + dc) == nxt)
+    return {'tool': 'move', 'params': {'direction': d}}
 
 # %% ../../nbs/15_envs_maze.ipynb #abd699de
 register('knowlyr/maze', MazeEnv, domain='generic', description='seeded grid maze (look/move/submit); verified success')
