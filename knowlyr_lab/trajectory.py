@@ -22,6 +22,7 @@ __all__ = ['SCHEMA_VERSION', 'ToolCall', 'Observation', 'TokenUsage', 'Step', 'T
 # %% ../nbs/03_trajectory.ipynb #68158ec3
 SCHEMA_VERSION = "1.1"
 
+# %% ../nbs/03_trajectory.ipynb #e1dae962
 class _Model(BaseModel):
     model_config = ConfigDict(extra='forbid', validate_assignment=False)
 
@@ -85,7 +86,8 @@ class Task(_Model):
         "Schema 1.0 kept the reset observation in `metadata['initial_observation']`: read it from there"
         old = isinstance(d, dict) and isinstance(d.get('metadata'), dict) and 'initial_observation' in d['metadata']
         if old and d.get('initial_observation') is None:
-            meta = dict(d['metadata']); d = {**d, 'initial_observation': meta.pop('initial_observation'), 'metadata': meta}
+            meta = dict(d['metadata'])
+            d = {**d, 'initial_observation': meta.pop('initial_observation'), 'metadata': meta}
         return d
 
 # %% ../nbs/03_trajectory.ipynb #2696d3d8
@@ -103,8 +105,9 @@ class Outcome(_Model):
     truncated: bool = False
     submitted: bool|None = None
     reason: str|None = None
-    invalid: str|None = Field(None, description="why the episode says nothing about the policy: an infrastructure failure "
-                                                "(sandbox died, remote env dropped, judge failed, harness timeout); None: valid")
+    invalid: str|None = Field(None, description="why the episode says nothing about the policy: an infrastructure "
+                                                "failure (sandbox died, remote env dropped, judge failed, harness "
+                                                "timeout); None: valid")
 
 # %% ../nbs/03_trajectory.ipynb #53db2197
 class Source(_Model):
@@ -114,10 +117,13 @@ class Source(_Model):
     line: int|None = None
 
 # %% ../nbs/03_trajectory.ipynb #a57a3c11
-_TASK_FIELDS = tuple(k for k in Task.model_fields if k != 'metadata')   # id, instruction, domain, env_id, initial_observation, fingerprint
+# id, instruction, domain, env_id, initial_observation, fingerprint
+_TASK_FIELDS = tuple(k for k in Task.model_fields if k != 'metadata')
 
+# %% ../nbs/03_trajectory.ipynb #a4dea506
 def as_task(task:Task|dict|str|None,   # a `Task`, a task dict (an env's `info['task']`), a task id, or None
-            **defaults,                 # values for `Task` fields the dict does not give (a wrapper passes its env's domain, env_id, ...)
+            # values for `Task` fields the dict does not give (a wrapper passes its env's domain, env_id, ...)
+            **defaults,
            )->Task:
     "The one task normaliser: a dict's `Task` fields to the fields; its own `metadata` merged with every other key"
     bad = set(defaults) - set(_TASK_FIELDS)
@@ -128,10 +134,12 @@ def as_task(task:Task|dict|str|None,   # a `Task`, a task dict (an env's `info['
     if isinstance(task, str): return Task(**{**defaults, 'id': task})
     if not isinstance(task, dict): raise TypeError(f"a task is a Task, a dict or an id, not {type(task).__name__}")
     md = task.get('metadata') or {}
-    if not isinstance(md, dict): raise TypeError(f"task {task.get('id')!r}: metadata must be a dict, not {type(md).__name__}")
+    if not isinstance(md, dict):
+        raise TypeError(f"task {task.get('id')!r}: metadata must be a dict, not {type(md).__name__}")
     known = {**defaults, **{k: task[k] for k in _TASK_FIELDS if task.get(k) is not None}}
     known['id'] = str(known.get('id', 'unknown'))
-    return Task(**known, metadata={**md, **{k: v for k, v in task.items() if k not in _TASK_FIELDS and k != 'metadata'}})
+    extra = {k: v for k, v in task.items() if k not in _TASK_FIELDS and k != 'metadata'}
+    return Task(**known, metadata={**md, **extra})
 
 # %% ../nbs/03_trajectory.ipynb #b00738e1
 def canonical_json(obj:Any)->str:
@@ -139,8 +147,10 @@ def canonical_json(obj:Any)->str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)
 
 # %% ../nbs/03_trajectory.ipynb #c4f0a1b3
-_I64, _OUTCOME_DUMP = 1 << 63, tuple(Outcome.model_fields)       # the fields Outcome.model_dump gives
+# the fields Outcome.model_dump gives
+_I64, _OUTCOME_DUMP = 1 << 63, tuple(Outcome.model_fields)
 
+# %% ../nbs/03_trajectory.ipynb #39e0c879
 def _plain(x)->bool:
     "Does orjson write `x` as `canonical_json` does: plain JSON values only, floats written without an exponent"
     t = type(x)
@@ -179,15 +189,17 @@ def _plain_steps(steps)->list|None:
 
 # %% ../nbs/03_trajectory.ipynb #5546954a
 def _canon_fast(traj)->bytes|None:
-    "`canonical_json(traj._content()).encode()` written by orjson when the content is plain (None: use `canonical_json`)"
+    "`canonical_json(traj._content()).encode()` by orjson when the content is plain (None: use `canonical_json`)"
     t, a, o = traj.task, traj.agent, traj.outcome
-    task = [t.id, t.instruction, t.domain, t.env_id] + ([t.initial_observation] if t.initial_observation is not None else [])
+    task = [t.id, t.instruction, t.domain, t.env_id]
+    if t.initial_observation is not None: task.append(t.initial_observation)
     outcome = {k: getattr(o, k) for k in _OUTCOME_DUMP if k != 'invalid' or o.invalid}
     rest = {'task': task, 'agent': [a.name, a.model], 'outcome': outcome}
     try:
         if not _plain(rest) or (steps := _plain_steps(traj.steps)) is None: return None
         return orjson.dumps({**rest, 'steps': steps}, option=orjson.OPT_SORT_KEYS)
-    except (RecursionError, orjson.JSONEncodeError): return None      # too deep, a lone surrogate: the old way says what it says
+    # too deep, a lone surrogate: the old way says what it says
+    except (RecursionError, orjson.JSONEncodeError): return None
 
 # %% ../nbs/03_trajectory.ipynb #f7670bd9
 class Trajectory(_Model):
@@ -206,7 +218,8 @@ class Trajectory(_Model):
     @classmethod
     def _known_version(cls, v):
         major = SCHEMA_VERSION.split('.')[0]
-        if v.split('.')[0] != major: raise ValueError(f"unsupported schema_version {v!r} (this library reads {major}.x)")
+        if v.split('.')[0] != major:
+            raise ValueError(f"unsupported schema_version {v!r} (this library reads {major}.x)")
         return v
 
     @model_validator(mode='after')
@@ -214,32 +227,49 @@ class Trajectory(_Model):
         if not self.id: self.id = self.content_hash()
         return self
 
-    def content_hash(self)->str:
-        "Stable hash of the normalised content (task, agent, steps, outcome); ignores rewards, times and metadata"
-        text = _canon_fast(self)
-        if text is None: text = canonical_json(self._content()).encode()
-        return 'tr-' + hashlib.sha256(text).hexdigest()[:24]
+# %% ../nbs/03_trajectory.ipynb #5b0cb53a
+@patch
+def content_hash(self:Trajectory)->str:
+    "Stable hash of the normalised content (task, agent, steps, outcome); ignores rewards, times and metadata"
+    text = _canon_fast(self)
+    if text is None: text = canonical_json(self._content()).encode()
+    return 'tr-' + hashlib.sha256(text).hexdigest()[:24]
 
-    @property
-    def success(self)->bool|None: return self.outcome.success
-    @property
-    def valid(self)->bool:
-        "False when an infrastructure failure, not the policy, ended the episode (`outcome.invalid` says why)"
-        return self.outcome.invalid is None
-    @property
-    def tools_used(self)->list[str]: return [s.action.tool for s in self.steps if s.action]
-    def __len__(self): return len(self.steps)
-    def __repr__(self):
-        return (f"Trajectory({self.id[:15]}, task={self.task.id!r}, agent={self.agent.name!r}, steps={len(self.steps)}, "
-                f"success={self.outcome.success}, reward={self.reward})")
-    __str__ = __repr__
+# %% ../nbs/03_trajectory.ipynb #0f422189
+@patch(as_prop=True)
+def success(self:Trajectory)->bool|None: return self.outcome.success
+
+# %% ../nbs/03_trajectory.ipynb #bb87a85b
+@patch(as_prop=True)
+def valid(self:Trajectory)->bool:
+    "False when an infrastructure failure, not the policy, ended the episode (`outcome.invalid` says why)"
+    return self.outcome.invalid is None
+
+# %% ../nbs/03_trajectory.ipynb #7c0cd673
+@patch(as_prop=True)
+def tools_used(self:Trajectory)->list[str]: return [s.action.tool for s in self.steps if s.action]
+
+# %% ../nbs/03_trajectory.ipynb #4006dbbd
+@patch
+def __len__(self:Trajectory): return len(self.steps)
+
+# %% ../nbs/03_trajectory.ipynb #54dbf006
+@patch
+def __repr__(self:Trajectory):
+    return (f"Trajectory({self.id[:15]}, task={self.task.id!r}, agent={self.agent.name!r}, steps={len(self.steps)}, "
+            f"success={self.outcome.success}, reward={self.reward})")
+
+# %% ../nbs/03_trajectory.ipynb #f3ebcf83
+@patch
+def __str__(self:Trajectory): return self.__repr__()
 
 # %% ../nbs/03_trajectory.ipynb #2937206a
 @patch
 def _content(self:Trajectory)->dict:
     "What the content hash hashes"
     t = self.task
-    task = [t.id, t.instruction, t.domain, t.env_id] + ([t.initial_observation] if t.initial_observation is not None else [])
+    task = [t.id, t.instruction, t.domain, t.env_id]
+    if t.initial_observation is not None: task.append(t.initial_observation)
     return {'task': task, 'agent': [self.agent.name, self.agent.model],
             'steps': [[s.thought, s.action.model_dump() if s.action else None,
                        s.observation.model_dump() if s.observation else None] for s in self.steps],
