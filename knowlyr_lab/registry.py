@@ -31,9 +31,11 @@ class EnvSpec:
         "The class or factory, importing it if it was given as a string"
         return self.entry_point if callable(self.entry_point) else load_ref(self.entry_point)
 
+# %% ../nbs/02_registry.ipynb #b06a436b
 class UnknownEnvError(UnknownNameError):
     "An env id that is not registered"
 
+# %% ../nbs/02_registry.ipynb #22977ad0
 ENVS = Registry('env id', error=UnknownEnvError, modules='knowlyr_lab.envs', group='knowlyr_lab.envs')
 
 # %% ../nbs/02_registry.ipynb #98c82871
@@ -46,16 +48,20 @@ def register(env_id:str,               # "namespace/name"
              **default_kwargs,         # default arguments for the constructor
             )->EnvSpec:
     "Register an environment under `env_id`"
-    return ENVS.register(env_id, EnvSpec(env_id, entry_point, domain, dict(default_kwargs), description, max_episode_steps), overwrite=overwrite)
+    spec = EnvSpec(env_id, entry_point, domain, dict(default_kwargs), description, max_episode_steps)
+    return ENVS.register(env_id, spec, overwrite=overwrite)
 
+# %% ../nbs/02_registry.ipynb #8de46e27
 def discover_envs(force:bool=False):
     "Import knowlyr-lab's env modules and the `knowlyr_lab.envs` entry points (once; a broken one warns and is skipped)"
     ENVS.discover(force)
 
+# %% ../nbs/02_registry.ipynb #fb3678dd
 def env_spec(env_id:str)->EnvSpec:
     "The spec registered as `env_id`, with a suggestion when there is none"
     return ENVS[env_id]
 
+# %% ../nbs/02_registry.ipynb #77ad008b
 def make(env_id:str,                     # a registered id
          max_episode_steps:int|None=None, # step budget (None: the spec's, else the env's own default)
          **kwargs,                        # constructor arguments, over the spec's defaults
@@ -74,6 +80,7 @@ def make(env_id:str,                     # a registered id
         except AttributeError: pass
     return env
 
+# %% ../nbs/02_registry.ipynb #c7202dc8
 def list_envs()->list[str]:
     "Ids of all registered environments"
     return ENVS.names()
