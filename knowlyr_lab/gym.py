@@ -11,6 +11,7 @@ import string
 
 import gymnasium
 import numpy as np
+from fastcore.basics import patch
 from gymnasium import spaces
 
 from .core import AgentEnv, InvalidActionError, parse_action, schema_name, schema_params, validate_params
@@ -26,8 +27,7 @@ class TextObservationSpace(spaces.Text):
     def contains(self, x)->bool: return isinstance(x, str) and len(x) <= self.max_length
     def __repr__(self): return f"TextObservationSpace(max_length={self.max_length})"
 
-_ALPHA = list(string.ascii_lowercase)
-
+# %% ../nbs/05_gym.ipynb #f52ff260
 class ToolCallSpace(spaces.Space):
     "Tool calls `{'tool', 'params'}` valid for a list of OpenAI tool schemas"
     def __init__(self, tool_schemas:list[dict], seed=None):
@@ -35,40 +35,53 @@ class ToolCallSpace(spaces.Space):
         super().__init__(shape=None, dtype=None, seed=seed)
     @property
     def is_np_flattenable(self): return False
-
-    def _value(self, prop:dict):
-        r = self.np_random
-        if 'enum' in prop: return prop['enum'][int(r.integers(len(prop['enum'])))]
-        if 'const' in prop: return prop['const']
-        t = prop.get('type', 'string')
-        if isinstance(t, list): t = t[0]
-        if t == 'integer': return int(r.integers(prop.get('minimum', 0), prop.get('maximum', 9) + 1))
-        if t == 'number': return float(r.uniform(prop.get('minimum', 0.0), prop.get('maximum', 1.0)))
-        if t == 'boolean': return bool(r.integers(2))
-        if t == 'array':
-            n = max(prop.get('minItems', 0), int(r.integers(0, 3)))
-            return [self._value(prop.get('items', {'type': 'string'})) for _ in range(n)]
-        if t == 'object': return {}
-        n = max(prop.get('minLength', 1), int(r.integers(1, 8)))
-        return ''.join(r.choice(_ALPHA, n))
-
-    def sample(self, mask=None, probability=None)->dict:
-        "A random valid tool call"
-        name = list(self.schemas)[int(self.np_random.integers(len(self.schemas)))]
-        ps = schema_params(self.schemas[name])
-        req = set(ps.get('required', []))
-        params = {k: self._value(p) for k, p in ps.get('properties', {}).items() if k in req or self.np_random.random() < 0.5}
-        return {'tool': name, 'params': params}
-
-    def contains(self, x)->bool:
-        try:
-            a = parse_action(x)
-            if a['tool'] not in self.schemas: return False
-            validate_params(self.schemas[a['tool']], a['params'])
-            return True
-        except InvalidActionError: return False
-    def __repr__(self): return f"ToolCallSpace({list(self.schemas)})"
     def __eq__(self, other): return isinstance(other, ToolCallSpace) and other.schemas == self.schemas
+
+# %% ../nbs/05_gym.ipynb #bd8e3c85
+@patch
+def __repr__(self:ToolCallSpace): return f"ToolCallSpace({list(self.schemas)})"
+
+# %% ../nbs/05_gym.ipynb #55938810
+_ALPHA = list(string.ascii_lowercase)
+
+# %% ../nbs/05_gym.ipynb #f1f1e90c
+@patch
+def _value(self:ToolCallSpace, prop:dict):
+    r = self.np_random
+    if 'enum' in prop: return prop['enum'][int(r.integers(len(prop['enum'])))]
+    if 'const' in prop: return prop['const']
+    t = prop.get('type', 'string')
+    if isinstance(t, list): t = t[0]
+    if t == 'integer': return int(r.integers(prop.get('minimum', 0), prop.get('maximum', 9) + 1))
+    if t == 'number': return float(r.uniform(prop.get('minimum', 0.0), prop.get('maximum', 1.0)))
+    if t == 'boolean': return bool(r.integers(2))
+    if t == 'array':
+        n = max(prop.get('minItems', 0), int(r.integers(0, 3)))
+        return [self._value(prop.get('items', {'type': 'string'})) for _ in range(n)]
+    if t == 'object': return {}
+    n = max(prop.get('minLength', 1), int(r.integers(1, 8)))
+    return ''.join(r.choice(_ALPHA, n))
+
+# %% ../nbs/05_gym.ipynb #19fd769b
+@patch
+def sample(self:ToolCallSpace, mask=None, probability=None)->dict:
+    "A random valid tool call"
+    name = list(self.schemas)[int(self.np_random.integers(len(self.schemas)))]
+    ps = schema_params(self.schemas[name])
+    req = set(ps.get('required', []))
+    params = {k: self._value(p) for k, p in ps.get('properties', {}).items()
+              if k in req or self.np_random.random() < 0.5}
+    return {'tool': name, 'params': params}
+
+# %% ../nbs/05_gym.ipynb #a56b4f3c
+@patch
+def contains(self:ToolCallSpace, x)->bool:
+    try:
+        a = parse_action(x)
+        if a['tool'] not in self.schemas: return False
+        validate_params(self.schemas[a['tool']], a['params'])
+        return True
+    except InvalidActionError: return False
 
 # %% ../nbs/05_gym.ipynb #83c1cf2d
 class GymnasiumAdapter(gymnasium.Env):
@@ -78,16 +91,26 @@ class GymnasiumAdapter(gymnasium.Env):
         self.env = env
         self.observation_space = TextObservationSpace(max_observation_length)
         self.action_space = ToolCallSpace(env.tool_schemas)
-    def reset(self, *, seed:int|None=None, options:dict|None=None):
-        super().reset(seed=seed)
-        if seed is not None: self.action_space.seed(seed)
-        ts = self.env.reset(task=(options or {}).get('task'), seed=seed)
-        return ts.observation, dict(ts.info)
-    def step(self, action):
-        ts = self.env.step(action)
-        return ts.observation, float(ts.reward), bool(ts.terminated), bool(ts.truncated), dict(ts.info)
-    def close(self): self.env.close()
 
+# %% ../nbs/05_gym.ipynb #cedbcc15
+@patch
+def reset(self:GymnasiumAdapter, *, seed:int|None=None, options:dict|None=None):
+    super(GymnasiumAdapter, self).reset(seed=seed)
+    if seed is not None: self.action_space.seed(seed)
+    ts = self.env.reset(task=(options or {}).get('task'), seed=seed)
+    return ts.observation, dict(ts.info)
+
+# %% ../nbs/05_gym.ipynb #aff9f4ee
+@patch
+def step(self:GymnasiumAdapter, action):
+    ts = self.env.step(action)
+    return ts.observation, float(ts.reward), bool(ts.terminated), bool(ts.truncated), dict(ts.info)
+
+# %% ../nbs/05_gym.ipynb #44e09284
+@patch
+def close(self:GymnasiumAdapter): self.env.close()
+
+# %% ../nbs/05_gym.ipynb #01667a0e
 def as_gymnasium(env:AgentEnv,                       # any knowlyr env (wrapped or not)
                  max_observation_length:int=1_000_000, # the observation space's max_length
                 )->GymnasiumAdapter:
