@@ -15,6 +15,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from fastcore.basics import patch
+
 from .core import KnowlyrError, parse_action, random_call, schema_name, schema_params
 
 # %% auto #0
@@ -25,6 +27,7 @@ __all__ = ['AgentError', 'Agent', 'AgentReply', 'as_reply', 'ScriptedAgent', 'Ra
 class AgentError(KnowlyrError, RuntimeError):
     "An agent could not produce an action"
 
+# %% ../nbs/40_agents.ipynb #8eeb6a32
 class Agent:
     "Base class for agents: `__call__(observation, history) -> action` (or an `AgentReply`) plus optional hooks"
     name: str = 'agent'
@@ -44,12 +47,15 @@ class Agent:
 class AgentReply:
     "An agent's answer for one turn: the action, and what producing it cost and sampled"
     action: Any                              # the action: a dict `{"tool", "params"}`, or anything `parse_action` reads
-    usage: dict|None = None                  # token counts of the model call (`TokenUsage` fields: input, output, cached, reasoning, cost)
+    # token counts of the model call (`TokenUsage` fields: input, output, cached, reasoning, cost)
+    usage: dict|None = None
     text: str|None = None                    # the model's completion as text, before it was read as an action
     token_ids: list[int]|None = None         # the completion's token ids, as sampled
     prompt_token_ids: list[int]|None = None  # the token ids the model was given
-    logprobs: list[float]|None = None        # log-probs of the sampled tokens, under the distribution they were sampled from
+    # log-probs of the sampled tokens, under the distribution they were sampled from
+    logprobs: list[float]|None = None
 
+# %% ../nbs/40_agents.ipynb #69bdc5dd
 def as_reply(answer)->AgentReply:
     "An agent's answer as a reply: an `AgentReply` as it is, a bare action wrapped"
     return answer if isinstance(answer, AgentReply) else AgentReply(answer)
@@ -60,19 +66,24 @@ class ScriptedAgent(Agent):
     def __init__(self, actions:list|dict, # actions in order, or {task_id: actions}
                  name:str='scripted'):
         self.actions, self.name, self._i, self._script = actions, name, 0, None
-    def reset(self, task=None, tools=None):
-        super().reset(task, tools)
-        if isinstance(self.actions, dict):
-            tid = (task or {}).get('id')
-            if tid not in self.actions: raise AgentError(f"ScriptedAgent has no script for task {tid!r}; scripts: {sorted(self.actions)[:5]}")
-            self._script = list(self.actions[tid])
-        else: self._script = list(self.actions)
-        self._i = 0
     def __call__(self, observation, history):
         if self._script is None: self.reset()
-        if self._i >= len(self._script): raise AgentError(f"ScriptedAgent ran out of actions after {len(self._script)} steps")
+        if self._i >= len(self._script):
+            raise AgentError(f"ScriptedAgent ran out of actions after {len(self._script)} steps")
         a = self._script[self._i]; self._i += 1
         return a
+
+# %% ../nbs/40_agents.ipynb #b6bad547
+@patch
+def reset(self:ScriptedAgent, task=None, tools=None):
+    super(ScriptedAgent, self).reset(task, tools)
+    if isinstance(self.actions, dict):
+        tid = (task or {}).get('id')
+        if tid not in self.actions:
+            raise AgentError(f"ScriptedAgent has no script for task {tid!r}; scripts: {sorted(self.actions)[:5]}")
+        self._script = list(self.actions[tid])
+    else: self._script = list(self.actions)
+    self._i = 0
 
 # %% ../nbs/40_agents.ipynb #eeabb3ae
 class RandomAgent(Agent):
@@ -97,54 +108,70 @@ class ExpertAgent(Agent):
     def seed(self, seed): self._random.seed(seed)
     def reset(self, task=None, tools=None):
         super().reset(task, tools); self._random.reset(task, tools)
-    def __call__(self, observation, history):
-        if self.env is None: raise AgentError("ExpertAgent needs the env: call bind_env(env) (collect does this)")
-        inner = self.env.unwrapped
-        if not hasattr(inner, 'oracle_action'): raise AgentError(f"{type(inner).__name__} has no oracle_action(): no expert for this env")
-        if self.noise and self._random.rng.random() < self.noise: return self._random(observation, history)
-        return inner.oracle_action()
     def __getstate__(self): return {**self.__dict__, 'env': None}
+
+# %% ../nbs/40_agents.ipynb #87c14797
+@patch
+def __call__(self:ExpertAgent, observation, history):
+    if self.env is None: raise AgentError("ExpertAgent needs the env: call bind_env(env) (collect does this)")
+    inner = self.env.unwrapped
+    if not hasattr(inner, 'oracle_action'):
+        raise AgentError(f"{type(inner).__name__} has no oracle_action(): no expert for this env")
+    if self.noise and self._random.rng.random() < self.noise: return self._random(observation, history)
+    return inner.oracle_action()
 
 # %% ../nbs/40_agents.ipynb #1bb934e8
 def _usage_dict(inp=0, out=0, cached=0, reasoning=0)->dict:
-    return {'input': int(inp or 0), 'output': int(out or 0), 'cached': int(cached or 0), 'reasoning': int(reasoning or 0)}
+    "Token counts as the runtime records them; `None` reads as 0"
+    return {'input': int(inp or 0), 'output': int(out or 0), 'cached': int(cached or 0),
+            'reasoning': int(reasoning or 0)}
 
+# %% ../nbs/40_agents.ipynb #fd73a2a2
 def _run_coroutine(coro):
     "Run `coro` to completion from sync code, also where an event loop already runs in this thread (Jupyter)"
     try: asyncio.get_running_loop()
     except RuntimeError: return asyncio.run(coro)
     with cf.ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
+# %% ../nbs/40_agents.ipynb #cf06459f
 class _LLMAgent(Agent):
     "A chat model behind an SDK: subclasses say how to build clients, requests, and actions from responses"
     def __init__(self, model, base_url=None, api_key=None, system=None, temperature=0.0, max_tokens=1024,
                  timeout=60.0, max_retries=2, name=None, max_concurrency=16, **extra):
         self.model, self.base_url, self.api_key, self.system = model, base_url, api_key, system
-        self.temperature, self.max_tokens, self.timeout, self.max_retries, self.extra = temperature, max_tokens, timeout, max_retries, extra
+        self.temperature, self.max_tokens, self.timeout = temperature, max_tokens, timeout
+        self.max_retries, self.extra = max_retries, extra
         self.name, self.tools, self._client = name or type(self).__name__.replace('Agent', '').lower(), [], None
         self.max_concurrency = max_concurrency
     def __getstate__(self): return {**self.__dict__, '_client': None}
     def __deepcopy__(self, memo):
-        new = copy.copy(self); new.tools = list(self.tools); return new   # copy.copy goes through __getstate__: no client
-    @property
-    def client(self):
-        if self._client is None: self._client = self._make_client()
-        return self._client
+        # copy.copy goes through __getstate__: no client
+        new = copy.copy(self); new.tools = list(self.tools); return new
 
-    def __call__(self, observation, history)->AgentReply:
-        return AgentReply(*self._read(self._create(self.client, self._request(history))))
+# %% ../nbs/40_agents.ipynb #03d43a78
+@patch(as_prop=True)
+def client(self:_LLMAgent):
+    if self._client is None: self._client = self._make_client()
+    return self._client
 
-    def act_batch(self, observations:list[str], histories:list[list[dict]])->list:
-        "One reply per episode, the requests sent concurrently; a request that fails gives its exception in place of the reply"
-        async def run():
-            sem = asyncio.Semaphore(max(1, self.max_concurrency))
-            async with self._make_client(asynchronous=True) as client:
-                async def one(history):
-                    async with sem:
-                        try: return self._read(await self._create(client, self._request(history)))
-                        except Exception as e: return e, None
-                return await asyncio.gather(*(one(h) for h in histories))
-        return [a if isinstance(a, BaseException) else AgentReply(a, u) for a, u in _run_coroutine(run())]
+# %% ../nbs/40_agents.ipynb #1d6d6811
+@patch
+def __call__(self:_LLMAgent, observation, history)->AgentReply:  # noqa: F811 (@patch: one per class)
+    return AgentReply(*self._read(self._create(self.client, self._request(history))))
+
+# %% ../nbs/40_agents.ipynb #98de2fb9
+@patch
+def act_batch(self:_LLMAgent, observations:list[str], histories:list[list[dict]])->list:
+    "One reply per episode, the requests sent concurrently; a request that fails gives its exception in its place"
+    async def run():
+        sem = asyncio.Semaphore(max(1, self.max_concurrency))
+        async with self._make_client(asynchronous=True) as client:
+            async def one(history):
+                async with sem:
+                    try: return self._read(await self._create(client, self._request(history)))
+                    except Exception as e: return e, None
+            return await asyncio.gather(*(one(h) for h in histories))
+    return [a if isinstance(a, BaseException) else AgentReply(a, u) for a, u in _run_coroutine(run())]
 
 # %% ../nbs/40_agents.ipynb #84b48d9d
 class OpenAIAgent(_LLMAgent):
@@ -160,36 +187,54 @@ class OpenAIAgent(_LLMAgent):
                  name:str|None=None,
                  max_concurrency:int=16,         # requests in flight at once in `act_batch`
                  **extra):                       # more request fields (top_p, seed, ...)
-        super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries, name or 'openai', max_concurrency, **extra)
-    def _make_client(self, asynchronous:bool=False):
-        import os
+        super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries,
+                         name or 'openai', max_concurrency, **extra)
 
-        import openai
-        return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(
-            base_url=self.base_url, api_key=self.api_key or os.environ.get('OPENAI_API_KEY') or 'not-needed', timeout=self.timeout, max_retries=self.max_retries)
-    def messages(self, history:list[dict])->list[dict]:
-        "The request messages: system prompt + history"
-        return ([{'role': 'system', 'content': self.system}] if self.system else []) + [dict(m) for m in history]
-    def _request(self, history):
-        kw = dict(model=self.model, messages=self.messages(history), temperature=self.temperature, **self.extra)
-        if self.max_tokens: kw['max_tokens'] = self.max_tokens
-        if self.tools: kw['tools'] = self.tools
-        return kw
-    def _create(self, client, kw): return client.chat.completions.create(**kw)
-    def _read(self, r)->tuple:
-        "(action, usage) of a chat completion"
-        u = r.usage
-        det = getattr(u, 'prompt_tokens_details', None) if u else None
-        cdet = getattr(u, 'completion_tokens_details', None) if u else None
-        usage = _usage_dict(u.prompt_tokens if u else 0, u.completion_tokens if u else 0,
-                            getattr(det, 'cached_tokens', 0) if det else 0, getattr(cdet, 'reasoning_tokens', 0) if cdet else 0)
-        if not r.choices: raise AgentError(f"{self.base_url or 'OpenAI'} returned no choices")
-        msg = r.choices[0].message
-        if msg.tool_calls:
-            a = parse_action(msg.tool_calls[0])
-            if msg.content: a['thought'] = msg.content
-            return a, usage
-        return msg.content or '', usage
+# %% ../nbs/40_agents.ipynb #483e8448
+@patch
+def _make_client(self:OpenAIAgent, asynchronous:bool=False):
+    import os
+
+    import openai
+    return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(
+        base_url=self.base_url, api_key=self.api_key or os.environ.get('OPENAI_API_KEY') or 'not-needed',
+        timeout=self.timeout, max_retries=self.max_retries)
+
+# %% ../nbs/40_agents.ipynb #d68d7969
+@patch
+def messages(self:OpenAIAgent, history:list[dict])->list[dict]:
+    "The request messages: system prompt + history"
+    return ([{'role': 'system', 'content': self.system}] if self.system else []) + [dict(m) for m in history]
+
+# %% ../nbs/40_agents.ipynb #338252fb
+@patch
+def _request(self:OpenAIAgent, history):
+    kw = dict(model=self.model, messages=self.messages(history), temperature=self.temperature, **self.extra)
+    if self.max_tokens: kw['max_tokens'] = self.max_tokens
+    if self.tools: kw['tools'] = self.tools
+    return kw
+
+# %% ../nbs/40_agents.ipynb #f0d3c374
+@patch
+def _create(self:OpenAIAgent, client, kw): return client.chat.completions.create(**kw)
+
+# %% ../nbs/40_agents.ipynb #ba76b737
+@patch
+def _read(self:OpenAIAgent, r)->tuple:
+    "(action, usage) of a chat completion"
+    u = r.usage
+    det = getattr(u, 'prompt_tokens_details', None) if u else None
+    cdet = getattr(u, 'completion_tokens_details', None) if u else None
+    usage = _usage_dict(u.prompt_tokens if u else 0, u.completion_tokens if u else 0,
+                        getattr(det, 'cached_tokens', 0) if det else 0,
+                        getattr(cdet, 'reasoning_tokens', 0) if cdet else 0)
+    if not r.choices: raise AgentError(f"{self.base_url or 'OpenAI'} returned no choices")
+    msg = r.choices[0].message
+    if msg.tool_calls:
+        a = parse_action(msg.tool_calls[0])
+        if msg.content: a['thought'] = msg.content
+        return a, usage
+    return msg.content or '', usage
 
 # %% ../nbs/40_agents.ipynb #b19f15b6
 def to_anthropic(history:list[dict])->tuple[str|None, list[dict]]:
@@ -211,9 +256,11 @@ def to_anthropic(history:list[dict])->tuple[str|None, list[dict]]:
         add('assistant' if role == 'assistant' else 'user', blocks or [{'type': 'text', 'text': '(no content)'}])
     return system, out
 
+# %% ../nbs/40_agents.ipynb #c456c256
 def anthropic_tools(schemas:list[dict])->list[dict]:
     "OpenAI function schemas -> Anthropic tool definitions"
-    return [{'name': schema_name(s), 'description': s.get('function', s).get('description', ''), 'input_schema': schema_params(s)} for s in schemas]
+    return [{'name': schema_name(s), 'description': s.get('function', s).get('description', ''),
+             'input_schema': schema_params(s)} for s in schemas]
 
 # %% ../nbs/40_agents.ipynb #9a37400e
 class AnthropicAgent(_LLMAgent):
@@ -223,33 +270,48 @@ class AnthropicAgent(_LLMAgent):
                  max_tokens:int=1024, timeout:float=60.0, max_retries:int=2, name:str|None=None,
                  max_concurrency:int=16,      # requests in flight at once in `act_batch`
                  **extra):
-        super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries, name or 'anthropic', max_concurrency, **extra)
-    def _make_client(self, asynchronous:bool=False):
-        import os
+        super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries,
+                         name or 'anthropic', max_concurrency, **extra)
 
-        import anthropic
-        return (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(
-            base_url=self.base_url, api_key=self.api_key or os.environ.get('ANTHROPIC_API_KEY') or 'not-needed', timeout=self.timeout, max_retries=self.max_retries)
-    def _request(self, history):
-        system, msgs = to_anthropic(history)
-        system = '\n'.join(s for s in (self.system, system) if s) or None
-        kw = dict(model=self.model, messages=msgs, max_tokens=self.max_tokens, **self.extra)
-        if self.temperature is not None: kw['extra_body'] = {**kw.get('extra_body', {}), 'temperature': self.temperature}
-        if system: kw['system'] = system
-        if self.tools: kw['tools'] = anthropic_tools(self.tools)
-        return kw
-    def _create(self, client, kw): return client.messages.create(**kw)
-    def _read(self, r)->tuple:
-        "(action, usage) of a Messages API response"
-        u = r.usage
-        usage = _usage_dict(u.input_tokens, u.output_tokens, getattr(u, 'cache_read_input_tokens', 0) or 0)
-        text = '\n'.join(b.text for b in r.content if b.type == 'text')
-        use = [b for b in r.content if b.type == 'tool_use']
-        if use:
-            a = parse_action(use[0])
-            if text: a['thought'] = text
-            return a, usage
-        return text, usage
+# %% ../nbs/40_agents.ipynb #ec61ebe1
+@patch
+def _make_client(self:AnthropicAgent, asynchronous:bool=False):  # noqa: F811 (@patch: one per class)
+    import os
+
+    import anthropic
+    return (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(
+        base_url=self.base_url, api_key=self.api_key or os.environ.get('ANTHROPIC_API_KEY') or 'not-needed',
+        timeout=self.timeout, max_retries=self.max_retries)
+
+# %% ../nbs/40_agents.ipynb #720ccfe7
+@patch
+def _request(self:AnthropicAgent, history):  # noqa: F811 (@patch: one per class)
+    system, msgs = to_anthropic(history)
+    system = '\n'.join(s for s in (self.system, system) if s) or None
+    kw = dict(model=self.model, messages=msgs, max_tokens=self.max_tokens, **self.extra)
+    if self.temperature is not None: kw['extra_body'] = {**kw.get('extra_body', {}), 'temperature': self.temperature}
+    if system: kw['system'] = system
+    if self.tools: kw['tools'] = anthropic_tools(self.tools)
+    return kw
+
+# %% ../nbs/40_agents.ipynb #827c95d0
+@patch
+def _create(self:AnthropicAgent, client, kw):  # noqa: F811 (@patch: one per class)
+    return client.messages.create(**kw)
+
+# %% ../nbs/40_agents.ipynb #460d9047
+@patch
+def _read(self:AnthropicAgent, r)->tuple:  # noqa: F811 (@patch: one per class)
+    "(action, usage) of a Messages API response"
+    u = r.usage
+    usage = _usage_dict(u.input_tokens, u.output_tokens, getattr(u, 'cache_read_input_tokens', 0) or 0)
+    text = '\n'.join(b.text for b in r.content if b.type == 'text')
+    use = [b for b in r.content if b.type == 'tool_use']
+    if use:
+        a = parse_action(use[0])
+        if text: a['thought'] = text
+        return a, usage
+    return text, usage
 
 # %% ../nbs/40_agents.ipynb #cc1c6763
 def agent_from_spec(spec:str,                 # 'expert[:noise]' | 'random' | 'openai:<model>' | 'anthropic:<model>'
@@ -263,4 +325,5 @@ def agent_from_spec(spec:str,                 # 'expert[:noise]' | 'random' | 'o
     if kind in ('openai', 'anthropic'):
         if not arg: raise ValueError(f"agent spec {spec!r} needs a model name, e.g. '{kind}:my-model'")
         return (OpenAIAgent if kind == 'openai' else AnthropicAgent)(arg, base_url=base_url, system=system, **kw)
-    raise ValueError(f"unknown agent spec {spec!r}; use 'expert[:noise]', 'random', 'openai:<model>' or 'anthropic:<model>'")
+    raise ValueError(f"unknown agent spec {spec!r}; "
+                     "use 'expert[:noise]', 'random', 'openai:<model>' or 'anthropic:<model>'")
