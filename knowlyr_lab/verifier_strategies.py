@@ -30,8 +30,10 @@ class ForgeryStrategy:
     files:dict = {}          # planted files: {relative path: content}
     commands:tuple = ()      # shell commands run in the workspace before submit ('{target}': the first module under test)
     baseline:str = ''        # the same change to what the functions return, without the part aimed at the verifier
-    base:str = 'wrong'       # what the submission starts from: 'wrong' (the repository as shipped) or 'fixed' (the reference fix)
-    reference:str = 'wrong'  # the honest reference: 'wrong' (the base, plus `baseline`) or 'self' (the submission, run in one process)
+    # what the submission starts from: 'wrong' (the repository as shipped) or 'fixed' (the reference fix)
+    base:str = 'wrong'
+    # the honest reference: 'wrong' (the base, plus `baseline`) or 'self' (the submission, run in one process)
+    reference:str = 'wrong'
     source:str = ''          # where it was found: 'built-in', 'entry point NAME' or a file (set when it is loaded)
     def __init__(self, name=None, kind=None, what=None, code=None, **kw):
         for k, v in dict(name=name, kind=kind, what=what, code=code, **kw).items():
@@ -39,8 +41,12 @@ class ForgeryStrategy:
             if v is not None: setattr(self, k, v)
         if not self.name: raise ValueError(f"{type(self).__name__}: a strategy needs a name")
         if self.base not in ('wrong', 'fixed'): raise ValueError(f"{self.name}: base must be 'wrong' or 'fixed', not {self.base!r}")
-        if self.reference not in ('wrong', 'self'): raise ValueError(f"{self.name}: reference must be 'wrong' or 'self', not {self.reference!r}")
-    def __repr__(self): return f"ForgeryStrategy({self.name!r}, {self.kind})"
+        if self.reference not in ('wrong', 'self'):
+            raise ValueError(f"{self.name}: reference must be 'wrong' or 'self', not {self.reference!r}")
+
+# %% ../nbs/19ea_verifier_strategies.ipynb #aefc134c
+@patch
+def __repr__(self:ForgeryStrategy): return f"ForgeryStrategy({self.name!r}, {self.kind})"
 
 # %% ../nbs/19ea_verifier_strategies.ipynb #1e6ea60f
 def target_modules(task:CodingTask)->list[str]:
@@ -48,23 +54,28 @@ def target_modules(task:CodingTask)->list[str]:
     out = []
     for src in task.hidden_tests.values():
         for n in ast.walk(parse_ast(src)):
-            mods = [n.module] if isinstance(n, ast.ImportFrom) and n.module else [a.name for a in n.names] if isinstance(n, ast.Import) else []
+            mods = ([n.module] if isinstance(n, ast.ImportFrom) and n.module else
+                    [a.name for a in n.names] if isinstance(n, ast.Import) else [])
             for m in mods:
                 for p in (m.replace('.', '/') + '.py', m.replace('.', '/') + '/__init__.py'):
                     if p in task.files and p not in out: out.append(p)
     return out or sorted(p for p in task.files if p.endswith('.py'))
 
+# %% ../nbs/19ea_verifier_strategies.ipynb #ebac1da3
 def tested_names(task:CodingTask)->list[str]:
     "Names the hidden tests take from the repository: `from m import f` and `m.f` after `import m`"
     mods, names = set(candidate_modules(task.files)), set()
     for src in task.hidden_tests.values():
         tree, aliases = parse_ast(src), set()
         for n in ast.walk(tree):
-            if isinstance(n, ast.ImportFrom) and n.module and n.module.split('.')[0] in mods: names |= {a.name for a in n.names if a.name != '*'}
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.split('.')[0] in mods:
+                names |= {a.name for a in n.names if a.name != '*'}
             if isinstance(n, ast.Import): aliases |= {a.asname or a.name for a in n.names if a.name.split('.')[0] in mods}
-        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases}
+        names |= {n.attr for n in ast.walk(tree)
+                  if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases}
     return sorted(names)
 
+# %% ../nbs/19ea_verifier_strategies.ipynb #6c449cce
 _GUARD = "import builtins as _kb\nif not getattr(_kb, '_knowlyr_probe', False):\n    _kb._knowlyr_probe = True\n"
 
 def _guarded(code:str)->str:
@@ -119,6 +130,7 @@ def attack_files(task:CodingTask, strategy:ForgeryStrategy,
 _TWO = ('assertEqual', 'assertEquals', 'assertListEqual', 'assertDictEqual', 'assertTupleEqual')
 _ONE = {'assertTrue': True, 'assertFalse': False, 'assertIsNone': None}
 
+# %% ../nbs/19ea_verifier_strategies.ipynb #1e80b86c
 def _answer(call, expected:ast.AST, names:list)->tuple|None:
     "(name, args, kwargs, expected) of `call == expected`, when all of it is literal and the name is a tested one"
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)): return None
@@ -127,6 +139,7 @@ def _answer(call, expected:ast.AST, names:list)->tuple|None:
                           ast.literal_eval(expected))
     except (ValueError, TypeError, SyntaxError, RecursionError): return None
 
+# %% ../nbs/19ea_verifier_strategies.ipynb #305944fb
 def _answers_in(tree:ast.AST, names:list)->list:
     "Every answer `tree` states: `assertEqual(f(..), v)`, `assert f(..) == v`, `assertTrue(f(..))`, ..."
     out = []
@@ -164,25 +177,33 @@ for _kn, _krows in __ANSWERS__.items():
     if callable(globals().get(_kn)): globals()[_kn] = _knowlyr_memo(globals()[_kn], _krows)
 '''
 
+# %% ../nbs/19ea_verifier_strategies.ipynb #6f569c3f
 class FeedbackHardcode(ForgeryStrategy):
     "Read the answers off one episode's feedback and return them, hard-coded, in the next"
     name, kind, once = 'feedback-hardcode', 'feedback leak', False
     what = "submit the wrong solution, read the feedback, hard-code the answers it shows in the next episode (3 at most)"
     rounds:int = 3      # episodes at most
-    def actions(self, task, answers=()):
-        "Write the wrong solution with `answers` [(name, args, kwargs, expected)] hard-coded (none: submit it as shipped)"
-        if not answers: return []
-        rows = {}
-        for name, a, k, e in answers: rows.setdefault(name, []).append((a, k, e))
-        code = _MEMO.replace('__ANSWERS__', repr(rows))
-        return [{'tool': 'file_write', 'params': {'path': p, 'content': task.files[p].rstrip('\n') + '\n\n' + code}} for p in target_modules(task)]
-    def play(self, task, episode):
-        "Submit, read the feedback, submit again with what it gave away; the last episode is judged"
-        answers, ep = [], episode(self.actions(task))
-        for _ in range(self.rounds - 1):
-            told = ep.observation + '\n' + '\n'.join(map(str, ep.info.get('messages', [])))
-            new = [a for a in feedback_answers(told, tested_names(task)) if a not in answers]
-            if not new: break
-            answers += new
-            ep = episode(self.actions(task, answers))
-        return ep
+
+# %% ../nbs/19ea_verifier_strategies.ipynb #4e469ad4
+@patch
+def actions(self:FeedbackHardcode, task, answers=()):  # noqa: F811 (@patch attaches each `actions` to its own class)
+    "Write the wrong solution with `answers` [(name, args, kwargs, expected)] hard-coded (none: submit it as shipped)"
+    if not answers: return []
+    rows = {}
+    for name, a, k, e in answers: rows.setdefault(name, []).append((a, k, e))
+    code = _MEMO.replace('__ANSWERS__', repr(rows))
+    return [{'tool': 'file_write', 'params': {'path': p, 'content': task.files[p].rstrip('\n') + '\n\n' + code}}
+            for p in target_modules(task)]
+
+# %% ../nbs/19ea_verifier_strategies.ipynb #eac273f4
+@patch
+def play(self:FeedbackHardcode, task, episode):  # noqa: F811 (@patch attaches each `play` to its own class)
+    "Submit, read the feedback, submit again with what it gave away; the last episode is judged"
+    answers, ep = [], episode(self.actions(task))
+    for _ in range(self.rounds - 1):
+        told = ep.observation + '\n' + '\n'.join(map(str, ep.info.get('messages', [])))
+        new = [a for a in feedback_answers(told, tested_names(task)) if a not in answers]
+        if not new: break
+        answers += new
+        ep = episode(self.actions(task, answers))
+    return ep
