@@ -70,7 +70,8 @@ def set_wrapper_attr(self:EnvWrapper, name:str, value):
 
 # %% ../nbs/04_wrappers.ipynb #28e3f81b
 def infra_failure(e:BaseException,  # an exception that ended an episode
-                 )->str|None:       # the reason ("SandboxBackendError: ..."), None when it is not an infrastructure failure
+                 # the reason ("SandboxBackendError: ..."), None when it is not an infrastructure failure
+                 )->str|None:
     "Why `e` (or an exception it was raised from) is an infrastructure failure, or None: decided by type alone"
     seen = set()
     while e is not None and id(e) not in seen:
@@ -104,7 +105,8 @@ def _step_from(index, action, ts, t0=None, t1=None)->Step:
     call = ToolCall(tool=act['tool'], params=act['params'], call_id=act.get('call_id')) if act else None
     if call is None and isinstance(action, str): thought = action
     info = ts.info or {}
-    obs = Observation(content=ts.observation, is_error=bool(info.get('is_error', False)), exit_code=info.get('exit_code'))
+    obs = Observation(content=ts.observation, is_error=bool(info.get('is_error', False)),
+                      exit_code=info.get('exit_code'))
     return Step(index=index, thought=thought, action=call, observation=obs, reward=float(ts.reward),
                 reward_details=dict(info.get('reward_details') or {}), t_start=t0, t_end=t1)
 
@@ -112,12 +114,15 @@ def _step_from(index, action, ts, t0=None, t1=None)->Step:
 class RecorderWrapper(EnvWrapper):
     "Record episodes as `Trajectory` objects, scoring each step with `step_reward_fn` if given"
     def __init__(self, env, agent_name:str='unknown', model:str|None=None,
-                 step_reward_fn:Callable|None=None, # (step, RewardContext) -> float or (float, details); optional reset(task)
-                 reward_mode:str='replace'):        # 'replace' the env's step reward with the function's, or 'add' to it
+                 # (step, RewardContext) -> float or (float, details); optional reset(task)
+                 step_reward_fn:Callable|None=None,
+                 # 'replace' the env's step reward with the function's, or 'add' to it
+                 reward_mode:str='replace'):
         super().__init__(env)
         if reward_mode not in ('replace', 'add'):
             raise ValueError(f"reward_mode must be 'replace' or 'add', not {reward_mode!r}")
-        self.agent, self.step_reward_fn, self.reward_mode = AgentInfo(name=agent_name, model=model), step_reward_fn, reward_mode
+        self.agent, self.step_reward_fn, self.reward_mode = AgentInfo(name=agent_name,
+            model=model), step_reward_fn, reward_mode
         self._traj, self._pending_usage, self._pending_sample = None, None, None
 
 # %% ../nbs/04_wrappers.ipynb #30321d07
@@ -129,7 +134,8 @@ def reset(self:RecorderWrapper, *, task=None, seed=None):
                 fingerprint=ts.info.get('fingerprint'))
     if not t.instruction: t.instruction = ts.observation
     t.initial_observation = ts.observation       # the first user turn, as the agent saw it
-    meta = {'seed': seed, **({'isolation': ts.info['isolation']} if 'isolation' in ts.info else {})}  # how it was contained
+    # how it was contained
+    meta = {'seed': seed, **({'isolation': ts.info['isolation']} if 'isolation' in ts.info else {})}
     self._traj = Trajectory(id='pending', task=t, agent=self.agent.model_copy(), source=Source(format='knowlyr-env'),
                             metadata=meta)
     if hasattr(self.step_reward_fn, 'reset'): self.step_reward_fn.reset(t)
