@@ -13,6 +13,8 @@ from collections import deque
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from ..core import InfrastructureError, KnowlyrError
 
 # %% auto #0
@@ -22,18 +24,23 @@ __all__ = ['WORKSPACE', 'SandboxError', 'PathEscapeError', 'SandboxBackendError'
 # %% ../../nbs/09c_sandbox_base.ipynb #a2df2032
 WORKSPACE = '/workspace'   # where the workspace appears inside every sandbox
 
+# %% ../../nbs/09c_sandbox_base.ipynb #4d60aab1
 class SandboxError(KnowlyrError):
     "A sandbox operation failed (missing file, refused path, unreadable workspace, bad snapshot)"
 
+# %% ../../nbs/09c_sandbox_base.ipynb #1ce8b8d5
 class PathEscapeError(SandboxError):
     "A path given to a file tool leaves the workspace"
 
+# %% ../../nbs/09c_sandbox_base.ipynb #e957419b
 class SandboxBackendError(SandboxError, InfrastructureError):
     "The sandbox itself failed: it cannot start, a process cannot be spawned, it was closed or its container is gone"
 
+# %% ../../nbs/09c_sandbox_base.ipynb #18d3fe18
 class SandboxUnavailableError(SandboxBackendError):
     "No isolation is available for the sandbox asked for; the message says how to get it"
 
+# %% ../../nbs/09c_sandbox_base.ipynb #aaf4ec2b
 @dataclass
 class ToolResult:
     "What one sandbox tool call returned"
@@ -53,8 +60,10 @@ class ToolResult:
 class SandboxLimits:
     "Resource limits applied to every command a sandbox runs"
     cpu_seconds: int = 60           # CPU time per process (RLIMIT_CPU)
-    memory_mb: int = 1024           # address space of each process in MiB (RLIMIT_AS); processes together: `budget_mb` less the files
-    max_processes: int = 256        # processes/threads of the sandbox together (pids cgroup) and of its uid (RLIMIT_NPROC)
+    # address space of each process in MiB (RLIMIT_AS); processes together: `budget_mb` less the files
+    memory_mb: int = 1024
+    # processes/threads of the sandbox together (pids cgroup) and of its uid (RLIMIT_NPROC)
+    max_processes: int = 256
     max_file_mb: int = 64           # largest file a process may write (RLIMIT_FSIZE)
     disk_mb: int = 512              # workspace quota in MiB (a size-limited tmpfs)
     tmp_mb: int = 64                # size of /tmp and of /dev/shm in MiB (each a size-limited tmpfs)
@@ -68,41 +77,57 @@ class SandboxLimits:
             v = getattr(self, f.name)
             if f.name != 'network' and (not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0):
                 raise ValueError(f"SandboxLimits.{f.name} must be a positive number, got {v!r}")
-    @property
-    def budget_mb(self)->int:
-        "The cgroup's memory limit: the processes together plus the files of the memory-backed workspace, /tmp and /dev/shm"
-        return int(self.memory_mb + self.disk_mb + 2 * self.tmp_mb)
-    @classmethod
-    def coerce(cls, x)->SandboxLimits:
-        "`SandboxLimits` from None (defaults), a dict, or a `SandboxLimits`"
-        if x is None: return cls()
-        if isinstance(x, cls): return x
-        if isinstance(x, dict):
-            bad = set(x) - {f.name for f in fields(cls)}
-            if bad: raise ValueError(f"unknown SandboxLimits field(s) {sorted(bad)}; known: {[f.name for f in fields(cls)]}")
-            return cls(**x)
-        raise TypeError(f"limits must be a SandboxLimits or dict, got {type(x).__name__}")
+
+# %% ../../nbs/09c_sandbox_base.ipynb #761d6c6e
+@patch(as_prop=True)
+def budget_mb(self:SandboxLimits)->int:
+    "The cgroup's memory limit: the processes together plus the files of the memory-backed workspace, /tmp and /dev/shm"
+    return int(self.memory_mb + self.disk_mb + 2 * self.tmp_mb)
+
+# %% ../../nbs/09c_sandbox_base.ipynb #1539858c
+@patch(cls_method=True)
+def coerce(cls:SandboxLimits, x)->SandboxLimits:
+    "`SandboxLimits` from None (defaults), a dict, or a `SandboxLimits`"
+    if x is None: return cls()
+    if isinstance(x, cls): return x
+    if isinstance(x, dict):
+        bad = set(x) - {f.name for f in fields(cls)}
+        if bad:
+            raise ValueError(f"unknown SandboxLimits field(s) {sorted(bad)}; known: {[f.name for f in fields(cls)]}")
+        return cls(**x)
+    raise TypeError(f"limits must be a SandboxLimits or dict, got {type(x).__name__}")
 
 # %% ../../nbs/09c_sandbox_base.ipynb #bd537a1e
 class OutputCapture:
     "Bounded capture of a byte stream: keeps the first and last `limit` bytes and counts the rest"
-    def __init__(self, limit:int): self.limit, self.head, self.tail, self.tail_size, self.total = limit, bytearray(), deque(), 0, 0
-    def write(self, b:bytes):
-        self.total += len(b)
-        room = self.limit - len(self.head)
-        if room > 0: self.head += b[:room]; b = b[room:]
-        if b:
-            self.tail.append(bytes(b)); self.tail_size += len(b)
-            while self.tail and self.tail_size - len(self.tail[0]) >= self.limit: self.tail_size -= len(self.tail.popleft())
-    @property
-    def dropped(self)->int: return self.total - len(self.head) - self.tail_size
-    def text(self)->tuple[str, int]:
-        "(decoded text, bytes dropped between head and tail)"
-        t = b''.join(self.tail)
-        d = self.dropped
-        if d == 0: return (bytes(self.head) + t).decode('utf-8', 'replace'), 0
-        return bytes(self.head).decode('utf-8', 'replace') + '\0CUT\0' + t.decode('utf-8', 'replace'), d
+    def __init__(self, limit:int):
+        self.limit, self.head, self.tail, self.tail_size, self.total = limit, bytearray(), deque(), 0, 0
 
+# %% ../../nbs/09c_sandbox_base.ipynb #e2039c53
+@patch
+def write(self:OutputCapture, b:bytes):
+    self.total += len(b)
+    room = self.limit - len(self.head)
+    if room > 0: self.head += b[:room]; b = b[room:]
+    if b:
+        self.tail.append(bytes(b)); self.tail_size += len(b)
+        while self.tail and self.tail_size - len(self.tail[0]) >= self.limit:
+            self.tail_size -= len(self.tail.popleft())
+
+# %% ../../nbs/09c_sandbox_base.ipynb #aaa26136
+@patch(as_prop=True)
+def dropped(self:OutputCapture)->int: return self.total - len(self.head) - self.tail_size
+
+# %% ../../nbs/09c_sandbox_base.ipynb #12ceacbc
+@patch
+def text(self:OutputCapture)->tuple[str, int]:
+    "(decoded text, bytes dropped between head and tail)"
+    t = b''.join(self.tail)
+    d = self.dropped
+    if d == 0: return (bytes(self.head) + t).decode('utf-8', 'replace'), 0
+    return bytes(self.head).decode('utf-8', 'replace') + '\0CUT\0' + t.decode('utf-8', 'replace'), d
+
+# %% ../../nbs/09c_sandbox_base.ipynb #1ffcfb68
 def truncate_output(text:str,    # full text, or head + '\0CUT\0' + tail from `OutputCapture.text`
                     limit:int,   # most characters to keep
                     dropped:int=0, # characters already dropped by the capture
@@ -112,7 +137,8 @@ def truncate_output(text:str,    # full text, or head + '\0CUT\0' + tail from `O
     n = len(head) + len(tail) + dropped
     if n <= limit: return head + tail, 0
     whole, h = head + tail, limit // 2
-    if dropped: kept_head = head[:h]; rest = limit - len(kept_head); kept_tail = tail[len(tail) - rest:] if rest > 0 else ''
+    if dropped:
+        kept_head = head[:h]; rest = limit - len(kept_head); kept_tail = tail[len(tail) - rest:] if rest > 0 else ''
     else: kept_head, kept_tail = whole[:h], whole[len(whole) - (limit - h):]
     cut = n - len(kept_head) - len(kept_tail)
     return f"{kept_head}\n[... truncated {cut:,} characters ...]\n{kept_tail}", cut
@@ -120,19 +146,24 @@ def truncate_output(text:str,    # full text, or head + '\0CUT\0' + tail from `O
 # %% ../../nbs/09c_sandbox_base.ipynb #652a6200
 def _split(p): return [c for c in p.split('/') if c not in ('', '.')]
 
+# %% ../../nbs/09c_sandbox_base.ipynb #4c0dcd7f
+def _in_mount(path, mount:str)->str:
+    "`path` with the workspace mount point removed; `PathEscapeError` for a bad path or an absolute path elsewhere"
+    if not isinstance(path, str): raise PathEscapeError(f"path must be a string, got {type(path).__name__}")
+    if '\0' in path or '\n' in path: raise PathEscapeError(f"path {path!r} contains a NUL byte or a newline")
+    if not path.startswith('/'): return path
+    if path == mount or path.startswith(mount + '/'): return path[len(mount):]
+    raise PathEscapeError(f"path {path!r} is outside the workspace: absolute paths must start with {mount}/ "
+                          "(or use a relative path)")
+
+# %% ../../nbs/09c_sandbox_base.ipynb #811f95bb
 def resolve_workspace_path(path:str,      # path as the agent gave it
                            readlink,      # readlink(rel) -> target str, or None when rel is not a symlink
                            mount:str=WORKSPACE, # where the workspace is mounted inside the sandbox
                            max_links:int=40,    # symlink hops before giving up (loops)
                           )->str:         # normalised path relative to the workspace root
     "Resolve `path` inside the workspace, following symlinks; raise `PathEscapeError` if it leaves"
-    if not isinstance(path, str): raise PathEscapeError(f"path must be a string, got {type(path).__name__}")
-    if '\0' in path or '\n' in path: raise PathEscapeError(f"path {path!r} contains a NUL byte or a newline")
-    p = path
-    if p.startswith('/'):
-        if p == mount or p.startswith(mount + '/'): p = p[len(mount):]
-        else: raise PathEscapeError(f"path {path!r} is outside the workspace: absolute paths must start with {mount}/ (or use a relative path)")
-    todo, done, hops = _split(p), [], 0
+    todo, done, hops = _split(_in_mount(path, mount)), [], 0
     while todo:
         c = todo.pop(0)
         if c == '..':
@@ -144,11 +175,13 @@ def resolve_workspace_path(path:str,      # path as the agent gave it
         if hops > max_links: raise PathEscapeError(f"path {path!r}: too many levels of symbolic links")
         if target.startswith('/'):
             if not (target == mount or target.startswith(mount + '/')):
-                raise PathEscapeError(f"path {path!r} escapes the workspace: symlink {'/'.join(done + [c])} -> {target}")
+                raise PathEscapeError(
+                    f"path {path!r} escapes the workspace: symlink {'/'.join(done + [c])} -> {target}")
             done, target = [], target[len(mount):]
         todo = _split(target) + todo
     return '/'.join(done)
 
+# %% ../../nbs/09c_sandbox_base.ipynb #635d91a7
 def host_readlink(root:Path):
     "A `readlink` for `resolve_workspace_path` over a workspace directory on this machine"
     def rl(rel):
