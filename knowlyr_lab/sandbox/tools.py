@@ -23,7 +23,7 @@ GIT_SUBCOMMANDS = ('status', 'diff', 'log', 'show', 'add', 'commit', 'checkout',
                    'merge', 'cherry-pick', 'revert', 'rebase', 'shortlog', 'describe', 'format-patch', 'am')
 
 # %% ../../nbs/09d_sandbox_tools.ipynb #8942b279
-SANDBOX_TOOL_SCHEMAS = [
+_FILE_TOOLS = [
     tool_schema('file_read',
                 'Read a text file in the workspace, optionally only lines start_line..end_line (1-based, inclusive).',
                 {'path': {'type': 'string', 'description': 'file path relative to the workspace'},
@@ -40,7 +40,10 @@ SANDBOX_TOOL_SCHEMAS = [
                 {'path': {'type': 'string', 'description': 'file path relative to the workspace'},
                  'old_str': {'type': 'string',
                              'description': 'exact text to replace (include enough context to be unique)'},
-                 'new_str': {'type': 'string', 'description': 'replacement text'}}, ['path', 'old_str', 'new_str']),
+                 'new_str': {'type': 'string', 'description': 'replacement text'}}, ['path', 'old_str', 'new_str'])]
+
+# %% ../../nbs/09d_sandbox_tools.ipynb #44e123a8
+_PROCESS_TOOLS = [
     tool_schema('shell', 'Run a bash command in the workspace (no network). Returns combined stdout and stderr.',
                 {'command': {'type': 'string', 'description': 'bash command line'},
                  'timeout': {'type': 'number', 'exclusiveMinimum': 0,
@@ -56,11 +59,13 @@ SANDBOX_TOOL_SCHEMAS = [
                        f"({', '.join(GIT_SUBCOMMANDS[:8])}, ...).",
                 {'args': {'anyOf': [{'type': 'array', 'items': {'type': 'string'}, 'minItems': 1},
                                     {'type': 'string', 'minLength': 1}],
-                          'description': "e.g. ['commit', '-m', 'fix bug'] or 'diff HEAD~1'"}}, ['args']),
-    tool_schema('list_dir', 'List a directory in the workspace (directories end with /).',
-                {'path': {'type': 'string',
-                          'description': 'directory relative to the workspace (default: the root)'}}, []),
-]
+                          'description': "e.g. ['commit', '-m', 'fix bug'] or 'diff HEAD~1'"}}, ['args'])]
+
+# %% ../../nbs/09d_sandbox_tools.ipynb #23ef5b0b
+_LIST_DIR = tool_schema('list_dir', 'List a directory in the workspace (directories end with /).',
+                        {'path': {'type': 'string',
+                                  'description': 'directory relative to the workspace (default: the root)'}}, [])
+SANDBOX_TOOL_SCHEMAS = [*_FILE_TOOLS, *_PROCESS_TOOLS, _LIST_DIR]
 SANDBOX_TOOLS = tuple(schema_name(s) for s in SANDBOX_TOOL_SCHEMAS)
 
 # %% ../../nbs/09d_sandbox_tools.ipynb #bd5e61f0
