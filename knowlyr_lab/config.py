@@ -32,6 +32,7 @@ def in_range(lo=None, hi=None, lo_open:bool=False, hi_open:bool=False, also:tupl
         if hi is not None and (v >= hi if hi_open else v > hi): return f"must be {want}"
     return rule
 
+# %% ../nbs/09b_config.ipynb #f41281c2
 def one_of(*choices):
     "A rule: the value (or each item of a list) is one of `choices`"
     def rule(v):
@@ -41,7 +42,8 @@ def one_of(*choices):
 
 # %% ../nbs/09b_config.ipynb #0222b1eb
 def validate_config(cfg):
-    "Convert each field of the dataclass `cfg` to its type and check the `_checks` rules of its classes (a `ConfigError` names the field)"
+    ("Convert each field of the dataclass `cfg` to its type and check the `_checks` rules of its classes (a "
+     "`ConfigError` names the field)")
     rules, name = {}, type(cfg).__name__
     for k in reversed(type(cfg).__mro__): rules.update(vars(k).get('_checks', {}))
     for f in fields(cfg):
