@@ -14,6 +14,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from ..core import AgentEnv, TimeStep, tool_schema
 from ..registry import register
 
@@ -25,6 +27,7 @@ WORDLE_LEVELS = {'easy': dict(word_length=4, max_guesses=8, vocab_size=50),
                  'medium': dict(word_length=5, max_guesses=6, vocab_size=200),
                  'hard': dict(word_length=6, max_guesses=6, vocab_size=None)}
 
+# %% ../../nbs/18_envs_wordle.ipynb #fe51c46a
 @functools.lru_cache(maxsize=None)
 def dictionary(word_length:int)->tuple[str, ...]:
     "The bundled words of `word_length` letters, sorted"
@@ -34,18 +37,22 @@ def dictionary(word_length:int)->tuple[str, ...]:
     for i, line in enumerate(p.read_text().splitlines(), 1):
         w = line.strip()
         if not w or w.startswith('#'): continue
-        if len(w) != word_length or not re.fullmatch('[a-z]+', w): raise ValueError(f"{p}, line {i}: {w!r} is not a {word_length}-letter lower-case word")
+        if len(w) != word_length or not re.fullmatch('[a-z]+', w):
+            raise ValueError(f"{p}, line {i}: {w!r} is not a {word_length}-letter lower-case word")
         words.append(w)
     return tuple(sorted(set(words)))
 
+# %% ../../nbs/18_envs_wordle.ipynb #90ab7753
 @functools.lru_cache(maxsize=None)
 def vocabulary(word_length:int, vocab_size:int|None=None)->tuple[str, ...]:
     "The words secrets are drawn from: the first `vocab_size` of a fixed shuffle of the dictionary"
     words = list(dictionary(word_length))
     random.Random(f'wordle-vocab-{word_length}').shuffle(words)
-    if vocab_size is not None and not 1 <= vocab_size <= len(words): raise ValueError(f"vocab_size must be in [1, {len(words)}], got {vocab_size}")
+    if vocab_size is not None and not 1 <= vocab_size <= len(words):
+        raise ValueError(f"vocab_size must be in [1, {len(words)}], got {vocab_size}")
     return tuple(words[:vocab_size])
 
+# %% ../../nbs/18_envs_wordle.ipynb #7b1ee7c6
 def feedback(guess:str, secret:str)->str:
     "Wordle marks for `guess` against `secret`: G right place, Y elsewhere, . absent"
     marks, left = ['.'] * len(guess), Counter()
@@ -63,6 +70,7 @@ def _deal(n:int, block:int)->tuple[int, ...]:
     random.Random(f'wordle-deal-{n}-{block}').shuffle(order)
     return tuple(order)
 
+# %% ../../nbs/18_envs_wordle.ipynb #24731425
 def secret_of(vocab:tuple,  # the words secrets are drawn from
               seed:int,     # a task's seed
              )->str:
@@ -73,10 +81,12 @@ def secret_of(vocab:tuple,  # the words secrets are drawn from
 # %% ../../nbs/18_envs_wordle.ipynb #5c062ec8
 _TASK_RE = re.compile(r"wordle-(\d+)x(\d+)-v(\d+|all)-s(\d+)$")
 
+# %% ../../nbs/18_envs_wordle.ipynb #796ed50e
 class WordleEnv(AgentEnv):
     "Guess a secret word from per-letter feedback; success = the word was found"
     domain = 'generic'
-    reward_patterns = {'result_pattern': r"(?m)^([a-z]+)  ([GY.](?: [GY.])*)$"}   # a guess's own board line (reward rules: repeats)
+    # a guess's own board line (reward rules: repeats)
+    reward_patterns = {'result_pattern': r"(?m)^([a-z]+)  ([GY.](?: [GY.])*)$"}
     def __init__(self, difficulty:str='medium',      # 'easy' | 'medium' | 'hard' (defaults for the three knobs)
                  word_length:int|None=None,          # letters per word (4, 5 or 6)
                  max_guesses:int|None=None,          # guesses allowed
@@ -84,7 +94,8 @@ class WordleEnv(AgentEnv):
                  show_vocabulary:bool|None=None,     # list the candidate words in the first observation (None: when <= 60)
                  n_tasks:int=100,                    # tasks `list_tasks` lists (seeds 0..n_tasks-1)
                 ):
-        if difficulty not in WORDLE_LEVELS: raise ValueError(f"difficulty must be one of {list(WORDLE_LEVELS)}, not {difficulty!r}")
+        if difficulty not in WORDLE_LEVELS:
+            raise ValueError(f"difficulty must be one of {list(WORDLE_LEVELS)}, not {difficulty!r}")
         lv = WORDLE_LEVELS[difficulty]
         self.difficulty, self.n_tasks = difficulty, n_tasks
         self.word_length = word_length or lv['word_length']
@@ -92,37 +103,53 @@ class WordleEnv(AgentEnv):
         self.vocab = vocabulary(self.word_length, vocab_size if vocab_size is not None else lv['vocab_size'])
         self.allowed = frozenset(dictionary(self.word_length))
         self.show_vocabulary = show_vocabulary         # None: decided by each task's vocabulary (`listed_words`)
-        self.max_episode_steps = 3 * self.max_guesses   # default step budget, invalid guesses included (`make` can override it)
+        # default step budget, invalid guesses included (`make` can override it)
+        self.max_episode_steps = 3 * self.max_guesses
 
     @property
     def tool_schemas(self):
         return [tool_schema('guess', f'Guess a {self.word_length}-letter word',
-                            {'word': {'type': 'string', 'description': f'a {self.word_length}-letter English word'}}, ['word'])]
+                            {'word': {'type': 'string', 'description': f'a {self.word_length}-letter English word'}},
+                            ['word'])]
 
-    def task_id(self, seed:int)->str:
-        return f"wordle-{self.word_length}x{self.max_guesses}-v{len(self.vocab)}-s{seed}"
-    def list_tasks(self): return [self._task_dict(s) for s in range(self.n_tasks)]
     def _reset(self, task=None, seed=None): return self._start_game(task, seed)   # defined below
     def _step(self, tool, params): return self._play(tool, params)
-    def _task_dict(self, seed):
-        return {'id': self.task_id(seed), 'instruction': self._instruction(), 'domain': self.domain, 'env_id': self.env_id or 'knowlyr/wordle',
-                'difficulty': self.difficulty, 'word_length': self.word_length, 'max_guesses': self.max_guesses,
-                'vocab_size': len(self.vocab), 'seed': seed}
 
-    def _instruction(self):
-        s = (f"Find the secret {self.word_length}-letter English word in at most {self.max_guesses} guesses with `guess(word)`. "
-             "After each guess you get one mark per letter: G = right letter, right place; Y = in the word, elsewhere; "
-             ". = not in the word (or no more copies of it).")
-        if self.listed_words(): s += f" The secret is one of: {', '.join(self.listed_words())}."
-        return s
+# %% ../../nbs/18_envs_wordle.ipynb #bf48b8ef
+@patch
+def task_id(self:WordleEnv, seed:int)->str:
+    return f"wordle-{self.word_length}x{self.max_guesses}-v{len(self.vocab)}-s{seed}"
 
-    def listed_words(self)->tuple|None:
-        "The candidate words the first observation lists (None: it lists none)"
-        show = len(self.vocab) <= 60 if self.show_vocabulary is None else self.show_vocabulary
-        return tuple(sorted(self.vocab)) if show else None
+# %% ../../nbs/18_envs_wordle.ipynb #da0f850d
+@patch
+def listed_words(self:WordleEnv)->tuple|None:
+    "The candidate words the first observation lists (None: it lists none)"
+    show = len(self.vocab) <= 60 if self.show_vocabulary is None else self.show_vocabulary
+    return tuple(sorted(self.vocab)) if show else None
+
+# %% ../../nbs/18_envs_wordle.ipynb #c5fe0098
+@patch
+def _instruction(self:WordleEnv):
+    s = (f"Find the secret {self.word_length}-letter English word in at most {self.max_guesses} guesses with "
+         "`guess(word)`. After each guess you get one mark per letter: G = right letter, right place; "
+         "Y = in the word, elsewhere; . = not in the word (or no more copies of it).")
+    if self.listed_words(): s += f" The secret is one of: {', '.join(self.listed_words())}."
+    return s
+
+# %% ../../nbs/18_envs_wordle.ipynb #173e3ae7
+@patch
+def _task_dict(self:WordleEnv, seed):
+    return {'id': self.task_id(seed), 'instruction': self._instruction(), 'domain': self.domain,
+            'env_id': self.env_id or 'knowlyr/wordle', 'difficulty': self.difficulty, 'word_length': self.word_length,
+            'max_guesses': self.max_guesses, 'vocab_size': len(self.vocab), 'seed': seed}
+
+# %% ../../nbs/18_envs_wordle.ipynb #eda040b2
+@patch
+def list_tasks(self:WordleEnv): return [self._task_dict(s) for s in range(self.n_tasks)]
 
 # %% ../../nbs/18_envs_wordle.ipynb #bf689f72
-def _w_reset(self:WordleEnv, task=None, seed=None):
+@patch
+def _start_game(self:WordleEnv, task=None, seed=None):
     if task is not None:
         tid = task['id'] if isinstance(task, dict) else str(task)
         m = _TASK_RE.match(tid)
@@ -136,50 +163,54 @@ def _w_reset(self:WordleEnv, task=None, seed=None):
     self.task = self._task_dict(self.seed)
     return TimeStep(self.task['instruction'], info={'task': dict(self.task)})
 
-def _w_step(self:WordleEnv, tool, params):
+# %% ../../nbs/18_envs_wordle.ipynb #28e6ee54
+@patch
+def _play(self:WordleEnv, tool, params):
     w = params['word'].strip().lower()
     if len(w) != self.word_length or w not in self.allowed:
         why = f"must have {self.word_length} letters" if len(w) != self.word_length else "is not in the game's dictionary"
-        ts = TimeStep(f"{params['word']!r} {why}; no guess used. {self.max_guesses - len(self.history)} guesses left.", info={'is_error': True})
-    else:
-        marks = feedback(w, self.secret)
-        self.history.append((w, marks))
-        board = '\n'.join(f"{g}  {' '.join(m)}" for g, m in self.history)
-        left = self.max_guesses - len(self.history)
-        if w == self.secret:
-            return TimeStep(f"{board}\nSolved in {len(self.history)} guesses!", 1.0, terminated=True,
-                            info={'success': True, 'score': 1.0, 'reason': 'found', 'guesses': len(self.history)})
-        if left == 0:
-            return TimeStep(f"{board}\nOut of guesses. The word was {self.secret!r}.", 0.0, terminated=True,
-                            info={'success': False, 'score': 0.0, 'reason': 'out_of_guesses', 'guesses': len(self.history)})
-        ts = TimeStep(f"{board}\n{left} guesses left.")
-    return ts
+        return TimeStep(f"{params['word']!r} {why}; no guess used. {self.max_guesses - len(self.history)} guesses left.",
+                        info={'is_error': True})
+    marks = feedback(w, self.secret)
+    self.history.append((w, marks))
+    board = '\n'.join(f"{g}  {' '.join(m)}" for g, m in self.history)
+    left = self.max_guesses - len(self.history)
+    if w == self.secret:
+        return TimeStep(f"{board}\nSolved in {len(self.history)} guesses!", 1.0, terminated=True,
+                        info={'success': True, 'score': 1.0, 'reason': 'found', 'guesses': len(self.history)})
+    if left == 0:
+        return TimeStep(f"{board}\nOut of guesses. The word was {self.secret!r}.", 0.0, terminated=True,
+                        info={'success': False, 'score': 0.0, 'reason': 'out_of_guesses', 'guesses': len(self.history)})
+    return TimeStep(f"{board}\n{left} guesses left.")
 
-def _w_content(self:WordleEnv):
+# %% ../../nbs/18_envs_wordle.ipynb #b734f73d
+@patch
+def _task_content(self:WordleEnv):
     "What the agent can observe and do: the secret behind the feedback, the word length (the dictionary), the guesses, the listed words"
-    return {'secret': self.secret, 'word_length': self.word_length, 'max_guesses': self.max_guesses, 'listed': self.listed_words()}
-
-WordleEnv._start_game, WordleEnv._play, WordleEnv._task_content = _w_reset, _w_step, _w_content
+    return {'secret': self.secret, 'word_length': self.word_length, 'max_guesses': self.max_guesses,
+            'listed': self.listed_words()}
 
 # %% ../../nbs/18_envs_wordle.ipynb #446f0a4d
 def consistent(words, history)->list[str]:
     "The words that would have produced every `(guess, marks)` in `history`"
     return [w for w in words if all(feedback(g, w) == m for g, m in history)]
 
+# %% ../../nbs/18_envs_wordle.ipynb #cc6307a7
 @functools.lru_cache(maxsize=64)
 def _best_guess(cands:tuple, pool:tuple)->str:
     def worst(g): return max(Counter(feedback(g, s) for s in cands).values())
     return min(pool, key=lambda g: (worst(g), g not in cands, g))
 
-def _oracle(self:WordleEnv)->dict:
+# %% ../../nbs/18_envs_wordle.ipynb #99422ade
+@patch
+def oracle_action(self:WordleEnv)->dict:
     "The expert's next guess: minimax over feedback among the words still possible"
     cands = tuple(consistent(self.vocab, self.history))
     if len(cands) <= 2: return {'tool': 'guess', 'params': {'word': cands[0]}}
     pool = cands if len(cands) > 60 else tuple(sorted(set(cands) | set(self.vocab)))
     return {'tool': 'guess', 'params': {'word': _best_guess(cands, pool)}}
 
-WordleEnv.oracle_action = _oracle
-
+# %% ../../nbs/18_envs_wordle.ipynb #32c88df6
 def random_action(env:WordleEnv, rng:random.Random)->dict:
     "A random dictionary word of the right length (the random baseline)"
     return {'tool': 'guess', 'params': {'word': rng.choice(sorted(env.allowed))}}
