@@ -31,6 +31,7 @@ STRATEGY_GROUP = 'knowlyr_lab.probe_strategies'   # the entry-point group of thi
 class StrategyFileError(KnowlyrError, ValueError):
     "A plugin file of forgery strategies that cannot be used; the message names the file"
 
+# %% ../nbs/19ec_verifier_plugins.ipynb #6f7280dc
 def strategies_in(obj,        # a strategy, a `ForgeryStrategy` subclass, a module, or a list of them
                   source:str, # where it comes from, kept in each strategy's `source`
                  )->list[ForgeryStrategy]:
@@ -53,6 +54,7 @@ def _one_line(e:BaseException, path:Path)->str:
     at = [f.lineno for f in traceback.extract_tb(e.__traceback__) if Path(f.filename) == path]
     return f"{type(e).__name__}: {e}".replace('\n', ' ')[:300] + (f" (line {at[-1]})" if at else '')
 
+# %% ../nbs/19ec_verifier_plugins.ipynb #4700873c
 def load_strategy_file(path)->list[ForgeryStrategy]:
     "The strategies of a Python plugin file: its `ForgeryStrategy` instances and the named subclasses it defines"
     p = Path(path)
@@ -75,16 +77,21 @@ def entry_point_strategies(group:str=STRATEGY_GROUP)->list[ForgeryStrategy]:
     out = []
     for ep in entry_points(group=group):
         try: out += strategies_in(ep.load(), f"entry point {ep.name}")
-        except Exception as e: warnings.warn(f"forgery strategies: entry point {ep.name!r} ({ep.value}) of {group} failed to load ({e!r})", RegistryWarning, stacklevel=2)
+        except Exception as e:
+            warnings.warn(f"forgery strategies: entry point {ep.name!r} ({ep.value}) of {group} failed to load ({e!r})",
+                          RegistryWarning, stacklevel=2)
     return out
 
+# %% ../nbs/19ec_verifier_plugins.ipynb #4bba2823
 def available_strategies(files:list=(),        # plugin files (`load_strategy_file`)
                          plugins:bool=True,    # include the entry points' strategies
                         )->dict[str, ForgeryStrategy]:
     "Every strategy by name: the built-in catalogue, then entry points, then files; a name taken twice is an error naming both"
     out = dict(FORGERY_STRATEGIES)
     for s in entry_point_strategies() if plugins else []:
-        if s.name in out: warnings.warn(f"forgery strategies: {s.source} redefines {s.name!r} ({out[s.name].source}); skipped", RegistryWarning, stacklevel=2)
+        if s.name in out:
+            warnings.warn(f"forgery strategies: {s.source} redefines {s.name!r} ({out[s.name].source}); skipped",
+                          RegistryWarning, stacklevel=2)
         else: out[s.name] = s
     for f in files:
         for s in load_strategy_file(f):
