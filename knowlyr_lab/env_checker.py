@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import jsonschema
 import pandas as pd
+from fastcore.basics import patch
 
 from .core import AgentEnv, EnvDoneError, InvalidActionError, KnowlyrError, NotResetError, TimeStep, schema_name, schema_params
 from .registry import make
@@ -27,40 +28,58 @@ __all__ = ['ENV_CHECKS', 'EnvCheckFailure', 'EnvCheckSkipped', 'EnvCheckError', 
 class EnvCheckFailure(AssertionError):
     "One named check failed; the message says what to change"
 
+# %% ../nbs/08a_env_checker.ipynb #7efb1874
 class EnvCheckSkipped(Exception):
     "A check that does not apply to this env (e.g. no expert to play the oracle episode)"
 
+# %% ../nbs/08a_env_checker.ipynb #50ff9756
 class EnvCheckError(KnowlyrError, AssertionError):
     "`check_agent_env` found failures (the report is in `.report`)"
     def __init__(self, report): super().__init__(report.summary()); self.report = report
 
+# %% ../nbs/08a_env_checker.ipynb #bc5c5dd5
 @dataclass
 class EnvProbe:
     "How the checks get envs: fresh instances from an id or factory, or one reused instance"
     source: str|Callable|AgentEnv   # a registered id, a zero-argument factory, or an env instance
     made: list = field(default_factory=list)
 
-    @property
-    def name(self)->str:
-        s = self.source
-        return s if isinstance(s, str) else (s.env_id or type(s).__name__) if isinstance(s, AgentEnv) else getattr(s, '__name__', repr(s))
-    @property
-    def fresh(self)->bool: return not isinstance(self.source, AgentEnv)
-    def new(self)->AgentEnv:
-        "A fresh env (the same instance again when given an instance)"
-        s = self.source
-        env = make(s) if isinstance(s, str) else s if isinstance(s, AgentEnv) else s()
-        if env not in self.made: self.made.append(env)
-        return env
-    def close(self):
-        for e in self.made: e.close()
+# %% ../nbs/08a_env_checker.ipynb #78a693cd
+@patch(as_prop=True)
+def name(self:EnvProbe)->str:
+    s = self.source
+    if isinstance(s, str): return s
+    return (s.env_id or type(s).__name__) if isinstance(s, AgentEnv) else getattr(s, '__name__', repr(s))
 
+# %% ../nbs/08a_env_checker.ipynb #213fbf0c
+@patch(as_prop=True)
+def fresh(self:EnvProbe)->bool: return not isinstance(self.source, AgentEnv)
+
+# %% ../nbs/08a_env_checker.ipynb #98b74d71
+@patch
+def new(self:EnvProbe)->AgentEnv:
+    "A fresh env (the same instance again when given an instance)"
+    s = self.source
+    env = make(s) if isinstance(s, str) else s if isinstance(s, AgentEnv) else s()
+    if env not in self.made: self.made.append(env)
+    return env
+
+# %% ../nbs/08a_env_checker.ipynb #e9866d82
+@patch
+def close(self:EnvProbe):
+    for e in self.made: e.close()
+
+# %% ../nbs/08a_env_checker.ipynb #982ea12e
 def _fail(msg): raise EnvCheckFailure(msg)
 
+# %% ../nbs/08a_env_checker.ipynb #f2090369
 def _oracle(env)->dict:
     "The env's expert action; skips the check when the env has no expert"
     fn = getattr(env.unwrapped, 'oracle_action', None)
-    if not callable(fn): raise EnvCheckSkipped("no oracle_action(): add one (the expert's next action) so demonstrations, probes and this check can solve tasks")
+    if not callable(fn):
+        raise EnvCheckSkipped(
+            "no oracle_action(): add one (the expert's next action) so demonstrations, probes and this check can solve "
+            "tasks")
     try: return fn()
     except NotImplementedError as e: raise EnvCheckSkipped(f"no expert: {e}") from None
 
@@ -68,21 +87,26 @@ def _oracle(env)->dict:
 def check_tools(p:EnvProbe):
     "Tool schemas: non-empty, unique names, parameters a valid JSON Schema object"
     schemas = p.new().tool_schemas
-    if not schemas: _fail("tool_schemas is empty: return the OpenAI function schemas of the tools (core.tool_schema builds one)")
+    if not schemas:
+        _fail("tool_schemas is empty: return the OpenAI function schemas of the tools (core.tool_schema builds one)")
     names = [schema_name(s) for s in schemas]
     if len(set(names)) != len(names): _fail(f"tool names repeat: {names}: give each tool one schema")
     for s in schemas:
         ps = schema_params(s)
         try: jsonschema.Draft202012Validator.check_schema(ps)
-        except jsonschema.SchemaError as e: _fail(f"tool {schema_name(s)!r}: parameters are not a valid JSON Schema ({e.message})")
-        if ps.get('type') != 'object': _fail(f"tool {schema_name(s)!r}: parameters must be a JSON Schema of type 'object', not {ps.get('type')!r}")
+        except jsonschema.SchemaError as e:
+            _fail(f"tool {schema_name(s)!r}: parameters are not a valid JSON Schema ({e.message})")
+        if ps.get('type') != 'object':
+            _fail(f"tool {schema_name(s)!r}: parameters must be a JSON Schema of type 'object', not {ps.get('type')!r}")
 
 # %% ../nbs/08a_env_checker.ipynb #b6986172
 def _reset(env, **kw)->TimeStep:
     ts = env.reset(**kw)
-    if not isinstance(ts, TimeStep): _fail(f"reset returned {type(ts).__name__}, not a TimeStep: return core.TimeStep(observation, ...)")
+    if not isinstance(ts, TimeStep):
+        _fail(f"reset returned {type(ts).__name__}, not a TimeStep: return core.TimeStep(observation, ...)")
     return ts
 
+# %% ../nbs/08a_env_checker.ipynb #e90951c1
 def check_reset(p:EnvProbe, seed:int=0):
     "reset: a TimeStep, not done, with an observation and `info['task']['id']`"
     if p.fresh:
@@ -91,24 +115,29 @@ def check_reset(p:EnvProbe, seed:int=0):
         else: _fail("step before reset did not raise NotResetError: do not override AgentEnv.step")
     ts = _reset(p.new(), seed=seed)
     if ts.done: _fail("reset returned a finished episode (terminated or truncated): an episode starts open")
-    if not isinstance(ts.observation, str) or not ts.observation.strip(): _fail("reset's observation is empty: show the task (the first user turn)")
+    if not isinstance(ts.observation, str) or not ts.observation.strip():
+        _fail("reset's observation is empty: show the task (the first user turn)")
     task = ts.info.get('task')
-    if not isinstance(task, dict) or not task.get('id'): _fail("reset's info has no task id: return info={'task': {'id': ..., 'instruction': ...}}")
+    if not isinstance(task, dict) or not task.get('id'):
+        _fail("reset's info has no task id: return info={'task': {'id': ..., 'instruction': ...}}")
 
 # %% ../nbs/08a_env_checker.ipynb #a09e5c21
 def _task_of(env, seed)->tuple:
     ts = _reset(env, seed=seed)
     return ts.observation, env.fingerprint, ts.info.get('task', {}).get('id')
 
+# %% ../nbs/08a_env_checker.ipynb #a14acbea
 def check_seed_determinism(p:EnvProbe, seeds=(0, 1)):
     "reset(seed=s) twice (fresh instances where possible) gives the same observation, fingerprint and task id"
     for s in seeds:
         a, b = _task_of(p.new(), s), _task_of(p.new(), s)
         if a != b:
             what = 'observation' if a[0] != b[0] else 'fingerprint' if a[1] != b[1] else 'task id'
-            _fail(f"reset(seed={s}) twice gave different tasks (the {what} differs): derive everything random in _reset "
+            _fail(
+                f"reset(seed={s}) twice gave different tasks (the {what} differs): derive everything random in _reset "
                   "from `seed` (e.g. random.Random(seed)), not from global state or time")
 
+# %% ../nbs/08a_env_checker.ipynb #92d2a3d6
 def check_seed_sensitivity(p:EnvProbe, seeds=range(5)):
     "Different seeds give different tasks (unless the env lists at most one task)"
     env = p.new()
@@ -123,38 +152,50 @@ def check_fingerprint(p:EnvProbe, seed:int=0):
     "The task dict carries the env's fingerprint; a listed task resets to the same fingerprint twice"
     env = p.new(); ts = _reset(env, seed=seed)
     if ts.info['task'].get('fingerprint') != env.fingerprint:
-        _fail("info['task']['fingerprint'] differs from env.fingerprint: do not overwrite the fingerprint AgentEnv.reset sets")
+        _fail("info['task']['fingerprint'] differs from env.fingerprint: do not overwrite the fingerprint "
+              "AgentEnv.reset sets")
     tasks = env.list_tasks()
     if not tasks: return
     tid = tasks[min(1, len(tasks) - 1)]['id']
     def fingerprint_of_task(env): _reset(env, task=tid); return env.fingerprint
     fps = {fingerprint_of_task(p.new()) for _ in range(2)}
-    if len(fps) != 1: _fail(f"task {tid!r} reset twice gave fingerprints {sorted(fps)}: _task_content must depend only on the task")
+    if len(fps) != 1:
+        _fail(f"task {tid!r} reset twice gave fingerprints {sorted(fps)}: _task_content must depend only on the task")
 
 # %% ../nbs/08a_env_checker.ipynb #8f41d3bf
-_INFO_TYPES = {'success': (bool, type(None)), 'is_error': (bool,), 'invalid_action': (bool,), 'reason': (str, type(None)),
+_INFO_TYPES = {'success': (bool, type(None)), 'is_error': (bool,), 'invalid_action': (bool,),
+               'reason': (str, type(None)),
                'exit_code': (int, type(None)), 'task': (dict,), 'reward_details': (dict,)}
 
+# %% ../nbs/08a_env_checker.ipynb #b3754d55
 def check_info_types(info:dict, where:str):
     "The info keys other layers read have the types they expect"
     for k, types in _INFO_TYPES.items():
         if k in info and not isinstance(info[k], types):
-            _fail(f"{where}: info[{k!r}] is {type(info[k]).__name__} {info[k]!r}: it must be {' or '.join(t.__name__ for t in types)}")
-    if 'score' in info and info['score'] is not None and not (isinstance(info['score'], (int, float)) and not isinstance(info['score'], bool) and math.isfinite(info['score'])):
+            _fail(f"{where}: info[{k!r}] is {type(info[k]).__name__} {info[k]!r}: it must be "
+                  f"{' or '.join(t.__name__ for t in types)}")
+    if 'score' in info and info['score'] is not None and not (isinstance(info['score'], (int, float))
+            and not isinstance(info['score'], bool) and math.isfinite(info['score'])):
         _fail(f"{where}: info['score'] is {info['score']!r}: it must be a finite number (None: no score)")
 
+# %% ../nbs/08a_env_checker.ipynb #082d95ae
 def check_oracle_episode(p:EnvProbe, seed:int=0, max_steps:int=500):
-    "The oracle, played from reset(seed), succeeds within `max_steps`; rewards finite; info keys typed; the end is final"
+    ("The oracle, played from reset(seed), succeeds within `max_steps`; rewards finite; info keys typed; the end is "
+     "final")
     env = p.new()
     ts = _reset(env, seed=seed); check_info_types(ts.info, 'reset')
     for i in range(max_steps):
         ts = env.step(_oracle(env))
-        if not isinstance(ts.reward, (int, float)) or not math.isfinite(ts.reward): _fail(f"step {i}: reward {ts.reward!r} is not a finite number")
+        if not isinstance(ts.reward, (int, float)) or not math.isfinite(ts.reward):
+            _fail(f"step {i}: reward {ts.reward!r} is not a finite number")
         check_info_types(ts.info, f"step {i}")
         if ts.done: break
-    else: _fail(f"the oracle did not finish the episode in {max_steps} steps: check oracle_action and the end condition of _step")
+    else:
+        _fail(f"the oracle did not finish the episode in {max_steps} steps: check oracle_action and the end condition "
+              f"of _step")
     if ts.info.get('success') is not True:
-        _fail(f"the oracle's episode ended (reason {ts.info.get('reason')!r}) without info['success'] == True: the final step must "
+        _fail(f"the oracle's episode ended (reason {ts.info.get('reason')!r}) without info['success'] == True: the "
+              f"final step must "
               "report the verifier's verdict, and the oracle must solve its own task")
     try: env.step({'tool': schema_name(env.tool_schemas[0]), 'params': {}})
     except EnvDoneError: pass
@@ -171,7 +212,8 @@ def check_invalid_actions(p:EnvProbe, seed:int=0):
             if env.invalid_action == 'raise': continue
             _fail(f"{bad} raised InvalidActionError: with invalid_action='observe' answer with an error observation")
         if not (ts.info.get('is_error') and ts.info.get('invalid_action')):
-            _fail(f"{bad} was accepted (info {sorted(ts.info)}): do not bypass AgentEnv.step's validation, and make the schema's "
+            _fail(f"{bad} was accepted (info {sorted(ts.info)}): do not bypass AgentEnv.step's validation, and make "
+                  f"the schema's "
                   "parameters strict (additionalProperties: false)")
         if ts.done: return   # a step budget of 1-2 ends it: nothing more to check
     try: act = _oracle(env)
@@ -183,26 +225,50 @@ ENV_CHECKS = {'tools': check_tools, 'reset': check_reset, 'seed_determinism': ch
               'seed_sensitivity': check_seed_sensitivity, 'fingerprint': check_fingerprint,
               'oracle_episode': check_oracle_episode, 'invalid_actions': check_invalid_actions}
 
+# %% ../nbs/08a_env_checker.ipynb #d2e789de
 @dataclass
 class EnvCheckReport:
     "What `check_agent_env` found: one row per check"
     env: str
     rows: list
 
-    @property
-    def ok(self)->bool: return all(r['result'] != 'fail' for r in self.rows)
-    @property
-    def failures(self)->dict: return {r['check']: r['message'] for r in self.rows if r['result'] == 'fail'}
-    @property
-    def skipped(self)->dict: return {r['check']: r['message'] for r in self.rows if r['result'] == 'skip'}
-    def summary(self)->str:
-        if self.ok: return f"{self.env}: {len(self.rows) - len(self.skipped)} checks passed" + (f", {len(self.skipped)} skipped" if self.skipped else '')
-        return f"{self.env}: {len(self.failures)} of {len(self.rows)} checks failed: " + '; '.join(f"{k}: {v}" for k, v in self.failures.items())
-    def to_frame(self)->pd.DataFrame: return pd.DataFrame(self.rows)
-    def _repr_html_(self): return f"<p>{self.summary()}</p>" + self.to_frame().to_html(index=False)
-    def __repr__(self): return f"EnvCheckReport({self.summary()})"
+# %% ../nbs/08a_env_checker.ipynb #aac77e97
+@patch(as_prop=True)
+def ok(self:EnvCheckReport)->bool: return all(r['result'] != 'fail' for r in self.rows)
 
-def check_agent_env(env:str|Callable|AgentEnv, # a registered id, a zero-argument factory, or an instance (seed checks then reuse it)
+# %% ../nbs/08a_env_checker.ipynb #d184d3b2
+@patch(as_prop=True)
+def failures(self:EnvCheckReport)->dict: return {r['check']: r['message'] for r in self.rows if r['result'] == 'fail'}
+
+# %% ../nbs/08a_env_checker.ipynb #602cc30f
+@patch(as_prop=True)
+def skipped(self:EnvCheckReport)->dict: return {r['check']: r['message'] for r in self.rows if r['result'] == 'skip'}
+
+# %% ../nbs/08a_env_checker.ipynb #57da2cd8
+@patch
+def summary(self:EnvCheckReport)->str:
+    if self.ok:
+        skipped = f", {len(self.skipped)} skipped" if self.skipped else ''
+        return f"{self.env}: {len(self.rows) - len(self.skipped)} checks passed" + skipped
+    fails = '; '.join(f"{k}: {v}" for k, v in self.failures.items())
+    return f"{self.env}: {len(self.failures)} of {len(self.rows)} checks failed: " + fails
+
+# %% ../nbs/08a_env_checker.ipynb #a4f5f7e3
+@patch
+def to_frame(self:EnvCheckReport)->pd.DataFrame: return pd.DataFrame(self.rows)
+
+# %% ../nbs/08a_env_checker.ipynb #3e87c4c0
+@patch
+def _repr_html_(self:EnvCheckReport): return f"<p>{self.summary()}</p>" + self.to_frame().to_html(index=False)
+
+# %% ../nbs/08a_env_checker.ipynb #72c050a1
+@patch
+def __repr__(self:EnvCheckReport): return f"EnvCheckReport({self.summary()})"
+
+# %% ../nbs/08a_env_checker.ipynb #7c2f62e7
+def check_agent_env(
+        # a registered id, a zero-argument factory, or an instance (seed checks then reuse it)
+        env:str|Callable|AgentEnv,
                     checks:list|None=None,      # names from ENV_CHECKS (default: all)
                     raise_on_failure:bool=True, # raise EnvCheckError listing every failure
                    )->EnvCheckReport:
