@@ -70,7 +70,8 @@ def step(self:StepBudgetWrapper, action):  # noqa: F811 (@patch attaches each `s
     ts = self.env.step(action)
     self.elapsed_steps += 1
     if self.elapsed_steps >= self.budget and not ts.done:
-        ts.truncated = True   # out of budget: not solved, unless the env's own verdict says otherwise (as `AgentEnv.step`)
+        # out of budget: not solved, unless the env's own verdict says otherwise (as `AgentEnv.step`)
+        ts.truncated = True
         ts.info = {'success': False, 'score': 0.0, 'reason': 'max_episode_steps', **ts.info,
                    'truncated_by': 'max_episode_steps', 'max_episode_steps': self.budget}
     self._over = ts.done
@@ -81,11 +82,14 @@ class TimeoutWrapper(EnvWrapper):
     "Truncate a step or an episode that runs longer than its wall-clock budget"
     def __init__(self, env,
                  step_timeout:float|None=None,    # seconds a step may take: a watchdog on the harness
-                 episode_timeout:float|None=None, # seconds an episode may take: the agent's budget (running out is its failure)
-                 invalid_on_timeout:bool=True):   # a step timeout is the harness's failure (the episode is invalid); False: the agent's
+                 # seconds an episode may take: the agent's budget (running out is its failure)
+                 episode_timeout:float|None=None,
+                 # a step timeout is the harness's failure (the episode is invalid); False: the agent's
+                 invalid_on_timeout:bool=True):
         super().__init__(env)
         if invalid_on_timeout and step_timeout is not None: self._check_step_timeout(step_timeout)
-        self.step_timeout, self.episode_timeout, self.invalid_on_timeout = step_timeout, episode_timeout, invalid_on_timeout
+        self.step_timeout, self.episode_timeout, self.invalid_on_timeout = (step_timeout, episode_timeout,
+            invalid_on_timeout)
         self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix='knowlyr-step')
     def reset(self, *, task=None, seed=None):
         self._t0, self._over = time.monotonic(), False
@@ -101,9 +105,9 @@ def _check_step_timeout(self:TimeoutWrapper, step_timeout:float):
     own = getattr(self.env.unwrapped, 'agent_step_seconds', None)   # how long the agent can make one step take
     if own is None or step_timeout > own: return
     raise ValueError(f"step_timeout={step_timeout:g} s is not above the {own:g} s the agent can make one step of "
-                     f"{type(self.env.unwrapped).__name__} take (its agent_step_seconds), so an agent's slow command would "
-                     f"end its episode as the harness's failure: set step_timeout above {own:g} (or lower the env's own "
-                     "limits), or pass invalid_on_timeout=False to score a timeout as the agent's")
+                     f"{type(self.env.unwrapped).__name__} take (its agent_step_seconds), so an agent's slow command "
+                     f"would end its episode as the harness's failure: set step_timeout above {own:g} (or lower the "
+                     "env's own limits), or pass invalid_on_timeout=False to score a timeout as the agent's")
 
 # %% ../nbs/04a_budgets.ipynb #7d02bf5d
 @patch
@@ -135,6 +139,9 @@ def step(self:TimeoutWrapper, action):  # noqa: F811 (@patch attaches each `step
 @patch
 def _timed_out(self:TimeoutWrapper, kind, limit):
     msg = f"{kind.capitalize()} timed out after {limit:g} s"
-    if kind == 'step' and self.invalid_on_timeout: why = {'invalid': f"harness timeout: {msg.lower()}"}  # longer than any agent can make it
-    else: why = {'success': False, 'score': 0.0, 'reason': f'{kind}_timeout'}                            # the agent's time ran out
+    if kind == 'step' and self.invalid_on_timeout:
+        why = {'invalid': f"harness timeout: {msg.lower()}"}  # longer than any agent can make it
+    else:
+        # the agent's time ran out
+        why = {'success': False, 'score': 0.0, 'reason': f'{kind}_timeout'}
     return TimeStep(msg, truncated=True, info={'timeout': kind, 'is_error': True, **why})
