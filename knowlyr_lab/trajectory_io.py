@@ -121,7 +121,8 @@ def _iter_records(path, binary:bool=False):
 
 # %% ../nbs/03b_trajectory_io.ipynb #01c0a15f
 def _byte_lines(f)->Iterator[tuple[int, bytes|str]]:
-    "The lines text mode reads (universal newlines: \\n, \\r\\n or a lone \\r end a line), as bytes where a line has no \\r"
+    ("The lines text mode reads (universal newlines: \\n, \\r\\n or a lone \\r end a line), as bytes where a line has "
+     "no \\r")
     i = 0
     for raw in f:                # (a line is never empty; `isspace` is `not strip()` without copying the line)
         if b'\r' not in raw:
@@ -149,14 +150,16 @@ def _dumped(t, on_error, quarantine, errors, qf:list)->tuple:
         path, line = (src.path, src.line) if src is not None else (None, None)
         where = f"{path or '<trajectory>'}" + (f":{line}" if line is not None else '')
         why = str(e).removeprefix('Error serializing to JSON: ')[:200]
-        err = TrajectoryError(f"{where}: trajectory {getattr(t, 'id', '?')!r} cannot be written as JSON ({why})", path, line)
+        err = TrajectoryError(f"{where}: trajectory {getattr(t, 'id', '?')!r} cannot be written as JSON ({why})", path,
+                              line)
         if on_error == 'raise': raise err from None
         if errors is not None: errors.append(err)
         if quarantine is not None:
             if not qf:
                 Path(quarantine).parent.mkdir(parents=True, exist_ok=True)
                 qf.append(open(quarantine, 'a', encoding='utf-8'))
-            qf[0].write(json.dumps({'path': path, 'line': line, 'id': getattr(t, 'id', None), 'reason': str(err)}) + '\n')
+            qf[0].write(
+                json.dumps({'path': path, 'line': line, 'id': getattr(t, 'id', None), 'reason': str(err)}) + '\n')
         return None
 
 # %% ../nbs/03b_trajectory_io.ipynb #bf2eebd6
@@ -212,9 +215,11 @@ def write_trajectories(trajs:Iterable[Trajectory|dict], # trajectories (or dicts
 _TRAJ_COLS = ['trajectory_id', 'schema_version', 'task_id', 'task_instruction', 'task_domain', 'env_id',
               'task_initial_observation', 'task_fingerprint', 'task_metadata',
               'agent_name', 'agent_model', 'success', 'score', 'terminated', 'truncated', 'submitted', 'outcome_reason',
-              'outcome_invalid', 'trajectory_reward', 'source_format', 'source_path', 'source_line', 'trajectory_metadata']
+              'outcome_invalid', 'trajectory_reward', 'source_format', 'source_path', 'source_line',
+              'trajectory_metadata']
 _STEP_COLS = ['step_index', 'thought', 'tool', 'params', 'call_id', 'observation', 'is_error', 'exit_code', 'reward',
-              'reward_details', 't_start', 't_end', 'usage', 'token_ids', 'prompt_token_ids', 'logprobs', 'step_metadata']
+              'reward_details', 't_start', 't_end', 'usage', 'token_ids', 'prompt_token_ids', 'logprobs',
+              'step_metadata']
 
 # %% ../nbs/03b_trajectory_io.ipynb #484b8a1f
 def _j(v): return None if v is None else canonical_json(v)
@@ -271,7 +276,8 @@ def _lj(x): x = _v(x); return None if x is None else json.loads(x)
 # %% ../nbs/03b_trajectory_io.ipynb #8704e396
 def _step_from_row(s)->Step:
     usage = _lj(s['usage'])
-    action = ToolCall(tool=s['tool'], params=_lj(s['params']) or {}, call_id=_v(s['call_id'])) if _v(s['tool']) else None
+    action = ToolCall(tool=s['tool'], params=_lj(s['params']) or {},
+                      call_id=_v(s['call_id'])) if _v(s['tool']) else None
     obs = (Observation(content=s['observation'], is_error=bool(_v(s['is_error'])), exit_code=_int(s['exit_code']))
            if _v(s['observation']) is not None else None)
     return Step(index=_int(s['step_index']), thought=_v(s['thought']), action=action, observation=obs,
