@@ -27,42 +27,51 @@ __all__ = ['STEP_OVERHEAD_SECONDS', 'SandboxEnv']
 _TERMINAL = {'submit': 'Submit your fix; the hidden tests run and the episode ends',
              'finish': 'Declare the task finished; the same as submit'}
 
+# %% ../../nbs/16_envs_sandbox.ipynb #25c7666c
 class SandboxEnv(AgentEnv):
     "Fix a bug in a sandboxed repository with tool calls; `submit` runs the hidden tests"
     domain = 'coding'
-    max_episode_steps = 30                         # default step budget (`make(..., max_episode_steps=n)` overrides it)
-    def __init__(self, tasks=None,                 # folder of coding tasks, or a list of `CodingTask` (default: the bundled suite)
+    max_episode_steps = 30              # default step budget (`make(..., max_episode_steps=n)` overrides it)
+    def __init__(self,
+                 # folder of coding tasks, or a list of `CodingTask` (default: the bundled suite)
+                 tasks=None,
                  task=None,                        # default task (id or `CodingTask`) for `reset()` without task or seed
                  backend:str='local',              # sandbox backend: 'local' (bubblewrap) or 'docker'
                  image:str|None=None,              # container image (docker backend)
                  limits=None,                      # `SandboxLimits` (or dict) for the sandbox
                  sandbox_kwargs:dict|None=None,    # more `create_sandbox` options
-                 feedback:str|None=None,           # what submit's verdict tells: 'names' or 'full' (tracebacks); None: each task's own
+                 # what submit's verdict tells: 'names' or 'full' (tracebacks); None: each task's own
+                 feedback:str|None=None,
                 ):
-        if feedback not in (None, *FEEDBACK_LEVELS): raise ValueError(f"feedback must be one of {FEEDBACK_LEVELS} or None (each task's own), not {feedback!r}")
+        if feedback not in (None, *FEEDBACK_LEVELS):
+            raise ValueError(f"feedback must be one of {FEEDBACK_LEVELS} or None (each task's own), not {feedback!r}")
         self._tasks_src, self.default_task, self.feedback = tasks, task, feedback
         self.backend, self.image, self.limits = backend, image, limits
         self.sandbox_kwargs = dict(sandbox_kwargs or {})
         self.sandbox, self.task, self._tasks, self._tmp = None, None, None, None
 
-    @property
-    def tasks(self)->list[CodingTask]:
-        "The suite (loaded on first use)"
-        if self._tasks is None:
-            src = self._tasks_src
-            self._tasks = list(src) if isinstance(src, (list, tuple)) else load_coding_tasks(src)
-            if not self._tasks: raise ValueError(f"no coding tasks in {src!r}")
-        return self._tasks
-
-    def list_tasks(self)->list[dict]: return [t.as_dict() for t in self.tasks]
     def _reset(self, task=None, seed=None)->TimeStep: return self._start_episode(task, seed)
     def _step(self, tool, params)->TimeStep: return self._take_step(tool, params)
 
     @property
     def tool_schemas(self)->list[dict]:
         from knowlyr_lab.sandbox.tools import SANDBOX_TOOL_SCHEMAS
-        return list(SANDBOX_TOOL_SCHEMAS) + [tool_schema(n, d, {'message': {'type': 'string', 'description': 'optional note on what you changed'}})
-                                             for n, d in _TERMINAL.items()]
+        note = {'message': {'type': 'string', 'description': 'optional note on what you changed'}}
+        return list(SANDBOX_TOOL_SCHEMAS) + [tool_schema(n, d, note) for n, d in _TERMINAL.items()]
+
+# %% ../../nbs/16_envs_sandbox.ipynb #2bcf8750
+@patch(as_prop=True)
+def tasks(self:SandboxEnv)->list[CodingTask]:
+    "The suite (loaded on first use)"
+    if self._tasks is None:
+        src = self._tasks_src
+        self._tasks = list(src) if isinstance(src, (list, tuple)) else load_coding_tasks(src)
+        if not self._tasks: raise ValueError(f"no coding tasks in {src!r}")
+    return self._tasks
+
+# %% ../../nbs/16_envs_sandbox.ipynb #9e47b4cf
+@patch
+def list_tasks(self:SandboxEnv)->list[dict]: return [t.as_dict() for t in self.tasks]
 
 # %% ../../nbs/16_envs_sandbox.ipynb #ae22c06a
 @patch
