@@ -1,4 +1,4 @@
-"""The GRPO settings and the groups they train on: exported records and recorded trajectories grouped by task, and a batch of groups as padded tensors with group-relative advantages.
+"""The groups GRPO trains on: exported records and recorded trajectories grouped by task, and a batch of groups as padded tensors with group-relative advantages.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/trainer_grpo_groups.html.md"""
 
@@ -7,106 +7,91 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_grpo_groups.html.md"""
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #d55b6cc3
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
-from fastcore.basics import patch
 
-from ..config import ConfigError, in_range, one_of
-from ..rollout.spec import RolloutSpec
 from .data import DataFormatError, collate_padded, load_records, to_chat, tokenize_chats
-from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
+from .drift import recorded_training_rows, split_recorded
+from .grpo_config import GRPOConfig
 from .losses import grpo_advantages, step_level_advantages
-from .train_config import TrainConfig
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['GRPOConfig', 'group_tensors', 'groups_from_records', 'has_signal']
+__all__ = ['groups_from_records', 'group_tensors', 'has_signal']
 
-# %% ../../nbs/65a_trainer_grpo_groups.ipynb #27f65276
-@dataclass
-class GRPOConfig(TrainConfig):
-    "Group-relative policy optimisation settings"
-    output_dir: str = 'runs/grpo'
-    learning_rate: float = 1e-6
-    env_id: str|None = None                # env for online rollouts (None: offline groups only)
-    num_generations: int = 8               # G: episodes per task
-    tasks_per_step: int = 4                # tasks (groups) per optimiser step
-    max_steps: int = 20                    # optimiser steps: online runs this many; offline stops here unless num_epochs ends first (-1: epochs decide)
-    max_episode_steps: int = 20            # step budget of a rollout episode (the `rollout` spec's)
-    max_completion_length: int = 64        # new tokens per assistant turn; also dr_grpo's constant normaliser L_max
-    temperature: float = 1.0               # sampling temperature (log-probs use the same)
-    epsilon: float = 0.2                   # lower clip range
-    epsilon_high: float|None = None        # upper clip range (DAPO clip-higher; default = epsilon)
-    beta: float = 0.0                      # k3 KL coefficient (0: no reference model needed)
-    loss_type: str = 'dapo'                # grpo, bnpo, dr_grpo, dapo
-    scale_rewards: str = 'group'           # advantage scaling: group, batch, none
-    num_iterations: int = 1                # updates per generated batch
-    step_level_advantage: bool = False     # A_ij = A_i (1 + sign(A_i)(r_ij - mean_j r_ij)): blame to the worst steps of a failure
-    task_seed_offset: int = 0              # first env seed used for online tasks
-    max_invalid_actions: int|None = None   # end an online episode after this many invalid actions (None: only the step budget; the `rollout` spec's)
-    logging_steps: int = 1                 # log every n optimiser steps
-    recorded_ids: str = 'split'            # offline trajectories with recorded ids train on them; one that drifts from the template: split, refuse, rerender
-    use_recorded_logprobs: bool = False    # old log-probs of recorded completions are the sampler's (recorded at temperature 1), not the policy's at the batch start
-    rollout_backend: str = 'local'         # who generates online rollouts: 'local' (this process) or 'openai' (an OpenAI-compatible server that hot-loads the LoRA adapter)
-    rollout_base_url: str|None = None      # with 'openai': the server's base URL, e.g. http://host:8000/v1 (vLLM with LoRA updating on, or `serve(enable_lora=True)`)
-    rollout_api_key: str|None = None       # with 'openai': its API key (None: $OPENAI_API_KEY, or none)
-    rollout_adapter_dir: str|None = None   # with 'openai': where each update's adapter is saved for the server to load (None: output_dir/rollout_adapters)
-    min_groups_with_signal: int = 1        # online: roll out further rounds of tasks_per_step new tasks until this many groups have reward variance
-    max_sampling_rounds: int = 1           # online: rounds of rollouts per update at most (1: no resampling); a batch without signal skips its update
-    logps_chunk_size: int = 1024           # completion positions projected through the LM head at once (memory: chunk x vocabulary floats)
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #02745188
+def _completions_group(rec:dict, where:str, system:str|None=None, tools:list|None=None)->list[dict]:
+    "The group of one {'prompt', 'completions', 'rewards'[, 'step_rewards', 'valid']} record: a chat per completion"
+    prompt = rec['prompt'] if isinstance(rec['prompt'], list) else [{'role': 'user', 'content': rec['prompt']}]
+    comps, rs = rec['completions'], rec.get('rewards')
+    if not isinstance(rs, list) or len(rs) != len(comps):
+        raise DataFormatError(f"{where}: field 'rewards' must list one reward per completion")
+    srs = rec.get('step_rewards') or [None] * len(comps)
+    vs = rec.get('valid') or [True] * len(comps)   # False: an infrastructure failure ended that completion's episode
+    if not isinstance(vs, list) or len(vs) != len(comps):
+        raise DataFormatError(f"{where}: field 'valid' must list one bool per completion")
+    g = []
+    for comp, r, sr, v in zip(comps, rs, srs, vs):
+        comp = comp if isinstance(comp, list) else [{'role': 'assistant', 'content': comp}]
+        ch = to_chat({'messages': prompt + comp, 'tools': rec.get('tools'), 'reward': r,
+                      **({'step_rewards': sr} if sr else {})}, where, system=system, tools=tools)
+        ch['valid'] = bool(v)
+        g.append(ch)
+    return g
 
-    _checks = {'num_generations': in_range(2), 'tasks_per_step': in_range(1), 'max_episode_steps': in_range(1),
-               'max_completion_length': in_range(1), 'temperature': in_range(0, lo_open=True), 'epsilon': in_range(0, 1, hi_open=True),
-               'epsilon_high': in_range(0), 'beta': in_range(0), 'loss_type': one_of('grpo', 'bnpo', 'dr_grpo', 'dapo'),
-               'scale_rewards': one_of('group', 'batch', 'none'), 'num_iterations': in_range(1), 'task_seed_offset': in_range(0),
-               'max_invalid_actions': in_range(1), 'recorded_ids': one_of(*RECORDED_IDS), 'rollout_backend': one_of('local', 'openai'),
-               'min_groups_with_signal': in_range(1), 'max_sampling_rounds': in_range(1), 'logps_chunk_size': in_range(1)}
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #7e4bbcfb
+def _record_member(rec, where:str, system:str|None=None, tools:list|None=None)->dict:
+    "A trajectory or chat record as a group member (grouped by its task id), with its validity"
+    ch = to_chat(rec, where, system=system, tools=tools)
+    if isinstance(rec, Trajectory): ch['valid'] = rec.valid
+    else: ch['valid'] = bool(rec.get('valid', True)) if isinstance(rec, dict) else True
+    return ch
 
-    def __post_init__(self):
-        super().__post_init__()
-        if self.use_recorded_logprobs and self.temperature != 1.0:
-            raise ConfigError(f"GRPOConfig.use_recorded_logprobs needs temperature 1.0 (the recorded log-probs are of the raw logits), "
-                              f"got temperature={self.temperature}", 'temperature')
-        if self.rollout_backend == 'openai' and not self.use_lora:
-            raise ConfigError("GRPOConfig.rollout_backend='openai' hot-loads the LoRA adapter into the server after each update: set use_lora=True", 'use_lora')
-        if self.rollout_backend == 'openai' and not self.rollout_base_url:
-            raise ConfigError("GRPOConfig.rollout_backend='openai' needs rollout_base_url, the server's OpenAI base URL (e.g. http://127.0.0.1:8000/v1)", 'rollout_base_url')
-        if self.min_groups_with_signal > self.tasks_per_step:
-            raise ConfigError(f"GRPOConfig.min_groups_with_signal={self.min_groups_with_signal} exceeds tasks_per_step={self.tasks_per_step}, the most "
-                              "groups a batch trains on: lower it or raise tasks_per_step", 'min_groups_with_signal')
-
-# %% ../../nbs/65a_trainer_grpo_groups.ipynb #83813e32
-@patch(as_prop=True)
-def rollout(self:GRPOConfig)->RolloutSpec:
-    "The spec of the online episodes: the step budget and invalid-action limit of this config"
-    return RolloutSpec(max_episode_steps=self.max_episode_steps, max_invalid_actions=self.max_invalid_actions)
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #b1a64100
+def _recorded_member(rows:list[dict])->dict:
+    "A group member from the training rows of one recorded trajectory (they share its reward)"
+    r = rows[0]
+    return {'samples': rows, 'reward': r['reward'], 'task_id': r['task_id'], 'step_rewards': r['step_rewards'],
+            'where': r['where'], 'valid': r.get('valid', True)}
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #9749d061
-def group_tensors(trainer, members:list[dict], group_size:int|list[int]):
-    "Tokenize members (chats with 'reward', 'step_rewards', 'valid'), groups contiguous; return batch, per-token advantages, rewards, validity"
-    c = trainer.config
-    plain = [m for m in members if 'samples' not in m]       # recorded members bring their own samples (their recorded ids)
-    rendered = iter(tokenize_chats(trainer.tokenizer, plain, mask_observations=True) if plain else [])
-    samples, owner = [], []                                  # a recorded member split at a drift gives several rows, one advantage
+def groups_from_records(data, tools=None, system=None,
+                        tokenizer=None,              # checks recorded trajectories for drift (None: no check, recorded ids used)
+                        recorded_ids:str='split',    # a drifting recorded trajectory: split, refuse, rerender (`trainer.drift`)
+                        ledger:list|None=None,       # the drift report of each recorded trajectory is appended here
+                       )->list[list[dict]]:
+    "Offline groups: {'prompt', 'completions', 'rewards'} records, or trajectories grouped by task id (recorded ones with their ids)"
+    groups, by_task = [], {}
+    recorded, items = split_recorded(load_records(data))
+    rec_samples, rerender, led = recorded_training_rows(tokenizer, recorded, recorded_ids, tools)
+    if ledger is not None: ledger += led
+    for rows in rec_samples: by_task.setdefault(rows[0]['task_id'], []).append(_recorded_member(rows))
+    for where, rec in items + rerender:
+        if isinstance(rec, dict) and 'completions' in rec: groups.append(_completions_group(rec, where, system, tools))
+        else:
+            ch = _record_member(rec, where, system, tools)
+            by_task.setdefault(ch['task_id'], []).append(ch)
+    return groups + list(by_task.values())
+
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #6f64ffca
+def _member_rows(tokenizer, members:list[dict])->tuple[list[dict], list[int]]:
+    "Every member's token rows (recorded ones bring theirs, the rest are tokenized) and the member each row belongs to"
+    plain = [m for m in members if 'samples' not in m]
+    rendered = iter(tokenize_chats(tokenizer, plain, mask_observations=True) if plain else [])
+    samples, owner = [], []                   # a recorded member split at a drift gives several rows, one advantage
     for j, m in enumerate(members):
         for s in (m['samples'] if 'samples' in m else [next(rendered)]): samples.append(dict(s)); owner.append(j)
-    for s in samples:
-        if len(s['input_ids']) > c.max_length:
-            for k in ('input_ids', 'labels', 'weights', 'step', 'logprobs'):
-                if k in s: s[k] = s[k][:c.max_length]
-    b = collate_padded(samples, trainer.tokenizer.pad_token_id)
-    b['recorded_old'], b['has_recorded'] = _recorded_old(samples, b['input_ids'].shape[1])
-    rewards = torch.tensor([float(m['reward']) for m in members])
-    valid = torch.tensor([bool(m.get('valid', True)) for m in members])    # an infrastructure failure is no evidence: out of the baseline
-    adv = grpo_advantages(rewards, group_size, c.scale_rewards, valid=valid)[owner]
-    b['valid'] = valid[owner]
-    L = b['input_ids'].shape[1]
-    step_ids = torch.tensor([s['step'] + [-1] * (L - len(s['step'])) for s in samples])[:, 1:]
-    if c.step_level_advantage: A = step_level_advantages(adv, [members[o].get('step_rewards') or [] for o in owner], step_ids)
-    else: A = adv[:, None].expand(-1, L - 1)
-    return b, A, rewards, valid
+    return samples, owner
 
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #05f68165
+def _truncate_rows(samples:list[dict], max_length:int)->list[dict]:
+    "Cut each row's per-token fields to `max_length` tokens (in place)"
+    for s in samples:
+        if len(s['input_ids']) > max_length:
+            for k in ('input_ids', 'labels', 'weights', 'step', 'logprobs'):
+                if k in s: s[k] = s[k][:max_length]
+    return samples
+
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #7eef1932
 def _recorded_old(samples:list[dict], L:int)->tuple:
     "(B, L-1) recorded log-probs aligned with labels[:, 1:], and which rows have one for every labelled token"
     rows, has = [], []
@@ -117,41 +102,29 @@ def _recorded_old(samples:list[dict], L:int)->tuple:
         rows.append(v + [0.0] * (L - 1 - len(v)))
     return torch.tensor(rows, dtype=torch.float), torch.tensor(has, dtype=torch.bool)
 
-def groups_from_records(data, tools=None, system=None,
-                        tokenizer=None,              # checks recorded trajectories for drift (None: no check, recorded ids used)
-                        recorded_ids:str='split',    # a drifting recorded trajectory: split, refuse, rerender (`trainer.drift`)
-                        ledger:list|None=None,       # the drift report of each recorded trajectory is appended here
-                       )->list[list[dict]]:
-    "Offline groups: records {'prompt', 'completions', 'rewards'[, 'step_rewards']} or trajectories grouped by task id (recorded ones with their own ids)"
-    groups, by_task = [], {}
-    recorded, items = split_recorded(load_records(data))
-    rec_samples, rerender, led = recorded_training_rows(tokenizer, recorded, recorded_ids, tools)
-    if ledger is not None: ledger += led
-    for ps in rec_samples:
-        by_task.setdefault(ps[0]['task_id'], []).append({'samples': ps, 'reward': ps[0]['reward'], 'task_id': ps[0]['task_id'],
-                                                         'step_rewards': ps[0]['step_rewards'], 'where': ps[0]['where'], 'valid': ps[0].get('valid', True)})
-    for where, rec in items + rerender:
-        if isinstance(rec, dict) and 'completions' in rec:
-            prompt = rec['prompt'] if isinstance(rec['prompt'], list) else [{'role': 'user', 'content': rec['prompt']}]
-            comps, rs = rec['completions'], rec.get('rewards')
-            if not isinstance(rs, list) or len(rs) != len(comps): raise DataFormatError(f"{where}: field 'rewards' must list one reward per completion")
-            srs = rec.get('step_rewards') or [None] * len(comps)
-            vs = rec.get('valid') or [True] * len(comps)   # False: an infrastructure failure ended that completion's episode
-            if not isinstance(vs, list) or len(vs) != len(comps): raise DataFormatError(f"{where}: field 'valid' must list one bool per completion")
-            g = []
-            for comp, r, sr, v in zip(comps, rs, srs, vs):
-                comp = comp if isinstance(comp, list) else [{'role': 'assistant', 'content': comp}]
-                ch = to_chat({'messages': prompt + comp, 'tools': rec.get('tools'), 'reward': r,
-                              **({'step_rewards': sr} if sr else {})}, where, system=system, tools=tools)
-                ch['valid'] = bool(v)
-                g.append(ch)
-            groups.append(g)
-        else:
-            ch = to_chat(rec, where, system=system, tools=tools)
-            ch['valid'] = rec.valid if isinstance(rec, Trajectory) else bool(rec.get('valid', True)) if isinstance(rec, dict) else True
-            by_task.setdefault(ch['task_id'], []).append(ch)
-    groups += list(by_task.values())
-    return groups
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #1b012d4f
+def _token_advantages(adv:torch.Tensor,   # (B,) each row's member's advantage
+                      step_rewards:list,  # each row's member's step rewards
+                      samples:list[dict], # the rows, with the step index of each token
+                      L:int, step_level:bool=False)->torch.Tensor:
+    "(B, L-1) per-token advantages: the row's own, or step-level (`losses.step_level_advantages`)"
+    step_ids = torch.tensor([s['step'] + [-1] * (L - len(s['step'])) for s in samples])[:, 1:]
+    if step_level: return step_level_advantages(adv, step_rewards, step_ids)
+    return adv[:, None].expand(-1, L - 1)
+
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #2593ad3b
+def group_tensors(trainer, members:list[dict], group_size:int|list[int]):
+    "Members (chats with 'reward', 'step_rewards', 'valid'), groups contiguous: batch, per-token advantages, rewards, validity"
+    c = trainer.config
+    samples, owner = _member_rows(trainer.tokenizer, members)
+    b = collate_padded(_truncate_rows(samples, c.max_length), trainer.tokenizer.pad_token_id)
+    b['recorded_old'], b['has_recorded'] = _recorded_old(samples, b['input_ids'].shape[1])
+    rewards = torch.tensor([float(m['reward']) for m in members])
+    valid = torch.tensor([bool(m.get('valid', True)) for m in members])    # an infrastructure failure: out of the baseline
+    adv = grpo_advantages(rewards, group_size, c.scale_rewards, valid=valid)[owner]
+    b['valid'] = valid[owner]
+    srs = [members[o].get('step_rewards') or [] for o in owner]
+    return b, _token_advantages(adv, srs, samples, b['input_ids'].shape[1], c.step_level_advantage), rewards, valid
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #c10de3d4
 def has_signal(group:list[dict], # members with 'reward' (and 'valid': False for an infrastructure failure)
