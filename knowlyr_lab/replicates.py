@@ -98,14 +98,16 @@ def tasks_needed(effect:float, n_replicates:int=1, within_var:float=0.25, betwee
                  alpha:float=0.05, power:float=0.8)->int:
     "Fewest tasks that detect `effect` with probability `power` at `n_replicates` runs per task"
     d = abs(effect) / _sd_diff(n_replicates, within_var, between_var)
-    n = max(2, math.ceil(TTestPower().solve_power(effect_size=d, nobs=None, alpha=alpha, power=power, alternative='two-sided')))
+    n = (max(2, math.ceil(TTestPower().solve_power(effect_size=d, nobs=None, alpha=alpha, power=power,
+                                                   alternative='two-sided'))))
     while paired_power(effect, n, n_replicates, within_var, between_var, alpha) < power: n += 1
     return n
 
 # %% ../nbs/09e_replicates.ipynb #04ff3f5e
 @dataclass
 class CrossedResult:
-    "Mean paired difference over runs x tasks, with the crossed-bootstrap interval and p-value, and each run's own interval"
+    ("Mean paired difference over runs x tasks, with the crossed-bootstrap interval and p-value, and each run's own "
+     "interval")
     mean: float; ci: tuple; pvalue: float
     n_runs: int; n_tasks: int
     per_run: list                 # [{'mean', 'ci'}] in run order: that run's paired difference, tasks resampled
@@ -125,7 +127,8 @@ def _per_run(d, mask, confidence, seed)->list:
             for r in range(d.shape[0])]
 
 # %% ../nbs/09e_replicates.ipynb #016e2aec
-def crossed_bootstrap(diff,                     # runs x tasks: paired difference (A - B) of each run on each task; NaN = not run
+def crossed_bootstrap(
+        diff,                     # runs x tasks: paired difference (A - B) of each run on each task; NaN = not run
                       confidence:float=0.95,    # coverage of the interval
                       n_resamples:int=10_000,   # bootstrap resamples
                       seed:int=0,               # resampling seed
@@ -141,6 +144,7 @@ def crossed_bootstrap(diff,                     # runs x tasks: paired differenc
     boot = _resample_means(d0, mask.astype(float), wr, wt); boot = boot[~np.isnan(boot)]
     est, a = float(d0.sum() / mask.sum()), (1 - confidence) / 2
     p = float((np.sum(np.abs(boot - est) >= abs(est)) + 1) / (len(boot) + 1)) if np.any(boot != est) else 1.0
-    notes = [f"{R} runs: the between-run variance rests on {R} values, so the interval may be too narrow in runs"] if R < 5 else []
+    notes = [f"{R} runs: the between-run variance rests on {R} values, so the interval may be too narrow in runs"
+             ] if R < 5 else []
     return CrossedResult(est, (float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))), min(p, 1.0), R, T,
                          _per_run(d, mask, confidence, seed), confidence, n_resamples, notes)
