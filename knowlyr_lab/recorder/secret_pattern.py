@@ -24,7 +24,9 @@ __all__ = ['hs_compiled', 'SecretPattern', 'AnchoredRegex']
 
 # %% ../../nbs/20ca_recorder_secret_pattern.ipynb #600f693f
 def _cache_dir()->Path:
-    d = os.environ.get('KNOWLYR_CACHE_DIR') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'knowlyr-lab'
+    "`$KNOWLYR_CACHE_DIR`, else `$XDG_CACHE_HOME/knowlyr-lab`, else `~/.cache/knowlyr-lab`"
+    d = (os.environ.get('KNOWLYR_CACHE_DIR')
+         or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'knowlyr-lab')
     return Path(d)
 
 # %% ../../nbs/20ca_recorder_secret_pattern.ipynb #a6894c46
@@ -34,7 +36,8 @@ def hs_compiled(expressions:list[bytes], # hyperscan expressions
                ):                        # a block-mode `hyperscan.Database` ready to scan
     "Compile a block-mode hyperscan database, or load the one compiled before on this machine"
     import hyperscan as hs
-    key = hashlib.sha256(repr((expressions, ids, flags, hs.__version__, platform.machine(), platform.node())).encode()).hexdigest()[:32]
+    key = hashlib.sha256(repr((expressions, ids, flags, hs.__version__, platform.machine(),
+                               platform.node())).encode()).hexdigest()[:32]
     try: path = _cache_dir() / f'hyperscan-{key}.db'
     except (KeyError, RuntimeError): path = None              # no home directory: nothing is cached
     try:
@@ -44,13 +47,18 @@ def hs_compiled(expressions:list[bytes], # hyperscan expressions
     except Exception: pass                                   # not cached yet, or not loadable here: compile
     db = hs.Database(mode=hs.HS_MODE_BLOCK)
     db.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags)
-    if path is None: return db
+    if path is not None: _hs_save(db, path)
+    return db
+
+# %% ../../nbs/20ca_recorder_secret_pattern.ipynb #20cfc3c5
+def _hs_save(db, path:Path):
+    "Serialise the hyperscan database `db` to `path`, whole or not at all (processes may race to write it)"
+    import hyperscan as hs
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f'{path.name}.{os.getpid()}.tmp')
-        tmp.write_bytes(hs.dumpb(db)); os.replace(tmp, path)     # whole or not at all: processes may race
+        tmp.write_bytes(hs.dumpb(db)); os.replace(tmp, path)
     except OSError: pass
-    return db
 
 # %% ../../nbs/20ca_recorder_secret_pattern.ipynb #faea86e3
 @dataclass
@@ -59,47 +67,55 @@ class SecretPattern:
     name: str                        # kind, e.g. "github_token"; appears in `[REDACTED:<name>]` and in the counts
     regex: str                       # Python regex
     needles: tuple = ()              # literal substrings one of which must occur (used only without hyperscan)
-    group: int|None = None           # group to replace (None: first group if any, else the whole match; 0: whole match)
+    # group to replace (None: first group if any, else the whole match; 0: whole match)
+    group: int|None = None
     ignore_case: bool = False
-    extend: bool = False             # extend the match over following token characters (rules that stop early, e.g. JWT)
+    # extend the match over following token characters (rules that stop early, e.g. JWT)
+    extend: bool = False
     check: Callable|None = None      # check(match) -> False to keep a match (not a secret)
     source: str = 'knowlyr-lab'      # where the rule comes from
     flags: int = 0                   # extra `re` flags
-    prefilter: str|None = None       # expression hyperscan scans for instead of `regex` (when `regex` is written for speed)
-    anchors: tuple = ()              # lower-case literals every match contains: `search` jumps between them (see `AnchoredRegex`)
+    # expression hyperscan scans for instead of `regex` (when `regex` is written for speed)
+    prefilter: str|None = None
+    # lower-case literals every match contains: `search` jumps between them (see `AnchoredRegex`)
+    anchors: tuple = ()
     def __post_init__(self):
         self.rx = re.compile(self.regex, self.flags | (re.I if self.ignore_case else 0))
         if self.anchors: self.rx = AnchoredRegex(self.rx, self.anchors)
         self.needles = tuple(n.lower() for n in self.needles)
 
-# %% ../../nbs/20ca_recorder_secret_pattern.ipynb #6f2f164a
+# %% ../../nbs/20ca_recorder_secret_pattern.ipynb #b333ac2a
 _IDCH_STR = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-'   # identifier characters
 
+# %% ../../nbs/20ca_recorder_secret_pattern.ipynb #6f2f164a
 class AnchoredRegex:
-    "A regex that matches only at the start of an identifier holding one of `anchors`: found with `str.find`, then one anchored `match`"
+    "A regex that matches only at the start of an identifier holding one of `anchors`, found before one `match`"
     def __init__(self, rx, anchors,
                  between:str='"\'\\] \t\r\n', # characters the regex allows between the identifier and ...
                  then:tuple=(':', '='),      # ... the first character of what it needs next (a separator)
                 ):
         self.rx, self.anchors, self.pattern, self.flags, self.groups = rx, anchors, rx.pattern, rx.flags, rx.groups
         self.between, self.then = between, then
-        self._cache = (None, None)                                       # (string, its candidate starts): one tuple, thread-safe
-        self._db = _anchor_db(tuple(anchors), between, then)             # hyperscan finds the candidates (in ASCII text)
-    def __getstate__(self): return {**self.__dict__, '_db': None, '_cache': (None, None)}   # a hyperscan database does not pickle
+        self._cache = (None, None)                           # (string, its candidate starts): one tuple, thread-safe
+        self._db = _anchor_db(tuple(anchors), between, then) # hyperscan finds the candidates (in ASCII text)
+    # a hyperscan database does not pickle
+    def __getstate__(self): return {**self.__dict__, '_db': None, '_cache': (None, None)}
     def __setstate__(self, state):
         self.__dict__.update(state); self._db = _anchor_db(tuple(self.anchors), self.between, self.then)
 
-# %% ../../nbs/20ca_recorder_secret_pattern.ipynb #b640583a
+# %% ../../nbs/20ca_recorder_secret_pattern.ipynb #1df746c9
 def _on_start(i, a, b, flags, starts): starts.append(a)
 
+# %% ../../nbs/20ca_recorder_secret_pattern.ipynb #b640583a
 @lru_cache(maxsize=8)
 def _anchor_db(anchors:tuple, between:str, then:tuple):
-    "Hyperscan database: an identifier holding an anchor, `between` characters, a `then` character; reports its leftmost start (None without hyperscan)"
+    "Hyperscan database: an identifier holding an anchor, `between` characters, a `then` character (None without it)"
     try:
         import hyperscan as hs
     except ImportError: return None
     cls = lambda chars: '[' + ''.join('\\x%02x' % ord(c) for c in chars) + ']'
-    rx = f"{cls(_IDCH_STR)}*(?:{'|'.join(map(re.escape, anchors))}){cls(_IDCH_STR)}*{cls(between)}*{cls(''.join(then))}"
+    rx = (f"{cls(_IDCH_STR)}*(?:{'|'.join(map(re.escape, anchors))}){cls(_IDCH_STR)}*{cls(between)}*"
+          f"{cls(''.join(then))}")
     return hs_compiled([rx.encode()], [0], [hs.HS_FLAG_CASELESS | hs.HS_FLAG_SOM_LEFTMOST])
 
 # %% ../../nbs/20ca_recorder_secret_pattern.ipynb #e4bae934
@@ -128,7 +144,7 @@ def starts(self:AnchoredRegex, s:str)->list|None:
 # %% ../../nbs/20ca_recorder_secret_pattern.ipynb #aff465f9
 @patch
 def _hs_starts(self:AnchoredRegex, s:str)->list:
-    "The start of each identifier that holds an anchor and reaches a separator (`between` characters, then a `then` one)"
+    "The start of each identifier that holds an anchor and reaches a separator (`between`, then a `then` character)"
     starts = []
     self._db.scan(s.encode(), match_event_handler=_on_start, context=starts)
     return sorted(set(starts))
