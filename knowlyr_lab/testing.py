@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
+from fastcore.basics import patch
+
 # %% auto #0
 __all__ = ['Reply', 'prompt_text', 'FakeLLMServer']
 
@@ -29,8 +31,10 @@ class Reply:
     input_tokens: int|None = None                    # usage to report (default: word counts)
     output_tokens: int|None = None
 
+# %% ../nbs/08_testing.ipynb #f96bb083
 def _words(obj)->int: return len(json.dumps(obj).split())
 
+# %% ../nbs/08_testing.ipynb #a507fcd0
 def prompt_text(request:dict)->str:
     "All message text of an OpenAI or Anthropic request, concatenated (handy in responders)"
     parts = [request.get('system') if isinstance(request.get('system'), str) else '']
@@ -39,14 +43,16 @@ def prompt_text(request:dict)->str:
         if isinstance(c, str): parts.append(c)
         elif isinstance(c, list):
             for b in c:
-                if isinstance(b, dict): parts.append(b.get('text') or (b.get('content') if isinstance(b.get('content'), str) else '') or '')
+                if not isinstance(b, dict): continue
+                parts.append(b.get('text') or (b.get('content') if isinstance(b.get('content'), str) else '') or '')
     return '\n'.join(p for p in parts if p)
 
 # %% ../nbs/08_testing.ipynb #d6795106
 class FakeLLMServer:
     "OpenAI- and Anthropic-compatible HTTP server on 127.0.0.1 for tests"
     def __init__(self, responder:Callable|None=None, # (request: dict, api: 'openai'|'anthropic') -> str | Reply
-                 faults=(),                  # faults for the first requests, in order ('429', '500', 'timeout', 'garbage', None)
+                 # faults for the first requests, in order ('429', '500', 'timeout', 'garbage', None)
+                 faults=(),
                  timeout_delay:float=2.0,    # seconds a 'timeout' fault waits before answering
                  model:str='fake-model'):
         self.responder = responder or (lambda req, api: 'OK')
@@ -54,80 +60,140 @@ class FakeLLMServer:
         self.requests, self._lock, self._ids = [], threading.Lock(), itertools.count()
         self._httpd = None
 
-    def inject(self, *faults):
-        "Queue faults for the next requests"
-        with self._lock: self.faults.extend(faults)
+# %% ../nbs/08_testing.ipynb #d0c8ea16
+@patch
+def inject(self:FakeLLMServer, *faults):
+    "Queue faults for the next requests"
+    with self._lock: self.faults.extend(faults)
 
-    def _next_fault(self):
-        with self._lock: return self.faults.popleft() if self.faults else None
+# %% ../nbs/08_testing.ipynb #ba3a7298
+@patch
+def _next_fault(self:FakeLLMServer):
+    with self._lock: return self.faults.popleft() if self.faults else None
 
-    @property
-    def base_url(self)->str: return f"http://127.0.0.1:{self.port}"
-    @property
-    def openai_base_url(self)->str: return self.base_url + '/v1'
-    @property
-    def anthropic_base_url(self)->str: return self.base_url
+# %% ../nbs/08_testing.ipynb #77943998
+@patch(as_prop=True)
+def base_url(self:FakeLLMServer)->str: return f"http://127.0.0.1:{self.port}"
 
-    def start(self)->'FakeLLMServer':
-        server = self
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = 'HTTP/1.1'
-            def log_message(self, *a): pass
-            def _send(self, code, body, headers=None):
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header('content-type', 'application/json'); self.send_header('content-length', str(len(data)))
-                for k, v in (headers or {}).items(): self.send_header(k, v)
-                self.end_headers(); self.wfile.write(data)
-            def do_GET(self):
-                if self.path.rstrip('/').endswith('/models'):
-                    return self._send(200, {'object': 'list', 'data': [{'id': server.model, 'object': 'model', 'created': 0, 'owned_by': 'knowlyr'}]})
-                self._send(404, {'error': {'message': f'no route {self.path}', 'type': 'not_found'}})
-            def do_POST(self):
-                n = int(self.headers.get('content-length') or 0)
-                try: req = json.loads(self.rfile.read(n) or b'{}')
-                except json.JSONDecodeError: return self._send(400, {'error': {'message': 'request body is not JSON', 'type': 'invalid_request_error'}})
-                api = 'anthropic' if self.path.rstrip('/').endswith('/messages') else 'openai' if self.path.rstrip('/').endswith('/chat/completions') else None
-                if api is None: return self._send(404, {'error': {'message': f'no route {self.path}', 'type': 'not_found'}})
-                with server._lock: server.requests.append({'path': self.path, 'api': api, 'body': req})
-                fault = server._next_fault()
-                if fault == '429': return self._send(429, {'error': {'message': 'rate limited', 'type': 'rate_limit_error'}}, {'retry-after': '0'})
-                if fault == '500': return self._send(500, {'error': {'message': 'internal error', 'type': 'api_error'}})
-                if fault == 'garbage': return self._send(200, b'<html>this is not json')
-                if fault == 'timeout': time.sleep(server.timeout_delay)
-                try: out = server.responder(req, api)
-                except Exception as e: return self._send(500, {'error': {'message': f'responder failed: {e!r}', 'type': 'api_error'}})
-                r = out if isinstance(out, Reply) else Reply(text=str(out))
-                try: self._send(200, server._openai(req, r) if api == 'openai' else server._anthropic(req, r))
-                except (BrokenPipeError, ConnectionResetError): pass
-        self._httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self._httpd.daemon_threads = True
-        self.port = self._httpd.server_address[1]
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
+# %% ../nbs/08_testing.ipynb #8e54848f
+@patch(as_prop=True)
+def openai_base_url(self:FakeLLMServer)->str: return self.base_url + '/v1'
 
-    def _usage(self, req, r): return (r.input_tokens if r.input_tokens is not None else _words(req.get('messages', [])),
-                                      r.output_tokens if r.output_tokens is not None else max(1, len(r.text.split()) + 3 * len(r.tool_calls)))
+# %% ../nbs/08_testing.ipynb #a7ffa877
+@patch(as_prop=True)
+def anthropic_base_url(self:FakeLLMServer)->str: return self.base_url
 
-    def _openai(self, req, r):
-        i, o = self._usage(req, r)
-        msg = {'role': 'assistant', 'content': r.text or None}
-        if r.tool_calls: msg['tool_calls'] = [{'id': f"call_{next(self._ids)}", 'type': 'function',
-                                               'function': {'name': t['name'], 'arguments': json.dumps(t.get('arguments', {}))}} for t in r.tool_calls]
-        return {'id': f"chatcmpl-{uuid.uuid4().hex[:12]}", 'object': 'chat.completion', 'created': int(time.time()),
-                'model': req.get('model', self.model),
-                'choices': [{'index': 0, 'message': msg, 'finish_reason': 'tool_calls' if r.tool_calls else 'stop', 'logprobs': None}],
-                'usage': {'prompt_tokens': i, 'completion_tokens': o, 'total_tokens': i + o}}
+# %% ../nbs/08_testing.ipynb #2c946016
+@patch
+def _usage(self:FakeLLMServer, req, r):
+    return (r.input_tokens if r.input_tokens is not None else _words(req.get('messages', [])),
+            r.output_tokens if r.output_tokens is not None else max(1, len(r.text.split()) + 3 * len(r.tool_calls)))
 
-    def _anthropic(self, req, r):
-        i, o = self._usage(req, r)
-        content = ([{'type': 'text', 'text': r.text}] if r.text else []) + \
-                  [{'type': 'tool_use', 'id': f"toolu_{next(self._ids)}", 'name': t['name'], 'input': t.get('arguments', {})} for t in r.tool_calls]
-        return {'id': f"msg_{uuid.uuid4().hex[:12]}", 'type': 'message', 'role': 'assistant', 'model': req.get('model', self.model),
-                'content': content, 'stop_reason': 'tool_use' if r.tool_calls else 'end_turn', 'stop_sequence': None,
-                'usage': {'input_tokens': i, 'output_tokens': o}}
+# %% ../nbs/08_testing.ipynb #b3d1e4f4
+@patch
+def _openai(self:FakeLLMServer, req, r):
+    i, o = self._usage(req, r)
+    msg = {'role': 'assistant', 'content': r.text or None}
+    if r.tool_calls:
+        msg['tool_calls'] = [{'id': f"call_{next(self._ids)}", 'type': 'function',
+                              'function': {'name': t['name'], 'arguments': json.dumps(t.get('arguments', {}))}}
+                             for t in r.tool_calls]
+    return {'id': f"chatcmpl-{uuid.uuid4().hex[:12]}", 'object': 'chat.completion', 'created': int(time.time()),
+            'model': req.get('model', self.model),
+            'choices': [{'index': 0, 'message': msg, 'finish_reason': 'tool_calls' if r.tool_calls else 'stop',
+                         'logprobs': None}],
+            'usage': {'prompt_tokens': i, 'completion_tokens': o, 'total_tokens': i + o}}
 
-    def stop(self):
-        if self._httpd: self._httpd.shutdown(); self._httpd.server_close(); self._httpd = None
-    def __enter__(self): return self.start()
-    def __exit__(self, *exc): self.stop()
+# %% ../nbs/08_testing.ipynb #20204644
+@patch
+def _anthropic(self:FakeLLMServer, req, r):
+    i, o = self._usage(req, r)
+    content = ([{'type': 'text', 'text': r.text}] if r.text else []) + \
+              [{'type': 'tool_use', 'id': f"toolu_{next(self._ids)}", 'name': t['name'],
+                'input': t.get('arguments', {})} for t in r.tool_calls]
+    return {'id': f"msg_{uuid.uuid4().hex[:12]}", 'type': 'message', 'role': 'assistant',
+            'model': req.get('model', self.model), 'content': content,
+            'stop_reason': 'tool_use' if r.tool_calls else 'end_turn', 'stop_sequence': None,
+            'usage': {'input_tokens': i, 'output_tokens': o}}
+
+# %% ../nbs/08_testing.ipynb #8f2cf5c3
+class _Handler(BaseHTTPRequestHandler):
+    "Answers HTTP requests for the `FakeLLMServer` in `fake`"
+    protocol_version = 'HTTP/1.1'
+    fake = None
+    def log_message(self, *a): pass
+
+# %% ../nbs/08_testing.ipynb #bc6431ea
+@patch
+def _send(self:_Handler, code, body, headers=None):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    self.send_response(code)
+    self.send_header('content-type', 'application/json'); self.send_header('content-length', str(len(data)))
+    for k, v in (headers or {}).items(): self.send_header(k, v)
+    self.end_headers(); self.wfile.write(data)
+
+# %% ../nbs/08_testing.ipynb #d4f1b076
+@patch
+def do_GET(self:_Handler):
+    if self.path.rstrip('/').endswith('/models'):
+        model = {'id': self.fake.model, 'object': 'model', 'created': 0, 'owned_by': 'knowlyr'}
+        return self._send(200, {'object': 'list', 'data': [model]})
+    self._send(404, {'error': {'message': f'no route {self.path}', 'type': 'not_found'}})
+
+# %% ../nbs/08_testing.ipynb #ac4086a7
+def _api_of(path:str)->str|None:
+    p = path.rstrip('/')
+    return 'anthropic' if p.endswith('/messages') else 'openai' if p.endswith('/chat/completions') else None
+
+# %% ../nbs/08_testing.ipynb #9bd080c6
+@patch
+def _fault(self:_Handler, fault)->bool:
+    if fault == '429':
+        self._send(429, {'error': {'message': 'rate limited', 'type': 'rate_limit_error'}}, {'retry-after': '0'})
+    elif fault == '500': self._send(500, {'error': {'message': 'internal error', 'type': 'api_error'}})
+    elif fault == 'garbage': self._send(200, b'<html>this is not json')
+    else:
+        if fault == 'timeout': time.sleep(self.fake.timeout_delay)
+        return False
+    return True
+
+# %% ../nbs/08_testing.ipynb #bf6b7062
+@patch
+def do_POST(self:_Handler):
+    server = self.fake
+    n = int(self.headers.get('content-length') or 0)
+    try: req = json.loads(self.rfile.read(n) or b'{}')
+    except json.JSONDecodeError:
+        return self._send(400, {'error': {'message': 'request body is not JSON', 'type': 'invalid_request_error'}})
+    api = _api_of(self.path)
+    if api is None: return self._send(404, {'error': {'message': f'no route {self.path}', 'type': 'not_found'}})
+    with server._lock: server.requests.append({'path': self.path, 'api': api, 'body': req})
+    if self._fault(server._next_fault()): return
+    try: out = server.responder(req, api)
+    except Exception as e:
+        return self._send(500, {'error': {'message': f'responder failed: {e!r}', 'type': 'api_error'}})
+    r = out if isinstance(out, Reply) else Reply(text=str(out))
+    try: self._send(200, server._openai(req, r) if api == 'openai' else server._anthropic(req, r))
+    except (BrokenPipeError, ConnectionResetError): pass
+
+# %% ../nbs/08_testing.ipynb #70f95ed9
+@patch
+def start(self:FakeLLMServer)->FakeLLMServer:
+    self._httpd = ThreadingHTTPServer(('127.0.0.1', 0), type('Handler', (_Handler,), {'fake': self}))
+    self._httpd.daemon_threads = True
+    self.port = self._httpd.server_address[1]
+    threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+    return self
+
+# %% ../nbs/08_testing.ipynb #fd99b8b9
+@patch
+def stop(self:FakeLLMServer):
+    if self._httpd: self._httpd.shutdown(); self._httpd.server_close(); self._httpd = None
+
+# %% ../nbs/08_testing.ipynb #7d0e5361
+@patch
+def __enter__(self:FakeLLMServer): return self.start()
+
+# %% ../nbs/08_testing.ipynb #5c2d99fb
+@patch
+def __exit__(self:FakeLLMServer, *exc): self.stop()
