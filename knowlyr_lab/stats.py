@@ -169,7 +169,8 @@ def _diff_ci(a, b, paired, confidence, n_resamples, seed):
 # %% ../nbs/09_stats.ipynb #6ab52d46
 def _omit_nan(a, b, paired, nan_policy, metric, name_a, name_b):
     "`a` and `b` without their NaN values, and the count of NaNs per agent"
-    if nan_policy not in ('raise', 'omit'): raise ValueError(f"nan_policy must be 'raise' or 'omit', not {nan_policy!r}")
+    if nan_policy not in ('raise', 'omit'):
+        raise ValueError(f"nan_policy must be 'raise' or 'omit', not {nan_policy!r}")
     bad_a, bad_b = np.isnan(a), np.isnan(b)
     n_nan = {name_a: int(bad_a.sum()), name_b: int(bad_b.sum())}
     if not (bad_a.any() or bad_b.any()): return a, b, n_nan
@@ -187,11 +188,13 @@ def _paired_tests(a, b, binary:bool)->dict:
     "The paired t, Wilcoxon and (binary) exact McNemar tests of `a` and `b`"
     t, d = stats.ttest_rel(a, b), a - b
     tests = {'paired_t': _res(t, df=float(t.df)),
-             'wilcoxon': _res(stats.wilcoxon(a, b, zero_method='wilcox')) if np.any(d != 0) else {'statistic': 0.0, 'pvalue': 1.0}}
+             'wilcoxon': _res(stats.wilcoxon(a, b, zero_method='wilcox')) if np.any(d != 0)
+             else {'statistic': 0.0, 'pvalue': 1.0}}
     if binary:
         n10, n01 = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
         m = mcnemar([[0, n10], [n01, 0]], exact=True)
-        tests['mcnemar_exact'] = {'statistic': float(m.statistic), 'pvalue': float(m.pvalue), 'a_only': n10, 'b_only': n01}
+        tests['mcnemar_exact'] = {'statistic': float(m.statistic), 'pvalue': float(m.pvalue), 'a_only': n10,
+                                  'b_only': n01}
     return tests
 
 # %% ../nbs/09_stats.ipynb #87bad068
@@ -208,7 +211,8 @@ def _two_sample_tests(a, b, paired:bool, binary:bool)->dict:
             tests['fisher_exact'] = _res(stats.fisher_exact(table))
         if paired: tests.update(_paired_tests(a, b, binary))
     for v in tests.values():  # finite constant samples: the test is undefined, and
-        if math.isnan(v['pvalue']): v['pvalue'] = 1.0    # there is no evidence of a difference (inputs have no NaN here)
+        if math.isnan(v['pvalue']):
+            v['pvalue'] = 1.0    # there is no evidence of a difference (inputs have no NaN here)
     return tests
 
 # %% ../nbs/09_stats.ipynb #31ad57c3
@@ -221,7 +225,8 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
                     confidence:float=0.95, # coverage of the difference's CI
                     n_resamples:int=2000,  # bootstrap resamples
                     seed:int=0,            # bootstrap seed
-                    nan_policy:str='raise', # NaN values: 'raise', or 'omit' them (pairs with a NaN on either side), counted
+                    # NaN values: 'raise', or 'omit' them (pairs with a NaN on either side), counted
+                    nan_policy:str='raise',
                    )->Comparison:
     "Compare two samples of a metric with Welch, Mann-Whitney, Fisher and (paired) t, Wilcoxon, McNemar tests"
     a, b, n_nan = _omit_nan(np.asarray(a, float), np.asarray(b, float), paired, nan_policy, metric, name_a, name_b)
@@ -230,8 +235,10 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
     binary = is_binary(a, b) if binary is None else binary
     tests = _two_sample_tests(a, b, paired, binary)
     primary = ('mcnemar_exact' if binary else 'paired_t') if paired else ('fisher_exact' if binary else 'welch_t')
-    return Comparison(metric, name_a, name_b, len(a), len(b), float(a.mean()), float(b.mean()), float(a.mean() - b.mean()),
-                      _diff_ci(a, b, paired, confidence, n_resamples, seed), _effect_size(a, b, paired), paired, bool(binary),
+    return Comparison(metric, name_a, name_b, len(a), len(b), float(a.mean()), float(b.mean()),
+                      float(a.mean() - b.mean()),
+                      _diff_ci(a, b, paired, confidence, n_resamples, seed), _effect_size(a, b, paired), paired,
+                      bool(binary),
                       tests, primary, notes=[f"excluded NaN values: {n_nan}"] if any(n_nan.values()) else [])
 
 # %% ../nbs/09_stats.ipynb #bfb553bb
@@ -268,6 +275,8 @@ def compare_many(samples:dict,           # agent name -> values (or task id -> v
         rows.append({'agent': name, 'reference': ref, 'mean': c.mean_b, 'ref_mean': c.mean_a, 'diff': -c.diff,
                      'diff_low': -c.diff_ci[1], 'diff_high': -c.diff_ci[0], 'effect_size': -c.effect_size,
                      'test': c.primary, 'p_value': c.p_value})
-    df = pd.DataFrame(rows, columns=['agent', 'reference', 'mean', 'ref_mean', 'diff', 'diff_low', 'diff_high', 'effect_size', 'test', 'p_value'])
+    df = pd.DataFrame(rows,
+                      columns=['agent', 'reference', 'mean', 'ref_mean', 'diff', 'diff_low', 'diff_high', 'effect_size',
+                               'test', 'p_value'])
     df['p_adj'], df['significant'] = adjust_pvalues(df.p_value.to_numpy(), correction, alpha)
     return df
