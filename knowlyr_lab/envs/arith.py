@@ -11,6 +11,8 @@ import operator
 import random
 import re
 
+from fastcore.basics import patch
+
 from ..core import AgentEnv, TimeStep, tool_schema
 from ..registry import register
 
@@ -23,14 +25,17 @@ ARITH_LEVELS = {'easy': 1, 'medium': 2, 'hard': 3}
 ARITH_INSTRUCTION = ("Compute the expression with the tools add, subtract and multiply, one operation per call, "
                      "innermost first; then submit the final result.")
 
+# %% ../../nbs/18a_envs_arith.ipynb #e0cb3427
 def arith_problem(seed:int, n_ops:int, max_operand:int=999)->tuple[list[int], list[str]]:
     "The operands and operations of task `seed`: `n_ops` operations applied left to right"
     rng = random.Random(f"arith-{n_ops}-{seed}" + (f"-{max_operand}" if max_operand != 999 else ''))
     ops = [rng.choice(list(OPS)) for _ in range(n_ops)]
     small = max(9, (max_operand + 1) // 10 - 1)                 # a multiplier has one digit fewer: results stay short
-    nums = [rng.randint(10, max_operand)] + [rng.randint(2, small) if op == 'multiply' else rng.randint(10, max_operand) for op in ops]
+    nums = [rng.randint(10, max_operand)] + [rng.randint(2, small) if op == 'multiply' else rng.randint(10, max_operand)
+                                             for op in ops]
     return nums, ops
 
+# %% ../../nbs/18a_envs_arith.ipynb #fe6ad4cc
 def arith_expression(nums:list[int], ops:list[str])->str:
     "`((a op b) op c) ...` as text"
     s = str(nums[0])
@@ -42,12 +47,14 @@ def arith_expression(nums:list[int], ops:list[str])->str:
 # %% ../../nbs/18a_envs_arith.ipynb #fd3ab83c
 _TASK_RE = re.compile(r"arith-(easy|medium|hard)-s(\d+)$")
 
+# %% ../../nbs/18a_envs_arith.ipynb #06b3a3bd
 class ArithEnv(AgentEnv):
     "Compute an expression with add/subtract/multiply tool calls; success = `submit` of its value"
     domain = 'generic'
     def __init__(self, difficulty:str='easy', n_tasks:int=100,
                  max_operand:int=999):  # largest operand (99: two-digit numbers); a multiplier has one digit fewer
-        if difficulty not in ARITH_LEVELS: raise ValueError(f"difficulty must be one of {list(ARITH_LEVELS)}, not {difficulty!r}")
+        if difficulty not in ARITH_LEVELS:
+            raise ValueError(f"difficulty must be one of {list(ARITH_LEVELS)}, not {difficulty!r}")
         if max_operand < 10: raise ValueError(f"max_operand must be >= 10, got {max_operand}")
         self.difficulty, self.n_tasks, self.max_operand = difficulty, n_tasks, max_operand
 
@@ -55,13 +62,8 @@ class ArithEnv(AgentEnv):
     def tool_schemas(self):
         ab = {'a': {'type': 'integer'}, 'b': {'type': 'integer'}}
         return [tool_schema(name, f"a {sym} b", ab, ['a', 'b']) for name, (sym, _) in OPS.items()] + [
-                tool_schema('submit', 'Submit the final result (ends the episode)', {'answer': {'type': 'integer'}}, ['answer'])]
-
-    def task_id(self, seed:int)->str: return f"arith-{self.difficulty}-s{seed}"
-    def list_tasks(self): return [self._task_dict(s) for s in range(self.n_tasks)]
-    def _task_dict(self, seed):
-        return {'id': self.task_id(seed), 'instruction': ARITH_INSTRUCTION, 'domain': self.domain,
-                'env_id': self.env_id or 'knowlyr/arith', 'difficulty': self.difficulty, 'seed': seed}
+                tool_schema('submit', 'Submit the final result (ends the episode)', {'answer': {'type': 'integer'}},
+                            ['answer'])]
 
     def _reset(self, task=None, seed=None):
         if task is not None:
@@ -72,19 +74,13 @@ class ArithEnv(AgentEnv):
         self.seed = 0 if seed is None else int(seed)
         self.nums, self.ops = arith_problem(self.seed, ARITH_LEVELS[self.difficulty], self.max_operand)
         self.partials = []
-        for op, n in zip(self.ops, self.nums[1:]): self.partials.append(OPS[op][1](self.partials[-1] if self.partials else self.nums[0], n))
+        for op, n in zip(self.ops, self.nums[1:]):
+            self.partials.append(OPS[op][1](self.partials[-1] if self.partials else self.nums[0], n))
         self.answer, self.done_ops = self.partials[-1], 0
         self.task = self._task_dict(self.seed)
         self.task['optimal_steps'] = len(self.ops) + 1
-        return TimeStep(f"{ARITH_INSTRUCTION}\nExpression: {arith_expression(self.nums, self.ops)}", info={'task': dict(self.task)})
-
-    def _task_content(self): return {'nums': self.nums, 'ops': self.ops}
-
-    def _expected(self)->dict|None:
-        "The next operation of the expected chain (None when all are done)"
-        k = self.done_ops
-        if k >= len(self.ops): return None
-        return {'tool': self.ops[k], 'params': {'a': self.partials[k - 1] if k else self.nums[0], 'b': self.nums[k + 1]}}
+        return TimeStep(f"{ARITH_INSTRUCTION}\nExpression: {arith_expression(self.nums, self.ops)}",
+                        info={'task': dict(self.task)})
 
     def _step(self, tool, params):
         if tool == 'submit':
@@ -95,10 +91,39 @@ class ArithEnv(AgentEnv):
         if self._expected() == {'tool': tool, 'params': {'a': a, 'b': b}}: self.done_ops += 1
         return TimeStep(f"{a} {OPS[tool][0]} {b} = {OPS[tool][1](a, b)}")
 
-    def oracle_action(self)->dict:
-        "The expert's next action: the next operation of the chain, or submit"
-        return self._expected() or {'tool': 'submit', 'params': {'answer': self.answer}}
+# %% ../../nbs/18a_envs_arith.ipynb #3d39139e
+@patch
+def task_id(self:ArithEnv, seed:int)->str: return f"arith-{self.difficulty}-s{seed}"
+
+# %% ../../nbs/18a_envs_arith.ipynb #26ce0ea4
+@patch
+def _task_dict(self:ArithEnv, seed):
+    return {'id': self.task_id(seed), 'instruction': ARITH_INSTRUCTION, 'domain': self.domain,
+            'env_id': self.env_id or 'knowlyr/arith', 'difficulty': self.difficulty, 'seed': seed}
+
+# %% ../../nbs/18a_envs_arith.ipynb #f17872fa
+@patch
+def list_tasks(self:ArithEnv): return [self._task_dict(s) for s in range(self.n_tasks)]
+
+# %% ../../nbs/18a_envs_arith.ipynb #7b670ed9
+@patch
+def _task_content(self:ArithEnv): return {'nums': self.nums, 'ops': self.ops}
+
+# %% ../../nbs/18a_envs_arith.ipynb #b4a90e72
+@patch
+def _expected(self:ArithEnv)->dict|None:
+    "The next operation of the expected chain (None when all are done)"
+    k = self.done_ops
+    if k >= len(self.ops): return None
+    return {'tool': self.ops[k], 'params': {'a': self.partials[k - 1] if k else self.nums[0], 'b': self.nums[k + 1]}}
+
+# %% ../../nbs/18a_envs_arith.ipynb #c0eba69a
+@patch
+def oracle_action(self:ArithEnv)->dict:
+    "The expert's next action: the next operation of the chain, or submit"
+    return self._expected() or {'tool': 'submit', 'params': {'answer': self.answer}}
 
 # %% ../../nbs/18a_envs_arith.ipynb #40714618
 register('knowlyr/arith', ArithEnv, domain='generic', description='arithmetic through add/subtract/multiply tools; verified answer')
-for _d in ARITH_LEVELS: register(f'knowlyr/arith-{_d}', ArithEnv, domain='generic', difficulty=_d, description=f'arith, {ARITH_LEVELS[_d]} operation(s)')
+for _d in ARITH_LEVELS:
+    register(f'knowlyr/arith-{_d}', ArithEnv, domain='generic', difficulty=_d, description=f'arith, {ARITH_LEVELS[_d]} operation(s)')
