@@ -12,6 +12,8 @@ import json
 import keyword
 from typing import Any
 
+from fastcore.basics import patch
+
 from ..core import schema_name, schema_params
 from ..registry import make
 
@@ -28,10 +30,12 @@ def tool_signature(schema:dict, # an OpenAI function-calling schema
     props, req = ps.get('properties', {}), set(ps.get('required', []))
     params, ann, lines = [inspect.Parameter('self', inspect.Parameter.POSITIONAL_OR_KEYWORD)], {}, []
     for k in sorted(props, key=lambda k: k not in req):
-        if not k.isidentifier() or keyword.iskeyword(k): raise ValueError(f"tool {schema_name(schema)!r}: parameter {k!r} is not a Python identifier")
+        if not k.isidentifier() or keyword.iskeyword(k):
+            raise ValueError(f"tool {schema_name(schema)!r}: parameter {k!r} is not a Python identifier")
         p = props[k]; t = _JSON_TYPES.get(p.get('type'), Any)
         if k not in req and t is not Any: t = t | None
-        params.append(inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=inspect.Parameter.empty if k in req else None, annotation=t))
+        params.append(inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        default=inspect.Parameter.empty if k in req else None, annotation=t))
         ann[k] = t
         desc = (p.get('description') or f"the {k} argument ({p.get('type', 'any value')})").replace('\n', ' ')
         lines.append(f"    {k}: {desc}" + (f" (choices: {json.dumps(p['enum'])})" if 'enum' in p else ''))
@@ -40,6 +44,7 @@ def tool_signature(schema:dict, # an OpenAI function-calling schema
     if lines: doc += '\nArgs:\n' + '\n'.join(lines) + '\n'
     return params, ann, doc + "\nReturns:\n    What the environment observes after the call."
 
+# %% ../../nbs/19e_envs_trl.ipynb #bb8c2cf2
 def tool_method(schema:dict)->Any:
     "A method that sends a call of the tool `schema` names to `self._call`, declared as `get_json_schema` reads it"
     name = schema_name(schema)
@@ -62,28 +67,37 @@ class KnowlyrTRLEnv:
         self.env = make(self.env_id, **self.env_kwargs)
         self.done, self.verdict, self.calls = False, None, []
 
-    def reset(self, **row)->str:
-        "Start the episode of the dataset row's `task_id` (or `seed`); returns the first observation"
-        self.done, self.verdict, self.calls = False, None, []
-        return self.env.reset(task=row.get('task_id'), seed=row.get('seed')).observation
+# %% ../../nbs/19e_envs_trl.ipynb #80be432d
+@patch
+def reset(self:KnowlyrTRLEnv, **row)->str:
+    "Start the episode of the dataset row's `task_id` (or `seed`); returns the first observation"
+    self.done, self.verdict, self.calls = False, None, []
+    return self.env.reset(task=row.get('task_id'), seed=row.get('seed')).observation
 
-    def _call(self, tool:str, params:dict)->str:
-        "Step the env with one tool call and return what it observes"
-        if self.done: return "The episode is over: no more tool calls are accepted."
-        ts = self.env.step({'tool': tool, 'params': params})
-        self.calls.append({'tool': tool, 'params': params, 'observation': ts.observation, 'reward': float(ts.reward)})
-        if ts.done:
-            self.done, i = True, ts.info
-            self.verdict = float(i['score']) if i.get('score') is not None else float(bool(i['success'])) if i.get('success') is not None else 0.0
-        return ts.observation
+# %% ../../nbs/19e_envs_trl.ipynb #46738987
+@patch
+def _call(self:KnowlyrTRLEnv, tool:str, params:dict)->str:
+    "Step the env with one tool call and return what it observes"
+    if self.done: return "The episode is over: no more tool calls are accepted."
+    ts = self.env.step({'tool': tool, 'params': params})
+    self.calls.append({'tool': tool, 'params': params, 'observation': ts.observation, 'reward': float(ts.reward)})
+    if ts.done:
+        self.done, i = True, ts.info
+        self.verdict = (float(i['score']) if i.get('score') is not None else
+                        float(bool(i['success'])) if i.get('success') is not None else 0.0)
+    return ts.observation
 
-    def get_reward(self)->float:
-        "The verified reward: the env's score (or success) when the episode ended, else 0.0"
-        return self.verdict if self.verdict is not None else 0.0
+# %% ../../nbs/19e_envs_trl.ipynb #e9314b0d
+@patch
+def get_reward(self:KnowlyrTRLEnv)->float:
+    "The verified reward: the env's score (or success) when the episode ended, else 0.0"
+    return self.verdict if self.verdict is not None else 0.0
 
-    def __del__(self):
-        try: self.env.close()
-        except Exception: pass
+# %% ../../nbs/19e_envs_trl.ipynb #1bbda028
+@patch
+def __del__(self:KnowlyrTRLEnv):
+    try: self.env.close()
+    except Exception: pass
 
 # %% ../../nbs/19e_envs_trl.ipynb #ae8227b3
 _RESERVED = ('reset', 'get_reward')
