@@ -25,7 +25,8 @@ __all__ = ['SUBMIT', 'ProbeEpisode', 'retry_ast_race', 'play_episode', 'one_proc
 @dataclass
 class ProbeEpisode:
     "What one episode of a strategy got at submit: a verdict, or why it has none"
-    outcome: str                    # 'scored'; 'invalid' (an infrastructure failure); 'error' (raised otherwise: a failed episode)
+    # 'scored'; 'invalid' (an infrastructure failure); 'error' (raised otherwise: a failed episode)
+    outcome: str
     tests_passed: int = 0           # hidden tests passed (0 unless scored)
     reward: float = 0.0             # the submit step's reward
     success: bool = False           # every hidden test passed
@@ -36,6 +37,7 @@ class ProbeEpisode:
     def __repr__(self):
         return f"ProbeEpisode({self.outcome}, {self.tests_passed} passed{': ' + self.why[:80] if self.why else ''})"
 
+# %% ../nbs/19ed_verifier_episodes.ipynb #15fd0ed8
 SUBMIT = {'tool': 'submit', 'params': {}}
 _AST_RACE = 'AST constructor recursion depth mismatch'
 
@@ -47,6 +49,7 @@ def _ast_race(e:BaseException|None)->bool:
         seen.add(id(e)); e = e.__cause__ or e.__context__
     return False
 
+# %% ../nbs/19ed_verifier_episodes.ipynb #9e029ed4
 def retry_ast_race(fn, *args, tries:int=3, **kw):
     "`fn(*args, **kw)`, run again after that race: a glitch of the harness, never the strategy's doing"
     for i in range(tries):
@@ -58,9 +61,12 @@ def retry_ast_race(fn, *args, tries:int=3, **kw):
 def _ended(ts, outs:list)->ProbeEpisode:
     "The episode of the step `ts` that ended it"
     info = dict(ts.info or {})
-    if info.get('invalid'): return ProbeEpisode('invalid', why=str(info['invalid']), observation=str(ts.observation), info=info, outputs=outs)
-    return ProbeEpisode('scored', int(info.get('tests_passed') or 0), float(ts.reward or 0.0), bool(info.get('success')), '', str(ts.observation), info, outs)
+    if info.get('invalid'):
+        return ProbeEpisode('invalid', why=str(info['invalid']), observation=str(ts.observation), info=info, outputs=outs)
+    return ProbeEpisode('scored', int(info.get('tests_passed') or 0), float(ts.reward or 0.0), bool(info.get('success')), '',
+                        str(ts.observation), info, outs)
 
+# %% ../nbs/19ed_verifier_episodes.ipynb #ad728cd7
 def _episode(env, task_id:str, actions:list)->ProbeEpisode:
     env.reset(task=task_id)
     outs = []
@@ -75,6 +81,7 @@ def _episode(env, task_id:str, actions:list)->ProbeEpisode:
         return ProbeEpisode('invalid' if why else 'error', why=why or f"{type(e).__name__}: {e}"[:500], outputs=outs)
     return _ended(ts, outs)       # a budget that ends before submit: what the env said then
 
+# %% ../nbs/19ed_verifier_episodes.ipynb #0027b94c
 def play_episode(env,           # an env that holds the task (its next reset replaces the sandbox), or a factory () -> a fresh env
                  task_id:str,   # the task to reset to
                  actions:list,  # tool calls before submit
@@ -99,13 +106,15 @@ try: unittest.defaultTestLoader.discover('_probe_tests', pattern='test*.py', top
 finally: print('\nKNOWLYR_PROBE ' + json.dumps(sorted(set(r.ok))))
 '''
 
+# %% ../nbs/19ed_verifier_episodes.ipynb #7de2a991
 def one_process_passed(task:CodingTask, files:dict,  # trusted files over the task's repository
                        backend:str='local', image:str|None=None, limits=None, sandbox_kwargs:dict|None=None,
                       )->list[str]|None:             # the hidden tests that pass ('Class.method'); None for a test_command task
     "The hidden tests that pass on `files` when they run in the same process as the code (for trusted code only)"
     if task.test_command: return None
     from knowlyr_lab.sandbox.protocol import create_sandbox
-    tree = {**task.files, **files, **{f'_probe_tests/{p}': c for p, c in task.hidden_tests.items()}, '_probe_run.py': _ONE_PROCESS}
+    tree = {**task.files, **files, **{f'_probe_tests/{p}': c for p, c in task.hidden_tests.items()},
+            '_probe_run.py': _ONE_PROCESS}
     with tempfile.TemporaryDirectory(prefix='knowlyr-probe-') as tmp:
         for p, c in tree.items():
             (Path(tmp)/p).parent.mkdir(parents=True, exist_ok=True); (Path(tmp)/p).write_text(c)
