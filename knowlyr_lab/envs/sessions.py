@@ -48,12 +48,14 @@ class SessionRefused(KnowlyrError):
     "The server opens no more sessions: `status` 429 (this client holds its share) or 503 (the server is full)"
     def __init__(self, msg:str, status:int): super().__init__(msg); self.status = status
 
+# %% ../../nbs/19aa_envs_sessions.ipynb #333a4323
 class UnknownSessionError(KnowlyrError, LookupError):
     "An id that is not one of this client's open sessions (unknown, closed, closed when idle, or another client's)"
     idle_timeout:float|None = None                    # set when it was this client's session, closed when idle: the timeout
 
 EXPIRED_KEPT = 4096   # ids of sessions closed when idle that the table remembers, to tell their clients why
 
+# %% ../../nbs/19aa_envs_sessions.ipynb #b8d7a38f
 @dataclass(eq=False)
 class Session:
     "One open session: its client, its env, when it was last used and how many calls are in progress"
@@ -64,27 +66,41 @@ class Session:
     observation:str=''                                # the text its client last saw (AgentGym's /observation)
     lock:threading.Lock=field(default_factory=threading.Lock, repr=False)
 
+# %% ../../nbs/19aa_envs_sessions.ipynb #be9806a2
 class SessionTable:
     "Open sessions by random id, each bound to its client, capped per client and in all; `on_idle` closes idle ones"
     def __init__(self, limits:SessionLimits|None=None,            # caps and idle timeout
                  on_idle:Callable[[Session], None]|None=None,   # closes a session found idle (None: no reaper thread)
-                 noun:tuple=('session', 'sessions')):          # what a session is called in messages (the MCP server's: sandboxes)
+                 # what a session is called in messages (the MCP server's: sandboxes)
+                 noun:tuple=('session', 'sessions')):
         self.limits, self.on_idle, self.noun = limits or SessionLimits(), on_idle, noun
-        self.rows, self.lock, self._reaper, self.expired = {}, threading.Lock(), None, collections.OrderedDict()   # expired: id -> client
+        # expired: id -> client
+        self.rows, self.lock, self._reaper, self.expired = {}, threading.Lock(), None, collections.OrderedDict()
     def __len__(self): return len(self.rows)
-    def held(self, client:str)->int: return sum(s.client == client for s in self.rows.values())
-    def _find(self, sid, client:str|None)->Session:
-        s = self.rows.get(sid) if isinstance(sid, str) else None
-        if s is None and client is not None and isinstance(sid, str) and self.expired.get(sid) == client:
-            e = UnknownSessionError(f"{self.noun[0]} {sid!r:.40} expired: closed after {self.limits.idle_timeout:g} s idle (idle_timeout); open a new one")
-            e.idle_timeout = self.limits.idle_timeout; raise e
-        if s is None or (client is not None and s.client != client):
-            raise UnknownSessionError(f"the id {sid!r:.40} is not one of this client's {self.noun[1]} (unknown, closed, closed when idle, or another client's)")
-        return s
-    def __repr__(self):
-        L = self.limits
-        return (f"<SessionTable {len(self)} open {dict(collections.Counter(s.client for s in self.rows.values()))}; "
-                f"caps {L.max_sessions}, {L.max_sessions_per_client} per client; idle timeout {L.idle_timeout} s>")
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #fba807fc
+@patch
+def held(self:SessionTable, client:str)->int: return sum(s.client == client for s in self.rows.values())
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #8b6ea7d0
+@patch
+def __repr__(self:SessionTable):
+    L = self.limits
+    return (f"<SessionTable {len(self)} open {dict(collections.Counter(s.client for s in self.rows.values()))}; "
+            f"caps {L.max_sessions}, {L.max_sessions_per_client} per client; idle timeout {L.idle_timeout} s>")
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #57843119
+@patch
+def _find(self:SessionTable, sid, client:str|None)->Session:
+    s = self.rows.get(sid) if isinstance(sid, str) else None
+    if s is None and client is not None and isinstance(sid, str) and self.expired.get(sid) == client:
+        e = UnknownSessionError(f"{self.noun[0]} {sid!r:.40} expired: closed after {self.limits.idle_timeout:g} s idle "
+                                "(idle_timeout); open a new one")
+        e.idle_timeout = self.limits.idle_timeout; raise e
+    if s is None or (client is not None and s.client != client):
+        raise UnknownSessionError(f"the id {sid!r:.40} is not one of this client's {self.noun[1]} "
+                                  "(unknown, closed, closed when idle, or another client's)")
+    return s
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #5f6c2202
 @patch
@@ -155,6 +171,7 @@ def client_address(client)->str:
     "A client as the servers tell clients apart: the peer's address (the host, not the port) of an ASGI `scope['client']`"
     return str(client[0]) if client else 'unknown'
 
+# %% ../../nbs/19aa_envs_sessions.ipynb #07e18e1a
 async def _refuse(scope, receive, send, status:int, msg:str):
     "Answer an HTTP request, or refuse a WebSocket handshake, with `status` and `{'error': msg}`"
     from starlette.responses import JSONResponse
@@ -165,6 +182,7 @@ async def _refuse(scope, receive, send, status:int, msg:str):
     if 'websocket.http.response' in (scope.get('extensions') or {}): await ws.send_denial_response(r)
     else: await ws.close(1013, msg[:120])      # a server without denial responses: close code 1013, try again later
 
+# %% ../../nbs/19aa_envs_sessions.ipynb #eadb3934
 class SessionGuard:
     "ASGI middleware: a WebSocket on `ws_paths` or a request to `http_paths` is a session of `table`; `closed` paths answer 404"
     def __init__(self, app, table:SessionTable,
