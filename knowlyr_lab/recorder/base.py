@@ -38,7 +38,9 @@ class LogAdapter:
 class UnknownAdapterError(UnknownNameError):
     "A format name with no registered adapter"
 
-_ADAPTERS = Registry('log format', error=UnknownAdapterError, modules='knowlyr_lab.recorder', group='knowlyr_lab.adapters')
+# %% ../../nbs/20_recorder_base.ipynb #330bc781
+_ADAPTERS = Registry('log format', error=UnknownAdapterError,
+                     modules='knowlyr_lab.recorder', group='knowlyr_lab.adapters')
 
 # %% ../../nbs/20_recorder_base.ipynb #7cc3383b
 def register_adapter(adapter:LogAdapter, # an adapter instance with a unique `name`
@@ -51,7 +53,7 @@ def register_adapter(adapter:LogAdapter, # an adapter instance with a unique `na
 
 # %% ../../nbs/20_recorder_base.ipynb #dd5e5d3b
 def discover_adapters(force:bool=False):
-    "Import the recorder's adapter modules and the `knowlyr_lab.adapters` entry points (once; a broken one warns and is skipped)"
+    "Import the recorder's adapter modules and the `knowlyr_lab.adapters` entry points (once; a broken one warns)"
     _ADAPTERS.discover(force)
 
 # %% ../../nbs/20_recorder_base.ipynb #d8083fdf
