@@ -12,6 +12,8 @@ import json
 import math
 import re
 
+from fastcore.basics import patch
+
 from .reading import loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
@@ -19,9 +21,10 @@ from ..trajectory import Observation, Step, TokenUsage
 __all__ = ['parse_time', 'as_count', 'usage_from', 'content_text', 'parse_arguments', 'new_step', 'set_observation',
            'ToolCallPairer']
 
-# %% ../../nbs/20c_recorder_values.ipynb #0c46312a
+# %% ../../nbs/20c_recorder_values.ipynb #6fbda06a
 _EPOCH = dt.datetime(1970, 1, 1)
 
+# %% ../../nbs/20c_recorder_values.ipynb #0c46312a
 def parse_time(value)->float|None:
     "ISO-8601 string (naive = UTC) or epoch seconds/milliseconds -> Unix seconds; None when unparsable"
     if value is None or isinstance(value, bool): return None
@@ -61,11 +64,12 @@ def _usage_fields(u, cost:float|None=None)->dict|None:
                 'reasoning': as_count(cd.get('reasoning_tokens') if isinstance(cd, dict) else 0), 'cost': cost}
     if 'input_tokens' in u or 'output_tokens' in u:
         cr, cc = as_count(u.get('cache_read_input_tokens')), as_count(u.get('cache_creation_input_tokens'))
-        return {'input': as_count(u.get('input_tokens')) + cr + cc, 'output': as_count(u.get('output_tokens')), 'cached': cr,
-                'reasoning': as_count(u.get('reasoning_tokens')), 'cost': cost}
+        return {'input': as_count(u.get('input_tokens')) + cr + cc, 'output': as_count(u.get('output_tokens')),
+                'cached': cr, 'reasoning': as_count(u.get('reasoning_tokens')), 'cost': cost}
     if 'input' in u or 'output' in u:
-        return {'input': as_count(u.get('input')), 'output': as_count(u.get('output')), 'cached': as_count(u.get('cached')),
-                'reasoning': as_count(u.get('reasoning')), 'cost': u.get('cost', cost)}
+        return {'input': as_count(u.get('input')), 'output': as_count(u.get('output')),
+                'cached': as_count(u.get('cached')), 'reasoning': as_count(u.get('reasoning')),
+                'cost': u.get('cost', cost)}
     return None
 
 # %% ../../nbs/20c_recorder_values.ipynb #7acb7b8f
@@ -76,9 +80,10 @@ def usage_from(u:dict|None,    # a usage object in OpenAI or Anthropic form (or 
     d = _usage_fields(u, cost)
     return None if d is None else TokenUsage(**d)
 
-# %% ../../nbs/20c_recorder_values.ipynb #c159f077
+# %% ../../nbs/20c_recorder_values.ipynb #507e4cf3
 _MEDIA = ('image', 'image_url', 'input_image', 'document', 'audio', 'input_audio', 'file', 'video')
 
+# %% ../../nbs/20c_recorder_values.ipynb #c159f077
 def content_text(content)->str:
     "Text of a message `content`: a string, or the text blocks of a block list joined by newlines"
     if content is None: return ''
@@ -90,9 +95,11 @@ def content_text(content)->str:
         if isinstance(b, str): parts.append(b)
         elif isinstance(b, dict):
             if isinstance(b.get('text'), str): parts.append(b['text'])
-            elif 'content' in b and b.get('type') in ('tool_result', 'tool_result_block'): parts.append(content_text(b['content']))
+            elif 'content' in b and b.get('type') in ('tool_result', 'tool_result_block'):
+                parts.append(content_text(b['content']))
             elif b.get('type') in _MEDIA: parts.append(f"[{b['type']}]")
-            else: parts.append(json.dumps(b, ensure_ascii=False, default=str))   # e.g. search results: keep them readable
+            # e.g. search results: keep them readable
+            else: parts.append(json.dumps(b, ensure_ascii=False, default=str))
         else: parts.append(str(b))
     return '\n'.join(parts)
 
@@ -127,26 +134,31 @@ def new_step(index:int,                 # position in the trajectory
     if params is not None and not isinstance(params, dict): params = {'_raw': params}
     if call_id is not None and not isinstance(call_id, str): call_id = str(call_id)
     if thought is not None and not isinstance(thought, str): thought = content_text(thought)
-    return _construct(Step, index=int(index), thought=thought or None,          # nested models as dicts: one validation
+    # nested models as dicts: one validation
+    return _construct(Step, index=int(index), thought=thought or None,
                       action={'tool': tool, 'params': params or {}, 'call_id': call_id} if tool else None,
-                      observation=None if observation is None else _observation_fields(observation, is_error, exit_code),
+                      observation=None if observation is None else _observation_fields(observation, is_error,
+                                                                                        exit_code),
                       t_start=parse_time(t_start), t_end=parse_time(t_end), usage=usage,
                       metadata={k: v for k, v in metadata.items() if v is not None})
 
 # %% ../../nbs/20c_recorder_values.ipynb #370239d1
 def _construct(cls, **kw):
-    "A model instance; pydantic-core checks the fields, nested ones included, in one call (measured: faster than `model_construct`)"
+    "A model instance; pydantic-core checks the fields, nested ones included, in one call"
     return cls(**kw)
 
 # %% ../../nbs/20c_recorder_values.ipynb #c17d84ee
 def _observation_fields(content, is_error=False, exit_code=None)->dict:
+    "The fields of an `Observation` of `content`, with `exit_code` coerced to an int (None when it is not one)"
     if not isinstance(content, str): content = content_text(content)
     if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
         try: exit_code = int(exit_code)
         except (TypeError, ValueError): exit_code = None
     return {'content': content, 'is_error': bool(is_error), 'exit_code': exit_code}
 
+# %% ../../nbs/20c_recorder_values.ipynb #fa75a243
 def _observation(content, is_error=False, exit_code=None)->Observation:
+    "An `Observation` of `content`"
     return _construct(Observation, **_observation_fields(content, is_error, exit_code))
 
 # %% ../../nbs/20c_recorder_values.ipynb #26ad6928
@@ -160,14 +172,25 @@ def set_observation(step:Step, content, is_error:bool=False, exit_code:int|None=
 class ToolCallPairer:
     "Pairs tool calls with their results by call id"
     def __init__(self): self.pending: dict[str, Step] = {}
-    def call(self, step:Step)->Step:
-        "Register `step` as waiting for the result of its call"
-        if step.action is not None and step.action.call_id: self.pending[step.action.call_id] = step
-        return step
-    def result(self, call_id, content, is_error:bool=False, exit_code:int|None=None, t_end=None)->Step|None:
-        "Attach a result to the call with `call_id`; None when no such call is open"
-        step = self.pending.pop(call_id, None) if call_id is not None else None
-        if step is None: return None
-        return set_observation(step, content, is_error, exit_code, t_end)
-    @property
-    def open_calls(self)->list[Step]: return list(self.pending.values())
+
+# %% ../../nbs/20c_recorder_values.ipynb #a36a0171
+@patch
+def call(self:ToolCallPairer, step:Step)->Step:
+    "Register `step` as waiting for the result of its call"
+    if step.action is not None and step.action.call_id: self.pending[step.action.call_id] = step
+    return step
+
+# %% ../../nbs/20c_recorder_values.ipynb #8c7e81f8
+@patch
+def result(self:ToolCallPairer, call_id, content, is_error:bool=False, exit_code:int|None=None, t_end=None
+          )->Step|None:
+    "Attach a result to the call with `call_id`; None when no such call is open"
+    step = self.pending.pop(call_id, None) if call_id is not None else None
+    if step is None: return None
+    return set_observation(step, content, is_error, exit_code, t_end)
+
+# %% ../../nbs/20c_recorder_values.ipynb #37631dd1
+@patch(as_prop=True)
+def open_calls(self:ToolCallPairer)->list[Step]:
+    "The steps whose calls got no result yet"
+    return list(self.pending.values())
