@@ -16,21 +16,24 @@ from .secret_pattern import SecretPattern
 __all__ = ['SECRET_ASSIGNMENT', 'is_placeholder', 'looks_like_path', 'not_placeholder', 'is_secret_key', 'secret_value_ok']
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #1be0e64e
-_PLACEHOLDER = {'none', 'null', 'nil', 'true', 'false', 'undefined', 'required', 'optional', 'string', 'str', 'bytes', 'int', 'bool',
-                'any', 'dict', 'list', 'float', 'object', 'secret', 'password', 'token', 'changeme', 'example', 'redacted', 'hidden',
-                'your_api_key', 'your_api_key_here', 'your_token', 'your_password', 'xxx', 'placeholder', 'env', 'getenv', 'environ',
-                'pass', 'passwd', 'pwd', 'passphrase', 'apikey', 'api_key', 'key', 'credential', 'credentials', 'changeit', 'sample',
-                'dummy', 'masked', 'test', 'demo', 'default', 'admin', 'root', 'user', 'username', 'guest', 'foo', 'bar', 'foobar',
-                'qwerty', 'letmein', 'value', '1234', '123456', '12345678', '123456789'}
+_PLACEHOLDER = {'none', 'null', 'nil', 'true', 'false', 'undefined', 'required', 'optional', 'string', 'str', 'bytes',
+                'int', 'bool', 'any', 'dict', 'list', 'float', 'object', 'secret', 'password', 'token', 'changeme',
+                'example', 'redacted', 'hidden', 'your_api_key', 'your_api_key_here', 'your_token', 'your_password',
+                'xxx', 'placeholder', 'env', 'getenv', 'environ', 'pass', 'passwd', 'pwd', 'passphrase', 'apikey',
+                'api_key', 'key', 'credential', 'credentials', 'changeit', 'sample', 'dummy', 'masked', 'test', 'demo',
+                'default', 'admin', 'root', 'user', 'username', 'guest', 'foo', 'bar', 'foobar', 'qwerty', 'letmein',
+                'value', '1234', '123456', '12345678', '123456789'}
 _PLACEHOLDER_START = ('your_', 'your-', '<', '${', '{{', '$', '%', '[redacted', '***', 'xxx')
-_MY_YOUR, _TAIL = re.compile(r'^(?:my|your|the|some)[_\-]?'), re.compile(r'[\W_\d]+$')     # mypassword, your-token; secret123, changeme!
+# mypassword, your-token; secret123, changeme!
+_MY_YOUR, _TAIL = re.compile(r'^(?:my|your|the|some)[_\-]?'), re.compile(r'[\W_\d]+$')
 _TEMPLATE = re.compile(r'<[^<>]*>|\$\{[^}]*\}|\{\{.*\}\}|\$[A-Za-z_]\w*|%[A-Za-z_]\w*%|\[[^\]]*\]', re.S)
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #3c431a94
 def is_placeholder(value:str,
-                   loose:bool=False, # also a placeholder word with digits or punctuation after it (`Password123`, `changeme!`)
+                   # also a placeholder word with digits or punctuation after it (`Password123`, `changeme!`)
+                   loose:bool=False,
                   )->bool:
-    "Does `value` stand for a secret rather than hold one? (`password`, `your_token`, `<token>`, `${DB_PASSWORD}`, `xxxx`)"
+    "Does `value` stand for a secret rather than hold one? (`password`, `your_token`, `<token>`, `${DB_PASSWORD}`)"
     v = value.strip('"\'`')
     low = v.lower()
     if len(set(low)) <= 2 or low.startswith(_PLACEHOLDER_START) or _TEMPLATE.fullmatch(v): return True
@@ -38,9 +41,11 @@ def is_placeholder(value:str,
     return low in _PLACEHOLDER or core in _PLACEHOLDER or (loose and _TAIL.sub('', core) in _PLACEHOLDER)
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #4a67f8f1
-_PATH = re.compile(r'(?:~|\.\.?)/\S*|/(?:etc|home|usr|var|opt|tmp|run|root|Users|mnt|srv|app|data|secrets|workspace|dev|proc)(?:/\S*)?'
+_PATH = re.compile(r'(?:~|\.\.?)/\S*'
+                   r'|/(?:etc|home|usr|var|opt|tmp|run|root|Users|mnt|srv|app|data|secrets|workspace|dev|proc)(?:/\S*)?'
                    r'|[\w.\-/]*\.(?:pem|key|crt|cer|der|pub|p12|pfx|jks|json|ya?ml|toml|ini|cfg|conf|env|txt|gpg|asc)')
 
+# %% ../../nbs/20cb_recorder_placeholders.ipynb #e868c2e7
 def looks_like_path(value:str)->bool:
     "Is `value` a file path (`~/.ssh/id_rsa`, `/run/secrets/db`, `certs/server.key`) rather than a secret?"
     return _PATH.fullmatch(value.strip('"\'`')) is not None
@@ -54,8 +59,9 @@ def not_placeholder(m)->bool:
 try:
     from detect_secrets.plugins.keyword import DENYLIST as _DS_KEYWORDS
 except ImportError: _DS_KEYWORDS = ('api_?key', 'password', 'passwd', 'pwd', 'secret', 'private_?key')
-_KW = '|'.join([k.replace('_?', '[_-]?') for k in _DS_KEYWORDS] + ['token', 'credential', 'credentials', 'access[_-]?key', 'passphrase',
-                                                                    '(?:signing|encryption|master|app|hmac|jwt|webhook)[_-]?key'])
+_KW = '|'.join([k.replace('_?', '[_-]?') for k in _DS_KEYWORDS]
+               + ['token', 'credential', 'credentials', 'access[_-]?key', 'passphrase',
+                  '(?:signing|encryption|master|app|hmac|jwt|webhook)[_-]?key'])
 _KEY = rf'(?<![A-Za-z0-9])[A-Za-z0-9_.\-]*?(?:{_KW})(?:[_.\-][A-Za-z0-9]+){{0,3}}'
 _KEY_RX = re.compile(rf'{_KEY}\Z', re.I)
 _KEY_CORES = ('key', 'pass', 'pwd', 'secret', 'token', 'credential', 'contrase')   # every name of `_KW` holds one
@@ -69,31 +75,36 @@ def is_secret_key(k:str)->bool:
     return False
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #643357ee
-_REF = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z|[A-Z][A-Za-z]*\Z|[A-Z]+(?:_[A-Z]+)+\Z|(?:os|env|process|self|cls|config|settings|args|kwargs|params)\b.*', re.S)
+_REF = re.compile(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z|[A-Z][A-Za-z]*\Z|[A-Z]+(?:_[A-Z]+)+\Z'
+                  r'|(?:os|env|process|self|cls|config|settings|args|kwargs|params)\b.*', re.S)
 
-try:   # detect-secrets' own false-positive filters (its maintained heuristics) used as vetoes; not its sequential-string
-       # filter: 'abcdefghijklmnopqrstuvwx' assigned to API_KEY is redacted all the same
+# %% ../../nbs/20cb_recorder_placeholders.ipynb #ac5b96f4
+try:
     from detect_secrets.filters.heuristic import is_potential_uuid, is_templated_secret
     _DS_FILTERS = (is_potential_uuid, is_templated_secret)
 except ImportError: _DS_FILTERS = ()
 
-_IDENT, _LETTER, _PASS_KEY, _TOKEN_KEY = re.compile(r'[A-Za-z_]\w*'), re.compile(r'[A-Za-z]'), re.compile(r'pass|pwd', re.I), re.compile('token', re.I)
+# %% ../../nbs/20cb_recorder_placeholders.ipynb #f58e9a8e
+_IDENT, _LETTER = re.compile(r'[A-Za-z_]\w*'), re.compile(r'[A-Za-z]')
+_PASS_KEY, _TOKEN_KEY = re.compile(r'pass|pwd', re.I), re.compile('token', re.I)
 _WORDS = re.compile(r'[a-z]+(?:[_-][a-z]+)*')
 _PROSE = re.compile(' [a-z]')                                # a word follows the value: a sentence, not a config line
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #e33aa511
 def secret_value_ok(key:str, value:str, sep:str=':', after:str='')->bool:
-    "Is `value`, assigned to the secret-sounding `key`, plausibly a secret? (False for code, placeholders, paths, counts, prose)"
-    v = value.strip('"\'`')                                     # each test below is a veto: the commonest (code) go first
-    if len(v) < 6 or _REF.match(v): return False               # self.config.api_key, SecretStr, API_KEY, os.environ[...]
-    if after[:1] == '(' and _IDENT.fullmatch(v): return False   # password = hash_password(form.password): a call
-    if is_placeholder(v) or looks_like_path(v): return False   # changeme, <token>, ~/.ssh/id_rsa
+    "Is `value`, assigned to the secret-sounding `key`, plausibly a secret? (False for code, placeholders, paths, ...)"
+    v = value.strip('"\'`')                                   # each test below is a veto: the commonest (code) go first
+    if len(v) < 6 or _REF.match(v): return False             # self.config.api_key, SecretStr, API_KEY, os.environ[...]
+    if after[:1] == '(' and _IDENT.fullmatch(v): return False # password = hash_password(form.password): a call
+    if is_placeholder(v) or looks_like_path(v): return False # changeme, <token>, ~/.ssh/id_rsa
     if not _LETTER.search(v) and not _PASS_KEY.search(key): return False   # max_tokens: 4096
-    if _WORDS.fullmatch(v) and (_TOKEN_KEY.search(key) or _PROSE.match(after)): return False   # token: expired; the passphrase: should ...
+    # token: expired; the passphrase: should ...
+    if _WORDS.fullmatch(v) and (_TOKEN_KEY.search(key) or _PROSE.match(after)): return False
     return not any(f(v) for f in _DS_FILTERS)
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #025953c1
-_ASSIGN_TAIL = r'(?:\\?["\'\]]){0,2}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?(?P<val>[^\s"\'`,;&|<>(){}\[\]\\]{6,})'
+_ASSIGN_TAIL = (r'(?:\\?["\'\]]){0,2}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?'
+                r'(?P<val>[^\s"\'`,;&|<>(){}\[\]\\]{6,})')
 _ASSIGN_FAST = rf'(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]{{3,}}+){_ASSIGN_TAIL}'
 _ASSIGN_SELECTIVE = rf'(?P<key>{_KEY}){_ASSIGN_TAIL}'
 
@@ -108,7 +119,8 @@ def _fast_assignment_ok(m)->bool:
     "`check` of `secret_assignment`: a secret-sounding name given a plausible secret"
     key, val, sep = m.group('key', 'val', 'sep')
     after = m.string[m.end():m.end() + 3]
-    if len(key) + len(val) > 200: return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)   # not kept
+    # not kept
+    if len(key) + len(val) > 200: return bool(_KEY_RX.match(key)) and secret_value_ok(key, val, sep, after)
     return _assignment_verdict(key, val, sep, after)
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #e1cee6e2
