@@ -36,6 +36,7 @@ class TextArenaGame:
     oracle: Callable|None = None             # (textarena game) -> action, where an expert exists
     description: str = ''
 
+# %% ../../nbs/19a_envs_textarena.ipynb #f1c4b45e
 def _int(lo, hi, what): return {'type': 'integer', 'minimum': lo, 'maximum': hi, 'description': what}
 def _enum(vals, what): return {'type': 'string', 'enum': list(vals), 'description': what}
 DIRECTIONS = ['up', 'down', 'left', 'right']
@@ -48,6 +49,7 @@ def _guess_oracle(g):
         else: hi = min(hi, n - 1)
     return {'tool': 'guess', 'params': {'number': (lo + hi) // 2}}
 
+# %% ../../nbs/19a_envs_textarena.ipynb #35762b97
 def _hanoi_oracle(g):
     towers = g.state.game_state['towers']
     where = {d: t for t, ds in towers.items() for d in ds}
@@ -59,6 +61,7 @@ def _hanoi_oracle(g):
     s, t = move(g.num_disks, 'C')
     return {'tool': 'move', 'params': {'source': s, 'target': t}}
 
+# %% ../../nbs/19a_envs_textarena.ipynb #92bc756b
 def _lake_oracle(g):
     gs = g.state.game_state; grid, start = gs['grid'], tuple(gs['player_pos']); n = len(grid)
     steps = {'up': (-1, 0), 'down': (1, 0), 'left': (0, -1), 'right': (0, 1)}
@@ -74,21 +77,25 @@ def _lake_oracle(g):
                 first[nxt] = ((r, c), d); q.append(nxt)
     return {'tool': 'move', 'params': {'direction': 'right'}}
 
+# %% ../../nbs/19a_envs_textarena.ipynb #b431cf1e
 def _pegs(guess, code):
     black = sum(a == b for a, b in zip(guess, code))
     return black, sum(min(guess.count(x), code.count(x)) for x in set(guess)) - black
 
+# %% ../../nbs/19a_envs_textarena.ipynb #c317293e
 def _mastermind_oracle(g):
     gs = g.state.game_state
     for cand in itertools.permutations(range(1, gs['num_numbers'] + 1), gs['code_length']):
         if all(_pegs(list(cand), h['guess']) == (h['black'], h['white']) for h in gs['history']):
             return {'tool': 'guess', 'params': {f'digit{i}': d for i, d in enumerate(cand, 1)}}
 
+# %% ../../nbs/19a_envs_textarena.ipynb #64404e8e
 def _sudoku_oracle(g):
     board = g.state.game_state['board']
     r, c = next((r, c) for r in range(9) for c in range(9) if board[r][c] == 0)
     return {'tool': 'place', 'params': {'row': r + 1, 'col': c + 1, 'number': g.full_grid[r][c]}}
 
+# %% ../../nbs/19a_envs_textarena.ipynb #3640aaa1
 def _lights_oracle(g):
     grid, n = [list(row) for row in g.state.game_state['grid']], g.size
     def press(b, r, c):
@@ -100,9 +107,11 @@ def _lights_oracle(g):
         for r in range(1, n):
             for c in range(n):
                 if b[r - 1][c]: press(b, r, c); presses.append((r, c))
-        if not any(b[n - 1]) and presses: return {'tool': 'press', 'params': {'row': presses[0][0], 'col': presses[0][1]}}
+        if not any(b[n - 1]) and presses:
+            return {'tool': 'press', 'params': {'row': presses[0][0], 'col': presses[0][1]}}
     return {'tool': 'press', 'params': {'row': 0, 'col': 0}}
 
+# %% ../../nbs/19a_envs_textarena.ipynb #87d0026b
 def _monte_oracle(g): return {'tool': 'pick', 'params': {'cup': g.ball_pos}}
 
 # %% ../../nbs/19a_envs_textarena.ipynb #d7f3a491
@@ -145,7 +154,7 @@ TEXTARENA_GAMES = {g.name: g for g in [
                   lambda t, p: f"[{p['start']} {p['end']}]", None, 'peg solitaire on a 15-hole triangle: leave one peg'),
 ]}
 
-# %% ../../nbs/19a_envs_textarena.ipynb #ef77639d
+# %% ../../nbs/19a_envs_textarena.ipynb #1fe0497f
 _RANDOM_LOCK = threading.RLock()   # textarena games use the global `random`; every call into one holds this lock
 
 class TextArenaEnv(AgentEnv):
@@ -155,19 +164,30 @@ class TextArenaEnv(AgentEnv):
     def __init__(self, game:str,                 # a name in `TEXTARENA_GAMES`
                  n_tasks:int=100,                # tasks `list_tasks` lists (seeds 0..n_tasks-1)
                 ):
-        if game not in TEXTARENA_GAMES: raise ValueError(f"unknown textarena game {game!r}; available: {', '.join(TEXTARENA_GAMES)}")
+        if game not in TEXTARENA_GAMES:
+            raise ValueError(f"unknown textarena game {game!r}; available: {', '.join(TEXTARENA_GAMES)}")
         self.spec, self.n_tasks = TEXTARENA_GAMES[game], n_tasks
         self.game, self._rng, self.seed = None, None, None
 
     @property
     def tool_schemas(self)->list[dict]: return list(self.spec.tools)
-    def task_id(self, seed:int)->str: return f"{self.spec.name}-s{seed}"
-    def _task_dict(self, seed:int)->dict:
-        return {'id': self.task_id(seed), 'instruction': f"textarena {self.spec.ta_id}: {self.spec.description}", 'domain': self.domain,
-                'env_id': self.env_id or f'knowlyr/textarena/{self.spec.name}', 'seed': seed, 'textarena_id': self.spec.ta_id}
-    def list_tasks(self)->list[dict]: return [self._task_dict(s) for s in range(self.n_tasks)]
     def _reset(self, task=None, seed=None)->TimeStep: return self._start(task, seed)
     def _step(self, tool, params)->TimeStep: return self._play(tool, params)
+
+# %% ../../nbs/19a_envs_textarena.ipynb #2c23b3be
+@patch
+def task_id(self:TextArenaEnv, seed:int)->str: return f"{self.spec.name}-s{seed}"
+
+# %% ../../nbs/19a_envs_textarena.ipynb #31127298
+@patch
+def list_tasks(self:TextArenaEnv)->list[dict]: return [self._task_dict(s) for s in range(self.n_tasks)]
+
+# %% ../../nbs/19a_envs_textarena.ipynb #9139f64d
+@patch
+def _task_dict(self:TextArenaEnv, seed:int)->dict:
+    return {'id': self.task_id(seed), 'instruction': f"textarena {self.spec.ta_id}: {self.spec.description}",
+            'domain': self.domain, 'env_id': self.env_id or f'knowlyr/textarena/{self.spec.name}', 'seed': seed,
+            'textarena_id': self.spec.ta_id}
 
 # %% ../../nbs/19a_envs_textarena.ipynb #8b599368
 @patch
@@ -185,6 +205,7 @@ def _messages(game)->str:
     _, msgs = game.get_observation()
     return '\n'.join(str(m) for frm, m, kind in msgs if kind != ta.ObservationType.PLAYER_ACTION).strip()
 
+# %% ../../nbs/19a_envs_textarena.ipynb #d3d37c74
 @patch
 def _new_game(self:TextArenaEnv, seed:int):
     "A fresh textarena game reset with `seed`, its first observation and its random state"
@@ -201,6 +222,17 @@ def _seed_of(self:TextArenaEnv, task, seed)->int:
     m = re.fullmatch(re.escape(self.spec.name) + r'-s(\d+)', tid)
     if not m: raise ValueError(f"unknown {self.spec.name} task {tid!r}; ids look like {self.task_id(0)!r}")
     return int(m.group(1))
+
+# %% ../../nbs/19a_envs_textarena.ipynb #ed5f37dc
+def _game_content(self:TextArenaEnv, game, obs, rng)->dict:
+    "The game, its parameters, its first observation, its state after reset and the random state that decides the rest"
+    ta = require_extra('textarena')
+    return {'textarena_id': self.spec.ta_id, 'kwargs': ta.envs.registration.ENV_REGISTRY[self.spec.ta_id].kwargs,
+            'observation': obs, 'state': json.loads(json.dumps(game.state.game_state, default=repr)), 'random_state': rng}
+
+# %% ../../nbs/19a_envs_textarena.ipynb #be99cd5c
+@patch
+def _task_content(self:TextArenaEnv): return self._content
 
 # %% ../../nbs/19a_envs_textarena.ipynb #c10683b5
 @patch
@@ -233,16 +265,6 @@ def oracle_action(self:TextArenaEnv)->dict:
     if self.spec.oracle is None: raise NotImplementedError(f"{self.spec.name} has no expert")
     return self.spec.oracle(self.game)
 
-# %% ../../nbs/19a_envs_textarena.ipynb #ed5f37dc
-def _game_content(self:TextArenaEnv, game, obs, rng)->dict:
-    "The game, its parameters, its first observation, its state after reset and the random state that decides the rest"
-    ta = require_extra('textarena')
-    return {'textarena_id': self.spec.ta_id, 'kwargs': ta.envs.registration.ENV_REGISTRY[self.spec.ta_id].kwargs, 'observation': obs,
-            'state': json.loads(json.dumps(game.state.game_state, default=repr)), 'random_state': rng}
-
-@patch
-def _task_content(self:TextArenaEnv): return self._content
-
 # %% ../../nbs/19a_envs_textarena.ipynb #83600004
 @patch
 def task_fingerprint(self:TextArenaEnv, task)->str:
@@ -258,4 +280,5 @@ def random_action(self:TextArenaEnv, rng:random.Random)->dict:
 
 # %% ../../nbs/19a_envs_textarena.ipynb #a050292f
 for _name, _g in TEXTARENA_GAMES.items():
-    register(f'knowlyr/textarena/{_name}', TextArenaEnv, domain='generic', game=_name, description=f'textarena {_g.ta_id}: {_g.description}')
+    register(f'knowlyr/textarena/{_name}', TextArenaEnv, domain='generic', game=_name,
+             description=f'textarena {_g.ta_id}: {_g.description}')
