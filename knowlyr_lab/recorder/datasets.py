@@ -11,6 +11,8 @@ import json
 import re
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from .base import LogAdapter, get_adapter, register_adapter
 from .chat import ChatBuilder, exit_code_of, feed_message
 from .react import react_action
@@ -51,7 +53,8 @@ def gpt_turn_action(value:str)->tuple[str|None, dict|None]:
 # %% ../../nbs/23_recorder_datasets.ipynb #57ab7936
 def _is_preamble(turns)->bool:
     "Turn 0 = env instructions and turn 1 = a canned reply (AgentGym/AgentInstruct layout)"
-    if len(turns) < 3 or turns[0].get('from') not in ('human', 'user', 'system') or turns[1].get('from') not in ('gpt', 'assistant'): return False
+    if len(turns) < 3 or turns[0].get('from') not in ('human', 'user', 'system'): return False
+    if turns[1].get('from') not in ('gpt', 'assistant'): return False
     v = turns[1].get('value') or ''
     return turns[1].get('loss') is False or (len(v) < 40 and 'Action' not in v)
 
@@ -60,64 +63,94 @@ class AgentGymAdapter(LogAdapter):
     name = 'agentgym'
     description = 'AgentGym/AgentTraj/AgentInstruct ShareGPT conversations ({from, loss, value} turns, reward, success)'
     def detect(self, path, head):
-        if not re.search(r'"conversations"\s*:\s*\[', head) or not re.search(r'"from"\s*:', head) or not re.search(r'"value"\s*:', head): return None
+        if not (re.search(r'"conversations"\s*:\s*\[', head) and re.search(r'"from"\s*:', head)
+                and re.search(r'"value"\s*:', head)): return None
         return 'ShareGPT-style rows with conversations[{from, value}]'
 
-    def _rows(self, path, report):
-        if Path(path).name.endswith(('.jsonl', '.jsonl.gz')): yield from iter_jsonl(path, report); return
-        if json_shape(path) == 'array':                     # AgentInstruct-style JSON arrays, streamed row by row
-            for k, r in iter_json_items(path, report):
-                if isinstance(r, dict): yield k, r
-                else: report.bad_record(path, k, f"[{k - 1}]: expected an object, got {type(r).__name__}", r, record_type='row')
-            return
-        doc = read_json(path, report)
-        if isinstance(doc, dict): yield None, doc
+# %% ../../nbs/23_recorder_datasets.ipynb #6ba055aa
+@patch
+def _rows(self:AgentGymAdapter, path, report):
+    "(line or item number, row) of a JSONL file, a JSON array or a single JSON object"
+    if Path(path).name.endswith(('.jsonl', '.jsonl.gz')): yield from iter_jsonl(path, report); return
+    if json_shape(path) == 'array':                     # AgentInstruct-style JSON arrays, streamed row by row
+        for k, r in iter_json_items(path, report):
+            if isinstance(r, dict): yield k, r
+            else: report.bad_record(path, k, f"[{k - 1}]: expected an object, got {type(r).__name__}", r,
+                                    record_type='row')
+        return
+    doc = read_json(path, report)
+    if isinstance(doc, dict): yield None, doc
 
 # %% ../../nbs/23_recorder_datasets.ipynb #0f865f8f
-def _convert_agentgym(self, path, report):
+def _good_turns(turns:list, path, line, report)->list:
+    "The turns shaped {from: str, value: str}; each other turn is one quarantined `turn` record"
+    good = []
+    for k, t in enumerate(turns):
+        if not isinstance(t, dict) or not isinstance(t.get('value'), str) or not isinstance(t.get('from'), str):
+            report.bad_record(path, line, f"conversations[{k}]: expected {{from: str, value: str}}", t,
+                              record_type='turn')
+        else: good.append(t)
+    return good
+
+# %% ../../nbs/23_recorder_datasets.ipynb #f0a47d3a
+def _agentgym_preamble(b:ChatBuilder, turns:list, report)->tuple[list, str|None]:
+    "(turns after the preamble, the canned reply or None); the instructions go to `b` as the system prompt"
+    if not _is_preamble(turns): return turns, None
+    b.add_system(turns[0]['value']); report.mapped(f"turn:{turns[0]['from']}")
+    report.mapped(f"turn:{turns[1]['from']}")
+    return turns[2:], turns[1]['value']
+
+# %% ../../nbs/23_recorder_datasets.ipynb #eec7dbc7
+def _feed_agentgym(b:ChatBuilder, turns:list, report, path, line):
+    "Feed the turns after the preamble to `b`, counting each as `turn:<speaker>`"
+    cur = None
+    for t in turns:
+        who, v = t['from'], t['value']
+        rt = f'turn:{who}'
+        if who in ('human', 'user', 'observation', 'function', 'tool'):
+            if b.instruction is None: b.add_user(v)
+            elif cur is not None and cur.observation is None:
+                set_observation(cur, v, exit_code=exit_code_of(v))
+            else: b.add_user(v, loss=t.get('loss'))
+        elif who in ('gpt', 'assistant'):
+            thought, call = gpt_turn_action(v)
+            steps = b.add_assistant(thought if call else (thought or v), [call] if call else [], loss=t.get('loss'))
+            b.fifo.clear()
+            cur = steps[0] if steps else None
+            if call is None and cur is not None: cur.metadata['no_action'] = True
+        elif who == 'system': b.add_system(v)
+        else:
+            b.keep(report.unmapped(rt, t, path, line, why=f'unknown speaker {who!r}')); continue
+        report.mapped(rt)
+
+# %% ../../nbs/23_recorder_datasets.ipynb #fc020b06
+def _agentgym_outcome(row:dict)->tuple[Outcome, float|None]:
+    "(outcome, reward) of a row"
+    r = row.get('reward')
+    reward = r if isinstance(r, (int, float)) and not isinstance(r, bool) else None
+    succ = row.get('success')
+    return Outcome(success=None if succ is None else bool(succ), score=reward,
+                   terminated=succ is not None or reward is not None), reward
+
+# %% ../../nbs/23_recorder_datasets.ipynb #81e79d51
+@patch
+def convert(self:AgentGymAdapter, path, report):
+    "One trajectory per row with a `conversations` list; any other row is one quarantined `row` record"
     for line, row in self._rows(path, report):
         turns = row.get('conversations')
         if not isinstance(turns, list):
-            report.bad_record(path, line, "field 'conversations': expected a list of turns", row, record_type='row'); continue
-        good = []
-        for k, t in enumerate(turns):
-            if not isinstance(t, dict) or not isinstance(t.get('value'), str) or not isinstance(t.get('from'), str):
-                report.bad_record(path, line, f"conversations[{k}]: expected {{from: str, value: str}}", t, record_type='turn')
-            else: good.append(t)
+            report.bad_record(path, line, "field 'conversations': expected a list of turns", row, record_type='row')
+            continue
         b = ChatBuilder(self.name, path, report, line)
-        cur = None
-        if _is_preamble(good):
-            b.add_system(good[0]['value']); report.mapped(f"turn:{good[0]['from']}")
-            pre = good[1]['value']; report.mapped(f"turn:{good[1]['from']}")
-            good = good[2:]
-        else: pre = None
-        for t in good:
-            who, v = t['from'], t['value']
-            rt = f'turn:{who}'
-            if who in ('human', 'user', 'observation', 'function', 'tool'):
-                if b.instruction is None: b.add_user(v)
-                elif cur is not None and cur.observation is None:
-                    set_observation(cur, v, exit_code=exit_code_of(v))
-                else: b.add_user(v, loss=t.get('loss'))
-            elif who in ('gpt', 'assistant'):
-                thought, call = gpt_turn_action(v)
-                steps = b.add_assistant(thought if call else (thought or v), [call] if call else [], loss=t.get('loss'))
-                b.fifo.clear()
-                cur = steps[0] if steps else None
-                if call is None and cur is not None: cur.metadata['no_action'] = True
-            elif who == 'system': b.add_system(v)
-            else:
-                b.keep(report.unmapped(rt, t, path, line, why=f'unknown speaker {who!r}')); continue
-            report.mapped(rt)
+        good, pre = _agentgym_preamble(b, _good_turns(turns, path, line, report), report)
+        _feed_agentgym(b, good, report, path, line)
         tid = row.get('item_id') or row.get('id')
-        reward = row.get('reward') if isinstance(row.get('reward'), (int, float)) and not isinstance(row.get('reward'), bool) else None
-        succ = row.get('success')
-        outcome = Outcome(success=None if succ is None else bool(succ), score=reward, terminated=succ is not None or reward is not None)
+        outcome, reward = _agentgym_outcome(row)
         md = {k: v for k, v in row.items() if k not in ('conversations', 'item_id', 'id', 'reward', 'success')}
         tm = {'env': str(tid).split('_')[0]} if tid else {}
         if pre is not None: tm['preamble_reply'] = pre
-        yield b.build(task_id=str(tid) if tid else f'{Path(path).stem}-{line}', outcome=outcome, reward=reward, metadata=md, task_metadata=tm)
-AgentGymAdapter.convert = _convert_agentgym
+        yield b.build(task_id=str(tid) if tid else f'{Path(path).stem}-{line}', outcome=outcome, reward=reward,
+                      metadata=md, task_metadata=tm)
 register_adapter(AgentGymAdapter())
 
 # %% ../../nbs/23_recorder_datasets.ipynb #588407fb
@@ -136,27 +169,53 @@ class ToolBenchAdapter(LogAdapter):
     name = 'toolbench'
     description = 'ToolBench DFS/CoT answer files (answer_generation.train_messages, win, finish_type)'
     def detect(self, path, head):
-        return 'JSON with answer_generation (ToolBench answer file)' if '"answer_generation"' in head and Path(path).suffix == '.json' else None
+        if '"answer_generation"' in head and Path(path).suffix == '.json':
+            return 'JSON with answer_generation (ToolBench answer file)'
+        return None
 
 # %% ../../nbs/23_recorder_datasets.ipynb #b9266402
 def _is_prefix(a:list, b:list)->bool: return len(a) <= len(b) and all(x == y for x, y in zip(a, b))
 
 # %% ../../nbs/23_recorder_datasets.ipynb #16af9340
-def _convert_toolbench(self, path, report):
+def _toolbench_chains(ag:dict, path, report)->list:
+    "The message lists of `train_messages`; any other entry is one quarantined `chain` record"
+    chains = [c for c in ag.get('train_messages') or [] if isinstance(c, list)]
+    for k, c in enumerate(ag.get('train_messages') or []):
+        if not isinstance(c, list):
+            report.bad_record(path, None, f"answer_generation.train_messages[{k}]: expected a list of messages", c,
+                              record_type='chain')
+    return chains
+
+# %% ../../nbs/23_recorder_datasets.ipynb #d4398233
+def _toolbench_outcome(ft:str|None)->Outcome:
+    "Outcome of the final chain from its `finish_type`"
+    return Outcome(success=False if ft == 'give_up' else None, submitted=None if ft is None else ft == 'give_answer',
+                   terminated=ft is not None, reason=ft)
+
+# %% ../../nbs/23_recorder_datasets.ipynb #5fceedb3
+def _feed_chain(b:ChatBuilder, chain:list, j:int, path, report):
+    "Feed chain `j`'s messages to `b`, counting each mapped one under its record type"
+    for i, m in enumerate(chain):
+        try: rt = feed_message(b, _toolbench_message(m), f'train_messages[{j}][{i}]')
+        except ValueError as e: report.bad_record(path, None, str(e), m, record_type='message'); continue
+        if rt != 'unmapped': report.mapped(rt)
+
+# %% ../../nbs/23_recorder_datasets.ipynb #98574ecf
+@patch
+def convert(self:ToolBenchAdapter, path, report):  # noqa: F811 (@patch attaches each `convert` to its own class)
+    "The final chain's trajectory, preceded by one per attempt that is not a prefix of it"
     doc = read_json(path, report)
     if doc is None: return
     ag = doc.get('answer_generation') if isinstance(doc, dict) else None
     if not isinstance(ag, dict) or not isinstance(ag.get('train_messages', []), list):
-        report.bad_record(path, None, "field 'answer_generation': expected an object with a 'train_messages' list", doc, record_type='answer'); return
-    chains = [c for c in ag.get('train_messages') or [] if isinstance(c, list)]
-    for k, c in enumerate(ag.get('train_messages') or []):
-        if not isinstance(c, list): report.bad_record(path, None, f"answer_generation.train_messages[{k}]: expected a list of messages", c, record_type='chain')
+        report.bad_record(path, None, "field 'answer_generation': expected an object with a 'train_messages' list",
+                          doc, record_type='answer'); return
+    chains = _toolbench_chains(ag, path, report)
     try: fa = json.loads(ag.get('final_answer') or '{}')
     except (json.JSONDecodeError, TypeError): fa = {'raw': ag.get('final_answer')}
-    ft = ag.get('finish_type')
-    win = doc.get('win')   # ToolBench's `win` only says the search ended with an answer ("I'm sorry, I couldn't..." counts)
-    outcome = Outcome(success=False if ft == 'give_up' else None, submitted=None if ft is None else ft == 'give_answer',
-                      terminated=ft is not None, reason=ft)
+    # ToolBench's `win` only says the search ended with an answer ("I'm sorry, I couldn't..." counts)
+    win = doc.get('win')
+    outcome = _toolbench_outcome(ag.get('finish_type'))
     last = chains[-1] if chains else []
     extra = [c for c in chains[:-1] if not _is_prefix(c, last)]
     report.mapped('chain:prefix', len(chains) - 1 - len(extra) if chains else 0)
@@ -166,19 +225,19 @@ def _convert_toolbench(self, path, report):
     for j, chain in enumerate(extra + [last]):
         is_final = j == len(extra)
         b = ChatBuilder(self.name, path, report)
-        for i, m in enumerate(chain):
-            try: rt = feed_message(b, _toolbench_message(m), f'train_messages[{j}][{i}]')
-            except ValueError as e: report.bad_record(path, None, str(e), m, record_type='message'); continue
-            if rt != 'unmapped': report.mapped(rt)
+        _feed_chain(b, chain, j, path, report)
         if ag.get('query') and not b.instruction: b.instruction = ag['query']
-        md = {'final_answer': fa.get('final_answer'), 'return_type': fa.get('return_type'), 'answered': None if win is None else bool(win)}
+        md = {'final_answer': fa.get('final_answer'), 'return_type': fa.get('return_type'),
+              'answered': None if win is None else bool(win)}
         if is_final:
             md['log_usage'] = {'total': ag.get('total_tokens')} if ag.get('total_tokens') is not None else None
-            for key, why in (('tree', 'DFS search tree; the chosen path is train_messages'), ('compare_candidates', 'root-to-leaf paths of the DFS tree')):
+            for key, why in (('tree', 'DFS search tree; the chosen path is train_messages'),
+                             ('compare_candidates', 'root-to-leaf paths of the DFS tree')):
                 if key in doc: b.keep(report.unmapped(key, doc[key], path, None, why=why))
             report.mapped('answer')
         else: md['attempt'] = j
-        yield b.build(task_id=stem if is_final else f'{stem}-attempt{j}', agent='toolbench', metadata={k: v for k, v in md.items() if v is not None},
-                      outcome=outcome if is_final else Outcome(reason='abandoned attempt'), task_metadata={k: v for k, v in tm.items() if v is not None})
-ToolBenchAdapter.convert = _convert_toolbench
+        yield b.build(task_id=stem if is_final else f'{stem}-attempt{j}', agent='toolbench',
+                      metadata={k: v for k, v in md.items() if v is not None},
+                      outcome=outcome if is_final else Outcome(reason='abandoned attempt'),
+                      task_metadata={k: v for k, v in tm.items() if v is not None})
 register_adapter(ToolBenchAdapter())
