@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 import yaml
+from fastcore.basics import patch
 
 from .agent_steps import StepLog, guard
 from .base import LogAdapter, register_adapter
@@ -37,7 +38,9 @@ def rovo_blocks(text:str)->list[dict]:
         m = re.match(r'^PHASE\s+(\d+)\s*$', l)
         if m and i > 1 and _RD_BANNER.match(lines[i - 2]): phase = int(m.group(1)); cur = None; continue
         h = _RD_HEAD.match(l) if cur is None else None
-        if h: cur = {'kind': h.group(1), 'tool': h.group(2), 'body': [], 'line': i, 'phase': phase}; out.append(cur); continue
+        if h:
+            cur = {'kind': h.group(1), 'tool': h.group(2), 'body': [], 'line': i, 'phase': phase}
+            out.append(cur); continue
         if cur is None:
             if l.strip(): cur = {'kind': 'text', 'tool': None, 'body': [l], 'line': i, 'phase': phase}; out.append(cur)
             continue
@@ -55,9 +58,11 @@ def _rd_result(body:str)->str:
 # %% ../../nbs/27_recorder_rovo_dev.ipynb #3baffb77
 class RovoDevAdapter(LogAdapter):
     "Atlassian Rovo Dev plain-text transcripts (SWE-bench/PolyBench submissions)"
-    name, description = 'rovo-dev', 'Rovo Dev transcript (=== separated AGENT / USER PROMPT / TOOL CALL / TOOL RETURN blocks)'
+    name = 'rovo-dev'
+    description = 'Rovo Dev transcript (=== separated AGENT / USER PROMPT / TOOL CALL / TOOL RETURN blocks)'
     def detect(self, path, head):
-        if re.search(r'^={20,}\s*\n(AGENT:|USER PROMPT:|TOOL CALL \()', head, re.M): return "'='-separated AGENT/USER PROMPT/TOOL CALL blocks (Rovo Dev)"
+        if re.search(r'^={20,}\s*\n(AGENT:|USER PROMPT:|TOOL CALL \()', head, re.M):
+            return "'='-separated AGENT/USER PROMPT/TOOL CALL blocks (Rovo Dev)"
         return None
 
 # %% ../../nbs/27_recorder_rovo_dev.ipynb #db6eecf4
@@ -70,15 +75,19 @@ def _rd_cut(blocks:list)->tuple[int, str]|None:
         return b['line'], f"a TOOL RETURN ({b['tool']}) whose fence is never closed"
     return None
 
-# %% ../../nbs/27_recorder_rovo_dev.ipynb #633c1a97
-def _rd_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
-    path = Path(path)
-    try: text = read_text(path, report)
-    except UnicodeDecodeError as e: return report.bad_record(path, None, f'not valid UTF-8 (byte {e.start})', None)
+# %% ../../nbs/27_recorder_rovo_dev.ipynb #a53d6b56
+def _rd_params(body:str)->dict:
+    "The arguments of a TOOL CALL block"
+    try: params = yaml.safe_load(body) if body.strip() else {}
+    except yaml.YAMLError: params = None
+    return params if isinstance(params, dict) else {'_raw': body}
+
+# %% ../../nbs/27_recorder_rovo_dev.ipynb #552363f8
+def _rd_steps(blocks:list, path, report)->tuple[StepLog, list, str|None, dict]:
+    "(steps, unmapped records, instruction, calls still open by tool) of a transcript's blocks"
     log, unmapped, instruction, pending, open_calls = StepLog(), [], None, [], {}
     def flush():
         if pending: log.message('\n\n'.join(pending)); pending.clear()
-    blocks = rovo_blocks(text)
     for b in blocks:
         kind, body = b['kind'], b['body']
         with guard(report, path, b['line'], body, f'block:{kind}'):
@@ -88,21 +97,31 @@ def _rd_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
                 if instruction is None: instruction = body
                 else: log.user(body)
             elif kind == 'TOOL CALL':
-                try: params = yaml.safe_load(body) if body.strip() else {}
-                except yaml.YAMLError: params = None
-                if not isinstance(params, dict): params = {'_raw': body}
-                s = log.call(b['tool'] or 'unknown', params, None, '\n\n'.join(pending) or None, phase=b['phase'], source_line=b['line'])
+                s = log.call(b['tool'] or 'unknown', _rd_params(body), None, '\n\n'.join(pending) or None,
+                             phase=b['phase'], source_line=b['line'])
                 pending.clear(); open_calls.setdefault(b['tool'], []).append(s)
             elif kind == 'TOOL RETURN':
                 q = open_calls.get(b['tool']) or []
                 if not q:
-                    unmapped.append(report.unmapped(f'block:{kind}', {'tool': b['tool'], 'body': body}, path, b['line'], why='return of a tool with no open call'))
+                    rec, why = {'tool': b['tool'], 'body': body}, 'return of a tool with no open call'
+                    unmapped.append(report.unmapped(f'block:{kind}', rec, path, b['line'], why=why))
                     continue
                 set_observation(q.pop(0), _rd_result(body))
             else:
-                unmapped.append(report.unmapped('block:text', body, path, b['line'], why='text outside any block')); continue
+                why = 'text outside any block'
+                unmapped.append(report.unmapped('block:text', body, path, b['line'], why=why)); continue
             report.mapped(f'block:{kind}')
     flush()
+    return log, unmapped, instruction, open_calls
+
+# %% ../../nbs/27_recorder_rovo_dev.ipynb #633c1a97
+@patch
+def convert(self:RovoDevAdapter, path, report:ConversionReport)->Iterator[Trajectory]:
+    path = Path(path)
+    try: text = read_text(path, report)
+    except UnicodeDecodeError as e: return report.bad_record(path, None, f'not valid UTF-8 (byte {e.start})', None)
+    blocks = rovo_blocks(text)
+    log, unmapped, instruction, open_calls = _rd_steps(blocks, path, report)
     steps = log.finish()
     for q in open_calls.values():
         for s in q: s.metadata['unanswered'] = True
@@ -110,10 +129,10 @@ def _rd_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
     found = find_resolution(path, iid)
     meta = {'unmapped': unmapped} if unmapped else {}
     if found: meta['success_source'] = found[1]
-    t = Trajectory(task=Task(id=iid, instruction=instruction or '', domain='coding'), agent=AgentInfo(name='rovo-dev'), steps=steps,
-                   outcome=Outcome(success=found[0] if found else None, reason=None if found else 'no result file beside the transcript'),
-                   source=Source(format=self.name, path=str(path)), metadata=meta)
+    outcome = Outcome(success=found[0] if found else None,
+                      reason=None if found else 'no result file beside the transcript')
+    t = Trajectory(task=Task(id=iid, instruction=instruction or '', domain='coding'), agent=AgentInfo(name='rovo-dev'),
+                   steps=steps, outcome=outcome, source=Source(format=self.name, path=str(path)), metadata=meta)
     if (cut := _rd_cut(blocks)): cut_off(t, report, path, *cut)
     yield t
-RovoDevAdapter.convert = _rd_convert
 register_adapter(RovoDevAdapter())
