@@ -39,12 +39,37 @@ CHATML_TOOL_TEMPLATE = (
 "{%- endfor %}"
 "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
+# %% ../../nbs/60_trainer_tiny.ipynb #1664d200
 SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
 EXTRA_TOKENS = ['<tool_call>', '</tool_call>']
 QWEN2_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-LLAMA3_SPLIT = QWEN2_SPLIT.replace(r"|\p{N}|", r"|\p{N}{1,3}|")   # Llama 3's regex: numbers in groups of up to three digits
-DIGIT_GROUPS = [str(i) for i in range(1000)] + [f"{i:02d}" for i in range(10)] + [f"{i:03d}" for i in range(100)]   # every group a number splits into
+# Llama 3's regex: numbers in groups of up to three digits
+LLAMA3_SPLIT = QWEN2_SPLIT.replace(r"|\p{N}|", r"|\p{N}{1,3}|")
+# every group a number splits into
+DIGIT_GROUPS = [str(i) for i in range(1000)] + [f"{i:02d}" for i in range(10)] + [f"{i:03d}" for i in range(100)]
 FAMILIES = ('qwen2', 'llama')
+
+# %% ../../nbs/60_trainer_tiny.ipynb #15f96366
+def _bpe(family:str)->Tokenizer:
+    "An untrained byte-level BPE with the family's pipeline: NFC, its split regex, then bytes"
+    tok = Tokenizer(BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
+    tok.normalizer = normalizers.NFC()
+    split = QWEN2_SPLIT if family == 'qwen2' else LLAMA3_SPLIT
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(split), behavior='isolated'),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    return tok
+
+# %% ../../nbs/60_trainer_tiny.ipynb #9afd25bf
+def _qwen2_tokenizer(tok:Tokenizer, chat_template:str)->Qwen2Tokenizer:
+    "The trained `tok` as a `Qwen2Tokenizer` (what `AutoTokenizer` rebuilds on load), with the tool-call tokens and template"
+    model = json.loads(tok.to_str())['model']
+    merges = [tuple(m.split(' ')) if isinstance(m, str) else tuple(m) for m in model['merges']]
+    hf = Qwen2Tokenizer(vocab=model['vocab'], merges=merges, unk_token='<|endoftext|>', eos_token='<|im_end|>',
+                        pad_token='<|endoftext|>', additional_special_tokens=['<|im_start|>'])
+    hf.add_tokens(EXTRA_TOKENS)
+    hf.chat_template = chat_template
+    return hf
 
 # %% ../../nbs/60_trainer_tiny.ipynb #ae805ad7
 def _llama_tokenizer(tok:Tokenizer, vocab_size:int, chat_template:str)->PreTrainedTokenizerFast:
@@ -54,8 +79,8 @@ def _llama_tokenizer(tok:Tokenizer, vocab_size:int, chat_template:str)->PreTrain
     hf.add_tokens(EXTRA_TOKENS)
     hf.chat_template = chat_template
     split = [g for g in DIGIT_GROUPS if len(tok.encode(g).ids) != 1]
-    if split: raise ValueError(f"vocab_size={vocab_size} is too small for the llama family: {len(split)} digit groups (e.g. {split[0]!r}) "
-                               f"are not one token; use vocab_size >= {len(tok.get_vocab()) + len(split)}")
+    if split: raise ValueError(f"vocab_size={vocab_size} is too small for the llama family: {len(split)} digit groups "
+                               f"(e.g. {split[0]!r}) are not one token; use vocab_size >= {len(tok.get_vocab()) + len(split)}")
     return hf
 
 # %% ../../nbs/60_trainer_tiny.ipynb #24d8b60d
@@ -63,6 +88,7 @@ DEFAULT_CORPUS = ["You are at row 0, col 0. The goal is at row 3, col 3. Open: s
                   '<tool_call>{"name": "move", "arguments": {"direction": "east"}}</tool_call>',
                   "The quick brown fox jumps over the lazy dog. 0123456789 {}[]()<>:;,.!?\"'#@/_-+=*"]
 
+# %% ../../nbs/60_trainer_tiny.ipynb #736abb3b
 def train_tokenizer(corpus:list[str]|None=None, # texts to learn merges from (rendered chats, tool schemas, ...)
                     vocab_size:int=1024,          # target vocabulary size (incl. the 256 byte symbols)
                     chat_template:str=CHATML_TOOL_TEMPLATE, # template stored on the tokenizer
@@ -70,23 +96,13 @@ def train_tokenizer(corpus:list[str]|None=None, # texts to learn merges from (re
                    ):                             # a `Qwen2Tokenizer` (qwen2) or a `PreTrainedTokenizerFast` (llama)
     "Train a byte-level BPE with the family's pipeline on `corpus`, wrapped the way `AutoTokenizer` reloads it, with a ChatML tool template"
     if family not in FAMILIES: raise ValueError(f"family must be one of {list(FAMILIES)}, not {family!r}")
-    tok = Tokenizer(BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
-    tok.normalizer = normalizers.NFC()
-    split = QWEN2_SPLIT if family == 'qwen2' else LLAMA3_SPLIT
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(split), behavior='isolated'),
-                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tok.decoder = decoders.ByteLevel()
+    tok = _bpe(family)
     tr = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(list(corpus or DEFAULT_CORPUS) + DEFAULT_CORPUS + (DIGIT_GROUPS if family == 'llama' else []), trainer=tr)
+    texts = list(corpus or DEFAULT_CORPUS) + DEFAULT_CORPUS + (DIGIT_GROUPS if family == 'llama' else [])
+    tok.train_from_iterator(texts, trainer=tr)
     if family == 'llama': return _llama_tokenizer(tok, vocab_size, chat_template)
-    model = json.loads(tok.to_str())['model']
-    merges = [tuple(m.split(' ')) if isinstance(m, str) else tuple(m) for m in model['merges']]
-    hf = Qwen2Tokenizer(vocab=model['vocab'], merges=merges, unk_token='<|endoftext|>', eos_token='<|im_end|>',
-                        pad_token='<|endoftext|>', additional_special_tokens=['<|im_start|>'])
-    hf.add_tokens(EXTRA_TOKENS)
-    hf.chat_template = chat_template
-    return hf
+    return _qwen2_tokenizer(tok, chat_template)
 
 # %% ../../nbs/60_trainer_tiny.ipynb #4ede89f5
 def make_tiny_model(corpus:list[str]|None=None, # texts for the tokenizer (ignored when `tokenizer` is given)
@@ -117,6 +133,7 @@ def make_tiny_model(corpus:list[str]|None=None, # texts for the tokenizer (ignor
     if save_dir is not None: save_tiny_model(model, tok, save_dir)
     return model, tok
 
+# %% ../../nbs/60_trainer_tiny.ipynb #883e9477
 def save_tiny_model(model, tokenizer, path:str|Path)->Path:
     "Save model + tokenizer so `from_pretrained(path)` loads them"
     path = Path(path); path.mkdir(parents=True, exist_ok=True)
