@@ -1,4 +1,4 @@
-"""Every export format the hub writes, rendered with the tokenizer's own chat template, tokenized once, with token masks and step weights from the rendering spans, chunked at step boundaries, ordered by a curriculum and packed without padding.
+"""Every export format the hub writes, rendered with the tokenizer's own chat template, tokenized once, with token masks and step weights from the rendering spans, chunked at step boundaries and ordered by a curriculum; the padding-free packing of the samples is re-exported from `trainer.packing`.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/trainer_data.html.md"""
 
@@ -17,22 +17,69 @@ import torch
 
 from ..chat import ChatFormatError, chat_format, format_advice, parse_steps_text, render_chats, seed_messages, to_messages, turn_extends
 from ..hub.store import TrajectoryStore
+from .packing import collate_packed, collate_padded, pack_samples, packed_attention_mask  # noqa: F401
 from ..trajectory import Trajectory
 from ..trajectory_io import parse_trajectory
 
 # %% auto #0
 __all__ = ['DataFormatError', 'to_chat', 'load_records', 'env_tools', 'render_spans_many', 'render_spans', 'step_weights',
-           'tokenize_chats', 'tokenize_chat', 'chunk_sample', 'difficulty', 'curriculum_indices', 'pack_samples',
-           'packed_attention_mask', 'collate_packed', 'collate_padded']
+           'tokenize_chats', 'tokenize_chat', 'chunk_sample', 'difficulty', 'curriculum_indices']
 
 # %% ../../nbs/61_trainer_data.ipynb #49a6542d
 class DataFormatError(ChatFormatError):
     "A training record that cannot be used; the message names the record and the field"
 
+# %% ../../nbs/61_trainer_data.ipynb #73490c5a
 def _prompt(rec):
     inst, inp = rec.get('instruction') or rec.get('task') or '', rec.get('input') or ''
     if isinstance(inst, dict): inst = inst.get('instruction', '')
     return inst + (f"\n\n{inp}" if inp and inp not in ('{}', '""') else '')
+
+# %% ../../nbs/61_trainer_data.ipynb #7c07eedf
+def _trajectory_chat(t:Trajectory, where:str, system:str|None=None, tools:list|None=None)->dict:
+    "The chat of a `Trajectory`"
+    msgs = to_messages(t, system=system)
+    return {'messages': msgs, 'tools': tools, 'step_rewards': [float(s.reward or 0.0) for s in t.steps],
+            'reward': float(t.reward or 0.0), 'task_id': t.task.id, 'where': where}
+
+# %% ../../nbs/61_trainer_data.ipynb #2bbf2122
+def _record_tools(record:dict, where:str)->list|None:
+    "The tool schemas a record carries (None when none), parsed when they are a JSON string"
+    rec_tools = record.get('tools')
+    if isinstance(rec_tools, str):
+        try: rec_tools = json.loads(rec_tools) if rec_tools.strip() else None
+        except json.JSONDecodeError as e:
+            raise DataFormatError(f"{where}: field 'tools' is not valid JSON ({e.msg})") from None
+    return rec_tools
+
+# %% ../../nbs/61_trainer_data.ipynb #a0fb3fdb
+def _messages_chat(record:dict, where:str)->tuple[list, list]:
+    "The messages and step rewards of a `{'messages': ...}` record, checked"
+    msgs = record['messages']
+    if not isinstance(msgs, list) or not msgs: raise DataFormatError(f"{where}: field 'messages' must be a non-empty list")
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or 'role' not in m: raise DataFormatError(f"{where}: messages[{i}] has no 'role'")
+    msgs = [dict(m) for m in msgs]
+    n_asst = sum(m['role'] == 'assistant' for m in msgs)
+    sr = record.get('step_rewards') or [0.0] * n_asst
+    if len(sr) != n_asst:
+        raise DataFormatError(f"{where}: field 'step_rewards' has {len(sr)} values for {n_asst} assistant turns")
+    return msgs, [float(r) for r in sr]
+
+# %% ../../nbs/61_trainer_data.ipynb #4fac1c6c
+def _seed_chat(record:dict, where:str)->tuple[list, list]|None:
+    "The messages and step rewards of a seed-format record; None for a serialised `Trajectory`"
+    if 'steps' in record:
+        steps = record['steps']
+        if isinstance(steps, str): steps = json.loads(steps)
+    else: steps = parse_steps_text(record['response'] or '')
+    if not isinstance(steps, list): raise DataFormatError(f"{where}: field 'steps' must be a list")
+    if 'schema_version' in record and 'task' in record: return None
+    prompt = _prompt(record)
+    if not prompt: raise DataFormatError(f"{where}: field 'instruction' is missing or empty")
+    body, rewards = seed_messages(steps, where)
+    if not body: raise DataFormatError(f"{where}: no steps")
+    return [{'role': 'user', 'content': prompt}] + body, rewards
 
 # %% ../../nbs/61_trainer_data.ipynb #58938178
 def to_chat(record,                  # Trajectory, or a dict in one of the formats above
@@ -41,65 +88,49 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
             tools:list|None=None,    # tool schemas (when the record has none)
            )->dict:                  # {'messages', 'tools', 'step_rewards', 'reward', 'task_id'}
     "Normalise one training record into a chat with per-step rewards"
-    if isinstance(record, Trajectory):
-        msgs = to_messages(record, system=system)
-        return {'messages': msgs, 'tools': tools, 'step_rewards': [float(s.reward or 0.0) for s in record.steps],
-                'reward': float(record.reward or 0.0), 'task_id': record.task.id, 'where': where}
+    if isinstance(record, Trajectory): return _trajectory_chat(record, where, system, tools)
     if not isinstance(record, dict): raise DataFormatError(f"{where}: expected an object, got {type(record).__name__}")
-    rec_tools = record.get('tools')
-    if isinstance(rec_tools, str):
-        try: rec_tools = json.loads(rec_tools) if rec_tools.strip() else None
-        except json.JSONDecodeError as e: raise DataFormatError(f"{where}: field 'tools' is not valid JSON ({e.msg})") from None
-    rec_tools = rec_tools or tools     # an empty list (the exporter's "[]") falls back to the given tools
-    if 'messages' in record:
-        msgs = record['messages']
-        if not isinstance(msgs, list) or not msgs: raise DataFormatError(f"{where}: field 'messages' must be a non-empty list")
-        for i, m in enumerate(msgs):
-            if not isinstance(m, dict) or 'role' not in m: raise DataFormatError(f"{where}: messages[{i}] has no 'role'")
-        msgs = [dict(m) for m in msgs]
-        n_asst = sum(m['role'] == 'assistant' for m in msgs)
-        sr = record.get('step_rewards') or [0.0] * n_asst
-        if len(sr) != n_asst: raise DataFormatError(f"{where}: field 'step_rewards' has {len(sr)} values for {n_asst} assistant turns")
-        rewards = [float(r) for r in sr]
+    rec_tools = _record_tools(record, where) or tools   # an empty list (the exporter's "[]") falls back to the given tools
+    if 'messages' in record: msgs, rewards = _messages_chat(record, where)
     elif 'steps' in record or 'response' in record:
-        if 'steps' in record:
-            steps = record['steps']
-            if isinstance(steps, str): steps = json.loads(steps)
-        else: steps = parse_steps_text(record['response'] or '')
-        if not isinstance(steps, list): raise DataFormatError(f"{where}: field 'steps' must be a list")
-        if 'schema_version' in record and 'task' in record: return to_chat(parse_trajectory(record, where), where, system, tools)
-        prompt = _prompt(record)
-        if not prompt: raise DataFormatError(f"{where}: field 'instruction' is missing or empty")
-        body, rewards = seed_messages(steps, where)
-        if not body: raise DataFormatError(f"{where}: no steps")
-        msgs = [{'role': 'user', 'content': prompt}] + body
-    else: raise DataFormatError(f"{where}: unrecognised record with keys {sorted(record)[:8]}; expected 'messages', 'steps' or 'response'")
+        seed = _seed_chat(record, where)
+        if seed is None: return to_chat(parse_trajectory(record, where), where, system, tools)
+        msgs, rewards = seed
+    else: raise DataFormatError(f"{where}: unrecognised record with keys {sorted(record)[:8]}; "
+                                "expected 'messages', 'steps' or 'response'")
     if system and msgs[0]['role'] != 'system': msgs = [{'role': 'system', 'content': system}] + msgs
     return {'messages': msgs, 'tools': rec_tools, 'step_rewards': rewards,
             'reward': float(record.get('reward') or 0.0), 'task_id': str(record.get('task_id') or ''), 'where': where}
+
+# %% ../../nbs/61_trainer_data.ipynb #81729ef3
+def _file_records(p:Path)->list[tuple[str, object]]:
+    "(where, record) pairs of a `.parquet`, `.json` or `.jsonl[.gz]` file; a line that is not JSON becomes its error"
+    if p.suffix == '.parquet' or p.name.endswith('.parquet'):
+        import pyarrow.parquet as pq
+        return [(f"{p}:{i + 1}", r) for i, r in enumerate(pq.read_table(p).to_pylist())]
+    if p.suffix == '.json': return [(f"{p}[{i}]", r) for i, r in enumerate(json.loads(p.read_text()))]
+    out = []
+    opener = gzip.open if p.name.endswith('.gz') else open
+    with opener(p, 'rt', encoding='utf-8') as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip(): continue
+            try: out.append((f"{p}:{i}", json.loads(line)))
+            except json.JSONDecodeError as e: out.append((f"{p}:{i}", DataFormatError(f"{p}:{i}: invalid JSON ({e.msg})")))
+    return out
 
 # %% ../../nbs/61_trainer_data.ipynb #2c5371f1
 def load_records(data)->list[tuple[str, object]]:
     "(where, record) pairs from a path, a `TrajectoryStore`, a list of records/trajectories, or such pairs already"
     if isinstance(data, TrajectoryStore): return [(f"{data.root}#{t.id[:12]}", t) for t in data]
-    if isinstance(data, list) and data and all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) for x in data): return list(data)
+    if isinstance(data, list) and data and all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) for x in data):
+        return list(data)
     if isinstance(data, (str, Path)):
         p = Path(data)
         if not p.exists(): raise FileNotFoundError(f"training data not found: {p}")
-        if p.suffix == '.parquet' or p.name.endswith('.parquet'):
-            import pyarrow.parquet as pq
-            return [(f"{p}:{i + 1}", r) for i, r in enumerate(pq.read_table(p).to_pylist())]
-        if p.suffix == '.json': return [(f"{p}[{i}]", r) for i, r in enumerate(json.loads(p.read_text()))]
-        out = []
-        opener = gzip.open if p.name.endswith('.gz') else open
-        with opener(p, 'rt', encoding='utf-8') as f:
-            for i, line in enumerate(f, 1):
-                if not line.strip(): continue
-                try: out.append((f"{p}:{i}", json.loads(line)))
-                except json.JSONDecodeError as e: out.append((f"{p}:{i}", DataFormatError(f"{p}:{i}: invalid JSON ({e.msg})")))
-        return out
+        return _file_records(p)
     return [(f"record[{i}]", r) for i, r in enumerate(data)]
 
+# %% ../../nbs/61_trainer_data.ipynb #0aaf7b24
 def env_tools(env_id:str|None)->list|None:
     "Tool schemas of a registered env (None when no env id)"
     if not env_id: return None
@@ -110,21 +141,26 @@ def env_tools(env_id:str|None)->list|None:
 
 # %% ../../nbs/61_trainer_data.ipynb #9a67e680
 def _spans_of(tokenizer, messages, text, befores, prompts, uptos)->tuple:
+    "(text, spans, starts) of one chat from its renders, refused with advice when a turn does not extend the ones before"
     spans, starts = [], []
-    for k, (i, before, prompt, upto) in enumerate(zip([i for i, m in enumerate(messages) if m['role'] == 'assistant'], befores, prompts, uptos)):
+    at = [i for i, m in enumerate(messages) if m['role'] == 'assistant']
+    for k, (i, before, prompt, upto) in enumerate(zip(at, befores, prompts, uptos)):
         if not turn_extends(before, prompt, upto, text):
             fmt = chat_format(tokenizer)
-            raise DataFormatError(f"the chat template does not render message {i} as an extension of the messages before it (chat format "
-                                  f"{fmt!r}); span masks need a template whose renders of prefixes are prefixes: {format_advice(tokenizer, fmt)}")
+            raise DataFormatError(f"the chat template does not render message {i} as an extension of the messages before "
+                                  f"it (chat format {fmt!r}); span masks need a template whose renders of prefixes are "
+                                  f"prefixes: {format_advice(tokenizer, fmt)}")
         spans.append((len(prompt), len(upto.rstrip()), k)); starts.append(len(before))
     return text, spans, starts
 
+# %% ../../nbs/61_trainer_data.ipynb #d7b16a03
 def render_spans_many(tokenizer, chats:list[list], # conversations (lists of messages)
                       tools:list|None=None,        # tool schemas, the same for all
                      )->list[tuple]:                # per chat: (text, spans, starts) as `render_spans`
     "`render_spans` of many chats with the same tools, in two template calls"
     at = [[i for i, m in enumerate(msgs) if m['role'] == 'assistant'] for msgs in chats]
-    plain = iter(render_chats(tokenizer, [x for msgs, a in zip(chats, at) for x in [msgs] + [msgs[:i] for i in a if i] + [msgs[:i + 1] for i in a]], tools))
+    prefixes = [x for msgs, a in zip(chats, at) for x in [msgs] + [msgs[:i] for i in a if i] + [msgs[:i + 1] for i in a]]
+    plain = iter(render_chats(tokenizer, prefixes, tools))
     gen = iter(render_chats(tokenizer, [msgs[:i] for msgs, a in zip(chats, at) for i in a], tools, True))
     out = []
     for msgs, a in zip(chats, at):
@@ -132,6 +168,7 @@ def render_spans_many(tokenizer, chats:list[list], # conversations (lists of mes
         out.append(_spans_of(tokenizer, msgs, text, befores, [next(gen) for _ in a], [next(plain) for _ in a]))
     return out
 
+# %% ../../nbs/61_trainer_data.ipynb #8f24baf3
 def render_spans(tokenizer, messages:list, tools:list|None=None)->tuple:
     "(text, [(start, end, step)] assistant spans, [turn starts of each assistant message]) of a chat"
     return render_spans_many(tokenizer, [messages], tools)[0]
@@ -144,35 +181,49 @@ def step_weights(rewards:list[float])->list[float]:
     if mean <= 0 or all(r == rewards[0] for r in rewards) or any(r < 0 for r in rewards): return [1.0] * len(rewards)
     return [r / mean for r in rewards]
 
+# %% ../../nbs/61_trainer_data.ipynb #24627b0a
 def _check_actions(chat, text, spans):
     "Every tool call of the chat must be in its assistant span: a template that drops calls would train on empty labels"
     asst = [m for m in chat['messages'] if m['role'] == 'assistant']
     for s, e, k in spans:
         for tc in asst[k].get('tool_calls') or []:
             if tc['function']['name'] not in text[s:e]:
-                raise DataFormatError(f"{chat.get('where') or chat.get('task_id') or 'record'}: assistant turn {k} calls {tc['function']['name']!r}, "
-                                      "but the rendered turn does not contain the call (the chat template drops tool calls); "
-                                      "train with chat_format='auto' or 'hermes'")
+                raise DataFormatError(f"{chat.get('where') or chat.get('task_id') or 'record'}: assistant turn {k} calls "
+                                      f"{tc['function']['name']!r}, but the rendered turn does not contain the call (the chat "
+                                      "template drops tool calls); train with chat_format='auto' or 'hermes'")
 
-def _sample(chat, rendered, enc, mask_observations, step_weighted_loss)->dict:
-    text, spans, starts = rendered
-    _check_actions(chat, text, spans)
-    ids, offs = enc['input_ids'], enc['offset_mapping']
-    step = [-1] * len(ids)
-    j = 0
+# %% ../../nbs/61_trainer_data.ipynb #865793bb
+def _token_steps(offs:list, spans:list)->list[int]:
+    "The step of each token (-1 outside the assistant spans), from the tokens' character offsets"
+    step, j = [-1] * len(offs), 0
     for t, (s, _) in enumerate(offs):
         while j < len(spans) and spans[j][1] <= s: j += 1
         if j < len(spans) and spans[j][0] <= s < spans[j][1]: step[t] = spans[j][2]
-    w = step_weights(chat.get('step_rewards') or []) if step_weighted_loss else []
-    weights = [(w[k] if k < len(w) else 1.0) if k >= 0 else 1.0 for k in step]
-    labels = [i if (k >= 0 or not mask_observations) else -100 for i, k in zip(ids, step)]
+    return step
+
+# %% ../../nbs/61_trainer_data.ipynb #5b51cf36
+def _token_starts(offs:list, starts:list)->list[int]:
+    "The index of the first token at or after each character position in `starts`"
     tok_starts, t = [], 0
     for c in starts:
         while t < len(offs) and offs[t][0] < c: t += 1
         tok_starts.append(t)
-    return {'input_ids': ids, 'labels': labels, 'weights': weights, 'step': step, 'step_starts': tok_starts,
+    return tok_starts
+
+# %% ../../nbs/61_trainer_data.ipynb #a764e360
+def _sample(chat, rendered, enc, mask_observations, step_weighted_loss)->dict:
+    "One chat's training sample from its rendered spans and its tokenization"
+    text, spans, starts = rendered
+    _check_actions(chat, text, spans)
+    ids, offs = enc['input_ids'], enc['offset_mapping']
+    step = _token_steps(offs, spans)
+    w = step_weights(chat.get('step_rewards') or []) if step_weighted_loss else []
+    weights = [(w[k] if k < len(w) else 1.0) if k >= 0 else 1.0 for k in step]
+    labels = [i if (k >= 0 or not mask_observations) else -100 for i, k in zip(ids, step)]
+    return {'input_ids': ids, 'labels': labels, 'weights': weights, 'step': step, 'step_starts': _token_starts(offs, starts),
             'reward': chat.get('reward', 0.0), 'task_id': chat.get('task_id', ''), 'n_steps': len(spans)}
 
+# %% ../../nbs/61_trainer_data.ipynb #b9ea5046
 def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
                    mask_observations:bool=True,     # labels only on the model's own (assistant) tokens
                    step_weighted_loss:bool=False,   # weight assistant tokens of step j by r_j / mean(r)
@@ -183,7 +234,8 @@ def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
     while k < len(chats):
         tools = chats[k].get('tools')
         n = 1
-        while n < batch and k + n < len(chats) and chats[k + n].get('tools') == tools: n += 1   # a run of chats with the same tools
+        # a run of chats with the same tools
+        while n < batch and k + n < len(chats) and chats[k + n].get('tools') == tools: n += 1
         group = chats[k:k + n]; k += n
         rendered = render_spans_many(tokenizer, [c['messages'] for c in group], tools)
         enc = tokenizer([r[0] for r in rendered], add_special_tokens=False, return_offsets_mapping=True)
@@ -191,6 +243,7 @@ def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
                 for c, r, ids, offs in zip(group, rendered, enc['input_ids'], enc['offset_mapping'])]
     return out
 
+# %% ../../nbs/61_trainer_data.ipynb #88bcea36
 def tokenize_chat(tokenizer, chat:dict, mask_observations:bool=True, step_weighted_loss:bool=False)->dict:
     "One chat's sample (`tokenize_chats`)"
     return tokenize_chats(tokenizer, [chat], mask_observations, step_weighted_loss)[0]
@@ -236,6 +289,7 @@ def difficulty(samples:list[dict])->list[float]:
     lr, rr = ranks([s['n_steps'] for s in samples]), ranks([-s['reward'] for s in samples])
     return [(a + b) / 2 for a, b in zip(lr, rr)]
 
+# %% ../../nbs/61_trainer_data.ipynb #a4a35ac7
 def curriculum_indices(samples:list[dict], epoch:int, start_ratio:float=0.3, warmup_epochs:int=2, seed:int=0)->list[int]:
     "Shuffled indices of the samples used in `epoch`: the easiest fraction p(epoch)"
     p = 1.0 if warmup_epochs <= 0 else start_ratio + (1 - start_ratio) * min(1.0, epoch / warmup_epochs)
@@ -243,56 +297,3 @@ def curriculum_indices(samples:list[dict], epoch:int, start_ratio:float=0.3, war
     keep = sorted(range(len(samples)), key=lambda i: (d[i], i))[:max(1, math.ceil(p * len(samples)))]
     random.Random(seed + epoch).shuffle(keep)
     return keep
-
-# %% ../../nbs/61_trainer_data.ipynb #1ac58a31
-def pack_samples(samples:list[dict], max_tokens:int, pad_id:int=0, sort:bool=True)->list[dict]:
-    "First-fit-decreasing packing of samples into rows of <= max_tokens (a longer sample gets its own row)"
-    order = sorted(range(len(samples)), key=lambda i: -len(samples[i]['input_ids'])) if sort else range(len(samples))
-    rows, room = [], []
-    for i in order:
-        n = len(samples[i]['input_ids'])
-        j = next((r for r in range(len(rows)) if room[r] >= n), None)
-        if j is None: rows.append([]); room.append(max(max_tokens, n)); j = len(rows) - 1
-        rows[j].append(i); room[j] -= n
-    cat = lambda r, k: [x for i in r for x in samples[i][k]]
-    return [{'input_ids': cat(r, 'input_ids'), 'weights': cat(r, 'weights'),
-             'labels': [x for i in r for x in [-100] + samples[i]['labels'][1:]],   # a sample's first token is never predicted
-             'position_ids': [p for i in r for p in range(len(samples[i]['input_ids']))], 'n_samples': len(r),
-             'segments': _segments(samples, r)} for r in rows]
-
-def _segments(samples, r):
-    out, o = [], 0
-    for i in r: n = len(samples[i]['input_ids']); out.append((i, o, n)); o += n
-    return out
-
-def packed_attention_mask(position_ids:torch.Tensor, # (B, L) positions restarting at 0 at every sample of a row
-                         )->torch.Tensor:              # (B, 1, L, L) float: 0 = attend, float minimum = not
-    "Additive causal mask that keeps every sample of a packed row to itself"
-    seg = (position_ids == 0).cumsum(-1)                 # which sample of its row each token belongs to
-    L = position_ids.shape[1]
-    keep = (seg[:, :, None] == seg[:, None, :]) & torch.ones(L, L, dtype=torch.bool).tril()
-    return torch.zeros(keep.shape).masked_fill_(~keep, torch.finfo(torch.float).min)[:, None]
-
-def collate_packed(rows:list[dict], pad_id:int=0,
-                   mask:bool=True, # the block-diagonal mask (False: flash-attention varlen, called with use_cache=False)
-                  )->dict:
-    "Stack packed rows into tensors, with the mask that isolates their samples (pads continue as a segment of their own)"
-    L = max(len(r['input_ids']) for r in rows)
-    out = {'input_ids': [], 'labels': [], 'weights': [], 'position_ids': []}
-    for r in rows:
-        p = L - len(r['input_ids'])
-        out['input_ids'].append(r['input_ids'] + [pad_id] * p); out['labels'].append(r['labels'] + [-100] * p)
-        out['weights'].append(r['weights'] + [0.0] * p); out['position_ids'].append(r['position_ids'] + list(range(p)))
-    b = {k: torch.tensor(v, dtype=torch.float if k == 'weights' else torch.long) for k, v in out.items()}
-    if mask: b['attention_mask'] = packed_attention_mask(b['position_ids'])
-    return b
-
-def collate_padded(samples:list[dict], pad_id:int=0)->dict:
-    "A right-padded batch with an attention mask (the non-packed path)"
-    L = max(len(s['input_ids']) for s in samples)
-    b = {'input_ids': [], 'labels': [], 'weights': [], 'attention_mask': []}
-    for s in samples:
-        p = L - len(s['input_ids'])
-        b['input_ids'].append(s['input_ids'] + [pad_id] * p); b['labels'].append(s['labels'] + [-100] * p)
-        b['weights'].append(s['weights'] + [0.0] * p); b['attention_mask'].append([1] * len(s['input_ids']) + [0] * p)
-    return {k: torch.tensor(v, dtype=torch.float if k == 'weights' else torch.long) for k, v in b.items()}
