@@ -24,10 +24,12 @@ __all__ = ['DRIFT_CAUSES', 'RECORDED_IDS', 'has_recorded_ids', 'split_recorded',
 # %% ../../nbs/61a_trainer_drift.ipynb #1ce325e5
 def _ids(tok, text:str)->list[int]: return tok(text, add_special_tokens=False)['input_ids']
 
+# %% ../../nbs/61a_trainer_drift.ipynb #5d072a71
 def has_recorded_ids(t)->bool:
     "True when every step of trajectory `t` carries the prompt and completion ids a recording proxy captured"
     return isinstance(t, Trajectory) and bool(t.steps) and all(s.prompt_token_ids and s.token_ids for s in t.steps)
 
+# %% ../../nbs/61a_trainer_drift.ipynb #4d99531d
 def split_recorded(items:list[tuple])->tuple[list, list]:
     "(recorded, rest): the (where, Trajectory) pairs with recorded ids, and every other (where, record) pair"
     rec, rest = [], []
@@ -38,11 +40,12 @@ def split_recorded(items:list[tuple])->tuple[list, list]:
         (rec if has_recorded_ids(r) else rest).append((where, r))
     return rec, rest
 
+# %% ../../nbs/61a_trainer_drift.ipynb #7ffd34ca
 def recorded_conversation(t:Trajectory)->tuple[list, list|None, list[int]]:
     "(messages, tools, per step the number of messages in its prompt) of a recorded trajectory"
     if isinstance(t.metadata.get('messages'), list) and all('n_messages' in s.metadata for s in t.steps):
         return t.metadata['messages'], t.metadata.get('tools'), [s.metadata['n_messages'] for s in t.steps]
-    msgs = to_messages(t)                              # ids imported from elsewhere (ATIF, ng_trajectory): the trajectory's own chat
+    msgs = to_messages(t)                              # ids imported from elsewhere (ATIF, ng_trajectory): its own chat
     return msgs, t.metadata.get('tools'), [i for i, m in enumerate(msgs) if m['role'] == 'assistant']
 
 # %% ../../nbs/61a_trainer_drift.ipynb #8776db75
@@ -67,30 +70,38 @@ def recorded_samples(t:Trajectory, where:str='record',
 # %% ../../nbs/61a_trainer_drift.ipynb #54dae227
 DRIFT_CAUSES = ('different tools', 'truncated', 'retokenization', 'whitespace/normalisation', 'template difference')
 
+# %% ../../nbs/61a_trainer_drift.ipynb #d3ebdbc0
 def _first_diff(a:list, b:list)->int:
     "Index of the first differing position (the shorter length when one is a prefix of the other)"
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
+# %% ../../nbs/61a_trainer_drift.ipynb #86387150
 def _norm(s:str)->str: return re.sub(r'\s+', '', unicodedata.normalize('NFKC', s))
 
+# %% ../../nbs/61a_trainer_drift.ipynb #cd4c2634
 def _matches(tok, rec:list, ren:list)->bool:
     "The rendered ids agree with the recorded ones, allowing only whitespace the template adds after the reply"
     i = _first_diff(rec, ren)
     return i == len(rec) and tok.decode(ren[i:]).strip() == ''
 
+# %% ../../nbs/61a_trainer_drift.ipynb #45400a99
 def drift_cause(tok, rec:list[int], ren:list[int], finish_reason:str|None=None)->str:
     "Why recorded ids and rendered ids differ: truncated, retokenization, whitespace/normalisation or template difference"
     i = _first_diff(rec, ren)
     if i == len(rec) and finish_reason == 'length': return 'truncated'
     a, b = tok.decode(rec), tok.decode(ren)
-    if a.rstrip() == b.rstrip(): return 'retokenization'              # the same text, cut into other tokens (a merge across a boundary)
+    # the same text, cut into other tokens (a merge across a boundary)
+    if a.rstrip() == b.rstrip(): return 'retokenization'
     if _norm(a) == _norm(b): return 'whitespace/normalisation'
     return 'template difference'
 
 # %% ../../nbs/61a_trainer_drift.ipynb #eeb4eb17
 def _window(tok, ids, i, n=6)->str: return tok.decode(ids[max(0, i - n):i + n])
+
+# %% ../../nbs/61a_trainer_drift.ipynb #a6a7763b
 def _token(tok, ids, i)->str|None: return tok.convert_ids_to_tokens(ids[i]) if i < len(ids) else None
 
+# %% ../../nbs/61a_trainer_drift.ipynb #e3c0c066
 def drift_report(tok, t:Trajectory,     # a trajectory with recorded ids
                  where:str='record',
                  tools:list|None=None,  # the tools training renders (None: the recorded ones)
@@ -98,20 +109,24 @@ def drift_report(tok, t:Trajectory,     # a trajectory with recorded ids
     "Compare each step's recorded prompt + completion ids with what the chat layer renders for the same messages"
     msgs, rec_tools, ns = recorded_conversation(t)
     use = rec_tools if tools is None else tools
-    row = {'where': where, 'task_id': t.task.id, 'steps': len(t.steps), 'drift': False, 'step': None, 'part': None, 'index': None, 'cause': None,
-           'recorded_token': None, 'rendered_token': None, 'recorded_text': None, 'rendered_text': None}
+    row = {'where': where, 'task_id': t.task.id, 'steps': len(t.steps), 'drift': False, 'step': None, 'part': None,
+           'index': None, 'cause': None, 'recorded_token': None, 'rendered_token': None, 'recorded_text': None,
+           'rendered_text': None}
     for k, (s, n) in enumerate(zip(t.steps, ns)):
         rec = list(s.prompt_token_ids) + list(s.token_ids)
         ren = _ids(tok, render_chat(tok, msgs[:n + 1], use))
         if _matches(tok, rec, ren): continue
         i = _first_diff(rec, ren)
         cause = drift_cause(tok, rec, ren, s.metadata.get('finish_reason'))
-        if use != rec_tools and _matches(tok, rec, _ids(tok, render_chat(tok, msgs[:n + 1], rec_tools))): cause = 'different tools'
-        return {**row, 'drift': True, 'step': k, 'part': 'prompt' if i < len(s.prompt_token_ids) else 'completion', 'index': i, 'cause': cause,
-                'recorded_token': _token(tok, rec, i), 'rendered_token': _token(tok, ren, i),
-                'recorded_text': _window(tok, rec, i), 'rendered_text': _window(tok, ren, i), 'recorded_ids': rec, 'rendered_ids': ren}
+        if use != rec_tools and _matches(tok, rec, _ids(tok, render_chat(tok, msgs[:n + 1], rec_tools))):
+            cause = 'different tools'
+        return {**row, 'drift': True, 'step': k, 'part': 'prompt' if i < len(s.prompt_token_ids) else 'completion',
+                'index': i, 'cause': cause, 'recorded_token': _token(tok, rec, i), 'rendered_token': _token(tok, ren, i),
+                'recorded_text': _window(tok, rec, i), 'rendered_text': _window(tok, ren, i), 'recorded_ids': rec,
+                'rendered_ids': ren}
     return row
 
+# %% ../../nbs/61a_trainer_drift.ipynb #8046f7a6
 def drift_ledger(tok, data,              # trajectories, a path, or (where, record) pairs
                  tools:list|None=None)->pd.DataFrame:
     "One row per record with recorded ids: whether it drifts from the chat layer, where first, and why"
@@ -119,29 +134,37 @@ def drift_ledger(tok, data,              # trajectories, a path, or (where, reco
     rec, _ = split_recorded(items)
     rows = [drift_report(tok, t, w, tools) for w, t in rec]
     return pd.DataFrame([{k: v for k, v in r.items() if not k.endswith('_ids')} for r in rows],
-                        columns=['where', 'task_id', 'steps', 'drift', 'step', 'part', 'index', 'cause', 'recorded_token', 'rendered_token',
-                                 'recorded_text', 'rendered_text']).astype({'step': 'Int64', 'index': 'Int64'})
+                        columns=['where', 'task_id', 'steps', 'drift', 'step', 'part', 'index', 'cause',
+                                 'recorded_token', 'rendered_token', 'recorded_text', 'rendered_text'],
+                       ).astype({'step': 'Int64', 'index': 'Int64'})
 
 # %% ../../nbs/61a_trainer_drift.ipynb #1d2a2c22
 RECORDED_IDS = ('split', 'refuse', 'rerender')
 
+# %% ../../nbs/61a_trainer_drift.ipynb #9515db26
+def _drift_refusal(where:str, r:dict)->DataFormatError:
+    "The error of a drifting row under recorded_ids='refuse'"
+    return DataFormatError(f"{where}: recorded ids drift from the chat template at token {r['index']} of step {r['step']} "
+                           f"({r['cause']}): recorded {r['recorded_token']!r}, rendered {r['rendered_token']!r}; set "
+                           "recorded_ids='split' to train on the recorded ids or 'rerender' to train on the rendered messages")
+
+# %% ../../nbs/61a_trainer_drift.ipynb #d35d671d
 def recorded_training_rows(tok, recorded:list[tuple],  # (where, Trajectory) pairs from `split_recorded`
-                           on_drift:str='split',      # a drifting row: 'split' trains its recorded ids, 'refuse' raises, 'rerender' renders its messages
+                           # a drifting row: 'split' trains its recorded ids, 'refuse' raises, 'rerender' renders its messages
+                           on_drift:str='split',
                            tools:list|None=None,      # the tools training renders (None: the recorded ones)
                            step_weighted_loss:bool=False)->tuple[list, list, list]:
     "(samples per trajectory, records to render instead, ledger rows): recorded rows as training data under the drift policy"
-    if on_drift not in RECORDED_IDS: raise ValueError(f"recorded_ids must be one of {', '.join(RECORDED_IDS)}, got {on_drift!r}")
+    if on_drift not in RECORDED_IDS:
+        raise ValueError(f"recorded_ids must be one of {', '.join(RECORDED_IDS)}, got {on_drift!r}")
     samples, rerender, ledger = [], [], []
     for where, t in recorded:
         r = drift_report(tok, t, where, tools) if tok is not None else {'drift': False}
         ledger.append(r)
-        if r['drift'] and on_drift == 'refuse':
-            raise DataFormatError(f"{where}: recorded ids drift from the chat template at token {r['index']} of step {r['step']} ({r['cause']}): "
-                                  f"recorded {r['recorded_token']!r}, rendered {r['rendered_token']!r}; set recorded_ids='split' to train "
-                                  "on the recorded ids or 'rerender' to train on the rendered messages")
+        if r['drift'] and on_drift == 'refuse': raise _drift_refusal(where, r)
         if r['drift'] and on_drift == 'rerender':
             msgs, rec_tools, _ = recorded_conversation(t)
-            rerender.append((where, {'messages': msgs, 'tools': rec_tools if tools is None else tools, 'reward': t.reward, 'task_id': t.task.id,
-                                     'step_rewards': [float(s.reward or 0.0) for s in t.steps]}))
+            rerender.append((where, {'messages': msgs, 'tools': rec_tools if tools is None else tools, 'reward': t.reward,
+                                     'task_id': t.task.id, 'step_rewards': [float(s.reward or 0.0) for s in t.steps]}))
         else: samples.append(recorded_samples(t, where, step_weighted_loss))
     return samples, rerender, ledger
