@@ -71,6 +71,15 @@ def dpo_loss(policy_chosen_logps:torch.Tensor,   # (B,) summed log-probs of chos
     else: raise ValueError(f"loss_type must be 'sigmoid' or 'ipo', not {loss_type!r}")
     return losses, beta * pc.detach(), beta * rc.detach()
 
+# %% ../../nbs/62_trainer_losses.ipynb #f5abf040
+def _group_sizes(n:int, group_size:int|list[int])->list[int]:
+    "The size of each group of `n` contiguous members, checked against `n`"
+    if isinstance(group_size, int):
+        if n % group_size: raise ValueError(f"{n} rewards do not split into groups of {group_size}")
+        group_size = [group_size] * (n // group_size)
+    if sum(group_size) != n: raise ValueError(f"group sizes {list(group_size)} do not add up to {n} rewards")
+    return group_size
+
 # %% ../../nbs/62_trainer_losses.ipynb #eae3feee
 def grpo_advantages(rewards:torch.Tensor,    # (N,) rewards, groups contiguous: [g0c0, g0c1, ..., g1c0, ...]
                     group_size:int|list[int], # completions per prompt, or the size of each group when they differ
@@ -80,10 +89,7 @@ def grpo_advantages(rewards:torch.Tensor,    # (N,) rewards, groups contiguous: 
                    )->torch.Tensor:          # (N,) advantages (0 for invalid members)
     "Group-relative advantages (R - group mean) / (std + eps) over each group's valid members; invalid members get 0"
     r = rewards.float()
-    if isinstance(group_size, int):
-        if r.numel() % group_size: raise ValueError(f"{r.numel()} rewards do not split into groups of {group_size}")
-        group_size = [group_size] * (r.numel() // group_size)
-    if sum(group_size) != r.numel(): raise ValueError(f"group sizes {list(group_size)} do not add up to {r.numel()} rewards")
+    group_size = _group_sizes(r.numel(), group_size)
     v = torch.ones_like(r, dtype=torch.bool) if valid is None else torch.as_tensor(valid, dtype=torch.bool).flatten()
     if v.numel() != r.numel(): raise ValueError(f"valid has {v.numel()} entries for {r.numel()} rewards")
     w = v.float(); r = torch.where(v, r, 0.0)   # an invalid member's reward (often a fake 0) never enters a statistic
@@ -91,7 +97,8 @@ def grpo_advantages(rewards:torch.Tensor,    # (N,) rewards, groups contiguous: 
     n = torch.zeros(len(group_size)).index_add_(0, gid, w)    # valid members per group
     adv = torch.where(v, r - (torch.zeros(len(n)).index_add_(0, gid, r) / n.clamp(min=1))[gid], 0.0)
     if scale == 'group':    # Bessel-corrected; a group of one has no spread (and A = 0)
-        std = torch.where(n > 1, (torch.zeros(len(n)).index_add_(0, gid, adv ** 2) / (n - 1).clamp(min=1)).sqrt(), 0.0)[gid]
+        std = torch.where(n > 1, (torch.zeros(len(n)).index_add_(0, gid, adv ** 2) / (n - 1).clamp(min=1)).sqrt(),
+                          0.0)[gid]
     elif scale == 'batch': std = r[v].std().expand_as(r) if int(v.sum()) > 1 else torch.zeros_like(r)
     elif scale == 'none': return adv
     else: raise ValueError(f"scale must be 'group', 'batch' or 'none', not {scale!r}")
@@ -105,7 +112,8 @@ def invalid_counts(valid:torch.Tensor,       # (N,) bool validity of each member
     v = torch.as_tensor(valid, dtype=torch.bool).flatten()
     sizes = [group_size] * (v.numel() // group_size) if isinstance(group_size, int) else list(group_size)
     bad = [int((~g).sum()) for g in torch.split(v, sizes)]
-    return {'n_invalid': sum(bad), 'groups_with_invalid': sum(b > 0 for b in bad), 'groups_without_valid': sum(b == s for b, s in zip(bad, sizes))}
+    return {'n_invalid': sum(bad), 'groups_with_invalid': sum(b > 0 for b in bad),
+            'groups_without_valid': sum(b == s for b, s in zip(bad, sizes))}
 
 # %% ../../nbs/62_trainer_losses.ipynb #78c15e8b
 def step_level_advantages(advantages:torch.Tensor,  # (N,) trajectory advantages A_i
@@ -125,6 +133,28 @@ def step_level_advantages(advantages:torch.Tensor,  # (N,) trajectory advantages
         inside = (sid >= 0) & (sid < len(r))
         out[i, inside] = per_step[sid[inside]]
     return out
+
+# %% ../../nbs/62_trainer_losses.ipynb #e3e93844
+def _loss_aggregate(seq:torch.Tensor,   # (B,) each sequence's summed per-token loss
+                    mask:torch.Tensor,  # (B, T) 1 on scored completion tokens
+                    loss_type:str,      # 'grpo', 'bnpo', 'dr_grpo' or 'dapo'
+                    L_max:int,          # dr_grpo's constant length
+                    num_items:float|None=None, # dapo's token normaliser across accumulated micro-batches
+                   )->tuple:            # (numerator, denominator)
+    "The loss's numerator and denominator for `loss_type`"
+    if loss_type == 'grpo': return (seq / mask.sum(-1).clamp(min=1)).sum(), seq.shape[0]
+    if loss_type == 'bnpo': return seq.sum(), mask.sum().clamp(min=1)
+    if loss_type == 'dapo': return seq.sum(), (num_items if num_items is not None else mask.sum().clamp(min=1))
+    if loss_type == 'dr_grpo': return seq.sum(), seq.shape[0] * L_max
+    raise ValueError(f"loss_type must be one of grpo, bnpo, dr_grpo, dapo; not {loss_type!r}")
+
+# %% ../../nbs/62_trainer_losses.ipynb #2b252789
+def _clip_fraction(ratio:torch.Tensor, adv:torch.Tensor, mask:torch.Tensor, epsilon:float,
+                   epsilon_high:float|None=None)->float:
+    "Share of the scored tokens clipped: ratio below 1 - epsilon with A < 0, or above 1 + epsilon_high with A > 0"
+    hi = epsilon if epsilon_high is None else epsilon_high
+    is_clipped = ((ratio < 1 - epsilon) & (adv < 0)) | ((ratio > 1 + hi) & (adv > 0))
+    return ((is_clipped.float() * mask).sum() / mask.sum().clamp(min=1)).item()
 
 # %% ../../nbs/62_trainer_losses.ipynb #5c758db6
 def grpo_loss(logps:torch.Tensor,          # (B, T) per-token log-probs under the current policy
@@ -155,13 +185,8 @@ def grpo_loss(logps:torch.Tensor,          # (B, T) per-token log-probs under th
         per_tok = per_tok + beta * kl
         metrics['kl'] = ((kl * mask).sum() / mask.sum().clamp(min=1)).item()
     seq = (per_tok * mask).sum(-1)
-    if loss_type == 'grpo': num, den = (seq / mask.sum(-1).clamp(min=1)).sum(), seq.shape[0]
-    elif loss_type == 'bnpo': num, den = seq.sum(), mask.sum().clamp(min=1)
-    elif loss_type == 'dapo': num, den = seq.sum(), (num_items if num_items is not None else mask.sum().clamp(min=1))
-    elif loss_type == 'dr_grpo': num, den = seq.sum(), seq.shape[0] * (max_completion_length or per_tok.shape[1])
-    else: raise ValueError(f"loss_type must be one of grpo, bnpo, dr_grpo, dapo; not {loss_type!r}")
+    num, den = _loss_aggregate(seq, mask, loss_type, max_completion_length or per_tok.shape[1], num_items)
     if reduction not in ('mean', 'sum'): raise ValueError(f"reduction must be 'mean' or 'sum', not {reduction!r}")
     loss = num if reduction == 'sum' else num / den
-    is_clipped = ((ratio < 1 - epsilon) & (adv < 0)) | ((ratio > 1 + (epsilon if epsilon_high is None else epsilon_high)) & (adv > 0))
-    metrics['clip_ratio'] = ((is_clipped.float() * mask).sum() / mask.sum().clamp(min=1)).item()
+    metrics['clip_ratio'] = _clip_fraction(ratio, adv, mask, epsilon, epsilon_high)
     return loss, metrics
