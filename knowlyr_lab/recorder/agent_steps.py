@@ -7,6 +7,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_agent_steps.html.md"""
 # %% ../../nbs/23a_recorder_agent_steps.ipynb #64ded0cc
 from __future__ import annotations
 
+from fastcore.basics import patch
+
 from .base import RecorderError
 from .values import ToolCallPairer, new_step, set_observation
 from ..trajectory import Step, TokenUsage
@@ -26,42 +28,47 @@ class StepLog:
         "True the first time `response_id` is seen (always True without an id)"
         return response_id is None or response_id not in self._responses
 
-    def call(self, tool:str,                 # tool name as the log writes it
-             params:dict|None=None,          # tool arguments
-             call_id:str|None=None,          # id that the result will carry
-             thought:str|None=None,          # the response's text/reasoning (kept on its first step only)
-             t_start=None,                   # when the call was made
-             usage:TokenUsage|dict|None=None,# the response's usage (kept on its first step only)
-             response_id:str|None=None,      # id of the model response the call belongs to
-             own_thought:bool=False,         # `thought` is text written just before this call (after the response's
-                                             # previous call): keep it on this step, whichever step of the response
-             **meta)->Step:
-        "Append a step for one tool call and wait for its result"
-        first = self._first_of(response_id)
-        s = new_step(len(self.steps), tool, params, call_id, thought if first or own_thought else None, t_start=t_start,
-                     usage=usage if first else None, response_id=response_id, **meta)
-        if first and response_id is not None: self._responses[response_id] = s
-        self.steps.append(s)
-        return self.pairer.call(s)
+# %% ../../nbs/23a_recorder_agent_steps.ipynb #15dc9cff
+@patch
+def call(self:StepLog, tool:str,         # tool name as the log writes it
+         params:dict|None=None,          # tool arguments
+         call_id:str|None=None,          # id that the result will carry
+         thought:str|None=None,          # the response's text/reasoning (kept on its first step only)
+         t_start=None,                   # when the call was made
+         usage:TokenUsage|dict|None=None,# the response's usage (kept on its first step only)
+         response_id:str|None=None,      # id of the model response the call belongs to
+         own_thought:bool=False,         # `thought` is text written just before this call (after the response's
+                                         # previous call): keep it on this step, whichever step of the response
+         **meta)->Step:
+    "Append a step for one tool call and wait for its result"
+    first = self._first_of(response_id)
+    s = new_step(len(self.steps), tool, params, call_id, thought if first or own_thought else None, t_start=t_start,
+                 usage=usage if first else None, response_id=response_id, **meta)
+    if first and response_id is not None: self._responses[response_id] = s
+    self.steps.append(s)
+    return self.pairer.call(s)
 
-    def result(self, call_id, content, is_error:bool=False, exit_code:int|None=None, t_end=None)->Step|None:
-        "Attach a result to its call by id; None when no open call has that id"
-        return self.pairer.result(call_id, content, is_error, exit_code, t_end)
+# %% ../../nbs/23a_recorder_agent_steps.ipynb #53861036
+@patch
+def result(self:StepLog, call_id, content, is_error:bool=False, exit_code:int|None=None, t_end=None)->Step|None:
+    "Attach a result to its call by id; None when no open call has that id"
+    return self.pairer.result(call_id, content, is_error, exit_code, t_end)
 
 # %% ../../nbs/23a_recorder_agent_steps.ipynb #34de87f6
-def _message(self:StepLog, text:str,     # what the model said
-             t=None,                     # when
-             usage:TokenUsage|dict|None=None, response_id:str|None=None, **meta)->Step:
+@patch
+def message(self:StepLog, text:str,     # what the model said
+            t=None,                     # when
+            usage:TokenUsage|dict|None=None, response_id:str|None=None, **meta)->Step:
     "Append a model turn with no tool call (its text is the step's thought)"
     first = self._first_of(response_id)
     s = new_step(len(self.steps), None, thought=text, t_start=t, t_end=t, usage=usage if first else None,
                  response_id=response_id, **meta)
     if first and response_id is not None: self._responses[response_id] = s
     self.steps.append(s); return s
-StepLog.message = _message
 
 # %% ../../nbs/23a_recorder_agent_steps.ipynb #6fe46951
-def _user(self:StepLog, text:str, t=None, **meta)->Step:
+@patch
+def user(self:StepLog, text:str, t=None, **meta)->Step:
     "A user turn after the task: answers the open text step, or becomes a step of its own"
     last = self.steps[-1] if self.steps else None
     if last is not None and last.action is None and last.observation is None and last.thought:
@@ -69,20 +76,19 @@ def _user(self:StepLog, text:str, t=None, **meta)->Step:
         return last
     s = new_step(len(self.steps), None, observation=text, t_start=t, t_end=t, observation_from='user', **meta)
     self.steps.append(s); return s
-StepLog.user = _user
 
 # %% ../../nbs/23a_recorder_agent_steps.ipynb #24edf100
-def _finish(self:StepLog)->list[Step]:
+@patch
+def finish(self:StepLog)->list[Step]:
     "Flag the calls still waiting for a result and return all steps"
     for s in self.pairer.open_calls: s.metadata['unanswered'] = True
     return self.steps
-StepLog.finish = _finish
 
 # %% ../../nbs/23a_recorder_agent_steps.ipynb #c1ff4df5
-def _first_step_of(self:StepLog, response_id)->Step|None:
+@patch
+def first_step_of(self:StepLog, response_id)->Step|None:
     "The first step of the response `response_id` (None when it produced none)"
     return self._responses.get(response_id)
-StepLog.first_step_of = _first_step_of
 
 # %% ../../nbs/23a_recorder_agent_steps.ipynb #7e629bdc
 _FIELDS = ('input', 'output', 'cached', 'reasoning')
@@ -90,7 +96,8 @@ _FIELDS = ('input', 'output', 'cached', 'reasoning')
 def usage_total(input:int|None=None, output:int|None=None, cached:int|None=None, reasoning:int|None=None,
                 cost:float|None=None)->dict:
     "A log's own usage totals as a plain dict (the `metadata['usage_total']` entry); only the fields the log states"
-    d = {k: int(v or 0) for k, v in (('input', input), ('output', output), ('cached', cached), ('reasoning', reasoning)) if v is not None}
+    d = {k: int(v or 0) for k, v in (('input', input), ('output', output), ('cached', cached), ('reasoning', reasoning))
+         if v is not None}
     if cost is not None: d['cost'] = float(cost)
     return d
 
@@ -116,7 +123,7 @@ def unattributed(total:dict|None, steps:list[Step])->dict|None:
 
 # %% ../../nbs/23a_recorder_agent_steps.ipynb #0f297410
 def record_totals(meta:dict, total:dict|None, steps:list[Step])->dict:
-    "Store a log's stated `total` in `meta` as `usage_total`, plus `usage_unattributed` or (fully attributed) `log_usage`"
+    "Store a log's stated `total` in `meta`: `usage_total`, plus `usage_unattributed` or (all attributed) `log_usage`"
     if not total: return meta
     meta['usage_total'] = total
     rest = unattributed(total, steps)
@@ -125,7 +132,8 @@ def record_totals(meta:dict, total:dict|None, steps:list[Step])->dict:
     return meta
 
 # %% ../../nbs/23a_recorder_agent_steps.ipynb #a4d04567
-GUARDED = (TypeError, ValueError, AttributeError, KeyError, IndexError)   # the errors a wrongly typed record raises
+# the errors a wrongly typed record raises
+GUARDED = (TypeError, ValueError, AttributeError, KeyError, IndexError)
 
 class guard:
     "Context manager: a type/value error while mapping one record quarantines that record instead of stopping"
@@ -135,7 +143,8 @@ class guard:
     def __exit__(self, et, e, tb):
         if et is None or issubclass(et, RecorderError): return False
         if issubclass(et, GUARDED):
-            self.report.bad_record(self.path, self.line, f"unexpected value in a {self.record_type} record ({et.__name__}: {str(e)[:200]})",
-                                   self.record, self.record_type, aggregate=self.record is None and self.line is None)
+            why = f"unexpected value in a {self.record_type} record ({et.__name__}: {str(e)[:200]})"
+            self.report.bad_record(self.path, self.line, why, self.record, self.record_type,
+                                   aggregate=self.record is None and self.line is None)
             return True
         return False
