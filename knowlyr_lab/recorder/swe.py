@@ -1,4 +1,4 @@
-"""Adapters for SWE-agent `.traj` files (v0 and v1, plain and function-calling) and mini-swe-agent `.traj.json` files, with the resolved/unresolved verdict read from the benchmark's own report files.
+"""The `swe-agent` adapter for SWE-agent `.traj` files (v0 and v1, plain and function-calling), with the resolved/unresolved verdict read from the benchmark's own report files (`find_resolution`, also used by the mini-swe-agent, Rovo Dev and iSWE pages).
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_swe.html.md"""
 
@@ -13,15 +13,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
+from fastcore.basics import patch
+
 from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .reading import read_json
 from .report import ConversionReport
-from .values import content_text, parse_arguments, set_observation, usage_from
-from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
+from .values import content_text, parse_arguments, set_observation
+from ..trajectory import AgentInfo, Outcome, Source, Task, Trajectory
 
 # %% auto #0
-__all__ = ['find_resolution', 'SWEAgentAdapter', 'fenced_blocks', 'MiniSWEAgentAdapter']
+__all__ = ['find_resolution', 'swe_outcome', 'SWEAgentAdapter']
 
 # %% ../../nbs/25_recorder_swe.ipynb #41213b47
 _MAX_REPORT = 50 * 2**20
@@ -44,7 +46,8 @@ def _reports_in(d:str)->tuple:
         if not isinstance(data, dict): continue
         res = data.get('resolved_ids', data.get('resolved'))
         if isinstance(res, list) and all(isinstance(x, str) for x in res):
-            unres = [x for k in ('unresolved_ids', 'error_ids', 'empty_patch_ids', 'unresolved') for x in (data.get(k) or []) if isinstance(x, str)]
+            unres = [x for k in ('unresolved_ids', 'error_ids', 'empty_patch_ids', 'unresolved')
+                     for x in (data.get(k) or []) if isinstance(x, str)]
             out.append((str(f), frozenset(res), frozenset(unres)))
     return tuple(out)
 
@@ -56,7 +59,8 @@ def find_resolution(path,                  # the trajectory file
     if not instance_id: return None
     path = Path(path).resolve()
     for d in (path.parent, path.parent.parent):
-        for f in (d/f'{instance_id}_result.json', d/'logs'/instance_id/'report.json', d/'logs'/f'{instance_id}_result.json'):
+        for f in (d/f'{instance_id}_result.json', d/'logs'/instance_id/'report.json',
+                  d/'logs'/f'{instance_id}_result.json'):
             if f.is_file():
                 try: data = json.loads(f.read_text(encoding='utf-8'))
                 except (OSError, ValueError): continue
@@ -68,31 +72,39 @@ def find_resolution(path,                  # the trajectory file
     return None
 
 # %% ../../nbs/25_recorder_swe.ipynb #3e7306fa
-def _swe_outcome(path, instance_id, exit_status, submission)->tuple[Outcome, dict]:
+_TRUNCATING = ('exit_cost', 'exit_context', 'limitsexceeded', 'exit_format', 'exit_error', 'early_exit', 'timeout',
+               'error')
+
+def swe_outcome(path, instance_id, exit_status, submission)->tuple[Outcome, dict]:
+    "(outcome, metadata): `submitted` from the exit status or submission, `success` only from a report beside `path`"
     meta = {}
     es = str(exit_status) if exit_status is not None else None
     submitted = bool(submission) or (es is not None and es.lower().startswith('submitted'))
-    truncated = es is not None and any(k in es.lower() for k in ('exit_cost', 'exit_context', 'limitsexceeded', 'exit_format', 'exit_error', 'early_exit', 'timeout', 'error'))
+    truncated = es is not None and any(k in es.lower() for k in _TRUNCATING)
     found = find_resolution(path, instance_id)
     if found: meta['success_source'] = found[1]
-    return Outcome(success=found[0] if found else None, terminated=es is not None and not truncated, truncated=truncated,
+    return Outcome(success=found[0] if found else None, terminated=es is not None and not truncated,
+                   truncated=truncated,
                    submitted=submitted if (es is not None or submission) else None, reason=es), meta
 
 # %% ../../nbs/25_recorder_swe.ipynb #cbd3411c
 _SWE_COMMANDS = {'open', 'goto', 'scroll_up', 'scroll_down', 'create', 'search_dir', 'search_file', 'find_file', 'edit',
                  'insert', 'append', 'submit', 'str_replace_editor', 'filemap', 'exit_forfeit', 'forfeit', 'decompile',
                  'disassemble', 'debug_start', 'debug_add_breakpoint', 'debug_continue', 'debug_step', 'debug_exec',
-                 'debug_stop', 'connect_start', 'connect_sendline', 'connect_exec', 'connect_stop', 'think', 'review_on_submit'}
+                 'debug_stop', 'connect_start', 'connect_sendline', 'connect_exec', 'connect_stop', 'think',
+                 'review_on_submit'}
 
 def _swe_tool(action:str)->str:
     "SWE-agent command name of an action line (`bash` for plain shell commands)"
     w = action.strip().split(None, 1)
     return w[0] if w and w[0] in _SWE_COMMANDS else 'bash'
 
+# %% ../../nbs/25_recorder_swe.ipynb #85f3df71
 def _is_demo(m:dict)->bool: return bool(m.get('is_demo')) or m.get('message_type') == 'demonstration'
 
 # %% ../../nbs/25_recorder_swe.ipynb #3cef9b38
 def _state(s):
+    "A step's `state`: a v0 JSON string parsed, anything else as it is"
     if isinstance(s, str):
         try: return json.loads(s)
         except ValueError: return s
@@ -120,10 +132,12 @@ def _history_steps(log:StepLog, hist, path, report, unmapped):
             for tc in m['tool_calls']:
                 fn = tc.get('function') or {}
                 last = log.call(fn.get('name') or 'unknown', parse_arguments(fn.get('arguments'))[0], tc.get('id'),
-                                m.get('thought') or content_text(m.get('content')), response_id=f'history-{i}', swe_action=m.get('action'))
+                                m.get('thought') or content_text(m.get('content')), response_id=f'history-{i}',
+                                swe_action=m.get('action'))
             report.mapped('history:assistant')
         elif role == 'assistant' and m.get('action'):
-            last = log.call(_swe_tool(m['action']), {'command': m['action'].strip()}, None, m.get('thought') or content_text(m.get('content')))
+            last = log.call(_swe_tool(m['action']), {'command': m['action'].strip()}, None,
+                            m.get('thought') or content_text(m.get('content')))
             report.mapped('history:assistant')
         elif role in ('tool', 'user') and last is not None:
             ids = m.get('tool_call_ids') or []
@@ -131,15 +145,88 @@ def _history_steps(log:StepLog, hist, path, report, unmapped):
             if not ids and last.observation is None:   # plain (non-FC) history: the reply to the last action
                 set_observation(last, content_text(m.get('content'))); done = [last]
             if any(done): report.mapped(f'history:{role}')
-            else: unmapped.append(report.unmapped(f'history:{role}', m, path, None, why='message answering no open tool call'))
-        else: unmapped.append(report.unmapped(f'history:{role}', m, path, None, why='assistant message without an action'))
+            else:
+                why = 'message answering no open tool call'
+                unmapped.append(report.unmapped(f'history:{role}', m, path, None, why=why))
+        else:
+            why = 'assistant message without an action'
+            unmapped.append(report.unmapped(f'history:{role}', m, path, None, why=why))
+
+# %% ../../nbs/25_recorder_swe.ipynb #da86b43a
+def _swe_lists(data:dict, path, report)->tuple[list, list]:
+    "(history messages, trajectory steps) of a `.traj` document, objects only"
+    for k in ('history', 'trajectory'):
+        if k in data and not isinstance(data[k], list):
+            report.bad_record(path, None, f"field '{k}' is a {type(data[k]).__name__}, expected a list", data[k], k)
+            data[k] = []
+    hist, traj = data.get('history') or [], data.get('trajectory') or []
+    for k, items in (('history', hist), ('trajectory_step', traj)):
+        for x in items:
+            if not isinstance(x, dict):
+                report.bad_record(path, None, f'{k} entry is a {type(x).__name__}, expected an object', x, k)
+    return [m for m in hist if isinstance(m, dict)], [t for t in traj if isinstance(t, dict)]
+
+# %% ../../nbs/25_recorder_swe.ipynb #7609ea7f
+def _swe_preamble(hist:list, path, report, meta:dict, unmapped:list)->tuple[str|None, list]:
+    "(instruction, transcript messages) of a history; the system prompt goes to `meta`"
+    instruction, body = None, []
+    for m in hist:   # system prompt, task, demonstrations
+        if not isinstance(m.get('role'), (str, type(None))):
+            why = f"history message with a {type(m['role']).__name__} role"
+            report.bad_record(path, None, why, m, 'history'); continue
+        if _is_demo(m):
+            why = 'in-context demonstration, not part of this episode'
+            unmapped.append(report.unmapped('history:demonstration', m, path, None, why=why))
+        elif m.get('role') == 'system' and 'system_prompt' not in meta:
+            meta['system_prompt'] = content_text(m.get('content')); report.mapped('history:system')
+        elif m.get('role') == 'user' and instruction is None:
+            instruction = content_text(m.get('content')); report.mapped('history:user')
+        else: body.append(m)
+    return instruction, body
+
+# %% ../../nbs/25_recorder_swe.ipynb #ff6811d4
+def _swe_steps(log:StepLog, traj:list, body:list, path, report, unmapped:list):
+    "Steps from `trajectory[]`, with the transcript `body` accounted for"
+    asst = [m for m in body if m.get('role') == 'assistant']
+    used, j = set(), 0
+    for t in traj:
+      with guard(report, path, None, t, 'trajectory_step'):
+        act = str(t.get('action') or '')
+        k = next((k for k in range(j, len(asst)) if str(asst[k].get('action') or '').strip() == act.strip()), None)
+        m = asst[k] if k is not None else {}
+        if k is not None: used.add(id(m)); j = k + 1
+        tcs = m.get('tool_calls') or []
+        if tcs:
+            fn = tcs[0].get('function') or {}
+            tool, cid = fn.get('name') or _swe_tool(act), tcs[0].get('id')
+            params = parse_arguments(fn.get('arguments'))[0]
+        else: tool, params, cid = _swe_tool(act), {'command': act.strip()}, None
+        step = log.call(tool, params, cid, t.get('thought') or t.get('response'), swe_action=act,
+                        execution_time=t.get('execution_time'), state=_state(t.get('state')))
+        set_observation(step, content_text(t.get('observation'))); log.pairer.pending.pop(cid, None)
+        report.mapped('trajectory_step')
+    answered = True
+    for m in body:
+        role = m.get('role')
+        if role == 'assistant':
+            answered = id(m) in used
+            if answered: report.mapped('history:assistant')
+            else:
+                why = 'model reply that did not become a step (e.g. rejected for its format and requeried)'
+                unmapped.append(report.unmapped('history:assistant', m, path, None, why=why))
+        elif answered: report.mapped(f'history:{role}')   # a step's observation, repeated in the transcript
+        else:
+            why = 'reply to a model message that did not become a step'
+            unmapped.append(report.unmapped(f'history:{role}', m, path, None, why=why))
 
 # %% ../../nbs/25_recorder_swe.ipynb #3b03720b
-def _swe_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
+@patch
+def convert(self:SWEAgentAdapter, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     data = read_json(path, report)
     if data is None: return
-    if not isinstance(data, dict): return report.bad_record(path, None, f'expected a JSON object, got {type(data).__name__}', None)
+    if not isinstance(data, dict):
+        return report.bad_record(path, None, f'expected a JSON object, got {type(data).__name__}', None)
     info = data.get('info') if isinstance(data.get('info'), dict) else {}
     rc = data.get('replay_config')
     if isinstance(rc, str):
@@ -147,214 +234,37 @@ def _swe_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
         except ValueError: rc = {}
     rc = rc if isinstance(rc, dict) else {}
     ps = rc.get('problem_statement') if isinstance(rc.get('problem_statement'), dict) else {}
-    for k in ('history', 'trajectory'):
-        if k in data and not isinstance(data[k], list):
-            report.bad_record(path, None, f"field '{k}' is a {type(data[k]).__name__}, expected a list", data[k], k); data[k] = []
-    hist, traj = data.get('history') or [], data.get('trajectory') or []
-    for k, items in (('history', hist), ('trajectory_step', traj)):
-        for x in items:
-            if not isinstance(x, dict): report.bad_record(path, None, f'{k} entry is a {type(x).__name__}, expected an object', x, k)
-    hist, traj = [m for m in hist if isinstance(m, dict)], [t for t in traj if isinstance(t, dict)]
-    log, unmapped, meta, instruction = StepLog(), [], {}, None
-    body = []
-    for m in hist:   # system prompt, task, demonstrations
-        if not isinstance(m.get('role'), (str, type(None))): report.bad_record(path, None, f"history message with a {type(m['role']).__name__} role", m, 'history'); continue
-        if _is_demo(m): unmapped.append(report.unmapped('history:demonstration', m, path, None, why='in-context demonstration, not part of this episode'))
-        elif m.get('role') == 'system' and 'system_prompt' not in meta: meta['system_prompt'] = content_text(m.get('content')); report.mapped('history:system')
-        elif m.get('role') == 'user' and instruction is None: instruction = content_text(m.get('content')); report.mapped('history:user')
-        else: body.append(m)
-    if traj:
-        asst = [m for m in body if m.get('role') == 'assistant']
-        used, j = set(), 0
-        for t in traj:
-          with guard(report, path, None, t, 'trajectory_step'):
-            act = str(t.get('action') or '')
-            k = next((k for k in range(j, len(asst)) if str(asst[k].get('action') or '').strip() == act.strip()), None)
-            m = asst[k] if k is not None else {}
-            if k is not None: used.add(id(m)); j = k + 1
-            tcs = m.get('tool_calls') or []
-            if tcs:
-                fn = tcs[0].get('function') or {}
-                tool, params, cid = fn.get('name') or _swe_tool(act), parse_arguments(fn.get('arguments'))[0], tcs[0].get('id')
-            else: tool, params, cid = _swe_tool(act), {'command': act.strip()}, None
-            step = log.call(tool, params, cid, t.get('thought') or t.get('response'), swe_action=act,
-                            execution_time=t.get('execution_time'), state=_state(t.get('state')))
-            set_observation(step, content_text(t.get('observation'))); log.pairer.pending.pop(cid, None)
-            report.mapped('trajectory_step')
-        answered = True
-        for m in body:
-            role = m.get('role')
-            if role == 'assistant':
-                answered = id(m) in used
-                if answered: report.mapped('history:assistant')
-                else: unmapped.append(report.unmapped('history:assistant', m, path, None, why='model reply that did not become a step (e.g. rejected for its format and requeried)'))
-            elif answered: report.mapped(f'history:{role}')   # a step's observation, repeated in the transcript
-            else: unmapped.append(report.unmapped(f'history:{role}', m, path, None, why='reply to a model message that did not become a step'))
+    hist, traj = _swe_lists(data, path, report)
+    log, unmapped, meta = StepLog(), [], {}
+    instruction, body = _swe_preamble(hist, path, report, meta, unmapped)
+    if traj: _swe_steps(log, traj, body, path, report, unmapped)
     else:
         with guard(report, path, None, None, 'history'): _history_steps(log, body, path, report, unmapped)
     t = None
-    with guard(report, path, None, None, 'traj_file'): t = _swe_trajectory(self, path, log, info, rc, ps, meta, unmapped, instruction)
+    with guard(report, path, None, None, 'traj_file'):
+        t = _swe_trajectory(self, path, log, info, rc, ps, meta, unmapped, instruction)
     if t is not None: report.mapped('traj_file'); yield t
-SWEAgentAdapter.convert = _swe_convert
 
 # %% ../../nbs/25_recorder_swe.ipynb #c2598c72
 def _swe_trajectory(self, path, log, info, rc, ps, meta, unmapped, instruction)->Trajectory:
+    "The trajectory of a `.traj` file: instance id, outcome, stated totals and model"
     steps = log.finish()
     stem = path.name[:-len('.traj')] if path.name.endswith('.traj') else path.stem
     instance_id = ps.get('id') or info.get('instance_id') or stem
-    outcome, omap = _swe_outcome(path, instance_id, info.get('exit_status'), info.get('submission'))
+    outcome, omap = swe_outcome(path, instance_id, info.get('exit_status'), info.get('submission'))
     meta.update(omap)
     for k in ('exit_status', 'submission', 'edited_files30', 'edited_files50', 'edited_files70'):
         if info.get(k): meta[k] = info[k]
     ms = info.get('model_stats') if isinstance(info.get('model_stats'), dict) else {}
     if any(ms.get(k) for k in ('tokens_sent', 'tokens_received', 'instance_cost')):
-        record_totals(meta, usage_total(ms.get('tokens_sent'), ms.get('tokens_received'), cost=ms.get('instance_cost')), steps)
+        total = usage_total(ms.get('tokens_sent'), ms.get('tokens_received'), cost=ms.get('instance_cost'))
+        record_totals(meta, total, steps)
     if ms: meta['model_stats'] = ms
     if unmapped: meta['unmapped'] = unmapped
-    model = ((rc.get('agent') or {}).get('model') or {}).get('name') if isinstance((rc.get('agent') or {}).get('model'), dict) else None
-    return Trajectory(task=Task(id=str(instance_id), instruction=instruction or content_text(ps.get('text')), domain='coding',
-                                metadata={'problem_statement': ps} if ps else {}),
-                      agent=AgentInfo(name='swe-agent', model=model if isinstance(model, str) else None), steps=steps, outcome=outcome,
-                      source=Source(format=self.name, path=str(path)), metadata=meta)
-register_adapter(SWEAgentAdapter())
-
-# %% ../../nbs/25_recorder_swe.ipynb #4a720a4a
-_OPEN = re.compile(r'^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)[^`\n]*$')
-_RC = re.compile(r'<returncode>\s*(-?\d+)\s*</returncode>')
-_SHELL = {'bash', 'sh', 'shell', 'mswea_bash_command', 'console'}
-
-def fenced_blocks(text:str)->list[tuple[str, str, int, int]]:
-    "Fenced code blocks of Markdown `text`: (language, body, start, end); a closing fence never opens a block"
-    out, pos, lines = [], 0, text.splitlines(keepends=True)
-    i, offs = 0, []
-    for l in lines: offs.append(pos); pos += len(l)
-    while i < len(lines):
-        m = _OPEN.match(lines[i].rstrip('\r\n'))
-        if not m: i += 1; continue
-        fence, lang = m.group(1), m.group(2).lower()
-        close = re.compile(r'^[ \t]*' + re.escape(fence[0]) + '{' + str(len(fence)) + r',}[ \t]*$')
-        j = next((j for j in range(i + 1, len(lines)) if close.match(lines[j].rstrip('\r\n'))), None)
-        if j is None: break                                   # an unclosed fence: no block
-        out.append((lang, ''.join(lines[i + 1:j]).rstrip('\r\n'), offs[i], offs[j] + len(lines[j])))
-        i = j + 1
-    return out
-
-# %% ../../nbs/25_recorder_swe.ipynb #eb152c96
-def _mini_command(m:dict, action_regex:str|None=None)->tuple[list[dict], str|None]:
-    "(calls [{tool, params, call_id}], thought) of an assistant message"
-    text = content_text(m.get('content'))
-    extra = m.get('extra') if isinstance(m.get('extra'), dict) else {}
-    if m.get('tool_calls'):
-        calls = [{'tool': (tc.get('function') or {}).get('name') or 'bash', 'params': parse_arguments((tc.get('function') or {}).get('arguments'))[0],
-                  'call_id': tc.get('id')} for tc in m['tool_calls']]
-        return calls, text or None
-    shell = [b for b in fenced_blocks(text) if b[0] in _SHELL]
-    if isinstance(extra.get('actions'), list) and extra['actions']:
-        thought = (text[:shell[0][2]] if shell else text).strip() or None
-        return [{'tool': 'bash', 'params': {'command': a.get('command', '')}, 'call_id': None} for a in extra['actions'] if isinstance(a, dict)], thought
-    if action_regex:                                          # the run's own rule (info.config.agent.action_regex)
-        try: found = [(mm.group(1), mm.start(), mm.end()) for mm in re.finditer(action_regex, text, re.S)]
-        except (re.error, IndexError): found = None
-        if found is not None:
-            if len(found) != 1: return [], text
-            cmd, a, b = found[0]
-            return [{'tool': 'bash', 'params': {'command': cmd.strip()}, 'call_id': None}], (text[:a] + text[b:]).strip() or None
-    if len(shell) != 1: return [], text                       # mini-swe-agent's rule: exactly one command block
-    _, body, a, b = shell[0]
-    return [{'tool': 'bash', 'params': {'command': body.strip()}, 'call_id': None}], (text[:a] + text[b:]).strip() or None
-
-# %% ../../nbs/25_recorder_swe.ipynb #714182a2
-def _mini_usage(extra:dict)->tuple[TokenUsage|None, str|None, float|None]:
-    "(usage, response id, created time) of an assistant message's `extra`"
-    resp = extra.get('response') if isinstance(extra.get('response'), dict) else {}
-    u = resp.get('usage') if isinstance(resp.get('usage'), dict) else None
-    cost = extra.get('cost') if isinstance(extra.get('cost'), (int, float)) else (u or {}).get('cost')
-    usage = usage_from(u, cost=float(cost) if isinstance(cost, (int, float)) else None) if u else (TokenUsage(cost=float(cost)) if cost is not None else None)
-    return usage, resp.get('id'), extra.get('timestamp') or resp.get('created')
-
-# %% ../../nbs/25_recorder_swe.ipynb #24a989c5
-class MiniSWEAgentAdapter(LogAdapter):
-    "mini-swe-agent `.traj.json` files (legacy list, v1 and v2 formats)"
-    name, description = 'mini-swe-agent', 'mini-swe-agent trajectories (.traj.json: legacy message list, mini-swe-agent-1, -1.1)'
-    def detect(self, path, head):
-        h = head.lstrip()
-        if re.search(r'"trajectory_format":\s*"mini-swe-agent', h) or (h.startswith('{') and '"mini_version"' in h and '"messages"' in h):
-            return 'mini-swe-agent trajectory (trajectory_format / mini_version)'
-        if h.startswith('[') and '<returncode>' in h and '"tool_calls"' not in h and '"role"' in h:
-            return 'legacy mini-swe-agent message list (<returncode> observations)'
-        return None
-
-# %% ../../nbs/25_recorder_swe.ipynb #5f4491b3
-def _mini_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
-    path = Path(path)
-    data = read_json(path, report)
-    if data is None: return
-    if isinstance(data, list): data = {'messages': data}
-    if not isinstance(data, dict) or not isinstance(data.get('messages'), list):
-        return report.bad_record(path, None, "expected a message list or an object with 'messages'", None)
-    info = data.get('info') if isinstance(data.get('info'), dict) else {}
-    log, unmapped, meta, instruction, open_step, models = StepLog(), [], {}, None, None, []
-    exit_info = {}
-    agent_cfg = (info.get('config') or {}).get('agent') if isinstance(info.get('config'), dict) else None
-    action_regex = agent_cfg.get('action_regex') if isinstance(agent_cfg, dict) and isinstance(agent_cfg.get('action_regex'), str) else None
-    for i, m in enumerate(data['messages']):
-      if not isinstance(m, dict): report.bad_record(path, None, f'messages[{i}] is not an object', m, 'message'); continue
-      with guard(report, path, None, m, f"message:{m.get('role')}"):
-        role, kind = m.get('role'), f"message:{m.get('role')}"
-        text = content_text(m.get('content'))
-        extra = m.get('extra') if isinstance(m.get('extra'), dict) else {}
-        if role == 'system' and 'system_prompt' not in meta: meta['system_prompt'] = text; report.mapped(kind)
-        elif role == 'user' and instruction is None: instruction = text; report.mapped(kind)
-        elif role == 'assistant':
-            calls, thought = _mini_command(m, action_regex)
-            usage, rid, t = _mini_usage(extra)
-            if (extra.get('response') or {}).get('model'): models.append(extra['response']['model'])
-            rid = rid or f'message-{i}'
-            if calls:
-                for c in calls: open_step = log.call(c['tool'], c['params'], c['call_id'], thought, t, usage=usage, response_id=rid)
-            else: open_step = None; log.message(text, t, usage=usage, response_id=rid, format_error=True)
-            report.mapped(kind)
-        elif role == 'tool' and m.get('tool_call_id'):
-            rc = _RC.search(text)
-            if log.result(m['tool_call_id'], text, False, int(rc.group(1)) if rc else extra.get('returncode'), extra.get('timestamp')) is None:
-                unmapped.append(report.unmapped(kind, m, path, None, why='tool result for a call not in the log'))
-            else: report.mapped(kind)
-        elif role in ('user', 'tool'):
-            rc = _RC.search(text)
-            code = int(rc.group(1)) if rc else extra.get('returncode')
-            if open_step is not None and open_step.observation is None and open_step.action is not None:
-                log.result(open_step.action.call_id, text, False, code, extra.get('timestamp')) if open_step.action.call_id else set_observation(open_step, text, False, code)
-                log.pairer.pending.pop(open_step.action.call_id, None)
-            else: log.user(text, extra.get('timestamp'))   # format-error feedback, or a user turn
-            open_step = None; report.mapped(kind)
-        elif role == 'exit': exit_info = extra; report.mapped(kind)
-        else: unmapped.append(report.unmapped(kind, m, path, None, why=f'message role {role!r} has no place in a trajectory'))
-    t = None
-    with guard(report, path, None, None, 'traj_file'): t = _mini_trajectory(self, path, data, info, log, meta, unmapped, instruction, models, exit_info)
-    if t is not None: report.mapped('traj_file'); yield t
-MiniSWEAgentAdapter.convert = _mini_convert
-
-# %% ../../nbs/25_recorder_swe.ipynb #af47a2c7
-def _mini_trajectory(self, path, data, info, log, meta, unmapped, instruction, models, exit_info)->Trajectory:
-    steps = log.finish()
-    cfg = info.get('config') if isinstance(info.get('config'), dict) else {}
-    instance_id = data.get('instance_id') or (path.name[:-len('.traj.json')] if path.name.endswith('.traj.json') else path.stem)
-    exit_status = info.get('exit_status') or exit_info.get('exit_status')
-    submission = info.get('submission') or exit_info.get('submission')
-    outcome, omap = _swe_outcome(path, instance_id, exit_status, submission)
-    meta.update(omap)
-    if exit_status: meta['exit_status'] = exit_status
-    if submission: meta['submission'] = submission
-    for k in ('mini_version',):
-        if info.get(k): meta[k] = info[k]
-    ms = info.get('model_stats') if isinstance(info.get('model_stats'), dict) else {}
-    if ms: meta['model_stats'] = ms
-    if isinstance(ms.get('instance_cost'), (int, float)) and ms['instance_cost']:
-        record_totals(meta, usage_total(cost=ms['instance_cost']), steps)
-    if unmapped: meta['unmapped'] = unmapped
-    model = (cfg.get('model') or {}).get('model_name') if isinstance(cfg.get('model'), dict) else None
-    model = next((m for m in (model, *models) if isinstance(m, str)), None)
-    return Trajectory(task=Task(id=str(instance_id), instruction=instruction or '', domain='coding'),
-                      agent=AgentInfo(name='mini-swe-agent', model=model), steps=steps,
+    am = (rc.get('agent') or {}).get('model')
+    model = am.get('name') if isinstance(am, dict) else None
+    return Trajectory(task=Task(id=str(instance_id), instruction=instruction or content_text(ps.get('text')),
+                                domain='coding', metadata={'problem_statement': ps} if ps else {}),
+                      agent=AgentInfo(name='swe-agent', model=model if isinstance(model, str) else None), steps=steps,
                       outcome=outcome, source=Source(format=self.name, path=str(path)), metadata=meta)
-register_adapter(MiniSWEAgentAdapter())
+register_adapter(SWEAgentAdapter())
