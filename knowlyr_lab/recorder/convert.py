@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
@@ -18,8 +17,9 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from ..core import KnowlyrError
 from .base import LogAdapter, RecorderError, get_adapter, list_adapters, register_adapter
 from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error, read_json
-from .redact import Redactor, default_redactor, redact_values
+from .redact import Redactor, default_redactor
 from .report import ConversionReport
+from .scrub import CountingScrub, redact_everywhere, serialise_error
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
 
@@ -28,8 +28,7 @@ if TYPE_CHECKING:   # pandas loads when a table is asked for: a CLI starts witho
 
 # %% auto #0
 __all__ = ['HEAD_BYTES', 'TrajectoryJSONLAdapter', 'FormatDetectionError', 'Detection', 'read_head', 'detect', 'detect_format',
-           'iter_log_files', 'serialise_error', 'convert', 'Finding', 'validate', 'load_outcomes', 'join_outcome',
-           'join_outcomes', 'TrajectoryDiff', 'diff_trajectories']
+           'iter_log_files', 'convert', 'Finding', 'validate', 'load_outcomes', 'join_outcome', 'join_outcomes']
 
 # %% ../../nbs/28_recorder_convert.ipynb #85388ad2
 class TrajectoryJSONLAdapter(LogAdapter):
@@ -38,7 +37,9 @@ class TrajectoryJSONLAdapter(LogAdapter):
     priority = 20
     def detect(self, path, head):
         first = head.lstrip().split('\n', 1)[0]
-        return 'JSONL records with schema_version and steps' if re.match(r'\{"schema_version"\s*:', first) and '"steps"' in first else None
+        if re.match(r'\{"schema_version"\s*:', first) and '"steps"' in first:
+            return 'JSONL records with schema_version and steps'
+        return None
     def convert(self, path, report):
         with open_bytes(path) as f:
             for i, raw in enumerate(f, 1):
@@ -46,7 +47,8 @@ class TrajectoryJSONLAdapter(LogAdapter):
                 if not raw.strip(): continue
                 try:
                     rec = loads_json(raw)
-                    t = parse_trajectory(report.clean(rec, raw) if isinstance(rec, dict) else raw.decode('utf-8', errors='replace'), path, i)
+                    rec = report.clean(rec, raw) if isinstance(rec, dict) else raw.decode('utf-8', errors='replace')
+                    t = parse_trajectory(rec, path, i)
                 except (TrajectoryError, ValueError) as e:
                     report.bad_record(path, i, str(e).split(': ', 1)[-1], raw, record_type='trajectory'); continue
                 report.mapped('trajectory')
@@ -86,11 +88,14 @@ def detect(path)->Detection:
         try: why = a.detect(path, head)
         except Exception: why = None
         if why: hits.append((a.priority, n, why))
-    if not hits: return Detection(None, f"no adapter recognises {path.name}; tried: {', '.join(names)}", [], names)
+    if not hits:
+        return Detection(None, f"no adapter recognises {path.name}; tried: {', '.join(names)}", [], names)
     hits.sort(key=lambda h: -h[0])
     top = [h for h in hits if h[0] == hits[0][0]]
     cands = [(n, w) for _, n, w in hits]
-    if len(top) > 1: return Detection(None, f"{path.name} is ambiguous: " + '; '.join(f'{n} ({w})' for _, n, w in top) + '; pass a format', cands, names)
+    if len(top) > 1:
+        why = f"{path.name} is ambiguous: " + '; '.join(f'{n} ({w})' for _, n, w in top) + '; pass a format'
+        return Detection(None, why, cands, names)
     return Detection(top[0][1], top[0][2], cands, names)
 
 # %% ../../nbs/28_recorder_convert.ipynb #e4afb5bc
@@ -104,7 +109,7 @@ def detect_format(path)->str:
 def iter_log_files(paths:Iterable|str|Path,  # files or directories
                    skipped:list|None=None,     # receives {path, why} for each hidden directory not entered
                   )->Iterator[Path]:
-    "Files named by `paths`, directories expanded recursively (sorted); hidden files are read, hidden directories skipped"
+    "Files named by `paths`, directories expanded recursively (sorted); hidden files read, hidden directories skipped"
     if isinstance(paths, (str, Path)): paths = [paths]
     for p in paths:
         p = Path(p)
@@ -121,67 +126,6 @@ def iter_log_files(paths:Iterable|str|Path,  # files or directories
                 elif q.is_file(): yield q
             todo.extend(reversed(subdirs))
 
-# %% ../../nbs/28_recorder_convert.ipynb #71e78adc
-_LONE = re.compile(r'[\ud800-\udfff]')
-_LONE_ESCAPE = re.compile(rb'\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<![dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}')
-
-def _unpaired(obj, found:list):
-    "`obj` with lone surrogates replaced by U+FFFD; what was replaced goes to `found`"
-    if isinstance(obj, str):
-        if not _LONE.search(obj): return obj
-        found.extend(f'\\u{ord(c):04x}' for c in _LONE.findall(obj))
-        return _LONE.sub('\ufffd', obj.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace'))   # pairs kept, lone ones replaced
-    if isinstance(obj, dict): return {_unpaired(k, found): _unpaired(v, found) for k, v in obj.items()}
-    if isinstance(obj, list): return [_unpaired(v, found) for v in obj]
-    return obj
-
-# %% ../../nbs/28_recorder_convert.ipynb #571ff1c3
-def serialise_error(t:Trajectory)->str|None:
-    "Why `t` cannot be written as JSON (a lone surrogate, nesting too deep, a value JSON has no form for), or None"
-    try: t.model_dump_json(); return None
-    except Exception as e: return f"cannot be written as JSON ({str(e).removeprefix('Error serializing to JSON: ')[:200]})"
-
-# %% ../../nbs/28_recorder_convert.ipynb #96ceefc5
-def _escapes_lone(raw)->bool:
-    "Does the raw JSON text `raw` escape a lone surrogate?"
-    if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
-    return (b'\\ud' in raw or b'\\uD' in raw) and _LONE_ESCAPE.search(raw) is not None    # a substring test first: the regex is slow
-
-# %% ../../nbs/28_recorder_convert.ipynb #734f1bf1
-class _Prefilter:
-    "What the readers ask of every raw record (`scrub.redactor.hits`): may a secret rule match, or is a lone surrogate escaped?"
-    def __init__(self, redactor): self.redactor = redactor
-    def hits(self, raw): return (self.redactor.hits(raw) if self.redactor is not None else ()) or _escapes_lone(raw)
-
-# %% ../../nbs/28_recorder_convert.ipynb #8c9bd390
-class _CountingScrub:
-    "The report's `scrub` hook: redacts strings or whole objects (quarantine, unmapped records), counts what it redacts, notes lone surrogates"
-    def __init__(self, redactor, report):
-        self.real, self.redactor, self.report, self.unpaired, self.values = redactor, _Prefilter(redactor), report, [], {}
-    def _count(self, c):
-        for k, n in c.items(): self.report.redacted(k, n)
-    def __call__(self, s):
-        if self.real is not None: s, c = self.real.redact_text(s); self._count(c)
-        return _unpaired(s, [])
-    def scrub_obj(self, obj):
-        if self.real is not None: obj, c = self.real.clean(obj); self._count(c)
-        return _unpaired(obj, [])
-    def clean(self, obj, raw=None):
-        if self.real is not None: obj, c = self.real.clean(obj, raw, self.values); self._count(c)
-        if raw is not None and not _escapes_lone(raw): return obj
-        found = []; obj = _unpaired(obj, found); self.unpaired.extend(found); return obj
-_counting_scrub = _CountingScrub
-
-# %% ../../nbs/28_recorder_convert.ipynb #d1e3446c
-def _redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
-    "`t` with the values redacted while its records were read replaced wherever else they appear (counted in `report`)"
-    counts = {}
-    d = redact_values(t.model_dump(), values, counts)
-    if not counts: return t
-    for k, n in counts.items(): report.redacted(k, n)
-    if t.id == t.content_hash(): d['id'] = ''               # an id hashed from the content must not depend on the secret
-    return Trajectory.model_validate(d)
-
 # %% ../../nbs/28_recorder_convert.ipynb #766ad57d
 _END = object()
 
@@ -192,10 +136,46 @@ def _collector_paused(items:Iterator)->Iterator:
         try: item = next(items, _END)
         finally:
             if was:
-                if not gc.get_freeze_count(): gc.freeze(); gc.unfreeze()   # what was made goes to the oldest generation unscanned
+                # what was made goes to the oldest generation unscanned
+                if not gc.get_freeze_count(): gc.freeze(); gc.unfreeze()
                 gc.enable()
         if item is _END: return
         yield item
+
+# %% ../../nbs/28_recorder_convert.ipynb #b7ba5156
+def _detected_adapter(path:Path, report:ConversionReport)->LogAdapter|None:
+    "The adapter that detection picks for `path`, or None (the file counted as failed, with the reason)"
+    d = detect(path)
+    if d.format is None:
+        report.bad_record(path, None, d.reason, None, record_type='(file)', aggregate=True); return None
+    return get_adapter(d.format)
+
+# %% ../../nbs/28_recorder_convert.ipynb #356a13b8
+def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values):
+    "The trajectories adapter `a` reads from `path`, checked, redacted, joined and counted"
+    before = dict(report.redactions)
+    for t in _collector_paused(a.convert(path, report)):
+        if unpaired:               # read from a record no UTF-8 writer takes: quarantined, not written
+            why = (f"a string holds a lone surrogate ({', '.join(sorted(set(unpaired))[:3])}), "
+                   "which cannot be written as UTF-8")
+            unpaired.clear()
+            report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory')
+            continue
+        # a value redacted in one record is redacted wherever else it appears in the trajectory
+        if values:
+            t = redact_everywhere(t, dict(values), report); values.clear()
+        if not t.source.format: t.source.format = a.name
+        if redactor is not None:   # the records were redacted as they were read: note what this trajectory lost
+            t.metadata['redactions'] = {k: v - before.get(k, 0) for k, v in sorted(report.redactions.items())
+                                        if v - before.get(k, 0)}
+            before = dict(report.redactions)
+        if outcomes is not None:
+            t = join_outcome(t, outcomes)
+            if 'outcome_source' in t.metadata: t.metadata['outcome_source'] = report.clean(t.metadata['outcome_source'])
+        if (why := serialise_error(t)) is not None:
+            report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory'); continue
+        report.trajectory(t)
+        yield t
 
 # %% ../../nbs/28_recorder_convert.ipynb #fddf2361
 def convert(paths,                          # files or directories of logs
@@ -206,12 +186,14 @@ def convert(paths,                          # files or directories of logs
             report:ConversionReport|None=None, # report to fill (a new one if None)
             sidecar:str|Path|None=None,     # outcome file(s) to join by instance id (see `load_outcomes`)
             side_file:str|Path|None=None,   # JSONL file for unmapped records outside any trajectory
-            exclude:Iterable=(),            # this run's outputs: never read back (the quarantine and side files never are)
+            # this run's outputs: never read back (the quarantine and side files never are)
+            exclude:Iterable=(),
            )->Iterator[Trajectory]:
     "Stream trajectories from agent logs, accounting for every record in `report`"
     redactor = redact if isinstance(redact, Redactor) else default_redactor() if redact else None
     if report is None: report = ConversionReport(strict=strict, quarantine=quarantine, side_file=side_file)
-    if report.scrub is None: report.scrub = _counting_scrub(redactor, report)    # redacts (unless redact=False), notes lone surrogates
+    # redacts (unless redact=False), notes lone surrogates
+    if report.scrub is None: report.scrub = CountingScrub(redactor, report)
     unpaired, values = getattr(report.scrub, 'unpaired', None), getattr(report.scrub, 'values', None)
     outcomes = load_outcomes(sidecar) if sidecar is not None else None
     adapter = get_adapter(format) if format else None
@@ -220,35 +202,15 @@ def convert(paths,                          # files or directories of logs
         if own and path.resolve() in own:
             report.skipped.append({'path': str(path), 'why': "this run's own output, not read back"}); continue
         report.files.append(str(path))
-        a = adapter
-        if a is None:
-            d = detect(path)
-            if d.format is None: report.bad_record(path, None, d.reason, None, record_type='(file)', aggregate=True); continue
-            a = get_adapter(d.format)
-        before = dict(report.redactions)
-        try:
-            for t in _collector_paused(a.convert(path, report)):
-                if unpaired:               # read from a record no UTF-8 writer takes: quarantined, not written
-                    why = f"a string holds a lone surrogate ({', '.join(sorted(set(unpaired))[:3])}), which cannot be written as UTF-8"
-                    unpaired.clear(); report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory'); continue
-                if values:                 # a value redacted in one record is redacted wherever else it appears in the trajectory
-                    t = _redact_everywhere(t, dict(values), report); values.clear()
-                if not t.source.format: t.source.format = a.name
-                if redactor is not None:   # the records were redacted as they were read: note what this trajectory lost
-                    t.metadata['redactions'] = {k: v - before.get(k, 0) for k, v in sorted(report.redactions.items()) if v - before.get(k, 0)}
-                    before = dict(report.redactions)
-                if outcomes is not None:
-                    t = join_outcome(t, outcomes)
-                    if 'outcome_source' in t.metadata: t.metadata['outcome_source'] = report.clean(t.metadata['outcome_source'])
-                if (why := serialise_error(t)) is not None:
-                    report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory'); continue
-                report.trajectory(t)
-                yield t
+        a = adapter if adapter is not None else _detected_adapter(path, report)
+        if a is None: continue
+        try: yield from _file_trajectories(a, path, report, redactor, outcomes, unpaired, values)
         except RecorderError: raise
         except READ_ERRORS as e:   # a truncated .gz, a file that vanished: quarantine the file, go on with the batch
             report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True)
         except Exception as e:     # an adapter bug must not end a batch; it is reported against the file
-            report.bad_record(path, None, f"adapter {a.name!r} failed: {type(e).__name__}: {e}", None, record_type='(file)', aggregate=True)
+            report.bad_record(path, None, f"adapter {a.name!r} failed: {type(e).__name__}: {e}", None,
+                              record_type='(file)', aggregate=True)
 
 # %% ../../nbs/28_recorder_convert.ipynb #25a98118
 @dataclass
@@ -259,44 +221,70 @@ class Finding:
     line: int|None
     field: str|None
     message: str
-    def __str__(self): return f"{self.level}: {self.path or '<input>'}" + (f":{self.line}" if self.line else '') + (f" [{self.field}]" if self.field else '') + f": {self.message}"
+    def __str__(self):
+        return (f"{self.level}: {self.path or '<input>'}" + (f":{self.line}" if self.line else '')
+                + (f" [{self.field}]" if self.field else '') + f": {self.message}")
 
 # %% ../../nbs/28_recorder_convert.ipynb #32de8c18
 _FIELD = re.compile(r"^(?:field '([^']+)'|([\w\-]+(?:\[\d+\])*(?:\.[\w\-]+(?:\[\d+\])*)*)):\s")
+_ENDS = ('final_answer', 'finish', 'Finish', 'submit')
 
+def _trajectory_findings(t:Trajectory)->list[Finding]:
+    "A warning for a trajectory without steps, an info for tool calls it never answered"
+    found = []
+    if not t.steps:
+        found.append(Finding('warning', t.source.path, t.source.line, 'steps',
+                             f"trajectory {t.task.id!r} has no steps"))
+    unanswered = [s.index for s in t.steps
+                  if s.action is not None and s.observation is None and s.action.tool not in _ENDS]
+    if unanswered:
+        found.append(Finding('info', t.source.path, t.source.line, 'steps',
+                             f"trajectory {t.task.id!r}: tool calls without a result at steps {unanswered[:10]}"))
+    return found
+
+# %% ../../nbs/28_recorder_convert.ipynb #67849c46
 def validate(paths, format:str|None=None)->list[Finding]:
     "Findings for the logs at `paths`, converting in memory without writing anything"
     r = ConversionReport(max_errors=10**6)
     found = []
-    for t in convert(paths, format=format, report=r, redact=False):
-        if not t.steps: found.append(Finding('warning', t.source.path, t.source.line, 'steps', f"trajectory {t.task.id!r} has no steps"))
-        unanswered = [s.index for s in t.steps if s.action is not None and s.observation is None and s.action.tool not in ('final_answer', 'finish', 'Finish', 'submit')]
-        if unanswered: found.append(Finding('info', t.source.path, t.source.line, 'steps', f"trajectory {t.task.id!r}: tool calls without a result at steps {unanswered[:10]}"))
+    for t in convert(paths, format=format, report=r, redact=False): found += _trajectory_findings(t)
     for i in r.issues:
         m = _FIELD.match(i['reason'])
         found.append(Finding('error', i['path'], i['line'], (m.group(1) or m.group(2)) if m else None, i['reason']))
     found += [Finding('warning', w['path'], w['line'], w['record_type'], w['reason']) for w in r.warnings]
     for rt, c in sorted(r.counts.items()):
-        if c['unmapped']: found.append(Finding('warning', None, None, rt, f"{c['unmapped']} record(s) of type {rt!r} kept but not mapped"))
+        if c['unmapped']:
+            found.append(Finding('warning', None, None, rt,
+                                 f"{c['unmapped']} record(s) of type {rt!r} kept but not mapped"))
     return found
 
 # %% ../../nbs/28_recorder_convert.ipynb #4a64f4cd
+def _listed_outcomes(doc:dict, ids_keys:list, out:dict, src:str):
+    "Outcomes of a run report: each id of a `*_ids` list (or the older `resolved` list), resolved when listed so"
+    old = isinstance(doc.get('resolved'), list)
+    res = set(doc.get('resolved_ids') or (doc.get('resolved') if old else []))
+    for k in ids_keys + (['resolved'] if old else []):
+        for i in doc[k]:
+            if isinstance(i, str):
+                out.setdefault(i, {'resolved': i in res, 'source': src, 'lists': []})['lists'].append(k)
+
+# %% ../../nbs/28_recorder_convert.ipynb #8f25722f
 def _outcomes_of(doc, out:dict, src:str):
+    "Add the outcomes sidecar document `doc` holds to `out` (instance id -> {'resolved', 'source', ...})"
     if isinstance(doc, list):
         for d in doc: _outcomes_of(d, out, src)
         return
     if not isinstance(doc, dict): return
     ids_keys = [k for k in doc if k.endswith('_ids') and isinstance(doc[k], list)]
-    if ids_keys or isinstance(doc.get('resolved'), list):
-        res = set(doc.get('resolved_ids') or (doc.get('resolved') if isinstance(doc.get('resolved'), list) else []))
-        for k in ids_keys + (['resolved'] if isinstance(doc.get('resolved'), list) else []):
-            for i in doc[k]:
-                if isinstance(i, str): out.setdefault(i, {'resolved': i in res, 'source': src, 'lists': []})['lists'].append(k)
-        return
+    if ids_keys or isinstance(doc.get('resolved'), list): _listed_outcomes(doc, ids_keys, out, src); return
     if 'instance_id' in doc and 'resolved' in doc:
-        out[str(doc['instance_id'])] = {**{k: v for k, v in doc.items() if not isinstance(v, list)}, 'resolved': bool(doc['resolved']), 'source': src}; return
+        out[str(doc['instance_id'])] = {**{k: v for k, v in doc.items() if not isinstance(v, list)},
+                                        'resolved': bool(doc['resolved']), 'source': src}
+        return
     for k, v in doc.items():
-        if isinstance(v, dict) and 'resolved' in v: out[str(k)] = {**{kk: vv for kk, vv in v.items() if kk != 'tests_status'}, 'resolved': bool(v['resolved']), 'source': src}
+        if isinstance(v, dict) and 'resolved' in v:
+            out[str(k)] = {**{kk: vv for kk, vv in v.items() if kk != 'tests_status'}, 'resolved': bool(v['resolved']),
+                           'source': src}
 
 # %% ../../nbs/28_recorder_convert.ipynb #c932e155
 def load_outcomes(paths)->dict[str, dict]:
@@ -327,46 +315,5 @@ def join_outcomes(trajs:Iterable[Trajectory], sidecar)->Iterator[Trajectory]:
     outcomes = load_outcomes(sidecar)
     for t in trajs: yield join_outcome(t, outcomes)
 
-# %% ../../nbs/28_recorder_convert.ipynb #fed38a0a
-@dataclass
-class TrajectoryDiff:
-    "How two trajectories differ"
-    steps: tuple
-    tools: dict
-    success: tuple
-    reward: tuple
-    first_divergence: dict|None     # {'index', 'field', 'a', 'b'} or None when identical
-    @property
-    def identical(self)->bool: return self.first_divergence is None and self.steps[0] == self.steps[1]
-    def to_frame(self)->pd.DataFrame:
-        "Side-by-side table"
-        fd = self.first_divergence
-        rows = [('steps', *self.steps), ('success', *self.success), ('reward', *self.reward),
-                ('tools only here', ', '.join(self.tools['only_a']), ', '.join(self.tools['only_b'])),
-                ('first divergence', fd and f"step {fd['index']} ({fd['field']}): {fd['a']}", fd and f"step {fd['index']} ({fd['field']}): {fd['b']}")]
-        import pandas as pd  # here: the CLI starts without pandas
-        return pd.DataFrame(rows, columns=['', 'a', 'b']).set_index('')
-    def _repr_html_(self): return self.to_frame()._repr_html_()
-
-def _short(x, n=80):
-    s = x if isinstance(x, str) else json.dumps(x, sort_keys=True, default=str)
-    return s if len(s) <= n else s[:n - 3] + '...'
-
-# %% ../../nbs/28_recorder_convert.ipynb #0f28b0e9
-def diff_trajectories(a:Trajectory, b:Trajectory)->TrajectoryDiff:
-    "Compare two trajectories step by step"
-    ca, cb = Counter(a.tools_used), Counter(b.tools_used)
-    tools = {'a': dict(ca), 'b': dict(cb), 'only_a': sorted(set(ca) - set(cb)), 'only_b': sorted(set(cb) - set(ca))}
-    fd = None
-    for i, (sa, sb) in enumerate(zip(a.steps, b.steps)):
-        pairs = [('tool', sa.action and sa.action.tool, sb.action and sb.action.tool),
-                 ('params', sa.action and sa.action.params, sb.action and sb.action.params),
-                 ('observation', sa.observation and sa.observation.content, sb.observation and sb.observation.content),
-                 ('thought', sa.thought, sb.thought)]
-        for f, x, y in pairs:
-            if x != y: fd = {'index': i, 'field': f, 'a': _short(x), 'b': _short(y)}; break
-        if fd: break
-    if fd is None and len(a.steps) != len(b.steps):
-        i = min(len(a.steps), len(b.steps))
-        fd = {'index': i, 'field': 'length', 'a': f'{len(a.steps)} steps', 'b': f'{len(b.steps)} steps'}
-    return TrajectoryDiff((len(a.steps), len(b.steps)), tools, (a.outcome.success, b.outcome.success), (a.reward, b.reward), fd)
+# %% ../../nbs/28_recorder_convert.ipynb #21af80a6
+from .diff import TrajectoryDiff, diff_trajectories  # noqa: F401 (re-exported)
