@@ -14,6 +14,8 @@ import re
 import string
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from ..core import parse_ast
 from .base import LogAdapter, get_adapter, register_adapter
 from .chat import ChatBuilder, exit_code_of, feed_message
@@ -27,6 +29,7 @@ __all__ = ['answer_matches', 'parse_smol_calls', 'gaia_correct', 'benchmark_corr
 
 # %% ../../nbs/23b_recorder_smolagents.ipynb #235880ee
 def _norm_answer(x)->str:
+    "An answer for matching: spaces collapsed, lower case, no final period; a number in one canonical form"
     s = re.sub(r'\s+', ' ', str(x)).strip().lower().rstrip('.')
     try: return repr(float(s.replace(',', '')))
     except ValueError: return s
@@ -54,7 +57,8 @@ def parse_smol_calls(text:str)->list[dict]|None:
         fn = c.get('function') if isinstance(c, dict) else None
         if not isinstance(fn, dict) or not fn.get('name'): return None
         args = fn.get('arguments')
-        params, ok = parse_arguments(args) if not isinstance(args, str) or args.lstrip().startswith('{') else ({'code': args}, True)
+        if not isinstance(args, str) or args.lstrip().startswith('{'): params, ok = parse_arguments(args)
+        else: params, ok = {'code': args}, True
         out.append({'tool': fn['name'], 'params': params, 'call_id': c.get('id'), 'ok': ok})
     return out
 
@@ -62,15 +66,20 @@ def parse_smol_calls(text:str)->list[dict]|None:
 _NUMBER = re.compile(r'-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?')
 
 def _as_number(s:str)->float:
+    "`s` read as a number the way GAIA reads it (`$`, `%` and `,` removed); inf when it is not one"
     for c in '$%,': s = s.replace(c, '')
     try: return float(s)
     except ValueError: return float('inf')
 
+# %% ../../nbs/23b_recorder_smolagents.ipynb #075d15ef
 def _is_float(s)->bool:
+    "Does `s` read as a float?"
     try: float(s); return True
     except ValueError: return False
 
+# %% ../../nbs/23b_recorder_smolagents.ipynb #280ee22b
 def _norm_str(s:str, punct:bool=True)->str:
+    "`s` without whitespace, in lower case, and (`punct`) without punctuation"
     s = re.sub(r'\s', '', s).lower()
     return s.translate(str.maketrans('', '', string.punctuation)) if punct else s
 
@@ -80,8 +89,9 @@ def gaia_correct(answer:str, truth:str)->bool:
     if _is_float(truth): return _as_number(answer) == float(truth)
     if any(c in truth for c in ',;'):
         ts, as_ = re.split('[,;]', truth), re.split('[,;]', answer)
-        return len(ts) == len(as_) and all(_as_number(a) == float(t) if _is_float(t) else _norm_str(a, False) == _norm_str(t, False)
-                                         for a, t in zip(as_, ts))
+        return len(ts) == len(as_) and all(
+            _as_number(a) == float(t) if _is_float(t) else _norm_str(a, False) == _norm_str(t, False)
+            for a, t in zip(as_, ts))
     return _norm_str(answer) == _norm_str(truth)
 
 # %% ../../nbs/23b_recorder_smolagents.ipynb #5d661d7a
@@ -89,7 +99,7 @@ def benchmark_correct(answer,            # the agent's final answer
                       truth,             # the reference answer
                       source:str|None,   # the row's benchmark (`MATH`, `GAIA`, `SimpleQA`...)
                      )->bool|None:       # None when there is no reference
-    "Whether the smolagents benchmark scores `answer` correct: MATH by its last number, anything else by GAIA's scorer"
+    "Whether the smolagents benchmark scores `answer` correct: MATH by its last number, others by GAIA's scorer"
     if answer is None or truth is None: return None
     if str(source).upper() == 'MATH':
         nums = [n.replace(',', '') for n in _NUMBER.findall(str(answer))]
@@ -100,108 +110,162 @@ def benchmark_correct(answer,            # the agent's final answer
 # %% ../../nbs/23b_recorder_smolagents.ipynb #ec15a1fa
 class SmolagentsAdapter(LogAdapter):
     name = 'smolagents'
-    description = 'smolagents benchmark / open_deep_research output rows (intermediate_steps, answer vs true_answer) and score files'
+    description = ('smolagents benchmark / open_deep_research output rows (intermediate_steps, answer vs true_answer) '
+                   'and score files')
     def detect(self, path, head):
-        if '"intermediate_steps"' in head and ('"question"' in head or '"augmented_question"' in head): return 'rows with question + intermediate_steps (smolagents runner output)'
-        if Path(path).suffix == '.json' and '"benchmarks"' in head and '"exact_match_score"' in head: return 'smolagents benchmark score summary'
+        if '"intermediate_steps"' in head and ('"question"' in head or '"augmented_question"' in head):
+            return 'rows with question + intermediate_steps (smolagents runner output)'
+        if Path(path).suffix == '.json' and '"benchmarks"' in head and '"exact_match_score"' in head:
+            return 'smolagents benchmark score summary'
         return None
 
 # %% ../../nbs/23b_recorder_smolagents.ipynb #37fa2481
+def _smol_message(b:ChatBuilder, m:dict, role:str, text:str, line)->str:
+    "Feed a system, user or assistant message to `b`; returns its record type"
+    if role == 'assistant':
+        b._pending = (b._pending + '\n' + text).strip() if getattr(b, '_pending', None) else text
+        tc = m.get('tool_calls')
+        if isinstance(tc, list) and tc:
+            feed_message(b, {'role': 'assistant', 'content': b._pending, 'tool_calls': tc}, 'message', line)
+            b._pending = None
+            b.fifo.extend(b.pairer.pending.pop(k) for k in list(b.pairer.pending))
+    elif role == 'system': b.add_system(text)
+    elif b._first_user: b._first_user = False; b.task_prompt = text
+    else: b.add_user(text)
+    return f'message:{role}'
+
+# %% ../../nbs/23b_recorder_smolagents.ipynb #d67506dd
+def _smol_tool_call(b:ChatBuilder, text:str)->str:
+    "Feed a `tool-call` message to `b`; raises ValueError when it is not `Calling tools: [...]`"
+    calls = parse_smol_calls(text)
+    if calls is None: raise ValueError(f"tool-call message is not 'Calling tools: [...]': {text[:60]!r}")
+    b.add_assistant(b._pending, calls)
+    b._pending = None
+    b.fifo.extend(b.pairer.pending.pop(k) for k in list(b.pairer.pending))   # results carry no id: pair by order
+    return 'message:tool-call'
+
+# %% ../../nbs/23b_recorder_smolagents.ipynb #33253f4b
+def _smol_failed_call(b:ChatBuilder, text:str, body:str):
+    "Add the step of a call that failed before it ran, with its error as the observation"
+    m_err = _ERR_TOOL.search(text)
+    if m_err:
+        try: params = ast.literal_eval(parse_ast(m_err.group(2).lstrip(' \t'), 'eval'))
+        except (ValueError, SyntaxError, RecursionError): params = {'_raw': m_err.group(2)}
+        call = {'tool': m_err.group(1), 'params': params if isinstance(params, dict) else {'_raw': params}}
+        b.add_assistant(b._pending, [call], failed_call=True)
+    else: b.add_assistant(b._pending, [{'tool': 'agent_error', 'params': {}}], failed_call=True)
+    b._pending = None
+    set_observation(b.fifo.pop(0), body, True, None)
+
+# %% ../../nbs/23b_recorder_smolagents.ipynb #19c1b0a7
+def _smol_tool_response(b:ChatBuilder, text:str)->str:
+    "Feed a `tool-response` message to `b`; returns its record type"
+    m_id = _CALL_ID.match(text)
+    if m_id: text = text[m_id.end():]
+    is_err = text.lstrip().startswith('Error')
+    body = re.sub(r'^\s*Observation:\s*', '', text)
+    if m_id:                                              # "Call id: X": the result of that call, wherever it is
+        step = next((s for s in b.fifo if s.action.call_id == m_id.group(1)), None)
+        if step is not None:
+            b.fifo.remove(step); set_observation(step, body, is_err, exit_code_of(body)); return 'message:tool-response'
+    # parallel calls: smolagents joins their outputs in one message
+    if len(b.fifo) > 1 and not m_id:
+        for s in b.fifo:
+            set_observation(s, body, is_err, exit_code_of(body)); s.metadata['observation_shared_by'] = len(b.fifo)
+        b.fifo.clear(); return 'message:tool-response'
+    if b.fifo: set_observation(b.fifo.pop(0), body, is_err, exit_code_of(body)); return 'message:tool-response'
+    _smol_failed_call(b, text, body)
+    return 'message:tool-response'
+
+# %% ../../nbs/23b_recorder_smolagents.ipynb #20fed28c
 def _smol_step(b, m, path, line, report)->str:
     "Feed one smolagents memory message; returns its record type"
     role = m.get('role')
     text = content_text(m.get('content'))
-    if role in ('system', 'user', 'assistant'):
-        if role == 'assistant':
-            b._pending = (b._pending + '\n' + text).strip() if getattr(b, '_pending', None) else text
-            tc = m.get('tool_calls')
-            if isinstance(tc, list) and tc:
-                feed_message(b, {'role': 'assistant', 'content': b._pending, 'tool_calls': tc}, 'message', line); b._pending = None
-                b.fifo.extend(b.pairer.pending.pop(k) for k in list(b.pairer.pending))
-        elif role == 'system': b.add_system(text)
-        elif b._first_user: b._first_user = False; b.task_prompt = text
-        else: b.add_user(text)
-        return f'message:{role}'
-    if role == 'tool-call':
-        calls = parse_smol_calls(text)
-        if calls is None: raise ValueError(f"tool-call message is not 'Calling tools: [...]': {text[:60]!r}")
-        b.add_assistant(b._pending, calls)
-        b._pending = None
-        b.fifo.extend(b.pairer.pending.pop(k) for k in list(b.pairer.pending))   # results carry no id: pair by order
-        return 'message:tool-call'
-    if role == 'tool-response':
-        m_id = _CALL_ID.match(text)
-        if m_id: text = text[m_id.end():]
-        is_err = text.lstrip().startswith('Error')
-        body = re.sub(r'^\s*Observation:\s*', '', text)
-        if m_id:                                              # "Call id: X": the result of that call, wherever it is
-            step = next((s for s in b.fifo if s.action.call_id == m_id.group(1)), None)
-            if step is not None:
-                b.fifo.remove(step); set_observation(step, body, is_err, exit_code_of(body)); return 'message:tool-response'
-        if len(b.fifo) > 1 and not m_id:                      # parallel calls: smolagents joins their outputs in one message
-            for s in b.fifo:
-                set_observation(s, body, is_err, exit_code_of(body)); s.metadata['observation_shared_by'] = len(b.fifo)
-            b.fifo.clear(); return 'message:tool-response'
-        if b.fifo: set_observation(b.fifo.pop(0), body, is_err, exit_code_of(body)); return 'message:tool-response'
-        m_err = _ERR_TOOL.search(text)
-        if m_err:
-            try: params = ast.literal_eval(parse_ast(m_err.group(2).lstrip(' \t'), 'eval'))
-            except (ValueError, SyntaxError, RecursionError): params = {'_raw': m_err.group(2)}
-            b.add_assistant(b._pending, [{'tool': m_err.group(1), 'params': params if isinstance(params, dict) else {'_raw': params}}], failed_call=True)
-        else: b.add_assistant(b._pending, [{'tool': 'agent_error', 'params': {}}], failed_call=True)
-        b._pending = None
-        set_observation(b.fifo.pop(0), body, True, None)
-        return 'message:tool-response'
+    if role in ('system', 'user', 'assistant'): return _smol_message(b, m, role, text, line)
+    if role == 'tool-call': return _smol_tool_call(b, text)
+    if role == 'tool-response': return _smol_tool_response(b, text)
     b.keep(report.unmapped(f'message:{role}', m, path, line, why=f'unknown role {role!r}'))
     return 'unmapped'
 
+# %% ../../nbs/23b_recorder_smolagents.ipynb #3219fee9
+def _feed_smol(b:ChatBuilder, msgs:list, path, line, report):
+    "Feed a row's `intermediate_steps` to `b`, counting each message under its record type"
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict):
+            report.bad_record(path, line, f"intermediate_steps[{i}]: expected an object", m, record_type='message')
+            continue
+        try: rt = _smol_step(b, m, path, line, report)
+        except ValueError as e:
+            report.bad_record(path, line, f"intermediate_steps[{i}]: {e}", m, record_type=f"message:{m.get('role')}")
+            continue
+        if rt != 'unmapped': report.mapped(rt)
+    if b._pending: b.add_assistant(b._pending)
+
+# %% ../../nbs/23b_recorder_smolagents.ipynb #cb0c0da7
+def _smol_usage(b:ChatBuilder, row:dict)->dict:
+    "Put the row's `token_counts` on the first step; returns them ({} when the row has none)"
+    tc = row.get('token_counts') if isinstance(row.get('token_counts'), dict) else {}
+    inp, out = tc.get('input_tokens', tc.get('input')), tc.get('output_tokens', tc.get('output'))
+    if b.steps and (inp is not None or out is not None):
+        b.steps[0].usage = TokenUsage(input=int(inp or 0), output=int(out or 0))
+        b.steps[0].metadata['usage_scope'] = 'trajectory'
+    return tc
+
+# %% ../../nbs/23b_recorder_smolagents.ipynb #3039a2b1
+def _smol_success(row:dict, answer)->tuple[bool|None, bool, str|None]:
+    "(success, inferred, how it was decided) of a row"
+    inferred = not isinstance(row.get('is_correct'), bool)
+    if not inferred: return bool(row['is_correct']), False, "is_correct (the runner's verdict)"
+    success = benchmark_correct(answer, row.get('true_answer'), row.get('source') or row.get('task'))
+    if success is None: return None, True, None
+    how = 'last number of the answer' if str(row.get('source')).upper() == 'MATH' else 'GAIA answer matching'
+    return success, True, f"inferred by the recorder: smolagents benchmark scorer ({how})"
+
+# %% ../../nbs/23b_recorder_smolagents.ipynb #f3782295
+_SMOL_KNOWN = ('intermediate_steps', 'question', 'answer', 'prediction', 'true_answer', 'token_counts', 'start_time',
+               'end_time', 'model_id', 'agent_name', 'task_id', 'is_correct')
+
+def _smol_finish(self, b, row):
+    "The row's trajectory: usage, outcome, how success was decided, and the row's other fields as metadata"
+    tc = _smol_usage(b, row)
+    answer = row.get('answer', row.get('prediction'))
+    _, contains = answer_matches(answer, row.get('true_answer'))
+    success, inferred, src = _smol_success(row, answer)
+    err = row.get('agent_error') or row.get('parsing_error') or None
+    outcome = Outcome(success=success, score=None if success is None else float(success),
+                      terminated=answer is not None and not err, truncated=bool(row.get('iteration_limit_exceeded')),
+                      submitted=answer is not None and not err, reason=str(err)[:500] if err else None)
+    md = {'answer': answer, 'contains_match': contains, 'log_usage': tc or None, 'success_source': src,
+          'success_inferred': (inferred and success is not None) or None,
+          't_start': parse_time(row.get('start_time')), 't_end': parse_time(row.get('end_time'))}
+    md.update({k: v for k, v in row.items() if k not in _SMOL_KNOWN})
+    tm = {'true_answer': row.get('true_answer'), 'prompt': b.task_prompt,
+          'source': row.get('source') or row.get('task')}
+    return b.build(task_id=str(row.get('task_id') or f'{Path(b.path).stem}-{b.line}'),
+                   agent=row.get('agent_name') or 'smolagents', outcome=outcome,
+                   metadata={k: v for k, v in md.items() if v is not None},
+                   task_metadata={k: v for k, v in tm.items() if v is not None})
+
 # %% ../../nbs/23b_recorder_smolagents.ipynb #51b12550
-def _convert_smol(self, path, report):
+@patch
+def convert(self:SmolagentsAdapter, path, report):
     path = Path(path)
     if path.suffix == '.json':
         doc = read_json(path, report)
-        if doc is not None: report.unmapped('benchmark_scores', doc, path, None, why='aggregate scores of a run; no per-task trajectory', orphan=True)
+        if doc is not None:
+            why = 'aggregate scores of a run; no per-task trajectory'
+            report.unmapped('benchmark_scores', doc, path, None, why=why, orphan=True)
         return
     for line, row in iter_jsonl(path, report):
         msgs = row.get('intermediate_steps', [])
         if not isinstance(msgs, list) or not isinstance(row.get('question', row.get('augmented_question', '')), str):
-            report.bad_record(path, line, "expected 'intermediate_steps' (list) and 'question' (str)", row, record_type='row'); continue
+            report.bad_record(path, line, "expected 'intermediate_steps' (list) and 'question' (str)", row,
+                              record_type='row'); continue
         b = ChatBuilder(self.name, path, report, line)
         b._pending, b._first_user, b.task_prompt = None, True, None
         b.instruction = row.get('question') or row.get('augmented_question') or ''
-        for i, m in enumerate(msgs):
-            if not isinstance(m, dict):
-                report.bad_record(path, line, f"intermediate_steps[{i}]: expected an object", m, record_type='message'); continue
-            try: rt = _smol_step(b, m, path, line, report)
-            except ValueError as e: report.bad_record(path, line, f"intermediate_steps[{i}]: {e}", m, record_type=f"message:{m.get('role')}"); continue
-            if rt != 'unmapped': report.mapped(rt)
-        if b._pending: b.add_assistant(b._pending)
+        _feed_smol(b, msgs, path, line, report)
         if not msgs: report.mapped('row:empty')
         yield _smol_finish(self, b, row)
-SmolagentsAdapter.convert = _convert_smol
-
-# %% ../../nbs/23b_recorder_smolagents.ipynb #f3782295
-def _smol_finish(self, b, row):
-    tc = row.get('token_counts') if isinstance(row.get('token_counts'), dict) else {}
-    inp, out = tc.get('input_tokens', tc.get('input')), tc.get('output_tokens', tc.get('output'))
-    if b.steps and (inp is not None or out is not None):
-        b.steps[0].usage = TokenUsage(input=int(inp or 0), output=int(out or 0)); b.steps[0].metadata['usage_scope'] = 'trajectory'
-    answer = row.get('answer', row.get('prediction'))
-    _, contains = answer_matches(answer, row.get('true_answer'))
-    inferred = not isinstance(row.get('is_correct'), bool)
-    success = benchmark_correct(answer, row.get('true_answer'), row.get('source') or row.get('task')) if inferred else bool(row['is_correct'])
-    src = ('is_correct (the runner\'s verdict)' if not inferred else None if success is None else
-           f"inferred by the recorder: smolagents benchmark scorer ({'last number of the answer' if str(row.get('source')).upper() == 'MATH' else 'GAIA answer matching'})")
-    err = row.get('agent_error') or row.get('parsing_error') or None
-    outcome = Outcome(success=success, score=None if success is None else float(success), terminated=answer is not None and not err,
-                      truncated=bool(row.get('iteration_limit_exceeded')), submitted=answer is not None and not err,
-                      reason=str(err)[:500] if err else None)
-    md = {'answer': answer, 'contains_match': contains, 'log_usage': tc or None, 'success_source': src, 'success_inferred': (inferred and success is not None) or None,
-          't_start': parse_time(row.get('start_time')), 't_end': parse_time(row.get('end_time'))}
-    md.update({k: v for k, v in row.items() if k not in ('intermediate_steps', 'question', 'answer', 'prediction', 'true_answer',
-               'token_counts', 'start_time', 'end_time', 'model_id', 'agent_name', 'task_id', 'is_correct')})
-    tm = {'true_answer': row.get('true_answer'), 'prompt': b.task_prompt, 'source': row.get('source') or row.get('task')}
-    return b.build(task_id=str(row.get('task_id') or f'{Path(b.path).stem}-{b.line}'), agent=row.get('agent_name') or 'smolagents',
-                   outcome=outcome, metadata={k: v for k, v in md.items() if v is not None},
-                   task_metadata={k: v for k, v in tm.items() if v is not None})
 register_adapter(SmolagentsAdapter())
