@@ -21,6 +21,7 @@ __all__ = ['PACKAGES', 'provenance', 'results_only']
 # %% ../nbs/09a_provenance.ipynb #19abfff1
 PACKAGES = ('knowlyr-lab', 'torch', 'transformers', 'tokenizers', 'peft', 'accelerate', 'trl', 'numpy', 'scipy')
 
+# %% ../nbs/09a_provenance.ipynb #227e9e42
 def _version(name):
     try: return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError: return None
@@ -35,7 +36,9 @@ def _cpu_model()->str:
 
 # %% ../nbs/09a_provenance.ipynb #10411e7d
 def _git(*args, cwd=None):
-    try: return subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip() or None
+    try:
+        return subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError): return None
 
 # %% ../nbs/09a_provenance.ipynb #5e7b2715
@@ -64,6 +67,7 @@ def provenance(seed:int|None=None,       # the run's seed
 
 # %% ../nbs/09a_provenance.ipynb #7209a23c
 def results_only(p:dict)->bool:
-    "True when a run's checkout was its commit, or differed only in results files (`*.results.*`): it ran the committed code"
+    ("True when a run's checkout was its commit, or differed only in results files (`*.results.*`): it ran the "
+     "committed code")
     if p.get('dirty') is False: return True
     return bool(p.get('dirty') and p.get('modified') and all('.results.' in Path(m).name for m in p['modified']))
