@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+from fastcore.basics import patch
+
 from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .openhands import exit_code, is_openhands_v1
@@ -34,7 +36,9 @@ def _sdk_counter(value)->dict|None:
         tot['cost'] += float(m.get('accumulated_cost') or 0.0)
     return tot
 
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #68e9a9a6
 def _delta(a:dict, b:dict)->TokenUsage:
+    "The usage between counters `a` and `b`"
     return TokenUsage(input=max(0, b['input'] - a['input']), output=max(0, b['output'] - a['output']),
                       cached=max(0, b['cached'] - a['cached']), reasoning=max(0, b['reasoning'] - a['reasoning']),
                       cost=max(0.0, round(b['cost'] - a['cost'], 12)) or None)
@@ -45,10 +49,13 @@ def _sdk_text(x)->str:
     return content_text(x) if x else ''
 
 # %% ../../nbs/24a_recorder_openhands_sdk.ipynb #ba0801e7
-_SDK_SKIP = {'Condensation': 'context condensation (the agent summarised its history)', 'CondensationRequest': 'context condensation request',
-             'CondensationSummaryEvent': 'context condensation summary', 'PauseEvent': 'conversation paused by the user'}
+_SDK_SKIP = {'Condensation': 'context condensation (the agent summarised its history)',
+             'CondensationRequest': 'context condensation request',
+             'CondensationSummaryEvent': 'context condensation summary',
+             'PauseEvent': 'conversation paused by the user'}
 
-_SDK_NO_TEXT = {'kind', 'command', 'path', 'error', 'working_dir', 'py_interpreter_path', 'full_output_save_dir'}   # fields that are not the result
+# fields that are not the result
+_SDK_NO_TEXT = {'kind', 'command', 'path', 'error', 'working_dir', 'py_interpreter_path', 'full_output_save_dir'}
 
 class _V1History:
     "Steps, task and outcome facts of one SDK event stream"
@@ -64,72 +71,100 @@ class _V1History:
         u, self.pending = self.pending, None
         return u
 
-    def event(self, ev, line=None):
-        if not isinstance(ev, dict): return self._skip('event:invalid', ev, 'history entry is not an event object')
-        kind = str(ev.get('kind') or ('ObservationEvent' if 'observation' in ev else 'ActionEvent' if 'action' in ev else 'unknown'))
-        self._line = line or self.line
-        with guard(self.report, self.path, self._line, ev, kind): getattr(self, '_' + kind, self._other)(ev, kind)
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #b9bd74b9
+@patch
+def event(self:_V1History, ev, line=None):
+    if not isinstance(ev, dict): return self._skip('event:invalid', ev, 'history entry is not an event object')
+    kind = str(ev.get('kind') or ('ObservationEvent' if 'observation' in ev else 'ActionEvent' if 'action' in ev
+                                  else 'unknown'))
+    self._line = line or self.line
+    with guard(self.report, self.path, self._line, ev, kind): getattr(self, '_' + kind, self._other)(ev, kind)
 
-    def _ActionEvent(self, ev, kind):
-        tc = ev.get('tool_call') if isinstance(ev.get('tool_call'), dict) else {}
-        act = ev.get('action') if isinstance(ev.get('action'), dict) else {}
-        params, ok = parse_arguments(tc.get('arguments')) if tc.get('arguments') is not None else ({k: v for k, v in act.items() if k != 'kind'}, True)
-        thought = _sdk_text(ev.get('thought')) or ev.get('reasoning_content') or None
-        rid = ev.get('llm_response_id')
-        first = rid is None or rid not in self.log._responses
-        step = self.log.call(ev.get('tool_name') or tc.get('name') or act.get('kind') or 'unknown', params,
-                             ev.get('tool_call_id') or tc.get('id') or ev.get('id'), thought, ev.get('timestamp'),
-                             usage=self._take_usage() if first else None, response_id=rid, action_kind=act.get('kind'),
-                             event_id=ev.get('id'))
-        if ev.get('reasoning_content') and _sdk_text(ev.get('thought')): step.metadata['reasoning_content'] = ev['reasoning_content']
-        if ev.get('id'): self.by_event[ev['id']] = step
-        if act.get('kind') == 'FinishAction': self.finished = True
-        self.report.mapped(kind)
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #df44dcaf
+@patch
+def feed(self:_V1History, events):
+    for ev in events: self.event(ev)
+    return self
 
-    def _AgentErrorEvent(self, ev, kind):
-        if self.log.result(ev.get('tool_call_id'), ev.get('error') or '', True, None, ev.get('timestamp')) is None:
-            return self._skip(kind, ev, 'agent error not tied to a tool call in the log')
-        self.report.mapped(kind)
-    _UserRejectObservation = lambda self, ev, kind: self._AgentErrorEvent({**ev, 'error': ev.get('rejection_reason') or 'rejected by the user'}, kind)
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #c9faacb9
+@patch
+def _ActionEvent(self:_V1History, ev, kind):
+    tc = ev.get('tool_call') if isinstance(ev.get('tool_call'), dict) else {}
+    act = ev.get('action') if isinstance(ev.get('action'), dict) else {}
+    if tc.get('arguments') is not None: params = parse_arguments(tc.get('arguments'))[0]
+    else: params = {k: v for k, v in act.items() if k != 'kind'}
+    thought = _sdk_text(ev.get('thought')) or ev.get('reasoning_content') or None
+    rid = ev.get('llm_response_id')
+    first = rid is None or rid not in self.log._responses
+    step = self.log.call(ev.get('tool_name') or tc.get('name') or act.get('kind') or 'unknown', params,
+                         ev.get('tool_call_id') or tc.get('id') or ev.get('id'), thought, ev.get('timestamp'),
+                         usage=self._take_usage() if first else None, response_id=rid, action_kind=act.get('kind'),
+                         event_id=ev.get('id'))
+    if ev.get('reasoning_content') and _sdk_text(ev.get('thought')):
+        step.metadata['reasoning_content'] = ev['reasoning_content']
+    if ev.get('id'): self.by_event[ev['id']] = step
+    if act.get('kind') == 'FinishAction': self.finished = True
+    self.report.mapped(kind)
 
-    def _MessageEvent(self, ev, kind):
-        msg = ev.get('llm_message') if isinstance(ev.get('llm_message'), dict) else {}
-        text = _sdk_text(msg.get('content'))
-        if ev.get('source') == 'user' or msg.get('role') == 'user':
-            if self.instruction is None: self.instruction = text
-            elif self.log.steps or text.strip() != self.instruction.strip(): self.log.user(text, ev.get('timestamp'))
-        else: self.log.message(text, ev.get('timestamp'), usage=self._take_usage())
-        self.report.mapped(kind)
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #4e851c6f
+@patch
+def _AgentErrorEvent(self:_V1History, ev, kind):
+    if self.log.result(ev.get('tool_call_id'), ev.get('error') or '', True, None, ev.get('timestamp')) is None:
+        return self._skip(kind, ev, 'agent error not tied to a tool call in the log')
+    self.report.mapped(kind)
 
-    def _SystemPromptEvent(self, ev, kind):
-        sp = ev.get('system_prompt')
-        self.system = _sdk_text(sp.get('text') if isinstance(sp, dict) else sp); self.report.mapped(kind)
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #dbe6183e
+@patch
+def _UserRejectObservation(self:_V1History, ev, kind):
+    return self._AgentErrorEvent({**ev, 'error': ev.get('rejection_reason') or 'rejected by the user'}, kind)
 
-    def _ConversationStateUpdateEvent(self, ev, kind):
-        key, value = ev.get('key'), ev.get('value')
-        if key == 'execution_status': self.status = value; return self.report.mapped(f'{kind}:{key}')
-        if key == 'stats' and (c := _sdk_counter(value)) is not None:
-            if self.pending is not None: self.lost.append(self.pending)
-            self.pending, self.counter = _delta(self.counter, c), c
-            for m in value['usage_to_metrics'].values():
-                if isinstance(m, dict) and isinstance(m.get('model_name'), str) and m['model_name'] not in self.models: self.models.append(m['model_name'])
-            return self.report.mapped(f'{kind}:{key}')
-        self._skip(f'{kind}:{key}', ev, 'conversation state snapshot (not an agent step)')
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #ca03895f
+@patch
+def _MessageEvent(self:_V1History, ev, kind):
+    msg = ev.get('llm_message') if isinstance(ev.get('llm_message'), dict) else {}
+    text = _sdk_text(msg.get('content'))
+    if ev.get('source') == 'user' or msg.get('role') == 'user':
+        if self.instruction is None: self.instruction = text
+        elif self.log.steps or text.strip() != self.instruction.strip(): self.log.user(text, ev.get('timestamp'))
+    else: self.log.message(text, ev.get('timestamp'), usage=self._take_usage())
+    self.report.mapped(kind)
 
-    def _other(self, ev, kind):
-        why = next((w for k, w in _SDK_SKIP.items() if kind.startswith(k)), f'event kind {kind!r} has no place in a trajectory')
-        self._skip(kind, ev, why)
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #ac7f8d98
+@patch
+def _SystemPromptEvent(self:_V1History, ev, kind):
+    sp = ev.get('system_prompt')
+    self.system = _sdk_text(sp.get('text') if isinstance(sp, dict) else sp); self.report.mapped(kind)
 
-    def feed(self, events):
-        for ev in events: self.event(ev)
-        return self
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #80a9e9ee
+@patch
+def _ConversationStateUpdateEvent(self:_V1History, ev, kind):
+    key, value = ev.get('key'), ev.get('value')
+    if key == 'execution_status': self.status = value; return self.report.mapped(f'{kind}:{key}')
+    if key == 'stats' and (c := _sdk_counter(value)) is not None:
+        if self.pending is not None: self.lost.append(self.pending)
+        self.pending, self.counter = _delta(self.counter, c), c
+        for m in value['usage_to_metrics'].values():
+            if isinstance(m, dict) and isinstance(m.get('model_name'), str) and m['model_name'] not in self.models:
+                self.models.append(m['model_name'])
+        return self.report.mapped(f'{kind}:{key}')
+    self._skip(f'{kind}:{key}', ev, 'conversation state snapshot (not an agent step)')
+
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #fa146ccf
+@patch
+def _other(self:_V1History, ev, kind):
+    why = next((w for k, w in _SDK_SKIP.items() if kind.startswith(k)),
+               f'event kind {kind!r} has no place in a trajectory')
+    self._skip(kind, ev, why)
 
 # %% ../../nbs/24a_recorder_openhands_sdk.ipynb #60424c53
-def _sdk_observation(self:_V1History, ev:dict, kind:str):
+@patch
+def _ObservationEvent(self:_V1History, ev:dict, kind:str):
     "A tool result: its text (an error string included), exit code and error flag, on the call it answers"
     o = ev.get('observation') if isinstance(ev.get('observation'), dict) else {}
-    err = o.get('error') if isinstance(o.get('error'), str) and o['error'].strip() else None   # older tools: the error text
-    content = _sdk_text(o.get('content')) or o.get('output') or o.get('message') or (ev['observation'] if isinstance(ev.get('observation'), str) else '')
+    # older tools: the error text
+    err = o.get('error') if isinstance(o.get('error'), str) and o['error'].strip() else None
+    content = (_sdk_text(o.get('content')) or o.get('output') or o.get('message')
+               or (ev['observation'] if isinstance(ev.get('observation'), str) else ''))
     if err and err not in str(content): content = f"{content}\n{err}" if content else err
     code = o.get('exit_code')
     if code is None: code = exit_code(o)
@@ -140,27 +175,26 @@ def _sdk_observation(self:_V1History, ev:dict, kind:str):
         cid = s.action.call_id if s is not None and s.action else cid
     if self.log.result(cid, content, is_error, code, ev.get('timestamp')) is None:
         return self._skip(kind, ev, 'result of a tool call whose ActionEvent is not in the log')
-    if not content and any(isinstance(v, str) and v.strip() for k, v in o.items() if k not in _SDK_NO_TEXT):   # text we do not read
-        return self.unmapped.append(self.report.partial(kind, ev, self.path, self._line, 'its text is in no field the adapter reads (content, output, message, error)'))
+    # text we do not read
+    if not content and any(isinstance(v, str) and v.strip() for k, v in o.items() if k not in _SDK_NO_TEXT):
+        why = 'its text is in no field the adapter reads (content, output, message, error)'
+        return self.unmapped.append(self.report.partial(kind, ev, self.path, self._line, why))
     self.report.mapped(kind)
-_V1History._ObservationEvent = _sdk_observation
 
 # %% ../../nbs/24a_recorder_openhands_sdk.ipynb #4042d3f9
 class OpenHandsSDKAdapter(LogAdapter):
     "OpenHands Software Agent SDK (V1) event stream"
-    name, description = 'openhands-sdk', 'OpenHands Software Agent SDK (V1) events: events.jsonl, benchmark output.jsonl'
+    name = 'openhands-sdk'
+    description = 'OpenHands Software Agent SDK (V1) events: events.jsonl, benchmark output.jsonl'
     def detect(self, path, head):
-        return 'OpenHands SDK (V1) events tagged with kind (ActionEvent, ObservationEvent, ...)' if is_openhands_v1(head) else None
+        if is_openhands_v1(head):
+            return 'OpenHands SDK (V1) events tagged with kind (ActionEvent, ObservationEvent, ...)'
+        return None
 
-# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #b96feae4
-def _sdk_traj(self, path, h:_V1History, rec:dict|None, line:int|None)->Trajectory:
-    rec = rec or {}
-    inst = rec.get('instance') if isinstance(rec.get('instance'), dict) else {}
-    md = rec.get('metadata') if isinstance(rec.get('metadata'), dict) else {}
-    path = Path(path)
-    tid = rec.get('instance_id') or inst.get('instance_id') or (path.parent.name if path.stem == 'events' else path.stem)
-    steps = h.log.finish()
-    meta, success, score = {}, None, None
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #1d993a1c
+def _sdk_outcome(h:_V1History, rec:dict, meta:dict)->Outcome:
+    "The outcome of an episode; `test_result` goes to `meta`"
+    success, score = None, None
     tr = rec.get('test_result')
     if isinstance(tr, dict):
         meta['test_result'] = tr
@@ -168,50 +202,79 @@ def _sdk_traj(self, path, h:_V1History, rec:dict|None, line:int|None)->Trajector
         if fs.get('total'): score = float(fs.get('result') or 0) / float(fs['total'])
         for key in ('resolved', 'success'):
             if isinstance(tr.get(key), bool): success = tr[key]; meta['success_source'] = 'test_result'; break
+    err = rec.get('error')
+    status_reason = f'execution_status: {h.status}' if h.status not in (None, 'finished') else None
+    return Outcome(success=success, score=score, terminated=h.finished or h.status == 'finished',
+                   truncated=bool(err) or h.status in ('stuck', 'error'), submitted=h.finished or None,
+                   reason=f'error: {err}' if err else status_reason)
+
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #b96feae4
+@patch
+def _traj(self:OpenHandsSDKAdapter, path, h:_V1History, rec:dict|None, line:int|None)->Trajectory:
+    rec = rec or {}
+    inst = rec.get('instance') if isinstance(rec.get('instance'), dict) else {}
+    md = rec.get('metadata') if isinstance(rec.get('metadata'), dict) else {}
+    path = Path(path)
+    tid = (rec.get('instance_id') or inst.get('instance_id')
+           or (path.parent.name if path.stem == 'events' else path.stem))
+    steps = h.log.finish()
+    meta = {}
+    outcome = _sdk_outcome(h, rec, meta)
     if h.counter and any(h.counter.values()):
         record_totals(meta, {k: v for k, v in h.counter.items() if k != 'cost' or v}, steps)
     if h.status is not None: meta['execution_status'] = h.status
     if h.system: meta['system_prompt'] = h.system
     if h.unmapped: meta['unmapped'] = h.unmapped
-    err = rec.get('error')
-    outcome = Outcome(success=success, score=score, terminated=h.finished or h.status == 'finished',
-                      truncated=bool(err) or h.status in ('stuck', 'error'), submitted=h.finished or None,
-                      reason=f'error: {err}' if err else (f'execution_status: {h.status}' if h.status not in (None, 'finished') else None))
-    model = md['llm'].get('model') if isinstance(md.get('llm'), dict) and isinstance(md['llm'].get('model'), str) else None
+    llm = md.get('llm')
+    model = llm.get('model') if isinstance(llm, dict) and isinstance(llm.get('model'), str) else None
     return Trajectory(task=Task(id=str(tid), instruction=h.instruction or rec.get('instruction') or '', domain='coding',
                                 metadata={'instance': inst} if inst else {}),
-                      agent=AgentInfo(name='openhands', model=model or (h.models[0] if h.models else None)), steps=steps,
-                      outcome=outcome, source=Source(format=self.name, path=str(path), line=line), metadata=meta)
-OpenHandsSDKAdapter._traj = _sdk_traj
+                      agent=AgentInfo(name='openhands', model=model or (h.models[0] if h.models else None)),
+                      steps=steps, outcome=outcome, source=Source(format=self.name, path=str(path), line=line),
+                      metadata=meta)
 
 # %% ../../nbs/24a_recorder_openhands_sdk.ipynb #f415538e
-def _sdk_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
+@patch
+def _file_episode(self:OpenHandsSDKAdapter, path, report, events=None, h:_V1History|None=None)->Trajectory|None:
+    "The one episode of a file (`events` fed to a new history, or the history `h`); None when quarantined"
+    with guard(report, path, None, None, 'episode'):
+        if h is None: h = _V1History(path, report, None, None).feed(events)
+        return self._traj(path, h, None, None)
+
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #c2a766cd
+@patch
+def _line_episode(self:OpenHandsSDKAdapter, path, report, rec:dict, line:int|None)->Trajectory|None:
+    "The episode of a benchmark record with a `history`; None when a wrongly typed value quarantined it"
+    with guard(report, path, line, rec, 'episode'):
+        instr = rec.get('instruction') if isinstance(rec.get('instruction'), str) else None
+        return self._traj(path, _V1History(path, report, line, instr).feed(rec['history']), rec, line)
+
+# %% ../../nbs/24a_recorder_openhands_sdk.ipynb #2bfe023f
+@patch
+def convert(self:OpenHandsSDKAdapter, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     if not path.name.endswith(('.jsonl', '.jsonl.gz')):
         if json_shape(path) == 'array':     # the events as one JSON array: streamed, not loaded whole
-            events = (ev for _, ev in iter_json_items(path, report))
-            with guard(report, path, None, None, 'episode'): t = self._traj(path, _V1History(path, report, None, None).feed(events), None, None); yield t
+            t = self._file_episode(path, report, (ev for _, ev in iter_json_items(path, report)))
+            if t is not None: yield t
             return
         data = read_json(path, report)
         if data is None: return
-        if not isinstance(data, (list, dict)): return report.bad_record(path, None, f'expected events or an episode, got {type(data).__name__}', None)
+        if not isinstance(data, (list, dict)):
+            return report.bad_record(path, None, f'expected events or an episode, got {type(data).__name__}', None)
         if isinstance(data, list) or not isinstance(data.get('history'), list):
-            with guard(report, path, None, None, 'episode'):
-                t = self._traj(path, _V1History(path, report, None, None).feed(data if isinstance(data, list) else [data]), None, None); yield t
+            t = self._file_episode(path, report, data if isinstance(data, list) else [data])
+            if t is not None: yield t
             return
         records = [(None, data)]
     else: records = iter_jsonl(path, report)
     events = None
     for line, rec in records:
         if isinstance(rec.get('history'), list):
-            t = None
-            with guard(report, path, line, rec, 'episode'):
-                t = self._traj(path, _V1History(path, report, line, rec.get('instruction') if isinstance(rec.get('instruction'), str) else None).feed(rec['history']), rec, line)
+            t = self._line_episode(path, report, rec, line)
             if t is not None: report.mapped('episode'); yield t
         else:
             events = events or _V1History(path, report, None, None); events.event(rec, line)
-    if events is not None:
-        with guard(report, path, None, None, 'episode'): t = self._traj(path, events, None, None); yield t
-OpenHandsSDKAdapter.convert = _sdk_convert
+    if events is not None and (t := self._file_episode(path, report, h=events)) is not None: yield t
 
 register_adapter(OpenHandsSDKAdapter())
