@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from fastcore.basics import patch
+
 from .agent_steps import StepLog, guard
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, json_shape, read_json
@@ -23,8 +25,8 @@ from ..trajectory import AgentInfo, Source, Task, Trajectory
 __all__ = ['ClaudeCodeAdapter']
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #4658edf0
-_CC_BOOKKEEPING = {'file-history-snapshot', 'queue-operation', 'progress', 'attachment', 'permission-mode', 'custom-title',
-                   'agent-name', 'tag', 'last-prompt', 'pr-link', 'worktree-state'}
+_CC_BOOKKEEPING = {'file-history-snapshot', 'queue-operation', 'progress', 'attachment', 'permission-mode',
+                   'custom-title', 'agent-name', 'tag', 'last-prompt', 'pr-link', 'worktree-state'}
 
 def _cc_message(rec:dict)->dict:
     "A record's message: the object, or a string holding it as JSON; any other string is the message's text"
@@ -43,7 +45,8 @@ class _ClaudeChain:
         self.log, self.unmapped, self.instruction, self.meta_prompts = StepLog(), [], None, []
         self.pending_text, self.pending_id, self.usage, self.models = [], None, {}, []
         self.session, self.first_t, self.parent_call, self._pending_t = None, None, None, None
-        self.meta, self.summaries, self.records, self.parent = {}, [], 0, None   # per session: cwd..., summaries, main records; a sidechain's session
+        # per session: cwd..., summaries, main records; a sidechain's session
+        self.meta, self.summaries, self.records, self.parent = {}, [], 0, None
 
     def flush(self):
         "Emit held-back text as a text turn"
@@ -51,62 +54,84 @@ class _ClaudeChain:
             self.log.message('\n\n'.join(self.pending_text), self._pending_t, response_id=self.pending_id)
         self.pending_text, self.pending_id = [], None
 
-    def assistant(self, rec, line):
-        msg = _cc_message(rec)
-        mid, t = msg.get('id') or rec.get('uuid'), rec.get('timestamp')
-        if mid != self.pending_id: self.flush()
-        if isinstance(msg.get('usage'), dict): self.usage[mid] = msg['usage']
-        if isinstance(msg.get('model'), str) and msg['model'] != '<synthetic>' and msg['model'] not in self.models: self.models.append(msg['model'])
-        blocks = msg.get('content') if isinstance(msg.get('content'), list) else [{'type': 'text', 'text': content_text(msg.get('content'))}]
-        for b in blocks:
-            if not isinstance(b, dict): continue
-            if b.get('type') in ('text', 'thinking', 'redacted_thinking'):
-                txt = b.get('text') or b.get('thinking') or ''
-                if txt.strip():
-                    if not self.pending_text: self._pending_t = t
-                    self.pending_text.append(txt); self.pending_id = mid
-            elif b.get('type') in ('tool_use', 'server_tool_use'):
-                thought = '\n\n'.join(self.pending_text) or None
-                self.pending_text, self.pending_id = [], mid
-                inp = b.get('input') if isinstance(b.get('input'), dict) else {'_raw': b.get('input')}
-                self.log.call(b.get('name') or 'unknown', inp, b.get('id'), thought, t, response_id=mid, own_thought=True, request_id=rec.get('requestId'))
-            elif isinstance(b.get('type'), str) and b['type'].endswith('_tool_result'):   # a server tool's result, inline
-                self.flush()
-                c = b.get('content')
-                if self.log.result(b.get('tool_use_id'), json.dumps(c, ensure_ascii=False) if isinstance(c, dict) else content_text(c),
-                                   isinstance(c, dict) and 'error' in str(c.get('type', '')), None, t) is None:
-                    self.unmapped.append(self.report.unmapped(f"block:{b['type']}", b, self.path, line, why='server tool result for a call not in this conversation', part=True))
-            else: self.unmapped.append(self.report.unmapped(f"block:{b.get('type')}", b, self.path, line, why='assistant content block with no place in a step', part=True))
-        self.report.mapped('assistant')
+# %% ../../nbs/26_recorder_claude_code.ipynb #8bdd538d
+@patch
+def _server_result(self:_ClaudeChain, b:dict, t, line):
+    "Attach an inline `*_tool_result` block to its call; kept as unmapped when the call is not in this conversation"
+    self.flush()
+    c = b.get('content')
+    text = json.dumps(c, ensure_ascii=False) if isinstance(c, dict) else content_text(c)
+    is_error = isinstance(c, dict) and 'error' in str(c.get('type', ''))
+    if self.log.result(b.get('tool_use_id'), text, is_error, None, t) is None:
+        why = 'server tool result for a call not in this conversation'
+        self.unmapped.append(self.report.unmapped(f"block:{b['type']}", b, self.path, line, why=why, part=True))
 
-    def user(self, rec, line):
-        self.flush()
-        msg = _cc_message(rec)
-        content, t = msg.get('content'), rec.get('timestamp')
-        blocks = [{'type': 'text', 'text': content}] if isinstance(content, str) else (content if isinstance(content, list) else [])
-        texts, tur = [], rec.get('toolUseResult')
-        for b in blocks:
-            if not isinstance(b, dict): continue
-            if b.get('type') == 'tool_result':
-                step = self.log.result(b.get('tool_use_id'), content_text(b.get('content')), bool(b.get('is_error')), None, t)
-                if step is None:
-                    self.unmapped.append(self.report.unmapped('tool_result_block', b, self.path, line, why='tool_result for a tool_use not in this conversation', part=True))
-                elif isinstance(tur, dict) and tur.get('interrupted'): step.metadata['interrupted'] = True
-            elif b.get('type') == 'text' and (b.get('text') or '').strip(): texts.append(b['text'])
-            elif b.get('type') == 'image': texts.append('[image]')
-        if texts:
-            text = '\n\n'.join(texts)
-            if self.instruction is None: self.instruction = text
-            elif rec.get('isMeta') and not self.log.steps: self.meta_prompts.append(text)   # e.g. a slash command's expanded prompt
-            else: self.log.user(text, t, **({'is_meta': True} if rec.get('isMeta') else {}))
-        self.report.mapped('user')
+# %% ../../nbs/26_recorder_claude_code.ipynb #9585be63
+@patch
+def assistant(self:_ClaudeChain, rec, line):
+    msg = _cc_message(rec)
+    mid, t = msg.get('id') or rec.get('uuid'), rec.get('timestamp')
+    if mid != self.pending_id: self.flush()
+    if isinstance(msg.get('usage'), dict): self.usage[mid] = msg['usage']
+    if isinstance(msg.get('model'), str) and msg['model'] != '<synthetic>' and msg['model'] not in self.models:
+        self.models.append(msg['model'])
+    blocks = (msg.get('content') if isinstance(msg.get('content'), list)
+              else [{'type': 'text', 'text': content_text(msg.get('content'))}])
+    for b in blocks:
+        if not isinstance(b, dict): continue
+        if b.get('type') in ('text', 'thinking', 'redacted_thinking'):
+            txt = b.get('text') or b.get('thinking') or ''
+            if txt.strip():
+                if not self.pending_text: self._pending_t = t
+                self.pending_text.append(txt); self.pending_id = mid
+        elif b.get('type') in ('tool_use', 'server_tool_use'):
+            thought = '\n\n'.join(self.pending_text) or None
+            self.pending_text, self.pending_id = [], mid
+            inp = b.get('input') if isinstance(b.get('input'), dict) else {'_raw': b.get('input')}
+            self.log.call(b.get('name') or 'unknown', inp, b.get('id'), thought, t, response_id=mid, own_thought=True,
+                          request_id=rec.get('requestId'))
+        elif isinstance(b.get('type'), str) and b['type'].endswith('_tool_result'): self._server_result(b, t, line)
+        else:
+            why = 'assistant content block with no place in a step'
+            self.unmapped.append(self.report.unmapped(f"block:{b.get('type')}", b, self.path, line, why=why, part=True))
+    self.report.mapped('assistant')
 
-    def finish(self):
-        self.flush()
-        for mid, u in self.usage.items():   # the last (complete) usage of each response, on its first step
-            s = self.log.first_step_of(mid)
-            if s is not None: s.usage = usage_from(u)
-        return self.log.finish()
+# %% ../../nbs/26_recorder_claude_code.ipynb #12140a5a
+@patch
+def user(self:_ClaudeChain, rec, line):
+    self.flush()
+    msg = _cc_message(rec)
+    content, t = msg.get('content'), rec.get('timestamp')
+    blocks = ([{'type': 'text', 'text': content}] if isinstance(content, str)
+              else content if isinstance(content, list) else [])
+    texts, tur = [], rec.get('toolUseResult')
+    for b in blocks:
+        if not isinstance(b, dict): continue
+        if b.get('type') == 'tool_result':
+            step = self.log.result(b.get('tool_use_id'), content_text(b.get('content')), bool(b.get('is_error')), None,
+                                   t)
+            if step is None:
+                why = 'tool_result for a tool_use not in this conversation'
+                self.unmapped.append(self.report.unmapped('tool_result_block', b, self.path, line, why=why, part=True))
+            elif isinstance(tur, dict) and tur.get('interrupted'): step.metadata['interrupted'] = True
+        elif b.get('type') == 'text' and (b.get('text') or '').strip(): texts.append(b['text'])
+        elif b.get('type') == 'image': texts.append('[image]')
+    if texts:
+        text = '\n\n'.join(texts)
+        if self.instruction is None: self.instruction = text
+        # e.g. a slash command's expanded prompt
+        elif rec.get('isMeta') and not self.log.steps: self.meta_prompts.append(text)
+        else: self.log.user(text, t, **({'is_meta': True} if rec.get('isMeta') else {}))
+    self.report.mapped('user')
+
+# %% ../../nbs/26_recorder_claude_code.ipynb #7105e2ae
+@patch
+def finish(self:_ClaudeChain):
+    self.flush()
+    for mid, u in self.usage.items():   # the last (complete) usage of each response, on its first step
+        s = self.log.first_step_of(mid)
+        if s is not None: s.usage = usage_from(u)
+    return self.log.finish()
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #0b4d344a
 def _cc_records(path, report)->Iterator[tuple[int, dict]]:
@@ -122,14 +147,15 @@ class ClaudeCodeAdapter(LogAdapter):
     "Claude Code session JSONL"
     name, description = 'claude-code', 'Claude Code session JSONL (~/.claude/projects/<project>/<session>.jsonl)'
     def detect(self, path, head):
-        if re.search(r'"sessionId":\s*"', head) and re.search(r'"type":\s*"(user|assistant|summary|file-history-snapshot)"', head) and (
-                '"parentUuid"' in head or '"leafUuid"' in head):
+        if (re.search(r'"sessionId":\s*"', head)
+                and re.search(r'"type":\s*"(user|assistant|summary|file-history-snapshot)"', head)
+                and ('"parentUuid"' in head or '"leafUuid"' in head)):
             return 'JSONL records with sessionId/parentUuid/type (Claude Code session)'
         return None
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #fc9abab3
 class _Sessions:
-    "The main conversations of one file, one per `sessionId`; a record without one belongs to the current conversation"
+    "The main conversations of one file, one per `sessionId`; a record without one belongs to the current one"
     def __init__(self, path, report):
         self.path, self.report, self.by_id = path, report, {}
         self.cur = _ClaudeChain(path, report); self.order = [self.cur]
@@ -145,7 +171,8 @@ class _Sessions:
         return ch
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #bd5af03d
-def _cc_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
+@patch
+def convert(self:ClaudeCodeAdapter, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     sessions, chains, chain_of, seen = _Sessions(path, report), [], {}, {}
     for line, rec in _cc_records(path, report):
@@ -171,18 +198,20 @@ def _cc_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
               (ch.assistant if typ == 'assistant' else ch.user)(rec, line)
           elif typ == 'summary': main.summaries.append(rec.get('summary')); report.mapped(typ)
           else:
-              why = 'Claude Code UI/bookkeeping record' if typ in _CC_BOOKKEEPING else ('CLI system notice (hook output, compaction, error)' if typ == 'system' else f'record type {typ!r} has no place in a trajectory')
+              why = ('Claude Code UI/bookkeeping record' if typ in _CC_BOOKKEEPING
+                     else 'CLI system notice (hook output, compaction, error)' if typ == 'system'
+                     else f'record type {typ!r} has no place in a trajectory')
               main.unmapped.append(report.unmapped(typ, rec, path, line, why=why))
     for main in sessions.order:
         with guard(report, path, None, None, 'session'):
             yield from _cc_trajectories(self, path, main, [c for c in chains if c.parent is main])
-ClaudeCodeAdapter.convert = _cc_convert
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #3666a633
 def _cc_trajectories(self, path, main, chains):
     steps, meta, summaries = main.finish(), main.meta, main.summaries
     session = str(main.session or path.stem)
-    task_calls = {((s.action.params or {}).get('prompt') or '').strip(): s.action.call_id for s in steps if s.action and s.action.tool in ('Task', 'Agent')}
+    task_calls = {((s.action.params or {}).get('prompt') or '').strip(): s.action.call_id
+                  for s in steps if s.action and s.action.tool in ('Task', 'Agent')}
     if summaries: meta['summaries'] = summaries
     if main.meta_prompts: meta['expanded_prompt'] = '\n\n'.join(main.meta_prompts)
     if main.unmapped: meta['unmapped'] = main.unmapped
@@ -191,16 +220,19 @@ def _cc_trajectories(self, path, main, chains):
         session = str(next((c.session for c in chains if c.session), path.stem))
         if main.unmapped: chains[0].unmapped.extend(main.unmapped)
     else:
+      tmeta = {'expanded_prompt': meta['expanded_prompt']} if main.meta_prompts else {}
       yield Trajectory(id=session, task=Task(id=session, instruction=main.instruction or '', domain='coding',
-                                             metadata={'expanded_prompt': meta['expanded_prompt']} if main.meta_prompts else {}),
+                                             metadata=tmeta),
                        agent=AgentInfo(name='claude-code', model=main.models[0] if main.models else None), steps=steps,
                        source=Source(format=self.name, path=str(path)), metadata=meta)
     for n, ch in enumerate(chains, 1):
         csteps = ch.finish()
         cmeta = {'parent_session': session, 'sidechain': n}
-        if (ch.instruction or '').strip() in task_calls: cmeta['parent_tool_call_id'] = task_calls[ch.instruction.strip()]
+        if (ch.instruction or '').strip() in task_calls:
+            cmeta['parent_tool_call_id'] = task_calls[ch.instruction.strip()]
         if ch.unmapped: cmeta['unmapped'] = ch.unmapped
-        yield Trajectory(id=f'{session}/sidechain-{n}', task=Task(id=f'{session}/sidechain-{n}', instruction=ch.instruction or '', domain='coding'),
+        yield Trajectory(id=f'{session}/sidechain-{n}',
+                         task=Task(id=f'{session}/sidechain-{n}', instruction=ch.instruction or '', domain='coding'),
                          agent=AgentInfo(name='claude-code', model=ch.models[0] if ch.models else None), steps=csteps,
                          source=Source(format=self.name, path=str(path)), metadata=cmeta)
 register_adapter(ClaudeCodeAdapter())
