@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from fastcore.basics import patch
+
 from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl
@@ -49,25 +51,33 @@ class _CodexSession:
         self.complete, self.aborted, self.last_message, self._t, self.by_call = False, False, None, None, {}
         self.turns = 0                 # task_started events: the log marks its turns, so each must end in task_complete
 
-    def _response(self):
-        if not self.in_response: self.in_response, self.thought, self.complete = True, [], False; self.resp_no += 1
-        return f'response-{self.resp_no}'
+# %% ../../nbs/26a_recorder_codex_cli.ipynb #7df46c7c
+@patch
+def _response(self:_CodexSession):
+    if not self.in_response: self.in_response, self.thought, self.complete = True, [], False; self.resp_no += 1
+    return f'response-{self.resp_no}'
 
-    def _end_response(self):
-        if self.in_response and self.thought:   # text that no call followed: a text turn
-            s = self.log.message('\n\n'.join(self.thought), self._t, response_id=f'response-{self.resp_no}')
-            self.resp_steps.setdefault(self.resp_no, s)
-        self.in_response, self.thought = False, []
+# %% ../../nbs/26a_recorder_codex_cli.ipynb #81920735
+@patch
+def _end_response(self:_CodexSession):
+    if self.in_response and self.thought:   # text that no call followed: a text turn
+        s = self.log.message('\n\n'.join(self.thought), self._t, response_id=f'response-{self.resp_no}')
+        self.resp_steps.setdefault(self.resp_no, s)
+    self.in_response, self.thought = False, []
 
-    def _call(self, tool, params, call_id, t, **meta):
-        rid = self._response()
-        s = self.log.call(tool, params, call_id, '\n\n'.join(self.thought) or None, t, response_id=rid, own_thought=True, **meta)
-        self.resp_steps.setdefault(self.resp_no, s); self.thought = []
-        if isinstance(call_id, str): self.by_call[call_id] = s
-        return s
+# %% ../../nbs/26a_recorder_codex_cli.ipynb #d39302e1
+@patch
+def _call(self:_CodexSession, tool, params, call_id, t, **meta):
+    rid = self._response()
+    s = self.log.call(tool, params, call_id, '\n\n'.join(self.thought) or None, t, response_id=rid, own_thought=True,
+                      **meta)
+    self.resp_steps.setdefault(self.resp_no, s); self.thought = []
+    if isinstance(call_id, str): self.by_call[call_id] = s
+    return s
 
 # %% ../../nbs/26a_recorder_codex_cli.ipynb #c86f091f
-def _cx_item(self:_CodexSession, p:dict, t, line):
+@patch
+def item(self:_CodexSession, p:dict, t, line):
     typ, kind = p.get('type'), f"response_item:{p.get('type')}"
     if typ == 'message' and p.get('role') == 'assistant':
         self._response(); self._t = t
@@ -76,17 +86,23 @@ def _cx_item(self:_CodexSession, p:dict, t, line):
         return self.report.mapped(kind)
     if typ == 'reasoning':
         self._response(); self._t = t
-        txt = '\n'.join(x.get('text', '') for x in p.get('summary') or [] if isinstance(x, dict)) or content_text(p.get('content'))
+        txt = ('\n'.join(x.get('text', '') for x in p.get('summary') or [] if isinstance(x, dict))
+               or content_text(p.get('content')))
         if txt.strip(): self.thought.append(txt)
         return self.report.mapped(kind)
     if typ == 'function_call':
-        self._call(p.get('name') or 'unknown', parse_arguments(p.get('arguments'))[0], p.get('call_id'), t); return self.report.mapped(kind)
+        self._call(p.get('name') or 'unknown', parse_arguments(p.get('arguments'))[0], p.get('call_id'), t)
+        return self.report.mapped(kind)
     if typ == 'custom_tool_call':
-        self._call(p.get('name') or 'unknown', {'input': p.get('input')}, p.get('call_id'), t); return self.report.mapped(kind)
+        self._call(p.get('name') or 'unknown', {'input': p.get('input')}, p.get('call_id'), t)
+        return self.report.mapped(kind)
     if typ == 'local_shell_call':
-        self._call('local_shell', p.get('action') if isinstance(p.get('action'), dict) else {}, p.get('call_id') or p.get('id'), t); return self.report.mapped(kind)
+        self._call('local_shell', p.get('action') if isinstance(p.get('action'), dict) else {},
+                   p.get('call_id') or p.get('id'), t)
+        return self.report.mapped(kind)
     if typ == 'web_search_call':
-        s = self._call('web_search', p.get('action') if isinstance(p.get('action'), dict) else {}, p.get('id'), t, no_result_expected=True)
+        s = self._call('web_search', p.get('action') if isinstance(p.get('action'), dict) else {}, p.get('id'), t,
+                       no_result_expected=True)
         if s.action.call_id: self.log.pairer.pending.pop(s.action.call_id, None)
         return self.report.mapped(kind)
     self._end_response()
@@ -97,14 +113,35 @@ def _cx_item(self:_CodexSession, p:dict, t, line):
         else: self.report.mapped(kind)
         return
     if typ == 'message':   # user/developer/system context: environment, AGENTS.md, instructions; the prompt itself
-        self.context.append({'role': p.get('role'), 'text': content_text(p.get('content'))}); return self.report.mapped(kind)
-    self.unmapped.append(self.report.unmapped(kind, p, self.path, line, why=f'response item {typ!r} has no place in a trajectory'))
-_CodexSession.item = _cx_item
+        self.context.append({'role': p.get('role'), 'text': content_text(p.get('content'))})
+        return self.report.mapped(kind)
+    why = f'response item {typ!r} has no place in a trajectory'
+    self.unmapped.append(self.report.unmapped(kind, p, self.path, line, why=why))
+
+# %% ../../nbs/26a_recorder_codex_cli.ipynb #f822bf58
+_CX_FIELDS = ('input_tokens', 'cached_input_tokens', 'output_tokens', 'reasoning_output_tokens')
+
+@patch
+def _token_count(self:_CodexSession, p:dict, line, kind:str):
+    info = p.get('info') if isinstance(p.get('info'), dict) else None
+    tot = (info or {}).get('total_token_usage')
+    if not isinstance(tot, dict):
+        why = 'rate-limit status only, no token counts'
+        return self.unmapped.append(self.report.unmapped(kind, p, self.path, line, why=why))
+    if tot != self.last_total:
+        prev, last = self.last_total or {}, info.get('last_token_usage') or {}
+        d = {k: int(tot.get(k) or 0) - int(prev.get(k) or 0) for k in _CX_FIELDS}
+        if any(v < 0 for v in d.values()): d = {k: int(last.get(k) or 0) for k in d}   # the counter was reset
+        self.deltas.append(TokenUsage(input=d['input_tokens'], cached=d['cached_input_tokens'],
+                                      output=d['output_tokens'], reasoning=d['reasoning_output_tokens']))
+        self.last_total = tot
+    return self.report.mapped(kind)
 
 # %% ../../nbs/26a_recorder_codex_cli.ipynb #bf9fd852
 _CX_MIRROR = {'agent_message', 'agent_reasoning', 'agent_reasoning_raw_content', 'agent_reasoning_section_break'}
 
-def _cx_event(self:_CodexSession, p:dict, t, line):
+@patch
+def event(self:_CodexSession, p:dict, t, line):
     typ, kind = p.get('type'), f"event_msg:{p.get('type')}"
     if typ == 'user_message':
         self._end_response(); self.complete = False             # a new turn: the earlier task_complete does not end it
@@ -112,22 +149,12 @@ def _cx_event(self:_CodexSession, p:dict, t, line):
         if self.instruction is None: self.instruction = text
         else: self.log.user(text, t)
         return self.report.mapped(kind)
-    if typ == 'token_count':
-        info = p.get('info') if isinstance(p.get('info'), dict) else None
-        tot = (info or {}).get('total_token_usage')
-        if not isinstance(tot, dict):
-            return self.unmapped.append(self.report.unmapped(kind, p, self.path, line, why='rate-limit status only, no token counts'))
-        if tot != self.last_total:
-            prev, last = self.last_total or {}, info.get('last_token_usage') or {}
-            d = {k: int(tot.get(k) or 0) - int(prev.get(k) or 0) for k in ('input_tokens', 'cached_input_tokens', 'output_tokens', 'reasoning_output_tokens')}
-            if any(v < 0 for v in d.values()): d = {k: int(last.get(k) or 0) for k in d}   # the counter was reset
-            self.deltas.append(TokenUsage(input=d['input_tokens'], cached=d['cached_input_tokens'], output=d['output_tokens'], reasoning=d['reasoning_output_tokens']))
-            self.last_total = tot
-        return self.report.mapped(kind)
+    if typ == 'token_count': return self._token_count(p, line, kind)
     if typ in _CX_MIRROR: return self.report.mapped(kind)     # the same text as a response_item
     if typ == 'exec_command_end':
         s = self.by_call.get(p.get('call_id')) if isinstance(p.get('call_id'), str) else None
-        if s is not None and s.observation is not None and s.observation.exit_code is None and isinstance(p.get('exit_code'), int):
+        if (s is not None and s.observation is not None and s.observation.exit_code is None
+                and isinstance(p.get('exit_code'), int)):
             s.observation.exit_code = p['exit_code']
         return self.report.mapped(kind)
     if typ in ('task_started', 'task_complete', 'turn_aborted'):
@@ -136,8 +163,8 @@ def _cx_event(self:_CodexSession, p:dict, t, line):
         if typ == 'task_complete': self.complete, self.last_message = True, p.get('last_agent_message')
         if typ == 'turn_aborted': self.aborted = True
         return self.report.mapped(kind)
-    self.unmapped.append(self.report.unmapped(kind, p, self.path, line, why=f'event {typ!r} (UI/runtime notification) has no place in a trajectory'))
-_CodexSession.event = _cx_event
+    why = f'event {typ!r} (UI/runtime notification) has no place in a trajectory'
+    self.unmapped.append(self.report.unmapped(kind, p, self.path, line, why=why))
 
 # %% ../../nbs/26a_recorder_codex_cli.ipynb #64f45142
 class CodexCLIAdapter(LogAdapter):
@@ -149,7 +176,8 @@ class CodexCLIAdapter(LogAdapter):
         return None
 
 # %% ../../nbs/26a_recorder_codex_cli.ipynb #d3b3f789
-def _cx_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
+@patch
+def convert(self:CodexCLIAdapter, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     s = _CodexSession(path, report)
     for line, rec in iter_jsonl(path, report):
@@ -158,7 +186,8 @@ def _cx_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
           if typ == 'response_item' and isinstance(p, dict): s.item(p, t, line)
           elif typ == 'event_msg' and isinstance(p, dict): s.event(p, t, line)
           elif typ == 'session_meta' and isinstance(p, dict):
-              s.meta.update({k: p[k] for k in ('id', 'cwd', 'originator', 'cli_version', 'source', 'model_provider', 'git') if p.get(k)})
+              keys = ('id', 'cwd', 'originator', 'cli_version', 'source', 'model_provider', 'git')
+              s.meta.update({k: p[k] for k in keys if p.get(k)})
               bi = p.get('base_instructions')
               instr = bi.get('text') if isinstance(bi, dict) else p.get('instructions')
               if instr: s.meta['system_prompt'] = instr
@@ -166,9 +195,10 @@ def _cx_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
           elif typ == 'turn_context' and isinstance(p, dict):
               if isinstance(p.get('model'), str) and p['model'] not in s.models: s.models.append(p['model'])
               report.mapped('turn_context')
-          else: s.unmapped.append(report.unmapped(str(typ), rec, path, line, why=f'record type {typ!r} has no place in a trajectory (compaction summary, state snapshot...)'))
+          else:
+              why = f'record type {typ!r} has no place in a trajectory (compaction summary, state snapshot...)'
+              s.unmapped.append(report.unmapped(str(typ), rec, path, line, why=why))
     with guard(report, path, None, None, 'session'): yield _cx_trajectory(self, path, s)
-CodexCLIAdapter.convert = _cx_convert
 
 # %% ../../nbs/26a_recorder_codex_cli.ipynb #27b66830
 def _cx_outcome(s:_CodexSession)->Outcome:
@@ -188,7 +218,9 @@ def _cx_trajectory(self, path, s:_CodexSession)->Trajectory:
     meta = dict(s.meta)
     if s.last_total:
         lt = s.last_total
-        record_totals(meta, usage_total(lt.get('input_tokens'), lt.get('output_tokens'), lt.get('cached_input_tokens'), lt.get('reasoning_output_tokens')), steps)
+        total = usage_total(lt.get('input_tokens'), lt.get('output_tokens'), lt.get('cached_input_tokens'),
+                            lt.get('reasoning_output_tokens'))
+        record_totals(meta, total, steps)
     if s.context: meta['context_messages'] = s.context
     if s.last_message: meta['last_agent_message'] = s.last_message
     if s.unmapped: meta['unmapped'] = s.unmapped
