@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from fastcore.basics import patch
+
 from ..core import parse_ast
 from .agent_steps import StepLog, guard
 from .aider import aider_edits
@@ -47,82 +49,113 @@ def _iswe_call(text:str)->tuple[str, dict, str]|None:
 # %% ../../nbs/27a_recorder_iswe.ipynb #0d784582
 def _iswe_model(ph)->str|None:
     "The model a phase ran, from its `*_instance_config.model.name`"
-    cfg = next((v for k, v in ph.items() if str(k).endswith('instance_config') and isinstance(v, dict)), {}) if isinstance(ph, dict) else {}
+    if not isinstance(ph, dict): return None
+    cfg = next((v for k, v in ph.items() if str(k).endswith('instance_config') and isinstance(v, dict)), {})
     m = cfg.get('model')
-    return m.get('name') if isinstance(m, dict) and isinstance(m.get('name'), str) else m if isinstance(m, str) else None
+    if isinstance(m, dict): return m.get('name') if isinstance(m.get('name'), str) else None
+    return m if isinstance(m, str) else None
 
 # %% ../../nbs/27a_recorder_iswe.ipynb #42a00953
 class ISWEAdapter(LogAdapter):
     "IBM iSWE agent YAML (localization + editing phases)"
-    name, description = 'iswe', 'IBM iSWE agent YAML (localization/editing phases with trajectory and tokens_usage_info)'
+    name = 'iswe'
+    description = 'IBM iSWE agent YAML (localization/editing phases with trajectory and tokens_usage_info)'
     def detect(self, path, head):
-        if re.search(r'^(localization|editing):\s*$', head, re.M) and 'tokens_usage_info' in head and 'trajectory:' in head:
+        if (re.search(r'^(localization|editing):\s*$', head, re.M) and 'tokens_usage_info' in head
+                and 'trajectory:' in head):
             return 'YAML with localization/editing phases (iSWE)'
         return None
 
+# %% ../../nbs/27a_recorder_iswe.ipynb #0ef73834
+def _iswe_turn(log:StepLog, name:str, i:int, text:str, u:TokenUsage|None)->list:
+    "The steps of the assistant message `i` of phase `name`"
+    rid = f'{name}-{i}'
+    call = _iswe_call(text)
+    edits, thought = aider_edits(text, []) if call is None else ([], '')
+    if call: return [log.call(call[0], call[1], None, call[2] or None, usage=u, response_id=rid, phase=name)]
+    if edits:
+        return [log.call('edit_file', {**e, 'path': (e['path'] or '').lstrip('#').strip()}, None, thought or None,
+                         usage=u, response_id=rid, phase=name) for e in edits]
+    return [log.message(text, usage=u, response_id=rid, phase=name)]
+
 # %% ../../nbs/27a_recorder_iswe.ipynb #c9b04dcb
 def _iswe_phase(log:StepLog, name:str, ph:dict, path, report, unmapped, state:dict):
+    "Add the steps of phase `name`: the first user message is the task, later ones results or user turns"
     msgs = ph.get('trajectory') if isinstance(ph.get('trajectory'), list) else []
     toks = ph.get('tokens_usage_info') if isinstance(ph.get('tokens_usage_info'), list) else []
     n_asst = sum(1 for m in msgs if isinstance(m, dict) and m.get('role') == 'assistant')
     usage = iter(toks if len(toks) == n_asst else [])
-    if toks and len(toks) != n_asst:        # the counts cannot be told apart by turn: kept whole with the phase, and said
+    # the counts cannot be told apart by turn: kept whole with the phase, and said
+    if toks and len(toks) != n_asst:
         state.setdefault('usage_unplaced', {})[name] = toks
-        report.warn(path, None, f"{name}.tokens_usage_info has {len(toks)} entries for {n_asst} model turns: kept in metadata, not on steps", f'phase:{name}')
+        why = (f"{name}.tokens_usage_info has {len(toks)} entries for {n_asst} model turns: "
+               "kept in metadata, not on steps")
+        report.warn(path, None, why, f'phase:{name}')
     last = None
     for i, m in enumerate(msgs):
         kind = f"{name}:{m.get('role') if isinstance(m, dict) else type(m).__name__}"
-        if not isinstance(m, dict): report.bad_record(path, None, f'{name}.trajectory[{i}] is not a message', m, kind); continue
+        if not isinstance(m, dict):
+            report.bad_record(path, None, f'{name}.trajectory[{i}] is not a message', m, kind); continue
         with guard(report, path, None, m, kind):
             role, text = m.get('role'), content_text(m.get('content'))
             if role == 'system': state.setdefault('system_prompts', {})[name] = text
             elif role == 'user' and state.get('instruction') is None: state['instruction'] = text
             elif role == 'assistant':
                 u = next(usage, None)
-                u = TokenUsage(input=int(u.get('input_tokens') or 0), output=int(u.get('output_tokens') or 0)) if isinstance(u, dict) else None
-                rid = f'{name}-{i}'
-                call = _iswe_call(text)
-                edits, thought = aider_edits(text, []) if call is None else ([], '')
-                if call: last = [log.call(call[0], call[1], None, call[2] or None, usage=u, response_id=rid, phase=name)]
-                elif edits:
-                    last = [log.call('edit_file', {**e, 'path': (e['path'] or '').lstrip('#').strip()}, None, thought or None, usage=u, response_id=rid, phase=name) for e in edits]
-                else: last = [log.message(text, usage=u, response_id=rid, phase=name)]
+                u = (TokenUsage(input=int(u.get('input_tokens') or 0), output=int(u.get('output_tokens') or 0))
+                     if isinstance(u, dict) else None)
+                last = _iswe_turn(log, name, i, text, u)
             elif role == 'user':
                 if last and all(s.observation is None for s in last):
                     for s in last: set_observation(s, text)
                 else: log.user(text, phase=name)
                 last = None
             else:
-                unmapped.append(report.unmapped(kind, m, path, None, why=f'message role {role!r} has no place in a trajectory')); continue
+                why = f'message role {role!r} has no place in a trajectory'
+                unmapped.append(report.unmapped(kind, m, path, None, why=why)); continue
             report.mapped(kind)
 
-# %% ../../nbs/27a_recorder_iswe.ipynb #141bc86a
-def _iswe_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
-    path = Path(path)
-    data = read_yaml(path, report)
-    if data is None: return
-    if not isinstance(data, dict): return report.bad_record(path, None, f'expected a mapping of phases, got {type(data).__name__}', None)
+# %% ../../nbs/27a_recorder_iswe.ipynb #502e9760
+def _iswe_phases(data:dict, path, report)->tuple[StepLog, list, dict, dict]:
+    "(steps, unmapped records, state, metadata) of the phases in `data`"
     log, unmapped, state, meta = StepLog(), [], {}, {}
     for name, ph in data.items():
         if not isinstance(ph, dict) or not isinstance(ph.get('trajectory'), list):
-            unmapped.append(report.unmapped(f'phase:{name}', ph, path, None, why='not a phase with a trajectory')); continue
+            why = 'not a phase with a trajectory'
+            unmapped.append(report.unmapped(f'phase:{name}', ph, path, None, why=why)); continue
         _iswe_phase(log, str(name), ph, path, report, unmapped, state)
-        meta[str(name)] = {k: v for k, v in ph.items() if k not in ('trajectory', 'tokens_usage_info')}   # the configs too
-        if str(name) in state.get('usage_unplaced', {}): meta[str(name)]['tokens_usage_info'] = state['usage_unplaced'][str(name)]
+        # the configs too
+        meta[str(name)] = {k: v for k, v in ph.items() if k not in ('trajectory', 'tokens_usage_info')}
+        if str(name) in state.get('usage_unplaced', {}):
+            meta[str(name)]['tokens_usage_info'] = state['usage_unplaced'][str(name)]
         report.mapped(f'phase:{name}')
+    return log, unmapped, state, meta
+
+# %% ../../nbs/27a_recorder_iswe.ipynb #141bc86a
+@patch
+def convert(self:ISWEAdapter, path, report:ConversionReport)->Iterator[Trajectory]:
+    path = Path(path)
+    data = read_yaml(path, report)
+    if data is None: return
+    if not isinstance(data, dict):
+        return report.bad_record(path, None, f'expected a mapping of phases, got {type(data).__name__}', None)
+    log, unmapped, state, meta = _iswe_phases(data, path, report)
     steps = log.finish()
-    iid = next((ph.get('instance_id') for ph in data.values() if isinstance(ph, dict) and isinstance(ph.get('instance_id'), str)), path.stem)
+    iid = next((ph.get('instance_id') for ph in data.values()
+                if isinstance(ph, dict) and isinstance(ph.get('instance_id'), str)), path.stem)
     ed = data.get('editing') if isinstance(data.get('editing'), dict) else {}
     found = find_resolution(path, iid)
     if found: meta['success_source'] = found[1]
     if state.get('system_prompts'): meta['system_prompts'] = state['system_prompts']
     if unmapped: meta['unmapped'] = unmapped
-    reason = '; '.join(f"{k}: {v['outcome']}" for k, v in meta.items() if isinstance(v, dict) and isinstance(v.get('outcome'), str)) or None
-    models = {k: m for k, v in data.items() if (m := _iswe_model(v)) is not None}   # per phase: <phase>_instance_config.model.name
+    reason = '; '.join(f"{k}: {v['outcome']}" for k, v in meta.items()
+                       if isinstance(v, dict) and isinstance(v.get('outcome'), str)) or None
+    # per phase: <phase>_instance_config.model.name
+    models = {k: m for k, v in data.items() if (m := _iswe_model(v)) is not None}
     if len(set(models.values())) > 1: meta['models'] = models
+    outcome = Outcome(success=found[0] if found else None, submitted=bool(ed.get('git_patch')) if ed else None,
+                      reason=reason)
     yield Trajectory(task=Task(id=str(iid), instruction=state.get('instruction') or '', domain='coding'), steps=steps,
-                     agent=AgentInfo(name='iswe', model=next(iter(models.values()), None)),
-                     outcome=Outcome(success=found[0] if found else None, submitted=bool(ed.get('git_patch')) if ed else None, reason=reason),
+                     agent=AgentInfo(name='iswe', model=next(iter(models.values()), None)), outcome=outcome,
                      source=Source(format=self.name, path=str(path)), metadata=meta)
-ISWEAdapter.convert = _iswe_convert
 register_adapter(ISWEAdapter())
