@@ -11,6 +11,8 @@ import html
 import json
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from .calibration import Annotation, append_annotation, read_annotations
 from ..trajectory import Trajectory
 
@@ -22,11 +24,12 @@ SCORE_KEYS = {'0': 0.0, '1': 0.25, '2': 0.5, '3': 0.75, '4': 1.0}
 
 class AnnotationSession:
     "Steps to annotate, the current position, and saving as you go"
-    def __init__(self, trajs:list[Trajectory],     # trajectories to annotate (scored ones show their automatic scores)
-                 path,                              # JSONL file annotations are appended to
+    def __init__(self,
+                 trajs:list[Trajectory], # trajectories to annotate (scored ones show their automatic scores)
+                 path,                   # JSONL file annotations are appended to
                  annotator:str='anonymous',
-                 context:int=2,                     # earlier steps shown with the current one
-                 skip_done:bool=True):              # skip steps this annotator scored before (in `path`)
+                 context:int=2,          # earlier steps shown with the current one
+                 skip_done:bool=True):   # skip steps this annotator scored before (in `path`)
         self.trajs, self.path, self.annotator, self.context = {t.id: t for t in trajs}, Path(path), annotator, context
         done = set()
         if skip_done and self.path.exists():
@@ -34,54 +37,79 @@ class AnnotationSession:
         self.items = [(t.id, s.index) for t in trajs for s in t.steps if (t.id, s.index) not in done]
         self.pos, self.scores = 0, {}
 
-    @property
-    def done(self)->bool: return self.pos >= len(self.items)
-    def progress(self)->str: return f"{min(self.pos + 1, len(self.items))}/{len(self.items)}, {len(self.scores)} scored"
+# %% ../../nbs/37_reward_annotate.ipynb #fd27505b
+@patch(as_prop=True)
+def done(self:AnnotationSession)->bool: return self.pos >= len(self.items)
 
-    def current(self)->dict|None:
-        "The step to score now, with its context and automatic scores"
-        if self.done: return None
-        tid, k = self.items[self.pos]
-        t = self.trajs[tid]; s = t.steps[k]
-        fmt = lambda st: {'index': st.index, 'thought': st.thought, 'action': st.action.model_dump() if st.action else None,
-                          'observation': st.observation.content if st.observation else '', 'is_error': bool(st.observation and st.observation.is_error)}
-        auto = {'reward': s.reward, **{r: v.get('score') for r, v in (s.reward_details.get('rules') or {}).items()}}
-        return {'trajectory_id': tid, 'task': t.task.instruction, 'agent': t.agent.name, 'step': fmt(s),
-                'context': [fmt(x) for x in t.steps[max(0, k - self.context):k]], 'auto': auto, 'given': self.scores.get((tid, k))}
+# %% ../../nbs/37_reward_annotate.ipynb #744ffd61
+@patch
+def progress(self:AnnotationSession)->str:
+    return f"{min(self.pos + 1, len(self.items))}/{len(self.items)}, {len(self.scores)} scored"
 
-    def score(self, value:float, note:str='')->Annotation:
-        "Save a score for the current step (appended to the file at once) and move to the next one"
-        if self.done: raise IndexError("no step left to annotate")
-        tid, k = self.items[self.pos]
-        ann = Annotation(trajectory_id=tid, step=k, score=value, annotator=self.annotator, note=note)
-        append_annotation(self.path, ann)
-        self.scores[(tid, k)] = value
-        self.pos += 1
-        return ann
+# %% ../../nbs/37_reward_annotate.ipynb #d5d7cf06
+def _step_view(st)->dict:
+    return {'index': st.index, 'thought': st.thought, 'action': st.action.model_dump() if st.action else None,
+            'observation': st.observation.content if st.observation else '',
+            'is_error': bool(st.observation and st.observation.is_error)}
 
-    def key(self, k:str, note:str='')->Annotation|None:
-        "Score by key: '0'..'4' -> 0, 0.25, 0.5, 0.75, 1; 'n' next, 'p' previous"
-        k = k.strip().lower()
-        if k in SCORE_KEYS: return self.score(SCORE_KEYS[k], note)
-        if k == 'n': self.next()
-        elif k == 'p': self.prev()
-        else: raise ValueError(f"unknown key {k!r}: use 0-4 to score, n/p to move")
+# %% ../../nbs/37_reward_annotate.ipynb #9df22850
+@patch
+def current(self:AnnotationSession)->dict|None:
+    "The step to score now, with its context and automatic scores"
+    if self.done: return None
+    tid, k = self.items[self.pos]
+    t = self.trajs[tid]; s = t.steps[k]
+    auto = {'reward': s.reward, **{r: v.get('score') for r, v in (s.reward_details.get('rules') or {}).items()}}
+    return {'trajectory_id': tid, 'task': t.task.instruction, 'agent': t.agent.name, 'step': _step_view(s),
+            'context': [_step_view(x) for x in t.steps[max(0, k - self.context):k]], 'auto': auto,
+            'given': self.scores.get((tid, k))}
 
-    def next(self): self.pos = min(self.pos + 1, len(self.items))
-    def prev(self): self.pos = max(self.pos - 1, 0)
+# %% ../../nbs/37_reward_annotate.ipynb #62d508fd
+@patch
+def score(self:AnnotationSession, value:float, note:str='')->Annotation:
+    "Save a score for the current step (appended to the file at once) and move to the next one"
+    if self.done: raise IndexError("no step left to annotate")
+    tid, k = self.items[self.pos]
+    ann = Annotation(trajectory_id=tid, step=k, score=value, annotator=self.annotator, note=note)
+    append_annotation(self.path, ann)
+    self.scores[(tid, k)] = value
+    self.pos += 1
+    return ann
+
+# %% ../../nbs/37_reward_annotate.ipynb #49315d9e
+@patch
+def key(self:AnnotationSession, k:str, note:str='')->Annotation|None:
+    "Score by key: '0'..'4' -> 0, 0.25, 0.5, 0.75, 1; 'n' next, 'p' previous"
+    k = k.strip().lower()
+    if k in SCORE_KEYS: return self.score(SCORE_KEYS[k], note)
+    if k == 'n': self.next()
+    elif k == 'p': self.prev()
+    else: raise ValueError(f"unknown key {k!r}: use 0-4 to score, n/p to move")
+
+# %% ../../nbs/37_reward_annotate.ipynb #1003c4b7
+@patch
+def next(self:AnnotationSession): self.pos = min(self.pos + 1, len(self.items))
+
+# %% ../../nbs/37_reward_annotate.ipynb #d8c44ded
+@patch
+def prev(self:AnnotationSession): self.pos = max(self.pos - 1, 0)
 
 # %% ../../nbs/37_reward_annotate.ipynb #fc5697ba
+def _step_row(st:dict, cur:bool=False)->str:
+    a = st['action']; act = f"{a['tool']}({json.dumps(a['params'])})" if a else '(no action)'
+    style = 'background:#fff7d6;' if cur else 'color:#666;'
+    err = ' <b style="color:#b00">error</b>' if st['is_error'] else ''
+    th = f"<div><i>{html.escape(st['thought'] or '')}</i></div>" if st['thought'] else ''
+    return (f"<div style='{style}padding:4px;border-bottom:1px solid #ddd'><b>step {st['index']}</b> "
+            f"<code>{html.escape(act)}</code>{err}{th}"
+            f"<pre style='white-space:pre-wrap;margin:2px 0'>{html.escape(st['observation'][:800])}</pre></div>")
+
+# %% ../../nbs/37_reward_annotate.ipynb #78222251
 def _step_html(d:dict)->str:
-    def row(st, cur=False):
-        a = st['action']; act = f"{a['tool']}({json.dumps(a['params'])})" if a else '(no action)'
-        style = 'background:#fff7d6;' if cur else 'color:#666;'
-        err = ' <b style="color:#b00">error</b>' if st['is_error'] else ''
-        th = f"<div><i>{html.escape(st['thought'] or '')}</i></div>" if st['thought'] else ''
-        return (f"<div style='{style}padding:4px;border-bottom:1px solid #ddd'><b>step {st['index']}</b> <code>{html.escape(act)}</code>{err}{th}"
-                f"<pre style='white-space:pre-wrap;margin:2px 0'>{html.escape(st['observation'][:800])}</pre></div>")
     auto = ', '.join(f"{k}={v:.2f}" for k, v in d['auto'].items() if v is not None)
     return (f"<div><b>task</b>: {html.escape(d['task'])} <span style='color:#666'>({html.escape(d['agent'])})</span></div>"
-            + ''.join(row(s) for s in d['context']) + row(d['step'], True) + f"<div><b>automatic</b>: {html.escape(auto)}</div>")
+            + ''.join(_step_row(s) for s in d['context']) + _step_row(d['step'], True)
+            + f"<div><b>automatic</b>: {html.escape(auto)}</div>")
 
 # %% ../../nbs/37_reward_annotate.ipynb #190de0a3
 class AnnotationUI:
@@ -90,37 +118,49 @@ class AnnotationUI:
         import ipywidgets as W
         self.session = session
         self.view, self.status = W.HTML(), W.Label()
-        self.buttons = [W.Button(description=f"{v:g}", tooltip=f"key {k}", layout=W.Layout(width='60px')) for k, v in SCORE_KEYS.items()]
+        self.buttons = [W.Button(description=f"{v:g}", tooltip=f"key {k}", layout=W.Layout(width='60px'))
+                        for k, v in SCORE_KEYS.items()]
         for b, v in zip(self.buttons, SCORE_KEYS.values()): b.on_click(lambda _, v=v: self._score(v))
         self.note = W.Text(placeholder='note (optional)')
-        self.keys = W.Text(placeholder='key: 0-4 score, n/p move', continuous_update=False, layout=W.Layout(width='180px'))
+        self.keys = W.Text(placeholder='key: 0-4 score, n/p move', continuous_update=False,
+                           layout=W.Layout(width='180px'))
         self.keys.observe(self._on_key, 'value')
         self.prev_btn, self.next_btn = W.Button(description='< prev'), W.Button(description='next >')
-        self.prev_btn.on_click(lambda _: (session.prev(), self.refresh())); self.next_btn.on_click(lambda _: (session.next(), self.refresh()))
-        self.widget = W.VBox([self.view, W.HBox(self.buttons + [self.note]), W.HBox([self.prev_btn, self.next_btn, self.keys, self.status])])
+        self.prev_btn.on_click(lambda _: (session.prev(), self.refresh()))
+        self.next_btn.on_click(lambda _: (session.next(), self.refresh()))
+        self.widget = W.VBox([self.view, W.HBox(self.buttons + [self.note]),
+                              W.HBox([self.prev_btn, self.next_btn, self.keys, self.status])])
         self.refresh()
 
-    def _score(self, v):
-        if self.session.done: return
-        self.session.score(v, self.note.value); self.note.value = ''; self.refresh()
+# %% ../../nbs/37_reward_annotate.ipynb #5f840ff4
+@patch
+def refresh(self:AnnotationUI):
+    d = self.session.current()
+    self.view.value = _step_html(d) if d else '<b>All steps annotated.</b>'
+    for b in self.buttons: b.disabled = d is None
+    if not self.status.value.startswith('unknown key'): self.status.value = self.session.progress()
+    else: self.status.value = self.status.value.split(' | ')[0] + ' | ' + self.session.progress()
 
-    def _on_key(self, change):
-        k = change['new']
-        if not k: return
-        try:
-            if k.strip() in SCORE_KEYS and self.session.done: pass
-            else: self.session.key(k, self.note.value); self.note.value = ''
-        except ValueError as e: self.status.value = str(e)
-        self.keys.value = ''
-        self.refresh()
+# %% ../../nbs/37_reward_annotate.ipynb #740d01b4
+@patch
+def _score(self:AnnotationUI, v):
+    if self.session.done: return
+    self.session.score(v, self.note.value); self.note.value = ''; self.refresh()
 
-    def refresh(self):
-        d = self.session.current()
-        self.view.value = _step_html(d) if d else '<b>All steps annotated.</b>'
-        for b in self.buttons: b.disabled = d is None
-        if not self.status.value.startswith('unknown key'): self.status.value = self.session.progress()
-        else: self.status.value = self.status.value.split(' | ')[0] + ' | ' + self.session.progress()
+# %% ../../nbs/37_reward_annotate.ipynb #b0241591
+@patch
+def _on_key(self:AnnotationUI, change):
+    k = change['new']
+    if not k: return
+    try:
+        if k.strip() in SCORE_KEYS and self.session.done: pass
+        else: self.session.key(k, self.note.value); self.note.value = ''
+    except ValueError as e: self.status.value = str(e)
+    self.keys.value = ''
+    self.refresh()
 
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+# %% ../../nbs/37_reward_annotate.ipynb #9e5b0ff9
+@patch
+def _ipython_display_(self:AnnotationUI):
+    from IPython.display import display
+    display(self.widget)
