@@ -26,7 +26,8 @@ _NG_ERR = {'failed', 'timeout', 'cancelled'}
 
 def _ng_out(it)->bool:
     "An output item (written by the model)"
-    return isinstance(it, dict) and (it.get('type') in ('reasoning', 'function_call') or (it.get('type', 'message') == 'message' and it.get('role') == 'assistant'))
+    return isinstance(it, dict) and (it.get('type') in ('reasoning', 'function_call')
+                                     or (it.get('type', 'message') == 'message' and it.get('role') == 'assistant'))
 
 # %% ../../nbs/27c_recorder_ng_trajectory.ipynb #2eada6fe
 def ng_responses(conversation:list)->list[list[dict]]:
@@ -40,10 +41,12 @@ def ng_responses(conversation:list)->list[list[dict]]:
 
 # %% ../../nbs/27c_recorder_ng_trajectory.ipynb #a32ad125
 def _ng_usage(stats:list)->TokenUsage|None:
+    "Usage summed over the `token_stats` of a turn's model calls; None when none states a count"
     stats = [s for s in stats if isinstance(s, dict) and any(v is not None for v in s.values())]
     if not stats: return None
     f = lambda k: sum(as_count(s.get(k)) for s in stats)
-    return TokenUsage(input=f('prompt_tokens'), output=f('completion_tokens'), cached=f('cached_tokens'), reasoning=f('reasoning_tokens'))
+    return TokenUsage(input=f('prompt_tokens'), output=f('completion_tokens'), cached=f('cached_tokens'),
+                      reasoning=f('reasoning_tokens'))
 
 # %% ../../nbs/27c_recorder_ng_trajectory.ipynb #03616c38
 def ng_turns(rec:dict, invocation_id:str)->list[tuple[dict, list[dict]]]:
@@ -121,8 +124,10 @@ def _ng_invocations(rec:dict)->list[dict]:
     if rec.get('invocations'): return rec['invocations']
     last = {}
     for t in sorted(rec.get('turns') or [], key=lambda t: as_count(t.get('turn_no'))): last[t.get('invocation_id')] = t
-    return [{'invocation_id': i, 'conversation': [*(t.get('question') or []), *(t.get('answer') or [])], 'rebuilt_from_turns': True}
-            for i, t in last.items() if isinstance(t.get('question') or [], list) and isinstance(t.get('answer') or [], list)]
+    return [{'invocation_id': i, 'conversation': [*(t.get('question') or []), *(t.get('answer') or [])],
+             'rebuilt_from_turns': True}
+            for i, t in last.items()
+            if isinstance(t.get('question') or [], list) and isinstance(t.get('answer') or [], list)]
 
 # %% ../../nbs/27c_recorder_ng_trajectory.ipynb #9f5be2d5
 def ng_trajectories(row:dict, path=None, line:int|None=None, report:ConversionReport|None=None, fmt:str='ng-trajectory')->list[Trajectory]:
