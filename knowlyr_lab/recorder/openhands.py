@@ -63,31 +63,47 @@ class _V0History:
         self.unmapped.append(self.report.unmapped(kind, ev, self.path, self.line, why=why))
         return None
 
-    def event(self, ev, partner=None):
-        "Map one event; returns the step an action created (None otherwise)"
-        if not isinstance(ev, dict): return self._skip('event:invalid', ev, 'history entry is not an event object')
-        try:                                # (guard's policy, inline: this runs once per event)
-            if 'action' in ev: return self.action(ev)
-            if 'observation' in ev: return self.observation(ev, partner)
-            return self._skip('event:unknown', ev, 'neither an action nor an observation')
-        except GUARDED as e:
-            kind = f"action:{ev.get('action')}" if 'action' in ev else f"observation:{ev.get('observation')}"
-            guard(self.report, self.path, self.line, ev, kind).__exit__(type(e), e, None)
+# %% ../../nbs/24_recorder_openhands.ipynb #6f7efdcb
+@patch
+def event(self:_V0History, ev, partner=None):
+    "Map one event; returns the step an action created (None otherwise)"
+    if not isinstance(ev, dict): return self._skip('event:invalid', ev, 'history entry is not an event object')
+    try:                                # (guard's policy, inline: this runs once per event)
+        if 'action' in ev: return self.action(ev)
+        if 'observation' in ev: return self.observation(ev, partner)
+        return self._skip('event:unknown', ev, 'neither an action nor an observation')
+    except GUARDED as e:
+        kind = f"action:{ev.get('action')}" if 'action' in ev else f"observation:{ev.get('observation')}"
+        guard(self.report, self.path, self.line, ev, kind).__exit__(type(e), e, None)
 
-    def feed(self, history:list):
-        "Walk a flat history or a history of [action, observation] pairs"
-        for item in history:
-            if isinstance(item, list) and len(item) == 2:
-                a = self.event(item[0])
-                self.event(item[1], partner=a)
-            else: self.event(item)
-        return self
+# %% ../../nbs/24_recorder_openhands.ipynb #ec7e6f26
+@patch
+def feed(self:_V0History, history:list):
+    "Walk a flat history or a history of [action, observation] pairs"
+    for item in history:
+        if isinstance(item, list) and len(item) == 2:
+            a = self.event(item[0])
+            self.event(item[1], partner=a)
+        else: self.event(item)
+    return self
+
+# %% ../../nbs/24_recorder_openhands.ipynb #0255045b
+@patch
+def _user_message(self:_V0History, text:str, t, is_task:bool):
+    "Take a user message as the task or as a user turn"
+    if self.instruction is None: self.instruction = text
+    elif not self.seen_user and not self.log.steps:   # the first user message is the task as the agent saw it
+        if not is_task: self.instruction_field, self.instruction = self.instruction, text
+    else: self.log.user(text, t)
+    self.seen_user = True
 
 # %% ../../nbs/24_recorder_openhands.ipynb #b63119cd
+_NOT_ARGS = ('action', 'id', 'timestamp', 'source', 'message', 'cause')
+
 @patch
 def action(self:_V0History, ev:dict)->"Step|None":
     act = str(ev.get('action')); kind = f'action:{act}'
-    args = ev.get('args') if isinstance(ev.get('args'), dict) else {k: v for k, v in ev.items() if k not in ('action', 'id', 'timestamp', 'source', 'message', 'cause')}
+    args = ev.get('args') if isinstance(ev.get('args'), dict) else {k: v for k, v in ev.items() if k not in _NOT_ARGS}
     src, t = ev.get('source'), ev.get('timestamp')
     if act == 'system':    # SystemMessageAction: the system prompt and tools the agent was given, not a tool call
         self.system, self.tools = args.get('content') or ev.get('message'), args.get('tools')
@@ -96,17 +112,15 @@ def action(self:_V0History, ev:dict)->"Step|None":
         text = args.get('content') or ev.get('message') or ''
         is_task = self.instruction is not None and not self.log.steps and text.strip() == self.instruction.strip()
         if src == 'user' or (src is None and is_task):
-            if self.instruction is None: self.instruction = text
-            elif not self.seen_user and not self.log.steps:   # the first user message is the task as the agent saw it
-                if not is_task: self.instruction_field, self.instruction = self.instruction, text
-            else: self.log.user(text, t)
-            self.seen_user = True
+            self._user_message(text, t, is_task)
             self.report.mapped(kind); return None
     if act in ('change_agent_state', 'recall') or src in ('environment', 'user'):
-        return self._skip(kind, ev, 'runtime action (agent state change, memory recall, user-side event), not a model action')
+        return self._skip(kind, ev,
+                          'runtime action (agent state change, memory recall, user-side event), not a model action')
     fname, fparams, usage, rid, msg_text = _model_call(ev)
     mr = (ev.get('tool_call_metadata') or {}).get('model_response') or {}
-    if fname and isinstance(mr.get('model'), str) and (not self.models or self.models[-1] != mr['model']): self.models.append(mr['model'])
+    if fname and isinstance(mr.get('model'), str) and (not self.models or self.models[-1] != mr['model']):
+        self.models.append(mr['model'])
     if act == 'message':   # an agent chat turn, no tool
         step = self.log.message(args.get('content') or ev.get('message') or '', t, usage=usage, response_id=rid)
         self.report.mapped(kind); self.n_agent_calls.append(step); self.last_open = None; return None
@@ -131,16 +145,18 @@ def observation(self:_V0History, ev:dict, partner=None):
     obs = str(ev.get('observation')); kind = f'observation:{obs}'
     if obs == 'null' and not ev.get('content'):   # "No observation": the empty partner of a message/finish
         self.report.mapped(kind); return
-    if obs in ('agent_state_changed', 'recall'): return self._skip(kind, ev, 'runtime state or recalled context, not a tool result')
+    if obs in ('agent_state_changed', 'recall'):
+        return self._skip(kind, ev, 'runtime state or recalled context, not a tool result')
     tcid = (ev.get('tool_call_metadata') or {}).get('tool_call_id')
     step = self.by_event.get(ev.get('cause')) if ev.get('cause') is not None else None
     if step is None and tcid: step = self.log.pairer.pending.get(tcid)
-    if step is None and partner is not None and partner.observation is None: step = partner   # the [action, observation] pair
+    # the [action, observation] pair
+    if step is None and partner is not None and partner.observation is None: step = partner
     if step is None and 'id' not in ev and 'cause' not in ev: step = self.last_open   # resolver: the action just before
     extras = ev.get('extras') if isinstance(ev.get('extras'), dict) else ev
     is_error = obs == 'error' or ev.get('success') is False or bool(extras.get('error') is True)
-    done = step is not None and step.action is not None and self.log.result(step.action.call_id, ev.get('content', ''), is_error,
-                                                                           exit_code(extras), ev.get('timestamp'))
+    done = step is not None and step.action is not None and self.log.result(
+        step.action.call_id, ev.get('content', ''), is_error, exit_code(extras), ev.get('timestamp'))
     self.last_open = None
     if not done and step is None and obs == 'error' and ev.get('cause') is None: return self.failed_turn(ev, kind)
     if not done: return self._skip(kind, ev, 'observation whose action is not in the log (or already has a result)')
@@ -151,8 +167,8 @@ def observation(self:_V0History, ev:dict, partner=None):
 def failed_turn(self:_V0History, ev:dict, kind:str):
     "An error no action caused (a malformed tool call, a stuck agent...): the failed turn is a step of its own"
     fname, fparams, usage, rid, msg_text = _model_call(ev)
-    step = self.log.call(fname or 'agent_error', fparams or {}, None, msg_text, ev.get('timestamp'), usage=usage, response_id=rid,
-                         failed_call=True, openhands_observation='error', event_id=ev.get('id'))
+    step = self.log.call(fname or 'agent_error', fparams or {}, None, msg_text, ev.get('timestamp'), usage=usage,
+                         response_id=rid, failed_call=True, openhands_observation='error', event_id=ev.get('id'))
     set_observation(step, ev.get('content') or ev.get('message') or '', True, None, ev.get('timestamp'))
     self.report.mapped(kind)
 
@@ -166,7 +182,8 @@ def _v0_outcome(rec:dict, finished:bool)->tuple[Outcome, dict]:
         for key in ('resolved', 'result', 'success'):
             if isinstance(tr.get(key), bool): success = tr[key]; break
         rep = tr.get('report')
-        if success is None and isinstance(rep, dict) and isinstance(rep.get('resolved'), bool): success = rep['resolved']
+        if success is None and isinstance(rep, dict) and isinstance(rep.get('resolved'), bool):
+            success = rep['resolved']
         if success is not None: meta['success_source'] = 'test_result'
     if isinstance(rec.get('success'), bool) and success is None:
         success, meta['success_source'] = rec['success'], 'resolver review (an LLM judged the patch; no tests were run)'
@@ -186,13 +203,16 @@ def _v0_usage(meta:dict, h:_V0History, metrics)->None:
             if step.usage is None: step.usage = TokenUsage(cost=float(c))
             elif step.usage.cost is None: step.usage.cost = float(c)
     tok = metrics.get('accumulated_token_usage') if isinstance(metrics.get('accumulated_token_usage'), dict) else None
-    total = usage_total(*((tok.get('prompt_tokens', 0), tok.get('completion_tokens', 0), tok.get('cache_read_tokens', 0),
-                           tok.get('reasoning_tokens', 0)) if tok else (None,) * 4), metrics.get('accumulated_cost'))
+    counts = ((tok.get('prompt_tokens', 0), tok.get('completion_tokens', 0), tok.get('cache_read_tokens', 0),
+               tok.get('reasoning_tokens', 0)) if tok else (None,) * 4)
+    total = usage_total(*counts, metrics.get('accumulated_cost'))
     if total: record_totals(meta, total, h.log.steps)
 
 # %% ../../nbs/24_recorder_openhands.ipynb #f9ebb973
-_V1_KIND = re.compile(r'"kind":\s*"(ActionEvent|ObservationEvent|MessageEvent|SystemPromptEvent|ConversationStateUpdateEvent|AgentErrorEvent)"')
-_V0_ACTION = re.compile(r'"action":\s*"(message|run|run_ipython|read|edit|write|browse|browse_interactive|finish|think|recall|delegate|mcp|change_agent_state)"')
+_V1_KIND = re.compile(r'"kind":\s*"(ActionEvent|ObservationEvent|MessageEvent|SystemPromptEvent'
+                      r'|ConversationStateUpdateEvent|AgentErrorEvent)"')
+_V0_ACTION = re.compile(r'"action":\s*"(message|run|run_ipython|read|edit|write|browse|browse_interactive|finish|think'
+                        r'|recall|delegate|mcp|change_agent_state)"')
 _V0_SOURCE = re.compile(r'"source":\s*"(user|agent|environment)"')
 _V0_OBS = re.compile(r'"observation":\s*"(run|run_ipython|read|write|edit|browse|null|error|agent_state_changed)"')
 
@@ -208,14 +228,16 @@ class OpenHandsAdapter(LogAdapter):
     def detect(self, path, head):
         h = head.lstrip()
         if is_openhands_v1(h) or not _V0_ACTION.search(h): return None
-        if h.startswith('[') and _V0_SOURCE.search(h): return 'JSON array of OpenHands V0 events (action/observation with source)'
+        if h.startswith('[') and _V0_SOURCE.search(h):
+            return 'JSON array of OpenHands V0 events (action/observation with source)'
         if h.startswith('{') and '"history"' in h and (_V0_SOURCE.search(h) or _V0_OBS.search(h)):
             return 'OpenHands V0 episodes (eval/resolver output) whose history holds action/observation events'
         if h.startswith('{') and _V0_SOURCE.search(h): return 'JSON lines of OpenHands V0 events'
         return None
 
 # %% ../../nbs/24_recorder_openhands.ipynb #3e2d775d
-def _traj(self, path, report, h:_V0History, rec:dict|None, line:int|None)->Trajectory:
+@patch
+def _traj(self:OpenHandsAdapter, path, report, h:_V0History, rec:dict|None, line:int|None)->Trajectory:
     rec = rec or {}
     inst = rec.get('instance') if isinstance(rec.get('instance'), dict) else {}
     issue = rec.get('issue') if isinstance(rec.get('issue'), dict) else {}
@@ -230,43 +252,59 @@ def _traj(self, path, report, h:_V0History, rec:dict|None, line:int|None)->Traje
         if md.get(k) is not None: meta[k] = md[k]
     if rec.get('git_patch'): meta['git_patch'] = rec['git_patch']
     if h.unmapped: meta['unmapped'] = h.unmapped
-    task_meta = {k: v for k, v in (('instance', inst or None), ('issue', issue or None), ('tools', h.tools), ('instruction_field', h.instruction_field)) if v}
+    task_meta = {k: v for k, v in (('instance', inst or None), ('issue', issue or None), ('tools', h.tools),
+                                   ('instruction_field', h.instruction_field)) if v}
     if h.system: meta['system_prompt'] = h.system
     return Trajectory(task=Task(id=str(tid), instruction=h.instruction or '', domain='coding', metadata=task_meta),
                       agent=AgentInfo(name='openhands', model=model), steps=h.log.finish(), outcome=outcome,
                       source=Source(format=self.name, path=str(path), line=line), metadata=meta)
-OpenHandsAdapter._traj = _traj
 
 # %% ../../nbs/24_recorder_openhands.ipynb #bef2ec4d
-def _convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
+@patch
+def _file_episode(self:OpenHandsAdapter, path, report, events=None, h:_V0History|None=None)->Trajectory|None:
+    "The one episode of a file (`events` fed to a new history, or the history `h`); None when quarantined"
+    with guard(report, path, None, None, 'episode'):
+        if h is None: h = _V0History(path, report, None, None).feed(events)
+        return self._traj(path, report, h, None, None)
+
+# %% ../../nbs/24_recorder_openhands.ipynb #20ff2712
+@patch
+def _line_episode(self:OpenHandsAdapter, path, report, rec:dict, line:int)->Trajectory|None:
+    "The episode of an eval/resolver record; None when a wrongly typed value quarantined it"
+    with guard(report, path, line, rec, 'episode'):
+        instr = rec.get('instruction') if isinstance(rec.get('instruction'), str) else None
+        return self._traj(path, report, _V0History(path, report, line, instr).feed(rec['history']), rec, line)
+
+# %% ../../nbs/24_recorder_openhands.ipynb #3ea41af5
+@patch
+def convert(self:OpenHandsAdapter, path, report:ConversionReport)->Iterator[Trajectory]:
     path = Path(path)
     if path.suffix == '.json' or not path.name.endswith(('.jsonl', '.jsonl.gz')):
         if json_shape(path) == 'array':     # a trajectory export: its events are streamed, not loaded whole
-            events = (ev for _, ev in iter_json_items(path, report))
-            with guard(report, path, None, None, 'episode'): t = self._traj(path, report, _V0History(path, report, None, None).feed(events), None, None); yield t
+            t = self._file_episode(path, report, (ev for _, ev in iter_json_items(path, report)))
+            if t is not None: yield t
             return
         data = read_json(path, report)
         if data is None: return
         if isinstance(data, list):
-            with guard(report, path, None, None, 'episode'): t = self._traj(path, report, _V0History(path, report, None, None).feed(data), None, None); yield t
+            if (t := self._file_episode(path, report, data)) is not None: yield t
             return
         if isinstance(data, dict) and isinstance(data.get('history'), list): data = [data]
-        else: report.bad_record(path, None, f"expected a JSON array of events or an episode with 'history', got {type(data).__name__}", None); return
+        else:
+            why = f"expected a JSON array of events or an episode with 'history', got {type(data).__name__}"
+            report.bad_record(path, None, why, None); return
         records = enumerate(data, 1)
     else: records = iter_jsonl(path, report)
     events = None
     for line, rec in records:
         if isinstance(rec.get('history'), list):
-            t = None
-            with guard(report, path, line, rec, 'episode'):
-                h = _V0History(path, report, line, rec.get('instruction') if isinstance(rec.get('instruction'), str) else None).feed(rec['history'])
-                t = self._traj(path, report, h, rec, line)
+            t = self._line_episode(path, report, rec, line)
             if t is not None: report.mapped('episode'); yield t
         elif 'action' in rec or 'observation' in rec:
             events = events or _V0History(path, report, None, None); events.event(rec)
-        else: report.bad_record(path, line, "neither an episode (no 'history' list) nor an event (no 'action'/'observation')", rec, 'episode')
-    if events is not None:
-        with guard(report, path, None, None, 'episode'): t = self._traj(path, report, events, None, None); yield t
-OpenHandsAdapter.convert = _convert
+        else:
+            why = "neither an episode (no 'history' list) nor an event (no 'action'/'observation')"
+            report.bad_record(path, line, why, rec, 'episode')
+    if events is not None and (t := self._file_episode(path, report, h=events)) is not None: yield t
 
 register_adapter(OpenHandsAdapter())
