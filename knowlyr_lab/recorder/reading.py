@@ -33,8 +33,9 @@ def open_bytes(path)->io.BufferedIOBase:
     return gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')
 
 # %% ../../nbs/20b_recorder_reading.ipynb #c06dc511
-READ_ERRORS = (EOFError, OSError, zlib.error)     # a truncated .gz raises EOFError, a corrupt one BadGzipFile/zlib.error
+READ_ERRORS = (EOFError, OSError, zlib.error)
 
+# %% ../../nbs/20b_recorder_reading.ipynb #2e77996d
 def read_error(e:BaseException)->str:
     "One-line reason for an error raised while reading a file"
     kind = 'truncated' if isinstance(e, EOFError) else 'unreadable'
@@ -42,7 +43,7 @@ def read_error(e:BaseException)->str:
 
 # %% ../../nbs/20b_recorder_reading.ipynb #7a724d1e
 def loads_json(raw:bytes):
-    "One JSON document, parsed by orjson; by the standard library where orjson refuses (its error message; NaN, big ints)"
+    "One JSON document, parsed by orjson; by the standard library where orjson refuses (NaN, big ints)"
     try: return orjson.loads(raw)
     except orjson.JSONDecodeError: return json.loads(raw)
 
@@ -53,31 +54,33 @@ def iter_jsonl(path,                       # a .jsonl or .jsonl.gz file
               )->Iterator[tuple[int, dict]]: # (1-based line number, parsed object)
     "Stream the JSON objects of a JSON-lines file; malformed lines go to `report.bad_record`, secrets are redacted"
     clean = report.scrub is not None
-    hits = getattr(report.scrub, 'hits', None) or getattr(getattr(report.scrub, 'redactor', None), 'hits', None)   # the prefilter alone, for the common clean line
+    # the prefilter alone, for the common clean line
+    hits = getattr(report.scrub, 'hits', None) or getattr(getattr(report.scrub, 'redactor', None), 'hits', None)
     i = 0
     try:
         with open_bytes(path) as f:
             for raws, objs, same in _chunks(f, Path(path).suffix == '.gz'):
-                dirty = clean and (hits is None or bool(hits(b''.join(raws))))   # one prefilter pass per chunk: most chunks hold no secret
+                # one prefilter pass per chunk: most chunks hold no secret
+                dirty = clean and (hits is None or bool(hits(b''.join(raws))))
                 for raw, obj in zip(raws, objs):
                     i += 1
                     report.bytes_read += len(raw)
-                    if obj is _BAD:                            # orjson failed: blank, NaN, big ints, bad bytes, not JSON
+                    # orjson failed: blank, NaN, big ints, bad bytes, not JSON
+                    if obj is _BAD:
                         if not raw.strip(): continue
                         obj = _line_fallback(path, i, raw, report)
                         if obj is _BAD: continue
                     elif not same and _may_repeat_keys(raw, obj): warn_duplicate_keys(path, i, raw, report)
                     if not isinstance(obj, dict):
-                        report.bad_record(path, i, f"expected a JSON object, got {type(obj).__name__}", raw.decode('utf-8', 'replace')); continue
+                        report.bad_record(path, i, f"expected a JSON object, got {type(obj).__name__}",
+                                          raw.decode('utf-8', 'replace')); continue
                     yield i, (report.clean(obj, raw) if dirty and (hits is None or hits(raw)) else obj)
     except READ_ERRORS as e:
         report.bad_record(path, i + 1, read_error(e), None, record_type='(file)', aggregate=True)
 
 # %% ../../nbs/20b_recorder_reading.ipynb #a2bb5389
-_JSON_SYNTAX = set('{}[],:"-+.0123456789eEtrufalsn \t\r\n')
-
 def _decode_salvaged(data:bytes, max_fixes:int)->tuple[str, list[dict]]|None:
-    "UTF-8 text of `data` with each run of undecodable bytes as U+FFFD, and those runs"
+    "UTF-8 text of `data` with each run of undecodable bytes as U+FFFD, and those runs (None: over `max_fixes`)"
     parts, fixes, k = [], [], 0
     while True:
         try: parts.append(data[k:].decode('utf-8')); break
@@ -88,15 +91,24 @@ def _decode_salvaged(data:bytes, max_fixes:int)->tuple[str, list[dict]]|None:
             else: fixes.append({'start': a, 'end': b})
             if len(fixes) > max_fixes: return None
             k = b
-    for f in fixes:
-        f.update(line=data.count(b'\n', 0, f['start']) + 1, raw=data[max(0, f['start'] - 40):f['end'] + 40].decode('utf-8', 'replace'),
-                 reason=f"bytes {data[f['start']:f['end']]!r} at offset {f['start']} are not valid UTF-8 (replaced with U+FFFD)")
+    for f in fixes: _locate_fix(data, f)
     return ''.join(parts), fixes
+
+# %% ../../nbs/20b_recorder_reading.ipynb #e367be80
+def _locate_fix(data:bytes, f:dict):
+    "Add `line`, `raw` (the bytes around) and `reason` to the repair `f` of `data[f['start']:f['end']]`"
+    a, b = f['start'], f['end']
+    f.update(line=data.count(b'\n', 0, a) + 1, raw=data[max(0, a - 40):b + 40].decode('utf-8', 'replace'),
+             reason=f"bytes {data[a:b]!r} at offset {a} are not valid UTF-8 (replaced with U+FFFD)")
+
+# %% ../../nbs/20b_recorder_reading.ipynb #0567f4c8
+_JSON_SYNTAX = set('{}[],:"-+.0123456789eEtrufalsn \t\r\n')
 
 # %% ../../nbs/20b_recorder_reading.ipynb #ed24570c
 def salvage_json(data:bytes,          # a JSON document with a few bad bytes
                  max_fixes:int=64,    # more repairs than this: not salvageable
-                )->tuple[Any, list[dict]|None]: # (document, repairs {line, reason, raw}); (None, None) when not salvageable
+                # (document, repairs {line, reason, raw}); (None, None) when not salvageable
+                )->tuple[Any, list[dict]|None]:
     "Parse `data`, repairing bad bytes that cannot change its structure"
     dec = _decode_salvaged(data, max_fixes)
     if dec is None: return None, None
@@ -109,7 +121,8 @@ def salvage_json(data:bytes,          # a JSON document with a few bad bytes
             raw = text[max(0, e.pos - 40):e.pos + 40]
             if ch and e.msg.startswith('Invalid control character'):
                 text = text[:e.pos] + json.dumps(ch)[1:-1] + text[e.pos + 1:]
-                fixes.append({'line': e.lineno, 'reason': f"raw control character {ch!r} in a string at {where} (escaped)", 'raw': raw})
+                why = f"raw control character {ch!r} in a string at {where} (escaped)"
+                fixes.append({'line': e.lineno, 'reason': why, 'raw': raw})
             elif ch and ch not in _JSON_SYNTAX:
                 text = text[:e.pos] + text[e.pos + 1:]
                 if ch == '\ufffd' and replaced: replaced -= 1; continue
@@ -121,6 +134,7 @@ def salvage_json(data:bytes,          # a JSON document with a few bad bytes
 # %% ../../nbs/20b_recorder_reading.ipynb #ead7baa7
 _BAD = object()
 
+# %% ../../nbs/20b_recorder_reading.ipynb #8f862f86
 def _line_fallback(path, i:int, raw:bytes, report:ConversionReport):
     "The object of a line orjson rejected (NaN, big ints, a few bad bytes repaired), or `_BAD` once reported"
     line = raw.rstrip(b'\r\n')
@@ -132,9 +146,12 @@ def _line_fallback(path, i:int, raw:bytes, report:ConversionReport):
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         obj, fixes = salvage_json(line)
         if fixes is None:
-            why = f"not valid UTF-8 (byte {e.start})" if isinstance(e, UnicodeDecodeError) else f"not valid JSON ({e.msg} at column {e.colno})"
+            why = (f"not valid UTF-8 (byte {e.start})" if isinstance(e, UnicodeDecodeError)
+                   else f"not valid JSON ({e.msg} at column {e.colno})")
             report.bad_record(path, i, why, raw.decode('utf-8', 'replace').rstrip('\r\n')); return _BAD
-        for f in fixes: report.bad_record(path, i, f['reason'].replace(' at line 1 column ', ' at column '), f['raw'], record_type='(bytes)')
+        for f in fixes:
+            report.bad_record(path, i, f['reason'].replace(' at line 1 column ', ' at column '), f['raw'],
+                              record_type='(bytes)')
         return obj
 
 # %% ../../nbs/20b_recorder_reading.ipynb #3b564e26
@@ -169,7 +186,8 @@ def _load_lines(raws:list)->tuple[list, bool]:
     try: out = orjson.dumps(objs if good is raws else [o for o in objs if o is not _BAD])
     except (TypeError, orjson.JSONEncodeError): return objs, False
     raw = b''.join(good)
-    if len(out) - 1 == len(raw) and out[1:-1] == raw[:-1].replace(b'\n', b','): return objs, True   # written back byte for byte
+    # written back byte for byte
+    if len(out) - 1 == len(raw) and out[1:-1] == raw[:-1].replace(b'\n', b','): return objs, True
     return objs, raw.count(b':') == out.count(b':') and b'\\u003' not in raw   # a dropped key takes its colon with it
 
 # %% ../../nbs/20b_recorder_reading.ipynb #e6e669f4
@@ -179,7 +197,8 @@ def _chunks(f, gz:bool, size:int=1 << 15)->Iterator[tuple[list, list, bool]]:
         raws, err = [], None
         try:
             if not gz: raws = f.readlines(size)
-            else:                                         # line by line: a truncated .gz keeps every line before the cut
+            # line by line: a truncated .gz keeps every line before the cut
+            else:
                 n = 0
                 for raw in f:
                     raws.append(raw); n += len(raw)
@@ -201,7 +220,9 @@ def warn_duplicate_keys(path, line:int|None, raw:bytes|str, report:ConversionRep
     try: found = duplicate_keys(raw)
     except (ValueError, RecursionError): return
     for k, (n, key) in enumerate(found):
-        if k < 20: report.warn(path, (line or 1) + n - 1, f"duplicate key {key!r} in one object (the last value is kept)", '(duplicate key)')
+        if k < 20:
+            report.warn(path, (line or 1) + n - 1, f"duplicate key {key!r} in one object (the last value is kept)",
+                        '(duplicate key)')
 
 # %% ../../nbs/20b_recorder_reading.ipynb #1626bdd0
 def decode_text(path, data:bytes, report:ConversionReport, max_fixes:int=64)->str:
@@ -224,12 +245,25 @@ def read_text(path, report:ConversionReport|None=None)->str:
 
 # %% ../../nbs/20b_recorder_reading.ipynb #aeade89d
 def _read_bytes(path, report)->bytes|None:
+    "The bytes of `path`, or None once a read error is reported (the file counted as failed)"
     try:
         with open_bytes(path) as f: data = f.read()
     except READ_ERRORS as e:
         report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True); return None
     report.bytes_read += len(data)
     return data
+
+# %% ../../nbs/20b_recorder_reading.ipynb #5913a578
+def _salvaged_doc(path, data:bytes, e:UnicodeDecodeError|json.JSONDecodeError, report:ConversionReport):
+    "The document `data` repaired by `salvage_json` (each repair reported), or `_BAD` once its error `e` is reported"
+    doc, fixes = salvage_json(data)
+    if fixes is None:                                  # more than a few bad bytes: the file is rejected, located
+        if isinstance(e, UnicodeDecodeError): report.bad_record(path, None, f"not valid UTF-8 (byte {e.start})", None)
+        else: report.bad_record(path, e.lineno, f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})",
+                                data.decode('utf-8', 'replace'))
+        return _BAD
+    for f in fixes: report.bad_record(path, f['line'], f['reason'], f['raw'], record_type='(bytes)')
+    return doc
 
 # %% ../../nbs/20b_recorder_reading.ipynb #f2075a4a
 def read_json(path, report:ConversionReport)->Any:
@@ -240,23 +274,22 @@ def read_json(path, report:ConversionReport)->Any:
         doc = loads_json(data)
         if _may_repeat_keys(data, doc): warn_duplicate_keys(path, 1, data, report)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        doc, fixes = salvage_json(data)
-        if fixes is None:                                  # more than a few bad bytes: the file is rejected, located
-            if isinstance(e, UnicodeDecodeError): report.bad_record(path, None, f"not valid UTF-8 (byte {e.start})", None)
-            else: report.bad_record(path, e.lineno, f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})", data.decode('utf-8', 'replace'))
-            return None
-        for f in fixes: report.bad_record(path, f['line'], f['reason'], f['raw'], record_type='(bytes)')
-    except RecursionError: report.bad_record(path, None, "JSON nested too deeply", data.decode('utf-8', 'replace')); return None
+        doc = _salvaged_doc(path, data, e, report)
+        if doc is _BAD: return None
+    except RecursionError:
+        report.bad_record(path, None, "JSON nested too deeply", data.decode('utf-8', 'replace')); return None
     return report.clean(doc, data) if report.scrub is not None else doc
 
 # %% ../../nbs/20b_recorder_reading.ipynb #fab7c9ad
 _YAML_BAD = re.compile('[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
+# %% ../../nbs/20b_recorder_reading.ipynb #a8151417
 def _yaml_chars(path, text:str, report)->str:
     "`text` with the characters YAML forbids (NUL, other controls) replaced by U+FFFD, each a located `(bytes)` record"
     if not _YAML_BAD.search(text): return text
     for m in list(_YAML_BAD.finditer(text))[:64]:
-        report.bad_record(path, text.count('\n', 0, m.start()) + 1, f"character {m.group()!r} is not allowed in YAML (replaced with U+FFFD)",
+        report.bad_record(path, text.count('\n', 0, m.start()) + 1,
+                          f"character {m.group()!r} is not allowed in YAML (replaced with U+FFFD)",
                           text[max(0, m.start() - 40):m.end() + 40], record_type='(bytes)')
     return _YAML_BAD.sub('\ufffd', text)
 
@@ -287,7 +320,7 @@ def ends_mid_line(text:str)->bool:
 def cut_off(traj, report:ConversionReport, path, line:int|None, # where the unfinished record starts
             why:str,                                              # what is unfinished
            ):
-    "Mark `traj`, read from a file that stops mid-record: a located warning, `outcome.truncated`, the place in the reason"
+    "Mark `traj`, read from a file that stops mid-record: a warning, `outcome.truncated`, the place in the reason"
     report.warn(path, line, f"the file stops mid-record: {why}", '(cut off)')
     o = traj.outcome
     o.truncated, o.terminated = True, False
@@ -308,7 +341,8 @@ def iter_json_items(path,                     # a .json or .json.gz file holding
                 yield k, (report.clean(obj) if report.scrub is not None else obj)
             report.bytes_read += f.tell() if hasattr(f, 'tell') else 0
     except ijson.JSONError as e:
-        report.bad_record(path, None, f"not valid JSON after item {k} ({e})", None, record_type='(document)', aggregate=True)
+        report.bad_record(path, None, f"not valid JSON after item {k} ({e})", None, record_type='(document)',
+                          aggregate=True)
     except READ_ERRORS as e:
         report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True)
 
