@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from fastcore.basics import patch
+
 from ..core import InvalidActionError, parse_action
 from .base import LogAdapter, register_adapter
 from .chat import ChatBuilder, exit_code_of
@@ -20,9 +22,10 @@ from .values import set_observation
 # %% auto #0
 __all__ = ['react_action', 'iter_react_blocks', 'ReactTextAdapter']
 
-# %% ../../nbs/22b_recorder_react.ipynb #8484505c
+# %% ../../nbs/22b_recorder_react.ipynb #712cc4d9
 _BRACKET = re.compile(r'^\s*`?([A-Za-z_][\w.\-]*)\s*\[(.*)\]\s*`?\s*$', re.S)
 
+# %% ../../nbs/22b_recorder_react.ipynb #8484505c
 def react_action(action:str,               # the text after "Action:" (may include an "Action Input:" line)
                  thought:str|None=None,
                 )->tuple[dict, bool]:      # ({tool, params}, parsed_ok)
@@ -37,11 +40,13 @@ def react_action(action:str,               # the text after "Action:" (may inclu
     name = re.match(r'\s*([A-Za-z_][\w.\-]*)', first)
     return {'tool': name.group(1) if name else 'unparsed_action', 'params': {'_raw': action.strip()}}, False
 
-# %% ../../nbs/22b_recorder_react.ipynb #b11f8858
-_KW = re.compile(r'^\s*(Question|Task|Thought|Action Input|Action|Observation|Final Answer)\s*(?:\d+\s*)?:\s?(.*)$', re.I)
-_KIND = {'question': 'question', 'task': 'question', 'thought': 'thought', 'action': 'action', 'action input': 'action_input',
-         'observation': 'observation', 'final answer': 'final_answer'}
+# %% ../../nbs/22b_recorder_react.ipynb #5e72f7a0
+_KW = re.compile(r'^\s*(Question|Task|Thought|Action Input|Action|Observation|Final Answer)\s*(?:\d+\s*)?:\s?(.*)$',
+                 re.I)
+_KIND = {'question': 'question', 'task': 'question', 'thought': 'thought', 'action': 'action',
+         'action input': 'action_input', 'observation': 'observation', 'final answer': 'final_answer'}
 
+# %% ../../nbs/22b_recorder_react.ipynb #b11f8858
 def iter_react_blocks(path, report,
                       ends:dict|None=None, # receives {'mid_line': True} when the last line has no newline (cut off)
                      )->Iterator[tuple[int, str, str]]:
@@ -55,7 +60,8 @@ def iter_react_blocks(path, report,
             report.bytes_read += len(raw)
             try: line = raw.decode('utf-8').rstrip('\r\n')
             except UnicodeDecodeError as e:                  # a bad byte costs nothing but itself: replaced, reported
-                report.bad_record(path, i, f"bytes {raw[e.start:e.end]!r} at column {e.start + 1} are not valid UTF-8 (replaced with U+FFFD)", raw, record_type='(bytes)')
+                report.bad_record(path, i, f"bytes {raw[e.start:e.end]!r} at column {e.start + 1} are not valid UTF-8"
+                                  " (replaced with U+FFFD)", raw, record_type='(bytes)')
                 line = raw.decode('utf-8', errors='replace').rstrip('\r\n')
             m = _KW.match(line)
             if m:
@@ -74,57 +80,73 @@ class ReactTextAdapter(LogAdapter):
     priority = -20
     def detect(self, path, head):
         if Path(path).suffix.lower() not in ('.txt', '.log', '.md', '.react', '.gz'): return None
-        kws = {m.group(1).lower() for m in re.finditer(r'^\s*(Thought|Action|Observation)\s*(?:\d+\s*)?:', head, re.M | re.I)}
+        kws = {m.group(1).lower()
+               for m in re.finditer(r'^\s*(Thought|Action|Observation)\s*(?:\d+\s*)?:', head, re.M | re.I)}
         return 'text with Thought/Action/Observation lines' if {'action', 'observation'} <= kws else None
 
-    def convert(self, path, report):
-        b, n, cur = None, 0, None   # cur: the step waiting for its observation
-        pending_thought, ends, last_line, act_line = None, {}, 1, None
-        def flush():
-            nonlocal b, n
-            if b is not None and (b.steps or b.instruction):
-                n += 1; return b.build(task_id=f'{Path(path).stem}-{n}' if n > 1 else Path(path).stem)
-        for line, kind, text in iter_react_blocks(path, report, ends):
-            last_line = line
-            if b is None or (kind == 'question' and b.steps):
-                t = flush()
-                if t is not None: yield t
-                b, cur, pending_thought = ChatBuilder(self.name, path, report, line), None, None
-            if kind == 'question': b.add_user(text); report.mapped('question')
-            elif kind == 'text':
-                if b.instruction is None and not b.steps: b.add_system(text); report.mapped('text')
-                else: b.keep(report.unmapped('text', text, path, line, why='text outside any ReAct block'))
-            elif kind == 'thought':
-                if pending_thought is not None: b.add_assistant(pending_thought)   # a thought with no action
-                pending_thought = text; report.mapped('thought')
-            elif kind == 'action':
-                a, ok = react_action(text)
-                cur, = b.add_assistant(pending_thought, [{**a, 'ok': ok}], line=line)
-                b.fifo.clear(); act_line = line
-                pending_thought = None
-                report.mapped('action')
-            elif kind == 'action_input':
-                if cur is None or cur.observation is not None:
-                    b.keep(report.unmapped('action_input', text, path, line, why='Action Input without an Action')); continue
-                a, ok = react_action(f'{cur.action.tool}\nAction Input: {text}')
-                cur.action.params = a['params']; cur.metadata.pop('bad_arguments', None)
-                if not ok: cur.metadata['bad_arguments'] = True
-                report.mapped('action_input')
-            elif kind == 'observation':
-                if cur is None or cur.observation is not None:
-                    b.keep(report.unmapped('observation', text, path, line, why='Observation without an Action')); continue
-                set_observation(cur, text, is_error=text.lstrip().lower().startswith('error'), exit_code=exit_code_of(text))
-                report.mapped('observation')
-            elif kind == 'final_answer':
-                fin, = b.add_assistant(pending_thought, [{'tool': 'final_answer', 'params': {'answer': text}}], line=line)
-                b.fifo.clear(); pending_thought = None
-                b.final_text = text
-                report.mapped('final_answer')
-        if b is not None and pending_thought is not None: b.add_assistant(pending_thought)
-        t = flush()
-        if t is None: return
-        if ends.get('mid_line'): cut_off(t, report, path, last_line, 'the last line has no newline')
-        elif cur is not None and cur.observation is None: cut_off(t, report, path, act_line, 'an Action with no Observation')
-        yield t
+# %% ../../nbs/22b_recorder_react.ipynb #b0e0cbc6
+def _react_action_input(b:ChatBuilder, cur, text:str, path, line:int, report)->bool:
+    "Set the parameters of `cur`, the step of the last Action, from an `Action Input:` block; False when it is kept"
+    if cur is None or cur.observation is not None:
+        b.keep(report.unmapped('action_input', text, path, line, why='Action Input without an Action')); return False
+    a, ok = react_action(f'{cur.action.tool}\nAction Input: {text}')
+    cur.action.params = a['params']; cur.metadata.pop('bad_arguments', None)
+    if not ok: cur.metadata['bad_arguments'] = True
+    report.mapped('action_input')
+    return True
 
+# %% ../../nbs/22b_recorder_react.ipynb #43ec73e0
+def _react_observation(b:ChatBuilder, cur, text:str, path, line:int, report)->bool:
+    "Set the observation of `cur`, the step of the last Action; False when the block is kept as unmapped"
+    if cur is None or cur.observation is not None:
+        b.keep(report.unmapped('observation', text, path, line, why='Observation without an Action')); return False
+    set_observation(cur, text, is_error=text.lstrip().lower().startswith('error'), exit_code=exit_code_of(text))
+    report.mapped('observation')
+    return True
+
+# %% ../../nbs/22b_recorder_react.ipynb #6ee6f016
+@patch
+def convert(self:ReactTextAdapter, path, report):
+    "One trajectory per question of a ReAct text log"
+    b, n, cur = None, 0, None   # cur: the step waiting for its observation
+    pending_thought, ends, last_line, act_line = None, {}, 1, None
+    def flush():
+        nonlocal b, n
+        if b is not None and (b.steps or b.instruction):
+            n += 1; return b.build(task_id=f'{Path(path).stem}-{n}' if n > 1 else Path(path).stem)
+    for line, kind, text in iter_react_blocks(path, report, ends):
+        last_line = line
+        if b is None or (kind == 'question' and b.steps):
+            t = flush()
+            if t is not None: yield t
+            b, cur, pending_thought = ChatBuilder(self.name, path, report, line), None, None
+        if kind == 'question': b.add_user(text); report.mapped('question')
+        elif kind == 'text':
+            if b.instruction is None and not b.steps: b.add_system(text); report.mapped('text')
+            else: b.keep(report.unmapped('text', text, path, line, why='text outside any ReAct block'))
+        elif kind == 'thought':
+            if pending_thought is not None: b.add_assistant(pending_thought)   # a thought with no action
+            pending_thought = text; report.mapped('thought')
+        elif kind == 'action':
+            a, ok = react_action(text)
+            cur, = b.add_assistant(pending_thought, [{**a, 'ok': ok}], line=line)
+            b.fifo.clear(); act_line = line
+            pending_thought = None
+            report.mapped('action')
+        elif kind == 'action_input': _react_action_input(b, cur, text, path, line, report)
+        elif kind == 'observation': _react_observation(b, cur, text, path, line, report)
+        elif kind == 'final_answer':
+            fin, = b.add_assistant(pending_thought, [{'tool': 'final_answer', 'params': {'answer': text}}], line=line)
+            b.fifo.clear(); pending_thought = None
+            b.final_text = text
+            report.mapped('final_answer')
+    if b is not None and pending_thought is not None: b.add_assistant(pending_thought)
+    t = flush()
+    if t is None: return
+    if ends.get('mid_line'): cut_off(t, report, path, last_line, 'the last line has no newline')
+    elif cur is not None and cur.observation is None:
+        cut_off(t, report, path, act_line, 'an Action with no Observation')
+    yield t
+
+# %% ../../nbs/22b_recorder_react.ipynb #5d7b9ab5
 register_adapter(ReactTextAdapter())
