@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from ..core import AgentEnv, InfrastructureError, TimeStep, tool_schema
 from ..domains import get_domain
 from .conversation_tasks import OFFLINE_TOOLS, ConversationTask, check_answer, load_conversation_tasks, run_offline_tool
@@ -30,88 +32,114 @@ class UserTurn:
     done: bool = False
     satisfied: bool|None = None
 
+# %% ../../nbs/17_envs_conversation.ipynb #ce8540a9
 def agent_text(transcript)->str:
     "Everything the agent said in a transcript"
     return '\n'.join(t for who, t in transcript if who == 'agent')
 
+# %% ../../nbs/17_envs_conversation.ipynb #85440b7e
 class ScriptedUser:
     "A user that answers from the task: facts when asked, satisfied when the checker passes"
     def start(self, task:ConversationTask)->str:
         self.revealed, self.turns = set(), 0
         return task.user.opening
-    def reply(self, task:ConversationTask, transcript:list)->UserTurn:
-        self.turns += 1
-        if check_answer(task.check, agent_text(transcript))['success']: return UserTurn(task.user.satisfied, True, True)
-        if self.turns > task.user.patience: return UserTurn(task.user.gave_up, True, False)
-        msg = transcript[-1][1].lower()
-        new = [i for i, f in enumerate(task.user.facts) if i not in self.revealed
-               and any(re.search(rf'\b{re.escape(k.lower())}\b', msg) for k in f.when)]
-        self.revealed.update(new)
-        return UserTurn(' '.join(task.user.facts[i].say for i in new) if new else task.user.default)
+
+# %% ../../nbs/17_envs_conversation.ipynb #f0398bd5
+@patch
+def reply(self:ScriptedUser, task:ConversationTask, transcript:list)->UserTurn:
+    self.turns += 1
+    if check_answer(task.check, agent_text(transcript))['success']: return UserTurn(task.user.satisfied, True, True)
+    if self.turns > task.user.patience: return UserTurn(task.user.gave_up, True, False)
+    msg = transcript[-1][1].lower()
+    new = [i for i, f in enumerate(task.user.facts) if i not in self.revealed
+           and any(re.search(rf'\b{re.escape(k.lower())}\b', msg) for k in f.when)]
+    self.revealed.update(new)
+    return UserTurn(' '.join(task.user.facts[i].say for i in new) if new else task.user.default)
 
 # %% ../../nbs/17_envs_conversation.ipynb #1bc84d97
 class UserSimulatorError(InfrastructureError):
     "The user simulator's model could not produce a reply (an API outage, a refused request): the harness's failure"
 
-USER_SYSTEM = ("You are role-playing a user talking to an assistant. Stay in character, reply in one or two short sentences, "
-               "and only share a fact when the assistant asks for it.\nYour goal: {goal}\nFacts you know: {facts}\n"
-               "When the assistant has fully achieved your goal, end your message with [DONE]. If it clearly will not, end with [GIVE UP].")
+# %% ../../nbs/17_envs_conversation.ipynb #a99a0fa6
+USER_SYSTEM = ("You are role-playing a user talking to an assistant. Stay in character, reply in one or two short "
+               "sentences, and only share a fact when the assistant asks for it.\nYour goal: {goal}\n"
+               "Facts you know: {facts}\nWhen the assistant has fully achieved your goal, end your message with [DONE]. "
+               "If it clearly will not, end with [GIVE UP].")
 
+# %% ../../nbs/17_envs_conversation.ipynb #e91f909c
 class LLMUser:
     "A user played by a chat model through the `openai` or `anthropic` SDK"
     def __init__(self, model:str, api:str='openai', base_url:str|None=None, api_key:str|None=None, max_tokens:int=200,
                  temperature:float=0.0, timeout:float=60.0, max_retries:int=2, client=None, max_agent_chars:int=4000):
         if api not in ('openai', 'anthropic'): raise ValueError(f"api must be 'openai' or 'anthropic', got {api!r}")
         self.model, self.api, self.base_url, self.api_key = model, api, base_url, api_key
-        self.max_tokens, self.temperature, self.timeout, self.max_retries, self.client = max_tokens, temperature, timeout, max_retries, client
+        self.max_tokens, self.temperature, self.timeout = max_tokens, temperature, timeout
+        self.max_retries, self.client = max_retries, client
         self.max_agent_chars = max_agent_chars
-
-    def _client(self):
-        if self.client is None:
-            if self.api == 'openai':
-                import openai
-                self.client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=self.max_retries)
-            else:
-                import anthropic
-                self.client = anthropic.Anthropic(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=self.max_retries)
-        return self.client
 
     def start(self, task:ConversationTask)->str:
         self.turns = 0
         return task.user.opening
 
-    def _messages(self, transcript):   # roles are swapped: the model plays the user, so the agent's turns (cut) are its 'user' messages
-        n, cut = self.max_agent_chars, lambda t: t[:n] + (f' [... {len(t) - n:,} more characters cut]' if len(t) > n else '')
-        return [{'role': 'user', 'content': '(The conversation starts. Say your opening message.)'}] + [
-            {'role': 'assistant', 'content': t} if who == 'user' else {'role': 'user', 'content': cut(t)} for who, t in transcript]
+# %% ../../nbs/17_envs_conversation.ipynb #b9e18046
+@patch
+def _client(self:LLMUser):
+    if self.client is None:
+        kw = dict(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=self.max_retries)
+        if self.api == 'openai':
+            import openai
+            self.client = openai.OpenAI(**kw)
+        else:
+            import anthropic
+            self.client = anthropic.Anthropic(**kw)
+    return self.client
 
-    def reply(self, task:ConversationTask, transcript:list)->UserTurn:
-        self.turns += 1
-        system = USER_SYSTEM.format(goal=task.user.goal, facts=' '.join(f.say for f in task.user.facts) or '(none)')
-        try:
-            if self.api == 'openai':
-                r = self._client().chat.completions.create(model=self.model, messages=[{'role': 'system', 'content': system}, *self._messages(transcript)],
-                                                           max_tokens=self.max_tokens, temperature=self.temperature)
-                text = r.choices[0].message.content or ''
-            else:
-                create = self._client().messages.create
-                kw = {'temperature': self.temperature} if 'temperature' in inspect.signature(create).parameters else {}   # anthropic 2.x has none
-                r = create(model=self.model, system=system, messages=self._messages(transcript), max_tokens=self.max_tokens, **kw)
-                text = ''.join(b.text for b in r.content if getattr(b, 'type', '') == 'text')
-        except Exception as e: raise UserSimulatorError(f"LLMUser ({self.api}, model {self.model!r}) failed: {type(e).__name__}: {e}") from e
-        done, sat = '[DONE]' in text, None
-        if done: sat = True
-        elif '[GIVE UP]' in text: done, sat = True, False
-        elif self.turns >= task.user.patience: done, sat = True, False
-        return UserTurn(text.replace('[DONE]', '').replace('[GIVE UP]', '').strip(), done, sat)
+# %% ../../nbs/17_envs_conversation.ipynb #875cb8b2
+@patch
+def _messages(self:LLMUser, transcript):
+    n, cut = self.max_agent_chars, lambda t: t[:n] + (f' [... {len(t) - n:,} more characters cut]' if len(t) > n else '')
+    return [{'role': 'user', 'content': '(The conversation starts. Say your opening message.)'}] + [
+        {'role': 'assistant', 'content': t} if who == 'user' else {'role': 'user', 'content': cut(t)}
+        for who, t in transcript]
+
+# %% ../../nbs/17_envs_conversation.ipynb #cf395f6b
+@patch
+def _complete(self:LLMUser, system:str, transcript:list)->str:
+    try:
+        if self.api == 'openai':
+            msgs = [{'role': 'system', 'content': system}, *self._messages(transcript)]
+            r = self._client().chat.completions.create(model=self.model, messages=msgs, max_tokens=self.max_tokens,
+                                                       temperature=self.temperature)
+            return r.choices[0].message.content or ''
+        create = self._client().messages.create
+        kw = {'temperature': self.temperature} if 'temperature' in inspect.signature(create).parameters else {}
+        r = create(model=self.model, system=system, messages=self._messages(transcript), max_tokens=self.max_tokens, **kw)
+        return ''.join(b.text for b in r.content if getattr(b, 'type', '') == 'text')
+    except Exception as e:
+        raise UserSimulatorError(f"LLMUser ({self.api}, model {self.model!r}) failed: {type(e).__name__}: {e}") from e
+
+# %% ../../nbs/17_envs_conversation.ipynb #86a10d82
+@patch
+def reply(self:LLMUser, task:ConversationTask, transcript:list)->UserTurn:  # noqa: F811 (@patch attaches each `reply` to its own class)
+    self.turns += 1
+    system = USER_SYSTEM.format(goal=task.user.goal, facts=' '.join(f.say for f in task.user.facts) or '(none)')
+    text = self._complete(system, transcript)
+    done, sat = '[DONE]' in text, None
+    if done: sat = True
+    elif '[GIVE UP]' in text: done, sat = True, False
+    elif self.turns >= task.user.patience: done, sat = True, False
+    return UserTurn(text.replace('[DONE]', '').replace('[GIVE UP]', '').strip(), done, sat)
 
 # %% ../../nbs/17_envs_conversation.ipynb #f0283b19
 class ConversationEnv(AgentEnv):
     "Multi-turn task with a simulated user, offline tools over task data, and a checker"
     default_domain = 'conversation'
     max_episode_steps = 20                          # default step budget (`make(..., max_episode_steps=n)` overrides it)
-    def __init__(self, domain:str|None=None,       # 'conversation' | 'engineering' | 'advisory' | 'discussion' (or a custom profile)
-                 tasks=None,                        # list of `ConversationTask`/dicts, or a YAML file (default: the bundled domain suite)
+    def __init__(self,
+                 # 'conversation' | 'engineering' | 'advisory' | 'discussion' (or a custom profile)
+                 domain:str|None=None,
+                 # list of `ConversationTask`/dicts, or a YAML file (default: the bundled domain suite)
+                 tasks=None,
                  user=None,                         # a user simulator (default `ScriptedUser()`)
                 ):
         domain = domain or self.default_domain
@@ -131,57 +159,66 @@ class ConversationEnv(AgentEnv):
     def tool_schemas(self):
         return [tool_schema(n, OFFLINE_TOOLS[n][2], OFFLINE_TOOLS[n][0], OFFLINE_TOOLS[n][1]) for n in self.tools]
 
-    def list_tasks(self): return [t.as_dict() for t in self.tasks]
-
     def _reset(self, task=None, seed=None):
-        if task is None: t = self.tasks[int(seed or 0) % len(self.tasks)]
-        elif isinstance(task, ConversationTask): t = task
-        else:
-            tid = task['id'] if isinstance(task, dict) else str(task)
-            t = next((x for x in self.tasks if x.id == tid), None)
-            if t is None: raise ValueError(f"unknown {self.domain} task {tid!r}; known: {', '.join(x.id for x in self.tasks)}")
+        t = self._pick_task(task, seed)
         self.task, self.n_steps, self.state, self.user_done = t, 0, {}, False
         opening = self.user.start(t)
         self.transcript = [('user', opening)]
         obs = f"{t.instruction}\n\nUser: {opening}"
         return TimeStep(obs, info={'task': t.as_dict()})
 
-    def _finish(self, answer:str, reason:str, obs:str)->TimeStep:
-        v = check_answer(self.task.check, answer)
-        return TimeStep(obs, v['score'], terminated=True, info={**v, 'reason': reason})
-
     def _step(self, tool, params):
         self.n_steps += 1
         if tool in ('submit', 'finish'):
             return self._finish(params['answer'], 'submitted', "Submitted. The episode is over.")
-        if tool == 'respond':
-            if self.user_done: obs, ts = "(The user has left the conversation.)", None
-            else:
-                self.transcript.append(('agent', params['message']))
-                turn = self.user.reply(self.task, self.transcript)
-                self.transcript.append(('user', turn.text))
-                self.user_done = turn.done
-                obs = f"User: {turn.text}"
-                if turn.done and 'respond' in self.terminal:
-                    return self._finish(agent_text(self.transcript), 'user_satisfied' if turn.satisfied else 'user_gave_up', obs)
-            ts = TimeStep(obs)
-        else:
-            out, err = run_offline_tool(self.task, self.state, tool, params)
-            ts = TimeStep(out, info={'is_error': err})
-        return ts
+        if tool == 'respond': return self._respond(params['message'])
+        out, err = run_offline_tool(self.task, self.state, tool, params)
+        return TimeStep(out, info={'is_error': err})
 
-    def oracle_action(self)->dict:
-        "The expert's next action: the task's reference solution, step by step"
-        sol = self.task.solution
-        if self.n_steps < len(sol): return {'tool': sol[self.n_steps]['tool'], 'params': dict(sol[self.n_steps].get('params', {}))}
-        final = 'submit' if 'submit' in self.tools else 'respond'
-        return {'tool': final, 'params': {'answer' if final == 'submit' else 'message': 'I could not finish this task.'}}
+# %% ../../nbs/17_envs_conversation.ipynb #80c0bf8c
+@patch
+def list_tasks(self:ConversationEnv): return [t.as_dict() for t in self.tasks]
+
+# %% ../../nbs/17_envs_conversation.ipynb #4f2555dd
+@patch
+def _pick_task(self:ConversationEnv, task, seed)->ConversationTask:
+    if task is None: return self.tasks[int(seed or 0) % len(self.tasks)]
+    if isinstance(task, ConversationTask): return task
+    tid = task['id'] if isinstance(task, dict) else str(task)
+    t = next((x for x in self.tasks if x.id == tid), None)
+    if t is None: raise ValueError(f"unknown {self.domain} task {tid!r}; known: {', '.join(x.id for x in self.tasks)}")
+    return t
+
+# %% ../../nbs/17_envs_conversation.ipynb #fc4857bc
+@patch
+def _finish(self:ConversationEnv, answer:str, reason:str, obs:str)->TimeStep:
+    v = check_answer(self.task.check, answer)
+    return TimeStep(obs, v['score'], terminated=True, info={**v, 'reason': reason})
+
+# %% ../../nbs/17_envs_conversation.ipynb #46679d7e
+@patch
+def _respond(self:ConversationEnv, message:str)->TimeStep:
+    if self.user_done: return TimeStep("(The user has left the conversation.)")
+    self.transcript.append(('agent', message))
+    turn = self.user.reply(self.task, self.transcript)
+    self.transcript.append(('user', turn.text))
+    self.user_done = turn.done
+    obs = f"User: {turn.text}"
+    if turn.done and 'respond' in self.terminal:
+        return self._finish(agent_text(self.transcript), 'user_satisfied' if turn.satisfied else 'user_gave_up', obs)
+    return TimeStep(obs)
+
+# %% ../../nbs/17_envs_conversation.ipynb #221142db
+@patch
+def oracle_action(self:ConversationEnv)->dict:
+    "The expert's next action: the task's reference solution, step by step"
+    sol = self.task.solution
+    if self.n_steps < len(sol):
+        return {'tool': sol[self.n_steps]['tool'], 'params': dict(sol[self.n_steps].get('params', {}))}
+    final = 'submit' if 'submit' in self.tools else 'respond'
+    return {'tool': final, 'params': {'answer' if final == 'submit' else 'message': 'I could not finish this task.'}}
 
 # %% ../../nbs/17_envs_conversation.ipynb #cd2a6caa
-_DESCR = {'conversation': 'support chat with a simulated user; ends on respond once the user stops',
-          'engineering': 'investigate a ticket in a small code base (files, git, wiki); ends on submit/finish',
-          'advisory': 'advise a client from a knowledge base; ends on submit/finish',
-          'discussion': 'argue a position from evidence; ends on respond once the user stops, or submit'}
 class EngineeringEnv(ConversationEnv):
     "`ConversationEnv` with the engineering profile and tasks"
     default_domain = 'engineering'
@@ -192,6 +229,11 @@ class DiscussionEnv(ConversationEnv):
     "`ConversationEnv` with the discussion profile and tasks"
     default_domain = 'discussion'
 
+# %% ../../nbs/17_envs_conversation.ipynb #12010f50
+_DESCR = {'conversation': 'support chat with a simulated user; ends on respond once the user stops',
+          'engineering': 'investigate a ticket in a small code base (files, git, wiki); ends on submit/finish',
+          'advisory': 'advise a client from a knowledge base; ends on submit/finish',
+          'discussion': 'argue a position from evidence; ends on respond once the user stops, or submit'}
 for _cls in (ConversationEnv, EngineeringEnv, AdvisoryEnv, DiscussionEnv):
     _d = _cls.default_domain
     register(f'knowlyr/{_d}', _cls, domain=_d, description=_DESCR[_d] + '; verified by a checker')
