@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from fastcore.basics import patch
+
 from .agent_steps import StepLog, guard
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, read_json
@@ -27,12 +29,14 @@ def _gm_usage(tok)->TokenUsage|None:
     "TokenUsage from a Gemini CLI `tokens` object"
     if not isinstance(tok, dict): return None
     i = lambda k: int(tok.get(k) or 0)
-    return TokenUsage(input=i('input') + i('tool'), output=i('output') + i('thoughts'), cached=i('cached'), reasoning=i('thoughts'))
+    return TokenUsage(input=i('input') + i('tool'), output=i('output') + i('thoughts'), cached=i('cached'),
+                      reasoning=i('thoughts'))
 
 # %% ../../nbs/26b_recorder_gemini_cli.ipynb #d6fe32ed
 def _gm_thoughts(m)->str:
     "Reasoning summaries of a gemini message as text"
-    return '\n\n'.join(f"**{t.get('subject')}** {t.get('description', '')}".strip() if t.get('subject') else str(t.get('description', ''))
+    return '\n\n'.join(f"**{t.get('subject')}** {t.get('description', '')}".strip() if t.get('subject')
+                       else str(t.get('description', ''))
                        for t in m.get('thoughts') or [] if isinstance(t, dict))
 
 # %% ../../nbs/26b_recorder_gemini_cli.ipynb #de23c835
@@ -47,14 +51,36 @@ def _gm_result(tc:dict)->tuple[str, bool]:
             parts.append(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
         elif resp is not None: parts.append(str(resp))
         elif isinstance(r, dict) and 'text' in r: parts.append(r['text'])
-    err = tc.get('status') in ('error', 'cancelled') or any(isinstance((r.get('functionResponse') or {}).get('response'), dict) and 'error' in r['functionResponse']['response']
-                                                          for r in tc.get('result') or [] if isinstance(r, dict))
+    err = tc.get('status') in ('error', 'cancelled') or any(
+        isinstance((r.get('functionResponse') or {}).get('response'), dict)
+        and 'error' in r['functionResponse']['response']
+        for r in tc.get('result') or [] if isinstance(r, dict))
     text = '\n'.join(parts)
-    if not text and tc.get('resultDisplay'): text = tc['resultDisplay'] if isinstance(tc['resultDisplay'], str) else json.dumps(tc['resultDisplay'], ensure_ascii=False)
+    if not text and tc.get('resultDisplay'):
+        rd = tc['resultDisplay']
+        text = rd if isinstance(rd, str) else json.dumps(rd, ensure_ascii=False)
     return text, bool(err)
+
+# %% ../../nbs/26b_recorder_gemini_cli.ipynb #081c3c3e
+def _gm_response(log:StepLog, m:dict, models:list):
+    "Add a `gemini` message to `log`: one step per tool call (with its inline result), or a text turn"
+    if isinstance(m.get('model'), str) and m['model'] not in models: models.append(m['model'])
+    text, reasoning = content_text(m.get('content')), _gm_thoughts(m)
+    usage, t = _gm_usage(m.get('tokens')), m.get('timestamp')
+    calls = [tc for tc in m.get('toolCalls') or [] if isinstance(tc, dict)]
+    for tc in calls:
+        args = tc.get('args') if isinstance(tc.get('args'), dict) else {'_raw': tc.get('args')}
+        thought = '\n\n'.join(x for x in (reasoning, text) if x) or None
+        log.call(tc.get('name') or 'unknown', args, tc.get('id'), thought, t, usage=usage, response_id=m.get('id'),
+                 **({'status': tc['status']} if tc.get('status') not in (None, 'success') else {}))
+        res, err = _gm_result(tc)
+        log.result(tc.get('id'), res, err, None, tc.get('timestamp'))
+    if not calls:
+        log.message(text, t, usage=usage, response_id=m.get('id'), **({'reasoning': reasoning} if reasoning else {}))
 
 # %% ../../nbs/26b_recorder_gemini_cli.ipynb #dd57f791
 def _gm_steps(path, report, messages:list[tuple[int|None, dict]], unmapped:list)->tuple[StepLog, str|None, list]:
+    "(steps, instruction, models) of a session's messages"
     log, instruction, models = StepLog(), None, []
     for line, m in messages:
       typ = m.get('type'); kind = f'message:{typ}'
@@ -62,20 +88,13 @@ def _gm_steps(path, report, messages:list[tuple[int|None, dict]], unmapped:list)
           if typ == 'user':
               text = content_text(m.get('content'))
               if instruction is None: instruction = text
-              else: log.user(text, m.get('timestamp'), **({'display': content_text(m.get('displayContent'))} if m.get('displayContent') else {}))
-          elif typ == 'gemini':
-              if isinstance(m.get('model'), str) and m['model'] not in models: models.append(m['model'])
-              text, reasoning, usage, t = content_text(m.get('content')), _gm_thoughts(m), _gm_usage(m.get('tokens')), m.get('timestamp')
-              calls = [tc for tc in m.get('toolCalls') or [] if isinstance(tc, dict)]
-              for tc in calls:
-                  log.call(tc.get('name') or 'unknown', tc.get('args') if isinstance(tc.get('args'), dict) else {'_raw': tc.get('args')},
-                               tc.get('id'), '\n\n'.join(x for x in (reasoning, text) if x) or None, t, usage=usage, response_id=m.get('id'),
-                               **({'status': tc['status']} if tc.get('status') not in (None, 'success') else {}))
-                  res, err = _gm_result(tc)
-                  log.result(tc.get('id'), res, err, None, tc.get('timestamp'))
-              if not calls: log.message(text, t, usage=usage, response_id=m.get('id'), **({'reasoning': reasoning} if reasoning else {}))
+              else:
+                  disp = {'display': content_text(m.get('displayContent'))} if m.get('displayContent') else {}
+                  log.user(text, m.get('timestamp'), **disp)
+          elif typ == 'gemini': _gm_response(log, m, models)
           else:
-              unmapped.append(report.unmapped(kind, m, path, line, why=f'CLI {typ} notice, not part of the conversation')); continue
+              why = f'CLI {typ} notice, not part of the conversation'
+              unmapped.append(report.unmapped(kind, m, path, line, why=why)); continue
           report.mapped(kind)
     return log, instruction, models
 
@@ -85,36 +104,53 @@ class GeminiCLIAdapter(LogAdapter):
     name, description = 'gemini-cli', 'Gemini CLI chat recording (~/.gemini/tmp/<hash>/chats/session-*.json / .jsonl)'
     def detect(self, path, head):
         if '"projectHash"' in head and '"sessionId"' in head: return 'Gemini CLI session (sessionId, projectHash)'
-        if re.search(r'"type":\s*"gemini"', head) and '"toolCalls"' in head: return 'Gemini CLI messages (type gemini with toolCalls)'
+        if re.search(r'"type":\s*"gemini"', head) and '"toolCalls"' in head:
+            return 'Gemini CLI messages (type gemini with toolCalls)'
         return None
 
+# %% ../../nbs/26b_recorder_gemini_cli.ipynb #713911c5
+def _gm_jsonl(path, report, unmapped:list)->tuple[dict, list]:
+    "(header, messages as (line, message) in order) of a `.jsonl` recording"
+    header, msgs, order = {}, {}, []
+    for line, rec in iter_jsonl(path, report):
+        if '$set' in rec:
+            if isinstance(rec['$set'], dict): header.update(rec['$set'])
+            report.mapped('metadata_update'); continue
+        if 'id' in rec and 'type' in rec and isinstance(rec['id'], (str, int)):
+            if rec['id'] not in msgs: order.append(rec['id'])
+            else: report.mapped(f"message:{rec.get('type')}")   # an earlier write of a message written again
+            msgs[rec['id']] = (line, rec); continue
+        if 'sessionId' in rec: header.update(rec); report.mapped('header'); continue
+        why = 'neither a message, a header nor a metadata update'
+        unmapped.append(report.unmapped('record', rec, path, line, why=why))
+    return header, [msgs[k] for k in order]
+
+# %% ../../nbs/26b_recorder_gemini_cli.ipynb #7568863e
+def _gm_json(path, report)->tuple[dict, list]|None:
+    "(header, messages as (None, message) in order) of a `.json` recording"
+    data = read_json(path, report)
+    if data is None: return None
+    if not isinstance(data, dict) or not isinstance(data.get('messages'), list):
+        report.bad_record(path, None, "expected an object with a 'messages' list", None); return None
+    header, msgs, order = {k: v for k, v in data.items() if k != 'messages'}, {}, []
+    report.mapped('header')
+    for i, m in enumerate(data['messages']):
+        if not isinstance(m, dict):
+            report.bad_record(path, None, f'messages[{i}] is not an object', m, 'message'); continue
+        key = m.get('id') if isinstance(m.get('id'), (str, int)) else f'#{i}'
+        if key not in msgs: order.append(key)
+        msgs[key] = (None, m)
+    return header, [msgs[k] for k in order]
+
 # %% ../../nbs/26b_recorder_gemini_cli.ipynb #262e1bdb
-def _gm_convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
-    path, unmapped, header, msgs, order = Path(path), [], {}, {}, []
-    if path.name.endswith(('.jsonl', '.jsonl.gz')):
-        for line, rec in iter_jsonl(path, report):
-            if '$set' in rec:
-                if isinstance(rec['$set'], dict): header.update(rec['$set'])
-                report.mapped('metadata_update'); continue
-            if 'id' in rec and 'type' in rec and isinstance(rec['id'], (str, int)):
-                if rec['id'] not in msgs: order.append(rec['id'])
-                else: report.mapped(f"message:{rec.get('type')}")   # an earlier write of a message written again
-                msgs[rec['id']] = (line, rec); continue
-            if 'sessionId' in rec: header.update(rec); report.mapped('header'); continue
-            unmapped.append(report.unmapped('record', rec, path, line, why='neither a message, a header nor a metadata update'))
-    else:
-        data = read_json(path, report)
-        if data is None: return
-        if not isinstance(data, dict) or not isinstance(data.get('messages'), list):
-            return report.bad_record(path, None, "expected an object with a 'messages' list", None)
-        header = {k: v for k, v in data.items() if k != 'messages'}; report.mapped('header')
-        for i, m in enumerate(data['messages']):
-            if not isinstance(m, dict): report.bad_record(path, None, f'messages[{i}] is not an object', m, 'message'); continue
-            key = m.get('id') if isinstance(m.get('id'), (str, int)) else f'#{i}'
-            if key not in msgs: order.append(key)
-            msgs[key] = (None, m)
-    with guard(report, path, None, None, 'session'): yield _gm_trajectory(self, path, report, header, [msgs[k] for k in order], unmapped)
-GeminiCLIAdapter.convert = _gm_convert
+@patch
+def convert(self:GeminiCLIAdapter, path, report:ConversionReport)->Iterator[Trajectory]:
+    path, unmapped = Path(path), []
+    if path.name.endswith(('.jsonl', '.jsonl.gz')): header, messages = _gm_jsonl(path, report, unmapped)
+    elif (got := _gm_json(path, report)) is None: return
+    else: header, messages = got
+    with guard(report, path, None, None, 'session'):
+        yield _gm_trajectory(self, path, report, header, messages, unmapped)
 
 # %% ../../nbs/26b_recorder_gemini_cli.ipynb #ab927819
 def _gm_trajectory(self, path, report, header, messages, unmapped)->Trajectory:
