@@ -47,7 +47,8 @@ _AGENT_META = ('model_name', 'reasoning_effort', 'llm_call_count', 'is_copied_co
 def _atif_agent(log:StepLog, st:dict, i:int, where:str):
     "Append the steps of agent step `st` (the `i`-th); returns its first step"
     t, sid = st.get('timestamp'), st.get('step_id', i + 1)
-    thought = '\n\n'.join(x for x in (st.get('reasoning_content'), content_text(st.get('message'))) if isinstance(x, str) and x.strip()) or None
+    thought = '\n\n'.join(x for x in (st.get('reasoning_content'), content_text(st.get('message')))
+                         if isinstance(x, str) and x.strip()) or None
     m = st.get('metrics') if isinstance(st.get('metrics'), dict) else None
     meta = {k: st[k] for k in _AGENT_META if st.get(k) is not None}
     toks = atif_token_fields(m)
@@ -56,49 +57,70 @@ def _atif_agent(log:StepLog, st:dict, i:int, where:str):
     if st.get('extra'): meta['atif_extra'] = st['extra']
     rid, usage, first, steps = f'{where}step-{sid}', atif_usage(m), None, []
     calls = st.get('tool_calls') or []
-    if not isinstance(calls, list): raise TypeError(f"steps[{i}].tool_calls is a {type(calls).__name__}, not a list")
+    if not isinstance(calls, list):
+        raise TypeError(f"steps[{i}].tool_calls is a {type(calls).__name__}, not a list")
     for c in calls:
         params = parse_arguments(c.get('arguments'))[0]
-        s = log.call(c.get('function_name') or 'unknown', params, c.get('tool_call_id'), thought, t, usage, response_id=rid, step_id=sid,
-                     **({} if first else meta), **({'call_extra': c['extra']} if c.get('extra') else {}))
+        s = log.call(c.get('function_name') or 'unknown', params, c.get('tool_call_id'), thought, t, usage,
+                     response_id=rid, step_id=sid, **({} if first else meta),
+                     **({'call_extra': c['extra']} if c.get('extra') else {}))
         first = first or s; steps.append(s)
     if first is None: first = log.message(thought or '', t, usage, response_id=rid, step_id=sid, **meta)
     for k, v in toks.items(): setattr(first, k, v)
     return first, steps
+
+# %% ../../nbs/27b_recorder_atif.ipynb #6dfedbc1
+def _atif_err(r)->bool:
+    "Does result `r` say it is an error (`extra.is_error`)?"
+    return bool((r.get('extra') or {}).get('is_error')) if isinstance(r.get('extra'), dict) else False
+
+# %% ../../nbs/27b_recorder_atif.ipynb #f40cd82b
+def _atif_answer(log, s, text, err=False):
+    "Answer the call step `s` with `text`, closing the call"
+    if s.action.call_id is not None: log.pairer.pending.pop(s.action.call_id, None)
+    set_observation(s, text, err)
+
+# %% ../../nbs/27b_recorder_atif.ipynb #95f67c40
+def _atif_by_id(log:StepLog, results:list, i:int, path, line, report, unmapped:list)->list:
+    "Attach the results that name their call; returns those that name none"
+    free = []
+    for r in results:
+        if r.get('source_call_id') is None: free.append(r); continue
+        s = log.result(r['source_call_id'], content_text(r.get('content')), _atif_err(r))
+        if s is None:
+            why = f"steps[{i}]: source_call_id {r['source_call_id']!r} names no open tool call"
+            unmapped.append(report.unmapped('observation_result', r, path, line, part=True, why=why))
+        else: _atif_keep(s, r)
+    return free
+
+# %% ../../nbs/27b_recorder_atif.ipynb #7cfb3e66
+def _atif_by_position(log:StepLog, open_:list, free:list)->list:
+    "Answer the open calls `open_` with the id-less results `free`; returns the results left over"
+    n = len(open_) if len(free) >= len(open_) else 1
+    for s, r in zip(open_[-n:], free[:n]):
+        _atif_answer(log, s, content_text(r.get('content')), _atif_err(r)); _atif_keep(s, r)
+        s.metadata['paired_by'] = 'position' if n > 1 else 'only call' if len(open_) == 1 else 'last call'
+    # one result for several calls (a terminal snapshot after keystrokes)
+    for s in open_[:-n]:
+        _atif_answer(log, s, ''); s.metadata['result_with'] = open_[-1].action.call_id
+    return free[n:]
 
 # %% ../../nbs/27b_recorder_atif.ipynb #8b437566
 def _atif_results(log:StepLog, st:dict, i:int, own, calls:list, path, line, report, unmapped:list):
     "Pair `st`'s observation results with its calls; `own` is the step's text turn (or first call)"
     obs = st.get('observation')
     results = (obs.get('results') or []) if isinstance(obs, dict) else []
-    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results): raise TypeError(f"steps[{i}].observation.results must be a list of objects")
-    free = []
-    for r in results:
-        if r.get('source_call_id') is None: free.append(r); continue
-        s = log.result(r['source_call_id'], content_text(r.get('content')), _atif_err(r))
-        if s is None: unmapped.append(report.unmapped('observation_result', r, path, line, part=True,
-                                                      why=f"steps[{i}]: source_call_id {r['source_call_id']!r} names no open tool call"))
-        else: _atif_keep(s, r)
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        raise TypeError(f"steps[{i}].observation.results must be a list of objects")
+    free = _atif_by_id(log, results, i, path, line, report, unmapped)
     open_ = [s for s in calls if s.observation is None]
-    if free and open_:                                   # results without ids answer the step's own calls
-        n = len(open_) if len(free) >= len(open_) else 1
-        for s, r in zip(open_[-n:], free[:n]):
-            _atif_answer(log, s, content_text(r.get('content')), _atif_err(r)); _atif_keep(s, r)
-            s.metadata['paired_by'] = 'position' if n > 1 else 'only call' if len(open_) == 1 else 'last call'
-        for s in open_[:-n]:                             # one result for several calls (a terminal snapshot after keystrokes)
-            _atif_answer(log, s, ''); s.metadata['result_with'] = open_[-1].action.call_id
-        free = free[n:]
+    if free and open_: free = _atif_by_position(log, open_, free)   # results without ids answer the step's own calls
     for r in free:
         text = content_text(r.get('content'))
         if own is not None and not calls and own.observation is None: s = set_observation(own, text, _atif_err(r))
         else: s = new_step(len(log.steps), None, observation=text, is_error=_atif_err(r)); log.steps.append(s)
         s.metadata['observation_from'] = st.get('source') if st.get('source') != 'agent' else 'environment'
         _atif_keep(s, r)
-
-def _atif_answer(log, s, text, err=False):
-    if s.action.call_id is not None: log.pairer.pending.pop(s.action.call_id, None)
-    set_observation(s, text, err)
-def _atif_err(r)->bool: return bool((r.get('extra') or {}).get('is_error')) if isinstance(r.get('extra'), dict) else False
 
 # %% ../../nbs/27b_recorder_atif.ipynb #45f9b04c
 def _atif_keep(s, r):
