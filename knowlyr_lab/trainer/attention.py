@@ -19,6 +19,7 @@ __all__ = ['SEGMENT_ATTENTION', 'segment_attention', 'segment_attention_on']
 # %% ../../nbs/61c_trainer_attention.ipynb #a0491bb1
 SEGMENT_ATTENTION = 'knowlyr_segments'
 
+# %% ../../nbs/61c_trainer_attention.ipynb #8e682d1b
 def _padded_segments(query, key, value, pos, scaling, dropout, gqa):
     "The row's samples as one padded batch, one SDPA call (causal, padding keys masked), then back to one row"
     seg = (pos == 0).cumsum(0) - 1                                      # the sample of each token (the row starts at position 0)
@@ -32,10 +33,11 @@ def _padded_segments(query, key, value, pos, scaling, dropout, gqa):
                                          dropout_p=dropout, enable_gqa=gqa)
     return out.transpose(1, 2)[seg, pos][None]                           # (1, T, H, D)
 
+# %% ../../nbs/61c_trainer_attention.ipynb #a3e68ddb
 def segment_attention(module, query, key, value, attention_mask, scaling=None, dropout:float=0.0, position_ids=None,
                       padded:bool|None=None, # one padded SDPA call for all samples (default: on a GPU), else one call per sample
                       **kwargs):
-    "Causal attention inside each sample of one packed row (positions restart at 0): SDPA per sample, or all samples as one padded batch"
+    "Causal attention inside each sample of one packed row (positions restart at 0): SDPA per sample, or one padded batch"
     if position_ids is None or query.shape[0] != 1 or key.shape[2] != query.shape[2]:
         raise ValueError("segment attention takes one packed row with its position_ids, and no KV cache")
     gqa = query.shape[1] != key.shape[1]
@@ -50,6 +52,7 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
                      for q, k, v in zip(query.split(sizes, 2), key.split(sizes, 2), value.split(sizes, 2))], 2)
     return out.transpose(1, 2).contiguous(), None
 
+# %% ../../nbs/61c_trainer_attention.ipynb #169f0cb1
 AttentionInterface.register(SEGMENT_ATTENTION, segment_attention)
 
 # %% ../../nbs/61c_trainer_attention.ipynb #01b412d1
