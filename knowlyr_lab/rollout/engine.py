@@ -12,6 +12,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastcore.basics import patch
+
 from ..agents import AgentError, AgentReply, as_reply
 from ..chat import to_messages
 from ..core import AgentEnv, TimeStep
@@ -31,6 +33,7 @@ def episode_seed(seed:int, index:int)->int:
 def _agent_info(agent)->tuple[str, str|None]:
     return getattr(agent, 'name', None) or type(agent).__name__, getattr(agent, 'model', None)
 
+# %% ../../nbs/40b_rollout_engine.ipynb #4f90ca38
 def acts_in_batches(agent)->bool:
     "True when `agent` (or an agent class) acts on a batch of episodes at once (`act_batch`)"
     return callable(getattr(agent, 'act_batch', None))
@@ -40,81 +43,115 @@ def _step_messages(step:Step)->list[dict]:
     "Messages of one step alone, as `to_messages` renders them"
     return to_messages(Trajectory(id='x', steps=[step]))[1:]
 
+# %% ../../nbs/40b_rollout_engine.ipynb #b280d43b
+def _failed(rec, e, task, seed)->Trajectory:
+    "The partial trajectory of an episode that raised, marked failed, with the error"
+    try: traj = rec.get_trajectory()
+    except Exception:
+        try: t = as_task(task, domain=getattr(rec, 'domain', None), env_id=getattr(rec, 'env_id', None))
+        # a malformed task must not hide the error
+        except Exception: t = Task(id=str(task.get('id', 'unknown') if isinstance(task, dict) else task))
+        traj = Trajectory(id='pending', task=t, agent=rec.agent.model_copy(), source=Source(format='knowlyr-env'))
+    err = {'type': type(e).__name__, 'message': str(e), 'traceback': ''.join(traceback.format_exception(e, limit=8))}
+    d = traj.model_dump()
+    d['outcome'].update(success=False, reason='error', invalid=d['outcome'].get('invalid') or infra_failure(e))
+    d['metadata'] = {**d['metadata'], 'error': err}; d['id'] = ''
+    return Trajectory.model_validate(d)
+
+# %% ../../nbs/40b_rollout_engine.ipynb #8c732234
 @dataclass
 class Episode:
     "One episode in flight: its recorder, its agent, its job, what the agent sees, and its trajectory once it ends"
     rec: RecorderWrapper                         # the env in the spec's wrapper stack
     agent: Any                                   # the agent acting in it
     job: tuple                                   # (episode index or None, task or None, seed)
-    record_tokens: bool = False                  # keep each reply's sampled tokens on its step (`RolloutSpec.record_tokens`)
+    # keep each reply's sampled tokens on its step (`RolloutSpec.record_tokens`)
+    record_tokens: bool = False
     ts: TimeStep|None = None                     # the last time step (None before `start`)
     history: list = field(default_factory=list)  # the chat the agent sees: `to_messages` of the episode so far
     traj: Trajectory|None = None                 # the trajectory, once finished or failed
 
-    def fail(self, e:Exception):
-        "End the episode with `e`: its trajectory so far, failed (invalid when the infrastructure failed)"
-        self.traj = _failed(self.rec, e, self.job[1], self.job[2])
+# %% ../../nbs/40b_rollout_engine.ipynb #e90ea939
+@patch
+def start(self:Episode):
+    "Seed and reset the agent and the env"
+    i, task, seed = self.job
+    try:
+        if callable(getattr(self.agent, 'seed', None)): self.agent.seed(seed)
+        if hasattr(self.agent, 'bind_env'): self.agent.bind_env(self.rec)
+        self.ts = self.rec.reset(task=task, seed=seed)
+        if hasattr(self.agent, 'reset'): self.agent.reset(dict(self.ts.info.get('task') or {}), self.rec.tool_schemas)
+        self.history = to_messages(Trajectory(id='x', task=self.rec.recorded_task))
+    except Exception as e: self.fail(e)
 
-    def finish(self)->Trajectory:
-        "The episode's trajectory, with its seed and index in the metadata"
-        if self.traj is None: self.traj = self.rec.get_trajectory()
-        i, _, seed = self.job
-        self.traj.metadata = {**self.traj.metadata, 'seed': seed, **({'episode': i} if i is not None else {})}
-        return self.traj
+# %% ../../nbs/40b_rollout_engine.ipynb #60cbb670
+@patch(as_prop=True)
+def live(self:Episode)->bool: return self.traj is None and self.ts is not None and not self.ts.done
 
-    def start(self):
-        "Seed and reset the agent and the env"
-        i, task, seed = self.job
-        try:
-            if callable(getattr(self.agent, 'seed', None)): self.agent.seed(seed)
-            if hasattr(self.agent, 'bind_env'): self.agent.bind_env(self.rec)
-            self.ts = self.rec.reset(task=task, seed=seed)
-            if hasattr(self.agent, 'reset'): self.agent.reset(dict(self.ts.info.get('task') or {}), self.rec.tool_schemas)
-            self.history = to_messages(Trajectory(id='x', task=self.rec.recorded_task))
-        except Exception as e: self.fail(e)
+# %% ../../nbs/40b_rollout_engine.ipynb #422038b1
+@patch
+def step(self:Episode, reply:AgentReply):
+    "Take the reply's action (its token usage, and sampled tokens if asked for, recorded on the step); grow the history"
+    try:
+        if reply.usage: self.rec.record_usage(**reply.usage)
+        if self.record_tokens: self.rec.record_sample(reply.token_ids, reply.prompt_token_ids, reply.logprobs)
+        self.ts = self.rec.step(reply.action)
+        self.history.extend(_step_messages(self.rec.recorded_steps[-1]))
+    except Exception as e: self.fail(e)
 
-    @property
-    def live(self)->bool: return self.traj is None and self.ts is not None and not self.ts.done
+# %% ../../nbs/40b_rollout_engine.ipynb #aed21c28
+@patch
+def fail(self:Episode, e:Exception):
+    "End the episode with `e`: its trajectory so far, failed (invalid when the infrastructure failed)"
+    self.traj = _failed(self.rec, e, self.job[1], self.job[2])
 
-    def step(self, reply:AgentReply):
-        "Take the reply's action (its token usage, and sampled tokens if asked for, recorded on the step); grow the history"
-        try:
-            if reply.usage: self.rec.record_usage(**reply.usage)
-            if self.record_tokens: self.rec.record_sample(reply.token_ids, reply.prompt_token_ids, reply.logprobs)
-            self.ts = self.rec.step(reply.action)
-            self.history.extend(_step_messages(self.rec.recorded_steps[-1]))
-        except Exception as e: self.fail(e)
+# %% ../../nbs/40b_rollout_engine.ipynb #66fe5f7c
+@patch
+def finish(self:Episode)->Trajectory:
+    "The episode's trajectory, with its seed and index in the metadata"
+    if self.traj is None: self.traj = self.rec.get_trajectory()
+    i, _, seed = self.job
+    self.traj.metadata = {**self.traj.metadata, 'seed': seed, **({'episode': i} if i is not None else {})}
+    return self.traj
+
+# %% ../../nbs/40b_rollout_engine.ipynb #50cd2872
+def _turn_batched(agent, live:list[Episode]):
+    try:
+        acts = agent.act_batch([ep.ts.observation for ep in live], [ep.history for ep in live])
+        if len(acts) != len(live): raise AgentError(f"act_batch returned {len(acts)} actions for {len(live)} episodes")
+    except Exception as e:
+        for ep in live: ep.fail(e)
+        return
+    for ep, a in zip(live, acts):
+        if isinstance(a, BaseException): ep.fail(a)     # that episode's request failed: it alone fails
+        else: ep.step(as_reply(a))
+
+# %% ../../nbs/40b_rollout_engine.ipynb #bb39652c
+def _turn_each(live:list[Episode]):
+    for ep in live:
+        try: a = as_reply(ep.agent(ep.ts.observation, ep.history))
+        except Exception as e: ep.fail(e); continue
+        ep.step(a)
 
 # %% ../../nbs/40b_rollout_engine.ipynb #8668bb7c
 def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reusable afterwards)
                  agent,                   # a batch agent (`act_batch`) for all, or a list with one agent per episode
                  jobs:list[tuple],        # (episode index or None, task or None, seed) per episode
-                 spec:RolloutSpec|None=None, # what an episode is: budget, limits, timeouts, step rewards (None: `RolloutSpec()`)
+                 # what an episode is: budget, limits, timeouts, step rewards (None: `RolloutSpec()`)
+                 spec:RolloutSpec|None=None,
                 )->list[Trajectory]:      # one trajectory per job, in order
     "Run episodes in lock-step: each turn every live episode gets one action (one `act_batch` call for a batch agent)"
     batched = not isinstance(agent, (list, tuple))
     if batched and not acts_in_batches(agent): raise TypeError(f"{agent!r} has no act_batch(): pass one agent per episode")
     agents = [agent] * len(jobs) if batched else list(agent)
-    if not len(envs) == len(agents) == len(jobs): raise ValueError(f"need one env and one agent per job: {len(envs)} envs, {len(agents)} agents, {len(jobs)} jobs")
+    if not len(envs) == len(agents) == len(jobs): raise ValueError(
+        f"need one env and one agent per job: {len(envs)} envs, {len(agents)} agents, {len(jobs)} jobs")
     spec = spec if spec is not None else RolloutSpec()
     eps = [Episode(spec.wrap(e, *_agent_info(a)), a, j, spec.record_tokens) for e, a, j in zip(envs, agents, jobs)]
     for ep in eps: ep.start()
     while live := [ep for ep in eps if ep.live]:
-        if batched:
-            try:
-                acts = agent.act_batch([ep.ts.observation for ep in live], [ep.history for ep in live])
-                if len(acts) != len(live): raise AgentError(f"act_batch returned {len(acts)} actions for {len(live)} episodes")
-            except Exception as e:
-                for ep in live: ep.fail(e)
-                continue
-            for ep, a in zip(live, acts):
-                if isinstance(a, BaseException): ep.fail(a)     # that episode's request failed: it alone fails
-                else: ep.step(as_reply(a))
-        else:
-            for ep in live:
-                try: a = as_reply(ep.agent(ep.ts.observation, ep.history))
-                except Exception as e: ep.fail(e); continue
-                ep.step(a)
+        if batched: _turn_batched(agent, live)
+        else: _turn_each(live)
     return [ep.finish() for ep in eps]
 
 # %% ../../nbs/40b_rollout_engine.ipynb #13f604e4
@@ -127,16 +164,3 @@ def run_episode(env:AgentEnv,            # a fresh or reusable env (reset here)
                )->Trajectory:
     "Run one episode and return its trajectory (a failed one, with the error, if anything raises)"
     return run_episodes([env], [agent], [(episode, task, seed)], spec)[0]
-
-def _failed(rec, e, task, seed)->Trajectory:
-    "The partial trajectory of an episode that raised, marked failed, with the error"
-    try: traj = rec.get_trajectory()
-    except Exception:
-        try: t = as_task(task, domain=getattr(rec, 'domain', None), env_id=getattr(rec, 'env_id', None))
-        except Exception: t = Task(id=str(task.get('id', 'unknown') if isinstance(task, dict) else task))   # a malformed task must not hide the error
-        traj = Trajectory(id='pending', task=t, agent=rec.agent.model_copy(), source=Source(format='knowlyr-env'))
-    err = {'type': type(e).__name__, 'message': str(e), 'traceback': ''.join(traceback.format_exception(e, limit=8))}
-    d = traj.model_dump()
-    d['outcome'].update(success=False, reason='error', invalid=d['outcome'].get('invalid') or infra_failure(e))
-    d['metadata'] = {**d['metadata'], 'error': err}; d['id'] = ''
-    return Trajectory.model_validate(d)
