@@ -20,8 +20,11 @@ __all__ = ['PROJECT_RULES', 'CONTEXT_KINDS', 'TOKEN_SHAPES', 'SAMPLE_SECRETS', '
            'b64_text', 'b64_fragments', 'holds_secret', 'secret_value']
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #47bd5545
-def _slug(s:str)->str: return re.sub(r'[^a-z0-9]+', '_', s.lower()).strip('_')
+def _slug(s:str)->str:
+    "`s` as a rule name: lower case, runs of other characters as `_`"
+    return re.sub(r'[^a-z0-9]+', '_', s.lower()).strip('_')
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #f7dc21d5
 _SKIP_PLUGINS = {'IPPublicDetector'}
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #28515f4a
@@ -35,7 +38,8 @@ def detect_secrets_rules()->list[SecretPattern]:
         for rx in cls.denylist:
             out.append(SecretPattern(_slug(kind), rx.pattern, flags=rx.flags & (re.I | re.S | re.M | re.X),
                                      extend=cls.__name__ == 'JwtTokenDetector', source=f'detect-secrets {cls.__name__}',
-                                     check=not_placeholder if cls.__name__ == 'BasicAuthDetector' else None))   # user:password@host
+                                     # user:password@host
+                                     check=not_placeholder if cls.__name__ == 'BasicAuthDetector' else None))
     return out
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #0e51d564
@@ -169,14 +173,16 @@ TOKEN_SHAPES = {   # kind: (literals one of which every match holds, the token's
 PROJECT_RULES += [SecretPattern(kind, rf'(?<![A-Za-z0-9_\-])(?:{rx})', needles, group=0, extend=True, source='knowlyr-lab vendor shapes')
                   for kind, (needles, rx) in TOKEN_SHAPES.items()]
 
-# %% ../../nbs/20d_recorder_secret_rules.ipynb #d1b16853
-_B64_SIGNS = ('sk-', 'sk-ant-', 'sk-proj-', 'sk_live_', 'sk_test_', 'rk_live_', 'ghp_', 'gho_', 'ghs_', 'ghu_', 'github_pat_', 'glpat-', 'xoxb-',
-              'xoxp-', 'AKIA', 'ASIA', 'AIza', 'ya29.', 'GOCSPX-', 'whsec_', 'hvs.', 'hf_', 'pypi-', 'npm_', 'dop_v1_', 'AGE-SECRET-KEY',
-              '-----BEGIN', 'PRIVATE KEY', 'password', 'PASSWORD', 'Password', 'passwd', 'secret', 'SECRET', 'Secret', 'token', 'TOKEN',
-              'Token', 'api_key', 'API_KEY', 'apiKey', 'ApiKey', 'api-key', 'Bearer ')
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #cf76bd7c
+_B64_SIGNS = ('sk-', 'sk-ant-', 'sk-proj-', 'sk_live_', 'sk_test_', 'rk_live_', 'ghp_', 'gho_', 'ghs_', 'ghu_',
+              'github_pat_', 'glpat-', 'xoxb-', 'xoxp-', 'AKIA', 'ASIA', 'AIza', 'ya29.', 'GOCSPX-', 'whsec_', 'hvs.',
+              'hf_', 'pypi-', 'npm_', 'dop_v1_', 'AGE-SECRET-KEY', '-----BEGIN', 'PRIVATE KEY', 'password', 'PASSWORD',
+              'Password', 'passwd', 'secret', 'SECRET', 'Secret', 'token', 'TOKEN', 'Token', 'api_key', 'API_KEY',
+              'apiKey', 'ApiKey', 'api-key', 'Bearer ')
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #d1b16853
 def b64_fragments(sign:str)->set[str]:
-    "What base64 makes of `sign` wherever it starts in the encoded bytes: the characters that do not depend on its neighbours"
+    "What base64 makes of `sign` wherever it starts in the encoded bytes: the characters its neighbours do not change"
     out = set()
     for k in range(3):                                        # bytes before `sign` in its 3-byte group
         enc = base64.b64encode(b'\0' * k + sign.encode()).decode()
@@ -188,6 +194,7 @@ def b64_fragments(sign:str)->set[str]:
 _B64_FRAGS = sorted(set().union(*map(b64_fragments, _B64_SIGNS)))
 _B64_FRAG_RX = re.compile('|'.join(map(re.escape, _B64_FRAGS)))
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #e8254955
 @lru_cache(maxsize=1)
 def _decoded_rules()->tuple:
     "The rules `base64_secret` runs over decoded text: every rule of this page but itself, and detect-secrets'"
@@ -209,7 +216,9 @@ def _decodes_to_secret(m)->bool:
     run = m.group()
     return _B64_FRAG_RX.search(run) is not None and (text := b64_text(run)) is not None and holds_secret(text)
 
-PROJECT_RULES.append(SecretPattern('base64_secret', r'(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])',
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #25241248
+PROJECT_RULES.append(SecretPattern('base64_secret',
+                                   r'(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])',
                                    tuple(f.lower() for f in _B64_FRAGS), group=0, check=_decodes_to_secret,
                                    prefilter='|'.join(map(re.escape, _B64_FRAGS))))
 
@@ -259,6 +268,7 @@ SAMPLE_SECRET_VALUES = {'bearer_token': 'abcDEF1234567890ghijKLMN', 'basic_auth_
                         'discord_webhook': 'Wq3_Er5-Ty7U' * 6,
                         'base64_secret': 'c2stcHJvai1ReDdMbTJWYjlLcDRReDdMbTJWYjlLcDRReDdMbTJWYjlLcDRReDdMbTJWYjlLcDQ='}
 
+# %% ../../nbs/20d_recorder_secret_rules.ipynb #3b8cb3f7
 def secret_value(kind:str)->str:
     "The part of `SAMPLE_SECRETS[kind]` that must never appear after redaction"
     return SAMPLE_SECRET_VALUES.get(kind, SAMPLE_SECRETS[kind])
