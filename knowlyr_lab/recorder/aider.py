@@ -131,11 +131,46 @@ def aider_edits(text:str, applied:list[str])->tuple[list[dict], str]:
     edits, prose, _ = aider_segments(text, applied)
     return edits, prose[0] if edits else text.strip()
 
-# %% ../../nbs/26c_recorder_aider.ipynb #d37d7dc6
+# %% ../../nbs/26c_recorder_aider.ipynb #131c2885
 _MODEL = re.compile(r'^(?:Main model|Model):\s*(\S+)', re.M)
 _COMMIT = re.compile(r'^Commit ([0-9a-f]{7,40}) (.*?)\s*$', re.M)
 
+# %% ../../nbs/26c_recorder_aider.ipynb #5ef64f77
+def _aider_cli_results(log:StepLog, last_steps:list, text:str, u:TokenUsage|None):
+    "Attach CLI block `text` to the steps of the reply before it (with the reply's usage `u`)"
+    applied = re.findall(r'^Applied edit to (.+?)\s*$', text, re.M)
+    first = last_steps[0]
+    if u is not None and first.usage is None: first.usage = u
+    if first.action is None:
+        first.metadata['cli_output'] = text
+        return
+    fmt_err, lines, given = 'did not conform to the edit format' in text, text.split('\n'), set()
+    for st in last_steps:
+        p = st.action.params.get('path') or ''
+        mine = [l for l in lines if p and p in l]
+        given.update(mine or lines)
+        log.result(st.action.call_id, '\n'.join(mine) or text, fmt_err and p not in applied)
+        if (c := _COMMIT.search(text)): st.metadata['commit'] = {'sha': c.group(1), 'message': c.group(2)}
+    rest = [l for l in lines if l not in given and l.strip()]    # Tokens, Commit, shell prompts: no line dropped
+    if rest: first.metadata['cli_output'] = '\n'.join(rest)
+
+# %% ../../nbs/26c_recorder_aider.ipynb #02674d42
+def _aider_reply(log:StepLog, b:dict, nxt:dict|None)->list:
+    "The steps of assistant block `b` (`nxt`, the block after it, says which edits were applied)"
+    applied = re.findall(r'^Applied edit to (.+?)\s*$', nxt['text'], re.M) if nxt and nxt['kind'] == 'cli' else []
+    edits, prose, tail = aider_segments(b['text'], applied)
+    rid = f"reply-{b['line']}"
+    if not edits: return [log.message(b['text'], response_id=rid, source_line=b['line'])]
+    steps = [log.call('edit_file', e, f"{rid}-{i}", th or None, response_id=rid, own_thought=True,
+                      source_line=b['line'])
+             for i, (e, th) in enumerate(zip(edits, prose))]
+    # the text after the last edit
+    if tail: log.message(tail, response_id=rid, source_line=b['line'], after_edits=True)
+    return steps
+
+# %% ../../nbs/26c_recorder_aider.ipynb #d37d7dc6
 def _aider_session(path, report, s:dict, n:int)->Trajectory:
+    "The trajectory of one session of a chat history"
     log, meta, commands, instruction, models, last_steps, last_cmd = StepLog(), {}, [], None, [], None, None
     session_cost = None
     for b in s['blocks']:
@@ -146,7 +181,8 @@ def _aider_session(path, report, s:dict, n:int)->Trajectory:
                 report.mapped('user_command'); continue
             last_cmd = None
             if instruction is None: instruction = text
-            elif commands and commands[-1]['command'].split(None, 1)[-1].strip() == text and commands[-1]['command'].split(None, 1)[0] in ('/code', '/ask', '/architect', '/chat'):
+            elif (commands and commands[-1]['command'].split(None, 1)[-1].strip() == text
+                  and commands[-1]['command'].split(None, 1)[0] in ('/code', '/ask', '/architect', '/chat')):
                 log.user(text) if log.steps else None   # the prompt a /code|/ask command re-sent
             else: log.user(text)
             report.mapped('user'); continue
@@ -156,39 +192,19 @@ def _aider_session(path, report, s:dict, n:int)->Trajectory:
             u, sc = aider_usage(text)
             if sc is not None: session_cost = sc
             if last_steps:
-                applied = re.findall(r'^Applied edit to (.+?)\s*$', text, re.M)
-                first = last_steps[0]
-                if u is not None and first.usage is None: first.usage = u
-                if first.action is None:
-                    first.metadata['cli_output'] = text
-                else:
-                    fmt_err, lines, given = 'did not conform to the edit format' in text, text.split('\n'), set()
-                    for st in last_steps:
-                        p = st.action.params.get('path') or ''
-                        mine = [l for l in lines if p and p in l]
-                        given.update(mine or lines)
-                        log.result(st.action.call_id, '\n'.join(mine) or text, fmt_err and p not in applied)
-                        if (c := _COMMIT.search(text)): st.metadata['commit'] = {'sha': c.group(1), 'message': c.group(2)}
-                    rest = [l for l in lines if l not in given and l.strip()]    # Tokens, Commit, shell prompts: no line dropped
-                    if rest: first.metadata['cli_output'] = '\n'.join(rest)
+                _aider_cli_results(log, last_steps, text, u)
                 last_steps = None
             elif last_cmd is not None: last_cmd['output'] = (last_cmd['output'] + '\n' + text).strip()
             else: meta.setdefault('cli_notes', []).append(text)
             report.mapped('cli_output'); continue
         # assistant reply
         nxt = s['blocks'][s['blocks'].index(b) + 1] if s['blocks'].index(b) + 1 < len(s['blocks']) else None
-        applied = re.findall(r'^Applied edit to (.+?)\s*$', nxt['text'], re.M) if nxt and nxt['kind'] == 'cli' else []
-        edits, prose, tail = aider_segments(text, applied)
-        rid = f"reply-{b['line']}"
-        if edits:
-            last_steps = [log.call('edit_file', e, f"{rid}-{i}", th or None, response_id=rid, own_thought=True, source_line=b['line'])
-                          for i, (e, th) in enumerate(zip(edits, prose))]
-            if tail: log.message(tail, response_id=rid, source_line=b['line'], after_edits=True)   # the text after the last edit
-        else: last_steps = [log.message(text, response_id=rid, source_line=b['line'])]
+        last_steps = _aider_reply(log, b, nxt)
         report.mapped('assistant')
     steps = log.finish()
     if commands: meta['commands'] = commands
-    if session_cost is not None: meta['session_cost_reported'] = session_cost   # Aider's rounded running total
+    # Aider's rounded running total
+    if session_cost is not None: meta['session_cost_reported'] = session_cost
     if len(models) > 1: meta['models'] = models
     started = parse_time(s['started']) if s['started'] else None
     if started is not None:
