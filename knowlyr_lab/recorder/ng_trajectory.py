@@ -86,37 +86,45 @@ def _ng_tool(s, tc:dict):
     s.metadata.update({k: tc[k] for k in ('status', 'error_type', 'duration_ms', 'sandbox_id') if tc.get(k) is not None})
 
 # %% ../../nbs/27c_recorder_ng_trajectory.ipynb #6e94ea40
-def ng_steps(rec:dict, inv:dict, path=None, line:int|None=None, report:ConversionReport|None=None)->tuple[list, dict]:
+def ng_steps(rec:dict, inv:dict, path=None, line:int|None=None,
+             report:ConversionReport|None=None)->tuple[list, dict]:
     "The `Step`s of one invocation of an `ng_trajectory` record, with its instruction, system prompt and turns"
     report = report or ConversionReport()
     log, system, instruction, unmapped = StepLog(), [], None, []
     conv, turns = inv.get('conversation') or [], ng_turns(rec, inv.get('invocation_id'))
     runs = ng_responses(conv)
-    usages = [_ng_usage([c.get('token_stats') for c in cs]) for _, cs in turns] if len(turns) == len(runs) else [None] * len(runs)
+    usages = ([_ng_usage([c.get('token_stats') for c in cs]) for _, cs in turns] if len(turns) == len(runs)
+              else [None] * len(runs))
     k, prev = 0, False
     for it in conv:
         typ = it.get('type', 'message') if isinstance(it, dict) else type(it).__name__
         kind = f"item:{typ}" + (f":{it.get('role')}" if typ == 'message' else '')
         with guard(report, path, line, it, kind):
             if _ng_out(it):
-                if not prev: _ng_response(log, runs[k], usages[k], f"{inv.get('invocation_id')}/response-{k + 1}"); k += 1
+                if not prev:
+                    _ng_response(log, runs[k], usages[k], f"{inv.get('invocation_id')}/response-{k + 1}"); k += 1
                 prev = True; report.mapped(kind); continue
             prev = False
-            if typ == 'message' and it.get('role') in ('system', 'developer'): system.append(content_text(it.get('content')))
+            if typ == 'message' and it.get('role') in ('system', 'developer'):
+                system.append(content_text(it.get('content')))
             elif typ == 'message' and it.get('role') == 'user':
                 text = content_text(it.get('content'))
                 if instruction is None and not log.steps: instruction = text
                 else: log.user(text)
             elif typ == 'function_call_output':
                 if log.result(it.get('call_id'), it.get('output')) is None:
-                    unmapped.append(report.unmapped(kind, it, path, line, part=True, why=f"call_id {it.get('call_id')!r} names no open call")); continue
-            else: unmapped.append(report.unmapped(kind, it, path, line, part=True, why='no place in the trajectory schema')); continue
+                    why = f"call_id {it.get('call_id')!r} names no open call"
+                    unmapped.append(report.unmapped(kind, it, path, line, part=True, why=why)); continue
+            else:
+                why = 'no place in the trajectory schema'
+                unmapped.append(report.unmapped(kind, it, path, line, part=True, why=why)); continue
             report.mapped(kind)
-    tools = {tc.get('tool_call_id'): tc for tc in rec.get('tool_calls') or [] if tc.get('invocation_id') == inv.get('invocation_id')}
+    tools = {tc.get('tool_call_id'): tc for tc in rec.get('tool_calls') or []
+             if tc.get('invocation_id') == inv.get('invocation_id')}
     for s in log.steps:
         if s.action is not None and s.action.call_id in tools: _ng_tool(s, tools[s.action.call_id])
-    return log.finish(), {'instruction': instruction, 'system_prompt': '\n\n'.join(system) or None, 'unmapped': unmapped,
-                          'turns': turns, 'usage_on_steps': len(turns) == len(runs)}
+    return log.finish(), {'instruction': instruction, 'system_prompt': '\n\n'.join(system) or None,
+                          'unmapped': unmapped, 'turns': turns, 'usage_on_steps': len(turns) == len(runs)}
 
 # %% ../../nbs/27c_recorder_ng_trajectory.ipynb #c50b58bc
 def _ng_invocations(rec:dict)->list[dict]:
@@ -129,38 +137,50 @@ def _ng_invocations(rec:dict)->list[dict]:
             for i, t in last.items()
             if isinstance(t.get('question') or [], list) and isinstance(t.get('answer') or [], list)]
 
+# %% ../../nbs/27c_recorder_ng_trajectory.ipynb #702a8b84
+def _ng_meta(row:dict, rec:dict, inv:dict, rid:str, info:dict)->dict:
+    "The metadata of the trajectory of invocation `inv` (`info` from `ng_steps`)"
+    meta = {'rollout_id': rid, 'invocation_id': inv.get('invocation_id'), 'ng_schema_version': '1.0',
+            **{k: row[k] for k in ('_ng_task_index', '_ng_rollout_index') if k in row},
+            **{k: inv[k] for k in ('status', 'error_type', 'duration_ms', 'parent_invocation_id', 'rebuilt_from_turns')
+               if inv.get(k) is not None}}
+    if inv.get('spawned_by_tool_call_id'): meta['parent_tool_call_id'] = inv['spawned_by_tool_call_id']
+    if info['system_prompt']: meta['system_prompt'] = info['system_prompt']
+    gaps = [g for g in rec.get('gaps') or [] if g.get('invocation_id') in (None, inv.get('invocation_id'))]
+    if gaps: meta['gaps'] = gaps
+    if info['unmapped']: meta['unmapped'] = info['unmapped']
+    return meta
+
 # %% ../../nbs/27c_recorder_ng_trajectory.ipynb #9f5be2d5
-def ng_trajectories(row:dict, path=None, line:int|None=None, report:ConversionReport|None=None, fmt:str='ng-trajectory')->list[Trajectory]:
+def ng_trajectories(row:dict, path=None, line:int|None=None, report:ConversionReport|None=None,
+                    fmt:str='ng-trajectory')->list[Trajectory]:
     "The trajectories of one NeMo Gym rollout row (or bare `ng_trajectory` record), one per invocation"
     report = report or ConversionReport()
     rec = row.get('ng_trajectory', row)
     if not isinstance(rec, dict): raise TypeError(f"ng_trajectory: expected an object, got {type(rec).__name__}")
-    if str(rec.get('schema_version', '1.0')) != '1.0': raise ValueError(f"ng_trajectory.schema_version: this reader knows 1.0, got {rec['schema_version']!r}")
+    if str(rec.get('schema_version', '1.0')) != '1.0':
+        raise ValueError(f"ng_trajectory.schema_version: this reader knows 1.0, got {rec['schema_version']!r}")
     rid, task_id = str(rec.get('rollout_id') or line or 'rollout'), str(rec.get('task_id', 'unknown'))
     models = [(c.get('response_metadata') or {}).get('model') for c in rec.get('model_calls') or []]
-    agent = AgentInfo(name=str((row.get('agent_ref') or {}).get('name') or 'nemo-gym'), model=next((m for m in models if m), None))
+    agent = AgentInfo(name=str((row.get('agent_ref') or {}).get('name') or 'nemo-gym'),
+                      model=next((m for m in models if m), None))
     out = []
     for inv in _ng_invocations(rec):
         steps, info = ng_steps(rec, inv, path, line, report)
         root = inv.get('parent_invocation_id') is None and not out
         tid = rid if root else f"{rid}/{inv.get('invocation_id')}"
         calls = [c for _, cs in info['turns'] for c in cs]
-        meta = {'rollout_id': rid, 'invocation_id': inv.get('invocation_id'), 'ng_schema_version': '1.0',
-                **{k: row[k] for k in ('_ng_task_index', '_ng_rollout_index') if k in row},
-                **{k: inv[k] for k in ('status', 'error_type', 'duration_ms', 'parent_invocation_id', 'rebuilt_from_turns') if inv.get(k) is not None}}
-        if inv.get('spawned_by_tool_call_id'): meta['parent_tool_call_id'] = inv['spawned_by_tool_call_id']
-        if info['system_prompt']: meta['system_prompt'] = info['system_prompt']
-        gaps = [g for g in rec.get('gaps') or [] if g.get('invocation_id') in (None, inv.get('invocation_id'))]
-        if gaps: meta['gaps'] = gaps
-        if info['unmapped']: meta['unmapped'] = info['unmapped']
+        meta = _ng_meta(row, rec, inv, rid, info)
         u = _ng_usage([c.get('token_stats') for c in calls])
         if u: record_totals(meta, usage_total(u.input, u.output, u.cached, u.reasoning), steps)
         resolved = next((t.get('resolved') for t, _ in reversed(info['turns']) if t.get('resolved') is not None), None)
-        st = inv.get('status')
-        out.append(Trajectory(id=tid, task=Task(id=task_id, instruction=info['instruction'] or ''), agent=agent, steps=steps,
-                              outcome=Outcome(success=resolved, terminated=st == 'completed', truncated=st == 'incomplete', reason=inv.get('error_type')),
-                              reward=row.get('reward') if root and isinstance(row.get('reward'), (int, float)) else None,
-                              source=Source(format=fmt, path=None if path is None else str(path), line=line), metadata=meta))
+        outcome = Outcome(success=resolved, terminated=inv.get('status') == 'completed',
+                          truncated=inv.get('status') == 'incomplete', reason=inv.get('error_type'))
+        reward = row.get('reward') if root and isinstance(row.get('reward'), (int, float)) else None
+        out.append(Trajectory(id=tid, task=Task(id=task_id, instruction=info['instruction'] or ''), agent=agent,
+                              steps=steps, outcome=outcome, reward=reward,
+                              source=Source(format=fmt, path=None if path is None else str(path), line=line),
+                              metadata=meta))
     return out
 
 # %% ../../nbs/27c_recorder_ng_trajectory.ipynb #129984a5
