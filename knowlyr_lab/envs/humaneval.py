@@ -12,6 +12,8 @@ import gzip
 import json
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from ..coding_tasks import CodingTask, FileEdit
 from ..core import TimeStep, fingerprint_of
 from .extras import require_extra
@@ -38,6 +40,7 @@ def humaneval_problems()->tuple[dict, ...]:
             probs.append(p)
     return tuple(sorted(probs, key=lambda p: int(p['task_id'].split('/')[1])))
 
+# %% ../../nbs/19c_envs_humaneval.ipynb #e50197aa
 def humaneval_content(problem:dict)->dict:
     "What determines a problem's solution: its prompt, hidden test and entry point (not its id)"
     return {k: problem[k] for k in ('prompt', 'test', 'entry_point')}
@@ -62,18 +65,20 @@ def humaneval_unittest(problem:dict)->str:
     return _UNITTEST.format(entry=problem['entry_point'], test=problem['test'].strip('\n'), prompt=problem['prompt'].strip('\n'))
 
 # %% ../../nbs/19c_envs_humaneval.ipynb #f8722323
-def humaneval_task(problem:dict, test_timeout:float=10.0)->CodingTask:
-    "A HumanEval problem as a `CodingTask`: solution.py = the prompt; the fix appends the canonical solution"
-    prompt = problem['prompt']
-    return CodingTask(id=problem['task_id'], instruction=_instruction(problem), files={'solution.py': prompt},
-                      hidden_tests={'test_humaneval.py': humaneval_unittest(problem)}, difficulty='humaneval', tags=['humaneval'],
-                      fix=[FileEdit(path='solution.py', old_str=prompt, new_str=prompt + problem['canonical_solution'])],
-                      timeout=test_timeout)
-
 def _instruction(p:dict)->str:
     return (f"Complete the function `{p['entry_point']}` in solution.py (it holds the signature and docstring below) "
             f"so that it passes hidden tests, then call `submit`.\n\n{p['prompt']}")
 
+# %% ../../nbs/19c_envs_humaneval.ipynb #0ce4ed2f
+def humaneval_task(problem:dict, test_timeout:float=10.0)->CodingTask:
+    "A HumanEval problem as a `CodingTask`: solution.py = the prompt; the fix appends the canonical solution"
+    prompt = problem['prompt']
+    return CodingTask(id=problem['task_id'], instruction=_instruction(problem), files={'solution.py': prompt},
+                      hidden_tests={'test_humaneval.py': humaneval_unittest(problem)}, difficulty='humaneval',
+                      tags=['humaneval'], timeout=test_timeout,
+                      fix=[FileEdit(path='solution.py', old_str=prompt, new_str=prompt + problem['canonical_solution'])])
+
+# %% ../../nbs/19c_envs_humaneval.ipynb #60ea9b60
 class HumanEvalEnv(SandboxEnv):
     "Complete a HumanEval function in a sandboxed `solution.py`; `submit` runs the hidden test with `HiddenTestVerifier`"
     max_episode_steps = 20                           # default step budget (`make(..., max_episode_steps=n)` overrides it)
@@ -83,39 +88,57 @@ class HumanEvalEnv(SandboxEnv):
                  test_timeout:float=10.0,            # wall-clock seconds for the hidden test
                  task_ids:list|None=None,            # a subset of problems (default: all 164)
                  sandbox_kwargs:dict|None=None,      # more `create_sandbox` options
-                 feedback:str|None=None,             # what submit's verdict tells: 'names' (default) or 'full' (the tracebacks)
+                 # what submit's verdict tells: 'names' (default) or 'full' (the tracebacks)
+                 feedback:str|None=None,
                 ):
         super().__init__(None, None, backend, image, limits, sandbox_kwargs, feedback)
         self.test_timeout, self.task_ids = test_timeout, task_ids
 
-    @property
-    def problems(self)->dict[str, dict]:
-        "The problems of this env's suite, by task id"
-        ps = {p['task_id']: p for p in humaneval_problems()}
-        if self.task_ids is None: return ps
-        bad = [t for t in self.task_ids if t not in ps]
-        if bad: raise ValueError(f"unknown HumanEval task id(s) {bad[:3]}; ids look like 'HumanEval/0'")
-        return {t: ps[t] for t in self.task_ids}
-    @property
-    def tasks(self)->list[CodingTask]:
-        if self._tasks is None: self._tasks = [humaneval_task(p, self.test_timeout) for p in self.problems.values()]
-        return self._tasks
-    @property
-    def problem(self)->dict|None:
-        "The current episode's problem"
-        return None if self.task is None else self.problems[self.task.id]
-
-    def _task_dict(self, t:CodingTask)->dict:
-        return {'id': t.id, 'instruction': t.instruction, 'domain': self.domain, 'env_id': self.env_id or 'knowlyr/humaneval',
-                'entry_point': self.problems[t.id]['entry_point']}
-    def list_tasks(self)->list[dict]: return [self._task_dict(t) for t in self.tasks]
     def _reset(self, task=None, seed=None)->TimeStep:
         super()._reset(task, seed)
         return TimeStep(self.task.instruction, info={'task': self._task_dict(self.task)})
-    def _task_content(self): return humaneval_content(self.problem)
-    def task_fingerprint(self, task)->str:
-        "The fingerprint of `task` (its prompt, hidden test and entry point) without starting an episode"
-        return fingerprint_of(humaneval_content(self.problems[self._resolve_task(task, None).id]))
+
+# %% ../../nbs/19c_envs_humaneval.ipynb #83f729f9
+@patch(as_prop=True)
+def problems(self:HumanEvalEnv)->dict[str, dict]:
+    "The problems of this env's suite, by task id"
+    ps = {p['task_id']: p for p in humaneval_problems()}
+    if self.task_ids is None: return ps
+    bad = [t for t in self.task_ids if t not in ps]
+    if bad: raise ValueError(f"unknown HumanEval task id(s) {bad[:3]}; ids look like 'HumanEval/0'")
+    return {t: ps[t] for t in self.task_ids}
+
+# %% ../../nbs/19c_envs_humaneval.ipynb #5560d450
+@patch(as_prop=True)
+def tasks(self:HumanEvalEnv)->list[CodingTask]:
+    if self._tasks is None: self._tasks = [humaneval_task(p, self.test_timeout) for p in self.problems.values()]
+    return self._tasks
+
+# %% ../../nbs/19c_envs_humaneval.ipynb #74d5fab7
+@patch(as_prop=True)
+def problem(self:HumanEvalEnv)->dict|None:
+    "The current episode's problem"
+    return None if self.task is None else self.problems[self.task.id]
+
+# %% ../../nbs/19c_envs_humaneval.ipynb #3eeb562e
+@patch
+def _task_dict(self:HumanEvalEnv, t:CodingTask)->dict:
+    return {'id': t.id, 'instruction': t.instruction, 'domain': self.domain, 'env_id': self.env_id or 'knowlyr/humaneval',
+            'entry_point': self.problems[t.id]['entry_point']}
+
+# %% ../../nbs/19c_envs_humaneval.ipynb #193a677a
+@patch
+def list_tasks(self:HumanEvalEnv)->list[dict]: return [self._task_dict(t) for t in self.tasks]
+
+# %% ../../nbs/19c_envs_humaneval.ipynb #2bccb86e
+@patch
+def _task_content(self:HumanEvalEnv): return humaneval_content(self.problem)
+
+# %% ../../nbs/19c_envs_humaneval.ipynb #84d98cfb
+@patch
+def task_fingerprint(self:HumanEvalEnv, task)->str:
+    "The fingerprint of `task` (its prompt, hidden test and entry point) without starting an episode"
+    return fingerprint_of(humaneval_content(self.problems[self._resolve_task(task, None).id]))
 
 # %% ../../nbs/19c_envs_humaneval.ipynb #42ed51cc
 register('knowlyr/humaneval', HumanEvalEnv, domain='coding',
