@@ -11,6 +11,7 @@ import json
 import math
 
 import orjson
+from fastcore.basics import patch
 
 from ..chat import react_text, steps_text, to_messages
 from ..trajectory import Trajectory, first_user_turn, trajectory_score
@@ -19,37 +20,32 @@ from ..trajectory import Trajectory, first_user_turn, trajectory_score
 __all__ = ['infer_tool_schemas', 'ToolResolver', 'step_rewards', 'sft_row', 'sft_agent_row', 'openai_row', 'dpo_row',
            'dpo_seed_row', 'grpo_member', 'grpo_row', 'benchmark_row', 'verl_row', 'skyrl_row']
 
-# %% ../../nbs/41a_hub_rows.ipynb #5dd267d6
-_JSON_TYPES = ((bool, 'boolean'), (int, 'integer'), (float, 'number'), (str, 'string'), (list, 'array'), (dict, 'object'))
+# %% ../../nbs/41a_hub_rows.ipynb #7bc1a5a2
+_JSON_TYPES = ((bool, 'boolean'), (int, 'integer'), (float, 'number'), (str, 'string'), (list, 'array'),
+               (dict, 'object'))
+
 def _json_type(v):
+    "The JSON schema type of value `v` ('string' when none fits)"
     return next((n for t, n in _JSON_TYPES if isinstance(v, t)), 'string')
 
+# %% ../../nbs/41a_hub_rows.ipynb #cdc08a1c
 def infer_tool_schemas(t:Trajectory)->list[dict]:
     "OpenAI function schemas for the tools called in `t`, from the parameters seen"
     props = {}
     for s in t.steps:
-        if s.action: 
+        if s.action:
             p = props.setdefault(s.action.tool, {})
             for k, v in s.action.params.items(): p.setdefault(k, {'type': _json_type(v)})
-    return [{'type': 'function', 'function': {'name': n, 'description': '', 'parameters': {'type': 'object', 'properties': p}}}
+    return [{'type': 'function',
+             'function': {'name': n, 'description': '', 'parameters': {'type': 'object', 'properties': p}}}
             for n, p in props.items()]
 
+# %% ../../nbs/41a_hub_rows.ipynb #30ed5e3f
 class ToolResolver:
     "Finds the tool schemas for a trajectory (explicit, registered env, or inferred)"
-    def __init__(self, tools:list|dict|None=None): self.tools, self._cache = tools, {}
-    def __call__(self, t:Trajectory)->list[dict]:
-        if isinstance(self.tools, list): return self.tools
-        eid = t.task.env_id
-        if isinstance(self.tools, dict) and eid in self.tools: return self.tools[eid]
-        if eid and eid not in self._cache:
-            self._cache[eid] = None
-            try:
-                from knowlyr_lab.registry import make
-                env = make(eid)
-                try: self._cache[eid] = env.tool_schemas
-                finally: env.close()
-            except Exception: pass
-        return self._cache.get(eid) or infer_tool_schemas(t)
+    def __init__(self, tools:list|dict|None=None): # one list for every trajectory, or env_id -> list
+        self.tools, self._cache = tools, {}
+    # a method of the class core: a patched `json` would hide the json module
     def json(self, t:Trajectory)->str:
         "The schemas as a JSON string (cached per schema list: rows of one env share it)"
         tools = self(t)
@@ -57,24 +53,53 @@ class ToolResolver:
         if getattr(self, '_json_key', None) != key: self._json_key, self._json = key, orjson.dumps(tools).decode()
         return self._json
 
-# %% ../../nbs/41a_hub_rows.ipynb #64fd0b2b
-_ARGS_ENC = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # json.dumps(x, ensure_ascii=False)'s C encoder, built once
-    None, json.JSONEncoder(ensure_ascii=False).default, json.encoder.encode_basestring, None, ': ', ', ', False, False, True)
+# %% ../../nbs/41a_hub_rows.ipynb #65aa7c04
+@patch
+def _env_schemas(self:ToolResolver, eid:str)->list[dict]|None:
+    "The tool schemas of registered env `eid` (built once per id and cached; None when it cannot be built)"
+    if eid not in self._cache:
+        self._cache[eid] = None
+        try:
+            from knowlyr_lab.registry import make
+            env = make(eid)
+            try: self._cache[eid] = env.tool_schemas
+            finally: env.close()
+        except Exception: pass
+    return self._cache.get(eid)
+
+# %% ../../nbs/41a_hub_rows.ipynb #a6e0a4d7
+@patch
+def __call__(self:ToolResolver, t:Trajectory)->list[dict]:
+    "The tool schemas of `t`: given, from its registered env, or inferred from its calls"
+    if isinstance(self.tools, list): return self.tools
+    eid = t.task.env_id
+    if isinstance(self.tools, dict) and eid in self.tools: return self.tools[eid]
+    return (self._env_schemas(eid) if eid else None) or infer_tool_schemas(t)
+
+# %% ../../nbs/41a_hub_rows.ipynb #c4e27d33
+# json.dumps(x, ensure_ascii=False)'s C encoder, built once
+_ARGS_ENC = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
+    None, json.JSONEncoder(ensure_ascii=False).default, json.encoder.encode_basestring, None, ': ', ', ',
+    False, False, True)
 
 _STR_ENC = json.encoder.encode_basestring      # the string encoder of json.dumps(x, ensure_ascii=False)
 
+# %% ../../nbs/41a_hub_rows.ipynb #53813e65
 def _args_json(params:dict)->str:
     "`json.dumps(params, ensure_ascii=False)`: the arguments text of `chat.tool_call`"
     parts = []
-    for k, v in params.items():                 # the common arguments, strings only: written here, in json.dumps' layout
+    # the common arguments, strings only: written here, in json.dumps' layout
+    for k, v in params.items():
         if type(k) is not str or type(v) is not str: break
         parts.append(_STR_ENC(k) + ': ' + _STR_ENC(v))
     else: return '{' + ', '.join(parts) + '}'
     if _ARGS_ENC is not None:
         try: return ''.join(_ARGS_ENC(params, 0))
-        except Exception: pass              # a value JSON cannot hold, a cycle: json.dumps says what it says  # noqa: BLE001
+        # a value JSON cannot hold, a cycle: json.dumps says what it says
+        except Exception: pass  # noqa: BLE001
     return json.dumps(params, ensure_ascii=False)
 
+# %% ../../nbs/41a_hub_rows.ipynb #84bf46f5
 def _row_messages(t:Trajectory, system:str|None=None)->list[dict]:
     "The messages of `to_messages(t, system)`, each with `role`, `content`, `tool_calls` and `tool_call_id`"
     out = [{'role': 'system', 'content': system, 'tool_calls': [], 'tool_call_id': ''}] if system else []
@@ -83,41 +108,56 @@ def _row_messages(t:Trajectory, system:str|None=None)->list[dict]:
         a, o = s.action, s.observation
         if a is None:
             out.append({'role': 'assistant', 'content': s.thought or '', 'tool_calls': [], 'tool_call_id': ''})
-            if o is not None and o.content: out.append({'role': 'user', 'content': o.content, 'tool_calls': [], 'tool_call_id': ''})
+            if o is not None and o.content:
+                out.append({'role': 'user', 'content': o.content, 'tool_calls': [], 'tool_call_id': ''})
             continue
         cid = a.call_id or f"call_{s.index}"
-        fn = {'name': a.tool, 'arguments': _args_json(a.params or {})}
-        out.append({'role': 'assistant', 'content': s.thought or '', 'tool_calls': [{'id': cid, 'type': 'function', 'function': fn}], 'tool_call_id': ''})
-        if o is not None: out.append({'role': 'tool', 'content': o.content or '', 'tool_calls': [], 'tool_call_id': cid})
+        calls = [{'id': cid, 'type': 'function', 'function': {'name': a.tool, 'arguments': _args_json(a.params or {})}}]
+        out.append({'role': 'assistant', 'content': s.thought or '', 'tool_calls': calls, 'tool_call_id': ''})
+        if o is not None:
+            out.append({'role': 'tool', 'content': o.content or '', 'tool_calls': [], 'tool_call_id': cid})
     return out
 
-# %% ../../nbs/41a_hub_rows.ipynb #6ea3ba09
+# %% ../../nbs/41a_hub_rows.ipynb #ac970a09
 def _norm_msgs(msgs:list[dict])->list[dict]:
+    "`msgs` with exactly the keys `role`, `content`, `tool_calls`, `tool_call_id` (empty where a key does not apply)"
     return [{'role': m['role'], 'content': m.get('content') or '', 'tool_calls': m.get('tool_calls') or [],
              'tool_call_id': m.get('tool_call_id') or ''} for m in msgs]
 
-def _tools_json(tools)->str: return tools if isinstance(tools, str) else orjson.dumps(tools).decode()
+# %% ../../nbs/41a_hub_rows.ipynb #ffd17ecf
+def _tools_json(tools)->str:
+    "The tool schemas as a JSON string (a string is taken as it is)"
+    return tools if isinstance(tools, str) else orjson.dumps(tools).decode()
 
+# %% ../../nbs/41a_hub_rows.ipynb #837be533
 def _meta(t:Trajectory)->dict:
+    "The ids, agent and value a per-trajectory row carries"
     return {'trajectory_id': t.id, 'task_id': t.task.id, 'domain': t.task.domain, 'agent': t.agent.name,
             'model': t.agent.model or '', 'reward': trajectory_score(t), 'success': bool(t.outcome.success)}
 
+# %% ../../nbs/41a_hub_rows.ipynb #a285d40a
 def step_rewards(t:Trajectory)->list[float]:
     "One reward per step, i.e. per assistant turn of `to_messages(t)` (0.0 where the step has none)"
     return [0.0 if s.reward is None else float(s.reward) for s in t.steps]
 
+# %% ../../nbs/41a_hub_rows.ipynb #70984f71
 def sft_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict:
     "TRL conversational SFT row: `messages` + `tools` (JSON string) + `step_rewards` per assistant turn"
-    return {'messages': _row_messages(t, system), 'tools': _tools_json(tools), 'step_rewards': step_rewards(t), **_meta(t)}
+    return {'messages': _row_messages(t, system), 'tools': _tools_json(tools), 'step_rewards': step_rewards(t),
+            **_meta(t)}
 
+# %% ../../nbs/41a_hub_rows.ipynb #c685acdb
 def sft_agent_row(t:Trajectory, tools=None, system=None)->dict:
     "knowlyr-hub 0.1's agent SFT format"
     inp = {k: v for k, v in t.task.metadata.items() if isinstance(v, (str, int, float, bool))}
     steps = [{'thought': s.thought or '', 'action': react_text(s.action.tool, s.action.params) if s.action else '',
-              'observation': s.observation.content if s.observation else '', 'reward': float(s.reward or 0.0)} for s in t.steps]
-    return {'instruction': t.task.instruction, 'input': json.dumps(inp, ensure_ascii=False, sort_keys=True), 'steps': steps,
-            'task_id': t.task.id, 'reward': trajectory_score(t), 'metadata': json.dumps({'agent': t.agent.name, 'model': t.agent.model, 'success': t.outcome.success, 'trajectory_id': t.id})}
+              'observation': s.observation.content if s.observation else '', 'reward': float(s.reward or 0.0)}
+             for s in t.steps]
+    meta = {'agent': t.agent.name, 'model': t.agent.model, 'success': t.outcome.success, 'trajectory_id': t.id}
+    return {'instruction': t.task.instruction, 'input': json.dumps(inp, ensure_ascii=False, sort_keys=True),
+            'steps': steps, 'task_id': t.task.id, 'reward': trajectory_score(t), 'metadata': json.dumps(meta)}
 
+# %% ../../nbs/41a_hub_rows.ipynb #99611fea
 def openai_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict|None:
     "OpenAI fine-tuning row (ends on the last assistant turn; None when there is none)"
     msgs = to_messages(t, system)
@@ -132,21 +172,26 @@ def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system:s
     mc, mr = to_messages(c, system), to_messages(r, system)
     k = len(to_messages(c.model_copy(update={'steps': c.steps[:step or 0]}), system))
     return {'prompt': _norm_msgs(mc[:k]), 'chosen': _norm_msgs(mc[k:]), 'rejected': _norm_msgs(mr[k:]),
-            'tools': _tools_json(tools), 'task_id': c.task.id, 'margin': margin,
-            'chosen_id': c.id, 'rejected_id': r.id, 'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
+            'tools': _tools_json(tools), 'task_id': c.task.id, 'margin': margin, 'chosen_id': c.id, 'rejected_id': r.id,
+            'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
 
+# %% ../../nbs/41a_hub_rows.ipynb #e95b6c83
 def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system=None, step=None)->dict:
     "knowlyr-hub 0.1's DPO format (step text)"
-    return {'prompt': c.task.instruction, 'chosen': steps_text(c.steps), 'rejected': steps_text(r.steps), 'task_id': c.task.id,
-            'reward_margin': margin, 'metadata': json.dumps({'chosen_model': c.agent.model, 'rejected_model': r.agent.model,
-                                                             'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)})}
+    meta = {'chosen_model': c.agent.model, 'rejected_model': r.agent.model,
+            'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
+    return {'prompt': c.task.instruction, 'chosen': steps_text(c.steps), 'rejected': steps_text(r.steps),
+            'task_id': c.task.id, 'reward_margin': margin, 'metadata': json.dumps(meta)}
 
+# %% ../../nbs/41a_hub_rows.ipynb #bf9faf67
 def grpo_member(t:Trajectory, system:str|None=None)->dict:
     "One trajectory as a GRPO group member: its prompt (system? + first user turn), completion and score"
     msgs = _row_messages(t, system)
     k = 2 if system else 1
-    return {'task_id': t.task.id, 'trajectory_id': t.id, 'score': trajectory_score(t), 'prompt': msgs[:k], 'completion': msgs[k:]}
+    return {'task_id': t.task.id, 'trajectory_id': t.id, 'score': trajectory_score(t), 'prompt': msgs[:k],
+            'completion': msgs[k:]}
 
+# %% ../../nbs/41a_hub_rows.ipynb #084d23f6
 def grpo_row(members:list[dict], # `grpo_member`s of one task and prompt
              tools,              # tool schemas (list or JSON string)
              group_size:int=8,   # keep the best this many
@@ -155,20 +200,25 @@ def grpo_row(members:list[dict], # `grpo_member`s of one task and prompt
     g = sorted(members, key=lambda m: (-m['score'], m['trajectory_id']))[:group_size]
     rw = [m['score'] for m in g]
     mu = sum(rw) / len(rw); sd = math.sqrt(sum((x - mu) ** 2 for x in rw) / len(rw))
-    return {'task_id': g[0]['task_id'], 'prompt': g[0]['prompt'], 'completions': [m['completion'] for m in g], 'rewards': rw,
-            'advantages': [(x - mu) / (sd + 1e-6) for x in rw], 'trajectory_ids': [m['trajectory_id'] for m in g],
-            'tools': _tools_json(tools)}
+    return {'task_id': g[0]['task_id'], 'prompt': g[0]['prompt'], 'completions': [m['completion'] for m in g],
+            'rewards': rw, 'advantages': [(x - mu) / (sd + 1e-6) for x in rw],
+            'trajectory_ids': [m['trajectory_id'] for m in g], 'tools': _tools_json(tools)}
 
+# %% ../../nbs/41a_hub_rows.ipynb #2c1124ca
 def benchmark_row(group:list[Trajectory], tools:list[dict], system=None)->dict:
     "A task with its success criterion, reference solution and observed success rate"
     t0 = group[0]
     wins = sorted([t for t in group if t.outcome.success], key=lambda t: (len(t.steps), -trajectory_score(t), t.id))
     ref = wins[0] if wins else None
-    return {'task_id': t0.task.id, 'instruction': t0.task.instruction, 'domain': t0.task.domain, 'env_id': t0.task.env_id or '',
+    criteria = {'type': 'env_verifier', 'description': "the env's verifier sets outcome.success on the final step",
+                'reference_steps': len(ref.steps) if ref else -1,
+                'reference_reward': trajectory_score(ref) if ref else 0.0}
+    return {'task_id': t0.task.id, 'instruction': t0.task.instruction, 'domain': t0.task.domain,
+            'env_id': t0.task.env_id or '',
             'metadata': json.dumps(t0.task.metadata, ensure_ascii=False, sort_keys=True, default=str),
-            'success_criteria': {'type': 'env_verifier', 'description': "the env's verifier sets outcome.success on the final step",
-                                 'reference_steps': len(ref.steps) if ref else -1, 'reference_reward': trajectory_score(ref) if ref else 0.0},
-            'reference_solution': [react_text(s.action.tool, s.action.params) for s in ref.steps if s.action] if ref else [],
+            'success_criteria': criteria,
+            'reference_solution': [react_text(s.action.tool, s.action.params) for s in ref.steps if s.action]
+                                  if ref else [],
             'n_attempts': len(group), 'success_rate': sum(bool(t.outcome.success) for t in group) / len(group),
             'tools': _tools_json(tools)}
 
@@ -177,28 +227,34 @@ def _task_prompt(t:Trajectory, system:str|None=None)->list[dict]:
     "The prompt of a task as plain `role`/`content` messages: system? + the first user turn"
     return [{'role': m['role'], 'content': m['content']} for m in to_messages(t, system)[:2 if system else 1]]
 
+# %% ../../nbs/41a_hub_rows.ipynb #5e854c42
 def _verifiable(group:list[Trajectory], tools, system)->tuple:
     "(prompt, ground truth JSON, extra_info) of a task group: what verl's and SkyRL's rows share"
     b = benchmark_row(group, tools, system)
-    truth = json.dumps({'env_id': b['env_id'], 'task_id': b['task_id'], 'reference_solution': b['reference_solution']}, ensure_ascii=False, sort_keys=True)
+    truth = {'env_id': b['env_id'], 'task_id': b['task_id'], 'reference_solution': b['reference_solution']}
     extra = {'task_id': b['task_id'], 'env_id': b['env_id'], 'instruction': b['instruction'], 'tools': b['tools'],
-             'success_rate': b['success_rate'], 'n_attempts': b['n_attempts'], 'reference_steps': b['success_criteria']['reference_steps']}
-    return _task_prompt(group[0], system), truth, extra
+             'success_rate': b['success_rate'], 'n_attempts': b['n_attempts'],
+             'reference_steps': b['success_criteria']['reference_steps']}
+    return _task_prompt(group[0], system), json.dumps(truth, ensure_ascii=False, sort_keys=True), extra
 
+# %% ../../nbs/41a_hub_rows.ipynb #52c3284d
 def verl_row(group:list[Trajectory], tools:list[dict], system=None,
              index:int=0, split:str='train')->dict:   # the row's position in its split, and the split
-    "verl's RL data row: data_source, prompt, ability, reward_model{style, ground_truth}, extra_info (tools_kwargs for its tool agent)"
+    "verl's RL data row: data_source, prompt, ability, reward_model{style, ground_truth}, extra_info, agent_name"
     prompt, truth, extra = _verifiable(group, tools, system)
     t0, names = group[0], [t['function']['name'] for t in tools or [] if isinstance(t, dict) and 'function' in t]
     kw = {n: {'create_kwargs': {'env_id': extra['env_id'], 'task_id': extra['task_id']}} for n in names}
     return {'data_source': t0.task.env_id or f"knowlyr/{t0.task.domain}", 'prompt': prompt, 'ability': t0.task.domain,
             'reward_model': {'style': 'rule', 'ground_truth': truth},
-            'extra_info': {'split': split, 'index': index, **extra, 'need_tools_kwargs': bool(names), 'tools_kwargs': kw},
+            'extra_info': {'split': split, 'index': index, **extra, 'need_tools_kwargs': bool(names),
+                           'tools_kwargs': kw},
             'agent_name': 'tool_agent' if names else 'single_turn_agent'}
 
+# %% ../../nbs/41a_hub_rows.ipynb #be0d3497
 def skyrl_row(group:list[Trajectory], tools:list[dict], system=None, index:int=0, split:str='train')->dict:
     "SkyRL's data row: data_source, prompt, env_class (the env id), reward_spec{method, ground_truth}, extra_info"
     prompt, truth, extra = _verifiable(group, tools, system)
     t0 = group[0]
-    return {'data_source': t0.task.env_id or f"knowlyr/{t0.task.domain}", 'prompt': prompt, 'env_class': t0.task.env_id or t0.task.domain,
-            'reward_spec': {'method': 'rule', 'ground_truth': truth}, 'extra_info': {'split': split, 'index': index, **extra}}
+    return {'data_source': t0.task.env_id or f"knowlyr/{t0.task.domain}", 'prompt': prompt,
+            'env_class': t0.task.env_id or t0.task.domain, 'reward_spec': {'method': 'rule', 'ground_truth': truth},
+            'extra_info': {'split': split, 'index': index, **extra}}
