@@ -7,14 +7,10 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_export.html.md"""
 # %% ../../nbs/42_hub_export.ipynb #20d81cc0
 from __future__ import annotations
 
-import hashlib
-import heapq
 import inspect
 import json
 import math
 import shutil
-import sqlite3
-import struct
 import tempfile
 import zlib
 from dataclasses import asdict, dataclass, field
@@ -26,6 +22,7 @@ import pyarrow as pa
 from fastcore.basics import patch
 
 from ..core import KnowlyrError
+from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_spooled, grpo_unspooled
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_member, grpo_row, openai_row, sft_agent_row, sft_row, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
@@ -40,6 +37,7 @@ def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
     "'train' or 'test' for a trajectory: `split_of` its task's content key"
     return split_of(task_key(t.task), test_fraction, seed)
 
+# %% ../../nbs/42_hub_export.ipynb #191d6d58
 @dataclass
 class ExportFilter:
     "Which trajectories to export"
@@ -48,14 +46,17 @@ class ExportFilter:
     domains:list|None=None          # keep these task domains
     agents:list|None=None           # keep these agent names
     include_failed:bool=False       # keep episodes that raised (metadata['error'])
-    def reason(self, t:Trajectory)->str|None:
-        "Why `t` is filtered out (None: keep it)"
-        if not self.include_failed and 'error' in t.metadata: return 'episode_error'
-        if self.success_only and not t.outcome.success: return 'not_success'
-        if self.min_reward is not None and trajectory_score(t) < self.min_reward: return 'below_min_reward'
-        if self.domains and t.task.domain not in self.domains: return 'domain'
-        if self.agents and t.agent.name not in self.agents: return 'agent'
-        return None
+
+# %% ../../nbs/42_hub_export.ipynb #3f9c68a5
+@patch
+def reason(self:ExportFilter, t:Trajectory)->str|None:
+    "Why `t` is filtered out (None: keep it)"
+    if not self.include_failed and 'error' in t.metadata: return 'episode_error'
+    if self.success_only and not t.outcome.success: return 'not_success'
+    if self.min_reward is not None and trajectory_score(t) < self.min_reward: return 'below_min_reward'
+    if self.domains and t.task.domain not in self.domains: return 'domain'
+    if self.agents and t.agent.name not in self.agents: return 'agent'
+    return None
 
 # %% ../../nbs/42_hub_export.ipynb #5adcc577
 FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')
@@ -63,6 +64,7 @@ FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai',
 class ExportError(KnowlyrError, ValueError):
     "An export that cannot be done (unknown format, missing input)"
 
+# %% ../../nbs/42_hub_export.ipynb #95619515
 @dataclass
 class ExportResult:
     "What an export wrote"
@@ -73,23 +75,25 @@ class ExportResult:
     skipped: dict = field(default_factory=dict)   # reason -> trajectories left out
     quarantined: int = 0                          # unreadable input records or files (see quarantine.jsonl)
     read: int = 0                                 # trajectories read (kept or filtered out)
-    pairs: dict = field(default_factory=dict)     # DPO from trajectories: build_preferences' counts (ties, one_trajectory, ...)
+    # DPO from trajectories: build_preferences' counts (ties, one_trajectory, ...)
+    pairs: dict = field(default_factory=dict)
     note: str = ''                                # why nothing was written, when nothing was
     @property
     def total(self)->int: return sum(self.counts.values())
     def to_dict(self)->dict: return {**asdict(self), 'total': self.total}
 
+# %% ../../nbs/42_hub_export.ipynb #01c441c3
 def _input_files(src)->list[Path]:
+    "The trajectory files of `src` (a file, or a directory searched recursively)"
     p = Path(src)
-    if p.is_dir(): return sorted(f for f in p.rglob('*') if f.is_file() and (f.name.endswith(('.jsonl', '.jsonl.gz', '.parquet'))))
+    if p.is_dir():
+        return sorted(f for f in p.rglob('*') if f.is_file() and f.name.endswith(('.jsonl', '.jsonl.gz', '.parquet')))
     if not p.exists(): raise ExportError(f"trajectory file {p} does not exist")
     return [p]
 
 def _count(d:dict, k:str, n:int=1): d[k] = d.get(k, 0) + n
 
 # %% ../../nbs/42_hub_export.ipynb #c92eb66a
-_UNREADABLE = (EOFError, zlib.error, OSError, UnicodeDecodeError, pa.ArrowException)   # a file that breaks off, is not text, or not Parquet
-
 class DatasetExporter:
     "Export trajectories (and preferences) to training and evaluation datasets"
     def __init__(self, trajectories,                 # file, directory, or iterable of Trajectory
@@ -99,271 +103,215 @@ class DatasetExporter:
                  split_seed:int=0,                   # seed of `split_of`
                  system:str|None=None,               # system prompt for chat formats
                  tools:list|dict|None=None,          # tool schemas (list, or env_id -> list); default: from the env
-                 **filter_kw):                       # shortcuts for ExportFilter fields (min_reward=..., success_only=...)
+                 # shortcuts for ExportFilter fields (min_reward=..., success_only=...)
+                 **filter_kw):
         if not 0 <= test_fraction <= 1: raise ExportError(f"test_fraction must be in [0, 1], got {test_fraction}")
         self.trajectories, self.preferences = trajectories, preferences
         self.filter = filter or ExportFilter(**filter_kw)
-        self.test_fraction, self.split_seed, self.system, self.tools = test_fraction, split_seed, system, ToolResolver(tools)
+        self.test_fraction, self.split_seed, self.system = test_fraction, split_seed, system
+        self.tools = ToolResolver(tools)
         self._splits = {}
 
-    def split(self, t:Trajectory)->str:
-        "`export_split(t, test_fraction, split_seed)`, remembered per task key (a task's trajectories share it)"
-        key = (task_key(t.task), self.test_fraction, self.split_seed)
-        sp = self._splits.get(key)
-        if sp is None:
-            if len(self._splits) >= 1 << 16: self._splits.clear()
-            sp = self._splits[key] = split_of(*key)
-        return sp
-
-    def _source(self, errors:list, quarantine:Path, fast:bool=False)->Iterator[Trajectory]:
-        "The input's valid trajectories; `fast`: read-only msgspec mirrors where msgspec takes a record (for the row functions)"
-        if not isinstance(self.trajectories, (str, Path)):
-            for t in self.trajectories: yield t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
-            return
-        for f in _input_files(self.trajectories):
-            n = 0
-            recs = read_trajectories(f, on_error='skip', quarantine=quarantine, errors=errors, fast=fast)
-            try:
-                for t in recs:
-                    n += 1; yield t
-            except _UNREADABLE as e:          # keep what was read, quarantine the rest of the file with the reason
-                err = TrajectoryError(f"{f}: unreadable after {n} records ({type(e).__name__}: {e})", f, None, '(file)')
-                errors.append(err)
-                with open(quarantine, 'ab') as q:
-                    q.write(orjson.dumps({'path': str(f), 'line': None, 'field': '(file)', 'reason': str(err), 'record': None}) + b'\n')
-
-    def _kept(self, res:ExportResult, errors, quarantine, fast:bool=False)->Iterator[Trajectory]:
-        for t in self._source(errors, quarantine, fast):
-            res.read += 1
-            why = self.filter.reason(t)
-            if why: _count(res.skipped, why)
-            else: yield t
-
-# %% ../../nbs/42_hub_export.ipynb #9810d863
-class _SplitWriter:
-    def __init__(self, out:Path, res:ExportResult):
-        self.out, self.res, self.files = out, res, {}
-    def write(self, split:str, row:dict):
-        if split not in self.files:
-            p = self.out / f"{split}.jsonl"
-            self.files[split] = open(p, 'wb', buffering=1 << 20); self.res.paths[split] = str(p); self.res.counts[split] = 0
-        self.files[split].write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)); self.res.counts[split] += 1
-    def close(self):
-        for f in self.files.values(): f.close()
-
-class _ParquetWriter(_SplitWriter):
-    "Rows kept per split and written as `<split>.parquet` at the end (verl and SkyRL read Parquet; one row per task)"
-    def write(self, split:str, row:dict):
-        if split not in self.files:
-            self.files[split] = []; self.res.paths[split] = str(self.out / f"{split}.parquet"); self.res.counts[split] = 0
-        self.files[split].append(row); self.res.counts[split] += 1
-    def close(self):
-        import pyarrow.parquet as pq
-        for split, rows in self.files.items(): pq.write_table(pa.Table.from_pylist(rows), self.res.paths[split])
-
-class _Spool:
-    "Records in a temporary SQLite file under the output directory, read back grouped (by `grp`, in insertion order within a group)"
-    def __init__(self, out:Path):
-        for old in out.glob('.tmp-spool-*'): shutil.rmtree(old, ignore_errors=True)     # left by a killed export
-        self.dir = Path(tempfile.mkdtemp(prefix='.tmp-spool-', dir=out))
-        self.db = sqlite3.connect(str(self.dir / 'spool.sqlite'))
-        for p in ("page_size=65536", "journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE"): self.db.execute(f"PRAGMA {p}")
-        # a scratch file of one writer: no crash safety, no locking; large pages hold a member's text without overflow chains
-        self.db.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, grp TEXT, id TEXT, split TEXT, body BLOB)")
-        self.n, self.buf = 0, []
-    def add(self, grp:str, id:str, split:str, body:bytes):
-        self.buf.append((self.n, grp, id, split, body)); self.n += 1
-        if len(self.buf) >= 1000: self.flush()
-    def flush(self):
-        with self.db: self.db.executemany("INSERT INTO t VALUES (?,?,?,?,?)", self.buf)
-        self.buf = []
-    def groups(self)->Iterator[tuple[str, list[bytes]]]:
-        "(split of the group's first record, bodies) per group"
-        self.flush()
-        self.db.execute("CREATE INDEX IF NOT EXISTS t_grp ON t(grp, seq)")
-        cur, split, group = None, None, []
-        for grp, sp, body in self.db.execute("SELECT grp, split, body FROM t ORDER BY grp, seq"):
-            if grp != cur and group: yield split, group; group = []
-            if not group: split = sp
-            cur = grp; group.append(body)
-        if group: yield split, group
-    def get(self, tid:str)->Trajectory|None:
-        self.flush()
-        self.db.execute("CREATE INDEX IF NOT EXISTS t_id ON t(id)")
-        r = self.db.execute("SELECT body FROM t WHERE id=? LIMIT 1", (tid,)).fetchone()
-        return Trajectory.model_validate_json(r[0]) if r else None
-    def close(self): self.db.close(); shutil.rmtree(self.dir, ignore_errors=True)
-
-# %% ../../nbs/42_hub_export.ipynb #571a28b5
-class _RunSpool:
-    "Records gathered by `grp` in runs of at most `run_bytes` on disk (groups sorted, records in arrival order), read back grouped by an n-way merge"
-    def __init__(self, out:Path, run_bytes:int=8 << 20, fan_in:int=128):
-        for old in out.glob('.tmp-spool-*'): shutil.rmtree(old, ignore_errors=True)     # left by a killed export
-        self.dir = Path(tempfile.mkdtemp(prefix='.tmp-spool-', dir=out))
-        self.run_bytes, self.fan_in, self.runs, self.buf, self.size, self.n, self.made = run_bytes, fan_in, [], {}, 0, 0, 0
-    def add(self, grp:str, id:str, split:str, body:bytes):
-        g = self.buf.get(grp)
-        if g is None: self.buf[grp] = (self.n, split, [body]); self.size += len(grp)
-        else: g[2].append(body)
-        self.n += 1; self.size += len(body)
-        if self.size >= self.run_bytes: self._write(self._taken())
-    def _taken(self)->list[tuple]:
-        "The buffered groups as (grp, first arrival, split of the first, bodies), sorted by group; the buffer emptied"
-        recs, self.buf, self.size = sorted((g, n, sp, bs) for g, (n, sp, bs) in self.buf.items()), {}, 0
-        return recs
-    def _write(self, recs)->Path:
-        "Write (grp, seq, split, bodies) records, in order, as one run file"
-        p, self.made = self.dir / f"run-{self.made}", self.made + 1
-        with open(p, 'wb', buffering=1 << 20) as f:
-            for grp, seq, split, bodies in recs:
-                g, s = grp.encode(), split.encode()
-                f.write(b''.join((_RUN_HEAD.pack(len(g), len(s), len(bodies), seq), struct.pack(f"<{len(bodies)}I", *map(len, bodies)), g, s, *bodies)))
-        self.runs.append(p); return p
-    def close(self): shutil.rmtree(self.dir, ignore_errors=True)
-
-def _run_records(p:Path)->Iterator[tuple]:
-    with open(p, 'rb', buffering=1 << 16) as f:        # one buffer per run open in the merge: kept small
-        while h := f.read(_RUN_HEAD.size):
-            lg, ls, nb, seq = _RUN_HEAD.unpack(h)
-            lens = struct.unpack(f"<{nb}I", f.read(4 * nb))
-            yield f.read(lg).decode(), seq, f.read(ls).decode(), [f.read(k) for k in lens]
-
-_RUN_HEAD = struct.Struct('<IIIQ')   # lengths of the group key and the split, the number of bodies, the first arrival number
-
-
-# %% ../../nbs/42_hub_export.ipynb #286f08ea
+# %% ../../nbs/42_hub_export.ipynb #3a082c63
 @patch
-def groups(self:_RunSpool, keyed:bool=False)->Iterator[tuple]:
-    "(split of the group's first record, bodies) per group (`keyed`: (grp, split, bodies)), groups in `grp` order, records in arrival order"
-    if not self.runs: recs = self._taken()        # it all fit in memory: no run written
-    else:
-        if self.buf: self._write(self._taken())
-        while len(self.runs) > self.fan_in:      # merge the oldest runs first: arrival order is kept
-            old, self.runs = self.runs[:self.fan_in], self.runs[self.fan_in:]
-            self._write(heapq.merge(*map(_run_records, old))); self.runs = [self.runs.pop()] + self.runs
-            for p in old: p.unlink()
-        recs = heapq.merge(*map(_run_records, self.runs))
-    cur, split, group = None, None, []
-    for grp, _, sp, bodies in recs:
-        if grp != cur and group: yield (cur, split, group) if keyed else (split, group); group = []
-        if not group: split = sp
-        cur = grp; group.extend(bodies)
-    if group: yield (cur, split, group) if keyed else (split, group)
+def split(self:DatasetExporter, t:Trajectory)->str:
+    "`export_split(t, test_fraction, split_seed)`, remembered per task key (a task's trajectories share it)"
+    key = (task_key(t.task), self.test_fraction, self.split_seed)
+    sp = self._splits.get(key)
+    if sp is None:
+        if len(self._splits) >= 1 << 16: self._splits.clear()
+        sp = self._splits[key] = split_of(*key)
+    return sp
 
+# %% ../../nbs/42_hub_export.ipynb #1edf5604
+# a file that breaks off, is not text, or not Parquet
+_UNREADABLE = (EOFError, zlib.error, OSError, UnicodeDecodeError, pa.ArrowException)
 
-# %% ../../nbs/42_hub_export.ipynb #a45be5f3
-_MEMBER = struct.Struct('<dII')   # a member's score, tool list number and trajectory id length; its id and completion follow
+def _quarantine_file(f:Path, n:int, e:Exception, errors:list, quarantine:Path):
+    "Record that `f` could not be read past its `n`-th record (`e`), in `errors` and in the quarantine file"
+    err = TrajectoryError(f"{f}: unreadable after {n} records ({type(e).__name__}: {e})", f, None, '(file)')
+    errors.append(err)
+    with open(quarantine, 'ab') as q:
+        rec = {'path': str(f), 'line': None, 'field': '(file)', 'reason': str(err), 'record': None}
+        q.write(orjson.dumps(rec) + b'\n')
 
-def _grpo_spooled(m:dict, tools:int)->tuple[str, bytes]:
-    "(group key, spool body) of a `grpo_member` whose tool list is number `tools`"
-    prompt, tid = orjson.dumps(m['prompt']), m['trajectory_id'].encode()
-    key = m['task_id'] + '\x00' + hashlib.sha1(prompt).hexdigest() + '\x00' + prompt.decode()
-    return key, b''.join((_MEMBER.pack(m['score'], tools, len(tid)), tid, orjson.dumps(m['completion'])))
+# %% ../../nbs/42_hub_export.ipynb #b04c1a83
+@patch
+def _source(self:DatasetExporter, errors:list, quarantine:Path, fast:bool=False)->Iterator[Trajectory]:
+    "The input's valid trajectories; `fast`: msgspec mirrors where msgspec takes a record (for the row functions)"
+    if not isinstance(self.trajectories, (str, Path)):
+        for t in self.trajectories: yield t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
+        return
+    for f in _input_files(self.trajectories):
+        n = 0
+        recs = read_trajectories(f, on_error='skip', quarantine=quarantine, errors=errors, fast=fast)
+        try:
+            for t in recs:
+                n += 1; yield t
+        except _UNREADABLE as e: _quarantine_file(f, n, e, errors, quarantine)   # keep what was read
 
-def _grpo_unspooled(key:str, bodies:list[bytes])->list[dict]:
-    "A group's members back from its key and bodies, the prompt and completions kept as JSON text"
-    head, _, prompt = key.rpartition('\x00')          # JSON text holds no raw NUL: the prompt is what follows the last one
-    task_id, prompt, out, h = head[:-41], orjson.Fragment(prompt), [], _MEMBER.size
-    for b in bodies:
-        score, tools, n = _MEMBER.unpack_from(b)
-        out.append({'task_id': task_id, 'trajectory_id': b[h:h + n].decode(), 'score': score, 'prompt': prompt,
-                    'completion': orjson.Fragment(b[h + n:]), 'tools': tools})
-    return out
+# %% ../../nbs/42_hub_export.ipynb #e0203352
+@patch
+def _kept(self:DatasetExporter, res:ExportResult, errors, quarantine, fast:bool=False)->Iterator[Trajectory]:
+    "The input's trajectories that pass the filter, counted in `res.read` (and by reason in `res.skipped`)"
+    for t in self._source(errors, quarantine, fast):
+        res.read += 1
+        why = self.filter.reason(t)
+        if why: _count(res.skipped, why)
+        else: yield t
 
 # %% ../../nbs/42_hub_export.ipynb #8dc90d25
 _ROW = {'sft': sft_row, 'sft-agent': sft_agent_row, 'openai': openai_row}
-_FAST = ('sft', 'sft-agent', 'openai', 'grpo')        # formats whose rows read a trajectory's fields only: records decoded by msgspec
+_FAST = ('sft', 'sft-agent', 'openai', 'grpo')        # formats whose rows read a trajectory's fields only
 _TASK_ROW = {'verl': verl_row, 'skyrl': skyrl_row}      # one row per task, written as Parquet
 _PAIR_KEYS = ('level', 'min_margin', 'max_pairs_per_task', 'max_uses', 'step_value', 'engine')
 
+# %% ../../nbs/42_hub_export.ipynb #fc159ebb
+def _check_settings(format:str, pairs:dict):
+    "Raise `ExportError` for an unknown format or DPO setting"
+    if format not in FORMATS: raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(FORMATS)}")
+    bad = sorted(set(pairs) - set(_PAIR_KEYS))
+    if bad: raise ExportError(f"unknown export settings {bad}; DPO settings are {', '.join(_PAIR_KEYS)}")
+
+# %% ../../nbs/42_hub_export.ipynb #a66d3ca8
 def _explain_empty(res:ExportResult)->str:
     "Why an export wrote no rows"
-    if res.read == 0: return "0 rows: no trajectory could be read" + (f" ({res.quarantined} unreadable records or files: see quarantine.jsonl)" if res.quarantined else '')
+    if res.read == 0:
+        bad = f" ({res.quarantined} unreadable records or files: see quarantine.jsonl)" if res.quarantined else ''
+        return "0 rows: no trajectory could be read" + bad
     left = {k: v for k, v in res.skipped.items()}
     return f"0 rows from {res.read} trajectories" + (f": left out {left}" if left else '')
 
+# %% ../../nbs/42_hub_export.ipynb #193a8931
 @patch
 def _export_jsonl(self:DatasetExporter, format:str, output_dir,
                   group_size:int=8,   # GRPO: completions per group (best first)
                   min_group:int=2,    # GRPO: smallest group exported
-                  **pairs,            # DPO: settings for `build_preferences` (level, min_margin, max_pairs_per_task, max_uses, step_value, engine)
+                  # DPO: settings for `build_preferences`
+                  # (level, min_margin, max_pairs_per_task, max_uses, step_value, engine)
+                  **pairs,
                  )->ExportResult:
-    if format not in FORMATS: raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(FORMATS)}")
-    bad = sorted(set(pairs) - set(_PAIR_KEYS))
-    if bad: raise ExportError(f"unknown export settings {bad}; DPO settings are {', '.join(_PAIR_KEYS)}")
+    "Export in `format` (not `hf`) to `output_dir`"
+    _check_settings(format, pairs)
     out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
     res, errors, quarantine = ExportResult(format, str(out)), [], out / 'quarantine.jsonl'
     if quarantine.exists(): quarantine.unlink()
-    w = (_ParquetWriter if format in _TASK_ROW else _SplitWriter)(out, res)
+    w = (ParquetWriter if format in _TASK_ROW else SplitWriter)(out, res)
     try:
-        if format in _ROW:
-            for t in self._kept(res, errors, quarantine, format in _FAST):
-                row = _ROW[format](t, self.tools.json(t) if format == 'sft' else self.tools(t), self.system)
-                if row is None: _count(res.skipped, 'no_assistant_turn')
-                else: w.write(self.split(t), row)
-        else:
-            spool, tools_ref = (_RunSpool if format == 'grpo' else _Spool)(out), {}
-            try:
-                for t in self._kept(res, errors, quarantine, format in _FAST):
-                    if format == 'grpo':     # the member, its tool list numbered (each distinct list once)
-                        grp, body = _grpo_spooled(grpo_member(t, self.system), tools_ref.setdefault(self.tools.json(t), len(tools_ref)))
-                        spool.add(grp, t.id, self.split(t), body)
-                    else: spool.add(t.task.id, t.id, self.split(t), t.model_dump_json().encode())
-                if format in ('dpo', 'dpo-seed'): self._write_pairs(format, spool, w, res, pairs)
-                elif format == 'grpo':
-                    tools_json = {v: k for k, v in tools_ref.items()}
-                    for key, split, bodies in spool.groups(keyed=True):
-                        if len(bodies) < min_group: _count(res.skipped, 'group_too_small', len(bodies)); continue
-                        members = _grpo_unspooled(key, bodies)
-                        w.write(split, grpo_row(members, tools_json[members[0]['tools']], group_size))
-                else:
-                    for split, bodies in spool.groups():
-                        g = [Trajectory.model_validate_json(b) for b in bodies]
-                        if format == 'benchmark': w.write(split, benchmark_row(g, self.tools(g[0]), self.system))
-                        else: w.write(split, _TASK_ROW[format](g, self.tools(g[0]), self.system, res.counts.get(split, 0), split))
-            finally: spool.close()
+        kept = self._kept(res, errors, quarantine, format in _FAST)
+        if format in _ROW: self._write_rows(format, kept, w, res)
+        else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
     res.quarantined = len(errors)
     if res.total == 0 and not res.note: res.note = _explain_empty(res)
     return res
 
+# %% ../../nbs/42_hub_export.ipynb #abb2f310
+@patch
+def _write_rows(self:DatasetExporter, format:str, kept:Iterator[Trajectory], w:SplitWriter, res:ExportResult):
+    "Write the `format` row of each kept trajectory"
+    for t in kept:
+        row = _ROW[format](t, self.tools.json(t) if format == 'sft' else self.tools(t), self.system)
+        if row is None: _count(res.skipped, 'no_assistant_turn')
+        else: w.write(self.split(t), row)
+
+# %% ../../nbs/42_hub_export.ipynb #ec12be89
+@patch
+def _write_spooled(self:DatasetExporter, format:str, kept, w, res:ExportResult,
+                   group_size:int, min_group:int, pairs:dict):
+    "Spool the kept trajectories, then write a row per pair, GRPO group or task"
+    spool = (RunSpool if format == 'grpo' else Spool)(w.out)
+    try:
+        tools_json = self._spool_kept(format, kept, spool)
+        if format in ('dpo', 'dpo-seed'): self._write_pairs(format, spool, w, res, pairs)
+        elif format == 'grpo': self._write_groups(spool, w, res, tools_json, group_size, min_group)
+        else: self._write_tasks(format, spool, w, res)
+    finally: spool.close()
+
+# %% ../../nbs/42_hub_export.ipynb #042b9c26
+@patch
+def _spool_kept(self:DatasetExporter, format:str, kept, spool)->dict:
+    "Add the kept trajectories to `spool` (GRPO: their members); GRPO's tool lists by number"
+    tools_ref = {}
+    for t in kept:
+        if format == 'grpo':     # the member, its tool list numbered (each distinct list once)
+            m = grpo_member(t, self.system)
+            grp, body = grpo_spooled(m, tools_ref.setdefault(self.tools.json(t), len(tools_ref)))
+            spool.add(grp, t.id, self.split(t), body)
+        else: spool.add(t.task.id, t.id, self.split(t), t.model_dump_json().encode())
+    return {v: k for k, v in tools_ref.items()}
+
+# %% ../../nbs/42_hub_export.ipynb #1b2ca000
+@patch
+def _write_groups(self:DatasetExporter, spool, w, res:ExportResult, tools_json:dict, group_size:int, min_group:int):
+    "Write a GRPO row per spooled group"
+    for key, split, bodies in spool.groups(keyed=True):
+        if len(bodies) < min_group: _count(res.skipped, 'group_too_small', len(bodies)); continue
+        members = grpo_unspooled(key, bodies)
+        w.write(split, grpo_row(members, tools_json[members[0]['tools']], group_size))
+
+# %% ../../nbs/42_hub_export.ipynb #915b18ac
+@patch
+def _write_tasks(self:DatasetExporter, format:str, spool, w, res:ExportResult):
+    "Write a row per spooled task"
+    for split, bodies in spool.groups():
+        g = [Trajectory.model_validate_json(b) for b in bodies]
+        if format == 'benchmark': w.write(split, benchmark_row(g, self.tools(g[0]), self.system))
+        else: w.write(split, _TASK_ROW[format](g, self.tools(g[0]), self.system, res.counts.get(split, 0), split))
+
 # %% ../../nbs/42_hub_export.ipynb #b3ef0a48
 def _pref_records(prefs)->Iterator[dict]:
+    "The preference records of a JSONL file, or of an iterable of dicts"
     if isinstance(prefs, (str, Path)):
         with open(prefs, encoding='utf-8') as f:
             for i, line in enumerate(f, 1):
                 if not line.strip(): continue
                 try: yield json.loads(line)
-                except json.JSONDecodeError as e: raise ExportError(f"{prefs}:{i}: preference record is not JSON ({e.msg})") from None
+                except json.JSONDecodeError as e:
+                    raise ExportError(f"{prefs}:{i}: preference record is not JSON ({e.msg})") from None
     else: yield from prefs
 
+# %% ../../nbs/42_hub_export.ipynb #bd29db98
 def _default_margin()->float: return inspect.signature(build_preferences).parameters['min_margin'].default
 
 @patch
-def _write_pairs(self:DatasetExporter, format, spool, w, res, settings:dict):
-    row = dpo_row if format == 'dpo' else dpo_seed_row
-    if self.preferences is None:
-        for split, bodies in spool.groups():
-            rep = build_preferences([Trajectory.model_validate_json(b) for b in bodies], **settings)
-            for k, v in rep.counts.items(): _count(res.pairs, k, v)
-            for p in rep.pairs:
-                w.write(split, row(p.chosen, p.rejected, p.margin, self.tools(p.chosen), self.system, **({'step': p.step} if p.level == 'step' else {})))
-        if res.total == 0 and res.pairs.get('tasks'):
-            res.note = PreferenceReport([], res.pairs, settings.get('min_margin', _default_margin())).explain()
-        return
-    min_margin = settings.get('min_margin')
+def _pairs_built(self:DatasetExporter, row, spool, w, res:ExportResult, settings:dict):
+    "Write the pairs `build_preferences` finds in each spooled task; `res.note` explains when there are none"
+    for split, bodies in spool.groups():
+        rep = build_preferences([Trajectory.model_validate_json(b) for b in bodies], **settings)
+        for k, v in rep.counts.items(): _count(res.pairs, k, v)
+        for p in rep.pairs:
+            kw = {'step': p.step} if p.level == 'step' else {}
+            w.write(split, row(p.chosen, p.rejected, p.margin, self.tools(p.chosen), self.system, **kw))
+    if res.total == 0 and res.pairs.get('tasks'):
+        res.note = PreferenceReport([], res.pairs, settings.get('min_margin', _default_margin())).explain()
+
+# %% ../../nbs/42_hub_export.ipynb #bdbf65ee
+def _pref_side(p:dict, k:str, spool)->Trajectory|None:
+    "The `k` ('chosen' or 'rejected') trajectory of preference `p`: inline, or spooled under its id"
+    v = p.get(k)
+    if isinstance(v, dict): return Trajectory.model_validate(v)
+    return spool.get(str(v if v is not None else p.get(f'{k}_id')))
+
+# %% ../../nbs/42_hub_export.ipynb #8cba5c63
+@patch
+def _pairs_given(self:DatasetExporter, row, spool, w, res:ExportResult, min_margin:float|None):
+    "Write a pair per preference record whose sides resolve and whose margin reaches `min_margin`"
     for p in _pref_records(self.preferences):
-        side = {}
-        for k in ('chosen', 'rejected'):
-            v = p.get(k)
-            if isinstance(v, dict): side[k] = Trajectory.model_validate(v)
-            else: side[k] = spool.get(str(v if v is not None else p.get(f'{k}_id')))
-        if side['chosen'] is None or side['rejected'] is None: _count(res.skipped, 'preference_unresolved'); continue
-        c, r = side['chosen'], side['rejected']
+        c, r = _pref_side(p, 'chosen', spool), _pref_side(p, 'rejected', spool)
+        if c is None or r is None: _count(res.skipped, 'preference_unresolved'); continue
         m = float(p.get('margin', p.get('reward_margin', trajectory_score(c) - trajectory_score(r))))
         if min_margin is not None and m < min_margin: _count(res.skipped, 'below_min_margin'); continue
         kw = {'step': p.get('step')} if p.get('level') == 'step' else {}
         w.write(self.split(c), row(c, r, m, self.tools(c), self.system, **kw))
+
+# %% ../../nbs/42_hub_export.ipynb #00579bc3
+@patch
+def _write_pairs(self:DatasetExporter, format:str, spool, w, res:ExportResult, settings:dict):
+    "Write the `dpo` or `dpo-seed` rows of the given or found preference pairs"
+    row = dpo_row if format == 'dpo' else dpo_seed_row
+    if self.preferences is None: self._pairs_built(row, spool, w, res, settings)
+    else: self._pairs_given(row, spool, w, res, settings.get('min_margin'))
 
 # %% ../../nbs/42_hub_export.ipynb #ca68156b
 @patch
@@ -373,6 +321,7 @@ def export(self:DatasetExporter, format:str, # sft, sft-agent, dpo, dpo-seed, gr
     if format == 'hf': return self.export_hf(output_dir, **kw)
     return self._export_jsonl(format, output_dir, **kw)
 
+# %% ../../nbs/42_hub_export.ipynb #3b090c58
 def _method(fmt):
     def f(self, output_dir, **kw): return self.export(fmt, output_dir, **kw)
     f.__name__, f.__doc__ = f"export_{fmt.replace('-', '_')}", f"Export in the `{fmt}` format"
@@ -380,24 +329,31 @@ def _method(fmt):
 for _f in FORMATS:
     if _f != 'hf': setattr(DatasetExporter, f"export_{_f.replace('-', '_')}", _method(_f))
 
+# %% ../../nbs/42_hub_export.ipynb #be86631e
+def _write_shards(dd, d:Path, max_rows:int):
+    "Each split of the `DatasetDict` `dd` as Parquet shards of at most `max_rows` rows under `d`, named as on the Hub"
+    d.mkdir(exist_ok=True)
+    for split, ds in dd.items():
+        n = max(1, math.ceil(len(ds) / max_rows))
+        for i in range(n): ds.shard(n, i, contiguous=True).to_parquet(str(d / f"{split}-{i:05d}-of-{n:05d}.parquet"))
+
 # %% ../../nbs/42_hub_export.ipynb #2ee9a5d5
 @patch
 def export_hf(self:DatasetExporter, output_dir, kind:str='sft', # rows of which format
               max_rows_per_shard:int=50_000, push_to_hub:str|None=None, private:bool=True, **kw)->ExportResult:
     "Export as a HuggingFace `DatasetDict` (save_to_disk) plus Parquet shards"
     import datasets
-    if kind in _TASK_ROW: raise ExportError(f"the {kind} format is written as Parquet already: export it with format={kind!r}")
+    if kind in _TASK_ROW:
+        raise ExportError(f"the {kind} format is written as Parquet already: export it with format={kind!r}")
     out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
     res = self._export_jsonl(kind, out / 'jsonl', **kw)
     cache = Path(tempfile.mkdtemp(prefix='knowlyr-hf-'))
     try:
         dd = datasets.load_dataset('json', data_files=res.paths, cache_dir=str(cache))
         dd.save_to_disk(str(out / 'hf'))
-        (out / 'data').mkdir(exist_ok=True)
-        for split, ds in dd.items():
-            n = max(1, math.ceil(len(ds) / max_rows_per_shard))
-            for i in range(n): ds.shard(n, i, contiguous=True).to_parquet(str(out / 'data' / f"{split}-{i:05d}-of-{n:05d}.parquet"))
+        _write_shards(dd, out / 'data', max_rows_per_shard)
         if push_to_hub: dd.push_to_hub(push_to_hub, private=private)
     finally: shutil.rmtree(cache, ignore_errors=True)
-    return ExportResult('hf', str(out), {'hf': str(out / 'hf'), 'parquet': str(out / 'data')}, dict(res.counts), res.skipped, res.quarantined,
-                        res.read, res.pairs, res.note)
+    paths = {'hf': str(out / 'hf'), 'parquet': str(out / 'data')}
+    return ExportResult('hf', str(out), paths, dict(res.counts), res.skipped, res.quarantined, res.read, res.pairs,
+                        res.note)
