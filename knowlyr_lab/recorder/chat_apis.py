@@ -11,6 +11,8 @@ import json
 import re
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from .base import LogAdapter, register_adapter
 from .chat import convert_cassette, convert_messages
 from .reading import iter_json_items, iter_jsonl, json_shape, read_json
@@ -22,14 +24,16 @@ __all__ = ['OpenAIChatAdapter', 'AnthropicMessagesAdapter']
 # %% ../../nbs/22a_recorder_chat_apis.ipynb #9451204d
 _HAS_BLOCKS = re.compile(r'"type"\s*:\s*"(tool_use|tool_result|thinking)"')
 
+# %% ../../nbs/22a_recorder_chat_apis.ipynb #ba009a5b
 def _first_json_line(head:str):
+    "The first line of `head` as JSON, or None"
     first = head.lstrip().split('\n', 1)[0]
     try: return json.loads(first)
     except (json.JSONDecodeError, RecursionError): return None
 
 # %% ../../nbs/22a_recorder_chat_apis.ipynb #566e5ea5
 def _chat_shape(path:Path, head:str)->str|None:
-    "How a JSON/JSONL chat file is laid out: 'list' (of messages), 'array' (of conversations), 'object', 'jsonl' or None"
+    "How a JSON/JSONL chat file is laid out: 'list' (of messages), 'array' (of conversations), 'object', 'jsonl', None"
     s, name = head.lstrip(), path.name.lower()
     if name.endswith(('.jsonl', '.jsonl.gz')):
         o = _first_json_line(head)
@@ -38,7 +42,8 @@ def _chat_shape(path:Path, head:str)->str|None:
         return None
     if not name.endswith(('.json', '.json.gz')): return None
     if s.startswith('[') and re.match(r'\[\s*\{\s*"(role|content)"', s) and '"role"' in s: return 'list'
-    if s.startswith('[') and re.match(r'\[\s*\{[^\[\]]*?"messages"\s*:\s*\[\s*(?:\]|\{\s*"(role|content)")', s): return 'array'
+    if s.startswith('[') and re.match(r'\[\s*\{[^\[\]]*?"messages"\s*:\s*\[\s*(?:\]|\{\s*"(role|content)")', s):
+        return 'array'
     if s.startswith('{') and re.search(r'"messages"\s*:\s*\[\s*\{\s*"(role|content)"', s[:65536]): return 'object'
     return None
 
@@ -55,7 +60,8 @@ class OpenAIChatAdapter(LogAdapter):
         if shape is None or _HAS_BLOCKS.search(head): return None
         if shape == 'object' and '"choices"' in head: return 'litellm completion log (messages + response.choices)'
         return {'list': 'JSON list of chat messages', 'object': 'JSON object with a messages list',
-                'jsonl': 'JSONL of {"messages": [...]} conversations', 'array': 'JSON array of {"messages": [...]} conversations'}[shape]
+                'jsonl': 'JSONL of {"messages": [...]} conversations',
+                'array': 'JSON array of {"messages": [...]} conversations'}[shape]
 
 # %% ../../nbs/22a_recorder_chat_apis.ipynb #9a01a9ce
 def _openai_response(resp:dict)->dict|None:
@@ -67,44 +73,56 @@ def _openai_response(resp:dict)->dict|None:
             't': resp.get('created'), 'model': resp.get('model'), 'stop_reason': ch[0].get('finish_reason')}
 
 # %% ../../nbs/22a_recorder_chat_apis.ipynb #915c0034
-def _convert_chat(self, path, report):
+@patch
+def convert(self:OpenAIChatAdapter, path, report):
+    "Trajectories of an OpenAI chat log: a cassette, or a JSON/JSONL message file"
     path = Path(path)
     if path.suffix in ('.yaml', '.yml'):
-        yield from convert_cassette(self.name, path, report, lambda uri: '/chat/completions' in uri, _openai_response); return
+        yield from convert_cassette(self.name, path, report, lambda uri: '/chat/completions' in uri, _openai_response)
+        return
     yield from _convert_message_file(self, path, report, _openai_response)
-OpenAIChatAdapter.convert = _convert_chat
 
 # %% ../../nbs/22a_recorder_chat_apis.ipynb #8ea46875
 def _convert_message_file(self, path, report, response_of):
-    if path.name.endswith(('.jsonl', '.jsonl.gz')):
-        for line, rec in iter_jsonl(path, report):
-            if not isinstance(rec.get('messages'), list):
-                report.bad_record(path, line, "expected an object with a 'messages' list", rec, record_type='conversation'); continue
-            yield _one(self, path, report, rec, line, response_of)
-        return
-    shape = json_shape(path)
-    if shape == 'array':   # streamed: an array of conversations, or one conversation's messages
-        first, items = None, iter_json_items(path, report)
-        for k, item in items:
-            if first is None: first = 'messages' if isinstance(item, dict) and 'messages' not in item else 'conversations'
-            if first == 'messages':
-                def msgs(item=item):
-                    yield item
-                    for _, m in items: yield m
-                yield _one(self, path, report, {'messages': msgs()}, None, response_of); return
-            if not isinstance(item, dict) or not isinstance(item.get('messages'), list):
-                report.bad_record(path, k, "item: expected an object with a 'messages' list", item, record_type='conversation'); continue
-            yield _one(self, path, report, item, k, response_of)
-        if first is None: yield _one(self, path, report, {'messages': []}, None, response_of)
-        return
+    "Trajectories of a JSON or JSONL chat file: one per JSONL line, per array item, or of the whole document"
+    if path.name.endswith(('.jsonl', '.jsonl.gz')): yield from _convert_jsonl(self, path, report, response_of); return
+    if json_shape(path) == 'array': yield from _convert_array(self, path, report, response_of); return
     doc = read_json(path, report)
     if doc is None: return
     if not isinstance(doc, dict) or not isinstance(doc.get('messages'), list):
-        report.bad_record(path, None, "expected a list of messages or an object with a 'messages' list", doc, record_type='conversation'); return
+        report.bad_record(path, None, "expected a list of messages or an object with a 'messages' list", doc,
+                          record_type='conversation'); return
     yield _one(self, path, report, doc, None, response_of)
+
+# %% ../../nbs/22a_recorder_chat_apis.ipynb #43348541
+def _convert_jsonl(self, path, report, response_of):
+    "One trajectory per line of a JSONL file of `{\"messages\": [...]}` conversations"
+    for line, rec in iter_jsonl(path, report):
+        if not isinstance(rec.get('messages'), list):
+            report.bad_record(path, line, "expected an object with a 'messages' list", rec, record_type='conversation')
+            continue
+        yield _one(self, path, report, rec, line, response_of)
+
+# %% ../../nbs/22a_recorder_chat_apis.ipynb #46e39f97
+def _convert_array(self, path, report, response_of):
+    "Trajectories of a JSON array: one per conversation, or one of all its items when they are messages"
+    first, items = None, iter_json_items(path, report)
+    for k, item in items:
+        if first is None: first = 'messages' if isinstance(item, dict) and 'messages' not in item else 'conversations'
+        if first == 'messages':
+            def msgs(item=item):
+                yield item
+                for _, m in items: yield m
+            yield _one(self, path, report, {'messages': msgs()}, None, response_of); return
+        if not isinstance(item, dict) or not isinstance(item.get('messages'), list):
+            report.bad_record(path, k, "item: expected an object with a 'messages' list", item,
+                              record_type='conversation'); continue
+        yield _one(self, path, report, item, k, response_of)
+    if first is None: yield _one(self, path, report, {'messages': []}, None, response_of)
 
 # %% ../../nbs/22a_recorder_chat_apis.ipynb #be4b0dfa
 def _one(self, path, report, rec, line, response_of):
+    "The trajectory of one conversation record `rec` (messages, and a call log's response, cost and time)"
     resp, final = rec.get('response'), None
     if isinstance(resp, dict):
         resp = {**resp, '_cost': rec.get('cost')}
@@ -112,16 +130,19 @@ def _one(self, path, report, rec, line, response_of):
         if final is not None and rec.get('timestamp') is not None: final['t'] = rec['timestamp']
     md = {k: v for k, v in rec.items() if k not in ('messages', 'response', 'tools', 'kwargs', 'id', 'task_id')}
     tm = {'tools': rec['tools']} if rec.get('tools') else {}
-    if isinstance(rec.get('kwargs'), dict): md['request_kwargs'] = {k: v for k, v in rec['kwargs'].items() if k != 'tools'}
+    if isinstance(rec.get('kwargs'), dict):
+        md['request_kwargs'] = {k: v for k, v in rec['kwargs'].items() if k != 'tools'}
     tid = rec.get('task_id') or rec.get('id')
     default = Path(path).stem if line is None else f'{Path(path).stem}-{line}'
-    return convert_messages(self.name, path, report, rec['messages'], line, final, task_id=str(tid) if tid else default,
-                            metadata=md, task_metadata=tm)
+    return convert_messages(self.name, path, report, rec['messages'], line, final,
+                            task_id=str(tid) if tid else default, metadata=md, task_metadata=tm)
 
+# %% ../../nbs/22a_recorder_chat_apis.ipynb #4736ee8e
 register_adapter(OpenAIChatAdapter())
 
 # %% ../../nbs/22a_recorder_chat_apis.ipynb #25ca8873
 def _anthropic_response(resp:dict)->dict|None:
+    "The final-turn dict of an Anthropic message response (None for an error)"
     if resp.get('type') == 'error' or not isinstance(resp.get('content'), list): return None
     return {'message': {'role': 'assistant', 'content': resp['content']}, 'usage': usage_from(resp.get('usage')),
             'id': resp.get('id'), 't': None, 'model': resp.get('model'), 'stop_reason': resp.get('stop_reason')}
@@ -129,19 +150,24 @@ def _anthropic_response(resp:dict)->dict|None:
 # %% ../../nbs/22a_recorder_chat_apis.ipynb #b58c81ed
 class AnthropicMessagesAdapter(LogAdapter):
     name = 'anthropic-messages'
-    description = 'Anthropic Messages API transcripts (content blocks: tool_use/tool_result/thinking), JSON/JSONL or VCR cassettes'
+    description = ('Anthropic Messages API transcripts (content blocks: tool_use/tool_result/thinking), '
+                   'JSON/JSONL or VCR cassettes')
     priority = -5
     def detect(self, path, head):
         path = Path(path)
         if path.suffix in ('.yaml', '.yml') and 'interactions:' in head:
-            return 'VCR cassette of Anthropic /v1/messages calls' if re.search(r'anthropic\.com/v1/messages|/v1/messages\b', head) else None
+            return ('VCR cassette of Anthropic /v1/messages calls'
+                    if re.search(r'anthropic\.com/v1/messages|/v1/messages\b', head) else None)
         shape = _chat_shape(path, head)
-        if shape is not None and _HAS_BLOCKS.search(head): return f'chat messages with Anthropic content blocks ({shape})'
+        if shape is not None and _HAS_BLOCKS.search(head):
+            return f'chat messages with Anthropic content blocks ({shape})'
         return None
     def convert(self, path, report):
         path = Path(path)
         if path.suffix in ('.yaml', '.yml'):
-            yield from convert_cassette(self.name, path, report, lambda uri: '/v1/messages' in uri, _anthropic_response); return
+            yield from convert_cassette(self.name, path, report, lambda uri: '/v1/messages' in uri, _anthropic_response)
+            return
         yield from _convert_message_file(self, path, report, _anthropic_response)
 
+# %% ../../nbs/22a_recorder_chat_apis.ipynb #56b1c38c
 register_adapter(AnthropicMessagesAdapter())
