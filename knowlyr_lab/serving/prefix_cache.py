@@ -23,79 +23,109 @@ __all__ = ['MIN_SHARED', 'cache_of', 'forward_takes', 'reusable_cache', 'PrefixC
 
 # %% ../../nbs/50_serving_prefix_cache.ipynb #b4ccf218
 def cache_of(out):
-    "The KV cache of a model or `generate` output: `cache` where transformers has renamed `past_key_values` (deprecated in 5.2x)"
+    "The KV cache of a model or `generate` output: `cache` where transformers has renamed `past_key_values` (5.2x)"
     return out['cache'] if 'cache' in out else out.past_key_values
 
+# %% ../../nbs/50_serving_prefix_cache.ipynb #e661287f
 @functools.cache
 def _forward_params(cls)->frozenset: return frozenset(inspect.signature(cls.forward).parameters)
 
 def forward_takes(model, name:str)->bool:
-    "Whether `model`'s forward (its base model's, for a peft model) names keyword `name`: `cache` in transformers 5.2x, `past_key_values` before"
+    "Whether `model`'s forward (its base model's, for a peft model) names keyword `name`"
     return name in _forward_params(type(model.get_base_model() if hasattr(model, 'get_base_model') else model))
 
+# %% ../../nbs/50_serving_prefix_cache.ipynb #21848e60
 def reusable_cache(model)->bool:
-    "True when `model` generates with one full-attention `DynamicLayer` per layer, whose keys/values can be cut per sequence and joined"
+    ("True when `model` generates with one full-attention `DynamicLayer` per layer, whose keys/values can be cut and "
+     "joined")
     cfg = getattr(model, 'config', None)
     if cfg is None or getattr(cfg, 'is_encoder_decoder', False): return False
-    if getattr(getattr(model, 'generation_config', None), 'cache_implementation', None): return False   # generate refuses a cache passed in
-    if not forward_takes(model, 'position_ids'): return False                           # positions from the cache index (ALiBi ...)
+    # generate refuses a cache passed in
+    if getattr(getattr(model, 'generation_config', None), 'cache_implementation', None): return False
+    if not forward_takes(model, 'position_ids'):
+        return False                           # positions from the cache index (ALiBi ...)
     rope = getattr(cfg, 'rope_parameters', None) or getattr(cfg, 'rope_scaling', None) or {}
-    if isinstance(rope, dict) and rope.get('rope_type', rope.get('type')) in ('dynamic', 'longrope'): return False   # frequencies move with the length
+    # frequencies that move with the length
+    if isinstance(rope, dict) and rope.get('rope_type', rope.get('type')) in ('dynamic', 'longrope'): return False
     try: layers = DynamicCache(config=cfg).layers
     except Exception: return False
     return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
 # %% ../../nbs/50_serving_prefix_cache.ipynb #6befd689
 def _weights_key(model):
-    "Changes whenever a parameter is updated in place (its version counter), replaced (its storage), the mode switches, or peft's active adapter"
-    return model.training, str(getattr(model, 'active_adapters', None)), tuple((p.data_ptr(), p._version) for p in model.parameters())
+    ("Changes whenever a parameter is updated in place (its version), replaced (its storage), the mode, or peft's "
+     "adapter")
+    return model.training, str(getattr(model, 'active_adapters', None)), tuple((p.data_ptr(), p._version)
+        for p in model.parameters())
 
+# %% ../../nbs/50_serving_prefix_cache.ipynb #bf6ec4c1
 class PrefixCache:
-    "Keys and values of recent sequences, per sequence: a prompt that extends one is encoded only past the shared prefix"
+    ("Keys and values of recent sequences, per sequence: a prompt that extends one is encoded only past the shared "
+     "prefix")
     def __init__(self, max_sequences:int=64,  # sequences kept (least recently used dropped first); 0 keeps none
-                 max_bytes:int=2 * 2**30):    # and at most this many bytes of keys and values (SmolLM2-135M: 45 KB a token; a 7B: ~0.1 MB)
-        self.max_sequences, self.max_bytes, self._seqs, self._lock, self._weights = max_sequences, max_bytes, OrderedDict(), threading.Lock(), None
+                 # and at most this many bytes of keys and values (SmolLM2-135M: 45 KB a token; a 7B: ~0.1 MB)
+                 max_bytes:int=2 * 2**30):
+        self.max_sequences, self.max_bytes = max_sequences, max_bytes
+        self._seqs, self._lock, self._weights = OrderedDict(), threading.Lock(), None
         self.nbytes = 0                       # bytes of keys and values held now
         self.stats = {'reused': 0, 'encoded': 0}  # prompt tokens taken from the cache / encoded anew, over all calls
 
     def __len__(self): return len(self._seqs)
-    def __getstate__(self): return {'max_sequences': self.max_sequences, 'max_bytes': self.max_bytes, 'stats': dict(self.stats)}   # a copy starts empty: the tensors stay here
-    def __setstate__(self, state): self.__init__(state['max_sequences'], state.get('max_bytes', 2 * 2**30)); self.stats.update(state['stats'])
-    def __repr__(self): return f"<PrefixCache {len(self)}/{self.max_sequences} sequences, reused {self.stats['reused']:,} of {self.stats['reused'] + self.stats['encoded']:,} prompt tokens>"
-    def clear(self):
-        "Forget every cached sequence"
-        with self._lock: self._seqs.clear(); self.nbytes = 0
+    # a copy starts empty: the tensors stay here
+    def __getstate__(self):
+        return {'max_sequences': self.max_sequences, 'max_bytes': self.max_bytes, 'stats': dict(self.stats)}
+    def __setstate__(self, state):
+        self.__init__(state['max_sequences'], state.get('max_bytes', 2 * 2**30)); self.stats.update(state['stats'])
+    def __repr__(self):
+        seen = self.stats['reused'] + self.stats['encoded']
+        return (f"<PrefixCache {len(self)}/{self.max_sequences} sequences, reused {self.stats['reused']:,} of {seen:,} "
+                f"prompt tokens>")
 
-    def sync(self, model):
-        "Clear the cache if `model`'s weights or mode changed since the sequences were cached; returns the weights' key"
-        if not self.max_sequences: return None
-        key = _weights_key(model)
-        with self._lock:
-            if key != self._weights: self._seqs.clear(); self.nbytes = 0; self._weights = key
-        return key
+# %% ../../nbs/50_serving_prefix_cache.ipynb #3fe9c49c
+@patch
+def clear(self:PrefixCache):
+    "Forget every cached sequence"
+    with self._lock: self._seqs.clear(); self.nbytes = 0
 
-    def lookup(self, ids:list[int])->tuple[int, object, list|None]:
-        "(n, entry, kv): the longest cached prefix of `ids` (at most all but the last token), its entry and per-layer (keys, values)"
-        a, best = np.asarray(ids), (0, None, None)
-        with self._lock:
-            for k, (seq, kv, _) in self._seqs.items():
-                m = min(len(seq), len(a) - 1)
-                if m <= best[0]: continue
-                diff = np.flatnonzero(seq[:m] != a[:m])
-                n = int(diff[0]) if diff.size else m
-                if n > best[0]: best = (n, k, kv)
-            if best[1] is not None: self._seqs.move_to_end(best[1])
-        return best
+# %% ../../nbs/50_serving_prefix_cache.ipynb #a34e5704
+@patch
+def sync(self:PrefixCache, model):
+    "Clear the cache if `model`'s weights or mode changed since the sequences were cached; returns the weights' key"
+    if not self.max_sequences: return None
+    key = _weights_key(model)
+    with self._lock:
+        if key != self._weights: self._seqs.clear(); self.nbytes = 0; self._weights = key
+    return key
 
-    def store(self, ids, kv:list, replaces=None):
-        "Keep sequence `ids` with its per-layer (keys, values) `[heads, len(ids), dim]`; drop entry `replaces` (a prefix of it)"
-        if not self.max_sequences: return
-        size = sum(t.nelement() * t.element_size() for pair in kv for t in pair)
-        if size > self.max_bytes: return                                  # one sequence over the budget: not kept
-        with self._lock:
-            if replaces is not None and replaces in self._seqs: self.nbytes -= self._seqs.pop(replaces)[2]
-            self._seqs[object()] = (np.asarray(ids), kv, size); self.nbytes += size
-            while len(self._seqs) > self.max_sequences or self.nbytes > self.max_bytes: self.nbytes -= self._seqs.popitem(last=False)[1][2]
+# %% ../../nbs/50_serving_prefix_cache.ipynb #30ea59c7
+@patch
+def lookup(self:PrefixCache, ids:list[int])->tuple[int, object, list|None]:
+    ("(n, entry, kv): the longest cached prefix of `ids` (at most all but the last token), its entry and per-layer "
+     "(keys, values)")
+    a, best = np.asarray(ids), (0, None, None)
+    with self._lock:
+        for k, (seq, kv, _) in self._seqs.items():
+            m = min(len(seq), len(a) - 1)
+            if m <= best[0]: continue
+            diff = np.flatnonzero(seq[:m] != a[:m])
+            n = int(diff[0]) if diff.size else m
+            if n > best[0]: best = (n, k, kv)
+        if best[1] is not None: self._seqs.move_to_end(best[1])
+    return best
+
+# %% ../../nbs/50_serving_prefix_cache.ipynb #d8c88520
+@patch
+def store(self:PrefixCache, ids, kv:list, replaces=None):
+    ("Keep sequence `ids` with its per-layer (keys, values) `[heads, len(ids), dim]`; drop entry `replaces` (a prefix "
+     "of it)")
+    if not self.max_sequences: return
+    size = sum(t.nelement() * t.element_size() for pair in kv for t in pair)
+    if size > self.max_bytes: return                                  # one sequence over the budget: not kept
+    with self._lock:
+        if replaces is not None and replaces in self._seqs: self.nbytes -= self._seqs.pop(replaces)[2]
+        self._seqs[object()] = (np.asarray(ids), kv, size); self.nbytes += size
+        while len(self._seqs) > self.max_sequences or self.nbytes > self.max_bytes:
+            self.nbytes -= self._seqs.popitem(last=False)[1][2]
 
 # %% ../../nbs/50_serving_prefix_cache.ipynb #a8bbb224
 @dataclass
@@ -106,53 +136,71 @@ class PrefixPlan:
     width:int            # C + S: the prompt part of every row
     weights:object=None  # the weights' key when the batch was laid out (`keep` stores nothing if it changed since)
 
+# %% ../../nbs/50_serving_prefix_cache.ipynb #ac4814f8
+MIN_SHARED = 16   # a prefix all rows share but none has cached is encoded once when it is at least this long
+
+# %% ../../nbs/50_serving_prefix_cache.ipynb #ab70976d
+def _layout(ids:list[list[int]], reused:list[int], C:int, S:int, pad_id:int)->tuple[torch.Tensor, torch.Tensor]:
+    "(input_ids, attention_mask) `[rows, C + S]`: row i as `[pad | its reused prefix | pad | its new tokens]`"
+    B = len(ids)
+    inp = torch.full((B, C + S), pad_id, dtype=torch.long)
+    mask = torch.zeros((B, C + S), dtype=torch.long)
+    for i, (x, n) in enumerate(zip(ids, reused)):
+        s = len(x) - n
+        inp[i, C - n:C], inp[i, C + S - s:] = torch.tensor(x[:n], dtype=torch.long), torch.tensor(x[n:],
+            dtype=torch.long)
+        mask[i, C - n:C] = 1; mask[i, C + S - s:] = 1
+    return inp, mask
+
+# %% ../../nbs/50_serving_prefix_cache.ipynb #484ce371
+def _batch_cache(hits:list, C:int, config)->DynamicCache:
+    "A `DynamicCache` of `len(hits)` rows and C positions: row i's `lookup` hit right-aligned"
+    ref, B = next(kv for n, _, kv in hits if n), len(hits)
+    layers = []
+    for layer, (k0, v0) in enumerate(ref):
+        k = k0.new_zeros((B, k0.shape[0], C, k0.shape[-1])); v = v0.new_zeros((B, v0.shape[0], C, v0.shape[-1]))
+        for i, (n, _, kv) in enumerate(hits):
+            if n: k[i, :, C - n:], v[i, :, C - n:] = kv[layer][0][:, :n], kv[layer][1][:, :n]
+        layers.append((k, v))
+    return DynamicCache(ddp_cache_data=layers, config=config)
+
 # %% ../../nbs/50_serving_prefix_cache.ipynb #1015d75b
 @patch
 def batch(self:PrefixCache, model, ids:list[list[int]], # the prompts' token ids
            pad_id:int)->tuple[dict, PrefixPlan]:
-    "`generate` inputs (`input_ids`, `attention_mask`, `past_key_values`) for `ids`, each row reusing its longest cached prefix"
+    ("`generate` inputs (`input_ids`, `attention_mask`, `past_key_values`) for `ids`, each row reusing its longest "
+     "cached prefix")
     key = self.sync(model)
     hits = [self.lookup(x) if self.max_sequences else (0, None, None) for x in ids]
     hits = self._shared_prefix(model, ids, hits)
     C = max(n for n, _, _ in hits)
     S = max(len(x) - n for x, (n, _, _) in zip(ids, hits))
     longest = max(map(len, ids))
-    if C + S > longest + max(MIN_SHARED, longest // 8):       # rows that miss beside rows that hit: wider than no reuse at all
+    # rows that miss beside rows that hit: wider than no reuse at all
+    if C + S > longest + max(MIN_SHARED, longest // 8):
         hits, C, S = [(0, None, None)] * len(ids), 0, longest
-    B, dev = len(ids), model.device
-    inp = torch.full((B, C + S), pad_id, dtype=torch.long)
-    mask = torch.zeros((B, C + S), dtype=torch.long)
-    for i, (x, (n, _, _)) in enumerate(zip(ids, hits)):
-        s = len(x) - n
-        inp[i, C - n:C], inp[i, C + S - s:] = torch.tensor(x[:n], dtype=torch.long), torch.tensor(x[n:], dtype=torch.long)
-        mask[i, C - n:C] = 1; mask[i, C + S - s:] = 1
-    out = {'input_ids': inp.to(dev), 'attention_mask': mask.to(dev)}
-    if C:
-        ref = next(kv for n, _, kv in hits if n)
-        layers = []
-        for layer, (k0, v0) in enumerate(ref):
-            k = k0.new_zeros((B, k0.shape[0], C, k0.shape[-1])); v = v0.new_zeros((B, v0.shape[0], C, v0.shape[-1]))
-            for i, (n, _, kv) in enumerate(hits):
-                if n: k[i, :, C - n:], v[i, :, C - n:] = kv[layer][0][:, :n], kv[layer][1][:, :n]
-            layers.append((k, v))
-        out['past_key_values'] = DynamicCache(ddp_cache_data=layers, config=model.config)
+    inp, mask = _layout(ids, [n for n, _, _ in hits], C, S, pad_id)
+    out = {'input_ids': inp.to(model.device), 'attention_mask': mask.to(model.device)}
+    if C: out['past_key_values'] = _batch_cache(hits, C, model.config)
     with self._lock:
-        self.stats['reused'] += sum(n for n, _, _ in hits); self.stats['encoded'] += sum(len(x) - n for x, (n, _, _) in zip(ids, hits))
+        self.stats['reused'] += sum(n for n, _, _ in hits)
+        self.stats['encoded'] += sum(len(x) - n for x, (n, _, _) in zip(ids, hits))
     return out, PrefixPlan([n for n, _, _ in hits], [e for _, e, _ in hits], C + S, key)
-
-MIN_SHARED = 16   # a prefix all rows share but none has cached is encoded once when it is at least this long
 
 # %% ../../nbs/50_serving_prefix_cache.ipynb #5f3f9b6b
 @patch
 @torch.no_grad()
 def _encode(self:PrefixCache, model, ids:list[int], # a prefix to cache (one row)
-            hit:tuple=(0, None, None)):              # `lookup`'s answer for it: its first n tokens' keys and values are cached
+            # `lookup`'s answer for it: its first n tokens' keys and values are cached
+            hit:tuple=(0, None, None)):
     "Encode `ids` past its cached part in one forward pass of one row and keep its keys and values"
     n, _, kv = hit
     if n >= len(ids): return
-    past = DynamicCache(ddp_cache_data=[(k[None, :, :n], v[None, :, :n]) for k, v in kv], config=model.config) if n else None
+    past = DynamicCache(ddp_cache_data=[(k[None, :, :n], v[None, :, :n]) for k, v in kv],
+                        config=model.config) if n else None
     ck = 'cache' if forward_takes(model, 'cache') else 'past_key_values'
-    kw = {'logits_to_keep': 1} if forward_takes(model, 'logits_to_keep') else {}   # no [n, vocab] logits for a prefix nobody reads
+    # no [n, vocab] logits for a prefix nobody reads
+    kw = {'logits_to_keep': 1} if forward_takes(model, 'logits_to_keep') else {}
     past = cache_of(model(torch.tensor([ids[n:]], device=model.device), use_cache=True, **{ck: past}, **kw))
     self.store(ids, [(layer.keys[0], layer.values[0]) for layer in past.layers])
     with self._lock: self.stats['encoded'] += len(ids) - n
@@ -160,7 +208,8 @@ def _encode(self:PrefixCache, model, ids:list[int], # a prefix to cache (one row
 # %% ../../nbs/50_serving_prefix_cache.ipynb #bfe188e9
 @patch
 def _shared_prefix(self:PrefixCache, model, ids:list[list[int]], hits:list)->list:
-    "Encode once the prefix every row shares (system prompt, tool list), then once each prompt several rows share (a GRPO group), when not cached yet"
+    ("Encode once the prefix every row shares (system prompt, tool list), then once each prompt several rows share (a "
+     "GRPO group), when not cached yet")
     if len(ids) < 2 or not self.max_sequences: return hits
     a = np.asarray(ids[0]); n = min(len(x) for x in ids) - 1
     for x in ids[1:]:
@@ -169,19 +218,22 @@ def _shared_prefix(self:PrefixCache, model, ids:list[list[int]], hits:list)->lis
     if n >= MIN_SHARED and min(h[0] for h in hits) < n: self._encode(model, ids[0][:n], self.lookup(ids[0][:n] + [-1]))
     same = {}
     for x in ids: same[tuple(x)] = same.get(tuple(x), 0) + 1
-    for x, k in same.items():                            # a prompt of several rows: its rest once, after the shared part
+    # a prompt of several rows: its rest once, after the shared part
+    for x, k in same.items():
         if k > 1 and (h := self.lookup(list(x)))[0] < len(x) - 1 - MIN_SHARED: self._encode(model, list(x[:-1]), h)
     return [self.lookup(x) for x in ids]
 
 # %% ../../nbs/50_serving_prefix_cache.ipynb #d4a4ae3b
 @patch
-def keep(self:PrefixCache, plan:PrefixPlan, inputs:dict, sequences:torch.Tensor, # `generate`'s output ids, [rows, width + new]
+def keep(self:PrefixCache, plan:PrefixPlan, inputs:dict,
+         sequences:torch.Tensor, # `generate`'s output ids, [rows, width + new]
           past, # `generate`'s returned cache
           lengths:list[int]):                                                         # generated tokens to keep per row
     "Store each row's prompt and first `lengths[i]` generated tokens with their keys and values"
     if not self.max_sequences or past is None: return
     with self._lock:
-        if plan.weights != self._weights: return                 # the weights changed while generating: these keys are stale
+        if plan.weights != self._weights:
+            return                 # the weights changed while generating: these keys are stale
     T = sequences.shape[1] - plan.width
     cached = plan.width + T - 1                                   # the last generated token was never fed back
     full = torch.cat([inputs['attention_mask'], inputs['attention_mask'].new_ones((len(lengths), T))], 1)[:, :cached]
