@@ -17,6 +17,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
+from fastcore.basics import patch
 from fastcore.meta import delegates
 from tqdm.auto import tqdm
 
@@ -33,7 +34,8 @@ __all__ = ['RAY_START_ATTEMPTS', 'worker_agent', 'iter_collect', 'collect']
 def _is_factory(agent)->bool:
     "A class or a zero-argument function builds agents; anything else is an agent"
     if isinstance(agent, type): return True
-    if callable(agent) and not inspect.isfunction(agent) and not inspect.ismethod(agent) and not hasattr(agent, 'func'): return False
+    if callable(agent) and not inspect.isfunction(agent) and not inspect.ismethod(agent) and not hasattr(agent, 'func'):
+        return False
     try: sig = inspect.signature(agent)
     except (TypeError, ValueError): return False
     try: sig.bind(); zero = True
@@ -42,35 +44,46 @@ def _is_factory(agent)->bool:
     except TypeError: two = False
     return zero and not two
 
+# %% ../../nbs/40c_rollout_collect.ipynb #3e2cd306
 def _make_env(env, env_kwargs):
     if isinstance(env, str): return make(env, **(env_kwargs or {}))
-    if isinstance(env, AgentEnv): raise TypeError("collect needs an env id or a zero-argument env factory (each worker builds its own env), not an env instance")
+    if isinstance(env, AgentEnv): raise TypeError(
+        "collect needs an env id or a zero-argument env factory (each worker builds its own env), not an env instance")
     return env(**(env_kwargs or {}))
 
+# %% ../../nbs/40c_rollout_collect.ipynb #9270bc52
 def worker_agent(agent):
     "A fresh agent for one worker or one slot: built by the factory, else a deep copy of `agent`"
     if _is_factory(agent): return agent()
     try: return copy.deepcopy(agent)
-    except Exception as e: raise TypeError(f"cannot copy agent {agent!r} for a worker ({e}); pass an agent factory instead") from e
+    except Exception as e:
+        raise TypeError(f"cannot copy agent {agent!r} for a worker ({e}); pass an agent factory instead") from e
 
+# %% ../../nbs/40c_rollout_collect.ipynb #28128f80
 @dataclass
 class _Worker:
     "One worker's envs + agent(s); runs chunks of episodes through `run_episodes`"
     env: Any; agent: Any; env_kwargs: dict|None = None; spec: RolloutSpec = field(default_factory=RolloutSpec)
     def __post_init__(self): self._envs, self._agents, self._batch = [], [], None
-    def run(self, chunk:list[tuple], dicts:bool=True)->list:   # dicts: JSON-ready, for another process; else the trajectories
-        if self._batch is None:                       # a batch agent is shared (never copied in threads); others: one copy per slot
-            shared = not _is_factory(self.agent) and acts_in_batches(self.agent)
-            self._batch = self.agent if shared else None
-            if self._batch is None and _is_factory(self.agent) and acts_in_batches(self.agent): self._batch = self.agent()
-        while len(self._envs) < len(chunk): self._envs.append(_make_env(self.env, self.env_kwargs))
-        if self._batch is None:
-            while len(self._agents) < len(chunk): self._agents.append(worker_agent(self.agent))
-        agent = self._batch if self._batch is not None else self._agents[:len(chunk)]
-        trajs = run_episodes(self._envs[:len(chunk)], agent, chunk, self.spec)
-        return [t.model_dump(mode='json') for t in trajs] if dicts else trajs
     def close(self):
         for e in self._envs: e.close()
+
+# %% ../../nbs/40c_rollout_collect.ipynb #b8fc2320
+@patch
+def run(self:_Worker, chunk:list[tuple],
+        dicts:bool=True, # JSON-ready, for another process; else the trajectories
+       )->list:
+    if self._batch is None:
+        # a batch agent is shared (never copied in threads); others: one copy per slot
+        shared = not _is_factory(self.agent) and acts_in_batches(self.agent)
+        self._batch = self.agent if shared else None
+        if self._batch is None and _is_factory(self.agent) and acts_in_batches(self.agent): self._batch = self.agent()
+    while len(self._envs) < len(chunk): self._envs.append(_make_env(self.env, self.env_kwargs))
+    if self._batch is None:
+        while len(self._agents) < len(chunk): self._agents.append(worker_agent(self.agent))
+    agent = self._batch if self._batch is not None else self._agents[:len(chunk)]
+    trajs = run_episodes(self._envs[:len(chunk)], agent, chunk, self.spec)
+    return [t.model_dump(mode='json') for t in trajs] if dicts else trajs
 
 # %% ../../nbs/40c_rollout_collect.ipynb #dac591b7
 _PROC_WORKER = None
@@ -79,6 +92,7 @@ def _proc_init(spec):
     _PROC_WORKER = _Worker(*spec)
 def _proc_run(chunk): return _PROC_WORKER.run(chunk)
 
+# %% ../../nbs/40c_rollout_collect.ipynb #15220332
 def _ray_actor_cls():
     import ray
     @ray.remote
@@ -86,7 +100,6 @@ def _ray_actor_cls():
         def __init__(self, spec): self.w = _Worker(*spec)
         def run(self, chunk): return self.w.run(chunk)
     return _RayWorker
-
 
 # %% ../../nbs/40c_rollout_collect.ipynb #ebc75f92
 RAY_START_ATTEMPTS = 3
@@ -100,11 +113,13 @@ def _ray_init(address, attempts:int=RAY_START_ATTEMPTS, pause:float=5.0):
     if address: return ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     for k in range(attempts):
         try:
-            return ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
+            return ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                            ignore_reinit_error=True,
                             _temp_dir=os.environ.get('KNOWLYR_RAY_TMP') or tempfile.mkdtemp(prefix='ray-'))
         except Exception as e:
             if 'timed out during startup' not in str(e) or k == attempts - 1: raise
-            warnings.warn(f"Ray's local node timed out during startup (attempt {k + 1} of {attempts}); starting it again", stacklevel=3)
+            warnings.warn(f"Ray's local node timed out during startup (attempt {k + 1} of {attempts}); "
+                          "starting it again", stacklevel=3)
             ray.shutdown(); time.sleep(pause * (k + 1))
 
 # %% ../../nbs/40c_rollout_collect.ipynb #1fa62855
@@ -115,11 +130,54 @@ def _jobs(n_episodes, tasks, seed):
         n_episodes = len(tasks)
     return [(i, tasks[i % len(tasks)] if tasks else None, episode_seed(seed, i)) for i in range(n_episodes)]
 
+# %% ../../nbs/40c_rollout_collect.ipynb #09266cac
+def _chunks(jobs:list, agent, workers:Workers)->list[list]:
+    "`jobs` cut into the chunks a worker runs in lock-step"
+    size = workers.batch_size or (32 if acts_in_batches(agent) else 1)
+    # every worker gets work
+    if workers.n > 1: size = min(size, max(1, -(-len(jobs) // workers.n)))
+    return [jobs[k:k + size] for k in range(0, len(jobs), size)]
+
+# %% ../../nbs/40c_rollout_collect.ipynb #7c69e56d
+def _in_this_thread(plan, chunks)->Iterator[list]:
+    w = _Worker(*plan)
+    try:
+        for c in chunks: yield w.run(c, dicts=False)
+    finally: w.close()
+
+# %% ../../nbs/40c_rollout_collect.ipynb #2768c378
+def _in_threads(plan, chunks, n_workers)->Iterator[list]:
+    import queue
+    import threading
+    local, made = threading.local(), queue.Queue()
+    def run(chunk):
+        if not hasattr(local, 'w'): local.w = _Worker(*plan); made.put(local.w)
+        return local.w.run(chunk, dicts=False)
+    with cf.ThreadPoolExecutor(n_workers, thread_name_prefix='knowlyr-collect') as ex:
+        for f in cf.as_completed([ex.submit(run, c) for c in chunks]): yield f.result()
+    while not made.empty(): made.get().close()
+
+# %% ../../nbs/40c_rollout_collect.ipynb #2001a827
+def _in_processes(plan, chunks, n_workers)->Iterator[list]:
+    with cf.ProcessPoolExecutor(n_workers, mp_context=mp.get_context('spawn'), initializer=_proc_init,
+                                initargs=(plan,)) as ex:
+        for f in cf.as_completed([ex.submit(_proc_run, c) for c in chunks]): yield f.result()
+
+# %% ../../nbs/40c_rollout_collect.ipynb #d7d27f1f
+def _in_ray(plan, chunks, n_workers, address)->Iterator[list]:
+    _ray_init(address)
+    from ray.util import ActorPool
+    Actor = _ray_actor_cls()
+    pool = ActorPool([Actor.remote(plan) for _ in range(n_workers)])
+    yield from pool.map_unordered(lambda a, c: a.run.remote(c), chunks)
+
+# %% ../../nbs/40c_rollout_collect.ipynb #ee675874
 def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argument env factory
                  agent,                     # an agent, or an agent factory (class / zero-argument function)
                  n_episodes:int|None=None,  # number of episodes (default: one per task)
                  *, tasks:Iterable|None=None, # tasks (dicts or ids), cycled over episodes
-                 spec:RolloutSpec|None=None,  # what an episode is: step budget, invalid-action limit, timeouts, step rewards
+                 # what an episode is: step budget, invalid-action limit, timeouts, step rewards
+                 spec:RolloutSpec|None=None,
                  workers:Workers|None=None,   # where episodes run: workers, backend, lock-step batch size, Ray address
                  seed:int=0,                # run seed; episode i uses episode_seed(seed, i)
                  env_kwargs:dict|None=None, # keyword arguments for the env id / factory
@@ -128,41 +186,17 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
                 )->Iterator[Trajectory]:
     "Run episodes and yield their trajectories as they finish"
     spec, workers = rollout_settings(spec, workers, **settings)
-    n_workers, backend = workers.n, workers.backend
     jobs = _jobs(n_episodes, tasks, seed)
     plan = (env, agent, env_kwargs, spec)            # what each worker is built from
-    size = workers.batch_size or (32 if acts_in_batches(agent) else 1)
-    if n_workers > 1: size = min(size, max(1, -(-len(jobs) // n_workers)))      # every worker gets work
-    chunks = [jobs[k:k + size] for k in range(0, len(jobs), size)]
+    chunks, n = _chunks(jobs, agent, workers), workers.n
+    if workers.backend == 'thread': results = _in_this_thread(plan, chunks) if n <= 1 else _in_threads(plan, chunks, n)
+    elif workers.backend == 'process': results = _in_processes(plan, chunks, n)
+    else: results = _in_ray(plan, chunks, n, workers.ray_address)
     bar = tqdm(total=len(jobs), desc='collect', unit='ep', disable=not progress)
-    def out(ds):
-        for d in ds: bar.update(1); yield d if isinstance(d, Trajectory) else Trajectory.model_validate(d)
     try:
-        if backend == 'thread' and n_workers <= 1:
-            w = _Worker(*plan)
-            try:
-                for c in chunks: yield from out(w.run(c, dicts=False))
-            finally: w.close()
-        elif backend == 'thread':
-            import queue
-            import threading
-            local, made = threading.local(), queue.Queue()
-            def run(chunk):
-                if not hasattr(local, 'w'): local.w = _Worker(*plan); made.put(local.w)
-                return local.w.run(chunk, dicts=False)
-            with cf.ThreadPoolExecutor(n_workers, thread_name_prefix='knowlyr-collect') as ex:
-                for f in cf.as_completed([ex.submit(run, c) for c in chunks]): yield from out(f.result())
-            while not made.empty(): made.get().close()
-        elif backend == 'process':
-            with cf.ProcessPoolExecutor(n_workers, mp_context=mp.get_context('spawn'), initializer=_proc_init, initargs=(plan,)) as ex:
-                for f in cf.as_completed([ex.submit(_proc_run, c) for c in chunks]): yield from out(f.result())
-        else:
-            _ray_init(workers.ray_address)
-            from ray.util import ActorPool
-            Actor = _ray_actor_cls()
-            pool = ActorPool([Actor.remote(plan) for _ in range(n_workers)])
-            for ds in pool.map_unordered(lambda a, c: a.run.remote(c), chunks): yield from out(ds)
-    finally: bar.close()
+        for ds in results:
+            for d in ds: bar.update(1); yield d if isinstance(d, Trajectory) else Trajectory.model_validate(d)
+    finally: results.close(); bar.close()
 
 # %% ../../nbs/40c_rollout_collect.ipynb #ffee522a
 @delegates(iter_collect, keep=True)
