@@ -28,8 +28,8 @@ from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
 
 from ..chat import chat_format, save_prompt, set_chat_format, template_caps
-from .data import collate_packed, pack_samples
 from .metrics import MetricsLogger, installed_trackers
+from .packing import collate_packed, pack_samples
 from .train_config import TrainConfig, check_given_model, resolve_precision
 
 # %% auto #0
@@ -55,16 +55,23 @@ class BaseTrainer:
         self.state = {'step': 0, 'epoch': 0, 'batch_in_epoch': 0, 'seconds': 0.0}   # seconds: in steps, over resumes
         self.history, self.data_report, self._ready = [], {}, False
 
-    # -- what a trainer provides --------------------------------------------------------------------------------
-    def plan(self)->list[list]:
-        "The micro-batch specs of every epoch, in order (a function of the seed: resume replays it)"
-        raise NotImplementedError
-    def micro_batch(self, spec)->dict:
-        "This process's share of micro-batch `spec`: tensors, plus 'count' (items the loss averages over), 'weight', 'tokens'"
-        raise NotImplementedError
-    def compute_loss(self, batch:dict)->tuple:
-        "(loss summed over the batch's items, {metric: value summed over the items})"
-        raise NotImplementedError
+# %% ../../nbs/62a_trainer_base.ipynb #51487821
+@patch
+def plan(self:BaseTrainer)->list[list]:
+    "The micro-batch specs of every epoch, in order (a function of the seed: resume replays it)"
+    raise NotImplementedError
+
+# %% ../../nbs/62a_trainer_base.ipynb #2aa10407
+@patch
+def micro_batch(self:BaseTrainer, spec)->dict:
+    "This process's share of micro-batch `spec`: tensors, plus 'count' (items the loss averages over), 'weight', 'tokens'"
+    raise NotImplementedError
+
+# %% ../../nbs/62a_trainer_base.ipynb #c63e847d
+@patch
+def compute_loss(self:BaseTrainer, batch:dict)->tuple:
+    "(loss summed over the batch's items, {metric: value summed over the items})"
+    raise NotImplementedError
 
 # %% ../../nbs/62a_trainer_base.ipynb #88734612
 @patch
@@ -306,14 +313,39 @@ def _step(self:BaseTrainer, specs:list)->dict:
     return {**self.step_metrics(self._global_sum(sums), count), 'lr': self.scheduler.get_last_lr()[0],
             'grad_norm': float(gn) if gn is not None else None}
 
+# %% ../../nbs/62a_trainer_base.ipynb #4ad87c45
+@patch
+def _steps_plan(self:BaseTrainer)->list[list[list]]:
+    "The plan's micro-batch specs grouped into optimiser steps of `gradient_accumulation_steps`, per epoch"
+    gas = self.config.gradient_accumulation_steps
+    return [[ep[k:k + gas] for k in range(0, len(ep), gas)] for ep in self.plan()]
+
+# %% ../../nbs/62a_trainer_base.ipynb #90831828
+@patch
+def _timed_step(self:BaseTrainer, specs:list, t0:float)->dict:
+    "One optimiser step (`_step`), its seconds added to the state, the tokens per second since `t0` in its row"
+    ts = time.time()
+    row = self._step(specs)
+    self.state['seconds'] = self.state.get('seconds', 0.0) + time.time() - ts
+    row['tokens_per_s'] = self._tokens / max(time.time() - t0, 1e-9)
+    return row
+
+# %% ../../nbs/62a_trainer_base.ipynb #dd051a1f
+@patch
+def _end_step(self:BaseTrainer, row:dict, total:int):
+    "The hook, the log row and the checkpoint due after the step just counted in `state`"
+    st, c = self.state, self.config
+    self.on_step_end(row)
+    if st['step'] % c.logging_steps == 0 or st['step'] == total: self._log(row)
+    if c.save_steps and st['step'] % c.save_steps == 0: self.save_checkpoint()
+
 # %% ../../nbs/62a_trainer_base.ipynb #85b6f271
 @patch
 def train(self:BaseTrainer, stop_at:int|None=None, # stop after this optimiser step, as if interrupted (resume later)
          )->dict:                                 # summary: steps, the last step's metrics, tokens/s, data report
     "Run the plan (or `max_steps` of it) from the checkpoint to resume from, if any"
     c, acc = self.config, self.accelerator
-    gas = c.gradient_accumulation_steps
-    plan = [[ep[k:k + gas] for k in range(0, len(ep), gas)] for ep in self.plan()]
+    plan = self._steps_plan()
     n = sum(map(len, plan))
     total = n if c.max_steps < 0 else min(c.max_steps, n)
     if not self._ready: self._setup_optim(total); self._resume(); self._ready = True
@@ -321,20 +353,17 @@ def train(self:BaseTrainer, stop_at:int|None=None, # stop after this optimiser s
     self.metrics.truncate(st['step'])
     self.on_train_begin()
     self.model.train()
-    bar = tqdm(total=total, initial=st['step'], desc=self.name, disable=not c.progress_bar or not acc.is_local_main_process)
+    bar = tqdm(total=total, initial=st['step'], desc=self.name,
+               disable=not c.progress_bar or not acc.is_local_main_process)
     t0, self._tokens, row = time.time(), 0, {}
     while st['step'] < total and st['epoch'] < len(plan) and (stop_at is None or st['step'] < stop_at):
         steps = plan[st['epoch']]
         for si in range(st['batch_in_epoch'], len(steps)):
             if st['step'] >= total or (stop_at is not None and st['step'] >= stop_at): break
-            ts = time.time()
-            row = self._step(steps[si])
-            st['step'] += 1; st['batch_in_epoch'] = si + 1; st['seconds'] = st.get('seconds', 0.0) + time.time() - ts
-            row['tokens_per_s'] = self._tokens / max(time.time() - t0, 1e-9)
+            row = self._timed_step(steps[si], t0)
+            st['step'] += 1; st['batch_in_epoch'] = si + 1
             bar.update(1); bar.set_postfix(loss=f"{row['loss']:.4f}")
-            self.on_step_end(row)
-            if st['step'] % c.logging_steps == 0 or st['step'] == total: self._log(row)
-            if c.save_steps and st['step'] % c.save_steps == 0: self.save_checkpoint()
+            self._end_step(row, total)
         else:
             st['epoch'] += 1; st['batch_in_epoch'] = 0
     bar.close()
