@@ -24,16 +24,20 @@ __all__ = ['message_key', 'ExchangeRecorder', 'chain_trajectory']
 
 # %% ../../nbs/51_serving_recording.ipynb #4a6aa4eb
 def _args(a):
+    "Tool-call arguments parsed when they are a JSON string (kept as they are otherwise)"
     if isinstance(a, str):
         try: return json.loads(a)
         except json.JSONDecodeError: return a
     return a
 
+# %% ../../nbs/51_serving_recording.ipynb #ad94a002
 def message_key(m:dict)->str:
     "What identifies a message when matching conversations: role, text, tool calls by name and arguments (not ids)"
-    calls = [((tc.get('function') or {}).get('name'), _args((tc.get('function') or {}).get('arguments'))) for tc in m.get('tool_calls') or []]
+    calls = [((tc.get('function') or {}).get('name'), _args((tc.get('function') or {}).get('arguments')))
+             for tc in m.get('tool_calls') or []]
     return json.dumps([m.get('role'), m.get('content') or '', calls], sort_keys=True, ensure_ascii=False)
 
+# %% ../../nbs/51_serving_recording.ipynb #435e1626
 def _prefix_hashes(msgs:list[dict])->list[str]:
     "hashes[j]: a hash of the first j messages (hashes[0] of none)"
     out, h = [''], hashlib.sha1()
@@ -52,10 +56,12 @@ class ExchangeRecorder:
         self._chains, self._index, self._by_episode, self._lock, self._n = {}, {}, {}, threading.Lock(), 0
         self.written = []                         # content ids of the trajectories written so far
         self.errors = collections.deque(maxlen=100)   # one line per episode the store could not take (the last 100)
-    def __repr__(self): return f"<ExchangeRecorder open={len(self._chains)} written={len(self.written)} store={self.store.root}>"
+    def __repr__(self):
+        return f"<ExchangeRecorder open={len(self._chains)} written={len(self.written)} store={self.store.root}>"
 
 # %% ../../nbs/51_serving_recording.ipynb #8c5e6a5a
 def _node(messages, tools, out:dict, reply:dict, t_start:float, t_end:float, model, meta:dict)->dict:
+    "One choice of an exchange as a node: its prompt, ids, log-probs, reply and times, and the hash of messages + reply"
     lps = out.get('logprobs')
     return {'messages': messages, 'n_messages': len(messages), 'added': None, 'tools': tools, 'reply': reply,
             'prompt_token_ids': list(out['prompt_token_ids']), 'token_ids': list(out['token_ids']),
@@ -63,50 +69,67 @@ def _node(messages, tools, out:dict, reply:dict, t_start:float, t_end:float, mod
             'finish_reason': out.get('finish_reason'), 't_start': t_start, 't_end': t_end, 'model': model, **meta,
             'done_hash': _prefix_hashes(messages + [reply])[-1]}
 
+# %% ../../nbs/51_serving_recording.ipynb #dcbf5f45
 def _link(parent:dict|None, nd:dict, hashes:list[str]):
-    "If `nd`'s messages extend its parent's messages + reply, keep only the reply as the harness sent it back and what followed"
+    ("If `nd`'s messages extend its parent's messages + reply, keep only the reply as the harness sent it back and "
+     "what followed")
     n = parent['n_messages'] + 1 if parent is not None else None
     if n is not None and n < len(hashes) and hashes[n] == parent['done_hash']:
         nd['added'], nd['messages'] = nd['messages'][n - 1:], None
+
+# %% ../../nbs/51_serving_recording.ipynb #b491bbad
+@patch
+def _add_node(self:ExchangeRecorder, k:int, nd:dict, parent, hashes:list[str], episode, client:str)->str:
+    "Put choice `k`'s node on its chain (continued, forked or new) and index it; the chain id (caller holds the lock)"
+    if parent is not None and k == 0 and self._chains[parent[0]][-1] is parent[1]:
+        cid = parent[0]; self._chains[cid].append(nd)      # continues its conversation
+    else:                                                   # a new conversation, or a fork of the parent's
+        chain = self._chains[parent[0]] if parent is not None else []
+        cid = f"c{self._n}"; self._n += 1
+        self._chains[cid] = chain[:chain.index(parent[1]) + 1] + [nd] if parent is not None else [nd]
+    _link(parent[1] if parent is not None else None, nd, hashes)
+    self._index[client, nd['done_hash']] = (cid, nd)
+    if episode is not None and k == 0: self._by_episode[client, episode] = cid
+    return cid
+
+# %% ../../nbs/51_serving_recording.ipynb #c1be4c80
+@patch
+def _stale(self:ExchangeRecorder)->list[str]:
+    "Open chains to write now: idle past `idle_seconds`, then the oldest beyond `max_open`"
+    stale = [c for c, ch in self._chains.items() if time.time() - ch[-1]['t_end'] > self.idle_seconds]
+    oldest = sorted(self._chains,
+                    key=lambda c: self._chains[c][-1]['t_end'])[:max(0, len(self._chains) - self.max_open)]
+    return stale + [c for c in oldest if c not in stale]
 
 # %% ../../nbs/51_serving_recording.ipynb #5045cd81
 @patch
 def record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages, as rendered
             tools:list|None,                            # the tool schemas rendered in the prompt
-            outs:list[dict],                            # generate's output per choice (prompt_token_ids, token_ids, logprobs, finish_reason)
+            # generate's output per choice (prompt_token_ids, token_ids, logprobs, finish_reason)
+            outs:list[dict],
             replies:list[dict],                         # the assistant message returned per choice
             t_start:float, t_end:float,                 # Unix seconds: request arrived, answer ready
             model:str|None=None,
-            episode:str|None=None,                      # explicit episode id (header or metadata); None: match by messages
+            # explicit episode id (header or metadata); None: match by messages
+            episode:str|None=None,
             task_id:str|None=None, agent:str|None=None,
-            client:str='')->list[str]:                  # who sent it: episodes and conversations are matched within one client's
+            # who sent it: episodes and conversations are matched within one client's
+            client:str='')->list[str]:
     "Add one answered request: each choice continues its conversation (or forks, or starts one)"
     meta = {'episode': episode, 'task_id': task_id, 'agent': agent, 'client': client}
     nodes = [_node(messages, tools, o, r, t_start, t_end, model, meta) for o, r in zip(outs, replies)]
     hashes = _prefix_hashes(messages)
     with self._lock:
         parent = self._parent(hashes, episode, client)
-        out = []
-        for k, nd in enumerate(nodes):
-            if parent is not None and k == 0 and self._chains[parent[0]][-1] is parent[1]:
-                cid = parent[0]; self._chains[cid].append(nd)      # continues its conversation
-            else:                                                   # a new conversation, or a fork of the parent's
-                chain = self._chains[parent[0]] if parent is not None else []
-                cid = f"c{self._n}"; self._n += 1
-                self._chains[cid] = chain[:chain.index(parent[1]) + 1] + [nd] if parent is not None else [nd]
-            _link(parent[1] if parent is not None else None, nd, hashes)
-            self._index[client, nd['done_hash']] = (cid, nd)
-            if episode is not None and k == 0: self._by_episode[client, episode] = cid
-            out.append(cid)
-        stale = [c for c, ch in self._chains.items() if time.time() - ch[-1]['t_end'] > self.idle_seconds]
-        stale += [c for c in sorted(self._chains, key=lambda c: self._chains[c][-1]['t_end'])[:max(0, len(self._chains) - self.max_open)] if c not in stale]
-        self._write([c for c in stale if c not in out])
+        out = [self._add_node(k, nd, parent, hashes, episode, client) for k, nd in enumerate(nodes)]
+        self._write([c for c in self._stale() if c not in out])
     return out
 
 # %% ../../nbs/51_serving_recording.ipynb #4a117dd6
 @patch
 def _parent(self:ExchangeRecorder, hashes:list[str], episode, client:str='')->tuple|None:
-    "(chain id, node) the new exchange continues: the client's episode's last node, or the client's longest recorded prefix"
+    ("(chain id, node) the new exchange continues: the client's episode's last node, or the client's longest recorded "
+     "prefix")
     if episode is not None:
         cid = self._by_episode.get((client, episode))
         return (cid, self._chains[cid][-1]) if cid in self._chains else None
@@ -121,27 +144,35 @@ def _after(nd:dict, nxt:dict|None)->list[dict]|None:
     if nxt is None: return None
     return nxt['added'][1:] if nxt['added'] is not None else nxt['messages'][nd['n_messages'] + 1:]
 
+# %% ../../nbs/51_serving_recording.ipynb #56170995
+def _action(calls:list[dict])->ToolCall|None:
+    "The first of a reply's tool calls as a `ToolCall` (None without calls)"
+    if not calls: return None
+    f = calls[0]['function']; p = _args(f.get('arguments'))
+    return ToolCall(tool=f['name'], params=p if isinstance(p, dict) else {'input': p}, call_id=calls[0].get('id'))
+
+# %% ../../nbs/51_serving_recording.ipynb #07abcb82
 def _step(k:int, nd:dict, nxt:dict|None)->Step:
+    "Step `k` of an episode: node `nd`'s reply, ids and log-probs, observed through the next node `nxt`"
     r = nd['reply']; calls = r.get('tool_calls') or []
-    act = None
-    if calls:
-        f = calls[0]['function']; p = _args(f.get('arguments'))
-        act = ToolCall(tool=f['name'], params=p if isinstance(p, dict) else {'input': p}, call_id=calls[0].get('id'))
     extra = _after(nd, nxt)
     obs = Observation(content='\n'.join(m.get('content') or '' for m in extra)) if extra is not None else None
-    return Step(index=k, thought=r.get('content') or None, action=act, observation=obs, t_start=nd['t_start'], t_end=nd['t_end'],
-                usage=TokenUsage(input=len(nd['prompt_token_ids']), output=len(nd['token_ids'])),
+    return Step(index=k, thought=r.get('content') or None, action=_action(calls), observation=obs,
+                t_start=nd['t_start'],
+                t_end=nd['t_end'], usage=TokenUsage(input=len(nd['prompt_token_ids']), output=len(nd['token_ids'])),
                 token_ids=nd['token_ids'], prompt_token_ids=nd['prompt_token_ids'], logprobs=nd['logprobs'],
                 metadata={'n_messages': nd['n_messages'], 'finish_reason': nd['finish_reason'],
                           **({'tool_calls': calls} if len(calls) > 1 else {})})
 
+# %% ../../nbs/51_serving_recording.ipynb #bbaa00c0
 def _last_messages(chain:list[dict])->list[dict]:
-    "The last node's prompt messages, rebuilt from the first full list and what each later exchange added (from the echoed reply on)"
+    "The last node's prompt messages, rebuilt from the first full list and what each later exchange added"
     msgs = []
     for nd in chain:
         msgs = list(nd['messages']) if nd['messages'] is not None else msgs + nd['added']
     return msgs
 
+# %% ../../nbs/51_serving_recording.ipynb #36e5d3d7
 def chain_trajectory(chain:list[dict])->Trajectory:
     "The trajectory of one recorded conversation (a list of nodes, oldest first)"
     first, last = chain[0], chain[-1]
@@ -152,19 +183,25 @@ def chain_trajectory(chain:list[dict])->Trajectory:
                       agent=AgentInfo(name=last['agent'] or 'proxy', model=last['model']),
                       steps=[_step(k, nd, chain[k + 1] if k + 1 < len(chain) else None) for k, nd in enumerate(chain)],
                       source=Source(format='openai-proxy'),
-                      metadata={'messages': _last_messages(chain) + [last['reply']], 'tools': last['tools'], 'episode': last['episode']})
+                      metadata={'messages': _last_messages(chain) + [last['reply']], 'tools': last['tools'],
+                                'episode': last['episode']})
 
 # %% ../../nbs/51_serving_recording.ipynb #916319a7
 @patch
 def _write(self:ExchangeRecorder, cids:list[str]):
-    "Write these open chains to the store and forget them; one the store refuses is dropped with a line in `errors` (caller holds the lock)"
+    "Write these open chains to the store and forget them; one the store refuses is dropped with a line in `errors`"
     for cid in cids:
         chain = self._chains.pop(cid)
         for nd in chain:
-            if self._index.get((nd['client'], nd['done_hash']), (None,))[0] == cid: del self._index[nd['client'], nd['done_hash']]
+            if self._index.get((nd['client'], nd['done_hash']), (None,))[0] == cid:
+                del self._index[nd['client'], nd['done_hash']]
         try: tid, _ = self.store.put(chain_trajectory(chain))
-        except Exception as e:                    # this episode only: the others, and the request that triggered the write, go on
-            self.errors.append(f"episode {chain[-1]['episode'] or cid} ({len(chain)} exchanges) not written: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
+        # this episode only: the others, and the request that triggered the write, go on
+        except Exception as e:
+            why = ' '.join(str(e).split())[:200]
+            self.errors.append(
+                f"episode {chain[-1]['episode'] or cid} ({len(chain)} exchanges) not written: "
+                f"{type(e).__name__}: {why}")
             warnings.warn(self.errors[-1], RuntimeWarning, stacklevel=2); continue
         self.written.append(tid)
     self._by_episode = {e: c for e, c in self._by_episode.items() if c in self._chains}
