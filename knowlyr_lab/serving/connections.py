@@ -48,19 +48,29 @@ class _DeadlineReader(io.RawIOBase):
 
 # %% ../../nbs/52_serving_connections.ipynb #8b9ea7ff
 class GuardedHandler(BaseHTTPRequestHandler):
-    "A request handler that drops a client whose request head is not in within `header_timeout` (its body within `request_timeout`)"
+    ("A request handler that drops a client whose request head is not in within `header_timeout` (its body: "
+     "`request_timeout`)")
     def log_message(self, *a): pass
     def setup(self):
         self.timeout, self.deadline = self.server.request_timeout, time.monotonic() + self.server.header_timeout
         super().setup()
         self.rfile = io.BufferedReader(_DeadlineReader(self.rfile.detach(), self))
-    def handle_one_request(self):
-        self.deadline = time.monotonic() + self.server.header_timeout   # the next head is due by then
-        super().handle_one_request()
-    def parse_request(self)->bool:
-        ok = super().parse_request()
-        self.deadline = time.monotonic() + self.server.request_timeout  # the head is in: the body may take the request's time
-        return ok
+
+# %% ../../nbs/52_serving_connections.ipynb #fa6985b2
+@patch
+def handle_one_request(self:GuardedHandler):
+    "Serve one request, its head due within `header_timeout`"
+    self.deadline = time.monotonic() + self.server.header_timeout   # the next head is due by then
+    super(GuardedHandler, self).handle_one_request()
+
+# %% ../../nbs/52_serving_connections.ipynb #a611f2fc
+@patch
+def parse_request(self:GuardedHandler)->bool:
+    "Parse the head, then give the body `request_timeout`"
+    ok = super(GuardedHandler, self).parse_request()
+    # the head is in: the body may take the request's time
+    self.deadline = time.monotonic() + self.server.request_timeout
+    return ok
 
 # %% ../../nbs/52_serving_connections.ipynb #31f80672
 def _busy(n:int)->bytes:
@@ -73,38 +83,55 @@ def _busy(n:int)->bytes:
 
 # %% ../../nbs/52_serving_connections.ipynb #778cda4c
 class GuardedHTTPServer(ThreadingHTTPServer):
-    "A threaded HTTP server serving at most `max_connections` connections at once (503 beyond) with `GuardedHandler` deadlines"
+    ("A threaded HTTP server serving at most `max_connections` connections at once (503 beyond) with `GuardedHandler` "
+     "deadlines")
     daemon_threads = True
     request_queue_size = 256                # the listen backlog: connections the kernel queues before accept
     def __init__(self, address, handler,    # as `ThreadingHTTPServer`; `handler` a `GuardedHandler`
-                 header_timeout:float=10.0, # seconds a connection may take to send a request head (an idle one is closed then)
+                 # seconds a connection may take to send a request head (an idle one is closed then)
+                 header_timeout:float=10.0,
                  request_timeout:float=120.0, # seconds a body may take after its head; the longest wait on one write
                  max_connections:int=256):  # connections served at once; more are answered 503 and closed
-        self.header_timeout, self.request_timeout, self.max_connections = header_timeout, request_timeout, max_connections
+        self.header_timeout, self.request_timeout, self.max_connections = (header_timeout, request_timeout,
+            max_connections)
         self.open_connections, self.refused, self._count, self._refused = 0, 0, threading.Lock(), collections.deque()
         super().__init__(address, handler)
 
-    def process_request(self, request, client_address):
-        "Serve a connection in a thread of its own, or refuse it at once when `max_connections` are open"
-        with self._count:
-            full = self.open_connections >= self.max_connections
-            if not full: self.open_connections += 1
-        if full: return self._refuse(request)
-        try: super().process_request(request, client_address)
-        except BaseException: self._closed(); raise
+# %% ../../nbs/52_serving_connections.ipynb #2d64ef45
+@patch
+def process_request(self:GuardedHTTPServer, request, client_address):
+    "Serve a connection in a thread of its own, or refuse it at once when `max_connections` are open"
+    with self._count:
+        full = self.open_connections >= self.max_connections
+        if not full: self.open_connections += 1
+    if full: return self._refuse(request)
+    try: super(GuardedHTTPServer, self).process_request(request, client_address)
+    except BaseException: self._closed(); raise
 
-    def process_request_thread(self, request, client_address):
-        try: super().process_request_thread(request, client_address)
-        finally: self._closed()
+# %% ../../nbs/52_serving_connections.ipynb #dec85edc
+@patch
+def process_request_thread(self:GuardedHTTPServer, request, client_address):
+    "Serve the connection (in its thread), then uncount it"
+    try: super(GuardedHTTPServer, self).process_request_thread(request, client_address)
+    finally: self._closed()
 
-    def _closed(self):
-        with self._count: self.open_connections -= 1
+# %% ../../nbs/52_serving_connections.ipynb #738817bd
+@patch
+def _closed(self:GuardedHTTPServer):
+    "One connection fewer is open"
+    with self._count: self.open_connections -= 1
 
-    def service_actions(self):              # the accept loop calls it at least every half second
-        super().service_actions(); self._close_refused(grace=1.0)
+# %% ../../nbs/52_serving_connections.ipynb #1187a5e9
+@patch
+def service_actions(self:GuardedHTTPServer):
+    "What the accept loop does at least every half second: close the refused sockets a second old"
+    super(GuardedHTTPServer, self).service_actions(); self._close_refused(grace=1.0)
 
-    def server_close(self):
-        super().server_close(); self._close_refused(grace=0.0)
+# %% ../../nbs/52_serving_connections.ipynb #425e50dd
+@patch
+def server_close(self:GuardedHTTPServer):
+    "Close the listening socket and every refused socket"
+    super(GuardedHTTPServer, self).server_close(); self._close_refused(grace=0.0)
 
 # %% ../../nbs/52_serving_connections.ipynb #9a9d1c78
 @patch
@@ -119,7 +146,8 @@ def _refuse(self:GuardedHTTPServer, sock):
 # %% ../../nbs/52_serving_connections.ipynb #b26c4a7a
 @patch
 def _close_refused(self:GuardedHTTPServer, grace:float):
-    "Close the refused sockets older than `grace` seconds (the oldest at once beyond 1024), after reading what they sent"
+    ("Close the refused sockets older than `grace` seconds (the oldest at once beyond 1024), after reading what they "
+     "sent")
     while self._refused and (time.monotonic() - self._refused[0][0] >= grace or len(self._refused) > 1024):
         sock = self._refused.popleft()[1]
         with contextlib.suppress(OSError): sock.recv(2**16)
