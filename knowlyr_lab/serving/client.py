@@ -34,7 +34,8 @@ def load_lora_adapter(base_url:str,            # the server's OpenAI base URL, e
                       lora_path:str|Path,      # the adapter folder, as the server sees it
                       api_key:str|None=None)->str:
     "Hot-load a LoRA adapter into an OpenAI-compatible server (vLLM's `/v1/load_lora_adapter`, or `InferenceServer`)"
-    return _post(base_url.rstrip('/') + '/load_lora_adapter', {'lora_name': lora_name, 'lora_path': str(lora_path)}, api_key)
+    return _post(base_url.rstrip('/') + '/load_lora_adapter', {'lora_name': lora_name, 'lora_path': str(lora_path)},
+                 api_key)
 
 # %% ../../nbs/53_serving_client.ipynb #c99f0e8b
 def unload_lora_adapter(base_url:str, lora_name:str, api_key:str|None=None)->str:
