@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from fastcore.basics import patch
+
 from .reading import read_yaml
 from .report import ConversionReport
 from .values import ToolCallPairer, content_text, new_step, parse_arguments, parse_time, set_observation, usage_from
@@ -21,8 +23,10 @@ from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajector
 __all__ = ['exit_code_of', 'ChatBuilder', 'feed_message', 'convert_messages', 'convert_cassette']
 
 # %% ../../nbs/22_recorder_chat.ipynb #f292b0b9
-_EXIT_RE = re.compile(r'\[The command completed with exit code (-?\d+)\.?\]|(?:^|\n)\s*(?:exit[ _]code|exit status)\s*[:=]\s*(-?\d+)', re.I)
+_EXIT_RE = re.compile(r'\[The command completed with exit code (-?\d+)\.?\]'
+                      r'|(?:^|\n)\s*(?:exit[ _]code|exit status)\s*[:=]\s*(-?\d+)', re.I)
 
+# %% ../../nbs/22_recorder_chat.ipynb #8ac4f4b9
 def exit_code_of(text:str)->int|None:
     "Exit code printed in a tool result (OpenHands' `[The command completed with exit code N.]`, `Exit code: N`)"
     m = _EXIT_RE.search(text or '') if isinstance(text, str) else None
@@ -38,28 +42,43 @@ class ChatBuilder:
         self.final_text = self.stop_reason = None
         self.t_first = self.t_last = None
 
-    def _time(self, t):
-        t = parse_time(t)
-        if t is not None:
-            self.t_first = t if self.t_first is None else min(self.t_first, t)
-            self.t_last = t if self.t_last is None else max(self.t_last, t)
-        return t
+# %% ../../nbs/22_recorder_chat.ipynb #e79116ef
+@patch
+def _time(self:ChatBuilder, t):
+    "`t` parsed (Unix seconds or None), the conversation's first and last times updated"
+    t = parse_time(t)
+    if t is not None:
+        self.t_first = t if self.t_first is None else min(self.t_first, t)
+        self.t_last = t if self.t_last is None else max(self.t_last, t)
+    return t
 
-    def add_system(self, text:str): self.system.append(text)
+# %% ../../nbs/22_recorder_chat.ipynb #0513feb1
+@patch
+def add_system(self:ChatBuilder, text:str):
+    "Keep a system (or developer) prompt"
+    self.system.append(text)
 
-    def add_user(self, text:str, t=None, **meta):
-        "A user message: the instruction if it is the first, else a step observing the user's words"
-        if self.instruction is None: self.instruction = text; return
-        self.steps.append(new_step(len(self.steps), observation=text, t_start=self._time(t), role='user', **meta))
+# %% ../../nbs/22_recorder_chat.ipynb #e5983079
+@patch
+def add_user(self:ChatBuilder, text:str, t=None, **meta):
+    "A user message: the instruction if it is the first, else a step observing the user's words"
+    if self.instruction is None: self.instruction = text; return
+    self.steps.append(new_step(len(self.steps), observation=text, t_start=self._time(t), role='user', **meta))
 
-    def keep(self, entry:dict): self.unmapped.append(entry)
+# %% ../../nbs/22_recorder_chat.ipynb #094100c1
+@patch
+def keep(self:ChatBuilder, entry:dict):
+    "Keep an unmapped entry for `metadata['unmapped']`"
+    self.unmapped.append(entry)
 
 # %% ../../nbs/22_recorder_chat.ipynb #629488e4
-def _add_assistant(self, text:str|None=None, # visible text of the response
-                   calls:list[dict]=(),       # tool calls {tool, params, call_id, ok}
-                   thinking:str|None=None,    # reasoning text (Anthropic thinking, `reasoning_content`)
-                   usage:TokenUsage|None=None, # usage of this response (counted once)
-                   response_id:str|None=None, t=None, model:str|None=None, **meta):
+@patch
+def add_assistant(self:ChatBuilder,
+                  text:str|None=None,        # visible text of the response
+                  calls:list[dict]=(),       # tool calls {tool, params, call_id, ok}
+                  thinking:str|None=None,    # reasoning text (Anthropic thinking, `reasoning_content`)
+                  usage:TokenUsage|None=None, # usage of this response (counted once)
+                  response_id:str|None=None, t=None, model:str|None=None, **meta):
     "Add an assistant response: one step per tool call; thought, thinking and usage on the first"
     t = self._time(t)
     if model and model not in self.models: self.models.append(model)
@@ -81,10 +100,11 @@ def _add_assistant(self, text:str|None=None, # visible text of the response
         self.steps.append(new_step(len(self.steps), thought=text, t_start=t, usage=usage, **m))
         if text: self.final_text = text
     return self.steps[first:]
-ChatBuilder.add_assistant = _add_assistant
 
 # %% ../../nbs/22_recorder_chat.ipynb #4a065e48
-def _add_result(self, call_id:str|None, content, is_error:bool=False, name:str|None=None, t=None, exit_code:int|None=None)->bool:
+@patch
+def add_result(self:ChatBuilder, call_id:str|None, content, is_error:bool=False, name:str|None=None, t=None,
+               exit_code:int|None=None)->bool:
     "Attach a tool result to its call (by id; by order for id-less dialects). False when no call matches"
     text = content_text(content)
     code = exit_code if exit_code is not None else exit_code_of(text)
@@ -94,11 +114,12 @@ def _add_result(self, call_id:str|None, content, is_error:bool=False, name:str|N
         if name is None or s.action.tool == name:
             set_observation(self.fifo.pop(i), text, is_error, code, t); return True
     return False
-ChatBuilder.add_result = _add_result
 
 # %% ../../nbs/22_recorder_chat.ipynb #9fe4986d
-def _build(self, task_id:str|None=None, agent:str|None=None, outcome:Outcome|None=None, reward:float|None=None,
-           task_metadata:dict|None=None, metadata:dict|None=None, trajectory_id:str|None=None)->Trajectory:
+@patch
+def build(self:ChatBuilder, task_id:str|None=None, agent:str|None=None, outcome:Outcome|None=None,
+          reward:float|None=None, task_metadata:dict|None=None, metadata:dict|None=None,
+          trajectory_id:str|None=None)->Trajectory:
     "The trajectory built so far"
     tm = dict(task_metadata or {})
     if self.system: tm['system'] = '\n\n'.join(self.system)
@@ -108,16 +129,17 @@ def _build(self, task_id:str|None=None, agent:str|None=None, outcome:Outcome|Non
     if self.stop_reason is not None: md['stop_reason'] = self.stop_reason
     if self.t_first is not None: md['t_first'], md['t_last'] = self.t_first, self.t_last
     if outcome is None: outcome = Outcome(terminated=self.stop_reason in ('end_turn', 'stop'), reason=self.stop_reason)
-    traj = Trajectory(id=trajectory_id or '', task=Task(id=task_id or Path(self.path).stem, instruction=self.instruction or ''),
+    traj = Trajectory(id=trajectory_id or '',
+                      task=Task(id=task_id or Path(self.path).stem, instruction=self.instruction or ''),
                       agent=AgentInfo(name=agent or self.fmt, model=self.models[-1] if self.models else None),
-                      steps=self.steps, outcome=outcome, reward=reward, source=Source(format=self.fmt, path=self.path, line=self.line),
-                      metadata=md)
+                      steps=self.steps, outcome=outcome, reward=reward,
+                      source=Source(format=self.fmt, path=self.path, line=self.line), metadata=md)
     traj.task.metadata = tm
     return traj
-ChatBuilder.build = _build
 
 # %% ../../nbs/22_recorder_chat.ipynb #b7e7a9f1
 def _calls_openai(msg, where)->list[dict]:
+    "The calls {tool, params, call_id, ok} of an OpenAI message (`tool_calls`, or the legacy `function_call`)"
     tcs = msg.get('tool_calls')
     if tcs is None and isinstance(msg.get('function_call'), dict): tcs = [{'function': msg['function_call']}]
     if tcs is None: return []
@@ -133,14 +155,90 @@ def _calls_openai(msg, where)->list[dict]:
 
 # %% ../../nbs/22_recorder_chat.ipynb #05e6fdf6
 def _blocks(content)->list:
+    "Message `content` as a list of blocks (a string is one text block)"
     if content is None: return []
     if isinstance(content, str): return [{'type': 'text', 'text': content}]
     if isinstance(content, dict): return [content]
     if isinstance(content, list): return content
     raise ValueError(f"content: expected a string or a list of blocks, got {type(content).__name__}")
 
+# %% ../../nbs/22_recorder_chat.ipynb #0fcd0b2b
 _RESULT_TYPES = ('tool_result', 'web_search_tool_result', 'code_execution_tool_result', 'web_fetch_tool_result',
                  'bash_code_execution_tool_result', 'text_editor_code_execution_tool_result', 'mcp_tool_result')
+
+# %% ../../nbs/22_recorder_chat.ipynb #fc6b390e
+def _feed_result(b, blk)->bool:
+    "Attach a tool_result block to its call; False when the call is not in the log"
+    content = blk.get('content')
+    is_err = bool(blk.get('is_error')) or (isinstance(content, dict) and 'error' in str(content.get('type', '')))
+    return b.add_result(blk.get('tool_use_id'), content if not isinstance(content, dict) else json.dumps(content),
+                        is_err, t=None)
+
+# %% ../../nbs/22_recorder_chat.ipynb #e71d10d6
+def _feed_tool_result(b:ChatBuilder, msg:dict, rt:str, line:int|None, t)->str:
+    "Attach the result message `msg` to its call; the record type it counts as ('unmapped': its call is missing)"
+    role, content = msg.get('role'), msg.get('content')
+    is_err = bool(msg.get('is_error')) or (isinstance(content, str) and content.startswith(('Error:', 'ERROR:')))
+    if not b.add_result(msg.get('tool_call_id') if role == 'tool' else None, content, is_err, msg.get('name'), t):
+        b.keep(b.report.unmapped(rt + ':orphan', msg, b.path, line, why='tool result whose call is not in the log'))
+        return 'unmapped'
+    return rt
+
+# %% ../../nbs/22_recorder_chat.ipynb #0592688f
+def _segments(blocks:list, role:str, where:str)->tuple[list, list, list]:
+    "(segments {texts, calls, results}, thinking texts, other blocks) of a message's content `blocks`"
+    segs, thinking, other = [{'texts': [], 'calls': [], 'results': []}], [], []
+    for k, blk in enumerate(blocks):
+        ty = blk.get('type') if isinstance(blk, dict) else None
+        is_text = (isinstance(blk, str) or ty == 'text'
+                   or (ty is None and isinstance(blk, dict) and isinstance(blk.get('text'), str)))
+        if is_text and role == 'assistant' and (segs[-1]['results'] or segs[-1]['calls']):
+            segs.append({'texts': [], 'calls': [], 'results': []})
+        cur = segs[-1]
+        if isinstance(blk, str): cur['texts'].append(blk)
+        elif is_text: cur['texts'].append(blk.get('text') or '')
+        elif ty == 'thinking': thinking.append(blk.get('thinking') or '')
+        elif ty == 'redacted_thinking': thinking.append('[redacted thinking]')
+        elif ty in ('tool_use', 'server_tool_use', 'mcp_tool_use'):
+            if not isinstance(blk.get('name'), str) or not isinstance(blk.get('input', {}), dict):
+                raise ValueError(f"{where}.content[{k}]: tool_use needs a string 'name' and an object 'input'")
+            cur['calls'].append({'tool': blk['name'], 'params': blk.get('input') or {}, 'call_id': blk.get('id'),
+                                 'ok': True, **({'server_tool': True} if ty != 'tool_use' else {})})
+        elif ty in _RESULT_TYPES or (isinstance(ty, str) and ty.endswith('_tool_result')): cur['results'].append(blk)
+        else: other.append(blk)
+    return segs, thinking, other
+
+# %% ../../nbs/22_recorder_chat.ipynb #9613fad8
+def _join(xs): return '\n'.join(x for x in xs if x) or None
+
+# %% ../../nbs/22_recorder_chat.ipynb #0ce2d451
+def _feed_user(b:ChatBuilder, msg:dict, segs:list, other:list, rt:str, line:int|None, t)->list|None:
+    "Feed the user turn `segs` into `b`; the results whose calls are missing, or None once `msg` is kept as unmapped"
+    texts, results = [x for s_ in segs for x in s_['texts']], [x for s_ in segs for x in s_['results']]
+    text = _join(texts)
+    orphans = [blk for blk in results if not _feed_result(b, blk)]
+    if results and len(orphans) == len(results) and text is None and not other:   # nothing in it could be placed
+        b.keep(b.report.unmapped(rt + ':orphan', msg, b.path, line, why='tool results whose calls are not in the log'))
+        return None
+    if text is not None or not results: b.add_user(text or '', t=t)
+    return orphans
+
+# %% ../../nbs/22_recorder_chat.ipynb #ef2a2a8e
+def _feed_assistant(b:ChatBuilder, msg:dict, segs:list, thinking:list, where:str, usage:TokenUsage|None,
+                    response_id:str|None, t, model:str|None, meta:dict)->list:
+    "Feed the assistant turn `segs` into `b`; the results (of server tools) whose calls are missing"
+    segs[0]['calls'] = segs[0]['calls'] + _calls_openai(msg, where)
+    reasoning = msg.get('reasoning_content') or msg.get('reasoning')
+    if isinstance(reasoning, str) and reasoning: thinking.append(reasoning)
+    orphans = []
+    for i, sg in enumerate(segs):
+        if i == 0:
+            b.add_assistant(_join(sg['texts']), sg['calls'], '\n\n'.join(thinking) or None,
+                            usage or usage_from(msg.get('usage')), response_id, t, model, **meta)
+        elif _join(sg['texts']) or sg['calls']:
+            b.add_assistant(_join(sg['texts']), sg['calls'], response_id=response_id, t=t)
+        orphans += [blk for blk in sg['results'] if not _feed_result(b, blk)]
+    return orphans
 
 # %% ../../nbs/22_recorder_chat.ipynb #6b9d7bd9
 def feed_message(b:ChatBuilder,        # the conversation being built
@@ -155,64 +253,22 @@ def feed_message(b:ChatBuilder,        # the conversation being built
     rt = f'message:{role}'
     t = t if t is not None else msg.get('timestamp')
     if role in ('system', 'developer'): b.add_system(content_text(msg.get('content'))); return rt
-    if role in ('tool', 'function'):
-        content = msg.get('content')
-        is_err = bool(msg.get('is_error')) or (isinstance(content, str) and content.startswith(('Error:', 'ERROR:')))
-        if not b.add_result(msg.get('tool_call_id') if role == 'tool' else None, content, is_err, msg.get('name'), t):
-            b.keep(b.report.unmapped(rt + ':orphan', msg, b.path, line, why='tool result whose call is not in the log'))
-            return 'unmapped'
-        return rt
+    if role in ('tool', 'function'): return _feed_tool_result(b, msg, rt, line, t)
     if role not in ('user', 'assistant'):
         b.keep(b.report.unmapped(rt, msg, b.path, line, why=f'unknown role {role!r}')); return 'unmapped'
-    blocks = _blocks(msg.get('content'))
-    # an assistant message is cut into segments at each server tool's result and at each text after a call: the text
-    # after a result is the model's answer to it, and text between two calls introduces the second, so each is a step
-    # of its own (text, search, result, text, search, result, text; text, call, text, call)
-    segs, thinking, other = [{'texts': [], 'calls': [], 'results': []}], [], []
-    for k, blk in enumerate(blocks):
-        ty = blk.get('type') if isinstance(blk, dict) else None
-        is_text = isinstance(blk, str) or ty == 'text' or (ty is None and isinstance(blk, dict) and isinstance(blk.get('text'), str))
-        if is_text and role == 'assistant' and (segs[-1]['results'] or segs[-1]['calls']): segs.append({'texts': [], 'calls': [], 'results': []})
-        cur = segs[-1]
-        if isinstance(blk, str): cur['texts'].append(blk)
-        elif is_text: cur['texts'].append(blk.get('text') or '')
-        elif ty == 'thinking': thinking.append(blk.get('thinking') or '')
-        elif ty == 'redacted_thinking': thinking.append('[redacted thinking]')
-        elif ty in ('tool_use', 'server_tool_use', 'mcp_tool_use'):
-            if not isinstance(blk.get('name'), str) or not isinstance(blk.get('input', {}), dict):
-                raise ValueError(f"{where}.content[{k}]: tool_use needs a string 'name' and an object 'input'")
-            cur['calls'].append({'tool': blk['name'], 'params': blk.get('input') or {}, 'call_id': blk.get('id'), 'ok': True,
-                                 **({'server_tool': True} if ty != 'tool_use' else {})})
-        elif ty in _RESULT_TYPES or (isinstance(ty, str) and ty.endswith('_tool_result')): cur['results'].append(blk)
-        else: other.append(blk)
-    join = lambda xs: '\n'.join(x for x in xs if x) or None
-    orphans = []
+    segs, thinking, other = _segments(_blocks(msg.get('content')), role, where)
     if role == 'user':
-        texts, results = [x for s_ in segs for x in s_['texts']], [x for s_ in segs for x in s_['results']]
-        text = join(texts)
-        orphans = [blk for blk in results if not _feed_result(b, blk)]
-        if results and len(orphans) == len(results) and text is None and not other:   # nothing in it could be placed
-            b.keep(b.report.unmapped(rt + ':orphan', msg, b.path, line, why='tool results whose calls are not in the log'))
-            return 'unmapped'
-        if text is not None or not results: b.add_user(text or '', t=t)
-    else:
-        segs[0]['calls'] = segs[0]['calls'] + _calls_openai(msg, where)
-        reasoning = msg.get('reasoning_content') or msg.get('reasoning')
-        if isinstance(reasoning, str) and reasoning: thinking.append(reasoning)
-        for i, sg in enumerate(segs):
-            if i == 0: b.add_assistant(join(sg['texts']), sg['calls'], '\n\n'.join(thinking) or None, usage or usage_from(msg.get('usage')), response_id, t, model, **meta)
-            elif join(sg['texts']) or sg['calls']: b.add_assistant(join(sg['texts']), sg['calls'], response_id=response_id, t=t)
-            orphans += [blk for blk in sg['results'] if not _feed_result(b, blk)]
-    for blk in orphans: b.keep(b.report.unmapped(f"block:{blk.get('type')}:orphan", blk, b.path, line, why='tool result whose call is not in the log', part=True))
-    for blk in other: b.keep(b.report.unmapped(f"block:{blk.get('type') if isinstance(blk, dict) else type(blk).__name__}", blk, b.path, line, why='content block with no place in a step', part=True))
+        orphans = _feed_user(b, msg, segs, other, rt, line, t)
+        if orphans is None: return 'unmapped'
+    else: orphans = _feed_assistant(b, msg, segs, thinking, where, usage, response_id, t, model, meta)
+    for blk in orphans:
+        b.keep(b.report.unmapped(f"block:{blk.get('type')}:orphan", blk, b.path, line,
+                                 why='tool result whose call is not in the log', part=True))
+    for blk in other:
+        kind = blk.get('type') if isinstance(blk, dict) else type(blk).__name__
+        b.keep(b.report.unmapped(f"block:{kind}", blk, b.path, line, why='content block with no place in a step',
+                                 part=True))
     return rt
-
-# %% ../../nbs/22_recorder_chat.ipynb #fc6b390e
-def _feed_result(b, blk)->bool:
-    "Attach a tool_result block to its call; False when the call is not in the log"
-    content = blk.get('content')
-    is_err = bool(blk.get('is_error')) or (isinstance(content, dict) and 'error' in str(content.get('type', '')))
-    return b.add_result(blk.get('tool_use_id'), content if not isinstance(content, dict) else json.dumps(content), is_err, t=None)
 
 # %% ../../nbs/22_recorder_chat.ipynb #59b67e8d
 def convert_messages(fmt:str, path, report:ConversionReport, messages:list, line:int|None=None,
@@ -230,15 +286,44 @@ def convert_messages(fmt:str, path, report:ConversionReport, messages:list, line
             feed_message(b, final['message'], 'response', line, usage=final.get('usage'), response_id=final.get('id'),
                          t=final.get('t'), model=final.get('model'))
             report.mapped('response')
-        except (ValueError, KeyError, TypeError) as e: report.bad_record(path, line, f"response: {e}", final, record_type='response')
+        except (ValueError, KeyError, TypeError) as e:
+            report.bad_record(path, line, f"response: {e}", final, record_type='response')
         b.stop_reason = final.get('stop_reason')
     return b.build(**build_kw)
 
 # %% ../../nbs/22_recorder_chat.ipynb #134bb237
 def _continues(prev:list, msgs:list)->bool:
+    "Does the request history `msgs` extend `prev` (same roles, same first message)?"
     if len(msgs) <= len(prev): return False
     roles = lambda ms: [m.get('role') if isinstance(m, dict) else None for m in ms]
-    return roles(msgs[:len(prev)]) == roles(prev) and content_text((msgs[0] or {}).get('content')) == content_text((prev[0] or {}).get('content'))
+    return (roles(msgs[:len(prev)]) == roles(prev)
+            and content_text((msgs[0] or {}).get('content')) == content_text((prev[0] or {}).get('content')))
+
+# %% ../../nbs/22_recorder_chat.ipynb #f8079536
+def _feed_new(b:ChatBuilder, report:ConversionReport, path, i:int, msgs:list, new:list):
+    "Feed `new`, the messages request `i` adds at the end of its history `msgs`, into `b`"
+    for j, m in enumerate(new):
+        try: rt = feed_message(b, m, f'interactions[{i}].request.messages[{len(msgs) - len(new) + j}]')
+        except ValueError as e: report.bad_record(path, None, str(e), m, record_type='message'); continue
+        if rt != 'unmapped': report.mapped(rt)
+
+# %% ../../nbs/22_recorder_chat.ipynb #0e891a3a
+def _feed_response(b:ChatBuilder, report:ConversionReport, path, i:int, it:dict, response_of)->dict|None:
+    "Feed interaction `i`'s response into `b`; its message, or None when it holds no model turn or a bad one"
+    resp = (it.get('response') or {}) if isinstance(it.get('response'), dict) else {}
+    rb = resp.get('parsed_body')
+    fin = response_of(rb) if isinstance(rb, dict) else None
+    if fin is None:
+        b.keep(report.unmapped('response:error', {'status': resp.get('status'), 'body': rb}, path, None,
+                               why='no model turn in the response'))
+        return None
+    try:
+        feed_message(b, fin['message'], f'interactions[{i}].response', usage=fin['usage'], response_id=fin['id'],
+                     t=fin['t'], model=fin['model'])
+    except ValueError as e: report.bad_record(path, None, str(e), rb, record_type='response'); return None
+    report.mapped('response')
+    b.stop_reason = fin.get('stop_reason')
+    return fin['message']
 
 # %% ../../nbs/22_recorder_chat.ipynb #33a67b64
 def convert_cassette(fmt:str, path, report:ConversionReport,
@@ -249,13 +334,16 @@ def convert_cassette(fmt:str, path, report:ConversionReport,
     doc = read_yaml(path, report)
     if doc is None: return
     its = doc.get('interactions') if isinstance(doc, dict) else None
-    if not isinstance(its, list): report.bad_record(path, None, "cassette: expected a top-level 'interactions' list", None); return
+    if not isinstance(its, list):
+        report.bad_record(path, None, "cassette: expected a top-level 'interactions' list", None); return
     b, prev, n0 = None, None, 0
     for i, it in enumerate(its):
         req = (it or {}).get('request') if isinstance(it, dict) else None
         body = req.get('parsed_body') if isinstance(req, dict) else None
-        if not isinstance(body, dict) or not is_call(str(req.get('uri', ''))) or not isinstance(body.get('messages'), list):
-            entry = report.unmapped('interaction:other', _strip_headers(it), path, None, why='not a chat call in this dialect', orphan=b is None)
+        if (not isinstance(body, dict) or not is_call(str(req.get('uri', '')))
+                or not isinstance(body.get('messages'), list)):
+            entry = report.unmapped('interaction:other', _strip_headers(it), path, None,
+                                    why='not a chat call in this dialect', orphan=b is None)
             if b is not None: b.keep(entry)
             continue
         msgs = body['messages']
@@ -267,25 +355,14 @@ def convert_cassette(fmt:str, path, report:ConversionReport,
         else:
             new = msgs[len(prev):]
             report.mapped('message:repeat', len(prev))
-        for j, m in enumerate(new):
-            try: rt = feed_message(b, m, f'interactions[{i}].request.messages[{len(msgs) - len(new) + j}]')
-            except ValueError as e: report.bad_record(path, None, str(e), m, record_type='message'); continue
-            if rt != 'unmapped': report.mapped(rt)
-        resp = (it.get('response') or {}) if isinstance(it.get('response'), dict) else {}
-        rb = resp.get('parsed_body')
-        fin = response_of(rb) if isinstance(rb, dict) else None
-        if fin is None:
-            b.keep(report.unmapped('response:error', {'status': resp.get('status'), 'body': rb}, path, None, why='no model turn in the response'))
-            prev = msgs; continue
-        try: feed_message(b, fin['message'], f'interactions[{i}].response', usage=fin['usage'], response_id=fin['id'], t=fin['t'], model=fin['model'])
-        except ValueError as e: report.bad_record(path, None, str(e), rb, record_type='response'); prev = msgs; continue
-        report.mapped('response')
-        b.stop_reason = fin.get('stop_reason')
-        prev = msgs + [fin['message']]
+        _feed_new(b, report, path, i, msgs, new)
+        fin = _feed_response(b, report, path, i, it, response_of)
+        prev = msgs if fin is None else msgs + [fin]
     if b is not None: yield b.build(task_id=f'{Path(path).stem}-{n0}' if n0 else Path(path).stem)
 
 # %% ../../nbs/22_recorder_chat.ipynb #92e93f7c
 def _strip_headers(it):
     "An interaction without HTTP headers (they hold cookies and auth, and say nothing about the agent)"
     if not isinstance(it, dict): return it
-    return {k: ({kk: vv for kk, vv in v.items() if kk != 'headers'} if isinstance(v, dict) else v) for k, v in it.items()}
+    return {k: ({kk: vv for kk, vv in v.items() if kk != 'headers'} if isinstance(v, dict) else v)
+            for k, v in it.items()}
