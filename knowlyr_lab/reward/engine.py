@@ -37,10 +37,14 @@ class StepReward:
     rules: dict[str, RuleResult] = field(default_factory=dict)   # rule -> its verdict (score, reason)
     judge: dict|None = None                  # {'scores', 'reason'} or {'error'}
     raw: float|None = None                   # the layers' weighted mean before calibration
-    def details(self)->dict:
-        "The breakdown stored in `Step.reward_details`: raw score, layer scores, each rule's score and reason, the judge's verdict"
-        return {'raw': self.raw, 'layers': self.layers, 'rules': {k: {'score': r.score, 'reason': r.reason} for k, r in self.rules.items()},
-                **({'judge': self.judge} if self.judge is not None else {})}
+
+# %% ../../nbs/34_reward_engine.ipynb #a15de0e8
+@patch
+def details(self:StepReward)->dict:
+    "The breakdown stored in `Step.reward_details`: raw score, layer scores, rule verdicts, the judge's verdict"
+    return {'raw': self.raw, 'layers': self.layers,
+            'rules': {k: {'score': r.score, 'reason': r.reason} for k, r in self.rules.items()},
+            **({'judge': self.judge} if self.judge is not None else {})}
 
 # %% ../../nbs/34_reward_engine.ipynb #69ad2ab8
 @dataclass
@@ -48,17 +52,22 @@ class TrajectoryReward:
     "Rewards of a whole trajectory: its steps' rewards and their aggregate, the process reward"
     trajectory_id: str
     steps: list[StepReward]
-    process: float|None      # the engine's aggregate ('mean' or 'min') of the step rewards; `Trajectory.reward` is `trajectory_score` over it
-    def to_frame(self):
-        "One row per step: reward, layer scores and rule scores"
-        import pandas as pd
-        return pd.DataFrame([{'step': s.index, 'reward': s.reward, **{f"layer.{k}": v for k, v in s.layers.items()},
-                              **{k: r.score for k, r in s.rules.items()}} for s in self.steps])
+    # the engine's aggregate ('mean' or 'min') of the step rewards; `Trajectory.reward` is `trajectory_score` over it
+    process: float|None
 
-# %% ../../nbs/34_reward_engine.ipynb #c1623698
+# %% ../../nbs/34_reward_engine.ipynb #652feb02
+@patch
+def to_frame(self:TrajectoryReward):
+    "One row per step: reward, layer scores and rule scores"
+    import pandas as pd
+    return pd.DataFrame([{'step': s.index, 'reward': s.reward, **{f"layer.{k}": v for k, v in s.layers.items()},
+                          **{k: r.score for k, r in s.rules.items()}} for s in self.steps])
+
+# %% ../../nbs/34_reward_engine.ipynb #8915e749
 LAYERS = ('rules', 'judge')
 DEFAULT_LAYER_WEIGHTS = {'rules': 0.5, 'judge': 0.5}
 
+# %% ../../nbs/34_reward_engine.ipynb #c1623698
 class RewardEngine:
     "Layered process reward model for one domain"
     def __init__(self, domain:str='generic',             # domain profile name
@@ -70,7 +79,8 @@ class RewardEngine:
                  calibrator:Calibrator|None=None,        # fitted monotone map to the human scale
                  aggregate:str='mean',                   # process reward: 'mean' or 'min' of the step rewards
                  state_pattern:str|None=None,            # world-state regex for the regression rule (overrides the env's)
-                 target_steps:int|None=None):            # steps a competent agent needs (overrides the task's and the domain's)
+                 # steps a competent agent needs (overrides the task's and the domain's)
+                 target_steps:int|None=None):
         self.domain = get_domain(domain).domain
         if isinstance(judge, JudgeConfig): judge = LLMJudge(judge, domain=self.domain)
         self.judge = judge
@@ -85,24 +95,34 @@ class RewardEngine:
         self.state_pattern, self.target_steps = state_pattern, target_steps
         self.scorer = RuleScorer(self.domain, rules, rule_weights, target_steps, state_pattern)
         self._scorers = {}
-        self._rules_only = 'rules' in self.layers and self.weights.get('rules', 1.0) > 0   # then a step's raw score is its rules score
+        # then a step's raw score is its rules score
+        self._rules_only = 'rules' in self.layers and self.weights.get('rules', 1.0) > 0
 
-    def _patterns(self, task:Task)->tuple:
-        pats = rule_patterns(task.env_id)
-        return self.state_pattern or pats.get('state_pattern'), pats.get('result_pattern')
 
-    def new_scorer(self, task:Task)->RuleScorer:
-        "A fresh rule scorer with the rule patterns of the task's env (`rule_patterns`) unless the engine sets its own"
-        return RuleScorer(self.domain, self.rules, self.rule_weights, self.target_steps, *self._patterns(task))
+# %% ../../nbs/34_reward_engine.ipynb #6f7f7704
+@patch
+def __repr__(self:RewardEngine):
+    return (f"RewardEngine({self.domain!r}, layers={self.layers}" + (f", missing={self.missing}" if self.missing else '')
+            + f", calibrated={self.calibrator is not None})")
 
-    def _scorer_for(self, task:Task)->RuleScorer:
-        key = task.env_id
-        if key not in self._scorers: self._scorers[key] = self.new_scorer(task)
-        return self._scorers[key]
+# %% ../../nbs/34_reward_engine.ipynb #3ad805f9
+@patch
+def _patterns(self:RewardEngine, task:Task)->tuple:
+    pats = rule_patterns(task.env_id)
+    return self.state_pattern or pats.get('state_pattern'), pats.get('result_pattern')
 
-    def __repr__(self):
-        return (f"RewardEngine({self.domain!r}, layers={self.layers}" + (f", missing={self.missing}" if self.missing else '') +
-                f", calibrated={self.calibrator is not None})")
+# %% ../../nbs/34_reward_engine.ipynb #3a4a7658
+@patch
+def new_scorer(self:RewardEngine, task:Task)->RuleScorer:
+    "A fresh rule scorer with the rule patterns of the task's env (`rule_patterns`) unless the engine sets its own"
+    return RuleScorer(self.domain, self.rules, self.rule_weights, self.target_steps, *self._patterns(task))
+
+# %% ../../nbs/34_reward_engine.ipynb #a0bf1ec6
+@patch
+def _scorer_for(self:RewardEngine, task:Task)->RuleScorer:
+    key = task.env_id
+    if key not in self._scorers: self._scorers[key] = self.new_scorer(task)
+    return self._scorers[key]
 
 # %% ../../nbs/34_reward_engine.ipynb #b9ef0c93
 @patch
@@ -193,6 +213,16 @@ def load(cls:RewardEngine, path)->'RewardEngine':
     "An engine from a JSON file that `save` wrote"
     return cls.from_config(json.loads(Path(path).read_text()))
 
+# %% ../../nbs/34_reward_engine.ipynb #d8d9353d
+def _annotated_pairs(anns:dict, scored:dict)->tuple[list, list, int]:
+    auto, human, unmatched = [], [], 0
+    for (tid, k), a in anns.items():
+        tr = scored.get(tid)
+        raw = tr.steps[k].raw if tr is not None and k < len(tr.steps) else None
+        if raw is None: unmatched += 1; continue
+        auto.append(raw); human.append(a.score)
+    return auto, human, unmatched
+
 # %% ../../nbs/34_reward_engine.ipynb #4dff0ca1
 @patch
 def calibrate(self:RewardEngine,
@@ -210,14 +240,10 @@ def calibrate(self:RewardEngine,
     saved, self.calibrator = self.calibrator, None
     try: scored = {t.id: tr for t, tr in zip(trajs, self.score_trajectories(trajs))}
     finally: self.calibrator = saved
-    auto, human, unmatched = [], [], 0
-    for (tid, k), a in anns.items():
-        tr = scored.get(tid)
-        raw = tr.steps[k].raw if tr is not None and k < len(tr.steps) else None
-        if raw is None: unmatched += 1; continue
-        auto.append(raw); human.append(a.score)
+    auto, human, unmatched = _annotated_pairs(anns, scored)
     if len(auto) < min_pairs:
-        raise ValueError(f"only {len(auto)} annotated steps match the trajectories ({unmatched} annotations did not); need at least {min_pairs}")
+        raise ValueError(f"only {len(auto)} annotated steps match the trajectories ({unmatched} annotations did not); "
+                         f"need at least {min_pairs}")
     cal = Calibrator(method, threshold=threshold).fit(auto, human)
     cal.report.update(pairs=len(auto), unmatched=unmatched)
     self.calibrator = cal
@@ -246,27 +272,33 @@ class StepRewardFn:
     # one episode's state per thread: a thread-pool collector shares this object between concurrent episodes
     def __getstate__(self): return {'engine': self.engine}
     def __setstate__(self, d): self.engine, self._local = d['engine'], threading.local()
-    def reset(self, task=None):
-        "Start an episode (in the calling thread); the thread's scorer for the task's env is reused, its index reset"
-        task, L = as_task(task), self._local
-        if not hasattr(L, 'scorers'): L.scorers = {}
-        sc = L.scorers.get(task.env_id)
-        if sc is None: sc = L.scorers[task.env_id] = self.engine.new_scorer(task)
-        L.scorer, L.task, L.started = sc.reset(task), task, True
-    def __call__(self, step:Step, ctx=None)->tuple[float, dict]:
-        L = self._local
-        if not getattr(L, 'started', False): self.reset(getattr(ctx, 'task', None))
-        ts = getattr(ctx, 'timestep', None)
-        final = bool(ts is not None and ts.done)
-        info = dict(ts.info) if ts is not None and ts.info else {}
-        rr = L.scorer.step(step, final=final, result=info)
-        jr = None
-        if 'judge' in self.engine.layers and self.engine.judge is not None:
-            history = list(getattr(ctx, 'steps', []) or [])
-            jr = self.engine.judge.judge_prompts([build_prompt(L.task, history, step, self.engine.judge.rubrics, self.engine.judge.config.context_steps)])[0]
-        sr = self.engine._step_reward(step.index, rr, jr)
-        if final: L.started = False
-        return (0.0 if sr.reward is None else sr.reward), sr.details()
+
+# %% ../../nbs/34_reward_engine.ipynb #f0b752de
+@patch
+def reset(self:StepRewardFn, task=None):
+    "Start an episode (in the calling thread); the thread's scorer for the task's env is reused, its index reset"
+    task, L = as_task(task), self._local
+    if not hasattr(L, 'scorers'): L.scorers = {}
+    sc = L.scorers.get(task.env_id)
+    if sc is None: sc = L.scorers[task.env_id] = self.engine.new_scorer(task)
+    L.scorer, L.task, L.started = sc.reset(task), task, True
+
+# %% ../../nbs/34_reward_engine.ipynb #a83dff26
+@patch
+def __call__(self:StepRewardFn, step:Step, ctx=None)->tuple[float, dict]:
+    L = self._local
+    if not getattr(L, 'started', False): self.reset(getattr(ctx, 'task', None))
+    ts = getattr(ctx, 'timestep', None)
+    final = bool(ts is not None and ts.done)
+    info = dict(ts.info) if ts is not None and ts.info else {}
+    rr = L.scorer.step(step, final=final, result=info)
+    jr = None
+    if 'judge' in self.engine.layers and self.engine.judge is not None:
+        history, judge = list(getattr(ctx, 'steps', []) or []), self.engine.judge
+        jr = judge.judge_prompts([build_prompt(L.task, history, step, judge.rubrics, judge.config.context_steps)])[0]
+    sr = self.engine._step_reward(step.index, rr, jr)
+    if final: L.started = False
+    return (0.0 if sr.reward is None else sr.reward), sr.details()
 
 # %% ../../nbs/34_reward_engine.ipynb #697aec66
 def make_reward_fn(domain:str='generic', engine:RewardEngine|None=None, **engine_kw)->StepRewardFn:
