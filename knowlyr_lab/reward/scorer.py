@@ -11,6 +11,8 @@ import gc
 import re
 from contextlib import contextmanager
 
+from fastcore.basics import patch
+
 from ..domains import DomainProfile, get_domain
 from .rules import RULES, EpisodeIndex, RuleContext, RuleResult, StepView, tokens, tool_table, view_step
 from ..trajectory import Step, Task, Trajectory, as_task
@@ -21,7 +23,9 @@ __all__ = ['gc_paused', 'RuleScorer']
 # %% ../../nbs/30a_reward_scorer.ipynb #31e54ded
 @contextmanager
 def gc_paused():
-    "Pause the cyclic garbage collector while scoring: scores are acyclic objects, and collections that rescan a growing result list would make long trajectories cost more per step"
+    "Pause the cyclic garbage collector while scoring"
+    # scores are acyclic objects, and collections that rescan a growing result list would make long trajectories
+    # cost more per step
     was = gc.isenabled(); gc.disable()
     try: yield
     finally:
@@ -33,9 +37,11 @@ class RuleScorer:
     def __init__(self, domain:str|DomainProfile='generic', # domain profile (name or object)
                  rules:list[str]|None=None,                  # rules to run (default: every registered rule)
                  weights:dict|None=None,                     # rule weights (default: each rule's registered weight)
-                 target_steps:int|None=None,                 # steps a competent agent needs (overrides the task's and the domain's)
+                 # steps a competent agent needs (overrides the task's and the domain's)
+                 target_steps:int|None=None,
                  state_pattern:str|None=None,                # regex whose match in an observation is the world state
-                 result_pattern:str|None=None):              # regex whose last match in an observation is the call's result
+                 # regex whose last match in an observation is the call's result
+                 result_pattern:str|None=None):
         self.profile = get_domain(domain)
         self.rules = list(rules or RULES)
         unknown = [r for r in self.rules if r not in RULES]
@@ -49,53 +55,65 @@ class RuleScorer:
         self._run = [(r.name, r.fn) for r in active if not r.late] + [(r.name, r.fn) for r in active if r.late]
         self._updates = [r.update for r in active if r.update is not None]
         self.reset()
+    def __repr__(self):
+        return f"RuleScorer({self.profile.domain!r}, rules={self.rules}, target_steps={self.ctx.target_steps})"
 
-    def reset(self, task:Task|dict|None=None):
-        "Start a new episode"
-        task = as_task(task)
-        md = task.metadata
-        target = self.target_steps or md.get('target_steps') or md.get('step_budget') or md.get('optimal_steps') or self.profile.target_steps
-        self.ctx = RuleContext(self.profile, task, int(target), self._state_re)
-        self.index = EpisodeIndex(facts=set(tokens(task.instruction)).union(tokens(task.initial_observation or '')))   # what the agent saw before acting
-        return self
+# %% ../../nbs/30a_reward_scorer.ipynb #fe66774c
+@patch
+def reset(self:RuleScorer, task:Task|dict|None=None):
+    "Start a new episode"
+    task = as_task(task)
+    md = task.metadata
+    target = (self.target_steps or md.get('target_steps') or md.get('step_budget') or md.get('optimal_steps')
+              or self.profile.target_steps)
+    self.ctx = RuleContext(self.profile, task, int(target), self._state_re)
+    # what the agent saw before acting
+    self.index = EpisodeIndex(facts=set(tokens(task.instruction)).union(tokens(task.initial_observation or '')))
+    return self
 
-    def step(self, step:Step, final:bool=False, result:dict|None=None)->dict[str, RuleResult]:
-        "Score one step against the episode so far, then add it to the index"
-        ctx = self.ctx
-        ctx.final, ctx.result = final, result or {}
-        return self._step(view_step(step, self._tools, self._result_re), self.index, ctx)
+# %% ../../nbs/30a_reward_scorer.ipynb #a5166cdc
+@patch
+def step(self:RuleScorer, step:Step, final:bool=False, result:dict|None=None)->dict[str, RuleResult]:
+    "Score one step against the episode so far, then add it to the index"
+    ctx = self.ctx
+    ctx.final, ctx.result = final, result or {}
+    return self._step(view_step(step, self._tools, self._result_re), self.index, ctx)
 
-    def _step(self, v:StepView, ix:EpisodeIndex, ctx:RuleContext)->dict[str, RuleResult]:
-        ctx.results = res = {}
-        for name, fn in self._run: res[name] = fn(v, ix, ctx)
-        for u in self._updates: u(v, ix, ctx, res)
-        ix.n += 1
-        return res
+# %% ../../nbs/30a_reward_scorer.ipynb #d129be15
+@patch
+def _step(self:RuleScorer, v:StepView, ix:EpisodeIndex, ctx:RuleContext)->dict[str, RuleResult]:
+    ctx.results = res = {}
+    for name, fn in self._run: res[name] = fn(v, ix, ctx)
+    for u in self._updates: u(v, ix, ctx, res)
+    ix.n += 1
+    return res
 
-    def combine(self, results:dict[str, RuleResult])->float|None:
-        "Weighted mean of the applicable rules' scores (None when none applies); a failed call counts only its error and the outcome"
-        num = den = 0.0; w = self.weights
-        te = results.get('tool_error')
-        failed = te is not None and te.score == 0
-        for k, r in results.items():
-            s = r.score
-            if s is None or (failed and k not in ('tool_error', 'outcome')): continue
-            wk = w.get(k, 1.0); num += wk * s; den += wk
-        return num / den if den else None
+# %% ../../nbs/30a_reward_scorer.ipynb #24f035eb
+@patch
+def combine(self:RuleScorer, results:dict[str, RuleResult])->float|None:
+    "Weighted mean of the applicable rules' scores (None when none applies); a failed call: its error and outcome"
+    num = den = 0.0; w = self.weights
+    te = results.get('tool_error')
+    failed = te is not None and te.score == 0
+    for k, r in results.items():
+        s = r.score
+        if s is None or (failed and k not in ('tool_error', 'outcome')): continue
+        wk = w.get(k, 1.0); num += wk * s; den += wk
+    return num / den if den else None
 
-    def score_trajectory(self, traj:Trajectory)->list[dict[str, RuleResult]]:
-        "Rule results for every step of `traj` (one linear pass)"
-        self.reset(traj.task)
-        o = traj.outcome
-        result = {'success': o.success, 'score': o.score, **(traj.metadata.get('result') or {})}
-        ctx, ix, tools, rre, step = self.ctx, self.index, self._tools, self._result_re, self._step
-        ctx.result, last = result, len(traj.steps) - 1
-        ends = o.terminated or o.truncated or o.success is not None
-        out = []
-        with gc_paused():
-            for i, s in enumerate(traj.steps):
-                ctx.final = ends and i == last
-                out.append(step(view_step(s, tools, rre), ix, ctx))
-        return out
-
-    def __repr__(self): return f"RuleScorer({self.profile.domain!r}, rules={self.rules}, target_steps={self.ctx.target_steps})"
+# %% ../../nbs/30a_reward_scorer.ipynb #8620b00d
+@patch
+def score_trajectory(self:RuleScorer, traj:Trajectory)->list[dict[str, RuleResult]]:
+    "Rule results for every step of `traj` (one linear pass)"
+    self.reset(traj.task)
+    o = traj.outcome
+    result = {'success': o.success, 'score': o.score, **(traj.metadata.get('result') or {})}
+    ctx, ix, tools, rre, step = self.ctx, self.index, self._tools, self._result_re, self._step
+    ctx.result, last = result, len(traj.steps) - 1
+    ends = o.terminated or o.truncated or o.success is not None
+    out = []
+    with gc_paused():
+        for i, s in enumerate(traj.steps):
+            ctx.final = ends and i == last
+            out.append(step(view_step(s, tools, rre), ix, ctx))
+    return out
