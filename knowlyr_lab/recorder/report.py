@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import orjson
+from fastcore.basics import patch
 
 from .base import RecorderError
 from ..trajectory import Trajectory
@@ -29,7 +30,8 @@ class ConversionReport:
                  strict:bool=False,          # raise `RecorderError` at the first malformed record
                  quarantine:str|Path|None=None, # JSONL file receiving malformed records with their reasons
                  side_file:str|Path|None=None,  # JSONL file receiving unmapped records that belong to no trajectory
-                 scrub:Callable[[str], str]|None=None, # applied to raw text before it is written (the redactor)
+                 # applied to raw text before it is written (the redactor)
+                 scrub:Callable[[str], str]|None=None,
                  max_errors:int=1000,        # error messages kept in `errors` (all are counted)
                 ):
         self.strict, self.scrub, self.max_errors = strict, scrub, max_errors
@@ -51,38 +53,47 @@ class ConversionReport:
         self.bytes_read = 0              # input bytes read so far (drives progress bars)
         self._qf = self._sf = None
 
-    def _count(self, record_type, col, n):
-        c = self.counts.get(record_type)
-        if c is None: c = self.counts.setdefault(str(record_type), {'mapped': 0, 'unmapped': 0, 'quarantined': 0})
-        c[col] += n
+# %% ../../nbs/20a_recorder_report.ipynb #fcee8f0a
+@patch
+def _count(self:ConversionReport, record_type, col, n):
+    "Add `n` to column `col` of `record_type`'s row"
+    c = self.counts.get(record_type)
+    if c is None: c = self.counts.setdefault(str(record_type), {'mapped': 0, 'unmapped': 0, 'quarantined': 0})
+    c[col] += n
 
-    def mapped(self, record_type:str, n:int=1):
-        "Count `n` input records of `record_type` that went into a trajectory"
-        self._count(record_type, 'mapped', n)
+# %% ../../nbs/20a_recorder_report.ipynb #df59628f
+@patch
+def mapped(self:ConversionReport, record_type:str, n:int=1):
+    "Count `n` input records of `record_type` that went into a trajectory"
+    self._count(record_type, 'mapped', n)
 
-    def redacted(self, kind:str, n:int=1):
-        "Count `n` redactions of secrets of `kind`"
-        if n: self.redactions[kind] = self.redactions.get(kind, 0) + n
+# %% ../../nbs/20a_recorder_report.ipynb #11c112c4
+@patch
+def redacted(self:ConversionReport, kind:str, n:int=1):
+    "Count `n` redactions of secrets of `kind`"
+    if n: self.redactions[kind] = self.redactions.get(kind, 0) + n
 
-    def __repr__(self):
-        t = self.totals
-        return (f"ConversionReport(trajectories={self.n_trajectories}, mapped={t['mapped']}, unmapped={t['unmapped']}, "
-                f"quarantined={t['quarantined']}, failed={sum(self.failed.values())}, redactions={sum(self.redactions.values())}"
-                + (f", warnings={self.n_warnings})" if self.n_warnings else ")"))
+# %% ../../nbs/20a_recorder_report.ipynb #91d58619
+@patch(as_prop=True)
+def totals(self:ConversionReport)->dict:
+    "Mapped, unmapped and quarantined records over all record types"
+    t = {'mapped': 0, 'unmapped': 0, 'quarantined': 0}
+    for c in self.counts.values():
+        for k in t: t[k] += c[k]
+    return t
 
-    def clean(self, obj, raw=None):
-        "`obj`, a record as read (from the bytes/text `raw`), with secrets redacted by the report's `scrub`"
-        s = self.scrub
-        if s is None: return obj
-        if hasattr(s, 'hits'):                       # a `Redactor` itself: count what it redacts here
-            obj, counts = s.clean(obj, raw)
-            for k, n in counts.items(): self.redacted(k, n)
-            return obj
-        if hasattr(s, 'clean'): return s.clean(obj, raw)
-        return _scrub_obj(obj, s)
+# %% ../../nbs/20a_recorder_report.ipynb #60ab9938
+@patch
+def __repr__(self:ConversionReport):
+    t = self.totals
+    return (f"ConversionReport(trajectories={self.n_trajectories}, mapped={t['mapped']}, "
+            f"unmapped={t['unmapped']}, quarantined={t['quarantined']}, failed={sum(self.failed.values())}, "
+            f"redactions={sum(self.redactions.values())}"
+            + (f", warnings={self.n_warnings})" if self.n_warnings else ")"))
 
 # %% ../../nbs/20a_recorder_report.ipynb #8b73de01
 def _jsonable(obj):
+    "`obj` as plain JSON values (anything JSON cannot hold becomes its `str`)"
     try: return orjson.loads(orjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS))
     except (TypeError, orjson.JSONEncodeError): return json.loads(json.dumps(obj, default=str, ensure_ascii=False))
 
@@ -92,12 +103,27 @@ def _scrub_obj(obj, scrub):
     if scrub is None: return obj
     if hasattr(scrub, 'scrub_obj'): return scrub.scrub_obj(obj)
     if isinstance(obj, str): return scrub(obj)
-    if isinstance(obj, dict): return {_scrub_obj(k, scrub) if isinstance(k, str) else k: _scrub_obj(v, scrub) for k, v in obj.items()}
+    if isinstance(obj, dict):
+        return {_scrub_obj(k, scrub) if isinstance(k, str) else k: _scrub_obj(v, scrub) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)): return [_scrub_obj(v, scrub) for v in obj]
     return obj
 
+# %% ../../nbs/20a_recorder_report.ipynb #0c46a655
+@patch
+def clean(self:ConversionReport, obj, raw=None):
+    "`obj`, a record as read (from the bytes/text `raw`), with secrets redacted by the report's `scrub`"
+    s = self.scrub
+    if s is None: return obj
+    if hasattr(s, 'hits'):                       # a `Redactor` itself: count what it redacts here
+        obj, counts = s.clean(obj, raw)
+        for k, n in counts.items(): self.redacted(k, n)
+        return obj
+    if hasattr(s, 'clean'): return s.clean(obj, raw)
+    return _scrub_obj(obj, s)
+
 # %% ../../nbs/20a_recorder_report.ipynb #2e2eae05
 def _write_line(self, attr, path, obj):
+    "Append `obj` as one JSON line to `path`, opening it (kept in `self.<attr>`) on first use"
     f = getattr(self, attr)
     if f is None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,13 +131,15 @@ def _write_line(self, attr, path, obj):
     f.write(json.dumps(obj, ensure_ascii=False, default=str) + '\n'); f.flush()
 
 # %% ../../nbs/20a_recorder_report.ipynb #e0de7e14
-def _unmapped(self, record_type:str,    # the record's type in its own format (e.g. "event:ui", "message:system")
-              record,                   # the record itself (kept verbatim, scrubbed)
-              path=None, line:int|None=None, # where it was read
-              why:str='',               # why it has no place in the schema
-              orphan:bool=False,        # the record belongs to no trajectory: the report keeps it
-              part:bool=False,          # a piece of a record already counted (e.g. one block of a mapped message)
-             )->dict:                   # the entry to append to `trajectory.metadata['unmapped']`
+@patch
+def unmapped(self:ConversionReport,
+             record_type:str,          # the record's type in its own format (e.g. "event:ui", "message:system")
+             record,                   # the record itself (kept verbatim, scrubbed)
+             path=None, line:int|None=None, # where it was read
+             why:str='',               # why it has no place in the schema
+             orphan:bool=False,        # the record belongs to no trajectory: the report keeps it
+             part:bool=False,          # a piece of a record already counted (e.g. one block of a mapped message)
+            )->dict:                   # the entry to append to `trajectory.metadata['unmapped']`
     "Count a record that was read but not mapped, and return its entry for the trajectory's metadata"
     if part: self.parts[str(record_type)] = self.parts.get(str(record_type), 0) + 1
     else: self._count(record_type, 'unmapped', 1)
@@ -121,17 +149,19 @@ def _unmapped(self, record_type:str,    # the record's type in its own format (e
         if self.side_file is not None: _write_line(self, '_sf', self.side_file, entry)
         else: self.orphans.append(entry)
     return entry
-ConversionReport.unmapped = _unmapped
 
-# %% ../../nbs/20a_recorder_report.ipynb #7dfb899d
-def _bad_record(self, path, line:int|None, # where the record was read
-                reason:str,                 # what is wrong with it (no record content: that may hold secrets)
-                raw=None,                   # the raw text or object, kept in the quarantine file
-                record_type:str='(malformed)', # the record's type when it is known
-                aggregate:bool=False,       # a whole file or episode failed, not one input record (counted in `failed`)
-               ):
+# %% ../../nbs/20a_recorder_report.ipynb #450f630a
+@patch
+def bad_record(self:ConversionReport, path, line:int|None, # where the record was read
+               reason:str,                 # what is wrong with it (no record content: that may hold secrets)
+               raw=None,                   # the raw text or object, kept in the quarantine file
+               record_type:str='(malformed)', # the record's type when it is known
+               # a whole file or episode failed, not one input record (counted in `failed`)
+               aggregate:bool=False,
+              ):
     "Report a malformed record: located error, quarantine, and `RecorderError` in strict mode"
-    if self.scrub is not None: reason = self.clean(str(reason), str(reason))   # an exception's text may quote the record
+    # an exception's text may quote the record
+    if self.scrub is not None: reason = self.clean(str(reason), str(reason))
     err = RecorderError(reason, path, line)
     if aggregate: self.failed[record_type] = self.failed.get(record_type, 0) + 1
     else: self._count(record_type, 'quarantined', 1)
@@ -139,76 +169,82 @@ def _bad_record(self, path, line:int|None, # where the record was read
     if len(self.errors) < self.max_errors:
         self.errors.append(str(err))
         self.issues.append({'path': err.path, 'line': line, 'record_type': record_type, 'reason': reason})
-    if self.quarantine is not None:
-        if isinstance(raw, bytes): raw = raw.decode('utf-8', errors='replace')
-        raw = self.clean(raw if isinstance(raw, str) else _jsonable(raw), raw if isinstance(raw, str) else None)
-        _write_line(self, '_qf', self.quarantine, {'path': err.path, 'line': line, 'record_type': record_type,
-                                                   'reason': reason, 'raw': raw})
+    if self.quarantine is not None: self._quarantine(err, record_type, reason, raw)
     if self.strict: raise err
-ConversionReport.bad_record = _bad_record
 
-# %% ../../nbs/20a_recorder_report.ipynb #c0d1bc5c
-def _totals(self)->dict:
-    t = {'mapped': 0, 'unmapped': 0, 'quarantined': 0}
-    for c in self.counts.values():
-        for k in t: t[k] += c[k]
-    return t
-ConversionReport.totals = property(_totals)
+# %% ../../nbs/20a_recorder_report.ipynb #71ad716e
+@patch
+def _quarantine(self:ConversionReport, err:RecorderError, record_type:str, reason:str, raw):
+    "Write the malformed record `raw` with its location and `reason` to the quarantine file"
+    if isinstance(raw, bytes): raw = raw.decode('utf-8', errors='replace')
+    raw = self.clean(raw if isinstance(raw, str) else _jsonable(raw), raw if isinstance(raw, str) else None)
+    _write_line(self, '_qf', self.quarantine, {'path': err.path, 'line': err.line, 'record_type': record_type,
+                                               'reason': reason, 'raw': raw})
 
 # %% ../../nbs/20a_recorder_report.ipynb #ff81d3ea
-def _summary_rows(self)->list[dict]:
+@patch
+def summary_rows(self:ConversionReport)->list[dict]:
     "One dict per record type: mapped, unmapped, quarantined (unmapped pieces of counted records as `type (part)`)"
     rows = [{'record_type': k, **v} for k, v in sorted(self.counts.items())]
-    rows += [{'record_type': f'{k} (part)', 'mapped': 0, 'unmapped': v, 'quarantined': 0} for k, v in sorted(self.parts.items())]
-    rows += [{'record_type': f'{k} (failed)', 'mapped': 0, 'unmapped': 0, 'quarantined': v} for k, v in sorted(self.failed.items())]
+    rows += [{'record_type': f'{k} (part)', 'mapped': 0, 'unmapped': v, 'quarantined': 0}
+             for k, v in sorted(self.parts.items())]
+    rows += [{'record_type': f'{k} (failed)', 'mapped': 0, 'unmapped': 0, 'quarantined': v}
+             for k, v in sorted(self.failed.items())]
     return rows
-ConversionReport.summary_rows = _summary_rows
 
 # %% ../../nbs/20a_recorder_report.ipynb #855d5076
-def _summary(self)->pd.DataFrame:
+@patch
+def summary(self:ConversionReport)->pd.DataFrame:
     "`summary_rows` as a table"
     import pandas as pd  # here: a CLI call prints the rows without loading pandas
     return pd.DataFrame(self.summary_rows(), columns=['record_type', 'mapped', 'unmapped', 'quarantined'])
-ConversionReport.summary = _summary
 
 # %% ../../nbs/20a_recorder_report.ipynb #eb19e05b
-def _trajectory_done(self, traj:Trajectory):
+@patch
+def trajectory(self:ConversionReport, traj:Trajectory):
     "Count a trajectory `convert` yielded (the one place trajectories are counted, whatever the format)"
     self.n_trajectories += 1
-ConversionReport.trajectory = _trajectory_done
 
 # %% ../../nbs/20a_recorder_report.ipynb #9e5b3a11
-def _close(self):
+@patch
+def close(self:ConversionReport):
+    "Close the quarantine and side files, if they were opened"
     for a in ('_qf', '_sf'):
         f = getattr(self, a)
         if f is not None: f.close(); setattr(self, a, None)
-ConversionReport.close = _close
-ConversionReport.__enter__ = lambda self: self
-ConversionReport.__exit__ = lambda self, *a: self.close()
+
+# %% ../../nbs/20a_recorder_report.ipynb #9d14d94c
+@patch
+def __enter__(self:ConversionReport): return self
+
+# %% ../../nbs/20a_recorder_report.ipynb #d7ad120c
+@patch
+def __exit__(self:ConversionReport, *a): self.close()
 
 # %% ../../nbs/20a_recorder_report.ipynb #184dcd5c
-def _warn(self, path, line:int|None, # where the data was read
-          reason:str,                # what was changed, or what may be missing
-          record_type:str='(warning)',
-         ):
+@patch
+def warn(self:ConversionReport, path, line:int|None, # where the data was read
+         reason:str,                # what was changed, or what may be missing
+         record_type:str='(warning)',
+        ):
     "Report data that was kept but changed or possibly incomplete: a located warning, no record counted"
     if self.scrub is not None: reason = self.clean(str(reason), str(reason))
     self.n_warnings += 1
     if len(self.warnings) < self.max_errors:
-        self.warnings.append({'path': None if path is None else str(path), 'line': line, 'record_type': record_type, 'reason': reason})
-ConversionReport.warn = _warn
+        self.warnings.append({'path': None if path is None else str(path), 'line': line, 'record_type': record_type,
+                              'reason': reason})
 
 # %% ../../nbs/20a_recorder_report.ipynb #bb04af77
-def _partial(self, record_type:str, record, path=None, line:int|None=None,
-             why:str='',                 # what of the record is not in the trajectory
-            )->dict:                     # the entry to append to `trajectory.metadata['unmapped']`
+@patch
+def partial(self:ConversionReport, record_type:str, record, path=None, line:int|None=None,
+            why:str='',                 # what of the record is not in the trajectory
+           )->dict:                     # the entry to append to `trajectory.metadata['unmapped']`
     "Count a record mapped with a piece left out as unmapped (kept whole, with `why`), and warn"
     self.warn(path, line, f"{record_type} record only partly mapped: {why}", record_type)
     return self.unmapped(record_type, record, path, line, why=f'partly mapped: {why}')
-ConversionReport.partial = _partial
 
 # %% ../../nbs/20a_recorder_report.ipynb #9b959d8a
-def _warning_lines(self)->list[str]:
+@patch
+def warning_lines(self:ConversionReport)->list[str]:
     "The warnings as located one-line messages (`path:line: reason`)"
     return [str(RecorderError(w['reason'], w['path'], w['line'])) for w in self.warnings]
-ConversionReport.warning_lines = _warning_lines
