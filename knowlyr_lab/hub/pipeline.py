@@ -14,74 +14,24 @@ import os
 import shutil
 import tempfile
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
 from fastcore.basics import patch
 
 from ..agents import agent_from_spec
-from ..core import KnowlyrError
 from .export import DatasetExporter, ExportFilter
+from .pipeline_config import PipelineConfig, PipelineError
 from .store import TrajectoryStore
 from ..registry import make
 from ..rollout.collect import worker_agent
 from ..rollout.engine import episode_seed, run_episode
-from ..rollout.spec import RolloutSpec
 from ..trajectory import Trajectory
 from ..trajectory_io import read_trajectories, write_trajectories
 
 # %% auto #0
-__all__ = ['TMP_PREFIX', 'PipelineConfig', 'PipelineError', 'Pipeline']
-
-# %% ../../nbs/44_hub_pipeline.ipynb #f060ca00
-@dataclass
-class PipelineConfig:
-    "What a pipeline run does"
-    output_dir: str                              # where everything goes
-    env_id: str = 'knowlyr/sandbox'              # env for `run()` (the coding suite by default)
-    env_kwargs: dict = field(default_factory=dict) # keyword arguments for `make(env_id)`
-    agent: str = 'expert'                        # agent spec (`agent_from_spec`), unless `run(agent=...)` is given
-    agent_base_url: str|None = None              # endpoint for LLM agent specs
-    tasks: list|None = None                      # task ids to run (default: the env's `list_tasks()`)
-    max_tasks: int|None = None                   # use only the first N tasks
-    samples_per_task: int = 1                    # rollouts per task (> 1 for DPO/GRPO groups)
-    max_episode_steps: int|None = None           # step budget per episode (None: the env's own); the `rollout` spec holds it
-    seed: int = 0                                # run seed; unit i's episode seed is `episode_seed(seed, i)`
-    reward: bool = True                          # score trajectories with the reward engine (rules layer)
-    reward_domain: str|None = None               # domain profile for the engine (default: each task's domain)
-    log_format: str|None = None                  # recorder format for run_from_log/run_batch (None: detect)
-    export_formats: list = field(default_factory=lambda: ['sft', 'dpo']) # dataset formats to export (`hub.export.FORMATS`)
-    min_reward: float|None = None                # export filter: keep trajectory_score >= this
-    success_only: bool = False                   # export filter: keep verified successes only
-    test_fraction: float = 0.0                   # held-out share of tasks (by content fingerprint: `tasks.split_of`)
-    min_margin: float|None = None                # DPO pair margin (None: `build_preferences`' default)
-    def __post_init__(self):
-        "Reject out-of-range values and unknown formats on construction"
-        from knowlyr_lab.hub.export import FORMATS
-        bad = []
-        if not self.output_dir: bad.append("output_dir must not be empty")
-        for k in ('max_tasks', 'max_episode_steps'):
-            v = getattr(self, k)
-            if v is not None and v < 1: bad.append(f"{k} must be >= 1 or None, got {v}")
-        if self.samples_per_task < 1: bad.append(f"samples_per_task must be >= 1, got {self.samples_per_task}")
-        if not 0 <= self.test_fraction <= 1: bad.append(f"test_fraction must be in [0, 1], got {self.test_fraction}")
-        if self.min_margin is not None and self.min_margin < 0: bad.append(f"min_margin must be >= 0 or None, got {self.min_margin}")
-        unknown = [f for f in self.export_formats if f not in FORMATS]
-        if unknown: bad.append(f"export_formats {unknown} unknown; choose from {', '.join(FORMATS)}")
-        if bad: raise PipelineError('PipelineConfig: ' + '; '.join(bad))
-    def save(self, path): Path(path).write_text(json.dumps(asdict(self), indent=2)); return path
-    @classmethod
-    def load(cls, path): return cls(**json.loads(Path(path).read_text()))
-
-class PipelineError(KnowlyrError, RuntimeError):
-    "A pipeline that cannot run (a config that changed under an existing output, a missing component)"
-
-# %% ../../nbs/44_hub_pipeline.ipynb #d0215183
-@patch(as_prop=True)
-def rollout(self:PipelineConfig)->RolloutSpec:
-    "The spec of the pipeline's episodes (the one wrapper stack of the rollout pages), built from the config"
-    return RolloutSpec(max_episode_steps=self.max_episode_steps)
+__all__ = ['TMP_PREFIX', 'Pipeline']
 
 # %% ../../nbs/44_hub_pipeline.ipynb #8b7ef279
 TMP_PREFIX = '.tmp-'
@@ -90,18 +40,22 @@ def _tmp_path(path:Path)->Path:
     "Where `path` is written before it is renamed into place (same suffix, so writers pick the same format)"
     return path.with_name(f"{TMP_PREFIX}{os.getpid()}-{path.name}")
 
+# %% ../../nbs/44_hub_pipeline.ipynb #77e2e1a7
 def _atomic_write(path:Path, write:Callable):
+    "Call `write` on the temporary path of `path` and return that path"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_path(path)
     write(tmp)
     if not tmp.exists(): raise PipelineError(f"internal error: writing {path.name} produced no file")
     return tmp
 
+# %% ../../nbs/44_hub_pipeline.ipynb #fedb21be
 def _stale_temps(root:Path)->list[Path]:
     "Temporary files and directories left by killed runs under `root` (the store keeps its own)"
     if not root.exists(): return []
     return sorted(p for p in root.rglob(f"{TMP_PREFIX}*") if 'store' not in p.relative_to(root).parts[:1])
 
+# %% ../../nbs/44_hub_pipeline.ipynb #852a8bbe
 class Pipeline:
     "Resumable tasks/logs -> trajectories -> rewards -> store -> datasets"
     def __init__(self, config:PipelineConfig|dict, hook:Callable|None=None):
@@ -109,42 +63,59 @@ class Pipeline:
         self.out = Path(self.config.output_dir)
         self.work = self.out / 'work'
         self.hook = hook or (lambda *a: None)
-    @contextmanager
-    def _exclusive(self):
-        "Hold `<output_dir>/.lock` for a run (a second concurrent run fails), and remove killed runs' temp files"
-        self.out.mkdir(parents=True, exist_ok=True)
-        with open(self.out / '.lock', 'a') as f:
-            try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError: raise PipelineError(f"another pipeline run is using {self.out}") from None
-            try:
-                for p in _stale_temps(self.out): shutil.rmtree(p) if p.is_dir() else p.unlink()
-                yield
-            finally: fcntl.flock(f, fcntl.LOCK_UN)
-    def _commit(self, path:Path, write:Callable, stage:str, unit:str):
-        tmp = _atomic_write(path, write)
-        self.hook('commit', stage, unit)
-        os.replace(tmp, path)
-        self.hook('committed', stage, unit)
-    def _commit_json(self, path, obj, stage, unit):
-        self._commit(path, lambda p: p.write_text(json.dumps(obj, ensure_ascii=False)), stage, unit)
-    def _check_config(self, kind:str):
-        "A rerun must use the same config as the run it resumes"
-        self.out.mkdir(parents=True, exist_ok=True)
-        cfg, p = {**asdict(self.config), 'kind': kind}, self.out / 'pipeline.json'
-        if p.exists():
-            old = json.loads(p.read_text())
-            if old != cfg:
-                diff = sorted(k for k in set(old) | set(cfg) if old.get(k) != cfg.get(k))
-                raise PipelineError(f"{self.out} holds a run with a different config (fields {diff}); use a new output_dir or delete it")
-        else: self._commit_json(p, cfg, 'config', 'pipeline.json')
     def __repr__(self): return f"<Pipeline {self.out}>"
+
+# %% ../../nbs/44_hub_pipeline.ipynb #8077fe38
+@patch
+@contextmanager
+def _exclusive(self:Pipeline):
+    "Hold `<output_dir>/.lock` for a run (a second concurrent run fails), and remove killed runs' temp files"
+    self.out.mkdir(parents=True, exist_ok=True)
+    with open(self.out / '.lock', 'a') as f:
+        try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError: raise PipelineError(f"another pipeline run is using {self.out}") from None
+        try:
+            for p in _stale_temps(self.out): shutil.rmtree(p) if p.is_dir() else p.unlink()
+            yield
+        finally: fcntl.flock(f, fcntl.LOCK_UN)
+
+# %% ../../nbs/44_hub_pipeline.ipynb #f76ca34c
+@patch
+def _commit(self:Pipeline, path:Path, write:Callable, stage:str, unit:str):
+    "Write `path` through `write(tmp)` and rename it into place, calling the hook before and after"
+    tmp = _atomic_write(path, write)
+    self.hook('commit', stage, unit)
+    os.replace(tmp, path)
+    self.hook('committed', stage, unit)
+
+# %% ../../nbs/44_hub_pipeline.ipynb #8c4cb59f
+@patch
+def _commit_json(self:Pipeline, path, obj, stage, unit):
+    "Commit `obj` as the JSON file `path`"
+    self._commit(path, lambda p: p.write_text(json.dumps(obj, ensure_ascii=False)), stage, unit)
+
+# %% ../../nbs/44_hub_pipeline.ipynb #9f48146f
+@patch
+def _check_config(self:Pipeline, kind:str):
+    "A rerun must use the same config as the run it resumes"
+    self.out.mkdir(parents=True, exist_ok=True)
+    cfg, p = {**asdict(self.config), 'kind': kind}, self.out / 'pipeline.json'
+    if not p.exists(): self._commit_json(p, cfg, 'config', 'pipeline.json'); return
+    old = json.loads(p.read_text())
+    if old != cfg:
+        diff = sorted(k for k in set(old) | set(cfg) if old.get(k) != cfg.get(k))
+        raise PipelineError(f"{self.out} holds a run with a different config (fields {diff}); "
+                            "use a new output_dir or delete it")
 
 # %% ../../nbs/44_hub_pipeline.ipynb #96d11c16
 @patch
 def _engine(self:Pipeline, domain:str):
+    "The reward engine of `domain` (or of `reward_domain`), built once"
     try:
         from knowlyr_lab.reward.engine import RewardEngine
-    except ImportError as e: raise PipelineError(f"the reward stage needs knowlyr_lab.reward.engine ({e}); set reward=False to skip it") from e
+    except ImportError as e:
+        raise PipelineError(f"the reward stage needs knowlyr_lab.reward.engine ({e}); "
+                            "set reward=False to skip it") from e
     self._engines = getattr(self, '_engines', {})
     d = self.config.reward_domain or domain or 'generic'
     if d not in self._engines: self._engines[d] = RewardEngine(d)
@@ -161,7 +132,8 @@ def _reward_unit(self:Pipeline, key:str, trajs:list[Trajectory]):
         if self.config.reward and t.steps:
             from knowlyr_lab.reward.engine import score_trajectory
             env_ret = t.reward
-            t = score_trajectory(t, self._engine(t.task.domain))   # step rewards from the PRM; reward = trajectory_score over them
+            # step rewards from the PRM; reward = trajectory_score over them
+            t = score_trajectory(t, self._engine(t.task.domain))
             t.metadata = {**t.metadata, 'env_return': env_ret}
         out.append(t.model_dump(mode='json'))
     self._commit_json(p, out, 'reward', key)
@@ -186,32 +158,48 @@ def _merge(self:Pipeline, keys:list[str])->dict:
 
 # %% ../../nbs/44_hub_pipeline.ipynb #5a419c47
 @patch
-def _store_and_export(self:Pipeline)->dict:
-    traj_file = self.out / 'trajectories.jsonl'
+def _store(self:Pipeline)->dict:
+    "Put the merged trajectories into the store, once (`work/store.done` holds the counts)"
     if not (self.work / 'store.done').exists():
-        with TrajectoryStore(self.out / 'store') as st: r = st.put_many(read_trajectories(traj_file))
+        with TrajectoryStore(self.out / 'store') as st:
+            r = st.put_many(read_trajectories(self.out / 'trajectories.jsonl'))
         self._commit_json(self.work / 'store.done', r, 'store', 'store.done')
+
+# %% ../../nbs/44_hub_pipeline.ipynb #e1544430
+@patch
+def _export_format(self:Pipeline, fmt:str, dst:Path, merged:dict):
+    "Export the merged trajectories in `fmt` and commit the directory as `dst`"
+    tmp, c = _tmp_path(dst), self.config
+    tmp.mkdir(parents=True)
+    ex = DatasetExporter(self.out / 'trajectories.jsonl', test_fraction=c.test_fraction,
+                         filter=ExportFilter(min_reward=c.min_reward, success_only=c.success_only))
+    kw = {'min_margin': c.min_margin} if fmt in ('dpo', 'dpo-seed') and c.min_margin is not None else {}
+    res = ex.export(fmt, tmp, **kw)
+    if res.total == 0 and 'single trajectory' in res.note and merged.get('duplicates'):
+        res.note += f" ({merged['duplicates']} rollouts were identical to another of the same content and were merged)"
+    paths = {k: str(dst / Path(v).relative_to(tmp)) for k, v in res.paths.items()}
+    info = {**res.to_dict(), 'output_dir': str(dst), 'paths': paths}
+    (tmp / 'export.json').write_text(json.dumps(info, indent=1, sort_keys=True))
+    self.hook('commit', 'export', fmt)
+    os.replace(tmp, dst)
+    self.hook('committed', 'export', fmt)
+
+# %% ../../nbs/44_hub_pipeline.ipynb #021a21fc
+@patch
+def _store_and_export(self:Pipeline)->dict:
+    "Store the merged trajectories, then export each format not yet exported; each format's `export.json`"
+    self._store()
     results, merged = {}, json.loads((self.work / 'merge.done').read_text())
     for fmt in self.config.export_formats:
         dst = self.out / 'exports' / fmt
-        if not dst.exists():
-            tmp = _tmp_path(dst); tmp.mkdir(parents=True)
-            c = self.config
-            ex = DatasetExporter(traj_file, filter=ExportFilter(min_reward=c.min_reward, success_only=c.success_only), test_fraction=c.test_fraction)
-            kw = {'min_margin': c.min_margin} if fmt in ('dpo', 'dpo-seed') and c.min_margin is not None else {}
-            res = ex.export(fmt, tmp, **kw)
-            if res.total == 0 and 'single trajectory' in res.note and merged.get('duplicates'):
-                res.note += f" ({merged['duplicates']} rollouts were identical to another of the same content and were merged)"
-            (tmp / 'export.json').write_text(json.dumps({**res.to_dict(), 'output_dir': str(dst), 'paths': {k: str(dst / Path(v).relative_to(tmp)) for k, v in res.paths.items()}}, indent=1, sort_keys=True))
-            self.hook('commit', 'export', fmt)
-            os.replace(tmp, dst)
-            self.hook('committed', 'export', fmt)
+        if not dst.exists(): self._export_format(fmt, dst, merged)
         results[fmt] = json.loads((dst / 'export.json').read_text())
     return results
 
 # %% ../../nbs/44_hub_pipeline.ipynb #b898be01
 @patch
 def _tasks(self:Pipeline, env)->list:
+    "The task ids to run: the config's, else the env's, cut to `max_tasks`"
     c = self.config
     tasks = list(c.tasks) if c.tasks else [t['id'] for t in env.list_tasks()]
     if not tasks: raise PipelineError(f"env {c.env_id!r} lists no tasks; give `tasks` in the config")
@@ -224,9 +212,20 @@ def run(self:Pipeline, agent=None, # an agent or agent factory (default: `config
     "Roll out, score, store and export; resumes where a previous run stopped"
     with self._exclusive(): return self._run(agent, progress)
 
+# %% ../../nbs/44_hub_pipeline.ipynb #64edae83
+@patch
+def _rollout_unit(self:Pipeline, env, ag, i:int, key:str, tid:str):
+    "Roll out unit `i` (task `tid`) with its own seed unless it is committed, then score it"
+    c, rp = self.config, self.work / 'rollout' / f"{key}.json"
+    if not rp.exists():
+        t = run_episode(env, ag, tid, episode_seed(c.seed, i), i, c.rollout)
+        self._commit_json(rp, t.model_dump(mode='json'), 'rollout', key)
+    self._reward_unit(key, [Trajectory.model_validate_json(rp.read_text())])
+
 # %% ../../nbs/44_hub_pipeline.ipynb #5ba5cc9f
 @patch
 def _run(self:Pipeline, agent, progress):
+    "`run` inside the lock: every unit, then merge, store and export"
     c = self.config
     env = make(c.env_id, **c.env_kwargs)      # settings that cannot work fail here, before the config is saved
     try:
@@ -238,29 +237,32 @@ def _run(self:Pipeline, agent, progress):
         if progress:
             from tqdm.auto import tqdm
             it = tqdm(units, desc='pipeline', unit='ep')
-        for i, (key, tid) in enumerate(it):
-            rp = self.work / 'rollout' / f"{key}.json"
-            if not rp.exists():
-                t = run_episode(env, ag, tid, episode_seed(c.seed, i), i, c.rollout)
-                self._commit_json(rp, t.model_dump(mode='json'), 'rollout', key)
-            self._reward_unit(key, [Trajectory.model_validate_json(rp.read_text())])
+        for i, (key, tid) in enumerate(it): self._rollout_unit(env, ag, i, key, tid)
     finally: env.close()
     merged = self._merge([k for k, _ in units])
     return {'units': len(units), **merged, 'exports': self._store_and_export()}
 
 # %% ../../nbs/44_hub_pipeline.ipynb #70558066
+def _committed(d:Path)->int:
+    "Committed units in stage directory `d` (temporary files are never counted)"
+    return sum(1 for p in d.iterdir() if not p.name.startswith('.')) if d.exists() else 0
+
+# %% ../../nbs/44_hub_pipeline.ipynb #f71c40cc
+def _json_or_none(p:Path):
+    "The JSON in file `p`, or None when there is no such file"
+    return json.loads(p.read_text()) if p.exists() else None
+
+# %% ../../nbs/44_hub_pipeline.ipynb #de814de5
 @patch
 def status(self:Pipeline)->dict:
-    "What is done: committed units per stage, merge/store markers, exports, whether a run is live (temporary files are never counted as units)"
-    def n(d):
-        d = self.work / d
-        return sum(1 for p in d.iterdir() if not p.name.startswith('.')) if d.exists() else 0
-    cfg = json.loads((self.out / 'pipeline.json').read_text()) if (self.out / 'pipeline.json').exists() else None
-    running = self._running()
-    return {'output_dir': str(self.out), 'kind': cfg and cfg.get('kind'), 'running': running, 'rollout_units': n('rollout'), 'convert_units': n('convert'),
-            'reward_units': n('reward'), 'merged': (self.work / 'merge.done').exists(), 'stored': (self.work / 'store.done').exists(),
-            'exports': sorted(p.name for p in (self.out / 'exports').iterdir() if not p.name.startswith('.')) if (self.out / 'exports').exists() else [],
-            'merge': json.loads((self.work / 'merge.done').read_text()) if (self.work / 'merge.done').exists() else None,
+    "What is done: committed units per stage, merge/store markers, exports, whether a run is live"
+    cfg, running, ex = _json_or_none(self.out / 'pipeline.json'), self._running(), self.out / 'exports'
+    return {'output_dir': str(self.out), 'kind': cfg and cfg.get('kind'), 'running': running,
+            'rollout_units': _committed(self.work / 'rollout'), 'convert_units': _committed(self.work / 'convert'),
+            'reward_units': _committed(self.work / 'reward'), 'merged': (self.work / 'merge.done').exists(),
+            'stored': (self.work / 'store.done').exists(),
+            'exports': sorted(p.name for p in ex.iterdir() if not p.name.startswith('.')) if ex.exists() else [],
+            'merge': _json_or_none(self.work / 'merge.done'),
             'stale_temp_files': 0 if running else len(_stale_temps(self.out))}   # a live run's temp files are not stale
 
 # %% ../../nbs/44_hub_pipeline.ipynb #7a6751f3
@@ -276,12 +278,14 @@ def _running(self:Pipeline)->bool:
 
 # %% ../../nbs/44_hub_pipeline.ipynb #b2ee3036
 def _convert_fns():
+    "The recorder's `convert`, `iter_log_files` and `ConversionReport` (a `PipelineError` without the recorder)"
     try:
         from knowlyr_lab.recorder.convert import convert, iter_log_files
         from knowlyr_lab.recorder.report import ConversionReport
     except ImportError as e: raise PipelineError(f"log import needs knowlyr_lab.recorder.convert ({e})") from e
     return convert, iter_log_files, ConversionReport
 
+# %% ../../nbs/44_hub_pipeline.ipynb #5791e49b
 def _log_format_known(fmt:str):
     "Raise (with suggestions) when `fmt` names no registered log format"
     from knowlyr_lab.recorder.base import get_adapter
@@ -301,13 +305,15 @@ def _convert_file(convert, ConversionReport, f:str, fmt, q:Path)->list[Trajector
     try:
         for t in convert([f], format=fmt, report=rep): trajs.append(t)
     except Exception as e:        # whatever stops reading the file stops only this file
-        rep.bad_record(f, None, f"unreadable after {len(trajs)} trajectories: {type(e).__name__}: {e}", None, record_type='(file)')
+        why = f"unreadable after {len(trajs)} trajectories: {type(e).__name__}: {e}"
+        rep.bad_record(f, None, why, None, record_type='(file)')
     finally: rep.close()
     return trajs
 
+# %% ../../nbs/44_hub_pipeline.ipynb #d204e2c9
 @patch
-def _run_batch(self:Pipeline, log_dir, format):
-    convert, iter_log_files, ConversionReport = _convert_fns()
+def _log_files(self:Pipeline, log_dir, format, iter_log_files)->list[str]:
+    "The log files of `log_dir` (a path or a list of paths), resolved and sorted; a `PipelineError` when there are none"
     paths = list(log_dir) if isinstance(log_dir, (list, tuple)) else [log_dir]
     for p in paths:
         if not Path(p).exists(): raise PipelineError(f"log path {p} does not exist")
@@ -315,24 +321,36 @@ def _run_batch(self:Pipeline, log_dir, format):
     if fmt: _log_format_known(fmt)
     files = sorted(str(Path(p).resolve()) for p in iter_log_files(paths))
     if not files: raise PipelineError(f"no log files found in {', '.join(map(str, paths))}")
+    return files
+
+# %% ../../nbs/44_hub_pipeline.ipynb #10231fdb
+@patch
+def _convert_unit(self:Pipeline, f:str, fmt, convert, ConversionReport)->str:
+    "Convert log file `f` unless committed, score it; its unit key"
+    key = 'f-' + hashlib.sha256(f.encode()).hexdigest()[:16]
+    cp = self.work / 'convert' / f"{key}.jsonl"
+    if not cp.exists():
+        q = self.out / 'quarantine' / f"{key}.jsonl"
+        if q.exists(): q.unlink()
+        trajs = _convert_file(convert, ConversionReport, f, fmt, q)
+        self._commit(cp, lambda tmp, trajs=trajs: write_trajectories(trajs, tmp), 'convert', key)
+    self._reward_unit(key, list(read_trajectories(cp)))
+    return key
+
+# %% ../../nbs/44_hub_pipeline.ipynb #dab6eed4
+@patch
+def _run_batch(self:Pipeline, log_dir, format):
+    "`run_batch` inside the lock"
+    convert, iter_log_files, ConversionReport = _convert_fns()
+    files = self._log_files(log_dir, format, iter_log_files)
     self._check_config('logs')                 # saved only once the inputs are known to work
-    keys = []
-    for f in files:
-        key = 'f-' + hashlib.sha256(f.encode()).hexdigest()[:16]
-        keys.append(key)
-        cp = self.work / 'convert' / f"{key}.jsonl"
-        if not cp.exists():
-            q = self.out / 'quarantine' / f"{key}.jsonl"
-            if q.exists(): q.unlink()
-            trajs = _convert_file(convert, ConversionReport, f, fmt, q)
-            self._commit(cp, lambda tmp, trajs=trajs: write_trajectories(trajs, tmp), 'convert', key)
-        self._reward_unit(key, list(read_trajectories(cp)))
+    keys = [self._convert_unit(f, format or self.config.log_format, convert, ConversionReport) for f in files]
     merged = self._merge(keys)
     qd = self.out / 'quarantine'
     q = sum(1 for p in qd.glob('*.jsonl') for _ in open(p)) if qd.exists() else 0
     if merged['trajectories'] == 0:
-        raise PipelineError(f"no usable trajectories in {len(files)} log file{'s' * (len(files) != 1)}"
-                            + (f" ({q} records or files quarantined, with reasons, in {qd})" if q else " (the logs hold no episodes)"))
+        why = f" ({q} records or files quarantined, with reasons, in {qd})" if q else " (the logs hold no episodes)"
+        raise PipelineError(f"no usable trajectories in {len(files)} log file{'s' * (len(files) != 1)}" + why)
     return {'files': len(files), **merged, 'quarantined': q, 'exports': self._store_and_export()}
 
 # %% ../../nbs/44_hub_pipeline.ipynb #68f31914
