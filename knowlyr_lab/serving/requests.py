@@ -24,13 +24,17 @@ class RequestRefused(Exception):
 
 # %% ../../nbs/53a_serving_requests.ipynb #69645d0f
 def _int_field(req, k, lo, hi=None, default=None):
+    "Field `k` of `req`: an integer in [lo, hi] (no upper bound when `hi` is None), or `default` when absent"
     v = req.get(k, default)
     if v is None: return default
     if not isinstance(v, int) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
-        raise RequestRefused(400, f"'{k}' must be an integer {f'from {lo} to {hi}' if hi is not None else f'>= {lo}'}, got {json.dumps(v)[:40]}")
+        bound = f'from {lo} to {hi}' if hi is not None else f'>= {lo}'
+        raise RequestRefused(400, f"'{k}' must be an integer {bound}, got {json.dumps(v)[:40]}")
     return v
 
+# %% ../../nbs/53a_serving_requests.ipynb #28e915d0
 def _num_field(req, k, lo, hi, default):
+    "Field `k` of `req`: a number in [lo, hi] as a float, or `default` when absent"
     v = req.get(k, default)
     if v is None: return default
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
@@ -44,68 +48,100 @@ def _strings(v, where:str=''):
     "(path, string) of every string in a JSON value, keys included"
     if isinstance(v, str): yield where or 'the body', v
     elif isinstance(v, dict):
-        for k, x in v.items(): yield from _strings(k, f"a key of {where or 'the body'}"); yield from _strings(x, f"{where}.{k}" if where else str(k))
+        for k, x in v.items():
+            yield from _strings(k, f"a key of {where or 'the body'}"); yield from _strings(x, f"{where}.{k}" if where
+                else str(k))
     elif isinstance(v, list):
         for k, x in enumerate(v): yield from _strings(x, f"{where}[{k}]")
 
+# %% ../../nbs/53a_serving_requests.ipynb #fe930520
 def _check_unicode(req):
     "400 naming the first field whose string is not valid Unicode (a lone surrogate)"
     try: json.dumps(req, ensure_ascii=False).encode(); return
     except UnicodeEncodeError: pass
     for where, s in _strings(req):
         try: s.encode()
-        except UnicodeEncodeError as e: raise RequestRefused(400, f"{where} is not valid Unicode (a lone surrogate at character {e.start})", where) from None
+        except UnicodeEncodeError as e:
+            raise RequestRefused(400, f"{where} is not valid Unicode (a lone surrogate at character {e.start})",
+                                 where) from None
 
 # %% ../../nbs/53a_serving_requests.ipynb #d565f8e0
 def _id(v, where:str)->str:
-    if not isinstance(v, str) or len(v) > MAX_ID_CHARS: raise RequestRefused(400, f"{where} must be a string of at most {MAX_ID_CHARS} characters", where)
+    "An id field: a string of at most `MAX_ID_CHARS` characters"
+    if not isinstance(v, str) or len(v) > MAX_ID_CHARS:
+        raise RequestRefused(400, f"{where} must be a string of at most {MAX_ID_CHARS} characters", where)
     return v
 
+# %% ../../nbs/53a_serving_requests.ipynb #5851e725
 def _prompt_call(tc, where:str)->dict:
+    "The fields of a message's tool call a prompt is rendered from"
     f = tc.get('function') if isinstance(tc, dict) else None
-    if not isinstance(f, dict) or not isinstance(f.get('name'), str): raise RequestRefused(400, f"{where} must be an object with a 'function' naming the tool", where)
+    if not isinstance(f, dict) or not isinstance(f.get('name'), str):
+        raise RequestRefused(400, f"{where} must be an object with a 'function' naming the tool", where)
     return {**({'id': _id(tc['id'], f'{where}.id')} if tc.get('id') is not None else {}), 'type': 'function',
             'function': {'name': f['name'], **({'arguments': f['arguments']} if 'arguments' in f else {})}}
 
+# %% ../../nbs/53a_serving_requests.ipynb #8c7e7005
 def _prompt_message(m:dict, i:int)->dict:
-    "The fields of request message `i` a prompt is rendered from (role, content, tool calls, tool_call_id); the rest is dropped"
+    ("The fields of request message `i` a prompt is rendered from (role, content, tool calls, tool_call_id); the rest "
+     "is dropped")
     out = {k: m[k] for k in ('role', 'content') if k in m}
     if m.get('tool_calls') is not None:
-        if not isinstance(m['tool_calls'], list): raise RequestRefused(400, f"messages[{i}].tool_calls must be a list", f'messages[{i}].tool_calls')
+        if not isinstance(m['tool_calls'], list):
+            raise RequestRefused(400, f"messages[{i}].tool_calls must be a list", f'messages[{i}].tool_calls')
         out['tool_calls'] = [_prompt_call(tc, f'messages[{i}].tool_calls[{k}]') for k, tc in enumerate(m['tool_calls'])]
     if m.get('tool_call_id') is not None: out['tool_call_id'] = _id(m['tool_call_id'], f'messages[{i}].tool_call_id')
     return out
+
+# %% ../../nbs/53a_serving_requests.ipynb #4be1cecc
+def _check_messages(msgs)->list[dict]:
+    "The prompt fields of a request's `messages`, each checked (a content given as parts is joined into its text)"
+    if not isinstance(msgs, list) or not msgs:
+        raise RequestRefused(400, "'messages' must be a non-empty list of message objects")
+    if len(msgs) > MAX_MESSAGES:
+        raise RequestRefused(400, f"'messages' has {len(msgs)} messages; at most {MAX_MESSAGES}")
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or not isinstance(m.get('role'), str):
+            raise RequestRefused(400, f"messages[{i}] must be an object with a string 'role'")
+        c = m.get('content')
+        if c is not None and not isinstance(c, (str, list)):
+            raise RequestRefused(400, f"messages[{i}].content must be a string or a list of parts")
+        if isinstance(c, list):
+            m['content'] = ''.join(p.get('text', '') for p in c if isinstance(p, dict)
+                                   and isinstance(p.get('text'), str))
+    return [_prompt_message(m, i) for i, m in enumerate(msgs)]
+
+# %% ../../nbs/53a_serving_requests.ipynb #4fe0a0ac
+def _check_options(req:dict)->int|None:
+    "Check `tools`, the boolean flags, `top_logprobs` and `metadata`; the number of top log-probs asked for"
+    tools = req.get('tools')
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
+        raise RequestRefused(400, "'tools' must be a list of tool objects")
+    for k in ('stream', 'logprobs', 'return_token_ids'):
+        if not isinstance(req.get(k, False) if req.get(k) is not None else False, bool):
+            raise RequestRefused(400, f"'{k}' must be true or false")
+    top = _int_field(req, 'top_logprobs', 0, 20, None)
+    if top is not None and not req.get('logprobs'): raise RequestRefused(400, "'top_logprobs' needs 'logprobs': true")
+    meta = req.get('metadata')
+    if meta is not None and (not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values())):
+        raise RequestRefused(400, "'metadata' must be an object of string values")
+    return top
 
 # %% ../../nbs/53a_serving_requests.ipynb #2eac8cf3
 def check_request(req)->dict:
     "The validated fields of a chat-completions request (a `RequestRefused` 400 names the first bad field)"
     if not isinstance(req, dict): raise RequestRefused(400, "the body must be a JSON object")
     _check_unicode(req)
-    msgs = req.get('messages')
-    if not isinstance(msgs, list) or not msgs: raise RequestRefused(400, "'messages' must be a non-empty list of message objects")
-    if len(msgs) > MAX_MESSAGES: raise RequestRefused(400, f"'messages' has {len(msgs)} messages; at most {MAX_MESSAGES}")
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict) or not isinstance(m.get('role'), str): raise RequestRefused(400, f"messages[{i}] must be an object with a string 'role'")
-        c = m.get('content')
-        if c is not None and not isinstance(c, (str, list)): raise RequestRefused(400, f"messages[{i}].content must be a string or a list of parts")
-        if isinstance(c, list): m['content'] = ''.join(p.get('text', '') for p in c if isinstance(p, dict) and isinstance(p.get('text'), str))
-    msgs = [_prompt_message(m, i) for i, m in enumerate(msgs)]
-    tools = req.get('tools')
-    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
-        raise RequestRefused(400, "'tools' must be a list of tool objects")
-    for k in ('stream', 'logprobs', 'return_token_ids'):
-        if not isinstance(req.get(k, False) if req.get(k) is not None else False, bool): raise RequestRefused(400, f"'{k}' must be true or false")
-    top = _int_field(req, 'top_logprobs', 0, 20, None)
-    if top is not None and not req.get('logprobs'): raise RequestRefused(400, "'top_logprobs' needs 'logprobs': true")
-    meta = req.get('metadata')
-    if meta is not None and (not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values())):
-        raise RequestRefused(400, "'metadata' must be an object of string values")
+    msgs = _check_messages(req.get('messages'))
+    top = _check_options(req)
     mt = req.get('max_tokens', req.get('max_completion_tokens'))
-    return {'messages': msgs, 'tools': tools, 'n': _int_field(req, 'n', 1, MAX_CHOICES, 1),
+    so = req.get('stream_options')
+    return {'messages': msgs, 'tools': req.get('tools'), 'n': _int_field(req, 'n', 1, MAX_CHOICES, 1),
             'max_tokens': _int_field({'max_tokens': mt}, 'max_tokens', 1, None, 256),
             'temperature': _num_field(req, 'temperature', 0, 2, 0.0), 'top_p': _num_field(req, 'top_p', 0, 1, 1.0),
             'seed': _int_field(req, 'seed', -2**63, 2**63 - 1), 'stream': req.get('stream', False),
-            'include_usage': bool(req['stream_options'].get('include_usage')) if isinstance(req.get('stream_options'), dict) else False,
+            'include_usage': bool(so.get('include_usage')) if isinstance(so, dict) else False,
             'model': req['model'] if isinstance(req.get('model'), str) else None,
-            'logprobs': (top or 0) if req.get('logprobs') else None, 'return_token_ids': bool(req.get('return_token_ids')),
-            'metadata': meta or {}}
+            'logprobs': (top or 0) if req.get('logprobs') else None,
+            'return_token_ids': bool(req.get('return_token_ids')),
+            'metadata': req.get('metadata') or {}}
