@@ -66,10 +66,13 @@ def _clip(s, n): s = s or ''; return s if len(s) <= n else s[:n] + f"... [{len(s
 
 # %% ../../nbs/31_reward_judge.ipynb #44553a64
 def _fmt_step(s:Step, n:int)->str:
-    a = f"{s.action.tool}({json.dumps(s.action.params, ensure_ascii=False, sort_keys=True)})" if s.action else '(no action)'
+    a = (f"{s.action.tool}({json.dumps(s.action.params, ensure_ascii=False, sort_keys=True)})" if s.action
+         else '(no action)')
     o = s.observation
-    obs = _clip(o.content if o else '', n) + (' [error]' if o and o.is_error else '') + (f" [exit {o.exit_code}]" if o and o.exit_code not in (None, 0) else '')
-    return (f"Step {s.index}: " + (f"thought: {_clip(s.thought, n)}\n  " if s.thought else '') + f"action: {a}\n  observation: {obs}")
+    obs = (_clip(o.content if o else '', n) + (' [error]' if o and o.is_error else '')
+           + (f" [exit {o.exit_code}]" if o and o.exit_code not in (None, 0) else ''))
+    return (f"Step {s.index}: " + (f"thought: {_clip(s.thought, n)}\n  " if s.thought else '')
+            + f"action: {a}\n  observation: {obs}")
 
 # %% ../../nbs/31_reward_judge.ipynb #aeee057d
 SYSTEM_PROMPT = ("You are a strict reviewer of AI agent trajectories. You score ONE step of an agent on given rubrics, "
@@ -181,8 +184,10 @@ class NotAnAPIResponse(ValueError):
 def _retryable(e:Exception, sdk)->bool:
     "Is `e` (raised by the `sdk` module's client) worth another attempt: 429, 5xx, timeout, connection, non-JSON body"
     if isinstance(e, sdk.APIStatusError): return e.status_code == 429 or e.status_code >= 500
-    return isinstance(e, (sdk.APITimeoutError, sdk.APIConnectionError, json.JSONDecodeError, NotAnAPIResponse, ValueError))
+    return isinstance(e, (sdk.APITimeoutError, sdk.APIConnectionError, json.JSONDecodeError, NotAnAPIResponse,
+                          ValueError))
 
+# %% ../../nbs/31_reward_judge.ipynb #72bc01a0
 def _not_api(r, why:str)->NotAnAPIResponse:
     body = r if isinstance(r, str) else repr(r)
     return NotAnAPIResponse(f"HTTP 200 but {why}: {_clip(' '.join(body.split()), 80)!r}")
@@ -209,58 +214,76 @@ class LLMJudge:
     # its own stats, which do not flow back
     def __getstate__(self): return {k: v for k, v in self.__dict__.items() if k not in ('_lock', '_sdk')}
     def __setstate__(self, d): self.__dict__.update(d); self._lock = threading.Lock()
+    def __repr__(self):
+        return f"LLMJudge({self.config.provider}:{self.config.model}, rubrics={[r.id for r in self.rubrics]})"
 
-    def _client(self):
-        c = self.config
-        if c.provider == 'anthropic':
-            import anthropic
-            self._sdk = anthropic   # imported here, before any request: a first import inside the loop would stall it
-            return anthropic.AsyncAnthropic(api_key=c.api_key or os.environ.get('ANTHROPIC_API_KEY') or 'none', base_url=c.base_url, max_retries=0, timeout=c.timeout)
-        import openai
-        self._sdk = openai
-        return openai.AsyncOpenAI(api_key=c.api_key or os.environ.get('OPENAI_API_KEY') or 'none', base_url=c.base_url, max_retries=0, timeout=c.timeout)
+# %% ../../nbs/31_reward_judge.ipynb #20566ac6
+@patch
+def combine(self:LLMJudge, res:JudgeResult)->float|None:
+    "Weighted mean of the rubric scores (None for a failed step)"
+    if not res.ok: return None
+    w = {r.id: r.weight for r in self.rubrics}
+    return sum(w[k] * v for k, v in res.scores.items()) / sum(w[k] for k in res.scores)
 
-    def _account(self, **kw):
-        with self._lock:
-            for k, v in kw.items(): setattr(self.stats, k, getattr(self.stats, k) + v)
+# %% ../../nbs/31_reward_judge.ipynb #df9f9dc7
+@patch
+def _account(self:LLMJudge, **kw):
+    with self._lock:
+        for k, v in kw.items(): setattr(self.stats, k, getattr(self.stats, k) + v)
 
-    def combine(self, res:JudgeResult)->float|None:
-        "Weighted mean of the rubric scores (None for a failed step)"
-        if not res.ok: return None
-        w = {r.id: r.weight for r in self.rubrics}
-        return sum(w[k] * v for k, v in res.scores.items()) / sum(w[k] for k in res.scores)
-
-    def __repr__(self): return f"LLMJudge({self.config.provider}:{self.config.model}, rubrics={[r.id for r in self.rubrics]})"
+# %% ../../nbs/31_reward_judge.ipynb #8f2374e6
+@patch
+def _client(self:LLMJudge):
+    c = self.config
+    if c.provider == 'anthropic':
+        import anthropic
+        self._sdk = anthropic   # imported here, before any request: a first import inside the loop would stall it
+        return anthropic.AsyncAnthropic(api_key=c.api_key or os.environ.get('ANTHROPIC_API_KEY') or 'none',
+                                        base_url=c.base_url, max_retries=0, timeout=c.timeout)
+    import openai
+    self._sdk = openai
+    return openai.AsyncOpenAI(api_key=c.api_key or os.environ.get('OPENAI_API_KEY') or 'none', base_url=c.base_url,
+                              max_retries=0, timeout=c.timeout)
 
 # %% ../../nbs/31_reward_judge.ipynb #23eb93b0
 @patch
-async def _call(self:LLMJudge, client, prompt:str)->tuple[str, int, int]:
+async def _call_anthropic(self:LLMJudge, client, prompt:str)->tuple[str, int, int]:
     c = self.config
-    if c.provider == 'anthropic':
-        r = await client.messages.create(model=c.model, max_tokens=c.max_tokens, system=SYSTEM_PROMPT,   # anthropic 2.x takes no temperature
-                                         messages=[{'role': 'user', 'content': prompt}])
-        if isinstance(r, str): raise _not_api(r, 'the body is not JSON')   # the SDKs hand a non-JSON body back as text
-        try:
-            text = ''.join(getattr(b, 'text', '') or '' for b in r.content)
-            return text, int(r.usage.input_tokens), int(r.usage.output_tokens)
-        except (AttributeError, TypeError, ValueError) as e: raise _not_api(r, f'not a message ({e})') from None
-    r = await client.chat.completions.create(model=c.model, max_tokens=c.max_tokens, temperature=c.temperature,
-                                             messages=[{'role': 'system', 'content': SYSTEM_PROMPT}, {'role': 'user', 'content': prompt}])
+    # anthropic 2.x takes no temperature
+    r = await client.messages.create(model=c.model, max_tokens=c.max_tokens, system=SYSTEM_PROMPT,
+                                     messages=[{'role': 'user', 'content': prompt}])
+    if isinstance(r, str): raise _not_api(r, 'the body is not JSON')   # the SDKs hand a non-JSON body back as text
+    try:
+        text = ''.join(getattr(b, 'text', '') or '' for b in r.content)
+        return text, int(r.usage.input_tokens), int(r.usage.output_tokens)
+    except (AttributeError, TypeError, ValueError) as e: raise _not_api(r, f'not a message ({e})') from None
+
+# %% ../../nbs/31_reward_judge.ipynb #72d0f8dc
+@patch
+async def _call_openai(self:LLMJudge, client, prompt:str)->tuple[str, int, int]:
+    c = self.config
+    r = await client.chat.completions.create(
+        model=c.model, max_tokens=c.max_tokens, temperature=c.temperature,
+        messages=[{'role': 'system', 'content': SYSTEM_PROMPT}, {'role': 'user', 'content': prompt}])
     if isinstance(r, str): raise _not_api(r, 'the body is not JSON')
     try:
         u = r.usage
         return r.choices[0].message.content or '', int(u.prompt_tokens if u else 0), int(u.completion_tokens if u else 0)
-    except (AttributeError, TypeError, IndexError, ValueError) as e: raise _not_api(r, f'not a chat completion ({e})') from None
+    except (AttributeError, TypeError, IndexError, ValueError) as e:
+        raise _not_api(r, f'not a chat completion ({e})') from None
 
-# %% ../../nbs/31_reward_judge.ipynb #b363cfe0
+# %% ../../nbs/31_reward_judge.ipynb #37074eb3
 @patch
-async def _judge_one(self:LLMJudge, client, sem, prompt:str)->JudgeResult:
+async def _call(self:LLMJudge, client, prompt:str)->tuple[str, int, int]:
+    if self.config.provider == 'anthropic': return await self._call_anthropic(client, prompt)
+    return await self._call_openai(client, prompt)
+
+# %% ../../nbs/31_reward_judge.ipynb #8b40e352
+@patch
+async def _ask(self:LLMJudge, client, sem, prompt:str, res:JudgeResult)->str|None:
+    "Request and parse until `res` holds a judgment or the error is final; the last error, or None"
     c = self.config
-    key = JudgeCache.key(c, prompt) if self.cache is not None else None
-    if self.cache is not None and (hit := self.cache.get(key)):
-        self._account(steps=1, judged=1, cache_hits=1)
-        return JudgeResult(hit['scores'], hit['reason'], cached=True)
-    res, last_err, parse_left = JudgeResult(), None, c.parse_retries
+    last_err, parse_left = None, c.parse_retries
     async with sem:
         attempt = 0
         while True:
@@ -284,7 +307,18 @@ async def _judge_one(self:LLMJudge, client, sem, prompt:str)->JudgeResult:
                 last_err = f"invalid judgment: {e}"
                 if parse_left <= 0: break
                 parse_left -= 1; self._account(retries=1)
-    res.error = last_err
+    return last_err
+
+# %% ../../nbs/31_reward_judge.ipynb #b363cfe0
+@patch
+async def _judge_one(self:LLMJudge, client, sem, prompt:str)->JudgeResult:
+    c = self.config
+    key = JudgeCache.key(c, prompt) if self.cache is not None else None
+    if self.cache is not None and (hit := self.cache.get(key)):
+        self._account(steps=1, judged=1, cache_hits=1)
+        return JudgeResult(hit['scores'], hit['reason'], cached=True)
+    res = JudgeResult()
+    res.error = await self._ask(client, sem, prompt, res)
     self._account(steps=1, judged=int(res.ok), failed=int(not res.ok))
     if res.ok and self.cache is not None: self.cache.put(key, {'scores': res.scores, 'reason': res.reason, 'model': c.model})
     return res
@@ -311,7 +345,8 @@ def judge_prompts(self:LLMJudge, prompts:list[str])->list[JudgeResult]:
 @patch
 def prompts_for(self:LLMJudge, traj:Trajectory)->list[str]:
     "One prompt per step of `traj`"
-    return [build_prompt(traj.task, traj.steps[:i], s, self.rubrics, self.config.context_steps) for i, s in enumerate(traj.steps)]
+    return [build_prompt(traj.task, traj.steps[:i], s, self.rubrics, self.config.context_steps)
+            for i, s in enumerate(traj.steps)]
 
 # %% ../../nbs/31_reward_judge.ipynb #7428f878
 @patch
