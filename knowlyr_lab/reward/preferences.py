@@ -14,6 +14,7 @@ from typing import Iterable
 
 import numpy as np
 import pandas as pd
+from fastcore.basics import patch
 
 from ..chat import to_messages
 from ..trajectory import Outcome, Trajectory, trajectory_score
@@ -31,43 +32,58 @@ class PreferencePair:
     margin: float
     level: str = 'trajectory'      # 'trajectory' or 'step'
     step: int|None = None          # divergence step for step-level pairs
-    def to_record(self)->dict:
-        "A JSON record for the hub's DPO export"
-        prefix = self.chosen.model_copy(update={'steps': self.chosen.steps[:self.step or 0]})
-        return {'task_id': self.task_id, 'level': self.level, 'step': self.step, 'margin': self.margin,
-                'prompt': to_messages(prefix), 'chosen_id': self.chosen.id, 'rejected_id': self.rejected.id,
-                'chosen': self.chosen.model_dump(mode='json'), 'rejected': self.rejected.model_dump(mode='json')}
+
+# %% ../../nbs/35_reward_preferences.ipynb #8c7a357b
+@patch
+def to_record(self:PreferencePair)->dict:
+    "A JSON record for the hub's DPO export"
+    prefix = self.chosen.model_copy(update={'steps': self.chosen.steps[:self.step or 0]})
+    return {'task_id': self.task_id, 'level': self.level, 'step': self.step, 'margin': self.margin,
+            'prompt': to_messages(prefix), 'chosen_id': self.chosen.id, 'rejected_id': self.rejected.id,
+            'chosen': self.chosen.model_dump(mode='json'), 'rejected': self.rejected.model_dump(mode='json')}
 
 # %% ../../nbs/35_reward_preferences.ipynb #4c82c112
 @dataclass
 class PreferenceReport:
     "Pairs built, and what was left out and why"
     pairs: list[PreferencePair]
-    counts: dict = field(default_factory=dict)   # invalid (left out), tasks, one_trajectory, ties (ties_both_success), unscored, over_cap, not_diverging
+    # invalid (left out), tasks, one_trajectory, ties (ties_both_success), unscored, over_cap, not_diverging
+    counts: dict = field(default_factory=dict)
     min_margin: float = 0.0                      # the margin below which pairs were ties
     def __len__(self): return len(self.pairs)
     def __iter__(self): return iter(self.pairs)
-    def to_frame(self):
-        return pd.DataFrame([{'task_id': p.task_id, 'level': p.level, 'step': p.step, 'margin': p.margin,
-                              'chosen': p.chosen.id, 'rejected': p.rejected.id} for p in self.pairs])
-    def explain(self)->str:
-        "Why there are no pairs, in one line ('' when there are pairs)"
-        if self.pairs: return ''
-        c, n = self.counts, self.counts.get('tasks', 0)
-        bad = f"; {c['invalid']} invalid (infrastructure failures) left out" if c.get('invalid') else ''
-        if n == 0: return "0 pairs: no trajectory to rank" + (f" ({c['unscored']} have neither a verified outcome nor step rewards)" if c.get('unscored') else '') + bad
-        if c.get('one_trajectory', 0) == n: return f"0 pairs from {n} tasks: every task has a single trajectory (nothing to compare)" + bad
-        why = []
-        if c.get('one_trajectory'): why.append(f"{c['one_trajectory']} of {n} tasks have a single trajectory")
-        if c.get('ties'):
-            s, ties = c.get('ties_both_success', 0), c['ties']
-            kind = 'all successes' if s == ties else 'all failures' if s == 0 else f"{s} between successes, {ties - s} between failures"
-            why.append(f"{'every' if not c.get('one_trajectory') else 'every other'} task's samples tie (score difference < min_margin {self.min_margin:g}): {kind}")
-        if c.get('not_diverging'): why.append(f"{c['not_diverging']} pairs never leave a shared state by different actions (no step pair)")
-        if c.get('unscored'): why.append(f"{c['unscored']} comparisons lack rewards")
-        if c.get('invalid'): why.append(f"{c['invalid']} invalid (infrastructure failures) left out")
-        return f"0 pairs from {n} tasks: " + '; '.join(why or ['nothing qualified'])
     def __repr__(self): return f"PreferenceReport({len(self.pairs)} pairs, {self.counts})"
+
+# %% ../../nbs/35_reward_preferences.ipynb #523185ff
+@patch
+def to_frame(self:PreferenceReport):
+    return pd.DataFrame([{'task_id': p.task_id, 'level': p.level, 'step': p.step, 'margin': p.margin,
+                          'chosen': p.chosen.id, 'rejected': p.rejected.id} for p in self.pairs])
+
+# %% ../../nbs/35_reward_preferences.ipynb #92376c27
+@patch
+def explain(self:PreferenceReport)->str:
+    "Why there are no pairs, in one line ('' when there are pairs)"
+    if self.pairs: return ''
+    c, n = self.counts, self.counts.get('tasks', 0)
+    bad = f"; {c['invalid']} invalid (infrastructure failures) left out" if c.get('invalid') else ''
+    if n == 0: return "0 pairs: no trajectory to rank" + (
+        f" ({c['unscored']} have neither a verified outcome nor step rewards)" if c.get('unscored') else '') + bad
+    if c.get('one_trajectory', 0) == n:
+        return f"0 pairs from {n} tasks: every task has a single trajectory (nothing to compare)" + bad
+    why = []
+    if c.get('one_trajectory'): why.append(f"{c['one_trajectory']} of {n} tasks have a single trajectory")
+    if c.get('ties'):
+        s, ties = c.get('ties_both_success', 0), c['ties']
+        kind = ('all successes' if s == ties else 'all failures' if s == 0
+                else f"{s} between successes, {ties - s} between failures")
+        why.append(f"{'every' if not c.get('one_trajectory') else 'every other'} task's samples tie "
+                   f"(score difference < min_margin {self.min_margin:g}): {kind}")
+    if c.get('not_diverging'):
+        why.append(f"{c['not_diverging']} pairs never leave a shared state by different actions (no step pair)")
+    if c.get('unscored'): why.append(f"{c['unscored']} comparisons lack rewards")
+    if c.get('invalid'): why.append(f"{c['invalid']} invalid (infrastructure failures) left out")
+    return f"0 pairs from {n} tasks: " + '; '.join(why or ['nothing qualified'])
 
 # %% ../../nbs/35_reward_preferences.ipynb #83fde239
 def _scored(t:Trajectory)->bool: return t.outcome.success is not None or any(s.reward is not None for s in t.steps)
@@ -77,20 +93,25 @@ def _value(t:Trajectory)->float|None:
     "The trajectory's value for ranking: `trajectory_score`, or None when there is nothing to rank it by"
     return trajectory_score(t) if _scored(t) else None
 
+# %% ../../nbs/35_reward_preferences.ipynb #9a9e89da
 def _step_key(s)->str:
-    return json.dumps([s.action.model_dump(exclude={'call_id'}) if s.action else None, s.observation.content if s.observation else None], sort_keys=True, default=str)
+    return json.dumps([s.action.model_dump(exclude={'call_id'}) if s.action else None,
+                       s.observation.content if s.observation else None], sort_keys=True, default=str)
 
 # %% ../../nbs/35_reward_preferences.ipynb #4a3e9aa6
 def divergence(a:Trajectory, b:Trajectory)->int|None:
     "First step where `a` and `b`, after identical steps (actions and observations), take different actions"
     for k, (x, y) in enumerate(zip(a.steps, b.steps)):
-        ax, ay = (x.action.model_dump(exclude={'call_id'}) if x.action else None), (y.action.model_dump(exclude={'call_id'}) if y.action else None)
+        ax = x.action.model_dump(exclude={'call_id'}) if x.action else None
+        ay = y.action.model_dump(exclude={'call_id'}) if y.action else None
         if ax != ay: return k
         if _step_key(x) != _step_key(y): return None     # same action, different result: not one state any more
     return None
 
+# %% ../../nbs/35_reward_preferences.ipynb #8a1a8bac
 def _truncate(t:Trajectory, k:int)->Trajectory:
-    return t.model_copy(update={'steps': t.steps[:k + 1], 'outcome': Outcome(), 'reward': None, 'id': t.id + f"@{k}"}, deep=True)
+    return t.model_copy(update={'steps': t.steps[:k + 1], 'outcome': Outcome(), 'reward': None,
+                                'id': t.id + f"@{k}"}, deep=True)
 
 # %% ../../nbs/35_reward_preferences.ipynb #16792d86
 def _select(cands, max_pairs, max_uses, counts):
@@ -103,81 +124,110 @@ def _select(cands, max_pairs, max_uses, counts):
         uses[a.id] += 1; uses[b.id] += 1; out.append(c)
     return out
 
+# %% ../../nbs/35_reward_preferences.ipynb #28397dad
+def _trajectory_pairs(tid, g, min_margin, max_pairs, max_uses, counts)->list[PreferencePair]:
+    vals, cands = {id(t): _value(t) for t in g}, []
+    for i in range(len(g)):
+        for j in range(i + 1, len(g)):
+            a, b = sorted((g[i], g[j]), key=lambda t: -vals[id(t)])
+            m = vals[id(a)] - vals[id(b)]
+            if m < min_margin:
+                counts['ties'] += 1; counts['ties_both_success'] += bool(a.outcome.success and b.outcome.success)
+                continue
+            cands.append((m, a, b))
+    return [PreferencePair(tid, a, b, m) for m, a, b in _select(cands, max_pairs, max_uses, counts)]
+
+# %% ../../nbs/35_reward_preferences.ipynb #5a709693
+def _step_pairs(tid, g, min_margin, max_pairs, max_uses, step_value, counts)->list[PreferencePair]:
+    cands = []
+    for i in range(len(g)):
+        for j in range(i + 1, len(g)):
+            k = divergence(g[i], g[j])
+            if k is None: counts['not_diverging'] += 1; continue
+            def v(t, k=k):
+                rs = [s.reward for s in (t.steps[k:k + 1] if step_value == 'reward' else t.steps[k:])
+                      if s.reward is not None]
+                return float(np.mean(rs)) if rs else None
+            va, vb = v(g[i]), v(g[j])
+            if va is None or vb is None: counts['unscored'] += 1; continue
+            a, b, m = (g[i], g[j], va - vb) if va >= vb else (g[j], g[i], vb - va)
+            if m < min_margin: counts['ties'] += 1; continue
+            cands.append((m, a, b, k))
+    return [PreferencePair(tid, _truncate(a, c[3]), _truncate(b, c[3]), m, 'step', c[3])
+            for c in _select(cands, max_pairs, max_uses, counts) for m, a, b in [c[:3]]]
+
+# %% ../../nbs/35_reward_preferences.ipynb #52778e0d
+def _by_task(trajs, counts)->dict:
+    groups = defaultdict(list)
+    for t in trajs:
+        if not t.valid: counts['invalid'] += 1          # an infrastructure failure: no evidence about the policy
+        elif _scored(t): groups[t.task.id].append(t)
+        else: counts['unscored'] += 1
+    return groups
+
 # %% ../../nbs/35_reward_preferences.ipynb #3db95506
 def build_preferences(trajs:Iterable[Trajectory],  # trajectories (several per task)
                       level:str='trajectory',      # 'trajectory', 'step' or 'both'
                       min_margin:float=0.05,       # smaller value differences are ties (dropped)
                       max_pairs_per_task:int=4,    # balance: at most this many pairs per task (per level)
                       max_uses:int=1,              # each trajectory in at most this many pairs (per level)
-                      step_value:str='reward',     # step pairs: 'reward' (step reward at k) or 'return' (mean reward from k)
+                      # step pairs: 'reward' (step reward at k) or 'return' (mean reward from k)
+                      step_value:str='reward',
                       engine=None,                 # a RewardEngine to score trajectories that have no step rewards
                      )->PreferenceReport:
     "Trajectory- and/or step-level preference pairs from trajectories grouped by task, ranked by `trajectory_score`"
-    if level not in ('trajectory', 'step', 'both'): raise ValueError(f"level must be 'trajectory', 'step' or 'both', not {level!r}")
-    if step_value not in ('reward', 'return'): raise ValueError(f"step_value must be 'reward' or 'return', not {step_value!r}")
+    if level not in ('trajectory', 'step', 'both'):
+        raise ValueError(f"level must be 'trajectory', 'step' or 'both', not {level!r}")
+    if step_value not in ('reward', 'return'):
+        raise ValueError(f"step_value must be 'reward' or 'return', not {step_value!r}")
     trajs = list(trajs)
     if engine is not None:
         from knowlyr_lab.reward.engine import score_trajectory
         trajs = [t if any(s.reward is not None for s in t.steps) else score_trajectory(t, engine) for t in trajs]
-    groups, pairs = defaultdict(list), []
-    counts = {'invalid': 0, 'tasks': 0, 'one_trajectory': 0, 'ties': 0, 'ties_both_success': 0, 'unscored': 0, 'over_cap': 0, 'not_diverging': 0}
-    for t in trajs:
-        if not t.valid: counts['invalid'] += 1          # an infrastructure failure: no evidence about the policy
-        elif _scored(t): groups[t.task.id].append(t)
-        else: counts['unscored'] += 1
+    pairs, counts = [], {'invalid': 0, 'tasks': 0, 'one_trajectory': 0, 'ties': 0, 'ties_both_success': 0,
+                         'unscored': 0, 'over_cap': 0, 'not_diverging': 0}
+    groups = _by_task(trajs, counts)
     for tid, g in groups.items():
         counts['tasks'] += 1; counts['one_trajectory'] += len(g) == 1
         if level in ('trajectory', 'both'):
-            vals, cands = {id(t): _value(t) for t in g}, []
-            for i in range(len(g)):
-                for j in range(i + 1, len(g)):
-                    a, b = sorted((g[i], g[j]), key=lambda t: -vals[id(t)])
-                    m = vals[id(a)] - vals[id(b)]
-                    if m < min_margin:
-                        counts['ties'] += 1; counts['ties_both_success'] += bool(a.outcome.success and b.outcome.success); continue
-                    cands.append((m, a, b))
-            pairs += [PreferencePair(tid, a, b, m) for m, a, b in _select(cands, max_pairs_per_task, max_uses, counts)]
+            pairs += _trajectory_pairs(tid, g, min_margin, max_pairs_per_task, max_uses, counts)
         if level in ('step', 'both'):
-            cands = []
-            for i in range(len(g)):
-                for j in range(i + 1, len(g)):
-                    k = divergence(g[i], g[j])
-                    if k is None: counts['not_diverging'] += 1; continue
-                    def v(t, k=k):
-                        rs = [s.reward for s in (t.steps[k:k + 1] if step_value == 'reward' else t.steps[k:]) if s.reward is not None]
-                        return float(np.mean(rs)) if rs else None
-                    va, vb = v(g[i]), v(g[j])
-                    if va is None or vb is None: counts['unscored'] += 1; continue
-                    a, b, m = (g[i], g[j], va - vb) if va >= vb else (g[j], g[i], vb - va)
-                    if m < min_margin: counts['ties'] += 1; continue
-                    cands.append((m, a, b, k))
-            pairs += [PreferencePair(tid, _truncate(a, c[3]), _truncate(b, c[3]), m, 'step', c[3])
-                      for c in _select(cands, max_pairs_per_task, max_uses, counts) for m, a, b in [c[:3]]]
+            pairs += _step_pairs(tid, g, min_margin, max_pairs_per_task, max_uses, step_value, counts)
     return PreferenceReport(pairs, counts, min_margin)
+
+# %% ../../nbs/35_reward_preferences.ipynb #541a139f
+def _interval(r:np.ndarray, ci:float, method:str, n_resamples:int, seed:int)->tuple:
+    from scipy import stats
+    lo = hi = np.nan
+    if len(r) >= 2 and r.std() > 0:
+        if method == 't': lo, hi = stats.t.interval(ci, len(r) - 1, loc=r.mean(), scale=stats.sem(r))
+        else:
+            b = stats.bootstrap((r,), np.mean, confidence_level=ci, n_resamples=n_resamples,
+                                rng=np.random.default_rng(seed))
+            lo, hi = b.confidence_interval
+    elif len(r) >= 1: lo = hi = float(r.mean())
+    return lo, hi
+
+# %% ../../nbs/35_reward_preferences.ipynb #10a9a434
+def _leaderboard_row(g, all_ts:list, by:str, ci:float, method:str, n_resamples:int, seed:int)->dict:
+    ts = [t for t in all_ts if t.valid]             # infrastructure failures: counted, not scored
+    r = np.array([v for v in map(_value, ts) if v is not None], float)
+    succ = [t.outcome.success for t in ts if t.outcome.success is not None]
+    lo, hi = _interval(r, ci, method, n_resamples, seed)
+    return {by: g, 'n': len(r), 'mean_score': float(r.mean()) if len(r) else np.nan, 'ci_low': float(lo),
+            'ci_high': float(hi), 'std': float(r.std(ddof=1)) if len(r) > 1 else np.nan,
+            'success_rate': float(np.mean(succ)) if succ else np.nan,
+            'unscored': len(ts) - len(r), 'invalid': len(all_ts) - len(ts)}
 
 # %% ../../nbs/35_reward_preferences.ipynb #f71bdfc6
 def reward_leaderboard(trajs:Iterable[Trajectory], by:str='agent', # 'agent' or 'model'
                        ci:float=0.95, method:str='t',             # 't' or 'bootstrap'
                        n_resamples:int=2000, seed:int=0)->pd.DataFrame:
     "Mean `trajectory_score` per agent/model with confidence intervals, counts and success rate"
-    from scipy import stats
     if by not in ('agent', 'model'): raise ValueError(f"by must be 'agent' or 'model', not {by!r}")
     if method not in ('t', 'bootstrap'): raise ValueError(f"method must be 't' or 'bootstrap', not {method!r}")
     groups = defaultdict(list)
     for t in trajs: groups[(t.agent.name if by == 'agent' else (t.agent.model or 'unknown'))].append(t)
-    rows = []
-    for g, all_ts in groups.items():
-        ts = [t for t in all_ts if t.valid]             # infrastructure failures: counted, not scored
-        r = np.array([v for v in map(_value, ts) if v is not None], float)
-        succ = [t.outcome.success for t in ts if t.outcome.success is not None]
-        lo = hi = np.nan
-        if len(r) >= 2 and r.std() > 0:
-            if method == 't': lo, hi = stats.t.interval(ci, len(r) - 1, loc=r.mean(), scale=stats.sem(r))
-            else:
-                b = stats.bootstrap((r,), np.mean, confidence_level=ci, n_resamples=n_resamples, rng=np.random.default_rng(seed))
-                lo, hi = b.confidence_interval
-        elif len(r) >= 1: lo = hi = float(r.mean())
-        rows.append({by: g, 'n': len(r), 'mean_score': float(r.mean()) if len(r) else np.nan, 'ci_low': float(lo), 'ci_high': float(hi),
-                     'std': float(r.std(ddof=1)) if len(r) > 1 else np.nan, 'success_rate': float(np.mean(succ)) if succ else np.nan,
-                     'unscored': len(ts) - len(r), 'invalid': len(all_ts) - len(ts)})
-    return pd.DataFrame(rows, columns=[by, 'n', 'mean_score', 'ci_low', 'ci_high', 'std', 'success_rate', 'unscored', 'invalid']).sort_values('mean_score', ascending=False, ignore_index=True)
+    rows = [_leaderboard_row(g, all_ts, by, ci, method, n_resamples, seed) for g, all_ts in groups.items()]
+    cols = [by, 'n', 'mean_score', 'ci_low', 'ci_high', 'std', 'success_rate', 'unscored', 'invalid']
+    return pd.DataFrame(rows, columns=cols).sort_values('mean_score', ascending=False, ignore_index=True)
