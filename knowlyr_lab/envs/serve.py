@@ -21,6 +21,7 @@ import sys
 import time
 from typing import Callable, Literal
 
+from fastcore.basics import patch
 from pydantic import BaseModel
 
 from ..cli_errors import run_cli
@@ -37,6 +38,7 @@ def format_call(tool:str, params:dict|None=None)->str:
     "A tool call as text: `move(direction=\"north\")`, which `parse_action` reads back"
     return f"{tool}({', '.join(f'{k}={json.dumps(v)}' for k, v in (params or {}).items())})"
 
+# %% ../../nbs/19b_envs_serve.ipynb #4ba66ce3
 def enum_calls(tool_schemas:list[dict], limit:int=200)->list[str]|None:
     "Every call of the tools whose parameters are all enums, as text; None when some tool takes free values"
     out = []
@@ -48,6 +50,7 @@ def enum_calls(tool_schemas:list[dict], limit:int=200)->list[str]|None:
             if len(out) > limit: return None
     return out
 
+# %% ../../nbs/19b_envs_serve.ipynb #e4232ffc
 def parse_text_action(text:str)->dict:
     "A text action (`tool(k=v)`, ReAct `Action: ...`, or a JSON tool call) as a canonical action"
     t = text.strip()
@@ -60,6 +63,7 @@ def parse_text_action(text:str)->dict:
 def _jsonable(x):
     return json.loads(json.dumps(x, default=repr))
 
+# %% ../../nbs/19b_envs_serve.ipynb #9550da15
 def _served(env:AgentEnv, ts, expose_oracle:bool)->dict:
     info = {k: v for k, v in ts.info.items() if k != 'task'}
     if expose_oracle and not ts.done and hasattr(env.unwrapped, 'oracle_action'):
@@ -77,6 +81,7 @@ def time_limits(env:AgentEnv,              # the session's env
     own = getattr(env.unwrapped, 'agent_step_seconds', None)
     return {'agent_step_seconds': float(own) if isinstance(own, (int, float)) else None, 'idle_timeout': limits.idle_timeout}
 
+# %% ../../nbs/19b_envs_serve.ipynb #faf8553f
 def _failed(e:InfrastructureError)->str:
     "The text of the server's own failure, as it goes to the client"
     return f"{type(e).__name__}: {e}"[:1000]
@@ -84,9 +89,10 @@ def _failed(e:InfrastructureError)->str:
 # %% ../../nbs/19b_envs_serve.ipynb #0e2eb910
 def mcp_tools(tool_schemas:list[dict])->list[dict]:
     "The env's tools as MCP tool specs (`name`, `description`, `input_schema`), the shape OpenEnv's `list_tools` returns"
-    return [{'name': schema_name(s), 'description': s.get('function', s).get('description') or '', 'input_schema': schema_params(s)}
-            for s in tool_schemas]
+    return [{'name': schema_name(s), 'description': s.get('function', s).get('description') or '',
+             'input_schema': schema_params(s)} for s in tool_schemas]
 
+# %% ../../nbs/19b_envs_serve.ipynb #122c193b
 _ONLY_SET = ('tools', 'tool_name', 'result', 'time_limits', 'infrastructure_error')   # observation fields sent only when set
 
 def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env per session
@@ -158,6 +164,11 @@ class IdBody(BaseModel):
     "AgentGym `/close` body"
     id: str|int
 
+# %% ../../nbs/19b_envs_serve.ipynb #0b3ac806
+def _read(sessions:SessionTable, sid, client, what):
+    with sessions.use(sid, client) as s: return what(s)
+
+# %% ../../nbs/19b_envs_serve.ipynb #5ee84289
 def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env per /create
                  limits:SessionLimits|None=None,       # session caps and idle timeout
                  expose_oracle:bool=False,             # put the expert's next action in info['oracle_action']
@@ -218,9 +229,6 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
         return call(go)
     return app
 
-def _read(sessions:SessionTable, sid, client, what):
-    with sessions.use(sid, client) as s: return what(s)
-
 # %% ../../nbs/19b_envs_serve.ipynb #4962f94d
 PROTOCOLS = ('openenv', 'agentgym')
 
@@ -228,6 +236,7 @@ def _not_denial_noise(record)->bool:
     "uvicorn (0.5x) logs an error after each refused WebSocket handshake, though the refusal went out: drop that line"
     return record.getMessage() != 'ASGI callable returned without completing handshake.'
 
+# %% ../../nbs/19b_envs_serve.ipynb #a311cfdc
 def serve_env(env_id:str,                 # registered env id
               protocol:str='openenv',     # 'openenv' or 'agentgym'
               host:str='127.0.0.1',       # address to listen on
@@ -247,12 +256,15 @@ def serve_env(env_id:str,                 # registered env id
     uvicorn = require_extra('uvicorn')
     server = uvicorn.Server(uvicorn.Config(app, log_level='warning'))
     logging.getLogger('uvicorn.error').addFilter(_not_denial_noise)
-    sock = socket.create_server((host, port), family=socket.AF_INET6 if ':' in host else socket.AF_INET)   # clients wait in its backlog
+    # clients wait in its backlog
+    sock = socket.create_server((host, port), family=socket.AF_INET6 if ':' in host else socket.AF_INET)
     if announce:
         print(f"knowlyr env server: {env_id} over {protocol} on http://{host}:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
-        if host not in ('127.0.0.1', '::1', 'localhost'): print(f"warning: no authentication; whoever reaches {host} can use this server", file=sys.stderr, flush=True)
+        if host not in ('127.0.0.1', '::1', 'localhost'):
+            print(f"warning: no authentication; whoever reaches {host} can use this server", file=sys.stderr, flush=True)
     server.run(sockets=[sock])
 
+# %% ../../nbs/19b_envs_serve.ipynb #34253906
 def free_port(host:str='127.0.0.1')->int:
     "A TCP port that is free on `host` now"
     with socket.socket() as s: s.bind((host, 0)); return s.getsockname()[1]
@@ -268,42 +280,63 @@ class EnvServer:
         lim = dataclasses.asdict(limits) if isinstance(limits, SessionLimits) else limits
         code = (f"from knowlyr_lab.envs.serve import serve_env; serve_env({env_id!r}, {protocol!r}, port={self.port}, "
                 f"env_kwargs={env_kwargs!r}, expose_oracle={expose_oracle!r}, limits={lim!r})")
-        self.proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        self.proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)
         self._wait(startup_timeout)
 
-    def _wait(self, timeout):
-        import httpx
-        t0, path = time.monotonic(), '/health' if self.protocol == 'openenv' else '/'
-        while time.monotonic() - t0 < timeout:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.protocol} server for {self.env_id} exited with {self.proc.returncode}: {self.proc.stderr.read().decode()[-800:]}")
-            try:
-                if httpx.get(self.url + path, timeout=1).status_code == 200: return
-            except httpx.HTTPError: time.sleep(0.1)
-        self.close(); raise TimeoutError(f"{self.protocol} server for {self.env_id} did not answer within {timeout:g} s")
+# %% ../../nbs/19b_envs_serve.ipynb #7f0056b5
+@patch
+def _wait(self:EnvServer, timeout):
+    import httpx
+    t0, path = time.monotonic(), '/health' if self.protocol == 'openenv' else '/'
+    while time.monotonic() - t0 < timeout:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.protocol} server for {self.env_id} exited with {self.proc.returncode}: "
+                               f"{self.proc.stderr.read().decode()[-800:]}")
+        try:
+            if httpx.get(self.url + path, timeout=1).status_code == 200: return
+        except httpx.HTTPError: time.sleep(0.1)
+    self.close(); raise TimeoutError(f"{self.protocol} server for {self.env_id} did not answer within {timeout:g} s")
 
-    def kill(self):
-        "End the server at once (SIGKILL), as a crash would"
-        if self.proc.poll() is None: os.killpg(self.proc.pid, signal.SIGKILL); self.proc.wait()
-    def close(self):
-        "Stop the server"
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try: self.proc.wait(10)
-            except subprocess.TimeoutExpired: self.kill()
-        if self.proc.stderr: self.proc.stderr.close()
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
-    def __repr__(self): return f"<EnvServer {self.protocol} {self.env_id} {self.url}{'' if self.proc.poll() is None else ' stopped'}>"
+# %% ../../nbs/19b_envs_serve.ipynb #21baaf99
+@patch
+def kill(self:EnvServer):
+    "End the server at once (SIGKILL), as a crash would"
+    if self.proc.poll() is None: os.killpg(self.proc.pid, signal.SIGKILL); self.proc.wait()
+
+# %% ../../nbs/19b_envs_serve.ipynb #68f652d5
+@patch
+def close(self:EnvServer):
+    "Stop the server"
+    if self.proc.poll() is None:
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try: self.proc.wait(10)
+        except subprocess.TimeoutExpired: self.kill()
+    if self.proc.stderr: self.proc.stderr.close()
+
+# %% ../../nbs/19b_envs_serve.ipynb #01722816
+@patch
+def __enter__(self:EnvServer): return self
+
+# %% ../../nbs/19b_envs_serve.ipynb #c607d726
+@patch
+def __exit__(self:EnvServer, *exc): self.close()
+
+# %% ../../nbs/19b_envs_serve.ipynb #103a11c7
+@patch
+def __repr__(self:EnvServer):
+    return f"<EnvServer {self.protocol} {self.env_id} {self.url}{'' if self.proc.poll() is None else ' stopped'}>"
 
 # %% ../../nbs/19b_envs_serve.ipynb #c1893734
 def _json_object(text:str)->dict:
     "The value of --env-kwargs: a JSON object"
     try: v = json.loads(text)
     except json.JSONDecodeError as e: raise argparse.ArgumentTypeError(f"not JSON ({e.msg}): {text!r:.60}") from None
-    if not isinstance(v, dict): raise argparse.ArgumentTypeError(f"wants a JSON object such as '{{\"task\": \"name\"}}', got {text!r:.60}")
+    if not isinstance(v, dict):
+        raise argparse.ArgumentTypeError(f"wants a JSON object such as '{{\"task\": \"name\"}}', got {text!r:.60}")
     return v
 
+# %% ../../nbs/19b_envs_serve.ipynb #0cf2b659
 def _parser()->argparse.ArgumentParser:
     d = SessionLimits()
     p = argparse.ArgumentParser(prog='knowlyr-env-serve', description="Serve a registered knowlyr env over OpenEnv or AgentGym's protocol. "
@@ -319,6 +352,7 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--expose-oracle', action='store_true', help="put the expert's next action in info['oracle_action'] (tests and demos)")
     return p
 
+# %% ../../nbs/19b_envs_serve.ipynb #23279277
 def main(argv:list[str]|None=None)->int:
     "The `knowlyr-env-serve` command: serve a registered env until stopped; a bad argument is one line on stderr, exit 2"
     def serve(a):
