@@ -48,6 +48,7 @@ def _render(obs:dict)->str:
     strs = [v for v in obs.values() if isinstance(v, str)]
     return strs[0] if len(strs) == 1 else json.dumps(obs, sort_keys=True, default=repr)
 
+# %% ../../nbs/19d_envs_remote.ipynb #ccd35e6a
 class OpenEnvClient(AgentEnv):
     "An env on an OpenEnv server, over its WebSocket protocol"
     def __init__(self, base_url:str,                 # http(s):// or ws(s):// address of the server
@@ -59,7 +60,8 @@ class OpenEnvClient(AgentEnv):
                  render=None,                        # observation dict -> text (default `_render`)
                  name:str='openenv',                 # task ids are '<name>-s<seed>'
                  max_response_bytes:int=MAX_RESPONSE_BYTES, # largest message read from the server
-                 max_step_seconds:float=3600.0,      # most seconds a step waits on top of `step_timeout`, whatever the server says its agent needs
+                 # most seconds a step waits on top of `step_timeout`, whatever the server says its agent needs
+                 max_step_seconds:float=3600.0,
                 ):
         self.base_url = re.sub(r'^ws', 'http', base_url.rstrip('/'))
         self.ws_url = re.sub(r'^http', 'ws', self.base_url) + '/ws'
@@ -72,26 +74,39 @@ class OpenEnvClient(AgentEnv):
 
     @property
     def tool_schemas(self)->list[dict]:
-        if self._schema is None:
-            where = f"OpenEnv server {self.base_url}: cannot read /schema"
-            status, body = fetch('GET', self.base_url + '/schema', timeout=self.connect_timeout, max_bytes=self.max_response_bytes, where=where)
-            if status != 200: raise RemoteEnvError(f"{where}: HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
-            action = as_object(as_object(read_json(body, where), 'the schema', where).get('action'), 'action', where)
-            tools = action.get('x-knowlyr-tools')
-            if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)): raise RemoteEnvError(f"{where}: x-knowlyr-tools must be a list of tool schemas")
-            if not isinstance(action.get('properties', {}), dict): raise RemoteEnvError(f"{where}: action.properties must be an object")
-            self._schema = action
-        a = self._schema
+        a = self._read_schema()
         if a.get('x-knowlyr-tools'): return list(a['x-knowlyr-tools'])
         props = {k: v for k, v in a.get('properties', {}).items() if k != 'metadata'}
         return [tool_schema(self.tool_name, a.get('description') or f"Act in the OpenEnv env at {self.base_url}", props,
                             [k for k in a.get('required', []) if k in props])]
-    @property
-    def _tool_call_actions(self)->bool: return bool(self.tool_schemas and (self._schema or {}).get('x-knowlyr-tools'))
-
-    def list_tasks(self)->list[dict]: return [{'id': f'{self.name}-s{s}', 'seed': s, 'env_id': self.env_id} for s in range(self.n_tasks)]
     def _reset(self, task=None, seed=None)->TimeStep: return self._remote_reset(task, seed)
     def _step(self, tool, params)->TimeStep: return self._remote_step(tool, params)
+
+# %% ../../nbs/19d_envs_remote.ipynb #8b44c7f2
+@patch
+def _read_schema(self:OpenEnvClient)->dict:
+    "The server's action schema (from `/schema`, read once)"
+    if self._schema is None:
+        where = f"OpenEnv server {self.base_url}: cannot read /schema"
+        status, body = fetch('GET', self.base_url + '/schema', timeout=self.connect_timeout,
+                             max_bytes=self.max_response_bytes, where=where)
+        if status != 200: raise RemoteEnvError(f"{where}: HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
+        action = as_object(as_object(read_json(body, where), 'the schema', where).get('action'), 'action', where)
+        tools = action.get('x-knowlyr-tools')
+        if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+            raise RemoteEnvError(f"{where}: x-knowlyr-tools must be a list of tool schemas")
+        if not isinstance(action.get('properties', {}), dict): raise RemoteEnvError(f"{where}: action.properties must be an object")
+        self._schema = action
+    return self._schema
+
+# %% ../../nbs/19d_envs_remote.ipynb #45c9ec55
+@patch(as_prop=True)
+def _tool_call_actions(self:OpenEnvClient)->bool: return bool(self.tool_schemas and (self._schema or {}).get('x-knowlyr-tools'))
+
+# %% ../../nbs/19d_envs_remote.ipynb #05c751e3
+@patch
+def list_tasks(self:OpenEnvClient)->list[dict]:
+    return [{'id': f'{self.name}-s{s}', 'seed': s, 'env_id': self.env_id} for s in range(self.n_tasks)]
 
 # %% ../../nbs/19d_envs_remote.ipynb #64bb3c40
 @patch
@@ -198,7 +213,8 @@ class AgentGymClient(AgentEnv):
                  n_tasks:int=100,                    # tasks `list_tasks` lists (indices 0..n_tasks-1)
                  name:str='agentgym',                # task ids are '<name>-s<index>'
                  max_response_bytes:int=MAX_RESPONSE_BYTES, # largest answer read from the server
-                 max_step_seconds:float=3600.0,      # most seconds a step waits on top of `step_timeout`, whatever the server says its agent needs
+                 # most seconds a step waits on top of `step_timeout`, whatever the server says its agent needs
+                 max_step_seconds:float=3600.0,
                 ):
         self.base_url, self.task_field, self.reset_extra = base_url.rstrip('/'), task_field, dict(reset_extra or {})
         self.step_timeout, self.success_reward, self.n_tasks, self.name = step_timeout, success_reward, n_tasks, name
@@ -210,9 +226,13 @@ class AgentGymClient(AgentEnv):
     def tool_schemas(self)->list[dict]:
         return [tool_schema('act', 'Send one action to the environment, as the text it expects (see the available actions)',
                             {'action': {'type': 'string', 'description': 'the action text'}}, ['action'])]
-    def list_tasks(self)->list[dict]: return [{'id': f'{self.name}-s{s}', 'seed': s, 'env_id': self.env_id} for s in range(self.n_tasks)]
     def _reset(self, task=None, seed=None)->TimeStep: return self._remote_reset(task, seed)
     def _step(self, tool, params)->TimeStep: return self._remote_step(params['action'])
+
+# %% ../../nbs/19d_envs_remote.ipynb #d72892a1
+@patch
+def list_tasks(self:AgentGymClient)->list[dict]:  # noqa: F811 (@patch attaches each `list_tasks` to its own class)
+    return [{'id': f'{self.name}-s{s}', 'seed': s, 'env_id': self.env_id} for s in range(self.n_tasks)]
 
 # %% ../../nbs/19d_envs_remote.ipynb #a5ad6388
 @patch
@@ -345,4 +365,15 @@ def _remote_fingerprint(self, task)->str:
     try: first = other.reset(seed=s).observation
     finally: other.close()
     return fingerprint_of(first)          # the default `_task_content`: what the server shows of the task
-OpenEnvClient.task_fingerprint = AgentGymClient.task_fingerprint = _remote_fingerprint
+
+# %% ../../nbs/19d_envs_remote.ipynb #4488d123
+@patch
+def task_fingerprint(self:OpenEnvClient, task)->str:
+    "The fingerprint of `task`: the first observation of a reset on its seed, in a session of its own"
+    return _remote_fingerprint(self, task)
+
+# %% ../../nbs/19d_envs_remote.ipynb #8f71284a
+@patch
+def task_fingerprint(self:AgentGymClient, task)->str:  # noqa: F811 (@patch: one per client class)
+    "The fingerprint of `task`: the first observation of a reset on its seed, in a session of its own"
+    return _remote_fingerprint(self, task)
