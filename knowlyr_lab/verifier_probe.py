@@ -32,6 +32,7 @@ __all__ = ['WEAK_TASKS', 'ProbeError', 'resolve_strategies', 'probe_task', 'veri
 class ProbeError(KnowlyrError, RuntimeError):
     "A strategy that could not be played (its own code raised), or an env that cannot be probed"
 
+# %% ../nbs/19f_verifier_probe.ipynb #d04b9147
 def resolve_strategies(strategies:list|None=None, # names or `ForgeryStrategy` objects; None: every known one
                        known:dict|None=None,       # the strategies names refer to (default: `available_strategies()`)
                       )->list[ForgeryStrategy]:
@@ -42,11 +43,15 @@ def resolve_strategies(strategies:list|None=None, # names or `ForgeryStrategy` o
     if bad: raise ValueError(f"unknown forgery strategy {bad[0]!r}; known: {', '.join(known)}")
     return [known[s] if isinstance(s, str) else s for s in strategies]
 
+# %% ../nbs/19f_verifier_probe.ipynb #1354554e
 def _play(s:ForgeryStrategy, task:CodingTask, episode)->ProbeEpisode:
     try: return s.play(task, episode)
     except Exception as e: raise ProbeError(f"strategy {s.name!r} ({s.source}) failed on {task.id}: {type(e).__name__}: {e}") from e
 
+# %% ../nbs/19f_verifier_probe.ipynb #de1d774c
 def _writes(files:dict)->list: return [{'tool': 'file_write', 'params': {'path': p, 'content': c}} for p, c in files.items()]
+
+# %% ../nbs/19f_verifier_probe.ipynb #410a543b
 def _key(files:dict)->tuple: return tuple(sorted(files.items()))
 
 # %% ../nbs/19f_verifier_probe.ipynb #a3f0c33a
@@ -55,16 +60,20 @@ def _honest(env_ep:ProbeEpisode, one:list|None)->int|None:
     xs = ([env_ep.tests_passed] if env_ep.outcome == 'scored' else []) + ([] if one is None else [len(one)])
     return min(xs) if xs else None
 
+# %% ../nbs/19f_verifier_probe.ipynb #7bcb16dd
 def _row(task, s, att:ProbeEpisode, wrong:ProbeEpisode, honest)->dict:
     forged = att.outcome == 'invalid' or (att.outcome == 'scored' and honest is not None and att.tests_passed > honest)
-    return {'task': task.id, 'strategy': s.name, 'kind': s.kind, 'source': s.source, 'wrong': wrong.tests_passed, 'honest': honest,
-            'attacked': att.tests_passed, 'total': task.n_tests, 'outcome': att.outcome, 'forged': forged, 'why': att.why}
+    return {'task': task.id, 'strategy': s.name, 'kind': s.kind, 'source': s.source, 'wrong': wrong.tests_passed,
+            'honest': honest, 'attacked': att.tests_passed, 'total': task.n_tests, 'outcome': att.outcome, 'forged': forged,
+            'why': att.why}
 
+# %% ../nbs/19f_verifier_probe.ipynb #809c8e44
 def _sandbox_options(env)->dict:
     "The sandbox options of `env` (for the one-process runs)"
     u = env.unwrapped
     return {'backend': getattr(u, 'backend', 'local'), **{k: getattr(u, k, None) for k in ('image', 'limits', 'sandbox_kwargs')}}
 
+# %% ../nbs/19f_verifier_probe.ipynb #8cf95dbe
 class _EnvPerThread:
     "One env per worker thread, reused episode after episode (each reset starts a fresh sandbox); all closed at the end"
     def __init__(self, build): self.build, self.local, self.made = build, threading.local(), []
@@ -106,6 +115,7 @@ def _graded_by_hidden_tests(cls)->bool:
     "A `SandboxEnv` (sub)class, recognised by name along the MRO: a notebook that re-runs the env page registers its own copy of the class"
     return isinstance(cls, type) and any(k.__name__ == SandboxEnv.__name__ for k in cls.__mro__)
 
+# %% ../nbs/19f_verifier_probe.ipynb #8e8ba13a
 def verifier_envs()->list[str]:
     "Registered env ids whose episodes are graded by hidden tests (`SandboxEnv` and its subclasses)"
     discover_envs()
@@ -116,13 +126,15 @@ def verifier_envs()->list[str]:
         if _graded_by_hidden_tests(cls): out.append(env_id)
     return out
 
+# %% ../nbs/19f_verifier_probe.ipynb #352739f9
 def suite_tasks(env_id:str,             # a registered env id
                 n_tasks:int|None=None,  # the first n tasks (None: all)
                 tasks:list|None=None,   # or these task ids
                )->tuple[list, dict]:    # (tasks, verifier options of the env)
     "The coding tasks of a registered env with a verifier, and the env's verifier options"
     env = make(env_id)
-    if not _graded_by_hidden_tests(type(env)): raise ValueError(f"{env_id}: not graded by hidden tests (a {type(env).__name__}, not a SandboxEnv)")
+    if not _graded_by_hidden_tests(type(env)):
+        raise ValueError(f"{env_id}: not graded by hidden tests (a {type(env).__name__}, not a SandboxEnv)")
     ts = env.tasks
     if tasks is not None:
         by_id = {t.id: t for t in ts}
@@ -152,10 +164,12 @@ def probe_summary(df:pd.DataFrame)->pd.DataFrame:
     g = df.groupby('env')
     first = df.drop_duplicates(['env', 'task']).groupby('env')
     return pd.DataFrame({'tasks': g.task.nunique(), 'tests': first.total.sum(), 'wrong_passed': first.wrong.sum(),
-                         'strategies': g.strategy.nunique(), 'tries': g.size(), 'forged': g.forged.sum(), 'invalid': g.outcome.apply(lambda o: (o == 'invalid').sum()),
+                         'strategies': g.strategy.nunique(), 'tries': g.size(), 'forged': g.forged.sum(),
+                         'invalid': g.outcome.apply(lambda o: (o == 'invalid').sum()),
                          'hackable_tasks': g.apply(lambda d: d[d.forged].task.nunique(), include_groups=False)}).assign(
         hackable_fraction=lambda s: s.hackable_tasks / s.tasks)
 
+# %% ../nbs/19f_verifier_probe.ipynb #e5d4d27c
 def probe_table(df:pd.DataFrame)->pd.DataFrame:
     "Strategy x env: 'forged/tried', the strategies in the order they were played, with their class"
     g = df.groupby(['strategy', 'env']).forged.agg(['sum', 'size'])
@@ -201,6 +215,7 @@ def _wire_passed(v, files:dict)->set|int:
     names = set(v.expected) - set(r.failures) - set(r.errors)
     return names if len(names) == r.tests_passed else r.tests_passed
 
+# %% ../nbs/19f_verifier_probe.ipynb #05252f26
 def _lost(a, b)->str:
     "What passes in `a` and not in `b`: test names, or a count where one side has only a count"
     if isinstance(a, set) and isinstance(b, set): return ', '.join(sorted(a - b))
@@ -219,14 +234,17 @@ def _flags(wire:dict, one:dict, n:int)->list[str]:
     if (w := _lost(set(one['fixed']), wire['fixed'])): out.append(f"{w} fail the fix over the wire, pass in one process")
     return out
 
+# %% ../nbs/19f_verifier_probe.ipynb #4bf3b436
 def check_task(task:CodingTask, backend:str='local', image:str|None=None, limits=None, sandbox_kwargs:dict|None=None)->dict:
     "Whether `task`'s hidden tests can fail: the unfixed repository, the fix and the mutating fix, over the wire and in one process"
-    v, opts = task.verifier(backend, image, limits, sandbox_kwargs), dict(backend=backend, image=image, limits=limits, sandbox_kwargs=sandbox_kwargs)
+    v = task.verifier(backend, image, limits, sandbox_kwargs)
+    opts = dict(backend=backend, image=image, limits=limits, sandbox_kwargs=sandbox_kwargs)
     subs = {'unfixed': {}, 'fixed': fixed_files(task), 'mutating': FORGERY_STRATEGIES['mutate-argument'].submission(task)}
     wire = {k: _wire_passed(v, f) for k, f in subs.items()}
     one = {k: one_process_passed(task, f, **opts) for k, f in subs.items()}
     row = {'task': task.id, 'total': len(v.expected)}
-    for k in subs: row |= {k: wire[k] if isinstance(wire[k], int) else len(wire[k]), f'{k}_one_process': None if one[k] is None else len(one[k])}
+    for k in subs:
+        row |= {k: wire[k] if isinstance(wire[k], int) else len(wire[k]), f'{k}_one_process': None if one[k] is None else len(one[k])}
     return {**row, 'flags': _flags(wire, one, len(v.expected))}
 
 # %% ../nbs/19f_verifier_probe.ipynb #08493bbc
