@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 import numpy as np
+from fastcore.basics import patch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..trajectory_io import TrajectoryError
@@ -41,7 +42,8 @@ def read_annotations(path)->list[Annotation]:
         try: out.append(Annotation.model_validate_json(line))
         except ValidationError as e:
             err = e.errors()[0]; fld = '.'.join(map(str, err['loc'])) or None
-            raise TrajectoryError(f"{path}, line {i}, field {fld}: bad annotation: {err['msg']}", path=str(path), line=i, field=fld) from None
+            raise TrajectoryError(f"{path}, line {i}, field {fld}: bad annotation: {err['msg']}",
+                                  path=str(path), line=i, field=fld) from None
     return out
 
 # %% ../../nbs/32_reward_calibration.ipynb #fc6f361c
@@ -60,11 +62,13 @@ def agreement(auto, human, threshold:float=0.5)->dict:
     from scipy import stats
     from sklearn.metrics import cohen_kappa_score
     a, h = np.asarray(auto, float), np.asarray(human, float)
-    if len(a) != len(h) or len(a) < 2: raise ValueError(f"need two equally long score lists of length >= 2, got {len(a)} and {len(h)}")
+    if len(a) != len(h) or len(a) < 2:
+        raise ValueError(f"need two equally long score lists of length >= 2, got {len(a)} and {len(h)}")
     rho = stats.spearmanr(a, h).statistic; tau = stats.kendalltau(a, h).statistic
     ab, hb = a >= threshold, h >= threshold
     kappa = cohen_kappa_score(ab, hb) if len(set(ab)) > 1 or len(set(hb)) > 1 else 1.0
-    return {'n': len(a), 'spearman': float(rho), 'kendall': float(tau), 'kappa': float(kappa), 'mae': float(np.abs(a - h).mean())}
+    return {'n': len(a), 'spearman': float(rho), 'kendall': float(tau), 'kappa': float(kappa),
+            'mae': float(np.abs(a - h).mean())}
 
 # %% ../../nbs/32_reward_calibration.ipynb #bf64290b
 @dataclass
@@ -75,36 +79,53 @@ class Calibrator:
     params: dict = field(default_factory=dict)
     report: dict = field(default_factory=dict)   # agreement before/after on the fitting data
 
-    def fit(self, auto, human)->'Calibrator':
-        "Fit the map on paired scores"
-        a, h = np.asarray(auto, float), np.asarray(human, float)
-        if self.method == 'isotonic':
-            from sklearn.isotonic import IsotonicRegression
-            iso = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds='clip').fit(a, h)
-            self.params = {'x': iso.X_thresholds_.tolist(), 'y': iso.y_thresholds_.tolist()}
-        elif self.method == 'logistic':
-            from sklearn.linear_model import LogisticRegression
-            y = h >= self.threshold
-            if len(set(y)) < 2: raise ValueError(f"logistic calibration needs human scores on both sides of {self.threshold}")
-            lr = LogisticRegression().fit(a.reshape(-1, 1), y)
-            self.params = {'intercept': float(lr.intercept_[0]), 'slope': float(lr.coef_[0, 0])}
-        else: raise ValueError(f"method must be 'isotonic' or 'logistic', not {self.method!r}")
-        self.report = {'before': agreement(a, h, self.threshold), 'after': agreement(self(a), h, self.threshold)}
-        return self
+# %% ../../nbs/32_reward_calibration.ipynb #d3ce28cc
+def _fit_isotonic(a:np.ndarray, h:np.ndarray)->dict:
+    from sklearn.isotonic import IsotonicRegression
+    iso = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds='clip').fit(a, h)
+    return {'x': iso.X_thresholds_.tolist(), 'y': iso.y_thresholds_.tolist()}
 
-    def __call__(self, x):
-        "Calibrated score(s)"
-        if not self.params: raise ValueError("the calibrator is not fitted; call fit(auto, human) first")
-        arr = np.asarray(x, float)
-        if self.method == 'isotonic': out = np.interp(arr, self.params['x'], self.params['y'])
-        else: out = 1 / (1 + np.exp(-(self.params['intercept'] + self.params['slope'] * arr)))
-        return float(out) if np.ndim(x) == 0 else out
+# %% ../../nbs/32_reward_calibration.ipynb #2c0039ef
+def _fit_logistic(a:np.ndarray, h:np.ndarray, threshold:float)->dict:
+    from sklearn.linear_model import LogisticRegression
+    y = h >= threshold
+    if len(set(y)) < 2: raise ValueError(f"logistic calibration needs human scores on both sides of {threshold}")
+    lr = LogisticRegression().fit(a.reshape(-1, 1), y)
+    return {'intercept': float(lr.intercept_[0]), 'slope': float(lr.coef_[0, 0])}
 
-    def to_dict(self)->dict: return {'method': self.method, 'threshold': self.threshold, 'params': self.params, 'report': self.report}
-    @classmethod
-    def from_dict(cls, d:dict)->'Calibrator': return cls(**d)
+# %% ../../nbs/32_reward_calibration.ipynb #382bf52e
+@patch
+def __call__(self:Calibrator, x):
+    "Calibrated score(s)"
+    if not self.params: raise ValueError("the calibrator is not fitted; call fit(auto, human) first")
+    arr = np.asarray(x, float)
+    if self.method == 'isotonic': out = np.interp(arr, self.params['x'], self.params['y'])
+    else: out = 1 / (1 + np.exp(-(self.params['intercept'] + self.params['slope'] * arr)))
+    return float(out) if np.ndim(x) == 0 else out
 
-    def summary(self):
-        "Agreement before and after, as a DataFrame"
-        import pandas as pd
-        return pd.DataFrame(self.report).T[['n', 'spearman', 'kendall', 'kappa', 'mae']]
+# %% ../../nbs/32_reward_calibration.ipynb #7da26f83
+@patch
+def fit(self:Calibrator, auto, human)->Calibrator:
+    "Fit the map on paired scores"
+    a, h = np.asarray(auto, float), np.asarray(human, float)
+    if self.method == 'isotonic': self.params = _fit_isotonic(a, h)
+    elif self.method == 'logistic': self.params = _fit_logistic(a, h, self.threshold)
+    else: raise ValueError(f"method must be 'isotonic' or 'logistic', not {self.method!r}")
+    self.report = {'before': agreement(a, h, self.threshold), 'after': agreement(self(a), h, self.threshold)}
+    return self
+
+# %% ../../nbs/32_reward_calibration.ipynb #9b336d11
+@patch
+def to_dict(self:Calibrator)->dict:
+    return {'method': self.method, 'threshold': self.threshold, 'params': self.params, 'report': self.report}
+
+# %% ../../nbs/32_reward_calibration.ipynb #587e032e
+@patch(cls_method=True)
+def from_dict(cls:Calibrator, d:dict)->Calibrator: return cls(**d)
+
+# %% ../../nbs/32_reward_calibration.ipynb #7f64174b
+@patch
+def summary(self:Calibrator):
+    "Agreement before and after, as a DataFrame"
+    import pandas as pd
+    return pd.DataFrame(self.report).T[['n', 'spearman', 'kendall', 'kappa', 'mae']]
