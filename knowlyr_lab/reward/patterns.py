@@ -18,18 +18,22 @@ __all__ = ['PATTERN_KEYS', 'RULE_PATTERNS', 'register_rule_patterns', 'rule_patt
 PATTERN_KEYS = ('state_pattern', 'result_pattern')
 RULE_PATTERNS: dict[str, dict] = {}      # env id prefix -> {'state_pattern': ..., 'result_pattern': ...}
 
+# %% ../../nbs/33_reward_patterns.ipynb #3db42f80
 def register_rule_patterns(env_prefix:str,                 # env id or id prefix, e.g. 'knowlyr/maze'
                            state_pattern:str|None=None,     # regex whose match in an observation is the world state
-                           result_pattern:str|None=None,    # regex whose last match in an observation is the call's result
+                           # regex whose last match in an observation is the call's result
+                           result_pattern:str|None=None,
                            overwrite:bool=False):           # replace patterns registered for `env_prefix`
     "Declare the rule patterns of the envs whose id starts with `env_prefix`"
     pats = {k: v for k, v in (('state_pattern', state_pattern), ('result_pattern', result_pattern)) if v is not None}
     if not pats: raise ValueError(f"register_rule_patterns({env_prefix!r}): give state_pattern and/or result_pattern")
     for k, v in pats.items():
         try: re.compile(v)
-        except re.error as e: raise ValueError(f"register_rule_patterns({env_prefix!r}): {k} is not a regex: {e}") from None
+        except re.error as e:
+            raise ValueError(f"register_rule_patterns({env_prefix!r}): {k} is not a regex: {e}") from None
     if env_prefix in RULE_PATTERNS and not overwrite and RULE_PATTERNS[env_prefix] != pats:
-        raise ValueError(f"rule patterns for {env_prefix!r} are already registered ({RULE_PATTERNS[env_prefix]}); pass overwrite=True")
+        raise ValueError(f"rule patterns for {env_prefix!r} are already registered ({RULE_PATTERNS[env_prefix]}); "
+                         "pass overwrite=True")
     RULE_PATTERNS[env_prefix] = pats
 
 # %% ../../nbs/33_reward_patterns.ipynb #f83ef80c
@@ -38,7 +42,8 @@ def _declared_patterns(env_id:str)->dict:
     except (UnknownEnvError, ImportError, AttributeError): return {}
     pats = getattr(cls, 'reward_patterns', None) or {}
     bad = set(pats) - set(PATTERN_KEYS)
-    if bad: raise ValueError(f"{env_id}: reward_patterns has unknown keys {sorted(bad)}; allowed: {list(PATTERN_KEYS)}")
+    if bad:
+        raise ValueError(f"{env_id}: reward_patterns has unknown keys {sorted(bad)}; allowed: {list(PATTERN_KEYS)}")
     return dict(pats)
 
 # %% ../../nbs/33_reward_patterns.ipynb #f9595878
