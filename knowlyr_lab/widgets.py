@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import html
 import json
-import time
 
 import ipywidgets as W
-import pandas as pd
 from IPython.display import display
 
 from .agents import OpenAIAgent, agent_from_spec, as_reply
 from .chat import to_messages
 from .core import InvalidActionError, KnowlyrError, TimeStep, parse_action
-from .plots import plot_step_rewards, plot_training_curves, reward_components
+from .plots import plot_step_rewards, reward_components
 from .registry import make
 from .rollout.spec import RolloutSpec
 from .trajectory import AgentInfo, Step, Trajectory
 
 # %% auto #0
-__all__ = ['AGENT_KINDS', 'CURVE_KEYS', 'parse_typed_action', 'EnvSession', 'load_agent', 'EnvStepper', 'TrainingCurves',
-           'drift_diff_html', 'DriftViewer']
+__all__ = ['AGENT_KINDS', 'parse_typed_action', 'EnvSession', 'load_agent', 'EnvStepper']
 
 # %% ../nbs/82_widgets.ipynb #c169b1a6
 def parse_typed_action(text:str)->dict:
@@ -219,100 +216,3 @@ class EnvStepper(W.VBox):
             with self.plot:
                 self.plot.clear_output(wait=st is not None)
                 if st is not None: display(plot_step_rewards(s.trajectory))
-
-# %% ../nbs/82_widgets.ipynb #922b9294
-CURVE_KEYS = ('loss', 'eval_loss', 'reward', 'rewards/margins', 'success', 'eval_success', 'heldout_success')
-
-class TrainingCurves(W.VBox):
-    "Live training curves: call it with each metrics row, or `attach` it to a trainer"
-    def __init__(self, keys:list|None=None, # metrics to plot (default: those of `CURVE_KEYS` present)
-                 every:float=1.0,            # redraw at most every `every` seconds while rows arrive
-                 run:str='run',              # the curves' legend name
-                ):
-        self.rows, self.metric_keys, self.every, self.run, self._drawn = [], keys, every, run, 0.0
-        self.summary, self.plot = W.HTML('<i>waiting for the first metrics row</i>'), W.Output()
-        super().__init__([self.summary, self.plot])
-        self.add_class('kl-training-curves')
-
-    def __call__(self, row:dict):
-        "Add one metrics row; redraw when `every` seconds have passed since the last drawing"
-        self.rows.append(dict(row))
-        nums = ' · '.join(f"{html.escape(k)} {v:.4g}" for k, v in row.items() if k != 'step' and isinstance(v, (int, float)) and not isinstance(v, bool))
-        self.summary.value = f"<b>step {row.get('step', len(self.rows))}</b> · {nums}"
-        if time.monotonic() - self._drawn >= self.every: self.flush()
-
-    def frame(self)->pd.DataFrame:
-        "The rows so far, in the long format `plot_training_curves` reads"
-        df = pd.DataFrame(self.rows)
-        if 'step' not in df.columns: df['step'] = range(1, len(df) + 1)
-        df.insert(0, 'run', self.run)
-        return df
-
-    def plot_keys(self)->list[str]:
-        df = self.frame()
-        return list(self.metric_keys) if self.metric_keys else [k for k in CURVE_KEYS if k in df.columns and df[k].notna().any()]
-
-    def figure(self):
-        "The curves as a plotly figure (None before a row with a plotted metric)"
-        keys = self.plot_keys() if self.rows else []
-        return plot_training_curves(self.frame(), keys=keys, title=f'Training curves ({len(self.rows)} rows)') if keys else None
-
-    def flush(self):
-        "Redraw now"
-        self._drawn, fig = time.monotonic(), self.figure()
-        if fig is None: return
-        with self.plot:
-            self.plot.clear_output(wait=True)
-            display(fig)
-
-    def attach(self, trainer):
-        "Receive every row `trainer` logs (its `callbacks` list when it has one, else its metrics logger); returns self"
-        if isinstance(getattr(trainer, 'callbacks', None), list): trainer.callbacks.append(self); return self
-        logger = trainer.metrics
-        log = logger.log
-        def log_and_draw(row:dict):
-            log(row); self(row)
-        logger.log = log_and_draw
-        return self
-
-# %% ../nbs/82_widgets.ipynb #1f5a2d0b
-def _token_row(tok, ids:list, other:list, i:int, lo:int, hi:int)->str:
-    "One row of tokens [lo, hi) as spans; from index i on, a token that differs from `other` is marked"
-    out = []
-    for k in range(lo, min(hi, len(ids))):
-        bad = k >= i and (k >= len(other) or other[k] != ids[k])
-        out.append(f"<span title='id {ids[k]} at {k}' style='font-family:monospace;margin:1px;padding:0 2px;border-radius:3px;"
-                   f"background:{'#f8c4c4' if bad else '#eee'}'>{html.escape(json.dumps(tok.decode([ids[k]]))[1:-1])}</span>")
-    return ''.join(out) + (' …' if hi < len(ids) else '')
-
-def drift_diff_html(tok, report:dict, # a `drift_report` (knowlyr_lab.trainer.drift)
-                    context:int=12,   # tokens shown before and after the first difference
-                   )->str:
-    "HTML of one row's drift: where and why, and the recorded and rendered tokens around the first difference"
-    head = f"<b>{html.escape(str(report['where']))}</b> (task {html.escape(str(report['task_id']))}, {report['steps']} steps): "
-    if not report['drift']: return f"<div>{head}the recorded ids match the chat template</div>"
-    rec, ren, i = report['recorded_ids'], report['rendered_ids'], report['index']
-    lo, hi = max(0, i - context), i + context
-    return (f"<div>{head}first difference at token {i} of step {report['step']} ({report['part']}); cause: <b>{html.escape(report['cause'])}</b>"
-            f"<div style='margin-top:4px'><i>recorded</i> {_token_row(tok, rec, ren, i, lo, hi)}</div>"
-            f"<div><i>rendered</i> {_token_row(tok, ren, rec, i, lo, hi)}</div></div>")
-
-class DriftViewer(W.VBox):
-    "Pick a training row with recorded ids; see where they first differ from the chat template's rendering, and why"
-    def __init__(self, tokenizer, data,    # trajectories with recorded ids, a path or a `TrajectoryStore`
-                 tools:list|None=None,     # the tools training renders (None: each row's recorded ones)
-                 context:int=12):
-        from knowlyr_lab.trainer.data import load_records  # torch only when drift is inspected
-        from knowlyr_lab.trainer.drift import drift_report, split_recorded
-        rec, _ = split_recorded(load_records(data))
-        self.tok, self.context = tokenizer, context
-        self.reports = sorted((drift_report(tokenizer, t, w, tools) for w, t in rec), key=lambda r: not r['drift'])
-        self.summary = W.HTML(f"{sum(r['drift'] for r in self.reports)} of {len(self.reports)} recorded rows drift")
-        self.picker = W.Dropdown(options=[(f"{r['where']}: {r['cause'] or 'no drift'}", k) for k, r in enumerate(self.reports)],
-                                 description='row', layout=W.Layout(width='480px'))
-        self.diff = W.HTML()
-        self.picker.observe(self._on_pick, names='value')
-        super().__init__([self.summary, self.picker, self.diff])
-        self._on_pick()
-    def _on_pick(self, change=None):
-        self.diff.value = drift_diff_html(self.tok, self.reports[self.picker.value], self.context) if self.reports else ''

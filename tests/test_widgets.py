@@ -97,7 +97,7 @@ def test_drift_viewer_on_a_recorded_store(tmp_path):
     from knowlyr_lab.chat import render_chat
     from knowlyr_lab.serving import ExchangeRecorder
     from knowlyr_lab.trainer.tiny import train_tokenizer
-    from knowlyr_lab.widgets import DriftViewer
+    from knowlyr_lab.drift_viewer import DriftViewer
     tok = train_tokenizer()
     ids = lambda text: tok(text, add_special_tokens=False)['input_ids']
     rec = ExchangeRecorder(tmp_path / 'store')
