@@ -28,8 +28,9 @@ __all__ = ['GDI_WEIGHTS', 'StoreError', 'TrajectoryStore', 'action_shingles']
 
 # %% ../../nbs/43_hub_store.ipynb #1e87fc28
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS traj (id TEXT PRIMARY KEY, seq INTEGER, task_id TEXT, domain TEXT, env_id TEXT, agent TEXT, model TEXT,
-  success INTEGER, reward REAL, n_steps INTEGER, n_error_steps INTEGER, shard TEXT, offset INTEGER, length INTEGER, score REAL);
+CREATE TABLE IF NOT EXISTS traj (id TEXT PRIMARY KEY, seq INTEGER, task_id TEXT, domain TEXT, env_id TEXT, agent TEXT,
+  model TEXT, success INTEGER, reward REAL, n_steps INTEGER, n_error_steps INTEGER, shard TEXT, offset INTEGER,
+  length INTEGER, score REAL);
 CREATE INDEX IF NOT EXISTS traj_task ON traj(task_id);
 CREATE INDEX IF NOT EXISTS traj_seq ON traj(seq);
 CREATE INDEX IF NOT EXISTS traj_shard ON traj(shard);
@@ -37,10 +38,12 @@ CREATE TABLE IF NOT EXISTS feedback (seq INTEGER PRIMARY KEY AUTOINCREMENT, id T
 CREATE INDEX IF NOT EXISTS fb_id ON feedback(id);
 """
 
+# %% ../../nbs/43_hub_store.ipynb #a827c5f0
 class StoreError(KnowlyrError, KeyError):
     "A trajectory that is not in the store"
     def __str__(self): return self.args[0]
 
+# %% ../../nbs/43_hub_store.ipynb #2381c479
 class TrajectoryStore:
     "Content-addressed trajectory store: JSONL shards + a SQLite index"
     def __init__(self, root,                     # store directory (created if missing)
@@ -69,6 +72,12 @@ def _writing(self:TrajectoryStore):
         finally: fcntl.flock(f, fcntl.LOCK_UN)
 
 # %% ../../nbs/43_hub_store.ipynb #bb842338
+def _truncate(p:Path, end:int):
+    "Cut shard `p` back to `end` bytes, durably (a shard with nothing indexed is removed)"
+    if end == 0: p.unlink(); return
+    with open(p, 'r+b') as f: f.truncate(end); os.fsync(f.fileno())
+
+# %% ../../nbs/43_hub_store.ipynb #a2251120
 @patch
 def _recover(self:TrajectoryStore)->int:
     "Truncate every shard to the end of its last indexed line; returns the bytes removed"
@@ -76,11 +85,7 @@ def _recover(self:TrajectoryStore)->int:
     removed = 0
     for p in sorted((self.root / 'shards').glob('shard-*.jsonl')):
         end, size = ends.get(p.name, 0), p.stat().st_size
-        if size > end:
-            removed += size - end
-            if end == 0: p.unlink()
-            else:
-                with open(p, 'r+b') as f: f.truncate(end); os.fsync(f.fileno())
+        if size > end: removed += size - end; _truncate(p, end)
     self.recovered_bytes = removed
     return removed
 
@@ -93,7 +98,8 @@ def _migrate(self:TrajectoryStore):
         with self.db:
             self.db.execute("ALTER TABLE traj ADD COLUMN score REAL")
             for tid, shard, off, n in self.db.execute("SELECT id, shard, offset, length FROM traj").fetchall():
-                with open(self.root / 'shards' / shard, 'rb') as f: f.seek(off); t = Trajectory.model_validate_json(f.read(n))
+                with open(self.root / 'shards' / shard, 'rb') as f:
+                    f.seek(off); t = Trajectory.model_validate_json(f.read(n))
                 self.db.execute("UPDATE traj SET score=? WHERE id=?", (trajectory_score(t), tid))
 
 # %% ../../nbs/43_hub_store.ipynb #f7d65166
@@ -104,6 +110,14 @@ def _shard(self:TrajectoryStore)->Path:
     if shards and shards[-1].stat().st_size < self.shard_bytes: return shards[-1]
     n = int(shards[-1].stem.split('-')[1]) + 1 if shards else 0
     return self.root / 'shards' / f"shard-{n:05d}.jsonl"
+
+# %% ../../nbs/43_hub_store.ipynb #48935ef1
+def _index_row(t:Trajectory, h:str, seq:int, shard:str, off:int, n:int)->tuple:
+    "The `traj` index row of `t` (content id `h`), stored at byte `off` of `shard` in a line of `n` bytes"
+    success = None if t.outcome.success is None else int(t.outcome.success)
+    errors = sum(1 for s in t.steps if s.observation and s.observation.is_error)
+    return (h, seq, t.task.id, t.task.domain, t.task.env_id, t.agent.name, t.agent.model, success, t.reward,
+            len(t.steps), errors, shard, off, n, trajectory_score(t))
 
 # %% ../../nbs/43_hub_store.ipynb #bd57dd32
 def _put_batch(self:TrajectoryStore, trajs:list)->list[tuple[str, bool]]:
@@ -121,9 +135,7 @@ def _put_batch(self:TrajectoryStore, trajs:list)->list[tuple[str, bool]]:
                 if f is not None: f.flush(); os.fsync(f.fileno()); f.close()
                 p = self._shard(); f = open(p, 'ab'); f.seek(0, os.SEEK_END)
             off = f.tell(); f.write(line)
-            rows.append((h, seq, t.task.id, t.task.domain, t.task.env_id, t.agent.name, t.agent.model,
-                         None if t.outcome.success is None else int(t.outcome.success), t.reward, len(t.steps),
-                         sum(1 for s in t.steps if s.observation and s.observation.is_error), p.name, off, len(line), trajectory_score(t)))
+            rows.append(_index_row(t, h, seq, p.name, off, len(line)))
             seen.add(h); seq += 1; out.append((h, True))
         if f is not None: f.flush(); os.fsync(f.fileno())
     finally:
@@ -131,6 +143,7 @@ def _put_batch(self:TrajectoryStore, trajs:list)->list[tuple[str, bool]]:
     with self.db: self.db.executemany("INSERT INTO traj VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
     return out
 
+# %% ../../nbs/43_hub_store.ipynb #a13d6fbf
 @patch
 def put(self:TrajectoryStore, t:Trajectory)->tuple[str, bool]:
     "Store `t` once; returns (content id, whether it was new)"
@@ -157,7 +170,8 @@ def get(self:TrajectoryStore, tid:str)->Trajectory:
     "The trajectory with content id `tid`"
     r = self.db.execute("SELECT shard, offset, length FROM traj WHERE id=?", (tid,)).fetchone()
     if r is None: raise StoreError(f"no trajectory {tid!r} in {self.root}")
-    with open(self.root / 'shards' / r[0], 'rb') as f: f.seek(r[1]); return Trajectory.model_validate_json(f.read(r[2]))
+    with open(self.root / 'shards' / r[0], 'rb') as f:
+        f.seek(r[1]); return Trajectory.model_validate_json(f.read(r[2]))
 
 # %% ../../nbs/43_hub_store.ipynb #2dd931ec
 @patch
@@ -184,11 +198,14 @@ def action_shingles(t:Trajectory, k:int=3)->set[str]:
     if len(acts) < k: return {'|'.join(acts)} if acts else set()
     return {'|'.join(acts[i:i + k]) for i in range(len(acts) - k + 1)}
 
+# %% ../../nbs/43_hub_store.ipynb #ff6bc33c
 def _minhash(sh:set, num_perm:int)->MinHash:
+    "The MinHash of shingle set `sh` (seed 1, shingles in sorted order)"
     m = MinHash(num_perm=num_perm, seed=1)
     for s in sorted(sh): m.update(s.encode())
     return m
 
+# %% ../../nbs/43_hub_store.ipynb #75c98c19
 @patch
 def near_duplicates(self:TrajectoryStore, threshold:float=0.8, num_perm:int=128, same_task:bool=False)->pd.DataFrame:
     "Pairs of stored trajectories whose action sequences have estimated Jaccard >= `threshold`"
@@ -201,9 +218,11 @@ def near_duplicates(self:TrajectoryStore, threshold:float=0.8, num_perm:int=128,
         for other in lsh.query(m):
             if same_task and meta[other] != meta[tid]: continue
             j = m.jaccard(sigs[other])
-            if j >= threshold: rows.append({'a': other, 'b': tid, 'jaccard': j, 'task_a': meta[other], 'task_b': meta[tid]})
+            if j >= threshold:
+                rows.append({'a': other, 'b': tid, 'jaccard': j, 'task_a': meta[other], 'task_b': meta[tid]})
         lsh.insert(tid, m); sigs[tid] = m
-    return pd.DataFrame(rows, columns=['a', 'b', 'jaccard', 'task_a', 'task_b']).sort_values(['jaccard', 'a', 'b'], ascending=[False, True, True], ignore_index=True)
+    df = pd.DataFrame(rows, columns=['a', 'b', 'jaccard', 'task_a', 'task_b'])
+    return df.sort_values(['jaccard', 'a', 'b'], ascending=[False, True, True], ignore_index=True)
 
 # %% ../../nbs/43_hub_store.ipynb #82f0334d
 GDI_WEIGHTS = {'quality': 0.40, 'success': 0.25, 'efficiency': 0.15, 'clean': 0.10, 'feedback': 0.10}
@@ -213,18 +232,20 @@ GDI_WEIGHTS = {'quality': 0.40, 'success': 0.25, 'efficiency': 0.15, 'clean': 0.
 def feedback(self:TrajectoryStore, tid:str, up:bool, note:str='')->None:
     "Record a persisted up/down vote on a stored trajectory"
     if tid not in self: raise StoreError(f"no trajectory {tid!r} in {self.root}")
-    with self._lock, self.db: self.db.execute("INSERT INTO feedback (id, vote, note) VALUES (?,?,?)", (tid, 1 if up else -1, note))
+    with self._lock, self.db:
+        self.db.execute("INSERT INTO feedback (id, vote, note) VALUES (?,?,?)", (tid, 1 if up else -1, note))
 
 # %% ../../nbs/43_hub_store.ipynb #22a74253
-@patch
-def rank(self:TrajectoryStore, task_id:str|None=None, limit:int|None=None)->pd.DataFrame:
-    "Stored trajectories with their GDI components, best first (deterministic, read-only)"
-    sql = """
-    WITH best AS (SELECT task_id, MIN(n_steps) AS n_best FROM traj WHERE success=1 GROUP BY task_id),
-         fb AS (SELECT id, SUM(vote=1) AS up, SUM(vote=-1) AS down FROM feedback GROUP BY id)
-    SELECT t.id, t.task_id, t.agent, t.success, t.score, t.n_steps, t.n_error_steps, b.n_best, COALESCE(f.up, 0) AS up, COALESCE(f.down, 0) AS down
-    FROM traj t LEFT JOIN best b ON b.task_id = t.task_id LEFT JOIN fb f ON f.id = t.id""" + (" WHERE t.task_id=?" if task_id else "")
-    df = pd.read_sql_query(sql, self.db, params=(task_id,) if task_id else ())
+_RANK_SQL = """
+WITH best AS (SELECT task_id, MIN(n_steps) AS n_best FROM traj WHERE success=1 GROUP BY task_id),
+     fb AS (SELECT id, SUM(vote=1) AS up, SUM(vote=-1) AS down FROM feedback GROUP BY id)
+SELECT t.id, t.task_id, t.agent, t.success, t.score, t.n_steps, t.n_error_steps, b.n_best,
+       COALESCE(f.up, 0) AS up, COALESCE(f.down, 0) AS down
+FROM traj t LEFT JOIN best b ON b.task_id = t.task_id LEFT JOIN fb f ON f.id = t.id"""
+
+# %% ../../nbs/43_hub_store.ipynb #5dad8bce
+def _gdi(df:pd.DataFrame)->pd.DataFrame:
+    "`df` (rows of `_RANK_SQL`) with the GDI components and `gdi`, best first (ties by id)"
     succ = df.success.fillna(0).astype(float)
     n = df.n_steps.clip(lower=1).astype(float)
     df['quality'] = df.score.astype(float).clip(0, 1)
@@ -233,5 +254,12 @@ def rank(self:TrajectoryStore, task_id:str|None=None, limit:int|None=None)->pd.D
     df['clean'] = 1 - df.n_error_steps / n
     df['feedback'] = (df.up + 1) / (df.up + df.down + 2)
     df['gdi'] = sum(w * df[k] for k, w in GDI_WEIGHTS.items())
-    df = df.sort_values(['gdi', 'id'], ascending=[False, True], ignore_index=True).drop(columns=['n_best'])
+    return df.sort_values(['gdi', 'id'], ascending=[False, True], ignore_index=True).drop(columns=['n_best'])
+
+# %% ../../nbs/43_hub_store.ipynb #3e3da160
+@patch
+def rank(self:TrajectoryStore, task_id:str|None=None, limit:int|None=None)->pd.DataFrame:
+    "Stored trajectories with their GDI components, best first (deterministic, read-only)"
+    sql = _RANK_SQL + (" WHERE t.task_id=?" if task_id else "")
+    df = _gdi(pd.read_sql_query(sql, self.db, params=(task_id,) if task_id else ()))
     return df.head(limit) if limit else df
