@@ -13,7 +13,6 @@ import re
 import threading
 import time
 import uuid
-import warnings
 from pathlib import Path
 
 from fastcore.basics import patch
@@ -21,6 +20,7 @@ from fastcore.basics import patch
 from ..chat import assistant_message, parse_reply
 from ..core import InvalidActionError
 from .connections import GuardedHandler, GuardedHTTPServer, client_gone
+from .lora import LoraAdapters, lora_fields, one_line
 from .recording import ExchangeRecorder
 from .requests import MAX_BODY_BYTES, RequestRefused, check_request
 
@@ -34,20 +34,24 @@ def _message(out:dict, tools)->tuple[dict, str]:
     if tools:
         try: thought, calls = parse_reply(out['text'])
         except InvalidActionError: calls = []
-    msg = assistant_message(thought if calls else out['text'], [{**c, 'call_id': f'call_{uuid.uuid4().hex[:12]}'} for c in calls])
-    return msg, 'tool_calls' if calls else out['finish_reason']
+    calls = [{**c, 'call_id': f'call_{uuid.uuid4().hex[:12]}'} for c in calls]
+    return assistant_message(thought if calls else out['text'], calls), 'tool_calls' if calls else out['finish_reason']
 
+# %% ../../nbs/54_serving_server.ipynb #6c2bbf94
 def _chunks(choices:list[dict])->list[list[dict]]:
     "The streamed deltas of each choice, in order: role, content pieces, tool calls, finish reason"
     out = []
     for ch in choices:
         i, m = ch['index'], ch['message']
         out.append([{'index': i, 'delta': {'role': 'assistant', 'content': ''}, 'finish_reason': None}])
-        out += [[{'index': i, 'delta': {'content': piece}, 'finish_reason': None}] for piece in re.findall(r'\s*\S+\s*|\s+', m['content'] or '')]
-        out += [[{'index': i, 'delta': {'tool_calls': [{'index': k, **tc}]}, 'finish_reason': None}] for k, tc in enumerate(m.get('tool_calls') or [])]
+        pieces = re.findall(r'\s*\S+\s*|\s+', m['content'] or '')
+        out += [[{'index': i, 'delta': {'content': piece}, 'finish_reason': None}] for piece in pieces]
+        calls = enumerate(m.get('tool_calls') or [])
+        out += [[{'index': i, 'delta': {'tool_calls': [{'index': k, **tc}]}, 'finish_reason': None}] for k, tc in calls]
         out.append([{'index': i, 'delta': {}, 'finish_reason': ch['finish_reason']}])
     return out
 
+# %% ../../nbs/54_serving_server.ipynb #b1f8944f
 def _logprob_content(tok, lps:list[dict])->list[dict]:
     "OpenAI's `logprobs.content`: per token its text, bytes, log-probability and top alternatives"
     def entry(i, lp):
@@ -56,122 +60,194 @@ def _logprob_content(tok, lps:list[dict])->list[dict]:
     return [{**entry(d['id'], d['logprob']), 'top_logprobs': [entry(j, v) for j, v in d['top']]} for d in lps]
 
 # %% ../../nbs/54_serving_server.ipynb #c59b63a9
+_ERROR_TYPES = {400: 'invalid_request_error', 404: 'invalid_request_error', 413: 'invalid_request_error',
+                503: 'server_busy',
+                504: 'timeout'}
+
 class _Handler(GuardedHandler):
     def _send(self, code, body):
         data = json.dumps(body).encode()
-        self.send_response(code); self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(data)))
+        self.send_response(code); self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(data)))
         self.end_headers(); self.wfile.write(data)
     def _error(self, code, msg, param=None, err=None):
-        kind = {400: 'invalid_request_error', 404: 'invalid_request_error', 413: 'invalid_request_error', 503: 'server_busy', 504: 'timeout'}.get(code, 'server_error')
-        return self._send(code, {'error': {'message': f'bad request: {msg}' if code == 400 else msg, 'type': kind, 'param': param, 'code': err}})
-    def do_GET(self):
-        if self.path.rstrip('/') == '/v1/models':
-            inf, lora = self.server.inf, self.server.adapters
-            return self._send(200, {'object': 'list', 'data': [{'id': inf.name, 'object': 'model', 'owned_by': 'local'}] + (lora.cards() if lora else [])})
-        self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
-    def do_POST(self):
-        t0, path = time.monotonic(), self.path.rstrip('/')
-        routes = {'/v1/chat/completions': '_complete', '/v1/load_lora_adapter': '_load_lora', '/v1/unload_lora_adapter': '_unload_lora'}
-        if path not in routes:
-            return self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
-        try: getattr(self, routes[path])(t0)
-        except RequestRefused as e: self._error(e.status, str(e), e.param, e.code)
-        except (BrokenPipeError, ConnectionResetError): pass                    # the client left; nothing to answer
+        kind = _ERROR_TYPES.get(code, 'server_error')
+        body = {'message': f'bad request: {msg}' if code == 400 else msg, 'type': kind, 'param': param, 'code': err}
+        return self._send(code, {'error': body})
 
-    def _read(self)->dict:
-        try: size = int(self.headers.get('Content-Length') or 0)
-        except ValueError: raise RequestRefused(400, "Content-Length must be an integer") from None
-        if size > MAX_BODY_BYTES:           # read and drop it in small pieces (the client can then read the answer), up to a limit
-            self.close_connection = True
-            left = min(size, 16 * MAX_BODY_BYTES)
-            while left > 0 and (piece := self.rfile.read(min(left, 2**16))): left -= len(piece)
-            raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
-        try: return json.loads(self.rfile.read(size) or b'{}')
-        except (json.JSONDecodeError, UnicodeDecodeError) as e: raise RequestRefused(400, f"the body is not JSON ({e})") from None
-
-# %% ../../nbs/54_serving_server.ipynb #57933896
+# %% ../../nbs/54_serving_server.ipynb #a5ef1603
 @patch
-def _complete(self:_Handler, t0):
-    srv, req = self.server, check_request(self._read())
-    inf, tools, msgs = srv.inf, req['tools'], req['messages']
-    card = inf.prompt or {}               # the prompt card: render prompts the way the model was trained
-    render = [] if card.get('tools') == [] else tools   # trained without a tool list: none in the prompt (the request's tools still decide what is parsed)
+def do_GET(self:_Handler):
+    if self.path.rstrip('/') == '/v1/models':
+        inf, lora = self.server.inf, self.server.adapters
+        models = [{'id': inf.name, 'object': 'model', 'owned_by': 'local'}] + (lora.cards() if lora else [])
+        return self._send(200, {'object': 'list', 'data': models})
+    self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
+
+# %% ../../nbs/54_serving_server.ipynb #8f154dd7
+_ROUTES = {'/v1/chat/completions': '_complete', '/v1/load_lora_adapter': '_load_lora',
+           '/v1/unload_lora_adapter': '_unload_lora'}
+
+@patch
+def do_POST(self:_Handler):
+    t0, path = time.monotonic(), self.path.rstrip('/')
+    if path not in _ROUTES:
+        return self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
+    try: getattr(self, _ROUTES[path])(t0)
+    except RequestRefused as e: self._error(e.status, str(e), e.param, e.code)
+    except (BrokenPipeError, ConnectionResetError): pass                    # the client left; nothing to answer
+
+# %% ../../nbs/54_serving_server.ipynb #13c7c3ae
+@patch
+def _read(self:_Handler)->dict:
+    "The request's JSON body (a `RequestRefused` for a bad length, a body too large or not JSON)"
+    try: size = int(self.headers.get('Content-Length') or 0)
+    except ValueError: raise RequestRefused(400, "Content-Length must be an integer") from None
+    if size > MAX_BODY_BYTES:
+        self.close_connection = True
+        left = min(size, 16 * MAX_BODY_BYTES)
+        while left > 0 and (piece := self.rfile.read(min(left, 2**16))): left -= len(piece)
+        raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
+    try: return json.loads(self.rfile.read(size) or b'{}')
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RequestRefused(400, f"the body is not JSON ({e})") from None
+
+# %% ../../nbs/54_serving_server.ipynb #ba03cf50
+def _prompt(inf, req:dict)->tuple[list, list, int]:
+    "(messages, tools to render, prompt tokens) of a checked request, as the model's prompt card renders it"
+    tools, msgs, card = req['tools'], req['messages'], inf.prompt or {}
+    render = [] if card.get('tools') == [] else tools
     if card.get('system_prompt') and not any(m.get('role') == 'system' for m in msgs):
         msgs = [{'role': 'system', 'content': card['system_prompt']}] + msgs
     try: n_prompt = len(inf.tokenizer(inf.render(msgs, render), add_special_tokens=False)['input_ids'])
-    except Exception as e: raise RequestRefused(400, f"the messages cannot be rendered with the model's chat template ({type(e).__name__}: {str(e)[:120]})") from None
-    adapter = srv.adapters.adapter_of(req['model']) if srv.adapters else None   # with LoRA on: the base model or a loaded adapter (404 else)
+    except Exception as e:
+        raise RequestRefused(400, "the messages cannot be rendered with the model's chat template "
+                                  f"({type(e).__name__}: {str(e)[:120]})") from None
+    return msgs, render, n_prompt
+
+# %% ../../nbs/54_serving_server.ipynb #1d0560e9
+def _fits(inf, n_prompt:int, max_tokens:int):
+    "Refuse (400) a request whose prompt plus `max_tokens` exceeds the model's context"
     ctx = getattr(inf.model.config, 'max_position_embeddings', None)
-    if ctx and n_prompt + req['max_tokens'] > ctx:
-        raise RequestRefused(400, f"the prompt ({n_prompt} tokens) plus max_tokens ({req['max_tokens']}) exceeds the model's context of {ctx} tokens")
-    deadline = t0 + srv.request_timeout
-    if not srv.slots.acquire(blocking=False): raise RequestRefused(503, f"server busy: {srv.max_queue} requests already wait for the model; retry later")
+    if ctx and n_prompt + max_tokens > ctx:
+        raise RequestRefused(400, f"the prompt ({n_prompt} tokens) plus max_tokens ({max_tokens}) exceeds the model's "
+                                  f"context of {ctx} tokens")
+
+# %% ../../nbs/54_serving_server.ipynb #d3fe40f9
+@patch
+def _generate(self:_Handler, req, msgs, render, adapter, deadline)->tuple[list, dict]:
+    ("(generations, why they were stopped: {} or {'stop': 'deadline' | 'disconnected'}) of a request, queued for the "
+     "model")
+    srv, why = self.server, {}
+    if not srv.slots.acquire(blocking=False):
+        raise RequestRefused(503, f"server busy: {srv.max_queue} requests already wait for the model; retry later")
     try:
         if not srv.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise RequestRefused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
         try:
             if srv.adapters: srv.adapters.select(adapter)
-            why = {}
             def stop():
                 if time.monotonic() > deadline: why['stop'] = 'deadline'
                 elif client_gone(self.connection): why['stop'] = 'disconnected'
                 return bool(why)
-            outs = inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'], req['seed'], stop=stop,
-                                logprobs=req['logprobs'] if req['logprobs'] is not None or srv.recorder is None else 0)   # a recording keeps log-probs
+            # a recording keeps log-probs
+            lps = req['logprobs'] if req['logprobs'] is not None or srv.recorder is None else 0
+            outs = srv.inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'],
+                                    req['seed'],
+                                    stop=stop, logprobs=lps)
         finally: srv.lock.release()
     finally: srv.slots.release()
+    return outs, why
+
+# %% ../../nbs/54_serving_server.ipynb #57933896
+@patch
+def _complete(self:_Handler, t0):
+    srv, req = self.server, check_request(self._read())
+    msgs, render, n_prompt = _prompt(srv.inf, req)
+    # with LoRA on: the base model or an adapter (404 else)
+    adapter = srv.adapters.adapter_of(req['model']) if srv.adapters else None
+    _fits(srv.inf, n_prompt, req['max_tokens'])
+    outs, why = self._generate(req, msgs, render, adapter, t0 + srv.request_timeout)
     if why:
         srv.stats[why['stop']] += 1
         if why['stop'] == 'disconnected': return
-        raise RequestRefused(504, f"generation passed this request's deadline ({srv.request_timeout:g} s) and was stopped")
+        raise RequestRefused(504,
+                             f"generation passed this request's deadline ({srv.request_timeout:g} s) and was stopped")
     srv.stats['completed'] += 1
-    self._answer(req, outs, tools, inf, msgs, render, t0)
+    self._answer(req, outs, req['tools'], srv.inf, msgs, render, t0)
 
-# %% ../../nbs/54_serving_server.ipynb #ee096668
-@patch
-def _answer(self:_Handler, req, outs, tools, inf, msgs=None, render=None, t0=None):
+# %% ../../nbs/54_serving_server.ipynb #21c2c21d
+def _choices(req:dict, outs:list, tools, tok)->list[dict]:
+    "A choice per generation: its message and finish reason, log-probs and token ids when the request asked"
     choices = []
     for i, o in enumerate(outs):
         msg, why = _message(o, tools)
         choices.append({'index': i, 'message': msg, 'finish_reason': why})
-        if req['logprobs'] is not None: choices[-1]['logprobs'] = {'content': _logprob_content(inf.tokenizer, o['logprobs'])}
+        if req['logprobs'] is not None: choices[-1]['logprobs'] = {'content': _logprob_content(tok, o['logprobs'])}
         if req['return_token_ids']: choices[-1]['token_ids'] = o['token_ids']
+    return choices
+
+# %% ../../nbs/54_serving_server.ipynb #8bd37ef4
+@patch
+def _stream(self:_Handler, req, head:dict, choices:list, usage:dict):
+    "Send the answer as server-sent events"
+    self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.send_header('Cache-Control',
+        'no-cache')
+    self.end_headers()                      # HTTP/1.0: the stream ends when the connection closes, after [DONE]
+    with_usage = req['include_usage']
+    events = [{**head, 'object': 'chat.completion.chunk', 'choices': c, **({'usage': None} if with_usage else {})}
+              for c in _chunks(choices)]
+    if with_usage: events.append({**head, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})
+    self.wfile.write(b''.join(b'data: ' + json.dumps(e).encode() + b'\n\n' for e in events) + b'data: [DONE]\n\n')
+
+# %% ../../nbs/54_serving_server.ipynb #ee096668
+@patch
+def _answer(self:_Handler, req, outs, tools, inf, msgs=None, render=None, t0=None):
+    choices = _choices(req, outs, tools, inf.tokenizer)
     done = sum(o['completion_tokens'] for o in outs)
-    usage = {'prompt_tokens': outs[0]['prompt_tokens'], 'completion_tokens': done, 'total_tokens': outs[0]['prompt_tokens'] + done}
+    usage = {'prompt_tokens': outs[0]['prompt_tokens'], 'completion_tokens': done,
+             'total_tokens': outs[0]['prompt_tokens'] + done}
     head = {'id': f'chatcmpl-{uuid.uuid4().hex[:16]}', 'created': int(time.time()), 'model': req['model'] or inf.name}
     if req['return_token_ids']: head['prompt_token_ids'] = outs[0]['prompt_token_ids']
     if self.server.recorder is not None: self._record(req, outs, choices, msgs, render, t0)
-    if not req['stream']: return self._send(200, {**head, 'object': 'chat.completion', 'choices': choices, 'usage': usage})
-    self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.send_header('Cache-Control', 'no-cache')
-    self.end_headers()                      # HTTP/1.0: the stream ends when the connection closes, after [DONE]
-    with_usage = req['include_usage']
-    events = [{**head, 'object': 'chat.completion.chunk', 'choices': c, **({'usage': None} if with_usage else {})} for c in _chunks(choices)]
-    if with_usage: events.append({**head, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})
-    self.wfile.write(b''.join(b'data: ' + json.dumps(e).encode() + b'\n\n' for e in events) + b'data: [DONE]\n\n')
+    if not req['stream']:
+        return self._send(200, {**head, 'object': 'chat.completion', 'choices': choices, 'usage': usage})
+    self._stream(req, head, choices, usage)
 
 # %% ../../nbs/54_serving_server.ipynb #13790bca
 class InferenceServer(GuardedHTTPServer):
     "`/v1/chat/completions` for one model, in a thread (`start`) or a `with` block"
-    def __init__(self, inference,                 # the model: an `AgentInference` (or anything with its `generate`, `render`, `tokenizer`, `name`, `cache`)
+    def __init__(self,
+                 # the model: an `AgentInference` (or anything with its generate, render, tokenizer, name, cache)
+                 inference,
                  port:int=0, host:str='127.0.0.1', # where to listen (port 0: a free one)
-                 request_timeout:float=120.0,       # seconds from a request's arrival until it is answered 504 (its generation stopped)
+                 # seconds from a request's arrival until it is answered 504 (its generation stopped)
+                 request_timeout:float=120.0,
                  max_queue:int=64,                  # requests that may wait for the model at once (503 beyond)
-                 header_timeout:float=10.0,         # seconds a connection may take to send a request head (closed after: idle clients)
+                 # seconds a connection may take to send a request head (closed after: idle clients)
+                 header_timeout:float=10.0,
                  max_connections:int=256,           # connections open at once (503 and closed beyond)
-                 record_to=None,                    # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange
-                 enable_lora:bool=False,            # serve `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (vLLM's runtime LoRA updating)
-                 lora_root:str|Path|None=None,      # with enable_lora: adapters are loaded only from folders under this directory
+                 # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange
+                 record_to=None,
+                 # serve `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (vLLM's runtime LoRA updating)
+                 enable_lora:bool=False,
+                 # with enable_lora: adapters are loaded only from folders under this directory
+                 lora_root:str|Path|None=None,
                  max_loras:int=4):                  # adapters loaded at once (400 beyond: unload one first)
-        if enable_lora and lora_root is None: raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
+        if enable_lora and lora_root is None:
+            raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections)
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
-        self.adapters = _Adapters(inference, lora_root, max_loras) if enable_lora else None
+        self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
         self.request_timeout, self.max_queue, self.thread = request_timeout, max_queue, None
         self.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
-        self.recorder = record_to if isinstance(record_to, ExchangeRecorder) or record_to is None else ExchangeRecorder(record_to)
+        rec = record_to is None or isinstance(record_to, ExchangeRecorder)
+        self.recorder = record_to if rec else ExchangeRecorder(record_to)
         self.url = f"http://{host}:{self.server_address[1]}/v1"
 
-    def __repr__(self): return f"<InferenceServer {self.url} model={self.inf.name} {'serving' if self.thread else 'stopped'} {self.stats}>"
+    def __repr__(self):
+        return (f"<InferenceServer {self.url} model={self.inf.name} {'serving' if self.thread else 'stopped'} "
+                f"{self.stats}>")
 
 # %% ../../nbs/54_serving_server.ipynb #f0a38443
 @patch
@@ -202,134 +278,45 @@ def _client(headers)->str:
     key = headers.get('Authorization') or ''
     return hashlib.sha256(key.encode()).hexdigest()[:16] if key else ''
 
+# %% ../../nbs/54_serving_server.ipynb #818acc08
 @patch
 def _record(self:_Handler, req, outs, choices, msgs, render, t0):
     "Hand an answered exchange to the server's recorder: prompt messages and tools, ids, log-probs, the replies sent"
     h, meta, now = self.headers, req['metadata'], time.time()
     try:
-        self.server.recorder.record(msgs, render, outs, [c['message'] for c in choices], now - (time.monotonic() - t0), now,
-                                    req['model'] or self.server.inf.name, episode=h.get('X-Knowlyr-Episode') or meta.get('episode_id'),
-                                    task_id=h.get('X-Knowlyr-Task') or meta.get('task_id'), agent=h.get('X-Knowlyr-Agent') or meta.get('agent'),
-                                    client=_client(h))
-    except Exception as e: raise RequestRefused(500, f"the exchange could not be recorded ({_one_line(e)})") from None
-
-# %% ../../nbs/54_serving_server.ipynb #ff7404e6
-def _one_line(e:BaseException, n:int=200)->str:
-    "An exception as `Type: first line`, at most n characters"
-    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0].strip()}"[:n]
-
-def _strip_lora(model):
-    "Undo a peft injection that failed half-way: every adapter layer replaced by the layer it wraps"
-    from peft.tuners.tuners_utils import BaseTunerLayer
-    for m in list(model.modules()):
-        for n, ch in list(m.named_children()):
-            if isinstance(ch, BaseTunerLayer): setattr(m, n, ch.get_base_layer())
-    if hasattr(model, 'peft_config'): del model.peft_config
-
-# %% ../../nbs/54_serving_server.ipynb #7564c52b
-class _Adapters:
-    "The LoRA adapters a server has hot-loaded into its model, by name (every method runs under the server's model lock)"
-    def __init__(self, inf, root:str|Path, max_loras:int=4):   # inf: the served `AgentInference`
-        self.inf, self.root, self.max_loras = inf, Path(root).resolve(), max_loras
-        self.peft, self.paths, self.active, self.loads = None, {}, None, 0   # active: the adapter switched on (None: the base model)
-
-    def cards(self)->list[dict]:
-        "`/v1/models` entries of the loaded adapters"
-        return [{'id': n, 'object': 'model', 'owned_by': 'local', 'root': str(p), 'parent': self.inf.name} for n, p in list(self.paths.items())]
-
-    def adapter_of(self, model:str|None)->str|None:
-        "The adapter a request's `model` names (None: the base model); 404 for a name that is neither"
-        if model is None or model == self.inf.name: return None
-        if model in self.paths: return model
-        raise RequestRefused(404, f"The model `{model}` does not exist.", 'model', 'model_not_found')
-
-    def select(self, name:str|None):
-        "Switch adapter `name` on (None: all off), forgetting cached prefixes when the choice changes"
-        if name is not None and name not in self.paths: raise RequestRefused(404, f"The model `{name}` does not exist.", 'model', 'model_not_found')
-        if name == self.active or self.peft is None: return
-        if name is None: self.peft.base_model.disable_adapter_layers()
-        else: self.peft.set_adapter(name); self.peft.base_model.enable_adapter_layers()
-        self.active = name
-        self.inf.cache.clear()
-
-# %% ../../nbs/54_serving_server.ipynb #79416f48
-@patch
-def folder(self:_Adapters, lora_path:str)->Path:
-    "The adapter folder `lora_path` names, checked (a 400 names what is wrong)"
-    p = (self.root / lora_path).resolve()
-    if not p.is_relative_to(self.root): raise RequestRefused(400, f"'lora_path' {lora_path!r} is outside the server's lora_root", 'lora_path')
-    if not (p / 'adapter_config.json').is_file(): raise RequestRefused(400, f"'lora_path' {lora_path!r} is not a PEFT adapter folder (no adapter_config.json)", 'lora_path')
-    try: out = next((f for f in p.rglob('*') if not f.resolve().is_relative_to(self.root)), None)   # every file of it, links resolved
-    except OSError as e: raise RequestRefused(400, f"'lora_path' {lora_path!r} cannot be listed ({_one_line(e)})", 'lora_path') from None
-    if out is not None: raise RequestRefused(400, f"'lora_path' {lora_path!r}: {out.relative_to(p)} links outside the server's lora_root", 'lora_path')
-    try: kind = json.loads((p / 'adapter_config.json').read_text()).get('peft_type')
-    except (OSError, ValueError, AttributeError) as e: raise RequestRefused(400, f"'lora_path' {lora_path!r}: adapter_config.json is unreadable ({_one_line(e)})", 'lora_path') from None
-    if kind != 'LORA': raise RequestRefused(400, f"'lora_path' {lora_path!r} holds a {kind} adapter; only LoRA adapters are served", 'lora_path')
-    if not (p / 'adapter_model.safetensors').is_file(): raise RequestRefused(400, f"'lora_path' {lora_path!r} has no adapter_model.safetensors (only safetensors weights are loaded)", 'lora_path')
-    return p
-
-# %% ../../nbs/54_serving_server.ipynb #75e31cef
-@patch
-def load(self:_Adapters, name:str, lora_path:str):
-    "Load the adapter in `lora_path` under `name` (switched off until a request names it)"
-    if name in self.paths: raise RequestRefused(400, f"The lora adapter '{name}' has already been loaded.", 'lora_name')
-    if len(self.paths) >= self.max_loras: raise RequestRefused(400, f"{self.max_loras} adapters are loaded (max_loras); unload one first", 'lora_name')
-    p = self.folder(lora_path)
-    try:
-        if self.peft is None:
-            from peft import PeftModel
-            self.peft = PeftModel.from_pretrained(self.inf.model, str(p), adapter_name=name)
-        else: self.peft.load_adapter(str(p), adapter_name=name)
-    except Exception as e:
-        if self.peft is None: _strip_lora(self.inf.model)    # nothing loaded before: the plain model again
-        else:
-            if name in self.peft.peft_config: self.peft.delete_adapter(name)
-            self.active = object()                 # unknown: the next request switches explicitly
-        raise RequestRefused(400, f"'lora_path' {lora_path!r}: the adapter does not fit the served model ({_one_line(e)})", 'lora_path') from None
-    self.paths[name], self.loads = p, self.loads + 1
-    prev, self.active = self.active, object()      # peft may have switched the new adapter on: switch back to what was on
-    self.select(prev if isinstance(prev, str) and prev in self.paths else None)
-
-# %% ../../nbs/54_serving_server.ipynb #3033f90f
-@patch
-def unload(self:_Adapters, name:str):
-    "Remove adapter `name` from the model"
-    if name not in self.paths: raise RequestRefused(404, f"The lora adapter '{name}' cannot be found.", 'lora_name')
-    with warnings.catch_warnings():                # peft warns when the active adapter goes; the next request switches explicitly
-        warnings.simplefilter('ignore'); self.peft.delete_adapter(name)
-    del self.paths[name]
-    if self.active == name: self.active = object()
-
-# %% ../../nbs/54_serving_server.ipynb #1d62fb98
-def _lora_fields(req, *keys)->list[str]:
-    if not isinstance(req, dict): raise RequestRefused(400, "the body must be a JSON object")
-    for k in keys:
-        v = req.get(k)
-        if not isinstance(v, str) or not v or len(v) > 512 or not v.isprintable():
-            raise RequestRefused(400, f"'{k}' must be a non-empty printable string of at most 512 characters" if k in req else f"'{k}' must be provided", k)
-    return [req[k] for k in keys]
+        self.server.recorder.record(msgs, render, outs, [c['message'] for c in choices], now - (time.monotonic() - t0),
+                                    now,
+                                    req['model'] or self.server.inf.name,
+                                    episode=h.get('X-Knowlyr-Episode') or meta.get('episode_id'),
+                                    task_id=h.get('X-Knowlyr-Task') or meta.get('task_id'),
+                                    agent=h.get('X-Knowlyr-Agent') or meta.get('agent'), client=_client(h))
+    except Exception as e: raise RequestRefused(500, f"the exchange could not be recorded ({one_line(e)})") from None
 
 # %% ../../nbs/54_serving_server.ipynb #5b545616
 @patch
 def _lora(self:_Handler, t0, act, what):
     srv = self.server
-    if srv.adapters is None: raise RequestRefused(404, f"{self.path} is off: start the server with serve(enable_lora=True, lora_root=...)")
-    if not srv.lock.acquire(timeout=srv.request_timeout): raise RequestRefused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
+    if srv.adapters is None:
+        raise RequestRefused(404, f"{self.path} is off: start the server with serve(enable_lora=True, lora_root=...)")
+    if not srv.lock.acquire(timeout=srv.request_timeout):
+        raise RequestRefused(504, f"the model stayed busy past this request's deadline ({srv.request_timeout:g} s)")
     try: name = act(srv.adapters)
     finally: srv.lock.release()
     data = f"Success: LoRA adapter '{name}' {what} successfully.".encode()
-    self.send_response(200); self.send_header('Content-Type', 'text/plain; charset=utf-8'); self.send_header('Content-Length', str(len(data)))
+    self.send_response(200); self.send_header('Content-Type', 'text/plain; charset=utf-8')
+    self.send_header('Content-Length', str(len(data)))
     self.end_headers(); self.wfile.write(data)
 
 # %% ../../nbs/54_serving_server.ipynb #19e8cc34
 @patch
 def _load_lora(self:_Handler, t0):
-    name, path = _lora_fields(self._read(), 'lora_name', 'lora_path')
-    if name == self.server.inf.name: raise RequestRefused(400, f"'lora_name' {name!r} is the base model's name", 'lora_name')
+    name, path = lora_fields(self._read(), 'lora_name', 'lora_path')
+    if name == self.server.inf.name:
+        raise RequestRefused(400, f"'lora_name' {name!r} is the base model's name", 'lora_name')
     self._lora(t0, lambda a: a.load(name, path) or name, 'added')
 
 # %% ../../nbs/54_serving_server.ipynb #21713f69
 @patch
 def _unload_lora(self:_Handler, t0):
-    name, = _lora_fields(self._read(), 'lora_name')
+    name, = lora_fields(self._read(), 'lora_name')
     self._lora(t0, lambda a: a.unload(name) or name, 'removed')
