@@ -33,26 +33,11 @@ def _weights(s:str|None)->dict|None:
     try: return {k: float(v) for k, v in (kv.split('=') for kv in s.split(','))}
     except ValueError: raise ValueError(f"--weights must look like rules=1,judge=2, not {s!r}") from None
 
-# %% ../../nbs/39_reward_cli.ipynb #45c312a3
-def cmd_score(a)->dict:
-    "Score every trajectory of a file and write them with rewards (to `-o`, else to stdout as JSONL)"
+# %% ../../nbs/39_reward_cli.ipynb #4c5c48ea
+def _score_engine(a)->RewardEngine:
     judge = JudgeConfig.from_spec(a.judge, base_url=a.base_url, cache_dir=a.cache_dir, concurrency=a.concurrency,
                                   price_in=a.price_in, price_out=a.price_out) if a.judge else None
-    engine = RewardEngine.load(a.engine) if a.engine else RewardEngine(a.domain, judge=judge, weights=_weights(a.weights))
-    target = Path(a.output) if a.output else Path(a.input)
-    trajs, errors = read_usable_trajectories(a.input, target.with_name(target.name + '.quarantine.jsonl'))
-    if a.output: write_trajectories([], a.output)               # create/truncate; chunks are appended as they are scored
-    rs, n = [], 0
-    for chunk in _chunks(trajs, 64, a.progress):
-        scored = [with_rewards(t, tr) for t, tr in zip(chunk, engine.score_trajectories(chunk))]
-        if a.output: write_trajectories(scored, a.output, append=True)
-        else:
-            for t in scored: sys.stdout.write(t.model_dump_json() + '\n')
-            sys.stdout.flush()
-        rs += [t.reward for t in scored if t.reward is not None]; n += len(scored)
-    summary = {'scored': n, 'skipped': len(errors), 'mean_reward': float(np.mean(rs)) if rs else None, 'output': a.output or '<stdout>'}
-    if engine.judge is not None: summary['judge'] = engine.judge.stats.summary()
-    return summary
+    return RewardEngine.load(a.engine) if a.engine else RewardEngine(a.domain, judge=judge, weights=_weights(a.weights))
 
 # %% ../../nbs/39_reward_cli.ipynb #18929312
 def _chunks(xs, n, progress):
@@ -65,10 +50,33 @@ def _chunks(xs, n, progress):
         if bar is not None: bar.update(len(xs[i:i + n]))
     if bar is not None: bar.close()
 
+# %% ../../nbs/39_reward_cli.ipynb #45c312a3
+def cmd_score(a)->dict:
+    "Score every trajectory of a file and write them with rewards (to `-o`, else to stdout as JSONL)"
+    engine = _score_engine(a)
+    target = Path(a.output) if a.output else Path(a.input)
+    trajs, errors = read_usable_trajectories(a.input, target.with_name(target.name + '.quarantine.jsonl'))
+    # create/truncate; chunks are appended as they are scored
+    if a.output: write_trajectories([], a.output)
+    rs, n = [], 0
+    for chunk in _chunks(trajs, 64, a.progress):
+        scored = [with_rewards(t, tr) for t, tr in zip(chunk, engine.score_trajectories(chunk))]
+        if a.output: write_trajectories(scored, a.output, append=True)
+        else:
+            for t in scored: sys.stdout.write(t.model_dump_json() + '\n')
+            sys.stdout.flush()
+        rs += [t.reward for t in scored if t.reward is not None]; n += len(scored)
+    summary = {'scored': n, 'skipped': len(errors), 'mean_reward': float(np.mean(rs)) if rs else None,
+               'output': a.output or '<stdout>'}
+    if engine.judge is not None: summary['judge'] = engine.judge.stats.summary()
+    return summary
+
 # %% ../../nbs/39_reward_cli.ipynb #1cf8c2e8
 def cmd_rubrics(a)->dict:
     "The judge's rubrics and the registered rules of a domain"
-    return {'domain': a.domain, 'judge_rubrics': [{'id': r.id, 'weight': r.weight, 'description': r.description} for r in list_rubrics(a.domain)],
+    return {'domain': a.domain,
+            'judge_rubrics': [{'id': r.id, 'weight': r.weight, 'description': r.description}
+                              for r in list_rubrics(a.domain)],
             'rules': [{'id': k, 'weight': r.weight, 'description': r.description} for k, r in RULES.items()]}
 
 # %% ../../nbs/39_reward_cli.ipynb #fdab7e0e
@@ -83,8 +91,9 @@ def cmd_preferences(a)->dict:
     rep = build_preferences(trajs, level=a.level, min_margin=a.min_margin, max_pairs_per_task=a.max_pairs_per_task)
     with open(a.output, 'w') as f:
         for p in rep.pairs: f.write(json.dumps(p.to_record(), ensure_ascii=False) + '\n')
-    return {'pairs': len(rep.pairs), 'by_level': {l: sum(p.level == l for p in rep.pairs) for l in ('trajectory', 'step')}, 'left_out': rep.counts,
-            'skipped_records': len(errors), 'output': a.output}
+    by_level = {l: sum(p.level == l for p in rep.pairs) for l in ('trajectory', 'step')}
+    return {'pairs': len(rep.pairs), 'by_level': by_level,
+            'left_out': rep.counts, 'skipped_records': len(errors), 'output': a.output}
 
 # %% ../../nbs/39_reward_cli.ipynb #e3e746e3
 def cmd_leaderboard(a)->dict:
@@ -94,46 +103,76 @@ def cmd_leaderboard(a)->dict:
     print(df.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return {'rows': len(df), 'skipped_records': len(errors)}
 
-# %% ../../nbs/39_reward_cli.ipynb #3d0e716d
-def build_parser()->argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='knowlyr-reward', description='Process reward model: rules, LLM judge, human calibration')
-    sub = p.add_subparsers(dest='cmd', required=True)
-    s = sub.add_parser('score', help='score a trajectory file'); s.add_argument('input', help='trajectories (.jsonl, .jsonl.gz, .parquet or .json)')
-    s.add_argument('-o', '--output', help='scored trajectories (.jsonl/.jsonl.gz/.parquet); default: JSONL on stdout, summary on stderr')
-    s.add_argument('--domain', default='generic', help='domain profile of the rules and rubrics (default: %(default)s); see `rubrics`')
+# %% ../../nbs/39_reward_cli.ipynb #804ed325
+def _add_score(sub):
+    s = sub.add_parser('score', help='score a trajectory file')
+    s.add_argument('input', help='trajectories (.jsonl, .jsonl.gz, .parquet or .json)')
+    s.add_argument('-o', '--output',
+                   help='scored trajectories (.jsonl/.jsonl.gz/.parquet); default: JSONL on stdout, summary on stderr')
+    s.add_argument('--domain', default='generic',
+                   help='domain profile of the rules and rubrics (default: %(default)s); see `rubrics`')
     s.add_argument('--judge', help='LLM judge, openai:MODEL or anthropic:MODEL (default: rules only)')
     s.add_argument('--base-url', help='OpenAI-compatible server (e.g. a local vLLM)')
-    s.add_argument('--cache-dir', default='.knowlyr-cache/judge', help="judge replies are cached here, so a rerun costs nothing (default: %(default)s)")
+    s.add_argument('--cache-dir', default='.knowlyr-cache/judge',
+                   help="judge replies are cached here, so a rerun costs nothing (default: %(default)s)")
     s.add_argument('--concurrency', type=int, default=8, help='judge requests in flight at once (default: %(default)s)')
     s.add_argument('--weights', help='layer weights, e.g. rules=1,judge=2')
     s.add_argument('--price-in', type=float, default=0.0, help='USD per million input tokens (cost accounting)')
     s.add_argument('--price-out', type=float, default=0.0, help='USD per million output tokens')
     s.add_argument('--engine', help='engine config JSON (from calibrate); overrides --domain/--judge/--weights')
     s.add_argument('--no-progress', dest='progress', action='store_false', help='no progress bar')
+
+# %% ../../nbs/39_reward_cli.ipynb #9aafd58e
+def _add_rubrics(sub):
     r = sub.add_parser('rubrics', help='list rubrics and rules')
     r.add_argument('--domain', default='generic', help='domain profile (default: %(default)s)')
+
+# %% ../../nbs/39_reward_cli.ipynb #ccd0b6fe
+def _add_calibrate(sub):
     c = sub.add_parser('calibrate', help='fit a calibration map to human annotations')
-    c.add_argument('trajectories', help='the annotated trajectories (scored or not)'); c.add_argument('annotations', help='human step scores (JSONL)')
+    c.add_argument('trajectories', help='the annotated trajectories (scored or not)')
+    c.add_argument('annotations', help='human step scores (JSONL)')
     c.add_argument('-o', '--output', required=True, help='engine config JSON with the fitted map')
-    c.add_argument('--method', default='isotonic', choices=['isotonic', 'logistic'], help='map from raw to calibrated reward (default: %(default)s)')
-    c.add_argument('--threshold', type=float, default=0.5, help="human score that counts as a good step (logistic fit, kappa; default: %(default)s)")
+    c.add_argument('--method', default='isotonic', choices=['isotonic', 'logistic'],
+                   help='map from raw to calibrated reward (default: %(default)s)')
+    c.add_argument('--threshold', type=float, default=0.5,
+                   help="human score that counts as a good step (logistic fit, kappa; default: %(default)s)")
     c.add_argument('--domain', default='generic', help='domain profile of the engine (default: %(default)s)')
     c.add_argument('--engine', help='engine config JSON to calibrate')
+
+# %% ../../nbs/39_reward_cli.ipynb #bf0dfa34
+def _add_preferences(sub):
     pd_ = {k: v.default for k, v in inspect.signature(build_preferences).parameters.items()}   # one source of defaults
     q = sub.add_parser('preferences', help='build preference pairs')
-    q.add_argument('input', help='scored trajectories (several per task)'); q.add_argument('-o', '--output', required=True, help='pairs (JSONL)')
-    q.add_argument('--level', default=pd_['level'], choices=['trajectory', 'step', 'both'], help='pairs of whole trajectories, of steps, or both (default: %(default)s)')
-    q.add_argument('--min-margin', type=float, default=pd_['min_margin'], help='smaller score differences are ties, dropped (default: %(default)s)')
-    q.add_argument('--max-pairs-per-task', type=int, default=pd_['max_pairs_per_task'], help='at most this many pairs per task and level (default: %(default)s)')
+    q.add_argument('input', help='scored trajectories (several per task)')
+    q.add_argument('-o', '--output', required=True, help='pairs (JSONL)')
+    q.add_argument('--level', default=pd_['level'], choices=['trajectory', 'step', 'both'],
+                   help='pairs of whole trajectories, of steps, or both (default: %(default)s)')
+    q.add_argument('--min-margin', type=float, default=pd_['min_margin'],
+                   help='smaller score differences are ties, dropped (default: %(default)s)')
+    q.add_argument('--max-pairs-per-task', type=int, default=pd_['max_pairs_per_task'],
+                   help='at most this many pairs per task and level (default: %(default)s)')
+
+# %% ../../nbs/39_reward_cli.ipynb #af47b16d
+def _add_leaderboard(sub):
     l = sub.add_parser('leaderboard', help='mean reward per agent/model')
     l.add_argument('input', help='scored trajectories')
-    l.add_argument('--by', default='agent', choices=['agent', 'model'], help='one row per agent or per model (default: %(default)s)')
+    l.add_argument('--by', default='agent', choices=['agent', 'model'],
+                   help='one row per agent or per model (default: %(default)s)')
     l.add_argument('--bootstrap', action='store_true', help='bootstrap confidence intervals of the means')
+
+# %% ../../nbs/39_reward_cli.ipynb #3d0e716d
+def build_parser()->argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog='knowlyr-reward',
+                                description='Process reward model: rules, LLM judge, human calibration')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    for add in (_add_score, _add_rubrics, _add_calibrate, _add_preferences, _add_leaderboard): add(sub)
     return p
 
 # %% ../../nbs/39_reward_cli.ipynb #9f94ba50
 def _run(a)->int:
-    cmds = {'score': cmd_score, 'rubrics': cmd_rubrics, 'calibrate': cmd_calibrate, 'preferences': cmd_preferences, 'leaderboard': cmd_leaderboard}
+    cmds = {'score': cmd_score, 'rubrics': cmd_rubrics, 'calibrate': cmd_calibrate, 'preferences': cmd_preferences,
+            'leaderboard': cmd_leaderboard}
     out = cmds[a.cmd](a)
     print(json.dumps(out, indent=2, default=str), file=sys.stdout if a.cmd != 'score' or a.output else sys.stderr)
     return 0
