@@ -27,15 +27,13 @@ from ..trajectory_io import write_trajectories
 __all__ = ['main']
 
 # %% ../../nbs/49_hub_cli.ipynb #467014dc
-def _parser()->argparse.ArgumentParser:
-    "The parser; each flag's help is the documentation of the field or argument it sets"
-    cd, fd, ed, pd = docments(iter_collect), docments(ExportFilter), docments(DatasetExporter), docments(PipelineConfig)
-    sd, wd = field_docs(RolloutSpec), field_docs(Workers)
-    p = argparse.ArgumentParser(prog='knowlyr-hub', description='Rollouts, dataset export and the resumable pipeline')
-    sub = p.add_subparsers(dest='cmd', required=True)
+def _collect_parser(sub):
+    "The `collect` command's flags"
+    cd, pd, sd, wd = docments(iter_collect), docments(PipelineConfig), field_docs(RolloutSpec), field_docs(Workers)
     c = sub.add_parser('collect', help='run an agent in an env and write trajectories')
     c.add_argument('env', help='env id, e.g. knowlyr/maze-easy')
-    c.add_argument('--agent', default='expert', help="'expert[:noise]', 'random', 'openai:<model>', 'anthropic:<model>'")
+    c.add_argument('--agent', default='expert',
+                   help="'expert[:noise]', 'random', 'openai:<model>', 'anthropic:<model>'")
     c.add_argument('--base-url', default=None, help=pd['agent_base_url'])
     c.add_argument('-n', '--episodes', type=int, default=None, help=cd['n_episodes'])
     c.add_argument('--max-tasks', type=int, default=None, help=pd['max_tasks'])
@@ -45,6 +43,11 @@ def _parser()->argparse.ArgumentParser:
     c.add_argument('--workers', type=int, default=1, help=wd['n'])
     c.add_argument('--backend', choices=['thread', 'process', 'ray'], default='thread', help=wd['backend'])
     c.add_argument('-o', '--out', required=True, help='.jsonl, .jsonl.gz or .parquet')
+
+# %% ../../nbs/49_hub_cli.ipynb #9291a42f
+def _export_parser(sub):
+    "The `export` command's flags"
+    fd, ed = docments(ExportFilter), docments(DatasetExporter)
     e = sub.add_parser('export', help='export trajectories as a dataset')
     e.add_argument('--format', '-f', choices=FORMATS, required=True, help='dataset format')
     e.add_argument('-t', '--trajectories', required=True, help='trajectory file or directory')
@@ -55,9 +58,15 @@ def _parser()->argparse.ArgumentParser:
     e.add_argument('--domain', action='append', default=None, help=fd['domains'] + ' (repeat the flag)')
     e.add_argument('--agent', action='append', default=None, help=fd['agents'] + ' (repeat the flag)')
     e.add_argument('--test-fraction', type=float, default=0.0, help=ed['test_fraction'])
-    e.add_argument('--min-margin', type=float, default=None, help="dpo: smallest score difference of a pair (default: build_preferences')")
+    e.add_argument('--min-margin', type=float, default=None,
+                   help="dpo: smallest score difference of a pair (default: build_preferences')")
     e.add_argument('--system', default=None, help=ed['system'])
     e.add_argument('--push-to-hub', default=None, help='hf format: repo id to push to')
+
+# %% ../../nbs/49_hub_cli.ipynb #066168a9
+def _run_parser(sub):
+    "The `run` and `status` commands' flags"
+    pd = docments(PipelineConfig)
     r = sub.add_parser('run', help='run (or resume) the pipeline')
     r.add_argument('-o', '--out', required=True, help=pd['output_dir'])
     r.add_argument('--env', default='knowlyr/sandbox', help=pd['env_id'])
@@ -67,7 +76,8 @@ def _parser()->argparse.ArgumentParser:
     r.add_argument('--samples', type=int, default=1, help=pd['samples_per_task'])
     r.add_argument('--max-episode-steps', type=int, default=None, help=pd['max_episode_steps'])
     r.add_argument('--seed', type=int, default=0, help=pd['seed'])
-    r.add_argument('--format', dest='formats', action='append', choices=FORMATS, default=None, help=pd['export_formats'] + ' (repeat the flag; default: sft and dpo)')
+    r.add_argument('--format', dest='formats', action='append', choices=FORMATS, default=None,
+                   help=pd['export_formats'] + ' (repeat the flag; default: sft and dpo)')
     r.add_argument('--test-fraction', type=float, default=0.0, help=pd['test_fraction'])
     r.add_argument('--min-margin', type=float, default=None, help=pd['min_margin'])
     r.add_argument('--no-reward', action='store_true', help='do not ' + pd['reward'])
@@ -75,45 +85,72 @@ def _parser()->argparse.ArgumentParser:
     r.add_argument('--log-format', default=None, help=pd['log_format'])
     s = sub.add_parser('status', help='what a pipeline output directory holds')
     s.add_argument('out', help='pipeline output directory')
+
+# %% ../../nbs/49_hub_cli.ipynb #83b3f580
+def _parser()->argparse.ArgumentParser:
+    "The parser; each flag's help is the documentation of the field or argument it sets"
+    p = argparse.ArgumentParser(prog='knowlyr-hub', description='Rollouts, dataset export and the resumable pipeline')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    _collect_parser(sub); _export_parser(sub); _run_parser(sub)
     return p
 
-# %% ../../nbs/49_hub_cli.ipynb #5b702e7a
-def _collect(a)->dict:
+# %% ../../nbs/49_hub_cli.ipynb #df5f1a19
+def _tasks(a)->list|None:
+    "The tasks `collect` runs: the env's listed tasks (cut to `--max-tasks`), or None for `-n` seeded episodes"
     from knowlyr_lab.registry import make
     env = make(a.env)                 # a misspelt env id is an error here, naming the close ones
     try: listed = env.list_tasks()
     finally: env.close()
-    tasks = None
-    if a.max_tasks or a.episodes is None:   # -n left out: one episode per task, as its help says
-        if not listed: raise ValueError(f"{a.env} has no task list (its tasks come from seeds): give the number of episodes with -n/--episodes")
-        tasks = listed[:a.max_tasks] if a.max_tasks else listed
+    if not (a.max_tasks or a.episodes is None): return None
+    if not listed:   # -n left out: one episode per task, as its help says
+        raise ValueError(
+            f"{a.env} has no task list (its tasks come from seeds): give the number of episodes with -n/--episodes")
+    return listed[:a.max_tasks] if a.max_tasks else listed
+
+# %% ../../nbs/49_hub_cli.ipynb #5b702e7a
+def _collect(a)->dict:
+    "Run `collect`: write the episodes' trajectories; its summary"
+    tasks = _tasks(a)
     agent = agent_from_spec(a.agent, base_url=a.base_url)
     spec = RolloutSpec(max_episode_steps=a.max_episode_steps, max_invalid_actions=a.max_invalid_actions)
-    trajs = collect(a.env, agent, a.episodes, tasks=tasks, spec=spec, workers=Workers(a.workers, a.backend), seed=a.seed, progress=sys.stderr.isatty())
+    trajs = collect(a.env, agent, a.episodes, tasks=tasks, spec=spec, workers=Workers(a.workers, a.backend),
+                    seed=a.seed,
+                    progress=sys.stderr.isatty())
     errors = [t.metadata['error'] for t in trajs if 'error' in t.metadata]
-    require_usable(len(trajs) - len(errors), len(errors), 'episodes', where=errors and f"the first error: {errors[0]['type']}: {errors[0]['message']}")
+    first = errors and f"the first error: {errors[0]['type']}: {errors[0]['message']}"
+    require_usable(len(trajs) - len(errors), len(errors), 'episodes', where=first)
     n = write_trajectories(trajs, a.out)
-    return {'trajectories': n, 'success': sum(bool(t.outcome.success) for t in trajs), 'errors': len(errors), 'out': a.out}
+    return {'trajectories': n, 'success': sum(bool(t.outcome.success) for t in trajs), 'errors': len(errors),
+            'out': a.out}
 
 # %% ../../nbs/49_hub_cli.ipynb #b6135874
 def _export(a)->dict:
-    ex = DatasetExporter(a.trajectories, preferences=a.preferences, filter=ExportFilter(min_reward=a.min_reward, success_only=a.success_only,
-                         domains=a.domain, agents=a.agent), test_fraction=a.test_fraction, system=a.system)
-    kw = {'push_to_hub': a.push_to_hub} if a.format == 'hf' else {'min_margin': a.min_margin} if a.min_margin is not None else {}
+    "Run `export`: its `ExportResult` as a dict"
+    filt = ExportFilter(min_reward=a.min_reward, success_only=a.success_only, domains=a.domain, agents=a.agent)
+    ex = DatasetExporter(a.trajectories, preferences=a.preferences, filter=filt, test_fraction=a.test_fraction,
+                         system=a.system)
+    kw = ({'push_to_hub': a.push_to_hub} if a.format == 'hf' else {'min_margin': a.min_margin}
+          if a.min_margin is not None else {})
     res = ex.export(a.format, a.out, **kw)
     require_usable(res.read, res.quarantined, 'trajectory records', where=Path(a.out) / 'quarantine.jsonl')
     return res.to_dict()
 
 # %% ../../nbs/49_hub_cli.ipynb #037c6e32
 def _run(a)->dict:
-    cfg = PipelineConfig(output_dir=a.out, env_id=a.env, agent=a.agent, agent_base_url=a.base_url, max_tasks=a.max_tasks,
-                         samples_per_task=a.samples, max_episode_steps=a.max_episode_steps, seed=a.seed, reward=not a.no_reward,
-                         log_format=a.log_format, export_formats=a.formats or ['sft', 'dpo'], test_fraction=a.test_fraction,
+    "Run `run`: the pipeline on rollouts or on logs"
+    cfg = PipelineConfig(output_dir=a.out, env_id=a.env, agent=a.agent, agent_base_url=a.base_url,
+                         max_tasks=a.max_tasks,
+                         samples_per_task=a.samples, max_episode_steps=a.max_episode_steps, seed=a.seed,
+                         reward=not a.no_reward,
+                         log_format=a.log_format, export_formats=a.formats or ['sft', 'dpo'],
+                         test_fraction=a.test_fraction,
                          min_margin=a.min_margin)
     p = Pipeline(cfg)
     return p.run_batch(a.logs) if a.logs else p.run(progress=sys.stderr.isatty())
 
+# %% ../../nbs/49_hub_cli.ipynb #87ad1fad
 def _status(a)->dict:
+    "Run `status`"
     if not Path(a.out).is_dir(): raise FileNotFoundError(f"pipeline output directory {a.out} does not exist")
     return Pipeline(PipelineConfig(output_dir=a.out)).status()
 
@@ -123,11 +160,14 @@ def _notes(cmd:str, out:dict)->list[str]:
     if cmd == 'export': return [out['note']] if out.get('note') else []
     return [f"{fmt}: {r['note']}" for fmt, r in (out.get('exports') or {}).items() if r.get('note')]
 
+# %% ../../nbs/49_hub_cli.ipynb #a5e28470
 def _main(a):
+    "Run the command, print its JSON summary, and on stderr why an export wrote nothing"
     out = {'collect': _collect, 'export': _export, 'run': _run, 'status': _status}[a.cmd](a)
     print(json.dumps(out, indent=1, default=str))
     for n in _notes(a.cmd, out): print(f"knowlyr-hub {a.cmd}: {n}", file=sys.stderr)
 
+# %% ../../nbs/49_hub_cli.ipynb #2f073851
 def main(argv:list[str]|None=None)->int:
     "Entry point of `knowlyr-hub`"
     return run_cli(_parser(), _main, argv)
