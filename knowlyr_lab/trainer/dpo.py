@@ -29,16 +29,22 @@ __all__ = ['DPOConfig', 'tokenize_pair', 'DPOTrainer']
 @dataclass
 class DPOConfig(TrainConfig):
     "Direct preference optimisation settings"
-    output_dir: str = 'runs/dpo'
-    learning_rate: float = 5e-6
+    # -- TrainConfig's fields with DPO's defaults (shown in TrainConfig's groups) --
+
+    output_dir: str = 'runs/dpo'           # checkpoints, final model, metrics.jsonl
+    learning_rate: float = 5e-6            # peak learning rate (AdamW)
+    batch_size: int = 4                    # pairs per micro-batch
+    # -- objective --
+
     beta: float = 0.1                      # inverse temperature of the implicit reward
     loss_type: str = 'sigmoid'             # 'sigmoid' (DPO) or 'ipo'
     label_smoothing: float = 0.0           # conservative DPO (sigmoid only)
-    batch_size: int = 4                    # pairs per micro-batch
-    rpo_alpha: float = 0.0                 # weight of the chosen side's per-token NLL added to the loss (RPO; counters likelihood displacement)
+    # weight of the chosen side's per-token NLL added to the loss (RPO; counters likelihood displacement)
+    rpo_alpha: float = 0.0
 
-    _checks = {'beta': in_range(0, lo_open=True), 'loss_type': one_of('sigmoid', 'ipo'), 'label_smoothing': in_range(0, 0.5, hi_open=True),
-               'rpo_alpha': in_range(0)}
+    _groups = {'objective': ('beta', 'loss_type', 'label_smoothing', 'rpo_alpha')}
+    _checks = {'beta': in_range(0, lo_open=True), 'loss_type': one_of('sigmoid', 'ipo'),
+               'label_smoothing': in_range(0, 0.5, hi_open=True), 'rpo_alpha': in_range(0)}
 
 # %% ../../nbs/65_trainer_dpo.ipynb #22c9b061
 def _msgs(x, role, where, field):
@@ -47,9 +53,39 @@ def _msgs(x, role, where, field):
     if isinstance(x, list) and x and all(isinstance(m, dict) and 'role' in m for m in x): return [dict(m) for m in x]
     raise DataFormatError(f"{where}: field '{field}' must be a string or a non-empty list of messages")
 
+# %% ../../nbs/65_trainer_dpo.ipynb #ac7c6634
+def _side_labels(enc:dict, asst:list[tuple], p_len:int, mask_observations:bool=True)->list[int]:
+    "Labels of one side's tokens from their character offsets and the completion's assistant spans"
+    lab, j = [], 0
+    for i, (s, _) in zip(enc['input_ids'], enc['offset_mapping']):    # offsets and spans both ascend: one sweep
+        if mask_observations:
+            while j < len(asst) and asst[j][1] <= s: j += 1
+            scored = j < len(asst) and asst[j][0] <= s
+        else: scored = s >= p_len
+        lab.append(i if scored else -100)
+    return lab
+
+# %% ../../nbs/65_trainer_dpo.ipynb #ee0075e9
+def _tokenize_side(tokenizer, prompt:list, comp:list, tools, where:str, side:str, mask_observations:bool=True,
+                   max_length:int|None=None)->dict:
+    "One side of a pair: ids, labels on its completion, weights, and whether `max_length` cut it"
+    text, spans, starts = render_spans(tokenizer, prompt + comp, tools)
+    p_len = len(render_chat(tokenizer, prompt, tools))
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    asst = [(s, e) for s, e, _ in spans if s >= p_len]
+    if not asst: raise DataFormatError(f"{where}: '{side}' has no assistant turn")
+    lab, ids = _side_labels(enc, asst, p_len, mask_observations), enc['input_ids']
+    if max_length is not None and len(ids) > max_length:
+        ids, lab = ids[:max_length], lab[:max_length]
+        if all(l == -100 for l in lab[1:]):
+            raise DataFormatError(f"{where}: '{side}' has no completion token within max_length={max_length}")
+    return {'input_ids': ids, 'labels': lab, 'weights': [1.0] * len(lab), 'truncated': len(ids) < len(enc['input_ids'])}
+
+# %% ../../nbs/65_trainer_dpo.ipynb #14f8709d
 def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=None, system:str|None=None,
                   mask_observations:bool=True,
-                  max_length:int|None=None, # keep the first max_length tokens of each side (a side left without a scored token is an error)
+                  # keep the first max_length tokens of each side (a side left without a scored token is an error)
+                  max_length:int|None=None,
                  )->dict:
     "Token ids and completion masks of a preference pair"
     for k in ('prompt', 'chosen', 'rejected'):
@@ -61,24 +97,7 @@ def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=No
     out = {}
     for side in ('chosen', 'rejected'):
         comp = _msgs(record[side], 'assistant', where, side)
-        msgs = prompt + comp
-        text, spans, starts = render_spans(tokenizer, msgs, tools)
-        p_len = len(render_chat(tokenizer, prompt, tools))
-        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        asst = [(s, e) for s, e, _ in spans if s >= p_len]
-        if not asst: raise DataFormatError(f"{where}: '{side}' has no assistant turn")
-        lab, j = [], 0
-        for i, (s, _) in zip(enc['input_ids'], enc['offset_mapping']):    # offsets and spans both ascend: one sweep
-            if mask_observations:
-                while j < len(asst) and asst[j][1] <= s: j += 1
-                scored = j < len(asst) and asst[j][0] <= s
-            else: scored = s >= p_len
-            lab.append(i if scored else -100)
-        ids = enc['input_ids']
-        if max_length is not None and len(ids) > max_length:
-            ids, lab = ids[:max_length], lab[:max_length]
-            if all(l == -100 for l in lab[1:]): raise DataFormatError(f"{where}: '{side}' has no completion token within max_length={max_length}")
-        out[side] = {'input_ids': ids, 'labels': lab, 'weights': [1.0] * len(lab), 'truncated': len(ids) < len(enc['input_ids'])}
+        out[side] = _tokenize_side(tokenizer, prompt, comp, tools, where, side, mask_observations, max_length)
     for k in ('ref_chosen_logps', 'ref_rejected_logps'):
         if record.get(k) is not None: out[k] = float(record[k])
     return out
@@ -94,41 +113,57 @@ class DPOTrainer(BaseTrainer):
         for where, rec in load_records(train_data or []):
             try:
                 if isinstance(rec, Exception): raise rec
-                self.pairs.append(tokenize_pair(self.tokenizer, rec, where, self.tools, config.system_prompt, config.mask_observations,
-                                               config.max_length))
+                self.pairs.append(tokenize_pair(self.tokenizer, rec, where, self.tools, config.system_prompt,
+                                                config.mask_observations, config.max_length))
             except (DataFormatError, ValueError, TypeError) as e: self.errors.append({'where': where, 'error': str(e)})
         self._quarantine(self.errors, 'pair')
-        if train_data is not None and not self.pairs: raise DataFormatError(f"no usable preference pairs ({len(self.errors)} rejected)")
+        if train_data is not None and not self.pairs:
+            raise DataFormatError(f"no usable preference pairs ({len(self.errors)} rejected)")
         self.data_report = {'rejected_records': len(self.errors),
                             'truncated_pairs': sum(p['chosen']['truncated'] or p['rejected']['truncated'] for p in self.pairs)}
 
-    def _logps(self, model, idx):
-        "(chosen, rejected) summed (or mean, for IPO) log-probs of pairs `idx`: the 2n sequences in one padding-free row"
-        ss = [self.pairs[i]['chosen'] for i in idx] + [self.pairs[i]['rejected'] for i in idx]
-        lp, owner, _ = self._scored_logps(ss, model)
-        s = torch.zeros(len(ss), dtype=lp.dtype, device=lp.device).index_add(0, owner, lp)
-        if self.config.loss_type == 'ipo': s = s / torch.bincount(owner, minlength=len(ss)).clamp(min=1)
-        return s[:len(idx)], s[len(idx):]
+# %% ../../nbs/65_trainer_dpo.ipynb #c589bc41
+@patch
+def _logps(self:DPOTrainer, model, idx):
+    "(chosen, rejected) summed (or mean, for IPO) log-probs of pairs `idx`: the 2n sequences in one padding-free row"
+    ss = [self.pairs[i]['chosen'] for i in idx] + [self.pairs[i]['rejected'] for i in idx]
+    lp, owner, _ = self._scored_logps(ss, model)
+    s = torch.zeros(len(ss), dtype=lp.dtype, device=lp.device).index_add(0, owner, lp)
+    if self.config.loss_type == 'ipo': s = s / torch.bincount(owner, minlength=len(ss)).clamp(min=1)
+    return s[:len(idx)], s[len(idx):]
 
-    def forward_context(self): return segment_attention_on(self.model)
+# %% ../../nbs/65_trainer_dpo.ipynb #eb0400e2
+@patch
+def forward_context(self:DPOTrainer): return segment_attention_on(self.model)
 
-    def extra_state(self)->dict:
-        return {'ref_logps': torch.tensor([[p.get('ref_chosen_logps', float('nan')), p.get('ref_rejected_logps', float('nan'))] for p in self.pairs],
-                                          dtype=torch.float64)}
-    def load_extra_state(self, d:dict):
-        for p, (c, r) in zip(self.pairs, d['ref_logps'].tolist()):
-            if c == c and r == r: p['ref_chosen_logps'], p['ref_rejected_logps'] = c, r   # NaN: not computed yet
+# %% ../../nbs/65_trainer_dpo.ipynb #a7f3287f
+@patch
+def extra_state(self:DPOTrainer)->dict:
+    refs = [[p.get('ref_chosen_logps', float('nan')), p.get('ref_rejected_logps', float('nan'))] for p in self.pairs]
+    return {'ref_logps': torch.tensor(refs, dtype=torch.float64)}
 
-    def on_train_begin(self): self.compute_reference()
+# %% ../../nbs/65_trainer_dpo.ipynb #94f8dbf1
+@patch
+def load_extra_state(self:DPOTrainer, d:dict):
+    for p, (c, r) in zip(self.pairs, d['ref_logps'].tolist()):
+        if c == c and r == r: p['ref_chosen_logps'], p['ref_rejected_logps'] = c, r   # NaN: not computed yet
 
-    def micro_batch(self, idx:list[int])->dict:
-        mine, w = self._shard(idx)
-        return {'idx': mine, 'count': len(mine), 'weight': w,
-                'tokens': sum(len(self.pairs[i]['chosen']['input_ids']) + len(self.pairs[i]['rejected']['input_ids']) for i in mine)}
+# %% ../../nbs/65_trainer_dpo.ipynb #71e78f5d
+@patch
+def on_train_begin(self:DPOTrainer): self.compute_reference()
 
-    def step_metrics(self, sums:dict, count:float)->dict:
-        row = super().step_metrics(sums, count)
-        return {**row, 'rewards/margins': row['rewards/chosen'] - row['rewards/rejected']}
+# %% ../../nbs/65_trainer_dpo.ipynb #fdb24fc6
+@patch
+def micro_batch(self:DPOTrainer, idx:list[int])->dict:
+    mine, w = self._shard(idx)
+    return {'idx': mine, 'count': len(mine), 'weight': w,
+            'tokens': sum(len(self.pairs[i]['chosen']['input_ids']) + len(self.pairs[i]['rejected']['input_ids']) for i in mine)}
+
+# %% ../../nbs/65_trainer_dpo.ipynb #58bd521c
+@patch
+def step_metrics(self:DPOTrainer, sums:dict, count:float)->dict:
+    row = BaseTrainer.step_metrics(self, sums, count)
+    return {**row, 'rewards/margins': row['rewards/chosen'] - row['rewards/rejected']}
 
 # %% ../../nbs/65_trainer_dpo.ipynb #48c0a2b4
 @patch
