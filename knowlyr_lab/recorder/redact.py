@@ -11,14 +11,16 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
-from .placeholders import is_placeholder, is_secret_key, secret_value_ok
+from fastcore.basics import patch
+
+from .placeholders import is_secret_key, secret_value_ok
+from .propagate import redact_values
 from .secret_pattern import AnchoredRegex, SecretPattern, hs_compiled
 from .secret_rules import CONTEXT_KINDS, PROJECT_RULES, detect_secrets_rules
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['KEY_MEMO', 'MIN_PROPAGATED', 'Redactor', 'default_redactor', 'redact_text', 'redact_obj', 'clean', 'propagatable',
-           'redact_seams', 'redact_values', 'redact_trajectory']
+__all__ = ['KEY_MEMO', 'Redactor', 'default_redactor']
 
 # %% ../../nbs/21_recorder_redact.ipynb #99526a6b
 try:
@@ -26,24 +28,29 @@ try:
 except ImportError:
     _hs = None
 
+# %% ../../nbs/21_recorder_redact.ipynb #22d893f0
 def _on_hit(i, a, b, flags, found): found.append(i)
 
-# %% ../../nbs/21_recorder_redact.ipynb #97cc5c5f
+# %% ../../nbs/21_recorder_redact.ipynb #942a16e5
 _BREAKS, _DROPPED = (b'n', b't', b'r'), (b'"', b'/', b'')
 
+# %% ../../nbs/21_recorder_redact.ipynb #97cc5c5f
 def _unescaped(raw:bytes)->bytes:
-    "`raw` near enough to its decoded strings for a prefilter: escaped line breaks made real, escapes of quotes and slashes undone (any depth)"
+    "`raw` near enough to its decoded strings for a prefilter: escaped breaks made real, quote and slash escapes undone"
     parts = raw.split(b'\\')                             # each part after the first follows a backslash
     if len(parts) == 1: return raw
-    return parts[0] + b''.join(b'\n' + p[1:] if p[:1] in _BREAKS else p if p[:1] in _DROPPED else b'\\' + p for p in parts[1:])
+    return parts[0] + b''.join(b'\n' + p[1:] if p[:1] in _BREAKS else p if p[:1] in _DROPPED else b'\\' + p
+                               for p in parts[1:])
 
 # %% ../../nbs/21_recorder_redact.ipynb #924b5575
 @lru_cache(maxsize=16)
 def _hs_database(rules:tuple)->tuple:
-    "(hyperscan database, indices of rules it cannot hold) for `rules` [(pattern, flags)]; compiled once per rule set and machine"
-    def flags(fl): return (_hs.HS_FLAG_PREFILTER | _hs.HS_FLAG_SINGLEMATCH | _hs.HS_FLAG_ALLOWEMPTY | _hs.HS_FLAG_MULTILINE
-                           | (_hs.HS_FLAG_CASELESS if fl & re.I else 0) | (_hs.HS_FLAG_DOTALL if fl & re.S else 0))
-    def build(idx): return hs_compiled([rules[i][0].encode() for i in idx], list(idx), [flags(rules[i][1]) for i in idx])
+    "(hyperscan database, indices of rules it cannot hold) for `rules` [(pattern, flags)]; compiled once per rule set"
+    def flags(fl): return (_hs.HS_FLAG_PREFILTER | _hs.HS_FLAG_SINGLEMATCH | _hs.HS_FLAG_ALLOWEMPTY
+                           | _hs.HS_FLAG_MULTILINE | (_hs.HS_FLAG_CASELESS if fl & re.I else 0)
+                           | (_hs.HS_FLAG_DOTALL if fl & re.S else 0))
+    def build(idx):
+        return hs_compiled([rules[i][0].encode() for i in idx], list(idx), [flags(rules[i][1]) for i in idx])
     idx = list(range(len(rules)))
     try: return build(idx), ()
     except Exception: pass
@@ -53,48 +60,64 @@ def _hs_database(rules:tuple)->tuple:
         except Exception: always.append(i)
     return (build(ok) if ok else None), tuple(always)
 
+# %% ../../nbs/21_recorder_redact.ipynb #adda810e
+def _default_patterns()->list[SecretPattern]:
+    "Token shapes first, then detect-secrets' rules, then the rules that read a name or a command in front of the value"
+    ctx = set(CONTEXT_KINDS)
+    return ([p for p in PROJECT_RULES if p.name not in ctx] + detect_secrets_rules()
+            + [p for p in PROJECT_RULES if p.name in ctx])
+
 # %% ../../nbs/21_recorder_redact.ipynb #cfa5acec
 class Redactor:
     "Replace secrets in strings, objects and trajectories, counting redactions per kind"
     def __init__(self,
-                 patterns:Iterable[SecretPattern]|None=None, # replaces the default rules (PROJECT_RULES + detect-secrets)
+                 # replaces the default rules (PROJECT_RULES + detect-secrets)
+                 patterns:Iterable[SecretPattern]|None=None,
                  extra:Iterable[SecretPattern|dict]=(),      # added after the defaults (dicts are SecretPattern kwargs)
                  disable:Iterable[str]=(),                   # kinds to switch off
                 ):
-        if patterns is None:   # token shapes first, then the rules that read a name or a command in front of the value
-            ctx = set(CONTEXT_KINDS)
-            patterns = [p for p in PROJECT_RULES if p.name not in ctx] + detect_secrets_rules() + [p for p in PROJECT_RULES if p.name in ctx]
-        ps = list(patterns)
-        ps += [p if isinstance(p, SecretPattern) else SecretPattern(**{**p, 'needles': tuple(p.get('needles', ()))}) for p in extra]
+        ps = list(_default_patterns() if patterns is None else patterns)
+        ps += [p if isinstance(p, SecretPattern) else SecretPattern(**{**p, 'needles': tuple(p.get('needles', ()))})
+               for p in extra]
         off = set(disable)
         unknown = off - {p.name for p in ps}
-        if unknown: raise ValueError(f"cannot disable unknown secret kinds {sorted(unknown)}; known: {sorted({p.name for p in ps})}")
+        if unknown:
+            raise ValueError(f"cannot disable unknown secret kinds {sorted(unknown)}; "
+                             f"known: {sorted({p.name for p in ps})}")
         self.patterns = [p for p in ps if p.name not in off]
         self.kinds = sorted({p.name for p in self.patterns})
         self._all = tuple(range(len(self.patterns)))
         self._db, self._always = None, ()
-        if _hs is not None: self._db, self._always = _hs_database(tuple((p.prefilter or p.rx.pattern, p.rx.flags) for p in self.patterns))
+        if _hs is not None:
+            rules = tuple((p.prefilter or p.rx.pattern, p.rx.flags) for p in self.patterns)
+            self._db, self._always = _hs_database(rules)
 
-    def hits(self, raw:bytes|str)->tuple[int, ...]:
-        "Indices of the rules that may match in `raw` (a record as read: JSON text, a text line...); () when none can"
-        last = self.__dict__.get('_last_hits')          # the readers ask, then `clean` asks again about the same record
-        if last is not None and last[0] is raw: return last[1]
-        key = raw
-        if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
-        raw = _unescaped(raw)                           # the rules run on decoded strings (`ls\\ncurl -u ...` is `ls`, a line break, `curl`)
-        if self._db is None:
-            low = raw.lower()
-            out = tuple(i for i, p in enumerate(self.patterns) if not p.needles or any(n.encode() in low for n in p.needles))
-        else:
-            found = []
-            self._db.scan(raw, match_event_handler=_on_hit, context=found)   # SINGLEMATCH: each rule reported once
-            out = tuple(sorted(set(found).union(self._always))) if found else self._always
-        self._last_hits = (key, out)                    # one tuple: safe across threads
-        return out
+# %% ../../nbs/21_recorder_redact.ipynb #1455b082
+@patch
+def hits(self:Redactor, raw:bytes|str)->tuple[int, ...]:
+    "Indices of the rules that may match in `raw` (a record as read: JSON text, a text line...); () when none can"
+    last = self.__dict__.get('_last_hits')          # the readers ask, then `clean` asks again about the same record
+    if last is not None and last[0] is raw: return last[1]
+    key = raw
+    if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
+    # the rules run on decoded strings (`ls\\ncurl -u ...` is `ls`, a line break, `curl`)
+    raw = _unescaped(raw)
+    if self._db is None:
+        low = raw.lower()
+        out = tuple(i for i, p in enumerate(self.patterns)
+                    if not p.needles or any(n.encode() in low for n in p.needles))
+    else:
+        found = []
+        self._db.scan(raw, match_event_handler=_on_hit, context=found)   # SINGLEMATCH: each rule reported once
+        out = tuple(sorted(set(found).union(self._always))) if found else self._always
+    self._last_hits = (key, out)                    # one tuple: safe across threads
+    return out
 
-    def __call__(self, s:str)->str:
-        "Redacted copy of `s`"
-        return self.redact_text(s)[0]
+# %% ../../nbs/21_recorder_redact.ipynb #d3a9e473
+@patch
+def __call__(self:Redactor, s:str)->str:
+    "Redacted copy of `s`"
+    return self.redact_text(s)[0]
 
 # %% ../../nbs/21_recorder_redact.ipynb #8ffcb183
 @lru_cache(maxsize=1)
@@ -111,11 +134,12 @@ def _span(p:SecretPattern, m)->tuple[int, int]:
     a, b = m.span(g) if g and m.group(g) is not None else m.span()
     return a, b
 
-# %% ../../nbs/21_recorder_redact.ipynb #30b77493
+# %% ../../nbs/21_recorder_redact.ipynb #53954ac2
 _TOKEN_CH = re.compile(r'[A-Za-z0-9_\-.+/=]*')
 
+# %% ../../nbs/21_recorder_redact.ipynb #30b77493
 def _matches(rx, s:str, at:list):
-    "Matches of `rx` in `s` in order, each found from `at[0]` (which the caller moves on); an `AnchoredRegex` rule tries its starts in turn"
+    "Matches of `rx` in `s` in order, each from `at[0]` (moved on by the caller); an `AnchoredRegex` tries its starts"
     starts = rx.starts(s) if isinstance(rx, AnchoredRegex) else None
     if starts is None:
         while (m := rx.search(s, at[0])) is not None: yield m
@@ -124,16 +148,18 @@ def _matches(rx, s:str, at:list):
     for k in starts:
         if k >= at[0] and (m := match(s, k)) is not None: yield m
 
-# %% ../../nbs/21_recorder_redact.ipynb #fa2b4178
+# %% ../../nbs/21_recorder_redact.ipynb #f2b8fb3f
 _ESCAPED_BREAK = re.compile(r'\\([ntr])')
 _BREAK = {'n': '\n', 't': '\t', 'r': '\r'}
 
+# %% ../../nbs/21_recorder_redact.ipynb #fa2b4178
 def _readable(s:str)->str:
-    "`s` as the rules read it: each escaped line break (`\\n` as two characters, JSON inside JSON) a real one after its backslash, same length"
+    "`s` as the rules read it: each escaped line break (`\\n`, JSON inside JSON) a real one after its backslash"
     return _ESCAPED_BREAK.sub(lambda m: '\\' + _BREAK[m[1]], s) if '\\' in s else s
 
 # %% ../../nbs/21_recorder_redact.ipynb #87915df2
-def redact_text(self, s:str, rules:tuple|None=None,
+@patch
+def redact_text(self:Redactor, s:str, rules:tuple|None=None,
                 values:dict|None=None, # receives {secret value: kind} of what was replaced (to redact it elsewhere too)
                )->tuple[str, dict[str, int]]:
     "Redacted copy of `s` and the number of secrets replaced per kind (only `rules`, indices from `hits`, when given)"
@@ -150,7 +176,8 @@ def redact_text(self, s:str, rules:tuple|None=None,
             else: continue
         out, pos, n, at = [], 0, 0, [0]
         for m in _matches(p.rx, v, at):
-            if p.check is not None and not p.check(m): at[0] = m.start() + 1; continue   # vetoed: a match may still start inside it
+            # vetoed: a match may still start inside it
+            if p.check is not None and not p.check(m): at[0] = m.start() + 1; continue
             at[0] = max(m.end(), m.start() + 1)
             a, b = _span(p, m)
             if a == b or a < pos or v.startswith('[REDACTED:', a): continue
@@ -162,7 +189,6 @@ def redact_text(self, s:str, rules:tuple|None=None,
             v = _readable(s)
             counts[p.name] = counts.get(p.name, 0) + n
     return s, counts
-Redactor.redact_text = redact_text
 
 # %% ../../nbs/21_recorder_redact.ipynb #d43e3770
 def _key_rule(self, rules):
@@ -170,16 +196,20 @@ def _key_rule(self, rules):
     return next((i for i in rules if self.patterns[i].name == 'secret_assignment'), None)
 
 # %% ../../nbs/21_recorder_redact.ipynb #1da073d8
-def _redact_str(self, s:str, counts:dict, rules, values)->str:
+@patch
+def _redact_str(self:Redactor, s:str, counts:dict, rules, values)->str:
+    "`redact_text` of `s`, its counts added to `counts`"
     s, c = self.redact_text(s, rules, values)
     for k, v in c.items(): counts[k] = counts.get(k, 0) + v
     return s
-Redactor._redact_str = _redact_str
+
+# %% ../../nbs/21_recorder_redact.ipynb #bb148130
+# dict keys redacted per rule set that a `Redactor` remembers (logs repeat the same few keys in every record)
+KEY_MEMO = 4096
 
 # %% ../../nbs/21_recorder_redact.ipynb #8e1e581d
-KEY_MEMO = 4096   # dict keys redacted per rule set that a `Redactor` remembers (logs repeat the same few keys in every record)
-
-def _redact_key(self, k:str, counts:dict, rules, values)->str:
+@patch
+def _redact_key(self:Redactor, k:str, counts:dict, rules, values)->str:
     "`_redact_str` for a dict key, remembered: the same keys come back in every record"
     memo = self.__dict__.setdefault('_key_memo', {})
     hit = memo.get((k, rules))
@@ -193,37 +223,40 @@ def _redact_key(self, k:str, counts:dict, rules, values)->str:
     if values is not None:
         for v, kind in found.items(): values.setdefault(v, kind)
     return k2
-Redactor._redact_key = _redact_key
 
 # %% ../../nbs/21_recorder_redact.ipynb #f8929891
-def _redact_obj(self, obj, counts:dict, rules, kr, values):
-    if isinstance(obj, str): return self._redact_str(obj, counts, rules, values) if len(obj) >= 8 else obj   # shorter: no rule can match
+@patch
+def _redact_obj(self:Redactor, obj, counts:dict, rules, kr, values):
+    "Redacted copy of `obj` (`kr`: index of the assignment rule among `rules`, if it hit), counts added to `counts`"
+    # shorter: no rule can match
+    if isinstance(obj, str): return self._redact_str(obj, counts, rules, values) if len(obj) >= 8 else obj
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
             k2 = self._redact_key(k, counts, rules, values) if isinstance(k, str) and len(k) >= 8 else k
             if isinstance(v, str):
-                if len(v) < 6: out[k2] = v                                   # too short for any rule (and for the key rule's values)
+                if len(v) < 6: out[k2] = v                    # too short for any rule (and for the key rule's values)
                 elif kr is not None and isinstance(k, str) and is_secret_key(k) and secret_value_ok(k, v):
-                    out[k2] = '[REDACTED:secret_assignment]'; counts['secret_assignment'] = counts.get('secret_assignment', 0) + 1
+                    out[k2] = '[REDACTED:secret_assignment]'
+                    counts['secret_assignment'] = counts.get('secret_assignment', 0) + 1
                     if values is not None: values.setdefault(v, 'secret_assignment')
                 else: out[k2] = self._redact_str(v, counts, rules, values) if len(v) >= 8 else v
             else: out[k2] = self._redact_obj(v, counts, rules, kr, values)
         return out
     if isinstance(obj, (list, tuple)): return [self._redact_obj(v, counts, rules, kr, values) for v in obj]
     return obj
-Redactor._redact_obj = _redact_obj
 
 # %% ../../nbs/21_recorder_redact.ipynb #cb85b331
-def redact_obj(self, obj, rules:tuple|None=None, values:dict|None=None)->tuple[Any, dict[str, int]]:
-    "Redacted copy of a JSON-like object and the counts per kind (`rules`: indices from `hits`; None: all; `values` as in `redact_text`)"
+@patch
+def redact_obj(self:Redactor, obj, rules:tuple|None=None, values:dict|None=None)->tuple[Any, dict[str, int]]:
+    "Redacted copy of a JSON-like object and the counts per kind (`rules`: indices from `hits`; None: all)"
     counts = {}
     rules = self._all if rules is None else rules
     return self._redact_obj(obj, counts, rules, _key_rule(self, rules), values), counts
-Redactor.redact_obj = redact_obj
 
 # %% ../../nbs/21_recorder_redact.ipynb #b7e3b649
-def clean(self, obj, raw:bytes|str|None=None, values:dict|None=None)->tuple[Any, dict[str, int]]:
+@patch
+def clean(self:Redactor, obj, raw:bytes|str|None=None, values:dict|None=None)->tuple[Any, dict[str, int]]:
     "`obj` (read from `raw`) with secrets redacted, and the counts; `obj` itself when the prefilter finds nothing"
     if raw is None:
         import orjson
@@ -232,79 +265,11 @@ def clean(self, obj, raw:bytes|str|None=None, values:dict|None=None)->tuple[Any,
     rules = self.hits(raw)
     if not rules: return obj, {}
     return self.redact_obj(obj, rules, values)
-Redactor.clean = clean
-
-# %% ../../nbs/21_recorder_redact.ipynb #84ba7b78
-MIN_PROPAGATED = 6      # shorter redacted values are not searched for elsewhere (too many innocent matches)
-
-def propagatable(value:str)->bool:
-    "Is a redacted `value` to be redacted wherever else it appears? (only when it looks like a secret, not a placeholder or a word)"
-    if len(value) < MIN_PROPAGATED or is_placeholder(value, loose=True): return False
-    v = value[:1].lower() + value[1:]                                        # 'Database' is one word
-    classes = sum(any(f(c) for c in v) for f in (str.islower, str.isupper, str.isdigit)) + (not v.isalnum())
-    return len(set(v)) >= 4 and (classes >= 2 or len(v) >= 12)
-
-# %% ../../nbs/21_recorder_redact.ipynb #3717409d
-_MARK_AT_END = re.compile(r'\[REDACTED:([a-z0-9_]+)\]\Z')
-_KEY_HEAD = re.compile(r'[A-Za-z0-9_\-+/]{6,}={0,2}')
-
-def _texts(d:dict)->list[tuple]:
-    "(field, step, holder, key) of each text of a trajectory dict, in reading order"
-    out = [('instruction', -1, d['task'], 'instruction')] if isinstance(d.get('task'), dict) else []
-    for i, st in enumerate(d.get('steps') or []):
-        if not isinstance(st, dict): continue
-        out.append(('thought', i, st, 'thought'))
-        params = (st.get('action') or {}).get('params')
-        if isinstance(params, dict): out += [(f'param:{k}', i, params, k) for k in params]
-        if isinstance(st.get('observation'), dict): out.append(('observation', i, st['observation'], 'content'))
-    return [t for t in out if isinstance(t[2].get(t[3]), str)]
-
-# %% ../../nbs/21_recorder_redact.ipynb #4fd1f80f
-def _continues(head:str)->bool:
-    "Does `head`, the start of a text, look like the rest of a key rather than a word? (a digit, or mixed case past its first letter)"
-    rest = head[1:]
-    return any(c.isdigit() for c in head) or (rest != rest.lower() and rest != rest.upper())
-
-# %% ../../nbs/21_recorder_redact.ipynb #5df6c25c
-def redact_seams(d:dict, counts:dict|None=None,
-                 values:dict|None=None, # receives {rest of a key: kind} (a copy elsewhere, say a final answer, is redacted too)
-                )->dict:
-    "Trajectory dict `d` (changed in place) with the rest of a key cut at the end of one text redacted at the start of the next"
-    texts = _texts(d)
-    for j, (field, step, holder, key) in enumerate(texts):
-        if (end := _MARK_AT_END.search(holder[key])) is None: continue
-        nexts = texts[j + 1:j + 2]                                                        # the next text ...
-        same = next((t for t in texts[j + 1:] if t[0] == field and t[1] > step), None)    # ... and the same field in the next step
-        if same is not None and (not nexts or same is not nexts[0]): nexts.append(same)
-        for _, _, h, k in nexts:
-            head = _KEY_HEAD.match(h[k])
-            if head is None or not _continues(head.group()): continue
-            h[k] = f'[REDACTED:{end[1]}]' + h[k][head.end():]
-            if counts is not None: counts[end[1]] = counts.get(end[1], 0) + 1
-            if values is not None: values.setdefault(head.group(), end[1])
-    return d
-
-# %% ../../nbs/21_recorder_redact.ipynb #e599c3a2
-def redact_values(obj, values:dict, counts:dict|None=None):
-    "`obj` (str, dict, list) with each `propagatable` redacted value ({value: kind}) replaced everywhere; a trajectory's seams closed"
-    if isinstance(obj, dict) and isinstance(obj.get('steps'), list): obj = redact_seams(obj, counts, values := dict(values))
-    vals = sorted((v for v in values if propagatable(v)), key=len, reverse=True)
-    if not vals: return obj
-    rx = re.compile('|'.join(map(re.escape, vals)))
-    def sub(m):
-        k = values[m.group()]
-        if counts is not None: counts[k] = counts.get(k, 0) + 1
-        return f'[REDACTED:{k}]'
-    def walk(o):
-        if isinstance(o, str): return rx.sub(sub, o) if rx.search(o) else o
-        if isinstance(o, dict): return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)): return [walk(v) for v in o]
-        return o
-    return walk(obj)
 
 # %% ../../nbs/21_recorder_redact.ipynb #2db184a4
-def redact_trajectory(self, traj:Trajectory)->tuple[Trajectory, dict[str, int]]:
-    "Trajectory with every string redacted, and every value redacted once redacted everywhere; counts also in `metadata['redactions']`"
+@patch
+def redact_trajectory(self:Redactor, traj:Trajectory)->tuple[Trajectory, dict[str, int]]:
+    "Trajectory with every string redacted, and every value redacted once redacted everywhere (counts in metadata)"
     rules = self.hits(traj.model_dump_json())
     counts = {}
     if rules:
@@ -317,4 +282,3 @@ def redact_trajectory(self, traj:Trajectory)->tuple[Trajectory, dict[str, int]]:
     prev = traj.metadata.get('redactions') or {}
     traj.metadata['redactions'] = {k: prev.get(k, 0) + counts.get(k, 0) for k in sorted(set(prev) | set(counts))}
     return traj, counts
-Redactor.redact_trajectory = redact_trajectory
