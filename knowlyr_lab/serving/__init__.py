@@ -16,4 +16,5 @@ from .recording import ExchangeRecorder
 from .server import InferenceServer
 
 # %% ../../nbs/56_serving.ipynb #c01d3273
-_all_ = ['AgentInference', 'LocalAgent', 'InferenceServer', 'ExchangeRecorder', 'PrefixCache', 'load_lora_adapter', 'unload_lora_adapter']
+_all_ = ['AgentInference', 'LocalAgent', 'InferenceServer', 'ExchangeRecorder', 'PrefixCache', 'load_lora_adapter',
+         'unload_lora_adapter']
