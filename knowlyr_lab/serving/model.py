@@ -29,7 +29,8 @@ __all__ = ['AgentInference', 'LocalAgent']
 class AgentInference:
     "A local causal LM behind the agent protocol and an OpenAI-compatible server"
     def __init__(self, model, tokenizer, name:str|None=None,
-                 prefix_cache:int=64,            # conversations whose KV cache is kept across calls (`PrefixCache`); 0: none
+                 # conversations whose KV cache is kept across calls (`PrefixCache`); 0: none
+                 prefix_cache:int=64,
                  cache_bytes:int=2 * 2**30):     # and at most this many bytes of them
         self.model, self.tokenizer = model.eval(), tokenizer
         self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0, cache_bytes)
@@ -37,9 +38,24 @@ class AgentInference:
         self.prompt = {}                      # the prompt card (`save_prompt`): system prompt and tool list of training
         if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
 
-    def render(self, messages:list[dict], tools:list|None=None)->str:
-        "The prompt text of a conversation, as the model was trained to see it"
-        return render_chats(self.tokenizer, [messages], tools, add_generation_prompt=True)[0]
+# %% ../../nbs/55_serving_model.ipynb #7e60cdc2
+@patch
+def render(self:AgentInference, messages:list[dict], tools:list|None=None)->str:
+    "The prompt text of a conversation, as the model was trained to see it"
+    return render_chats(self.tokenizer, [messages], tools, add_generation_prompt=True)[0]
+
+# %% ../../nbs/55_serving_model.ipynb #34e72c19
+def _load_weights(p:Path, dtype=None, attn_implementation:str|None=None, device_map:str|None=None,
+                  given=None): # the path as the caller gave it (named in the error)
+    "The causal LM in folder `p`: a peft adapter (merged into its base) or a model"
+    kw = {'dtype': getattr(torch, dtype) if isinstance(dtype, str) and dtype != 'auto' else dtype}
+    if attn_implementation: kw['attn_implementation'] = attn_implementation
+    if device_map: kw['device_map'] = device_map
+    if (p / 'adapter_config.json').exists():
+        from peft import AutoPeftModelForCausalLM
+        return AutoPeftModelForCausalLM.from_pretrained(p, **kw).merge_and_unload()
+    if (p / 'config.json').exists(): return AutoModelForCausalLM.from_pretrained(p, **kw)
+    raise FileNotFoundError(f"{given or p}: no config.json, adapter_config.json or checkpoint model/ folder")
 
 # %% ../../nbs/55_serving_model.ipynb #8bc351f4
 @patch(cls_method=True)
@@ -53,27 +69,21 @@ def from_pretrained(cls:AgentInference, path:str|Path, # model folder, LoRA adap
     "Load a model (merged, adapter or checkpoint) and its tokenizer, prompted as its prompt card says"
     p = Path(path)
     if (p / 'model').is_dir() and not (p / 'config.json').exists(): p = p / 'model'   # a trainer checkpoint
-    kw = {'dtype': getattr(torch, dtype) if isinstance(dtype, str) and dtype != 'auto' else dtype}
-    if attn_implementation: kw['attn_implementation'] = attn_implementation
-    if device_map: kw['device_map'] = device_map
-    if (p / 'adapter_config.json').exists():
-        from peft import AutoPeftModelForCausalLM
-        model = AutoPeftModelForCausalLM.from_pretrained(p, **kw).merge_and_unload()
-    elif (p / 'config.json').exists(): model = AutoModelForCausalLM.from_pretrained(p, **kw)
-    else: raise FileNotFoundError(f"{path}: no config.json, adapter_config.json or checkpoint model/ folder")
-    tok = AutoTokenizer.from_pretrained(p)
+    model, tok = _load_weights(p, dtype, attn_implementation, device_map, path), AutoTokenizer.from_pretrained(p)
     if device and not device_map: model = model.to(device)
     inf = cls(model, tok, name or Path(path).name, prefix_cache)
     inf.prompt = load_prompt(p) or load_prompt(Path(path)) or {}
     fmt = set_chat_format(tok, inf.prompt.get('chat_format') or 'auto')
-    if fmt != 'template': print(f"{inf.name}: chat format {fmt!r} (its template does not render tool calls)", file=sys.stderr)
+    if fmt != 'template':
+        print(f"{inf.name}: chat format {fmt!r} (its template does not render tool calls)", file=sys.stderr)
     return inf
 
 # %% ../../nbs/55_serving_model.ipynb #87b086d0
 def _sample(logits:torch.Tensor, # (B, V) next-token logits
             temperature:float,    # T; 0: greedy
             top_p:float=1.0,      # nucleus cut (1.0: none, as the loss assumes)
-           )->tuple[torch.Tensor, torch.Tensor]: # (B,) tokens and (B,) their log-probs under the distribution drawn from
+           # (B,) tokens and (B,) their log-probs under the distribution drawn from
+           )->tuple[torch.Tensor, torch.Tensor]:
     "One token per row drawn from softmax(logits / T) and nothing else: no top-k, no penalties; greedy at T = 0"
     if temperature <= 0:
         nxt = logits.argmax(-1)
@@ -81,11 +91,13 @@ def _sample(logits:torch.Tensor, # (B, V) next-token logits
     lp = torch.log_softmax(logits.float() / temperature, -1)
     if top_p < 1.0:
         sp, si = lp.sort(-1, descending=True)
-        out = sp.exp().cumsum(-1) - sp.exp() >= top_p              # past the nucleus: the tokens before already hold top_p
+        # past the nucleus: the tokens before already hold top_p
+        out = sp.exp().cumsum(-1) - sp.exp() >= top_p
         lp = torch.log_softmax(lp.scatter(-1, si, sp.masked_fill(out, float('-inf'))), -1)
     nxt = torch.multinomial(lp.exp(), 1).squeeze(1)
     return nxt, lp.gather(-1, nxt[:, None]).squeeze(1)
 
+# %% ../../nbs/55_serving_model.ipynb #2d590558
 def _token_logprobs(logits:list, row:int, ids:list[int], top:int)->list[dict]:
     "Per generated token of batch row `row`: its id, log-probability and the `top` most likely ids with theirs"
     out = []
@@ -98,14 +110,17 @@ def _token_logprobs(logits:list, row:int, ids:list[int], top:int)->list[dict]:
 
 # %% ../../nbs/55_serving_model.ipynb #532952a5
 class _ReservedLayer(DynamicLayer):
-    "A `DynamicLayer` with room reserved behind its keys and values: a new token is written in place, not the cache copied"
+    ("A `DynamicLayer` with room reserved behind its keys and values: a new token is written in place, not the cache "
+     "copied")
     def update(self, key_states, value_states, *args, **kwargs):
         n, m = self.keys.shape[-2], key_states.shape[-2]
-        if n + m > self._k.shape[-2] or self.keys.data_ptr() != self._k.data_ptr(): return super().update(key_states, value_states)
+        if n + m > self._k.shape[-2] or self.keys.data_ptr() != self._k.data_ptr():
+            return super().update(key_states, value_states)
         self._k[..., n:n + m, :], self._v[..., n:n + m, :] = key_states, value_states
         self.keys, self.values = self._k[..., :n + m, :], self._v[..., :n + m, :]
         return self.keys, self.values
 
+# %% ../../nbs/55_serving_model.ipynb #ce509120
 def _reserve(past, extra:int):
     "Give every plain `DynamicLayer` of cache `past` room for `extra` more tokens (other layers stay as they are)"
     for layer in getattr(past, 'layers', []):
@@ -135,12 +150,23 @@ def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, at
         past, logits = cache_of(out), out.logits[:, -1].float()
         if not toks: _reserve(past, max_new_tokens)            # after the prefill: room for the tokens to come
         nxt, lp = _sample(logits, temperature, top_p)
-        nxt = nxt.masked_fill(done, pad_id)                    # a finished row pads (and is cut at its end-of-turn token)
+        # a finished row pads (and is cut at its end-of-turn token)
+        nxt = nxt.masked_fill(done, pad_id)
         toks.append(nxt); lps.append(lp); raw += [logits] if keep_logits else []
         done |= nxt == eos_id
         if bool(done.all()) or (stop is not None and stop()): break
         x, pos, mask = nxt[:, None], pos[:, -1:] + 1, torch.cat([mask, mask.new_ones((mask.shape[0], 1))], 1)
     return torch.stack(toks, 1), torch.stack(lps, 1), raw, past
+
+# %% ../../nbs/55_serving_model.ipynb #729fa314
+def _result(tok, row:list[int], lp:list[float], prompt_ids:list[int])->dict:
+    "One row's generation cut at its end-of-turn token: text, counts, finish reason, token ids and their log-probs"
+    ended = tok.eos_token_id in row
+    n = row.index(tok.eos_token_id) + 1 if ended else len(row)
+    row = row[:n]                      # a row that did not end has no padding: it ran to max_new_tokens
+    return {'text': tok.decode(row[:-1] if ended else row, skip_special_tokens=True), 'prompt_tokens': len(prompt_ids),
+            'completion_tokens': n, 'finish_reason': 'stop' if ended else 'length', 'prompt_token_ids': prompt_ids,
+            'token_ids': row, 'token_logprobs': lp[:n]}
 
 # %% ../../nbs/55_serving_model.ipynb #922cbfb4
 @patch
@@ -150,24 +176,25 @@ def generate(self:AgentInference, conversations:list[list[dict]], # chats to con
              max_new_tokens:int=128, temperature:float=0.0,
              top_p:float=1.0,                      # nucleus cut (1.0: none; the trainers' loss assumes none)
              seed:int|None=None,
-             stop=None,                            # a zero-argument callable: True ends the generation now (client gone, deadline)
-             logprobs:int|None=None,               # per generated token the model's log-probability and this many top alternatives (None: none)
-            )->list[dict]:                         # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason', 'prompt_token_ids', 'token_ids', 'token_logprobs', 'logprobs'?}]
+             # a zero-argument callable: True ends the generation now (client gone, deadline)
+             stop=None,
+             # per generated token the model's log-probability and this many top alternatives (None: none)
+             logprobs:int|None=None,
+            # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason', 'prompt_token_ids', 'token_ids',
+            # 'token_logprobs', 'logprobs'?}]
+            )->list[dict]:
     "Batched generation of the next assistant turn for each conversation, sampled from softmax(logits / temperature)"
     tok = self.tokenizer
-    ids = tok(render_chats(tok, conversations, tools, add_generation_prompt=True), add_special_tokens=False)['input_ids']
+    ids = tok(render_chats(tok, conversations, tools, add_generation_prompt=True),
+              add_special_tokens=False)['input_ids']
     inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix
     if seed is not None: torch.manual_seed(seed)
-    new, lps, raw, past = _decode(self.model, inputs, max_new_tokens, temperature, top_p, tok.eos_token_id, tok.pad_token_id, stop, logprobs is not None)
-    res = []
-    for i, (row, lp) in enumerate(zip(new.tolist(), lps.tolist())):
-        ended = tok.eos_token_id in row
-        n = row.index(tok.eos_token_id) + 1 if ended else len(row)
-        row = row[:n]                      # a row that did not end has no padding: it ran to max_new_tokens
-        r = {'text': tok.decode(row[:-1] if ended else row, skip_special_tokens=True), 'prompt_tokens': len(ids[i]), 'completion_tokens': n,
-             'finish_reason': 'stop' if ended else 'length', 'prompt_token_ids': ids[i], 'token_ids': row, 'token_logprobs': lp[:n]}
-        if logprobs is not None: r['logprobs'] = _token_logprobs(raw, i, row, logprobs)
-        res.append(r)
+    new, lps, raw, past = _decode(self.model, inputs, max_new_tokens, temperature, top_p, tok.eos_token_id,
+                                  tok.pad_token_id,
+                                  stop, logprobs is not None)
+    res = [_result(tok, row, lp, ids[i]) for i, (row, lp) in enumerate(zip(new.tolist(), lps.tolist()))]
+    if logprobs is not None:
+        for i, r in enumerate(res): r['logprobs'] = _token_logprobs(raw, i, r['token_ids'], logprobs)
     self.cache.keep(plan, inputs, torch.cat([inputs['input_ids'], new], 1), past, [r['completion_tokens'] for r in res])
     return res
 
@@ -176,7 +203,8 @@ class LocalAgent:
     "An agent backed by `AgentInference`: `agent(observation, history) -> AgentReply`"
     def __init__(self, inference:AgentInference, system_prompt:str|None=None, max_new_tokens:int=128,
                  temperature:float=0.0, name:str|None=None, tools:list|None=None):
-        self.inference, self.system_prompt, self.max_new_tokens, self.temperature = inference, system_prompt, max_new_tokens, temperature
+        self.inference, self.system_prompt = inference, system_prompt
+        self.max_new_tokens, self.temperature = max_new_tokens, temperature
         self.name, self.model = name or inference.name, inference.name
         self.tools, self._own = tools, []
         self._fixed_tools = tools is not None       # given here (a list, or [] for no tool list in the prompt): kept
@@ -186,48 +214,64 @@ class LocalAgent:
         if tools is not None and not self._fixed_tools: self.tools = list(tools)
         self._own, self.task = [], task or {}
 
-    def _chat(self, observation, history):
-        if history:
-            msgs = [dict(m) for m in history]
-        else:
-            if not self._own: self._own.append({'role': 'user', 'content': observation})
-            elif self._own[-1]['role'] == 'assistant':
-                tcs = self._own[-1].get('tool_calls')
-                self._own.append({'role': 'tool', 'tool_call_id': tcs[0]['id'], 'content': observation} if tcs else {'role': 'user', 'content': observation})
-            msgs = self._own
-        if self.system_prompt and (not msgs or msgs[0]['role'] != 'system'): msgs = [{'role': 'system', 'content': self.system_prompt}] + msgs
-        return msgs
-
-    def _reply(self, out, own:bool)->AgentReply:
-        "The generation `out` read as an action, with its text, token counts and token ids as sampled"
-        text = out['text']
-        try: thought, calls = parse_reply(text)
-        except InvalidActionError: thought, calls = text, []
-        if own: self._own.append(assistant_message(thought, calls[:1], len(self._own)))
-        if not calls: action = text if text.strip() else 'Error: the model produced no action'
-        else: action = {**calls[0], **({'thought': thought} if thought else {})}
-        usage = {'input': out['prompt_tokens'], 'output': out['completion_tokens'], 'cached': 0, 'reasoning': 0}
-        lps = out.get('token_logprobs') if self.temperature > 0 else None   # under the distribution sampled from: softmax(logits / T)
-        return AgentReply(action, usage, text, out.get('token_ids'), out.get('prompt_token_ids'), lps)
-
-    def __call__(self, observation:str, history:list[dict]|None=None)->AgentReply:
-        msgs = self._chat(observation, history)
-        return self._reply(self.inference.generate([msgs], self.tools, self.max_new_tokens, self.temperature)[0], not history)
-
-    def act_batch(self, observations:list[str], histories:list[list[dict]])->list[AgentReply]:
-        "One reply per (observation, history), generated in one batch (histories must be given)"
-        if any(not h for h in histories): raise ValueError("act_batch needs each episode's history")
-        chats = [self._chat(o, h) for o, h in zip(observations, histories)]
-        return [self._reply(o, False) for o in self.inference.generate(chats, self.tools, self.max_new_tokens, self.temperature)]
-
     def __repr__(self): return f"<LocalAgent {self.name}>"
 
+# %% ../../nbs/55_serving_model.ipynb #4c33ea6a
+@patch
+def _chat(self:LocalAgent, observation, history):
+    "The messages to continue for `observation`: `history` or the agent's own, with the system prompt first"
+    if history:
+        msgs = [dict(m) for m in history]
+    else:
+        if not self._own: self._own.append({'role': 'user', 'content': observation})
+        elif self._own[-1]['role'] == 'assistant':
+            tcs = self._own[-1].get('tool_calls')
+            turn = {'role': 'tool', 'tool_call_id': tcs[0]['id'], 'content': observation} if tcs else {'role': 'user',
+                'content': observation}
+            self._own.append(turn)
+        msgs = self._own
+    if self.system_prompt and (not msgs or msgs[0]['role'] != 'system'):
+        msgs = [{'role': 'system', 'content': self.system_prompt}] + msgs
+    return msgs
+
+# %% ../../nbs/55_serving_model.ipynb #19675aff
+@patch
+def _reply(self:LocalAgent, out, own:bool)->AgentReply:
+    "The generation `out` read as an action, with its text, token counts and token ids as sampled"
+    text = out['text']
+    try: thought, calls = parse_reply(text)
+    except InvalidActionError: thought, calls = text, []
+    if own: self._own.append(assistant_message(thought, calls[:1], len(self._own)))
+    if not calls: action = text if text.strip() else 'Error: the model produced no action'
+    else: action = {**calls[0], **({'thought': thought} if thought else {})}
+    usage = {'input': out['prompt_tokens'], 'output': out['completion_tokens'], 'cached': 0, 'reasoning': 0}
+    # under the distribution sampled from: softmax(logits / T)
+    lps = out.get('token_logprobs') if self.temperature > 0 else None
+    return AgentReply(action, usage, text, out.get('token_ids'), out.get('prompt_token_ids'), lps)
+
+# %% ../../nbs/55_serving_model.ipynb #721b0281
+@patch
+def __call__(self:LocalAgent, observation:str, history:list[dict]|None=None)->AgentReply:
+    msgs = self._chat(observation, history)
+    return self._reply(self.inference.generate([msgs], self.tools, self.max_new_tokens, self.temperature)[0],
+                       not history)
+
+# %% ../../nbs/55_serving_model.ipynb #4e50e694
+@patch
+def act_batch(self:LocalAgent, observations:list[str], histories:list[list[dict]])->list[AgentReply]:
+    "One reply per (observation, history), generated in one batch (histories must be given)"
+    if any(not h for h in histories): raise ValueError("act_batch needs each episode's history")
+    chats = [self._chat(o, h) for o, h in zip(observations, histories)]
+    return [self._reply(o, False)
+            for o in self.inference.generate(chats, self.tools, self.max_new_tokens, self.temperature)]
 
 # %% ../../nbs/55_serving_model.ipynb #44a1c8e9
 @patch
-def create_agent(self:AgentInference, system_prompt:str|None=None, # system message of every episode (default: the model's prompt card)
+def create_agent(self:AgentInference,
+                 system_prompt:str|None=None, # system message of every episode (default: the model's prompt card)
                  max_new_tokens:int=128, temperature:float=0.0, name:str|None=None,
-                 tools:list|None=None,  # tool list rendered in the prompt (default: the prompt card's; without a card, the env's)
+                 # tool list rendered in the prompt (default: the prompt card's; without a card, the env's)
+                 tools:list|None=None,
                 )->LocalAgent:
     "An agent for `collect`/`evaluate` backed by this model, prompting it the way it was trained"
     card = getattr(self, 'prompt', None) or {}
