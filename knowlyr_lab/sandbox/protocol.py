@@ -9,9 +9,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox.html.md"""
 from __future__ import annotations
 
 import io
-import re
 import tarfile
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -19,220 +17,22 @@ from zlib import error as zlib_error
 
 from fastcore.basics import patch_to
 
-from ..core import InfrastructureError, InvalidActionError, validate_params
 from ..plugins import Registry, UnknownNameError
-from .base import WORKSPACE, SandboxBackendError, SandboxError, SandboxLimits, ToolResult, resolve_workspace_path, truncate_output
+from .base import WORKSPACE as WORKSPACE
+from .base import SandboxBackendError, SandboxError
+from .base import SandboxLimits as SandboxLimits
+from .base import ToolResult as ToolResult
+from .calls import Sandbox as Sandbox
 from .snapshot import ArchiveWriter, SandboxSnapshot, check_archive, open_archive, readable_workspace
-from .tools import SANDBOX_TOOL_SCHEMAS, SANDBOX_TOOLS, RunResult, git_argv, process_result, sandbox_env
+from .tools import RunResult
 
 # %% auto #0
 __all__ = ['SNAPSHOT_CHUNK', 'LIST_SCRIPT', 'ARCHIVE_SCRIPT', 'RANGE_SCRIPT', 'EMPTY_SCRIPT', 'UNPACK_SCRIPT', 'APPEND_SCRIPT',
-           'CHMOD_SCRIPT', 'SANDBOX_BACKENDS', 'Sandbox', 'UnknownBackendError', 'register_sandbox_backend',
-           'create_sandbox']
-
-# %% ../../nbs/10a_sandbox.ipynb #894b7da2
-class Sandbox:
-    "Base class: the seven tools on top of backend primitives"
-    backend = 'abstract'
-    isolation = 'abstract'
-    def __init__(self, limits=None, env:dict|None=None):
-        self.limits, self.env, self._closed = SandboxLimits.coerce(limits), sandbox_env(env), False
-        self._lock = threading.RLock()   # one call at a time per sandbox
-    uid: int|None = None             # host uid of the sandbox's processes
-    containment: dict = {}           # what contains it (cgroup/container limits, quotas, reasons for what is missing)
-    _paths = (WORKSPACE, '/tmp')     # the workspace and /tmp as the sandbox's processes see them
-    tool_schemas = SANDBOX_TOOL_SCHEMAS
-    @property
-    def available_tools(self)->list[str]: return list(SANDBOX_TOOLS)
-    workspace: Path|None = None      # host path of the workspace, where there is one
-    image: str|None = None
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
-    @property
-    def closed(self)->bool: return self._closed
-    # -- backend primitives --
-    def _run(self, argv:list[str], timeout:float, stdin:bytes|None=None, merge:bool=True, raw:bool=False)->RunResult:
-        raise NotImplementedError
-    def _readlink(self, rel:str)->str|None: raise NotImplementedError
-    def _read_bytes(self, rel:str, limit:int)->bytes: raise NotImplementedError
-    def _write_bytes(self, rel:str, data:bytes): raise NotImplementedError
-    def _list(self, rel:str)->list[tuple[str, bool]]: raise NotImplementedError
-    def _kind(self, rel:str)->str|None: raise NotImplementedError   # 'file', 'dir', None, or else ('FIFO', ...)
-    def _root_mode(self, mode:int|None=None)->int|None: return None  # root's mode, set to `mode` first, from outside
-    def _close(self): pass
-    def _end_command(self): pass    # after a shell command: end the processes it left behind
-
-# %% ../../nbs/10a_sandbox.ipynb #a84474e3
-@patch_to(Sandbox)
-def resolve(self, path:str)->str:
-    "Workspace-relative path for `path`, or `PathEscapeError`"
-    return resolve_workspace_path(path, self._readlink)
-
-# %% ../../nbs/10a_sandbox.ipynb #e054a956
-@patch_to(Sandbox)
-def close(self):
-    "Release the sandbox (its workspace and processes); idempotent"
-    with self._lock:
-        if not self._closed: self._closed = True; self._close()
-
-# %% ../../nbs/10a_sandbox.ipynb #715e9460
-@patch_to(Sandbox)
-def __repr__(self):
-    closed = ' closed' if self._closed else ''
-    return f"<{type(self).__name__} {self.isolation!r} workspace={self.workspace or WORKSPACE}{closed}>"
-
-# %% ../../nbs/10a_sandbox.ipynb #7fd7a04e
-@patch_to(Sandbox)
-def execute_tool(self, name:str,          # one of `SANDBOX_TOOLS`
-                 params:dict|None=None,   # the tool's parameters
-                )->ToolResult:
-    "Run one tool call in the sandbox (calls on one sandbox run one at a time)"
-    with self._lock: return self._execute_tool(name, params)
-
-# %% ../../nbs/10a_sandbox.ipynb #ab7bccc9
-@patch_to(Sandbox)
-def _execute_tool(self, name, params):
-    if self._closed: raise SandboxBackendError(f"{type(self).__name__} is closed")
-    t0, params = time.perf_counter(), dict(params or {})
-    if name not in SANDBOX_TOOLS:
-        res = ToolResult(f"Error: unknown tool {name!r}; available: {', '.join(SANDBOX_TOOLS)}", True,
-                         info={'error_type': 'unknown_tool'})
-    else:
-        try:
-            validate_params(SANDBOX_TOOL_SCHEMAS[SANDBOX_TOOLS.index(name)], params)
-            res = getattr(self, f'_tool_{name}')(**params)
-        except InfrastructureError: raise      # the sandbox itself failed: not an answer to the agent's call
-        except (InvalidActionError, SandboxError) as e:
-            res = ToolResult(f"Error: {e}", True, info={'error_type': type(e).__name__})
-        except OSError as e:  # e.g. a file where a directory is needed; host paths are shown as sandbox paths
-            where = (str(e.filename or '').replace(str(self.workspace), WORKSPACE) if self.workspace
-                     else (e.filename or ''))
-            res = ToolResult(f"Error: {e.strerror or e}{': ' + where if where else ''}", True,
-                             info={'error_type': type(e).__name__})
-    out, cut = truncate_output(res.output, self.limits.max_output_chars, res.info.pop('_dropped', 0))
-    if cut: res.info['cut_chars'] = cut
-    res.output, res.truncated, res.duration = out, bool(cut), time.perf_counter() - t0
-    return res
-
-# %% ../../nbs/10a_sandbox.ipynb #9eab16e0
-@patch_to(Sandbox)
-def _tool_shell(self, command:str, timeout:float|None=None)->ToolResult:
-    t = min(float(timeout or self.limits.wall_timeout), self.limits.max_wall_timeout)
-    try: return process_result(self._run(['bash', '-c', command], t), t)
-    finally: self._end_command()
-
-# %% ../../nbs/10a_sandbox.ipynb #8d6a3fc1
-@patch_to(Sandbox)
-def _tool_git(self, args)->ToolResult:
-    t = self.limits.wall_timeout
-    return process_result(self._run(git_argv(args), t), t)
-
-# %% ../../nbs/10a_sandbox.ipynb #cecfa0a8
-_GREP_LINE = re.compile(r'^(.*?):(\d+):')
-
-@patch_to(Sandbox)
-def _tool_search(self, pattern:str, path:str='.', glob:str|None=None, max_matches:int=200)->ToolResult:
-    rel = self.resolve(path)
-    if self._kind(rel) is None: raise SandboxError(f"search path not found: {path}")
-    argv = ['grep', '-rnIHE', '-D', 'skip', '--exclude-dir=.git', *(['--include', glob] if glob else []),
-            '--', pattern, rel or '.']
-    r = self._run(argv, self.limits.wall_timeout, merge=False)
-    if r.timed_out or r.exit_code not in (0, 1):
-        return ToolResult(f"Error: search failed: {r.stderr.strip() or r.output.strip()}", True, r.exit_code,
-                          info={'timed_out': r.timed_out})
-    lines = [l[2:] if l.startswith('./') else l for l in r.output.split('\0CUT\0')[0].splitlines() if l]
-    def key(l):
-        m = _GREP_LINE.match(l)
-        return (m.group(1), int(m.group(2))) if m else (l, 0)
-    lines.sort(key=key)
-    n = len(lines)
-    if not n: return ToolResult(f"No matches for {pattern!r}", False, r.exit_code, info={'matches': 0})
-    more = f"\n[... {n - max_matches} more matches not shown]" if n > max_matches else ''
-    return ToolResult('\n'.join(lines[:max_matches]) + more, False, 0, info={'matches': n})
-
-# %% ../../nbs/10a_sandbox.ipynb #4e85e62b
-@patch_to(Sandbox)
-def _need_file(self, path)->str:
-    rel = self.resolve(path)
-    kind = self._kind(rel)
-    if kind is None: raise SandboxError(f"file not found: {path}")
-    if kind == 'dir': raise SandboxError(f"{path} is a directory (use list_dir)")
-    if kind != 'file': raise SandboxError(f"{path} is not a regular file (a {kind})")
-    return rel
-
-# %% ../../nbs/10a_sandbox.ipynb #4a4e13f2
-@patch_to(Sandbox)
-def _read_text(self, rel)->str:
-    limit = self.limits.max_file_mb * 2**20
-    data = self._read_bytes(rel, limit + 1)
-    if len(data) > limit: raise SandboxError(f"{rel} is larger than max_file_mb={self.limits.max_file_mb}")
-    return data.decode('utf-8', 'replace')
-
-# %% ../../nbs/10a_sandbox.ipynb #a8e14099
-@patch_to(Sandbox)
-def _tool_file_read(self, path:str, start_line:int|None=None, end_line:int|None=None)->ToolResult:
-    text = self._read_text(self._need_file(path))
-    lines = text.splitlines(keepends=True)
-    if start_line is None and end_line is None: return ToolResult(text, info={'lines': len(lines)})
-    s, e = start_line or 1, end_line or len(lines)
-    if s > max(len(lines), 1): raise SandboxError(f"start_line {s} is past the end of {path} ({len(lines)} lines)")
-    if e < s: raise SandboxError(f"end_line {e} is before start_line {s}")
-    return ToolResult(''.join(lines[s-1:e]),
-                      info={'lines': len(lines), 'start_line': s, 'end_line': min(e, len(lines))})
-
-# %% ../../nbs/10a_sandbox.ipynb #b468cbdb
-@patch_to(Sandbox)
-def _write_checked(self, rel, data:bytes):
-    if len(data) > self.limits.max_file_mb * 2**20:
-        raise SandboxError(f"content is larger than max_file_mb={self.limits.max_file_mb}")
-    if rel == '': raise SandboxError("cannot write to the workspace root")
-    kind = self._kind(rel)
-    if kind == 'dir': raise SandboxError(f"{rel} is a directory")
-    if kind not in ('file', None): raise SandboxError(f"{rel} is not a regular file (a {kind})")
-    self._write_bytes(rel, data)
-
-# %% ../../nbs/10a_sandbox.ipynb #861ab3ea
-@patch_to(Sandbox)
-def _tool_file_write(self, path:str, content:str)->ToolResult:
-    rel = self.resolve(path)
-    data = content.encode()
-    self._write_checked(rel, data)
-    return ToolResult(f"Wrote {len(data)} bytes to {rel}", info={'path': rel, 'bytes': len(data)})
-
-# %% ../../nbs/10a_sandbox.ipynb #ce2e20f6
-def _line_of(text, idx): return text.count('\n', 0, idx) + 1
-
-# %% ../../nbs/10a_sandbox.ipynb #a0d8e92d
-@patch_to(Sandbox)
-def _tool_edit_file(self, path:str, old_str:str, new_str:str)->ToolResult:
-    if old_str == '': raise SandboxError("old_str is empty; use file_write to create or overwrite a file")
-    rel = self._need_file(path)
-    text = self._read_text(rel)
-    n = text.count(old_str)
-    if n == 0: raise SandboxError(f"old_str not found in {rel}; it must match the file exactly (whitespace included)")
-    if n > 1:
-        at, idx = [], -1
-        while (idx := text.find(old_str, idx + 1)) != -1 and len(at) < 10: at.append(_line_of(text, idx))
-        raise SandboxError(f"old_str occurs {n} times in {rel} (lines {', '.join(map(str, at))}); "
-                           "include more context so it matches once")
-    idx = text.index(old_str)
-    self._write_checked(rel, text.replace(old_str, new_str, 1).encode())
-    return ToolResult(f"Edited {rel}: replaced 1 occurrence at line {_line_of(text, idx)}",
-                      info={'path': rel, 'line': _line_of(text, idx)})
-
-# %% ../../nbs/10a_sandbox.ipynb #a63d4d43
-@patch_to(Sandbox)
-def _tool_list_dir(self, path:str='.')->ToolResult:
-    rel = self.resolve(path)
-    kind = self._kind(rel)
-    if kind is None: raise SandboxError(f"directory not found: {path}")
-    if kind != 'dir': raise SandboxError(f"{path} is not a directory")
-    entries = sorted(self._list(rel))
-    out = '\n'.join(n + ('/' if d else '') for n, d in entries) or '(empty directory)'
-    return ToolResult(out, info={'entries': len(entries)})
+           'CHMOD_SCRIPT', 'SANDBOX_BACKENDS', 'UnknownBackendError', 'register_sandbox_backend', 'create_sandbox']
 
 # %% ../../nbs/10a_sandbox.ipynb #da951d5f
-SNAPSHOT_CHUNK = 8 << 20    # bytes of file data per process run in a snapshot or restore (the host holds a few times this)
+# bytes of file data per process run in a snapshot or restore (the host holds a few times this)
+SNAPSHOT_CHUNK = 8 << 20
 LIST_SCRIPT = ('cd "$1" || exit 1; find . -mindepth 1 ! -type f ! -type d ! -type l -printf "knowlyr-skip:%P\\n" >&2; '
                'find . -mindepth 1 \\( -type f -o -type d -o -type l \\) -printf "%y %s %n %i %m %T@ %p\\0"')
 ARCHIVE_SCRIPT = 'cd "$1" || exit 1; exec tar -c --null --no-recursion --format=gnu -f - -T -'
@@ -266,6 +66,10 @@ class _Listed:
     @property
     def cost(self)->int:   # bytes in a tar, about
         return 1536 + len(self.name) + (self.size if self.kind == b'f' else 0)
+    def tarinfo(self)->tarfile.TarInfo:   # its tar header: name, mode and time
+        ti = tarfile.TarInfo(self.name.decode('utf-8', 'surrogateescape'))
+        ti.mode, ti.mtime = self.mode, self.mtime
+        return ti
 
 
 # %% ../../nbs/10a_sandbox.ipynb #637ef620
@@ -280,41 +84,42 @@ class _SandboxFile(io.RawIOBase):
             want = min(SNAPSHOT_CHUNK, self.size - self.pos)
             got = self.sb._inside('snapshot', RANGE_SCRIPT, self.path, str(self.pos + 1), str(want), raw=True).raw
             if len(got) != want:
-                raise SandboxError(f"snapshot: {self.path} changed while it was read ({len(got)} of {want} bytes at {self.pos})")
+                raise SandboxError(f"snapshot: {self.path} changed while it was read "
+                                   f"({len(got)} of {want} bytes at {self.pos})")
             self.buf, self.at = self.buf[self.at:] + got, 0; self.pos += want
         out = self.buf[self.at:self.at + n]; self.at += len(out)
         return out
 
 
+# %% ../../nbs/10a_sandbox.ipynb #273947f5
+@patch_to(Sandbox)
+def _archive_batch(self, out:ArchiveWriter, names:list[bytes]):
+    "Archive `names` (./paths in the workspace) inside the sandbox and add their members to `out`"
+    raw = self._inside('snapshot', ARCHIVE_SCRIPT, self._paths[0], stdin=b'\0'.join(names) + b'\0', raw=True).raw
+    with tarfile.open(fileobj=io.BytesIO(raw), mode='r:') as tf:
+        for m in tf: out.add(m, tf.extractfile(m) if m.isfile() else None)
+
 # %% ../../nbs/10a_sandbox.ipynb #f0f08168
 @patch_to(Sandbox)
 def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
-    "(gzipped tar of the workspace: bytes, or a temporary file when big; special files left out), made inside the sandbox"
+    "(gzipped tar of the workspace: bytes, or a temporary file when big; special files left out), made inside it"
     r = self._inside('snapshot', LIST_SCRIPT, self._paths[0], raw=True)
     skipped = [l[len('knowlyr-skip:'):] for l in r.stderr.splitlines() if l.startswith('knowlyr-skip:')]
     out, first, batch, links, cost = ArchiveWriter(modes=modes), {}, [], [], 0
     # first: inode -> name of the first of its hard links
     def flush():
         nonlocal batch, links, cost
-        if batch:
-            names = b'\0'.join(batch) + b'\0'
-            raw = self._inside('snapshot', ARCHIVE_SCRIPT, self._paths[0], stdin=names, raw=True).raw
-            with tarfile.open(fileobj=io.BytesIO(raw), mode='r:') as tf:
-                for m in tf: out.add(m, tf.extractfile(m) if m.isfile() else None)
+        if batch: self._archive_batch(out, batch)
         for ti in links: out.add(ti)
         batch, links, cost = [], [], 0
     try:
         for e in (_Listed(l) for l in r.raw.split(b'\0') if l):
             linked = e.kind in (b'f', b'l') and e.nlink > 1           # a hard-linked file (or symlink)
             if linked and e.ino in first:                    # a later name of it: written here, after its target
-                ti = tarfile.TarInfo(e.name.decode('utf-8', 'surrogateescape'))
-                ti.type, ti.linkname = tarfile.LNKTYPE, first[e.ino]
-                ti.mode, ti.mtime = e.mode, e.mtime; links.append(ti); continue
+                ti = e.tarinfo(); ti.type, ti.linkname = tarfile.LNKTYPE, first[e.ino]; links.append(ti); continue
             if linked: first[e.ino] = e.name.decode('utf-8', 'surrogateescape')
             if e.kind == b'f' and e.size > SNAPSHOT_CHUNK:              # a big file: read in pieces, never whole
-                flush()
-                ti = tarfile.TarInfo(e.name.decode('utf-8', 'surrogateescape'))
-                ti.size, ti.mode, ti.mtime = e.size, e.mode, e.mtime
+                flush(); ti = e.tarinfo(); ti.size = e.size
                 out.add(ti, _SandboxFile(self, f'{self._paths[0]}/{ti.name}', e.size)); continue
             if cost + e.cost > SNAPSHOT_CHUNK: flush()
             batch.append(e.name); cost += e.cost
@@ -322,6 +127,21 @@ def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
         return out.close(), skipped
     except BaseException: out.discard(); raise
 
+
+# %% ../../nbs/10a_sandbox.ipynb #3de65c01
+@patch_to(Sandbox)
+def _append_big(self, data, path:str, size:int):
+    "Write `size` bytes read from `data` to `path` inside the sandbox, `SNAPSHOT_CHUNK` bytes per run"
+    for off in range(0, size, SNAPSHOT_CHUNK):
+        self._inside('restore', APPEND_SCRIPT, path, str(off), stdin=data.read(SNAPSHOT_CHUNK))
+
+# %% ../../nbs/10a_sandbox.ipynb #4054d036
+@patch_to(Sandbox)
+def _fix_modes(self, fixes:list[tuple[str, str, str]]):
+    "Set each (octal mode, mtime, path) of `fixes` inside the sandbox, in reverse order"
+    fixes = fixes[::-1]
+    for i in range(0, len(fixes), 300):
+        self._inside('restore', CHMOD_SCRIPT, *[a for fx in fixes[i:i + 300] for a in fx])
 
 # %% ../../nbs/10a_sandbox.ipynb #e71da334
 @patch_to(Sandbox)
@@ -339,9 +159,8 @@ def _unpack(self, archive):
         with open_archive(archive) as f, tarfile.open(fileobj=f, mode='r:*') as src:
             for m in src:
                 if m.isfile() and m.size > SNAPSHOT_CHUNK:          # a big file: written in pieces, never whole
-                    flush(); data, path = src.extractfile(m), f"{ws}/{m.name}"
-                    for off in range(0, m.size, SNAPSHOT_CHUNK):
-                        self._inside('restore', APPEND_SCRIPT, path, str(off), stdin=data.read(SNAPSHOT_CHUNK))
+                    flush(); path = f"{ws}/{m.name}"
+                    self._append_big(src.extractfile(m), path, m.size)
                     fixes.append((f'{m.mode & 0o7777:o}', str(int(m.mtime)), path)); continue
                 if m.isdir() and m.mode & 0o300 != 0o300:   # later runs write below it: owner-writable until the end
                     fixes.append((f'{m.mode & 0o7777:o}', str(int(m.mtime)), f"{ws}/{m.name}")); m.mode |= 0o700
@@ -350,9 +169,7 @@ def _unpack(self, archive):
     except (tarfile.TarError, EOFError, zlib_error) as e:
         raise SandboxError(f"restore: snapshot archive is not a readable tar ({type(e).__name__}: {e})") from None
     flush()
-    fixes.reverse()                             # deepest first: a locked directory stops the changes below it
-    for i in range(0, len(fixes), 300):
-        self._inside('restore', CHMOD_SCRIPT, *[a for fx in fixes[i:i + 300] for a in fx])
+    self._fix_modes(fixes)
 
 
 # %% ../../nbs/10a_sandbox.ipynb #21adbf30
