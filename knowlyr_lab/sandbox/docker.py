@@ -17,9 +17,9 @@ import requests
 from docker.types import Ulimit
 from fastcore.basics import patch_to
 
-from .base import OutputCapture, PathEscapeError, SandboxBackendError, SandboxUnavailableError
+from .base import OutputCapture, PathEscapeError, SandboxBackendError, SandboxUnavailableError, resolve_workspace_path
 from .host import UidLease
-from .protocol import WORKSPACE, Sandbox, SandboxError, SandboxLimits, resolve_workspace_path
+from .protocol import WORKSPACE, Sandbox, SandboxError, SandboxLimits
 from .tools import RunResult
 
 # %% auto #0
