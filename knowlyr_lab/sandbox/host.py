@@ -19,16 +19,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from .base import SandboxBackendError, SandboxError, SandboxLimits
 
 # %% auto #0
 __all__ = ['SANDBOX_UID_BASE', 'SANDBOX_UID_COUNT', 'CGROUP_CONTROLLERS', 'MS_NOSUID', 'MS_NODEV', 'MNT_DETACH', 'lease_dir',
-           'kill_uid', 'reap_stale_leases', 'UidLease', 'cgroup_support', 'SandboxCgroup', 'shq', 'mount_tmpfs',
+           'kill_uid', 'reap_stale_leases', 'UidLease', 'cgroup_support', 'shq', 'SandboxCgroup', 'mount_tmpfs',
            'unmount', 'cleanup_stale', 'HostContainment']
 
 # %% ../../nbs/10b_sandbox_host.ipynb #444dd805
 SANDBOX_UID_BASE, SANDBOX_UID_COUNT = 2_000_000_000, 65_536
 
+# %% ../../nbs/10b_sandbox_host.ipynb #85f26719
 def lease_dir()->Path:
     "Where the uid lock files live (root only)"
     for d in (Path('/run/knowlyr-lab/uids'), Path(tempfile.gettempdir())/'knowlyr-lab-uids'):
@@ -38,6 +41,7 @@ def lease_dir()->Path:
         except OSError: pass
     raise SandboxBackendError("no writable directory for sandbox uid leases (/run/knowlyr-lab/uids or the temp dir)")
 
+# %% ../../nbs/10b_sandbox_host.ipynb #e703153b
 def kill_uid(uid:int)->int:
     "SIGKILL every process whose real uid is `uid`; the number signalled"
     n = 0
@@ -50,6 +54,7 @@ def kill_uid(uid:int)->int:
         except (OSError, IndexError, ValueError): pass
     return n
 
+# %% ../../nbs/10b_sandbox_host.ipynb #98c57a64
 def reap_stale_leases(d:Path|None=None)->int:
     "Clean up after every dead holder whose lease record is still there (its mounts, cgroups, processes); the count"
     d, n = d or lease_dir(), 0
@@ -72,43 +77,52 @@ def reap_stale_leases(d:Path|None=None)->int:
         finally: os.close(fd)
     return n
 
+# %% ../../nbs/10b_sandbox_host.ipynb #d505e59a
 _LAST_REAP = {'t': 0.0}
 
 class UidLease:
     "An exclusive lease on one sandbox uid (a flock on its lock file)"
     def __init__(self, uid:int, fd:int): self.uid, self._fd, self.record = uid, fd, {}
-    @classmethod
-    def acquire(cls)->UidLease:
-        "Lease a free uid from the sandbox range (needs root)"
-        if os.geteuid() != 0: raise SandboxBackendError("a uid per sandbox needs root")
-        d, start = lease_dir(), random.randrange(SANDBOX_UID_COUNT)
-        if time.monotonic() - _LAST_REAP['t'] > 60: _LAST_REAP['t'] = time.monotonic(); reap_stale_leases(d)
-        for i in range(SANDBOX_UID_COUNT):
-            uid = SANDBOX_UID_BASE + (start + i) % SANDBOX_UID_COUNT
-            fd = os.open(d/str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-            try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError: os.close(fd); continue
-            lease = cls(uid, fd)
-            prev = os.pread(fd, 65536, 0)
-            kill_uid(uid)                                  # a dead holder's orphans
-            if prev.strip():
-                try: cleanup_stale(json.loads(prev))
-                except (ValueError, OSError): pass
-            lease.update(pid=os.getpid())
-            return lease
-        raise SandboxBackendError(f"all {SANDBOX_UID_COUNT} sandbox uids are leased")
-    def update(self, **kw):
-        "Record what this sandbox set up, so that the next holder can clean up after a crash"
-        self.record.update(kw)
-        data = json.dumps(self.record).encode()
-        os.ftruncate(self._fd, 0); os.pwrite(self._fd, data, 0)
-    def release(self):
-        "Kill what still runs as the uid, clear the record and give the uid back"
-        if self._fd is None: return
-        kill_uid(self.uid)
-        os.ftruncate(self._fd, 0)
-        fcntl.flock(self._fd, fcntl.LOCK_UN); os.close(self._fd); self._fd = None
     def __repr__(self): return f"UidLease({self.uid}{'' if self._fd is not None else ', released'})"
+
+# %% ../../nbs/10b_sandbox_host.ipynb #ad6e111f
+@patch(cls_method=True)
+def acquire(cls:UidLease)->UidLease:
+    "Lease a free uid from the sandbox range (needs root)"
+    if os.geteuid() != 0: raise SandboxBackendError("a uid per sandbox needs root")
+    d, start = lease_dir(), random.randrange(SANDBOX_UID_COUNT)
+    if time.monotonic() - _LAST_REAP['t'] > 60: _LAST_REAP['t'] = time.monotonic(); reap_stale_leases(d)
+    for i in range(SANDBOX_UID_COUNT):
+        uid = SANDBOX_UID_BASE + (start + i) % SANDBOX_UID_COUNT
+        fd = os.open(d/str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError: os.close(fd); continue
+        lease = cls(uid, fd)
+        prev = os.pread(fd, 65536, 0)
+        kill_uid(uid)                                  # a dead holder's orphans
+        if prev.strip():
+            try: cleanup_stale(json.loads(prev))
+            except (ValueError, OSError): pass
+        lease.update(pid=os.getpid())
+        return lease
+    raise SandboxBackendError(f"all {SANDBOX_UID_COUNT} sandbox uids are leased")
+
+# %% ../../nbs/10b_sandbox_host.ipynb #9316c1d9
+@patch
+def update(self:UidLease, **kw):
+    "Record what this sandbox set up, so that the next holder can clean up after a crash"
+    self.record.update(kw)
+    data = json.dumps(self.record).encode()
+    os.ftruncate(self._fd, 0); os.pwrite(self._fd, data, 0)
+
+# %% ../../nbs/10b_sandbox_host.ipynb #76954f9d
+@patch
+def release(self:UidLease):
+    "Kill what still runs as the uid, clear the record and give the uid back"
+    if self._fd is None: return
+    kill_uid(self.uid)
+    os.ftruncate(self._fd, 0)
+    fcntl.flock(self._fd, fcntl.LOCK_UN); os.close(self._fd); self._fd = None
 
 # %% ../../nbs/10b_sandbox_host.ipynb #249bf70b
 def _mounts()->list[tuple[str, str, set]]:
@@ -120,6 +134,7 @@ def _mounts()->list[tuple[str, str, set]]:
         if fstype in ('cgroup', 'cgroup2'): out.append((pre.split(' ')[4], fstype, set(opts.split(','))))
     return out
 
+# %% ../../nbs/10b_sandbox_host.ipynb #3fcb0ad5
 def _own_cgroups()->dict[str, str]:
     "{controller or '' (v2): path of this process's cgroup}"
     own = {}
@@ -128,19 +143,17 @@ def _own_cgroups()->dict[str, str]:
         for c in (ctrls.split(',') if ctrls else ['']): own[c] = path
     return own
 
+# %% ../../nbs/10b_sandbox_host.ipynb #109efddd
 CGROUP_CONTROLLERS = ('memory', 'pids', 'cpu')
 _CGROUP_SUPPORT = {}
 
 def cgroup_support(refresh:bool=False)->dict:
-    "{'version': 'v2'|'v1'|None, 'dirs': {controller: parent directory for sandbox cgroups}, 'reason': why not} (probed once)"
+    "{'version': 'v2'|'v1'|None, 'dirs': {controller: parent directory for sandbox cgroups}, 'reason': why not}"
     if refresh or 'x' not in _CGROUP_SUPPORT: _CGROUP_SUPPORT['x'] = _probe_cgroups()
     return _CGROUP_SUPPORT['x']
 
-def _probe_cgroups()->dict:
-    if os.geteuid() != 0: return {'version': None, 'dirs': {}, 'reason': 'not root'}
-    try: mounts, own = _mounts(), _own_cgroups()
-    except OSError as e: return {'version': None, 'dirs': {}, 'reason': f'cannot read /proc: {e}'}
-    why = []
+# %% ../../nbs/10b_sandbox_host.ipynb #3aa58012
+def _probe_v2(mounts, own, why:list)->dict|None:
     for point, fstype, _ in mounts:
         if fstype != 'cgroup2': continue
         base = Path(point)/own.get('', '/').lstrip('/')
@@ -150,9 +163,13 @@ def _probe_cgroups()->dict:
             why.append(f"cgroup v2 at {point} lacks {sorted(set(CGROUP_CONTROLLERS) - avail)}"); continue
         try:
             have = set((base/'cgroup.subtree_control').read_text().split())
-            if not set(CGROUP_CONTROLLERS) <= have: (base/'cgroup.subtree_control').write_text(' '.join(f'+{c}' for c in CGROUP_CONTROLLERS))
+            if not set(CGROUP_CONTROLLERS) <= have:
+                (base/'cgroup.subtree_control').write_text(' '.join(f'+{c}' for c in CGROUP_CONTROLLERS))
             return {'version': 'v2', 'dirs': {c: base for c in CGROUP_CONTROLLERS}, 'reason': None}
         except OSError as e: why.append(f"cannot enable controllers below {base}: {e.strerror}")
+
+# %% ../../nbs/10b_sandbox_host.ipynb #0494d832
+def _probe_v1(mounts, own, why:list)->dict|None:
     dirs = {}
     for c in CGROUP_CONTROLLERS:
         for point, fstype, opts in mounts:
@@ -162,7 +179,20 @@ def _probe_cgroups()->dict:
                 break
     if set(dirs) == set(CGROUP_CONTROLLERS): return {'version': 'v1', 'dirs': dirs, 'reason': None}
     why.append(f"cgroup v1 controllers writable here: {sorted(dirs) or 'none'} (need {', '.join(CGROUP_CONTROLLERS)})")
-    return {'version': None, 'dirs': {}, 'reason': '; '.join(why)}
+
+# %% ../../nbs/10b_sandbox_host.ipynb #ab12c36b
+def _probe_cgroups()->dict:
+    if os.geteuid() != 0: return {'version': None, 'dirs': {}, 'reason': 'not root'}
+    try: mounts, own = _mounts(), _own_cgroups()
+    except OSError as e: return {'version': None, 'dirs': {}, 'reason': f'cannot read /proc: {e}'}
+    why = []
+    found = _probe_v2(mounts, own, why) or _probe_v1(mounts, own, why)
+    return found or {'version': None, 'dirs': {}, 'reason': '; '.join(why)}
+
+# %% ../../nbs/10b_sandbox_host.ipynb #ec6e5641
+def shq(s:str)->str:
+    "Quote `s` for sh"
+    return "'" + s.replace("'", "'\\''") + "'"
 
 # %% ../../nbs/10b_sandbox_host.ipynb #67b0a016
 class SandboxCgroup:
@@ -183,63 +213,81 @@ class SandboxCgroup:
         except OSError as e:
             self.remove()
             raise SandboxBackendError(f"cannot set up cgroup {name}: {e}") from e
-    def _path(self, controller:str, f:str)->Path:
-        return Path(next(d for d in self.dirs if self.version == 'v2' or f'/{controller}' in d))/f
-    def _set_limits(self, sup, L):
-        if self.version == 'v2':
-            d = Path(self.dirs[0])
-            (d/'memory.max').write_text(str(self.memory_bytes))
-            if (d/'memory.swap.max').exists(): (d/'memory.swap.max').write_text('0')
-            (d/'pids.max').write_text(str(self.pids))
-            (d/'cpu.max').write_text(f'{int(L.cpus * 100_000)} 100000')
-            return
-        m = Path(str(sup['dirs']['memory']/self.name))
-        (m/'memory.limit_in_bytes').write_text(str(self.memory_bytes))
-        if (m/'memory.memsw.limit_in_bytes').exists():
-            try: (m/'memory.memsw.limit_in_bytes').write_text(str(self.memory_bytes))
-            except OSError: pass                           # swap accounting off in the kernel
-        (Path(str(sup['dirs']['pids']/self.name))/'pids.max').write_text(str(self.pids))
-        c = Path(str(sup['dirs']['cpu']/self.name))
-        period = int((c/'cpu.cfs_period_us').read_text())
-        (c/'cpu.cfs_quota_us').write_text(str(int(L.cpus * period)))
-    def enter_argv(self)->list[str]:
-        "argv prefix that moves the process into this cgroup, then executes the rest of the argv"
-        procs = ' && '.join(f'echo $$ > {shq(str(Path(d)/"cgroup.procs"))}' for d in self.dirs)
-        return ['sh', '-c', f'{procs} && exec "$@"', 'sh']
-    def pids_in(self)->list[int]:
-        "Processes in the cgroup now"
-        out = set()
-        for d in self.dirs:
-            try: out |= {int(x) for x in (Path(d)/'cgroup.procs').read_text().split()}
-            except OSError: pass
-        return sorted(out)
-    def kill_all(self, tries:int=50):
-        "SIGKILL every process in the cgroup until none is left"
-        for _ in range(tries):
-            ps = self.pids_in()
-            if not ps: return
-            for p in ps:
-                try: os.kill(p, signal.SIGKILL)
-                except ProcessLookupError: pass
-            time.sleep(0.01)
-    def peak_memory(self)->int|None:
-        "Highest memory use of the cgroup so far, in bytes (None when the kernel does not report it)"
-        f = self._path('memory', 'memory.peak' if self.version == 'v2' else 'memory.max_usage_in_bytes')
-        try: return int(f.read_text())
-        except (OSError, ValueError): return None
-    def remove(self):
-        "Kill what is left and delete the cgroup"
-        self.kill_all()
-        for d in self.dirs:
-            for _ in range(50):
-                try: os.rmdir(d); break
-                except FileNotFoundError: break
-                except OSError: time.sleep(0.02)
-    def __repr__(self): return f"SandboxCgroup({self.version}, {self.name}, memory={self.memory_bytes >> 20} MiB, pids={self.pids})"
+    def __repr__(self):
+        return f"SandboxCgroup({self.version}, {self.name}, memory={self.memory_bytes >> 20} MiB, pids={self.pids})"
 
-def shq(s:str)->str:
-    "Quote `s` for sh"
-    return "'" + s.replace("'", "'\\''") + "'"
+# %% ../../nbs/10b_sandbox_host.ipynb #9121e009
+@patch
+def _path(self:SandboxCgroup, controller:str, f:str)->Path:
+    return Path(next(d for d in self.dirs if self.version == 'v2' or f'/{controller}' in d))/f
+
+# %% ../../nbs/10b_sandbox_host.ipynb #c5c06499
+@patch
+def _set_limits(self:SandboxCgroup, sup, L):
+    if self.version == 'v2':
+        d = Path(self.dirs[0])
+        (d/'memory.max').write_text(str(self.memory_bytes))
+        if (d/'memory.swap.max').exists(): (d/'memory.swap.max').write_text('0')
+        (d/'pids.max').write_text(str(self.pids))
+        (d/'cpu.max').write_text(f'{int(L.cpus * 100_000)} 100000')
+        return
+    m = Path(str(sup['dirs']['memory']/self.name))
+    (m/'memory.limit_in_bytes').write_text(str(self.memory_bytes))
+    if (m/'memory.memsw.limit_in_bytes').exists():
+        try: (m/'memory.memsw.limit_in_bytes').write_text(str(self.memory_bytes))
+        except OSError: pass                           # swap accounting off in the kernel
+    (Path(str(sup['dirs']['pids']/self.name))/'pids.max').write_text(str(self.pids))
+    c = Path(str(sup['dirs']['cpu']/self.name))
+    period = int((c/'cpu.cfs_period_us').read_text())
+    (c/'cpu.cfs_quota_us').write_text(str(int(L.cpus * period)))
+
+# %% ../../nbs/10b_sandbox_host.ipynb #0d9b8a21
+@patch
+def enter_argv(self:SandboxCgroup)->list[str]:
+    "argv prefix that moves the process into this cgroup, then executes the rest of the argv"
+    procs = ' && '.join(f'echo $$ > {shq(str(Path(d)/"cgroup.procs"))}' for d in self.dirs)
+    return ['sh', '-c', f'{procs} && exec "$@"', 'sh']
+
+# %% ../../nbs/10b_sandbox_host.ipynb #de272135
+@patch
+def pids_in(self:SandboxCgroup)->list[int]:
+    "Processes in the cgroup now"
+    out = set()
+    for d in self.dirs:
+        try: out |= {int(x) for x in (Path(d)/'cgroup.procs').read_text().split()}
+        except OSError: pass
+    return sorted(out)
+
+# %% ../../nbs/10b_sandbox_host.ipynb #241ef9e5
+@patch
+def kill_all(self:SandboxCgroup, tries:int=50):
+    "SIGKILL every process in the cgroup until none is left"
+    for _ in range(tries):
+        ps = self.pids_in()
+        if not ps: return
+        for p in ps:
+            try: os.kill(p, signal.SIGKILL)
+            except ProcessLookupError: pass
+        time.sleep(0.01)
+
+# %% ../../nbs/10b_sandbox_host.ipynb #86c95b8b
+@patch
+def peak_memory(self:SandboxCgroup)->int|None:
+    "Highest memory use of the cgroup so far, in bytes (None when the kernel does not report it)"
+    f = self._path('memory', 'memory.peak' if self.version == 'v2' else 'memory.max_usage_in_bytes')
+    try: return int(f.read_text())
+    except (OSError, ValueError): return None
+
+# %% ../../nbs/10b_sandbox_host.ipynb #a1464097
+@patch
+def remove(self:SandboxCgroup):
+    "Kill what is left and delete the cgroup"
+    self.kill_all()
+    for d in self.dirs:
+        for _ in range(50):
+            try: os.rmdir(d); break
+            except FileNotFoundError: break
+            except OSError: time.sleep(0.02)
 
 # %% ../../nbs/10b_sandbox_host.ipynb #93d4506f
 MS_NOSUID, MS_NODEV, MNT_DETACH = 0x2, 0x4, 0x2
@@ -247,6 +295,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
+# %% ../../nbs/10b_sandbox_host.ipynb #028355ca
 def mount_tmpfs(path, size_mb:int, uid:int, mode:int=0o755):
     "Mount a tmpfs of `size_mb` MiB on `path`, owned by `uid`; `SandboxBackendError` when the host does not allow it"
     opts = f'size={int(size_mb)}m,uid={uid},gid={uid},mode={mode:o}'.encode()
@@ -254,10 +303,12 @@ def mount_tmpfs(path, size_mb:int, uid:int, mode:int=0o755):
         e = ctypes.get_errno()
         raise SandboxBackendError(f"cannot mount a tmpfs on {path}: {os.strerror(e)}")
 
+# %% ../../nbs/10b_sandbox_host.ipynb #e9700ea2
 def unmount(path)->bool:
     "Detach the filesystem mounted on `path`; False when nothing was mounted there"
     return _libc.umount2(str(path).encode(), MNT_DETACH) == 0
 
+# %% ../../nbs/10b_sandbox_host.ipynb #6e2bb4ed
 def cleanup_stale(record:dict):
     "Undo what a dead sandbox holder recorded: unmount its filesystems, remove its cgroups and its root directory"
     for m in record.get('mounts', []): unmount(m)
@@ -274,7 +325,8 @@ class HostContainment:
     "The host-side resources of one sandbox: a uid, tmpfs mounts, a cgroup (each where the host allows it)"
     def __init__(self, root,                      # the sandbox's private directory (mount points live below it)
                  limits:SandboxLimits,            # budget, quotas, processes, CPU
-                 mounts:dict[str, tuple[int, int]]|None=None, # {subdirectory: (size MiB, mode)} to mount as tmpfs
+                 # {subdirectory: (size MiB, mode)} to mount as tmpfs
+                 mounts:dict[str, tuple[int, int]]|None=None,
                  cgroup:bool=True,                # put the sandbox's processes in a cgroup
                 ):
         self.root, self.limits, self.cgroup, self.mounted = Path(root), limits, None, []
@@ -284,19 +336,8 @@ class HostContainment:
         self.uid = self.lease.uid if self.lease else os.geteuid()
         self.info['uid'] = self.uid
         if self.lease: self.lease.update(root=str(self.root), mounts=[], cgroups=[])
-        for sub, (size, mode) in (mounts or {}).items():
-            d = self.root/sub; d.mkdir(exist_ok=True)
-            if self.lease is None: self.info['reasons'][sub] = 'not root: no size limit'; continue
-            try:
-                mount_tmpfs(d, size, self.uid, mode); self.mounted.append(str(d)); self.info['quotas_mb'][sub] = size
-                self.lease.update(mounts=self.mounted)
-            except SandboxError as e: self.info['reasons'][sub] = str(e)
-        if cgroup and self.lease is not None:
-            try:
-                self.cgroup = SandboxCgroup(f'knowlyr-sb-{self.uid}', limits)
-                self.info['cgroup'] = {'version': self.cgroup.version, 'memory_mb': limits.budget_mb, 'pids': self.cgroup.pids, 'cpus': limits.cpus}
-                self.lease.update(cgroups=self.cgroup.dirs)
-            except SandboxError as e: self.info['reasons']['cgroup'] = str(e)
+        self._mount_all(mounts or {})
+        if cgroup and self.lease is not None: self._make_cgroup(limits)
         elif cgroup: self.info['reasons']['cgroup'] = 'not root'
     def enter_argv(self)->list[str]:
         "argv prefix that puts a process into the sandbox's cgroup ([] without one)"
@@ -305,11 +346,36 @@ class HostContainment:
         "Kill every process of the sandbox (its cgroup and its uid)"
         if self.cgroup: self.cgroup.kill_all()
         if self.lease: kill_uid(self.uid)
-    def close(self):
-        "Kill the sandbox's processes, remove its cgroup, unmount its filesystems and give the uid back"
-        self.kill_all()
-        if self.cgroup: self.cgroup.remove(); self.cgroup = None
-        for m in reversed(self.mounted): unmount(m)
-        self.mounted = []
-        if self.lease: self.lease.release()
-    def __repr__(self): return f"HostContainment(uid={self.uid}, cgroup={self.info['cgroup']}, quotas={self.info['quotas_mb']})"
+    def __repr__(self):
+        return f"HostContainment(uid={self.uid}, cgroup={self.info['cgroup']}, quotas={self.info['quotas_mb']})"
+
+# %% ../../nbs/10b_sandbox_host.ipynb #0b3135be
+@patch
+def _mount_all(self:HostContainment, mounts:dict):
+    for sub, (size, mode) in mounts.items():
+        d = self.root/sub; d.mkdir(exist_ok=True)
+        if self.lease is None: self.info['reasons'][sub] = 'not root: no size limit'; continue
+        try:
+            mount_tmpfs(d, size, self.uid, mode); self.mounted.append(str(d)); self.info['quotas_mb'][sub] = size
+            self.lease.update(mounts=self.mounted)
+        except SandboxError as e: self.info['reasons'][sub] = str(e)
+
+# %% ../../nbs/10b_sandbox_host.ipynb #a136c3d1
+@patch
+def _make_cgroup(self:HostContainment, limits:SandboxLimits):
+    try:
+        self.cgroup = SandboxCgroup(f'knowlyr-sb-{self.uid}', limits)
+        self.info['cgroup'] = {'version': self.cgroup.version, 'memory_mb': limits.budget_mb,
+                               'pids': self.cgroup.pids, 'cpus': limits.cpus}
+        self.lease.update(cgroups=self.cgroup.dirs)
+    except SandboxError as e: self.info['reasons']['cgroup'] = str(e)
+
+# %% ../../nbs/10b_sandbox_host.ipynb #629ed7a7
+@patch
+def close(self:HostContainment):
+    "Kill the sandbox's processes, remove its cgroup, unmount its filesystems and give the uid back"
+    self.kill_all()
+    if self.cgroup: self.cgroup.remove(); self.cgroup = None
+    for m in reversed(self.mounted): unmount(m)
+    self.mounted = []
+    if self.lease: self.lease.release()
