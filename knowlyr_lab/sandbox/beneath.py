@@ -47,20 +47,25 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _OPENAT2 = {'ok': None}               # None: not tried yet; then True/False
 
+# %% ../../nbs/10ba_sandbox_beneath.ipynb #424b1ce0
 def _openat2(dirfd:int, rel:str, flags:int, mode:int)->int:
-    how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
-    fd = _libc.syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dirfd), rel.encode(), ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+    how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0,
+                   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+    fd = _libc.syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dirfd), rel.encode(), ctypes.byref(how),
+                       ctypes.c_size_t(ctypes.sizeof(how)))
     if fd < 0:
         e = ctypes.get_errno()
         raise OSError(e, os.strerror(e), rel)
     return fd
 
+# %% ../../nbs/10ba_sandbox_beneath.ipynb #6d06ddc4
 def _walk_open(dirfd:int, parts:list[str], flags:int, mode:int)->int:
     fd, opened = dirfd, []
     def _open(c, fl, md=0):
         try: return os.open(c, fl | os.O_NOFOLLOW | os.O_CLOEXEC, md, dir_fd=fd)
         except NotADirectoryError:                  # O_DIRECTORY on a symlink says ENOTDIR: say what it is
-            if stat.S_ISLNK(os.stat(c, dir_fd=fd, follow_symlinks=False).st_mode): raise OSError(errno.ELOOP, 'symlink', c) from None
+            if stat.S_ISLNK(os.stat(c, dir_fd=fd, follow_symlinks=False).st_mode):
+                raise OSError(errno.ELOOP, 'symlink', c) from None
             raise
     try:
         for c in parts[:-1]:
@@ -69,6 +74,7 @@ def _walk_open(dirfd:int, parts:list[str], flags:int, mode:int)->int:
     finally:
         for f in opened: os.close(f)
 
+# %% ../../nbs/10ba_sandbox_beneath.ipynb #680176da
 def openat2_available()->bool:
     "True when the kernel offers openat2 (probed once)"
     if _OPENAT2['ok'] is None:
@@ -76,22 +82,26 @@ def openat2_available()->bool:
         except OSError: _OPENAT2['ok'] = False
     return _OPENAT2['ok']
 
+# %% ../../nbs/10ba_sandbox_beneath.ipynb #8a61f421
 def open_beneath(dirfd:int,          # directory file descriptor the path is relative to
                  rel:str,            # normalised relative path ('' is the directory itself)
                  flags:int,          # os.O_* flags (O_NOFOLLOW and O_CLOEXEC are added)
                  mode:int=0o644,     # permissions of a file O_CREAT makes
-                 use_openat2:bool|None=None, # force the openat2 or the per-component path (None: openat2 when available)
+                 # force the openat2 or the per-component path (None: openat2 when available)
+                 use_openat2:bool|None=None,
                 )->int:              # a new file descriptor
     "Open `rel` below `dirfd` following no symlink at all; `PathEscapeError` when one is in the way"
     parts = rel.split('/') if rel else []
-    if any(c in ('', '.', '..') for c in parts): raise PathEscapeError(f"path {rel!r} is not a normalised relative path")
+    if any(c in ('', '.', '..') for c in parts):
+        raise PathEscapeError(f"path {rel!r} is not a normalised relative path")
     if not parts: return os.open('.', flags | os.O_CLOEXEC, dir_fd=dirfd)
     try:
         if use_openat2 if use_openat2 is not None else openat2_available(): return _openat2(dirfd, rel, flags, mode)
         return _walk_open(dirfd, parts, flags, mode)
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.EXDEV):
-            raise PathEscapeError(f"path {rel!r} goes through a symlink or leaves the workspace (it changed while it was opened)") from None
+            raise PathEscapeError(f"path {rel!r} goes through a symlink or leaves the workspace "
+                                  "(it changed while it was opened)") from None
         raise
 
 # %% ../../nbs/10ba_sandbox_beneath.ipynb #160b2152
@@ -99,8 +109,10 @@ def _kind_of(mode:int)->str:
     if stat.S_ISREG(mode): return 'file'
     if stat.S_ISDIR(mode): return 'dir'
     if stat.S_ISLNK(mode): return 'symlink'
-    return {stat.S_IFIFO: 'FIFO', stat.S_IFSOCK: 'socket', stat.S_IFCHR: 'character device', stat.S_IFBLK: 'block device'}.get(stat.S_IFMT(mode), 'special file')
+    return {stat.S_IFIFO: 'FIFO', stat.S_IFSOCK: 'socket', stat.S_IFCHR: 'character device',
+            stat.S_IFBLK: 'block device'}.get(stat.S_IFMT(mode), 'special file')
 
+# %% ../../nbs/10ba_sandbox_beneath.ipynb #a1f80dd0
 class BeneathDir:
     "Race-free file operations below one directory: no symlink followed, regular files and directories only, deadlines"
     def __init__(self, path,                 # the directory (opened once, with O_NOFOLLOW)
@@ -111,18 +123,24 @@ class BeneathDir:
         self.fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     def close(self):
         if self.fd is not None: os.close(self.fd); self.fd = None
-    def _parent(self, rel:str):
-        "(fd of the parent directory, last component); the caller closes the fd"
-        head, _, name = rel.rpartition('/')
-        return open_beneath(self.fd, head, os.O_PATH | os.O_DIRECTORY), name
-    def _lstat(self, rel:str)->os.stat_result|None:
-        if rel == '': return os.stat(self.fd)
-        try: pfd, name = self._parent(rel)
-        except (FileNotFoundError, NotADirectoryError): return None
-        try: return os.stat(name, dir_fd=pfd, follow_symlinks=False)
-        except (FileNotFoundError, NotADirectoryError): return None
-        finally: os.close(pfd)
     def __repr__(self): return f"BeneathDir({str(self.path)!r}, uid={self.uid})"
+
+# %% ../../nbs/10ba_sandbox_beneath.ipynb #a653ee5c
+@patch_to(BeneathDir)
+def _parent(self, rel:str):
+    "(fd of the parent directory, last component); the caller closes the fd"
+    head, _, name = rel.rpartition('/')
+    return open_beneath(self.fd, head, os.O_PATH | os.O_DIRECTORY), name
+
+# %% ../../nbs/10ba_sandbox_beneath.ipynb #e51f4a1c
+@patch_to(BeneathDir)
+def _lstat(self, rel:str)->os.stat_result|None:
+    if rel == '': return os.stat(self.fd)
+    try: pfd, name = self._parent(rel)
+    except (FileNotFoundError, NotADirectoryError): return None
+    try: return os.stat(name, dir_fd=pfd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError): return None
+    finally: os.close(pfd)
 
 # %% ../../nbs/10ba_sandbox_beneath.ipynb #16e876a6
 @patch_to(BeneathDir)
@@ -157,10 +175,12 @@ def _refuse(kind:str|None, rel:str):
     if kind == 'symlink': raise PathEscapeError(f"path {rel!r} is a symlink (it changed while it was opened)")
     if kind not in ('file', None): raise SandboxError(f"{rel} is not a regular file (a {kind})")
 
+# %% ../../nbs/10ba_sandbox_beneath.ipynb #5e95e3a5
 def _need_regular(fd:int, rel:str):
     k = _kind_of(os.fstat(fd).st_mode)
     if k != 'file': raise SandboxError(f"{rel} is not a regular file (a {k})")
 
+# %% ../../nbs/10ba_sandbox_beneath.ipynb #7aae261b
 @patch_to(BeneathDir)
 def read(self, rel:str, limit:int)->bytes:
     "Up to `limit` bytes of the regular file `rel`"
@@ -190,7 +210,8 @@ def makedirs(self, rel:str):
             except OSError as e:
                 if e.errno not in (errno.ELOOP, errno.ENOTDIR): raise
                 if stat.S_ISLNK(os.stat(c, dir_fd=fd, follow_symlinks=False).st_mode):
-                    raise PathEscapeError(f"path {rel!r} goes through a symlink ({c}; it changed while it was opened)") from None
+                    raise PathEscapeError(f"path {rel!r} goes through a symlink "
+                                          f"({c}; it changed while it was opened)") from None
                 raise SandboxError(f"{rel}: {c} is not a directory") from None
             opened.append(fd)
     finally:
