@@ -31,7 +31,7 @@ from .snapshot import tar_directory
 from .tools import RunResult
 
 # %% auto #0
-__all__ = ['NOT_ISOLATED', 'bwrap_unavailable_reason', 'bwrap_available', 'LocalSandbox', 'pump', 'kill_group']
+__all__ = ['NOT_ISOLATED', 'bwrap_unavailable_reason', 'bwrap_available', 'LocalSandbox', 'pump', 'kill_group', 'io_threads']
 
 # %% ../../nbs/10c_sandbox_local.ipynb #43006a78
 NOT_ISOLATED = 'none'
@@ -42,18 +42,40 @@ def bwrap_unavailable_reason()->str|None:
     exe = shutil.which('bwrap')
     if not exe: return "bubblewrap (bwrap) is not on PATH"
     if exe not in _BWRAP_OK:
-        pre = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all'] if os.geteuid() == 0 and shutil.which('setpriv') else []
+        pre = (['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all']
+               if os.geteuid() == 0 and shutil.which('setpriv') else [])
         try:
-            r = subprocess.run([*pre, exe, '--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin',
-                                '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--', '/usr/bin/true'],
+            r = subprocess.run([*pre, exe, '--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr',
+                                '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
+                                '--symlink', 'usr/lib64', '/lib64', '--', '/usr/bin/true'],
                                capture_output=True, timeout=10)
-            _BWRAP_OK[exe] = None if r.returncode == 0 else f"bubblewrap at {exe} cannot create namespaces here: {r.stderr.decode(errors='replace').strip()[:200]}"
+            _BWRAP_OK[exe] = None if r.returncode == 0 else (f"bubblewrap at {exe} cannot create namespaces here: "
+                                                             f"{r.stderr.decode(errors='replace').strip()[:200]}")
         except (OSError, subprocess.TimeoutExpired) as e: _BWRAP_OK[exe] = f"bubblewrap at {exe} does not run: {e}"
     return _BWRAP_OK[exe]
 
+# %% ../../nbs/10c_sandbox_local.ipynb #2db12022
 def bwrap_available()->bool:
     "True when bubblewrap is installed and can create its namespaces here"
     return bwrap_unavailable_reason() is None
+
+# %% ../../nbs/10c_sandbox_local.ipynb #d903a62a
+def _local_isolation(isolation:str, image:str|None)->str:
+    "The `isolation` attribute of a new LocalSandbox; warns when it is none, raises when bubblewrap is required and missing"
+    if image is not None:
+        raise ValueError(f"image={image!r} applies to the docker backend; LocalSandbox runs the host's /usr read-only")
+    if isolation not in ('auto', 'bwrap', 'none'):
+        raise ValueError(f"isolation must be 'auto', 'bwrap' or 'none', got {isolation!r}")
+    if isolation == 'none':
+        warnings.warn("LocalSandbox is NOT ISOLATED (isolation='none'): commands run as a plain subprocess that can "
+                      "read and write the host and use the network. Trajectories recorded in it say so "
+                      "(metadata['isolation'] == 'none').", UserWarning, stacklevel=3)
+        return NOT_ISOLATED
+    why = bwrap_unavailable_reason()
+    if why: raise SandboxUnavailableError(f"{why}. Install it (apt-get install -y bubblewrap), or use backend='docker' "
+                                          "with a running Docker engine; isolation='none' runs commands UNISOLATED on "
+                                          "the host (recorded in trajectories)")
+    return 'bubblewrap'
 
 # %% ../../nbs/10c_sandbox_local.ipynb #55a6b14d
 class LocalSandbox(Sandbox):
@@ -63,46 +85,34 @@ class LocalSandbox(Sandbox):
             '/etc/localtime', '/etc/mime.types', '/etc/python3.11', '/etc/ssl')
     def __init__(self, workspace:str|Path|None=None, # template directory copied into the sandbox (None: empty)
                  limits:SandboxLimits|dict|None=None, # resource limits
-                 isolation:str='auto',   # 'auto' or 'bwrap' (bubblewrap, required) or 'none' (plain subprocess, NOT isolated)
+                 # 'auto' or 'bwrap' (bubblewrap, required) or 'none' (plain subprocess, NOT isolated)
+                 isolation:str='auto',
                  env:dict|None=None,     # extra environment variables inside the sandbox
                  image:str|None=None,    # not used by the local backend (must be None)
                 ):
         super().__init__(limits, env)
-        if image is not None: raise ValueError(f"image={image!r} applies to the docker backend; LocalSandbox runs the host's /usr read-only")
-        if isolation not in ('auto', 'bwrap', 'none'): raise ValueError(f"isolation must be 'auto', 'bwrap' or 'none', got {isolation!r}")
-        if isolation == 'none':
-            warnings.warn("LocalSandbox is NOT ISOLATED (isolation='none'): commands run as a plain subprocess that can read and write "
-                          "the host and use the network. Trajectories recorded in it say so (metadata['isolation'] == 'none').", UserWarning, stacklevel=2)
-            self.isolation = NOT_ISOLATED
-        else:
-            why = bwrap_unavailable_reason()
-            if why: raise SandboxUnavailableError(f"{why}. Install it (apt-get install -y bubblewrap), or use backend='docker' with a running "
-                                                  "Docker engine; isolation='none' runs commands UNISOLATED on the host (recorded in trajectories)")
-            self.isolation = 'bubblewrap'
+        self.isolation = _local_isolation(isolation, image)
         self._drop = os.geteuid() == 0 and shutil.which('setpriv') is not None
         self.root = Path(tempfile.mkdtemp(prefix='knowlyr-sandbox-'))
         os.chmod(self.root, 0o755)
         L = self.limits
-        try:
-            self.host = HostContainment(self.root, L, mounts={'workspace': (L.disk_mb, 0o755), 'tmp': (L.tmp_mb, 0o1777)})
+        try: self.host = HostContainment(self.root, L, mounts={'workspace': (L.disk_mb, 0o755), 'tmp': (L.tmp_mb, 0o1777)})
         except BaseException: shutil.rmtree(self.root, ignore_errors=True); raise
         self.uid, self.containment = self.host.uid, self.host.info
-        self.workspace, self._tmp, etc = self.root/'workspace', self.root/'tmp', self.root/'etc'
+        self.workspace, self._tmp = self.root/'workspace', self.root/'tmp'
         if os.geteuid() == 0:
             for d in (self.workspace, self._tmp): os.chown(d, self.uid, self.uid)
         os.chmod(self._tmp, 0o1777)
         self._fs = BeneathDir(self.workspace, uid=self.uid if os.geteuid() == 0 else None)
         self._cleanup = weakref.finalize(self, _release, self.host, self._fs, str(self.root))
-        etc.mkdir()
-        (etc/'passwd').write_text(f"root:x:0:0:root:/root:/bin/sh\nsandbox:x:{self.uid}:{self.uid}:sandbox:/tmp:/bin/bash\n")
-        (etc/'group').write_text(f"root:x:0:\nsandbox:x:{self.uid}:\n")
-        (etc/'hosts').write_text("127.0.0.1 localhost sandbox\n")
+        self._write_etc()
         if self.isolation == NOT_ISOLATED:
             self._paths = (str(self.workspace), str(self._tmp))
             self.env.update(HOME=str(self._tmp), TMPDIR=str(self._tmp))  # the host's /tmp is not the sandbox's
         try: self._start_from(workspace)
         except BaseException: self.close(); raise
 
+# %% ../../nbs/10c_sandbox_local.ipynb #f87fa267
 def _release(host, fs, root):
     "Free everything a LocalSandbox holds (also when it is garbage-collected)"
     try: fs.close()
@@ -110,14 +120,23 @@ def _release(host, fs, root):
         host.close()
         shutil.rmtree(root, ignore_errors=True)
 
+# %% ../../nbs/10c_sandbox_local.ipynb #a941cf39
+@patch_to(LocalSandbox)
+def _write_etc(self):
+    etc = self.root/'etc'
+    etc.mkdir()
+    (etc/'passwd').write_text(f"root:x:0:0:root:/root:/bin/sh\nsandbox:x:{self.uid}:{self.uid}:sandbox:/tmp:/bin/bash\n")
+    (etc/'group').write_text(f"root:x:0:\nsandbox:x:{self.uid}:\n")
+    (etc/'hosts').write_text("127.0.0.1 localhost sandbox\n")
+
 # %% ../../nbs/10c_sandbox_local.ipynb #28e3dcb0
 @patch_to(LocalSandbox)
 def _argv(self, argv:list[str])->list[str]:
     L = self.limits
     pre = self.host.enter_argv()
     if shutil.which('prlimit'):
-        pre += ['prlimit', f'--cpu={int(L.cpu_seconds)}', f'--as={int(L.memory_mb) * 2**20}', f'--nproc={int(L.max_processes)}',
-                f'--fsize={int(L.max_file_mb) * 2**20}', '--core=0', '--']
+        pre += ['prlimit', f'--cpu={int(L.cpu_seconds)}', f'--as={int(L.memory_mb) * 2**20}',
+                f'--nproc={int(L.max_processes)}', f'--fsize={int(L.max_file_mb) * 2**20}', '--core=0', '--']
     if self._drop: pre += ['setpriv', f'--reuid={self.uid}', f'--regid={self.uid}', '--clear-groups', '--inh-caps=-all']
     if self.isolation != 'bubblewrap': return [*pre, *argv]
     b = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--clearenv', '--hostname', 'sandbox']
@@ -128,7 +147,8 @@ def _argv(self, argv:list[str])->list[str]:
     for f in self._ETC: b += ['--ro-bind-try', f, f]
     for f in ('passwd', 'group', 'hosts'): b += ['--ro-bind', str(self.root/'etc'/f), f'/etc/{f}']
     b += ['--proc', '/proc', '--dev', '/dev', '--size', str(int(L.tmp_mb) * 2**20), '--tmpfs', '/dev/shm',
-          '--bind', str(self._tmp), '/tmp', '--bind', str(self.workspace), WORKSPACE, '--remount-ro', '/', '--chdir', WORKSPACE]
+          '--bind', str(self._tmp), '/tmp', '--bind', str(self.workspace), WORKSPACE, '--remount-ro', '/',
+          '--chdir', WORKSPACE]
     for k, v in self.env.items(): b += ['--setenv', k, v]
     return [*pre, *b, '--', *argv]
 
@@ -152,29 +172,41 @@ def kill_group(pid:int): # the process group's id (its leader's pid, started wit
     except (ProcessLookupError, PermissionError): pass
 
 
-# %% ../../nbs/10c_sandbox_local.ipynb #4fa008b7
+# %% ../../nbs/10c_sandbox_local.ipynb #18fdce3e
 @patch_to(LocalSandbox)
-def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
-    cap, err = OutputCapture(self.limits.max_output_chars * 4), OutputCapture(self.limits.max_output_chars * 4)
-    chunks = [] if raw else None
+def _popen(self, argv:list[str], stdin:bytes|None, merge:bool)->subprocess.Popen:
+    "Start `argv` in the sandbox, leader of a new session; `SandboxError` for a command line that cannot run"
     env = self.env if self.isolation != 'bubblewrap' else {'PATH': '/usr/bin:/bin'}
     try:
-        p = subprocess.Popen(self._argv(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge else subprocess.PIPE,
-                             cwd=self.workspace, env=env, start_new_session=True)
+        return subprocess.Popen(self._argv(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+                                cwd=self.workspace, env=env, start_new_session=True)
     except ValueError: raise SandboxError("an argument holds a NUL byte, which no command line can carry") from None
     except OSError as e:
         if e.errno == errno.E2BIG:
             raise SandboxError(f"the command line is too long to run ({sum(map(len, argv)):,} characters)") from None
         raise SandboxBackendError(f"could not start {argv[0]!r}: {e}") from e
+
+# %% ../../nbs/10c_sandbox_local.ipynb #4c8aa535
+def io_threads(p:subprocess.Popen, cap, err, chunks:list|None, stdin:bytes|None)->list[threading.Thread]:
+    "Started threads: stdout into `cap` (and `chunks`), stderr into `err` when it is apart, `stdin` fed in"
     threads = [threading.Thread(target=pump, args=(p.stdout, cap, chunks), daemon=True)]
-    if not merge: threads.append(threading.Thread(target=pump, args=(p.stderr, err), daemon=True))
+    if p.stderr is not None: threads.append(threading.Thread(target=pump, args=(p.stderr, err), daemon=True))
     if stdin is not None:
         def feed():
             try: p.stdin.write(stdin); p.stdin.close()
             except OSError: pass
         threads.append(threading.Thread(target=feed, daemon=True))
     for t in threads: t.start()
+    return threads
+
+# %% ../../nbs/10c_sandbox_local.ipynb #4fa008b7
+@patch_to(LocalSandbox)
+def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
+    cap, err = OutputCapture(self.limits.max_output_chars * 4), OutputCapture(self.limits.max_output_chars * 4)
+    chunks = [] if raw else None
+    p = self._popen(argv, stdin, merge)
+    threads = io_threads(p, cap, err, chunks, stdin)
     expired = threading.Event()
     def expire(): expired.set(); kill_group(p.pid)
     timer = threading.Timer(timeout, expire); timer.start()   # p.wait(timeout) would poll with sleeps of up to 50 ms
