@@ -25,13 +25,18 @@ FALLBACK_MAX_EPISODE_STEPS = 30   # the budget when neither the spec nor the env
 @dataclass
 class RolloutSpec:
     "What an episode is: its step budget, invalid-action limit, wall-clock limits and step rewards"
-    max_episode_steps: int|None = None    # step budget, invalid actions included (None: the env's own, else FALLBACK_MAX_EPISODE_STEPS)
-    max_invalid_actions: int|None = None  # end the episode (truncated) after this many invalid actions (None: only the step budget)
-    step_timeout: float|None = None       # seconds a step may take before the harness counts as hung (above the env's `agent_step_seconds`)
+    # step budget, invalid actions included (None: the env's own, else FALLBACK_MAX_EPISODE_STEPS)
+    max_episode_steps: int|None = None
+    # end the episode (truncated) after this many invalid actions (None: only the step budget)
+    max_invalid_actions: int|None = None
+    # seconds a step may take before the harness counts as hung (above the env's `agent_step_seconds`)
+    step_timeout: float|None = None
     episode_timeout: float|None = None    # seconds an episode may take: the agent's budget (running out is its failure)
-    step_reward_fn: Callable|None = None  # (step, RewardContext) -> float or (float, details), scored per step by the recorder
+    # (step, RewardContext) -> float or (float, details), scored per step by the recorder
+    step_reward_fn: Callable|None = None
     reward_mode: str = 'replace'          # 'replace' the env's step reward with step_reward_fn's, or 'add' to it
-    record_tokens: bool = False           # keep each reply's sampled token ids, prompt ids and log-probs on its step (a trainer then uses them)
+    # keep each reply's sampled token ids, prompt ids and log-probs on its step (a trainer then uses them)
+    record_tokens: bool = False
 
     def __post_init__(self):
         for k in ('max_episode_steps', 'max_invalid_actions'):
@@ -43,18 +48,24 @@ class RolloutSpec:
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
                 raise ConfigError(f"RolloutSpec.{k} must be a number of seconds > 0 or None, got {v!r}", k)
         if self.reward_mode not in ('replace', 'add'):
-            raise ConfigError(f"RolloutSpec.reward_mode must be 'replace' or 'add', not {self.reward_mode!r}", 'reward_mode')
+            raise ConfigError(f"RolloutSpec.reward_mode must be 'replace' or 'add', not {self.reward_mode!r}",
+                              'reward_mode')
 
-    def __repr__(self):
-        "Only the settings that differ from the defaults"
-        return f"RolloutSpec({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in fields(self) if getattr(self, f.name) != f.default)})"
+# %% ../../nbs/40a_rollout_spec.ipynb #2848e445
+@patch
+def __repr__(self:RolloutSpec):
+    "Only the settings that differ from the defaults"
+    changed = [f'{f.name}={getattr(self, f.name)!r}' for f in fields(self) if getattr(self, f.name) != f.default]
+    return f"RolloutSpec({', '.join(changed)})"
 
 # %% ../../nbs/40a_rollout_spec.ipynb #b95644b0
 @patch
 def budget(self:RolloutSpec, env)->int:
     "The step budget of an episode of `env`: the spec's, else the env's own, else `FALLBACK_MAX_EPISODE_STEPS`"
-    b = self.max_episode_steps if self.max_episode_steps is not None else (env.max_episode_steps or FALLBACK_MAX_EPISODE_STEPS)
-    if isinstance(b, bool) or not isinstance(b, int) or b < 1: raise ValueError(f"max_episode_steps must be an int >= 1 or None, got {b!r}")
+    b = self.max_episode_steps if self.max_episode_steps is not None else (
+        env.max_episode_steps or FALLBACK_MAX_EPISODE_STEPS)
+    if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+        raise ValueError(f"max_episode_steps must be an int >= 1 or None, got {b!r}")
     return b
 
 # %% ../../nbs/40a_rollout_spec.ipynb #41b6792d
@@ -79,23 +90,28 @@ class Workers:
     ray_address: str|None = None     # Ray cluster address, e.g. "ray://head:10001" (None: a running or a local Ray)
 
     def __post_init__(self):
-        if self.backend not in ('thread', 'process', 'ray'): raise ConfigError(f"backend must be 'thread', 'process' or 'ray', not {self.backend!r}", 'backend')
+        if self.backend not in ('thread', 'process', 'ray'):
+            raise ConfigError(f"backend must be 'thread', 'process' or 'ray', not {self.backend!r}", 'backend')
         for k in ('n', 'batch_size'):
             v = getattr(self, k)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1): raise ConfigError(f"Workers.{k} must be an int >= 1, got {v!r}", k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ConfigError(f"Workers.{k} must be an int >= 1, got {v!r}", k)
 
 # %% ../../nbs/40a_rollout_spec.ipynb #5516da4b
 _WORKER_KEYS = {'n_workers': 'n', 'backend': 'backend', 'batch_size': 'batch_size', 'ray_address': 'ray_address'}
 
 def rollout_settings(spec:RolloutSpec|None=None,   # the spec, if the call gave one
                      workers:Workers|None=None,    # the workers, if the call gave them
-                     **kw,                         # fields of `RolloutSpec`, and `n_workers`, `backend`, `batch_size`, `ray_address`
+                     # fields of `RolloutSpec`, and `n_workers`, `backend`, `batch_size`, `ray_address`
+                     **kw,
                     )->tuple[RolloutSpec, Workers]:
     "The spec and workers of a call: those given, or built from its keywords"
     names = [f.name for f in fields(RolloutSpec)]
     if bad := sorted(set(kw) - set(names) - set(_WORKER_KEYS)):
-        raise TypeError(f"unexpected keyword argument {', '.join(map(repr, bad))}: rollout settings are {', '.join(names + list(_WORKER_KEYS))}")
-    s, w = {k: v for k, v in kw.items() if k in names}, {_WORKER_KEYS[k]: v for k, v in kw.items() if k in _WORKER_KEYS}
+        raise TypeError(f"unexpected keyword argument {', '.join(map(repr, bad))}: "
+                        f"rollout settings are {', '.join(names + list(_WORKER_KEYS))}")
+    s = {k: v for k, v in kw.items() if k in names}
+    w = {_WORKER_KEYS[k]: v for k, v in kw.items() if k in _WORKER_KEYS}
     if s and spec is not None: raise TypeError(f"give spec= or {', '.join(sorted(s))}=, not both")
     if w and workers is not None: raise TypeError(f"give workers= or {', '.join(sorted(w))}=, not both")
     return spec if spec is not None else RolloutSpec(**s), workers if workers is not None else Workers(**w)
