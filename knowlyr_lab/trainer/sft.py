@@ -34,18 +34,35 @@ __all__ = ['SFTConfig', 'build_chats', 'SFTTrainer', 'oracle_trajectories', 'ren
 @dataclass
 class SFTConfig(TrainConfig):
     "Supervised fine-tuning settings"
-    output_dir: str = 'runs/sft'
-    learning_rate: float = 2e-5
-    step_weighted_loss: bool = False       # weight step j's tokens by r_j / mean(r)
+    # -- TrainConfig's fields with SFT's defaults (shown in TrainConfig's groups) --
+
+    output_dir: str = 'runs/sft'           # checkpoints, final model, metrics.jsonl
+    learning_rate: float = 2e-5            # peak learning rate (AdamW)
+    # -- records --
+
+    min_reward: float|None = None          # drop records whose reward is below this (None: keep all)
+    # records with recorded ids train on them; one that drifts from the template: split (its ids anyway), refuse, rerender
+    recorded_ids: str = 'split'
+    # -- long trajectories --
+
     chunk_long_trajectories: bool = False  # split trajectories longer than max_length at step boundaries
-    chunk_overlap_steps: int = 1           # previous steps repeated as unlabelled context in each chunk (as far as they fit)
+    # previous steps repeated as unlabelled context in each chunk (as far as they fit)
+    chunk_overlap_steps: int = 1
+    # -- loss and batches --
+
+    step_weighted_loss: bool = False       # weight step j's tokens by r_j / mean(r)
+    # padding-free: a micro-batch is one row of its samples, attention within each (else padded)
+    packing: bool = True
+    # -- curriculum --
+
     curriculum: bool = False               # easy (short, high-reward) records first
     curriculum_start_ratio: float = 0.3    # share of records used in epoch 0, in (0, 1]
     curriculum_warmup_epochs: int = 2      # epochs until all records are used
-    packing: bool = True                   # padding-free: a micro-batch is one row of its samples, attention within each (else padded)
-    min_reward: float|None = None          # drop records whose reward is below this (None: keep all)
-    recorded_ids: str = 'split'            # records with recorded ids train on them; one that drifts from the template: split (its ids anyway), refuse, rerender
 
+    _groups = {'records': ('min_reward', 'recorded_ids'),
+               'long trajectories': ('chunk_long_trajectories', 'chunk_overlap_steps'),
+               'loss and batches': ('step_weighted_loss', 'packing'),
+               'curriculum': ('curriculum', 'curriculum_start_ratio', 'curriculum_warmup_epochs')}
     _checks = {'chunk_overlap_steps': in_range(0), 'curriculum_start_ratio': in_range(0, 1, lo_open=True),
                'curriculum_warmup_epochs': in_range(0), 'recorded_ids': one_of(*RECORDED_IDS)}
 
@@ -77,70 +94,105 @@ class SFTTrainer(BaseTrainer):
         self.samples = self.prepare_samples(train_data) if train_data is not None else []
         self.eval_samples = self.prepare_samples(eval_data, train=False) if eval_data is not None else []
 
-    def forward_context(self): return segment_attention_on(self.model) if self.config.packing else contextlib.nullcontext()
+# %% ../../nbs/63_trainer_sft.ipynb #4931de46
+@patch
+def forward_context(self:SFTTrainer):
+    return segment_attention_on(self.model) if self.config.packing else contextlib.nullcontext()
 
-    def _loss_sum(self, ss:list[dict])->torch.Tensor:
-        "Summed (step-weighted) cross-entropy of the label tokens of samples `ss`: one padding-free row, or a padded batch"
-        if self.config.packing:
-            lp, _, w = self._scored_logps(ss)
-            return -(lp * w).sum()
-        b = {k: v.to(self.accelerator.device) for k, v in collate_padded(ss, self.tokenizer.pad_token_id).items()}
-        scored = (b['labels'][:, 1:] != -100).any(0).nonzero()   # positions whose next token is a label, in any row
-        first = int(scored[0]) if len(scored) else b['labels'].shape[1] - 1
-        logits = self.model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False,
-                            logits_to_keep=b['labels'].shape[1] - first).logits   # none for the prompt positions before them
-        return step_weighted_ce(logits, b['labels'][:, first:], b['weights'][:, first:], reduction='sum')
+# %% ../../nbs/63_trainer_sft.ipynb #f637e68e
+@patch
+def _loss_sum(self:SFTTrainer, ss:list[dict])->torch.Tensor:
+    "Summed (step-weighted) cross-entropy of the label tokens of samples `ss`: one padding-free row, or a padded batch"
+    if self.config.packing:
+        lp, _, w = self._scored_logps(ss)
+        return -(lp * w).sum()
+    b = {k: v.to(self.accelerator.device) for k, v in collate_padded(ss, self.tokenizer.pad_token_id).items()}
+    scored = (b['labels'][:, 1:] != -100).any(0).nonzero()   # positions whose next token is a label, in any row
+    first = int(scored[0]) if len(scored) else b['labels'].shape[1] - 1
+    # no logits for the prompt positions before them
+    logits = self.model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False,
+                        logits_to_keep=b['labels'].shape[1] - first).logits
+    return step_weighted_ce(logits, b['labels'][:, first:], b['weights'][:, first:], reduction='sum')
 
-    def micro_batch(self, idx:list[int])->dict:
-        mine, w = self._shard(idx)
-        ss = [self.samples[i] for i in mine]
-        return {'samples': ss, 'count': sum(_n_labels(s) for s in ss), 'weight': w, 'tokens': sum(len(s['input_ids']) for s in ss)}
-
-    def compute_loss(self, b:dict)->tuple: return self._loss_sum(b['samples']), {}
-
-    def step_metrics(self, sums:dict, count:float)->dict: return {'loss': sums['loss'] / max(count, 1), 'label_tokens': int(count)}
-
-    def on_train_end(self, finished:bool):
-        if self.eval_samples and finished: self._log({'eval_loss': self.evaluate()})
-
-    @torch.no_grad()
-    def evaluate(self, samples:list[dict]|None=None)->float:
-        "Mean label-token loss over `samples` (default: the eval data)"
-        samples = samples if samples is not None else self.eval_samples
-        self.model.eval()
-        tot, n = 0.0, 0
-        try:
-            for k in range(0, len(samples), self.config.batch_size):
-                ss = samples[k:k + self.config.batch_size]
-                with self.forward_context(): tot += self._loss_sum(ss).item()
-                n += sum(_n_labels(s) for s in ss)
-        finally: self.model.train()
-        return tot / max(n, 1)
-
+# %% ../../nbs/63_trainer_sft.ipynb #2c84756d
 def _n_labels(s): return sum(l != -100 for l in s['labels'][1:])   # the first token is never predicted
 
-# %% ../../nbs/63_trainer_sft.ipynb #4eab4663
+# %% ../../nbs/63_trainer_sft.ipynb #9018ff39
 @patch
-def prepare_samples(self:SFTTrainer, data, train:bool=True)->list[dict]:
-    "Tokenized (chunked or truncated) samples of `data`; for training data, unusable records are quarantined and counted"
+def micro_batch(self:SFTTrainer, idx:list[int])->dict:
+    mine, w = self._shard(idx)
+    ss = [self.samples[i] for i in mine]
+    return {'samples': ss, 'count': sum(_n_labels(s) for s in ss), 'weight': w, 'tokens': sum(len(s['input_ids']) for s in ss)}
+
+# %% ../../nbs/63_trainer_sft.ipynb #065f5bfd
+@patch
+def compute_loss(self:SFTTrainer, b:dict)->tuple: return self._loss_sum(b['samples']), {}
+
+# %% ../../nbs/63_trainer_sft.ipynb #6654a946
+@patch
+def step_metrics(self:SFTTrainer, sums:dict, count:float)->dict: return {'loss': sums['loss'] / max(count, 1), 'label_tokens': int(count)}
+
+# %% ../../nbs/63_trainer_sft.ipynb #c46ee554
+@patch
+def on_train_end(self:SFTTrainer, finished:bool):
+    if self.eval_samples and finished: self._log({'eval_loss': self.evaluate()})
+
+# %% ../../nbs/63_trainer_sft.ipynb #bedc7a0c
+@patch
+@torch.no_grad()
+def evaluate(self:SFTTrainer, samples:list[dict]|None=None)->float:
+    "Mean label-token loss over `samples` (default: the eval data)"
+    samples = samples if samples is not None else self.eval_samples
+    self.model.eval()
+    tot, n = 0.0, 0
+    try:
+        for k in range(0, len(samples), self.config.batch_size):
+            ss = samples[k:k + self.config.batch_size]
+            with self.forward_context(): tot += self._loss_sum(ss).item()
+            n += sum(_n_labels(s) for s in ss)
+    finally: self.model.train()
+    return tot / max(n, 1)
+
+# %% ../../nbs/63_trainer_sft.ipynb #b12345a9
+@patch
+def _read_records(self:SFTTrainer, data, train:bool=True)->tuple[list, list, list, list]:
+    "(chats, recorded rows' samples, recorded pairs, drift ledger) of `data`; unusable training records quarantined"
     c = self.config
     recorded, rest = split_recorded(load_records(data))     # trajectories with recorded ids train on those ids (`trainer.drift`)
     if c.min_reward is not None: recorded = [(w, t) for w, t in recorded if float(t.reward or 0.0) >= c.min_reward]
-    rec_samples, rerender, ledger = recorded_training_rows(self.tokenizer, recorded, c.recorded_ids, self.tools, c.step_weighted_loss)
+    rec_samples, rerender, ledger = recorded_training_rows(self.tokenizer, recorded, c.recorded_ids, self.tools,
+                                                           c.step_weighted_loss)
     chats, errors = build_chats(rest + rerender, c.system_prompt, self.tools, c.min_reward) if rest or rerender else ([], [])
     if train: self.errors += errors; self._quarantine(errors); self.drift_rows = ledger
     if not chats and not rec_samples: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
-    used = {json.dumps(ch['tools'], sort_keys=True) for ch in chats} | {json.dumps(t.metadata.get('tools'), sort_keys=True) for _, t in recorded}
-    if train and len(used) == 1: self.tools = json.loads(used.pop()) or []   # the prompt card records what training rendered
+    return chats, rec_samples, recorded, ledger
+
+# %% ../../nbs/63_trainer_sft.ipynb #b12041fa
+@patch
+def _fit_samples(self:SFTTrainer, pieces:list[tuple])->tuple[list[dict], int, int]:
+    "(samples, truncated, skipped): the (record index, sample) pieces within max_length, those without a label left out"
+    c = self.config
     samples, cut, empty = [], 0, 0
-    pieces = list(enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss) if chats else []))
-    pieces += [(len(chats) + j, p) for j, ps in enumerate(rec_samples) for p in ps]   # a recorded row's pieces share its record index
     for rec_i, s in pieces:
         for p in chunk_sample(s, c.max_length, c.chunk_overlap_steps) if c.chunk_long_trajectories else [s]:
             if len(p['input_ids']) > c.max_length:
                 cut += 1; p = {**p, **{k: p[k][:c.max_length] for k in ('input_ids', 'labels', 'weights', 'step')}}
             if all(l == -100 for l in p['labels'][1:]): empty += 1; continue   # nothing to learn (position 0 is never predicted)
             samples.append({**p, 'record': rec_i})
+    return samples, cut, empty
+
+# %% ../../nbs/63_trainer_sft.ipynb #4eab4663
+@patch
+def prepare_samples(self:SFTTrainer, data, train:bool=True)->list[dict]:
+    "Tokenized (chunked or truncated) samples of `data`; for training data, unusable records are quarantined and counted"
+    c = self.config
+    chats, rec_samples, recorded, ledger = self._read_records(data, train)
+    used = ({json.dumps(ch['tools'], sort_keys=True) for ch in chats}
+            | {json.dumps(t.metadata.get('tools'), sort_keys=True) for _, t in recorded})
+    if train and len(used) == 1: self.tools = json.loads(used.pop()) or []   # the prompt card records what training rendered
+    pieces = list(enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss) if chats else []))
+    pieces += [(len(chats) + j, p) for j, ps in enumerate(rec_samples) for p in ps]   # a recorded row's pieces share its record index
+    samples, cut, empty = self._fit_samples(pieces)
     if not train: return samples
     self.data_report = {'rejected_records': len(self.errors), 'truncated_samples': cut, 'skipped_samples': empty,
                         'recorded_records': len(recorded), 'drifting_records': sum(bool(r['drift']) for r in ledger)}
