@@ -22,52 +22,65 @@ __all__ = ['InputError', 'read_usable_trajectories', 'calibrate_engine']
 class InputError(ValueError):
     "Input with nothing usable in it"
 
+# %% ../../nbs/34a_reward_inputs.ipynb #789487b4
+def _json_document(p:Path):
+    "The parsed `.json` document at `p`; None when `p` is not one JSON document (JSON lines under a .json name)"
+    if p.suffix != '.json': return None
+    try: return json.loads(p.read_text(encoding='utf-8'))
+    except json.JSONDecodeError: return None
+
+# %% ../../nbs/34a_reward_inputs.ipynb #2ef2a50f
+def _quarantine(quarantine, p, i, e, rec):
+    "Append a skipped record (from `p`, record `i`, refused with `e`) to the quarantine file"
+    with open(quarantine, 'a', encoding='utf-8') as f:
+        f.write(json.dumps({'path': str(p), 'line': i, 'field': e.field, 'reason': str(e), 'record': rec},
+                           default=str) + '\n')
+
 # %% ../../nbs/34a_reward_inputs.ipynb #fde67460
 def _records(path, quarantine, errors:list):
     "Trajectories of a JSONL/Parquet file, or of a `.json` document (one trajectory or a list); bad records skipped"
     p = Path(path)
-    doc = None
-    if p.suffix == '.json':
-        try: doc = json.loads(p.read_text(encoding='utf-8'))
-        except json.JSONDecodeError: pass          # not one document: JSON lines under a .json name
+    doc = _json_document(p)
     if doc is None: yield from read_trajectories(p, on_error='skip', quarantine=quarantine, errors=errors); return
     for i, rec in enumerate(doc if isinstance(doc, list) else [doc], 1):
         try: yield parse_trajectory(rec, p, i)
         except TrajectoryError as e:
             errors.append(e)
-            if quarantine is not None:
-                with open(quarantine, 'a', encoding='utf-8') as f:
-                    f.write(json.dumps({'path': str(p), 'line': i, 'field': e.field, 'reason': str(e), 'record': rec}, default=str) + '\n')
+            if quarantine is not None: _quarantine(quarantine, p, i, e, rec)
 
 # %% ../../nbs/34a_reward_inputs.ipynb #0712b922
-def read_usable_trajectories(path:str|Path,        # trajectories: .jsonl, .jsonl.gz, .parquet, or a .json document (one or a list)
-                             quarantine:str|Path|None=None, # bad records are appended here with their reasons (None: not kept)
-                            )->tuple[list, list]:   # the valid trajectories, the errors of the skipped records
+def read_usable_trajectories(
+    path:str|Path,                 # trajectories: .jsonl, .jsonl.gz, .parquet, or a .json document (one or a list)
+    quarantine:str|Path|None=None, # bad records are appended here with their reasons (None: not kept)
+)->tuple[list, list]:              # the valid trajectories, the errors of the skipped records
     "Valid trajectories and the errors of the skipped records; no usable record at all is an `InputError`"
     if not Path(path).exists(): raise FileNotFoundError(f"{path} does not exist")
     errors = []
     trajs = list(_records(path, quarantine, errors))
     if not trajs:   # one line: the count, where the reasons are, the first of them, and what a trajectory file is
-        why = f"{len(errors)} bad records" + (f", quarantined in {quarantine}" if quarantine else '') + f"; the first: {errors[0]}" if errors else 'it is empty'
-        raise InputError(f"no valid trajectory in {path} ({why}); a trajectory file is .jsonl, .jsonl.gz, .parquet or .json, as knowlyr-recorder convert writes it")
+        why = (f"{len(errors)} bad records" + (f", quarantined in {quarantine}" if quarantine else '')
+               + f"; the first: {errors[0]}" if errors else 'it is empty')
+        raise InputError(f"no valid trajectory in {path} ({why}); a trajectory file is .jsonl, .jsonl.gz, .parquet "
+                         "or .json, as knowlyr-recorder convert writes it")
     for e in errors[:5]: print(f"skipped: {e}", file=sys.stderr)
     if len(errors) > 5: print(f"... and {len(errors) - 5} more", file=sys.stderr)
     return trajs, errors
 
 # %% ../../nbs/34a_reward_inputs.ipynb #0d863ae1
-def calibrate_engine(trajectories:str|Path,      # the annotated trajectories (scored or not): .jsonl, .jsonl.gz, .parquet or .json
-                     annotations:str|Path,       # human step scores (JSONL)
-                     output:str|Path,            # engine config JSON to write, with the fitted map (`score --engine` reads it)
-                     method:str='isotonic',      # 'isotonic' or 'logistic'
-                     threshold:float=0.5,        # human score that counts as good (logistic fit, kappa)
-                     domain:str='generic',       # domain of the engine to calibrate, when no `engine` config is given
-                     engine:str|Path|None=None,  # engine config JSON to calibrate (None: the default engine of `domain`)
-                    )->dict:                     # pairs, unmatched annotations, skipped records, agreement before/after, engine path
-    "Fit the engine's calibration map (`RewardEngine.calibrate`) to human annotations and save the engine (`knowlyr-reward calibrate` and over MCP)"
+def calibrate_engine(
+    trajectories:str|Path,     # the annotated trajectories (scored or not): .jsonl, .jsonl.gz, .parquet or .json
+    annotations:str|Path,      # human step scores (JSONL)
+    output:str|Path,           # engine config JSON to write, with the fitted map (`score --engine` reads it)
+    method:str='isotonic',     # 'isotonic' or 'logistic'
+    threshold:float=0.5,       # human score that counts as good (logistic fit, kappa)
+    domain:str='generic',      # domain of the engine to calibrate, when no `engine` config is given
+    engine:str|Path|None=None, # engine config JSON to calibrate (None: the default engine of `domain`)
+)->dict:                       # pairs, unmatched annotations, skipped records, agreement before/after, engine path
+    "Fit the engine's calibration map to human annotations and save the engine (`knowlyr-reward calibrate`, MCP)"
     trajs, errors = read_usable_trajectories(trajectories)
     eng = RewardEngine.load(engine) if engine else RewardEngine(domain)
     cal = eng.calibrate(trajs, read_annotations(annotations), method=method, threshold=threshold)
     eng.save(output)
-    return {'pairs': cal.report['pairs'], 'unmatched_annotations': cal.report['unmatched'], 'skipped_records': len(errors),
-            'before': cal.report['before'], 'after': cal.report['after'], 'engine': str(output)}
-
+    return {'pairs': cal.report['pairs'], 'unmatched_annotations': cal.report['unmatched'],
+            'skipped_records': len(errors), 'before'
+: cal.report['before'], 'after': cal.report['after'], 'engine': str(output)}
