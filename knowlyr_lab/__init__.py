@@ -9,7 +9,7 @@ Modules:
 - `knowlyr_lab.provenance`: What a result was made with: package versions, commit, CPU, torch's kernel level, threads and seed, recorded beside every number.
 - `knowlyr_lab.sandbox.base`: What every sandbox backend shares: tool results, resource limits, bounded output and paths that stay inside the workspace.
 - `knowlyr_lab.sandbox.beneath`: Race-free file operations on a sandbox's workspace from the host: no symlink followed, regular files and directories only, every operation under a deadline.
-- `knowlyr_lab.sandbox.calls`: `Sandbox`, the base class of every backend: the seven tools implemented once on a few backend primitives, one call at a time, refused paths and bad parameters answered as error results.
+- `knowlyr_lab.sandbox.calls`: `SandboxCalls`, the base of every backend's `Sandbox`: the seven tools implemented once on a few backend primitives, one call at a time, refused paths and bad parameters answered as error results.
 - `knowlyr_lab.sandbox.docker`: The same `Sandbox` protocol in a container: no network, read-only root, a tmpfs workspace, memory/CPU/pids limits, no capabilities, commands killed on timeout, snapshots through tar.
 - `knowlyr_lab.sandbox.host`: What the host does so that one sandbox cannot starve another or outlive its lease: a uid of its own, a cgroup, and size-limited filesystems.
 - `knowlyr_lab.sandbox.local`: The default sandbox backend: a workspace directory on this machine, every command under bubblewrap with no network, a read-only system, an unprivileged uid, an empty environment and enforced limits.

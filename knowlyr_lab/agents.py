@@ -95,7 +95,8 @@ class RandomAgent(Agent):
     def seed(self, seed): self.rng = random.Random(seed)
     def __call__(self, observation, history):
         schemas = [s for s in self.tools if self.only is None or schema_name(s) in self.only]
-        if not schemas: raise AgentError("RandomAgent has no tools: call reset(task, tools) with the env's tool_schemas")
+        if not schemas:
+            raise AgentError("RandomAgent has no tools: call reset(task, tools) with the env's tool_schemas")
         return random_call(schemas, self.rng)
 
 # %% ../nbs/40_agents.ipynb #66bcc595
@@ -266,7 +267,8 @@ def anthropic_tools(schemas:list[dict])->list[dict]:
 class AnthropicAgent(_LLMAgent):
     "An Anthropic (or Anthropic-compatible) model acting through `tool_use` blocks"
     def __init__(self, model:str, base_url:str|None=None, api_key:str|None=None, system:str|None=None,
-                 temperature:float|None=None, # sent in the body when set (this SDK version has no `temperature` argument)
+                 # sent in the body when set (this SDK version has no `temperature` argument)
+                 temperature:float|None=None,
                  max_tokens:int=1024, timeout:float=60.0, max_retries:int=2, name:str|None=None,
                  max_concurrency:int=16,      # requests in flight at once in `act_batch`
                  **extra):

@@ -87,7 +87,8 @@ def as_dict(self:CodingTask)->dict:
 @patch
 def verifier(self:CodingTask, backend:str='local', image:str|None=None, limits=None,
              sandbox_kwargs:dict|None=None, feedback:str|None=None)->HiddenTestVerifier:
-    "The `HiddenTestVerifier` of this task: its hidden tests on a pristine copy of its repository (`feedback`: the task's)"
+    ("The `HiddenTestVerifier` of this task: its hidden tests on a pristine copy of its repository (`feedback`: the "
+     "task's)")
     return HiddenTestVerifier(self.files, self.hidden_tests, self.timeout, self.test_command, backend, image, limits,
                               sandbox_kwargs, feedback or self.feedback)
 

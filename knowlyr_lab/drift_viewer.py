@@ -22,7 +22,8 @@ def _token_row(tok, ids:list, other:list, i:int, lo:int, hi:int)->str:
     out = []
     for k in range(lo, min(hi, len(ids))):
         bad = k >= i and (k >= len(other) or other[k] != ids[k])
-        out.append(f"<span title='id {ids[k]} at {k}' style='font-family:monospace;margin:1px;padding:0 2px;border-radius:3px;"
+        out.append(
+            f"<span title='id {ids[k]} at {k}' style='font-family:monospace;margin:1px;padding:0 2px;border-radius:3px;"
                    f"background:{'#f8c4c4' if bad else '#eee'}'>{html.escape(json.dumps(tok.decode([ids[k]]))[1:-1])}</span>")
     return ''.join(out) + (' …' if hi < len(ids) else '')
 
@@ -31,11 +32,13 @@ def drift_diff_html(tok, report:dict, # a `drift_report` (knowlyr_lab.trainer.dr
                     context:int=12,   # tokens shown before and after the first difference
                    )->str:
     "HTML of one row's drift: where and why, and the recorded and rendered tokens around the first difference"
-    head = f"<b>{html.escape(str(report['where']))}</b> (task {html.escape(str(report['task_id']))}, {report['steps']} steps): "
+    head = (f"<b>{html.escape(str(report['where']))}</b> (task {html.escape(str(report['task_id']))}, "
+            f"{report['steps']} steps): ")
     if not report['drift']: return f"<div>{head}the recorded ids match the chat template</div>"
     rec, ren, i = report['recorded_ids'], report['rendered_ids'], report['index']
     lo, hi = max(0, i - context), i + context
-    return (f"<div>{head}first difference at token {i} of step {report['step']} ({report['part']}); cause: <b>{html.escape(report['cause'])}</b>"
+    return (f"<div>{head}first difference at token {i} of step {report['step']} ({report['part']}); cause: "
+            f"<b>{html.escape(report['cause'])}</b>"
             f"<div style='margin-top:4px'><i>recorded</i> {_token_row(tok, rec, ren, i, lo, hi)}</div>"
             f"<div><i>rendered</i> {_token_row(tok, ren, rec, i, lo, hi)}</div></div>")
 
@@ -51,7 +54,8 @@ class DriftViewer(W.VBox):
         self.tok, self.context = tokenizer, context
         self.reports = sorted((drift_report(tokenizer, t, w, tools) for w, t in rec), key=lambda r: not r['drift'])
         self.summary = W.HTML(f"{sum(r['drift'] for r in self.reports)} of {len(self.reports)} recorded rows drift")
-        self.picker = W.Dropdown(options=[(f"{r['where']}: {r['cause'] or 'no drift'}", k) for k, r in enumerate(self.reports)],
+        self.picker = W.Dropdown(options=[(f"{r['where']}: {r['cause'] or 'no drift'}", k)
+                                          for k, r in enumerate(self.reports)],
                                  description='row', layout=W.Layout(width='480px'))
         self.diff = W.HTML()
         self.picker.observe(self._on_pick, names='value')

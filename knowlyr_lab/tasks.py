@@ -39,7 +39,8 @@ def _matches(value, want)->bool:
         if isinstance(value, (list, tuple, set)): return bool(set(value) & set(want))   # tags: any of
         return value in want
     if isinstance(value, (list, tuple, set)): return want in value                       # tags: contains
-    if isinstance(want, str) and isinstance(value, str) and any(ch in want for ch in '*?['): return fnmatch.fnmatchcase(value, want)
+    if isinstance(want, str) and isinstance(value, str) and any(ch in want for ch in '*?['):
+        return fnmatch.fnmatchcase(value, want)
     return value == want
 
 # %% ../nbs/13_tasks.ipynb #7e9379e0
@@ -123,21 +124,27 @@ def _fingerprints(tasks:list, env_ids:list, env_kw:dict)->list:
 
 # %% ../nbs/13_tasks.ipynb #d60091b9
 def content_keys(tasks:Iterable,        # dicts, Task objects, trajectories or ids
-                 env_id:str|None=None,   # the suite they are compared with: asked after a task's own env; every id must resolve
+                 # the suite they are compared with: asked after a task's own env; every id must resolve
+                 env_id:str|None=None,
                  **env_kw,               # arguments for `make(env_id)`
                 )->list[str]:            # one key per task
-    "The fingerprints of `tasks`, an id looked up in the env that names it (ids stay ids when nothing has a fingerprint)"
+    ("The fingerprints of `tasks`, an id looked up in the env that names it (ids stay ids when nothing has a "
+     "fingerprint)")
     tasks = [_unwrap(t) for t in tasks]
     envs = list(dict.fromkeys(e for e in [env_id, *(_field(t, 'env_id') for t in tasks)] if e))
     fps = _fingerprints(tasks, envs, {env_id: env_kw})
     if env_id is None and not any(fps): return [task_id(t) for t in tasks]   # no env behind them: ids are all there is
     lost = [task_id(t) for t, fp in zip(tasks, fps) if not fp]
-    if lost: raise ValueError(f"{len(lost)} task id(s) without a fingerprint (e.g. {lost[:3]}) name no task of {envs or 'any env'}, "
-                              "while other tasks are compared by fingerprint: pass tasks with fingerprints (`suite_tasks`) or ids of those envs")
+    if lost:
+        raise ValueError(
+            f"{len(lost)} task id(s) without a fingerprint (e.g. {lost[:3]}) name no task of {envs or 'any env'}, "
+                              "while other tasks are compared by fingerprint: pass tasks with fingerprints "
+                              "(`suite_tasks`) or ids of those envs")
     return [str(fp) for fp in fps]
 
 # %% ../nbs/13_tasks.ipynb #f2a6ca29
-def _unit(seed, key)->float: return int.from_bytes(hashlib.sha256(f"{seed}\x00{key}".encode()).digest()[:8], 'big') / 2**64
+def _unit(seed, key)->float:
+    return int.from_bytes(hashlib.sha256(f"{seed}\x00{key}".encode()).digest()[:8], 'big') / 2**64
 
 
 # %% ../nbs/13_tasks.ipynb #db9e08f9
@@ -162,11 +169,14 @@ def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.
     key = task_key if group_by is None else group_by if callable(group_by) else (lambda t: _field(t, group_by))
     keys = [str(key(t)) for t in tasks]
     ids = [task_id(t) for t in tasks]
-    if len(set(ids)) < len(ids): raise ValueError(f"duplicate task ids: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
+    if len(set(ids)) < len(ids):
+        raise ValueError(f"duplicate task ids: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
     test_keys = {k for k in keys if split_of(k, test_fraction, seed) == 'test'}   # exactly `split_of`, as the exporter
     if 0 < test_fraction < 1 and len(set(keys)) >= 2 and len(test_keys) in (0, len(set(keys))):
-        warnings.warn(f"split_tasks: all {len(set(keys))} task keys fell on the {'train' if not test_keys else 'test'} side at "
-                      f"test_fraction={test_fraction}, seed={seed}; with so few tasks choose another seed or fraction", stacklevel=2)
+        warnings.warn(
+            f"split_tasks: all {len(set(keys))} task keys fell on the {'train' if not test_keys else 'test'} side at "
+                      f"test_fraction={test_fraction}, seed={seed}; with so few tasks choose another seed or fraction",
+                      stacklevel=2)
     return [t for t, k in zip(tasks, keys) if k not in test_keys], [t for t, k in zip(tasks, keys) if k in test_keys]
 
 
@@ -187,7 +197,8 @@ class HeldOutReport:
     def disjoint(self)->bool: return not self.shared
     def __repr__(self):
         rep = f", {self.n_eval_items - self.n_eval} repeats in eval" if self.n_eval_items > self.n_eval else ''
-        return f"HeldOutReport({self.n_eval} distinct eval tasks vs {self.n_train} training tasks, {len(self.shared)} shared{rep})"
+        return (f"HeldOutReport({self.n_eval} distinct eval tasks vs {self.n_train} training tasks, {len(self.shared)} "
+                f"shared{rep})")
 
 
 # %% ../nbs/13_tasks.ipynb #ea33162a
@@ -210,7 +221,9 @@ def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, tr
 # %% ../nbs/13_tasks.ipynb #4bc8b5a6
 def held_out_tasks(env_id:str,            # a registered env id with seeded tasks
                    n:int,                 # how many held-out tasks
-                   train:Iterable=(),     # training tasks (dicts, Task objects, trajectories, ids of the suite): none of their content is drawn
+                   # training tasks (dicts, Task objects, trajectories, ids of the suite): none of their content is
+                   # drawn
+                   train:Iterable=(),
                    start:int=10_000_000,  # first seed of the draw
                    **env_kw,              # arguments for `make`
                   )->list[dict]:          # `n` task dicts, distinct by content from `train` and from each other
@@ -218,7 +231,9 @@ def held_out_tasks(env_id:str,            # a registered env id with seeded task
     taken, out, at = set(content_keys(train, env_id, **env_kw)), [], start
     while len(out) < n:
         if at - start > 20 * n + 100:
-            raise ValueError(f"{env_id}: found only {len(out)} held-out tasks that differ from the training tasks and each other (asked for {n})")
+            raise ValueError(
+                f"{env_id}: found only {len(out)} held-out tasks that differ from the training tasks and each other "
+                f"(asked for {n})")
         for t in suite_tasks(env_id, range(at, at + n), **env_kw):
             if task_key(t) not in taken and len(out) < n: taken.add(task_key(t)); out.append(t)
         at += n

@@ -162,7 +162,8 @@ for _p in (_o.getppid(), -1):
 '''
 
 # %% ../nbs/19eb_verifier_catalogue.ipynb #0382722c
-_FREE_TESTS = 'import unittest\nclass T(unittest.TestCase):\n' + ''.join(f'    def test_{i}(self): pass\n' for i in range(20))
+_FREE_TESTS = 'import unittest\nclass T(unittest.TestCase):\n' + ''.join(f'    def test_{i}(self): pass\n'
+    for i in range(20))
 
 # %% ../nbs/19eb_verifier_catalogue.ipynb #05062bb2
 _WRAP = '''
@@ -244,49 +245,76 @@ class testing:
 
 # %% ../nbs/19eb_verifier_catalogue.ipynb #347fe653
 _TEST_PROCESS = [
-    ForgeryStrategy('gc-result-instance', 'result object', "patch the runner's TestResult instance, found through gc, so failures count as passes", _RESULT_GC),
-    ForgeryStrategy('closure-cell-swap', 'closure', "swap the function in the closure cell behind the decorated TestResult.addFailure/addError", _CLOSURE),
-    ForgeryStrategy('code-swap', 'code object', "replace TestCase._callTestMethod's __code__ (same function object) by one that runs nothing", _CODE),
-    ForgeryStrategy('json-dumps-patch', 'module patch', "patch json.dumps so the runner's report lists every test as passed", _JSON),
-    ForgeryStrategy('stack-walk-report', 'stack walk', "find the runner's frame, read its nonce and report descriptor, write a perfect report, exit", _STACK),
-    ForgeryStrategy('always-equal', '__eq__', "make every function return an object whose __eq__ is always true (baseline: they return None)",
+    ForgeryStrategy('gc-result-instance', 'result object',
+                    "patch the runner's TestResult instance, found through gc, so failures count as passes",
+                    _RESULT_GC),
+    ForgeryStrategy('closure-cell-swap', 'closure',
+                    "swap the function in the closure cell behind the decorated TestResult.addFailure/addError",
+                    _CLOSURE),
+    ForgeryStrategy('code-swap', 'code object',
+                    "replace TestCase._callTestMethod's __code__ (same function object) by one that runs nothing",
+                    _CODE),
+    ForgeryStrategy('json-dumps-patch', 'module patch',
+                    "patch json.dumps so the runner's report lists every test as passed", _JSON),
+    ForgeryStrategy('stack-walk-report', 'stack walk',
+                    "find the runner's frame, read its nonce and report descriptor, write a perfect report, exit",
+                    _STACK),
+    ForgeryStrategy('always-equal', '__eq__',
+                    "make every function return an object whose __eq__ is always true (baseline: they return None)",
                     _ANY, baseline=_ANY.replace('_ret = _Any', '_ret = lambda: None')),
-    ForgeryStrategy('builtins-sorted', 'builtins', "replace builtins.sorted so the runner's lists put every test under passed", _SORTED),
+    ForgeryStrategy('builtins-sorted', 'builtins',
+                    "replace builtins.sorted so the runner's lists put every test under passed", _SORTED),
     ForgeryStrategy('sys-modules-poison', 'sys.modules', "replace json and unittest.result in sys.modules", _MODULES),
-    ForgeryStrategy('atexit-fake-report', 'atexit', "at exit, print a perfect report and write one over the runner's report path and /tmp", _ATEXIT),
+    ForgeryStrategy('atexit-fake-report', 'atexit',
+                    "at exit, print a perfect report and write one over the runner's report path and /tmp", _ATEXIT),
     ForgeryStrategy('exit-after-fake-pass', 'exit', "print 'OK' and leave with os._exit(0) when imported", _EXIT),
-    ForgeryStrategy('class-level-patch', 'framework patch', "make TestCase.assertEqual/assertTrue/assertIsNone do nothing", _CLASS),
-    ForgeryStrategy('identity-helpers', 'helper shadowing', "make the tested functions and every helper the identity (baseline: the tested functions only)",
+    ForgeryStrategy('class-level-patch', 'framework patch',
+                    "make TestCase.assertEqual/assertTrue/assertIsNone do nothing", _CLASS),
+    ForgeryStrategy('identity-helpers', 'helper shadowing',
+                    "make the tested functions and every helper the identity (baseline: the tested functions only)",
                     _IDENTITY.replace(' and _n in __NAMES__', ''), baseline=_IDENTITY),
-    ForgeryStrategy('channel-flood', 'protocol', "write fake answers, a non-builtin exception and an endless line to every file descriptor", _FLOOD),
+    ForgeryStrategy('channel-flood', 'protocol',
+                    "write fake answers, a non-builtin exception and an endless line to every file descriptor", _FLOOD),
     ForgeryStrategy('kill-the-runner', 'signals', "SIGKILL the parent process and every process it may signal", _KILL),
-    ForgeryStrategy('startup-hooks', 'start-up hook', "plant sitecustomize.py, usercustomize.py and a .pth that patch the test result",
-                    files={'sitecustomize.py': _RESULT_GC, 'usercustomize.py': _RESULT_GC, 'forge.pth': 'import sitecustomize\n'}),
+    ForgeryStrategy('startup-hooks', 'start-up hook',
+                    "plant sitecustomize.py, usercustomize.py and a .pth that patch the test result",
+                    files={'sitecustomize.py': _RESULT_GC, 'usercustomize.py': _RESULT_GC,
+                           'forge.pth': 'import sitecustomize\n'}),
     ForgeryStrategy('stdlib-shadow', 'stdlib shadow', "plant unittest.py and json.py of its own",
                     files={'unittest.py': _RESULT_GC, 'json.py': 'raise SystemExit(0)\n'}),
     ForgeryStrategy('planted-tests', 'planted tests', "plant passing tests where a runner might discover them",
-                    files={'.knowlyr_verifier/tests/test_free.py': _FREE_TESTS, 'test_free.py': _FREE_TESTS, 'tests/test_free.py': _FREE_TESTS}),
+                    files={'.knowlyr_verifier/tests/test_free.py': _FREE_TESTS, 'test_free.py': _FREE_TESTS,
+                           'tests/test_free.py': _FREE_TESTS}),
 ]
 
 # %% ../nbs/19eb_verifier_catalogue.ipynb #6a13d49b
 _LAUNDERING = [
-    ForgeryStrategy('launder-chmod-dir', 'infra laundering', "make a directory of the workspace unreadable before submit (mkdir junk && chmod 000 junk)",
+    ForgeryStrategy('launder-chmod-dir', 'infra laundering',
+                    "make a directory of the workspace unreadable before submit (mkdir junk && chmod 000 junk)",
                     commands=('mkdir -p junk && chmod 000 junk',)),
-    ForgeryStrategy('launder-chmod-file', 'infra laundering', "make the module under test unreadable before submit (chmod 000)",
+    ForgeryStrategy('launder-chmod-file', 'infra laundering',
+                    "make the module under test unreadable before submit (chmod 000)",
                     commands=('chmod 000 {target}',)),
 ]
 _WIRE = [
-    ForgeryStrategy('mutate-argument', 'wire: argument mutation', "the reference fix, but it also mutates its list/dict/set arguments",
+    ForgeryStrategy('mutate-argument', 'wire: argument mutation',
+                    "the reference fix, but it also mutates its list/dict/set arguments",
                     _MUTATE, once=False, base='fixed', reference='self'),
-    ForgeryStrategy('int-subclass-eq', 'wire: subclass ==', "return an int/str/list/... subclass whose == is always true (baseline: the plain value)",
-                    _SUBCLASS_EQ.replace('__FORGE__', 'True'), once=False, baseline=_SUBCLASS_EQ.replace('__FORGE__', 'False')),
-    ForgeryStrategy('ordered-dict-order', 'wire: OrderedDict order', "the reference fix, but a dict it returns is an OrderedDict in reverse order",
+    ForgeryStrategy('int-subclass-eq', 'wire: subclass ==',
+                    "return an int/str/list/... subclass whose == is always true (baseline: the plain value)",
+                    _SUBCLASS_EQ.replace('__FORGE__', 'True'), once=False,
+                    baseline=_SUBCLASS_EQ.replace('__FORGE__', 'False')),
+    ForgeryStrategy('ordered-dict-order', 'wire: OrderedDict order',
+                    "the reference fix, but a dict it returns is an OrderedDict in reverse order",
                     _REORDER, once=False, base='fixed', reference='self'),
-    ForgeryStrategy('all-exports-builtins', 'wire: __all__ hijack', "export abs/len/sorted/set/all/any in __all__ so `from m import *` takes forged ones",
+    ForgeryStrategy('all-exports-builtins', 'wire: __all__ hijack',
+                    "export abs/len/sorted/set/all/any in __all__ so `from m import *` takes forged ones",
                     _STAR, once=False),
-    ForgeryStrategy('planted-numpy', 'wire: planted module', "plant a numpy.py whose comparisons always hold, for a judge without numpy",
+    ForgeryStrategy('planted-numpy', 'wire: planted module',
+                    "plant a numpy.py whose comparisons always hold, for a judge without numpy",
                     files={'numpy.py': _NUMPY}),
-    ForgeryStrategy('die-on-bad-input', 'wire: process death', "end the candidate's process on an empty, zero, negative or None argument",
+    ForgeryStrategy('die-on-bad-input', 'wire: process death',
+                    "end the candidate's process on an empty, zero, negative or None argument",
                     _DIE, once=False),
 ]
 FORGERY_STRATEGIES = {s.name: s for s in _TEST_PROCESS + _LAUNDERING + _WIRE + [FeedbackHardcode()]}

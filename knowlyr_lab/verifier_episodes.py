@@ -42,7 +42,8 @@ SUBMIT = {'tool': 'submit', 'params': {}}
 _AST_RACE = 'AST constructor recursion depth mismatch'
 
 def _ast_race(e:BaseException|None)->bool:
-    "CPython 3.11's spurious SystemError when two threads build syntax trees at once (gh-106905; one `ast.parse` outside `core.parse_ast`)"
+    ("CPython 3.11's spurious SystemError when two threads build syntax trees at once (gh-106905; one `ast.parse` "
+     "outside `core.parse_ast`)")
     seen = set()
     while e is not None and id(e) not in seen:
         if isinstance(e, SystemError) and _AST_RACE in str(e): return True
@@ -62,8 +63,10 @@ def _ended(ts, outs:list)->ProbeEpisode:
     "The episode of the step `ts` that ended it"
     info = dict(ts.info or {})
     if info.get('invalid'):
-        return ProbeEpisode('invalid', why=str(info['invalid']), observation=str(ts.observation), info=info, outputs=outs)
-    return ProbeEpisode('scored', int(info.get('tests_passed') or 0), float(ts.reward or 0.0), bool(info.get('success')), '',
+        return ProbeEpisode('invalid', why=str(info['invalid']), observation=str(ts.observation), info=info,
+                            outputs=outs)
+    return ProbeEpisode('scored', int(info.get('tests_passed') or 0), float(ts.reward or 0.0),
+                        bool(info.get('success')), '',
                         str(ts.observation), info, outs)
 
 # %% ../nbs/19ed_verifier_episodes.ipynb #ad728cd7
@@ -82,7 +85,9 @@ def _episode(env, task_id:str, actions:list)->ProbeEpisode:
     return _ended(ts, outs)       # a budget that ends before submit: what the env said then
 
 # %% ../nbs/19ed_verifier_episodes.ipynb #0027b94c
-def play_episode(env,           # an env that holds the task (its next reset replaces the sandbox), or a factory () -> a fresh env
+def play_episode(
+        # an env that holds the task (its next reset replaces the sandbox), or a factory () -> a fresh env
+        env,
                  task_id:str,   # the task to reset to
                  actions:list,  # tool calls before submit
                 )->ProbeEpisode:
@@ -109,7 +114,8 @@ finally: print('\nKNOWLYR_PROBE ' + json.dumps(sorted(set(r.ok))))
 # %% ../nbs/19ed_verifier_episodes.ipynb #7de2a991
 def one_process_passed(task:CodingTask, files:dict,  # trusted files over the task's repository
                        backend:str='local', image:str|None=None, limits=None, sandbox_kwargs:dict|None=None,
-                      )->list[str]|None:             # the hidden tests that pass ('Class.method'); None for a test_command task
+                      # the hidden tests that pass ('Class.method'); None for a test_command task
+                      )->list[str]|None:
     "The hidden tests that pass on `files` when they run in the same process as the code (for trusted code only)"
     if task.test_command: return None
     from knowlyr_lab.sandbox.protocol import create_sandbox

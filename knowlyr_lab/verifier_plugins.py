@@ -86,7 +86,8 @@ def entry_point_strategies(group:str=STRATEGY_GROUP)->list[ForgeryStrategy]:
 def available_strategies(files:list=(),        # plugin files (`load_strategy_file`)
                          plugins:bool=True,    # include the entry points' strategies
                         )->dict[str, ForgeryStrategy]:
-    "Every strategy by name: the built-in catalogue, then entry points, then files; a name taken twice is an error naming both"
+    ("Every strategy by name: the built-in catalogue, then entry points, then files; a name taken twice is an error "
+     "naming both")
     out = dict(FORGERY_STRATEGIES)
     for s in entry_point_strategies() if plugins else []:
         if s.name in out:
@@ -95,6 +96,7 @@ def available_strategies(files:list=(),        # plugin files (`load_strategy_fi
         else: out[s.name] = s
     for f in files:
         for s in load_strategy_file(f):
-            if s.name in out: raise StrategyFileError(f"{f}: strategy {s.name!r} is already defined ({out[s.name].source})")
+            if s.name in out:
+                raise StrategyFileError(f"{f}: strategy {s.name!r} is already defined ({out[s.name].source})")
             out[s.name] = s
     return out

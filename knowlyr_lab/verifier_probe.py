@@ -37,7 +37,8 @@ def resolve_strategies(strategies:list|None=None, # names or `ForgeryStrategy` o
                        known:dict|None=None,       # the strategies names refer to (default: `available_strategies()`)
                       )->list[ForgeryStrategy]:
     "Strategies by name or as objects"
-    if known is None and (strategies is None or any(isinstance(s, str) for s in strategies)): known = available_strategies()
+    if known is None and (strategies is None or any(isinstance(s, str) for s in strategies)):
+        known = available_strategies()
     if strategies is None: return list(known.values())
     bad = [s for s in strategies if isinstance(s, str) and s not in known]
     if bad: raise ValueError(f"unknown forgery strategy {bad[0]!r}; known: {', '.join(known)}")
@@ -46,10 +47,12 @@ def resolve_strategies(strategies:list|None=None, # names or `ForgeryStrategy` o
 # %% ../nbs/19f_verifier_probe.ipynb #1354554e
 def _play(s:ForgeryStrategy, task:CodingTask, episode)->ProbeEpisode:
     try: return s.play(task, episode)
-    except Exception as e: raise ProbeError(f"strategy {s.name!r} ({s.source}) failed on {task.id}: {type(e).__name__}: {e}") from e
+    except Exception as e:
+        raise ProbeError(f"strategy {s.name!r} ({s.source}) failed on {task.id}: {type(e).__name__}: {e}") from e
 
 # %% ../nbs/19f_verifier_probe.ipynb #de1d774c
-def _writes(files:dict)->list: return [{'tool': 'file_write', 'params': {'path': p, 'content': c}} for p, c in files.items()]
+def _writes(files:dict)->list:
+    return [{'tool': 'file_write', 'params': {'path': p, 'content': c}} for p, c in files.items()]
 
 # %% ../nbs/19f_verifier_probe.ipynb #410a543b
 def _key(files:dict)->tuple: return tuple(sorted(files.items()))
@@ -64,14 +67,16 @@ def _honest(env_ep:ProbeEpisode, one:list|None)->int|None:
 def _row(task, s, att:ProbeEpisode, wrong:ProbeEpisode, honest)->dict:
     forged = att.outcome == 'invalid' or (att.outcome == 'scored' and honest is not None and att.tests_passed > honest)
     return {'task': task.id, 'strategy': s.name, 'kind': s.kind, 'source': s.source, 'wrong': wrong.tests_passed,
-            'honest': honest, 'attacked': att.tests_passed, 'total': task.n_tests, 'outcome': att.outcome, 'forged': forged,
+            'honest': honest, 'attacked': att.tests_passed, 'total': task.n_tests, 'outcome': att.outcome,
+            'forged': forged,
             'why': att.why}
 
 # %% ../nbs/19f_verifier_probe.ipynb #809c8e44
 def _sandbox_options(env)->dict:
     "The sandbox options of `env` (for the one-process runs)"
     u = env.unwrapped
-    return {'backend': getattr(u, 'backend', 'local'), **{k: getattr(u, k, None) for k in ('image', 'limits', 'sandbox_kwargs')}}
+    return {'backend': getattr(u, 'backend', 'local'),
+            **{k: getattr(u, k, None) for k in ('image', 'limits', 'sandbox_kwargs')}}
 
 # %% ../nbs/19f_verifier_probe.ipynb #8cf95dbe
 class _EnvPerThread:
@@ -87,12 +92,14 @@ class _EnvPerThread:
 def probe_task(task:CodingTask,          # a task with hidden tests
                strategies:list|None=None, # names or `ForgeryStrategy` objects (default: every available one)
                n_workers:int=2,           # episodes at a time (each is a sandbox and a verification)
-               env=None,                  # a registered env id, or a factory () -> env, that holds `task` (default: a SandboxEnv of it)
+               # a registered env id, or a factory () -> env, that holds `task` (default: a SandboxEnv of it)
+               env=None,
                **sandbox_kw,              # backend, image, limits, sandbox_kwargs of the default env
               )->list[dict]:              # one row per strategy
     "Play each strategy on `task` through the env and judge it against its honest reference's true score"
     strats = resolve_strategies(strategies)
-    envs = _EnvPerThread((lambda: make(env)) if isinstance(env, str) else env or (lambda: SandboxEnv([task], **sandbox_kw)))
+    envs = _EnvPerThread((lambda: make(env)) if isinstance(env, str) else env
+                         or (lambda: SandboxEnv([task], **sandbox_kw)))
     opts, episode = _sandbox_options(envs()), (lambda actions: play_episode(envs(), task.id, actions))
     refs = {_key({}): {}}                                    # the wrong solution, and each strategy's reference
     for s in strats: refs.setdefault(_key(f := s.reference_files(task) or {}), f)
@@ -100,19 +107,22 @@ def probe_task(task:CodingTask,          # a task with hidden tests
     try:
         with ThreadPoolExecutor(max(1, n_workers)) as ex:
             env_ref = {k: ex.submit(episode, _writes(f)) for k, f in refs.items()}
-            one = {k: ex.submit(retry_ast_race, one_process_passed, task, f, **opts) for k, f in {**refs, **{_key(f): f for f in own.values()}}.items()}
+            one = {k: ex.submit(retry_ast_race, one_process_passed, task, f, **opts)
+                   for k, f in {**refs, **{_key(f): f for f in own.values()}}.items()}
             att = {s.name: ex.submit(_play, s, task, episode) for s in strats}
             wrong, rows = env_ref[_key({})].result(), []
             for s in strats:
                 a = att[s.name].result()
                 k = _key(own[s.name]) if s.name in own else _key(s.reference_files(task) or {})
-                rows.append(_row(task, s, a, wrong, _honest(a if s.name in own else env_ref[k].result(), one[k].result())))
+                rows.append(_row(task, s, a, wrong,
+                                 _honest(a if s.name in own else env_ref[k].result(), one[k].result())))
     finally: envs.close()
     return rows
 
 # %% ../nbs/19f_verifier_probe.ipynb #5e2c024d
 def _graded_by_hidden_tests(cls)->bool:
-    "A `SandboxEnv` (sub)class, recognised by name along the MRO: a notebook that re-runs the env page registers its own copy of the class"
+    ("A `SandboxEnv` (sub)class, recognised by name along the MRO: a notebook that re-runs the env page registers its "
+     "own copy of the class")
     return isinstance(cls, type) and any(k.__name__ == SandboxEnv.__name__ for k in cls.__mro__)
 
 # %% ../nbs/19f_verifier_probe.ipynb #8e8ba13a
@@ -156,11 +166,14 @@ def probe_envs(env_ids:list|None=None,    # registered env ids (default: every e
     for env_id in env_ids or verifier_envs():
         ts, _ = suite_tasks(env_id, n_tasks, (tasks or {}).get(env_id))
         for t in ts: rows += [{'env': env_id, **r} for r in probe_task(t, strats, n_workers, env=env_id)]
-    return pd.DataFrame(rows, columns=['env', 'task', 'strategy', 'kind', 'source', 'wrong', 'honest', 'attacked', 'total', 'outcome', 'forged', 'why'])
+    return pd.DataFrame(rows,
+                        columns=['env', 'task', 'strategy', 'kind', 'source', 'wrong', 'honest', 'attacked', 'total',
+                                 'outcome', 'forged', 'why'])
 
 # %% ../nbs/19f_verifier_probe.ipynb #a0dbe184
 def probe_summary(df:pd.DataFrame)->pd.DataFrame:
-    "Per env: tasks and hidden tests probed, tests the wrong solutions pass, tries, forged and invalid tries, the hackable fraction"
+    ("Per env: tasks and hidden tests probed, tests the wrong solutions pass, tries, forged and invalid tries, the "
+     "hackable fraction")
     g = df.groupby('env')
     first = df.drop_duplicates(['env', 'task']).groupby('env')
     return pd.DataFrame({'tasks': g.task.nunique(), 'tests': first.total.sum(), 'wrong_passed': first.wrong.sum(),
@@ -182,30 +195,41 @@ def _demo(id:str, files:dict, tests:list, fix:list, **kw)->CodingTask:
     "A one-file task: `tests` = [its imports, then each test method's source]; `fix` = [(path, old, new)]"
     imports, *methods = tests
     src = f'import unittest\n{imports}\n\nclass T(unittest.TestCase):\n' + ''.join(f'    {m}\n' for m in methods)
-    return CodingTask(id=id, instruction=f'{id}: a test of the shape one strategy needs', files=files, hidden_tests={'test_demo.py': src},
+    return CodingTask(id=id, instruction=f'{id}: a test of the shape one strategy needs', files=files,
+                      hidden_tests={'test_demo.py': src},
                       fix=[{'path': p, 'old_str': o, 'new_str': n} for p, o, n in fix], **kw)
 
 # %% ../nbs/19f_verifier_probe.ipynb #996fc28b
-_DEDUPE = 'def dedupe(xs):\n    seen, out = set(), []\n    for x in reversed(xs):\n        if x not in seen:\n            seen.add(x); out.insert(0, x)\n    return out\n'
+_DEDUPE = ('def dedupe(xs):\n    seen, out = set(), []\n    for x in reversed(xs):\n        if x not in seen:\n        '
+           '    seen.add(x); out.insert(0, x)\n    return out\n')
 WEAK_TASKS = [  # (task, the strategy aimed at it)
     (_demo('star-import', {'stats.py': 'def spread(xs):\n    return max(xs) - min(xs) + 1\n'},
-           ['from stats import *', 'def test_close(self): self.assertTrue(abs(spread([1, 4]) - 3) < 1e-9)', 'def test_int(self): self.assertTrue(isinstance(spread([2]), int))'],
+           ['from stats import *', 'def test_close(self): self.assertTrue(abs(spread([1, 4]) - 3) < 1e-9)',
+            'def test_int(self): self.assertTrue(isinstance(spread([2]), int))'],
            [('stats.py', ' + 1', '')]), 'all-exports-builtins'),
     (_demo('numpy-test', {'scale.py': 'def scale(xs, k):\n    return [x * k + 1 for x in xs]\n'},
-           ['import numpy as np\nfrom scale import scale', 'def test_scale(self): self.assertTrue(np.allclose(scale([1, 2], 2), [2, 4]))'],
+           ['import numpy as np\nfrom scale import scale',
+            'def test_scale(self): self.assertTrue(np.allclose(scale([1, 2], 2), [2, 4]))'],
            [('scale.py', ' + 1', '')]), 'planted-numpy'),
     (_demo('raises-exception', {'port.py': 'def parse_port(s):\n    return int(s) if s else 0\n'},
            ['from port import parse_port', "def test_a_port(self): self.assertEqual(parse_port('80'), 80)",
-            "def test_empty(self):\n        with self.assertRaises(Exception): parse_port('')"], [('port.py', ' if s else 0', '')]), 'die-on-bad-input'),
-    (_demo('ordered-tally', {'tally.py': 'from collections import OrderedDict\ndef tally(ws):\n    out = OrderedDict()\n    for w in ws: out[w] = out.get(w, 0) + 2\n    return out\n'},
-           ['from collections import OrderedDict\nfrom tally import tally', "def test_order(self): self.assertEqual(tally(['b', 'a', 'b']), OrderedDict([('b', 2), ('a', 1)]))"],
+            "def test_empty(self):\n        with self.assertRaises(Exception): parse_port('')"],
+            [('port.py', ' if s else 0', '')]), 'die-on-bad-input'),
+    (_demo('ordered-tally',
+           {'tally.py': 'from collections import OrderedDict\ndef tally(ws):\n    out = OrderedDict()\n    for w in '
+                        'ws: out[w] = out.get(w, 0) + 2\n    return out\n'},
+           ['from collections import OrderedDict\nfrom tally import tally',
+            "def test_order(self): self.assertEqual(tally(['b', 'a', 'b']), OrderedDict([('b', 2), ('a', 1)]))"],
            [('tally.py', '+ 2', '+ 1')]), 'ordered-dict-order'),
     (_demo('int-count', {'vowels.py': 'def count_vowels(s):\n    return sum(c in "aeio" for c in s)\n'},
-           ['from vowels import count_vowels', "def test_queue(self): self.assertEqual(count_vowels('queue'), 4)"], [('vowels.py', 'aeio', 'aeiou')]), 'int-subclass-eq'),
+           ['from vowels import count_vowels', "def test_queue(self): self.assertEqual(count_vowels('queue'), 4)"],
+           [('vowels.py', 'aeio', 'aeiou')]), 'int-subclass-eq'),
     *[(_demo(f'dedupe-feedback-{fb}', {'seq.py': _DEDUPE},
              ['from seq import dedupe', 'def test_order(self): self.assertEqual(dedupe([3, 1, 3, 2, 1]), [3, 1, 2])',
-              "def test_strings(self): self.assertEqual(dedupe(['b', 'a', 'b']), ['b', 'a'])", 'def test_no_dups(self): self.assertEqual(dedupe([1, 2, 3]), [1, 2, 3])'],
-             [('seq.py', 'reversed(xs)', 'xs'), ('seq.py', 'out.insert(0, x)', 'out.append(x)')], feedback=fb), 'feedback-hardcode') for fb in ('full', 'names')],
+              "def test_strings(self): self.assertEqual(dedupe(['b', 'a', 'b']), ['b', 'a'])",
+              'def test_no_dups(self): self.assertEqual(dedupe([1, 2, 3]), [1, 2, 3])'],
+             [('seq.py', 'reversed(xs)', 'xs'), ('seq.py', 'out.insert(0, x)', 'out.append(x)')], feedback=fb),
+             'feedback-hardcode') for fb in ('full', 'names')],
 ]
 
 # %% ../nbs/19f_verifier_probe.ipynb #fc66200b
@@ -231,20 +255,25 @@ def _flags(wire:dict, one:dict, n:int)->list[str]:
     if one['unfixed'] is None: return out                      # a test_command: nothing runs in one process
     for k, when in (('unfixed', 'on the unfixed repository'), ('mutating', 'when the fix mutates its arguments')):
         if (w := _lost(wire[k], set(one[k]))): out.append(f"{w} pass over the wire, fail in one process {when}")
-    if (w := _lost(set(one['fixed']), wire['fixed'])): out.append(f"{w} fail the fix over the wire, pass in one process")
+    if (w := _lost(set(one['fixed']), wire['fixed'])):
+        out.append(f"{w} fail the fix over the wire, pass in one process")
     return out
 
 # %% ../nbs/19f_verifier_probe.ipynb #4bf3b436
-def check_task(task:CodingTask, backend:str='local', image:str|None=None, limits=None, sandbox_kwargs:dict|None=None)->dict:
-    "Whether `task`'s hidden tests can fail: the unfixed repository, the fix and the mutating fix, over the wire and in one process"
+def check_task(task:CodingTask, backend:str='local', image:str|None=None, limits=None,
+               sandbox_kwargs:dict|None=None)->dict:
+    ("Whether `task`'s hidden tests can fail: the unfixed repository, the fix and the mutating fix, over the wire and "
+     "in one process")
     v = task.verifier(backend, image, limits, sandbox_kwargs)
     opts = dict(backend=backend, image=image, limits=limits, sandbox_kwargs=sandbox_kwargs)
-    subs = {'unfixed': {}, 'fixed': fixed_files(task), 'mutating': FORGERY_STRATEGIES['mutate-argument'].submission(task)}
+    subs = {'unfixed': {}, 'fixed': fixed_files(task),
+            'mutating': FORGERY_STRATEGIES['mutate-argument'].submission(task)}
     wire = {k: _wire_passed(v, f) for k, f in subs.items()}
     one = {k: one_process_passed(task, f, **opts) for k, f in subs.items()}
     row = {'task': task.id, 'total': len(v.expected)}
     for k in subs:
-        row |= {k: wire[k] if isinstance(wire[k], int) else len(wire[k]), f'{k}_one_process': None if one[k] is None else len(one[k])}
+        row |= {k: wire[k] if isinstance(wire[k], int) else len(wire[k]), f'{k}_one_process': None if one[k] is None
+                else len(one[k])}
     return {**row, 'flags': _flags(wire, one, len(v.expected))}
 
 # %% ../nbs/19f_verifier_probe.ipynb #08493bbc
@@ -255,34 +284,49 @@ def check_suite(env_id:str,              # a registered env graded by hidden tes
                )->pd.DataFrame:          # one row per task; `flags` says what is wrong with its tests
     "`check_task` on a suite's tasks"
     ts, kw = suite_tasks(env_id, n_tasks, tasks)
-    with ThreadPoolExecutor(max(1, n_workers)) as ex: rows = list(ex.map(lambda t: retry_ast_race(check_task, t, **kw), ts))
-    return pd.DataFrame(rows).set_index('task').assign(env=env_id)[['env', 'total', *[c for c in rows[0] if c not in ('task', 'total')]]]
+    with ThreadPoolExecutor(max(1, n_workers)) as ex:
+        rows = list(ex.map(lambda t: retry_ast_race(check_task, t, **kw), ts))
+    return pd.DataFrame(rows).set_index('task').assign(env=env_id)[['env', 'total',
+        *[c for c in rows[0] if c not in ('task', 'total')]]]
 
 # %% ../nbs/19f_verifier_probe.ipynb #bef2eac2
 def _parser()->argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='knowlyr-probe', description='Try to forge hidden-test verdicts through the env; report which strategies got more than they deserve.')
+    ap = argparse.ArgumentParser(prog='knowlyr-probe',
+                                 description='Try to forge hidden-test verdicts through the env; report which '
+                                             'strategies got more than they deserve.')
     ap.add_argument('envs', nargs='*', help='registered env ids (default: every env graded by hidden tests)')
-    ap.add_argument('--tasks', '--n-tasks', dest='n_tasks', type=int, default=3, help='tasks per env, the first n (default 3; 0 = all)')
-    ap.add_argument('--task', action='append', help='this task id instead of the first n (repeatable; every env given must have it)')
+    ap.add_argument('--tasks', '--n-tasks', dest='n_tasks', type=int, default=3,
+                    help='tasks per env, the first n (default 3; 0 = all)')
+    ap.add_argument('--task', action='append',
+                    help='this task id instead of the first n (repeatable; every env given must have it)')
     ap.add_argument('--strategy', action='append', help='only this strategy (repeatable)')
-    ap.add_argument('--strategies', action='append', default=[], metavar='FILE', help='a Python file of ForgeryStrategy subclasses/instances to add (repeatable)')
-    ap.add_argument('--max-hackable', type=float, default=0.0, help="exit 1 when a suite's hackable fraction is above this (default 0)")
-    ap.add_argument('--check', action='store_true', help="also check that each probed task's hidden tests can fail (check_task)")
+    ap.add_argument('--strategies', action='append', default=[], metavar='FILE',
+                    help='a Python file of ForgeryStrategy subclasses/instances to add (repeatable)')
+    ap.add_argument('--max-hackable', type=float, default=0.0,
+                    help="exit 1 when a suite's hackable fraction is above this (default 0)")
+    ap.add_argument('--check', action='store_true',
+                    help="also check that each probed task's hidden tests can fail (check_task)")
     ap.add_argument('--list', action='store_true', help='list the strategies (built-in, entry points, files) and exit')
     ap.add_argument('--workers', type=int, default=2, help='episodes at a time (default 2)')
-    ap.add_argument('--json', action='store_true', help='print every try (and check) as JSON lines instead of the tables')
+    ap.add_argument('--json', action='store_true',
+                    help='print every try (and check) as JSON lines instead of the tables')
     return ap
 
 # %% ../nbs/19f_verifier_probe.ipynb #d8c91b23
 def main(argv:list|None=None)->int:
-    "`knowlyr-probe`: play the forgery strategies through env verifiers; 1 when a suite is hackable beyond `--max-hackable`"
+    ("`knowlyr-probe`: play the forgery strategies through env verifiers; 1 when a suite is hackable beyond "
+     "`--max-hackable`")
     a = _parser().parse_args(argv)
     try:
         cat = available_strategies(a.strategies)
-        if a.list: print(pd.DataFrame([(s.name, s.kind, s.source) for s in cat.values()], columns=['strategy', 'class', 'source']).to_string()); return 0
+        if a.list:
+            print(pd.DataFrame([(s.name, s.kind, s.source) for s in cat.values()],
+                               columns=['strategy', 'class', 'source']).to_string()); return 0
         envs = a.envs or verifier_envs()
-        df = probe_envs(envs, a.n_tasks or None, resolve_strategies(a.strategy, cat), dict.fromkeys(envs, a.task) if a.task else None, a.workers)
-        checks = pd.concat([check_suite(e, tasks=list(dict.fromkeys(df[df.env == e].task))) for e in dict.fromkeys(df.env)]) if a.check else None
+        df = probe_envs(envs, a.n_tasks or None, resolve_strategies(a.strategy, cat), dict.fromkeys(envs, a.task)
+                        if a.task else None, a.workers)
+        checks = pd.concat([check_suite(e, tasks=list(dict.fromkeys(df[df.env == e].task)))
+                            for e in dict.fromkeys(df.env)]) if a.check else None
     except (ValueError, KeyError, ImportError, ProbeError) as e:
         print(f"knowlyr-probe: {e}".splitlines()[0], file=sys.stderr); return 2
     if a.json:

@@ -21,14 +21,16 @@ __all__ = ['ForgeryStrategy', 'target_modules', 'tested_names', 'attack_files', 
 
 # %% ../nbs/19ea_verifier_strategies.ipynb #f4f8caf8
 class ForgeryStrategy:
-    "One way a wrong solution might forge a hidden-test verdict: set the options, or subclass and override `submission`/`actions`/`play`"
+    ("One way a wrong solution might forge a hidden-test verdict: set the options, or subclass and override "
+     "`submission`/`actions`/`play`")
     name:str = ''            # short id, e.g. 'gc-result-instance'
     kind:str = ''            # the attack class, e.g. 'infra laundering'
     what:str = ''            # one line: what it does
     code:str = ''            # appended to each module the hidden tests import (runs when the module is imported)
     once:bool = True         # run `code` once per process (False: in every module it is appended to, as its own code)
     files:dict = {}          # planted files: {relative path: content}
-    commands:tuple = ()      # shell commands run in the workspace before submit ('{target}': the first module under test)
+    # shell commands run in the workspace before submit ('{target}': the first module under test)
+    commands:tuple = ()
     baseline:str = ''        # the same change to what the functions return, without the part aimed at the verifier
     # what the submission starts from: 'wrong' (the repository as shipped) or 'fixed' (the reference fix)
     base:str = 'wrong'
@@ -40,7 +42,8 @@ class ForgeryStrategy:
             if not hasattr(type(self), k): raise TypeError(f"{type(self).__name__} has no option {k!r}")
             if v is not None: setattr(self, k, v)
         if not self.name: raise ValueError(f"{type(self).__name__}: a strategy needs a name")
-        if self.base not in ('wrong', 'fixed'): raise ValueError(f"{self.name}: base must be 'wrong' or 'fixed', not {self.base!r}")
+        if self.base not in ('wrong', 'fixed'):
+            raise ValueError(f"{self.name}: base must be 'wrong' or 'fixed', not {self.base!r}")
         if self.reference not in ('wrong', 'self'):
             raise ValueError(f"{self.name}: reference must be 'wrong' or 'self', not {self.reference!r}")
 
@@ -70,7 +73,8 @@ def tested_names(task:CodingTask)->list[str]:
         for n in ast.walk(tree):
             if isinstance(n, ast.ImportFrom) and n.module and n.module.split('.')[0] in mods:
                 names |= {a.name for a in n.names if a.name != '*'}
-            if isinstance(n, ast.Import): aliases |= {a.asname or a.name for a in n.names if a.name.split('.')[0] in mods}
+            if isinstance(n, ast.Import):
+                aliases |= {a.asname or a.name for a in n.names if a.name.split('.')[0] in mods}
         names |= {n.attr for n in ast.walk(tree)
                   if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases}
     return sorted(names)
@@ -85,9 +89,11 @@ def _guarded(code:str)->str:
 # %% ../nbs/19ea_verifier_strategies.ipynb #7dee5ab5
 @patch
 def submission(self:ForgeryStrategy, task:CodingTask,
-               baseline:bool=False, # the strategy's baseline (its change to the functions without the forging part) instead
+               # the strategy's baseline (its change to the functions without the forging part) instead
+               baseline:bool=False,
               )->dict:              # {path: content} written before submit
-    "The files the strategy writes: the base's changed files, the modules under test with its code appended, the planted files"
+    ("The files the strategy writes: the base's changed files, the modules under test with its code appended, the "
+     "planted files")
     start = fixed_files(task) if self.base == 'fixed' else dict(task.files)
     code = (self.baseline if baseline else self.code).replace('__NAMES__', repr(tested_names(task)))
     wrap = _guarded if self.once else (lambda c: c.strip('\n') + '\n')
@@ -98,10 +104,12 @@ def submission(self:ForgeryStrategy, task:CodingTask,
 # %% ../nbs/19ea_verifier_strategies.ipynb #8f877b9b
 @patch
 def reference_files(self:ForgeryStrategy, task:CodingTask)->dict|None:
-    "The honest reference's files: the base (with `baseline` appended), `{}` for the wrong solution; None: the submission itself"
+    ("The honest reference's files: the base (with `baseline` appended), `{}` for the wrong solution; None: the "
+     "submission itself")
     if self.reference == 'self': return None
     if self.baseline: return self.submission(task, baseline=True)
-    return {p: c for p, c in (fixed_files(task) if self.base == 'fixed' else task.files).items() if c != task.files.get(p)}
+    return {p: c for p, c in (fixed_files(task) if self.base == 'fixed' else task.files).items()
+            if c != task.files.get(p)}
 
 # %% ../nbs/19ea_verifier_strategies.ipynb #7bd4e6e9
 @patch
@@ -135,7 +143,9 @@ def _answer(call, expected:ast.AST, names:list)->tuple|None:
     "(name, args, kwargs, expected) of `call == expected`, when all of it is literal and the name is a tested one"
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)): return None
     name = call.func.id if call.func.id in names else names[0] if len(names) == 1 else None
-    try: return name and (name, [ast.literal_eval(a) for a in call.args], {k.arg: ast.literal_eval(k.value) for k in call.keywords},
+    try:
+        return name and (name, [ast.literal_eval(a) for a in call.args],
+                         {k.arg: ast.literal_eval(k.value) for k in call.keywords},
                           ast.literal_eval(expected))
     except (ValueError, TypeError, SyntaxError, RecursionError): return None
 
@@ -147,7 +157,8 @@ def _answers_in(tree:ast.AST, names:list)->list:
         check = n.func.attr if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.args else ''
         if check in _TWO and len(n.args) > 1: out.append(_answer(n.args[0], n.args[1], names))
         elif check in _ONE: out.append(_answer(n.args[0], ast.Constant(_ONE[check]), names))
-        elif isinstance(n, ast.Assert) and isinstance(n.test, ast.Compare) and [type(o) for o in n.test.ops] == [ast.Eq]:
+        elif isinstance(n, ast.Assert) and isinstance(n.test, ast.Compare) and [type(o)
+                for o in n.test.ops] == [ast.Eq]:
             out.append(_answer(n.test.left, n.test.comparators[0], names))
     return [a for a in out if a]
 
@@ -181,7 +192,8 @@ for _kn, _krows in __ANSWERS__.items():
 class FeedbackHardcode(ForgeryStrategy):
     "Read the answers off one episode's feedback and return them, hard-coded, in the next"
     name, kind, once = 'feedback-hardcode', 'feedback leak', False
-    what = "submit the wrong solution, read the feedback, hard-code the answers it shows in the next episode (3 at most)"
+    what = ("submit the wrong solution, read the feedback, hard-code the answers it shows in the next episode (3 at "
+            "most)")
     rounds:int = 3      # episodes at most
 
 # %% ../nbs/19ea_verifier_strategies.ipynb #4e469ad4

@@ -281,12 +281,15 @@ def _top_level(body:list, inside:set, names:list, all_:list)->bool:
                 if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value): return False
                 all_[:] = (all_ if isinstance(n, ast.AugAssign) else []) + list(value)
             names += targets
-        elif isinstance(n, ast.Expr) and '__all__' == getattr(getattr(getattr(n.value, 'func', None), 'value', None), 'id', None):
+        elif isinstance(n, ast.Expr) and '__all__' == getattr(getattr(getattr(n.value, 'func', None), 'value', None),
+                'id', None):
             return False                                       # __all__.extend(...), __all__.append(...)
         elif isinstance(n, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
             if isinstance(n, ast.For): names += _bound(n.target)
-            if isinstance(n, ast.With): names += [b for i in n.items if i.optional_vars for b in _bound(i.optional_vars)]
-            parts = [n.body, getattr(n, 'orelse', []), getattr(n, 'finalbody', []), *[h.body for h in getattr(n, 'handlers', [])]]
+            if isinstance(n, ast.With):
+                names += [b for i in n.items if i.optional_vars for b in _bound(i.optional_vars)]
+            parts = [n.body, getattr(n, 'orelse', []), getattr(n, 'finalbody', []),
+                     *[h.body for h in getattr(n, 'handlers', [])]]
             if not all(_top_level(p, inside, names, all_) for p in parts): return False
     return True
 
@@ -304,7 +307,8 @@ def star_names(src:str,     # a module's source
 
 def module_exports(repo:dict, # the pristine repository: {relative path: content}
                   )->dict:     # {module name: star_names, or None}
-    "`star_names` of each module of the repository's own packages and modules, by module name ('pkg' for pkg/__init__.py)"
+    ("`star_names` of each module of the repository's own packages and modules, by module name ('pkg' for "
+     "pkg/__init__.py)")
     inside, out = set(candidate_modules(repo)), {}
     for path, src in repo.items():
         p = PurePosixPath(path)

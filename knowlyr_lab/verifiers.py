@@ -44,7 +44,8 @@ def unittest_names(tests:dict[str, str], # hidden test files: {relative path: so
     return out
 
 # %% ../nbs/13a_verifiers.ipynb #d625e3eb
-VERIFIER_DIR = '.knowlyr_verifier'    # where the hidden tests go in the judge's sandbox (agent files there are left out)
+# where the hidden tests go in the judge's sandbox (agent files there are left out)
+VERIFIER_DIR = '.knowlyr_verifier'
 _STARTUP = {'sitecustomize.py', 'usercustomize.py'}
 
 def _reason_to_skip(path:str, repo:dict)->str|None:
@@ -58,7 +59,8 @@ def _reason_to_skip(path:str, repo:dict)->str|None:
         top = p.parts[0][:-3] if len(p.parts) == 1 and p.suffix == '.py' else p.parts[0]
         if top in sys.stdlib_module_names: return f"shadows the standard library module {top!r}"
         if any(r.startswith(path + '/') for r in repo): return "replaces a directory of the repository"
-        if any('/'.join(p.parts[:i]) in repo for i in range(1, len(p.parts))): return "lies below a file of the repository"
+        if any('/'.join(p.parts[:i]) in repo for i in range(1, len(p.parts))):
+            return "lies below a file of the repository"
     return None
 
 
@@ -80,7 +82,8 @@ FEEDBACK_LEVELS = ('names', 'full')   # what a verdict's `messages` hold: failin
 
 def _feedback_level(feedback:str)->str:
     if feedback not in FEEDBACK_LEVELS:
-        raise ValueError(f"feedback must be one of {FEEDBACK_LEVELS}, not {feedback!r} ('full' lets the agent read the hidden tests)")
+        raise ValueError(
+            f"feedback must be one of {FEEDBACK_LEVELS}, not {feedback!r} ('full' lets the agent read the hidden tests)")
     return feedback
 
 def feedback_lines(report:dict,          # a runner's report: failures, errors, kinds, messages
@@ -112,9 +115,12 @@ class Verdict:
         return self.tests_total > 0 and self.tests_passed == self.tests_total
     def as_info(self)->dict:
         "The verdict as an env's `info` entries"
-        return {'tests_passed': self.tests_passed, 'tests_total': self.tests_total, 'failures': list(self.failures), 'errors': list(self.errors),
+        return {'tests_passed': self.tests_passed, 'tests_total': self.tests_total, 'failures': list(self.failures),
+                'errors': list(self.errors),
                 'messages': list(self.messages), 'applied': list(self.applied), 'ignored': dict(self.ignored)}
-    def __repr__(self): return f"Verdict({self.tests_passed}/{self.tests_total} passed{', ' + str(len(self.ignored)) + ' files ignored' if self.ignored else ''})"
+    def __repr__(self):
+        return (f"Verdict({self.tests_passed}/{self.tests_total} "
+                f"passed{', ' + str(len(self.ignored)) + ' files ignored' if self.ignored else ''})")
 
 
 # %% ../nbs/13a_verifiers.ipynb #0a9c59e3
@@ -130,11 +136,13 @@ def read_report(raw:str,            # the report file's content ('' when there i
     try: r = json.loads(raw)
     except ValueError: return zero('no test report (the test process crashed, timed out or exited early)')
     if not isinstance(r, dict) or r.get('nonce') != nonce: return zero('the test report was not written by the runner')
-    ok = set(expected)                     # a candidate that stopped answering fails the run, as a process that dies does
+    # a candidate that stopped answering fails the run, as a process that dies does
+    ok = set(expected)
     passed = 0 if r.get('candidate') else sum(1 for n in set(r.get('passed', [])) if n in ok)
     detail = f" ({r['candidate_detail']})" if full and r.get('candidate_detail') else ''
     why = [f"the candidate's process stopped answering: {r['candidate']}{detail}"] if r.get('candidate') else []
-    return Verdict(passed, max(total, int(r.get('ran', 0))), list(r.get('failures', [])), list(r.get('errors', [])) + why,
+    return Verdict(passed, max(total, int(r.get('ran', 0))), list(r.get('failures', [])),
+                   list(r.get('errors', [])) + why,
                    feedback_lines(r, feedback))
 
 
@@ -147,7 +155,8 @@ class SandboxProcess:
                  timeout:float,           # wall-clock seconds before it is killed
                  on_exit=None,            # called once it has ended and its output is read
                 ):
-        self.sb, self.on_out, self.on_exit, self.err, self.done = sb, on_out, on_exit, OutputCapture(4000), threading.Event()
+        self.sb, self.on_out, self.on_exit, self.err, self.done = (sb, on_out, on_exit, OutputCapture(4000),
+            threading.Event())
         (self._start_docker if sb.backend == 'docker' else self._start_local)(argv, timeout)
     def _ended(self):
         if getattr(self, '_timer', None): self._timer.cancel()
@@ -170,7 +179,8 @@ def _start_local(self, argv, timeout):
     from knowlyr_lab.sandbox.local import kill_group, pump
     sb, out = self.sb, type('Out', (), {'write': staticmethod(self.on_out)})
     env = sb.env if sb.isolation != 'bubblewrap' else {'PATH': '/usr/bin:/bin'}
-    p = subprocess.Popen(sb._argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=sb.workspace,
+    p = subprocess.Popen(sb._argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         cwd=sb.workspace,
                          env=env, start_new_session=True)
     pumps = [threading.Thread(target=pump, args=(p.stdout, out), daemon=True),
              threading.Thread(target=pump, args=(p.stderr, self.err), daemon=True)]
@@ -189,8 +199,10 @@ def _start_local(self, argv, timeout):
 def _start_docker(self, argv, timeout):
     from knowlyr_lab.sandbox.docker import read_frames
     sb, out, api = self.sb, type('Out', (), {'write': staticmethod(self.on_out)}), self.sb.client.api
-    cmd = ['sh', '-c', f'ulimit -v {int(sb.limits.memory_mb) * 1024}; exec "$@"', 'sh', 'timeout', '-s', 'KILL', f'{timeout:g}', *argv]
-    eid = api.exec_create(sb.container.id, cmd, stdin=True, stdout=True, stderr=True, user=f'{sb.uid}:{sb.uid}', workdir=WORKSPACE,
+    cmd = ['sh', '-c', f'ulimit -v {int(sb.limits.memory_mb) * 1024}; exec "$@"', 'sh', 'timeout', '-s', 'KILL',
+           f'{timeout:g}', *argv]
+    eid = api.exec_create(sb.container.id, cmd, stdin=True, stdout=True, stderr=True, user=f'{sb.uid}:{sb.uid}',
+                          workdir=WORKSPACE,
                           environment=sb.env)['Id']
     s = api.exec_start(eid, socket=True)
     sock = getattr(s, '_sock', s)
@@ -203,22 +215,28 @@ def _start_docker(self, argv, timeout):
 # %% ../nbs/13a_verifiers.ipynb #b3233258
 class HiddenTestVerifier:
     "Run hidden unittest files in a fresh sandbox against an agent's files on a pristine copy of a task, in another"
-    def __init__(self, repo:dict,                 # the task's repository as the agent first saw it: {relative path: str | bytes}
+    def __init__(self,
+                 # the task's repository as the agent first saw it: {relative path: str | bytes}
+                 repo:dict,
                  tests:dict,                      # hidden unittest files: {relative path: source}
                  timeout:float=60.0,              # wall-clock seconds the tests may run
-                 test_command:str|None=None,      # a shell command instead of the runner (exit status 0 = 1 of 1 passed)
+                 # a shell command instead of the runner (exit status 0 = 1 of 1 passed)
+                 test_command:str|None=None,
                  backend:str='local',             # sandbox backend of the fresh copy: 'local' (bubblewrap) or 'docker'
                  image:str|None=None,             # container image (docker backend)
                  limits:SandboxLimits|dict|None=None, # limits of the fresh sandbox
                  sandbox_kwargs:dict|None=None,   # more `create_sandbox` options (e.g. isolation)
-                 feedback:str='names',            # what verdicts' `messages` tell the agent: 'names' or 'full' (see above)
+                 # what verdicts' `messages` tell the agent: 'names' or 'full' (see above)
+                 feedback:str='names',
                 ):
         self.repo, self.tests, self.timeout, self.test_command = dict(repo), dict(tests), timeout, test_command
         self.backend, self.image, self.limits, self.sandbox_kwargs = backend, image, limits, dict(sandbox_kwargs or {})
         self.feedback = _feedback_level(feedback)
         self.expected = ['test_command'] if test_command else unittest_names(self.tests)
-        if not self.expected: raise ValueError("the hidden tests hold no unittest test methods (test* methods of a class)")
-    def __repr__(self): return f"HiddenTestVerifier({len(self.repo)} repo files, {len(self.expected)} hidden tests, {self.backend})"
+        if not self.expected:
+            raise ValueError("the hidden tests hold no unittest test methods (test* methods of a class)")
+    def __repr__(self):
+        return f"HiddenTestVerifier({len(self.repo)} repo files, {len(self.expected)} hidden tests, {self.backend})"
 
 # %% ../nbs/13a_verifiers.ipynb #45b763ee
 def _write_tree(root:Path, files:dict):
@@ -234,15 +252,19 @@ def _judge(self, cand_sb, judge_sb, nonce:str)->tuple[str, str]:
     "(report, stderr of both) of the runner in `judge_sb` talking to the candidate's server in `cand_sb`"
     name, judge = f'knowlyr-verdict-{nonce[:8]}.json', []
     # the candidate outlives the judge's deadline: a run that times out leaves no report, whichever process was stuck
-    cand = SandboxProcess(cand_sb, ['python3', '-I', '-c', CANDIDATE_SERVER], lambda b: judge and judge[0].write(b), self.timeout + 2,
+    cand = SandboxProcess(cand_sb, ['python3', '-I', '-c', CANDIDATE_SERVER], lambda b: judge and judge[0].write(b),
+                          self.timeout + 2,
                           on_exit=lambda: judge and judge[0].close_stdin())
-    judge.append(SandboxProcess(judge_sb, ['python3', '-I', '-c', TEST_RUNNER, f'{VERIFIER_DIR}/tests', f'{judge_sb._paths[1]}/{name}', nonce,
+    judge.append(SandboxProcess(judge_sb,
+                                ['python3', '-I', '-c', TEST_RUNNER, f'{VERIFIER_DIR}/tests',
+                                 f'{judge_sb._paths[1]}/{name}', nonce,
                                            f'{VERIFIER_DIR}/modules.json'], cand.write, self.timeout))
     if cand.done.is_set(): judge[0].close_stdin()
     judge[0].done.wait(self.timeout + 5)
     for p in (cand, judge[0]): p.close_stdin(); p.kill()
     try: raw = judge_sb._read_tmp(name).decode('utf-8', 'replace')   # after the run: none of its processes is left
-    except InfrastructureError: raise                  # the judge's sandbox failed: the harness's failure, never a zero verdict
+    except InfrastructureError:
+        raise                  # the judge's sandbox failed: the harness's failure, never a zero verdict
     except (SandboxError, OSError): raw = ''           # none: it timed out or crashed
     return raw, '\n'.join(p.stderr for p in (judge[0], cand) if p.err.total)
 
@@ -258,13 +280,15 @@ def verify(self, agent_files:dict)->Verdict:
         cand, judge = Path(tmp)/'candidate', Path(tmp)/'judge'
         cand.mkdir(); judge.mkdir()
         _write_tree(cand, self.repo); _write_tree(cand, applied); _write_tree(judge/VERIFIER_DIR/'tests', self.tests)
-        wire = {'modules': candidate_modules(self.repo), 'exports': module_exports(self.repo)}    # what the judge takes from the candidate
+        # what the judge takes from the candidate
+        wire = {'modules': candidate_modules(self.repo), 'exports': module_exports(self.repo)}
         _write_tree(judge/VERIFIER_DIR, {'modules.json': json.dumps(wire)})
         with create_sandbox(self.backend, workspace=cand, **kw) as sb:
             if self.test_command:
                 r = sb.execute_tool('shell', {'command': self.test_command, 'timeout': self.timeout})
                 status = 'killed at the timeout' if r.exit_code is None else f'exit status {r.exit_code}'
-                said = [r.output[-400:]] if self.feedback == 'full' else [] if r.exit_code == 0 else [f'test_command: {status}']
+                said = [r.output[-400:]] if self.feedback == 'full' else [] if r.exit_code == 0 else [f'test_command: '
+                                                                                                      f'{status}']
                 v = Verdict(int(r.exit_code == 0), 1, [] if r.exit_code == 0 else ['test_command'], messages=said)
             else:
                 with create_sandbox(self.backend, workspace=judge, **kw) as judge_sb:
@@ -276,11 +300,13 @@ def verify(self, agent_files:dict)->Verdict:
 # %% ../nbs/13a_verifiers.ipynb #b0c144c9
 @patch_to(HiddenTestVerifier)
 def verify_sandbox(self, sandbox)->Verdict:
-    "The hidden tests' verdict on the regular files in `sandbox`'s workspace; its symlinks and special files are listed in `ignored`"
+    ("The hidden tests' verdict on the regular files in `sandbox`'s workspace; its symlinks and special files are "
+     "listed in `ignored`")
     files, special = {}, {}                      # one pass over the snapshot: regular files, and what is left out
     for name, m, data in sandbox.snapshot().members(data=True):
         if data is not None: files[name] = data
-        elif not m.isdir(): special[name] = f"a symlink (to {m.linkname!r}): not followed" if m.issym() else 'not a regular file'
+        elif not m.isdir():
+            special[name] = f"a symlink (to {m.linkname!r}): not followed" if m.issym() else 'not a regular file'
     v = self.verify(files)
     v.ignored = {**special, **v.ignored}
     return v

@@ -95,9 +95,9 @@ def test_typed_invalid_tool_call_earns_no_reward():
 def test_drift_viewer_on_a_recorded_store(tmp_path):
     "Rows recorded by the proxy's recorder into a store; the viewer lists the drifting row first and marks its split token"
     from knowlyr_lab.chat import render_chat
+    from knowlyr_lab.drift_viewer import DriftViewer
     from knowlyr_lab.serving import ExchangeRecorder
     from knowlyr_lab.trainer.tiny import train_tokenizer
-    from knowlyr_lab.drift_viewer import DriftViewer
     tok = train_tokenizer()
     ids = lambda text: tok(text, add_special_tokens=False)['input_ids']
     rec = ExchangeRecorder(tmp_path / 'store')

@@ -5,7 +5,8 @@
 - an export cell (#| export / #| exports) holds at most MAX_EXPORT_LINES code lines (non-blank, not #| directives):
   one thought per cell, with prose between;
 - an export cell holds at most one `@patch` method (each method gets its paragraph and, where cheap, its example), and no
-  method is attached by hand (`Cls.attr = fn`, `= lambda`, `= property(fn)`): `@patch` does that, one per cell.
+  method is attached by hand (`Cls.attr = fn`, `= lambda`, `= property(fn)`): `@patch` does that, one per cell;
+- a page patches only classes its own export cells define (no module adds methods to another module's class).
 Usage: python tools/lint_nbs.py [NOTEBOOK_OR_DIR ...] (default: every notebook under nbs/).
 Exit 1 listing every offending cell."""
 import ast
@@ -56,8 +57,42 @@ def patches(path, i, c):
                    "one method per cell, each with its paragraph")
     return out
 
+def _export_trees(nb):
+    "(cell index, cell, syntax tree) of each export cell that parses"
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != 'code' or not any(l.startswith('#| export') for l in c.source.splitlines()): continue
+        try: yield i, c, ast.parse('\n'.join(l for l in c.source.splitlines() if not l.lstrip().startswith(('%', '!'))))
+        except SyntaxError: continue
+
+def _patched(fn)->list[str]:
+    "The class names a function's `@patch` (first parameter's annotation) or `@patch_to(Cls)` decorator adds it to"
+    out = []
+    for d in fn.decorator_list:
+        name = getattr(d.func, 'id', None) if isinstance(d, ast.Call) else getattr(d, 'id', None)
+        if name == 'patch' and fn.args.args and fn.args.args[0].annotation is not None:
+            out += [n.id for n in ast.walk(fn.args.args[0].annotation) if isinstance(n, ast.Name)]
+        elif name == 'patch_to' and isinstance(d, ast.Call) and d.args:
+            out += [n.id for n in ast.walk(d.args[0]) if isinstance(n, ast.Name)]
+    return out
+
+def foreign_patches(path, nb)->list[str]:
+    "A page adds methods only to classes its own export cells define: patching another module's class at import time makes what a class can do depend on what was imported"
+    trees = list(_export_trees(nb))
+    own = {n.name for _, _, t in trees for n in t.body if isinstance(n, ast.ClassDef)}
+    out = []
+    for i, c, t in trees:
+        for n in t.body:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out += [f"{path}: cell {i}: {n.name} is patched onto {k}, a class another module defines (cell id {c.get('id', '?')}): "
+                        "define it in that class's module, or subclass" for k in _patched(n) if k not in own]
+            elif isinstance(n, ast.Assign):
+                out += [f"{path}: cell {i}: {a} = ... attaches to a class another module defines (cell id {c.get('id', '?')})"
+                        for a in attached(ast.Module(body=[n], type_ignores=[])) if a.split('.')[0] not in own]
+    return out
+
 def problems(path):
     nb = nbformat.read(path, as_version=4)
+    yield from foreign_patches(path, nb)
     for i, c in enumerate(nb.cells):
         if c.cell_type != 'code': continue
         yield from too_long(path, i, c)

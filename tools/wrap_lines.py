@@ -176,12 +176,15 @@ def wrap_source(src:str, width:int=WIDTH)->tuple[str, list[int]]:
         try: toks = tokens(src)
         except (tokenize.TokenError, IndentationError, SyntaxError): return src, sorted(stuck | set(rows))
         dep = depths(toks)
+        if '# noqa' in lines[row - 1] or '# type:' in lines[row - 1]:
+            stuck.add(row); continue                               # a pragma belongs to its line
         if any(t.type == tokenize.STRING and t.start[0] < row <= t.end[0] and t.start[0] != t.end[0] for t in toks):
             stuck.add(row); continue                               # inside a multi-line string: text, not code
-        for fix in (lambda: top_level(lines, row, toks, dep, compound_only=True), lambda: move_comment(lines, row, toks),
-                    lambda: break_in_brackets(lines, row, toks, dep), lambda: split_string(lines, row, toks, dep),
-                    lambda: top_level(lines, row, toks, dep)):
-            new = fix()
+        fixes = ((top_level, (lines, row, toks, dep, True)), (move_comment, (lines, row, toks)),
+                 (break_in_brackets, (lines, row, toks, dep)), (split_string, (lines, row, toks, dep)),
+                 (top_level, (lines, row, toks, dep)))
+        for fix, args in fixes:
+            new = fix(*args)
             if new is not None and new != src and same_tree(src, new):
                 src = new; break
         else: stuck.add(row)

@@ -136,10 +136,11 @@ def micro(path:Path, k:int, ours_root:str):
     from knowlyr_lab.chat import to_messages
     from knowlyr_lab.hub.rows import _row_messages, grpo_member, sft_row
     from knowlyr_lab.trajectory import Trajectory, trajectory_score
-    from knowlyr_lab.trajectory_io import _decode_fast, parse_trajectory
+    from knowlyr_lab.trajectory_fast import decode_fast
+    from knowlyr_lab.trajectory_io import parse_trajectory
     with open(path, 'rb') as f: lines = [l for _, l in zip(range(k), f)]
     strs = [l.decode() for l in lines]
-    ts, fs = [Trajectory.model_validate_json(l) for l in lines], [_decode_fast(l) for l in strs]
+    ts, fs = [Trajectory.model_validate_json(l) for l in lines], [decode_fast(l) for l in strs]
     gc.freeze()       # the records above are kept for the passes: collections that rescan them would be charged to each step
     def run(fn, xs):
         best = 1e9
@@ -151,7 +152,7 @@ def micro(path:Path, k:int, ours_root:str):
     print(f"\n--- per-record CPU cost, us per trajectory ({k} records, min of 15 passes) ---")
     for name, fn, xs in [('orjson.loads (parse only)', orjson.loads, lines), ('json.loads (the reference parses with this)', json.loads, strs),
                          ('parse_trajectory(str) (read_trajectories: pydantic validation)', parse_trajectory, strs),
-                         ('_decode_fast(str) (the exporter: msgspec validation)', _decode_fast, strs),
+                         ('decode_fast(str) (the exporter: msgspec validation)', decode_fast, strs),
                          ('to_messages(t)', to_messages, ts), ('_row_messages(t) (the rows: the same messages, one pass)', _row_messages, fs),
                          ('trajectory_score(t)', trajectory_score, fs), ('sft_row(t)', lambda t: sft_row(t, '[]'), fs),
                          ('grpo_member(t)', grpo_member, fs), ('orjson.dumps(sft_row)', orjson.dumps, [sft_row(t, '[]') for t in fs])]:

@@ -36,7 +36,8 @@ class SessionExpiredError(RemoteEnvError):
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #df7571ee
 class Refused(KnowlyrError):
-    "The server refused the agent's action itself: the agent's outcome, an error observation (never raised out of a step)"
+    ("The server refused the agent's action itself: the agent's outcome, an error observation (never raised out of a "
+     "step)")
 
 # HTTP answers to a step that refuse its action (malformed, too large, unprocessable)
 REFUSED_STATUSES = (400, 413, 414, 422)
@@ -100,10 +101,12 @@ def fetch(method:str, url:str,              # HTTP method and full URL
         conn.connect(); conn.sock.deadline = deadline
         data = None if body is None else json.dumps(body).encode()
         conn.request(method, (u.path or '/') + (f'?{u.query}' if u.query else ''), body=data,
-                     headers={'Accept': 'application/json', **({'Content-Type': 'application/json'} if data is not None else {})})
+                     headers={'Accept': 'application/json',
+                              **({'Content-Type': 'application/json'} if data is not None else {})})
         r = conn.getresponse()
         size = r.getheader('content-length') or ''
-        if size.strip().isdigit() and int(size) > max_bytes: raise RemoteEnvError(f"{where}: the answer ({int(size)} bytes) is over the {max_bytes}-byte limit")
+        if size.strip().isdigit() and int(size) > max_bytes:
+            raise RemoteEnvError(f"{where}: the answer ({int(size)} bytes) is over the {max_bytes}-byte limit")
         buf = bytearray()
         while chunk := r.read(min(2**16, max_bytes + 1 - len(buf))):
             buf += chunk
@@ -163,16 +166,19 @@ def as_time_limits(v, where:str)->dict:
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #84813f05
 def step_seconds(client)->float:
-    "How long the client waits for one step: its `step_timeout`, plus what the server said its agent can make a step take"
+    ("How long the client waits for one step: its `step_timeout`, plus what the server said its agent can make a step "
+     "take")
     return client.step_timeout + min(client._limits.get('agent_step_seconds', 0.0), client.max_step_seconds)
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #5cf32782
 def idle_ended(idle_timeout, gap:float)->TimeStep|None:
-    "The end of an episode whose session the server closed for idleness after the agent took `gap` s to act; None when the gap was shorter"
+    ("The end of an episode whose session the server closed for idleness after the agent took `gap` s to act; None "
+     "when the gap was shorter")
     if (isinstance(idle_timeout, bool) or not isinstance(idle_timeout, (int, float))
         or gap < idle_timeout - min(1.0, IDLE_SLACK * idle_timeout)): return None
     msg = (f"Episode ended: the agent took {gap:.1f} s to act, longer than the {idle_timeout:g} s the server keeps "
            "an idle session")
-    return TimeStep(msg, truncated=True, info={'success': False, 'score': 0.0, 'reason': 'idle_timeout', 'timeout': 'idle',
+    return TimeStep(msg, truncated=True,
+                    info={'success': False, 'score': 0.0, 'reason': 'idle_timeout', 'timeout': 'idle',
                                              'is_error': True, 'idle_timeout': float(idle_timeout),
                                              'agent_seconds': round(gap, 3)})

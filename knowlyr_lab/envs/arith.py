@@ -86,7 +86,8 @@ class ArithEnv(AgentEnv):
         if tool == 'submit':
             ok = params['answer'] == self.answer
             obs = "Correct." if ok else f"Wrong: {params['answer']} is not the value of the expression."
-            return TimeStep(obs, float(ok), terminated=True, info={'success': ok, 'score': float(ok), 'reason': 'submitted'})
+            return TimeStep(obs, float(ok), terminated=True,
+                            info={'success': ok, 'score': float(ok), 'reason': 'submitted'})
         a, b = params['a'], params['b']
         if self._expected() == {'tool': tool, 'params': {'a': a, 'b': b}}: self.done_ops += 1
         return TimeStep(f"{a} {OPS[tool][0]} {b} = {OPS[tool][1](a, b)}")
@@ -124,6 +125,8 @@ def oracle_action(self:ArithEnv)->dict:
     return self._expected() or {'tool': 'submit', 'params': {'answer': self.answer}}
 
 # %% ../../nbs/18a_envs_arith.ipynb #40714618
-register('knowlyr/arith', ArithEnv, domain='generic', description='arithmetic through add/subtract/multiply tools; verified answer')
+register('knowlyr/arith', ArithEnv, domain='generic',
+         description='arithmetic through add/subtract/multiply tools; verified answer')
 for _d in ARITH_LEVELS:
-    register(f'knowlyr/arith-{_d}', ArithEnv, domain='generic', difficulty=_d, description=f'arith, {ARITH_LEVELS[_d]} operation(s)')
+    register(f'knowlyr/arith-{_d}', ArithEnv, domain='generic', difficulty=_d,
+             description=f'arith, {ARITH_LEVELS[_d]} operation(s)')

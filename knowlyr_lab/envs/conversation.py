@@ -63,7 +63,8 @@ class UserSimulatorError(InfrastructureError):
 # %% ../../nbs/17_envs_conversation.ipynb #a99a0fa6
 USER_SYSTEM = ("You are role-playing a user talking to an assistant. Stay in character, reply in one or two short "
                "sentences, and only share a fact when the assistant asks for it.\nYour goal: {goal}\n"
-               "Facts you know: {facts}\nWhen the assistant has fully achieved your goal, end your message with [DONE]. "
+               "Facts you know: {facts}\nWhen the assistant has fully achieved your goal, end your message with "
+               "[DONE]. "
                "If it clearly will not, end with [GIVE UP].")
 
 # %% ../../nbs/17_envs_conversation.ipynb #e91f909c
@@ -97,7 +98,8 @@ def _client(self:LLMUser):
 # %% ../../nbs/17_envs_conversation.ipynb #875cb8b2
 @patch
 def _messages(self:LLMUser, transcript):
-    n, cut = self.max_agent_chars, lambda t: t[:n] + (f' [... {len(t) - n:,} more characters cut]' if len(t) > n else '')
+    n, cut = self.max_agent_chars, lambda t: t[:n] + (f' [... {len(t) - n:,} more characters cut]' if len(t) > n
+                                                      else '')
     return [{'role': 'user', 'content': '(The conversation starts. Say your opening message.)'}] + [
         {'role': 'assistant', 'content': t} if who == 'user' else {'role': 'user', 'content': cut(t)}
         for who, t in transcript]
@@ -113,14 +115,16 @@ def _complete(self:LLMUser, system:str, transcript:list)->str:
             return r.choices[0].message.content or ''
         create = self._client().messages.create
         kw = {'temperature': self.temperature} if 'temperature' in inspect.signature(create).parameters else {}
-        r = create(model=self.model, system=system, messages=self._messages(transcript), max_tokens=self.max_tokens, **kw)
+        r = create(model=self.model, system=system, messages=self._messages(transcript), max_tokens=self.max_tokens,
+                   **kw)
         return ''.join(b.text for b in r.content if getattr(b, 'type', '') == 'text')
     except Exception as e:
         raise UserSimulatorError(f"LLMUser ({self.api}, model {self.model!r}) failed: {type(e).__name__}: {e}") from e
 
 # %% ../../nbs/17_envs_conversation.ipynb #86a10d82
 @patch
-def reply(self:LLMUser, task:ConversationTask, transcript:list)->UserTurn:  # noqa: F811 (@patch attaches each `reply` to its own class)
+def reply(self:LLMUser, task:ConversationTask,  # noqa: F811 (@patch: each class its own `reply`)
+          transcript:list)->UserTurn:
     self.turns += 1
     system = USER_SYSTEM.format(goal=task.user.goal, facts=' '.join(f.say for f in task.user.facts) or '(none)')
     text = self._complete(system, transcript)
@@ -134,7 +138,8 @@ def reply(self:LLMUser, task:ConversationTask, transcript:list)->UserTurn:  # no
 class ConversationEnv(AgentEnv):
     "Multi-turn task with a simulated user, offline tools over task data, and a checker"
     default_domain = 'conversation'
-    max_episode_steps = 20                          # default step budget (`make(..., max_episode_steps=n)` overrides it)
+    # default step budget (`make(..., max_episode_steps=n)` overrides it)
+    max_episode_steps = 20
     def __init__(self,
                  # 'conversation' | 'engineering' | 'advisory' | 'discussion' (or a custom profile)
                  domain:str|None=None,

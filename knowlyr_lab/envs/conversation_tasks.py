@@ -96,7 +96,8 @@ def _task_file(src:str|Path)->Path:
 
 # %% ../../nbs/16a_envs_conversation_tasks.ipynb #5b12a069
 def _parse_task(path:Path, i:int, r, dom:str|None)->ConversationTask:
-    if not isinstance(r, dict): raise ConversationTaskError(f"{path}: task {i}: expected a mapping, got {type(r).__name__}")
+    if not isinstance(r, dict):
+        raise ConversationTaskError(f"{path}: task {i}: expected a mapping, got {type(r).__name__}")
     try: return ConversationTask.model_validate({'domain': dom or r.get('domain', 'conversation'), **r})
     except ValidationError as e:
         err = e.errors()[0]
@@ -110,7 +111,8 @@ def load_conversation_tasks(src:str|Path,   # a bundled domain name ('conversati
     path = _task_file(src)
     try: raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e: raise ConversationTaskError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(raw, list): raise ConversationTaskError(f"{path}: expected a list of tasks, got {type(raw).__name__}")
+    if not isinstance(raw, list):
+        raise ConversationTaskError(f"{path}: expected a list of tasks, got {type(raw).__name__}")
     dom = path.stem if path.parent == CONVERSATION_DATA else None
     tasks, seen = [], set()
     for i, r in enumerate(raw):
@@ -181,7 +183,8 @@ OFFLINE_TOOLS = {
     'web_search': (_S(query='search terms'), ['query'], 'Search the web (offline snapshot)'),
     'query_stats': (_S(metric='metric name'), ['metric'], 'Read a metric from the stats service'),
     'create_note': (_S(title='note title', content='note text'), ['title', 'content'], 'Save a note'),
-    'send_message': (_S(recipient='who to message', message='the message'), ['recipient', 'message'], 'Message a colleague'),
+    'send_message': (_S(recipient='who to message', message='the message'), ['recipient', 'message'],
+                     'Message a colleague'),
     'delegate': (_S(assignee='who takes it', task='what to do'), ['assignee', 'task'], 'Hand a task to someone'),
     'read_file': (_S(path='file path'), ['path'], 'Read a file of the code base'),
     'grep': (_S(pattern='regular expression', path='optional path prefix'), ['pattern'], 'Search the code base'),
@@ -195,16 +198,21 @@ def run_offline_tool(task:ConversationTask, state:dict, tool:str, params:dict)->
     "Run a non-terminal tool on the task's data: (output, is_error)"
     d = task.data
     if tool == 'think': return 'OK.', False
-    if tool == 'knowledge_base': return _fmt_docs(search_docs(d.knowledge_base, params['query']), 'knowledge-base', params['query'])
+    if tool == 'knowledge_base':
+        return _fmt_docs(search_docs(d.knowledge_base, params['query']), 'knowledge-base', params['query'])
     if tool == 'web_search': return _fmt_docs(search_docs(d.web, params['query']), 'web', params['query'])
     if tool == 'query_stats': return _stat(d, params['metric'])
     if tool == 'read_file':
         p = params['path'].lstrip('./')
-        return (d.files[p], False) if p in d.files else (f"file not found: {params['path']}; files: {', '.join(sorted(d.files)) or '(none)'}", True)
+        return (d.files[p],
+                False) if p in d.files else (
+                    f"file not found: {params['path']}; files: {', '.join(sorted(d.files)) or '(none)'}", True)
     if tool == 'grep': return _grep(d, params['pattern'], params.get('path'))
     if tool == 'git': return _git(d, params['args'])
     if tool == 'create_note':
         state.setdefault('notes', []).append(dict(params)); return f"Saved note {params['title']!r}.", False
     if tool in ('send_message', 'delegate'):
-        state.setdefault(tool, []).append(dict(params)); return f"Done: {tool} to {params.get('recipient') or params.get('assignee')}.", False
+        state.setdefault(tool,
+                         []).append(dict(params)); return (f"Done: {tool} to "
+                                                           f"{params.get('recipient') or params.get('assignee')}."), False
     raise KeyError(tool)

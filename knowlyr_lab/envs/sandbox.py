@@ -35,7 +35,8 @@ class SandboxEnv(AgentEnv):
     def __init__(self,
                  # folder of coding tasks, or a list of `CodingTask` (default: the bundled suite)
                  tasks=None,
-                 task=None,                        # default task (id or `CodingTask`) for `reset()` without task or seed
+                 # default task (id or `CodingTask`) for `reset()` without task or seed
+                 task=None,
                  backend:str='local',              # sandbox backend: 'local' (bubblewrap) or 'docker'
                  image:str|None=None,              # container image (docker backend)
                  limits=None,                      # `SandboxLimits` (or dict) for the sandbox
@@ -79,18 +80,21 @@ def _resolve_task(self:SandboxEnv, task, seed)->CodingTask:
     if task is None and seed is None: task = self.default_task
     if task is None: return self.tasks[int(seed or 0) % len(self.tasks)]
     if isinstance(task, CodingTask): return task
-    if isinstance(task, (str, Path)) and Path(task).suffix in ('.yaml', '.yml') and Path(task).exists(): return load_coding_task(task)
+    if isinstance(task, (str, Path)) and Path(task).suffix in ('.yaml', '.yml') and Path(task).exists():
+        return load_coding_task(task)
     tid = task['id'] if isinstance(task, dict) else str(task)
     for t in self.tasks:
         if t.id == tid: return t
-    raise ValueError(f"unknown coding task {tid!r}; list_tasks() has {len(self.tasks)} tasks, e.g. {self.tasks[0].id!r}")
+    raise ValueError(
+        f"unknown coding task {tid!r}; list_tasks() has {len(self.tasks)} tasks, e.g. {self.tasks[0].id!r}")
 
 # %% ../../nbs/16_envs_sandbox.ipynb #426abf44
 @patch
 def _template(self:SandboxEnv, task:CodingTask)->Path:
     if self._tmp is None:
         self._tmp = Path(tempfile.mkdtemp(prefix='knowlyr-coding-'))
-        self._tmp_cleanup = weakref.finalize(self, shutil.rmtree, str(self._tmp), True)   # also on garbage collection/exit
+        # also on garbage collection/exit
+        self._tmp_cleanup = weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
     d = self._tmp/task.id
     if not d.exists(): task.write_repo(d)
     return d
@@ -101,7 +105,8 @@ def _start_episode(self:SandboxEnv, task=None, seed=None)->TimeStep:
     from knowlyr_lab.sandbox.protocol import create_sandbox
     t = self._resolve_task(task, seed)
     self._close_sandbox()
-    self.sandbox = create_sandbox(self.backend, image=self.image, workspace=self._template(t), limits=self.limits, **self.sandbox_kwargs)
+    self.sandbox = create_sandbox(self.backend, image=self.image, workspace=self._template(t), limits=self.limits,
+                                  **self.sandbox_kwargs)
     self.task, self._read = t, set()
     listing = '\n'.join(sorted(t.files))
     obs = (f"{t.instruction}\n\nThe repository is in the current directory:\n{listing}\n\n"
@@ -124,7 +129,8 @@ def close(self:SandboxEnv):
 # %% ../../nbs/16_envs_sandbox.ipynb #3fe65dc9
 @patch
 def _run_hidden_tests(self:SandboxEnv)->dict:
-    "The task's hidden tests on a pristine copy with the agent's files applied, in a fresh sandbox (`HiddenTestVerifier`)"
+    ("The task's hidden tests on a pristine copy with the agent's files applied, in a fresh sandbox "
+     "(`HiddenTestVerifier`)")
     v = self.task.verifier(self.backend, self.image, self.limits, self.sandbox_kwargs, feedback=self.feedback)
     try: return v.verify_sandbox(self.sandbox).as_info()
     except InfrastructureError: raise
@@ -136,7 +142,9 @@ def _judge_nothing(self:SandboxEnv, v, e:Exception)->dict:
     "The verdict on no agent files, because the agent's workspace could not be judged (`e`)"
     why = f"{type(e).__name__}: {e}"
     try: rep = v.verify({}).as_info()
-    except Exception as e2: raise InfrastructureError(f"the verifier fails on the pristine repository ({type(e2).__name__}: {e2}); first {why}") from e2
+    except Exception as e2:
+        raise InfrastructureError(
+            f"the verifier fails on the pristine repository ({type(e2).__name__}: {e2}); first {why}") from e2
     return {**rep, 'workspace_error': why}
 
 # %% ../../nbs/16_envs_sandbox.ipynb #bed1ab52
@@ -147,7 +155,8 @@ def _take_step(self:SandboxEnv, tool, params)->TimeStep:
         score = rep['tests_passed'] / rep['tests_total'] if rep['tests_total'] else 0.0
         ok = rep['tests_total'] > 0 and rep['tests_passed'] == rep['tests_total']
         bad = rep['failures'] + rep['errors']
-        lost = f" Your workspace could not be read ({rep['workspace_error'][:200]}): judged as if you changed nothing." if 'workspace_error' in rep else ''
+        lost = (f" Your workspace could not be read ({rep['workspace_error'][:200]}): judged as if you changed nothing."
+                if 'workspace_error' in rep else '')
         obs = (f"Submitted.{lost} Hidden tests: {rep['tests_passed']}/{rep['tests_total']} passed." +
                (f" Failing: {', '.join(bad[:10])}." if bad else " All hidden tests pass."))
         return TimeStep(obs, score, terminated=True, info={'success': ok, 'score': score, 'reason': 'submitted', **rep})
@@ -159,12 +168,14 @@ def _take_step(self:SandboxEnv, tool, params)->TimeStep:
     return TimeStep(res.output, 0.0, info=info)
 
 # %% ../../nbs/16_envs_sandbox.ipynb #8814686f
-STEP_OVERHEAD_SECONDS = 60.0   # on top of a command's or the hidden tests' own limit: copying a full workspace out, starting a sandbox
+# on top of a command's or the hidden tests' own limit: copying a full workspace out, starting a sandbox
+STEP_OVERHEAD_SECONDS = 60.0
 
 @patch(as_prop=True)
 def agent_step_seconds(self:SandboxEnv)->float:
     "The longest the agent can make one step take: its longest command, or its code under the hidden tests at submit"
-    return max(SandboxLimits.coerce(self.limits).max_wall_timeout, max((t.timeout for t in self.tasks), default=0.0)) + STEP_OVERHEAD_SECONDS
+    return max(SandboxLimits.coerce(self.limits).max_wall_timeout,
+               max((t.timeout for t in self.tasks), default=0.0)) + STEP_OVERHEAD_SECONDS
 
 # %% ../../nbs/16_envs_sandbox.ipynb #0065ce52
 @patch
@@ -192,4 +203,5 @@ def oracle_action(self:SandboxEnv)->dict:
 
 # %% ../../nbs/16_envs_sandbox.ipynb #d2f01ca0
 register('knowlyr/sandbox', SandboxEnv, domain='coding',
-         description='fix a planted bug in a sandboxed Python repo (7 sandbox tools + submit/finish); reward = hidden tests passed')
+         description='fix a planted bug in a sandboxed Python repo (7 sandbox tools + submit/finish); reward = hidden '
+                     'tests passed')

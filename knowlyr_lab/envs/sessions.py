@@ -30,18 +30,23 @@ __all__ = ['EXPIRED_KEPT', 'SessionLimits', 'SessionRefused', 'UnknownSessionErr
 class SessionLimits:
     "How many sessions a served env keeps open, per client and in all, and how long an unused one lives"
     max_sessions:int=16                # sessions open at once, all clients together (one more: HTTP 503)
-    max_sessions_per_client:int|None=None # sessions one client (peer address) may hold (one more: HTTP 429; None: half of max_sessions)
+    # sessions one client (peer address) may hold (one more: HTTP 429; None: half of max_sessions)
+    max_sessions_per_client:int|None=None
     idle_timeout:float|None=300.0      # seconds a session may wait for its client before it is closed (None: never)
     def __post_init__(self):
-        if self.max_sessions_per_client is None and isinstance(self.max_sessions, int): self.max_sessions_per_client = max(1, self.max_sessions // 2)
+        if self.max_sessions_per_client is None and isinstance(self.max_sessions, int):
+            self.max_sessions_per_client = max(1, self.max_sessions // 2)
         for k in ('max_sessions', 'max_sessions_per_client'):
             v = getattr(self, k)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1: raise ValueError(f"SessionLimits.{k} must be an integer >= 1, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"SessionLimits.{k} must be an integer >= 1, got {v!r}")
         if self.max_sessions_per_client > self.max_sessions:
-            raise ValueError(f"SessionLimits.max_sessions_per_client ({self.max_sessions_per_client}) is above max_sessions "
+            raise ValueError(
+                f"SessionLimits.max_sessions_per_client ({self.max_sessions_per_client}) is above max_sessions "
                              f"({self.max_sessions}): lower it or raise max_sessions")
         if self.idle_timeout is not None and not self.idle_timeout > 0:
-            raise ValueError(f"SessionLimits.idle_timeout must be > 0 seconds, or None for never, got {self.idle_timeout!r}")
+            raise ValueError(
+                f"SessionLimits.idle_timeout must be > 0 seconds, or None for never, got {self.idle_timeout!r}")
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #8fb4239f
 class SessionRefused(KnowlyrError):
@@ -51,7 +56,8 @@ class SessionRefused(KnowlyrError):
 # %% ../../nbs/19aa_envs_sessions.ipynb #333a4323
 class UnknownSessionError(KnowlyrError, LookupError):
     "An id that is not one of this client's open sessions (unknown, closed, closed when idle, or another client's)"
-    idle_timeout:float|None = None                    # set when it was this client's session, closed when idle: the timeout
+    # set when it was this client's session, closed when idle: the timeout
+    idle_timeout:float|None = None
 
 EXPIRED_KEPT = 4096   # ids of sessions closed when idle that the table remembers, to tell their clients why
 
@@ -113,10 +119,13 @@ def open(self:SessionTable, client:str)->str:
             raise SessionRefused(f"client {client} already holds {n} {self.noun[n != 1]}, the per-client cap "
                                  f"(max_{self.noun[1]}_per_client={L.max_sessions_per_client}): close one{idle}", 429)
         if len(self) >= L.max_sessions:
-            raise SessionRefused(f"the server holds {len(self)} {self.noun[1]}, its cap (max_{self.noun[1]}={L.max_sessions}): retry later", 503)
+            raise SessionRefused(
+                f"the server holds {len(self)} {self.noun[1]}, its cap (max_{self.noun[1]}={L.max_sessions}): retry "
+                f"later", 503)
         sid = secrets.token_urlsafe(16); self.rows[sid] = Session(client)
         if self.on_idle is not None and L.idle_timeout is not None and self._reaper is None:
-            self._reaper = threading.Thread(target=self._sweep, daemon=True, name='knowlyr-session-reaper'); self._reaper.start()
+            self._reaper = threading.Thread(target=self._sweep, daemon=True,
+                                            name='knowlyr-session-reaper'); self._reaper.start()
     return sid
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #45cfeab9
@@ -168,7 +177,8 @@ def _sweep(self:SessionTable):
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #1cdb9a83
 def client_address(client)->str:
-    "A client as the servers tell clients apart: the peer's address (the host, not the port) of an ASGI `scope['client']`"
+    ("A client as the servers tell clients apart: the peer's address (the host, not the port) of an ASGI "
+     "`scope['client']`")
     return str(client[0]) if client else 'unknown'
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #07e18e1a
@@ -184,7 +194,8 @@ async def _refuse(scope, receive, send, status:int, msg:str):
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #eadb3934
 class SessionGuard:
-    "ASGI middleware: a WebSocket on `ws_paths` or a request to `http_paths` is a session of `table`; `closed` paths answer 404"
+    ("ASGI middleware: a WebSocket on `ws_paths` or a request to `http_paths` is a session of `table`; `closed` paths "
+     "answer 404")
     def __init__(self, app, table:SessionTable,
                  ws_paths=('/ws',),              # one session per connection
                  http_paths=(),                  # one session per request (endpoints that build an env each time)

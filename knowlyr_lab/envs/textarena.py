@@ -118,40 +118,65 @@ def _monte_oracle(g): return {'tool': 'pick', 'params': {'cup': g.ball_pos}}
 _CRYPT_LETTERS = sorted(set('SENDMOREMONEY'))
 
 TEXTARENA_GAMES = {g.name: g for g in [
-    TextArenaGame('GuessTheNumber', 'GuessTheNumber-v0-hardcore', [tool_schema('guess', 'Guess the secret number', {'number': _int(1, 50, 'your guess')}, ['number'])],
-                  lambda t, p: f"[{p['number']}]", _guess_oracle, 'guess a number in 1..50 from higher/lower hints (10 turns)'),
-    TextArenaGame('Mastermind', 'Mastermind-v0', [tool_schema('guess', 'Guess the 4-digit code (digits 1..6, no repeats)',
-                  {f'digit{i}': _int(1, 6, f'digit {i} of the code') for i in range(1, 5)}, [f'digit{i}' for i in range(1, 5)])],
-                  lambda t, p: '[' + ' '.join(str(p[f'digit{i}']) for i in range(1, 5)) + ']', _mastermind_oracle, 'crack a 4-digit code from black/white pegs (20 turns)'),
+    TextArenaGame('GuessTheNumber', 'GuessTheNumber-v0-hardcore',
+                  [tool_schema('guess', 'Guess the secret number', {'number': _int(1, 50, 'your guess')}, ['number'])],
+                  lambda t, p: f"[{p['number']}]", _guess_oracle,
+                  'guess a number in 1..50 from higher/lower hints (10 turns)'),
+    TextArenaGame('Mastermind', 'Mastermind-v0',
+                  [tool_schema('guess', 'Guess the 4-digit code (digits 1..6, no repeats)',
+                  {f'digit{i}': _int(1, 6, f'digit {i} of the code') for i in range(1, 5)},
+                  [f'digit{i}' for i in range(1, 5)])],
+                  lambda t, p: '[' + ' '.join(str(p[f'digit{i}']) for i in range(1, 5)) + ']', _mastermind_oracle,
+                  'crack a 4-digit code from black/white pegs (20 turns)'),
     TextArenaGame('TowerOfHanoi', 'TowerOfHanoi-v0', [tool_schema('move', 'Move the top disk of one tower onto another',
-                  {'source': _enum('ABC', 'tower to take from'), 'target': _enum('ABC', 'tower to put on')}, ['source', 'target'])],
-                  lambda t, p: f"[{p['source']} {p['target']}]", _hanoi_oracle, 'move 3 disks from tower A to C (14 turns)'),
-    TextArenaGame('FrozenLake', 'FrozenLake-v0', [tool_schema('move', 'Walk one cell', {'direction': _enum(DIRECTIONS, 'direction')}, ['direction'])],
-                  lambda t, p: f"[{p['direction']}]", _lake_oracle, 'walk across a 4x4 lake to the goal without falling in a hole'),
-    TextArenaGame('LightsOut', 'LightsOut-v0', [tool_schema('press', 'Press a light (toggles it and its four neighbours)',
+                  {'source': _enum('ABC', 'tower to take from'), 'target': _enum('ABC', 'tower to put on')},
+                  ['source', 'target'])],
+                  lambda t, p: f"[{p['source']} {p['target']}]", _hanoi_oracle,
+                  'move 3 disks from tower A to C (14 turns)'),
+    TextArenaGame('FrozenLake', 'FrozenLake-v0',
+                  [tool_schema('move', 'Walk one cell', {'direction': _enum(DIRECTIONS, 'direction')}, ['direction'])],
+                  lambda t, p: f"[{p['direction']}]", _lake_oracle,
+                  'walk across a 4x4 lake to the goal without falling in a hole'),
+    TextArenaGame('LightsOut', 'LightsOut-v0',
+                  [tool_schema('press', 'Press a light (toggles it and its four neighbours)',
                   {'row': _int(0, 4, 'row (0-based)'), 'col': _int(0, 4, 'column (0-based)')}, ['row', 'col'])],
-                  lambda t, p: f"[{p['row']} {p['col']}]", _lights_oracle, 'turn off every light of a 5x5 grid (20 moves)'),
+                  lambda t, p: f"[{p['row']} {p['col']}]", _lights_oracle,
+                  'turn off every light of a 5x5 grid (20 moves)'),
     TextArenaGame('Minesweeper', 'Minesweeper-v0-small', [tool_schema('reveal', 'Reveal a cell',
                   {'row': _int(0, 4, 'row (0-based)'), 'col': _int(0, 4, 'column (0-based)')}, ['row', 'col'])],
                   lambda t, p: f"[{p['row']} {p['col']}]", None, 'reveal every safe cell of a 5x5 board with 5 mines'),
     TextArenaGame('Sudoku', 'Sudoku-v0-very-easy', [tool_schema('place', 'Write a digit into an empty cell',
-                  {'row': _int(1, 9, 'row (1-based)'), 'col': _int(1, 9, 'column (1-based)'), 'number': _int(1, 9, 'the digit')}, ['row', 'col', 'number'])],
-                  lambda t, p: f"[{p['row']} {p['col']} {p['number']}]", _sudoku_oracle, 'fill a Sudoku with 75 clues (100 moves)'),
-    TextArenaGame('2048', '2048-v0-mega-easy', [tool_schema('slide', 'Slide all tiles', {'direction': _enum(DIRECTIONS, 'direction')}, ['direction'])],
+                  {'row': _int(1, 9, 'row (1-based)'), 'col': _int(1, 9, 'column (1-based)'),
+                   'number': _int(1, 9, 'the digit')}, ['row', 'col', 'number'])],
+                  lambda t, p: f"[{p['row']} {p['col']} {p['number']}]", _sudoku_oracle,
+                  'fill a Sudoku with 75 clues (100 moves)'),
+    TextArenaGame('2048', '2048-v0-mega-easy',
+                  [tool_schema('slide', 'Slide all tiles', {'direction': _enum(DIRECTIONS, 'direction')},
+                               ['direction'])],
                   lambda t, p: f"[{p['direction'].capitalize()}]", None, 'reach a 64 tile on a 4x4 board'),
-    TextArenaGame('Secretary', 'Secretary-v0', [tool_schema('accept', 'Take the current value (ends the game)'), tool_schema('skip', 'Skip it and see the next value')],
-                  lambda t, p: '[accept]' if t == 'accept' else '[continue]', None, 'pick the largest of 5 values seen one at a time'),
-    TextArenaGame('Countdown', 'Countdown-v0', [tool_schema('combine', 'Replace numbers i and j by the result of i <op> j',
-                  {'i': _int(0, 5, 'index of the first number'), 'j': _int(0, 5, 'index of the second number'), 'op': _enum('+-*/', 'operation')}, ['i', 'j', 'op'])],
+    TextArenaGame('Secretary', 'Secretary-v0',
+                  [tool_schema('accept', 'Take the current value (ends the game)'),
+                   tool_schema('skip', 'Skip it and see the next value')],
+                  lambda t, p: '[accept]' if t == 'accept' else '[continue]', None,
+                  'pick the largest of 5 values seen one at a time'),
+    TextArenaGame('Countdown', 'Countdown-v0',
+                  [tool_schema('combine', 'Replace numbers i and j by the result of i <op> j',
+                  {'i': _int(0, 5, 'index of the first number'), 'j': _int(0, 5, 'index of the second number'),
+                   'op': _enum('+-*/', 'operation')}, ['i', 'j', 'op'])],
                   lambda t, p: f"[{p['i']} {p['j']} {p['op']}]", None, 'reach 532 from 100, 75, 6, 4, 3, 2'),
     TextArenaGame('Cryptarithm', 'Cryptarithm-v0', [tool_schema('assign', 'Map a letter to a digit',
-                  {'letter': _enum(_CRYPT_LETTERS, 'a letter of the puzzle'), 'digit': _int(0, 9, 'its digit')}, ['letter', 'digit'])],
+                  {'letter': _enum(_CRYPT_LETTERS, 'a letter of the puzzle'), 'digit': _int(0, 9, 'its digit')},
+                  ['letter', 'digit'])],
                   lambda t, p: f"[{p['letter']} {p['digit']}]", None, 'solve SEND + MORE = MONEY'),
-    TextArenaGame('ThreeCardMonte', 'ThreeCardMonte-v0', [tool_schema('pick', 'Name the cup hiding the ball', {'cup': _int(0, 2, 'cup index')}, ['cup'])],
+    TextArenaGame('ThreeCardMonte', 'ThreeCardMonte-v0',
+                  [tool_schema('pick', 'Name the cup hiding the ball', {'cup': _int(0, 2, 'cup index')}, ['cup'])],
                   lambda t, p: f"[{p['cup']}]", _monte_oracle, 'follow a ball under 3 cups through 10 swaps'),
-    TextArenaGame('PegJump', 'PegJump-v0', [tool_schema('jump', 'Jump the peg in hole `start` over a neighbour into the empty hole `end`',
-                  {'start': _int(1, 15, 'hole of the jumping peg'), 'end': _int(1, 15, 'empty hole to land in')}, ['start', 'end'])],
-                  lambda t, p: f"[{p['start']} {p['end']}]", None, 'peg solitaire on a 15-hole triangle: leave one peg'),
+    TextArenaGame('PegJump', 'PegJump-v0',
+                  [tool_schema('jump', 'Jump the peg in hole `start` over a neighbour into the empty hole `end`',
+                  {'start': _int(1, 15, 'hole of the jumping peg'), 'end': _int(1, 15, 'empty hole to land in')},
+                  ['start', 'end'])],
+                  lambda t, p: f"[{p['start']} {p['end']}]", None,
+                  'peg solitaire on a 15-hole triangle: leave one peg'),
 ]}
 
 # %% ../../nbs/19a_envs_textarena.ipynb #1fe0497f
@@ -228,7 +253,8 @@ def _game_content(self:TextArenaEnv, game, obs, rng)->dict:
     "The game, its parameters, its first observation, its state after reset and the random state that decides the rest"
     ta = require_extra('textarena')
     return {'textarena_id': self.spec.ta_id, 'kwargs': ta.envs.registration.ENV_REGISTRY[self.spec.ta_id].kwargs,
-            'observation': obs, 'state': json.loads(json.dumps(game.state.game_state, default=repr)), 'random_state': rng}
+            'observation': obs, 'state': json.loads(json.dumps(game.state.game_state, default=repr)),
+            'random_state': rng}
 
 # %% ../../nbs/19a_envs_textarena.ipynb #be99cd5c
 @patch
@@ -254,7 +280,9 @@ def _play(self:TextArenaEnv, tool, params)->TimeStep:
     raw, gi = (rewards or {}).get(0, 0.0), game_info.get(0, {})
     reason = str(gi.get('reason', ''))
     if isinstance(raw, (int, float)): score = float(raw)
-    else: score, reason = 0.0, f"{reason} {raw}".strip()   # Countdown, Cryptarithm, ThreeCardMonte pass (reward, reason) swapped on invalid moves
+    else:
+        # Countdown, Cryptarithm, ThreeCardMonte pass (reward, reason) swapped on invalid moves
+        score, reason = 0.0, f"{reason} {raw}".strip()
     return TimeStep(obs, score, terminated=True, info={'success': score >= 1.0, 'score': score, 'reason': reason,
                                                         'is_error': bool(gi.get('invalid_move')), 'command': text})
 

@@ -109,11 +109,13 @@ def as_environment_factory(env_id:str,   # a registered env id
     probe = make(env_id, **env_kwargs)
     try: schemas = probe.tool_schemas
     finally: probe.close()
-    ns = {'env_id': env_id, 'env_kwargs': dict(env_kwargs), '__doc__': f"{env_id} for TRL; tools: {', '.join(map(schema_name, schemas))}"}
+    ns = {'env_id': env_id, 'env_kwargs': dict(env_kwargs),
+          '__doc__': f"{env_id} for TRL; tools: {', '.join(map(schema_name, schemas))}"}
     for s in schemas:
         n = schema_name(s)
         if n in _RESERVED or n.startswith('_') or not n.isidentifier() or keyword.iskeyword(n):
-            raise ValueError(f"{env_id}: tool {n!r} cannot be a TRL tool method (reserved, private or not an identifier)")
+            raise ValueError(
+                f"{env_id}: tool {n!r} cannot be a TRL tool method (reserved, private or not an identifier)")
         ns[n] = tool_method(s)
     name = ''.join(p.capitalize() for p in env_id.replace('/', '-').replace('_', '-').split('-') if p) + 'TRLEnv'
     return type(name, (KnowlyrTRLEnv,), ns)

@@ -91,7 +91,8 @@ class WordleEnv(AgentEnv):
                  word_length:int|None=None,          # letters per word (4, 5 or 6)
                  max_guesses:int|None=None,          # guesses allowed
                  vocab_size:int|None=None,           # words the secret is drawn from (None: the level's default)
-                 show_vocabulary:bool|None=None,     # list the candidate words in the first observation (None: when <= 60)
+                 # list the candidate words in the first observation (None: when <= 60)
+                 show_vocabulary:bool|None=None,
                  n_tasks:int=100,                    # tasks `list_tasks` lists (seeds 0..n_tasks-1)
                 ):
         if difficulty not in WORDLE_LEVELS:
@@ -168,8 +169,10 @@ def _start_game(self:WordleEnv, task=None, seed=None):
 def _play(self:WordleEnv, tool, params):
     w = params['word'].strip().lower()
     if len(w) != self.word_length or w not in self.allowed:
-        why = f"must have {self.word_length} letters" if len(w) != self.word_length else "is not in the game's dictionary"
-        return TimeStep(f"{params['word']!r} {why}; no guess used. {self.max_guesses - len(self.history)} guesses left.",
+        why = f"must have {self.word_length} letters" if len(w) != self.word_length else ("is not in the game's "
+                                                                                          "dictionary")
+        return TimeStep(
+            f"{params['word']!r} {why}; no guess used. {self.max_guesses - len(self.history)} guesses left.",
                         info={'is_error': True})
     marks = feedback(w, self.secret)
     self.history.append((w, marks))
@@ -186,7 +189,8 @@ def _play(self:WordleEnv, tool, params):
 # %% ../../nbs/18_envs_wordle.ipynb #b734f73d
 @patch
 def _task_content(self:WordleEnv):
-    "What the agent can observe and do: the secret behind the feedback, the word length (the dictionary), the guesses, the listed words"
+    ("What the agent can observe and do: the secret behind the feedback, the word length (the dictionary), the "
+     "guesses, the listed words")
     return {'secret': self.secret, 'word_length': self.word_length, 'max_guesses': self.max_guesses,
             'listed': self.listed_words()}
 
@@ -216,5 +220,7 @@ def random_action(env:WordleEnv, rng:random.Random)->dict:
     return {'tool': 'guess', 'params': {'word': rng.choice(sorted(env.allowed))}}
 
 # %% ../../nbs/18_envs_wordle.ipynb #d78289a6
-register('knowlyr/wordle', WordleEnv, domain='generic', description='guess a secret word from G/Y/. letter feedback; verified success')
-for _d in WORDLE_LEVELS: register(f'knowlyr/wordle-{_d}', WordleEnv, domain='generic', difficulty=_d, description=f'{_d} wordle')
+register('knowlyr/wordle', WordleEnv, domain='generic',
+         description='guess a secret word from G/Y/. letter feedback; verified success')
+for _d in WORDLE_LEVELS:
+    register(f'knowlyr/wordle-{_d}', WordleEnv, domain='generic', difficulty=_d, description=f'{_d} wordle')

@@ -24,7 +24,8 @@ __all__ = ['aider_blocks', 'aider_usage', 'aider_segments', 'aider_edits', 'aide
 # %% ../../nbs/26c_recorder_aider.ipynb #36f7a90d
 _AIDER_START = re.compile(r'^# aider chat started at (.+?)\s*$')
 
-def _is_user_line(l:str)->bool: return l.startswith('####') and (l.endswith('  ') or not l[4:].strip()) and (len(l) == 4 or l[4] == ' ')
+def _is_user_line(l:str)->bool:
+    return l.startswith('####') and (l.endswith('  ') or not l[4:].strip()) and (len(l) == 4 or l[4] == ' ')
 
 # %% ../../nbs/26c_recorder_aider.ipynb #1cf7793e
 def aider_blocks(text:str)->list[dict]:
@@ -37,7 +38,8 @@ def aider_blocks(text:str)->list[dict]:
         l = raw.rstrip('\r')
         m = _AIDER_START.match(l)
         if m:
-            cur = {'started': m.group(1), 'line': i, 'blocks': []}; sessions.append(cur); block, cont = None, False; continue
+            cur = {'started': m.group(1), 'line': i,
+                   'blocks': []}; sessions.append(cur); block, cont = None, False; continue
         if cur is None:
             if not l.strip(): continue
             cur = {'started': None, 'line': i, 'blocks': []}; sessions.append(cur)
@@ -48,7 +50,8 @@ def aider_blocks(text:str)->list[dict]:
             block['lines'].append(l[5:] if len(l) > 4 else ''); continue
         if l.startswith('> ') or l.rstrip() == '>':    # not '>>>>>>> REPLACE' in a reply
             if block is None or block['kind'] != 'cli': new_block('cli', i)
-            block['lines'].append(l[2:] if l.startswith('> ') else l[1:]); cont = not l.endswith('  ') and bool(l[1:].strip()); continue
+            block['lines'].append(l[2:] if l.startswith('> ')
+                                  else l[1:]); cont = not l.endswith('  ') and bool(l[1:].strip()); continue
         if not l.strip():
             if block is not None and block['kind'] == 'assistant': block['lines'].append('')
             continue
@@ -57,14 +60,17 @@ def aider_blocks(text:str)->list[dict]:
     for s in sessions:
         for b in s['blocks']:
             b['text'] = '\n'.join(x.rstrip() if b['kind'] != 'assistant' else x for x in b.pop('lines')).strip('\n')
-            if b['kind'] == 'user': b['text'] = '\n'.join(x[:-2] if x.endswith('  ') else x for x in b['text'].split('\n')).strip()
+            if b['kind'] == 'user':
+                b['text'] = '\n'.join(x[:-2] if x.endswith('  ') else x for x in b['text'].split('\n')).strip()
     return sessions
 
 # %% ../../nbs/26c_recorder_aider.ipynb #84e7b506
 _SR = re.compile(r'^<{5,9} SEARCH[ \t]*\n(.*?)^={5,9}[ \t]*\n(.*?)^>{5,9} REPLACE[ \t]*$', re.M | re.S)
-_FENCE_LINE = re.compile(r'^\s*(?:`{3,}|</?(?:source|code|pre|codeblock|sourcecode)>)')   # every fence Aider picks (it switches
+# every fence Aider picks (it switches
+_FENCE_LINE = re.compile(r'^\s*(?:`{3,}|</?(?:source|code|pre|codeblock|sourcecode)>)')
 # to <source> etc. when a file in the chat holds ``` itself)
-_TOKENS = re.compile(r'Tokens:\s*(.+?received)\.?(?:\s*Cost:\s*\$([\d.]+)\s*message(?:,\s*\$([\d.]+)\s*session)?)?', re.I)
+_TOKENS = re.compile(r'Tokens:\s*(.+?received)\.?(?:\s*Cost:\s*\$([\d.]+)\s*message(?:,\s*\$([\d.]+)\s*session)?)?',
+                     re.I)
 
 def _num(s:str)->int:
     s = s.strip().replace(',', '')
@@ -100,13 +106,15 @@ def _edit_spans(text:str, applied:list[str])->list[tuple[dict, int, int]]:
         if a > 0 and _FENCE_LINE.match(lines[a - 1]): a -= 1                       # the opening fence
         if a > 0 and path is not None and lines[a - 1].strip().strip('`*') == path: a -= 1   # the path line
         if b + 1 < len(lines) and _FENCE_LINE.match(lines[b + 1]): b += 1          # the closing fence
-        out.append(({'path': path, 'search': m.group(1).rstrip('\n'), 'replace': m.group(2).rstrip('\n')}, offs[a], offs[b + 1]))
+        out.append(({'path': path, 'search': m.group(1).rstrip('\n'), 'replace': m.group(2).rstrip('\n')}, offs[a],
+                    offs[b + 1]))
     for p in applied:                      # whole-file edits: "<path>" then a fenced block
         if any(e['path'] == p for e, _, _ in out): continue
         for i, l in enumerate(lines[:-1]):
             if l.strip().strip('`*') == p and _FENCE_LINE.match(lines[i + 1]):
                 end = next((j for j in range(i + 2, len(lines)) if _FENCE_LINE.match(lines[j])), len(lines))
-                out.append(({'path': p, 'content': '\n'.join(lines[i + 2:end])}, offs[i], offs[min(end, len(lines) - 1) + 1]))
+                out.append(({'path': p, 'content': '\n'.join(lines[i + 2:end])}, offs[i],
+                            offs[min(end, len(lines) - 1) + 1]))
                 break
     return sorted(out, key=lambda x: x[1])
 
@@ -242,7 +250,8 @@ def aider_llm_blocks(text:str)->list[dict]:
 def _whole_paths(text:str)->list[str]:
     "Lines that name a file and are followed by an opening fence (whole-file edits)"
     ls = text.split('\n')
-    return [ls[i].strip().strip('`*') for i in range(len(ls) - 1) if _FENCE_LINE.match(ls[i + 1]) and re.fullmatch(r'[\w./\-]+\.\w+', ls[i].strip().strip('`*'))]
+    return [ls[i].strip().strip('`*') for i in range(len(ls) - 1) if _FENCE_LINE.match(ls[i + 1])
+            and re.fullmatch(r'[\w./\-]+\.\w+', ls[i].strip().strip('`*'))]
 
 # %% ../../nbs/26c_recorder_aider.ipynb #5bf83bfe
 def _feedback(edits:list, fb:str):
@@ -255,9 +264,11 @@ def _feedback(edits:list, fb:str):
 
 # %% ../../nbs/26c_recorder_aider.ipynb #ca8fd7ea
 def _new_input(msgs:list, prev_reply:str|None)->tuple[list[str], bool]:
-    "User messages a call adds after the previous reply -> (texts, reset); on a reset, those after its last assistant message"
+    ("User messages a call adds after the previous reply -> (texts, reset); on a reset, those after its last assistant "
+     "message")
     # reset: the previous reply is not in the call (a /clear, a summarised history, an empty reply)
-    k = max((i for i, m in enumerate(msgs) if m['role'] == 'assistant' and m['content'].strip() == prev_reply), default=None) if prev_reply else None
+    k = max((i for i, m in enumerate(msgs) if m['role'] == 'assistant' and m['content'].strip() == prev_reply),
+            default=None) if prev_reply else None
     reset = k is None
     if reset: k = max((i for i, m in enumerate(msgs) if m['role'] == 'assistant'), default=-1)
     return [m['content'] for m in msgs[k + 1:] if m['role'] == 'user'], reset
@@ -271,18 +282,22 @@ def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
             msgs = b['messages']
             sysm = [m['content'] for m in msgs if m['role'] == 'system']
             if sysm and 'system_prompt' not in meta: meta['system_prompt'] = sysm[0]
-            if instruction is None: instruction = sent = next((m['content'] for m in reversed(msgs) if m['role'] == 'user'), '')
+            if instruction is None:
+                instruction = sent = next((m['content'] for m in reversed(msgs) if m['role'] == 'user'), '')
             else:
                 new, reset = _new_input(msgs, prev_reply)
                 fb = '\n\n'.join(new)
-                if new and not (reset and fb.strip() == (sent or '').strip()):   # the same input sent again is no new turn
-                    if last and not reset and all(s.action is not None and s.observation is None for s in last): _feedback(last, fb)
+                # the same input sent again is no new turn
+                if new and not (reset and fb.strip() == (sent or '').strip()):
+                    if last and not reset and all(s.action is not None and s.observation is None for s in last):
+                        _feedback(last, fb)
                     else: log.user(fb, b['t'], **({'context_reset': True} if reset else {}))
                     sent = fb
             report.mapped('to_llm'); continue
         reply = '\n'.join(m['content'] for m in b['messages'])
         if not reply.strip():                   # an empty response is no step: kept, with its place and time
-            unmapped.append(report.unmapped('llm_response', {'time': b['t'], 'text': reply}, path, b['line'], why='empty model response'))
+            unmapped.append(report.unmapped('llm_response', {'time': b['t'], 'text': reply}, path, b['line'],
+                                            why='empty model response'))
             last, prev_reply = [], None; continue
         edits, prose, tail = aider_segments(reply, _whole_paths(reply))
         rid = f"response-{b['line']}"
@@ -295,11 +310,14 @@ def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
         report.mapped('llm_response')
     steps = log.finish()
     for s in steps:
-        if s.action is not None and s.observation is None and 'feedback_on_step' not in s.metadata: s.metadata['unanswered'] = True
+        if s.action is not None and s.observation is None and 'feedback_on_step' not in s.metadata:
+            s.metadata['unanswered'] = True
     if unmapped: meta['unmapped'] = unmapped
-    t = Trajectory(task=Task(id=path.name, instruction=instruction or '', domain='coding'), agent=AgentInfo(name='aider'),
+    t = Trajectory(task=Task(id=path.name, instruction=instruction or '', domain='coding'),
+                   agent=AgentInfo(name='aider'),
                    steps=steps, source=Source(format='aider', path=str(path)), metadata=meta)
-    if blocks and blocks[-1]['kind'] == 'TO LLM': cut_off(t, report, path, blocks[-1]['line'], 'a TO LLM call with no LLM RESPONSE')
+    if blocks and blocks[-1]['kind'] == 'TO LLM':
+        cut_off(t, report, path, blocks[-1]['line'], 'a TO LLM call with no LLM RESPONSE')
     elif blocks and ends_mid_line(text): cut_off(t, report, path, blocks[-1]['line'], 'the last line has no newline')
     yield t
 
@@ -311,19 +329,24 @@ def _chat_cut(text:str, s:dict)->tuple[int, str]|None:
     b = s['blocks'][-1] if s['blocks'] else None
     if b is not None and b['kind'] == 'assistant':
         t = b['text']
-        if len(re.findall(r'^<{5,9} SEARCH', t, re.M)) > len(re.findall(r'^>{5,9} REPLACE', t, re.M)): return b['line'], 'a SEARCH block with no REPLACE'
-        if sum(1 for l in t.split('\n') if l.lstrip().startswith('```')) % 2: return b['line'], 'a fence that is never closed'
+        if len(re.findall(r'^<{5,9} SEARCH', t, re.M)) > len(re.findall(r'^>{5,9} REPLACE', t, re.M)):
+            return b['line'], 'a SEARCH block with no REPLACE'
+        if sum(1 for l in t.split('\n') if l.lstrip().startswith('```')) % 2:
+            return b['line'], 'a fence that is never closed'
     if ends_mid_line(text): return (b['line'] if b else s['line']), 'the last line has no newline'
     return None
 
 # %% ../../nbs/26c_recorder_aider.ipynb #ec615fca
 class AiderAdapter(LogAdapter):
     "Aider's files: `.aider.chat.history.md`, the `--llm-history-file`, and `.aider.input.history`"
-    name, description = 'aider', 'Aider chat history (.aider.chat.history.md), --llm-history-file log, .aider.input.history'
+    name, description = 'aider', ('Aider chat history (.aider.chat.history.md), --llm-history-file log, '
+                                  '.aider.input.history')
     def detect(self, path, head):
-        if _AIDER_START.search(head.split('\n', 3)[1] if head.count('\n') > 1 else head) or re.search(r'^# aider chat started at ', head, re.M):
+        if _AIDER_START.search(head.split('\n', 3)[1] if head.count('\n') > 1
+                               else head) or re.search(r'^# aider chat started at ', head, re.M):
             return "Markdown with '# aider chat started at' session headers"
-        if _LLM_HEAD.match(head.lstrip('\ufeff').split('\n', 1)[0]): return "Aider --llm-history-file ('TO LLM <time>' / 'LLM RESPONSE <time>' blocks)"
+        if _LLM_HEAD.match(head.lstrip('\ufeff').split('\n', 1)[0]):
+            return "Aider --llm-history-file ('TO LLM <time>' / 'LLM RESPONSE <time>' blocks)"
         if _INPUT_HIST.match(head): return "Aider input history ('# <time>' then '+<input>' lines)"
         return None
     def convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
@@ -333,7 +356,8 @@ class AiderAdapter(LogAdapter):
         if _LLM_HEAD.match(text.lstrip('\ufeff').split('\n', 1)[0]):
             yield from _aider_llm_history(self, path, report, text); return
         if _INPUT_HIST.match(text) and not _AIDER_START.search(text):
-            report.unmapped('input_history', text, path, 1, why="the user's inputs only; the chat history holds them with their context", orphan=True)
+            report.unmapped('input_history', text, path, 1,
+                            why="the user's inputs only; the chat history holds them with their context", orphan=True)
             return
         sessions = aider_blocks(text)
         for n, s in enumerate(sessions, 1):

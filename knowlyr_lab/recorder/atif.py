@@ -25,20 +25,28 @@ __all__ = ['atif_usage', 'atif_token_fields', 'atif_steps', 'atif_trajectories',
 def atif_usage(m:dict|None, # an ATIF step's `metrics` object
               )->TokenUsage|None: # None when it states no counts and no cost
     "Canonical `TokenUsage` of an ATIF step's `metrics`"
-    if not isinstance(m, dict) or all(m.get(k) is None for k in ('prompt_tokens', 'completion_tokens', 'cached_tokens', 'cost_usd')): return None
+    if not isinstance(m, dict) or all(m.get(k) is None
+                                      for k in ('prompt_tokens', 'completion_tokens', 'cached_tokens', 'cost_usd')):
+        return None
     x = m.get('extra') if isinstance(m.get('extra'), dict) else {}
     cost = m.get('cost_usd')
-    return TokenUsage(input=as_count(m.get('prompt_tokens')), output=as_count(m.get('completion_tokens')), cached=as_count(m.get('cached_tokens')),
+    return TokenUsage(input=as_count(m.get('prompt_tokens')), output=as_count(m.get('completion_tokens')),
+                      cached=as_count(m.get('cached_tokens')),
                       reasoning=as_count(x.get('reasoning_tokens')), cost=None if cost is None else float(cost))
 
 # %% ../../nbs/27b_recorder_atif.ipynb #ee3a1ae6
 def atif_token_fields(m:dict|None)->dict:
-    "The token-level fields of an ATIF `metrics` object: `token_ids`, `logprobs` (Step fields) and `prompt_token_ids` (metadata)"
+    ("The token-level fields of an ATIF `metrics` object: `token_ids`, `logprobs` (Step fields) and `prompt_token_ids` "
+     "(metadata)")
     m = m if isinstance(m, dict) else {}
-    out = {'token_ids': m.get('completion_token_ids'), 'logprobs': m.get('logprobs'), 'prompt_token_ids': m.get('prompt_token_ids')}
+    out = {'token_ids': m.get('completion_token_ids'), 'logprobs': m.get('logprobs'),
+           'prompt_token_ids': m.get('prompt_token_ids')}
     for k, v in out.items():
-        if v is not None and not (isinstance(v, list) and all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in v)):
-            raise ValueError(f"metrics.{ {'token_ids': 'completion_token_ids'}.get(k, k)}: expected a list of numbers, got {type(v).__name__}")
+        if v is not None and not (isinstance(v, list)
+                                  and all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in v)):
+            raise ValueError(
+                f"metrics.{ {'token_ids': 'completion_token_ids'}.get(k, k)}: expected a list of numbers, got "
+                f"{type(v).__name__}")
     return {k: v for k, v in out.items() if v is not None}
 
 # %% ../../nbs/27b_recorder_atif.ipynb #8d5bfa82
@@ -144,7 +152,8 @@ def atif_steps(doc:dict,            # one ATIF trajectory document
         with guard(report, path, line, st, f'step:{src}'):
             if not isinstance(st, dict): raise TypeError(f"steps[{i}] is a {type(st).__name__}, not an object")
             if src not in ('system', 'user', 'agent'):
-                report.bad_record(path, line, f"steps[{i}].source: expected system, user or agent, got {src!r}", st, 'step'); continue
+                report.bad_record(path, line, f"steps[{i}].source: expected system, user or agent, got {src!r}", st,
+                                  'step'); continue
             text, own, calls = content_text(st.get('message')), None, []
             if src == 'system': system.append(text)
             elif src == 'user':
@@ -153,7 +162,8 @@ def atif_steps(doc:dict,            # one ATIF trajectory document
             else: own, calls = _atif_agent(log, st, i, where)
             _atif_results(log, st, i, own, calls, path, line, report, unmapped)
             report.mapped(f'step:{src}')
-    return log.finish(), {'instruction': instruction, 'system_prompt': '\n\n'.join(system) or None, 'unmapped': unmapped}
+    return log.finish(), {'instruction': instruction, 'system_prompt': '\n\n'.join(system) or None,
+                          'unmapped': unmapped}
 
 # %% ../../nbs/27b_recorder_atif.ipynb #ab47814d
 def atif_trajectories(doc:dict, path=None, line:int|None=None, report:ConversionReport|None=None,
@@ -161,25 +171,35 @@ def atif_trajectories(doc:dict, path=None, line:int|None=None, report:Conversion
     "The trajectory of one ATIF document and of each sub-agent trajectory embedded in it"
     report = report or ConversionReport()
     v = doc.get('schema_version')
-    if not (isinstance(v, str) and re.fullmatch(r'ATIF-v1\.\d+', v)): raise ValueError(f"schema_version: expected ATIF-v1.x, got {v!r}")
+    if not (isinstance(v, str) and re.fullmatch(r'ATIF-v1\.\d+', v)):
+        raise ValueError(f"schema_version: expected ATIF-v1.x, got {v!r}")
     steps, info = atif_steps(doc, path, line, report)
     agent, fm = doc.get('agent') if isinstance(doc.get('agent'), dict) else {}, doc.get('final_metrics') or {}
     tid = str(doc.get('trajectory_id') or doc.get('session_id') or (Path(path).stem if path else 'atif'))
-    meta = {'schema_version': v, **{k: doc[k] for k in ('session_id', 'trajectory_id', 'notes', 'continued_trajectory_ref') if doc.get(k)},
+    meta = {'schema_version': v,
+            **{k: doc[k] for k in ('session_id', 'trajectory_id', 'notes', 'continued_trajectory_ref') if doc.get(k)},
             **{f'agent_{k}': agent[k] for k in ('version', 'extra') if agent.get(k)}, **(parent or {})}
     if agent.get('tool_definitions'): meta['tools'] = agent['tool_definitions']
     if info['system_prompt']: meta['system_prompt'] = info['system_prompt']
     if doc.get('extra'): meta['atif_extra'] = doc['extra']
     if fm: meta['final_metrics'] = fm
-    record_totals(meta, usage_total(fm.get('total_prompt_tokens'), fm.get('total_completion_tokens'), fm.get('total_cached_tokens'),
+    record_totals(meta,
+                  usage_total(fm.get('total_prompt_tokens'), fm.get('total_completion_tokens'),
+                              fm.get('total_cached_tokens'),
                                     cost=fm.get('total_cost_usd')), steps)
     if info['unmapped']: meta['unmapped'] = info['unmapped']
-    model = agent.get('model_name') or next((s.metadata['model_name'] for s in steps if 'model_name' in s.metadata), None)
-    out = [Trajectory(id=tid, task=Task(id=tid, instruction=info['instruction'] or ''), agent=AgentInfo(name=str(agent.get('name') or 'unknown'), model=model),
-                      steps=steps, source=Source(format=fmt, path=None if path is None else str(path), line=line), metadata=meta)]
-    calls = {ref.get('trajectory_id'): s.action.call_id for s in steps if s.action for ref in s.metadata.get('subagent_trajectory_ref') or []}
+    model = agent.get('model_name') or next((s.metadata['model_name'] for s in steps if 'model_name' in s.metadata),
+                                            None)
+    out = [Trajectory(id=tid, task=Task(id=tid, instruction=info['instruction'] or ''),
+                      agent=AgentInfo(name=str(agent.get('name') or 'unknown'), model=model),
+                      steps=steps, source=Source(format=fmt, path=None if path is None else str(path), line=line),
+                      metadata=meta)]
+    calls = {ref.get('trajectory_id'): s.action.call_id for s in steps if s.action
+             for ref in s.metadata.get('subagent_trajectory_ref') or []}
     for sub in doc.get('subagent_trajectories') or []:
-        link = {'parent_trajectory_id': tid, **({'parent_tool_call_id': calls[sub.get('trajectory_id')]} if sub.get('trajectory_id') in calls else {})}
+        link = {'parent_trajectory_id': tid,
+                **({'parent_tool_call_id': calls[sub.get('trajectory_id')]} if sub.get('trajectory_id') in calls
+                   else {})}
         out += atif_trajectories(sub, path, line, report, fmt, link)
     return out
 

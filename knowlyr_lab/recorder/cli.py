@@ -34,13 +34,17 @@ __all__ = ['OUTPUT_SUFFIXES', 'summary_table', 'check_output', 'cmd_convert', 'c
 def summary_table(report:ConversionReport)->Table:
     "Rich table of a conversion report: records per type, redactions, trajectories"
     t = Table(title=f"{report.n_trajectories} trajectories from {len(report.files)} file(s)")
-    for c in ('record type', 'mapped', 'unmapped', 'quarantined'): t.add_column(c, justify='left' if c == 'record type' else 'right')
+    for c in ('record type', 'mapped', 'unmapped', 'quarantined'):
+        t.add_column(c, justify='left' if c == 'record type' else 'right')
     rows = report.summary_rows()
     for r in rows:
-        t.add_row(r['record_type'], str(r['mapped']), str(r['unmapped']) if not r['unmapped'] else f"[yellow]{r['unmapped']}",
+        t.add_row(r['record_type'], str(r['mapped']), str(r['unmapped']) if not r['unmapped']
+                  else f"[yellow]{r['unmapped']}",
                   str(r['quarantined']) if not r['quarantined'] else f"[red]{r['quarantined']}")
-    tot = {c: sum(r[c] for r in rows) for c in ('mapped', 'unmapped', 'quarantined')}   # the total of the rows shown (failed reads included)
-    t.add_row('[bold]total', f"[bold]{tot['mapped']}", f"[bold]{tot['unmapped']}", f"[bold]{tot['quarantined']}", end_section=True)
+    # the total of the rows shown (failed reads included)
+    tot = {c: sum(r[c] for r in rows) for c in ('mapped', 'unmapped', 'quarantined')}
+    t.add_row('[bold]total', f"[bold]{tot['mapped']}", f"[bold]{tot['unmapped']}", f"[bold]{tot['quarantined']}",
+              end_section=True)
     for k, n in sorted(report.redactions.items()): t.add_row(f'redacted: {k}', str(n), '', '')
     for s in report.skipped: t.add_row(f"[yellow]skipped: {s['path']} ({s['why']})", '', '', '')
     if report.n_warnings: t.add_row(f"[yellow]warnings: {report.n_warnings}", '', '', '')
@@ -70,7 +74,8 @@ def check_output(path:str|Path)->Path:
     "The output path, if it names a format the recorder writes (else a `ValueError` listing them)"
     p = Path(path)
     if not p.name.endswith(OUTPUT_SUFFIXES):
-        raise ValueError(f"-o {path}: the output must end in {', '.join(OUTPUT_SUFFIXES)} (the format is taken from the name)")
+        raise ValueError(
+            f"-o {path}: the output must end in {', '.join(OUTPUT_SUFFIXES)} (the format is taken from the name)")
     return p
 
 # %% ../../nbs/29_recorder_cli.ipynb #6516dca8
@@ -81,10 +86,12 @@ def cmd_convert(args, console)->int:
     total = sum(f.stat().st_size for f in files)
     report = ConversionReport(strict=args.strict, quarantine=args.quarantine,
                               side_file=args.unmapped or out.with_name(out.name.split('.')[0] + '.unmapped.jsonl'))
-    bar = tqdm(total=total, unit='B', unit_scale=True, desc='converting', disable=None if args.progress is None else not args.progress, file=sys.stderr)
+    bar = tqdm(total=total, unit='B', unit_scale=True, desc='converting', disable=None if args.progress is None
+               else not args.progress, file=sys.stderr)
     part = out.with_name(f".partial-{out.name}")   # written here, renamed to `out` only when something usable was read
     def stream():   # the output (and its partial file) may lie in a folder being converted: never read back
-        for t in convert(args.logs, format=args.format, redact=_redactor(args), report=report, sidecar=args.sidecar, exclude=[out, part]):
+        for t in convert(args.logs, format=args.format, redact=_redactor(args), report=report, sidecar=args.sidecar,
+                         exclude=[out, part]):
             bar.update(report.bytes_read - bar.n)
             yield t
     try: n = write_trajectories(stream(), part)
@@ -96,13 +103,18 @@ def cmd_convert(args, console)->int:
     bar.update(total - bar.n); bar.close(); report.close()
     console.print(summary_table(report))
     for e in report.errors[:10]: console.print(f"[red]error:[/red] {e}", highlight=False)
-    if report.n_errors > 10: console.print(f"... and {report.n_errors - 10} more" + (f" (all in {args.quarantine})" if args.quarantine else ''))
+    if report.n_errors > 10:
+        console.print(f"... and {report.n_errors - 10} more" + (f" (all in {args.quarantine})" if args.quarantine
+            else ''))
     for w in report.warning_lines()[:10]: console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     if report.n_warnings > 10: console.print(f"... and {report.n_warnings - 10} more warnings")
-    try: require_usable(n, report.n_errors, 'records', args.quarantine)   # nothing usable at all: bad input, status 2, no output file
+    try:
+        # nothing usable at all: bad input, status 2, no output file
+        require_usable(n, report.n_errors, 'records', args.quarantine)
     except BaseException: part.unlink(missing_ok=True); raise
     os.replace(part, out)
-    console.print(f"wrote {n} trajectories to {out}" + (f"; quarantined records in {args.quarantine}" if args.quarantine and report.n_errors else ''))
+    console.print(f"wrote {n} trajectories to {out}" + (f"; quarantined records in {args.quarantine}" if args.quarantine
+                                                        and report.n_errors else ''))
     return 1 if report.n_errors else 0
 
 # %% ../../nbs/29_recorder_cli.ipynb #6f18293b
@@ -111,7 +123,8 @@ def cmd_validate(args, console)->int:
     if args.json: console.print_json(json.dumps([f.__dict__ for f in fs]))
     else:
         for f in fs: console.print(str(f), highlight=False)
-        console.print(f"{sum(f.level == 'error' for f in fs)} error(s), {sum(f.level == 'warning' for f in fs)} warning(s)")
+        console.print(
+            f"{sum(f.level == 'error' for f in fs)} error(s), {sum(f.level == 'warning' for f in fs)} warning(s)")
     return 1 if any(f.level == 'error' for f in fs) else 0
 
 # %% ../../nbs/29_recorder_cli.ipynb #047f2639
@@ -159,11 +172,17 @@ def build_parser()->argparse.ArgumentParser:
     c.add_argument('-o', '--out', required=True, help='output .jsonl, .jsonl.gz or .parquet')
     c.add_argument('--strict', action='store_true', help='stop at the first malformed record')
     c.add_argument('--quarantine', help='JSONL file receiving malformed records with reasons')
-    c.add_argument('--unmapped', help='JSONL file for unmapped records outside any trajectory (default: <out>.unmapped.jsonl, only if any)')
+    c.add_argument('--unmapped',
+                   help='JSONL file for unmapped records outside any trajectory (default: <out>.unmapped.jsonl, only '
+                        'if any)')
     c.add_argument('--no-redact', action='store_true', help='do not redact secrets (not recommended)')
-    c.add_argument('--redact-config', help="YAML with extra 'patterns' (name, regex, needles, group) and 'disable' (kinds, e.g. json_web_token)")
-    c.add_argument('--sidecar', nargs='+', help='outcome files (SWE-bench results/report.json, ...) joined by instance id')
-    c.add_argument('--progress', action=argparse.BooleanOptionalAction, default=None, help='progress bar (default: on a terminal)')
+    c.add_argument('--redact-config',
+                   help="YAML with extra 'patterns' (name, regex, needles, group) and 'disable' (kinds, e.g. "
+                        "json_web_token)")
+    c.add_argument('--sidecar', nargs='+',
+                   help='outcome files (SWE-bench results/report.json, ...) joined by instance id')
+    c.add_argument('--progress', action=argparse.BooleanOptionalAction, default=None,
+                   help='progress bar (default: on a terminal)')
     v = sub.add_parser('validate', help='check logs without writing anything')
     v.add_argument('logs', nargs='+', help='log files or directories')
     v.add_argument('-f', '--format', help='log format (default: detect per file); see `formats`')
@@ -181,11 +200,13 @@ def build_parser()->argparse.ArgumentParser:
 
 # %% ../../nbs/29_recorder_cli.ipynb #53bcfaeb
 def main(argv=None, console:Console|None=None)->int:
-    "The `knowlyr-recorder` command: reports go to `console`; an error is one line on stderr, as for every knowlyr command (`run_cli`)"
+    ("The `knowlyr-recorder` command: reports go to `console`; an error is one line on stderr, as for every knowlyr "
+     "command (`run_cli`)")
     console = console or Console()
     def handler(a):
         if a.cmd == 'schema': console.print_json(json.dumps(trajectory_schema())); return 0
-        return {'convert': cmd_convert, 'validate': cmd_validate, 'detect': cmd_detect, 'diff': cmd_diff, 'formats': cmd_formats}[a.cmd](a, console)
+        return {'convert': cmd_convert, 'validate': cmd_validate, 'detect': cmd_detect, 'diff': cmd_diff,
+                'formats': cmd_formats}[a.cmd](a, console)
     return run_cli(build_parser(), handler, argv)
 
 # %% ../../nbs/29_recorder_cli.ipynb #4501010b

@@ -55,7 +55,8 @@ def ng_turns(rec:dict, invocation_id:str)->list[tuple[dict, list[dict]]]:
     for c in rec.get('model_calls') or []:
         for k in (c.get('model_call_id'), (c.get('response_metadata') or {}).get('response_id')):
             if k: by_id[k] = c
-    turns = sorted((t for t in rec.get('turns') or [] if t.get('invocation_id') == invocation_id), key=lambda t: as_count(t.get('turn_no')))
+    turns = sorted((t for t in rec.get('turns') or [] if t.get('invocation_id') == invocation_id),
+                   key=lambda t: as_count(t.get('turn_no')))
     return [(t, [c for c in (by_id.get(r.get('model_call_id')) or by_id.get(r.get('response_id')) for r in t.get('model_calls') or []) if c])
             for t in turns]
 
@@ -63,15 +64,18 @@ def ng_turns(rec:dict, invocation_id:str)->list[tuple[dict, list[dict]]]:
 def _ng_response(log:StepLog, run:list, usage, rid:str):
     "Append the steps of one model response (a run of output items)"
     thought = [x for it in run if it.get('type') != 'function_call' for x in
-               ([s.get('text', '') for s in it.get('summary') or [] if isinstance(s, dict)] if it.get('type') == 'reasoning' else [])
-               + ([content_text(it.get('content'))] if it.get('type') != 'reasoning' or not it.get('summary') else []) if x and x.strip()]
+               ([s.get('text', '') for s in it.get('summary') or [] if isinstance(s, dict)]
+                if it.get('type') == 'reasoning' else [])
+               + ([content_text(it.get('content'))] if it.get('type') != 'reasoning' or not it.get('summary') else [])
+               if x and x.strip()]
     thought = '\n\n'.join(thought) or None
     toks = next((it for it in run if it.get('generation_token_ids') is not None), None)
     meta = {'prompt_token_ids': toks['prompt_token_ids']} if toks and toks.get('prompt_token_ids') is not None else {}
     first = None
     for it in run:
         if it.get('type') != 'function_call': continue
-        s = log.call(it.get('name') or 'unknown', parse_arguments(it.get('arguments'))[0], it.get('call_id'), thought, usage=usage, response_id=rid, **({} if first else meta))
+        s = log.call(it.get('name') or 'unknown', parse_arguments(it.get('arguments'))[0], it.get('call_id'), thought,
+                     usage=usage, response_id=rid, **({} if first else meta))
         first = first or s
     if first is None: first = log.message(thought or '', usage=usage, response_id=rid, **meta)
     if toks: first.token_ids, first.logprobs = toks['generation_token_ids'], toks.get('generation_log_probs')
@@ -83,7 +87,8 @@ def _ng_tool(s, tc:dict):
     if s.observation is None and tc.get('output') is not None:
         set_observation(s, tc['output']); s.metadata['observation_from'] = 'tool_calls'
     if tc.get('status') in _NG_ERR and s.observation is not None: s.observation.is_error = True
-    s.metadata.update({k: tc[k] for k in ('status', 'error_type', 'duration_ms', 'sandbox_id') if tc.get(k) is not None})
+    s.metadata.update({k: tc[k] for k in ('status', 'error_type', 'duration_ms', 'sandbox_id')
+                       if tc.get(k) is not None})
 
 # %% ../../nbs/27c_recorder_ng_trajectory.ipynb #6e94ea40
 def ng_steps(rec:dict, inv:dict, path=None, line:int|None=None,
@@ -193,7 +198,8 @@ class NgTrajectoryAdapter(LogAdapter):
     description = "NeMo Gym rollouts JSONL with ng_trajectory 1.0 records (or one record/row as JSON)"
     def detect(self, path, head):
         if _NG_ROW.search(head): return "rows with an ng_trajectory record (NeMo Gym rollouts)"
-        if _NG_REC.search(head) and '"rollout_id"' in head and re.search(r'"(invocations|turns)"\s*:', head): return "an ng_trajectory 1.0 record (NeMo Gym)"
+        if _NG_REC.search(head) and '"rollout_id"' in head and re.search(r'"(invocations|turns)"\s*:', head):
+            return "an ng_trajectory 1.0 record (NeMo Gym)"
         return None
     def convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
         path = Path(path)
@@ -203,7 +209,9 @@ class NgTrajectoryAdapter(LogAdapter):
             rows = [] if doc is None else [(None, d) for d in (doc if isinstance(doc, list) else [doc])]
         for line, row in rows:
             if isinstance(row, dict) and 'ng_trajectory' not in row and 'rollout_id' not in row:
-                report.unmapped('rollout', row, path, line, why='no ng_trajectory record (capture off, or its projection failed)', orphan=True); continue
+                report.unmapped('rollout', row, path, line,
+                                why='no ng_trajectory record (capture off, or its projection failed)',
+                                orphan=True); continue
             with guard(report, path, line, row, 'rollout'):
                 if not isinstance(row, dict): raise TypeError(f"expected a rollout object, got {type(row).__name__}")
                 trajs = ng_trajectories(row, path, line, report, self.name)

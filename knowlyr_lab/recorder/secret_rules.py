@@ -46,46 +46,66 @@ def detect_secrets_rules()->list[SecretPattern]:
 _Q = r'(?:\\?["\'])?'                     # an optional quote before a value, escaped when the command sits inside JSON
 _V = r'(?![$%<{])([^\s"\'`;&|\\]{4,})'     # a command-line value (not a $VAR, %VAR%, <placeholder>)
 _ARGS = r'[^\n;&|]*?'                      # the rest of one command line
-_PRIVATE_KEY = (r'-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)'
+_PRIVATE_KEY = (
+    r'-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)'
                 r'|PuTTY-User-Key-File-\d+:.*?(?:Private-MAC: *[0-9a-fA-F]+|\Z)')
 PROJECT_RULES = [
     SecretPattern('private_key', _PRIVATE_KEY, ('private key', 'putty-user-key'), group=0, flags=re.S),
     SecretPattern('anthropic_key', r'(?<![A-Za-z0-9_\-])sk-ant-[A-Za-z0-9_\-]{20,}', ('sk-ant-',), group=0),
-    SecretPattern('openai_key', r'(?<![A-Za-z0-9_\-])sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}(?![A-Za-z0-9_\-])', ('sk-',), group=0),
-    SecretPattern('huggingface_token', r'(?<![A-Za-z0-9_\-])(?:hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,})(?![A-Za-z0-9_\-])', ('hf_', 'api_org_'), group=0),
+    SecretPattern('openai_key',
+                  r'(?<![A-Za-z0-9_\-])sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}(?![A-Za-z0-9_\-])',
+                  ('sk-',), group=0),
+    SecretPattern('huggingface_token',
+                  r'(?<![A-Za-z0-9_\-])(?:hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,})(?![A-Za-z0-9_\-])',
+                  ('hf_', 'api_org_'), group=0),
     SecretPattern('google_api_key', r'(?<![A-Za-z0-9_\-])AIza[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])', ('aiza',), group=0),
     SecretPattern('bearer_token', r'\bbearer\s+([A-Za-z0-9._~+/\-]{16,}=*)', ('bearer',), group=1, ignore_case=True),
-    SecretPattern('github_fine_grained_token', r'(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}', ('github_pat_',), group=0),
+    SecretPattern('github_fine_grained_token', r'(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}', ('github_pat_',),
+                  group=0),
     SecretPattern('pypi_token', r'(?<![A-Za-z0-9_\-])pypi-[A-Za-z0-9_\-]{32,}', ('pypi-',), group=0),
     SecretPattern('npm_token', r'(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])', ('npm_',), group=0),
     SecretPattern('digitalocean_token', r'(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}', ('_v1_',), group=0),
-    SecretPattern('url_password', r'\b[A-Za-z][A-Za-z0-9+.\-]*://:([^\s/@"\'`]{3,})@[A-Za-z0-9\[]', (':/' '/:',), group=1, check=not_placeholder),
+    SecretPattern('url_password', r'\b[A-Za-z][A-Za-z0-9+.\-]*://:([^\s/@"\'`]{3,})@[A-Za-z0-9\[]', (':/' '/:',),
+                  group=1, check=not_placeholder),
     SecretPattern('azure_sas_signature', r'[?&;]sig=([A-Za-z0-9%+/=_\-]{16,})', ('sig=',), group=1, ignore_case=True),
-    SecretPattern('basic_auth_header', r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*basic\s+([A-Za-z0-9+/]{6,}={0,2})', ('basic',), group=1, ignore_case=True),
-    SecretPattern('cli_secret_flag', rf'(?<![\w-])--(?!no-)(?:[a-z]+-)?(?:password|passwd|pass|pwd|passphrase|token|api-?key|secret|client-secret|auth-token|access-token)'
-                  rf'(?:=|\s+)(?!-){_Q}{_V}', ('pass', 'pwd', 'token', 'api', 'secret'), group=1, ignore_case=True, check=not_placeholder),
-    SecretPattern('curl_user_password', rf'\bcurl\b{_ARGS}\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@]{{3,}})', ('curl',),
+    SecretPattern('basic_auth_header', r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*basic\s+([A-Za-z0-9+/]{6,}={0,2})',
+                  ('basic',), group=1, ignore_case=True),
+    SecretPattern('cli_secret_flag',
+                  rf'(?<![\w-])--(?!no-)(?:[a-z]+-)?(?:password|passwd|pass|pwd|passphrase|token|api-?key|secret|client-secret|auth-token|access-token)'
+                  rf'(?:=|\s+)(?!-){_Q}{_V}', ('pass', 'pwd', 'token', 'api', 'secret'), group=1, ignore_case=True,
+                  check=not_placeholder),
+    SecretPattern('curl_user_password',
+                  rf'\bcurl\b{_ARGS}\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@]{{3,}})',
+                  ('curl',),
                   group=1, check=not_placeholder),
-    SecretPattern('docker_login_password', rf'\b(?:docker|podman|nerdctl|buildah|skopeo|helm)\s+(?:registry\s+)?login\b{_ARGS}\s-p(?:\s+|=)(?!-){_Q}{_V}',
+    SecretPattern('docker_login_password',
+                  rf'\b(?:docker|podman|nerdctl|buildah|skopeo|helm)\s+(?:registry\s+)?login\b{_ARGS}\s-p(?:\s+|=)(?!-){_Q}{_V}',
                   ('login',), group=1, check=not_placeholder),
-    SecretPattern('mysql_password', rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b{_ARGS}\s-p(?![\s-]){_Q}(?![$%<{{])([^\s"\'`;&|\\]+)', ('mysql', 'mariadb'),
+    SecretPattern('mysql_password',
+                  rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b{_ARGS}\s-p(?![\s-]){_Q}(?![$%<{{])([^\s"\'`;&|\\]+)',
+                  ('mysql', 'mariadb'),
                   group=1, check=not_placeholder),
-    SecretPattern('aws_cli_secret', rf'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+{_Q}{_V}', ('aws',), group=1, ignore_case=True, check=not_placeholder),
+    SecretPattern('aws_cli_secret', rf'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+{_Q}{_V}', ('aws',), group=1,
+                  ignore_case=True, check=not_placeholder),
     SECRET_ASSIGNMENT,
 ]
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #d66ff058
-CONTEXT_KINDS = ('cli_secret_flag', 'curl_user_password', 'docker_login_password', 'mysql_password', 'aws_cli_secret', 'cli_tool_password',
-                 'netrc_password', 'pgpass_password', 'authorization_token', 'auth_blob', 'secret_assignment', 'base64_secret')
+CONTEXT_KINDS = ('cli_secret_flag', 'curl_user_password', 'docker_login_password', 'mysql_password', 'aws_cli_secret',
+                 'cli_tool_password',
+                 'netrc_password', 'pgpass_password', 'authorization_token', 'auth_blob', 'secret_assignment',
+                 'base64_secret')
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #b1cc4296
-_TOOL_PASSWORDS = [                                                                   # each alternative's one group is the password
+# each alternative's one group is the password
+_TOOL_PASSWORDS = [
     rf'\bsshpass\s+-p\s*{_Q}{_V}',                                                    # sshpass -p pw ssh host
     rf'\bredis-cli\b{_ARGS}\s(?:-a|--pass)\s+(?!-){_Q}{_V}',                          # redis-cli -a pw
     rf'\bldap\w+\b{_ARGS}\s-w\s+(?!-){_Q}{_V}',                                       # ldapsearch -w pw
     rf'\bsqlcmd\b{_ARGS}\s-P\s+(?!-){_Q}{_V}',                                        # sqlcmd -P pw
     rf'\b(?:az|oc|cf)\s+login\b{_ARGS}\s-p(?:\s+|=)(?!-){_Q}{_V}',                    # az login -p pw
-    rf'\bhtpasswd(?=(?:\s+-[A-Za-z]+)*\s+-[A-Za-z]*b)(?:\s+-[A-Za-z]+)+\s+\S+\s+\S+\s+{_Q}{_V}',   # htpasswd -b file user pw
+    # htpasswd -b file user pw
+    rf'\bhtpasswd(?=(?:\s+-[A-Za-z]+)*\s+-[A-Za-z]*b)(?:\s+-[A-Za-z]+)+\s+\S+\s+\S+\s+{_Q}{_V}',
     rf'\bsmbclient\b{_ARGS}\s(?:-U|--user)(?:\s+|=){_Q}[^\s%"\'\\]+%{_V}',            # smbclient -U user%pw
     rf'(?<![\w-])-(?:src|dest)?(?:store|key)pass\s+(?!-){_Q}{_V}',                     # keytool -storepass pw
     rf'(?<![\w-])-pass(?:in|out)?\s+{_Q}pass:{_V}',                                   # openssl ... -passout pass:pw
@@ -96,7 +116,8 @@ def b64_text(s:str)->str|None:
     "The text `s` is the base64 (standard or URL-safe, padded or not) of, if it is printable text; else None"
     s = s.rstrip('=')
     if len(s) % 4 == 1 or ('-' in s or '_' in s) and ('+' in s or '/' in s): return None
-    try: raw = base64.b64decode(s + '=' * (-len(s) % 4), altchars=b'-_' if '-' in s or '_' in s else None, validate=True)
+    try:
+        raw = base64.b64decode(s + '=' * (-len(s) % 4), altchars=b'-_' if '-' in s or '_' in s else None, validate=True)
     except (binascii.Error, ValueError): return None
     try: text = raw.decode('utf-8')
     except UnicodeDecodeError: return None
@@ -110,17 +131,23 @@ def _decodes_to_pair(m)->bool:
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #1fbad67b
 PROJECT_RULES += [
-    SecretPattern('cli_tool_password', '|'.join(_TOOL_PASSWORDS), ('sshpass', 'redis-cli', 'ldap', 'sqlcmd', 'login', 'htpasswd', 'smbclient', 'pass'),
+    SecretPattern('cli_tool_password', '|'.join(_TOOL_PASSWORDS),
+                  ('sshpass', 'redis-cli', 'ldap', 'sqlcmd', 'login', 'htpasswd', 'smbclient', 'pass'),
                   check=not_placeholder),
-    SecretPattern('netrc_password', r'\b(?:machine\s+\S+|default(?=\s+login))(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+([^\s"\'`\\]+)',
+    SecretPattern('netrc_password',
+                  r'\b(?:machine\s+\S+|default(?=\s+login))(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+([^\s"\'`\\]+)',
                   ('machine', 'default'), group=1, check=not_placeholder),
-    SecretPattern('pgpass_password', r'(?<![\w.:/@\-])(?=[^:\s]*[A-Za-z*])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:([^\s:"\'`\\]{6,})(?![\w:])',
+    SecretPattern('pgpass_password',
+                  r'(?<![\w.:/@\-])(?=[^:\s]*[A-Za-z*])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:([^\s:"\'`\\]{6,})(?![\w:])',
                   (':',), group=1, check=not_placeholder),
-    SecretPattern('authorization_token', r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*(?:token|api-?key|sso-key|key)\s+([A-Za-z0-9._~+/:\-]{12,}=*)',
+    SecretPattern('authorization_token',
+                  r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*(?:token|api-?key|sso-key|key)\s+([A-Za-z0-9._~+/:\-]{12,}=*)',
                   ('authorization',), group=1, ignore_case=True, check=not_placeholder),
-    SecretPattern('auth_blob', r'(?:\\?["\']auth\\?["\']\s*:\s*\\?["\']|(?<!\w)_auth\s*=\s*)([A-Za-z0-9+/]{8,}={0,2})', ('auth',), group=1,
+    SecretPattern('auth_blob', r'(?:\\?["\']auth\\?["\']\s*:\s*\\?["\']|(?<!\w)_auth\s*=\s*)([A-Za-z0-9+/]{8,}={0,2})',
+                  ('auth',), group=1,
                   check=_decodes_to_pair),
-    SecretPattern('discord_webhook', r'discord(?:app)?\.com/api/webhooks/\d+/([A-Za-z0-9_\-]{60,})', ('discord',), group=1),
+    SecretPattern('discord_webhook', r'discord(?:app)?\.com/api/webhooks/\d+/([A-Za-z0-9_\-]{60,})', ('discord',),
+                  group=1),
 ]
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #9e79f237
@@ -131,7 +158,8 @@ TOKEN_SHAPES = {   # kind: (literals one of which every match holds, the token's
     'github_token': (('gh',), r'gh[pousr]_[A-Za-z0-9]{36,}'),
     'google_oauth_secret': (('gocspx-',), r'GOCSPX-[A-Za-z0-9_\-]{20,}'),
     'google_oauth_token': (('ya29.', '1//0'), r'ya29\.[A-Za-z0-9_\-]{20,}|1//0[A-Za-z0-9_\-]{30,}'),
-    'vault_token': (('hvs.', 'hvb.', 'hvr.', 's.'),   # hvs./hvb./hvr.; a legacy s. token: 24 letters and digits of both cases
+    # hvs./hvb./hvr.; a legacy s. token: 24 letters and digits of both cases
+    'vault_token': (('hvs.', 'hvb.', 'hvr.', 's.'),
                     r'hv[sbr]\.[A-Za-z0-9_\-]{24,}|(?<![\w.])s\.(?=[A-Za-z]*\d)(?=[a-z\d]*[A-Z])(?=[A-Z\d]*[a-z])[A-Za-z0-9]{24}(?![\w.\-])'),
     'azure_ad_client_secret': (('q~',), r'[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}'),
     'atlassian_token': (('atatt3',), r'ATATT3[A-Za-z0-9_\-=]{50,}'),
@@ -170,7 +198,8 @@ TOKEN_SHAPES = {   # kind: (literals one of which every match holds, the token's
     'alibaba_access_key': (('ltai',), r'LTAI[A-Za-z0-9]{20}'),
     'onepassword_token': (('ops_eyj',), r'ops_eyJ[A-Za-z0-9+/]{100,}={0,3}'),
 }
-PROJECT_RULES += [SecretPattern(kind, rf'(?<![A-Za-z0-9_\-])(?:{rx})', needles, group=0, extend=True, source='knowlyr-lab vendor shapes')
+PROJECT_RULES += [SecretPattern(kind, rf'(?<![A-Za-z0-9_\-])(?:{rx})', needles, group=0, extend=True,
+                                source='knowlyr-lab vendor shapes')
                   for kind, (needles, rx) in TOKEN_SHAPES.items()]
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #cf76bd7c
@@ -236,7 +265,9 @@ SAMPLE_SECRETS = {   # one made-up but well-formed secret per kind (used by test
     'sendgrid_api_key': 'SG.' + 'ngeVfQFYQlKU0ufo8x5d1A' + '.' + 'TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr',
     'bearer_token': 'Authorization: Bearer abcDEF1234567890ghijKLMN',
     'basic_auth_credentials': 'postgres://admin:s3cr3tPassw0rd@db.internal:5432/app',
-    'private_key': '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----',
+    'private_key': '-----BEGIN RSA PRIVATE '
+                   'KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE '
+                   'KEY-----',
     'json_web_token': 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U',
     'secret_assignment': 'password="Tr0ub4dor-3xyz"',
     'cli_secret_flag': 'psql --password Hx9vLq2Zr8',
@@ -259,11 +290,15 @@ SAMPLE_SECRETS = {   # one made-up but well-formed secret per kind (used by test
     'discord_webhook': 'https://discord.com/api/webhooks/112233445566778899/' + 'Wq3_Er5-Ty7U' * 6,
     'base64_secret': 'echo c2stcHJvai1ReDdMbTJWYjlLcDRReDdMbTJWYjlLcDRReDdMbTJWYjlLcDRReDdMbTJWYjlLcDQ= | base64 -d',
 }
-SAMPLE_SECRET_VALUES = {'bearer_token': 'abcDEF1234567890ghijKLMN', 'basic_auth_credentials': 's3cr3tPassw0rd', 'secret_assignment': 'Tr0ub4dor-3xyz',
-                        'cli_secret_flag': 'Hx9vLq2Zr8', 'mysql_password': 'S3cretPw9', 'aws_cli_secret': 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEQ',
-                        'url_password': 'Zr8vLq2Hx9', 'azure_sas_signature': 'aB3dE5%2Bf' * 4 + '%3D', 'basic_auth_header': 'dXNlcjpodW50ZXIycGFzcw==',
+SAMPLE_SECRET_VALUES = {'bearer_token': 'abcDEF1234567890ghijKLMN', 'basic_auth_credentials': 's3cr3tPassw0rd',
+                        'secret_assignment': 'Tr0ub4dor-3xyz',
+                        'cli_secret_flag': 'Hx9vLq2Zr8', 'mysql_password': 'S3cretPw9',
+                        'aws_cli_secret': 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEQ',
+                        'url_password': 'Zr8vLq2Hx9', 'azure_sas_signature': 'aB3dE5%2Bf' * 4 + '%3D',
+                        'basic_auth_header': 'dXNlcjpodW50ZXIycGFzcw==',
                         'curl_user_password': 'Pq7wXz3Kv', 'docker_login_password': 'Dk9mNq2Lw',
-                        'cli_tool_password': 'Ss7hPassX', 'netrc_password': 'Zq8vNetrc3x', 'pgpass_password': 'Pg9passFile7',
+                        'cli_tool_password': 'Ss7hPassX', 'netrc_password': 'Zq8vNetrc3x',
+                        'pgpass_password': 'Pg9passFile7',
                         'authorization_token': '5fab8afe1594eefdfdfaea24', 'auth_blob': 'Ym90OkF3aDNpZDBvZVg3cTJ6',
                         'discord_webhook': 'Wq3_Er5-Ty7U' * 6,
                         'base64_secret': 'c2stcHJvai1ReDdMbTJWYjlLcDRReDdMbTJWYjlLcDRReDdMbTJWYjlLcDRReDdMbTJWYjlLcDQ='}

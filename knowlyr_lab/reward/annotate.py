@@ -107,7 +107,8 @@ def _step_row(st:dict, cur:bool=False)->str:
 # %% ../../nbs/37_reward_annotate.ipynb #78222251
 def _step_html(d:dict)->str:
     auto = ', '.join(f"{k}={v:.2f}" for k, v in d['auto'].items() if v is not None)
-    return (f"<div><b>task</b>: {html.escape(d['task'])} <span style='color:#666'>({html.escape(d['agent'])})</span></div>"
+    return (
+        f"<div><b>task</b>: {html.escape(d['task'])} <span style='color:#666'>({html.escape(d['agent'])})</span></div>"
             + ''.join(_step_row(s) for s in d['context']) + _step_row(d['step'], True)
             + f"<div><b>automatic</b>: {html.escape(auto)}</div>")
 

@@ -72,13 +72,15 @@ class RewardEngine:
     "Layered process reward model for one domain"
     def __init__(self, domain:str='generic',             # domain profile name
                  layers:list[str]|None=None,             # layers to use (default: rules, plus judge when configured)
-                 weights:dict|None=None,                 # layer weights (renormalised over the layers that score a step)
+                 # layer weights (renormalised over the layers that score a step)
+                 weights:dict|None=None,
                  rules:list[str]|None=None,              # rules to run (default: every registered rule)
                  rule_weights:dict|None=None,            # rule weights within the rules layer
                  judge:LLMJudge|JudgeConfig|None=None,   # the LLM judge (None: no judge layer)
                  calibrator:Calibrator|None=None,        # fitted monotone map to the human scale
                  aggregate:str='mean',                   # process reward: 'mean' or 'min' of the step rewards
-                 state_pattern:str|None=None,            # world-state regex for the regression rule (overrides the env's)
+                 # world-state regex for the regression rule (overrides the env's)
+                 state_pattern:str|None=None,
                  # steps a competent agent needs (overrides the task's and the domain's)
                  target_steps:int|None=None):
         self.domain = get_domain(domain).domain
@@ -102,7 +104,8 @@ class RewardEngine:
 # %% ../../nbs/34_reward_engine.ipynb #6f7f7704
 @patch
 def __repr__(self:RewardEngine):
-    return (f"RewardEngine({self.domain!r}, layers={self.layers}" + (f", missing={self.missing}" if self.missing else '')
+    return (f"RewardEngine({self.domain!r}, layers={self.layers}" + (f", missing={self.missing}" if self.missing
+        else '')
             + f", calibrated={self.calibrator is not None})")
 
 # %% ../../nbs/34_reward_engine.ipynb #3ad805f9
@@ -188,8 +191,10 @@ def config(self:RewardEngine)->dict:
     "Plain-data configuration (JSON-serialisable), including the judge config and the calibration map"
     jc = None
     if self.judge is not None: jc = {k: v for k, v in asdict(self.judge.config).items() if k != 'api_key'}
-    return {'domain': self.domain, 'layers': self.layers, 'weights': self.weights, 'rules': self.rules, 'rule_weights': self.rule_weights,
-            'judge': jc, 'calibrator': self.calibrator.to_dict() if self.calibrator else None, 'aggregate': self.aggregate,
+    return {'domain': self.domain, 'layers': self.layers, 'weights': self.weights, 'rules': self.rules,
+            'rule_weights': self.rule_weights,
+            'judge': jc, 'calibrator': self.calibrator.to_dict() if self.calibrator else None,
+            'aggregate': self.aggregate,
             'state_pattern': self.state_pattern, 'target_steps': self.target_steps}
 
 # %% ../../nbs/34_reward_engine.ipynb #2614363d
@@ -252,7 +257,8 @@ def calibrate(self:RewardEngine,
 # %% ../../nbs/34_reward_engine.ipynb #fb305cf5
 def with_rewards(traj:Trajectory, tr:TrajectoryReward, inplace:bool=False)->Trajectory:
     "`traj` with the rewards of `tr` written into its steps (`reward`, `reward_details`) and into the trajectory"
-    if len(tr.steps) != len(traj.steps): raise ValueError(f"{traj.id}: {len(tr.steps)} step rewards for {len(traj.steps)} steps")
+    if len(tr.steps) != len(traj.steps):
+        raise ValueError(f"{traj.id}: {len(tr.steps)} step rewards for {len(traj.steps)} steps")
     out = traj if inplace else traj.model_copy(deep=True)
     for s, sr in zip(out.steps, tr.steps):
         s.reward, s.reward_details = sr.reward, {**s.reward_details, **sr.details()}

@@ -38,9 +38,11 @@ class Rubric:
 
 # %% ../../nbs/31_reward_judge.ipynb #2efb3533
 BASE_RUBRICS = {
-    'goal_progress': "Does this step move the task towards its goal (new information that matters, or a change that the goal needs)?",
+    'goal_progress': "Does this step move the task towards its goal (new information that matters, or a change that "
+                     "the goal needs)?",
     'tool_selection': "Is this the right tool for what the agent needs at this point?",
-    'param_correctness': "Are the tool's parameters correct and grounded in what the agent has seen (paths, ids, values)?",
+    'param_correctness': "Are the tool's parameters correct and grounded in what the agent has seen (paths, ids, "
+                         "values)?",
 }
 DOMAIN_RUBRICS = {   # rubrics a domain may add through `DomainProfile.rubric_weights`
     'tone': "Is the reply's tone right for the user and the role?",
@@ -53,7 +55,8 @@ def list_rubrics(domain:str='generic')->list[Rubric]:
     "The judge's rubrics for `domain`: the base three, re-weighted and extended by the domain's `rubric_weights`"
     w = get_domain(domain).rubric_weights
     ids = list(BASE_RUBRICS) + [k for k in w if k not in BASE_RUBRICS]
-    return [Rubric(k, BASE_RUBRICS.get(k) or DOMAIN_RUBRICS.get(k) or f"Rate the step on {k.replace('_', ' ')}.", float(w.get(k, 1.0))) for k in ids]
+    return [Rubric(k, BASE_RUBRICS.get(k) or DOMAIN_RUBRICS.get(k) or f"Rate the step on {k.replace('_', ' ')}.",
+                   float(w.get(k, 1.0))) for k in ids]
 
 # %% ../../nbs/31_reward_judge.ipynb #b33f45a6
 def judgment_model(rubrics:list[Rubric])->type[BaseModel]:
@@ -86,8 +89,10 @@ def build_prompt(task:Task, history:list[Step], step:Step, rubrics:list[Rubric],
     hist = '\n'.join(_fmt_step(s, max_chars // 3) for s in history[-context_steps:]) or '(none)'
     rub = '\n'.join(f"- {r.id}: {r.description}" for r in rubrics)
     shape = json.dumps({**{r.id: 0.0 for r in rubrics}, 'reason': '<one sentence>'})
-    return (f"Task ({task.domain}): {_clip(task.instruction, max_chars)}\n\nEarlier steps ({len(history)} in total, last {min(len(history), context_steps)} shown):\n{hist}\n\n"
-            f"Step to judge:\n{_fmt_step(step, max_chars)}\n\nRubrics:\n{rub}\n\nAnswer with JSON exactly of this shape: {shape}")
+    return (f"Task ({task.domain}): {_clip(task.instruction, max_chars)}\n\nEarlier steps ({len(history)} in total, "
+            f"last {min(len(history), context_steps)} shown):\n{hist}\n\n"
+            f"Step to judge:\n{_fmt_step(step, max_chars)}\n\nRubrics:\n{rub}\n\nAnswer with JSON exactly of this "
+            f"shape: {shape}")
 
 # %% ../../nbs/31_reward_judge.ipynb #10efdbd9
 @dataclass
@@ -113,7 +118,8 @@ class JudgeConfig:
     def from_spec(cls, spec:str, **kw)->'JudgeConfig':
         "Parse 'openai:MODEL' or 'anthropic:MODEL'"
         prov, _, model = spec.partition(':')
-        if prov not in ('openai', 'anthropic') or not model: raise ValueError(f"judge spec must be 'openai:MODEL' or 'anthropic:MODEL', not {spec!r}")
+        if prov not in ('openai', 'anthropic') or not model:
+            raise ValueError(f"judge spec must be 'openai:MODEL' or 'anthropic:MODEL', not {spec!r}")
         return cls(provider=prov, model=model, **kw)
 
 # %% ../../nbs/31_reward_judge.ipynb #04f34c4f
@@ -137,8 +143,10 @@ class JudgeStats:
     steps: int = 0; judged: int = 0; failed: int = 0; cache_hits: int = 0
     calls: int = 0; retries: int = 0; input_tokens: int = 0; output_tokens: int = 0; cost: float = 0.0
     def summary(self)->str:
-        return (f"{self.steps} steps: {self.judged} judged, {self.failed} failed; {self.calls} calls, {self.retries} retries, "
-                f"{self.cache_hits} cache hits; {self.input_tokens} in / {self.output_tokens} out tokens, ${self.cost:.4f}")
+        return (f"{self.steps} steps: {self.judged} judged, {self.failed} failed; {self.calls} calls, {self.retries} "
+                f"retries, "
+                f"{self.cache_hits} cache hits; {self.input_tokens} in / {self.output_tokens} out tokens, "
+                f"${self.cost:.4f}")
 
 # %% ../../nbs/31_reward_judge.ipynb #02b7a23e
 class JudgeCache:
@@ -146,7 +154,8 @@ class JudgeCache:
     def __init__(self, path): self.path = Path(path); self.path.mkdir(parents=True, exist_ok=True)
     @staticmethod
     def key(cfg:JudgeConfig, prompt:str)->str:
-        return hashlib.sha256(json.dumps([cfg.provider, cfg.model, cfg.temperature, SYSTEM_PROMPT, prompt]).encode()).hexdigest()
+        return hashlib.sha256(
+            json.dumps([cfg.provider, cfg.model, cfg.temperature, SYSTEM_PROMPT, prompt]).encode()).hexdigest()
     def _file(self, key): return self.path / key[:2] / f"{key}.json"
     def get(self, key)->dict|None:
         f = self._file(key)
@@ -168,7 +177,8 @@ def parse_judgment(text:str, rubrics:list[Rubric])->tuple[dict[str, float], str]
     m = re.search(r"\{.*\}", text or '', re.S)
     if not m: raise JudgmentError(f"no JSON object in the answer: {_clip(text, 80)!r}")
     try: obj = json.loads(m.group(0))
-    except json.JSONDecodeError as e: raise JudgmentError(f"answer is not valid JSON ({e.msg} at char {e.pos})") from None
+    except json.JSONDecodeError as e:
+        raise JudgmentError(f"answer is not valid JSON ({e.msg} at char {e.pos})") from None
     try: j = judgment_model(rubrics).model_validate(obj)
     except ValidationError as e:
         err = e.errors()[0]
@@ -268,7 +278,8 @@ async def _call_openai(self:LLMJudge, client, prompt:str)->tuple[str, int, int]:
     if isinstance(r, str): raise _not_api(r, 'the body is not JSON')
     try:
         u = r.usage
-        return r.choices[0].message.content or '', int(u.prompt_tokens if u else 0), int(u.completion_tokens if u else 0)
+        return r.choices[0].message.content or '', int(u.prompt_tokens if u else 0), int(u.completion_tokens if u
+            else 0)
     except (AttributeError, TypeError, IndexError, ValueError) as e:
         raise _not_api(r, f'not a chat completion ({e})') from None
 
@@ -294,7 +305,8 @@ async def _ask(self:LLMJudge, client, sem, prompt:str, res:JudgeResult)->str|Non
             except Exception as e:
                 if not _retryable(e, self._sdk): last_err = f"{type(e).__name__}: {e}"; break
                 last_err = f"{type(e).__name__}: {_clip(str(e), 120)}"
-                if attempt >= c.max_retries: last_err = f"gave up after {attempt + 1} attempts; last error {last_err}"; break
+                if attempt >= c.max_retries:
+                    last_err = f"gave up after {attempt + 1} attempts; last error {last_err}"; break
                 self._account(retries=1); attempt += 1
                 await asyncio.sleep(max(c.backoff * 2 ** (attempt - 1) * (1 + random.random() * 0.1), _retry_after(e)))
                 continue
@@ -320,7 +332,8 @@ async def _judge_one(self:LLMJudge, client, sem, prompt:str)->JudgeResult:
     res = JudgeResult()
     res.error = await self._ask(client, sem, prompt, res)
     self._account(steps=1, judged=int(res.ok), failed=int(not res.ok))
-    if res.ok and self.cache is not None: self.cache.put(key, {'scores': res.scores, 'reason': res.reason, 'model': c.model})
+    if res.ok and self.cache is not None:
+        self.cache.put(key, {'scores': res.scores, 'reason': res.reason, 'model': c.model})
     return res
 
 # %% ../../nbs/31_reward_judge.ipynb #8b932832

@@ -41,7 +41,8 @@ _WORD = b'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-'
 _TOKEN_TABLE = bytes((c if c in _WORD else 32) if c < 128 else c for c in range(256)).lower()
 
 def tokens(text:str)->list[bytes]:
-    "Lower-cased maximal runs of ASCII letters, digits, `_./-` and non-ASCII characters in `text`, as UTF-8 (C-speed: translate, split)"
+    ("Lower-cased maximal runs of ASCII letters, digits, `_./-` and non-ASCII characters in `text`, as UTF-8 (C-speed: "
+     "translate, split)")
     return text.encode('utf-8', 'replace').translate(_TOKEN_TABLE).split() if text else []
 
 # %% ../../nbs/30_reward_rules.ipynb #18f8c07f
@@ -60,7 +61,8 @@ def _facts(text:str)->frozenset[bytes]:
 
 # %% ../../nbs/30_reward_rules.ipynb #34c27f14
 def extract_facts(text:str)->set[str]:
-    "Checkable facts in `text`: tokens that are paths, dotted/underscored/dashed identifiers, numbers of 3+ digits or hex ids"
+    ("Checkable facts in `text`: tokens that are paths, dotted/underscored/dashed identifiers, numbers of 3+ digits or "
+     "hex ids")
     return {f.decode('utf-8', 'replace') for f in _facts(text)}
 
 # %% ../../nbs/30_reward_rules.ipynb #92797b0d
@@ -90,7 +92,8 @@ class EpisodeIndex:
     last_state: int|None = None
     tests: dict = field(default_factory=dict)                      # command key -> (passed, failed, step)
     facts: set = field(default_factory=set)                        # tokens of the task and the observations so far
-    productive: int = 0                                            # steps so far that were not redundant/regressive/errors
+    # steps so far that were not redundant/regressive/errors
+    productive: int = 0
     extra: dict = field(default_factory=dict)                      # state of registered rules, by rule name
 
 # %% ../../nbs/30_reward_rules.ipynb #b8be3f25
@@ -101,10 +104,13 @@ def test_counts(text:str,       # a command's output
                )->tuple[int, int]|None:
     "(passed, failed) from pytest or unittest output, None when `text` is not a test report"
     text = text[-tail:] if text else ''
-    if 'passed' not in text and 'failed' not in text and 'error' not in text and 'Ran ' not in text and 'FAILED' not in text: return None
-    lines = '\n'.join(l for l in text.splitlines() if 'passed' in l or 'failed' in l or 'error' in l or 'Ran ' in l or 'FAILED (' in l)
+    if 'passed' not in text and 'failed' not in text and 'error' not in text and 'Ran ' not in text and 'FAILED' not in text:
+        return None
+    lines = '\n'.join(l for l in text.splitlines() if 'passed' in l or 'failed' in l or 'error' in l or 'Ran ' in l
+                      or 'FAILED (' in l)
     p = f = 0; ran = None; seen = False
-    for m in _TEST_RE.finditer(lines):                 # only the lines that can match: the regex is slow on long failure listings
+    # only the lines that can match: the regex is slow on long failure listings
+    for m in _TEST_RE.finditer(lines):
         seen = True
         a, b, c, r, uf = m.groups()
         if a: p += int(a)
@@ -117,7 +123,8 @@ def test_counts(text:str,       # a command's output
     return p, f
 
 # %% ../../nbs/30_reward_rules.ipynb #c495e3d2
-_R, _W, _S, _X, _N, _T = ToolCategory.READ, ToolCategory.WRITE, ToolCategory.SEARCH, ToolCategory.EXECUTE, ToolCategory.NAVIGATE, ToolCategory.THINK
+_R, _W, _S, _X, _N, _T = (ToolCategory.READ, ToolCategory.WRITE, ToolCategory.SEARCH, ToolCategory.EXECUTE,
+                          ToolCategory.NAVIGATE, ToolCategory.THINK)
 _LOOKS = (_R, _S, _T)         # categories that only look at the world
 _TARGET_KEYS = ('path', 'file_path', 'url', 'element_id')
 
@@ -144,7 +151,8 @@ class StepView:
     exit_code: int|None
     tests: tuple|None           # (passed, failed) when the observation is a test report of an execute step
     state: Any = None           # world-state hash (set by the regression rule)
-    edit: Any = ...             # (old, new) of a string replacement, None: not one (... until the regression rule looks)
+    # (old, new) of a string replacement, None: not one (... until the regression rule looks)
+    edit: Any = ...
     content: Any = ...          # hash of the whole content written, None: none (... until the regression rule looks)
 
 # %% ../../nbs/30_reward_rules.ipynb #b112a508
@@ -175,7 +183,8 @@ def view_step(step:Step,
     if result_pattern is not None:
         ms = result_pattern.findall(obs)
         if ms: res = _canon(ms[-1])
-    return StepView(step, tool, cat, params, target, key, obs, hash(res), bool(err) or bool(step.metadata.get('invalid_action')),
+    return StepView(step, tool, cat, params, target, key, obs, hash(res), bool(err)
+                    or bool(step.metadata.get('invalid_action')),
                     code, test_counts(obs) if cat is _X or cat is None else None)
 
 # %% ../../nbs/30_reward_rules.ipynb #9127b366
@@ -198,7 +207,8 @@ def rule_redundancy(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
     prev = ix.calls.get(v.key)
     if prev is None: return _NEW_CALL
     s, oh, ver = prev
-    if oh == v.obs_hash and ix.version.get(v.target, 0) == ver: return RuleResult(0.0, "repeats step %d (%s) with the same result", (s, v.tool))
+    if oh == v.obs_hash and ix.version.get(v.target, 0) == ver:
+        return RuleResult(0.0, "repeats step %d (%s) with the same result", (s, v.tool))
     return RuleResult(1.0, "repeats step %d but the result changed", (s,))
 
 # %% ../../nbs/30_reward_rules.ipynb #71373c2e
@@ -242,11 +252,13 @@ def rule_regression(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
         v.content = None if c is None else hash(c)
         if c is not None:
             ch = v.content; s = ix.contents.get((v.target, ch))
-            if s is not None and ix.current.get(v.target) != ch: return RuleResult(0.0, "restores the content %s had at step %d", (v.target, s))
+            if s is not None and ix.current.get(v.target) != ch:
+                return RuleResult(0.0, "restores the content %s had at step %d", (v.target, s))
     tc = v.tests
     if tc is not None and v.key in ix.tests:
         pp, pf, s = ix.tests[v.key]
-        if tc[1] > pf or tc[0] < pp: return RuleResult(0.0, "tests got worse than at step %d: %d passed/%d failed -> %d/%d", (s, pp, pf, *tc))
+        if tc[1] > pf or tc[0] < pp:
+            return RuleResult(0.0, "tests got worse than at step %d: %d passed/%d failed -> %d/%d", (s, pp, pf, *tc))
     st = v.state = _state(v, ctx)
     if st is not None and st != ix.last_state:
         s = ix.states.get(st)
@@ -281,7 +293,8 @@ def rule_info_use(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
     new = [f for f in P if f not in S and f + b'.' not in S]
     g = len(P) - len(new)
     if not new: return RuleResult(1.0, "uses %d/%d known facts", (g, g))
-    return RuleResult(0.5 + 0.5 * g / len(P), "uses %d/%d known facts (new: %s)", (g, len(P), min(new).decode('utf-8', 'replace')))
+    return RuleResult(0.5 + 0.5 * g / len(P), "uses %d/%d known facts (new: %s)",
+                      (g, len(P), min(new).decode('utf-8', 'replace')))
 
 # %% ../../nbs/30_reward_rules.ipynb #589ab581
 def update_info_use(v:StepView, ix:EpisodeIndex, ctx:RuleContext, res:dict):
@@ -298,9 +311,11 @@ def _wasted(res:dict)->bool:
 
 # %% ../../nbs/30_reward_rules.ipynb #a15d2709
 def rule_efficiency(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
-    "(productive steps / steps) * min(1, target_steps / steps), a step being productive unless another rule found it redundant, regressive or an error"
+    ("(productive steps / steps) * min(1, target_steps / steps), a step being productive unless another rule found it "
+     "redundant, regressive or an error")
     n = ix.n + 1; p = ix.productive + (0 if _wasted(ctx.results) else 1)
-    return RuleResult((p / n) * min(1.0, ctx.target_steps / n), "%d/%d steps productive, target %d", (p, n, ctx.target_steps))
+    return RuleResult((p / n) * min(1.0, ctx.target_steps / n), "%d/%d steps productive, target %d",
+                      (p, n, ctx.target_steps))
 
 # %% ../../nbs/30_reward_rules.ipynb #5452aa8f
 def update_efficiency(v:StepView, ix:EpisodeIndex, ctx:RuleContext, res:dict):
@@ -312,7 +327,8 @@ _OK, _INVALID = RuleResult(1.0, 'ok'), RuleResult(0.0, 'invalid action')
 
 def rule_tool_error(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
     "0 for an error observation or invalid action, 0.5 for a non-zero exit code, else 1"
-    if v.is_error: return _INVALID if v.step.metadata.get('invalid_action') else RuleResult(0.0, 'error: %s', (v.obs[:60],))
+    if v.is_error:
+        return _INVALID if v.step.metadata.get('invalid_action') else RuleResult(0.0, 'error: %s', (v.obs[:60],))
     if v.exit_code is not None and v.exit_code != 0: return RuleResult(0.5, 'exit code %d', (v.exit_code,))
     return _OK
 
@@ -320,7 +336,8 @@ def rule_tool_error(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
 def outcome_score(result:dict, profile:DomainProfile)->float|None:
     "The domain's outcome score from a verifier result: partial credit, score/total, score, or success"
     spec = profile.outcome
-    if result.get(spec.partial_credit_field) is not None: return min(1.0, max(0.0, float(result[spec.partial_credit_field])))
+    if result.get(spec.partial_credit_field) is not None:
+        return min(1.0, max(0.0, float(result[spec.partial_credit_field])))
     if spec.score_field and spec.total_field and result.get(spec.total_field):
         return min(1.0, max(0.0, float(result.get(spec.score_field) or 0) / float(result[spec.total_field])))
     if result.get('score') is not None: return min(1.0, max(0.0, float(result['score'])))
@@ -366,7 +383,8 @@ def register_rule(name:str,                  # the rule's name (a key of `RuleSc
     "Register a step rule under `name`; `RuleScorer` runs every registered rule by default"
     if not callable(fn): raise TypeError(f"rule {name!r}: fn must be callable, not {type(fn).__name__}")
     if update is not None and not callable(update): raise TypeError(f"rule {name!r}: update must be callable")
-    if not (isinstance(weight, (int, float)) and weight >= 0): raise ValueError(f"rule {name!r}: weight must be a number >= 0, not {weight!r}")
+    if not (isinstance(weight, (int, float)) and weight >= 0):
+        raise ValueError(f"rule {name!r}: weight must be a number >= 0, not {weight!r}")
     return RULES.register(name, Rule(name, fn, float(weight), update, late), overwrite=overwrite)
 
 # %% ../../nbs/30_reward_rules.ipynb #aec0a400

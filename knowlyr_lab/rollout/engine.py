@@ -142,7 +142,8 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
                 )->list[Trajectory]:      # one trajectory per job, in order
     "Run episodes in lock-step: each turn every live episode gets one action (one `act_batch` call for a batch agent)"
     batched = not isinstance(agent, (list, tuple))
-    if batched and not acts_in_batches(agent): raise TypeError(f"{agent!r} has no act_batch(): pass one agent per episode")
+    if batched and not acts_in_batches(agent):
+        raise TypeError(f"{agent!r} has no act_batch(): pass one agent per episode")
     agents = [agent] * len(jobs) if batched else list(agent)
     if not len(envs) == len(agents) == len(jobs): raise ValueError(
         f"need one env and one agent per job: {len(envs)} envs, {len(agents)} agents, {len(jobs)} jobs")

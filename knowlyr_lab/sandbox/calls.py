@@ -1,4 +1,4 @@
-"""`Sandbox`, the base class of every backend: the seven tools implemented once on a few backend primitives, one
+"""`SandboxCalls`, the base of every backend's `Sandbox`: the seven tools implemented once on a few backend primitives, one
 call at a time, refused paths and bad parameters answered as error results.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_calls.html.md"""
@@ -20,10 +20,10 @@ from .base import WORKSPACE, SandboxBackendError, SandboxError, SandboxLimits, T
 from .tools import SANDBOX_TOOL_SCHEMAS, SANDBOX_TOOLS, RunResult, git_argv, process_result, sandbox_env
 
 # %% auto #0
-__all__ = ['Sandbox']
+__all__ = ['SandboxCalls']
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #894b7da2
-class Sandbox:
+class SandboxCalls:
     "Base class: the seven tools on top of backend primitives"
     backend = 'abstract'
     isolation = 'abstract'
@@ -55,26 +55,26 @@ class Sandbox:
     def _end_command(self): pass    # after a shell command: end the processes it left behind
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #a84474e3
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def resolve(self, path:str)->str:
     "Workspace-relative path for `path`, or `PathEscapeError`"
     return resolve_workspace_path(path, self._readlink)
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #e054a956
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def close(self):
     "Release the sandbox (its workspace and processes); idempotent"
     with self._lock:
         if not self._closed: self._closed = True; self._close()
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #715e9460
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def __repr__(self):
     closed = ' closed' if self._closed else ''
     return f"<{type(self).__name__} {self.isolation!r} workspace={self.workspace or WORKSPACE}{closed}>"
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #7fd7a04e
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def execute_tool(self, name:str,          # one of `SANDBOX_TOOLS`
                  params:dict|None=None,   # the tool's parameters
                 )->ToolResult:
@@ -82,7 +82,7 @@ def execute_tool(self, name:str,          # one of `SANDBOX_TOOLS`
     with self._lock: return self._execute_tool(name, params)
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #ab7bccc9
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _execute_tool(self, name, params):
     if self._closed: raise SandboxBackendError(f"{type(self).__name__} is closed")
     t0, params = time.perf_counter(), dict(params or {})
@@ -107,14 +107,14 @@ def _execute_tool(self, name, params):
     return res
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #9eab16e0
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _tool_shell(self, command:str, timeout:float|None=None)->ToolResult:
     t = min(float(timeout or self.limits.wall_timeout), self.limits.max_wall_timeout)
     try: return process_result(self._run(['bash', '-c', command], t), t)
     finally: self._end_command()
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #8d6a3fc1
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _tool_git(self, args)->ToolResult:
     t = self.limits.wall_timeout
     return process_result(self._run(git_argv(args), t), t)
@@ -122,7 +122,7 @@ def _tool_git(self, args)->ToolResult:
 # %% ../../nbs/09da_sandbox_calls.ipynb #cecfa0a8
 _GREP_LINE = re.compile(r'^(.*?):(\d+):')
 
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _tool_search(self, pattern:str, path:str='.', glob:str|None=None, max_matches:int=200)->ToolResult:
     rel = self.resolve(path)
     if self._kind(rel) is None: raise SandboxError(f"search path not found: {path}")
@@ -143,7 +143,7 @@ def _tool_search(self, pattern:str, path:str='.', glob:str|None=None, max_matche
     return ToolResult('\n'.join(lines[:max_matches]) + more, False, 0, info={'matches': n})
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #4e85e62b
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _need_file(self, path)->str:
     rel = self.resolve(path)
     kind = self._kind(rel)
@@ -153,7 +153,7 @@ def _need_file(self, path)->str:
     return rel
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #4a4e13f2
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _read_text(self, rel)->str:
     limit = self.limits.max_file_mb * 2**20
     data = self._read_bytes(rel, limit + 1)
@@ -161,7 +161,7 @@ def _read_text(self, rel)->str:
     return data.decode('utf-8', 'replace')
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #a8e14099
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _tool_file_read(self, path:str, start_line:int|None=None, end_line:int|None=None)->ToolResult:
     text = self._read_text(self._need_file(path))
     lines = text.splitlines(keepends=True)
@@ -173,7 +173,7 @@ def _tool_file_read(self, path:str, start_line:int|None=None, end_line:int|None=
                       info={'lines': len(lines), 'start_line': s, 'end_line': min(e, len(lines))})
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #b468cbdb
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _write_checked(self, rel, data:bytes):
     if len(data) > self.limits.max_file_mb * 2**20:
         raise SandboxError(f"content is larger than max_file_mb={self.limits.max_file_mb}")
@@ -184,7 +184,7 @@ def _write_checked(self, rel, data:bytes):
     self._write_bytes(rel, data)
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #861ab3ea
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _tool_file_write(self, path:str, content:str)->ToolResult:
     rel = self.resolve(path)
     data = content.encode()
@@ -195,7 +195,7 @@ def _tool_file_write(self, path:str, content:str)->ToolResult:
 def _line_of(text, idx): return text.count('\n', 0, idx) + 1
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #a0d8e92d
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _tool_edit_file(self, path:str, old_str:str, new_str:str)->ToolResult:
     if old_str == '': raise SandboxError("old_str is empty; use file_write to create or overwrite a file")
     rel = self._need_file(path)
@@ -213,7 +213,7 @@ def _tool_edit_file(self, path:str, old_str:str, new_str:str)->ToolResult:
                       info={'path': rel, 'line': _line_of(text, idx)})
 
 # %% ../../nbs/09da_sandbox_calls.ipynb #a63d4d43
-@patch_to(Sandbox)
+@patch_to(SandboxCalls)
 def _tool_list_dir(self, path:str='.')->ToolResult:
     rel = self.resolve(path)
     kind = self._kind(rel)

@@ -61,7 +61,8 @@ def bwrap_available()->bool:
 
 # %% ../../nbs/10c_sandbox_local.ipynb #d903a62a
 def _local_isolation(isolation:str, image:str|None)->str:
-    "The `isolation` attribute of a new LocalSandbox; warns when it is none, raises when bubblewrap is required and missing"
+    ("The `isolation` attribute of a new LocalSandbox; warns when it is none, raises when bubblewrap is required and "
+     "missing")
     if image is not None:
         raise ValueError(f"image={image!r} applies to the docker backend; LocalSandbox runs the host's /usr read-only")
     if isolation not in ('auto', 'bwrap', 'none'):
@@ -96,7 +97,9 @@ class LocalSandbox(Sandbox):
         self.root = Path(tempfile.mkdtemp(prefix='knowlyr-sandbox-'))
         os.chmod(self.root, 0o755)
         L = self.limits
-        try: self.host = HostContainment(self.root, L, mounts={'workspace': (L.disk_mb, 0o755), 'tmp': (L.tmp_mb, 0o1777)})
+        try:
+            self.host = HostContainment(self.root, L,
+                                        mounts={'workspace': (L.disk_mb, 0o755), 'tmp': (L.tmp_mb, 0o1777)})
         except BaseException: shutil.rmtree(self.root, ignore_errors=True); raise
         self.uid, self.containment = self.host.uid, self.host.info
         self.workspace, self._tmp = self.root/'workspace', self.root/'tmp'
@@ -125,7 +128,8 @@ def _release(host, fs, root):
 def _write_etc(self):
     etc = self.root/'etc'
     etc.mkdir()
-    (etc/'passwd').write_text(f"root:x:0:0:root:/root:/bin/sh\nsandbox:x:{self.uid}:{self.uid}:sandbox:/tmp:/bin/bash\n")
+    (etc/'passwd').write_text(
+        f"root:x:0:0:root:/root:/bin/sh\nsandbox:x:{self.uid}:{self.uid}:sandbox:/tmp:/bin/bash\n")
     (etc/'group').write_text(f"root:x:0:\nsandbox:x:{self.uid}:\n")
     (etc/'hosts').write_text("127.0.0.1 localhost sandbox\n")
 
@@ -219,7 +223,8 @@ def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
         if s: s.close()
     code = None if timed_out else (p.returncode if p.returncode >= 0 else 128 - p.returncode)
     out, dropped = cap.text()
-    return RunResult(code, out, dropped, timed_out, err.text()[0].replace('\0CUT\0', '\n'), b''.join(chunks) if raw else None)
+    return RunResult(code, out, dropped, timed_out, err.text()[0].replace('\0CUT\0', '\n'), b''.join(chunks) if raw
+                     else None)
 
 # %% ../../nbs/10c_sandbox_local.ipynb #4e824330
 @patch_to(LocalSandbox)
@@ -257,7 +262,8 @@ def _read_tmp(self, name, limit=1 << 20):
 # %% ../../nbs/10c_sandbox_local.ipynb #7a1a25b1
 @patch_to(LocalSandbox)
 def _start_from(self, template):
-    "The template is trusted (the caller chose it) and the workspace is fresh: copy it on the host, symlinks as symlinks"
+    ("The template is trusted (the caller chose it) and the workspace is fresh: copy it on the host, symlinks as "
+     "symlinks")
     if template is not None:
         src = Path(template)
         if not src.is_dir(): raise SandboxBackendError(f"workspace template {src} is not a directory")

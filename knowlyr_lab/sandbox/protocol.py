@@ -22,13 +22,19 @@ from .base import WORKSPACE as WORKSPACE
 from .base import SandboxBackendError, SandboxError
 from .base import SandboxLimits as SandboxLimits
 from .base import ToolResult as ToolResult
-from .calls import Sandbox as Sandbox
+from .calls import SandboxCalls
 from .snapshot import ArchiveWriter, SandboxSnapshot, check_archive, open_archive, readable_workspace
 from .tools import RunResult
 
 # %% auto #0
 __all__ = ['SNAPSHOT_CHUNK', 'LIST_SCRIPT', 'ARCHIVE_SCRIPT', 'RANGE_SCRIPT', 'EMPTY_SCRIPT', 'UNPACK_SCRIPT', 'APPEND_SCRIPT',
-           'CHMOD_SCRIPT', 'SANDBOX_BACKENDS', 'UnknownBackendError', 'register_sandbox_backend', 'create_sandbox']
+           'CHMOD_SCRIPT', 'SANDBOX_BACKENDS', 'Sandbox', 'UnknownBackendError', 'register_sandbox_backend',
+           'create_sandbox']
+
+# %% ../../nbs/10a_sandbox.ipynb #bdf8943e
+class Sandbox(SandboxCalls):
+    "Base class of every backend: the seven tools (`SandboxCalls`) plus snapshots, restore and reset"
+
 
 # %% ../../nbs/10a_sandbox.ipynb #da951d5f
 # bytes of file data per process run in a snapshot or restore (the host holds a few times this)

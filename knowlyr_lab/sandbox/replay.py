@@ -57,7 +57,8 @@ class ReplayReport:
         return bool(self.rows) and not self.diverged
     def to_dataframe(self)->pd.DataFrame:
         "One row per replayed step"
-        cols = ['step', 'tool', 'diverged', 'reason', 'expected', 'actual', 'expected_is_error', 'actual_is_error', 'duration']
+        cols = ['step', 'tool', 'diverged', 'reason', 'expected', 'actual', 'expected_is_error', 'actual_is_error',
+                'duration']
         return pd.DataFrame(self.rows, columns=cols + [c for c in (self.rows[0] if self.rows else {}) if c not in cols])
     def diff(self, step:int)->str:
         "Unified diff of the normalised expected and actual observation of `step`"
@@ -72,14 +73,17 @@ class ReplayReport:
         if self.diverged: return f"diverged at steps {self.diverged} of {len(self.rows)} replayed"
         return f"all {len(self.rows)} replayed steps match"
     def __repr__(self):
-        return (f"ReplayReport({self.trajectory_id[:12]}: {len(self.rows)} steps replayed, {len(self.skipped)} skipped, "
+        return (
+            f"ReplayReport({self.trajectory_id[:12]}: {len(self.rows)} steps replayed, {len(self.skipped)} skipped, "
                 f"diverged at {self.diverged or 'none'})")
 
 # %% ../../nbs/12_sandbox_replay.ipynb #a6c2a6fd
-def replay_trajectory(trajectory:Trajectory|dict,  # the recorded episode (a `Trajectory` or a record `parse_trajectory` accepts)
+def replay_trajectory(
+        trajectory:Trajectory|dict,  # the recorded episode (a `Trajectory` or a record `parse_trajectory` accepts)
                       sandbox:Sandbox,             # a sandbox created from the episode's starting workspace
                       reset:bool=True,             # reset the sandbox before replaying
-                      normalize:Callable[[str], str]|None=normalize_observation, # volatile-output normaliser (None: exact)
+                      # volatile-output normaliser (None: exact)
+                      normalize:Callable[[str], str]|None=normalize_observation,
                       compare_errors:bool=True,    # a differing is_error flag counts as divergence
                       stop_at_first:bool=False,    # stop after the first diverging step
                      )->ReplayReport:
@@ -99,9 +103,12 @@ def replay_trajectory(trajectory:Trajectory|dict,  # the recorded episode (a `Tr
         reasons = []
         if e_n != a_n: reasons.append('output')
         if compare_errors and exp_err is not None and bool(exp_err) != res.is_error: reasons.append('is_error')
-        rep.rows.append({'step': st.index, 'tool': st.action.tool, 'diverged': bool(reasons), 'reason': '+'.join(reasons),
-                         'expected': exp, 'actual': res.output, 'expected_is_error': exp_err, 'actual_is_error': res.is_error,
-                         'duration': res.duration, 'params': st.action.params, 'expected_norm': e_n, 'actual_norm': a_n})
+        rep.rows.append({'step': st.index, 'tool': st.action.tool, 'diverged': bool(reasons),
+                         'reason': '+'.join(reasons),
+                         'expected': exp, 'actual': res.output, 'expected_is_error': exp_err,
+                         'actual_is_error': res.is_error,
+                         'duration': res.duration, 'params': st.action.params, 'expected_norm': e_n,
+                         'actual_norm': a_n})
         if reasons and stop_at_first: break
     return rep
 
@@ -120,7 +127,8 @@ def record_calls(sandbox:Sandbox,         # where to run the calls
             r = sandbox.execute_tool(tool, params)
             obs = Observation(content=r.output, is_error=r.is_error, exit_code=r.exit_code)
         else: obs = Observation(content='')  # think, submit, ...: not the sandbox's business
-        steps.append(Step(index=i, action=ToolCall(tool=tool, params=params), observation=obs, t_start=t0, t_end=time.time()))
+        steps.append(Step(index=i, action=ToolCall(tool=tool, params=params), observation=obs, t_start=t0,
+                          t_end=time.time()))
     task = as_task(task or {'id': 'adhoc', 'instruction': 'scripted sandbox calls', 'domain': 'coding'})
     return Trajectory(task=task, agent=AgentInfo(name=agent), steps=steps, outcome=Outcome(terminated=True),
                       metadata={'isolation': sandbox.isolation})

@@ -37,12 +37,14 @@ def _member_parts(name:str)->list[str]:
 
 # %% ../../nbs/10_sandbox_snapshot.ipynb #ed7bf0fa
 def open_archive(archive):
-    "A binary file reading `archive`: bytes, a `SandboxSnapshot`, a path, or an open binary file (read from where it is)"
+    ("A binary file reading `archive`: bytes, a `SandboxSnapshot`, a path, or an open binary file (read from where it "
+     "is)")
     if isinstance(archive, (bytes, bytearray, memoryview)): return io.BytesIO(archive)
     if isinstance(archive, (str, Path)): return open(archive, 'rb')
     if hasattr(archive, 'open') and hasattr(archive, 'info'): return archive.open()
     if hasattr(archive, 'read'): return contextlib.nullcontext(archive)
-    raise TypeError(f"a workspace archive is bytes, a SandboxSnapshot, a path or a binary file, not {type(archive).__name__}")
+    raise TypeError(
+        f"a workspace archive is bytes, a SandboxSnapshot, a path or a binary file, not {type(archive).__name__}")
 
 
 # %% ../../nbs/10_sandbox_snapshot.ipynb #717aed4a
@@ -131,7 +133,8 @@ class _Spool(io.RawIOBase):
 class ArchiveWriter:
     "Writes a workspace archive (gzipped GNU tar) member by member into memory or, once big, a temporary file"
     def __init__(self, level:int=1,     # gzip level (1: fast)
-                 modes:dict|None=None): # {member name: mode} to write instead of the mode read (see `readable_workspace`)
+                 # {member name: mode} to write instead of the mode read (see `readable_workspace`)
+                 modes:dict|None=None):
         self.spool, self.modes = _Spool(), modes or {}
         self.gz = gzip.GzipFile(fileobj=self.spool, mode='wb', compresslevel=level, mtime=0)
         self.tar = tarfile.open(fileobj=self.gz, mode='w', format=tarfile.GNU_FORMAT)
@@ -177,9 +180,12 @@ def tar_directory(path)->bytes:
 # %% ../../nbs/10_sandbox_snapshot.ipynb #a451e8aa
 class SandboxSnapshot:
     "The state of a sandbox's workspace plus the environment it ran in"
-    def __init__(self, archive:bytes|str|Path, # gzipped tar of the workspace (members relative to its root): bytes or a file
-                 info:dict|None=None,          # backend, isolation, image, limits, env, containment, created, n_entries, skipped
-                 temporary:bool=False,         # `archive` is a temporary file this snapshot owns: deleted with the snapshot
+    def __init__(self,
+                 archive:bytes|str|Path, # gzipped tar of the workspace (members relative to its root): bytes or a file
+                 # backend, isolation, image, limits, env, containment, created, n_entries, skipped
+                 info:dict|None=None,
+                 # `archive` is a temporary file this snapshot owns: deleted with the snapshot
+                 temporary:bool=False,
                 ):
         self.info = {} if info is None else info
         if isinstance(archive, (bytes, bytearray, memoryview)): self._data, self.path = bytes(archive), None
@@ -222,7 +228,8 @@ def _content_digest(f)->bytes:
 @patch_to(SandboxSnapshot, as_prop=True)
 def digest(self)->str:
     "sha256 over names, types, modes, contents, symlink targets and hard-link groups (not times or owners)"
-    rows, groups, content, sym = [], {}, {}, {}  # name of each file member -> sha256 of its data; of each symlink -> its target
+    # name of each file member -> sha256 of its data; of each symlink -> its target
+    rows, groups, content, sym = [], {}, {}, {}
     with self.open() as f, tarfile.open(fileobj=f, mode='r:*') as tf:
         for m in tf:
             name = '/'.join(_member_parts(m.name))
@@ -230,7 +237,8 @@ def digest(self)->str:
             d, kind, target = None, m.type.decode(), m.linkname if m.issym() else ''
             if m.isfile(): d = content[name] = _content_digest(tf.extractfile(m))
             elif m.issym(): sym[name] = m.linkname
-            elif m.islnk():     # which member of a hard-link group is the link depends on the tar: it reads as its target
+            # which member of a hard-link group is the link depends on the tar: it reads as its target
+            elif m.islnk():
                 t = '/'.join(_member_parts(m.linkname))
                 if t in sym: kind, target = '2', sym.setdefault(name, sym[t])
                 else: kind, d = '0', content.setdefault(name, content.get(t))
@@ -284,11 +292,14 @@ def load(cls, path)->SandboxSnapshot:
 
 # %% ../../nbs/10_sandbox_snapshot.ipynb #6337d4bb
 @patch_to(SandboxSnapshot)
-def __repr__(self): return f"SandboxSnapshot({self.info.get('backend')}, {self.info.get('n_entries')} entries, {self.size:,} bytes, {self.digest[:12]})"
+def __repr__(self):
+    return (f"SandboxSnapshot({self.info.get('backend')}, {self.info.get('n_entries')} entries, {self.size:,} bytes, "
+            f"{self.digest[:12]})")
 
 
 # %% ../../nbs/10_sandbox_snapshot.ipynb #92dd4f66
-LEND_SCRIPT = ('cd "$1" || exit 1; find . -mindepth 1 \\( -type d ! -perm -u=rx -printf "%m %P\\0" -exec chmod u+rx -- {} \\; \\) '
+LEND_SCRIPT = (
+    'cd "$1" || exit 1; find . -mindepth 1 \\( -type d ! -perm -u=rx -printf "%m %P\\0" -exec chmod u+rx -- {} \\; \\) '
                '-o \\( -type f ! -perm -u=r -printf "%m %P\\0" -exec chmod u+r -- {} + \\) 2>/dev/null; exit 0')
 GIVE_BACK_SCRIPT = ('cd "$1" || exit 1; shift; while [ $# -ge 2 ]; do m=$1 n=$2; shift 2; [ "$n" -le $# ] || exit 1; '
                     'chmod -- "$m" "${@:1:n}" 2>/dev/null; shift "$n"; done')   # bash: "mode count path..." per run
@@ -296,7 +307,8 @@ GIVE_BACK_SCRIPT = ('cd "$1" || exit 1; shift; while [ $# -ge 2 ]; do m=$1 n=$2;
 
 # %% ../../nbs/10_sandbox_snapshot.ipynb #5143da30
 def _give_back_batches(lent:dict, limit:int=1 << 18)->list[list[str]]:
-    "`GIVE_BACK_SCRIPT` arguments for `lent` ({path: mode}, parents first): children first, runs of one mode, ~`limit` bytes"
+    ("`GIVE_BACK_SCRIPT` arguments for `lent` ({path: mode}, parents first): children first, runs of one mode, "
+     "~`limit` bytes")
     out, size, prev = [[]], 0, None
     for path, mode in reversed(list(lent.items())):
         if size > limit: out, size, prev = out + [[]], 0, None
@@ -310,7 +322,8 @@ def _give_back_batches(lent:dict, limit:int=1 << 18)->list[list[str]]:
 def _lend(sb)->dict:
     "Lend the workspace's entries the owner permissions needed to read them; {path: mode it had}, parents first"
     out = sb._inside('snapshot', LEND_SCRIPT, sb._paths[0], raw=True).raw
-    return {n.decode('utf-8', 'surrogateescape'): int(m, 8) for m, _, n in (r.partition(b' ') for r in out.split(b'\0') if r)}
+    return {n.decode('utf-8', 'surrogateescape'): int(m, 8) for m,
+            _, n in (r.partition(b' ') for r in out.split(b'\0') if r)}
 
 
 # %% ../../nbs/10_sandbox_snapshot.ipynb #fe5da177

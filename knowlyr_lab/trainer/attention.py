@@ -22,22 +22,27 @@ SEGMENT_ATTENTION = 'knowlyr_segments'
 # %% ../../nbs/61c_trainer_attention.ipynb #8e682d1b
 def _padded_segments(query, key, value, pos, scaling, dropout, gqa):
     "The row's samples as one padded batch, one SDPA call (causal, padding keys masked), then back to one row"
-    seg = (pos == 0).cumsum(0) - 1                                      # the sample of each token (the row starts at position 0)
+    # the sample of each token (the row starts at position 0)
+    seg = (pos == 0).cumsum(0) - 1
     n, L = int(seg[-1]) + 1, int(pos.max()) + 1
     def padded(x):                                                      # (1, H, T, D) -> (n, H, L, D)
         x = x[0].transpose(0, 1)
         return x.new_zeros(n, L, *x.shape[1:]).index_put((seg, pos), x).transpose(1, 2)
     ar = torch.arange(L, device=pos.device)
-    keep = (ar[None, :] <= ar[:, None]) & (ar[None, None, :] < torch.bincount(seg, minlength=n)[:, None, None])   # (n, L, L)
-    out = F.scaled_dot_product_attention(padded(query), padded(key), padded(value), attn_mask=keep[:, None], scale=scaling,
+    # (n, L, L)
+    keep = (ar[None, :] <= ar[:, None]) & (ar[None, None, :] < torch.bincount(seg, minlength=n)[:, None, None])
+    out = F.scaled_dot_product_attention(padded(query), padded(key), padded(value), attn_mask=keep[:, None],
+                                         scale=scaling,
                                          dropout_p=dropout, enable_gqa=gqa)
     return out.transpose(1, 2)[seg, pos][None]                           # (1, T, H, D)
 
 # %% ../../nbs/61c_trainer_attention.ipynb #a3e68ddb
 def segment_attention(module, query, key, value, attention_mask, scaling=None, dropout:float=0.0, position_ids=None,
-                      padded:bool|None=None, # one padded SDPA call for all samples (default: on a GPU), else one call per sample
+                      # one padded SDPA call for all samples (default: on a GPU), else one call per sample
+                      padded:bool|None=None,
                       **kwargs):
-    "Causal attention inside each sample of one packed row (positions restart at 0): SDPA per sample, or one padded batch"
+    ("Causal attention inside each sample of one packed row (positions restart at 0): SDPA per sample, or one padded "
+     "batch")
     if position_ids is None or query.shape[0] != 1 or key.shape[2] != query.shape[2]:
         raise ValueError("segment attention takes one packed row with its position_ids, and no KV cache")
     gqa = query.shape[1] != key.shape[1]
@@ -48,7 +53,8 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
     if not starts or starts[0] != 0: starts = [0] + starts
     sizes = [b - a for a, b in zip(starts, starts[1:] + [query.shape[2]])]
     # split, not slices: the backward of a split is one concatenation, of n slices n full-size zero tensors
-    out = torch.cat([F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scaling, dropout_p=dropout, enable_gqa=gqa)
+    out = torch.cat(
+        [F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scaling, dropout_p=dropout, enable_gqa=gqa)
                      for q, k, v in zip(query.split(sizes, 2), key.split(sizes, 2), value.split(sizes, 2))], 2)
     return out.transpose(1, 2).contiguous(), None
 
@@ -58,8 +64,10 @@ AttentionInterface.register(SEGMENT_ATTENTION, segment_attention)
 # %% ../../nbs/61c_trainer_attention.ipynb #01b412d1
 @contextlib.contextmanager
 def segment_attention_on(model):
-    "Inside the block `model` attends with `segment_attention` (unless it uses flash-attention, whose varlen kernels do the same)"
-    cfgs = {id(c): c for m in model.modules() if hasattr(c := getattr(m, 'config', None), '_attn_implementation')}.values()
+    ("Inside the block `model` attends with `segment_attention` (unless it uses flash-attention, whose varlen kernels "
+     "do the same)")
+    cfgs = {id(c): c for m in model.modules()
+            if hasattr(c := getattr(m, 'config', None), '_attn_implementation')}.values()
     old = [c._attn_implementation for c in cfgs]
     for c, o in zip(cfgs, old):
         if not str(o).startswith('flash'): c._attn_implementation = SEGMENT_ATTENTION

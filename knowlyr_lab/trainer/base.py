@@ -37,7 +37,8 @@ __all__ = ['BaseTrainer']
 
 # %% ../../nbs/62a_trainer_base.ipynb #5e85e2fd
 class BaseTrainer:
-    "The one training loop; a trainer provides `plan`, `micro_batch` and `compute_loss` (as TRL's override `compute_loss`)"
+    ("The one training loop; a trainer provides `plan`, `micro_batch` and `compute_loss` (as TRL's override "
+     "`compute_loss`)")
     name = 'train'                    # progress-bar label
     def __init__(self, config:TrainConfig, model=None, tokenizer=None):
         self.config = c = config
@@ -64,7 +65,8 @@ def plan(self:BaseTrainer)->list[list]:
 # %% ../../nbs/62a_trainer_base.ipynb #2aa10407
 @patch
 def micro_batch(self:BaseTrainer, spec)->dict:
-    "This process's share of micro-batch `spec`: tensors, plus 'count' (items the loss averages over), 'weight', 'tokens'"
+    ("This process's share of micro-batch `spec`: tensors, plus 'count' (items the loss averages over), 'weight', "
+     "'tokens'")
     raise NotImplementedError
 
 # %% ../../nbs/62a_trainer_base.ipynb #c63e847d
@@ -109,7 +111,8 @@ def _make_accelerator(self:BaseTrainer, trackers:list)->Accelerator:
     "Devices, DDP/FSDP, checkpoints and trackers; no precision (accelerate's is one per process, the trainer's its own)"
     ddp_on_cpu = not torch.cuda.is_available() and int(os.environ.get('WORLD_SIZE', '1')) > 1   # torchrun on CPUs: gloo
     # split_batches: batch_size is the global batch, sliced across processes (`_shard`): one scheduler step per step
-    return Accelerator(mixed_precision='no', log_with=trackers or None, project_dir=self.config.output_dir, cpu=ddp_on_cpu,
+    return Accelerator(mixed_precision='no', log_with=trackers or None, project_dir=self.config.output_dir,
+                       cpu=ddp_on_cpu,
                        dataloader_config=DataLoaderConfiguration(split_batches=True))
 
 # %% ../../nbs/62a_trainer_base.ipynb #3a54c57a
@@ -118,8 +121,10 @@ def _load_model(self:BaseTrainer):
     "The model of `model_name_or_path`, loaded with the config's dtype, attention kernel and device map"
     c, p = self.config, self.config.model_name_or_path
     if not p: raise ValueError("give a model, or config.model_name_or_path")
-    if not Path(p).expanduser().exists() and (p.startswith(('/', '.', '~')) or p.count('/') > 1):   # a path, not a hub id
-        raise FileNotFoundError(f"model {p} does not exist (give a folder holding config.json, or a Hugging Face hub id)")
+    # a path, not a hub id
+    if not Path(p).expanduser().exists() and (p.startswith(('/', '.', '~')) or p.count('/') > 1):
+        raise FileNotFoundError(
+            f"model {p} does not exist (give a folder holding config.json, or a Hugging Face hub id)")
     kw = {'dtype': c.model_dtype if c.model_dtype == 'auto' else getattr(torch, c.model_dtype)}
     if c.attn_implementation: kw['attn_implementation'] = c.attn_implementation
     if c.device_map: kw['device_map'] = c.device_map
@@ -132,7 +137,8 @@ def _prepare_tokenizer(self:BaseTrainer, tokenizer):
     if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
     fmt = set_chat_format(tokenizer, self.config.chat_format)
     if fmt != 'template':   # the model is trained (and will be prompted) in a format its template does not give
-        lost = [k for k, kept in template_caps(tokenizer).items() if k in ('tools', 'tool_calls', 'tool_results') and not kept]
+        lost = [k for k, kept in template_caps(tokenizer).items() if k in ('tools', 'tool_calls', 'tool_results')
+                and not kept]
         print(f"chat format: {fmt!r}" + (f" (the chat template drops {', '.join(lost)})" if lost else '')
               + "; training and inference render with it", file=sys.stderr)
     return tokenizer
@@ -177,28 +183,33 @@ def _autocast_forward(self:BaseTrainer, model):
 def _setup_optim(self:BaseTrainer, total_steps:int):
     c = self.config
     self._autocast_forward(self.model)
-    self.scaler = torch.amp.GradScaler(self.accelerator.device.type, enabled=self.precision == 'fp16')   # fp16's loss scaling
+    # fp16's loss scaling
+    self.scaler = torch.amp.GradScaler(self.accelerator.device.type, enabled=self.precision == 'fp16')
     if self.scaler.is_enabled(): self.accelerator.register_for_checkpointing(self.scaler)
     params = [p for p in self.model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=c.learning_rate, weight_decay=c.weight_decay)
-    sched = get_scheduler(c.lr_scheduler, opt, num_warmup_steps=int(c.warmup_ratio * total_steps), num_training_steps=max(1, total_steps))
+    sched = get_scheduler(c.lr_scheduler, opt, num_warmup_steps=int(c.warmup_ratio * total_steps),
+                          num_training_steps=max(1, total_steps))
     self.model, self.optimizer, self.scheduler = self.accelerator.prepare(self.model, opt, sched)
 
 # %% ../../nbs/62a_trainer_base.ipynb #8a32ae11
 def _checkpoints(out:Path)->list[Path]:
     "Complete checkpoints (trainer_state.json is written last) in step order"
-    return sorted((p for p in out.glob('checkpoint-*') if (p / 'trainer_state.json').exists()), key=lambda p: int(p.name.split('-')[1]))
+    return sorted((p for p in out.glob('checkpoint-*') if (p / 'trainer_state.json').exists()),
+                  key=lambda p: int(p.name.split('-')[1]))
 
 # %% ../../nbs/62a_trainer_base.ipynb #653f3bb8
 @patch
 def _save_prompt(self:BaseTrainer, path:Path):
-    "The prompt card next to saved weights: the system prompt and tool list training rendered, so inference renders the same"
+    ("The prompt card next to saved weights: the system prompt and tool list training rendered, so inference renders "
+     "the same")
     save_prompt(path, self.config.system_prompt, getattr(self, 'tools', None), chat_format(self.tokenizer))
 
 # %% ../../nbs/62a_trainer_base.ipynb #cbb4ed5c
 @patch
 def save_checkpoint(self:BaseTrainer)->Path:
-    "Model, optimiser, scheduler, RNG states, the trainer's extra state, trainer state (+ a loadable `model/`) under output_dir/checkpoint-<step>"
+    ("Model, optimiser, scheduler, RNG states, the trainer's extra state, trainer state (+ a loadable `model/`) under "
+     "output_dir/checkpoint-<step>")
     acc, d = self.accelerator, self.out / f"checkpoint-{self.state['step']}"
     acc.save_state(str(d))
     self._save_weights(d / 'model')
@@ -211,7 +222,8 @@ def save_checkpoint(self:BaseTrainer)->Path:
         self.tokenizer.save_pretrained(d / 'model'); self._save_prompt(d / 'model')
         (d / 'trainer_state.json').write_text(json.dumps(self.state))   # written last: marks a complete checkpoint
         old = sorted(self.out.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[1]))
-        for p in old[:-self.config.save_total_limit] if self.config.save_total_limit > 0 else []: shutil.rmtree(p, ignore_errors=True)
+        for p in old[:-self.config.save_total_limit] if self.config.save_total_limit > 0 else []:
+            shutil.rmtree(p, ignore_errors=True)
     return d
 
 # %% ../../nbs/62a_trainer_base.ipynb #ff85384c
@@ -224,7 +236,8 @@ def _resume(self:BaseTrainer):
         if not cks: return   # nothing to resume: start from scratch
         r = cks[-1]
     r = Path(r)
-    if not (r / 'trainer_state.json').exists(): raise FileNotFoundError(f"{r}: not a checkpoint (no trainer_state.json)")
+    if not (r / 'trainer_state.json').exists():
+        raise FileNotFoundError(f"{r}: not a checkpoint (no trainer_state.json)")
     self.accelerator.load_state(str(r))
     self.state.update(json.loads((r / 'trainer_state.json').read_text()))
     p = r / f'extra_state_{self.accelerator.process_index}.pt'
@@ -267,7 +280,8 @@ def _log(self:BaseTrainer, row:dict):
 # %% ../../nbs/62a_trainer_base.ipynb #e3e359cb
 @patch
 def _shard(self:BaseTrainer, idx:list)->tuple[list, float]:
-    "This process's slice of a global batch, and its weight (0 for a stand-in when the batch is smaller than the process count)"
+    ("This process's slice of a global batch, and its weight (0 for a stand-in when the batch is smaller than the "
+     "process count)")
     n = self.accelerator.num_processes
     if n == 1: return idx, 1.0
     mine = idx[self.accelerator.process_index::n]
@@ -291,7 +305,9 @@ def _quarantine(self:BaseTrainer, errors:list[dict], what:str='record'):
     self.out.mkdir(parents=True, exist_ok=True)
     with open(self.out / 'quarantine.jsonl', 'w') as f:
         for e in errors: f.write(json.dumps(e) + '\n')
-    warnings.warn(f"{len(errors)} {what}(s) could not be used (see {self.out / 'quarantine.jsonl'}); first: {errors[0]['error']}", stacklevel=3)
+    warnings.warn(
+        f"{len(errors)} {what}(s) could not be used (see {self.out / 'quarantine.jsonl'}); first: {errors[0]['error']}",
+        stacklevel=3)
 
 # %% ../../nbs/62a_trainer_base.ipynb #ab7674cd
 @patch
@@ -304,7 +320,8 @@ def _step(self:BaseTrainer, specs:list)->dict:
     for j, b in enumerate(mbs):
         with acc.no_sync(self.model) if j < len(mbs) - 1 else contextlib.nullcontext(), self.forward_context():
             with self.autocast(): loss, met = self.compute_loss(b)
-            acc.backward(self.scaler.scale(loss * (b['weight'] * acc.num_processes / max(count, 1e-12))))   # DDP averages over processes
+            # DDP averages over processes
+            acc.backward(self.scaler.scale(loss * (b['weight'] * acc.num_processes / max(count, 1e-12))))
         for k, v in {'loss': loss.item(), **met}.items(): sums[k] = sums.get(k, 0.0) + b['weight'] * float(v)
         self._tokens += b['weight'] * b['tokens']
     self.scaler.unscale_(self.optimizer)                              # fp16: clip and log the true gradient
@@ -377,10 +394,13 @@ def _scored_logps(self:BaseTrainer, samples:list[dict], model=None, temperature:
     "(log-prob of each scored token, the index of its sample, its weight): `samples` as one padding-free row"
     model = model if model is not None else self.model
     row = pack_samples(samples, sum(len(s['input_ids']) for s in samples), sort=False)
-    b = {k: v.to(self.accelerator.device) for k, v in collate_packed(row, self.tokenizer.pad_token_id, mask=False).items()}
+    b = {k: v.to(self.accelerator.device)
+         for k, v in collate_packed(row, self.tokenizer.pad_token_id, mask=False).items()}
     pos = (b['labels'][0, 1:] != -100).nonzero().flatten()           # positions whose next token is scored
-    logits = model(input_ids=b['input_ids'], position_ids=b['position_ids'], use_cache=False, logits_to_keep=pos).logits[0]
+    logits = model(input_ids=b['input_ids'], position_ids=b['position_ids'], use_cache=False,
+                   logits_to_keep=pos).logits[0]
     tgt = b['labels'][0, pos + 1]
     lp = torch.log_softmax(logits.float() / temperature, -1).gather(1, tgt[:, None]).squeeze(1)
-    owner = torch.repeat_interleave(torch.arange(len(samples)), torch.tensor([len(s['input_ids']) for s in samples])).to(pos.device)
+    owner = torch.repeat_interleave(torch.arange(len(samples)),
+                                    torch.tensor([len(s['input_ids']) for s in samples])).to(pos.device)
     return lp, owner[pos + 1], b['weights'][0, pos + 1]

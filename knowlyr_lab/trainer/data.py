@@ -56,7 +56,8 @@ def _record_tools(record:dict, where:str)->list|None:
 def _messages_chat(record:dict, where:str)->tuple[list, list]:
     "The messages and step rewards of a `{'messages': ...}` record, checked"
     msgs = record['messages']
-    if not isinstance(msgs, list) or not msgs: raise DataFormatError(f"{where}: field 'messages' must be a non-empty list")
+    if not isinstance(msgs, list) or not msgs:
+        raise DataFormatError(f"{where}: field 'messages' must be a non-empty list")
     for i, m in enumerate(msgs):
         if not isinstance(m, dict) or 'role' not in m: raise DataFormatError(f"{where}: messages[{i}] has no 'role'")
     msgs = [dict(m) for m in msgs]
@@ -90,7 +91,8 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
     "Normalise one training record into a chat with per-step rewards"
     if isinstance(record, Trajectory): return _trajectory_chat(record, where, system, tools)
     if not isinstance(record, dict): raise DataFormatError(f"{where}: expected an object, got {type(record).__name__}")
-    rec_tools = _record_tools(record, where) or tools   # an empty list (the exporter's "[]") falls back to the given tools
+    # an empty list (the exporter's "[]") falls back to the given tools
+    rec_tools = _record_tools(record, where) or tools
     if 'messages' in record: msgs, rewards = _messages_chat(record, where)
     elif 'steps' in record or 'response' in record:
         seed = _seed_chat(record, where)
@@ -115,14 +117,16 @@ def _file_records(p:Path)->list[tuple[str, object]]:
         for i, line in enumerate(f, 1):
             if not line.strip(): continue
             try: out.append((f"{p}:{i}", json.loads(line)))
-            except json.JSONDecodeError as e: out.append((f"{p}:{i}", DataFormatError(f"{p}:{i}: invalid JSON ({e.msg})")))
+            except json.JSONDecodeError as e:
+                out.append((f"{p}:{i}", DataFormatError(f"{p}:{i}: invalid JSON ({e.msg})")))
     return out
 
 # %% ../../nbs/61_trainer_data.ipynb #2c5371f1
 def load_records(data)->list[tuple[str, object]]:
     "(where, record) pairs from a path, a `TrajectoryStore`, a list of records/trajectories, or such pairs already"
     if isinstance(data, TrajectoryStore): return [(f"{data.root}#{t.id[:12]}", t) for t in data]
-    if isinstance(data, list) and data and all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) for x in data):
+    if isinstance(data, list) and data and all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str)
+                                               for x in data):
         return list(data)
     if isinstance(data, (str, Path)):
         p = Path(data)
@@ -141,13 +145,15 @@ def env_tools(env_id:str|None)->list|None:
 
 # %% ../../nbs/61_trainer_data.ipynb #9a67e680
 def _spans_of(tokenizer, messages, text, befores, prompts, uptos)->tuple:
-    "(text, spans, starts) of one chat from its renders, refused with advice when a turn does not extend the ones before"
+    ("(text, spans, starts) of one chat from its renders, refused with advice when a turn does not extend the ones "
+     "before")
     spans, starts = [], []
     at = [i for i, m in enumerate(messages) if m['role'] == 'assistant']
     for k, (i, before, prompt, upto) in enumerate(zip(at, befores, prompts, uptos)):
         if not turn_extends(before, prompt, upto, text):
             fmt = chat_format(tokenizer)
-            raise DataFormatError(f"the chat template does not render message {i} as an extension of the messages before "
+            raise DataFormatError(
+                f"the chat template does not render message {i} as an extension of the messages before "
                                   f"it (chat format {fmt!r}); span masks need a template whose renders of prefixes are "
                                   f"prefixes: {format_advice(tokenizer, fmt)}")
         spans.append((len(prompt), len(upto.rstrip()), k)); starts.append(len(before))
@@ -159,7 +165,8 @@ def render_spans_many(tokenizer, chats:list[list], # conversations (lists of mes
                      )->list[tuple]:                # per chat: (text, spans, starts) as `render_spans`
     "`render_spans` of many chats with the same tools, in two template calls"
     at = [[i for i, m in enumerate(msgs) if m['role'] == 'assistant'] for msgs in chats]
-    prefixes = [x for msgs, a in zip(chats, at) for x in [msgs] + [msgs[:i] for i in a if i] + [msgs[:i + 1] for i in a]]
+    prefixes = [x for msgs, a in zip(chats, at)
+                for x in [msgs] + [msgs[:i] for i in a if i] + [msgs[:i + 1] for i in a]]
     plain = iter(render_chats(tokenizer, prefixes, tools))
     gen = iter(render_chats(tokenizer, [msgs[:i] for msgs, a in zip(chats, at) for i in a], tools, True))
     out = []
@@ -188,8 +195,10 @@ def _check_actions(chat, text, spans):
     for s, e, k in spans:
         for tc in asst[k].get('tool_calls') or []:
             if tc['function']['name'] not in text[s:e]:
-                raise DataFormatError(f"{chat.get('where') or chat.get('task_id') or 'record'}: assistant turn {k} calls "
-                                      f"{tc['function']['name']!r}, but the rendered turn does not contain the call (the chat "
+                raise DataFormatError(
+                    f"{chat.get('where') or chat.get('task_id') or 'record'}: assistant turn {k} calls "
+                                      f"{tc['function']['name']!r}, but the rendered turn does not contain the call "
+                                      f"(the chat "
                                       "template drops tool calls); train with chat_format='auto' or 'hermes'")
 
 # %% ../../nbs/61_trainer_data.ipynb #865793bb
@@ -220,7 +229,8 @@ def _sample(chat, rendered, enc, mask_observations, step_weighted_loss)->dict:
     w = step_weights(chat.get('step_rewards') or []) if step_weighted_loss else []
     weights = [(w[k] if k < len(w) else 1.0) if k >= 0 else 1.0 for k in step]
     labels = [i if (k >= 0 or not mask_observations) else -100 for i, k in zip(ids, step)]
-    return {'input_ids': ids, 'labels': labels, 'weights': weights, 'step': step, 'step_starts': _token_starts(offs, starts),
+    return {'input_ids': ids, 'labels': labels, 'weights': weights, 'step': step,
+            'step_starts': _token_starts(offs, starts),
             'reward': chat.get('reward', 0.0), 'task_id': chat.get('task_id', ''), 'n_steps': len(spans)}
 
 # %% ../../nbs/61_trainer_data.ipynb #b9ea5046
@@ -229,7 +239,8 @@ def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
                    step_weighted_loss:bool=False,   # weight assistant tokens of step j by r_j / mean(r)
                    batch:int=256,                   # chats rendered and tokenized per call
                   )->list[dict]:                    # one sample per chat
-    "Render with the chat template, tokenize once, and attach labels, per-token weights and step ids: many chats at a time"
+    ("Render with the chat template, tokenize once, and attach labels, per-token weights and step ids: many chats at a "
+     "time")
     out, k = [], 0
     while k < len(chats):
         tools = chats[k].get('tools')
@@ -268,7 +279,8 @@ def chunk_sample(s:dict,              # a sample from `tokenize_chat`
         while ctx < a and pre + bounds[a + 1] - bounds[ctx] > max_length: ctx += 1   # context only as far as it fits
         b = a + 1
         while b < n_steps and pre + bounds[b + 1] - bounds[ctx] <= max_length: b += 1
-        parts = [{'input_ids': s['input_ids'][:pre], 'labels': s['labels'][:pre], 'weights': s['weights'][:pre], 'step': s['step'][:pre]}]
+        parts = [{'input_ids': s['input_ids'][:pre], 'labels': s['labels'][:pre], 'weights': s['weights'][:pre],
+                  'step': s['step'][:pre]}]
         if ctx < a: parts.append(piece(ctx, a, lab=False))
         parts.append(piece(a, b))
         c = {k: sum((p[k] for p in parts), []) for k in ('input_ids', 'labels', 'weights', 'step')}
@@ -290,7 +302,8 @@ def difficulty(samples:list[dict])->list[float]:
     return [(a + b) / 2 for a, b in zip(lr, rr)]
 
 # %% ../../nbs/61_trainer_data.ipynb #a4a35ac7
-def curriculum_indices(samples:list[dict], epoch:int, start_ratio:float=0.3, warmup_epochs:int=2, seed:int=0)->list[int]:
+def curriculum_indices(samples:list[dict], epoch:int, start_ratio:float=0.3, warmup_epochs:int=2,
+                       seed:int=0)->list[int]:
     "Shuffled indices of the samples used in `epoch`: the easiest fraction p(epoch)"
     p = 1.0 if warmup_epochs <= 0 else start_ratio + (1 - start_ratio) * min(1.0, epoch / warmup_epochs)
     d = difficulty(samples)

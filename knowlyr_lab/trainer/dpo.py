@@ -106,7 +106,8 @@ def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=No
 class DPOTrainer(BaseTrainer):
     "DPO/IPO on preference pairs of trajectories"
     name = 'dpo'
-    def __init__(self, config:DPOConfig, model=None, tokenizer=None, train_data=None, ref_model=None, tools:list|None=None):
+    def __init__(self, config:DPOConfig, model=None, tokenizer=None, train_data=None, ref_model=None,
+                 tools:list|None=None):
         super().__init__(config, model, tokenizer)
         self.tools = tools if tools is not None else env_tools(config.tools_from_env)
         self.ref_model, self.errors, self.pairs = ref_model, [], []
@@ -120,7 +121,8 @@ class DPOTrainer(BaseTrainer):
         if train_data is not None and not self.pairs:
             raise DataFormatError(f"no usable preference pairs ({len(self.errors)} rejected)")
         self.data_report = {'rejected_records': len(self.errors),
-                            'truncated_pairs': sum(p['chosen']['truncated'] or p['rejected']['truncated'] for p in self.pairs)}
+                            'truncated_pairs': sum(p['chosen']['truncated'] or p['rejected']['truncated']
+                                                   for p in self.pairs)}
 
 # %% ../../nbs/65_trainer_dpo.ipynb #c589bc41
 @patch
@@ -157,7 +159,8 @@ def on_train_begin(self:DPOTrainer): self.compute_reference()
 def micro_batch(self:DPOTrainer, idx:list[int])->dict:
     mine, w = self._shard(idx)
     return {'idx': mine, 'count': len(mine), 'weight': w,
-            'tokens': sum(len(self.pairs[i]['chosen']['input_ids']) + len(self.pairs[i]['rejected']['input_ids']) for i in mine)}
+            'tokens': sum(len(self.pairs[i]['chosen']['input_ids']) + len(self.pairs[i]['rejected']['input_ids'])
+                          for i in mine)}
 
 # %% ../../nbs/65_trainer_dpo.ipynb #58bd521c
 @patch
@@ -174,22 +177,27 @@ def compute_reference(self:DPOTrainer):
     if not todo: return
     if self.ref_model is not None: ref, ctx = self.ref_model.to(self.accelerator.device).eval(), torch.no_grad()
     elif self.config.use_lora: ref, ctx = self.model, self.accelerator.unwrap_model(self.model).disable_adapter()
-    elif self.state['step'] == 0: ref, ctx = self.model, torch.no_grad()   # before the first update: the initial weights
-    else: raise RuntimeError(f"resumed at step {self.state['step']} without the reference log-probs (a checkpoint written before "
+    elif self.state['step'] == 0:
+        ref, ctx = self.model, torch.no_grad()   # before the first update: the initial weights
+    else:
+        raise RuntimeError(
+            f"resumed at step {self.state['step']} without the reference log-probs (a checkpoint written before "
                              "they were saved): pass ref_model= (the initial model), or restart")
     was = ref.training; ref.eval()
     with ctx, segment_attention_on(ref):
         for k in range(0, len(todo), self.config.batch_size):
             idx = todo[k:k + self.config.batch_size]
             c, r = self._logps(ref, idx)
-            for i, a, b in zip(idx, c.tolist(), r.tolist()): self.pairs[i]['ref_chosen_logps'], self.pairs[i]['ref_rejected_logps'] = a, b
+            for i, a, b in zip(idx, c.tolist(), r.tolist()):
+                self.pairs[i]['ref_chosen_logps'], self.pairs[i]['ref_rejected_logps'] = a, b
     ref.train(was)
 
 # %% ../../nbs/65_trainer_dpo.ipynb #ed14d599
 @patch
 @torch.no_grad()
 def pair_accuracy(self:DPOTrainer)->float:
-    "Share of the pairs whose implicit reward (log-ratio to the reference) ranks chosen above rejected: on held-out pairs, DPO's model-selection metric"
+    ("Share of the pairs whose implicit reward (log-ratio to the reference) ranks chosen above rejected: on held-out "
+     "pairs, DPO's model-selection metric")
     self.compute_reference()
     was, hits = self.model.training, 0
     self.model.eval()
@@ -197,7 +205,8 @@ def pair_accuracy(self:DPOTrainer)->float:
         for k in range(0, len(self.pairs), self.config.batch_size):
             idx = list(range(k, min(k + self.config.batch_size, len(self.pairs))))
             c, r = self._logps(self.model, idx)
-            hits += sum(a - self.pairs[i]['ref_chosen_logps'] > b - self.pairs[i]['ref_rejected_logps'] for i, a, b in zip(idx, c.tolist(), r.tolist()))
+            hits += sum(a - self.pairs[i]['ref_chosen_logps'] > b - self.pairs[i]['ref_rejected_logps'] for i,
+                        a, b in zip(idx, c.tolist(), r.tolist()))
     self.model.train(was)
     return hits / max(len(self.pairs), 1)
 
@@ -219,7 +228,8 @@ def compute_loss(self:DPOTrainer, b:dict)->tuple:
     rc = torch.tensor([self.pairs[i]['ref_chosen_logps'] for i in idx], device=pc.device, dtype=pc.dtype)
     rr = torch.tensor([self.pairs[i]['ref_rejected_logps'] for i in idx], device=pc.device, dtype=pc.dtype)
     losses, cr, rj = dpo_loss(pc, pr, rc, rr, c.beta, c.loss_type, c.label_smoothing)
-    n = torch.tensor([max(1, sum(l != -100 for l in self.pairs[i]['chosen']['labels'])) for i in idx], device=pc.device, dtype=pc.dtype)
+    n = torch.tensor([max(1, sum(l != -100 for l in self.pairs[i]['chosen']['labels'])) for i in idx], device=pc.device,
+                     dtype=pc.dtype)
     nll = -pc / n                      # the chosen side's mean NLL per scored token
     if c.rpo_alpha: losses = losses + c.rpo_alpha * nll
     return losses.sum(), {'rewards/chosen': cr.sum().item(), 'rewards/rejected': rj.sum().item(),

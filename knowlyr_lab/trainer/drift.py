@@ -51,7 +51,8 @@ def recorded_conversation(t:Trajectory)->tuple[list, list|None, list[int]]:
 # %% ../../nbs/61a_trainer_drift.ipynb #8776db75
 def recorded_samples(t:Trajectory, where:str='record',
                      step_weighted_loss:bool=False)->list[dict]:  # samples shaped like `tokenize_chat`'s
-    "Training samples made of the recorded ids only: prompt ids masked, completion ids labelled (with their recorded log-probs); a new sample where a prompt does not extend the previous one"
+    ("Training samples made of the recorded ids only: prompt ids masked, completion ids labelled (with their recorded "
+     "log-probs); a new sample where a prompt does not extend the previous one")
     out, cur = [], None
     w = step_weights([float(s.reward or 0.0) for s in t.steps]) if step_weighted_loss else [1.0] * len(t.steps)
     for k, s in enumerate(t.steps):
@@ -65,7 +66,8 @@ def recorded_samples(t:Trajectory, where:str='record',
         cur['weights'] += [1.0] * len(ext) + [w[k]] * len(C); cur['step'] += [-1] * len(ext) + [k] * len(C)
     out.append(cur)
     return [{**p, 'step_starts': [], 'reward': float(t.reward or 0.0), 'task_id': t.task.id, 'n_steps': len(t.steps),
-             'step_rewards': [float(s.reward or 0.0) for s in t.steps], 'recorded': True, 'valid': t.valid, 'where': where, 'piece': i} for i, p in enumerate(out)]
+             'step_rewards': [float(s.reward or 0.0) for s in t.steps], 'recorded': True, 'valid': t.valid,
+             'where': where, 'piece': i} for i, p in enumerate(out)]
 
 # %% ../../nbs/61a_trainer_drift.ipynb #54dae227
 DRIFT_CAUSES = ('different tools', 'truncated', 'retokenization', 'whitespace/normalisation', 'template difference')
@@ -86,7 +88,8 @@ def _matches(tok, rec:list, ren:list)->bool:
 
 # %% ../../nbs/61a_trainer_drift.ipynb #45400a99
 def drift_cause(tok, rec:list[int], ren:list[int], finish_reason:str|None=None)->str:
-    "Why recorded ids and rendered ids differ: truncated, retokenization, whitespace/normalisation or template difference"
+    ("Why recorded ids and rendered ids differ: truncated, retokenization, whitespace/normalisation or template "
+     "difference")
     i = _first_diff(rec, ren)
     if i == len(rec) and finish_reason == 'length': return 'truncated'
     a, b = tok.decode(rec), tok.decode(ren)
@@ -121,7 +124,8 @@ def drift_report(tok, t:Trajectory,     # a trajectory with recorded ids
         if use != rec_tools and _matches(tok, rec, _ids(tok, render_chat(tok, msgs[:n + 1], rec_tools))):
             cause = 'different tools'
         return {**row, 'drift': True, 'step': k, 'part': 'prompt' if i < len(s.prompt_token_ids) else 'completion',
-                'index': i, 'cause': cause, 'recorded_token': _token(tok, rec, i), 'rendered_token': _token(tok, ren, i),
+                'index': i, 'cause': cause, 'recorded_token': _token(tok, rec, i),
+                'rendered_token': _token(tok, ren, i),
                 'recorded_text': _window(tok, rec, i), 'rendered_text': _window(tok, ren, i), 'recorded_ids': rec,
                 'rendered_ids': ren}
     return row
@@ -144,9 +148,11 @@ RECORDED_IDS = ('split', 'refuse', 'rerender')
 # %% ../../nbs/61a_trainer_drift.ipynb #9515db26
 def _drift_refusal(where:str, r:dict)->DataFormatError:
     "The error of a drifting row under recorded_ids='refuse'"
-    return DataFormatError(f"{where}: recorded ids drift from the chat template at token {r['index']} of step {r['step']} "
+    return DataFormatError(
+        f"{where}: recorded ids drift from the chat template at token {r['index']} of step {r['step']} "
                            f"({r['cause']}): recorded {r['recorded_token']!r}, rendered {r['rendered_token']!r}; set "
-                           "recorded_ids='split' to train on the recorded ids or 'rerender' to train on the rendered messages")
+                           "recorded_ids='split' to train on the recorded ids or 'rerender' to train on the rendered "
+                           "messages")
 
 # %% ../../nbs/61a_trainer_drift.ipynb #d35d671d
 def recorded_training_rows(tok, recorded:list[tuple],  # (where, Trajectory) pairs from `split_recorded`
@@ -154,7 +160,8 @@ def recorded_training_rows(tok, recorded:list[tuple],  # (where, Trajectory) pai
                            on_drift:str='split',
                            tools:list|None=None,      # the tools training renders (None: the recorded ones)
                            step_weighted_loss:bool=False)->tuple[list, list, list]:
-    "(samples per trajectory, records to render instead, ledger rows): recorded rows as training data under the drift policy"
+    ("(samples per trajectory, records to render instead, ledger rows): recorded rows as training data under the drift "
+     "policy")
     if on_drift not in RECORDED_IDS:
         raise ValueError(f"recorded_ids must be one of {', '.join(RECORDED_IDS)}, got {on_drift!r}")
     samples, rerender, ledger = [], [], []
@@ -164,7 +171,8 @@ def recorded_training_rows(tok, recorded:list[tuple],  # (where, Trajectory) pai
         if r['drift'] and on_drift == 'refuse': raise _drift_refusal(where, r)
         if r['drift'] and on_drift == 'rerender':
             msgs, rec_tools, _ = recorded_conversation(t)
-            rerender.append((where, {'messages': msgs, 'tools': rec_tools if tools is None else tools, 'reward': t.reward,
+            rerender.append((where,
+                             {'messages': msgs, 'tools': rec_tools if tools is None else tools, 'reward': t.reward,
                                      'task_id': t.task.id, 'step_rewards': [float(s.reward or 0.0) for s in t.steps]}))
         else: samples.append(recorded_samples(t, where, step_weighted_loss))
     return samples, rerender, ledger

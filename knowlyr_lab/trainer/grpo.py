@@ -22,14 +22,19 @@ from .data import to_chat
 from .drift import has_recorded_ids, recorded_samples
 from .grpo_config import GRPOConfig
 from .grpo_groups import group_tensors, has_signal
-from .grpo_updates import GRPOTrainer, output_head
+from .grpo_updates import GRPOUpdates, output_head
 from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0
-__all__ = []
+__all__ = ['GRPOTrainer']
 
 # %% ../../nbs/66_trainer_grpo.ipynb #c38830d0
 _output_head = output_head
+
+# %% ../../nbs/66_trainer_grpo.ipynb #4703f71e
+class GRPOTrainer(GRPOUpdates):
+    "Group-relative policy optimisation: `GRPOUpdates` on groups sampled online from an env, or given offline"
+
 
 # %% ../../nbs/66_trainer_grpo.ipynb #33093f29
 @patch
@@ -41,46 +46,59 @@ def rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
     if c.rollout_backend == 'openai': agent = self._served_agent()
     else:
         inf = AgentInference(self.accelerator.unwrap_model(self.model), self.tokenizer, name='policy')
-        agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools if self.tools is not None else [])
+        agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools
+                                 if self.tools is not None else [])
     jobs = [(None, None, s) for s in seeds for _ in range(G)]
     was = self.model.training; self.model.eval()
-    try: trajs = run_episodes([make(c.env_id) for _ in jobs], agent, jobs, dataclasses.replace(c.rollout, record_tokens=True))
+    try:
+        trajs = run_episodes([make(c.env_id) for _ in jobs], agent, jobs,
+                             dataclasses.replace(c.rollout, record_tokens=True))
     finally: self.model.train(was)
     return [trajs[k:k + G] for k in range(0, len(trajs), G)]
 
 # %% ../../nbs/66_trainer_grpo.ipynb #c60a8657
 @patch
 def _served_agent(self:GRPOTrainer):
-    "An `OpenAIAgent` on the rollout server whose model is the current adapter: saved to a fresh folder, hot-loaded under a fresh name, the one before unloaded"
+    ("An `OpenAIAgent` on the rollout server whose model is the current adapter: saved to a fresh folder, hot-loaded "
+     "under a fresh name, the one before unloaded")
     from knowlyr_lab.agents import OpenAIAgent
     c, acc = self.config, self.accelerator
     self._served_n += 1
     name = f'{self._run_id}-{self._served_n}-p{acc.process_index}'
     d = (Path(c.rollout_adapter_dir or Path(c.output_dir) / 'rollout_adapters') / name).resolve()
-    if self.served is not None:                  # first the old one goes (a server that holds one adapter at a time suffices)
+    # first the old one goes (a server that holds one adapter at a time suffices)
+    if self.served is not None:
         unload_lora_adapter(c.rollout_base_url, self.served[0], c.rollout_api_key)
         shutil.rmtree(self.served[1], ignore_errors=True); self.served = None
     acc.unwrap_model(self.model).save_pretrained(d)
     load_lora_adapter(c.rollout_base_url, name, d, c.rollout_api_key)
     self.served = (name, d)
-    return OpenAIAgent(name, c.rollout_base_url, c.rollout_api_key, system=self.system_prompt, temperature=c.temperature,
+    return OpenAIAgent(name, c.rollout_base_url, c.rollout_api_key, system=self.system_prompt,
+                       temperature=c.temperature,
                        max_tokens=c.max_completion_length, name='policy')
 
 # %% ../../nbs/66_trainer_grpo.ipynb #6fa4ef83
 @patch
 def _score(self:GRPOTrainer, t:Trajectory)->dict:
-    "A rollout as a group member: its sampled ids (else its chat), validity and reward (`episode_reward_fn`, else `trajectory_score`; 0 when invalid)"
+    ("A rollout as a group member: its sampled ids (else its chat), validity and reward (`episode_reward_fn`, else "
+     "`trajectory_score`; 0 when invalid)")
     if has_recorded_ids(t):                   # the ids the policy sampled, with the prompts it saw: trained as they are
-        ch = {'samples': recorded_samples(t), 'task_id': t.task.id, 'step_rewards': [float(s.reward or 0.0) for s in t.steps]}
-    else: ch = to_chat(t, system=self.system_prompt, tools=self.tools)    # a server's episode without ids: its chat, re-rendered
-    ch['valid'] = t.valid                     # an infrastructure failure: no reward to compute, left out of the group's baseline
-    ch['reward'] = 0.0 if not t.valid else float(self.episode_reward_fn(t)) if self.episode_reward_fn is not None else trajectory_score(t)
+        ch = {'samples': recorded_samples(t), 'task_id': t.task.id,
+              'step_rewards': [float(s.reward or 0.0) for s in t.steps]}
+    else:
+        # a server's episode without ids: its chat, re-rendered
+        ch = to_chat(t, system=self.system_prompt, tools=self.tools)
+    # an infrastructure failure: no reward to compute, left out of the group's baseline
+    ch['valid'] = t.valid
+    ch['reward'] = (0.0 if not t.valid else float(self.episode_reward_fn(t)) if self.episode_reward_fn is not None
+                    else trajectory_score(t))
     return ch
 
 # %% ../../nbs/66_trainer_grpo.ipynb #bacd31ac
 @patch
 def _rollout_groups(self:GRPOTrainer, seeds:list[int])->list[list[dict]]:
-    "The groups of env `seeds` rolled out by the current policy and scored (split across processes, gathered in task order)"
+    ("The groups of env `seeds` rolled out by the current policy and scored (split across processes, gathered in task "
+     "order)")
     acc, n = self.accelerator, self.accelerator.num_processes
     mine = list(range(acc.process_index, len(seeds), n))      # this process rolls out tasks k, k+n, ... (whole groups)
     groups = [[self._score(t) for t in g] for g in self.rollout([seeds[k] for k in mine])] if mine else []
@@ -90,7 +108,8 @@ def _rollout_groups(self:GRPOTrainer, seeds:list[int])->list[list[dict]]:
 # %% ../../nbs/66_trainer_grpo.ipynb #5534d6ac
 @patch
 def _online_groups(self:GRPOTrainer, u:int)->tuple[list[list[dict]], int]:
-    "Update u's groups, and the rounds they took: rounds of new tasks until `min_groups_with_signal` have signal, `max_sampling_rounds` at most"
+    ("Update u's groups, and the rounds they took: rounds of new tasks until `min_groups_with_signal` have signal, "
+     "`max_sampling_rounds` at most")
     c, groups, r = self.config, [], 0
     U = max(1, c.max_steps // c.num_iterations)               # updates in the run (as `plan` counts them)
     while r < c.max_sampling_rounds and sum(map(has_signal, groups)) < c.min_groups_with_signal:
@@ -106,9 +125,14 @@ def train(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
     if not c.env_id: raise ValueError("online GRPO needs config.env_id (or use train_offline)")
     if c.max_steps < 1: raise ValueError("online GRPO needs max_steps >= 1")
     self.groups, self._updates, self._skipped = None, [], 0
-    if c.beta > 0 and not c.use_lora and self.ref_model is None:      # the initial policy, kept before any update (or checkpoint) changes it
-        if self._ready: raise ValueError("online GRPO with beta > 0 compares with the initial policy, which this trainer did not keep (its offline run "
-                                         "used reference log-probs computed up front): start a new trainer from the warm start, or use_lora")
+    # the initial policy, kept before any update (or checkpoint) changes it
+    if c.beta > 0 and not c.use_lora and self.ref_model is None:
+        if self._ready:
+            raise ValueError(
+                "online GRPO with beta > 0 compares with the initial policy, which this trainer did not keep (its "
+                "offline run "
+                                         "used reference log-probs computed up front): start a new trainer from the "
+                                         "warm start, or use_lora")
         self.ref_model = copy.deepcopy(self.accelerator.unwrap_model(self.model))
     if self.ref_model is not None: self.ref_model = self._placed(self.ref_model).eval().requires_grad_(False)
     BaseTrainer.train(self, stop_at)

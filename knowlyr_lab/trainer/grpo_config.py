@@ -79,7 +79,8 @@ class GRPOConfig(TrainConfig):
 
     _groups = {'rollouts': ('env_id', 'num_generations', 'tasks_per_step', 'task_seed_offset', 'max_episode_steps',
                             'max_invalid_actions', 'max_completion_length', 'temperature'),
-               'rollouts in a server': ('rollout_backend', 'rollout_base_url', 'rollout_api_key', 'rollout_adapter_dir'),
+               'rollouts in a server': ('rollout_backend', 'rollout_base_url', 'rollout_api_key',
+                                        'rollout_adapter_dir'),
                'groups with signal': ('min_groups_with_signal', 'max_sampling_rounds'),
                'advantages': ('scale_rewards', 'step_level_advantage'),
                'loss': ('loss_type', 'epsilon', 'epsilon_high', 'beta', 'num_iterations', 'logps_chunk_size'),
@@ -87,10 +88,12 @@ class GRPOConfig(TrainConfig):
     _checks = {'num_generations': in_range(2), 'tasks_per_step': in_range(1), 'max_episode_steps': in_range(1),
                'max_completion_length': in_range(1), 'temperature': in_range(0, lo_open=True),
                'epsilon': in_range(0, 1, hi_open=True), 'epsilon_high': in_range(0), 'beta': in_range(0),
-               'loss_type': one_of('grpo', 'bnpo', 'dr_grpo', 'dapo'), 'scale_rewards': one_of('group', 'batch', 'none'),
+               'loss_type': one_of('grpo', 'bnpo', 'dr_grpo', 'dapo'),
+               'scale_rewards': one_of('group', 'batch', 'none'),
                'num_iterations': in_range(1), 'task_seed_offset': in_range(0), 'max_invalid_actions': in_range(1),
                'recorded_ids': one_of(*RECORDED_IDS), 'rollout_backend': one_of('local', 'openai'),
-               'min_groups_with_signal': in_range(1), 'max_sampling_rounds': in_range(1), 'logps_chunk_size': in_range(1)}
+               'min_groups_with_signal': in_range(1), 'max_sampling_rounds': in_range(1),
+               'logps_chunk_size': in_range(1)}
 
 # %% ../../nbs/64_trainer_grpo_config.ipynb #7b23d4c9
 @patch
@@ -98,7 +101,8 @@ def __post_init__(self:GRPOConfig):
     "Check each field (`TrainConfig`'s rules), then the rules that relate GRPO's fields"
     TrainConfig.__post_init__(self)
     if self.use_recorded_logprobs and self.temperature != 1.0:
-        raise ConfigError("GRPOConfig.use_recorded_logprobs needs temperature 1.0 (the recorded log-probs are of the raw "
+        raise ConfigError(
+            "GRPOConfig.use_recorded_logprobs needs temperature 1.0 (the recorded log-probs are of the raw "
                           f"logits), got temperature={self.temperature}", 'temperature')
     if self.rollout_backend == 'openai': self._check_server()
     if self.min_groups_with_signal > self.tasks_per_step:

@@ -55,11 +55,14 @@ def _recorded_member(rows:list[dict])->dict:
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #9749d061
 def groups_from_records(data, tools=None, system=None,
-                        tokenizer=None,              # checks recorded trajectories for drift (None: no check, recorded ids used)
-                        recorded_ids:str='split',    # a drifting recorded trajectory: split, refuse, rerender (`trainer.drift`)
+                        # checks recorded trajectories for drift (None: no check, recorded ids used)
+                        tokenizer=None,
+                        # a drifting recorded trajectory: split, refuse, rerender (`trainer.drift`)
+                        recorded_ids:str='split',
                         ledger:list|None=None,       # the drift report of each recorded trajectory is appended here
                        )->list[list[dict]]:
-    "Offline groups: {'prompt', 'completions', 'rewards'} records, or trajectories grouped by task id (recorded ones with their ids)"
+    ("Offline groups: {'prompt', 'completions', 'rewards'} records, or trajectories grouped by task id (recorded ones "
+     "with their ids)")
     groups, by_task = [], {}
     recorded, items = split_recorded(load_records(data))
     rec_samples, rerender, led = recorded_training_rows(tokenizer, recorded, recorded_ids, tools)
@@ -114,13 +117,15 @@ def _token_advantages(adv:torch.Tensor,   # (B,) each row's member's advantage
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #2593ad3b
 def group_tensors(trainer, members:list[dict], group_size:int|list[int]):
-    "Members (chats with 'reward', 'step_rewards', 'valid'), groups contiguous: batch, per-token advantages, rewards, validity"
+    ("Members (chats with 'reward', 'step_rewards', 'valid'), groups contiguous: batch, per-token advantages, rewards, "
+     "validity")
     c = trainer.config
     samples, owner = _member_rows(trainer.tokenizer, members)
     b = collate_padded(_truncate_rows(samples, c.max_length), trainer.tokenizer.pad_token_id)
     b['recorded_old'], b['has_recorded'] = _recorded_old(samples, b['input_ids'].shape[1])
     rewards = torch.tensor([float(m['reward']) for m in members])
-    valid = torch.tensor([bool(m.get('valid', True)) for m in members])    # an infrastructure failure: out of the baseline
+    # an infrastructure failure: out of the baseline
+    valid = torch.tensor([bool(m.get('valid', True)) for m in members])
     adv = grpo_advantages(rewards, group_size, c.scale_rewards, valid=valid)[owner]
     b['valid'] = valid[owner]
     srs = [members[o].get('step_rewards') or [] for o in owner]

@@ -1,4 +1,4 @@
-"""`GRPOTrainer` on the one training loop: log-probabilities at the completion tokens only, batches of groups with signal, the clipped loss normalised over the whole step, checkpoints inside a batch, offline training, and the reference without a second copy of the model.
+"""`GRPOUpdates`, the base of `GRPOTrainer`, on the one training loop: log-probabilities at the completion tokens only, batches of groups with signal, the clipped loss normalised over the whole step, checkpoints inside a batch, offline training, and the reference without a second copy of the model.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/trainer_grpo_updates.html.md"""
 
@@ -21,10 +21,10 @@ from .grpo_groups import group_tensors, groups_from_records, has_signal
 from .losses import chunked_token_logps, grpo_loss, invalid_counts
 
 # %% auto #0
-__all__ = ['GRPOTrainer', 'output_head']
+__all__ = ['GRPOUpdates', 'output_head']
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #9079a05e
-class GRPOTrainer(BaseTrainer):
+class GRPOUpdates(BaseTrainer):
     "GRPO: online rollouts in an env, or offline exported groups"
     name = 'grpo'
     def __init__(self, config:GRPOConfig, model=None, tokenizer=None,
@@ -35,8 +35,10 @@ class GRPOTrainer(BaseTrainer):
         self.tools = tools if tools is not None else env_tools(config.tools_from_env or config.env_id)
         self.system_prompt = system_prompt or config.system_prompt
         self.ref_model, self.groups, self.epochs, self._batch, self._updates = None, None, config.num_epochs, None, []
-        self.served, self._served_n, self._run_id = None, 0, f'grpo-{uuid.uuid4().hex[:8]}'   # the adapter the rollout server has (name, folder)
-        self._ref_rows = {}    # offline, full fine-tuning, beta > 0: the reference's log-probs per row, computed once before training
+        # the adapter the rollout server has (name, folder)
+        self.served, self._served_n, self._run_id = None, 0, f'grpo-{uuid.uuid4().hex[:8]}'
+        # offline, full fine-tuning, beta > 0: the reference's log-probs per row, computed once before training
+        self._ref_rows = {}
         self._skipped = 0      # optimiser steps not taken because their batch had no group with signal
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #6309f3d8
@@ -44,7 +46,8 @@ def output_head(model,                 # the (unwrapped) causal LM
                  hidden:torch.Tensor,  # (B, H) final hidden states of one position per row
                  logits:torch.Tensor,  # (B, V) the logits `model` returned at those positions
                 ):                     # hidden states -> logits, as the model computes them
-    "The model's logits from its final hidden states (LM head, then Cohere/Granite scaling or Gemma soft-capping), checked against `logits`"
+    ("The model's logits from its final hidden states (LM head, then Cohere/Granite scaling or Gemma soft-capping), "
+     "checked against `logits`")
     cfg, lm = model.config.get_text_config(), model.get_output_embeddings()
     mul, div, cap = (getattr(cfg, k, None) for k in ('logit_scale', 'logits_scaling', 'final_logit_softcapping'))
     def head(h):
@@ -53,32 +56,41 @@ def output_head(model,                 # the (unwrapped) causal LM
         z = z / div if div is not None else z
         return torch.tanh(z / cap) * cap if cap else z
     with torch.no_grad(): z = head(hidden)
-    tol = max(4 * torch.finfo(z.dtype).eps, 1e-4) * (logits.float().abs().max() + 1)   # rounding, not scaling or capping
+    # rounding, not scaling or capping
+    tol = max(4 * torch.finfo(z.dtype).eps, 1e-4) * (logits.float().abs().max() + 1)
     if (z.float() - logits.float()).abs().max() > tol:
-        raise ValueError(f"{type(model).__name__}: its logits are not its LM head's output (nor scaled or soft-capped as Cohere, Granite or "
+        raise ValueError(
+            f"{type(model).__name__}: its logits are not its LM head's output (nor scaled or soft-capped as Cohere, "
+            f"Granite or "
                          "Gemma do), so GRPO cannot score completion tokens from hidden states")
     return head
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #138b5bca
 @patch
-def _logps(self:GRPOTrainer, model, b:dict)->tuple:
-    "Per-token log-probs of the labels under `model` at the sampling temperature, and their mask: computed at the labelled positions only"
+def _logps(self:GRPOUpdates, model, b:dict)->tuple:
+    ("Per-token log-probs of the labels under `model` at the sampling temperature, and their mask: computed at the "
+     "labelled positions only")
     mask = b['labels'][:, 1:] != -100                          # position t predicts token t+1
-    with self.autocast():                                     # the policy's precision (its forward has it), for the reference too
-        out = model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False, output_hidden_states=True, logits_to_keep=1)
+    # the policy's precision (its forward has it), for the reference too
+    with self.autocast():
+        out = model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False,
+                    output_hidden_states=True, logits_to_keep=1)
         h = out.hidden_states[-1]
         head = output_head(self.accelerator.unwrap_model(model), h[:, -1], out.logits[:, -1])
         del out                                               # the other layers' hidden states
-        lp = chunked_token_logps(h[:, :-1][mask], head, b['labels'][:, 1:][mask], self.config.temperature, self.config.logps_chunk_size)
+        lp = chunked_token_logps(h[:, :-1][mask], head, b['labels'][:, 1:][mask], self.config.temperature,
+                                 self.config.logps_chunk_size)
     return torch.zeros(mask.shape, dtype=lp.dtype, device=lp.device).masked_scatter(mask, lp), mask
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #fadb7a41
 @patch
-def plan(self:GRPOTrainer)->list[list[tuple]]:
-    "Micro-batch specs (batch key, its groups, micro-batch index): offline, shuffled batches of groups per epoch; online, one per update"
+def plan(self:GRPOUpdates)->list[list[tuple]]:
+    ("Micro-batch specs (batch key, its groups, micro-batch index): offline, shuffled batches of groups per epoch; "
+     "online, one per update")
     c, it, gas = self.config, self.config.num_iterations, self.config.gradient_accumulation_steps
     if self.groups is None:
-        return [[(('online', u), None, j) for u in range(max(1, c.max_steps // it)) for _ in range(it) for j in range(gas)]]
+        return [[(('online', u), None, j) for u in range(max(1, c.max_steps // it)) for _ in range(it)
+                 for j in range(gas)]]
     out = []
     for e in range(self.epochs):
         order = list(range(len(self.groups))); random.Random(c.seed + e).shuffle(order)
@@ -89,20 +101,21 @@ def plan(self:GRPOTrainer)->list[list[tuple]]:
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #9284aa79
 @patch
 @torch.no_grad()
-def _prepare(self:GRPOTrainer, key:tuple, gidx:tuple|None)->dict:
+def _prepare(self:GRPOUpdates, key:tuple, gidx:tuple|None)->dict:
     "A batch: what was sampled, and this process's tensors of its groups with signal (None when it has none)"
     groups, rounds = ([self.groups[i] for i in gidx], 1) if key[0] == 'offline' else self._online_groups(key[1])
     members = [m for g in groups for m in g]
     valid = torch.tensor([bool(m.get('valid', True)) for m in members])
     kept = [g for g in groups if has_signal(g)]
     rec = {'key': key, 'groups': len(groups), 'signal': len(kept), 'rounds': rounds, 'tensors': None,
-           'rewards': torch.tensor([float(m['reward']) for m in members])[valid], 'invalid': invalid_counts(valid, [len(g) for g in groups])}
+           'rewards': torch.tensor([float(m['reward']) for m in members])[valid],
+           'invalid': invalid_counts(valid, [len(g) for g in groups])}
     return {**rec, **self._batch_tensors(kept[:self.config.tasks_per_step])} if kept else rec
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #4db85116
 @patch
 @torch.no_grad()
-def _batch_tensors(self:GRPOTrainer, groups:list[list[dict]])->dict:
+def _batch_tensors(self:GRPOUpdates, groups:list[list[dict]])->dict:
     "Groups as this process's tensors, with advantages, old (and reference) log-probs; its weight and micro-batch parts"
     c, acc = self.config, self.accelerator
     b, A, _, _ = group_tensors(self, [m for g in groups for m in g], [len(g) for g in groups])
@@ -113,9 +126,12 @@ def _batch_tensors(self:GRPOTrainer, groups:list[list[dict]])->dict:
     was = self.model.training; self.model.eval()
     try:
         if c.num_iterations > 1 or c.use_recorded_logprobs: b['old'], b['mask'] = self._logps(self.model, b)
-        else: b['mask'] = b['labels'][:, 1:] != -100        # one step per batch: old = the step's own log-probs, detached (no second forward)
+        else:
+            # one step per batch: old = the step's own log-probs, detached (no second forward)
+            b['mask'] = b['labels'][:, 1:] != -100
         b['mask'] = b['mask'] * b['valid'][:, None]          # invalid episodes train nothing (neither advantage nor KL)
-        if c.use_recorded_logprobs:                         # the behaviour policy's own log-probs, as the recording proxy saw them sampled
+        # the behaviour policy's own log-probs, as the recording proxy saw them sampled
+        if c.use_recorded_logprobs:
             b['old'] = torch.where(b['has_recorded'][:, None], b['recorded_old'] * b['mask'], b['old'])
         if c.beta > 0:
             if c.use_lora:
@@ -128,7 +144,7 @@ def _batch_tensors(self:GRPOTrainer, groups:list[list[dict]])->dict:
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #e96d3471
 @patch
-def micro_batch(self:GRPOTrainer, spec:tuple)->dict:
+def micro_batch(self:GRPOUpdates, spec:tuple)->dict:
     "Micro-batch `j` of a batch (prepared when the batch first comes up): its rows, the loss's normaliser and weight"
     key, gidx, j = spec
     if self._batch is None or self._batch['key'] != key: self._batch = self._prepare(key, gidx)
@@ -136,43 +152,51 @@ def micro_batch(self:GRPOTrainer, spec:tuple)->dict:
     rows = p['parts'][j] or [0]                       # an empty part trains a stand-in with weight 0
     mb = {k: v[rows] for k, v in p['tensors'].items()}
     n = {'grpo': len(rows), 'dr_grpo': len(rows) * c.max_completion_length}.get(c.loss_type, mb['mask'].sum().item())
-    return {**mb, 'count': n, 'weight': p['weight'] if p['parts'][j] else 0.0, 'tokens': int(mb['attention_mask'].sum())}
+    return {**mb, 'count': n, 'weight': p['weight'] if p['parts'][j] else 0.0,
+            'tokens': int(mb['attention_mask'].sum())}
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #4c99adc9
 @patch
-def compute_loss(self:GRPOTrainer, b:dict)->tuple:
+def compute_loss(self:GRPOUpdates, b:dict)->tuple:
     "The summed clipped GRPO loss of a micro-batch, with its metrics weighted by completion tokens"
     c = self.config
     lp, _ = self._logps(self.model, b)
-    loss, met = grpo_loss(lp, b['old'] if 'old' in b else lp.detach(), b['A'], b['mask'], c.epsilon, c.epsilon_high, c.beta, b.get('ref'), c.loss_type,
+    loss, met = grpo_loss(lp, b['old'] if 'old' in b else lp.detach(), b['A'], b['mask'], c.epsilon, c.epsilon_high,
+                          c.beta, b.get('ref'), c.loss_type,
                           max_completion_length=c.max_completion_length, reduction='sum')
     tok = b['mask'].sum().item()
     return loss, {'completion_tokens': tok, **{k: v * tok for k, v in met.items()}}
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #0d36bce5
 @patch
-def step_metrics(self:GRPOTrainer, sums:dict, count:float)->dict:
-    "One optimiser step's log row: loss, the valid members' reward mean and spread, invalid members, what was sampled, KL and clipping"
+def step_metrics(self:GRPOUpdates, sums:dict, count:float)->dict:
+    ("One optimiser step's log row: loss, the valid members' reward mean and spread, invalid members, what was "
+     "sampled, KL and clipping")
     p, tok = self._batch, max(sums['completion_tokens'], 1)
     r = p['rewards']                                             # the valid members' rewards, of every sampled group
-    return {'loss': sums['loss'] / max(count, 1e-12), 'reward': r.mean().item() if len(r) else float('nan'), 'reward_std': r.std().item() if len(r) > 1 else 0.0,
-            'n_invalid': p['invalid']['n_invalid'], 'groups': p.get('groups'), 'groups_with_signal': p.get('signal'), 'sampling_rounds': p.get('rounds'),
-            'skipped': p['tensors'] is None, 'skipped_updates': self._skipped, 'completion_tokens': int(sums['completion_tokens']),
+    return {'loss': sums['loss'] / max(count, 1e-12), 'reward': r.mean().item() if len(r) else float('nan'),
+            'reward_std': r.std().item() if len(r) > 1 else 0.0,
+            'n_invalid': p['invalid']['n_invalid'], 'groups': p.get('groups'), 'groups_with_signal': p.get('signal'),
+            'sampling_rounds': p.get('rounds'),
+            'skipped': p['tensors'] is None, 'skipped_updates': self._skipped,
+            'completion_tokens': int(sums['completion_tokens']),
             'mode': p['key'][0], **{k: sums[k] / tok for k in ('kl', 'clip_ratio') if k in sums}}
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #cc82436e
 @patch
-def _step(self:GRPOTrainer, specs:list)->dict:
-    "One optimiser step on the batch's groups with signal; none when it has none (no forward, no optimiser or scheduler step)"
+def _step(self:GRPOUpdates, specs:list)->dict:
+    ("One optimiser step on the batch's groups with signal; none when it has none (no forward, no optimiser or "
+     "scheduler step)")
     key, gidx, _ = specs[0]
     if self._batch is None or self._batch['key'] != key: self._batch = self._prepare(key, gidx)
     if self._batch['tensors'] is not None: return BaseTrainer._step(self, specs)
     self._skipped += 1
-    return {**self.step_metrics({'loss': 0.0, 'completion_tokens': 0}, 0), 'loss': float('nan'), 'lr': self.scheduler.get_last_lr()[0], 'grad_norm': None}
+    return {**self.step_metrics({'loss': 0.0, 'completion_tokens': 0}, 0), 'loss': float('nan'),
+            'lr': self.scheduler.get_last_lr()[0], 'grad_norm': None}
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #47b17d6c
 @patch
-def on_step_end(self:GRPOTrainer, row:dict):
+def on_step_end(self:GRPOUpdates, row:dict):
     "Keep one row per batch (its last iteration's): what `train` and `train_offline` return"
     key = self._batch['key']
     if self._updates and self._updates[-1][0] == key: self._updates[-1] = (key, row)
@@ -180,13 +204,13 @@ def on_step_end(self:GRPOTrainer, row:dict):
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #4647bdcc
 @patch
-def extra_state(self:GRPOTrainer)->dict:
+def extra_state(self:GRPOUpdates)->dict:
     "The current batch, the steps skipped so far and the rows of the updates made, saved with each checkpoint"
     return {'batch': self._batch, 'skipped': self._skipped, 'updates': self._updates} if self._batch is not None else {}
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #d0830156
 @patch
-def load_extra_state(self:GRPOTrainer, d:dict):
+def load_extra_state(self:GRPOUpdates, d:dict):
     "Restore the batch a checkpoint was saved in, its count of skipped steps and the rows of the updates before it"
     self._batch, self._skipped, self._updates = d.get('batch'), d.get('skipped', 0), list(d.get('updates', []))
 
@@ -198,16 +222,20 @@ def _row_keys(b:dict)->list[tuple]:
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #4bd89936
 @patch
-def _placed(self:GRPOTrainer, model):
-    "`model` on the device the policy trains on, as accelerate will place the policy (a device map, FSDP or DeepSpeed place it themselves)"
-    if getattr(model, 'hf_device_map', None) or self.accelerator.distributed_type in (DistributedType.FSDP, DistributedType.DEEPSPEED): return model
+def _placed(self:GRPOUpdates, model):
+    ("`model` on the device the policy trains on, as accelerate will place the policy (a device map, FSDP or DeepSpeed "
+     "place it themselves)")
+    if getattr(model, 'hf_device_map', None) or self.accelerator.distributed_type in (DistributedType.FSDP,
+            DistributedType.DEEPSPEED):
+        return model
     return model.to(self.accelerator.device)
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #365e9395
 @patch
 @torch.no_grad()
-def _reference_rows(self:GRPOTrainer, groups:list[list[dict]]):
-    "The warm start's log-probs of every row of `groups` (offline, full fine-tuning, beta > 0): the reference, without a copy of the model"
+def _reference_rows(self:GRPOUpdates, groups:list[list[dict]]):
+    ("The warm start's log-probs of every row of `groups` (offline, full fine-tuning, beta > 0): the reference, "
+     "without a copy of the model")
     acc, was = self.accelerator, self._placed(self.model).training
     self.model.eval()
     try:
@@ -215,15 +243,20 @@ def _reference_rows(self:GRPOTrainer, groups:list[list[dict]]):
             b = group_tensors(self, g, len(g))[0]
             keys = _row_keys(b)
             if all(k in self._ref_rows for k in keys): continue
-            if self._ready: raise ValueError("GRPO beta > 0: these offline groups were not scored by the initial policy, which this trainer did not keep "
-                                             "(reference log-probs are computed before training starts): start a new trainer from the warm start, or use_lora")
-            ref, _ = self._logps(self.model, {k: b[k].to(acc.device) for k in ('input_ids', 'attention_mask', 'labels')})
+            if self._ready:
+                raise ValueError(
+                    "GRPO beta > 0: these offline groups were not scored by the initial policy, which this trainer did "
+                    "not keep "
+                                             "(reference log-probs are computed before training starts): start a new "
+                                             "trainer from the warm start, or use_lora")
+            ref, _ = self._logps(self.model,
+                                 {k: b[k].to(acc.device) for k in ('input_ids', 'attention_mask', 'labels')})
             for k, r in zip(keys, ref.cpu()): self._ref_rows[k] = r[:len(k[0]) - 1]
     finally: self.model.train(was)
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #257c8206
 @patch
-def _stored_ref(self:GRPOTrainer, b:dict)->torch.Tensor:
+def _stored_ref(self:GRPOUpdates, b:dict)->torch.Tensor:
     "The stored reference log-probs of a batch's rows, padded like its labels"
     out = torch.zeros(b['input_ids'].shape[0], b['input_ids'].shape[1] - 1)
     for i, k in enumerate(_row_keys(b)): r = self._ref_rows[k]; out[i, :len(r)] = r
@@ -231,14 +264,17 @@ def _stored_ref(self:GRPOTrainer, b:dict)->torch.Tensor:
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #157041fb
 @patch
-def train_offline(self:GRPOTrainer, data, num_epochs:int|None=None, stop_at:int|None=None)->list[dict]:
-    "Offline GRPO over exported groups (off-policy approximation: old = policy at the start of each batch); one row per batch"
+def train_offline(self:GRPOUpdates, data, num_epochs:int|None=None, stop_at:int|None=None)->list[dict]:
+    ("Offline GRPO over exported groups (off-policy approximation: old = policy at the start of each batch); one row "
+     "per batch")
     self.drift_rows = []
-    self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids, self.drift_rows)
+    self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids,
+                                      self.drift_rows)
     self.epochs = num_epochs or self.config.num_epochs
     if not self.groups: raise DataFormatError("no groups in the offline data")
     if self.config.beta > 0 and not self.config.use_lora and self.ref_model is None: self._reference_rows(self.groups)
-    if self.ref_model is not None: self.ref_model = self._placed(self.ref_model).eval().requires_grad_(False)   # a reference given as a model
+    if self.ref_model is not None:
+        self.ref_model = self._placed(self.ref_model).eval().requires_grad_(False)   # a reference given as a model
     self._updates, self._skipped = [], 0
     BaseTrainer.train(self, stop_at)
     return [r for _, r in self._updates]

@@ -31,12 +31,15 @@ def token_logps(logits:torch.Tensor,  # (B, T, V) model outputs
 
 # %% ../../nbs/62_trainer_losses.ipynb #3a87bd86
 def chunked_token_logps(hidden:torch.Tensor,  # (N, H) final hidden states of the positions to score
-                        head,                 # hidden states -> logits, e.g. the LM head (`model.get_output_embeddings()`)
+                        # hidden states -> logits, e.g. the LM head (`model.get_output_embeddings()`)
+                        head,
                         targets:torch.Tensor, # (N,) the token each position predicts
                         temperature:float=1.0, # sampling temperature the logits are divided by
-                        chunk_size:int=1024,  # positions projected at once: at most (chunk_size, V) logits exist at a time
+                        # positions projected at once: at most (chunk_size, V) logits exist at a time
+                        chunk_size:int=1024,
                        )->torch.Tensor:       # (N,) float32 log-probs of `targets`
-    "Log-probs of `targets` from hidden states, projected through `head` a chunk at a time (recomputed in the backward pass)"
+    ("Log-probs of `targets` from hidden states, projected through `head` a chunk at a time (recomputed in the "
+     "backward pass)")
     def part(h, t): return torch.log_softmax(head(h).float() / temperature, -1).gather(1, t[:, None]).squeeze(1)
     run = partial(checkpoint, part, use_reentrant=False) if torch.is_grad_enabled() else part
     out = [run(hidden[k:k + chunk_size], targets[k:k + chunk_size]) for k in range(0, len(targets), chunk_size)]
@@ -66,7 +69,8 @@ def dpo_loss(policy_chosen_logps:torch.Tensor,   # (B,) summed log-probs of chos
     "DPO/IPO loss per pair and the implicit rewards"
     pc, rc = policy_chosen_logps - ref_chosen_logps, policy_rejected_logps - ref_rejected_logps
     h = pc - rc
-    if loss_type == 'sigmoid': losses = -(1 - label_smoothing) * F.logsigmoid(beta * h) - label_smoothing * F.logsigmoid(-beta * h)
+    if loss_type == 'sigmoid':
+        losses = -(1 - label_smoothing) * F.logsigmoid(beta * h) - label_smoothing * F.logsigmoid(-beta * h)
     elif loss_type == 'ipo': losses = (h - 1 / (2 * beta)) ** 2
     else: raise ValueError(f"loss_type must be 'sigmoid' or 'ipo', not {loss_type!r}")
     return losses, beta * pc.detach(), beta * rc.detach()
@@ -85,7 +89,8 @@ def grpo_advantages(rewards:torch.Tensor,    # (N,) rewards, groups contiguous: 
                     group_size:int|list[int], # completions per prompt, or the size of each group when they differ
                     scale:str='group',       # 'group' std, 'batch' std, or 'none'
                     eps:float=1e-4,          # added to the std
-                    valid:torch.Tensor|None=None, # (N,) bool, False for an infrastructure failure (`Trajectory.valid`); None: all valid
+                    # (N,) bool, False for an infrastructure failure (`Trajectory.valid`); None: all valid
+                    valid:torch.Tensor|None=None,
                    )->torch.Tensor:          # (N,) advantages (0 for invalid members)
     "Group-relative advantages (R - group mean) / (std + eps) over each group's valid members; invalid members get 0"
     r = rewards.float()
@@ -121,7 +126,8 @@ def step_level_advantages(advantages:torch.Tensor,  # (N,) trajectory advantages
                           step_ids:torch.Tensor,    # (N, T) step index of each token, -1 outside steps
                           scale:float=1.0,          # lambda in [0, 1]: how far step rewards move the advantage
                          )->torch.Tensor:           # (N, T) per-token advantages A_ij
-    "Per-token advantages A_i * (1 + sign(A_i) * scale * (r_ij - mean_j r_ij)): credit to the best steps, blame to the worst"
+    ("Per-token advantages A_i * (1 + sign(A_i) * scale * (r_ij - mean_j r_ij)): credit to the best steps, blame to "
+     "the worst")
     if not 0 <= scale <= 1: raise ValueError(f"scale must be in [0, 1], got {scale}")
     out = advantages.float()[:, None].expand(step_ids.shape).clone()
     for i, rs in enumerate(step_rewards):

@@ -66,8 +66,10 @@ def installed_trackers(report_to:list|None, # tracker names: 'wandb', 'tensorboa
     "The trackers of `report_to` that can write here"
     ok = []
     for t in report_to or []:
-        mods = {'wandb': ('wandb',), 'tensorboard': ('tensorboard', 'tensorboardX')}[t]   # accelerate writes with either
+        # accelerate writes with either
+        mods = {'wandb': ('wandb',), 'tensorboard': ('tensorboard', 'tensorboardX')}[t]
         if any(importlib.util.find_spec(m) for m in mods): ok.append(t)
-        else: warnings.warn(f"report_to={t!r} but {' or '.join(mods)} is not installed; metrics go to metrics.jsonl only",
+        else:
+            warnings.warn(f"report_to={t!r} but {' or '.join(mods)} is not installed; metrics go to metrics.jsonl only",
                             stacklevel=3)
     return ok

@@ -46,9 +46,11 @@ def packed_attention_mask(position_ids:torch.Tensor, # (B, L) positions restarti
 
 # %% ../../nbs/60b_trainer_packing.ipynb #c3666c02
 def collate_packed(rows:list[dict], pad_id:int=0,
-                   mask:bool=True, # the block-diagonal mask (False: flash-attention varlen, called with use_cache=False)
+                   # the block-diagonal mask (False: flash-attention varlen, called with use_cache=False)
+                   mask:bool=True,
                   )->dict:
-    "Stack packed rows into tensors, with the mask that isolates their samples (pads continue as a segment of their own)"
+    ("Stack packed rows into tensors, with the mask that isolates their samples (pads continue as a segment of their "
+     "own)")
     L = max(len(r['input_ids']) for r in rows)
     out = {'input_ids': [], 'labels': [], 'weights': [], 'position_ids': []}
     for r in rows:

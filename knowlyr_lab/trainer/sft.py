@@ -90,7 +90,8 @@ class SFTTrainer(BaseTrainer):
                  tools:list|None=None):       # tool schemas when records carry none (else config.tools_from_env)
         super().__init__(config, model, tokenizer)
         self.tools = tools if tools is not None else env_tools(config.tools_from_env)
-        self.errors, self.drift_rows = [], []   # rejected records; the drift ledger of recorded records (`trainer.drift`)
+        # rejected records; the drift ledger of recorded records (`trainer.drift`)
+        self.errors, self.drift_rows = [], []
         self.samples = self.prepare_samples(train_data) if train_data is not None else []
         self.eval_samples = self.prepare_samples(eval_data, train=False) if eval_data is not None else []
 
@@ -122,7 +123,8 @@ def _n_labels(s): return sum(l != -100 for l in s['labels'][1:])   # the first t
 def micro_batch(self:SFTTrainer, idx:list[int])->dict:
     mine, w = self._shard(idx)
     ss = [self.samples[i] for i in mine]
-    return {'samples': ss, 'count': sum(_n_labels(s) for s in ss), 'weight': w, 'tokens': sum(len(s['input_ids']) for s in ss)}
+    return {'samples': ss, 'count': sum(_n_labels(s) for s in ss), 'weight': w,
+            'tokens': sum(len(s['input_ids']) for s in ss)}
 
 # %% ../../nbs/63_trainer_sft.ipynb #065f5bfd
 @patch
@@ -130,7 +132,8 @@ def compute_loss(self:SFTTrainer, b:dict)->tuple: return self._loss_sum(b['sampl
 
 # %% ../../nbs/63_trainer_sft.ipynb #6654a946
 @patch
-def step_metrics(self:SFTTrainer, sums:dict, count:float)->dict: return {'loss': sums['loss'] / max(count, 1), 'label_tokens': int(count)}
+def step_metrics(self:SFTTrainer, sums:dict, count:float)->dict:
+    return {'loss': sums['loss'] / max(count, 1), 'label_tokens': int(count)}
 
 # %% ../../nbs/63_trainer_sft.ipynb #c46ee554
 @patch
@@ -158,11 +161,13 @@ def evaluate(self:SFTTrainer, samples:list[dict]|None=None)->float:
 def _read_records(self:SFTTrainer, data, train:bool=True)->tuple[list, list, list, list]:
     "(chats, recorded rows' samples, recorded pairs, drift ledger) of `data`; unusable training records quarantined"
     c = self.config
-    recorded, rest = split_recorded(load_records(data))     # trajectories with recorded ids train on those ids (`trainer.drift`)
+    # trajectories with recorded ids train on those ids (`trainer.drift`)
+    recorded, rest = split_recorded(load_records(data))
     if c.min_reward is not None: recorded = [(w, t) for w, t in recorded if float(t.reward or 0.0) >= c.min_reward]
     rec_samples, rerender, ledger = recorded_training_rows(self.tokenizer, recorded, c.recorded_ids, self.tools,
                                                            c.step_weighted_loss)
-    chats, errors = build_chats(rest + rerender, c.system_prompt, self.tools, c.min_reward) if rest or rerender else ([], [])
+    chats, errors = build_chats(rest + rerender, c.system_prompt, self.tools,
+                                c.min_reward) if rest or rerender else ([], [])
     if train: self.errors += errors; self._quarantine(errors); self.drift_rows = ledger
     if not chats and not rec_samples: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
     return chats, rec_samples, recorded, ledger
@@ -177,29 +182,36 @@ def _fit_samples(self:SFTTrainer, pieces:list[tuple])->tuple[list[dict], int, in
         for p in chunk_sample(s, c.max_length, c.chunk_overlap_steps) if c.chunk_long_trajectories else [s]:
             if len(p['input_ids']) > c.max_length:
                 cut += 1; p = {**p, **{k: p[k][:c.max_length] for k in ('input_ids', 'labels', 'weights', 'step')}}
-            if all(l == -100 for l in p['labels'][1:]): empty += 1; continue   # nothing to learn (position 0 is never predicted)
+            if all(l == -100 for l in p['labels'][1:]):
+                empty += 1; continue   # nothing to learn (position 0 is never predicted)
             samples.append({**p, 'record': rec_i})
     return samples, cut, empty
 
 # %% ../../nbs/63_trainer_sft.ipynb #4eab4663
 @patch
 def prepare_samples(self:SFTTrainer, data, train:bool=True)->list[dict]:
-    "Tokenized (chunked or truncated) samples of `data`; for training data, unusable records are quarantined and counted"
+    ("Tokenized (chunked or truncated) samples of `data`; for training data, unusable records are quarantined and "
+     "counted")
     c = self.config
     chats, rec_samples, recorded, ledger = self._read_records(data, train)
     used = ({json.dumps(ch['tools'], sort_keys=True) for ch in chats}
             | {json.dumps(t.metadata.get('tools'), sort_keys=True) for _, t in recorded})
-    if train and len(used) == 1: self.tools = json.loads(used.pop()) or []   # the prompt card records what training rendered
-    pieces = list(enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss) if chats else []))
-    pieces += [(len(chats) + j, p) for j, ps in enumerate(rec_samples) for p in ps]   # a recorded row's pieces share its record index
+    if train and len(used) == 1:
+        self.tools = json.loads(used.pop()) or []   # the prompt card records what training rendered
+    pieces = list(enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss) if chats
+                            else []))
+    # a recorded row's pieces share its record index
+    pieces += [(len(chats) + j, p) for j, ps in enumerate(rec_samples) for p in ps]
     samples, cut, empty = self._fit_samples(pieces)
     if not train: return samples
     self.data_report = {'rejected_records': len(self.errors), 'truncated_samples': cut, 'skipped_samples': empty,
                         'recorded_records': len(recorded), 'drifting_records': sum(bool(r['drift']) for r in ledger)}
     if not samples:
-        raise DataFormatError(f"no training sample has a label token within max_length={c.max_length}: all {empty} were cut away "
+        raise DataFormatError(
+            f"no training sample has a label token within max_length={c.max_length}: all {empty} were cut away "
                               "(raise max_length, or set chunk_long_trajectories)")
-    if empty: warnings.warn(f"{empty} of {len(samples) + empty} samples have no label token within max_length={c.max_length} "
+    if empty:
+        warnings.warn(f"{empty} of {len(samples) + empty} samples have no label token within max_length={c.max_length} "
                             "and are skipped (a prompt longer than max_length?)", stacklevel=3)
     return samples
 
@@ -211,9 +223,11 @@ def plan(self:SFTTrainer)->list[list[list[int]]]:
     recs = {}
     for i, s in enumerate(self.samples): recs.setdefault(s['record'], []).append(i)
     rec_ids = sorted(recs)
-    rec_info = [{'n_steps': self.samples[recs[r][0]]['n_steps'], 'reward': self.samples[recs[r][0]]['reward']} for r in rec_ids]
+    rec_info = [{'n_steps': self.samples[recs[r][0]]['n_steps'], 'reward': self.samples[recs[r][0]]['reward']}
+                for r in rec_ids]
     for e in range(c.num_epochs):
-        if c.curriculum: order = curriculum_indices(rec_info, e, c.curriculum_start_ratio, c.curriculum_warmup_epochs, c.seed)
+        if c.curriculum:
+            order = curriculum_indices(rec_info, e, c.curriculum_start_ratio, c.curriculum_warmup_epochs, c.seed)
         else: order = list(range(len(rec_ids))); random.Random(c.seed + e).shuffle(order)
         idx = [i for r in order for i in recs[rec_ids[r]]]
         epochs.append([idx[k:k + c.batch_size] for k in range(0, len(idx), c.batch_size)])
@@ -222,7 +236,8 @@ def plan(self:SFTTrainer)->list[list[list[int]]]:
 # %% ../../nbs/63_trainer_sft.ipynb #dc2f989d
 def oracle_trajectories(env_id:str='knowlyr/maze-easy', # a registered env with `oracle_action()`
                         seeds=range(100),              # one episode per seed
-                        spec=None,                     # a `RolloutSpec` (None: a budget of 100 steps, so an oracle that never ends stops)
+                        # a `RolloutSpec` (None: a budget of 100 steps, so an oracle that never ends stops)
+                        spec=None,
                        )->list[Trajectory]:
     "Expert trajectories of an env with an oracle, recorded in the rollout spec's wrapper stack"
     from knowlyr_lab.registry import make

@@ -42,7 +42,8 @@ CHATML_TOOL_TEMPLATE = (
 # %% ../../nbs/60_trainer_tiny.ipynb #1664d200
 SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
 EXTRA_TOKENS = ['<tool_call>', '</tool_call>']
-QWEN2_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+QWEN2_SPLIT = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
 # Llama 3's regex: numbers in groups of up to three digits
 LLAMA3_SPLIT = QWEN2_SPLIT.replace(r"|\p{N}|", r"|\p{N}{1,3}|")
 # every group a number splits into
@@ -62,7 +63,8 @@ def _bpe(family:str)->Tokenizer:
 
 # %% ../../nbs/60_trainer_tiny.ipynb #9afd25bf
 def _qwen2_tokenizer(tok:Tokenizer, chat_template:str)->Qwen2Tokenizer:
-    "The trained `tok` as a `Qwen2Tokenizer` (what `AutoTokenizer` rebuilds on load), with the tool-call tokens and template"
+    ("The trained `tok` as a `Qwen2Tokenizer` (what `AutoTokenizer` rebuilds on load), with the tool-call tokens and "
+     "template")
     model = json.loads(tok.to_str())['model']
     merges = [tuple(m.split(' ')) if isinstance(m, str) else tuple(m) for m in model['merges']]
     hf = Qwen2Tokenizer(vocab=model['vocab'], merges=merges, unk_token='<|endoftext|>', eos_token='<|im_end|>',
@@ -73,14 +75,17 @@ def _qwen2_tokenizer(tok:Tokenizer, chat_template:str)->Qwen2Tokenizer:
 
 # %% ../../nbs/60_trainer_tiny.ipynb #ae805ad7
 def _llama_tokenizer(tok:Tokenizer, vocab_size:int, chat_template:str)->PreTrainedTokenizerFast:
-    "The trained `tok` as a `PreTrainedTokenizerFast` (what `AutoTokenizer` loads for a Llama checkpoint); every digit group one token"
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token='<|endoftext|>', eos_token='<|im_end|>', pad_token='<|endoftext|>',
+    ("The trained `tok` as a `PreTrainedTokenizerFast` (what `AutoTokenizer` loads for a Llama checkpoint); every "
+     "digit group one token")
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token='<|endoftext|>', eos_token='<|im_end|>',
+                                 pad_token='<|endoftext|>',
                                  additional_special_tokens=['<|im_start|>'])
     hf.add_tokens(EXTRA_TOKENS)
     hf.chat_template = chat_template
     split = [g for g in DIGIT_GROUPS if len(tok.encode(g).ids) != 1]
     if split: raise ValueError(f"vocab_size={vocab_size} is too small for the llama family: {len(split)} digit groups "
-                               f"(e.g. {split[0]!r}) are not one token; use vocab_size >= {len(tok.get_vocab()) + len(split)}")
+                               f"(e.g. {split[0]!r}) are not one token; use vocab_size >= "
+                               f"{len(tok.get_vocab()) + len(split)}")
     return hf
 
 # %% ../../nbs/60_trainer_tiny.ipynb #24d8b60d
@@ -92,9 +97,11 @@ DEFAULT_CORPUS = ["You are at row 0, col 0. The goal is at row 3, col 3. Open: s
 def train_tokenizer(corpus:list[str]|None=None, # texts to learn merges from (rendered chats, tool schemas, ...)
                     vocab_size:int=1024,          # target vocabulary size (incl. the 256 byte symbols)
                     chat_template:str=CHATML_TOOL_TEMPLATE, # template stored on the tokenizer
-                    family:str='qwen2',           # 'qwen2': digits one by one; 'llama': Llama 3's groups of up to 3 digits
+                    # 'qwen2': digits one by one; 'llama': Llama 3's groups of up to 3 digits
+                    family:str='qwen2',
                    ):                             # a `Qwen2Tokenizer` (qwen2) or a `PreTrainedTokenizerFast` (llama)
-    "Train a byte-level BPE with the family's pipeline on `corpus`, wrapped the way `AutoTokenizer` reloads it, with a ChatML tool template"
+    ("Train a byte-level BPE with the family's pipeline on `corpus`, wrapped the way `AutoTokenizer` reloads it, with "
+     "a ChatML tool template")
     if family not in FAMILIES: raise ValueError(f"family must be one of {list(FAMILIES)}, not {family!r}")
     tok = _bpe(family)
     tr = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
@@ -115,14 +122,17 @@ def make_tiny_model(corpus:list[str]|None=None, # texts for the tokenizer (ignor
                     seed:int=0,                   # initialisation seed (same seed, same weights)
                     tokenizer=None,               # reuse an existing tokenizer
                     save_dir:str|Path|None=None,  # also save model + tokenizer here
-                    family:str='qwen2',           # 'qwen2' (Qwen2ForCausalLM) or 'llama' (LlamaForCausalLM, Llama 3's number tokens)
+                    # 'qwen2' (Qwen2ForCausalLM) or 'llama' (LlamaForCausalLM, Llama 3's number tokens)
+                    family:str='qwen2',
                    )->tuple:                      # (model, tokenizer)
     "A deterministic tiny Qwen2 (or Llama) causal LM and its trained tokenizer, built offline"
     if family not in FAMILIES: raise ValueError(f"family must be one of {list(FAMILIES)}, not {family!r}")
     tok = tokenizer if tokenizer is not None else train_tokenizer(corpus, vocab_size, family=family)
     config_cls, model_cls = (Qwen2Config, Qwen2ForCausalLM) if family == 'qwen2' else (LlamaConfig, LlamaForCausalLM)
-    cfg = config_cls(vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=intermediate_size or 2 * hidden_size,
-                     num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=max(1, num_heads // 2),
+    cfg = config_cls(vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=intermediate_size
+                     or 2 * hidden_size,
+                     num_hidden_layers=num_layers, num_attention_heads=num_heads,
+                     num_key_value_heads=max(1, num_heads // 2),
                      max_position_embeddings=max_position, tie_word_embeddings=True, rope_theta=10000.0,
                      bos_token_id=None, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     with torch.random.fork_rng():

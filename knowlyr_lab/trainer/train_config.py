@@ -23,7 +23,8 @@ from ..config import ConfigError, in_range, one_of, validate_config
 __all__ = ['SCHEDULERS', 'PRECISIONS', 'TRACKERS', 'TrainConfig', 'resolve_precision', 'check_given_model']
 
 # %% ../../nbs/61d_trainer_train_config.ipynb #253283ac
-SCHEDULERS = ('linear', 'cosine', 'cosine_with_restarts', 'polynomial', 'constant', 'constant_with_warmup', 'inverse_sqrt')
+SCHEDULERS = ('linear', 'cosine', 'cosine_with_restarts', 'polynomial', 'constant', 'constant_with_warmup',
+              'inverse_sqrt')
 PRECISIONS = ('auto', 'no', 'bf16', 'fp16')
 TRACKERS = ('wandb', 'tensorboard')
 
@@ -81,9 +82,11 @@ class TrainConfig:
 
     _groups = {'model': ('model_name_or_path', 'model_dtype', 'attn_implementation', 'device_map'),
                'data': ('max_length', 'system_prompt', 'tools_from_env', 'chat_format', 'mask_observations'),
-               'optimisation': ('num_epochs', 'max_steps', 'learning_rate', 'weight_decay', 'warmup_ratio', 'lr_scheduler',
+               'optimisation': ('num_epochs', 'max_steps', 'learning_rate', 'weight_decay', 'warmup_ratio',
+                                'lr_scheduler',
                                 'batch_size', 'gradient_accumulation_steps', 'max_grad_norm', 'seed'),
-               'lora': ('use_lora', 'lora_r', 'lora_alpha', 'lora_dropout', 'lora_target_modules', 'merge_lora_on_save'),
+               'lora': ('use_lora', 'lora_r', 'lora_alpha', 'lora_dropout', 'lora_target_modules',
+                        'merge_lora_on_save'),
                'precision and memory': ('mixed_precision', 'gradient_checkpointing'),
                'checkpoints and logging': ('output_dir', 'logging_steps', 'save_steps', 'save_total_limit',
                                            'resume_from_checkpoint', 'report_to', 'progress_bar')}
