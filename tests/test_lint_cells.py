@@ -125,3 +125,22 @@ def test_wrap_lines_leaves_what_it_cannot_wrap_and_reports_it():
     src = 'x = """\n' + 'word ' * 40 + '\n"""'
     new, left = w.wrap_source(src)
     assert new == src and left == [2]
+
+def test_patching_another_modules_class_fails(tmp_path):
+    "A page adds methods only to classes its own export cells define (`@patch` or `@patch_to`); its own class passes"
+    cells = ["#| export\nfrom fastcore.basics import patch, patch_to\nfrom knowlyr_lab.core import AgentEnv",
+             "#| export\nclass Mine: pass", "#| export\n@patch\ndef a(self:Mine): return 1",
+             "#| export\n@patch\ndef b(self:AgentEnv): return 2", "#| export\n@patch_to(AgentEnv)\ndef c(self): return 3"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    p = tmp_path / 'foreign.ipynb'; nbformat.write(nb, p)
+    r = _lint(p)
+    assert r.returncode == 1, r.stdout
+    assert 'b is patched onto AgentEnv, a class another module defines' in r.stdout
+    assert 'c is patched onto AgentEnv' in r.stdout and 'onto Mine' not in r.stdout
+
+def test_wrap_lines_keeps_a_pragma_on_its_line():
+    "A line with `# noqa` is left whole: the pragma applies to the line it is on"
+    w = _wrap()
+    src = "def reply(self, task, transcript, " + ", ".join(f"arg{k}" for k in range(14)) + "): pass  # noqa: F811"
+    new, left = w.wrap_source(src)
+    assert new == src and left == [1]
