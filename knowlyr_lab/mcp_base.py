@@ -24,7 +24,7 @@ from .trajectory_io import parse_trajectory, read_trajectories
 # %% auto #0
 __all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerRoot', 'ServerState', 'Client', 'mcp_client', 'described',
            'SandboxCreated', 'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult',
-           'ConversionResult', 'ValidationResult', 'DiffResult', 'ScoreResult', 'PreferencesResult',
+           'DiffResult', 'ScoreResult', 'ConversionResult', 'ValidationResult', 'PreferencesResult',
            'CalibrationResult', 'load_trajectory']
 
 # %% ../nbs/94_mcp_base.ipynb #907cf8f5
@@ -35,16 +35,22 @@ class ServerRoot:
         if root is None: self.tmp = tempfile.TemporaryDirectory(prefix='knowlyr-mcp-'); root = self.tmp.name
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir(): raise ValueError(f"server root {root} is not a directory")
-    def path(self, p, what:str='path', must_exist:bool=False)->Path:
-        "`p` (absolute, or relative to the root) resolved; ValueError unless it stays inside the root"
-        if not isinstance(p, str) or not p or '\0' in p: raise ValueError(f"{what} must be a non-empty path, got {p!r}")
-        q = Path(p).expanduser()
-        r = (q if q.is_absolute() else self.root/q).resolve()
-        if r != self.root and self.root not in r.parents:
-            raise ValueError(f"{what} {p!r} is outside the server root {self.root} (it resolves to {r})")
-        if must_exist and not r.exists(): raise FileNotFoundError(f"{what} {p} does not exist")
-        return r
-    def __repr__(self): return f"ServerRoot({str(self.root)!r})"
+
+# %% ../nbs/94_mcp_base.ipynb #b70d8341
+@patch
+def path(self:ServerRoot, p, what:str='path', must_exist:bool=False)->Path:
+    "`p` (absolute, or relative to the root) resolved; ValueError unless it stays inside the root"
+    if not isinstance(p, str) or not p or '\0' in p: raise ValueError(f"{what} must be a non-empty path, got {p!r}")
+    q = Path(p).expanduser()
+    r = (q if q.is_absolute() else self.root/q).resolve()
+    if r != self.root and self.root not in r.parents:
+        raise ValueError(f"{what} {p!r} is outside the server root {self.root} (it resolves to {r})")
+    if must_exist and not r.exists(): raise FileNotFoundError(f"{what} {p} does not exist")
+    return r
+
+# %% ../nbs/94_mcp_base.ipynb #61fe2883
+@patch
+def __repr__(self:ServerRoot): return f"ServerRoot({str(self.root)!r})"
 
 # %% ../nbs/94_mcp_base.ipynb #743ca00d
 class ServerState(ServerRoot):
@@ -106,33 +112,46 @@ def _docs(obj)->dict:
     try: return docments(obj)
     except (OSError, TypeError): return {}
 
-ExportFormat = Literal['sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl']   # `hub.export.FORMATS`, as an enum for clients
-LOG_FORMAT = "log format, e.g. 'claude-code', 'codex-cli', 'openai-chat' (the recorder's format names); omit it to detect the format of each file"
+# %% ../nbs/94_mcp_base.ipynb #a5bd7187
+# `hub.export.FORMATS`, as an enum for clients
+ExportFormat = Literal['sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl']
+LOG_FORMAT = ("log format, e.g. 'claude-code', 'codex-cli', 'openai-chat' (the recorder's format names); "
+              "omit it to detect the format of each file")
 
-# A client reads these descriptions, not the Python API: where a docment speaks Python (types, `None`, function
-# names), the tool says it here instead, once (keyed `tool.param`, or `param` for every tool).
+# %% ../nbs/94_mcp_base.ipynb #42cffefa
 CLIENT_TEXT = {
-    'execute_tool.tool': 'the sandbox tool to run', 'params': "the tool's parameters, e.g. {\"path\": \"README.md\"} for file_read",
-    'format': LOG_FORMAT, 'export_dataset.format': 'dataset format: sft, sft-agent, dpo, dpo-seed, grpo, benchmark, openai or hf',
-    'redact': 'replace secrets (API keys, tokens, passwords, private keys) with placeholders before anything is written (default: true)',
-    'agent': "who plays: 'expert', 'expert:0.2' (the expert with 20% random actions), 'random', 'openai:MODEL' or 'anthropic:MODEL'",
-    'env_id': "registered environment id, e.g. 'knowlyr/sandbox' (the coding suite, the default) or 'knowlyr/maze-easy'",
+    'execute_tool.tool': 'the sandbox tool to run',
+    'params': "the tool's parameters, e.g. {\"path\": \"README.md\"} for file_read",
+    'format': LOG_FORMAT,
+    'export_dataset.format': 'dataset format: sft, sft-agent, dpo, dpo-seed, grpo, benchmark, openai or hf',
+    'redact': ('replace secrets (API keys, tokens, passwords, private keys) with placeholders before anything is '
+               'written (default: true)'),
+    'agent': ("who plays: 'expert', 'expert:0.2' (the expert with 20% random actions), 'random', 'openai:MODEL' "
+              "or 'anthropic:MODEL'"),
+    'env_id': ("registered environment id, e.g. 'knowlyr/sandbox' (the coding suite, the default) "
+               "or 'knowlyr/maze-easy'"),
     'seed': "seed of the run (each episode's seed derives from it, so a rerun repeats the episodes)",
     'max_episode_steps': "step budget per episode (omit it for the environment's own)",
     'export_formats': 'dataset formats to write (default: sft and dpo for run_pipeline, sft for the log tools)',
     'output_dir': 'output directory inside the server root (call again with the same one to resume)',
     'export_dataset.trajectories': 'trajectory file (JSONL or Parquet) or directory of them, inside the server root',
-    'preferences': 'preference pairs (JSONL, as build_preferences writes them), inside the server root; for the dpo formats',
+    'preferences': ('preference pairs (JSONL, as build_preferences writes them), inside the server root; '
+                    'for the dpo formats'),
     'min_reward': 'keep only trajectories whose reward is at least this',
     'test_fraction': 'share of tasks held out as a test split (test.jsonl); a task is never in both splits',
     'log_dir': 'directory of agent logs, inside the server root',
-    'domain': "domain profile, e.g. 'generic', 'coding', 'browser', 'conversation' (default: the trajectory's own, else generic)",
-    'calibrate_reward.domain': "domain of the reward engine to calibrate when no engine config is given, e.g. 'generic' or 'coding'",
-    'calibrate_reward.engine': 'engine config JSON to calibrate, inside the server root (omit it for the default engine of the domain)',
-    'calibrate_reward.output': 'engine config JSON to write, with the fitted map (score_trajectory and knowlyr-reward score --engine read it)',
+    'domain': ("domain profile, e.g. 'generic', 'coding', 'browser', 'conversation' "
+               "(default: the trajectory's own, else generic)"),
+    'calibrate_reward.domain': ("domain of the reward engine to calibrate when no engine config is given, "
+                                "e.g. 'generic' or 'coding'"),
+    'calibrate_reward.engine': ('engine config JSON to calibrate, inside the server root '
+                                '(omit it for the default engine of the domain)'),
+    'calibrate_reward.output': ('engine config JSON to write, with the fitted map '
+                                '(score_trajectory and knowlyr-reward score --engine read it)'),
     'list_rubrics.domain': "domain profile, e.g. 'generic', 'coding', 'browser', 'conversation'",
 }
 
+# %% ../nbs/94_mcp_base.ipynb #5b391d90
 def described(*sources, rename:dict|None=None):
     "Decorator: give each parameter of a tool its `CLIENT_TEXT`, else the docment of the Python API it forwards to (or its own, if only it has it)"
     rename = rename or {}
@@ -145,16 +164,17 @@ def described(*sources, rename:dict|None=None):
         sig = inspect.signature(fn, eval_str=True)
         params, fn.doc_issues = [], []
         for name, p in sig.parameters.items():
-            if p.annotation in (ServerState, Client): params.append(p); continue   # bound by `build_server`: a client never sees it
+            # bound by `build_server`: a client never sees it
+            if p.annotation in (ServerState, Client): params.append(p); continue
             a = api.get(rename.get(name, name)) if rename.get(name, name) is not None else None
-            if a and name in own and f"{fn.__name__}.{name}" not in CLIENT_TEXT and name not in CLIENT_TEXT: fn.doc_issues.append(f"{fn.__name__}.{name}: documented here and in the Python API (the API's text is used)")
+            if a and name in own and f"{fn.__name__}.{name}" not in CLIENT_TEXT and name not in CLIENT_TEXT:
+                fn.doc_issues.append(f"{fn.__name__}.{name}: documented here and in the Python API (the API's text is used)")
             desc = CLIENT_TEXT.get(f"{fn.__name__}.{name}") or CLIENT_TEXT.get(name) or a or own.get(name)
             if not desc: fn.doc_issues.append(f"{fn.__name__}.{name}: no description")
             params.append(p.replace(annotation=Annotated[p.annotation, Field(description=desc)]) if desc else p)
         fn.__signature__ = sig.replace(parameters=params)
         return fn
     return deco
-
 
 # %% ../nbs/94_mcp_base.ipynb #d5e95f45
 class SandboxCreated(TypedDict):
@@ -172,27 +192,35 @@ class SnapshotResult(TypedDict):
 class SandboxClosed(TypedDict):
     "A closed sandbox"
     closed: str
+
+# %% ../nbs/94_mcp_base.ipynb #94bf9969
 class ReplayResult(TypedDict):
     "A replay: ok only when at least one step was replayed and none diverged"
     ok: bool; verdict: str; replayed: int; skipped: int; diverged_steps: list[int]; steps: list[dict[str, Any]]
-class ConversionResult(TypedDict):
-    "Logs converted to trajectories; `warnings`: data kept but changed or possibly incomplete, each located (`path:line: reason`)"
-    trajectories: int; output: str; files: int; bad_records: int; quarantine: str|None; issues: list[str]; warnings: list[str]
-class ValidationResult(TypedDict):
-    "Findings on logs (nothing written)"
-    valid: bool; findings: list[str]
 class DiffResult(TypedDict):
     "How two trajectories differ"
     identical: bool; first_divergence: dict[str, Any]|None; steps: list[dict[str, Any]]
 class ScoreResult(TypedDict):
     "Process reward of a trajectory"
     trajectory_id: str; reward: float|None; steps: list[dict[str, Any]]
+
+# %% ../nbs/94_mcp_base.ipynb #d8d71295
+class ConversionResult(TypedDict):
+    "Logs converted to trajectories; `warnings`: data kept but changed or possibly incomplete, each located (`path:line: reason`)"
+    trajectories: int; output: str; files: int; bad_records: int; quarantine: str|None; issues: list[str]
+    warnings: list[str]
+class ValidationResult(TypedDict):
+    "Findings on logs (nothing written)"
+    valid: bool; findings: list[str]
+
+# %% ../nbs/94_mcp_base.ipynb #c8f25dad
 class PreferencesResult(TypedDict):
     "Preference pairs written"
     pairs: int; output: str; left_out: dict[str, Any]
 class CalibrationResult(TypedDict):
     "A calibrated engine written (what `knowlyr-reward calibrate` reports)"
-    pairs: int; unmatched_annotations: int; skipped_records: int; before: dict[str, Any]; after: dict[str, Any]; engine: str
+    pairs: int; unmatched_annotations: int; skipped_records: int; before: dict[str, Any]; after: dict[str, Any]
+    engine: str
 
 # %% ../nbs/94_mcp_base.ipynb #4a9e6f04
 def load_trajectory(path:str|None=None,       # trajectory file (JSONL or Parquet), inside the server root
