@@ -11,6 +11,7 @@ import html
 import json
 
 import ipywidgets as W
+from fastcore.basics import patch
 from IPython.display import display
 
 from .agents import OpenAIAgent, agent_from_spec, as_reply
@@ -31,7 +32,8 @@ def parse_typed_action(text:str)->dict:
     if not t: raise InvalidActionError("empty action: type a tool call such as look or move(direction='east')")
     if t.startswith('{'):
         try: return parse_action(json.loads(t))
-        except json.JSONDecodeError as e: raise InvalidActionError(f"action is not valid JSON: {e.msg} at column {e.colno}") from None
+        except json.JSONDecodeError as e:
+            raise InvalidActionError(f"action is not valid JSON: {e.msg} at column {e.colno}") from None
     if 'Action:' not in t: t = 'Action: ' + (t if '(' in t else t + '()')
     return parse_action(t)
 
@@ -41,85 +43,111 @@ def _agent_info(agent)->dict:
     name = 'human' if agent is None else getattr(agent, 'name', None) or type(agent).__name__
     return {'agent_name': name, 'model': getattr(agent, 'model', None)}
 
+# %% ../nbs/82_widgets.ipynb #ef915a9d
 class EnvSession:
     "An env episode driven one action at a time by an agent or by hand, recorded as a `Trajectory`"
     def __init__(self, env,                  # an AgentEnv or a registered env id
                  agent=None,                 # optional agent(observation, history) -> action
-                 spec:RolloutSpec|None=None, # what an episode is: step budget, limits, timeouts, step rewards (None: `RolloutSpec()`)
+                 # what an episode is: step budget, limits, timeouts, step rewards (None: `RolloutSpec()`)
+                 spec:RolloutSpec|None=None,
                 ):
         self.base = make(env) if isinstance(env, str) else env
         self.agent, self.spec = agent, spec if spec is not None else RolloutSpec()
         self.env = self.spec.wrap(self.base, **_agent_info(agent))
         self.timestep, self.last_action, self._episode = None, None, (None, None)
 
-    def task_ids(self)->list[str]:
-        "Ids of the env's tasks (empty if it lists none)"
-        try: return [t['id'] if isinstance(t, dict) else str(t) for t in self.base.list_tasks()]
-        except NotImplementedError: return []
+# %% ../nbs/82_widgets.ipynb #37070d68
+@patch
+def task_ids(self:EnvSession)->list[str]:
+    "Ids of the env's tasks (empty if it lists none)"
+    try: return [t['id'] if isinstance(t, dict) else str(t) for t in self.base.list_tasks()]
+    except NotImplementedError: return []
 
-    def reset(self, task=None, seed:int|None=None)->TimeStep:
-        "Start an episode (agent hooks `seed`, `bind_env`, `reset` are called as `collect` does)"
-        a = self.agent
-        if a is not None and callable(getattr(a, 'seed', None)): a.seed(seed)
-        if a is not None and callable(getattr(a, 'bind_env', None)): a.bind_env(self.env)
-        self.timestep, self.last_action = self.env.reset(task=task, seed=seed), None
-        self._episode = (task, seed)
-        if a is not None and callable(getattr(a, 'reset', None)): a.reset(dict(self.timestep.info.get('task') or {}), self.env.tool_schemas)
-        return self.timestep
+# %% ../nbs/82_widgets.ipynb #b356b28b
+@patch
+def reset(self:EnvSession, task=None, seed:int|None=None)->TimeStep:
+    "Start an episode (agent hooks `seed`, `bind_env`, `reset` are called as `collect` does)"
+    a = self.agent
+    if a is not None and callable(getattr(a, 'seed', None)): a.seed(seed)
+    if a is not None and callable(getattr(a, 'bind_env', None)): a.bind_env(self.env)
+    self.timestep, self.last_action = self.env.reset(task=task, seed=seed), None
+    self._episode = (task, seed)
+    if a is not None and callable(getattr(a, 'reset', None)):
+        a.reset(dict(self.timestep.info.get('task') or {}), self.env.tool_schemas)
+    return self.timestep
 
-    def set_agent(self, agent):
-        "Drive episodes with `agent` (None: by hand); a started episode restarts on its task and seed, so one record has one agent"
-        self.agent = agent
-        self.env.agent = AgentInfo(**{'name' if k == 'agent_name' else k: v for k, v in _agent_info(agent).items()})
-        if self.started: self.reset(*self._episode)
+# %% ../nbs/82_widgets.ipynb #d894c408
+@patch
+def set_agent(self:EnvSession, agent):
+    "Drive episodes with `agent` (None: by hand); a started episode restarts on its task and seed"
+    self.agent = agent
+    self.env.agent = AgentInfo(**{'name' if k == 'agent_name' else k: v for k, v in _agent_info(agent).items()})
+    if self.started: self.reset(*self._episode)
 
-    @property
-    def started(self)->bool: return self.timestep is not None
-    @property
-    def done(self)->bool: return self.timestep is not None and self.timestep.done
-    @property
-    def trajectory(self)->Trajectory: return self.env.get_trajectory()
-    @property
-    def last_step(self)->Step|None:
-        steps = self.env.recorded_steps
-        return steps[-1] if steps else None
+# %% ../nbs/82_widgets.ipynb #5f03f6f2
+@patch(as_prop=True)
+def started(self:EnvSession)->bool: return self.timestep is not None
 
-    def step(self, action=None)->TimeStep:
-        "One step: `action` (a dict or typed text) or, when None, the agent's choice"
-        if not self.started: raise KnowlyrError("reset the session first (pick a task and press reset)")
-        if action is None:
-            if self.agent is None: raise KnowlyrError("no agent: type a tool call to step by hand")
-            reply = as_reply(self.agent(self.timestep.observation, to_messages(self.env.get_trajectory())))
-            if reply.usage: self.env.record_usage(**reply.usage)
-            action = reply.action
-        elif isinstance(action, str): action = parse_typed_action(action)
-        self.last_action = action
-        self.timestep = self.env.step(action)
-        return self.timestep
+# %% ../nbs/82_widgets.ipynb #a09cf50e
+@patch(as_prop=True)
+def done(self:EnvSession)->bool: return self.timestep is not None and self.timestep.done
 
-    def run(self, limit:int=1000)->int:
-        "Step the agent until the episode ends (or `limit` steps); returns the number of steps taken"
-        n = 0
-        while not self.done and n < limit: self.step(); n += 1
-        return n
+# %% ../nbs/82_widgets.ipynb #23e74de9
+@patch(as_prop=True)
+def trajectory(self:EnvSession)->Trajectory: return self.env.get_trajectory()
 
-    def reward_breakdown(self)->dict:
-        "The last step's reward and its numeric components"
-        s = self.last_step
-        if s is None: return {}
-        return {'reward': float(s.reward or 0.0), **reward_components(s.reward_details)}
+# %% ../nbs/82_widgets.ipynb #25a07f9b
+@patch(as_prop=True)
+def last_step(self:EnvSession)->Step|None:
+    steps = self.env.recorded_steps
+    return steps[-1] if steps else None
 
-    def status(self)->str:
-        if not self.started: return 'not started'
-        n, info = len(self.env.recorded_steps), self.timestep.info
-        if not self.done: return f"step {n}"
-        verdict = {True: 'success', False: 'failure'}.get(info.get('success'), 'no verdict')
-        return f"done after {n} steps: {verdict} ({info.get('reason') or ('truncated' if self.timestep.truncated else 'terminated')})"
+# %% ../nbs/82_widgets.ipynb #fa227b78
+@patch
+def step(self:EnvSession, action=None)->TimeStep:
+    "One step: `action` (a dict or typed text) or, when None, the agent's choice"
+    if not self.started: raise KnowlyrError("reset the session first (pick a task and press reset)")
+    if action is None:
+        if self.agent is None: raise KnowlyrError("no agent: type a tool call to step by hand")
+        reply = as_reply(self.agent(self.timestep.observation, to_messages(self.env.get_trajectory())))
+        if reply.usage: self.env.record_usage(**reply.usage)
+        action = reply.action
+    elif isinstance(action, str): action = parse_typed_action(action)
+    self.last_action = action
+    self.timestep = self.env.step(action)
+    return self.timestep
+
+# %% ../nbs/82_widgets.ipynb #a8daa3cf
+@patch
+def run(self:EnvSession, limit:int=1000)->int:
+    "Step the agent until the episode ends (or `limit` steps); returns the number of steps taken"
+    n = 0
+    while not self.done and n < limit: self.step(); n += 1
+    return n
+
+# %% ../nbs/82_widgets.ipynb #de36fc73
+@patch
+def reward_breakdown(self:EnvSession)->dict:
+    "The last step's reward and its numeric components"
+    s = self.last_step
+    if s is None: return {}
+    return {'reward': float(s.reward or 0.0), **reward_components(s.reward_details)}
+
+# %% ../nbs/82_widgets.ipynb #157b48bb
+@patch
+def status(self:EnvSession)->str:
+    if not self.started: return 'not started'
+    n, info = len(self.env.recorded_steps), self.timestep.info
+    if not self.done: return f"step {n}"
+    verdict = {True: 'success', False: 'failure'}.get(info.get('success'), 'no verdict')
+    ended = info.get('reason') or ('truncated' if self.timestep.truncated else 'terminated')
+    return f"done after {n} steps: {verdict} ({ended})"
 
 # %% ../nbs/82_widgets.ipynb #3f7a3c6c
 AGENT_KINDS = {'human': 'human (type calls)', 'random': 'random', 'expert': 'expert (oracle)',
                'checkpoint': 'trained checkpoint', 'endpoint': 'OpenAI-compatible endpoint'}
 
+# %% ../nbs/82_widgets.ipynb #4819c7bd
 def load_agent(kind:str,          # one of `AGENT_KINDS`
                target:str='',     # checkpoint: the model folder; endpoint: the base URL (e.g. http://127.0.0.1:8000/v1)
                model:str='',      # endpoint: the model name (default: the first one the server lists)
@@ -128,7 +156,9 @@ def load_agent(kind:str,          # one of `AGENT_KINDS`
     if kind == 'human': return None
     if kind in ('random', 'expert'): return agent_from_spec(kind)
     if kind in ('checkpoint', 'endpoint') and not target.strip():
-        raise ValueError(f"{kind}: give {'the folder of a trained model or checkpoint' if kind == 'checkpoint' else 'the base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1'}")
+        need = ('the folder of a trained model or checkpoint' if kind == 'checkpoint'
+                else 'the base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1')
+        raise ValueError(f"{kind}: give {need}")
     if kind == 'checkpoint':
         from knowlyr_lab.serving.model import AgentInference  # torch only when a checkpoint is loaded
         return AgentInference.from_pretrained(target.strip()).create_agent()
@@ -141,11 +171,13 @@ def load_agent(kind:str,          # one of `AGENT_KINDS`
 # %% ../nbs/82_widgets.ipynb #e46b92f6
 def _pre(text): return f"<pre style='white-space:pre-wrap;margin:0'>{html.escape(str(text))}</pre>"
 
+# %% ../nbs/82_widgets.ipynb #20754bbf
 class EnvStepper(W.VBox):
     "ipywidgets panel to step an agent (or a human) through an env with live rewards"
     def __init__(self, env,                 # an AgentEnv or a registered env id
                  agent=None,                # optional agent; without one, type tool calls (or pick one in the panel)
-                 spec:RolloutSpec|None=None, # what an episode is (step budget, limits, step rewards, e.g. with a rule/judge breakdown)
+                 # what an episode is (step budget, limits, step rewards, e.g. with a rule/judge breakdown)
+                 spec:RolloutSpec|None=None,
                  tasks:list|None=None,      # task ids for the picker (default: the env's)
                  plot:bool=True,            # redraw the reward curve after each action
                 ):
@@ -153,24 +185,29 @@ class EnvStepper(W.VBox):
         ids = list(tasks) if tasks is not None else self.session.task_ids()
         self.task_picker = W.Dropdown(options=ids or ['(env default)'], description='task')
         self.seed = W.IntText(value=0, description='seed', layout=W.Layout(width='160px'))
-        self.reset_button, self.step_button, self.run_button = (W.Button(description=d, icon=i) for d, i in
-                                                               (('reset', 'refresh'), ('step', 'step-forward'), ('run', 'play')))
+        self.reset_button, self.step_button, self.run_button = (
+            W.Button(description=d, icon=i)
+            for d, i in (('reset', 'refresh'), ('step', 'step-forward'), ('run', 'play')))
         kinds = [(label, k) for k, label in AGENT_KINDS.items()]
         if agent is not None: kinds.insert(0, (f"{_agent_info(agent)['agent_name']} (given)", 'given'))
         self._given = agent
-        self.agent_picker = W.Dropdown(options=kinds, value='given' if agent is not None else 'human', description='agent')
+        self.agent_picker = W.Dropdown(options=kinds, value='given' if agent is not None else 'human',
+                                       description='agent')
         self.agent_target = W.Text(placeholder='checkpoint folder or endpoint URL', layout=W.Layout(width='40%'))
-        self.agent_model = W.Text(placeholder='model name (endpoint; default: the first listed)', layout=W.Layout(width='25%'))
-        self.load_button = W.Button(description='load', icon='download', tooltip='load the checkpoint or connect to the endpoint')
+        self.agent_model = W.Text(placeholder='model name (endpoint; default: the first listed)',
+                                  layout=W.Layout(width='25%'))
+        self.load_button = W.Button(description='load', icon='download',
+                                    tooltip='load the checkpoint or connect to the endpoint')
         self.agent_picker.observe(self._on_pick, names='value')
         self.action_text = W.Text(placeholder="tool call, e.g. move(direction='east')", layout=W.Layout(width='60%'))
         self.observation, self.action, self.reward, self.status = (W.HTML() for _ in range(4))
         self.plot, self._plot_on = W.Output(), plot
-        for b, f in ((self.reset_button, self._on_reset), (self.step_button, self._on_step), (self.run_button, self._on_run),
-                     (self.load_button, self._on_load)): b.on_click(f)
+        for b, f in ((self.reset_button, self._on_reset), (self.step_button, self._on_step),
+                     (self.run_button, self._on_run), (self.load_button, self._on_load)): b.on_click(f)
         self._agent_row = W.HBox([self.agent_picker, self.agent_target, self.agent_model, self.load_button])
+        # stable hooks for styling and browser tests
         for w, c in ((self.step_button, 'kl-step'), (self.observation, 'kl-observation'), (self.status, 'kl-status'),
-                     (self.plot, 'kl-reward-plot')): w.add_class(c)   # stable hooks for styling and browser tests
+                     (self.plot, 'kl-reward-plot')): w.add_class(c)
         super().__init__([W.HBox([self.task_picker, self.seed, self.reset_button, self.step_button, self.run_button]),
                           self._agent_row, self.action_text, W.HTML('<b>observation</b>'), self.observation,
                           W.HBox([W.VBox([W.HTML('<b>tool call</b>'), self.action], layout=W.Layout(width='50%')),
@@ -178,41 +215,64 @@ class EnvStepper(W.VBox):
         self.add_class('kl-stepper')
         self.refresh()
 
-    def _guard(self, f):
-        try: f()
-        except Exception as e: self.refresh(); self.status.value = f"<span style='color:#c62828'>{html.escape(type(e).__name__)}: {html.escape(str(e))}</span>"
-        else: self.refresh()
+# %% ../nbs/82_widgets.ipynb #ab9f05a7
+@patch
+def _guard(self:EnvStepper, f):
+    try: f()
+    except Exception as e:
+        self.refresh()
+        self.status.value = f"<span style='color:#c62828'>{html.escape(type(e).__name__)}: {html.escape(str(e))}</span>"
+    else: self.refresh()
 
-    def _on_reset(self, _=None):
-        task = self.task_picker.value if self.task_picker.value != '(env default)' else None
-        self._guard(lambda: self.session.reset(task=task, seed=self.seed.value))
-    def _on_step(self, _=None):
-        typed, self.action_text.value = self.action_text.value.strip(), ''
-        self._guard(lambda: self.session.step(typed or None))
-    def _on_run(self, _=None): self._guard(self.session.run)
-    def _on_pick(self, change=None):
-        "Kinds that need nothing more switch at once; a checkpoint or endpoint waits for `load`"
-        if self.agent_picker.value in ('checkpoint', 'endpoint'): self.refresh(); return
-        self._on_load()
-    def _on_load(self, _=None):
-        k = self.agent_picker.value
-        self._guard(lambda: self.session.set_agent(self._given if k == 'given' else load_agent(k, self.agent_target.value, self.agent_model.value)))
+# %% ../nbs/82_widgets.ipynb #efce99de
+@patch
+def _on_reset(self:EnvStepper, _=None):
+    task = self.task_picker.value if self.task_picker.value != '(env default)' else None
+    self._guard(lambda: self.session.reset(task=task, seed=self.seed.value))
 
-    def refresh(self):
-        "Write the session's state into the widgets"
-        s = self.session
-        self.observation.value = _pre(s.timestep.observation) if s.started else '<i>press reset</i>'
-        st = s.last_step
-        self.action.value = _pre(json.dumps({'tool': st.action.tool, 'params': st.action.params} if st and st.action else s.last_action, default=str)) if st else ''
-        self.reward.value = '<br>'.join(f"{html.escape(k)}: {v:+.3f}" for k, v in s.reward_breakdown().items())
-        self.status.value = html.escape(f"{s.status()} · agent {s.env.agent.name}")
-        self.step_button.disabled = s.done
-        self.run_button.disabled = s.done or s.agent is None
-        needs_target = self.agent_picker.value in ('checkpoint', 'endpoint')
-        for w in (self.agent_target, self.load_button): w.layout.display = None if needs_target else 'none'
-        self.agent_model.layout.display = None if self.agent_picker.value == 'endpoint' else 'none'
-        self.action_text.placeholder = "tool call, e.g. move(direction='east')" + ('' if s.agent is None else ' (empty: the agent decides)')
-        if self._plot_on:   # after a reset (no step yet) the previous episode's curve goes too
-            with self.plot:
-                self.plot.clear_output(wait=st is not None)
-                if st is not None: display(plot_step_rewards(s.trajectory))
+# %% ../nbs/82_widgets.ipynb #b4d19391
+@patch
+def _on_step(self:EnvStepper, _=None):
+    typed, self.action_text.value = self.action_text.value.strip(), ''
+    self._guard(lambda: self.session.step(typed or None))
+
+# %% ../nbs/82_widgets.ipynb #49050379
+@patch
+def _on_run(self:EnvStepper, _=None): self._guard(self.session.run)
+
+# %% ../nbs/82_widgets.ipynb #c5ee74cf
+@patch
+def _on_pick(self:EnvStepper, change=None):
+    "Kinds that need nothing more switch at once; a checkpoint or endpoint waits for `load`"
+    if self.agent_picker.value in ('checkpoint', 'endpoint'): self.refresh(); return
+    self._on_load()
+
+# %% ../nbs/82_widgets.ipynb #df06bf8e
+@patch
+def _on_load(self:EnvStepper, _=None):
+    k = self.agent_picker.value
+    self._guard(lambda: self.session.set_agent(
+        self._given if k == 'given' else load_agent(k, self.agent_target.value, self.agent_model.value)))
+
+# %% ../nbs/82_widgets.ipynb #43f5e775
+@patch
+def refresh(self:EnvStepper):
+    "Write the session's state into the widgets"
+    s = self.session
+    self.observation.value = _pre(s.timestep.observation) if s.started else '<i>press reset</i>'
+    st = s.last_step
+    shown = {'tool': st.action.tool, 'params': st.action.params} if st and st.action else s.last_action
+    self.action.value = _pre(json.dumps(shown, default=str)) if st else ''
+    self.reward.value = '<br>'.join(f"{html.escape(k)}: {v:+.3f}" for k, v in s.reward_breakdown().items())
+    self.status.value = html.escape(f"{s.status()} · agent {s.env.agent.name}")
+    self.step_button.disabled = s.done
+    self.run_button.disabled = s.done or s.agent is None
+    needs_target = self.agent_picker.value in ('checkpoint', 'endpoint')
+    for w in (self.agent_target, self.load_button): w.layout.display = None if needs_target else 'none'
+    self.agent_model.layout.display = None if self.agent_picker.value == 'endpoint' else 'none'
+    hint = '' if s.agent is None else ' (empty: the agent decides)'
+    self.action_text.placeholder = "tool call, e.g. move(direction='east')" + hint
+    if self._plot_on:   # after a reset (no step yet) the previous episode's curve goes too
+        with self.plot:
+            self.plot.clear_output(wait=st is not None)
+            if st is not None: display(plot_step_rewards(s.trajectory))
