@@ -67,6 +67,7 @@ _LAZY = {
     'plot_step_rewards': 'plots', 'plot_success_rates': 'plots', 'plot_training_curves': 'plots',
 }
 
+# %% ../nbs/98_api.ipynb #6ff2bed4
 def __getattr__(name:str):
     "Import the module that defines `name` on first use (PEP 562)"
     mod = _LAZY.get(name)
@@ -79,6 +80,7 @@ def __getattr__(name:str):
     globals()[name] = obj   # later lookups do not come back here
     return obj
 
+# %% ../nbs/98_api.ipynb #1bfea86d
 def __dir__(): return sorted(set(globals()) | set(_LAZY))
 
 __all__ = sorted(_LAZY)
