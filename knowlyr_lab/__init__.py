@@ -51,7 +51,8 @@ _LAZY = {
     # reward
     'RewardEngine': 'reward.engine', 'make_reward_fn': 'reward.engine',
     # rollouts
-    'collect': 'rollout.collect', 'RolloutSpec': 'rollout.spec', 'Workers': 'rollout.spec', 'run_episodes': 'rollout.engine',
+    'collect': 'rollout.collect', 'RolloutSpec': 'rollout.spec', 'Workers': 'rollout.spec',
+    'run_episodes': 'rollout.engine',
     # hub: storage, export, pipeline
     'DatasetExporter': 'hub.export', 'TrajectoryStore': 'hub.store',
     'Pipeline': 'hub.pipeline', 'PipelineConfig': 'hub.pipeline',

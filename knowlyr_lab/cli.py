@@ -41,14 +41,18 @@ def _parser()->argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='knowlyr-lab', description='knowlyr-lab research workbench')
     sub = p.add_subparsers(dest='cmd', required=True)
     e = sub.add_parser('demo', help='experiment 1: collect -> score -> export -> SFT -> evaluate -> HTML report')
-    e.add_argument('--size', default='small', choices=['ci', 'small', 'full'], help="'ci' is a plumbing check, 'small' the measured demo (default: %(default)s)")
+    e.add_argument('--size', default='small', choices=['ci', 'small', 'full'],
+                   help="'ci' is a plumbing check, 'small' the measured demo (default: %(default)s)")
     e.add_argument('-o', '--out', default='runs/demo', help='output folder (data, models, tables, report.html)')
-    e.add_argument('--seed', type=int, default=0, help='model init, data order, collection and evaluation seed (default: %(default)s)')
+    e.add_argument('--seed', type=int, default=0,
+                   help='model init, data order, collection and evaluation seed (default: %(default)s)')
     d = sub.add_parser('loop', help='step the maze oracle through one episode and print the trajectory')
     d.add_argument('--env', default='knowlyr/maze-medium', help='registered env id (default: %(default)s); see `envs`')
     d.add_argument('--seed', type=int, default=0, help='task seed (default: %(default)s)')
     d.add_argument('-o', '--out', default=None, help='write the trajectory here (JSONL)')
-    sub.add_parser('mcp', help="start the MCP server on stdio (the flags after `mcp` are knowlyr-lab-mcp's: `knowlyr-lab mcp --help`)")
+    sub.add_parser('mcp',
+                   help="start the MCP server on stdio (the flags after `mcp` are knowlyr-lab-mcp's: `knowlyr-lab mcp "
+                        "--help`)")
     sub.add_parser('envs', help='list registered environments')
     sub.add_parser('domains', help='list domain profiles')
     sub.add_parser('schema', help='print the trajectory JSON Schema')
@@ -57,7 +61,8 @@ def _parser()->argparse.ArgumentParser:
 def _main(a)->int:
     if a.cmd == 'demo':
         from knowlyr_lab.demo import DemoConfig, run_experiment_1
-        run_experiment_1(a.out, config=DemoConfig.sized(a.size, seed=a.seed), progress=True)   # logs its stages and the conclusion
+        # logs its stages and the conclusion
+        run_experiment_1(a.out, config=DemoConfig.sized(a.size, seed=a.seed), progress=True)
         print(f"report: {a.out}/report.html")
         return 0
     if a.cmd == 'loop':

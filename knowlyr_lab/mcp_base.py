@@ -55,10 +55,13 @@ def __repr__(self:ServerRoot): return f"ServerRoot({str(self.root)!r})"
 # %% ../nbs/94_mcp_base.ipynb #743ca00d
 class ServerState(ServerRoot):
     "What the tools of one server share: its root, the allowed sandbox templates, the open sandboxes of each client"
-    def __init__(self, root=None,                      # the root directory (None: a fresh temporary directory, removed at exit)
+    def __init__(self,
+                 # the root directory (None: a fresh temporary directory, removed at exit)
+                 root=None,
                  templates:dict|None=None,             # allowed sandbox templates {name: directory}
                  max_sandboxes:int=8,                  # most sandboxes open at once, all clients together
-                 max_sandboxes_per_client:int|None=None, # most sandboxes one client (MCP session) may hold (None: half of max_sandboxes)
+                 # most sandboxes one client (MCP session) may hold (None: half of max_sandboxes)
+                 max_sandboxes_per_client:int|None=None,
                  idle_timeout:float|None=300.0):       # seconds a sandbox no call uses stays open (None: until closed)
         super().__init__(root)
         self.templates = {}
@@ -94,7 +97,8 @@ def close_sandbox(self:ServerState, sid:str, client:str)->str:
 
 # %% ../nbs/94_mcp_base.ipynb #4bc1cafe
 class Client(str):
-    "The caller of a tool, as a tool declares it (`who:Client`): filled by `build_server` from the request, never passed by a client"
+    ("The caller of a tool, as a tool declares it (`who:Client`): filled by `build_server` from the request, never "
+     "passed by a client")
 
 def mcp_client(ctx)->Client: # the SDK's `Context` of the tool call
     "Who makes a tool call: its MCP session over HTTP, 'stdio' over stdio, 'in-process' for a direct `call_tool`"
@@ -102,8 +106,11 @@ def mcp_client(ctx)->Client: # the SDK's `Context` of the tool call
     except ValueError: return Client('in-process')      # no request: `MCPServer.call_tool` called in this process
     if req is None: return Client('stdio')                # stdio: one client per server process
     sid = (ctx.headers or {}).get('mcp-session-id')
-    if not sid: raise ValueError("sandboxes belong to the MCP session that creates them, and this request has none (stateless HTTP): "
-                                 "connect with initialize and send the mcp-session-id it returns, as the MCP SDK's clients do")
+    if not sid:
+        raise ValueError(
+            "sandboxes belong to the MCP session that creates them, and this request has none (stateless HTTP): "
+                                 "connect with initialize and send the mcp-session-id it returns, as the MCP SDK's "
+                                 "clients do")
     return Client(f"mcp-session {sid}")
 
 # %% ../nbs/94_mcp_base.ipynb #13164f8c
@@ -153,7 +160,8 @@ CLIENT_TEXT = {
 
 # %% ../nbs/94_mcp_base.ipynb #5b391d90
 def described(*sources, rename:dict|None=None):
-    "Decorator: give each parameter of a tool its `CLIENT_TEXT`, else the docment of the Python API it forwards to (or its own, if only it has it)"
+    ("Decorator: give each parameter of a tool its `CLIENT_TEXT`, else the docment of the Python API it forwards to "
+     "(or its own, if only it has it)")
     rename = rename or {}
     def deco(fn):
         own = {k: v for k, v in _docs(fn).items() if v and k != 'return'}
@@ -168,7 +176,8 @@ def described(*sources, rename:dict|None=None):
             if p.annotation in (ServerState, Client): params.append(p); continue
             a = api.get(rename.get(name, name)) if rename.get(name, name) is not None else None
             if a and name in own and f"{fn.__name__}.{name}" not in CLIENT_TEXT and name not in CLIENT_TEXT:
-                fn.doc_issues.append(f"{fn.__name__}.{name}: documented here and in the Python API (the API's text is used)")
+                fn.doc_issues.append(
+                    f"{fn.__name__}.{name}: documented here and in the Python API (the API's text is used)")
             desc = CLIENT_TEXT.get(f"{fn.__name__}.{name}") or CLIENT_TEXT.get(name) or a or own.get(name)
             if not desc: fn.doc_issues.append(f"{fn.__name__}.{name}: no description")
             params.append(p.replace(annotation=Annotated[p.annotation, Field(description=desc)]) if desc else p)
@@ -206,7 +215,8 @@ class ScoreResult(TypedDict):
 
 # %% ../nbs/94_mcp_base.ipynb #d8d71295
 class ConversionResult(TypedDict):
-    "Logs converted to trajectories; `warnings`: data kept but changed or possibly incomplete, each located (`path:line: reason`)"
+    ("Logs converted to trajectories; `warnings`: data kept but changed or possibly incomplete, each located "
+     "(`path:line: reason`)")
     trajectories: int; output: str; files: int; bad_records: int; quarantine: str|None; issues: list[str]
     warnings: list[str]
 class ValidationResult(TypedDict):

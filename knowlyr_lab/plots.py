@@ -24,7 +24,8 @@ __all__ = ['reward_components', 'step_reward_frame', 'plot_step_rewards', 'plot_
 
 # %% ../nbs/80_plots.ipynb #4deea7f3
 def reward_components(details:dict)->dict:
-    "Numeric reward components of a step's `reward_details`: the engine's `layers` (rules, judge), else top-level numbers"
+    ("Numeric reward components of a step's `reward_details`: the engine's `layers` (rules, judge), else top-level "
+     "numbers")
     d = details or {}
     if isinstance(d.get('layers'), dict):
         return {k: float(v) for k, v in d['layers'].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -41,7 +42,10 @@ def step_reward_frame(traj:Trajectory)->pd.DataFrame:
     for s in traj.steps:
         rows.append({'step': s.index, 'tool': s.action.tool if s.action else None, 'reward': float(s.reward or 0.0),
                      'is_error': bool(s.observation and s.observation.is_error), **reward_components(s.reward_details)})
-    df = pd.DataFrame(rows, columns=['step', 'tool', 'reward', 'is_error'] + sorted({k for r in rows for k in r} - {'step', 'tool', 'reward', 'is_error'}))
+    df = pd.DataFrame(rows,
+                      columns=['step', 'tool', 'reward',
+                               'is_error'] + sorted({k for r in rows for k in r} - {'step', 'tool', 'reward',
+                                   'is_error'}))
     df['cumulative'] = df.reward.cumsum()
     return df
 
@@ -59,8 +63,10 @@ def plot_step_rewards(traj:Trajectory,   # the episode to plot
         fig.update_layout(barmode='relative')
     else: fig.add_bar(x=df.step, y=df.reward, name='reward', hovertext=hover)
     fig.add_scatter(x=df.step, y=df.cumulative, name='cumulative', mode='lines+markers', secondary_y=True)
-    fig.update_layout(title=title or f"{traj.agent.name} on {traj.task.id}: step rewards", xaxis_title='step', height=380)
-    fig.update_yaxes(title_text='step reward', secondary_y=False); fig.update_yaxes(title_text='cumulative', secondary_y=True)
+    fig.update_layout(title=title or f"{traj.agent.name} on {traj.task.id}: step rewards", xaxis_title='step',
+                      height=380)
+    fig.update_yaxes(title_text='step reward', secondary_y=False); fig.update_yaxes(title_text='cumulative',
+        secondary_y=True)
     return fig
 
 # %% ../nbs/80_plots.ipynb #b3a9a172
@@ -91,7 +97,8 @@ def plot_success_rates(results:Sequence[EvalResult]|pd.DataFrame, # evaluations 
                        title:str='Success rate (95% Wilson CI)')->go.Figure:
     "Bar chart of success rates with Wilson error bars and significance marks vs the best"
     df = success_frame(results)
-    fig = go.Figure(go.Bar(x=df.agent, y=df.success, text=[f"{v:.0%} {s}" for v, s in zip(df.success, df.sig, strict=True)],
+    fig = go.Figure(go.Bar(x=df.agent, y=df.success,
+                           text=[f"{v:.0%} {s}" for v, s in zip(df.success, df.sig, strict=True)],
                            textposition='outside', error_y=dict(type='data', symmetric=False,
                            array=df.high - df.success, arrayminus=df.success - df.low)))
     fig.update_layout(title=title, yaxis=dict(title='success rate', range=[0, 1.15], tickformat='.0%'), height=380)
@@ -124,20 +131,25 @@ def plot_training_curves(metrics:pd.DataFrame|str|Path|dict|Sequence, # `read_me
                          title:str='Training curves')->go.Figure:
     "One panel per metric, one line per run"
     df = metrics if isinstance(metrics, pd.DataFrame) else read_metrics(metrics)
-    keys = list(keys or [c for c in df.columns if c not in ('run', 'step') and pd.api.types.is_numeric_dtype(df[c]) and df[c].notna().any()])
+    keys = (list(keys or [c for c in df.columns if c not in ('run', 'step') and pd.api.types.is_numeric_dtype(df[c]) and df[c].notna().any()]))
     missing = [k for k in keys if k not in df.columns]
-    if missing: raise KeyError(f"metrics {missing} not in the file(s); available: {[c for c in df.columns if c not in ('run', 'step')]}")
+    if missing:
+        raise KeyError(
+            f"metrics {missing} not in the file(s); available: {[c for c in df.columns if c not in ('run', 'step')]}")
     fig = make_subplots(rows=len(keys), cols=1, shared_xaxes=True, subplot_titles=keys, vertical_spacing=0.08)
     for i, k in enumerate(keys, 1):
         for j, (run, g) in enumerate(df.groupby('run', sort=False)):
             g = g[g[k].notna()]
             fig.add_scatter(x=g.step, y=g[k], name=str(run), mode='lines', legendgroup=str(run), showlegend=i == 1,
                             line=dict(color=['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e'][j % 4]), row=i, col=1)
-    fig.update_layout(title=title, height=220 * len(keys) + 80); fig.update_xaxes(title_text='step', row=len(keys), col=1)
+    fig.update_layout(title=title, height=220 * len(keys) + 80); fig.update_xaxes(title_text='step', row=len(keys),
+        col=1)
     return fig
 
 # %% ../nbs/80_plots.ipynb #72a0d5d6
-def _act(s): return '' if s is None or s.action is None else f"{s.action.tool}({', '.join(f'{k}={v!r}' for k, v in s.action.params.items())})"
+def _act(s):
+    return ('' if s is None or s.action is None
+            else f"{s.action.tool}({', '.join(f'{k}={v!r}' for k, v in s.action.params.items())})")
 def _obs(s, n=80):
     o = '' if s is None or s.observation is None else s.observation.content.replace('\n', ' ')
     return o if len(o) <= n else o[:n - 1] + '…'
@@ -149,7 +161,9 @@ def trajectory_diff(a:Trajectory, b:Trajectory)->pd.DataFrame:
     rows = [{'step': i, 'action_a': _act(get(a, i)), 'action_b': _act(get(b, i)),
              'reward_a': get(a, i).reward if get(a, i) else None, 'reward_b': get(b, i).reward if get(b, i) else None,
              'observation_a': _obs(get(a, i)), 'observation_b': _obs(get(b, i))} for i in range(n)]
-    df = pd.DataFrame(rows, columns=['step', 'action_a', 'action_b', 'reward_a', 'reward_b', 'observation_a', 'observation_b'])
+    df = pd.DataFrame(rows,
+                      columns=['step', 'action_a', 'action_b', 'reward_a', 'reward_b', 'observation_a',
+                               'observation_b'])
     df['same_action'] = df.action_a == df.action_b
     return df
 
@@ -158,10 +172,14 @@ def plot_trajectory_diff(a:Trajectory, b:Trajectory, labels:tuple|None=None)->go
     df = trajectory_diff(a, b)
     la, lb = labels or (f"{a.agent.name}: {a.task.id}", f"{b.agent.name}: {b.task.id}")
     fill = ['#ffffff' if s else '#fde2e1' for s in df.same_action]
-    cell = lambda act, r, o: [f"<b>{x}</b>  r={'' if y is None or y != y else f'{y:.2f}'}<br>{z}" for x, y, z in zip(act, r, o, strict=True)]
+    cell = lambda act, r, o: [f"<b>{x}</b>  r={'' if y is None or y != y else f'{y:.2f}'}<br>{z}" for x,
+                              y, z in zip(act, r, o, strict=True)]
     fig = go.Figure(go.Table(columnwidth=[40, 400, 400],
-        header=dict(values=['step', la + (' ✓' if a.outcome.success else ' ✗'), lb + (' ✓' if b.outcome.success else ' ✗')], align='left'),
-        cells=dict(values=[df.step, cell(df.action_a, df.reward_a, df.observation_a), cell(df.action_b, df.reward_b, df.observation_b)],
+        header=dict(values=['step', la + (' ✓' if a.outcome.success else ' ✗'),
+                            lb + (' ✓' if b.outcome.success else ' ✗')], align='left'),
+        cells=dict(values=[df.step, cell(df.action_a, df.reward_a, df.observation_a),
+                           cell(df.action_b, df.reward_b, df.observation_b)],
                    fill_color=[fill] * 3, align='left', height=40)))
-    fig.update_layout(title='Trajectory diff (highlighted: different actions)', height=120 + 48 * len(df), margin=dict(l=10, r=10))
+    fig.update_layout(title='Trajectory diff (highlighted: different actions)', height=120 + 48 * len(df),
+                      margin=dict(l=10, r=10))
     return fig

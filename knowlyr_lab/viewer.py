@@ -40,7 +40,8 @@ _COLS = ('<colgroup><col style="width:2.5em"><col style="width:26%"><col style="
          '<col style="width:9em"></colgroup>')
 
 def _badge(success):
-    label, color = {True: ('success', '#2e7d32'), False: ('failure', '#c62828'), None: ('unverified', '#757575')}[success]
+    label, color = {True: ('success', '#2e7d32'), False: ('failure', '#c62828'),
+                    None: ('unverified', '#757575')}[success]
     return f'<span class="kl-badge" style="background:{color}">{label}</span>'
 
 def _rule_notes(details:dict)->str:
@@ -51,7 +52,8 @@ def _rule_notes(details:dict)->str:
 
 def _fmt_reward(s:Step)->str:
     if s.reward is None: return ''
-    parts = [f"<b>{s.reward:+.3f}</b>"] + [f"{html.escape(str(k))} {v:+.3f}" for k, v in reward_components(s.reward_details).items()]
+    parts = [f"<b>{s.reward:+.3f}</b>"] + [f"{html.escape(str(k))} {v:+.3f}"
+                                           for k, v in reward_components(s.reward_details).items()]
     notes = _rule_notes(s.reward_details)
     body = '<br>'.join(parts)
     return f'<span title="{html.escape(notes, quote=True)}">{body}</span>' if notes else body
@@ -63,10 +65,12 @@ def _clip(text:str, n:int)->str:
 def step_html(s:Step, max_chars:int|None=1500)->str:
     "One table row for a step"
     call = '' if s.action is None else (f"<code>{html.escape(s.action.tool)}</code>" +
-            (f"<pre>{html.escape(json.dumps(s.action.params, ensure_ascii=False, indent=1))}</pre>" if s.action.params else ''))
+            (f"<pre>{html.escape(json.dumps(s.action.params, ensure_ascii=False, indent=1))}</pre>" if s.action.params
+             else ''))
     obs = s.observation
     otext = '' if obs is None else f"<pre>{html.escape(_clip(obs.content, max_chars))}</pre>"
-    if obs is not None and obs.exit_code is not None: otext += f'<span class="kl-muted">exit code {obs.exit_code}</span>'
+    if obs is not None and obs.exit_code is not None:
+        otext += f'<span class="kl-muted">exit code {obs.exit_code}</span>'
     thought = f"<pre>{html.escape(_clip(s.thought, max_chars))}</pre>" if s.thought else ''
     cls = ' class="kl-err"' if obs is not None and obs.is_error else ''
     return f"<tr{cls}><td>{s.index}</td><td>{thought}</td><td>{call}</td><td>{otext}</td><td>{_fmt_reward(s)}</td></tr>"
@@ -82,7 +86,9 @@ def trajectory_html(traj:Trajectory,          # the episode to render
             + (f" ({html.escape(traj.agent.model)})" if traj.agent.model else ''),
             f"{len(traj.steps)} steps", f"reward {traj.reward:.3f}" if traj.reward is not None else 'reward –']
     iso = (traj.metadata or {}).get('isolation')
-    if iso == 'none': meta.append('<span class="kl-warn" title="recorded with isolation=\'none\': the agent\'s commands ran on the host, '
+    if iso == 'none':
+        meta.append(
+            '<span class="kl-warn" title="recorded with isolation=\'none\': the agent\'s commands ran on the host, '
                                   'unsandboxed">&#9888; not isolated</span>')
     elif iso: meta.append(f'<span class="kl-muted">isolation: {html.escape(str(iso))}</span>')
     if o.reason: meta.append(f'<span class="kl-muted">{html.escape(o.reason)}</span>')
@@ -95,7 +101,8 @@ def trajectory_html(traj:Trajectory,          # the episode to render
     else: rows = [step_html(s, max_chars) for s in steps]
     return (f'{_CSS}<div class="kl-traj"><div class="kl-head">{" · ".join(meta)}</div>'
             f'<div style="margin-top:4px"><i>{html.escape(_clip(t.instruction, max_chars))}</i></div>'
-            f'<table class="kl-steps">{_COLS}<tr><th>#</th><th>thought</th><th>tool call</th><th>observation</th><th>reward</th></tr>{"".join(rows)}</table></div>')
+            f'<table class="kl-steps">{_COLS}<tr><th>#</th><th>thought</th><th>tool '
+            f'call</th><th>observation</th><th>reward</th></tr>{"".join(rows)}</table></div>')
 
 # %% ../nbs/81_viewer.ipynb #31b7fe75
 class TrajectoryView:

@@ -49,11 +49,14 @@ class NoiseReport:
         return paired_mde(n_tasks or self.n_tasks, n_replicates, self.within_var, between_var, self.alpha, self.power)
     def table(self, replicates=(1, 2, 4, 8, 16), n_tasks:int|None=None)->pd.DataFrame:
         "Noise floor and MDE on `n_tasks` tasks (default: this suite's) for several replicate counts"
-        return pd.DataFrame([{'replicates': r, 'noise_floor': self.noise_floor(n_tasks, r), 'mde': self.mde(n_tasks, r)} for r in replicates]).set_index('replicates')
+        return pd.DataFrame([{'replicates': r, 'noise_floor': self.noise_floor(n_tasks, r), 'mde': self.mde(n_tasks, r)}
+                             for r in replicates]).set_index('replicates')
     def _repr_markdown_(self):
         fr = f"flip rate {self.flip_rate:.1%}, " if self.flip_rate is not None else ''
-        return (f"**{self.agent}**, {self.n_tasks} tasks x {self.n_replicates} runs: runs range {min(self.run_rates):.3f}-{max(self.run_rates):.3f} "
-                f"(sd {self.run_spread:.3f}), {fr}replicate variance {self.within_var:.4f}; one run vs one run: noise floor "
+        return (f"**{self.agent}**, {self.n_tasks} tasks x {self.n_replicates} runs: runs range "
+                f"{min(self.run_rates):.3f}-{max(self.run_rates):.3f} "
+                f"(sd {self.run_spread:.3f}), {fr}replicate variance {self.within_var:.4f}; one run vs one run: noise "
+                f"floor "
                 f"{self.noise_floor():.3f}, MDE {self.mde():.3f} (alpha {self.alpha:g}, power {self.power:g})")
 
 # %% ../../nbs/74_eval_noise.ipynb #84ec283c
@@ -105,15 +108,18 @@ class CheckpointComparison:
     sd_diff: float              # standard deviation of the per-task differences
     noise_floor: float          # smallest |difference| this paired design calls significant at alpha
     mde: float                  # minimum detectable effect of this paired design
-    rerun_floor: float          # gap two independent evaluations (other seeds) of one checkpoint exceed with probability alpha
+    # gap two independent evaluations (other seeds) of one checkpoint exceed with probability alpha
+    rerun_floor: float
     @property
     def diff(self)->float: return self.comparison.diff
     @property
     def inside_noise(self)->bool: return abs(self.diff) < self.noise_floor
     def summary(self)->str:
         c = self.comparison
-        return (f"{c.name_a} vs {c.name_b}: {c.diff:+.3f} on {self.n_tasks} tasks x {self.n_replicates} seeds, {c.primary} p={c.p_value:.3g}; "
-                f"noise floor {self.noise_floor:.3f}, MDE {self.mde:.3f} (independent reruns: floor {self.rerun_floor:.3f})" +
+        return (f"{c.name_a} vs {c.name_b}: {c.diff:+.3f} on {self.n_tasks} tasks x {self.n_replicates} seeds, "
+                f"{c.primary} p={c.p_value:.3g}; "
+                f"noise floor {self.noise_floor:.3f}, MDE {self.mde:.3f} (independent reruns: floor "
+                f"{self.rerun_floor:.3f})" +
                 (" -- INSIDE the noise floor" if self.inside_noise else '') +
                 (f"; {self.n_unmatched} unmatched episodes dropped" if self.n_unmatched else ''))
     def __repr__(self): return f"CheckpointComparison({self.summary()})"
@@ -127,19 +133,26 @@ def compare_checkpoints(a:EvalResult, b:EvalResult, # evaluations of two checkpo
     "Compare two checkpoints paired on (task, seed), with the noise floor and MDE of the design"
     ea, eb = (x.valid[x.valid.verified] if metric == 'success' else x.valid for x in (a, b))
     m = ea.merge(eb, on=['task_key', 'seed'], suffixes=('_a', '_b'))
-    if m.task_key.nunique() < 2: raise ValueError(f"{a.agent} and {b.agent} have matching (task, seed) episodes on {m.task_key.nunique()} task(s), "
+    if m.task_key.nunique() < 2:
+        raise ValueError(
+            f"{a.agent} and {b.agent} have matching (task, seed) episodes on {m.task_key.nunique()} task(s), "
                                                   "need >= 2: evaluate both on the same tasks with the same seeds")
     g = m.groupby('task_key')
     xa, xb = g[f'{metric}_a'].mean().astype(float), g[f'{metric}_b'].mean().astype(float)
     reps = int(g.size().min())
     binary = metric == 'success' and reps == 1 and int(g.size().max()) == 1
-    c = compare_samples(xa.to_numpy(), xb.to_numpy(), paired=True, metric=metric, name_a=a.agent, name_b=b.agent, binary=binary, **kwargs)
+    c = compare_samples(xa.to_numpy(), xb.to_numpy(), paired=True, metric=metric, name_a=a.agent, name_b=b.agent,
+                        binary=binary, **kwargs)
     if reps >= 2:
         w = np.mean([replicate_variance(m[f'{metric}_{s}'].astype(float), m.task_key) for s in 'ab'])
-    else: w = float(pd.concat([xa, xb]).var(ddof=1))        # one seed per task: the total variance bounds the replicate variance
+    else:
+        # one seed per task: the total variance bounds the replicate variance
+        w = float(pd.concat([xa, xb]).var(ddof=1))
     n, sd = len(xa), float(np.std(xa.to_numpy() - xb.to_numpy(), ddof=1))
     unmatched = len(ea) + len(eb) - 2 * len(m)
     if unmatched: c.notes.append(f"dropped {unmatched} episodes without a partner on (task, seed)")
-    design = dict(n_tasks=n, n_replicates=1, within_var=sd ** 2 / 2, alpha=alpha)   # Var(D) = 2 * (sd^2 / 2): the measured spread
-    return CheckpointComparison(c, n, reps, unmatched, float(w), sd, noise_floor(**design), paired_mde(**design, power=power),
+    # Var(D) = 2 * (sd^2 / 2): the measured spread
+    design = dict(n_tasks=n, n_replicates=1, within_var=sd ** 2 / 2, alpha=alpha)
+    return CheckpointComparison(c, n, reps, unmatched, float(w), sd, noise_floor(**design),
+                                paired_mde(**design, power=power),
                                 noise_floor(n, reps, w, alpha))

@@ -21,7 +21,8 @@ EXPERIMENTS = {   # notebook name in experiments/ -> its title in README
     '02_dpo_from_preferences': "Experiment 02, DPO on the warm start's own success-vs-failure pairs",
     '03_online_grpo': "Experiment 03, online GRPO with only the env's verified success as reward",
     '04_agent_evol': 'Experiment 04, AgentEvol (explore, keep verified successes, retrain)',
-    '05_real_model': 'Experiment 05, online GRPO of the real model (SmolLM2-135M-Instruct) on arith-medium, against shuffled rewards',
+    '05_real_model': 'Experiment 05, online GRPO of the real model (SmolLM2-135M-Instruct) on arith-medium, against '
+                     'shuffled rewards',
 }
 
 def results_path(name:str)->str:
@@ -37,7 +38,8 @@ def load_results(name:str,               # an experiment's notebook name, e.g. '
     if not path.exists(): return None
     res = json.loads(path.read_text())
     if missing := [k for k in ('size', 'conclusion', 'provenance') if k not in res]:
-        raise ValueError(f"{path}: README quotes a results file by its 'size', 'conclusion' and 'provenance'; missing {missing}")
+        raise ValueError(
+            f"{path}: README quotes a results file by its 'size', 'conclusion' and 'provenance'; missing {missing}")
     return res
 
 # %% ../../nbs/76_eval_results.ipynb #78f60040
@@ -79,9 +81,13 @@ def kernel_spread(name:str,            # an experiment's notebook name
     runs = {lv: r for lv in LEVELS if (r := load_results(f"{name}-{lv}", root)) is not None}
     if not runs: return ''
     runs = {res['provenance'].get('cpu_capability', '?').lower() + ' (the run above)': res, **runs}
-    def said(r): return '; '.join(f"{k} {v['estimate']:+.1%} ({v['ci'][0]:+.1%} to {v['ci'][1]:+.1%})" for k, v in r['comparisons'].items())
-    return ('\n  - The same protocol at other torch kernel levels (`ATEN_CPU_CAPABILITY`), mean differences with their 95% '
-            'crossed-bootstrap intervals: ' + ' | '.join(f"**{lv}**: {said(r)}" + ('' if lv.endswith('above)') else f" ({made_at(r['provenance'])})")
+    def said(r):
+        return '; '.join(f"{k} {v['estimate']:+.1%} ({v['ci'][0]:+.1%} to {v['ci'][1]:+.1%})"
+                         for k, v in r['comparisons'].items())
+    return (
+        '\n  - The same protocol at other torch kernel levels (`ATEN_CPU_CAPABILITY`), mean differences with their 95% '
+            'crossed-bootstrap intervals: ' + ' | '.join(f"**{lv}**: {said(r)}" + ('' if lv.endswith('above)')
+                else f" ({made_at(r['provenance'])})")
                                                        for lv, r in runs.items()) + '.')
 
 # %% ../../nbs/76_eval_results.ipynb #d8be76bb
@@ -100,8 +106,10 @@ def gpu_statement(res:dict)->str:
     "README's sentence on a `gpu_real_model.py` run: SFT tokens/s and MFU, GRPO rollout tokens/s, and where it was made"
     f, l, g = res['sft_full'], res['sft_lora'], res.get('grpo')
     s = (f"Measured once ({made_with(res['provenance'])}): {res['model']} at batch {f['batch']} "
-         f"({f['tokens_per_step']:,.0f} tokens a step, {f['mixed_precision']} autocast): full fine-tuning {f['tokens_per_s']:,.0f} tokens/s (MFU {f['mfu']:.1%}), "
+         f"({f['tokens_per_step']:,.0f} tokens a step, {f['mixed_precision']} autocast): full fine-tuning "
+         f"{f['tokens_per_s']:,.0f} tokens/s (MFU {f['mfu']:.1%}), "
          f"LoRA {l['tokens_per_s']:,.0f} tokens/s")
     if g: s += (f"; GRPO rollouts {g['generated_tokens_per_s']:,.0f} generated tokens/s"
-                + (' (reward 0 in every update: this measures generation, not learning)' if not any(g['reward_per_update']) else ''))
+                + (' (reward 0 in every update: this measures generation, not learning)'
+                   if not any(g['reward_per_update']) else ''))
     return s + '.'

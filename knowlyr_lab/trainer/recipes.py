@@ -36,7 +36,8 @@ def _planned_steps(tr)->int:
 def train_until(tr,        # a trainer whose config checkpoints every `save_steps`
                 until,     # (step, checkpoint model folder) -> bool: True ends training at that checkpoint
                )->dict:    # the summary of `train` at the stop
-    "Train to each checkpoint in turn and ask `until(step, folder)` (random states kept as they were); stop on True or at the end of the plan"
+    ("Train to each checkpoint in turn and ask `until(step, folder)` (random states kept as they were); stop on True "
+     "or at the end of the plan")
     every, ckdir = tr.config.save_steps, Path(tr.config.output_dir)
     if not every: raise ValueError("train_until needs a trainer that checkpoints: set save_steps")
     while True:
@@ -51,50 +52,65 @@ def train_until(tr,        # a trainer whose config checkpoints every `save_step
 
 # %% ../../nbs/75_trainer_recipes.ipynb #7df0636d
 def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet path from the exporter) or trajectories
-                     output_dir:str|Path|None=None,  # untrained/, sft/ (checkpoints, metrics.jsonl), final/ (default: a temp dir)
+                     # untrained/, sft/ (checkpoints, metrics.jsonl), final/ (default: a temp dir)
+                     output_dir:str|Path|None=None,
                      learning_rate:float=3e-3, batch_size:int=16, num_epochs:int=1, max_steps:int=-1,
                      lr_scheduler:str='linear', warmup_ratio:float=0.0,
                      save_steps:int=0,               # checkpoint every n steps, all kept (a learning curve)
                      hidden_size:int=128, num_layers:int=2, vocab_size:int=512,
-                     family:str='qwen2',             # tiny model family: 'qwen2' or 'llama' (numbers in 3-digit tokens; needs vocab_size ~2048)
+                     # tiny model family: 'qwen2' or 'llama' (numbers in 3-digit tokens; needs vocab_size ~2048)
+                     family:str='qwen2',
                      system_prompt:str|None=None,    # system message of every chat (None: none)
                      tools:list|None=None,           # tool list rendered in every prompt (default []: none)
                      seed:int=0, progress_bar:bool=False,
-                     until=None,                     # (step, checkpoint folder) -> bool, after each checkpoint: True ends training there
-                    )->dict:                         # {'path', 'untrained', 'checkpoints', 'metrics', 'history', 'summary', 'planned_steps', 'seconds'}
+                     # (step, checkpoint folder) -> bool, after each checkpoint: True ends training there
+                     until=None,
+                    # {'path', 'untrained', 'checkpoints', 'metrics', 'history', 'summary', 'planned_steps', 'seconds'}
+                    )->dict:
     "Tiny model + tokenizer from the demonstrations, saved untrained, then SFT; every folder carries the prompt card"
     t0, tools = time.time(), [] if tools is None else tools
     out = Path(output_dir or tempfile.mkdtemp(prefix='sft-policy-'))
     sample = [r for _, r in load_records(train_data)[:50]]
     model, tok = make_tiny_model(render_corpus(sample, tools=tools, system=system_prompt), vocab_size=vocab_size,
-                                 hidden_size=hidden_size, num_layers=num_layers, seed=seed, save_dir=out / 'untrained', family=family)
+                                 hidden_size=hidden_size, num_layers=num_layers, seed=seed, save_dir=out / 'untrained',
+                                 family=family)
     save_prompt(out / 'untrained', system_prompt, tools, chat_format(tok))
-    tr = SFTTrainer(SFTConfig(output_dir=str(out / 'sft'), num_epochs=num_epochs, max_steps=max_steps, learning_rate=learning_rate,
-                              batch_size=batch_size, lr_scheduler=lr_scheduler, warmup_ratio=warmup_ratio, logging_steps=10,
-                              save_steps=save_steps, save_total_limit=0, max_length=1024, system_prompt=system_prompt, seed=seed,
+    tr = SFTTrainer(SFTConfig(output_dir=str(out / 'sft'), num_epochs=num_epochs, max_steps=max_steps,
+                              learning_rate=learning_rate,
+                              batch_size=batch_size, lr_scheduler=lr_scheduler, warmup_ratio=warmup_ratio,
+                              logging_steps=10,
+                              save_steps=save_steps, save_total_limit=0, max_length=1024, system_prompt=system_prompt,
+                              seed=seed,
                               progress_bar=progress_bar, mixed_precision='no'),
                     model, tok, train_data=train_data, tools=tools)
     summary = tr.train() if until is None or not save_steps else train_until(tr, until)
     path = tr.save_model(out / 'final')
-    cks = {int(p.name.split('-')[1]): p / 'model' for p in (out / 'sft').glob('checkpoint-*') if (p / 'trainer_state.json').exists()}
-    return {'path': path, 'untrained': out / 'untrained', 'checkpoints': dict(sorted(cks.items())), 'metrics': out / 'sft' / 'metrics.jsonl',
+    cks = {int(p.name.split('-')[1]): p / 'model' for p in (out / 'sft').glob('checkpoint-*')
+           if (p / 'trainer_state.json').exists()}
+    return {'path': path, 'untrained': out / 'untrained', 'checkpoints': dict(sorted(cks.items())),
+            'metrics': out / 'sft' / 'metrics.jsonl',
             'history': tr.history, 'summary': summary,
             'planned_steps': _planned_steps(tr), 'seconds': time.time() - t0}
 
 def policy_agent(path, max_new_tokens:int=40, temperature:float=0.0, name:str|None=None,
                  device:str|None=None,   # 'cpu', 'cuda', 'cuda:1', ... (None: where transformers loads it, the CPU)
                  dtype:str|None=None,    # dtype of the loaded weights ('bfloat16' on a GPU; None: float32)
-                 attn_implementation:str|None=None): # 'sdpa', 'eager', 'flash_attention_2', ... (None: transformers' choice)
+                 # 'sdpa', 'eager', 'flash_attention_2', ... (None: transformers' choice)
+                 attn_implementation:str|None=None):
     "A `LocalAgent` of a saved policy on `device`, prompted by its prompt card (greedy by default)"
-    inf = AgentInference.from_pretrained(path, device=device, dtype=dtype, name=name, attn_implementation=attn_implementation)
+    inf = AgentInference.from_pretrained(path, device=device, dtype=dtype, name=name,
+                                         attn_implementation=attn_implementation)
     return inf.create_agent(max_new_tokens=max_new_tokens, temperature=temperature, name=name)
 
 # %% ../../nbs/75_trainer_recipes.ipynb #8e8f5977
-def shuffled_rewards(groups:list[list[dict]], # an update's groups of scored members ('reward'; 'valid': False for an infrastructure failure)
+def shuffled_rewards(
+        # an update's groups of scored members ('reward'; 'valid': False for an infrastructure failure)
+        groups:list[list[dict]],
                      rng:random.Random,       # draws the permutation
                      within:str='batch',      # 'batch': across all the groups; 'group': inside each group
                     )->list[list[dict]]:      # the same groups and members, the valid members' rewards permuted
-    "The control's rewards: the valid members' rewards permuted at random, so a reward carries no information about its episode"
+    ("The control's rewards: the valid members' rewards permuted at random, so a reward carries no information about "
+     "its episode")
     if within not in ('batch', 'group'): raise ValueError(f"shuffle_rewards must be 'batch' or 'group', not {within!r}")
     def permute(ms):
         rs = [m['reward'] for m in ms if m.get('valid', True)]; rng.shuffle(rs); it = iter(rs)
@@ -104,7 +120,8 @@ def shuffled_rewards(groups:list[list[dict]], # an update's groups of scored mem
     return [flat[a:b] for a, b in zip(ends, ends[1:])]
 
 class _ShuffledRewardGRPO(GRPOTrainer):
-    "Online GRPO whose every update's rewards are permuted (`shuffled_rewards`, seeded by the run's seed and the update) before its advantages"
+    ("Online GRPO whose every update's rewards are permuted (`shuffled_rewards`, seeded by the run's seed and the "
+     "update) before its advantages")
     def __init__(self, *args, within:str='batch', **kwargs): super().__init__(*args, **kwargs); self.within = within
     def _online_groups(self, u:int)->tuple:
         groups, rounds = super()._online_groups(u)
@@ -117,24 +134,37 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                 updates:int=20, num_generations:int=8, tasks_per_step:int=4,
                 learning_rate:float=2e-4, temperature:float=0.7, loss_type:str='dapo',
                 max_invalid_actions:int|None=1, # end a rollout at its first invalid action (None: step budget only)
-                beta:float=0.05,              # k3 KL to the warm start (a batch without reward signal is skipped: no KL step either)
+                # k3 KL to the warm start (a batch without reward signal is skipped: no KL step either)
+                beta:float=0.05,
                 max_episode_steps:int=4, max_completion_length:int=40,
                 task_seed_offset:int=1_000_000, # first env seed of the GRPO tasks
                 episode_reward_fn=None,       # trajectory -> float, once per episode (default: trajectory_score)
-                shuffle_rewards:str|None=None, # control arm: each update's rewards permuted across the batch ('batch') or within groups ('group')
+                # control arm: each update's rewards permuted across the batch ('batch') or within groups ('group')
+                shuffle_rewards:str|None=None,
                 seed:int=0, output_dir=None,
-                device:str|None=None,         # where the policy is loaded and evaluated, before and after (None: the CPU); training runs where accelerate puts it (a GPU when there is one)
-                mixed_precision:str='no',     # of the GRPO updates: 'bf16' autocasts over the fp32 master weights ('auto': bf16 on a GPU that has it)
-                gradient_accumulation_steps:int=1, # micro-batches per update (the same step, less memory: a real model's full-vocabulary logits of all episodes at once can exhaust RAM)
-                lora_r:int|None=None,         # train LoRA adapters of this rank (alpha 2r, on q/k/v/o) instead of all weights
-                before=None,                  # the policy's `EvalResult` on eval_tasks, if already made (not made again)
-                resume:bool=False,            # checkpoint every update in output_dir; continue from the newest one there
-               )->dict:                       # {'before', 'after', 'comparison', 'curve', 'signal', 'seconds', 'trainer'}
+                # where the policy is loaded and evaluated, before and after (None: the CPU); training runs where
+                # accelerate puts it (a GPU when there is one)
+                device:str|None=None,
+                # of the GRPO updates: 'bf16' autocasts over the fp32 master weights ('auto': bf16 on a GPU that has it)
+                mixed_precision:str='no',
+                # micro-batches per update (the same step, less memory: a real model's full-vocabulary logits of all
+                # episodes at once can exhaust RAM)
+                gradient_accumulation_steps:int=1,
+                # train LoRA adapters of this rank (alpha 2r, on q/k/v/o) instead of all weights
+                lora_r:int|None=None,
+                # the policy's `EvalResult` on eval_tasks, if already made (not made again)
+                before=None,
+                # checkpoint every update in output_dir; continue from the newest one there
+                resume:bool=False,
+               # {'before', 'after', 'comparison', 'curve', 'signal', 'seconds', 'trainer'}
+               )->dict:
     "Greedy held-out evaluation of a policy, online GRPO from it, the same evaluation again; paired comparison by task"
     from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent
     from knowlyr_lab.tasks import suite_tasks
-    if shuffle_rewards not in (None, 'batch', 'group'): raise ValueError(f"shuffle_rewards must be None, 'batch' or 'group', not {shuffle_rewards!r}")
-    if resume and output_dir is None: raise ValueError("online_grpo(resume=True) needs an output_dir for its checkpoints")
+    if shuffle_rewards not in (None, 'batch', 'group'):
+        raise ValueError(f"shuffle_rewards must be None, 'batch' or 'group', not {shuffle_rewards!r}")
+    if resume and output_dir is None:
+        raise ValueError("online_grpo(resume=True) needs an output_dir for its checkpoints")
     if before is not None and before.n_episodes != len(eval_tasks):
         raise ValueError(f"before: {before.n_episodes} episodes for {len(eval_tasks)} eval_tasks: not this evaluation")
     t0 = time.time()
@@ -142,26 +172,35 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
     card = base.prompt or {}
     grpo_tasks = suite_tasks(env_id, range(task_seed_offset, task_seed_offset + updates * tasks_per_step))
     def measure(model, name):
-        agent = AgentInference(model, base.tokenizer, name).create_agent(card.get('system_prompt'), max_completion_length, 0.0,
+        agent = AgentInference(model, base.tokenizer, name).create_agent(card.get('system_prompt'),
+            max_completion_length, 0.0,
                                                                           tools=card.get('tools'))
-        return evaluate_agent(agent, env_id, tasks=eval_tasks, max_episode_steps=max_episode_steps, batch_size=len(eval_tasks),
+        return evaluate_agent(agent, env_id, tasks=eval_tasks, max_episode_steps=max_episode_steps,
+                              batch_size=len(eval_tasks),
                               train_tasks=grpo_tasks, strict=True)
     before = before if before is not None else measure(base.model, 'warm start')
     cfg = GRPOConfig(output_dir=str(output_dir or tempfile.mkdtemp(prefix='grpo-')), env_id=env_id,
-                     num_generations=num_generations, tasks_per_step=tasks_per_step, max_steps=updates, max_episode_steps=max_episode_steps,
-                     max_completion_length=max_completion_length, temperature=temperature, learning_rate=learning_rate, lr_scheduler='constant',
-                     loss_type=loss_type, max_invalid_actions=max_invalid_actions, beta=beta, system_prompt=card.get('system_prompt'),
-                     seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision=mixed_precision, logging_steps=1000,
+                     num_generations=num_generations, tasks_per_step=tasks_per_step, max_steps=updates,
+                     max_episode_steps=max_episode_steps,
+                     max_completion_length=max_completion_length, temperature=temperature, learning_rate=learning_rate,
+                     lr_scheduler='constant',
+                     loss_type=loss_type, max_invalid_actions=max_invalid_actions, beta=beta,
+                     system_prompt=card.get('system_prompt'),
+                     seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision=mixed_precision,
+                     logging_steps=1000,
                      gradient_accumulation_steps=gradient_accumulation_steps,
                      **(dict(save_steps=1, save_total_limit=1, resume_from_checkpoint='latest') if resume else {}),
                      **(dict(use_lora=True, lora_r=lora_r, lora_alpha=2 * lora_r) if lora_r else {}))
     kw = dict(episode_reward_fn=episode_reward_fn, tools=card.get('tools') or [])
-    tr = GRPOTrainer(cfg, base.model, base.tokenizer, **kw) if shuffle_rewards is None else _ShuffledRewardGRPO(cfg, base.model, base.tokenizer, within=shuffle_rewards, **kw)
+    tr = GRPOTrainer(cfg, base.model, base.tokenizer, **kw) if shuffle_rewards is None else _ShuffledRewardGRPO(cfg,
+        base.model, base.tokenizer, within=shuffle_rewards, **kw)
     t1 = time.time(); rows = tr.train(); t1 = time.time() - t1
-    curve, signal = [r['reward'] for r in rows], [r['groups_with_signal'] for r in rows]   # mean sampled reward, and groups with a learning signal, per update
+    # mean sampled reward, and groups with a learning signal, per update
+    curve, signal = [r['reward'] for r in rows], [r['groups_with_signal'] for r in rows]
     trained = tr.accelerator.unwrap_model(tr.model)
     after = measure(trained.to(device) if device else trained, 'after GRPO')
-    return {'before': before, 'after': after, 'comparison': compare_agents(after, before, metric='success'), 'curve': curve, 'signal': signal,
+    return {'before': before, 'after': after, 'comparison': compare_agents(after, before, metric='success'),
+            'curve': curve, 'signal': signal,
             'seconds': time.time() - t0 - t1 + tr.state['seconds'], 'trainer': tr}   # updates of every call, if resumed
 
 # %% ../../nbs/75_trainer_recipes.ipynb #31869022
@@ -170,7 +209,8 @@ def dedup_successes(trajs:list)->list:
     from knowlyr_lab.tasks import task_key
     best = {}
     for t in trajs:
-        if t.outcome.success and (task_key(t) not in best or len(t.steps) < len(best[task_key(t)].steps)): best[task_key(t)] = t
+        if t.outcome.success and (task_key(t) not in best or len(t.steps) < len(best[task_key(t)].steps)):
+            best[task_key(t)] = t
     return list(best.values())
 
 def agent_evol(policy_path,                # the first explorer: the behavioural-cloning policy
@@ -181,17 +221,22 @@ def agent_evol(policy_path,                # the first explorer: the behavioural
                samples_per_task:int=8, temperature:float=0.8,
                dedup:bool=True,            # one success per task content (else every success, duplicates included)
                max_episode_steps:int=4, max_new_tokens:int=40,
-               evaluate=None,              # policy path -> anything (e.g. a held-out `evaluate_agent`), after every iteration
-               make_explorer=None,         # (policy path, iteration) -> agent (default: the policy, sampled at `temperature`)
+               # policy path -> anything (e.g. a held-out `evaluate_agent`), after every iteration
+               evaluate=None,
+               # (policy path, iteration) -> agent (default: the policy, sampled at `temperature`)
+               make_explorer=None,
                seed:int=0, batch_size:int=256,
               )->list[dict]:               # per iteration: path, samples, successes, kept, tasks solved, evaluation
-    "AgentEvol: each iteration explores with the current policy, keeps verified successes, retrains from the base on BC + successes"
+    ("AgentEvol: each iteration explores with the current policy, keeps verified successes, retrains from the base on "
+     "BC + successes")
     from knowlyr_lab.rollout.collect import collect
     path, rows = policy_path, []
     for it, ids in enumerate(explore_tasks, 1):
         agent = (make_explorer(path, it) if make_explorer else
-                 AgentInference.from_pretrained(path, name=f'explorer-{it}').create_agent(max_new_tokens=max_new_tokens, temperature=temperature))
-        samples = collect(env_id, agent, tasks=[i for i in ids for _ in range(samples_per_task)], max_episode_steps=max_episode_steps,
+                 AgentInference.from_pretrained(path, name=f'explorer-{it}').create_agent(max_new_tokens=max_new_tokens,
+                     temperature=temperature))
+        samples = collect(env_id, agent, tasks=[i for i in ids for _ in range(samples_per_task)],
+                          max_episode_steps=max_episode_steps,
                           seed=seed + it, batch_size=batch_size, progress=False)
         wins = [t for t in samples if t.outcome.success]
         solved = dedup_successes(wins)
