@@ -49,13 +49,13 @@ def test_long_cell_not_exported_passes(tmp_path):
 
 def test_two_patch_methods_in_one_export_cell_fail(tmp_path):
     "One @patch method per export cell: two in one cell are named with the cell id; one each passes"
-    two = "#| export\n@patch\ndef a(self:int): return 1\n\n@patch\ndef b(self:int): return 2"
+    two = "#| export\n@patch\ndef a(self:A): return 1\n\n@patch\ndef b(self:A): return 2"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(two)])
     p = tmp_path / 'two.ipynb'; nbformat.write(nb, p)
     r = _lint(p)
     assert r.returncode == 1 and f'export cell with 2 methods added to classes (cell id {nb.cells[0].id})' in r.stdout, r.stdout
-    one = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in two.split('\n\n')])
-    one.cells[1].source = '#| export\n' + one.cells[1].source
+    one = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in ['#| export\nclass A: pass', *two.split('\n\n')]])
+    one.cells[2].source = '#| export\n' + one.cells[2].source
     nbformat.write(one, p)
     assert _lint(p).returncode == 0
 

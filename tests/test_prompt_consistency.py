@@ -114,6 +114,6 @@ def test_openai_sdk_reply_shape(policy):
 
 def test_check_fails_without_the_reset_observation(tmp_path, monkeypatch):
     "The old bug, put back: chats open with the instruction only, so the policy never sees the code and the check fails"
-    import knowlyr_lab.chat as C
+    import knowlyr_lab.chat_messages as C
     monkeypatch.setattr(C, 'first_user_turn', lambda task: task.instruction)   # the chat layer's to_messages reads it
     with pytest.raises(AssertionError): _check(_train(tmp_path))

@@ -10,14 +10,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from fastcore.basics import patch
 
 from ..trajectory import Trajectory
-
-if TYPE_CHECKING:   # pandas loads when a table is asked for: a CLI starts without it
-    import pandas as pd
 
 # %% auto #0
 __all__ = ['TrajectoryDiff', 'diff_trajectories']
@@ -36,7 +32,7 @@ class TrajectoryDiff:
 
 # %% ../../nbs/27d_recorder_diff.ipynb #73342ddf
 @patch
-def to_frame(self:TrajectoryDiff)->pd.DataFrame:
+def to_frame(self:TrajectoryDiff):
     "Side-by-side table"
     fd = self.first_divergence
     rows = [('steps', *self.steps), ('success', *self.success), ('reward', *self.reward),
