@@ -62,6 +62,7 @@ def parse_args(argv=None):
     p.add_argument('--max-completion-length', type=int, default=64, help='GRPO new tokens per turn (default: %(default)s)')
     p.add_argument('--segment-loop', action='store_true', help='packed SFT attends per sample in a loop, as on the CPU (the baseline of the padded GPU path)')
     p.add_argument('--only', choices=('lora', 'full', 'grpo'), action='append', help='run only these parts (repeatable; default: all)')
+    p.add_argument('--static-cache', action='store_true', help='GRPO rollouts decode over a static cache (a CUDA graph per step)')
     p.add_argument('--output', help='results file (.json)')
     a = p.parse_args(argv)
     if a.dry_run:
@@ -145,6 +146,7 @@ def grpo_run(path:Path, a, tmp:Path)->dict:
     roll = {'episodes': 0, 'seconds': 0.0, 'steps': 0}
     generate, rollout = AgentInference.generate, tr.rollout
     def counted_generate(self, *args, **kw):
+        self.static_cache = a.static_cache
         _sync(); t = time.perf_counter()
         outs = generate(self, *args, **kw)
         _sync(); gen['seconds'] += time.perf_counter() - t; gen['calls'] += 1

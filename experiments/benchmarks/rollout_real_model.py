@@ -58,6 +58,7 @@ from knowlyr_lab.rollout.spec import RolloutSpec
 from knowlyr_lab.serving import AgentInference
 from knowlyr_lab.serving.model import LocalAgent
 from knowlyr_lab.serving.prefix_cache import PrefixCache
+from knowlyr_lab.serving.static_decode import StaticDecoder
 from knowlyr_lab.trainer.data import env_tools
 
 ENV = 'knowlyr/arith-medium'
@@ -70,7 +71,8 @@ class PlainGenerate:
     def generate(self, conversations, tools=None, max_new_tokens=128, temperature=0.0):
         tok = self.tokenizer
         tok.padding_side = 'left'
-        enc = tok(render_chats(tok, conversations, tools, add_generation_prompt=True), add_special_tokens=False, padding=True, return_tensors='pt')
+        enc = tok(render_chats(tok, conversations, tools, add_generation_prompt=True), add_special_tokens=False, padding=True,
+                  return_tensors='pt').to(self.model.device)
         kw = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 else dict(do_sample=False)
         seqs = self.model.generate(**enc, max_new_tokens=max_new_tokens, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **kw)
         res = []
@@ -86,6 +88,10 @@ class Profile:
     def __init__(self, model):
         self.model, self.s = model, {'prefill': 0.0, 'decode': 0.0, 'cache layout': 0.0, 'cache keep': 0.0, 'generate': 0.0}
         self.n = {'prefill calls': 0, 'prefill tokens': 0, 'decode steps': 0, 'decode rows': 0}
+        self.cuda, self.in_step = next(model.parameters()).is_cuda, False
+    def sync(self):
+        "Wait for the GPU (not while a CUDA graph is being captured), so that a forward pass's time is its own"
+        if self.cuda and not torch.cuda.is_current_stream_capturing(): torch.cuda.synchronize()
     def _timed(self, f, key):
         "`f`, its seconds added to `key` less the forward passes it made (those count as prefill or decode)"
         @functools.wraps(f)
@@ -98,7 +104,8 @@ class Profile:
         fwd = self.model.forward
         @functools.wraps(fwd)            # the signature stays the model's: `generate` reads it (e.g. whether it takes logits_to_keep)
         def forward(*a, **k):
-            t0 = time.perf_counter(); out = fwd(*a, **k); dt = time.perf_counter() - t0
+            if self.in_step: return fwd(*a, **k)             # a static decoder's step: timed as a whole below
+            self.sync(); t0 = time.perf_counter(); out = fwd(*a, **k); self.sync(); dt = time.perf_counter() - t0
             x, mask = k.get('input_ids', a[0] if a else None), k.get('attention_mask')
             if x.shape[1] > 1:
                 self.s['prefill'] += dt; self.n['prefill calls'] += 1
@@ -106,14 +113,23 @@ class Profile:
             else: self.s['decode'] += dt; self.n['decode steps'] += 1; self.n['decode rows'] += x.shape[0]
             return out
         self.model.forward = forward
-        self._saved = (PrefixCache.batch, PrefixCache.keep, AgentInference.generate, PlainGenerate.generate)
+        step = StaticDecoder.step
+        @functools.wraps(step)
+        def static_step(dec, x, pos):
+            self.sync(); t0, self.in_step = time.perf_counter(), True
+            try: return step(dec, x, pos)
+            finally:
+                self.in_step = False; self.sync()
+                self.s['decode'] += time.perf_counter() - t0; self.n['decode steps'] += 1; self.n['decode rows'] += x.shape[0]
+        StaticDecoder.step = static_step
+        self._saved = (PrefixCache.batch, PrefixCache.keep, AgentInference.generate, PlainGenerate.generate, step)
         PrefixCache.batch, PrefixCache.keep = self._timed(PrefixCache.batch, 'cache layout'), self._timed(PrefixCache.keep, 'cache keep')
         AgentInference.generate = self._timed(AgentInference.generate, 'generate')
         PlainGenerate.generate = self._timed(PlainGenerate.generate, 'generate')
         return self
     def __exit__(self, *exc):
         del self.model.forward
-        PrefixCache.batch, PrefixCache.keep, AgentInference.generate, PlainGenerate.generate = self._saved
+        PrefixCache.batch, PrefixCache.keep, AgentInference.generate, PlainGenerate.generate, StaticDecoder.step = self._saved
 
 def play(agent, a, seeds, turns)->tuple[list, float]:
     "The episodes of `seeds` x `--group` in lock-step through the engine; (trajectories, wall seconds)"
@@ -140,8 +156,8 @@ def profiled(agent, model, a, seeds, turns, cache=None)->dict:
                      one_row_per_episode=sum(_extends(t) for t in trajs))
     return summary(trajs, wall, **extra)
 
-def runtime(model, tok, tools, a, seeds, turns)->dict:
-    inf = AgentInference(model, tok, name='policy')
+def runtime(model, tok, tools, a, seeds, turns, static=False)->dict:
+    inf = AgentInference(model, tok, name='policy', static_cache=static)
     return profiled(inf.create_agent(None, a.max_new_tokens, a.temperature, tools=tools), model, a, seeds, turns, inf.cache)
 
 def _extends(t)->bool:
@@ -161,46 +177,59 @@ def load(a, tmp:Path):
         from knowlyr_lab.trainer.sft import oracle_trajectories, render_corpus
         from knowlyr_lab.trainer.tiny import make_tiny_model
         model, tok = make_tiny_model(render_corpus(oracle_trajectories(ENV, seeds=range(8)), tools=env_tools(ENV)), vocab_size=512, hidden_size=64)
-        return model, tok, 'tiny'
+        return model.to(a.device), tok, 'tiny'
     from knowlyr_lab.trainer.real import prepare_real_model
     path = prepare_real_model(quiet=True)
-    model, tok = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    model, tok = AutoModelForCausalLM.from_pretrained(path).to(a.device), AutoTokenizer.from_pretrained(path)
     set_chat_format(tok)
     return model, tok, path.name
 
+SIDES = {'plain generate': plain, 'runtime': runtime, 'runtime, static cache': functools.partial(runtime, static=True)}
+
+def _where(p:dict, res:dict)->str:
+    "The machine a run measured"
+    if res.get('device', 'cpu') != 'cpu':
+        return f"{res['device']} ({res.get('gpu')}), host {p.get('cpu')}, {p.get('cpu_count')} cores"
+    return f"{p.get('cpu')}, {p.get('cpu_count')} cores, {p.get('cpu_capability')} kernels, torch threads {p.get('torch_threads')}"
+
 def markdown(res:dict)->str:
-    p, s = res['provenance'], res['settings']
-    rows = [f"| {r['side']} | {r['repeat']} | {r['episodes']} | {r['turns']} | {r['generated_tokens']:,} | {r['wall_s']:.1f} | {r['tokens_per_s']:.1f} | "
-            f"{r['episodes_per_s']:.3f} | {r['solved']} |" for r in res['runs']]
-    med = res['median']
-    parts = (('prefill forward passes', lambda r: r['seconds']['prefill']), ('decode forward passes', lambda r: r['seconds']['decode']),
-             ('prefix cache: layout, lookups', lambda r: r['seconds']['cache layout']), ('prefix cache: keeping keys and values', lambda r: r['seconds']['cache keep']),
-             ('rest of generate (render, tokenise, sample, decode text)', lambda r: r['seconds']['generate'] - r['seconds']['prefill'] - r['seconds']['decode']
-              - r['seconds']['cache layout'] - r['seconds']['cache keep']),
-             ('outside generate (engine, envs, recorder, parsing)', lambda r: r['seconds']['outside generate']))
-    first = {side: next(r for r in res['runs'] if r['side'] == side) for side in ('plain generate', 'runtime')}
-    pl, rt = first['plain generate'], first['runtime']
-    cnt = lambda r: (f"{r['counts']['prefill calls']} prefill calls, {r['counts']['prefill tokens']:,} tokens encoded; {r['counts']['decode steps']} decode steps, "
-                     f"{r['counts']['decode rows']:,} row-steps, {1000 * r['seconds']['decode'] / max(1, r['counts']['decode steps']):.0f} ms a step")
+    p, s, med = res['provenance'], res['settings'], res['median']
+    rows = [f"| {r['side']} | {r['repeat']} | {r['episodes']} | {r['turns']} | {r['generated_tokens']:,} | {r['wall_s']:.1f} | "
+            f"{r['tokens_per_s']:.1f} | {r['episodes_per_s']:.3f} | {r['solved']} |" for r in res['runs']]
+    sec = lambda k: (lambda r: r['seconds'][k])
+    parts = (('prefill forward passes', sec('prefill')), ('decode forward passes (static cache: whole steps)', sec('decode')),
+             ('prefix cache: layout, lookups', sec('cache layout')), ('prefix cache: keeping keys and values', sec('cache keep')),
+             ('rest of generate (render, tokenise, sample, decode text)', lambda r: r['seconds']['generate'] - r['seconds']['prefill']
+              - r['seconds']['decode'] - r['seconds']['cache layout'] - r['seconds']['cache keep']),
+             ('outside generate (engine, envs, recorder, parsing)', sec('outside generate')))
+    sides = list(dict.fromkeys(r['side'] for r in res['runs']))
+    first = [next(r for r in res['runs'] if r['side'] == side) for side in sides]
+    cnt = lambda r: (f"{r['counts']['prefill calls']} prefill calls, {r['counts']['prefill tokens']:,} tokens encoded; "
+                     f"{r['counts']['decode steps']} decode steps, {r['counts']['decode rows']:,} row-steps, "
+                     f"{1000 * r['seconds']['decode'] / max(1, r['counts']['decode steps']):.1f} ms a step")
+    ratios = [f"**{side} / plain generate (medians): {med[side]['ratio_tokens_per_s']:.2f}x generated tokens/s, "
+              f"{med[side]['ratio_episodes_per_s']:.2f}x episodes/s** ({med[side]['tokens_per_s']:,.1f} tokens/s, "
+              f"{med[side]['episodes_per_s']:.3f} episodes/s)." for side in sides if side != 'plain generate']
     return '\n'.join([
         f"# Rollouts on the real model: the runtime against plain `generate` ({res['model']})", '',
-        f"{res['started']}, {p.get('cpu')}, {p.get('cpu_count')} cores, {p.get('cpu_capability')} kernels, torch threads {p.get('torch_threads')}, "
-        f"commit {p.get('commit')}{' (dirty)' if p.get('dirty') else ''}, Python {p.get('python')}, torch {p['packages'].get('torch')}, "
-        f"transformers {p['packages'].get('transformers')}. Load average at the start: {res['load_average']}.", '',
-        f"Settings: {ENV}, {s['tasks']} tasks x {s['group']} episodes (GRPO groups), at most {s['turns']} turns, {s['max_new_tokens']} new tokens per "
-        f"turn, temperature {s['temperature']}, {s['repeats']} run(s) per side, alternating. Command: `{res['command']}`.", '',
+        f"{res['started']}, {_where(p, res)}, commit {p.get('commit')}{' (dirty)' if p.get('dirty') else ''}, Python {p.get('python')}, "
+        f"torch {p['packages'].get('torch')}, transformers {p['packages'].get('transformers')}. Load average at the start: "
+        f"{res['load_average']}.", '',
+        f"Settings: {ENV}, {s['tasks']} tasks x {s['group']} episodes (GRPO groups), at most {s['turns']} turns, {s['max_new_tokens']} "
+        f"new tokens per turn, temperature {s['temperature']}, {s['repeats']} run(s) per side, alternating. Command: "
+        f"`{res['command']}`.", '',
         '| side | run | episodes | turns | generated tokens | wall s | tokens/s | episodes/s | solved |',
         '|---|---:|---:|---:|---:|---:|---:|---:|---:|', *rows, '',
-        f"**Runtime / plain generate (medians): {med['ratio_tokens_per_s']:.2f}x generated tokens/s, {med['ratio_episodes_per_s']:.2f}x episodes/s** "
-        f"(runtime {med['runtime']['tokens_per_s']:.1f} tokens/s, {med['runtime']['episodes_per_s']:.3f} episodes/s; plain generate "
-        f"{med['plain']['tokens_per_s']:.1f} tokens/s, {med['plain']['episodes_per_s']:.3f} episodes/s).", '',
+        f"Plain generate (median): {med['plain generate']['tokens_per_s']:,.1f} tokens/s, "
+        f"{med['plain generate']['episodes_per_s']:.3f} episodes/s.", '', *ratios, '',
         "## Where the time goes (each side's first run; forward passes and the cache's bookkeeping timed in the run)", '',
-        '| part | plain generate s | share | runtime s | share |', '|---|---:|---:|---:|---:|',
-        *[f"| {name} | {f(pl):.2f} | {100 * f(pl) / pl['wall_s']:.0f}% | {f(rt):.2f} | {100 * f(rt) / rt['wall_s']:.0f}% |" for name, f in parts], '',
-        f"Plain generate: {cnt(pl)}. Runtime: {cnt(rt)}.", '',
-        f"Runtime prompt tokens taken from the cache: {100 * rt['prompt_reused']:.0f}% ({rt['prompt_tokens_reused']:,} reused, "
-        f"{rt['prompt_tokens_encoded']:,} encoded). Runtime episodes whose every turn's prompt extends the previous prompt and sampled ids "
-        f"token for token (one training row each): {rt['one_row_per_episode']} of {rt['episodes']}.", ''])
+        '| part | ' + ' | '.join(f'{side} s | share' for side in sides) + ' |', '|---|' + '---:|---:|' * len(sides),
+        *[f"| {name} | " + ' | '.join(f"{f(r):.2f} | {100 * f(r) / r['wall_s']:.0f}%" for r in first) + ' |' for name, f in parts], '',
+        *[f"{side}: {cnt(r)}." for side, r in zip(sides, first)], '',
+        *[f"{side}: prompt tokens taken from the cache {100 * r['prompt_reused']:.0f}% ({r['prompt_tokens_reused']:,} reused, "
+          f"{r['prompt_tokens_encoded']:,} encoded); episodes whose every turn's prompt extends the previous prompt and sampled ids "
+          f"token for token (one training row each): {r['one_row_per_episode']} of {r['episodes']}." for side, r in zip(sides, first)
+          if 'prompt_reused' in r], ''])
 
 def main(argv=None)->int:
     ap = argparse.ArgumentParser('rollout_real_model.py', description=__doc__.split('\n\n')[0])
@@ -210,8 +239,13 @@ def main(argv=None)->int:
     ap.add_argument('--max-new-tokens', type=int, default=48, help='new tokens per turn at most (default: %(default)s)')
     ap.add_argument('--temperature', type=float, default=1.0, help='sampling temperature, both sides (default: %(default)s)')
     ap.add_argument('--repeats', type=int, default=1, help='runs per side, alternating (default: %(default)s)')
+    ap.add_argument('--device', default='cpu', help="where the model runs: 'cpu', 'cuda' (default: %(default)s)")
+    ap.add_argument('--static-cache', action='store_true',
+                    help='a third side: the runtime decoding over a static cache (a CUDA graph per step on a GPU)')
     ap.add_argument('--tiny', action='store_true', help='a tiny model: checks the script, writes nothing')
-    ap.add_argument('--write-results', action='store_true', help='write rollout_real_model.results.json and .md beside this script')
+    ap.add_argument('--write-results', action='store_true', help='write the results .json and .md (see --out)')
+    ap.add_argument('--out', default=str(Path(__file__).with_name('rollout_real_model.results.json')),
+                    help='the results file (the .md beside it) (default: %(default)s)')
     a = ap.parse_args(argv)
     torch.manual_seed(0)
     from knowlyr_lab.provenance import provenance
@@ -219,27 +253,31 @@ def main(argv=None)->int:
     load_avg = ', '.join(f'{x:.1f}' for x in os.getloadavg())
     model, tok, name = load(a, Path(tempfile.mkdtemp()))
     model.eval()
-    tools = env_tools(ENV)
+    tools, sides = env_tools(ENV), ['plain generate', 'runtime'] + ['runtime, static cache'] * a.static_cache
     seeds = list(range(1000, 1000 + a.tasks))
-    print(f"# {name}: {a.tasks} tasks x {a.group} episodes, {a.turns} turns, {a.max_new_tokens} new tokens, T {a.temperature}; load average {load_avg}")
-    runtime(model, tok, tools, a, [0], 1); plain(model, tok, tools, a, [0], 1)          # warm-up, not counted
+    print(f"# {name} on {a.device}: {a.tasks} tasks x {a.group} episodes, {a.turns} turns, {a.max_new_tokens} new tokens, "
+          f"T {a.temperature}; load average {load_avg}")
+    for side in sides: SIDES[side](model, tok, tools, a, [0], 1)        # warm-up, not counted
     runs = []
     for k in range(a.repeats):
-        for side, f in (('plain generate', plain), ('runtime', runtime)):
-            r = {'side': side, 'repeat': k + 1, **f(model, tok, tools, a, seeds, a.turns)}
+        for side in sides:
+            r = {'side': side, 'repeat': k + 1, **SIDES[side](model, tok, tools, a, seeds, a.turns)}
             runs.append(r)
-            print(f"{side:15} run {k + 1}: {r['generated_tokens']} tokens in {r['wall_s']:.1f} s = {r['tokens_per_s']:.1f} tokens/s, {r['episodes_per_s']:.3f} episodes/s")
-    for r in runs: print(f"{r['side']:15} run {r['repeat']}:", json.dumps({k: round(v, 2) for k, v in r['seconds'].items()}), r['counts'])
-    med = {side: {k: statistics.median(r[k] for r in runs if r['side'] == s) for k in ('tokens_per_s', 'episodes_per_s')}
-           for side, s in (('runtime', 'runtime'), ('plain', 'plain generate'))}
-    med['ratio_tokens_per_s'] = med['runtime']['tokens_per_s'] / med['plain']['tokens_per_s']
-    med['ratio_episodes_per_s'] = med['runtime']['episodes_per_s'] / med['plain']['episodes_per_s']
-    print(f"runtime / plain generate: {med['ratio_tokens_per_s']:.2f}x tokens/s, {med['ratio_episodes_per_s']:.2f}x episodes/s")
-    res = {'benchmark': 'rollout_real_model', 'model': name, 'started': started, 'load_average': load_avg,
+            print(f"{side:22} run {k + 1}: {r['generated_tokens']} tokens in {r['wall_s']:.1f} s = {r['tokens_per_s']:.1f} tokens/s, "
+                  f"{r['episodes_per_s']:.3f} episodes/s")
+    for r in runs: print(f"{r['side']:22} run {r['repeat']}:", json.dumps({k: round(v, 2) for k, v in r['seconds'].items()}), r['counts'])
+    med = {side: {k: statistics.median(r[k] for r in runs if r['side'] == side) for k in ('tokens_per_s', 'episodes_per_s')}
+           for side in sides}
+    for side in sides[1:]:
+        for k in ('tokens_per_s', 'episodes_per_s'): med[side][f'ratio_{k}'] = med[side][k] / med['plain generate'][k]
+        print(f"{side} / plain generate: {med[side]['ratio_tokens_per_s']:.2f}x tokens/s, {med[side]['ratio_episodes_per_s']:.2f}x episodes/s")
+    cuda = next(model.parameters()).is_cuda
+    res = {'benchmark': 'rollout_real_model', 'model': name, 'started': started, 'load_average': load_avg, 'device': a.device,
+           'gpu': torch.cuda.get_device_name(0) if cuda else None,
            'command': ' '.join(['python', 'experiments/benchmarks/rollout_real_model.py', *(argv if argv is not None else sys.argv[1:])]),
-           'settings': {k: v for k, v in vars(a).items() if k != 'write_results'}, 'provenance': prov, 'runs': runs, 'median': med}
+           'settings': {k: v for k, v in vars(a).items() if k not in ('write_results', 'out')}, 'provenance': prov, 'runs': runs, 'median': med}
     if a.write_results and not a.tiny:
-        out = Path(__file__).with_name('rollout_real_model.results.json')
+        out = Path(a.out)
         out.write_text(json.dumps(res, indent=1, default=str)); out.with_suffix('').with_suffix('.results.md').write_text(markdown(res))
         print(out)
     else: print(markdown(res))

@@ -20,6 +20,7 @@ from ..agents import AgentReply
 from ..chat import assistant_message, load_prompt, parse_reply, render_chats, save_prompt, set_chat_format
 from ..core import InvalidActionError
 from .prefix_cache import PrefixCache, cache_of, forward_takes, reusable_cache
+from .static_decode import StaticDecoder, static_cache
 from .server import InferenceServer
 
 # %% auto #0
@@ -31,8 +32,10 @@ class AgentInference:
     def __init__(self, model, tokenizer, name:str|None=None,
                  # conversations whose KV cache is kept across calls (`PrefixCache`); 0: none
                  prefix_cache:int=64,
-                 cache_bytes:int=2 * 2**30):     # and at most this many bytes of them
-        self.model, self.tokenizer = model.eval(), tokenizer
+                 cache_bytes:int=2 * 2**30,      # and at most this many bytes of them
+                 # decode over a cache of fixed size, each step one CUDA graph on a GPU (`StaticDecoder`)
+                 static_cache:bool=False):
+        self.model, self.tokenizer, self.static_cache = model.eval(), tokenizer, static_cache
         self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0, cache_bytes)
         self.name = name or Path(getattr(model, 'name_or_path', '') or 'local').name or 'local'
         self.prompt = {}                      # the prompt card (`save_prompt`): system prompt and tool list of training
@@ -136,7 +139,8 @@ def _reserve(past, extra:int):
 def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, attention_mask and maybe past_key_values
             max_new_tokens:int, temperature:float, top_p:float, eos_id:int, pad_id:int,
             stop=None,                    # a zero-argument callable: True ends every row now
-            keep_logits:bool=False):      # also return each step's raw logits
+            keep_logits:bool=False,       # also return each step's raw logits
+            static:bool=False):           # decode over a cache of fixed size (`StaticDecoder`: CUDA graphs on a GPU)
     "(tokens [B, T], their sampling log-probs [B, T], raw logits per step or [], the cache): one forward pass per token"
     ck, pos_ok = 'cache' if forward_takes(model, 'cache') else 'past_key_values', forward_takes(model, 'position_ids')
     x, mask, past = inputs['input_ids'], inputs['attention_mask'], inputs.get('past_key_values')
@@ -144,11 +148,17 @@ def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, at
     pos = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)     # positions from the mask: cached tokens keep theirs
     kw = {'logits_to_keep': 1} if forward_takes(model, 'logits_to_keep') else {}
     done, toks, lps, raw = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device), [], [], []
+    dec = None
     for _ in range(max_new_tokens):
         if pos_ok: kw['position_ids'] = pos[:, -x.shape[1]:]
-        out = model(input_ids=x, attention_mask=mask, use_cache=True, **{ck: past}, **kw)
-        past, logits = cache_of(out), out.logits[:, -1].float()
-        if not toks: _reserve(past, max_new_tokens)            # after the prefill: room for the tokens to come
+        if dec is not None: logits = dec.step(x, pos)
+        else:
+            out = model(input_ids=x, attention_mask=mask, use_cache=True, **{ck: past}, **kw)
+            past, logits = cache_of(out), out.logits[:, -1].float()
+        if not toks:                                           # after the prefill: room for the tokens to come
+            sc = static_cache(past, max_new_tokens) if static and pos_ok else None
+            if sc is None: _reserve(past, max_new_tokens)
+            else: past, dec = sc, StaticDecoder(model, sc, mask)
         nxt, lp = _sample(logits, temperature, top_p)
         # a finished row pads (and is cut at its end-of-turn token)
         nxt = nxt.masked_fill(done, pad_id)
@@ -191,7 +201,7 @@ def generate(self:AgentInference, conversations:list[list[dict]], # chats to con
     if seed is not None: torch.manual_seed(seed)
     new, lps, raw, past = _decode(self.model, inputs, max_new_tokens, temperature, top_p, tok.eos_token_id,
                                   tok.pad_token_id,
-                                  stop, logprobs is not None)
+                                  stop, logprobs is not None, self.static_cache)
     res = [_result(tok, row, lp, ids[i]) for i, (row, lp) in enumerate(zip(new.tolist(), lps.tolist()))]
     if logprobs is not None:
         for i, r in enumerate(res): r['logprobs'] = _token_logprobs(raw, i, r['token_ids'], logprobs)
