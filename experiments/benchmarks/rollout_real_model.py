@@ -177,10 +177,10 @@ def load(a, tmp:Path):
         from knowlyr_lab.trainer.sft import oracle_trajectories, render_corpus
         from knowlyr_lab.trainer.tiny import make_tiny_model
         model, tok = make_tiny_model(render_corpus(oracle_trajectories(ENV, seeds=range(8)), tools=env_tools(ENV)), vocab_size=512, hidden_size=64)
-        return model.to(a.device), tok, 'tiny'
+        return model.to(a.device, getattr(torch, a.dtype)), tok, 'tiny'
     from knowlyr_lab.trainer.real import prepare_real_model
     path = prepare_real_model(quiet=True)
-    model, tok = AutoModelForCausalLM.from_pretrained(path).to(a.device), AutoTokenizer.from_pretrained(path)
+    model, tok = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, a.dtype)).to(a.device), AutoTokenizer.from_pretrained(path)
     set_chat_format(tok)
     return model, tok, path.name
 
@@ -240,6 +240,7 @@ def main(argv=None)->int:
     ap.add_argument('--temperature', type=float, default=1.0, help='sampling temperature, both sides (default: %(default)s)')
     ap.add_argument('--repeats', type=int, default=1, help='runs per side, alternating (default: %(default)s)')
     ap.add_argument('--device', default='cpu', help="where the model runs: 'cpu', 'cuda' (default: %(default)s)")
+    ap.add_argument('--dtype', default='float32', help="the model's weights on every side: 'float32', 'bfloat16' (default: %(default)s)")
     ap.add_argument('--static-cache', action='store_true',
                     help='a third side: the runtime decoding over a static cache (a CUDA graph per step on a GPU)')
     ap.add_argument('--tiny', action='store_true', help='a tiny model: checks the script, writes nothing')
