@@ -33,8 +33,9 @@ class AgentInference:
                  # conversations whose KV cache is kept across calls (`PrefixCache`); 0: none
                  prefix_cache:int=64,
                  cache_bytes:int=2 * 2**30,      # and at most this many bytes of them
-                 # decode over a cache of fixed size, each step one CUDA graph on a GPU (`StaticDecoder`)
-                 static_cache:bool=False):
+                 # decode over a cache of fixed size, each step one CUDA graph on a GPU (`StaticDecoder`);
+                 # None: where the model is on a GPU (2-3x the generated tokens/s of SmolLM2 on an H200)
+                 static_cache:bool|None=None):
         self.model, self.tokenizer, self.static_cache = model.eval(), tokenizer, static_cache
         self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0, cache_bytes)
         self.name = name or Path(getattr(model, 'name_or_path', '') or 'local').name or 'local'
@@ -201,7 +202,8 @@ def generate(self:AgentInference, conversations:list[list[dict]], # chats to con
     if seed is not None: torch.manual_seed(seed)
     new, lps, raw, past = _decode(self.model, inputs, max_new_tokens, temperature, top_p, tok.eos_token_id,
                                   tok.pad_token_id,
-                                  stop, logprobs is not None, self.static_cache)
+                                  stop, logprobs is not None,
+                                  self.model.device.type == 'cuda' if self.static_cache is None else self.static_cache)
     res = [_result(tok, row, lp, ids[i]) for i, (row, lp) in enumerate(zip(new.tolist(), lps.tolist()))]
     if logprobs is not None:
         for i, r in enumerate(res): r['logprobs'] = _token_logprobs(raw, i, r['token_ids'], logprobs)
