@@ -230,15 +230,15 @@ def test_update_memory_benchmark_runs_on_a_tiny_model(tmp_path):
 def test_output_head_tolerates_rounding_and_refuses_scaling(maze):
     """The head check compares a recomputed logit row with the forward's: a matmul of another shape rounds differently
     (experiment 03 died on a reference model whose logits differed by rounding at AVX-512 kernels), scaling does not"""
-    from knowlyr_lab.trainer.grpo import _output_head
+    from knowlyr_lab.trainer.grpo_updates import output_head
     _, _, tok = maze
     torch.manual_seed(0)
     model = make_tiny_model(tokenizer=tok, hidden_size=32)[0].eval()
     h = torch.randn(3, 32) * 20                               # large hidden states: large logits, large rounding
     with torch.no_grad(): logits = model.get_output_embeddings()(h)
     rounded = logits * (1 + 3e-6 * torch.randn_like(logits))    # several ulps per logit, as another kernel gives
-    assert torch.equal(_output_head(model, h, rounded)(h), logits)
+    assert torch.equal(output_head(model, h, rounded)(h), logits)
     with pytest.raises(ValueError, match='not its LM head'):
-        _output_head(model, h, logits * 0.98)                  # a scaled head is not the LM head
+        output_head(model, h, logits * 0.98)                  # a scaled head is not the LM head
     with pytest.raises(ValueError, match='not its LM head'):
-        _output_head(model, h, torch.tanh(logits / 3) * 3)     # nor a soft-capped one
+        output_head(model, h, torch.tanh(logits / 3) * 3)     # nor a soft-capped one

@@ -20,8 +20,8 @@ from ..agents import AgentReply
 from ..chat import assistant_message, load_prompt, parse_reply, render_chats, save_prompt, set_chat_format
 from ..core import InvalidActionError
 from .prefix_cache import PrefixCache, cache_of, forward_takes, reusable_cache
-from .static_decode import StaticDecoder, static_cache
 from .server import InferenceServer
+from .static_decode import StaticDecoder, static_cache
 
 # %% auto #0
 __all__ = ['AgentInference', 'LocalAgent']

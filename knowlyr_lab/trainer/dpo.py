@@ -29,13 +29,9 @@ __all__ = ['DPOConfig', 'tokenize_pair', 'DPOTrainer']
 @dataclass
 class DPOConfig(TrainConfig):
     "Direct preference optimisation settings"
-    # -- TrainConfig's fields with DPO's defaults (shown in TrainConfig's groups) --
-
     output_dir: str = 'runs/dpo'           # checkpoints, final model, metrics.jsonl
     learning_rate: float = 5e-6            # peak learning rate (AdamW)
     batch_size: int = 4                    # pairs per micro-batch
-    # -- objective --
-
     beta: float = 0.1                      # inverse temperature of the implicit reward
     loss_type: str = 'sigmoid'             # 'sigmoid' (DPO) or 'ipo'
     label_smoothing: float = 0.0           # conservative DPO (sigmoid only)

@@ -22,14 +22,11 @@ from .data import to_chat
 from .drift import has_recorded_ids, recorded_samples
 from .grpo_config import GRPOConfig
 from .grpo_groups import group_tensors, has_signal
-from .grpo_updates import GRPOUpdates, output_head
+from .grpo_updates import GRPOUpdates
 from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0
 __all__ = ['GRPOTrainer']
-
-# %% ../../nbs/66_trainer_grpo.ipynb #c38830d0
-_output_head = output_head
 
 # %% ../../nbs/66_trainer_grpo.ipynb #4703f71e
 class GRPOTrainer(GRPOUpdates):

@@ -23,15 +23,11 @@ __all__ = ['GRPOConfig']
 @dataclass
 class GRPOConfig(TrainConfig):
     "Group-relative policy optimisation settings"
-    # -- TrainConfig's fields with GRPO's defaults (shown in TrainConfig's groups) --
-
     output_dir: str = 'runs/grpo'          # checkpoints, final model, metrics.jsonl
     learning_rate: float = 1e-6            # peak learning rate (AdamW)
     # optimiser steps: online runs this many; offline stops here unless num_epochs ends first (-1: epochs decide)
     max_steps: int = 20
     logging_steps: int = 1                 # log every n optimiser steps
-    # -- rollouts --
-
     env_id: str|None = None                # env for online rollouts (None: offline groups only)
     num_generations: int = 8               # G: episodes per task
     tasks_per_step: int = 4                # tasks (groups) per optimiser step
@@ -41,8 +37,6 @@ class GRPOConfig(TrainConfig):
     max_invalid_actions: int|None = None
     max_completion_length: int = 64        # new tokens per assistant turn; also dr_grpo's constant normaliser L_max
     temperature: float = 1.0               # sampling temperature (log-probs use the same)
-    # -- rollouts in a server --
-
     # who generates online rollouts: 'local' (this process) or 'openai' (an OpenAI-compatible server that hot-loads the LoRA adapter)
     rollout_backend: str = 'local'
     # with 'openai': the server's base URL, e.g. http://host:8000/v1 (vLLM with LoRA updating on, or `serve(enable_lora=True)`)
@@ -50,19 +44,13 @@ class GRPOConfig(TrainConfig):
     rollout_api_key: str|None = None       # with 'openai': its API key (None: $OPENAI_API_KEY, or none)
     # with 'openai': where each update's adapter is saved for the server to load (None: output_dir/rollout_adapters)
     rollout_adapter_dir: str|None = None
-    # -- groups with signal --
-
     # online: roll out further rounds of tasks_per_step new tasks until this many groups have reward variance
     min_groups_with_signal: int = 1
     # online: rounds of rollouts per update at most (1: no resampling); a batch without signal skips its update
     max_sampling_rounds: int = 1
-    # -- advantages --
-
     scale_rewards: str = 'group'           # advantage scaling: group, batch, none
     # A_ij = A_i (1 + sign(A_i)(r_ij - mean_j r_ij)): blame to the worst steps of a failure
     step_level_advantage: bool = False
-    # -- loss --
-
     loss_type: str = 'dapo'                # grpo, bnpo, dr_grpo, dapo
     epsilon: float = 0.2                   # lower clip range
     epsilon_high: float|None = None        # upper clip range (DAPO clip-higher; default = epsilon)
@@ -70,8 +58,6 @@ class GRPOConfig(TrainConfig):
     num_iterations: int = 1                # updates per generated batch
     # completion positions projected through the LM head at once (memory: chunk x vocabulary floats)
     logps_chunk_size: int = 1024
-    # -- recorded data --
-
     # offline trajectories with recorded ids train on them; one that drifts from the template: split, refuse, rerender
     recorded_ids: str = 'split'
     # old log-probs of recorded completions are the sampler's (recorded at temperature 1), not the policy's at the batch start

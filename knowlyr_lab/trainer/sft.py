@@ -34,27 +34,17 @@ __all__ = ['SFTConfig', 'build_chats', 'SFTTrainer', 'oracle_trajectories', 'ren
 @dataclass
 class SFTConfig(TrainConfig):
     "Supervised fine-tuning settings"
-    # -- TrainConfig's fields with SFT's defaults (shown in TrainConfig's groups) --
-
     output_dir: str = 'runs/sft'           # checkpoints, final model, metrics.jsonl
     learning_rate: float = 2e-5            # peak learning rate (AdamW)
-    # -- records --
-
     min_reward: float|None = None          # drop records whose reward is below this (None: keep all)
     # records with recorded ids train on them; one that drifts from the template: split (its ids anyway), refuse, rerender
     recorded_ids: str = 'split'
-    # -- long trajectories --
-
     chunk_long_trajectories: bool = False  # split trajectories longer than max_length at step boundaries
     # previous steps repeated as unlabelled context in each chunk (as far as they fit)
     chunk_overlap_steps: int = 1
-    # -- loss and batches --
-
     step_weighted_loss: bool = False       # weight step j's tokens by r_j / mean(r)
     # padding-free: a micro-batch is one row of its samples, attention within each (else padded)
     packing: bool = True
-    # -- curriculum --
-
     curriculum: bool = False               # easy (short, high-reward) records first
     curriculum_start_ratio: float = 0.3    # share of records used in epoch 0, in (0, 1]
     curriculum_warmup_epochs: int = 2      # epochs until all records are used

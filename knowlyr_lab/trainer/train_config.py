@@ -32,21 +32,15 @@ TRACKERS = ('wandb', 'tensorboard')
 @dataclass
 class TrainConfig:
     "Settings shared by the SFT, DPO and GRPO trainers"
-    # -- model --
-
     model_name_or_path: str = ''           # a local model folder (or hub id when you have network)
     model_dtype: str = 'float32'           # of the loaded (master) weights, or 'auto': the checkpoint's
     attn_implementation: str|None = None   # 'sdpa', 'eager', 'flash_attention_2', ... (None: transformers' default)
     device_map: str|None = None            # 'auto': spread the model over devices at load (None: accelerate places it)
-    # -- data --
-
     max_length: int = 2048                 # longest sample in tokens (longer ones are chunked or truncated)
     system_prompt: str|None = None         # system message put first in every chat
     tools_from_env: str|None = None        # env id whose tool schemas are used when records carry none
     chat_format: str = 'auto'              # 'auto' (probe the chat template), 'template', 'hermes' or 'react'
     mask_observations: bool = True         # labels only on the model's own thought/action tokens
-    # -- optimisation --
-
     num_epochs: int = 3                    # passes over the data
     max_steps: int = -1                    # stop after this many optimiser steps (-1: num_epochs decides)
     learning_rate: float = 5e-5            # peak learning rate (AdamW)
@@ -57,8 +51,6 @@ class TrainConfig:
     gradient_accumulation_steps: int = 1   # micro-batches per optimiser step
     max_grad_norm: float = 1.0             # gradient clipping (0: off)
     seed: int = 42                         # data order, init of adapters, dropout
-    # -- lora --
-
     use_lora: bool = False                 # train LoRA adapters (peft) instead of all weights
     lora_r: int = 16                       # LoRA rank
     lora_alpha: int = 32                   # LoRA scaling numerator
@@ -66,12 +58,8 @@ class TrainConfig:
     # the modules to adapt
     lora_target_modules: list = field(default_factory=lambda: ['q_proj', 'k_proj', 'v_proj', 'o_proj'])
     merge_lora_on_save: bool = True        # save merged full weights (else the adapter only)
-    # -- precision and memory --
-
     mixed_precision: str = 'auto'          # 'auto' (bf16 on CUDA where supported), 'bf16', 'fp16' (CUDA) or 'no'
     gradient_checkpointing: bool = False   # trade compute for memory
-    # -- checkpoints and logging --
-
     output_dir: str = 'runs/train'         # checkpoints, final model, metrics.jsonl
     logging_steps: int = 10                # log every n optimiser steps
     save_steps: int = 0                    # checkpoint every n steps (0: only at the end)
