@@ -11,56 +11,17 @@ from __future__ import annotations
 import argparse
 import functools
 import inspect
-import json
 import os
 import secrets
 import signal
 import socket
 import sys
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from fastcore.docments import docments
+from typing import TYPE_CHECKING
 
 from .cli_errors import missing_extra, run_cli
-from .core import KnowlyrError
-from .hub.export import DatasetExporter
-from .hub.pipeline import Pipeline, PipelineConfig
-from knowlyr_lab.mcp_base import (
-    CalibrationResult,
-    Client,
-    ConversionResult,
-    DiffResult,
-    ExportFormat,
-    PreferencesResult,
-    ReplayResult,
-    SandboxClosed,
-    SandboxCreated,
-    SandboxReset,
-    ScoreResult,
-    ServerState,
-    SnapshotResult,
-    ToolCallResult,
-    ValidationResult,
-    described,
-    load_trajectory,
-    mcp_client,
-)
-from .recorder.convert import convert, diff_trajectories, validate
-from .recorder.report import ConversionReport
-from .reward.engine import RewardEngine
-from .reward.engine import score_trajectory as _score
-from .reward.inputs import calibrate_engine as _calibrate
-from .reward.judge import list_rubrics as _list_rubrics
-from .reward.preferences import build_preferences as _build_prefs
-from .reward.preferences import reward_leaderboard as _leaderboard
-from .sandbox.base import SandboxLimits
-from .sandbox.protocol import Sandbox
-from .sandbox.protocol import create_sandbox as _create
-from .sandbox.replay import replay_trajectory as _replay
-from .trajectory import trajectory_schema
-from .trajectory_io import read_trajectories, write_trajectories
+from .mcp_base import Client, ServerState, mcp_client
+from .mcp_tools import SERVER_TOOLS
 
 # %% auto #0
 __all__ = ['build_server', 'serve_http', 'main']
@@ -68,245 +29,6 @@ __all__ = ['build_server', 'serve_http', 'main']
 # %% ../nbs/95_mcp.ipynb #b35b24ee
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
-
-# %% ../nbs/95_mcp.ipynb #124c2c25
-def _defaults(fn)->dict:
-    "The default values of `fn`'s parameters: a tool that forwards to `fn` takes its defaults from there"
-    return {k: p.default for k, p in inspect.signature(fn).parameters.items() if p.default is not inspect.Parameter.empty}
-
-def _tool(fn):
-    "Turn the errors a caller can act on into `ToolError`s with the message"
-    @functools.wraps(fn)
-    def w(*a, **kw):
-        from mcp.server.mcpserver.exceptions import ToolError
-        try: return fn(*a, **kw)
-        except ToolError: raise
-        except (KnowlyrError, ValueError, KeyError, FileNotFoundError, ImportError, TypeError) as e:
-            msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-            raise ToolError(f"{type(e).__name__}: {msg}") from e
-    return w
-
-# %% ../nbs/95_mcp.ipynb #ab10aa07
-def _pipeline_call(out:Path, fn):
-    "Run a pipeline call; if it fails before committing any work in a new output directory, leave nothing of it behind"
-    fresh = not (out/'pipeline.json').exists()
-    try: return fn()
-    except BaseException:
-        work = out/'work'
-        if fresh and (out/'pipeline.json').exists() and not (work.exists() and any(p.is_file() for p in work.rglob('*'))):
-            (out/'pipeline.json').unlink()            # the failed call's settings must not bind the corrected retry
-        raise
-
-# %% ../nbs/95_mcp.ipynb #fa654513
-_TOOLS = []   # the server's tools, in the order clients list them
-
-def _server_tool(*sources, rename:dict|None=None):
-    "Decorator: a tool of the server, described from `sources`, its caller errors made `ToolError`s, listed in `_TOOLS`"
-    def deco(fn):
-        _TOOLS.append(_tool(described(*sources, rename=rename)(fn)))
-        return fn
-    return deco
-
-# %% ../nbs/95_mcp.ipynb #2386f29b
-@_server_tool(_create, SandboxLimits, rename={'timeout': 'wall_timeout', 'workspace': None})
-def create_sandbox(srv:ServerState, who:Client, backend:Literal['local', 'docker']='local',
-                                    workspace:str|None=None, # name of an allowed template, or a directory inside the server root, copied into the workspace
-                                    image:str|None=None, timeout:float=30.0)->SandboxCreated:
-    "Create an isolated sandbox ('local' bubblewrap or 'docker'), optionally from a template"
-    src = None
-    if workspace is not None:
-        if workspace in srv.templates: src = srv.templates[workspace]
-        else:
-            try: src = srv.path(workspace, 'workspace', must_exist=True)
-            except ValueError: raise ValueError(f"workspace {workspace!r} is not an allowed template ({', '.join(sorted(srv.templates)) or 'none given'}) "
-                                                f"and is outside the server root {srv.root}") from None
-            if not src.is_dir(): raise ValueError(f"workspace {workspace!r} is not a directory")
-    sid = srv.add_sandbox(who, lambda: _create(backend, image=image, workspace=src, limits={'wall_timeout': timeout}))   # within the caps
-    with srv.sandbox(sid, who) as s:
-        return {'sandbox_id': sid, 'backend': s.backend, 'isolation': s.isolation, 'uid': s.uid, 'containment': dict(s.containment), 'tools': s.available_tools}
-
-# %% ../nbs/95_mcp.ipynb #088339bd
-@_server_tool(Sandbox.execute_tool, rename={'tool': 'name'})
-def execute_tool(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
-                                  tool:Literal['file_read', 'file_write', 'edit_file', 'shell', 'search', 'git', 'list_dir'],
-                                  params:dict[str, Any]|None=None)->ToolCallResult:
-    "Run one tool in a sandbox (calls on one sandbox run one at a time)"
-    with srv.sandbox(sandbox_id, who) as s: r = s.execute_tool(tool, params or {})
-    return {'output': r.output, 'is_error': r.is_error, 'exit_code': r.exit_code, 'truncated': r.truncated, 'duration': r.duration}
-
-# %% ../nbs/95_mcp.ipynb #bf4f05cf
-@_server_tool()
-def reset_sandbox(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
-                                  )->SandboxReset:
-    "Reset a sandbox's workspace to its starting state"
-    with srv.sandbox(sandbox_id, who) as s: s.reset()
-    return {'sandbox_id': sandbox_id, 'reset': True}
-
-# %% ../nbs/95_mcp.ipynb #76eba7da
-@_server_tool()
-def sandbox_snapshot(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
-                                      action:Literal['save', 'restore']='save', # save the workspace to the snapshot file at path, or restore it from one
-                                      path:str|None=None, # snapshot file inside the server root (save without a path: only report the digest)
-                                     )->SnapshotResult:
-    "Save the workspace to a snapshot file, or restore it from one"
-    if action == 'restore':
-        if path is None: raise ValueError("restore needs the `path` of a snapshot file")
-        p = srv.path(path, 'snapshot', must_exist=True)
-        with srv.sandbox(sandbox_id, who) as s: s.restore(str(p))
-        return {'action': 'restore', 'path': str(p), 'digest': None, 'files': None}
-    p = srv.path(path, 'snapshot') if path else None
-    with srv.sandbox(sandbox_id, who) as s: snap = s.snapshot()
-    if p: p.parent.mkdir(parents=True, exist_ok=True); snap.save(p)
-    return {'action': 'save', 'path': str(p) if p else None, 'digest': snap.digest, 'files': sum(1 for _, m, _ in snap.members() if m.isfile() or m.islnk())}
-
-# %% ../nbs/95_mcp.ipynb #bbeb9031
-@_server_tool()
-def close_sandbox(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
-                                  )->SandboxClosed:
-    "Close a sandbox and free its workspace"
-    return {'closed': srv.close_sandbox(sandbox_id, who)}
-
-# %% ../nbs/95_mcp.ipynb #ffced5e5
-@_server_tool(load_trajectory)
-def replay_trajectory(srv:ServerState, who:Client, sandbox_id:str, # id of a sandbox created from the episode's starting workspace
-                                       path:str|None=None, line:int=1, trajectory:dict[str, Any]|None=None)->ReplayResult:
-    "Re-execute a recorded trajectory's tool calls in a sandbox and report diverging steps"
-    with srv.sandbox(sandbox_id, who) as s: rep = _replay(load_trajectory(path, line, trajectory, srv), s)
-    steps = json.loads(rep.to_dataframe().drop(columns=['expected_norm', 'actual_norm'], errors='ignore').to_json(orient='records'))
-    return {'ok': rep.ok, 'verdict': rep.verdict, 'replayed': len(rep.rows), 'skipped': len(rep.skipped), 'diverged_steps': rep.diverged, 'steps': steps}
-
-# %% ../nbs/95_mcp.ipynb #7364b04e
-@_server_tool(convert)
-def convert_logs(srv:ServerState, paths:list[str], output:str, # trajectory JSONL to write, inside the server root
-                                  format:str|None=None, redact:bool=True)->ConversionResult:
-    "Convert agent logs (files or directories) to a trajectory JSONL file; records that cannot be read go to <output>.quarantine.jsonl"
-    ins = [str(srv.path(p, 'log path', must_exist=True)) for p in paths]
-    out = srv.path(output, 'output')
-    q = str(out) + '.quarantine.jsonl'
-    rep = ConversionReport(quarantine=q)
-    n = write_trajectories(convert(ins, format=format, report=rep, redact=redact), out)
-    return {'trajectories': n, 'output': str(out), 'files': len(rep.files) if isinstance(rep.files, list) else int(rep.files),
-            'bad_records': len(rep.issues), 'quarantine': q if rep.issues else None, 'issues': [i['reason'] for i in rep.issues[:20]],
-            'warnings': rep.warning_lines()[:20]}
-
-# %% ../nbs/95_mcp.ipynb #6cbf9415
-@_server_tool(convert)
-def validate_logs(srv:ServerState, paths:list[str], format:str|None=None)->ValidationResult:
-    "Check agent logs without writing anything; findings name file, line and field"
-    f = validate([str(srv.path(p, 'log path', must_exist=True)) for p in paths], format)
-    return {'valid': not any(x.level == 'error' for x in f), 'findings': [str(x) for x in f]}
-
-# %% ../nbs/95_mcp.ipynb #0ce9de5b
-@_server_tool()
-def get_schema(srv:ServerState)->dict[str, Any]:
-    "The trajectory JSON schema"
-    return trajectory_schema()
-
-# %% ../nbs/95_mcp.ipynb #096adaa8
-@_server_tool()
-def recorder_diff(srv:ServerState, path_a:str, # first trajectory file, inside the server root
-                                   path_b:str, # second trajectory file, inside the server root
-                                   line_a:int=1, # which trajectory of path_a (1-based)
-                                   line_b:int=1, # which trajectory of path_b (1-based)
-                                  )->DiffResult:
-    "Step-by-step differences between two trajectories"
-    d = diff_trajectories(load_trajectory(path_a, line_a, root=srv), load_trajectory(path_b, line_b, root=srv))
-    return {'identical': d.identical, 'first_divergence': d.first_divergence, 'steps': json.loads(d.to_frame().to_json(orient='records'))}
-
-# %% ../nbs/95_mcp.ipynb #e7dc38ec
-@_server_tool(load_trajectory, RewardEngine)
-def score_trajectory(srv:ServerState, path:str|None=None, line:int=1, trajectory:dict[str, Any]|None=None, domain:str|None=None)->ScoreResult:
-    "Process reward of a trajectory: per-step rewards with the rule breakdown, and the trajectory reward"
-    t = load_trajectory(path, line, trajectory, srv)
-    s = _score(t, RewardEngine(domain or t.task.domain or 'generic'))
-    return {'trajectory_id': t.id, 'reward': s.reward, 'steps': [{'index': x.index, 'reward': x.reward, 'details': x.reward_details} for x in s.steps]}
-
-# %% ../nbs/95_mcp.ipynb #a5865fc9
-_PREFS = _defaults(_build_prefs)
-
-# %% ../nbs/95_mcp.ipynb #23a6621d
-@_server_tool(_build_prefs)
-def build_preferences(srv:ServerState, trajectories:str, # trajectory file (several per task), inside the server root
-                                       output:str, # preference JSONL to write, inside the server root
-                                       level:Literal['trajectory', 'step', 'both']=_PREFS['level'], min_margin:float=_PREFS['min_margin'],
-                                       max_pairs_per_task:int=_PREFS['max_pairs_per_task'])->PreferencesResult:
-    "Preference pairs (chosen/rejected per task) from a trajectory file, written as JSONL"
-    rep = _build_prefs(read_trajectories(srv.path(trajectories, 'trajectory file', must_exist=True)), level=level, min_margin=min_margin,
-                       max_pairs_per_task=max_pairs_per_task)
-    out = srv.path(output, 'output')
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, 'w') as f:
-        for p in rep.pairs: f.write(json.dumps(p.to_record(), ensure_ascii=False) + '\n')
-    return {'pairs': len(rep.pairs), 'output': str(out), 'left_out': rep.counts}
-
-# %% ../nbs/95_mcp.ipynb #3f0e7948
-_CALIBRATE = _defaults(_calibrate)
-
-# %% ../nbs/95_mcp.ipynb #730f7831
-@_server_tool(_calibrate)
-def calibrate_reward(srv:ServerState, trajectories:str, annotations:str, output:str, method:Literal['isotonic', 'logistic']=_CALIBRATE['method'],
-                                      threshold:float=_CALIBRATE['threshold'], domain:str=_CALIBRATE['domain'], engine:str|None=_CALIBRATE['engine'])->CalibrationResult:
-    "Fit the reward engine's calibration map to human step scores and write the engine config (as knowlyr-reward calibrate does)"
-    out = srv.path(output, 'output')
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return _calibrate(srv.path(trajectories, 'trajectory file', must_exist=True), srv.path(annotations, 'annotation file', must_exist=True), out,
-                      method, threshold, domain, srv.path(engine, 'engine config', must_exist=True) if engine else None)
-
-# %% ../nbs/95_mcp.ipynb #010fc186
-@_server_tool(RewardEngine)
-def list_rubrics(srv:ServerState, domain:str='generic')->list[dict[str, Any]]:
-    "The judge rubrics of a domain"
-    return [asdict(r) for r in _list_rubrics(domain)]
-
-# %% ../nbs/95_mcp.ipynb #7a1382ca
-@_server_tool(_leaderboard)
-def reward_leaderboard(srv:ServerState, trajectories:str, # trajectory file, inside the server root
-                                        by:Literal['agent', 'model']='agent')->list[dict[str, Any]]:
-    "Mean reward per agent (or model) with confidence intervals and success rate"
-    df = _leaderboard(read_trajectories(srv.path(trajectories, 'trajectory file', must_exist=True)), by=by)
-    return json.loads(df.to_json(orient='records'))
-
-# %% ../nbs/95_mcp.ipynb #56cd03fb
-@_server_tool(PipelineConfig)
-def run_pipeline(srv:ServerState, output_dir:str, env_id:str='knowlyr/sandbox', agent:str='expert', max_tasks:int|None=None,
-                                  samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
-    "Tasks -> rollouts -> reward -> store -> export (resumable: rerun to continue)"
-    out = srv.path(output_dir, 'output_dir')
-    cfg = PipelineConfig(output_dir=str(out), env_id=env_id, agent=agent, max_tasks=max_tasks, samples_per_task=samples_per_task,
-                         max_episode_steps=max_episode_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'])
-    return _pipeline_call(out, lambda: Pipeline(cfg).run())
-
-# %% ../nbs/95_mcp.ipynb #ef5c83e2
-@_server_tool(DatasetExporter, DatasetExporter.export, PipelineConfig)
-def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
-                                    output_dir:str, preferences:str|None=None, min_reward:float|None=None, success_only:bool=False,
-                                    test_fraction:float=0.0)->dict[str, Any]:
-    "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
-    src, out = srv.path(trajectories, 'trajectory file', must_exist=True), srv.path(output_dir, 'output_dir')
-    prefs = srv.path(preferences, 'preference file', must_exist=True) if preferences else None
-    ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward, success_only=success_only, test_fraction=test_fraction)
-    return ex.export(format, str(out)).to_dict()
-
-# %% ../nbs/95_mcp.ipynb #90f6fbe0
-@_server_tool(PipelineConfig, rename={'format': 'log_format'})
-def process_log(srv:ServerState, path:str, # one agent log file, inside the server root
-                                 output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
-    "One agent log -> trajectories -> reward -> store -> export"
-    out, log = srv.path(output_dir, 'output_dir'), srv.path(path, 'log file', must_exist=True)
-    return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_from_log(str(log)))
-
-# %% ../nbs/95_mcp.ipynb #0f2919f7
-@_server_tool(Pipeline.run_batch, PipelineConfig, rename={'format': 'log_format'})
-def process_logs_batch(srv:ServerState, log_dir:str, output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
-    "A directory of agent logs -> trajectories -> reward -> store -> export (resumable per file)"
-    out, logs = srv.path(output_dir, 'output_dir'), srv.path(log_dir, 'log directory', must_exist=True)
-    return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_batch(str(logs)))
-
-# %% ../nbs/95_mcp.ipynb #af224bf2
-@_server_tool(PipelineConfig)
-def pipeline_status(srv:ServerState, output_dir:str)->dict[str, Any]:
-    "What a pipeline output directory holds: units per stage, merge/store markers, exports"
-    return Pipeline(PipelineConfig(output_dir=str(srv.path(output_dir, 'pipeline output directory', must_exist=True)))).status()
 
 # %% ../nbs/95_mcp.ipynb #180fe6e2
 class _StaticToken:
@@ -353,9 +75,9 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     app = MCPServer(name, instructions="knowlyr-lab: sandboxes, agent-log recorder, process reward model, dataset hub. "
                                       "Paths are relative to the server's root directory.", **auth)
     srv = ServerState(root, templates, max_sandboxes, max_sandboxes_per_client, idle_timeout)
-    for fn in _TOOLS: app.tool()(_bind(fn, srv))
+    for fn in SERVER_TOOLS: app.tool()(_bind(fn, srv))
     app._knowlyr_root = srv
-    issues = [i for f in _TOOLS for i in getattr(f, 'doc_issues', [])]
+    issues = [i for f in SERVER_TOOLS for i in getattr(f, 'doc_issues', [])]
     app.doc_issues = lambda: list(issues)
     return app
 
