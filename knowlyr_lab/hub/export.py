@@ -13,7 +13,6 @@ import math
 import shutil
 import tempfile
 import zlib
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -21,8 +20,8 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from ..core import KnowlyrError
 from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_spooled, grpo_unspooled
+from .export_filter import FORMATS, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_member, grpo_row, openai_row, sft_agent_row, sft_row, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
@@ -30,57 +29,7 @@ from ..trajectory import Trajectory, trajectory_score
 from ..trajectory_io import TrajectoryError, read_trajectories
 
 # %% auto #0
-__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'ExportError', 'ExportResult', 'DatasetExporter']
-
-# %% ../../nbs/42_hub_export.ipynb #9a4e70bc
-def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
-    "'train' or 'test' for a trajectory: `split_of` its task's content key"
-    return split_of(task_key(t.task), test_fraction, seed)
-
-# %% ../../nbs/42_hub_export.ipynb #191d6d58
-@dataclass
-class ExportFilter:
-    "Which trajectories to export"
-    min_reward:float|None=None      # keep trajectory_score >= this
-    success_only:bool=False         # keep verified successes only
-    domains:list|None=None          # keep these task domains
-    agents:list|None=None           # keep these agent names
-    include_failed:bool=False       # keep episodes that raised (metadata['error'])
-
-# %% ../../nbs/42_hub_export.ipynb #3f9c68a5
-@patch
-def reason(self:ExportFilter, t:Trajectory)->str|None:
-    "Why `t` is filtered out (None: keep it)"
-    if not self.include_failed and 'error' in t.metadata: return 'episode_error'
-    if self.success_only and not t.outcome.success: return 'not_success'
-    if self.min_reward is not None and trajectory_score(t) < self.min_reward: return 'below_min_reward'
-    if self.domains and t.task.domain not in self.domains: return 'domain'
-    if self.agents and t.agent.name not in self.agents: return 'agent'
-    return None
-
-# %% ../../nbs/42_hub_export.ipynb #5adcc577
-FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')
-
-class ExportError(KnowlyrError, ValueError):
-    "An export that cannot be done (unknown format, missing input)"
-
-# %% ../../nbs/42_hub_export.ipynb #95619515
-@dataclass
-class ExportResult:
-    "What an export wrote"
-    format: str
-    output_dir: str
-    paths: dict = field(default_factory=dict)     # split -> file or directory
-    counts: dict = field(default_factory=dict)    # split -> rows
-    skipped: dict = field(default_factory=dict)   # reason -> trajectories left out
-    quarantined: int = 0                          # unreadable input records or files (see quarantine.jsonl)
-    read: int = 0                                 # trajectories read (kept or filtered out)
-    # DPO from trajectories: build_preferences' counts (ties, one_trajectory, ...)
-    pairs: dict = field(default_factory=dict)
-    note: str = ''                                # why nothing was written, when nothing was
-    @property
-    def total(self)->int: return sum(self.counts.values())
-    def to_dict(self)->dict: return {**asdict(self), 'total': self.total}
+__all__ = ['DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
 def _input_files(src)->list[Path]:
@@ -164,23 +113,6 @@ def _kept(self:DatasetExporter, res:ExportResult, errors, quarantine, fast:bool=
 _ROW = {'sft': sft_row, 'sft-agent': sft_agent_row, 'openai': openai_row}
 _FAST = ('sft', 'sft-agent', 'openai', 'grpo')        # formats whose rows read a trajectory's fields only
 _TASK_ROW = {'verl': verl_row, 'skyrl': skyrl_row}      # one row per task, written as Parquet
-_PAIR_KEYS = ('level', 'min_margin', 'max_pairs_per_task', 'max_uses', 'step_value', 'engine')
-
-# %% ../../nbs/42_hub_export.ipynb #fc159ebb
-def _check_settings(format:str, pairs:dict):
-    "Raise `ExportError` for an unknown format or DPO setting"
-    if format not in FORMATS: raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(FORMATS)}")
-    bad = sorted(set(pairs) - set(_PAIR_KEYS))
-    if bad: raise ExportError(f"unknown export settings {bad}; DPO settings are {', '.join(_PAIR_KEYS)}")
-
-# %% ../../nbs/42_hub_export.ipynb #a66d3ca8
-def _explain_empty(res:ExportResult)->str:
-    "Why an export wrote no rows"
-    if res.read == 0:
-        bad = f" ({res.quarantined} unreadable records or files: see quarantine.jsonl)" if res.quarantined else ''
-        return "0 rows: no trajectory could be read" + bad
-    left = {k: v for k, v in res.skipped.items()}
-    return f"0 rows from {res.read} trajectories" + (f": left out {left}" if left else '')
 
 # %% ../../nbs/42_hub_export.ipynb #193a8931
 @patch
@@ -192,7 +124,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
                   **pairs,
                  )->ExportResult:
     "Export in `format` (not `hf`) to `output_dir`"
-    _check_settings(format, pairs)
+    check_export_settings(format, pairs)
     out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
     res, errors, quarantine = ExportResult(format, str(out)), [], out / 'quarantine.jsonl'
     if quarantine.exists(): quarantine.unlink()
@@ -203,7 +135,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
         else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
     res.quarantined = len(errors)
-    if res.total == 0 and not res.note: res.note = _explain_empty(res)
+    if res.total == 0 and not res.note: res.note = explain_empty(res)
     return res
 
 # %% ../../nbs/42_hub_export.ipynb #abb2f310
