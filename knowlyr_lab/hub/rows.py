@@ -141,14 +141,16 @@ def step_rewards(t:Trajectory)->list[float]:
     return [0.0 if s.reward is None else float(s.reward) for s in t.steps]
 
 # %% ../../nbs/41a_hub_rows.ipynb #70984f71
-def sft_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict:
-    "TRL conversational SFT row: `messages` + `tools` (JSON string) + `step_rewards` per assistant turn"
+def sft_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict|None:
+    "TRL conversational SFT row: `messages` + `tools` (JSON string) + `step_rewards` per assistant turn (None: no step)"
+    if not t.steps: return None                       # no assistant turn: nothing to learn from
     return {'messages': _row_messages(t, system), 'tools': _tools_json(tools), 'step_rewards': step_rewards(t),
             **_meta(t)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #c685acdb
-def sft_agent_row(t:Trajectory, tools=None, system=None)->dict:
-    "knowlyr-hub 0.1's agent SFT format"
+def sft_agent_row(t:Trajectory, tools=None, system=None)->dict|None:
+    "knowlyr-hub 0.1's agent SFT format (None: no step)"
+    if not t.steps: return None
     inp = {k: v for k, v in t.task.metadata.items() if isinstance(v, (str, int, float, bool))}
     steps = [{'thought': s.thought or '', 'action': react_text(s.action.tool, s.action.params) if s.action else '',
               'observation': s.observation.content if s.observation else '', 'reward': float(s.reward or 0.0)}
