@@ -1,4 +1,4 @@
-"""The one training loop of SFT, DPO and GRPO: epochs, gradient accumulation, DDP shards, the trainer's own mixed precision, checkpoints with exact resume, metrics.
+"""The one training loop of SFT, DPO and GRPO: epochs, gradient accumulation, DDP shards, the trainer's own mixed precision, checkpoints with exact resume, metrics (what the loop stands on is `trainer.core`).
 
 Docs: https://knowlyr.github.io/knowlyr-lab/trainer_base.html.md"""
 
@@ -8,53 +8,23 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_base.html.md"""
 from __future__ import annotations
 
 import contextlib
-import copy
-import json
-import os
-import shutil
-import sys
 import time
-import uuid
-import warnings
-from dataclasses import asdict
-from pathlib import Path
-from types import MethodType
 
 import torch
-from accelerate import Accelerator
-from accelerate.utils import DataLoaderConfiguration, DistributedType, convert_outputs_to_fp32, set_seed
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
 
-from ..chat import chat_format, save_prompt, set_chat_format, template_caps
-from .metrics import MetricsLogger, installed_trackers
+from .core import TrainerCore
 from .packing import collate_packed, pack_samples
-from .train_config import TrainConfig, check_given_model, resolve_precision
 
 # %% auto #0
 __all__ = ['BaseTrainer']
 
-# %% ../../nbs/62a_trainer_base.ipynb #5e85e2fd
-class BaseTrainer:
+# %% ../../nbs/62a_trainer_base.ipynb #13929e88
+class BaseTrainer(TrainerCore):
     ("The one training loop; a trainer provides `plan`, `micro_batch` and `compute_loss` (as TRL's override "
      "`compute_loss`)")
     name = 'train'                    # progress-bar label
-    def __init__(self, config:TrainConfig, model=None, tokenizer=None):
-        self.config = c = config
-        set_seed(c.seed)
-        self.precision = resolve_precision(c.mixed_precision)       # the trainer's own: see `autocast`
-        trackers = installed_trackers(c.report_to)
-        self.accelerator = self._make_accelerator(trackers)
-        if model is None: model = self._load_model()
-        else: check_given_model(model, c)
-        if tokenizer is None: tokenizer = AutoTokenizer.from_pretrained(c.model_name_or_path or model.name_or_path)
-        self.tokenizer = self._prepare_tokenizer(tokenizer)
-        self.model = self._adapt(model)
-        self.out = Path(c.output_dir)
-        self.metrics = self._metrics_logger(bool(trackers))
-        self.state = {'step': 0, 'epoch': 0, 'batch_in_epoch': 0, 'seconds': 0.0}   # seconds: in steps, over resumes
-        self.history, self.data_report, self._ready = [], {}, False
 
 # %% ../../nbs/62a_trainer_base.ipynb #51487821
 @patch
@@ -96,218 +66,6 @@ def on_train_end(self:BaseTrainer, finished:bool): "After the loop (`finished`: 
 # %% ../../nbs/62a_trainer_base.ipynb #aa6a060e
 @patch
 def forward_context(self:BaseTrainer): return contextlib.nullcontext()  # around each micro-batch's forward and backward
-
-# %% ../../nbs/62a_trainer_base.ipynb #578172ef
-@patch
-def extra_state(self:BaseTrainer)->dict: return {}          # what a checkpoint must keep beyond model/optimiser/RNG
-
-# %% ../../nbs/62a_trainer_base.ipynb #ba5aaa3e
-@patch
-def load_extra_state(self:BaseTrainer, d:dict): pass
-
-# %% ../../nbs/62a_trainer_base.ipynb #2e552394
-@patch
-def _make_accelerator(self:BaseTrainer, trackers:list)->Accelerator:
-    "Devices, DDP/FSDP, checkpoints and trackers; no precision (accelerate's is one per process, the trainer's its own)"
-    ddp_on_cpu = not torch.cuda.is_available() and int(os.environ.get('WORLD_SIZE', '1')) > 1   # torchrun on CPUs: gloo
-    # split_batches: batch_size is the global batch, sliced across processes (`_shard`): one scheduler step per step
-    return Accelerator(mixed_precision='no', log_with=trackers or None, project_dir=self.config.output_dir,
-                       cpu=ddp_on_cpu,
-                       dataloader_config=DataLoaderConfiguration(split_batches=True))
-
-# %% ../../nbs/62a_trainer_base.ipynb #3a54c57a
-@patch
-def _load_model(self:BaseTrainer):
-    "The model of `model_name_or_path`, loaded with the config's dtype, attention kernel and device map"
-    c, p = self.config, self.config.model_name_or_path
-    if not p: raise ValueError("give a model, or config.model_name_or_path")
-    # a path, not a hub id
-    if not Path(p).expanduser().exists() and (p.startswith(('/', '.', '~')) or p.count('/') > 1):
-        raise FileNotFoundError(
-            f"model {p} does not exist (give a folder holding config.json, or a Hugging Face hub id)")
-    kw = {'dtype': c.model_dtype if c.model_dtype == 'auto' else getattr(torch, c.model_dtype)}
-    if c.attn_implementation: kw['attn_implementation'] = c.attn_implementation
-    if c.device_map: kw['device_map'] = c.device_map
-    return AutoModelForCausalLM.from_pretrained(p, **kw)
-
-# %% ../../nbs/62a_trainer_base.ipynb #1d0e9281
-@patch
-def _prepare_tokenizer(self:BaseTrainer, tokenizer):
-    "A pad token, and the chat format training renders with (said plainly when it is not the model's template)"
-    if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
-    fmt = set_chat_format(tokenizer, self.config.chat_format)
-    if fmt != 'template':   # the model is trained (and will be prompted) in a format its template does not give
-        lost = [k for k, kept in template_caps(tokenizer).items() if k in ('tools', 'tool_calls', 'tool_results')
-                and not kept]
-        print(f"chat format: {fmt!r}" + (f" (the chat template drops {', '.join(lost)})" if lost else '')
-              + "; training and inference render with it", file=sys.stderr)
-    return tokenizer
-
-# %% ../../nbs/62a_trainer_base.ipynb #c97922fb
-@patch
-def _adapt(self:BaseTrainer, model):
-    "The model as trained: gradient checkpointing, and LoRA adapters when asked for"
-    c = self.config
-    if c.gradient_checkpointing: model.gradient_checkpointing_enable(); model.config.use_cache = False
-    if not c.use_lora: return model
-    from peft import LoraConfig, get_peft_model
-    return get_peft_model(model, LoraConfig(r=c.lora_r, lora_alpha=c.lora_alpha, lora_dropout=c.lora_dropout,
-                                            target_modules=list(c.lora_target_modules), task_type='CAUSAL_LM'))
-
-# %% ../../nbs/62a_trainer_base.ipynb #9c95b98a
-@patch
-def _metrics_logger(self:BaseTrainer, trackers:bool)->MetricsLogger:
-    "metrics.jsonl, and the trackers, opened with the config's plain values at the first logged row"
-    hparams = {k: v for k, v in asdict(self.config).items() if isinstance(v, (int, float, str, bool))}
-    # a reopened writer gets its own event file (the default name has 1 s resolution): a new suffix at every start
-    kw = lambda: {'tensorboard': {'filename_suffix': f'.{uuid.uuid4().hex[:8]}'}}
-    return MetricsLogger(self.out / 'metrics.jsonl', self.accelerator, trackers,
-                         start=lambda: self.accelerator.init_trackers(self.out.name, config=hparams, init_kwargs=kw()))
-
-# %% ../../nbs/62a_trainer_base.ipynb #a1c0p002
-@patch
-def autocast(self:BaseTrainer):
-    "A forward under the trainer's precision: autocast to bf16 or fp16, or a disabled autocast for 'no'"
-    dt = {'bf16': torch.bfloat16, 'fp16': torch.float16}.get(self.precision)
-    return torch.autocast(self.accelerator.device.type, dtype=dt, enabled=dt is not None)
-
-# %% ../../nbs/62a_trainer_base.ipynb #a1c0p004
-@patch
-def _autocast_forward(self:BaseTrainer, model):
-    "Run `model`'s forward under `autocast`, its outputs cast back to fp32"
-    if self.precision == 'no': return
-    model.forward = MethodType(convert_outputs_to_fp32(self.autocast()(model.forward.__func__)), model)
-
-# %% ../../nbs/62a_trainer_base.ipynb #5be529de
-@patch
-def _setup_optim(self:BaseTrainer, total_steps:int):
-    c = self.config
-    self._autocast_forward(self.model)
-    # fp16's loss scaling
-    self.scaler = torch.amp.GradScaler(self.accelerator.device.type, enabled=self.precision == 'fp16')
-    if self.scaler.is_enabled(): self.accelerator.register_for_checkpointing(self.scaler)
-    params = [p for p in self.model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=c.learning_rate, weight_decay=c.weight_decay)
-    sched = get_scheduler(c.lr_scheduler, opt, num_warmup_steps=int(c.warmup_ratio * total_steps),
-                          num_training_steps=max(1, total_steps))
-    self.model, self.optimizer, self.scheduler = self.accelerator.prepare(self.model, opt, sched)
-
-# %% ../../nbs/62a_trainer_base.ipynb #8a32ae11
-def _checkpoints(out:Path)->list[Path]:
-    "Complete checkpoints (trainer_state.json is written last) in step order"
-    return sorted((p for p in out.glob('checkpoint-*') if (p / 'trainer_state.json').exists()),
-                  key=lambda p: int(p.name.split('-')[1]))
-
-# %% ../../nbs/62a_trainer_base.ipynb #653f3bb8
-@patch
-def _save_prompt(self:BaseTrainer, path:Path):
-    ("The prompt card next to saved weights: the system prompt and tool list training rendered, so inference renders "
-     "the same")
-    save_prompt(path, self.config.system_prompt, getattr(self, 'tools', None), chat_format(self.tokenizer))
-
-# %% ../../nbs/62a_trainer_base.ipynb #cbb4ed5c
-@patch
-def save_checkpoint(self:BaseTrainer)->Path:
-    ("Model, optimiser, scheduler, RNG states, the trainer's extra state, trainer state (+ a loadable `model/`) under "
-     "output_dir/checkpoint-<step>")
-    acc, d = self.accelerator, self.out / f"checkpoint-{self.state['step']}"
-    acc.save_state(str(d))
-    self._save_weights(d / 'model')
-    extra = self.extra_state()
-    if extra:
-        d.mkdir(parents=True, exist_ok=True)
-        torch.save(extra, d / f'extra_state_{acc.process_index}.pt')
-    acc.wait_for_everyone()
-    if acc.is_main_process:
-        self.tokenizer.save_pretrained(d / 'model'); self._save_prompt(d / 'model')
-        (d / 'trainer_state.json').write_text(json.dumps(self.state))   # written last: marks a complete checkpoint
-        old = sorted(self.out.glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[1]))
-        for p in old[:-self.config.save_total_limit] if self.config.save_total_limit > 0 else []:
-            shutil.rmtree(p, ignore_errors=True)
-    return d
-
-# %% ../../nbs/62a_trainer_base.ipynb #ff85384c
-@patch
-def _resume(self:BaseTrainer):
-    r = self.config.resume_from_checkpoint
-    if not r: return
-    if r == 'latest':
-        cks = _checkpoints(self.out)
-        if not cks: return   # nothing to resume: start from scratch
-        r = cks[-1]
-    r = Path(r)
-    if not (r / 'trainer_state.json').exists():
-        raise FileNotFoundError(f"{r}: not a checkpoint (no trainer_state.json)")
-    self.accelerator.load_state(str(r))
-    self.state.update(json.loads((r / 'trainer_state.json').read_text()))
-    p = r / f'extra_state_{self.accelerator.process_index}.pt'
-    if p.exists(): self.load_extra_state(torch.load(p, map_location=self.accelerator.device))
-
-# %% ../../nbs/62a_trainer_base.ipynb #628e66c0
-@patch
-def _save_weights(self:BaseTrainer, path:Path, merge:bool=False):
-    "Every process calls this (FSDP/DeepSpeed gather the full state dict collectively); the main process writes"
-    acc = self.accelerator
-    sharded = acc.distributed_type in (DistributedType.FSDP, DistributedType.DEEPSPEED)
-    sd = acc.get_state_dict(self.model) if sharded else None
-    if not acc.is_main_process: return
-    m = acc.unwrap_model(self.model)
-    if merge and sharded:   # the unwrapped module holds shards: it cannot be merged in place
-        warnings.warn(f"{path}: merge_lora_on_save under {acc.distributed_type.value}: the adapter is saved unmerged; "
-                      "merge on one process: PeftModel.from_pretrained(base, path).merge_and_unload()", stacklevel=2)
-        merge = False
-    if merge: copy.deepcopy(m).merge_and_unload().save_pretrained(path)
-    else: m.save_pretrained(path, state_dict=sd)
-
-# %% ../../nbs/62a_trainer_base.ipynb #eba9753d
-@patch
-def save_model(self:BaseTrainer, path:str|Path|None=None)->Path:
-    "Save the trained model (LoRA merged unless merge_lora_on_save=False) and the tokenizer; call it on every process"
-    path = Path(path or self.out / 'final')
-    if self.accelerator.is_main_process: path.mkdir(parents=True, exist_ok=True)
-    self._save_weights(path, merge=self.config.use_lora and self.config.merge_lora_on_save)
-    if self.accelerator.is_main_process:
-        self.tokenizer.save_pretrained(path); self._save_prompt(path)
-        self.config.to_yaml(path / 'train_config.yaml')
-    return path
-
-# %% ../../nbs/62a_trainer_base.ipynb #27661de7
-@patch
-def _log(self:BaseTrainer, row:dict):
-    row = {'step': self.state['step'], 'epoch': self.state['epoch'], **row}
-    self.history.append(row); self.metrics.log(row)
-
-# %% ../../nbs/62a_trainer_base.ipynb #e3e359cb
-@patch
-def _shard(self:BaseTrainer, idx:list)->tuple[list, float]:
-    ("This process's slice of a global batch, and its weight (0 for a stand-in when the batch is smaller than the "
-     "process count)")
-    n = self.accelerator.num_processes
-    if n == 1: return idx, 1.0
-    mine = idx[self.accelerator.process_index::n]
-    return (mine, 1.0) if mine else (idx[:1], 0.0)   # every process must run backward, or DDP waits forever
-
-# %% ../../nbs/62a_trainer_base.ipynb #1634c66a
-@patch
-def _global_sum(self:BaseTrainer, x:float|dict)->float|dict:
-    "Sum over all processes of a number, or of every value of a dict of numbers (one all-reduce either way)"
-    if self.accelerator.num_processes == 1: return x
-    keys = list(x) if isinstance(x, dict) else None
-    t = torch.tensor([float(x[k]) for k in keys] if keys else [float(x)], device=self.accelerator.device)
-    t = self.accelerator.reduce(t, 'sum').tolist()
-    return dict(zip(keys, t)) if keys else t[0]
-
-# %% ../../nbs/62a_trainer_base.ipynb #88285412
-@patch
-def _quarantine(self:BaseTrainer, errors:list[dict], what:str='record'):
-    "Write unusable records with their location and reason to quarantine.jsonl, and warn once"
-    if not errors: return
-    self.out.mkdir(parents=True, exist_ok=True)
-    with open(self.out / 'quarantine.jsonl', 'w') as f:
-        for e in errors: f.write(json.dumps(e) + '\n')
-    warnings.warn(
-        f"{len(errors)} {what}(s) could not be used (see {self.out / 'quarantine.jsonl'}); first: {errors[0]['error']}",
-        stacklevel=3)
 
 # %% ../../nbs/62a_trainer_base.ipynb #ab7674cd
 @patch
