@@ -23,6 +23,7 @@ from fastcore.basics import patch
 from ..agents import agent_from_spec
 from .export import DatasetExporter, ExportFilter
 from .pipeline_config import PipelineConfig, PipelineError
+from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, log_format_known, stale_temps, temp_path
 from .store import TrajectoryStore
 from ..registry import make
 from ..rollout.collect import worker_agent
@@ -31,29 +32,7 @@ from ..trajectory import Trajectory
 from ..trajectory_io import read_trajectories, write_trajectories
 
 # %% auto #0
-__all__ = ['TMP_PREFIX', 'Pipeline']
-
-# %% ../../nbs/44_hub_pipeline.ipynb #8b7ef279
-TMP_PREFIX = '.tmp-'
-
-def _tmp_path(path:Path)->Path:
-    "Where `path` is written before it is renamed into place (same suffix, so writers pick the same format)"
-    return path.with_name(f"{TMP_PREFIX}{os.getpid()}-{path.name}")
-
-# %% ../../nbs/44_hub_pipeline.ipynb #77e2e1a7
-def _atomic_write(path:Path, write:Callable):
-    "Call `write` on the temporary path of `path` and return that path"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_path(path)
-    write(tmp)
-    if not tmp.exists(): raise PipelineError(f"internal error: writing {path.name} produced no file")
-    return tmp
-
-# %% ../../nbs/44_hub_pipeline.ipynb #fedb21be
-def _stale_temps(root:Path)->list[Path]:
-    "Temporary files and directories left by killed runs under `root` (the store keeps its own)"
-    if not root.exists(): return []
-    return sorted(p for p in root.rglob(f"{TMP_PREFIX}*") if 'store' not in p.relative_to(root).parts[:1])
+__all__ = ['Pipeline']
 
 # %% ../../nbs/44_hub_pipeline.ipynb #852a8bbe
 class Pipeline:
@@ -75,7 +54,7 @@ def _exclusive(self:Pipeline):
         try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError: raise PipelineError(f"another pipeline run is using {self.out}") from None
         try:
-            for p in _stale_temps(self.out): shutil.rmtree(p) if p.is_dir() else p.unlink()
+            for p in stale_temps(self.out): shutil.rmtree(p) if p.is_dir() else p.unlink()
             yield
         finally: fcntl.flock(f, fcntl.LOCK_UN)
 
@@ -83,7 +62,7 @@ def _exclusive(self:Pipeline):
 @patch
 def _commit(self:Pipeline, path:Path, write:Callable, stage:str, unit:str):
     "Write `path` through `write(tmp)` and rename it into place, calling the hook before and after"
-    tmp = _atomic_write(path, write)
+    tmp = atomic_write(path, write)
     self.hook('commit', stage, unit)
     os.replace(tmp, path)
     self.hook('committed', stage, unit)
@@ -169,7 +148,7 @@ def _store(self:Pipeline)->dict:
 @patch
 def _export_format(self:Pipeline, fmt:str, dst:Path, merged:dict):
     "Export the merged trajectories in `fmt` and commit the directory as `dst`"
-    tmp, c = _tmp_path(dst), self.config
+    tmp, c = temp_path(dst), self.config
     tmp.mkdir(parents=True)
     ex = DatasetExporter(self.out / 'trajectories.jsonl', test_fraction=c.test_fraction,
                          filter=ExportFilter(min_reward=c.min_reward, success_only=c.success_only))
@@ -242,11 +221,6 @@ def _run(self:Pipeline, agent, progress):
     merged = self._merge([k for k, _ in units])
     return {'units': len(units), **merged, 'exports': self._store_and_export()}
 
-# %% ../../nbs/44_hub_pipeline.ipynb #70558066
-def _committed(d:Path)->int:
-    "Committed units in stage directory `d` (temporary files are never counted)"
-    return sum(1 for p in d.iterdir() if not p.name.startswith('.')) if d.exists() else 0
-
 # %% ../../nbs/44_hub_pipeline.ipynb #f71c40cc
 def _json_or_none(p:Path):
     "The JSON in file `p`, or None when there is no such file"
@@ -258,12 +232,13 @@ def status(self:Pipeline)->dict:
     "What is done: committed units per stage, merge/store markers, exports, whether a run is live"
     cfg, running, ex = _json_or_none(self.out / 'pipeline.json'), self._running(), self.out / 'exports'
     return {'output_dir': str(self.out), 'kind': cfg and cfg.get('kind'), 'running': running,
-            'rollout_units': _committed(self.work / 'rollout'), 'convert_units': _committed(self.work / 'convert'),
-            'reward_units': _committed(self.work / 'reward'), 'merged': (self.work / 'merge.done').exists(),
+            'rollout_units': committed_count(self.work / 'rollout'),
+            'convert_units': committed_count(self.work / 'convert'),
+            'reward_units': committed_count(self.work / 'reward'), 'merged': (self.work / 'merge.done').exists(),
             'stored': (self.work / 'store.done').exists(),
             'exports': sorted(p.name for p in ex.iterdir() if not p.name.startswith('.')) if ex.exists() else [],
             'merge': _json_or_none(self.work / 'merge.done'),
-            'stale_temp_files': 0 if running else len(_stale_temps(self.out))}   # a live run's temp files are not stale
+            'stale_temp_files': 0 if running else len(stale_temps(self.out))}   # a live run's temp files are not stale
 
 # %% ../../nbs/44_hub_pipeline.ipynb #7a6751f3
 @patch
@@ -276,39 +251,12 @@ def _running(self:Pipeline)->bool:
         fcntl.flock(f, fcntl.LOCK_UN)
     return False
 
-# %% ../../nbs/44_hub_pipeline.ipynb #b2ee3036
-def _convert_fns():
-    "The recorder's `convert`, `iter_log_files` and `ConversionReport` (a `PipelineError` without the recorder)"
-    try:
-        from knowlyr_lab.recorder.convert import convert, iter_log_files
-        from knowlyr_lab.recorder.report import ConversionReport
-    except ImportError as e: raise PipelineError(f"log import needs knowlyr_lab.recorder.convert ({e})") from e
-    return convert, iter_log_files, ConversionReport
-
-# %% ../../nbs/44_hub_pipeline.ipynb #5791e49b
-def _log_format_known(fmt:str):
-    "Raise (with suggestions) when `fmt` names no registered log format"
-    from knowlyr_lab.recorder.base import get_adapter
-    get_adapter(fmt)
-
 # %% ../../nbs/44_hub_pipeline.ipynb #bb9cecd4
 @patch
 def run_batch(self:Pipeline, log_dir, # directory (or file, or list of files) of agent logs
               format:str|None=None)->dict:
     "Convert logs, score, store and export; resumable per log file"
     with self._exclusive(): return self._run_batch(log_dir, format)
-
-# %% ../../nbs/44_hub_pipeline.ipynb #8ba34f60
-def _convert_file(convert, ConversionReport, f:str, fmt, q:Path)->list[Trajectory]:
-    "The trajectories of one log file; a file that breaks off (a truncated .gz) keeps what was read and is quarantined"
-    trajs, rep = [], ConversionReport(quarantine=q)
-    try:
-        for t in convert([f], format=fmt, report=rep): trajs.append(t)
-    except Exception as e:        # whatever stops reading the file stops only this file
-        why = f"unreadable after {len(trajs)} trajectories: {type(e).__name__}: {e}"
-        rep.bad_record(f, None, why, None, record_type='(file)')
-    finally: rep.close()
-    return trajs
 
 # %% ../../nbs/44_hub_pipeline.ipynb #d204e2c9
 @patch
@@ -318,7 +266,7 @@ def _log_files(self:Pipeline, log_dir, format, iter_log_files)->list[str]:
     for p in paths:
         if not Path(p).exists(): raise PipelineError(f"log path {p} does not exist")
     fmt = format or self.config.log_format
-    if fmt: _log_format_known(fmt)
+    if fmt: log_format_known(fmt)
     files = sorted(str(Path(p).resolve()) for p in iter_log_files(paths))
     if not files: raise PipelineError(f"no log files found in {', '.join(map(str, paths))}")
     return files
@@ -332,7 +280,7 @@ def _convert_unit(self:Pipeline, f:str, fmt, convert, ConversionReport)->str:
     if not cp.exists():
         q = self.out / 'quarantine' / f"{key}.jsonl"
         if q.exists(): q.unlink()
-        trajs = _convert_file(convert, ConversionReport, f, fmt, q)
+        trajs = convert_log_file(convert, ConversionReport, f, fmt, q)
         self._commit(cp, lambda tmp, trajs=trajs: write_trajectories(trajs, tmp), 'convert', key)
     self._reward_unit(key, list(read_trajectories(cp)))
     return key
@@ -341,7 +289,7 @@ def _convert_unit(self:Pipeline, f:str, fmt, convert, ConversionReport)->str:
 @patch
 def _run_batch(self:Pipeline, log_dir, format):
     "`run_batch` inside the lock"
-    convert, iter_log_files, ConversionReport = _convert_fns()
+    convert, iter_log_files, ConversionReport = convert_fns()
     files = self._log_files(log_dir, format, iter_log_files)
     self._check_config('logs')                 # saved only once the inputs are known to work
     keys = [self._convert_unit(f, format or self.config.log_format, convert, ConversionReport) for f in files]
