@@ -41,7 +41,10 @@ class StaticDecoder:
         self.mask[:, 0, 0, :n] = torch.where(mask.bool(), 0.0, self.min)
         self.x, self.pos = (torch.zeros(B, 1, dtype=torch.long, device=mask.device) for _ in range(2))
         self.graphs, self.graph, self.out = graphs and mask.is_cuda, None, None
-    def __repr__(self): return f"StaticDecoder(step {self.t}, {'CUDA graph' if self.graph is not None else 'eager'})"
+
+# %% ../../nbs/54b_serving_static_decode.ipynb #27609e2f
+@patch
+def __repr__(self:StaticDecoder): return f"StaticDecoder(step {self.t}, {'CUDA graph' if self.graph is not None else 'eager'})"
 
 # %% ../../nbs/54b_serving_static_decode.ipynb #1da91512
 @patch
