@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import threading
 import time
 import uuid
@@ -17,8 +16,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..chat import assistant_message, parse_reply
-from ..core import InvalidActionError
+from .completions import check_context, completion_choices, render_prompt, stream_chunks
 from .connections import GuardedHandler, GuardedHTTPServer, client_gone
 from .lora import LoraAdapters, lora_fields, one_line
 from .recording import ExchangeRecorder
@@ -26,38 +24,6 @@ from .requests import MAX_BODY_BYTES, RequestRefused, check_request
 
 # %% auto #0
 __all__ = ['InferenceServer']
-
-# %% ../../nbs/54_serving_server.ipynb #bf2fd1cf
-def _message(out:dict, tools)->tuple[dict, str]:
-    "(assistant message, finish_reason) of one generation: tool calls parsed when the request offered tools"
-    calls = []
-    if tools:
-        try: thought, calls = parse_reply(out['text'])
-        except InvalidActionError: calls = []
-    calls = [{**c, 'call_id': f'call_{uuid.uuid4().hex[:12]}'} for c in calls]
-    return assistant_message(thought if calls else out['text'], calls), 'tool_calls' if calls else out['finish_reason']
-
-# %% ../../nbs/54_serving_server.ipynb #6c2bbf94
-def _chunks(choices:list[dict])->list[list[dict]]:
-    "The streamed deltas of each choice, in order: role, content pieces, tool calls, finish reason"
-    out = []
-    for ch in choices:
-        i, m = ch['index'], ch['message']
-        out.append([{'index': i, 'delta': {'role': 'assistant', 'content': ''}, 'finish_reason': None}])
-        pieces = re.findall(r'\s*\S+\s*|\s+', m['content'] or '')
-        out += [[{'index': i, 'delta': {'content': piece}, 'finish_reason': None}] for piece in pieces]
-        calls = enumerate(m.get('tool_calls') or [])
-        out += [[{'index': i, 'delta': {'tool_calls': [{'index': k, **tc}]}, 'finish_reason': None}] for k, tc in calls]
-        out.append([{'index': i, 'delta': {}, 'finish_reason': ch['finish_reason']}])
-    return out
-
-# %% ../../nbs/54_serving_server.ipynb #b1f8944f
-def _logprob_content(tok, lps:list[dict])->list[dict]:
-    "OpenAI's `logprobs.content`: per token its text, bytes, log-probability and top alternatives"
-    def entry(i, lp):
-        s = tok.convert_tokens_to_string([tok.convert_ids_to_tokens(i)])
-        return {'token': s, 'logprob': lp, 'bytes': list(s.encode('utf-8'))}
-    return [{**entry(d['id'], d['logprob']), 'top_logprobs': [entry(j, v) for j, v in d['top']]} for d in lps]
 
 # %% ../../nbs/54_serving_server.ipynb #c59b63a9
 _ERROR_TYPES = {400: 'invalid_request_error', 404: 'invalid_request_error', 413: 'invalid_request_error',
@@ -112,27 +78,6 @@ def _read(self:_Handler)->dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise RequestRefused(400, f"the body is not JSON ({e})") from None
 
-# %% ../../nbs/54_serving_server.ipynb #ba03cf50
-def _prompt(inf, req:dict)->tuple[list, list, int]:
-    "(messages, tools to render, prompt tokens) of a checked request, as the model's prompt card renders it"
-    tools, msgs, card = req['tools'], req['messages'], inf.prompt or {}
-    render = [] if card.get('tools') == [] else tools
-    if card.get('system_prompt') and not any(m.get('role') == 'system' for m in msgs):
-        msgs = [{'role': 'system', 'content': card['system_prompt']}] + msgs
-    try: n_prompt = len(inf.tokenizer(inf.render(msgs, render), add_special_tokens=False)['input_ids'])
-    except Exception as e:
-        raise RequestRefused(400, "the messages cannot be rendered with the model's chat template "
-                                  f"({type(e).__name__}: {str(e)[:120]})") from None
-    return msgs, render, n_prompt
-
-# %% ../../nbs/54_serving_server.ipynb #1d0560e9
-def _fits(inf, n_prompt:int, max_tokens:int):
-    "Refuse (400) a request whose prompt plus `max_tokens` exceeds the model's context"
-    ctx = getattr(inf.model.config, 'max_position_embeddings', None)
-    if ctx and n_prompt + max_tokens > ctx:
-        raise RequestRefused(400, f"the prompt ({n_prompt} tokens) plus max_tokens ({max_tokens}) exceeds the model's "
-                                  f"context of {ctx} tokens")
-
 # %% ../../nbs/54_serving_server.ipynb #d3fe40f9
 @patch
 def _generate(self:_Handler, req, msgs, render, adapter, deadline)->tuple[list, dict]:
@@ -163,10 +108,10 @@ def _generate(self:_Handler, req, msgs, render, adapter, deadline)->tuple[list, 
 @patch
 def _complete(self:_Handler, t0):
     srv, req = self.server, check_request(self._read())
-    msgs, render, n_prompt = _prompt(srv.inf, req)
+    msgs, render, n_prompt = render_prompt(srv.inf, req)
     # with LoRA on: the base model or an adapter (404 else)
     adapter = srv.adapters.adapter_of(req['model']) if srv.adapters else None
-    _fits(srv.inf, n_prompt, req['max_tokens'])
+    check_context(srv.inf, n_prompt, req['max_tokens'])
     outs, why = self._generate(req, msgs, render, adapter, t0 + srv.request_timeout)
     if why:
         srv.stats[why['stop']] += 1
@@ -175,17 +120,6 @@ def _complete(self:_Handler, t0):
                              f"generation passed this request's deadline ({srv.request_timeout:g} s) and was stopped")
     srv.stats['completed'] += 1
     self._answer(req, outs, req['tools'], srv.inf, msgs, render, t0)
-
-# %% ../../nbs/54_serving_server.ipynb #21c2c21d
-def _choices(req:dict, outs:list, tools, tok)->list[dict]:
-    "A choice per generation: its message and finish reason, log-probs and token ids when the request asked"
-    choices = []
-    for i, o in enumerate(outs):
-        msg, why = _message(o, tools)
-        choices.append({'index': i, 'message': msg, 'finish_reason': why})
-        if req['logprobs'] is not None: choices[-1]['logprobs'] = {'content': _logprob_content(tok, o['logprobs'])}
-        if req['return_token_ids']: choices[-1]['token_ids'] = o['token_ids']
-    return choices
 
 # %% ../../nbs/54_serving_server.ipynb #8bd37ef4
 @patch
@@ -196,14 +130,14 @@ def _stream(self:_Handler, req, head:dict, choices:list, usage:dict):
     self.end_headers()                      # HTTP/1.0: the stream ends when the connection closes, after [DONE]
     with_usage = req['include_usage']
     events = [{**head, 'object': 'chat.completion.chunk', 'choices': c, **({'usage': None} if with_usage else {})}
-              for c in _chunks(choices)]
+              for c in stream_chunks(choices)]
     if with_usage: events.append({**head, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})
     self.wfile.write(b''.join(b'data: ' + json.dumps(e).encode() + b'\n\n' for e in events) + b'data: [DONE]\n\n')
 
 # %% ../../nbs/54_serving_server.ipynb #ee096668
 @patch
 def _answer(self:_Handler, req, outs, tools, inf, msgs=None, render=None, t0=None):
-    choices = _choices(req, outs, tools, inf.tokenizer)
+    choices = completion_choices(req, outs, tools, inf.tokenizer)
     done = sum(o['completion_tokens'] for o in outs)
     usage = {'prompt_tokens': outs[0]['prompt_tokens'], 'completion_tokens': done,
              'total_tokens': outs[0]['prompt_tokens'] + done}
