@@ -166,7 +166,9 @@ def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, at
         toks.append(nxt); lps.append(lp); raw += [logits] if keep_logits else []
         done |= nxt == eos_id
         if bool(done.all()) or (stop is not None and stop()): break
-        x, pos, mask = nxt[:, None], pos[:, -1:] + 1, torch.cat([mask, mask.new_ones((mask.shape[0], 1))], 1)
+        x, pos = nxt[:, None], pos[:, -1:] + 1
+        # the static decoder keeps its own mask: only the growing cache needs this one longer
+        if dec is None: mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], 1)
     return torch.stack(toks, 1), torch.stack(lps, 1), raw, past
 
 # %% ../../nbs/55_serving_model.ipynb #729fa314

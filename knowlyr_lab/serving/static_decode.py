@@ -13,6 +13,8 @@ import torch
 from fastcore.basics import patch
 from transformers.cache_utils import Cache, DynamicLayer, StaticLayer
 
+from .prefix_cache import forward_takes
+
 # %% auto #0
 __all__ = ['static_cache', 'StaticDecoder']
 
@@ -36,9 +38,12 @@ class StaticDecoder:
                  mask:torch.Tensor,         # the prefill's attention mask [B, n] (0 at padding)
                  graphs:bool=True):         # capture the step as a CUDA graph (where the mask is on a GPU)
         (B, n), dt = mask.shape, next(model.parameters()).dtype
-        self.model, self.cache, self.n, self.t, self.min = model, cache, n, 0, torch.finfo(dt).min
-        self.mask = torch.full((B, 1, 1, cache.layers[0].max_cache_len), self.min, dtype=dt, device=mask.device)
-        self.mask[:, 0, 0, :n] = torch.where(mask.bool(), 0.0, self.min)
+        self.model, self.cache, self.n, self.t, low = model, cache, n, 0, torch.finfo(dt).min
+        self.mask = torch.full((B, 1, 1, cache.layers[0].max_cache_len), low, dtype=dt, device=mask.device)
+        self.mask[:, 0, 0, :n] = torch.where(mask.bool(), 0.0, low)
+        # the model's own names for the cache and the logits cut, as the dynamic loop passes them
+        self.kw = {'logits_to_keep': 1} if forward_takes(model, 'logits_to_keep') else {}
+        self.kw['cache' if forward_takes(model, 'cache') else 'past_key_values'] = cache
         self.x, self.pos = (torch.zeros(B, 1, dtype=torch.long, device=mask.device) for _ in range(2))
         self.graphs, self.graph, self.out = graphs and mask.is_cuda, None, None
 
@@ -50,8 +55,8 @@ def __repr__(self:StaticDecoder): return f"StaticDecoder(step {self.t}, {'CUDA g
 @patch
 def _forward(self:StaticDecoder)->torch.Tensor:
     "The model's last-position logits for the tokens in `self.x`"
-    return self.model(input_ids=self.x, attention_mask=self.mask, position_ids=self.pos, cache=self.cache,
-                      use_cache=True, logits_to_keep=1).logits[:, -1]
+    return self.model(input_ids=self.x, attention_mask=self.mask, position_ids=self.pos, use_cache=True,
+                      **self.kw).logits[:, -1]
 
 # %% ../../nbs/54b_serving_static_decode.ipynb #f26e90b7
 @patch
