@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/serving_model.html.md"""
 # %% ../../nbs/55_serving_model.ipynb #964ed637
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -50,14 +51,25 @@ def render(self:AgentInference, messages:list[dict], tools:list|None=None)->str:
 
 # %% ../../nbs/55_serving_model.ipynb #34e72c19
 def _load_weights(p:Path, dtype=None, attn_implementation:str|None=None, device_map:str|None=None,
-                  given=None): # the path as the caller gave it (named in the error)
-    "The causal LM in folder `p`: a peft adapter (merged into its base) or a model"
+                  given=None, # the path as the caller gave it (named in the error)
+                  seen=()):   # adapter folders already on this chain (a loop is refused)
+    "The causal LM in folder `p`: a peft adapter merged into its base (a model, or an adapter folder in turn), or a model"
     kw = {'dtype': getattr(torch, dtype) if isinstance(dtype, str) and dtype != 'auto' else dtype}
     if attn_implementation: kw['attn_implementation'] = attn_implementation
     if device_map: kw['device_map'] = device_map
     if (p / 'adapter_config.json').exists():
-        from peft import AutoPeftModelForCausalLM
-        return AutoPeftModelForCausalLM.from_pretrained(p, **kw).merge_and_unload()
+        from peft import PeftModel
+        b = json.loads((p / 'adapter_config.json').read_text()).get('base_model_name_or_path') or ''
+        where = f"{given or p}: adapter_config.json: base_model_name_or_path {b!r}"
+        if p.resolve() in seen: raise ValueError(f"{where}: adapters name each other as their base")
+        local = bool(b) and Path(b).expanduser().is_dir()
+        if not local and (not b or b.startswith(('/', '.', '~')) or b.count('/') > 1):
+            raise FileNotFoundError(f"{where} does not exist")
+        base = (_load_weights(Path(b).expanduser(), dtype, attn_implementation, device_map, where, (*seen, p.resolve()))
+                if local else AutoModelForCausalLM.from_pretrained(b, **kw))
+        m = PeftModel.from_pretrained(base, p).merge_and_unload()
+        m.name_or_path = m.config._name_or_path = str(p.resolve())   # a LoRA trained on top names this folder as its base
+        return m
     if (p / 'config.json').exists(): return AutoModelForCausalLM.from_pretrained(p, **kw)
     raise FileNotFoundError(f"{given or p}: no config.json, adapter_config.json or checkpoint model/ folder")
 
