@@ -17,7 +17,8 @@ from typing import Any
 
 from fastcore.basics import patch
 
-from .core import KnowlyrError, parse_action, random_call, schema_name, schema_params
+from .core import KnowlyrError, parse_action, schema_name, schema_params
+from .random_calls import random_call
 
 # %% auto #0
 __all__ = ['AgentError', 'Agent', 'AgentReply', 'as_reply', 'ScriptedAgent', 'RandomAgent', 'ExpertAgent', 'OpenAIAgent',

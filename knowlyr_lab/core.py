@@ -10,20 +10,21 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import random
+import math
 import re
 import threading
+import warnings
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable, Iterable
 
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'InfrastructureError', 'TimeStep', 'parse_ast',
-           'tool_name_of', 'parse_action', 'tool_schema', 'schema_name', 'schema_params', 'validate_params',
-           'random_call', 'fingerprint_of', 'AgentEnv']
+__all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'InfrastructureError', 'TimeStep', 'Verdict',
+           'verdict_of', 'parse_ast', 'tool_name_of', 'parse_action', 'tool_schema', 'schema_name', 'schema_params',
+           'validate_params', 'fingerprint_of', 'AgentEnv']
 
 # %% ../nbs/00_core.ipynb #cdf57341
 class KnowlyrError(Exception):
@@ -50,6 +51,7 @@ class TimeStep:
     terminated: bool = False  # the task reached an end state
     truncated: bool = False   # the episode was cut short (step budget, timeout)
     info: dict = field(default_factory=dict)  # everything else (see the table above)
+    verdict: Verdict|None = None              # how the episode ended (on the step that ends it; see `Verdict`)
     # the action as `AgentEnv.step` parsed it (None: no env parsed one)
     call: dict|None = field(default=None, compare=False, repr=False)
 
@@ -62,6 +64,39 @@ class TimeStep:
         obs = self.observation if len(self.observation) <= 60 else self.observation[:57] + '...'
         flags = ''.join([' terminated' if self.terminated else '', ' truncated' if self.truncated else ''])
         return f"TimeStep({obs!r}, reward={self.reward:g}{flags})"
+
+# %% ../nbs/00_core.ipynb #4610a050
+def _finite(v)->bool: return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+_VERDICT_TYPES = {'success': (lambda v: isinstance(v, bool), 'a bool'), 'score': (_finite, 'a finite number'),
+                  'reason': (lambda v: isinstance(v, str), 'a str'), 'invalid': (lambda v: isinstance(v, str), 'a str')}
+
+# %% ../nbs/00_core.ipynb #582bfa43
+@dataclass
+class Verdict:
+    "How an episode ended, as the env judges it (see the table above)"
+    success: bool|None = None  # the verifier says the task was solved (None: not judged)
+    score: float|None = None   # a finite number, usually in [0, 1] (None: no score)
+    reason: str|None = None    # why the episode ended ('submitted', 'max_episode_steps', ...)
+    invalid: str|None = None   # why the episode cannot be judged (an infrastructure failure)
+
+    def __post_init__(self):
+        for k, (ok, want) in _VERDICT_TYPES.items():
+            if (v := getattr(self, k)) is not None and not ok(v):
+                raise TypeError(f"Verdict.{k} is {v!r}: it must be {want} or None")
+
+    def fill(self, **defaults)->Verdict:
+        "This verdict with its unset (None) fields taken from `defaults`: the fields the env set win"
+        return replace(self, **{k: v for k, v in defaults.items() if getattr(self, k) is None})
+
+# %% ../nbs/00_core.ipynb #307abc8b
+_OLD_KEYS = {'success': bool, 'score': float, 'reason': str, 'invalid': str}
+
+def verdict_of(ts:TimeStep)->Verdict|None:
+    "The verdict of step `ts`: `ts.verdict`, or (deprecated) the one an older env wrote into its `info` keys"
+    old = {k: f(ts.info[k]) for k, f in _OLD_KEYS.items() if ts.verdict is None and ts.info.get(k) is not None}
+    if not old: return ts.verdict
+    warnings.warn(f"info keys {', '.join(old)} are deprecated: set TimeStep.verdict", DeprecationWarning, stacklevel=2)
+    return Verdict(**old)
 
 # %% ../nbs/00_core.ipynb #e6ad96ed
 def _as_dict(obj):
@@ -234,29 +269,6 @@ def validate_params(schema:dict, # an OpenAI function schema
         where = '.'.join(map(str, e.path)) or '(params)'
         raise InvalidActionError(f"tool {schema_name(schema)!r}, field {where}: {e.message}")
 
-# %% ../nbs/00_core.ipynb #b23301f6
-def _sample_value(spec:dict, rng:random.Random):
-    if 'enum' in spec: return rng.choice(spec['enum'])
-    t = spec.get('type', 'string')
-    if isinstance(t, list): t = rng.choice([x for x in t if x != 'null'] or ['string'])
-    if t == 'boolean': return rng.random() < 0.5
-    if t == 'integer': return rng.randint(int(spec.get('minimum', 0)), int(spec.get('maximum', 10)))
-    if t == 'number': return rng.uniform(float(spec.get('minimum', 0)), float(spec.get('maximum', 1)))
-    if t == 'array': return [_sample_value(spec.get('items', {}), rng) for _ in range(rng.randint(0, 2))]
-    if t == 'object': return {}
-    return ''.join(rng.choice('abcdefghij') for _ in range(rng.randint(1, 6)))
-
-# %% ../nbs/00_core.ipynb #d665913c
-def random_call(schemas:list[dict],   # OpenAI function schemas to choose from
-                rng:random.Random,    # the random source (seeded by the caller)
-               )->dict:               # {'tool', 'params'}
-    "A uniformly random tool with random parameters of the declared types"
-    s = rng.choice(schemas)
-    p = schema_params(s)
-    props, req = p.get('properties', {}), p.get('required', [])
-    return {'tool': schema_name(s),
-            'params': {k: _sample_value(v, rng) for k, v in props.items() if k in req or rng.random() < 0.5}}
-
 # %% ../nbs/00_core.ipynb #b7a563c9
 def fingerprint_of(content)->str:
     "A short stable hash of JSON-able `content`: the identity of a task's solution"
@@ -283,8 +295,8 @@ class AgentEnv(ABC):
 
     @abstractmethod
     def _step(self, tool:str, params:dict)->TimeStep:
-        """Apply one call to a known tool with schema-valid `params`; on the final step `info` holds `success` (the
-        verifier's verdict), `score` and `reason`"""
+        """Apply one call to a known tool with schema-valid `params`; the final step carries a `verdict`
+        (`Verdict(success, score, reason)`)"""
 
 # %% ../nbs/00_core.ipynb #1a9d3667
 @patch(as_prop=True)
@@ -333,8 +345,8 @@ def step(self:AgentEnv, action)->TimeStep:
     self._ep_steps = getattr(self, '_ep_steps', 0) + 1
     if self.max_episode_steps and self._ep_steps >= self.max_episode_steps and not ts.done:
         ts.truncated = True   # out of budget: not solved, unless the env's own verdict says otherwise
-        ts.info = {'success': False, 'score': 0.0, 'reason': 'max_episode_steps', **ts.info,
-                   'truncated_by': 'max_episode_steps', 'max_episode_steps': self.max_episode_steps}
+        ts.verdict = (verdict_of(ts) or Verdict()).fill(success=False, score=0.0, reason='max_episode_steps')
+        ts.info = {**ts.info, 'truncated_by': 'max_episode_steps', 'max_episode_steps': self.max_episode_steps}
     self._ep_done = ts.done
     return ts
 

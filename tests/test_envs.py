@@ -8,11 +8,11 @@ import pytest
 import yaml
 
 from knowlyr_lab.coding_tasks import CodingTaskError, check_coding_task, load_coding_tasks
-from knowlyr_lab.core import random_call
 from knowlyr_lab.envs.conversation import LLMUser, UserSimulatorError
 from knowlyr_lab.envs.sandbox import SandboxEnv
 from knowlyr_lab.envs.wordle import random_action
 from knowlyr_lab.gym import ToolCallSpace
+from knowlyr_lab.random_calls import random_call
 from knowlyr_lab.registry import list_envs, make
 from knowlyr_lab.sandbox.base import SandboxUnavailableError
 from knowlyr_lab.tasks import TaskOverlapError, check_held_out, distinct_tasks, filter_tasks, held_out_tasks, split_tasks, suite_tasks, task_id

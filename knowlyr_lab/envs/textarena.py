@@ -18,7 +18,8 @@ from typing import Callable
 
 from fastcore.basics import patch
 
-from ..core import AgentEnv, TimeStep, fingerprint_of, random_call, tool_schema
+from ..core import AgentEnv, TimeStep, fingerprint_of, tool_schema
+from ..random_calls import random_call
 from .extras import require_extra
 from ..registry import register
 
