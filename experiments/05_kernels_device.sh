@@ -6,7 +6,7 @@
 # (so the code and the commit recorded are that commit's, whatever else the working tree holds); the wheels the machine
 # lacks travel in .whl.
 set -u; ROOT=$PWD
-OUT=${OUT:-/tmp/k05-out}; mkdir -p "$OUT"
+DEST=${OUT:-/tmp}; OUT=/tmp/k05-out; mkdir -p "$OUT"   # a lent machine returns few files: one archive goes to $OUT
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 git config --global --add safe.directory "*"; cd /tmp/k05src || exit 1; git log --oneline -1; git status --short | head -3
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false KNOWLYR_CACHE=/tmp/knowlyr-cache
@@ -30,3 +30,4 @@ done
 wait
 grep -h '^{' "$OUT"/*.log; ls "$OUT"/*/*.json | wc -l
 python3 experiments/05_kernels.py --report "$OUT" --results $R --write "$OUT/kernels.json" 2>&1 | grep -v Warn
+tar -C "$OUT" -czf "$DEST/k05-out.tar.gz" . && ls -la "$DEST/k05-out.tar.gz"
