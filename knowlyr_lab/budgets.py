@@ -12,7 +12,7 @@ import time
 
 from fastcore.basics import patch
 
-from .core import EnvDoneError, TimeStep
+from .core import EnvDoneError, TimeStep, Verdict, verdict_of
 from .wrappers import EnvWrapper
 
 # %% auto #0
@@ -72,8 +72,8 @@ def step(self:StepBudgetWrapper, action):  # noqa: F811 (@patch attaches each `s
     if self.elapsed_steps >= self.budget and not ts.done:
         # out of budget: not solved, unless the env's own verdict says otherwise (as `AgentEnv.step`)
         ts.truncated = True
-        ts.info = {'success': False, 'score': 0.0, 'reason': 'max_episode_steps', **ts.info,
-                   'truncated_by': 'max_episode_steps', 'max_episode_steps': self.budget}
+        ts.verdict = (verdict_of(ts) or Verdict()).fill(success=False, score=0.0, reason='max_episode_steps')
+        ts.info = {**ts.info, 'truncated_by': 'max_episode_steps', 'max_episode_steps': self.budget}
     self._over = ts.done
     return ts
 
@@ -140,8 +140,8 @@ def step(self:TimeoutWrapper, action):  # noqa: F811 (@patch attaches each `step
 def _timed_out(self:TimeoutWrapper, kind, limit):
     msg = f"{kind.capitalize()} timed out after {limit:g} s"
     if kind == 'step' and self.invalid_on_timeout:
-        why = {'invalid': f"harness timeout: {msg.lower()}"}  # longer than any agent can make it
+        why = Verdict(invalid=f"harness timeout: {msg.lower()}")  # longer than any agent can make it
     else:
         # the agent's time ran out
-        why = {'success': False, 'score': 0.0, 'reason': f'{kind}_timeout'}
-    return TimeStep(msg, truncated=True, info={'timeout': kind, 'is_error': True, **why})
+        why = Verdict(success=False, score=0.0, reason=f'{kind}_timeout')
+    return TimeStep(msg, truncated=True, info={'timeout': kind, 'is_error': True}, verdict=why)

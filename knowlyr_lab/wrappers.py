@@ -13,7 +13,8 @@ from typing import Callable
 
 from fastcore.basics import patch
 
-from .core import AgentEnv, InfrastructureError, InvalidActionError, NotResetError, TimeStep, parse_action
+from .core import (AgentEnv, InfrastructureError, InvalidActionError, NotResetError, TimeStep, Verdict, parse_action,
+                              verdict_of)
 from .trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory, as_task, trajectory_score
 
 # %% auto #0
@@ -163,22 +164,24 @@ def step(self:RecorderWrapper, action):
     step.usage, self._pending_usage = self._pending_usage, None
     for k, v in (self._pending_sample or {}).items(): setattr(step, k, v)
     self._pending_sample = None
-    if ts.info.get('invalid'): self._traj.outcome.invalid = str(ts.info['invalid'])
-    if (extra := {k: v for k, v in ts.info.items() if k in _STEP_FLAGS}): step.metadata = extra
+    v = verdict_of(ts)
+    if v and v.invalid: self._traj.outcome.invalid = v.invalid
+    extra = {k: x for k, x in ts.info.items() if k in _STEP_FLAGS} | ({'invalid': v.invalid} if v and v.invalid else {})
+    if extra: step.metadata = extra
     self._traj.steps.append(step)
-    if ts.done: self._end(step, ts)
+    if ts.done: self._end(step, ts, v)
     return ts
 
 # %% ../nbs/04_wrappers.ipynb #c1441dc7
 @patch
-def _end(self:RecorderWrapper, step:Step, ts:TimeStep):
-    "Fill the outcome from the step that ended the episode"
-    o = self._traj.outcome
+def _end(self:RecorderWrapper, step:Step, ts:TimeStep, v:Verdict|None=None):
+    "Fill the outcome from the step that ended the episode and its verdict `v`"
+    o, v = self._traj.outcome, v or Verdict()
     o.terminated, o.truncated = bool(ts.terminated), bool(ts.truncated)
     o.submitted = bool(ts.terminated and step.action and step.action.tool in self._terminal_tools())
-    if 'success' in ts.info and ts.info['success'] is not None: o.success = bool(ts.info['success'])
-    if ts.info.get('score') is not None: o.score = float(ts.info['score'])
-    o.reason = ts.info.get('reason') or ('truncated' if ts.truncated else 'terminated')
+    if v.success is not None: o.success = v.success
+    if v.score is not None: o.score = float(v.score)
+    o.reason = v.reason or ('truncated' if ts.truncated else 'terminated')
 
 # %% ../nbs/04_wrappers.ipynb #b1100e0b
 @patch

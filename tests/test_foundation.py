@@ -78,7 +78,7 @@ def test_check_agent_env_every_registered_env(env_id):
 def test_check_agent_env_names_a_seed_ignoring_reset():
     import random
 
-    from knowlyr_lab.core import AgentEnv, TimeStep, tool_schema
+    from knowlyr_lab.core import AgentEnv, TimeStep, Verdict, tool_schema
     from knowlyr_lab.env_checker import EnvCheckError, check_agent_env
     class Dice(AgentEnv):
         @property
@@ -88,7 +88,7 @@ def test_check_agent_env_names_a_seed_ignoring_reset():
             return TimeStep(f"Die {self.face} rolled.", info={'task': {'id': f'die-{self.face}'}})
         def _step(self, tool, params):
             ok = params['face'] == self.face
-            return TimeStep('hit' if ok else 'miss', float(ok), terminated=True, info={'success': ok, 'score': float(ok)})
+            return TimeStep('hit' if ok else 'miss', float(ok), terminated=True, verdict=Verdict(success=ok, score=float(ok)))
         def oracle_action(self): return {'tool': 'guess', 'params': {'face': self.face}}
     with pytest.raises(EnvCheckError) as e: check_agent_env(Dice)
     assert list(e.value.report.failures) == ['seed_determinism']

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from knowlyr_lab.core import AgentEnv, TimeStep, tool_schema
+from knowlyr_lab.core import AgentEnv, TimeStep, Verdict, tool_schema
 
 INSTRUCTION = "Submit the code you are shown."
 
@@ -24,7 +24,7 @@ class CodeEnv(AgentEnv):
     def _task_content(self): return self.code
     def _step(self, tool, params):
         ok = params['code'] == self.code
-        return TimeStep('Correct.' if ok else 'Wrong.', float(ok), terminated=True, info={'success': ok})
+        return TimeStep('Correct.' if ok else 'Wrong.', float(ok), terminated=True, verdict=Verdict(success=ok))
     def oracle_action(self): return {'tool': 'submit', 'params': {'code': self.code}}
 
 SEEDS = list(range(1000, 1020))
@@ -53,7 +53,7 @@ def _episode(seed, reply):
             msgs += [{'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'c', 'type': 'function',
                       'function': {'name': call['tool'], 'arguments': __import__('json').dumps(call['params'])}}]},
                      {'role': 'tool', 'tool_call_id': 'c', 'content': ts.observation}]
-    return bool(ts.info.get('success'))
+    return bool(ts.verdict and ts.verdict.success)
 
 def _check(policy):
     "Success through the rollout engine, a hand-written loop and serve + openai: high and identical episode by episode"

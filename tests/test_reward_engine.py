@@ -56,7 +56,7 @@ def test_preference_records_feed_the_hub_dpo_export(tmp_path):
 
 def test_rule_patterns_are_read_from_the_env_class():
     "An env declares `reward_patterns`; the engine applies them to that env's trajectories (no engine-side table needed)"
-    from knowlyr_lab.core import AgentEnv, TimeStep, tool_schema
+    from knowlyr_lab.core import AgentEnv, TimeStep, Verdict, tool_schema
     from knowlyr_lab.registry import register
     from knowlyr_lab.reward.patterns import rule_patterns
     class Rooms(AgentEnv):
@@ -68,7 +68,8 @@ def test_rule_patterns_are_read_from_the_env_class():
             return TimeStep('in room 0', info={'task': {'id': 'rooms-0', 'instruction': 'walk'}})
         def _step(self, tool, params):
             self.room, self.n = {'a': 1, 'b': 2, 'home': 0}[params['to']], self.n + 1
-            return TimeStep(f"step {self.n}: in room {self.room}", terminated=self.n == 4, info={'success': True} if self.n == 4 else {})
+            return TimeStep(f"step {self.n}: in room {self.room}", terminated=self.n == 4,
+                            verdict=Verdict(success=True) if self.n == 4 else None)
     register('test/rooms', Rooms, overwrite=True)
     assert rule_patterns('test/rooms') == {'state_pattern': r"in room \d+"}
     from knowlyr_lab.agents import ScriptedAgent

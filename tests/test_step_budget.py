@@ -7,6 +7,7 @@ import pytest
 import knowlyr_lab
 import knowlyr_lab.budgets
 import knowlyr_lab.wrappers
+from knowlyr_lab.core import Verdict
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.registry import env_spec, list_envs, make, register
 from knowlyr_lab.rollout.collect import collect
@@ -21,7 +22,7 @@ def test_make_sets_the_budget_and_the_core_enforces_it():
     steps = [env.step('not a tool call'), env.step({'tool': 'look'}), env.step({'tool': 'look'})]   # an invalid action counts
     assert [t.truncated for t in steps] == [False, False, True]
     last = steps[-1].info
-    assert (last['truncated_by'], last['max_episode_steps'], last['success']) == ('max_episode_steps', 3, False)
+    assert (last['truncated_by'], last['max_episode_steps'], steps[-1].verdict.success) == ('max_episode_steps', 3, False)
     o = env.get_trajectory().outcome
     assert (o.truncated, o.success, o.reason) == (True, False, 'max_episode_steps')
 
@@ -84,8 +85,8 @@ def test_envs_do_not_count_steps_themselves(env_id):
         for _ in range(default + 5): assert not env.step(ACTIONS[env_id]).done
         env.max_episode_steps = 2; env.reset(seed=0)
         a, b = env.step(ACTIONS[env_id]), env.step(ACTIONS[env_id])
-        assert (a.done, b.truncated, b.info['truncated_by'], b.info['success'], b.info['score'], b.info['reason']) == \
-               (False, True, 'max_episode_steps', False, 0.0, 'max_episode_steps')
+        assert (a.done, b.truncated, b.info['truncated_by'], b.verdict) == \
+               (False, True, 'max_episode_steps', Verdict(success=False, score=0.0, reason='max_episode_steps'))
     finally: env.close()
 
 def test_default_budgets_kept():
