@@ -16,13 +16,15 @@ import jsonschema
 import pandas as pd
 from fastcore.basics import patch
 
-from .core import AgentEnv, EnvDoneError, InvalidActionError, KnowlyrError, NotResetError, TimeStep, schema_name, schema_params
+from .core import (AgentEnv, EnvDoneError, InvalidActionError, KnowlyrError, NotResetError, TimeStep, Verdict,
+                              schema_name, schema_params, verdict_of)
 from .registry import make
 
 # %% auto #0
 __all__ = ['ENV_CHECKS', 'EnvCheckFailure', 'EnvCheckSkipped', 'EnvCheckError', 'EnvProbe', 'check_tools', 'check_reset',
            'check_seed_determinism', 'check_seed_sensitivity', 'check_fingerprint', 'check_info_types',
-           'check_oracle_episode', 'check_invalid_actions', 'EnvCheckReport', 'check_agent_env']
+           'check_oracle_episode', 'check_step_verdict', 'check_verdict', 'check_invalid_actions', 'EnvCheckReport',
+           'check_agent_env']
 
 # %% ../nbs/08a_env_checker.ipynb #bffcea3c
 class EnvCheckFailure(AssertionError):
@@ -193,13 +195,38 @@ def check_oracle_episode(p:EnvProbe, seed:int=0, max_steps:int=500):
     else:
         _fail(f"the oracle did not finish the episode in {max_steps} steps: check oracle_action and the end condition "
               f"of _step")
-    if ts.info.get('success') is not True:
-        _fail(f"the oracle's episode ended (reason {ts.info.get('reason')!r}) without info['success'] == True: the "
-              f"final step must "
-              "report the verifier's verdict, and the oracle must solve its own task")
+    if (v := verdict_of(ts) or Verdict()).success is not True:
+        _fail(f"the oracle's episode ended (reason {v.reason!r}) without a verdict of success: the final step must "
+              "return TimeStep(..., verdict=Verdict(success=...)), and the oracle must solve its own task")
     try: env.step({'tool': schema_name(env.tool_schemas[0]), 'params': {}})
     except EnvDoneError: pass
     else: _fail("step after the episode ended did not raise EnvDoneError: do not override AgentEnv.step")
+
+# %% ../nbs/08a_env_checker.ipynb #2978f49d
+def check_step_verdict(ts:TimeStep, where:str):
+    "A step's verdict is a `Verdict` with typed fields; a step on which the episode goes on says no success or score"
+    v = ts.verdict
+    if v is not None and not isinstance(v, Verdict):
+        _fail(f"{where}: verdict is a {type(v).__name__}: return TimeStep(..., verdict=Verdict(...))")
+    try: v is None or Verdict(**vars(v))
+    except TypeError as e: _fail(f"{where}: {e}")
+    said = [k for k in ('success', 'score') if ts.info.get(k) is not None or getattr(v, k, None) is not None]
+    if said and not ts.done:
+        _fail(f"{where}: the episode goes on but the step says {' and '.join(said)}: only the step that ends it does")
+
+# %% ../nbs/08a_env_checker.ipynb #27e2652b
+def check_verdict(p:EnvProbe, seed:int=0, max_steps:int=500):
+    "The oracle's episode ends on a step that carries a `Verdict` (not the old info keys); no step before says success"
+    env = p.new(); ts = _reset(env, seed=seed)
+    for i in range(max_steps):
+        ts = env.step(_oracle(env)); check_step_verdict(ts, f"step {i}")
+        if ts.done: break
+    else: return                # an episode that does not end: the oracle check says so
+    if ts.verdict is None and (old := [k for k in ('success', 'score', 'reason', 'invalid') if k in ts.info]):
+        _fail(f"the final step says how the episode ended in info keys {', '.join(old)}: return "
+              "TimeStep(..., verdict=Verdict(success=..., score=..., reason=...)) instead")
+    if ts.verdict is None:
+        _fail(f"the episode ended at step {i} without a verdict: return TimeStep(..., verdict=Verdict(success=...))")
 
 # %% ../nbs/08a_env_checker.ipynb #8b54e9cd
 def check_invalid_actions(p:EnvProbe, seed:int=0):
@@ -223,7 +250,8 @@ def check_invalid_actions(p:EnvProbe, seed:int=0):
 # %% ../nbs/08a_env_checker.ipynb #e1f000f3
 ENV_CHECKS = {'tools': check_tools, 'reset': check_reset, 'seed_determinism': check_seed_determinism,
               'seed_sensitivity': check_seed_sensitivity, 'fingerprint': check_fingerprint,
-              'oracle_episode': check_oracle_episode, 'invalid_actions': check_invalid_actions}
+              'oracle_episode': check_oracle_episode, 'verdict': check_verdict,
+              'invalid_actions': check_invalid_actions}
 
 # %% ../nbs/08a_env_checker.ipynb #d2e789de
 @dataclass
