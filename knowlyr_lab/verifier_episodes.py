@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .coding_tasks import CodingTask
-from .core import AgentEnv
+from .core import AgentEnv, Verdict, verdict_of
 from .verifiers import unittest_names
 from .wrappers import infra_failure
 
@@ -61,12 +61,12 @@ def retry_ast_race(fn, *args, tries:int=3, **kw):
 # %% ../nbs/19ed_verifier_episodes.ipynb #323b0339
 def _ended(ts, outs:list)->ProbeEpisode:
     "The episode of the step `ts` that ended it"
-    info = dict(ts.info or {})
-    if info.get('invalid'):
-        return ProbeEpisode('invalid', why=str(info['invalid']), observation=str(ts.observation), info=info,
+    info, v = dict(ts.info or {}), verdict_of(ts) or Verdict()
+    if v.invalid:
+        return ProbeEpisode('invalid', why=v.invalid, observation=str(ts.observation), info=info,
                             outputs=outs)
     return ProbeEpisode('scored', int(info.get('tests_passed') or 0), float(ts.reward or 0.0),
-                        bool(info.get('success')), '',
+                        bool(v.success), '',
                         str(ts.observation), info, outs)
 
 # %% ../nbs/19ed_verifier_episodes.ipynb #ad728cd7

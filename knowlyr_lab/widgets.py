@@ -16,7 +16,7 @@ from IPython.display import display
 
 from .agents import OpenAIAgent, agent_from_spec, as_reply
 from .chat import to_messages
-from .core import InvalidActionError, KnowlyrError, TimeStep, parse_action
+from .core import InvalidActionError, KnowlyrError, TimeStep, Verdict, parse_action, verdict_of
 from .plots import plot_step_rewards, reward_components
 from .registry import make
 from .rollout.spec import RolloutSpec
@@ -137,10 +137,10 @@ def reward_breakdown(self:EnvSession)->dict:
 @patch
 def status(self:EnvSession)->str:
     if not self.started: return 'not started'
-    n, info = len(self.env.recorded_steps), self.timestep.info
+    n, v = len(self.env.recorded_steps), verdict_of(self.timestep) or Verdict()
     if not self.done: return f"step {n}"
-    verdict = {True: 'success', False: 'failure'}.get(info.get('success'), 'no verdict')
-    ended = info.get('reason') or ('truncated' if self.timestep.truncated else 'terminated')
+    verdict = {True: 'success', False: 'failure'}.get(v.success, 'no verdict')
+    ended = v.reason or ('truncated' if self.timestep.truncated else 'terminated')
     return f"done after {n} steps: {verdict} ({ended})"
 
 # %% ../nbs/82_widgets.ipynb #3f7a3c6c

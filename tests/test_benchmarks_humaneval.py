@@ -101,7 +101,7 @@ def attack(env, how):
     return env.step({'tool': 'submit', 'params': {}})
 
 def no_credit(ts, how):
-    assert (ts.info['success'], ts.reward, ts.info['tests_passed'], ts.info['tests_total']) == (False, 0.0, 0, 1), (how, ts.info)
+    assert (ts.verdict.success, ts.reward, ts.info['tests_passed'], ts.info['tests_total']) == (False, 0.0, 0, 1), (how, ts.info)
     if how.startswith('plants'): assert set(ts.info['ignored']) == PLANTS_LEFT_OUT and ts.info['applied'] == ['solution.py', 'test_humaneval.py']
     return True
 
@@ -126,7 +126,7 @@ def test_humaneval_on_docker_sandbox(docker_host):
     def env():
         if not hasattr(local, 'env'): local.env = HumanEvalEnv(backend='docker'); envs.append(local.env)
         return local.env
-    jobs = ([lambda t=t: expert_episode(env(), t).info['success'] for t in ('HumanEval/0', 'HumanEval/32', 'HumanEval/162')] +
+    jobs = ([lambda t=t: expert_episode(env(), t).verdict.success for t in ('HumanEval/0', 'HumanEval/32', 'HumanEval/162')] +
             [lambda how=how: no_credit(attack(env(), how), how) for how in ATTACKS])
     try:
         with ThreadPoolExecutor(2) as ex: assert list(ex.map(lambda job: job(), jobs)) == [True] * len(jobs)

@@ -70,7 +70,7 @@ def test_agentgym_a_second_client_cannot_read_step_or_close_anothers_session():
         assert victim.available_actions and first.observation.startswith('Find the goal')
         ts = first                                                     # the victim's episode was not touched: it plays on from where it was
         while not ts.done: ts = victim.step(victim.oracle_action())
-        assert ts.info['success'] is True
+        assert ts.verdict.success is True
         victim.close()
 
 def test_openenv_a_second_client_cannot_reach_anothers_session_over_http():
@@ -91,7 +91,7 @@ def test_openenv_a_second_client_cannot_reach_anothers_session_over_http():
         while not ts.done: ts = victim.step(victim.oracle_action()); n += 1   # the victim's episode goes on from where it was, and is won
         local = make(ENV_ID); lts = local.reset(seed=3); m = 0
         while not lts.done: lts = local.step(local.oracle_action()); m += 1
-        assert ts.info['success'] is True and n == m, (n, m)             # in as many moves as a local run: nobody reset or moved it
+        assert ts.verdict.success is True and n == m, (n, m)             # in as many moves as a local run: nobody reset or moved it
         victim.close()
 
 # -- caps --------------------------------------------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def test_an_idle_session_is_closed_with_its_env_after_the_timeout(protocol):
         took = until(lambda: not envs.open(), 60, "the idle session's env closing")
         assert took >= timeout * 0.9, took                            # idle for the timeout, then closed
         ts = env.step(STEPS[protocol])                                 # the agent sat idle past the timeout: its own time ran out
-        assert ts.truncated and (ts.info['reason'], ts.info['success'], ts.info['idle_timeout']) == ('idle_timeout', False, timeout), ts.info
+        assert ts.truncated and (ts.verdict.reason, ts.verdict.success, ts.info['idle_timeout']) == ('idle_timeout', False, timeout), ts.info
         assert ts.info['agent_seconds'] >= timeout * 0.75 and ts.observation.startswith('Episode ended: the agent took'), ts.observation   # measured by the client: less the transport's share
         env.close()                                                    # the client lets go of the closed session...
         assert env.reset(seed=1).observation.startswith('Find the goal')   # ...and its next episode opens a new one
@@ -175,7 +175,7 @@ def test_agentgym_client_told_its_session_expired_forgets_it_and_starts_a_fresh_
         r = thief.post(url + '/step', json={'id': dead, 'action': 'look()'}).json()       # another client learns nothing of it
         assert "not one of this client's sessions" in r['error'] and 'expired' not in r['error'] and 'idle_timeout' not in r, r
         ts = env.step(STEPS['agentgym'])                               # idle past the timeout: the agent's timeout, not the server's failure
-        assert ts.truncated and ts.info['reason'] == 'idle_timeout' and ts.info['idle_timeout'] == timeout, ts.info
+        assert ts.truncated and ts.verdict.reason == 'idle_timeout' and ts.info['idle_timeout'] == timeout, ts.info
         assert env._id is None
         with pytest.raises(RemoteEnvError, match=r'step: no session \(it expired or was closed\); reset to open a new one'): env._step('act', {'action': 'look()'})
         ts = env.reset(seed=1)                                         # no close() needed: a new session

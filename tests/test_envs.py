@@ -43,15 +43,15 @@ def test_all_suite_envs_registered():
 def test_sandbox_expert_solves_and_random_does_not(tid):
     with make('knowlyr/sandbox') as env:
         ts = expert_episode(env, task=tid)
-        assert ts.terminated and ts.info['success'] is True and ts.reward == 1.0
+        assert ts.terminated and ts.verdict.success is True and ts.reward == 1.0
         assert ts.info['tests_passed'] == ts.info['tests_total'] == env.task.n_tests
         r = random_episode(env, task=tid, seed=1)
-        assert r.info.get('success') is False and r.reward < 1.0
+        assert r.verdict.success is False and r.reward < 1.0
 
 @pytest.mark.slow
 def test_sandbox_expert_solves_every_bundled_task():
     with make('knowlyr/sandbox') as env:
-        bad = [t.id for t in CODING if not expert_episode(env, task=t.id).info.get('success')]
+        bad = [t.id for t in CODING if not expert_episode(env, task=t.id).verdict.success]
     assert bad == []
 
 @pytest.mark.slow
@@ -64,7 +64,7 @@ def test_sandbox_partial_credit_is_fraction_of_hidden_tests():
         env.reset(task='py-mean-divisor')
         ts = env.step({'tool': 'finish', 'params': {}})
         assert (ts.info['tests_passed'], ts.info['tests_total']) == (2, 5)
-        assert ts.reward == pytest.approx(0.4) and ts.info['success'] is False and ts.info['failures']
+        assert ts.reward == pytest.approx(0.4) and ts.verdict.success is False and ts.info['failures']
 
 def _sandbox_dirs(): return {p for p in Path(tempfile.gettempdir()).glob('knowlyr-*')}
 
@@ -96,7 +96,7 @@ def test_user_task_folder_in_sandbox_env(tmp_path):
         assert [t['id'] for t in env.list_tasks()] == ['my-area']
         ts = env.reset(seed=0); assert 'pkg/area.py' in ts.observation
         ts = env.step({'tool': 'submit', 'params': {}}); assert (ts.info['tests_passed'], ts.info['tests_total']) == (1, 2)
-        ts = expert_episode(env, task='my-area'); assert ts.info['success'] and ts.reward == 1.0
+        ts = expert_episode(env, task='my-area'); assert ts.verdict.success and ts.reward == 1.0
     (d / 'task.yaml').write_text(yaml.safe_dump({'id': 'my-area', 'instruction': 'x', 'fix': [{'path': 'pkg/nope.py', 'old_str': 'a', 'new_str': 'b'}]}))
     with pytest.raises(CodingTaskError, match=r'task.yaml: field fix.0.path'): load_coding_tasks(tmp_path)
 
@@ -104,7 +104,7 @@ def test_user_task_folder_in_sandbox_env(tmp_path):
 def test_sandbox_env_on_docker_backend(docker_host):
     with make('knowlyr/sandbox', backend='docker') as env:
         ts = expert_episode(env, task='py-cart-discount')
-        assert ts.info['success'] is True, ts.observation
+        assert ts.verdict.success is True, ts.observation
         env.reset(task='py-cart-discount')
         assert env.step({'tool': 'submit', 'params': {}}).info['tests_passed'] == 2
 
@@ -115,20 +115,20 @@ def test_conversation_family_expert_and_random(env_id):
     assert len(tasks) >= 4
     for t in tasks:
         ts = expert_episode(env, task=t['id'])
-        assert ts.terminated and ts.info['success'] is True and ts.reward == 1.0, (t['id'], ts.info)
+        assert ts.terminated and ts.verdict.success is True and ts.reward == 1.0, (t['id'], ts.info)
         r = random_episode(env, task=t['id'], seed=3, limit=25)
-        assert r.done and not r.info.get('success'), (t['id'], r.info)
+        assert r.done and not r.verdict.success, (t['id'], r.info)
 
 @pytest.mark.parametrize('difficulty', ['easy', 'medium', 'hard'])
 def test_wordle_expert_near_perfect_random_poor(difficulty):
     env, rng = make(f'knowlyr/wordle-{difficulty}'), random.Random(0)
-    ok = sum(expert_episode(env, seed=s).info['success'] for s in range(20))
+    ok = sum(expert_episode(env, seed=s).verdict.success for s in range(20))
     assert ok == 20
     rnd = 0
     for s in range(20):
         ts = env.reset(seed=s)
         while not ts.done: ts = env.step(random_action(env, rng))
-        rnd += ts.info['success']
+        rnd += ts.verdict.success
     assert rnd <= 4
 
 @pytest.mark.parametrize('env_id', SUITE_ENVS)
@@ -185,7 +185,7 @@ def test_llm_user_through_real_sdks(api):
         ts = env.step({'tool': 'respond', 'params': {'message': 'I think you can get a refund.'}})
         assert not ts.done
         ts = env.step({'tool': 'respond', 'params': {'message': 'Order N-4417: a full refund, via the Billing page.'}})
-        assert ts.terminated and ts.info['success'] is True and ts.info['reason'] == 'user_satisfied'
+        assert ts.terminated and ts.verdict.success is True and ts.verdict.reason == 'user_satisfied'
         body = srv.requests[-1]['body']
         assert srv.requests[-1]['api'] == api
         roles = [m['role'] for m in body['messages']]
@@ -200,7 +200,7 @@ def test_llm_user_gives_up_and_checker_decides():
         env = make('knowlyr/conversation', user=LLMUser('fake', base_url=srv.openai_base_url, api_key='k', max_retries=0))
         env.reset(task='conv-refund-annual')
         ts = env.step({'tool': 'respond', 'params': {'message': 'No idea, sorry.'}})
-        assert ts.terminated and ts.info['reason'] == 'user_satisfied' and ts.info['success'] is False and ts.reward == 0.0
+        assert ts.terminated and ts.verdict.reason == 'user_satisfied' and ts.verdict.success is False and ts.reward == 0.0
 
 BUNDLED = sorted(e for e in list_envs() if e.startswith('knowlyr/'))
 SANDBOXED = {'knowlyr/sandbox', 'knowlyr/humaneval'}     # a sandbox per reset: slow

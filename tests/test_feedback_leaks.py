@@ -87,7 +87,7 @@ def test_repo_feedback_names_failures_without_quoting_the_tests(sandbox_env, tas
     sandbox_env.reset(task=task_id)
     ts = sandbox_env.step(SUBMIT)
     task = sandbox_env.task
-    assert ts.done and ts.info['success'] is False, ts.info
+    assert ts.done and ts.verdict.success is False, ts.info
     assert _leaks(task, ts) == [], (task_id, ts.info['messages'])
     _check_named(ts, unittest_names(task.hidden_tests))
 
@@ -136,7 +136,7 @@ def test_the_candidate_cannot_echo_the_tests_inputs(how):
     ts = _submit(_shout_task(), _ECHOES[how])
     shown = '\n'.join([ts.observation, *_strings(ts.info)])
     assert 'kumquat' not in shown and 'ECHO' not in shown, (how, ts.info)
-    assert ts.info['success'] is False, ts.info
+    assert ts.verdict.success is False, ts.info
     if how != 'stderr, then the timeout': assert 'TestShout.test_fruit' in ts.observation, ts.info     # a timeout leaves no report
 
 def test_the_kind_of_failure_is_shown():
@@ -177,7 +177,7 @@ def test_env_server_client_gets_no_hidden_test_text(transport):
             env.reset(seed=0)
             ts = env.step(sent_as(transport, SUBMIT))
         finally: env.close()
-    assert ts.done and ts.info['success'] is False, ts.info
+    assert ts.done and ts.verdict.success is False, ts.info
     assert ts.info['tests_passed'] == 3 and ts.info['failures'] == ['TestFizzBuzz.test_both', 'TestFizzBuzz.test_both_30'], ts.info
     assert _leaks(task, ts) == [], ts.info['messages']
     _check_named(ts, unittest_names(task.hidden_tests))

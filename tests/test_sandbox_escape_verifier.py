@@ -64,10 +64,10 @@ def test_in_process_forgery_does_not_change_reward(env):
 def test_exit_status_is_not_the_verdict(env):
     "Code that ends the test process with status 0 before any test ran scores 0, not 1"
     ts = _submit(env, {}, "\nimport os\nos._exit(0)\n")
-    assert (ts.info['tests_passed'], ts.reward, ts.info['success']) == (0, 0.0, False), ts.info
+    assert (ts.info['tests_passed'], ts.reward, ts.verdict.success) == (0, 0.0, False), ts.info
 
 def test_true_fix_still_scores_one(env):
     env.reset(task='py-fizzbuzz-order')
     ts = None
     while ts is None or not ts.done: ts = env.step(env.oracle_action())
-    assert (ts.info['tests_passed'], ts.reward, ts.info['success']) == (5, 1.0, True), ts.info
+    assert (ts.info['tests_passed'], ts.reward, ts.verdict.success) == (5, 1.0, True), ts.info

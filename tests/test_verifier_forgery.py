@@ -87,7 +87,7 @@ def test_attack_through_the_env_submit():
         for path, content in attack_files(t, FORGERY_STRATEGIES['stack-walk-report']).items():
             env.step({'tool': 'file_write', 'params': {'path': path, 'content': content}})
         ts = env.step({'tool': 'submit', 'params': {}})
-    assert (ts.reward, ts.info['success'], ts.info['tests_passed']) == (0.0, False, 0), ts.info
+    assert (ts.reward, ts.verdict.success, ts.info['tests_passed']) == (0.0, False, 0), ts.info
 
 PROBE = {'knowlyr/sandbox': ['py-fizzbuzz-order', 'py-overdraft'], 'knowlyr/humaneval': ['HumanEval/0', 'HumanEval/38']}
 

@@ -74,16 +74,16 @@ def served(request):
 def test_http_honest_verdicts(served):
     "The wrong solution as shipped gets its partial verdict, the real fix passes: the transport carries the verifier's verdict"
     env_id, play, honest = served
-    assert honest.info['success'] is False
+    assert honest.verdict.success is False
     assert honest.reward == (0.0 if env_id == 'knowlyr/humaneval' else pytest.approx(3 / 5)), (honest.reward, honest.info)
     fixed = play('fixed')
-    assert fixed.info['success'] is True and fixed.reward == 1.0, (fixed.reward, fixed.info)
+    assert fixed.verdict.success is True and fixed.reward == 1.0, (fixed.reward, fixed.info)
 
 @pytest.mark.parametrize('strategy', CLASSES)
 def test_http_forged_solution_gets_the_true_verdict(served, strategy):
     env_id, play, honest = served
     ts = play(strategy)
-    assert ts.info['success'] is False and ts.reward <= honest.reward, (strategy, ts.reward, ts.info)
+    assert ts.verdict.success is False and ts.reward <= honest.reward, (strategy, ts.reward, ts.info)
     assert ts.info.get('tests_passed', 0) <= honest.info.get('tests_passed', 0), (strategy, ts.info)
 
 # -- MCP: run_pipeline with an OpenAI-compatible policy that plays the forged solution --

@@ -17,12 +17,12 @@ import ssl
 import time
 import urllib.parse
 
-from ..core import InfrastructureError, KnowlyrError, TimeStep
+from ..core import InfrastructureError, KnowlyrError, TimeStep, Verdict
 
 # %% auto #0
 __all__ = ['REFUSED_STATUSES', 'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'IDLE_SLACK', 'RemoteEnvError', 'SessionExpiredError',
            'Refused', 'task_seed', 'fetch', 'read_json', 'as_reward', 'as_flag', 'as_object', 'as_time_limits',
-           'step_seconds', 'idle_ended']
+           'step_seconds', 'idle_ended', 'verdict_from_wire']
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #5e3fc6f1
 class RemoteEnvError(InfrastructureError):
@@ -178,7 +178,20 @@ def idle_ended(idle_timeout, gap:float)->TimeStep|None:
         or gap < idle_timeout - min(1.0, IDLE_SLACK * idle_timeout)): return None
     msg = (f"Episode ended: the agent took {gap:.1f} s to act, longer than the {idle_timeout:g} s the server keeps "
            "an idle session")
-    return TimeStep(msg, truncated=True,
-                    info={'success': False, 'score': 0.0, 'reason': 'idle_timeout', 'timeout': 'idle',
-                                             'is_error': True, 'idle_timeout': float(idle_timeout),
-                                             'agent_seconds': round(gap, 3)})
+    return TimeStep(msg, truncated=True, verdict=Verdict(success=False, score=0.0, reason='idle_timeout'),
+                    info={'timeout': 'idle', 'is_error': True, 'idle_timeout': float(idle_timeout),
+                          'agent_seconds': round(gap, 3)})
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #7a4f6a62
+def verdict_from_wire(info:dict,         # the step's `info` as received: the verdict's fields are taken out of it
+                      success=None,      # the wire's `success` field, already checked (None: not given)
+                     )->Verdict|None:    # None: the step carries no verdict
+    "The `Verdict` of a served step from its `success` field and its `info`'s `score`, `reason` and `invalid`"
+    got = {}
+    for k in ('success', 'score', 'reason', 'invalid'):
+        if info.get(k) is None: continue
+        try: Verdict(**{k: info[k]})
+        except TypeError: continue     # not a verdict's field as this server meant it: it stays in `info`
+        got[k] = info.pop(k)
+    if success is not None: got['success'] = bool(success)
+    return Verdict(**got) if got else None

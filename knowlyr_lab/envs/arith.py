@@ -13,7 +13,7 @@ import re
 
 from fastcore.basics import patch
 
-from ..core import AgentEnv, TimeStep, tool_schema
+from ..core import AgentEnv, TimeStep, Verdict, tool_schema
 from ..registry import register
 
 # %% auto #0
@@ -87,7 +87,7 @@ class ArithEnv(AgentEnv):
             ok = params['answer'] == self.answer
             obs = "Correct." if ok else f"Wrong: {params['answer']} is not the value of the expression."
             return TimeStep(obs, float(ok), terminated=True,
-                            info={'success': ok, 'score': float(ok), 'reason': 'submitted'})
+                            verdict=Verdict(success=ok, score=float(ok), reason='submitted'))
         a, b = params['a'], params['b']
         if self._expected() == {'tool': tool, 'params': {'a': a, 'b': b}}: self.done_ops += 1
         return TimeStep(f"{a} {OPS[tool][0]} {b} = {OPS[tool][1](a, b)}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import AgentEnv, InfrastructureError, TimeStep, tool_schema
+from ..core import AgentEnv, InfrastructureError, TimeStep, Verdict, tool_schema
 from ..domains import get_domain
 from .conversation_tasks import OFFLINE_TOOLS, ConversationTask, check_answer, load_conversation_tasks, run_offline_tool
 from ..registry import register
@@ -198,7 +198,8 @@ def _pick_task(self:ConversationEnv, task, seed)->ConversationTask:
 @patch
 def _finish(self:ConversationEnv, answer:str, reason:str, obs:str)->TimeStep:
     v = check_answer(self.task.check, answer)
-    return TimeStep(obs, v['score'], terminated=True, info={**v, 'reason': reason})
+    info = {k: x for k, x in v.items() if k not in ('success', 'score')}   # what was missing or forbidden
+    return TimeStep(obs, v['score'], terminated=True, info=info, verdict=Verdict(v['success'], v['score'], reason))
 
 # %% ../../nbs/17_envs_conversation.ipynb #46679d7e
 @patch

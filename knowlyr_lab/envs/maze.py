@@ -13,7 +13,7 @@ from collections import deque
 
 from fastcore.basics import patch
 
-from ..core import AgentEnv, TimeStep, tool_schema
+from ..core import AgentEnv, TimeStep, Verdict, tool_schema
 from ..registry import register
 
 # %% auto #0
@@ -110,7 +110,7 @@ class MazeEnv(AgentEnv):
             obs = ("You reached the goal. Solved!" if ok else
                    f"You submitted at row {self.pos[0]}, col {self.pos[1]}, but the goal is elsewhere. Failed.")
             return TimeStep(obs, float(ok), terminated=True,
-                            info={'success': ok, 'score': float(ok), 'reason': 'submitted'})
+                            verdict=Verdict(success=ok, score=float(ok), reason='submitted'))
         if tool == 'look': obs = self.render_map() + '\n' + self._describe()
         else:
             d = params['direction']

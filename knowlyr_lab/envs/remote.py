@@ -32,6 +32,7 @@ from knowlyr_lab.envs._remote_wire import (
     read_json,
     step_seconds,
     task_seed,
+    verdict_from_wire,
 )
 from .extras import require_extra
 from .serve import format_call
@@ -162,12 +163,12 @@ def _timestep(self:OpenEnvClient, data:dict, seed=None, what:str='step')->TimeSt
     reward, done = as_reward(data.get('reward'), where), as_flag(data.get('done'), 'done', where)
     info = dict(as_object(obs.get('info'), 'observation.info', where)); self._info = info
     truncated = as_flag(obs.get('truncated'), 'observation.truncated', where) and done
-    if done:
-        ok = as_flag(obs.get('success'), 'observation.success', where, default=None)
-        if ok is None and self.success_reward is not None: ok = reward >= self.success_reward
-        if ok is not None: info['success'] = bool(ok)
+    ok = as_flag(obs.get('success'), 'observation.success', where, default=None) if done else None
+    if done and ok is None and self.success_reward is not None: ok = reward >= self.success_reward
+    verdict = verdict_from_wire(info, ok)
     if seed is not None: info['task'] = obs.get('task') or {'id': f'{self.name}-s{seed}', 'seed': seed, 'env_id': self.env_id}
-    return TimeStep(self.render(obs), reward, terminated=done and not truncated, truncated=truncated, info=info)
+    return TimeStep(self.render(obs), reward, terminated=done and not truncated, truncated=truncated, info=info,
+                    verdict=verdict)
 
 # %% ../../nbs/19d_envs_remote.ipynb #aef5cf61
 @patch
@@ -278,15 +279,14 @@ def _observe(self:AgentGymClient, r:dict, seed=None, what:str='step')->TimeStep:
     reward, done = as_reward(r.get('reward'), where), as_flag(r.get('done'), 'done', where)
     info = dict(as_object(r.get('info'), 'info', where)); self._info = info
     if self.available_actions: info['available_actions'] = self.available_actions
-    if done:
-        ok = as_flag(r.get('success'), 'success', where, default=None)
-        if ok is None and self.success_reward is not None: ok = reward >= self.success_reward
-        if ok is not None: info['success'] = bool(ok)
+    ok = as_flag(r.get('success'), 'success', where, default=None) if done else None
+    if done and ok is None and self.success_reward is not None: ok = reward >= self.success_reward
+    verdict = verdict_from_wire(info, ok)
     if seed is not None: self._limits = as_time_limits(r.get('time_limits'), where)
     if seed is not None: info['task'] = {'id': f'{self.name}-s{seed}', 'seed': seed, 'env_id': self.env_id}
     text = obs if isinstance(obs, str) else json.dumps(obs)
     if self.available_actions: text += "\nAvailable actions: " + ', '.join(self.available_actions)
-    return TimeStep(text, reward, terminated=done, info=info)
+    return TimeStep(text, reward, terminated=done, info=info, verdict=verdict)
 
 # %% ../../nbs/19d_envs_remote.ipynb #0b49d2ac
 @patch

@@ -15,7 +15,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from ..coding_tasks import CodingTask, load_coding_task, load_coding_tasks
-from ..core import AgentEnv, InfrastructureError, TimeStep, tool_schema
+from ..core import AgentEnv, InfrastructureError, TimeStep, Verdict, tool_schema
 from ..registry import register
 from ..sandbox.base import SandboxError, SandboxLimits
 from ..verifiers import FEEDBACK_LEVELS
@@ -159,7 +159,7 @@ def _take_step(self:SandboxEnv, tool, params)->TimeStep:
                 if 'workspace_error' in rep else '')
         obs = (f"Submitted.{lost} Hidden tests: {rep['tests_passed']}/{rep['tests_total']} passed." +
                (f" Failing: {', '.join(bad[:10])}." if bad else " All hidden tests pass."))
-        return TimeStep(obs, score, terminated=True, info={'success': ok, 'score': score, 'reason': 'submitted', **rep})
+        return TimeStep(obs, score, terminated=True, info=rep, verdict=Verdict(ok, score, 'submitted'))
     if tool == 'file_read':
         try: self._read.add(self.sandbox.resolve(params['path']))
         except Exception: pass                 # a bad path: the tool call below reports it

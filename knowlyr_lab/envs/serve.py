@@ -25,7 +25,8 @@ from fastcore.basics import patch
 from pydantic import BaseModel
 
 from ..cli_errors import run_cli
-from ..core import AgentEnv, InfrastructureError, InvalidActionError, parse_action, schema_name, schema_params
+from ..core import (AgentEnv, InfrastructureError, InvalidActionError, Verdict, parse_action, schema_name,
+                              schema_params, verdict_of)
 from .extras import require_extra
 from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address
 
@@ -65,12 +66,14 @@ def _jsonable(x):
 
 # %% ../../nbs/19b_envs_serve.ipynb #9550da15
 def _served(env:AgentEnv, ts, expose_oracle:bool)->dict:
-    info = {k: v for k, v in ts.info.items() if k != 'task'}
+    v = verdict_of(ts) or Verdict()    # on the wire as it always was: `success`, and the verdict's fields in `info`
+    wire = {k: x for k, x in vars(v).items() if x is not None}
+    info = {**wire, **{k: x for k, x in ts.info.items() if k != 'task'}}
     if expose_oracle and not ts.done and hasattr(env.unwrapped, 'oracle_action'):
         try: info['oracle_action'] = env.unwrapped.oracle_action()
         except Exception: pass
     return {'text': ts.observation, 'reward': float(ts.reward), 'done': bool(ts.done), 'truncated': bool(ts.truncated),
-            'success': ts.info.get('success') if ts.done else None, 'info': _jsonable(info),
+            'success': v.success if ts.done else None, 'info': _jsonable(info),
             'task': _jsonable(ts.info.get('task')) if 'task' in ts.info else None}
 
 # %% ../../nbs/19b_envs_serve.ipynb #9ea42f44

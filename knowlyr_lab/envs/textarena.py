@@ -18,7 +18,7 @@ from typing import Callable
 
 from fastcore.basics import patch
 
-from ..core import AgentEnv, TimeStep, fingerprint_of, tool_schema
+from ..core import AgentEnv, TimeStep, Verdict, fingerprint_of, tool_schema
 from ..random_calls import random_call
 from .extras import require_extra
 from ..registry import register
@@ -284,8 +284,8 @@ def _play(self:TextArenaEnv, tool, params)->TimeStep:
     else:
         # Countdown, Cryptarithm, ThreeCardMonte pass (reward, reason) swapped on invalid moves
         score, reason = 0.0, f"{reason} {raw}".strip()
-    return TimeStep(obs, score, terminated=True, info={'success': score >= 1.0, 'score': score, 'reason': reason,
-                                                        'is_error': bool(gi.get('invalid_move')), 'command': text})
+    return TimeStep(obs, score, terminated=True, info={'is_error': bool(gi.get('invalid_move')), 'command': text},
+                    verdict=Verdict(success=score >= 1.0, score=score, reason=reason))
 
 # %% ../../nbs/19a_envs_textarena.ipynb #d4702a1f
 @patch

@@ -14,7 +14,7 @@ from typing import Any
 
 from fastcore.basics import patch
 
-from ..core import schema_name, schema_params
+from ..core import schema_name, schema_params, verdict_of
 from ..registry import make
 
 # %% auto #0
@@ -82,9 +82,9 @@ def _call(self:KnowlyrTRLEnv, tool:str, params:dict)->str:
     ts = self.env.step({'tool': tool, 'params': params})
     self.calls.append({'tool': tool, 'params': params, 'observation': ts.observation, 'reward': float(ts.reward)})
     if ts.done:
-        self.done, i = True, ts.info
-        self.verdict = (float(i['score']) if i.get('score') is not None else
-                        float(bool(i['success'])) if i.get('success') is not None else 0.0)
+        self.done, v = True, verdict_of(ts)
+        self.verdict = (float(v.score) if v and v.score is not None else
+                        float(v.success) if v and v.success is not None else 0.0)
     return ts.observation
 
 # %% ../../nbs/19e_envs_trl.ipynb #e9314b0d

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import AgentEnv, TimeStep, tool_schema
+from ..core import AgentEnv, TimeStep, Verdict, tool_schema
 from ..registry import register
 
 # %% auto #0
@@ -180,10 +180,10 @@ def _play(self:WordleEnv, tool, params):
     left = self.max_guesses - len(self.history)
     if w == self.secret:
         return TimeStep(f"{board}\nSolved in {len(self.history)} guesses!", 1.0, terminated=True,
-                        info={'success': True, 'score': 1.0, 'reason': 'found', 'guesses': len(self.history)})
+                        info={'guesses': len(self.history)}, verdict=Verdict(True, 1.0, 'found'))
     if left == 0:
         return TimeStep(f"{board}\nOut of guesses. The word was {self.secret!r}.", 0.0, terminated=True,
-                        info={'success': False, 'score': 0.0, 'reason': 'out_of_guesses', 'guesses': len(self.history)})
+                        info={'guesses': len(self.history)}, verdict=Verdict(False, 0.0, 'out_of_guesses'))
     return TimeStep(f"{board}\n{left} guesses left.")
 
 # %% ../../nbs/18_envs_wordle.ipynb #b734f73d

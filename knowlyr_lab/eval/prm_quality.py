@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..agents import ExpertAgent, RandomAgent
+from ..core import verdict_of
 from ..domains import ToolCategory, get_domain
 from ..registry import make
 from ..reward.engine import RewardEngine
@@ -206,6 +207,7 @@ def _action(step)->dict|None:
     return {'tool': step.action.tool, 'params': dict(step.action.params)} if step.action is not None else None
 
 def _invalid(ts)->bool: return bool(ts.info.get('is_error') or ts.info.get('invalid_action'))
+def _solved(ts)->bool: return bool((v := verdict_of(ts)) and v.success)
 
 def replay_labels(traj:Trajectory,
                   step_kind:Callable,             # (env, action, ctx) -> (error kind or None, episode done)
@@ -236,7 +238,7 @@ def label_maze(traj:Trajectory)->StepLabels:
         before = env.unwrapped.pos; ts = env.step(a)
         if _invalid(ts): return 'invalid', ts.done
         if a['tool'] == 'move' and dist[env.unwrapped.pos] > dist[before]: return 'leaves the shortest paths', ts.done
-        if a['tool'] == 'submit' and not ts.info.get('success'): return 'submits off the goal', ts.done
+        if a['tool'] == 'submit' and not _solved(ts): return 'submits off the goal', ts.done
         return None, ts.done
     return replay_labels(traj, step, lambda u, dist: dist[u.pos] + 1, lambda u: bfs(u.size, u.passages, u.goal)[0])
 
@@ -248,7 +250,7 @@ def label_coding(traj:Trajectory)->StepLabels:
     def step(env, a, state):
         ts = env.step(a); cat = prof.category(a['tool'])
         if _invalid(ts): return 'failed call', ts.done
-        if cat == ToolCategory.SUBMIT: return (None if ts.info.get('success') else 'submits with failing tests'), ts.done
+        if cat == ToolCategory.SUBMIT: return (None if _solved(ts) else 'submits with failing tests'), ts.done
         if cat in (ToolCategory.WRITE, ToolCategory.EXECUTE) or cat is None:
             now = failing(env.unwrapped); broke = bool(now - state['failing']); state['failing'] = now
             return ('breaks a passing test' if broke else None), ts.done
@@ -260,7 +262,7 @@ def label_arith(traj:Trajectory)->StepLabels:
     def step(env, a, ctx):
         want = env.unwrapped.oracle_action(); ts = env.step(a)
         if _invalid(ts): return 'invalid', ts.done
-        if a['tool'] == 'submit': return (None if ts.info.get('success') else 'submits a wrong answer'), ts.done
+        if a['tool'] == 'submit': return (None if _solved(ts) else 'submits a wrong answer'), ts.done
         return ('not the next operation' if a != want else None), ts.done
     return replay_labels(traj, step, lambda u, ctx: u.task['optimal_steps'])
 
