@@ -88,9 +88,10 @@ class Verdict:
         "This verdict with its unset (None) fields taken from `defaults`: the fields the env set win"
         return replace(self, **{k: v for k, v in defaults.items() if getattr(self, k) is None})
 
-# %% ../nbs/00_core.ipynb #307abc8b
+# %% ../nbs/00_core.ipynb #f193c8e0
 _OLD_KEYS = {'success': bool, 'score': float, 'reason': str, 'invalid': str}
 
+# %% ../nbs/00_core.ipynb #307abc8b
 def verdict_of(ts:TimeStep)->Verdict|None:
     "The verdict of step `ts`: `ts.verdict`, or (deprecated) the one an older env wrote into its `info` keys"
     old = {k: f(ts.info[k]) for k, f in _OLD_KEYS.items() if ts.verdict is None and ts.info.get(k) is not None}
