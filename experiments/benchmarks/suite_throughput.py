@@ -17,6 +17,7 @@ import random
 import statistics
 import time
 
+from knowlyr_lab.core import verdict_of
 from knowlyr_lab.gym import ToolCallSpace
 from knowlyr_lab.registry import make
 
@@ -28,7 +29,8 @@ SUITES = ['knowlyr/maze-easy', 'knowlyr/maze-medium', 'knowlyr/maze-hard',
 def episode(env, policy, task=None, seed=None, limit=100):
     ts, n = env.reset(task=task, seed=seed), 0
     while not ts.done and n < limit: ts, n = env.step(policy(env)), n + 1
-    return bool(ts.info.get('success')), float(ts.reward), n
+    v = verdict_of(ts)
+    return bool(v and v.success), float(ts.reward), n
 
 def random_policy(env_id, env, seed):
     if env_id.startswith('knowlyr/wordle'):
