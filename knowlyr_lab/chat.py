@@ -8,17 +8,20 @@ Docs: https://knowlyr.github.io/knowlyr-lab/chat.html.md"""
 # %% ../nbs/07a_chat.ipynb #4c12ac2e
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
+
+from fastcore.basics import patch
 
 from .chat_messages import ChatFormatError, assistant_message, parse_reply, parse_steps_text, react_text, seed_messages, steps_text, to_messages, tool_call  # noqa: F401 (re-exported: the chat layer's names are all in knowlyr_lab.chat)
 from .core import InvalidActionError
 
 # %% auto #0
 __all__ = ['CHAT_FORMATS', 'PROMPT_FILE', 'template_call', 'format_messages', 'turn_extends', 'template_caps', 'choose_format',
-           'set_chat_format', 'chat_format', 'format_advice', 'render_chats', 'render_chat', 'save_prompt',
-           'load_prompt']
+           'set_chat_format', 'chat_format', 'format_advice', 'render_chats', 'render_chat', 'PromptFormat']
 
 # %% ../nbs/07a_chat.ipynb #3f8121e0
 CHAT_FORMATS = ('template', 'hermes', 'react')
@@ -229,23 +232,52 @@ def render_chat(tokenizer, messages:list[dict], tools:list|None=None, add_genera
     "`render_chats` of one conversation"
     return render_chats(tokenizer, [messages], tools, add_generation_prompt, fmt)[0]
 
-# %% ../nbs/07a_chat.ipynb #bd8ce20f
+# %% ../nbs/07a_chat.ipynb #4e5cc973
+@dataclass
+class PromptFormat:
+    "How a model is prompted: its system prompt, its tool list and its chat format (the model's prompt card)"
+    system_prompt:str|None = None   # the system message every conversation starts with (None: none)
+    tools:list|None = None          # tool schemas rendered in prompts (None or []: no tool list)
+    chat_format:str|None = None     # one of CHAT_FORMATS (None: the probe decides, `probe`)
+
+# %% ../nbs/07a_chat.ipynb #d6b639b4
+@patch
+def probe(self:PromptFormat, tokenizer)->PromptFormat:
+    "This format, its chat format decided for `tokenizer` (the probe's pick when it names none) and set on it"
+    return dataclasses.replace(self, chat_format=set_chat_format(tokenizer, self.chat_format or 'auto'))
+
+# %% ../nbs/07a_chat.ipynb #ec53293e
+@patch
+def messages(self:PromptFormat, msgs:list[dict])->list[dict]:
+    "`msgs` opened by the system prompt, unless they have a system message of their own"
+    if not self.system_prompt or any(m.get('role') == 'system' for m in msgs): return list(msgs)
+    return [{'role': 'system', 'content': self.system_prompt}, *msgs]
+
+# %% ../nbs/07a_chat.ipynb #1b23f9b3
+@patch
+def render(self:PromptFormat, tokenizer, chats:list[list[dict]], # conversations (OpenAI messages)
+           add_generation_prompt:bool=True)->list[str]:
+    "Each conversation's prompt text as training rendered it: system prompt first, this tool list, this chat format"
+    chats = [self.messages(c) for c in chats]
+    return render_chats(tokenizer, chats, self.tools or [], add_generation_prompt, self.chat_format)
+
+# %% ../nbs/07a_chat.ipynb #5737c314
 PROMPT_FILE = 'knowlyr_prompt.json'
 
-# %% ../nbs/07a_chat.ipynb #81339886
-def save_prompt(path:str|Path,             # the saved model's folder
-                system_prompt:str|None=None, # the system message every training chat started with (None: none)
-                tools:list|None=None,       # the tool schemas rendered in training prompts (None: no tool list)
-                # the chat format training rendered with (`knowlyr_lab.chat`; None: decided by the probe)
-                chat_format:str|None=None,
-               )->Path:
-    "Write the model's prompt card: how its training prompts were rendered, so inference renders them the same way"
+@patch
+def save(self:PromptFormat, path:str|Path)->Path:
+    "Write this format next to a saved model (folder `path`), so inference prompts the model as training did"
     f = Path(path) / PROMPT_FILE
-    f.write_text(json.dumps({'system_prompt': system_prompt, 'tools': tools, 'chat_format': chat_format}, indent=1))
+    f.write_text(json.dumps(dataclasses.asdict(self), indent=1))
     return f
 
-# %% ../nbs/07a_chat.ipynb #d3b62d94
-def load_prompt(path:str|Path)->dict|None:
-    "The prompt card saved with a model, or None"
+# %% ../nbs/07a_chat.ipynb #79d63c77
+@patch(cls_method=True)
+def load(cls:PromptFormat, path:str|Path)->PromptFormat|None:
+    "The format saved with the model in folder `path`, or None when it has none"
     f = Path(path) / PROMPT_FILE
-    return json.loads(f.read_text()) if f.exists() else None
+    if not f.exists(): return None
+    d = json.loads(f.read_text())
+    if not isinstance(d, dict) or set(d) - {'system_prompt', 'tools', 'chat_format'}:
+        raise ValueError(f"{f}: not a prompt format (keys system_prompt, tools, chat_format): {str(d)[:80]}")
+    return cls(**d)

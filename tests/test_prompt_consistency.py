@@ -61,17 +61,17 @@ def _check(policy):
 
     import openai
 
-    from knowlyr_lab.chat import load_prompt, parse_reply
+    from knowlyr_lab.chat import PromptFormat, parse_reply
     from knowlyr_lab.rollout.engine import run_episodes
     from knowlyr_lab.serving import AgentInference
     inf = AgentInference.from_pretrained(policy)
-    card = load_prompt(policy)
+    card = PromptFormat.load(policy)
     # 1. the library's rollout engine (what collect and evaluate_agent use), seeded like the loops below
     agent = inf.create_agent(max_new_tokens=24)
     engine = [bool(t.outcome.success) for t in run_episodes([CodeEnv() for _ in SEEDS], agent, [(i, None, s) for i, s in enumerate(SEEDS)])]
     # 2. a hand-written loop over the model
     def local(msgs):
-        _, calls = parse_reply(inf.generate([msgs], card['tools'], max_new_tokens=24)[0]['text'])
+        _, calls = parse_reply(inf.generate([msgs], card.tools, max_new_tokens=24)[0]['text'])
         return calls[0] if calls else None
     hand = [_episode(s, local) for s in SEEDS]
     # 3. serve + the openai SDK

@@ -72,11 +72,11 @@ def test_exported_rows_train_with_the_env_tools(real_path, demos, tmp_path):
 @pytest.mark.real
 def test_training_and_inference_prompts_agree(real_path, demos):
     "The first inference prompt of an arith task names the tools and equals the training sample's prompt, token for token"
-    from knowlyr_lab.chat import save_prompt, set_chat_format
+    from knowlyr_lab.chat import PromptFormat, set_chat_format
     from knowlyr_lab.registry import make
     from knowlyr_lab.serving import AgentInference
     from knowlyr_lab.trainer.data import env_tools, to_chat, tokenize_chat
-    save_prompt(real_path, None, env_tools(ENV), 'hermes')     # the card a trainer writes (tools rendered, format)
+    PromptFormat(None, env_tools(ENV), 'hermes').save(real_path)     # the card a trainer writes (tools rendered, format)
     try:
         inf = AgentInference.from_pretrained(real_path, prefix_cache=0)
         agent = inf.create_agent(max_new_tokens=4)
@@ -97,7 +97,7 @@ def test_lora_sft_steps_learn_and_reload(real_path, demos, tmp_path):
     "A few LoRA SFT steps on the real model lower the loss; the merged save reloads with the same logits and the card's format"
     import torch
 
-    from knowlyr_lab.chat import load_prompt
+    from knowlyr_lab.chat import PromptFormat
     from knowlyr_lab.serving import AgentInference
     from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
     cfg = SFTConfig(model_name_or_path=str(real_path), output_dir=str(tmp_path / 'sft'), use_lora=True, learning_rate=2e-3,
@@ -109,8 +109,8 @@ def test_lora_sft_steps_learn_and_reload(real_path, demos, tmp_path):
     after = tr.evaluate(tr.samples[:8])
     assert after < before * 0.8, (before, after)
     path = tr.save_model(tmp_path / 'final')
-    card = load_prompt(path)
-    assert card['chat_format'] == 'hermes' and [t['function']['name'] for t in card['tools']] == [t['function']['name'] for t in tr.tools]
+    card = PromptFormat.load(path)
+    assert card.chat_format == 'hermes' and [t['function']['name'] for t in card.tools] == [t['function']['name'] for t in tr.tools]
     inf = AgentInference.from_pretrained(path, prefix_cache=0)
     assert inf.tokenizer.knowlyr_chat_format == 'hermes'
     ids = torch.tensor([tr.samples[0]['input_ids'][:64]])

@@ -66,7 +66,7 @@ ENV = 'knowlyr/arith-medium'
 class PlainGenerate:
     "Stands in for `AgentInference` behind `LocalAgent`: each call renders the whole conversations and calls `model.generate`"
     def __init__(self, model, tokenizer):
-        self.model, self.tokenizer, self.name, self.prompt = model.eval(), tokenizer, 'plain-generate', {}
+        self.model, self.tokenizer, self.name, self.prompt = model.eval(), tokenizer, 'plain-generate', None
     @torch.no_grad()
     def generate(self, conversations, tools=None, max_new_tokens=128, temperature=0.0):
         tok = self.tokenizer

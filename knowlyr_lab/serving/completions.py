@@ -20,10 +20,9 @@ __all__ = ['render_prompt', 'check_context', 'reply_message', 'stream_chunks', '
 # %% ../../nbs/53c_serving_completions.ipynb #ba03cf50
 def render_prompt(inf, req:dict)->tuple[list, list, int]:
     "(messages, tools to render, prompt tokens) of a checked request, as the model's prompt card renders it"
-    tools, msgs, card = req['tools'], req['messages'], inf.prompt or {}
-    render = [] if card.get('tools') == [] else tools
-    if card.get('system_prompt') and not any(m.get('role') == 'system' for m in msgs):
-        msgs = [{'role': 'system', 'content': card['system_prompt']}] + msgs
+    tools, msgs, card = req['tools'], req['messages'], inf.prompt
+    render = [] if card and card.tools == [] else tools
+    if card: msgs = card.messages(msgs)
     try: n_prompt = len(inf.tokenizer(inf.render(msgs, render), add_special_tokens=False)['input_ids'])
     except Exception as e:
         raise RequestRefused(400, "the messages cannot be rendered with the model's chat template "

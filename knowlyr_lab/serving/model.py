@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/serving_model.html.md"""
 # %% ../../nbs/55_serving_model.ipynb #964ed637
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.cache_utils import DynamicLayer
 
 from ..agents import AgentReply
-from ..chat import assistant_message, load_prompt, parse_reply, render_chats, save_prompt, set_chat_format
+from ..chat import PromptFormat, assistant_message, parse_reply, render_chats
 from ..core import InvalidActionError
 from .prefix_cache import PrefixCache, cache_of, forward_takes, reusable_cache
 from .server import InferenceServer
@@ -40,7 +41,7 @@ class AgentInference:
         self.model, self.tokenizer, self.static_cache = model.eval(), tokenizer, static_cache
         self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0, cache_bytes)
         self.name = name or Path(getattr(model, 'name_or_path', '') or 'local').name or 'local'
-        self.prompt = {}                      # the prompt card (`save_prompt`): system prompt and tool list of training
+        self.prompt = None                    # its PromptFormat (saved with it by training), or None
         if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
 
 # %% ../../nbs/55_serving_model.ipynb #7e60cdc2
@@ -88,8 +89,9 @@ def from_pretrained(cls:AgentInference, path:str|Path, # model folder, LoRA adap
     model, tok = _load_weights(p, dtype, attn_implementation, device_map, path), AutoTokenizer.from_pretrained(p)
     if device and not device_map: model = model.to(device)
     inf = cls(model, tok, name or Path(path).name, prefix_cache)
-    inf.prompt = load_prompt(p) or load_prompt(Path(path)) or {}
-    fmt = set_chat_format(tok, inf.prompt.get('chat_format') or 'auto')
+    card = PromptFormat.load(p) or PromptFormat.load(Path(path))
+    fmt = (card or PromptFormat()).probe(tok).chat_format
+    inf.prompt = dataclasses.replace(card, chat_format=fmt) if card else None
     if fmt != 'template':
         print(f"{inf.name}: chat format {fmt!r} (its template does not render tool calls)", file=sys.stderr)
     return inf
@@ -300,9 +302,9 @@ def create_agent(self:AgentInference,
                  tools:list|None=None,
                 )->LocalAgent:
     "An agent for `collect`/`evaluate` backed by this model, prompting it the way it was trained"
-    card = getattr(self, 'prompt', None) or {}
-    if system_prompt is None: system_prompt = card.get('system_prompt')
-    if tools is None and 'tools' in card: tools = card['tools'] or []
+    card = self.prompt
+    if system_prompt is None and card: system_prompt = card.system_prompt
+    if tools is None and card: tools = card.tools or []
     return LocalAgent(self, system_prompt, max_new_tokens, temperature, name, tools)
 
 # %% ../../nbs/55_serving_model.ipynb #a01c7569

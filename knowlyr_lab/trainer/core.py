@@ -24,7 +24,7 @@ from accelerate.utils import DataLoaderConfiguration, DistributedType, convert_o
 from fastcore.basics import patch
 from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
 
-from ..chat import chat_format, save_prompt, set_chat_format, template_caps
+from ..chat import PromptFormat, chat_format, set_chat_format, template_caps
 from .metrics import MetricsLogger, installed_trackers
 from .train_config import TrainConfig, check_given_model, resolve_precision
 
@@ -149,7 +149,7 @@ def complete_checkpoints(out:Path)->list[Path]:
 def _save_prompt(self:TrainerCore, path:Path):
     ("The prompt card next to saved weights: the system prompt and tool list training rendered, so inference renders "
      "the same")
-    save_prompt(path, self.config.system_prompt, getattr(self, 'tools', None), chat_format(self.tokenizer))
+    PromptFormat(self.config.system_prompt, getattr(self, 'tools', None), chat_format(self.tokenizer)).save(path)
 
 # %% ../../nbs/61e_trainer_core.ipynb #578172ef
 @patch

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from ..chat import chat_format, save_prompt
+from ..chat import PromptFormat, chat_format
 from ..serving.model import AgentInference
 from .data import load_records
 from .grpo import GRPOTrainer
@@ -74,7 +74,7 @@ def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet 
     model, tok = make_tiny_model(render_corpus(sample, tools=tools, system=system_prompt), vocab_size=vocab_size,
                                  hidden_size=hidden_size, num_layers=num_layers, seed=seed, save_dir=out / 'untrained',
                                  family=family)
-    save_prompt(out / 'untrained', system_prompt, tools, chat_format(tok))
+    PromptFormat(system_prompt, tools, chat_format(tok)).save(out / 'untrained')
     tr = SFTTrainer(SFTConfig(output_dir=str(out / 'sft'), num_epochs=num_epochs, max_steps=max_steps,
                               learning_rate=learning_rate,
                               batch_size=batch_size, lr_scheduler=lr_scheduler, warmup_ratio=warmup_ratio,
@@ -169,12 +169,12 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
         raise ValueError(f"before: {before.n_episodes} episodes for {len(eval_tasks)} eval_tasks: not this evaluation")
     t0 = time.time()
     base = AgentInference.from_pretrained(policy_path, device=device)
-    card = base.prompt or {}
+    card = base.prompt or PromptFormat()
     grpo_tasks = suite_tasks(env_id, range(task_seed_offset, task_seed_offset + updates * tasks_per_step))
     def measure(model, name):
-        agent = AgentInference(model, base.tokenizer, name).create_agent(card.get('system_prompt'),
+        agent = AgentInference(model, base.tokenizer, name).create_agent(card.system_prompt,
             max_completion_length, 0.0,
-                                                                          tools=card.get('tools'))
+                                                                          tools=card.tools)
         return evaluate_agent(agent, env_id, tasks=eval_tasks, max_episode_steps=max_episode_steps,
                               batch_size=len(eval_tasks),
                               train_tasks=grpo_tasks, strict=True)
@@ -185,13 +185,13 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
                      max_completion_length=max_completion_length, temperature=temperature, learning_rate=learning_rate,
                      lr_scheduler='constant',
                      loss_type=loss_type, max_invalid_actions=max_invalid_actions, beta=beta,
-                     system_prompt=card.get('system_prompt'),
+                     system_prompt=card.system_prompt,
                      seed=seed, task_seed_offset=task_seed_offset, progress_bar=False, mixed_precision=mixed_precision,
                      logging_steps=1000,
                      gradient_accumulation_steps=gradient_accumulation_steps,
                      **(dict(save_steps=1, save_total_limit=1, resume_from_checkpoint='latest') if resume else {}),
                      **(dict(use_lora=True, lora_r=lora_r, lora_alpha=2 * lora_r) if lora_r else {}))
-    kw = dict(episode_reward_fn=episode_reward_fn, tools=card.get('tools') or [])
+    kw = dict(episode_reward_fn=episode_reward_fn, tools=card.tools or [])
     tr = GRPOTrainer(cfg, base.model, base.tokenizer, **kw) if shuffle_rewards is None else _ShuffledRewardGRPO(cfg,
         base.model, base.tokenizer, within=shuffle_rewards, **kw)
     t1 = time.time(); rows = tr.train(); t1 = time.time() - t1
