@@ -16,8 +16,7 @@ import jsonschema
 import pandas as pd
 from fastcore.basics import patch
 
-from .core import (AgentEnv, EnvDoneError, InvalidActionError, KnowlyrError, NotResetError, TimeStep, Verdict,
-                              schema_name, schema_params, verdict_of)
+from .core import AgentEnv, EnvDoneError, InvalidActionError, KnowlyrError, NotResetError, TimeStep, Verdict, schema_name, schema_params, verdict_of
 from .registry import make
 
 # %% auto #0

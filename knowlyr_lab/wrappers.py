@@ -13,8 +13,7 @@ from typing import Callable
 
 from fastcore.basics import patch
 
-from .core import (AgentEnv, InfrastructureError, InvalidActionError, NotResetError, TimeStep, Verdict,
-                              parse_action, verdict_of)
+from .core import AgentEnv, InfrastructureError, InvalidActionError, NotResetError, TimeStep, Verdict, parse_action, verdict_of
 from .trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory, as_task, trajectory_score
 
 # %% auto #0

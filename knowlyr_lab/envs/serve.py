@@ -25,8 +25,7 @@ from fastcore.basics import patch
 from pydantic import BaseModel
 
 from ..cli_errors import run_cli
-from ..core import (AgentEnv, InfrastructureError, InvalidActionError, Verdict, parse_action, schema_name,
-                              schema_params, verdict_of)
+from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, parse_action, schema_name, schema_params, verdict_of
 from .extras import require_extra
 from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address
 

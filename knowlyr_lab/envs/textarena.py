@@ -19,8 +19,8 @@ from typing import Callable
 from fastcore.basics import patch
 
 from ..core import AgentEnv, TimeStep, Verdict, fingerprint_of, tool_schema
-from ..random_calls import random_call
 from .extras import require_extra
+from ..random_calls import random_call
 from ..registry import register
 
 # %% auto #0
