@@ -41,7 +41,7 @@ def main():
     out = Path(a.out) / a.name
     t0 = time.time()
     sample = [r for _, r in load_records(p)[:50]]
-    model, tok = make_tiny_model(render_corpus(sample, tools=[], system=None), vocab_size=cfg.vocab_size, hidden_size=v.get('hidden', 128),
+    model, tok = make_tiny_model(render_corpus(sample, tools=[], system_prompt=None), vocab_size=cfg.vocab_size, hidden_size=v.get('hidden', 128),
                                  num_layers=v.get('layers', 2), num_heads=v.get('heads', 4), seed=seed, save_dir=out / 'untrained', family='llama')
     PromptFormat(None, [], chat_format(tok)).save(out / 'untrained')
     tr = SFTTrainer(SFTConfig(output_dir=str(out / 'sft'), num_epochs=v.get('epochs', 1), learning_rate=v.get('lr', 3e-3),

@@ -138,9 +138,9 @@ def _run_coroutine(coro):
 # %% ../nbs/40_agents.ipynb #cf06459f
 class _LLMAgent(Agent):
     "A chat model behind an SDK: subclasses say how to build clients, requests, and actions from responses"
-    def __init__(self, model, base_url=None, api_key=None, system=None, temperature=0.0, max_tokens=1024,
+    def __init__(self, model, base_url=None, api_key=None, system_prompt=None, temperature=0.0, max_tokens=1024,
                  timeout=60.0, max_retries=2, name=None, max_concurrency=16, **extra):
-        self.model, self.base_url, self.api_key, self.system = model, base_url, api_key, system
+        self.model, self.base_url, self.api_key, self.system_prompt = model, base_url, api_key, system_prompt
         self.temperature, self.max_tokens, self.timeout = temperature, max_tokens, timeout
         self.max_retries, self.extra = max_retries, extra
         self.name, self.tools, self._client = name or type(self).__name__.replace('Agent', '').lower(), [], None
@@ -181,7 +181,7 @@ class OpenAIAgent(_LLMAgent):
     def __init__(self, model:str,                # model name sent to the endpoint
                  base_url:str|None=None,         # any OpenAI-compatible endpoint (default: OpenAI)
                  api_key:str|None=None,          # default: $OPENAI_API_KEY (a dummy for local servers)
-                 system:str|None=None,           # system prompt
+                 system_prompt:str|None=None,    # system prompt
                  temperature:float=0.0,
                  max_tokens:int|None=1024,
                  timeout:float=60.0,             # seconds per request
@@ -189,7 +189,7 @@ class OpenAIAgent(_LLMAgent):
                  name:str|None=None,
                  max_concurrency:int=16,         # requests in flight at once in `act_batch`
                  **extra):                       # more request fields (top_p, seed, ...)
-        super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries,
+        super().__init__(model, base_url, api_key, system_prompt, temperature, max_tokens, timeout, max_retries,
                          name or 'openai', max_concurrency, **extra)
 
 # %% ../nbs/40_agents.ipynb #483e8448
@@ -206,7 +206,7 @@ def _make_client(self:OpenAIAgent, asynchronous:bool=False):
 @patch
 def messages(self:OpenAIAgent, history:list[dict])->list[dict]:
     "The request messages: system prompt + history"
-    return ([{'role': 'system', 'content': self.system}] if self.system else []) + [dict(m) for m in history]
+    return ([{'role': 'system', 'content': self.system_prompt}] if self.system_prompt else []) + [dict(m) for m in history]
 
 # %% ../nbs/40_agents.ipynb #338252fb
 @patch
@@ -241,13 +241,13 @@ def _read(self:OpenAIAgent, r)->tuple:
 # %% ../nbs/40_agents.ipynb #b19f15b6
 def to_anthropic(history:list[dict])->tuple[str|None, list[dict]]:
     "OpenAI chat messages -> (system, Anthropic messages)"
-    system, out = None, []
+    system_prompt, out = None, []
     def add(role, blocks):
         if out and out[-1]['role'] == role: out[-1]['content'].extend(blocks)
         else: out.append({'role': role, 'content': list(blocks)})
     for m in history:
         role, content = m['role'], m.get('content')
-        if role == 'system': system = (system + '\n' if system else '') + (content or ''); continue
+        if role == 'system': system_prompt = (system_prompt + '\n' if system_prompt else '') + (content or ''); continue
         if role == 'tool':
             add('user', [{'type': 'tool_result', 'tool_use_id': m['tool_call_id'], 'content': content or ''}]); continue
         blocks = [{'type': 'text', 'text': content}] if content else []
@@ -256,7 +256,7 @@ def to_anthropic(history:list[dict])->tuple[str|None, list[dict]]:
             blocks.append({'type': 'tool_use', 'id': tc['id'], 'name': tc['function']['name'],
                            'input': json.loads(args) if isinstance(args, str) else args})
         add('assistant' if role == 'assistant' else 'user', blocks or [{'type': 'text', 'text': '(no content)'}])
-    return system, out
+    return system_prompt, out
 
 # %% ../nbs/40_agents.ipynb #c456c256
 def anthropic_tools(schemas:list[dict])->list[dict]:
@@ -267,13 +267,13 @@ def anthropic_tools(schemas:list[dict])->list[dict]:
 # %% ../nbs/40_agents.ipynb #9a37400e
 class AnthropicAgent(_LLMAgent):
     "An Anthropic (or Anthropic-compatible) model acting through `tool_use` blocks"
-    def __init__(self, model:str, base_url:str|None=None, api_key:str|None=None, system:str|None=None,
+    def __init__(self, model:str, base_url:str|None=None, api_key:str|None=None, system_prompt:str|None=None,
                  # sent in the body when set (this SDK version has no `temperature` argument)
                  temperature:float|None=None,
                  max_tokens:int=1024, timeout:float=60.0, max_retries:int=2, name:str|None=None,
                  max_concurrency:int=16,      # requests in flight at once in `act_batch`
                  **extra):
-        super().__init__(model, base_url, api_key, system, temperature, max_tokens, timeout, max_retries,
+        super().__init__(model, base_url, api_key, system_prompt, temperature, max_tokens, timeout, max_retries,
                          name or 'anthropic', max_concurrency, **extra)
 
 # %% ../nbs/40_agents.ipynb #ec61ebe1
@@ -289,11 +289,11 @@ def _make_client(self:AnthropicAgent, asynchronous:bool=False):  # noqa: F811 (@
 # %% ../nbs/40_agents.ipynb #720ccfe7
 @patch
 def _request(self:AnthropicAgent, history):  # noqa: F811 (@patch: one per class)
-    system, msgs = to_anthropic(history)
-    system = '\n'.join(s for s in (self.system, system) if s) or None
+    system_prompt, msgs = to_anthropic(history)
+    system_prompt = '\n'.join(s for s in (self.system_prompt, system_prompt) if s) or None
     kw = dict(model=self.model, messages=msgs, max_tokens=self.max_tokens, **self.extra)
     if self.temperature is not None: kw['extra_body'] = {**kw.get('extra_body', {}), 'temperature': self.temperature}
-    if system: kw['system'] = system
+    if system_prompt: kw['system'] = system_prompt
     if self.tools: kw['tools'] = anthropic_tools(self.tools)
     return kw
 
@@ -319,7 +319,7 @@ def _read(self:AnthropicAgent, r)->tuple:  # noqa: F811 (@patch: one per class)
 # %% ../nbs/40_agents.ipynb #cc1c6763
 def agent_from_spec(spec:str,                 # 'expert[:noise]' | 'random' | 'openai:<model>' | 'anthropic:<model>'
                     base_url:str|None=None,   # endpoint for LLM agents
-                    system:str|None=None,     # system prompt for LLM agents
+                    system_prompt:str|None=None,     # system prompt for LLM agents
                     **kw):
     "Build an agent from a spec string"
     kind, _, arg = spec.partition(':')
@@ -327,6 +327,6 @@ def agent_from_spec(spec:str,                 # 'expert[:noise]' | 'random' | 'o
     if kind == 'random': return RandomAgent(seed=int(arg) if arg else None)
     if kind in ('openai', 'anthropic'):
         if not arg: raise ValueError(f"agent spec {spec!r} needs a model name, e.g. '{kind}:my-model'")
-        return (OpenAIAgent if kind == 'openai' else AnthropicAgent)(arg, base_url=base_url, system=system, **kw)
+        return (OpenAIAgent if kind == 'openai' else AnthropicAgent)(arg, base_url=base_url, system_prompt=system_prompt, **kw)
     raise ValueError(f"unknown agent spec {spec!r}; "
                      "use 'expert[:noise]', 'random', 'openai:<model>' or 'anthropic:<model>'")

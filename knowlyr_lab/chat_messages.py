@@ -43,10 +43,10 @@ def _call_id(s:Step)->str: return s.action.call_id or f"call_{s.index}"
 
 # %% ../nbs/07_chat_messages.ipynb #81d0c1b7
 def to_messages(traj:Trajectory,       # the trajectory to render
-                system:str|None=None,  # optional system prompt
+                system_prompt:str|None=None,  # optional system prompt
                )->list[dict]:          # OpenAI chat messages
     "The OpenAI chat view of a trajectory (system, user, assistant with tool_calls, tool)"
-    msgs = [{'role': 'system', 'content': system}] if system else []
+    msgs = [{'role': 'system', 'content': system_prompt}] if system_prompt else []
     msgs.append({'role': 'user', 'content': first_user_turn(traj.task)})
     for s in traj.steps:
         calls = [{'tool': s.action.tool, 'params': s.action.params, 'call_id': _call_id(s)}] if s.action else []

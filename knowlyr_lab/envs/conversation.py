@@ -106,16 +106,16 @@ def _messages(self:LLMUser, transcript):
 
 # %% ../../nbs/17_envs_conversation.ipynb #cf395f6b
 @patch
-def _complete(self:LLMUser, system:str, transcript:list)->str:
+def _complete(self:LLMUser, system_prompt:str, transcript:list)->str:
     try:
         if self.api == 'openai':
-            msgs = [{'role': 'system', 'content': system}, *self._messages(transcript)]
+            msgs = [{'role': 'system', 'content': system_prompt}, *self._messages(transcript)]
             r = self._client().chat.completions.create(model=self.model, messages=msgs, max_tokens=self.max_tokens,
                                                        temperature=self.temperature)
             return r.choices[0].message.content or ''
         create = self._client().messages.create
         kw = {'temperature': self.temperature} if 'temperature' in inspect.signature(create).parameters else {}
-        r = create(model=self.model, system=system, messages=self._messages(transcript), max_tokens=self.max_tokens,
+        r = create(model=self.model, system=system_prompt, messages=self._messages(transcript), max_tokens=self.max_tokens,
                    **kw)
         return ''.join(b.text for b in r.content if getattr(b, 'type', '') == 'text')
     except Exception as e:
@@ -126,8 +126,8 @@ def _complete(self:LLMUser, system:str, transcript:list)->str:
 def reply(self:LLMUser, task:ConversationTask,  # noqa: F811 (@patch: each class its own `reply`)
           transcript:list)->UserTurn:
     self.turns += 1
-    system = USER_SYSTEM.format(goal=task.user.goal, facts=' '.join(f.say for f in task.user.facts) or '(none)')
-    text = self._complete(system, transcript)
+    system_prompt = USER_SYSTEM.format(goal=task.user.goal, facts=' '.join(f.say for f in task.user.facts) or '(none)')
+    text = self._complete(system_prompt, transcript)
     done, sat = '[DONE]' in text, None
     if done: sat = True
     elif '[GIVE UP]' in text: done, sat = True, False

@@ -60,7 +60,8 @@ def _export_parser(sub):
     e.add_argument('--test-fraction', type=float, default=0.0, help=ed['test_fraction'])
     e.add_argument('--min-margin', type=float, default=None,
                    help="dpo: smallest score difference of a pair (default: build_preferences')")
-    e.add_argument('--system', default=None, help=ed['system'])
+    e.add_argument('--system-prompt', default=None, help=ed['system_prompt'])
+    e.add_argument('--system', dest='system_prompt', help=argparse.SUPPRESS)   # deprecated spelling of --system-prompt
     e.add_argument('--push-to-hub', default=None, help='hf format: repo id to push to')
 
 # %% ../../nbs/49_hub_cli.ipynb #066168a9
@@ -128,7 +129,7 @@ def _export(a)->dict:
     "Run `export`: its `ExportResult` as a dict"
     filt = ExportFilter(min_reward=a.min_reward, success_only=a.success_only, domains=a.domain, agents=a.agent)
     ex = DatasetExporter(a.trajectories, preferences=a.preferences, filter=filt, test_fraction=a.test_fraction,
-                         system=a.system)
+                         system_prompt=a.system_prompt)
     kw = ({'push_to_hub': a.push_to_hub} if a.format == 'hf' else {'min_margin': a.min_margin}
           if a.min_margin is not None else {})
     res = ex.export(a.format, a.out, **kw)

@@ -50,14 +50,14 @@ class DatasetExporter:
                  filter:ExportFilter|None=None,      # which trajectories to keep
                  test_fraction:float=0.0,            # expected share of task keys (fingerprints) held out in test.jsonl
                  split_seed:int=0,                   # seed of `split_of`
-                 system:str|None=None,               # system prompt for chat formats
+                 system_prompt:str|None=None,        # system prompt for chat formats
                  tools:list|dict|None=None,          # tool schemas (list, or env_id -> list); default: from the env
                  # shortcuts for ExportFilter fields (min_reward=..., success_only=...)
                  **filter_kw):
         if not 0 <= test_fraction <= 1: raise ExportError(f"test_fraction must be in [0, 1], got {test_fraction}")
         self.trajectories, self.preferences = trajectories, preferences
         self.filter = filter or ExportFilter(**filter_kw)
-        self.test_fraction, self.split_seed, self.system = test_fraction, split_seed, system
+        self.test_fraction, self.split_seed, self.system_prompt = test_fraction, split_seed, system_prompt
         self.tools = ToolResolver(tools)
         self._splits = {}
 
@@ -143,7 +143,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
 def _write_rows(self:DatasetExporter, format:str, kept:Iterator[Trajectory], w:SplitWriter, res:ExportResult):
     "Write the `format` row of each kept trajectory"
     for t in kept:
-        row = _ROW[format](t, self.tools.json(t) if format == 'sft' else self.tools(t), self.system)
+        row = _ROW[format](t, self.tools.json(t) if format == 'sft' else self.tools(t), self.system_prompt)
         if row is None: _count(res.skipped, 'no_assistant_turn')
         else: w.write(self.split(t), row)
 
@@ -167,7 +167,7 @@ def _spool_kept(self:DatasetExporter, format:str, kept, spool)->dict:
     tools_ref = {}
     for t in kept:
         if format == 'grpo':     # the member, its tool list numbered (each distinct list once)
-            m = grpo_member(t, self.system)
+            m = grpo_member(t, self.system_prompt)
             grp, body = grpo_spooled(m, tools_ref.setdefault(self.tools.json(t), len(tools_ref)))
             spool.add(grp, t.id, self.split(t), body)
         else: spool.add(t.task.id, t.id, self.split(t), t.model_dump_json().encode())
@@ -188,8 +188,8 @@ def _write_tasks(self:DatasetExporter, format:str, spool, w, res:ExportResult):
     "Write a row per spooled task"
     for split, bodies in spool.groups():
         g = [Trajectory.model_validate_json(b) for b in bodies]
-        if format == 'benchmark': w.write(split, benchmark_row(g, self.tools(g[0]), self.system))
-        else: w.write(split, _TASK_ROW[format](g, self.tools(g[0]), self.system, res.counts.get(split, 0), split))
+        if format == 'benchmark': w.write(split, benchmark_row(g, self.tools(g[0]), self.system_prompt))
+        else: w.write(split, _TASK_ROW[format](g, self.tools(g[0]), self.system_prompt, res.counts.get(split, 0), split))
 
 # %% ../../nbs/42_hub_export.ipynb #b3ef0a48
 def _pref_records(prefs)->Iterator[dict]:
@@ -214,7 +214,7 @@ def _pairs_built(self:DatasetExporter, row, spool, w, res:ExportResult, settings
         for k, v in rep.counts.items(): _count(res.pairs, k, v)
         for p in rep.pairs:
             kw = {'step': p.step} if p.level == 'step' else {}
-            w.write(split, row(p.chosen, p.rejected, p.margin, self.tools(p.chosen), self.system, **kw))
+            w.write(split, row(p.chosen, p.rejected, p.margin, self.tools(p.chosen), self.system_prompt, **kw))
     if res.total == 0 and res.pairs.get('tasks'):
         res.note = PreferenceReport([], res.pairs, settings.get('min_margin', _default_margin())).explain()
 
@@ -235,7 +235,7 @@ def _pairs_given(self:DatasetExporter, row, spool, w, res:ExportResult, min_marg
         m = float(p.get('margin', p.get('reward_margin', trajectory_score(c) - trajectory_score(r))))
         if min_margin is not None and m < min_margin: _count(res.skipped, 'below_min_margin'); continue
         kw = {'step': p.get('step')} if p.get('level') == 'step' else {}
-        w.write(self.split(c), row(c, r, m, self.tools(c), self.system, **kw))
+        w.write(self.split(c), row(c, r, m, self.tools(c), self.system_prompt, **kw))
 
 # %% ../../nbs/42_hub_export.ipynb #00579bc3
 @patch

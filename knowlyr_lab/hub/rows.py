@@ -100,9 +100,9 @@ def _args_json(params:dict)->str:
     return json.dumps(params, ensure_ascii=False)
 
 # %% ../../nbs/41a_hub_rows.ipynb #84bf46f5
-def _row_messages(t:Trajectory, system:str|None=None)->list[dict]:
-    "The messages of `to_messages(t, system)`, each with `role`, `content`, `tool_calls` and `tool_call_id`"
-    out = [{'role': 'system', 'content': system, 'tool_calls': [], 'tool_call_id': ''}] if system else []
+def _row_messages(t:Trajectory, system_prompt:str|None=None)->list[dict]:
+    "The messages of `to_messages(t, system_prompt)`, each with `role`, `content`, `tool_calls` and `tool_call_id`"
+    out = [{'role': 'system', 'content': system_prompt, 'tool_calls': [], 'tool_call_id': ''}] if system_prompt else []
     out.append({'role': 'user', 'content': first_user_turn(t.task) or '', 'tool_calls': [], 'tool_call_id': ''})
     for s in t.steps:
         a, o = s.action, s.observation
@@ -141,14 +141,14 @@ def step_rewards(t:Trajectory)->list[float]:
     return [0.0 if s.reward is None else float(s.reward) for s in t.steps]
 
 # %% ../../nbs/41a_hub_rows.ipynb #70984f71
-def sft_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict|None:
+def sft_row(t:Trajectory, tools:list[dict], system_prompt:str|None=None)->dict|None:
     "TRL conversational SFT row: `messages` + `tools` (JSON string) + `step_rewards` per assistant turn (None: no step)"
     if not t.steps: return None                       # no assistant turn: nothing to learn from
-    return {'messages': _row_messages(t, system), 'tools': _tools_json(tools), 'step_rewards': step_rewards(t),
+    return {'messages': _row_messages(t, system_prompt), 'tools': _tools_json(tools), 'step_rewards': step_rewards(t),
             **_meta(t)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #c685acdb
-def sft_agent_row(t:Trajectory, tools=None, system=None)->dict|None:
+def sft_agent_row(t:Trajectory, tools=None, system_prompt=None)->dict|None:
     "knowlyr-hub 0.1's agent SFT format (None: no step)"
     if not t.steps: return None
     inp = {k: v for k, v in t.task.metadata.items() if isinstance(v, (str, int, float, bool))}
@@ -160,25 +160,25 @@ def sft_agent_row(t:Trajectory, tools=None, system=None)->dict|None:
             'steps': steps, 'task_id': t.task.id, 'reward': trajectory_score(t), 'metadata': json.dumps(meta)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #99611fea
-def openai_row(t:Trajectory, tools:list[dict], system:str|None=None)->dict|None:
+def openai_row(t:Trajectory, tools:list[dict], system_prompt:str|None=None)->dict|None:
     "OpenAI fine-tuning row (ends on the last assistant turn; None when there is none)"
-    msgs = to_messages(t, system)
+    msgs = to_messages(t, system_prompt)
     while msgs and msgs[-1]['role'] != 'assistant': msgs.pop()
     if not any(m['role'] == 'assistant' for m in msgs): return None
     return {'messages': msgs, 'tools': tools}
 
 # %% ../../nbs/41a_hub_rows.ipynb #559fdd06
-def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system:str|None=None,
+def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system_prompt:str|None=None,
             step:int|None=None)->dict:  # step-level pair: the shared first `step` steps go into the prompt
     "TRL conversational preference row"
-    mc, mr = to_messages(c, system), to_messages(r, system)
-    k = len(to_messages(c.model_copy(update={'steps': c.steps[:step or 0]}), system))
+    mc, mr = to_messages(c, system_prompt), to_messages(r, system_prompt)
+    k = len(to_messages(c.model_copy(update={'steps': c.steps[:step or 0]}), system_prompt))
     return {'prompt': _norm_msgs(mc[:k]), 'chosen': _norm_msgs(mc[k:]), 'rejected': _norm_msgs(mr[k:]),
             'tools': _tools_json(tools), 'task_id': c.task.id, 'margin': margin, 'chosen_id': c.id, 'rejected_id': r.id,
             'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #e95b6c83
-def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system=None, step=None)->dict:
+def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system_prompt=None, step=None)->dict:
     "knowlyr-hub 0.1's DPO format (step text)"
     meta = {'chosen_model': c.agent.model, 'rejected_model': r.agent.model,
             'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
@@ -186,10 +186,10 @@ def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system=No
             'task_id': c.task.id, 'reward_margin': margin, 'metadata': json.dumps(meta)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #bf9faf67
-def grpo_member(t:Trajectory, system:str|None=None)->dict:
+def grpo_member(t:Trajectory, system_prompt:str|None=None)->dict:
     "One trajectory as a GRPO group member: its prompt (system? + first user turn), completion and score"
-    msgs = _row_messages(t, system)
-    k = 2 if system else 1
+    msgs = _row_messages(t, system_prompt)
+    k = 2 if system_prompt else 1
     return {'task_id': t.task.id, 'trajectory_id': t.id, 'score': trajectory_score(t), 'prompt': msgs[:k],
             'completion': msgs[k:]}
 
@@ -207,7 +207,7 @@ def grpo_row(members:list[dict], # `grpo_member`s of one task and prompt
             'trajectory_ids': [m['trajectory_id'] for m in g], 'tools': _tools_json(tools)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #2c1124ca
-def benchmark_row(group:list[Trajectory], tools:list[dict], system=None)->dict:
+def benchmark_row(group:list[Trajectory], tools:list[dict], system_prompt=None)->dict:
     "A task with its success criterion, reference solution and observed success rate"
     t0 = group[0]
     wins = sorted([t for t in group if t.outcome.success], key=lambda t: (len(t.steps), -trajectory_score(t), t.id))
@@ -225,25 +225,25 @@ def benchmark_row(group:list[Trajectory], tools:list[dict], system=None)->dict:
             'tools': _tools_json(tools)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #d441d848
-def _task_prompt(t:Trajectory, system:str|None=None)->list[dict]:
+def _task_prompt(t:Trajectory, system_prompt:str|None=None)->list[dict]:
     "The prompt of a task as plain `role`/`content` messages: system? + the first user turn"
-    return [{'role': m['role'], 'content': m['content']} for m in to_messages(t, system)[:2 if system else 1]]
+    return [{'role': m['role'], 'content': m['content']} for m in to_messages(t, system_prompt)[:2 if system_prompt else 1]]
 
 # %% ../../nbs/41a_hub_rows.ipynb #5e854c42
-def _verifiable(group:list[Trajectory], tools, system)->tuple:
+def _verifiable(group:list[Trajectory], tools, system_prompt)->tuple:
     "(prompt, ground truth JSON, extra_info) of a task group: what verl's and SkyRL's rows share"
-    b = benchmark_row(group, tools, system)
+    b = benchmark_row(group, tools, system_prompt)
     truth = {'env_id': b['env_id'], 'task_id': b['task_id'], 'reference_solution': b['reference_solution']}
     extra = {'task_id': b['task_id'], 'env_id': b['env_id'], 'instruction': b['instruction'], 'tools': b['tools'],
              'success_rate': b['success_rate'], 'n_attempts': b['n_attempts'],
              'reference_steps': b['success_criteria']['reference_steps']}
-    return _task_prompt(group[0], system), json.dumps(truth, ensure_ascii=False, sort_keys=True), extra
+    return _task_prompt(group[0], system_prompt), json.dumps(truth, ensure_ascii=False, sort_keys=True), extra
 
 # %% ../../nbs/41a_hub_rows.ipynb #52c3284d
-def verl_row(group:list[Trajectory], tools:list[dict], system=None,
+def verl_row(group:list[Trajectory], tools:list[dict], system_prompt=None,
              index:int=0, split:str='train')->dict:   # the row's position in its split, and the split
     "verl's RL data row: data_source, prompt, ability, reward_model{style, ground_truth}, extra_info, agent_name"
-    prompt, truth, extra = _verifiable(group, tools, system)
+    prompt, truth, extra = _verifiable(group, tools, system_prompt)
     t0, names = group[0], [t['function']['name'] for t in tools or [] if isinstance(t, dict) and 'function' in t]
     kw = {n: {'create_kwargs': {'env_id': extra['env_id'], 'task_id': extra['task_id']}} for n in names}
     return {'data_source': t0.task.env_id or f"knowlyr/{t0.task.domain}", 'prompt': prompt, 'ability': t0.task.domain,
@@ -253,9 +253,9 @@ def verl_row(group:list[Trajectory], tools:list[dict], system=None,
             'agent_name': 'tool_agent' if names else 'single_turn_agent'}
 
 # %% ../../nbs/41a_hub_rows.ipynb #be0d3497
-def skyrl_row(group:list[Trajectory], tools:list[dict], system=None, index:int=0, split:str='train')->dict:
+def skyrl_row(group:list[Trajectory], tools:list[dict], system_prompt=None, index:int=0, split:str='train')->dict:
     "SkyRL's data row: data_source, prompt, env_class (the env id), reward_spec{method, ground_truth}, extra_info"
-    prompt, truth, extra = _verifiable(group, tools, system)
+    prompt, truth, extra = _verifiable(group, tools, system_prompt)
     t0 = group[0]
     return {'data_source': t0.task.env_id or f"knowlyr/{t0.task.domain}", 'prompt': prompt,
             'env_class': t0.task.env_id or t0.task.domain, 'reward_spec': {'method': 'rule', 'ground_truth': truth},

@@ -36,9 +36,9 @@ def _prompt(rec):
     return inst + (f"\n\n{inp}" if inp and inp not in ('{}', '""') else '')
 
 # %% ../../nbs/61_trainer_data.ipynb #7c07eedf
-def _trajectory_chat(t:Trajectory, where:str, system:str|None=None, tools:list|None=None)->dict:
+def _trajectory_chat(t:Trajectory, where:str, system_prompt:str|None=None, tools:list|None=None)->dict:
     "The chat of a `Trajectory`"
-    msgs = to_messages(t, system=system)
+    msgs = to_messages(t, system_prompt=system_prompt)
     return {'messages': msgs, 'tools': tools, 'step_rewards': [float(s.reward or 0.0) for s in t.steps],
             'reward': float(t.reward or 0.0), 'task_id': t.task.id, 'where': where}
 
@@ -85,22 +85,22 @@ def _seed_chat(record:dict, where:str)->tuple[list, list]|None:
 # %% ../../nbs/61_trainer_data.ipynb #58938178
 def to_chat(record,                  # Trajectory, or a dict in one of the formats above
             where:str='record',      # name used in errors, e.g. 'sft.jsonl:12'
-            system:str|None=None,    # system prompt to put first (when the record has none)
+            system_prompt:str|None=None,    # system prompt to put first (when the record has none)
             tools:list|None=None,    # tool schemas (when the record has none)
            )->dict:                  # {'messages', 'tools', 'step_rewards', 'reward', 'task_id'}
     "Normalise one training record into a chat with per-step rewards"
-    if isinstance(record, Trajectory): return _trajectory_chat(record, where, system, tools)
+    if isinstance(record, Trajectory): return _trajectory_chat(record, where, system_prompt, tools)
     if not isinstance(record, dict): raise DataFormatError(f"{where}: expected an object, got {type(record).__name__}")
     # an empty list (the exporter's "[]") falls back to the given tools
     rec_tools = _record_tools(record, where) or tools
     if 'messages' in record: msgs, rewards = _messages_chat(record, where)
     elif 'steps' in record or 'response' in record:
         seed = _seed_chat(record, where)
-        if seed is None: return to_chat(parse_trajectory(record, where), where, system, tools)
+        if seed is None: return to_chat(parse_trajectory(record, where), where, system_prompt, tools)
         msgs, rewards = seed
     else: raise DataFormatError(f"{where}: unrecognised record with keys {sorted(record)[:8]}; "
                                 "expected 'messages', 'steps' or 'response'")
-    if system and msgs[0]['role'] != 'system': msgs = [{'role': 'system', 'content': system}] + msgs
+    if system_prompt and msgs[0]['role'] != 'system': msgs = [{'role': 'system', 'content': system_prompt}] + msgs
     return {'messages': msgs, 'tools': rec_tools, 'step_rewards': rewards,
             'reward': float(record.get('reward') or 0.0), 'task_id': str(record.get('task_id') or ''), 'where': where}
 

@@ -78,7 +78,7 @@ def _tokenize_side(tokenizer, prompt:list, comp:list, tools, where:str, side:str
     return {'input_ids': ids, 'labels': lab, 'weights': [1.0] * len(lab), 'truncated': len(ids) < len(enc['input_ids'])}
 
 # %% ../../nbs/65_trainer_dpo.ipynb #14f8709d
-def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=None, system:str|None=None,
+def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=None, system_prompt:str|None=None,
                   mask_observations:bool=True,
                   # keep the first max_length tokens of each side (a side left without a scored token is an error)
                   max_length:int|None=None,
@@ -87,7 +87,7 @@ def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=No
     for k in ('prompt', 'chosen', 'rejected'):
         if k not in record: raise DataFormatError(f"{where}: field '{k}' is missing")
     prompt = _msgs(record['prompt'], 'user', where, 'prompt')
-    if system and prompt[0]['role'] != 'system': prompt = [{'role': 'system', 'content': system}] + prompt
+    if system_prompt and prompt[0]['role'] != 'system': prompt = [{'role': 'system', 'content': system_prompt}] + prompt
     tools = record.get('tools') or tools
     if isinstance(tools, str): tools = json.loads(tools)
     out = {}

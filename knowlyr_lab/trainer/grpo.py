@@ -70,7 +70,7 @@ def _served_agent(self:GRPOTrainer):
     acc.unwrap_model(self.model).save_pretrained(d)
     load_lora_adapter(c.rollout_base_url, name, d, c.rollout_api_key)
     self.served = (name, d)
-    return OpenAIAgent(name, c.rollout_base_url, c.rollout_api_key, system=self.system_prompt,
+    return OpenAIAgent(name, c.rollout_base_url, c.rollout_api_key, system_prompt=self.system_prompt,
                        temperature=c.temperature,
                        max_tokens=c.max_completion_length, name='policy')
 
@@ -84,7 +84,7 @@ def _score(self:GRPOTrainer, t:Trajectory)->dict:
               'step_rewards': [float(s.reward or 0.0) for s in t.steps]}
     else:
         # a server's episode without ids: its chat, re-rendered
-        ch = to_chat(t, system=self.system_prompt, tools=self.tools)
+        ch = to_chat(t, system_prompt=self.system_prompt, tools=self.tools)
     # an infrastructure failure: no reward to compute, left out of the group's baseline
     ch['valid'] = t.valid
     ch['reward'] = (0.0 if not t.valid else float(self.episode_reward_fn(t)) if self.episode_reward_fn is not None

@@ -19,7 +19,7 @@ from ..trajectory import Trajectory
 __all__ = ['groups_from_records', 'group_tensors', 'has_signal']
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #02745188
-def _completions_group(rec:dict, where:str, system:str|None=None, tools:list|None=None)->list[dict]:
+def _completions_group(rec:dict, where:str, system_prompt:str|None=None, tools:list|None=None)->list[dict]:
     "The group of one {'prompt', 'completions', 'rewards'[, 'step_rewards', 'valid']} record: a chat per completion"
     prompt = rec['prompt'] if isinstance(rec['prompt'], list) else [{'role': 'user', 'content': rec['prompt']}]
     comps, rs = rec['completions'], rec.get('rewards')
@@ -33,15 +33,15 @@ def _completions_group(rec:dict, where:str, system:str|None=None, tools:list|Non
     for comp, r, sr, v in zip(comps, rs, srs, vs):
         comp = comp if isinstance(comp, list) else [{'role': 'assistant', 'content': comp}]
         ch = to_chat({'messages': prompt + comp, 'tools': rec.get('tools'), 'reward': r,
-                      **({'step_rewards': sr} if sr else {})}, where, system=system, tools=tools)
+                      **({'step_rewards': sr} if sr else {})}, where, system_prompt=system_prompt, tools=tools)
         ch['valid'] = bool(v)
         g.append(ch)
     return g
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #7e4bbcfb
-def _record_member(rec, where:str, system:str|None=None, tools:list|None=None)->dict:
+def _record_member(rec, where:str, system_prompt:str|None=None, tools:list|None=None)->dict:
     "A trajectory or chat record as a group member (grouped by its task id), with its validity"
-    ch = to_chat(rec, where, system=system, tools=tools)
+    ch = to_chat(rec, where, system_prompt=system_prompt, tools=tools)
     if isinstance(rec, Trajectory): ch['valid'] = rec.valid
     else: ch['valid'] = bool(rec.get('valid', True)) if isinstance(rec, dict) else True
     return ch
@@ -54,7 +54,7 @@ def _recorded_member(rows:list[dict])->dict:
             'where': r['where'], 'valid': r.get('valid', True)}
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #9749d061
-def groups_from_records(data, tools=None, system=None,
+def groups_from_records(data, tools=None, system_prompt=None,
                         # checks recorded trajectories for drift (None: no check, recorded ids used)
                         tokenizer=None,
                         # a drifting recorded trajectory: split, refuse, rerender (`trainer.drift`)
@@ -69,9 +69,9 @@ def groups_from_records(data, tools=None, system=None,
     if ledger is not None: ledger += led
     for rows in rec_samples: by_task.setdefault(rows[0]['task_id'], []).append(_recorded_member(rows))
     for where, rec in items + rerender:
-        if isinstance(rec, dict) and 'completions' in rec: groups.append(_completions_group(rec, where, system, tools))
+        if isinstance(rec, dict) and 'completions' in rec: groups.append(_completions_group(rec, where, system_prompt, tools))
         else:
-            ch = _record_member(rec, where, system, tools)
+            ch = _record_member(rec, where, system_prompt, tools)
             by_task.setdefault(ch['task_id'], []).append(ch)
     return groups + list(by_task.values())
 

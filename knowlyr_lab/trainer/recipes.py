@@ -71,7 +71,7 @@ def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet 
     t0, tools = time.time(), [] if tools is None else tools
     out = Path(output_dir or tempfile.mkdtemp(prefix='sft-policy-'))
     sample = [r for _, r in load_records(train_data)[:50]]
-    model, tok = make_tiny_model(render_corpus(sample, tools=tools, system=system_prompt), vocab_size=vocab_size,
+    model, tok = make_tiny_model(render_corpus(sample, tools=tools, system_prompt=system_prompt), vocab_size=vocab_size,
                                  hidden_size=hidden_size, num_layers=num_layers, seed=seed, save_dir=out / 'untrained',
                                  family=family)
     PromptFormat(system_prompt, tools, chat_format(tok)).save(out / 'untrained')

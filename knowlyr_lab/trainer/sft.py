@@ -57,14 +57,14 @@ class SFTConfig(TrainConfig):
                'curriculum_warmup_epochs': in_range(0), 'recorded_ids': one_of(*RECORDED_IDS)}
 
 # %% ../../nbs/63_trainer_sft.ipynb #7aeff004
-def build_chats(data, system:str|None=None, tools:list|None=None,
+def build_chats(data, system_prompt:str|None=None, tools:list|None=None,
                 min_reward:float|None=None)->tuple[list[dict], list[dict]]:
     "(chats, errors): every usable record as a chat; errors = [{'where', 'error'}] for the rest"
     chats, errors = [], []
     for where, rec in load_records(data):       # `data` may also be (where, record) pairs
         try:
             if isinstance(rec, Exception): raise rec
-            c = to_chat(rec, where, system=system, tools=tools)
+            c = to_chat(rec, where, system_prompt=system_prompt, tools=tools)
             if min_reward is not None and c['reward'] < min_reward: continue
             chats.append(c)
         except (DataFormatError, ValueError, KeyError, TypeError) as e: errors.append({'where': where, 'error': str(e)})
@@ -241,9 +241,9 @@ def oracle_trajectories(env_id:str='knowlyr/maze-easy', # a registered env with 
     return out
 
 # %% ../../nbs/63_trainer_sft.ipynb #7eee72e0
-def render_corpus(records, tools:list|None=None, system:str|None=None)->list[str]:
+def render_corpus(records, tools:list|None=None, system_prompt:str|None=None)->list[str]:
     "Chats rendered with the ChatML tool template: a corpus to train a tiny model's tokenizer on"
     from knowlyr_lab.trainer.tiny import train_tokenizer
     tok = train_tokenizer()
-    chats, _ = build_chats(records, system, tools)
+    chats, _ = build_chats(records, system_prompt, tools)
     return [render_chat(tok, c['messages'], c['tools']) for c in chats]
