@@ -22,7 +22,7 @@ from typing import Callable, Iterable
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'InfrastructureError', 'TimeStep', 'Verdict',
+__all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'InfrastructureError', 'Verdict', 'TimeStep',
            'verdict_of', 'parse_ast', 'tool_name_of', 'parse_action', 'tool_schema', 'schema_name', 'schema_params',
            'validate_params', 'fingerprint_of', 'AgentEnv']
 
@@ -41,29 +41,6 @@ class NotResetError(KnowlyrError, RuntimeError):
 
 class InfrastructureError(KnowlyrError, RuntimeError):
     "The harness, not the policy, failed (nothing the agent can do causes it): the episode says nothing of the policy"
-
-# %% ../nbs/00_core.ipynb #bd7d8bd0
-@dataclass
-class TimeStep:
-    "What an environment returns from `reset` and `step`"
-    observation: str          # text the agent sees next
-    reward: float = 0.0       # reward for the step that led here
-    terminated: bool = False  # the task reached an end state
-    truncated: bool = False   # the episode was cut short (step budget, timeout)
-    info: dict = field(default_factory=dict)  # everything else (see the table above)
-    verdict: Verdict|None = None              # how the episode ended (on the step that ends it; see `Verdict`)
-    # the action as `AgentEnv.step` parsed it (None: no env parsed one)
-    call: dict|None = field(default=None, compare=False, repr=False)
-
-    @property
-    def done(self)->bool:
-        "True when the episode is over, either way"
-        return bool(self.terminated or self.truncated)
-
-    def __repr__(self):
-        obs = self.observation if len(self.observation) <= 60 else self.observation[:57] + '...'
-        flags = ''.join([' terminated' if self.terminated else '', ' truncated' if self.truncated else ''])
-        return f"TimeStep({obs!r}, reward={self.reward:g}{flags})"
 
 # %% ../nbs/00_core.ipynb #4610a050
 def _finite(v)->bool: return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
@@ -87,6 +64,29 @@ class Verdict:
     def fill(self, **defaults)->Verdict:
         "This verdict with its unset (None) fields taken from `defaults`: the fields the env set win"
         return replace(self, **{k: v for k, v in defaults.items() if getattr(self, k) is None})
+
+# %% ../nbs/00_core.ipynb #bd7d8bd0
+@dataclass
+class TimeStep:
+    "What an environment returns from `reset` and `step`"
+    observation: str          # text the agent sees next
+    reward: float = 0.0       # reward for the step that led here
+    terminated: bool = False  # the task reached an end state
+    truncated: bool = False   # the episode was cut short (step budget, timeout)
+    info: dict = field(default_factory=dict)  # everything else (see the table above)
+    verdict: Verdict|None = None              # how the episode ended (on the step that ends it; see `Verdict`)
+    # the action as `AgentEnv.step` parsed it (None: no env parsed one)
+    call: dict|None = field(default=None, compare=False, repr=False)
+
+    @property
+    def done(self)->bool:
+        "True when the episode is over, either way"
+        return bool(self.terminated or self.truncated)
+
+    def __repr__(self):
+        obs = self.observation if len(self.observation) <= 60 else self.observation[:57] + '...'
+        flags = ''.join([' terminated' if self.terminated else '', ' truncated' if self.truncated else ''])
+        return f"TimeStep({obs!r}, reward={self.reward:g}{flags})"
 
 # %% ../nbs/00_core.ipynb #f193c8e0
 _OLD_KEYS = {'success': bool, 'score': float, 'reason': str, 'invalid': str}
