@@ -95,7 +95,7 @@ class GymnasiumAdapter(gymnasium.Env):
 
 # %% ../nbs/05_gym.ipynb #61319fd6
 def gym_info(ts)->dict:
-    "The `info` a Gymnasium caller gets: the step's info with its verdict's fields (`info['success']`, 'score', ...)"
+    "The step's info with its verdict's fields (`info['success']`, ...), as Gymnasium, the wire and the rules read it"
     v = verdict_of(ts)
     return {**({k: x for k, x in asdict(v).items() if x is not None} if v else {}), **ts.info}
 
