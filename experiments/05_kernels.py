@@ -47,8 +47,8 @@ def evaluate_runs(results:Path, runs:list[str], out:Path, n:int|None=None, chunk
 
     from knowlyr_lab.eval.evaluate import evaluate_agent
     from knowlyr_lab.provenance import provenance
+    from knowlyr_lab.recipes import policy_agent
     from knowlyr_lab.trainer.real import prepare_real_model
-    from knowlyr_lab.trainer.recipes import policy_agent
     from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
     out.mkdir(parents=True, exist_ok=True)
     model, prov = prepare_real_model(quiet=True), provenance(seed=0)

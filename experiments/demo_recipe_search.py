@@ -16,8 +16,8 @@ from knowlyr_lab.chat import PromptFormat, chat_format
 from knowlyr_lab.demo import DemoConfig, collect_demonstrations, export_sft
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.provenance import provenance
+from knowlyr_lab.recipes import policy_agent
 from knowlyr_lab.trainer.data import load_records
-from knowlyr_lab.trainer.recipes import policy_agent
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, render_corpus
 from knowlyr_lab.trainer.tiny import make_tiny_model
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import torch
 
+from knowlyr_lab.recipes import online_grpo
 from knowlyr_lab.tasks import held_out_tasks, suite_tasks
 from knowlyr_lab.trainer.real import prepare_real_model
-from knowlyr_lab.trainer.recipes import online_grpo
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, oracle_trajectories
 
 ENV = 'knowlyr/arith-medium'

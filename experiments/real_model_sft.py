@@ -17,9 +17,9 @@ from knowlyr_lab.agents import ExpertAgent
 from knowlyr_lab.demo import DemoConfig
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.provenance import provenance
+from knowlyr_lab.recipes import policy_agent
 from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.trainer.real import prepare_real_model
-from knowlyr_lab.trainer.recipes import policy_agent
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
 
 ENV = 'knowlyr/arith-easy'

@@ -25,12 +25,12 @@ from .eval.results import made_at
 from .hub.export import DatasetExporter
 from .plots import plot_step_rewards, plot_success_rates, plot_training_curves
 from .provenance import provenance, results_only
+from .recipes import policy_agent, train_sft_policy
 from .registry import make
 from .reward.engine import make_reward_fn
 from .rollout.collect import collect
 from .stats import adjust_pvalues
 from .tasks import check_held_out, distinct_tasks, held_out_tasks, suite_tasks
-from .trainer.recipes import policy_agent, train_sft_policy
 from .trajectory_io import write_trajectories
 from .viewer import trajectory_html
 

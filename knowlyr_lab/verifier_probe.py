@@ -8,8 +8,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/verifier_probe.html.md"""
 # %% ../nbs/19f_verifier_probe.ipynb #af742199
 from __future__ import annotations
 
-import argparse
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,7 +24,7 @@ from .verifier_strategies import ForgeryStrategy
 
 # %% auto #0
 __all__ = ['WEAK_TASKS', 'ProbeError', 'resolve_strategies', 'probe_task', 'verifier_envs', 'suite_tasks', 'probe_envs',
-           'probe_summary', 'probe_table', 'check_task', 'check_suite', 'main']
+           'probe_summary', 'probe_table', 'check_task', 'check_suite']
 
 # %% ../nbs/19f_verifier_probe.ipynb #92e2909a
 class ProbeError(KnowlyrError, RuntimeError):
@@ -288,52 +286,3 @@ def check_suite(env_id:str,              # a registered env graded by hidden tes
         rows = list(ex.map(lambda t: retry_ast_race(check_task, t, **kw), ts))
     return pd.DataFrame(rows).set_index('task').assign(env=env_id)[['env', 'total',
         *[c for c in rows[0] if c not in ('task', 'total')]]]
-
-# %% ../nbs/19f_verifier_probe.ipynb #bef2eac2
-def _parser()->argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='knowlyr-probe',
-                                 description='Try to forge hidden-test verdicts through the env; report which '
-                                             'strategies got more than they deserve.')
-    ap.add_argument('envs', nargs='*', help='registered env ids (default: every env graded by hidden tests)')
-    ap.add_argument('--tasks', '--n-tasks', dest='n_tasks', type=int, default=3,
-                    help='tasks per env, the first n (default 3; 0 = all)')
-    ap.add_argument('--task', action='append',
-                    help='this task id instead of the first n (repeatable; every env given must have it)')
-    ap.add_argument('--strategy', action='append', help='only this strategy (repeatable)')
-    ap.add_argument('--strategies', action='append', default=[], metavar='FILE',
-                    help='a Python file of ForgeryStrategy subclasses/instances to add (repeatable)')
-    ap.add_argument('--max-hackable', type=float, default=0.0,
-                    help="exit 1 when a suite's hackable fraction is above this (default 0)")
-    ap.add_argument('--check', action='store_true',
-                    help="also check that each probed task's hidden tests can fail (check_task)")
-    ap.add_argument('--list', action='store_true', help='list the strategies (built-in, entry points, files) and exit')
-    ap.add_argument('--workers', type=int, default=2, help='episodes at a time (default 2)')
-    ap.add_argument('--json', action='store_true',
-                    help='print every try (and check) as JSON lines instead of the tables')
-    return ap
-
-# %% ../nbs/19f_verifier_probe.ipynb #d8c91b23
-def main(argv:list|None=None)->int:
-    ("`knowlyr-probe`: play the forgery strategies through env verifiers; 1 when a suite is hackable beyond "
-     "`--max-hackable`")
-    a = _parser().parse_args(argv)
-    try:
-        cat = available_strategies(a.strategies)
-        if a.list:
-            print(pd.DataFrame([(s.name, s.kind, s.source) for s in cat.values()],
-                               columns=['strategy', 'class', 'source']).to_string()); return 0
-        envs = a.envs or verifier_envs()
-        df = probe_envs(envs, a.n_tasks or None, resolve_strategies(a.strategy, cat), dict.fromkeys(envs, a.task)
-                        if a.task else None, a.workers)
-        checks = pd.concat([check_suite(e, tasks=list(dict.fromkeys(df[df.env == e].task)))
-                            for e in dict.fromkeys(df.env)]) if a.check else None
-    except (ValueError, KeyError, ImportError, ProbeError) as e:
-        print(f"knowlyr-probe: {e}".splitlines()[0], file=sys.stderr); return 2
-    if a.json:
-        print(df.to_json(orient='records', lines=True))
-        if checks is not None: print(checks.reset_index().to_json(orient='records', lines=True))
-    else:
-        print(probe_summary(df).to_string()); print(); print(probe_table(df).to_string())
-        if checks is not None: print(); print(checks[['env', 'total', 'unfixed', 'fixed', 'flags']].to_string())
-    hackable = probe_summary(df).hackable_fraction.max() > a.max_hackable
-    return int(bool(hackable or (checks is not None and checks['flags'].map(bool).any())))

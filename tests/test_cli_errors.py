@@ -6,10 +6,10 @@ import pytest
 
 CLIS = {  # command -> (module with `main`, arguments naming an input that does not exist)
     'knowlyr-lab': ('knowlyr_lab.cli', ['loop', '--env', 'knowlyr/nope']),            # an env id nothing is registered under
-    'knowlyr-hub': ('knowlyr_lab.hub.cli', ['run', '-o', '{tmp}/out', '--logs', '{missing}']),
-    'knowlyr-recorder': ('knowlyr_lab.recorder.cli', ['convert', '{missing}', '-o', '{tmp}/o.jsonl', '--no-progress']),
-    'knowlyr-reward': ('knowlyr_lab.reward.cli', ['score', '{missing}', '-o', '{tmp}/o.jsonl']),
-    'knowlyr-trainer': ('knowlyr_lab.trainer.cli', ['sft', '--model-name-or-path', '{missing}', '--train-data', '{tmp}/t.jsonl', '--output-dir', '{tmp}/run']),
+    'knowlyr-hub': ('knowlyr_lab.cli.hub', ['run', '-o', '{tmp}/out', '--logs', '{missing}']),
+    'knowlyr-recorder': ('knowlyr_lab.cli.recorder', ['convert', '{missing}', '-o', '{tmp}/o.jsonl', '--no-progress']),
+    'knowlyr-reward': ('knowlyr_lab.cli.reward', ['score', '{missing}', '-o', '{tmp}/o.jsonl']),
+    'knowlyr-trainer': ('knowlyr_lab.cli.trainer', ['sft', '--model-name-or-path', '{missing}', '--train-data', '{tmp}/t.jsonl', '--output-dir', '{tmp}/run']),
 }
 
 def _run(module, args, tmp_path, debug=False):
@@ -29,9 +29,9 @@ def test_a_missing_input_is_one_line_status_2_and_debug_adds_the_traceback(prog,
     assert d.returncode == 2 and 'Traceback' in d.stderr and d.stderr.strip().splitlines()[-1] == lines[0], d.stderr[-2000:]
 
 
-PARSERS = {'knowlyr-lab': ('knowlyr_lab.cli', '_parser'), 'knowlyr-hub': ('knowlyr_lab.hub.cli', '_parser'),
-           'knowlyr-recorder': ('knowlyr_lab.recorder.cli', 'build_parser'), 'knowlyr-reward': ('knowlyr_lab.reward.cli', 'build_parser'),
-           'knowlyr-trainer': ('knowlyr_lab.trainer.cli', 'build_parser')}
+PARSERS = {'knowlyr-lab': ('knowlyr_lab.cli', '_parser'), 'knowlyr-hub': ('knowlyr_lab.cli.hub', '_parser'),
+           'knowlyr-recorder': ('knowlyr_lab.cli.recorder', 'build_parser'), 'knowlyr-reward': ('knowlyr_lab.cli.reward', 'build_parser'),
+           'knowlyr-trainer': ('knowlyr_lab.cli.trainer', 'build_parser')}
 
 @pytest.mark.parametrize('prog', list(PARSERS))
 def test_every_flag_of_every_cli_is_documented(prog):
@@ -62,7 +62,7 @@ MISTAKES = {  # command -> (module, [(argv, what the line must say)])
         (['envs', '--verbose'], 'unrecognized arguments: --verbose (see knowlyr-lab envs --help)'),
         (['mcp', '--root', '{missing}'], 'server root {missing} is not a directory'),
     ]),
-    'knowlyr-recorder': ('knowlyr_lab.recorder.cli', [
+    'knowlyr-recorder': ('knowlyr_lab.cli.recorder', [
         (['convert', '{missing}', '-o', '{tmp}/o.jsonl'], '{missing}'),
         (['convert', '{log}', '-o', '{tmp}/o.csv'], 'must end in .jsonl, .jsonl.gz, .parquet'),
         (['convert', '{corrupt}', '-o', '{tmp}/o.jsonl', '--no-progress'], 'none of the 2 records was usable'),
@@ -74,7 +74,7 @@ MISTAKES = {  # command -> (module, [(argv, what the line must say)])
         (['diff', '{missing}', '{log}'], 'no such file: {missing}'),
         (['detect', '{missing}'], 'no such file: {missing}'),
     ]),
-    'knowlyr-reward': ('knowlyr_lab.reward.cli', [
+    'knowlyr-reward': ('knowlyr_lab.cli.reward', [
         (['score', '{missing}', '-o', '{tmp}/o.jsonl'], '{missing} does not exist'),
         (['score', '{corrupt}', '-o', '{tmp}/o.jsonl', '--no-progress'], 'no valid trajectory in {corrupt} (2 bad records'),
         (['score', '{csv}', '-o', '{tmp}/o.jsonl', '--no-progress'], 'no valid trajectory in {csv}'),
@@ -86,7 +86,7 @@ MISTAKES = {  # command -> (module, [(argv, what the line must say)])
         (['leaderboard', '{trajs}', '--by', 'team'], "choose from 'agent', 'model'"),
         (['rubrics', '--domain', 'codng'], "did you mean 'coding'"),
     ]),
-    'knowlyr-hub': ('knowlyr_lab.hub.cli', [
+    'knowlyr-hub': ('knowlyr_lab.cli.hub', [
         (['collect', 'knowlyr/maze-esay', '-o', '{tmp}/t.jsonl'], "did you mean 'knowlyr/maze-easy'"),
         (['collect', 'knowlyr/maze-easy'], 'the following arguments are required: -o/--out'),
         (['collect', 'knowlyr/maze-easy', '-n', 'three', '-o', '{tmp}/t.jsonl'], "invalid int value: 'three'"),
@@ -98,7 +98,7 @@ MISTAKES = {  # command -> (module, [(argv, what the line must say)])
         (['status', '{missing}'], 'pipeline output directory {missing} does not exist'),
         (['run', '-o', '{tmp}/run', '--logs', '{missing}'], '{missing}'),
     ]),
-    'knowlyr-trainer': ('knowlyr_lab.trainer.cli', [
+    'knowlyr-trainer': ('knowlyr_lab.cli.trainer', [
         (['sft', '--learning-rate', '1e-4'], 'the following arguments are required: --train-data'),
         (['sft', '--train-data', '{trajs}', '--lr-sch', 'linear'], 'did you mean --lr-scheduler'),
         (['sft', '--train-data', '{trajs}', '--learning-rate', '-1'], 'SFTConfig.learning_rate must be > 0, got -1.0'),
@@ -160,8 +160,8 @@ def test_ten_newcomer_mistakes_each_one_line_naming_the_fix(prog, inputs):
 
 
 # -- `--help` of every command imports no torch; without the extras, the help still runs and what needs one names it (#27)
-HELP = {'knowlyr-lab': 'knowlyr_lab.cli', 'knowlyr-recorder': 'knowlyr_lab.recorder.cli', 'knowlyr-reward': 'knowlyr_lab.reward.cli',
-        'knowlyr-hub': 'knowlyr_lab.hub.cli', 'knowlyr-trainer': 'knowlyr_lab.trainer.cli', 'knowlyr-lab-mcp': 'knowlyr_lab.mcp'}
+HELP = {'knowlyr-lab': 'knowlyr_lab.cli', 'knowlyr-recorder': 'knowlyr_lab.cli.recorder', 'knowlyr-reward': 'knowlyr_lab.cli.reward',
+        'knowlyr-hub': 'knowlyr_lab.cli.hub', 'knowlyr-trainer': 'knowlyr_lab.cli.trainer', 'knowlyr-lab-mcp': 'knowlyr_lab.mcp'}
 HEAVY = ('torch', 'transformers', 'peft', 'accelerate')
 
 def test_help_of_every_command_imports_no_torch():
@@ -182,7 +182,7 @@ def _without_extras(body:str):
 
 def test_without_extras_help_runs_and_the_missing_extra_is_named():
     r = _without_extras(
-        "from knowlyr_lab.trainer.cli import main as trainer\n"
+        "from knowlyr_lab.cli.trainer import main as trainer\n"
         "from knowlyr_lab.mcp import main as mcp\n"
         "for f, argv in ((trainer, ['--help']), (mcp, ['--help'])):\n"
         "    with contextlib.redirect_stdout(io.StringIO()): assert f(argv) == 0, argv\n"
@@ -213,8 +213,8 @@ def test_mcp_http_shows_no_token_when_the_start_fails(tmp_path):
 
 def test_trainer_accepts_trl_spellings_and_never_abbreviates():
     "#27: `knowlyr-trainer sft --lr 1e-4` was read as --lr-scheduler 1e-4"
+    from knowlyr_lab.cli.trainer import build_parser, config_from_args
     from knowlyr_lab.cli_errors import strict_parser
-    from knowlyr_lab.trainer.cli import build_parser, config_from_args
     from knowlyr_lab.trainer.sft import SFTConfig
     p = strict_parser(build_parser())
     for flag in ('--lr', '--learning_rate', '--learning-rate'):

@@ -219,7 +219,7 @@ def test_cli_help_lists_the_flags():
     assert r.returncode == 0 and r.stdout.startswith('usage: knowlyr-env-serve'), (r.returncode, r.stdout, r.stderr)
     for flag in ('env_id', '--protocol', '--host', '--port', '--max-sessions', '--max-sessions-per-client', '--idle-timeout', '--env-kwargs', '--expose-oracle'):
         assert flag in r.stdout, flag
-    r = subprocess.run([sys.executable, '-m', 'knowlyr_lab.envs.serve', '--help'], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    r = subprocess.run([sys.executable, '-m', 'knowlyr_lab.cli.env_serve', '--help'], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and r.stdout.startswith('usage: knowlyr-env-serve'), r.stderr
 
 def test_cli_serves_an_env_a_client_plays():

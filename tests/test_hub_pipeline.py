@@ -67,7 +67,7 @@ def test_pipeline_on_the_coding_sandbox_suite(tmp_path):
 
 def _hub(*args):
     "knowlyr-hub in a subprocess (the real entry point: exit code, stdout, stderr)"
-    return subprocess.run([sys.executable, '-c', 'import sys; from knowlyr_lab.hub.cli import main; sys.exit(main())', *map(str, args)],
+    return subprocess.run([sys.executable, '-c', 'import sys; from knowlyr_lab.cli.hub import main; sys.exit(main())', *map(str, args)],
                           capture_output=True, text=True, timeout=300)
 
 def test_killed_runs_temp_files_not_counted_and_cleaned(tmp_path):

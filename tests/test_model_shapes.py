@@ -18,9 +18,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
+from knowlyr_lab.cli.trainer import build_parser, config_from_args, main
 from knowlyr_lab.hub.export import DatasetExporter
 from knowlyr_lab.registry import make
-from knowlyr_lab.trainer.cli import build_parser, config_from_args, main
 from knowlyr_lab.trainer.grpo import GRPOTrainer
 from knowlyr_lab.trainer.grpo_groups import GRPOConfig
 from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer, env_tools, oracle_trajectories, render_corpus

@@ -32,8 +32,8 @@ SEEDS = list(range(1000, 1020))
 def _train(out):
     "A tiny policy SFT'd on 300 expert episodes (recorded by the library's engine) with the SFT recipe, saved with its prompt card"
     from knowlyr_lab.agents import ExpertAgent
+    from knowlyr_lab.recipes import train_sft_policy
     from knowlyr_lab.rollout.collect import collect
-    from knowlyr_lab.trainer.recipes import train_sft_policy
     demos = collect(CodeEnv, ExpertAgent(), 300, seed=0, progress=False)
     assert all(t.outcome.success for t in demos) and demos[0].task.initial_observation.startswith(INSTRUCTION + ' The code is')
     # 240 optimiser steps at 3e-3 on a 128-wide model: enough to learn to copy one digit (measured ~90% at 200 steps)

@@ -122,7 +122,7 @@ def test_lora_sft_steps_learn_and_reload(real_path, demos, tmp_path):
 def test_lora_sft_on_real_model_reaches_half_on_held_out(real_path, demos, tmp_path):
     "Acceptance: LoRA SFT, 60 steps (batch 8, constant lr 2e-3) on 320 demonstrations -> >= 50% success on 40 held-out tasks"
     from knowlyr_lab.eval.evaluate import evaluate_agent
-    from knowlyr_lab.trainer.recipes import policy_agent
+    from knowlyr_lab.recipes import policy_agent
     from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
     cfg = SFTConfig(model_name_or_path=str(real_path), output_dir=str(tmp_path / 'sft'), use_lora=True, learning_rate=2e-3,
                     lr_scheduler='constant', batch_size=8, max_steps=60, logging_steps=10, tools_from_env=ENV, mixed_precision='no',

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from knowlyr_lab.recorder import cli
+from knowlyr_lab.cli import recorder as cli
 from knowlyr_lab.recorder.base import RecorderError, UnknownAdapterError, get_adapter, list_adapters
 from knowlyr_lab.recorder.convert import FormatDetectionError, convert, detect_format, diff_trajectories, validate
 from knowlyr_lab.recorder.redact import Redactor
@@ -303,7 +303,7 @@ def test_convert_streams_in_constant_memory(tmp_path):
     assert peaks[1] < 1.5 * peaks[0] + 200_000, peaks           # 10x the input, about the same peak
 
 def test_console_script_formats():
-    res = subprocess.run([sys.executable, '-m', 'knowlyr_lab.recorder.cli', 'formats'], capture_output=True, text=True)
+    res = subprocess.run([sys.executable, '-m', 'knowlyr_lab.cli.recorder', 'formats'], capture_output=True, text=True)
     exe = Path(sys.executable).parent / 'knowlyr-recorder'
     if exe.exists(): res = subprocess.run([str(exe), 'formats'], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
@@ -351,7 +351,7 @@ def test_own_output_detects_and_validates(tmp_path):
 def test_cli_convert_loads_neither_pandas_nor_pyarrow(tmp_path):
     "A CLI call starts without the table libraries (their import was most of its ~1.4 s start): they load where a table or a Parquet file is made"
     src = sorted((FIX / 'openai-chat').glob('*.jsonl'))[0]
-    code = ("import sys\nfrom knowlyr_lab.recorder.cli import main\n"
+    code = ("import sys\nfrom knowlyr_lab.cli.recorder import main\n"
             f"rc = main(['convert', {str(src)!r}, '-o', {str(tmp_path / 'out.jsonl')!r}, '--no-progress'])\n"
             "print(rc, sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))")
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from knowlyr_lab.recorder import cli
+from knowlyr_lab.cli import recorder as cli
 from knowlyr_lab.recorder.base import RecorderError
 from knowlyr_lab.recorder.convert import convert, detect_format
 from knowlyr_lab.recorder.report import ConversionReport

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from knowlyr_lab.recorder import cli, reading
+from knowlyr_lab.cli import recorder as cli
+from knowlyr_lab.recorder import reading
 from knowlyr_lab.recorder.convert import convert, validate
 from knowlyr_lab.recorder.report import ConversionReport
 

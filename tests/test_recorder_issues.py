@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from knowlyr_lab.recorder import cli
+from knowlyr_lab.cli import recorder as cli
 from knowlyr_lab.recorder.convert import convert, detect_format, iter_log_files
 from knowlyr_lab.recorder.report import ConversionReport
 

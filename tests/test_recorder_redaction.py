@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from knowlyr_lab.recorder import cli
+from knowlyr_lab.cli import recorder as cli
 from knowlyr_lab.recorder.convert import convert
 from knowlyr_lab.recorder.redact import default_redactor, redact_values
 from knowlyr_lab.recorder.secret_rules import SAMPLE_SECRETS, TOKEN_SHAPES, secret_value

@@ -4,7 +4,7 @@ import json
 
 from rich.console import Console
 
-from knowlyr_lab.recorder.cli import main
+from knowlyr_lab.cli.recorder import main
 from knowlyr_lab.trajectory_io import read_trajectories
 
 

@@ -164,7 +164,7 @@ def test_the_serve_command_records_until_stopped(recorded, tmp_path):
     tok, model, *_ = recorded
     save_tiny_model(model, tok, tmp_path / 'model')
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
-    p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.trainer.cli', 'serve', '--model', str(tmp_path / 'model'), '--port', '0',
+    p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.cli.trainer', 'serve', '--model', str(tmp_path / 'model'), '--port', '0',
                           '--record-to', str(tmp_path / 'store')], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         url = json.loads(p.stdout.readline())['url']

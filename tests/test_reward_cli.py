@@ -14,7 +14,7 @@ from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 
 def _cli(*args):
     exe = shutil.which('knowlyr-reward')
-    cmd = [exe] if exe else [sys.executable, '-c', 'from knowlyr_lab.reward.cli import main; raise SystemExit(main())']
+    cmd = [exe] if exe else [sys.executable, '-c', 'from knowlyr_lab.cli.reward import main; raise SystemExit(main())']
     return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=120)
 
 @pytest.mark.slow

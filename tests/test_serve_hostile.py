@@ -177,7 +177,7 @@ def test_the_serve_command_takes_the_connection_limits(tmp_path):
     from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
     save_tiny_model(*make_tiny_model(hidden_size=32), tmp_path / 'model')
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
-    p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.trainer.cli', 'serve', '--model', str(tmp_path / 'model'), '--port', '0',
+    p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.cli.trainer', 'serve', '--model', str(tmp_path / 'model'), '--port', '0',
                           '--max-connections', '2', '--header-timeout', '1.5'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         url = json.loads(p.stdout.readline())['url']

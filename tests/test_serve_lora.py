@@ -218,7 +218,7 @@ def test_the_serve_command_hot_loads_adapters(tiny, tmp_path):
     _adapter(base, tmp_path / 'loras' / 'a1')
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
     def start(*flags):
-        p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.trainer.cli', 'serve', '--model', str(tmp_path / 'model'), '--port', '0', *flags],
+        p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.cli.trainer', 'serve', '--model', str(tmp_path / 'model'), '--port', '0', *flags],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         return p, json.loads(p.stdout.readline())['url']
     for flags, want in [(('--enable-lora', '--lora-root', str(tmp_path / 'loras')), 200), ((), 404)]:
@@ -231,6 +231,6 @@ def test_the_serve_command_hot_loads_adapters(tiny, tmp_path):
                 assert status == 400, text                                  # outside the root (and not an adapter)
         finally:
             p.terminate(); p.communicate(timeout=60)
-    bad = subprocess.run([sys.executable, '-m', 'knowlyr_lab.trainer.cli', 'serve', '--model', str(tmp_path / 'model'), '--enable-lora'],
+    bad = subprocess.run([sys.executable, '-m', 'knowlyr_lab.cli.trainer', 'serve', '--model', str(tmp_path / 'model'), '--enable-lora'],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode != 0 and 'lora_root' in bad.stderr, bad.stderr[-500:]

@@ -5,13 +5,13 @@ from knowlyr_lab.agents import RandomAgent
 from knowlyr_lab.budgets import StepBudgetWrapper
 from knowlyr_lab.envs.maze import MazeEnv
 from knowlyr_lab.eval.evaluate import evaluate_agent
+from knowlyr_lab.recipes import online_grpo
 from knowlyr_lab.registry import make
 from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.rollout.engine import run_episodes
 from knowlyr_lab.rollout.spec import RolloutSpec
 from knowlyr_lab.trainer.grpo import GRPOTrainer
 from knowlyr_lab.trainer.grpo_groups import GRPOConfig
-from knowlyr_lab.trainer.recipes import online_grpo
 from knowlyr_lab.widgets import EnvSession
 from knowlyr_lab.wrappers import RecorderWrapper
 

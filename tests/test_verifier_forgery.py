@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from knowlyr_lab.cli.probe import main
 from knowlyr_lab.coding_tasks import fixed_files, load_coding_tasks
 from knowlyr_lab.envs.humaneval import HumanEvalEnv, humaneval_problems, humaneval_task
 from knowlyr_lab.verifier_catalogue import FORGERY_STRATEGIES
-from knowlyr_lab.verifier_probe import main, probe_envs, probe_summary, verifier_envs
+from knowlyr_lab.verifier_probe import probe_envs, probe_summary, verifier_envs
 from knowlyr_lab.verifier_strategies import attack_files
 
 TASKS = {t.id: t for t in load_coding_tasks()}
@@ -105,7 +106,7 @@ def test_probe_finds_no_forgery_in_any_bundled_suite():
 def test_probe_cli(capsys):
     "knowlyr-probe is declared as a console script and exits 0 when nothing forged, 2 on an env without a verifier"
     root = Path(__file__).resolve().parents[1]
-    assert tomllib.loads((root / 'pyproject.toml').read_text())['project']['scripts']['knowlyr-probe'] == 'knowlyr_lab.verifier_probe:main'
+    assert tomllib.loads((root / 'pyproject.toml').read_text())['project']['scripts']['knowlyr-probe'] == 'knowlyr_lab.cli.probe:main'
     assert main(['knowlyr/sandbox', '--n-tasks', '1', '--strategy', 'gc-result-instance']) == 0
     out = capsys.readouterr().out
     assert 'hackable_fraction' in out and 'knowlyr/sandbox' in out

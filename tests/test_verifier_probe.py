@@ -15,6 +15,7 @@ import warnings
 import pytest
 from helpers import app_for, client_for, sent_as, served
 
+from knowlyr_lab.cli.probe import main
 from knowlyr_lab.coding_tasks import fixed_files, load_coding_tasks
 from knowlyr_lab.envs.sandbox import SandboxEnv
 from knowlyr_lab.plugins import RegistryWarning
@@ -23,7 +24,7 @@ from knowlyr_lab.sandbox.local import bwrap_available
 from knowlyr_lab.verifier_catalogue import FORGERY_STRATEGIES
 from knowlyr_lab.verifier_episodes import one_process_passed, play_episode
 from knowlyr_lab.verifier_plugins import StrategyFileError, available_strategies, load_strategy_file
-from knowlyr_lab.verifier_probe import WEAK_TASKS, check_task, main, probe_task, verifier_envs
+from knowlyr_lab.verifier_probe import WEAK_TASKS, check_task, probe_task, verifier_envs
 from knowlyr_lab.verifier_strategies import ForgeryStrategy
 from knowlyr_lab.wrappers import EnvWrapper
 

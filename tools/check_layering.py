@@ -1,4 +1,6 @@
-"""Layering check: no page imports a higher-numbered page, at the top of a module or inside a function.
+"""Layering check: no page imports a higher-numbered page, at the top of a module or inside a function; and the pages of
+each subpackage sit in that package's range of page numbers and are named after it (`PACKAGE_PAGES`: every command
+line is in `cli`, pages 90-99; every trainer page is in 60-69), so a page's number says which package it is in.
 
 The page of a module is the notebook its cells come from (the `# %% ../nbs/NN_name.ipynb` markers nbdev-export
 writes); pages are ordered by their number and letter (`19a` after `19`, before `20`). Every `import`/`from ... import`
@@ -43,6 +45,22 @@ def resolve(mod:str, node:ast.ImportFrom|ast.Import, alias)->list[str]:
         base = '.'.join(pkg + ([base] if base else []))
     return [base, f"{base}.{alias.name}"]
 
+PACKAGE_PAGES = {  # subpackage -> the page numbers its modules' pages use (top-level modules sit in their layer's range)
+    'sandbox': (10, 12), 'envs': (15, 19), 'recorder': (20, 29), 'reward': (30, 39), 'rollout': (40, 40), 'hub': (41, 49),
+    'serving': (50, 59), 'trainer': (60, 69), 'eval': (70, 79), 'cli': (90, 99)}
+
+def misplaced(pg:dict)->list[str]:
+    "Modules of a subpackage whose page is outside its range or not named `NN_<package>_...`"
+    out = []
+    for mod, page in sorted(pg.items()):
+        parts = mod.split('.')
+        if len(parts) < 2 or parts[1] not in PACKAGE_PAGES: continue
+        pkg, (lo, hi) = parts[1], PACKAGE_PAGES[parts[1]]
+        num, name = page_key(page)[0], re.sub(r'^\d+[a-z]*_', '', Path(page).name)
+        if not lo <= num <= hi or not (name == pkg or name.startswith(pkg + '_')):
+            out.append(f"{mod}: its page {page} should be numbered {lo}-{hi} and named {lo}_{pkg}_...")
+    return out
+
 def violations(pg:dict)->list[str]:
     out = []
     for p in sorted(PKG.rglob('*.py')):
@@ -63,9 +81,9 @@ def main(argv)->int:
     if '--list' in argv:
         for m, p in sorted(pg.items(), key=lambda kv: page_key(kv[1])): print(f"{p:40} {m}")
         return 0
-    bad = violations(pg)
+    bad = violations(pg) + misplaced(pg)
     for v in bad: print(v)
-    print(f"layering: {len(bad)} import(s) of a higher-numbered page" if bad else f"layering: ok ({len(pg)} modules)")
+    print(f"layering: {len(bad)} import(s) of a higher-numbered page or misplaced page(s)" if bad else f"layering: ok ({len(pg)} modules)")
     return 1 if bad else 0
 
 if __name__ == '__main__': sys.exit(main(sys.argv[1:]))

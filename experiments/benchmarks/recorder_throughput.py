@@ -207,7 +207,7 @@ def run_worker(impl, fmt, path, ref_python, profile=0):
 def cli_start(ref_python, repeat:int, tiny:Path):
     "Wall seconds (median of `repeat`) of a CLI call: `--help`, and a whole `convert` of a small log; the reference's `--help`"
     import statistics
-    ours = [sys.executable, '-m', 'knowlyr_lab.recorder.cli']
+    ours = [sys.executable, '-m', 'knowlyr_lab.cli.recorder']
     env = {**os.environ, 'PYTHONPATH': str(ROOT)}
     calls = {'ours --help': ours + ['--help'],
              f'ours convert ({tiny.stat().st_size // 1024} KB, redacting)': ours + ['convert', str(tiny), '-f', 'openhands', '-o', str(tiny.with_name('out.jsonl')), '--no-progress']}

