@@ -12,7 +12,7 @@ import json
 import time
 from pathlib import Path
 
-from knowlyr_lab.chat import PromptFormat, chat_format
+from knowlyr_lab.chat import PromptFormat, choose_format
 from knowlyr_lab.demo import DemoConfig, collect_demonstrations, export_sft
 from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.provenance import provenance
@@ -43,7 +43,7 @@ def main():
     sample = [r for _, r in load_records(p)[:50]]
     model, tok = make_tiny_model(render_corpus(sample, tools=[], system_prompt=None), vocab_size=cfg.vocab_size, hidden_size=v.get('hidden', 128),
                                  num_layers=v.get('layers', 2), num_heads=v.get('heads', 4), seed=seed, save_dir=out / 'untrained', family='llama')
-    PromptFormat(None, [], chat_format(tok)).save(out / 'untrained')
+    PromptFormat(None, [], choose_format(tok)).save(out / 'untrained')
     tr = SFTTrainer(SFTConfig(output_dir=str(out / 'sft'), num_epochs=v.get('epochs', 1), learning_rate=v.get('lr', 3e-3),
                               batch_size=v.get('bs', 8), lr_scheduler=v.get('sched', 'linear'), warmup_ratio=v.get('warmup', 0.0),
                               weight_decay=v.get('wd', 0.0), logging_steps=10, save_steps=v.get('save', 500), save_total_limit=0,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from .core import InvalidActionError
 
 # %% auto #0
 __all__ = ['CHAT_FORMATS', 'PROMPT_FILE', 'template_call', 'format_messages', 'turn_extends', 'template_caps', 'choose_format',
-           'set_chat_format', 'chat_format', 'format_advice', 'render_chats', 'render_chat', 'PromptFormat']
+           'format_advice', 'render_chats', 'render_chat', 'PromptFormat']
 
 # %% ../nbs/07a_chat.ipynb #3f8121e0
 CHAT_FORMATS = ('template', 'hermes', 'react')
@@ -153,6 +154,9 @@ def _probe(tokenizer, fmt:str, arguments:str)->dict:
             'call_style': _call_style(text) if calls else None, 'arguments': arguments if read else None,
             'extends': extends, 'error': None}
 
+# %% ../nbs/07a_chat.ipynb #cfd4ebc9
+_CAPS = weakref.WeakKeyDictionary()   # tokenizer -> {(template, fmt): what the probe found}
+
 # %% ../nbs/07a_chat.ipynb #db6b54df
 def template_caps(tokenizer,          # a Hugging Face tokenizer with a chat template
                   fmt:str='template', # the chat format to render the probe in (one of CHAT_FORMATS)
@@ -161,12 +165,13 @@ def template_caps(tokenizer,          # a Hugging Face tokenizer with a chat tem
                  )->dict:
     ("Which parts of a tool conversation the chat template renders in format `fmt`, how it takes call arguments, "
      "whether turns extend")
-    key, cache = (str(getattr(tokenizer, 'chat_template', None)), fmt), getattr(tokenizer, '_knowlyr_caps', None) or {}
+    key = (str(getattr(tokenizer, 'chat_template', None)), fmt)
+    try: cache = _CAPS.setdefault(tokenizer, {})
+    except TypeError: cache = {}     # a tokenizer that cannot be weakly referenced: probed on every call
     if key not in cache:
         tries = [_probe(tokenizer, fmt, 'object')]
         if fmt == 'template' and not tries[0]['arguments']: tries.append(_probe(tokenizer, fmt, 'string'))
         cache[key] = next((c for c in tries if c['arguments']), tries[0])
-        tokenizer._knowlyr_caps = cache
     return dict(cache[key])
 
 # %% ../nbs/07a_chat.ipynb #98ef8819
@@ -188,18 +193,6 @@ def choose_format(tokenizer,            # a Hugging Face tokenizer with a chat t
     if _trains(caps): return 'template'
     return 'template' if _keeps(caps) and not _trains(template_caps(tokenizer, 'hermes')) else 'hermes'
 
-# %% ../nbs/07a_chat.ipynb #1b9df8e2
-def set_chat_format(tokenizer, fmt:str='auto')->str:
-    "Decide (or impose) the chat format of `tokenizer` and remember it on the tokenizer; returns it"
-    f = choose_format(tokenizer, fmt)
-    tokenizer.knowlyr_chat_format = f
-    return f
-
-# %% ../nbs/07a_chat.ipynb #105c22a0
-def chat_format(tokenizer)->str:
-    "The tokenizer's chat format (decided on first use)"
-    return getattr(tokenizer, 'knowlyr_chat_format', None) or set_chat_format(tokenizer)
-
 # %% ../nbs/07a_chat.ipynb #f38d4c09
 def format_advice(tokenizer, fmt:str)->str:
     "What to do when chat format `fmt` cannot be trained with `tokenizer`: the format that can, or why none can"
@@ -216,11 +209,11 @@ def render_chats(tokenizer,                     # tokenizer with a chat template
                  chats:list[list[dict]],        # conversations (OpenAI messages)
                  tools:list|None=None,          # tool schemas, the same for all
                  add_generation_prompt:bool=False, # end with the assistant header (a prompt for generation)
-                 fmt:str|None=None,             # chat format (default: the tokenizer's, `chat_format`)
+                 fmt:str|None=None,             # chat format (default: the probe's pick, `choose_format`)
                 )->list[str]:
     "The text of each conversation as the model sees it"
     if not chats: return []
-    fmt = fmt or chat_format(tokenizer)
+    fmt = fmt or choose_format(tokenizer)
     args = (template_caps(tokenizer)['arguments'] or 'object') if fmt == 'template' else 'object'
     conv = [format_messages(c, tools, fmt, args) for c in chats]
     return tokenizer.apply_chat_template([c for c, _ in conv], tools=conv[0][1], tokenize=False,
@@ -243,8 +236,8 @@ class PromptFormat:
 # %% ../nbs/07a_chat.ipynb #d6b639b4
 @patch
 def probe(self:PromptFormat, tokenizer)->PromptFormat:
-    "This format, its chat format decided for `tokenizer` (the probe's pick when it names none) and set on it"
-    return dataclasses.replace(self, chat_format=set_chat_format(tokenizer, self.chat_format or 'auto'))
+    "This format, its chat format decided for `tokenizer` (the probe's pick when it names none)"
+    return dataclasses.replace(self, chat_format=choose_format(tokenizer, self.chat_format or 'auto'))
 
 # %% ../nbs/07a_chat.ipynb #ec53293e
 @patch

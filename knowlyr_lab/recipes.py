@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from .chat import PromptFormat, chat_format
+from .chat import PromptFormat, choose_format
 from .serving.model import AgentInference
 from .trainer.data import load_records
 from .trainer.grpo import GRPOTrainer
@@ -74,7 +74,7 @@ def train_sft_policy(train_data,                    # SFT rows (a jsonl/parquet 
     model, tok = make_tiny_model(render_corpus(sample, tools=tools, system_prompt=system_prompt), vocab_size=vocab_size,
                                  hidden_size=hidden_size, num_layers=num_layers, seed=seed, save_dir=out / 'untrained',
                                  family=family)
-    PromptFormat(system_prompt, tools, chat_format(tok)).save(out / 'untrained')
+    PromptFormat(system_prompt, tools, choose_format(tok)).save(out / 'untrained')
     tr = SFTTrainer(SFTConfig(output_dir=str(out / 'sft'), num_epochs=num_epochs, max_steps=max_steps,
                               learning_rate=learning_rate,
                               batch_size=batch_size, lr_scheduler=lr_scheduler, warmup_ratio=warmup_ratio,
@@ -172,7 +172,7 @@ def online_grpo(policy_path,                  # a saved policy (e.g. train_sft_p
     card = base.prompt or PromptFormat()
     grpo_tasks = suite_tasks(env_id, range(task_seed_offset, task_seed_offset + updates * tasks_per_step))
     def measure(model, name):
-        agent = AgentInference(model, base.tokenizer, name).create_agent(card.system_prompt,
+        agent = AgentInference(model, base.tokenizer, name, prompt=base.prompt).create_agent(card.system_prompt,
             max_completion_length, 0.0,
                                                                           tools=card.tools)
         return evaluate_agent(agent, env_id, tasks=eval_tasks, max_episode_steps=max_episode_steps,

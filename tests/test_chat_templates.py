@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from knowlyr_lab.chat import parse_reply, render_chat, set_chat_format, template_caps
+from knowlyr_lab.chat import choose_format, parse_reply, render_chat, template_caps
 from knowlyr_lab.trainer.data import DataFormatError, env_tools, to_chat, tokenize_chat
 from knowlyr_lab.trainer.sft import oracle_trajectories
 from knowlyr_lab.trainer.tiny import train_tokenizer
@@ -72,7 +72,7 @@ def check_calls(tok, chat, traj):
 def test_template_labels_hold_calls_as_objects(name, style, episode):
     traj, tools = episode
     tok = tokenizer_with(trl_template(name))
-    assert set_chat_format(tok) == 'template'
+    assert choose_format(tok) == 'template'
     chat = to_chat(traj, tools=tools)
     turns = check_calls(tok, chat, traj)
     assert '{"a": 864, "b": 41}' in turns[0] and '\\"' not in ''.join(turns)      # no JSON string holding JSON
@@ -88,15 +88,14 @@ def test_qwen3_is_refused_with_what_to_use_and_that_trains(episode):
     traj, tools = episode
     chat = to_chat(traj, tools=tools)
     tok = tokenizer_with(trl_template('qwen3'))
-    assert set_chat_format(tok) == 'template'                 # its own format, for prompting
+    assert choose_format(tok) == 'template'                   # its own format, for prompting
     for fmt in ('template', 'hermes'):                        # the fallback renders through the same template: refused too
-        set_chat_format(tok, fmt)
-        with pytest.raises(DataFormatError) as e: tokenize_chat(tok, chat)
+        with pytest.raises(DataFormatError) as e: tokenize_chat(tok, chat, fmt=fmt)
         msg = str(e.value)
         assert 'as an extension of the messages before it' in msg and f"(chat format {fmt!r})" in msg, msg
         assert "no chat format can ('hermes' and 'react' render through the same template)" in msg, msg
         assert '<think>' in msg and 'qwen3_training.jinja' in msg, msg
     trained = tokenizer_with(trl_template('qwen3_training'))  # what the message names
-    assert set_chat_format(trained) == 'template'
+    assert choose_format(trained) == 'template'
     turns = check_calls(trained, chat, traj)
     assert all(t.startswith('<think>\n\n</think>\n\n<tool_call>') for t in turns), turns

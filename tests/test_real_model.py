@@ -34,22 +34,21 @@ def _tokenizer(path):
 
 @pytest.mark.real
 def test_template_as_shipped_drops_tools_and_the_layer_notices(real_path):
-    from knowlyr_lab.chat import chat_format, render_chat, template_caps
+    from knowlyr_lab.chat import choose_format, render_chat, template_caps
     tok = _tokenizer(real_path)
     caps = template_caps(tok)
     assert not caps['tools'] and not caps['tool_calls'], caps
     msgs = [{'role': 'user', 'content': '2 + 3'}, {'role': 'assistant', 'content': '', 'tool_calls': [
         {'id': 'c', 'type': 'function', 'function': {'name': 'answer', 'arguments': '{"value": 5}'}}]}]
     assert '"value": 5' not in tok.apply_chat_template(msgs, tokenize=False)     # the template as shipped drops the call
-    assert chat_format(tok) == 'hermes'
+    assert choose_format(tok) == 'hermes'
     assert '<tool_call>{"name": "answer", "arguments": {"value": 5}}</tool_call>' in render_chat(tok, msgs)
 
 @pytest.mark.real
 def test_sft_labels_hold_the_tool_calls(real_path, demos):
     "With SmolLM2's template as shipped, >= 90% of SFT samples from arith-easy expert trajectories hold the call in their labels"
-    from knowlyr_lab.chat import set_chat_format
     from knowlyr_lab.trainer.data import env_tools, to_chat, tokenize_chats
-    tok = _tokenizer(real_path); set_chat_format(tok)
+    tok = _tokenizer(real_path)
     tools = env_tools(ENV)
     chats = [to_chat(t, f'demo[{i}]', tools=tools) for i, t in enumerate(demos['trajs'][:50])]
     samples = tokenize_chats(tok, chats)
@@ -72,7 +71,7 @@ def test_exported_rows_train_with_the_env_tools(real_path, demos, tmp_path):
 @pytest.mark.real
 def test_training_and_inference_prompts_agree(real_path, demos):
     "The first inference prompt of an arith task names the tools and equals the training sample's prompt, token for token"
-    from knowlyr_lab.chat import PromptFormat, set_chat_format
+    from knowlyr_lab.chat import PromptFormat
     from knowlyr_lab.registry import make
     from knowlyr_lab.serving import AgentInference
     from knowlyr_lab.trainer.data import env_tools, to_chat, tokenize_chat
@@ -84,7 +83,7 @@ def test_training_and_inference_prompts_agree(real_path, demos):
         agent.reset(ts.info.get('task'), env.tool_schemas)
         prompt = inf.render(agent._chat(ts.observation, None), agent.tools)
         assert all(f'"name": "{t["function"]["name"]}"' in prompt for t in env.tool_schemas), prompt
-        tok = _tokenizer(real_path); set_chat_format(tok)
+        tok = _tokenizer(real_path)
         traj = demos['trajs'][0]
         s = tokenize_chat(tok, to_chat(traj, tools=env_tools(ENV)))
         first = next(i for i, l in enumerate(s['labels']) if l != -100)
@@ -112,7 +111,7 @@ def test_lora_sft_steps_learn_and_reload(real_path, demos, tmp_path):
     card = PromptFormat.load(path)
     assert card.chat_format == 'hermes' and [t['function']['name'] for t in card.tools] == [t['function']['name'] for t in tr.tools]
     inf = AgentInference.from_pretrained(path, prefix_cache=0)
-    assert inf.tokenizer.knowlyr_chat_format == 'hermes'
+    assert inf.prompt.chat_format == 'hermes' and not hasattr(inf.tokenizer, 'knowlyr_chat_format')
     ids = torch.tensor([tr.samples[0]['input_ids'][:64]])
     merged = tr.model.merge_and_unload() if hasattr(tr.model, 'merge_and_unload') else tr.model
     with torch.no_grad(): torch.testing.assert_close(inf.model(ids).logits, merged.eval()(ids).logits, atol=1e-4, rtol=1e-4)

@@ -28,7 +28,7 @@ os.environ.setdefault('TRANSFORMERS_VERBOSITY', 'error')
 import torch
 
 from knowlyr_lab.agents import ExpertAgent
-from knowlyr_lab.chat import render_chat, set_chat_format
+from knowlyr_lab.chat import render_chat
 from knowlyr_lab.provenance import provenance
 from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.serving import AgentInference
@@ -122,7 +122,7 @@ def main():
     path = prepare_real_model(quiet=True)
     chats, tools = data(args.batch * (args.steps + 2))
     from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(path); set_chat_format(tok)
+    tok = AutoTokenizer.from_pretrained(path)
     p = provenance(0)
     print(f"machine: {p['cpu']} ({p['cpu_count']} cores, torch kernels {p['cpu_capability']}, {p['torch_threads']} threads); "
           f"torch {p['packages']['torch']}, transformers {p['packages']['transformers']}, trl {p['packages']['trl']}, peft {p['packages']['peft']}; "

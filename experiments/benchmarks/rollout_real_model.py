@@ -172,7 +172,6 @@ def load(a, tmp:Path):
     "The prepared real model (or --tiny: a tiny model trained on a few arith-medium demonstrations) and its tokenizer"
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from knowlyr_lab.chat import set_chat_format
     if a.tiny:
         from knowlyr_lab.trainer.sft import oracle_trajectories, render_corpus
         from knowlyr_lab.trainer.tiny import make_tiny_model
@@ -181,7 +180,6 @@ def load(a, tmp:Path):
     from knowlyr_lab.trainer.real import prepare_real_model
     path = prepare_real_model(quiet=True)
     model, tok = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, a.dtype)).to(a.device), AutoTokenizer.from_pretrained(path)
-    set_chat_format(tok)
     return model, tok, path.name
 
 SIDES = {'plain generate': plain, 'runtime': runtime, 'runtime, static cache': functools.partial(runtime, static=True)}

@@ -7,7 +7,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/serving_model.html.md"""
 # %% ../../nbs/55_serving_model.ipynb #964ed637
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.cache_utils import DynamicLayer
 
 from ..agents import AgentReply
-from ..chat import PromptFormat, assistant_message, parse_reply, render_chats
+from ..chat import PromptFormat, assistant_message, choose_format, parse_reply, render_chats
 from ..core import InvalidActionError
 from .prefix_cache import PrefixCache, cache_of, forward_takes, reusable_cache
 from .server import InferenceServer
@@ -37,18 +36,19 @@ class AgentInference:
                  cache_bytes:int=2 * 2**30,      # and at most this many bytes of them
                  # decode over a cache of fixed size, each step one CUDA graph on a GPU (`StaticDecoder`);
                  # None: where the model is on a GPU (2-3x the generated tokens/s of SmolLM2 on an H200)
-                 static_cache:bool|None=None):
+                 static_cache:bool|None=None,
+                 prompt:PromptFormat|None=None): # how it was trained to see a conversation (None: the probe's pick)
         self.model, self.tokenizer, self.static_cache = model.eval(), tokenizer, static_cache
         self.cache = PrefixCache(prefix_cache if reusable_cache(model) else 0, cache_bytes)
         self.name = name or Path(getattr(model, 'name_or_path', '') or 'local').name or 'local'
-        self.prompt = None                    # its PromptFormat (saved with it by training), or None
+        self.prompt = prompt                  # its PromptFormat (saved with it by training), or None
         if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
 
 # %% ../../nbs/55_serving_model.ipynb #7e60cdc2
 @patch
 def render(self:AgentInference, messages:list[dict], tools:list|None=None)->str:
     "The prompt text of a conversation, as the model was trained to see it"
-    return render_chats(self.tokenizer, [messages], tools, add_generation_prompt=True)[0]
+    return render_chats(self.tokenizer, [messages], tools, True, self.prompt and self.prompt.chat_format)[0]
 
 # %% ../../nbs/55_serving_model.ipynb #34e72c19
 def _load_weights(p:Path, dtype=None, attn_implementation:str|None=None, device_map:str|None=None,
@@ -90,8 +90,8 @@ def from_pretrained(cls:AgentInference, path:str|Path, # model folder, LoRA adap
     if device and not device_map: model = model.to(device)
     inf = cls(model, tok, name or Path(path).name, prefix_cache)
     card = PromptFormat.load(p) or PromptFormat.load(Path(path))
-    fmt = (card or PromptFormat()).probe(tok).chat_format
-    inf.prompt = dataclasses.replace(card, chat_format=fmt) if card else None
+    inf.prompt = card.probe(tok) if card else None     # its chat format decided for this tokenizer
+    fmt = inf.prompt.chat_format if card else choose_format(tok)
     if fmt != 'template':
         print(f"{inf.name}: chat format {fmt!r} (its template does not render tool calls)", file=sys.stderr)
     return inf
@@ -212,7 +212,7 @@ def generate(self:AgentInference, conversations:list[list[dict]], # chats to con
             )->list[dict]:
     "Batched generation of the next assistant turn for each conversation, sampled from softmax(logits / temperature)"
     tok = self.tokenizer
-    ids = tok(render_chats(tok, conversations, tools, add_generation_prompt=True),
+    ids = tok(render_chats(tok, conversations, tools, True, self.prompt and self.prompt.chat_format),
               add_special_tokens=False)['input_ids']
     inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix
     if seed is not None: torch.manual_seed(seed)

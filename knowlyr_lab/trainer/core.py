@@ -24,7 +24,7 @@ from accelerate.utils import DataLoaderConfiguration, DistributedType, convert_o
 from fastcore.basics import patch
 from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
 
-from ..chat import PromptFormat, chat_format, set_chat_format, template_caps
+from ..chat import PromptFormat, choose_format, template_caps
 from .metrics import MetricsLogger, installed_trackers
 from .train_config import TrainConfig, check_given_model, resolve_precision
 
@@ -81,7 +81,7 @@ def _load_model(self:TrainerCore):
 def _prepare_tokenizer(self:TrainerCore, tokenizer):
     "A pad token, and the chat format training renders with (said plainly when it is not the model's template)"
     if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
-    fmt = set_chat_format(tokenizer, self.config.chat_format)
+    self.chat_format = fmt = choose_format(tokenizer, self.config.chat_format)   # every render of this trainer's
     if fmt != 'template':   # the model is trained (and will be prompted) in a format its template does not give
         lost = [k for k, kept in template_caps(tokenizer).items() if k in ('tools', 'tool_calls', 'tool_results')
                 and not kept]
@@ -149,7 +149,7 @@ def complete_checkpoints(out:Path)->list[Path]:
 def _save_prompt(self:TrainerCore, path:Path):
     ("The prompt card next to saved weights: the system prompt and tool list training rendered, so inference renders "
      "the same")
-    PromptFormat(self.config.system_prompt, getattr(self, 'tools', None), chat_format(self.tokenizer)).save(path)
+    PromptFormat(self.config.system_prompt, getattr(self, 'tools', None), self.chat_format).save(path)
 
 # %% ../../nbs/61e_trainer_core.ipynb #578172ef
 @patch

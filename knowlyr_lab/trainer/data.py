@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from ..chat import ChatFormatError, chat_format, format_advice, parse_steps_text, render_chats, seed_messages, to_messages, turn_extends
+from ..chat import ChatFormatError, choose_format, format_advice, parse_steps_text, render_chats, seed_messages, to_messages, turn_extends
 from ..hub.store import TrajectoryStore
 from .packing import collate_packed, collate_padded, pack_samples, packed_attention_mask  # noqa: F401
 from ..trajectory import Trajectory
@@ -144,14 +144,13 @@ def env_tools(env_id:str|None)->list|None:
     finally: env.close()
 
 # %% ../../nbs/61_trainer_data.ipynb #9a67e680
-def _spans_of(tokenizer, messages, text, befores, prompts, uptos)->tuple:
+def _spans_of(tokenizer, messages, text, befores, prompts, uptos, fmt:str)->tuple:
     ("(text, spans, starts) of one chat from its renders, refused with advice when a turn does not extend the ones "
      "before")
     spans, starts = [], []
     at = [i for i, m in enumerate(messages) if m['role'] == 'assistant']
     for k, (i, before, prompt, upto) in enumerate(zip(at, befores, prompts, uptos)):
         if not turn_extends(before, prompt, upto, text):
-            fmt = chat_format(tokenizer)
             raise DataFormatError(
                 f"the chat template does not render message {i} as an extension of the messages before "
                                   f"it (chat format {fmt!r}); span masks need a template whose renders of prefixes are "
@@ -162,23 +161,25 @@ def _spans_of(tokenizer, messages, text, befores, prompts, uptos)->tuple:
 # %% ../../nbs/61_trainer_data.ipynb #d7b16a03
 def render_spans_many(tokenizer, chats:list[list], # conversations (lists of messages)
                       tools:list|None=None,        # tool schemas, the same for all
+                      fmt:str|None=None,           # chat format (default: the probe's pick, `choose_format`)
                      )->list[tuple]:                # per chat: (text, spans, starts) as `render_spans`
     "`render_spans` of many chats with the same tools, in two template calls"
+    fmt = fmt or choose_format(tokenizer)
     at = [[i for i, m in enumerate(msgs) if m['role'] == 'assistant'] for msgs in chats]
     prefixes = [x for msgs, a in zip(chats, at)
                 for x in [msgs] + [msgs[:i] for i in a if i] + [msgs[:i + 1] for i in a]]
-    plain = iter(render_chats(tokenizer, prefixes, tools))
-    gen = iter(render_chats(tokenizer, [msgs[:i] for msgs, a in zip(chats, at) for i in a], tools, True))
+    plain = iter(render_chats(tokenizer, prefixes, tools, False, fmt))
+    gen = iter(render_chats(tokenizer, [msgs[:i] for msgs, a in zip(chats, at) for i in a], tools, True, fmt))
     out = []
     for msgs, a in zip(chats, at):
         text = next(plain); befores = [next(plain) if i else '' for i in a]
-        out.append(_spans_of(tokenizer, msgs, text, befores, [next(gen) for _ in a], [next(plain) for _ in a]))
+        out.append(_spans_of(tokenizer, msgs, text, befores, [next(gen) for _ in a], [next(plain) for _ in a], fmt))
     return out
 
 # %% ../../nbs/61_trainer_data.ipynb #8f24baf3
-def render_spans(tokenizer, messages:list, tools:list|None=None)->tuple:
+def render_spans(tokenizer, messages:list, tools:list|None=None, fmt:str|None=None)->tuple:
     "(text, [(start, end, step)] assistant spans, [turn starts of each assistant message]) of a chat"
-    return render_spans_many(tokenizer, [messages], tools)[0]
+    return render_spans_many(tokenizer, [messages], tools, fmt)[0]
 
 # %% ../../nbs/61_trainer_data.ipynb #960d8162
 def step_weights(rewards:list[float])->list[float]:
@@ -238,6 +239,7 @@ def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
                    mask_observations:bool=True,     # labels only on the model's own (assistant) tokens
                    step_weighted_loss:bool=False,   # weight assistant tokens of step j by r_j / mean(r)
                    batch:int=256,                   # chats rendered and tokenized per call
+                   fmt:str|None=None,               # chat format (default: the probe's pick, `choose_format`)
                   )->list[dict]:                    # one sample per chat
     ("Render with the chat template, tokenize once, and attach labels, per-token weights and step ids: many chats at a "
      "time")
@@ -248,16 +250,17 @@ def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
         # a run of chats with the same tools
         while n < batch and k + n < len(chats) and chats[k + n].get('tools') == tools: n += 1
         group = chats[k:k + n]; k += n
-        rendered = render_spans_many(tokenizer, [c['messages'] for c in group], tools)
+        rendered = render_spans_many(tokenizer, [c['messages'] for c in group], tools, fmt)
         enc = tokenizer([r[0] for r in rendered], add_special_tokens=False, return_offsets_mapping=True)
         out += [_sample(c, r, {'input_ids': ids, 'offset_mapping': offs}, mask_observations, step_weighted_loss)
                 for c, r, ids, offs in zip(group, rendered, enc['input_ids'], enc['offset_mapping'])]
     return out
 
 # %% ../../nbs/61_trainer_data.ipynb #88bcea36
-def tokenize_chat(tokenizer, chat:dict, mask_observations:bool=True, step_weighted_loss:bool=False)->dict:
+def tokenize_chat(tokenizer, chat:dict, mask_observations:bool=True, step_weighted_loss:bool=False,
+                  fmt:str|None=None)->dict:
     "One chat's sample (`tokenize_chats`)"
-    return tokenize_chats(tokenizer, [chat], mask_observations, step_weighted_loss)[0]
+    return tokenize_chats(tokenizer, [chat], mask_observations, step_weighted_loss, fmt=fmt)[0]
 
 # %% ../../nbs/61_trainer_data.ipynb #174cb79e
 def chunk_sample(s:dict,              # a sample from `tokenize_chat`

@@ -63,10 +63,10 @@ def _side_labels(enc:dict, asst:list[tuple], p_len:int, mask_observations:bool=T
 
 # %% ../../nbs/65_trainer_dpo.ipynb #ee0075e9
 def _tokenize_side(tokenizer, prompt:list, comp:list, tools, where:str, side:str, mask_observations:bool=True,
-                   max_length:int|None=None)->dict:
+                   max_length:int|None=None, fmt:str|None=None)->dict:
     "One side of a pair: ids, labels on its completion, weights, and whether `max_length` cut it"
-    text, spans, starts = render_spans(tokenizer, prompt + comp, tools)
-    p_len = len(render_chat(tokenizer, prompt, tools))
+    text, spans, starts = render_spans(tokenizer, prompt + comp, tools, fmt)
+    p_len = len(render_chat(tokenizer, prompt, tools, fmt=fmt))
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     asst = [(s, e) for s, e, _ in spans if s >= p_len]
     if not asst: raise DataFormatError(f"{where}: '{side}' has no assistant turn")
@@ -82,6 +82,7 @@ def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=No
                   mask_observations:bool=True,
                   # keep the first max_length tokens of each side (a side left without a scored token is an error)
                   max_length:int|None=None,
+                  fmt:str|None=None,     # chat format (default: the probe's pick, `choose_format`)
                  )->dict:
     "Token ids and completion masks of a preference pair"
     for k in ('prompt', 'chosen', 'rejected'):
@@ -93,7 +94,7 @@ def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=No
     out = {}
     for side in ('chosen', 'rejected'):
         comp = _msgs(record[side], 'assistant', where, side)
-        out[side] = _tokenize_side(tokenizer, prompt, comp, tools, where, side, mask_observations, max_length)
+        out[side] = _tokenize_side(tokenizer, prompt, comp, tools, where, side, mask_observations, max_length, fmt)
     for k in ('ref_chosen_logps', 'ref_rejected_logps'):
         if record.get(k) is not None: out[k] = float(record[k])
     return out
@@ -111,7 +112,7 @@ class DPOTrainer(BaseTrainer):
             try:
                 if isinstance(rec, Exception): raise rec
                 self.pairs.append(tokenize_pair(self.tokenizer, rec, where, self.tools, config.system_prompt,
-                                                config.mask_observations, config.max_length))
+                                                config.mask_observations, config.max_length, self.chat_format))
             except (DataFormatError, ValueError, TypeError) as e: self.errors.append({'where': where, 'error': str(e)})
         self._quarantine(self.errors, 'pair')
         if train_data is not None and not self.pairs:

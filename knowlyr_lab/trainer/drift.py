@@ -108,6 +108,7 @@ def _token(tok, ids, i)->str|None: return tok.convert_ids_to_tokens(ids[i]) if i
 def drift_report(tok, t:Trajectory,     # a trajectory with recorded ids
                  where:str='record',
                  tools:list|None=None,  # the tools training renders (None: the recorded ones)
+                 fmt:str|None=None,     # the chat format training renders (None: the probe's pick)
                 )->dict:                # the first drifting step, or `drift=False`
     "Compare each step's recorded prompt + completion ids with what the chat layer renders for the same messages"
     msgs, rec_tools, ns = recorded_conversation(t)
@@ -117,11 +118,11 @@ def drift_report(tok, t:Trajectory,     # a trajectory with recorded ids
            'rendered_text': None}
     for k, (s, n) in enumerate(zip(t.steps, ns)):
         rec = list(s.prompt_token_ids) + list(s.token_ids)
-        ren = _ids(tok, render_chat(tok, msgs[:n + 1], use))
+        ren = _ids(tok, render_chat(tok, msgs[:n + 1], use, fmt=fmt))
         if _matches(tok, rec, ren): continue
         i = _first_diff(rec, ren)
         cause = drift_cause(tok, rec, ren, s.metadata.get('finish_reason'))
-        if use != rec_tools and _matches(tok, rec, _ids(tok, render_chat(tok, msgs[:n + 1], rec_tools))):
+        if use != rec_tools and _matches(tok, rec, _ids(tok, render_chat(tok, msgs[:n + 1], rec_tools, fmt=fmt))):
             cause = 'different tools'
         return {**row, 'drift': True, 'step': k, 'part': 'prompt' if i < len(s.prompt_token_ids) else 'completion',
                 'index': i, 'cause': cause, 'recorded_token': _token(tok, rec, i),
@@ -132,11 +133,11 @@ def drift_report(tok, t:Trajectory,     # a trajectory with recorded ids
 
 # %% ../../nbs/61a_trainer_drift.ipynb #8046f7a6
 def drift_ledger(tok, data,              # trajectories, a path, or (where, record) pairs
-                 tools:list|None=None)->pd.DataFrame:
+                 tools:list|None=None, fmt:str|None=None)->pd.DataFrame:
     "One row per record with recorded ids: whether it drifts from the chat layer, where first, and why"
     items = data if isinstance(data, list) and data and isinstance(data[0], tuple) else load_records(data)
     rec, _ = split_recorded(items)
-    rows = [drift_report(tok, t, w, tools) for w, t in rec]
+    rows = [drift_report(tok, t, w, tools, fmt) for w, t in rec]
     return pd.DataFrame([{k: v for k, v in r.items() if not k.endswith('_ids')} for r in rows],
                         columns=['where', 'task_id', 'steps', 'drift', 'step', 'part', 'index', 'cause',
                                  'recorded_token', 'rendered_token', 'recorded_text', 'rendered_text'],
@@ -159,14 +160,16 @@ def recorded_training_rows(tok, recorded:list[tuple],  # (where, Trajectory) pai
                            # a drifting row: 'split' trains its recorded ids, 'refuse' raises, 'rerender' renders its messages
                            on_drift:str='split',
                            tools:list|None=None,      # the tools training renders (None: the recorded ones)
-                           step_weighted_loss:bool=False)->tuple[list, list, list]:
+                           step_weighted_loss:bool=False,
+                           fmt:str|None=None,         # the chat format training renders (None: the probe's pick)
+                          )->tuple[list, list, list]:
     ("(samples per trajectory, records to render instead, ledger rows): recorded rows as training data under the drift "
      "policy")
     if on_drift not in RECORDED_IDS:
         raise ValueError(f"recorded_ids must be one of {', '.join(RECORDED_IDS)}, got {on_drift!r}")
     samples, rerender, ledger = [], [], []
     for where, t in recorded:
-        r = drift_report(tok, t, where, tools) if tok is not None else {'drift': False}
+        r = drift_report(tok, t, where, tools, fmt) if tok is not None else {'drift': False}
         ledger.append(r)
         if r['drift'] and on_drift == 'refuse': raise _drift_refusal(where, r)
         if r['drift'] and on_drift == 'rerender':

@@ -15,6 +15,7 @@ from pathlib import Path
 from accelerate.utils import gather_object
 from fastcore.basics import patch
 
+from ..chat import PromptFormat
 from ..serving.client import load_lora_adapter, unload_lora_adapter
 from ..serving.model import AgentInference
 from .base import BaseTrainer
@@ -42,7 +43,8 @@ def rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
     c, G = self.config, self.config.num_generations
     if c.rollout_backend == 'openai': agent = self._served_agent()
     else:
-        inf = AgentInference(self.accelerator.unwrap_model(self.model), self.tokenizer, name='policy')
+        inf = AgentInference(self.accelerator.unwrap_model(self.model), self.tokenizer, name='policy',
+                             prompt=PromptFormat(self.system_prompt, self.tools, self.chat_format))
         agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools
                                  if self.tools is not None else [])
     jobs = [(None, None, s) for s in seeds for _ in range(G)]

@@ -60,12 +60,13 @@ def groups_from_records(data, tools=None, system_prompt=None,
                         # a drifting recorded trajectory: split, refuse, rerender (`trainer.drift`)
                         recorded_ids:str='split',
                         ledger:list|None=None,       # the drift report of each recorded trajectory is appended here
+                        fmt:str|None=None,           # the chat format training renders (None: the probe's pick)
                        )->list[list[dict]]:
     ("Offline groups: {'prompt', 'completions', 'rewards'} records, or trajectories grouped by task id (recorded ones "
      "with their ids)")
     groups, by_task = [], {}
     recorded, items = split_recorded(load_records(data))
-    rec_samples, rerender, led = recorded_training_rows(tokenizer, recorded, recorded_ids, tools)
+    rec_samples, rerender, led = recorded_training_rows(tokenizer, recorded, recorded_ids, tools, fmt=fmt)
     if ledger is not None: ledger += led
     for rows in rec_samples: by_task.setdefault(rows[0]['task_id'], []).append(_recorded_member(rows))
     for where, rec in items + rerender:
@@ -76,10 +77,10 @@ def groups_from_records(data, tools=None, system_prompt=None,
     return groups + list(by_task.values())
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #6f64ffca
-def _member_rows(tokenizer, members:list[dict])->tuple[list[dict], list[int]]:
+def _member_rows(tokenizer, members:list[dict], fmt:str|None=None)->tuple[list[dict], list[int]]:
     "Every member's token rows (recorded ones bring theirs, the rest are tokenized) and the member each row belongs to"
     plain = [m for m in members if 'samples' not in m]
-    rendered = iter(tokenize_chats(tokenizer, plain, mask_observations=True) if plain else [])
+    rendered = iter(tokenize_chats(tokenizer, plain, mask_observations=True, fmt=fmt) if plain else [])
     samples, owner = [], []                   # a recorded member split at a drift gives several rows, one advantage
     for j, m in enumerate(members):
         for s in (m['samples'] if 'samples' in m else [next(rendered)]): samples.append(dict(s)); owner.append(j)
@@ -120,7 +121,7 @@ def group_tensors(trainer, members:list[dict], group_size:int|list[int]):
     ("Members (chats with 'reward', 'step_rewards', 'valid'), groups contiguous: batch, per-token advantages, rewards, "
      "validity")
     c = trainer.config
-    samples, owner = _member_rows(trainer.tokenizer, members)
+    samples, owner = _member_rows(trainer.tokenizer, members, trainer.chat_format)
     b = collate_padded(_truncate_rows(samples, c.max_length), trainer.tokenizer.pad_token_id)
     b['recorded_old'], b['has_recorded'] = _recorded_old(samples, b['input_ids'].shape[1])
     rewards = torch.tensor([float(m['reward']) for m in members])

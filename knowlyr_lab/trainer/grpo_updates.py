@@ -269,7 +269,7 @@ def train_offline(self:GRPOUpdates, data, num_epochs:int|None=None, stop_at:int|
      "per batch")
     self.drift_rows = []
     self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids,
-                                      self.drift_rows)
+                                      self.drift_rows, self.chat_format)
     self.epochs = num_epochs or self.config.num_epochs
     if not self.groups: raise DataFormatError("no groups in the offline data")
     if self.config.beta > 0 and not self.config.use_lora and self.ref_model is None: self._reference_rows(self.groups)

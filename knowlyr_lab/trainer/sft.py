@@ -155,7 +155,7 @@ def _read_records(self:SFTTrainer, data, train:bool=True)->tuple[list, list, lis
     recorded, rest = split_recorded(load_records(data))
     if c.min_reward is not None: recorded = [(w, t) for w, t in recorded if float(t.reward or 0.0) >= c.min_reward]
     rec_samples, rerender, ledger = recorded_training_rows(self.tokenizer, recorded, c.recorded_ids, self.tools,
-                                                           c.step_weighted_loss)
+                                                           c.step_weighted_loss, self.chat_format)
     chats, errors = build_chats(rest + rerender, c.system_prompt, self.tools,
                                 c.min_reward) if rest or rerender else ([], [])
     if train: self.errors += errors; self._quarantine(errors); self.drift_rows = ledger
@@ -188,7 +188,7 @@ def prepare_samples(self:SFTTrainer, data, train:bool=True)->list[dict]:
             | {json.dumps(t.metadata.get('tools'), sort_keys=True) for _, t in recorded})
     if train and len(used) == 1:
         self.tools = json.loads(used.pop()) or []   # the prompt card records what training rendered
-    pieces = list(enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss) if chats
+    pieces = list(enumerate(tokenize_chats(self.tokenizer, chats, c.mask_observations, c.step_weighted_loss, fmt=self.chat_format) if chats
                             else []))
     # a recorded row's pieces share its record index
     pieces += [(len(chats) + j, p) for j, ps in enumerate(rec_samples) for p in ps]
