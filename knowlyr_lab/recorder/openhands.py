@@ -103,7 +103,8 @@ _NOT_ARGS = ('action', 'id', 'timestamp', 'source', 'message', 'cause')
 @patch
 def action(self:_V0History, ev:dict)->"Step|None":
     act = str(ev.get('action')); kind = f'action:{act}'
-    args = ev.get('args') if isinstance(ev.get('args'), dict) else {k: v for k, v in ev.items() if k not in _NOT_ARGS}
+    args = ev.get('args')
+    if not isinstance(args, dict): args = {k: v for k, v in ev.items() if k not in _NOT_ARGS}
     src, t = ev.get('source'), ev.get('timestamp')
     if act == 'system':    # SystemMessageAction: the system prompt and tools the agent was given, not a tool call
         self.system, self.tools = args.get('content') or ev.get('message'), args.get('tools')
@@ -118,7 +119,8 @@ def action(self:_V0History, ev:dict)->"Step|None":
         return self._skip(kind, ev,
                           'runtime action (agent state change, memory recall, user-side event), not a model action')
     fname, fparams, usage, rid, msg_text = _model_call(ev)
-    mr = (ev.get('tool_call_metadata') or {}).get('model_response') or {}
+    tcm = ev.get('tool_call_metadata') or {}
+    mr = tcm.get('model_response') or {}
     if fname and isinstance(mr.get('model'), str) and (not self.models or self.models[-1] != mr['model']):
         self.models.append(mr['model'])
     if act == 'message':   # an agent chat turn, no tool
@@ -126,12 +128,12 @@ def action(self:_V0History, ev:dict)->"Step|None":
         self.report.mapped(kind); self.n_agent_calls.append(step); self.last_open = None; return None
     thought = args.get('thought') or msg_text
     params = fparams if fparams is not None else {k: v for k, v in args.items() if k != 'thought'}
-    call_id = ((ev.get('tool_call_metadata') or {}).get('tool_call_id')
-               or (f"event-{ev['id']}" if 'id' in ev else f"record-{len(self.log.steps)}"))
+    eid = ev.get('id')
+    call_id = tcm.get('tool_call_id') or (f"event-{eid}" if 'id' in ev else f"record-{len(self.log.steps)}")
     step = self.log.call(fname or act, params, call_id, thought, t, usage=usage, response_id=rid,
-                         openhands_action=act, event_id=ev.get('id'))
+                         openhands_action=act, event_id=eid)
     self.n_agent_calls.append(step)
-    if 'id' in ev: self.by_event[ev['id']] = step
+    if 'id' in ev: self.by_event[eid] = step
     if act in _NO_RESULT:                                  # no result is expected
         self.log.pairer.pending.pop(call_id, None); step.metadata['no_result_expected'] = True
     if act == 'finish': self.finished = True
@@ -147,18 +149,19 @@ def observation(self:_V0History, ev:dict, partner=None):
         self.report.mapped(kind); return
     if obs in ('agent_state_changed', 'recall'):
         return self._skip(kind, ev, 'runtime state or recalled context, not a tool result')
-    tcid = (ev.get('tool_call_metadata') or {}).get('tool_call_id')
-    step = self.by_event.get(ev.get('cause')) if ev.get('cause') is not None else None
+    tcid, cause = (ev.get('tool_call_metadata') or {}).get('tool_call_id'), ev.get('cause')
+    step = self.by_event.get(cause) if cause is not None else None
     if step is None and tcid: step = self.log.pairer.pending.get(tcid)
     # the [action, observation] pair
     if step is None and partner is not None and partner.observation is None: step = partner
     if step is None and 'id' not in ev and 'cause' not in ev: step = self.last_open   # resolver: the action just before
-    extras = ev.get('extras') if isinstance(ev.get('extras'), dict) else ev
+    extras = ev.get('extras')
+    if not isinstance(extras, dict): extras = ev
     is_error = obs == 'error' or ev.get('success') is False or bool(extras.get('error') is True)
     done = step is not None and step.action is not None and self.log.result(
         step.action.call_id, ev.get('content', ''), is_error, exit_code(extras), ev.get('timestamp'))
     self.last_open = None
-    if not done and step is None and obs == 'error' and ev.get('cause') is None: return self.failed_turn(ev, kind)
+    if not done and step is None and obs == 'error' and cause is None: return self.failed_turn(ev, kind)
     if not done: return self._skip(kind, ev, 'observation whose action is not in the log (or already has a result)')
     self.report.mapped(kind)
 

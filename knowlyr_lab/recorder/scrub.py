@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 
+import orjson
 from fastcore.basics import patch
 
 from .redact import redact_values
-from ..trajectory import Trajectory
+from ..trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
 # %% auto #0
 __all__ = ['serialise_error', 'CountingScrub', 'redact_everywhere']
@@ -31,9 +32,19 @@ def _unpaired(obj, found:list):
     if isinstance(obj, list): return [_unpaired(v, found) for v in obj]
     return obj
 
+# %% ../../nbs/21a_recorder_scrub.ipynb #4792ca86
+_SCHEMA = frozenset((Trajectory, Task, AgentInfo, Step, ToolCall, Observation, TokenUsage, Outcome, Source))
+
+def _fields(m)->dict:
+    "The fields of a schema model, for orjson (anything else orjson cannot write is not plain JSON)"
+    if type(m) in _SCHEMA: return m.__dict__
+    raise TypeError(f"not plain JSON: {type(m).__name__}")
+
 # %% ../../nbs/21a_recorder_scrub.ipynb #571ff1c3
 def serialise_error(t:Trajectory)->str|None:
     "Why `t` cannot be written as JSON (a lone surrogate, nesting too deep, a value JSON has no form for), or None"
+    try: orjson.dumps(t, default=_fields); return None    # plain JSON: the quick answer
+    except Exception: pass                                 # pydantic decides
     try: t.model_dump_json(); return None
     except Exception as e:
         return f"cannot be written as JSON ({str(e).removeprefix('Error serializing to JSON: ')[:200]})"

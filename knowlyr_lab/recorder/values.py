@@ -24,19 +24,26 @@ __all__ = ['parse_time', 'as_count', 'usage_from', 'content_text', 'parse_argume
 # %% ../../nbs/20c_recorder_values.ipynb #6fbda06a
 _EPOCH = dt.datetime(1970, 1, 1)
 
+# %% ../../nbs/20c_recorder_values.ipynb #95aefb3c
+def _iso_seconds(value:str)->float|None:
+    "Unix seconds of an ISO-8601 string (naive = UTC) as `datetime.fromisoformat` reads it; None when it does not"
+    try:
+        t = dt.datetime.fromisoformat(value)
+        return (t - _EPOCH).total_seconds() if t.tzinfo is None else t.timestamp()
+    except ValueError: return None
+
 # %% ../../nbs/20c_recorder_values.ipynb #0c46312a
 def parse_time(value)->float|None:
     "ISO-8601 string (naive = UTC) or epoch seconds/milliseconds -> Unix seconds; None when unparsable"
+    # the common case first: an ISO-8601 string with at most microseconds
+    if type(value) is str and value[4:5] == '-' and len(value) > 10 and (x := _iso_seconds(value)) is not None: return x
     if value is None or isinstance(value, bool): return None
     if isinstance(value, (int, float)):
         if not math.isfinite(value): return None
         return float(value) / 1000.0 if abs(value) > 1e11 else float(value)
     if not isinstance(value, str) or not value.strip(): return None
-    if value[4:5] == '-' and len(value) > 10:       # the common case: ISO-8601 with at most microseconds
-        try:
-            t = dt.datetime.fromisoformat(value)
-            return (t - _EPOCH).total_seconds() if t.tzinfo is None else t.timestamp()
-        except ValueError: pass
+    if type(value) is not str and value[4:5] == '-' and len(value) > 10:   # a str subclass: the same first try
+        if (x := _iso_seconds(value)) is not None: return x
     s = value.strip()
     try: return parse_time(float(s))
     except ValueError: pass
@@ -144,8 +151,8 @@ def new_step(index:int,                 # position in the trajectory
 
 # %% ../../nbs/20c_recorder_values.ipynb #370239d1
 def _construct(cls, **kw):
-    "A model instance; pydantic-core checks the fields, nested ones included, in one call"
-    return cls(**kw)
+    "A model instance; pydantic-core checks the fields, nested ones included, in one call (no `__init__` frame)"
+    return cls.__pydantic_validator__.validate_python(kw)
 
 # %% ../../nbs/20c_recorder_values.ipynb #c17d84ee
 def _observation_fields(content, is_error=False, exit_code=None)->dict:
@@ -164,7 +171,7 @@ def _observation(content, is_error=False, exit_code=None)->Observation:
 # %% ../../nbs/20c_recorder_values.ipynb #26ad6928
 def set_observation(step:Step, content, is_error:bool=False, exit_code:int|None=None, t_end=None)->Step:
     "Fill in the result of `step`'s call"
-    step.observation = _observation(content_text(content), is_error, exit_code)
+    step.observation = _observation(content, is_error, exit_code)   # (`_observation` reads non-text content)
     if t_end is not None: step.t_end = parse_time(t_end)
     return step
 
