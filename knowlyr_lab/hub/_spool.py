@@ -20,10 +20,12 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
+from .rows import grpo_advantages
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['SplitWriter', 'ParquetWriter', 'spool_dir', 'Spool', 'RunSpool', 'grpo_spooled', 'grpo_unspooled']
+__all__ = ['SplitWriter', 'ParquetWriter', 'spool_dir', 'Spool', 'RunSpool', 'grpo_key', 'grpo_body', 'grpo_spooled',
+           'grpo_unspooled', 'grpo_row_json']
 
 # %% ../../nbs/41b_hub_spool.ipynb #5569e5f2
 class SplitWriter:
@@ -34,12 +36,18 @@ class SplitWriter:
 
 # %% ../../nbs/41b_hub_spool.ipynb #a7ff9e54
 @patch
-def write(self:SplitWriter, split:str, row:dict):
-    "Append `row` to the file of `split`"
+def write_line(self:SplitWriter, split:str, line:bytes):
+    "Append `line` (a row's JSON and its newline) to the file of `split`"
     if split not in self.files:
         p = self.out / f"{split}.jsonl"
         self.files[split] = open(p, 'wb', buffering=1 << 20); self.res.paths[split] = str(p); self.res.counts[split] = 0
-    self.files[split].write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)); self.res.counts[split] += 1
+    self.files[split].write(line); self.res.counts[split] += 1
+
+# %% ../../nbs/41b_hub_spool.ipynb #9d00b0b4
+@patch
+def write(self:SplitWriter, split:str, row:dict):
+    "Append `row` to the file of `split`"
+    self.write_line(split, orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
 
 # %% ../../nbs/41b_hub_spool.ipynb #3a71354a
 @patch
@@ -210,13 +218,27 @@ def close(self:RunSpool):  # noqa: F811 (@patch: one per class)
 # a member's score, tool list number and trajectory id length; its id and completion follow
 _MEMBER = struct.Struct('<dII')
 
+def grpo_key(task_id:str, prompt:bytes)->str:
+    "The spool key of a GRPO group: its task id, the SHA-1 of its prompt's JSON and that JSON, NUL-separated"
+    return task_id + '\x00' + hashlib.sha1(prompt).hexdigest() + '\x00' + prompt.decode()
+
+# %% ../../nbs/41b_hub_spool.ipynb #0a2e3449
+def grpo_body(score:float, # the member's `trajectory_score`
+              tools:int,   # the number of its tool list
+              tid:str,     # its trajectory id
+              completion:bytes, # its completion's JSON
+             )->bytes:
+    "The spool body of a GRPO member"
+    t = tid.encode()
+    return b''.join((_MEMBER.pack(score, tools, len(t)), t, completion))
+
+# %% ../../nbs/41b_hub_spool.ipynb #8a75afd5
 def grpo_spooled(m:dict,     # a `grpo_member`
                  tools:int,  # the number of its tool list
                 )->tuple[str, bytes]:
     "(group key, spool body) of a `grpo_member` whose tool list is number `tools`"
-    prompt, tid = orjson.dumps(m['prompt']), m['trajectory_id'].encode()
-    key = m['task_id'] + '\x00' + hashlib.sha1(prompt).hexdigest() + '\x00' + prompt.decode()
-    return key, b''.join((_MEMBER.pack(m['score'], tools, len(tid)), tid, orjson.dumps(m['completion'])))
+    body = grpo_body(m['score'], tools, m['trajectory_id'], orjson.dumps(m['completion']))
+    return grpo_key(m['task_id'], orjson.dumps(m['prompt'])), body
 
 # %% ../../nbs/41b_hub_spool.ipynb #3a3d4e2f
 def grpo_unspooled(key:str, bodies:list[bytes])->list[dict]:
@@ -228,3 +250,28 @@ def grpo_unspooled(key:str, bodies:list[bytes])->list[dict]:
         out.append({'task_id': task_id, 'trajectory_id': b[h:h + n].decode(), 'score': score, 'prompt': prompt,
                     'completion': orjson.Fragment(b[h + n:]), 'tools': tools})
     return out
+
+# %% ../../nbs/41b_hub_spool.ipynb #19849782
+_ROW_KEYS = (b'{"task_id":', b',"prompt":', b',"completions":[', b'],"rewards":', b',"advantages":',
+             b',"trajectory_ids":', b',"tools":', b'}\n')
+
+# %% ../../nbs/41b_hub_spool.ipynb #44a251e6
+def grpo_row_json(key:str,          # the group's spool key
+                  bodies:list,      # its members' spool bodies, in arrival order
+                  tools:dict,       # tool list number -> that list's JSON string, as JSON
+                  group_size:int=8, # keep the best this many
+                 )->bytes:
+    "`grpo_row` of a spooled group as the JSON line (newline included) `SplitWriter.write` writes for it"
+    head, _, prompt = key.rpartition('\x00')
+    ms, h, k = [], _MEMBER.size, _ROW_KEYS
+    for b in bodies:
+        score, _, n = _MEMBER.unpack_from(b)
+        ms.append((score, str(b[h:h + n], 'utf-8'), memoryview(b)[h + n:]))
+    g = sorted(ms, key=lambda m: (-m[0], m[1]))[:group_size]       # stable: ties stay in arrival order
+    rw = [m[0] for m in g]
+    parts = [k[0], orjson.dumps(head[:-41]), k[1], prompt.encode(), k[2]]
+    for m in g: parts += (m[2], b',')
+    parts[-1] = k[3]
+    parts += (orjson.dumps(rw), k[4], orjson.dumps(grpo_advantages(rw)), k[5], orjson.dumps([m[1] for m in g]), k[6],
+              tools[_MEMBER.unpack_from(bodies[0])[1]], k[7])
+    return b''.join(parts)

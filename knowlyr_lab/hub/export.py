@@ -20,12 +20,12 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_spooled, grpo_unspooled
+from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json
 from .export_filter import FORMATS, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split
-from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_member, grpo_row, openai_row, sft_agent_row, sft_row, skyrl_row, verl_row
+from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, grpo_member, openai_row, prompt_messages, sft_agent_row, sft_row, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
-from ..trajectory import Trajectory, trajectory_score
+from ..trajectory import Trajectory, first_user_turn, trajectory_score
 from ..trajectory_io import TrajectoryError, read_trajectories
 
 # %% auto #0
@@ -160,27 +160,39 @@ def _write_spooled(self:DatasetExporter, format:str, kept, w, res:ExportResult,
         else: self._write_tasks(format, spool, w, res)
     finally: spool.close()
 
+# %% ../../nbs/42_hub_export.ipynb #c5b3a109
+@patch
+def _spool_members(self:DatasetExporter, kept, spool)->dict:
+    "Spool each kept trajectory as a GRPO member; the tool lists by number"
+    tools_ref, keys, held = {}, {}, 0
+    for t in kept:
+        task = t.task
+        k = (task.id, task.fingerprint, first_user_turn(task))
+        ks = keys.get(k)
+        if ks is None:               # the group's key and split, once per task and prompt
+            if held > 1 << 22: keys.clear(); held = 0
+            ks = keys[k] = grpo_key(task.id, orjson.dumps(prompt_messages(t, self.system_prompt))), self.split(t)
+            held += len(ks[0])
+        tools = tools_ref.setdefault(self.tools.json(t), len(tools_ref))
+        spool.add(ks[0], t.id, ks[1], grpo_body(trajectory_score(t), tools, t.id, grpo_completion_json(t)))
+    return {v: k for k, v in tools_ref.items()}
+
 # %% ../../nbs/42_hub_export.ipynb #042b9c26
 @patch
 def _spool_kept(self:DatasetExporter, format:str, kept, spool)->dict:
     "Add the kept trajectories to `spool` (GRPO: their members); GRPO's tool lists by number"
-    tools_ref = {}
-    for t in kept:
-        if format == 'grpo':     # the member, its tool list numbered (each distinct list once)
-            m = grpo_member(t, self.system_prompt)
-            grp, body = grpo_spooled(m, tools_ref.setdefault(self.tools.json(t), len(tools_ref)))
-            spool.add(grp, t.id, self.split(t), body)
-        else: spool.add(t.task.id, t.id, self.split(t), t.model_dump_json().encode())
-    return {v: k for k, v in tools_ref.items()}
+    if format == 'grpo': return self._spool_members(kept, spool)
+    for t in kept: spool.add(t.task.id, t.id, self.split(t), t.model_dump_json().encode())
+    return {}
 
 # %% ../../nbs/42_hub_export.ipynb #1b2ca000
 @patch
 def _write_groups(self:DatasetExporter, spool, w, res:ExportResult, tools_json:dict, group_size:int, min_group:int):
     "Write a GRPO row per spooled group"
+    tools = {n: orjson.dumps(j) for n, j in tools_json.items()}       # each tool list's JSON string as JSON, once
     for key, split, bodies in spool.groups(keyed=True):
         if len(bodies) < min_group: _count(res.skipped, 'group_too_small', len(bodies)); continue
-        members = grpo_unspooled(key, bodies)
-        w.write(split, grpo_row(members, tools_json[members[0]['tools']], group_size))
+        w.write_line(split, grpo_row_json(key, bodies, tools, group_size))
 
 # %% ../../nbs/42_hub_export.ipynb #915b18ac
 @patch

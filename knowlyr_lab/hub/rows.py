@@ -17,8 +17,9 @@ from ..chat import react_text, steps_text, to_messages
 from ..trajectory import Trajectory, first_user_turn, trajectory_score
 
 # %% auto #0
-__all__ = ['infer_tool_schemas', 'ToolResolver', 'step_rewards', 'sft_row', 'sft_agent_row', 'openai_row', 'dpo_row',
-           'dpo_seed_row', 'grpo_member', 'grpo_row', 'benchmark_row', 'verl_row', 'skyrl_row']
+__all__ = ['infer_tool_schemas', 'ToolResolver', 'prompt_messages', 'step_rewards', 'sft_row', 'sft_agent_row', 'openai_row',
+           'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_completion_json', 'grpo_advantages', 'grpo_row',
+           'benchmark_row', 'verl_row', 'skyrl_row']
 
 # %% ../../nbs/41a_hub_rows.ipynb #7bc1a5a2
 _JSON_TYPES = ((bool, 'boolean'), (int, 'integer'), (float, 'number'), (str, 'string'), (list, 'array'),
@@ -87,6 +88,9 @@ _STR_ENC = json.encoder.encode_basestring      # the string encoder of json.dump
 # %% ../../nbs/41a_hub_rows.ipynb #53813e65
 def _args_json(params:dict)->str:
     "`json.dumps(params, ensure_ascii=False)`: the arguments text of `chat.tool_call`"
+    if len(params) == 1:          # the commonest arguments: one string
+        for k, v in params.items():
+            if type(k) is str and type(v) is str: return f'{{{_STR_ENC(k)}: {_STR_ENC(v)}}}'
     parts = []
     # the common arguments, strings only: written here, in json.dumps' layout
     for k, v in params.items():
@@ -99,11 +103,20 @@ def _args_json(params:dict)->str:
         except Exception: pass  # noqa: BLE001
     return json.dumps(params, ensure_ascii=False)
 
+# %% ../../nbs/41a_hub_rows.ipynb #fa576a5a
+def prompt_messages(t:Trajectory, system_prompt:str|None=None)->list[dict]:
+    "The prompt of `t`'s row messages: the system prompt (if any) and the first user turn"
+    out = [{'role': 'system', 'content': system_prompt, 'tool_calls': [], 'tool_call_id': ''}] if system_prompt else []
+    out.append({'role': 'user', 'content': first_user_turn(t.task) or '', 'tool_calls': [], 'tool_call_id': ''})
+    return out
+
+# %% ../../nbs/41a_hub_rows.ipynb #f10677f0
+_CALL_IDS = tuple(f"call_{i}" for i in range(256))
+
 # %% ../../nbs/41a_hub_rows.ipynb #84bf46f5
 def _row_messages(t:Trajectory, system_prompt:str|None=None)->list[dict]:
     "The messages of `to_messages(t, system_prompt)`, each with `role`, `content`, `tool_calls` and `tool_call_id`"
-    out = [{'role': 'system', 'content': system_prompt, 'tool_calls': [], 'tool_call_id': ''}] if system_prompt else []
-    out.append({'role': 'user', 'content': first_user_turn(t.task) or '', 'tool_calls': [], 'tool_call_id': ''})
+    out = prompt_messages(t, system_prompt)
     for s in t.steps:
         a, o = s.action, s.observation
         if a is None:
@@ -111,7 +124,8 @@ def _row_messages(t:Trajectory, system_prompt:str|None=None)->list[dict]:
             if o is not None and o.content:
                 out.append({'role': 'user', 'content': o.content, 'tool_calls': [], 'tool_call_id': ''})
             continue
-        cid = a.call_id or f"call_{s.index}"
+        i = s.index
+        cid = a.call_id or (_CALL_IDS[i] if i < 256 else f"call_{i}")
         calls = [{'id': cid, 'type': 'function', 'function': {'name': a.tool, 'arguments': _args_json(a.params or {})}}]
         out.append({'role': 'assistant', 'content': s.thought or '', 'tool_calls': calls, 'tool_call_id': ''})
         if o is not None:
@@ -193,6 +207,38 @@ def grpo_member(t:Trajectory, system_prompt:str|None=None)->dict:
     return {'task_id': t.task.id, 'trajectory_id': t.id, 'score': trajectory_score(t), 'prompt': msgs[:k],
             'completion': msgs[k:]}
 
+# %% ../../nbs/41a_hub_rows.ipynb #063c5cec
+_CALL_TURN = (b'{"role":"assistant","content":%s,"tool_calls":[{"id":%s,"type":"function","function":{"name":%s,'
+              b'"arguments":%s}}],"tool_call_id":""}')
+_TOOL_TURN = b',{"role":"tool","content":%s,"tool_calls":[],"tool_call_id":%s}'
+_SAID_TURN = b'{"role":"assistant","content":%s,"tool_calls":[],"tool_call_id":""}'
+_USER_TURN = b',{"role":"user","content":%s,"tool_calls":[],"tool_call_id":""}'
+_CALL_IDS_JSON = tuple(orjson.dumps(c) for c in _CALL_IDS)      # the default ids as JSON, made once too
+
+# %% ../../nbs/41a_hub_rows.ipynb #eaaa8134
+def grpo_completion_json(t:Trajectory)->bytes:
+    "`orjson.dumps(grpo_member(t)['completion'])`: the messages of `t`'s steps as JSON, written from templates"
+    out, D = [b'['], orjson.dumps
+    for s in t.steps:
+        a, o = s.action, s.observation
+        if a is None:
+            out.append(_SAID_TURN % D(s.thought or ''))
+            if o is not None and o.content: out.append(_USER_TURN % D(o.content))
+        else:
+            i = s.index
+            cid = D(a.call_id) if a.call_id else _CALL_IDS_JSON[i] if i < 256 else D(f"call_{i}")
+            out.append(_CALL_TURN % (D(s.thought or ''), cid, D(a.tool), D(_args_json(a.params or {}))))
+            if o is not None: out.append(_TOOL_TURN % (D(o.content or ''), cid))
+        out.append(b',')
+    out[-1] = b']' if len(out) > 1 else b'[]'
+    return b''.join(out)
+
+# %% ../../nbs/41a_hub_rows.ipynb #a014347f
+def grpo_advantages(rewards:list[float])->list[float]:
+    "Group-relative advantages: `(r - mean) / (std + 1e-6)` for each reward of a group"
+    mu = sum(rewards) / len(rewards); sd = math.sqrt(sum((x - mu) ** 2 for x in rewards) / len(rewards))
+    return [(x - mu) / (sd + 1e-6) for x in rewards]
+
 # %% ../../nbs/41a_hub_rows.ipynb #084d23f6
 def grpo_row(members:list[dict], # `grpo_member`s of one task and prompt
              tools,              # tool schemas (list or JSON string)
@@ -201,10 +247,9 @@ def grpo_row(members:list[dict], # `grpo_member`s of one task and prompt
     "Prompt + a group of completions with their scores as rewards and group-relative advantages"
     g = sorted(members, key=lambda m: (-m['score'], m['trajectory_id']))[:group_size]
     rw = [m['score'] for m in g]
-    mu = sum(rw) / len(rw); sd = math.sqrt(sum((x - mu) ** 2 for x in rw) / len(rw))
     return {'task_id': g[0]['task_id'], 'prompt': g[0]['prompt'], 'completions': [m['completion'] for m in g],
-            'rewards': rw, 'advantages': [(x - mu) / (sd + 1e-6) for x in rw],
-            'trajectory_ids': [m['trajectory_id'] for m in g], 'tools': _tools_json(tools)}
+            'rewards': rw, 'advantages': grpo_advantages(rw), 'trajectory_ids': [m['trajectory_id'] for m in g],
+            'tools': _tools_json(tools)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #2c1124ca
 def benchmark_row(group:list[Trajectory], tools:list[dict], system_prompt=None)->dict:
