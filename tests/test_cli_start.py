@@ -1,0 +1,42 @@
+"""Every command starts fast (issue 41, item 1: "a CLI call starts in well under a second"): `--help` imports only
+the standard library, the command's own parser and `knowlyr_lab.cli_errors`/`core`, never a heavy library, and a
+recorder `convert` of a small log loads none of the numeric or server stacks. Checked by the modules a fresh
+interpreter has loaded -- not by timing, which a busy machine would make flaky."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from knowlyr_lab.cli import TOOLS
+
+# libraries that take tens to hundreds of milliseconds to import, none needed to print a usage text
+HEAVY = ('pydantic', 'rich', 'detect_secrets', 'requests', 'numpy', 'pandas', 'pyarrow', 'torch', 'transformers',
+         'yaml', 'tqdm', 'mcp', 'starlette', 'uvicorn', 'httpx', 'fastapi', 'ray', 'jsonschema', 'scipy', 'msgspec')
+
+SCRIPT = '''
+import importlib, json, sys
+mod = importlib.import_module(sys.argv[1])
+try: mod.main(sys.argv[2:])
+except SystemExit: pass
+print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))
+'''
+
+def loaded_after(module:str, *argv:str)->set[str]:
+    "Top-level packages loaded by a fresh interpreter after `module.main(argv)`"
+    r = subprocess.run([sys.executable, '-c', SCRIPT, module, *argv], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return set(json.loads(r.stdout.strip().splitlines()[-1]))
+
+@pytest.mark.parametrize('tool', sorted(TOOLS))
+def test_help_imports_nothing_heavy(tool):
+    assert sorted(loaded_after(TOOLS[tool][0], '--help') & set(HEAVY)) == []
+
+def test_small_convert_loads_no_numeric_or_server_stack(tmp_path):
+    log = Path(__file__).parent / 'fixtures/recorder/openhands/eval_pairs_output.jsonl'
+    got = loaded_after('knowlyr_lab.cli.recorder', 'convert', str(log), '-o', str(tmp_path / 'out.jsonl'),
+                       '--no-progress')
+    assert (tmp_path / 'out.jsonl').exists()
+    assert sorted(got & {'numpy', 'pandas', 'pyarrow', 'torch', 'transformers', 'mcp', 'starlette', 'httpx',
+                         'ray', 'scipy', 'yaml', 'asyncio'}) == []
