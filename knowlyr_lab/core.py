@@ -15,7 +15,7 @@ import re
 import threading
 import warnings
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Callable, Iterable
 
@@ -23,8 +23,8 @@ from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'InfrastructureError', 'Verdict', 'TimeStep',
-           'verdict_of', 'parse_ast', 'tool_name_of', 'parse_action', 'tool_schema', 'schema_name', 'schema_params',
-           'validate_params', 'fingerprint_of', 'AgentEnv']
+           'verdict_of', 'step_info', 'parse_ast', 'tool_name_of', 'parse_action', 'tool_schema', 'schema_name',
+           'schema_params', 'validate_params', 'fingerprint_of', 'AgentEnv']
 
 # %% ../nbs/00_core.ipynb #cdf57341
 class KnowlyrError(Exception):
@@ -98,6 +98,12 @@ def verdict_of(ts:TimeStep)->Verdict|None:
     if not old: return ts.verdict
     warnings.warn(f"info keys {', '.join(old)} are deprecated: set TimeStep.verdict", DeprecationWarning, stacklevel=2)
     return Verdict(**old)
+
+# %% ../nbs/00_core.ipynb #b7d4e2f1
+def step_info(ts:TimeStep)->dict:
+    "The step's info with its verdict's fields (`info['success']`, ...), as Gymnasium, the wire and the rules read it"
+    v = verdict_of(ts)
+    return {**({k: x for k, x in asdict(v).items() if x is not None} if v else {}), **ts.info}
 
 # %% ../nbs/00_core.ipynb #e6ad96ed
 def _as_dict(obj):

@@ -8,17 +8,16 @@ Docs: https://knowlyr.github.io/knowlyr-lab/gym.html.md"""
 from __future__ import annotations
 
 import string
-from dataclasses import asdict
 
 import gymnasium
 import numpy as np
 from fastcore.basics import patch
 from gymnasium import spaces
 
-from .core import AgentEnv, InvalidActionError, parse_action, schema_name, schema_params, validate_params, verdict_of
+from .core import AgentEnv, InvalidActionError, parse_action, schema_name, schema_params, step_info, validate_params
 
 # %% auto #0
-__all__ = ['TextObservationSpace', 'ToolCallSpace', 'GymnasiumAdapter', 'gym_info', 'as_gymnasium']
+__all__ = ['TextObservationSpace', 'ToolCallSpace', 'GymnasiumAdapter', 'as_gymnasium']
 
 # %% ../nbs/05_gym.ipynb #75390f51
 class TextObservationSpace(spaces.Text):
@@ -93,25 +92,19 @@ class GymnasiumAdapter(gymnasium.Env):
         self.observation_space = TextObservationSpace(max_observation_length)
         self.action_space = ToolCallSpace(env.tool_schemas)
 
-# %% ../nbs/05_gym.ipynb #61319fd6
-def gym_info(ts)->dict:
-    "The step's info with its verdict's fields (`info['success']`, ...), as Gymnasium, the wire and the rules read it"
-    v = verdict_of(ts)
-    return {**({k: x for k, x in asdict(v).items() if x is not None} if v else {}), **ts.info}
-
 # %% ../nbs/05_gym.ipynb #cedbcc15
 @patch
 def reset(self:GymnasiumAdapter, *, seed:int|None=None, options:dict|None=None):
     super(GymnasiumAdapter, self).reset(seed=seed)
     if seed is not None: self.action_space.seed(seed)
     ts = self.env.reset(task=(options or {}).get('task'), seed=seed)
-    return ts.observation, gym_info(ts)
+    return ts.observation, step_info(ts)
 
 # %% ../nbs/05_gym.ipynb #aff9f4ee
 @patch
 def step(self:GymnasiumAdapter, action):
     ts = self.env.step(action)
-    return ts.observation, float(ts.reward), bool(ts.terminated), bool(ts.truncated), gym_info(ts)
+    return ts.observation, float(ts.reward), bool(ts.terminated), bool(ts.truncated), step_info(ts)
 
 # %% ../nbs/05_gym.ipynb #44e09284
 @patch

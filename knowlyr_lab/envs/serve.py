@@ -23,10 +23,9 @@ from typing import Callable, Literal
 from fastcore.basics import patch
 from pydantic import BaseModel
 
-from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, parse_action, schema_name, schema_params, verdict_of
+from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, parse_action, schema_name, schema_params, step_info, verdict_of
 from .extras import require_extra
 from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address
-from ..gym import gym_info
 
 # %% auto #0
 __all__ = ['PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'time_limits', 'mcp_tools', 'openenv_app', 'ResetBody',
@@ -65,7 +64,7 @@ def _jsonable(x):
 # %% ../../nbs/19b_envs_serve.ipynb #9550da15
 def _served(env:AgentEnv, ts, expose_oracle:bool)->dict:
     v = verdict_of(ts) or Verdict()    # on the wire as it always was: `success`, and the verdict's fields in `info`
-    info = {k: x for k, x in gym_info(ts).items() if k != 'task'}
+    info = {k: x for k, x in step_info(ts).items() if k != 'task'}
     if expose_oracle and not ts.done and hasattr(env.unwrapped, 'oracle_action'):
         try: info['oracle_action'] = env.unwrapped.oracle_action()
         except Exception: pass

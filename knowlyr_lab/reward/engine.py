@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
+from ..core import step_info
 from ..domains import get_domain
-from ..gym import gym_info
 from .calibration import Annotation, Calibrator, latest_annotations, read_annotations
 from .judge import JudgeConfig, JudgeResult, LLMJudge, build_prompt
 from .patterns import rule_patterns
@@ -297,7 +297,7 @@ def __call__(self:StepRewardFn, step:Step, ctx=None)->tuple[float, dict]:
     if not getattr(L, 'started', False): self.reset(getattr(ctx, 'task', None))
     ts = getattr(ctx, 'timestep', None)
     final = bool(ts is not None and ts.done)
-    info = gym_info(ts) if ts is not None else {}   # with the env's verdict (success, score, ...): the step's result
+    info = step_info(ts) if ts is not None else {}   # with the env's verdict (success, score, ...): the step's result
     rr = L.scorer.step(step, final=final, result=info)
     jr = None
     if 'judge' in self.engine.layers and self.engine.judge is not None:
