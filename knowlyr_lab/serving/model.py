@@ -44,11 +44,16 @@ class AgentInference:
         self.prompt = prompt                  # its PromptFormat (saved with it by training), or None
         if tokenizer.pad_token_id is None: tokenizer.pad_token = tokenizer.eos_token
 
+    @property
+    def chat_format(self)->str|None:
+        "The chat format it renders with: its prompt's (None: `choose_format`'s pick for the tokenizer)"
+        return self.prompt and self.prompt.chat_format
+
 # %% ../../nbs/55_serving_model.ipynb #7e60cdc2
 @patch
 def render(self:AgentInference, messages:list[dict], tools:list|None=None)->str:
     "The prompt text of a conversation, as the model was trained to see it"
-    return render_chats(self.tokenizer, [messages], tools, True, self.prompt and self.prompt.chat_format)[0]
+    return render_chats(self.tokenizer, [messages], tools, True, self.chat_format)[0]
 
 # %% ../../nbs/55_serving_model.ipynb #34e72c19
 def _load_weights(p:Path, dtype=None, attn_implementation:str|None=None, device_map:str|None=None,
@@ -212,7 +217,7 @@ def generate(self:AgentInference, conversations:list[list[dict]], # chats to con
             )->list[dict]:
     "Batched generation of the next assistant turn for each conversation, sampled from softmax(logits / temperature)"
     tok = self.tokenizer
-    ids = tok(render_chats(tok, conversations, tools, True, self.prompt and self.prompt.chat_format),
+    ids = tok(render_chats(tok, conversations, tools, True, self.chat_format),
               add_special_tokens=False)['input_ids']
     inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix
     if seed is not None: torch.manual_seed(seed)
