@@ -13,18 +13,15 @@ import json
 import os
 import sys
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from ..cli_errors import require_usable, run_cli
-from ..recorder.base import RecorderError, get_adapter, list_adapters
-from ..recorder.convert import convert, detect, diff_trajectories, iter_log_files, validate
-from ..recorder.redact import Redactor
-from ..recorder.report import ConversionReport
-from ..recorder.secret_pattern import SecretPattern
-from ..trajectory import trajectory_schema
-from ..trajectory_io import read_trajectories, write_trajectories
+
+if TYPE_CHECKING:   # annotations only: each function imports what it runs, so `--help` loads none of them
+    from rich.console import Console
+    from rich.table import Table
+
+    from knowlyr_lab.recorder.report import ConversionReport
 
 # %% auto #0
 __all__ = ['OUTPUT_SUFFIXES', 'summary_table', 'check_output', 'cmd_convert', 'cmd_validate', 'cmd_detect', 'cmd_formats',
@@ -33,6 +30,7 @@ __all__ = ['OUTPUT_SUFFIXES', 'summary_table', 'check_output', 'cmd_convert', 'c
 # %% ../../nbs/91_cli_recorder.ipynb #453568a3
 def summary_table(report:ConversionReport)->Table:
     "Rich table of a conversion report: records per type, redactions, trajectories"
+    from rich.table import Table
     t = Table(title=f"{report.n_trajectories} trajectories from {len(report.files)} file(s)")
     for c in ('record type', 'mapped', 'unmapped', 'quarantined'):
         t.add_column(c, justify='left' if c == 'record type' else 'right')
@@ -55,6 +53,9 @@ def _redactor(args):
     if args.no_redact: return False
     if not args.redact_config: return True
     import yaml
+
+    from knowlyr_lab.recorder.redact import Redactor
+    from knowlyr_lab.recorder.secret_pattern import SecretPattern
     cfg = yaml.safe_load(Path(args.redact_config).read_text()) or {}
     extra = [SecretPattern(**{**p, 'needles': tuple(p.get('needles', ()))}) for p in cfg.get('patterns', [])]
     return Redactor(extra=extra, disable=cfg.get('disable', []))
@@ -62,6 +63,7 @@ def _redactor(args):
 # %% ../../nbs/91_cli_recorder.ipynb #ac96849f
 def _existing(paths)->list[Path]:
     "The log files under `paths`; a path that does not exist is an error naming it (exit 2)"
+    from knowlyr_lab.recorder.convert import iter_log_files
     files = list(iter_log_files(paths))
     missing = [str(f) for f in files if not f.exists()]
     if missing: raise FileNotFoundError(f"no such file: {', '.join(missing)}")
@@ -80,7 +82,12 @@ def check_output(path:str|Path)->Path:
 
 # %% ../../nbs/91_cli_recorder.ipynb #6516dca8
 def cmd_convert(args, console)->int:
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # the terminal bar (tqdm.auto would load asyncio for its notebook variant)
+
+    from knowlyr_lab.recorder.base import RecorderError
+    from knowlyr_lab.recorder.convert import convert
+    from knowlyr_lab.recorder.report import ConversionReport
+    from knowlyr_lab.trajectory_io import write_trajectories
     out = check_output(args.out)
     files = _existing(args.logs)
     total = sum(f.stat().st_size for f in files)
@@ -119,6 +126,7 @@ def cmd_convert(args, console)->int:
 
 # %% ../../nbs/91_cli_recorder.ipynb #6f18293b
 def cmd_validate(args, console)->int:
+    from knowlyr_lab.recorder.convert import validate
     fs = validate(args.logs, format=args.format)
     if args.json: console.print_json(json.dumps([f.__dict__ for f in fs]))
     else:
@@ -129,6 +137,7 @@ def cmd_validate(args, console)->int:
 
 # %% ../../nbs/91_cli_recorder.ipynb #047f2639
 def cmd_detect(args, console)->int:
+    from knowlyr_lab.recorder.convert import detect
     rc = 0
     for p in _existing(args.logs):
         d = detect(p)
@@ -138,6 +147,9 @@ def cmd_detect(args, console)->int:
 
 # %% ../../nbs/91_cli_recorder.ipynb #e14291df
 def cmd_formats(args, console)->int:
+    from rich.table import Table
+
+    from knowlyr_lab.recorder.base import get_adapter, list_adapters
     t = Table(title='log formats')
     for c in ('format', 'priority', 'description'): t.add_column(c)
     for n in list_adapters():
@@ -147,6 +159,7 @@ def cmd_formats(args, console)->int:
 # %% ../../nbs/91_cli_recorder.ipynb #e0e78ffb
 def _load_one(path, index:int):
     "The `index`-th trajectory of a trajectory file or of any agent log"
+    from knowlyr_lab.recorder.convert import convert
     n = 0
     for n, t in enumerate(convert(_existing([path]), redact=False), 1):
         if n - 1 == index: return t
@@ -154,6 +167,9 @@ def _load_one(path, index:int):
 
 # %% ../../nbs/91_cli_recorder.ipynb #a97154b1
 def cmd_diff(args, console)->int:
+    from rich.table import Table
+
+    from knowlyr_lab.recorder.convert import diff_trajectories
     d = diff_trajectories(_load_one(args.a, args.a_index), _load_one(args.b, args.b_index))
     t = Table(title=f'{args.a} vs {args.b}')
     for c in ('', 'a', 'b'): t.add_column(c)
@@ -202,11 +218,14 @@ def build_parser()->argparse.ArgumentParser:
 def main(argv=None, console:Console|None=None)->int:
     ("The `knowlyr-recorder` command: reports go to `console`; an error is one line on stderr, as for every knowlyr "
      "command (`run_cli`)")
-    console = console or Console()
     def handler(a):
-        if a.cmd == 'schema': console.print_json(json.dumps(trajectory_schema())); return 0
+        from rich.console import Console  # here, not at the top: `--help` imports no rich
+        con = console or Console()
+        if a.cmd == 'schema':
+            from knowlyr_lab.trajectory import trajectory_schema
+            con.print_json(json.dumps(trajectory_schema())); return 0
         return {'convert': cmd_convert, 'validate': cmd_validate, 'detect': cmd_detect, 'diff': cmd_diff,
-                'formats': cmd_formats}[a.cmd](a, console)
+                'formats': cmd_formats}[a.cmd](a, con)
     return run_cli(build_parser(), handler, argv)
 
 # %% ../../nbs/91_cli_recorder.ipynb #4501010b

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-import yaml
 from fastcore.basics import patch
 
 from .agent_steps import StepLog, guard
@@ -78,6 +77,7 @@ def _rd_cut(blocks:list)->tuple[int, str]|None:
 # %% ../../nbs/27_recorder_rovo_dev.ipynb #a53d6b56
 def _rd_params(body:str)->dict:
     "The arguments of a TOOL CALL block"
+    import yaml  # here, not at the top: converting other formats does not load it
     try: params = yaml.safe_load(body) if body.strip() else {}
     except yaml.YAMLError: params = None
     return params if isinstance(params, dict) else {'_raw': body}
