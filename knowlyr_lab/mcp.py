@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_errors import missing_extra, run_cli
-from .mcp_base import Client, ServerState, mcp_client
-from .mcp_tools import SERVER_TOOLS
 
 # %% auto #0
 __all__ = ['build_server', 'serve_http', 'main']
@@ -29,6 +27,8 @@ __all__ = ['build_server', 'serve_http', 'main']
 # %% ../nbs/95_mcp.ipynb #b35b24ee
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+
+    from knowlyr_lab.mcp_base import ServerState
 
 # %% ../nbs/95_mcp.ipynb #180fe6e2
 class _StaticToken:
@@ -44,6 +44,8 @@ def _bind(fn, srv:ServerState):
     "The tool `fn` with the server state, and its caller when it takes `who:Client`, bound: a client sees (and passes) the other parameters"
     from mcp.server.mcpserver import Context
     from mcp.server.mcpserver.exceptions import ToolError
+
+    from knowlyr_lab.mcp_base import Client, mcp_client
     ps = list(inspect.signature(fn).parameters.values())
     who = len(ps) > 1 and ps[1].annotation is Client
     @functools.wraps(fn)
@@ -71,6 +73,8 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
         from mcp.server.auth.settings import AuthSettings
         from mcp.server.mcpserver import MCPServer
     except ModuleNotFoundError as e: raise (missing_extra(e, 'the knowlyr-lab MCP server') or e) from e
+    from knowlyr_lab.mcp_base import ServerState
+    from knowlyr_lab.mcp_tools import SERVER_TOOLS
     auth = dict(token_verifier=_StaticToken(token), auth=AuthSettings(issuer_url='http://127.0.0.1', resource_server_url=None)) if token else {}
     app = MCPServer(name, instructions="knowlyr-lab: sandboxes, agent-log recorder, process reward model, dataset hub. "
                                       "Paths are relative to the server's root directory.", **auth)

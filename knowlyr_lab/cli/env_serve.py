@@ -12,7 +12,7 @@ import json
 import sys
 
 from ..cli_errors import run_cli
-from ..envs.serve import PROTOCOLS, SessionLimits, serve_env
+from ..source_docs import source_defaults, source_value
 
 # %% auto #0
 __all__ = ['main']
@@ -28,16 +28,18 @@ def _json_object(text:str)->dict:
 
 # %% ../../nbs/97a_cli_env_serve.ipynb #0cf2b659
 def _env_serve_parser()->argparse.ArgumentParser:
-    d = SessionLimits()
+    # the defaults and protocols, read from the source: `--help` imports no server stack
+    d = source_defaults('knowlyr_lab.envs.sessions', 'SessionLimits')
+    protocols = source_value('knowlyr_lab.envs.serve', 'PROTOCOLS')
     p = argparse.ArgumentParser(prog='knowlyr-env-serve', description="Serve a registered knowlyr env over OpenEnv or AgentGym's protocol. "
                                 "No authentication: each session is bound to its client's address, sessions are capped, idle ones closed.")
     p.add_argument('env_id', help="registered env id (`knowlyr-lab envs` lists them)")
-    p.add_argument('--protocol', choices=PROTOCOLS, default='openenv', help="wire protocol (default: %(default)s)")
+    p.add_argument('--protocol', choices=protocols, default='openenv', help="wire protocol (default: %(default)s)")
     p.add_argument('--host', default='127.0.0.1', help="address to listen on (default: %(default)s; any other lets other machines in)")
     p.add_argument('--port', type=int, default=8000, help="port; 0 picks a free one (the URL is printed on stderr; default: %(default)s)")
-    p.add_argument('--max-sessions', type=int, default=d.max_sessions, help="sessions open at once, all clients together; one more gets HTTP 503 (default: %(default)s)")
+    p.add_argument('--max-sessions', type=int, default=d['max_sessions'], help="sessions open at once, all clients together; one more gets HTTP 503 (default: %(default)s)")
     p.add_argument('--max-sessions-per-client', type=int, default=None, help="sessions one client address may hold; one more gets HTTP 429 (default: half of --max-sessions)")
-    p.add_argument('--idle-timeout', type=float, default=d.idle_timeout, help="seconds a session may wait for its client before it and its env are closed; 0: never (default: %(default)s)")
+    p.add_argument('--idle-timeout', type=float, default=d['idle_timeout'], help="seconds a session may wait for its client before it and its env are closed; 0: never (default: %(default)s)")
     p.add_argument('--env-kwargs', type=_json_object, default=None, metavar='JSON', help="the env's constructor arguments as a JSON object")
     p.add_argument('--expose-oracle', action='store_true', help="put the expert's next action in info['oracle_action'] (tests and demos)")
     return p
@@ -46,6 +48,7 @@ def _env_serve_parser()->argparse.ArgumentParser:
 def main(argv:list[str]|None=None)->int:
     "The `knowlyr-env-serve` command: serve a registered env until stopped; a bad argument is one line on stderr, exit 2"
     def serve(a):
+        from knowlyr_lab.envs.serve import SessionLimits, serve_env
         limits = SessionLimits(a.max_sessions, a.max_sessions_per_client, a.idle_timeout or None)
         serve_env(a.env_id, a.protocol, a.host, a.port, a.env_kwargs, a.expose_oracle, limits, announce=True)
     return run_cli(_env_serve_parser(), serve, argv)

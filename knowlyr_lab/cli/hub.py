@@ -12,16 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from fastcore.docments import docments
-
-from ..agents import agent_from_spec
 from ..cli_errors import require_usable, run_cli
-from ..config import field_docs
-from ..hub.export import FORMATS, DatasetExporter, ExportFilter
-from ..hub.pipeline import Pipeline, PipelineConfig
-from ..rollout.collect import collect, iter_collect
-from ..rollout.spec import RolloutSpec, Workers
-from ..trajectory_io import write_trajectories
+from ..source_docs import source_docs, source_value
 
 # %% auto #0
 __all__ = ['main']
@@ -29,7 +21,9 @@ __all__ = ['main']
 # %% ../../nbs/93_cli_hub.ipynb #467014dc
 def _collect_parser(sub):
     "The `collect` command's flags"
-    cd, pd, sd, wd = docments(iter_collect), docments(PipelineConfig), field_docs(RolloutSpec), field_docs(Workers)
+    cd = source_docs('knowlyr_lab.rollout.collect', 'iter_collect')
+    pd = source_docs('knowlyr_lab.hub.pipeline_config', 'PipelineConfig')
+    sd, wd = (source_docs('knowlyr_lab.rollout.spec', n) for n in ('RolloutSpec', 'Workers'))
     c = sub.add_parser('collect', help='run an agent in an env and write trajectories')
     c.add_argument('env', help='env id, e.g. knowlyr/maze-easy')
     c.add_argument('--agent', default='expert',
@@ -45,11 +39,16 @@ def _collect_parser(sub):
     c.add_argument('-o', '--out', required=True, help='.jsonl, .jsonl.gz or .parquet')
 
 # %% ../../nbs/93_cli_hub.ipynb #9291a42f
+def _formats()->tuple:
+    "The dataset formats, `hub.export.FORMATS`"
+    return source_value('knowlyr_lab.hub.export_filter', 'FORMATS')
+
 def _export_parser(sub):
     "The `export` command's flags"
-    fd, ed = docments(ExportFilter), docments(DatasetExporter)
+    fd = source_docs('knowlyr_lab.hub.export_filter', 'ExportFilter')
+    ed = source_docs('knowlyr_lab.hub.export', 'DatasetExporter')
     e = sub.add_parser('export', help='export trajectories as a dataset')
-    e.add_argument('--format', '-f', choices=FORMATS, required=True, help='dataset format')
+    e.add_argument('--format', '-f', choices=_formats(), required=True, help='dataset format')
     e.add_argument('-t', '--trajectories', required=True, help='trajectory file or directory')
     e.add_argument('-p', '--preferences', default=None, help='preference pairs (JSONL) for dpo formats')
     e.add_argument('-o', '--out', required=True, help='output directory')
@@ -67,7 +66,7 @@ def _export_parser(sub):
 # %% ../../nbs/93_cli_hub.ipynb #066168a9
 def _run_parser(sub):
     "The `run` and `status` commands' flags"
-    pd = docments(PipelineConfig)
+    pd = source_docs('knowlyr_lab.hub.pipeline_config', 'PipelineConfig')
     r = sub.add_parser('run', help='run (or resume) the pipeline')
     r.add_argument('-o', '--out', required=True, help=pd['output_dir'])
     r.add_argument('--env', default='knowlyr/sandbox', help=pd['env_id'])
@@ -77,7 +76,7 @@ def _run_parser(sub):
     r.add_argument('--samples', type=int, default=1, help=pd['samples_per_task'])
     r.add_argument('--max-episode-steps', type=int, default=None, help=pd['max_episode_steps'])
     r.add_argument('--seed', type=int, default=0, help=pd['seed'])
-    r.add_argument('--format', dest='formats', action='append', choices=FORMATS, default=None,
+    r.add_argument('--format', dest='formats', action='append', choices=_formats(), default=None,
                    help=pd['export_formats'] + ' (repeat the flag; default: sft and dpo)')
     r.add_argument('--test-fraction', type=float, default=0.0, help=pd['test_fraction'])
     r.add_argument('--min-margin', type=float, default=None, help=pd['min_margin'])
@@ -111,6 +110,10 @@ def _tasks(a)->list|None:
 # %% ../../nbs/93_cli_hub.ipynb #5b702e7a
 def _collect(a)->dict:
     "Run `collect`: write the episodes' trajectories; its summary"
+    from knowlyr_lab.agents import agent_from_spec
+    from knowlyr_lab.rollout.collect import collect
+    from knowlyr_lab.rollout.spec import RolloutSpec, Workers
+    from knowlyr_lab.trajectory_io import write_trajectories
     tasks = _tasks(a)
     agent = agent_from_spec(a.agent, base_url=a.base_url)
     spec = RolloutSpec(max_episode_steps=a.max_episode_steps, max_invalid_actions=a.max_invalid_actions)
@@ -127,6 +130,7 @@ def _collect(a)->dict:
 # %% ../../nbs/93_cli_hub.ipynb #b6135874
 def _export(a)->dict:
     "Run `export`: its `ExportResult` as a dict"
+    from knowlyr_lab.hub.export import DatasetExporter, ExportFilter
     filt = ExportFilter(min_reward=a.min_reward, success_only=a.success_only, domains=a.domain, agents=a.agent)
     ex = DatasetExporter(a.trajectories, preferences=a.preferences, filter=filt, test_fraction=a.test_fraction,
                          system_prompt=a.system_prompt)
@@ -139,6 +143,7 @@ def _export(a)->dict:
 # %% ../../nbs/93_cli_hub.ipynb #037c6e32
 def _run(a)->dict:
     "Run `run`: the pipeline on rollouts or on logs"
+    from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
     cfg = PipelineConfig(output_dir=a.out, env_id=a.env, agent=a.agent, agent_base_url=a.base_url,
                          max_tasks=a.max_tasks,
                          samples_per_task=a.samples, max_episode_steps=a.max_episode_steps, seed=a.seed,
@@ -152,6 +157,7 @@ def _run(a)->dict:
 # %% ../../nbs/93_cli_hub.ipynb #87ad1fad
 def _status(a)->dict:
     "Run `status`"
+    from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
     if not Path(a.out).is_dir(): raise FileNotFoundError(f"pipeline output directory {a.out} does not exist")
     return Pipeline(PipelineConfig(output_dir=a.out)).status()
 

@@ -10,11 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import pandas as pd
-
-from ..verifier_plugins import available_strategies
-from ..verifier_probe import ProbeError, check_suite, probe_envs, probe_summary, probe_table, resolve_strategies, verifier_envs
-
 # %% auto #0
 __all__ = ['main']
 
@@ -46,6 +41,10 @@ def main(argv:list|None=None)->int:
     ("`knowlyr-probe`: play the forgery strategies through env verifiers; 1 when a suite is hackable beyond "
      "`--max-hackable`")
     a = _probe_parser().parse_args(argv)
+    import pandas as pd  # after parsing: `--help` imports none of the probe
+
+    from knowlyr_lab.verifier_plugins import available_strategies
+    from knowlyr_lab.verifier_probe import ProbeError, check_suite, probe_envs, probe_summary, probe_table, resolve_strategies, verifier_envs
     try:
         cat = available_strategies(a.strategies)
         if a.list:

@@ -8,21 +8,16 @@ Docs: https://knowlyr.github.io/knowlyr-lab/cli_reward.html.md"""
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import sys
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..cli_errors import run_cli
-from ..reward.calibration import read_annotations
-from ..reward.engine import RewardEngine, with_rewards
-from ..reward.inputs import calibrate_engine, read_usable_trajectories
-from ..reward.judge import JudgeConfig, list_rubrics
-from ..reward.preferences import build_preferences, reward_leaderboard
-from ..reward.rules import RULES
-from ..trajectory_io import parse_trajectory, read_trajectories, write_trajectories
+from ..source_docs import source_defaults
+
+if TYPE_CHECKING:   # annotations only: each command imports what it runs, so `--help` loads none of it
+    from knowlyr_lab.reward.engine import RewardEngine
 
 # %% auto #0
 __all__ = ['cmd_score', 'cmd_rubrics', 'cmd_calibrate', 'cmd_preferences', 'cmd_leaderboard', 'build_parser', 'main']
@@ -35,6 +30,8 @@ def _weights(s:str|None)->dict|None:
 
 # %% ../../nbs/92_cli_reward.ipynb #4c5c48ea
 def _score_engine(a)->RewardEngine:
+    from knowlyr_lab.reward.engine import RewardEngine
+    from knowlyr_lab.reward.judge import JudgeConfig
     judge = JudgeConfig.from_spec(a.judge, base_url=a.base_url, cache_dir=a.cache_dir, concurrency=a.concurrency,
                                   price_in=a.price_in, price_out=a.price_out) if a.judge else None
     return RewardEngine.load(a.engine) if a.engine else RewardEngine(a.domain, judge=judge, weights=_weights(a.weights))
@@ -43,7 +40,7 @@ def _score_engine(a)->RewardEngine:
 def _chunks(xs, n, progress):
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # the terminal bar (tqdm.auto would load asyncio for its notebook variant)
         bar = tqdm(total=len(xs), unit='traj', desc='scoring', file=sys.stderr)
     for i in range(0, len(xs), n):
         yield xs[i:i + n]
@@ -53,6 +50,11 @@ def _chunks(xs, n, progress):
 # %% ../../nbs/92_cli_reward.ipynb #45c312a3
 def cmd_score(a)->dict:
     "Score every trajectory of a file and write them with rewards (to `-o`, else to stdout as JSONL)"
+    import numpy as np
+
+    from knowlyr_lab.reward.engine import with_rewards
+    from knowlyr_lab.reward.inputs import read_usable_trajectories
+    from knowlyr_lab.trajectory_io import write_trajectories
     engine = _score_engine(a)
     target = Path(a.output) if a.output else Path(a.input)
     trajs, errors = read_usable_trajectories(a.input, target.with_name(target.name + '.quarantine.jsonl'))
@@ -74,6 +76,8 @@ def cmd_score(a)->dict:
 # %% ../../nbs/92_cli_reward.ipynb #1cf8c2e8
 def cmd_rubrics(a)->dict:
     "The judge's rubrics and the registered rules of a domain"
+    from knowlyr_lab.reward.judge import list_rubrics
+    from knowlyr_lab.reward.rules import RULES
     return {'domain': a.domain,
             'judge_rubrics': [{'id': r.id, 'weight': r.weight, 'description': r.description}
                               for r in list_rubrics(a.domain)],
@@ -82,11 +86,14 @@ def cmd_rubrics(a)->dict:
 # %% ../../nbs/92_cli_reward.ipynb #fdab7e0e
 def cmd_calibrate(a)->dict:
     "Fit the engine's calibration map to human annotations and save the engine (`calibrate_engine`)"
+    from knowlyr_lab.reward.inputs import calibrate_engine
     return calibrate_engine(a.trajectories, a.annotations, a.output, a.method, a.threshold, a.domain, a.engine)
 
 # %% ../../nbs/92_cli_reward.ipynb #4fe43de9
 def cmd_preferences(a)->dict:
     "Preference pairs from scored trajectories"
+    from knowlyr_lab.reward.inputs import read_usable_trajectories
+    from knowlyr_lab.reward.preferences import build_preferences
     trajs, errors = read_usable_trajectories(a.input)
     rep = build_preferences(trajs, level=a.level, min_margin=a.min_margin, max_pairs_per_task=a.max_pairs_per_task)
     with open(a.output, 'w') as f:
@@ -98,6 +105,8 @@ def cmd_preferences(a)->dict:
 # %% ../../nbs/92_cli_reward.ipynb #e3e746e3
 def cmd_leaderboard(a)->dict:
     "Mean reward per agent/model with confidence intervals"
+    from knowlyr_lab.reward.inputs import read_usable_trajectories
+    from knowlyr_lab.reward.preferences import reward_leaderboard
     trajs, errors = read_usable_trajectories(a.input)
     df = reward_leaderboard(trajs, by=a.by, method='bootstrap' if a.bootstrap else 't')
     print(df.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
@@ -142,7 +151,8 @@ def _add_calibrate(sub):
 
 # %% ../../nbs/92_cli_reward.ipynb #bf0dfa34
 def _add_preferences(sub):
-    pd_ = {k: v.default for k, v in inspect.signature(build_preferences).parameters.items()}   # one source of defaults
+    # one source of defaults, read from build_preferences' source: `--help` imports no pandas
+    pd_ = source_defaults('knowlyr_lab.reward.preferences', 'build_preferences')
     q = sub.add_parser('preferences', help='build preference pairs')
     q.add_argument('input', help='scored trajectories (several per task)')
     q.add_argument('-o', '--output', required=True, help='pairs (JSONL)')
