@@ -102,8 +102,7 @@ def verdict_of(ts:TimeStep)->Verdict|None:
 # %% ../nbs/00_core.ipynb #b7d4e2f1
 def step_info(ts:TimeStep)->dict:
     "The step's info with its verdict's fields (`info['success']`, ...), as Gymnasium, the wire and the rules read it"
-    v = verdict_of(ts)
-    return {**({k: x for k, x in asdict(v).items() if x is not None} if v else {}), **ts.info}
+    return {**{k: x for k, x in asdict(verdict_of(ts) or Verdict()).items() if x is not None}, **ts.info}
 
 # %% ../nbs/00_core.ipynb #e6ad96ed
 def _as_dict(obj):
