@@ -4,6 +4,7 @@ import pytest
 
 from knowlyr_lab.core import InvalidActionError, parse_action
 
+
 @pytest.mark.parametrize('bad, why', [
     ("I think I should go north", "no .Action:. line"),
     ({"id": "c", "function": {"name": "move", "arguments": "{direction: north"}}, "not valid JSON"),
