@@ -45,9 +45,9 @@ def write_line(self:SplitWriter, split:str, line:bytes):
 
 # %% ../../nbs/41b_hub_spool.ipynb #9d00b0b4
 @patch
-def write(self:SplitWriter, split:str, row:dict):
-    "Append `row` to the file of `split`"
-    self.write_line(split, orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
+def write(self:SplitWriter, split:str, row:dict|bytes):
+    "Append `row` (a dict, or its JSON line as bytes, e.g. `sft_row_json`'s) to the file of `split`"
+    self.write_line(split, row if type(row) is bytes else orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
 
 # %% ../../nbs/41b_hub_spool.ipynb #3a71354a
 @patch

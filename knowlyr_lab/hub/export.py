@@ -22,7 +22,7 @@ from fastcore.basics import patch
 
 from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json
 from .export_filter import FORMATS, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split
-from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, grpo_member, openai_row, prompt_messages, sft_agent_row, sft_row, skyrl_row, verl_row
+from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, first_user_turn, trajectory_score
@@ -110,7 +110,7 @@ def _kept(self:DatasetExporter, res:ExportResult, errors, quarantine, fast:bool=
         else: yield t
 
 # %% ../../nbs/42_hub_export.ipynb #8dc90d25
-_ROW = {'sft': sft_row, 'sft-agent': sft_agent_row, 'openai': openai_row}
+_ROW = {'sft': sft_row_json, 'sft-agent': sft_agent_row, 'openai': openai_row}   # an SFT row: its JSON line
 _FAST = ('sft', 'sft-agent', 'openai', 'grpo')        # formats whose rows read a trajectory's fields only
 _TASK_ROW = {'verl': verl_row, 'skyrl': skyrl_row}      # one row per task, written as Parquet
 
@@ -143,7 +143,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
 def _write_rows(self:DatasetExporter, format:str, kept:Iterator[Trajectory], w:SplitWriter, res:ExportResult):
     "Write the `format` row of each kept trajectory"
     for t in kept:
-        row = _ROW[format](t, self.tools.json(t) if format == 'sft' else self.tools(t), self.system_prompt)
+        row = _ROW[format](t, self.tools.json(t, encoded=True) if format == 'sft' else self.tools(t), self.system_prompt)
         if row is None: _count(res.skipped, 'no_assistant_turn')
         else: w.write(self.split(t), row)
 

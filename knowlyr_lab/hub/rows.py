@@ -18,8 +18,8 @@ from ..trajectory import Trajectory, first_user_turn, trajectory_score
 
 # %% auto #0
 __all__ = ['infer_tool_schemas', 'ToolResolver', 'prompt_messages', 'step_rewards', 'sft_row', 'sft_agent_row', 'openai_row',
-           'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_completion_json', 'grpo_advantages', 'grpo_row',
-           'benchmark_row', 'verl_row', 'skyrl_row']
+           'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_completion_json', 'sft_row_json', 'grpo_advantages',
+           'grpo_row', 'benchmark_row', 'verl_row', 'skyrl_row']
 
 # %% ../../nbs/41a_hub_rows.ipynb #7bc1a5a2
 _JSON_TYPES = ((bool, 'boolean'), (int, 'integer'), (float, 'number'), (str, 'string'), (list, 'array'),
@@ -47,12 +47,13 @@ class ToolResolver:
     def __init__(self, tools:list|dict|None=None): # one list for every trajectory, or env_id -> list
         self.tools, self._cache = tools, {}
     # a method of the class core: a patched `json` would hide the json module
-    def json(self, t:Trajectory)->str:
-        "The schemas as a JSON string (cached per schema list: rows of one env share it)"
+    def json(self, t:Trajectory, encoded:bool=False)->str|bytes:
+        "The schemas as a JSON string (cached per schema list: rows of one env share it); `encoded`: that string as JSON"
         tools = self(t)
-        key = id(tools)
-        if getattr(self, '_json_key', None) != key: self._json_key, self._json = key, orjson.dumps(tools).decode()
-        return self._json
+        if getattr(self, '_json_of', None) is not tools:   # the list itself is kept: a freed list's id comes back
+            self._json_of, self._json, self._enc = tools, orjson.dumps(tools).decode(), None
+        if encoded and self._enc is None: self._enc = orjson.dumps(self._json)
+        return self._enc if encoded else self._json
 
 # %% ../../nbs/41a_hub_rows.ipynb #65aa7c04
 @patch
@@ -232,6 +233,19 @@ def grpo_completion_json(t:Trajectory)->bytes:
         out.append(b',')
     out[-1] = b']' if len(out) > 1 else b'[]'
     return b''.join(out)
+
+# %% ../../nbs/41a_hub_rows.ipynb #4d8e2b60
+def _messages_json(t:Trajectory, system_prompt:str|None=None)->bytes:
+    "`orjson.dumps(_row_messages(t, system_prompt))` of a trajectory with steps: the prompt's messages, the steps'"
+    return orjson.dumps(prompt_messages(t, system_prompt))[:-1] + b',' + grpo_completion_json(t)[1:]
+
+# %% ../../nbs/41a_hub_rows.ipynb #7b2d9e41
+def sft_row_json(t:Trajectory, tools:bytes, # the tool list's JSON string, as JSON: `orjson.dumps(tools_json)`
+                 system_prompt:str|None=None)->bytes|None:
+    "`sft_row(t, tools_json, system_prompt)` as the JSON line (newline included) `SplitWriter.write` writes for it"
+    if not t.steps: return None                       # no assistant turn: no row, as `sft_row`
+    rest = orjson.dumps({'step_rewards': step_rewards(t), **_meta(t)}, option=orjson.OPT_APPEND_NEWLINE)
+    return b''.join((b'{"messages":', _messages_json(t, system_prompt), b',"tools":', tools, b',', rest[1:]))
 
 # %% ../../nbs/41a_hub_rows.ipynb #a014347f
 def grpo_advantages(rewards:list[float])->list[float]:
