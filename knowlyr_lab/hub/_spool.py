@@ -24,8 +24,7 @@ from .rows import grpo_advantages
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['SplitWriter', 'ParquetWriter', 'spool_dir', 'Spool', 'RunSpool', 'grpo_key', 'grpo_body', 'grpo_spooled',
-           'grpo_unspooled', 'grpo_row_json']
+__all__ = ['SplitWriter', 'ParquetWriter', 'spool_dir', 'Spool', 'RunSpool', 'grpo_key', 'grpo_body', 'grpo_row_json']
 
 # %% ../../nbs/41b_hub_spool.ipynb #5569e5f2
 class SplitWriter:
@@ -231,25 +230,6 @@ def grpo_body(score:float, # the member's `trajectory_score`
     "The spool body of a GRPO member"
     t = tid.encode()
     return b''.join((_MEMBER.pack(score, tools, len(t)), t, completion))
-
-# %% ../../nbs/41b_hub_spool.ipynb #8a75afd5
-def grpo_spooled(m:dict,     # a `grpo_member`
-                 tools:int,  # the number of its tool list
-                )->tuple[str, bytes]:
-    "(group key, spool body) of a `grpo_member` whose tool list is number `tools`"
-    body = grpo_body(m['score'], tools, m['trajectory_id'], orjson.dumps(m['completion']))
-    return grpo_key(m['task_id'], orjson.dumps(m['prompt'])), body
-
-# %% ../../nbs/41b_hub_spool.ipynb #3a3d4e2f
-def grpo_unspooled(key:str, bodies:list[bytes])->list[dict]:
-    "A group's members back from its key and bodies, the prompt and completions kept as JSON text"
-    head, _, prompt = key.rpartition('\x00')          # the prompt is what follows the last NUL
-    task_id, prompt, out, h = head[:-41], orjson.Fragment(prompt), [], _MEMBER.size
-    for b in bodies:
-        score, tools, n = _MEMBER.unpack_from(b)
-        out.append({'task_id': task_id, 'trajectory_id': b[h:h + n].decode(), 'score': score, 'prompt': prompt,
-                    'completion': orjson.Fragment(b[h + n:]), 'tools': tools})
-    return out
 
 # %% ../../nbs/41b_hub_spool.ipynb #19849782
 _ROW_KEYS = (b'{"task_id":', b',"prompt":', b',"completions":[', b'],"rewards":', b',"advantages":',
