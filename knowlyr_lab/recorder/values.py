@@ -36,14 +36,12 @@ def _iso_seconds(value:str)->float|None:
 def parse_time(value)->float|None:
     "ISO-8601 string (naive = UTC) or epoch seconds/milliseconds -> Unix seconds; None when unparsable"
     # the common case first: an ISO-8601 string with at most microseconds
-    if type(value) is str and value[4:5] == '-' and len(value) > 10 and (x := _iso_seconds(value)) is not None: return x
+    if isinstance(value, str) and value[4:5] == '-' and len(value) > 10 and (x := _iso_seconds(value)) is not None: return x
     if value is None or isinstance(value, bool): return None
     if isinstance(value, (int, float)):
         if not math.isfinite(value): return None
         return float(value) / 1000.0 if abs(value) > 1e11 else float(value)
     if not isinstance(value, str) or not value.strip(): return None
-    if type(value) is not str and value[4:5] == '-' and len(value) > 10:   # a str subclass: the same first try
-        if (x := _iso_seconds(value)) is not None: return x
     s = value.strip()
     try: return parse_time(float(s))
     except ValueError: pass
