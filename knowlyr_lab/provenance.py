@@ -41,11 +41,30 @@ def _git(*args, cwd=None):
                               timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError): return None
 
+# %% ../nbs/09a_provenance.ipynb #f4a05ed6
+def _status_paths(out:str)->list[str]:
+    "The paths of `git status --porcelain=v1 -z` output ('XY path' entries; a rename's or copy's old path follows it)"
+    mod, parts = [], iter(out.split('\0'))
+    for e in parts:
+        if not e: continue
+        mod.append(e[3:])
+        if e[0] in 'RC': next(parts, None)
+    return mod
+
+# %% ../nbs/09a_provenance.ipynb #60fcde3b
+def _status(root)->str|None:
+    "`git status --porcelain=v1 -z`, untracked files included; None when it fails (a broken index, a lock)"
+    try: r = subprocess.run(['git', 'status', '--porcelain=v1', '-z', '--untracked-files=all'], cwd=root,
+                            capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError): return None
+    return r.stdout if r.returncode == 0 else None
+
 # %% ../nbs/09a_provenance.ipynb #5e7b2715
 def _worktree(root)->dict:
-    "Whether the checkout differs from its commit, and in which tracked files"
-    if not _git('rev-parse', 'HEAD', cwd=root): return {'dirty': None, 'modified': None}
-    mod = (_git('diff', '--name-only', 'HEAD', cwd=root) or '').splitlines()    # tracked files, staged or not
+    "Whether the checkout differs from its commit, in which changed or untracked files (None: git cannot say)"
+    out = _status(root) if _git('rev-parse', 'HEAD', cwd=root) else None
+    if out is None: return {'dirty': None, 'modified': None}
+    mod = _status_paths(out)
     return {'dirty': bool(mod), 'modified': mod}
 
 # %% ../nbs/09a_provenance.ipynb #ff87e7d0
