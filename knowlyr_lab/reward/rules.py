@@ -97,7 +97,7 @@ class EpisodeIndex:
     extra: dict = field(default_factory=dict)                      # state of registered rules, by rule name
 
 # %% ../../nbs/30_reward_rules.ipynb #b8be3f25
-_TEST_RE = re.compile(r"(\d+) passed|(\d+) failed|(\d+) errors?\b|Ran (\d+) tests?|FAILED \(failures=(\d+)")
+_TEST_RE = re.compile(r"(\d+) passed|(\d+) failed|(\d+) errors?\b|Ran (\d+) tests?|(?<!expected )failures=(\d+)|\berrors=(\d+)")
 
 def test_counts(text:str,       # a command's output
                 tail:int=400,    # test runners print their counts last: only the last `tail` characters are read
@@ -112,12 +112,13 @@ def test_counts(text:str,       # a command's output
     # only the lines that can match: the regex is slow on long failure listings
     for m in _TEST_RE.finditer(lines):
         seen = True
-        a, b, c, r, uf = m.groups()
+        a, b, c, r, uf, ue = m.groups()
         if a: p += int(a)
         if b: f += int(b)
         if c: f += int(c)
         if r: ran = int(r)
         if uf: f += int(uf)
+        if ue: f += int(ue)
     if not seen: return None
     if ran is not None and p == 0: p = max(ran - f, 0)
     return p, f
