@@ -66,7 +66,7 @@ def agreement(auto, human, threshold:float=0.5)->dict:
         raise ValueError(f"need two equally long score lists of length >= 2, got {len(a)} and {len(h)}")
     rho = stats.spearmanr(a, h).statistic; tau = stats.kendalltau(a, h).statistic
     ab, hb = a >= threshold, h >= threshold
-    kappa = cohen_kappa_score(ab, hb) if len(set(ab)) > 1 or len(set(hb)) > 1 else 1.0
+    kappa = cohen_kappa_score(ab, hb) if len(set(ab)) > 1 or len(set(hb)) > 1 else float((ab == hb).all())
     return {'n': len(a), 'spearman': float(rho), 'kendall': float(tau), 'kappa': float(kappa),
             'mae': float(np.abs(a - h).mean())}
 
