@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from knowlyr_lab.reward.judge import JudgeConfig, LLMJudge, list_rubrics
+from knowlyr_lab.reward.judge import JudgeCache, JudgeConfig, LLMJudge, list_rubrics
 from knowlyr_lab.testing import FakeLLMServer, prompt_text
 from knowlyr_lab.trajectory import Observation, Step, Task, ToolCall, Trajectory
 
@@ -164,3 +164,13 @@ def test_non_json_200_that_persists_is_a_recorded_failure_naming_the_body():
         judge = LLMJudge(JudgeConfig(model='j', base_url=srv.url + '/v1', api_key='k', backoff=0.01, max_retries=2, concurrency=1))
         res = judge.judge_trajectory(_traj(1))
     assert not res[0].ok and 'gave up after 3 attempts' in res[0].error and 'NotAnAPIResponse' in res[0].error and 'maintenance' in res[0].error, res[0].error
+
+
+def test_cache_key_holds_the_server_and_sampling_settings():
+    "A local server at the default model name must not get the hosted model's cached answers (nor other settings')"
+    q = 'Task (coding): Fix a.py ...'
+    k = JudgeCache.key(JudgeConfig(), q)
+    assert JudgeCache.key(JudgeConfig(), q) == k
+    assert JudgeCache.key(JudgeConfig(base_url='http://127.0.0.1:8000/v1'), q) != k
+    assert JudgeCache.key(JudgeConfig(max_tokens=50), q) != k
+    assert JudgeCache.key(JudgeConfig(temperature=0.7), q) != k

@@ -150,12 +150,13 @@ class JudgeStats:
 
 # %% ../../nbs/31_reward_judge.ipynb #02b7a23e
 class JudgeCache:
-    "On-disk cache of judge answers keyed by model + prompt hash"
+    "On-disk cache of judge answers keyed by server, model, sampling settings and prompt"
     def __init__(self, path): self.path = Path(path); self.path.mkdir(parents=True, exist_ok=True)
     @staticmethod
     def key(cfg:JudgeConfig, prompt:str)->str:
         return hashlib.sha256(
-            json.dumps([cfg.provider, cfg.model, cfg.temperature, SYSTEM_PROMPT, prompt]).encode()).hexdigest()
+            json.dumps([cfg.provider, cfg.base_url, cfg.model, cfg.temperature, cfg.max_tokens, SYSTEM_PROMPT, prompt]
+                       ).encode()).hexdigest()
     def _file(self, key): return self.path / key[:2] / f"{key}.json"
     def get(self, key)->dict|None:
         f = self._file(key)
