@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
-from knowlyr_lab.eval.evaluate import compare_agents, evaluate_agent, leaderboard
+from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, compare_agents, evaluate_agent, leaderboard
 from knowlyr_lab.stats import adjust_pvalues, bootstrap_ci, compare_samples, pass_at_k, wilson_ci
 
 RNG = np.random.default_rng(2024)
@@ -109,3 +109,24 @@ def test_unverified_episodes_are_reported():
     res = evaluate_agent(Finisher(), NoVerdict, n_tasks=3)
     s = res.summary()
     assert s['n_unverified'] == 3 and math.isnan(s['success_rate']) and s['mean_reward'] == 0.25   # trajectory_score: 0 + 0.5 * 0.5
+
+
+def _repeated(agent='A'):
+    "5 distinct tasks x 20 attempts, each task's outcome and reward the same on every attempt"
+    import pandas as pd
+    rows = [dict(agent=agent, task_id=f't{t}', task_key=f't{t}', attempt=a, seed=a, success=bool(ok), verified=True, reward=r,
+                 steps=3, tool_errors=0, cost=0.0, tokens=0, duration=1.0, reason='', valid=True, invalid=None,
+                 trajectory_id=f'{t}-{a}')
+            for t, (ok, r) in enumerate([(0, .0), (0, .2), (1, 1.1), (1, 1.3), (1, 1.5)]) for a in range(20)]
+    return EvalResult(agent, pd.DataFrame(rows, columns=EPISODE_COLUMNS))
+
+def test_reward_interval_resamples_tasks_not_attempts():
+    "The reward interval of repeated attempts is as wide as 5 task means make it, like the success interval (ESS 5)"
+    r = _repeated(); s = r.summary()
+    task_means = r.episodes.groupby('task_key').reward.mean()
+    plo, phi = bootstrap_ci(r.episodes.reward)                        # per episode: 100 'independent' values
+    assert s['ess'] == pytest.approx(5.0)
+    assert s['reward_high'] - s['reward_low'] > 3 * (phi - plo)
+    assert s['reward_low'] < task_means.mean() < s['reward_high']
+    lb = leaderboard([r], metric='reward')
+    assert (lb['high'] - lb['low']).iloc[0] == pytest.approx(s['reward_high'] - s['reward_low'])

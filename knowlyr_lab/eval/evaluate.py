@@ -18,7 +18,8 @@ from ..registry import make
 from ..replicates import crossed_bootstrap, noise_floor, paired_mde, replicate_variance
 from ..rollout.collect import collect
 from ..rollout.spec import RolloutSpec, Workers, rollout_settings
-from ..stats import Comparison, adjust_pvalues, bootstrap_ci, compare_samples, effective_sample_size, pass_at_k, wilson_ci, wilson_ci_ess
+from ..stats import (Comparison, adjust_pvalues, compare_samples, effective_sample_size, pass_at_k, task_bootstrap_ci,
+                               wilson_ci, wilson_ci_ess)
 from ..tasks import HeldOutReport, check_held_out, task_key
 from ..trajectory import Trajectory, trajectory_score
 
@@ -84,7 +85,7 @@ class EvalResult:
         k, n = int(v.success.sum()), len(v)
         ess = effective_sample_size(v.success.astype(float), v.task_key) if n else 0.0
         lo, hi = wilson_ci(k, n, self.confidence) if ess >= n else wilson_ci_ess(k / n, ess, self.confidence)
-        rlo, rhi = bootstrap_ci(e.reward, confidence=self.confidence)
+        rlo, rhi = task_bootstrap_ci(e.reward, e.task_key, self.confidence)      # attempts at one task are not independent
         out = {'agent': self.agent, 'n_episodes': self.n_episodes, 'n_tasks': e.task_id.nunique(), 'n_distinct_tasks': e.task_key.nunique(),
                'ess': ess, 'n_unverified': int((~e.verified).sum()), 'n_invalid': self.n_invalid,
                'success_rate': k / n if n else float('nan'), 'success_low': lo, 'success_high': hi,
@@ -272,7 +273,7 @@ def leaderboard(results:Sequence[EvalResult],  # evaluations, one per agent
         s = r.summary()
         if metric == 'success': val, lo, hi = s['success_rate'], s['success_low'], s['success_high']
         else:
-            x = r.valid[metric].astype(float); val = float(x.mean()); lo, hi = bootstrap_ci(x, confidence=r.confidence)
+            x = r.valid[metric].astype(float); val = float(x.mean()); lo, hi = task_bootstrap_ci(x, r.valid.task_key, r.confidence)
         rows.append({'agent': r.agent, metric: val, 'low': lo, 'high': hi, 'n_episodes': s['n_episodes'], 'n_invalid': s['n_invalid'],
                      'n_tasks': s['n_distinct_tasks'], 'mean_reward': s['mean_reward'], 'mean_steps': s['mean_steps'],
                      'tool_errors': s['tool_errors_per_episode'], 'cost': s['total_cost'], '_r': r})
