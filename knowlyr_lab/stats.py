@@ -20,8 +20,8 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
 # %% auto #0
-__all__ = ['wilson_ci', 'bootstrap_ci', 'pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'task_bootstrap_ci', 'Comparison',
-           'is_binary', 'compare_samples', 'adjust_pvalues', 'compare_many']
+__all__ = ['wilson_ci', 'bootstrap_ci', 'pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'task_draws', 'task_bootstrap_ci',
+           'Comparison', 'is_binary', 'compare_samples', 'adjust_pvalues', 'compare_many']
 
 # %% ../nbs/09_stats.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -99,17 +99,22 @@ def wilson_ci_ess(rate:float, ess:float, confidence:float=0.95)->tuple[float, fl
     return (float(lo), float(hi))
 
 # %% ../nbs/09_stats.ipynb #19e9c917
+def task_draws(groups:Sequence,       # the task of each episode
+               n_resamples:int=2000, seed:int=0)->tuple[np.ndarray, np.ndarray]:
+    "A cluster bootstrap's draws: (times each task is drawn in each resample (n_resamples, tasks), each episode's task)"
+    _, inv = np.unique(np.asarray([str(x) for x in groups]), return_inverse=True); k = inv.max() + 1 if len(inv) else 0
+    return np.random.default_rng(seed).multinomial(k, np.full(k, 1 / k), size=n_resamples), inv
+
+# %% ../nbs/09_stats.ipynb #409310ae
 def task_bootstrap_ci(values:Sequence[float], # one value per episode
                       groups:Sequence,        # the task of each episode
                       confidence:float=0.95, n_resamples:int=2000, seed:int=0)->tuple[float, float]:
     "Bootstrap CI of the mean of `values` that resamples whole tasks (episodes of one task are not independent)"
-    y, g = np.asarray(values, float), np.asarray([str(x) for x in groups])
-    keys, inv = np.unique(g, return_inverse=True); k = len(keys)
+    y = np.asarray(values, float); k = len(set(map(str, groups)))
     if k == len(y): return bootstrap_ci(y, confidence=confidence, n_resamples=n_resamples, seed=seed)
     if k < 2: return (float('nan'), float('nan'))
-    sums, counts = np.bincount(inv, weights=y, minlength=k), np.bincount(inv, minlength=k).astype(float)
-    w = np.random.default_rng(seed).multinomial(k, np.full(k, 1 / k), size=n_resamples)   # tasks drawn, per resample
-    means = (w @ sums) / (w @ counts)
+    w, inv = task_draws(groups, n_resamples, seed)
+    means = (w @ np.bincount(inv, weights=y, minlength=k)) / (w @ np.bincount(inv, minlength=k))
     lo, hi = np.quantile(means, [(1 - confidence) / 2, (1 + confidence) / 2])
     return (float(lo), float(hi))
 

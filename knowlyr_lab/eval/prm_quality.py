@@ -24,6 +24,7 @@ from ..reward.engine import RewardEngine
 from ..reward.rules import RULES
 from ..rollout.collect import collect
 from ..rollout.spec import Workers
+from ..stats import task_draws
 from ..trajectory import Trajectory, first_user_turn
 
 # %% auto #0
@@ -121,9 +122,7 @@ def _weighted_auc(y:np.ndarray, s:np.ndarray, W:np.ndarray)->np.ndarray:
 
 def cluster_weights(groups, n_resamples:int=2000, seed:int=0)->np.ndarray:
     "Bootstrap weights that resample whole groups (tasks) with replacement: (n_resamples, n_items) counts"
-    _, g = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)
-    k = g.max() + 1
-    counts = np.random.default_rng(seed).multinomial(k, np.full(k, 1 / k), size=n_resamples)
+    counts, g = task_draws(groups, n_resamples, seed)
     return counts[:, g].astype(float)
 
 def auroc(y, s, groups=None, n_resamples:int=2000, seed:int=0, confidence:float=0.95)->tuple[float, float, float]:
