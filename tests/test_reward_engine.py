@@ -75,7 +75,8 @@ def test_rule_patterns_are_read_from_the_env_class():
     from knowlyr_lab.agents import ScriptedAgent
     t = collect('test/rooms', lambda: ScriptedAgent([{'tool': 'go', 'params': {'to': x}} for x in ('a', 'b', 'a', 'home')]), 1, progress=False)[0]
     regression = [s.rules['regression'].score for s in RewardEngine('generic').score(t).steps]
-    assert regression == [1.0, 1.0, 0.0, 1.0]      # back in room 1 is a revisit although every observation differs
+    # back in room 1 is a revisit although every observation differs; so is going home, the state the reset showed
+    assert regression == [1.0, 1.0, 0.0, 0.0]
 
 def test_bundled_envs_declare_their_rule_patterns():
     "The engine used to hard-code the maze's and wordle's patterns by env id; the envs declare them now"

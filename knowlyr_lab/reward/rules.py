@@ -240,6 +240,7 @@ def _state(v:StepView, ctx:RuleContext)->int|None:
 
 # %% ../../nbs/30_reward_rules.ipynb #dbbfde99
 _READ, _NO_REGRESSION = RuleResult(1.0, 'read'), RuleResult(1.0, 'no regression')
+_TO_START = RuleResult(0.0, 'returns to the start state')      # the state before step 0: indexed as step -1
 
 def rule_regression(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
     "0 when the step reverts an edit, restores old content, re-breaks tests or returns to an earlier state"
@@ -263,7 +264,7 @@ def rule_regression(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
     st = v.state = _state(v, ctx)
     if st is not None and st != ix.last_state:
         s = ix.states.get(st)
-        if s is not None: return RuleResult(0.0, "returns to the state of step %d", (s,))
+        if s is not None: return RuleResult(0.0, "returns to the state of step %d", (s,)) if s >= 0 else _TO_START
     return _NO_REGRESSION
 
 # %% ../../nbs/30_reward_rules.ipynb #84d9031d

@@ -68,7 +68,9 @@ def reset(self:RuleScorer, task:Task|dict|None=None):
               or self.profile.target_steps)
     self.ctx = RuleContext(self.profile, task, int(target), self._state_re)
     # what the agent saw before acting
-    self.index = EpisodeIndex(facts=set(tokens(task.instruction)).union(tokens(task.initial_observation or '')))
+    self.index = ix = EpisodeIndex(facts=set(tokens(task.instruction)).union(tokens(task.initial_observation or '')))
+    m = self._state_re.search(task.initial_observation or '') if self._state_re else None
+    if m: ix.states[hash(m.group(0))] = -1; ix.last_state = hash(m.group(0))   # the start state: going back regresses
     return self
 
 # %% ../../nbs/30a_reward_scorer.ipynb #a5166cdc
