@@ -141,3 +141,31 @@ def test_settings_that_fail_are_not_saved_so_the_corrected_retry_runs(tmp_path):
         Pipeline(PipelineConfig(output_dir=str(out2), log_format='knowlyrr')).run_batch(logs)
     assert not (out2 / 'pipeline.json').exists()
     assert Pipeline(PipelineConfig(output_dir=str(out2), export_formats=['sft'])).run_batch(logs)['trajectories'] == 2
+
+
+def test_rerun_over_other_logs_is_refused(tmp_path):
+    "A resumed batch whose log files were added, changed or replaced refuses instead of returning the old merge"
+    import os
+
+    from knowlyr_lab.hub.pipeline import Pipeline, PipelineError
+    from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
+    from knowlyr_lab.trajectory_io import write_trajectories
+    def T(i): return Trajectory(task=Task(id=f't{i}', instruction=f'do {i}'), outcome=Outcome(success=True),
+                                steps=[Step(index=0, thought=f's{i}', action=ToolCall(tool='x', params={'a': i}))])
+    logs = tmp_path / 'logs'; logs.mkdir(); write_trajectories([T(1)], logs / 'a.jsonl')
+    cfg = dict(output_dir=str(tmp_path / 'out'), reward=False, export_formats=['sft'])
+    first = Pipeline(cfg).run_batch(logs)
+    assert first['trajectories'] == 1 and Pipeline(cfg).run_batch(logs)['trajectories'] == 1   # the same inputs resume
+    write_trajectories([T(2)], logs / 'b.jsonl')                                                   # a log added
+    with pytest.raises(PipelineError, match='other inputs'): Pipeline(cfg).run_batch(logs)
+    (logs / 'b.jsonl').unlink()
+    assert Pipeline(cfg).run_batch(logs)['trajectories'] == 1
+    write_trajectories([T(3)], logs / 'a.jsonl'); os.utime(logs / 'a.jsonl', ns=(1, 1))            # a log rewritten
+    with pytest.raises(PipelineError, match='other inputs'): Pipeline(cfg).run_batch(logs)
+    other = tmp_path / 'other'; other.mkdir(); write_trajectories([T(4)], other / 'c.jsonl')      # another folder
+    with pytest.raises(PipelineError, match='other inputs'): Pipeline(cfg).run_batch(other)
+
+def test_samples_per_task_is_bounded():
+    from knowlyr_lab.hub.pipeline_config import MAX_SAMPLES, PipelineConfig, PipelineError
+    with pytest.raises(PipelineError, match='samples_per_task'): PipelineConfig(output_dir='x', samples_per_task=10**12)
+    assert PipelineConfig(output_dir='x', samples_per_task=MAX_SAMPLES).samples_per_task == MAX_SAMPLES

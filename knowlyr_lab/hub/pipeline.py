@@ -117,6 +117,21 @@ def _reward_unit(self:Pipeline, key:str, trajs:list[Trajectory]):
         out.append(t.model_dump(mode='json'))
     self._commit_json(p, out, 'reward', key)
 
+# %% ../../nbs/44_hub_pipeline.ipynb #8206733a
+def _inputs_digest(keys:list[str])->str:
+    "What a merge was made of: the hash of its units' keys, in order"
+    return hashlib.sha256('\n'.join(keys).encode()).hexdigest()
+
+# %% ../../nbs/44_hub_pipeline.ipynb #eb6d2fc1
+@patch
+def _merged(self:Pipeline, keys:list[str])->dict:
+    "The committed merge's counts; a `PipelineError` when it was made of other units (inputs added, gone or changed)"
+    done = json.loads((self.work / 'merge.done').read_text())
+    if done.get('inputs', _inputs_digest(keys)) != _inputs_digest(keys):
+        raise PipelineError(f"{self.out} holds a run over other inputs (log files added, removed or changed since it "
+                            "merged); use a new output_dir or delete it")
+    return {k: done[k] for k in ('trajectories', 'duplicates')}
+
 # %% ../../nbs/44_hub_pipeline.ipynb #9a9a8d36
 @patch
 def _merge(self:Pipeline, keys:list[str])->dict:
@@ -130,9 +145,9 @@ def _merge(self:Pipeline, keys:list[str])->dict:
                 if h in seen: counts['duplicates'] += 1; continue
                 seen.add(h); counts['trajectories'] += 1
                 yield t
-    if (self.work / 'merge.done').exists(): return json.loads((self.work / 'merge.done').read_text())
+    if (self.work / 'merge.done').exists(): return self._merged(keys)
     self._commit(p, lambda tmp: write_trajectories(units(), tmp), 'merge', 'trajectories.jsonl')
-    self._commit_json(self.work / 'merge.done', counts, 'merge', 'merge.done')
+    self._commit_json(self.work / 'merge.done', {**counts, 'inputs': _inputs_digest(keys)}, 'merge', 'merge.done')
     return counts
 
 # %% ../../nbs/44_hub_pipeline.ipynb #5a419c47
@@ -275,7 +290,8 @@ def _log_files(self:Pipeline, log_dir, format, iter_log_files)->list[str]:
 @patch
 def _convert_unit(self:Pipeline, f:str, fmt, convert, ConversionReport)->str:
     "Convert log file `f` unless committed, score it; its unit key"
-    key = 'f-' + hashlib.sha256(f.encode()).hexdigest()[:16]
+    st = Path(f).stat()                      # a file changed since its conversion is a new unit
+    key = 'f-' + hashlib.sha256(f"{f}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
     cp = self.work / 'convert' / f"{key}.jsonl"
     if not cp.exists():
         q = self.out / 'quarantine' / f"{key}.jsonl"

@@ -17,11 +17,13 @@ from ..core import KnowlyrError
 from ..rollout.spec import RolloutSpec
 
 # %% auto #0
-__all__ = ['PipelineError', 'PipelineConfig']
+__all__ = ['MAX_SAMPLES', 'PipelineError', 'PipelineConfig']
 
 # %% ../../nbs/43a_hub_pipeline_config.ipynb #87d1026c
 class PipelineError(KnowlyrError, RuntimeError):
     "A pipeline that cannot run (a config that changed under an existing output, a missing component)"
+
+MAX_SAMPLES = 1024      # rollouts per task at most: a GRPO group is 4-64; a config (an MCP call) cannot ask for 10**12
 
 # %% ../../nbs/43a_hub_pipeline_config.ipynb #4d977276
 def _config_problems(c:PipelineConfig)->list[str]:
@@ -32,7 +34,8 @@ def _config_problems(c:PipelineConfig)->list[str]:
     for k in ('max_tasks', 'max_episode_steps'):
         v = getattr(c, k)
         if v is not None and v < 1: bad.append(f"{k} must be >= 1 or None, got {v}")
-    if c.samples_per_task < 1: bad.append(f"samples_per_task must be >= 1, got {c.samples_per_task}")
+    if not 1 <= c.samples_per_task <= MAX_SAMPLES:
+        bad.append(f"samples_per_task must be in [1, {MAX_SAMPLES}], got {c.samples_per_task}")
     if not 0 <= c.test_fraction <= 1: bad.append(f"test_fraction must be in [0, 1], got {c.test_fraction}")
     if c.min_margin is not None and c.min_margin < 0: bad.append(f"min_margin must be >= 0 or None, got {c.min_margin}")
     unknown = [f for f in c.export_formats if f not in FORMATS]
