@@ -210,8 +210,8 @@ def convert(self:ClaudeCodeAdapter, path, report:ConversionReport)->Iterator[Tra
 def _cc_trajectories(self, path, main, chains):
     steps, meta, summaries = main.finish(), main.meta, main.summaries
     session = str(main.session or path.stem)
-    task_calls = {((s.action.params or {}).get('prompt') or '').strip(): s.action.call_id
-                  for s in steps if s.action and s.action.tool in ('Task', 'Agent')}
+    task_calls = {p.strip(): s.action.call_id for s in steps if s.action and s.action.tool in ('Task', 'Agent')
+                  and isinstance(p := (s.action.params or {}).get('prompt'), str)}   # a prompt of another type: no link
     if summaries: meta['summaries'] = summaries
     if main.meta_prompts: meta['expanded_prompt'] = '\n\n'.join(main.meta_prompts)
     if main.unmapped: meta['unmapped'] = main.unmapped
