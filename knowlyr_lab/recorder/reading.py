@@ -28,9 +28,13 @@ __all__ = ['READ_ERRORS', 'open_bytes', 'read_error', 'loads_json', 'iter_jsonl'
 
 # %% ../../nbs/20b_recorder_reading.ipynb #3db87e4e
 def open_bytes(path)->io.BufferedIOBase:
-    "Open `path` for binary reading, transparently un-gzipping `.gz` files"
+    "Open `path` for binary reading, transparently un-gzipping `.gz` files, past a UTF-8 byte order mark"
     path = Path(path)
-    return gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')
+    f = gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')
+    try:
+        if f.read(3) != b'\xef\xbb\xbf': f.seek(0)      # editors on Windows write one; JSON parsers refuse it
+    except BaseException: f.close(); raise
+    return f
 
 # %% ../../nbs/20b_recorder_reading.ipynb #c06dc511
 READ_ERRORS = (EOFError, OSError, zlib.error)
@@ -341,7 +345,8 @@ def iter_json_items(path,                     # a .json or .json.gz file holding
                 yield k, (report.clean(obj) if report.scrub is not None else obj)
             report.bytes_read += f.tell() if hasattr(f, 'tell') else 0
     except ijson.JSONError as e:
-        report.bad_record(path, None, f"not valid JSON after item {k} ({e})", None, record_type='(document)',
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]   # ijson's next lines quote the document
+        report.bad_record(path, None, f"not valid JSON after item {k} ({why})", None, record_type='(document)',
                           aggregate=True)
     except READ_ERRORS as e:
         report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True)
