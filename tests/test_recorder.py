@@ -46,6 +46,8 @@ def test_fixture_converts(path, tmp_path):
     assert detect_format(path) == fmt
     trajs, r = _convert(path)
     assert r.totals['quarantined'] == 0, r.errors
+    assert not r.failed, r.failed                     # a session or file that failed whole is not in `totals`
+    assert trajs or r.totals['mapped'] == 0            # mapped records make a trajectory
     assert r.totals['mapped'] + r.totals['unmapped'] > 0          # something was read and accounted for
     for t in trajs:
         assert t.source.format == fmt and t.source.path == str(path)

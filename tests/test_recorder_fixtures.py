@@ -43,6 +43,8 @@ def test_real_log_converts(path):
     r = ConversionReport()
     trajs = list(convert(path, report=r))
     assert r.totals['quarantined'] == 0, r.errors[:5]
+    assert not r.failed, r.failed                     # a session or file that failed whole is not in `totals`
+    assert trajs or r.totals['mapped'] == 0            # mapped records make a trajectory
     assert r.totals['mapped'] + r.totals['unmapped'] > 0
     for t in trajs:
         jsonschema.validate(json.loads(t.model_dump_json()), SCHEMA)
