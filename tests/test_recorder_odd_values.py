@@ -35,3 +35,19 @@ def test_a_cut_off_array_is_reported_on_one_line_without_its_text():
     reasons = [str(e) for e in rep.errors]
     assert any('not valid JSON after item 2 (parse error: premature EOF)' in r for r in reasons), reasons
     assert not any('\n' in r or 'right here' in r for r in reasons)
+
+
+def test_a_file_name_that_is_not_utf8_does_not_stop_the_batch(tmp_path):
+    "Writing the quarantine line for `caf\\xe9.jsonl` raised UnicodeEncodeError and the whole convert stopped (rc=2)"
+    import os
+    import shutil
+    good = ODD / 'openai_chat_cut_off.json'
+    d = tmp_path / 'logs'; d.mkdir()
+    shutil.copy(good, d / 'good.json')
+    bad = os.path.join(os.fsencode(d), b'caf\xe9.json')          # latin-1 bytes: not UTF-8
+    shutil.copy(good, os.fsdecode(bad))
+    rep = ConversionReport(quarantine=tmp_path / 'q.jsonl')
+    ts = list(convert(d, format='openai-chat', report=rep)); rep.close()
+    assert any(t.source.path.endswith('good.json') for t in ts)      # the good file is converted
+    lines = (tmp_path / 'q.jsonl').read_text(encoding='utf-8').splitlines()
+    assert lines and all(line.startswith('{') for line in lines)     # and every quarantine line was written

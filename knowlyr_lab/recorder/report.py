@@ -127,7 +127,8 @@ def _write_line(self, attr, path, obj):
     f = getattr(self, attr)
     if f is None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(path, 'a', encoding='utf-8'); setattr(self, attr, f)
+        # a file name that is not UTF-8 (surrogate escapes) is written escaped, not a crash of the whole batch
+        f = open(path, 'a', encoding='utf-8', errors='backslashreplace'); setattr(self, attr, f)
     f.write(json.dumps(obj, ensure_ascii=False, default=str) + '\n'); f.flush()
 
 # %% ../../nbs/20a_recorder_report.ipynb #e0de7e14
