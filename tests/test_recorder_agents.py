@@ -325,6 +325,10 @@ def test_claude_code_subagent_file_gives_only_sidechains(tmp_path):
     (t,), r = conv(p, 'claude-code')
     assert t.task.id.endswith('/sidechain-1') and [s.action.tool for s in t.steps if s.action] == ['Read']
     assert r.totals['mapped'] == len(lines)
+    q = tmp_path / 'agent-2.jsonl'; q.write_text('\n'.join(lines) + '\n')        # a second sub-agent of the session
+    (u,), _ = conv(q, 'claude-code')
+    assert u.id != t.id and t.id.endswith('/agent-1/sidechain-1') and u.id.endswith('/agent-2/sidechain-1')
+    assert t.metadata['parent_session'] == u.metadata['parent_session'] == t.id.split('/')[0]
 
 def test_openhands_eval_flat_history_with_swe_bench_report(tmp_path):
     "The 2024-06+ evaluation layout: a flat event history per line, the verdict in test_result.report"

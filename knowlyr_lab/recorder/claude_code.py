@@ -218,8 +218,10 @@ def _cc_trajectories(self, path, main, chains):
     if chains: meta['sidechains'] = len(chains)
     if not main.records and chains:   # a sub-agent file (<session>/subagents/agent-*.jsonl): sidechains only
         session = str(next((c.session for c in chains if c.session), path.stem))
+        prefix = f'{session}/{path.stem}'     # one session has many agent-*.jsonl files: their ids must differ
         if main.unmapped: chains[0].unmapped.extend(main.unmapped)
     else:
+      prefix = session
       tmeta = {'expanded_prompt': meta['expanded_prompt']} if main.meta_prompts else {}
       yield Trajectory(id=session, task=Task(id=session, instruction=main.instruction or '', domain='coding',
                                              metadata=tmeta),
@@ -231,8 +233,8 @@ def _cc_trajectories(self, path, main, chains):
         if (ch.instruction or '').strip() in task_calls:
             cmeta['parent_tool_call_id'] = task_calls[ch.instruction.strip()]
         if ch.unmapped: cmeta['unmapped'] = ch.unmapped
-        yield Trajectory(id=f'{session}/sidechain-{n}',
-                         task=Task(id=f'{session}/sidechain-{n}', instruction=ch.instruction or '', domain='coding'),
+        yield Trajectory(id=f'{prefix}/sidechain-{n}',
+                         task=Task(id=f'{prefix}/sidechain-{n}', instruction=ch.instruction or '', domain='coding'),
                          agent=AgentInfo(name='claude-code', model=ch.models[0] if ch.models else None), steps=csteps,
                          source=Source(format=self.name, path=str(path)), metadata=cmeta)
 register_adapter(ClaudeCodeAdapter())
