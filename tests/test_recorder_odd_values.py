@@ -51,3 +51,13 @@ def test_a_file_name_that_is_not_utf8_does_not_stop_the_batch(tmp_path):
     assert any(t.source.path.endswith('good.json') for t in ts)      # the good file is converted
     lines = (tmp_path / 'q.jsonl').read_text(encoding='utf-8').splitlines()
     assert lines and all(line.startswith('{') for line in lines)     # and every quarantine line was written
+
+
+def test_codex_turn_aborted_then_a_completed_turn_ends_the_session(tmp_path):
+    "An aborted first turn made a later, completed session `truncated=True, reason='turn aborted'`"
+    (t,) = convert(ODD / 'codex_abort_then_complete.jsonl', format='codex-cli', report=ConversionReport())
+    assert (t.outcome.terminated, t.outcome.truncated, t.outcome.reason) == (True, False, None)
+    lines = (ODD / 'codex_abort_then_complete.jsonl').read_text().splitlines()
+    cut = tmp_path / 'rollout-cut.jsonl'; cut.write_text('\n'.join(lines[:4]) + '\n')   # stopped at its aborted turn
+    (u,) = convert(cut, format='codex-cli', report=ConversionReport())
+    assert (u.outcome.truncated, u.outcome.reason) == (True, 'turn aborted')

@@ -159,7 +159,8 @@ def event(self:_CodexSession, p:dict, t, line):
         return self.report.mapped(kind)
     if typ in ('task_started', 'task_complete', 'turn_aborted'):
         self._end_response()
-        if typ == 'task_started': self.complete, self.turns = False, self.turns + 1
+        # the outcome is the last turn's: an aborted turn the user followed with another does not end the session
+        if typ == 'task_started': self.complete, self.aborted, self.turns = False, False, self.turns + 1
         if typ == 'task_complete': self.complete, self.last_message = True, p.get('last_agent_message')
         if typ == 'turn_aborted': self.aborted = True
         return self.report.mapped(kind)
