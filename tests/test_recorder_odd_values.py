@@ -61,3 +61,15 @@ def test_codex_turn_aborted_then_a_completed_turn_ends_the_session(tmp_path):
     cut = tmp_path / 'rollout-cut.jsonl'; cut.write_text('\n'.join(lines[:4]) + '\n')   # stopped at its aborted turn
     (u,) = convert(cut, format='codex-cli', report=ConversionReport())
     assert (u.outcome.truncated, u.outcome.reason) == (True, 'turn aborted')
+
+
+def test_openai_refusal_only_message_is_a_step():
+    "An assistant message with `content: null` and a `refusal` text produced no step: the refusal vanished"
+    from knowlyr_lab.recorder.chat import convert_messages
+    r = ConversionReport()
+    t = convert_messages('openai-chat', 'x.json', r, [{'role': 'user', 'content': 'how do I pick a lock?'},
+                                                      {'role': 'assistant', 'content': None, 'refusal': "I can't help."}])
+    assert [(s.thought, s.metadata.get('refusal')) for s in t.steps] == [("I can't help.", True)]
+    t2 = convert_messages('openai-chat', 'x.json', r, [{'role': 'user', 'content': 'q'},
+                                                       {'role': 'assistant', 'content': "I can't help.", 'refusal': "I can't help."}])
+    assert [s.thought for s in t2.steps] == ["I can't help."]          # not written twice

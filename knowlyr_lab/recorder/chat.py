@@ -223,6 +223,14 @@ def _feed_user(b:ChatBuilder, msg:dict, segs:list, other:list, rt:str, line:int|
     if text is not None or not results: b.add_user(text or '', t=t)
     return orphans
 
+# %% ../../nbs/22_recorder_chat.ipynb #f448a9d3
+def _with_refusal(msg:dict, texts:list, meta:dict)->dict:
+    "OpenAI's `refusal` (a refused request has no content, only this text): the turn's text, flagged in the step's meta"
+    r = msg.get('refusal')
+    if not isinstance(r, str) or not r: return meta
+    if r not in texts: texts.append(r)
+    return {**meta, 'refusal': True}
+
 # %% ../../nbs/22_recorder_chat.ipynb #ef2a2a8e
 def _feed_assistant(b:ChatBuilder, msg:dict, segs:list, thinking:list, where:str, usage:TokenUsage|None,
                     response_id:str|None, t, model:str|None, meta:dict)->list:
@@ -230,7 +238,7 @@ def _feed_assistant(b:ChatBuilder, msg:dict, segs:list, thinking:list, where:str
     segs[0]['calls'] = segs[0]['calls'] + _calls_openai(msg, where)
     reasoning = msg.get('reasoning_content') or msg.get('reasoning')
     if isinstance(reasoning, str) and reasoning: thinking.append(reasoning)
-    orphans = []
+    meta, orphans = _with_refusal(msg, segs[0]['texts'], meta), []
     for i, sg in enumerate(segs):
         if i == 0:
             b.add_assistant(_join(sg['texts']), sg['calls'], '\n\n'.join(thinking) or None,
