@@ -99,9 +99,9 @@ def wilson_ci_ess(rate:float, ess:float, confidence:float=0.95)->tuple[float, fl
     return (float(lo), float(hi))
 
 # %% ../nbs/09_stats.ipynb #19e9c917
-def task_draws(groups:Sequence,       # the task of each episode
+def task_draws(groups:Sequence, # the task of each episode
                n_resamples:int=2000, seed:int=0)->tuple[np.ndarray, np.ndarray]:
-    "A cluster bootstrap's draws: (times each task is drawn in each resample (n_resamples, tasks), each episode's task)"
+    "Cluster bootstrap draws: (times each task is drawn, per resample), each episode's task"
     _, inv = np.unique(np.asarray([str(x) for x in groups]), return_inverse=True); k = inv.max() + 1 if len(inv) else 0
     return np.random.default_rng(seed).multinomial(k, np.full(k, 1 / k), size=n_resamples), inv
 
