@@ -73,3 +73,18 @@ def test_openai_refusal_only_message_is_a_step():
     t2 = convert_messages('openai-chat', 'x.json', r, [{'role': 'user', 'content': 'q'},
                                                        {'role': 'assistant', 'content': "I can't help.", 'refusal': "I can't help."}])
     assert [s.thought for s in t2.steps] == ["I can't help."]          # not written twice
+
+
+def test_claude_code_blocks_are_kept_or_accounted_for(tmp_path):
+    "document blocks, redacted_thinking and bare-string blocks vanished while their records counted as mapped"
+    import json
+    base = {'parentUuid': None, 'isSidechain': False, 'userType': 'external', 'cwd': '/p', 'sessionId': 's9',
+            'version': '1.0.98', 'timestamp': '2025-09-03T00:47:19.293Z'}
+    recs = [dict(base, type='user', uuid='u1', message={'role': 'user', 'content': [
+                {'type': 'text', 'text': 'read this'}, {'type': 'document', 'source': {'type': 'text', 'data': 'DOC'}}]}),
+            dict(base, type='assistant', uuid='u2', parentUuid='u1', message={'role': 'assistant', 'id': 'm1', 'content': [
+                {'type': 'redacted_thinking', 'data': 'ENC'}, 'bare words', {'type': 'text', 'text': 'done'}]})]
+    p = tmp_path / 's9.jsonl'; p.write_text('\n'.join(map(json.dumps, recs)) + '\n')
+    (t,) = convert(p, format='claude-code', report=ConversionReport())
+    assert [s.thought for s in t.steps] == ['[redacted thinking]\n\nbare words\n\ndone']
+    assert [u['record']['type'] for u in t.metadata['unmapped']] == ['document']     # kept with its reason

@@ -66,6 +66,11 @@ def _server_result(self:_ClaudeChain, b:dict, t, line):
         why = 'server tool result for a call not in this conversation'
         self.unmapped.append(self.report.unmapped(f"block:{b['type']}", b, self.path, line, why=why, part=True))
 
+# %% ../../nbs/26_recorder_claude_code.ipynb #17f91c4a
+def _cc_block(b)->dict:
+    "A content block as a dict: a bare string is a text block; anything else not a dict, an unknown block"
+    return b if isinstance(b, dict) else {'type': 'text', 'text': b} if isinstance(b, str) else {'type': None, 'value': b}
+
 # %% ../../nbs/26_recorder_claude_code.ipynb #9585be63
 @patch
 def assistant(self:_ClaudeChain, rec, line):
@@ -77,10 +82,10 @@ def assistant(self:_ClaudeChain, rec, line):
         self.models.append(msg['model'])
     blocks = (msg.get('content') if isinstance(msg.get('content'), list)
               else [{'type': 'text', 'text': content_text(msg.get('content'))}])
-    for b in blocks:
-        if not isinstance(b, dict): continue
+    for b in map(_cc_block, blocks):
         if b.get('type') in ('text', 'thinking', 'redacted_thinking'):
-            txt = b.get('text') or b.get('thinking') or ''
+            # redacted thinking holds only encrypted data: a marker keeps its place
+            txt = '[redacted thinking]' if b['type'] == 'redacted_thinking' else b.get('text') or b.get('thinking') or ''
             if txt.strip():
                 if not self.pending_text: self._pending_t = t
                 self.pending_text.append(txt); self.pending_id = mid
@@ -105,8 +110,7 @@ def user(self:_ClaudeChain, rec, line):
     blocks = ([{'type': 'text', 'text': content}] if isinstance(content, str)
               else content if isinstance(content, list) else [])
     texts, tur = [], rec.get('toolUseResult')
-    for b in blocks:
-        if not isinstance(b, dict): continue
+    for b in map(_cc_block, blocks):
         if b.get('type') == 'tool_result':
             step = self.log.result(b.get('tool_use_id'), content_text(b.get('content')), bool(b.get('is_error')), None,
                                    t)
@@ -114,8 +118,12 @@ def user(self:_ClaudeChain, rec, line):
                 why = 'tool_result for a tool_use not in this conversation'
                 self.unmapped.append(self.report.unmapped('tool_result_block', b, self.path, line, why=why, part=True))
             elif isinstance(tur, dict) and tur.get('interrupted'): step.metadata['interrupted'] = True
-        elif b.get('type') == 'text' and (b.get('text') or '').strip(): texts.append(b['text'])
+        elif b.get('type') == 'text':
+            if (b.get('text') or '').strip(): texts.append(b['text'])
         elif b.get('type') == 'image': texts.append('[image]')
+        else:   # a document, a search result, ...: kept with its reason, not dropped
+            why = 'user content block with no place in a step'
+            self.unmapped.append(self.report.unmapped(f"block:{b.get('type')}", b, self.path, line, why=why, part=True))
     if texts:
         text = '\n\n'.join(texts)
         if self.instruction is None: self.instruction = text
