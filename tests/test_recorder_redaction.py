@@ -326,3 +326,41 @@ def test_false_positives_on_ordinary_snippets(tmp_path):
     (t,) = list(convert(log))
     changed = [s for s, st in zip(ORDINARY, t.steps) if st.observation.content != s]
     assert len(changed) <= FP_BUDGET and not t.metadata.get('redactions'), changed
+
+
+# a command with `\"` inside a JSON `arguments` string is escaped twice in its record: the params decoded from it are
+# redacted too, in every adapter that decodes arguments, and the value then everywhere else in the trajectory
+ESCAPED_CMD = ['bash', '-lc', 'curl -d "{\\"token\\": \\"Zq81LmWx0pTr9k\\"}" https://x']
+
+
+def _codex_rollout(tmp_path, args):
+    p = tmp_path / 'rollout-2025-01-01T00-00-00-x.jsonl'
+    recs = [{'timestamp': '2025-01-01T00:00:00Z', 'type': 'session_meta', 'payload': {'id': 's1', 'cwd': '/x'}},
+            {'timestamp': '2025-01-01T00:00:01Z', 'type': 'response_item',
+             'payload': {'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': 'post it'}]}},
+            {'timestamp': '2025-01-01T00:00:02Z', 'type': 'response_item',
+             'payload': {'type': 'function_call', 'name': 'shell', 'arguments': args, 'call_id': 'c1'}},
+            {'timestamp': '2025-01-01T00:00:03Z', 'type': 'response_item',
+             'payload': {'type': 'function_call_output', 'call_id': 'c1', 'output': 'sent Zq81LmWx0pTr9k'}}]
+    p.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    return p
+
+
+def _chat_tool_call(tmp_path, args):
+    p = tmp_path / 'chat.jsonl'
+    call = {'id': 'c1', 'type': 'function', 'function': {'name': 'shell', 'arguments': args}}
+    p.write_text(json.dumps({'messages': [{'role': 'user', 'content': 'post it'},
+                                          {'role': 'assistant', 'content': None, 'tool_calls': [call]},
+                                          {'role': 'tool', 'tool_call_id': 'c1', 'content': 'sent Zq81LmWx0pTr9k'}]})
+                 + '\n')
+    return p
+
+
+@pytest.mark.parametrize('make', [_codex_rollout, _chat_tool_call], ids=['codex-cli', 'openai-chat'])
+def test_secret_in_escaped_tool_call_arguments_is_redacted(tmp_path, make):
+    (t,) = convert(make(tmp_path, json.dumps({'command': ESCAPED_CMD})))
+    assert 'Zq81LmWx0pTr9k' not in t.model_dump_json()
+    call = next(s.action for s in t.steps if s.action is not None)
+    assert call.params['command'][2] == 'curl -d "{\\"token\\": \\"[REDACTED:secret_assignment]\\"}" https://x'
+    # once in the params, once in the output the value is propagated to
+    assert t.metadata['redactions'] == {'secret_assignment': 2}

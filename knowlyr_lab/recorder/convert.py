@@ -19,7 +19,7 @@ from .base import LogAdapter, RecorderError, get_adapter, list_adapters, registe
 from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
-from .scrub import CountingScrub, redact_everywhere, serialise_error
+from .scrub import CountingScrub, redact_everywhere, redact_params, serialise_error
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
 
@@ -161,6 +161,8 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
             unpaired.clear()
             report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory')
             continue
+        # arguments decoded from a JSON string were read escaped in their record: redacted again here
+        if redactor is not None: t = redact_params(t, redactor, values, report)
         # a value redacted in one record is redacted wherever else it appears in the trajectory
         if values:
             t = redact_everywhere(t, dict(values), report); values.clear()

@@ -16,7 +16,7 @@ from .redact import redact_values
 from ..trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
 # %% auto #0
-__all__ = ['serialise_error', 'CountingScrub', 'redact_everywhere']
+__all__ = ['serialise_error', 'CountingScrub', 'redact_everywhere', 'redact_params']
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #71e78adc
 _LONE = re.compile(r'[\ud800-\udfff]')
@@ -103,3 +103,21 @@ def redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
     # an id hashed from the content must not depend on the secret
     if t.id == t.content_hash(): d['id'] = ''
     return Trajectory.model_validate(d)
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #80a69319
+def _redacted_params(params:dict, redactor, values:dict, report)->dict|None:
+    "`params` redacted (counted in `report`, values kept in `values`), or None when no secret was in them"
+    p, c = redactor.clean(params, None, values)
+    for k, n in c.items(): report.redacted(k, n)
+    return p if c else None
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #c3a23bbb
+def redact_params(t:Trajectory, redactor, values:dict, report)->Trajectory:
+    "`t` with its tool calls' params redacted (counted in `report`, values kept), a hashed id recomputed"
+    new = [(a, p) for a in (s.action for s in t.steps if s.action is not None and s.action.params)
+           if (p := _redacted_params(a.params, redactor, values, report)) is not None]
+    if not new: return t
+    hashed = t.id == t.content_hash()                 # asked before the change
+    for a, p in new: a.params = p
+    if hashed: t.id = t.content_hash()
+    return t
