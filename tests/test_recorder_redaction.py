@@ -57,6 +57,10 @@ CORPUS = {**{s: secret_value(k) for k, s in SAMPLE_SECRETS.items()},
     'git push https://github.com/o/r using github_pat_11BBBBBBB0' + 'Zz9Yy8Xx7W' * 2 + '_' + 'Vv6Uu5Tt4S' * 6: 'github_pat_11BBBBBBB0' + 'Zz9Yy8Xx7W' * 2 + '_' + 'Vv6Uu5Tt4S' * 6,
     'twine upload -p pypi-' + 'Wq3Er5Ty7U' * 5 + ' dist/*': 'pypi-' + 'Wq3Er5Ty7U' * 5,
     'GH_TOKEN=github_pat_11AAAAAAA0' + 'Bb1Cc2Dd3E' * 2 + '_' + 'Ff4Gg5Hh6I' * 6: 'github_pat_11AAAAAAA0' + 'Bb1Cc2Dd3E' * 2 + '_' + 'Ff4Gg5Hh6I' * 6,
+    # a quoted value runs to its closing quote, delimiters inside it included (detect-secrets' KeywordDetector flags these)
+    'DB_PASSWORD="K7#q;Lm2(pZ"': 'K7#q;Lm2(pZ',
+    "DB_PASSWORD='p@ss;w0rd!2024'": 'p@ss;w0rd!2024',
+    'password: "Tr0ub&4dor3xyz"': 'Tr0ub&4dor3xyz',
 }
 KEEP = ["commit 9f1c2ab3d4e5f60718293a4b5c6d7e8f90a1b2c3", "id 123e4567-e89b-12d3-a456-426614174000", "    password: SecretStr",
         "api_key: Optional[SecretStr] = None", "def get_password_hash(password: str) -> str:", '"max_tokens": 4096, "prompt_tokens": 1200',

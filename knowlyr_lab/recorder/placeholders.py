@@ -104,7 +104,8 @@ def secret_value_ok(key:str, value:str, sep:str=':', after:str='')->bool:
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #025953c1
 _ASSIGN_TAIL = (r'(?:\\?["\'\]]){0,2}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?'
-                r'(?P<val>[^\s"\'`,;&|<>(){}\[\]\\]{6,})')
+                r'(?P<val>(?<=")[^\s"\\]{6,}(?=\\?")|(?<=\')[^\s\'\\]{6,}(?=\\?\')'   # quoted: to the closing quote
+                r'|[^\s"\'`,;&|<>(){}\[\]\\]{6,})')
 _ASSIGN_FAST = rf'(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]{{3,}}+){_ASSIGN_TAIL}'
 _ASSIGN_SELECTIVE = rf'(?P<key>{_KEY}){_ASSIGN_TAIL}'
 
