@@ -368,3 +368,17 @@ def test_secret_in_escaped_tool_call_arguments_is_redacted(tmp_path, make):
     assert call.params['command'][2] == 'curl -d "{\\"token\\": \\"[REDACTED:secret_assignment]\\"}" https://x'
     # once in the params, once in the output the value is propagated to
     assert t.metadata['redactions'] == {'secret_assignment': 2}
+
+
+# a JSON writer may escape any character as \uXXXX (System.Text.Json writes '+' as \u002B): the prefilter reads the
+# escapes as the characters they stand for, so the rules still run on the decoded strings
+@pytest.mark.parametrize('text, value', [
+    ('curl -H "Authorization: Bearer abc+def+ghi+jkl+mno1234567" https://api.x', 'abc+def+ghi+jkl+mno1234567'),
+    ('export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE', 'AKIAIOSFODNN7EXAMPLE')], ids=['bearer', 'aws'])
+def test_secret_behind_unicode_escapes_is_redacted(tmp_path, text, value):
+    line = json.dumps({'messages': [{'role': 'user', 'content': text}, {'role': 'assistant', 'content': 'ok'}]})
+    escaped = line.replace('+', '\\u002B').replace('AKIAI', 'AKIA\\u0049')
+    assert escaped != line and json.loads(escaped) == json.loads(line)
+    (tmp_path / 'chat.jsonl').write_text(escaped + '\n')
+    (t,) = convert(tmp_path / 'chat.jsonl')
+    assert value not in t.model_dump_json() and sum(t.metadata['redactions'].values()) == 1

@@ -31,12 +31,21 @@ except ImportError:
 # %% ../../nbs/21_recorder_redact.ipynb #22d893f0
 def _on_hit(i, a, b, flags, found): found.append(i)
 
+# %% ../../nbs/21_recorder_redact.ipynb #3cf7a7f6
+_U_ESCAPE = re.compile(rb'\\+u([0-9a-fA-F]{4})')
+
+def _u_char(m)->bytes:
+    "UTF-8 of the character the `\\uXXXX` escape `m` stands for (`?` for a surrogate half)"
+    c = int(m[1], 16)
+    return b'?' if 0xD800 <= c < 0xE000 else chr(c).encode()
+
 # %% ../../nbs/21_recorder_redact.ipynb #942a16e5
 _BREAKS, _DROPPED = (b'n', b't', b'r'), (b'"', b'/', b'')
 
 # %% ../../nbs/21_recorder_redact.ipynb #97cc5c5f
 def _unescaped(raw:bytes)->bytes:
-    "`raw` near enough to its decoded strings for a prefilter: escaped breaks made real, quote and slash escapes undone"
+    "`raw` near enough to its decoded strings for a prefilter: escaped breaks made real, other escapes undone"
+    if b'\\u' in raw: raw = _U_ESCAPE.sub(_u_char, raw)
     parts = raw.split(b'\\')                             # each part after the first follows a backslash
     if len(parts) == 1: return raw
     return parts[0] + b''.join(b'\n' + p[1:] if p[:1] in _BREAKS else p if p[:1] in _DROPPED else b'\\' + p
