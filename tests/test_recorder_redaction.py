@@ -382,3 +382,30 @@ def test_secret_behind_unicode_escapes_is_redacted(tmp_path, text, value):
     (tmp_path / 'chat.jsonl').write_text(escaped + '\n')
     (t,) = convert(tmp_path / 'chat.jsonl')
     assert value not in t.model_dump_json() and sum(t.metadata['redactions'].values()) == 1
+
+
+def _cli_text(*args):
+    con = Console(record=True, width=200, file=io.StringIO())
+    rc = cli.main([str(a) for a in args], con)
+    return rc, con.export_text()
+
+
+def test_cli_validate_and_diff_print_no_secret(tmp_path):
+    "`validate` quotes a record's value in an error reason, `diff` prints the params: both redacted"
+    sk, tok = SAMPLE_SECRETS['openai_key'], 'ghp_' + 'Zq81LmWx0pTr9kAb' * 2 + 'Cd3E'
+    rollout = tmp_path / 'rollout-2025-09-19T09-02-12-val.jsonl'
+    rollout.write_text(''.join(json.dumps({'timestamp': '2025-09-19T09:02:12.457Z', 'type': k, 'payload': p}) + '\n'
+                               for k, p in [('session_meta', {'id': 's3'}),
+                                            ('event_msg', {'type': 'user_message', 'message': 'hi'}),
+                                            ('event_msg', {'type': 'token_count',
+                                                           'info': {'total_token_usage': {'input_tokens': sk}}})]))
+    for fmt in ([], ['--json']):
+        rc, text = _cli_text('validate', rollout, *fmt)
+        assert rc == 1 and 'invalid literal for int()' in text and '[REDACTED:openai_key]' in text and sk not in text
+    runs = [tmp_path / 'run_a.jsonl', tmp_path / 'run_b.jsonl']
+    for f, cmd in zip(runs, (f'export GITHUB_TOKEN={tok}; git push', 'git push')):
+        call = {'id': 'c1', 'type': 'function', 'function': {'name': 'shell', 'arguments': json.dumps({'cmd': cmd})}}
+        f.write_text(json.dumps({'messages': [{'role': 'user', 'content': f'push it, the token is {tok}'},
+                                              {'role': 'assistant', 'content': None, 'tool_calls': [call]}]}) + '\n')
+    rc, text = _cli_text('diff', *runs)
+    assert rc == 1 and 'first divergence' in text and '[REDACTED:github_token]' in text and tok[:12] not in text

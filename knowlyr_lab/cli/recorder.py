@@ -158,10 +158,10 @@ def cmd_formats(args, console)->int:
 
 # %% ../../nbs/91_cli_recorder.ipynb #e0e78ffb
 def _load_one(path, index:int):
-    "The `index`-th trajectory of a trajectory file or of any agent log"
+    "The `index`-th trajectory of a trajectory file or of any agent log, redacted (`diff` prints it)"
     from knowlyr_lab.recorder.convert import convert
     n = 0
-    for n, t in enumerate(convert(_existing([path]), redact=False), 1):
+    for n, t in enumerate(convert(_existing([path])), 1):
         if n - 1 == index: return t
     raise ValueError(f"{path} has no trajectory #{index} (it has {n}; indexes start at 0)")
 

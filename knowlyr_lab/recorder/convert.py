@@ -245,11 +245,13 @@ def _trajectory_findings(t:Trajectory)->list[Finding]:
     return found
 
 # %% ../../nbs/28_recorder_convert.ipynb #67849c46
-def validate(paths, format:str|None=None)->list[Finding]:
+def validate(paths, format:str|None=None,
+             redact:bool|Redactor=True, # redact secrets in what the findings quote (as `convert`)
+            )->list[Finding]:
     "Findings for the logs at `paths`, converting in memory without writing anything"
     r = ConversionReport(max_errors=10**6)
     found = []
-    for t in convert(paths, format=format, report=r, redact=False): found += _trajectory_findings(t)
+    for t in convert(paths, format=format, report=r, redact=redact): found += _trajectory_findings(t)
     for i in r.issues:
         m = _FIELD.match(i['reason'])
         found.append(Finding('error', i['path'], i['line'], (m.group(1) or m.group(2)) if m else None, i['reason']))
