@@ -409,3 +409,29 @@ def test_cli_validate_and_diff_print_no_secret(tmp_path):
                                               {'role': 'assistant', 'content': None, 'tool_calls': [call]}]}) + '\n')
     rc, text = _cli_text('diff', *runs)
     assert rc == 1 and 'first divergence' in text and '[REDACTED:github_token]' in text and tok[:12] not in text
+
+
+def _cc(uuid, parent, side, role, content):
+    return {'parentUuid': parent, 'isSidechain': side, 'userType': 'external', 'cwd': '/p', 'sessionId': 's1',
+            'version': '1.0.98', 'type': role, 'uuid': uuid, 'timestamp': '2025-09-03T00:47:19.293Z',
+            'message': {'role': role, 'content': content, **({'id': f'm-{uuid}'} if role == 'assistant' else {})}}
+
+
+def test_value_redacted_once_is_redacted_in_the_files_later_trajectories(tmp_path):
+    "a Claude Code sidechain, and a second conversation of a JSONL file, lose a value redacted in an earlier one"
+    key = 'Zq81LmWx0pTr9k'
+    write = {'type': 'tool_use', 'id': 't1', 'name': 'Write', 'input': {'file_path': 'cfg.json', 'api_key': key}}
+    cc = [_cc('u1', None, False, 'user', 'set up the client'), _cc('u2', 'u1', False, 'assistant', [write]),
+          _cc('u3', 'u2', False, 'user', [{'type': 'tool_result', 'tool_use_id': 't1', 'content': 'written'}]),
+          _cc('x1', None, True, 'user', f'Check that the service accepts the key {key}'),
+          _cc('x2', 'x1', True, 'assistant', [{'type': 'text', 'text': f'Testing key {key} now'}])]
+    (tmp_path / 'cc').mkdir()
+    (tmp_path / 'cc' / '7f3c2a10-0000-4000-8000-00000000000a.jsonl').write_text(
+        ''.join(json.dumps(r) + '\n' for r in cc))
+    chat = [[{'role': 'user', 'content': f'export API_KEY={key}'}, {'role': 'assistant', 'content': 'done'}],
+            [{'role': 'user', 'content': f'is {key} still valid?'}, {'role': 'assistant', 'content': 'yes'}]]
+    (tmp_path / 'chat.jsonl').write_text(''.join(json.dumps({'messages': m}) + '\n' for m in chat))
+    for log, n in (('cc', 2), ('chat.jsonl', 2)):
+        ts = list(convert(tmp_path / log))
+        assert len(ts) == n and all(key not in t.model_dump_json() for t in ts), log
+        assert all(sum(t.metadata['redactions'].values()) >= 1 for t in ts), [t.metadata for t in ts]

@@ -19,7 +19,7 @@ from .base import LogAdapter, RecorderError, get_adapter, list_adapters, registe
 from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
-from .scrub import CountingScrub, redact_everywhere, redact_params, serialise_error
+from .scrub import CountingScrub, mentions_any, redact_everywhere, redact_params, serialise_error
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
 
@@ -153,7 +153,7 @@ def _detected_adapter(path:Path, report:ConversionReport)->LogAdapter|None:
 # %% ../../nbs/28_recorder_convert.ipynb #356a13b8
 def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values):
     "The trajectories adapter `a` reads from `path`, checked, redacted, joined and counted"
-    before = dict(report.redactions)
+    before, seen = dict(report.redactions), {}     # seen: the values redacted in this file's records so far
     for t in _collector_paused(a.convert(path, report)):
         if unpaired:               # read from a record no UTF-8 writer takes: quarantined, not written
             why = (f"a string holds a lone surrogate ({', '.join(sorted(set(unpaired))[:3])}), "
@@ -163,9 +163,9 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
             continue
         # arguments decoded from a JSON string were read escaped in their record: redacted again here
         if redactor is not None: t = redact_params(t, redactor, values, report)
-        # a value redacted in one record is redacted wherever else it appears in the trajectory
-        if values:
-            t = redact_everywhere(t, dict(values), report); values.clear()
+        # a value redacted in one record is redacted wherever else it appears in the file's trajectories
+        if values: seen.update(values); values.clear(); t = redact_everywhere(t, seen, report)
+        elif seen and mentions_any(t, seen): t = redact_everywhere(t, seen, report)
         if not t.source.format: t.source.format = a.name
         if redactor is not None:   # the records were redacted as they were read: note what this trajectory lost
             t.metadata['redactions'] = {k: v - before.get(k, 0) for k, v in sorted(report.redactions.items())

@@ -8,15 +8,17 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_scrub.html.md"""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import orjson
 from fastcore.basics import patch
 
+from .propagate import propagatable
 from .redact import redact_values
 from ..trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
 # %% auto #0
-__all__ = ['serialise_error', 'CountingScrub', 'redact_everywhere', 'redact_params']
+__all__ = ['serialise_error', 'CountingScrub', 'redact_everywhere', 'mentions_any', 'redact_params']
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #71e78adc
 _LONE = re.compile(r'[\ud800-\udfff]')
@@ -104,20 +106,27 @@ def redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
     if t.id == t.content_hash(): d['id'] = ''
     return Trajectory.model_validate(d)
 
-# %% ../../nbs/21a_recorder_scrub.ipynb #80a69319
-def _redacted_params(params:dict, redactor, values:dict, report)->dict|None:
-    "`params` redacted (counted in `report`, values kept in `values`), or None when no secret was in them"
-    p, c = redactor.clean(params, None, values)
-    for k, n in c.items(): report.redacted(k, n)
-    return p if c else None
+# %% ../../nbs/21a_recorder_scrub.ipynb #cebfe19f
+_JSON_ESCAPES = re.compile(r'["\\\x00-\x1f]')                 # what JSON writes escaped
+_propagatable = lru_cache(maxsize=4096)(propagatable)      # asked of the same few values for each trajectory
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #ee9cf11f
+def mentions_any(t:Trajectory, values:dict)->bool:
+    "May `t` hold one of the `propagatable` `values`? (looked for in its JSON; a value JSON escapes may always be)"
+    vals = [v for v in values if _propagatable(v)]
+    if not vals: return False
+    try: text = orjson.dumps(t, default=_fields)
+    except Exception: return True                          # not plain JSON: the walk decides
+    return any(_JSON_ESCAPES.search(v) or v.encode('utf-8', 'surrogatepass') in text for v in vals)
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #c3a23bbb
 def redact_params(t:Trajectory, redactor, values:dict, report)->Trajectory:
-    "`t` with its tool calls' params redacted (counted in `report`, values kept), a hashed id recomputed"
-    new = [(a, p) for a in (s.action for s in t.steps if s.action is not None and s.action.params)
-           if (p := _redacted_params(a.params, redactor, values, report)) is not None]
-    if not new: return t
+    "`t` with its tool calls' params redacted in one pass (counted in `report`, values kept), a hashed id recomputed"
+    calls = [s.action for s in t.steps if s.action is not None and s.action.params]
+    new, c = redactor.clean([a.params for a in calls], None, values) if calls else ([], {})
+    if not c: return t
+    for k, n in c.items(): report.redacted(k, n)
     hashed = t.id == t.content_hash()                 # asked before the change
-    for a, p in new: a.params = p
+    for a, p in zip(calls, new): a.params = p
     if hashed: t.id = t.content_hash()
     return t
