@@ -88,3 +88,27 @@ def test_claude_code_blocks_are_kept_or_accounted_for(tmp_path):
     (t,) = convert(p, format='claude-code', report=ConversionReport())
     assert [s.thought for s in t.steps] == ['[redacted thinking]\n\nbare words\n\ndone']
     assert [u['record']['type'] for u in t.metadata['unmapped']] == ['document']     # kept with its reason
+
+
+def test_old_swe_bench_report_gives_unresolved_instances_an_outcome():
+    "The older results.json ({applied: [...], resolved: [...]}) left applied-but-unresolved instances without an outcome"
+    from knowlyr_lab.recorder.convert import _outcomes_of
+    o = {}
+    _outcomes_of({'applied': ['a', 'b'], 'resolved': ['a'], 'generated': ['a', 'b', 'c']}, o, 'results.json')
+    assert {k: v['resolved'] for k, v in o.items()} == {'a': True, 'b': False, 'c': False}
+
+
+def test_reconverting_our_own_output_keeps_its_redaction_history(tmp_path):
+    "Converting a converted file again reset metadata.redactions ({'openai_key': 1} -> {})"
+    import json
+
+    from knowlyr_lab.recorder.redact import Redactor
+    from knowlyr_lab.trajectory_io import write_trajectories
+    msgs = [{'role': 'user', 'content': 'use sk-proj-abcdefghijklmnopqrstuvwxyz0123 please'},
+            {'role': 'assistant', 'content': 'ok'}]
+    src = tmp_path / 'chat.json'; src.write_text(json.dumps(msgs))
+    (t,) = convert(src, format='openai-chat', report=ConversionReport(), redact=Redactor())
+    assert t.metadata['redactions'] == {'openai_key': 1}
+    write_trajectories([t], tmp_path / 'ours.jsonl')
+    (u,) = convert(tmp_path / 'ours.jsonl', report=ConversionReport(), redact=Redactor())
+    assert u.metadata['redactions'] == {'openai_key': 1}

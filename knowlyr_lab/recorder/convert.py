@@ -150,6 +150,14 @@ def _detected_adapter(path:Path, report:ConversionReport)->LogAdapter|None:
         report.bad_record(path, None, d.reason, None, record_type='(file)', aggregate=True); return None
     return get_adapter(d.format)
 
+# %% ../../nbs/28_recorder_convert.ipynb #9fb6f7b8
+def _redaction_counts(prev, now:dict, before:dict)->dict:
+    "A trajectory's redactions: what this pass redacted (`now` - `before`) added to what a converted one already had"
+    got = {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
+    for k, v in (prev.items() if isinstance(prev, dict) else ()):     # re-converted output keeps its history
+        if type(v) is int and v > 0: got[k] = got.get(k, 0) + v
+    return dict(sorted(got.items()))
+
 # %% ../../nbs/28_recorder_convert.ipynb #356a13b8
 def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values):
     "The trajectories adapter `a` reads from `path`, checked, redacted, joined and counted"
@@ -168,8 +176,7 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
         elif seen and mentions_any(t, seen): t = redact_everywhere(t, seen, report)
         if not t.source.format: t.source.format = a.name
         if redactor is not None:   # the records were redacted as they were read: note what this trajectory lost
-            t.metadata['redactions'] = {k: v - before.get(k, 0) for k, v in sorted(report.redactions.items())
-                                        if v - before.get(k, 0)}
+            t.metadata['redactions'] = _redaction_counts(t.metadata.get('redactions'), report.redactions, before)
             before = dict(report.redactions)
         if outcomes is not None:
             t = join_outcome(t, outcomes)
@@ -279,8 +286,9 @@ def _outcomes_of(doc, out:dict, src:str):
         for d in doc: _outcomes_of(d, out, src)
         return
     if not isinstance(doc, dict): return
-    ids_keys = [k for k in doc if k.endswith('_ids') and isinstance(doc[k], list)]
-    if ids_keys or isinstance(doc.get('resolved'), list): _listed_outcomes(doc, ids_keys, out, src); return
+    old = isinstance(doc.get('resolved'), list)   # the older report: every list (applied, generated, ...) names instances
+    ids_keys = [k for k in doc if isinstance(doc[k], list) and (k.endswith('_ids') or (old and k != 'resolved'))]
+    if ids_keys or old: _listed_outcomes(doc, ids_keys, out, src); return
     if 'instance_id' in doc and 'resolved' in doc:
         out[str(doc['instance_id'])] = {**{k: v for k, v in doc.items() if not isinstance(v, list)},
                                         'resolved': bool(doc['resolved']), 'source': src}
