@@ -112,3 +112,12 @@ def test_reconverting_our_own_output_keeps_its_redaction_history(tmp_path):
     write_trajectories([t], tmp_path / 'ours.jsonl')
     (u,) = convert(tmp_path / 'ours.jsonl', report=ConversionReport(), redact=Redactor())
     assert u.metadata['redactions'] == {'openai_key': 1}
+
+
+def test_rovo_dev_rst_heading_inside_a_tool_return_stays_in_it():
+    "A line of = (an RST heading) inside a fenced TOOL RETURN split the block: the rest went to unmapped"
+    r = ConversionReport()
+    (t,) = convert(ODD / 'rovo_rst_heading', format='rovo-dev', report=r)
+    obs = t.steps[0].observation.content
+    assert obs.endswith('Django is a framework.') and 'Introduction' in obs
+    assert r.totals['unmapped'] == 0 and not t.metadata.get('unmapped')

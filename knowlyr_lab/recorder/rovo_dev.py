@@ -33,7 +33,8 @@ def rovo_blocks(text:str)->list[dict]:
     "Blocks of a Rovo Dev transcript: [{kind, tool, body, line, phase}]"
     out, cur, phase, lines = [], None, None, text.split('\n')
     for i, l in enumerate(lines, 1):
-        if _RD_SEP.match(l) or _RD_BANNER.match(l): cur = None; continue
+        if _RD_BANNER.match(l) or (_RD_SEP.match(l) and (cur is None or _rd_ends_block(lines, i))):
+            cur = None; continue
         m = re.match(r'^PHASE\s+(\d+)\s*$', l)
         if m and i > 1 and _RD_BANNER.match(lines[i - 2]): phase = int(m.group(1)); cur = None; continue
         h = _RD_HEAD.match(l) if cur is None else None
@@ -46,6 +47,13 @@ def rovo_blocks(text:str)->list[dict]:
         cur['body'].append(l)
     for b in out: b['body'] = '\n'.join(b['body']).strip('\n')
     return out
+
+# %% ../../nbs/27_recorder_rovo_dev.ipynb #ae836e21
+def _rd_ends_block(lines:list[str], i:int)->bool:
+    "Is the line of = before `lines[i]` a separator? Only when a block header (or the end) comes next: not an RST heading"
+    while i < len(lines) and not lines[i].strip(): i += 1
+    if i == len(lines): return True
+    return bool(_RD_HEAD.match(lines[i]) or _RD_SEP.match(lines[i]) or _RD_BANNER.match(lines[i]))
 
 # %% ../../nbs/27_recorder_rovo_dev.ipynb #a3b91bbf
 def _rd_result(body:str)->str:
