@@ -121,3 +121,12 @@ def test_rovo_dev_rst_heading_inside_a_tool_return_stays_in_it():
     obs = t.steps[0].observation.content
     assert obs.endswith('Django is a framework.') and 'Introduction' in obs
     assert r.totals['unmapped'] == 0 and not t.metadata.get('unmapped')
+
+
+def test_images_keep_their_place():
+    "Codex user_message.images and a Gemini tool result's inlineData part vanished"
+    from knowlyr_lab.recorder.gemini_cli import _gm_result
+    (t,) = convert(ODD / 'codex_abort_then_complete.jsonl', format='codex-cli', report=ConversionReport())
+    assert t.task.instruction == 'do A\n\n[image]'
+    res = {'result': [{'functionResponse': {'response': {'output': 'saved'}}}, {'inlineData': {'mimeType': 'image/png', 'data': 'AAA'}}]}
+    assert _gm_result(res) == ('saved\n[image/png]', False)

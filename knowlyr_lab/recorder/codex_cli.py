@@ -145,7 +145,8 @@ def event(self:_CodexSession, p:dict, t, line):
     typ, kind = p.get('type'), f"event_msg:{p.get('type')}"
     if typ == 'user_message':
         self._end_response(); self.complete = False             # a new turn: the earlier task_complete does not end it
-        text = p.get('message') or ''
+        imgs = p.get('images') if isinstance(p.get('images'), list) else []
+        text = '\n\n'.join([p.get('message') or '', *['[image]'] * len(imgs)]).strip()   # an image keeps its place
         if self.instruction is None: self.instruction = text
         else: self.log.user(text, t)
         return self.report.mapped(kind)

@@ -51,6 +51,8 @@ def _gm_result(tc:dict)->tuple[str, bool]:
             parts.append(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
         elif resp is not None: parts.append(str(resp))
         elif isinstance(r, dict) and 'text' in r: parts.append(r['text'])
+        elif isinstance(r, dict) and isinstance(r.get('inlineData'), dict):   # an image or file the tool returned
+            parts.append(f"[{r['inlineData'].get('mimeType') or 'inline data'}]")
     err = tc.get('status') in ('error', 'cancelled') or any(
         isinstance((r.get('functionResponse') or {}).get('response'), dict)
         and 'error' in r['functionResponse']['response']
