@@ -130,3 +130,18 @@ def test_images_keep_their_place():
     assert t.task.instruction == 'do A\n\n[image]'
     res = {'result': [{'functionResponse': {'response': {'output': 'saved'}}}, {'inlineData': {'mimeType': 'image/png', 'data': 'AAA'}}]}
     assert _gm_result(res) == ('saved\n[image/png]', False)
+
+
+def test_redact_config_errors_name_the_file_and_the_entry(tmp_path):
+    "A bad --redact-config said 'TypeError: ... unexpected keyword argument' or 'missing )' without file or entry"
+    import subprocess
+    import sys
+    log = ODD / 'openai_chat_bom.json'
+    for text, want in (('patterns:\n  - name: mine\n    regex: "abc("\n', "patterns[0] ('mine'): missing )"),
+                       ('patterns:\n  - {name: mine, regex: "x+", bogus: 1}\n', "patterns[0]: unknown field(s) ['bogus']"),
+                       ('patterns: [1]\n', "patterns[0]: expected a mapping"), ('- 1\n', 'expected a mapping')):
+        cfg = tmp_path / 'rc.yaml'; cfg.write_text(text)
+        r = subprocess.run([sys.executable, '-m', 'knowlyr_lab.cli.recorder', 'convert', str(log), '-o', str(tmp_path / 'o.jsonl'),
+                            '--no-progress', '--redact-config', str(cfg)], capture_output=True, text=True)
+        assert r.returncode != 0 and f"{cfg}: " in r.stderr and want in r.stderr, r.stderr
+        assert 'Traceback' not in r.stderr and len(r.stderr.strip().splitlines()) == 1

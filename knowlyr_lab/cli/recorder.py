@@ -48,6 +48,24 @@ def summary_table(report:ConversionReport)->Table:
     if report.n_warnings: t.add_row(f"[yellow]warnings: {report.n_warnings}", '', '', '')
     return t
 
+# %% ../../nbs/91_cli_recorder.ipynb #ad7acb06
+_PATTERN_KEYS = {'name', 'regex', 'needles', 'group', 'ignore_case', 'extend', 'flags', 'anchors', 'prefilter'}
+
+def _config_patterns(path, cfg)->list:
+    "The extra rules of a --redact-config file; a bad one is a ValueError naming the file and the entry"
+    import re
+
+    from knowlyr_lab.recorder.secret_pattern import SecretPattern
+    if not isinstance(cfg, dict): raise ValueError(f"{path}: expected a mapping of 'patterns' and 'disable'")
+    out = []
+    for i, p in enumerate(cfg.get('patterns') or []):
+        where = f"{path}: patterns[{i}]"
+        if not isinstance(p, dict): raise ValueError(f"{where}: expected a mapping with 'name' and 'regex'")
+        if bad := sorted(set(map(str, p)) - _PATTERN_KEYS): raise ValueError(f"{where}: unknown field(s) {bad}")
+        try: out.append(SecretPattern(**{**p, 'needles': tuple(p.get('needles', ()))}))
+        except (TypeError, re.error) as e: raise ValueError(f"{where} ({p.get('name')!r}): {e}") from None
+    return out
+
 # %% ../../nbs/91_cli_recorder.ipynb #6894ede1
 def _redactor(args):
     if args.no_redact: return False
@@ -55,10 +73,8 @@ def _redactor(args):
     import yaml
 
     from knowlyr_lab.recorder.redact import Redactor
-    from knowlyr_lab.recorder.secret_pattern import SecretPattern
     cfg = yaml.safe_load(Path(args.redact_config).read_text()) or {}
-    extra = [SecretPattern(**{**p, 'needles': tuple(p.get('needles', ()))}) for p in cfg.get('patterns', [])]
-    return Redactor(extra=extra, disable=cfg.get('disable', []))
+    return Redactor(extra=_config_patterns(args.redact_config, cfg), disable=cfg.get('disable', []))
 
 # %% ../../nbs/91_cli_recorder.ipynb #ac96849f
 def _existing(paths)->list[Path]:
