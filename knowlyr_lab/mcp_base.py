@@ -36,16 +36,40 @@ class ServerRoot:
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir(): raise ValueError(f"server root {root} is not a directory")
 
+# %% ../nbs/94_mcp_base.ipynb #79cd2d0b
+@patch
+def holds(self:ServerRoot, r:Path)->bool:
+    "Whether the resolved path `r` is the root or lies under it"
+    return r == self.root or self.root in r.parents
+
+# %% ../nbs/94_mcp_base.ipynb #f18c1a45
+@patch
+def outside_link(self:ServerRoot, d:Path)->tuple[Path, Path]|None:
+    "The first link under directory `d` that resolves outside the root, and its target (inside links walked too)"
+    seen, todo = set(), [d]
+    while todo:
+        if (top := todo.pop()) in seen: continue
+        seen.add(top)
+        for q in sorted(top.rglob('*')):     # links are listed, not entered
+            if not q.is_symlink(): continue
+            try: r = q.resolve()
+            except (OSError, RuntimeError): continue   # a loop of links: nothing reads through it
+            if not self.holds(r): return q, r
+            if r.is_dir(): todo.append(r)
+    return None
+
 # %% ../nbs/94_mcp_base.ipynb #b70d8341
 @patch
 def path(self:ServerRoot, p, what:str='path', must_exist:bool=False)->Path:
-    "`p` (absolute, or relative to the root) resolved; ValueError unless it stays inside the root"
+    "`p` (absolute, or relative to the root) resolved; ValueError unless it and any link under it stay in the root"
     if not isinstance(p, str) or not p or '\0' in p: raise ValueError(f"{what} must be a non-empty path, got {p!r}")
     q = Path(p).expanduser()
     r = (q if q.is_absolute() else self.root/q).resolve()
-    if r != self.root and self.root not in r.parents:
-        raise ValueError(f"{what} {p!r} is outside the server root {self.root} (it resolves to {r})")
+    if not self.holds(r): raise ValueError(f"{what} {p!r} is outside the server root {self.root} (it resolves to {r})")
     if must_exist and not r.exists(): raise FileNotFoundError(f"{what} {p} does not exist")
+    if r.is_dir() and (bad := self.outside_link(r)):
+        raise ValueError(f"{what} {p!r} holds {bad[0].relative_to(self.root)}, a link to {bad[1]}, "
+                         f"outside the server root {self.root}")
     return r
 
 # %% ../nbs/94_mcp_base.ipynb #61fe2883

@@ -168,7 +168,7 @@ def convert_logs(srv:ServerState, paths:list[str], output:str, # trajectory JSON
     "Convert agent logs (files or directories) to a trajectory JSONL file; records that cannot be read go to <output>.quarantine.jsonl"
     ins = [str(srv.path(p, 'log path', must_exist=True)) for p in paths]
     out = srv.path(output, 'output')
-    q = str(out) + '.quarantine.jsonl'
+    q = str(srv.path(str(out) + '.quarantine.jsonl', 'quarantine file'))   # a link there must not lead out either
     rep = ConversionReport(quarantine=q)
     n = write_trajectories(convert(ins, format=format, report=rep, redact=redact), out)
     return {'trajectories': n, 'output': str(out), 'files': len(rep.files) if isinstance(rep.files, list) else int(rep.files),
