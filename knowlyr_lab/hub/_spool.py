@@ -21,10 +21,12 @@ import pyarrow as pa
 from fastcore.basics import patch
 
 from .rows import grpo_advantages
+from ..tasks import task_key
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['SplitWriter', 'ParquetWriter', 'spool_dir', 'Spool', 'RunSpool', 'grpo_key', 'grpo_body', 'grpo_row_json']
+__all__ = ['SplitWriter', 'ParquetWriter', 'spool_dir', 'Spool', 'task_group', 'RunSpool', 'grpo_key', 'grpo_body',
+           'grpo_row_json']
 
 # %% ../../nbs/41b_hub_spool.ipynb #5569e5f2
 class SplitWriter:
@@ -117,6 +119,11 @@ def groups(self:Spool)->Iterator[tuple[str, list[bytes]]]:
         if not group: split = sp
         cur = grp; group.append(body)
     if group: yield split, group
+
+# %% ../../nbs/41b_hub_spool.ipynb #790fec3c
+def task_group(task)->str:
+    "The spool group of a task: its id and its content key (`task_key`), NUL-separated"
+    return task.id + '\x00' + task_key(task)
 
 # %% ../../nbs/41b_hub_spool.ipynb #8b96eb8e
 @patch
@@ -216,10 +223,14 @@ def close(self:RunSpool):  # noqa: F811 (@patch: one per class)
 # %% ../../nbs/41b_hub_spool.ipynb #63a75525
 # a member's score, tool list number and trajectory id length; its id and completion follow
 _MEMBER = struct.Struct('<dII')
+_HASHES = 2 * 41     # the NUL and SHA-1 of the prompt, the NUL and SHA-1 of the content key: a key's head ends so
 
-def grpo_key(task_id:str, prompt:bytes)->str:
-    "The spool key of a GRPO group: its task id, the SHA-1 of its prompt's JSON and that JSON, NUL-separated"
-    return task_id + '\x00' + hashlib.sha1(prompt).hexdigest() + '\x00' + prompt.decode()
+# %% ../../nbs/41b_hub_spool.ipynb #d2a127d3
+def grpo_key(task_id:str, prompt:bytes, # the task id, its prompt's JSON
+             key:str)->str:             # the task's content key (`task_key`)
+    "The spool key of a GRPO group: task id, SHA-1 of the prompt's JSON, SHA-1 of `key`, that JSON, NUL-separated"
+    h = lambda b: hashlib.sha1(b).hexdigest()
+    return '\x00'.join((task_id, h(prompt), h(key.encode()), prompt.decode()))
 
 # %% ../../nbs/41b_hub_spool.ipynb #0a2e3449
 def grpo_body(score:float, # the member's `trajectory_score`
@@ -249,7 +260,7 @@ def grpo_row_json(key:str,          # the group's spool key
         ms.append((score, str(b[h:h + n], 'utf-8'), memoryview(b)[h + n:]))
     g = sorted(ms, key=lambda m: (-m[0], m[1]))[:group_size]       # stable: ties stay in arrival order
     rw = [m[0] for m in g]
-    parts = [k[0], orjson.dumps(head[:-41]), k[1], prompt.encode(), k[2]]
+    parts = [k[0], orjson.dumps(head[:-_HASHES]), k[1], prompt.encode(), k[2]]
     for m in g: parts += (m[2], b',')
     parts[-1] = k[3]
     parts += (orjson.dumps(rw), k[4], orjson.dumps(grpo_advantages(rw)), k[5], orjson.dumps([m[1] for m in g]), k[6],

@@ -20,7 +20,7 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json
+from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, task_group
 from .export_filter import FORMATS, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
@@ -171,7 +171,8 @@ def _spool_members(self:DatasetExporter, kept, spool)->dict:
         ks = keys.get(k)
         if ks is None:               # the group's key and split, once per task and prompt
             if held > 1 << 22: keys.clear(); held = 0
-            ks = keys[k] = grpo_key(task.id, orjson.dumps(prompt_messages(t, self.system_prompt))), self.split(t)
+            prompt = orjson.dumps(prompt_messages(t, self.system_prompt))
+            ks = keys[k] = grpo_key(task.id, prompt, task_key(task)), self.split(t)
             held += len(ks[0])
         tools = tools_ref.setdefault(self.tools.json(t), len(tools_ref))
         spool.add(ks[0], t.id, ks[1], grpo_body(trajectory_score(t), tools, t.id, grpo_completion_json(t)))
@@ -182,7 +183,7 @@ def _spool_members(self:DatasetExporter, kept, spool)->dict:
 def _spool_kept(self:DatasetExporter, format:str, kept, spool)->dict:
     "Add the kept trajectories to `spool` (GRPO: their members); GRPO's tool lists by number"
     if format == 'grpo': return self._spool_members(kept, spool)
-    for t in kept: spool.add(t.task.id, t.id, self.split(t), t.model_dump_json().encode())
+    for t in kept: spool.add(task_group(t.task), t.id, self.split(t), t.model_dump_json().encode())
     return {}
 
 # %% ../../nbs/42_hub_export.ipynb #1b2ca000

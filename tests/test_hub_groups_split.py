@@ -1,0 +1,66 @@
+"Grouped exports never mix task content keys: a group (GRPO, DPO, benchmark, verl, SkyRL) is wholly in one split, the split SFT gives its trajectories"
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from knowlyr_lab.hub.export import DatasetExporter
+from knowlyr_lab.hub.export_filter import export_split
+from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
+
+
+def _traj(i, fp, ok, n):
+    "A trajectory of task id HumanEval/0 in its version `fp` (same id and instruction, another fingerprint)"
+    return Trajectory(id=f'tr-{i}', task=Task(id='HumanEval/0', instruction='Write f', fingerprint=fp),
+                      steps=[Step(index=k, thought='t', action=ToolCall(tool='submit', params={'code': f'v{i}{k}'}))
+                             for k in range(n)],
+                      outcome=Outcome(success=ok))
+
+TRAJS = [_traj(1, 'fpB', False, 2), _traj(0, 'fpA', True, 1), _traj(2, 'fpA', False, 3), _traj(3, 'fpB', True, 1)]
+FP = {t.id: t.task.fingerprint for t in TRAJS}
+
+def _rows(res):
+    out = {}
+    for split, p in res.paths.items():
+        out[split] = pq.read_table(p).to_pylist() if p.endswith('.parquet') else [json.loads(x) for x in open(p)]
+    return out
+
+@pytest.fixture(scope='module')
+def exports(tmp_path_factory):
+    d = tmp_path_factory.mktemp('groups')
+    want = {t.id: export_split(t, 0.5, 0) for t in TRAJS}
+    assert set(want.values()) == {'train', 'test'}, want      # the two versions fall in different splits
+    ex = DatasetExporter(TRAJS, test_fraction=0.5)
+    return want, {f: _rows(ex.export(f, d/f)) for f in ('sft', 'grpo', 'dpo', 'dpo-seed', 'benchmark', 'verl', 'skyrl')}
+
+def test_sft_rows_go_by_content_key(exports):
+    want, rows = exports
+    got = {r['trajectory_id']: split for split, rs in rows['sft'].items() for r in rs}
+    assert got == want
+
+def test_a_grpo_group_holds_one_version_in_the_split_sft_gives_it(exports):
+    want, rows = exports
+    for split, rs in rows['grpo'].items():
+        for r in rs:
+            assert r['task_id'] == 'HumanEval/0'                  # the row keeps the task id
+            assert {FP[i] for i in r['trajectory_ids']} in ({'fpA'}, {'fpB'}), r['trajectory_ids']
+            assert {want[i] for i in r['trajectory_ids']} == {split}
+    assert sorted(len(r['trajectory_ids']) for rs in rows['grpo'].values() for r in rs) == [2, 2]
+
+def test_dpo_pairs_never_cross_versions_or_splits(exports):
+    want, rows = exports
+    for f in ('dpo', 'dpo-seed'):
+        pairs = [(split, r) for split, rs in rows[f].items() for r in rs]
+        assert pairs, f
+        for split, r in pairs:
+            ids = [r.get('chosen_id'), r.get('rejected_id')] if 'chosen_id' in r else None
+            if ids is None: continue                              # dpo-seed rows name no ids
+            assert FP[ids[0]] == FP[ids[1]] and want[ids[0]] == want[ids[1]] == split, (f, split, r)
+        assert len(pairs) == 2 and {s for s, _ in pairs} == {'train', 'test'}, f
+
+def test_task_rows_are_one_per_version_each_in_its_split(exports):
+    _, rows = exports
+    for f in ('benchmark', 'verl', 'skyrl'):
+        assert {s: len(rs) for s, rs in rows[f].items()} == {'train': 1, 'test': 1}, (f, rows[f])
+    for rs in rows['benchmark'].values():
+        assert rs[0]['task_id'] == 'HumanEval/0' and rs[0]['n_attempts'] == 2 and rs[0]['success_rate'] == 0.5
