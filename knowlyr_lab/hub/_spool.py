@@ -256,13 +256,13 @@ def grpo_row_json(key:str,          # the group's spool key
     head, _, prompt = key.rpartition('\x00')
     ms, h, k = [], _MEMBER.size, _ROW_KEYS
     for b in bodies:
-        score, _, n = _MEMBER.unpack_from(b)
-        ms.append((score, str(b[h:h + n], 'utf-8'), memoryview(b)[h + n:]))
+        score, tl, n = _MEMBER.unpack_from(b)
+        ms.append((score, str(b[h:h + n], 'utf-8'), memoryview(b)[h + n:], tl))
     g = sorted(ms, key=lambda m: (-m[0], m[1]))[:group_size]       # stable: ties stay in arrival order
     rw = [m[0] for m in g]
     parts = [k[0], orjson.dumps(head[:-_HASHES]), k[1], prompt.encode(), k[2]]
     for m in g: parts += (m[2], b',')
     parts[-1] = k[3]
     parts += (orjson.dumps(rw), k[4], orjson.dumps(grpo_advantages(rw)), k[5], orjson.dumps([m[1] for m in g]), k[6],
-              tools[_MEMBER.unpack_from(bodies[0])[1]], k[7])
+              tools[g[0][3]], k[7])
     return b''.join(parts)
