@@ -78,17 +78,21 @@ def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
                       errors:list|None=None,# list that collects `TrajectoryError`s when skipping
                       # records msgspec takes exactly as the schema would come as read-only mirrors (below)
                       fast:bool=False,
+                      # trajectory -> (field, reason) that makes a valid record bad for the caller, or None
+                      refuse=None,
                      )->Iterator[Trajectory]:
     "Stream trajectories from a file, one at a time"
     if on_error not in ('raise', 'skip'): raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     qf = None
     try:
         for line, rec in _iter_records(path, fast):
-            if fast:
-                if (t := decode_fast(rec)) is not None: yield t; continue
-                # blank as text: text mode skips it
-                if type(rec) is bytes and not (rec := rec.decode('utf-8')).strip(): continue
-            try: yield parse_trajectory(rec, path, line)
+            try:
+                if not fast or (t := decode_fast(rec)) is None:
+                    # blank as text: text mode skips it
+                    if type(rec) is bytes and not (rec := rec.decode('utf-8')).strip(): continue
+                    t = parse_trajectory(rec, path, line)
+                if refuse is not None and (why := refuse(t)) is not None:
+                    raise TrajectoryError(f"{path}:{line}: field '{why[0]}': {why[1]}", path, line, why[0])
             except TrajectoryError as e:
                 if on_error == 'raise': raise
                 if errors is not None: errors.append(e)
@@ -97,7 +101,9 @@ def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
                     Path(quarantine).parent.mkdir(parents=True, exist_ok=True)
                     qf = open(quarantine, 'a', encoding='utf-8')
                 qf.write(canonical_json({'path': str(path), 'line': line, 'field': e.field, 'reason': str(e),
-                                         'record': rec}) + '\n')
+                                         'record': rec.decode('utf-8') if type(rec) is bytes else rec}) + '\n')
+                continue
+            yield t
     finally:
         if qf: qf.close()
 

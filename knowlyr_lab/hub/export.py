@@ -21,7 +21,7 @@ import pyarrow as pa
 from fastcore.basics import patch
 
 from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, task_group
-from .export_filter import FORMATS, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split
+from .export_filter import FORMATS, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, nonfinite_reward, quarantine_refused
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
@@ -89,11 +89,14 @@ def _quarantine_file(f:Path, n:int, e:Exception, errors:list, quarantine:Path):
 def _source(self:DatasetExporter, errors:list, quarantine:Path, fast:bool=False)->Iterator[Trajectory]:
     "The input's valid trajectories; `fast`: msgspec mirrors where msgspec takes a record (for the row functions)"
     if not isinstance(self.trajectories, (str, Path)):
-        for t in self.trajectories: yield t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
+        for i, t in enumerate(self.trajectories, 1):
+            t = t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
+            if (why := nonfinite_reward(t)) is None: yield t
+            else: quarantine_refused(t, i, why, errors, quarantine)
         return
     for f in _input_files(self.trajectories):
         n = 0
-        recs = read_trajectories(f, on_error='skip', quarantine=quarantine, errors=errors, fast=fast)
+        recs = read_trajectories(f, on_error='skip', quarantine=quarantine, errors=errors, fast=fast, refuse=nonfinite_reward)
         try:
             for t in recs:
                 n += 1; yield t

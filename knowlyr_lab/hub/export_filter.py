@@ -7,16 +7,21 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_export_filter.html.md"""
 # %% ../../nbs/41c_hub_export_filter.ipynb #43307a85
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
+import orjson
 from fastcore.basics import patch
 
 from ..core import KnowlyrError
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, trajectory_score
+from ..trajectory_io import TrajectoryError
 
 # %% auto #0
-__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty']
+__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'ExportError', 'ExportResult',
+           'check_export_settings', 'explain_empty']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -43,6 +48,22 @@ def reason(self:ExportFilter, t:Trajectory)->str|None:
     if self.domains and t.task.domain not in self.domains: return 'domain'
     if self.agents and t.agent.name not in self.agents: return 'agent'
     return None
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #36645732
+def nonfinite_reward(t:Trajectory)->tuple[str, str]|None:
+    "(field, reason) of the first step reward of `t` that is not a finite number, or None"
+    for i, s in enumerate(t.steps):
+        if s.reward is not None and not math.isfinite(s.reward): return f"steps.{i}.reward", f"{s.reward} is not a finite number"
+    return None
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #d53c03a4
+def quarantine_refused(t:Trajectory, i:int, why:tuple, # the `i`-th trajectory of an in-memory input, (field, reason)
+                       errors:list, quarantine:Path):  # the export's errors and quarantine file
+    "Report the refused `t` in `errors` and in the quarantine file"
+    err = TrajectoryError(f"<input>:{i}: trajectory {t.id!r}: field '{why[0]}': {why[1]}", None, i, why[0])
+    errors.append(err)
+    with open(quarantine, 'ab') as q:
+        q.write(orjson.dumps({'path': None, 'line': i, 'field': why[0], 'reason': str(err), 'record': None}) + b'\n')
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #5adcc577
 FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')
