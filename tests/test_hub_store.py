@@ -9,7 +9,7 @@ import pytest
 
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.envs.maze import MazeEnv
-from knowlyr_lab.hub.store import TrajectoryStore
+from knowlyr_lab.hub.store import StoreError, TrajectoryStore
 from knowlyr_lab.rollout.collect import collect
 from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
 
@@ -55,3 +55,21 @@ def test_sigkill_inside_a_batch_leaves_no_orphan_lines(src, tmp_path):
         assert len(lines) == n and len({json.loads(l)['id'] for l in lines}) == n      # one line per trajectory, no duplicates
         assert sorted(t.id for t in st) == sorted(json.loads(l)['id'] for l in lines)    # every line indexed and readable
     assert not list(root.glob('**/*.tmp*'))
+
+def test_a_line_changed_on_disk_is_refused_not_returned_under_its_id(src, tmp_path):
+    "get once returned whatever the shard held at the indexed offset: an edited action came back under the old content id"
+    path, n = src
+    with TrajectoryStore(tmp_path / 'store') as st:
+        st.put_many(read_trajectories(path))
+        ids = [t.id for t in st]
+        shard = next((tmp_path / 'store' / 'shards').glob('*.jsonl'))
+        raw = shard.read_bytes()
+        first = raw[:raw.index(b'\n')]
+        a, b = (b'"tool":"move"', b'"tool":"MOVE"')
+        assert a in first
+        shard.write_bytes(raw.replace(first, first.replace(a, b, 1), 1))   # the same length, another action
+        with pytest.raises(StoreError, match=r"was changed|no longer reads"): st.get(ids[0])
+        with pytest.raises(StoreError): list(st.query())
+        assert st.get(ids[1]).id == ids[1]                 # the other lines still read
+        shard.write_bytes(raw)
+        assert [t.id for t in st] == ids and len(ids) == n

@@ -40,7 +40,7 @@ CREATE INDEX IF NOT EXISTS fb_id ON feedback(id);
 
 # %% ../../nbs/43_hub_store.ipynb #a827c5f0
 class StoreError(KnowlyrError, KeyError):
-    "A trajectory that is not in the store"
+    "A trajectory that is not in the store, or whose stored line does not read back as it was stored"
     def __str__(self): return self.args[0]
 
 # %% ../../nbs/43_hub_store.ipynb #2381c479
@@ -167,11 +167,17 @@ def put_many(self:TrajectoryStore, trajs:Iterable[Trajectory], batch:int=500)->d
 # %% ../../nbs/43_hub_store.ipynb #8a9843e9
 @patch
 def get(self:TrajectoryStore, tid:str)->Trajectory:
-    "The trajectory with content id `tid`"
+    "The trajectory with content id `tid`, checked against it"
     r = self.db.execute("SELECT shard, offset, length FROM traj WHERE id=?", (tid,)).fetchone()
     if r is None: raise StoreError(f"no trajectory {tid!r} in {self.root}")
-    with open(self.root / 'shards' / r[0], 'rb') as f:
-        f.seek(r[1]); return Trajectory.model_validate_json(f.read(r[2]))
+    with open(self.root / 'shards' / r[0], 'rb') as f: f.seek(r[1]); raw = f.read(r[2])
+    where = f"{self.root / 'shards' / r[0]} (byte {r[1]})"
+    try: t = Trajectory.model_validate_json(raw)
+    except ValueError as e:
+        raise StoreError(f"trajectory {tid!r} at {where} no longer reads ({' '.join(str(e).split())[:160]})") from None
+    if (h := t.content_hash()) != tid:
+        raise StoreError(f"trajectory {tid!r} at {where} was changed: its content is {h!r}")
+    return t
 
 # %% ../../nbs/43_hub_store.ipynb #2dd931ec
 @patch
