@@ -25,8 +25,8 @@ from ..tasks import task_key
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['SplitWriter', 'ParquetWriter', 'spool_dir', 'Spool', 'task_group', 'RunSpool', 'grpo_key', 'grpo_body',
-           'grpo_row_json']
+__all__ = ['SplitWriter', 'ParquetWriter', 'same_tool_keys', 'spool_dir', 'Spool', 'task_group', 'RunSpool', 'grpo_key',
+           'grpo_body', 'grpo_row_json']
 
 # %% ../../nbs/41b_hub_spool.ipynb #5569e5f2
 class SplitWriter:
@@ -68,12 +68,26 @@ def write(self:ParquetWriter, split:str, row:dict):  # noqa: F811 (@patch: one p
         self.files[split] = []; self.res.paths[split] = str(self.out / f"{split}.parquet"); self.res.counts[split] = 0
     self.files[split].append(row); self.res.counts[split] += 1
 
+# %% ../../nbs/41b_hub_spool.ipynb #938be400
+def same_tool_keys(rows:list[dict])->list[dict]:
+    ("verl rows whose `extra_info.tools_kwargs` name every tool of the split: Parquet stores the dicts as one struct of "
+     "all keys, so a tool a row lacks reads back as null, and verl's `tools_kwargs[name].get(...)` fails on it")
+    names = sorted({n for r in rows for n in ((r.get('extra_info') or {}).get('tools_kwargs') or {})})
+    if not names: return rows
+    out = []
+    for r in rows:
+        ei = r['extra_info']; kw = ei.get('tools_kwargs') or {}
+        ck = {'create_kwargs': {'env_id': ei.get('env_id'), 'task_id': ei.get('task_id')}}
+        out.append({**r, 'extra_info': {**ei, 'tools_kwargs': {n: kw.get(n, ck) for n in names}}})
+    return out
+
 # %% ../../nbs/41b_hub_spool.ipynb #54ee7e08
 @patch
 def close(self:ParquetWriter):  # noqa: F811 (@patch: one per class)
     "Write each split's rows as `<split>.parquet`"
     import pyarrow.parquet as pq
-    for split, rows in self.files.items(): pq.write_table(pa.Table.from_pylist(rows), self.res.paths[split])
+    for split, rows in self.files.items():
+        pq.write_table(pa.Table.from_pylist(same_tool_keys(rows)), self.res.paths[split])
 
 # %% ../../nbs/41b_hub_spool.ipynb #f19cd018
 def spool_dir(out:Path)->Path:
