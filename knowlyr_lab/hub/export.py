@@ -31,6 +31,9 @@ from ..trajectory_io import TrajectoryError, read_trajectories
 # %% auto #0
 __all__ = ['DatasetExporter']
 
+# %% ../../nbs/42_hub_export.ipynb #daa4d8f8
+from .export_filter import pref_record, quarantine_pref  # the preference records a DPO export reads
+
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
 def _input_files(src)->list[Path]:
     "The trajectory files of `src` (a file, or a directory searched recursively)"
@@ -137,7 +140,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
         if format in _ROW: self._write_rows(format, kept, w, res)
         else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
-    res.quarantined = len(errors)
+    res.quarantined += len(errors)                # (bad preference records were counted as they came)
     if res.total == 0 and not res.note: res.note = explain_empty(res)
     return res
 
@@ -208,16 +211,16 @@ def _write_tasks(self:DatasetExporter, format:str, spool, w, res:ExportResult):
         else: w.write(split, _TASK_ROW[format](g, self.tools(g[0]), self.system_prompt, res.counts.get(split, 0), split))
 
 # %% ../../nbs/42_hub_export.ipynb #b3ef0a48
-def _pref_records(prefs)->Iterator[dict]:
-    "The preference records of a JSONL file, or of an iterable of dicts"
+def _pref_records(prefs)->Iterator[tuple[str, dict]]:
+    "(where, record) of each preference record of a JSONL file ('file:line'), or of an iterable ('preferences[i]')"
     if isinstance(prefs, (str, Path)):
         with open(prefs, encoding='utf-8') as f:
             for i, line in enumerate(f, 1):
                 if not line.strip(): continue
-                try: yield json.loads(line)
+                try: yield f"{prefs}:{i}", json.loads(line)
                 except json.JSONDecodeError as e:
                     raise ExportError(f"{prefs}:{i}: preference record is not JSON ({e.msg})") from None
-    else: yield from prefs
+    else: yield from ((f"preferences[{i}]", p) for i, p in enumerate(prefs))
 
 # %% ../../nbs/42_hub_export.ipynb #bd29db98
 def _default_margin()->float: return inspect.signature(build_preferences).parameters['min_margin'].default
@@ -234,21 +237,14 @@ def _pairs_built(self:DatasetExporter, row, spool, w, res:ExportResult, settings
     if res.total == 0 and res.pairs.get('tasks'):
         res.note = PreferenceReport([], res.pairs, settings.get('min_margin', _default_margin())).explain()
 
-# %% ../../nbs/42_hub_export.ipynb #bdbf65ee
-def _pref_side(p:dict, k:str, spool)->Trajectory|None:
-    "The `k` ('chosen' or 'rejected') trajectory of preference `p`: inline, or spooled under its id"
-    v = p.get(k)
-    if isinstance(v, dict): return Trajectory.model_validate(v)
-    return spool.get(str(v if v is not None else p.get(f'{k}_id')))
-
 # %% ../../nbs/42_hub_export.ipynb #8cba5c63
 @patch
 def _pairs_given(self:DatasetExporter, row, spool, w, res:ExportResult, min_margin:float|None):
     "Write a pair per preference record whose sides resolve and whose margin reaches `min_margin`"
-    for p in _pref_records(self.preferences):
-        c, r = _pref_side(p, 'chosen', spool), _pref_side(p, 'rejected', spool)
+    for where, p in _pref_records(self.preferences):
+        try: p, c, r, m = pref_record(p, where, spool)
+        except ValueError as e: quarantine_pref(where, e, p, w.out / 'quarantine.jsonl'); res.quarantined += 1; continue
         if c is None or r is None: _count(res.skipped, 'preference_unresolved'); continue
-        m = float(p.get('margin', p.get('reward_margin', trajectory_score(c) - trajectory_score(r))))
         if min_margin is not None and m < min_margin: _count(res.skipped, 'below_min_margin'); continue
         kw = {'step': p.get('step')} if p.get('level') == 'step' else {}
         w.write(self.split(c), row(c, r, m, self.tools(c), self.system_prompt, **kw))

@@ -20,8 +20,8 @@ from ..trajectory import Trajectory, trajectory_score
 from ..trajectory_io import TrajectoryError
 
 # %% auto #0
-__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'ExportError', 'ExportResult',
-           'check_export_settings', 'explain_empty']
+__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record', 'quarantine_pref',
+           'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -64,6 +64,40 @@ def quarantine_refused(t:Trajectory, i:int, why:tuple, # the `i`-th trajectory o
     errors.append(err)
     with open(quarantine, 'ab') as q:
         q.write(orjson.dumps({'path': None, 'line': i, 'field': why[0], 'reason': str(err), 'record': None}) + b'\n')
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #da20a6e5
+def _pref_side(p:dict, k:str, where:str, spool)->Trajectory|None:
+    "The `k` ('chosen' or 'rejected') side of preference `p`: inline, or spooled under its id (None: not in the input)"
+    v = p.get(k, p.get(f'{k}_id'))
+    if isinstance(v, dict):
+        try: return Trajectory.model_validate(v)
+        except ValueError as e:           # pydantic's: the first error's place and message
+            err = e.errors()[0] if hasattr(e, 'errors') else {'loc': (), 'msg': str(e)}
+            raise ValueError(f"{where}: field '{'.'.join(map(str, (k, *err['loc'])))}': {err['msg']}") from None
+    if isinstance(v, (str, int)) and type(v) is not bool: return spool.get(str(v))
+    raise ValueError(f"{where}: field '{k}': expected a trajectory or its id, got {type(v).__name__}")
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #ccdf2621
+def pref_record(p, where:str, spool)->tuple[dict, Trajectory|None, Trajectory|None, float|None]:
+    ("Preference `p` with its margin and step checked, its chosen and rejected trajectories, and its margin (given, else "
+     "their score difference); a ValueError: unusable")
+    if not isinstance(p, dict): raise ValueError(f"{where}: expected a JSON object, got {type(p).__name__}")
+    m = p.get('margin', p.get('reward_margin'))
+    if m is not None and (type(m) not in (int, float) or not math.isfinite(m)):
+        raise ValueError(f"{where}: field 'margin': expected a finite number, got {m!r}")
+    if p.get('level') == 'step' and (type(p.get('step')) is not int or p['step'] < 0):
+        raise ValueError(f"{where}: field 'step': expected a step index, got {p.get('step')!r}")
+    c, r = _pref_side(p, 'chosen', where, spool), _pref_side(p, 'rejected', where, spool)
+    if m is None and c is not None and r is not None: m = trajectory_score(c) - trajectory_score(r)
+    return p, c, r, None if m is None else float(m)
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #fd2a278b
+def quarantine_pref(where:str, e:Exception, record, quarantine:Path):
+    "Write unusable preference `record`, its place ('file:line', 'preferences[i]') and why, to `quarantine`"
+    path, _, line = where.rpartition(':')
+    rec = {'path': path or None, 'line': int(line) if line.isdigit() else None, 'field': None, 'reason': str(e),
+           'record': record}
+    with open(quarantine, 'ab') as q: q.write(orjson.dumps(rec, default=str) + b'\n')
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #5adcc577
 FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')
