@@ -32,7 +32,7 @@ from ..trajectory_io import TrajectoryError, read_trajectories
 __all__ = ['DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #daa4d8f8
-from .export_filter import pref_record, quarantine_pref  # the preference records a DPO export reads
+from .export_filter import pref_record, quarantine_line, quarantine_pref  # the preference records a DPO export reads
 
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
 def _input_files(src)->list[Path]:
@@ -82,10 +82,7 @@ _UNREADABLE = (EOFError, zlib.error, OSError, UnicodeDecodeError, pa.ArrowExcept
 def _quarantine_file(f:Path, n:int, e:Exception, errors:list, quarantine:Path):
     "Record that `f` could not be read past its `n`-th record (`e`), in `errors` and in the quarantine file"
     err = TrajectoryError(f"{f}: unreadable after {n} records ({type(e).__name__}: {e})", f, None, '(file)')
-    errors.append(err)
-    with open(quarantine, 'ab') as q:
-        rec = {'path': str(f), 'line': None, 'field': '(file)', 'reason': str(err), 'record': None}
-        q.write(orjson.dumps(rec) + b'\n')
+    errors.append(err); quarantine_line(quarantine, str(f), None, '(file)', str(err))
 
 # %% ../../nbs/42_hub_export.ipynb #b04c1a83
 @patch

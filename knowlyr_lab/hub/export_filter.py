@@ -20,8 +20,8 @@ from ..trajectory import Trajectory, trajectory_score
 from ..trajectory_io import TrajectoryError
 
 # %% auto #0
-__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record', 'quarantine_pref',
-           'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty']
+__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_line', 'quarantine_refused', 'pref_record',
+           'quarantine_pref', 'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -56,14 +56,19 @@ def nonfinite_reward(t:Trajectory)->tuple[str, str]|None:
         if s.reward is not None and not math.isfinite(s.reward): return f"steps.{i}.reward", f"{s.reward} is not a finite number"
     return None
 
+# %% ../../nbs/41c_hub_export_filter.ipynb #a4543387
+def quarantine_line(quarantine:Path, path, line, field, reason:str, record=None):
+    "Append one quarantine record (the shape `read_trajectories` writes: path, line, field, reason, record)"
+    with open(quarantine, 'ab') as q:
+        q.write(orjson.dumps({'path': path, 'line': line, 'field': field, 'reason': reason, 'record': record},
+                             default=str) + b'\n')
+
 # %% ../../nbs/41c_hub_export_filter.ipynb #d53c03a4
 def quarantine_refused(t:Trajectory, i:int, why:tuple, # the `i`-th trajectory of an in-memory input, (field, reason)
                        errors:list, quarantine:Path):  # the export's errors and quarantine file
     "Report the refused `t` in `errors` and in the quarantine file"
     err = TrajectoryError(f"<input>:{i}: trajectory {t.id!r}: field '{why[0]}': {why[1]}", None, i, why[0])
-    errors.append(err)
-    with open(quarantine, 'ab') as q:
-        q.write(orjson.dumps({'path': None, 'line': i, 'field': why[0], 'reason': str(err), 'record': None}) + b'\n')
+    errors.append(err); quarantine_line(quarantine, None, i, why[0], str(err))
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #da20a6e5
 def _pref_side(p:dict, k:str, where:str, spool)->Trajectory|None:
@@ -95,9 +100,7 @@ def pref_record(p, where:str, spool)->tuple[dict, Trajectory|None, Trajectory|No
 def quarantine_pref(where:str, e:Exception, record, quarantine:Path):
     "Write unusable preference `record`, its place ('file:line', 'preferences[i]') and why, to `quarantine`"
     path, _, line = where.rpartition(':')
-    rec = {'path': path or None, 'line': int(line) if line.isdigit() else None, 'field': None, 'reason': str(e),
-           'record': record}
-    with open(quarantine, 'ab') as q: q.write(orjson.dumps(rec, default=str) + b'\n')
+    quarantine_line(quarantine, path or None, int(line) if line.isdigit() else None, None, str(e), record)
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #5adcc577
 FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')
