@@ -63,10 +63,14 @@ def _unwrap(task):
 
 # %% ../nbs/13_tasks.ipynb #5ac73e45
 def task_key(task)->str:
-    "What identifies a task's content: its fingerprint when it has one, else its id (a trajectory: its task's)"
+    "What identifies a task's content: its fingerprint, else a hash of the text the agent saw first, else its id"
     task = _unwrap(task)
-    fp = _field(task, 'fingerprint') if not isinstance(task, str) else None
-    return str(fp) if fp else task_id(task)
+    if isinstance(task, str): return task
+    if fp := _field(task, 'fingerprint'): return str(fp)
+    seen = _field(task, 'initial_observation')
+    if seen := seen if seen is not None else _field(task, 'instruction'):   # `first_user_turn`, for any task shape
+        return 'text:' + hashlib.sha1(str(seen).encode()).hexdigest()
+    return task_id(task)
 
 
 # %% ../nbs/13_tasks.ipynb #474fca15
@@ -148,7 +152,7 @@ def _unit(seed, key)->float:
 
 
 # %% ../nbs/13_tasks.ipynb #db9e08f9
-def split_of(key:str,                 # a task key (`task_key`: fingerprint, else id) or a group value
+def split_of(key:str,                 # a task key (`task_key`) or a group value
              test_fraction:float=0.2,  # probability that a key goes to test
              seed:int=0,               # a different seed gives a different split
             )->str:                    # 'train' or 'test'

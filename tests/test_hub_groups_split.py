@@ -64,3 +64,17 @@ def test_task_rows_are_one_per_version_each_in_its_split(exports):
         assert {s: len(rs) for s, rs in rows[f].items()} == {'train': 1, 'test': 1}, (f, rows[f])
     for rs in rows['benchmark'].values():
         assert rs[0]['task_id'] == 'HumanEval/0' and rs[0]['n_attempts'] == 2 and rs[0]['success_rate'] == 0.5
+
+def test_one_prompt_under_many_session_ids_lands_in_one_split(tmp_path):
+    "Converted logs carry no fingerprint: 20 sessions of 4 prompts, each prompt's sessions all in one split"
+    prompts = [f'Fix issue #{k} in the parser' for k in range(4)]
+    ts = [Trajectory(id=f'sess-{i}', task=Task(id=f'sess-{i}', instruction=prompts[i % 4]),
+                     steps=[Step(index=0, thought='t', action=ToolCall(tool='submit', params={'code': str(i)}))],
+                     outcome=Outcome(success=True)) for i in range(20)]
+    res = DatasetExporter(ts, test_fraction=0.5, split_seed=3).export('sft', tmp_path)
+    got = {r['trajectory_id']: split for split, p in res.paths.items() for r in map(json.loads, open(p))}
+    assert len(got) == 20
+    by_prompt = {}
+    for t in ts: by_prompt.setdefault(t.task.instruction, set()).add(got[t.id])
+    assert all(len(s) == 1 for s in by_prompt.values()), by_prompt          # split by id, they were mixed
+    assert set(got.values()) == {'train', 'test'}                           # and the split still splits
