@@ -97,6 +97,27 @@ def _jsonable(obj):
     try: return orjson.loads(orjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS))
     except (TypeError, orjson.JSONEncodeError): return json.loads(json.dumps(obj, default=str, ensure_ascii=False))
 
+# %% ../../nbs/20a_recorder_report.ipynb #fc3924ba
+def _json_in(x):
+    "The JSON object or array the string `x` holds (None: not a string, or not one)"
+    if not (isinstance(x, str) and x.startswith(('{', '['))): return None
+    try: return orjson.loads(x)
+    except orjson.JSONDecodeError: return None
+
+# %% ../../nbs/20a_recorder_report.ipynb #bb080a42
+def _written_as(text:str, obj, new)->str:
+    "`new` as JSON, in `json.dumps`' layout when that is how `text` wrote `obj` (Python agents), else compact"
+    return json.dumps(new, ensure_ascii=False) if json.dumps(obj, ensure_ascii=False) == text else orjson.dumps(new).decode()
+
+# %% ../../nbs/20a_recorder_report.ipynb #aaad0b1e
+def _nested_json(obj, clean):
+    "`obj` with each string holding a JSON object or array replaced by its JSON `clean`ed, where that changed it"
+    if isinstance(obj, dict): return {k: _nested_json(v, clean) for k, v in obj.items()}
+    if isinstance(obj, list): return [_nested_json(v, clean) for v in obj]
+    if (inner := _json_in(obj)) is None: return obj
+    new = clean(_nested_json(inner, clean))
+    return obj if new == inner else _written_as(obj, inner, new)
+
 # %% ../../nbs/20a_recorder_report.ipynb #4a7a30ba
 def _scrub_obj(obj, scrub):
     "Apply `scrub` to every string inside `obj` (keys included); a scrubber with a `scrub_obj` method does it whole"
@@ -144,8 +165,10 @@ def unmapped(self:ConversionReport,
     "Count a record that was read but not mapped, and return its entry for the trajectory's metadata"
     if part: self.parts[str(record_type)] = self.parts.get(str(record_type), 0) + 1
     else: self._count(record_type, 'unmapped', 1)
+    rec = self.clean(_jsonable(record))
+    if self.scrub is not None: rec = _nested_json(rec, self.clean)          # arguments as JSON strings
     entry = {'record_type': str(record_type), 'path': None if path is None else str(path), 'line': line, 'why': why,
-             'record': self.clean(_jsonable(record))}
+             'record': rec}
     if orphan:
         if self.side_file is not None: _write_line(self, '_sf', self.side_file, entry)
         else: self.orphans.append(entry)
@@ -179,6 +202,7 @@ def _quarantine(self:ConversionReport, err:RecorderError, record_type:str, reaso
     "Write the malformed record `raw` with its location and `reason` to the quarantine file"
     if isinstance(raw, bytes): raw = raw.decode('utf-8', errors='replace')
     raw = self.clean(raw if isinstance(raw, str) else _jsonable(raw), raw if isinstance(raw, str) else None)
+    if self.scrub is not None and not isinstance(raw, str): raw = _nested_json(raw, self.clean)
     _write_line(self, '_qf', self.quarantine, {'path': err.path, 'line': err.line, 'record_type': record_type,
                                                'reason': reason, 'raw': raw})
 

@@ -121,12 +121,14 @@ def mentions_any(t:Trajectory, values:dict)->bool:
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #c3a23bbb
 def redact_params(t:Trajectory, redactor, values:dict, report)->Trajectory:
-    "`t` with its tool calls' params redacted in one pass (counted in `report`, values kept), a hashed id recomputed"
+    "`t` with its calls' params and names from its file redacted in one pass (counted, values kept), a hashed id remade"
     calls = [s.action for s in t.steps if s.action is not None and s.action.params]
-    new, c = redactor.clean([a.params for a in calls], None, values) if calls else ([], {})
+    names = [t.source.path, t.task.id, t.id]            # a folder or file name, and the ids adapters make of it
+    (params, (path, tid, xid)), c = redactor.clean([[a.params for a in calls], names], None, values)
     if not c: return t
     for k, n in c.items(): report.redacted(k, n)
     hashed = t.id == t.content_hash()                 # asked before the change
-    for a, p in zip(calls, new): a.params = p
-    if hashed: t.id = t.content_hash()
+    for a, p in zip(calls, params): a.params = p
+    t.source.path, t.task.id = path, tid
+    t.id = t.content_hash() if hashed else xid
     return t
