@@ -35,6 +35,20 @@ def test_a_cut_off_array_is_reported_on_one_line_without_its_text():
     reasons = [str(e) for e in rep.errors]
     assert any('not valid JSON after item 2 (parse error: premature EOF)' in r for r in reasons), reasons
     assert not any('\n' in r or 'right here' in r for r in reasons)
+    o = ts[0].outcome                                                # and its one conversation is marked cut off
+    assert o.truncated and not o.terminated and 'not valid JSON after item 2' in o.reason, o
+
+
+def test_a_cut_off_openhands_export_is_truncated(tmp_path):
+    "An OpenHands event array cut mid-event gave a trajectory with truncated=False (only the error said otherwise)"
+    whole = (Path(__file__).parent / 'fixtures' / 'recorder' / 'openhands' / 'trajectory.json').read_bytes()
+    cut = tmp_path / 'trajectory.json'
+    cut.write_bytes(whole[:len(whole) * 2 // 3])
+    for p, want in ((Path(__file__).parent / 'fixtures' / 'recorder' / 'openhands' / 'trajectory.json', False), (cut, True)):
+        rep = ConversionReport()
+        ts = list(convert(p, format='openhands', report=rep))
+        assert len(ts) == 1 and ts[0].outcome.truncated is want, (p, ts[0].outcome)
+    assert 'not valid JSON after item' in ts[0].outcome.reason and ts[0].steps
 
 
 def test_a_file_name_that_is_not_utf8_does_not_stop_the_batch(tmp_path):
@@ -145,3 +159,47 @@ def test_redact_config_errors_name_the_file_and_the_entry(tmp_path):
                             '--no-progress', '--redact-config', str(cfg)], capture_output=True, text=True)
         assert r.returncode != 0 and f"{cfg}: " in r.stderr and want in r.stderr, r.stderr
         assert 'Traceback' not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_token_in_a_folder_name_does_not_reach_the_trajectory(tmp_path):
+    "source.path (and ids made of the file's path) kept a token that only the folder name held"
+    import shutil
+    tok = 'ghp_' + 'R8fJ2kLmQ9zXc4VbN7tY1uIoP3aSdF6gH0jK'
+    d = tmp_path / tok; d.mkdir()
+    shutil.copy(Path(__file__).parent / 'fixtures' / 'recorder' / 'openhands' / 'trajectory.json', d / 'trajectory.json')
+    rep = ConversionReport()
+    ts = list(convert(d / 'trajectory.json', format='openhands', report=rep))
+    assert len(ts) == 1 and ts[0].steps
+    assert tok not in ts[0].model_dump_json() and rep.redactions.get('github_token'), ts[0].source
+    assert tok in list(convert(d / 'trajectory.json', format='openhands', redact=False))[0].source.path   # asked not to
+
+
+def test_a_quarantined_record_keeps_no_secret_inside_its_json_arguments(tmp_path):
+    "A record quarantined whole kept a secret that sat inside a JSON string (tool arguments): its quotes escaped twice"
+    import json
+    args = json.dumps({'command': 'curl -d "{\\"token\\": \\"Zq81LmWx0pTr9k\\"}" https://x'})
+    bad = {'messages': 'not a list', 'request': {'tool_calls': [{'function': {'name': 'shell', 'arguments': args}}]}}
+    p = tmp_path / 'log.jsonl'; p.write_text(json.dumps(bad) + '\n')
+    rep = ConversionReport(quarantine=tmp_path / 'quarantine.jsonl')
+    assert list(convert(p, format='openai-chat', report=rep)) == []
+    rep.close()
+    q = (tmp_path / 'quarantine.jsonl').read_text()
+    assert 'Zq81LmWx0pTr9k' not in q and rep.redactions == {'secret_assignment': 1}
+    raw = json.loads(q)['raw']['request']['tool_calls'][0]['function']['arguments']
+    assert json.loads(raw)['command'].startswith('curl -d') and raw.startswith('{"command": ')   # still its JSON, same layout
+
+
+def test_a_link_back_up_does_not_read_a_folder_again(tmp_path):
+    "A symlink to a parent folder made every file under it convert 41 times (until the kernel's link limit)"
+    from knowlyr_lab.recorder.convert import iter_log_files
+    (tmp_path / 'logs' / 'sub').mkdir(parents=True)
+    (tmp_path / 'logs' / 'sub' / 'a.jsonl').write_text('{}\n')
+    (tmp_path / 'logs' / 'sub' / 'up').symlink_to('..')
+    skipped = []
+    assert [p.name for p in iter_log_files(tmp_path / 'logs', skipped)] == ['a.jsonl']
+    assert [s['why'] for s in skipped] == ['a directory already read (a link)']
+    assert len(list(iter_log_files([tmp_path / 'logs', tmp_path / 'logs' / 'sub']))) == 1    # a folder named twice
+    rep = ConversionReport()
+    src = Path(__file__).parent / 'fixtures' / 'recorder' / 'openhands' / 'trajectory.json'
+    (tmp_path / 'logs' / 'sub' / 'trajectory.json').write_bytes(src.read_bytes())
+    assert len(list(convert(tmp_path / 'logs', format='openhands', report=rep))) == 1

@@ -187,16 +187,17 @@ def _feed_tool_result(b:ChatBuilder, msg:dict, rt:str, line:int|None, t)->str:
 # %% ../../nbs/22_recorder_chat.ipynb #0592688f
 def _segments(blocks:list, role:str, where:str)->tuple[list, list, list]:
     "(segments {texts, calls, results}, thinking texts, other blocks) of a message's content `blocks`"
-    segs, thinking, other = [{'texts': [], 'calls': [], 'results': []}], [], []
+    segs, thinking, other = [{'texts': [], 'calls': [], 'results': [], 'cites': []}], [], []
     for k, blk in enumerate(blocks):
         ty = blk.get('type') if isinstance(blk, dict) else None
         is_text = (isinstance(blk, str) or ty == 'text'
                    or (ty is None and isinstance(blk, dict) and isinstance(blk.get('text'), str)))
         if is_text and role == 'assistant' and (segs[-1]['results'] or segs[-1]['calls']):
-            segs.append({'texts': [], 'calls': [], 'results': []})
+            segs.append({'texts': [], 'calls': [], 'results': [], 'cites': []})
         cur = segs[-1]
         if isinstance(blk, str): cur['texts'].append(blk)
-        elif is_text: cur['texts'].append(blk.get('text') or '')
+        elif is_text:       # with Anthropic's sources it cites
+            cur['texts'].append(blk.get('text') or ''); cur['cites'] += blk.get('citations') or []
         elif ty == 'thinking': thinking.append(blk.get('thinking') or '')
         elif ty == 'redacted_thinking': thinking.append('[redacted thinking]')
         elif ty in ('tool_use', 'server_tool_use', 'mcp_tool_use'):
@@ -231,6 +232,12 @@ def _with_refusal(msg:dict, texts:list, meta:dict)->dict:
     if r not in texts: texts.append(r)
     return {**meta, 'refusal': True}
 
+# %% ../../nbs/22_recorder_chat.ipynb #7b6c7639
+def _with_sources(msg:dict, segs:list, meta:dict)->dict:
+    "OpenAI's `annotations` (url citations) and the text blocks' `citations` (Anthropic), kept in the step's meta"
+    ann, cites = msg.get('annotations'), [c for sg in segs for c in sg.get('cites', ())]
+    return {**meta, **({'annotations': ann} if ann else {}), **({'citations': cites} if cites else {})}
+
 # %% ../../nbs/22_recorder_chat.ipynb #ef2a2a8e
 def _feed_assistant(b:ChatBuilder, msg:dict, segs:list, thinking:list, where:str, usage:TokenUsage|None,
                     response_id:str|None, t, model:str|None, meta:dict)->list:
@@ -238,7 +245,7 @@ def _feed_assistant(b:ChatBuilder, msg:dict, segs:list, thinking:list, where:str
     segs[0]['calls'] = segs[0]['calls'] + _calls_openai(msg, where)
     reasoning = msg.get('reasoning_content') or msg.get('reasoning')
     if isinstance(reasoning, str) and reasoning: thinking.append(reasoning)
-    meta, orphans = _with_refusal(msg, segs[0]['texts'], meta), []
+    meta, orphans = _with_sources(msg, segs, _with_refusal(msg, segs[0]['texts'], meta)), []
     for i, sg in enumerate(segs):
         if i == 0:
             b.add_assistant(_join(sg['texts']), sg['calls'], '\n\n'.join(thinking) or None,

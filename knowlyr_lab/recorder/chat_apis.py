@@ -15,7 +15,7 @@ from fastcore.basics import patch
 
 from .base import LogAdapter, register_adapter
 from .chat import convert_cassette, convert_messages
-from .reading import iter_json_items, iter_jsonl, json_shape, read_json
+from .reading import cut_off, iter_json_items, iter_jsonl, json_shape, read_json
 from .values import usage_from
 
 # %% auto #0
@@ -113,7 +113,8 @@ def _convert_array(self, path, report, response_of):
             def msgs(item=item):
                 yield item
                 for _, m in items: yield m
-            yield _one(self, path, report, {'messages': msgs()}, None, response_of); return
+            t = _one(self, path, report, {'messages': msgs()}, None, response_of)
+            yield cut_off(t, report, path, None, items.cut) if items.cut else t; return
         if not isinstance(item, dict) or not isinstance(item.get('messages'), list):
             report.bad_record(path, k, "item: expected an object with a 'messages' list", item,
                               record_type='conversation'); continue

@@ -107,17 +107,22 @@ def detect_format(path)->str:
 
 # %% ../../nbs/28_recorder_convert.ipynb #6913f288
 def iter_log_files(paths:Iterable|str|Path,  # files or directories
-                   skipped:list|None=None,     # receives {path, why} for each hidden directory not entered
+                   skipped:list|None=None,     # receives {path, why} for each directory not entered
                   )->Iterator[Path]:
-    "Files named by `paths`, directories expanded recursively (sorted); hidden files read, hidden directories skipped"
+    "Files named by `paths`, directories expanded recursively (sorted) and each read once; hidden directories skipped"
     if isinstance(paths, (str, Path)): paths = [paths]
+    seen = set()                                        # (device, inode) of each directory read
     for p in paths:
         p = Path(p)
         if not p.is_dir(): yield p; continue
         todo = [p]
         while todo:
             d = todo.pop()
-            subdirs = []
+            st = d.stat(); key = (st.st_dev, st.st_ino)
+            if key in seen:                             # a link back up, or a folder named twice
+                if skipped is not None: skipped.append({'path': str(d), 'why': 'a directory already read (a link)'})
+                continue
+            seen.add(key); subdirs = []
             for q in sorted(d.iterdir()):
                 if q.is_dir():
                     if q.name.startswith('.'):          # .git, .venv, .cache...: say so rather than skip in silence

@@ -15,7 +15,7 @@ from fastcore.basics import patch
 from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .openhands import exit_code, is_openhands_v1
-from .reading import iter_json_items, iter_jsonl, json_shape, read_json
+from .reading import cut_off, iter_json_items, iter_jsonl, json_shape, read_json
 from .report import ConversionReport
 from .values import content_text, parse_arguments
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
@@ -255,8 +255,9 @@ def convert(self:OpenHandsSDKAdapter, path, report:ConversionReport)->Iterator[T
     path = Path(path)
     if not path.name.endswith(('.jsonl', '.jsonl.gz')):
         if json_shape(path) == 'array':     # the events as one JSON array: streamed, not loaded whole
-            t = self._file_episode(path, report, (ev for _, ev in iter_json_items(path, report)))
-            if t is not None: yield t
+            items = iter_json_items(path, report)
+            t = self._file_episode(path, report, (ev for _, ev in items))
+            if t is not None: yield cut_off(t, report, path, None, items.cut) if items.cut else t
             return
         data = read_json(path, report)
         if data is None: return

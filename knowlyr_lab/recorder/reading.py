@@ -24,7 +24,7 @@ from .report import ConversionReport
 # %% auto #0
 __all__ = ['READ_ERRORS', 'open_bytes', 'read_error', 'loads_json', 'iter_jsonl', 'salvage_json', 'duplicate_keys',
            'warn_duplicate_keys', 'decode_text', 'read_text', 'read_json', 'read_yaml', 'ends_mid_line', 'cut_off',
-           'iter_json_items', 'json_shape']
+           'JsonItems', 'iter_json_items', 'json_shape']
 
 # %% ../../nbs/20b_recorder_reading.ipynb #3db87e4e
 def open_bytes(path)->io.BufferedIOBase:
@@ -331,12 +331,9 @@ def cut_off(traj, report:ConversionReport, path, line:int|None, # where the unfi
     o.reason = f"log cut off at line {line}: {why}" + (f"; {o.reason}" if o.reason else '')
     return traj
 
-# %% ../../nbs/20b_recorder_reading.ipynb #e22d717a
-def iter_json_items(path,                     # a .json or .json.gz file holding an array
-                    report:ConversionReport,  # receives a syntax error, bytes read, and redacts each item
-                    prefix:str='item',        # ijson prefix of the items ('item': the top-level array)
-                   )->Iterator[tuple[int, Any]]: # (1-based item number, item)
-    "Stream the items of a JSON array without loading the document"
+# %% ../../nbs/20b_recorder_reading.ipynb #5828cf3b
+def _json_items(box, path, report, prefix:str):
+    "The items of `path`'s array, each redacted; a syntax or read error reported once, and kept in `box.cut`"
     import ijson
     k = 0
     try:
@@ -346,10 +343,27 @@ def iter_json_items(path,                     # a .json or .json.gz file holding
             report.bytes_read += f.tell() if hasattr(f, 'tell') else 0
     except ijson.JSONError as e:
         why = (str(e).strip().splitlines() or [type(e).__name__])[0]   # ijson's next lines quote the document
-        report.bad_record(path, None, f"not valid JSON after item {k} ({why})", None, record_type='(document)',
-                          aggregate=True)
+        box.cut = f"not valid JSON after item {k} ({why})"
+        report.bad_record(path, None, box.cut, None, record_type='(document)', aggregate=True)
     except READ_ERRORS as e:
-        report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True)
+        box.cut = read_error(e)
+        report.bad_record(path, None, box.cut, None, record_type='(file)', aggregate=True)
+
+# %% ../../nbs/20b_recorder_reading.ipynb #e22d717a
+class JsonItems:
+    "The items of a JSON array as (1-based number, item), read once; `cut`: why it stopped early (None: it ended)"
+    def __init__(self, path, report:ConversionReport, prefix:str='item'):
+        self.cut, self._it = None, _json_items(self, path, report, prefix)
+    def __iter__(self): return self
+    def __next__(self): return next(self._it)
+
+# %% ../../nbs/20b_recorder_reading.ipynb #41425aa4
+def iter_json_items(path,                     # a .json or .json.gz file holding an array
+                    report:ConversionReport,  # receives a syntax error, bytes read, and redacts each item
+                    prefix:str='item',        # ijson prefix of the items ('item': the top-level array)
+                   )->JsonItems:              # (1-based item number, item) pairs; then `.cut`
+    "Stream the items of a JSON array without loading the document"
+    return JsonItems(path, report, prefix)
 
 # %% ../../nbs/20b_recorder_reading.ipynb #5331f9e8
 def json_shape(path, head:bytes|str|None=None)->str:
