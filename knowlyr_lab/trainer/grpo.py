@@ -48,11 +48,14 @@ def rollout(self:GRPOTrainer, seeds:list[int])->list[list[Trajectory]]:
         agent = inf.create_agent(self.system_prompt, c.max_completion_length, c.temperature, tools=self.tools
                                  if self.tools is not None else [])
     jobs = [(None, None, s) for s in seeds for _ in range(G)]
-    was = self.model.training; self.model.eval()
+    was, envs = self.model.training, []
+    self.model.eval()
     try:
-        trajs = run_episodes([make(c.env_id) for _ in jobs], agent, jobs,
-                             dataclasses.replace(c.rollout, record_tokens=True))
-    finally: self.model.train(was)
+        for _ in jobs: envs.append(make(c.env_id))
+        trajs = run_episodes(envs, agent, jobs, dataclasses.replace(c.rollout, record_tokens=True))
+    finally:
+        self.model.train(was)
+        for e in envs: e.close()          # its sandbox or remote session: every update makes new ones
     return [trajs[k:k + G] for k in range(0, len(trajs), G)]
 
 # %% ../../nbs/66_trainer_grpo.ipynb #c60a8657
