@@ -17,7 +17,7 @@ from typing import Any
 
 from fastcore.basics import patch
 
-from .core import KnowlyrError, parse_action, schema_name, schema_params
+from .core import InvalidActionError, KnowlyrError, parse_action, schema_name, schema_params
 from .random_calls import random_call
 
 # %% auto #0
@@ -233,7 +233,10 @@ def _read(self:OpenAIAgent, r)->tuple:
     if not r.choices: raise AgentError(f"{self.base_url or 'OpenAI'} returned no choices")
     msg = r.choices[0].message
     if msg.tool_calls:
-        a = parse_action(msg.tool_calls[0])
+        tc = msg.tool_calls[0]
+        try: a = parse_action(tc)
+        # arguments that are not JSON: the call as it came, which the env reports as an invalid action the model sees
+        except InvalidActionError: return (tc if isinstance(tc, dict) else tc.model_dump()), usage
         if msg.content: a['thought'] = msg.content
         return a, usage
     return msg.content or '', usage
