@@ -153,9 +153,12 @@ def _in_threads(plan, chunks, n_workers)->Iterator[list]:
     def run(chunk):
         if not hasattr(local, 'w'): local.w = _Worker(*plan); made.put(local.w)
         return local.w.run(chunk, dicts=False)
-    with cf.ThreadPoolExecutor(n_workers, thread_name_prefix='knowlyr-collect') as ex:
+    ex = cf.ThreadPoolExecutor(n_workers, thread_name_prefix='knowlyr-collect')
+    try:
         for f in cf.as_completed([ex.submit(run, c) for c in chunks]): yield f.result()
-    while not made.empty(): made.get().close()
+    finally:                              # also when the caller stops early or a chunk raised
+        ex.shutdown(cancel_futures=True)  # the chunks not started never start
+        while not made.empty(): made.get().close()
 
 # %% ../../nbs/40c_rollout_collect.ipynb #2001a827
 def _in_processes(plan, chunks, n_workers)->Iterator[list]:
