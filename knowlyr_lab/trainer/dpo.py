@@ -126,7 +126,8 @@ class DPOTrainer(BaseTrainer):
 def _logps(self:DPOTrainer, model, idx):
     "(chosen, rejected) summed (or mean, for IPO) log-probs of pairs `idx`: the 2n sequences in one padding-free row"
     ss = [self.pairs[i]['chosen'] for i in idx] + [self.pairs[i]['rejected'] for i in idx]
-    lp, owner, _ = self._scored_logps(ss, model)
+    # the trainer's precision for the policy and any reference alike: equal weights give equal log-probs
+    with self.autocast(): lp, owner, _ = self._scored_logps(ss, model)
     s = torch.zeros(len(ss), dtype=lp.dtype, device=lp.device).index_add(0, owner, lp)
     if self.config.loss_type == 'ipo': s = s / torch.bincount(owner, minlength=len(ss)).clamp(min=1)
     return s[:len(idx)], s[len(idx):]
@@ -227,7 +228,7 @@ def compute_loss(self:DPOTrainer, b:dict)->tuple:
     losses, cr, rj = dpo_loss(pc, pr, rc, rr, c.beta, c.loss_type, c.label_smoothing)
     n = torch.tensor([max(1, sum(l != -100 for l in self.pairs[i]['chosen']['labels'])) for i in idx], device=pc.device,
                      dtype=pc.dtype)
-    nll = -pc / n                      # the chosen side's mean NLL per scored token
+    nll = -pc if c.loss_type == 'ipo' else -pc / n   # the chosen side's mean NLL per scored token (IPO's pc is a mean)
     if c.rpo_alpha: losses = losses + c.rpo_alpha * nll
     return losses.sum(), {'rewards/chosen': cr.sum().item(), 'rewards/rejected': rj.sum().item(),
                           'rewards/accuracies': (cr > rj).float().sum().item(), 'nll/chosen': nll.detach().sum().item()}
