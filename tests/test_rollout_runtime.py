@@ -150,3 +150,34 @@ def test_the_infrastructure_verdict_is_the_same_whatever_was_imported():
         'remote dropped': 'RemoteEnvError: connection lost', 'user simulator': 'UserSimulatorError: model failed',
         'connection': 'ConnectionError: refused', 'timeout': 'TimeoutError: slow', 'own subclass': 'JudgeDown: judge down',
         'workspace error': None, 'env bug': None, 'chained': 'RemoteEnvError: server gone'}
+
+
+MARKED_MAZE = '''
+import os, uuid
+from pathlib import Path
+from knowlyr_lab.envs.maze import MazeEnv
+DIR = Path(os.environ['KNOWLYR_TEST_MARKS'])
+class MarkedMaze(MazeEnv):
+    "A maze that leaves a file while it is open, and one per episode started"
+    def __init__(self):
+        super().__init__('easy'); self._mark = DIR / f'open-{uuid.uuid4().hex}'; self._mark.touch()
+    def close(self): self._mark.unlink(missing_ok=True); super().close()
+    def _reset(self, task=None, seed=None):
+        (DIR / f'reset-{uuid.uuid4().hex}').touch(); return super()._reset(task, seed)
+'''
+
+def test_process_workers_close_their_envs(tmp_path, monkeypatch):
+    "A process pool's workers left every env open at exit, and closing the iterator early waited for every episode"
+    from knowlyr_lab.agents import ExpertAgent
+    (tmp_path / 'marked_maze.py').write_text(MARKED_MAZE)
+    marks = tmp_path / 'marks'; marks.mkdir()
+    monkeypatch.setenv('KNOWLYR_TEST_MARKS', str(marks)); monkeypatch.syspath_prepend(str(tmp_path))
+    from marked_maze import MarkedMaze
+    ts = collect(MarkedMaze, ExpertAgent, 4, n_workers=2, backend='process', progress=False)
+    assert [t.outcome.success for t in ts] == [True] * 4
+    assert not list(marks.glob('open-*')) and len(list(marks.glob('reset-*'))) == 4
+    for f in marks.iterdir(): f.unlink()
+    it = iter_collect(MarkedMaze, ExpertAgent, 40, n_workers=2, backend='process', progress=False)
+    next(it); it.close()                                         # the caller stops after one episode
+    assert not list(marks.glob('open-*'))                        # every worker's env closed
+    assert len(list(marks.glob('reset-*'))) < 40                 # and the episodes not started never ran

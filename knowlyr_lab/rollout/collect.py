@@ -11,6 +11,7 @@ import concurrent.futures as cf
 import copy
 import inspect
 import multiprocessing as mp
+import multiprocessing.util as mpu
 import os
 import time
 import warnings
@@ -90,6 +91,8 @@ _PROC_WORKER = None
 def _proc_init(spec):
     global _PROC_WORKER
     _PROC_WORKER = _Worker(*spec)
+    # its envs closed as the process ends (the pool ends it: `atexit` does not run there, these finalizers do)
+    mpu.Finalize(None, _PROC_WORKER.close, exitpriority=10)
 def _proc_run(chunk): return _PROC_WORKER.run(chunk)
 
 # %% ../../nbs/40c_rollout_collect.ipynb #15220332
@@ -162,9 +165,10 @@ def _in_threads(plan, chunks, n_workers)->Iterator[list]:
 
 # %% ../../nbs/40c_rollout_collect.ipynb #2001a827
 def _in_processes(plan, chunks, n_workers)->Iterator[list]:
-    with cf.ProcessPoolExecutor(n_workers, mp_context=mp.get_context('spawn'), initializer=_proc_init,
-                                initargs=(plan,)) as ex:
+    ex = cf.ProcessPoolExecutor(n_workers, mp_context=mp.get_context('spawn'), initializer=_proc_init, initargs=(plan,))
+    try:
         for f in cf.as_completed([ex.submit(_proc_run, c) for c in chunks]): yield f.result()
+    finally: ex.shutdown(cancel_futures=True)    # stopped early or a chunk raised: the chunks not started never start
 
 # %% ../../nbs/40c_rollout_collect.ipynb #d7d27f1f
 def _in_ray(plan, chunks, n_workers, address)->Iterator[list]:
