@@ -291,3 +291,23 @@ def test_a_lone_surrogate_is_a_400_that_costs_no_one_else(plain, tmp_path):
     assert [out[f'innocent-{k}'][0] for k in range(4)] == [200] * 4, out
     assert not srv.recorder.errors
     assert sorted(t.task.instruction for t in TrajectoryStore(tmp_path / 'store')) == [f'innocent {k}' for k in range(4)]
+
+def test_an_exchange_answered_while_the_server_stops_is_recorded(plain, tmp_path):
+    "On main `shutdown` flushed the recorder while a request was still generating: its client got a 200, the store nothing"
+    import threading
+    import time
+
+    from knowlyr_lab.hub.store import TrajectoryStore
+    srv = plain.serve(record_to=tmp_path / 'store')
+    got = {}
+    t = threading.Thread(target=lambda: got.update(r=_post(srv.url, {'messages': [{'role': 'user', 'content': 'hi'}], 'max_tokens': 400})))
+    try:
+        t.start()
+        for _ in range(600):                               # wait until the model is busy with it
+            if srv.lock.locked(): break
+            time.sleep(0.05)
+        assert srv.lock.locked()
+    finally: srv.shutdown(); srv.server_close()            # as `serve` does on Ctrl-C
+    t.join(120)
+    assert got['r'][0] == 200
+    assert len(list(TrajectoryStore(tmp_path / 'store'))) == 1 and not srv.recorder._chains

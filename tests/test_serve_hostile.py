@@ -190,3 +190,27 @@ def test_the_serve_command_takes_the_connection_limits(tmp_path):
         assert _wait(lambda: _post(url, _req(), timeout=30)[0] == 200)
     finally:
         p.terminate(); p.communicate(timeout=60)
+
+# A review of the serving layer (2026-11-30): requests that got no HTTP answer, or were read past the body limit.
+
+def test_a_negative_content_length_is_refused_not_read_to_the_end(srv):
+    host, port = srv.server_address
+    sock = socket.create_connection((host, port), timeout=60)
+    try:      # on main rfile.read(-1) read to the end of the stream: any size, past MAX_BODY_BYTES (30 MB took 6 GB)
+        sock.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
+                     b'Content-Length: -1\r\n\r\n' + _req())
+        answer = b''
+        while (piece := sock.recv(65536)): answer += piece           # the server answers and closes without waiting for EOF
+    finally: sock.close()
+    assert answer.startswith(b'HTTP/1.0 400') and b'Content-Length must be a non-negative integer' in answer, answer[:300]
+
+@pytest.mark.parametrize('body,status', [
+    (b'[' * 100_000, 400),                                   # nested past the decoder's recursion limit: a RecursionError
+    (_req(top_p=0, temperature=1.0), 200),                   # OpenAI's top_p = 0: every token was cut, the draw raised
+    (_req(temperature=1e-45), 200),                          # a denormal T: logits / T overflowed to inf - inf
+    (_req(top_p=0.0, temperature=0.5, n=2), 200),
+])
+def test_every_request_gets_an_answer(srv, body, status):
+    got, resp = _post(srv.url, body)            # on main: no answer at all (the connection closed, a traceback on stderr)
+    assert got == status, resp
+    if status == 200: assert all(c['message']['content'] is not None for c in resp['choices'])

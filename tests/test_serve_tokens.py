@@ -39,3 +39,21 @@ def test_without_the_options_the_answer_is_plain(served):
     r = openai.OpenAI(base_url=srv.url, api_key='x').chat.completions.create(model='tiny', messages=[{'role': 'user', 'content': 'hi'}], max_tokens=4)
     d = r.model_dump()
     assert r.choices[0].logprobs is None and 'prompt_token_ids' not in d and 'token_ids' not in d['choices'][0]
+
+def test_a_stream_carries_logprobs_and_token_ids(served):
+    "A streamed answer gives what the plain one gives: log-probs and token ids (on main every chunk had logprobs None)"
+    import openai
+    inf, srv = served
+    client = openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0)
+    msgs = [{'role': 'user', 'content': 'You are at row 0, col 0.'}]
+    kw = dict(model='tiny', messages=msgs, max_tokens=10, logprobs=True, top_logprobs=2, extra_body={'return_token_ids': True})
+    plain = client.chat.completions.create(**kw).model_dump()
+    chunks = [c.model_dump() for c in client.chat.completions.create(**kw, stream=True)]
+    lps = [x for c in chunks for ch in c['choices'] if ch['logprobs'] for x in ch['logprobs']['content']]
+    assert lps == plain['choices'][0]['logprobs']['content']
+    assert [i for c in chunks for ch in c['choices'] for i in ch.get('token_ids') or []] == plain['choices'][0]['token_ids']
+    assert chunks[0]['prompt_token_ids'] == plain['prompt_token_ids'] and all('prompt_token_ids' not in c for c in chunks[1:])
+    with client.chat.completions.stream(**kw) as s:     # the SDK's own accumulation (its final parse refuses 'length')
+        for _ in s: pass
+        final = s.current_completion_snapshot
+    assert [x.logprob for x in final.choices[0].logprobs.content] == [x['logprob'] for x in lps]

@@ -31,3 +31,20 @@ def test_static_decoding_gives_what_the_dynamic_cache_gives():
     assert [r['token_ids'] for r in a] == [r['token_ids'] for r in b]
     assert torch.allclose(torch.tensor([x for r in a for x in r['token_logprobs']]),
                           torch.tensor([x for r in b for x in r['token_logprobs']]), atol=1e-4)
+
+def test_logprobs_survive_a_step_output_that_is_overwritten(monkeypatch):
+    "A replayed CUDA graph returns the same output tensor each step; asked-for log-probs must not all be the last step's"
+    from knowlyr_lab.serving.static_decode import StaticDecoder
+    model, tok = _model()
+    conv = [[{'role': 'user', 'content': 'multiply 864 by 41 please'}]]
+    want = AgentInference(model, tok, prefix_cache=0).generate(conv, max_new_tokens=8, logprobs=2)[0]['logprobs']
+    step = StaticDecoder.step
+    def replayed(self, x, pos):               # as on a GPU: one static buffer, written over at every replay (fp32: no copy)
+        out = step(self, x, pos)
+        if not hasattr(self, 'buf'): self.buf = torch.empty_like(out)
+        return self.buf.copy_(out)
+    monkeypatch.setattr(StaticDecoder, 'step', replayed)
+    got = AgentInference(model, tok, prefix_cache=0, static_cache=True).generate(conv, max_new_tokens=8, logprobs=2)[0]['logprobs']
+    assert [d['id'] for d in got] == [d['id'] for d in want] and len(got) > 2
+    assert torch.allclose(torch.tensor([d['logprob'] for d in got]), torch.tensor([d['logprob'] for d in want]), atol=1e-4)
+    assert [[j for j, _ in d['top']] for d in got] == [[j for j, _ in d['top']] for d in want]

@@ -49,7 +49,7 @@ def reply_message(out:dict, tools)->tuple[dict, str]:
 
 # %% ../../nbs/53c_serving_completions.ipynb #6c2bbf94
 def stream_chunks(choices:list[dict])->list[list[dict]]:
-    "The streamed deltas of each choice, in order: role, content pieces, tool calls, finish reason"
+    "The streamed deltas of each choice, in order: role, content pieces, tool calls, finish reason (with log-probs, ids)"
     out = []
     for ch in choices:
         i, m = ch['index'], ch['message']
@@ -58,7 +58,8 @@ def stream_chunks(choices:list[dict])->list[list[dict]]:
         out += [[{'index': i, 'delta': {'content': piece}, 'finish_reason': None}] for piece in pieces]
         calls = enumerate(m.get('tool_calls') or [])
         out += [[{'index': i, 'delta': {'tool_calls': [{'index': k, **tc}]}, 'finish_reason': None}] for k, tc in calls]
-        out.append([{'index': i, 'delta': {}, 'finish_reason': ch['finish_reason']}])
+        extra = {k: ch[k] for k in ('logprobs', 'token_ids') if k in ch}      # the pieces are words, not tokens
+        out.append([{'index': i, 'delta': {}, 'finish_reason': ch['finish_reason'], **extra}])
     return out
 
 # %% ../../nbs/53c_serving_completions.ipynb #b1f8944f

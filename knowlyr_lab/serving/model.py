@@ -111,25 +111,30 @@ def _sample(logits:torch.Tensor, # (B, V) next-token logits
     if temperature <= 0:
         nxt = logits.argmax(-1)
         return nxt, torch.zeros(nxt.shape, device=nxt.device)     # a greedy pick has probability 1
-    lp = torch.log_softmax(logits.float() / temperature, -1)
+    # below 1e-30 the draw is the argmax already, and logits / T stays finite (a denormal T: inf - inf, NaN)
+    lp = torch.log_softmax(logits.float() / max(temperature, 1e-30), -1)
     if top_p < 1.0:
         sp, si = lp.sort(-1, descending=True)
-        # past the nucleus: the tokens before already hold top_p
+        # past the nucleus: the tokens before already hold top_p; the most likely token always stays (top_p = 0)
         out = sp.exp().cumsum(-1) - sp.exp() >= top_p
+        out[:, 0] = False
         lp = torch.log_softmax(lp.scatter(-1, si, sp.masked_fill(out, float('-inf'))), -1)
     nxt = torch.multinomial(lp.exp(), 1).squeeze(1)
     return nxt, lp.gather(-1, nxt[:, None]).squeeze(1)
 
 # %% ../../nbs/55_serving_model.ipynb #2d590558
-def _token_logprobs(logits:list, row:int, ids:list[int], top:int)->list[dict]:
-    "Per generated token of batch row `row`: its id, log-probability and the `top` most likely ids with theirs"
-    out = []
-    for t, tid in enumerate(ids):
-        lp = torch.log_softmax(logits[t][row].float(), -1)
-        alt = torch.topk(lp, top) if top else None
-        out.append({'id': tid, 'logprob': float(lp[tid]),
-                    'top': [(int(j), float(v)) for v, j in zip(alt.values, alt.indices)] if top else []})
-    return out
+def _step_logprobs(logits:torch.Tensor, # (B, V) one step's raw logits
+                   nxt:torch.Tensor,      # (B,) the tokens drawn
+                   top:int)->tuple:       # alternatives kept
+    "(B,) log-probs of the drawn tokens, (B, top) the most likely ones' and their ids: all a step keeps, not its logits"
+    lp = torch.log_softmax(logits.float(), -1)
+    alt = torch.topk(lp, top)
+    return lp.gather(-1, nxt[:, None]).squeeze(1), alt.values, alt.indices
+
+def _token_logprobs(steps:list, row:int, ids:list[int])->list[dict]:
+    "Per generated token of batch row `row`: its id, log-probability and the top ids with theirs (`_decode`'s lists)"
+    lp, vals, alts = (s[row] for s in steps)
+    return [{'id': tid, 'logprob': lp[t], 'top': list(zip(alts[t], vals[t]))} for t, tid in enumerate(ids)]
 
 # %% ../../nbs/55_serving_model.ipynb #532952a5
 class _ReservedLayer(DynamicLayer):
@@ -159,9 +164,10 @@ def _reserve(past, extra:int):
 def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, attention_mask and maybe past_key_values
             max_new_tokens:int, temperature:float, top_p:float, eos_id:int, pad_id:int,
             stop=None,                    # a zero-argument callable: True ends every row now
-            keep_logits:bool=False,       # also return each step's raw logits
+            top_logprobs:int|None=None,   # also return per step the model's log-probs: the token's, this many top ones
             static:bool=False):           # decode over a cache of fixed size (`StaticDecoder`: CUDA graphs on a GPU)
-    "(tokens [B, T], their sampling log-probs [B, T], raw logits per step or [], the cache): one forward pass per token"
+    ("(tokens [B, T], their sampling log-probs [B, T], the model's [B, T] with the top [B, T, k] and their ids or [], "
+     "the cache): one forward pass per token")
     ck, pos_ok = 'cache' if forward_takes(model, 'cache') else 'past_key_values', forward_takes(model, 'position_ids')
     x, mask, past = inputs['input_ids'], inputs['attention_mask'], inputs.get('past_key_values')
     if past is not None: x = x[:, past.get_seq_length():]     # the cached prefix is not fed again: only what follows it
@@ -182,13 +188,15 @@ def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, at
         nxt, lp = _sample(logits, temperature, top_p)
         # a finished row pads (and is cut at its end-of-turn token)
         nxt = nxt.masked_fill(done, pad_id)
-        toks.append(nxt); lps.append(lp); raw += [logits] if keep_logits else []
+        toks.append(nxt); lps.append(lp)
+        # read now: a replayed CUDA graph overwrites its logits at the next step
+        if top_logprobs is not None: raw.append(_step_logprobs(logits, nxt, top_logprobs))
         done |= nxt == eos_id
         if bool(done.all()) or (stop is not None and stop()): break
         x, pos = nxt[:, None], pos[:, -1:] + 1
         # the static decoder keeps its own mask: only the growing cache needs this one longer
         if dec is None: mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], 1)
-    return torch.stack(toks, 1), torch.stack(lps, 1), raw, past
+    return torch.stack(toks, 1), torch.stack(lps, 1), [torch.stack(s, 1).tolist() for s in zip(*raw)], past
 
 # %% ../../nbs/55_serving_model.ipynb #729fa314
 def _result(tok, row:list[int], lp:list[float], prompt_ids:list[int])->dict:
@@ -223,11 +231,11 @@ def generate(self:AgentInference, conversations:list[list[dict]], # chats to con
     if seed is not None: torch.manual_seed(seed)
     new, lps, raw, past = _decode(self.model, inputs, max_new_tokens, temperature, top_p, tok.eos_token_id,
                                   tok.pad_token_id,
-                                  stop, logprobs is not None,
+                                  stop, logprobs,
                                   self.model.device.type == 'cuda' if self.static_cache is None else self.static_cache)
     res = [_result(tok, row, lp, ids[i]) for i, (row, lp) in enumerate(zip(new.tolist(), lps.tolist()))]
     if logprobs is not None:
-        for i, r in enumerate(res): r['logprobs'] = _token_logprobs(raw, i, r['token_ids'], logprobs)
+        for i, r in enumerate(res): r['logprobs'] = _token_logprobs(raw, i, r['token_ids'])
     self.cache.keep(plan, inputs, torch.cat([inputs['input_ids'], new], 1), past, [r['completion_tokens'] for r in res])
     return res
 

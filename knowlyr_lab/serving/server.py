@@ -59,23 +59,32 @@ def do_POST(self:_Handler):
     t0, path = time.monotonic(), self.path.rstrip('/')
     if path not in _ROUTES:
         return self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
+    srv = self.server
+    with srv.idle: srv.in_flight += 1                                       # `shutdown` waits for it
     try: getattr(self, _ROUTES[path])(t0)
     except RequestRefused as e: self._error(e.status, str(e), e.param, e.code)
     except (BrokenPipeError, ConnectionResetError): pass                    # the client left; nothing to answer
+    except OSError: raise
+    except Exception as e: self._error(500, f"the server failed on this request ({one_line(e)})")   # still an answer
+    finally:
+        with srv.idle: srv.in_flight -= 1; srv.idle.notify_all()
+
 
 # %% ../../nbs/54_serving_server.ipynb #13c7c3ae
 @patch
 def _read(self:_Handler)->dict:
     "The request's JSON body (a `RequestRefused` for a bad length, a body too large or not JSON)"
     try: size = int(self.headers.get('Content-Length') or 0)
-    except ValueError: raise RequestRefused(400, "Content-Length must be an integer") from None
+    except ValueError: size = -1
+    if size < 0:                       # rfile.read(-1) would read to the end of the stream: no limit at all
+        self.close_connection = True; raise RequestRefused(400, "Content-Length must be a non-negative integer")
     if size > MAX_BODY_BYTES:
         self.close_connection = True
         left = min(size, 16 * MAX_BODY_BYTES)
         while left > 0 and (piece := self.rfile.read(min(left, 2**16))): left -= len(piece)
         raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
     try: return json.loads(self.rfile.read(size) or b'{}')
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise RequestRefused(400, f"the body is not JSON ({e})") from None
 
 # %% ../../nbs/54_serving_server.ipynb #d3fe40f9
@@ -129,9 +138,10 @@ def _stream(self:_Handler, req, head:dict, choices:list, usage:dict):
         'no-cache')
     self.end_headers()                      # HTTP/1.0: the stream ends when the connection closes, after [DONE]
     with_usage = req['include_usage']
-    events = [{**head, 'object': 'chat.completion.chunk', 'choices': c, **({'usage': None} if with_usage else {})}
-              for c in stream_chunks(choices)]
-    if with_usage: events.append({**head, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})
+    rest = {k: v for k, v in head.items() if k != 'prompt_token_ids'}   # the prompt's ids once, in the first chunk
+    events = [{**(rest if j else head), 'object': 'chat.completion.chunk', 'choices': c,
+               **({'usage': None} if with_usage else {})} for j, c in enumerate(stream_chunks(choices))]
+    if with_usage: events.append({**rest, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})
     self.wfile.write(b''.join(b'data: ' + json.dumps(e).encode() + b'\n\n' for e in events) + b'data: [DONE]\n\n')
 
 # %% ../../nbs/54_serving_server.ipynb #ee096668
@@ -175,6 +185,7 @@ class InferenceServer(GuardedHTTPServer):
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
         self.request_timeout, self.max_queue, self.thread = request_timeout, max_queue, None
         self.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
+        self.in_flight, self.idle = 0, threading.Condition()      # POSTs being answered, and their count's condition
         rec = record_to is None or isinstance(record_to, ExchangeRecorder)
         self.recorder = record_to if rec else ExchangeRecorder(record_to)
         self.url = f"http://{host}:{self.server_address[1]}/v1"
@@ -194,8 +205,9 @@ def start(self:InferenceServer)->InferenceServer:
 # %% ../../nbs/54_serving_server.ipynb #aec7b9f2
 @patch
 def shutdown(self:InferenceServer):
-    "Stop serving (if it serves), then write the recorder's open episodes"
+    "Stop serving (if it serves), let the requests in flight end (by their deadline), then write the open episodes"
     if self.thread is not None: super(InferenceServer, self).shutdown(); self.thread = None
+    with self.idle: self.idle.wait_for(lambda: not self.in_flight, self.request_timeout)
     if self.recorder is not None: self.recorder.flush()
 
 # %% ../../nbs/54_serving_server.ipynb #597d0a31
