@@ -134,7 +134,8 @@ def check_request(req)->dict:
     _check_unicode(req)
     msgs = _check_messages(req.get('messages'))
     top = _check_options(req)
-    mt = req.get('max_tokens', req.get('max_completion_tokens'))
+    # an explicit null max_tokens defers to max_completion_tokens, its newer name
+    mt = req['max_tokens'] if req.get('max_tokens') is not None else req.get('max_completion_tokens')
     so = req.get('stream_options')
     return {'messages': msgs, 'tools': req.get('tools'), 'n': _int_field(req, 'n', 1, MAX_CHOICES, 1),
             'max_tokens': _int_field({'max_tokens': mt}, 'max_tokens', 1, None, 256),
