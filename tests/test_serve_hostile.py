@@ -214,3 +214,22 @@ def test_every_request_gets_an_answer(srv, body, status):
     got, resp = _post(srv.url, body)            # on main: no answer at all (the connection closed, a traceback on stderr)
     assert got == status, resp
     if status == 200: assert all(c['message']['content'] is not None for c in resp['choices'])
+
+def test_prompts_are_rendered_one_at_a_time(inf, monkeypatch):
+    "Rendering and tokenizing a ~4 MB prompt takes ~1 GB; clients sending them at once multiplied that, before any queue cap"
+    busy, most, lock = [0], [0], threading.Lock()
+    real = inf.render
+    def render(*a, **kw):
+        with lock: busy[0] += 1; most[0] = max(most[0], busy[0])
+        try: time.sleep(0.2); return real(*a, **kw)
+        finally:
+            with lock: busy[0] -= 1
+    monkeypatch.setattr(inf, 'render', render)
+    s = inf.serve()
+    try:
+        got = []
+        ts = [threading.Thread(target=lambda: got.append(_post(s.url, _req(max_tokens=1))[0])) for _ in range(4)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        assert got == [200] * 4 and most[0] == 1, (got, most)
+    finally: s.shutdown(); s.server_close()

@@ -117,7 +117,8 @@ def _generate(self:_Handler, req, msgs, render, adapter, deadline)->tuple[list, 
 @patch
 def _complete(self:_Handler, t0):
     srv, req = self.server, check_request(self._read())
-    msgs, render, n_prompt = render_prompt(srv.inf, req)
+    # one prompt rendered at a time: a body near the size limit costs ~1 GB there, before any queue limit applies
+    with srv.render_lock: msgs, render, n_prompt = render_prompt(srv.inf, req)
     # with LoRA on: the base model or an adapter (404 else)
     adapter = srv.adapters.adapter_of(req['model']) if srv.adapters else None
     check_context(srv.inf, n_prompt, req['max_tokens'])
@@ -182,6 +183,7 @@ class InferenceServer(GuardedHTTPServer):
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections)
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
+        self.render_lock = threading.Lock()
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
         self.request_timeout, self.max_queue, self.thread = request_timeout, max_queue, None
         self.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
