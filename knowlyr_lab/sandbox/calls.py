@@ -160,17 +160,27 @@ def _read_text(self, rel)->str:
     if len(data) > limit: raise SandboxError(f"{rel} is larger than max_file_mb={self.limits.max_file_mb}")
     return data.decode('utf-8', 'replace')
 
+# %% ../../nbs/10b_sandbox_calls.ipynb #0e1e4240
+def _line_start(text:str, n:int, at:int=0)->int:
+    "Where the line `n` lines after the one starting at offset `at` starts (lines end at '\\n'); `len(text)` past the end"
+    while n > 0 and at < len(text):
+        k = text.count('\n', at, at + 65536)        # whole blocks of lines skipped at C speed
+        if k < n: n, at = n - k, at + 65536; continue
+        for _ in range(n): at = text.index('\n', at) + 1
+        return at
+    return min(at, len(text))
+
 # %% ../../nbs/10b_sandbox_calls.ipynb #a8e14099
 @patch_to(SandboxCalls)
 def _tool_file_read(self, path:str, start_line:int|None=None, end_line:int|None=None)->ToolResult:
     text = self._read_text(self._need_file(path))
-    lines = text.splitlines(keepends=True)
-    if start_line is None and end_line is None: return ToolResult(text, info={'lines': len(lines)})
-    s, e = start_line or 1, end_line or len(lines)
-    if s > max(len(lines), 1): raise SandboxError(f"start_line {s} is past the end of {path} ({len(lines)} lines)")
+    n = text.count('\n') + (text != '' and not text.endswith('\n'))
+    if start_line is None and end_line is None: return ToolResult(text, info={'lines': n})
+    s, e = start_line or 1, end_line or n
+    if s > max(n, 1): raise SandboxError(f"start_line {s} is past the end of {path} ({n} lines)")
     if e < s: raise SandboxError(f"end_line {e} is before start_line {s}")
-    return ToolResult(''.join(lines[s-1:e]),
-                      info={'lines': len(lines), 'start_line': s, 'end_line': min(e, len(lines))})
+    a = _line_start(text, s - 1)
+    return ToolResult(text[a:_line_start(text, e - s + 1, a)], info={'lines': n, 'start_line': s, 'end_line': min(e, n)})
 
 # %% ../../nbs/10b_sandbox_calls.ipynb #b468cbdb
 @patch_to(SandboxCalls)
