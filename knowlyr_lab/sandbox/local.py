@@ -257,7 +257,9 @@ def _root_mode(self, mode=None):
 # %% ../../nbs/10f_sandbox_local.ipynb #1a960f72
 @patch_to(LocalSandbox)
 def _read_tmp(self, name, limit=1 << 20):
-    return BeneathDir(self._tmp).read(name, limit)
+    d = BeneathDir(self._tmp)
+    try: return d.read(name, limit)
+    finally: d.close()
 
 # %% ../../nbs/10f_sandbox_local.ipynb #7a1a25b1
 @patch_to(LocalSandbox)
