@@ -17,7 +17,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections import deque
 from typing import Callable, Literal
 
 from fastcore.basics import patch
@@ -28,8 +30,8 @@ from .extras import require_extra
 from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address
 
 # %% auto #0
-__all__ = ['PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'time_limits', 'mcp_tools', 'openenv_app', 'ResetBody',
-           'StepBody', 'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer']
+__all__ = ['MAX_BODY_BYTES', 'PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'time_limits', 'BodyCap', 'mcp_tools',
+           'openenv_app', 'ResetBody', 'StepBody', 'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer']
 
 # %% ../../nbs/19b_envs_serve.ipynb #7cecfc1d
 def format_call(tool:str, params:dict|None=None)->str:
@@ -84,6 +86,30 @@ def time_limits(env:AgentEnv,              # the session's env
 def _failed(e:InfrastructureError)->str:
     "The text of the server's own failure, as it goes to the client"
     return f"{type(e).__name__}: {e}"[:1000]
+
+# %% ../../nbs/19b_envs_serve.ipynb #652fb96d
+MAX_BODY_BYTES = 16 * 2**20     # the largest HTTP request body an env server reads (413 above it)
+
+class BodyCap:
+    "ASGI middleware: an HTTP request whose body is over `max_bytes` is answered 413, by its Content-Length or as it streams"
+    def __init__(self, app, max_bytes:int=MAX_BODY_BYTES): self.app, self.max_bytes = app, max_bytes
+    async def __call__(self, scope, receive, send):
+        from starlette.responses import JSONResponse
+        if scope['type'] != 'http': return await self.app(scope, receive, send)
+        refuse = JSONResponse({'error': f"request body over {self.max_bytes:,} bytes"}, 413)
+        size = dict(scope.get('headers') or []).get(b'content-length', b'')
+        if size.strip().isdigit() and int(size) > self.max_bytes: return await refuse(scope, receive, send)
+        seen, refused = 0, False
+        async def capped():              # past the cap: answer 413, and the app sees its client leave
+            nonlocal seen, refused
+            if refused: return {'type': 'http.disconnect'}
+            m = await receive()
+            seen += len(m.get('body', b''))
+            if seen > self.max_bytes: refused = True; await refuse(scope, receive, send); return {'type': 'http.disconnect'}
+            return m
+        async def sending(m):
+            if not refused: await send(m)
+        await self.app(scope, capped, sending)
 
 # %% ../../nbs/19b_envs_serve.ipynb #0e2eb910
 def mcp_tools(tool_schemas:list[dict])->list[dict]:
@@ -147,6 +173,7 @@ def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env p
     app = create_fastapi_app(KnowlyrEnvironment, ToolCallAction, KnowlyrObservation, max_concurrent_envs=table.limits.max_sessions)
     app.add_middleware(SessionGuard, table=table, http_paths=('/reset', '/step', '/state', '/metadata'),
                        closed={'/mcp': "the env's tools are MCP actions over /ws (list_tools, call_tool)"})
+    app.add_middleware(BodyCap)                       # outermost: a huge body opens no session
     app.state.sessions = table
     return app
 
@@ -176,6 +203,7 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
     fastapi = require_extra('fastapi', what='serving an env over the AgentGym protocol')
     app = fastapi.FastAPI(title='knowlyr env (AgentGym protocol)')
     sessions = app.state.sessions = SessionTable(limits, on_idle=lambda s: s.env.close())
+    app.add_middleware(BodyCap)
     def peer(request): return client_address(request.client)
     peer.__annotations__ = {'request': fastapi.Request}   # a class, not this module's postponed (string) annotation
     client = fastapi.Depends(peer)
@@ -268,6 +296,13 @@ def free_port(host:str='127.0.0.1')->int:
     "A TCP port that is free on `host` now"
     with socket.socket() as s: s.bind((host, 0)); return s.getsockname()[1]
 
+# %% ../../nbs/19b_envs_serve.ipynb #df1597c1
+def _drain(stream, tail:deque):
+    "Read `stream` to its end in chunks, keeping the last ones in `tail`"
+    try:
+        while chunk := stream.read1(65536): tail.append(chunk)
+    except (OSError, ValueError): pass          # closed under us
+
 # %% ../../nbs/19b_envs_serve.ipynb #9e9475bb
 class EnvServer:
     "A registered env served over OpenEnv or AgentGym in a subprocess on 127.0.0.1"
@@ -281,6 +316,9 @@ class EnvServer:
                 f"env_kwargs={env_kwargs!r}, expose_oracle={expose_oracle!r}, limits={lim!r})")
         self.proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      start_new_session=True)
+        self.stderr_tail = deque(maxlen=16)          # the last 64 KiB chunks the server wrote on stderr
+        self._drain = threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr_tail), daemon=True)
+        self._drain.start()
         self._wait(startup_timeout)
 
 # %% ../../nbs/19b_envs_serve.ipynb #7f0056b5
@@ -290,8 +328,9 @@ def _wait(self:EnvServer, timeout):
     t0, path = time.monotonic(), '/health' if self.protocol == 'openenv' else '/'
     while time.monotonic() - t0 < timeout:
         if self.proc.poll() is not None:
+            self._drain.join(5)
             raise RuntimeError(f"{self.protocol} server for {self.env_id} exited with {self.proc.returncode}: "
-                               f"{self.proc.stderr.read().decode()[-800:]}")
+                               f"{b''.join(self.stderr_tail).decode(errors='replace')[-800:]}")
         try:
             if httpx.get(self.url + path, timeout=1).status_code == 200: return
         except httpx.HTTPError: time.sleep(0.1)
@@ -311,6 +350,7 @@ def close(self:EnvServer):
         os.killpg(self.proc.pid, signal.SIGTERM)
         try: self.proc.wait(10)
         except subprocess.TimeoutExpired: self.kill()
+    self._drain.join(5)
     if self.proc.stderr: self.proc.stderr.close()
 
 # %% ../../nbs/19b_envs_serve.ipynb #01722816
