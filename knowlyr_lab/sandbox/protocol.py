@@ -111,8 +111,8 @@ def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
     "(gzipped tar of the workspace: bytes, or a temporary file when big; special files left out), made inside it"
     r = self._inside('snapshot', LIST_SCRIPT, self._paths[0], raw=True)
     skipped = [l[len('knowlyr-skip:'):] for l in r.stderr.splitlines() if l.startswith('knowlyr-skip:')]
-    out, first, batch, links, cost = ArchiveWriter(modes=modes), {}, [], [], 0
-    # first: inode -> name of the first of its hard links
+    out, first, batch, links, cost, data = ArchiveWriter(modes=modes), {}, [], [], 0, 0
+    # first: inode -> name of the first of its hard links; data: bytes of file data so far
     def flush():
         nonlocal batch, links, cost
         if batch: self._archive_batch(out, batch)
@@ -124,6 +124,9 @@ def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
             if linked and e.ino in first:                    # a later name of it: written here, after its target
                 ti = e.tarinfo(); ti.type, ti.linkname = tarfile.LNKTYPE, first[e.ino]; links.append(ti); continue
             if linked: first[e.ino] = e.name.decode('utf-8', 'surrogateescape')
+            if e.kind == b'f' and (data := data + e.size) > self.limits.disk_mb * 2**20:
+                raise SandboxError(f"snapshot: the workspace holds more than {self.limits.disk_mb} MiB of file data "
+                                   "(the workspace quota; sparse files?)")
             if e.kind == b'f' and e.size > SNAPSHOT_CHUNK:              # a big file: read in pieces, never whole
                 flush(); ti = e.tarinfo(); ti.size = e.size
                 out.add(ti, _SandboxFile(self, f'{self._paths[0]}/{ti.name}', e.size)); continue
