@@ -79,3 +79,15 @@ def test_fork_bomb_leaves_other_sandboxes_usable(request, backend):
     assert rc.output == 'fresh\n', rc.output
     assert sh(a, 'echo survived').output == 'survived\n'
     if os.geteuid() == 0: assert len({a.uid, b.uid, c.uid}) == 3
+
+def test_the_workspace_holds_at_most_max_files_entries(request, backend):
+    "400,000 empty files (15 s for an agent) made a snapshot take 230 s and 540 MiB: the tmpfs holds `max_files` inodes, and snapshot refuses more"
+    import dataclasses
+
+    from knowlyr_lab.sandbox.base import SandboxError
+    sb = open_sandbox(request, backend, limits={**LIMITS, 'max_files': 300})
+    r = sh(sb, 'mkdir many; for i in $(seq 1 400); do : > many/$i || break; done; ls many | wc -l')
+    assert int(r.output.split()[-1]) < 300 and 'No space left' in r.output, r.output[-300:]
+    assert sb.snapshot().info['n_entries'] < 300                        # what fits is snapshotted
+    sb.limits = dataclasses.replace(sb.limits, max_files=100)          # a host without tmpfs quotas: snapshot's own check
+    with pytest.raises(SandboxError, match='more than 100 entries'): sb.snapshot()

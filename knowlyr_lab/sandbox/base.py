@@ -66,6 +66,7 @@ class SandboxLimits:
     max_processes: int = 256
     max_file_mb: int = 64           # largest file a process may write (RLIMIT_FSIZE)
     disk_mb: int = 512              # workspace quota in MiB (a size-limited tmpfs)
+    max_files: int = 50_000         # files, directories and links the workspace (and /tmp) may hold: tmpfs inodes
     tmp_mb: int = 64                # size of /tmp and of /dev/shm in MiB (each a size-limited tmpfs)
     cpus: float = 1.0               # CPU share: how many cores the sandbox's processes may keep busy together
     wall_timeout: float = 30.0      # default wall-clock seconds per command; the process tree is killed after it

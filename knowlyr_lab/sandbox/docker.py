@@ -135,7 +135,7 @@ class DockerSandbox(Sandbox):
             self.container = self.client.containers.create(
             self.image, REAPER, hostname='sandbox', working_dir=WORKSPACE, stop_signal='SIGTERM',
             network_mode='bridge' if L.network else 'none', read_only=True, cap_drop=['ALL'], cap_add=['KILL'], security_opt=['no-new-privileges'],
-            tmpfs={WORKSPACE: f'rw,exec,size={mb(L.disk_mb)},uid={u},gid={u},mode=0755',
+            tmpfs={WORKSPACE: f'rw,exec,size={mb(L.disk_mb)},nr_inodes={int(L.max_files)},uid={u},gid={u},mode=0755',
                    '/tmp': f'rw,exec,nosuid,size={mb(L.tmp_mb)},uid={u},gid={u},mode=1777'}, shm_size=mb(L.tmp_mb),
             mem_limit=mb(L.budget_mb), memswap_limit=mb(L.budget_mb), pids_limit=int(L.max_processes) + 32, nano_cpus=int(L.cpus * 1e9),
             ulimits=[Ulimit(name='cpu', soft=int(L.cpu_seconds), hard=int(L.cpu_seconds)), Ulimit(name='nproc', soft=int(L.max_processes), hard=int(L.max_processes)),

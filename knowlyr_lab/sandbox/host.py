@@ -296,9 +296,9 @@ _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctype
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 # %% ../../nbs/10e_sandbox_host.ipynb #028355ca
-def mount_tmpfs(path, size_mb:int, uid:int, mode:int=0o755):
-    "Mount a tmpfs of `size_mb` MiB on `path`, owned by `uid`; `SandboxBackendError` when the host does not allow it"
-    opts = f'size={int(size_mb)}m,uid={uid},gid={uid},mode={mode:o}'.encode()
+def mount_tmpfs(path, size_mb:int, uid:int, mode:int=0o755, inodes:int|None=None):
+    "Mount a tmpfs of `size_mb` MiB (and `inodes` entries) on `path`, owned by `uid`; `SandboxBackendError` if refused"
+    opts = (f'size={int(size_mb)}m,uid={uid},gid={uid},mode={mode:o}' + (f',nr_inodes={int(inodes)}' if inodes else '')).encode()
     if _libc.mount(b'tmpfs', str(path).encode(), b'tmpfs', MS_NOSUID | MS_NODEV, opts) != 0:
         e = ctypes.get_errno()
         raise SandboxBackendError(f"cannot mount a tmpfs on {path}: {os.strerror(e)}")
@@ -356,7 +356,7 @@ def _mount_all(self:HostContainment, mounts:dict):
         d = self.root/sub; d.mkdir(exist_ok=True)
         if self.lease is None: self.info['reasons'][sub] = 'not root: no size limit'; continue
         try:
-            mount_tmpfs(d, size, self.uid, mode); self.mounted.append(str(d)); self.info['quotas_mb'][sub] = size
+            mount_tmpfs(d, size, self.uid, mode, self.limits.max_files); self.mounted.append(str(d)); self.info['quotas_mb'][sub] = size
             self.lease.update(mounts=self.mounted)
         except SandboxError as e: self.info['reasons'][sub] = str(e)
 

@@ -119,7 +119,10 @@ def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
         for ti in links: out.add(ti)
         batch, links, cost = [], [], 0
     try:
-        for e in (_Listed(l) for l in r.raw.split(b'\0') if l):
+        listed = [l for l in r.raw.split(b'\0') if l]
+        if len(listed) > self.limits.max_files:           # a host without tmpfs quotas: the cap still holds here
+            raise SandboxError(f"snapshot: the workspace holds more than {self.limits.max_files} entries (max_files)")
+        for e in map(_Listed, listed):
             linked = e.kind in (b'f', b'l') and e.nlink > 1           # a hard-linked file (or symlink)
             if linked and e.ino in first:                    # a later name of it: written here, after its target
                 ti = e.tarinfo(); ti.type, ti.linkname = tarfile.LNKTYPE, first[e.ino]; links.append(ti); continue
