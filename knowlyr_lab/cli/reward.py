@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,16 +59,22 @@ def cmd_score(a)->dict:
     engine = _score_engine(a)
     target = Path(a.output) if a.output else Path(a.input)
     trajs, errors = read_usable_trajectories(a.input, target.with_name(target.name + '.quarantine.jsonl'))
-    # create/truncate; chunks are appended as they are scored
-    if a.output: write_trajectories([], a.output)
-    rs, n = [], 0
-    for chunk in _chunks(trajs, 64, a.progress):
-        scored = [with_rewards(t, tr) for t, tr in zip(chunk, engine.score_trajectories(chunk))]
-        if a.output: write_trajectories(scored, a.output, append=True)
-        else:
-            for t in scored: sys.stdout.write(t.model_dump_json() + '\n')
-            sys.stdout.flush()
-        rs += [t.reward for t in scored if t.reward is not None]; n += len(scored)
+    rs = []
+    def scored():   # chunk by chunk, as they are scored
+        for chunk in _chunks(trajs, 64, a.progress):
+            for t, tr in zip(chunk, engine.score_trajectories(chunk)):
+                t = with_rewards(t, tr)
+                if t.reward is not None: rs.append(t.reward)
+                yield t
+    if a.output:    # written beside it, renamed to `-o` only when every trajectory is scored
+        part = target.with_name(f".partial-{target.name}")
+        try: n = write_trajectories(scored(), part)
+        except BaseException: part.unlink(missing_ok=True); raise
+        os.replace(part, target)
+    else:
+        n = 0
+        for t in scored():
+            sys.stdout.write(t.model_dump_json() + '\n'); sys.stdout.flush(); n += 1
     summary = {'scored': n, 'skipped': len(errors), 'mean_reward': float(np.mean(rs)) if rs else None,
                'output': a.output or '<stdout>'}
     if engine.judge is not None: summary['judge'] = engine.judge.stats.summary()
