@@ -132,7 +132,10 @@ def compare_checkpoints(a:EvalResult, b:EvalResult, # evaluations of two checkpo
                        )->CheckpointComparison:
     "Compare two checkpoints paired on (task, seed), with the noise floor and MDE of the design"
     ea, eb = (x.valid[x.valid.verified] if metric == 'success' else x.valid for x in (a, b))
-    m = ea.merge(eb, on=['task_key', 'seed'], suffixes=('_a', '_b'))
+    # the k-th episode of a (task, seed) pairs with the other's k-th: two task ids of one content, or episodes with no
+    # recorded seed, pair once each, not each with each
+    ea, eb = (e.assign(_k=e.groupby(['task_key', 'seed'], dropna=False).cumcount()) for e in (ea, eb))
+    m = ea.merge(eb, on=['task_key', 'seed', '_k'], suffixes=('_a', '_b'))
     if m.task_key.nunique() < 2:
         raise ValueError(
             f"{a.agent} and {b.agent} have matching (task, seed) episodes on {m.task_key.nunique()} task(s), "
@@ -151,6 +154,7 @@ def compare_checkpoints(a:EvalResult, b:EvalResult, # evaluations of two checkpo
     n, sd = len(xa), float(np.std(xa.to_numpy() - xb.to_numpy(), ddof=1))
     unmatched = len(ea) + len(eb) - 2 * len(m)
     if unmatched: c.notes.append(f"dropped {unmatched} episodes without a partner on (task, seed)")
+    if m.seed.isna().all(): c.notes.append("no episode seed recorded: a task's episodes are paired in their order")
     # Var(D) = 2 * (sd^2 / 2): the measured spread
     design = dict(n_tasks=n, n_replicates=1, within_var=sd ** 2 / 2, alpha=alpha)
     return CheckpointComparison(c, n, reps, unmatched, float(w), sd, noise_floor(**design),
