@@ -59,12 +59,15 @@ def _coerce(owner:str, name:str, typ, v):
     opts = [t.strip() for t in typ.split('|')]
     base = re.sub(r"^<class '(\w+)'>$", r'\1', opts[0]).split('[')[0]
     if v is None and 'None' in opts: return None
+    if base in ('int', 'float') and isinstance(v, str):
+        try: v = int(v) if base == 'int' else float(v)
+        except ValueError: pass
+    # NaN passes every range rule (each comparison is False): refused here, whatever the field's rule
+    if base == 'float' and isinstance(v, float) and v != v:
+        raise ConfigError(f"{owner}.{name} must be a number, got nan", name)
     if base == 'bool' and isinstance(v, bool): return v
     if base == 'int' and isinstance(v, int) and not isinstance(v, bool): return v
     if base == 'float' and isinstance(v, (int, float)) and not isinstance(v, bool): return float(v)
-    if base in ('int', 'float') and isinstance(v, str):
-        try: return int(v) if base == 'int' else float(v)
-        except ValueError: pass
     if base == 'str' and isinstance(v, str): return v
     if base == 'list' and isinstance(v, (list, tuple)): return list(v)
     if base not in ('bool', 'int', 'float', 'str', 'list'): return v
