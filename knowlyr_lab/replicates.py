@@ -55,6 +55,7 @@ def noise_floor(n_tasks:int,          # tasks, each run by both evaluations
                 alpha:float=0.05,     # two-sided level
                )->float:              # the critical |difference| of two runs of one policy
     "Gap between two evaluations of the SAME policy that a paired t test at `alpha` would call significant"
+    if n_tasks < 2: raise ValueError(f"a paired t test needs n_tasks >= 2, got {n_tasks}")   # t with 0 df: NaN
     return float(stats.t.ppf(1 - alpha / 2, n_tasks - 1) * _sd_diff(n_replicates, within_var, 0.0) / math.sqrt(n_tasks))
 
 # %% ../nbs/09e_replicates.ipynb #273a9a11

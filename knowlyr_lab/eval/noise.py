@@ -53,11 +53,11 @@ class NoiseReport:
                              for r in replicates]).set_index('replicates')
     def _repr_markdown_(self):
         fr = f"flip rate {self.flip_rate:.1%}, " if self.flip_rate is not None else ''
+        floor = (f"noise floor {self.noise_floor():.3f}, MDE {self.mde():.3f} (alpha {self.alpha:g}, power "
+                 f"{self.power:g})" if self.n_tasks >= 2 else "no noise floor or MDE (a paired test needs 2 tasks)")
         return (f"**{self.agent}**, {self.n_tasks} tasks x {self.n_replicates} runs: runs range "
                 f"{min(self.run_rates):.3f}-{max(self.run_rates):.3f} "
-                f"(sd {self.run_spread:.3f}), {fr}replicate variance {self.within_var:.4f}; one run vs one run: noise "
-                f"floor "
-                f"{self.noise_floor():.3f}, MDE {self.mde():.3f} (alpha {self.alpha:g}, power {self.power:g})")
+                f"(sd {self.run_spread:.3f}), {fr}replicate variance {self.within_var:.4f}; one run vs one run: {floor}")
 
 # %% ../../nbs/74_eval_noise.ipynb #84ec283c
 def measure_noise(res:EvalResult,         # an evaluation with >= 2 attempts per task
