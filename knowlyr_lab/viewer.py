@@ -95,9 +95,11 @@ def trajectory_html(traj:Trajectory,          # the episode to render
     if u.input or u.output: meta.append(f"{u.input + u.output} tokens" + (f", ${u.cost:.4f}" if u.cost else ''))
     steps = traj.steps
     if max_shown_steps is not None and len(steps) > max_shown_steps:
-        h = max_shown_steps // 2
-        skipped = f'<tr><td colspan="5" class="kl-muted">… {len(steps) - 2 * h} steps not shown …</td></tr>'
-        rows = [step_html(s, max_chars) for s in steps[:h]] + [skipped] + [step_html(s, max_chars) for s in steps[-h:]]
+        # the first half (rounded up) and the last; `steps[-0:]` would be every step
+        h = (max_shown_steps + 1) // 2
+        skipped = f'<tr><td colspan="5" class="kl-muted">… {len(steps) - max_shown_steps} steps not shown …</td></tr>'
+        rows = ([step_html(s, max_chars) for s in steps[:h]] + [skipped]
+                + [step_html(s, max_chars) for s in steps[len(steps) - (max_shown_steps - h):]])
     else: rows = [step_html(s, max_chars) for s in steps]
     return (f'{_CSS}<div class="kl-traj"><div class="kl-head">{" · ".join(meta)}</div>'
             f'<div style="margin-top:4px"><i>{html.escape(_clip(t.instruction, max_chars))}</i></div>'
