@@ -109,7 +109,10 @@ def read_metrics(paths:str|Path|dict|Sequence, # a metrics.jsonl, a list of them
                 )->pd.DataFrame:
     "Load JSONL training metrics into a long DataFrame with a `run` column"
     if isinstance(paths, (str, Path)): paths = [paths]
-    items = paths.items() if isinstance(paths, dict) else [(Path(p).parent.name or str(p), p) for p in paths]
+    if isinstance(paths, dict): items = list(paths.items())
+    else:   # a run is named by its folder; files that share a folder name are named by their path, not merged
+        names = [Path(p).parent.name or str(p) for p in paths]
+        items = [(n if names.count(n) == 1 else str(p), p) for n, p in zip(names, paths)]
     frames = []
     for run, p in items:
         rows = []
@@ -132,6 +135,8 @@ def plot_training_curves(metrics:pd.DataFrame|str|Path|dict|Sequence, # `read_me
     "One panel per metric, one line per run"
     df = metrics if isinstance(metrics, pd.DataFrame) else read_metrics(metrics)
     keys = (list(keys or [c for c in df.columns if c not in ('run', 'step') and pd.api.types.is_numeric_dtype(df[c]) and df[c].notna().any()]))
+    if not keys:    # a file with no row yet (a run that has just started): an empty figure that says so
+        return go.Figure(layout=dict(title=f"{title}: no metrics yet", height=220))
     missing = [k for k in keys if k not in df.columns]
     if missing:
         raise KeyError(
