@@ -19,6 +19,12 @@ from ..source_docs import source_docs, source_value
 __all__ = ['main']
 
 # %% ../../nbs/93_cli_hub.ipynb #467014dc
+def _count(s:str)->int:
+    "A flag's whole number >= 1 (`-n 0` would write an empty file and succeed)"
+    n = int(s)
+    if n < 1: raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
 def _collect_parser(sub):
     "The `collect` command's flags"
     cd = source_docs('knowlyr_lab.rollout.collect', 'iter_collect')
@@ -29,12 +35,12 @@ def _collect_parser(sub):
     c.add_argument('--agent', default='expert',
                    help="'expert[:noise]', 'random', 'openai:<model>', 'anthropic:<model>'")
     c.add_argument('--base-url', default=None, help=pd['agent_base_url'])
-    c.add_argument('-n', '--episodes', type=int, default=None, help=cd['n_episodes'])
-    c.add_argument('--max-tasks', type=int, default=None, help=pd['max_tasks'])
+    c.add_argument('-n', '--episodes', type=_count, default=None, help=cd['n_episodes'])
+    c.add_argument('--max-tasks', type=_count, default=None, help=pd['max_tasks'])
     c.add_argument('--max-episode-steps', type=int, default=None, help=sd['max_episode_steps'])
     c.add_argument('--max-invalid-actions', type=int, default=None, help=sd['max_invalid_actions'])
     c.add_argument('--seed', type=int, default=0, help=cd['seed'])
-    c.add_argument('--workers', type=int, default=1, help=wd['n'])
+    c.add_argument('--workers', type=_count, default=1, help=wd['n'])
     c.add_argument('--backend', choices=['thread', 'process', 'ray'], default='thread', help=wd['backend'])
     c.add_argument('-o', '--out', required=True, help='.jsonl, .jsonl.gz or .parquet')
 
