@@ -21,7 +21,8 @@ __all__ = ['main']
 # %% ../../nbs/93_cli_hub.ipynb #467014dc
 def _count(s:str)->int:
     "A flag's whole number >= 1 (`-n 0` would write an empty file and succeed)"
-    n = int(s)
+    try: n = int(s)
+    except ValueError: raise argparse.ArgumentTypeError(f"invalid int value: {s!r}") from None
     if n < 1: raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
     return n
 
