@@ -23,6 +23,8 @@ def suite_report(env_id:str,          # a registered env id
                  min_share:float=0.9,  # distinct share needed for held-out learning claims
                 )->dict:               # one row of `suites_table`
     "Distinct tasks (by fingerprint) among the tasks an env's seeds give"
+    # a caller's mistake, not a suite that cannot run here (it read as one: 'ZeroDivisionError' in the row)
+    if n_seeds < 1: raise ValueError(f"n_seeds must be >= 1, got {n_seeds}")
     t0, row = time.time(), {'env_id': env_id, 'description': env_spec(env_id).description, 'seeds': n_seeds}
     try:
         n = distinct_tasks(suite_tasks(env_id, range(n_seeds)))
