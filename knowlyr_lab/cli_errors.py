@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import re
 import sys
 import traceback
@@ -122,11 +123,21 @@ def _hint(p:argparse.ArgumentParser, message:str)->str:
         if close: return f" (did you mean {close[0]!r}? see {p.prog} --help)"
     return f" (see {p.prog} --help)"
 
+# %% ../nbs/06_cli_errors.ipynb #5e23c37b
+def _number(s:str)->float:
+    "A float flag's value: `float(s)`, refused when it is NaN (`--min-reward nan` turned the filter off)"
+    x = float(s)
+    if math.isnan(x): raise argparse.ArgumentTypeError(f"{s!r} is not a number")
+    return x
+_number.__name__ = 'float'      # argparse names the type in 'invalid float value' from this
+
 # %% ../nbs/06_cli_errors.ipynb #e0ddf521
 def strict_parser(parser:argparse.ArgumentParser)->argparse.ArgumentParser:
-    "No abbreviated flags, and argparse's errors as one line naming the fix (exit 2), on `parser` and its subcommands"
+    "No abbreviated flags, no NaN for a float, argparse's errors as one line naming the fix (exit 2), on `parser` and below"
     for p in _parsers(parser):
         p.allow_abbrev = False
+        for a in p._actions:
+            if a.type is float: a.type = _number            # NaN refused: every comparison with it is false
         def error(message, p=p):
             p.exit(EXIT_USAGE, f"{p.prog}: error: {' '.join(message.split())}{_hint(p, message)}\n")
         p.error = error

@@ -225,3 +225,14 @@ def test_trainer_accepts_trl_spellings_and_never_abbreviates():
     import argparse
     for q in (p, *next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices.values()):
         assert q.allow_abbrev is False
+
+
+@pytest.mark.parametrize('module,args', [
+    ('knowlyr_lab.cli.hub', ['export', '{tmp}/in.jsonl', '--format', 'sft', '-o', '{tmp}/out', '--min-reward', 'nan']),
+    ('knowlyr_lab.cli.probe', ['--max-hackable', 'NaN', 'knowlyr/maze-easy']),
+    ('knowlyr_lab.cli.trainer', ['sft', '--model-name-or-path', 'x', '--train-data', 'x', '--output-dir', 'x', '--learning-rate', 'nan']),
+])
+def test_a_nan_flag_value_is_refused(module, args, tmp_path):
+    "A NaN threshold passed every check: --min-reward nan exported everything, --max-hackable nan always exited 0"
+    r = _run(module, args, tmp_path)
+    assert r.returncode == 2 and 'a number' in r.stderr and 'nan' in r.stderr.lower() and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]

@@ -40,7 +40,8 @@ def _probe_parser()->argparse.ArgumentParser:
 def main(argv:list|None=None)->int:
     ("`knowlyr-probe`: play the forgery strategies through env verifiers; 1 when a suite is hackable beyond "
      "`--max-hackable`")
-    a = _probe_parser().parse_args(argv)
+    from knowlyr_lab.cli_errors import strict_parser  # one-line usage errors; a NaN threshold refused
+    a = strict_parser(_probe_parser()).parse_args(argv)
     import pandas as pd  # after parsing: `--help` imports none of the probe
 
     from knowlyr_lab.verifier_plugins import available_strategies
