@@ -125,7 +125,7 @@ def _resample_means(d, mask, wr, wt):
 def _per_run(d, mask, confidence, seed)->list:
     "Each run's mean paired difference over the tasks it ran, with its bootstrap interval"
     return [{'mean': float(d[r][mask[r]].mean()), 'ci': bootstrap_ci(d[r][mask[r]], confidence=confidence, seed=seed)}
-            for r in range(d.shape[0])]
+            if mask[r].any() else {'mean': float('nan'), 'ci': (float('nan'), float('nan'))} for r in range(d.shape[0])]
 
 # %% ../nbs/09e_replicates.ipynb #016e2aec
 def crossed_bootstrap(
@@ -135,9 +135,12 @@ def crossed_bootstrap(
                       seed:int=0,               # resampling seed
                      )->CrossedResult:
     "Mean paired difference of a runs x tasks design, runs and tasks resampled independently"
-    d = np.asarray(diff, float)
-    if d.ndim != 2 or d.shape[0] < 2 or d.shape[1] < 2:
-        raise ValueError(f"need a runs x tasks table with >= 2 of each, got shape {d.shape}")
+    full = np.asarray(diff, float)
+    if full.ndim != 2: raise ValueError(f"need a runs x tasks table, got shape {full.shape}")
+    ran, had = ~np.isnan(full).all(1), ~np.isnan(full).all(0)       # a run or task with no cell is not drawn
+    d = full[ran][:, had]
+    if d.shape[0] < 2 or d.shape[1] < 2:
+        raise ValueError(f"need a runs x tasks table with >= 2 of each that hold data, got {d.shape} of {full.shape}")
     mask = ~np.isnan(d); d0 = np.where(mask, d, 0.0); R, T = d.shape
     rng = np.random.default_rng(seed)
     wr = rng.multinomial(R, [1 / R] * R, n_resamples).astype(float)
@@ -147,5 +150,7 @@ def crossed_bootstrap(
     p = float((np.sum(np.abs(boot - est) >= abs(est)) + 1) / (len(boot) + 1)) if np.any(boot != est) else 1.0
     notes = [f"{R} runs: the between-run variance rests on {R} values, so the interval may be too narrow in runs"
              ] if R < 5 else []
+    for n, what in (((~ran).sum(), 'run(s)'), ((~had).sum(), 'task(s)')):
+        if n: notes.append(f"{n} {what} with no data left out")
     return CrossedResult(est, (float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))), min(p, 1.0), R, T,
-                         _per_run(d, mask, confidence, seed), confidence, n_resamples, notes)
+                         _per_run(full, ~np.isnan(full), confidence, seed), confidence, n_resamples, notes)
