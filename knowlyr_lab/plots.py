@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/plots.html.md"""
 # %% ../nbs/80_plots.ipynb #3801e616
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Sequence
@@ -175,10 +176,12 @@ def trajectory_diff(a:Trajectory, b:Trajectory)->pd.DataFrame:
 def plot_trajectory_diff(a:Trajectory, b:Trajectory, labels:tuple|None=None)->go.Figure:
     "Side-by-side table of two episodes; rows whose actions differ are highlighted"
     df = trajectory_diff(a, b)
-    la, lb = labels or (f"{a.agent.name}: {a.task.id}", f"{b.agent.name}: {b.task.id}")
+    la, lb = map(html.escape, labels or (f"{a.agent.name}: {a.task.id}", f"{b.agent.name}: {b.task.id}"))
     fill = ['#ffffff' if s else '#fde2e1' for s in df.same_action]
-    cell = lambda act, r, o: [f"<b>{x}</b>  r={'' if y is None or y != y else f'{y:.2f}'}<br>{z}" for x,
-                              y, z in zip(act, r, o, strict=True)]
+    # the episode's text shown as text: plotly reads tags (<b>, <br>, <a>) in a cell
+    rw = lambda y: '' if y is None or y != y else f'{y:.2f}'
+    cell = lambda act, r, o: [f"<b>{html.escape(x)}</b>  r={rw(y)}<br>{html.escape(z)}"
+                              for x, y, z in zip(act, r, o, strict=True)]
     fig = go.Figure(go.Table(columnwidth=[40, 400, 400],
         header=dict(values=['step', la + (' ✓' if a.outcome.success else ' ✗'),
                             lb + (' ✓' if b.outcome.success else ' ✗')], align='left'),
