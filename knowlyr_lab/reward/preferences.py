@@ -17,6 +17,7 @@ import pandas as pd
 from fastcore.basics import patch
 
 from ..chat import to_messages
+from ..tasks import task_key
 from ..trajectory import Outcome, Trajectory, trajectory_score
 
 # %% auto #0
@@ -158,10 +159,11 @@ def _step_pairs(tid, g, min_margin, max_pairs, max_uses, step_value, counts)->li
 
 # %% ../../nbs/35_reward_preferences.ipynb #52778e0d
 def _by_task(trajs, counts)->dict:
+    "Valid scored trajectories by (task id, content key): two versions of a task under one id are never paired"
     groups = defaultdict(list)
     for t in trajs:
         if not t.valid: counts['invalid'] += 1          # an infrastructure failure: no evidence about the policy
-        elif _scored(t): groups[t.task.id].append(t)
+        elif _scored(t): groups[t.task.id, task_key(t.task)].append(t)
         else: counts['unscored'] += 1
     return groups
 
@@ -187,7 +189,7 @@ def build_preferences(trajs:Iterable[Trajectory],  # trajectories (several per t
     pairs, counts = [], {'invalid': 0, 'tasks': 0, 'one_trajectory': 0, 'ties': 0, 'ties_both_success': 0,
                          'unscored': 0, 'over_cap': 0, 'not_diverging': 0}
     groups = _by_task(trajs, counts)
-    for tid, g in groups.items():
+    for (tid, _), g in groups.items():
         counts['tasks'] += 1; counts['one_trajectory'] += len(g) == 1
         if level in ('trajectory', 'both'):
             pairs += _trajectory_pairs(tid, g, min_margin, max_pairs_per_task, max_uses, counts)
