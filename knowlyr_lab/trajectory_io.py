@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
+import orjson
 from pydantic import ValidationError
 
 from .core import KnowlyrError
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # %% auto #0
-__all__ = ['TrajectoryError', 'parse_trajectory', 'read_trajectories', 'write_trajectories', 'to_dataframe', 'from_dataframe']
+__all__ = ['TrajectoryError', 'parse_trajectory', 'quarantine_line', 'read_trajectories', 'write_trajectories', 'to_dataframe',
+           'from_dataframe']
 
 # %% ../nbs/03b_trajectory_io.ipynb #d97d00d6
 class TrajectoryError(KnowlyrError, ValueError):
@@ -71,6 +73,14 @@ def _open_text(path, mode='rt'):
 # %% ../nbs/03b_trajectory_io.ipynb #8cb87540
 def _is_parquet(path): return str(path).endswith('.parquet')
 
+# %% ../nbs/03b_trajectory_io.ipynb #d9e0abea
+def quarantine_line(quarantine, path, line, field, reason:str, record=None):
+    "Append one quarantine record (path, line, field, reason, record) to the JSONL file `quarantine`"
+    Path(quarantine).parent.mkdir(parents=True, exist_ok=True)
+    with open(quarantine, 'ab') as q:
+        q.write(orjson.dumps({'path': path, 'line': line, 'field': field, 'reason': reason, 'record': record},
+                             default=str) + b'\n')
+
 # %% ../nbs/03b_trajectory_io.ipynb #6e076d1a
 def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
                       on_error:str='raise', # 'raise' at the first bad record, or 'skip' it (reported, quarantined)
@@ -83,29 +93,22 @@ def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
                      )->Iterator[Trajectory]:
     "Stream trajectories from a file, one at a time"
     if on_error not in ('raise', 'skip'): raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-    qf = None
-    try:
-        for line, rec in _iter_records(path, fast):
-            try:
-                if not fast or (t := decode_fast(rec)) is None:
-                    # blank as text: text mode skips it
-                    if type(rec) is bytes and not (rec := rec.decode('utf-8')).strip(): continue
-                    t = parse_trajectory(rec, path, line)
-                if refuse is not None and (why := refuse(t)) is not None:
-                    raise TrajectoryError(f"{path}:{line}: field '{why[0]}': {why[1]}", path, line, why[0])
-            except TrajectoryError as e:
-                if on_error == 'raise': raise
-                if errors is not None: errors.append(e)
-                if quarantine is None: continue
-                if qf is None:
-                    Path(quarantine).parent.mkdir(parents=True, exist_ok=True)
-                    qf = open(quarantine, 'a', encoding='utf-8')
-                qf.write(canonical_json({'path': str(path), 'line': line, 'field': e.field, 'reason': str(e),
-                                         'record': rec.decode('utf-8') if type(rec) is bytes else rec}) + '\n')
-                continue
-            yield t
-    finally:
-        if qf: qf.close()
+    for line, rec in _iter_records(path, fast):
+        try:
+            if not fast or (t := decode_fast(rec)) is None:
+                # blank as text: text mode skips it
+                if type(rec) is bytes and not (rec := rec.decode('utf-8')).strip(): continue
+                t = parse_trajectory(rec, path, line)
+            if refuse is not None and (why := refuse(t)) is not None:
+                raise TrajectoryError(f"{path}:{line}: field '{why[0]}': {why[1]}", path, line, why[0])
+        except TrajectoryError as e:
+            if on_error == 'raise': raise
+            if errors is not None: errors.append(e)
+            if quarantine is not None:
+                raw = rec.decode() if type(rec) is bytes else rec
+                quarantine_line(quarantine, str(path), line, e.field, str(e), raw)
+            continue
+        yield t
 
 # %% ../nbs/03b_trajectory_io.ipynb #5c1d2e7a
 def _iter_records(path, binary:bool=False):
@@ -146,7 +149,7 @@ def _pq_schema():
                       ('success', pa.bool_()), ('reward', pa.float64()), ('json', pa.string())])
 
 # %% ../nbs/03b_trajectory_io.ipynb #d7627bce
-def _dumped(t, on_error, quarantine, errors, qf:list)->tuple:
+def _dumped(t, on_error, quarantine, errors)->tuple:
     "(trajectory, its JSON) or None when it cannot be serialised and `on_error='skip'` (then reported and quarantined)"
     try:
         t = t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
@@ -160,12 +163,7 @@ def _dumped(t, on_error, quarantine, errors, qf:list)->tuple:
                               line)
         if on_error == 'raise': raise err from None
         if errors is not None: errors.append(err)
-        if quarantine is not None:
-            if not qf:
-                Path(quarantine).parent.mkdir(parents=True, exist_ok=True)
-                qf.append(open(quarantine, 'a', encoding='utf-8'))
-            qf[0].write(
-                json.dumps({'path': path, 'line': line, 'id': getattr(t, 'id', None), 'reason': str(err)}) + '\n')
+        if quarantine is not None: quarantine_line(quarantine, path, line, '(trajectory)', str(err))
         return None
 
 # %% ../nbs/03b_trajectory_io.ipynb #bf2eebd6
@@ -207,15 +205,11 @@ def write_trajectories(trajs:Iterable[Trajectory|dict], # trajectories (or dicts
     "Write trajectories as JSONL (plain/gz) or Parquet, streaming"
     if on_error not in ('raise', 'skip'): raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    qf = []
-    dump = lambda t: _dumped(t, on_error, quarantine, errors, qf)
-    try:
-        if _is_parquet(path):
-            if append: raise ValueError("append is only supported for JSONL files")
-            return _write_parquet(trajs, path, row_group_size, dump)
-        return _write_jsonl(trajs, path, append, dump)
-    finally:
-        if qf: qf[0].close()
+    dump = lambda t: _dumped(t, on_error, quarantine, errors)
+    if _is_parquet(path):
+        if append: raise ValueError("append is only supported for JSONL files")
+        return _write_parquet(trajs, path, row_group_size, dump)
+    return _write_jsonl(trajs, path, append, dump)
 
 # %% ../nbs/03b_trajectory_io.ipynb #56c64923
 _TRAJ_COLS = ['trajectory_id', 'schema_version', 'task_id', 'task_instruction', 'task_domain', 'env_id',

@@ -26,13 +26,13 @@ from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_compl
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, first_user_turn, trajectory_score
-from ..trajectory_io import TrajectoryError, read_trajectories
+from ..trajectory_io import TrajectoryError, quarantine_line, read_trajectories
 
 # %% auto #0
 __all__ = ['DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #daa4d8f8
-from .export_filter import pref_record, quarantine_line, quarantine_pref  # the preference records a DPO export reads
+from .export_filter import pref_record, quarantine_pref  # the preference records a DPO export reads
 
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
 def _input_files(src)->list[Path]:

@@ -17,11 +17,11 @@ from fastcore.basics import patch
 from ..core import KnowlyrError
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, trajectory_score
-from ..trajectory_io import TrajectoryError
+from ..trajectory_io import TrajectoryError, quarantine_line
 
 # %% auto #0
-__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_line', 'quarantine_refused', 'pref_record',
-           'quarantine_pref', 'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty']
+__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record', 'quarantine_pref',
+           'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -55,13 +55,6 @@ def nonfinite_reward(t:Trajectory)->tuple[str, str]|None:
     for i, s in enumerate(t.steps):
         if s.reward is not None and not math.isfinite(s.reward): return f"steps.{i}.reward", f"{s.reward} is not a finite number"
     return None
-
-# %% ../../nbs/41c_hub_export_filter.ipynb #a4543387
-def quarantine_line(quarantine:Path, path, line, field, reason:str, record=None):
-    "Append one quarantine record (the shape `read_trajectories` writes: path, line, field, reason, record)"
-    with open(quarantine, 'ab') as q:
-        q.write(orjson.dumps({'path': path, 'line': line, 'field': field, 'reason': reason, 'record': record},
-                             default=str) + b'\n')
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #d53c03a4
 def quarantine_refused(t:Trajectory, i:int, why:tuple, # the `i`-th trajectory of an in-memory input, (field, reason)
