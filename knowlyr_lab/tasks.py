@@ -63,10 +63,11 @@ def _unwrap(task):
 
 # %% ../nbs/13_tasks.ipynb #5ac73e45
 def task_key(task)->str:
-    "What identifies a task's content: its fingerprint, else a hash of the text the agent saw first, else its id"
+    "What identifies a task's content: its fingerprint; else (no env) a hash of the text seen first; else its id"
     task = _unwrap(task)
     if isinstance(task, str): return task
     if fp := _field(task, 'fingerprint'): return str(fp)
+    if _field(task, 'env_id'): return task_id(task)     # an env's task: its text may not hold it (a seed's maze)
     seen = _field(task, 'initial_observation')
     if seen := seen if seen is not None else _field(task, 'instruction'):   # `first_user_turn`, for any task shape
         return 'text:' + hashlib.sha1(str(seen).encode()).hexdigest()
