@@ -137,11 +137,11 @@ def crossed_bootstrap(
     "Mean paired difference of a runs x tasks design, runs and tasks resampled independently"
     full = np.asarray(diff, float)
     if full.ndim != 2: raise ValueError(f"need a runs x tasks table, got shape {full.shape}")
-    ran, had = ~np.isnan(full).all(1), ~np.isnan(full).all(0)       # a run or task with no cell is not drawn
-    d = full[ran][:, had]
+    seen = ~np.isnan(full); ran, had = seen.any(1), seen.any(0)      # a run or task with no cell is not drawn
+    d, mask = full[ran][:, had], seen[ran][:, had]
     if d.shape[0] < 2 or d.shape[1] < 2:
         raise ValueError(f"need a runs x tasks table with >= 2 of each that hold data, got {d.shape} of {full.shape}")
-    mask = ~np.isnan(d); d0 = np.where(mask, d, 0.0); R, T = d.shape
+    d0 = np.where(mask, d, 0.0); R, T = d.shape
     rng = np.random.default_rng(seed)
     wr = rng.multinomial(R, [1 / R] * R, n_resamples).astype(float)
     wt = rng.multinomial(T, [1 / T] * T, n_resamples).astype(float)
@@ -153,4 +153,4 @@ def crossed_bootstrap(
     for n, what in (((~ran).sum(), 'run(s)'), ((~had).sum(), 'task(s)')):
         if n: notes.append(f"{n} {what} with no data left out")
     return CrossedResult(est, (float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))), min(p, 1.0), R, T,
-                         _per_run(full, ~np.isnan(full), confidence, seed), confidence, n_resamples, notes)
+                         _per_run(full, seen, confidence, seed), confidence, n_resamples, notes)

@@ -60,9 +60,6 @@ class DatasetExporter:
         if not 0 <= test_fraction <= 1: raise ExportError(f"test_fraction must be in [0, 1], got {test_fraction}")
         self.trajectories, self.preferences = trajectories, preferences
         self.filter = filter or ExportFilter(**filter_kw)
-        # `score < nan` is never true: a NaN threshold would filter nothing
-        if self.filter.min_reward is not None and math.isnan(self.filter.min_reward):
-            raise ExportError("min_reward must be a number, got nan")
         self.test_fraction, self.split_seed, self.system_prompt = test_fraction, split_seed, system_prompt
         self.tools = ToolResolver(tools)
         self._splits = {}

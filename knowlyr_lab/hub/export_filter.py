@@ -38,6 +38,10 @@ class ExportFilter:
     agents:list|None=None           # keep these agent names
     include_failed:bool=False       # keep episodes that raised (metadata['error'])
 
+    def __post_init__(self):        # `score < nan` is never true
+        if self.min_reward is not None and math.isnan(self.min_reward):
+            raise ExportError("min_reward must be a number, got nan")
+
 # %% ../../nbs/41c_hub_export_filter.ipynb #3f9c68a5
 @patch
 def reason(self:ExportFilter, t:Trajectory)->str|None:
@@ -97,6 +101,8 @@ def quarantine_pref(where:str, e:Exception, record, quarantine:Path):
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #5adcc577
 FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')
+# DPO: the settings for `build_preferences`
+_PAIR_KEYS = ('level', 'min_margin', 'max_pairs_per_task', 'max_uses', 'step_value', 'engine')
 
 class ExportError(KnowlyrError, ValueError):
     "An export that cannot be done (unknown format, missing input)"
@@ -115,14 +121,15 @@ class ExportResult:
     # DPO from trajectories: build_preferences' counts (ties, one_trajectory, ...)
     pairs: dict = field(default_factory=dict)
     note: str = ''                                # why nothing was written, when nothing was
-    @property
-    def total(self)->int: return sum(self.counts.values())
-    def to_dict(self)->dict: return {**asdict(self), 'total': self.total}
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #f797e4e5
+@patch(as_prop=True)
+def total(self:ExportResult)->int: return sum(self.counts.values())
+
+@patch
+def to_dict(self:ExportResult)->dict: return {**asdict(self), 'total': self.total}
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #fc159ebb
-# DPO: the settings for `build_preferences`
-_PAIR_KEYS = ('level', 'min_margin', 'max_pairs_per_task', 'max_uses', 'step_value', 'engine')
-
 def check_export_settings(format:str, pairs:dict):
     "Raise `ExportError` for an unknown format or DPO setting"
     if format not in FORMATS: raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(FORMATS)}")
