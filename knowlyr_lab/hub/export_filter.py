@@ -122,10 +122,11 @@ class ExportResult:
     pairs: dict = field(default_factory=dict)
     note: str = ''                                # why nothing was written, when nothing was
 
-# %% ../../nbs/41c_hub_export_filter.ipynb #f797e4e5
+# %% ../../nbs/41c_hub_export_filter.ipynb #1c890928
 @patch(as_prop=True)
 def total(self:ExportResult)->int: return sum(self.counts.values())
 
+# %% ../../nbs/41c_hub_export_filter.ipynb #2f8345e0
 @patch
 def to_dict(self:ExportResult)->dict: return {**asdict(self), 'total': self.total}
 
