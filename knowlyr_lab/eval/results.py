@@ -105,7 +105,8 @@ def experiment_statements(names:list[str],     # notebook names, in README's ord
 def gpu_statement(res:dict)->str:
     "README's sentence on a `gpu_real_model.py` run: SFT tokens/s and MFU, GRPO rollout tokens/s, and where it was made"
     f, l, g = res['sft_full'], res['sft_lora'], res.get('grpo')
-    s = (f"Measured once ({made_with(res['provenance'])}): {res['model']} at batch {f['batch']} "
+    when = f" on {res['started'][:10]}" if res.get('started') else ''      # the date the run started
+    s = (f"Measured{when} ({made_with(res['provenance'])}): {res['model']} at batch {f['batch']} "
          f"({f['tokens_per_step']:,.0f} tokens a step, {f['mixed_precision']} autocast): full fine-tuning "
          f"{f['tokens_per_s']:,.0f} tokens/s (MFU {f['mfu']:.1%}), "
          f"LoRA {l['tokens_per_s']:,.0f} tokens/s")
