@@ -171,7 +171,7 @@ class SandboxProcess:
         try: self._close()
         except (OSError, ValueError): pass
     @property
-    def stderr(self)->str: return self.err.text()[0].replace('\0CUT\0', '\n')
+    def stderr(self)->str: return self.err.joined()
 
 # %% ../nbs/13a_verifiers.ipynb #54ddaedb
 @patch_to(SandboxProcess)

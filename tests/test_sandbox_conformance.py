@@ -105,6 +105,17 @@ def test_shell(sb):
     assert len(r.output) < 2000 + 100 and f"[... truncated {r.info['cut_chars']:,} characters ...]" in r.output
     assert ok(sb, 'shell', command='id -u').strip() == str(sb.uid)
 
+def test_output_holding_the_cut_marker_is_kept(sb):
+    "The agent's bytes are data: ones that spell the capture's old in-band marker neither vanish nor move the cut"
+    mark = '\0CUT\0'
+    r = run(sb, 'shell', command=r"printf 'before\0CUT\0after'; printf 'err\0CUT\0' >&2")
+    assert (r.is_error, r.truncated, r.output) == (False, False, f'before{mark}aftererr{mark}')
+    r = run(sb, 'shell', command=r"printf '\0CUT\0'; seq 1 100000; printf 'end\0CUT\0'")
+    assert r.truncated and r.output.startswith(f'{mark}1\n2\n') and r.output.endswith(f'100000\nend{mark}')
+    assert r.output.count('[... truncated ') == 1 and len(r.output) < 2000 + 100
+    ok(sb, 'file_write', path='m.txt', content=f'a{mark}b')
+    assert ok(sb, 'file_read', path='m.txt') == f'a{mark}b'
+
 def test_search(sb):
     assert ok(sb, 'search', pattern='a - b') == 'calc.py:2:    return a - b\ncalc.py:6:    return a - b'
     assert ok(sb, 'search', pattern='add', glob='*.py') == ('calc.py:1:def add(a, b):\ntests/test_calc.py:1:from calc import add\n'

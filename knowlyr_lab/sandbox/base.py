@@ -121,20 +121,29 @@ def dropped(self:OutputCapture)->int: return self.total - len(self.head) - self.
 
 # %% ../../nbs/10_sandbox_base.ipynb #12ceacbc
 @patch
-def text(self:OutputCapture)->tuple[str, int]:
-    "(decoded text, bytes dropped between head and tail)"
+def text(self:OutputCapture)->tuple[str, int, int|None]:
+    "(decoded head + tail, bytes dropped between them, where in that text they were dropped: None if none were)"
     t = b''.join(self.tail)
     d = self.dropped
-    if d == 0: return (bytes(self.head) + t).decode('utf-8', 'replace'), 0
-    return bytes(self.head).decode('utf-8', 'replace') + '\0CUT\0' + t.decode('utf-8', 'replace'), d
+    if d == 0: return (bytes(self.head) + t).decode('utf-8', 'replace'), 0, None
+    head = bytes(self.head).decode('utf-8', 'replace')
+    return head + t.decode('utf-8', 'replace'), d, len(head)
+
+# %% ../../nbs/10_sandbox_base.ipynb #de57da16
+@patch
+def joined(self:OutputCapture, sep:str='\n')->str:
+    "The decoded capture with `sep` where bytes were dropped"
+    s, d, at = self.text()
+    return s[:at] + sep + s[at:] if d else s
 
 # %% ../../nbs/10_sandbox_base.ipynb #1ffcfb68
-def truncate_output(text:str,    # full text, or head + '\0CUT\0' + tail from `OutputCapture.text`
+def truncate_output(text:str,    # full text, or head + tail from `OutputCapture.text`
                     limit:int,   # most characters to keep
                     dropped:int=0, # characters already dropped by the capture
+                    cut_at:int|None=None, # where in `text` the capture dropped them (None: at its end)
                    )->tuple[str, int]: # (text with a marker if cut, number of characters cut)
     "Keep the head and tail of `text` within `limit` characters, with a marker saying how much was cut"
-    head, _, tail = text.partition('\0CUT\0') if '\0CUT\0' in text else (text, '', '')
+    head, tail = (text[:cut_at], text[cut_at:]) if dropped else (text, '')
     n = len(head) + len(tail) + dropped
     if n <= limit: return head + tail, 0
     whole, h = head + tail, limit // 2

@@ -101,7 +101,8 @@ def _execute_tool(self, name, params):
                      else (e.filename or ''))
             res = ToolResult(f"Error: {e.strerror or e}{': ' + where if where else ''}", True,
                              info={'error_type': type(e).__name__})
-    out, cut = truncate_output(res.output, self.limits.max_output_chars, res.info.pop('_dropped', 0))
+    out, cut = truncate_output(res.output, self.limits.max_output_chars, res.info.pop('_dropped', 0),
+                               res.info.pop('_cut_at', None))
     if cut: res.info['cut_chars'] = cut
     res.output, res.truncated, res.duration = out, bool(cut), time.perf_counter() - t0
     return res
@@ -132,7 +133,8 @@ def _tool_search(self, pattern:str, path:str='.', glob:str|None=None, max_matche
     if r.timed_out or r.exit_code not in (0, 1):
         return ToolResult(f"Error: search failed: {r.stderr.strip() or r.output.strip()}", True, r.exit_code,
                           info={'timed_out': r.timed_out})
-    lines = [l[2:] if l.startswith('./') else l for l in r.output.split('\0CUT\0')[0].splitlines() if l]
+    head = r.output[:r.cut_at] if r.dropped else r.output   # the tail starts mid-line
+    lines = [l[2:] if l.startswith('./') else l for l in head.splitlines() if l]
     def key(l):
         m = _GREP_LINE.match(l)
         return (m.group(1), int(m.group(2))) if m else (l, 0)

@@ -83,9 +83,9 @@ def docker_exec(api,                       # docker.APIClient (client.api)
             ins = api.exec_inspect(eid)
             if not ins['Running']: code = ins['ExitCode']; break
             time.sleep(0.01)
-    text, dropped = out.text()
-    return RunResult(code, text, dropped, not finished, '' if merge else err.text()[0].replace('\0CUT\0', '\n'),
-                     b''.join(chunks) if raw else None)
+    text, dropped, cut_at = out.text()
+    return RunResult(code, text, dropped, not finished, '' if merge else err.joined(),
+                     b''.join(chunks) if raw else None, cut_at)
 
 
 # %% ../../nbs/11_sandbox_docker.ipynb #aee4281a

@@ -222,9 +222,8 @@ def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
     for s in (p.stdout, p.stderr):
         if s: s.close()
     code = None if timed_out else (p.returncode if p.returncode >= 0 else 128 - p.returncode)
-    out, dropped = cap.text()
-    return RunResult(code, out, dropped, timed_out, err.text()[0].replace('\0CUT\0', '\n'), b''.join(chunks) if raw
-                     else None)
+    out, dropped, cut_at = cap.text()
+    return RunResult(code, out, dropped, timed_out, err.joined(), b''.join(chunks) if raw else None, cut_at)
 
 # %% ../../nbs/10f_sandbox_local.ipynb #4e824330
 @patch_to(LocalSandbox)

@@ -105,11 +105,12 @@ def sandbox_env(extra:dict|None=None, # variables to add or replace (keys and va
 class RunResult:
     "A process run inside a sandbox"
     exit_code: int|None             # None when killed on timeout
-    output: str                     # stdout (+ stderr when merged), head + '\0CUT\0' + tail when bytes were dropped
+    output: str                     # stdout (+ stderr when merged): head + tail when bytes were dropped
     dropped: int = 0                # bytes dropped by the bounded capture
     timed_out: bool = False
     stderr: str = ''                # stderr when not merged
     raw: bytes|None = None          # unbounded stdout, when asked for (archives)
+    cut_at: int|None = None         # where in `output` the bytes were dropped (the length of the head)
 
 # %% ../../nbs/10a_sandbox_tools.ipynb #1ed6d32c
 _KILLED = {137: "[killed by SIGKILL: out of memory or over a resource limit]",
@@ -120,7 +121,7 @@ def process_result(r:RunResult,        # the process run
                    ok_codes=(0,),      # exit statuses that are not errors
                   )->ToolResult:
     "The `ToolResult` of a process run, saying in words what killed it"
-    info = {'timed_out': r.timed_out, '_dropped': r.dropped}
+    info = {'timed_out': r.timed_out, '_dropped': r.dropped, '_cut_at': r.cut_at}
     out = r.output
     if r.timed_out: out = (out + '\n' if out else '') + f"[killed: wall-clock timeout of {timeout:g} s exceeded]"
     elif r.exit_code in _KILLED: out = (out + '\n' if out else '') + _KILLED[r.exit_code]
