@@ -45,13 +45,16 @@ def holds(self:ServerRoot, r:Path)->bool:
 # %% ../nbs/94_mcp_base.ipynb #f18c1a45
 @patch
 def outside_link(self:ServerRoot, d:Path)->tuple[Path, Path]|None:
-    "The first link under directory `d` that resolves outside the root, and its target (inside links walked too)"
+    ("The first link under directory `d` that resolves outside the root, and its target (inside links walked too); "
+     "or a file with other names (hard links), and None")
     seen, todo = set(), [d]
     while todo:
         if (top := todo.pop()) in seen: continue
         seen.add(top)
         for q in sorted(top.rglob('*')):     # links are listed, not entered
-            if not q.is_symlink(): continue
+            if not q.is_symlink():
+                if q.is_file() and q.stat().st_nlink > 1: return q, None
+                continue
             try: r = q.resolve()
             except (OSError, RuntimeError): continue   # a loop of links: nothing reads through it
             if not self.holds(r): return q, r
@@ -67,10 +70,12 @@ def path(self:ServerRoot, p, what:str='path', must_exist:bool=False)->Path:
     r = (q if q.is_absolute() else self.root/q).resolve()
     if not self.holds(r): raise ValueError(f"{what} {p!r} is outside the server root {self.root} (it resolves to {r})")
     if must_exist and not r.exists(): raise FileNotFoundError(f"{what} {p} does not exist")
-    if r.is_dir() and (bad := self.outside_link(r)):
-        raise ValueError(f"{what} {p!r} holds {bad[0].relative_to(self.root)}, a link to {bad[1]}, "
-                         f"outside the server root {self.root}")
-    return r
+    if r.is_file() and r.stat().st_nlink > 1: bad = (r, None)
+    elif not r.is_dir() or not (bad := self.outside_link(r)): return r
+    where = f"{what} {p!r} " + ('is' if bad[0] == r else f"holds {bad[0].relative_to(self.root)},")
+    if bad[1] is None: raise ValueError(f"{where} a file with another name (a hard link), which may lie outside "
+                                        f"the server root {self.root}")
+    raise ValueError(f"{where} a link to {bad[1]}, outside the server root {self.root}")
 
 # %% ../nbs/94_mcp_base.ipynb #61fe2883
 @patch

@@ -1,4 +1,4 @@
-"No MCP tool reads or writes a file outside --root through a symlink inside it, driven by the MCP SDK's stdio client"
+"No MCP tool reads or writes a file outside --root through a symlink or a hard link inside it, driven by the MCP SDK's stdio client"
 import asyncio
 import json
 import os
@@ -25,7 +25,7 @@ def served(tmp_path_factory):
     "A root with links out of it (a file link in a log directory, an output file link, a quarantine file link), and what the tools did"
     base = tmp_path_factory.mktemp('links')
     out, root = base/'outside', base/'root'
-    for d in (out, root/'data', root/'logs'/'sub', root/'o2', root/'elsewhere'): d.mkdir(parents=True)
+    for d in (out, root/'data', root/'logs'/'sub', root/'o2', root/'elsewhere', root/'hard', root/'o3'): d.mkdir(parents=True)
     write_trajectories([_traj(SECRET)], out/'secret.jsonl')
     (out/'victim.txt').write_text('IMPORTANT\n'); (out/'q.txt').write_text('Q\n')
     write_trajectories([_traj('mine')], root/'mine.jsonl')
@@ -34,6 +34,9 @@ def served(tmp_path_factory):
     os.symlink(out/'victim.txt', root/'o2'/'train.jsonl')                  # written through an output directory
     os.symlink(out/'q.txt', root/'c.jsonl.quarantine.jsonl')               # written as convert_logs' quarantine
     os.symlink(root/'elsewhere', root/'logs'/'sub'/'inside')               # a link inside the root: fine ...
+    os.link(out/'secret.jsonl', root/'hard'/'h.jsonl')                     # the outside file, by another name
+    os.link(out/'secret.jsonl', root/'h.jsonl')
+    os.link(out/'victim.txt', root/'o3'/'train.jsonl')
     async def go(s):
         r = {}
         call = lambda name, args: s.call_tool(name, args)
@@ -44,6 +47,9 @@ def served(tmp_path_factory):
         r['export_out'] = await call('export_dataset', {'trajectories': 'mine.jsonl', 'format': 'sft', 'output_dir': 'o2'})
         r['quarantine'] = await call('convert_logs', {'paths': ['mine.jsonl'], 'output': 'c.jsonl'})
         r['inside_ok'] = await call('convert_logs', {'paths': ['logs'], 'output': 'ok.jsonl'})
+        r['hard_dir'] = await call('convert_logs', {'paths': ['hard'], 'output': 'c3.jsonl'})
+        r['hard_file'] = await call('recorder_diff', {'path_a': 'h.jsonl', 'path_b': 'mine.jsonl'})
+        r['hard_out'] = await call('export_dataset', {'trajectories': 'mine.jsonl', 'format': 'sft', 'output_dir': 'o3'})
         os.symlink(out, root/'elsewhere'/'away')                            # ... until what it leads to holds a link out
         r['behind_inside'] = await call('validate_logs', {'paths': ['logs']})
         return r
@@ -65,8 +71,8 @@ def test_a_directory_argument_holding_a_link_out_is_refused(served):
     for k in ('export_dir', 'convert_dir', 'validate_dir', 'batch_dir'): _refused(r[k], 'data/link.jsonl', 'secret.jsonl')
     root = base/'root'
     assert not (root/'o').exists() and not (root/'c1.jsonl').exists() and not (root/'pipe').exists()
-    for p in root.rglob('*'):                                             # nothing of the secret was written anywhere
-        if p.is_file() and not p.is_symlink(): assert SECRET not in p.read_text(errors='replace'), p
+    for p in root.rglob('*'):          # nothing of the secret was written anywhere (but the planted links to it)
+        if p.is_file() and not p.is_symlink() and p.stat().st_nlink == 1: assert SECRET not in p.read_text(errors='replace'), p
 
 def test_an_output_holding_a_link_out_is_refused(served):
     base, r = served
@@ -79,3 +85,9 @@ def test_links_inside_the_root_still_work_and_what_they_lead_to_is_checked(serve
     assert not r['inside_ok'].is_error, r['inside_ok'].content
     assert json.loads(r['inside_ok'].content[0].text)['trajectories'] == 1
     _refused(r['behind_inside'], 'elsewhere/away')
+
+def test_a_hard_link_is_refused_read_or_written(served):
+    base, r = served
+    _refused(r['hard_dir'], 'hard/h.jsonl', 'hard link'); _refused(r['hard_file'], 'h.jsonl', 'hard link')
+    _refused(r['hard_out'], 'o3/train.jsonl', 'hard link')
+    assert not (base/'root'/'c3.jsonl').exists() and (base/'outside'/'victim.txt').read_text() == 'IMPORTANT\n'
