@@ -10,6 +10,7 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 from .base import RecorderError
+from .field_path import locate
 from .values import ToolCallPairer, new_step, set_observation
 from ..trajectory import Step, TokenUsage
 
@@ -137,13 +138,17 @@ GUARDED = (TypeError, ValueError, AttributeError, KeyError, IndexError)
 
 class guard:
     "Context manager: a type/value error while mapping one record quarantines that record instead of stopping"
-    def __init__(self, report, path, line:int|None, record, record_type:str):
+    def __init__(self, report, path, line:int|None, record, record_type:str,
+                 at:str|None=None):     # where `record` sits in its file, when no line says it (e.g. 'messages[3]')
         self.report, self.path, self.line, self.record, self.record_type = report, path, line, record, record_type
+        self.at = at
     def __enter__(self): return self
     def __exit__(self, et, e, tb):
         if et is None or issubclass(et, RecorderError): return False
         if issubclass(et, GUARDED):
-            why = f"unexpected value in a {self.record_type} record ({et.__name__}: {str(e)[:200]})"
+            where = '.'.join(filter(None, (self.at, locate(self.record, e)))).replace('.[', '[')
+            why = (f"{where}: " if where else '') + \
+                  f"unexpected value in a {self.record_type} record ({et.__name__}: {' '.join(str(e).split())[:200]})"
             self.report.bad_record(self.path, self.line, why, self.record, self.record_type,
                                    aggregate=self.record is None and self.line is None)
             return True

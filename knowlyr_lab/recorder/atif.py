@@ -149,7 +149,7 @@ def atif_steps(doc:dict,            # one ATIF trajectory document
     where = f"{doc.get('trajectory_id')}/" if doc.get('trajectory_id') else ''
     for i, st in enumerate(steps):
         src = st.get('source') if isinstance(st, dict) else None
-        with guard(report, path, line, st, f'step:{src}'):
+        with guard(report, path, line, st, f'step:{src}', at=f'steps[{i}]'):
             if not isinstance(st, dict): raise TypeError(f"steps[{i}] is a {type(st).__name__}, not an object")
             if src not in ('system', 'user', 'agent'):
                 report.bad_record(path, line, f"steps[{i}].source: expected system, user or agent, got {src!r}", st,

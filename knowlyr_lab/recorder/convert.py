@@ -223,7 +223,7 @@ def convert(paths,                          # files or directories of logs
         except READ_ERRORS as e:   # a truncated .gz, a file that vanished: quarantine the file, go on with the batch
             report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True)
         except Exception as e:     # an adapter bug must not end a batch; it is reported against the file
-            report.bad_record(path, None, f"adapter {a.name!r} failed: {type(e).__name__}: {e}", None,
+            report.bad_record(path, None, f"adapter {a.name!r} failed: {type(e).__name__}: {' '.join(str(e).split())}", None,
                               record_type='(file)', aggregate=True)
 
 # %% ../../nbs/28_recorder_convert.ipynb #25a98118

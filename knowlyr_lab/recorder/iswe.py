@@ -96,7 +96,7 @@ def _iswe_phase(log:StepLog, name:str, ph:dict, path, report, unmapped, state:di
         kind = f"{name}:{m.get('role') if isinstance(m, dict) else type(m).__name__}"
         if not isinstance(m, dict):
             report.bad_record(path, None, f'{name}.trajectory[{i}] is not a message', m, kind); continue
-        with guard(report, path, None, m, kind):
+        with guard(report, path, None, m, kind, at=f'{name}.trajectory[{i}]'):
             role, text = m.get('role'), content_text(m.get('content'))
             if role == 'system': state.setdefault('system_prompts', {})[name] = text
             elif role == 'user' and state.get('instruction') is None: state['instruction'] = text

@@ -115,7 +115,7 @@ def convert(self:MiniSWEAgentAdapter, path, report:ConversionReport)->Iterator[T
     for i, m in enumerate(data['messages']):
       if not isinstance(m, dict):
           report.bad_record(path, None, f'messages[{i}] is not an object', m, 'message'); continue
-      with guard(report, path, None, m, f"message:{m.get('role')}"):
+      with guard(report, path, None, m, f"message:{m.get('role')}", at=f'messages[{i}]'):
         role, kind = m.get('role'), f"message:{m.get('role')}"
         text = content_text(m.get('content'))
         extra = m.get('extra') if isinstance(m.get('extra'), dict) else {}

@@ -17,6 +17,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from ..core import parse_ast
+from .agent_steps import guard
 from .base import LogAdapter, get_adapter, register_adapter
 from .chat import ChatBuilder, exit_code_of, feed_message
 from .reading import iter_jsonl, read_json
@@ -267,5 +268,7 @@ def convert(self:SmolagentsAdapter, path, report):
         b.instruction = row.get('question') or row.get('augmented_question') or ''
         _feed_smol(b, msgs, path, line, report)
         if not msgs: report.mapped('row:empty')
-        yield _smol_finish(self, b, row)
+        t = None
+        with guard(report, path, line, row, 'row'): t = _smol_finish(self, b, row)   # one bad field: one row lost
+        if t is not None: yield t
 register_adapter(SmolagentsAdapter())
