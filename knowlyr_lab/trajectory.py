@@ -232,7 +232,8 @@ class Trajectory(_Model):
 def content_hash(self:Trajectory)->str:
     "Stable hash of the normalised content (task, agent, steps, outcome); ignores rewards, times and metadata"
     text = _canon_fast(self)
-    if text is None: text = canonical_json(self._content()).encode()
+    # a lone surrogate (a file name that is not UTF-8, in an id) hashes as itself instead of failing validation
+    if text is None: text = canonical_json(self._content()).encode('utf-8', 'surrogatepass')
     return 'tr-' + hashlib.sha256(text).hexdigest()[:24]
 
 # %% ../nbs/03_trajectory.ipynb #0f422189

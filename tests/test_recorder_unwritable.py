@@ -1,10 +1,12 @@
 "Records the writer cannot serialise (a lone surrogate, nesting 500 deep): quarantined with file and line, the batch goes on"
 import io
 import json
+import os
 
 from rich.console import Console
 
 from knowlyr_lab.cli.recorder import main
+from knowlyr_lab.recorder.scrub import source_file
 from knowlyr_lab.trajectory_io import read_trajectories
 
 
@@ -39,3 +41,17 @@ def test_convert_directory_writes_good_records_and_quarantines_unwritable(tmp_pa
         assert {('b_mixed.jsonl', 2), ('b_mixed.jsonl', 3)} <= where, issues
         assert any(f == 'c_surrogate_tool.jsonl' for f, _ in where), issues   # JSON in JSON: the adapter fails on it, the file is reported
         assert 'lone surrogate' in text and 'cannot be written as JSON' in text, text
+
+
+def test_file_name_not_utf8_is_converted_and_written(tmp_path):
+    "A log whose name is not UTF-8 (Latin-1 'é') is converted, not quarantined; its escaped source.path gives the file back"
+    logs = tmp_path/'logs'; logs.mkdir()
+    odd = logs/os.fsdecode(b'caf\xe9-session.jsonl')
+    odd.write_text(chat('one') + '\n')
+    for fmt in ('out.jsonl', 'out.parquet'):
+        out, buf = tmp_path/fmt, io.StringIO()
+        rc = main(['convert', str(logs), '-o', str(out), '--no-progress'], console=Console(file=buf, width=200))
+        assert rc == 0, buf.getvalue()
+        [t] = read_trajectories(out)
+        assert t.task.instruction == 'one' and t.source.path.endswith('caf\\xe9-session.jsonl'), t.source
+        assert source_file(t) == odd and source_file(t).read_text().startswith('{')

@@ -19,7 +19,7 @@ from .base import LogAdapter, RecorderError, get_adapter, list_adapters, registe
 from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
-from .scrub import CountingScrub, mentions_any, redact_everywhere, redact_params, serialise_error
+from .scrub import CountingScrub, escape_path_names, mentions_any, redact_everywhere, redact_params, serialise_error
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
 
@@ -186,7 +186,7 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
         if outcomes is not None:
             t = join_outcome(t, outcomes)
             if 'outcome_source' in t.metadata: t.metadata['outcome_source'] = report.clean(t.metadata['outcome_source'])
-        if (why := serialise_error(t)) is not None:
+        if (why := serialise_error(t := escape_path_names(t, path))) is not None:
             report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory'); continue
         report.trajectory(t)
         yield t

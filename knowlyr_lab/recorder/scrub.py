@@ -7,8 +7,10 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_scrub.html.md"""
 # %% ../../nbs/21a_recorder_scrub.ipynb #1d2d7761
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
+from pathlib import Path
 
 import orjson
 from fastcore.basics import patch
@@ -18,7 +20,8 @@ from .redact import redact_values
 from ..trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
 # %% auto #0
-__all__ = ['serialise_error', 'CountingScrub', 'redact_everywhere', 'mentions_any', 'redact_params']
+__all__ = ['serialise_error', 'path_text', 'source_file', 'escape_path_names', 'CountingScrub', 'redact_everywhere',
+           'mentions_any', 'redact_params']
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #71e78adc
 _LONE = re.compile(r'[\ud800-\udfff]')
@@ -50,6 +53,37 @@ def serialise_error(t:Trajectory)->str|None:
     try: t.model_dump_json(); return None
     except Exception as e:
         return f"cannot be written as JSON ({str(e).removeprefix('Error serializing to JSON: ')[:200]})"
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #da9d805c
+def path_text(path)->str:
+    "`path` as text UTF-8 can write: as it is, or (a name that is not UTF-8) `\\xNN` per undecodable byte, `\\` doubled"
+    s = str(path)
+    if s.isascii() or not _LONE.search(s): return s
+    return ''.join(f'\\x{ord(c) - 0xdc00:02x}' if '\udc80' <= c <= '\udcff' else f'\\u{ord(c):04x}' if _LONE.match(c)
+                   else '\\\\' if c == '\\' else c for c in s)
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #3c075497
+_PATH_ESCAPE = re.compile(r'\\(\\|x[89a-f][0-9a-f])')
+
+def source_file(t:Trajectory)->Path|None:
+    "The file `t` was read from (its `source.path`, unescaped when `path_text` escaped it)"
+    s = t.source.path
+    if s is None or not t.metadata.get('source_path_escaped'): return None if s is None else Path(s)
+    return Path(_PATH_ESCAPE.sub(lambda m: '\\' if m[1] == '\\' else chr(0xdc00 + int(m[1][1:], 16)), s))
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #59955330
+def escape_path_names(t:Trajectory, path)->Trajectory:
+    "`t` read from `path`: as it is, or (a name that is not UTF-8) each string holding its bytes (path, ids) escaped"
+    if path_text(path) == str(path): return t
+    d = _escaped_names(t.model_dump())
+    d['metadata']['source_path_escaped'] = True
+    return Trajectory.model_validate(d)
+
+def _escaped_names(obj):
+    if isinstance(obj, str): return path_text(obj) if _LONE.search(obj) else obj
+    if isinstance(obj, dict): return {_escaped_names(k): _escaped_names(v) for k, v in obj.items()}
+    if isinstance(obj, list): return [_escaped_names(v) for v in obj]
+    return obj
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #96ceefc5
 _LONE_ESCAPE = re.compile(rb'\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])'
