@@ -105,14 +105,14 @@ def add_assistant(self:ChatBuilder,
 @patch
 def add_result(self:ChatBuilder, call_id:str|None, content, is_error:bool=False, name:str|None=None, t=None,
                exit_code:int|None=None)->bool:
-    "Attach a tool result to its call (by id; by order for id-less dialects). False when no call matches"
+    "Attach a tool result to its call (by id; by order for id-less dialects), images kept whole. False when no call matches"
     text = content_text(content)
     code = exit_code if exit_code is not None else exit_code_of(text)
     t = self._time(t)
-    if call_id is not None: return self.pairer.result(call_id, text, is_error, code, t) is not None
+    if call_id is not None: return self.pairer.result(call_id, content, is_error, code, t) is not None
     for i, s in enumerate(self.fifo):              # legacy function calls: oldest open call with that name
         if name is None or s.action.tool == name:
-            set_observation(self.fifo.pop(i), text, is_error, code, t); return True
+            set_observation(self.fifo.pop(i), content, is_error, code, t); return True
     return False
 
 # %% ../../nbs/22_recorder_chat.ipynb #9fe4986d

@@ -18,7 +18,7 @@ from .agent_steps import StepLog, guard
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, json_shape, read_json
 from .report import ConversionReport
-from .values import content_text, usage_from
+from .values import content_text, keep_media, usage_from
 from ..trajectory import AgentInfo, Source, Task, Trajectory
 
 # %% auto #0
@@ -117,10 +117,14 @@ def user(self:_ClaudeChain, rec, line):
             if step is None:
                 why = 'tool_result for a tool_use not in this conversation'
                 self.unmapped.append(self.report.unmapped('tool_result_block', b, self.path, line, why=why, part=True))
-            elif isinstance(tur, dict) and tur.get('interrupted'): step.metadata['interrupted'] = True
+            else:
+                keep_media(step, b.get('content'))                   # a screenshot: kept whole
+                if isinstance(tur, dict) and tur.get('interrupted'): step.metadata['interrupted'] = True
         elif b.get('type') == 'text':
             if (b.get('text') or '').strip(): texts.append(b['text'])
-        elif b.get('type') == 'image': texts.append('[image]')
+        elif b.get('type') == 'image':     # its place in the text, the image itself kept whole
+            texts.append('[image]'); why = 'an image the user gave (the text has [image] in its place)'
+            self.unmapped.append(self.report.unmapped('block:image', b, self.path, line, why=why, part=True))
         else:   # a document, a search result, ...: kept with its reason, not dropped
             why = 'user content block with no place in a step'
             self.unmapped.append(self.report.unmapped(f"block:{b.get('type')}", b, self.path, line, why=why, part=True))

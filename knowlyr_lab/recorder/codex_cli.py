@@ -147,6 +147,8 @@ def event(self:_CodexSession, p:dict, t, line):
         self._end_response(); self.complete = False             # a new turn: the earlier task_complete does not end it
         imgs = p.get('images') if isinstance(p.get('images'), list) else []
         text = '\n\n'.join([p.get('message') or '', *['[image]'] * len(imgs)]).strip()   # an image keeps its place
+        if imgs: self.unmapped.append(self.report.unmapped(kind, {'images': imgs}, self.path, line, part=True,
+                                                           why='the images the user gave (the text has [image] in their places)'))
         if self.instruction is None: self.instruction = text
         else: self.log.user(text, t)
         return self.report.mapped(kind)

@@ -18,8 +18,8 @@ from .reading import loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
-__all__ = ['parse_time', 'as_count', 'usage_from', 'content_text', 'parse_arguments', 'new_step', 'set_observation',
-           'ToolCallPairer']
+__all__ = ['parse_time', 'as_count', 'usage_from', 'content_text', 'media_blocks', 'keep_media', 'parse_arguments', 'new_step',
+           'set_observation', 'ToolCallPairer']
 
 # %% ../../nbs/20c_recorder_values.ipynb #6fbda06a
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -108,6 +108,24 @@ def content_text(content)->str:
         else: parts.append(str(b))
     return '\n'.join(parts)
 
+# %% ../../nbs/20c_recorder_values.ipynb #a439dd62
+def media_blocks(content)->list[dict]:
+    "The media blocks of a message `content` (tool results' included): those `content_text` shows as `[image]`, ..."
+    if isinstance(content, dict): content = [content]
+    if not isinstance(content, list): return []
+    out = []
+    for b in content:
+        if not isinstance(b, dict) or isinstance(b.get('text'), str): continue
+        if 'content' in b and b.get('type') in ('tool_result', 'tool_result_block'): out += media_blocks(b['content'])
+        elif b.get('type') in _MEDIA: out.append(b)
+    return out
+
+# %% ../../nbs/20c_recorder_values.ipynb #b230aebc
+def keep_media(step:Step, content)->Step:
+    "Keep the media blocks of `content` whole in `step.metadata['media']`"
+    if type(content) is not str and (m := media_blocks(content)): step.metadata.setdefault('media', []).extend(m)
+    return step
+
 # %% ../../nbs/20c_recorder_values.ipynb #40fda810
 def parse_arguments(args)->tuple[dict, bool]:
     "Decode tool-call arguments -> (params, ok); undecodable or non-object arguments are kept as {'_raw': ...}"
@@ -171,7 +189,7 @@ def set_observation(step:Step, content, is_error:bool=False, exit_code:int|None=
     "Fill in the result of `step`'s call"
     step.observation = _observation(content, is_error, exit_code)   # (`_observation` reads non-text content)
     if t_end is not None: step.t_end = parse_time(t_end)
-    return step
+    return keep_media(step, content)                                 # an image in the result: kept whole
 
 # %% ../../nbs/20c_recorder_values.ipynb #46444ebe
 class ToolCallPairer:
