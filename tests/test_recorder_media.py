@@ -62,3 +62,27 @@ def test_codex_user_images_are_kept(tmp_path):
     kept = [u['record'] for t in ts for u in t.metadata.get('unmapped', []) if u['record_type'] == 'event_msg:user_message']
     assert kept == [{'images': [url]}], kept
     assert ts[0].task.instruction.endswith('[image]')
+
+
+def test_codex_tool_output_image_is_kept(tmp_path):
+    src = sorted((Path(__file__).parent / 'fixtures' / 'agent_logs' / 'codex-cli').glob('rollout-*.jsonl'))[0]
+    img = {'type': 'input_image', 'image_url': 'data:image/png;base64,' + PNG['source']['data']}
+    lines = [json.loads(l) for l in src.read_text().splitlines()]
+    out = next(r for r in lines if r.get('payload', {}).get('type') == 'function_call_output')
+    out['payload']['output'] = [{'type': 'input_text', 'text': 'the screen'}, img]
+    (tmp_path / src.name).write_text('\n'.join(map(json.dumps, lines)) + '\n')
+    ts = list(convert(tmp_path / src.name, format='codex-cli'))
+    shot = [s for t in ts for s in t.steps if s.metadata.get('media')]
+    assert len(shot) == 1 and shot[0].metadata['media'] == [img] and shot[0].observation.content == 'the screen\n[input_image]'
+
+
+def test_atif_result_image_is_kept(tmp_path):
+    src = Path(__file__).parent / 'fixtures' / 'atif' / 'atif_multiagent_v1_7.json'
+    d = json.loads(src.read_text())
+    img = {'type': 'image', 'source': {'media_type': 'image/png', 'path': 'shots/1.png'}}   # ATIF's ContentPart
+    r = d['steps'][1]['observation']['results'][0]
+    r['content'] = [{'type': 'text', 'text': r['content']}, img]
+    (tmp_path / src.name).write_text(json.dumps(d))
+    ts = list(convert(tmp_path / src.name, format='atif'))
+    shot = [s for t in ts for s in t.steps if s.metadata.get('media')]
+    assert len(shot) == 1 and shot[0].metadata['media'] == [img] and shot[0].observation.content.endswith('\n[image]')

@@ -94,7 +94,7 @@ def _atif_by_id(log:StepLog, results:list, i:int, path, line, report, unmapped:l
     free = []
     for r in results:
         if r.get('source_call_id') is None: free.append(r); continue
-        s = log.result(r['source_call_id'], content_text(r.get('content')), _atif_err(r))
+        s = log.result(r['source_call_id'], r.get('content'), _atif_err(r))      # its text; an image in it kept whole
         if s is None:
             why = f"steps[{i}]: source_call_id {r['source_call_id']!r} names no open tool call"
             unmapped.append(report.unmapped('observation_result', r, path, line, part=True, why=why))

@@ -18,7 +18,7 @@ from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl
 from .report import ConversionReport
-from .values import content_text, parse_arguments
+from .values import content_text, keep_media, parse_arguments
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -107,10 +107,10 @@ def item(self:_CodexSession, p:dict, t, line):
         return self.report.mapped(kind)
     self._end_response()
     if typ in ('function_call_output', 'custom_tool_call_output'):
-        text, code = _cx_output(p.get('output'))
-        if self.log.result(p.get('call_id'), text, False, code, t) is None:
+        out = p.get('output'); text, code = _cx_output(out)
+        if (s := self.log.result(p.get('call_id'), text, False, code, t)) is None:
             self.unmapped.append(self.report.unmapped(kind, p, self.path, line, why='output of a call not in the log'))
-        else: self.report.mapped(kind)
+        else: keep_media(s, out.get('content') if isinstance(out, dict) else out); self.report.mapped(kind)
         return
     if typ == 'message':   # user/developer/system context: environment, AGENTS.md, instructions; the prompt itself
         self.context.append({'role': p.get('role'), 'text': content_text(p.get('content'))})
