@@ -99,3 +99,49 @@ def test_qwen3_is_refused_with_what_to_use_and_that_trains(episode):
     assert choose_format(trained) == 'template'
     turns = check_calls(trained, chat, traj)
     assert all(t.startswith('<think>\n\n</think>\n\n<tool_call>') for t in turns), turns
+
+
+# SmolLM2-135M-Instruct's chat template as its tokenizer_config.json ships it (content only: no tools, no tool calls)
+SMOLLM2_TEMPLATE = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\n"
+                    "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\\n' }}{% endif %}"
+                    "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+                    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
+def call(args):
+    return {'role': 'assistant', 'content': '', 'tool_calls': [{'type': 'function', 'function': {'name': 'move', 'arguments': args}}]}
+
+
+def trl_dpo_ids(tok, pair):
+    """(prompt_ids, chosen_ids, rejected_ids) of `pair` as TRL's DPOTrainer prepares them: its own `_prepare_dataset`
+    (run offline, unbound, on a one-row dataset); TRL's loss scores exactly the chosen/rejected ids"""
+    from types import SimpleNamespace
+    dpo, datasets = pytest.importorskip('trl.trainer.dpo_trainer'), pytest.importorskip('datasets')
+    args = SimpleNamespace(dataset_num_proc=None, max_length=None, truncation_mode='keep_start')
+    row = dpo.DPOTrainer._prepare_dataset(SimpleNamespace(_tokenizer=tok), datasets.Dataset.from_list([pair]), tok, args, 'train')[0]
+    return row['prompt_ids'], row['chosen_ids'], row['rejected_ids']
+
+
+@pytest.mark.parametrize('name,family', [('chatml', 'qwen2'), ('smollm2', 'qwen2'), ('qwen2_5', 'qwen2'),
+                                         ('qwen3_training', 'qwen2'), ('llama3_1', 'llama')])
+def test_dpo_unmasked_scores_what_trl_scores(name, family):
+    "DPO with mask_observations=False scores TRL's completion: every token after the prompt's generation prompt"
+    from knowlyr_lab.trainer.dpo import tokenize_pair
+    from knowlyr_lab.trainer.tiny import CHATML_TOOL_TEMPLATE
+    template = {'chatml': CHATML_TOOL_TEMPLATE, 'smollm2': SMOLLM2_TEMPLATE}.get(name) or trl_template(name)
+    tok = train_tokenizer(['Reach col 1. Go east, then south. You moved.'], vocab_size=2048, chat_template=template, family=family)
+    if name == 'smollm2':             # its template drops tool calls (the hermes format writes them): text completions
+        pair = {'prompt': [{'role': 'user', 'content': 'Reach col 1.'}], 'chosen': [{'role': 'assistant', 'content': 'east'}],
+                'rejected': [{'role': 'assistant', 'content': 'north, then west'}]}
+    else:                             # calls with the same argument keys (datasets would add missing keys as nulls)
+        pair = {'prompt': [{'role': 'system', 'content': 'Solve mazes.'}, {'role': 'user', 'content': 'Reach col 1.'}],
+                'chosen': [call({'direction': 'east'}), {'role': 'tool', 'content': 'You moved east.'}, call({'direction': 'south'})],
+                'rejected': [call({'direction': 'north'})], 'tools': json.dumps(env_tools('knowlyr/maze-easy'))}
+    p, c, r = trl_dpo_ids(tok, pair)
+    ours = tokenize_pair(tok, pair, mask_observations=False)
+    for side, ids in (('chosen', c), ('rejected', r)):
+        s = ours[side]
+        assert s['input_ids'] == p + ids, side                            # the same tokens
+        scored = [i for i, l in zip(s['input_ids'], s['labels']) if l != -100]
+        assert scored == ids, (tok.decode(scored), tok.decode(ids))        # the same scored span
+        assert s['labels'][:len(p)] == [-100] * len(p)

@@ -50,16 +50,22 @@ def _msgs(x, role, where, field):
     raise DataFormatError(f"{where}: field '{field}' must be a string or a non-empty list of messages")
 
 # %% ../../nbs/65_trainer_dpo.ipynb #ac7c6634
-def _side_labels(enc:dict, asst:list[tuple], p_len:int, mask_observations:bool=True)->list[int]:
+def _side_labels(enc:dict, asst:list[tuple], start:int|None, mask_observations:bool=True)->list[int]:
     "Labels of one side's tokens from their character offsets and the completion's assistant spans"
     lab, j = [], 0
-    for i, (s, _) in zip(enc['input_ids'], enc['offset_mapping']):    # offsets and spans both ascend: one sweep
+    for t, (i, (s, _)) in enumerate(zip(enc['input_ids'], enc['offset_mapping'])):   # offsets, spans ascend: one sweep
         if mask_observations:
             while j < len(asst) and asst[j][1] <= s: j += 1
             scored = j < len(asst) and asst[j][0] <= s
-        else: scored = s >= p_len
+        else: scored = t >= start
         lab.append(i if scored else -100)
     return lab
+
+# %% ../../nbs/65_trainer_dpo.ipynb #0bdc53f2
+def _completion_start(tokenizer, ids:list[int], prompt:list, tools, fmt:str|None=None)->int:
+    "Index of a side's first completion token: where `ids` leave the prompt tokenized with its generation prompt"
+    p = tokenizer(render_chat(tokenizer, prompt, tools, True, fmt), add_special_tokens=False)['input_ids']
+    return next((t for t, (a, b) in enumerate(zip(p, ids)) if a != b), min(len(p), len(ids)))
 
 # %% ../../nbs/65_trainer_dpo.ipynb #ee0075e9
 def _tokenize_side(tokenizer, prompt:list, comp:list, tools, where:str, side:str, mask_observations:bool=True,
@@ -70,7 +76,9 @@ def _tokenize_side(tokenizer, prompt:list, comp:list, tools, where:str, side:str
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     asst = [(s, e) for s, e, _ in spans if s >= p_len]
     if not asst: raise DataFormatError(f"{where}: '{side}' has no assistant turn")
-    lab, ids = _side_labels(enc, asst, p_len, mask_observations), enc['input_ids']
+    ids = enc['input_ids']
+    start = None if mask_observations else _completion_start(tokenizer, ids, prompt, tools, fmt)
+    lab = _side_labels(enc, asst, start, mask_observations)
     if max_length is not None and len(ids) > max_length:
         ids, lab = ids[:max_length], lab[:max_length]
         if all(l == -100 for l in lab[1:]):
