@@ -159,10 +159,19 @@ def _reserve(past, extra:int):
         layer.__class__ = _ReservedLayer
         layer.keys, layer.values = layer._k[..., :n, :], layer._v[..., :n, :]
 
+# %% ../../nbs/55_serving_model.ipynb #02f58a04
+@patch(as_prop=True)
+def stop_ids(self:AgentInference)->list[int]:
+    "The tokens that end a turn: the tokenizer's `eos_token_id`, then those of the model's generation config"
+    g = getattr(getattr(self.model, 'generation_config', None), 'eos_token_id', None)
+    return list(dict.fromkeys([self.tokenizer.eos_token_id, *([] if g is None else [g] if isinstance(g, int) else g)]))
+
 # %% ../../nbs/55_serving_model.ipynb #186f6219
 @torch.no_grad()
 def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, attention_mask and maybe past_key_values
-            max_new_tokens:int, temperature:float, top_p:float, eos_id:int, pad_id:int,
+            max_new_tokens:int, temperature:float, top_p:float,
+            eos_ids:list[int],            # the tokens that end a row's turn (`stop_ids`)
+            pad_id:int,
             stop=None,                    # a zero-argument callable: True ends every row now
             top_logprobs:int|None=None,   # also return per step the model's log-probs: the token's, this many top ones
             static:bool=False):           # decode over a cache of fixed size (`StaticDecoder`: CUDA graphs on a GPU)
@@ -174,7 +183,7 @@ def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, at
     pos = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)     # positions from the mask: cached tokens keep theirs
     kw = {'logits_to_keep': 1} if forward_takes(model, 'logits_to_keep') else {}
     done, toks, lps, raw = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device), [], [], []
-    dec = None
+    dec, eos = None, torch.tensor(eos_ids, device=x.device)
     for _ in range(max_new_tokens):
         if pos_ok: kw['position_ids'] = pos[:, -x.shape[1]:]
         if dec is not None: logits = dec.step(x, pos)
@@ -191,7 +200,7 @@ def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, at
         toks.append(nxt); lps.append(lp)
         # read now: a replayed CUDA graph overwrites its logits at the next step
         if top_logprobs is not None: raw.append(_step_logprobs(logits, nxt, top_logprobs))
-        done |= nxt == eos_id
+        done |= torch.isin(nxt, eos)
         if bool(done.all()) or (stop is not None and stop()): break
         x, pos = nxt[:, None], pos[:, -1:] + 1
         # the static decoder keeps its own mask: only the growing cache needs this one longer
@@ -199,10 +208,10 @@ def _decode(model, inputs:dict,           # `PrefixCache.batch`'s: input_ids, at
     return torch.stack(toks, 1), torch.stack(lps, 1), [torch.stack(s, 1).tolist() for s in zip(*raw)], past
 
 # %% ../../nbs/55_serving_model.ipynb #729fa314
-def _result(tok, row:list[int], lp:list[float], prompt_ids:list[int])->dict:
+def _result(tok, row:list[int], lp:list[float], prompt_ids:list[int], eos_ids:list[int])->dict:
     "One row's generation cut at its end-of-turn token: text, counts, finish reason, token ids and their log-probs"
-    ended = tok.eos_token_id in row
-    n = row.index(tok.eos_token_id) + 1 if ended else len(row)
+    end = next((k for k, i in enumerate(row) if i in eos_ids), None)
+    ended, n = end is not None, len(row) if end is None else end + 1
     row = row[:n]                      # a row that did not end has no padding: it ran to max_new_tokens
     return {'text': tok.decode(row[:-1] if ended else row, skip_special_tokens=True), 'prompt_tokens': len(prompt_ids),
             'completion_tokens': n, 'finish_reason': 'stop' if ended else 'length', 'prompt_token_ids': prompt_ids,
@@ -229,11 +238,11 @@ def generate(self:AgentInference, conversations:list[list[dict]], # chats to con
               add_special_tokens=False)['input_ids']
     inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix
     if seed is not None: torch.manual_seed(seed)
-    new, lps, raw, past = _decode(self.model, inputs, max_new_tokens, temperature, top_p, tok.eos_token_id,
+    new, lps, raw, past = _decode(self.model, inputs, max_new_tokens, temperature, top_p, self.stop_ids,
                                   tok.pad_token_id,
                                   stop, logprobs,
                                   self.model.device.type == 'cuda' if self.static_cache is None else self.static_cache)
-    res = [_result(tok, row, lp, ids[i]) for i, (row, lp) in enumerate(zip(new.tolist(), lps.tolist()))]
+    res = [_result(tok, row, lp, ids[i], self.stop_ids) for i, (row, lp) in enumerate(zip(new.tolist(), lps.tolist()))]
     if logprobs is not None:
         for i, r in enumerate(res): r['logprobs'] = _token_logprobs(raw, i, r['token_ids'])
     self.cache.keep(plan, inputs, torch.cat([inputs['input_ids'], new], 1), past, [r['completion_tokens'] for r in res])
