@@ -4,10 +4,12 @@ The templates of Qwen2.5 and Llama 3.1/3.2 write a tool call's arguments with `t
 string) they wrote `{"name": "multiply", "arguments": "{\\"a\\": 864, \\"b\\": 41}"}` into the training labels: nothing
 failed, and the model was taught a double encoding that contradicts its pretraining and every standard parser. These
 tests train-render an arith-medium expert episode through each template as the installed `trl` package ships it (read
-at test time, nothing copied here) around the project's tiny tokenizer, and check that every call in the labels holds
-its arguments as a JSON object that `parse_reply` reads back. Qwen3's template renders the last assistant turn with an
-empty `<think>` block that earlier turns do not get, so no chat format can train span masks through it: it must be
-refused with a message that says so and what to use instead, and what it names must train."""
+at test time; only SmolLM2's one-line ChatML is copied here) around the project's tiny tokenizer, and check that every
+call in the labels holds its arguments as a JSON object that `parse_reply` reads back. Qwen3's template renders the last
+assistant turn with an empty `<think>` block that earlier turns do not get, so no chat format can train span masks
+through it: it must be refused with a message that says so and what to use instead, and what it names must train.
+DPO without observation masks scores the tokens TRL's own DPO preparation scores, and `serve` round-trips each
+template's tool calls."""
 import json
 
 import pytest
@@ -68,7 +70,7 @@ def check_calls(tok, chat, traj):
     return turns
 
 
-@pytest.mark.parametrize('name,style', [('qwen2_5', 'hermes'), ('llama3_1', 'llama3'), ('llama3_2', 'llama3')])
+@pytest.mark.parametrize('name,style', [('qwen2_5', 'hermes'), ('qwen3_training', 'hermes'), ('llama3_1', 'llama3'), ('llama3_2', 'llama3')])
 def test_template_labels_hold_calls_as_objects(name, style, episode):
     traj, tools = episode
     tok = tokenizer_with(trl_template(name))
@@ -145,3 +147,53 @@ def test_dpo_unmasked_scores_what_trl_scores(name, family):
         scored = [i for i, l in zip(s['input_ids'], s['labels']) if l != -100]
         assert scored == ids, (tok.decode(scored), tok.decode(ids))        # the same scored span
         assert s['labels'][:len(p)] == [-100] * len(p)
+
+
+LLAMA3_SPECIAL = ['<|begin_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>', '<|eom_id|>', '<|python_tag|>']
+
+
+@pytest.mark.parametrize('name', ['qwen2_5', 'qwen3_training', 'llama3_1'])
+def test_served_tool_calls_round_trip(name, episode):
+    """`serve` with the openai SDK, plain and streamed, on a model whose every reply is the turn training labels (its
+    generation scripted: a tiny model cannot learn it in seconds): each reply comes back as its tool call with its token
+    ids, and the calls and results sent back render the prompt training rendered, turn after turn"""
+    openai = pytest.importorskip('openai')
+    from knowlyr_lab.serving import AgentInference
+    from knowlyr_lab.serving.model import _result
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    traj, tools = episode
+    tok = tokenizer_with(trl_template(name))
+    if name.startswith('llama'):                                   # Llama 3's own special tokens, its end of turn the eos
+        tok.add_special_tokens({'additional_special_tokens': LLAMA3_SPECIAL}); tok.eos_token = '<|eot_id|>'
+    chat = to_chat(traj, tools=tools)
+    s = tokenize_chat(tok, chat)
+    inf = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32, max_position=8192)[0], tok, name='tiny', prefix_cache=0)
+    def scripted(convs, tools=None, *a, **kw):
+        out = []
+        for conv in convs:
+            k = sum(m['role'] == 'assistant' for m in conv)         # the turn to write: the labels of step k
+            p = tok(inf.render(conv, tools), add_special_tokens=False)['input_ids']
+            reply = [i for i, l, st in zip(s['input_ids'], s['labels'], s['step']) if l != -100 and st == k]
+            assert p + reply == s['input_ids'][:len(p) + len(reply)], f"turn {k}: the served prompt is not training's"
+            r = _result(tok, reply, [0.0] * len(reply), p, inf.stop_ids)
+            out.append({**r, 'logprobs': [{'id': i, 'logprob': 0.0, 'top': []} for i in r['token_ids']]})
+        return out
+    inf.generate = scripted
+    with inf.serve() as srv:
+        client = openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0)
+        msgs = [m for m in chat['messages'] if m['role'] in ('system', 'user')][:2]
+        for k, step in enumerate(traj.steps):
+            kw = dict(model='tiny', messages=msgs, tools=tools, max_tokens=64, logprobs=True, extra_body={'return_token_ids': True})
+            d = client.chat.completions.create(**kw).model_dump()
+            ch = d['choices'][0]
+            calls = [(c['function']['name'], json.loads(c['function']['arguments'])) for c in ch['message']['tool_calls'] or []]
+            assert (calls, ch['finish_reason']) == ([(step.action.tool, step.action.params)], 'tool_calls'), ch
+            want = [i for i, l, st in zip(s['input_ids'], s['labels'], s['step']) if l != -100 and st == k]
+            assert ch['token_ids'] == want                            # the ids as written, ending in the end-of-turn token
+            chunks = [c.model_dump() for c in client.chat.completions.create(**kw, stream=True)]
+            streamed = [(tc['function']['name'], json.loads(tc['function']['arguments']))
+                        for c in chunks for x in c['choices'] for tc in x['delta'].get('tool_calls') or []]
+            assert streamed == calls and [i for c in chunks for x in c['choices'] for i in x.get('token_ids') or []] == want
+            m = ch['message']
+            msgs = msgs + [{'role': 'assistant', 'content': m['content'], 'tool_calls': m['tool_calls']},
+                           {'role': 'tool', 'tool_call_id': m['tool_calls'][0]['id'], 'content': chat['messages'][len(msgs) + 1]['content']}]
