@@ -183,6 +183,13 @@ def test_readme_demo_spread_is_generated_from_its_results_file():
     for r in rows:
         assert_provenance(r)
         assert results_only(r['provenance']), r      # a clean checkout, or one that differed only in results files
+    # the run on tasks and a seed the recipe's choice never saw: rendered from its file, tasks disjoint from the recipe's
+    fresh = json.loads((EXP / 'demo_fresh.results.json').read_text())['rows']
+    assert spread_table(fresh) in readme and spread_summary(fresh) in readme
+    recipe_seeds = {r['seed'] for r in rows} | {1, 3, 4}            # the spread's and the recipe search's seeds
+    for r in fresh:
+        assert r['shared_with_recipe_eval'] == 0 and r['eval_seed_offset'] != 10_000_000 and r['seed'] not in recipe_seeds, r
+        assert_provenance(r); assert results_only(r['provenance']), r
         assert r['provenance']['ATEN_CPU_CAPABILITY'] == r['level']
     git = lambda *a: subprocess.run(['git', *a], cwd=ROOT, capture_output=True, text=True)
     if git('rev-parse', '--is-shallow-repository').stdout.strip() == 'false':   # a shallow clone may lack the commits
