@@ -73,3 +73,28 @@ def test_a_line_changed_on_disk_is_refused_not_returned_under_its_id(src, tmp_pa
         assert st.get(ids[1]).id == ids[1]                 # the other lines still read
         shard.write_bytes(raw)
         assert [t.id for t in st] == ids and len(ids) == n
+
+def test_a_writer_killed_while_another_holds_the_store_open_leaves_no_orphan_lines(src, tmp_path):
+    "The lines a killed writer appended were cut only when a store was opened: a writer that had it open already appended after them"
+    path, n = src
+    root = tmp_path / 'store'
+    trajs = list(read_trajectories(path))
+    with TrajectoryStore(root, shard_bytes=40_000) as st:
+        st.put_many(trajs[:3])
+        r = subprocess.run([sys.executable, '-c', SCRIPT, str(root), str(path), '1'], capture_output=True, text=True, timeout=120)
+        assert r.returncode == -signal.SIGKILL                           # its lines are written, its rows not committed
+        st.put_many(trajs)
+        assert len(st) == n and len(_lines(root)) == n                    # no line of the killed batch stays in a shard
+        assert sorted(t.id for t in st) == sorted(json.loads(l)['id'] for l in _lines(root))
+
+def test_a_batch_that_fails_half_way_leaves_no_orphan_lines(src, tmp_path):
+    "A trajectory that does not validate stopped the batch after earlier lines were appended: they stayed, unindexed, and a later put wrote them twice"
+    path, n = src
+    root = tmp_path / 'store'
+    trajs = list(read_trajectories(path))
+    with TrajectoryStore(root) as st:
+        st.put_many(trajs[:2])
+        with pytest.raises(ValueError): st.put_many([trajs[2], trajs[3], {'not': 'a trajectory'}])
+        assert len(_lines(root)) == len(st) == 2
+        st.put_many(trajs)
+        assert len(_lines(root)) == len(st) == n

@@ -89,6 +89,16 @@ def _recover(self:TrajectoryStore)->int:
     self.recovered_bytes = removed
     return removed
 
+# %% ../../nbs/43_hub_store.ipynb #0464572a
+@patch
+def _cut_tail(self:TrajectoryStore):
+    "Cut the last shards back to their last indexed line, newest first, until one ends there (caller holds `_writing`)"
+    for p in sorted((self.root / 'shards').glob('shard-*.jsonl'), reverse=True):
+        sql = "SELECT COALESCE(MAX(offset + length), 0) FROM traj WHERE shard=?"
+        end = self.db.execute(sql, (p.name,)).fetchone()[0]
+        if end and p.stat().st_size <= end: break
+        _truncate(p, end)
+
 # %% ../../nbs/43_hub_store.ipynb #967fb63d
 @patch
 def _migrate(self:TrajectoryStore):
@@ -123,6 +133,7 @@ def _index_row(t:Trajectory, h:str, seq:int, shard:str, off:int, n:int)->tuple:
 def _put_batch(self:TrajectoryStore, trajs:list)->list[tuple[str, bool]]:
     "Append the new trajectories' lines, fsync once, then index them in one transaction (caller holds `_writing`)"
     out, rows, seen, f, p = [], [], set(), None, None
+    self._cut_tail()
     seq = self.db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM traj").fetchone()[0]
     try:
         for t in trajs:
@@ -137,10 +148,11 @@ def _put_batch(self:TrajectoryStore, trajs:list)->list[tuple[str, bool]]:
             off = f.tell(); f.write(line)
             rows.append(_index_row(t, h, seq, p.name, off, len(line)))
             seen.add(h); seq += 1; out.append((h, True))
-        if f is not None: f.flush(); os.fsync(f.fileno())
-    finally:
+        if f is not None: f.flush(); os.fsync(f.fileno()); f.close(); f = None
+        with self.db: self.db.executemany("INSERT INTO traj VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    except BaseException:
         if f is not None: f.close()
-    with self.db: self.db.executemany("INSERT INTO traj VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        self._cut_tail(); raise                 # the lines of a batch that was not indexed go
     return out
 
 # %% ../../nbs/43_hub_store.ipynb #a13d6fbf
