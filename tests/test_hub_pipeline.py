@@ -169,3 +169,36 @@ def test_samples_per_task_is_bounded():
     from knowlyr_lab.hub.pipeline_config import MAX_SAMPLES, PipelineConfig, PipelineError
     with pytest.raises(PipelineError, match='samples_per_task'): PipelineConfig(output_dir='x', samples_per_task=10**12)
     assert PipelineConfig(output_dir='x', samples_per_task=MAX_SAMPLES).samples_per_task == MAX_SAMPLES
+
+def test_a_config_with_a_tuple_resumes(tmp_path):
+    "pipeline.json holds lists: a config given a tuple of tasks was compared with it as a tuple, so its own rerun was refused"
+    tasks = ('maze-easy-5x5-s0', 'maze-easy-5x5-s1')
+    cfg = PipelineConfig(output_dir=str(tmp_path / 'o'), env_id='knowlyr/maze-easy', tasks=tasks, reward=False, export_formats=['sft'])
+    first = Pipeline(cfg).run()
+    assert Pipeline(cfg).run() == first
+
+def test_a_run_resumed_with_another_agent_is_refused(tmp_path):
+    "The agent given to run() was not in the saved config: a resumed run mixed the first agent's units with another's"
+    from knowlyr_lab.agents import ExpertAgent, RandomAgent
+    from knowlyr_lab.hub.pipeline import PipelineError
+    class Stop(Exception): pass
+    def hook(event, stage, unit):
+        if (event, stage, unit) == ('committed', 'reward', 'u-000000'): raise Stop
+    cfg = PipelineConfig(output_dir=str(tmp_path / 'o'), env_id='knowlyr/maze-easy', max_tasks=2, reward=False, export_formats=['sft'])
+    with pytest.raises(Stop): Pipeline(cfg, hook=hook).run(agent=ExpertAgent)
+    with pytest.raises(PipelineError, match='agent_given'): Pipeline(cfg).run(agent=RandomAgent)
+    assert Pipeline(cfg).run(agent=ExpertAgent)['units'] == 2             # the same agent resumes
+    assert {t.agent.name for t in read_trajectories(Path(cfg.output_dir) / 'trajectories.jsonl')} == {'expert'}
+
+def test_a_batch_resumed_with_another_log_format_is_refused(tmp_path):
+    "run_batch's format was not in the saved config: a rerun with another format returned the units of the first"
+    from knowlyr_lab.hub.pipeline import PipelineError
+    from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
+    from knowlyr_lab.trajectory_io import write_trajectories
+    logs = tmp_path / 'logs'; logs.mkdir()
+    write_trajectories([Trajectory(task=Task(id='t1', instruction='do 1'), outcome=Outcome(success=True),
+                                   steps=[Step(index=0, thought='s', action=ToolCall(tool='x', params={'a': 1}))])], logs / 'a.jsonl')
+    cfg = dict(output_dir=str(tmp_path / 'out'), reward=False, export_formats=['sft'])
+    assert Pipeline(cfg).run_batch(logs, format='knowlyr')['trajectories'] == 1
+    assert Pipeline(cfg).run_batch(logs, format='knowlyr')['trajectories'] == 1       # the same format resumes
+    with pytest.raises(PipelineError, match='log_format'): Pipeline(cfg).run_batch(logs, format='openai-chat')

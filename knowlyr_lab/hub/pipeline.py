@@ -75,10 +75,12 @@ def _commit_json(self:Pipeline, path, obj, stage, unit):
 
 # %% ../../nbs/44_hub_pipeline.ipynb #9f48146f
 @patch
-def _check_config(self:Pipeline, kind:str):
+def _check_config(self:Pipeline, kind:str,
+                  **given):   # what the call adds to the config: the agent object given to `run`, `run_batch`'s format
     "A rerun must use the same config as the run it resumes"
     self.out.mkdir(parents=True, exist_ok=True)
-    cfg, p = {**asdict(self.config), 'kind': kind}, self.out / 'pipeline.json'
+    cfg = json.loads(json.dumps({**asdict(self.config), 'kind': kind, **given}))   # as it reads back: a tuple is a list
+    p = self.out / 'pipeline.json'
     if not p.exists(): self._commit_json(p, cfg, 'config', 'pipeline.json'); return
     old = json.loads(p.read_text())
     if old != cfg:
@@ -216,6 +218,11 @@ def _rollout_unit(self:Pipeline, env, ag, i:int, key:str, tid:str):
         self._commit_json(rp, t.model_dump(mode='json'), 'rollout', key)
     self._reward_unit(key, [Trajectory.model_validate_json(rp.read_text())])
 
+# %% ../../nbs/44_hub_pipeline.ipynb #0545e134
+def _agent_label(ag)->str:
+    "What the saved config says of an agent object given to `run`: its class, name and model"
+    return ' '.join(str(x) for x in (type(ag).__qualname__, getattr(ag, 'name', None), getattr(ag, 'model', None)) if x)
+
 # %% ../../nbs/44_hub_pipeline.ipynb #5ba5cc9f
 @patch
 def _run(self:Pipeline, agent, progress):
@@ -225,7 +232,8 @@ def _run(self:Pipeline, agent, progress):
     try:
         tasks = self._tasks(env)
         ag = worker_agent(agent) if agent is not None else agent_from_spec(c.agent, base_url=c.agent_base_url)
-        self._check_config('run')              # saved only once env, tasks and agent are known to work
+        given = {'agent_given': _agent_label(ag)} if agent is not None else {}   # an object is not in the config
+        self._check_config('run', **given)     # saved only once env, tasks and agent are known to work
         units = [(f"u-{i:06d}", t) for i, t in enumerate(tid for tid in tasks for _ in range(c.samples_per_task))]
         it = units
         if progress:
@@ -307,8 +315,9 @@ def _run_batch(self:Pipeline, log_dir, format):
     "`run_batch` inside the lock"
     convert, iter_log_files, ConversionReport = convert_fns()
     files = self._log_files(log_dir, format, iter_log_files)
-    self._check_config('logs')                 # saved only once the inputs are known to work
-    keys = [self._convert_unit(f, format or self.config.log_format, convert, ConversionReport) for f in files]
+    fmt = format or self.config.log_format
+    self._check_config('logs', log_format=fmt)  # saved only once the inputs are known to work
+    keys = [self._convert_unit(f, fmt, convert, ConversionReport) for f in files]
     merged = self._merge(keys)
     qd = self.out / 'quarantine'
     q = sum(1 for p in qd.glob('*.jsonl') for _ in open(p)) if qd.exists() else 0
