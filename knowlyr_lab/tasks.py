@@ -133,12 +133,12 @@ def content_keys(tasks:Iterable,        # dicts, Task objects, trajectories or i
                  env_id:str|None=None,
                  **env_kw,               # arguments for `make(env_id)`
                 )->list[str]:            # one key per task
-    ("The fingerprints of `tasks`, an id looked up in the env that names it (ids stay ids when nothing has a "
-     "fingerprint)")
+    ("The fingerprints of `tasks`, an id looked up in the env that names it (each task's `task_key` when nothing has "
+     "a fingerprint)")
     tasks = [_unwrap(t) for t in tasks]
     envs = list(dict.fromkeys(e for e in [env_id, *(_field(t, 'env_id') for t in tasks)] if e))
     fps = _fingerprints(tasks, envs, {env_id: env_kw})
-    if env_id is None and not any(fps): return [task_id(t) for t in tasks]   # no env behind them: ids are all there is
+    if env_id is None and not any(fps): return [task_key(t) for t in tasks]   # no env behind them: their text
     lost = [task_id(t) for t, fp in zip(tasks, fps) if not fp]
     if lost:
         raise ValueError(

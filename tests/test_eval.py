@@ -130,3 +130,12 @@ def test_reward_interval_resamples_tasks_not_attempts():
     assert s['reward_low'] < task_means.mean() < s['reward_high']
     lb = leaderboard([r], metric='reward')
     assert (lb['high'] - lb['low']).iloc[0] == pytest.approx(s['reward_high'] - s['reward_low'])
+
+def test_held_out_check_compares_text_tasks_by_content_not_id():
+    "Tasks with no fingerprint and no env were compared by id: the training task's text under another id was called held out"
+    from knowlyr_lab.tasks import check_held_out, task_key
+    train = [{'id': 'train-1', 'instruction': 'Write add(a, b) that returns a + b.'}]
+    ev = [{'id': 'eval-1', 'instruction': 'Write add(a, b) that returns a + b.'}, {'id': 'eval-2', 'instruction': 'Write mul(a, b).'}]
+    rep = check_held_out(train, ev)
+    assert rep.shared == [task_key(train[0])] and not rep.disjoint     # the key the evaluation pairs tasks by
+    assert check_held_out(['a', 'b'], ['b', 'c']).shared == ['b']      # bare ids are still compared as ids
