@@ -139,3 +139,11 @@ def test_held_out_check_compares_text_tasks_by_content_not_id():
     rep = check_held_out(train, ev)
     assert rep.shared == [task_key(train[0])] and not rep.disjoint     # the key the evaluation pairs tasks by
     assert check_held_out(['a', 'b'], ['b', 'c']).shared == ['b']      # bare ids are still compared as ids
+
+def test_arm_comparisons_names_the_per_run_test_it_adjusted():
+    "The record said 'per-run exact McNemar' whatever the runs were tested with (a reward, or repeated attempts: paired t)"
+    from knowlyr_lab.eval.evaluate import arm_comparisons
+    rec = arm_comparisons({'a': [_repeated('a1'), _repeated('a2')], 'b': [_repeated('b1'), _repeated('b2')]}, [('a', 'b')],
+                          metric='reward')['a vs b']
+    assert {r['test'] for r in rec['runs']} == {'paired_t'}
+    assert 'paired_t' in rec['p_adjustment'] and 'McNemar' not in rec['p_adjustment']

@@ -239,9 +239,10 @@ def arm_comparisons(evals:dict,             # arm name -> its evaluations, one p
     out = {}
     for a, b in pairs:
         r = compare_runs(evals[a], evals[b], metric=metric, seed=seed); c = r['crossed']
+        tests = ', '.join(sorted(set(r['runs'].test)))   # McNemar for one 0/1 outcome per task, else paired t
         out[f'{a} vs {b}'] = {'a': a, 'b': b, 'mean_a': float(r['runs'].mean_a.mean()), 'mean_b': float(r['runs'].mean_b.mean()),
                               'estimate': c.mean, 'ci': list(c.ci), 'confidence': c.confidence, 'p_bootstrap': c.pvalue,
-                              'n_runs': c.n_runs, 'n_tasks': c.n_tasks, 'p_adjustment': 'holm (per-run exact McNemar, over the runs)',
+                              'n_runs': c.n_runs, 'n_tasks': c.n_tasks, 'p_adjustment': f'holm (per-run {tests}, over the runs)',
                               'notes': c.notes, 'runs': r['runs'].to_dict(orient='records')}
     return out
 
