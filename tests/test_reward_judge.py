@@ -174,3 +174,24 @@ def test_cache_key_holds_the_server_and_sampling_settings():
     assert JudgeCache.key(JudgeConfig(base_url='http://127.0.0.1:8000/v1'), q) != k
     assert JudgeCache.key(JudgeConfig(max_tokens=50), q) != k
     assert JudgeCache.key(JudgeConfig(temperature=0.7), q) != k
+
+def test_judge_prompts_in_a_running_loop_raises_the_batch_error(tmp_path):
+    "Inside a running event loop (Jupyter) the worker thread's error reaches the caller (it was KeyError: 'r')"
+    import asyncio
+    def no_room(key, value): raise OSError(28, 'No space left on device')
+    with FakeLLMServer(_responder) as srv:
+        judge = LLMJudge(JudgeConfig(model='j', base_url=srv.openai_base_url, api_key='k', cache_dir=str(tmp_path)))
+        judge.cache.put = no_room
+        async def in_a_loop(): return judge.judge_trajectory(_traj(2))
+        with pytest.raises(OSError, match='No space'): asyncio.run(in_a_loop())
+        judge.cache = None
+        assert [r.ok for r in asyncio.run(in_a_loop())] == [True, True]
+
+def test_prompts_stay_small_when_a_step_writes_a_large_file():
+    "Parameters are clipped as observations are: a 1.2 MB write made a 1.4 MB prompt for its step and the next ones"
+    from knowlyr_lab.reward.judge import build_prompt
+    big = Step(index=0, action=ToolCall(tool='write_file', params={'path': 'a.py', 'content': 'x = 1\n' * 200_000}),
+               observation=Observation(content='ok'))
+    run = Step(index=1, action=ToolCall(tool='shell', params={'command': 'python a.py'}), observation=Observation(content='ok'))
+    sizes = [len(build_prompt(Task(), h, s, list_rubrics())) for h, s in (([], big), ([big], run))]
+    assert max(sizes) < 4000, sizes

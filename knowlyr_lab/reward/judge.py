@@ -14,6 +14,7 @@ import os
 import random
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +70,7 @@ def _clip(s, n): s = s or ''; return s if len(s) <= n else s[:n] + f"... [{len(s
 
 # %% ../../nbs/31_reward_judge.ipynb #44553a64
 def _fmt_step(s:Step, n:int)->str:
-    a = (f"{s.action.tool}({json.dumps(s.action.params, ensure_ascii=False, sort_keys=True)})" if s.action
+    a = (f"{s.action.tool}({_clip(json.dumps(s.action.params, ensure_ascii=False, sort_keys=True), n)})" if s.action
          else '(no action)')
     o = s.observation
     obs = (_clip(o.content if o else '', n) + (' [error]' if o and o.is_error else '')
@@ -83,7 +84,7 @@ SYSTEM_PROMPT = ("You are a strict reviewer of AI agent trajectories. You score 
 
 def build_prompt(task:Task, history:list[Step], step:Step, rubrics:list[Rubric],
                  context_steps:int=3,    # earlier steps shown
-                 max_chars:int=1500,     # observation/thought truncation
+                 max_chars:int=1500,     # observation/thought/parameters truncation
                 )->str:
     "The user message asking the judge to score `step`"
     hist = '\n'.join(_fmt_step(s, max_chars // 3) for s in history[-context_steps:]) or '(none)'
@@ -144,8 +145,7 @@ class JudgeStats:
     calls: int = 0; retries: int = 0; input_tokens: int = 0; output_tokens: int = 0; cost: float = 0.0
     def summary(self)->str:
         return (f"{self.steps} steps: {self.judged} judged, {self.failed} failed; {self.calls} calls, {self.retries} "
-                f"retries, "
-                f"{self.cache_hits} cache hits; {self.input_tokens} in / {self.output_tokens} out tokens, "
+                f"retries, {self.cache_hits} cache hits; {self.input_tokens} in / {self.output_tokens} out tokens, "
                 f"${self.cost:.4f}")
 
 # %% ../../nbs/31_reward_judge.ipynb #02b7a23e
@@ -172,14 +172,24 @@ class JudgeCache:
 class JudgmentError(ValueError):
     "The judge's answer is not a valid judgment"
 
+# %% ../../nbs/31_reward_judge.ipynb #703b5768
+_THINK = re.compile(r"<think>.*?</think>", re.S)   # a reasoning model's thoughts
+
+# %% ../../nbs/31_reward_judge.ipynb #e673b54b
+def _first_object(text:str)->dict:
+    "The first JSON object in a judge's answer, its `<think>` block left out"
+    text, dec, err = _THINK.sub('', text or ''), json.JSONDecoder(), None
+    for m in re.finditer(r"\{", text):
+        try: obj = dec.raw_decode(text, m.start())[0]
+        except json.JSONDecodeError as e: err = err or e; continue
+        if isinstance(obj, dict): return obj
+    if err is None: raise JudgmentError(f"no JSON object in the answer: {_clip(text, 80)!r}")
+    raise JudgmentError(f"answer is not valid JSON ({err.msg} at char {err.pos})")
+
 # %% ../../nbs/31_reward_judge.ipynb #17650684
 def parse_judgment(text:str, rubrics:list[Rubric])->tuple[dict[str, float], str]:
     "Scores and reason from a judge's answer text, validated against the rubric schema"
-    m = re.search(r"\{.*\}", text or '', re.S)
-    if not m: raise JudgmentError(f"no JSON object in the answer: {_clip(text, 80)!r}")
-    try: obj = json.loads(m.group(0))
-    except json.JSONDecodeError as e:
-        raise JudgmentError(f"answer is not valid JSON ({e.msg} at char {e.pos})") from None
+    obj = _first_object(text)
     try: j = judgment_model(rubrics).model_validate(obj)
     except ValidationError as e:
         err = e.errors()[0]
@@ -273,14 +283,12 @@ async def _call_anthropic(self:LLMJudge, client, prompt:str)->tuple[str, int, in
 @patch
 async def _call_openai(self:LLMJudge, client, prompt:str)->tuple[str, int, int]:
     c = self.config
-    r = await client.chat.completions.create(
-        model=c.model, max_tokens=c.max_tokens, temperature=c.temperature,
+    r = await client.chat.completions.create(model=c.model, max_tokens=c.max_tokens, temperature=c.temperature,
         messages=[{'role': 'system', 'content': SYSTEM_PROMPT}, {'role': 'user', 'content': prompt}])
     if isinstance(r, str): raise _not_api(r, 'the body is not JSON')
     try:
-        u = r.usage
-        return r.choices[0].message.content or '', int(u.prompt_tokens if u else 0), int(u.completion_tokens if u
-            else 0)
+        u, text = r.usage, r.choices[0].message.content or ''
+        return text, int(u.prompt_tokens if u else 0), int(u.completion_tokens if u else 0)
     except (AttributeError, TypeError, IndexError, ValueError) as e:
         raise _not_api(r, f'not a chat completion ({e})') from None
 
@@ -351,9 +359,7 @@ def judge_prompts(self:LLMJudge, prompts:list[str])->list[JudgeResult]:
     "Synchronous `ajudge` (works inside a running event loop too)"
     try: asyncio.get_running_loop()
     except RuntimeError: return asyncio.run(self.ajudge(prompts))
-    out = {}
-    t = threading.Thread(target=lambda: out.setdefault('r', asyncio.run(self.ajudge(prompts)))); t.start(); t.join()
-    return out['r']
+    with ThreadPoolExecutor(1) as pool: return pool.submit(asyncio.run, self.ajudge(prompts)).result()
 
 # %% ../../nbs/31_reward_judge.ipynb #8d18d5a6
 @patch
