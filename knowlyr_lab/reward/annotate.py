@@ -34,7 +34,9 @@ class AnnotationSession:
         done = set()
         if skip_done and self.path.exists():
             done = {(a.trajectory_id, a.step) for a in read_annotations(self.path) if a.annotator == annotator}
+        # items and annotations name a step by its `index`; `_at` finds its place (steps may not count from 0)
         self.items = [(t.id, s.index) for t in trajs for s in t.steps if (t.id, s.index) not in done]
+        self._at = {t.id: {s.index: k for k, s in enumerate(t.steps)} for t in trajs}
         self.pos, self.scores = 0, {}
 
 # %% ../../nbs/37_reward_annotate.ipynb #fd27505b
@@ -57,12 +59,12 @@ def _step_view(st)->dict:
 def current(self:AnnotationSession)->dict|None:
     "The step to score now, with its context and automatic scores"
     if self.done: return None
-    tid, k = self.items[self.pos]
-    t = self.trajs[tid]; s = t.steps[k]
+    tid, i = self.items[self.pos]
+    t, k = self.trajs[tid], self._at[tid][i]; s = t.steps[k]
     auto = {'reward': s.reward, **{r: v.get('score') for r, v in (s.reward_details.get('rules') or {}).items()}}
     return {'trajectory_id': tid, 'task': t.task.instruction, 'agent': t.agent.name, 'step': _step_view(s),
             'context': [_step_view(x) for x in t.steps[max(0, k - self.context):k]], 'auto': auto,
-            'given': self.scores.get((tid, k))}
+            'given': self.scores.get((tid, i))}
 
 # %% ../../nbs/37_reward_annotate.ipynb #62d508fd
 @patch
@@ -96,7 +98,8 @@ def prev(self:AnnotationSession): self.pos = max(self.pos - 1, 0)
 
 # %% ../../nbs/37_reward_annotate.ipynb #fc5697ba
 def _step_row(st:dict, cur:bool=False)->str:
-    a = st['action']; act = f"{a['tool']}({json.dumps(a['params'])})" if a else '(no action)'
+    a = st['action']   # parameters as written (not as \u escapes), any value readable
+    act = f"{a['tool']}({json.dumps(a['params'], ensure_ascii=False, default=str)})" if a else '(no action)'
     style = 'background:#fff7d6;' if cur else 'color:#666;'
     err = ' <b style="color:#b00">error</b>' if st['is_error'] else ''
     th = f"<div><i>{html.escape(st['thought'] or '')}</i></div>" if st['thought'] else ''

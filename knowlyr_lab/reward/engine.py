@@ -18,7 +18,7 @@ from fastcore.basics import patch
 from ..core import step_info
 from ..domains import get_domain
 from .calibration import Annotation, Calibrator, latest_annotations, read_annotations
-from .judge import JudgeConfig, JudgeResult, LLMJudge, build_prompt
+from .judge import JudgeConfig, JudgeResult, LLMJudge, Rubric, build_prompt
 from .patterns import rule_patterns
 from .rules import RuleResult
 from .scorer import RuleScorer, gc_paused
@@ -32,7 +32,7 @@ __all__ = ['LAYERS', 'DEFAULT_LAYER_WEIGHTS', 'StepReward', 'TrajectoryReward', 
 @dataclass(slots=True)
 class StepReward:
     "A step's reward with its explanation"
-    index: int
+    index: int                               # the step's `Step.index`
     reward: float|None                       # combined (and calibrated) step reward
     layers: dict[str, float|None]            # each layer's score (None: missing/failed)
     rules: dict[str, RuleResult] = field(default_factory=dict)   # rule -> its verdict (score, reason)
@@ -176,7 +176,7 @@ def score_trajectories(self:RewardEngine, trajs:list[Trajectory], progress:bool=
         for k, t in enumerate(it):
             rrs = self._scorer_for(t.task).score_trajectory(t)
             jrs = judged[k] if judged is not None else [None] * len(rrs)
-            steps = [step_reward(i, rr, jr) for i, (rr, jr) in enumerate(zip(rrs, jrs))]
+            steps = [step_reward(s.index, rr, jr) for s, rr, jr in zip(t.steps, rrs, jrs)]
             out.append(TrajectoryReward(t.id, steps, self._process_reward(steps)))
     return out
 
@@ -189,14 +189,23 @@ def score(self:RewardEngine, traj:Trajectory)->TrajectoryReward:
 # %% ../../nbs/34_reward_engine.ipynb #7ac56146
 @patch
 def config(self:RewardEngine)->dict:
-    "Plain-data configuration (JSON-serialisable), including the judge config and the calibration map"
+    "Plain-data configuration (JSON-serialisable), including the judge config and rubrics and the calibration map"
     jc = None
-    if self.judge is not None: jc = {k: v for k, v in asdict(self.judge.config).items() if k != 'api_key'}
+    if self.judge is not None:   # the rubrics too: a judge given its own would score on the domain's after `load`
+        jc = {**{k: v for k, v in asdict(self.judge.config).items() if k != 'api_key'},
+              'rubrics': [asdict(r) for r in self.judge.rubrics]}
     return {'domain': self.domain, 'layers': self.layers, 'weights': self.weights, 'rules': self.rules,
             'rule_weights': self.rule_weights,
             'judge': jc, 'calibrator': self.calibrator.to_dict() if self.calibrator else None,
             'aggregate': self.aggregate,
             'state_pattern': self.state_pattern, 'target_steps': self.target_steps}
+
+# %% ../../nbs/34_reward_engine.ipynb #dca23fab
+def _saved_judge(j:dict|None, domain:str)->LLMJudge|None:
+    "The judge of a saved config, with its rubrics (a config saved without them: the domain's)"
+    if not j: return None
+    j = dict(j); rubrics = [Rubric(**r) for r in j.pop('rubrics', None) or []]
+    return LLMJudge(JudgeConfig(**j), rubrics or None, domain=domain)
 
 # %% ../../nbs/34_reward_engine.ipynb #2614363d
 @patch(cls_method=True)
@@ -205,7 +214,8 @@ def from_config(cls:RewardEngine, cfg:dict)->'RewardEngine':
     cfg = dict(cfg)
     if 'step_budget' in cfg: cfg.setdefault('target_steps', cfg.pop('step_budget'))   # configs saved before the rename
     j, c = cfg.pop('judge', None), cfg.pop('calibrator', None)
-    return cls(**cfg, judge=JudgeConfig(**j) if j else None, calibrator=Calibrator.from_dict(c) if c else None)
+    judge = _saved_judge(j, cfg.get('domain', 'generic'))
+    return cls(**cfg, judge=judge, calibrator=Calibrator.from_dict(c) if c else None)
 
 # %% ../../nbs/34_reward_engine.ipynb #f90e6acf
 @patch
@@ -221,10 +231,10 @@ def load(cls:RewardEngine, path)->'RewardEngine':
 
 # %% ../../nbs/34_reward_engine.ipynb #d8d9353d
 def _annotated_pairs(anns:dict, scored:dict)->tuple[list, list, int]:
-    auto, human, unmatched = [], [], 0
+    auto, human, unmatched, raws = [], [], 0, {}
     for (tid, k), a in anns.items():
-        tr = scored.get(tid)
-        raw = tr.steps[k].raw if tr is not None and k < len(tr.steps) else None
+        if tid not in raws: raws[tid] = {s.index: s.raw for s in scored[tid].steps} if tid in scored else {}
+        raw = raws[tid].get(k)
         if raw is None: unmatched += 1; continue
         auto.append(raw); human.append(a.score)
     return auto, human, unmatched
