@@ -119,10 +119,10 @@ def _select(cands, max_pairs, max_uses, counts):
     cands.sort(key=lambda c: -c[0])
     uses, out = defaultdict(int), []
     for c in cands:
-        a, b = c[1], c[2]
-        if len(out) >= max_pairs or uses[a.id] >= max_uses or uses[b.id] >= max_uses:
+        a, b = id(c[1]), id(c[2])
+        if len(out) >= max_pairs or uses[a] >= max_uses or uses[b] >= max_uses:
             counts['over_cap'] = counts.get('over_cap', 0) + 1; continue
-        uses[a.id] += 1; uses[b.id] += 1; out.append(c)
+        uses[a] += 1; uses[b] += 1; out.append(c)
     return out
 
 # %% ../../nbs/35_reward_preferences.ipynb #28397dad
@@ -132,7 +132,7 @@ def _trajectory_pairs(tid, g, min_margin, max_pairs, max_uses, counts)->list[Pre
         for j in range(i + 1, len(g)):
             a, b = sorted((g[i], g[j]), key=lambda t: -vals[id(t)])
             m = vals[id(a)] - vals[id(b)]
-            if m < min_margin:
+            if m < min_margin or not m:   # equal values tie whatever the margin: neither is better
                 counts['ties'] += 1; counts['ties_both_success'] += bool(a.outcome.success and b.outcome.success)
                 continue
             cands.append((m, a, b))
@@ -152,7 +152,7 @@ def _step_pairs(tid, g, min_margin, max_pairs, max_uses, step_value, counts)->li
             va, vb = v(g[i]), v(g[j])
             if va is None or vb is None: counts['unscored'] += 1; continue
             a, b, m = (g[i], g[j], va - vb) if va >= vb else (g[j], g[i], vb - va)
-            if m < min_margin: counts['ties'] += 1; continue
+            if m < min_margin or not m: counts['ties'] += 1; continue
             cands.append((m, a, b, k))
     return [PreferencePair(tid, _truncate(a, c[3]), _truncate(b, c[3]), m, 'step', c[3])
             for c in _select(cands, max_pairs, max_uses, counts) for m, a, b in [c[:3]]]
