@@ -33,7 +33,7 @@ _ORJ = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 def call_key(params:dict)->bytes:
     "Canonical bytes of a call's parameters (sorted keys): equal calls have equal keys"
     try: return bytes(memoryview(orjson.dumps(params, option=_ORJ, default=str)))   # a small copy (above)
-    except (TypeError, orjson.JSONEncodeError): return _canon(params).encode()
+    except (TypeError, orjson.JSONEncodeError): return _canon(params).encode('utf-8', 'surrogatepass')
 
 # %% ../../nbs/30_reward_rules.ipynb #ff004404
 _WORD = b'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-'
