@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_rules.html.md"""
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -335,15 +336,21 @@ def rule_tool_error(v:StepView, ix:EpisodeIndex, ctx:RuleContext)->RuleResult:
     return _OK
 
 # %% ../../nbs/30_reward_rules.ipynb #3dbad37b
+def _number(v)->float|None:
+    "A result's value as a finite number (text such as '0.5' or 'false' read too); None when it is not one"
+    if isinstance(v, str): v = {'true': 1, 'false': 0}.get(v.strip().lower(), v)
+    try: x = float(v)
+    except (TypeError, ValueError): return None
+    return x if math.isfinite(x) else None
+
 def outcome_score(result:dict, profile:DomainProfile)->float|None:
     "The domain's outcome score from a verifier result: partial credit, score/total, score, or success"
-    spec = profile.outcome
-    if result.get(spec.partial_credit_field) is not None:
-        return min(1.0, max(0.0, float(result[spec.partial_credit_field])))
-    if spec.score_field and spec.total_field and result.get(spec.total_field):
-        return min(1.0, max(0.0, float(result.get(spec.score_field) or 0) / float(result[spec.total_field])))
-    if result.get('score') is not None: return min(1.0, max(0.0, float(result['score'])))
-    if result.get(spec.success_field) is not None: return float(bool(result[spec.success_field]))
+    spec, clip = profile.outcome, lambda x: min(1.0, max(0.0, x))
+    if (pc := _number(result.get(spec.partial_credit_field))) is not None: return clip(pc)
+    if spec.score_field and spec.total_field and (total := _number(result.get(spec.total_field))):
+        return clip((_number(result.get(spec.score_field)) or 0) / total)
+    if (s := _number(result.get('score'))) is not None: return clip(s)
+    if (ok := _number(result.get(spec.success_field))) is not None: return float(ok != 0)
     return None
 
 # %% ../../nbs/30_reward_rules.ipynb #a060e359
