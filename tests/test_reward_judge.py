@@ -195,3 +195,15 @@ def test_prompts_stay_small_when_a_step_writes_a_large_file():
     run = Step(index=1, action=ToolCall(tool='shell', params={'command': 'python a.py'}), observation=Observation(content='ok'))
     sizes = [len(build_prompt(Task(), h, s, list_rubrics())) for h, s in (([], big), ([big], run))]
     assert max(sizes) < 4000, sizes
+
+def test_a_cache_that_cannot_be_written_loses_no_judgment(tmp_path):
+    "A full disk or a blocked cache folder raised out of the batch: every judgment already paid for was lost"
+    traj = _traj(4)
+    for d in (f'{i:02x}' for i in range(256)):
+        (tmp_path / d).write_text('not a folder')           # every shard folder is a file: each put fails with an OSError
+    with FakeLLMServer(_responder) as srv:
+        judge = LLMJudge(JudgeConfig(model='j', base_url=srv.openai_base_url, api_key='k', cache_dir=str(tmp_path)),
+                         domain='coding')
+        with pytest.warns(UserWarning, match='cannot be written'): res = judge.judge_trajectory(traj)
+    assert [r.ok for r in res] == [True] * 4 and [r.scores['goal_progress'] for r in res] == [i / 10 for i in range(4)]
+    assert judge.stats.judged == 4 and len(judge.cache) == 0

@@ -14,6 +14,7 @@ import os
 import random
 import re
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,13 +160,13 @@ class JudgeCache:
                        ).encode()).hexdigest()
     def _file(self, key): return self.path / key[:2] / f"{key}.json"
     def get(self, key)->dict|None:
-        f = self._file(key)
-        try: return json.loads(f.read_text())
-        except (FileNotFoundError, json.JSONDecodeError): return None
-    def put(self, key, value:dict):
-        f = self._file(key); f.parent.mkdir(exist_ok=True)
-        tmp = f.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(value)); tmp.replace(f)
+        try: return json.loads(self._file(key).read_text())
+        except (OSError, ValueError): return None       # missing, unreadable or cut: a miss, never the batch's end
+    def put(self, key, value:dict):                     # not written (a full disk): a warning, the answer still used
+        f = self._file(key); tmp = f.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        try: f.parent.mkdir(exist_ok=True); tmp.write_text(json.dumps(value)); tmp.replace(f)
+        except OSError as e:
+            warnings.warn(f"judge cache {self.path} cannot be written ({e.strerror}): answers not cached", stacklevel=2)
     def __len__(self): return sum(1 for _ in self.path.glob('*/*.json'))
 
 # %% ../../nbs/31_reward_judge.ipynb #85fcbd77
