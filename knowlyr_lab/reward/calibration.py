@@ -67,8 +67,9 @@ def agreement(auto, human, threshold:float=0.5)->dict:
     rho = stats.spearmanr(a, h).statistic; tau = stats.kendalltau(a, h).statistic
     ab, hb = a >= threshold, h >= threshold
     kappa = cohen_kappa_score(ab, hb) if len(set(ab)) > 1 or len(set(hb)) > 1 else float((ab == hb).all())
-    return {'n': len(a), 'spearman': float(rho), 'kendall': float(tau), 'kappa': float(kappa),
-            'mae': float(np.abs(a - h).mean())}
+    # a rank correlation of a constant list is undefined: None, not NaN (the engine's JSON stays JSON)
+    rho, tau = (float(x) if np.isfinite(x) else None for x in (rho, tau))
+    return {'n': len(a), 'spearman': rho, 'kendall': tau, 'kappa': float(kappa), 'mae': float(np.abs(a - h).mean())}
 
 # %% ../../nbs/32_reward_calibration.ipynb #bf64290b
 @dataclass
