@@ -31,6 +31,9 @@ class AnnotationSession:
                  context:int=2,          # earlier steps shown with the current one
                  skip_done:bool=True):   # skip steps this annotator scored before (in `path`)
         self.trajs, self.path, self.annotator, self.context = {t.id: t for t in trajs}, Path(path), annotator, context
+        if len(self.trajs) < len(trajs):   # an annotation names its trajectory by id: two under one id would mix
+            dup = sorted({t.id for t in trajs if sum(u.id == t.id for u in trajs) > 1})
+            raise ValueError(f"trajectories to annotate need distinct ids (annotations name them by id): {dup}")
         done = set()
         if skip_done and self.path.exists():
             done = {(a.trajectory_id, a.step) for a in read_annotations(self.path) if a.annotator == annotator}
