@@ -98,3 +98,30 @@ def test_a_batch_that_fails_half_way_leaves_no_orphan_lines(src, tmp_path):
         assert len(_lines(root)) == len(st) == 2
         st.put_many(trajs)
         assert len(_lines(root)) == len(st) == n
+
+def test_a_reward_changed_on_disk_is_refused_and_an_older_index_still_reads(src, tmp_path):
+    "The content id leaves rewards out: a reward edited in a shard came back changed, with no error"
+    import re
+    import sqlite3
+    path, _ = src
+    root = tmp_path / 'store'
+    with TrajectoryStore(root) as st: st.put_many(read_trajectories(path)); ids = [t.id for t in st]
+    shard = next((root / 'shards').glob('*.jsonl')); raw = shard.read_bytes(); first = raw[:raw.index(b'\n')]
+    m = re.search(rb'"reward":(-?\d\.\d)', first)
+    assert m, first[:200]
+    bad = first[:m.start(1)] + (b'9.9' if m[1] != b'9.9' else b'1.1') + first[m.end(1):]
+    shard.write_bytes(raw.replace(first, bad, 1))
+    with TrajectoryStore(root) as st:
+        with pytest.raises(StoreError, match="checksum differs"): st.get(ids[0])
+        assert st.get(ids[1]).id == ids[1]
+    shard.write_bytes(raw)
+    db = sqlite3.connect(root / 'index.sqlite')                # an index written before the checksum was kept
+    with db: db.execute("ALTER TABLE traj DROP COLUMN line_sha")
+    db.close()
+    with TrajectoryStore(root) as st:                           # migrated: the old rows read (no checksum), new ones get one
+        assert [t.id for t in st] == ids
+        more = [t.model_copy(update={'task': t.task.model_copy(update={'id': 'other'})}) for t in st.query()][:2]
+        st.put_many(more)
+        assert st.db.execute("SELECT COUNT(*) FROM traj WHERE line_sha IS NULL").fetchone()[0] == len(ids)
+        assert st.db.execute("SELECT COUNT(*) FROM traj WHERE line_sha IS NOT NULL").fetchone()[0] == 2
+        assert len(list(st)) == len(ids) + 2

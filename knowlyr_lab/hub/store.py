@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_store.html.md"""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import sqlite3
@@ -30,7 +31,7 @@ __all__ = ['GDI_WEIGHTS', 'StoreError', 'TrajectoryStore', 'action_shingles']
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS traj (id TEXT PRIMARY KEY, seq INTEGER, task_id TEXT, domain TEXT, env_id TEXT, agent TEXT,
   model TEXT, success INTEGER, reward REAL, n_steps INTEGER, n_error_steps INTEGER, shard TEXT, offset INTEGER,
-  length INTEGER, score REAL);
+  length INTEGER, score REAL, line_sha TEXT);
 CREATE INDEX IF NOT EXISTS traj_task ON traj(task_id);
 CREATE INDEX IF NOT EXISTS traj_seq ON traj(seq);
 CREATE INDEX IF NOT EXISTS traj_shard ON traj(shard);
@@ -102,15 +103,17 @@ def _cut_tail(self:TrajectoryStore):
 # %% ../../nbs/43_hub_store.ipynb #967fb63d
 @patch
 def _migrate(self:TrajectoryStore):
-    "Add the `score` column to an index written before it existed, and fill it"
+    "Bring an older index up to date: add and fill `score`, add `line_sha` (lines stored before it have none)"
     cols = [r[1] for r in self.db.execute("PRAGMA table_info(traj)")]
-    if cols and 'score' not in cols:
-        with self.db:
+    if not cols: return
+    with self.db:
+        if 'score' not in cols:
             self.db.execute("ALTER TABLE traj ADD COLUMN score REAL")
             for tid, shard, off, n in self.db.execute("SELECT id, shard, offset, length FROM traj").fetchall():
                 with open(self.root / 'shards' / shard, 'rb') as f:
                     f.seek(off); t = Trajectory.model_validate_json(f.read(n))
                 self.db.execute("UPDATE traj SET score=? WHERE id=?", (trajectory_score(t), tid))
+        if 'line_sha' not in cols: self.db.execute("ALTER TABLE traj ADD COLUMN line_sha TEXT")
 
 # %% ../../nbs/43_hub_store.ipynb #f7d65166
 @patch
@@ -122,12 +125,17 @@ def _shard(self:TrajectoryStore)->Path:
     return self.root / 'shards' / f"shard-{n:05d}.jsonl"
 
 # %% ../../nbs/43_hub_store.ipynb #48935ef1
-def _index_row(t:Trajectory, h:str, seq:int, shard:str, off:int, n:int)->tuple:
-    "The `traj` index row of `t` (content id `h`), stored at byte `off` of `shard` in a line of `n` bytes"
+# by name: an index migrated from an older version has its columns in another order
+_COLS = ('id', 'seq', 'task_id', 'domain', 'env_id', 'agent', 'model', 'success', 'reward', 'n_steps', 'n_error_steps',
+         'shard', 'offset', 'length', 'score', 'line_sha')
+_INSERT = f"INSERT INTO traj ({', '.join(_COLS)}) VALUES ({', '.join('?' * len(_COLS))})"
+
+def _index_row(t:Trajectory, h:str, seq:int, shard:str, off:int, line:bytes)->tuple:
+    "The `traj` index row of `t` (content id `h`), stored at byte `off` of `shard` as `line`"
     success = None if t.outcome.success is None else int(t.outcome.success)
     errors = sum(1 for s in t.steps if s.observation and s.observation.is_error)
     return (h, seq, t.task.id, t.task.domain, t.task.env_id, t.agent.name, t.agent.model, success, t.reward,
-            len(t.steps), errors, shard, off, n, trajectory_score(t))
+            len(t.steps), errors, shard, off, len(line), trajectory_score(t), hashlib.sha256(line).hexdigest())
 
 # %% ../../nbs/43_hub_store.ipynb #bd57dd32
 def _put_batch(self:TrajectoryStore, trajs:list)->list[tuple[str, bool]]:
@@ -146,10 +154,10 @@ def _put_batch(self:TrajectoryStore, trajs:list)->list[tuple[str, bool]]:
                 if f is not None: f.flush(); os.fsync(f.fileno()); f.close()
                 p = self._shard(); f = open(p, 'ab'); f.seek(0, os.SEEK_END)
             off = f.tell(); f.write(line)
-            rows.append(_index_row(t, h, seq, p.name, off, len(line)))
+            rows.append(_index_row(t, h, seq, p.name, off, line))
             seen.add(h); seq += 1; out.append((h, True))
         if f is not None: f.flush(); os.fsync(f.fileno()); f.close(); f = None
-        with self.db: self.db.executemany("INSERT INTO traj VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        with self.db: self.db.executemany(_INSERT, rows)
     except BaseException:
         if f is not None: f.close()
         self._cut_tail(); raise                 # the lines of a batch that was not indexed go
@@ -180,7 +188,7 @@ def put_many(self:TrajectoryStore, trajs:Iterable[Trajectory], batch:int=500)->d
 @patch
 def get(self:TrajectoryStore, tid:str)->Trajectory:
     "The trajectory with content id `tid`, checked against it"
-    r = self.db.execute("SELECT shard, offset, length FROM traj WHERE id=?", (tid,)).fetchone()
+    r = self.db.execute("SELECT shard, offset, length, line_sha FROM traj WHERE id=?", (tid,)).fetchone()
     if r is None: raise StoreError(f"no trajectory {tid!r} in {self.root}")
     with open(self.root / 'shards' / r[0], 'rb') as f: f.seek(r[1]); raw = f.read(r[2])
     where = f"{self.root / 'shards' / r[0]} (byte {r[1]})"
@@ -189,6 +197,8 @@ def get(self:TrajectoryStore, tid:str)->Trajectory:
         raise StoreError(f"trajectory {tid!r} at {where} no longer reads ({' '.join(str(e).split())[:160]})") from None
     if (h := t.content_hash()) != tid:
         raise StoreError(f"trajectory {tid!r} at {where} was changed: its content is {h!r}")
+    if r[3] is not None and hashlib.sha256(raw).hexdigest() != r[3]:     # a reward or time the content id leaves out
+        raise StoreError(f"trajectory {tid!r} at {where} was changed since it was stored (its line's checksum differs)")
     return t
 
 # %% ../../nbs/43_hub_store.ipynb #2dd931ec
