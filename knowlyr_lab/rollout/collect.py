@@ -84,7 +84,18 @@ def run(self:_Worker, chunk:list[tuple],
         while len(self._agents) < len(chunk): self._agents.append(worker_agent(self.agent))
     agent = self._batch if self._batch is not None else self._agents[:len(chunk)]
     trajs = run_episodes(self._envs[:len(chunk)], agent, chunk, self.spec)
+    self._drop_timed_out(trajs)
     return [t.model_dump(mode='json') for t in trajs] if dicts else trajs
+
+# %% ../../nbs/40c_rollout_collect.ipynb #62bfb33a
+@patch
+def _drop_timed_out(self:_Worker, trajs:list[Trajectory]):
+    "Close and drop the env of each episode that timed out: the step the timeout abandoned may still run in it"
+    for k in reversed(range(len(trajs))):
+        if trajs[k].steps and trajs[k].steps[-1].metadata.get('timeout'):
+            env = self._envs.pop(k)
+            try: env.close()
+            except Exception: pass   # noqa: BLE001 (the env is dropped either way; its episode is kept)
 
 # %% ../../nbs/40c_rollout_collect.ipynb #dac591b7
 _PROC_WORKER = None
