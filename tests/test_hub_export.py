@@ -249,3 +249,40 @@ def test_skyrl_parquet_reads_back_in_its_documented_shape(data):
     assert set(tr.column('env_class').to_pylist()) == {'knowlyr/maze-easy'}
     verl = pq.read_table(res['verl'].paths['train']).to_pylist()
     assert [r['reward_spec'] for r in tr.to_pylist()] == [{'method': 'rule', 'ground_truth': v['reward_model']['ground_truth']} for v in verl]
+
+
+def _one_step(tid, task, ok, invalid=None):
+    from knowlyr_lab.trajectory import Trajectory
+    return Trajectory.model_validate({'id': tid, 'task': {'id': task, 'instruction': f'solve {task}'},
+                                      'steps': [{'index': 0, 'action': {'tool': 'go', 'params': {}},
+                                                 'observation': {'content': 'ok'}}],
+                                      'outcome': {'success': ok, 'invalid': invalid}})
+
+def test_infrastructure_failures_are_not_exported_as_the_policys(tmp_path):
+    # a harness timeout is no failure of the policy: a GRPO group scored it 0 and the benchmark counted it
+    ts = [_one_step('x0', 'T', True), _one_step('x1', 'T', False), _one_step('x2', 'T', False, 'harness timeout')]
+    write_trajectories(ts, tmp_path / 'trajs.jsonl')
+    for src in (ts, tmp_path / 'trajs.jsonl'):                       # in memory, and read fast from a file
+        res = DatasetExporter(src).export('grpo', tmp_path / 'grpo')
+        row = json.loads((tmp_path / 'grpo' / 'train.jsonl').read_text())
+        assert (row['trajectory_ids'], row['rewards'], res.skipped) == (['x0', 'x1'], [1.0, 0.0], {'invalid': 1})
+        res = DatasetExporter(src).export('benchmark', tmp_path / 'b')
+        assert json.loads((tmp_path / 'b' / 'train.jsonl').read_text())['success_rate'] == 0.5
+    res = DatasetExporter(ts, include_failed=True).export('grpo', tmp_path / 'all')
+    assert json.loads((tmp_path / 'all' / 'train.jsonl').read_text())['trajectory_ids'] == ['x0', 'x1', 'x2']
+
+def test_a_given_pair_across_tasks_is_quarantined(tmp_path):
+    # its row went to the chosen task's split: a test task's rejected trajectory was written into train.jsonl
+    ts = [_one_step(f'{k}-{n}', f'task{k}', n == 0) for k in range(20) for n in range(2)]
+    ex = DatasetExporter(ts, preferences=[{'chosen': '0-0', 'rejected': '1-1'}, {'chosen': '2-0', 'rejected': '2-1'}],
+                         test_fraction=0.5)
+    res = ex.export('dpo', tmp_path)
+    assert (res.total, res.quarantined) == (1, 1)
+    q = json.loads((tmp_path / 'quarantine.jsonl').read_text())
+    assert q['reason'].startswith("preferences[0]: field 'rejected': a trajectory of another task")
+
+def test_an_in_memory_record_that_does_not_validate_is_quarantined(tmp_path):
+    ok = _one_step('a', 'T', True).model_dump()
+    res = DatasetExporter([ok, {'id': 'b', 'steps': 'x'}, {**ok, 'id': 'c'}]).export('sft', tmp_path)
+    assert (res.counts, res.quarantined) == ({'train': 2}, 1)
+    assert json.loads((tmp_path / 'quarantine.jsonl').read_text())['field'] == 'steps'

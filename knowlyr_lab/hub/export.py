@@ -26,7 +26,7 @@ from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_compl
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, first_user_turn, trajectory_score
-from ..trajectory_io import TrajectoryError, quarantine_line, read_trajectories
+from ..trajectory_io import TrajectoryError, parse_trajectory, quarantine_line, read_trajectories
 
 # %% auto #0
 __all__ = ['DatasetExporter']
@@ -90,7 +90,10 @@ def _source(self:DatasetExporter, errors:list, quarantine:Path, fast:bool=False)
     "The input's valid trajectories; `fast`: msgspec mirrors where msgspec takes a record (for the row functions)"
     if not isinstance(self.trajectories, (str, Path)):
         for i, t in enumerate(self.trajectories, 1):
-            t = t if isinstance(t, Trajectory) else Trajectory.model_validate(t)
+            if not isinstance(t, Trajectory):
+                try: t = parse_trajectory(t, '<input>', i)
+                except TrajectoryError as e:          # a record that is no trajectory: quarantined, as a file's line
+                    errors.append(e); quarantine_line(quarantine, None, i, e.field, str(e), t); continue
             if (why := nonfinite_reward(t)) is None: yield t
             else: quarantine_refused(t, i, why, errors, quarantine)
         return

@@ -36,7 +36,8 @@ class ExportFilter:
     success_only:bool=False         # keep verified successes only
     domains:list|None=None          # keep these task domains
     agents:list|None=None           # keep these agent names
-    include_failed:bool=False       # keep episodes that raised (metadata['error'])
+    # keep episodes that raised (metadata['error']) or that an infrastructure failure ended (outcome.invalid)
+    include_failed:bool=False
 
     def __post_init__(self):        # `score < nan` is never true
         if self.min_reward is not None and math.isnan(self.min_reward):
@@ -47,6 +48,8 @@ class ExportFilter:
 def reason(self:ExportFilter, t:Trajectory)->str|None:
     "Why `t` is filtered out (None: keep it)"
     if not self.include_failed and 'error' in t.metadata: return 'episode_error'
+    # says nothing about the policy (`Trajectory.valid`, read off the outcome: the export's fast records have no `valid`)
+    if not self.include_failed and t.outcome.invalid is not None: return 'invalid'
     if self.success_only and not t.outcome.success: return 'not_success'
     if self.min_reward is not None and trajectory_score(t) < self.min_reward: return 'below_min_reward'
     if self.domains and t.task.domain not in self.domains: return 'domain'
@@ -90,6 +93,8 @@ def pref_record(p, where:str, spool)->tuple[dict, Trajectory|None, Trajectory|No
     if p.get('level') == 'step' and (type(p.get('step')) is not int or p['step'] < 0):
         raise ValueError(f"{where}: field 'step': expected a step index, got {p.get('step')!r}")
     c, r = _pref_side(p, 'chosen', where, spool), _pref_side(p, 'rejected', where, spool)
+    if c is not None and r is not None and task_key(c.task) != task_key(r.task):   # its row goes to the chosen's split
+        raise ValueError(f"{where}: field 'rejected': a trajectory of another task ({r.task.id!r}; chosen: {c.task.id!r})")
     if m is None and c is not None and r is not None: m = trajectory_score(c) - trajectory_score(r)
     return p, c, r, None if m is None else float(m)
 
