@@ -142,6 +142,9 @@ def _jobs(n_episodes, tasks, seed):
     if n_episodes is None:
         if not tasks: raise ValueError("give n_episodes, or tasks (one episode per task)")
         n_episodes = len(tasks)
+    # an empty list (a filter left none) is not `None`: its episodes would run on tasks nobody gave
+    if tasks == [] and n_episodes:
+        raise ValueError("tasks is empty: give tasks, or tasks=None for the env's own choice")
     return [(i, tasks[i % len(tasks)] if tasks else None, episode_seed(seed, i)) for i in range(n_episodes)]
 
 # %% ../../nbs/40c_rollout_collect.ipynb #09266cac
