@@ -109,9 +109,9 @@ def _tasks(a)->list|None:
     try: listed = env.list_tasks()
     finally: env.close()
     if not (a.max_tasks or a.episodes is None): return None
-    if not listed:   # -n left out: one episode per task, as its help says
-        raise ValueError(
-            f"{a.env} has no task list (its tasks come from seeds): give the number of episodes with -n/--episodes")
+    if not listed:   # -n left out: one episode per task, as its help says; or --max-tasks of no list
+        what = "leave out --max-tasks" if a.episodes is not None else "give the number of episodes with -n/--episodes"
+        raise ValueError(f"{a.env} has no task list (its tasks come from seeds): {what}")
     return listed[:a.max_tasks] if a.max_tasks else listed
 
 # %% ../../nbs/93_cli_hub.ipynb #5b702e7a
