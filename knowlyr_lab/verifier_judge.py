@@ -18,6 +18,8 @@ _CONN = r'''
 import importlib.abc, importlib.util, operator, types
 class CandidateError(BaseException):
     "The candidate's process did not answer as the protocol says: the run fails, and no test can expect it (not an Exception)"
+class NotSendable(BaseException):
+    "A value of the test's that cannot go to the candidate (its own function or object, a value nested too deep): not an Exception either"
 def from_candidate(e):
     "`e`, marked as raised in the candidate's code"
     e._knowlyr_candidate = True
@@ -61,18 +63,21 @@ def _ref(x, enc, depth):
     if type(x) is types.BuiltinFunctionType and getattr(builtins, x.__name__, None) is x: return {'$': 'builtin', 'name': x.__name__}
     try: return {'$': 'ref', 'id': _id(x)}
     except (KeyError, TypeError): pass
-    raise TypeError("only data and the candidate's own objects can be passed to the candidate, not %s" % type(x).__name__)
+    raise NotSendable("only data and the candidate's own objects can be passed to the candidate, not %s" % type(x).__name__)
 def _id(x):
     if type(x) is Remote: return object.__getattribute__(x, '_id')
     if isinstance(x, (RemoteModule, _RemoteClass)): return x.__dict__['_knowlyr_id']
     if isinstance(x, _Raised): return _id(x.__dict__['_knowlyr_obj'])
     raise TypeError(type(x).__name__)
 def _ask(x, op, **kw): return CONN.ask(op, obj={'$': 'ref', 'id': _id(x)}, **kw)
-def _w(x): return Enc(_ref)(x)
+def _send(enc, x):
+    try: return enc(x)
+    except WireError as e: raise NotSendable(str(e)) from None
+def _w(x): return _send(Enc(_ref), x)
 def _call(x, a, k):
     "Call the candidate's `x`: the arguments' containers come back as the call left them"
     enc = Enc(_ref)
-    args = enc((tuple(a), tuple(k.items())))
+    args = _send(enc, (tuple(a), tuple(k.items())))
     return CONN.ask('call', known=enc.keep, obj={'$': 'ref', 'id': _id(x)}, args=args)
 def _plain(x, t):
     if type(x) is not t: raise from_candidate(TypeError('the candidate answered %s where %s was needed' % (type(x).__name__, t.__name__)))
@@ -267,6 +272,7 @@ def failure_kind(err, failed):
     "The kind of failure of exc_info `err` (`failed`: unittest counted it a failure, not an error), quoting nothing"
     e = err[1]
     if isinstance(e, CandidateError): return "CandidateError (no valid answer from the candidate's process)"
+    if isinstance(e, NotSendable): return "NotSendable (a value of the test's cannot go to the candidate)"
     base = next(c for c in err[0].__mro__ if getattr(builtins, c.__name__, None) is c).__name__
     if getattr(e, '_knowlyr_candidate', False): return "%s raised in the candidate's code" % base
     return '%s (a check of the test failed)' % base if failed else '%s raised in the test' % base

@@ -120,6 +120,17 @@ def test_a_dead_candidate_fails_the_run():
     assert r.tests_passed == 0 and any('stopped answering' in e for e in r.errors), (r, r.errors)
     _passes(PARSE, PARSE_TEST, {})                                     # int('x') raises ValueError: expected
 
+ADD = {'add.py': 'def add(a, b):\n    return a + b\n'}
+ADD_TEST = _test('from add import add', 'def test_ok(self): self.assertEqual(add(1, 2), 3)',
+                 'def test_object(self):\n    with self.assertRaises(TypeError): add(1, object())',
+                 'def test_callable(self):\n    with self.assertRaises(Exception): add(1, lambda: 2)',
+                 'def test_deep(self):\n    x = []\n    for _ in range(300): x = [x]\n    with self.assertRaises(Exception): add(x, 1)')
+
+def test_a_value_that_cannot_cross_is_no_exception_a_test_expects():
+    "A test's own object, function or over-deep value cannot go to the candidate: the test fails, never an assertRaises passes"
+    r = _fails(ADD, ADD_TEST, {'add.py': 'def add(a, b):\n    return 3\n'}, 'T.test_object', 'T.test_callable', 'T.test_deep')
+    assert r.tests_passed == 1 and all('NotSendable' in m for m in r.messages), (r, r.messages)
+
 # -- correct code that failed over the wire but passes in one process --
 
 PRICES = {'prices.py': 'from decimal import Decimal\nfrom fractions import Fraction\n\ndef total(xs):\n    return 0\n\ndef share(a, b):\n    return 0\n'}
