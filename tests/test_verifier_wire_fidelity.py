@@ -131,6 +131,23 @@ def test_a_value_that_cannot_cross_is_no_exception_a_test_expects():
     r = _fails(ADD, ADD_TEST, {'add.py': 'def add(a, b):\n    return 3\n'}, 'T.test_object', 'T.test_callable', 'T.test_deep')
     assert r.tests_passed == 1 and all('NotSendable' in m for m in r.messages), (r, r.messages)
 
+OOM = """import gc, sys
+
+def parse(s):
+    if s.isdigit(): return int(s)
+    w = next(o for o in gc.get_objects() if type(o).__name__ == 'BufferedWriter' and o.fileno() > 2)   # the wire
+    w.write(b'{"ok":[' + b','.join([b'[[[[[[[[]]]]]]]]'] * 250_000) + b']}\\n'); w.flush()
+    m = sys.modules['__main__']; send = m.send
+    def once(w, msg): m.send = send          # the server's own answer to this request is dropped: the wire stays in step
+    m.send = once
+    return 0
+"""
+
+def test_an_answer_the_judge_cannot_hold_breaks_the_run():
+    "An answer that runs the judge out of memory as it is read is no MemoryError an assertRaises(Exception) can take"
+    r = HiddenTestVerifier(PARSE, PARSE_TEST, timeout=30, limits={'memory_mb': 256}).verify({'num.py': OOM})
+    assert r.tests_passed == 0 and any('stopped answering' in e for e in r.errors), (r, r.errors, r.messages)
+
 # -- correct code that failed over the wire but passes in one process --
 
 PRICES = {'prices.py': 'from decimal import Decimal\nfrom fractions import Fraction\n\ndef total(xs):\n    return 0\n\ndef share(a, b):\n    return 0\n'}
