@@ -19,7 +19,7 @@ import importlib.abc, importlib.util, operator, types
 class CandidateError(BaseException):
     "The candidate's process did not answer as the protocol says: the run fails, and no test can expect it (not an Exception)"
 class NotSendable(BaseException):
-    "A value of the test's that cannot go to the candidate (its own function or object, a value nested too deep): not an Exception either"
+    "A value of the test's that cannot go to the candidate (its own function or object, too deep): not an Exception"
 def from_candidate(e):
     "`e`, marked as raised in the candidate's code"
     e._knowlyr_candidate = True
@@ -39,7 +39,7 @@ class _Conn:
         if not line: raise self._broken('the candidate process ended')
         if not line.endswith(b'\n'): raise self._broken('an answer over %d bytes' % MAX_LINE)
         try: key, value = self._read(json.loads(line), known)
-        except Exception as e:          # MemoryError too: no Exception of reading an answer may reach a test's assertRaises
+        except Exception as e:          # MemoryError too: none may reach a test's assertRaises
             raise self._broken('an answer outside the protocol', '%s: %s' % (type(e).__name__, e)) from None
         if key == 'ok': return value
         if key == 'stop': raise StopIteration
@@ -233,6 +233,9 @@ _MODULES = r'''
 class RemoteModule(types.ModuleType):
     "A module of the candidate's: each attribute is fetched from the candidate's process when it is read"
     def __getattr__(self, name):
+        if name == '__all__' and '_knowlyr_all' in self.__dict__:     # the candidate's list: no name the importer binds
+            bound = sys._getframe(1).f_globals
+            return [n for n in self.__dict__['_knowlyr_all'] if n not in bound]
         if name.startswith('__') and name.endswith('__'): raise AttributeError(name)
         return _ask(self, 'getattr', name=name)
     def __setattr__(self, name, value):
@@ -247,11 +250,12 @@ class RemoteFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         a = CONN.ask('import', name=spec.name)
         if type(a) is not dict or type(a.get('module')) is not Remote or type(a.get('all')) is not list:
             raise CandidateError('a malformed answer to import %s' % spec.name)
-        names = self.exports.get(spec.name)
-        if names is None: names = [n for n in a['all'] if type(n) is str and n.isidentifier() and not n.startswith('_')
-                                   and not hasattr(builtins, n) and n not in sys.stdlib_module_names]
-        m = RemoteModule(spec.name)
-        m.__dict__.update(_knowlyr_id=_id(a['module']), __all__=list(names))
+        names, m = self.exports.get(spec.name), RemoteModule(spec.name)
+        m.__dict__['_knowlyr_id'] = _id(a['module'])
+        if names is not None: m.__dict__['__all__'] = list(names)
+        else: m.__dict__['_knowlyr_all'] = [n for n in a['all'] if type(n) is str and n.isidentifier()
+                                            and not n.startswith('_') and not hasattr(builtins, n)
+                                            and n not in sys.stdlib_module_names]
         return m
     def exec_module(self, module): pass
 def install(names, exports):

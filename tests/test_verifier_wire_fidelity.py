@@ -95,6 +95,15 @@ def test_a_star_import_does_not_replace_builtins():
     assert r.tests_passed == 1, r                                     # len: xs[:3] does have 3 items
     _passes(TOP, TOP_TEST, {'top.py': '__all__ = ["top3"]\n\ndef top3(xs):\n    return sorted(xs, reverse=True)[:3]\n'})
 
+AREA = {'area.py': 'from os.path import *\n\ndef area(r):\n    return 0\n'}   # a star import: its names cannot be read
+AREA_TEST = _test('from math import isclose, pi\nfrom area import *', 'def test_area(self): self.assertTrue(isclose(area(1), pi))')
+
+def test_a_star_import_does_not_replace_the_tests_own_names():
+    "Where the candidate's `__all__` is used, it cannot replace a name the test bound before (`isclose` here)"
+    forged = '__all__ = ["area", "isclose"]\n\ndef area(r):\n    return 0\n\ndef isclose(a, b):\n    return True\n'
+    _fails(AREA, AREA_TEST, {'area.py': forged}, 'T.test_area')
+    _passes(AREA, AREA_TEST, {'area.py': 'import math\n\n__all__ = ["area"]\n\ndef area(r):\n    return math.pi * r * r\n'})
+
 MEAN = {'stats3.py': 'def mean(xs):\n    return 0\n'}
 MEAN_TEST = _test('import math\nfrom stats3 import mean',
                   'def test_mean(self):\n    import numpy\n    self.assertEqual(mean([1, 2, 6]), numpy.mean([1, 2, 6]))',
