@@ -144,7 +144,9 @@ def locate(record,             # the record being mapped when `e` was raised
           )->str|None:         # e.g. 'payload.call_id'; None when it cannot be told for sure
     "The field path in `record` of the value whose type raised `e`"
     if record is None: return None
-    for d in (e.errors() if callable(getattr(e, 'errors', None)) else []):   # pydantic: the input itself
-        if isinstance(d, dict) and (keys := _keys_of(record, d.get('input'))): return field_path(keys)
-    want = _wanted(e)
-    return None if want is None else _located_in_frames(record, e, want)
+    try:    # a help for the reason: whatever goes wrong here, the record is still quarantined, without a path
+        for d in (e.errors() if callable(getattr(e, 'errors', None)) else []):   # pydantic: the input itself
+            if isinstance(d, dict) and (keys := _keys_of(record, d.get('input'))): return field_path(keys)
+        want = _wanted(e)
+        return None if want is None else _located_in_frames(record, e, want)
+    except Exception: return None
