@@ -24,9 +24,40 @@ from fastcore.basics import patch
 from .base import SandboxBackendError, SandboxError, SandboxLimits
 
 # %% auto #0
-__all__ = ['SANDBOX_UID_BASE', 'SANDBOX_UID_COUNT', 'CGROUP_CONTROLLERS', 'MS_NOSUID', 'MS_NODEV', 'MNT_DETACH', 'lease_dir',
-           'kill_uid', 'reap_stale_leases', 'UidLease', 'cgroup_support', 'shq', 'SandboxCgroup', 'mount_tmpfs',
-           'unmount', 'cleanup_stale', 'HostContainment']
+__all__ = ['MS_NOSUID', 'MS_NODEV', 'MNT_DETACH', 'SANDBOX_UID_BASE', 'SANDBOX_UID_COUNT', 'CGROUP_CONTROLLERS', 'mount_tmpfs',
+           'unmount', 'cleanup_stale', 'lease_dir', 'kill_uid', 'reap_stale_leases', 'UidLease', 'cgroup_support',
+           'shq', 'SandboxCgroup', 'HostContainment']
+
+# %% ../../nbs/10e_sandbox_host.ipynb #93d4506f
+MS_NOSUID, MS_NODEV, MNT_DETACH = 0x2, 0x4, 0x2
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+# %% ../../nbs/10e_sandbox_host.ipynb #028355ca
+def mount_tmpfs(path, size_mb:int, uid:int, mode:int=0o755, inodes:int|None=None):
+    "Mount a tmpfs of `size_mb` MiB (and `inodes` entries) on `path`, owned by `uid`; `SandboxBackendError` if refused"
+    opts = (f'size={int(size_mb)}m,uid={uid},gid={uid},mode={mode:o}' + (f',nr_inodes={int(inodes)}' if inodes else '')).encode()
+    if _libc.mount(b'tmpfs', str(path).encode(), b'tmpfs', MS_NOSUID | MS_NODEV, opts) != 0:
+        e = ctypes.get_errno()
+        raise SandboxBackendError(f"cannot mount a tmpfs on {path}: {os.strerror(e)}")
+
+# %% ../../nbs/10e_sandbox_host.ipynb #e9700ea2
+def unmount(path)->bool:
+    "Detach the filesystem mounted on `path`; False when nothing was mounted there"
+    return _libc.umount2(str(path).encode(), MNT_DETACH) == 0
+
+# %% ../../nbs/10e_sandbox_host.ipynb #6e2bb4ed
+def cleanup_stale(record:dict):
+    "Undo what a dead sandbox holder recorded: unmount its filesystems, remove its cgroups and its root directory"
+    for m in record.get('mounts', []): unmount(m)
+    for d in record.get('cgroups', []):
+        try:
+            for p in (Path(d)/'cgroup.procs').read_text().split(): os.kill(int(p), signal.SIGKILL)
+            os.rmdir(d)
+        except (OSError, ValueError): pass
+    root = record.get('root')
+    if root and Path(root).name.startswith('knowlyr-sandbox-'): shutil.rmtree(root, ignore_errors=True)
 
 # %% ../../nbs/10e_sandbox_host.ipynb #444dd805
 SANDBOX_UID_BASE, SANDBOX_UID_COUNT = 2_000_000_000, 65_536
@@ -288,37 +319,6 @@ def remove(self:SandboxCgroup):
             try: os.rmdir(d); break
             except FileNotFoundError: break
             except OSError: time.sleep(0.02)
-
-# %% ../../nbs/10e_sandbox_host.ipynb #93d4506f
-MS_NOSUID, MS_NODEV, MNT_DETACH = 0x2, 0x4, 0x2
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
-
-# %% ../../nbs/10e_sandbox_host.ipynb #028355ca
-def mount_tmpfs(path, size_mb:int, uid:int, mode:int=0o755, inodes:int|None=None):
-    "Mount a tmpfs of `size_mb` MiB (and `inodes` entries) on `path`, owned by `uid`; `SandboxBackendError` if refused"
-    opts = (f'size={int(size_mb)}m,uid={uid},gid={uid},mode={mode:o}' + (f',nr_inodes={int(inodes)}' if inodes else '')).encode()
-    if _libc.mount(b'tmpfs', str(path).encode(), b'tmpfs', MS_NOSUID | MS_NODEV, opts) != 0:
-        e = ctypes.get_errno()
-        raise SandboxBackendError(f"cannot mount a tmpfs on {path}: {os.strerror(e)}")
-
-# %% ../../nbs/10e_sandbox_host.ipynb #e9700ea2
-def unmount(path)->bool:
-    "Detach the filesystem mounted on `path`; False when nothing was mounted there"
-    return _libc.umount2(str(path).encode(), MNT_DETACH) == 0
-
-# %% ../../nbs/10e_sandbox_host.ipynb #6e2bb4ed
-def cleanup_stale(record:dict):
-    "Undo what a dead sandbox holder recorded: unmount its filesystems, remove its cgroups and its root directory"
-    for m in record.get('mounts', []): unmount(m)
-    for d in record.get('cgroups', []):
-        try:
-            for p in (Path(d)/'cgroup.procs').read_text().split(): os.kill(int(p), signal.SIGKILL)
-            os.rmdir(d)
-        except (OSError, ValueError): pass
-    root = record.get('root')
-    if root and Path(root).name.startswith('knowlyr-sandbox-'): shutil.rmtree(root, ignore_errors=True)
 
 # %% ../../nbs/10e_sandbox_host.ipynb #ad7a26bf
 class HostContainment:
