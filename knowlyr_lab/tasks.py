@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -62,6 +63,11 @@ def _unwrap(task):
 
 
 # %% ../nbs/13_tasks.ipynb #5ac73e45
+def _plain_text(s:str)->str:
+    "`s` as it reads: whitespace runs one space, stripped, NFC"
+    s = ' '.join(s.split())
+    return s if s.isascii() else unicodedata.normalize('NFC', s)
+
 def task_key(task)->str:
     "What identifies a task's content: its fingerprint; else (no env) a hash of the text seen first; else its id"
     task = _unwrap(task)
@@ -70,7 +76,7 @@ def task_key(task)->str:
     if _field(task, 'env_id'): return task_id(task)     # an env's task: its text may not hold it (a seed's maze)
     seen = _field(task, 'initial_observation')
     if seen := seen if seen is not None else _field(task, 'instruction'):   # `first_user_turn`, for any task shape
-        return 'text:' + hashlib.sha1(str(seen).encode()).hexdigest()
+        return 'text:' + hashlib.sha1(_plain_text(str(seen)).encode()).hexdigest()
     return task_id(task)
 
 
