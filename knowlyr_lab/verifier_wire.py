@@ -178,8 +178,30 @@ def send(w, msg): w.write(json.dumps(msg).encode() + b'\n'); w.flush()
 '''
 WIRE = _VALUE_KINDS + _ENCODER + _DECODER + _REFILL + _FRAMES
 
+# %% ../nbs/12a_verifier_wire.ipynb #19beb373
+_SPECIAL = r'''
+import copy, math, operator
+def _special(x, name):
+    "`type(x).<name>`, as `with` looks it up; the interpreter's TypeError when the class has none"
+    f = getattr(type(x), name, None)
+    if f is None: raise TypeError("'%s' object does not support the context manager protocol" % type(x).__name__)
+    return f
+def _exit(x, t, e):
+    "`__exit__` of `x` with exception class `t` (None: no exception) and instance `e` (None: a new one of `t`)"
+    if t is not None and e is None:
+        try: e = t()
+        except Exception: pass
+    return bool(_special(x, '__exit__')(x, t, e, None))
+SPECIAL = {**{n: getattr(operator, n) for n in (
+    'add sub mul matmul truediv floordiv mod lshift rshift and_ xor or_ iadd isub imul imatmul itruediv ifloordiv imod '
+    'ipow ilshift irshift iand ixor ior neg pos invert abs lt le gt ge index').split()},
+    'divmod': divmod, 'pow': pow, 'round': round, 'format': format, 'reversed': reversed, 'int': int, 'float': float,
+    'complex': complex, 'bytes': bytes, 'trunc': math.trunc, 'floor': math.floor, 'ceil': math.ceil, 'copy': copy.copy,
+    'deepcopy': copy.deepcopy, 'dir': dir, 'enter': lambda x: _special(x, '__enter__')(x), 'exit': _exit}
+'''
+
 # %% ../nbs/12a_verifier_wire.ipynb #2e260b23
-CANDIDATE_SERVER = WIRE + r'''
+CANDIDATE_SERVER = WIRE + _SPECIAL + r'''
 import importlib
 def value_kind(t):
     "'fields' when instances of class `t` compare by their fields (a dataclass's generated ==), 'ordered' when they also order so"
@@ -218,13 +240,19 @@ def _serve():
         args, kw = d(q['args'])
         box += d.table                  # the containers the judge passed, sent back as the call leaves them
         return Dec(obj)(q['obj'])(*args, **dict(kw))
+    def operate(q, box):
+        d = Dec(obj)
+        args = d(q['args'])
+        box += d.table                  # as for a call: the containers passed, sent back as the operator left them
+        return SPECIAL[q['name']](*args)
     a = lambda q, k='obj': Dec(obj)(q[k])
     ops = {'import': lambda q, b: imp(q['name']), 'getattr': lambda q, b: getattr(a(q), q['name']),
            'setattr': lambda q, b: setattr(a(q), q['name'], a(q, 'value')), 'delattr': lambda q, b: delattr(a(q), q['name']), 'call': call,
            'len': lambda q, b: len(a(q)), 'bool': lambda q, b: bool(a(q)), 'iter': lambda q, b: iter(a(q)), 'next': lambda q, b: next(a(q)),
            'getitem': lambda q, b: a(q)[a(q, 'key')], 'setitem': lambda q, b: a(q).__setitem__(a(q, 'key'), a(q, 'value')),
            'delitem': lambda q, b: a(q).__delitem__(a(q, 'key')), 'contains': lambda q, b: a(q, 'key') in a(q), 'repr': lambda q, b: repr(a(q)),
-           'str': lambda q, b: str(a(q)), 'eqkey': lambda q, b: eqkey(a(q)), 'isinstance': lambda q, b: isinstance(a(q), a(q, 'cls'))}
+           'str': lambda q, b: str(a(q)), 'eqkey': lambda q, b: eqkey(a(q)), 'isinstance': lambda q, b: isinstance(a(q), a(q, 'cls')),
+           'operator': operate}
     while line := r.readline():
         box = []
         try:

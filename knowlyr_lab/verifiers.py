@@ -24,7 +24,7 @@ from fastcore.basics import patch_to
 
 from .core import InfrastructureError, parse_ast
 from .sandbox.base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits
-from .verifier_judge import TEST_RUNNER
+from .verifier_runner import TEST_RUNNER
 from .verifier_wire import CANDIDATE_SERVER, candidate_modules, module_exports
 
 # %% auto #0
