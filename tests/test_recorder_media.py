@@ -86,3 +86,67 @@ def test_atif_result_image_is_kept(tmp_path):
     ts = list(convert(tmp_path / src.name, format='atif'))
     shot = [s for t in ts for s in t.steps if s.metadata.get('media')]
     assert len(shot) == 1 and shot[0].metadata['media'] == [img] and shot[0].observation.content.endswith('\n[image]')
+
+
+FX = Path(__file__).parent / 'fixtures' / 'agent_logs'
+B64 = PNG['source']['data']
+
+
+def _shots(ts):
+    return [s for t in ts for s in t.steps if s.metadata.get('media')]
+
+
+def test_mini_swe_tool_output_image_is_kept(tmp_path):
+    "mini-swe-agent v2's multimodal output (MSWEA_MULTIMODAL_CONTENT -> an image_url block) in the real run's shape"
+    d = json.loads((FX / 'mini-swe-agent' / 'django__django-10999.traj.json').read_text())
+    img = {'type': 'image_url', 'image_url': {'url': 'data:image/png;base64,' + B64}}
+    m = next(m for m in d['messages'][2:] if m['role'] == 'user')
+    m['content'] = [{'type': 'text', 'text': m['content']}, img]
+    (tmp_path / 'x.traj.json').write_text(json.dumps(d))
+    shot, = _shots(convert(tmp_path / 'x.traj.json', format='mini-swe-agent'))
+    assert shot.metadata['media'] == [img] and shot.observation.content.endswith('\n[image_url]')
+
+
+def test_gemini_cli_tool_result_images_are_kept(tmp_path):
+    "Gemini CLI: inlineData beside the functionResponse, inside its parts (Gemini 3), and a fileData part"
+    recs = [json.loads(l) for l in (FX / 'gemini-cli' / 'gemini.jsonl').read_text().splitlines()]
+    calls = [tc for r in recs for tc in (r.get('toolCalls') or [])]
+    inl = {'inlineData': {'mimeType': 'image/png', 'data': B64}}
+    fd = {'fileData': {'mimeType': 'application/pdf', 'fileUri': 'gs://b/doc.pdf'}}
+    fr = calls[0]['result'][0]['functionResponse']
+    calls[0]['result'] = [{'functionResponse': {**fr, 'response': {'output': 'Binary content provided (1 item(s)).'}}}, inl]
+    fr = calls[-1]['result'][0]['functionResponse']
+    calls[-1]['result'] = [{'functionResponse': {**fr, 'response': {'output': 'the chart'}, 'parts': [inl]}}, fd]
+    (tmp_path / 'gemini.jsonl').write_text('\n'.join(map(json.dumps, recs)) + '\n')
+    a, b = _shots(convert(tmp_path / 'gemini.jsonl', format='gemini-cli'))
+    assert a.metadata['media'] == [inl] and a.observation.content.endswith('[image/png]')
+    assert b.metadata['media'] == [inl, fd] and b.observation.content == 'the chart\n[image/png]\n[application/pdf]'
+
+
+def test_smolagents_observation_images_are_kept(tmp_path):
+    "smolagents writes a step's observations_images as a user message of image blocks next to the tool-response"
+    row = json.loads((FX / 'smolagents' / 'gpt-4o__tool-calling__math__2025-07-24.jsonl').read_text().splitlines()[0])
+    st = row['intermediate_steps']
+    img = {'type': 'image', 'image': 'data:image/png;base64,' + B64}
+    k = next(i for i, m in enumerate(st) if m['role'] == 'tool-call')
+    st.insert(k + 1, {'role': 'user', 'content': [img], 'tool_calls': None, 'raw': None, 'token_usage': None})
+    st[1]['content'].append(img)                                       # and the task's own image (task_images)
+    (tmp_path / 'x.jsonl').write_text(json.dumps(row) + '\n')
+    t, = convert(tmp_path / 'x.jsonl', format='smolagents')
+    shot, = _shots([t])
+    assert shot.index == 0 and shot.metadata['media'] == [img] and 'Output: 12.0' in shot.observation.content
+    assert [s.observation.content for s in t.steps if s.action is None and s.observation] == []   # no '[image]' turn
+    assert [u['record'] for u in t.metadata['unmapped'] if u['record_type'] == 'block:image'] == [img]
+
+
+def test_iswe_result_image_is_kept(tmp_path):
+    "iSWE's turns are {role, content} chat messages: a result given as a block list with an image keeps it"
+    import yaml
+    d = yaml.safe_load((Path(__file__).parent / 'fixtures' / 'recorder' / 'iswe' / 'acme__csv-7.yaml').read_text())
+    img = {'type': 'image_url', 'image_url': {'url': 'data:image/png;base64,' + B64}}
+    msgs = d['localization']['trajectory']
+    m = next(m for i, m in enumerate(msgs) if m['role'] == 'user' and i > 1 and msgs[i - 1]['role'] == 'assistant')
+    m['content'] = [{'type': 'text', 'text': m['content']}, img]
+    (tmp_path / 'x.yaml').write_text(yaml.safe_dump(d))
+    shot, = _shots(convert(tmp_path / 'x.yaml', format='iswe'))
+    assert shot.metadata['media'] == [img] and shot.observation.content.endswith('\n[image_url]')

@@ -18,7 +18,7 @@ from .agent_steps import StepLog, guard
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, read_json
 from .report import ConversionReport
-from .values import content_text
+from .values import content_text, keep_media, media_blocks, set_observation
 from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -51,8 +51,8 @@ def _gm_result(tc:dict)->tuple[str, bool]:
             parts.append(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
         elif resp is not None: parts.append(str(resp))
         elif isinstance(r, dict) and 'text' in r: parts.append(r['text'])
-        elif isinstance(r, dict) and isinstance(r.get('inlineData'), dict):   # an image or file the tool returned
-            parts.append(f"[{r['inlineData'].get('mimeType') or 'inline data'}]")
+        # an image or file the tool returned, beside the response or in its `parts`: a marker here (kept on the step)
+        if isinstance(r, dict) and 'text' not in r: parts += [content_text(b) for b in media_blocks(r)]
     err = tc.get('status') in ('error', 'cancelled') or any(
         isinstance((r.get('functionResponse') or {}).get('response'), dict)
         and 'error' in r['functionResponse']['response']
@@ -73,10 +73,12 @@ def _gm_response(log:StepLog, m:dict, models:list):
     for tc in calls:
         args = tc.get('args') if isinstance(tc.get('args'), dict) else {'_raw': tc.get('args')}
         thought = '\n\n'.join(x for x in (reasoning, text) if x) or None
-        log.call(tc.get('name') or 'unknown', args, tc.get('id'), thought, t, usage=usage, response_id=m.get('id'),
-                 **({'status': tc['status']} if tc.get('status') not in (None, 'success') else {}))
+        st = {'status': tc['status']} if tc.get('status') not in (None, 'success') else {}
+        s = log.call(tc.get('name') or 'unknown', args, tc.get('id'), thought, t, usage=usage,
+                     response_id=m.get('id'), **st)
         res, err = _gm_result(tc)
-        log.result(tc.get('id'), res, err, None, tc.get('timestamp'))
+        log.pairer.pending.pop(s.action.call_id, None)     # the result is inline: paired without an id (none: kept too)
+        keep_media(set_observation(s, res, err, None, tc.get('timestamp')), tc.get('result'))
     if not calls:
         log.message(text, t, usage=usage, response_id=m.get('id'), **({'reasoning': reasoning} if reasoning else {}))
 

@@ -21,7 +21,7 @@ from .base import LogAdapter, register_adapter
 from .reading import read_yaml
 from .report import ConversionReport
 from .swe import find_resolution
-from .values import content_text, set_observation
+from .values import content_text, keep_media, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -108,6 +108,7 @@ def _iswe_phase(log:StepLog, name:str, ph:dict, path, report, unmapped, state:di
             elif role == 'user':
                 if last and all(s.observation is None for s in last):
                     for s in last: set_observation(s, text)
+                    keep_media(last[0], m.get('content'))      # an image in a block list: kept whole (once)
                 else: log.user(text, phase=name)
                 last = None
             else:

@@ -18,7 +18,7 @@ from .base import LogAdapter, register_adapter
 from .reading import read_json
 from .report import ConversionReport
 from .swe import swe_outcome
-from .values import content_text, parse_arguments, set_observation, usage_from
+from .values import content_text, keep_media, parse_arguments, set_observation, usage_from
 from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -134,9 +134,9 @@ def convert(self:MiniSWEAgentAdapter, path, report:ConversionReport)->Iterator[T
         elif role == 'tool' and m.get('tool_call_id'):
             rc = _RC.search(text)
             code = int(rc.group(1)) if rc else extra.get('returncode')
-            if log.result(m['tool_call_id'], text, False, code, extra.get('timestamp')) is None:
+            if (s := log.result(m['tool_call_id'], text, False, code, extra.get('timestamp'))) is None:
                 unmapped.append(report.unmapped(kind, m, path, None, why='tool result for a call not in the log'))
-            else: report.mapped(kind)
+            else: keep_media(s, m.get('content')); report.mapped(kind)   # v2's multimodal output: images kept whole
         elif role in ('user', 'tool'):
             rc = _RC.search(text)
             code = int(rc.group(1)) if rc else extra.get('returncode')
@@ -144,6 +144,7 @@ def convert(self:MiniSWEAgentAdapter, path, report:ConversionReport)->Iterator[T
                 if open_step.action.call_id:
                     log.result(open_step.action.call_id, text, False, code, extra.get('timestamp'))
                 else: set_observation(open_step, text, False, code)
+                keep_media(open_step, m.get('content'))
                 log.pairer.pending.pop(open_step.action.call_id, None)
             else: log.user(text, extra.get('timestamp'))   # format-error feedback, or a user turn
             open_step = None; report.mapped(kind)

@@ -22,7 +22,7 @@ from .base import LogAdapter, get_adapter, register_adapter
 from .chat import ChatBuilder, exit_code_of, feed_message
 from .reading import iter_jsonl, read_json
 from .report import ConversionReport
-from .values import content_text, parse_arguments, parse_time, set_observation
+from .values import content_text, keep_media, media_blocks, parse_arguments, parse_time, set_observation
 from ..trajectory import Outcome, TokenUsage
 
 # %% auto #0
@@ -178,11 +178,26 @@ def _smol_tool_response(b:ChatBuilder, text:str)->str:
     _smol_failed_call(b, text, body)
     return 'message:tool-response'
 
+# %% ../../nbs/23b_recorder_smolagents.ipynb #557cf1d4
+_OBS_IMAGES = ('', 'Here are the observed images:')
+
+def _smol_images(b:ChatBuilder, m:dict, media:list, path, line, report)->str:
+    "Feed a user message that holds images: a call's observed images, or the user's own; returns its record type"
+    words = ' '.join(x['text'] for x in m['content'] if isinstance(x, dict) and isinstance(x.get('text'), str))
+    owner = b.fifo[0] if b.fifo else b.steps[-1] if b.steps and b.steps[-1].action is not None else None
+    if owner is not None and words.strip() in _OBS_IMAGES: keep_media(owner, media); return 'message:user'
+    for blk in media:
+        b.keep(report.unmapped(f"block:{blk.get('type')}", blk, path, line, part=True,
+                               why='an image the user gave (the text has [image] in its place)'))
+    return _smol_message(b, m, 'user', content_text(m['content']), line)
+
 # %% ../../nbs/23b_recorder_smolagents.ipynb #20fed28c
 def _smol_step(b, m, path, line, report)->str:
     "Feed one smolagents memory message; returns its record type"
     role = m.get('role')
     text = content_text(m.get('content'))
+    if role == 'user' and type(m.get('content')) is list and (media := media_blocks(m['content'])):
+        return _smol_images(b, m, media, path, line, report)
     if role in ('system', 'user', 'assistant'): return _smol_message(b, m, role, text, line)
     if role == 'tool-call': return _smol_tool_call(b, text)
     if role == 'tool-response': return _smol_tool_response(b, text)

@@ -88,6 +88,11 @@ def usage_from(u:dict|None,    # a usage object in OpenAI or Anthropic form (or 
 # %% ../../nbs/20c_recorder_values.ipynb #507e4cf3
 _MEDIA = ('image', 'image_url', 'input_image', 'document', 'audio', 'input_audio', 'file', 'video')
 
+def _part_data(b:dict)->dict|None:
+    "The `inlineData`/`fileData` of a Gemini API part (an image, a file), None when `b` is not one"
+    d = b.get('inlineData') or b.get('fileData')
+    return d if isinstance(d, dict) else None
+
 # %% ../../nbs/20c_recorder_values.ipynb #c159f077
 def content_text(content)->str:
     "Text of a message `content`: a string, or the text blocks of a block list joined by newlines"
@@ -103,6 +108,7 @@ def content_text(content)->str:
             elif 'content' in b and b.get('type') in ('tool_result', 'tool_result_block'):
                 parts.append(content_text(b['content']))
             elif b.get('type') in _MEDIA: parts.append(f"[{b['type']}]")
+            elif (d := _part_data(b)) is not None: parts.append(f"[{d.get('mimeType') or 'inline data'}]")
             # e.g. search results: keep them readable
             else: parts.append(json.dumps(b, ensure_ascii=False, default=str))
         else: parts.append(str(b))
@@ -117,7 +123,8 @@ def media_blocks(content)->list[dict]:
     for b in content:
         if not isinstance(b, dict) or isinstance(b.get('text'), str): continue
         if 'content' in b and b.get('type') in ('tool_result', 'tool_result_block'): out += media_blocks(b['content'])
-        elif b.get('type') in _MEDIA: out.append(b)
+        elif b.get('type') in _MEDIA or _part_data(b) is not None: out.append(b)
+        elif isinstance(b.get('functionResponse'), dict): out += media_blocks(b['functionResponse'].get('parts'))
     return out
 
 # %% ../../nbs/20c_recorder_values.ipynb #b230aebc
