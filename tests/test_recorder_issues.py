@@ -431,3 +431,39 @@ def test_openhands_array_export_is_streamed_not_loaded_whole(monkeypatch, fmt, n
     monkeypatch.setattr(oh, 'read_json', no_whole_document); monkeypatch.setattr(reading, 'read_json', no_whole_document)
     streamed, r = conv(REAL / fmt / name, fmt)
     assert [t.model_dump() for t in streamed] == [t.model_dump() for t in whole] and len(streamed[0].steps) > 0
+
+
+def test_toolbench_bad_finish_type_names_its_field_and_keeps_the_steps(tmp_path):
+    "A finish_type that is not a string stopped the file ('adapter failed: ValidationError', no field named)"
+    src = sorted((REAL / 'toolbench').glob('*.json'))[0]
+    good, _ = conv(src, 'toolbench')
+    for bad in (7, ['give_answer']):
+        d = json.loads(src.read_text()); d['answer_generation']['finish_type'] = bad
+        (tmp_path / src.name).write_text(json.dumps(d))
+        ts, r = conv(tmp_path / src.name, 'toolbench')
+        assert [len(t.steps) for t in ts] == [len(t.steps) for t in good] and ts[-1].outcome.reason is None
+        assert [i['reason'].split(':')[0] for i in r.issues] == ['answer_generation.finish_type'], r.issues
+
+
+def test_toolbench_final_answer_that_is_not_its_json_is_kept(tmp_path):
+    "A final_answer of plain text was dropped; one that decoded to a list stopped the file"
+    src = sorted((REAL / 'toolbench').glob('*.json'))[0]
+    for fa in ('plain words', '["x"]'):
+        d = json.loads(src.read_text()); d['answer_generation']['final_answer'] = fa
+        (tmp_path / src.name).write_text(json.dumps(d))
+        ts, r = conv(tmp_path / src.name, 'toolbench')
+        assert ts and ts[-1].metadata['final_answer'] == fa and not r.issues, r.issues
+
+
+def test_swe_agent_bad_history_message_is_quarantined_alone_with_its_path(tmp_path):
+    "One unreadable history message dropped every step of a history-only .traj, with no field path"
+    src = REAL / 'swe-agent' / 'function_calling_simple.traj'
+    d = json.loads(src.read_text())
+    k = next(i for i, m in enumerate(d['history']) if m.get('tool_calls'))
+    d['history'][k]['tool_calls'] = [{'id': 'x', 'function': 'bash ls'}]
+    d['history'].insert(1, 5)
+    (tmp_path / src.name).write_text(json.dumps(d))
+    (t,), r = conv(tmp_path / src.name, 'swe-agent')
+    (good,), _ = conv(src, 'swe-agent')
+    assert len(t.steps) == len(good.steps) - 1
+    assert [i['reason'].split(':')[0] for i in r.issues] == ['history[1]', f'history[{k + 1}].tool_calls[0].function']

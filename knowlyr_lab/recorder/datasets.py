@@ -212,10 +212,15 @@ def convert(self:ToolBenchAdapter, path, report):  # noqa: F811 (@patch attaches
                           doc, record_type='answer'); return
     chains = _toolbench_chains(ag, path, report)
     try: fa = json.loads(ag.get('final_answer') or '{}')
-    except (json.JSONDecodeError, TypeError): fa = {'raw': ag.get('final_answer')}
+    except (json.JSONDecodeError, TypeError): fa = None
+    if not isinstance(fa, dict): fa = {'final_answer': ag.get('final_answer')}   # not ToolBench's JSON: kept as it is
     # ToolBench's `win` only says the search ended with an answer ("I'm sorry, I couldn't..." counts)
     win = doc.get('win')
-    outcome = _toolbench_outcome(ag.get('finish_type'))
+    ft = ag.get('finish_type')
+    if ft is not None and not isinstance(ft, str):       # the outcome is unknown; the steps are still read
+        report.bad_record(path, None, f"answer_generation.finish_type: a {type(ft).__name__}, expected a string "
+                          "('give_answer' or 'give_up')", ft, record_type='finish_type'); ft = None
+    outcome = _toolbench_outcome(ft)
     last = chains[-1] if chains else []
     extra = [c for c in chains[:-1] if not _is_prefix(c, last)]
     report.mapped('chain:prefix', len(chains) - 1 - len(extra) if chains else 0)

@@ -123,11 +123,13 @@ class SWEAgentAdapter(LogAdapter):
         return None
 
 # %% ../../nbs/25_recorder_swe.ipynb #3e063885
-def _history_steps(log:StepLog, hist, path, report, unmapped):
+def _history_steps(log:StepLog, hist, path, report, unmapped,
+                   pos:dict|None=None):  # id(message) -> its index in the file's `history` (for quarantine reasons)
     "Steps from `history` alone (files without `trajectory`): tool calls paired with tool messages by id"
     last = None
     for i, m in enumerate(hist):
-        role = m.get('role')
+      role = m.get('role')      # a message that cannot be read is quarantined alone, with its place in the file
+      with guard(report, path, None, m, f'history:{role}', at=f"history[{(pos or {}).get(id(m), i)}]"):
         if role == 'assistant' and m.get('tool_calls'):
             for tc in m['tool_calls']:
                 fn = tc.get('function') or {}
@@ -160,19 +162,19 @@ def _swe_lists(data:dict, path, report)->tuple[list, list]:
             report.bad_record(path, None, f"field '{k}' is a {type(data[k]).__name__}, expected a list", data[k], k)
             data[k] = []
     hist, traj = data.get('history') or [], data.get('trajectory') or []
-    for k, items in (('history', hist), ('trajectory_step', traj)):
-        for x in items:
+    for k, rt, items in (('history', 'history', hist), ('trajectory', 'trajectory_step', traj)):
+        for i, x in enumerate(items):
             if not isinstance(x, dict):
-                report.bad_record(path, None, f'{k} entry is a {type(x).__name__}, expected an object', x, k)
+                report.bad_record(path, None, f'{k}[{i}]: the entry is a {type(x).__name__}, expected an object', x, rt)
     return [m for m in hist if isinstance(m, dict)], [t for t in traj if isinstance(t, dict)]
 
 # %% ../../nbs/25_recorder_swe.ipynb #7609ea7f
-def _swe_preamble(hist:list, path, report, meta:dict, unmapped:list)->tuple[str|None, list]:
+def _swe_preamble(hist:list, path, report, meta:dict, unmapped:list, pos:dict|None=None)->tuple[str|None, list]:
     "(instruction, transcript messages) of a history; the system prompt goes to `meta`"
     instruction, body = None, []
-    for m in hist:   # system prompt, task, demonstrations
+    for i, m in enumerate(hist):   # system prompt, task, demonstrations
         if not isinstance(m.get('role'), (str, type(None))):
-            why = f"history message with a {type(m['role']).__name__} role"
+            why = f"history[{(pos or {}).get(id(m), i)}].role: a {type(m['role']).__name__}, expected a string"
             report.bad_record(path, None, why, m, 'history'); continue
         if _is_demo(m):
             why = 'in-context demonstration, not part of this episode'
@@ -236,10 +238,10 @@ def convert(self:SWEAgentAdapter, path, report:ConversionReport)->Iterator[Traje
     ps = rc.get('problem_statement') if isinstance(rc.get('problem_statement'), dict) else {}
     hist, traj = _swe_lists(data, path, report)
     log, unmapped, meta = StepLog(), [], {}
-    instruction, body = _swe_preamble(hist, path, report, meta, unmapped)
+    pos = {id(m): i for i, m in enumerate(data.get('history') or [])}    # a message's place, for quarantine reasons
+    instruction, body = _swe_preamble(hist, path, report, meta, unmapped, pos)
     if traj: _swe_steps(log, traj, body, path, report, unmapped)
-    else:
-        with guard(report, path, None, None, 'history'): _history_steps(log, body, path, report, unmapped)
+    else: _history_steps(log, body, path, report, unmapped, pos)
     t = None
     with guard(report, path, None, None, 'traj_file'):
         t = _swe_trajectory(self, path, log, info, rc, ps, meta, unmapped, instruction)
