@@ -62,12 +62,13 @@ def _unwrap(task):
     return task.task if isinstance(task, Trajectory) else task
 
 
-# %% ../nbs/13_tasks.ipynb #5ac73e45
+# %% ../nbs/13_tasks.ipynb #ad2177f8
 def _plain_text(s:str)->str:
     "`s` as it reads: whitespace runs one space, stripped, NFC"
     s = ' '.join(s.split())
     return s if s.isascii() else unicodedata.normalize('NFC', s)
 
+# %% ../nbs/13_tasks.ipynb #5ac73e45
 def task_key(task)->str:
     "What identifies a task's content: its fingerprint; else (no env) a hash of the text seen first; else its id"
     task = _unwrap(task)
