@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -18,68 +17,15 @@ from fastcore.docments import docments
 from pydantic import Field
 
 from .envs.sessions import SessionLimits, SessionTable
+from .mcp_root import ServerRoot
 from .trajectory import Trajectory
 from .trajectory_io import parse_trajectory, read_trajectories
 
 # %% auto #0
-__all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerRoot', 'ServerState', 'Client', 'mcp_client', 'described',
-           'SandboxCreated', 'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult',
-           'DiffResult', 'ScoreResult', 'ConversionResult', 'ValidationResult', 'PreferencesResult',
-           'CalibrationResult', 'load_trajectory']
-
-# %% ../nbs/94_mcp_base.ipynb #907cf8f5
-class ServerRoot:
-    "The directory every path argument of the server must resolve into"
-    def __init__(self, root=None): # the root directory (None: a fresh temporary directory, removed at exit)
-        self.tmp = None
-        if root is None: self.tmp = tempfile.TemporaryDirectory(prefix='knowlyr-mcp-'); root = self.tmp.name
-        self.root = Path(root).expanduser().resolve()
-        if not self.root.is_dir(): raise ValueError(f"server root {root} is not a directory")
-
-# %% ../nbs/94_mcp_base.ipynb #79cd2d0b
-@patch
-def holds(self:ServerRoot, r:Path)->bool:
-    "Whether the resolved path `r` is the root or lies under it"
-    return r == self.root or self.root in r.parents
-
-# %% ../nbs/94_mcp_base.ipynb #f18c1a45
-@patch
-def outside_link(self:ServerRoot, d:Path)->tuple[Path, Path]|None:
-    ("The first link under directory `d` that resolves outside the root, and its target (inside links walked too); "
-     "or a file with other names (hard links), and None")
-    seen, todo = set(), [d]
-    while todo:
-        if (top := todo.pop()) in seen: continue
-        seen.add(top)
-        for q in sorted(top.rglob('*')):     # links are listed, not entered
-            if not q.is_symlink():
-                if q.is_file() and q.stat().st_nlink > 1: return q, None
-                continue
-            try: r = q.resolve()
-            except (OSError, RuntimeError): continue   # a loop of links: nothing reads through it
-            if not self.holds(r): return q, r
-            if r.is_dir(): todo.append(r)
-    return None
-
-# %% ../nbs/94_mcp_base.ipynb #b70d8341
-@patch
-def path(self:ServerRoot, p, what:str='path', must_exist:bool=False)->Path:
-    "`p` (absolute, or relative to the root) resolved; ValueError unless it and any link under it stay in the root"
-    if not isinstance(p, str) or not p or '\0' in p: raise ValueError(f"{what} must be a non-empty path, got {p!r}")
-    q = Path(p).expanduser()
-    r = (q if q.is_absolute() else self.root/q).resolve()
-    if not self.holds(r): raise ValueError(f"{what} {p!r} is outside the server root {self.root} (it resolves to {r})")
-    if must_exist and not r.exists(): raise FileNotFoundError(f"{what} {p} does not exist")
-    if r.is_file() and r.stat().st_nlink > 1: bad = (r, None)
-    elif not r.is_dir() or not (bad := self.outside_link(r)): return r
-    where = f"{what} {p!r} " + ('is' if bad[0] == r else f"holds {bad[0].relative_to(self.root)},")
-    if bad[1] is None: raise ValueError(f"{where} a file with another name (a hard link), which may lie outside "
-                                        f"the server root {self.root}")
-    raise ValueError(f"{where} a link to {bad[1]}, outside the server root {self.root}")
-
-# %% ../nbs/94_mcp_base.ipynb #61fe2883
-@patch
-def __repr__(self:ServerRoot): return f"ServerRoot({str(self.root)!r})"
+__all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerState', 'Client', 'mcp_client', 'described', 'SandboxCreated',
+           'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult', 'DiffResult',
+           'ScoreResult', 'ConversionResult', 'ValidationResult', 'PreferencesResult', 'CalibrationResult',
+           'load_trajectory']
 
 # %% ../nbs/94_mcp_base.ipynb #743ca00d
 class ServerState(ServerRoot):
@@ -270,8 +216,9 @@ def load_trajectory(path:str|None=None,       # trajectory file (JSONL or Parque
     "A trajectory from an inline object, or from line `line` (1-based) of a JSONL/Parquet file"
     if trajectory is not None: return parse_trajectory(trajectory, '<argument>', None)
     if path is None: raise ValueError("give a trajectory: `path` (+ `line`) or an inline `trajectory` object")
-    p = root.path(path, 'trajectory file', must_exist=True) if root else Path(path)
-    for i, t in enumerate(read_trajectories(p), 1):
-        if i == line: return t
+    with root.staged() if root else contextlib.nullcontext() as st:   # a private copy of what lies in the root
+        p = st.input(path, 'trajectory file') if root else Path(path)
+        for i, t in enumerate(read_trajectories(p), 1):
+            if i == line: return t
     raise ValueError(f"{path} has fewer than {line} trajectories")
 

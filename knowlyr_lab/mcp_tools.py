@@ -100,14 +100,15 @@ def create_sandbox(srv:ServerState, who:Client, backend:Literal['local', 'docker
                                     image:str|None=None, timeout:float=30.0)->SandboxCreated:
     "Create an isolated sandbox ('local' bubblewrap or 'docker'), optionally from a template"
     src = None
-    if workspace is not None:
-        if workspace in srv.templates: src = srv.templates[workspace]
-        else:
-            try: src = srv.path(workspace, 'workspace', must_exist=True)
-            except ValueError: raise ValueError(f"workspace {workspace!r} is not an allowed template ({', '.join(sorted(srv.templates)) or 'none given'}) "
-                                                f"and is outside the server root {srv.root}") from None
-            if not src.is_dir(): raise ValueError(f"workspace {workspace!r} is not a directory")
-    sid = srv.add_sandbox(who, lambda: _create(backend, image=image, workspace=src, limits={'wall_timeout': timeout}))   # within the caps
+    with srv.staged() as st:       # a directory of the root: its private copy is the template
+        if workspace is not None:
+            if workspace in srv.templates: src = srv.templates[workspace]
+            else:
+                try: src = st.input(workspace, 'workspace')
+                except ValueError: raise ValueError(f"workspace {workspace!r} is not an allowed template ({', '.join(sorted(srv.templates)) or 'none given'}) "
+                                                    f"and is outside the server root {srv.root}") from None
+                if not src.is_dir(): raise ValueError(f"workspace {workspace!r} is not a directory")
+        sid = srv.add_sandbox(who, lambda: _create(backend, image=image, workspace=src, limits={'wall_timeout': timeout}))   # within the caps
     with srv.sandbox(sid, who) as s:
         return {'sandbox_id': sid, 'backend': s.backend, 'isolation': s.isolation, 'uid': s.uid, 'containment': dict(s.containment), 'tools': s.available_tools}
 
@@ -137,13 +138,14 @@ def sandbox_snapshot(srv:ServerState, who:Client, sandbox_id:str, # id from crea
     "Save the workspace to a snapshot file, or restore it from one"
     if action == 'restore':
         if path is None: raise ValueError("restore needs the `path` of a snapshot file")
-        p = srv.path(path, 'snapshot', must_exist=True)
-        with srv.sandbox(sandbox_id, who) as s: s.restore(str(p))
-        return {'action': 'restore', 'path': str(p), 'digest': None, 'files': None}
-    p = srv.path(path, 'snapshot') if path else None
-    with srv.sandbox(sandbox_id, who) as s: snap = s.snapshot()
-    if p: p.parent.mkdir(parents=True, exist_ok=True); snap.save(p)
-    return {'action': 'save', 'path': str(p) if p else None, 'digest': snap.digest, 'files': sum(1 for _, m, _ in snap.members() if m.isfile() or m.islnk())}
+        with srv.staged() as st, srv.sandbox(sandbox_id, who) as s:
+            s.restore(str(p := st.input(path, 'snapshot')))
+            return {'action': 'restore', 'path': st.show(str(p)), 'digest': None, 'files': None}
+    with srv.staged() as st:
+        p = st.output(path, 'snapshot') if path else None
+        with srv.sandbox(sandbox_id, who) as s: snap = s.snapshot()
+        if p: snap.save(p)
+        return {'action': 'save', 'path': st.show(str(p)) if p else None, 'digest': snap.digest, 'files': sum(1 for _, m, _ in snap.members() if m.isfile() or m.islnk())}
 
 # %% ../nbs/94a_mcp_tools.ipynb #bbeb9031
 @_server_tool()
@@ -166,21 +168,23 @@ def replay_trajectory(srv:ServerState, who:Client, sandbox_id:str, # id of a san
 def convert_logs(srv:ServerState, paths:list[str], output:str, # trajectory JSONL to write, inside the server root
                                   format:str|None=None, redact:bool=True)->ConversionResult:
     "Convert agent logs (files or directories) to a trajectory JSONL file; records that cannot be read go to <output>.quarantine.jsonl"
-    ins = [str(srv.path(p, 'log path', must_exist=True)) for p in paths]
-    out = srv.path(output, 'output')
-    q = str(srv.path(str(out) + '.quarantine.jsonl', 'quarantine file'))   # a link there must not lead out either
-    rep = ConversionReport(quarantine=q)
-    n = write_trajectories(convert(ins, format=format, report=rep, redact=redact), out)
-    return {'trajectories': n, 'output': str(out), 'files': len(rep.files) if isinstance(rep.files, list) else int(rep.files),
-            'bad_records': len(rep.issues), 'quarantine': q if rep.issues else None, 'issues': [i['reason'] for i in rep.issues[:20]],
-            'warnings': rep.warning_lines()[:20]}
+    with srv.staged() as st:       # private copies in, outputs published at the end
+        ins = [str(st.input(p, 'log path')) for p in paths]
+        out = st.output(output, 'output')
+        q = str(st.output(st.show(str(out)) + '.quarantine.jsonl', 'quarantine file'))   # a link there must not lead out either
+        rep = ConversionReport(quarantine=q)
+        n = write_trajectories(convert(ins, format=format, report=rep, redact=redact), out)
+        return st.show({'trajectories': n, 'output': str(out), 'files': len(rep.files) if isinstance(rep.files, list) else int(rep.files),
+                        'bad_records': len(rep.issues), 'quarantine': q if rep.issues else None, 'issues': [i['reason'] for i in rep.issues[:20]],
+                        'warnings': rep.warning_lines()[:20]})
 
 # %% ../nbs/94a_mcp_tools.ipynb #6cbf9415
 @_server_tool(convert)
 def validate_logs(srv:ServerState, paths:list[str], format:str|None=None)->ValidationResult:
     "Check agent logs without writing anything; findings name file, line and field"
-    f = validate([str(srv.path(p, 'log path', must_exist=True)) for p in paths], format)
-    return {'valid': not any(x.level == 'error' for x in f), 'findings': [str(x) for x in f]}
+    with srv.staged() as st:
+        f = validate([str(st.input(p, 'log path')) for p in paths], format)
+        return st.show({'valid': not any(x.level == 'error' for x in f), 'findings': [str(x) for x in f]})
 
 # %% ../nbs/94a_mcp_tools.ipynb #0ce9de5b
 @_server_tool()
@@ -217,13 +221,12 @@ def build_preferences(srv:ServerState, trajectories:str, # trajectory file (seve
                                        level:Literal['trajectory', 'step', 'both']=_PREFS['level'], min_margin:float=_PREFS['min_margin'],
                                        max_pairs_per_task:int=_PREFS['max_pairs_per_task'])->PreferencesResult:
     "Preference pairs (chosen/rejected per task) from a trajectory file, written as JSONL"
-    rep = _build_prefs(read_trajectories(srv.path(trajectories, 'trajectory file', must_exist=True)), level=level, min_margin=min_margin,
-                       max_pairs_per_task=max_pairs_per_task)
-    out = srv.path(output, 'output')
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, 'w') as f:
-        for p in rep.pairs: f.write(json.dumps(p.to_record(), ensure_ascii=False) + '\n')
-    return {'pairs': len(rep.pairs), 'output': str(out), 'left_out': rep.counts}
+    with srv.staged() as st:
+        rep = _build_prefs(read_trajectories(st.input(trajectories, 'trajectory file')), level=level, min_margin=min_margin,
+                           max_pairs_per_task=max_pairs_per_task)
+        with open(out := st.output(output, 'output'), 'w') as f:
+            for p in rep.pairs: f.write(json.dumps(p.to_record(), ensure_ascii=False) + '\n')
+        return {'pairs': len(rep.pairs), 'output': st.show(str(out)), 'left_out': rep.counts}
 
 # %% ../nbs/94a_mcp_tools.ipynb #3f0e7948
 _CALIBRATE = _defaults(_calibrate)
@@ -233,10 +236,10 @@ _CALIBRATE = _defaults(_calibrate)
 def calibrate_reward(srv:ServerState, trajectories:str, annotations:str, output:str, method:Literal['isotonic', 'logistic']=_CALIBRATE['method'],
                                       threshold:float=_CALIBRATE['threshold'], domain:str=_CALIBRATE['domain'], engine:str|None=_CALIBRATE['engine'])->CalibrationResult:
     "Fit the reward engine's calibration map to human step scores and write the engine config (as knowlyr-reward calibrate does)"
-    out = srv.path(output, 'output')
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return _calibrate(srv.path(trajectories, 'trajectory file', must_exist=True), srv.path(annotations, 'annotation file', must_exist=True), out,
-                      method, threshold, domain, srv.path(engine, 'engine config', must_exist=True) if engine else None)
+    with srv.staged() as st:
+        out = st.output(output, 'output')
+        return st.show(_calibrate(st.input(trajectories, 'trajectory file'), st.input(annotations, 'annotation file'), out,
+                                  method, threshold, domain, st.input(engine, 'engine config') if engine else None))
 
 # %% ../nbs/94a_mcp_tools.ipynb #010fc186
 @_server_tool(RewardEngine)
@@ -249,7 +252,7 @@ def list_rubrics(srv:ServerState, domain:str='generic')->list[dict[str, Any]]:
 def reward_leaderboard(srv:ServerState, trajectories:str, # trajectory file, inside the server root
                                         by:Literal['agent', 'model']='agent')->list[dict[str, Any]]:
     "Mean reward per agent (or model) with confidence intervals and success rate"
-    df = _leaderboard(read_trajectories(srv.path(trajectories, 'trajectory file', must_exist=True)), by=by)
+    with srv.staged() as st: df = _leaderboard(read_trajectories(st.input(trajectories, 'trajectory file')), by=by)
     return json.loads(df.to_json(orient='records'))
 
 # %% ../nbs/94a_mcp_tools.ipynb #56cd03fb
@@ -268,10 +271,11 @@ def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
                                     output_dir:str, preferences:str|None=None, min_reward:float|None=None, success_only:bool=False,
                                     test_fraction:float=0.0)->dict[str, Any]:
     "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
-    src, out = srv.path(trajectories, 'trajectory file', must_exist=True), srv.path(output_dir, 'output_dir')
-    prefs = srv.path(preferences, 'preference file', must_exist=True) if preferences else None
-    ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward, success_only=success_only, test_fraction=test_fraction)
-    return ex.export(format, str(out)).to_dict()
+    with srv.staged() as st:       # private copies in, the dataset published at the end
+        src, out = st.input(trajectories, 'trajectory file'), st.output(output_dir, 'output_dir')
+        prefs = st.input(preferences, 'preference file') if preferences else None
+        ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward, success_only=success_only, test_fraction=test_fraction)
+        return st.show(ex.export(format, str(out)).to_dict())
 
 # %% ../nbs/94a_mcp_tools.ipynb #90f6fbe0
 @_server_tool(PipelineConfig, rename={'format': 'log_format'})
