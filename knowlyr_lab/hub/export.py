@@ -32,7 +32,7 @@ from ..trajectory_io import TrajectoryError, parse_trajectory, quarantine_line, 
 __all__ = ['DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #daa4d8f8
-from .export_filter import pref_record, quarantine_pref  # the preference records a DPO export reads
+from .export_filter import pref_record, pref_records, quarantine_pref  # the preference records a DPO export reads
 
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
 def _input_files(src)->list[Path]:
@@ -210,18 +210,6 @@ def _write_tasks(self:DatasetExporter, format:str, spool, w, res:ExportResult):
         if format == 'benchmark': w.write(split, benchmark_row(g, self.tools(g[0]), self.system_prompt))
         else: w.write(split, _TASK_ROW[format](g, self.tools(g[0]), self.system_prompt, res.counts.get(split, 0), split))
 
-# %% ../../nbs/42_hub_export.ipynb #b3ef0a48
-def _pref_records(prefs)->Iterator[tuple[str, dict]]:
-    "(where, record) of each preference record of a JSONL file ('file:line'), or of an iterable ('preferences[i]')"
-    if isinstance(prefs, (str, Path)):
-        with open(prefs, encoding='utf-8') as f:
-            for i, line in enumerate(f, 1):
-                if not line.strip(): continue
-                try: yield f"{prefs}:{i}", json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ExportError(f"{prefs}:{i}: preference record is not JSON ({e.msg})") from None
-    else: yield from ((f"preferences[{i}]", p) for i, p in enumerate(prefs))
-
 # %% ../../nbs/42_hub_export.ipynb #bd29db98
 def _default_margin()->float: return inspect.signature(build_preferences).parameters['min_margin'].default
 
@@ -240,11 +228,15 @@ def _pairs_built(self:DatasetExporter, row, spool, w, res:ExportResult, settings
 # %% ../../nbs/42_hub_export.ipynb #8cba5c63
 @patch
 def _pairs_given(self:DatasetExporter, row, spool, w, res:ExportResult, min_margin:float|None):
-    "Write a pair per preference record whose sides resolve and whose margin reaches `min_margin`"
-    for where, p in _pref_records(self.preferences):
-        try: p, c, r, m = pref_record(p, where, spool)
+    "Write a pair per preference record whose sides resolve, pass the filter, and whose margin reaches `min_margin`"
+    for where, p, bad in pref_records(self.preferences):
+        try:
+            if bad is not None: raise bad
+            p, c, r, m = pref_record(p, where, spool)
         except ValueError as e: quarantine_pref(where, e, p, w.out / 'quarantine.jsonl'); res.quarantined += 1; continue
         if c is None or r is None: _count(res.skipped, 'preference_unresolved'); continue
+        # the trajectories' filter, for an inline side too (a spooled one passed it already)
+        if why := self.filter.reason(c) or self.filter.reason(r): _count(res.skipped, f'preference_{why}'); continue
         if min_margin is not None and m < min_margin: _count(res.skipped, 'below_min_margin'); continue
         kw = {'step': p.get('step')} if p.get('level') == 'step' else {}
         w.write(self.split(c), row(c, r, m, self.tools(c), self.system_prompt, **kw))

@@ -7,9 +7,11 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_export_filter.html.md"""
 # %% ../../nbs/41c_hub_export_filter.ipynb #43307a85
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import orjson
 from fastcore.basics import patch
@@ -21,7 +23,7 @@ from ..trajectory_io import TrajectoryError, quarantine_line
 
 # %% auto #0
 __all__ = ['FORMATS', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record', 'quarantine_pref',
-           'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty']
+           'pref_line', 'pref_records', 'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -75,10 +77,13 @@ def _pref_side(p:dict, k:str, where:str, spool)->Trajectory|None:
     "The `k` ('chosen' or 'rejected') side of preference `p`: inline, or spooled under its id (None: not in the input)"
     v = p.get(k, p.get(f'{k}_id'))
     if isinstance(v, dict):
-        try: return Trajectory.model_validate(v)
+        try: t = Trajectory.model_validate(v)
         except ValueError as e:           # pydantic's: the first error's place and message
             err = e.errors()[0] if hasattr(e, 'errors') else {'loc': (), 'msg': str(e)}
             raise ValueError(f"{where}: field '{'.'.join(map(str, (k, *err['loc'])))}': {err['msg']}") from None
+        # refused as a trajectory of the input is (`read_trajectories(refuse=nonfinite_reward)`)
+        if (why := nonfinite_reward(t)) is not None: raise ValueError(f"{where}: field '{k}.{why[0]}': {why[1]}")
+        return t
     if isinstance(v, (str, int)) and type(v) is not bool: return spool.get(str(v))
     raise ValueError(f"{where}: field '{k}': expected a trajectory or its id, got {type(v).__name__}")
 
@@ -103,6 +108,24 @@ def quarantine_pref(where:str, e:Exception, record, quarantine:Path):
     "Write unusable preference `record`, its place ('file:line', 'preferences[i]') and why, to `quarantine`"
     path, _, line = where.rpartition(':')
     quarantine_line(quarantine, path or None, int(line) if line.isdigit() else None, None, str(e), record)
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #b3ef0a48
+def pref_line(where:str, raw:bytes)->tuple[str, object, ValueError|None]:
+    "(where, record, None) of a JSONL line, or (where, its text, the error) when it is not UTF-8 JSON"
+    try: return where, json.loads(raw.decode('utf-8')), None
+    except UnicodeDecodeError as e: why = f"not UTF-8 (byte {e.start})"
+    except json.JSONDecodeError as e: why = f"not JSON ({e.msg})"
+    return where, raw.decode('utf-8', 'backslashreplace').rstrip('\r\n'), ValueError(f"{where}: preference record is {why}")
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #ad914bc5
+def pref_records(prefs)->Iterator[tuple[str, object, ValueError|None]]:
+    ("(where, record, error) of each preference record of a JSONL file ('file:line'), or of an iterable "
+     "('preferences[i]'); a line that is not JSON comes with its error, to be quarantined as any unusable record")
+    if isinstance(prefs, (str, Path)):
+        with open(prefs, 'rb') as f:
+            for i, raw in enumerate(f, 1):
+                if raw.strip(): yield pref_line(f"{prefs}:{i}", raw)
+    else: yield from ((f"preferences[{i}]", p, None) for i, p in enumerate(prefs))
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #5adcc577
 FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')
