@@ -18,12 +18,12 @@ from typing import Callable
 from .core import KnowlyrError
 
 # %% auto #0
-__all__ = ['EXIT_OK', 'EXIT_ERROR', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 'EXTRAS', 'NoUsableInputError', 'exit_code', 'error_line',
-           'require_usable', 'MissingExtraError', 'missing_extra', 'add_debug_flag', 'suggest_flag', 'strict_parser',
-           'run_cli']
+__all__ = ['EXIT_OK', 'EXIT_ERROR', 'EXIT_USAGE', 'EXIT_PARTIAL', 'EXIT_INTERRUPTED', 'EXTRAS', 'NoUsableInputError', 'exit_code',
+           'error_line', 'require_usable', 'batch_exit', 'MissingExtraError', 'missing_extra', 'add_debug_flag',
+           'suggest_flag', 'strict_parser', 'run_cli']
 
 # %% ../nbs/06_cli_errors.ipynb #e964f1d7
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 # %% ../nbs/06_cli_errors.ipynb #65568ff9
 class NoUsableInputError(KnowlyrError, ValueError):
@@ -56,6 +56,14 @@ def require_usable(good:int,             # records (or files) that were usable
     "Raise `NoUsableInputError` when nothing was usable and something was rejected"
     if good == 0 and bad > 0:
         raise NoUsableInputError(f"none of the {bad} {what} was usable" + (f" (reasons in {where})" if where else ''))
+
+# %% ../nbs/06_cli_errors.ipynb #a6c14c34
+def batch_exit(good:int, bad:int, what:str='records', where=None)->int:
+    "Exit code of a batch command that used `good` records and quarantined `bad`: 0, or 3 (reasons in `where`)"
+    require_usable(good, bad, what, where)     # none used: NoUsableInputError (2)
+    if not bad: return EXIT_OK
+    print(f"warning: {bad} {what} could not be used" + (f" (reasons in {where})" if where else ''), file=sys.stderr)
+    return EXIT_PARTIAL
 
 # %% ../nbs/06_cli_errors.ipynb #5f40ac29
 EXTRAS = {**dict.fromkeys(('torch', 'transformers', 'tokenizers', 'peft', 'accelerate', 'datasets', 'safetensors'),

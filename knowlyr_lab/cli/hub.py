@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..cli_errors import require_usable, run_cli
+from ..cli_errors import batch_exit, require_usable, run_cli
 from ..source_docs import source_docs, source_value
 
 # %% auto #0
@@ -174,12 +174,30 @@ def _notes(cmd:str, out:dict)->list[str]:
     if cmd == 'export': return [out['note']] if out.get('note') else []
     return [f"{fmt}: {r['note']}" for fmt, r in (out.get('exports') or {}).items() if r.get('note')]
 
+# %% ../../nbs/93_cli_hub.ipynb #625eb442
+def _run_quarantined(a, out:dict)->tuple[int, str, str]:
+    "(records quarantined, what, where) of a `run`: its logs' conversion and its exports"
+    logs = out.get('quarantined', 0)
+    ex = sum(r.get('quarantined', 0) for r in (out.get('exports') or {}).values())
+    where = [w for w, n in ((f"{a.out}/quarantine", logs), (f"{a.out}/exports/*/quarantine.jsonl", ex)) if n]
+    return logs + ex, 'input records', ' and '.join(where)
+
+# %% ../../nbs/93_cli_hub.ipynb #7ecc7183
+def _exit(a, out:dict)->int:
+    "The exit code: 0, or 3 when some input was not used"
+    if a.cmd == 'collect': return batch_exit(out['trajectories'], out['errors'], 'episodes', a.out)
+    if a.cmd == 'run': return batch_exit(out.get('trajectories', 0), *_run_quarantined(a, out))
+    if a.cmd != 'export': return 0
+    q = Path(a.out, 'jsonl' * (a.format == 'hf'), 'quarantine.jsonl')
+    return batch_exit(out['read'] + out['total'], out['quarantined'], 'input records', q)
+
 # %% ../../nbs/93_cli_hub.ipynb #a5e28470
-def _main(a):
-    "Run the command, print its JSON summary, and on stderr why an export wrote nothing"
+def _main(a)->int:
+    "Run the command, print its JSON summary, and on stderr why an export wrote nothing; the exit code (`_exit`)"
     out = {'collect': _collect, 'export': _export, 'run': _run, 'status': _status}[a.cmd](a)
     print(json.dumps(out, indent=1, default=str))
     for n in _notes(a.cmd, out): print(f"knowlyr-hub {a.cmd}: {n}", file=sys.stderr)
+    return _exit(a, out)
 
 # %% ../../nbs/93_cli_hub.ipynb #2f073851
 def main(argv:list[str]|None=None)->int:

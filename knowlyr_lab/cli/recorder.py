@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli_errors import require_usable, run_cli
+from ..cli_errors import batch_exit, require_usable, run_cli
 
 if TYPE_CHECKING:   # annotations only: each function imports what it runs, so `--help` loads none of them
     from rich.console import Console
@@ -107,8 +107,10 @@ def cmd_convert(args, console)->int:
     out = check_output(args.out)
     files = _existing(args.logs)
     total = sum(f.stat().st_size for f in files)
-    report = ConversionReport(strict=args.strict, quarantine=args.quarantine,
-                              side_file=args.unmapped or out.with_name(out.name.split('.')[0] + '.unmapped.jsonl'))
+    stem = out.name.split('.')[0]
+    quarantine = args.quarantine or out.with_name(stem + '.quarantine.jsonl')   # bad records are kept, with reasons
+    report = ConversionReport(strict=args.strict, quarantine=quarantine,
+                              side_file=args.unmapped or out.with_name(stem + '.unmapped.jsonl'))
     bar = tqdm(total=total, unit='B', unit_scale=True, desc='converting', disable=None if args.progress is None
                else not args.progress, file=sys.stderr)
     part = out.with_name(f".partial-{out.name}")   # written here, renamed to `out` only when something usable was read
@@ -121,24 +123,22 @@ def cmd_convert(args, console)->int:
     except BaseException as e:
         bar.close(); report.close(); part.unlink(missing_ok=True)
         if not isinstance(e, RecorderError): raise
-        console.print(f"[red]error:[/red] {e}\n(stopped by --strict; drop it to quarantine bad records and go on)")
-        return 3
+        raise RecorderError(f"{e} (stopped by --strict; drop it to quarantine bad records and go on)") from e
     bar.update(total - bar.n); bar.close(); report.close()
     console.print(summary_table(report))
     for e in report.errors[:10]: console.print(f"[red]error:[/red] {e}", highlight=False)
     if report.n_errors > 10:
-        console.print(f"... and {report.n_errors - 10} more" + (f" (all in {args.quarantine})" if args.quarantine
-            else ''))
+        console.print(f"... and {report.n_errors - 10} more (all in {quarantine})")
     for w in report.warning_lines()[:10]: console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     if report.n_warnings > 10: console.print(f"... and {report.n_warnings - 10} more warnings")
     try:
         # nothing usable at all: bad input, status 2, no output file
-        require_usable(n, report.n_errors, 'records', args.quarantine)
+        require_usable(n, report.n_errors, 'records', quarantine)
     except BaseException: part.unlink(missing_ok=True); raise
     os.replace(part, out)
-    console.print(f"wrote {n} trajectories to {out}" + (f"; quarantined records in {args.quarantine}" if args.quarantine
-                                                        and report.n_errors else ''))
-    return 1 if report.n_errors else 0
+    console.print(f"wrote {n} trajectories to {out}" + (f"; quarantined records in {quarantine}" if report.n_errors
+                                                        else ''))
+    return batch_exit(n, report.n_errors, 'records', quarantine)   # 0, or 3: some records quarantined
 
 # %% ../../nbs/91_cli_recorder.ipynb #6f18293b
 def cmd_validate(args, console)->int:
@@ -203,7 +203,8 @@ def build_parser()->argparse.ArgumentParser:
     c.add_argument('-f', '--format', help='log format (default: detect per file); see `formats`')
     c.add_argument('-o', '--out', required=True, help='output .jsonl, .jsonl.gz or .parquet')
     c.add_argument('--strict', action='store_true', help='stop at the first malformed record')
-    c.add_argument('--quarantine', help='JSONL file receiving malformed records with reasons')
+    c.add_argument('--quarantine',
+                   help='JSONL file receiving malformed records with reasons (default: <out>.quarantine.jsonl, if any)')
     c.add_argument('--unmapped',
                    help='JSONL file for unmapped records outside any trajectory (default: <out>.unmapped.jsonl, only '
                         'if any)')

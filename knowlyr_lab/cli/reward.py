@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli_errors import run_cli
+from ..cli_errors import batch_exit, run_cli
 from ..source_docs import source_defaults
 
 if TYPE_CHECKING:   # annotations only: each command imports what it runs, so `--help` loads none of it
@@ -48,6 +48,13 @@ def _chunks(xs, n, progress):
         if bar is not None: bar.update(len(xs[i:i + n]))
     if bar is not None: bar.close()
 
+# %% ../../nbs/92_cli_reward.ipynb #f617a423
+def _quarantine(target:Path)->Path:
+    "The quarantine file of a command writing `target`, emptied: a rerun does not add the same records again"
+    q = target.with_name(target.name + '.quarantine.jsonl')
+    q.unlink(missing_ok=True)
+    return q
+
 # %% ../../nbs/92_cli_reward.ipynb #45c312a3
 def cmd_score(a)->dict:
     "Score every trajectory of a file and write them with rewards (to `-o`, else to stdout as JSONL)"
@@ -58,7 +65,7 @@ def cmd_score(a)->dict:
     from knowlyr_lab.trajectory_io import write_trajectories
     engine = _score_engine(a)
     target = Path(a.output) if a.output else Path(a.input)
-    trajs, errors = read_usable_trajectories(a.input, target.with_name(target.name + '.quarantine.jsonl'))
+    trajs, errors = read_usable_trajectories(a.input, q := _quarantine(target))
     rs = []
     def scored():   # chunk by chunk, as they are scored
         for chunk in _chunks(trajs, 64, a.progress):
@@ -76,7 +83,7 @@ def cmd_score(a)->dict:
         for t in scored():
             sys.stdout.write(t.model_dump_json() + '\n'); sys.stdout.flush(); n += 1
     summary = {'scored': n, 'skipped': len(errors), 'mean_reward': float(np.mean(rs)) if rs else None,
-               'output': a.output or '<stdout>'}
+               'output': a.output or '<stdout>', 'quarantine': str(q) if errors else None}
     if engine.judge is not None: summary['judge'] = engine.judge.stats.summary()
     return summary
 
@@ -101,23 +108,24 @@ def cmd_preferences(a)->dict:
     "Preference pairs from scored trajectories"
     from knowlyr_lab.reward.inputs import read_usable_trajectories
     from knowlyr_lab.reward.preferences import build_preferences
-    trajs, errors = read_usable_trajectories(a.input)
+    trajs, errors = read_usable_trajectories(a.input, q := _quarantine(Path(a.output)))
     rep = build_preferences(trajs, level=a.level, min_margin=a.min_margin, max_pairs_per_task=a.max_pairs_per_task)
     with open(a.output, 'w') as f:
         for p in rep.pairs: f.write(json.dumps(p.to_record(), ensure_ascii=False) + '\n')
     by_level = {l: sum(p.level == l for p in rep.pairs) for l in ('trajectory', 'step')}
     return {'pairs': len(rep.pairs), 'by_level': by_level,
-            'left_out': rep.counts, 'skipped_records': len(errors), 'output': a.output}
+            'left_out': rep.counts, 'skipped_records': len(errors), 'output': a.output,
+            'quarantine': str(q) if errors else None}
 
 # %% ../../nbs/92_cli_reward.ipynb #e3e746e3
 def cmd_leaderboard(a)->dict:
     "Mean reward per agent/model with confidence intervals"
     from knowlyr_lab.reward.inputs import read_usable_trajectories
     from knowlyr_lab.reward.preferences import reward_leaderboard
-    trajs, errors = read_usable_trajectories(a.input)
+    trajs, errors = read_usable_trajectories(a.input, q := _quarantine(Path(a.input)))
     df = reward_leaderboard(trajs, by=a.by, method='bootstrap' if a.bootstrap else 't')
     print(df.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    return {'rows': len(df), 'skipped_records': len(errors)}
+    return {'rows': len(df), 'skipped_records': len(errors), 'quarantine': str(q) if errors else None}
 
 # %% ../../nbs/92_cli_reward.ipynb #804ed325
 def _add_score(sub):
@@ -192,7 +200,7 @@ def _run(a)->int:
             'leaderboard': cmd_leaderboard}
     out = cmds[a.cmd](a)
     print(json.dumps(out, indent=2, default=str), file=sys.stdout if a.cmd != 'score' or a.output else sys.stderr)
-    return 0
+    return batch_exit(1, out.get('skipped', out.get('skipped_records', 0)), 'records', out.get('quarantine'))
 
 # %% ../../nbs/92_cli_reward.ipynb #26cc5f78
 def main(argv=None)->int:

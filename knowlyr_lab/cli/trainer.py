@@ -15,7 +15,7 @@ import sys
 import threading
 from dataclasses import MISSING, fields
 
-from ..cli_errors import run_cli
+from ..cli_errors import batch_exit, run_cli
 
 # %% auto #0
 __all__ = ['DTYPES', 'TRAINERS', 'TRL_ALIASES', 'inference_from_args', 'trainer_classes', 'build_parser', 'config_from_args',
@@ -168,7 +168,8 @@ def _run(args)->int:
     path = tr.save_model()
     tr.accelerator.wait_for_everyone(); tr.accelerator.end_training()   # under torchrun: leave the process group before exit (gloo can abort a process that exits inside it)
     print(json.dumps({**{k: v for k, v in res.items() if isinstance(v, (int, float, str))}, 'model': str(path)}))
-    return 0
+    bad = len(getattr(tr, 'errors', None) or [])     # training records quarantined: trained, exit 3 (`batch_exit`)
+    return batch_exit(1, bad, 'training records', tr.out / 'quarantine.jsonl')
 
 def main(argv:list[str]|None=None)->int:
     "`knowlyr-trainer`: an error is one line on stderr, as for every knowlyr command (`run_cli`)"
