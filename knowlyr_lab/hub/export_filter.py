@@ -110,12 +110,12 @@ def quarantine_pref(where:str, e:Exception, record, quarantine:Path):
     quarantine_line(quarantine, path or None, int(line) if line.isdigit() else None, None, str(e), record)
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #b3ef0a48
-def pref_line(where:str, raw:bytes)->tuple[str, object, ValueError|None]:
+def pref_line(where:str, raw:bytes)->tuple:
     "(where, record, None) of a JSONL line, or (where, its text, the error) when it is not UTF-8 JSON"
-    try: return where, json.loads(raw.decode('utf-8')), None
+    try: return where, json.loads(raw.decode()), None
     except UnicodeDecodeError as e: why = f"not UTF-8 (byte {e.start})"
     except json.JSONDecodeError as e: why = f"not JSON ({e.msg})"
-    return where, raw.decode('utf-8', 'backslashreplace').rstrip('\r\n'), ValueError(f"{where}: preference record is {why}")
+    return where, raw.decode(errors='backslashreplace').rstrip(), ValueError(f"{where}: preference record is {why}")
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #ad914bc5
 def pref_records(prefs)->Iterator[tuple[str, object, ValueError|None]]:
