@@ -467,3 +467,34 @@ def test_swe_agent_bad_history_message_is_quarantined_alone_with_its_path(tmp_pa
     (good,), _ = conv(src, 'swe-agent')
     assert len(t.steps) == len(good.steps) - 1
     assert [i['reason'].split(':')[0] for i in r.issues] == ['history[1]', f'history[{k + 1}].tool_calls[0].function']
+
+
+def test_swe_agent_bad_tool_call_in_a_trajectory_file_keeps_the_step_and_names_its_path(tmp_path):
+    "A matched history message with an unreadable tool call dropped its trajectory step, the reason naming no field"
+    src = REAL / 'swe-agent' / '6e44b9__sweagenttestrepo-1c2844.traj'
+    d = json.loads(src.read_text())
+    k = next(i for i, m in enumerate(d['history']) if m.get('role') == 'assistant' and m.get('action'))
+    d['history'][k]['tool_calls'] = [{'id': 'x', 'function': 'bash ls'}]
+    (tmp_path / src.name).write_text(json.dumps(d))
+    (t,), r = conv(tmp_path / src.name, 'swe-agent')
+    (good,), _ = conv(src, 'swe-agent')
+    assert [s.action.tool for s in t.steps] == [s.action.tool for s in good.steps]
+    assert [i['reason'].split(':')[0] for i in r.issues] == [f'history[{k}].tool_calls[0].function'], r.issues
+    assert r.totals['quarantined'] == 1 and r.totals['unmapped'] == 0
+
+
+def test_swe_agent_trajectory_step_reason_names_its_place(tmp_path, monkeypatch):
+    "The per-step guard of trajectory[] gave no `trajectory[i]` prefix (the history[i] case had one)"
+    from knowlyr_lab.recorder import swe
+    src = REAL / 'swe-agent' / '6e44b9__sweagenttestrepo-1c2844.traj'
+    d = json.loads(src.read_text())
+    d['trajectory'].insert(1, 'not a step'); d['trajectory'][3]['state'] = 'boom'
+    (tmp_path / src.name).write_text(json.dumps(d))
+    real = swe._state
+    def state(s):
+        if s == 'boom': raise TypeError('bad state')
+        return real(s)
+    monkeypatch.setattr(swe, '_state', state)
+    (t,), r = conv(tmp_path / src.name, 'swe-agent')
+    assert [i['reason'].split(':')[0] for i in r.issues] == ['trajectory[1]', 'trajectory[3]'], r.issues
+    assert len(t.steps) == len(d['trajectory']) - 2

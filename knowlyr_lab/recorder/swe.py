@@ -186,30 +186,45 @@ def _swe_preamble(hist:list, path, report, meta:dict, unmapped:list, pos:dict|No
         else: body.append(m)
     return instruction, body
 
+# %% ../../nbs/25_recorder_swe.ipynb #20c93b49
+def _swe_call(m:dict, act:str)->tuple:
+    "(tool, params, call id) of a step: the matching message's first tool call, else its command line `act`"
+    tcs = m.get('tool_calls') or []
+    if not tcs: return _swe_tool(act), {'command': act.strip()}, None
+    fn = tcs[0].get('function') or {}
+    return fn.get('name') or _swe_tool(act), parse_arguments(fn.get('arguments'))[0], tcs[0].get('id')
+
+
 # %% ../../nbs/25_recorder_swe.ipynb #ff6811d4
-def _swe_steps(log:StepLog, traj:list, body:list, path, report, unmapped:list):
+def _swe_steps(log:StepLog, traj:list, body:list, path, report, unmapped:list,
+               pos:dict|None=None):  # id(entry) -> its index in the file's `history` or `trajectory`
     "Steps from `trajectory[]`, with the transcript `body` accounted for"
-    asst = [m for m in body if m.get('role') == 'assistant']
-    used, j = set(), 0
-    for t in traj:
-      with guard(report, path, None, t, 'trajectory_step'):
+    asst, pos = [m for m in body if m.get('role') == 'assistant'], pos or {}
+    used, bad, j = set(), set(), 0
+    for i, t in enumerate(traj):
+      with guard(report, path, None, t, 'trajectory_step', at=f'trajectory[{pos.get(id(t), i)}]'):
         act = str(t.get('action') or '')
         k = next((k for k in range(j, len(asst)) if str(asst[k].get('action') or '').strip() == act.strip()), None)
-        m = asst[k] if k is not None else {}
-        if k is not None: used.add(id(m)); j = k + 1
-        tcs = m.get('tool_calls') or []
-        if tcs:
-            fn = tcs[0].get('function') or {}
-            tool, cid = fn.get('name') or _swe_tool(act), tcs[0].get('id')
-            params = parse_arguments(fn.get('arguments'))[0]
-        else: tool, params, cid = _swe_tool(act), {'command': act.strip()}, None
-        step = log.call(tool, params, cid, t.get('thought') or t.get('response'), swe_action=act,
+        m, call = asst[k] if k is not None else {}, None
+        if k is not None: j = k + 1
+        with guard(report, path, None, m, 'history:assistant', at=f'history[{pos.get(id(m), k)}]'):
+            call = _swe_call(m, act)
+        if call is None: bad.add(id(m)); call = _swe_call({}, act)     # quarantined: the step from its action line
+        step = log.call(*call, t.get('thought') or t.get('response'), swe_action=act,
                         execution_time=t.get('execution_time'), state=_state(t.get('state')))
-        set_observation(step, content_text(t.get('observation'))); log.pairer.pending.pop(cid, None)
+        set_observation(step, content_text(t.get('observation'))); log.pairer.pending.pop(call[2], None)
         report.mapped('trajectory_step')
+        if k is not None and id(m) not in bad: used.add(id(m))
+    _swe_body(body, used, bad, path, report, unmapped)
+
+
+# %% ../../nbs/25_recorder_swe.ipynb #8fd79aac
+def _swe_body(body:list, used:set, bad:set, path, report, unmapped:list):
+    "Account for the transcript: messages that became steps are mapped, the rest unmapped with the reason"
     answered = True
     for m in body:
         role = m.get('role')
+        if id(m) in bad: answered = True; continue         # quarantined already; its step came from the action line
         if role == 'assistant':
             answered = id(m) in used
             if answered: report.mapped('history:assistant')
@@ -220,6 +235,7 @@ def _swe_steps(log:StepLog, traj:list, body:list, path, report, unmapped:list):
         else:
             why = 'reply to a model message that did not become a step'
             unmapped.append(report.unmapped(f'history:{role}', m, path, None, why=why))
+
 
 # %% ../../nbs/25_recorder_swe.ipynb #3b03720b
 @patch
@@ -238,9 +254,9 @@ def convert(self:SWEAgentAdapter, path, report:ConversionReport)->Iterator[Traje
     ps = rc.get('problem_statement') if isinstance(rc.get('problem_statement'), dict) else {}
     hist, traj = _swe_lists(data, path, report)
     log, unmapped, meta = StepLog(), [], {}
-    pos = {id(m): i for i, m in enumerate(data.get('history') or [])}    # a message's place, for quarantine reasons
+    pos = {id(x): i for k in ('history', 'trajectory') for i, x in enumerate(data.get(k) or [])}   # for reasons
     instruction, body = _swe_preamble(hist, path, report, meta, unmapped, pos)
-    if traj: _swe_steps(log, traj, body, path, report, unmapped)
+    if traj: _swe_steps(log, traj, body, path, report, unmapped, pos)
     else: _history_steps(log, body, path, report, unmapped, pos)
     t = None
     with guard(report, path, None, None, 'traj_file'):
