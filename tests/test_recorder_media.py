@@ -150,3 +150,34 @@ def test_iswe_result_image_is_kept(tmp_path):
     (tmp_path / 'x.yaml').write_text(yaml.safe_dump(d))
     shot, = _shots(convert(tmp_path / 'x.yaml', format='iswe'))
     assert shot.metadata['media'] == [img] and shot.observation.content.endswith('\n[image_url]')
+
+
+def _user_media(ts):
+    return [(u['record_type'], u['record']) for t in ts for u in t.metadata.get('unmapped', [])
+            if u['record_type'].startswith('block:')]
+
+
+def test_gemini_cli_user_images_are_kept(tmp_path):
+    "Gemini CLI: an image in the task and in a later user turn was only a [image/png] marker, the data dropped"
+    recs = [json.loads(l) for l in (FX / 'gemini-cli' / 'gemini.jsonl').read_text().splitlines()]
+    inl = {'inlineData': {'mimeType': 'image/png', 'data': B64}}
+    users = [r for r in recs if r.get('type') == 'user']
+    users[0]['content'].append(inl)
+    last = {**users[0], 'id': 'later-turn', 'content': [{'text': 'and this one'}, inl]}
+    (tmp_path / 'gemini.jsonl').write_text('\n'.join(map(json.dumps, recs + [last])) + '\n')
+    rep = ConversionReport()
+    (t,) = convert(tmp_path / 'gemini.jsonl', format='gemini-cli', report=rep)
+    assert t.task.instruction.endswith('[image/png]') and t.steps[-1].observation.content == 'and this one\n[image/png]'
+    assert _user_media([t]) == [('block:inlineData', inl)] * 2 and rep.parts == {'block:inlineData': 2}
+    assert all('the user gave' in u['why'] for u in t.metadata['unmapped'] if u['record_type'].startswith('block:'))
+
+
+def test_mini_swe_user_images_are_kept(tmp_path):
+    "mini-swe-agent: an image in the task message was only an [image_url] marker, the data dropped"
+    d = json.loads((FX / 'mini-swe-agent' / 'django__django-10999.traj.json').read_text())
+    img = {'type': 'image_url', 'image_url': {'url': 'data:image/png;base64,' + B64}}
+    m = next(m for m in d['messages'] if m['role'] == 'user')
+    m['content'] = [{'type': 'text', 'text': m['content']}, img]
+    (tmp_path / 'x.traj.json').write_text(json.dumps(d))
+    (t,) = convert(tmp_path / 'x.traj.json', format='mini-swe-agent')
+    assert t.task.instruction.endswith('\n[image_url]') and _user_media([t]) == [('block:image_url', img)]

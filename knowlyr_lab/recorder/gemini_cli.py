@@ -18,7 +18,7 @@ from .agent_steps import StepLog, guard
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, read_json
 from .report import ConversionReport
-from .values import content_text, keep_media, media_blocks, set_observation
+from .values import content_text, keep_media, media_blocks, set_observation, user_media
 from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -91,6 +91,7 @@ def _gm_steps(path, report, messages:list[tuple[int|None, dict]], unmapped:list)
       with guard(report, path, line, m, kind):
           if typ == 'user':
               text = content_text(m.get('content'))
+              unmapped.extend(user_media(report, m.get('content'), path, line))   # the user's own images, whole
               if instruction is None: instruction = text
               else:
                   disp = {'display': content_text(m.get('displayContent'))} if m.get('displayContent') else {}

@@ -18,7 +18,7 @@ from .base import LogAdapter, register_adapter
 from .reading import read_json
 from .report import ConversionReport
 from .swe import swe_outcome
-from .values import content_text, keep_media, parse_arguments, set_observation, usage_from
+from .values import content_text, keep_media, parse_arguments, set_observation, usage_from, user_media
 from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -120,7 +120,8 @@ def convert(self:MiniSWEAgentAdapter, path, report:ConversionReport)->Iterator[T
         text = content_text(m.get('content'))
         extra = m.get('extra') if isinstance(m.get('extra'), dict) else {}
         if role == 'system' and 'system_prompt' not in meta: meta['system_prompt'] = text; report.mapped(kind)
-        elif role == 'user' and instruction is None: instruction = text; report.mapped(kind)
+        elif role == 'user' and instruction is None:
+            instruction = text; unmapped += user_media(report, m.get('content'), path); report.mapped(kind)
         elif role == 'assistant':
             calls, thought = _mini_command(m, action_regex)
             usage, rid, t = _mini_usage(extra)
@@ -146,7 +147,8 @@ def convert(self:MiniSWEAgentAdapter, path, report:ConversionReport)->Iterator[T
                 else: set_observation(open_step, text, False, code)
                 keep_media(open_step, m.get('content'))
                 log.pairer.pending.pop(open_step.action.call_id, None)
-            else: log.user(text, extra.get('timestamp'))   # format-error feedback, or a user turn
+            else:      # format-error feedback, or a user turn (its images kept whole in unmapped)
+                log.user(text, extra.get('timestamp')); unmapped += user_media(report, m.get('content'), path)
             open_step = None; report.mapped(kind)
         elif role == 'exit': exit_info = extra; report.mapped(kind)
         else:

@@ -18,8 +18,8 @@ from .reading import loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
-__all__ = ['parse_time', 'as_count', 'usage_from', 'content_text', 'media_blocks', 'keep_media', 'parse_arguments', 'new_step',
-           'set_observation', 'ToolCallPairer']
+__all__ = ['parse_time', 'as_count', 'usage_from', 'content_text', 'media_blocks', 'keep_media', 'user_media', 'parse_arguments',
+           'new_step', 'set_observation', 'ToolCallPairer']
 
 # %% ../../nbs/20c_recorder_values.ipynb #6fbda06a
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -132,6 +132,15 @@ def keep_media(step:Step, content)->Step:
     "Keep the media blocks of `content` whole in `step.metadata['media']`"
     if type(content) is not str and (m := media_blocks(content)): step.metadata.setdefault('media', []).extend(m)
     return step
+
+# %% ../../nbs/20c_recorder_values.ipynb #cea0642a
+def user_media(report, content, # the run's `ConversionReport`; a user message's `content`
+               path=None, line:int|None=None)->list[dict]: # where it was read
+    "`unmapped` entries for the media blocks of a user's own message, each kept whole with its reason"
+    if type(content) is str: return []
+    return [report.unmapped(f"block:{b.get('type') or next(iter(b))}", b, path, line, part=True,
+                            why=f'an image or file the user gave (the text has {content_text(b)} in its place)')
+            for b in media_blocks(content)]
 
 # %% ../../nbs/20c_recorder_values.ipynb #40fda810
 def parse_arguments(args)->tuple[dict, bool]:
