@@ -149,6 +149,7 @@ def _task_data_dirs()->tuple[str, ...]:
         dirs += [os.path.realpath(os.path.join(loc, sub)) for loc in (spec and spec.submodule_search_locations) or []]
     return tuple(d for d in dirs if os.path.isdir(d))
 
+# %% ../../nbs/10f_sandbox_local.ipynb #9d2e4712
 def hidden_task_data()->list[str]:
     "The installed task-data folders under a folder the sandbox mounts: shown empty there"
     return [d for d in _task_data_dirs() if any(d.startswith(os.path.realpath(m) + '/') for m in _MOUNTED)]
