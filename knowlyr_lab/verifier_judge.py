@@ -195,7 +195,9 @@ def _exit(x, t, e, tb):
     if t is not None and not (getattr(builtins, t.__name__, None) is t or isinstance(t, _RemoteClass)):
         t = next(c for c in t.__mro__ if getattr(builtins, c.__name__, None) is c)     # a class of the test's own
     own = e if isinstance(e, _Raised) and e.__dict__.get('_knowlyr_obj') is not None else None
-    _plain(_op('exit', x, t, own), bool)
+    try: _plain(_op('exit', x, t, own), bool)
+    except Exception:                       # a failed check of the test's goes on: no exception of __exit__ replaces it
+        if not isinstance(e, AssertionError) or getattr(e, '_knowlyr_candidate', False): raise
     return False
 Remote.__exit__ = _exit
 '''

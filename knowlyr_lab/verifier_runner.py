@@ -40,12 +40,27 @@ class Result(unittest.TestResult):
         if err is not None: self._kind(test, err, issubclass(err[0], test.failureException))
 '''
 
+# %% ../nbs/12c_verifier_runner.ipynb #fdb42266
+_CLOSE = r'''
+def _on_floats(check):
+    "`check(self, first, second, ...)` on `float` of the one operand that is the candidate's object, if one is"
+    def on_floats(self, first, second, *a, **k):
+        if (type(first) is Remote) != (type(second) is Remote):
+            first, second = (float(x) if type(x) is Remote else x for x in (first, second))
+        return check(self, first, second, *a, **k)
+    return on_floats
+def close_on_floats(cls):
+    "Make `cls.assertAlmostEqual` and `assertNotAlmostEqual` decide on the float the candidate states for its object"
+    for n in ('assertAlmostEqual', 'assertNotAlmostEqual'): setattr(cls, n, _on_floats(getattr(cls, n)))
+'''
+
 # %% ../nbs/12c_verifier_runner.ipynb #94afd9b4
-TEST_RUNNER = WIRE + PROXY + _RESULT + r'''
+TEST_RUNNER = WIRE + PROXY + _RESULT + _CLOSE + r'''
 def _main():
     tests_dir, report, nonce = sys.argv[1], sys.argv[2], sys.argv[3]
     with open(sys.argv[4]) as f: wire = json.load(f)
     install(wire['modules'], wire['exports'])
+    close_on_floats(unittest.TestCase)
     res = Result()
     try: unittest.defaultTestLoader.discover(tests_dir, pattern='test*.py', top_level_dir=tests_dir).run(res)
     except BaseException as e: res.errors.append((None, '%s: %s' % (type(e).__name__, e)))

@@ -104,3 +104,55 @@ def test_a_context_manager_cannot_swallow_the_tests_assertions():
     r = HiddenTestVerifier(REPO, TESTS, timeout=60).verify({'money.py': swallow})
     assert _failed(r) == ['T.test_with'], (_failed(r), r.messages)
     assert r.messages == ['T.test_with: AssertionError (a check of the test failed)'], r.messages
+
+CLOSE_REPO = {'stats.py': '''def mean(xs): return 0.0
+
+class Batch:
+    "Values checked inside a `with` block; a negative one is a ValueError"
+    def __init__(self): self.seen = []
+    def __enter__(self): return self
+    def __exit__(self, *exc): return False
+    def add(self, v):
+        if v < 0: raise ValueError(v)
+        self.seen.append(v)
+'''}
+CLOSE_TESTS = {'test_hidden.py': '''import unittest
+from stats import mean, Batch
+
+class T(unittest.TestCase):
+    def test_mean(self): self.assertAlmostEqual(mean([0.1, 0.2]), 0.15)
+    def test_mean_delta(self): self.assertAlmostEqual(mean([1, 2, 4]), 7 / 3, delta=1e-9)
+    def test_batch(self):
+        with self.assertRaises(ValueError):
+            with Batch() as b:
+                b.add(1)
+                self.assertEqual(b.seen, [1])
+                b.add(-1)
+'''}
+ZERO_DIFFERENCE = '''
+class _Near:
+    "Close to every number: its difference with anything is 0.0"
+    def __sub__(self, other): return 0.0
+    __rsub__ = __sub__
+def mean(xs): return _Near()
+'''
+
+def test_an_object_whose_difference_is_always_zero_is_close_to_nothing():
+    "assertAlmostEqual decides on float(obj), not on the candidate's `-` after it saw the test's number (a false pass before)"
+    v = HiddenTestVerifier(CLOSE_REPO, CLOSE_TESTS, timeout=60)
+    r = v.verify({'stats.py': CLOSE_REPO['stats.py'] + ZERO_DIFFERENCE})
+    assert _failed(r) == ['T.test_mean', 'T.test_mean_delta'], (_failed(r), r.messages)
+    honest = CLOSE_REPO['stats.py'].replace('def mean(xs): return 0.0', '''class Mean(float):
+    def __str__(self): return 'mean %r' % float(self)
+def mean(xs): return Mean(sum(xs) / len(xs))''')
+    r = v.verify({'stats.py': honest})                 # a float subclass with methods of its own: a reference, still close
+    assert r.success and r.tests_passed == 3, (_failed(r), r.messages)
+
+def test_an_exit_that_raises_cannot_replace_the_tests_failed_assertion():
+    "A `__exit__` that turns the test's AssertionError into the ValueError an enclosing assertRaises waits for passes nothing"
+    forged = CLOSE_REPO['stats.py'].replace('self.seen.append(v)', 'pass').replace(
+        'def __exit__(self, *exc): return False', '''def __exit__(self, t, e, tb):
+        if t is not None and issubclass(t, AssertionError): raise ValueError('not checked')''')
+    r = HiddenTestVerifier(CLOSE_REPO, CLOSE_TESTS, timeout=60).verify({'stats.py': forged})
+    assert 'T.test_batch' in _failed(r), (_failed(r), r.messages)
+    assert "T.test_batch: AssertionError (a check of the test failed)" in r.messages, r.messages
