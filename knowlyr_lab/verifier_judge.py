@@ -196,8 +196,9 @@ def _exit(x, t, e, tb):
         t = next(c for c in t.__mro__ if getattr(builtins, c.__name__, None) is c)     # a class of the test's own
     own = e if isinstance(e, _Raised) and e.__dict__.get('_knowlyr_obj') is not None else None
     try: _plain(_op('exit', x, t, own), bool)
-    except Exception:                       # a failed check of the test's goes on: no exception of __exit__ replaces it
-        if not isinstance(e, AssertionError) or getattr(e, '_knowlyr_candidate', False): raise
+    except BaseException as raised:         # a failed check of the test's goes on, whatever __exit__ raised instead
+        checked = isinstance(e, AssertionError) and not getattr(e, '_knowlyr_candidate', False)
+        if isinstance(raised, CandidateError) or not checked: raise
     return False
 Remote.__exit__ = _exit
 '''

@@ -115,6 +115,7 @@ class Batch:
     def add(self, v):
         if v < 0: raise ValueError(v)
         self.seen.append(v)
+    def stop(self): raise SystemExit(0)
 '''}
 CLOSE_TESTS = {'test_hidden.py': '''import unittest
 from stats import mean, Batch
@@ -128,6 +129,12 @@ class T(unittest.TestCase):
                 b.add(1)
                 self.assertEqual(b.seen, [1])
                 b.add(-1)
+    def test_stop(self):
+        with self.assertRaises(SystemExit):
+            with Batch() as b:
+                b.add(2)
+                self.assertEqual(b.seen, [2])
+                b.stop()
 '''}
 ZERO_DIFFERENCE = '''
 class _Near:
@@ -141,18 +148,20 @@ def test_an_object_whose_difference_is_always_zero_is_close_to_nothing():
     "assertAlmostEqual decides on float(obj), not on the candidate's `-` after it saw the test's number (a false pass before)"
     v = HiddenTestVerifier(CLOSE_REPO, CLOSE_TESTS, timeout=60)
     r = v.verify({'stats.py': CLOSE_REPO['stats.py'] + ZERO_DIFFERENCE})
-    assert _failed(r) == ['T.test_mean', 'T.test_mean_delta'], (_failed(r), r.messages)
+    assert _failed(r) == ['T.test_mean', 'T.test_mean_delta'], (_failed(r), r.messages)    # test_batch, test_stop pass
     honest = CLOSE_REPO['stats.py'].replace('def mean(xs): return 0.0', '''class Mean(float):
     def __str__(self): return 'mean %r' % float(self)
 def mean(xs): return Mean(sum(xs) / len(xs))''')
     r = v.verify({'stats.py': honest})                 # a float subclass with methods of its own: a reference, still close
-    assert r.success and r.tests_passed == 3, (_failed(r), r.messages)
+    assert r.success and r.tests_passed == 4, (_failed(r), r.messages)
 
-def test_an_exit_that_raises_cannot_replace_the_tests_failed_assertion():
-    "A `__exit__` that turns the test's AssertionError into the ValueError an enclosing assertRaises waits for passes nothing"
+@pytest.mark.parametrize('raised', ['ValueError', 'SystemExit'])
+def test_an_exit_that_raises_cannot_replace_the_tests_failed_assertion(raised):
+    "A `__exit__` that turns the test's AssertionError into what an enclosing assertRaises waits for passes nothing"
     forged = CLOSE_REPO['stats.py'].replace('self.seen.append(v)', 'pass').replace(
         'def __exit__(self, *exc): return False', '''def __exit__(self, t, e, tb):
-        if t is not None and issubclass(t, AssertionError): raise ValueError('not checked')''')
+        if t is not None and issubclass(t, AssertionError): raise %s(0)''' % raised)
     r = HiddenTestVerifier(CLOSE_REPO, CLOSE_TESTS, timeout=60).verify({'stats.py': forged})
-    assert 'T.test_batch' in _failed(r), (_failed(r), r.messages)
-    assert "T.test_batch: AssertionError (a check of the test failed)" in r.messages, r.messages
+    test = {'ValueError': 'T.test_batch', 'SystemExit': 'T.test_stop'}[raised]
+    assert test in _failed(r), (_failed(r), r.messages)
+    assert '%s: AssertionError (a check of the test failed)' % test in r.messages, r.messages
