@@ -281,19 +281,21 @@ def candidate_modules(repo:dict, # the pristine repository: {relative path: cont
         if top.isidentifier() and top not in sys.stdlib_module_names: out.add(top)
     return sorted(out)
 
-# %% ../nbs/12a_verifier_wire.ipynb #6b5c7c54
+# %% ../nbs/12a_verifier_wire.ipynb #03e08280
 def _bound(node)->list:
     "The names an assignment target binds"
     if isinstance(node, ast.Name): return [node.id]
     if isinstance(node, (ast.Tuple, ast.List)): return [n for e in node.elts for n in _bound(e)]
     return _bound(node.value) if isinstance(node, ast.Starred) else []
 
+# %% ../nbs/12a_verifier_wire.ipynb #bb42c459
 def _import_names(n, inside:set)->list:
     "The names an import statement binds from inside the repository (relative, or one of its top-level modules)"
     if isinstance(n, ast.ImportFrom):
         return [a.asname or a.name for a in n.names] if n.level or (n.module or '').partition('.')[0] in inside else []
     return [a.asname or a.name.partition('.')[0] for a in n.names if a.name.partition('.')[0] in inside]
 
+# %% ../nbs/12a_verifier_wire.ipynb #8360005d
 def _top_level(body:list, inside:set, names:list, all_:list)->bool:
     "Collect the names `body` binds at module level and its literal `__all__`; False when they cannot be read"
     for n in body:
@@ -321,7 +323,7 @@ def _top_level(body:list, inside:set, names:list, all_:list)->bool:
             if not all(_top_level(p, inside, names, all_) for p in parts): return False
     return True
 
-# %% ../nbs/12a_verifier_wire.ipynb #1d3b5e0a
+# %% ../nbs/12a_verifier_wire.ipynb #239e89c7
 def star_names(src:str,     # a module's source
                inside:set,  # the repository's top-level modules (`candidate_modules`)
               )->list|None: # what `from m import *` takes; None when the source does not tell
@@ -333,6 +335,7 @@ def star_names(src:str,     # a module's source
     if '__all__' in names: return list(dict.fromkeys(all_))
     return list(dict.fromkeys(n for n in names if not n.startswith('_') and not hasattr(builtins, n)))
 
+# %% ../nbs/12a_verifier_wire.ipynb #048946aa
 def module_exports(repo:dict, # the pristine repository: {relative path: content}
                   )->dict:     # {module name: star_names, or None}
     ("`star_names` of each module of the repository's own packages and modules, by module name ('pkg' for "
