@@ -19,6 +19,7 @@ from .chat import to_messages
 from .core import InvalidActionError, KnowlyrError, TimeStep, Verdict, parse_action, verdict_of
 from .plots import plot_step_rewards, reward_components
 from .registry import make
+from .rollout.engine import close_if_abandoned
 from .rollout.spec import RolloutSpec
 from .trajectory import AgentInfo, Step, Trajectory
 
@@ -51,6 +52,7 @@ class EnvSession:
                  # what an episode is: step budget, limits, timeouts, step rewards (None: `RolloutSpec()`)
                  spec:RolloutSpec|None=None,
                 ):
+        self.env_id = env if isinstance(env, str) else None     # to build a fresh env after a timed-out step
         self.base = make(env) if isinstance(env, str) else env
         self.agent, self.spec = agent, spec if spec is not None else RolloutSpec()
         self.env = self.spec.wrap(self.base, **_agent_info(agent))
@@ -67,6 +69,7 @@ def task_ids(self:EnvSession)->list[str]:
 @patch
 def reset(self:EnvSession, task=None, seed:int|None=None)->TimeStep:
     "Start an episode (agent hooks `seed`, `bind_env`, `reset` are called as `collect` does)"
+    self._replace_abandoned_env()
     a = self.agent
     if a is not None and callable(getattr(a, 'seed', None)): a.seed(seed)
     if a is not None and callable(getattr(a, 'bind_env', None)): a.bind_env(self.env)
@@ -124,6 +127,17 @@ def run(self:EnvSession, limit:int=1000)->int:
     n = 0
     while not self.done and n < limit: self.step(); n += 1
     return n
+
+# %% ../nbs/82_widgets.ipynb #4871baa1
+@patch
+def _replace_abandoned_env(self:EnvSession):
+    "After a step the timeout abandoned: close the env, and build a fresh one from the env id"
+    if not self.started or not close_if_abandoned(self.env, self.trajectory): return
+    if self.env_id is None: raise KnowlyrError(
+        "the last step timed out and may still be running in the env, so the session closed it: start a new session "
+        "(given an env id instead of an env object, a session builds a fresh env itself)")
+    self.base = make(self.env_id)
+    self.env = self.spec.wrap(self.base, **_agent_info(self.agent))
 
 # %% ../nbs/82_widgets.ipynb #de36fc73
 @patch

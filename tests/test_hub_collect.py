@@ -4,7 +4,8 @@ import os
 import pytest
 
 from knowlyr_lab.agents import AnthropicAgent, ExpertAgent, OpenAIAgent, RandomAgent
-from knowlyr_lab.rollout.collect import collect
+from knowlyr_lab.envs.maze import MazeEnv
+from knowlyr_lab.rollout.collect import collect, iter_collect
 from knowlyr_lab.testing import FakeLLMServer, Reply
 
 
@@ -31,20 +32,42 @@ def test_same_seed_same_trajectories_threads_and_processes():
     other = collect('knowlyr/maze-easy', RandomAgent, 8, seed=12, max_episode_steps=10, progress=False)
     assert _ids(other) != _ids(base)
 
-@pytest.mark.ray
-def test_ray_backend_matches_threads():
+@pytest.fixture(scope='module')
+def local_ray():
+    "One local Ray for this file's Ray tests (starting one is slow on a busy machine), shut down after them"
     import shutil
     import tempfile
 
     import ray
     tmp = tempfile.mkdtemp(prefix='kr-')          # short path: Ray's socket paths must stay under 107 bytes
     os.environ['KNOWLYR_RAY_TMP'] = tmp
-    try:
-        base = collect('knowlyr/maze-easy', RandomAgent, 6, seed=5, max_episode_steps=10, progress=False)
-        ry = collect('knowlyr/maze-easy', RandomAgent, 6, seed=5, max_episode_steps=10, n_workers=2, backend='ray', progress=False)
-        assert _ids(ry) == _ids(base)
-    finally:
-        ray.shutdown(); os.environ.pop('KNOWLYR_RAY_TMP', None); shutil.rmtree(tmp, ignore_errors=True)
+    try: yield
+    finally: ray.shutdown(); os.environ.pop('KNOWLYR_RAY_TMP', None); shutil.rmtree(tmp, ignore_errors=True)
+
+@pytest.mark.ray
+def test_ray_backend_matches_threads(local_ray):
+    base = collect('knowlyr/maze-easy', RandomAgent, 6, seed=5, max_episode_steps=10, progress=False)
+    ry = collect('knowlyr/maze-easy', RandomAgent, 6, seed=5, max_episode_steps=10, n_workers=2, backend='ray', progress=False)
+    assert _ids(ry) == _ids(base)
+
+@pytest.mark.ray
+def test_ray_workers_close_their_envs(local_ray, tmp_path):
+    "Ray actors were killed with their envs open: a sandbox env's temporary folders and uid leases outlived the run"
+    import uuid
+    marks = tmp_path
+    class MarkedMaze(MazeEnv):
+        "A maze that leaves a file while it is open, and one per episode started"
+        def __init__(self): super().__init__('easy'); self._mark = marks / f'open-{uuid.uuid4().hex}'; self._mark.touch()
+        def close(self): self._mark.unlink(missing_ok=True); super().close()
+        def _reset(self, task=None, seed=None): (marks / f'reset-{uuid.uuid4().hex}').touch(); return super()._reset(task, seed)
+    ts = collect(MarkedMaze, ExpertAgent, 4, n_workers=2, backend='ray', progress=False)
+    assert [t.outcome.success for t in ts] == [True] * 4 and len(list(marks.glob('reset-*'))) == 4
+    assert not list(marks.glob('open-*'))                        # every actor's env closed
+    for f in marks.iterdir(): f.unlink()
+    it = iter_collect(MarkedMaze, ExpertAgent, 40, n_workers=2, backend='ray', progress=False)
+    next(it); it.close()                                         # the caller stops after one episode
+    assert not list(marks.glob('open-*'))                        # closed then too
+    assert len(list(marks.glob('reset-*'))) < 40                 # and the episodes not started never ran
 
 def _maze_responder(req, api):
     msgs = req['messages']

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,22 @@ def test_process_workers_close_their_envs(tmp_path, monkeypatch):
     next(it); it.close()                                         # the caller stops after one episode
     assert not list(marks.glob('open-*'))                        # every worker's env closed
     assert len(list(marks.glob('reset-*'))) < 40                 # and the episodes not started never ran
+
+class HangsOnce(MazeEnv):
+    "A maze whose steps take 0.05 s, and one 0.6 s more when `HangsOnce.hang` is set"
+    hang = False
+    def __init__(self): super().__init__('easy')
+    def _step(self, tool, params):
+        if HangsOnce.hang: HangsOnce.hang = False; time.sleep(0.6)
+        time.sleep(0.05); return super()._step(tool, params)
+
+def test_oracle_episodes_get_a_fresh_env_after_a_timed_out_step():
+    "The oracle's rollouts reused their env after a timed-out step: its late move landed in a later episode (8 steps recorded as 7)"
+    from knowlyr_lab.registry import register
+    from knowlyr_lab.trainer.sft import oracle_trajectories
+    register('test/hangs-once', HangsOnce, overwrite=True)
+    clean = oracle_trajectories('test/hangs-once', seeds=range(1, 5))      # also the first step's imports, with no timeout
+    HangsOnce.hang = True
+    hung = oracle_trajectories('test/hangs-once', seeds=range(5), spec=RolloutSpec(step_timeout=0.3))
+    assert hung[0].steps[-1].metadata['timeout'] == 'step'
+    assert [(len(t), t.outcome.success) for t in hung[1:]] == [(len(t), t.outcome.success) for t in clean]

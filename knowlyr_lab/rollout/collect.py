@@ -24,12 +24,12 @@ from tqdm.auto import tqdm
 
 from ..core import AgentEnv
 from ..registry import make
-from .engine import acts_in_batches, episode_seed, run_episodes
+from .engine import acts_in_batches, close_if_abandoned, episode_seed, run_episodes
 from .spec import RolloutSpec, Workers, rollout_settings
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['RAY_START_ATTEMPTS', 'worker_agent', 'iter_collect', 'collect']
+__all__ = ['RAY_START_ATTEMPTS', 'RAY_CLOSE_TIMEOUT', 'worker_agent', 'iter_collect', 'collect']
 
 # %% ../../nbs/40c_rollout_collect.ipynb #a47e3e9a
 def _is_factory(agent)->bool:
@@ -92,10 +92,7 @@ def run(self:_Worker, chunk:list[tuple],
 def _drop_timed_out(self:_Worker, trajs:list[Trajectory]):
     "Close and drop the env of each episode that timed out: the step the timeout abandoned may still run in it"
     for k in reversed(range(len(trajs))):
-        if trajs[k].steps and trajs[k].steps[-1].metadata.get('timeout'):
-            env = self._envs.pop(k)
-            try: env.close()
-            except Exception: pass   # noqa: BLE001 (the env is dropped either way; its episode is kept)
+        if close_if_abandoned(self._envs[k], trajs[k]): self._envs.pop(k)
 
 # %% ../../nbs/40c_rollout_collect.ipynb #dac591b7
 _PROC_WORKER = None
@@ -113,6 +110,7 @@ def _ray_actor_cls():
     class _RayWorker:
         def __init__(self, spec): self.w = _Worker(*spec)
         def run(self, chunk): return self.w.run(chunk)
+        def close(self): self.w.close()
     return _RayWorker
 
 # %% ../../nbs/40c_rollout_collect.ipynb #ebc75f92
@@ -184,13 +182,29 @@ def _in_processes(plan, chunks, n_workers)->Iterator[list]:
         for f in cf.as_completed([ex.submit(_proc_run, c) for c in chunks]): yield f.result()
     finally: ex.shutdown(cancel_futures=True)    # stopped early or a chunk raised: the chunks not started never start
 
+# %% ../../nbs/40c_rollout_collect.ipynb #468fe2f8
+RAY_CLOSE_TIMEOUT = 60.0   # seconds the actors of a Ray run get to close their envs before they are killed
+
+def _ray_close(actors:list, timeout:float|None=None):
+    "Each actor closes its envs (waited for up to `timeout` seconds, `RAY_CLOSE_TIMEOUT` by default), then is killed"
+    import ray
+    refs = [a.close.remote() for a in actors]
+    done, late = ray.wait(refs, num_returns=len(refs), timeout=RAY_CLOSE_TIMEOUT if timeout is None else timeout)
+    for r in done:
+        try: ray.get(r)
+        except Exception as e: warnings.warn(f"a Ray worker could not close its envs: {e}", stacklevel=2)  # noqa: BLE001
+    if late: warnings.warn(f"{len(late)} of {len(actors)} Ray workers did not close their envs in time; killed", stacklevel=2)
+    for a in actors: ray.kill(a)
+
 # %% ../../nbs/40c_rollout_collect.ipynb #d7d27f1f
 def _in_ray(plan, chunks, n_workers, address)->Iterator[list]:
     _ray_init(address)
     from ray.util import ActorPool
-    Actor = _ray_actor_cls()
-    pool = ActorPool([Actor.remote(plan) for _ in range(n_workers)])
-    yield from pool.map_unordered(lambda a, c: a.run.remote(c), chunks)
+    Actor, actors = _ray_actor_cls(), []
+    try:
+        actors.extend(Actor.remote(plan) for _ in range(n_workers))
+        yield from ActorPool(actors).map_unordered(lambda a, c: a.run.remote(c), chunks)
+    finally: _ray_close(actors)      # also when the caller stops early or a chunk raised
 
 # %% ../../nbs/40c_rollout_collect.ipynb #ee675874
 def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argument env factory

@@ -22,7 +22,7 @@ from ..trajectory import Source, Step, Task, Trajectory, as_task
 from ..wrappers import RecorderWrapper, infra_failure
 
 # %% auto #0
-__all__ = ['episode_seed', 'acts_in_batches', 'Episode', 'run_episodes', 'run_episode']
+__all__ = ['episode_seed', 'acts_in_batches', 'Episode', 'run_episodes', 'run_episode', 'close_if_abandoned']
 
 # %% ../../nbs/40b_rollout_engine.ipynb #b9c268fc
 def episode_seed(seed:int, index:int)->int:
@@ -134,7 +134,7 @@ def _turn_each(live:list[Episode]):
         ep.step(a)
 
 # %% ../../nbs/40b_rollout_engine.ipynb #8668bb7c
-def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reusable afterwards)
+def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reusable afterwards: `close_if_abandoned`)
                  agent,                   # a batch agent (`act_batch`) for all, or a list with one agent per episode
                  jobs:list[tuple],        # (episode index or None, task or None, seed) per episode
                  # what an episode is: budget, limits, timeouts, step rewards (None: `RolloutSpec()`)
@@ -165,3 +165,13 @@ def run_episode(env:AgentEnv,            # a fresh or reusable env (reset here)
                )->Trajectory:
     "Run one episode and return its trajectory (a failed one, with the error, if anything raises)"
     return run_episodes([env], [agent], [(episode, task, seed)], spec)[0]
+
+# %% ../../nbs/40b_rollout_engine.ipynb #6546c1f4
+def close_if_abandoned(env,               # the env the episode ran in (any wrapper of it)
+                       traj:Trajectory,   # the episode's trajectory
+                      )->bool:            # True when `env` was closed: give it no other episode
+    "Close `env` when `traj` ended on a step its timeout abandoned (that step may still be running in it)"
+    if not (traj.steps and traj.steps[-1].metadata.get('timeout')): return False
+    try: env.close()
+    except Exception: pass   # noqa: BLE001 (the env is dropped either way; its episode is kept)
+    return True

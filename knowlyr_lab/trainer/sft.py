@@ -231,13 +231,18 @@ def oracle_trajectories(env_id:str='knowlyr/maze-easy', # a registered env with 
                        )->list[Trajectory]:
     "Expert trajectories of an env with an oracle, recorded in the rollout spec's wrapper stack"
     from knowlyr_lab.registry import make
+    from knowlyr_lab.rollout.engine import close_if_abandoned
     from knowlyr_lab.rollout.spec import RolloutSpec
-    env, out = (spec if spec is not None else RolloutSpec(max_episode_steps=100)).wrap(make(env_id), 'oracle'), []
-    for s in seeds:
-        ts = env.reset(seed=s)
-        while not ts.done: ts = env.step(env.unwrapped.oracle_action())
-        out.append(env.get_trajectory())
-    env.close()
+    spec = spec if spec is not None else RolloutSpec(max_episode_steps=100)
+    env, out = spec.wrap(make(env_id), 'oracle'), []
+    try:
+        for s in seeds:
+            ts = env.reset(seed=s)
+            while not ts.done: ts = env.step(env.unwrapped.oracle_action())
+            out.append(env.get_trajectory())
+            # a step its timeout abandoned may still run in the env: the next episode gets a fresh one
+            if close_if_abandoned(env, out[-1]): env = spec.wrap(make(env_id), 'oracle')
+    finally: env.close()
     return out
 
 # %% ../../nbs/63_trainer_sft.ipynb #7eee72e0
