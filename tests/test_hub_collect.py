@@ -68,6 +68,12 @@ def test_ray_workers_close_their_envs(local_ray, tmp_path):
     next(it); it.close()                                         # the caller stops after one episode
     assert not list(marks.glob('open-*'))                        # closed then too
     assert len(list(marks.glob('reset-*'))) < 40                 # and the episodes not started never ran
+    class BadClose(MazeEnv):
+        "A maze whose teardown fails"
+        def close(self): raise RuntimeError('sandbox teardown failed')
+    with pytest.warns(UserWarning, match='BadClose.close.. failed: RuntimeError: sandbox teardown failed'):
+        ts = collect(BadClose, ExpertAgent, 4, env_kwargs={'difficulty': 'easy'}, n_workers=2, backend='ray', progress=False)
+    assert [t.outcome.success for t in ts] == [True] * 4         # a failed teardown costs a warning, not the episodes
 
 def _maze_responder(req, api):
     msgs = req['messages']

@@ -66,8 +66,22 @@ class _Worker:
     "One worker's envs + agent(s); runs chunks of episodes through `run_episodes`"
     env: Any; agent: Any; env_kwargs: dict|None = None; spec: RolloutSpec = field(default_factory=RolloutSpec)
     def __post_init__(self): self._envs, self._agents, self._batch = [], [], None
-    def close(self):
-        for e in self._envs: e.close()
+
+# %% ../../nbs/40c_rollout_collect.ipynb #e8ef1009
+@patch
+def close(self:_Worker)->list[str]:
+    "Close every env; the failures, as messages (one that fails does not keep the others open)"
+    errors = []
+    for e in self._envs:
+        try: e.close()
+        except Exception as x: errors.append(f"{type(e).__name__}.close() failed: {type(x).__name__}: {x}")  # noqa: BLE001
+    self._envs = []
+    return errors
+
+# %% ../../nbs/40c_rollout_collect.ipynb #f48fa3a7
+def _warn_unclosed(errors:list[str]):
+    "A warning for each env that failed to close"
+    for m in errors: warnings.warn(f"collect: {m} (its resources may outlive the run)", stacklevel=3)
 
 # %% ../../nbs/40c_rollout_collect.ipynb #b8fc2320
 @patch
@@ -99,8 +113,9 @@ _PROC_WORKER = None
 def _proc_init(spec):
     global _PROC_WORKER
     _PROC_WORKER = _Worker(*spec)
-    # its envs closed as the process ends (the pool ends it: `atexit` does not run there, these finalizers do)
-    mpu.Finalize(None, _PROC_WORKER.close, exitpriority=10)
+    # its envs closed as the process ends (the pool ends it: `atexit` does not run there, these finalizers do);
+    # worker and warning bound now: a notebook's names are gone by the time finalizers run
+    mpu.Finalize(None, lambda w=_PROC_WORKER, warn=_warn_unclosed: warn(w.close()), exitpriority=10)
 def _proc_run(chunk): return _PROC_WORKER.run(chunk)
 
 # %% ../../nbs/40c_rollout_collect.ipynb #15220332
@@ -110,7 +125,7 @@ def _ray_actor_cls():
     class _RayWorker:
         def __init__(self, spec): self.w = _Worker(*spec)
         def run(self, chunk): return self.w.run(chunk)
-        def close(self): self.w.close()
+        def close(self): return self.w.close()   # the envs that failed to close, as messages
     return _RayWorker
 
 # %% ../../nbs/40c_rollout_collect.ipynb #ebc75f92
@@ -158,7 +173,7 @@ def _in_this_thread(plan, chunks)->Iterator[list]:
     w = _Worker(*plan)
     try:
         for c in chunks: yield w.run(c, dicts=False)
-    finally: w.close()
+    finally: _warn_unclosed(w.close())
 
 # %% ../../nbs/40c_rollout_collect.ipynb #2768c378
 def _in_threads(plan, chunks, n_workers)->Iterator[list]:
@@ -173,7 +188,7 @@ def _in_threads(plan, chunks, n_workers)->Iterator[list]:
         for f in cf.as_completed([ex.submit(run, c) for c in chunks]): yield f.result()
     finally:                              # also when the caller stops early or a chunk raised
         ex.shutdown(cancel_futures=True)  # the chunks not started never start
-        while not made.empty(): made.get().close()
+        while not made.empty(): _warn_unclosed(made.get().close())
 
 # %% ../../nbs/40c_rollout_collect.ipynb #2001a827
 def _in_processes(plan, chunks, n_workers)->Iterator[list]:
@@ -191,7 +206,7 @@ def _ray_close(actors:list, timeout:float|None=None):
     refs = [a.close.remote() for a in actors]
     done, late = ray.wait(refs, num_returns=len(refs), timeout=RAY_CLOSE_TIMEOUT if timeout is None else timeout)
     for r in done:
-        try: ray.get(r)
+        try: _warn_unclosed(ray.get(r))
         except Exception as e: warnings.warn(f"a Ray worker could not close its envs: {e}", stacklevel=2)  # noqa: BLE001
     if late: warnings.warn(f"{len(late)} of {len(actors)} Ray workers did not close their envs in time; killed", stacklevel=2)
     for a in actors: ray.kill(a)
