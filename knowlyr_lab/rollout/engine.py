@@ -108,8 +108,10 @@ def fail(self:Episode, e:Exception):
 # %% ../../nbs/40b_rollout_engine.ipynb #66fe5f7c
 @patch
 def finish(self:Episode)->Trajectory:
-    "The episode's trajectory, with its seed and index in the metadata"
-    if self.traj is None: self.traj = self.rec.get_trajectory()
+    "The episode's trajectory, with its seed and index in the metadata (failed when it cannot be recorded)"
+    if self.traj is None:
+        try: self.traj = self.rec.get_trajectory()
+        except Exception as e: self.fail(e)
     i, _, seed = self.job
     self.traj.metadata = {**self.traj.metadata, 'seed': seed, **({'episode': i} if i is not None else {})}
     return self.traj
