@@ -45,7 +45,7 @@ def humaneval_content(problem:dict)->dict:
     "What determines a problem's solution: its prompt, hidden test and entry point (not its id)"
     return {k: problem[k] for k in ('prompt', 'test', 'entry_point')}
 
-# %% ../../nbs/19c_envs_humaneval.ipynb #98cf28f4
+# %% ../../nbs/19c_envs_humaneval.ipynb #7bfebd1c
 _UNITTEST = '''import unittest
 
 # the problem's prompt, from the task (its helpers are the task's, not the agent's)
@@ -60,6 +60,7 @@ class TestHumanEval(unittest.TestCase):
         check({entry})
 '''
 
+# %% ../../nbs/19c_envs_humaneval.ipynb #539d4744
 def humaneval_unittest(problem:dict)->str:
     "HumanEval's `check(candidate)` for `problem` as a unittest file that tests the entry point of solution.py"
     return _UNITTEST.format(entry=problem['entry_point'], test=problem['test'].strip('\n'),

@@ -71,7 +71,7 @@ def source_file(t:Trajectory)->Path|None:
     if s is None or not t.metadata.get('source_path_escaped'): return None if s is None else Path(s)
     return Path(_PATH_ESCAPE.sub(lambda m: '\\' if m[1] == '\\' else chr(0xdc00 + int(m[1][1:], 16)), s))
 
-# %% ../../nbs/21a_recorder_scrub.ipynb #59955330
+# %% ../../nbs/21a_recorder_scrub.ipynb #61b2292f
 def escape_path_names(t:Trajectory, path)->Trajectory:
     "`t` read from `path`: as it is, or (a name that is not UTF-8) each string holding its bytes (path, ids) escaped"
     if path_text(path) == str(path): return t
@@ -79,6 +79,7 @@ def escape_path_names(t:Trajectory, path)->Trajectory:
     d['metadata']['source_path_escaped'] = True
     return Trajectory.model_validate(d)
 
+# %% ../../nbs/21a_recorder_scrub.ipynb #8baf2f42
 def _escaped_names(obj):
     if isinstance(obj, str): return path_text(obj) if _LONE.search(obj) else obj
     if isinstance(obj, dict): return {_escaped_names(k): _escaped_names(v) for k, v in obj.items()}

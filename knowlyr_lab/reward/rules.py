@@ -36,20 +36,22 @@ def call_key(params:dict)->bytes:
     try: return bytes(memoryview(orjson.dumps(params, option=_ORJ, default=str)))   # a small copy (above)
     except (TypeError, orjson.JSONEncodeError): return _canon(params).encode('utf-8', 'surrogatepass')
 
-# %% ../../nbs/30_reward_rules.ipynb #ff004404
+# %% ../../nbs/30_reward_rules.ipynb #9a4de432
 _WORD = b'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-'
 # bytes.translate table: ASCII letters to lower case, bytes that cannot be in a token to spaces, UTF-8 bytes kept
 _TOKEN_TABLE = bytes((c if c in _WORD else 32) if c < 128 else c for c in range(256)).lower()
 
+# %% ../../nbs/30_reward_rules.ipynb #ac994943
 def tokens(text:str)->list[bytes]:
     ("Lower-cased maximal runs of ASCII letters, digits, `_./-` and non-ASCII characters in `text`, as UTF-8 (C-speed: "
      "translate, split)")
     return text.encode('utf-8', 'replace').translate(_TOKEN_TABLE).split() if text else []
 
-# %% ../../nbs/30_reward_rules.ipynb #18f8c07f
+# %% ../../nbs/30_reward_rules.ipynb #4a2cecdc
 _FACT = re.compile(rb"[\w.-]*/[\w./-]+|[a-z_]\w*[._-][\w.-]+|\d{3,}|[a-f0-9]{7,40}")
 _FACT_CACHE: dict[str, frozenset] = {}
 
+# %% ../../nbs/30_reward_rules.ipynb #a18fef72
 def _facts(text:str)->frozenset[bytes]:
     "Facts of `text` as UTF-8 tokens (memoised for short texts: parameters repeat)"
     f = _FACT_CACHE.get(text)
