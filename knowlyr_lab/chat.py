@@ -8,9 +8,11 @@ Docs: https://knowlyr.github.io/knowlyr-lab/chat.html.md"""
 # %% ../nbs/07a_chat.ipynb #4c12ac2e
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import re
+import uuid
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +29,30 @@ __all__ = ['CHAT_FORMATS', 'PROMPT_FILE', 'template_call', 'format_messages', 't
 # %% ../nbs/07a_chat.ipynb #3f8121e0
 CHAT_FORMATS = ('template', 'hermes', 'react')
 
+# %% ../nbs/07a_chat.ipynb #d84b2f8d
+_RAW = f'knowlyr-raw-arguments-{uuid.uuid4().hex[:8]}:'   # opens a stand-in; ends with '~'
+_STAND_INS = re.compile(f'"({_RAW}[A-Za-z0-9_=-]*~)"|({_RAW}[A-Za-z0-9_=-]*~)')
+
+# %% ../nbs/07a_chat.ipynb #67dae037
+def _stand_in(text:str)->str:
+    "The opaque string that stands in for arguments `text` (not JSON) while a template renders the call"
+    return _RAW + base64.urlsafe_b64encode(text.encode(errors='surrogatepass')).decode() + '~'
+
+
+# %% ../nbs/07a_chat.ipynb #c134ecd1
+def _put_back(rendered:str)->str:
+    "`rendered` with each stand-in, quoted or not, replaced by the arguments text it stands for"
+    def text(m): return base64.urlsafe_b64decode((m[1] or m[2])[len(_RAW):-1]).decode(errors='surrogatepass')
+    return _STAND_INS.sub(text, rendered)
+
+
 # %% ../nbs/07a_chat.ipynb #40584426
-def _args(fn:dict)->dict:
-    "A call's arguments as an object (OpenAI writes them as a JSON string)"
+def _args(fn:dict)->dict|str:
+    "A call's arguments as an object (OpenAI writes them as a JSON string); text that is not JSON, as its stand-in"
     a = fn.get('arguments')
     if not isinstance(a, str): return a or {}
     try: return json.loads(a) if a.strip() else {}
-    except json.JSONDecodeError as e:
-        raise ChatFormatError(f"tool call {fn.get('name')!r}: arguments are not JSON ({e.msg}): {a[:80]!r}") from None
+    except json.JSONDecodeError: return _stand_in(a)
 
 # %% ../nbs/07a_chat.ipynb #80b39374
 def template_call(tc:dict,              # an OpenAI `tool_calls` entry
@@ -43,7 +61,7 @@ def template_call(tc:dict,              # an OpenAI `tool_calls` entry
     "A tool call with its arguments in the form the chat template takes"
     a = _args(tc['function'])
     return {**tc,
-            'function': {**tc['function'], 'arguments': a if arguments == 'object'
+            'function': {**tc['function'], 'arguments': a if arguments == 'object' or str(a).startswith(_RAW)
                          else json.dumps(a, ensure_ascii=False)}}
 
 # %% ../nbs/07a_chat.ipynb #be51ba40
@@ -216,8 +234,9 @@ def render_chats(tokenizer,                     # tokenizer with a chat template
     fmt = fmt or choose_format(tokenizer)
     args = (template_caps(tokenizer)['arguments'] or 'object') if fmt == 'template' else 'object'
     conv = [format_messages(c, tools, fmt, args) for c in chats]
-    return tokenizer.apply_chat_template([c for c, _ in conv], tools=conv[0][1], tokenize=False,
-                                         add_generation_prompt=add_generation_prompt)
+    texts = tokenizer.apply_chat_template([c for c, _ in conv], tools=conv[0][1], tokenize=False,
+                                          add_generation_prompt=add_generation_prompt)
+    return [_put_back(t) for t in texts]
 
 # %% ../nbs/07a_chat.ipynb #523da83a
 def render_chat(tokenizer, messages:list[dict], tools:list|None=None, add_generation_prompt:bool=False,

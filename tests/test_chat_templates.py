@@ -197,3 +197,27 @@ def test_served_tool_calls_round_trip(name, episode):
             m = ch['message']
             msgs = msgs + [{'role': 'assistant', 'content': m['content'], 'tool_calls': m['tool_calls']},
                            {'role': 'tool', 'tool_call_id': m['tool_calls'][0]['id'], 'content': chat['messages'][len(msgs) + 1]['content']}]
+
+
+@pytest.mark.parametrize('name', ['qwen2_5', 'qwen3_training', 'llama3_1', 'smollm2'])
+def test_served_history_call_with_arguments_not_json(name):
+    """A history tool call whose arguments are not JSON (a model's truncated call that an agent loop sends back; OpenAI's
+    API takes any string there) is served, not refused with a 400: through each template (SmolLM2's through the Hermes
+    fallback) the prompt holds the call with its arguments text as given, neither dropped nor double-encoded"""
+    openai = pytest.importorskip('openai')
+    from knowlyr_lab.serving import AgentInference
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    tok = tokenizer_with(SMOLLM2_TEMPLATE if name == 'smollm2' else trl_template(name))
+    inf = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, name='tiny', prefix_cache=0)
+    seen, render = [], inf.render
+    inf.render = lambda m, t=None: seen.append(render(m, t)) or seen[-1]
+    raw = '{"direction": "east", "steps": 2'
+    msgs = [{'role': 'user', 'content': 'Reach col 1.'},
+            {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'call_1', 'type': 'function', 'function': {'name': 'move', 'arguments': raw}}]},
+            {'role': 'tool', 'tool_call_id': 'call_1', 'content': 'arguments of move are not a JSON object'}]
+    with inf.serve() as srv:
+        client = openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0)
+        r = client.chat.completions.create(model='tiny', messages=msgs, tools=env_tools('knowlyr/maze-easy'), max_tokens=2)
+    assert r.choices[0].finish_reason in ('length', 'stop', 'tool_calls') and r.usage.prompt_tokens > 0
+    key = 'parameters' if name.startswith('llama') else 'arguments'
+    assert seen and all(f'{{"name": "move", "{key}": {raw}}}' in p and 'knowlyr-raw' not in p for p in seen), seen[-1]
