@@ -152,6 +152,28 @@ def test_dpo_unmasked_scores_what_trl_scores(name, family):
 LLAMA3_SPECIAL = ['<|begin_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>', '<|eom_id|>', '<|python_tag|>']
 
 
+@pytest.mark.parametrize('name,family', [('llama3_1', 'llama'), ('llama3_1', 'qwen2'), ('llama3_2', 'qwen2'),
+                                         ('qwen2_5', 'qwen2'), ('qwen3', 'qwen2'), ('qwen3_training', 'qwen2')])
+def test_train_tokenizer_registers_the_template_tokens(name, family):
+    """`train_tokenizer` with a real template: every token the template writes is one id (they came out in pieces, 17
+    for `<|start_header_id|>`), and a Llama 3 template's turn ends on `<|eot_id|>`, the eos, after its `<|begin_of_text|>`"""
+    from knowlyr_lab.trainer.tiny import template_tokens
+    tok = train_tokenizer(['Reach col 1.'], vocab_size=2048, chat_template=trl_template(name), family=family)
+    special, tags = template_tokens(tok.chat_template)
+    want = (LLAMA3_SPECIAL if name == 'llama3_1' else LLAMA3_SPECIAL[:4] if name.startswith('llama') else
+            ['<|im_start|>', '<|im_end|>', '<think>', '</think>'] if 'qwen3' in name else ['<|im_start|>', '<|im_end|>'])
+    assert set(want) <= set(special + tags + [tok.bos_token])
+    for t in special + tags + ['<tool_call>', '</tool_call>']:
+        assert len(tok(t, add_special_tokens=False)['input_ids']) == 1, t
+    text = render_chat(tok, [{'role': 'user', 'content': 'Reach col 1.'}, {'role': 'assistant', 'content': 'Done.'}])
+    ids = tok(text, add_special_tokens=False)['input_ids']
+    assert tok.decode(ids) == text
+    if name.startswith('llama'):
+        assert (tok.bos_token, tok.eos_token) == ('<|begin_of_text|>', '<|eot_id|>') and text.startswith('<|begin_of_text|>')
+        assert ids[-1] == tok.eos_token_id                        # the assistant's turn ends on the eos
+    else: assert tok.eos_token == '<|im_end|>' and tok.convert_ids_to_tokens(ids).count('<|im_end|>') == text.count('<|im_end|>') >= 2
+
+
 @pytest.mark.parametrize('name', ['qwen2_5', 'qwen3_training', 'llama3_1'])
 def test_served_tool_calls_round_trip(name, episode):
     """`serve` with the openai SDK, plain and streamed, on a model whose every reply is the turn training labels (its
@@ -162,9 +184,7 @@ def test_served_tool_calls_round_trip(name, episode):
     from knowlyr_lab.serving.model import _result
     from knowlyr_lab.trainer.tiny import make_tiny_model
     traj, tools = episode
-    tok = tokenizer_with(trl_template(name))
-    if name.startswith('llama'):                                   # Llama 3's own special tokens, its end of turn the eos
-        tok.add_special_tokens({'additional_special_tokens': LLAMA3_SPECIAL}); tok.eos_token = '<|eot_id|>'
+    tok = tokenizer_with(trl_template(name))                       # Llama 3's tokens one id each, its end of turn the eos
     chat = to_chat(traj, tools=tools)
     s = tokenize_chat(tok, chat)
     inf = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32, max_position=8192)[0], tok, name='tiny', prefix_cache=0)

@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_tiny.html.md"""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import torch
@@ -17,7 +18,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 
 # %% auto #0
 __all__ = ['CHATML_TOOL_TEMPLATE', 'SPECIAL_TOKENS', 'EXTRA_TOKENS', 'QWEN2_SPLIT', 'LLAMA3_SPLIT', 'DIGIT_GROUPS', 'FAMILIES',
-           'DEFAULT_CORPUS', 'train_tokenizer', 'make_tiny_model', 'save_tiny_model']
+           'TAG_TOKENS', 'LLAMA3_TURN', 'DEFAULT_CORPUS', 'template_tokens', 'train_tokenizer', 'make_tiny_model',
+           'save_tiny_model']
 
 # %% ../../nbs/60_trainer_tiny.ipynb #7d1898df
 CHATML_TOOL_TEMPLATE = (
@@ -50,6 +52,26 @@ LLAMA3_SPLIT = QWEN2_SPLIT.replace(r"|\p{N}|", r"|\p{N}{1,3}|")
 DIGIT_GROUPS = [str(i) for i in range(1000)] + [f"{i:02d}" for i in range(10)] + [f"{i:03d}" for i in range(100)]
 FAMILIES = ('qwen2', 'llama')
 
+# %% ../../nbs/60_trainer_tiny.ipynb #3fa01d5a
+TAG_TOKENS = ['<think>', '</think>', '<tool_response>', '</tool_response>']   # tags a template writes: one id each
+
+def template_tokens(chat_template:str)->tuple[list[str], list[str]]:
+    "(special tokens, added tokens) that `chat_template` writes: each `<|...|>` literal, and the `TAG_TOKENS` in it"
+    special = list(dict.fromkeys(re.findall(r'<\|[A-Za-z0-9_]+\|>', chat_template)))
+    return special, [t for t in TAG_TOKENS if t in chat_template]
+
+# %% ../../nbs/60_trainer_tiny.ipynb #ec1f0995
+LLAMA3_TURN = {'bos_token': '<|begin_of_text|>', 'eos_token': '<|eot_id|>'}   # a Llama 3 template's bos and turn end
+
+def _add_template_tokens(hf, chat_template:str):
+    "`hf` with `chat_template` and the tool-call and template tokens, each one id (a Llama 3 template: its bos, eos)"
+    special, tags = template_tokens(chat_template)
+    hf.add_special_tokens({'additional_special_tokens': special}, replace_extra_special_tokens=False)
+    hf.add_tokens(EXTRA_TOKENS + [t for t in tags if t not in EXTRA_TOKENS])
+    if '<|eot_id|>' in special: hf.add_special_tokens(LLAMA3_TURN)
+    hf.chat_template = chat_template
+    return hf
+
 # %% ../../nbs/60_trainer_tiny.ipynb #15f96366
 def _bpe(family:str)->Tokenizer:
     "An untrained byte-level BPE with the family's pipeline: NFC, its split regex, then bytes"
@@ -69,9 +91,7 @@ def _qwen2_tokenizer(tok:Tokenizer, chat_template:str)->Qwen2Tokenizer:
     merges = [tuple(m.split(' ')) if isinstance(m, str) else tuple(m) for m in model['merges']]
     hf = Qwen2Tokenizer(vocab=model['vocab'], merges=merges, unk_token='<|endoftext|>', eos_token='<|im_end|>',
                         pad_token='<|endoftext|>', additional_special_tokens=['<|im_start|>'])
-    hf.add_tokens(EXTRA_TOKENS)
-    hf.chat_template = chat_template
-    return hf
+    return _add_template_tokens(hf, chat_template)
 
 # %% ../../nbs/60_trainer_tiny.ipynb #ae805ad7
 def _llama_tokenizer(tok:Tokenizer, vocab_size:int, chat_template:str)->PreTrainedTokenizerFast:
@@ -80,8 +100,7 @@ def _llama_tokenizer(tok:Tokenizer, vocab_size:int, chat_template:str)->PreTrain
     hf = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token='<|endoftext|>', eos_token='<|im_end|>',
                                  pad_token='<|endoftext|>',
                                  additional_special_tokens=['<|im_start|>'])
-    hf.add_tokens(EXTRA_TOKENS)
-    hf.chat_template = chat_template
+    _add_template_tokens(hf, chat_template)
     split = [g for g in DIGIT_GROUPS if len(tok.encode(g).ids) != 1]
     if split: raise ValueError(f"vocab_size={vocab_size} is too small for the llama family: {len(split)} digit groups "
                                f"(e.g. {split[0]!r}) are not one token; use vocab_size >= "
