@@ -13,6 +13,7 @@ template's tool calls."""
 import json
 
 import pytest
+import torch
 
 from knowlyr_lab.chat import choose_format, parse_reply, render_chat, template_caps
 from knowlyr_lab.trainer.data import DataFormatError, env_tools, to_chat, tokenize_chat
@@ -241,3 +242,47 @@ def test_served_history_call_with_arguments_not_json(name):
     assert r.choices[0].finish_reason in ('length', 'stop', 'tool_calls') and r.usage.prompt_tokens > 0
     key = 'parameters' if name.startswith('llama') else 'arguments'
     assert seen and all(f'{{"name": "move", "{key}": {raw}}}' in p and 'knowlyr-raw' not in p for p in seen), seen[-1]
+
+
+@pytest.mark.parametrize('name', ['qwen2_5', 'qwen3_training', 'llama3_1'])
+def test_grpo_trains_through_the_template(name, episode, tmp_path, monkeypatch):
+    """One online GRPO update through each template: the first rollout of each conversation is scripted to write the
+    expert's turn as training labels it (a tiny model cannot learn it in seconds), the rest are sampled; the expert
+    episode comes back as one recorded sample (each turn's prompt extends the ids sampled before it), a sampled turn
+    ends on the template's end of turn or at max_completion_length, and the update trains on the completions"""
+    from knowlyr_lab.serving.model import AgentInference, _result
+    from knowlyr_lab.trainer.drift import recorded_samples
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    traj, tools = episode
+    tok = tokenizer_with(trl_template(name))
+    s = tokenize_chat(tok, to_chat(traj, tools=tools))
+    turns = {k: [i for i, l, st in zip(s['input_ids'], s['labels'], s['step']) if l != -100 and st == k] for k in range(len(traj.steps))}
+    sample, seen = AgentInference.generate, set()
+    def generate(self, convs, tools=None, max_new_tokens=128, *a, **kw):
+        outs = sample(self, convs, tools, max_new_tokens, *a, **kw)
+        for j, conv in enumerate(convs):
+            key, k = json.dumps(conv, sort_keys=True), sum(m['role'] == 'assistant' for m in conv)
+            if key not in seen and k in turns:
+                seen.add(key); outs[j] = _result(self.tokenizer, turns[k], [0.0] * len(turns[k]), outs[j]['prompt_token_ids'], self.stop_ids)
+        return outs
+    monkeypatch.setattr(AgentInference, 'generate', generate)
+    cfg = GRPOConfig(output_dir=str(tmp_path), env_id=ENV, num_generations=2, tasks_per_step=1, max_steps=1, max_completion_length=16,
+                     max_invalid_actions=1, max_length=4096, temperature=1.0, learning_rate=1e-2, save_steps=0, progress_bar=False,
+                     mixed_precision='no', seed=0)
+    model = make_tiny_model(tokenizer=tok, hidden_size=32, max_position=8192)[0]
+    before = [p.detach().clone() for p in model.parameters()]
+    tr = GRPOTrainer(cfg, model, tok, tools=tools)
+    rolled, score = [], tr._score
+    tr._score = lambda t: rolled.append(t) or score(t)
+    [row] = tr.train()
+    expert, sampled = rolled
+    assert expert.outcome.success and [st.token_ids for st in expert.steps] == [turns[k] for k in range(len(traj.steps))]
+    assert len(recorded_samples(expert)) == 1                  # the history the agent keeps renders as the ids it sampled
+    stops = AgentInference(model, tok).stop_ids
+    assert tok.eos_token == ('<|eot_id|>' if name.startswith('llama') else '<|im_end|>') and tok.eos_token_id in stops
+    last = sampled.steps[0].token_ids
+    assert len(last) == 16 or last[-1] in stops and all(i not in stops for i in last[:-1]), tok.decode(last)
+    assert row['groups_with_signal'] == 1 and row['completion_tokens'] > 0 and row['loss'] == row['loss']
+    assert any(not torch.equal(a, b) for a, b in zip(before, tr.model.parameters()))

@@ -43,7 +43,8 @@ def chunked_token_logps(hidden:torch.Tensor,  # (N, H) final hidden states of th
     def part(h, t): return torch.log_softmax(head(h).float() / temperature, -1).gather(1, t[:, None]).squeeze(1)
     run = partial(checkpoint, part, use_reentrant=False) if torch.is_grad_enabled() else part
     out = [run(hidden[k:k + chunk_size], targets[k:k + chunk_size]) for k in range(0, len(targets), chunk_size)]
-    return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float)
+    # nothing to score: an empty result still on the graph of `hidden` and `head`, so a backward pass runs (zero grads)
+    return torch.cat(out) if out else part(hidden[:0], targets[:0])
 
 # %% ../../nbs/62_trainer_losses.ipynb #63a85f20
 def step_weighted_ce(logits:torch.Tensor,        # (B, T, V)
