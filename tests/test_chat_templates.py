@@ -286,3 +286,25 @@ def test_grpo_trains_through_the_template(name, episode, tmp_path, monkeypatch):
     assert len(last) == 16 or last[-1] in stops and all(i not in stops for i in last[:-1]), tok.decode(last)
     assert row['groups_with_signal'] == 1 and row['completion_tokens'] > 0 and row['loss'] == row['loss']
     assert any(not torch.equal(a, b) for a, b in zip(before, tr.model.parameters()))
+
+
+@pytest.mark.parametrize('name', ['qwen3', 'qwen3_training'])
+def test_served_history_keeps_reasoning_content(name):
+    """An assistant turn in the history with the `reasoning_content` a reasoning parser (vLLM's) split out of it: the server
+    hands it to the template, and Qwen3's renders it inside the turn's `<think>` block (the field was dropped)"""
+    openai = pytest.importorskip('openai')
+    from knowlyr_lab.serving import AgentInference
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    tok = tokenizer_with(trl_template(name))
+    inf = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, name='tiny', prefix_cache=0)
+    seen, render = [], inf.render
+    inf.render = lambda m, t=None: seen.append(render(m, t)) or seen[-1]
+    msgs = [{'role': 'user', 'content': 'Compute 2 + 3.'}, {'role': 'assistant', 'content': 'It is 5.', 'reasoning_content': 'Two plus three.'},
+            {'role': 'user', 'content': 'And 2 * 3?'}]
+    with inf.serve() as srv:
+        client = openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0)
+        client.chat.completions.create(model='tiny', messages=msgs, max_tokens=2)
+        client.chat.completions.create(model='tiny', messages=[{**m, 'reasoning': m.pop('reasoning_content')} if 'reasoning_content' in m else m for m in msgs], max_tokens=2)
+    want = '<think>\nTwo plus three.\n</think>\n\nIt is 5.' if name == 'qwen3_training' else 'It is 5.'   # Qwen3's drops thinking before the last user turn
+    assert len(seen) >= 2 and all(want in p for p in seen), seen[-1]
+    if name == 'qwen3_training': assert all(p == seen[0] for p in seen)
