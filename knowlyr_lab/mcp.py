@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_errors import missing_extra, run_cli
+from .mcp_root import CopyLimits
 
 # %% auto #0
 __all__ = ['build_server', 'serve_http', 'main']
@@ -67,6 +68,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
                  name:str='knowlyr-lab',
                  max_sandboxes_per_client:int|None=None, # most sandboxes one client (MCP session) may hold (None: half of max_sandboxes)
                  idle_timeout:float|None=300.0,          # seconds a sandbox no call uses stays open (None: until closed)
+                 copy_limits:CopyLimits|None=None,       # how much one call may copy out of the root (None: the defaults)
                 )->MCPServer:
     "The knowlyr-lab MCP server with every tool registered"
     try:
@@ -78,7 +80,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     auth = dict(token_verifier=_StaticToken(token), auth=AuthSettings(issuer_url='http://127.0.0.1', resource_server_url=None)) if token else {}
     app = MCPServer(name, instructions="knowlyr-lab: sandboxes, agent-log recorder, process reward model, dataset hub. "
                                       "Paths are relative to the server's root directory.", **auth)
-    srv = ServerState(root, templates, max_sandboxes, max_sandboxes_per_client, idle_timeout)
+    srv = ServerState(root, templates, max_sandboxes, max_sandboxes_per_client, idle_timeout, copy_limits)
     for fn in SERVER_TOOLS: app.tool()(_bind(fn, srv))
     app._knowlyr_root = srv
     issues = [i for f in SERVER_TOOLS for i in getattr(f, 'doc_issues', [])]
@@ -94,6 +96,8 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--max-sandboxes', type=int, default=8, help="most sandboxes open at once, all clients together (default 8)")
     p.add_argument('--max-sandboxes-per-client', type=int, help="most sandboxes one client (MCP session) may hold (default: all of them on stdio, half over HTTP)")
     p.add_argument('--idle-timeout', type=float, default=300.0, help="seconds a sandbox no call uses stays open (0: until closed; default 300)")
+    p.add_argument('--max-copy-mb', type=float, default=CopyLimits.max_mb, help=f"most MiB of file data one call copies out of the root (default {CopyLimits.max_mb:g})")
+    p.add_argument('--max-copy-files', type=int, default=CopyLimits.max_files, help=f"most files and directories one call copies out of the root (default {CopyLimits.max_files})")
     p.add_argument('--transport', choices=['stdio', 'http'], default='stdio', help="stdio (default) or streamable HTTP on 127.0.0.1")
     p.add_argument('--port', type=int, default=8765, help="HTTP port on 127.0.0.1 (0: a free one; default 8765)")
     p.add_argument('--token-file', help="HTTP bearer token file (read if it exists, else written 0600); default: $KNOWLYR_MCP_TOKEN or a fresh token printed on stderr")
@@ -131,7 +135,8 @@ def _serve(a)->int:
     if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),
-                idle_timeout=a.idle_timeout or None)   # stdio has one client: by default it may hold them all
+                idle_timeout=a.idle_timeout or None,   # stdio has one client: by default it may hold them all
+                copy_limits=CopyLimits(a.max_copy_mb, a.max_copy_files))
     if a.transport == 'stdio': build_server(a.root, tpls, a.max_sandboxes, **caps).run(); return 0
     tok, where = _token(a.token_file)
     app = build_server(a.root, tpls, a.max_sandboxes, token=tok, **caps)   # root and templates checked before a token is written or shown

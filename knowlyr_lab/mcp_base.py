@@ -17,7 +17,7 @@ from fastcore.docments import docments
 from pydantic import Field
 
 from .envs.sessions import SessionLimits, SessionTable
-from .mcp_root import ServerRoot
+from .mcp_root import CopyLimits, ServerRoot
 from .trajectory import Trajectory
 from .trajectory_io import parse_trajectory, read_trajectories
 
@@ -37,8 +37,9 @@ class ServerState(ServerRoot):
                  max_sandboxes:int=8,                  # most sandboxes open at once, all clients together
                  # most sandboxes one client (MCP session) may hold (None: half of max_sandboxes)
                  max_sandboxes_per_client:int|None=None,
-                 idle_timeout:float|None=300.0):       # seconds a sandbox no call uses stays open (None: until closed)
-        super().__init__(root)
+                 idle_timeout:float|None=300.0,        # seconds a sandbox no call uses stays open (None: until closed)
+                 copy_limits:CopyLimits|None=None):    # how much one call may copy out of the root (None: the defaults)
+        super().__init__(root, copy_limits)
         self.templates = {}
         for k, d in (templates or {}).items():
             if not Path(d).is_dir(): raise ValueError(f"template {k!r}: {d} is not a directory")

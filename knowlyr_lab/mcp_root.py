@@ -15,6 +15,7 @@ import stat
 import tempfile
 import uuid
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 from fastcore.basics import patch
@@ -22,7 +23,18 @@ from fastcore.basics import patch
 from .sandbox.beneath import open_beneath
 
 # %% auto #0
-__all__ = ['ServerRoot', 'Staged']
+__all__ = ['CopyLimits', 'ServerRoot', 'Staged', 'CopyLimitError']
+
+# %% ../nbs/93a_mcp_root.ipynb #a8dc11cf
+@dataclass
+class CopyLimits:
+    "How much one tool call may copy out of the server root, all its inputs together"
+    max_mb:float=1024          # file data in MiB (knowlyr-lab-mcp --max-copy-mb)
+    max_files:int=50_000       # files and directories (knowlyr-lab-mcp --max-copy-files)
+    def __post_init__(self):
+        for k in ('max_mb', 'max_files'):
+            if not isinstance(v := getattr(self, k), (int, float)) or isinstance(v, bool) or v <= 0:
+                raise ValueError(f"CopyLimits.{k} must be a positive number, got {v!r}")
 
 # %% ../nbs/93a_mcp_root.ipynb #ceeff77a
 _PATH = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC           # a directory walked through
@@ -30,8 +42,9 @@ _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 class ServerRoot:
     "The directory every path argument of the server must resolve into, held open: paths are opened relative to it"
-    def __init__(self, root=None): # the root directory (None: a fresh temporary directory, removed at exit)
-        self.tmp = None
+    def __init__(self, root=None,  # the root directory (None: a fresh temporary directory, removed at exit)
+                 copy_limits:CopyLimits|None=None): # how much one call may copy out of the root (None: the defaults)
+        self.tmp, self.copy_limits = None, copy_limits or CopyLimits()
         if root is None: self.tmp = tempfile.TemporaryDirectory(prefix='knowlyr-mcp-'); root = self.tmp.name
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir(): raise ValueError(f"server root {root} is not a directory")
@@ -134,27 +147,28 @@ def _open(self:ServerRoot, rel:str)->int|None:
 
 # %% ../nbs/93a_mcp_root.ipynb #78d4d770
 @patch
-def _visit(self:ServerRoot, fd:int, rel:str, p:str, what:str, dst:Path|None, seen:set, top:bool=False):
-    "Check the open `fd` (at `rel`): a file of one name, or a tree whose links stay in the root; copy it to `dst`"
+def _visit(self:ServerRoot, fd:int, rel:str, p:str, what:str, dst:Path|None, seen:set, top:bool=False,
+           tally:_Tally|None=None):
+    "Check the open `fd` (at `rel`): a file of one name, or a tree whose links stay in the root; copy it to `dst` (`tally`'s caps)"
     try:
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode):
             if st.st_nlink > 1: raise _bad(what, p, top, rel, self.root)
-            if dst is not None:
-                with open(dst, 'wb') as out: shutil.copyfileobj(os.fdopen(os.dup(fd), 'rb'), out)
+            if dst is not None: _copy(fd, st.st_size, dst, tally, p, what)
         elif stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
             seen.add((st.st_dev, st.st_ino))
-            if dst is not None: dst.mkdir(exist_ok=True)
+            if dst is not None: tally.add(p, what, files=1); dst.mkdir(exist_ok=True)
             with os.scandir(fd) as it: names = sorted(e.name for e in it)
-            for n in names: self._entry(fd, rel, n, p, what, dst and dst/n, seen)
+            for n in names: self._entry(fd, rel, n, p, what, dst and dst/n, seen, tally=tally)
     finally: os.close(fd)
 
 # %% ../nbs/93a_mcp_root.ipynb #6608e87d
 @patch
-def _entry(self:ServerRoot, dfd:int, drel:str, n:str, p:str, what:str, dst:Path|None, seen:set):
+def _entry(self:ServerRoot, dfd:int, drel:str, n:str, p:str, what:str, dst:Path|None, seen:set,
+           tally:_Tally|None=None):
     "One entry `n` of the open directory `dfd` (at `drel`): opened without following it; a link, resolved beneath the root"
     at = f"{drel}/{n}" if drel else n
-    try: return self._visit(os.open(n, _READ, dir_fd=dfd), at, p, what, dst, seen)
+    try: return self._visit(os.open(n, _READ, dir_fd=dfd), at, p, what, dst, seen, tally=tally)
     except FileNotFoundError: return          # gone meanwhile
     except OSError as e:
         if e.errno != errno.ELOOP: raise
@@ -165,7 +179,7 @@ def _entry(self:ServerRoot, dfd:int, drel:str, n:str, p:str, what:str, dst:Path|
     except _LinkLoop: return                  # a loop of links: nothing reads through it
     except ValueError:
         raise _bad(what, p, False, at, self.root, str((self.root/drel/t).resolve())) from None
-    if (fd := self._open(to)) is not None: self._visit(fd, to, p, what, dst, seen)
+    if (fd := self._open(to)) is not None: self._visit(fd, to, p, what, dst, seen, tally=tally)
 
 # %% ../nbs/93a_mcp_root.ipynb #65630910
 @patch
@@ -223,9 +237,37 @@ def _put(self:ServerRoot, src:Path, rel:str, what:str):
 class Staged:
     "One call's private copies: inputs copied out of the root, outputs written here, then published into the root"
     def __init__(self, srv:ServerRoot):
-        self.srv, self.outs = srv, []
+        self.srv, self.outs, self.tally = srv, [], _Tally(srv.copy_limits)
         self.dir = Path(tempfile.mkdtemp(dir=srv.stages))
     def __repr__(self): return f"<Staged {len(self.outs)} outputs>"
+
+# %% ../nbs/93a_mcp_root.ipynb #dd87b06b
+class CopyLimitError(ValueError): "A call's inputs hold more than the server's `CopyLimits` let it copy out of the root"
+
+class _Tally:
+    "What one call has copied so far, against `lim`"
+    def __init__(self, lim:CopyLimits): self.lim, self.bytes, self.files = lim, 0, 0
+
+# %% ../nbs/93a_mcp_root.ipynb #9f3d4e69
+@patch
+def add(self:_Tally, p:str, what:str, files:int=0, n:int=0):
+    "Count `files` more entries and `n` more bytes, copying `what` `p`; `CopyLimitError` past a cap"
+    self.files, self.bytes = self.files + files, self.bytes + n
+    if self.files > (m := self.lim.max_files):
+        raise CopyLimitError(f"{what} {p!r}: this call's inputs hold more than {m:,} files and directories, the most "
+                             f"one call copies out of the server root (raise it with --max-copy-files)")
+    if self.bytes > (m := self.lim.max_mb) * 2**20:
+        raise CopyLimitError(f"{what} {p!r}: this call's inputs hold more than {m:g} MiB of file data, the most "
+                             f"one call copies out of the server root (raise it with --max-copy-mb)")
+
+# %% ../nbs/93a_mcp_root.ipynb #eff6edde
+def _copy(fd:int, size:int, dst:Path, tally:_Tally, p:str, what:str):
+    "Copy the open file `fd` (of `size` bytes when checked) to `dst`, counted by `tally`"
+    tally.add(p, what, files=1, n=size)
+    with os.fdopen(os.dup(fd), 'rb') as f, open(dst, 'wb') as out:
+        while b := f.read(1 << 20):
+            out.write(b)
+            if (size := size - len(b)) < 0: tally.add(p, what, n=-size); size = 0
 
 # %% ../nbs/93a_mcp_root.ipynb #0a592ee4
 @patch
@@ -234,7 +276,7 @@ def input(self:Staged, p, what:str='path')->Path:
     r = self.srv.rel(p, what)
     if (fd := self.srv._open(r)) is None: raise FileNotFoundError(f"{what} {p} does not exist")
     (dst := self.dir/r).parent.mkdir(parents=True, exist_ok=True)
-    self.srv._visit(fd, r, p, what, dst, set(), top=True)
+    self.srv._visit(fd, r, p, what, dst, set(), top=True, tally=self.tally)
     return dst
 
 # %% ../nbs/93a_mcp_root.ipynb #c2a0a824
@@ -243,7 +285,7 @@ def output(self:Staged, p, what:str='output', keep:bool=False)->Path:
     "Where to write what `p` names (published into the root when the call ends well); `keep`: start from its content"
     r = self.srv.rel(p, what)
     if (fd := self.srv._open(r)) is not None:      # what is there now: no link out, no other name
-        self.srv._visit(fd, r, p, what, self.dir/r if keep else None, set(), top=True)
+        self.srv._visit(fd, r, p, what, self.dir/r if keep else None, set(), top=True, tally=self.tally)
     (self.dir/r).parent.mkdir(parents=True, exist_ok=True)
     self.outs.append((r, what)); return self.dir/r
 

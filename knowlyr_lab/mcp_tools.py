@@ -37,6 +37,7 @@ from knowlyr_lab.mcp_base import (
     described,
     load_trajectory,
 )
+from .mcp_root import CopyLimitError
 from .recorder.convert import convert, diff_trajectories, validate
 from .recorder.report import ConversionReport
 from .reward.engine import RewardEngine
@@ -105,6 +106,7 @@ def create_sandbox(srv:ServerState, who:Client, backend:Literal['local', 'docker
             if workspace in srv.templates: src = srv.templates[workspace]
             else:
                 try: src = st.input(workspace, 'workspace')
+                except CopyLimitError: raise
                 except ValueError: raise ValueError(f"workspace {workspace!r} is not an allowed template ({', '.join(sorted(srv.templates)) or 'none given'}) "
                                                     f"and is outside the server root {srv.root}") from None
                 if not src.is_dir(): raise ValueError(f"workspace {workspace!r} is not a directory")

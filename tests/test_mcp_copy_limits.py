@@ -1,0 +1,85 @@
+"""A client cannot make the MCP server copy an unbounded tree out of --root (disk fill, long stall).
+
+Every reading tool works on a private copy of its inputs (`ServerRoot.staged`); `CopyLimits` caps what one call
+copies, all its inputs together: file data in MiB and files and directories. Past a cap the copy stops, the call
+fails with the limit's name and how to raise it, and nothing is left in the private directory. Driven by the MCP
+SDK's own client, in process (`mcp.Client(app)`)."""
+import asyncio
+import time
+
+import pytest
+from mcp import Client
+
+from knowlyr_lab.mcp import build_server, main
+from knowlyr_lab.mcp_root import CopyLimits, ServerRoot
+from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
+from knowlyr_lab.trajectory_io import write_trajectories
+
+
+def _call(app, name, args):
+    async def go():
+        async with Client(app) as c: return await c.call_tool(name, args)
+    return asyncio.run(go())
+
+@pytest.fixture
+def root(tmp_path):
+    "root/many: 200 small files; root/sparse.jsonl: 4 GiB that take no disk; root/t.jsonl: one trajectory"
+    r = tmp_path/'root'; (r/'many').mkdir(parents=True)
+    for i in range(200): (r/'many'/f"{i}.jsonl").write_text('{}\n')
+    with open(r/'sparse.jsonl', 'wb') as f: f.truncate(4 * 2**30)
+    write_trajectories([Trajectory(task=Task(id='t', instruction='x'), outcome=Outcome(success=True),
+                                   steps=[Step(index=0, thought='x', action=ToolCall(tool='x', params={}))])], r/'t.jsonl')
+    return r
+
+def _stages_empty(app): assert list(app._knowlyr_root.stages.iterdir()) == []
+
+def test_a_tree_of_too_many_files_is_refused_and_nothing_is_left(root):
+    app = build_server(root, copy_limits=CopyLimits(max_files=50))
+    for paths in (['many'], ['.']):
+        r = _call(app, 'convert_logs', {'paths': paths, 'output': 'c.jsonl'})
+        assert r.is_error and 'more than 50 files and directories' in r.content[0].text, r.content[0].text
+        assert '--max-copy-files' in r.content[0].text
+        assert not (root/'c.jsonl').exists(); _stages_empty(app)
+
+def test_a_big_sparse_file_is_refused_before_it_is_copied(root):
+    app = build_server(root, copy_limits=CopyLimits(max_mb=1))
+    t = time.monotonic()
+    r = _call(app, 'validate_logs', {'paths': ['sparse.jsonl']})
+    assert r.is_error and 'more than 1 MiB of file data' in r.content[0].text and '--max-copy-mb' in r.content[0].text
+    assert time.monotonic() - t < 10; _stages_empty(app)      # refused by its size: 4 GiB never written
+
+def test_the_caps_hold_for_all_inputs_of_one_call_together(root):
+    (root/'a').mkdir(); (root/'b').mkdir()
+    for d in ('a', 'b'):
+        for i in range(30): (root/d/f"{i}.jsonl").write_text('{}\n')
+    app = build_server(root, copy_limits=CopyLimits(max_files=50))
+    assert not _call(app, 'validate_logs', {'paths': ['a']}).is_error          # 31 entries: under the cap
+    r = _call(app, 'validate_logs', {'paths': ['a', 'b']})                      # 62 together: over it
+    assert r.is_error and 'more than 50 files' in r.content[0].text; _stages_empty(app)
+
+def test_inputs_under_the_caps_still_work(root):
+    app = build_server(root, copy_limits=CopyLimits(max_mb=1, max_files=5))
+    r = _call(app, 'reward_leaderboard', {'trajectories': 't.jsonl'})
+    assert not r.is_error, r.content[0].text
+    rows = r.structured_content['result']
+    assert len(rows) == 1 and rows[0]['n'] == 1, rows
+
+def test_a_workspace_over_the_cap_names_the_cap_not_the_template_list(root):
+    r = _call(build_server(root, copy_limits=CopyLimits(max_files=50)), 'create_sandbox', {'workspace': 'many'})
+    assert r.is_error and '--max-copy-files' in r.content[0].text and 'not an allowed template' not in r.content[0].text
+
+def test_a_file_that_grows_while_copied_is_charged_for_what_is_read(tmp_path, monkeypatch):
+    import knowlyr_lab.mcp_root as m
+    (tmp_path/'g.jsonl').write_text('x' * 3 * 2**20)
+    real = m.os.fstat
+    def small(fd):                                 # the size read before copying: 10 bytes; 3 MiB by the time it is read
+        s = real(fd); return m.os.stat_result((*s[:6], 10, *s[7:])) if m.stat.S_ISREG(s.st_mode) else s
+    monkeypatch.setattr(m.os, 'fstat', small)
+    srv = ServerRoot(tmp_path, CopyLimits(max_mb=1))
+    with pytest.raises(m.CopyLimitError, match='more than 1 MiB'):
+        with srv.staged() as st: st.input('g.jsonl')
+    monkeypatch.undo(); assert list(srv.stages.iterdir()) == []
+
+def test_the_cli_takes_the_caps_and_refuses_a_bad_one(capsys):
+    assert main(['--max-copy-mb', '0']) == 2
+    assert 'CopyLimits.max_mb must be a positive number' in capsys.readouterr().err
