@@ -29,11 +29,11 @@ __all__ = ['CopyLimits', 'ServerRoot', 'Staged', 'CopyLimitError']
 @dataclass
 class CopyLimits:
     "How much one tool call may copy out of the server root, all its inputs together"
-    max_mb:float=1024          # file data in MiB (knowlyr-lab-mcp --max-copy-mb)
-    max_files:int=50_000       # files and directories (knowlyr-lab-mcp --max-copy-files)
+    max_mb:float=1024          # file data in MiB (--max-copy-mb)
+    max_files:int=50_000       # files and directories (--max-copy-files)
     def __post_init__(self):
         for k in ('max_mb', 'max_files'):
-            if not isinstance(v := getattr(self, k), (int, float)) or isinstance(v, bool) or v <= 0:
+            if isinstance(v := getattr(self, k), bool) or not isinstance(v, (int, float)) or v <= 0:
                 raise ValueError(f"CopyLimits.{k} must be a positive number, got {v!r}")
 
 # %% ../nbs/93a_mcp_root.ipynb #ceeff77a
@@ -62,11 +62,24 @@ def holds(self:ServerRoot, r:Path)->bool:
 # %% ../nbs/93a_mcp_root.ipynb #0fde9aac
 class _LinkLoop(ValueError): "A path with more links in its way than the kernel would follow"
 
+# %% ../nbs/93a_mcp_root.ipynb #6c34c6a0
+@patch
+def _leads(self:ServerRoot, n:str)->str:
+    "Where the path `n` leads, following the root's links only"
+    for _ in range(40):
+        if not self.holds(Path(n)): break
+        q, parts = self.root, Path(n).relative_to(self.root).parts
+        for i, c in enumerate(parts):
+            if (q := q/c).is_symlink(): n = os.path.normpath(os.path.join(q.parent, os.readlink(q), *parts[i+1:])); break
+        else: break
+    return n
+
 # %% ../nbs/93a_mcp_root.ipynb #dde0f5d9
 @patch
 def _out(self:ServerRoot, p:str, what:str)->ValueError:
-    r = Path(p if os.path.isabs(p) else self.root/p).resolve()
-    return ValueError(f"{what} {p!r} is outside the server root {self.root} (it resolves to {r})")
+    "`p` leads out of the root: where to, read from its text and the root's own links alone"
+    to = 'a home directory' if p[:1] == '~' else self._leads(os.path.normpath(os.path.join(self.root, p)))
+    return ValueError(f"{what} {p!r} is outside the server root {self.root} (it leads to {to})")
 
 # %% ../nbs/93a_mcp_root.ipynb #d6c9a889
 @patch
@@ -178,7 +191,7 @@ def _entry(self:ServerRoot, dfd:int, drel:str, n:str, p:str, what:str, dst:Path|
         to = self._follow(r.split('/'), at, what)
     except _LinkLoop: return                  # a loop of links: nothing reads through it
     except ValueError:
-        raise _bad(what, p, False, at, self.root, str((self.root/drel/t).resolve())) from None
+        raise _bad(what, p, False, at, self.root, os.path.normpath(os.path.join(self.root, drel, t))) from None
     if (fd := self._open(to)) is not None: self._visit(fd, to, p, what, dst, seen, tally=tally)
 
 # %% ../nbs/93a_mcp_root.ipynb #65630910
@@ -237,13 +250,14 @@ def _put(self:ServerRoot, src:Path, rel:str, what:str):
 class Staged:
     "One call's private copies: inputs copied out of the root, outputs written here, then published into the root"
     def __init__(self, srv:ServerRoot):
-        self.srv, self.outs, self.tally = srv, [], _Tally(srv.copy_limits)
+        self.srv, self.outs, self.tally, self.ins = srv, [], _Tally(srv.copy_limits), set()
         self.dir = Path(tempfile.mkdtemp(dir=srv.stages))
     def __repr__(self): return f"<Staged {len(self.outs)} outputs>"
 
-# %% ../nbs/93a_mcp_root.ipynb #dd87b06b
+# %% ../nbs/93a_mcp_root.ipynb #79845856
 class CopyLimitError(ValueError): "A call's inputs hold more than the server's `CopyLimits` let it copy out of the root"
 
+# %% ../nbs/93a_mcp_root.ipynb #dd87b06b
 class _Tally:
     "What one call has copied so far, against `lim`"
     def __init__(self, lim:CopyLimits): self.lim, self.bytes, self.files = lim, 0, 0
@@ -274,8 +288,9 @@ def _copy(fd:int, size:int, dst:Path, tally:_Tally, p:str, what:str):
 def input(self:Staged, p, what:str='path')->Path:
     "The private copy of what `p` names in the root (a file or a tree; checked while it is copied)"
     r = self.srv.rel(p, what)
+    if r in self.ins: return self.dir/r              # named again in this call: copied once
     if (fd := self.srv._open(r)) is None: raise FileNotFoundError(f"{what} {p} does not exist")
-    (dst := self.dir/r).parent.mkdir(parents=True, exist_ok=True)
+    (dst := self.dir/r).parent.mkdir(parents=True, exist_ok=True); self.ins.add(r)
     self.srv._visit(fd, r, p, what, dst, set(), top=True, tally=self.tally)
     return dst
 

@@ -5,6 +5,7 @@ copies, all its inputs together: file data in MiB and files and directories. Pas
 fails with the limit's name and how to raise it, and nothing is left in the private directory. Driven by the MCP
 SDK's own client, in process (`mcp.Client(app)`)."""
 import asyncio
+import os
 import time
 
 import pytest
@@ -83,3 +84,13 @@ def test_a_file_that_grows_while_copied_is_charged_for_what_is_read(tmp_path, mo
 def test_the_cli_takes_the_caps_and_refuses_a_bad_one(capsys):
     assert main(['--max-copy-mb', '0']) == 2
     assert 'CopyLimits.max_mb must be a positive number' in capsys.readouterr().err
+
+def test_a_path_named_twice_in_one_call_is_copied_once(root):
+    app = build_server(root, copy_limits=CopyLimits(max_files=50))
+    r = _call(app, 'validate_logs', {'paths': ['t.jsonl'] * 2000})        # 2000 names, one file
+    assert not r.is_error, r.content[0].text
+
+def test_an_error_does_not_read_the_hosts_links_outside_the_root(root):
+    r = _call(build_server(root), 'validate_logs', {'paths': ['/proc/self/cwd/x', '/proc/self/root/etc']})
+    assert r.is_error and '(it leads to /proc/self/cwd/x)' in r.content[0].text, r.content[0].text
+    assert os.getcwd() not in r.content[0].text
