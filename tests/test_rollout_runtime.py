@@ -183,6 +183,34 @@ def test_process_workers_close_their_envs(tmp_path, monkeypatch):
     assert not list(marks.glob('open-*'))                        # every worker's env closed
     assert len(list(marks.glob('reset-*'))) < 40                 # and the episodes not started never ran
 
+KILLED_MAZE = '''
+import os
+from knowlyr_lab.envs.maze import MazeEnv
+class KilledMaze(MazeEnv):
+    "A maze whose worker process dies (as if OOM-killed) in the episode seeded KNOWLYR_TEST_DIE_SEED"
+    def __init__(self): super().__init__('easy')
+    def _reset(self, task=None, seed=None):
+        if str(seed) == os.environ.get('KNOWLYR_TEST_DIE_SEED'): os._exit(137)
+        return super()._reset(task, seed)
+'''
+
+@pytest.mark.slow
+def test_a_dead_worker_process_loses_only_its_own_episodes(tmp_path, monkeypatch):
+    "A worker process that died mid-run broke the pool: collect raised BrokenProcessPool and returned no episode"
+    from knowlyr_lab.agents import ExpertAgent
+    from knowlyr_lab.rollout.engine import episode_seed
+    (tmp_path / 'killed_maze.py').write_text(KILLED_MAZE); monkeypatch.syspath_prepend(str(tmp_path))
+    from killed_maze import KilledMaze
+    clean = collect(KilledMaze, ExpertAgent, 5, progress=False)            # in this process, nothing dies
+    monkeypatch.setenv('KNOWLYR_TEST_DIE_SEED', str(episode_seed(0, 2)))  # the workers' episode 2 kills its process
+    ts = collect(KilledMaze, ExpertAgent, 5, n_workers=2, backend='process', progress=False)
+    assert [t.metadata['episode'] for t in ts] == list(range(5))          # every episode asked for comes back
+    assert [t.valid for t in ts] == [True, True, False, True, True]       # the one that killed its worker: invalid
+    dead = ts[2]
+    assert dead.outcome.invalid == 'worker died: exit code 137' and dead.outcome.success is False
+    assert dead.metadata['seed'] == episode_seed(0, 2) and dead.metadata['error']['type'] == 'WorkerDied'
+    assert [t.id for k, t in enumerate(ts) if k != 2] == [t.id for k, t in enumerate(clean) if k != 2]  # the rest as a clean run
+
 class HangsOnce(MazeEnv):
     "A maze whose steps take 0.05 s, and one 0.6 s more when `HangsOnce.hang` is set"
     hang = False

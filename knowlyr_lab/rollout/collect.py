@@ -13,8 +13,10 @@ import inspect
 import multiprocessing as mp
 import multiprocessing.util as mpu
 import os
+import signal
 import time
 import warnings
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
@@ -26,10 +28,10 @@ from ..core import AgentEnv
 from ..registry import make
 from .engine import acts_in_batches, close_if_abandoned, episode_seed, run_episodes
 from .spec import RolloutSpec, Workers, rollout_settings
-from ..trajectory import Trajectory
+from ..trajectory import AgentInfo, Outcome, Source, Task, Trajectory, as_task
 
 # %% auto #0
-__all__ = ['RAY_START_ATTEMPTS', 'RAY_CLOSE_TIMEOUT', 'worker_agent', 'iter_collect', 'collect']
+__all__ = ['RAY_START_ATTEMPTS', 'POOL_RESTARTS', 'RAY_CLOSE_TIMEOUT', 'worker_agent', 'iter_collect', 'collect']
 
 # %% ../../nbs/40c_rollout_collect.ipynb #a47e3e9a
 def _is_factory(agent)->bool:
@@ -109,14 +111,19 @@ def _drop_timed_out(self:_Worker, trajs:list[Trajectory]):
         if close_if_abandoned(self._envs[k], trajs[k]): self._envs.pop(k)
 
 # %% ../../nbs/40c_rollout_collect.ipynb #dac591b7
-_PROC_WORKER = None
-def _proc_init(spec):
-    global _PROC_WORKER
-    _PROC_WORKER = _Worker(*spec)
+_PROC_WORKER, _STARTED = None, None
+def _proc_init(spec, started=None):
+    global _PROC_WORKER, _STARTED
+    _PROC_WORKER, _STARTED = _Worker(*spec), started
     # its envs closed as the process ends (the pool ends it: `atexit` does not run there, these finalizers do);
     # worker and warning bound now: a notebook's names are gone by the time finalizers run
     mpu.Finalize(None, lambda w=_PROC_WORKER, warn=_warn_unclosed: warn(w.close()), exitpriority=10)
-def _proc_run(chunk): return _PROC_WORKER.run(chunk)
+
+# %% ../../nbs/40c_rollout_collect.ipynb #d1cd2188
+def _proc_run(chunk, key:int|None=None):
+    "Run `chunk`, first flagging it started (the pool's flags): if this process dies, the parent knows what it ran"
+    if key is not None and _STARTED is not None: _STARTED[key] = 1
+    return _PROC_WORKER.run(chunk)
 
 # %% ../../nbs/40c_rollout_collect.ipynb #15220332
 def _ray_actor_cls():
@@ -190,12 +197,66 @@ def _in_threads(plan, chunks, n_workers)->Iterator[list]:
         ex.shutdown(cancel_futures=True)  # the chunks not started never start
         while not made.empty(): _warn_unclosed(made.get().close())
 
+# %% ../../nbs/40c_rollout_collect.ipynb #d39f39ad
+def _death(ex:cf.ProcessPoolExecutor)->str:
+    "Why the worker of a broken pool died: its exit code (negative: the signal that killed it)"
+    procs = list((getattr(ex, '_processes', None) or {}).values())
+    ex.shutdown()                              # its processes reaped (else an exit code may not be known yet)
+    codes = [p.exitcode for p in procs]
+    # the pool terminates its other workers (SIGTERM) once one died
+    code = next((c for c in codes if c not in (None, 0, -signal.SIGTERM)), next((c for c in codes if c), None))
+    if code is None: return 'worker died: its process ended abruptly'
+    sig = f" ({signal.Signals(-code).name})" if code < 0 and -code in {s.value for s in signal.Signals} else ''
+    return f"worker died: exit code {code}{sig}"
+
+# %% ../../nbs/40c_rollout_collect.ipynb #707d940a
+def _lost(job:tuple, plan:tuple, why:str)->Trajectory:
+    "The failed, invalid trajectory of episode `job` (index, task, seed), whose worker died (`why`) while running it"
+    (i, task, seed), (env, agent) = job, plan[:2]
+    try: t = as_task(task, env_id=env if isinstance(env, str) else None)
+    except TypeError: t = Task(id=str(task))
+    name = getattr(agent, 'name', None)
+    name = name if isinstance(name, str) else agent.__name__ if isinstance(agent, type) else type(agent).__name__
+    return Trajectory(task=t, agent=AgentInfo(name=name, model=getattr(agent, 'model', None)),
+                      outcome=Outcome(success=False, reason='error', invalid=why), source=Source(format='knowlyr-env'),
+                      metadata={'error': {'type': 'WorkerDied', 'message': why, 'traceback': ''}, 'seed': seed, 'episode': i})
+
+# %% ../../nbs/40c_rollout_collect.ipynb #3c6f0c6a
+def _pool(plan, n_workers:int, n_chunks:int)->tuple[cf.ProcessPoolExecutor, Any]:
+    "A fresh process pool for `plan`, and the flags its workers set as each of the run's chunks starts"
+    ctx = mp.get_context('spawn'); started = ctx.RawArray('b', n_chunks)
+    return cf.ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=_proc_init, initargs=(plan, started)), started
+
+# %% ../../nbs/40c_rollout_collect.ipynb #79b41722
+def _alone(ex:cf.ProcessPoolExecutor, plan, k:int, chunk:list)->tuple[list, bool]:
+    "Chunk `k` run alone in `ex`: its results and False, or (its worker died) its episodes lost and True"
+    try: return ex.submit(_proc_run, chunk, k).result(), False
+    except BrokenProcessPool: why = _death(ex)
+    return [_lost(j, plan, why) for j in chunk], True
+
 # %% ../../nbs/40c_rollout_collect.ipynb #2001a827
+POOL_RESTARTS = 3   # fresh pools in a row, beyond one per worker, that may die before running any chunk
+
 def _in_processes(plan, chunks, n_workers)->Iterator[list]:
-    ex = cf.ProcessPoolExecutor(n_workers, mp_context=mp.get_context('spawn'), initializer=_proc_init, initargs=(plan,))
-    try:
-        for f in cf.as_completed([ex.submit(_proc_run, c) for c in chunks]): yield f.result()
-    finally: ex.shutdown(cancel_futures=True)    # stopped early or a chunk raised: the chunks not started never start
+    todo, suspects, idle = dict(enumerate(chunks)), [], 0
+    while todo:
+        ex, started = _pool(plan, n_workers, len(chunks))
+        try:
+            broke = False
+            while suspects and not broke:          # each chunk a dead worker may have been running, alone
+                k = suspects.pop(0); ds, broke = _alone(ex, plan, k, todo.pop(k)); yield ds
+            if broke: continue                     # a fresh pool for the others
+            futs = {ex.submit(_proc_run, c, k): k for k, c in todo.items()}
+            for f in cf.as_completed(futs):
+                try: ds = f.result()
+                except BrokenProcessPool: continue # a worker died: this chunk did not come back
+                del todo[futs[f]]; yield ds
+        finally: ex.shutdown(cancel_futures=True)  # stopped early or a chunk raised: the chunks not started never start
+        suspects = [k for k in todo if started[k]]
+        idle = 0 if suspects else idle + 1
+        if todo and idle > n_workers + POOL_RESTARTS: raise BrokenProcessPool(
+            f"collect: worker processes died {idle} times in a row before running a chunk (does the env or agent fail "
+            "to build in a fresh interpreter?)")
 
 # %% ../../nbs/40c_rollout_collect.ipynb #468fe2f8
 RAY_CLOSE_TIMEOUT = 60.0   # seconds the actors of a Ray run get to close their envs before they are killed
