@@ -20,6 +20,7 @@ from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
 from .scrub import CountingScrub, escape_path_names, mentions_any, redact_everywhere, redact_params, serialise_error
+from .swe import not_a_log
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
 
@@ -81,15 +82,14 @@ def detect(path)->Detection:
     path = Path(path)
     try: head = read_head(path)
     except READ_ERRORS as e: return Detection(None, f"cannot read {path.name}: {read_error(e)}")
-    names = list_adapters()
-    hits = []
+    names, hits = list_adapters(), []
     for n in names:
         a = get_adapter(n)
         try: why = a.detect(path, head)
         except Exception: why = None
         if why: hits.append((a.priority, n, why))
-    if not hits:
-        return Detection(None, f"no adapter recognises {path.name}; tried: {', '.join(names)}", [], names)
+    if not hits:   # named when it is a known kind of non-log (a run report)
+        return Detection(None, f"no adapter recognises {path.name}{not_a_log(head)}; tried: " + ', '.join(names), [], names)
     hits.sort(key=lambda h: -h[0])
     top = [h for h in hits if h[0] == hits[0][0]]
     cands = [(n, w) for _, n, w in hits]

@@ -127,11 +127,12 @@ def action(self:_V0History, ev:dict)->"Step|None":
         step = self.log.message(args.get('content') or ev.get('message') or '', t, usage=usage, response_id=rid)
         self.report.mapped(kind); self.n_agent_calls.append(step); self.last_open = None; return None
     thought = args.get('thought') or msg_text
+    fr = ((mr.get('choices') or [{}])[0] or {}).get('finish_reason') if fname else None   # 'length': cut off
     params = fparams if fparams is not None else {k: v for k, v in args.items() if k != 'thought'}
     eid = ev.get('id')
     call_id = tcm.get('tool_call_id') or (f"event-{eid}" if 'id' in ev else f"record-{len(self.log.steps)}")
     step = self.log.call(fname or act, params, call_id, thought, t, usage=usage, response_id=rid,
-                         openhands_action=act, event_id=eid)
+                         openhands_action=act, event_id=eid, finish_reason=fr)
     self.n_agent_calls.append(step)
     if 'id' in ev: self.by_event[eid] = step
     if act in _NO_RESULT:                                  # no result is expected
@@ -163,6 +164,7 @@ def observation(self:_V0History, ev:dict, partner=None):
     self.last_open = None
     if not done and step is None and obs == 'error' and cause is None: return self.failed_turn(ev, kind)
     if not done: return self._skip(kind, ev, 'observation whose action is not in the log (or already has a result)')
+    if isinstance(extras.get('metadata'), dict): done.metadata['observation_metadata'] = extras['metadata']
     self.report.mapped(kind)
 
 # %% ../../nbs/24_recorder_openhands.ipynb #e0ef2af3

@@ -173,8 +173,9 @@ def _ObservationEvent(self:_V1History, ev:dict, kind:str):
     if cid is None or cid not in self.log.pairer.pending:
         s = self.by_event.get(ev.get('action_id'))
         cid = s.action.call_id if s is not None and s.action else cid
-    if self.log.result(cid, content, is_error, code, ev.get('timestamp')) is None:
+    if (s := self.log.result(cid, content, is_error, code, ev.get('timestamp'))) is None:
         return self._skip(kind, ev, 'result of a tool call whose ActionEvent is not in the log')
+    if isinstance(o.get('metadata'), dict): s.metadata['observation_metadata'] = o['metadata']   # host, working dir
     # text we do not read
     if not content and any(isinstance(v, str) and v.strip() for k, v in o.items() if k not in _SDK_NO_TEXT):
         why = 'its text is in no field the adapter reads (content, output, message, error)'
@@ -225,6 +226,7 @@ def _traj(self:OpenHandsSDKAdapter, path, h:_V1History, rec:dict|None, line:int|
     if h.status is not None: meta['execution_status'] = h.status
     if h.system: meta['system_prompt'] = h.system
     if h.unmapped: meta['unmapped'] = h.unmapped
+    if md: meta['run_metadata'] = md      # the LLM config, dataset and split, eval_output_dir, server image
     llm = md.get('llm')
     model = llm.get('model') if isinstance(llm, dict) and isinstance(llm.get('model'), str) else None
     return Trajectory(task=Task(id=str(tid), instruction=h.instruction or rec.get('instruction') or '', domain='coding',

@@ -23,7 +23,7 @@ from .values import content_text, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Task, Trajectory
 
 # %% auto #0
-__all__ = ['find_resolution', 'swe_outcome', 'SWEAgentAdapter']
+__all__ = ['find_resolution', 'not_a_log', 'swe_outcome', 'SWEAgentAdapter']
 
 # %% ../../nbs/25_recorder_swe.ipynb #41213b47
 _MAX_REPORT = 50 * 2**20
@@ -70,6 +70,14 @@ def find_resolution(path,                  # the trajectory file
             if instance_id in res: return True, f
             if instance_id in unres: return False, f
     return None
+
+# %% ../../nbs/25_recorder_swe.ipynb #0f85595d
+_NOT_LOGS = ((re.compile(r'"(resolved_ids|unresolved_ids|completed_ids)"\s*:'),
+              'a SWE-bench run report (resolved_ids...): the verdict `find_resolution` reads for the logs beside it'),)
+
+def not_a_log(head:str)->str:
+    "'; it looks like ...' for a known kind of file that is not an agent log (else '')"
+    return next((f'; it looks like {what}, not an agent log' for rx, what in _NOT_LOGS if rx.search(head)), '')
 
 # %% ../../nbs/25_recorder_swe.ipynb #3e7306fa
 _TRUNCATING = ('exit_cost', 'exit_context', 'limitsexceeded', 'exit_format', 'exit_error', 'early_exit', 'timeout',
@@ -210,8 +218,9 @@ def _swe_steps(log:StepLog, traj:list, body:list, path, report, unmapped:list,
         with guard(report, path, None, m, 'history:assistant', at=f'history[{pos.get(id(m), k)}]'):
             call = _swe_call(m, act)
         if call is None: bad.add(id(m)); call = _swe_call({}, act)     # quarantined: the step from its action line
-        step = log.call(*call, t.get('thought') or t.get('response'), swe_action=act,
-                        execution_time=t.get('execution_time'), state=_state(t.get('state')))
+        resp, th = t.get('response'), t.get('thought')   # the raw reply, kept when it is more than the thought
+        step = log.call(*call, th or resp, swe_action=act, execution_time=t.get('execution_time'),
+                        state=_state(t.get('state')), response=resp if th and resp != th else None)
         set_observation(step, content_text(t.get('observation'))); log.pairer.pending.pop(call[2], None)
         report.mapped('trajectory_step')
         if k is not None and id(m) not in bad: used.add(id(m))
@@ -278,6 +287,8 @@ def _swe_trajectory(self, path, log, info, rc, ps, meta, unmapped, instruction)-
         total = usage_total(ms.get('tokens_sent'), ms.get('tokens_received'), cost=ms.get('instance_cost'))
         record_totals(meta, total, steps)
     if ms: meta['model_stats'] = ms
+    cfg = {k: v for k, v in rc.items() if not (k == 'problem_statement' and ps)}   # templates, tools, env
+    if cfg: meta['replay_config'] = cfg
     if unmapped: meta['unmapped'] = unmapped
     am = (rc.get('agent') or {}).get('model')
     model = am.get('name') if isinstance(am, dict) else None
