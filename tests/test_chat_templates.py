@@ -244,6 +244,27 @@ def test_served_history_call_with_arguments_not_json(name):
     assert seen and all(f'{{"name": "move", "{key}": {raw}}}' in p and 'knowlyr-raw' not in p for p in seen), seen[-1]
 
 
+
+@pytest.mark.parametrize('name', ['qwen2_5', 'llama3_1', 'llama3_2'])
+def test_tiny_model_stops_at_every_end_of_turn(name):
+    """`make_tiny_model`'s generation config lists every end-of-turn token its template writes: Llama 3.1's `<|eom_id|>`
+    (a built-in tool's call) besides the eos `<|eot_id|>`, as its checkpoint does; it listed the eos only, so a turn
+    ending in `<|eom_id|>` ran on to max_new_tokens. A template with one end of turn keeps a plain id"""
+    from knowlyr_lab.serving.model import AgentInference, _result
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    template = trl_template(name)
+    tok = tokenizer_with(template)
+    model = make_tiny_model(tokenizer=tok, hidden_size=32)[0]
+    ends = tok.convert_tokens_to_ids(['<|eot_id|>', '<|eom_id|>']) if '<|eom_id|>' in template else tok.eos_token_id
+    assert model.generation_config.eos_token_id == ends and model.config.eos_token_id == tok.eos_token_id
+    inf = AgentInference(model, tok, prefix_cache=0)
+    assert inf.stop_ids == ([ends] if isinstance(ends, int) else ends)
+    if '<|eom_id|>' in template:
+        eom, x = tok.convert_tokens_to_ids('<|eom_id|>'), tok('Go', add_special_tokens=False)['input_ids'][0]
+        out = _result(tok, [x, eom, tok.pad_token_id], [0.0] * 3, [], inf.stop_ids)
+        assert (out['finish_reason'], out['token_ids']) == ('stop', [x, eom])
+
+
 @pytest.mark.parametrize('name', ['qwen2_5', 'qwen3_training', 'llama3_1'])
 def test_grpo_trains_through_the_template(name, episode, tmp_path, monkeypatch):
     """One online GRPO update through each template: the first rollout of each conversation is scripted to write the
@@ -308,3 +329,36 @@ def test_served_history_keeps_reasoning_content(name):
     want = '<think>\nTwo plus three.\n</think>\n\nIt is 5.' if name == 'qwen3_training' else 'It is 5.'   # Qwen3's drops thinking before the last user turn
     assert len(seen) >= 2 and all(want in p for p in seen), seen[-1]
     if name == 'qwen3_training': assert all(p == seen[0] for p in seen)
+
+
+def test_grpo_past_max_length_warns_or_refuses(episode, tmp_path):
+    """llama3_1's rollout prompt (tool list and task, ~2,070 tokens) past `max_length`: the default 2048 cuts every
+    completion to nothing, and the update warns that it trains on nothing (its row had only `completion_tokens: 0`);
+    a max_length that the prompt before any observation already fills is refused before rolling out. The local
+    policy refuses a prompt past its context (`max_position`) as the server does, instead of decoding past it"""
+    import itertools
+
+    from knowlyr_lab.serving.completions import ContextExceeded
+    from knowlyr_lab.serving.model import AgentInference
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    _, tools = episode
+    tok = tokenizer_with(trl_template('llama3_1'))
+    def trainer(max_length, max_position=8192):
+        cfg = GRPOConfig(output_dir=str(tmp_path), env_id=ENV, num_generations=2, tasks_per_step=1, max_steps=1, max_completion_length=4,
+                         max_invalid_actions=1, max_length=max_length, save_steps=0, progress_bar=False, mixed_precision='no', seed=0)
+        tr = GRPOTrainer(cfg, make_tiny_model(tokenizer=tok, hidden_size=32, max_position=max_position)[0], tok, tools=tools)
+        n = itertools.count()
+        tr.episode_reward_fn = lambda t: float(next(n) % 2)     # a group with signal: the update runs
+        return tr
+    tr = trainer(2048)
+    with pytest.warns(UserWarning, match=r'max_length=2048 cut the completions of 2 of 2 rows to nothing \(their prompts run 20\d\d\+ tokens\): this update trains on nothing'):
+        [row] = tr.train()
+    assert row['completion_tokens'] == 0 and row['groups_with_signal'] == 1
+    with pytest.raises(ValueError, match=r'max_length=1900 leaves no room for a completion: .* is already 19\d\d tokens'):
+        trainer(1900).train()
+    inf = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, prefix_cache=0)   # max_position 2048
+    chat = [{'role': 'user', 'content': 'Compute 864 * 41 - 162. ' * 12}]
+    with pytest.raises(ContextExceeded, match=r"the prompt \(2\d\d\d tokens\) plus max_new_tokens \(4\) exceeds the model's context of 2048"):
+        inf.generate([chat], tools, max_new_tokens=4)

@@ -15,7 +15,8 @@ from ..core import InvalidActionError
 from .requests import RequestRefused
 
 # %% auto #0
-__all__ = ['render_prompt', 'check_context', 'reply_message', 'stream_chunks', 'logprob_content', 'completion_choices']
+__all__ = ['render_prompt', 'ContextExceeded', 'check_context', 'reply_message', 'stream_chunks', 'logprob_content',
+           'completion_choices']
 
 # %% ../../nbs/53c_serving_completions.ipynb #ba03cf50
 def render_prompt(inf, req:dict)->tuple[list, list, int]:
@@ -29,13 +30,18 @@ def render_prompt(inf, req:dict)->tuple[list, list, int]:
                                   f"({type(e).__name__}: {str(e)[:120]})") from None
     return msgs, render, n_prompt
 
+# %% ../../nbs/53c_serving_completions.ipynb #ee99a318
+class ContextExceeded(RequestRefused, ValueError):
+    "A prompt plus its token budget longer than the model's context: a 400 to a client, a `ValueError` to a caller"
+
 # %% ../../nbs/53c_serving_completions.ipynb #1d0560e9
-def check_context(inf, n_prompt:int, max_tokens:int):
-    "Refuse (400) a request whose prompt plus `max_tokens` exceeds the model's context"
+def check_context(inf, n_prompt:int, max_tokens:int,
+                  name:str='max_tokens'): # what the caller calls the token budget (`generate`: max_new_tokens)
+    "Refuse (400) a prompt plus `max_tokens` past the model's context: `ContextExceeded`"
     ctx = getattr(inf.model.config, 'max_position_embeddings', None)
     if ctx and n_prompt + max_tokens > ctx:
-        raise RequestRefused(400, f"the prompt ({n_prompt} tokens) plus max_tokens ({max_tokens}) exceeds the model's "
-                                  f"context of {ctx} tokens")
+        raise ContextExceeded(400, f"the prompt ({n_prompt} tokens) plus {name} ({max_tokens}) exceeds the model's "
+                                   f"context of {ctx} tokens")
 
 # %% ../../nbs/53c_serving_completions.ipynb #bf2fd1cf
 def reply_message(out:dict, tools)->tuple[dict, str]:

@@ -20,6 +20,7 @@ from transformers.cache_utils import DynamicLayer
 from ..agents import AgentReply
 from ..chat import PromptFormat, assistant_message, choose_format, parse_reply, render_chats
 from ..core import InvalidActionError
+from .completions import check_context
 from .prefix_cache import PrefixCache, cache_of, forward_takes, reusable_cache
 from .server import InferenceServer
 from .static_decode import StaticDecoder, static_cache
@@ -236,6 +237,7 @@ def generate(self:AgentInference, conversations:list[list[dict]], # chats to con
     tok = self.tokenizer
     ids = tok(render_chats(tok, conversations, tools, True, self.chat_format),
               add_special_tokens=False)['input_ids']
+    check_context(self, max(map(len, ids), default=0), max_new_tokens, 'max_new_tokens')   # as the server refuses
     inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix
     if seed is not None: torch.manual_seed(seed)
     new, lps, raw, past = _decode(self.model, inputs, max_new_tokens, temperature, top_p, self.stop_ids,

@@ -15,7 +15,7 @@ from pathlib import Path
 from accelerate.utils import gather_object
 from fastcore.basics import patch
 
-from ..chat import PromptFormat
+from ..chat import PromptFormat, render_chats
 from ..serving.client import load_lora_adapter, unload_lora_adapter
 from ..serving.model import AgentInference
 from .base import BaseTrainer
@@ -126,6 +126,7 @@ def train(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
     c = self.config
     if not c.env_id: raise ValueError("online GRPO needs config.env_id (or use train_offline)")
     if c.max_steps < 1: raise ValueError("online GRPO needs max_steps >= 1")
+    self._check_room()
     self.groups, self._updates, self._skipped = None, [], 0
     # the initial policy, kept before any update (or checkpoint) changes it
     if c.beta > 0 and not c.use_lora and self.ref_model is None:
@@ -139,3 +140,16 @@ def train(self:GRPOTrainer, stop_at:int|None=None)->list[dict]:
     if self.ref_model is not None: self.ref_model = self._placed(self.ref_model).eval().requires_grad_(False)
     BaseTrainer.train(self, stop_at)
     return [r for _, r in self._updates]
+
+# %% ../../nbs/66_trainer_grpo.ipynb #8be6cb76
+@patch
+def _check_room(self:GRPOTrainer):
+    "Refuse a `max_length` that the prompt before any observation (system prompt, tool list) already fills"
+    sys_msg = [{'role': 'system', 'content': self.system_prompt}] if self.system_prompt else []
+    msgs = sys_msg + [{'role': 'user', 'content': ''}]
+    text = render_chats(self.tokenizer, [msgs], self.tools or None, True, self.chat_format)[0]
+    n, c = len(self.tokenizer(text, add_special_tokens=False)['input_ids']), self.config
+    if n >= c.max_length:
+        raise ValueError(f"max_length={c.max_length} leaves no room for a completion: the prompt before any "
+                         f"observation (system prompt, {len(self.tools or [])} tools) is already {n} tokens; "
+                         "raise max_length")

@@ -7,6 +7,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_grpo_groups.html.md"""
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #d55b6cc3
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from .data import DataFormatError, collate_padded, load_records, to_chat, tokenize_chats
@@ -95,6 +97,22 @@ def _truncate_rows(samples:list[dict], max_length:int)->list[dict]:
                 if k in s: s[k] = s[k][:max_length]
     return samples
 
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #6d70cb55
+def _emptied(samples:list[dict], max_length:int)->tuple[list[int], int]:
+    "(first labelled position of each row whose labels all lie past `max_length`, rows with a label)"
+    firsts = [next((k for k, l in enumerate(s['labels']) if l != -100), None) for s in samples]
+    return [k for k in firsts if k is not None and k >= max_length], sum(k is not None for k in firsts)
+
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #2edf83ae
+def _warn_emptied(trainer, samples:list[dict], max_length:int):
+    "Warn, once per trainer, when `max_length` cuts rows' completions to nothing (all: the update trains on nothing)"
+    cut, n = _emptied(samples, max_length)
+    if not cut or getattr(trainer, '_warned_emptied', False): return
+    trainer._warned_emptied = True
+    what = 'this update trains on nothing' if len(cut) == n else 'they train on nothing'
+    warnings.warn(f"max_length={max_length} cut the completions of {len(cut)} of {n} rows to nothing (their "
+                  f"prompts run {min(cut)}+ tokens): {what}; raise max_length", stacklevel=3)
+
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #7eef1932
 def _recorded_old(samples:list[dict], L:int)->tuple:
     "(B, L-1) recorded log-probs aligned with labels[:, 1:], and which rows have one for every labelled token"
@@ -122,6 +140,7 @@ def group_tensors(trainer, members:list[dict], group_size:int|list[int]):
      "validity")
     c = trainer.config
     samples, owner = _member_rows(trainer.tokenizer, members, trainer.chat_format)
+    _warn_emptied(trainer, samples, c.max_length)
     b = collate_padded(_truncate_rows(samples, c.max_length), trainer.tokenizer.pad_token_id)
     b['recorded_old'], b['has_recorded'] = _recorded_old(samples, b['input_ids'].shape[1])
     rewards = torch.tensor([float(m['reward']) for m in members])

@@ -18,8 +18,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 
 # %% auto #0
 __all__ = ['CHATML_TOOL_TEMPLATE', 'SPECIAL_TOKENS', 'EXTRA_TOKENS', 'QWEN2_SPLIT', 'LLAMA3_SPLIT', 'DIGIT_GROUPS', 'FAMILIES',
-           'TAG_TOKENS', 'LLAMA3_TURN', 'DEFAULT_CORPUS', 'template_tokens', 'train_tokenizer', 'make_tiny_model',
-           'save_tiny_model']
+           'TAG_TOKENS', 'LLAMA3_TURN', 'DEFAULT_CORPUS', 'TURN_ENDS', 'template_tokens', 'train_tokenizer',
+           'make_tiny_model', 'save_tiny_model']
 
 # %% ../../nbs/60_trainer_tiny.ipynb #7d1898df
 CHATML_TOOL_TEMPLATE = (
@@ -130,6 +130,15 @@ def train_tokenizer(corpus:list[str]|None=None, # texts to learn merges from (re
     if family == 'llama': return _llama_tokenizer(tok, vocab_size, chat_template)
     return _qwen2_tokenizer(tok, chat_template)
 
+# %% ../../nbs/60_trainer_tiny.ipynb #e37e86d0
+TURN_ENDS = ('<|im_end|>', '<|eot_id|>', '<|eom_id|>')   # the end-of-turn tokens a template may write
+
+def _turn_ends(tok)->int|list[int]:
+    "The generation config's eos: the tokenizer's, then every other end of turn its template writes (an int when one)"
+    written = template_tokens(tok.chat_template if isinstance(tok.chat_template, str) else '')[0]
+    ids = list(dict.fromkeys([tok.eos_token_id, *(tok.convert_tokens_to_ids(t) for t in TURN_ENDS if t in written)]))
+    return ids[0] if len(ids) == 1 else ids
+
 # %% ../../nbs/60_trainer_tiny.ipynb #4ede89f5
 def make_tiny_model(corpus:list[str]|None=None, # texts for the tokenizer (ignored when `tokenizer` is given)
                     vocab_size:int=1024,          # tokenizer vocabulary size
@@ -157,7 +166,7 @@ def make_tiny_model(corpus:list[str]|None=None, # texts for the tokenizer (ignor
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = model_cls(cfg)
-    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.eos_token_id = _turn_ends(tok)
     model.generation_config.pad_token_id = tok.pad_token_id
     if save_dir is not None: save_tiny_model(model, tok, save_dir)
     return model, tok
