@@ -205,7 +205,8 @@ class PreferencesResult(TypedDict):
     pairs: int; output: str; left_out: dict[str, Any]
 class CalibrationResult(TypedDict):
     "A calibrated engine written (what `knowlyr-reward calibrate` reports)"
-    pairs: int; unmatched_annotations: int; skipped_records: int; before: dict[str, Any]; after: dict[str, Any]
+    pairs: int; unmatched_annotations: int; skipped_records: int; quarantine: str|None
+    before: dict[str, Any]; after: dict[str, Any]
     engine: str
 
 # %% ../nbs/94_mcp_base.ipynb #4a9e6f04

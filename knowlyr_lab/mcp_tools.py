@@ -240,8 +240,9 @@ def calibrate_reward(srv:ServerState, trajectories:str, annotations:str, output:
     "Fit the reward engine's calibration map to human step scores and write the engine config (as knowlyr-reward calibrate does)"
     with srv.staged() as st:
         out = st.output(output, 'output')
+        q = st.output(st.show(str(out)) + '.quarantine.jsonl', 'quarantine file')   # as the CLI keeps them
         return st.show(_calibrate(st.input(trajectories, 'trajectory file'), st.input(annotations, 'annotation file'), out,
-                                  method, threshold, domain, st.input(engine, 'engine config') if engine else None))
+                                  method, threshold, domain, st.input(engine, 'engine config') if engine else None, q))
 
 # %% ../nbs/94a_mcp_tools.ipynb #010fc186
 @_server_tool(RewardEngine)

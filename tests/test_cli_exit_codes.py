@@ -22,9 +22,9 @@ def _run(main, *args, **kw):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err): rc = main([str(a) for a in args], **kw)
     return rc, out.getvalue(), err.getvalue()
 
-def _trajs(path:Path, bad_lines:int=0)->Path:
+def _trajs(path:Path, bad_lines:int=0, n:int=2)->Path:
     ts = [Trajectory(id=f'tr-{i}', task=Task(id='t', instruction='do it'), outcome=Outcome(success=i == 0),
-                     steps=[Step(index=0, thought='x', action={'tool': 'move', 'params': {}}, reward=0.5)]) for i in range(2)]
+                     steps=[Step(index=0, thought='x', action={'tool': 'move', 'params': {}}, reward=0.5)]) for i in range(n)]
     write_trajectories(ts, path)
     with open(path, 'a') as f: f.write('{"steps": "oops"}\n' * bad_lines)
     return path
@@ -52,6 +52,19 @@ def test_reward_score_and_preferences_codes(tmp_path):
     rc, out, _ = _run(reward.main, 'preferences', src, '-o', tmp_path / 'p.jsonl')
     assert rc == EXIT_PARTIAL and (tmp_path / 'p.jsonl.quarantine.jsonl').exists()
     assert _run(reward.main, 'leaderboard', src)[0] == EXIT_PARTIAL
+
+def test_reward_calibrate_keeps_skipped_records(tmp_path):
+    "calibrate exited 3 on a skipped record but wrote no quarantine file: the reasons were lost"
+    from knowlyr_lab.reward.calibration import Annotation, append_annotation
+    src = _trajs(tmp_path / 'mixed.jsonl', bad_lines=2, n=3)
+    for i in range(3): append_annotation(tmp_path / 'ann.jsonl', Annotation(trajectory_id=f'tr-{i}', step=0, score=0.9 - i * 0.4))
+    q = tmp_path / 'e.json.quarantine.jsonl'
+    for _ in range(2):    # a rerun writes the quarantine anew
+        rc, out, err = _run(reward.main, 'calibrate', src, tmp_path / 'ann.jsonl', '-o', tmp_path / 'e.json')
+        assert rc == EXIT_PARTIAL and json.loads(out)['skipped_records'] == 2 and json.loads(out)['quarantine'] == str(q)
+        assert str(q) in err and [json.loads(l)['line'] for l in q.read_text().splitlines()] == [4, 5]
+    rc, out, _ = _run(reward.main, 'calibrate', _trajs(tmp_path / 'ok.jsonl', n=3), tmp_path / 'ann.jsonl', '-o', tmp_path / 'f.json')
+    assert rc == 0 and json.loads(out)['quarantine'] is None and not (tmp_path / 'f.json.quarantine.jsonl').exists()
 
 def test_hub_export_codes(tmp_path):
     ok = _trajs(tmp_path / 'ok.jsonl')

@@ -101,7 +101,8 @@ def cmd_rubrics(a)->dict:
 def cmd_calibrate(a)->dict:
     "Fit the engine's calibration map to human annotations and save the engine (`calibrate_engine`)"
     from knowlyr_lab.reward.inputs import calibrate_engine
-    return calibrate_engine(a.trajectories, a.annotations, a.output, a.method, a.threshold, a.domain, a.engine)
+    return calibrate_engine(a.trajectories, a.annotations, a.output, a.method, a.threshold, a.domain, a.engine,
+                            quarantine=_quarantine(Path(a.output)))
 
 # %% ../../nbs/92_cli_reward.ipynb #4fe43de9
 def cmd_preferences(a)->dict:

@@ -75,12 +75,13 @@ def calibrate_engine(
     threshold:float=0.5,       # human score that counts as good (logistic fit, kappa)
     domain:str='generic',      # domain of the engine to calibrate, when no `engine` config is given
     engine:str|Path|None=None, # engine config JSON to calibrate (None: the default engine of `domain`)
-)->dict:                       # pairs, unmatched annotations, skipped records, agreement before/after, engine path
+    quarantine:str|Path|None=None, # skipped trajectory records are appended here with their reasons (None: not kept)
+)->dict:                       # pairs, unmatched annotations, skipped records, quarantine, agreement, engine
     "Fit the engine's calibration map to human annotations and save the engine (`knowlyr-reward calibrate`, MCP)"
-    trajs, errors = read_usable_trajectories(trajectories)
+    trajs, errors = read_usable_trajectories(trajectories, quarantine)
     eng = RewardEngine.load(engine) if engine else RewardEngine(domain)
     cal = eng.calibrate(trajs, read_annotations(annotations), method=method, threshold=threshold)
     eng.save(output)
     return {'pairs': cal.report['pairs'], 'unmatched_annotations': cal.report['unmatched'],
-            'skipped_records': len(errors), 'before'
-: cal.report['before'], 'after': cal.report['after'], 'engine': str(output)}
+            'skipped_records': len(errors), 'quarantine': str(quarantine) if errors and quarantine else None,
+            'before': cal.report['before'], 'after': cal.report['after'], 'engine': str(output)}
