@@ -75,6 +75,19 @@ def test_hub_export_codes(tmp_path):
     rc, out, _ = _run(hub.main, 'export', '-f', 'dpo', '-t', ok, '-p', p, '-o', tmp_path / 'c')
     assert rc == EXIT_PARTIAL and json.loads(out)['total'] == 1      # before: the bad line stopped the export (2)
 
+def test_hub_export_inline_preferences_without_trajectories(tmp_path):
+    "An empty trajectory file with inline preferences, one line bad: exit 2 'none of the 1 trajectory records' and no summary"
+    (tmp_path / 'empty.jsonl').write_text('')
+    sides = [json.loads(l) for l in _trajs(tmp_path / 'two.jsonl').read_text().splitlines()]
+    p = tmp_path / 'prefs.jsonl'; p.write_text(json.dumps({'chosen': sides[0], 'rejected': sides[1], 'margin': 1}) + '\n')
+    assert _run(hub.main, 'export', '-f', 'dpo', '-t', tmp_path / 'empty.jsonl', '-p', p, '-o', tmp_path / 'a')[0] == 0
+    with open(p, 'a') as f: f.write('not json\n')
+    rc, out, err = _run(hub.main, 'export', '-f', 'dpo', '-t', tmp_path / 'empty.jsonl', '-p', p, '-o', tmp_path / 'b')
+    assert rc == EXIT_PARTIAL and json.loads(out)['total'] == 1 and json.loads(out)['quarantined'] == 1, err
+    assert len((tmp_path / 'b' / 'quarantine.jsonl').read_text().splitlines()) == 1
+    p.write_text('not json\n')      # nothing usable at all: still 2
+    assert _run(hub.main, 'export', '-f', 'dpo', '-t', tmp_path / 'empty.jsonl', '-p', p, '-o', tmp_path / 'c')[0] == 2
+
 @dataclass
 class _Cfg:
     lr:float=0.1

@@ -144,7 +144,9 @@ def _export(a)->dict:
     kw = ({'push_to_hub': a.push_to_hub} if a.format == 'hf' else {'min_margin': a.min_margin}
           if a.min_margin is not None else {})
     res = ex.export(a.format, a.out, **kw)
-    require_usable(res.read, res.quarantined, 'trajectory records', where=Path(a.out) / 'quarantine.jsonl')
+    q = Path(a.out, 'jsonl' * (a.format == 'hf'), 'quarantine.jsonl')
+    what = 'input records' if a.preferences else 'trajectory records'        # a pair of inline sides is usable input
+    require_usable(res.read + res.total, res.quarantined, what, where=q)
     return res.to_dict()
 
 # %% ../../nbs/93_cli_hub.ipynb #037c6e32
