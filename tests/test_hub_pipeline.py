@@ -203,3 +203,36 @@ def test_a_batch_resumed_with_another_log_format_is_refused(tmp_path):
     assert Pipeline(cfg).run_batch(logs, format='knowlyr')['trajectories'] == 1
     assert Pipeline(cfg).run_batch(logs, format='knowlyr')['trajectories'] == 1       # the same format resumes
     with pytest.raises(PipelineError, match='log_format'): Pipeline(cfg).run_batch(logs, format='openai-chat')
+
+def _bytes(out:Path)->dict:
+    "Every file a run leaves (the lock and the SQLite index aside), its output directory's name replaced"
+    return {str(p.relative_to(out)): p.read_bytes().replace(str(out).encode(), b'<out>') for p in sorted(out.rglob('*'))
+            if p.is_file() and p.name not in ('.lock', 'index.sqlite')}
+
+def test_a_run_stopped_at_each_commit_resumes_to_the_same_bytes(tmp_path):
+    """A run stopped by an error at each commit hook in turn (config, convert, reward, merge, store, export), then
+    rerun, leaves byte for byte the files of an uninterrupted run. Stopped after the store's put and before
+    store.done, the rerun recorded {'added': 0, 'duplicates': 8} where the uninterrupted run has {'added': 8, ...}"""
+    from knowlyr_lab.agents import ExpertAgent, RandomAgent
+    from knowlyr_lab.rollout.collect import collect
+    from knowlyr_lab.trajectory_io import write_trajectories
+    trajs = (collect('knowlyr/maze-easy', ExpertAgent, 4, seed=0, progress=False)
+             + collect('knowlyr/maze-easy', RandomAgent, 4, seed=0, max_episode_steps=6, progress=False))
+    logs = tmp_path / 'logs'            # logs, not rollouts: their timestamps are the logs', the same in every run
+    write_trajectories(trajs[:5], logs / 'a.jsonl'); write_trajectories(trajs[5:], logs / 'b.jsonl')
+    cfg = lambda out: PipelineConfig(output_dir=str(out), export_formats=['sft', 'dpo', 'grpo'], test_fraction=0.5)
+    calls = []
+    Pipeline(cfg(tmp_path / 'ref'), hook=lambda *a: calls.append(a)).run_batch(logs)
+    want = _bytes(tmp_path / 'ref')
+    assert {c[1] for c in calls} == {'config', 'convert', 'reward', 'merge', 'store', 'export'}
+    assert json.loads(want['work/store.done']) == {'added': 8, 'duplicates': 0}
+    class Stop(Exception): pass
+    for k, at in enumerate(calls, 1):
+        out, n = tmp_path / f'stop-{k}', [0]
+        def hook(*a, k=k, n=n):
+            n[0] += 1
+            if n[0] == k: raise Stop(*a)
+        with pytest.raises(Stop): Pipeline(cfg(out), hook=hook).run_batch(logs)
+        Pipeline(cfg(out)).run_batch(logs)
+        got = _bytes(out)
+        assert [f for f in sorted(set(want) | set(got)) if want.get(f) != got.get(f)] == [], at

@@ -159,6 +159,8 @@ def _store(self:Pipeline)->dict:
     if not (self.work / 'store.done').exists():
         with TrajectoryStore(self.out / 'store') as st:
             r = st.put_many(read_trajectories(self.out / 'trajectories.jsonl'))
+            # the store holds this run's trajectories only: counted from it, a put resumed after a kill counts as one
+            n = r['added'] + r['duplicates']; r = {'added': len(st), 'duplicates': n - len(st)}
         self._commit_json(self.work / 'store.done', r, 'store', 'store.done')
 
 # %% ../../nbs/44_hub_pipeline.ipynb #e1544430
