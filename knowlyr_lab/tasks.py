@@ -17,8 +17,8 @@ from typing import Callable, Iterable
 from .trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'content_keys', 'split_of', 'split_tasks',
-           'TaskOverlapError', 'HeldOutReport', 'check_held_out', 'held_out_tasks']
+__all__ = ['task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'content_keys', 'split_of', 'group_key',
+           'split_tasks', 'TaskOverlapError', 'HeldOutReport', 'check_held_out', 'held_out_tasks']
 
 # %% ../nbs/13_tasks.ipynb #45ead28b
 def task_id(task)->str:
@@ -31,8 +31,10 @@ def task_id(task)->str:
     raise TypeError(f"cannot read a task id from a {type(task).__name__}")
 
 def _field(task, key):
+    "Field `key` of a task, else its `metadata`'s (a dict or an object such as `Task`)"
     if isinstance(task, dict): return task.get(key, (task.get('metadata') or {}).get(key))
-    return getattr(task, key, None)
+    if hasattr(task, key): return getattr(task, key)
+    return (getattr(task, 'metadata', None) or {}).get(key)
 
 def _matches(value, want)->bool:
     if callable(want): return bool(want(value))
@@ -169,6 +171,14 @@ def split_of(key:str,                 # a task key (`task_key`) or a group value
     return 'test' if _unit(seed, key) < test_fraction else 'train'
 
 
+# %% ../nbs/13_tasks.ipynb #8a4f5dd2
+def group_key(task,                              # a task dict, a `Task` (or a trajectory's), or an id
+              group_by:str|Callable|None=None,   # field or `task -> key` keeping tasks together (None: `task_key`)
+             )->str:
+    "The key a split keeps together: `task_key`, or the task's `group_by` value"
+    if group_by is None: return task_key(task)
+    return str(group_by(_unwrap(task)) if callable(group_by) else _field(_unwrap(task), group_by))
+
 # %% ../nbs/13_tasks.ipynb #a31c285d
 def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.fingerprint`, or ids
                 test_fraction:float=0.2,      # expected share of task keys that go to test
@@ -178,8 +188,7 @@ def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.
     "Deterministic train/test split of `tasks` by content (fingerprint), or by group"
     if not 0 <= test_fraction <= 1: raise ValueError(f"test_fraction must be in [0, 1], got {test_fraction}")
     tasks = list(tasks)
-    key = task_key if group_by is None else group_by if callable(group_by) else (lambda t: _field(t, group_by))
-    keys = [str(key(t)) for t in tasks]
+    keys = [group_key(t, group_by) for t in tasks]
     ids = [task_id(t) for t in tasks]
     if len(set(ids)) < len(ids):
         raise ValueError(f"duplicate task ids: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")

@@ -78,3 +78,32 @@ def test_one_prompt_under_many_session_ids_lands_in_one_split(tmp_path):
     for t in ts: by_prompt.setdefault(t.task.instruction, set()).add(got[t.id])
     assert all(len(s) == 1 for s in by_prompt.values()), by_prompt          # split by id, they were mixed
     assert set(got.values()) == {'train', 'test'}                           # and the split still splits
+
+def test_group_by_keeps_a_repositorys_tasks_in_the_split_split_tasks_gives_it(tmp_path):
+    """Text-only tasks of 4 repositories (3 tasks each, 2 trajectories per task): with group_by='repo' every SFT row,
+    GRPO group and DPO pair of a repository is in one split, the split `split_tasks(..., group_by='repo')` holds it
+    out in. The exporter had no group_by: it split by task, so held-out repositories' tasks were trained on."""
+    from knowlyr_lab.tasks import split_tasks
+    tasks = [Task(id=f'fix-{i}', instruction=f'Fix bug {i}', metadata={'repo': f'repo-{i % 4}'}) for i in range(12)]
+    ts = [Trajectory(id=f'tr-{i}-{k}', task=t, outcome=Outcome(success=k == 0),
+                     steps=[Step(index=j, thought='t', action=ToolCall(tool='submit', params={'code': f'{i}{k}{j}'}))
+                            for j in range(k + 1)]) for i, t in enumerate(tasks) for k in range(2)]
+    repo = {t.id: t.task.metadata['repo'] for t in ts}
+    held_out = {t.metadata['repo'] for t in split_tasks(tasks, 0.5, seed=1, group_by='repo')[1]}
+    assert 0 < len(held_out) < 4
+    ex = DatasetExporter(ts, test_fraction=0.5, split_seed=1, group_by='repo')
+    rows = {f: _rows(ex.export(f, tmp_path / f)) for f in ('sft', 'grpo', 'dpo')}
+    ids = {'sft': lambda r: [r['trajectory_id']], 'grpo': lambda r: r['trajectory_ids'],
+           'dpo': lambda r: [r['chosen_id'], r['rejected_id']]}
+    for f, rs in rows.items():
+        got = {repo[i]: split for split, r_ in rs.items() for r in r_ for i in ids[f](r)}
+        assert got == {r: 'test' if r in held_out else 'train' for r in got} and len(got) == 4, (f, got)
+    assert sum(len(r_) for r_ in rows['sft'].values()) == 24 and sum(len(r_) for r_ in rows['dpo'].values()) == 12
+    from knowlyr_lab.cli.hub import main  # knowlyr-hub export --group-by repo: the same rows
+    from knowlyr_lab.trajectory_io import write_trajectories
+    write_trajectories(ts, tmp_path / 't.jsonl')
+    args = ['-t', tmp_path / 't.jsonl', '-o', tmp_path / 'cli', '--test-fraction', '0.5', '--group-by', 'repo']
+    assert main(['export', '-f', 'sft', *map(str, args)]) == 0
+    api = DatasetExporter(ts, test_fraction=0.5, group_by='repo').export('sft', tmp_path / 'api')
+    for split in ('train', 'test'):
+        assert (tmp_path / 'cli' / f'{split}.jsonl').read_bytes() == open(api.paths[split], 'rb').read()

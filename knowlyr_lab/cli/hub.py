@@ -64,6 +64,7 @@ def _export_parser(sub):
     e.add_argument('--domain', action='append', default=None, help=fd['domains'] + ' (repeat the flag)')
     e.add_argument('--agent', action='append', default=None, help=fd['agents'] + ' (repeat the flag)')
     e.add_argument('--test-fraction', type=float, default=0.0, help=ed['test_fraction'])
+    e.add_argument('--group-by', default=None, help=ed['group_by'] + ' (a task field, or a key of its metadata)')
     e.add_argument('--min-margin', type=float, default=None,
                    help="dpo: smallest score difference of a pair (default: build_preferences')")
     e.add_argument('--system-prompt', default=None, help=ed['system_prompt'])
@@ -140,7 +141,7 @@ def _export(a)->dict:
     from knowlyr_lab.hub.export import DatasetExporter, ExportFilter
     filt = ExportFilter(min_reward=a.min_reward, success_only=a.success_only, domains=a.domain, agents=a.agent)
     ex = DatasetExporter(a.trajectories, preferences=a.preferences, filter=filt, test_fraction=a.test_fraction,
-                         system_prompt=a.system_prompt)
+                         system_prompt=a.system_prompt, group_by=a.group_by)
     kw = ({'push_to_hub': a.push_to_hub} if a.format == 'hf' else {'min_margin': a.min_margin}
           if a.min_margin is not None else {})
     res = ex.export(a.format, a.out, **kw)

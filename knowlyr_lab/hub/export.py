@@ -14,17 +14,17 @@ import shutil
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import orjson
 import pyarrow as pa
-from fastcore.basics import patch
+from fastcore.basics import patch, store_attr
 
 from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, task_group
 from .export_filter import FORMATS, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, nonfinite_reward, quarantine_refused
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
-from ..tasks import split_of, task_key
+from ..tasks import group_key, split_of, task_key
 from ..trajectory import Trajectory, first_user_turn, trajectory_score
 from ..trajectory_io import TrajectoryError, parse_trajectory, quarantine_line, read_trajectories
 
@@ -55,20 +55,20 @@ class DatasetExporter:
                  split_seed:int=0,                   # seed of `split_of`
                  system_prompt:str|None=None,        # system prompt for chat formats
                  tools:list|dict|None=None,          # tool schemas (list, or env_id -> list); default: from the env
+                 group_by:str|Callable|None=None,    # tasks with one value of this field share a split (`split_tasks`')
                  # shortcuts for ExportFilter fields (min_reward=..., success_only=...)
                  **filter_kw):
         if not 0 <= test_fraction <= 1: raise ExportError(f"test_fraction must be in [0, 1], got {test_fraction}")
-        self.trajectories, self.preferences = trajectories, preferences
+        store_attr('trajectories,preferences,test_fraction,split_seed,group_by,system_prompt')
         self.filter = filter or ExportFilter(**filter_kw)
-        self.test_fraction, self.split_seed, self.system_prompt = test_fraction, split_seed, system_prompt
         self.tools = ToolResolver(tools)
         self._splits = {}
 
 # %% ../../nbs/42_hub_export.ipynb #3a082c63
 @patch
 def split(self:DatasetExporter, t:Trajectory)->str:
-    "`export_split(t, test_fraction, split_seed)`, remembered per task key (a task's trajectories share it)"
-    key = (task_key(t.task), self.test_fraction, self.split_seed)
+    "The split of `t`'s task: `split_of` its `group_key`, remembered per key (a task's trajectories share it)"
+    key = (group_key(t.task, self.group_by), self.test_fraction, self.split_seed)
     sp = self._splits.get(key)
     if sp is None:
         if len(self._splits) >= 1 << 16: self._splits.clear()
