@@ -286,3 +286,24 @@ def test_an_in_memory_record_that_does_not_validate_is_quarantined(tmp_path):
     res = DatasetExporter([ok, {'id': 'b', 'steps': 'x'}, {**ok, 'id': 'c'}]).export('sft', tmp_path)
     assert (res.counts, res.quarantined) == ({'train': 2}, 1)
     assert json.loads((tmp_path / 'quarantine.jsonl').read_text())['field'] == 'steps'
+
+def test_every_record_read_is_in_a_row_in_skipped_or_in_the_quarantine(tmp_path):
+    """A GRPO group of 10 with group_size 8 wrote 8 and counted nothing for the other 2: they were neither in a row,
+    nor in `skipped`, nor quarantined. Counted per format: rows' trajectories + skipped + quarantined == records"""
+    from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
+    step = lambda i: [Step(index=0, thought='t', action=ToolCall(tool='submit', params={'c': i}))]
+    ts = [Trajectory(id=f'tr-{i}', task=Task(id='t', instruction='do it'), outcome=Outcome(success=i % 2 == 0),
+                     reward=i / 10, steps=step(i)) for i in range(10)]
+    ts += [Trajectory(id='alone', task=Task(id='u', instruction='other'), steps=step(99)),
+           Trajectory(id='empty', task=Task(id='v', instruction='nothing'), steps=[])]
+    write_trajectories(ts, tmp_path / 't.jsonl')
+    with open(tmp_path / 't.jsonl', 'a') as f: f.write('{"steps": "oops"}\n')
+    ids = {'grpo': lambda r: r['trajectory_ids'], 'benchmark': lambda r: [None] * r['n_attempts']}
+    for fmt in ('sft', 'sft-agent', 'openai', 'grpo', 'benchmark'):
+        res = DatasetExporter(tmp_path / 't.jsonl').export(fmt, tmp_path / fmt)
+        rows = [json.loads(l) for p in res.paths.values() for l in open(p)]
+        in_rows = sum(len(ids.get(fmt, lambda r: [r])(r)) for r in rows)
+        assert (res.read, res.quarantined) == (12, 1), fmt
+        assert in_rows + sum(res.skipped.values()) + res.quarantined == 13, (fmt, in_rows, res.skipped)
+    assert res.skipped == {} and DatasetExporter(tmp_path / 't.jsonl').export('grpo', tmp_path / 'g').skipped == {
+        'group_too_small': 2, 'over_group_size': 2}

@@ -199,6 +199,7 @@ def _write_groups(self:DatasetExporter, spool, w, res:ExportResult, tools_json:d
     tools = {n: orjson.dumps(j) for n, j in tools_json.items()}       # each tool list's JSON string as JSON, once
     for key, split, bodies in spool.groups(keyed=True):
         if len(bodies) < min_group: _count(res.skipped, 'group_too_small', len(bodies)); continue
+        if len(bodies) > group_size: _count(res.skipped, 'over_group_size', len(bodies) - group_size)   # best kept
         w.write_line(split, grpo_row_json(key, bodies, tools, group_size))
 
 # %% ../../nbs/42_hub_export.ipynb #915b18ac
@@ -291,5 +292,4 @@ def export_hf(self:DatasetExporter, output_dir, kind:str='sft', # rows of which 
         if push_to_hub: dd.push_to_hub(push_to_hub, private=private)
     finally: shutil.rmtree(cache, ignore_errors=True)
     paths = {'hf': str(out / 'hf'), 'parquet': str(out / 'data')}
-    return ExportResult('hf', str(out), paths, dict(res.counts), res.skipped, res.quarantined, res.read, res.pairs,
-                        res.note)
+    return ExportResult(**{**vars(res), 'format': 'hf', 'output_dir': str(out), 'paths': paths})
