@@ -33,7 +33,7 @@ def test_convert_directory_writes_good_records_and_quarantines_unwritable(tmp_pa
         buf = io.StringIO()
         rc = main(['convert', str(logs), '-o', str(out), '--quarantine', str(q), '--no-progress', *redact], console=Console(file=buf, width=200))
         text = buf.getvalue()
-        assert rc == 1, text                                    # some records quarantined: status 1, not 2 (nothing written)
+        assert rc == 3, text                                    # some records quarantined: EXIT_PARTIAL, not 2 (nothing written)
         kept = [t.task.instruction for t in read_trajectories(out)]
         assert kept == ['one', 'two', 'three', 'x', 'emoji \U0001F600', 'four'] or kept == ['one', 'two', 'three', 'emoji \U0001F600', 'four'], kept
         issues = [json.loads(line) for line in open(q)]
