@@ -157,7 +157,8 @@ def _order(op, name):
             return op(a[1], b[1]) if a and b and a[0] == b[0] else NotImplemented
         out = _op(name, x, other)
         if out and _op(_CONVERSE[name], other, x):
-            raise from_candidate(CandidateError('the candidate answered %s both ways: not an order' % name))   # no test can expect it
+            # a CandidateError: no test can expect it (as it could a TypeError)
+            raise from_candidate(CandidateError('the candidate answered %s both ways: not an order' % name))
         return out
     return cmp
 def _hash(x):

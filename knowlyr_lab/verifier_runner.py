@@ -50,7 +50,7 @@ def _on_floats(check):
         return check(self, first, second, *a, **k)
     return on_floats
 def close_on_floats(cls):
-    "Make `cls.assertAlmostEqual`, `assertNotAlmostEqual` and their old aliases decide on the float the candidate states"
+    "Make `cls.assertAlmostEqual`, `assertNotAlmostEqual` and old aliases decide on the float the candidate states"
     for n in ('assertAlmostEqual', 'assertNotAlmostEqual', 'assertAlmostEquals', 'assertNotAlmostEquals',
               'failUnlessAlmostEqual', 'failIfAlmostEqual'):   # 3.11's aliases hold the unpatched functions
         if hasattr(cls, n): setattr(cls, n, _on_floats(getattr(cls, n)))

@@ -51,7 +51,10 @@ def test_reward_score_and_preferences_codes(tmp_path):
         assert len(q.read_text().splitlines()) == 1
     rc, out, _ = _run(reward.main, 'preferences', src, '-o', tmp_path / 'p.jsonl')
     assert rc == EXIT_PARTIAL and (tmp_path / 'p.jsonl.quarantine.jsonl').exists()
+    rc, out, err = _run(reward.main, 'score', src, '--no-progress')      # no -o: its quarantine beside the input
+    assert rc == EXIT_PARTIAL and (scored_q := src.with_name(src.name + '.quarantine.jsonl')).exists()
     assert _run(reward.main, 'leaderboard', src)[0] == EXIT_PARTIAL
+    assert scored_q.exists() and src.with_name(src.name + '.leaderboard.quarantine.jsonl').exists()   # score's kept
 
 def test_reward_calibrate_keeps_skipped_records(tmp_path):
     "calibrate exited 3 on a skipped record but wrote no quarantine file: the reasons were lost"

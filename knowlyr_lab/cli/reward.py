@@ -49,9 +49,9 @@ def _chunks(xs, n, progress):
     if bar is not None: bar.close()
 
 # %% ../../nbs/92_cli_reward.ipynb #f617a423
-def _quarantine(target:Path)->Path:
-    "The quarantine file of a command writing `target`, emptied: a rerun does not add the same records again"
-    q = target.with_name(target.name + '.quarantine.jsonl')
+def _quarantine(target:Path, cmd:str='')->Path:
+    "The quarantine file of a command (`cmd`: named apart) writing `target`, emptied: a rerun adds no records twice"
+    q = target.with_name(target.name + (f'.{cmd}' if cmd else '') + '.quarantine.jsonl')
     q.unlink(missing_ok=True)
     return q
 
@@ -123,7 +123,7 @@ def cmd_leaderboard(a)->dict:
     "Mean reward per agent/model with confidence intervals"
     from knowlyr_lab.reward.inputs import read_usable_trajectories
     from knowlyr_lab.reward.preferences import reward_leaderboard
-    trajs, errors = read_usable_trajectories(a.input, q := _quarantine(Path(a.input)))
+    trajs, errors = read_usable_trajectories(a.input, q := _quarantine(Path(a.input), 'leaderboard'))
     df = reward_leaderboard(trajs, by=a.by, method='bootstrap' if a.bootstrap else 't')
     print(df.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return {'rows': len(df), 'skipped_records': len(errors), 'quarantine': str(q) if errors else None}
