@@ -38,6 +38,8 @@ def test_recorder_convert_codes(tmp_path):
     q = tmp_path / 'b.quarantine.jsonl'        # kept by default, not only with --quarantine
     assert rc == EXIT_PARTIAL and (tmp_path / 'b.jsonl').exists() and json.loads(q.read_text())['line'] == 2
     assert err == f"warning: 1 records could not be used (reasons in {q})\n"
+    _run(recorder.main, 'convert', mixed, '-o', tmp_path / 'b.jsonl', '--no-progress', **con())   # a rerun
+    assert len(q.read_text().splitlines()) == 1                  # the quarantine made anew, as the output is
     rc, _, err = _run(recorder.main, 'convert', mixed, '-o', tmp_path / 'c.jsonl', '--strict', '--no-progress', **con())
     assert rc == 2 and err.count('\n') == 1 and 'stopped by --strict' in err and not (tmp_path / 'c.jsonl').exists()
 

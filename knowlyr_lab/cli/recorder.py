@@ -109,8 +109,9 @@ def cmd_convert(args, console)->int:
     total = sum(f.stat().st_size for f in files)
     stem = out.name.split('.')[0]
     quarantine = args.quarantine or out.with_name(stem + '.quarantine.jsonl')   # bad records are kept, with reasons
-    report = ConversionReport(strict=args.strict, quarantine=quarantine,
-                              side_file=args.unmapped or out.with_name(stem + '.unmapped.jsonl'))
+    side = args.unmapped or out.with_name(stem + '.unmapped.jsonl')
+    for f in (quarantine, side): Path(f).unlink(missing_ok=True)     # made anew by each run, as the output is
+    report = ConversionReport(strict=args.strict, quarantine=quarantine, side_file=side)
     bar = tqdm(total=total, unit='B', unit_scale=True, desc='converting', disable=None if args.progress is None
                else not args.progress, file=sys.stderr)
     part = out.with_name(f".partial-{out.name}")   # written here, renamed to `out` only when something usable was read
