@@ -86,7 +86,8 @@ def _prompt_message(m:dict, i:int)->dict:
     ("The fields of request message `i` a prompt is rendered from (role, content, tool calls, tool_call_id, "
      "reasoning); the rest is dropped")
     out = {k: m[k] for k in ('role', 'content') if k in m}
-    r = m.get('reasoning_content', m.get('reasoning'))       # vLLM's older name, then its newer one
+    r = m.get('reasoning_content')                            # vLLM's older name, then its newer one
+    if r is None: r = m.get('reasoning')
     if r is not None and not isinstance(r, str):
         raise RequestRefused(400, f"messages[{i}].reasoning_content must be a string", f'messages[{i}].reasoning_content')
     if r is not None: out['reasoning_content'] = r
