@@ -16,7 +16,7 @@ from fastcore.basics import patch
 
 from .reading import read_yaml
 from .report import ConversionReport
-from .values import ToolCallPairer, content_text, new_step, parse_arguments, parse_time, set_observation, usage_from
+from .values import ToolCallPairer, content_text, http_exchange, new_step, parse_arguments, parse_time, set_observation, strip_credentials, usage_from
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -357,7 +357,7 @@ def convert_cassette(fmt:str, path, report:ConversionReport,
         body = req.get('parsed_body') if isinstance(req, dict) else None
         if (not isinstance(body, dict) or not is_call(str(req.get('uri', '')))
                 or not isinstance(body.get('messages'), list)):
-            entry = report.unmapped('interaction:other', _strip_headers(it), path, None,
+            entry = report.unmapped('interaction:other', strip_credentials(it), path, None,
                                     why='not a chat call in this dialect', orphan=b is None)
             if b is not None: b.keep(entry)
             continue
@@ -371,13 +371,8 @@ def convert_cassette(fmt:str, path, report:ConversionReport,
             new = msgs[len(prev):]
             report.mapped('message:repeat', len(prev))
         _feed_new(b, report, path, i, msgs, new)
+        n = len(b.steps)
         fin = _feed_response(b, report, path, i, it, response_of)
+        if len(b.steps) > n: b.steps[n].metadata['http'] = http_exchange(it)   # on the response's first step
         prev = msgs if fin is None else msgs + [fin]
     if b is not None: yield b.build(task_id=f'{Path(path).stem}-{n0}' if n0 else Path(path).stem)
-
-# %% ../../nbs/22_recorder_chat.ipynb #92e93f7c
-def _strip_headers(it):
-    "An interaction without HTTP headers (they hold cookies and auth, and say nothing about the agent)"
-    if not isinstance(it, dict): return it
-    return {k: ({kk: vv for kk, vv in v.items() if kk != 'headers'} if isinstance(v, dict) else v)
-            for k, v in it.items()}

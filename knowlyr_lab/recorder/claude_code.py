@@ -45,8 +45,8 @@ class _ClaudeChain:
         self.log, self.unmapped, self.instruction, self.meta_prompts = StepLog(), [], None, []
         self.pending_text, self.pending_id, self.usage, self.models = [], None, {}, []
         self.session, self.first_t, self.parent_call, self._pending_t = None, None, None, None
-        # per session: cwd..., summaries, main records; a sidechain's session
-        self.meta, self.summaries, self.records, self.parent = {}, [], 0, None
+        # per session: cwd..., summaries, main records; a sidechain's session; each record's uuid, parent and time
+        self.meta, self.summaries, self.records, self.parent, self.ids = {}, [], 0, None, []
 
     def flush(self):
         "Emit held-back text as a text turn"
@@ -205,6 +205,7 @@ def convert(self:ClaudeCodeAdapter, path, report:ConversionReport)->Iterator[Tra
                   ch.session = ch.session or (rec.get('sessionId') if isinstance(rec.get('sessionId'), str) else None)
               else: ch = main; main.records += 1
               ch.first_t = ch.first_t or rec.get('timestamp')
+              ch.ids.append({k: rec[k] for k in ('uuid', 'parentUuid', 'timestamp') if k in rec})
               for k in ('cwd', 'gitBranch', 'version'):
                   if rec.get(k) and k not in main.meta: main.meta[k] = rec[k]
               (ch.assistant if typ == 'assistant' else ch.user)(rec, line)
@@ -228,6 +229,7 @@ def _cc_trajectories(self, path, main, chains):
     if main.meta_prompts: meta['expanded_prompt'] = '\n\n'.join(main.meta_prompts)
     if main.unmapped: meta['unmapped'] = main.unmapped
     if chains: meta['sidechains'] = len(chains)
+    if main.ids: meta['records'] = main.ids       # the conversation tree (parentUuid) and when each record was written
     if not main.records and chains:   # a sub-agent file (<session>/subagents/agent-*.jsonl): sidechains only
         session = str(next((c.session for c in chains if c.session), path.stem))
         prefix = f'{session}/{path.stem}'     # one session has many agent-*.jsonl files: their ids must differ
@@ -245,6 +247,7 @@ def _cc_trajectories(self, path, main, chains):
         if (ch.instruction or '').strip() in task_calls:
             cmeta['parent_tool_call_id'] = task_calls[ch.instruction.strip()]
         if ch.unmapped: cmeta['unmapped'] = ch.unmapped
+        if ch.ids: cmeta['records'] = ch.ids
         yield Trajectory(id=f'{prefix}/sidechain-{n}',
                          task=Task(id=f'{prefix}/sidechain-{n}', instruction=ch.instruction or '', domain='coding'),
                          agent=AgentInfo(name='claude-code', model=ch.models[0] if ch.models else None), steps=csteps,

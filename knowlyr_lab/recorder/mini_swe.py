@@ -127,10 +127,12 @@ def convert(self:MiniSWEAgentAdapter, path, report:ConversionReport)->Iterator[T
             usage, rid, t = _mini_usage(extra)
             if (extra.get('response') or {}).get('model'): models.append(extra['response']['model'])
             rid = rid or f'message-{i}'
+            raw = {'response': extra['response']} if isinstance(extra.get('response'), dict) else {}  # kept whole
             if calls:
-                for c in calls:
-                    open_step = log.call(c['tool'], c['params'], c['call_id'], thought, t, usage=usage, response_id=rid)
-            else: open_step = None; log.message(text, t, usage=usage, response_id=rid, format_error=True)
+                for j, c in enumerate(calls):
+                    open_step = log.call(c['tool'], c['params'], c['call_id'], thought, t, usage=usage, response_id=rid,
+                                         **(raw if j == 0 else {}))
+            else: open_step = None; log.message(text, t, usage=usage, response_id=rid, format_error=True, **raw)
             report.mapped(kind)
         elif role == 'tool' and m.get('tool_call_id'):
             rc = _RC.search(text)
@@ -173,6 +175,7 @@ def _mini_trajectory(self, path, data, info, log, meta, unmapped, instruction, m
     if submission: meta['submission'] = submission
     for k in ('mini_version',):
         if info.get(k): meta[k] = info[k]
+    if cfg: meta['config'] = cfg      # the run's agent, model and environment settings and templates
     ms = info.get('model_stats') if isinstance(info.get('model_stats'), dict) else {}
     if ms: meta['model_stats'] = ms
     if isinstance(ms.get('instance_cost'), (int, float)) and ms['instance_cost']:

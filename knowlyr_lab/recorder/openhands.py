@@ -17,7 +17,7 @@ from .agent_steps import GUARDED, StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .reading import cut_off, iter_json_items, iter_jsonl, json_shape, read_json
 from .report import ConversionReport
-from .values import content_text, parse_arguments, set_observation
+from .values import cache_write_tokens, content_text, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Step, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -125,6 +125,7 @@ def action(self:_V0History, ev:dict)->"Step|None":
         self.models.append(mr['model'])
     if act == 'message':   # an agent chat turn, no tool
         step = self.log.message(args.get('content') or ev.get('message') or '', t, usage=usage, response_id=rid)
+        if step.usage is not None and (cw := cache_write_tokens(usage)): step.metadata['cache_write_tokens'] = cw
         self.report.mapped(kind); self.n_agent_calls.append(step); self.last_open = None; return None
     thought = args.get('thought') or msg_text
     fr = ((mr.get('choices') or [{}])[0] or {}).get('finish_reason') if fname else None   # 'length': cut off
@@ -133,6 +134,7 @@ def action(self:_V0History, ev:dict)->"Step|None":
     call_id = tcm.get('tool_call_id') or (f"event-{eid}" if 'id' in ev else f"record-{len(self.log.steps)}")
     step = self.log.call(fname or act, params, call_id, thought, t, usage=usage, response_id=rid,
                          openhands_action=act, event_id=eid, finish_reason=fr)
+    if step.usage is not None and (cw := cache_write_tokens(usage)): step.metadata['cache_write_tokens'] = cw
     self.n_agent_calls.append(step)
     if 'id' in ev: self.by_event[eid] = step
     if act in _NO_RESULT:                                  # no result is expected
@@ -174,6 +176,7 @@ def failed_turn(self:_V0History, ev:dict, kind:str):
     fname, fparams, usage, rid, msg_text = _model_call(ev)
     step = self.log.call(fname or 'agent_error', fparams or {}, None, msg_text, ev.get('timestamp'), usage=usage,
                          response_id=rid, failed_call=True, openhands_observation='error', event_id=ev.get('id'))
+    if step.usage is not None and (cw := cache_write_tokens(usage)): step.metadata['cache_write_tokens'] = cw
     set_observation(step, ev.get('content') or ev.get('message') or '', True, None, ev.get('timestamp'))
     self.report.mapped(kind)
 

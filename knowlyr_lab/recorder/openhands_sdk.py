@@ -100,6 +100,8 @@ def _ActionEvent(self:_V1History, ev, kind):
                          ev.get('tool_call_id') or tc.get('id') or ev.get('id'), thought, ev.get('timestamp'),
                          usage=self._take_usage() if first else None, response_id=rid, action_kind=act.get('kind'),
                          event_id=ev.get('id'))
+    for k, v in (('security_risk', ev.get('security_risk')), ('tool_call_origin', tc.get('origin'))):
+        if v is not None: step.metadata[k] = v      # the model's own risk rating; who made the call
     if ev.get('reasoning_content') and _sdk_text(ev.get('thought')):
         step.metadata['reasoning_content'] = ev['reasoning_content']
     if ev.get('id'): self.by_event[ev['id']] = step

@@ -18,8 +18,9 @@ from .reading import loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
-__all__ = ['parse_time', 'as_count', 'usage_from', 'content_text', 'media_blocks', 'keep_media', 'user_media', 'parse_arguments',
-           'new_step', 'set_observation', 'ToolCallPairer']
+__all__ = ['CREDENTIAL_HEADERS', 'parse_time', 'as_count', 'usage_from', 'cache_write_tokens', 'content_text', 'media_blocks',
+           'keep_media', 'user_media', 'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer',
+           'strip_credentials', 'http_exchange']
 
 # %% ../../nbs/20c_recorder_values.ipynb #6fbda06a
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -84,6 +85,11 @@ def usage_from(u:dict|None,    # a usage object in OpenAI or Anthropic form (or 
     "Canonical `TokenUsage` from an OpenAI- or Anthropic-style usage dict"
     d = _usage_fields(u, cost)
     return None if d is None else TokenUsage(**d)
+
+# %% ../../nbs/20c_recorder_values.ipynb #3cccc2c7
+def cache_write_tokens(u)->int:
+    "Prompt tokens a response wrote to the cache (`cache_creation_input_tokens`); 0 when the usage states none"
+    return as_count(u.get('cache_creation_input_tokens')) if isinstance(u, dict) else 0
 
 # %% ../../nbs/20c_recorder_values.ipynb #507e4cf3
 _MEDIA = ('image', 'image_url', 'input_image', 'document', 'audio', 'input_audio', 'file', 'video')
@@ -233,3 +239,30 @@ def result(self:ToolCallPairer, call_id, content, is_error:bool=False, exit_code
 def open_calls(self:ToolCallPairer)->list[Step]:
     "The steps whose calls got no result yet"
     return list(self.pending.values())
+
+# %% ../../nbs/20c_recorder_values.ipynb #92e93f7c
+CREDENTIAL_HEADERS = {'authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key', 'api-key', 'x-goog-api-key'}
+
+def strip_credentials(it):
+    "An interaction without the HTTP headers that carry credentials (cookies, auth, API keys); the others kept"
+    if not isinstance(it, dict): return it
+    def part(v):
+        if not isinstance(v, dict) or not isinstance(v.get('headers'), dict): return v
+        return {**v, 'headers': {h: x for h, x in v['headers'].items() if str(h).lower() not in CREDENTIAL_HEADERS}}
+    return {k: part(v) for k, v in it.items()}
+
+# %% ../../nbs/20c_recorder_values.ipynb #0dacf86f
+def http_exchange(it:dict)->dict:
+    "A chat call's HTTP exchange, less what became steps (messages, system prompt, the reply) and credential headers"
+    it = strip_credentials(it)
+    req = dict(it.get('request') or {}) if isinstance(it.get('request'), dict) else {}
+    resp = dict(it.get('response') or {}) if isinstance(it.get('response'), dict) else {}
+    if isinstance(req.get('parsed_body'), dict):
+        req['parsed_body'] = {k: v for k, v in req['parsed_body'].items() if k not in ('messages', 'system')}
+    if isinstance(rb := resp.get('parsed_body'), dict):
+        rb = {k: v for k, v in rb.items() if k != 'content'}
+        if isinstance(rb.get('choices'), list):
+            rb['choices'] = [{k: v for k, v in c.items() if k != 'message'} if isinstance(c, dict) else c
+                             for c in rb['choices']]
+        resp['parsed_body'] = rb
+    return {**it, 'request': req, 'response': resp}

@@ -1,0 +1,250 @@
+"""The recorder loses nothing, leaf by leaf: every scalar of every structured fixture log reaches the output (the
+trajectory JSON or the side file), or its path is on a short per-format list of leaves re-expressed (a role that
+became a step's shape, a JSON string parsed into params) or dropped on purpose, each with its reason."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knowlyr_lab.recorder.convert import FormatDetectionError, convert, detect_format
+from knowlyr_lab.recorder.report import ConversionReport
+from knowlyr_lab.recorder.values import parse_time
+
+FIXTURES = Path(__file__).parent / 'fixtures'
+REAL = FIXTURES / 'agent_logs'
+
+def conv(path, fmt=None):
+    return list(convert(path, format=fmt, report=ConversionReport(), redact=False))
+
+# ---------------------------------------------------------------- fields the last audit found lost
+
+def test_openhands_keeps_the_cache_write_tokens():
+    (t,), = [conv(REAL / 'openhands' / 'basic.json')]
+    assert [s.metadata.get('cache_write_tokens') for s in t.steps if s.usage] == [3482, 1158]
+
+def test_openhands_sdk_keeps_security_risk_and_call_origin():
+    (t,) = conv(REAL / 'openhands-sdk' / 'events.jsonl')
+    calls = [s for s in t.steps if s.action]
+    assert {s.metadata.get('security_risk') for s in calls} == {'UNKNOWN'}
+    assert {s.metadata.get('tool_call_origin') for s in calls} == {'completion'}
+
+def test_mini_swe_agent_keeps_the_run_config_and_the_raw_response():
+    (t,) = conv(REAL / 'mini-swe-agent' / 'django__django-10999.traj.json')
+    assert t.metadata['config']['environment']['image'].endswith('django_1776_django-10999:latest')
+    r = t.steps[0].metadata['response']
+    assert r['provider'] == 'Google' and r['choices'][0]['message']['reasoning'].startswith('**Reflecting on the Bug**')
+
+def test_claude_code_keeps_each_records_uuid_parent_and_time():
+    (t, *_) = conv(REAL / 'claude-code' / '1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl')
+    recs = t.metadata['records']
+    lines = [json.loads(x) for x in (REAL / 'claude-code' / '1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl').open()]
+    want = [{'uuid': r['uuid'], 'parentUuid': r['parentUuid'], 'timestamp': r['timestamp']}
+            for r in lines if r.get('type') in ('user', 'assistant') and not r.get('isSidechain')]
+    assert recs == want
+
+def test_cassette_keeps_the_http_exchange_but_no_cookie():
+    (t,) = conv(REAL / 'openai-chat' / 'test_openai_tool_output.yaml')
+    h = [s.metadata['http'] for s in t.steps if 'http' in s.metadata]
+    assert len(h) == 2 and h[0]['request']['uri'] == 'https://api.openai.com/v1/chat/completions'
+    assert h[0]['response']['headers']['openai-processing-ms'] == ['348'] and h[0]['response']['status']['code'] == 200
+    assert 'cookie' not in h[1]['request']['headers'] and '__cf_bm' not in t.model_dump_json()
+    assert h[0]['request']['parsed_body']['tool_choice'] == 'required' and 'messages' not in h[0]['request']['parsed_body']
+
+# ---------------------------------------------------------------- the audit: every leaf, every structured fixture log
+
+# A leaf's last key among these is a discriminator: its value became the shape of a step (a call, a result, a turn).
+SHAPE = {'type', 'role', 'kind', 'from', 'object'}
+# Per format: leaf paths (a trailing * takes the subtree) whose values reach no output, with the reason. Entries that
+# start with 'NOT KEPT' are known losses still to fix, listed so that any other loss fails this test.
+LISTED = {
+    'anthropic-messages': {
+        '[].messages[].usage.input_tokens': 're-expressed: usage.input counts the cache reads and writes too',
+        '*.signature': 'NOT KEPT: the signature of a thinking block (opaque; needed only to replay it to the API)',
+    },
+    'openai-chat': {
+        'interactions[].request.headers.cookie[]': 'dropped: a credential header',
+        'response.usage.total_tokens': 're-expressed: usage.input + usage.output',
+    },
+    'claude-code': {
+        '[].message.usage.cache_creation_input_tokens': 're-expressed: summed into usage.input',
+        '[].message.usage.cache_creation.*': 're-expressed: the cache writes split by lifetime, summed into usage.input',
+        '[].message.usage.service_tier': 'NOT KEPT: the API tier of a response',
+        '[].message.stop_reason': 'NOT KEPT: why each response stopped (the steps show it: a call or a text turn)',
+        '[].requestId': 'kept per call step (request_id); a text turn has none',
+        '[].userType': 'dropped: always "external"',
+        '[].toolUseResult*': 'NOT KEPT: the structured tool output beside the text result (the text is the observation)',
+    },
+    'codex-cli': {
+        '[].timestamp': 'NOT KEPT: the time of records that are no step (session_meta, turn_context, notifications)',
+        '[].payload.timestamp': 'NOT KEPT: the session start written in session_meta',
+        '[].payload.turn_id': 'NOT KEPT: turn ids of task_started/turn_context',
+        '[].payload.model_context_window': 'NOT KEPT: the model context window',
+        '[].payload.info.*': 're-expressed: the cumulative token counts are diffed into per-step usage and usage_total',
+        '[].payload.rate_limits.*': 'dropped: the account rate-limit state, nothing about the episode',
+        '[].payload.approval_policy': 'NOT KEPT: turn_context settings (only the model is kept)',
+        '[].payload.sandbox_policy.*': 'NOT KEPT: turn_context settings',
+        '[].payload.collaboration_mode*': 'NOT KEPT: turn_context settings',
+        '[].payload.effort': 'NOT KEPT: turn_context settings',
+        '[].payload.summary': 'NOT KEPT: turn_context settings',
+        '[].payload.personality': 'NOT KEPT: turn_context settings',
+        '[].payload.truncation_policy.*': 'NOT KEPT: turn_context settings',
+        '[].payload.user_instructions': 'NOT KEPT: turn_context settings',
+        '[].payload.developer_instructions': 'NOT KEPT: turn_context settings',
+        '[].payload.encrypted_content': 'dropped: encrypted reasoning, unreadable',
+        '[].payload.message': 'dropped: an event_msg mirror of a response_item text',
+        '[].payload.phase': 'NOT KEPT: the phase (commentary, final_answer) of an assistant message',
+    },
+    'gemini-cli': {
+        '*id': 'NOT KEPT: message ids (used to merge the upserts of one message)',
+        '*timestamp': 'NOT KEPT: times of messages and thoughts that are no step time',
+        '[].$set.lastUpdated': 'NOT KEPT: the session file update time',
+        '[].displayContent[].text': 'NOT KEPT: the text the UI showed for a user turn (e.g. the slash command)',
+        '[].model': 'NOT KEPT: the model of each message after the first',
+        '*tokens.*': 're-expressed: per-message tokens are the step usage (total and tool are sums)',
+        '*toolCalls[].description': 'NOT KEPT: the UI description of a call',
+        '*toolCalls[].displayName': 'NOT KEPT: the UI name of a tool',
+        '*toolCalls[].resultDisplay*': 'NOT KEPT: the UI rendering of a result (diffs, new file content)',
+    },
+    'mini-swe-agent': {
+        '[].content': 're-expressed: an assistant message is the thought and the command',
+        'messages[].content': 're-expressed: an assistant message is the thought and the command',
+        'trajectory_format': 'dropped: the file version, read to pick the layout',
+    },
+    'openhands': {
+        '*timestamp': 'NOT KEPT: times of events that are no step (user messages, state changes)',
+        '*id': 'NOT KEPT: ids of events that are no step',
+        '*message': 'dropped: the human-readable summary of an event (its content is kept)',
+        '*action': 're-expressed: a user message is the task or a user step',
+        '*observation': "re-expressed: an observation 'null' is no observation",
+        '[].source': 're-expressed: user events are the task or user steps',
+        '[].timeout': 'NOT KEPT: the timeout of an action',
+        '[].args.confirmation_state': 'NOT KEPT: the confirmation state of an action',
+        '[].args.impl_source': 'NOT KEPT: which implementation ran the action',
+        '[].args.translated_ipython_code': 'NOT KEPT: the action as IPython code (the params say the same)',
+        '[].extras.impl_source': 'NOT KEPT: which implementation ran the action',
+        '[].extras.formatted_output_and_error': 'NOT KEPT: the output as the UI formatted it',
+        '[].tool_call_metadata.model_response.created': 'NOT KEPT: when the model response was created',
+        '[].tool_call_metadata.model_response.usage.total_tokens': 're-expressed: usage.input + usage.output',
+    },
+    'openhands-sdk': {
+        '*id': 'NOT KEPT: ids of events that are no step',
+        '[].timestamp': 'NOT KEPT: times of events that are no step',
+        '[].source': 're-expressed: user events are the task',
+        '[].key': 're-expressed: a state update is the outcome or the usage',
+        '[].value': 're-expressed: the execution status is the outcome',
+        '[].value.usage_to_metrics.*': 're-expressed: the cumulative counts are diffed into per-step usage',
+    },
+    'smolagents': {
+        '[].intermediate_steps[].content[].text': "re-expressed: 'Calling tools:' text is the steps' calls",
+        '[].model_id': 'NOT KEPT: the model id of a row whose agent is named in agent',
+    },
+    'swe-agent': {
+        'environment': 'dropped: the environment name (main/swe_main), read to pick the layout',
+        'history[].agent': 'dropped: the agent name (main/primary) of each message',
+        'history[].content': 're-expressed: the history turns are the trajectory steps',
+    },
+    'iswe': {
+        '*trajectory[].content': 're-expressed: an assistant turn is the thought and the call',
+    },
+}
+
+def _load(p):
+    s = p.read_text(errors='replace')
+    if p.suffix in ('.yaml', '.yml'): return yaml.safe_load(s)
+    try: return json.loads(s)
+    except ValueError: pass
+    try: return [json.loads(x) for x in s.splitlines() if x.strip()]
+    except ValueError: return None     # a text format (Aider, Rovo Dev, ReAct): checked line by line elsewhere
+
+def _leaves(x, path=''):
+    "(path, value) of each scalar; a string holding a JSON object or list is read into (tool arguments)"
+    if isinstance(x, dict):
+        for k, v in x.items(): yield from _leaves(v, f'{path}.{k}' if path else str(k))
+    elif isinstance(x, list):
+        for v in x: yield from _leaves(v, path + '[]')
+    elif isinstance(x, str) and x[:1] in '[{' and isinstance(y := _json(x), (dict, list)): yield from _leaves(y, path)
+    else: yield path, x
+
+def _json(s):
+    try: return json.loads(s)
+    except ValueError: return None
+
+def _values(x, strs:set, nums:set):
+    if isinstance(x, dict):
+        for k, v in x.items(): strs.add(str(k)); _values(v, strs, nums)
+    elif isinstance(x, list):
+        for v in x: _values(v, strs, nums)
+    elif isinstance(x, str):
+        strs.update((x, x.strip()))
+        if x[:1] in '[{' and (y := _json(x)) is not None: _values(y, strs, nums)
+    elif isinstance(x, (int, float)) and not isinstance(x, bool): nums.add(float(x))
+
+def _reaches(v, strs, nums, big)->bool:
+    if v is None or isinstance(v, bool): return True
+    if isinstance(v, (int, float)): return float(v) in nums or str(v) in big
+    s = str(v).strip()
+    if not s or s in strs or s in big: return True
+    t = parse_time(s) if re.match(r'\d{4}-\d\d-\d\d', s) else None
+    return t is not None and any(abs(t - n) < 1e-3 for n in nums)
+
+def _listed(fmt, path)->bool:
+    if path.rsplit('.', 1)[-1].rstrip('[]') in SHAPE: return True
+    for pat in LISTED.get(fmt, {}):
+        if pat.endswith('*') and pat.startswith('*'):
+            if pat[1:-1] in path: return True
+        elif pat.endswith('*'):
+            if path.startswith(pat[:-1]): return True
+        elif pat.startswith('*'):
+            if path.endswith(pat[1:]): return True
+        elif path == pat: return True
+    return False
+
+def lost_leaves(path, fmt, tmp_path, change=lambda ts: ts)->dict:
+    "Leaf path -> a sample value, for each leaf of `path` whose value reaches no output and is not listed"
+    doc = _load(path)
+    side = tmp_path / 'side.jsonl'
+    side.unlink(missing_ok=True)
+    ts = change(list(convert(path, format=fmt, report=ConversionReport(side_file=side), redact=False)))
+    strs, nums = set(), set()
+    for t in ts: _values(t.model_dump(mode='json'), strs, nums)
+    if side.exists():
+        for x in side.read_text().splitlines(): _values(json.loads(x), strs, nums)
+    big = '\x00'.join(strs)
+    return {p: repr(v)[:60] for p, v in _leaves(doc) if not _listed(fmt, p) and not _reaches(v, strs, nums, big)}
+
+def _structured_logs():
+    for root in (REAL, FIXTURES / 'recorder'):
+        for p in sorted(root.rglob('*')):
+            if not p.is_file() or p.suffix == '.md': continue
+            try: fmt = detect_format(p)
+            except FormatDetectionError: continue      # a run report, a README
+            if _load(p) is not None: yield p, getattr(fmt, 'name', fmt)
+
+LOGS = list(_structured_logs())
+
+def test_the_audit_reads_every_structured_format():
+    assert {f for _, f in LOGS} >= {'openhands', 'openhands-sdk', 'swe-agent', 'mini-swe-agent', 'claude-code',
+                                    'codex-cli', 'gemini-cli', 'openai-chat', 'anthropic-messages', 'toolbench',
+                                    'agentgym', 'smolagents', 'iswe'}
+
+@pytest.mark.parametrize('path,fmt', LOGS, ids=[f'{p.parent.parent.name}/{p.parent.name}/{p.name}' for p, _ in LOGS])
+def test_every_leaf_reaches_the_output_or_is_listed(path, fmt, tmp_path):
+    assert lost_leaves(path, fmt, tmp_path) == {}
+
+def test_a_leaf_removed_from_the_output_fails_the_audit(tmp_path):
+    p = REAL / 'swe-agent' / 'marshmallow-code__marshmallow-1867.traj'
+    assert lost_leaves(p, 'swe-agent', tmp_path) == {}
+    def drop(ts):
+        for t in ts: t.metadata['replay_config']['env']['repo'].pop('base_commit')
+        return ts
+    assert lost_leaves(p, 'swe-agent', tmp_path, drop) == {'replay_config.env.repo.base_commit': "'bfd2593d4b416122e30cdefe0c72d322ef471611'"}
+
+def test_each_listed_path_is_a_leaf_of_its_formats_logs():
+    seen = {}
+    for p, fmt in LOGS: seen.setdefault(fmt, set()).update(q for q, _ in _leaves(_load(p)))
+    for fmt, pats in LISTED.items():
+        for pat in pats:
+            core = pat.strip('*')
+            assert any(core in q for q in seen[fmt]), (fmt, pat)
