@@ -362,3 +362,65 @@ def test_grpo_past_max_length_warns_or_refuses(episode, tmp_path):
     chat = [{'role': 'user', 'content': 'Compute 864 * 41 - 162. ' * 12}]
     with pytest.raises(ContextExceeded, match=r"the prompt \(2\d\d\d tokens\) plus max_new_tokens \(4\) exceeds the model's context of 2048"):
         inf.generate([chat], tools, max_new_tokens=4)
+
+
+@pytest.mark.parametrize('name', ['qwen3', 'qwen3_training'])
+@pytest.mark.parametrize('parser', [None, 'qwen3'])
+def test_served_reasoning_parser_round_trips(name, parser, episode):
+    """`serve(reasoning_parser='qwen3')`, as vLLM's `--reasoning-parser qwen3`: the `<think>` block a reply opens with
+    comes back as the message's `reasoning_content` (streamed as `reasoning_content` deltas), the content and tool call
+    without it; a client that sends the message back with its `reasoning_content` gets the tokens the model wrote in
+    its next prompt, turn after turn. Off (the default) the thinking stays in the content, and sent back so the prompt
+    extends the same way: a client that does not send `reasoning_content` back sees what it saw before"""
+    openai = pytest.importorskip('openai')
+    from knowlyr_lab.serving import AgentInference
+    from knowlyr_lab.serving.model import _result
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    traj, tools = episode
+    tok = tokenizer_with(trl_template(name))
+    inf = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32, max_position=8192)[0], tok, name='tiny', prefix_cache=0)
+    thought = [f'Step {k}: I call {s.action.tool}.\nThen I read its result.' for k, s in enumerate(traj.steps)]
+    chat, k = [], 0                                            # the expert chat, each call turn thinking first
+    for m in to_chat(traj, tools=tools)['messages']:
+        if m['role'] == 'assistant': m = {**m, 'reasoning_content': thought[k]}; k += 1
+        chat.append(m)
+    def turn_ids(k):
+        "The ids of the model's turn k as the template writes an assistant turn: <think>, its thinking, the call"
+        i = [j for j, m in enumerate(chat) if m['role'] == 'assistant'][k]
+        prompt, upto = render_chat(tok, chat[:i], tools, True), render_chat(tok, chat[:i + 1], tools)
+        assert upto.startswith(prompt) and upto[len(prompt):].startswith('<think>\n' + thought[k])
+        ids = tok(upto[len(prompt):], add_special_tokens=False)['input_ids']
+        return ids[:ids.index(tok.eos_token_id) + 1]
+    served = []
+    def scripted(convs, tools=None, *a, **kw):
+        out = []
+        for conv in convs:
+            p = tok(inf.render(conv, tools), add_special_tokens=False)['input_ids']
+            reply = turn_ids(sum(m['role'] == 'assistant' for m in conv))
+            served.append((p, reply))
+            r = _result(tok, reply, [0.0] * len(reply), p, inf.stop_ids)
+            out.append({**r, 'logprobs': [{'id': i, 'logprob': 0.0, 'top': []} for i in r['token_ids']]})
+        return out
+    inf.generate = scripted
+    with inf.serve(**({'reasoning_parser': parser} if parser else {})) as srv:
+        client = openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0)
+        msgs = [m for m in chat if m['role'] in ('system', 'user')][:2]
+        for k, step in enumerate(traj.steps):
+            kw = dict(model='tiny', messages=msgs, tools=tools, max_tokens=64)
+            m = client.chat.completions.create(**kw).choices[0].message.model_dump()
+            assert [(c['function']['name'], json.loads(c['function']['arguments'])) for c in m['tool_calls']] == [(step.action.tool, step.action.params)]
+            chunks = [c.model_dump() for c in client.chat.completions.create(**kw, stream=True)]
+            deltas = [x['delta'] for c in chunks for x in c['choices']]
+            if parser:
+                assert m['reasoning_content'].strip('\n') == thought[k] and '<think>' not in (m['content'] or '') and '</think>' not in (m['content'] or '')
+                assert ''.join(d.get('reasoning_content') or '' for d in deltas) == m['reasoning_content']
+                back = {'role': 'assistant', 'content': m['content'], 'tool_calls': m['tool_calls'], 'reasoning_content': m['reasoning_content']}
+            else:
+                assert m.get('reasoning_content') is None and m['content'].startswith('<think>\n' + thought[k])
+                assert all(d.get('reasoning_content') is None for d in deltas)
+                back = {'role': 'assistant', 'content': m['content'], 'tool_calls': m['tool_calls']}
+            assert ''.join(d.get('content') or '' for d in deltas) == (m['content'] or '')
+            msgs = msgs + [back, {'role': 'tool', 'tool_call_id': m['tool_calls'][0]['id'], 'content': chat[len(msgs) + 1]['content']}]
+    assert len(served) == 2 * len(traj.steps)
+    for (p, reply), (nxt, _) in zip(served[::2], served[2::2]):   # each prompt holds the previous one and the reply as written
+        assert nxt[:len(p) + len(reply)] == p + reply, tok.decode(nxt[len(p):len(p) + len(reply)])

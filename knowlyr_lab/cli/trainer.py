@@ -114,6 +114,7 @@ def build_parser()->argparse.ArgumentParser:
     s.add_argument('--enable-lora', action='store_true', help='serve /v1/load_lora_adapter and /v1/unload_lora_adapter (runtime LoRA updating, as vLLM)')
     s.add_argument('--lora-root', default=None, help='with --enable-lora: adapters are loaded only from folders under this directory')
     s.add_argument('--max-loras', type=int, default=4, help='adapters loaded at once (default: %(default)s)')
+    s.add_argument('--reasoning-parser', choices=('qwen3', 'deepseek_r1'), default=None, help="split a reply's <think> block into the message's reasoning_content, as vLLM's flag (default: off, the thinking stays in the content)")
     _model_flags(s)
     return ap
 
@@ -127,7 +128,8 @@ def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
                                           max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, record_to=args.record_to,
-                                          enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras)
+                                          enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras,
+                                          reasoning_parser=args.reasoning_parser)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(json.dumps({'url': srv.url, 'record_to': args.record_to}), flush=True)

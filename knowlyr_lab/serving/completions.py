@@ -15,8 +15,8 @@ from ..core import InvalidActionError
 from .requests import RequestRefused
 
 # %% auto #0
-__all__ = ['render_prompt', 'ContextExceeded', 'check_context', 'reply_message', 'stream_chunks', 'logprob_content',
-           'completion_choices']
+__all__ = ['REASONING_PARSERS', 'render_prompt', 'ContextExceeded', 'check_context', 'split_reasoning', 'reply_message',
+           'stream_chunks', 'logprob_content', 'completion_choices']
 
 # %% ../../nbs/53c_serving_completions.ipynb #ba03cf50
 def render_prompt(inf, req:dict)->tuple[list, list, int]:
@@ -43,25 +43,48 @@ def check_context(inf, n_prompt:int, max_tokens:int,
         raise ContextExceeded(400, f"the prompt ({n_prompt} tokens) plus {name} ({max_tokens}) exceeds the model's "
                                    f"context of {ctx} tokens")
 
+# %% ../../nbs/53c_serving_completions.ipynb #c1226785
+REASONING_PARSERS = ('qwen3', 'deepseek_r1')    # the reasoning parsers the server knows (vLLM's names)
+
+def split_reasoning(text:str,            # a generation's text
+                    parser:str|None,     # one of REASONING_PARSERS, or None: no split
+                   )->tuple[str|None, str]: # (reasoning or None, content)
+    "A reply's thinking and its answer, as vLLM's reasoning parser `parser` splits them"
+    if parser is None: return None, text
+    if parser not in REASONING_PARSERS:
+        raise ValueError(f"unknown reasoning parser {parser!r}; use one of {', '.join(REASONING_PARSERS)}")
+    head, opened, body = text.partition('<think>')
+    if opened and head.strip(): return None, text         # text before the block: not a thinking reply
+    body = body if opened else text
+    if '</think>' in body: return body.split('</think>', 1)[0], body.split('</think>', 1)[1]
+    return (None, text) if parser == 'qwen3' else (body, '')
+
 # %% ../../nbs/53c_serving_completions.ipynb #bf2fd1cf
-def reply_message(out:dict, tools)->tuple[dict, str]:
+def reply_message(out:dict, tools,
+                  reasoning_parser:str|None=None, # split the thinking into `reasoning_content` (`split_reasoning`)
+                 )->tuple[dict, str]:
     "(assistant message, finish_reason) of one generation: tool calls parsed when the request offered tools"
+    reasoning, text = split_reasoning(out['text'], reasoning_parser)
     calls = []
     if tools:
-        try: thought, calls = parse_reply(out['text'])
+        try: thought, calls = parse_reply(text)
         except InvalidActionError: calls = []
     calls = [{**c, 'call_id': f'call_{uuid.uuid4().hex[:12]}'} for c in calls]
-    return assistant_message(thought if calls else out['text'], calls), 'tool_calls' if calls else out['finish_reason']
+    msg = assistant_message(thought if calls else text, calls)
+    if reasoning is not None: msg['reasoning_content'] = reasoning
+    return msg, 'tool_calls' if calls else out['finish_reason']
 
 # %% ../../nbs/53c_serving_completions.ipynb #6c2bbf94
 def stream_chunks(choices:list[dict])->list[list[dict]]:
-    "The streamed deltas of each choice, in order: role, content pieces, tool calls, finish reason (with log-probs, ids)"
+    ("The streamed deltas of each choice, in order: role, reasoning and content pieces, tool calls, finish reason "
+     "(with log-probs, ids)")
     out = []
     for ch in choices:
         i, m = ch['index'], ch['message']
         out.append([{'index': i, 'delta': {'role': 'assistant', 'content': ''}, 'finish_reason': None}])
-        pieces = re.findall(r'\s*\S+\s*|\s+', m['content'] or '')
-        out += [[{'index': i, 'delta': {'content': piece}, 'finish_reason': None}] for piece in pieces]
+        for k in ('reasoning_content', 'content'):          # the thinking first, as it was written
+            pieces = re.findall(r'\s*\S+\s*|\s+', m.get(k) or '')
+            out += [[{'index': i, 'delta': {k: piece}, 'finish_reason': None}] for piece in pieces]
         calls = enumerate(m.get('tool_calls') or [])
         out += [[{'index': i, 'delta': {'tool_calls': [{'index': k, **tc}]}, 'finish_reason': None}] for k, tc in calls]
         extra = {k: ch[k] for k in ('logprobs', 'token_ids') if k in ch}      # the pieces are words, not tokens
@@ -77,11 +100,12 @@ def logprob_content(tok, lps:list[dict])->list[dict]:
     return [{**entry(d['id'], d['logprob']), 'top_logprobs': [entry(j, v) for j, v in d['top']]} for d in lps]
 
 # %% ../../nbs/53c_serving_completions.ipynb #21c2c21d
-def completion_choices(req:dict, outs:list, tools, tok)->list[dict]:
+def completion_choices(req:dict, outs:list, tools, tok,
+                       reasoning_parser:str|None=None)->list[dict]: # one of REASONING_PARSERS, or None
     "A choice per generation: its message and finish reason, log-probs and token ids when the request asked"
     choices = []
     for i, o in enumerate(outs):
-        msg, why = reply_message(o, tools)
+        msg, why = reply_message(o, tools, reasoning_parser)
         choices.append({'index': i, 'message': msg, 'finish_reason': why})
         if req['logprobs'] is not None: choices[-1]['logprobs'] = {'content': logprob_content(tok, o['logprobs'])}
         if req['return_token_ids']: choices[-1]['token_ids'] = o['token_ids']

@@ -336,7 +336,7 @@ def create_agent(self:AgentInference,
 @delegates(InferenceServer.__init__, but=['inference', 'port', 'host'])
 def serve(self:AgentInference, port:int=0, host:str='127.0.0.1', # where to listen (port 0: a free one)
           block:bool=False,            # serve in this thread until the server is shut down
-          **kwargs)->InferenceServer:  # timeouts, queue, `record_to`, LoRA options of `InferenceServer`
+          **kwargs)->InferenceServer:  # timeouts, queue, `record_to`, LoRA, reasoning parser of `InferenceServer`
     "Serve this model on an OpenAI-compatible `/v1/chat/completions`; in a daemon thread unless `block`"
     srv = InferenceServer(self, port, host, **kwargs)
     if not block: return srv.start()

@@ -162,7 +162,9 @@ def _step(k:int, nd:dict, nxt:dict|None)->Step:
                 t_end=nd['t_end'], usage=TokenUsage(input=len(nd['prompt_token_ids']), output=len(nd['token_ids'])),
                 token_ids=nd['token_ids'], prompt_token_ids=nd['prompt_token_ids'], logprobs=nd['logprobs'],
                 metadata={'n_messages': nd['n_messages'], 'finish_reason': nd['finish_reason'],
-                          **({'tool_calls': calls} if len(calls) > 1 else {})})
+                          **({'tool_calls': calls} if len(calls) > 1 else {}),
+                          **({'reasoning_content': r['reasoning_content']} if r.get('reasoning_content') is not None
+                             else {})})
 
 # %% ../../nbs/51_serving_recording.ipynb #bbaa00c0
 def _last_messages(chain:list[dict])->list[dict]:

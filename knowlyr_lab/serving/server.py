@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from .completions import check_context, completion_choices, render_prompt, stream_chunks
+from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
 from .connections import GuardedHandler, GuardedHTTPServer, client_gone
 from .lora import LoraAdapters, lora_fields, one_line
 from .recording import ExchangeRecorder
@@ -148,7 +148,7 @@ def _stream(self:_Handler, req, head:dict, choices:list, usage:dict):
 # %% ../../nbs/54_serving_server.ipynb #ee096668
 @patch
 def _answer(self:_Handler, req, outs, tools, inf, msgs=None, render=None, t0=None):
-    choices = completion_choices(req, outs, tools, inf.tokenizer)
+    choices = completion_choices(req, outs, tools, inf.tokenizer, self.server.reasoning_parser)
     done = sum(o['completion_tokens'] for o in outs)
     usage = {'prompt_tokens': outs[0]['prompt_tokens'], 'completion_tokens': done,
              'total_tokens': outs[0]['prompt_tokens'] + done}
@@ -178,7 +178,10 @@ class InferenceServer(GuardedHTTPServer):
                  enable_lora:bool=False,
                  # with enable_lora: adapters are loaded only from folders under this directory
                  lora_root:str|Path|None=None,
-                 max_loras:int=4):                  # adapters loaded at once (400 beyond: unload one first)
+                 max_loras:int=4,                   # adapters loaded at once (400 beyond: unload one first)
+                 # split a reply's <think> block into `reasoning_content`: 'qwen3' or 'deepseek_r1' (vLLM's
+                 # --reasoning-parser); None: the thinking stays in the content
+                 reasoning_parser:str|None=None):
         if enable_lora and lora_root is None:
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections)
@@ -186,6 +189,8 @@ class InferenceServer(GuardedHTTPServer):
         self.render_lock = threading.Lock()
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
         self.request_timeout, self.max_queue, self.thread = request_timeout, max_queue, None
+        split_reasoning('', reasoning_parser)                       # an unknown parser: a ValueError now
+        self.reasoning_parser = reasoning_parser
         self.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
         self.in_flight, self.idle = 0, threading.Condition()      # POSTs being answered, and their count's condition
         rec = record_to is None or isinstance(record_to, ExchangeRecorder)
