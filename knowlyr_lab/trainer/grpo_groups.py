@@ -63,6 +63,8 @@ def groups_from_records(data, tools=None, system_prompt=None,
                         recorded_ids:str='split',
                         ledger:list|None=None,       # the drift report of each recorded trajectory is appended here
                         fmt:str|None=None,           # the chat format training renders (None: the probe's pick)
+                        # unusable records go here as {'where', 'error'} and are skipped (None: the first one raises)
+                        errors:list|None=None,
                        )->list[list[dict]]:
     ("Offline groups: {'prompt', 'completions', 'rewards'} records, or trajectories grouped by task id (recorded ones "
      "with their ids)")
@@ -72,10 +74,15 @@ def groups_from_records(data, tools=None, system_prompt=None,
     if ledger is not None: ledger += led
     for rows in rec_samples: by_task.setdefault(rows[0]['task_id'], []).append(_recorded_member(rows))
     for where, rec in items + rerender:
-        if isinstance(rec, dict) and 'completions' in rec: groups.append(_completions_group(rec, where, system_prompt, tools))
-        else:
+        try:
+            if isinstance(rec, Exception): raise rec             # a line that was not a record
+            if isinstance(rec, dict) and 'completions' in rec:
+                groups.append(_completions_group(rec, where, system_prompt, tools)); continue
             ch = _record_member(rec, where, system_prompt, tools)
-            by_task.setdefault(ch['task_id'], []).append(ch)
+        except (DataFormatError, ValueError, KeyError, TypeError) as e:
+            if errors is None: raise
+            errors.append({'where': where, 'error': str(e)}); continue
+        by_task.setdefault(ch['task_id'], []).append(ch)
     return groups + list(by_task.values())
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #6f64ffca

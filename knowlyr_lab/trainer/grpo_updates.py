@@ -267,9 +267,11 @@ def _stored_ref(self:GRPOUpdates, b:dict)->torch.Tensor:
 def train_offline(self:GRPOUpdates, data, num_epochs:int|None=None, stop_at:int|None=None)->list[dict]:
     ("Offline GRPO over exported groups (off-policy approximation: old = policy at the start of each batch); one row "
      "per batch")
-    self.drift_rows = []
+    self.drift_rows, self.errors = [], []
     self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids,
-                                      self.drift_rows, self.chat_format)
+                                      self.drift_rows, self.chat_format, errors=self.errors)
+    self._quarantine(self.errors)                       # unusable records: quarantine.jsonl, a warning, the rest trained
+    self.data_report = {'rejected_records': len(self.errors)}
     self.epochs = num_epochs or self.config.num_epochs
     if not self.groups: raise DataFormatError("no groups in the offline data")
     if self.config.beta > 0 and not self.config.use_lora and self.ref_model is None: self._reference_rows(self.groups)
