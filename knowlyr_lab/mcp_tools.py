@@ -272,12 +272,13 @@ def run_pipeline(srv:ServerState, output_dir:str, env_id:str='knowlyr/sandbox', 
 @_server_tool(DatasetExporter, DatasetExporter.export, PipelineConfig)
 def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
                                     output_dir:str, preferences:str|None=None, min_reward:float|None=None, success_only:bool=False,
-                                    test_fraction:float=0.0)->dict[str, Any]:
+                                    test_fraction:float=0.0, group_by:str|None=None)->dict[str, Any]:
     "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
     with srv.staged() as st:       # private copies in, the dataset published at the end
         src, out = st.input(trajectories, 'trajectory file'), st.output(output_dir, 'output_dir')
         prefs = st.input(preferences, 'preference file') if preferences else None
-        ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward, success_only=success_only, test_fraction=test_fraction)
+        ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward,
+                             success_only=success_only, test_fraction=test_fraction, group_by=group_by)
         return st.show(ex.export(format, str(out)).to_dict())
 
 # %% ../nbs/94a_mcp_tools.ipynb #90f6fbe0

@@ -17,8 +17,9 @@ from typing import Callable, Iterable
 from .trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'content_keys', 'split_of', 'group_key',
-           'split_tasks', 'TaskOverlapError', 'HeldOutReport', 'check_held_out', 'held_out_tasks']
+__all__ = ['task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'content_keys', 'split_of', 'group_value',
+           'group_key', 'split_tasks', 'TaskSplitter', 'TaskOverlapError', 'HeldOutReport', 'check_held_out',
+           'held_out_tasks']
 
 # %% ../nbs/13_tasks.ipynb #45ead28b
 def task_id(task)->str:
@@ -171,13 +172,21 @@ def split_of(key:str,                 # a task key (`task_key`) or a group value
     return 'test' if _unit(seed, key) < test_fraction else 'train'
 
 
+# %% ../nbs/13_tasks.ipynb #07b11fe4
+def group_value(task,                    # a task dict, a `Task` (or a trajectory's), or an id
+                group_by:str|Callable,   # field (on the task, then in its `metadata`) or `task -> value`
+               ):                        # the value; None when the task has none
+    "The `group_by` value of `task`, or None"
+    task = _unwrap(task)
+    return group_by(task) if callable(group_by) else _field(task, group_by)
+
 # %% ../nbs/13_tasks.ipynb #8a4f5dd2
 def group_key(task,                              # a task dict, a `Task` (or a trajectory's), or an id
               group_by:str|Callable|None=None,   # field or `task -> key` keeping tasks together (None: `task_key`)
              )->str:
-    "The key a split keeps together: `task_key`, or the task's `group_by` value"
-    if group_by is None: return task_key(task)
-    return str(group_by(_unwrap(task)) if callable(group_by) else _field(_unwrap(task), group_by))
+    "The key a split keeps together: the task's `group_by` value, else (none asked, or the task has none) `task_key`"
+    v = None if group_by is None else group_value(task, group_by)
+    return task_key(task) if v is None else str(v)
 
 # %% ../nbs/13_tasks.ipynb #a31c285d
 def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.fingerprint`, or ids
@@ -192,6 +201,11 @@ def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.
     ids = [task_id(t) for t in tasks]
     if len(set(ids)) < len(ids):
         raise ValueError(f"duplicate task ids: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
+    loose = [] if group_by is None else [i for t, i in zip(tasks, ids) if group_value(t, group_by) is None]
+    if loose:
+        by = getattr(group_by, '__name__', group_by)
+        warnings.warn(f"split_tasks: {len(loose)} of {len(tasks)} tasks have no {by!r}"
+                      f" (e.g. {loose[:3]}): each is its own group, split by its task_key", stacklevel=2)
     test_keys = {k for k in keys if split_of(k, test_fraction, seed) == 'test'}   # exactly `split_of`, as the exporter
     if 0 < test_fraction < 1 and len(set(keys)) >= 2 and len(test_keys) in (0, len(set(keys))):
         warnings.warn(
@@ -200,6 +214,21 @@ def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.
                       stacklevel=2)
     return [t for t, k in zip(tasks, keys) if k not in test_keys], [t for t, k in zip(tasks, keys) if k in test_keys]
 
+
+# %% ../nbs/13_tasks.ipynb #ff4f767f
+class TaskSplitter:
+    "The side of each task of a stream, as `split_tasks` gives it; the keys of tasks without the `group_by` field"
+    def __init__(self, test_fraction:float=0.2, seed:int=0, group_by:str|Callable|None=None):
+        if not 0 <= test_fraction <= 1: raise ValueError(f"test_fraction must be in [0, 1], got {test_fraction}")
+        self.test_fraction, self.seed, self.group_by = test_fraction, seed, group_by
+        self._seen, self.ungrouped = {}, set()     # key -> side; keys of tasks without the field
+    def __call__(self, task)->str:
+        k = group_key(task, self.group_by)
+        if (sp := self._seen.get(k)) is None:
+            if len(self._seen) >= 1 << 16: self._seen.clear()
+            sp = self._seen[k] = split_of(k, self.test_fraction, self.seed)
+            if self.group_by is not None and group_value(task, self.group_by) is None: self.ungrouped.add(k)
+        return sp
 
 # %% ../nbs/13_tasks.ipynb #5d0c9304
 class TaskOverlapError(ValueError):

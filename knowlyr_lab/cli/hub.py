@@ -87,6 +87,7 @@ def _run_parser(sub):
     r.add_argument('--format', dest='formats', action='append', choices=_formats(), default=None,
                    help=pd['export_formats'] + ' (repeat the flag; default: sft and dpo)')
     r.add_argument('--test-fraction', type=float, default=0.0, help=pd['test_fraction'])
+    r.add_argument('--group-by', default=None, help=pd['group_by'])
     r.add_argument('--min-margin', type=float, default=None, help=pd['min_margin'])
     r.add_argument('--no-reward', action='store_true', help='do not ' + pd['reward'])
     r.add_argument('--logs', default=None, help='process agent logs (file or directory) instead of rolling out')
@@ -159,7 +160,7 @@ def _run(a)->dict:
                          samples_per_task=a.samples, max_episode_steps=a.max_episode_steps, seed=a.seed,
                          reward=not a.no_reward,
                          log_format=a.log_format, export_formats=a.formats or ['sft', 'dpo'],
-                         test_fraction=a.test_fraction,
+                         test_fraction=a.test_fraction, group_by=a.group_by,
                          min_margin=a.min_margin)
     p = Pipeline(cfg)
     return p.run_batch(a.logs) if a.logs else p.run(progress=sys.stderr.isatty())

@@ -12,6 +12,7 @@ import json
 import math
 import shutil
 import tempfile
+import warnings
 import zlib
 from pathlib import Path
 from typing import Callable, Iterator
@@ -24,7 +25,7 @@ from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo
 from .export_filter import FORMATS, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, nonfinite_reward, quarantine_refused
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
-from ..tasks import group_key, split_of, task_key
+from ..tasks import TaskSplitter, task_key
 from ..trajectory import Trajectory, first_user_turn, trajectory_score
 from ..trajectory_io import TrajectoryError, parse_trajectory, quarantine_line, read_trajectories
 
@@ -62,18 +63,13 @@ class DatasetExporter:
         store_attr('trajectories,preferences,test_fraction,split_seed,group_by,system_prompt')
         self.filter = filter or ExportFilter(**filter_kw)
         self.tools = ToolResolver(tools)
-        self._splits = {}
+        self._splitter = TaskSplitter(test_fraction, split_seed, group_by)
 
 # %% ../../nbs/42_hub_export.ipynb #3a082c63
 @patch
 def split(self:DatasetExporter, t:Trajectory)->str:
-    "The split of `t`'s task: `split_of` its `group_key`, remembered per key (a task's trajectories share it)"
-    key = (group_key(t.task, self.group_by), self.test_fraction, self.split_seed)
-    sp = self._splits.get(key)
-    if sp is None:
-        if len(self._splits) >= 1 << 16: self._splits.clear()
-        sp = self._splits[key] = split_of(*key)
-    return sp
+    "The split of `t`'s task, as `split_tasks` gives it (`TaskSplitter`, new per export); its trajectories share it"
+    return self._splitter(t.task)
 
 # %% ../../nbs/42_hub_export.ipynb #1edf5604
 # a file that breaks off, is not text, or not Parquet
@@ -134,6 +130,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
     out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
     res, errors, quarantine = ExportResult(format, str(out)), [], out / 'quarantine.jsonl'
     if quarantine.exists(): quarantine.unlink()
+    self._splitter = TaskSplitter(self.test_fraction, self.split_seed, self.group_by)   # this export's ungrouped
     w = (ParquetWriter if format in _TASK_ROW else SplitWriter)(out, res)
     try:
         kept = self._kept(res, errors, quarantine, format in _FAST)
@@ -141,6 +138,8 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
         else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
     res.quarantined += len(errors)                # (bad preference records were counted as they came)
+    res.ungrouped = len(self._splitter.ungrouped)
+    if res.ungrouped: warnings.warn(f"{res.ungrouped} tasks have no {self.group_by!r}: each its own group", stacklevel=3)
     if res.total == 0 and not res.note: res.note = explain_empty(res)
     return res
 

@@ -146,6 +146,7 @@ class ExportResult:
     skipped: dict = field(default_factory=dict)   # reason -> trajectories left out
     quarantined: int = 0                          # unreadable input records or files (see quarantine.jsonl)
     read: int = 0                                 # trajectories read (kept or filtered out)
+    ungrouped: int = 0                            # tasks without the `group_by` field: each split as its own group
     # DPO from trajectories: build_preferences' counts (ties, one_trajectory, ...)
     pairs: dict = field(default_factory=dict)
     note: str = ''                                # why nothing was written, when nothing was

@@ -22,7 +22,7 @@ from fastcore.basics import patch
 
 from ..agents import agent_from_spec
 from .export import DatasetExporter, ExportFilter
-from .pipeline_config import PipelineConfig, PipelineError
+from .pipeline_config import PipelineConfig, PipelineError, with_added_fields
 from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, log_format_known, stale_temps, temp_path
 from .store import TrajectoryStore
 from ..registry import make
@@ -82,9 +82,9 @@ def _check_config(self:Pipeline, kind:str,
     cfg = json.loads(json.dumps({**asdict(self.config), 'kind': kind, **given}))   # as it reads back: a tuple is a list
     p = self.out / 'pipeline.json'
     if not p.exists(): self._commit_json(p, cfg, 'config', 'pipeline.json'); return
-    old = json.loads(p.read_text())
+    old = with_added_fields(json.loads(p.read_text()))
     if old != cfg:
-        diff = sorted(k for k in set(old) | set(cfg) if old.get(k) != cfg.get(k))
+        diff = sorted(k for k in set(old) | set(cfg) if k not in old or k not in cfg or old[k] != cfg[k])
         raise PipelineError(f"{self.out} holds a run with a different config (fields {diff}); "
                             "use a new output_dir or delete it")
 
@@ -169,7 +169,7 @@ def _export_format(self:Pipeline, fmt:str, dst:Path, merged:dict):
     "Export the merged trajectories in `fmt` and commit the directory as `dst`"
     tmp, c = temp_path(dst), self.config
     tmp.mkdir(parents=True)
-    ex = DatasetExporter(self.out / 'trajectories.jsonl', test_fraction=c.test_fraction,
+    ex = DatasetExporter(self.out / 'trajectories.jsonl', test_fraction=c.test_fraction, group_by=c.group_by,
                          filter=ExportFilter(min_reward=c.min_reward, success_only=c.success_only))
     kw = {'min_margin': c.min_margin} if fmt in ('dpo', 'dpo-seed') and c.min_margin is not None else {}
     res = ex.export(fmt, tmp, **kw)

@@ -8,7 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_pipeline_config.html.md"""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 from fastcore.basics import patch
@@ -17,7 +17,7 @@ from ..core import KnowlyrError
 from ..rollout.spec import RolloutSpec
 
 # %% auto #0
-__all__ = ['MAX_SAMPLES', 'PipelineError', 'PipelineConfig']
+__all__ = ['MAX_SAMPLES', 'PipelineError', 'PipelineConfig', 'with_added_fields']
 
 # %% ../../nbs/43a_hub_pipeline_config.ipynb #87d1026c
 class PipelineError(KnowlyrError, RuntimeError):
@@ -37,6 +37,7 @@ def _config_problems(c:PipelineConfig)->list[str]:
     if not 1 <= c.samples_per_task <= MAX_SAMPLES:
         bad.append(f"samples_per_task must be in [1, {MAX_SAMPLES}], got {c.samples_per_task}")
     if not 0 <= c.test_fraction <= 1: bad.append(f"test_fraction must be in [0, 1], got {c.test_fraction}")
+    if not isinstance(c.group_by, (str, type(None))): bad.append(f"group_by must be a task field name, got {c.group_by!r}")
     if c.min_margin is not None and c.min_margin < 0: bad.append(f"min_margin must be >= 0 or None, got {c.min_margin}")
     unknown = [f for f in c.export_formats if f not in FORMATS]
     if unknown: bad.append(f"export_formats {unknown} unknown; choose from {', '.join(FORMATS)}")
@@ -65,6 +66,7 @@ class PipelineConfig:
     min_reward: float|None = None                # export filter: keep trajectory_score >= this
     success_only: bool = False                   # export filter: keep verified successes only
     test_fraction: float = 0.0                   # held-out share of tasks (by content fingerprint: `tasks.split_of`)
+    group_by: str|None = None                    # task field (or metadata key): its tasks share a split (`split_tasks`)
     min_margin: float|None = None                # DPO pair margin (None: `build_preferences`' default)
     def __post_init__(self):
         "Reject out-of-range values and unknown formats on construction"
@@ -79,3 +81,10 @@ class PipelineConfig:
 def rollout(self:PipelineConfig)->RolloutSpec:
     "The spec of the pipeline's episodes (the one wrapper stack of the rollout pages), built from the config"
     return RolloutSpec(max_episode_steps=self.max_episode_steps)
+
+# %% ../../nbs/43a_hub_pipeline_config.ipynb #54d44be3
+def with_added_fields(saved:dict)->dict:
+    "A saved config plus the `PipelineConfig` fields added since it was written, at their defaults (as it ran)"
+    added = {f.name: f.default if f.default_factory is MISSING else f.default_factory() for f in fields(PipelineConfig)
+             if f.name not in saved and (f.default, f.default_factory) != (MISSING, MISSING)}
+    return {**json.loads(json.dumps(added)), **saved}
