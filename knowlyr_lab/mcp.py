@@ -16,6 +16,7 @@ import secrets
 import signal
 import socket
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,13 +24,60 @@ from .cli_errors import missing_extra, run_cli
 from .mcp_root import CopyLimits
 
 # %% auto #0
-__all__ = ['build_server', 'serve_http', 'main']
+__all__ = ['ArgLimits', 'build_server', 'serve_http', 'main']
 
 # %% ../nbs/95_mcp.ipynb #b35b24ee
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from knowlyr_lab.mcp_base import ServerState
+
+# %% ../nbs/95_mcp.ipynb #a5b19acc
+@dataclass
+class ArgLimits:
+    "How big and how deep the arguments of one tool call may be, all together"
+    max_mb:float=4         # their size in MiB, about the length of their JSON text (--max-args-mb)
+    max_depth:int=32       # most levels of lists and objects nested in them (--max-args-depth)
+    def __post_init__(self):
+        for k in ('max_mb', 'max_depth'):
+            if isinstance(v := getattr(self, k), bool) or not isinstance(v, (int, float)) or v <= 0:
+                raise ValueError(f"ArgLimits.{k} must be a positive number, got {v!r}")
+
+# %% ../nbs/95_mcp.ipynb #99049085
+def _size(v)->int:
+    "About how long `v` (a string, key or scalar) is as JSON text"
+    return len(v) + 2 if isinstance(v, str) else 8
+
+def _arg_excess(tool:str, args:dict, lim:ArgLimits)->str|None:
+    "Why the arguments `args` of a call to `tool` are past `lim` (one line), or None; stops at the first excess"
+    todo, n, cap = [(args, 0)], 0, lim.max_mb * 2**20
+    while todo:
+        v, d = todo.pop()
+        if not isinstance(v, (dict, list)): n += _size(v)
+        elif d > lim.max_depth:
+            return (f"the arguments of {tool} are nested more than {lim.max_depth} levels deep, the most one call may "
+                    f"send (raise it with --max-args-depth)")
+        else:
+            for k, x in (v.items() if isinstance(v, dict) else enumerate(v)):
+                n += _size(k) + 1 if isinstance(v, dict) else 1; todo.append((x, d + 1))
+                if n > cap: break
+        if n > cap: return (f"the arguments of {tool} hold more than {lim.max_mb:g} MiB (about the length of their "
+                            f"JSON text), the most one call may send (raise it with --max-args-mb)")
+    return None
+
+# %% ../nbs/95_mcp.ipynb #fcba7d21
+def _arg_cap(lim:ArgLimits):
+    "The `Extension` that refuses a `tools/call` whose arguments are past `lim`, with `_arg_excess`'s line"
+    from mcp.server.extension import Extension
+    from mcp.types import CallToolResult, TextContent
+    class ArgumentLimits(Extension):
+        identifier = 'io.knowlyr/argument-limits'
+        def settings(self): return {'max_mb': lim.max_mb, 'max_depth': lim.max_depth}
+        async def intercept_tool_call(self, params, ctx, call_next):
+            if why := _arg_excess(params.name, params.arguments or {}, lim):
+                return CallToolResult(content=[TextContent(type='text', text=why)], is_error=True)
+            return await call_next(ctx)
+    return ArgumentLimits()
 
 # %% ../nbs/95_mcp.ipynb #180fe6e2
 class _StaticToken:
@@ -69,6 +117,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
                  max_sandboxes_per_client:int|None=None, # most sandboxes one client (MCP session) may hold (None: half of max_sandboxes)
                  idle_timeout:float|None=300.0,          # seconds a sandbox no call uses stays open (None: until closed)
                  copy_limits:CopyLimits|None=None,       # how much one call may copy out of the root (None: the defaults)
+                 arg_limits:ArgLimits|None=None,         # how big and deep a call's arguments may be (None: defaults)
                 )->MCPServer:
     "The knowlyr-lab MCP server with every tool registered"
     try:
@@ -79,7 +128,8 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     from knowlyr_lab.mcp_tools import SERVER_TOOLS
     auth = dict(token_verifier=_StaticToken(token), auth=AuthSettings(issuer_url='http://127.0.0.1', resource_server_url=None)) if token else {}
     app = MCPServer(name, instructions="knowlyr-lab: sandboxes, agent-log recorder, process reward model, dataset hub. "
-                                      "Paths are relative to the server's root directory.", **auth)
+                                      "Paths are relative to the server's root directory.",
+                    extensions=[_arg_cap(arg_limits or ArgLimits())], **auth)
     srv = ServerState(root, templates, max_sandboxes, max_sandboxes_per_client, idle_timeout, copy_limits)
     for fn in SERVER_TOOLS: app.tool()(_bind(fn, srv))
     app._knowlyr_root = srv
@@ -98,6 +148,10 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--idle-timeout', type=float, default=300.0, help="seconds a sandbox no call uses stays open (0: until closed; default 300)")
     p.add_argument('--max-copy-mb', type=float, default=CopyLimits.max_mb, help=f"most MiB of file data one call copies out of the root (default {CopyLimits.max_mb:g})")
     p.add_argument('--max-copy-files', type=int, default=CopyLimits.max_files, help=f"most files and directories one call copies out of the root (default {CopyLimits.max_files})")
+    p.add_argument('--max-args-mb', type=float, default=ArgLimits.max_mb,
+                   help=f"most MiB of arguments one tool call may send, about as JSON (default {ArgLimits.max_mb:g})")
+    p.add_argument('--max-args-depth', type=int, default=ArgLimits.max_depth,
+                   help=f"how deep lists and objects may nest in a call's arguments (default {ArgLimits.max_depth})")
     p.add_argument('--transport', choices=['stdio', 'http'], default='stdio', help="stdio (default) or streamable HTTP on 127.0.0.1")
     p.add_argument('--port', type=int, default=8765, help="HTTP port on 127.0.0.1 (0: a free one; default 8765)")
     p.add_argument('--token-file', help="HTTP bearer token file (read if it exists, else written 0600); default: $KNOWLYR_MCP_TOKEN or a fresh token printed on stderr")
@@ -136,7 +190,8 @@ def _serve(a)->int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),
                 idle_timeout=a.idle_timeout or None,   # stdio has one client: by default it may hold them all
-                copy_limits=CopyLimits(a.max_copy_mb, a.max_copy_files))
+                copy_limits=CopyLimits(a.max_copy_mb, a.max_copy_files),
+                arg_limits=ArgLimits(a.max_args_mb, a.max_args_depth))
     if a.transport == 'stdio': build_server(a.root, tpls, a.max_sandboxes, **caps).run(); return 0
     tok, where = _token(a.token_file)
     app = build_server(a.root, tpls, a.max_sandboxes, token=tok, **caps)   # root and templates checked before a token is written or shown

@@ -20,10 +20,11 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
+from .sandbox.base import PathEscapeError
 from .sandbox.beneath import open_beneath
 
 # %% auto #0
-__all__ = ['CopyLimits', 'ServerRoot', 'Staged', 'CopyLimitError']
+__all__ = ['SIDE_FILES', 'CopyLimits', 'CopyLimitError', 'ServerRoot', 'Staged']
 
 # %% ../nbs/93a_mcp_root.ipynb #a8dc11cf
 @dataclass
@@ -35,6 +36,26 @@ class CopyLimits:
         for k in ('max_mb', 'max_files'):
             if isinstance(v := getattr(self, k), bool) or not isinstance(v, (int, float)) or v <= 0:
                 raise ValueError(f"CopyLimits.{k} must be a positive number, got {v!r}")
+
+# %% ../nbs/93a_mcp_root.ipynb #79845856
+class CopyLimitError(ValueError): "A call's inputs hold more than the server's `CopyLimits` let it copy out of the root"
+
+# %% ../nbs/93a_mcp_root.ipynb #dd87b06b
+class _Tally:
+    "What one call has copied so far, against `lim`"
+    def __init__(self, lim:CopyLimits): self.lim, self.bytes, self.files = lim, 0, 0
+
+# %% ../nbs/93a_mcp_root.ipynb #9f3d4e69
+@patch
+def add(self:_Tally, p:str, what:str, files:int=0, n:int=0):
+    "Count `files` more entries and `n` more bytes, copying `what` `p`; `CopyLimitError` past a cap"
+    self.files, self.bytes = self.files + files, self.bytes + n
+    if self.files > (m := self.lim.max_files):
+        raise CopyLimitError(f"{what} {p!r}: this call's inputs hold more than {m:,} files and directories, the most "
+                             f"one call copies out of (or walks in) the server root (raise it with --max-copy-files)")
+    if self.bytes > (m := self.lim.max_mb) * 2**20:
+        raise CopyLimitError(f"{what} {p!r}: this call's inputs hold more than {m:g} MiB of file data, the most "
+                             f"one call copies out of the server root (raise it with --max-copy-mb)")
 
 # %% ../nbs/93a_mcp_root.ipynb #ceeff77a
 _PATH = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC           # a directory walked through
@@ -168,9 +189,11 @@ def _visit(self:ServerRoot, fd:int, rel:str, p:str, what:str, dst:Path|None, see
         if stat.S_ISREG(st.st_mode):
             if st.st_nlink > 1: raise _bad(what, p, top, rel, self.root)
             if dst is not None: _copy(fd, st.st_size, dst, tally, p, what)
+            elif tally is not None: tally.add(p, what, files=1)          # a check alone: counted, not read
         elif stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
             seen.add((st.st_dev, st.st_ino))
-            if dst is not None: tally.add(p, what, files=1); dst.mkdir(exist_ok=True)
+            if tally is not None: tally.add(p, what, files=1)
+            if dst is not None: dst.mkdir(exist_ok=True)
             with os.scandir(fd) as it: names = sorted(e.name for e in it)
             for n in names: self._entry(fd, rel, n, p, what, dst and dst/n, seen, tally=tally)
     finally: os.close(fd)
@@ -201,7 +224,7 @@ def path(self:ServerRoot, p, what:str='path', must_exist:bool=False)->Path:
     r = self.rel(p, what)
     if (fd := self._open(r)) is None:
         if must_exist: raise FileNotFoundError(f"{what} {p} does not exist")
-    else: self._visit(fd, r, p, what, None, set(), top=True)
+    else: self._visit(fd, r, p, what, None, set(), top=True, tally=_Tally(self.copy_limits))   # capped as a copy
     return self.root/r
 
 # %% ../nbs/93a_mcp_root.ipynb #1ace8ca2
@@ -232,6 +255,20 @@ def _put_file(src:Path, dfd:int, name:str):
         with contextlib.suppress(OSError): os.unlink(tmp, dir_fd=dfd)
         raise
 
+# %% ../nbs/93a_mcp_root.ipynb #a8fab215
+SIDE_FILES = ('quarantine.jsonl',)   # written into an output folder only when a run has something to put there
+
+@patch
+def _drop(self:ServerRoot, p:str, what:str):
+    "Remove the file or link `p` names beneath the root, an earlier run's: its last part not followed, a folder kept"
+    d, name = os.path.split(os.path.expanduser(p))
+    if name in ('', '.', '..'): return                  # a folder: left alone
+    try: dfd = open_beneath(self.fd, self.rel(d, what) if d else '', _PATH)
+    except (FileNotFoundError, NotADirectoryError, PathEscapeError): return   # no such folder in the root (any more)
+    try:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError): os.unlink(name, dir_fd=dfd)
+    finally: os.close(dfd)
+
 # %% ../nbs/93a_mcp_root.ipynb #e9658eb5
 @patch
 def _put(self:ServerRoot, src:Path, rel:str, what:str):
@@ -245,6 +282,8 @@ def _put(self:ServerRoot, src:Path, rel:str, what:str):
     else:
         os.close(self._dir(rel, what))
         for q in sorted(src.iterdir()): self._put(q, f"{rel}/{q.name}" if rel else q.name, what)
+        for n in SIDE_FILES:          # this run wrote none here: an earlier run's is not this run's
+            if not os.path.lexists(src/n): self._drop(f"{rel}/{n}" if rel else n, what)
 
 # %% ../nbs/93a_mcp_root.ipynb #f1f55ef8
 class Staged:
@@ -253,26 +292,6 @@ class Staged:
         self.srv, self.outs, self.tally, self.ins = srv, [], _Tally(srv.copy_limits), set()
         self.dir = Path(tempfile.mkdtemp(dir=srv.stages))
     def __repr__(self): return f"<Staged {len(self.outs)} outputs>"
-
-# %% ../nbs/93a_mcp_root.ipynb #79845856
-class CopyLimitError(ValueError): "A call's inputs hold more than the server's `CopyLimits` let it copy out of the root"
-
-# %% ../nbs/93a_mcp_root.ipynb #dd87b06b
-class _Tally:
-    "What one call has copied so far, against `lim`"
-    def __init__(self, lim:CopyLimits): self.lim, self.bytes, self.files = lim, 0, 0
-
-# %% ../nbs/93a_mcp_root.ipynb #9f3d4e69
-@patch
-def add(self:_Tally, p:str, what:str, files:int=0, n:int=0):
-    "Count `files` more entries and `n` more bytes, copying `what` `p`; `CopyLimitError` past a cap"
-    self.files, self.bytes = self.files + files, self.bytes + n
-    if self.files > (m := self.lim.max_files):
-        raise CopyLimitError(f"{what} {p!r}: this call's inputs hold more than {m:,} files and directories, the most "
-                             f"one call copies out of the server root (raise it with --max-copy-files)")
-    if self.bytes > (m := self.lim.max_mb) * 2**20:
-        raise CopyLimitError(f"{what} {p!r}: this call's inputs hold more than {m:g} MiB of file data, the most "
-                             f"one call copies out of the server root (raise it with --max-copy-mb)")
 
 # %% ../nbs/93a_mcp_root.ipynb #eff6edde
 def _copy(fd:int, size:int, dst:Path, tally:_Tally, p:str, what:str):
@@ -302,7 +321,7 @@ def output(self:Staged, p, what:str='output', keep:bool=False)->Path:
     if (fd := self.srv._open(r)) is not None:      # what is there now: no link out, no other name
         self.srv._visit(fd, r, p, what, self.dir/r if keep else None, set(), top=True, tally=self.tally)
     (self.dir/r).parent.mkdir(parents=True, exist_ok=True)
-    self.outs.append((r, what)); return self.dir/r
+    self.outs.append((r, what, p)); return self.dir/r
 
 # %% ../nbs/93a_mcp_root.ipynb #06e0ad58
 @patch
@@ -321,7 +340,9 @@ def staged(self:ServerRoot):
     st = Staged(self)
     try:
         yield st
-        for r, what in st.outs: self._put(st.dir/r, r, what)
+        for r, what, p in st.outs:    # one not written: what an earlier run left at its name goes
+            if os.path.lexists(st.dir/r): self._put(st.dir/r, r, what)
+            else: self._drop(p, what)
     except Exception as e:
         e.args = tuple(st.show(a) for a in e.args)    # messages name the root, not the private copies
         raise

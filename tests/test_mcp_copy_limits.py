@@ -94,3 +94,13 @@ def test_an_error_does_not_read_the_hosts_links_outside_the_root(root):
     r = _call(build_server(root), 'validate_logs', {'paths': ['/proc/self/cwd/x', '/proc/self/root/etc']})
     assert r.is_error and '(it leads to /proc/self/cwd/x)' in r.content[0].text, r.content[0].text
     assert os.getcwd() not in r.content[0].text
+
+def test_the_pipeline_tools_check_walk_is_capped_too(root):
+    "The pipeline tools check their paths in the root (they are not copied): that walk stops at the same caps"
+    app = build_server(root, copy_limits=CopyLimits(max_files=50))
+    for name, args in [('pipeline_status', {'output_dir': 'many'}), ('process_logs_batch', {'log_dir': 'many', 'output_dir': 'p'}),
+                       ('process_log', {'path': 't.jsonl', 'output_dir': 'many'}), ('run_pipeline', {'output_dir': '.'})]:
+        r = _call(app, name, args)
+        assert r.is_error and 'more than 50 files and directories' in r.content[0].text, (name, r.content[0].text[:300])
+        assert '--max-copy-files' in r.content[0].text
+    assert not (root/'p').exists()

@@ -1,0 +1,64 @@
+"""A published output holds this run's files only: a side file a previous run left (a quarantine) does not survive a
+run that wrote none, so the folder never reads as if this run had quarantined records.
+
+Tools write into private copies and publish them into the root at the end (`ServerRoot.staged`); publishing added
+files, and a quarantine file from a clean rerun is simply not written. Now a declared output the run did not write,
+and a side file (`SIDE_FILES`) the run did not write into a published folder, are removed beneath the held root,
+following no link. Driven by the MCP SDK's own client, in process (`mcp.Client(app)`)."""
+import asyncio
+import json
+import os
+
+import pytest
+from mcp import Client
+
+from knowlyr_lab.mcp import build_server
+from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
+from knowlyr_lab.trajectory_io import write_trajectories
+
+
+def _call(app, name, args):
+    async def go():
+        async with Client(app) as c: return await c.call_tool(name, args)
+    return asyncio.run(go())
+
+@pytest.fixture
+def root(tmp_path):
+    "root/t.jsonl: two good trajectories; root/bad.jsonl: the same and a broken line"
+    r = tmp_path/'root'; r.mkdir()
+    ts = [Trajectory(task=Task(id=f't{i}', instruction='x'), outcome=Outcome(success=True),
+                     steps=[Step(index=0, thought='x', action=ToolCall(tool='x', params={}))]) for i in range(2)]
+    write_trajectories(ts, r/'t.jsonl')
+    (r/'bad.jsonl').write_text((r/'t.jsonl').read_text() + '{"broken\n')
+    return r
+
+def test_convert_logs_clean_rerun_drops_the_old_quarantine(root):
+    app = build_server(root)
+    (root/'logs').mkdir(); (root/'logs'/'a.jsonl').write_text('{"broken\n')
+    r = _call(app, 'convert_logs', {'paths': ['logs'], 'output': 'c.jsonl'})
+    assert json.loads(r.content[0].text)['quarantine'] and (root/'c.jsonl.quarantine.jsonl').exists()
+    (root/'logs'/'a.jsonl').unlink()
+    r = _call(app, 'convert_logs', {'paths': ['t.jsonl'], 'output': 'c.jsonl'})
+    assert not r.is_error and json.loads(r.content[0].text)['quarantine'] is None, r.content[0].text
+    assert not (root/'c.jsonl.quarantine.jsonl').exists()
+
+def test_export_dataset_clean_rerun_drops_the_old_quarantine(root):
+    app = build_server(root)
+    r = _call(app, 'export_dataset', {'trajectories': 'bad.jsonl', 'format': 'sft', 'output_dir': 'ds'})
+    assert not r.is_error and (root/'ds'/'quarantine.jsonl').exists(), r.content[0].text
+    (root/'ds'/'notes.txt').write_text('mine\n')
+    r = _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
+    assert not r.is_error, r.content[0].text
+    assert not (root/'ds'/'quarantine.jsonl').exists()
+    assert (root/'ds'/'notes.txt').read_text() == 'mine\n' and (root/'ds'/'train.jsonl').exists()   # other files stay
+
+def test_a_stale_side_file_that_is_a_link_is_removed_not_followed(root):
+    "A link to a file in the root (one out of it is refused, as for any output): the link goes, its target stays"
+    (root/'keep.jsonl').write_text('IMPORTANT\n')
+    (root/'ds').mkdir(); os.symlink(root/'keep.jsonl', root/'ds'/'quarantine.jsonl')
+    os.symlink('keep.jsonl', root/'c.jsonl.quarantine.jsonl')
+    app = build_server(root)
+    assert not _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'}).is_error
+    assert not _call(app, 'convert_logs', {'paths': ['t.jsonl'], 'output': 'c.jsonl'}).is_error
+    assert not os.path.lexists(root/'ds'/'quarantine.jsonl') and not os.path.lexists(root/'c.jsonl.quarantine.jsonl')
+    assert (root/'keep.jsonl').read_text() == 'IMPORTANT\n'
