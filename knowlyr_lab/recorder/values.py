@@ -243,6 +243,7 @@ def open_calls(self:ToolCallPairer)->list[Step]:
 # %% ../../nbs/20c_recorder_values.ipynb #92e93f7c
 CREDENTIAL_HEADERS = {'authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key', 'api-key', 'x-goog-api-key'}
 
+# %% ../../nbs/20c_recorder_values.ipynb #5009fd53
 def strip_credentials(it):
     "An interaction without the HTTP headers that carry credentials (cookies, auth, API keys); the others kept"
     if not isinstance(it, dict): return it

@@ -46,6 +46,7 @@ def check_context(inf, n_prompt:int, max_tokens:int,
 # %% ../../nbs/53c_serving_completions.ipynb #c1226785
 REASONING_PARSERS = ('qwen3', 'deepseek_r1')    # the reasoning parsers the server knows (vLLM's names)
 
+# %% ../../nbs/53c_serving_completions.ipynb #6cadf849
 def split_reasoning(text:str,            # a generation's text
                     parser:str|None,     # one of REASONING_PARSERS, or None: no split
                    )->tuple[str|None, str]: # (reasoning or None, content)

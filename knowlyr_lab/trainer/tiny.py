@@ -55,6 +55,7 @@ FAMILIES = ('qwen2', 'llama')
 # %% ../../nbs/60_trainer_tiny.ipynb #3fa01d5a
 TAG_TOKENS = ['<think>', '</think>', '<tool_response>', '</tool_response>']   # tags a template writes: one id each
 
+# %% ../../nbs/60_trainer_tiny.ipynb #b39fbc40
 def template_tokens(chat_template:str)->tuple[list[str], list[str]]:
     "(special tokens, added tokens) that `chat_template` writes: each `<|...|>` literal, and the `TAG_TOKENS` in it"
     special = list(dict.fromkeys(re.findall(r'<\|[A-Za-z0-9_]+\|>', chat_template)))
