@@ -75,6 +75,41 @@ def test_ray_workers_close_their_envs(local_ray, tmp_path):
         ts = collect(BadClose, ExpertAgent, 4, env_kwargs={'difficulty': 'easy'}, n_workers=2, backend='ray', progress=False)
     assert [t.outcome.success for t in ts] == [True] * 4         # a failed teardown costs a warning, not the episodes
 
+@pytest.mark.ray
+def test_a_dead_ray_actor_loses_only_its_own_episodes(local_ray):
+    "An actor whose process died mid-run (OOM kill, os._exit) lost the whole run: collect raised RayActorError"
+    from knowlyr_lab.rollout.engine import episode_seed
+    driver, die = os.getpid(), episode_seed(0, 2)
+    class KilledMaze(MazeEnv):
+        "A maze whose actor process dies (as if OOM-killed) in episode 2"
+        def __init__(self): super().__init__('easy')
+        def _reset(self, task=None, seed=None):
+            if seed == die and os.getpid() != driver: os._exit(137)
+            return super()._reset(task, seed)
+    clean = collect(KilledMaze, ExpertAgent, 5, progress=False)            # in this process, nothing dies
+    ts = collect(KilledMaze, ExpertAgent, 5, n_workers=2, backend='ray', progress=False)
+    assert [t.metadata['episode'] for t in ts] == list(range(5))          # every episode asked for comes back
+    assert [t.valid for t in ts] == [True, True, False, True, True]       # the one that killed its actor: invalid
+    dead = ts[2]
+    assert dead.outcome.invalid.startswith('worker died: Ray actor') and dead.outcome.success is False, dead.outcome.invalid
+    assert dead.metadata['seed'] == die and dead.metadata['error']['type'] == 'WorkerDied'
+    assert [t.id for k, t in enumerate(ts) if k != 2] == [t.id for k, t in enumerate(clean) if k != 2]  # the rest as a clean run
+
+@pytest.mark.ray
+def test_ray_actors_that_cannot_be_built_end_the_run(local_ray, monkeypatch):
+    "Restarts are bounded: actors that die being built (their plan cannot be rebuilt there) end the run with the reason"
+    from knowlyr_lab.rollout import workers as W
+    driver = os.getpid()
+    def refuse(pid):
+        if os.getpid() != pid: raise RuntimeError('this handle cannot be rebuilt in another process')
+        return Handle()
+    class Handle:
+        "An env argument that only this process can rebuild (a local resource's handle)"
+        def __reduce__(self): return (refuse, (driver,))
+    monkeypatch.setattr(W, 'POOL_RESTARTS', 0)
+    with pytest.raises(RuntimeError, match='Ray actors died 2 times in a row before running a chunk'):
+        collect(MazeEnv, ExpertAgent, 3, env_kwargs={'difficulty': 'easy', 'h': Handle()}, n_workers=1, backend='ray', progress=False)
+
 def _maze_responder(req, api):
     msgs = req['messages']
     n = sum(1 for m in msgs if m['role'] == 'tool') + sum(1 for m in msgs if isinstance(m.get('content'), list) and any(b.get('type') == 'tool_result' for b in m['content']))

@@ -7,154 +7,18 @@ Docs: https://knowlyr.github.io/knowlyr-lab/rollout_collect.html.md"""
 # %% ../../nbs/40c_rollout_collect.ipynb #700ee146
 from __future__ import annotations
 
-import concurrent.futures as cf
-import copy
-import inspect
-import multiprocessing as mp
-import multiprocessing.util as mpu
-import os
-import signal
-import time
-import warnings
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from fastcore.basics import patch
 from fastcore.meta import delegates
 from tqdm.auto import tqdm
 
-from ..core import AgentEnv
-from ..registry import make
-from .engine import acts_in_batches, close_if_abandoned, episode_seed, run_episodes
+from .engine import acts_in_batches, episode_seed
 from .spec import RolloutSpec, Workers, rollout_settings
-from ..trajectory import AgentInfo, Outcome, Source, Task, Trajectory, as_task
+from .workers import run_chunks
+from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['RAY_START_ATTEMPTS', 'POOL_RESTARTS', 'RAY_CLOSE_TIMEOUT', 'worker_agent', 'iter_collect', 'collect']
-
-# %% ../../nbs/40c_rollout_collect.ipynb #a47e3e9a
-def _is_factory(agent)->bool:
-    "A class or a zero-argument function builds agents; anything else is an agent"
-    if isinstance(agent, type): return True
-    if callable(agent) and not inspect.isfunction(agent) and not inspect.ismethod(agent) and not hasattr(agent, 'func'):
-        return False
-    try: sig = inspect.signature(agent)
-    except (TypeError, ValueError): return False
-    try: sig.bind(); zero = True
-    except TypeError: zero = False
-    try: sig.bind('obs', []); two = True
-    except TypeError: two = False
-    return zero and not two
-
-# %% ../../nbs/40c_rollout_collect.ipynb #3e2cd306
-def _make_env(env, env_kwargs):
-    if isinstance(env, str): return make(env, **(env_kwargs or {}))
-    if isinstance(env, AgentEnv): raise TypeError(
-        "collect needs an env id or a zero-argument env factory (each worker builds its own env), not an env instance")
-    return env(**(env_kwargs or {}))
-
-# %% ../../nbs/40c_rollout_collect.ipynb #9270bc52
-def worker_agent(agent):
-    "A fresh agent for one worker or one slot: built by the factory, else a deep copy of `agent`"
-    if _is_factory(agent): return agent()
-    try: return copy.deepcopy(agent)
-    except Exception as e:
-        raise TypeError(f"cannot copy agent {agent!r} for a worker ({e}); pass an agent factory instead") from e
-
-# %% ../../nbs/40c_rollout_collect.ipynb #28128f80
-@dataclass
-class _Worker:
-    "One worker's envs + agent(s); runs chunks of episodes through `run_episodes`"
-    env: Any; agent: Any; env_kwargs: dict|None = None; spec: RolloutSpec = field(default_factory=RolloutSpec)
-    def __post_init__(self): self._envs, self._agents, self._batch = [], [], None
-
-# %% ../../nbs/40c_rollout_collect.ipynb #e8ef1009
-@patch
-def close(self:_Worker)->list[str]:
-    "Close every env; the failures, as messages (one that fails does not keep the others open)"
-    errors = []
-    for e in self._envs:
-        try: e.close()
-        except Exception as x: errors.append(f"{type(e).__name__}.close() failed: {type(x).__name__}: {x}")  # noqa: BLE001
-    self._envs = []
-    return errors
-
-# %% ../../nbs/40c_rollout_collect.ipynb #f48fa3a7
-def _warn_unclosed(errors:list[str]):
-    "A warning for each env that failed to close"
-    for m in errors: warnings.warn(f"collect: {m} (its resources may outlive the run)", stacklevel=3)
-
-# %% ../../nbs/40c_rollout_collect.ipynb #b8fc2320
-@patch
-def run(self:_Worker, chunk:list[tuple],
-        dicts:bool=True, # JSON-ready, for another process; else the trajectories
-       )->list:
-    if self._batch is None:
-        # a batch agent is shared (never copied in threads); others: one copy per slot
-        shared = not _is_factory(self.agent) and acts_in_batches(self.agent)
-        self._batch = self.agent if shared else None
-        if self._batch is None and _is_factory(self.agent) and acts_in_batches(self.agent): self._batch = self.agent()
-    while len(self._envs) < len(chunk): self._envs.append(_make_env(self.env, self.env_kwargs))
-    if self._batch is None:
-        while len(self._agents) < len(chunk): self._agents.append(worker_agent(self.agent))
-    agent = self._batch if self._batch is not None else self._agents[:len(chunk)]
-    trajs = run_episodes(self._envs[:len(chunk)], agent, chunk, self.spec)
-    self._drop_timed_out(trajs)
-    return [t.model_dump(mode='json') for t in trajs] if dicts else trajs
-
-# %% ../../nbs/40c_rollout_collect.ipynb #62bfb33a
-@patch
-def _drop_timed_out(self:_Worker, trajs:list[Trajectory]):
-    "Close and drop the env of each episode that timed out: the step the timeout abandoned may still run in it"
-    for k in reversed(range(len(trajs))):
-        if close_if_abandoned(self._envs[k], trajs[k]): self._envs.pop(k)
-
-# %% ../../nbs/40c_rollout_collect.ipynb #dac591b7
-_PROC_WORKER, _STARTED = None, None
-def _proc_init(spec, started=None):
-    global _PROC_WORKER, _STARTED
-    _PROC_WORKER, _STARTED = _Worker(*spec), started
-    # its envs closed as the process ends (the pool ends it: `atexit` does not run there, these finalizers do);
-    # worker and warning bound now: a notebook's names are gone by the time finalizers run
-    mpu.Finalize(None, lambda w=_PROC_WORKER, warn=_warn_unclosed: warn(w.close()), exitpriority=10)
-
-# %% ../../nbs/40c_rollout_collect.ipynb #d1cd2188
-def _proc_run(chunk, key:int|None=None):
-    "Run `chunk`, first flagging it started (the pool's flags): if this process dies, the parent knows what it ran"
-    if key is not None and _STARTED is not None: _STARTED[key] = 1
-    return _PROC_WORKER.run(chunk)
-
-# %% ../../nbs/40c_rollout_collect.ipynb #15220332
-def _ray_actor_cls():
-    import ray
-    @ray.remote
-    class _RayWorker:
-        def __init__(self, spec): self.w = _Worker(*spec)
-        def run(self, chunk): return self.w.run(chunk)
-        def close(self): return self.w.close()   # the envs that failed to close, as messages
-    return _RayWorker
-
-# %% ../../nbs/40c_rollout_collect.ipynb #ebc75f92
-RAY_START_ATTEMPTS = 3
-
-def _ray_init(address, attempts:int=RAY_START_ATTEMPTS, pause:float=5.0):
-    import tempfile
-
-    import ray
-    if ray.is_initialized(): return
-    os.environ.setdefault('RAY_AUTH_MODE', 'disabled')
-    if address: return ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-    for k in range(attempts):
-        try:
-            return ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
-                            ignore_reinit_error=True,
-                            _temp_dir=os.environ.get('KNOWLYR_RAY_TMP') or tempfile.mkdtemp(prefix='ray-'))
-        except Exception as e:
-            if 'timed out during startup' not in str(e) or k == attempts - 1: raise
-            warnings.warn(f"Ray's local node timed out during startup (attempt {k + 1} of {attempts}); "
-                          "starting it again", stacklevel=3)
-            ray.shutdown(); time.sleep(pause * (k + 1))
+__all__ = ['iter_collect', 'collect']
 
 # %% ../../nbs/40c_rollout_collect.ipynb #1fa62855
 def _jobs(n_episodes, tasks, seed):
@@ -175,113 +39,6 @@ def _chunks(jobs:list, agent, workers:Workers)->list[list]:
     if workers.n > 1: size = min(size, max(1, -(-len(jobs) // workers.n)))
     return [jobs[k:k + size] for k in range(0, len(jobs), size)]
 
-# %% ../../nbs/40c_rollout_collect.ipynb #7c69e56d
-def _in_this_thread(plan, chunks)->Iterator[list]:
-    w = _Worker(*plan)
-    try:
-        for c in chunks: yield w.run(c, dicts=False)
-    finally: _warn_unclosed(w.close())
-
-# %% ../../nbs/40c_rollout_collect.ipynb #2768c378
-def _in_threads(plan, chunks, n_workers)->Iterator[list]:
-    import queue
-    import threading
-    local, made = threading.local(), queue.Queue()
-    def run(chunk):
-        if not hasattr(local, 'w'): local.w = _Worker(*plan); made.put(local.w)
-        return local.w.run(chunk, dicts=False)
-    ex = cf.ThreadPoolExecutor(n_workers, thread_name_prefix='knowlyr-collect')
-    try:
-        for f in cf.as_completed([ex.submit(run, c) for c in chunks]): yield f.result()
-    finally:                              # also when the caller stops early or a chunk raised
-        ex.shutdown(cancel_futures=True)  # the chunks not started never start
-        while not made.empty(): _warn_unclosed(made.get().close())
-
-# %% ../../nbs/40c_rollout_collect.ipynb #d39f39ad
-def _death(ex:cf.ProcessPoolExecutor)->str:
-    "Why the worker of a broken pool died: its exit code (negative: the signal that killed it)"
-    procs = list((getattr(ex, '_processes', None) or {}).values())
-    ex.shutdown()                              # its processes reaped (else an exit code may not be known yet)
-    codes = [p.exitcode for p in procs]
-    # the pool terminates its other workers (SIGTERM) once one died
-    code = next((c for c in codes if c not in (None, 0, -signal.SIGTERM)), next((c for c in codes if c), None))
-    if code is None: return 'worker died: its process ended abruptly'
-    sig = f" ({signal.Signals(-code).name})" if code < 0 and -code in {s.value for s in signal.Signals} else ''
-    return f"worker died: exit code {code}{sig}"
-
-# %% ../../nbs/40c_rollout_collect.ipynb #707d940a
-def _lost(job:tuple, plan:tuple, why:str)->Trajectory:
-    "The failed, invalid trajectory of episode `job` (index, task, seed), whose worker died (`why`) while running it"
-    (i, task, seed), (env, agent) = job, plan[:2]
-    try: t = as_task(task, env_id=env if isinstance(env, str) else None)
-    except TypeError: t = Task(id=str(task))
-    name = getattr(agent, 'name', None)
-    name = name if isinstance(name, str) else agent.__name__ if isinstance(agent, type) else type(agent).__name__
-    return Trajectory(task=t, agent=AgentInfo(name=name, model=getattr(agent, 'model', None)),
-                      outcome=Outcome(success=False, reason='error', invalid=why), source=Source(format='knowlyr-env'),
-                      metadata={'error': {'type': 'WorkerDied', 'message': why, 'traceback': ''}, 'seed': seed, 'episode': i})
-
-# %% ../../nbs/40c_rollout_collect.ipynb #3c6f0c6a
-def _pool(plan, n_workers:int, n_chunks:int)->tuple[cf.ProcessPoolExecutor, Any]:
-    "A fresh process pool for `plan`, and the flags its workers set as each of the run's chunks starts"
-    ctx = mp.get_context('spawn'); started = ctx.RawArray('b', n_chunks)
-    return cf.ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=_proc_init, initargs=(plan, started)), started
-
-# %% ../../nbs/40c_rollout_collect.ipynb #79b41722
-def _alone(ex:cf.ProcessPoolExecutor, plan, k:int, chunk:list)->tuple[list, bool]:
-    "Chunk `k` run alone in `ex`: its results and False, or (its worker died) its episodes lost and True"
-    try: return ex.submit(_proc_run, chunk, k).result(), False
-    except BrokenProcessPool: why = _death(ex)
-    return [_lost(j, plan, why) for j in chunk], True
-
-# %% ../../nbs/40c_rollout_collect.ipynb #2001a827
-POOL_RESTARTS = 3   # fresh pools in a row, beyond one per worker, that may die before running any chunk
-
-def _in_processes(plan, chunks, n_workers)->Iterator[list]:
-    todo, suspects, idle = dict(enumerate(chunks)), [], 0
-    while todo:
-        ex, started = _pool(plan, n_workers, len(chunks))
-        try:
-            broke = False
-            while suspects and not broke:          # each chunk a dead worker may have been running, alone
-                k = suspects.pop(0); ds, broke = _alone(ex, plan, k, todo.pop(k)); yield ds
-            if broke: continue                     # a fresh pool for the others
-            futs = {ex.submit(_proc_run, c, k): k for k, c in todo.items()}
-            for f in cf.as_completed(futs):
-                try: ds = f.result()
-                except BrokenProcessPool: continue # a worker died: this chunk did not come back
-                del todo[futs[f]]; yield ds
-        finally: ex.shutdown(cancel_futures=True)  # stopped early or a chunk raised: the chunks not started never start
-        suspects = [k for k in todo if started[k]]
-        idle = 0 if suspects else idle + 1
-        if todo and idle > n_workers + POOL_RESTARTS: raise BrokenProcessPool(
-            f"collect: worker processes died {idle} times in a row before running a chunk (does the env or agent fail "
-            "to build in a fresh interpreter?)")
-
-# %% ../../nbs/40c_rollout_collect.ipynb #468fe2f8
-RAY_CLOSE_TIMEOUT = 60.0   # seconds the actors of a Ray run get to close their envs before they are killed
-
-def _ray_close(actors:list, timeout:float|None=None):
-    "Each actor closes its envs (waited for up to `timeout` seconds, `RAY_CLOSE_TIMEOUT` by default), then is killed"
-    import ray
-    refs = [a.close.remote() for a in actors]
-    done, late = ray.wait(refs, num_returns=len(refs), timeout=RAY_CLOSE_TIMEOUT if timeout is None else timeout)
-    for r in done:
-        try: _warn_unclosed(ray.get(r))
-        except Exception as e: warnings.warn(f"a Ray worker could not close its envs: {e}", stacklevel=2)  # noqa: BLE001
-    if late: warnings.warn(f"{len(late)} of {len(actors)} Ray workers did not close their envs in time; killed", stacklevel=2)
-    for a in actors: ray.kill(a)
-
-# %% ../../nbs/40c_rollout_collect.ipynb #d7d27f1f
-def _in_ray(plan, chunks, n_workers, address)->Iterator[list]:
-    _ray_init(address)
-    from ray.util import ActorPool
-    Actor, actors = _ray_actor_cls(), []
-    try:
-        actors.extend(Actor.remote(plan) for _ in range(n_workers))
-        yield from ActorPool(actors).map_unordered(lambda a, c: a.run.remote(c), chunks)
-    finally: _ray_close(actors)      # also when the caller stops early or a chunk raised
-
 # %% ../../nbs/40c_rollout_collect.ipynb #ee675874
 def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argument env factory
                  agent,                     # an agent, or an agent factory (class / zero-argument function)
@@ -299,10 +56,7 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
     spec, workers = rollout_settings(spec, workers, **settings)
     jobs = _jobs(n_episodes, tasks, seed)
     plan = (env, agent, env_kwargs, spec)            # what each worker is built from
-    chunks, n = _chunks(jobs, agent, workers), workers.n
-    if workers.backend == 'thread': results = _in_this_thread(plan, chunks) if n <= 1 else _in_threads(plan, chunks, n)
-    elif workers.backend == 'process': results = _in_processes(plan, chunks, n)
-    else: results = _in_ray(plan, chunks, n, workers.ray_address)
+    results = run_chunks(plan, _chunks(jobs, agent, workers), workers)   # the workers page
     bar = tqdm(total=len(jobs), desc='collect', unit='ep', disable=not progress)
     try:
         for ds in results:
