@@ -18,11 +18,11 @@ from ..agents import AgentError, AgentReply, as_reply
 from ..chat import to_messages
 from ..core import AgentEnv, TimeStep
 from .spec import RolloutSpec
-from ..trajectory import Source, Step, Task, Trajectory, as_task
+from ..trajectory import AgentInfo, Source, Step, Task, Trajectory, as_task
 from ..wrappers import RecorderWrapper, infra_failure
 
 # %% auto #0
-__all__ = ['episode_seed', 'acts_in_batches', 'Episode', 'run_episodes', 'run_episode', 'close_if_abandoned']
+__all__ = ['episode_seed', 'acts_in_batches', 'failed_episode', 'Episode', 'run_episodes', 'run_episode', 'close_if_abandoned']
 
 # %% ../../nbs/40b_rollout_engine.ipynb #b9c268fc
 def episode_seed(seed:int, index:int)->int:
@@ -44,17 +44,25 @@ def _step_messages(step:Step)->list[dict]:
     return to_messages(Trajectory(id='x', steps=[step]))[1:]
 
 # %% ../../nbs/40b_rollout_engine.ipynb #b280d43b
-def _failed(rec, e, task, seed)->Trajectory:
-    "The partial trajectory of an episode that raised, marked failed, with the error"
+def failed_episode(e:BaseException,             # what ended the episode
+                   task=None,                   # its task (dict, id or None): for the trajectory when none was recorded
+                   rec=None,                    # its recorder: the steps so far are kept (None: nothing was recorded)
+                   agent:AgentInfo|None=None,   # who acted (None: the recorder's agent)
+                   env_id:str|None=None,        # the env's id, when there is no recorder
+                   invalid:str|None=None,       # why it is invalid (None: the recorder's, else `infra_failure(e)`)
+                  )->Trajectory:
+    "The trajectory of an episode that `e` ended (an error, a dead worker), failed, with the error: one shape for all"
     try: traj = rec.get_trajectory()
-    except Exception:
-        try: t = as_task(task, domain=getattr(rec, 'domain', None), env_id=getattr(rec, 'env_id', None))
+    except Exception:   # no recorder, or nothing it can give
+        try: t = as_task(task, domain=getattr(rec, 'domain', None), env_id=getattr(rec, 'env_id', env_id))
         # a malformed task must not hide the error
         except Exception: t = Task(id=str(task.get('id', 'unknown') if isinstance(task, dict) else task))
-        traj = Trajectory(id='pending', task=t, agent=rec.agent.model_copy(), source=Source(format='knowlyr-env'))
+        who = agent or rec.agent.model_copy()
+        traj = Trajectory(id='pending', task=t, agent=who, source=Source(format='knowlyr-env'))
     err = {'type': type(e).__name__, 'message': str(e), 'traceback': ''.join(traceback.format_exception(e, limit=8))}
     d = traj.model_dump()
-    d['outcome'].update(success=False, reason='error', invalid=d['outcome'].get('invalid') or infra_failure(e))
+    invalid = invalid or d['outcome'].get('invalid') or infra_failure(e)
+    d['outcome'].update(success=False, reason='error', invalid=invalid)
     d['metadata'] = {**d['metadata'], 'error': err}; d['id'] = ''
     return Trajectory.model_validate(d)
 
@@ -103,7 +111,7 @@ def step(self:Episode, reply:AgentReply):
 @patch
 def fail(self:Episode, e:Exception):
     "End the episode with `e`: its trajectory so far, failed (invalid when the infrastructure failed)"
-    self.traj = _failed(self.rec, e, self.job[1], self.job[2])
+    self.traj = failed_episode(e, self.job[1], self.rec)
 
 # %% ../../nbs/40b_rollout_engine.ipynb #66fe5f7c
 @patch

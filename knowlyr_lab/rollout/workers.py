@@ -25,12 +25,12 @@ from fastcore.basics import patch
 
 from ..core import AgentEnv
 from ..registry import make
-from .engine import acts_in_batches, close_if_abandoned, run_episodes
+from .engine import acts_in_batches, close_if_abandoned, failed_episode, run_episodes
 from .spec import RolloutSpec, Workers
-from ..trajectory import AgentInfo, Outcome, Source, Task, Trajectory, as_task
+from ..trajectory import AgentInfo, Trajectory
 
 # %% auto #0
-__all__ = ['RAY_START_ATTEMPTS', 'POOL_RESTARTS', 'RAY_CLOSE_TIMEOUT', 'worker_agent', 'run_chunks']
+__all__ = ['RAY_START_ATTEMPTS', 'POOL_RESTARTS', 'RAY_CLOSE_TIMEOUT', 'worker_agent', 'WorkerDied', 'run_chunks']
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #a47e3e9a
 def _is_factory(agent)->bool:
@@ -181,6 +181,7 @@ def _in_threads(plan, chunks, n_workers)->Iterator[list]:
 # %% ../../nbs/40ba_rollout_workers.ipynb #d39f39ad
 def _death(ex:cf.ProcessPoolExecutor)->str:
     "Why the worker of a broken pool died: its exit code (negative: the signal that killed it)"
+    # the pool gives no public way to its processes' exit codes: its private `_processes` (the cell below fails if it goes)
     procs = list((getattr(ex, '_processes', None) or {}).values())
     ex.shutdown()                              # its processes reaped (else an exit code may not be known yet)
     codes = [p.exitcode for p in procs]
@@ -191,16 +192,18 @@ def _death(ex:cf.ProcessPoolExecutor)->str:
     return f"worker died: exit code {code}{sig}"
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #707d940a
+class WorkerDied(Exception):
+    "The worker process or actor running an episode died (the message says how)"
+
 def _lost(job:tuple, plan:tuple, why:str)->Trajectory:
     "The failed, invalid trajectory of episode `job` (index, task, seed), whose worker died (`why`) while running it"
     (i, task, seed), (env, agent) = job, plan[:2]
-    try: t = as_task(task, env_id=env if isinstance(env, str) else None)
-    except TypeError: t = Task(id=str(task))
     name = getattr(agent, 'name', None)
     name = name if isinstance(name, str) else agent.__name__ if isinstance(agent, type) else type(agent).__name__
-    return Trajectory(task=t, agent=AgentInfo(name=name, model=getattr(agent, 'model', None)),
-                      outcome=Outcome(success=False, reason='error', invalid=why), source=Source(format='knowlyr-env'),
-                      metadata={'error': {'type': 'WorkerDied', 'message': why, 'traceback': ''}, 'seed': seed, 'episode': i})
+    t = failed_episode(WorkerDied(why), task, agent=AgentInfo(name=name, model=getattr(agent, 'model', None)),
+                       env_id=env if isinstance(env, str) else None, invalid=why)   # the engine's failed episode
+    t.metadata = {**t.metadata, 'seed': seed, 'episode': i}
+    return t
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #3c6f0c6a
 def _pool(plan, n_workers:int, n_chunks:int)->tuple[cf.ProcessPoolExecutor, Any]:
@@ -286,8 +289,8 @@ def _in_ray(plan, chunks, n_workers, address)->Iterator[list]:
                 if _ray_ran(up): deaths = 0; yield [_lost(j, plan, _ray_death(e)) for j in c]; continue
                 todo.insert(0, (k, c)); deaths += 1    # it died being built: no episode's fault, the chunk reruns
                 if deaths > n_workers + POOL_RESTARTS: raise RuntimeError(
-                    f"collect: Ray actors died {deaths} times in a row before running a chunk (can the env and agent be "
-                    f"built on the cluster?): {e}") from e
+                    f"collect: Ray actors died {deaths} times in a row before running a chunk (can the env and "
+                    f"agent be built on the cluster?): {e}") from e
                 continue
             idle.append((a, up)); deaths = 0; yield ds
     finally: _ray_close(actors)      # also when the caller stops early or a chunk raised
@@ -295,7 +298,7 @@ def _in_ray(plan, chunks, n_workers, address)->Iterator[list]:
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #3acc1ae8
 def run_chunks(plan:tuple,          # (env, agent, env_kwargs, spec): what each worker is built from
-               chunks:list[list],   # the run's jobs, (episode, task, seed), cut into the chunks a worker runs in lock-step
+               chunks:list[list],   # the run's jobs (episode, task, seed), cut into the chunks a worker runs in lock-step
                workers:Workers,     # where: number of workers, backend, Ray address
               )->Iterator[list]:    # each chunk's trajectories (or their dicts, from another process), as it finishes
     "Run `chunks` on the backend of `workers`, losing no episode to a worker that dies"
