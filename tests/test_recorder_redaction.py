@@ -435,3 +435,27 @@ def test_value_redacted_once_is_redacted_in_the_files_later_trajectories(tmp_pat
         ts = list(convert(tmp_path / log))
         assert len(ts) == n and all(key not in t.model_dump_json() for t in ts), log
         assert all(sum(t.metadata['redactions'].values()) >= 1 for t in ts), [t.metadata for t in ts]
+
+
+def test_cassette_keeps_no_header_it_does_not_know(tmp_path):
+    "Generic credential headers (no token shape the secret rules know) reach neither a step nor the side file"
+    import copy
+
+    import yaml
+
+    from knowlyr_lab.recorder.report import ConversionReport
+    doc = yaml.safe_load((Path(__file__).parent / 'fixtures' / 'agent_logs' / 'openai-chat' / 'test_openai_tool_output.yaml').read_text())
+    secrets = {'x-auth-token': 'q8Zr2LkP0vN4sT7wY1bC3dF5gH6jK9mX', 'ocp-apim-subscription-key': '4f9d2c7be1a84d3f9c0e6b5a7d8e1f23',
+               'x-amz-security-token': 'FwoGZXIvYXdzEJr//////////wEaDHz7Q9kP2mZxY3vLmSK'}
+    for it in doc['interactions']:
+        it['request']['headers'].update({h: [v] for h, v in secrets.items()})
+        it['response']['headers'] = [{'name': h, 'value': v} for h, v in secrets.items()]   # headers as name/value pairs
+    other = copy.deepcopy(doc['interactions'][0])                  # a call that is no chat call: kept as unmapped
+    other['request']['uri'], other['request']['parsed_body'] = 'https://api.openai.com/v1/models', None
+    doc['interactions'].append(other)
+    p, side = tmp_path / 'c.yaml', tmp_path / 'side.jsonl'
+    p.write_text(yaml.safe_dump(doc))
+    ts = list(convert(p, format='openai-chat', report=ConversionReport(), side_file=side))
+    out = ''.join(t.model_dump_json() for t in ts) + (side.read_text() if side.exists() else '')
+    assert '"http"' in out and 'v1/models' in out and 'api.openai.com' in out        # the exchange is kept ...
+    assert not [h for h, v in secrets.items() if v in out]    # ... without the headers that may carry a credential

@@ -18,9 +18,9 @@ from .reading import loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
-__all__ = ['CREDENTIAL_HEADERS', 'parse_time', 'as_count', 'usage_from', 'cache_write_tokens', 'content_text', 'media_blocks',
-           'keep_media', 'user_media', 'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer',
-           'strip_credentials', 'http_exchange']
+__all__ = ['PLAIN_HEADERS', 'PLAIN_HEADER_PREFIXES', 'parse_time', 'as_count', 'usage_from', 'cache_write_tokens', 'content_text',
+           'media_blocks', 'keep_media', 'user_media', 'parse_arguments', 'new_step', 'set_observation',
+           'ToolCallPairer', 'strip_credentials', 'http_exchange']
 
 # %% ../../nbs/20c_recorder_values.ipynb #6fbda06a
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -241,15 +241,26 @@ def open_calls(self:ToolCallPairer)->list[Step]:
     return list(self.pending.values())
 
 # %% ../../nbs/20c_recorder_values.ipynb #92e93f7c
-CREDENTIAL_HEADERS = {'authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key', 'api-key', 'x-goog-api-key'}
+PLAIN_HEADERS = {'accept', 'accept-encoding', 'access-control-expose-headers', 'alt-svc', 'cache-control', 'cf-cache-status',
+                 'cf-ray', 'connection', 'content-encoding', 'content-length', 'content-security-policy', 'content-type',
+                 'date', 'host', 'server', 'strict-transport-security', 'transfer-encoding', 'user-agent', 'vary', 'via',
+                 'x-content-type-options', 'x-request-id', 'request-id', 'openai-model', 'openai-organization',
+                 'openai-processing-ms', 'openai-version', 'anthropic-version', 'anthropic-beta', 'retry-after'}
+PLAIN_HEADER_PREFIXES = ('x-ratelimit-', 'anthropic-ratelimit-', 'x-stainless-')   # rate limits, the SDK's platform
 
 # %% ../../nbs/20c_recorder_values.ipynb #5009fd53
+def _plain(h)->bool: h = str(h).lower(); return h in PLAIN_HEADERS or h.startswith(PLAIN_HEADER_PREFIXES)
+
 def strip_credentials(it):
-    "An interaction without the HTTP headers that carry credentials (cookies, auth, API keys); the others kept"
+    "An interaction with only the HTTP headers known to carry no credential (`PLAIN_HEADERS`); others dropped"
     if not isinstance(it, dict): return it
     def part(v):
-        if not isinstance(v, dict) or not isinstance(v.get('headers'), dict): return v
-        return {**v, 'headers': {h: x for h, x in v['headers'].items() if str(h).lower() not in CREDENTIAL_HEADERS}}
+        if not isinstance(v, dict) or 'headers' not in v: return v
+        h = v['headers']
+        if isinstance(h, dict): h = {k: x for k, x in h.items() if _plain(k)}
+        elif isinstance(h, list): h = [x for x in h if isinstance(x, dict) and _plain(x.get('name', ''))]
+        else: h = {}
+        return {**v, 'headers': h}
     return {k: part(v) for k, v in it.items()}
 
 # %% ../../nbs/20c_recorder_values.ipynb #0dacf86f
