@@ -26,8 +26,8 @@ from .pipeline_config import PipelineConfig, PipelineError, with_added_fields
 from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, log_format_known, stale_temps, temp_path
 from .store import TrajectoryStore
 from ..registry import make
-from ..rollout.workers import worker_agent
 from ..rollout.engine import episode_seed, run_episode
+from ..rollout.workers import worker_agent
 from ..trajectory import Trajectory
 from ..trajectory_io import read_trajectories, write_trajectories
 

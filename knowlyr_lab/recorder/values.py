@@ -241,11 +241,12 @@ def open_calls(self:ToolCallPairer)->list[Step]:
     return list(self.pending.values())
 
 # %% ../../nbs/20c_recorder_values.ipynb #92e93f7c
-PLAIN_HEADERS = {'accept', 'accept-encoding', 'access-control-expose-headers', 'alt-svc', 'cache-control', 'cf-cache-status',
-                 'cf-ray', 'connection', 'content-encoding', 'content-length', 'content-security-policy', 'content-type',
-                 'date', 'host', 'server', 'strict-transport-security', 'transfer-encoding', 'user-agent', 'vary', 'via',
-                 'x-content-type-options', 'x-request-id', 'request-id', 'openai-model', 'openai-organization',
-                 'openai-processing-ms', 'openai-version', 'anthropic-version', 'anthropic-beta', 'retry-after'}
+PLAIN_HEADERS = {'accept', 'accept-encoding', 'access-control-expose-headers', 'alt-svc', 'cache-control',
+                 'cf-cache-status', 'cf-ray', 'connection', 'content-encoding', 'content-length',
+                 'content-security-policy', 'content-type', 'date', 'host', 'server', 'strict-transport-security',
+                 'transfer-encoding', 'user-agent', 'vary', 'via', 'x-content-type-options', 'x-request-id',
+                 'request-id', 'openai-model', 'openai-organization', 'openai-processing-ms', 'openai-version',
+                 'anthropic-version', 'anthropic-beta', 'retry-after'}
 PLAIN_HEADER_PREFIXES = ('x-ratelimit-', 'anthropic-ratelimit-', 'x-stainless-')   # rate limits, the SDK's platform
 
 # %% ../../nbs/20c_recorder_values.ipynb #5009fd53
