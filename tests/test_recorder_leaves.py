@@ -52,6 +52,46 @@ def test_cassette_keeps_the_http_exchange_but_no_cookie():
     assert 'cookie' not in h[1]['request']['headers'] and '__cf_bm' not in t.model_dump_json()
     assert h[0]['request']['parsed_body']['tool_choice'] == 'required' and 'messages' not in h[0]['request']['parsed_body']
 
+def test_anthropic_messages_keeps_the_thinking_signature_beside_its_thinking():
+    (t,) = conv(FIXTURES / 'recorder' / 'anthropic-messages' / 'test_anthropic_tool_with_thinking.yaml')
+    (s,) = [s for s in t.steps if s.metadata.get('thinking')]
+    assert s.metadata['thinking_signatures'][0].startswith('EqEECkYICxgCKkAo3UA4')
+    t, _ = conv(FIXTURES / 'recorder' / 'anthropic-messages' / 'conversations.jsonl')
+    assert [s.metadata.get('thinking_signatures') for s in t.steps][:2] == [['EqQBCkYIBxgCKkBx'], None]
+
+def test_claude_code_keeps_signature_stop_reason_service_tier_and_the_structured_result():
+    (t, *_) = conv(FIXTURES / 'recorder' / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl')
+    s = t.steps[0]
+    assert s.thought.startswith('Two independent reads.') and s.metadata['thinking_signatures'] == ['x']
+    assert (s.metadata['stop_reason'], s.metadata['service_tier']) == ('tool_use', 'standard')
+    assert [x.metadata.get('stop_reason') for x in t.steps if x.action is None][-1] == 'end_turn'
+    tur = [x.metadata['tool_use_result'] for x in t.steps if 'tool_use_result' in x.metadata]
+    assert {'type': 'text', 'file': {'filePath': '/path/to/Demo/README.md', 'content': '# Demo'}} in tur
+    assert 'Error: npm ERR! missing script: test' in tur
+
+SECRET = 'ghp_x7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yz'
+
+def _plant_cc(rec):
+    if isinstance(rec.get('toolUseResult'), dict): rec['toolUseResult']['stdout'] = f'GH_TOKEN={SECRET}'; return True
+
+PLANTED = {'claude-code': ('recorder/claude-code/7f3c2a10-0000-4000-8000-000000000001.jsonl', _plant_cc)}
+
+@pytest.mark.parametrize('fmt', PLANTED)
+def test_a_secret_in_a_newly_kept_field_is_redacted(fmt, tmp_path):
+    "The fields kept since the audit come from the records, which are redacted as they are read"
+    name, plant = PLANTED[fmt]
+    src, dst = FIXTURES / name, tmp_path / Path(name).name
+    recs = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    assert sum(bool(plant(r)) for r in recs) >= 1
+    dst.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    side = tmp_path / 'side.jsonl'
+    ts = list(convert(dst, format=fmt, report=ConversionReport(side_file=side), redact=False))
+    assert SECRET in ''.join(t.model_dump_json() for t in ts)      # the field is kept ...
+    side.unlink(missing_ok=True)
+    ts = list(convert(dst, format=fmt, report=ConversionReport(side_file=side), redact=True))
+    out = ''.join(t.model_dump_json() for t in ts) + (side.read_text() if side.exists() else '')
+    assert SECRET not in out and 'ghp_' in json.dumps(recs)         # ... and redacted
+
 # ---------------------------------------------------------------- the audit: every leaf, every structured fixture log
 
 # A leaf's last key among these is a discriminator: its value became the shape of a step (a call, a result, a turn).
@@ -61,7 +101,6 @@ SHAPE = {'type', 'role', 'kind', 'from', 'object'}
 LISTED = {
     'anthropic-messages': {
         '[].messages[].usage.input_tokens': 're-expressed: usage.input counts the cache reads and writes too',
-        '*.signature': 'NOT KEPT: the signature of a thinking block (opaque; needed only to replay it to the API)',
     },
     'openai-chat': {
         'interactions[].request.headers.cookie[]': 'dropped: a credential header',
@@ -70,11 +109,8 @@ LISTED = {
     'claude-code': {
         '[].message.usage.cache_creation_input_tokens': 're-expressed: summed into usage.input',
         '[].message.usage.cache_creation.*': 're-expressed: the cache writes split by lifetime, summed into usage.input',
-        '[].message.usage.service_tier': 'NOT KEPT: the API tier of a response',
-        '[].message.stop_reason': 'NOT KEPT: why each response stopped (the steps show it: a call or a text turn)',
         '[].requestId': 'kept per call step (request_id); a text turn has none',
         '[].userType': 'dropped: always "external"',
-        '[].toolUseResult*': 'NOT KEPT: the structured tool output beside the text result (the text is the observation)',
     },
     'codex-cli': {
         '[].timestamp': 'NOT KEPT: the time of records that are no step (session_meta, turn_context, notifications)',

@@ -246,10 +246,13 @@ def _feed_assistant(b:ChatBuilder, msg:dict, segs:list, thinking:list, where:str
     reasoning = msg.get('reasoning_content') or msg.get('reasoning')
     if isinstance(reasoning, str) and reasoning: thinking.append(reasoning)
     meta, orphans = _with_sources(msg, segs, _with_refusal(msg, segs[0]['texts'], meta)), []
+    # a thinking block's signature: the API takes the thinking back only with it; kept beside the thinking
+    sigs = [k['signature'] for k in _blocks(msg.get('content')) if isinstance(k, dict) and k.get('signature')]
     for i, sg in enumerate(segs):
         if i == 0:
-            b.add_assistant(_join(sg['texts']), sg['calls'], '\n\n'.join(thinking) or None,
-                            usage or usage_from(msg.get('usage')), response_id, t, model, **meta)
+            first = b.add_assistant(_join(sg['texts']), sg['calls'], '\n\n'.join(thinking) or None,
+                                    usage or usage_from(msg.get('usage')), response_id, t, model, **meta)
+            if first and sigs: first[0].metadata['thinking_signatures'] = sigs
         elif _join(sg['texts']) or sg['calls']:
             b.add_assistant(_join(sg['texts']), sg['calls'], response_id=response_id, t=t)
         orphans += [blk for blk in sg['results'] if not _feed_result(b, blk)]

@@ -44,6 +44,7 @@ class _ClaudeChain:
         self.path, self.report = path, report
         self.log, self.unmapped, self.instruction, self.meta_prompts = StepLog(), [], None, []
         self.pending_text, self.pending_id, self.usage, self.models = [], None, {}, []
+        self.pending_sigs, self.stops = [], {}     # thinking signatures held with the text; stop_reason per response
         self.session, self.first_t, self.parent_call, self._pending_t = None, None, None, None
         # per session: cwd..., summaries, main records; a sidechain's session; each record's uuid, parent and time
         self.meta, self.summaries, self.records, self.parent, self.ids = {}, [], 0, None, []
@@ -51,8 +52,9 @@ class _ClaudeChain:
     def flush(self):
         "Emit held-back text as a text turn"
         if self.pending_text:
-            self.log.message('\n\n'.join(self.pending_text), self._pending_t, response_id=self.pending_id)
-        self.pending_text, self.pending_id = [], None
+            self.log.message('\n\n'.join(self.pending_text), self._pending_t, response_id=self.pending_id,
+                             thinking_signatures=self.pending_sigs or None)
+        self.pending_text, self.pending_id, self.pending_sigs = [], None, []
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #8bdd538d
 @patch
@@ -78,6 +80,7 @@ def assistant(self:_ClaudeChain, rec, line):
     mid, t = msg.get('id') or rec.get('uuid'), rec.get('timestamp')
     if mid != self.pending_id: self.flush()
     if isinstance(msg.get('usage'), dict): self.usage[mid] = msg['usage']
+    if msg.get('stop_reason') is not None: self.stops[mid] = msg['stop_reason']
     if isinstance(msg.get('model'), str) and msg['model'] != '<synthetic>' and msg['model'] not in self.models:
         self.models.append(msg['model'])
     blocks = (msg.get('content') if isinstance(msg.get('content'), list)
@@ -89,12 +92,13 @@ def assistant(self:_ClaudeChain, rec, line):
             if txt.strip():
                 if not self.pending_text: self._pending_t = t
                 self.pending_text.append(txt); self.pending_id = mid
+                if b.get('signature'): self.pending_sigs.append(b['signature'])   # the API takes thinking back with it
         elif b.get('type') in ('tool_use', 'server_tool_use'):
-            thought = '\n\n'.join(self.pending_text) or None
-            self.pending_text, self.pending_id = [], mid
+            thought, sigs = '\n\n'.join(self.pending_text) or None, self.pending_sigs or None
+            self.pending_text, self.pending_id, self.pending_sigs = [], mid, []
             inp = b.get('input') if isinstance(b.get('input'), dict) else {'_raw': b.get('input')}
             self.log.call(b.get('name') or 'unknown', inp, b.get('id'), thought, t, response_id=mid, own_thought=True,
-                          request_id=rec.get('requestId'))
+                          request_id=rec.get('requestId'), thinking_signatures=sigs)
         elif isinstance(b.get('type'), str) and b['type'].endswith('_tool_result'): self._server_result(b, t, line)
         else:
             why = 'assistant content block with no place in a step'
@@ -109,7 +113,7 @@ def user(self:_ClaudeChain, rec, line):
     content, t = msg.get('content'), rec.get('timestamp')
     blocks = ([{'type': 'text', 'text': content}] if isinstance(content, str)
               else content if isinstance(content, list) else [])
-    texts, tur = [], rec.get('toolUseResult')
+    texts, tur, whole = [], rec.get('toolUseResult'), rec.get('toolUseResult')   # whole: kept on the first result
     for b in map(_cc_block, blocks):
         if b.get('type') == 'tool_result':
             step = self.log.result(b.get('tool_use_id'), content_text(b.get('content')), bool(b.get('is_error')), None,
@@ -120,6 +124,7 @@ def user(self:_ClaudeChain, rec, line):
             else:
                 keep_media(step, b.get('content'))                   # a screenshot: kept whole
                 if isinstance(tur, dict) and tur.get('interrupted'): step.metadata['interrupted'] = True
+                if whole is not None: step.metadata['tool_use_result'], whole = whole, None   # the structured output
         elif b.get('type') == 'text':
             if (b.get('text') or '').strip(): texts.append(b['text'])
         elif b.get('type') == 'image':     # its place in the text, the image itself kept whole
@@ -143,6 +148,9 @@ def finish(self:_ClaudeChain):
     for mid, u in self.usage.items():   # the last (complete) usage of each response, on its first step
         s = self.log.first_step_of(mid)
         if s is not None: s.usage = usage_from(u)
+        if s is not None and u.get('service_tier'): s.metadata['service_tier'] = u['service_tier']
+    for mid, why in self.stops.items():   # why each response stopped (the last record of a response says it)
+        if (s := self.log.first_step_of(mid)) is not None: s.metadata['stop_reason'] = why
     return self.log.finish()
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #0b4d344a
