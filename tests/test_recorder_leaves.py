@@ -69,12 +69,33 @@ def test_claude_code_keeps_signature_stop_reason_service_tier_and_the_structured
     assert {'type': 'text', 'file': {'filePath': '/path/to/Demo/README.md', 'content': '# Demo'}} in tur
     assert 'Error: npm ERR! missing script: test' in tur
 
+def test_codex_keeps_turn_settings_turn_marks_session_time_and_message_phase():
+    (t,) = conv(FIXTURES / 'recorder' / 'codex-cli' / 'rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl')
+    assert t.metadata['timestamp'] == '2026-02-23T19:34:25.500Z'
+    assert t.metadata['turn_contexts'] == [{'timestamp': '2026-02-23T19:34:27.000Z', 'turn_id': 't1', 'cwd': '/repo',
+        'approval_policy': 'on-request', 'sandbox_policy': {'type': 'workspace-write'}, 'model': 'gpt-5.3-codex'}]
+    assert [(e['type'], e['turn_id']) for e in t.metadata['turn_events']] == [('task_started', 't1'), ('task_complete', 't1')]
+    assert t.metadata['turn_events'][0]['model_context_window'] == 258400
+    assert t.steps[-1].metadata['phase'] == 'final_answer' and 'phase' not in t.steps[0].metadata
+    (t,) = conv(FIXTURES / 'recorder' / 'codex-cli' / 'rollout-2025-09-19T09-02-12-01996135-afde-7911-97f0-d863511eca56.jsonl')
+    (c,) = t.metadata['turn_contexts']
+    assert (c['effort'], c['summary'], c['sandbox_policy']) == ('high', 'auto', {'mode': 'danger-full-access'})
+
+def test_codex_keeps_a_turn_context_only_when_its_settings_change():
+    (t,) = conv(REAL / 'codex-cli' / 'test_conversation_codex.jsonl')     # 19 turn_context records, all alike
+    assert len(t.metadata['turn_contexts']) == 1
+
 SECRET = 'ghp_x7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yz'
 
 def _plant_cc(rec):
     if isinstance(rec.get('toolUseResult'), dict): rec['toolUseResult']['stdout'] = f'GH_TOKEN={SECRET}'; return True
 
-PLANTED = {'claude-code': ('recorder/claude-code/7f3c2a10-0000-4000-8000-000000000001.jsonl', _plant_cc)}
+def _plant_codex(rec):
+    if rec.get('type') == 'turn_context': rec['payload']['user_instructions'] = f'use GH_TOKEN={SECRET}'; return True
+
+PLANTED = {'claude-code': ('recorder/claude-code/7f3c2a10-0000-4000-8000-000000000001.jsonl', _plant_cc),
+           'codex-cli': ('recorder/codex-cli/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl',
+                         _plant_codex)}
 
 @pytest.mark.parametrize('fmt', PLANTED)
 def test_a_secret_in_a_newly_kept_field_is_redacted(fmt, tmp_path):
@@ -113,24 +134,13 @@ LISTED = {
         '[].userType': 'dropped: always "external"',
     },
     'codex-cli': {
-        '[].timestamp': 'NOT KEPT: the time of records that are no step (session_meta, turn_context, notifications)',
-        '[].payload.timestamp': 'NOT KEPT: the session start written in session_meta',
-        '[].payload.turn_id': 'NOT KEPT: turn ids of task_started/turn_context',
-        '[].payload.model_context_window': 'NOT KEPT: the model context window',
+        '[].timestamp': ('dropped: the write time of a record that is no step of its own (reasoning and text written '
+                         'before a call, token counts, event mirrors, a turn context that changed nothing, the '
+                         'session_meta record); session start, turn marks and changed turn contexts keep theirs'),
         '[].payload.info.*': 're-expressed: the cumulative token counts are diffed into per-step usage and usage_total',
         '[].payload.rate_limits.*': 'dropped: the account rate-limit state, nothing about the episode',
-        '[].payload.approval_policy': 'NOT KEPT: turn_context settings (only the model is kept)',
-        '[].payload.sandbox_policy.*': 'NOT KEPT: turn_context settings',
-        '[].payload.collaboration_mode*': 'NOT KEPT: turn_context settings',
-        '[].payload.effort': 'NOT KEPT: turn_context settings',
-        '[].payload.summary': 'NOT KEPT: turn_context settings',
-        '[].payload.personality': 'NOT KEPT: turn_context settings',
-        '[].payload.truncation_policy.*': 'NOT KEPT: turn_context settings',
-        '[].payload.user_instructions': 'NOT KEPT: turn_context settings',
-        '[].payload.developer_instructions': 'NOT KEPT: turn_context settings',
         '[].payload.encrypted_content': 'dropped: encrypted reasoning, unreadable',
         '[].payload.message': 'dropped: an event_msg mirror of a response_item text',
-        '[].payload.phase': 'NOT KEPT: the phase (commentary, final_answer) of an assistant message',
     },
     'gemini-cli': {
         '*id': 'NOT KEPT: message ids (used to merge the upserts of one message)',

@@ -50,6 +50,8 @@ class _CodexSession:
         self.deltas, self.total, self.last_total = [], None, None
         self.complete, self.aborted, self.last_message, self._t, self.by_call = False, False, None, None, {}
         self.turns = 0                 # task_started events: the log marks its turns, so each must end in task_complete
+        # the turn settings as they change, the turn start/end marks, and the phase of the text held in `thought`
+        self.contexts, self.settings, self.turn_events, self.phase = [], {}, [], None
 
 # %% ../../nbs/26a_recorder_codex_cli.ipynb #7df46c7c
 @patch
@@ -61,17 +63,18 @@ def _response(self:_CodexSession):
 @patch
 def _end_response(self:_CodexSession):
     if self.in_response and self.thought:   # text that no call followed: a text turn
-        s = self.log.message('\n\n'.join(self.thought), self._t, response_id=f'response-{self.resp_no}')
+        s = self.log.message('\n\n'.join(self.thought), self._t, response_id=f'response-{self.resp_no}',
+                             phase=self.phase)
         self.resp_steps.setdefault(self.resp_no, s)
-    self.in_response, self.thought = False, []
+    self.in_response, self.thought, self.phase = False, [], None
 
 # %% ../../nbs/26a_recorder_codex_cli.ipynb #d39302e1
 @patch
 def _call(self:_CodexSession, tool, params, call_id, t, **meta):
     rid = self._response()
     s = self.log.call(tool, params, call_id, '\n\n'.join(self.thought) or None, t, response_id=rid, own_thought=True,
-                      **meta)
-    self.resp_steps.setdefault(self.resp_no, s); self.thought = []
+                      phase=self.phase, **meta)
+    self.resp_steps.setdefault(self.resp_no, s); self.thought, self.phase = [], None
     if isinstance(call_id, str): self.by_call[call_id] = s
     return s
 
@@ -82,7 +85,7 @@ def item(self:_CodexSession, p:dict, t, line):
     if typ == 'message' and p.get('role') == 'assistant':
         self._response(); self._t = t
         txt = content_text(p.get('content'))
-        if txt.strip(): self.thought.append(txt)
+        if txt.strip(): self.thought.append(txt); self.phase = p.get('phase') or self.phase  # commentary, final_answer
         return self.report.mapped(kind)
     if typ == 'reasoning':
         self._response(); self._t = t
@@ -117,6 +120,14 @@ def item(self:_CodexSession, p:dict, t, line):
         return self.report.mapped(kind)
     why = f'response item {typ!r} has no place in a trajectory'
     self.unmapped.append(self.report.unmapped(kind, p, self.path, line, why=why))
+
+# %% ../../nbs/26a_recorder_codex_cli.ipynb #7949834e
+@patch
+def turn_context(self:_CodexSession, p:dict, t):
+    "Keep the settings of `p` that differ from the turn context before it, with its turn id and time"
+    new = {k: v for k, v in p.items() if k != 'turn_id' and (k not in self.settings or self.settings[k] != v)}
+    self.settings.update(p)
+    if new: self.contexts.append({'timestamp': t, **({'turn_id': p['turn_id']} if 'turn_id' in p else {}), **new})
 
 # %% ../../nbs/26a_recorder_codex_cli.ipynb #f822bf58
 _CX_FIELDS = ('input_tokens', 'cached_input_tokens', 'output_tokens', 'reasoning_output_tokens')
@@ -166,6 +177,8 @@ def event(self:_CodexSession, p:dict, t, line):
         if typ == 'task_started': self.complete, self.aborted, self.turns = False, False, self.turns + 1
         if typ == 'task_complete': self.complete, self.last_message = True, p.get('last_agent_message')
         if typ == 'turn_aborted': self.aborted = True
+        self.turn_events.append({'type': typ, 'timestamp': t,
+                                 **{k: v for k, v in p.items() if k not in ('type', 'last_agent_message')}})
         return self.report.mapped(kind)
     why = f'event {typ!r} (UI/runtime notification) has no place in a trajectory'
     self.unmapped.append(self.report.unmapped(kind, p, self.path, line, why=why))
@@ -190,7 +203,7 @@ def convert(self:CodexCLIAdapter, path, report:ConversionReport)->Iterator[Traje
           if typ == 'response_item' and isinstance(p, dict): s.item(p, t, line)
           elif typ == 'event_msg' and isinstance(p, dict): s.event(p, t, line)
           elif typ == 'session_meta' and isinstance(p, dict):
-              keys = ('id', 'cwd', 'originator', 'cli_version', 'source', 'model_provider', 'git')
+              keys = ('id', 'timestamp', 'cwd', 'originator', 'cli_version', 'source', 'model_provider', 'git')
               s.meta.update({k: p[k] for k in keys if p.get(k)})
               bi = p.get('base_instructions')
               instr = bi.get('text') if isinstance(bi, dict) else p.get('instructions')
@@ -198,7 +211,7 @@ def convert(self:CodexCLIAdapter, path, report:ConversionReport)->Iterator[Traje
               report.mapped('session_meta')
           elif typ == 'turn_context' and isinstance(p, dict):
               if isinstance(p.get('model'), str) and p['model'] not in s.models: s.models.append(p['model'])
-              report.mapped('turn_context')
+              s.turn_context(p, t); report.mapped('turn_context')
           else:
               why = f'record type {typ!r} has no place in a trajectory (compaction summary, state snapshot...)'
               s.unmapped.append(report.unmapped(str(typ), rec, path, line, why=why))
@@ -226,6 +239,8 @@ def _cx_trajectory(self, path, s:_CodexSession)->Trajectory:
                             lt.get('reasoning_output_tokens'))
         record_totals(meta, total, steps)
     if s.context: meta['context_messages'] = s.context
+    if s.contexts: meta['turn_contexts'] = s.contexts
+    if s.turn_events: meta['turn_events'] = s.turn_events
     if s.last_message: meta['last_agent_message'] = s.last_message
     if s.unmapped: meta['unmapped'] = s.unmapped
     sid = s.meta.get('id') or path.stem
