@@ -85,6 +85,20 @@ def test_codex_keeps_a_turn_context_only_when_its_settings_change():
     (t,) = conv(REAL / 'codex-cli' / 'test_conversation_codex.jsonl')     # 19 turn_context records, all alike
     assert len(t.metadata['turn_contexts']) == 1
 
+def test_gemini_keeps_message_ids_times_ui_fields_and_the_model_of_each_message():
+    (t,) = conv(FIXTURES / 'recorder' / 'gemini-cli' / 'session-2026-04-23T12-52-0ab84937.jsonl')
+    assert t.task.metadata == {'message_id': 'u-1', 'timestamp': '2026-04-23T12:53:05.283Z'}
+    assert t.steps[0].metadata['thought_times'] == ['2026-04-23T12:53:07.916Z']
+    (t,) = conv(REAL / 'gemini-cli' / 'gemini.jsonl')
+    assert t.task.metadata['display'] == '/init'
+    assert [s.metadata['model'] for s in t.steps if 'model' in s.metadata] == ['gemini-3.1-pro-preview']
+    w = next(s for s in t.steps if s.action and s.action.tool == 'write_file')
+    assert (w.metadata['display_name'], sorted(w.metadata['result_display'])) == ('WriteFile', [
+        'diffStat', 'fileDiff', 'fileName', 'filePath', 'isNewFile', 'originalContent'])   # newContent: the call's content
+    assert w.metadata['description'] == 'Writing to GEMINI.md'
+    assert [s.metadata['user_message_id'] for s in t.steps if 'user_message_id' in s.metadata][-1] == \
+        '231038fa-bbfb-4b43-9a30-b8b7fcf54895'
+
 SECRET = 'ghp_x7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yz'
 
 def _plant_cc(rec):
@@ -93,9 +107,13 @@ def _plant_cc(rec):
 def _plant_codex(rec):
     if rec.get('type') == 'turn_context': rec['payload']['user_instructions'] = f'use GH_TOKEN={SECRET}'; return True
 
+def _plant_gemini(rec):
+    for tc in rec.get('toolCalls') or []: tc['resultDisplay'] = {'fileDiff': f'+GH_TOKEN={SECRET}'}; return True
+
 PLANTED = {'claude-code': ('recorder/claude-code/7f3c2a10-0000-4000-8000-000000000001.jsonl', _plant_cc),
            'codex-cli': ('recorder/codex-cli/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl',
-                         _plant_codex)}
+                         _plant_codex),
+           'gemini-cli': ('recorder/gemini-cli/session-2026-04-23T12-52-0ab84937.jsonl', _plant_gemini)}
 
 @pytest.mark.parametrize('fmt', PLANTED)
 def test_a_secret_in_a_newly_kept_field_is_redacted(fmt, tmp_path):
@@ -143,15 +161,7 @@ LISTED = {
         '[].payload.message': 'dropped: an event_msg mirror of a response_item text',
     },
     'gemini-cli': {
-        '*id': 'NOT KEPT: message ids (used to merge the upserts of one message)',
-        '*timestamp': 'NOT KEPT: times of messages and thoughts that are no step time',
-        '[].$set.lastUpdated': 'NOT KEPT: the session file update time',
-        '[].displayContent[].text': 'NOT KEPT: the text the UI showed for a user turn (e.g. the slash command)',
-        '[].model': 'NOT KEPT: the model of each message after the first',
         '*tokens.*': 're-expressed: per-message tokens are the step usage (total and tool are sums)',
-        '*toolCalls[].description': 'NOT KEPT: the UI description of a call',
-        '*toolCalls[].displayName': 'NOT KEPT: the UI name of a tool',
-        '*toolCalls[].resultDisplay*': 'NOT KEPT: the UI rendering of a result (diffs, new file content)',
     },
     'mini-swe-agent': {
         '[].content': 're-expressed: an assistant message is the thought and the command',

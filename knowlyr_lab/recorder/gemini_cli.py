@@ -63,6 +63,19 @@ def _gm_result(tc:dict)->tuple[str, bool]:
         text = rd if isinstance(rd, str) else json.dumps(rd, ensure_ascii=False)
     return text, bool(err)
 
+# %% ../../nbs/26b_recorder_gemini_cli.ipynb #db537177
+def _gm_ui(tc:dict)->dict:
+    "The UI description and display name of a tool call, as step metadata"
+    return {'description': tc.get('description'), 'display_name': tc.get('displayName')}
+
+# %% ../../nbs/26b_recorder_gemini_cli.ipynb #c48a1350
+def _gm_display(tc:dict, observation:str):
+    "A call's `resultDisplay`, less what the step holds already (None: nothing more)"
+    rd = tc.get('resultDisplay')
+    if isinstance(rd, dict) and 'newContent' in rd and rd['newContent'] == (tc.get('args') or {}).get('content'):
+        rd = {k: v for k, v in rd.items() if k != 'newContent'}
+    return None if rd in (None, '', {}) or rd == observation else rd
+
 # %% ../../nbs/26b_recorder_gemini_cli.ipynb #081c3c3e
 def _gm_response(log:StepLog, m:dict, models:list):
     "Add a `gemini` message to `log`: one step per tool call (with its inline result), or a text turn"
@@ -70,38 +83,47 @@ def _gm_response(log:StepLog, m:dict, models:list):
     text, reasoning = content_text(m.get('content')), _gm_thoughts(m)
     usage, t = _gm_usage(m.get('tokens')), m.get('timestamp')
     calls = [tc for tc in m.get('toolCalls') or [] if isinstance(tc, dict)]
-    for tc in calls:
+    tt = [x['timestamp'] for x in m.get('thoughts') or [] if isinstance(x, dict) and x.get('timestamp')]
+    # on the message's first step: when its thoughts were written, its model when the session's first is another
+    first = {'thought_times': tt or None, 'model': m.get('model') if m.get('model') != (models or [None])[0] else None}
+    for j, tc in enumerate(calls):
         args = tc.get('args') if isinstance(tc.get('args'), dict) else {'_raw': tc.get('args')}
         thought = '\n\n'.join(x for x in (reasoning, text) if x) or None
         st = {'status': tc['status']} if tc.get('status') not in (None, 'success') else {}
         s = log.call(tc.get('name') or 'unknown', args, tc.get('id'), thought, t, usage=usage,
-                     response_id=m.get('id'), **st)
+                     response_id=m.get('id'), **st, **(first if j == 0 else {}), **_gm_ui(tc))
         res, err = _gm_result(tc)
         log.pairer.pending.pop(s.action.call_id, None)     # the result is inline: paired without an id (none: kept too)
         keep_media(set_observation(s, res, err, None, tc.get('timestamp')), tc.get('result'))
+        if (rd := _gm_display(tc, res)) is not None: s.metadata['result_display'] = rd
     if not calls:
-        log.message(text, t, usage=usage, response_id=m.get('id'), **({'reasoning': reasoning} if reasoning else {}))
+        log.message(text, t, usage=usage, response_id=m.get('id'), **({'reasoning': reasoning} if reasoning else {}),
+                    **first)
 
 # %% ../../nbs/26b_recorder_gemini_cli.ipynb #dd57f791
-def _gm_steps(path, report, messages:list[tuple[int|None, dict]], unmapped:list)->tuple[StepLog, str|None, list]:
-    "(steps, instruction, models) of a session's messages"
-    log, instruction, models = StepLog(), None, []
+def _gm_steps(path, report, messages:list[tuple[int|None, dict]], unmapped:list)->tuple[StepLog, str|None, list, dict]:
+    "(steps, instruction, models, the task message's id, time and UI text) of a session's messages"
+    log, instruction, models, task = StepLog(), None, [], {}
     for line, m in messages:
       typ = m.get('type'); kind = f'message:{typ}'
       with guard(report, path, line, m, kind):
           if typ == 'user':
               text = content_text(m.get('content'))
               unmapped.extend(user_media(report, m.get('content'), path, line))   # the user's own images, whole
-              if instruction is None: instruction = text
-              else:
-                  disp = {'display': content_text(m.get('displayContent'))} if m.get('displayContent') else {}
-                  log.user(text, m.get('timestamp'), **disp)
+              disp = content_text(m.get('displayContent')) if m.get('displayContent') else None
+              if instruction is None:
+                  instruction = text
+                  task = {k: v for k, v in (('message_id', m.get('id')), ('timestamp', m.get('timestamp')),
+                                            ('display', disp)) if v is not None}
+              else:       # its id on its step, or on the text step it answers
+                  s = log.user(text, m.get('timestamp'), display=disp)
+                  if m.get('id') is not None: s.metadata['user_message_id'] = m['id']
           elif typ == 'gemini': _gm_response(log, m, models)
           else:
               why = f'CLI {typ} notice, not part of the conversation'
               unmapped.append(report.unmapped(kind, m, path, line, why=why)); continue
           report.mapped(kind)
-    return log, instruction, models
+    return log, instruction, models, task
 
 # %% ../../nbs/26b_recorder_gemini_cli.ipynb #4cfe4f5c
 class GeminiCLIAdapter(LogAdapter):
@@ -159,11 +181,11 @@ def convert(self:GeminiCLIAdapter, path, report:ConversionReport)->Iterator[Traj
 
 # %% ../../nbs/26b_recorder_gemini_cli.ipynb #ab927819
 def _gm_trajectory(self, path, report, header, messages, unmapped)->Trajectory:
-    log, instruction, models = _gm_steps(path, report, messages, unmapped)
+    log, instruction, models, task = _gm_steps(path, report, messages, unmapped)
     meta = {k: header[k] for k in ('projectHash', 'startTime', 'lastUpdated', 'kind', 'summary') if header.get(k)}
     if unmapped: meta['unmapped'] = unmapped
     sid = str(header.get('sessionId') or path.stem)
-    return Trajectory(id=sid, task=Task(id=sid, instruction=instruction or '', domain='coding'),
+    return Trajectory(id=sid, task=Task(id=sid, instruction=instruction or '', domain='coding', metadata=task),
                      agent=AgentInfo(name='gemini-cli', model=models[0] if models else None), steps=log.finish(),
                      source=Source(format=self.name, path=str(path)), metadata=meta)
 register_adapter(GeminiCLIAdapter())
