@@ -33,17 +33,10 @@ from ..trajectory_io import TrajectoryError, parse_trajectory, quarantine_line, 
 __all__ = ['DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #daa4d8f8
+from .export_filter import drop_stale_exports, input_files  # the input files, and what an export writes
 from .export_filter import pref_record, pref_records, quarantine_pref  # the preference records a DPO export reads
 
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
-def _input_files(src)->list[Path]:
-    "The trajectory files of `src` (a file, or a directory searched recursively)"
-    p = Path(src)
-    if p.is_dir():
-        return sorted(f for f in p.rglob('*') if f.is_file() and f.name.endswith(('.jsonl', '.jsonl.gz', '.parquet')))
-    if not p.exists(): raise ExportError(f"trajectory file {p} does not exist")
-    return [p]
-
 def _count(d:dict, k:str, n:int=1): d[k] = d.get(k, 0) + n
 
 # %% ../../nbs/42_hub_export.ipynb #c92eb66a
@@ -93,7 +86,7 @@ def _source(self:DatasetExporter, errors:list, quarantine:Path, fast:bool=False)
             if (why := nonfinite_reward(t)) is None: yield t
             else: quarantine_refused(t, i, why, errors, quarantine)
         return
-    for f in _input_files(self.trajectories):
+    for f in input_files(self.trajectories):
         n = 0
         recs = read_trajectories(f, on_error='skip', quarantine=quarantine, errors=errors, fast=fast, refuse=nonfinite_reward)
         try:
@@ -137,6 +130,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
         if format in _ROW: self._write_rows(format, kept, w, res)
         else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
+    drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences))
     res.quarantined += len(errors)                # (bad preference records were counted as they came)
     res.ungrouped = len(self._splitter.ungrouped)
     if res.ungrouped: warnings.warn(f"{res.ungrouped} tasks have no {self.group_by!r}: each its own group", stacklevel=3)
@@ -286,6 +280,8 @@ def export_hf(self:DatasetExporter, output_dir, kind:str='sft', # rows of which 
     cache = Path(tempfile.mkdtemp(prefix='knowlyr-hf-'))
     try:
         dd = datasets.load_dataset('json', data_files=res.paths, cache_dir=str(cache))
+        drop_stale_exports(out, [*res.paths.values(), out / 'jsonl' / 'quarantine.jsonl'],   # an earlier export's
+                           (self.trajectories, self.preferences))
         dd.save_to_disk(str(out / 'hf'))
         _write_shards(dd, out / 'data', max_rows_per_shard)
         if push_to_hub: dd.push_to_hub(push_to_hub, private=private)

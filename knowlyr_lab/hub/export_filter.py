@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 from dataclasses import asdict, dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Iterator
 
@@ -22,8 +25,9 @@ from ..trajectory import Trajectory, trajectory_score
 from ..trajectory_io import TrajectoryError, quarantine_line
 
 # %% auto #0
-__all__ = ['FORMATS', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record', 'quarantine_pref',
-           'pref_line', 'pref_records', 'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty']
+__all__ = ['FORMATS', 'EXPORT_NAMES', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record',
+           'quarantine_pref', 'pref_line', 'pref_records', 'ExportError', 'ExportResult', 'check_export_settings',
+           'explain_empty', 'input_files', 'export_names_in', 'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -174,3 +178,41 @@ def explain_empty(res:ExportResult)->str:
         return "0 rows: no trajectory could be read" + bad
     left = {k: v for k, v in res.skipped.items()}
     return f"0 rows from {res.read} trajectories" + (f": left out {left}" if left else '')
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #c6ddd2b2
+def input_files(src)->list[Path]:
+    "The trajectory files of `src` (a file, or a directory searched recursively)"
+    p = Path(src)
+    if p.is_dir():
+        return sorted(f for f in p.rglob('*') if f.is_file() and f.name.endswith(('.jsonl', '.jsonl.gz', '.parquet')))
+    if not p.exists(): raise ExportError(f"trajectory file {p} does not exist")
+    return [p]
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #44e134de
+EXPORT_NAMES = ('train.jsonl', 'test.jsonl', 'train.parquet', 'test.parquet', 'quarantine.jsonl',  # a format's rows
+                'jsonl/train.jsonl', 'jsonl/test.jsonl', 'jsonl/quarantine.jsonl',       # hf: the JSONL export,
+                'data/train-?????-of-?????.parquet', 'data/test-?????-of-?????.parquet', # its Parquet shards
+                'hf/dataset_dict.json', 'hf/train', 'hf/test')                           # and its DatasetDict
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #a00358a4
+def export_names_in(out:Path)->list[Path]:
+    "What the folder `out` holds under `EXPORT_NAMES` (fnmatch patterns, '/'-separated), no folder link followed"
+    found = []
+    for d in dict.fromkeys(os.path.dirname(n) for n in EXPORT_NAMES):
+        if d and (out/d).is_symlink() or not (out/d).is_dir(): continue
+        pats = [os.path.basename(n) for n in EXPORT_NAMES if os.path.dirname(n) == d]
+        found += sorted(q for q in (out/d).iterdir() if any(fnmatchcase(q.name, x) for x in pats))
+    return found
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #7f466726
+def drop_stale_exports(out:Path, kept:list, inputs:tuple=())->list[Path]:
+    "Remove what `out` holds under `EXPORT_NAMES` but `kept` (this export's) and what `inputs` (files or folders) read"
+    keep, gone = {Path(p).resolve() for p in kept}, []
+    ins = [Path(i).resolve() for i in inputs if isinstance(i, (str, Path))]
+    for q in export_names_in(out):
+        r = q.resolve()
+        if r in keep or any(r == i or i in r.parents or r in i.parents for i in ins): continue
+        if q.is_dir() and not q.is_symlink(): shutil.rmtree(q)
+        else: q.unlink()
+        gone.append(q)
+    return gone

@@ -1,0 +1,55 @@
+"""An export folder holds exactly this export's files of the names an export writes (`EXPORT_NAMES`).
+
+Before, a rerun wrote its files over the old ones and left the rest: `test.jsonl` after a rerun with
+`test_fraction=0`, the Parquet shards of a larger earlier HF export, a verl export's `train.parquet` under an SFT
+export, so the folder read as a dataset this export did not make. Now the exporter removes its own earlier outputs
+of those names, never another file, and never a file the export reads."""
+import pytest
+
+from knowlyr_lab.hub.export import DatasetExporter
+from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
+from knowlyr_lab.trajectory_io import write_trajectories
+
+
+@pytest.fixture
+def trajs(tmp_path):
+    "20 tasks, two trajectories each (a DPO pair), in tmp_path/t.jsonl"
+    ts = [Trajectory(task=Task(id=f't{i}', instruction=f'task {i}'), outcome=Outcome(success=bool(j), score=float(j)),
+                     steps=[Step(index=0, thought='x', action=ToolCall(tool='submit', params={'a': j}))])
+          for i in range(20) for j in (0, 1)]
+    write_trajectories(ts, p := tmp_path/'t.jsonl')
+    return p
+
+def _names(d): return sorted(str(p.relative_to(d)) for p in d.rglob('*') if p.is_file())
+
+def test_a_rerun_without_a_test_split_leaves_no_test_file(trajs, tmp_path):
+    out = tmp_path/'ds'
+    res = DatasetExporter(trajs, test_fraction=0.5).export('sft', out)
+    assert set(res.paths) == {'train', 'test'}
+    (out/'notes.txt').write_text('mine\n'); (out/'test.jsonl.bak').write_text('mine\n')
+    res = DatasetExporter(trajs).export('sft', out)
+    assert set(res.paths) == {'train'}
+    assert _names(out) == ['notes.txt', 'test.jsonl.bak', 'train.jsonl']      # other files stay
+
+def test_another_formats_files_go_too(trajs, tmp_path):
+    out = tmp_path/'ds'
+    DatasetExporter(trajs, test_fraction=0.5).export('verl', out)
+    assert _names(out) == ['test.parquet', 'train.parquet']
+    DatasetExporter(trajs).export('sft', out)
+    assert _names(out) == ['train.jsonl']
+
+def test_an_hf_rerun_holds_only_its_shards_and_splits(trajs, tmp_path):
+    out = tmp_path/'ds'
+    DatasetExporter(trajs, test_fraction=0.5).export('hf', out, max_rows_per_shard=3)
+    assert len(list((out/'data').glob('train-*.parquet'))) > 1 and (out/'hf'/'test').is_dir()
+    DatasetExporter(trajs).export('hf', out)
+    assert sorted(p.name for p in (out/'data').iterdir()) == ['train-00000-of-00001.parquet']
+    assert not (out/'hf'/'test').exists() and not (out/'jsonl'/'test.jsonl').exists()
+    import datasets
+    assert list(datasets.load_from_disk(str(out/'hf'))) == ['train']
+
+def test_an_input_under_an_export_name_is_never_removed(trajs, tmp_path):
+    "Trajectories kept as <out>/test.jsonl: an export into <out> that writes no test split leaves them"
+    (out := tmp_path/'ds').mkdir(); (out/'test.jsonl').write_bytes(trajs.read_bytes())
+    res = DatasetExporter(out/'test.jsonl').export('sft', out)
+    assert res.counts['train'] > 0 and (out/'test.jsonl').read_bytes() == trajs.read_bytes()
