@@ -33,8 +33,8 @@ from ..trajectory_io import TrajectoryError, parse_trajectory, quarantine_line, 
 __all__ = ['DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #daa4d8f8
-from .export_filter import drop_stale_exports, input_files  # the input files, and what an export writes
-from .export_filter import pref_record, pref_records, quarantine_pref  # the preference records a DPO export reads
+# the input files, what an export writes, and the preference records a DPO export reads
+from .export_filter import drop_stale_exports, input_files, pref_record, pref_records, quarantine_pref
 
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
 def _count(d:dict, k:str, n:int=1): d[k] = d.get(k, 0) + n
