@@ -261,11 +261,13 @@ def reward_leaderboard(srv:ServerState, trajectories:str, # trajectory file, ins
 # %% ../nbs/94a_mcp_tools.ipynb #56cd03fb
 @_server_tool(PipelineConfig)
 def run_pipeline(srv:ServerState, output_dir:str, env_id:str='knowlyr/sandbox', agent:str='expert', max_tasks:int|None=None,
-                                  samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
+                                  samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[ExportFormat]|None=None,
+                                  test_fraction:float=0.0, group_by:str|None=None)->dict[str, Any]:
     "Tasks -> rollouts -> reward -> store -> export (resumable: rerun to continue)"
     out = srv.path(output_dir, 'output_dir')
     cfg = PipelineConfig(output_dir=str(out), env_id=env_id, agent=agent, max_tasks=max_tasks, samples_per_task=samples_per_task,
-                         max_episode_steps=max_episode_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'])
+                         max_episode_steps=max_episode_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'],
+                         test_fraction=test_fraction, group_by=group_by)
     return _pipeline_call(out, lambda: Pipeline(cfg).run())
 
 # %% ../nbs/94a_mcp_tools.ipynb #ef5c83e2
