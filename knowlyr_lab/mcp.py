@@ -48,6 +48,7 @@ def _size(v)->int:
     "About how long `v` (a string, key or scalar) is as JSON text"
     return len(v) + 2 if isinstance(v, str) else 8
 
+# %% ../nbs/95_mcp.ipynb #16583606
 def _arg_excess(tool:str, args:dict, lim:ArgLimits)->str|None:
     "Why the arguments `args` of a call to `tool` are past `lim` (one line), or None; stops at the first excess"
     todo, n, cap = [(args, 0)], 0, lim.max_mb * 2**20

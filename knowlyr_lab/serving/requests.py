@@ -44,6 +44,7 @@ def _num_field(req, k, lo, hi, default):
 # %% ../../nbs/53a_serving_requests.ipynb #f2972470
 MAX_ID_CHARS = 256               # the longest `tool_call_id` or tool call `id` a message may carry
 
+# %% ../../nbs/53a_serving_requests.ipynb #ce95c1ff
 def _strings(v, where:str=''):
     "(path, string) of every string in a JSON value, keys included"
     if isinstance(v, str): yield where or 'the body', v
