@@ -228,6 +228,8 @@ def render_chats(tokenizer,                     # tokenizer with a chat template
                  tools:list|None=None,          # tool schemas, the same for all
                  add_generation_prompt:bool=False, # end with the assistant header (a prompt for generation)
                  fmt:str|None=None,             # chat format (default: the probe's pick, `choose_format`)
+                 # more variables for the template (`enable_thinking`, `builtin_tools`: vLLM's `chat_template_kwargs`)
+                 template_kwargs:dict|None=None,
                 )->list[str]:
     "The text of each conversation as the model sees it"
     if not chats: return []
@@ -235,14 +237,14 @@ def render_chats(tokenizer,                     # tokenizer with a chat template
     args = (template_caps(tokenizer)['arguments'] or 'object') if fmt == 'template' else 'object'
     conv = [format_messages(c, tools, fmt, args) for c in chats]
     texts = tokenizer.apply_chat_template([c for c, _ in conv], tools=conv[0][1], tokenize=False,
-                                          add_generation_prompt=add_generation_prompt)
+                                          add_generation_prompt=add_generation_prompt, **(template_kwargs or {}))
     return [_put_back(t) for t in texts]
 
 # %% ../nbs/07a_chat.ipynb #523da83a
 def render_chat(tokenizer, messages:list[dict], tools:list|None=None, add_generation_prompt:bool=False,
-                fmt:str|None=None)->str:
+                fmt:str|None=None, template_kwargs:dict|None=None)->str:
     "`render_chats` of one conversation"
-    return render_chats(tokenizer, [messages], tools, add_generation_prompt, fmt)[0]
+    return render_chats(tokenizer, [messages], tools, add_generation_prompt, fmt, template_kwargs)[0]
 
 # %% ../nbs/07a_chat.ipynb #4e5cc973
 @dataclass

@@ -424,3 +424,90 @@ def test_served_reasoning_parser_round_trips(name, parser, episode):
     assert len(served) == 2 * len(traj.steps)
     for (p, reply), (nxt, _) in zip(served[::2], served[2::2]):   # each prompt holds the previous one and the reply as written
         assert nxt[:len(p) + len(reply)] == p + reply, tok.decode(nxt[len(p):len(p) + len(reply)])
+
+
+@pytest.mark.parametrize('parser', [None, 'qwen3'])
+def test_served_chat_template_kwargs_turn_thinking_off(parser):
+    """`chat_template_kwargs` as vLLM and SGLang take it (`extra_body` in the openai SDK): `{"enable_thinking": false}`
+    makes Qwen3's template end the prompt with the empty `<think>` block it writes, the model answers without thinking
+    and with `reasoning_parser='qwen3'` the answer is the content, no reasoning; the reply sent back renders as the ids
+    the model wrote (turn after turn). A server-wide default applies to requests that send none (on main the field was
+    ignored: the prompt ended on the assistant header)"""
+    openai = pytest.importorskip('openai')
+    from knowlyr_lab.serving import AgentInference
+    from knowlyr_lab.serving.model import _result
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    tok = tokenizer_with(trl_template('qwen3'))
+    inf = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, name='tiny', prefix_cache=0)
+    served, answers = [], iter(['It is 5.', 'It is 6.', 'It is 7.'])
+    def scripted(convs, tools=None, *a, template_kwargs=None, **kw):
+        p = tok(inf.render(convs[0], tools, template_kwargs=template_kwargs), add_special_tokens=False)['input_ids']
+        reply = tok(next(answers), add_special_tokens=False)['input_ids'] + [tok.eos_token_id]
+        served.append((p, reply))
+        return [_result(tok, reply, [0.0] * len(reply), p, inf.stop_ids)]
+    inf.generate = scripted
+    off = {'chat_template_kwargs': {'enable_thinking': False}}
+    with inf.serve(**({'reasoning_parser': parser} if parser else {})) as srv:
+        client = openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0)
+        msgs = [{'role': 'user', 'content': 'Compute 2 + 3.'}]
+        for k in range(2):
+            r = client.chat.completions.create(model='tiny', messages=msgs, max_tokens=8, extra_body={**off, 'return_token_ids': True})
+            m = r.choices[0].message
+            assert tok.decode(r.model_dump()['prompt_token_ids']).endswith('<|im_start|>assistant\n<think>\n\n</think>\n\n')
+            assert m.content == f'It is {5 + k}.' and getattr(m, 'reasoning_content', None) is None, m
+            msgs = msgs + [{'role': 'assistant', 'content': m.content}, {'role': 'user', 'content': 'And plus one?'}]
+        r = client.chat.completions.create(model='tiny', messages=msgs[:1], max_tokens=8, extra_body={'return_token_ids': True})
+        assert tok.decode(r.model_dump()['prompt_token_ids']).endswith('<|im_start|>assistant\n')   # thinking on: no block
+    assert len(served) == 3
+    with inf.serve(chat_template_kwargs={'enable_thinking': False}) as srv:
+        inf.generate, answers = scripted, iter(['It is 5.'])
+        r = openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0).chat.completions.create(
+            model='tiny', messages=msgs[:1], max_tokens=8, extra_body={'return_token_ids': True})
+        assert tok.decode(r.model_dump()['prompt_token_ids']).endswith('<think>\n\n</think>\n\n')
+
+
+def test_served_chat_template_kwargs_and_the_prefix_cache():
+    """The prefix cache keys its entries by token ids, so a prompt rendered with other template arguments reuses only the
+    ids it shares: with the cache on, each request (thinking off, on, off again) generates what a cache-less model does"""
+    openai = pytest.importorskip('openai')
+    from knowlyr_lab.serving import AgentInference
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    tok = tokenizer_with(trl_template('qwen3'))
+    model = make_tiny_model(tokenizer=tok, hidden_size=32)[0]
+    cached, plain = AgentInference(model, tok, name='tiny'), AgentInference(model, tok, name='tiny', prefix_cache=0)
+    assert cached.cache.max_sequences
+    msgs = [{'role': 'user', 'content': 'Compute 2 + 3.'}]
+    def ask(inf, off):
+        with inf.serve() as srv:
+            r = openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0).chat.completions.create(
+                model='tiny', messages=msgs, max_tokens=6, extra_body={'return_token_ids': True, **({'chat_template_kwargs': {'enable_thinking': False}} if off else {})})
+        d = r.model_dump()
+        return d['prompt_token_ids'], d['choices'][0]['token_ids']
+    got = [ask(cached, off) for off in (True, False, True)]
+    assert got[0][0] != got[1][0] and got[0] == got[2]
+    assert got == [ask(plain, off) for off in (True, False, True)] and cached.cache.stats['reused'] > 0
+
+
+def test_served_builtin_tool_call_with_arguments_not_json_is_a_400():
+    """Llama 3.1's template writes a built-in tool's call (`builtin_tools`) with `arguments | items`: a history call to one
+    with arguments that are not a JSON object fails there (TypeError). The client is told which call, in one line"""
+    openai = pytest.importorskip('openai')
+    from knowlyr_lab.serving import AgentInference
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    tok = tokenizer_with(trl_template('llama3_1'))
+    inf = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, name='tiny', prefix_cache=0)
+    msgs = [{'role': 'user', 'content': 'Search the weather.'},
+            {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'call_1', 'type': 'function', 'function': {'name': 'brave_search', 'arguments': '{"query": "weather'}}]},
+            {'role': 'tool', 'tool_call_id': 'call_1', 'content': 'sunny'}]
+    with inf.serve() as srv:
+        client = openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0)
+        body = {'chat_template_kwargs': {'builtin_tools': ['brave_search', 'wolfram_alpha']}}
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model='tiny', messages=msgs, max_tokens=2, extra_body=body)
+        msg = e.value.body['message']
+        assert 'messages[1].tool_calls[0]' in msg and 'not a JSON object' in msg and '\n' not in msg, msg
+        ok = [msgs[0], {**msgs[1], 'tool_calls': [{**msgs[1]['tool_calls'][0], 'function': {'name': 'brave_search', 'arguments': '{"query": "weather"}'}}]}, msgs[2]]
+        seen, render = [], inf.render
+        inf.render = lambda *a, **kw: seen.append(render(*a, **kw)) or seen[-1]
+        client.chat.completions.create(model='tiny', messages=ok, max_tokens=2, extra_body=body)
+    assert '<|python_tag|>brave_search.call(query="weather")' in seen[-1] and 'Tools: brave_search, wolfram_alpha' in seen[-1], seen[-1]

@@ -233,3 +233,33 @@ def test_prompts_are_rendered_one_at_a_time(inf, monkeypatch):
         for t in ts: t.join()
         assert got == [200] * 4 and most[0] == 1, (got, most)
     finally: s.shutdown(); s.server_close()
+
+
+@pytest.mark.parametrize('kwargs,why', [
+    ('think', 'must be a JSON object'), ([1], 'must be a JSON object'),
+    ({'add_generation_prompt': False}, "'add_generation_prompt'"), ({'messages': []}, "'messages'"),
+    ({'tools': []}, "'tools'"), ({'chat_template': '{{ 1 }}'}, "'chat_template'"), ({'tokenize': True}, "'tokenize'"),
+    ({'continue_final_message': True}, "'continue_final_message'"), ({'eos_token': '</s>'}, "'eos_token'"),
+    ({'raise_exception': 1}, "'raise_exception'"), ({'x': 'y' * 70_000}, 'at most'),
+])
+def test_chat_template_kwargs_that_override_the_server_are_refused(srv, kwargs, why):
+    "A client's template arguments never replace what the server passes the template, nor exceed a size cap (a 400)"
+    status, resp = _post(srv.url, _req(chat_template_kwargs=kwargs))
+    msg = resp['error']['message']
+    assert status == 400 and 'chat_template_kwargs' in msg and why in msg and '\n' not in msg, (status, resp)
+
+def test_chat_template_kwargs_reach_the_template(inf, monkeypatch):
+    "Arguments the server does not pass itself reach the render; null means none; a bad server default is refused at once"
+    seen, real = [], inf.render
+    monkeypatch.setattr(inf, 'render', lambda *a, **kw: seen.append(kw) or real(*a, **kw))
+    s = inf.serve(chat_template_kwargs={'enable_thinking': False, 'date_string': '1 Jan 2025'})
+    try:
+        assert _post(s.url, _req(chat_template_kwargs={'enable_thinking': True, 'builtin_tools': ['x']}))[0] == 200
+        assert _post(s.url, _req(chat_template_kwargs=None))[0] == 200
+    finally: s.shutdown(); s.server_close()
+    assert seen[0]['template_kwargs'] == {'enable_thinking': True, 'date_string': '1 Jan 2025', 'builtin_tools': ['x']}
+    assert seen[1]['template_kwargs'] == {'enable_thinking': False, 'date_string': '1 Jan 2025'}
+    with pytest.raises(ValueError, match='add_generation_prompt'): inf.serve(chat_template_kwargs={'add_generation_prompt': False})
+    from knowlyr_lab.serving.requests import RequestRefused, check_template_kwargs
+    for k in inf.tokenizer.special_tokens_map:              # the tokenizer's own variables of the template
+        with pytest.raises(RequestRefused, match=f"may not set '{k}'"): check_template_kwargs({k: 'x'})

@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/serving_completions.html.md"""
 # %% ../../nbs/53c_serving_completions.ipynb #01a64d79
 from __future__ import annotations
 
+import json
 import re
 import uuid
 
@@ -18,16 +19,33 @@ from .requests import RequestRefused
 __all__ = ['REASONING_PARSERS', 'render_prompt', 'ContextExceeded', 'check_context', 'split_reasoning', 'reply_message',
            'stream_chunks', 'logprob_content', 'completion_choices']
 
+# %% ../../nbs/53c_serving_completions.ipynb #b53c7ef6
+def _not_object(a)->bool:
+    "Whether tool-call arguments `a` (a JSON string or a value) are not a JSON object (none or blank is `{}`)"
+    if a is None or isinstance(a, dict): return False
+    if not isinstance(a, str): return True
+    try: return bool(a.strip()) and not isinstance(json.loads(a), dict)
+    except json.JSONDecodeError: return True
+
+def _call_not_object(msgs:list[dict])->str|None:
+    "Where the first tool call whose arguments are not a JSON object sits: 'messages[i].tool_calls[k]' (None: nowhere)"
+    calls = ((i, k, tc['function']) for i, m in enumerate(msgs) for k, tc in enumerate(m.get('tool_calls') or []))
+    return next((f"messages[{i}].tool_calls[{k}]" for i, k, f in calls if _not_object(f.get('arguments'))), None)
+
 # %% ../../nbs/53c_serving_completions.ipynb #ba03cf50
 def render_prompt(inf, req:dict)->tuple[list, list, int]:
     "(messages, tools to render, prompt tokens) of a checked request, as the model's prompt card renders it"
     tools, msgs, card = req['tools'], req['messages'], inf.prompt
     render = [] if card and card.tools == [] else tools
     if card: msgs = card.messages(msgs)
-    try: n_prompt = len(inf.tokenizer(inf.render(msgs, render), add_special_tokens=False)['input_ids'])
+    kw = {'template_kwargs': req['template_kwargs']} if req.get('template_kwargs') else {}   # the request's variables
+    try: n_prompt = len(inf.tokenizer(inf.render(msgs, render, **kw), add_special_tokens=False)['input_ids'])
     except Exception as e:
-        raise RequestRefused(400, "the messages cannot be rendered with the model's chat template "
-                                  f"({type(e).__name__}: {str(e)[:120]})") from None
+        why, where = f"{type(e).__name__}: {' '.join(str(e).split())[:120]}", _call_not_object(req['messages'])
+        if isinstance(e, TypeError) and where:      # Llama 3.1's built-in tool call: `arguments | items`
+            raise RequestRefused(400, f"{where}.function.arguments is not a JSON object, and the model's chat template "
+                                      f"reads it as one ({why})", f"{where}.function.arguments") from None
+        raise RequestRefused(400, f"the messages cannot be rendered with the model's chat template ({why})") from None
     return msgs, render, n_prompt
 
 # %% ../../nbs/53c_serving_completions.ipynb #ee99a318

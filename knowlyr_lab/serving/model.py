@@ -52,9 +52,10 @@ class AgentInference:
 
 # %% ../../nbs/55_serving_model.ipynb #7e60cdc2
 @patch
-def render(self:AgentInference, messages:list[dict], tools:list|None=None)->str:
+def render(self:AgentInference, messages:list[dict], tools:list|None=None,
+           template_kwargs:dict|None=None)->str: # more template variables (`enable_thinking`: `render_chats`)
     "The prompt text of a conversation, as the model was trained to see it"
-    return render_chats(self.tokenizer, [messages], tools, True, self.chat_format)[0]
+    return render_chats(self.tokenizer, [messages], tools, True, self.chat_format, template_kwargs)[0]
 
 # %% ../../nbs/55_serving_model.ipynb #34e72c19
 def _load_weights(p:Path, dtype=None, attn_implementation:str|None=None, device_map:str|None=None,
@@ -230,12 +231,13 @@ def generate(self:AgentInference, conversations:list[list[dict]], # chats to con
              stop=None,
              # per generated token the model's log-probability and this many top alternatives (None: none)
              logprobs:int|None=None,
+             template_kwargs:dict|None=None,      # more chat template variables (`enable_thinking`: `render_chats`)
             # [{'text', 'prompt_tokens', 'completion_tokens', 'finish_reason', 'prompt_token_ids', 'token_ids',
             # 'token_logprobs', 'logprobs'?}]
             )->list[dict]:
     "Batched generation of the next assistant turn for each conversation, sampled from softmax(logits / temperature)"
     tok = self.tokenizer
-    ids = tok(render_chats(tok, conversations, tools, True, self.chat_format),
+    ids = tok(render_chats(tok, conversations, tools, True, self.chat_format, template_kwargs),
               add_special_tokens=False)['input_ids']
     check_context(self, max(map(len, ids), default=0), max_new_tokens, 'max_new_tokens')   # as the server refuses
     inputs, plan = self.cache.batch(self.model, ids, tok.pad_token_id)   # each prompt reuses its longest cached prefix

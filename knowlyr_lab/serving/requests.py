@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 
 # %% auto #0
-__all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'MAX_ID_CHARS', 'RequestRefused', 'check_request']
+__all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'MAX_ID_CHARS', 'MAX_TEMPLATE_KWARGS_BYTES', 'TEMPLATE_RESERVED',
+           'RequestRefused', 'check_template_kwargs', 'check_request']
 
 # %% ../../nbs/53a_serving_requests.ipynb #3e88a4b6
 MAX_CHOICES = 16                 # the most choices (`n`) one request may ask for
@@ -133,6 +134,26 @@ def _check_options(req:dict)->int|None:
         raise RequestRefused(400, "'metadata' must be an object of string values")
     return top
 
+# %% ../../nbs/53a_serving_requests.ipynb #0de1dd1f
+MAX_TEMPLATE_KWARGS_BYTES = 2**16   # the largest `chat_template_kwargs`, as JSON
+# what the server or `apply_chat_template` itself passes the template (and its own arguments): never a client's
+TEMPLATE_RESERVED = frozenset({
+    'messages', 'conversation', 'conversations', 'tools', 'documents', 'chat_template', 'add_generation_prompt',
+    'continue_final_message', 'tokenize', 'sanitize_control_tokens', 'padding', 'truncation', 'max_length',
+    'return_tensors', 'return_dict', 'return_assistant_tokens_mask', 'tokenizer_kwargs', 'raise_exception',
+    'strftime_now', 'additional_special_tokens', 'extra_special_tokens'})
+
+def check_template_kwargs(v, where:str='chat_template_kwargs')->dict:
+    "The template arguments `v` (None: none), or a `RequestRefused` 400 for a value or a key a client may not send"
+    if v is None: return {}
+    if not isinstance(v, dict): raise RequestRefused(400, f"'{where}' must be a JSON object", where)
+    if (size := len(json.dumps(v, ensure_ascii=False).encode(errors='surrogatepass'))) > MAX_TEMPLATE_KWARGS_BYTES:
+        raise RequestRefused(400, f"'{where}' is {size:,} bytes as JSON; at most {MAX_TEMPLATE_KWARGS_BYTES:,}", where)
+    # and the special tokens (bos_token, eos_token ...), which transformers passes the template too
+    bad = [k for k in v if k in TEMPLATE_RESERVED or k.endswith(('_token', '_tokens'))]
+    if bad: raise RequestRefused(400, f"'{where}' may not set {bad[0]!r}: the server passes it to the template", where)
+    return dict(v)
+
 # %% ../../nbs/53a_serving_requests.ipynb #2eac8cf3
 def check_request(req)->dict:
     "The validated fields of a chat-completions request (a `RequestRefused` 400 names the first bad field)"
@@ -151,4 +172,5 @@ def check_request(req)->dict:
             'model': req['model'] if isinstance(req.get('model'), str) else None,
             'logprobs': (top or 0) if req.get('logprobs') else None,
             'return_token_ids': bool(req.get('return_token_ids')),
-            'metadata': req.get('metadata') or {}}
+            'metadata': req.get('metadata') or {},
+            'template_kwargs': check_template_kwargs(req.get('chat_template_kwargs'))}

@@ -20,7 +20,7 @@ from .completions import check_context, completion_choices, render_prompt, split
 from .connections import GuardedHandler, GuardedHTTPServer, client_gone
 from .lora import LoraAdapters, lora_fields, one_line
 from .recording import ExchangeRecorder
-from .requests import MAX_BODY_BYTES, RequestRefused, check_request
+from .requests import MAX_BODY_BYTES, RequestRefused, check_request, check_template_kwargs
 
 # %% auto #0
 __all__ = ['InferenceServer']
@@ -106,9 +106,10 @@ def _generate(self:_Handler, req, msgs, render, adapter, deadline)->tuple[list, 
                 return bool(why)
             # a recording keeps log-probs
             lps = req['logprobs'] if req['logprobs'] is not None or srv.recorder is None else 0
+            kw = {'template_kwargs': req['template_kwargs']} if req['template_kwargs'] else {}
             outs = srv.inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'],
                                     req['seed'],
-                                    stop=stop, logprobs=lps)
+                                    stop=stop, logprobs=lps, **kw)
         finally: srv.lock.release()
     finally: srv.slots.release()
     return outs, why
@@ -117,6 +118,7 @@ def _generate(self:_Handler, req, msgs, render, adapter, deadline)->tuple[list, 
 @patch
 def _complete(self:_Handler, t0):
     srv, req = self.server, check_request(self._read())
+    req['template_kwargs'] = {**srv.chat_template_kwargs, **req['template_kwargs']}   # the request's over the server's
     # one prompt rendered at a time: a body near the size limit costs ~1 GB there, before any queue limit applies
     with srv.render_lock: msgs, render, n_prompt = render_prompt(srv.inf, req)
     # with LoRA on: the base model or an adapter (404 else)
@@ -181,7 +183,10 @@ class InferenceServer(GuardedHTTPServer):
                  max_loras:int=4,                   # adapters loaded at once (400 beyond: unload one first)
                  # split a reply's <think> block into `reasoning_content`: 'qwen3' or 'deepseek_r1' (vLLM's
                  # --reasoning-parser); None: the thinking stays in the content
-                 reasoning_parser:str|None=None):
+                 reasoning_parser:str|None=None,
+                 # template variables of every request (vLLM's --default-chat-template-kwargs); a request's
+                 # `chat_template_kwargs` override them key by key
+                 chat_template_kwargs:dict|None=None):
         if enable_lora and lora_root is None:
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections)
@@ -191,6 +196,8 @@ class InferenceServer(GuardedHTTPServer):
         self.request_timeout, self.max_queue, self.thread = request_timeout, max_queue, None
         split_reasoning('', reasoning_parser)                       # an unknown parser: a ValueError now
         self.reasoning_parser = reasoning_parser
+        try: self.chat_template_kwargs = check_template_kwargs(chat_template_kwargs)
+        except RequestRefused as e: raise ValueError(str(e)) from None
         self.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
         self.in_flight, self.idle = 0, threading.Condition()      # POSTs being answered, and their count's condition
         rec = record_to is None or isinstance(record_to, ExchangeRecorder)
