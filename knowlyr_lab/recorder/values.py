@@ -252,6 +252,7 @@ PLAIN_HEADER_PREFIXES = ('x-ratelimit-', 'anthropic-ratelimit-', 'x-stainless-')
 # %% ../../nbs/20c_recorder_values.ipynb #5009fd53
 def _plain(h)->bool: h = str(h).lower(); return h in PLAIN_HEADERS or h.startswith(PLAIN_HEADER_PREFIXES)
 
+# %% ../../nbs/20c_recorder_values.ipynb #3a51b9d6
 def strip_credentials(it):
     "An interaction with only the HTTP headers known to carry no credential (`PLAIN_HEADERS`); others dropped"
     if not isinstance(it, dict): return it

@@ -27,6 +27,7 @@ def _not_object(a)->bool:
     try: return bool(a.strip()) and not isinstance(json.loads(a), dict)
     except json.JSONDecodeError: return True
 
+# %% ../../nbs/53c_serving_completions.ipynb #dabe5f10
 def _call_not_object(msgs:list[dict])->str|None:
     "Where the first tool call whose arguments are not a JSON object sits: 'messages[i].tool_calls[k]' (None: nowhere)"
     calls = ((i, k, tc['function']) for i, m in enumerate(msgs) for k, tc in enumerate(m.get('tool_calls') or []))

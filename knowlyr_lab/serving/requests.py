@@ -143,6 +143,7 @@ TEMPLATE_RESERVED = frozenset({
     'return_tensors', 'return_dict', 'return_assistant_tokens_mask', 'tokenizer_kwargs', 'raise_exception',
     'strftime_now', 'additional_special_tokens', 'extra_special_tokens'})
 
+# %% ../../nbs/53a_serving_requests.ipynb #1daaa136
 def check_template_kwargs(v, where:str='chat_template_kwargs')->dict:
     "The template arguments `v` (None: none), or a `RequestRefused` 400 for a value or a key a client may not send"
     if v is None: return {}
