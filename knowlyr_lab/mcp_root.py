@@ -219,12 +219,12 @@ def _entry(self:ServerRoot, dfd:int, drel:str, n:str, p:str, what:str, dst:Path|
 
 # %% ../nbs/93a_mcp_root.ipynb #65630910
 @patch
-def path(self:ServerRoot, p, what:str='path', must_exist:bool=False)->Path:
+def path(self:ServerRoot, p, what:str='path', must_exist:bool=False, capped:bool=True)->Path:
     "`p` (absolute, or relative to the root) resolved; ValueError unless it and any link under it stay in the root"
     r = self.rel(p, what)
     if (fd := self._open(r)) is None:
         if must_exist: raise FileNotFoundError(f"{what} {p} does not exist")
-    else: self._visit(fd, r, p, what, None, set(), top=True, tally=_Tally(self.copy_limits))   # capped as a copy
+    else: self._visit(fd, r, p, what, None, set(), top=True, tally=_Tally(self.copy_limits) if capped else None)
     return self.root/r
 
 # %% ../nbs/93a_mcp_root.ipynb #1ace8ca2

@@ -264,7 +264,7 @@ def run_pipeline(srv:ServerState, output_dir:str, env_id:str='knowlyr/sandbox', 
                                   samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[ExportFormat]|None=None,
                                   test_fraction:float=0.0, group_by:str|None=None)->dict[str, Any]:
     "Tasks -> rollouts -> reward -> store -> export (resumable: rerun to continue)"
-    out = srv.path(output_dir, 'output_dir')
+    out = srv.path(output_dir, 'output_dir', capped=False)
     cfg = PipelineConfig(output_dir=str(out), env_id=env_id, agent=agent, max_tasks=max_tasks, samples_per_task=samples_per_task,
                          max_episode_steps=max_episode_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'],
                          test_fraction=test_fraction, group_by=group_by)
@@ -288,18 +288,18 @@ def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
 def process_log(srv:ServerState, path:str, # one agent log file, inside the server root
                                  output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
     "One agent log -> trajectories -> reward -> store -> export"
-    out, log = srv.path(output_dir, 'output_dir'), srv.path(path, 'log file', must_exist=True)
+    out, log = srv.path(output_dir, 'output_dir', capped=False), srv.path(path, 'log file', must_exist=True)
     return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_from_log(str(log)))
 
 # %% ../nbs/94a_mcp_tools.ipynb #0f2919f7
 @_server_tool(Pipeline.run_batch, PipelineConfig, rename={'format': 'log_format'})
 def process_logs_batch(srv:ServerState, log_dir:str, output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
     "A directory of agent logs -> trajectories -> reward -> store -> export (resumable per file)"
-    out, logs = srv.path(output_dir, 'output_dir'), srv.path(log_dir, 'log directory', must_exist=True)
+    out, logs = srv.path(output_dir, 'output_dir', capped=False), srv.path(log_dir, 'log directory', must_exist=True)
     return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_batch(str(logs)))
 
 # %% ../nbs/94a_mcp_tools.ipynb #af224bf2
 @_server_tool(PipelineConfig)
 def pipeline_status(srv:ServerState, output_dir:str)->dict[str, Any]:
     "What a pipeline output directory holds: units per stage, merge/store markers, exports"
-    return Pipeline(PipelineConfig(output_dir=str(srv.path(output_dir, 'pipeline output directory', must_exist=True)))).status()
+    return Pipeline(PipelineConfig(output_dir=str(srv.path(output_dir, 'pipeline output directory', must_exist=True, capped=False)))).status()

@@ -96,11 +96,24 @@ def test_an_error_does_not_read_the_hosts_links_outside_the_root(root):
     assert os.getcwd() not in r.content[0].text
 
 def test_the_pipeline_tools_check_walk_is_capped_too(root):
-    "The pipeline tools check their paths in the root (they are not copied): that walk stops at the same caps"
+    "The pipeline tools check their log paths in the root (they are not copied): that walk stops at the same caps"
     app = build_server(root, copy_limits=CopyLimits(max_files=50))
-    for name, args in [('pipeline_status', {'output_dir': 'many'}), ('process_logs_batch', {'log_dir': 'many', 'output_dir': 'p'}),
-                       ('process_log', {'path': 't.jsonl', 'output_dir': 'many'}), ('run_pipeline', {'output_dir': '.'})]:
-        r = _call(app, name, args)
-        assert r.is_error and 'more than 50 files and directories' in r.content[0].text, (name, r.content[0].text[:300])
-        assert '--max-copy-files' in r.content[0].text
+    r = _call(app, 'process_logs_batch', {'log_dir': 'many', 'output_dir': 'p'})
+    assert r.is_error and 'more than 50 files and directories' in r.content[0].text, r.content[0].text[:300]
+    assert '--max-copy-files' in r.content[0].text
     assert not (root/'p').exists()
+
+def test_a_pipeline_the_server_made_resumes_past_the_cap(tmp_path):
+    "A pipeline's own output folder (a few entries per log) is not capped: the server resumes and reports a run it made"
+    import shutil
+    from pathlib import Path
+    r = tmp_path/'root'; (r/'logs').mkdir(parents=True)
+    src = Path(__file__).parent/'fixtures'/'agent_logs'/'openhands-sdk'/'events.jsonl'
+    for i in range(20): shutil.copy(src, r/'logs'/f"run{i:02d}.jsonl")     # 20 logs: under the cap of 50
+    app = build_server(r, copy_limits=CopyLimits(max_files=50))
+    first = _call(app, 'process_logs_batch', {'log_dir': 'logs', 'output_dir': 'out'})
+    assert not first.is_error, first.content[0].text[:300]
+    assert sum(1 for _ in (r/'out').rglob('*')) > 50                     # the pipeline's own files outgrow the cap
+    for name, args in [('pipeline_status', {'output_dir': 'out'}), ('process_logs_batch', {'log_dir': 'logs', 'output_dir': 'out'})]:
+        res = _call(app, name, args)
+        assert not res.is_error, (name, res.content[0].text[:300])
