@@ -49,7 +49,7 @@ class DatasetExporter:
                  split_seed:int=0,                   # seed of `split_of`
                  system_prompt:str|None=None,        # system prompt for chat formats
                  tools:list|dict|None=None,          # tool schemas (list, or env_id -> list); default: from the env
-                 group_by:str|Callable|None=None,    # tasks with one value of this field share a split (`split_tasks`')
+                 group_by:str|Callable|None=None,    # tasks with one value of this field share a split, as in split_tasks
                  # shortcuts for ExportFilter fields (min_reward=..., success_only=...)
                  **filter_kw):
         if not 0 <= test_fraction <= 1: raise ExportError(f"test_fraction must be in [0, 1], got {test_fraction}")

@@ -66,7 +66,7 @@ class PipelineConfig:
     min_reward: float|None = None                # export filter: keep trajectory_score >= this
     success_only: bool = False                   # export filter: keep verified successes only
     test_fraction: float = 0.0                   # held-out share of tasks (by content fingerprint: `tasks.split_of`)
-    group_by: str|None = None                    # task field (or metadata key): its tasks share a split (`split_tasks`)
+    group_by: str|None = None                    # a task field or metadata key: tasks with one value share a split
     min_margin: float|None = None                # DPO pair margin (None: `build_preferences`' default)
     def __post_init__(self):
         "Reject out-of-range values and unknown formats on construction"
