@@ -110,6 +110,33 @@ def test_ray_actors_that_cannot_be_built_end_the_run(local_ray, monkeypatch):
     with pytest.raises(RuntimeError, match='Ray actors died 2 times in a row before running a chunk'):
         collect(MazeEnv, ExpertAgent, 3, env_kwargs={'difficulty': 'easy', 'h': Handle()}, n_workers=1, backend='ray', progress=False)
 
+@pytest.mark.ray
+def test_an_early_stop_closes_the_envs_of_busy_ray_actors(local_ray, tmp_path, monkeypatch):
+    "A caller that stopped early while actors were mid-episode: they were killed after RAY_CLOSE_TIMEOUT with their envs open"
+    import time
+    import uuid
+    import warnings
+
+    from knowlyr_lab.rollout import workers as W
+    from knowlyr_lab.rollout.engine import episode_seed
+    marks, fast = tmp_path, episode_seed(0, 0)
+    class SlowMaze(MazeEnv):
+        "A maze that leaves a file while it is open; its steps take 0.2 s, but in episode 0"
+        def __init__(self): super().__init__('easy'); self._mark = marks / f'open-{uuid.uuid4().hex}'; self._mark.touch()
+        def close(self): self._mark.unlink(missing_ok=True); super().close()
+        def _reset(self, task=None, seed=None): self._slow = seed != fast; return super()._reset(task, seed)
+        def _step(self, tool, params):
+            if self._slow: time.sleep(0.2)
+            return super()._step(tool, params)
+    def looker(obs, history): return {'tool': 'look', 'params': {}}
+    monkeypatch.setattr(W, 'RAY_CLOSE_TIMEOUT', 4.0)      # the busy actors' episodes take 6 s
+    it = iter_collect(SlowMaze, looker, 6, n_workers=2, backend='ray', max_episode_steps=30, progress=False)
+    assert next(it).metadata['episode'] == 0
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter('always'); it.close()         # the caller stops: the other actor is mid-episode
+    assert not list(marks.glob('open-*')), [str(w.message) for w in ws]   # every actor closed its envs
+    assert not [w for w in ws if 'Ray' in str(w.message)]
+
 def _maze_responder(req, api):
     msgs = req['messages']
     n = sum(1 for m in msgs if m['role'] == 'tool') + sum(1 for m in msgs if isinstance(m.get('content'), list) and any(b.get('type') == 'tool_result' for b in m['content']))

@@ -183,6 +183,40 @@ def test_process_workers_close_their_envs(tmp_path, monkeypatch):
     assert not list(marks.glob('open-*'))                        # every worker's env closed
     assert len(list(marks.glob('reset-*'))) < 40                 # and the episodes not started never ran
 
+SLOW_MAZE = '''
+import os, time, uuid
+from pathlib import Path
+from knowlyr_lab.envs.maze import MazeEnv
+DIR = Path(os.environ['KNOWLYR_TEST_MARKS'])
+class SlowMaze(MazeEnv):
+    "A maze that leaves a file while it is open; its steps take 0.2 s, but in the episode seeded KNOWLYR_TEST_FAST_SEED"
+    def __init__(self):
+        super().__init__('easy'); self._mark = DIR / f'open-{uuid.uuid4().hex}'; self._mark.touch()
+    def close(self): self._mark.unlink(missing_ok=True); super().close()
+    def _reset(self, task=None, seed=None):
+        self._slow = str(seed) != os.environ.get('KNOWLYR_TEST_FAST_SEED'); return super()._reset(task, seed)
+    def _step(self, tool, params):
+        if self._slow: time.sleep(0.2)
+        return super()._step(tool, params)
+def looker(obs, history): return {'tool': 'look', 'params': {}}
+'''
+
+@pytest.mark.parametrize('backend', ['thread', 'process'])
+def test_an_early_stop_ends_busy_workers_and_closes_their_envs(backend, tmp_path, monkeypatch):
+    "A caller that stopped early waited for each busy worker to end its episode (30 steps of 0.2 s) before its env closed"
+    from knowlyr_lab.rollout.engine import episode_seed
+    (tmp_path / 'slow_maze.py').write_text(SLOW_MAZE)
+    marks = tmp_path / 'marks'; marks.mkdir()
+    monkeypatch.setenv('KNOWLYR_TEST_MARKS', str(marks)); monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv('KNOWLYR_TEST_FAST_SEED', str(episode_seed(0, 0)))   # episode 0 ends at once, the others take 6 s
+    from slow_maze import SlowMaze, looker
+    it = iter_collect(SlowMaze, looker, 6, n_workers=2, backend=backend, max_episode_steps=30, progress=False)
+    first = next(it)
+    t0 = time.monotonic(); it.close(); took = time.monotonic() - t0   # the caller stops: both workers are mid-episode
+    assert first.metadata['episode'] == 0 and len(first) == 30
+    assert took < 3, f"stopping took {took:.1f} s"                  # each worker ended its episode at the next turn
+    assert not list(marks.glob('open-*'))                            # and closed its env
+
 KILLED_MAZE = '''
 import os
 from knowlyr_lab.envs.maze import MazeEnv

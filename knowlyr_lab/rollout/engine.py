@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from fastcore.basics import patch
 
@@ -22,7 +22,8 @@ from ..trajectory import AgentInfo, Source, Step, Task, Trajectory, as_task
 from ..wrappers import RecorderWrapper, infra_failure
 
 # %% auto #0
-__all__ = ['episode_seed', 'acts_in_batches', 'failed_episode', 'Episode', 'run_episodes', 'run_episode', 'close_if_abandoned']
+__all__ = ['episode_seed', 'acts_in_batches', 'failed_episode', 'Episode', 'RunStopped', 'run_episodes', 'run_episode',
+           'close_if_abandoned']
 
 # %% ../../nbs/40b_rollout_engine.ipynb #b9c268fc
 def episode_seed(seed:int, index:int)->int:
@@ -143,12 +144,24 @@ def _turn_each(live:list[Episode]):
         except Exception as e: ep.fail(e); continue
         ep.step(a)
 
+# %% ../../nbs/40b_rollout_engine.ipynb #cd6500e7
+class RunStopped(Exception):
+    "The run was stopped before this episode ended"
+
+@patch
+def stopped(self:Episode):
+    "End the episode, the run stopped: its trajectory so far, failed and invalid"
+    self.traj = failed_episode(RunStopped('the run was stopped before this episode ended'), self.job[1], self.rec,
+                               invalid='run stopped')
+
 # %% ../../nbs/40b_rollout_engine.ipynb #8668bb7c
 def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reusable afterwards: `close_if_abandoned`)
                  agent,                   # a batch agent (`act_batch`) for all, or a list with one agent per episode
                  jobs:list[tuple],        # (episode index or None, task or None, seed) per episode
                  # what an episode is: budget, limits, timeouts, step rewards (None: `RolloutSpec()`)
                  spec:RolloutSpec|None=None,
+                 # asked before each episode starts and each turn: once True, the episodes not ended fail (`RunStopped`)
+                 stop:Callable[[], bool]|None=None,
                 )->list[Trajectory]:      # one trajectory per job, in order
     "Run episodes in lock-step: each turn every live episode gets one action (one `act_batch` call for a batch agent)"
     batched = not isinstance(agent, (list, tuple))
@@ -159,10 +172,15 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
         f"need one env and one agent per job: {len(envs)} envs, {len(agents)} agents, {len(jobs)} jobs")
     spec = spec if spec is not None else RolloutSpec()
     eps = [Episode(spec.wrap(e, *_agent_info(a)), a, j, spec.record_tokens) for e, a, j in zip(envs, agents, jobs)]
-    for ep in eps: ep.start()
-    while live := [ep for ep in eps if ep.live]:
+    halt = stop or (lambda: False)
+    for ep in eps:
+        if halt(): break
+        ep.start()
+    while (live := [ep for ep in eps if ep.live]) and not halt():
         if batched: _turn_batched(agent, live)
         else: _turn_each(live)
+    for ep in eps:   # left by a stop: not started, or live
+        if ep.traj is None and (ep.ts is None or not ep.ts.done): ep.stopped()
     return [ep.finish() for ep in eps]
 
 # %% ../../nbs/40b_rollout_engine.ipynb #13f604e4

@@ -19,13 +19,13 @@ import time
 import warnings
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from fastcore.basics import patch
 
 from ..core import AgentEnv
 from ..registry import make
-from .engine import acts_in_batches, close_if_abandoned, failed_episode, run_episodes
+from .engine import RunStopped, acts_in_batches, close_if_abandoned, failed_episode, run_episodes
 from .spec import RolloutSpec, Workers
 from ..trajectory import AgentInfo, Trajectory
 
@@ -66,6 +66,7 @@ def worker_agent(agent):
 class _Worker:
     "One worker's envs + agent(s); runs chunks of episodes through `run_episodes`"
     env: Any; agent: Any; env_kwargs: dict|None = None; spec: RolloutSpec = field(default_factory=RolloutSpec)
+    stop: Callable[[], bool]|None = None   # True once the run stopped: asked before each chunk, episode and turn
     def __post_init__(self): self._envs, self._agents, self._batch = [], [], None
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #e8ef1009
@@ -89,6 +90,7 @@ def _warn_unclosed(errors:list[str]):
 def run(self:_Worker, chunk:list[tuple],
         dicts:bool=True, # JSON-ready, for another process; else the trajectories
        )->list:
+    if self.stop is not None and self.stop(): raise RunStopped('the run stopped before this chunk started')
     if self._batch is None:
         # a batch agent is shared (never copied in threads); others: one copy per slot
         shared = not _is_factory(self.agent) and acts_in_batches(self.agent)
@@ -98,7 +100,7 @@ def run(self:_Worker, chunk:list[tuple],
     if self._batch is None:
         while len(self._agents) < len(chunk): self._agents.append(worker_agent(self.agent))
     agent = self._batch if self._batch is not None else self._agents[:len(chunk)]
-    trajs = run_episodes(self._envs[:len(chunk)], agent, chunk, self.spec)
+    trajs = run_episodes(self._envs[:len(chunk)], agent, chunk, self.spec, stop=self.stop)
     self._drop_timed_out(trajs)
     return [t.model_dump(mode='json') for t in trajs] if dicts else trajs
 
@@ -111,9 +113,9 @@ def _drop_timed_out(self:_Worker, trajs:list[Trajectory]):
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #dac591b7
 _PROC_WORKER, _STARTED = None, None
-def _proc_init(spec, started=None):
+def _proc_init(spec, started=None, stop=None):
     global _PROC_WORKER, _STARTED
-    _PROC_WORKER, _STARTED = _Worker(*spec), started
+    _PROC_WORKER, _STARTED = _Worker(*spec, stop=None if stop is None else lambda: stop.value != 0), started
     # its envs closed as the process ends (the pool ends it: `atexit` does not run there, these finalizers do);
     # worker and warning bound now: a notebook's names are gone by the time finalizers run
     mpu.Finalize(None, lambda w=_PROC_WORKER, warn=_warn_unclosed: warn(w.close()), exitpriority=10)
@@ -127,11 +129,15 @@ def _proc_run(chunk, key:int|None=None):
 # %% ../../nbs/40ba_rollout_workers.ipynb #15220332
 def _ray_actor_cls():
     import ray
-    @ray.remote
+    @ray.remote(concurrency_groups={'signal': 1})   # its own thread: `stop` runs while `run` is busy
     class _RayWorker:
-        def __init__(self, spec): self.w = _Worker(*spec)
+        def __init__(self, spec): self.stopped = False; self.w = _Worker(*spec, stop=lambda: self.stopped)
         def ready(self): return True             # answers once the actor is built (its first task)
-        def run(self, chunk): return self.w.run(chunk)
+        def run(self, chunk):
+            try: return self.w.run(chunk)
+            except RunStopped: return []         # nobody reads it (an error left unread, Ray would log)
+        @ray.method(concurrency_group='signal')
+        def stop(self): self.stopped = True      # its chunk ends at the next turn
         def close(self): return self.w.close()   # the envs that failed to close, as messages
     return _RayWorker
 
@@ -167,14 +173,15 @@ def _in_this_thread(plan, chunks)->Iterator[list]:
 def _in_threads(plan, chunks, n_workers)->Iterator[list]:
     import queue
     import threading
-    local, made = threading.local(), queue.Queue()
+    local, made, stop = threading.local(), queue.Queue(), threading.Event()
     def run(chunk):
-        if not hasattr(local, 'w'): local.w = _Worker(*plan); made.put(local.w)
+        if not hasattr(local, 'w'): local.w = _Worker(*plan, stop=stop.is_set); made.put(local.w)
         return local.w.run(chunk, dicts=False)
     ex = cf.ThreadPoolExecutor(n_workers, thread_name_prefix='knowlyr-collect')
     try:
         for f in cf.as_completed([ex.submit(run, c) for c in chunks]): yield f.result()
     finally:                              # also when the caller stops early or a chunk raised
+        stop.set()                        # the busy workers end their chunks at the next turn
         ex.shutdown(cancel_futures=True)  # the chunks not started never start
         while not made.empty(): _warn_unclosed(made.get().close())
 
@@ -206,10 +213,11 @@ def _lost(job:tuple, plan:tuple, why:str)->Trajectory:
     return t
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #3c6f0c6a
-def _pool(plan, n_workers:int, n_chunks:int)->tuple[cf.ProcessPoolExecutor, Any]:
-    "A fresh process pool for `plan`, and the flags its workers set as each of the run's chunks starts"
-    ctx = mp.get_context('spawn'); started = ctx.RawArray('b', n_chunks)
-    return cf.ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=_proc_init, initargs=(plan, started)), started
+def _pool(plan, n_workers:int, n_chunks:int)->tuple[cf.ProcessPoolExecutor, Any, Any]:
+    "A fresh process pool for `plan`, the flags its workers set as each of the run's chunks starts, and its stop flag"
+    ctx = mp.get_context('spawn'); started, stop = ctx.RawArray('b', n_chunks), ctx.RawValue('b', 0)
+    init = dict(initializer=_proc_init, initargs=(plan, started, stop))
+    return cf.ProcessPoolExecutor(n_workers, mp_context=ctx, **init), started, stop
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #79b41722
 def _alone(ex:cf.ProcessPoolExecutor, plan, k:int, chunk:list)->tuple[list, bool]:
@@ -224,7 +232,7 @@ POOL_RESTARTS = 3   # fresh pools (Ray: actors) in a row, beyond one per worker,
 def _in_processes(plan, chunks, n_workers)->Iterator[list]:
     todo, suspects, idle = dict(enumerate(chunks)), [], 0
     while todo:
-        ex, started = _pool(plan, n_workers, len(chunks))
+        ex, started, stop = _pool(plan, n_workers, len(chunks))
         try:
             broke = False
             while suspects and not broke:          # each chunk a dead worker may have been running, alone
@@ -235,7 +243,9 @@ def _in_processes(plan, chunks, n_workers)->Iterator[list]:
                 try: ds = f.result()
                 except BrokenProcessPool: continue # a worker died: this chunk did not come back
                 del todo[futs[f]]; yield ds
-        finally: ex.shutdown(cancel_futures=True)  # stopped early or a chunk raised: the chunks not started never start
+        finally:                                   # stopped early or a chunk raised (else no chunk is running):
+            stop.value = 1                         # the busy workers end their chunks at the next turn, refuse the queued
+            ex.shutdown(cancel_futures=True)       # and the chunks not queued never start
         suspects = [k for k in todo if started[k]]
         idle = 0 if suspects else idle + 1
         if todo and idle > n_workers + POOL_RESTARTS: raise BrokenProcessPool(
@@ -246,14 +256,17 @@ def _in_processes(plan, chunks, n_workers)->Iterator[list]:
 RAY_CLOSE_TIMEOUT = 60.0   # seconds the actors of a Ray run get to close their envs before they are killed
 
 def _ray_close(actors:list, timeout:float|None=None):
-    "Each actor closes its envs (waited for up to `timeout` seconds, `RAY_CLOSE_TIMEOUT` by default), then is killed"
+    "Each actor stops, closes its envs (waited for up to `timeout` seconds, `RAY_CLOSE_TIMEOUT` by default), is killed"
     import ray
-    refs = [a.close.remote() for a in actors]
-    done, late = ray.wait(refs, num_returns=len(refs), timeout=RAY_CLOSE_TIMEOUT if timeout is None else timeout)
+    for a in actors: a.stop.remote()           # a busy actor ends its chunk at the next turn
+    refs = [a.close.remote() for a in actors]  # then closes (its methods run in turn)
+    timeout = RAY_CLOSE_TIMEOUT if timeout is None else timeout
+    done, late = ray.wait(refs, num_returns=len(refs), timeout=timeout)
     for r in done:
         try: _warn_unclosed(ray.get(r))
         except Exception as e: warnings.warn(f"a Ray worker could not close its envs: {e}", stacklevel=2)  # noqa: BLE001
-    if late: warnings.warn(f"{len(late)} of {len(actors)} Ray workers did not close their envs in time; killed", stacklevel=2)
+    if late: warnings.warn(f"{len(late)} of {len(actors)} Ray workers did not close their envs within {timeout:g} s "
+                           "(a step still running?): killed, their envs left open", stacklevel=2)
     for a in actors: ray.kill(a)
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #0d209ac7
