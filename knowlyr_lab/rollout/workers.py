@@ -202,6 +202,7 @@ def _death(ex:cf.ProcessPoolExecutor)->str:
 class WorkerDied(Exception):
     "The worker process or actor running an episode died (the message says how)"
 
+# %% ../../nbs/40ba_rollout_workers.ipynb #1b374990
 def _lost(job:tuple, plan:tuple, why:str)->Trajectory:
     "The failed, invalid trajectory of episode `job` (index, task, seed), whose worker died (`why`) while running it"
     (i, task, seed), (env, agent) = job, plan[:2]
