@@ -1,9 +1,9 @@
-"""An export folder holds exactly this export's files of the names an export writes (`EXPORT_NAMES`).
+"""An export removes the files the last export into its folder wrote and it did not (the folder's manifest).
 
 Before, a rerun wrote its files over the old ones and left the rest: `test.jsonl` after a rerun with
 `test_fraction=0`, the Parquet shards of a larger earlier HF export, a verl export's `train.parquet` under an SFT
 export, so the folder read as a dataset this export did not make. Now the exporter removes its own earlier outputs
-of those names, never another file, and never a file the export reads."""
+(as `.knowlyr-export.json` lists them, unchanged since), never another file, and never a file the export reads."""
 import pytest
 
 from knowlyr_lab.hub.export import DatasetExporter
@@ -29,14 +29,14 @@ def test_a_rerun_without_a_test_split_leaves_no_test_file(trajs, tmp_path):
     (out/'notes.txt').write_text('mine\n'); (out/'test.jsonl.bak').write_text('mine\n')
     res = DatasetExporter(trajs).export('sft', out)
     assert set(res.paths) == {'train'}
-    assert _names(out) == ['notes.txt', 'test.jsonl.bak', 'train.jsonl']      # other files stay
+    assert _names(out) == ['.knowlyr-export.json', 'notes.txt', 'test.jsonl.bak', 'train.jsonl']   # other files stay
 
 def test_another_formats_files_go_too(trajs, tmp_path):
     out = tmp_path/'ds'
     DatasetExporter(trajs, test_fraction=0.5).export('verl', out)
-    assert _names(out) == ['test.parquet', 'train.parquet']
+    assert _names(out) == ['.knowlyr-export.json', 'test.parquet', 'train.parquet']
     DatasetExporter(trajs).export('sft', out)
-    assert _names(out) == ['train.jsonl']
+    assert _names(out) == ['.knowlyr-export.json', 'train.jsonl']
 
 def test_an_hf_rerun_holds_only_its_shards_and_splits(trajs, tmp_path):
     out = tmp_path/'ds'
@@ -53,3 +53,23 @@ def test_an_input_under_an_export_name_is_never_removed(trajs, tmp_path):
     (out := tmp_path/'ds').mkdir(); (out/'test.jsonl').write_bytes(trajs.read_bytes())
     res = DatasetExporter(out/'test.jsonl').export('sft', out)
     assert res.counts['train'] > 0 and (out/'test.jsonl').read_bytes() == trajs.read_bytes()
+
+def test_files_no_export_wrote_stay(trajs, tmp_path):
+    "A first version removed whatever bore an export's name: a user's own test.jsonl, a folder named test.parquet"
+    import json
+
+    from knowlyr_lab.trajectory_io import read_trajectories
+    (out := tmp_path/'ds').mkdir(); (out/'test.jsonl').write_bytes(trajs.read_bytes())   # the user's own trajectories
+    (out/'test.parquet').mkdir(); (out/'test.parquet'/'part-0.parquet').write_text('x')  # a Spark-style folder
+    (out/'data').mkdir(); (out/'data'/'test-00000-of-00001.parquet').write_text('x')     # a cloned dataset's shard
+    DatasetExporter(list(read_trajectories(out/'test.jsonl'))).export('sft', out)         # an input read as a list
+    assert _names(out) == ['.knowlyr-export.json', 'data/test-00000-of-00001.parquet', 'test.jsonl',
+                           'test.parquet/part-0.parquet', 'train.jsonl']
+    assert json.loads((out/'.knowlyr-export.json').read_text()).keys() == {'train.jsonl'}
+
+def test_a_file_changed_since_its_export_stays(trajs, tmp_path):
+    out = tmp_path/'ds'
+    DatasetExporter(trajs, test_fraction=0.5).export('sft', out)
+    (out/'test.jsonl').write_text('{"edited": true}\n')                                   # the user kept and edited it
+    DatasetExporter(trajs).export('sft', out)
+    assert (out/'test.jsonl').read_text() == '{"edited": true}\n'

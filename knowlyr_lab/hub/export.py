@@ -260,12 +260,14 @@ for _f in FORMATS:
     if _f != 'hf': setattr(DatasetExporter, f"export_{_f.replace('-', '_')}", _method(_f))
 
 # %% ../../nbs/42_hub_export.ipynb #be86631e
-def _write_shards(dd, d:Path, max_rows:int):
+def _write_shards(dd, d:Path, max_rows:int)->list[Path]:
     "Each split of the `DatasetDict` `dd` as Parquet shards of at most `max_rows` rows under `d`, named as on the Hub"
-    d.mkdir(exist_ok=True)
+    d.mkdir(exist_ok=True); shards = []
     for split, ds in dd.items():
         n = max(1, math.ceil(len(ds) / max_rows))
-        for i in range(n): ds.shard(n, i, contiguous=True).to_parquet(str(d / f"{split}-{i:05d}-of-{n:05d}.parquet"))
+        for i in range(n):
+            shards.append(d / f"{split}-{i:05d}-of-{n:05d}.parquet"); ds.shard(n, i, contiguous=True).to_parquet(str(shards[-1]))
+    return shards
 
 # %% ../../nbs/42_hub_export.ipynb #2ee9a5d5
 @patch
@@ -280,10 +282,10 @@ def export_hf(self:DatasetExporter, output_dir, kind:str='sft', # rows of which 
     cache = Path(tempfile.mkdtemp(prefix='knowlyr-hf-'))
     try:
         dd = datasets.load_dataset('json', data_files=res.paths, cache_dir=str(cache))
-        drop_stale_exports(out, [*res.paths.values(), out / 'jsonl' / 'quarantine.jsonl'],   # an earlier export's
-                           (self.trajectories, self.preferences))
         dd.save_to_disk(str(out / 'hf'))
-        _write_shards(dd, out / 'data', max_rows_per_shard)
+        shards = _write_shards(dd, out / 'data', max_rows_per_shard)
+        drop_stale_exports(out, [out / 'hf' / 'dataset_dict.json', *(out / 'hf' / s for s in dd), *shards],
+                           (self.trajectories, self.preferences))     # what an earlier export wrote and this one did not
         if push_to_hub: dd.push_to_hub(push_to_hub, private=private)
     finally: shutil.rmtree(cache, ignore_errors=True)
     paths = {'hf': str(out / 'hf'), 'parquet': str(out / 'data')}

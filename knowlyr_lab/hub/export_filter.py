@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 from dataclasses import asdict, dataclass, field
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Iterator
 
@@ -25,9 +22,9 @@ from ..trajectory import Trajectory, trajectory_score
 from ..trajectory_io import TrajectoryError, quarantine_line
 
 # %% auto #0
-__all__ = ['FORMATS', 'EXPORT_NAMES', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record',
+__all__ = ['FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record',
            'quarantine_pref', 'pref_line', 'pref_records', 'ExportError', 'ExportResult', 'check_export_settings',
-           'explain_empty', 'input_files', 'export_names_in', 'drop_stale_exports']
+           'explain_empty', 'input_files', 'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -188,31 +185,44 @@ def input_files(src)->list[Path]:
     if not p.exists(): raise ExportError(f"trajectory file {p} does not exist")
     return [p]
 
-# %% ../../nbs/41c_hub_export_filter.ipynb #44e134de
-EXPORT_NAMES = ('train.jsonl', 'test.jsonl', 'train.parquet', 'test.parquet', 'quarantine.jsonl',  # a format's rows
-                'jsonl/train.jsonl', 'jsonl/test.jsonl', 'jsonl/quarantine.jsonl',       # hf: the JSONL export,
-                'data/train-?????-of-?????.parquet', 'data/test-?????-of-?????.parquet', # its Parquet shards
-                'hf/dataset_dict.json', 'hf/train', 'hf/test')                           # and its DatasetDict
+# %% ../../nbs/41c_hub_export_filter.ipynb #452dc31c
+EXPORT_MANIFEST = '.knowlyr-export.json'   # what an export wrote in its folder: {relative path: [size, mtime_ns]}
 
-# %% ../../nbs/41c_hub_export_filter.ipynb #a00358a4
-def export_names_in(out:Path)->list[Path]:
-    "What the folder `out` holds under `EXPORT_NAMES` (fnmatch patterns, '/'-separated), no folder link followed"
-    found = []
-    for d in dict.fromkeys(os.path.dirname(n) for n in EXPORT_NAMES):
-        if d and (out/d).is_symlink() or not (out/d).is_dir(): continue
-        pats = [os.path.basename(n) for n in EXPORT_NAMES if os.path.dirname(n) == d]
-        found += sorted(q for q in (out/d).iterdir() if any(fnmatchcase(q.name, x) for x in pats))
+def _stat_key(p:Path)->list[int]: st = p.lstat(); return [st.st_size, st.st_mtime_ns]
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #6a3f123f
+def _written(out:Path, paths)->dict:
+    "Every file under `paths` (files, or folders walked without following links), by its path in `out`, with its key"
+    found = {}
+    for p in map(Path, paths):
+        if p.is_symlink() or not p.exists(): continue
+        for f in [p] if p.is_file() else sorted(q for q in p.rglob('*') if q.is_file() and not q.is_symlink()):
+            found[f.relative_to(out).as_posix()] = _stat_key(f)
     return found
 
-# %% ../../nbs/41c_hub_export_filter.ipynb #7f466726
-def drop_stale_exports(out:Path, kept:list, inputs:tuple=())->list[Path]:
-    "Remove what `out` holds under `EXPORT_NAMES` but `kept` (this export's) and what `inputs` (files or folders) read"
-    keep, gone = {Path(p).resolve() for p in kept}, []
-    ins = [Path(i).resolve() for i in inputs if isinstance(i, (str, Path))]
-    for q in export_names_in(out):
-        r = q.resolve()
-        if r in keep or any(r == i or i in r.parents or r in i.parents for i in ins): continue
-        if q.is_dir() and not q.is_symlink(): shutil.rmtree(q)
-        else: q.unlink()
-        gone.append(q)
+# %% ../../nbs/41c_hub_export_filter.ipynb #6ebd5480
+def _stale(out:Path, rel:str, key, inputs:list[Path])->bool:
+    "Whether `out`/`rel`, listed by the last export with `key`, is still as it wrote it: a file, no link, no input"
+    r = Path(rel)
+    if r.is_absolute() or '..' in r.parts or any((out/q).is_symlink() for q in [r, *list(r.parents)[:-1]]): return False
+    f = out/rel
+    if not f.is_file() or _stat_key(f) != key: return False
+    return not any(f.resolve() == i or i in f.resolve().parents for i in inputs)
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #1e19f9bd
+def drop_stale_exports(out:Path, written:list, inputs:tuple=())->list[Path]:
+    "Remove the files the last export into `out` listed that this one (`written`) did not write; list this one's"
+    out, m = Path(out), Path(out)/EXPORT_MANIFEST
+    new, ins = _written(out, written), [Path(i).resolve() for i in inputs if isinstance(i, (str, Path))]
+    try: old = json.loads(m.read_text()) if m.is_file() and not m.is_symlink() else {}
+    except (OSError, ValueError): old = {}
+    gone = [out/r for r, k in (old.items() if isinstance(old, dict) else ()) if r not in new and _stale(out, r, k, ins)]
+    for f in gone:
+        f.unlink()
+        for d in f.parents:                      # folders the export made, once empty (e.g. `hf/test`)
+            if d == out or not d.is_relative_to(out): break
+            try: d.rmdir()
+            except OSError: break
+    if m.is_symlink(): m.unlink()
+    m.write_text(json.dumps(new))
     return gone
