@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_errors import missing_extra, run_cli
-from .mcp_root import CopyLimits
+from .mcp_copy import CopyLimits
 
 # %% auto #0
 __all__ = ['ArgLimits', 'build_server', 'serve_http', 'main']
@@ -149,6 +149,7 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--idle-timeout', type=float, default=300.0, help="seconds a sandbox no call uses stays open (0: until closed; default 300)")
     p.add_argument('--max-copy-mb', type=float, default=CopyLimits.max_mb, help=f"most MiB of file data one call copies out of the root (default {CopyLimits.max_mb:g})")
     p.add_argument('--max-copy-files', type=int, default=CopyLimits.max_files, help=f"most files and directories one call copies out of the root (default {CopyLimits.max_files})")
+    p.add_argument('--max-copy-total-mb', type=float, help="most MiB of file data the calls running at once hold copied out of the root, all together (default: 4 x --max-copy-mb)")
     p.add_argument('--max-args-mb', type=float, default=ArgLimits.max_mb,
                    help=f"most MiB of arguments one tool call may send, about as JSON (default {ArgLimits.max_mb:g})")
     p.add_argument('--max-args-depth', type=int, default=ArgLimits.max_depth,
@@ -191,7 +192,7 @@ def _serve(a)->int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),
                 idle_timeout=a.idle_timeout or None,   # stdio has one client: by default it may hold them all
-                copy_limits=CopyLimits(a.max_copy_mb, a.max_copy_files),
+                copy_limits=CopyLimits(a.max_copy_mb, a.max_copy_files, a.max_copy_total_mb),
                 arg_limits=ArgLimits(a.max_args_mb, a.max_args_depth))
     if a.transport == 'stdio': build_server(a.root, tpls, a.max_sandboxes, **caps).run(); return 0
     tok, where = _token(a.token_file)

@@ -17,7 +17,8 @@ from fastcore.docments import docments
 from pydantic import Field
 
 from .envs.sessions import SessionLimits, SessionTable
-from .mcp_root import CopyLimits, ServerRoot
+from .mcp_copy import CopyLimits
+from .mcp_root import ServerRoot
 from .trajectory import Trajectory
 from .trajectory_io import parse_trajectory, read_trajectories
 

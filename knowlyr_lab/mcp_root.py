@@ -15,47 +15,17 @@ import stat
 import tempfile
 import uuid
 import weakref
-from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from fastcore.basics import patch
 
+from .mcp_copy import CopyBudget, CopyLimits, CopyTally, copy_counted
 from .sandbox.base import PathEscapeError
 from .sandbox.beneath import open_beneath
 
 # %% auto #0
-__all__ = ['SIDE_FILES', 'CopyLimits', 'CopyLimitError', 'ServerRoot', 'Staged']
-
-# %% ../nbs/93a_mcp_root.ipynb #a8dc11cf
-@dataclass
-class CopyLimits:
-    "How much one tool call may copy out of the server root, all its inputs together"
-    max_mb:float=1024          # file data in MiB (--max-copy-mb)
-    max_files:int=50_000       # files and directories (--max-copy-files)
-    def __post_init__(self):
-        for k in ('max_mb', 'max_files'):
-            if isinstance(v := getattr(self, k), bool) or not isinstance(v, (int, float)) or v <= 0:
-                raise ValueError(f"CopyLimits.{k} must be a positive number, got {v!r}")
-
-# %% ../nbs/93a_mcp_root.ipynb #79845856
-class CopyLimitError(ValueError): "A call's inputs hold more than the server's `CopyLimits` let it copy out of the root"
-
-# %% ../nbs/93a_mcp_root.ipynb #dd87b06b
-class _Tally:
-    "What one call has copied so far, against `lim`"
-    def __init__(self, lim:CopyLimits): self.lim, self.bytes, self.files = lim, 0, 0
-
-# %% ../nbs/93a_mcp_root.ipynb #9f3d4e69
-@patch
-def add(self:_Tally, p:str, what:str, files:int=0, n:int=0):
-    "Count `files` more entries and `n` more bytes, copying `what` `p`; `CopyLimitError` past a cap"
-    self.files, self.bytes = self.files + files, self.bytes + n
-    if self.files > (m := self.lim.max_files):
-        raise CopyLimitError(f"{what} {p!r}: this call's inputs hold more than {m:,} files and directories, the most "
-                             f"one call copies out of (or walks in) the server root (raise it with --max-copy-files)")
-    if self.bytes > (m := self.lim.max_mb) * 2**20:
-        raise CopyLimitError(f"{what} {p!r}: this call's inputs hold more than {m:g} MiB of file data, the most "
-                             f"one call copies out of the server root (raise it with --max-copy-mb)")
+__all__ = ['SIDE_FILES', 'ServerRoot', 'Staged']
 
 # %% ../nbs/93a_mcp_root.ipynb #ceeff77a
 _PATH = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC           # a directory walked through
@@ -64,8 +34,9 @@ _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 class ServerRoot:
     "The directory every path argument of the server must resolve into, held open: paths are opened relative to it"
     def __init__(self, root=None,  # the root directory (None: a fresh temporary directory, removed at exit)
-                 copy_limits:CopyLimits|None=None): # how much one call may copy out of the root (None: the defaults)
+                 copy_limits:CopyLimits|None=None): # how much calls may copy out of the root (None: the defaults)
         self.tmp, self.copy_limits = None, copy_limits or CopyLimits()
+        self.copy_budget = CopyBudget(self.copy_limits)   # what the calls running now hold copied, all together
         if root is None: self.tmp = tempfile.TemporaryDirectory(prefix='knowlyr-mcp-'); root = self.tmp.name
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir(): raise ValueError(f"server root {root} is not a directory")
@@ -182,13 +153,13 @@ def _open(self:ServerRoot, rel:str)->int|None:
 # %% ../nbs/93a_mcp_root.ipynb #78d4d770
 @patch
 def _visit(self:ServerRoot, fd:int, rel:str, p:str, what:str, dst:Path|None, seen:set, top:bool=False,
-           tally:_Tally|None=None):
+           tally:CopyTally|None=None):
     "Check the open `fd` (at `rel`): a file of one name, or a tree whose links stay in the root; copy it to `dst` (`tally`'s caps)"
     try:
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode):
             if st.st_nlink > 1: raise _bad(what, p, top, rel, self.root)
-            if dst is not None: _copy(fd, st.st_size, dst, tally, p, what)
+            if dst is not None: copy_counted(fd, st.st_size, dst, tally, p, what)
             elif tally is not None: tally.add(p, what, files=1)          # a check alone: counted, not read
         elif stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
             seen.add((st.st_dev, st.st_ino))
@@ -201,7 +172,7 @@ def _visit(self:ServerRoot, fd:int, rel:str, p:str, what:str, dst:Path|None, see
 # %% ../nbs/93a_mcp_root.ipynb #6608e87d
 @patch
 def _entry(self:ServerRoot, dfd:int, drel:str, n:str, p:str, what:str, dst:Path|None, seen:set,
-           tally:_Tally|None=None):
+           tally:CopyTally|None=None):
     "One entry `n` of the open directory `dfd` (at `drel`): opened without following it; a link, resolved beneath the root"
     at = f"{drel}/{n}" if drel else n
     try: return self._visit(os.open(n, _READ, dir_fd=dfd), at, p, what, dst, seen, tally=tally)
@@ -224,7 +195,7 @@ def path(self:ServerRoot, p, what:str='path', must_exist:bool=False, capped:bool
     r = self.rel(p, what)
     if (fd := self._open(r)) is None:
         if must_exist: raise FileNotFoundError(f"{what} {p} does not exist")
-    else: self._visit(fd, r, p, what, None, set(), top=True, tally=_Tally(self.copy_limits) if capped else None)
+    else: self._visit(fd, r, p, what, None, set(), top=True, tally=CopyTally(self.copy_limits) if capped else None)
     return self.root/r
 
 # %% ../nbs/93a_mcp_root.ipynb #1ace8ca2
@@ -289,18 +260,9 @@ def _put(self:ServerRoot, src:Path, rel:str, what:str):
 class Staged:
     "One call's private copies: inputs copied out of the root, outputs written here, then published into the root"
     def __init__(self, srv:ServerRoot):
-        self.srv, self.outs, self.tally, self.ins = srv, [], _Tally(srv.copy_limits), set()
+        self.srv, self.outs, self.tally, self.ins = srv, [], CopyTally(srv.copy_limits, srv.copy_budget), set()
         self.dir = Path(tempfile.mkdtemp(dir=srv.stages))
     def __repr__(self): return f"<Staged {len(self.outs)} outputs>"
-
-# %% ../nbs/93a_mcp_root.ipynb #eff6edde
-def _copy(fd:int, size:int, dst:Path, tally:_Tally, p:str, what:str):
-    "Copy the open file `fd` (of `size` bytes when checked) to `dst`, counted by `tally`"
-    tally.add(p, what, files=1, n=size)
-    with os.fdopen(os.dup(fd), 'rb') as f, open(dst, 'wb') as out:
-        while b := f.read(1 << 20):
-            out.write(b)
-            if (size := size - len(b)) < 0: tally.add(p, what, n=-size); size = 0
 
 # %% ../nbs/93a_mcp_root.ipynb #0a592ee4
 @patch
@@ -315,13 +277,38 @@ def input(self:Staged, p, what:str='path')->Path:
 
 # %% ../nbs/93a_mcp_root.ipynb #c2a0a824
 @patch
-def output(self:Staged, p, what:str='output', keep:bool=False)->Path:
+def output(self:Staged, p, what:str='output', keep:bool=False,
+           owns:tuple=())->Path: # names under `p` only this output writes ('/'-separated fnmatch patterns)
     "Where to write what `p` names (published into the root when the call ends well); `keep`: start from its content"
     r = self.srv.rel(p, what)
     if (fd := self.srv._open(r)) is not None:      # what is there now: no link out, no other name
         self.srv._visit(fd, r, p, what, self.dir/r if keep else None, set(), top=True, tally=self.tally)
     (self.dir/r).parent.mkdir(parents=True, exist_ok=True)
-    self.outs.append((r, what, p)); return self.dir/r
+    self.outs.append((r, what, p, owns)); return self.dir/r
+
+# %% ../nbs/93a_mcp_root.ipynb #4f9f773a
+def _remove_at(dfd:int, name:str):
+    "Remove the entry `name` of the open directory `dfd`: a file or link unlinked, a folder removed beneath it, no link followed"
+    try: st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError: return
+    if stat.S_ISDIR(st.st_mode): shutil.rmtree(name, dir_fd=dfd)
+    else: os.unlink(name, dir_fd=dfd)
+
+# %% ../nbs/93a_mcp_root.ipynb #28bee361
+@patch
+def _drop_owned(self:ServerRoot, st:Staged, r:str, owns:tuple, what:str):
+    "Remove what the root's output folder `r` holds under the names `owns` and its private copy lacks; no input of `st`"
+    for d in dict.fromkeys(os.path.dirname(n) for n in owns):
+        at, pats = '/'.join(x for x in (r, d) if x), [os.path.basename(n) for n in owns if os.path.dirname(n) == d]
+        try: dfd = open_beneath(self.fd, at, os.O_RDONLY | os.O_DIRECTORY)
+        except (FileNotFoundError, NotADirectoryError, PathEscapeError): continue   # none, or a link: not looked into
+        try:
+            for n in os.listdir(dfd):
+                q = f"{at}/{n}" if at else n
+                if not any(fnmatchcase(n, x) for x in pats) or os.path.lexists(st.dir/q): continue
+                if any(not i or q == i or q.startswith(i + '/') or i.startswith(q + '/') for i in st.ins): continue
+                _remove_at(dfd, n)
+        finally: os.close(dfd)
 
 # %% ../nbs/93a_mcp_root.ipynb #06e0ad58
 @patch
@@ -340,10 +327,11 @@ def staged(self:ServerRoot):
     st = Staged(self)
     try:
         yield st
-        for r, what, p in st.outs:    # one not written: what an earlier run left at its name goes
+        for r, what, p, owns in st.outs:    # one not written: what an earlier run left at its name goes
             if os.path.lexists(st.dir/r): self._put(st.dir/r, r, what)
             else: self._drop(p, what)
+            if owns: self._drop_owned(st, r, owns, what)
     except Exception as e:
         e.args = tuple(st.show(a) for a in e.args)    # messages name the root, not the private copies
         raise
-    finally: shutil.rmtree(st.dir, ignore_errors=True)
+    finally: shutil.rmtree(st.dir, ignore_errors=True); st.tally.release()   # the copies gone: their bytes given back

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from .core import KnowlyrError
 from .hub.export import DatasetExporter
+from .hub.export_filter import EXPORT_NAMES
 from .hub.pipeline import Pipeline, PipelineConfig
 from knowlyr_lab.mcp_base import (
     CalibrationResult,
@@ -37,7 +38,7 @@ from knowlyr_lab.mcp_base import (
     described,
     load_trajectory,
 )
-from .mcp_root import CopyLimitError
+from .mcp_copy import CopyLimitError
 from .recorder.convert import convert, diff_trajectories, validate
 from .recorder.report import ConversionReport
 from .reward.engine import RewardEngine
@@ -277,7 +278,7 @@ def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
                                     test_fraction:float=0.0, group_by:str|None=None)->dict[str, Any]:
     "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
     with srv.staged() as st:       # private copies in, the dataset published at the end
-        src, out = st.input(trajectories, 'trajectory file'), st.output(output_dir, 'output_dir')
+        src, out = st.input(trajectories, 'trajectory file'), st.output(output_dir, 'output_dir', owns=EXPORT_NAMES)
         prefs = st.input(preferences, 'preference file') if preferences else None
         ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward,
                              success_only=success_only, test_fraction=test_fraction, group_by=group_by)

@@ -12,7 +12,8 @@ import pytest
 from mcp import Client
 
 from knowlyr_lab.mcp import build_server, main
-from knowlyr_lab.mcp_root import CopyLimits, ServerRoot
+from knowlyr_lab.mcp_copy import CopyLimitError, CopyLimits
+from knowlyr_lab.mcp_root import ServerRoot
 from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
 from knowlyr_lab.trajectory_io import write_trajectories
 
@@ -77,7 +78,7 @@ def test_a_file_that_grows_while_copied_is_charged_for_what_is_read(tmp_path, mo
         s = real(fd); return m.os.stat_result((*s[:6], 10, *s[7:])) if m.stat.S_ISREG(s.st_mode) else s
     monkeypatch.setattr(m.os, 'fstat', small)
     srv = ServerRoot(tmp_path, CopyLimits(max_mb=1))
-    with pytest.raises(m.CopyLimitError, match='more than 1 MiB'):
+    with pytest.raises(CopyLimitError, match='more than 1 MiB'):
         with srv.staged() as st: st.input('g.jsonl')
     monkeypatch.undo(); assert list(srv.stages.iterdir()) == []
 
@@ -117,3 +118,38 @@ def test_a_pipeline_the_server_made_resumes_past_the_cap(tmp_path):
     for name, args in [('pipeline_status', {'output_dir': 'out'}), ('process_logs_batch', {'log_dir': 'logs', 'output_dir': 'out'})]:
         res = _call(app, name, args)
         assert not res.is_error, (name, res.content[0].text[:300])
+
+def _held_calls(app, monkeypatch):
+    "A reward_leaderboard call held while it holds its copy of a.jsonl, a validate_logs of b.jsonl meanwhile, one after"
+    import threading
+
+    import knowlyr_lab.mcp_tools as t
+    entered, go, real = threading.Event(), threading.Event(), t._leaderboard
+    def held(*a, **k): entered.set(); go.wait(30); return real(*a, **k)
+    monkeypatch.setattr(t, '_leaderboard', held)
+    async def run():
+        async with Client(app) as c:
+            first = asyncio.create_task(c.call_tool('reward_leaderboard', {'trajectories': 'a.jsonl'}))
+            assert await asyncio.to_thread(entered.wait, 30)
+            during = await c.call_tool('validate_logs', {'paths': ['b.jsonl']})
+            go.set(); first = await first
+            return first, during, await c.call_tool('validate_logs', {'paths': ['b.jsonl']})
+    return asyncio.run(run())
+
+def test_calls_running_at_once_share_one_copy_budget(root, monkeypatch):
+    "Each call under --max-copy-mb, two at once over --max-copy-total-mb: the second is refused until the first ends"
+    for n in ('a', 'b'):
+        write_trajectories([Trajectory(task=Task(id=n, instruction='x' * 700_000), outcome=Outcome(success=True),
+                                       steps=[Step(index=0, thought='x', action=ToolCall(tool='x', params={}))])], root/f"{n}.jsonl")
+    app = build_server(root, copy_limits=CopyLimits(max_mb=1, max_total_mb=1.2))
+    first, during, after = _held_calls(app, monkeypatch)
+    assert not first.is_error, first.content[0].text[:300]
+    assert during.is_error and 'the calls running now hold 1.2 MiB' in during.content[0].text, during.content[0].text[:300]
+    assert '--max-copy-total-mb' in during.content[0].text and '\n' not in during.content[0].text
+    assert not after.is_error, after.content[0].text[:300]
+    assert app._knowlyr_root.copy_budget.bytes == 0; _stages_empty(app)
+
+def test_the_cli_takes_the_total_cap():
+    "The default total is 4 x --max-copy-mb; --max-copy-total-mb sets it, and 0 is refused"
+    assert CopyLimits(max_mb=10).max_total_mb == 40
+    assert main(['--max-copy-total-mb', '0']) == 2

@@ -62,3 +62,38 @@ def test_a_stale_side_file_that_is_a_link_is_removed_not_followed(root):
     assert not _call(app, 'convert_logs', {'paths': ['t.jsonl'], 'output': 'c.jsonl'}).is_error
     assert not os.path.lexists(root/'ds'/'quarantine.jsonl') and not os.path.lexists(root/'c.jsonl.quarantine.jsonl')
     assert (root/'keep.jsonl').read_text() == 'IMPORTANT\n'
+
+def _files(d): return sorted(str(q.relative_to(d)) for q in d.rglob('*') if q.is_file())
+
+def test_export_dataset_rerun_leaves_no_earlier_split(root):
+    "An export with a test split, then one without: the folder holds the second export's files, as its result lists"
+    for i in range(2, 12):
+        write_trajectories([Trajectory(task=Task(id=f't{i}', instruction=f'x{i}'), outcome=Outcome(success=True),
+                                       steps=[Step(index=0, thought='x', action=ToolCall(tool='x', params={}))])],
+                           root/f"more{i}.jsonl")
+    (root/'in').mkdir(); [os.rename(q, root/'in'/q.name) for q in root.glob('more*.jsonl')]
+    app = build_server(root)
+    r = _call(app, 'export_dataset', {'trajectories': 'in', 'format': 'sft', 'output_dir': 'ds', 'test_fraction': 0.5})
+    assert not r.is_error and (root/'ds'/'test.jsonl').exists(), r.content[0].text
+    (root/'ds'/'notes.txt').write_text('mine\n')
+    r = _call(app, 'export_dataset', {'trajectories': 'in', 'format': 'sft', 'output_dir': 'ds'})
+    assert not r.is_error, r.content[0].text
+    assert _files(root/'ds') == ['notes.txt', 'train.jsonl'], _files(root/'ds')     # other files stay
+
+def test_export_dataset_hf_rerun_as_sft_leaves_no_hf_folder(root):
+    "An HF export (a DatasetDict folder, Parquet shards, a jsonl/ folder), then an SFT one: no HF file stays"
+    pytest.importorskip('datasets')
+    app = build_server(root)
+    r = _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'hf', 'output_dir': 'ds'})
+    assert not r.is_error and (root/'ds'/'hf').is_dir(), r.content[0].text
+    r = _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
+    assert not r.is_error, r.content[0].text
+    assert _files(root/'ds') == ['train.jsonl'], _files(root/'ds')
+
+def test_export_dataset_never_removes_its_own_input(root):
+    "The trajectories read from the output folder itself (ds/train.jsonl of an earlier export): they stay"
+    app = build_server(root)
+    (root/'ds').mkdir(); (root/'ds'/'test.jsonl').write_text((root/'t.jsonl').read_text())
+    r = _call(app, 'export_dataset', {'trajectories': 'ds/test.jsonl', 'format': 'sft', 'output_dir': 'ds'})
+    assert not r.is_error, r.content[0].text
+    assert (root/'ds'/'test.jsonl').read_text() == (root/'t.jsonl').read_text()
