@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import stat
 import tempfile
 import uuid
 import weakref
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from fastcore.basics import patch
 
+from .hub.export_filter import EXPORT_MANIFEST
 from .mcp_copy import CopyBudget, CopyLimits, CopyTally, copy_counted
 from .sandbox.base import PathEscapeError
 from .sandbox.beneath import open_beneath
@@ -220,7 +221,9 @@ def _put_file(src:Path, dfd:int, name:str):
     tmp = f".{name}.{uuid.uuid4().hex[:12]}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dfd)
     try:
-        with os.fdopen(fd, 'wb') as out, open(src, 'rb') as f: shutil.copyfileobj(f, out)
+        with os.fdopen(fd, 'wb') as out, open(src, 'rb') as f:
+            shutil.copyfileobj(f, out); out.flush(); s = os.fstat(f.fileno())
+            os.utime(out.fileno(), ns=(s.st_atime_ns, s.st_mtime_ns))     # as written: an export's manifest holds
         os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except BaseException:
         with contextlib.suppress(OSError): os.unlink(tmp, dir_fd=dfd)
@@ -278,37 +281,31 @@ def input(self:Staged, p, what:str='path')->Path:
 # %% ../nbs/93a_mcp_root.ipynb #c2a0a824
 @patch
 def output(self:Staged, p, what:str='output', keep:bool=False,
-           owns:tuple=())->Path: # names under `p` only this output writes ('/'-separated fnmatch patterns)
+           export:bool=False)->Path: # a dataset export's folder: what the last export wrote and this one did not goes
     "Where to write what `p` names (published into the root when the call ends well); `keep`: start from its content"
     r = self.srv.rel(p, what)
     if (fd := self.srv._open(r)) is not None:      # what is there now: no link out, no other name
         self.srv._visit(fd, r, p, what, self.dir/r if keep else None, set(), top=True, tally=self.tally)
     (self.dir/r).parent.mkdir(parents=True, exist_ok=True)
-    self.outs.append((r, what, p, owns)); return self.dir/r
+    self.outs.append((r, what, p, export)); return self.dir/r
 
-# %% ../nbs/93a_mcp_root.ipynb #4f9f773a
-def _remove_at(dfd:int, name:str):
-    "Remove the entry `name` of the open directory `dfd`: a file or link unlinked, a folder removed beneath it, no link followed"
-    try: st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-    except FileNotFoundError: return
-    if stat.S_ISDIR(st.st_mode): shutil.rmtree(name, dir_fd=dfd)
-    else: os.unlink(name, dir_fd=dfd)
-
-# %% ../nbs/93a_mcp_root.ipynb #28bee361
+# %% ../nbs/93a_mcp_root.ipynb #8f647fc5
 @patch
-def _drop_owned(self:ServerRoot, st:Staged, r:str, owns:tuple, what:str):
-    "Remove what the root's output folder `r` holds under the names `owns` and its private copy lacks; no input of `st`"
-    for d in dict.fromkeys(os.path.dirname(n) for n in owns):
-        at, pats = '/'.join(x for x in (r, d) if x), [os.path.basename(n) for n in owns if os.path.dirname(n) == d]
-        try: dfd = open_beneath(self.fd, at, os.O_RDONLY | os.O_DIRECTORY)
-        except (FileNotFoundError, NotADirectoryError, PathEscapeError): continue   # none, or a link: not looked into
-        try:
-            for n in os.listdir(dfd):
-                q = f"{at}/{n}" if at else n
-                if not any(fnmatchcase(n, x) for x in pats) or os.path.lexists(st.dir/q): continue
-                if any(not i or q == i or q.startswith(i + '/') or i.startswith(q + '/') for i in st.ins): continue
-                _remove_at(dfd, n)
-        finally: os.close(dfd)
+def _drop_exported(self:ServerRoot, st:Staged, r:str):
+    "Remove the files the manifest of the root's export folder `r` lists, unchanged, that `st`'s export did not write"
+    try:
+        fd = open_beneath(self.fd, f"{r}/{EXPORT_MANIFEST}" if r else EXPORT_MANIFEST, os.O_RDONLY)
+        with os.fdopen(fd, 'rb') as f: old = json.loads(f.read(1 << 26))
+    except (OSError, ValueError, PathEscapeError): return        # no manifest (or a link, or not JSON): nothing listed
+    for rel, key in (old.items() if isinstance(old, dict) else ()):
+        q = f"{r}/{rel}" if r else str(rel)
+        if os.path.lexists(st.dir/q) or any(q == i or q.startswith(i + '/') for i in st.ins if i): continue
+        try: n, dfd = os.path.basename(q), open_beneath(self.fd, os.path.dirname(q), os.O_RDONLY | os.O_DIRECTORY)
+        except (OSError, PathEscapeError): continue
+        with contextlib.suppress(OSError):         # gone, or not as that export left it: kept
+            s = os.stat(n, dir_fd=dfd, follow_symlinks=False)
+            if stat.S_ISREG(s.st_mode) and [s.st_size, s.st_mtime_ns] == key: os.unlink(n, dir_fd=dfd)
+        os.close(dfd)
 
 # %% ../nbs/93a_mcp_root.ipynb #06e0ad58
 @patch
@@ -327,10 +324,10 @@ def staged(self:ServerRoot):
     st = Staged(self)
     try:
         yield st
-        for r, what, p, owns in st.outs:    # one not written: what an earlier run left at its name goes
+        for r, what, p, export in st.outs:  # one not written: what an earlier run left at its name goes
+            if export: self._drop_exported(st, r)
             if os.path.lexists(st.dir/r): self._put(st.dir/r, r, what)
             else: self._drop(p, what)
-            if owns: self._drop_owned(st, r, owns, what)
     except Exception as e:
         e.args = tuple(st.show(a) for a in e.args)    # messages name the root, not the private copies
         raise

@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from .core import KnowlyrError
 from .hub.export import DatasetExporter
-from .hub.export_filter import EXPORT_NAMES
 from .hub.pipeline import Pipeline, PipelineConfig
 from knowlyr_lab.mcp_base import (
     CalibrationResult,
@@ -278,7 +277,7 @@ def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
                                     test_fraction:float=0.0, group_by:str|None=None)->dict[str, Any]:
     "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
     with srv.staged() as st:       # private copies in, the dataset published at the end
-        src, out = st.input(trajectories, 'trajectory file'), st.output(output_dir, 'output_dir', owns=EXPORT_NAMES)
+        src, out = st.input(trajectories, 'trajectory file'), st.output(output_dir, 'output_dir', export=True)
         prefs = st.input(preferences, 'preference file') if preferences else None
         ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward,
                              success_only=success_only, test_fraction=test_fraction, group_by=group_by)

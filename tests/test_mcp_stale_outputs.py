@@ -78,7 +78,7 @@ def test_export_dataset_rerun_leaves_no_earlier_split(root):
     (root/'ds'/'notes.txt').write_text('mine\n')
     r = _call(app, 'export_dataset', {'trajectories': 'in', 'format': 'sft', 'output_dir': 'ds'})
     assert not r.is_error, r.content[0].text
-    assert _files(root/'ds') == ['notes.txt', 'train.jsonl'], _files(root/'ds')     # other files stay
+    assert _files(root/'ds') == ['.knowlyr-export.json', 'notes.txt', 'train.jsonl'], _files(root/'ds')   # others stay
 
 def test_export_dataset_hf_rerun_as_sft_leaves_no_hf_folder(root):
     "An HF export (a DatasetDict folder, Parquet shards, a jsonl/ folder), then an SFT one: no HF file stays"
@@ -88,7 +88,7 @@ def test_export_dataset_hf_rerun_as_sft_leaves_no_hf_folder(root):
     assert not r.is_error and (root/'ds'/'hf').is_dir(), r.content[0].text
     r = _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
     assert not r.is_error, r.content[0].text
-    assert _files(root/'ds') == ['train.jsonl'], _files(root/'ds')
+    assert _files(root/'ds') == ['.knowlyr-export.json', 'train.jsonl'], _files(root/'ds')
 
 def test_export_dataset_never_removes_its_own_input(root):
     "The trajectories read from the output folder itself (ds/train.jsonl of an earlier export): they stay"
@@ -97,3 +97,10 @@ def test_export_dataset_never_removes_its_own_input(root):
     r = _call(app, 'export_dataset', {'trajectories': 'ds/test.jsonl', 'format': 'sft', 'output_dir': 'ds'})
     assert not r.is_error, r.content[0].text
     assert (root/'ds'/'test.jsonl').read_text() == (root/'t.jsonl').read_text()
+
+def test_export_dataset_keeps_files_no_export_wrote(root):
+    "Only what the last export's manifest lists goes: a user's own test.jsonl, or one edited since, stays"
+    app = build_server(root)
+    (root/'ds').mkdir(); (root/'ds'/'test.jsonl').write_text('mine\n')
+    r = _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
+    assert not r.is_error and (root/'ds'/'test.jsonl').read_text() == 'mine\n', r.content[0].text

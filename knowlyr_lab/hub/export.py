@@ -284,7 +284,7 @@ def export_hf(self:DatasetExporter, output_dir, kind:str='sft', # rows of which 
         dd = datasets.load_dataset('json', data_files=res.paths, cache_dir=str(cache))
         dd.save_to_disk(str(out / 'hf'))
         shards = _write_shards(dd, out / 'data', max_rows_per_shard)
-        drop_stale_exports(out, [out / 'hf' / 'dataset_dict.json', *(out / 'hf' / s for s in dd), *shards],
+        drop_stale_exports(out, [out / 'jsonl', out / 'hf' / 'dataset_dict.json', *(out / 'hf' / s for s in dd), *shards],
                            (self.trajectories, self.preferences))     # what an earlier export wrote and this one did not
         if push_to_hub: dd.push_to_hub(push_to_hub, private=private)
     finally: shutil.rmtree(cache, ignore_errors=True)
