@@ -99,6 +99,38 @@ def test_gemini_keeps_message_ids_times_ui_fields_and_the_model_of_each_message(
     assert [s.metadata['user_message_id'] for s in t.steps if 'user_message_id' in s.metadata][-1] == \
         '231038fa-bbfb-4b43-9a30-b8b7fcf54895'
 
+def test_openhands_keeps_event_ids_times_and_the_action_fields():
+    (t,) = conv(REAL / 'openhands' / 'basic.json')
+    assert t.task.metadata['task_event'] == {'id': 0, 'timestamp': '2025-01-27T22:44:56.900854', 'timeout': 120}
+    e, fin = t.steps
+    assert (e.metadata['timeout'], e.metadata['impl_source'], e.metadata['response_created']) == (120, 'oh_aci', 1738046713)
+    assert e.metadata['translated_ipython_code'].startswith("print(file_editor(**{'command': 'create'")
+    assert e.metadata['observation_event_id'] == 4 and 'result_impl_source' not in e.metadata    # the action's, again
+    assert e.metadata['formatted_output'] == 'File created successfully at: /workspace/game_2048.py'  # not the diff
+    assert fin.metadata['response_created'] == 1738046718
+    (t,) = conv(REAL / 'openhands' / 'wrong_initial_state.json')
+    assert [s.metadata.get('confirmation_state') for s in t.steps][1] == 'confirmed'
+    (t,) = conv(FIXTURES / 'recorder' / 'openhands' / 'trajectory.json')          # two calls of one response
+    assert [s.metadata.get('response_created') for s in t.steps][:2] == [1738048613, None]    # once per response
+    t = conv(REAL / 'openhands' / 'logic_reasoning_ProntoQA__output.jsonl')[0]
+    assert t.task.metadata['task_event'] == {'id': 0, 'timestamp': '2024-05-29T10:42:13.877632'}
+    assert [s.metadata['user_event_id'] for s in t.steps if 'user_event_id' in s.metadata] == [9]
+    assert [s.metadata.get('observation_event_id') for s in t.steps if s.action and s.observation][:2] == [4, 6]
+    assert [s.metadata.get('event_id') for s in t.steps if not s.action][:1] == [7]       # an agent message
+
+def test_openhands_sdk_keeps_the_ids_and_times_of_events_that_are_no_step():
+    (t,) = conv(FIXTURES / 'recorder' / 'openhands-sdk' / 'events.jsonl')
+    assert t.task.metadata == {'task_event': {'id': 'm0', 'timestamp': '2026-06-16T05:39:19.000000'}}
+    assert [(u['key'], u['id'], u.get('value')) for u in t.metadata['state_updates']] == [
+        ('execution_status', 'u0', 'running'), ('stats', 's1000', None), ('stats', 's2300', None),
+        ('execution_status', 'u1', 'finished')]
+    assert t.metadata['state_updates'][0]['timestamp'] == '2026-06-16T05:39:18.000000'
+    assert [s.metadata.get('observation_event_id') for s in t.steps if s.action] == ['o1', 'o2', 'o3']
+
+def test_smolagents_keeps_the_model_id():
+    t, *_ = conv(FIXTURES / 'recorder' / 'smolagents' / 'parallel-calls.jsonl')
+    assert (t.metadata['model_id'], t.agent.model) == ('gpt-4o', None)    # the agent's model: what the responses name
+
 SECRET = 'ghp_x7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yz'
 
 def _plant_cc(rec):
@@ -110,9 +142,15 @@ def _plant_codex(rec):
 def _plant_gemini(rec):
     for tc in rec.get('toolCalls') or []: tc['resultDisplay'] = {'fileDiff': f'+GH_TOKEN={SECRET}'}; return True
 
+def _plant_openhands(rec):
+    if isinstance(rec.get('extras'), dict): rec['extras']['formatted_output_and_error'] = f'GH_TOKEN={SECRET}'; return True
+    if isinstance(rec.get('args'), dict) and 'translated_ipython_code' in rec['args']:
+        rec['args']['translated_ipython_code'] = f"print('GH_TOKEN={SECRET}')"; return True
+
 PLANTED = {'claude-code': ('recorder/claude-code/7f3c2a10-0000-4000-8000-000000000001.jsonl', _plant_cc),
            'codex-cli': ('recorder/codex-cli/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl',
                          _plant_codex),
+           'openhands': ('agent_logs/openhands/basic.json', _plant_openhands),
            'gemini-cli': ('recorder/gemini-cli/session-2026-04-23T12-52-0ab84937.jsonl', _plant_gemini)}
 
 @pytest.mark.parametrize('fmt', PLANTED)
@@ -120,9 +158,10 @@ def test_a_secret_in_a_newly_kept_field_is_redacted(fmt, tmp_path):
     "The fields kept since the audit come from the records, which are redacted as they are read"
     name, plant = PLANTED[fmt]
     src, dst = FIXTURES / name, tmp_path / Path(name).name
-    recs = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    array = src.suffix == '.json'                                   # a JSON array of events, or JSON lines
+    recs = json.loads(src.read_text()) if array else [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
     assert sum(bool(plant(r)) for r in recs) >= 1
-    dst.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    dst.write_text(json.dumps(recs) if array else ''.join(json.dumps(r) + '\n' for r in recs))
     side = tmp_path / 'side.jsonl'
     ts = list(convert(dst, format=fmt, report=ConversionReport(side_file=side), redact=False))
     assert SECRET in ''.join(t.model_dump_json() for t in ts)      # the field is kept ...
@@ -136,7 +175,6 @@ def test_a_secret_in_a_newly_kept_field_is_redacted(fmt, tmp_path):
 # A leaf's last key among these is a discriminator: its value became the shape of a step (a call, a result, a turn).
 SHAPE = {'type', 'role', 'kind', 'from', 'object'}
 # Per format: leaf paths (a trailing * takes the subtree) whose values reach no output, with the reason. Entries that
-# start with 'NOT KEPT' are known losses still to fix, listed so that any other loss fails this test.
 LISTED = {
     'anthropic-messages': {
         '[].messages[].usage.input_tokens': 're-expressed: usage.input counts the cache reads and writes too',
@@ -169,24 +207,13 @@ LISTED = {
         'trajectory_format': 'dropped: the file version, read to pick the layout',
     },
     'openhands': {
-        '*timestamp': 'NOT KEPT: times of events that are no step (user messages, state changes)',
-        '*id': 'NOT KEPT: ids of events that are no step',
         '*message': 'dropped: the human-readable summary of an event (its content is kept)',
         '*action': 're-expressed: a user message is the task or a user step',
         '*observation': "re-expressed: an observation 'null' is no observation",
         '[].source': 're-expressed: user events are the task or user steps',
-        '[].timeout': 'NOT KEPT: the timeout of an action',
-        '[].args.confirmation_state': 'NOT KEPT: the confirmation state of an action',
-        '[].args.impl_source': 'NOT KEPT: which implementation ran the action',
-        '[].args.translated_ipython_code': 'NOT KEPT: the action as IPython code (the params say the same)',
-        '[].extras.impl_source': 'NOT KEPT: which implementation ran the action',
-        '[].extras.formatted_output_and_error': 'NOT KEPT: the output as the UI formatted it',
-        '[].tool_call_metadata.model_response.created': 'NOT KEPT: when the model response was created',
         '[].tool_call_metadata.model_response.usage.total_tokens': 're-expressed: usage.input + usage.output',
     },
     'openhands-sdk': {
-        '*id': 'NOT KEPT: ids of events that are no step',
-        '[].timestamp': 'NOT KEPT: times of events that are no step',
         '[].source': 're-expressed: user events are the task',
         '[].key': 're-expressed: a state update is the outcome or the usage',
         '[].value': 're-expressed: the execution status is the outcome',
@@ -194,7 +221,6 @@ LISTED = {
     },
     'smolagents': {
         '[].intermediate_steps[].content[].text': "re-expressed: 'Calling tools:' text is the steps' calls",
-        '[].model_id': 'NOT KEPT: the model id of a row whose agent is named in agent',
     },
     'swe-agent': {
         'environment': 'dropped: the environment name (main/swe_main), read to pick the layout',

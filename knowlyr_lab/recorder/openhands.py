@@ -21,7 +21,7 @@ from .values import cache_write_tokens, content_text, parse_arguments, set_obser
 from ..trajectory import AgentInfo, Outcome, Source, Step, Task, TokenUsage, Trajectory
 
 # %% auto #0
-__all__ = ['exit_code', 'is_openhands_v1', 'OpenHandsAdapter']
+__all__ = ['exit_code', 'event_mark', 'is_openhands_v1', 'OpenHandsAdapter']
 
 # %% ../../nbs/24_recorder_openhands.ipynb #0967cc09
 def exit_code(extras)->int|None:
@@ -46,6 +46,11 @@ def _model_call(ev:dict)->tuple[str|None, dict|None, dict|None, str|None, str|No
     params = parse_arguments(args)[0] if args is not None else None
     return tcm.get('function_name'), params, resp.get('usage'), resp.get('id'), content_text(msg.get('content')) or None
 
+# %% ../../nbs/24_recorder_openhands.ipynb #25c5e6e2
+def event_mark(ev:dict)->dict:
+    "The id, time and timeout of an event, those it has"
+    return {k: ev[k] for k in ('id', 'timestamp', 'timeout') if ev.get(k) is not None}
+
 # %% ../../nbs/24_recorder_openhands.ipynb #06ce29e2
 _NO_RESULT = {'finish', 'message', 'change_agent_state', 'reject'}   # actions that never get an observation
 
@@ -56,7 +61,7 @@ class _V0History:
         self.log, self.unmapped = StepLog(), []
         self.instruction, self.by_event, self.last_open = instruction, {}, None
         self.finished, self.models, self.n_agent_calls = False, [], []
-        self.system = self.tools = self.instruction_field = None
+        self.system = self.tools = self.instruction_field = self.task_event = self.system_event = None
         self.seen_user = False
 
     def _skip(self, kind, ev, why):
@@ -89,13 +94,32 @@ def feed(self:_V0History, history:list):
 
 # %% ../../nbs/24_recorder_openhands.ipynb #0255045b
 @patch
-def _user_message(self:_V0History, text:str, t, is_task:bool):
-    "Take a user message as the task or as a user turn"
+def _user_message(self:_V0History, text:str, t, is_task:bool, ev:dict|None=None):
+    "Take a user message as the task (its id, time and timeout kept) or as a user turn (its id kept)"
+    ev = ev or {}
+    task = self.instruction is None or (not self.seen_user and not self.log.steps)   # the task as the agent saw it
     if self.instruction is None: self.instruction = text
-    elif not self.seen_user and not self.log.steps:   # the first user message is the task as the agent saw it
-        if not is_task: self.instruction_field, self.instruction = self.instruction, text
-    else: self.log.user(text, t)
+    elif task and not is_task: self.instruction_field, self.instruction = self.instruction, text
+    if task: self.task_event = self.task_event or event_mark(ev) or None
+    else:
+        s = self.log.user(text, t)                    # its own step, or the text step it answers
+        for k, v in (('user_event_id', ev.get('id')), ('user_timeout', ev.get('timeout'))):
+            if v is not None: s.metadata[k] = v
     self.seen_user = True
+
+# %% ../../nbs/24_recorder_openhands.ipynb #03a77f5a
+_ARG_EXTRAS = ('impl_source', 'confirmation_state', 'translated_ipython_code')   # args that are no parameter
+
+# %% ../../nbs/24_recorder_openhands.ipynb #f7675fc2
+@patch
+def _action_extras(self:_V0History, ev:dict, args:dict, mr:dict, rid, in_params:bool)->dict:
+    "Step metadata of an action: its timeout, the response's creation time, the `args` the params do not hold"
+    x = {'timeout': ev.get('timeout')}
+    if mr.get('created') is not None and self.log._first_of(rid): x['response_created'] = mr['created']
+    if not in_params:
+        for k in _ARG_EXTRAS:
+            if k in args: x[k] = args[k]
+    return x
 
 # %% ../../nbs/24_recorder_openhands.ipynb #b63119cd
 _NOT_ARGS = ('action', 'id', 'timestamp', 'source', 'message', 'cause')
@@ -108,12 +132,13 @@ def action(self:_V0History, ev:dict)->"Step|None":
     src, t = ev.get('source'), ev.get('timestamp')
     if act == 'system':    # SystemMessageAction: the system prompt and tools the agent was given, not a tool call
         self.system, self.tools = args.get('content') or ev.get('message'), args.get('tools')
+        self.system_event = event_mark(ev) or None
         self.report.mapped(kind); return None
     if act == 'message':
         text = args.get('content') or ev.get('message') or ''
         is_task = self.instruction is not None and not self.log.steps and text.strip() == self.instruction.strip()
         if src == 'user' or (src is None and is_task):
-            self._user_message(text, t, is_task)
+            self._user_message(text, t, is_task, ev)
             self.report.mapped(kind); return None
     if act in ('change_agent_state', 'recall') or src in ('environment', 'user'):
         return self._skip(kind, ev,
@@ -124,7 +149,8 @@ def action(self:_V0History, ev:dict)->"Step|None":
     if fname and isinstance(mr.get('model'), str) and (not self.models or self.models[-1] != mr['model']):
         self.models.append(mr['model'])
     if act == 'message':   # an agent chat turn, no tool
-        step = self.log.message(args.get('content') or ev.get('message') or '', t, usage=usage, response_id=rid)
+        step = self.log.message(args.get('content') or ev.get('message') or '', t, usage=usage, response_id=rid,
+                                event_id=ev.get('id'), **self._action_extras(ev, args, mr, rid, False))
         if step.usage is not None and (cw := cache_write_tokens(usage)): step.metadata['cache_write_tokens'] = cw
         self.report.mapped(kind); self.n_agent_calls.append(step); self.last_open = None; return None
     thought = args.get('thought') or msg_text
@@ -132,8 +158,8 @@ def action(self:_V0History, ev:dict)->"Step|None":
     params = fparams if fparams is not None else {k: v for k, v in args.items() if k != 'thought'}
     eid = ev.get('id')
     call_id = tcm.get('tool_call_id') or (f"event-{eid}" if 'id' in ev else f"record-{len(self.log.steps)}")
-    step = self.log.call(fname or act, params, call_id, thought, t, usage=usage, response_id=rid,
-                         openhands_action=act, event_id=eid, finish_reason=fr)
+    step = self.log.call(fname or act, params, call_id, thought, t, usage=usage, response_id=rid, openhands_action=act,
+                         event_id=eid, finish_reason=fr, **self._action_extras(ev, args, mr, rid, fparams is None))
     if step.usage is not None and (cw := cache_write_tokens(usage)): step.metadata['cache_write_tokens'] = cw
     self.n_agent_calls.append(step)
     if 'id' in ev: self.by_event[eid] = step
@@ -143,6 +169,14 @@ def action(self:_V0History, ev:dict)->"Step|None":
     self.last_open = step if act not in _NO_RESULT else None
     self.report.mapped(kind)
     return step
+
+# %% ../../nbs/24_recorder_openhands.ipynb #dd7f8c4f
+def _result_extras(step:Step, ev:dict, extras:dict):
+    "The observation's event id; its `impl_source` and UI text (`formatted_output_and_error`) where they differ"
+    if ev.get('id') is not None: step.metadata['observation_event_id'] = ev['id']
+    if (ri := extras.get('impl_source')) is not None and ri != step.metadata.get('impl_source'):
+        step.metadata['result_impl_source'] = ri
+    if (f := extras.get('formatted_output_and_error')) and f != ev.get('content'): step.metadata['formatted_output'] = f
 
 # %% ../../nbs/24_recorder_openhands.ipynb #b6e398ad
 @patch
@@ -167,6 +201,7 @@ def observation(self:_V0History, ev:dict, partner=None):
     if not done and step is None and obs == 'error' and cause is None: return self.failed_turn(ev, kind)
     if not done: return self._skip(kind, ev, 'observation whose action is not in the log (or already has a result)')
     if isinstance(extras.get('metadata'), dict): done.metadata['observation_metadata'] = extras['metadata']
+    _result_extras(done, ev, extras)
     self.report.mapped(kind)
 
 # %% ../../nbs/24_recorder_openhands.ipynb #e0ef2af3
@@ -261,8 +296,9 @@ def _traj(self:OpenHandsAdapter, path, report, h:_V0History, rec:dict|None, line
     if rec.get('git_patch'): meta['git_patch'] = rec['git_patch']
     if h.unmapped: meta['unmapped'] = h.unmapped
     task_meta = {k: v for k, v in (('instance', inst or None), ('issue', issue or None), ('tools', h.tools),
-                                   ('instruction_field', h.instruction_field)) if v}
+                                   ('instruction_field', h.instruction_field), ('task_event', h.task_event)) if v}
     if h.system: meta['system_prompt'] = h.system
+    if h.system_event: meta['system_prompt_event'] = h.system_event
     return Trajectory(task=Task(id=str(tid), instruction=h.instruction or '', domain='coding', metadata=task_meta),
                       agent=AgentInfo(name='openhands', model=model), steps=h.log.finish(), outcome=outcome,
                       source=Source(format=self.name, path=str(path), line=line), metadata=meta)

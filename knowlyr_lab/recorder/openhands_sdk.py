@@ -14,7 +14,7 @@ from fastcore.basics import patch
 
 from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
-from .openhands import exit_code, is_openhands_v1
+from .openhands import event_mark, exit_code, is_openhands_v1
 from .reading import cut_off, iter_json_items, iter_jsonl, json_shape, read_json
 from .report import ConversionReport
 from .values import content_text, parse_arguments
@@ -64,6 +64,8 @@ class _V1History:
         self.log, self.unmapped, self.by_event = StepLog(), [], {}
         self.counter, self.pending, self.lost = usage_total(0, 0, 0, 0, 0.0), None, []
         self.status, self.finished, self.system, self.models = None, False, None, []
+        self.task_event = self.system_event = None
+        self.state_updates = []      # id, time and key of each state update read (the status with its value)
 
     def _skip(self, kind, ev, why): self.unmapped.append(self.report.unmapped(kind, ev, self.path, self.line, why=why))
 
@@ -111,8 +113,9 @@ def _ActionEvent(self:_V1History, ev, kind):
 # %% ../../nbs/24a_recorder_openhands_sdk.ipynb #4e851c6f
 @patch
 def _AgentErrorEvent(self:_V1History, ev, kind):
-    if self.log.result(ev.get('tool_call_id'), ev.get('error') or '', True, None, ev.get('timestamp')) is None:
+    if (s := self.log.result(ev.get('tool_call_id'), ev.get('error') or '', True, None, ev.get('timestamp'))) is None:
         return self._skip(kind, ev, 'agent error not tied to a tool call in the log')
+    if ev.get('id') is not None: s.metadata['observation_event_id'] = ev['id']
     self.report.mapped(kind)
 
 # %% ../../nbs/24a_recorder_openhands_sdk.ipynb #dbe6183e
@@ -126,9 +129,13 @@ def _MessageEvent(self:_V1History, ev, kind):
     msg = ev.get('llm_message') if isinstance(ev.get('llm_message'), dict) else {}
     text = _sdk_text(msg.get('content'))
     if ev.get('source') == 'user' or msg.get('role') == 'user':
-        if self.instruction is None: self.instruction = text
-        elif self.log.steps or text.strip() != self.instruction.strip(): self.log.user(text, ev.get('timestamp'))
-    else: self.log.message(text, ev.get('timestamp'), usage=self._take_usage())
+        if self.instruction is None or (not self.log.steps and text.strip() == self.instruction.strip()):
+            if self.instruction is None: self.instruction = text
+            self.task_event = self.task_event or event_mark(ev) or None     # the task message's id and time
+        else:
+            s = self.log.user(text, ev.get('timestamp'))     # its own step, or the text step it answers
+            if ev.get('id') is not None: s.metadata['user_event_id'] = ev['id']
+    else: self.log.message(text, ev.get('timestamp'), usage=self._take_usage(), event_id=ev.get('id'))
     self.report.mapped(kind)
 
 # %% ../../nbs/24a_recorder_openhands_sdk.ipynb #ac7f8d98
@@ -136,13 +143,17 @@ def _MessageEvent(self:_V1History, ev, kind):
 def _SystemPromptEvent(self:_V1History, ev, kind):
     sp = ev.get('system_prompt')
     self.system = _sdk_text(sp.get('text') if isinstance(sp, dict) else sp); self.report.mapped(kind)
+    self.system_event = event_mark(ev) or None
 
 # %% ../../nbs/24a_recorder_openhands_sdk.ipynb #80a9e9ee
 @patch
 def _ConversationStateUpdateEvent(self:_V1History, ev, kind):
     key, value = ev.get('key'), ev.get('value')
-    if key == 'execution_status': self.status = value; return self.report.mapped(f'{kind}:{key}')
+    if key == 'execution_status':
+        self.status = value; self.state_updates.append({'key': key, 'value': value, **event_mark(ev)})
+        return self.report.mapped(f'{kind}:{key}')
     if key == 'stats' and (c := _sdk_counter(value)) is not None:
+        self.state_updates.append({'key': key, **event_mark(ev)})
         if self.pending is not None: self.lost.append(self.pending)
         self.pending, self.counter = _delta(self.counter, c), c
         for m in value['usage_to_metrics'].values():
@@ -177,6 +188,7 @@ def _ObservationEvent(self:_V1History, ev:dict, kind:str):
         cid = s.action.call_id if s is not None and s.action else cid
     if (s := self.log.result(cid, content, is_error, code, ev.get('timestamp'))) is None:
         return self._skip(kind, ev, 'result of a tool call whose ActionEvent is not in the log')
+    if ev.get('id') is not None: s.metadata['observation_event_id'] = ev['id']
     if isinstance(o.get('metadata'), dict): s.metadata['observation_metadata'] = o['metadata']   # host, working dir
     # text we do not read
     if not content and any(isinstance(v, str) and v.strip() for k, v in o.items() if k not in _SDK_NO_TEXT):
@@ -227,12 +239,14 @@ def _traj(self:OpenHandsSDKAdapter, path, h:_V1History, rec:dict|None, line:int|
         record_totals(meta, {k: v for k, v in h.counter.items() if k != 'cost' or v}, steps)
     if h.status is not None: meta['execution_status'] = h.status
     if h.system: meta['system_prompt'] = h.system
+    if h.system_event: meta['system_prompt_event'] = h.system_event
+    if h.state_updates: meta['state_updates'] = h.state_updates
     if h.unmapped: meta['unmapped'] = h.unmapped
     if md: meta['run_metadata'] = md      # the LLM config, dataset and split, eval_output_dir, server image
     llm = md.get('llm')
     model = llm.get('model') if isinstance(llm, dict) and isinstance(llm.get('model'), str) else None
     return Trajectory(task=Task(id=str(tid), instruction=h.instruction or rec.get('instruction') or '', domain='coding',
-                                metadata={'instance': inst} if inst else {}),
+                                metadata={k: v for k, v in (('instance', inst), ('task_event', h.task_event)) if v}),
                       agent=AgentInfo(name='openhands', model=model or (h.models[0] if h.models else None)),
                       steps=steps, outcome=outcome, source=Source(format=self.name, path=str(path), line=line),
                       metadata=meta)

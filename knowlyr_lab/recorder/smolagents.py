@@ -239,8 +239,10 @@ def _smol_success(row:dict, answer)->tuple[bool|None, bool, str|None]:
     return success, True, f"inferred by the recorder: smolagents benchmark scorer ({how})"
 
 # %% ../../nbs/23b_recorder_smolagents.ipynb #f3782295
+# read into the trajectory's fields; the row's other fields (its model_id too: the agent's model stays the one the
+# responses name, as the trajectory's id hashes it) are kept as metadata
 _SMOL_KNOWN = ('intermediate_steps', 'question', 'answer', 'prediction', 'true_answer', 'token_counts', 'start_time',
-               'end_time', 'model_id', 'agent_name', 'task_id', 'is_correct')
+               'end_time', 'agent_name', 'task_id', 'is_correct')
 
 def _smol_finish(self, b, row):
     "The row's trajectory: usage, outcome, how success was decided, and the row's other fields as metadata"
