@@ -466,6 +466,31 @@ def test_served_chat_template_kwargs_turn_thinking_off(parser):
         assert tok.decode(r.model_dump()['prompt_token_ids']).endswith('<think>\n\n</think>\n\n')
 
 
+@pytest.mark.parametrize('kw', [None, {'date_string': '01 Jan 2025'}])
+def test_recorded_chat_template_kwargs_render_as_served(tmp_path, kw):
+    """A recording proxy keeps the template variables each exchange was rendered with (step metadata
+    `template_kwargs`), and the drift check renders with them: before, a server default or a request's
+    `chat_template_kwargs` changed the recorded prompt ids but was kept nowhere, so every such record read as drift"""
+    openai = pytest.importorskip('openai')
+    from knowlyr_lab.serving import AgentInference
+    from knowlyr_lab.serving.model import _result
+    from knowlyr_lab.serving.recording import ExchangeRecorder
+    from knowlyr_lab.trainer.drift import drift_report
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    tok = tokenizer_with(trl_template('llama3_1'))          # its system header says the date it is given
+    inf = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, name='tiny', prefix_cache=0)
+    def scripted(convs, tools=None, *a, template_kwargs=None, **k):
+        p = tok(inf.render(convs[0], tools, template_kwargs=template_kwargs), add_special_tokens=False)['input_ids']
+        reply = tok('It is 5.', add_special_tokens=False)['input_ids'] + [tok.convert_tokens_to_ids('<|eot_id|>')]
+        return [_result(tok, reply, [0.0] * len(reply), p, inf.stop_ids)]
+    inf.generate, rec = scripted, ExchangeRecorder(tmp_path / 'rec')
+    with inf.serve(record_to=rec, **({'chat_template_kwargs': kw} if kw else {})) as srv:
+        openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0).chat.completions.create(
+            model='tiny', messages=[{'role': 'user', 'content': 'Compute 2 + 3.'}], max_tokens=8)
+    rec.flush(); t = next(iter(rec.store))
+    assert t.steps[0].metadata.get('template_kwargs') == kw
+    assert drift_report(tok, t)['drift'] is False
+
 def test_served_chat_template_kwargs_and_the_prefix_cache():
     """The prefix cache keys its entries by token ids, so a prompt rendered with other template arguments reuses only the
     ids it shares: with the cache on, each request (thinking off, on, off again) generates what a cache-less model does"""

@@ -114,9 +114,10 @@ def record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages, 
             episode:str|None=None,
             task_id:str|None=None, agent:str|None=None,
             # who sent it: episodes and conversations are matched within one client's
-            client:str='')->list[str]:
+            client:str='',
+            template_kwargs:dict|None=None)->list[str]: # the chat template variables the prompt was rendered with
     "Add one answered request: each choice continues its conversation (or forks, or starts one)"
-    meta = {'episode': episode, 'task_id': task_id, 'agent': agent, 'client': client}
+    meta = {'episode': episode, 'task_id': task_id, 'agent': agent, 'client': client, 'template_kwargs': template_kwargs}
     nodes = [_node(messages, tools, o, r, t_start, t_end, model, meta) for o, r in zip(outs, replies)]
     hashes = _prefix_hashes(messages)
     with self._lock:
@@ -164,7 +165,8 @@ def _step(k:int, nd:dict, nxt:dict|None)->Step:
                 metadata={'n_messages': nd['n_messages'], 'finish_reason': nd['finish_reason'],
                           **({'tool_calls': calls} if len(calls) > 1 else {}),
                           **({'reasoning_content': r['reasoning_content']} if r.get('reasoning_content') is not None
-                             else {})})
+                             else {}),
+                          **({'template_kwargs': nd['template_kwargs']} if nd.get('template_kwargs') else {})})
 
 # %% ../../nbs/51_serving_recording.ipynb #bbaa00c0
 def _last_messages(chain:list[dict])->list[dict]:

@@ -249,7 +249,8 @@ def _record(self:_Handler, req, outs, choices, msgs, render, t0):
                                     req['model'] or self.server.inf.name,
                                     episode=h.get('X-Knowlyr-Episode') or meta.get('episode_id'),
                                     task_id=h.get('X-Knowlyr-Task') or meta.get('task_id'),
-                                    agent=h.get('X-Knowlyr-Agent') or meta.get('agent'), client=_client(h))
+                                    agent=h.get('X-Knowlyr-Agent') or meta.get('agent'), client=_client(h),
+                                    template_kwargs=req['template_kwargs'] or None)
     except Exception as e: raise RequestRefused(500, f"the exchange could not be recorded ({one_line(e)})") from None
 
 # %% ../../nbs/54_serving_server.ipynb #5b545616

@@ -117,12 +117,12 @@ def drift_report(tok, t:Trajectory,     # a trajectory with recorded ids
            'index': None, 'cause': None, 'recorded_token': None, 'rendered_token': None, 'recorded_text': None,
            'rendered_text': None}
     for k, (s, n) in enumerate(zip(t.steps, ns)):
-        rec = list(s.prompt_token_ids) + list(s.token_ids)
-        ren = _ids(tok, render_chat(tok, msgs[:n + 1], use, fmt=fmt))
+        rec, kw = list(s.prompt_token_ids) + list(s.token_ids), s.metadata.get('template_kwargs')   # as it was served
+        ren = _ids(tok, render_chat(tok, msgs[:n + 1], use, fmt=fmt, template_kwargs=kw))
         if _matches(tok, rec, ren): continue
         i = _first_diff(rec, ren)
         cause = drift_cause(tok, rec, ren, s.metadata.get('finish_reason'))
-        if use != rec_tools and _matches(tok, rec, _ids(tok, render_chat(tok, msgs[:n + 1], rec_tools, fmt=fmt))):
+        if use != rec_tools and _matches(tok, rec, _ids(tok, render_chat(tok, msgs[:n + 1], rec_tools, fmt=fmt, template_kwargs=kw))):
             cause = 'different tools'
         return {**row, 'drift': True, 'step': k, 'part': 'prompt' if i < len(s.prompt_token_ids) else 'completion',
                 'index': i, 'cause': cause, 'recorded_token': _token(tok, rec, i),
