@@ -73,3 +73,13 @@ def test_a_file_changed_since_its_export_stays(trajs, tmp_path):
     (out/'test.jsonl').write_text('{"edited": true}\n')                                   # the user kept and edited it
     DatasetExporter(trajs).export('sft', out)
     assert (out/'test.jsonl').read_text() == '{"edited": true}\n'
+
+def test_an_hf_export_lists_only_the_files_it_wrote(trajs, tmp_path):
+    "An HF export listed whole folders (jsonl/, hf/<split>/), a user's note in them too: the next export removed it"
+    out = tmp_path/'ds'
+    DatasetExporter(trajs).export('hf', out)
+    (out/'jsonl'/'NOTES.md').write_text('mine\n'); (out/'hf'/'train'/'README.md').write_text('mine\n')
+    DatasetExporter(trajs).export('hf', out)
+    DatasetExporter(trajs).export('sft', out)
+    assert (out/'jsonl'/'NOTES.md').exists() and (out/'hf'/'train'/'README.md').exists()
+    assert not list((out/'data').glob('*.parquet')) and not (out/'hf'/'dataset_dict.json').exists()

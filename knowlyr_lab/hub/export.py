@@ -34,7 +34,7 @@ __all__ = ['DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #daa4d8f8
 # the input files, what an export writes, and the preference records a DPO export reads
-from .export_filter import drop_stale_exports, input_files, pref_record, pref_records, quarantine_pref
+from .export_filter import EXPORT_MANIFEST, drop_stale_exports, hf_saved_files, input_files, pref_record, pref_records, quarantine_pref
 
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
 def _count(d:dict, k:str, n:int=1): d[k] = d.get(k, 0) + n
@@ -284,7 +284,8 @@ def export_hf(self:DatasetExporter, output_dir, kind:str='sft', # rows of which 
         dd = datasets.load_dataset('json', data_files=res.paths, cache_dir=str(cache))
         dd.save_to_disk(str(out / 'hf'))
         shards = _write_shards(dd, out / 'data', max_rows_per_shard)
-        drop_stale_exports(out, [out / 'jsonl', out / 'hf' / 'dataset_dict.json', *(out / 'hf' / s for s in dd), *shards],
+        jsonl = [*res.paths.values(), *(out / 'jsonl' / n for n in ('quarantine.jsonl', EXPORT_MANIFEST))]
+        drop_stale_exports(out, [*jsonl, *hf_saved_files(out / 'hf', dd), *shards],
                            (self.trajectories, self.preferences))     # what an earlier export wrote and this one did not
         if push_to_hub: dd.push_to_hub(push_to_hub, private=private)
     finally: shutil.rmtree(cache, ignore_errors=True)

@@ -24,7 +24,7 @@ from ..trajectory_io import TrajectoryError, quarantine_line
 # %% auto #0
 __all__ = ['FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record',
            'quarantine_pref', 'pref_line', 'pref_records', 'ExportError', 'ExportResult', 'check_export_settings',
-           'explain_empty', 'input_files', 'drop_stale_exports']
+           'explain_empty', 'input_files', 'hf_saved_files', 'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -192,13 +192,18 @@ def _stat_key(p:Path)->list[int]: st = p.lstat(); return [st.st_size, st.st_mtim
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #6a3f123f
 def _written(out:Path, paths)->dict:
-    "Every file under `paths` (files, or folders walked without following links), by its path in `out`, with its key"
-    found = {}
-    for p in map(Path, paths):
-        if p.is_symlink() or not p.exists(): continue
-        for f in [p] if p.is_file() else sorted(q for q in p.rglob('*') if q.is_file() and not q.is_symlink()):
-            found[f.relative_to(out).as_posix()] = _stat_key(f)
-    return found
+    "The files `paths` that exist (no link, no folder: an export names each file it wrote), by path in `out`, with key"
+    return {Path(p).relative_to(out).as_posix(): _stat_key(Path(p)) for p in paths
+            if Path(p).is_file() and not Path(p).is_symlink()}
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #fbbe216f
+def hf_saved_files(d:Path, splits)->list[Path]:
+    "The files `DatasetDict.save_to_disk(d)` wrote for `splits`: the dict's file, each split's state, info and Arrow data"
+    files = [d/'dataset_dict.json']
+    for s in splits:
+        data = json.loads((d/s/'state.json').read_text()).get('_data_files', [])
+        files += [d/s/'state.json', d/s/'dataset_info.json', *(d/s/f['filename'] for f in data)]
+    return files
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #6ebd5480
 def _stale(out:Path, rel:str, key, inputs:list[Path])->bool:
@@ -224,5 +229,5 @@ def drop_stale_exports(out:Path, written:list, inputs:tuple=())->list[Path]:
             try: d.rmdir()
             except OSError: break
     if m.is_symlink(): m.unlink()
-    m.write_text(json.dumps(new))
+    if not m.is_dir(): m.write_text(json.dumps(new))      # (a folder of that name: the next export removes nothing)
     return gone
