@@ -36,7 +36,7 @@ class CopyLimitError(ValueError): "A call's inputs hold more than the server's `
 # %% ../nbs/92a_mcp_copy.ipynb #dd87b06b
 class CopyTally:
     "What one call has copied so far, against `lim`, and charged to the server's `budget` (if any)"
-    def __init__(self, lim:CopyLimits, budget:CopyBudget|None=None):
+    def __init__(self, lim:CopyLimits, budget=None):   # budget: the server's `CopyBudget` (below), or None
         self.lim, self.budget, self.bytes, self.files, self.held = lim, budget, 0, 0, 0
 
 # %% ../nbs/92a_mcp_copy.ipynb #9f3d4e69
