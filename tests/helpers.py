@@ -59,3 +59,12 @@ def sent_as(transport:str, action:dict)->dict:
     "`action` (a tool call) as a client of `transport` sends it: AgentGym's is one `act` text"
     from knowlyr_lab.envs.serve import format_call
     return {'tool': 'act', 'params': {'action': format_call(action['tool'], action['params'])}} if transport == 'agentgym' else action
+
+def call_tool(app, name:str, args:dict):
+    "One call of the MCP tool `name` with `args` through the MCP SDK's own client, against the server `app` in process"
+    import asyncio
+
+    from mcp import Client
+    async def go():
+        async with Client(app) as c: return await c.call_tool(name, args)
+    return asyncio.run(go())

@@ -9,6 +9,7 @@ import os
 import time
 
 import pytest
+from helpers import call_tool
 from mcp import Client
 
 from knowlyr_lab.mcp import build_server, main
@@ -17,11 +18,6 @@ from knowlyr_lab.mcp_root import ServerRoot
 from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
 from knowlyr_lab.trajectory_io import write_trajectories
 
-
-def _call(app, name, args):
-    async def go():
-        async with Client(app) as c: return await c.call_tool(name, args)
-    return asyncio.run(go())
 
 @pytest.fixture
 def root(tmp_path):
@@ -38,7 +34,7 @@ def _stages_empty(app): assert list(app._knowlyr_root.stages.iterdir()) == []
 def test_a_tree_of_too_many_files_is_refused_and_nothing_is_left(root):
     app = build_server(root, copy_limits=CopyLimits(max_files=50))
     for paths in (['many'], ['.']):
-        r = _call(app, 'convert_logs', {'paths': paths, 'output': 'c.jsonl'})
+        r = call_tool(app, 'convert_logs', {'paths': paths, 'output': 'c.jsonl'})
         assert r.is_error and 'more than 50 files and directories' in r.content[0].text, r.content[0].text
         assert '--max-copy-files' in r.content[0].text
         assert not (root/'c.jsonl').exists(); _stages_empty(app)
@@ -46,7 +42,7 @@ def test_a_tree_of_too_many_files_is_refused_and_nothing_is_left(root):
 def test_a_big_sparse_file_is_refused_before_it_is_copied(root):
     app = build_server(root, copy_limits=CopyLimits(max_mb=1))
     t = time.monotonic()
-    r = _call(app, 'validate_logs', {'paths': ['sparse.jsonl']})
+    r = call_tool(app, 'validate_logs', {'paths': ['sparse.jsonl']})
     assert r.is_error and 'more than 1 MiB of file data' in r.content[0].text and '--max-copy-mb' in r.content[0].text
     assert time.monotonic() - t < 10; _stages_empty(app)      # refused by its size: 4 GiB never written
 
@@ -55,19 +51,19 @@ def test_the_caps_hold_for_all_inputs_of_one_call_together(root):
     for d in ('a', 'b'):
         for i in range(30): (root/d/f"{i}.jsonl").write_text('{}\n')
     app = build_server(root, copy_limits=CopyLimits(max_files=50))
-    assert not _call(app, 'validate_logs', {'paths': ['a']}).is_error          # 31 entries: under the cap
-    r = _call(app, 'validate_logs', {'paths': ['a', 'b']})                      # 62 together: over it
+    assert not call_tool(app, 'validate_logs', {'paths': ['a']}).is_error          # 31 entries: under the cap
+    r = call_tool(app, 'validate_logs', {'paths': ['a', 'b']})                      # 62 together: over it
     assert r.is_error and 'more than 50 files' in r.content[0].text; _stages_empty(app)
 
 def test_inputs_under_the_caps_still_work(root):
     app = build_server(root, copy_limits=CopyLimits(max_mb=1, max_files=5))
-    r = _call(app, 'reward_leaderboard', {'trajectories': 't.jsonl'})
+    r = call_tool(app, 'reward_leaderboard', {'trajectories': 't.jsonl'})
     assert not r.is_error, r.content[0].text
     rows = r.structured_content['result']
     assert len(rows) == 1 and rows[0]['n'] == 1, rows
 
 def test_a_workspace_over_the_cap_names_the_cap_not_the_template_list(root):
-    r = _call(build_server(root, copy_limits=CopyLimits(max_files=50)), 'create_sandbox', {'workspace': 'many'})
+    r = call_tool(build_server(root, copy_limits=CopyLimits(max_files=50)), 'create_sandbox', {'workspace': 'many'})
     assert r.is_error and '--max-copy-files' in r.content[0].text and 'not an allowed template' not in r.content[0].text
 
 def test_a_file_that_grows_while_copied_is_charged_for_what_is_read(tmp_path, monkeypatch):
@@ -88,18 +84,18 @@ def test_the_cli_takes_the_caps_and_refuses_a_bad_one(capsys):
 
 def test_a_path_named_twice_in_one_call_is_copied_once(root):
     app = build_server(root, copy_limits=CopyLimits(max_files=50))
-    r = _call(app, 'validate_logs', {'paths': ['t.jsonl'] * 2000})        # 2000 names, one file
+    r = call_tool(app, 'validate_logs', {'paths': ['t.jsonl'] * 2000})        # 2000 names, one file
     assert not r.is_error, r.content[0].text
 
 def test_an_error_does_not_read_the_hosts_links_outside_the_root(root):
-    r = _call(build_server(root), 'validate_logs', {'paths': ['/proc/self/cwd/x', '/proc/self/root/etc']})
+    r = call_tool(build_server(root), 'validate_logs', {'paths': ['/proc/self/cwd/x', '/proc/self/root/etc']})
     assert r.is_error and '(it leads to /proc/self/cwd/x)' in r.content[0].text, r.content[0].text
     assert os.getcwd() not in r.content[0].text
 
 def test_the_pipeline_tools_check_walk_is_capped_too(root):
     "The pipeline tools check their log paths in the root (they are not copied): that walk stops at the same caps"
     app = build_server(root, copy_limits=CopyLimits(max_files=50))
-    r = _call(app, 'process_logs_batch', {'log_dir': 'many', 'output_dir': 'p'})
+    r = call_tool(app, 'process_logs_batch', {'log_dir': 'many', 'output_dir': 'p'})
     assert r.is_error and 'more than 50 files and directories' in r.content[0].text, r.content[0].text[:300]
     assert '--max-copy-files' in r.content[0].text
     assert not (root/'p').exists()
@@ -112,11 +108,11 @@ def test_a_pipeline_the_server_made_resumes_past_the_cap(tmp_path):
     src = Path(__file__).parent/'fixtures'/'agent_logs'/'openhands-sdk'/'events.jsonl'
     for i in range(20): shutil.copy(src, r/'logs'/f"run{i:02d}.jsonl")     # 20 logs: under the cap of 50
     app = build_server(r, copy_limits=CopyLimits(max_files=50))
-    first = _call(app, 'process_logs_batch', {'log_dir': 'logs', 'output_dir': 'out'})
+    first = call_tool(app, 'process_logs_batch', {'log_dir': 'logs', 'output_dir': 'out'})
     assert not first.is_error, first.content[0].text[:300]
     assert sum(1 for _ in (r/'out').rglob('*')) > 50                     # the pipeline's own files outgrow the cap
     for name, args in [('pipeline_status', {'output_dir': 'out'}), ('process_logs_batch', {'log_dir': 'logs', 'output_dir': 'out'})]:
-        res = _call(app, name, args)
+        res = call_tool(app, name, args)
         assert not res.is_error, (name, res.content[0].text[:300])
 
 def _held_calls(app, monkeypatch):

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers import call_tool
 from mcp import Client
 
 import knowlyr_lab.mcp_tools as tools
@@ -39,10 +40,6 @@ def _swap_for_link(d:Path, to:Path):
     "Replace the directory (or file) `d` by a symlink to `to`, as another process would"
     os.rename(d, d.with_name(d.name + '.moved')); os.symlink(to, d)
 
-def _call(app, name, args):
-    async def go():
-        async with Client(app) as c: return await c.call_tool(name, args)
-    return asyncio.run(go())
 
 def _nothing_secret(root:Path):
     for p in root.rglob('*'):
@@ -54,7 +51,7 @@ def test_a_log_directory_swapped_for_a_link_after_the_check_is_not_read(place, m
     def late(ins, **kw):                      # the path was checked; the converter is about to read it
         _swap_for_link(root/'logs'/'sub', out); return real(ins, **kw)
     monkeypatch.setattr(tools, 'convert', late)
-    r = _call(build_server(root), 'convert_logs', {'paths': ['logs'], 'output': 'c.jsonl'})
+    r = call_tool(build_server(root), 'convert_logs', {'paths': ['logs'], 'output': 'c.jsonl'})
     assert not r.is_error, r.content[0].text
     assert json.loads(r.content[0].text)['trajectories'] == 1      # the copy taken when it was checked
     _nothing_secret(root)
@@ -66,7 +63,7 @@ def test_a_link_swapped_in_during_the_copy_in_walk_is_refused(place, monkeypatch
         if n == 'sub' and not (root/'logs'/'sub').is_symlink(): _swap_for_link(root/'logs'/'sub', out)
         return real(self, dfd, drel, n, *a, **kw)
     monkeypatch.setattr(ServerRoot, '_entry', late)
-    r = _call(build_server(root), 'convert_logs', {'paths': ['logs'], 'output': 'c.jsonl'})
+    r = call_tool(build_server(root), 'convert_logs', {'paths': ['logs'], 'output': 'c.jsonl'})
     assert r.is_error and "holds logs/sub, a link to" in r.content[0].text, r.content[0].text
     assert not (root/'c.jsonl').exists(); _nothing_secret(root)
 
@@ -76,7 +73,7 @@ def test_an_output_file_swapped_for_a_link_after_the_check_is_not_written_throug
     def late(trajs, path, *a, **kw):          # the output was checked; the writer is about to open it
         os.symlink(out/'victim.txt', root/'c.jsonl'); return real(trajs, path, *a, **kw)
     monkeypatch.setattr(tools, 'write_trajectories', late)
-    r = _call(build_server(root), 'convert_logs', {'paths': ['logs'], 'output': 'c.jsonl'})
+    r = call_tool(build_server(root), 'convert_logs', {'paths': ['logs'], 'output': 'c.jsonl'})
     assert not r.is_error, r.content[0].text
     assert (out/'victim.txt').read_text() == 'IMPORTANT\n'
     assert not (root/'c.jsonl').is_symlink() and 'mine' in (root/'c.jsonl').read_text()   # the link replaced, not followed
@@ -88,7 +85,7 @@ def test_an_output_directory_swapped_for_a_link_while_publishing_is_refused(plac
         if rel == 'w' and not (root/'w').is_symlink(): _swap_for_link(root/'w', out)
         return real(self, rel, what)
     monkeypatch.setattr(ServerRoot, '_dir', late)
-    r = _call(build_server(root), 'build_preferences', {'trajectories': 'logs/sub/a.jsonl', 'output': 'w/p.jsonl'})
+    r = call_tool(build_server(root), 'build_preferences', {'trajectories': 'logs/sub/a.jsonl', 'output': 'w/p.jsonl'})
     assert r.is_error and 'it changed while the call ran' in r.content[0].text, r.content[0].text
     assert sorted(p.name for p in out.iterdir()) == ['a.jsonl', 'victim.txt']
 

@@ -5,22 +5,16 @@ Tools write into private copies and publish them into the root at the end (`Serv
 files, and a quarantine file from a clean rerun is simply not written. Now a declared output the run did not write,
 and a side file (`SIDE_FILES`) the run did not write into a published folder, are removed beneath the held root,
 following no link. Driven by the MCP SDK's own client, in process (`mcp.Client(app)`)."""
-import asyncio
 import json
 import os
 
 import pytest
-from mcp import Client
+from helpers import call_tool
 
 from knowlyr_lab.mcp import build_server
 from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
 from knowlyr_lab.trajectory_io import write_trajectories
 
-
-def _call(app, name, args):
-    async def go():
-        async with Client(app) as c: return await c.call_tool(name, args)
-    return asyncio.run(go())
 
 @pytest.fixture
 def root(tmp_path):
@@ -35,19 +29,19 @@ def root(tmp_path):
 def test_convert_logs_clean_rerun_drops_the_old_quarantine(root):
     app = build_server(root)
     (root/'logs').mkdir(); (root/'logs'/'a.jsonl').write_text('{"broken\n')
-    r = _call(app, 'convert_logs', {'paths': ['logs'], 'output': 'c.jsonl'})
+    r = call_tool(app, 'convert_logs', {'paths': ['logs'], 'output': 'c.jsonl'})
     assert json.loads(r.content[0].text)['quarantine'] and (root/'c.jsonl.quarantine.jsonl').exists()
     (root/'logs'/'a.jsonl').unlink()
-    r = _call(app, 'convert_logs', {'paths': ['t.jsonl'], 'output': 'c.jsonl'})
+    r = call_tool(app, 'convert_logs', {'paths': ['t.jsonl'], 'output': 'c.jsonl'})
     assert not r.is_error and json.loads(r.content[0].text)['quarantine'] is None, r.content[0].text
     assert not (root/'c.jsonl.quarantine.jsonl').exists()
 
 def test_export_dataset_clean_rerun_drops_the_old_quarantine(root):
     app = build_server(root)
-    r = _call(app, 'export_dataset', {'trajectories': 'bad.jsonl', 'format': 'sft', 'output_dir': 'ds'})
+    r = call_tool(app, 'export_dataset', {'trajectories': 'bad.jsonl', 'format': 'sft', 'output_dir': 'ds'})
     assert not r.is_error and (root/'ds'/'quarantine.jsonl').exists(), r.content[0].text
     (root/'ds'/'notes.txt').write_text('mine\n')
-    r = _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
+    r = call_tool(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
     assert not r.is_error, r.content[0].text
     assert not (root/'ds'/'quarantine.jsonl').exists()
     assert (root/'ds'/'notes.txt').read_text() == 'mine\n' and (root/'ds'/'train.jsonl').exists()   # other files stay
@@ -58,8 +52,8 @@ def test_a_stale_side_file_that_is_a_link_is_removed_not_followed(root):
     (root/'ds').mkdir(); os.symlink(root/'keep.jsonl', root/'ds'/'quarantine.jsonl')
     os.symlink('keep.jsonl', root/'c.jsonl.quarantine.jsonl')
     app = build_server(root)
-    assert not _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'}).is_error
-    assert not _call(app, 'convert_logs', {'paths': ['t.jsonl'], 'output': 'c.jsonl'}).is_error
+    assert not call_tool(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'}).is_error
+    assert not call_tool(app, 'convert_logs', {'paths': ['t.jsonl'], 'output': 'c.jsonl'}).is_error
     assert not os.path.lexists(root/'ds'/'quarantine.jsonl') and not os.path.lexists(root/'c.jsonl.quarantine.jsonl')
     assert (root/'keep.jsonl').read_text() == 'IMPORTANT\n'
 
@@ -73,10 +67,10 @@ def test_export_dataset_rerun_leaves_no_earlier_split(root):
                            root/f"more{i}.jsonl")
     (root/'in').mkdir(); [os.rename(q, root/'in'/q.name) for q in root.glob('more*.jsonl')]
     app = build_server(root)
-    r = _call(app, 'export_dataset', {'trajectories': 'in', 'format': 'sft', 'output_dir': 'ds', 'test_fraction': 0.5})
+    r = call_tool(app, 'export_dataset', {'trajectories': 'in', 'format': 'sft', 'output_dir': 'ds', 'test_fraction': 0.5})
     assert not r.is_error and (root/'ds'/'test.jsonl').exists(), r.content[0].text
     (root/'ds'/'notes.txt').write_text('mine\n')
-    r = _call(app, 'export_dataset', {'trajectories': 'in', 'format': 'sft', 'output_dir': 'ds'})
+    r = call_tool(app, 'export_dataset', {'trajectories': 'in', 'format': 'sft', 'output_dir': 'ds'})
     assert not r.is_error, r.content[0].text
     assert _files(root/'ds') == ['.knowlyr-export.json', 'notes.txt', 'train.jsonl'], _files(root/'ds')   # others stay
 
@@ -84,9 +78,9 @@ def test_export_dataset_hf_rerun_as_sft_leaves_no_hf_folder(root):
     "An HF export (a DatasetDict folder, Parquet shards, a jsonl/ folder), then an SFT one: no HF file stays"
     pytest.importorskip('datasets')
     app = build_server(root)
-    r = _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'hf', 'output_dir': 'ds'})
+    r = call_tool(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'hf', 'output_dir': 'ds'})
     assert not r.is_error and (root/'ds'/'hf').is_dir(), r.content[0].text
-    r = _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
+    r = call_tool(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
     assert not r.is_error, r.content[0].text
     assert _files(root/'ds') == ['.knowlyr-export.json', 'train.jsonl'], _files(root/'ds')
 
@@ -94,7 +88,7 @@ def test_export_dataset_never_removes_its_own_input(root):
     "The trajectories read from the output folder itself (ds/train.jsonl of an earlier export): they stay"
     app = build_server(root)
     (root/'ds').mkdir(); (root/'ds'/'test.jsonl').write_text((root/'t.jsonl').read_text())
-    r = _call(app, 'export_dataset', {'trajectories': 'ds/test.jsonl', 'format': 'sft', 'output_dir': 'ds'})
+    r = call_tool(app, 'export_dataset', {'trajectories': 'ds/test.jsonl', 'format': 'sft', 'output_dir': 'ds'})
     assert not r.is_error, r.content[0].text
     assert (root/'ds'/'test.jsonl').read_text() == (root/'t.jsonl').read_text()
 
@@ -102,5 +96,5 @@ def test_export_dataset_keeps_files_no_export_wrote(root):
     "Only what the last export's manifest lists goes: a user's own test.jsonl, or one edited since, stays"
     app = build_server(root)
     (root/'ds').mkdir(); (root/'ds'/'test.jsonl').write_text('mine\n')
-    r = _call(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
+    r = call_tool(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
     assert not r.is_error and (root/'ds'/'test.jsonl').read_text() == 'mine\n', r.content[0].text

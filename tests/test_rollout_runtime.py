@@ -161,10 +161,8 @@ DIR = Path(os.environ['KNOWLYR_TEST_MARKS'])
 class MarkedMaze(MazeEnv):
     "A maze that leaves a file while it is open, and one per episode started"
     def __init__(self):
-        super().__init__('easy'); self._mark = DIR / f'open-{uuid.uuid4().hex}'; self._mark.touch(); self._n = 0
-    def close(self):                # the slow steps this env took, then the mark removed
-        self._mark.with_name('steps' + self._mark.name[4:]).write_text(str(self._n))
-        self._mark.unlink(missing_ok=True); super().close()
+        super().__init__('easy'); self._mark = DIR / f'open-{uuid.uuid4().hex}'; self._mark.touch()
+    def close(self): self._mark.unlink(missing_ok=True); super().close()
     def _reset(self, task=None, seed=None):
         (DIR / f'reset-{uuid.uuid4().hex}').touch(); return super()._reset(task, seed)
 '''
@@ -185,18 +183,13 @@ def test_process_workers_close_their_envs(tmp_path, monkeypatch):
     assert not list(marks.glob('open-*'))                        # every worker's env closed
     assert len(list(marks.glob('reset-*'))) < 40                 # and the episodes not started never ran
 
-SLOW_MAZE = '''
-import os, time, uuid
-from pathlib import Path
-from knowlyr_lab.envs.maze import MazeEnv
-DIR = Path(os.environ['KNOWLYR_TEST_MARKS'])
-class SlowMaze(MazeEnv):
-    "A maze that leaves a file while it is open; its steps take 0.2 s, but in the episode seeded KNOWLYR_TEST_FAST_SEED"
-    def __init__(self):
-        super().__init__('easy'); self._mark = DIR / f'open-{uuid.uuid4().hex}'; self._mark.touch(); self._n = 0
+SLOW_MAZE = MARKED_MAZE + '''
+import time
+class SlowMaze(MarkedMaze):
+    "A marked maze whose steps take 0.2 s, but in the episode seeded KNOWLYR_TEST_FAST_SEED; it counts its slow steps"
+    def __init__(self): super().__init__(); self._n = 0
     def close(self):                # the slow steps this env took, then the mark removed
-        self._mark.with_name('steps' + self._mark.name[4:]).write_text(str(self._n))
-        self._mark.unlink(missing_ok=True); super().close()
+        self._mark.with_name('steps' + self._mark.name[4:]).write_text(str(self._n)); super().close()
     def _reset(self, task=None, seed=None):
         self._slow = str(seed) != os.environ.get('KNOWLYR_TEST_FAST_SEED'); return super()._reset(task, seed)
     def _step(self, tool, params):
