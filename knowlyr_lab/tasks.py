@@ -181,12 +181,16 @@ def group_value(task,                    # a task dict, a `Task` (or a trajector
     return group_by(task) if callable(group_by) else _field(task, group_by)
 
 # %% ../nbs/13_tasks.ipynb #8a4f5dd2
+def _keyed(task, group_by)->tuple[str, bool]:
+    "`group_key` of `task`, and whether a `group_by` was asked and the task has none: its value asked once"
+    v = None if group_by is None else group_value(task, group_by)
+    return (task_key(task), group_by is not None) if v is None else (str(v), False)
+
 def group_key(task,                              # a task dict, a `Task` (or a trajectory's), or an id
               group_by:str|Callable|None=None,   # field or `task -> key` keeping tasks together (None: `task_key`)
              )->str:
     "The key a split keeps together: the task's `group_by` value, else (none asked, or the task has none) `task_key`"
-    v = None if group_by is None else group_value(task, group_by)
-    return task_key(task) if v is None else str(v)
+    return _keyed(task, group_by)[0]
 
 # %% ../nbs/13_tasks.ipynb #a31c285d
 def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.fingerprint`, or ids
@@ -197,11 +201,11 @@ def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.
     "Deterministic train/test split of `tasks` by content (fingerprint), or by group"
     if not 0 <= test_fraction <= 1: raise ValueError(f"test_fraction must be in [0, 1], got {test_fraction}")
     tasks = list(tasks)
-    keys = [group_key(t, group_by) for t in tasks]
+    keys, lost = zip(*[_keyed(t, group_by) for t in tasks]) if tasks else ((), ())
     ids = [task_id(t) for t in tasks]
     if len(set(ids)) < len(ids):
         raise ValueError(f"duplicate task ids: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
-    loose = [] if group_by is None else [i for t, i in zip(tasks, ids) if group_value(t, group_by) is None]
+    loose = [i for i, no in zip(ids, lost) if no]
     if loose:
         by = getattr(group_by, '__name__', group_by)
         warnings.warn(f"split_tasks: {len(loose)} of {len(tasks)} tasks have no {by!r}"
@@ -223,11 +227,11 @@ class TaskSplitter:
         self.test_fraction, self.seed, self.group_by = test_fraction, seed, group_by
         self._seen, self.ungrouped = {}, set()     # key -> side; keys of tasks without the field
     def __call__(self, task)->str:
-        k = group_key(task, self.group_by)
+        k, no = _keyed(task, self.group_by)
         if (sp := self._seen.get(k)) is None:
             if len(self._seen) >= 1 << 16: self._seen.clear()
             sp = self._seen[k] = split_of(k, self.test_fraction, self.seed)
-            if self.group_by is not None and group_value(task, self.group_by) is None: self.ungrouped.add(k)
+            if no: self.ungrouped.add(k)
         return sp
 
 # %% ../nbs/13_tasks.ipynb #5d0c9304
