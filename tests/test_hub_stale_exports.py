@@ -83,3 +83,41 @@ def test_an_hf_export_lists_only_the_files_it_wrote(trajs, tmp_path):
     DatasetExporter(trajs).export('sft', out)
     assert (out/'jsonl'/'NOTES.md').exists() and (out/'hf'/'train'/'README.md').exists()
     assert not list((out/'data').glob('*.parquet')) and not (out/'hf'/'dataset_dict.json').exists()
+
+def _two_arrow_shards(monkeypatch):
+    "`save_to_disk` writes each split in two Arrow shards (as for a split over 500 MB)"
+    import datasets
+    save = datasets.DatasetDict.save_to_disk
+    monkeypatch.setattr(datasets.DatasetDict, 'save_to_disk', lambda s, p, **kw: save(s, p, num_shards={k: 2 for k in s}))
+
+def test_fewer_arrow_shards_leave_no_stale_shard(trajs, tmp_path, monkeypatch):
+    "`save_to_disk` writes over a split's folder and removes nothing: the manifest lists each Arrow shard it wrote"
+    import datasets
+    out = tmp_path/'ds'
+    with monkeypatch.context() as m:
+        _two_arrow_shards(m); DatasetExporter(trajs).export('hf', out)
+    assert sorted(p.name for p in (out/'hf'/'train').glob('*.arrow')) == [f'data-0000{i}-of-00002.arrow' for i in (0, 1)]
+    DatasetExporter(trajs).export('hf', out)
+    assert sorted(p.name for p in (out/'hf'/'train').glob('*.arrow')) == ['data-00000-of-00001.arrow']
+    assert len(datasets.load_from_disk(str(out/'hf'))['train']) == 40
+
+def test_a_folder_exported_before_the_manifest_names_its_stale_files_once(trajs, tmp_path, monkeypatch):
+    "No manifest, no proof of who wrote a file: the export removes none, and warns once naming those that look stale"
+    out = tmp_path/'ds'
+    with monkeypatch.context() as m:
+        _two_arrow_shards(m); DatasetExporter(trajs, test_fraction=0.5).export('hf', out, max_rows_per_shard=3)
+    for f in out.rglob('.knowlyr-export.json'): f.unlink()                    # as an export before the manifest left it
+    (out/'notes.txt').write_text('mine\n'); (out/'data'/'README.md').write_text('mine\n')
+    before = _names(out)
+    with pytest.warns(UserWarning, match='before exports listed their files') as w:
+        DatasetExporter(trajs).export('hf', out)
+    said = ' '.join(str(x.message) for x in w if 'before exports' in str(x.message))
+    assert f"{out/'jsonl'} has no .knowlyr-export.json and holds 1 file(s) named as an export's" in said
+    for stale in (': test.jsonl.', 'hf/test/state.json', 'hf/train/data-00001-of-00002.arrow',
+                  'data/test-00000-of-0000', 'data/train-00001-of-0000'):
+        assert stale in said
+    for kept in ('notes.txt', 'README.md', 'train-00000-of-00001.parquet', 'hf/train/state.json'):
+        assert kept not in said
+    assert set(before) <= set(_names(out))                                     # nothing removed
+    import warnings
+    with warnings.catch_warnings(): warnings.simplefilter('error'); DatasetExporter(trajs).export('hf', out)   # once

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -24,7 +25,7 @@ from ..trajectory_io import TrajectoryError, quarantine_line
 # %% auto #0
 __all__ = ['FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record',
            'quarantine_pref', 'pref_line', 'pref_records', 'ExportError', 'ExportResult', 'check_export_settings',
-           'explain_empty', 'input_files', 'hf_saved_files', 'drop_stale_exports']
+           'explain_empty', 'input_files', 'hf_saved_files', 'unlisted_exports', 'warn_unlisted', 'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -206,19 +207,55 @@ def hf_saved_files(d:Path, splits)->list[Path]:
     return files
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #6ebd5480
-def _stale(out:Path, rel:str, key, inputs:list[Path])->bool:
-    "Whether `out`/`rel`, listed by the last export with `key`, is still as it wrote it: a file, no link, no input"
+def _plain(out:Path, rel:str, inputs:list[Path])->bool:
+    "Whether `out`/`rel` is a file in `out`, reached through no link, that the export does not read (`inputs`)"
     r = Path(rel)
     if r.is_absolute() or '..' in r.parts or any((out/q).is_symlink() for q in [r, *list(r.parents)[:-1]]): return False
     f = out/rel
-    if not f.is_file() or _stat_key(f) != key: return False
-    return not any(f.resolve() == i or i in f.resolve().parents for i in inputs)
+    return f.is_file() and not any(f.resolve() == i or i in f.resolve().parents for i in inputs)
+
+def _stale(out:Path, rel:str, key, inputs:list[Path])->bool:
+    "Whether `out`/`rel`, listed by the last export with `key`, is still as it wrote it: a file, no link, no input"
+    return _plain(out, rel, inputs) and _stat_key(out/rel) == key
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #6d0ee2dd
+_EXPORT_NAMES = ('train.jsonl', 'test.jsonl', 'quarantine.jsonl', 'train.parquet', 'test.parquet',   # a format's rows
+                 'jsonl/*.jsonl', 'data/*-?????-of-?????.parquet', 'hf/dataset_dict.json',          # hf: JSONL, shards
+                 'hf/*/state.json', 'hf/*/dataset_info.json', 'hf/*/data-?????-of-?????.arrow')     # and DatasetDict
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #d88c346f
+def _trajectories(f:Path)->bool:
+    "Whether the JSONL file `f` starts with a trajectory record (an export's input, never its rows)"
+    if f.suffix != '.jsonl': return False
+    try:
+        with f.open('rb') as fh: r = orjson.loads(fh.readline())
+    except (OSError, ValueError): return False
+    return isinstance(r, dict) and {'task', 'steps'} <= r.keys()
+
+def unlisted_exports(out:Path, written:dict, inputs:list[Path]=())->list[Path]:
+    "Files in `out` named as an export names its files, that this export (`written`) did not write nor reads"
+    out = Path(out)
+    found = dict.fromkeys(f for n in _EXPORT_NAMES for f in sorted(out.glob(n))
+                          if f.parent == out or not (f.parent/EXPORT_MANIFEST).exists())   # (jsonl/: its own export)
+    return [f for f in found if (r := f.relative_to(out).as_posix()) not in written and _plain(out, r, list(inputs))
+            and not _trajectories(f)]
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #ad74ce7b
+def warn_unlisted(out:Path, written:dict, inputs:list[Path]=()):
+    "Warn, naming them, of the `unlisted_exports` in `out` (a folder with no manifest); remove none"
+    if not (fs := unlisted_exports(out, written, inputs)): return
+    more = f' and {len(fs) - 20} more' if len(fs) > 20 else ''
+    names = ', '.join(f.relative_to(out).as_posix() for f in fs[:20]) + more
+    warnings.warn(f"{out} has no {EXPORT_MANIFEST} and holds {len(fs)} file(s) named as an export's that this export did "
+                  f"not write: {names}. An export made before exports listed their files may have left them; none is "
+                  f"removed: remove those an earlier export wrote", stacklevel=4)
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #1e19f9bd
 def drop_stale_exports(out:Path, written:list, inputs:tuple=())->list[Path]:
     "Remove the files the last export into `out` listed that this one (`written`) did not write; list this one's"
     out, m = Path(out), Path(out)/EXPORT_MANIFEST
     new, ins = _written(out, written), [Path(i).resolve() for i in inputs if isinstance(i, (str, Path))]
+    if not m.exists() and not m.is_symlink(): warn_unlisted(out, new, ins)   # a folder exported before the manifest
     try: old = json.loads(m.read_text()) if m.is_file() and not m.is_symlink() else {}
     except (OSError, ValueError): old = {}
     gone = [out/r for r, k in (old.items() if isinstance(old, dict) else ()) if r not in new and _stale(out, r, k, ins)]
