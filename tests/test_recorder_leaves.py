@@ -85,6 +85,7 @@ def test_codex_keeps_a_turn_context_only_when_its_settings_change():
     (t,) = conv(REAL / 'codex-cli' / 'test_conversation_codex.jsonl')     # 19 turn_context records, all alike
     assert len(t.metadata['turn_contexts']) == 1
 
+
 def test_gemini_keeps_message_ids_times_ui_fields_and_the_model_of_each_message():
     (t,) = conv(FIXTURES / 'recorder' / 'gemini-cli' / 'session-2026-04-23T12-52-0ab84937.jsonl')
     assert t.task.metadata == {'message_id': 'u-1', 'timestamp': '2026-04-23T12:53:05.283Z'}
@@ -130,6 +131,48 @@ def test_openhands_sdk_keeps_the_ids_and_times_of_events_that_are_no_step():
 def test_smolagents_keeps_the_model_id():
     t, *_ = conv(FIXTURES / 'recorder' / 'smolagents' / 'parallel-calls.jsonl')
     assert (t.metadata['model_id'], t.agent.model) == ('gpt-4o', None)    # the agent's model: what the responses name
+
+# ---------------------------------------------------------------- thinking the API needs back: empty text, redacted
+
+def _cc_with(tmp_path, edit):
+    src = FIXTURES / 'recorder' / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl'
+    recs = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    recs = edit(recs)
+    p = tmp_path / src.name
+    p.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    return conv(p, 'claude-code')
+
+def test_claude_code_keeps_the_signature_of_an_empty_thinking_block_and_redacted_thinking_data(tmp_path):
+    "Claude Code writes thinking with empty text when it is hidden; the signature (and a redacted block's data) is what the API takes back"
+    def edit(recs):
+        (r,) = [r for r in recs if r.get('uuid') == 'u2']
+        r['message']['content'] = [{'type': 'thinking', 'thinking': '', 'signature': 'sig-empty'},
+                                   {'type': 'redacted_thinking', 'data': 'EncData=='}]
+        last = [r for r in recs if r.get('type') == 'assistant'][-1]     # a response of an empty thinking block only
+        alone = json.loads(json.dumps(last)); alone['uuid'] = 'u-alone'; alone['parentUuid'] = last['uuid']
+        alone['message'].update(id='msg_alone', content=[{'type': 'thinking', 'thinking': '', 'signature': 'sig-alone'}])
+        return recs + [alone]
+    (t, *_) = _cc_with(tmp_path, edit)
+    s = t.steps[0]
+    assert (s.metadata['thinking_signatures'], s.metadata['redacted_thinking']) == (['sig-empty'], ['EncData=='])
+    assert s.thought.startswith('[redacted thinking]')
+    assert [x.metadata.get('thinking_signatures') for x in t.steps][-1] == ['sig-alone']
+
+def test_anthropic_messages_keeps_the_signature_of_an_empty_thinking_block_and_redacted_thinking_data(tmp_path):
+    conv_ = {'id': 'hidden-1', 'messages': [
+        {'role': 'user', 'content': 'Two plus two?'},
+        {'role': 'assistant', 'content': [{'type': 'thinking', 'thinking': '', 'signature': 'sig-a'},
+                                          {'type': 'redacted_thinking', 'data': 'EmwKAhgBEgy3va3p'},
+                                          {'type': 'text', 'text': 'Four.'}]},
+        {'role': 'user', 'content': 'And three plus three?'},
+        {'role': 'assistant', 'content': [{'type': 'thinking', 'thinking': '', 'signature': 'sig-b'}]}]}
+    p = tmp_path / 'conversations.jsonl'
+    p.write_text(json.dumps(conv_) + '\n')
+    (t,) = conv(p, 'anthropic-messages')
+    m = [s.metadata for s in t.steps]
+    assert (m[0]['thinking_signatures'], m[0]['redacted_thinking']) == (['sig-a'], ['EmwKAhgBEgy3va3p'])
+    assert [x.get('thinking_signatures') for x in m][-1] == ['sig-b']
+
 
 SECRET = 'ghp_x7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yzx7Yz'
 

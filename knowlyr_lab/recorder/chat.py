@@ -16,7 +16,7 @@ from fastcore.basics import patch
 
 from .reading import read_yaml
 from .report import ConversionReport
-from .values import ToolCallPairer, content_text, http_exchange, new_step, parse_arguments, parse_time, set_observation, strip_credentials, usage_from
+from .values import ToolCallPairer, content_text, http_exchange, new_step, parse_arguments, parse_time, set_observation, strip_credentials, thinking_kept, usage_from
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -246,13 +246,14 @@ def _feed_assistant(b:ChatBuilder, msg:dict, segs:list, thinking:list, where:str
     reasoning = msg.get('reasoning_content') or msg.get('reasoning')
     if isinstance(reasoning, str) and reasoning: thinking.append(reasoning)
     meta, orphans = _with_sources(msg, segs, _with_refusal(msg, segs[0]['texts'], meta)), []
-    # a thinking block's signature: the API takes the thinking back only with it; kept beside the thinking
-    sigs = [k['signature'] for k in _blocks(msg.get('content')) if isinstance(k, dict) and k.get('signature')]
+    kept = thinking_kept(_blocks(msg.get('content')))   # what the API takes the thinking back with, beside it
     for i, sg in enumerate(segs):
         if i == 0:
             first = b.add_assistant(_join(sg['texts']), sg['calls'], '\n\n'.join(thinking) or None,
                                     usage or usage_from(msg.get('usage')), response_id, t, model, **meta)
-            if first and sigs: first[0].metadata['thinking_signatures'] = sigs
+            if not first and kept:    # a response of hidden thinking only: a step of its own keeps it
+                first = [new_step(len(b.steps), t_start=b._time(t), response_id=response_id, **meta)]; b.steps += first
+            if first: first[0].metadata.update(kept)
         elif _join(sg['texts']) or sg['calls']:
             b.add_assistant(_join(sg['texts']), sg['calls'], response_id=response_id, t=t)
         orphans += [blk for blk in sg['results'] if not _feed_result(b, blk)]

@@ -45,16 +45,18 @@ class _ClaudeChain:
         self.log, self.unmapped, self.instruction, self.meta_prompts = StepLog(), [], None, []
         self.pending_text, self.pending_id, self.usage, self.models = [], None, {}, []
         self.pending_sigs, self.stops = [], {}     # thinking signatures held with the text; stop_reason per response
+        self.pending_redacted = []                 # the data of redacted thinking blocks, held the same way
         self.session, self.first_t, self.parent_call, self._pending_t = None, None, None, None
         # per session: cwd..., summaries, main records; a sidechain's session; each record's uuid, parent and time
         self.meta, self.summaries, self.records, self.parent, self.ids = {}, [], 0, None, []
 
     def flush(self):
         "Emit held-back text as a text turn"
-        if self.pending_text:
-            self.log.message('\n\n'.join(self.pending_text), self._pending_t, response_id=self.pending_id,
-                             thinking_signatures=self.pending_sigs or None)
-        self.pending_text, self.pending_id, self.pending_sigs = [], None, []
+        if self.pending_text or self.pending_sigs or self.pending_redacted:    # a response of hidden thinking only too
+            self.log.message('\n\n'.join(self.pending_text) or None, self._pending_t, response_id=self.pending_id,
+                             thinking_signatures=self.pending_sigs or None,
+                             redacted_thinking=self.pending_redacted or None)
+        self.pending_text, self.pending_id, self.pending_sigs, self.pending_redacted = [], None, [], []
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #8bdd538d
 @patch
@@ -89,16 +91,22 @@ def assistant(self:_ClaudeChain, rec, line):
         if b.get('type') in ('text', 'thinking', 'redacted_thinking'):
             # redacted thinking holds only encrypted data: a marker keeps its place
             txt = '[redacted thinking]' if b['type'] == 'redacted_thinking' else b.get('text') or b.get('thinking') or ''
-            if txt.strip():
-                if not self.pending_text: self._pending_t = t
-                self.pending_text.append(txt); self.pending_id = mid
-                if b.get('signature'): self.pending_sigs.append(b['signature'])   # the API takes thinking back with it
+            # the API takes thinking back only with its signature (or a redacted block's data): kept even when the
+            # thinking text is empty (hidden)
+            sig, data = b.get('signature'), b.get('data') if b['type'] == 'redacted_thinking' else None
+            if txt.strip() or sig or data:
+                if not (self.pending_text or self.pending_sigs or self.pending_redacted): self._pending_t = t
+                if txt.strip(): self.pending_text.append(txt)
+                if sig: self.pending_sigs.append(sig)
+                if data: self.pending_redacted.append(data)
+                self.pending_id = mid
         elif b.get('type') in ('tool_use', 'server_tool_use'):
             thought, sigs = '\n\n'.join(self.pending_text) or None, self.pending_sigs or None
-            self.pending_text, self.pending_id, self.pending_sigs = [], mid, []
+            red = self.pending_redacted or None
+            self.pending_text, self.pending_id, self.pending_sigs, self.pending_redacted = [], mid, [], []
             inp = b.get('input') if isinstance(b.get('input'), dict) else {'_raw': b.get('input')}
             self.log.call(b.get('name') or 'unknown', inp, b.get('id'), thought, t, response_id=mid, own_thought=True,
-                          request_id=rec.get('requestId'), thinking_signatures=sigs)
+                          request_id=rec.get('requestId'), thinking_signatures=sigs, redacted_thinking=red)
         elif isinstance(b.get('type'), str) and b['type'].endswith('_tool_result'): self._server_result(b, t, line)
         else:
             why = 'assistant content block with no place in a step'

@@ -19,8 +19,8 @@ from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
 __all__ = ['PLAIN_HEADERS', 'PLAIN_HEADER_PREFIXES', 'parse_time', 'as_count', 'usage_from', 'cache_write_tokens', 'content_text',
-           'media_blocks', 'keep_media', 'user_media', 'parse_arguments', 'new_step', 'set_observation',
-           'ToolCallPairer', 'strip_credentials', 'http_exchange']
+           'thinking_kept', 'media_blocks', 'keep_media', 'user_media', 'parse_arguments', 'new_step',
+           'set_observation', 'ToolCallPairer', 'strip_credentials', 'http_exchange']
 
 # %% ../../nbs/20c_recorder_values.ipynb #6fbda06a
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -119,6 +119,14 @@ def content_text(content)->str:
             else: parts.append(json.dumps(b, ensure_ascii=False, default=str))
         else: parts.append(str(b))
     return '\n'.join(parts)
+
+# %% ../../nbs/20c_recorder_values.ipynb #4d76b300
+def thinking_kept(blocks)->dict:
+    "Step metadata from an assistant turn's content `blocks`: the thinking signatures and the redacted thinking data"
+    bs = [b for b in blocks if isinstance(b, dict)] if isinstance(blocks, list) else []
+    sigs = [b['signature'] for b in bs if b.get('signature')]
+    red = [b['data'] for b in bs if b.get('type') == 'redacted_thinking' and b.get('data')]
+    return {k: v for k, v in (('thinking_signatures', sigs), ('redacted_thinking', red)) if v}
 
 # %% ../../nbs/20c_recorder_values.ipynb #a439dd62
 def media_blocks(content)->list[dict]:
