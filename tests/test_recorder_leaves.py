@@ -85,6 +85,26 @@ def test_codex_keeps_a_turn_context_only_when_its_settings_change():
     (t,) = conv(REAL / 'codex-cli' / 'test_conversation_codex.jsonl')     # 19 turn_context records, all alike
     assert len(t.metadata['turn_contexts']) == 1
 
+def test_codex_records_a_setting_a_later_turn_context_removes(tmp_path):
+    "A turn context without a setting the one before had: recorded as removed, not read as if it still held"
+    src = FIXTURES / 'recorder' / 'codex-cli' / 'rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl'
+    recs = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    i, first = next((i, r) for i, r in enumerate(recs) if r.get('type') == 'turn_context')
+    first['payload']['user_instructions'] = 'be brief'
+    later = json.loads(json.dumps(first))
+    later['timestamp'] = '2026-02-23T19:34:28.000Z'
+    later['payload'] = {k: v for k, v in first['payload'].items() if k not in ('user_instructions', 'sandbox_policy')}
+    again = json.loads(json.dumps(first)); again['timestamp'] = '2026-02-23T19:34:29.000Z'    # put back as it was
+    recs[i + 1:i + 1] = [later, again]
+    p = tmp_path / src.name
+    p.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    (t,) = conv(p, 'codex-cli')
+    c0, c1, c2 = t.metadata['turn_contexts']
+    assert c0['user_instructions'] == 'be brief' and 'removed' not in c0
+    assert c1 == {'timestamp': '2026-02-23T19:34:28.000Z', 'turn_id': 't1', 'removed': ['sandbox_policy', 'user_instructions']}
+    assert c2 == {'timestamp': '2026-02-23T19:34:29.000Z', 'turn_id': 't1', 'sandbox_policy': {'type': 'workspace-write'},
+                  'user_instructions': 'be brief'}
+
 
 def test_gemini_keeps_message_ids_times_ui_fields_and_the_model_of_each_message():
     (t,) = conv(FIXTURES / 'recorder' / 'gemini-cli' / 'session-2026-04-23T12-52-0ab84937.jsonl')

@@ -124,9 +124,11 @@ def item(self:_CodexSession, p:dict, t, line):
 # %% ../../nbs/26a_recorder_codex_cli.ipynb #7949834e
 @patch
 def turn_context(self:_CodexSession, p:dict, t):
-    "Keep the settings of `p` that differ from the turn context before it, with its turn id and time"
+    "Keep the settings of `p` that differ from the turn context before (and those it dropped), with turn id and time"
     new = {k: v for k, v in p.items() if k != 'turn_id' and (k not in self.settings or self.settings[k] != v)}
-    self.settings.update(p)
+    gone = sorted(k for k in self.settings if k != 'turn_id' and k not in p)   # removed: it no longer holds
+    self.settings = dict(p)
+    if gone: new['removed'] = gone
     if new: self.contexts.append({'timestamp': t, **({'turn_id': p['turn_id']} if 'turn_id' in p else {}), **new})
 
 # %% ../../nbs/26a_recorder_codex_cli.ipynb #f822bf58
