@@ -1,6 +1,7 @@
 """The recorder loses nothing, leaf by leaf: every scalar of every structured fixture log reaches the output (the
 trajectory JSON or the side file), or its path is on a short per-format list of leaves re-expressed (a role that
 became a step's shape, a JSON string parsed into params) or dropped on purpose, each with its reason."""
+import copy
 import json
 import re
 from pathlib import Path
@@ -68,6 +69,41 @@ def test_claude_code_keeps_signature_stop_reason_service_tier_and_the_structured
     tur = [x.metadata['tool_use_result'] for x in t.steps if 'tool_use_result' in x.metadata]
     assert {'type': 'text', 'file': {'filePath': '/path/to/Demo/README.md', 'content': '# Demo'}} in tur
     assert 'Error: npm ERR! missing script: test' in tur
+
+def _rebuild(step)->object:
+    "A step's toolUseResult put back together from what it kept and where the rest is (tool_use_result_refs)"
+    tur, obs, params = copy.deepcopy(step.metadata.get('tool_use_result')), step.observation.content, step.action.params
+    def value(where):
+        if where.startswith('{params.'):
+            v = params
+            for k in re.findall(r'[^.\[\]]+', where[8:-1]): v = v[int(k) if isinstance(v, list) else k]
+            return v
+        if where == '{observation, line numbers removed}':
+            return '\n'.join(m.group(1) for x in obs.split('\n') if (m := re.match(r' *\d+(?:→|\t)(.*)$', x)))
+        return where.replace('{observation}', obs)
+    for path, where in step.metadata.get('tool_use_result_refs', {}).items():
+        if not path: return value(where)
+        *up, last = [int(k) if k.isdigit() else k for k in re.findall(r'[^.\[\]]+', path)]
+        d = tur
+        for k in up: d = d[k]
+        d[last] = value(where)
+    return tur
+
+@pytest.mark.parametrize('name', ['5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl', '1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl'])
+def test_claude_code_keeps_the_tool_use_result_without_repeating_the_observation(name):
+    "The structured result is kept less the values the step holds already, each named with where it is"
+    p = REAL / 'claude-code' / name
+    ts = conv(p)
+    recs = {r['message']['content'][0]['tool_use_id']: r['toolUseResult'] for r in map(json.loads, p.open())
+            if 'toolUseResult' in r and isinstance(r['message']['content'], list)}
+    steps = [s for t in ts for s in t.steps if 'tool_use_result' in s.metadata or 'tool_use_result_refs' in s.metadata]
+    assert len(steps) == len(recs) and sum('tool_use_result_refs' in s.metadata for s in steps) >= 2
+    for s in steps: assert _rebuild(s) == recs[s.action.call_id], s.action.call_id
+    full = sum(len(t.model_dump_json()) for t in ts)
+    for t in ts:
+        for s in t.steps: s.metadata.pop('tool_use_result', None); s.metadata.pop('tool_use_result_refs', None)
+    assert full < 1.25 * sum(len(t.model_dump_json()) for t in ts)      # was 1.56: a Read's file, twice
+
 
 def test_codex_keeps_turn_settings_turn_marks_session_time_and_message_phase():
     (t,) = conv(FIXTURES / 'recorder' / 'codex-cli' / 'rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl')
@@ -251,6 +287,9 @@ LISTED = {
         '[].message.usage.cache_creation.*': 're-expressed: the cache writes split by lifetime, summed into usage.input',
         '[].requestId': 'kept per call step (request_id); a text turn has none',
         '[].userType': 'dropped: always "external"',
+        '[].toolUseResult': "re-expressed: an error result is 'Error: ' and the observation (tool_use_result_refs)",
+        '[].toolUseResult.file.content': ("re-expressed: a Read's file text is its observation less the line numbers "
+                                          '(tool_use_result_refs)'),
     },
     'codex-cli': {
         '[].timestamp': ('dropped: the write time of a record that is no step of its own (reasoning and text written '

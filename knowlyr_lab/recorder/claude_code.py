@@ -113,6 +113,50 @@ def assistant(self:_ClaudeChain, rec, line):
             self.unmapped.append(self.report.unmapped(f"block:{b.get('type')}", b, self.path, line, why=why, part=True))
     self.report.mapped('assistant')
 
+# %% ../../nbs/26_recorder_claude_code.ipynb #9c65f5ce
+def _cc_nodes(x, path:str=''):
+    "(path, value) of `x` and of everything in it: 'edits[0].old_string'"
+    yield path, x
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    for k, v in items: yield from _cc_nodes(v, f'{path}[{k}]' if isinstance(x, list) else f'{path}.{k}' if path else k)
+
+# %% ../../nbs/26_recorder_claude_code.ipynb #eccc545a
+_CC_NUMBERED = re.compile(r' *\d+(?:→|\t)(.*)$')      # a line of a Read observation: its number, an arrow or tab
+
+def _cc_unnumbered(obs:str)->str:
+    "A Read observation's file text: its numbered lines, less the numbers"
+    return '\n'.join(m.group(1) for x in obs.split('\n') if (m := _CC_NUMBERED.match(x)))
+
+# %% ../../nbs/26_recorder_claude_code.ipynb #5a1d0c3e
+def _cc_same(v, obs:str, params:dict)->str|None:
+    "Where the step holds `v` already: '{observation}', 'Error: {observation}', '{params.<path>}', ...; None if not"
+    if not isinstance(v, (str, list, dict)) or len(json.dumps(v, ensure_ascii=False)) < 64: return None
+    if v == obs: return '{observation}'
+    if v == 'Error: ' + obs: return 'Error: {observation}'
+    if (at := next((q for q, p in _cc_nodes(params) if q and p == v), None)) is not None: return f'{{params.{at}}}'
+    return '{observation, line numbers removed}' if isinstance(v, str) and v == _cc_unnumbered(obs) else None
+
+# %% ../../nbs/26_recorder_claude_code.ipynb #bf728061
+def _cc_unrepeat(x, obs:str, params:dict, path:str='')->tuple:
+    "(`x` less the values the step holds already (None in a list), {path: where each is}) of a `toolUseResult`"
+    if (where := _cc_same(x, obs, params)) is not None: return None, {path: where}
+    if not isinstance(x, (dict, list)): return x, {}
+    kept, refs = {}, {}
+    for k, v in (x.items() if isinstance(x, dict) else enumerate(x)):
+        at = f'{path}[{k}]' if isinstance(x, list) else f'{path}.{k}' if path else str(k)
+        v2, r = _cc_unrepeat(v, obs, params, at)
+        refs.update(r)
+        if at not in r or isinstance(x, list): kept[k] = v2
+    return (kept if isinstance(x, dict) else list(kept.values())), refs
+
+# %% ../../nbs/26_recorder_claude_code.ipynb #7080ae4f
+def _cc_keep_result(step, tur):
+    "Keep the `toolUseResult` `tur` on `step`, less what `step` holds already"
+    obs = step.observation.content if step.observation and isinstance(step.observation.content, str) else ''
+    kept, refs = _cc_unrepeat(tur, obs, (step.action.params if step.action else None) or {})
+    if refs: step.metadata['tool_use_result_refs'] = refs
+    if kept is not None: step.metadata['tool_use_result'] = kept
+
 # %% ../../nbs/26_recorder_claude_code.ipynb #12140a5a
 @patch
 def user(self:_ClaudeChain, rec, line):
@@ -132,7 +176,7 @@ def user(self:_ClaudeChain, rec, line):
             else:
                 keep_media(step, b.get('content'))                   # a screenshot: kept whole
                 if isinstance(tur, dict) and tur.get('interrupted'): step.metadata['interrupted'] = True
-                if whole is not None: step.metadata['tool_use_result'], whole = whole, None   # the structured output
+                if whole is not None: _cc_keep_result(step, whole); whole = None   # the structured output
         elif b.get('type') == 'text':
             if (b.get('text') or '').strip(): texts.append(b['text'])
         elif b.get('type') == 'image':     # its place in the text, the image itself kept whole

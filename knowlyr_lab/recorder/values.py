@@ -122,7 +122,7 @@ def content_text(content)->str:
 
 # %% ../../nbs/20c_recorder_values.ipynb #4d76b300
 def thinking_kept(blocks)->dict:
-    "Step metadata from an assistant turn's content `blocks`: the thinking signatures and the redacted thinking data"
+    "Thinking signatures and redacted thinking data of an assistant turn's `blocks`"
     bs = [b for b in blocks if isinstance(b, dict)] if isinstance(blocks, list) else []
     sigs = [b['signature'] for b in bs if b.get('signature')]
     red = [b['data'] for b in bs if b.get('type') == 'redacted_thinking' and b.get('data')]
