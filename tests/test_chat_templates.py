@@ -536,3 +536,94 @@ def test_served_builtin_tool_call_with_arguments_not_json_is_a_400():
         inf.render = lambda *a, **kw: seen.append(render(*a, **kw)) or seen[-1]
         client.chat.completions.create(model='tiny', messages=ok, max_tokens=2, extra_body=body)
     assert '<|python_tag|>brave_search.call(query="weather")' in seen[-1] and 'Tools: brave_search, wolfram_alpha' in seen[-1], seen[-1]
+
+
+@pytest.fixture(scope='module')
+def thinking_off_record(tmp_path_factory):
+    """A Qwen3 exchange recorded by the proxy of a server that turns thinking off (`chat_template_kwargs`), whose reply
+    was sampled one character per token: its ids drift from the template (retokenization), so `recorded_ids='rerender'`
+    re-renders its messages"""
+    openai = pytest.importorskip('openai')
+    from knowlyr_lab.serving import AgentInference
+    from knowlyr_lab.serving.model import _result
+    from knowlyr_lab.serving.recording import ExchangeRecorder
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    tok = train_tokenizer(['Compute 2 + 3. It is 5.'], chat_template=trl_template('qwen3_training'))
+    inf = AgentInference(make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, name='tiny', prefix_cache=0)
+    end = tok.convert_tokens_to_ids('<|im_end|>')
+    def scripted(convs, tools=None, *a, template_kwargs=None, **k):
+        p = tok(inf.render(convs[0], tools, template_kwargs=template_kwargs), add_special_tokens=False)['input_ids']
+        reply = [i for ch in 'It is 5.' for i in tok(ch, add_special_tokens=False)['input_ids']] + [end]
+        return [_result(tok, reply, [0.0] * len(reply), p, inf.stop_ids)]
+    inf.generate, rec = scripted, ExchangeRecorder(tmp_path_factory.mktemp('rec'))
+    with inf.serve(record_to=rec, chat_template_kwargs={'enable_thinking': False}) as srv:
+        openai.OpenAI(base_url=srv.url, api_key='x', max_retries=0).chat.completions.create(
+            model='tiny', messages=[{'role': 'user', 'content': 'Compute 2 + 3.'}], max_tokens=8)
+    rec.flush(); t = next(iter(rec.store))
+    assert t.steps[0].metadata['template_kwargs'] == {'enable_thinking': False}
+    assert tok.decode(t.steps[0].prompt_token_ids).endswith('<|im_start|>assistant\n<think>\n\n</think>\n\n')
+    return tok, inf.model, t
+
+
+def _trained_as_served(tok, input_ids, labels, t):
+    "The re-rendered row's prompt is the recorded prompt (empty <think> block included) and its labels the reply"
+    P = t.steps[0].prompt_token_ids
+    assert tok.decode([i for i, l in zip(input_ids, labels) if l != -100]) == 'It is 5.<|im_end|>'
+    assert input_ids[:len(P)] == P and all(l == -100 for l in labels[:len(P)])
+
+
+def test_rerendered_record_trains_with_its_served_template_kwargs(thinking_off_record, tmp_path):
+    """SFT and GRPO re-render a drifting recorded row with the template variables it was served with (step metadata
+    `template_kwargs`): before, `enable_thinking: false` was dropped, so the empty `<think>` block the prompt ended with
+    became labels, and the model was trained on a prompt it never saw"""
+    from types import SimpleNamespace
+
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig, group_tensors, groups_from_records
+    from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
+    tok, model, t = thinking_off_record
+    cfg = SFTConfig(output_dir=str(tmp_path / 'sft'), max_steps=1, batch_size=1, packing=False, progress_bar=False, recorded_ids='rerender')
+    tr = SFTTrainer(cfg, model=model, tokenizer=tok, train_data=[t])
+    assert tr.data_report['drifting_records'] == 1 and tr.drift_rows[0]['cause'] == 'retokenization'
+    [s] = tr.samples
+    _trained_as_served(tok, s['input_ids'], s['labels'], t)
+    other = t.model_copy(update={'reward': 0.0})
+    [g] = groups_from_records([t, other], tokenizer=tok, recorded_ids='rerender')
+    b = group_tensors(SimpleNamespace(config=GRPOConfig(), tokenizer=tok, chat_format=None), g, 2)[0]
+    for ids, labels in zip(b['input_ids'].tolist(), b['labels'].tolist()): _trained_as_served(tok, ids, labels, t)
+
+
+def test_the_serve_command_takes_default_chat_template_kwargs(tmp_path, capsys):
+    """`knowlyr-trainer serve --chat-template-kwargs JSON` (vLLM's `--default-chat-template-kwargs`) sets the template
+    variables of every request; bad JSON or a key the server sets itself is one line on stderr, exit 2, before any model
+    is loaded (on main there was no such flag)"""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    openai = pytest.importorskip('openai')
+    from knowlyr_lab.cli.trainer import main
+    from knowlyr_lab.trainer.tiny import make_tiny_model, save_tiny_model
+    for bad, says in [('{"enable_thinking": fals', 'not valid JSON'), ('{"tokenize": true}', "may not set 'tokenize'"),
+                      ('[1]', 'must be a JSON object')]:
+        assert main(['serve', '--model', str(tmp_path / 'absent'), '--chat-template-kwargs', bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count('\n') == 1 and 'knowlyr-trainer serve: error: argument --chat-template-kwargs' in err and says in err, err
+    tok = tokenizer_with(trl_template('qwen3'))
+    save_tiny_model(make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok, tmp_path / 'model')
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
+    p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.cli.trainer', 'serve', '--model', str(tmp_path / 'model'), '--port', '0',
+                          '--chat-template-kwargs', '{"enable_thinking": false}'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = json.loads(p.stdout.readline())['url']
+        client = openai.OpenAI(base_url=url, api_key='x', max_retries=0)
+        ask = lambda **kw: tok.decode(client.chat.completions.create(
+            model='tiny', messages=[{'role': 'user', 'content': 'Compute 2 + 3.'}], max_tokens=2,
+            extra_body={'return_token_ids': True, **kw}).model_dump()['prompt_token_ids'])
+        assert ask().endswith('<|im_start|>assistant\n<think>\n\n</think>\n\n')                     # the server's default
+        assert ask(chat_template_kwargs={'enable_thinking': True}).endswith('<|im_start|>assistant\n')   # a request's wins
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=60)
+    finally:
+        if p.poll() is None: p.kill()
+    assert p.returncode == 0

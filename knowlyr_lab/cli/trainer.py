@@ -37,6 +37,14 @@ def inference_from_args(args):
     return AgentInference.from_pretrained(args.model, device=args.device, dtype=args.model_dtype,
                                           attn_implementation=args.attn_implementation, device_map=args.device_map)
 
+# %% ../../nbs/96_cli_trainer.ipynb #057aca51
+def _template_kwargs(s:str)->dict:
+    "The value of `--chat-template-kwargs`: a JSON object, checked as a request's"
+    from knowlyr_lab.serving.requests import RequestRefused, check_template_kwargs
+    try: return check_template_kwargs(json.loads(s), '--chat-template-kwargs')
+    except json.JSONDecodeError as e: raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {s}") from None
+    except RequestRefused as e: raise argparse.ArgumentTypeError(str(e)) from None
+
 # %% ../../nbs/96_cli_trainer.ipynb #4976dfda
 TRAINERS = ('sft', 'dpo', 'grpo')
 TRL_ALIASES = {'lr': 'learning_rate', 'num_train_epochs': 'num_epochs', 'per_device_train_batch_size': 'batch_size',
@@ -114,6 +122,10 @@ def build_parser()->argparse.ArgumentParser:
     s.add_argument('--enable-lora', action='store_true', help='serve /v1/load_lora_adapter and /v1/unload_lora_adapter (runtime LoRA updating, as vLLM)')
     s.add_argument('--lora-root', default=None, help='with --enable-lora: adapters are loaded only from folders under this directory')
     s.add_argument('--max-loras', type=int, default=4, help='adapters loaded at once (default: %(default)s)')
+    s.add_argument('--chat-template-kwargs', '--default-chat-template-kwargs', dest='chat_template_kwargs',
+                   type=_template_kwargs, default=None, metavar='JSON',
+                   help="""template variables of every request, e.g. '{"enable_thinking": false}' (vLLM's """
+                        "--default-chat-template-kwargs); a request's chat_template_kwargs override them key by key")
     s.add_argument('--reasoning-parser', choices=('qwen3', 'deepseek_r1'), default=None, help="split a reply's <think> block into the message's reasoning_content, as vLLM's flag (default: off, the thinking stays in the content)")
     _model_flags(s)
     return ap
@@ -129,7 +141,8 @@ def _serve(args)->int:
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
                                           max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, record_to=args.record_to,
                                           enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras,
-                                          reasoning_parser=args.reasoning_parser)
+                                          reasoning_parser=args.reasoning_parser,
+                                          chat_template_kwargs=args.chat_template_kwargs)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(json.dumps({'url': srv.url, 'record_to': args.record_to}), flush=True)

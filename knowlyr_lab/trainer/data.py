@@ -35,6 +35,14 @@ def _prompt(rec):
     if isinstance(inst, dict): inst = inst.get('instruction', '')
     return inst + (f"\n\n{inp}" if inp and inp not in ('{}', '""') else '')
 
+# %% ../../nbs/61_trainer_data.ipynb #bc5b01c5
+def _template_kwargs(v, where:str)->dict|None:
+    "A record's `chat_template_kwargs` (a JSON string is parsed), checked as a request's"
+    from knowlyr_lab.serving.requests import RequestRefused, check_template_kwargs
+    try: return check_template_kwargs(json.loads(v) if isinstance(v, str) and v.strip() else v or None) or None
+    except ValueError as e: raise DataFormatError(f"{where}: chat_template_kwargs: not valid JSON ({e.msg})") from None
+    except RequestRefused as e: raise DataFormatError(f"{where}: {e}") from None
+
 # %% ../../nbs/61_trainer_data.ipynb #7c07eedf
 def _trajectory_chat(t:Trajectory, where:str, system_prompt:str|None=None, tools:list|None=None)->dict:
     "The chat of a `Trajectory`"
@@ -87,7 +95,7 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
             where:str='record',      # name used in errors, e.g. 'sft.jsonl:12'
             system_prompt:str|None=None,    # system prompt to put first (when the record has none)
             tools:list|None=None,    # tool schemas (when the record has none)
-           )->dict:                  # {'messages', 'tools', 'step_rewards', 'reward', 'task_id'}
+           )->dict:                  # {'messages', 'tools', 'step_rewards', 'reward', 'task_id'[, 'template_kwargs']}
     "Normalise one training record into a chat with per-step rewards"
     if isinstance(record, Trajectory): return _trajectory_chat(record, where, system_prompt, tools)
     if not isinstance(record, dict): raise DataFormatError(f"{where}: expected an object, got {type(record).__name__}")
@@ -101,8 +109,10 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
     else: raise DataFormatError(f"{where}: unrecognised record with keys {sorted(record)[:8]}; "
                                 "expected 'messages', 'steps' or 'response'")
     if system_prompt and msgs[0]['role'] != 'system': msgs = [{'role': 'system', 'content': system_prompt}] + msgs
+    kw = _template_kwargs(record.get('chat_template_kwargs'), where)   # TRL's per-row template variables
     return {'messages': msgs, 'tools': rec_tools, 'step_rewards': rewards,
-            'reward': float(record.get('reward') or 0.0), 'task_id': str(record.get('task_id') or ''), 'where': where}
+            'reward': float(record.get('reward') or 0.0), 'task_id': str(record.get('task_id') or ''), 'where': where,
+            **({'template_kwargs': kw} if kw else {})}
 
 # %% ../../nbs/61_trainer_data.ipynb #81729ef3
 def _file_records(p:Path)->list[tuple[str, object]]:
@@ -162,14 +172,16 @@ def _spans_of(tokenizer, messages, text, befores, prompts, uptos, fmt:str)->tupl
 def render_spans_many(tokenizer, chats:list[list], # conversations (lists of messages)
                       tools:list|None=None,        # tool schemas, the same for all
                       fmt:str|None=None,           # chat format (default: the probe's pick, `choose_format`)
+                      template_kwargs:dict|None=None, # more template variables, the same for all (`render_chats`)
                      )->list[tuple]:                # per chat: (text, spans, starts) as `render_spans`
-    "`render_spans` of many chats with the same tools, in two template calls"
+    "`render_spans` of many chats with the same tools and template variables, in two template calls"
     fmt = fmt or choose_format(tokenizer)
     at = [[i for i, m in enumerate(msgs) if m['role'] == 'assistant'] for msgs in chats]
     prefixes = [x for msgs, a in zip(chats, at)
                 for x in [msgs] + [msgs[:i] for i in a if i] + [msgs[:i + 1] for i in a]]
-    plain = iter(render_chats(tokenizer, prefixes, tools, False, fmt))
-    gen = iter(render_chats(tokenizer, [msgs[:i] for msgs, a in zip(chats, at) for i in a], tools, True, fmt))
+    plain = iter(render_chats(tokenizer, prefixes, tools, False, fmt, template_kwargs))
+    gen = iter(render_chats(tokenizer, [msgs[:i] for msgs, a in zip(chats, at) for i in a], tools, True, fmt,
+                            template_kwargs))
     out = []
     for msgs, a in zip(chats, at):
         text = next(plain); befores = [next(plain) if i else '' for i in a]
@@ -177,9 +189,9 @@ def render_spans_many(tokenizer, chats:list[list], # conversations (lists of mes
     return out
 
 # %% ../../nbs/61_trainer_data.ipynb #8f24baf3
-def render_spans(tokenizer, messages:list, tools:list|None=None, fmt:str|None=None)->tuple:
+def render_spans(tokenizer, messages:list, tools:list|None=None, fmt:str|None=None, template_kwargs=None)->tuple:
     "(text, [(start, end, step)] assistant spans, [turn starts of each assistant message]) of a chat"
-    return render_spans_many(tokenizer, [messages], tools, fmt)[0]
+    return render_spans_many(tokenizer, [messages], tools, fmt, template_kwargs)[0]
 
 # %% ../../nbs/61_trainer_data.ipynb #960d8162
 def step_weights(rewards:list[float])->list[float]:
@@ -245,12 +257,12 @@ def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
      "time")
     out, k = [], 0
     while k < len(chats):
-        tools = chats[k].get('tools')
-        n = 1
-        # a run of chats with the same tools
-        while n < batch and k + n < len(chats) and chats[k + n].get('tools') == tools: n += 1
+        tools, kw, n = chats[k].get('tools'), chats[k].get('template_kwargs'), 1
+        # a run of chats with the same tools and template variables
+        while (n < batch and k + n < len(chats) and chats[k + n].get('tools') == tools
+               and chats[k + n].get('template_kwargs') == kw): n += 1
         group = chats[k:k + n]; k += n
-        rendered = render_spans_many(tokenizer, [c['messages'] for c in group], tools, fmt)
+        rendered = render_spans_many(tokenizer, [c['messages'] for c in group], tools, fmt, kw)
         enc = tokenizer([r[0] for r in rendered], add_special_tokens=False, return_offsets_mapping=True)
         out += [_sample(c, r, {'input_ids': ids, 'offset_mapping': offs}, mask_observations, step_weighted_loss)
                 for c, r, ids, offs in zip(group, rendered, enc['input_ids'], enc['offset_mapping'])]

@@ -35,6 +35,7 @@ def _completions_group(rec:dict, where:str, system_prompt:str|None=None, tools:l
     for comp, r, sr, v in zip(comps, rs, srs, vs):
         comp = comp if isinstance(comp, list) else [{'role': 'assistant', 'content': comp}]
         ch = to_chat({'messages': prompt + comp, 'tools': rec.get('tools'), 'reward': r,
+                      'chat_template_kwargs': rec.get('chat_template_kwargs'),   # TRL's per-row template variables
                       **({'step_rewards': sr} if sr else {})}, where, system_prompt=system_prompt, tools=tools)
         ch['valid'] = bool(v)
         g.append(ch)
