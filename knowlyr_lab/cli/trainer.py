@@ -122,10 +122,9 @@ def build_parser()->argparse.ArgumentParser:
     s.add_argument('--enable-lora', action='store_true', help='serve /v1/load_lora_adapter and /v1/unload_lora_adapter (runtime LoRA updating, as vLLM)')
     s.add_argument('--lora-root', default=None, help='with --enable-lora: adapters are loaded only from folders under this directory')
     s.add_argument('--max-loras', type=int, default=4, help='adapters loaded at once (default: %(default)s)')
-    s.add_argument('--chat-template-kwargs', '--default-chat-template-kwargs', dest='chat_template_kwargs',
-                   type=_template_kwargs, default=None, metavar='JSON',
-                   help="""template variables of every request, e.g. '{"enable_thinking": false}' (vLLM's """
-                        "--default-chat-template-kwargs); a request's chat_template_kwargs override them key by key")
+    s.add_argument('--chat-template-kwargs', '--default-chat-template-kwargs', metavar='JSON', type=_template_kwargs,
+                   help="""template variables of every request, e.g. '{"enable_thinking": false}' """
+                   "(vLLM's --default-chat-template-kwargs); a request's chat_template_kwargs override them key by key")
     s.add_argument('--reasoning-parser', choices=('qwen3', 'deepseek_r1'), default=None, help="split a reply's <think> block into the message's reasoning_content, as vLLM's flag (default: off, the thinking stays in the content)")
     _model_flags(s)
     return ap
