@@ -60,6 +60,7 @@ def copy_counted(fd:int, size:int, dst:Path, tally:CopyTally, p:str, what:str):
         while b := f.read(1 << 20):
             out.write(b)
             if (size := size - len(b)) < 0: tally.add(p, what, n=-size); size = 0
+    m = os.fstat(fd).st_mtime_ns; os.utime(dst, ns=(m, m))   # the file's time kept: a pipeline keys a log by it
 
 # %% ../nbs/92a_mcp_copy.ipynb #7bd6795a
 class CopyBudget:

@@ -8,9 +8,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/mcp_tools.html.md"""
 # %% ../nbs/94a_mcp_tools.ipynb #6ba75da2
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
+import os
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +41,7 @@ from knowlyr_lab.mcp_base import (
     load_trajectory,
 )
 from .mcp_copy import CopyLimitError
+from .mcp_root import ServerRoot
 from .recorder.convert import convert, diff_trajectories, validate
 from .recorder.report import ConversionReport
 from .reward.engine import RewardEngine
@@ -46,7 +50,8 @@ from .reward.inputs import calibrate_engine as _calibrate
 from .reward.judge import list_rubrics as _list_rubrics
 from .reward.preferences import build_preferences as _build_prefs
 from .reward.preferences import reward_leaderboard as _leaderboard
-from .sandbox.base import SandboxLimits
+from .sandbox.base import PathEscapeError, SandboxLimits
+from .sandbox.beneath import open_beneath
 from .sandbox.protocol import Sandbox
 from .sandbox.protocol import create_sandbox as _create
 from .sandbox.replay import replay_trajectory as _replay
@@ -73,15 +78,40 @@ def _tool(fn):
             raise ToolError(f"{type(e).__name__}: {msg}") from e
     return w
 
+# %% ../nbs/94a_mcp_tools.ipynb #87290dae
+def _opened(srv:ServerRoot, p, what:str)->int:
+    "The existing folder `p` names, opened beneath the root of `srv` following no link"
+    try: return open_beneath(srv.fd, srv.rel(p, what), os.O_PATH | os.O_DIRECTORY)
+    except (FileNotFoundError, NotADirectoryError): raise FileNotFoundError(f"{what} {p} does not exist") from None
+    except PathEscapeError:
+        raise ValueError(f"{what} {p!r}: a link is in its way (it changed while the call ran)") from None
+
+# %% ../nbs/94a_mcp_tools.ipynb #5933d597
+@contextlib.contextmanager
+def _held(srv:ServerRoot, p, what:str='folder', make:bool=True):
+    "The folder `p` names, opened beneath the root of `srv` (made where missing, if `make`), as a path to it held open"
+    fd = srv._dir(srv.rel(p, what), what) if make else _opened(srv, p, what)
+    try: yield f"/proc/self/fd/{fd}"
+    finally: os.close(fd)
+
 # %% ../nbs/94a_mcp_tools.ipynb #ab10aa07
-def _pipeline_call(out:Path, fn):
-    "Run a pipeline call; if it fails before committing any work in a new output directory, leave nothing of it behind"
-    fresh = not (out/'pipeline.json').exists()
-    try: return fn()
-    except BaseException:
-        work = out/'work'
-        if fresh and (out/'pipeline.json').exists() and not (work.exists() and any(p.is_file() for p in work.rglob('*'))):
-            (out/'pipeline.json').unlink()            # the failed call's settings must not bind the corrected retry
+def _named(x, at:str, out:str):
+    "`x` (a string, or a list or dict of them) naming the folder held at `at` by its name `out`"
+    if isinstance(x, str): return re.sub(re.escape(at) + r'(?![0-9])', lambda _: out, x)
+    if isinstance(x, (list, tuple)): return type(x)(_named(v, at, out) for v in x)
+    if isinstance(x, dict): return {k: _named(v, at, out) for k, v in x.items()}
+    return x
+
+# %% ../nbs/94a_mcp_tools.ipynb #e00e4a07
+def _pipeline_call(at:str, out:Path, fn):
+    "Run a pipeline call in the folder held at `at` (named `out`); one failing before any work in a new folder leaves nothing"
+    d = Path(at); fresh = not (d/'pipeline.json').exists()
+    try: return _named(fn(), at, str(out))
+    except BaseException as e:
+        work = d/'work'
+        if fresh and (d/'pipeline.json').exists() and not (work.exists() and any(p.is_file() for p in work.rglob('*'))):
+            (d/'pipeline.json').unlink()              # the failed call's settings must not bind the corrected retry
+        e.args = tuple(_named(a, at, str(out)) for a in e.args)
         raise
 
 # %% ../nbs/94a_mcp_tools.ipynb #fa654513
@@ -264,11 +294,11 @@ def run_pipeline(srv:ServerState, output_dir:str, env_id:str='knowlyr/sandbox', 
                                   samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[ExportFormat]|None=None,
                                   test_fraction:float=0.0, group_by:str|None=None)->dict[str, Any]:
     "Tasks -> rollouts -> reward -> store -> export (resumable: rerun to continue)"
-    out = srv.path(output_dir, 'output_dir', capped=False)
+    out = srv.path(output_dir, 'output_dir', capped=False)       # no link out of the root in it now
     cfg = PipelineConfig(output_dir=str(out), env_id=env_id, agent=agent, max_tasks=max_tasks, samples_per_task=samples_per_task,
                          max_episode_steps=max_episode_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'],
                          test_fraction=test_fraction, group_by=group_by)
-    return _pipeline_call(out, lambda: Pipeline(cfg).run())
+    with _held(srv, output_dir, 'output_dir') as at: return _pipeline_call(at, out, lambda: Pipeline(cfg, at=at).run())
 
 # %% ../nbs/94a_mcp_tools.ipynb #ef5c83e2
 @_server_tool(DatasetExporter, DatasetExporter.export, PipelineConfig)
@@ -288,18 +318,28 @@ def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
 def process_log(srv:ServerState, path:str, # one agent log file, inside the server root
                                  output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
     "One agent log -> trajectories -> reward -> store -> export"
-    out, log = srv.path(output_dir, 'output_dir', capped=False), srv.path(path, 'log file', must_exist=True)
-    return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_from_log(str(log)))
+    out = srv.path(output_dir, 'output_dir', capped=False)
+    cfg = PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])
+    with srv.staged() as st:        # the log's private copy, named by its name in the root; the folder held open
+        log = st.input(path, 'log file')
+        with _held(srv, output_dir, 'output_dir') as at:
+            return _pipeline_call(at, out, lambda: Pipeline(cfg, at=at, name_of=st.show).run_from_log(str(log)))
 
 # %% ../nbs/94a_mcp_tools.ipynb #0f2919f7
 @_server_tool(Pipeline.run_batch, PipelineConfig, rename={'format': 'log_format'})
 def process_logs_batch(srv:ServerState, log_dir:str, output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
     "A directory of agent logs -> trajectories -> reward -> store -> export (resumable per file)"
-    out, logs = srv.path(output_dir, 'output_dir', capped=False), srv.path(log_dir, 'log directory', must_exist=True)
-    return _pipeline_call(out, lambda: Pipeline(PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])).run_batch(str(logs)))
+    out = srv.path(output_dir, 'output_dir', capped=False)
+    cfg = PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])
+    with srv.staged() as st:        # private copies of the logs, named by their names in the root; the folder held open
+        logs = st.input(log_dir, 'log directory')
+        with _held(srv, output_dir, 'output_dir') as at:
+            return _pipeline_call(at, out, lambda: Pipeline(cfg, at=at, name_of=st.show).run_batch(str(logs)))
 
 # %% ../nbs/94a_mcp_tools.ipynb #af224bf2
 @_server_tool(PipelineConfig)
 def pipeline_status(srv:ServerState, output_dir:str)->dict[str, Any]:
     "What a pipeline output directory holds: units per stage, merge/store markers, exports"
-    return Pipeline(PipelineConfig(output_dir=str(srv.path(output_dir, 'pipeline output directory', must_exist=True, capped=False)))).status()
+    out = srv.path(output_dir, w := 'pipeline output directory', must_exist=True, capped=False)
+    with _held(srv, output_dir, w, make=False) as at:
+        return _named(Pipeline(PipelineConfig(output_dir=str(out)), at=at).status(), at, str(out))

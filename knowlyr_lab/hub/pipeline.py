@@ -37,11 +37,12 @@ __all__ = ['Pipeline']
 # %% ../../nbs/44_hub_pipeline.ipynb #852a8bbe
 class Pipeline:
     "Resumable tasks/logs -> trajectories -> rewards -> store -> datasets"
-    def __init__(self, config:PipelineConfig|dict, hook:Callable|None=None):
+    def __init__(self, config:PipelineConfig|dict, hook:Callable|None=None,
+                 at:str|None=None,            # where the output folder is opened (None: `config.output_dir`)
+                 name_of:Callable|None=None): # the name of a log file read, in keys and records (None: its path)
         self.config = config if isinstance(config, PipelineConfig) else PipelineConfig(**config)
-        self.out = Path(self.config.output_dir)
-        self.work = self.out / 'work'
-        self.hook = hook or (lambda *a: None)
+        self.out = Path(at or self.config.output_dir); self.work = self.out / 'work'
+        self.hook, self.name_of = hook or (lambda *a: None), name_of or (lambda f: f)
     def __repr__(self): return f"<Pipeline {self.out}>"
 
 # %% ../../nbs/44_hub_pipeline.ipynb #8077fe38
@@ -167,16 +168,16 @@ def _store(self:Pipeline)->dict:
 @patch
 def _export_format(self:Pipeline, fmt:str, dst:Path, merged:dict):
     "Export the merged trajectories in `fmt` and commit the directory as `dst`"
-    tmp, c = temp_path(dst), self.config
-    tmp.mkdir(parents=True)
+    tmp, c = temp_path(dst), self.config; tmp.mkdir(parents=True)
     ex = DatasetExporter(self.out / 'trajectories.jsonl', test_fraction=c.test_fraction, group_by=c.group_by,
                          filter=ExportFilter(min_reward=c.min_reward, success_only=c.success_only))
     kw = {'min_margin': c.min_margin} if fmt in ('dpo', 'dpo-seed') and c.min_margin is not None else {}
     res = ex.export(fmt, tmp, **kw)
     if res.total == 0 and 'single trajectory' in res.note and merged.get('duplicates'):
         res.note += f" ({merged['duplicates']} rollouts were identical to another of the same content and were merged)"
-    paths = {k: str(dst / Path(v).relative_to(tmp)) for k, v in res.paths.items()}
-    info = {**res.to_dict(), 'output_dir': str(dst), 'paths': paths}
+    named = Path(c.output_dir) / dst.relative_to(self.out)        # as the config names it, wherever it is opened
+    paths = {k: str(named / Path(v).relative_to(tmp)) for k, v in res.paths.items()}
+    info = {**res.to_dict(), 'output_dir': str(named), 'paths': paths}
     (tmp / 'export.json').write_text(json.dumps(info, indent=1, sort_keys=True))
     self.hook('commit', 'export', fmt)
     os.replace(tmp, dst)
@@ -256,7 +257,7 @@ def _json_or_none(p:Path):
 def status(self:Pipeline)->dict:
     "What is done: committed units per stage, merge/store markers, exports, whether a run is live"
     cfg, running, ex = _json_or_none(self.out / 'pipeline.json'), self._running(), self.out / 'exports'
-    return {'output_dir': str(self.out), 'kind': cfg and cfg.get('kind'), 'running': running,
+    return {'output_dir': self.config.output_dir, 'kind': cfg and cfg.get('kind'), 'running': running,
             'rollout_units': committed_count(self.work / 'rollout'),
             'convert_units': committed_count(self.work / 'convert'),
             'reward_units': committed_count(self.work / 'reward'), 'merged': (self.work / 'merge.done').exists(),
@@ -300,13 +301,12 @@ def _log_files(self:Pipeline, log_dir, format, iter_log_files)->list[str]:
 @patch
 def _convert_unit(self:Pipeline, f:str, fmt, convert, ConversionReport)->str:
     "Convert log file `f` unless committed, score it; its unit key"
-    st = Path(f).stat()                      # a file changed since its conversion is a new unit
-    key = 'f-' + hashlib.sha256(f"{f}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    n, st = self.name_of(f), Path(f).stat()  # a file changed since its conversion is a new unit
+    key = 'f-' + hashlib.sha256(f"{n}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
     cp = self.work / 'convert' / f"{key}.jsonl"
     if not cp.exists():
-        q = self.out / 'quarantine' / f"{key}.jsonl"
-        if q.exists(): q.unlink()
-        trajs = convert_log_file(convert, ConversionReport, f, fmt, q)
+        (q := self.out / 'quarantine' / f"{key}.jsonl").unlink(missing_ok=True)
+        trajs = convert_log_file(convert, ConversionReport, f, fmt, q, n)
         self._commit(cp, lambda tmp, trajs=trajs: write_trajectories(trajs, tmp), 'convert', key)
     self._reward_unit(key, list(read_trajectories(cp)))
     return key

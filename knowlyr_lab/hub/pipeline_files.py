@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_pipeline_files.html.md"""
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #e2674c96
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Callable
@@ -16,7 +17,7 @@ from ..trajectory import Trajectory
 
 # %% auto #0
 __all__ = ['TMP_PREFIX', 'temp_path', 'atomic_write', 'stale_temps', 'committed_count', 'convert_fns', 'log_format_known',
-           'convert_log_file']
+           'rename_log', 'convert_log_file']
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #8b7ef279
 TMP_PREFIX = '.tmp-'
@@ -60,8 +61,16 @@ def log_format_known(fmt:str):
     from knowlyr_lab.recorder.base import get_adapter
     get_adapter(fmt)
 
+# %% ../../nbs/43b_hub_pipeline_files.ipynb #6be2319c
+def rename_log(trajs:list[Trajectory], q:Path, f:str, n:str):
+    "Name the log file read at `f` `n` in the sources of its trajectories `trajs` and in its quarantine file `q`"
+    for t in trajs:
+        if t.source is not None and t.source.path == f: t.source.path = n
+    if q.exists(): q.write_text(q.read_text().replace(json.dumps(f)[1:-1], json.dumps(n)[1:-1]))
+
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #8ba34f60
-def convert_log_file(convert, ConversionReport, f:str, fmt, q:Path)->list[Trajectory]:
+def convert_log_file(convert, ConversionReport, f:str, fmt, q:Path,
+                     name:str|None=None)->list[Trajectory]:  # the name the log goes by (None: its path `f`)
     "The trajectories of one log file; a file that breaks off (a truncated .gz) keeps what was read and is quarantined"
     trajs, rep = [], ConversionReport(quarantine=q)
     try:
@@ -70,4 +79,5 @@ def convert_log_file(convert, ConversionReport, f:str, fmt, q:Path)->list[Trajec
         why = f"unreadable after {len(trajs)} trajectories: {type(e).__name__}: {e}"
         rep.bad_record(f, None, why, None, record_type='(file)')
     finally: rep.close()
+    if name not in (None, f): rename_log(trajs, q, f, name)
     return trajs
