@@ -207,7 +207,7 @@ class PreferencesResult(TypedDict):
 class CalibrationResult(TypedDict):
     "A calibrated engine written (what `knowlyr-reward calibrate` reports)"
     pairs: int; unmatched_annotations: int; skipped_records: int; quarantine: str|None
-    before: dict[str, Any]; after: dict[str, Any]
+    before: dict[str, Any]; after_held_out: dict[str, Any]|None; after_in_sample: dict[str, Any]; held_out: str
     engine: str
 
 # %% ../nbs/94_mcp_base.ipynb #4a9e6f04

@@ -44,8 +44,8 @@ def bootstrap_ci(values:Sequence[float],   # one value per episode (or per task)
                 )->tuple[float, float]:     # (low, high)
     "Bootstrap confidence interval of `statistic(values)`"
     x = np.asarray(values, dtype=float)
-    if x.size == 0: return (float('nan'), float('nan'))
-    if x.size == 1 or np.all(x == x[0]): v = float(statistic(x)); return (v, v)
+    if x.size < 2: return (float('nan'), float('nan'))   # no spread to measure: unknown, not a point
+    if np.all(x == x[0]): v = float(statistic(x)); return (v, v)
     res = stats.bootstrap((x,), statistic, confidence_level=confidence, n_resamples=n_resamples,
                           method=method, rng=np.random.default_rng(seed), vectorized=False)
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)

@@ -147,3 +147,13 @@ def test_arm_comparisons_names_the_per_run_test_it_adjusted():
                           metric='reward')['a vs b']
     assert {r['test'] for r in rec['runs']} == {'paired_t'}
     assert 'paired_t' in rec['p_adjustment'] and 'McNemar' not in rec['p_adjustment']
+
+def test_an_interval_of_one_value_is_unknown_not_a_point():
+    "bootstrap_ci of one value was (v, v): a zero-width interval; one value has no spread to measure"
+    assert all(math.isnan(x) for x in bootstrap_ci([0.7])) and all(math.isnan(x) for x in bootstrap_ci([]))
+    r = _repeated(); one = EvalResult('A', r.episodes.iloc[:1].reset_index(drop=True))
+    s = one.summary()
+    assert s['mean_reward'] == 0.0 and math.isnan(s['reward_low']) and math.isnan(s['reward_high'])
+    assert not math.isnan(s['success_low'])                                    # Wilson's interval of 1 attempt is wide
+    lb = leaderboard([one], metric='steps')
+    assert lb['low'].isna().all() and lb['high'].isna().all()

@@ -114,3 +114,38 @@ def test_mcp_calibrate_fits_what_the_cli_fits(tmp_path):
     assert {**res.structured_content, 'engine': None} == {**summary, 'engine': None} and summary['pairs'] > 3
     cal_cli, cal_mcp = RewardEngine.load(tmp_path / 'engine.json').calibrator, RewardEngine.load(tmp_path / 'mcp.json').calibrator
     assert [cal_mcp(x) for x in (0.1, 0.5, 0.9)] == [cal_cli(x) for x in (0.1, 0.5, 0.9)]
+
+def _leaderboard_input(tmp_path):
+    "An expert with one scored trajectory and a random agent with two"
+    from knowlyr_lab.agents import RandomAgent
+    trajs = collect('knowlyr/maze-easy', ExpertAgent, 1, progress=False) + collect('knowlyr/maze-easy', RandomAgent, 2, max_episode_steps=6, progress=False)
+    write_trajectories(trajs, tmp_path / 't.jsonl')
+    assert _cli('score', tmp_path / 't.jsonl', '-o', tmp_path / 's.jsonl', '--no-progress').returncode == 0
+    return tmp_path / 's.jsonl'
+
+@pytest.mark.parametrize('extra', [[], ['--bootstrap']])
+def test_leaderboard_interval_of_one_trajectory_is_unknown_not_a_point(tmp_path, extra):
+    "n=1 printed ci_low == ci_high == mean_score (a zero-width 95% CI); it cannot be computed, so it reads NaN"
+    r = _cli('leaderboard', _leaderboard_input(tmp_path), *extra)
+    assert r.returncode == 0, r.stderr
+    rows = {l.split()[0]: l.split() for l in r.stdout.splitlines()[1:]}
+    assert rows['expert'][1] == '1' and rows['expert'][3:6] == ['NaN', 'NaN', 'NaN']      # ci_low, ci_high, std
+    assert rows['random'][1] == '2' and 'NaN' not in rows['random'][3:5]
+
+@pytest.mark.parametrize('w', ['rule=0', 'bogus=1', 'rules=1,Judge=1'])
+def test_misspelt_layer_in_weights_is_refused(tmp_path, w):
+    "A misspelt layer in --weights was silently ignored (the scores were those of the default weights)"
+    (tmp_path / 't.jsonl').write_text('')
+    r = _cli('score', tmp_path / 't.jsonl', '-o', tmp_path / 'o.jsonl', '--weights', w, '--no-progress')
+    key = [kv.split('=')[0] for kv in w.split(',') if kv.split('=')[0] not in ('rules', 'judge')][0]
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert repr(key) in r.stderr and "['rules', 'judge']" in r.stderr
+
+def test_cli_calibrate_reports_held_out_agreement_labelled(tmp_path):
+    "The 'after' agreement was measured on the annotations the map was fitted on, unlabelled"
+    _calibration_inputs(tmp_path)
+    r = _cli('calibrate', tmp_path / 't.jsonl', tmp_path / 'ann.jsonl', '-o', tmp_path / 'engine.json')
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert 'after' not in out and {'before', 'after_held_out', 'after_in_sample', 'held_out'} <= set(out)
+    assert 'cross-validat' in out['held_out'] and out['after_held_out']['n'] == out['after_in_sample']['n'] == out['pairs']

@@ -78,7 +78,7 @@ class Calibrator:
     method: str = 'isotonic'            # 'isotonic' or 'logistic'
     threshold: float = 0.5              # human score that counts as 'good' (logistic fit, kappa)
     params: dict = field(default_factory=dict)
-    report: dict = field(default_factory=dict)   # agreement before/after on the fitting data
+    report: dict = field(default_factory=dict)   # agreement before, after held out (cross-validated), after in sample
 
 # %% ../../nbs/32_reward_calibration.ipynb #d3ce28cc
 def _fit_isotonic(a:np.ndarray, h:np.ndarray)->dict:
@@ -104,15 +104,46 @@ def __call__(self:Calibrator, x):
     else: out = 1 / (1 + np.exp(-(self.params['intercept'] + self.params['slope'] * arr)))
     return float(out) if np.ndim(x) == 0 else out
 
+# %% ../../nbs/32_reward_calibration.ipynb #26d0d79f
+def _fit_map(method:str, a:np.ndarray, h:np.ndarray, threshold:float)->dict:
+    "The parameters of `method`'s map fitted to `a` -> `h`"
+    if method == 'isotonic': return _fit_isotonic(a, h)
+    if method == 'logistic': return _fit_logistic(a, h, threshold)
+    raise ValueError(f"method must be 'isotonic' or 'logistic', not {method!r}")
+
+# %% ../../nbs/32_reward_calibration.ipynb #9476ee41
+def _folds(n:int, groups, k:int, seed:int)->np.ndarray|None:
+    "The fold of each of `n` pairs, whole groups to a fold; None with fewer than 2 groups"
+    keys, inv = np.unique([str(g) for g in (range(n) if groups is None else groups)], return_inverse=True)
+    if len(keys) < 2: return None
+    return (np.random.default_rng(seed).permutation(len(keys)) % min(k, len(keys)))[inv]
+
+# %% ../../nbs/32_reward_calibration.ipynb #85075c62
+def _out_of_fold(cal:Calibrator, a:np.ndarray, h:np.ndarray, fold:np.ndarray)->np.ndarray:
+    "Each pair's score through a map fitted on the other folds"
+    out = np.empty_like(a)
+    for f in np.unique(fold):
+        m = fold == f
+        out[m] = Calibrator(cal.method, cal.threshold, _fit_map(cal.method, a[~m], h[~m], cal.threshold))(a[m])
+    return out
+
 # %% ../../nbs/32_reward_calibration.ipynb #7da26f83
 @patch
-def fit(self:Calibrator, auto, human)->Calibrator:
-    "Fit the map on paired scores"
+def fit(self:Calibrator, auto, human,
+        groups=None,    # the group of each pair (its trajectory): a fold holds whole groups (None: each pair its own)
+        folds:int=5,    # cross-validation folds of the held-out agreement
+        seed:int=0,     # seed of the assignment of groups to folds
+       )->Calibrator:
+    "Fit the map on paired scores; report agreement before, held out (k-fold cross-validated) and in sample"
     a, h = np.asarray(auto, float), np.asarray(human, float)
-    if self.method == 'isotonic': self.params = _fit_isotonic(a, h)
-    elif self.method == 'logistic': self.params = _fit_logistic(a, h, self.threshold)
-    else: raise ValueError(f"method must be 'isotonic' or 'logistic', not {self.method!r}")
-    self.report = {'before': agreement(a, h, self.threshold), 'after': agreement(self(a), h, self.threshold)}
+    self.params = _fit_map(self.method, a, h, self.threshold)
+    fold = _folds(len(a), groups, folds, seed)
+    try: held = None if fold is None else agreement(_out_of_fold(self, a, h, fold), h, self.threshold)
+    except ValueError: held = None     # logistic: a training fold with human scores on one side only
+    how = (f"{len(set(fold))}-fold cross-validation: each pair scored by a map fitted on the other folds" if held else
+           "in sample only: too few groups, or a fold that could not be fitted")
+    self.report = {'before': agreement(a, h, self.threshold), 'after_held_out': held,
+                   'after_in_sample': agreement(self(a), h, self.threshold), 'held_out': how}
     return self
 
 # %% ../../nbs/32_reward_calibration.ipynb #9b336d11
@@ -127,6 +158,7 @@ def from_dict(cls:Calibrator, d:dict)->Calibrator: return cls(**d)
 # %% ../../nbs/32_reward_calibration.ipynb #7f64174b
 @patch
 def summary(self:Calibrator):
-    "Agreement before and after, as a DataFrame"
+    "Agreement before, after held out and after in sample, as a DataFrame"
     import pandas as pd
-    return pd.DataFrame(self.report).T[['n', 'spearman', 'kendall', 'kappa', 'mae']]
+    rows = {k: self.report[k] for k in ('before', 'after_held_out', 'after_in_sample') if self.report.get(k)}
+    return pd.DataFrame(rows).T[['n', 'spearman', 'kendall', 'kappa', 'mae']]

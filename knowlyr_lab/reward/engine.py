@@ -91,6 +91,8 @@ class RewardEngine:
         bad = [l for l in self.layers if l not in LAYERS]
         if bad: raise ValueError(f"unknown layer(s) {bad}; layers are {list(LAYERS)}")
         self.missing = [l for l in self.layers if l == 'judge' and judge is None]   # renormalised away
+        typo = [k for k in (weights or {}) if k not in LAYERS]   # a misspelt layer would weigh nothing, silently
+        if typo: raise ValueError(f"unknown layer {typo[0]!r} in weights; layers are {list(LAYERS)}")
         self.weights = {**DEFAULT_LAYER_WEIGHTS, **(weights or {})}
         if any(v < 0 for v in self.weights.values()): raise ValueError(f"layer weights must be >= 0: {self.weights}")
         if aggregate not in ('mean', 'min'): raise ValueError(f"aggregate must be 'mean' or 'min', not {aggregate!r}")
@@ -230,14 +232,14 @@ def load(cls:RewardEngine, path)->'RewardEngine':
     return cls.from_config(json.loads(Path(path).read_text()))
 
 # %% ../../nbs/34_reward_engine.ipynb #d8d9353d
-def _annotated_pairs(anns:dict, scored:dict)->tuple[list, list, int]:
-    auto, human, unmatched, raws = [], [], 0, {}
+def _annotated_pairs(anns:dict, scored:dict)->tuple[list, list, int, list]:
+    auto, human, unmatched, raws, tids = [], [], 0, {}, []
     for (tid, k), a in anns.items():
         if tid not in raws: raws[tid] = {s.index: s.raw for s in scored[tid].steps} if tid in scored else {}
         raw = raws[tid].get(k)
         if raw is None: unmatched += 1; continue
-        auto.append(raw); human.append(a.score)
-    return auto, human, unmatched
+        auto.append(raw); human.append(a.score); tids.append(tid)
+    return auto, human, unmatched, tids     # tids: each pair's trajectory (its cross-validation group)
 
 # %% ../../nbs/34_reward_engine.ipynb #4dff0ca1
 @patch
@@ -256,11 +258,11 @@ def calibrate(self:RewardEngine,
     saved, self.calibrator = self.calibrator, None
     try: scored = {t.id: tr for t, tr in zip(trajs, self.score_trajectories(trajs))}
     finally: self.calibrator = saved
-    auto, human, unmatched = _annotated_pairs(anns, scored)
+    auto, human, unmatched, tids = _annotated_pairs(anns, scored)
     if len(auto) < min_pairs:
         raise ValueError(f"only {len(auto)} annotated steps match the trajectories ({unmatched} annotations did not); "
                          f"need at least {min_pairs}")
-    cal = Calibrator(method, threshold=threshold).fit(auto, human)
+    cal = Calibrator(method, threshold=threshold).fit(auto, human, groups=tids)   # held out: whole trajectories
     cal.report.update(pairs=len(auto), unmatched=unmatched)
     self.calibrator = cal
     return cal

@@ -84,4 +84,4 @@ def calibrate_engine(
     eng.save(output)
     return {'pairs': cal.report['pairs'], 'unmatched_annotations': cal.report['unmatched'],
             'skipped_records': len(errors), 'quarantine': str(quarantine) if errors and quarantine else None,
-            'before': cal.report['before'], 'after': cal.report['after'], 'engine': str(output)}
+            **{k: cal.report[k] for k in ('before', 'after_held_out', 'after_in_sample', 'held_out')}, 'engine': str(output)}

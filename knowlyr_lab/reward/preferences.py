@@ -207,8 +207,8 @@ def _interval(r:np.ndarray, ci:float, method:str, n_resamples:int, seed:int)->tu
             b = stats.bootstrap((r,), np.mean, confidence_level=ci, n_resamples=n_resamples,
                                 rng=np.random.default_rng(seed))
             lo, hi = b.confidence_interval
-    elif len(r) >= 1: lo = hi = float(r.mean())
-    return lo, hi
+    elif len(r) >= 2: lo = hi = float(r.mean())      # equal values: every resample is the mean
+    return lo, hi                                    # fewer than 2: no spread to measure, unknown (NaN)
 
 # %% ../../nbs/35_reward_preferences.ipynb #10a9a434
 def _leaderboard_row(g, all_ts:list, by:str, ci:float, method:str, n_resamples:int, seed:int)->dict:
