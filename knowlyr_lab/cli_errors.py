@@ -13,14 +13,15 @@ import math
 import re
 import sys
 import traceback
+from pathlib import Path
 from typing import Callable
 
 from .core import KnowlyrError
 
 # %% auto #0
 __all__ = ['EXIT_OK', 'EXIT_ERROR', 'EXIT_USAGE', 'EXIT_PARTIAL', 'EXIT_INTERRUPTED', 'EXTRAS', 'NoUsableInputError', 'exit_code',
-           'error_line', 'require_usable', 'batch_exit', 'MissingExtraError', 'missing_extra', 'add_debug_flag',
-           'suggest_flag', 'strict_parser', 'run_cli']
+           'error_line', 'require_usable', 'batch_exit', 'ConfigFileError', 'parse_config', 'read_config',
+           'MissingExtraError', 'missing_extra', 'add_debug_flag', 'suggest_flag', 'strict_parser', 'run_cli']
 
 # %% ../nbs/06_cli_errors.ipynb #e964f1d7
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -64,6 +65,42 @@ def batch_exit(good:int, bad:int, what:str='records', where=None)->int:
     if not bad: return EXIT_OK
     print(f"warning: {bad} {what} could not be used" + (f" (reasons in {where})" if where else ''), file=sys.stderr)
     return EXIT_PARTIAL
+
+# %% ../nbs/06_cli_errors.ipynb #e796eebc
+class ConfigFileError(KnowlyrError, ValueError):
+    "A config file that cannot be read as YAML or JSON: the message names the file, line and column"
+
+# %% ../nbs/06_cli_errors.ipynb #b9c30e20
+def _yaml_problem(e)->tuple[str, str]:
+    "(':line:column' or '', what is wrong) of a PyYAML error, without its `in \"<unicode string>\"` excerpt"
+    m = getattr(e, 'problem_mark', None)
+    what = ': '.join(filter(None, (getattr(e, 'context', None), getattr(e, 'problem', None))))
+    return (f":{m.line + 1}:{m.column + 1}" if m is not None else ''), what or ' '.join(str(e).split())
+
+# %% ../nbs/06_cli_errors.ipynb #902d84af
+def parse_config(text:str,           # the file's text
+                 path,               # the file, named in the message
+                 kind:str|None=None, # 'yaml' or 'json' (default: JSON for a .json file, else YAML)
+                ):
+    "The data of a YAML or JSON config; a syntax error is a `ConfigFileError` naming the file, line and column"
+    kind = kind or ('json' if str(path).endswith('.json') else 'yaml')
+    if kind == 'json':
+        import json
+        try: return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigFileError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+    import yaml
+    try: return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        at, what = _yaml_problem(e)
+        raise ConfigFileError(f"{path}{at}: not valid YAML: {what}") from None
+
+# %% ../nbs/06_cli_errors.ipynb #8abf8860
+def read_config(path, kind:str|None=None):
+    "`parse_config` of the UTF-8 file at `path` (a file that is not UTF-8 is a `ConfigFileError` too)"
+    try: text = Path(path).read_text(encoding='utf-8')
+    except UnicodeDecodeError as e: raise ConfigFileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    return parse_config(text, path, kind)
 
 # %% ../nbs/06_cli_errors.ipynb #5f40ac29
 EXTRAS = {**dict.fromkeys(('torch', 'transformers', 'tokenizers', 'peft', 'accelerate', 'datasets', 'safetensors'),

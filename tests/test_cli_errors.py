@@ -236,3 +236,27 @@ def test_a_nan_flag_value_is_refused(module, args, tmp_path):
     "A NaN threshold passed every check: --min-reward nan exported everything, --max-hackable nan always exited 0"
     r = _run(module, args, tmp_path)
     assert r.returncode == 2 and 'a number' in r.stderr and 'nan' in r.stderr.lower() and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
+
+# ---------------------------------------------------------------- a config file with a syntax error (issue rec10)
+
+CONFIG_CLIS = {  # command -> (module, arguments reading the config file '{cfg}')
+    'recorder --redact-config': ('knowlyr_lab.cli.recorder', ['convert', '{log}', '-o', '{tmp}/o.jsonl', '--no-progress', '--redact-config', '{cfg}'], 'yaml'),
+    'trainer --config': ('knowlyr_lab.cli.trainer', ['sft', '--config', '{cfg}', '--train-data', '{tmp}/t.jsonl'], 'yaml'),
+    'reward --engine': ('knowlyr_lab.cli.reward', ['score', '{log}', '-o', '{tmp}/o.jsonl', '--engine', '{cfg}'], 'json'),
+}
+
+@pytest.mark.parametrize('which', list(CONFIG_CLIS))
+def test_a_config_with_a_syntax_error_is_one_line_naming_file_line_and_column(which, tmp_path):
+    "Before: `ParserError ... in \"<unicode string>\", line 2` and status 1 (a bug); now `cfg:2:1: not valid YAML: ...`, status 2"
+    module, args, kind = CONFIG_CLIS[which]
+    cfg = tmp_path / f'bad.{kind}'
+    cfg.write_text('patterns: [\n' if kind == 'yaml' else '{"domain": "generic",\n "weights": }\n')
+    log = tmp_path / 'x.jsonl'; log.write_text('{"role": "user", "content": "hi"}\n')
+    code = f"import sys; from {module} import main; sys.exit(main())"
+    r = subprocess.run([sys.executable, '-c', code, *[a.format(tmp=tmp_path, cfg=cfg, log=log) for a in args]],
+                       capture_output=True, text=True, timeout=300)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, (r.returncode, r.stderr[-2000:])
+    line, col = (2, 1) if kind == 'yaml' else (2, 13)
+    assert f"{cfg}:{line}:{col}: not valid {kind.upper()}: " in lines[0], lines[0]
+    assert '<unicode string>' not in lines[0] and 'Traceback' not in r.stderr

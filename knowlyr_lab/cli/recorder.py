@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli_errors import batch_exit, require_usable, run_cli
+from ..cli_errors import batch_exit, read_config, require_usable, run_cli
 
 if TYPE_CHECKING:   # annotations only: each function imports what it runs, so `--help` loads none of them
     from rich.console import Console
@@ -70,10 +70,8 @@ def _config_patterns(path, cfg)->list:
 def _redactor(args):
     if args.no_redact: return False
     if not args.redact_config: return True
-    import yaml
-
     from knowlyr_lab.recorder.redact import Redactor
-    cfg = yaml.safe_load(Path(args.redact_config).read_text()) or {}
+    cfg = read_config(args.redact_config, 'yaml') or {}   # a syntax error names the file, line and column
     return Redactor(extra=_config_patterns(args.redact_config, cfg), disable=cfg.get('disable', []))
 
 # %% ../../nbs/91_cli_recorder.ipynb #ac96849f

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
+from ..cli_errors import read_config
 from ..core import step_info
 from ..domains import get_domain
 from .calibration import Annotation, Calibrator, latest_annotations, read_annotations
@@ -229,7 +230,7 @@ def save(self:RewardEngine, path):
 @patch(cls_method=True)
 def load(cls:RewardEngine, path)->'RewardEngine':
     "An engine from a JSON file that `save` wrote"
-    return cls.from_config(json.loads(Path(path).read_text()))
+    return cls.from_config(read_config(path, 'json'))   # a syntax error names the file, line and column
 
 # %% ../../nbs/34_reward_engine.ipynb #d8d9353d
 def _annotated_pairs(anns:dict, scored:dict)->tuple[list, list, int, list]:

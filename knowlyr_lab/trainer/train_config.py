@@ -17,6 +17,7 @@ import yaml
 from fastcore.basics import patch
 
 from ..chat import CHAT_FORMATS
+from ..cli_errors import parse_config
 from ..config import ConfigError, in_range, one_of, validate_config
 
 # %% auto #0
@@ -104,7 +105,7 @@ def from_dict(cls:TrainConfig, d:dict, where:str='config'):
 def from_yaml(cls:TrainConfig, path:str|Path, **overrides):
     "Load from a YAML file (an unknown key or a bad value is an error naming the file, line and field); `overrides` win"
     text = Path(path).read_text()
-    d = yaml.safe_load(text) or {}
+    d = parse_config(text, path, 'yaml') or {}   # a syntax error names the file, line and column
     if not isinstance(d, dict): raise ConfigError(f"{path}: expected a mapping of config keys")
     over = {k: v for k, v in overrides.items() if v is not None}
     try: return cls.from_dict({**d, **over}, where=str(path))
