@@ -77,6 +77,14 @@ def _yaml_problem(e)->tuple[str, str]:
     what = ': '.join(filter(None, (getattr(e, 'context', None), getattr(e, 'problem', None))))
     return (f":{m.line + 1}:{m.column + 1}" if m is not None else ''), what or ' '.join(str(e).split())
 
+# %% ../nbs/06_cli_errors.ipynb #0ee2e6a6
+def _json_config(text:str, path):
+    "The data of a JSON config; a syntax error is a `ConfigFileError` naming the file, line and column"
+    import json
+    try: return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigFileError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+
 # %% ../nbs/06_cli_errors.ipynb #902d84af
 def parse_config(text:str,           # the file's text
                  path,               # the file, named in the message
@@ -84,11 +92,7 @@ def parse_config(text:str,           # the file's text
                 ):
     "The data of a YAML or JSON config; a syntax error is a `ConfigFileError` naming the file, line and column"
     kind = kind or ('json' if str(path).endswith('.json') else 'yaml')
-    if kind == 'json':
-        import json
-        try: return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ConfigFileError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+    if kind == 'json': return _json_config(text, path)
     import yaml
     try: return yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -99,7 +103,8 @@ def parse_config(text:str,           # the file's text
 def read_config(path, kind:str|None=None):
     "`parse_config` of the UTF-8 file at `path` (a file that is not UTF-8 is a `ConfigFileError` too)"
     try: text = Path(path).read_text(encoding='utf-8')
-    except UnicodeDecodeError as e: raise ConfigFileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigFileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     return parse_config(text, path, kind)
 
 # %% ../nbs/06_cli_errors.ipynb #5f40ac29

@@ -498,3 +498,51 @@ def test_swe_agent_trajectory_step_reason_names_its_place(tmp_path, monkeypatch)
     (t,), r = conv(tmp_path / src.name, 'swe-agent')
     assert [i['reason'].split(':')[0] for i in r.issues] == ['trajectory[1]', 'trajectory[3]'], r.issues
     assert len(t.steps) == len(d['trajectory']) - 2
+
+# ---------------------------------------------------------------- outcome files beside the logs are not errors (rec10)
+
+def _swe_run(tmp_path):
+    "A SWE-agent log, its per-instance `_result.json` and a mini-swe-agent run report, in one folder"
+    d = tmp_path / 'run'; d.mkdir()
+    iid = 'marshmallow-code__marshmallow-1867'
+    (d / f'{iid}.traj').write_bytes((REAL / 'swe-agent' / f'{iid}.traj').read_bytes())
+    (d / f'{iid}_result.json').write_text(json.dumps({'instance_id': iid, 'patch_applied': True, 'resolved': True,
+                                                      'passed_tests': ['t1']}, indent=4))
+    rep = 'swe-bench_verified__test__20251118_mini-v1.15.0_gemini-3-pro-preview-20251118.json'
+    (d / rep).write_bytes((REAL / 'mini-swe-agent' / rep).read_bytes())
+    return d, iid, rep
+
+def test_an_outcome_file_beside_the_logs_is_used_not_reported_as_an_error(tmp_path):
+    "Before: each `_result.json` (and a run report) was joined AND reported 'no adapter recognises', exit 3"
+    d, iid, rep = _swe_run(tmp_path)
+    (t,), r = conv(d)
+    assert t.task.id == iid and t.outcome.success is True
+    assert r.n_errors == 0 and r.totals['quarantined'] == 0, r.errors
+    why = {Path(s['path']).name: s['why'] for s in r.skipped}
+    assert 'an outcome file' in why[f'{iid}_result.json'] and 'run report' in why[rep], why
+
+def test_convert_strict_over_logs_and_outcome_files_writes_them(tmp_path):
+    "Before: --strict stopped at the first `_result.json` (exit 2, nothing written); --sidecar on it did not help"
+    d, iid, _ = _swe_run(tmp_path)
+    out = tmp_path / 'o.jsonl'
+    for extra in ([], ['--sidecar', str(d / f'{iid}_result.json')]):
+        out.unlink(missing_ok=True)
+        rc = cli.main(['convert', str(d), '-o', str(out), '--strict', '--no-progress', *extra],
+                      console=Console(file=io.StringIO()))
+        assert rc == 0 and json.loads(out.read_text())['outcome']['success'] is True
+
+def test_validate_names_the_file_of_each_unmapped_warning(tmp_path):
+    "Before: `warning: <input> : 2 record(s) ... kept but not mapped` (--json: \"path\": null)"
+    from knowlyr_lab.recorder.convert import validate
+    fs = [f for f in validate(REAL / 'codex-cli', redact=False) if 'kept but not mapped' in f.message]
+    assert fs and all(f.path and Path(f.path).parent == REAL / 'codex-cli' for f in fs), fs
+    assert all('<input>' not in str(f) for f in fs)
+
+@pytest.mark.parametrize('enc', ['utf-16', 'utf-32', 'utf-16-le'])
+def test_a_utf16_log_is_named_as_such(tmp_path, enc):
+    "Before: 'no adapter recognises x.jsonl; tried: ...' with no hint why"
+    src = next((REAL / 'claude-code').glob('*.jsonl'))
+    p = tmp_path / 'x.jsonl'; p.write_bytes(src.read_text(encoding='utf-8').encode(enc))
+    from knowlyr_lab.recorder.convert import detect
+    d = detect(p)
+    assert d.format is None and enc.split('-le')[0].upper() in d.reason and 'UTF-8' in d.reason, d.reason

@@ -94,7 +94,7 @@ def test_smolagents_calling_tools_text_is_the_steps_calls_and_times_are_kept():
 
 def test_a_swe_bench_run_report_is_named_in_the_detection_error():
     p = REAL / 'mini-swe-agent' / 'swe-bench_verified__test__20251118_mini-v1.15.0_gemini-3-pro-preview-20251118.json'
-    with pytest.raises(FormatDetectionError, match='looks like a SWE-bench run report'): detect_format(p)
+    with pytest.raises(FormatDetectionError, match='is a SWE-bench run report'): detect_format(p)
 
 # ---------------------------------------------------------------- Rovo Dev (27), iSWE (27a): re-expressed, not lost
 

@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from ..core import KnowlyrError
 from .base import LogAdapter, RecorderError, get_adapter, list_adapters, register_adapter
+from .detect import detect
 from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
 from .scrub import CountingScrub, escape_path_names, mentions_any, redact_everywhere, redact_params, serialise_error
-from .swe import not_a_log
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
 
@@ -28,8 +27,8 @@ if TYPE_CHECKING:   # pandas loads when a table is asked for: a CLI starts witho
     import pandas as pd
 
 # %% auto #0
-__all__ = ['HEAD_BYTES', 'TrajectoryJSONLAdapter', 'FormatDetectionError', 'Detection', 'read_head', 'detect', 'detect_format',
-           'iter_log_files', 'convert', 'Finding', 'validate', 'load_outcomes', 'join_outcome', 'join_outcomes']
+__all__ = ['TrajectoryJSONLAdapter', 'iter_log_files', 'convert', 'Finding', 'validate', 'load_outcomes', 'join_outcome',
+           'join_outcomes']
 
 # %% ../../nbs/28_recorder_convert.ipynb #85388ad2
 class TrajectoryJSONLAdapter(LogAdapter):
@@ -55,55 +54,6 @@ class TrajectoryJSONLAdapter(LogAdapter):
                 report.mapped('trajectory')
                 yield t
 register_adapter(TrajectoryJSONLAdapter())
-
-# %% ../../nbs/28_recorder_convert.ipynb #388eac77
-HEAD_BYTES = 65536
-
-class FormatDetectionError(KnowlyrError, ValueError):
-    "No adapter (or more than one, equally likely) recognises a file"
-
-# %% ../../nbs/28_recorder_convert.ipynb #eabf0f8f
-@dataclass
-class Detection:
-    "Result of format detection: the format, the reason, and every adapter that matched"
-    format: str|None
-    reason: str
-    candidates: list = field(default_factory=list)   # [(format, reason)] of all matching adapters
-    tried: list = field(default_factory=list)        # every format asked
-
-# %% ../../nbs/28_recorder_convert.ipynb #61b74af1
-def read_head(path, n:int=HEAD_BYTES)->str:
-    "First `n` bytes of a file (un-gzipped) as text"
-    with open_bytes(path) as f: return f.read(n).decode('utf-8', errors='replace')
-
-# %% ../../nbs/28_recorder_convert.ipynb #0bc4715f
-def detect(path)->Detection:
-    "Ask every registered adapter whether it reads `path`"
-    path = Path(path)
-    try: head = read_head(path)
-    except READ_ERRORS as e: return Detection(None, f"cannot read {path.name}: {read_error(e)}")
-    names, hits = list_adapters(), []
-    for n in names:
-        a = get_adapter(n)
-        try: why = a.detect(path, head)
-        except Exception: why = None
-        if why: hits.append((a.priority, n, why))
-    if not hits:   # named when it is a known kind of non-log (a run report)
-        return Detection(None, f"no adapter recognises {path.name}{not_a_log(head)}; tried: " + ', '.join(names), [], names)
-    hits.sort(key=lambda h: -h[0])
-    top = [h for h in hits if h[0] == hits[0][0]]
-    cands = [(n, w) for _, n, w in hits]
-    if len(top) > 1:
-        why = f"{path.name} is ambiguous: " + '; '.join(f'{n} ({w})' for _, n, w in top) + '; pass a format'
-        return Detection(None, why, cands, names)
-    return Detection(top[0][1], top[0][2], cands, names)
-
-# %% ../../nbs/28_recorder_convert.ipynb #e4afb5bc
-def detect_format(path)->str:
-    "Name of the format of `path`; raises `FormatDetectionError` (saying what it tried) when it cannot tell"
-    d = detect(path)
-    if d.format is None: raise FormatDetectionError(d.reason)
-    return d.format
 
 # %% ../../nbs/28_recorder_convert.ipynb #6913f288
 def iter_log_files(paths:Iterable|str|Path,  # files or directories
@@ -149,8 +99,10 @@ def _collector_paused(items:Iterator)->Iterator:
 
 # %% ../../nbs/28_recorder_convert.ipynb #b7ba5156
 def _detected_adapter(path:Path, report:ConversionReport)->LogAdapter|None:
-    "The adapter that detection picks for `path`, or None (the file counted as failed, with the reason)"
+    "The adapter that detection picks for `path`, or None (the file counted as failed, or skipped as an outcome file)"
     d = detect(path)
+    if d.outcome:   # listed as skipped (with why), not as a file read
+        report.files.remove(str(path)); report.skipped.append({'path': str(path), 'why': d.reason}); return None
     if d.format is None:
         report.bad_record(path, None, d.reason, None, record_type='(file)', aggregate=True); return None
     return get_adapter(d.format)
@@ -212,9 +164,12 @@ def convert(paths,                          # files or directories of logs
     outcomes = load_outcomes(sidecar) if sidecar is not None else None
     adapter = get_adapter(format) if format else None
     own = {Path(p).resolve() for p in (*exclude, report.quarantine, report.side_file) if p is not None}
+    sides = {p.resolve() for p in iter_log_files(sidecar)} if sidecar is not None else set()
     for path in iter_log_files(paths, report.skipped):
         if own and path.resolve() in own:
             report.skipped.append({'path': str(path), 'why': "this run's own output, not read back"}); continue
+        if sides and path.resolve() in sides:
+            report.skipped.append({'path': str(path), 'why': 'an outcome file given as a sidecar'}); continue
         report.files.append(str(path))
         a = adapter if adapter is not None else _detected_adapter(path, report)
         if a is None: continue
@@ -262,17 +217,17 @@ def validate(paths, format:str|None=None,
             )->list[Finding]:
     "Findings for the logs at `paths`, converting in memory without writing anything"
     r = ConversionReport(max_errors=10**6)
-    found = []
-    for t in convert(paths, format=format, report=r, redact=redact): found += _trajectory_findings(t)
+    found, unmapped = [], []
+    for p in iter_log_files(paths, r.skipped):   # file by file, so that each unmapped count names its file
+        before = {rt: c['unmapped'] for rt, c in r.counts.items()}
+        for t in convert(p, format=format, report=r, redact=redact): found += _trajectory_findings(t)
+        unmapped += [Finding('warning', str(p), None, rt, f"{n} record(s) of type {rt!r} kept but not mapped")
+                     for rt, c in sorted(r.counts.items()) if (n := c['unmapped'] - before.get(rt, 0))]
     for i in r.issues:
         m = _FIELD.match(i['reason'])
         found.append(Finding('error', i['path'], i['line'], (m.group(1) or m.group(2)) if m else None, i['reason']))
     found += [Finding('warning', w['path'], w['line'], w['record_type'], w['reason']) for w in r.warnings]
-    for rt, c in sorted(r.counts.items()):
-        if c['unmapped']:
-            found.append(Finding('warning', None, None, rt,
-                                 f"{c['unmapped']} record(s) of type {rt!r} kept but not mapped"))
-    return found
+    return found + unmapped
 
 # %% ../../nbs/28_recorder_convert.ipynb #4a64f4cd
 def _listed_outcomes(doc:dict, ids_keys:list, out:dict, src:str):
@@ -333,4 +288,6 @@ def join_outcomes(trajs:Iterable[Trajectory], sidecar)->Iterator[Trajectory]:
     for t in trajs: yield join_outcome(t, outcomes)
 
 # %% ../../nbs/28_recorder_convert.ipynb #21af80a6
+from .detect import (  # noqa: F401 (re-exported)
+    HEAD_BYTES, Detection, FormatDetectionError, detect_format, encoding_hint, read_head)
 from .diff import TrajectoryDiff, diff_trajectories  # noqa: F401 (re-exported)

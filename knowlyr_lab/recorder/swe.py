@@ -23,7 +23,7 @@ from .values import content_text, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Task, Trajectory
 
 # %% auto #0
-__all__ = ['find_resolution', 'not_a_log', 'swe_outcome', 'SWEAgentAdapter']
+__all__ = ['find_resolution', 'outcome_file', 'swe_outcome', 'SWEAgentAdapter']
 
 # %% ../../nbs/25_recorder_swe.ipynb #41213b47
 _MAX_REPORT = 50 * 2**20
@@ -72,12 +72,15 @@ def find_resolution(path,                  # the trajectory file
     return None
 
 # %% ../../nbs/25_recorder_swe.ipynb #0f85595d
-_NOT_LOGS = ((re.compile(r'"(resolved_ids|unresolved_ids|completed_ids)"\s*:'),
-              'a SWE-bench run report (resolved_ids...): the verdict `find_resolution` reads for the logs beside it'),)
+_OUTCOME_FILES = ((re.compile(r'"(resolved_ids|unresolved_ids|completed_ids)"\s*:'),
+                   'a SWE-bench run report (resolved_ids...)'),
+                  (re.compile(r'"resolved"\s*:\s*(true|false|\[)'), 'a SWE-bench result ("resolved": ...)'))
 
-def not_a_log(head:str)->str:
-    "'; it looks like ...' for a known kind of file that is not an agent log (else '')"
-    return next((f'; it looks like {what}, not an agent log' for rx, what in _NOT_LOGS if rx.search(head)), '')
+# %% ../../nbs/25_recorder_swe.ipynb #f0958ab0
+def outcome_file(head:str)->str|None:
+    "What `head` (a file's first bytes) is when it is an outcome file `find_resolution` reads (else None)"
+    if not head.lstrip().startswith('{'): return None
+    return next((what for rx, what in _OUTCOME_FILES if rx.search(head)), None)
 
 # %% ../../nbs/25_recorder_swe.ipynb #3e7306fa
 _TRUNCATING = ('exit_cost', 'exit_context', 'limitsexceeded', 'exit_format', 'exit_error', 'early_exit', 'timeout',
