@@ -96,6 +96,28 @@ def test_a_dead_ray_actor_loses_only_its_own_episodes(local_ray):
     assert [t.id for k, t in enumerate(ts) if k != 2] == [t.id for k, t in enumerate(clean) if k != 2]  # the rest as a clean run
 
 @pytest.mark.ray
+def test_a_dead_ray_actor_costs_only_the_episode_that_killed_it_with_a_batch_agent(local_ray):
+    "With a batch agent, the episode that killed its actor failed its whole chunk: 3 episodes lost for 1"
+    from knowlyr_lab.rollout.engine import episode_seed
+    driver, die = os.getpid(), episode_seed(0, 4)
+    class KilledMaze(MazeEnv):
+        "A maze whose actor process dies (as if OOM-killed) in episode 4"
+        def __init__(self): super().__init__('easy')
+        def _reset(self, task=None, seed=None):
+            if seed == die and os.getpid() != driver: os._exit(137)
+            return super()._reset(task, seed)
+    class BatchLooker:
+        "A batch agent: one call acts for every episode of its chunk (looks, then submits)"
+        def act_batch(self, observations, histories):
+            return [{'tool': 'submit' if len(h) > 2 else 'look', 'params': {}} for h in histories]
+    clean = collect(KilledMaze, BatchLooker, 6, batch_size=3, progress=False)     # in this process, nothing dies
+    ts = collect(KilledMaze, BatchLooker, 6, n_workers=2, batch_size=3, backend='ray', progress=False)
+    assert [t.metadata['episode'] for t in ts] == list(range(6))
+    assert [t.valid for t in ts] == [True] * 4 + [False, True]                # only the killer is lost
+    assert ts[4].outcome.invalid.startswith('worker died: Ray actor') and ts[4].metadata['seed'] == die
+    assert [t.id for k, t in enumerate(ts) if k != 4] == [t.id for k, t in enumerate(clean) if k != 4]
+
+@pytest.mark.ray
 def test_ray_actors_that_cannot_be_built_end_the_run(local_ray, monkeypatch):
     "Restarts are bounded: actors that die being built (their plan cannot be rebuilt there) end the run with the reason"
     from knowlyr_lab.rollout import workers as W
@@ -112,7 +134,7 @@ def test_ray_actors_that_cannot_be_built_end_the_run(local_ray, monkeypatch):
 
 @pytest.mark.ray
 def test_an_early_stop_closes_the_envs_of_busy_ray_actors(local_ray, tmp_path, monkeypatch):
-    "A caller that stopped early while actors were mid-episode: they were killed after RAY_CLOSE_TIMEOUT with their envs open"
+    "A caller that stopped early while actors were mid-episode: they were killed after the grace (STOP_GRACE) with their envs open"
     import time
     import uuid
     import warnings
@@ -129,7 +151,7 @@ def test_an_early_stop_closes_the_envs_of_busy_ray_actors(local_ray, tmp_path, m
             if self._slow: time.sleep(0.2)
             return super()._step(tool, params)
     def looker(obs, history): return {'tool': 'look', 'params': {}}
-    monkeypatch.setattr(W, 'RAY_CLOSE_TIMEOUT', 4.0)      # the busy actors' episodes take 6 s
+    monkeypatch.setattr(W, 'STOP_GRACE', 4.0)      # the busy actors' episodes take 6 s
     it = iter_collect(SlowMaze, looker, 6, n_workers=2, backend='ray', max_episode_steps=30, progress=False)
     assert next(it).metadata['episode'] == 0
     with warnings.catch_warnings(record=True) as ws:

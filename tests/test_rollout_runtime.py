@@ -215,6 +215,49 @@ def test_an_early_stop_ends_busy_workers_and_closes_their_envs(backend, tmp_path
     slow = sum(int(p.read_text()) for p in marks.glob('steps-*'))
     assert slow < 60, f"{slow} slow steps: the busy workers played their episodes to the end"   # they ended at a turn
 
+HUNG_MAZE = MARKED_MAZE + '''
+import threading, time
+RELEASE = threading.Event()
+class HungMaze(MarkedMaze):
+    "A marked maze whose first step in the episode seeded KNOWLYR_TEST_HANG_SEED hangs (30 s, or until RELEASE is set)"
+    def _reset(self, task=None, seed=None):
+        self._hang = str(seed) == os.environ.get('KNOWLYR_TEST_HANG_SEED'); return super()._reset(task, seed)
+    def _step(self, tool, params):
+        if self._hang:
+            self._hang = False; (DIR / f'hung-{os.getpid()}').touch()
+            RELEASE.wait(30); (DIR / 'woke').touch()
+        return super()._step(tool, params)
+def looker(obs, history): return {'tool': 'look', 'params': {}}
+'''
+
+@pytest.mark.parametrize('backend', ['thread', 'process'])
+def test_a_step_that_hangs_does_not_hold_up_a_stopped_run(backend, tmp_path, monkeypatch):
+    "After a stop, threads and processes waited without limit for a step that hangs (no step_timeout): close never returned"
+    import os
+
+    from knowlyr_lab.rollout import workers as W
+    from knowlyr_lab.rollout.engine import episode_seed
+    (tmp_path / 'hung_maze.py').write_text(HUNG_MAZE)
+    marks = tmp_path / 'marks'; marks.mkdir()
+    monkeypatch.setenv('KNOWLYR_TEST_MARKS', str(marks)); monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv('KNOWLYR_TEST_HANG_SEED', str(episode_seed(0, 1)))    # episode 1's first step hangs
+    monkeypatch.setattr(W, 'STOP_GRACE', 3.0)
+    from hung_maze import RELEASE, HungMaze, looker
+    it = iter_collect(HungMaze, looker, 4, n_workers=2, backend=backend, max_episode_steps=2, progress=False)
+    try:
+        assert sorted(next(it).metadata['episode'] for _ in range(3)) == [0, 2, 3]   # the other worker ran the rest
+        for _ in range(600):                                             # until episode 1's step has hung
+            if hung := list(marks.glob('hung-*')): break
+            time.sleep(0.05)
+        with pytest.warns(UserWarning, match=r"episode 1 was still running 3 s after the run stopped"):
+            it.close()                                                   # the caller stops
+        assert not (marks / 'woke').exists()                             # without waiting for the hung step
+        if backend == 'process':                                         # whose worker was killed, its env left open,
+            with pytest.raises(ProcessLookupError): os.kill(int(hung[0].name[5:]), 0)
+            assert len(list(marks.glob('open-*'))) == 1                  # the idle worker's closed
+        else: assert not list(marks.glob('open-*'))                      # a thread's envs closed under it
+    finally: RELEASE.set()
+
 KILLED_MAZE = '''
 import os
 from knowlyr_lab.envs.maze import MazeEnv
@@ -242,6 +285,27 @@ def test_a_dead_worker_process_loses_only_its_own_episodes(tmp_path, monkeypatch
     assert dead.outcome.invalid == 'worker died: exit code 137' and dead.outcome.success is False
     assert dead.metadata['seed'] == episode_seed(0, 2) and dead.metadata['error']['type'] == 'WorkerDied'
     assert [t.id for k, t in enumerate(ts) if k != 2] == [t.id for k, t in enumerate(clean) if k != 2]  # the rest as a clean run
+
+BATCH_LOOKER = KILLED_MAZE + '''
+class BatchLooker:
+    "A batch agent: one call acts for every episode of its chunk (looks, then submits)"
+    def act_batch(self, observations, histories):
+        return [{'tool': 'submit' if len(h) > 2 else 'look', 'params': {}} for h in histories]
+'''
+
+@pytest.mark.slow
+def test_a_dead_worker_costs_only_the_episode_that_killed_it_with_a_batch_agent(tmp_path, monkeypatch):
+    "With a batch agent, the episode that killed its worker process failed its whole chunk: 3 episodes lost for 1"
+    from knowlyr_lab.rollout.engine import episode_seed
+    (tmp_path / 'batch_looker.py').write_text(BATCH_LOOKER); monkeypatch.syspath_prepend(str(tmp_path))
+    from batch_looker import BatchLooker, KilledMaze
+    clean = collect(KilledMaze, BatchLooker, 6, batch_size=3, progress=False)      # in this process, nothing dies
+    monkeypatch.setenv('KNOWLYR_TEST_DIE_SEED', str(episode_seed(0, 4)))         # chunks [0 1 2] [3 4 5]: 4 kills
+    ts = collect(KilledMaze, BatchLooker, 6, n_workers=2, batch_size=3, backend='process', progress=False)
+    assert [t.metadata['episode'] for t in ts] == list(range(6))
+    assert [t.valid for t in ts] == [True] * 4 + [False, True]                 # only the killer is lost
+    assert ts[4].outcome.invalid == 'worker died: exit code 137' and ts[4].metadata['seed'] == episode_seed(0, 4)
+    assert [t.id for k, t in enumerate(ts) if k != 4] == [t.id for k, t in enumerate(clean) if k != 4]  # the rest as a clean run
 
 class HangsOnce(MazeEnv):
     "A maze whose steps take 0.05 s, and one 0.6 s more when `HangsOnce.hang` is set"

@@ -13,6 +13,7 @@ import inspect
 import multiprocessing as mp
 import multiprocessing.util as mpu
 import os
+import queue
 import re
 import signal
 import time
@@ -30,7 +31,7 @@ from .spec import RolloutSpec, Workers
 from ..trajectory import AgentInfo, Trajectory
 
 # %% auto #0
-__all__ = ['RAY_START_ATTEMPTS', 'POOL_RESTARTS', 'RAY_CLOSE_TIMEOUT', 'worker_agent', 'WorkerDied', 'run_chunks']
+__all__ = ['RAY_START_ATTEMPTS', 'STOP_GRACE', 'CHUNK_DEATHS', 'POOL_RESTARTS', 'worker_agent', 'WorkerDied', 'run_chunks']
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #a47e3e9a
 def _is_factory(agent)->bool:
@@ -111,10 +112,17 @@ def _drop_timed_out(self:_Worker, trajs:list[Trajectory]):
     for k in reversed(range(len(trajs))):
         if close_if_abandoned(self._envs[k], trajs[k]): self._envs.pop(k)
 
+# %% ../../nbs/40ba_rollout_workers.ipynb #c48d00d2
+def _on_term(signum, frame):
+    "SIGTERM in a worker process: an idle one exits, its finalizers closing its envs; a busy one ends at once"
+    if not _BUSY: raise SystemExit(0)
+    signal.signal(signum, signal.SIG_DFL); os.kill(os.getpid(), signum)
+
 # %% ../../nbs/40ba_rollout_workers.ipynb #dac591b7
-_PROC_WORKER, _STARTED = None, None
+_PROC_WORKER, _STARTED, _BUSY = None, None, False
 def _proc_init(spec, started=None, stop=None):
     global _PROC_WORKER, _STARTED
+    if started is not None: signal.signal(signal.SIGTERM, _on_term)   # in a pool's worker, not a caller's process
     _PROC_WORKER, _STARTED = _Worker(*spec, stop=None if stop is None else lambda: stop.value != 0), started
     # its envs closed as the process ends (the pool ends it: `atexit` does not run there, these finalizers do);
     # worker and warning bound now: a notebook's names are gone by the time finalizers run
@@ -122,9 +130,12 @@ def _proc_init(spec, started=None, stop=None):
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #d1cd2188
 def _proc_run(chunk, key:int|None=None):
-    "Run `chunk`, first flagging it started (the pool's flags): if this process dies, the parent knows what it ran"
-    if key is not None and _STARTED is not None: _STARTED[key] = 1
-    return _PROC_WORKER.run(chunk)
+    "Run `chunk`, first flagging it started with this process's pid: if it dies or hangs, the parent knows what it ran"
+    global _BUSY
+    if key is not None and _STARTED is not None: _STARTED[key] = os.getpid()
+    _BUSY = True
+    try: return _PROC_WORKER.run(chunk)
+    finally: _BUSY = False
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #15220332
 def _ray_actor_cls():
@@ -169,21 +180,56 @@ def _in_this_thread(plan, chunks)->Iterator[list]:
         for c in chunks: yield w.run(c, dicts=False)
     finally: _warn_unclosed(w.close())
 
+# %% ../../nbs/40ba_rollout_workers.ipynb #a9863454
+STOP_GRACE = 60.0   # seconds a stopped run waits for its busy workers to end their chunks and close their envs
+
+def _warn_hung(episodes:list[int], fate:str):
+    "A warning naming the `episodes` still running `STOP_GRACE` s after the run stopped, and what became of them"
+    eps = sorted(episodes)
+    who = f"episodes {', '.join(map(str, eps))} were" if len(eps) > 1 else "a worker was"
+    if len(eps) == 1: who = f"episode {eps[0]} was"
+    warnings.warn(f"collect: {who} still running {STOP_GRACE:g} s after the run stopped (a step that hangs?): {fate}",
+                  stacklevel=3)
+
+# %% ../../nbs/40ba_rollout_workers.ipynb #025079f3
+def _late(futs)->list[cf.Future]:
+    "The futures of a stopped pool still running after `STOP_GRACE` s (`cf.wait` would wait for a cancelled one too)"
+    end = time.monotonic() + STOP_GRACE
+    for f in futs:
+        try: f.exception(timeout=max(0.0, end - time.monotonic()))
+        except (TimeoutError, cf.CancelledError): pass
+    return [f for f in futs if not f.done()]
+
+# %% ../../nbs/40ba_rollout_workers.ipynb #deff5278
+def _close_aside(w:_Worker)->list[str]:
+    "Close the envs of `w`, whose thread hangs in a step, from another thread: waited for up to `STOP_GRACE` s"
+    import threading
+    out = []
+    t = threading.Thread(target=lambda: out.extend(w.close()), daemon=True, name='knowlyr-close'); t.start()
+    t.join(STOP_GRACE)
+    return out if not t.is_alive() else [f"closing the envs of a hung worker did not return within {STOP_GRACE:g} s"]
+
 # %% ../../nbs/40ba_rollout_workers.ipynb #2768c378
 def _in_threads(plan, chunks, n_workers)->Iterator[list]:
-    import queue
     import threading
-    local, made, stop = threading.local(), queue.Queue(), threading.Event()
-    def run(chunk):
+    local, made, stop, on = threading.local(), queue.Queue(), threading.Event(), {}
+    def run(k, chunk):
         if not hasattr(local, 'w'): local.w = _Worker(*plan, stop=stop.is_set); made.put(local.w)
+        on[k] = local.w                   # the worker running chunk k
         return local.w.run(chunk, dicts=False)
     ex = cf.ThreadPoolExecutor(n_workers, thread_name_prefix='knowlyr-collect')
+    futs = {ex.submit(run, k, c): k for k, c in enumerate(chunks)}
     try:
-        for f in cf.as_completed([ex.submit(run, c) for c in chunks]): yield f.result()
+        for f in cf.as_completed(futs): yield f.result()
     finally:                              # also when the caller stops early or a chunk raised
         stop.set()                        # the busy workers end their chunks at the next turn
-        ex.shutdown(cancel_futures=True)  # the chunks not started never start
-        while not made.empty(): _warn_unclosed(made.get().close())
+        ex.shutdown(wait=False, cancel_futures=True)           # the chunks not started never start
+        late = [futs[f] for f in _late(futs)]                  # a step that hangs
+        hung = [on[k] for k in late if k in on]
+        if late: _warn_hung([j[0] for k in late for j in chunks[k]],
+                            "their envs closed under them; a thread cannot be ended, it goes on until its step returns")
+        while not made.empty():
+            w = made.get(); _warn_unclosed(_close_aside(w) if any(w is h for h in hung) else w.close())
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #d39f39ad
 def _death(ex:cf.ProcessPoolExecutor)->str:
@@ -216,37 +262,78 @@ def _lost(job:tuple, plan:tuple, why:str)->Trajectory:
 # %% ../../nbs/40ba_rollout_workers.ipynb #3c6f0c6a
 def _pool(plan, n_workers:int, n_chunks:int)->tuple[cf.ProcessPoolExecutor, Any, Any]:
     "A fresh process pool for `plan`, the flags its workers set as each of the run's chunks starts, and its stop flag"
-    ctx = mp.get_context('spawn'); started, stop = ctx.RawArray('b', n_chunks), ctx.RawValue('b', 0)
+    ctx = mp.get_context('spawn'); started, stop = ctx.RawArray('i', n_chunks), ctx.RawValue('b', 0)
     init = dict(initializer=_proc_init, initargs=(plan, started, stop))
     return cf.ProcessPoolExecutor(n_workers, mp_context=ctx, **init), started, stop
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #79b41722
-def _alone(ex:cf.ProcessPoolExecutor, plan, k:int, chunk:list)->tuple[list, bool]:
-    "Chunk `k` run alone in `ex`: its results and False, or (its worker died) its episodes lost and True"
-    try: return ex.submit(_proc_run, chunk, k).result(), False
-    except BrokenProcessPool: why = _death(ex)
-    return [_lost(j, plan, why) for j in chunk], True
+def _alone(ex:cf.ProcessPoolExecutor, k:int, chunk:list)->tuple[list, str|None]:
+    "Chunk `k` run alone in `ex`: its results and None, or (its worker died) no results and why it died"
+    try: return ex.submit(_proc_run, chunk, k).result(), None
+    except BrokenProcessPool: return [], _death(ex)
+
+# %% ../../nbs/40ba_rollout_workers.ipynb #1ea228ea
+CHUNK_DEATHS = 8   # worker deaths a chunk's parts may cause, each halving the part that died, before one is lost whole
+
+@dataclass
+class _Deaths:
+    "The parts of a run's chunks that killed their workers: each reruns in halves, down to one episode"
+    n: int                                         # keys in use: the chunks 0..n-1, then the parts made here
+    root: dict = field(default_factory=dict)      # a part's key -> its chunk's key
+    count: dict = field(default_factory=dict)     # a chunk's key -> the worker deaths its parts caused
+
+# %% ../../nbs/40ba_rollout_workers.ipynb #5438b3a1
+@patch
+def split(self:_Deaths, k:int, chunk:list)->dict[int, list]:
+    "Part `k` (`chunk`) killed its worker: its halves under new keys, or none (lost: one episode, or too many deaths)"
+    r = self.root.get(k, k); self.count[r] = self.count.get(r, 0) + 1
+    if len(chunk) < 2 or self.count[r] >= CHUNK_DEATHS: return {}
+    m, keys = len(chunk) // 2, (self.n, self.n + 1); self.n += 2
+    self.root.update(dict.fromkeys(keys, r))
+    return dict(zip(keys, (chunk[:m], chunk[m:])))
+
+# %% ../../nbs/40ba_rollout_workers.ipynb #39c37c04
+def _kill_hung(pids:set[int]):
+    "Kill the worker processes `pids`, hung in a step (the pool then ends its others: `_on_term`)"
+    for pid in pids:
+        try: os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError: pass
+
+# %% ../../nbs/40ba_rollout_workers.ipynb #9b811699
+def _end_pool(ex:cf.ProcessPoolExecutor, stop, started, futs:dict, todo:dict):
+    "Shut `ex` down, its busy workers stopped at their next turn; one still in its chunk after `STOP_GRACE` s is killed"
+    import threading
+    stop.value = 1                 # the busy workers end their chunks at the next turn, refuse the queued
+    # and the chunks not queued never start; the workers exit, closing their envs (waited for aside: one may hang)
+    down = threading.Thread(target=ex.shutdown, kwargs={'cancel_futures': True}, daemon=True); down.start()
+    late = [futs[f] for f in _late(futs) if started[futs[f]]]
+    if late:
+        _kill_hung({started[k] for k in late})
+        _warn_hung([j[0] for k in late for j in todo[k]], "their worker process killed, its envs left open")
+    down.join()
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #2001a827
 POOL_RESTARTS = 3   # fresh pools (Ray: actors) in a row, beyond one per worker, that may die before running any chunk
 
 def _in_processes(plan, chunks, n_workers)->Iterator[list]:
-    todo, suspects, idle = dict(enumerate(chunks)), [], 0
+    todo, suspects, idle, dead = dict(enumerate(chunks)), [], 0, _Deaths(len(chunks))
     while todo:
-        ex, started, stop = _pool(plan, n_workers, len(chunks))
+        ex, started, stop = _pool(plan, n_workers, max(todo) + 1); futs = {}
         try:
             broke = False
             while suspects and not broke:          # each chunk a dead worker may have been running, alone
-                k = suspects.pop(0); ds, broke = _alone(ex, plan, k, todo.pop(k)); yield ds
+                k = suspects.pop(0); c = todo.pop(k); ds, why = _alone(ex, k, c)
+                if why is None: yield ds; continue
+                broke, halves = True, dead.split(k, c)   # it killed its worker: its halves next, each alone
+                todo.update(halves); suspects[:0] = halves
+                if not halves: yield [_lost(j, plan, why) for j in c]
             if broke: continue                     # a fresh pool for the others
             futs = {ex.submit(_proc_run, c, k): k for k, c in todo.items()}
             for f in cf.as_completed(futs):
                 try: ds = f.result()
                 except BrokenProcessPool: continue # a worker died: this chunk did not come back
                 del todo[futs[f]]; yield ds
-        finally:                                   # stopped early or a chunk raised (else no chunk is running):
-            stop.value = 1                         # the busy workers end their chunks at the next turn, refuse the queued
-            ex.shutdown(cancel_futures=True)       # and the chunks not queued never start
+        finally: _end_pool(ex, stop, started, futs, todo)   # also stopped early or a chunk raised
         suspects = [k for k in todo if started[k]]
         idle = 0 if suspects else idle + 1
         if todo and idle > n_workers + POOL_RESTARTS: raise BrokenProcessPool(
@@ -254,20 +341,19 @@ def _in_processes(plan, chunks, n_workers)->Iterator[list]:
             "to build in a fresh interpreter?)")
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #468fe2f8
-RAY_CLOSE_TIMEOUT = 60.0   # seconds the actors of a Ray run get to close their envs before they are killed
-
-def _ray_close(actors:list, timeout:float|None=None):
-    "Each actor stops, closes its envs (waited for up to `timeout` seconds, `RAY_CLOSE_TIMEOUT` by default), is killed"
+def _ray_close(actors:list,
+               running:dict|None=None, # id of a busy actor -> the episodes of its chunk
+              ):
+    "Each actor stops, closes its envs (waited for up to `STOP_GRACE` seconds), is killed"
     import ray
-    for a in actors: a.stop.remote()           # a busy actor ends its chunk at the next turn
-    refs = [a.close.remote() for a in actors]  # then closes (its methods run in turn)
-    timeout = RAY_CLOSE_TIMEOUT if timeout is None else timeout
-    done, late = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    for a in actors: a.stop.remote()                       # a busy actor ends its chunk at the next turn
+    refs = {a.close.remote(): a for a in actors}           # then closes (its methods run in turn)
+    done, late = ray.wait(list(refs), num_returns=len(refs), timeout=STOP_GRACE)
     for r in done:
         try: _warn_unclosed(ray.get(r))
         except Exception as e: warnings.warn(f"a Ray worker could not close its envs: {e}", stacklevel=2)  # noqa: BLE001
-    if late: warnings.warn(f"{len(late)} of {len(actors)} Ray workers did not close their envs within {timeout:g} s "
-                           "(a step still running?): killed, their envs left open", stacklevel=2)
+    if late: _warn_hung([i for r in late for i in (running or {}).get(id(refs[r]), [])],
+                        f"{len(late)} of {len(actors)} Ray actors killed, their envs left open")
     for a in actors: ray.kill(a)
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #0d209ac7
@@ -289,7 +375,7 @@ def _in_ray(plan, chunks, n_workers, address)->Iterator[list]:
     _ray_init(address)
     import ray
     Actor, actors, idle, busy = _ray_actor_cls(), [], [], {}
-    todo, deaths = list(enumerate(chunks)), 0
+    todo, deaths, dead = list(enumerate(chunks)), 0, _Deaths(len(chunks))
     try:
         while todo or busy:
             while todo and len(busy) < n_workers:  # one chunk at a time per actor: a death is its chunk's
@@ -300,14 +386,17 @@ def _in_ray(plan, chunks, n_workers, address)->Iterator[list]:
             try: ds = ray.get(ref)
             except ray.exceptions.RayActorError as e:
                 actors.remove(a)
-                if _ray_ran(up): deaths = 0; yield [_lost(j, plan, _ray_death(e)) for j in c]; continue
+                if _ray_ran(up):                        # it killed its actor: its halves run on others, or it is lost
+                    deaths, halves = 0, dead.split(k, c); todo[:0] = halves.items()
+                    if not halves: yield [_lost(j, plan, _ray_death(e)) for j in c]
+                    continue
                 todo.insert(0, (k, c)); deaths += 1    # it died being built: no episode's fault, the chunk reruns
                 if deaths > n_workers + POOL_RESTARTS: raise RuntimeError(
                     f"collect: Ray actors died {deaths} times in a row before running a chunk (can the env and "
                     f"agent be built on the cluster?): {e}") from e
                 continue
             idle.append((a, up)); deaths = 0; yield ds
-    finally: _ray_close(actors)      # also when the caller stops early or a chunk raised
+    finally: _ray_close(actors, {id(a): [j[0] for j in c] for a, _, _, c in busy.values()})   # also stopped early
 
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #3acc1ae8
