@@ -164,15 +164,16 @@ def sft_row(t:Trajectory, tools:list[dict], system_prompt:str|None=None)->dict|N
 
 # %% ../../nbs/41a_hub_rows.ipynb #c685acdb
 def sft_agent_row(t:Trajectory, tools=None, system_prompt=None)->dict|None:
-    "knowlyr-hub 0.1's agent SFT format (None: no step)"
+    "knowlyr-hub 0.1's agent SFT format, prompted by the first user turn (None: no step)"
     if not t.steps: return None
-    inp = {k: v for k, v in t.task.metadata.items() if isinstance(v, (str, int, float, bool))}
+    task_meta = {k: v for k, v in t.task.metadata.items() if isinstance(v, (str, int, float, bool))}
     steps = [{'thought': s.thought or '', 'action': react_text(s.action.tool, s.action.params) if s.action else '',
               'observation': s.observation.content if s.observation else '', 'reward': float(s.reward or 0.0)}
              for s in t.steps]
-    meta = {'agent': t.agent.name, 'model': t.agent.model, 'success': t.outcome.success, 'trajectory_id': t.id}
-    return {'instruction': t.task.instruction, 'input': json.dumps(inp, ensure_ascii=False, sort_keys=True),
-            'steps': steps, 'task_id': t.task.id, 'reward': trajectory_score(t), 'metadata': json.dumps(meta)}
+    meta = {'agent': t.agent.name, 'model': t.agent.model, 'success': t.outcome.success, 'trajectory_id': t.id,
+            'task_metadata': task_meta}
+    return {'instruction': first_user_turn(t.task) or '', 'input': '', 'steps': steps, 'task_id': t.task.id,
+            'reward': trajectory_score(t), 'metadata': json.dumps(meta, ensure_ascii=False, sort_keys=True)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #99611fea
 def openai_row(t:Trajectory, tools:list[dict], system_prompt:str|None=None)->dict|None:
@@ -194,10 +195,10 @@ def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system_p
 
 # %% ../../nbs/41a_hub_rows.ipynb #e95b6c83
 def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system_prompt=None, step=None)->dict:
-    "knowlyr-hub 0.1's DPO format (step text)"
+    "knowlyr-hub 0.1's DPO format (step text), prompted by the first user turn"
     meta = {'chosen_model': c.agent.model, 'rejected_model': r.agent.model,
             'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
-    return {'prompt': c.task.instruction, 'chosen': steps_text(c.steps), 'rejected': steps_text(r.steps),
+    return {'prompt': first_user_turn(c.task) or '', 'chosen': steps_text(c.steps), 'rejected': steps_text(r.steps),
             'task_id': c.task.id, 'reward_margin': margin, 'metadata': json.dumps(meta)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #bf9faf67
@@ -265,6 +266,11 @@ def grpo_row(members:list[dict], # `grpo_member`s of one task and prompt
             'rewards': rw, 'advantages': grpo_advantages(rw), 'trajectory_ids': [m['trajectory_id'] for m in g],
             'tools': _tools_json(tools)}
 
+# %% ../../nbs/41a_hub_rows.ipynb #d441d848
+def _task_prompt(t:Trajectory, system_prompt:str|None=None)->list[dict]:
+    "The prompt of a task as plain `role`/`content` messages: system? + the first user turn"
+    return [{'role': m['role'], 'content': m['content']} for m in to_messages(t, system_prompt)[:2 if system_prompt else 1]]
+
 # %% ../../nbs/41a_hub_rows.ipynb #2c1124ca
 def benchmark_row(group:list[Trajectory], tools:list[dict], system_prompt=None)->dict:
     "A task with its success criterion, reference solution and observed success rate"
@@ -274,19 +280,14 @@ def benchmark_row(group:list[Trajectory], tools:list[dict], system_prompt=None)-
     criteria = {'type': 'env_verifier', 'description': "the env's verifier sets outcome.success on the final step",
                 'reference_steps': len(ref.steps) if ref else -1,
                 'reference_reward': trajectory_score(ref) if ref else 0.0}
-    return {'task_id': t0.task.id, 'instruction': t0.task.instruction, 'domain': t0.task.domain,
-            'env_id': t0.task.env_id or '',
+    return {'task_id': t0.task.id, 'instruction': t0.task.instruction, 'prompt': _task_prompt(t0, system_prompt),
+            'domain': t0.task.domain, 'env_id': t0.task.env_id or '',
             'metadata': json.dumps(t0.task.metadata, ensure_ascii=False, sort_keys=True, default=str),
             'success_criteria': criteria,
             'reference_solution': [react_text(s.action.tool, s.action.params) for s in ref.steps if s.action]
                                   if ref else [],
             'n_attempts': len(group), 'success_rate': sum(bool(t.outcome.success) for t in group) / len(group),
             'tools': _tools_json(tools)}
-
-# %% ../../nbs/41a_hub_rows.ipynb #d441d848
-def _task_prompt(t:Trajectory, system_prompt:str|None=None)->list[dict]:
-    "The prompt of a task as plain `role`/`content` messages: system? + the first user turn"
-    return [{'role': m['role'], 'content': m['content']} for m in to_messages(t, system_prompt)[:2 if system_prompt else 1]]
 
 # %% ../../nbs/41a_hub_rows.ipynb #5e854c42
 def _verifiable(group:list[Trajectory], tools, system_prompt)->tuple:
@@ -296,7 +297,7 @@ def _verifiable(group:list[Trajectory], tools, system_prompt)->tuple:
     extra = {'task_id': b['task_id'], 'env_id': b['env_id'], 'instruction': b['instruction'], 'tools': b['tools'],
              'success_rate': b['success_rate'], 'n_attempts': b['n_attempts'],
              'reference_steps': b['success_criteria']['reference_steps']}
-    return _task_prompt(group[0], system_prompt), json.dumps(truth, ensure_ascii=False, sort_keys=True), extra
+    return b['prompt'], json.dumps(truth, ensure_ascii=False, sort_keys=True), extra
 
 # %% ../../nbs/41a_hub_rows.ipynb #52c3284d
 def verl_row(group:list[Trajectory], tools:list[dict], system_prompt=None,
