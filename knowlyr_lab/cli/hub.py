@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 from ..cli_errors import batch_exit, require_usable, run_cli
@@ -136,9 +137,23 @@ def _collect(a)->dict:
     return {'trajectories': n, 'success': sum(bool(t.outcome.success) for t in trajs), 'errors': len(errors),
             'out': a.out}
 
+# %% ../../nbs/93_cli_hub.ipynb #0fa23352
+# an export flag (its `dest` and spelling) -> the formats it applies to
+_ONLY_FOR = {('preferences', '-p/--preferences'): ('dpo', 'dpo-seed'), ('min_margin', '--min-margin'): ('dpo', 'dpo-seed'),
+             ('push_to_hub', '--push-to-hub'): ('hf',),
+             ('system_prompt', '--system-prompt'): ('sft', 'dpo', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')}
+
+# %% ../../nbs/93_cli_hub.ipynb #17e08305
+def _check_flags(a):
+    "Refuse a flag that `a.format` does not use (it would be ignored)"
+    for (dest, flag), fmts in _ONLY_FOR.items():
+        if getattr(a, dest, None) is not None and a.format not in fmts:
+            raise ValueError(f"{flag} does not apply to the {a.format} format, only to {', '.join(fmts)}")
+
 # %% ../../nbs/93_cli_hub.ipynb #b6135874
 def _export(a)->dict:
     "Run `export`: its `ExportResult` as a dict"
+    _check_flags(a)
     from knowlyr_lab.hub.export import DatasetExporter, ExportFilter
     filt = ExportFilter(min_reward=a.min_reward, success_only=a.success_only, domains=a.domain, agents=a.agent)
     ex = DatasetExporter(a.trajectories, preferences=a.preferences, filter=filt, test_fraction=a.test_fraction,
@@ -195,10 +210,17 @@ def _exit(a, out:dict)->int:
     q = Path(a.out, 'jsonl' * (a.format == 'hf'), 'quarantine.jsonl')
     return batch_exit(out['read'] + out['total'], out['quarantined'], 'input records', q)
 
+# %% ../../nbs/93_cli_hub.ipynb #d72c65ad
+def _warning_line(message, category, filename, lineno, file=None, line=None):
+    "Print a warning as one line on stderr (`warnings.showwarning` while a command runs)"
+    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+
 # %% ../../nbs/93_cli_hub.ipynb #a5e28470
 def _main(a)->int:
     "Run the command, print its JSON summary, and on stderr why an export wrote nothing; the exit code (`_exit`)"
-    out = {'collect': _collect, 'export': _export, 'run': _run, 'status': _status}[a.cmd](a)
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning_line
+        out = {'collect': _collect, 'export': _export, 'run': _run, 'status': _status}[a.cmd](a)
     print(json.dumps(out, indent=1, default=str))
     for n in _notes(a.cmd, out): print(f"knowlyr-hub {a.cmd}: {n}", file=sys.stderr)
     return _exit(a, out)
