@@ -254,11 +254,11 @@ def _whole_paths(text:str)->list[str]:
             and re.fullmatch(r'[\w./\-]+\.\w+', ls[i].strip().strip('`*'))]
 
 # %% ../../nbs/26c_recorder_aider.ipynb #5bf83bfe
-def _feedback(edits:list, fb:str):
+def _feedback(edits:list, fb:str, t=None):    # t: when the reply was sent
     "Aider's one reply to a multi-edit response, on one step: the edit whose file it names alone, else the last"
     named = [s for s in edits if (s.action.params.get('path') or '\0') in fb]
     target = named[0] if len(named) == 1 else edits[-1]
-    set_observation(target, fb, 'did not conform' in fb or 'failed to match' in fb)
+    set_observation(target, fb, 'did not conform' in fb or 'failed to match' in fb, t_end=t)
     for s in edits:
         if s is not target: s.metadata['feedback_on_step'] = target.index
 
@@ -272,6 +272,20 @@ def _new_input(msgs:list, prev_reply:str|None)->tuple[list[str], bool]:
     reset = k is None
     if reset: k = max((i for i, m in enumerate(msgs) if m['role'] == 'assistant'), default=-1)
     return [m['content'] for m in msgs[k + 1:] if m['role'] == 'user'], reset
+
+# %% ../../nbs/26c_recorder_aider.ipynb #61b5e3fe
+def _llm_said(blocks:list)->set:
+    "What a call's message may repeat and still be held elsewhere: the replies, and the system prompt (system_prompt)"
+    said = {'\n'.join(m['content'] for m in b['messages']).strip() for b in blocks if b['kind'] == 'LLM RESPONSE'}
+    return said | {next((m['content'].strip() for b in blocks for m in b['messages'] if m['role'] == 'system'), '')}
+
+# %% ../../nbs/26c_recorder_aider.ipynb #3b495c4c
+def _llm_context(blocks:list, held:str)->dict:
+    "{started_at, context_messages}: the first call's time; its messages not in `held` nor said before, each once"
+    calls, seen = [b for b in blocks if b['kind'] == 'TO LLM'], _llm_said(blocks)
+    out = [seen.add(c) or {**m, 'line': b['line']} for b in calls for m in b['messages']
+           if (c := m['content'].strip()) and c not in held and c not in seen]
+    return {**({'started_at': parse_time(calls[0]['t'])} if calls else {}), **({'context_messages': out} if out else {})}
 
 # %% ../../nbs/26c_recorder_aider.ipynb #8cdfb6d9
 def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
@@ -290,7 +304,7 @@ def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
                 # the same input sent again is no new turn
                 if new and not (reset and fb.strip() == (sent or '').strip()):
                     if last and not reset and all(s.action is not None and s.observation is None for s in last):
-                        _feedback(last, fb)
+                        _feedback(last, fb, b['t'])
                     else: log.user(fb, b['t'], **({'context_reset': True} if reset else {}))
                     sent = fb
             report.mapped('to_llm'); continue
@@ -313,6 +327,8 @@ def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
         if s.action is not None and s.observation is None and 'feedback_on_step' not in s.metadata:
             s.metadata['unanswered'] = True
     if unmapped: meta['unmapped'] = unmapped
+    held = [instruction or '', *(str(s.observation.content) for s in steps if s.observation)]
+    meta.update(_llm_context(blocks, '\x00'.join(held)))
     t = Trajectory(task=Task(id=path.name, instruction=instruction or '', domain='coding'),
                    agent=AgentInfo(name='aider'),
                    steps=steps, source=Source(format='aider', path=str(path)), metadata=meta)
