@@ -521,6 +521,21 @@ def test_an_outcome_file_beside_the_logs_is_used_not_reported_as_an_error(tmp_pa
     why = {Path(s['path']).name: s['why'] for s in r.skipped}
     assert 'an outcome file' in why[f'{iid}_result.json'] and 'run report' in why[rep], why
 
+def test_an_agent_log_that_mentions_a_verdict_is_not_an_outcome_file(tmp_path):
+    "Review: an OpenHands SWE-bench eval record whose long issue text pushed `history` past the 64 KiB head, its report's"
+    "`resolved` near the start, was skipped as an outcome file (exit 0, 0 trajectories); it is a log: an error, as before"
+    from knowlyr_lab.recorder.detect import detect
+    r = json.loads((FIX / 'openhands' / 'eval_pairs_output.jsonl').read_text().splitlines()[0])
+    tb = '  File "/testbed/q.py", line 1, in f\n    self._cache = list(self._it(self))\n' * 1200
+    rec = {'instance_id': 'django__django-11099', 'test_result': {'report': {'resolved': True}},
+           'instruction': r['instruction'] + '\nTraceback (most recent call last):\n' + tb, 'history': r['history']}
+    for name in ('output.swebench_eval.jsonl', 'output.json'):
+        p = tmp_path / name; p.write_text(json.dumps(rec) + '\n')
+        d = detect(p)
+        assert not d.outcome and 'no adapter recognises' in d.reason, d
+    (t,), rep = conv(tmp_path / 'output.json', 'openhands')     # and it converts when its format is named
+    assert t.task.id == 'django__django-11099' and rep.n_errors == 0
+
 def test_convert_strict_over_logs_and_outcome_files_writes_them(tmp_path):
     "Before: --strict stopped at the first `_result.json` (exit 2, nothing written); --sidecar on it did not help"
     d, iid, _ = _swe_run(tmp_path)

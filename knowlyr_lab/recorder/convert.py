@@ -10,11 +10,11 @@ from __future__ import annotations
 import gc
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from .base import LogAdapter, RecorderError, get_adapter, list_adapters, register_adapter
+from .base import LogAdapter, RecorderError, get_adapter, register_adapter
 from .detect import detect
 from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
@@ -288,6 +288,5 @@ def join_outcomes(trajs:Iterable[Trajectory], sidecar)->Iterator[Trajectory]:
     for t in trajs: yield join_outcome(t, outcomes)
 
 # %% ../../nbs/28_recorder_convert.ipynb #21af80a6
-from .detect import (  # noqa: F401 (re-exported)
-    HEAD_BYTES, Detection, FormatDetectionError, detect_format, encoding_hint, read_head)
+from .detect import HEAD_BYTES, Detection, FormatDetectionError, detect_format, encoding_hint, read_head  # noqa: F401 (re-exported)
 from .diff import TrajectoryDiff, diff_trajectories  # noqa: F401 (re-exported)

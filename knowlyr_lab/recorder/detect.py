@@ -66,7 +66,7 @@ def detect(path)->Detection:
         try: why = a.detect(path, head)
         except Exception: why = None
         if why: hits.append((a.priority, n, why))
-    if not hits and (what := outcome_file(head)):   # a verdict `find_resolution` reads: not a log, not a failure
+    if not hits and (what := outcome_file(head, path)):   # a verdict `find_resolution` reads: not a log, not a failure
         return Detection(None, f"{path.name} is {what}, an outcome file of the logs beside it, not an agent log",
                          [], names, outcome=True)
     if not hits:

@@ -75,12 +75,26 @@ def find_resolution(path,                  # the trajectory file
 _OUTCOME_FILES = ((re.compile(r'"(resolved_ids|unresolved_ids|completed_ids)"\s*:'),
                    'a SWE-bench run report (resolved_ids...)'),
                   (re.compile(r'"resolved"\s*:\s*(true|false|\[)'), 'a SWE-bench result ("resolved": ...)'))
+_LOG_KEYS = {'history', 'messages', 'trajectory', 'steps', 'events', 'instruction', 'info'}   # an agent log's, never a verdict's
+
+def _verdicts(d)->bool:
+    "Whether `d` holds verdicts only: a run report's id lists, or `resolved` at its top or under each instance id"
+    if not isinstance(d, dict) or not d or _LOG_KEYS & d.keys(): return False
+    if any(isinstance(d.get(k), list) for k in ('resolved_ids', 'unresolved_ids', 'completed_ids', 'resolved')): return True
+    return isinstance(d.get('resolved'), bool) or all(isinstance(v, dict) and isinstance(v.get('resolved'), bool)
+                                                      for v in d.values())
 
 # %% ../../nbs/25_recorder_swe.ipynb #f0958ab0
-def outcome_file(head:str)->str|None:
-    "What `head` (a file's first bytes) is when it is an outcome file `find_resolution` reads (else None)"
+def outcome_file(head:str, # the file's first bytes: they name the kind
+                 path=None, # the file, read whole: one JSON object of verdicts (None: `head` is the whole file)
+                )->str|None:
+    "What a `.json` file is when it is an outcome file `find_resolution` reads (else None)"
     if not head.lstrip().startswith('{'): return None
-    return next((what for rx, what in _OUTCOME_FILES if rx.search(head)), None)
+    what = next((what for rx, what in _OUTCOME_FILES if rx.search(head)), None)
+    if what is None or (path is not None and Path(path).suffix != '.json'): return None
+    try: d = json.loads(head if path is None else Path(path).read_bytes() if Path(path).stat().st_size <= _MAX_REPORT else '')
+    except (OSError, ValueError, RecursionError): return None
+    return what if _verdicts(d) else None
 
 # %% ../../nbs/25_recorder_swe.ipynb #3e7306fa
 _TRUNCATING = ('exit_cost', 'exit_context', 'limitsexceeded', 'exit_format', 'exit_error', 'early_exit', 'timeout',
