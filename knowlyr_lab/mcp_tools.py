@@ -21,6 +21,7 @@ from typing import Any, Literal
 from .core import KnowlyrError
 from .hub.export import DatasetExporter
 from .hub.pipeline import Pipeline, PipelineConfig
+from .hub.pipeline_files import rename_file, rename_in
 from knowlyr_lab.mcp_base import (
     CalibrationResult,
     Client,
@@ -204,8 +205,10 @@ def convert_logs(srv:ServerState, paths:list[str], output:str, # trajectory JSON
         ins = [str(st.input(p, 'log path')) for p in paths]
         out = st.output(output, 'output')
         q = str(st.output(st.show(str(out)) + '.quarantine.jsonl', 'quarantine file'))   # a link there must not lead out either
-        rep = ConversionReport(quarantine=q)
-        n = write_trajectories(convert(ins, format=format, report=rep, redact=redact), out)
+        rep, at, name = ConversionReport(quarantine=q), str(st.dir), str(srv.root)   # the logs named by their root names
+        try: n = write_trajectories((rename_in(t, at, name) for t in convert(ins, format=format, report=rep, redact=redact)), out)
+        finally: rep.close()
+        rename_file(Path(q), at, name)
         return st.show({'trajectories': n, 'output': str(out), 'files': len(rep.files) if isinstance(rep.files, list) else int(rep.files),
                         'bad_records': len(rep.issues), 'quarantine': q if rep.issues else None, 'issues': [i['reason'] for i in rep.issues[:20]],
                         'warnings': rep.warning_lines()[:20]})

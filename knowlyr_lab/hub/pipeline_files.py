@@ -12,12 +12,14 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from pydantic import BaseModel
+
 from .pipeline_config import PipelineError
 from ..trajectory import Trajectory
 
 # %% auto #0
 __all__ = ['TMP_PREFIX', 'temp_path', 'atomic_write', 'stale_temps', 'committed_count', 'convert_fns', 'log_format_known',
-           'rename_log', 'convert_log_file']
+           'rename_in', 'rename_file', 'renamed_folder', 'rename_log', 'convert_log_file']
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #8b7ef279
 TMP_PREFIX = '.tmp-'
@@ -62,11 +64,37 @@ def log_format_known(fmt:str):
     get_adapter(fmt)
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #6be2319c
+def rename_in(x, f:str, n:str):
+    "`x` (a trajectory, or a list, dict or string in one) with the path `f` named `n` in each string (models: in place)"
+    if isinstance(x, str): return x.replace(f, n) if f in x else x
+    if type(x) in (list, tuple): return type(x)(rename_in(v, f, n) for v in x)
+    if isinstance(x, dict): return {rename_in(k, f, n): rename_in(v, f, n) for k, v in x.items()}
+    if isinstance(x, BaseModel):
+        for k in type(x).model_fields: setattr(x, k, rename_in(getattr(x, k), f, n))
+    return x
+
+# %% ../../nbs/43b_hub_pipeline_files.ipynb #93b4ed0f
+def rename_file(q:Path, f:str, n:str):
+    "Name the path `f` `n` in the JSON lines file `q` (a quarantine file), if there is one"
+    if not q.exists(): return
+    s = q.read_text(encoding='utf-8')
+    for a in (False, True): s = s.replace(json.dumps(f, ensure_ascii=a)[1:-1], json.dumps(n, ensure_ascii=a)[1:-1])
+    q.write_text(s, encoding='utf-8')
+
+# %% ../../nbs/43b_hub_pipeline_files.ipynb #60895a7f
+def renamed_folder(f:str, n:str)->tuple[str, str]:
+    "The folders of the paths `f` and `n` above the names they end in alike (`f`, `n` themselves when their names differ)"
+    a, b = f.split('/'), n.split('/')
+    k = 0
+    while k < min(len(a), len(b)) - 1 and a[-1-k] == b[-1-k]: k += 1
+    return '/'.join(a[:len(a)-k]), '/'.join(b[:len(b)-k])
+
+# %% ../../nbs/43b_hub_pipeline_files.ipynb #94d6bdb8
 def rename_log(trajs:list[Trajectory], q:Path, f:str, n:str):
-    "Name the log file read at `f` `n` in the sources of its trajectories `trajs` and in its quarantine file `q`"
-    for t in trajs:
-        if t.source is not None and t.source.path == f: t.source.path = n
-    if q.exists(): q.write_text(q.read_text().replace(json.dumps(f)[1:-1], json.dumps(n)[1:-1]))
+    "Name the log file read at `f` `n` (and the folder it was read in, see `renamed_folder`) in `trajs` and in `q`"
+    f, n = renamed_folder(f, n)
+    for t in trajs: rename_in(t, f, n)
+    rename_file(q, f, n)
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #8ba34f60
 def convert_log_file(convert, ConversionReport, f:str, fmt, q:Path,
