@@ -305,7 +305,19 @@ def _drop_exported(self:ServerRoot, st:Staged, r:str):
         with contextlib.suppress(OSError):         # gone, or not as that export left it: kept
             s = os.stat(n, dir_fd=dfd, follow_symlinks=False)
             if stat.S_ISREG(s.st_mode) and [s.st_size, s.st_mtime_ns] == key: os.unlink(n, dir_fd=dfd)
-        os.close(dfd)
+        os.close(dfd); self._prune(os.path.dirname(q), r)
+
+# %% ../nbs/93a_mcp_root.ipynb #efe42c94
+@patch
+def _prune(self:ServerRoot, d:str, r:str):
+    "Remove the folder `d` beneath the root, and each above it below the export folder `r`, while they are empty"
+    while d != r and (d + '/').startswith(r + '/' if r else '') and '..' not in d.split('/'):
+        h, n = os.path.split(d)
+        try: fd = open_beneath(self.fd, h, _PATH)
+        except (OSError, PathEscapeError): return
+        try: os.rmdir(n, dir_fd=fd); d = h
+        except OSError: return                # not empty, gone, or not a folder: kept
+        finally: os.close(fd)
 
 # %% ../nbs/93a_mcp_root.ipynb #06e0ad58
 @patch

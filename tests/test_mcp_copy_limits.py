@@ -6,6 +6,7 @@ fails with the limit's name and how to raise it, and nothing is left in the priv
 SDK's own client, in process (`mcp.Client(app)`)."""
 import asyncio
 import os
+import stat
 import time
 
 import pytest
@@ -149,3 +150,15 @@ def test_the_cli_takes_the_total_cap():
     "The default total is 4 x --max-copy-mb; --max-copy-total-mb sets it, and 0 is refused"
     assert CopyLimits(max_mb=10).max_total_mb == 40
     assert main(['--max-copy-total-mb', '0']) == 2
+
+def test_a_file_that_grows_while_it_is_copied_is_counted_as_copied(monkeypatch):
+    "The size read first said 10 bytes; the copy holds 1000: the call counts the 1000 it copied (moved from 93a_mcp_root)"
+    g = ServerRoot(copy_limits=CopyLimits(max_mb=1)); (g.root/'grows.jsonl').write_text('x' * 1000)
+    real = os.fstat
+    def small(fd):                                  # the file grew after its size was read
+        s = real(fd)
+        return os.stat_result((*s[:6], 10, *s[7:]), {'st_mtime_ns': s.st_mtime_ns}) if stat.S_ISREG(s.st_mode) else s
+    monkeypatch.setattr(os, 'fstat', small)
+    with g.staged() as st:
+        assert st.input('grows.jsonl').stat().st_size == 1000
+        assert st.tally.bytes == 1000

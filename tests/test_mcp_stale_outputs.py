@@ -75,7 +75,7 @@ def test_export_dataset_rerun_leaves_no_earlier_split(root):
     assert _files(root/'ds') == ['.knowlyr-export.json', 'notes.txt', 'train.jsonl'], _files(root/'ds')   # others stay
 
 def test_export_dataset_hf_rerun_as_sft_leaves_no_hf_folder(root):
-    "An HF export (a DatasetDict folder, Parquet shards, a jsonl/ folder), then an SFT one: no HF file stays"
+    "An HF export (a DatasetDict folder, Parquet shards, a jsonl/ folder), then an SFT one: no HF file or folder stays"
     pytest.importorskip('datasets')
     app = build_server(root)
     r = call_tool(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'hf', 'output_dir': 'ds'})
@@ -83,6 +83,8 @@ def test_export_dataset_hf_rerun_as_sft_leaves_no_hf_folder(root):
     r = call_tool(app, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'ds'})
     assert not r.is_error, r.content[0].text
     assert _files(root/'ds') == ['.knowlyr-export.json', 'train.jsonl'], _files(root/'ds')
+    left = sorted(str(q.relative_to(root/'ds')) for q in (root/'ds').rglob('*'))
+    assert left == ['.knowlyr-export.json', 'train.jsonl'], left        # nor an emptied folder of it (hf/, its splits)
 
 def test_export_dataset_never_removes_its_own_input(root):
     "The trajectories read from the output folder itself (ds/train.jsonl of an earlier export): they stay"

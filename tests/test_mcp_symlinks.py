@@ -3,12 +3,14 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from knowlyr_lab.mcp_root import ServerRoot
 from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
 from knowlyr_lab.trajectory_io import write_trajectories
 
@@ -91,3 +93,15 @@ def test_a_hard_link_is_refused_read_or_written(served):
     _refused(r['hard_dir'], 'hard/h.jsonl', 'hard link'); _refused(r['hard_file'], 'h.jsonl', 'hard link')
     _refused(r['hard_out'], 'o3/train.jsonl', 'hard link')
     assert not (base/'root'/'c3.jsonl').exists() and (base/'outside'/'victim.txt').read_text() == 'IMPORTANT\n'
+
+def test_a_hard_link_is_refused_by_its_count_of_names():
+    "As the file read or written, and in a directory's tree, wherever its other name lies (moved from 93a_mcp_root)"
+    h = ServerRoot(); (h.root/'logs').mkdir(); (h.root/'mine.jsonl').write_text('{}\n')
+    outside = Path(tempfile.mkdtemp())/'secret.jsonl'; outside.write_text('{}\n')
+    os.link(outside, h.root/'logs'/'h.jsonl'); os.link(outside, h.root/'train.jsonl')
+    assert h.path('mine.jsonl') == h.root/'mine.jsonl'
+    with pytest.raises(ValueError, match=r"log path 'logs' holds logs/h.jsonl, a file with another name \(a hard link\)"):
+        h.path('logs', 'log path')
+    with pytest.raises(ValueError, match=r"output 'train.jsonl' is a file with another name \(a hard link\), which may lie "
+                                         "outside the server root"):
+        h.path('train.jsonl', 'output')
