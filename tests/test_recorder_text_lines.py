@@ -193,8 +193,8 @@ def test_a_call_argument_removed_from_the_output_fails_the_audit(tmp_path):
 
 def test_the_audit_fails_without_the_aider_call_context(tmp_path, monkeypatch):
     "The lines the --llm-history-file fix keeps, reported once their handling is gone"
-    import knowlyr_lab.recorder.aider as aider
-    monkeypatch.setattr(aider, '_llm_context', lambda *a: {})
+    import knowlyr_lab.recorder.aider_llm as aider_llm
+    monkeypatch.setattr(aider_llm, '_llm_context', lambda *a: {})
     lost = lost_lines(REC / 'aider' / '.aider.llm.history', 'aider', tmp_path)
     assert lost == {1: 'TO LLM 2026-01-12T10:05:00', 6: 'USER I have *added these files to the chat*:', 13: 'ASSISTANT Ok.',
                     32: 'USER I have *added these files to the chat*:', 39: 'ASSISTANT Ok.',

@@ -1,4 +1,4 @@
-"""Adapter for Aider's Markdown chat history, its `--llm-history-file` log and its input history.
+"""Aider's Markdown transcript, `.aider.chat.history.md`: its sessions, edit blocks and token lines, read into trajectories.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_aider.html.md"""
 
@@ -8,18 +8,16 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_aider.html.md"""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Iterator
 
 from .agent_steps import StepLog
-from .base import LogAdapter, register_adapter
-from .reading import cut_off, ends_mid_line, read_text
-from .report import ConversionReport
-from .values import parse_time, set_observation
+from .reading import cut_off, ends_mid_line
+from .values import parse_time
 from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
-__all__ = ['aider_blocks', 'aider_usage', 'aider_segments', 'aider_edits', 'aider_llm_blocks', 'AiderAdapter']
+__all__ = ['aider_blocks', 'aider_usage', 'aider_segments', 'aider_edits', 'aider_whole_paths', 'is_aider_chat',
+           'aider_chat_history']
 
 # %% ../../nbs/26c_recorder_aider.ipynb #36f7a90d
 _AIDER_START = re.compile(r'^# aider chat started at (.+?)\s*$')
@@ -139,6 +137,13 @@ def aider_edits(text:str, applied:list[str])->tuple[list[dict], str]:
     edits, prose, _ = aider_segments(text, applied)
     return edits, prose[0] if edits else text.strip()
 
+# %% ../../nbs/26c_recorder_aider.ipynb #4c1d8bbb
+def aider_whole_paths(text:str)->list[str]:
+    "Lines that name a file and are followed by an opening fence (whole-file edits)"
+    ls = text.split('\n')
+    return [ls[i].strip().strip('`*') for i in range(len(ls) - 1) if _FENCE_LINE.match(ls[i + 1])
+            and re.fullmatch(r'[\w./\-]+\.\w+', ls[i].strip().strip('`*'))]
+
 # %% ../../nbs/26c_recorder_aider.ipynb #131c2885
 _MODEL = re.compile(r'^(?:Main model|Model):\s*(\S+)', re.M)
 _COMMIT = re.compile(r'^Commit ([0-9a-f]{7,40}) (.*?)\s*$', re.M)
@@ -223,122 +228,6 @@ def _aider_session(path, report, s:dict, n:int)->Trajectory:
                       agent=AgentInfo(name='aider', model=models[0] if models else None), steps=steps,
                       source=Source(format='aider', path=str(path), line=s['line']), metadata=meta)
 
-# %% ../../nbs/26c_recorder_aider.ipynb #231f0e5e
-_LLM_HEAD = re.compile(r'^(TO LLM|LLM RESPONSE) (\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d)?\S*)\s*$')
-_ROLE = re.compile(r'^(SYSTEM|USER|ASSISTANT|TOOL|FUNCTION)(?: (.*))?$')
-
-def aider_llm_blocks(text:str)->list[dict]:
-    "Blocks of an Aider `--llm-history-file`: [{kind: 'TO LLM'|'LLM RESPONSE', t, line, messages: [{role, content}]}]"
-    out, cur = [], None
-    for i, l in enumerate(text.split('\n'), 1):
-        m = _LLM_HEAD.match(l)
-        if m: cur = {'kind': m.group(1), 't': m.group(2), 'line': i, 'messages': []}; out.append(cur); continue
-        if cur is None or not l: continue
-        if l == '-------': cur['messages'].append(None); continue          # a message boundary
-        r = _ROLE.match(l)
-        role, body = (r.group(1).lower(), r.group(2) or '') if r else (None, l)
-        msgs = cur['messages']
-        if not msgs or msgs[-1] is None or (role is not None and msgs[-1]['role'] != role):
-            if msgs and msgs[-1] is None: msgs.pop()
-            msgs.append({'role': role or 'unknown', 'lines': []})
-        msgs[-1]['lines'].append(body)
-    for b in out:
-        b['messages'] = [{'role': m['role'], 'content': '\n'.join(m['lines'])} for m in b['messages'] if m is not None]
-    return out
-
-# %% ../../nbs/26c_recorder_aider.ipynb #4c1d8bbb
-def _whole_paths(text:str)->list[str]:
-    "Lines that name a file and are followed by an opening fence (whole-file edits)"
-    ls = text.split('\n')
-    return [ls[i].strip().strip('`*') for i in range(len(ls) - 1) if _FENCE_LINE.match(ls[i + 1])
-            and re.fullmatch(r'[\w./\-]+\.\w+', ls[i].strip().strip('`*'))]
-
-# %% ../../nbs/26c_recorder_aider.ipynb #5bf83bfe
-def _feedback(edits:list, fb:str, t=None):    # t: when the reply was sent
-    "Aider's one reply to a multi-edit response, on one step: the edit whose file it names alone, else the last"
-    named = [s for s in edits if (s.action.params.get('path') or '\0') in fb]
-    target = named[0] if len(named) == 1 else edits[-1]
-    set_observation(target, fb, 'did not conform' in fb or 'failed to match' in fb, t_end=t)
-    for s in edits:
-        if s is not target: s.metadata['feedback_on_step'] = target.index
-
-# %% ../../nbs/26c_recorder_aider.ipynb #ca8fd7ea
-def _new_input(msgs:list, prev_reply:str|None)->tuple[list[str], bool]:
-    ("User messages a call adds after the previous reply -> (texts, reset); on a reset, those after its last assistant "
-     "message")
-    # reset: the previous reply is not in the call (a /clear, a summarised history, an empty reply)
-    k = max((i for i, m in enumerate(msgs) if m['role'] == 'assistant' and m['content'].strip() == prev_reply),
-            default=None) if prev_reply else None
-    reset = k is None
-    if reset: k = max((i for i, m in enumerate(msgs) if m['role'] == 'assistant'), default=-1)
-    return [m['content'] for m in msgs[k + 1:] if m['role'] == 'user'], reset
-
-# %% ../../nbs/26c_recorder_aider.ipynb #61b5e3fe
-def _llm_said(blocks:list)->set:
-    "What a call's message may repeat and still be held elsewhere: the replies, and the system prompt (system_prompt)"
-    said = {'\n'.join(m['content'] for m in b['messages']).strip() for b in blocks if b['kind'] == 'LLM RESPONSE'}
-    return said | {next((m['content'].strip() for b in blocks for m in b['messages'] if m['role'] == 'system'), '')}
-
-# %% ../../nbs/26c_recorder_aider.ipynb #3b495c4c
-def _llm_context(blocks:list, held:str)->dict:
-    "{started_at, context_messages}: the first call's time; its messages not in `held` nor said before, each once"
-    calls, seen = [b for b in blocks if b['kind'] == 'TO LLM'], _llm_said(blocks)
-    out = [seen.add(c) or {**m, 'line': b['line']} for b in calls for m in b['messages']
-           if (c := m['content'].strip()) and c not in held and c not in seen]
-    return {**({'started_at': parse_time(calls[0]['t'])} if calls else {}), **({'context_messages': out} if out else {})}
-
-# %% ../../nbs/26c_recorder_aider.ipynb #8cdfb6d9
-def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
-    log, meta, instruction, last, prev_reply, sent, unmapped = StepLog(), {}, None, [], None, None, []
-    blocks = aider_llm_blocks(text)
-    for b in blocks:
-        if b['kind'] == 'TO LLM':
-            msgs = b['messages']
-            sysm = [m['content'] for m in msgs if m['role'] == 'system']
-            if sysm and 'system_prompt' not in meta: meta['system_prompt'] = sysm[0]
-            if instruction is None:
-                instruction = sent = next((m['content'] for m in reversed(msgs) if m['role'] == 'user'), '')
-            else:
-                new, reset = _new_input(msgs, prev_reply)
-                fb = '\n\n'.join(new)
-                # the same input sent again is no new turn
-                if new and not (reset and fb.strip() == (sent or '').strip()):
-                    if last and not reset and all(s.action is not None and s.observation is None for s in last):
-                        _feedback(last, fb, b['t'])
-                    else: log.user(fb, b['t'], **({'context_reset': True} if reset else {}))
-                    sent = fb
-            report.mapped('to_llm'); continue
-        reply = '\n'.join(m['content'] for m in b['messages'])
-        if not reply.strip():                   # an empty response is no step: kept, with its place and time
-            unmapped.append(report.unmapped('llm_response', {'time': b['t'], 'text': reply}, path, b['line'],
-                                            why='empty model response'))
-            last, prev_reply = [], None; continue
-        edits, prose, tail = aider_segments(reply, _whole_paths(reply))
-        rid = f"response-{b['line']}"
-        last = ([log.call('edit_file', e, f"{rid}-{i}", th or None, b['t'], response_id=rid, own_thought=True, source_line=b['line'])
-                 for i, (e, th) in enumerate(zip(edits, prose))]
-                if edits else [log.message(reply, b['t'], response_id=rid, source_line=b['line'])])
-        if edits and tail: log.message(tail, b['t'], response_id=rid, source_line=b['line'], after_edits=True)
-        for s in last: log.pairer.pending.pop(s.action.call_id, None) if s.action else None
-        prev_reply = reply.strip()
-        report.mapped('llm_response')
-    steps = log.finish()
-    for s in steps:
-        if s.action is not None and s.observation is None and 'feedback_on_step' not in s.metadata:
-            s.metadata['unanswered'] = True
-    if unmapped: meta['unmapped'] = unmapped
-    held = [instruction or '', *(str(s.observation.content) for s in steps if s.observation)]
-    meta.update(_llm_context(blocks, '\x00'.join(held)))
-    t = Trajectory(task=Task(id=path.name, instruction=instruction or '', domain='coding'),
-                   agent=AgentInfo(name='aider'),
-                   steps=steps, source=Source(format='aider', path=str(path)), metadata=meta)
-    if blocks and blocks[-1]['kind'] == 'TO LLM':
-        cut_off(t, report, path, blocks[-1]['line'], 'a TO LLM call with no LLM RESPONSE')
-    elif blocks and ends_mid_line(text): cut_off(t, report, path, blocks[-1]['line'], 'the last line has no newline')
-    yield t
-
-_INPUT_HIST = re.compile(r'\A\s*# \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+\n\+')
-
 # %% ../../nbs/26c_recorder_aider.ipynb #d5bdc30c
 def _chat_cut(text:str, s:dict)->tuple[int, str]|None:
     "(line, why) when a chat history stops mid-record: inside an edit block or a fence, or mid-line"
@@ -352,33 +241,21 @@ def _chat_cut(text:str, s:dict)->tuple[int, str]|None:
     if ends_mid_line(text): return (b['line'] if b else s['line']), 'the last line has no newline'
     return None
 
-# %% ../../nbs/26c_recorder_aider.ipynb #ec615fca
-class AiderAdapter(LogAdapter):
-    "Aider's files: `.aider.chat.history.md`, the `--llm-history-file`, and `.aider.input.history`"
-    name, description = 'aider', ('Aider chat history (.aider.chat.history.md), --llm-history-file log, '
-                                  '.aider.input.history')
-    def detect(self, path, head):
-        if _AIDER_START.search(head.split('\n', 3)[1] if head.count('\n') > 1
-                               else head) or re.search(r'^# aider chat started at ', head, re.M):
-            return "Markdown with '# aider chat started at' session headers"
-        if _LLM_HEAD.match(head.lstrip('\ufeff').split('\n', 1)[0]):
-            return "Aider --llm-history-file ('TO LLM <time>' / 'LLM RESPONSE <time>' blocks)"
-        if _INPUT_HIST.match(head): return "Aider input history ('# <time>' then '+<input>' lines)"
-        return None
-    def convert(self, path, report:ConversionReport)->Iterator[Trajectory]:
-        path = Path(path)
-        try: text = read_text(path, report)
-        except UnicodeDecodeError as e: return report.bad_record(path, None, f'not valid UTF-8 (byte {e.start})', None)
-        if _LLM_HEAD.match(text.lstrip('\ufeff').split('\n', 1)[0]):
-            yield from _aider_llm_history(self, path, report, text); return
-        if _INPUT_HIST.match(text) and not _AIDER_START.search(text):
-            report.unmapped('input_history', text, path, 1,
-                            why="the user's inputs only; the chat history holds them with their context", orphan=True)
-            return
-        sessions = aider_blocks(text)
-        for n, s in enumerate(sessions, 1):
-            report.mapped('session_header') if s['started'] else None
-            t = _aider_session(path, report, s, n)
-            if n == len(sessions) and (cut := _chat_cut(text, s)): cut_off(t, report, path, *cut)
-            yield t
-register_adapter(AiderAdapter())
+# %% ../../nbs/26c_recorder_aider.ipynb #a66cb343
+def is_aider_chat(head:str)->bool:
+    "Whether `head`, the start of a file, holds an Aider chat history's session header"
+    return bool(_AIDER_START.search(head.split('\n', 3)[1] if head.count('\n') > 1 else head)
+                or re.search(r'^# aider chat started at ', head, re.M))
+
+# %% ../../nbs/26c_recorder_aider.ipynb #ee892ae8
+def aider_chat_history(path, # the file `text` was read from
+                       report, # the run's `ConversionReport`
+                       text:str, # the file's text
+                      )->Iterator[Trajectory]:
+    "The trajectories of an Aider chat history, one per session"
+    sessions = aider_blocks(text)
+    for n, s in enumerate(sessions, 1):
+        report.mapped('session_header') if s['started'] else None
+        t = _aider_session(path, report, s, n)
+        if n == len(sessions) and (cut := _chat_cut(text, s)): cut_off(t, report, path, *cut)
+        yield t
