@@ -146,6 +146,16 @@ def test_aider_llm_history_keeps_the_start_the_feedback_times_and_the_chat_files
     assert [(m['role'], m['content'].split('\n')[0], m['line']) for m in t.metadata['context_messages']] == [
         ('user', 'I have *added these files to the chat*:', 1), ('assistant', 'Ok.', 1)]
 
+def test_aider_llm_history_keeps_a_context_message_the_task_only_contains(tmp_path):
+    "Review: 'Ok.' was dropped from context_messages when the task read 'Ok. Fix ...' (a substring test, not whole texts)"
+    text = (REC / 'aider' / '.aider.llm.history').read_text()
+    assert '\nUSER Fix the greeting typo in app.py\n' in text
+    p = tmp_path / '.aider.llm.history'
+    p.write_text(text.replace('\nUSER Fix the greeting typo in app.py\n', '\nUSER Ok. Fix the greeting typo in app.py\n'))
+    (t,) = conv(p)
+    assert t.task.instruction.startswith('Ok. Fix')
+    assert [m['content'] for m in t.metadata['context_messages']][-1] == 'Ok.'
+
 # A chat history with a whole-file edit under a bold path line, as Aider's models write (the real Simple-Calulator log)
 BOLD = """# aider chat started at 2025-05-04 17:02:36
 

@@ -72,8 +72,8 @@ def _llm_said(blocks:list)->set:
     return said | {next((m['content'].strip() for b in blocks for m in b['messages'] if m['role'] == 'system'), '')}
 
 # %% ../../nbs/26ca_recorder_aider_llm.ipynb #3b495c4c
-def _llm_context(blocks:list, held:str)->dict:
-    "{started_at, context_messages}: the first call's time; its messages not in `held` nor said before, each once"
+def _llm_context(blocks:list, held:set)->dict:
+    "{started_at, context_messages}: the first call's time; its messages not held whole in `held` nor said before, each once"
     calls, seen = [b for b in blocks if b['kind'] == 'TO LLM'], _llm_said(blocks)
     out = [seen.add(c) or {**m, 'line': b['line']} for b in calls for m in b['messages']
            if (c := m['content'].strip()) and c not in held and c not in seen]
@@ -120,7 +120,7 @@ def _aider_llm_history(self, path, report, text)->Iterator[Trajectory]:
             s.metadata['unanswered'] = True
     if unmapped: meta['unmapped'] = unmapped
     held = [instruction or '', *(str(s.observation.content) for s in steps if s.observation)]
-    meta.update(_llm_context(blocks, '\x00'.join(held)))
+    meta.update(_llm_context(blocks, {h.strip() for h in held}))
     t = Trajectory(task=Task(id=path.name, instruction=instruction or '', domain='coding'),
                    agent=AgentInfo(name='aider'),
                    steps=steps, source=Source(format='aider', path=str(path)), metadata=meta)
