@@ -51,6 +51,7 @@ def summary_table(report:ConversionReport)->Table:
 # %% ../../nbs/91_cli_recorder.ipynb #ad7acb06
 _PATTERN_KEYS = {'name', 'regex', 'needles', 'group', 'ignore_case', 'extend', 'flags', 'anchors', 'prefilter'}
 
+# %% ../../nbs/91_cli_recorder.ipynb #11cdbe4b
 def _config_patterns(path, cfg)->list:
     "The extra rules of a --redact-config file; a bad one is a ValueError naming the file and the entry"
     import re

@@ -68,6 +68,7 @@ def split(self:DatasetExporter, t:Trajectory)->str:
 # a file that breaks off, is not text, or not Parquet
 _UNREADABLE = (EOFError, zlib.error, OSError, UnicodeDecodeError, pa.ArrowException)
 
+# %% ../../nbs/42_hub_export.ipynb #92fa52bd
 def _quarantine_file(f:Path, n:int, e:Exception, errors:list, quarantine:Path):
     "Record that `f` could not be read past its `n`-th record (`e`), in `errors` and in the quarantine file"
     err = TrajectoryError(f"{f}: unreadable after {n} records ({type(e).__name__}: {e})", f, None, '(file)')

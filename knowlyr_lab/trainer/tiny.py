@@ -64,6 +64,7 @@ def template_tokens(chat_template:str)->tuple[list[str], list[str]]:
 # %% ../../nbs/60_trainer_tiny.ipynb #ec1f0995
 LLAMA3_TURN = {'bos_token': '<|begin_of_text|>', 'eos_token': '<|eot_id|>'}   # a Llama 3 template's bos and turn end
 
+# %% ../../nbs/60_trainer_tiny.ipynb #2ce301bd
 def _add_template_tokens(hf, chat_template:str):
     "`hf` with `chat_template` and the tool-call and template tokens, each one id (a Llama 3 template: its bos, eos)"
     special, tags = template_tokens(chat_template)
@@ -134,6 +135,7 @@ def train_tokenizer(corpus:list[str]|None=None, # texts to learn merges from (re
 # %% ../../nbs/60_trainer_tiny.ipynb #e37e86d0
 TURN_ENDS = ('<|im_end|>', '<|eot_id|>', '<|eom_id|>')   # the end-of-turn tokens a template may write
 
+# %% ../../nbs/60_trainer_tiny.ipynb #77f84ec0
 def _turn_ends(tok)->int|list[int]:
     "The generation config's eos: the tokenizer's, then every other end of turn its template writes (an int when one)"
     written = template_tokens(tok.chat_template if isinstance(tok.chat_template, str) else '')[0]
