@@ -2,7 +2,7 @@
 slow enough to miss Ray's 30-second raylet wait, so the timeout is planted in front of the real function)."""
 import pytest
 
-from knowlyr_lab.rollout import workers as C
+from knowlyr_lab.rollout import ray_workers as C
 
 ray = pytest.importorskip('ray')
 TIMEOUT = Exception("The current node timed out during startup. This could happen because some of the raylet failed to "

@@ -13,6 +13,7 @@ from fastcore.meta import delegates
 from tqdm.auto import tqdm
 
 from .engine import acts_in_batches, episode_seed
+from .ray_workers import run_chunks_on_ray
 from .spec import RolloutSpec, Workers, rollout_settings
 from .workers import run_chunks
 from ..trajectory import Trajectory
@@ -56,7 +57,8 @@ def iter_collect(env:str|Callable,          # env id for `make`, or a zero-argum
     spec, workers = rollout_settings(spec, workers, **settings)
     jobs = _jobs(n_episodes, tasks, seed)
     plan = (env, agent, env_kwargs, spec)            # what each worker is built from
-    results = run_chunks(plan, _chunks(jobs, agent, workers), workers)   # the workers page
+    run = run_chunks_on_ray if workers.backend == 'ray' else run_chunks   # the Ray workers page, or the workers page
+    results = run(plan, _chunks(jobs, agent, workers), workers)
     bar = tqdm(total=len(jobs), desc='collect', unit='ep', disable=not progress)
     try:
         for ds in results:

@@ -1,4 +1,4 @@
-"""`run_chunks`: a run's chunks of episodes in this thread, threads, processes or Ray actors, each worker keeping its env and agent, none lost to a worker that dies.
+"""`run_chunks`: a run's chunks of episodes in this thread, threads or processes, each worker keeping its env and agent, none lost to a worker that dies.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/rollout_workers.html.md"""
 
@@ -14,7 +14,6 @@ import multiprocessing as mp
 import multiprocessing.util as mpu
 import os
 import queue
-import re
 import signal
 import time
 import warnings
@@ -31,7 +30,8 @@ from .spec import RolloutSpec, Workers
 from ..trajectory import AgentInfo, Trajectory
 
 # %% auto #0
-__all__ = ['RAY_START_ATTEMPTS', 'STOP_GRACE', 'CHUNK_DEATHS', 'POOL_RESTARTS', 'worker_agent', 'WorkerDied', 'run_chunks']
+__all__ = ['STOP_GRACE', 'CHUNK_DEATHS', 'POOL_RESTARTS', 'worker_agent', 'Worker', 'warn_unclosed', 'warn_hung', 'WorkerDied',
+           'lost_episode', 'ChunkDeaths', 'run_chunks']
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #a47e3e9a
 def _is_factory(agent)->bool:
@@ -64,7 +64,7 @@ def worker_agent(agent):
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #28128f80
 @dataclass
-class _Worker:
+class Worker:
     "One worker's envs + agent(s); runs chunks of episodes through `run_episodes`"
     env: Any; agent: Any; env_kwargs: dict|None = None; spec: RolloutSpec = field(default_factory=RolloutSpec)
     stop: Callable[[], bool]|None = None   # True once the run stopped: asked before each chunk, episode and turn
@@ -72,7 +72,7 @@ class _Worker:
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #e8ef1009
 @patch
-def close(self:_Worker)->list[str]:
+def close(self:Worker)->list[str]:
     "Close every env; the failures, as messages (one that fails does not keep the others open)"
     errors = []
     for e in self._envs:
@@ -82,13 +82,13 @@ def close(self:_Worker)->list[str]:
     return errors
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #f48fa3a7
-def _warn_unclosed(errors:list[str]):
+def warn_unclosed(errors:list[str]):
     "A warning for each env that failed to close"
     for m in errors: warnings.warn(f"collect: {m} (its resources may outlive the run)", stacklevel=3)
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #b8fc2320
 @patch
-def run(self:_Worker, chunk:list[tuple],
+def run(self:Worker, chunk:list[tuple],
         dicts:bool=True, # JSON-ready, for another process; else the trajectories
        )->list:
     if self.stop is not None and self.stop(): raise RunStopped('the run stopped before this chunk started')
@@ -107,7 +107,7 @@ def run(self:_Worker, chunk:list[tuple],
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #62bfb33a
 @patch
-def _drop_timed_out(self:_Worker, trajs:list[Trajectory]):
+def _drop_timed_out(self:Worker, trajs:list[Trajectory]):
     "Close and drop the env of each episode that timed out: the step the timeout abandoned may still run in it"
     for k in reversed(range(len(trajs))):
         if close_if_abandoned(self._envs[k], trajs[k]): self._envs.pop(k)
@@ -123,10 +123,10 @@ _PROC_WORKER, _STARTED, _BUSY = None, None, False
 def _proc_init(spec, started=None, stop=None):
     global _PROC_WORKER, _STARTED
     if started is not None: signal.signal(signal.SIGTERM, _on_term)   # in a pool's worker, not a caller's process
-    _PROC_WORKER, _STARTED = _Worker(*spec, stop=None if stop is None else lambda: stop.value != 0), started
+    _PROC_WORKER, _STARTED = Worker(*spec, stop=None if stop is None else lambda: stop.value != 0), started
     # its envs closed as the process ends (the pool ends it: `atexit` does not run there, these finalizers do);
     # worker and warning bound now: a notebook's names are gone by the time finalizers run
-    mpu.Finalize(None, lambda w=_PROC_WORKER, warn=_warn_unclosed: warn(w.close()), exitpriority=10)
+    mpu.Finalize(None, lambda w=_PROC_WORKER, warn=warn_unclosed: warn(w.close()), exitpriority=10)
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #d1cd2188
 def _proc_run(chunk, key:int|None=None):
@@ -137,53 +137,17 @@ def _proc_run(chunk, key:int|None=None):
     try: return _PROC_WORKER.run(chunk)
     finally: _BUSY = False
 
-# %% ../../nbs/40ba_rollout_workers.ipynb #15220332
-def _ray_actor_cls():
-    import ray
-    @ray.remote(concurrency_groups={'signal': 1})   # its own thread: `stop` runs while `run` is busy
-    class _RayWorker:
-        def __init__(self, spec): self.stopped = False; self.w = _Worker(*spec, stop=lambda: self.stopped)
-        def ready(self): return True             # answers once the actor is built (its first task)
-        def run(self, chunk):
-            try: return self.w.run(chunk)
-            except RunStopped: return []         # nobody reads it (an error left unread, Ray would log)
-        @ray.method(concurrency_group='signal')
-        def stop(self): self.stopped = True      # its chunk ends at the next turn
-        def close(self): return self.w.close()   # the envs that failed to close, as messages
-    return _RayWorker
-
-# %% ../../nbs/40ba_rollout_workers.ipynb #ebc75f92
-RAY_START_ATTEMPTS = 3
-
-def _ray_init(address, attempts:int=RAY_START_ATTEMPTS, pause:float=5.0):
-    import tempfile
-
-    import ray
-    if ray.is_initialized(): return
-    os.environ.setdefault('RAY_AUTH_MODE', 'disabled')
-    if address: return ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-    for k in range(attempts):
-        try:
-            return ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
-                            ignore_reinit_error=True,
-                            _temp_dir=os.environ.get('KNOWLYR_RAY_TMP') or tempfile.mkdtemp(prefix='ray-'))
-        except Exception as e:
-            if 'timed out during startup' not in str(e) or k == attempts - 1: raise
-            warnings.warn(f"Ray's local node timed out during startup (attempt {k + 1} of {attempts}); "
-                          "starting it again", stacklevel=3)
-            ray.shutdown(); time.sleep(pause * (k + 1))
-
 # %% ../../nbs/40ba_rollout_workers.ipynb #7c69e56d
 def _in_this_thread(plan, chunks)->Iterator[list]:
-    w = _Worker(*plan)
+    w = Worker(*plan)
     try:
         for c in chunks: yield w.run(c, dicts=False)
-    finally: _warn_unclosed(w.close())
+    finally: warn_unclosed(w.close())
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #a9863454
 STOP_GRACE = 60.0   # seconds a stopped run waits for its busy workers to end their chunks and close their envs
 
-def _warn_hung(episodes:list[int], fate:str):
+def warn_hung(episodes:list[int], fate:str):
     "A warning naming the `episodes` still running `STOP_GRACE` s after the run stopped, and what became of them"
     eps = sorted(episodes)
     who = f"episodes {', '.join(map(str, eps))} were" if len(eps) > 1 else "a worker was"
@@ -201,7 +165,7 @@ def _late(futs)->list[cf.Future]:
     return [f for f in futs if not f.done()]
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #deff5278
-def _close_aside(w:_Worker)->list[str]:
+def _close_aside(w:Worker)->list[str]:
     "Close the envs of `w`, whose thread hangs in a step, from another thread: waited for up to `STOP_GRACE` s"
     import threading
     out = []
@@ -214,7 +178,7 @@ def _in_threads(plan, chunks, n_workers)->Iterator[list]:
     import threading
     local, made, stop, on = threading.local(), queue.Queue(), threading.Event(), {}
     def run(k, chunk):
-        if not hasattr(local, 'w'): local.w = _Worker(*plan, stop=stop.is_set); made.put(local.w)
+        if not hasattr(local, 'w'): local.w = Worker(*plan, stop=stop.is_set); made.put(local.w)
         on[k] = local.w                   # the worker running chunk k
         return local.w.run(chunk, dicts=False)
     ex = cf.ThreadPoolExecutor(n_workers, thread_name_prefix='knowlyr-collect')
@@ -226,10 +190,10 @@ def _in_threads(plan, chunks, n_workers)->Iterator[list]:
         ex.shutdown(wait=False, cancel_futures=True)           # the chunks not started never start
         late = [futs[f] for f in _late(futs)]                  # a step that hangs
         hung = [on[k] for k in late if k in on]
-        if late: _warn_hung([j[0] for k in late for j in chunks[k]],
+        if late: warn_hung([j[0] for k in late for j in chunks[k]],
                             "their envs closed under them; a thread cannot be ended, it goes on until its step returns")
         while not made.empty():
-            w = made.get(); _warn_unclosed(_close_aside(w) if any(w is h for h in hung) else w.close())
+            w = made.get(); warn_unclosed(_close_aside(w) if any(w is h for h in hung) else w.close())
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #d39f39ad
 def _death(ex:cf.ProcessPoolExecutor)->str:
@@ -249,7 +213,7 @@ class WorkerDied(Exception):
     "The worker process or actor running an episode died (the message says how)"
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #1b374990
-def _lost(job:tuple, plan:tuple, why:str)->Trajectory:
+def lost_episode(job:tuple, plan:tuple, why:str)->Trajectory:
     "The failed, invalid trajectory of episode `job` (index, task, seed), whose worker died (`why`) while running it"
     (i, task, seed), (env, agent) = job, plan[:2]
     name = getattr(agent, 'name', None)
@@ -276,7 +240,7 @@ def _alone(ex:cf.ProcessPoolExecutor, k:int, chunk:list)->tuple[list, str|None]:
 CHUNK_DEATHS = 8   # worker deaths a chunk's parts may cause, each halving the part that died, before one is lost whole
 
 @dataclass
-class _Deaths:
+class ChunkDeaths:
     "The parts of a run's chunks that killed their workers: each reruns in halves, down to one episode"
     n: int                                         # keys in use: the chunks 0..n-1, then the parts made here
     root: dict = field(default_factory=dict)      # a part's key -> its chunk's key
@@ -284,7 +248,7 @@ class _Deaths:
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #5438b3a1
 @patch
-def split(self:_Deaths, k:int, chunk:list)->dict[int, list]:
+def split(self:ChunkDeaths, k:int, chunk:list)->dict[int, list]:
     "Part `k` (`chunk`) killed its worker: its halves under new keys, or none (lost: one episode, or too many deaths)"
     r = self.root.get(k, k); self.count[r] = self.count.get(r, 0) + 1
     if len(chunk) < 2 or self.count[r] >= CHUNK_DEATHS: return {}
@@ -309,14 +273,14 @@ def _end_pool(ex:cf.ProcessPoolExecutor, stop, started, futs:dict, todo:dict):
     late = [futs[f] for f in _late(futs) if started[futs[f]]]
     if late:
         _kill_hung({started[k] for k in late})
-        _warn_hung([j[0] for k in late for j in todo[k]], "their worker process killed, its envs left open")
+        warn_hung([j[0] for k in late for j in todo[k]], "their worker process killed, its envs left open")
     down.join()
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #2001a827
 POOL_RESTARTS = 3   # fresh pools (Ray: actors) in a row, beyond one per worker, that may die before running any chunk
 
 def _in_processes(plan, chunks, n_workers)->Iterator[list]:
-    todo, suspects, idle, dead = dict(enumerate(chunks)), [], 0, _Deaths(len(chunks))
+    todo, suspects, idle, dead = dict(enumerate(chunks)), [], 0, ChunkDeaths(len(chunks))
     while todo:
         ex, started, stop = _pool(plan, n_workers, max(todo) + 1); futs = {}
         try:
@@ -326,7 +290,7 @@ def _in_processes(plan, chunks, n_workers)->Iterator[list]:
                 if why is None: yield ds; continue
                 broke, halves = True, dead.split(k, c)   # it killed its worker: its halves next, each alone
                 todo.update(halves); suspects[:0] = halves
-                if not halves: yield [_lost(j, plan, why) for j in c]
+                if not halves: yield [lost_episode(j, plan, why) for j in c]
             if broke: continue                     # a fresh pool for the others
             futs = {ex.submit(_proc_run, c, k): k for k, c in todo.items()}
             for f in cf.as_completed(futs):
@@ -340,72 +304,14 @@ def _in_processes(plan, chunks, n_workers)->Iterator[list]:
             f"collect: worker processes died {idle} times in a row before running a chunk (does the env or agent fail "
             "to build in a fresh interpreter?)")
 
-# %% ../../nbs/40ba_rollout_workers.ipynb #468fe2f8
-def _ray_close(actors:list,
-               running:dict|None=None, # id of a busy actor -> the episodes of its chunk
-              ):
-    "Each actor stops, closes its envs (waited for up to `STOP_GRACE` seconds), is killed"
-    import ray
-    for a in actors: a.stop.remote()                       # a busy actor ends its chunk at the next turn
-    refs = {a.close.remote(): a for a in actors}           # then closes (its methods run in turn)
-    done, late = ray.wait(list(refs), num_returns=len(refs), timeout=STOP_GRACE)
-    for r in done:
-        try: _warn_unclosed(ray.get(r))
-        except Exception as e: warnings.warn(f"a Ray worker could not close its envs: {e}", stacklevel=2)  # noqa: BLE001
-    if late: _warn_hung([i for r in late for i in (running or {}).get(id(refs[r]), [])],
-                        f"{len(late)} of {len(actors)} Ray actors killed, their envs left open")
-    for a in actors: ray.kill(a)
-
-# %% ../../nbs/40ba_rollout_workers.ipynb #0d209ac7
-def _ray_ran(ready)->bool:
-    "Whether the actor whose `ready` call this is was built (else it died being built)"
-    import ray
-    try: return ray.get(ready, timeout=30) is True
-    except Exception: return False   # noqa: BLE001 (Ray's error for a creation task that failed or never ran)
-
-# %% ../../nbs/40ba_rollout_workers.ipynb #589eed7e
-def _ray_death(e:Exception)->str:
-    "Why a Ray actor died, in one line: Ray's exit type and detail (it reports no exit code)"
-    m = re.search(r"Worker exit type: (\w+) Worker exit detail: (.*?\.)(?:\s|$)", str(e))
-    if m: return f"worker died: Ray actor {m[1]} ({m[2]})"
-    return f"worker died: Ray actor died ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
-
-# %% ../../nbs/40ba_rollout_workers.ipynb #d7d27f1f
-def _in_ray(plan, chunks, n_workers, address)->Iterator[list]:
-    _ray_init(address)
-    import ray
-    Actor, actors, idle, busy = _ray_actor_cls(), [], [], {}
-    todo, deaths, dead = list(enumerate(chunks)), 0, _Deaths(len(chunks))
-    try:
-        while todo or busy:
-            while todo and len(busy) < n_workers:  # one chunk at a time per actor: a death is its chunk's
-                if not idle: a = Actor.remote(plan); actors.append(a); idle.append((a, a.ready.remote()))
-                (a, up), (k, c) = idle.pop(), todo.pop(0); busy[a.run.remote(c)] = (a, up, k, c)
-            [ref], _ = ray.wait(list(busy), num_returns=1)
-            a, up, k, c = busy.pop(ref)
-            try: ds = ray.get(ref)
-            except ray.exceptions.RayActorError as e:
-                actors.remove(a)
-                if _ray_ran(up):                        # it killed its actor: its halves run on others, or it is lost
-                    deaths, halves = 0, dead.split(k, c); todo[:0] = halves.items()
-                    if not halves: yield [_lost(j, plan, _ray_death(e)) for j in c]
-                    continue
-                todo.insert(0, (k, c)); deaths += 1    # it died being built: no episode's fault, the chunk reruns
-                if deaths > n_workers + POOL_RESTARTS: raise RuntimeError(
-                    f"collect: Ray actors died {deaths} times in a row before running a chunk (can the env and "
-                    f"agent be built on the cluster?): {e}") from e
-                continue
-            idle.append((a, up)); deaths = 0; yield ds
-    finally: _ray_close(actors, {id(a): [j[0] for j in c] for a, _, _, c in busy.values()})   # also stopped early
-
-
 # %% ../../nbs/40ba_rollout_workers.ipynb #3acc1ae8
 def run_chunks(plan:tuple,          # (env, agent, env_kwargs, spec): what each worker is built from
                chunks:list[list],   # the run's jobs (episode, task, seed), cut into the chunks a worker runs in lock-step
-               workers:Workers,     # where: number of workers, backend, Ray address
+               workers:Workers,     # where: number of workers, backend ('thread' or 'process')
               )->Iterator[list]:    # each chunk's trajectories (or their dicts, from another process), as it finishes
-    "Run `chunks` on the backend of `workers`, losing no episode to a worker that dies"
+    "Run `chunks` in this thread, threads or processes, as `workers` says, losing no episode to a worker that dies"
     n = workers.n
     if workers.backend == 'thread': return _in_this_thread(plan, chunks) if n <= 1 else _in_threads(plan, chunks, n)
     if workers.backend == 'process': return _in_processes(plan, chunks, n)
-    return _in_ray(plan, chunks, n, workers.ray_address)
+    raise ValueError(f"run_chunks runs backend 'thread' or 'process', not {workers.backend!r}: a Ray run is "
+                     "knowlyr_lab.rollout.ray_workers.run_chunks_on_ray")
