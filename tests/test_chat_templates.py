@@ -627,3 +627,53 @@ def test_the_serve_command_takes_default_chat_template_kwargs(tmp_path, capsys):
     finally:
         if p.poll() is None: p.kill()
     assert p.returncode == 0
+
+
+def _scored(tok, side):
+    return tok.decode([i for i, l in zip(side['input_ids'], side['labels']) if l != -100])
+
+
+@pytest.mark.parametrize('mask', [True, False])
+def test_dpo_pair_renders_with_its_chat_template_kwargs(mask):
+    """A DPO row's `chat_template_kwargs` (TRL's per-row template variables) render both sides, read and checked as
+    SFT's `to_chat` reads them: before, `tokenize_pair` ignored them, so with Qwen3's thinking off the chosen side
+    scored `<think>\\n\\n</think>\\n\\nIt is 5.<|im_end|>` (the empty block the served prompt ended with) where SFT
+    scores `It is 5.<|im_end|>`, and a reserved key was not refused"""
+    from knowlyr_lab.trainer.dpo import tokenize_pair
+    tok = train_tokenizer(['Compute 2 + 3. It is 5.'], chat_template=trl_template('qwen3_training'))
+    kw, prompt = {'enable_thinking': False}, [{'role': 'user', 'content': 'Compute 2 + 3.'}]
+    sft = tokenize_chat(tok, to_chat({'messages': prompt + [{'role': 'assistant', 'content': 'It is 5.'}], 'chat_template_kwargs': kw}),
+                        mask_observations=mask)
+    for row_kw in (kw, json.dumps(kw)):                 # a dict, or a JSON string as a parquet column holds it
+        pair = {'prompt': prompt, 'chosen': [{'role': 'assistant', 'content': 'It is 5.'}],
+                'rejected': [{'role': 'assistant', 'content': 'It is 6.'}], 'chat_template_kwargs': row_kw}
+        out = tokenize_pair(tok, pair, mask_observations=mask)
+        assert out['chosen']['input_ids'] == sft['input_ids']
+        end = '<|im_end|>' + ('' if mask else '\n')     # unmasked, TRL's completion: the turn's newline too
+        assert _scored(tok, out['chosen']) == 'It is 5.' + end and _scored(tok, out['rejected']) == 'It is 6.' + end
+    with pytest.raises(DataFormatError, match=r"^p\.jsonl:3: 'chat_template_kwargs' may not set 'add_generation_prompt'"):
+        tokenize_pair(tok, {**pair, 'chat_template_kwargs': {'add_generation_prompt': True}}, 'p.jsonl:3')
+
+
+def test_dpo_pair_without_chat_template_kwargs_tokenizes_as_before():
+    """Rows without `chat_template_kwargs` (absent, null, '{}'), with and without tools (a list, a JSON string), masked
+    and unmasked, tokenize byte-identically to before rows' template variables were read (digest taken on main)"""
+    import hashlib
+
+    from knowlyr_lab.trainer.dpo import tokenize_pair
+    from knowlyr_lab.trainer.tiny import CHATML_TOOL_TEMPLATE
+    tok = train_tokenizer(['Reach col 1. Go east, then south. You moved.'], vocab_size=2048, chat_template=CHATML_TOOL_TEMPLATE)
+    move = lambda d: {'role': 'assistant', 'content': '', 'tool_calls': [{'type': 'function', 'function': {'name': 'move', 'arguments': {'direction': d}}}]}
+    tools = env_tools('knowlyr/maze-easy')
+    rows = [{'prompt': 'Reach col 1.', 'chosen': 'east', 'rejected': 'north, then west'},
+            {'prompt': [{'role': 'system', 'content': 'Solve mazes.'}, {'role': 'user', 'content': 'Reach col 1.'}],
+             'chosen': [move('east'), {'role': 'tool', 'content': 'You moved east.'}, move('south')], 'rejected': [move('north')],
+             'tools': json.dumps(tools)},
+            {'prompt': [{'role': 'user', 'content': 'Reach col 1.'}], 'chosen': [move('east')], 'rejected': [move('west')],
+             'tools': tools, 'chat_template_kwargs': None},
+            {'prompt': [{'role': 'user', 'content': 'Go east.'}], 'chosen': {'role': 'assistant', 'content': 'east'},
+             'rejected': [{'role': 'assistant', 'content': 'south'}], 'chat_template_kwargs': '{}'}]
+    h = hashlib.sha256()
+    for mask in (True, False):
+        for r in rows: h.update(json.dumps(tokenize_pair(tok, r, mask_observations=mask), sort_keys=True).encode())
+    assert h.hexdigest()[:16] == '06de1842477a9e26'

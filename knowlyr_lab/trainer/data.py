@@ -22,8 +22,9 @@ from ..trajectory import Trajectory
 from ..trajectory_io import parse_trajectory
 
 # %% auto #0
-__all__ = ['DataFormatError', 'to_chat', 'load_records', 'env_tools', 'render_spans_many', 'render_spans', 'step_weights',
-           'tokenize_chats', 'tokenize_chat', 'chunk_sample', 'difficulty', 'curriculum_indices']
+__all__ = ['DataFormatError', 'record_template_kwargs', 'to_chat', 'load_records', 'env_tools', 'render_spans_many',
+           'render_spans', 'step_weights', 'tokenize_chats', 'tokenize_chat', 'chunk_sample', 'difficulty',
+           'curriculum_indices']
 
 # %% ../../nbs/61_trainer_data.ipynb #49a6542d
 class DataFormatError(ChatFormatError):
@@ -36,7 +37,7 @@ def _prompt(rec):
     return inst + (f"\n\n{inp}" if inp and inp not in ('{}', '""') else '')
 
 # %% ../../nbs/61_trainer_data.ipynb #bc5b01c5
-def _template_kwargs(v, where:str)->dict|None:
+def record_template_kwargs(v, where:str)->dict|None:
     "A record's `chat_template_kwargs` (a JSON string is parsed), checked as a request's"
     from knowlyr_lab.serving.requests import RequestRefused, check_template_kwargs
     try: return check_template_kwargs(json.loads(v) if isinstance(v, str) and v.strip() else v or None) or None
@@ -109,7 +110,7 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
     else: raise DataFormatError(f"{where}: unrecognised record with keys {sorted(record)[:8]}; "
                                 "expected 'messages', 'steps' or 'response'")
     if system_prompt and msgs[0]['role'] != 'system': msgs = [{'role': 'system', 'content': system_prompt}] + msgs
-    kw = _template_kwargs(record.get('chat_template_kwargs'), where)   # TRL's per-row template variables
+    kw = record_template_kwargs(record.get('chat_template_kwargs'), where)   # TRL's per-row template variables
     return {'messages': msgs, 'tools': rec_tools, 'step_rewards': rewards,
             'reward': float(record.get('reward') or 0.0), 'task_id': str(record.get('task_id') or ''), 'where': where,
             **({'template_kwargs': kw} if kw else {})}

@@ -18,7 +18,7 @@ from ..chat import render_chat
 from ..config import in_range, one_of
 from .attention import segment_attention_on
 from .base import BaseTrainer
-from .data import DataFormatError, env_tools, load_records, render_spans
+from .data import DataFormatError, env_tools, load_records, record_template_kwargs, render_spans
 from .losses import dpo_loss, token_logps
 from .train_config import TrainConfig
 
@@ -62,22 +62,22 @@ def _side_labels(enc:dict, asst:list[tuple], start:int|None, mask_observations:b
     return lab
 
 # %% ../../nbs/65_trainer_dpo.ipynb #0bdc53f2
-def _completion_start(tokenizer, ids:list[int], prompt:list, tools, fmt:str|None=None)->int:
+def _completion_start(tokenizer, ids:list[int], prompt:list, tools, fmt:str|None=None, kw:dict|None=None)->int:
     "Index of a side's first completion token: where `ids` leave the prompt tokenized with its generation prompt"
-    p = tokenizer(render_chat(tokenizer, prompt, tools, True, fmt), add_special_tokens=False)['input_ids']
+    p = tokenizer(render_chat(tokenizer, prompt, tools, True, fmt, kw), add_special_tokens=False)['input_ids']
     return next((t for t, (a, b) in enumerate(zip(p, ids)) if a != b), min(len(p), len(ids)))
 
 # %% ../../nbs/65_trainer_dpo.ipynb #ee0075e9
 def _tokenize_side(tokenizer, prompt:list, comp:list, tools, where:str, side:str, mask_observations:bool=True,
-                   max_length:int|None=None, fmt:str|None=None)->dict:
+                   max_length:int|None=None, fmt:str|None=None, kw:dict|None=None)->dict:
     "One side of a pair: ids, labels on its completion, weights, and whether `max_length` cut it"
-    text, spans, starts = render_spans(tokenizer, prompt + comp, tools, fmt)
-    p_len = len(render_chat(tokenizer, prompt, tools, fmt=fmt))
+    text, spans, starts = render_spans(tokenizer, prompt + comp, tools, fmt, kw)   # kw: the row's template variables
+    p_len = len(render_chat(tokenizer, prompt, tools, fmt=fmt, template_kwargs=kw))
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     asst = [(s, e) for s, e, _ in spans if s >= p_len]
     if not asst: raise DataFormatError(f"{where}: '{side}' has no assistant turn")
     ids = enc['input_ids']
-    start = None if mask_observations else _completion_start(tokenizer, ids, prompt, tools, fmt)
+    start = None if mask_observations else _completion_start(tokenizer, ids, prompt, tools, fmt, kw)
     lab = _side_labels(enc, asst, start, mask_observations)
     if max_length is not None and len(ids) > max_length:
         ids, lab = ids[:max_length], lab[:max_length]
@@ -99,10 +99,10 @@ def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=No
     if system_prompt and prompt[0]['role'] != 'system': prompt = [{'role': 'system', 'content': system_prompt}] + prompt
     tools = record.get('tools') or tools
     if isinstance(tools, str): tools = json.loads(tools)
-    out = {}
+    kw, out = record_template_kwargs(record.get('chat_template_kwargs'), where), {}   # TRL's per-row variables
     for side in ('chosen', 'rejected'):
         comp = _msgs(record[side], 'assistant', where, side)
-        out[side] = _tokenize_side(tokenizer, prompt, comp, tools, where, side, mask_observations, max_length, fmt)
+        out[side] = _tokenize_side(tokenizer, prompt, comp, tools, where, side, mask_observations, max_length, fmt, kw)
     for k in ('ref_chosen_logps', 'ref_rejected_logps'):
         if record.get(k) is not None: out[k] = float(record[k])
     return out
