@@ -43,6 +43,7 @@ from knowlyr_lab.mcp_base import (
 )
 from .mcp_copy import CopyLimitError
 from .mcp_root import ServerRoot
+from .mcp_verdicts import stage_verdicts
 from .recorder.convert import convert, diff_trajectories, validate
 from .recorder.report import ConversionReport
 from .reward.engine import RewardEngine
@@ -203,6 +204,7 @@ def convert_logs(srv:ServerState, paths:list[str], output:str, # trajectory JSON
     "Convert agent logs (files or directories) to a trajectory JSONL file; records that cannot be read go to <output>.quarantine.jsonl"
     with srv.staged() as st:       # private copies in, outputs published at the end
         ins = [str(st.input(p, 'log path')) for p in paths]
+        for p in paths: stage_verdicts(st, p, 'log path')         # and the reports beside them (a log's verdict)
         out = st.output(output, 'output')
         q = str(st.output(st.show(str(out)) + '.quarantine.jsonl', 'quarantine file'))   # a link there must not lead out either
         rep, at, name = ConversionReport(quarantine=q), str(st.dir), str(srv.root)   # the logs named by their root names
@@ -324,7 +326,7 @@ def process_log(srv:ServerState, path:str, # one agent log file, inside the serv
     out = srv.path(output_dir, 'output_dir', capped=False)
     cfg = PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])
     with srv.staged() as st:        # the log's private copy, named by its name in the root; the folder held open
-        log = st.input(path, 'log file')
+        log = st.input(path, 'log file'); stage_verdicts(st, path, 'log file')    # and the reports beside it
         with _held(srv, output_dir, 'output_dir') as at:
             return _pipeline_call(at, out, lambda: Pipeline(cfg, at=at, name_of=st.show).run_from_log(str(log)))
 
@@ -335,7 +337,7 @@ def process_logs_batch(srv:ServerState, log_dir:str, output_dir:str, format:str|
     out = srv.path(output_dir, 'output_dir', capped=False)
     cfg = PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])
     with srv.staged() as st:        # private copies of the logs, named by their names in the root; the folder held open
-        logs = st.input(log_dir, 'log directory')
+        logs = st.input(log_dir, 'log directory'); stage_verdicts(st, log_dir, 'log directory')   # and reports above
         with _held(srv, output_dir, 'output_dir') as at:
             return _pipeline_call(at, out, lambda: Pipeline(cfg, at=at, name_of=st.show).run_batch(str(logs)))
 
