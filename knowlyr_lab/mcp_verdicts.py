@@ -22,18 +22,16 @@ __all__ = ['VERDICT_FILES', 'VERDICT_MAX', 'stage_verdicts']
 # %% ../nbs/93b_mcp_verdicts.ipynb #8fcd5542
 VERDICT_FILES = ('*.json', 'logs/*.json', 'logs/*/report.json')   # where `find_resolution` reads, in a folder
 VERDICT_MAX = 50 * 2**20                                          # the largest verdict file copied (as it reads)
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC   # never a link; no FIFO waited on
 
 # %% ../nbs/93b_mcp_verdicts.ipynb #fa532d1b
 def _a_verdict(b:bytes)->bool:
-    "Whether the JSON text `b` is one `find_resolution` takes a verdict from: a run report, or `resolved` flags"
+    "Whether the JSON text `b` is a verdict `find_resolution` takes: a run report, or `resolved` flags"
     try: d = json.loads(b)
     except (ValueError, RecursionError): return False
     if not isinstance(d, dict): return False
-    flag = lambda v: isinstance(v, dict) and isinstance(v.get('resolved'), bool)   # a per-instance result's
+    flag = lambda v: isinstance(v, dict) and isinstance(v.get('resolved'), bool)
     return isinstance(d.get('resolved_ids', d.get('resolved')), (list, bool)) or any(map(flag, d.values()))
-
-# %% ../nbs/93b_mcp_verdicts.ipynb #53470e60
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC   # never a link; no FIFO waited on
 
 # %% ../nbs/93b_mcp_verdicts.ipynb #3ed27367
 def _copy_verdict(st:Staged, dfd:int, n:str, q:str, p, what:str):
@@ -63,8 +61,8 @@ def _copy_matching(st:Staged, d:str, pat:list, p, what:str):
 
 # %% ../nbs/93b_mcp_verdicts.ipynb #4e258342
 def stage_verdicts(st:Staged, p, what:str='log path'):
-    "Copy into `st` the verdict files beside the logs `p` names, after `st.input(p)`: where `find_resolution` reads"
+    "Copy into `st` the verdicts beside the logs `p` names (after `st.input(p)`), where `find_resolution` reads"
     r = st.srv.rel(p, what); parts = r.split('/') if r else []
     for k in (1,) if (st.dir/r).is_dir() else (1, 2):
-        if k > len(parts): break                           # above the root: nothing read
+        if k > len(parts): break     # above the root: not read
         for pat in VERDICT_FILES: _copy_matching(st, '/'.join(parts[:-k]), pat.split('/'), p, what)
