@@ -68,3 +68,19 @@ def call_tool(app, name:str, args:dict):
     async def go():
         async with Client(app) as c: return await c.call_tool(name, args)
     return asyncio.run(go())
+
+def swap_for_link(d, to):
+    "Replace the directory (or file) `d` by a symlink to `to`, as another process writing in a server's root would"
+    import os
+    os.rename(d, d.with_name(d.name + '.moved')); os.symlink(to, d)
+
+def nothing_holds(root, secret:str):
+    "Assert that no file beneath `root` (links not followed) holds `secret`"
+    for p in root.rglob('*'):
+        if p.is_file() and not p.is_symlink(): assert secret not in p.read_text(errors='replace'), p
+
+def one_step_trajectory(instruction:str):
+    "A successful trajectory of one step whose task is `instruction`"
+    from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
+    return Trajectory(task=Task(id='t', instruction=instruction), outcome=Outcome(success=True),
+                      steps=[Step(index=0, thought='x', action=ToolCall(tool='x', params={}))])
