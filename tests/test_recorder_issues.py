@@ -536,6 +536,14 @@ def test_an_agent_log_that_mentions_a_verdict_is_not_an_outcome_file(tmp_path):
     (t,), rep = conv(tmp_path / 'output.json', 'openhands')     # and it converts when its format is named
     assert t.task.id == 'django__django-11099' and rep.n_errors == 0
 
+def test_a_named_format_does_not_convert_an_outcome_file_beside_the_logs(tmp_path):
+    "Before: `convert(folder, format='swe-agent')` turned the folder's run report into an empty trajectory"
+    d, iid, rep = _swe_run(tmp_path)
+    ts, r = conv(d, 'swe-agent')
+    assert [t.task.id for t in ts] == [iid] and ts[0].outcome.success is True, [t.source.path for t in ts]
+    why = {Path(s['path']).name: s['why'] for s in r.skipped}
+    assert 'an outcome file' in why[f'{iid}_result.json'] and 'run report' in why[rep], why
+
 def test_convert_strict_over_logs_and_outcome_files_writes_them(tmp_path):
     "Before: --strict stopped at the first `_result.json` (exit 2, nothing written); --sidecar on it did not help"
     d, iid, _ = _swe_run(tmp_path)

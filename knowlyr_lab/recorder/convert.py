@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from .base import LogAdapter, RecorderError, get_adapter, register_adapter
-from .detect import detect
+from .detect import detect, outcome_why, read_head
 from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
@@ -98,6 +98,14 @@ def _collector_paused(items:Iterator)->Iterator:
         yield item
 
 # %% ../../nbs/28_recorder_convert.ipynb #b7ba5156
+def _forced_outcome(a:LogAdapter, path:Path)->str|None:
+    "Why `path` is skipped as an outcome file that `a`, the adapter the caller named, does not read (None: `a` reads it)"
+    try: head = read_head(path)
+    except READ_ERRORS: return None
+    try: mine = a.detect(path, head)
+    except Exception: mine = None   # noqa: BLE001 (a detector's bug: the file is not an outcome file for that)
+    return None if mine else outcome_why(path, head)
+
 def _detected_adapter(path:Path, report:ConversionReport)->LogAdapter|None:
     "The adapter that detection picks for `path`, or None (the file counted as failed, or skipped as an outcome file)"
     d = detect(path)
@@ -170,6 +178,8 @@ def convert(paths,                          # files or directories of logs
             report.skipped.append({'path': str(path), 'why': "this run's own output, not read back"}); continue
         if sides and path.resolve() in sides:
             report.skipped.append({'path': str(path), 'why': 'an outcome file given as a sidecar'}); continue
+        if adapter is not None and (why := _forced_outcome(adapter, path)):   # a named format reads logs, not verdicts
+            report.skipped.append({'path': str(path), 'why': why}); continue
         report.files.append(str(path))
         a = adapter if adapter is not None else _detected_adapter(path, report)
         if a is None: continue
@@ -288,5 +298,5 @@ def join_outcomes(trajs:Iterable[Trajectory], sidecar)->Iterator[Trajectory]:
     for t in trajs: yield join_outcome(t, outcomes)
 
 # %% ../../nbs/28_recorder_convert.ipynb #21af80a6
-from .detect import HEAD_BYTES, Detection, FormatDetectionError, detect_format, encoding_hint, read_head  # noqa: F401 (re-exported)
+from .detect import HEAD_BYTES, Detection, FormatDetectionError, detect_format, encoding_hint  # noqa: F401 (re-exported)
 from .diff import TrajectoryDiff, diff_trajectories  # noqa: F401 (re-exported)

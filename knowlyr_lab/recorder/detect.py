@@ -17,7 +17,8 @@ from .reading import READ_ERRORS, open_bytes, read_error
 from .swe import outcome_file
 
 # %% auto #0
-__all__ = ['HEAD_BYTES', 'FormatDetectionError', 'Detection', 'read_head', 'encoding_hint', 'detect', 'detect_format']
+__all__ = ['HEAD_BYTES', 'FormatDetectionError', 'Detection', 'read_head', 'encoding_hint', 'outcome_why', 'detect',
+           'detect_format']
 
 # %% ../../nbs/27e_recorder_detect.ipynb #388eac77
 HEAD_BYTES = 65536
@@ -54,6 +55,12 @@ def encoding_hint(path)->str:
     if enc is None and b.count(0) > len(b) // 4: enc = 'UTF-16 or UTF-32 (no byte-order mark)'
     return f"; it is {enc} text, not UTF-8: convert it first (iconv -f {enc[:6]} -t UTF-8)" if enc else ''
 
+# %% ../../nbs/27e_recorder_detect.ipynb #407e5be3
+def outcome_why(path, head:str)->str|None:
+    "Why `path` (its first bytes `head`) is skipped as an outcome file (None: it is not one)"
+    what = outcome_file(head, path)
+    return f"{Path(path).name} is {what}, an outcome file of the logs beside it, not an agent log" if what else None
+
 # %% ../../nbs/27e_recorder_detect.ipynb #0bc4715f
 def detect(path)->Detection:
     "Ask every registered adapter whether it reads `path`"
@@ -66,9 +73,8 @@ def detect(path)->Detection:
         try: why = a.detect(path, head)
         except Exception: why = None
         if why: hits.append((a.priority, n, why))
-    if not hits and (what := outcome_file(head, path)):   # a verdict `find_resolution` reads: not a log, not a failure
-        return Detection(None, f"{path.name} is {what}, an outcome file of the logs beside it, not an agent log",
-                         [], names, outcome=True)
+    if not hits and (why := outcome_why(path, head)):   # a verdict `find_resolution` reads: not a log, not a failure
+        return Detection(None, why, [], names, outcome=True)
     if not hits:
         return Detection(None, f"no adapter recognises {path.name}{encoding_hint(path)}; tried: " + ', '.join(names),
                          [], names)
