@@ -13,6 +13,7 @@ import os
 import stat
 
 from .mcp_root import Staged
+from .recorder.swe import holds_verdicts
 from .sandbox.base import PathEscapeError
 from .sandbox.beneath import open_beneath
 
@@ -26,12 +27,9 @@ _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 # %% ../nbs/93b_mcp_verdicts.ipynb #fa532d1b
 def _a_verdict(b:bytes)->bool:
-    "Whether the JSON text `b` is a verdict `find_resolution` takes: a run report, or `resolved` flags"
-    try: d = json.loads(b)
+    "Whether the JSON text `b` is a verdict `find_resolution` takes (`holds_verdicts`: a run report, or `resolved` flags)"
+    try: return holds_verdicts(json.loads(b))
     except (ValueError, RecursionError): return False
-    if not isinstance(d, dict): return False
-    flag = lambda v: isinstance(v, dict) and isinstance(v.get('resolved'), bool)
-    return isinstance(d.get('resolved_ids', d.get('resolved')), (list, bool)) or any(map(flag, d.values()))
 
 # %% ../nbs/93b_mcp_verdicts.ipynb #3ed27367
 def _copy_verdict(st:Staged, dfd:int, n:str, q:str, p, what:str):

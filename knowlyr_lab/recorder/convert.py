@@ -100,6 +100,7 @@ def _collector_paused(items:Iterator)->Iterator:
 # %% ../../nbs/28_recorder_convert.ipynb #b7ba5156
 def _forced_outcome(a:LogAdapter, path:Path)->str|None:
     "Why `path` is skipped as an outcome file that `a`, the adapter the caller named, does not read (None: `a` reads it)"
+    if path.suffix != '.json': return None       # an outcome file is a .json file: no other file is read twice
     try: head = read_head(path)
     except READ_ERRORS: return None
     try: mine = a.detect(path, head)

@@ -23,7 +23,7 @@ from .values import content_text, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Task, Trajectory
 
 # %% auto #0
-__all__ = ['find_resolution', 'outcome_file', 'swe_outcome', 'SWEAgentAdapter']
+__all__ = ['find_resolution', 'holds_verdicts', 'outcome_file', 'swe_outcome', 'SWEAgentAdapter']
 
 # %% ../../nbs/25_recorder_swe.ipynb #41213b47
 _MAX_REPORT = 50 * 2**20
@@ -77,11 +77,11 @@ _OUTCOME_FILES = ((re.compile(r'"(resolved_ids|unresolved_ids|completed_ids)"\s*
                   (re.compile(r'"resolved"\s*:\s*(true|false|\[)'), 'a SWE-bench result ("resolved": ...)'))
 _LOG_KEYS = {'history', 'messages', 'trajectory', 'steps', 'events', 'instruction', 'info'}   # an agent log's, never a verdict's
 
-def _verdicts(d)->bool:
-    "Whether `d` holds verdicts only: a run report's id lists, or `resolved` at its top or under each instance id"
+def holds_verdicts(d)->bool:
+    "Whether the JSON value `d` is a verdict `find_resolution` reads (a run report's id lists, `resolved` at its top or under an instance id), not a log"
     if not isinstance(d, dict) or not d or _LOG_KEYS & d.keys(): return False
     if any(isinstance(d.get(k), list) for k in ('resolved_ids', 'unresolved_ids', 'completed_ids', 'resolved')): return True
-    return isinstance(d.get('resolved'), bool) or all(isinstance(v, dict) and isinstance(v.get('resolved'), bool)
+    return isinstance(d.get('resolved'), bool) or any(isinstance(v, dict) and isinstance(v.get('resolved'), bool)
                                                       for v in d.values())
 
 # %% ../../nbs/25_recorder_swe.ipynb #f0958ab0
@@ -94,7 +94,7 @@ def outcome_file(head:str, # the file's first bytes: they name the kind
     if what is None or (path is not None and Path(path).suffix != '.json'): return None
     try: d = json.loads(head if path is None else Path(path).read_bytes() if Path(path).stat().st_size <= _MAX_REPORT else '')
     except (OSError, ValueError, RecursionError): return None
-    return what if _verdicts(d) else None
+    return what if holds_verdicts(d) else None
 
 # %% ../../nbs/25_recorder_swe.ipynb #3e7306fa
 _TRUNCATING = ('exit_cost', 'exit_context', 'limitsexceeded', 'exit_format', 'exit_error', 'early_exit', 'timeout',
