@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from .cli_errors import missing_extra, run_cli
 from .mcp_copy import CopyLimits
+from .mcp_private import narrow_umask
 
 # %% auto #0
 __all__ = ['ArgLimits', 'build_server', 'serve_http', 'main']
@@ -189,6 +190,7 @@ def _serve(a)->int:
         if not sep or not k: raise ValueError(f"--template wants NAME=DIR, got {t!r}")
         tpls[k] = d
     if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
+    narrow_umask()                  # before any thread: nothing the server makes is writable by other users
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),
                 idle_timeout=a.idle_timeout or None,   # stdio has one client: by default it may hold them all

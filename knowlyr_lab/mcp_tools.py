@@ -42,6 +42,7 @@ from knowlyr_lab.mcp_base import (
     load_trajectory,
 )
 from .mcp_copy import CopyLimitError
+from .mcp_private import check_private, check_umask
 from .mcp_root import ServerRoot
 from .mcp_verdicts import stage_verdicts
 from .recorder.convert import convert, diff_trajectories, validate
@@ -91,9 +92,12 @@ def _opened(srv:ServerRoot, p, what:str)->int:
 # %% ../nbs/94a_mcp_tools.ipynb #5933d597
 @contextlib.contextmanager
 def _held(srv:ServerRoot, p, what:str='folder', make:bool=True):
-    "The folder `p` names, opened beneath the root of `srv` (made where missing, if `make`), as a path to it held open"
+    "The folder `p` names, opened beneath the root (made where missing, if `make`), checked private: a path to it held open"
+    if make: check_umask(what)            # the folders the pipeline will make: none others may write in
     fd = srv._dir(srv.rel(p, what), what) if make else _opened(srv, p, what)
-    try: yield f"/proc/self/fd/{fd}"
+    try:
+        check_private(fd, p, what)        # nothing in it another user can swap while the pipeline writes
+        yield f"/proc/self/fd/{fd}"
     finally: os.close(fd)
 
 # %% ../nbs/94a_mcp_tools.ipynb #ab10aa07

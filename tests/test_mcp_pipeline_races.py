@@ -5,6 +5,10 @@ another process that can write in the root swaps a folder on those paths for a l
 is the pipeline's own first step (`convert_fns`, `make`, the status read), run after the server checked the paths.
 Driven by the MCP SDK's own client, in process (`mcp.Client(app)`)."""
 import json
+import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -76,3 +80,59 @@ def test_pipeline_status_reads_the_folder_it_checked(place, monkeypatch):
     r = call_tool(build_server(root), 'pipeline_status', {'output_dir': 'w/p'})
     assert not r.is_error, r.content[0].text
     assert SECRET not in r.content[0].text and json.loads(r.content[0].text)['kind'] == 'logs', r.content[0].text
+
+
+# A folder *inside* the held output folder is written by path: the server refuses a tree another user can change
+# (page 93c, `check_private`), so only the server's own user -- who can write wherever the server can -- could swap it.
+
+def test_a_folder_inside_the_output_that_others_may_write_in_is_refused_before_any_write(place):
+    root, _ = place
+    (root/'w'/'o'/'work').mkdir(parents=True); os.chmod(root/'w'/'o'/'work', 0o777)
+    r = call_tool(build_server(root), 'process_logs_batch', {'log_dir': 'logs', 'output_dir': 'w/o'})
+    assert r.is_error and "holds w/o/work, a folder that group or others may write in" in r.content[0].text, r.content[0].text
+    assert [p.name for p in (root/'w'/'o').iterdir()] == ['work'] and not any((root/'w'/'o'/'work').iterdir())
+
+def test_a_link_inside_the_output_is_refused_even_when_it_stays_in_the_root(place):
+    root, _ = place
+    (root/'w'/'o').mkdir(); os.symlink(root/'w', root/'w'/'o'/'exports')
+    r = call_tool(build_server(root), 'run_pipeline', {'output_dir': 'w/o', 'env_id': 'knowlyr/maze-easy', 'max_tasks': 1})
+    assert r.is_error and "holds w/o/exports, a link" in r.content[0].text, r.content[0].text
+    assert sorted(p.name for p in (root/'w'/'o').iterdir()) == ['exports']
+
+def test_a_umask_that_lets_others_write_refuses_the_pipeline_tools_and_makes_nothing(place):
+    root, _ = place
+    old = os.umask(0o002)
+    try: r = call_tool(build_server(root), 'process_logs_batch', {'log_dir': 'logs', 'output_dir': 'w/new'})
+    finally: os.umask(old)
+    assert r.is_error and "umask 0o2 would let other users write" in r.content[0].text, r.content[0].text
+    assert not (root/'w'/'new').exists()
+
+def test_the_server_command_narrows_its_umask_before_it_serves():
+    from knowlyr_lab.mcp_private import narrow_umask, process_umask
+    old = os.umask(0o002)
+    try: narrow_umask(); assert process_umask() == 0o022
+    finally: os.umask(old)
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="running a second user's process needs root")
+def test_another_user_who_may_write_in_the_root_cannot_swap_a_folder_of_a_running_pipeline(tmp_path, monkeypatch):
+    "The reviewer's attack, by a second user (uid 65534) who may write in the root: the kernel refuses the swap"
+    base = Path(tempfile.mkdtemp()); os.chmod(base, 0o711)        # the second user can reach the root ...
+    root, out = base/'root', base/'outside'
+    for d in (root/'logs', out): d.mkdir(parents=True)
+    os.chmod(root, 0o777)                                          # ... and write in it
+    write_trajectories([one_step_trajectory('mine')], root/'logs'/'a.jsonl')
+    tried = []
+    def swap():    # as the other user: move work/ aside and put a link to the outside in its place
+        w = root/'o'/'work'
+        tried.append(subprocess.run(['sh', '-c', f"mv '{w}' '{w}.moved' && ln -s '{out}' '{w}'"], user=65534,
+                                    capture_output=True, text=True))
+    real = pl.Pipeline._merge
+    def late(self, *a, **kw): (tried or swap()); return real(self, *a, **kw)
+    monkeypatch.setattr(pl.Pipeline, '_merge', late)   # work/ holds the converted units by then
+    try:
+        r = call_tool(build_server(root), 'process_logs_batch', {'log_dir': 'logs', 'output_dir': 'o'})
+        assert not r.is_error, r.content[0].text
+        assert tried and tried[0].returncode != 0 and 'Permission denied' in tried[0].stderr, tried
+        assert list(out.iterdir()) == [] and not (root/'o'/'work').is_symlink()
+        assert 'mine' in (root/'o'/'trajectories.jsonl').read_text()
+    finally: shutil.rmtree(base)
