@@ -13,6 +13,7 @@ import math
 import re
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -224,6 +225,11 @@ def _report(parser, a, argv, e:BaseException)->int:
     print(f"{prog}: error: {line}{hint}", file=sys.stderr)
     return exit_code(e)
 
+# %% ../nbs/06_cli_errors.ipynb #4175f068
+def _warning_line(message, category, filename, lineno, file=None, line=None):
+    "Print a warning as one line on stderr (`warnings.showwarning` while `run_cli` runs a command)"
+    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+
 # %% ../nbs/06_cli_errors.ipynb #1db99b39
 def run_cli(parser:argparse.ArgumentParser,      # the command's parser (`--debug` is added, abbreviations turned off)
             handler:Callable[[argparse.Namespace], int|None], # does the work; returns an exit code or None (0)
@@ -232,11 +238,13 @@ def run_cli(parser:argparse.ArgumentParser,      # the command's parser (`--debu
     "Parse `argv`, run `handler`, and turn an exception into one line on stderr and an exit code"
     strict_parser(add_debug_flag(parser))
     a = None
-    try:
-        # parsing may import (a subcommand's flags come from an optional package)
-        a, extra = parser.parse_known_args(argv)
-        # named by the subcommand that was given them
-        if extra: _chosen(parser, a).error(f"unrecognized arguments: {' '.join(extra)}")
-        rc = handler(a)
-        return EXIT_OK if rc is None else int(rc)
-    except BaseException as e: return _report(parser, a, argv, e)
+    with warnings.catch_warnings():   # the caller's warning handling is back when the command returns
+        warnings.showwarning = _warning_line
+        try:
+            # parsing may import (a subcommand's flags come from an optional package)
+            a, extra = parser.parse_known_args(argv)
+            # named by the subcommand that was given them
+            if extra: _chosen(parser, a).error(f"unrecognized arguments: {' '.join(extra)}")
+            rc = handler(a)
+            return EXIT_OK if rc is None else int(rc)
+        except BaseException as e: return _report(parser, a, argv, e)

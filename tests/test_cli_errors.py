@@ -1,4 +1,6 @@
 "Every knowlyr command reports an error the same way (`cli_errors.run_cli`): one line on stderr, status 2 for bad input, --debug for the traceback"
+import contextlib
+import io
 import subprocess
 import sys
 
@@ -260,3 +262,97 @@ def test_a_config_with_a_syntax_error_is_one_line_naming_file_line_and_column(wh
     line, col = (2, 1) if kind == 'yaml' else (2, 13)
     assert f"{cfg}:{line}:{col}: not valid {kind.upper()}: " in lines[0], lines[0]
     assert '<unicode string>' not in lines[0] and 'Traceback' not in r.stderr
+
+# ---------------------------------------------------------------- warnings: one line, the same in every command (issue cli11)
+
+def _broken_plugin(site, group):
+    "An installed package (a module and its dist-info) whose entry point in `group` fails to import"
+    site.mkdir()
+    (site/'cli11_broken.py').write_text("raise ImportError('cli11: a dependency is missing')\n")
+    info = site/'cli11_broken-0.1.dist-info'
+    info.mkdir()
+    (info/'METADATA').write_text('Metadata-Version: 2.1\nName: cli11_broken\nVersion: 0.1\n')
+    (info/'entry_points.txt').write_text(f'[{group}]\ncli11_broken = cli11_broken\n')
+
+WARNING_CLIS = {  # command -> (module, entry-point group of a plugin it loads, arguments that make it load them)
+    'knowlyr-recorder': ('knowlyr_lab.cli.recorder', 'knowlyr_lab.adapters', ['detect', '{tmp}/a.jsonl']),
+    'knowlyr-probe': ('knowlyr_lab.cli.probe', 'knowlyr_lab.probe_strategies', ['--list']),
+}
+
+@pytest.mark.parametrize('prog', list(WARNING_CLIS))
+def test_a_plugin_that_fails_to_load_is_one_warning_line(prog, tmp_path):
+    "Before: only knowlyr-hub printed `warning: ...`; the others printed Python's `/site/x.py:81: RegistryWarning: ...` and its source line"
+    import os
+    module, group, args = WARNING_CLIS[prog]
+    _broken_plugin(tmp_path/'site', group)
+    (tmp_path/'a.jsonl').write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join(filter(None, [str(tmp_path/'site'), os.environ.get('PYTHONPATH')]))}
+    code = f"import sys; from {module} import main; sys.exit(main())"
+    r = subprocess.run([sys.executable, '-c', code, *[a.format(tmp=tmp_path) for a in args]], capture_output=True,
+                       text=True, timeout=300, env=env)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 0 and len(lines) == 1, (r.returncode, r.stderr[-2000:])
+    assert lines[0].startswith('warning: ') and "entry point 'cli11_broken'" in lines[0], lines
+    assert 'cli11: a dependency is missing' in lines[0] and 'Warning:' not in lines[0] and '.py:' not in lines[0], lines
+
+
+def test_every_console_script_runs_through_run_cli():
+    "knowlyr-probe and knowlyr-real-model parsed their own arguments: no --debug, no one-line warnings"
+    import importlib
+    import tomllib
+    from pathlib import Path
+    scripts = tomllib.loads((Path(__file__).resolve().parents[1]/'pyproject.toml').read_text())['project']['scripts']
+    for script, target in scripts.items():
+        module, fn = target.split(':')
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            rc = getattr(importlib.import_module(module), fn)(['--help'])      # run_cli returns argparse's exit code
+        assert rc == 0 and '--debug' in out.getvalue(), (script, rc, out.getvalue()[-500:])
+
+
+def test_run_cli_leaves_the_callers_warning_handling_as_it_was():
+    "A library caller's showwarning and filters are back when run_cli returns, after a success and after an error"
+    import argparse
+    import warnings
+
+    from knowlyr_lab.cli_errors import run_cli
+    def handler(a):
+        warnings.warn('inside the command', stacklevel=2)
+        if a.fail: raise ValueError('bad input')
+    def mine(message, *rest): shown.append(str(message))
+    for fail in (False, True):
+        p = argparse.ArgumentParser(prog='tool'); p.add_argument('--fail', action='store_true')
+        shown, err = [], io.StringIO()
+        with warnings.catch_warnings():
+            warnings.simplefilter('always'); warnings.showwarning = mine
+            filters = list(warnings.filters)
+            with contextlib.redirect_stderr(err): rc = run_cli(p, handler, ['--fail'] * fail)
+            assert warnings.showwarning is mine and warnings.filters == filters
+            warnings.warn('after the command', stacklevel=2)
+        assert rc == (2 if fail else 0) and shown == ['after the command'], (rc, shown)
+        assert err.getvalue().splitlines()[0] == 'warning: inside the command', err.getvalue()
+
+
+def test_importing_the_recorder_leaves_warnings_shown():
+    "Before: the recorder's import of detect-secrets ran logging.captureWarnings(True): later warnings went to a logger with no handler, unseen"
+    code = ("import warnings; shown = warnings.showwarning; import knowlyr_lab.recorder.convert; "
+            "assert warnings.showwarning is shown, warnings.showwarning; warnings.warn('seen after the import')")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and 'UserWarning: seen after the import' in r.stderr, r.stderr[-2000:]
+
+# ---------------------------------------------------------------- `detect` on an outcome file (issue cli11)
+
+def test_detect_names_an_outcome_file_in_one_line_and_passes_the_check(tmp_path):
+    "Before: `x_result.json: ? -- ...` wrapped over two lines and exit 1, though convert skips the file as an outcome file"
+    from knowlyr_lab.recorder.detect import outcome_why, read_head
+    res = tmp_path/'django__django-11099_result.json'
+    res.write_text('{"django__django-11099": {"resolved": true}}')
+    report = tmp_path/'report.json'
+    report.write_text('{"resolved_ids": ["django__django-11099"], "unresolved_ids": []}')
+    code = "import sys; from knowlyr_lab.cli.recorder import main; sys.exit(main())"
+    r = subprocess.run([sys.executable, '-c', code, 'detect', str(res), str(report)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stderr == '', (r.returncode, r.stderr[-2000:])
+    assert r.stdout.splitlines() == [f"{p}: outcome -- {outcome_why(p, read_head(p))}" for p in (res, report)], r.stdout
+    (tmp_path/'notes.txt').write_text('not a log\n')           # a file no adapter reads still fails the check
+    r = subprocess.run([sys.executable, '-c', code, 'detect', str(res), str(tmp_path/'notes.txt')], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and r.stdout.splitlines()[1].startswith(f"{tmp_path/'notes.txt'}: ? -- no adapter recognises notes.txt"), r.stdout

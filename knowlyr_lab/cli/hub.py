@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from pathlib import Path
 
 from ..cli_errors import batch_exit, require_usable, run_cli
@@ -210,17 +209,10 @@ def _exit(a, out:dict)->int:
     q = Path(a.out, 'jsonl' * (a.format == 'hf'), 'quarantine.jsonl')
     return batch_exit(out['read'] + out['total'], out['quarantined'], 'input records', q)
 
-# %% ../../nbs/93_cli_hub.ipynb #d72c65ad
-def _warning_line(message, category, filename, lineno, file=None, line=None):
-    "Print a warning as one line on stderr (`warnings.showwarning` while a command runs)"
-    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
-
 # %% ../../nbs/93_cli_hub.ipynb #a5e28470
 def _main(a)->int:
     "Run the command, print its JSON summary, and on stderr why an export wrote nothing; the exit code (`_exit`)"
-    with warnings.catch_warnings():
-        warnings.showwarning = _warning_line
-        out = {'collect': _collect, 'export': _export, 'run': _run, 'status': _status}[a.cmd](a)
+    out = {'collect': _collect, 'export': _export, 'run': _run, 'status': _status}[a.cmd](a)
     print(json.dumps(out, indent=1, default=str))
     for n in _notes(a.cmd, out): print(f"knowlyr-hub {a.cmd}: {n}", file=sys.stderr)
     return _exit(a, out)

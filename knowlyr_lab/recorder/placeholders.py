@@ -7,13 +7,22 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_placeholders.html.md"""
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #a2faa035
 from __future__ import annotations
 
+import logging
 import re
+import warnings
 from functools import lru_cache
 
 from .secret_pattern import SecretPattern
 
 # %% auto #0
 __all__ = ['SECRET_ASSIGNMENT', 'is_placeholder', 'looks_like_path', 'not_placeholder', 'is_secret_key', 'secret_value_ok']
+
+# %% ../../nbs/20cb_recorder_placeholders.ipynb #6f45e1c1
+_shown = warnings.showwarning
+try:
+    import detect_secrets.core.log  # noqa: F401 (imported here first: its import turns logging.captureWarnings on)
+except ImportError: pass
+if warnings.showwarning is not _shown: logging.captureWarnings(False)   # back to how warnings were shown
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #1be0e64e
 _PLACEHOLDER = {'none', 'null', 'nil', 'true', 'false', 'undefined', 'required', 'optional', 'string', 'str', 'bytes',
