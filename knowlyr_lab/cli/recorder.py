@@ -146,7 +146,7 @@ def cmd_validate(args, console)->int:
     fs = validate(args.logs, format=args.format)
     if args.json: console.print_json(json.dumps([f.__dict__ for f in fs]))
     else:
-        for f in fs: console.print(str(f), highlight=False)
+        for f in fs: console.print(str(f), highlight=False, markup=False)   # '[field]' is text, not a style
         console.print(
             f"{sum(f.level == 'error' for f in fs)} error(s), {sum(f.level == 'warning' for f in fs)} warning(s)")
     return 1 if any(f.level == 'error' for f in fs) else 0
