@@ -203,3 +203,78 @@ def test_a_link_back_up_does_not_read_a_folder_again(tmp_path):
     src = Path(__file__).parent / 'fixtures' / 'recorder' / 'openhands' / 'trajectory.json'
     (tmp_path / 'logs' / 'sub' / 'trajectory.json').write_bytes(src.read_bytes())
     assert len(list(convert(tmp_path / 'logs', format='openhands', report=rep))) == 1
+
+
+# wrongly typed values that do not stop a record: kept as before, and now each reported (file, line, field)
+AGENT_LOGS = Path(__file__).parent / 'fixtures' / 'agent_logs'
+
+
+def _claude_log(tmp_path)->Path:
+    "A Claude Code session whose assistant message (line 2) has content 12345 and timestamp 'yesterday'"
+    import json
+    def rec(i, typ, content, ts):
+        return {'parentUuid': f'u{i - 1}' if i else None, 'isSidechain': False, 'sessionId': 's1', 'type': typ,
+                'uuid': f'u{i}', 'timestamp': ts, 'message': {'id': f'm{i}', 'role': typ, 'content': content}}
+    recs = [rec(0, 'user', 'fix the bug', '2025-01-01T00:00:00Z'), rec(1, 'assistant', 12345, 'yesterday'),
+            rec(2, 'user', 'thanks', '2025-01-01T00:00:02Z')]
+    p = tmp_path / 's1.jsonl'
+    p.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    return p
+
+
+def test_claude_code_wrong_types_are_reported_with_file_line_and_field(tmp_path):
+    "content 12345 became the thought '12345' and timestamp 'yesterday' no time, with no warning at all"
+    p = _claude_log(tmp_path)
+    rep = ConversionReport()
+    ts = list(convert(p, report=rep))
+    step = ts[0].steps[0]
+    assert (step.thought, step.t_start) == ('12345', None)           # the data is kept as before
+    assert rep.totals['quarantined'] == 0 and not rep.failed and rep.n_warnings == 2
+    assert rep.warning_lines() == [f"{p}:2: message.content: 12345 (int) is not text: kept as the text '12345'",
+                                   f"{p}:2: timestamp: 'yesterday' (str) is not a time: the step keeps no time"]
+
+
+def test_the_cli_prints_wrong_types_and_still_converts(tmp_path):
+    "`knowlyr-recorder convert` and `validate` say each one on a line; neither fails for it"
+    import io
+
+    from rich.console import Console
+
+    from knowlyr_lab.cli import recorder as cli
+    p = _claude_log(tmp_path)
+    buf = io.StringIO()
+    assert cli.main(['convert', str(p), '-o', str(tmp_path / 'o.jsonl'), '--no-progress'],
+                    Console(file=buf, width=300)) == 0
+    out = ' '.join(buf.getvalue().split())
+    assert f"warning: {p}:2: message.content: 12345 (int) is not text" in out, out
+    assert f"warning: {p}:2: timestamp: 'yesterday' (str) is not a time" in out, out
+    buf = io.StringIO()
+    assert cli.main(['validate', str(p)], Console(file=buf, width=300)) == 0
+    out = buf.getvalue()
+    assert f"warning: {p}:2 [assistant]: timestamp: 'yesterday'" in out and '0 error(s), 2 warning(s)' in out, out
+
+
+def test_a_chat_message_time_of_the_wrong_type_is_reported(tmp_path):
+    "The chat adapters (no per-record guard) report it against the conversation; they quarantine non-text content"
+    import json
+    p = tmp_path / 'chat.json'
+    p.write_text(json.dumps([{'role': 'user', 'content': 'add 2 and 3'},
+                             {'role': 'assistant', 'content': 'five', 'timestamp': 'yesterday'}]))
+    rep = ConversionReport()
+    ts = list(convert(p, format='openai-chat', report=rep))
+    assert ts[0].steps[-1].thought == 'five' and ts[0].steps[-1].t_start is None
+    assert rep.warning_lines() == [f"{p}: a field of the record: 'yesterday' (str) is not a time: the step keeps no time"]
+
+
+def test_openhands_task_message_of_the_wrong_type_keeps_the_episode(tmp_path):
+    "A user message whose content was a number lost the whole episode (Task.instruction failed validation)"
+    import json
+    events = json.loads((AGENT_LOGS / 'openhands' / 'basic.json').read_text())
+    assert events[0]['action'] == 'message' and events[0]['source'] == 'user'
+    events[0]['args']['content'] = 12345
+    p = tmp_path / 'trajectory.json'
+    p.write_text(json.dumps(events))
+    rep = ConversionReport()
+    ts = list(convert(p, format='openhands', report=rep))
+    assert len(ts) == 1 and not rep.failed and ts[0].task.instruction == '12345'
+    assert rep.n_warnings == 1 and '12345 (int) is not text' in rep.warning_lines()[0]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 from .base import RecorderError
-from .field_path import locate
-from .values import ToolCallPairer, new_step, set_observation
+from .field_path import locate, warn_coerced
+from .values import COERCED, ToolCallPairer, new_step, set_observation
 from ..trajectory import Step, TokenUsage
 
 # %% auto #0
@@ -144,6 +144,9 @@ class guard:
         self.at = at
     def __enter__(self): return self
     def __exit__(self, et, e, tb):
+        if COERCED:     # values of the wrong type read from the record: reported if it is kept, dropped with it
+            if et is None: warn_coerced(self.report, self.path, self.line, self.record, self.at, self.record_type)
+            else: COERCED.clear()
         if et is None or issubclass(et, RecorderError): return False
         if issubclass(et, GUARDED):
             where = '.'.join(filter(None, (self.at, locate(self.record, e)))).replace('.[', '[')

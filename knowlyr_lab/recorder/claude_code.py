@@ -18,7 +18,7 @@ from .agent_steps import StepLog, guard
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, json_shape, read_json
 from .report import ConversionReport
-from .values import content_text, keep_media, usage_from
+from .values import content_text, keep_media, parse_time, usage_from
 from ..trajectory import AgentInfo, Source, Task, Trajectory
 
 # %% auto #0
@@ -95,7 +95,9 @@ def assistant(self:_ClaudeChain, rec, line):
             # thinking text is empty (hidden)
             sig, data = b.get('signature'), b.get('data') if b['type'] == 'redacted_thinking' else None
             if txt.strip() or sig or data:
-                if not (self.pending_text or self.pending_sigs or self.pending_redacted): self._pending_t = t
+                # the time read now (a bad one is reported against this record), the text emitted later
+                if not (self.pending_text or self.pending_sigs or self.pending_redacted):
+                    self._pending_t = parse_time(t)
                 if txt.strip(): self.pending_text.append(txt)
                 if sig: self.pending_sigs.append(sig)
                 if data: self.pending_redacted.append(data)

@@ -18,7 +18,7 @@ from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl
 from .report import ConversionReport
-from .values import content_text, keep_media, parse_arguments
+from .values import content_text, keep_media, parse_arguments, parse_time
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -83,12 +83,12 @@ def _call(self:_CodexSession, tool, params, call_id, t, **meta):
 def item(self:_CodexSession, p:dict, t, line):
     typ, kind = p.get('type'), f"response_item:{p.get('type')}"
     if typ == 'message' and p.get('role') == 'assistant':
-        self._response(); self._t = t
+        self._response(); self._t = parse_time(t)    # read now: a bad time is this record's
         txt = content_text(p.get('content'))
         if txt.strip(): self.thought.append(txt); self.phase = p.get('phase') or self.phase  # commentary, final_answer
         return self.report.mapped(kind)
     if typ == 'reasoning':
-        self._response(); self._t = t
+        self._response(); self._t = parse_time(t)
         txt = ('\n'.join(x.get('text', '') for x in p.get('summary') or [] if isinstance(x, dict))
                or content_text(p.get('content')))
         if txt.strip(): self.thought.append(txt)

@@ -13,8 +13,10 @@ import linecache
 import re
 from typing import Iterator
 
+from .values import COERCED
+
 # %% auto #0
-__all__ = ['field_path', 'locate']
+__all__ = ['field_path', 'locate', 'path_of', 'warn_coerced']
 
 # %% ../../nbs/20f_recorder_field_path.ipynb #135efe67
 def field_path(keys)->str:
@@ -150,3 +152,24 @@ def locate(record,             # the record being mapped when `e` was raised
         want = _wanted(e)
         return None if want is None else _located_in_frames(record, e, want)
     except Exception: return None
+
+# %% ../../nbs/20f_recorder_field_path.ipynb #00130231
+def path_of(record, obj)->str|None:
+    "The field path of `obj` itself in `record` (None when it is not there, or is at more than one place)"
+    keys = None if record is None else _keys_of(record, obj)
+    return field_path(keys) if keys else None
+
+# %% ../../nbs/20f_recorder_field_path.ipynb #d4e717a4
+def warn_coerced(report,                   # the run's `ConversionReport`
+                 path, line:int|None,      # where the record was read
+                 record=None,              # the record the noted values were read from
+                 at:str|None=None,         # where `record` sits in its file when no line says it ('messages[3]')
+                 record_type:str='(warning)'):
+    "Report each value `coerced` noted since the last call as a warning naming file, line and field; clear the notes"
+    seen = set()
+    for v, problem in COERCED:
+        if id(v) in seen: continue                 # one value read twice (a step's start and end time): one warning
+        seen.add(id(v))
+        where = '.'.join(filter(None, (at, path_of(record, v)))).replace('.[', '[') or 'a field of the record'
+        report.warn(path, line, f"{where}: {v!r:.60} ({type(v).__name__}) {problem}", record_type)
+    COERCED.clear()

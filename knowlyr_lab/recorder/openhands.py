@@ -136,6 +136,7 @@ def action(self:_V0History, ev:dict)->"Step|None":
         self.report.mapped(kind); return None
     if act == 'message':
         text = args.get('content') or ev.get('message') or ''
+        if type(text) is not str: text = content_text(text)   # a number as the task: its text, reported
         is_task = self.instruction is not None and not self.log.steps and text.strip() == self.instruction.strip()
         if src == 'user' or (src is None and is_task):
             self._user_message(text, t, is_task, ev)

@@ -18,9 +18,18 @@ from .reading import loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
-__all__ = ['PLAIN_HEADERS', 'PLAIN_HEADER_PREFIXES', 'parse_time', 'as_count', 'usage_from', 'cache_write_tokens', 'content_text',
-           'thinking_kept', 'media_blocks', 'keep_media', 'user_media', 'parse_arguments', 'new_step',
-           'set_observation', 'ToolCallPairer', 'strip_credentials', 'http_exchange']
+__all__ = ['COERCED', 'PLAIN_HEADERS', 'PLAIN_HEADER_PREFIXES', 'coerced', 'parse_time', 'as_count', 'usage_from',
+           'cache_write_tokens', 'content_text', 'thinking_kept', 'media_blocks', 'keep_media', 'user_media',
+           'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer', 'strip_credentials', 'http_exchange']
+
+# %% ../../nbs/20c_recorder_values.ipynb #41559365
+COERCED: list = []   # (value, what became of it) of each wrongly typed value read since the last `warn_coerced`
+
+def coerced(value,        # the value as the log wrote it
+            problem:str,  # what is wrong and what was kept, e.g. 'is not a time: the step keeps no time'
+           )->None:
+    "Note that `value` had the wrong type for its field (its reader reports the note, located); returns None"
+    COERCED.append((value, problem))
 
 # %% ../../nbs/20c_recorder_values.ipynb #6fbda06a
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -38,18 +47,21 @@ def parse_time(value)->float|None:
     "ISO-8601 string (naive = UTC) or epoch seconds/milliseconds -> Unix seconds; None when unparsable"
     # the common case first: an ISO-8601 string with at most microseconds
     if isinstance(value, str) and value[4:5] == '-' and len(value) > 10 and (x := _iso_seconds(value)) is not None: return x
-    if value is None or isinstance(value, bool): return None
+    if value is None: return None
+    no_time = 'is not a time: the step keeps no time'
+    if isinstance(value, bool): return coerced(value, no_time)
     if isinstance(value, (int, float)):
-        if not math.isfinite(value): return None
+        if not math.isfinite(value): return coerced(value, no_time)
         return float(value) / 1000.0 if abs(value) > 1e11 else float(value)
-    if not isinstance(value, str) or not value.strip(): return None
-    s = value.strip()
-    try: return parse_time(float(s))
+    if not isinstance(value, str): return coerced(value, no_time)
+    if not (s := value.strip()): return None                          # empty: no time written
+    try: x = float(s)
     except ValueError: pass
+    else: return parse_time(x) if math.isfinite(x) else coerced(value, no_time)
     if s.endswith(('Z', 'z')): s = s[:-1] + '+00:00'
     s = re.sub(r'(\.\d{6})\d+', r'\1', s)          # nanoseconds -> microseconds
     try: t = dt.datetime.fromisoformat(s)
-    except ValueError: return None
+    except ValueError: return coerced(value, no_time)
     if t.tzinfo is None: t = t.replace(tzinfo=dt.timezone.utc)
     return t.timestamp()
 
@@ -57,7 +69,7 @@ def parse_time(value)->float|None:
 def as_count(x)->int:
     "A count field as an int: 0 when it is missing, empty or not a number"
     try: return int(x or 0)
-    except (TypeError, ValueError): return 0
+    except (TypeError, ValueError): return coerced(x, 'is not a count: counted as 0') or 0
 
 # %% ../../nbs/20c_recorder_values.ipynb #7d928c27
 def _usage_fields(u, cost:float|None=None)->dict|None:
@@ -99,13 +111,18 @@ def _part_data(b:dict)->dict|None:
     d = b.get('inlineData') or b.get('fileData')
     return d if isinstance(d, dict) else None
 
+# %% ../../nbs/20c_recorder_values.ipynb #805c18a8
+def _as_text(x)->str:
+    "`str(x)` of a value where text belongs, noted as `coerced`"
+    s = str(x); coerced(x, f'is not text: kept as the text {s[:40]!r}'); return s
+
 # %% ../../nbs/20c_recorder_values.ipynb #c159f077
 def content_text(content)->str:
     "Text of a message `content`: a string, or the text blocks of a block list joined by newlines"
     if content is None: return ''
     if isinstance(content, str): return content
     if isinstance(content, dict): content = [content]
-    if not isinstance(content, list): return str(content)
+    if not isinstance(content, list): return _as_text(content)
     parts = []
     for b in content:
         if isinstance(b, str): parts.append(b)
@@ -117,7 +134,7 @@ def content_text(content)->str:
             elif (d := _part_data(b)) is not None: parts.append(f"[{d.get('mimeType') or 'inline data'}]")
             # e.g. search results: keep them readable
             else: parts.append(json.dumps(b, ensure_ascii=False, default=str))
-        else: parts.append(str(b))
+        else: parts.append(_as_text(b))
     return '\n'.join(parts)
 
 # %% ../../nbs/20c_recorder_values.ipynb #4d76b300
@@ -206,7 +223,7 @@ def _observation_fields(content, is_error=False, exit_code=None)->dict:
     if not isinstance(content, str): content = content_text(content)
     if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
         try: exit_code = int(exit_code)
-        except (TypeError, ValueError): exit_code = None
+        except (TypeError, ValueError): exit_code = coerced(exit_code, 'is not an exit code: the result keeps none')
     return {'content': content, 'is_error': bool(is_error), 'exit_code': exit_code}
 
 # %% ../../nbs/20c_recorder_values.ipynb #fa75a243
