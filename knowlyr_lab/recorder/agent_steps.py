@@ -11,7 +11,7 @@ from fastcore.basics import patch
 
 from .base import RecorderError
 from .field_path import locate, warn_coerced
-from .values import COERCED, ToolCallPairer, new_step, set_observation
+from .values import ToolCallPairer, coerced_notes, new_step, set_observation
 from ..trajectory import Step, TokenUsage
 
 # %% auto #0
@@ -144,9 +144,9 @@ class guard:
         self.at = at
     def __enter__(self): return self
     def __exit__(self, et, e, tb):
-        if COERCED:     # values of the wrong type read from the record: reported if it is kept, dropped with it
+        if coerced_notes():     # values of the wrong type read from the record: reported if it is kept, dropped with it
             if et is None: warn_coerced(self.report, self.path, self.line, self.record, self.at, self.record_type)
-            else: COERCED.clear()
+            else: coerced_notes().clear()
         if et is None or issubclass(et, RecorderError): return False
         if issubclass(et, GUARDED):
             where = '.'.join(filter(None, (self.at, locate(self.record, e)))).replace('.[', '[')

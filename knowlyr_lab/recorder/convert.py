@@ -21,7 +21,7 @@ from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
 from .scrub import CountingScrub, escape_path_names, mentions_any, redact_everywhere, redact_params, serialise_error
-from .values import COERCED
+from .values import coerced_notes
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
 
@@ -130,9 +130,9 @@ def _redaction_counts(prev, now:dict, before:dict)->dict:
 def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values):
     "The trajectories adapter `a` reads from `path`, checked, redacted, joined and counted"
     before, seen = dict(report.redactions), {}     # seen: the values redacted in this file's records so far
-    COERCED.clear()       # wrongly typed values noted outside this run (an example) are not this file's
+    coerced_notes().clear()       # wrongly typed values noted outside this run (an example) are not this file's
     for t in _collector_paused(a.convert(path, report)):
-        if COERCED: warn_coerced(report, t.source.path or path, t.source.line)   # noted outside any record's guard
+        if coerced_notes(): warn_coerced(report, t.source.path or path, t.source.line)   # noted outside any record's guard
         if unpaired:               # read from a record no UTF-8 writer takes: quarantined, not written
             why = (f"a string holds a lone surrogate ({', '.join(sorted(set(unpaired))[:3])}), "
                    "which cannot be written as UTF-8")
@@ -155,7 +155,7 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
             report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory'); continue
         report.trajectory(t)
         yield t
-    if COERCED: warn_coerced(report, path, None)
+    if coerced_notes(): warn_coerced(report, path, None)
 
 # %% ../../nbs/28_recorder_convert.ipynb #fddf2361
 def convert(paths,                          # files or directories of logs

@@ -13,7 +13,7 @@ import linecache
 import re
 from typing import Iterator
 
-from .values import COERCED
+from .values import coerced_notes
 
 # %% auto #0
 __all__ = ['field_path', 'locate', 'path_of', 'warn_coerced']
@@ -167,9 +167,9 @@ def warn_coerced(report,                   # the run's `ConversionReport`
                  record_type:str='(warning)'):
     "Report each value `coerced` noted since the last call as a warning naming file, line and field; clear the notes"
     seen = set()
-    for v, problem in COERCED:
+    for v, problem in coerced_notes():
         if id(v) in seen: continue                 # one value read twice (a step's start and end time): one warning
         seen.add(id(v))
         where = '.'.join(filter(None, (at, path_of(record, v)))).replace('.[', '[') or 'a field of the record'
         report.warn(path, line, f"{where}: {v!r:.60} ({type(v).__name__}) {problem}", record_type)
-    COERCED.clear()
+    coerced_notes().clear()

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import math
 import re
+import threading
 
 from fastcore.basics import patch
 
@@ -18,18 +19,25 @@ from .reading import loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
-__all__ = ['COERCED', 'PLAIN_HEADERS', 'PLAIN_HEADER_PREFIXES', 'coerced', 'parse_time', 'as_count', 'usage_from',
+__all__ = ['PLAIN_HEADERS', 'PLAIN_HEADER_PREFIXES', 'coerced_notes', 'coerced', 'parse_time', 'as_count', 'usage_from',
            'cache_write_tokens', 'content_text', 'thinking_kept', 'media_blocks', 'keep_media', 'user_media',
            'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer', 'strip_credentials', 'http_exchange']
 
 # %% ../../nbs/20c_recorder_values.ipynb #41559365
-COERCED: list = []   # (value, what became of it) of each wrongly typed value read since the last `warn_coerced`
+class _Notes(threading.local):
+    "Each thread's notes: a conversion in another thread (the MCP server runs calls side by side) keeps its own"
+    def __init__(self): self.coerced = []
+_NOTES = _Notes()
+
+def coerced_notes()->list:
+    "(value, what became of it) of each wrongly typed value this thread read since the last `warn_coerced`"
+    return _NOTES.coerced
 
 def coerced(value,        # the value as the log wrote it
             problem:str,  # what is wrong and what was kept, e.g. 'is not a time: the step keeps no time'
            )->None:
     "Note that `value` had the wrong type for its field (its reader reports the note, located); returns None"
-    COERCED.append((value, problem))
+    _NOTES.coerced.append((value, problem))
 
 # %% ../../nbs/20c_recorder_values.ipynb #6fbda06a
 _EPOCH = dt.datetime(1970, 1, 1)
