@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'ToolCall', 'Observation', 'TokenUsage', 'Step', 'Task', 'AgentInfo', 'Outcome', 'Source', 'as_task',
-           'canonical_json', 'Trajectory', 'trajectory_schema', 'first_user_turn', 'trajectory_score']
+           'canonical_json', 'Trajectory', 'trajectory_schema', 'first_user_turn', 'trajectory_score',
+           'served_template_kwargs']
 
 # %% ../nbs/03_trajectory.ipynb #68158ec3
 SCHEMA_VERSION = "1.1"
@@ -313,3 +314,17 @@ def trajectory_score(traj:Trajectory,         # a recorded episode
         process = sum(rs) / len(rs) if rs else 0.0
     if process != process: raise ValueError(f"trajectory {traj.id}: the process score is NaN")
     return (1.0 if traj.outcome.success else 0.0) + process_weight * min(1.0, max(0.0, float(process)))
+
+# %% ../nbs/03_trajectory.ipynb #9277c983
+def served_template_kwargs(t:Trajectory,        # a recorded episode (or its read-only mirror)
+                           where:str='trajectory', # what errors name, e.g. 'data.jsonl:3'
+                          )->dict|None:          # the variables; None when no step recorded any
+    "The chat template variables `t`'s steps were served with (their `metadata['template_kwargs']`), one set"
+    for s in t.steps:
+        if s.metadata and s.metadata.get('template_kwargs'): break
+    else: return None                                  # the common case: none recorded
+    kws = [s.metadata.get('template_kwargs') or None for s in t.steps]
+    if (k := next((k for k, kw in enumerate(kws) if kw != kws[0]), None)) is not None:
+        raise ValueError(f"{where}: steps 0 and {k} were served with other chat template variables: "
+                         f"{kws[0]!r}, {kws[k]!r}")
+    return kws[0]

@@ -25,8 +25,8 @@ from ..tasks import task_key
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['SplitWriter', 'ParquetWriter', 'same_tool_keys', 'spool_dir', 'Spool', 'task_group', 'RunSpool', 'grpo_key',
-           'grpo_body', 'grpo_row_json']
+__all__ = ['SplitWriter', 'same_template_kwargs_key', 'ParquetWriter', 'same_tool_keys', 'spool_dir', 'Spool', 'task_group',
+           'RunSpool', 'grpo_key', 'grpo_body', 'grpo_row_json']
 
 # %% ../../nbs/41b_hub_spool.ipynb #5569e5f2
 class SplitWriter:
@@ -55,6 +55,25 @@ def write(self:SplitWriter, split:str, row:dict|bytes):
 def close(self:SplitWriter):
     "Close every split's file"
     for f in self.files.values(): f.close()
+
+# %% ../../nbs/41b_hub_spool.ipynb #c0eecca9
+def _kwargs_lines(p:Path)->Iterator[tuple[bytes, bool]]:
+    "(line, whether its row has `chat_template_kwargs`) of each row of the JSONL file `p`"
+    with open(p, 'rb') as f:
+        for line in f: yield line, b'"chat_template_kwargs"' in line and 'chat_template_kwargs' in orjson.loads(line)
+
+# %% ../../nbs/41b_hub_spool.ipynb #249a646e
+def same_template_kwargs_key(paths:list)->int:
+    "Give the rows of JSONL `paths` without `chat_template_kwargs` `{}` when other rows have it; how many were given it"
+    if not any(has for p in paths for _, has in _kwargs_lines(Path(p))): return 0
+    n = 0
+    for p in map(Path, paths):
+        with open(tmp := p.with_name(p.name + '.tmp'), 'wb') as f:
+            for line, has in _kwargs_lines(p):
+                if not has: line, n = line.rstrip()[:-1] + b',"chat_template_kwargs":{}}\n', n + 1
+                f.write(line)
+        tmp.replace(p)
+    return n
 
 # %% ../../nbs/41b_hub_spool.ipynb #33fe5ca5
 class ParquetWriter(SplitWriter):
@@ -135,9 +154,10 @@ def groups(self:Spool)->Iterator[tuple[str, list[bytes]]]:
     if group: yield split, group
 
 # %% ../../nbs/41b_hub_spool.ipynb #790fec3c
-def task_group(task)->str:
-    "The spool group of a task: its id and its content key (`task_key`), NUL-separated"
-    return task.id + '\x00' + task_key(task)
+def task_group(task, template_kwargs:dict|None=None)->str:  # the variables its trajectories were served with
+    "The spool group of a task: its id, its content key (`task_key`) and any template variables, NUL-separated"
+    g = task.id + '\x00' + task_key(task)
+    return (g + '\x00' + orjson.dumps(template_kwargs, option=orjson.OPT_SORT_KEYS).decode()) if template_kwargs else g
 
 # %% ../../nbs/41b_hub_spool.ipynb #8b96eb8e
 @patch
@@ -241,10 +261,14 @@ _HASHES = 2 * 41     # the NUL and SHA-1 of the prompt, the NUL and SHA-1 of the
 
 # %% ../../nbs/41b_hub_spool.ipynb #d2a127d3
 def grpo_key(task_id:str, prompt:bytes, # the task id, its prompt's JSON
-             key:str)->str:             # the task's content key (`task_key`)
-    "The spool key of a GRPO group: task id, SHA-1 of the prompt's JSON, SHA-1 of `key`, that JSON, NUL-separated"
-    h = lambda b: hashlib.sha1(b).hexdigest()
-    return '\x00'.join((task_id, h(prompt), h(key.encode()), prompt.decode()))
+             key:str,                   # the task's content key (`task_key`)
+             template_kwargs:bytes=b'', # the chat template variables the members were served with, as JSON (b'': none)
+            )->str:
+    ("The spool key of a GRPO group: task id, SHA-1 of the prompt's JSON, SHA-1 of `key`, that JSON (and the row's "
+     "`chat_template_kwargs` member after it), NUL-separated")
+    h, tail = lambda b: hashlib.sha1(b).hexdigest(), prompt.decode()
+    if template_kwargs: tail += ',"chat_template_kwargs":' + template_kwargs.decode()
+    return '\x00'.join((task_id, h(prompt), h(key.encode()), tail))
 
 # %% ../../nbs/41b_hub_spool.ipynb #0a2e3449
 def grpo_body(score:float, # the member's `trajectory_score`

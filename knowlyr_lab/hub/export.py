@@ -13,20 +13,18 @@ import math
 import shutil
 import tempfile
 import warnings
-import zlib
 from pathlib import Path
 from typing import Callable, Iterator
 
 import orjson
-import pyarrow as pa
 from fastcore.basics import patch, store_attr
 
-from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, task_group
-from .export_filter import FORMATS, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, nonfinite_reward, quarantine_refused
+from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, same_template_kwargs_key, task_group
+from .export_filter import FORMATS, ExportChecks, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, quarantine_refused
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import TaskSplitter, task_key
-from ..trajectory import Trajectory, first_user_turn, trajectory_score
+from ..trajectory import Trajectory, first_user_turn, served_template_kwargs, trajectory_score
 from ..trajectory_io import TrajectoryError, parse_trajectory, quarantine_line, read_trajectories
 
 # %% auto #0
@@ -34,7 +32,7 @@ __all__ = ['DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #daa4d8f8
 # the input files, what an export writes, and the preference records a DPO export reads
-from .export_filter import EXPORT_MANIFEST, drop_stale_exports, hf_saved_files, input_files, pref_record, pref_records, quarantine_pref
+from .export_filter import EXPORT_MANIFEST, UNREADABLE, drop_stale_exports, hf_saved_files, input_files, pref_record, pref_records, quarantine_file, quarantine_pref
 
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
 def _count(d:dict, k:str, n:int=1): d[k] = d.get(k, 0) + n
@@ -57,22 +55,13 @@ class DatasetExporter:
         self.filter = filter or ExportFilter(**filter_kw)
         self.tools = ToolResolver(tools)
         self._splitter = TaskSplitter(test_fraction, split_seed, group_by)
+        self._checks = ExportChecks()                # what a trajectory read must pass (`_source`)
 
 # %% ../../nbs/42_hub_export.ipynb #3a082c63
 @patch
 def split(self:DatasetExporter, t:Trajectory)->str:
     "The split of `t`'s task, as `split_tasks` gives it (`TaskSplitter`, new per export); its trajectories share it"
     return self._splitter(t.task)
-
-# %% ../../nbs/42_hub_export.ipynb #1edf5604
-# a file that breaks off, is not text, or not Parquet
-_UNREADABLE = (EOFError, zlib.error, OSError, UnicodeDecodeError, pa.ArrowException)
-
-# %% ../../nbs/42_hub_export.ipynb #92fa52bd
-def _quarantine_file(f:Path, n:int, e:Exception, errors:list, quarantine:Path):
-    "Record that `f` could not be read past its `n`-th record (`e`), in `errors` and in the quarantine file"
-    err = TrajectoryError(f"{f}: unreadable after {n} records ({type(e).__name__}: {e})", f, None, '(file)')
-    errors.append(err); quarantine_line(quarantine, str(f), None, '(file)', str(err))
 
 # %% ../../nbs/42_hub_export.ipynb #b04c1a83
 @patch
@@ -84,16 +73,16 @@ def _source(self:DatasetExporter, errors:list, quarantine:Path, fast:bool=False)
                 try: t = parse_trajectory(t, '<input>', i)
                 except TrajectoryError as e:          # a record that is no trajectory: quarantined, as a file's line
                     errors.append(e); quarantine_line(quarantine, None, i, e.field, str(e), t); continue
-            if (why := nonfinite_reward(t)) is None: yield t
+            if (why := self._checks(t)) is None: yield t
             else: quarantine_refused(t, i, why, errors, quarantine)
         return
     for f in input_files(self.trajectories):
         n = 0
-        recs = read_trajectories(f, on_error='skip', quarantine=quarantine, errors=errors, fast=fast, refuse=nonfinite_reward)
+        recs = read_trajectories(f, on_error='skip', quarantine=quarantine, errors=errors, fast=fast, refuse=self._checks)
         try:
             for t in recs:
                 n += 1; yield t
-        except _UNREADABLE as e: _quarantine_file(f, n, e, errors, quarantine)   # keep what was read
+        except UNREADABLE as e: quarantine_file(f, n, e, errors, quarantine)   # keep what was read
 
 # %% ../../nbs/42_hub_export.ipynb #e0203352
 @patch
@@ -125,12 +114,14 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
     res, errors, quarantine = ExportResult(format, str(out)), [], out / 'quarantine.jsonl'
     if quarantine.exists(): quarantine.unlink()
     self._splitter = TaskSplitter(self.test_fraction, self.split_seed, self.group_by)   # this export's ungrouped
+    self._checks = ExportChecks()                     # this export's count of trajectories served with variables
     w = (ParquetWriter if format in _TASK_ROW else SplitWriter)(out, res)
     try:
         kept = self._kept(res, errors, quarantine, format in _FAST)
         if format in _ROW: self._write_rows(format, kept, w, res)
         else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
+    if self._checks.served and format not in _TASK_ROW: same_template_kwargs_key(list(res.paths.values()))
     drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences))
     res.quarantined += len(errors)                # (bad preference records were counted as they came)
     res.ungrouped = len(self._splitter.ungrouped)
@@ -168,11 +159,12 @@ def _spool_members(self:DatasetExporter, kept, spool)->dict:
     for t in kept:
         task = t.task
         k = (task.id, task.fingerprint, first_user_turn(task))
+        if kw := served_template_kwargs(t): k += (orjson.dumps(kw, option=orjson.OPT_SORT_KEYS),)   # its own group
         ks = keys.get(k)
-        if ks is None:               # the group's key and split, once per task and prompt
+        if ks is None:               # the group's key and split, once per task, prompt and template variables
             if held > 1 << 22: keys.clear(); held = 0
             prompt = orjson.dumps(prompt_messages(t, self.system_prompt))
-            ks = keys[k] = grpo_key(task.id, prompt, task_key(task)), self.split(t)
+            ks = keys[k] = grpo_key(task.id, prompt, task_key(task), k[3] if kw else b''), self.split(t)
             held += len(ks[0])
         tools = tools_ref.setdefault(self.tools.json(t), len(tools_ref))
         spool.add(ks[0], t.id, ks[1], grpo_body(trajectory_score(t), tools, t.id, grpo_completion_json(t)))
@@ -183,7 +175,8 @@ def _spool_members(self:DatasetExporter, kept, spool)->dict:
 def _spool_kept(self:DatasetExporter, format:str, kept, spool)->dict:
     "Add the kept trajectories to `spool` (GRPO: their members); GRPO's tool lists by number"
     if format == 'grpo': return self._spool_members(kept, spool)
-    for t in kept: spool.add(task_group(t.task), t.id, self.split(t), t.model_dump_json().encode())
+    kw = served_template_kwargs if format in ('dpo', 'dpo-seed') else lambda t: None   # DPO: by variables too
+    for t in kept: spool.add(task_group(t.task, kw(t)), t.id, self.split(t), t.model_dump_json().encode())
     return {}
 
 # %% ../../nbs/42_hub_export.ipynb #1b2ca000
@@ -234,7 +227,9 @@ def _pairs_given(self:DatasetExporter, row, spool, w, res:ExportResult, min_marg
         if why := self.filter.reason(c) or self.filter.reason(r): _count(res.skipped, f'preference_{why}'); continue
         if min_margin is not None and m < min_margin: _count(res.skipped, 'below_min_margin'); continue
         kw = {'step': p.get('step')} if p.get('level') == 'step' else {}
-        w.write(self.split(c), row(c, r, m, self.tools(c), self.system_prompt, **kw))
+        try: out = row(c, r, m, self.tools(c), self.system_prompt, **kw)
+        except ValueError: _count(res.skipped, 'preference_template_kwargs_differ'); continue   # sides served apart
+        self._checks.served += 'chat_template_kwargs' in out; w.write(self.split(c), out)
 
 # %% ../../nbs/42_hub_export.ipynb #00579bc3
 @patch

@@ -10,22 +10,25 @@ from __future__ import annotations
 import json
 import math
 import warnings
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 import orjson
+import pyarrow as pa
 from fastcore.basics import patch
 
 from ..core import KnowlyrError
 from ..tasks import split_of, task_key
-from ..trajectory import Trajectory, trajectory_score
+from ..trajectory import Trajectory, served_template_kwargs, trajectory_score
 from ..trajectory_io import TrajectoryError, quarantine_line
 
 # %% auto #0
-__all__ = ['FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'quarantine_refused', 'pref_record',
-           'quarantine_pref', 'pref_line', 'pref_records', 'ExportError', 'ExportResult', 'check_export_settings',
-           'explain_empty', 'input_files', 'hf_saved_files', 'unlisted_exports', 'warn_unlisted', 'drop_stale_exports']
+__all__ = ['UNREADABLE', 'FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'ExportChecks',
+           'quarantine_refused', 'pref_record', 'quarantine_pref', 'pref_line', 'pref_records', 'quarantine_file',
+           'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty', 'input_files', 'hf_saved_files',
+           'unlisted_exports', 'warn_unlisted', 'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -66,6 +69,19 @@ def nonfinite_reward(t:Trajectory)->tuple[str, str]|None:
     for i, s in enumerate(t.steps):
         if s.reward is not None and not math.isfinite(s.reward): return f"steps.{i}.reward", f"{s.reward} is not a finite number"
     return None
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #2523a81f
+class ExportChecks:
+    "Refusal check of an export's input (`read_trajectories(refuse=...)`); counts those served with variables"
+    def __init__(self): self.served = 0
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #8db5b5ae
+@patch
+def __call__(self:ExportChecks, t:Trajectory)->tuple[str, str]|None:
+    "(field, reason) that keeps valid trajectory `t` out of an export, or None"
+    if why := nonfinite_reward(t): return why
+    try: self.served += served_template_kwargs(t, f"trajectory {t.id!r}") is not None
+    except ValueError as e: return 'steps.metadata.template_kwargs', str(e)
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #d53c03a4
 def quarantine_refused(t:Trajectory, i:int, why:tuple, # the `i`-th trajectory of an in-memory input, (field, reason)
@@ -128,6 +144,16 @@ def pref_records(prefs)->Iterator[tuple[str, object, ValueError|None]]:
             for i, raw in enumerate(f, 1):
                 if raw.strip(): yield pref_line(f"{prefs}:{i}", raw)
     else: yield from ((f"preferences[{i}]", p, None) for i, p in enumerate(prefs))
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #1643cbf1
+# a file that breaks off, is not text, or not Parquet
+UNREADABLE = (EOFError, zlib.error, OSError, UnicodeDecodeError, pa.ArrowException)
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #a8ae9d30
+def quarantine_file(f:Path, n:int, e:Exception, errors:list, quarantine:Path):
+    "Record that `f` could not be read past its `n`-th record (`e`), in `errors` and in the quarantine file"
+    err = TrajectoryError(f"{f}: unreadable after {n} records ({type(e).__name__}: {e})", f, None, '(file)')
+    errors.append(err); quarantine_line(quarantine, str(f), None, '(file)', str(err))
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #5adcc577
 FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')

@@ -14,12 +14,12 @@ import orjson
 from fastcore.basics import patch
 
 from ..chat import react_text, steps_text, to_messages
-from ..trajectory import Trajectory, first_user_turn, trajectory_score
+from ..trajectory import Trajectory, first_user_turn, served_template_kwargs, trajectory_score
 
 # %% auto #0
-__all__ = ['infer_tool_schemas', 'ToolResolver', 'prompt_messages', 'step_rewards', 'sft_row', 'sft_agent_row', 'openai_row',
-           'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_completion_json', 'sft_row_json', 'grpo_advantages',
-           'grpo_row', 'benchmark_row', 'verl_row', 'skyrl_row']
+__all__ = ['infer_tool_schemas', 'ToolResolver', 'prompt_messages', 'step_rewards', 'pair_template_kwargs', 'sft_row',
+           'sft_agent_row', 'openai_row', 'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_completion_json',
+           'sft_row_json', 'grpo_advantages', 'grpo_row', 'benchmark_row', 'verl_row', 'skyrl_row']
 
 # %% ../../nbs/41a_hub_rows.ipynb #7bc1a5a2
 _JSON_TYPES = ((bool, 'boolean'), (int, 'integer'), (float, 'number'), (str, 'string'), (list, 'array'),
@@ -155,12 +155,27 @@ def step_rewards(t:Trajectory)->list[float]:
     "One reward per step, i.e. per assistant turn of `to_messages(t)` (0.0 where the step has none)"
     return [0.0 if s.reward is None else float(s.reward) for s in t.steps]
 
+# %% ../../nbs/41a_hub_rows.ipynb #84f025ff
+def _served(row:dict, kw:dict|None)->dict:
+    "`row` with TRL's `chat_template_kwargs` column when `kw` holds template variables (else `row` as it is)"
+    if kw: row['chat_template_kwargs'] = kw
+    return row
+
+# %% ../../nbs/41a_hub_rows.ipynb #40b1903b
+def pair_template_kwargs(c:Trajectory, r:Trajectory)->dict|None:
+    "The chat template variables both sides of a preference pair were served with; a ValueError when they differ"
+    kc, kr = served_template_kwargs(c, f"chosen {c.id!r}"), served_template_kwargs(r, f"rejected {r.id!r}")
+    if kc != kr:
+        raise ValueError(f"chosen {c.id!r} and rejected {r.id!r} were served with other chat template variables: "
+                         f"{kc!r}, {kr!r}")
+    return kc
+
 # %% ../../nbs/41a_hub_rows.ipynb #70984f71
 def sft_row(t:Trajectory, tools:list[dict], system_prompt:str|None=None)->dict|None:
     "TRL conversational SFT row: `messages` + `tools` (JSON string) + `step_rewards` per assistant turn (None: no step)"
     if not t.steps: return None                       # no assistant turn: nothing to learn from
-    return {'messages': _row_messages(t, system_prompt), 'tools': _tools_json(tools), 'step_rewards': step_rewards(t),
-            **_meta(t)}
+    return _served({'messages': _row_messages(t, system_prompt), 'tools': _tools_json(tools),
+                    'step_rewards': step_rewards(t), **_meta(t)}, served_template_kwargs(t))
 
 # %% ../../nbs/41a_hub_rows.ipynb #c685acdb
 def sft_agent_row(t:Trajectory, tools=None, system_prompt=None)->dict|None:
@@ -172,8 +187,9 @@ def sft_agent_row(t:Trajectory, tools=None, system_prompt=None)->dict|None:
              for s in t.steps]
     meta = {'agent': t.agent.name, 'model': t.agent.model, 'success': t.outcome.success, 'trajectory_id': t.id,
             'task_metadata': task_meta}
-    return {'instruction': first_user_turn(t.task) or '', 'input': '', 'steps': steps, 'task_id': t.task.id,
-            'reward': trajectory_score(t), 'metadata': json.dumps(meta, ensure_ascii=False, sort_keys=True)}
+    return _served({'instruction': first_user_turn(t.task) or '', 'input': '', 'steps': steps, 'task_id': t.task.id,
+                    'reward': trajectory_score(t), 'metadata': json.dumps(meta, ensure_ascii=False, sort_keys=True)},
+                   served_template_kwargs(t))
 
 # %% ../../nbs/41a_hub_rows.ipynb #99611fea
 def openai_row(t:Trajectory, tools:list[dict], system_prompt:str|None=None)->dict|None:
@@ -181,7 +197,7 @@ def openai_row(t:Trajectory, tools:list[dict], system_prompt:str|None=None)->dic
     msgs = to_messages(t, system_prompt)
     while msgs and msgs[-1]['role'] != 'assistant': msgs.pop()
     if not any(m['role'] == 'assistant' for m in msgs): return None
-    return {'messages': msgs, 'tools': tools}
+    return _served({'messages': msgs, 'tools': tools}, served_template_kwargs(t))
 
 # %% ../../nbs/41a_hub_rows.ipynb #559fdd06
 def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system_prompt:str|None=None,
@@ -189,25 +205,27 @@ def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system_p
     "TRL conversational preference row"
     mc, mr = to_messages(c, system_prompt), to_messages(r, system_prompt)
     k = len(to_messages(c.model_copy(update={'steps': c.steps[:step or 0]}), system_prompt))
-    return {'prompt': _norm_msgs(mc[:k]), 'chosen': _norm_msgs(mc[k:]), 'rejected': _norm_msgs(mr[k:]),
-            'tools': _tools_json(tools), 'task_id': c.task.id, 'margin': margin, 'chosen_id': c.id, 'rejected_id': r.id,
-            'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
+    return _served({'prompt': _norm_msgs(mc[:k]), 'chosen': _norm_msgs(mc[k:]), 'rejected': _norm_msgs(mr[k:]),
+                    'tools': _tools_json(tools), 'task_id': c.task.id, 'margin': margin, 'chosen_id': c.id,
+                    'rejected_id': r.id, 'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)},
+                   pair_template_kwargs(c, r))
 
 # %% ../../nbs/41a_hub_rows.ipynb #e95b6c83
 def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system_prompt=None, step=None)->dict:
     "knowlyr-hub 0.1's DPO format (step text), prompted by the first user turn"
     meta = {'chosen_model': c.agent.model, 'rejected_model': r.agent.model,
             'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
-    return {'prompt': first_user_turn(c.task) or '', 'chosen': steps_text(c.steps), 'rejected': steps_text(r.steps),
-            'task_id': c.task.id, 'reward_margin': margin, 'metadata': json.dumps(meta)}
+    return _served({'prompt': first_user_turn(c.task) or '', 'chosen': steps_text(c.steps),
+                    'rejected': steps_text(r.steps), 'task_id': c.task.id, 'reward_margin': margin,
+                    'metadata': json.dumps(meta)}, pair_template_kwargs(c, r))
 
 # %% ../../nbs/41a_hub_rows.ipynb #bf9faf67
 def grpo_member(t:Trajectory, system_prompt:str|None=None)->dict:
     "One trajectory as a GRPO group member: its prompt (system? + first user turn), completion and score"
     msgs = _row_messages(t, system_prompt)
     k = 2 if system_prompt else 1
-    return {'task_id': t.task.id, 'trajectory_id': t.id, 'score': trajectory_score(t), 'prompt': msgs[:k],
-            'completion': msgs[k:]}
+    return _served({'task_id': t.task.id, 'trajectory_id': t.id, 'score': trajectory_score(t), 'prompt': msgs[:k],
+                    'completion': msgs[k:]}, served_template_kwargs(t))
 
 # %% ../../nbs/41a_hub_rows.ipynb #063c5cec
 _CALL_TURN = (b'{"role":"assistant","content":%s,"tool_calls":[{"id":%s,"type":"function","function":{"name":%s,'
@@ -245,7 +263,8 @@ def sft_row_json(t:Trajectory, tools:bytes, # the tool list's JSON string, as JS
                  system_prompt:str|None=None)->bytes|None:
     "`sft_row(t, tools_json, system_prompt)` as the JSON line (newline included) `SplitWriter.write` writes for it"
     if not t.steps: return None                       # no assistant turn: no row, as `sft_row`
-    rest = orjson.dumps({'step_rewards': step_rewards(t), **_meta(t)}, option=orjson.OPT_APPEND_NEWLINE)
+    rest = orjson.dumps(_served({'step_rewards': step_rewards(t), **_meta(t)}, served_template_kwargs(t)),
+                        option=orjson.OPT_APPEND_NEWLINE)
     return b''.join((b'{"messages":', _messages_json(t, system_prompt), b',"tools":', tools, b',', rest[1:]))
 
 # %% ../../nbs/41a_hub_rows.ipynb #a014347f
@@ -259,12 +278,15 @@ def grpo_row(members:list[dict], # `grpo_member`s of one task and prompt
              tools,              # tool schemas (list or JSON string)
              group_size:int=8,   # keep the best this many
             )->dict:
-    "Prompt + a group of completions with their scores as rewards and group-relative advantages"
+    "Prompt (with its template variables) + a group of completions with their scores as rewards and advantages"
+    if len({orjson.dumps(m.get('chat_template_kwargs'), option=orjson.OPT_SORT_KEYS) for m in members}) > 1:
+        raise ValueError(f"task {members[0]['task_id']!r}: a GRPO group's members were served with other chat template "
+                         "variables")
     g = sorted(members, key=lambda m: (-m['score'], m['trajectory_id']))[:group_size]
-    rw = [m['score'] for m in g]
-    return {'task_id': g[0]['task_id'], 'prompt': g[0]['prompt'], 'completions': [m['completion'] for m in g],
-            'rewards': rw, 'advantages': grpo_advantages(rw), 'trajectory_ids': [m['trajectory_id'] for m in g],
-            'tools': _tools_json(tools)}
+    rw, kw = [m['score'] for m in g], g[0].get('chat_template_kwargs')
+    return {'task_id': g[0]['task_id'], 'prompt': g[0]['prompt'], **({'chat_template_kwargs': kw} if kw else {}),
+            'completions': [m['completion'] for m in g], 'rewards': rw, 'advantages': grpo_advantages(rw),
+            'trajectory_ids': [m['trajectory_id'] for m in g], 'tools': _tools_json(tools)}
 
 # %% ../../nbs/41a_hub_rows.ipynb #d441d848
 def _task_prompt(t:Trajectory, system_prompt:str|None=None)->list[dict]:

@@ -14,12 +14,12 @@ import pandas as pd
 
 from ..chat import render_chat, to_messages
 from .data import DataFormatError, load_records, step_weights
-from ..trajectory import Trajectory
+from ..trajectory import Trajectory, served_template_kwargs
 from ..trajectory_io import parse_trajectory
 
 # %% auto #0
 __all__ = ['DRIFT_CAUSES', 'RECORDED_IDS', 'has_recorded_ids', 'split_recorded', 'recorded_conversation', 'recorded_samples',
-           'drift_cause', 'drift_report', 'drift_ledger', 'served_template_kwargs', 'recorded_training_rows']
+           'drift_cause', 'drift_report', 'drift_ledger', 'recorded_training_rows']
 
 # %% ../../nbs/61a_trainer_drift.ipynb #1ce325e5
 def _ids(tok, text:str)->list[int]: return tok(text, add_special_tokens=False)['input_ids']
@@ -155,21 +155,12 @@ def _drift_refusal(where:str, r:dict)->DataFormatError:
                            "recorded_ids='split' to train on the recorded ids or 'rerender' to train on the rendered "
                            "messages")
 
-# %% ../../nbs/61a_trainer_drift.ipynb #12a90ca0
-def served_template_kwargs(t:Trajectory, where:str='record')->dict|None:
-    "The chat template variables `t`'s steps were served with (their `template_kwargs`)"
-    kws = [s.metadata.get('template_kwargs') or None for s in t.steps]
-    if (k := next((k for k, kw in enumerate(kws) if kw != kws[0]), None)) is not None:
-        raise DataFormatError(f"{where}: steps 0 and {k} were served with other chat template variables: "
-                              f"{kws[0]!r}, {kws[k]!r}")
-    return kws[0]
-
 # %% ../../nbs/61a_trainer_drift.ipynb #8dff591f
 def _rerendered(t:Trajectory, where:str, tools:list|None=None)->dict|DataFormatError:
     "The chat record a drifting recorded trajectory trains as under 'rerender' (its error when it cannot)"
     msgs, rec_tools, _ = recorded_conversation(t)
     try: kw = served_template_kwargs(t, where)
-    except DataFormatError as e: return e                # quarantined by the trainer, as a bad record
+    except ValueError as e: return DataFormatError(str(e))   # quarantined by the trainer, as a bad record
     return {'messages': msgs, 'tools': rec_tools if tools is None else tools, 'reward': t.reward,
             'task_id': t.task.id, 'step_rewards': [float(s.reward or 0.0) for s in t.steps], 'chat_template_kwargs': kw}
 

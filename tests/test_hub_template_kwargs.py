@@ -1,0 +1,123 @@
+"""Exported rows carry the chat template variables their trajectories were served with (`chat_template_kwargs`, TRL's
+per-row column), so a dataset exported from Qwen3 trajectories served with `{"enable_thinking": false}` trains on the
+prompt the model saw. Before, the exporter dropped them: the rows trained under the template's default (thinking on)"""
+import hashlib
+import json
+from pathlib import Path
+
+import datasets
+import pytest
+
+from knowlyr_lab.hub.export import FORMATS, DatasetExporter
+from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory
+
+OFF = {'enable_thinking': False}
+
+
+def _traj(task:int, k:int, kw=None, n:int=2, meta=None)->Trajectory:
+    "Trajectory `k` of task `task`: `n` tool-call steps, every step served with `kw` (None: none recorded)"
+    steps = [Step(index=i, thought=f"step {i} of {k}", action=ToolCall(tool='move', params={'direction': 'east'}),
+                  observation=Observation(content=f"moved {i}"), reward=(k + i) / 10,
+                  metadata={**(meta or {}), **({'template_kwargs': kw} if kw is not None else {})}) for i in range(n)]
+    return Trajectory(task=Task(id=f"t{task}", instruction=f"Reach column {task}.", domain='maze', env_id='knowlyr/maze-easy'),
+                      agent=AgentInfo(name='a', model='m'), steps=steps, outcome=Outcome(success=k % 2 == 0, terminated=True))
+
+
+def _digest(d:Path)->str:
+    "SHA-256 of every file an export wrote (Parquet files by their rows), by name"
+    import pyarrow.parquet as pq
+    h = hashlib.sha256()
+    for p in sorted(d.rglob('*')):
+        if p.suffix == '.jsonl' and p.name != 'quarantine.jsonl': h.update(p.name.encode() + p.read_bytes())
+        elif p.suffix == '.parquet' and p.parent.name != 'data': h.update(p.name.encode() + json.dumps(pq.read_table(p).to_pylist(), sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+def test_rows_without_template_kwargs_are_byte_identical(tmp_path):
+    """Trajectories served without template variables (none recorded, an empty `{}`, recorder step metadata) export in
+    every format byte for byte as before rows carried them (digest taken on main at 246ccf6)"""
+    trajs = [_traj(t, k, kw={} if k == 3 else None, meta={'n_messages': 2, 'finish_reason': 'stop'} if t == 1 else None)
+             for t in range(4) for k in range(4)]
+    got = {f: _digest(DatasetExporter(trajs, test_fraction=0.25).export(f, tmp_path / f) and tmp_path / f)
+           for f in FORMATS if f != 'hf'}
+    assert got == {'sft': 'a542961cb9d826a4', 'sft-agent': 'da5f9d70a92a6e42', 'dpo': '7a48a6545401e1ed',
+                   'dpo-seed': 'e1591e212c07343a', 'grpo': 'acf9690a9233e8f6', 'benchmark': 'eee85327eb675734',
+                   'openai': 'fefcaede4985df75', 'verl': '733d097507ead3bf', 'skyrl': '88f21259903c4bc0'}
+
+
+def _qwen3_tokenizer():
+    "The project's tiny tokenizer around Qwen3's training template as the installed trl ships it"
+    t = pytest.importorskip('trl.chat_template_utils', reason='the Qwen3 template is read from the installed trl')
+    if not hasattr(t, 'qwen3_training_chat_template'): pytest.skip('the installed trl ships no qwen3_training template')
+    from knowlyr_lab.trainer.tiny import train_tokenizer
+    return train_tokenizer(['Reach column 1. moved east'], chat_template=t.qwen3_training_chat_template)
+
+
+def _rows(res, cache:Path)->list[dict]:
+    "Every row of an export's splits, as `datasets.load_dataset('json')` (TRL's loader) reads them"
+    return [r for s in sorted(res.paths) for r in datasets.load_dataset('json', data_files=res.paths[s], split='train', cache_dir=str(cache))]
+
+
+def test_sft_and_grpo_rows_train_under_the_variables_they_were_served_with(tmp_path):
+    """Qwen3 trajectories served with thinking off export SFT and GRPO rows whose prompt, rendered by the trainer's
+    `to_chat` and by TRL's own `maybe_apply_chat_template`, ends with the empty `<think>` block the model was served
+    (on main the rows had no `chat_template_kwargs`: the prompt ended on the assistant header, thinking on)"""
+    from trl.data_utils import maybe_apply_chat_template
+
+    from knowlyr_lab.chat import render_chat
+    from knowlyr_lab.trainer.data import to_chat
+    tok, served = _qwen3_tokenizer(), '<|im_start|>assistant\n<think>\n\n</think>\n\n'
+    ex = DatasetExporter([_traj(0, k, OFF) for k in range(4)])
+    sft, grpo = ex.export('sft', tmp_path / 'sft'), ex.export('grpo', tmp_path / 'grpo')
+    assert sft.total == 4 and grpo.total == 1
+    for row in _rows(sft, tmp_path / 'c'):
+        chat = to_chat(row, 'sft.jsonl')
+        assert chat['template_kwargs'] == OFF
+        assert render_chat(tok, chat['messages'][:1], None, True, template_kwargs=chat['template_kwargs']).endswith(served)
+    [row] = _rows(grpo, tmp_path / 'c')
+    assert row['chat_template_kwargs'] == OFF and len(row['completions']) == 4
+    prompt = maybe_apply_chat_template({'prompt': row['prompt'], 'chat_template_kwargs': row['chat_template_kwargs']}, tok)['prompt']
+    assert prompt.endswith(served), prompt
+    assert not maybe_apply_chat_template({'prompt': row['prompt']}, tok)['prompt'].endswith(served)   # the default: thinking on
+
+
+@pytest.mark.parametrize('fmt', ['sft', 'openai', 'sft-agent', 'hf'])
+def test_an_export_mixing_served_variables_gives_every_row_the_key(tmp_path, fmt):
+    """When some trajectories were served with template variables and others without, every row carries
+    `chat_template_kwargs` (`{}` where none were recorded): `datasets` reads a key some rows lack as null, and TRL's
+    `**example.get('chat_template_kwargs', {})` fails on null. The file loads and TRL prepares every row"""
+    from trl.data_utils import maybe_apply_chat_template
+    tok = _qwen3_tokenizer()
+    res = DatasetExporter([_traj(t, k, OFF if t == 0 else None) for t in range(2) for k in range(2)]).export(fmt, tmp_path / fmt)
+    if fmt == 'hf':
+        rows = list(datasets.load_from_disk(res.paths['hf'])['train'])
+        assert len(rows) == 4 and all(json.loads(line) for line in (tmp_path / 'hf' / 'jsonl' / 'train.jsonl').open())
+    else: rows = _rows(res, tmp_path / 'c')
+    assert sorted(json.dumps(r['chat_template_kwargs']) for r in rows) == ['{"enable_thinking": false}'] * 2 + ['{}'] * 2
+    if fmt in ('sft', 'hf'):
+        for r in rows: maybe_apply_chat_template({'messages': r['messages'], 'chat_template_kwargs': r['chat_template_kwargs']}, tok)
+
+
+def test_groups_and_pairs_never_mix_served_variables(tmp_path):
+    """A task served both ways is two prompts: GRPO groups and DPO pairs built from the trajectories keep each set of
+    variables apart, a given preference whose sides differ is skipped with its reason, and a trajectory whose steps
+    were served differently is quarantined naming the field (on main all of them became rows without the variables)"""
+    trajs = [_traj(0, k, OFF if k < 2 else None) for k in range(4)]
+    grpo = DatasetExporter(trajs).export('grpo', tmp_path / 'grpo')
+    rows = [json.loads(line) for line in open(grpo.paths['train'])]
+    by = {json.dumps(r.get('chat_template_kwargs')): sorted(r['trajectory_ids']) for r in rows}
+    assert by == {json.dumps(OFF): sorted(t.id for t in trajs[:2]), '{}': sorted(t.id for t in trajs[2:])}
+    dpo = DatasetExporter(trajs).export('dpo', tmp_path / 'dpo')
+    kw = {t.id: t.steps[0].metadata.get('template_kwargs') for t in trajs}
+    pairs = [json.loads(line) for line in open(dpo.paths['train'])]
+    assert pairs and all(kw[p['chosen_id']] == kw[p['rejected_id']] == (p['chat_template_kwargs'] or None) for p in pairs)
+    prefs = [{'chosen': trajs[0].id, 'rejected': trajs[2].id}, {'chosen': trajs[0].id, 'rejected': trajs[1].id}]
+    given = DatasetExporter(trajs, preferences=prefs).export('dpo', tmp_path / 'given')
+    assert given.total == 1 and given.skipped == {'preference_template_kwargs_differ': 1}
+    from knowlyr_lab.trajectory_io import write_trajectories
+    mixed = _traj(1, 0, OFF).model_copy(update={'steps': [*_traj(1, 0, OFF).steps, *_traj(1, 1, None, n=1).steps]})
+    write_trajectories(trajs + [mixed], tmp_path / 'in.jsonl')
+    res = DatasetExporter(tmp_path / 'in.jsonl').export('sft', tmp_path / 'sft')
+    [q] = [json.loads(line) for line in open(tmp_path / 'sft' / 'quarantine.jsonl')]
+    assert res.total == 4 and res.quarantined == 1 and (q['line'], q['field']) == (5, 'steps.metadata.template_kwargs')
+    assert q['reason'].startswith(f"{tmp_path / 'in.jsonl'}:5: field 'steps.metadata.template_kwargs': trajectory ") and 'steps 0 and 2 were served with other chat template variables' in q['reason']
