@@ -23,8 +23,9 @@ ENV = {**os.environ, 'PYTHONPATH': str(ROOT)}
 needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the server refuses to create sandboxes')
 
 async def _session(fn, *args):
-    argv = ['-m', 'knowlyr_lab.mcp', *args]
-    async with stdio_client(StdioServerParameters(command=sys.executable, args=argv, env=ENV)) as (r, w):
+    # started under a umask that lets the group write, as on systems with a group per user: the server narrows it
+    argv = ['-c', 'umask 002; exec "$@"', 'sh', sys.executable, '-m', 'knowlyr_lab.mcp', *args]
+    async with stdio_client(StdioServerParameters(command='/bin/sh', args=argv, env=ENV)) as (r, w):
         async with ClientSession(r, w) as s:
             await s.initialize()
             return await fn(s)
@@ -178,6 +179,8 @@ def test_reward_and_hub_tools_over_stdio(results, root):
     rub = rub['result'] if isinstance(rub, dict) and 'result' in rub else rub
     assert len(rub) > 0 and 'properties' in sch
     assert run_['units'] == 2 and st['merged'] and st['exports'] == ['sft']
+    modes = {oct(os.stat(d).st_mode & 0o777) for d in [root/'pipe2', *(root/'pipe2').rglob('*')] if d.is_dir()}
+    assert modes == {'0o755'}, modes          # started under umask 002, the server made nothing the group may write in
     assert diff['identical'] is False
 
 def test_module_and_command_entry_points(results):
