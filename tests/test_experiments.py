@@ -246,3 +246,20 @@ def test_demo_page_tables_are_generated_from_their_results_files():
     assert stored('print(spread_table(') == f"{spread_summary(rows)}\n{spread_table(rows)}\n", 'run the cell again and commit its output'
     assert stored('print(recipe_search_table(') == recipe_search_table(search) + '\n', 'run the cell again and commit its output'
     assert all(_committed(f'experiments/{f}') for f in ('demo_spread.results.json', 'demo_recipe_search.results.jsonl'))
+
+def test_gpu_benchmark_notes_quote_their_results_files():
+    "gpu_real_model.results.md's figures are its JSON files' (rounded as printed), and no sentence about an MFU aim reads as met"
+    import re
+    B = EXP / 'benchmarks'
+    md = (B / 'gpu_real_model.results.md').read_text()
+    res = {k: json.loads((B / f'gpu_real_model.{k}results.json').read_text()) for k in ('', 'b64.', 'loop.', 'sft_b64.')}
+    for r in res.values():
+        full, lora = r['sft_full'], r['sft_lora']
+        for quoted in (f"{full['tokens_per_s']:,.0f}", f"{lora['tokens_per_s']:,.0f}", f"{full['mfu']:.1%}", f"{lora['mfu']:.1%}"):
+            assert quoted in md, (r['started'], quoted)
+    g = res['']['grpo']
+    grpo = (f"**{g['generated_tokens_per_s']:,.0f} generated tokens/s, {g['episodes_per_s']:.1f} episodes/s** ({g['episodes']} episodes, "
+            f"{g['generated_tokens']:,} tokens in {g['generate_seconds']:.1f} s of\n  `generate`; {g['update_seconds']:.1f} s in the {g['updates']} updates)")
+    assert grpo in md, grpo
+    aims = [s for s in re.split(r'(?<=[.])\s', ' '.join(md.split())) if 'MFU' in s and re.search(r'\b(?:target|aim|goal)\b', s)]
+    assert aims and all('not met' in s for s in aims), [s for s in aims if 'not met' not in s]
