@@ -30,8 +30,9 @@ from .extras import require_extra
 from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address
 
 # %% auto #0
-__all__ = ['MAX_BODY_BYTES', 'PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'time_limits', 'BodyCap', 'mcp_tools',
-           'openenv_app', 'ResetBody', 'StepBody', 'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer']
+__all__ = ['MAX_BODY_BYTES', 'PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'time_limits', 'BodyCap', 'wire_task',
+           'mcp_tools', 'openenv_app', 'ResetBody', 'StepBody', 'IdBody', 'agentgym_app', 'serve_env', 'free_port',
+           'EnvServer']
 
 # %% ../../nbs/19b_envs_serve.ipynb #7cecfc1d
 def format_call(tool:str, params:dict|None=None)->str:
@@ -111,6 +112,16 @@ class BodyCap:
             if not refused: await send(m)
         await self.app(scope, capped, sending)
 
+# %% ../../nbs/19b_envs_serve.ipynb #b03d34c6
+def wire_task(task)->dict|None:
+    "The task a client's reset names, as the env gets it: `{'id': ...}` only (None: the env's choice)"
+    if task is None: return None
+    tid = task.get('id') if isinstance(task, dict) else task
+    if not isinstance(tid, str):
+        raise ValueError("reset: task must be a task id (a string, or an object with a string 'id'), "
+                         f"got {type(tid).__name__}")
+    return {'id': tid}
+
 # %% ../../nbs/19b_envs_serve.ipynb #0e2eb910
 def mcp_tools(tool_schemas:list[dict])->list[dict]:
     "The env's tools as MCP tool specs (`name`, `description`, `input_schema`), the shape OpenEnv's `list_tools` returns"
@@ -159,7 +170,8 @@ def openenv_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env p
         def _obs(self, ts, **mcp): return KnowlyrObservation(**_served(self.env, ts, expose_oracle), **mcp)
         def reset(self, seed=None, episode_id=None, task=None, **kw):
             self._state = State(episode_id=episode_id, step_count=0)
-            return self._obs(self.env.reset(task=task, seed=seed), time_limits=time_limits(self.env, table.limits))
+            ts = self.env.reset(task=wire_task(task), seed=seed)     # a task by its id, never a file of the server's
+            return self._obs(ts, time_limits=time_limits(self.env, table.limits))
         def step(self, action, timeout_s=None, **kw):
             if action.type == 'list_tools': return KnowlyrObservation(tools=mcp_tools(tools), reward=0.0)
             self._state.step_count += 1

@@ -141,7 +141,9 @@ def use(self:SessionTable, sid:str, client:str):
     "The session `sid` of `client`, locked for one call and out of the reaper's reach until the call ends"
     with self.lock: s = self._find(sid, client); s.busy += 1
     try:
-        with s.lock: yield s
+        with s.lock:
+            with self.lock: self._find(sid, client)       # closed while this call waited: never a call on its env
+            yield s
     finally:
         with self.lock: s.busy -= 1; s.last = time.monotonic()
 

@@ -1,0 +1,66 @@
+"""The env servers against a hostile client (srv9): a reset's task never names a file on the server's disk, and a call
+that waited while its session was closed runs nothing on the closed env. Servers in this process on 127.0.0.1."""
+import json
+import threading
+import time
+
+import pytest
+from helpers import served, until
+
+from knowlyr_lab.envs.serve import openenv_app
+from knowlyr_lab.envs.sessions import SessionTable, UnknownSessionError
+from knowlyr_lab.registry import make
+
+
+def _ws_reset(url, data:dict)->dict:
+    "One OpenEnv reset over a fresh WebSocket, as any client can send it; the server's answer"
+    from websockets.sync.client import connect
+    with connect(url.replace('http', 'ws', 1) + '/ws', open_timeout=60) as ws:
+        ws.send(json.dumps({'type': 'reset', 'data': data}))
+        return json.loads(ws.recv(timeout=120))
+
+def test_openenv_reset_never_opens_a_file_the_client_names(tmp_path):
+    "A coding env reads a '.yaml' task as a file: over the wire that opened any YAML file of the server's and quoted it in the error"
+    secret = tmp_path / 'config.yaml'
+    secret.write_text('id: x\ninstruction: "hunter2-SECRET\n')            # a YAML error quotes this line
+    with served(openenv_app(lambda: make('knowlyr/sandbox'))) as url:
+        for task in (str(secret), {'id': str(secret)}):
+            r = _ws_reset(url, {'task': task})
+            assert r['type'] == 'error' and 'SECRET' not in json.dumps(r), r
+            assert "unknown coding task" in r['data']['message'], r       # looked up among the env's own tasks, like any id
+        r = _ws_reset(url, {'task': ['a', 'list']})
+        assert r['type'] == 'error' and "task must be a task id (a string, or an object with a string 'id'), got list" in r['data']['message'], r
+        r = _ws_reset(url, {'task': {'id': 'py-binary-search-bound', 'hidden_tests': {'t.py': 'pass'}}})   # the client's own task content: only its id counts
+        assert r['type'] == 'observation' and r['data']['observation']['task']['id'] == 'py-binary-search-bound', r
+        assert r['data']['observation']['task']['n_tests'] == 6, r
+
+def test_a_call_that_waited_while_its_session_was_closed_runs_nothing():
+    "A step queued behind a running call, then the session closed (its env with it): the step used to run on the closed env"
+    table, env = SessionTable(), make('knowlyr/maze-easy')
+    sid = table.open('10.0.0.1'); table.ready(sid, env); s = table.rows[sid]
+    ran, refused = [], []
+    def step():
+        try:
+            with table.use(sid, '10.0.0.1') as got: ran.append(got.env.reset(seed=0))
+        except UnknownSessionError as e: refused.append(str(e))
+    with s.lock:                                                         # a call in progress
+        th = threading.Thread(target=step); th.start()
+        until(lambda: s.busy == 1, 30, 'the second call waiting')
+        table.close(sid, '10.0.0.1').env.close()                         # the client closes the session meanwhile
+    th.join(30)
+    assert not ran and len(refused) == 1 and "not one of this client's sessions" in refused[0], (ran, refused)
+    assert s.busy == 0 and not table.rows
+
+@pytest.mark.parametrize('wait', [0.0, 0.05])
+def test_a_call_that_got_its_session_first_still_runs(wait):
+    "The check costs the ordinary case nothing: a call whose session is still open runs, after a wait for its lock or not"
+    table = SessionTable(); sid = table.open('10.0.0.1'); table.ready(sid, make('knowlyr/maze-easy'))
+    s, out = table.rows[sid], []
+    with s.lock:
+        th = threading.Thread(target=lambda: out.append(table._find(sid, '10.0.0.1') is s and _use(table, sid))); th.start()
+        time.sleep(wait)
+    th.join(30)
+    assert out == [True]
+
+def _use(table, sid):
+    with table.use(sid, '10.0.0.1') as s: return s.env.reset(seed=0).observation.startswith('Find the goal')
