@@ -29,7 +29,7 @@ def test_openenv_reset_never_opens_a_file_the_client_names(tmp_path):
             assert r['type'] == 'error' and 'SECRET' not in json.dumps(r), r
             assert "unknown coding task" in r['data']['message'], r       # looked up among the env's own tasks, like any id
         r = _ws_reset(url, {'task': ['a', 'list']})
-        assert r['type'] == 'error' and "task must be a task id (a string, or an object with a string 'id'), got list" in r['data']['message'], r
+        assert r['type'] == 'error' and "task must be a task id or an object with a string 'id', got list" in r["data"]["message"], r
         r = _ws_reset(url, {'task': {'id': 'py-binary-search-bound', 'hidden_tests': {'t.py': 'pass'}}})   # the client's own task content: only its id counts
         assert r['type'] == 'observation' and r['data']['observation']['task']['id'] == 'py-binary-search-bound', r
         assert r['data']['observation']['task']['n_tests'] == 6, r
@@ -64,3 +64,35 @@ def test_a_call_that_got_its_session_first_still_runs(wait):
 
 def _use(table, sid):
     with table.use(sid, '10.0.0.1') as s: return s.env.reset(seed=0).observation.startswith('Find the goal')
+
+def _closed_within(sock, seconds:float)->bytes:
+    "What the server sent on `sock` until it closed it; fails when it is still open after `seconds`"
+    sock.settimeout(seconds); got = b''
+    while chunk := sock.recv(4096): got += chunk
+    return got
+
+def test_silent_and_trickling_connections_get_408_and_are_closed():
+    "uvicorn waited forever for a request: idle connections (or one byte every few seconds) held the server's descriptors"
+    import socket
+
+    import httpx
+
+    from knowlyr_lab.envs.serve import EnvServer
+    with EnvServer('knowlyr/maze-easy', 'agentgym', request_timeout=1.5) as srv:
+        silent = [socket.create_connection(('127.0.0.1', srv.port), timeout=30) for _ in range(20)]
+        trickle = socket.create_connection(('127.0.0.1', srv.port), timeout=30)
+        t0 = time.monotonic()
+        for ch in b'POST /create HTTP/1.1\r\nHost: x\r\n':                 # a head that never ends, a byte at a time
+            try: trickle.send(bytes([ch]))
+            except OSError: break
+            time.sleep(0.2)
+            if time.monotonic() - t0 > 6: break
+        assert all(_closed_within(s, 30) == b'' for s in silent)          # nothing asked, nothing answered: closed
+        got = _closed_within(trickle, 30)
+        assert got.startswith(b'HTTP/1.1 408') and b'within 1.5 s (request_timeout)' in got, got
+        assert time.monotonic() - t0 < 20
+        with httpx.Client(timeout=30) as c:                                 # a client that sends its request is served, and
+            sid = c.post(srv.url + '/create').json()['id']                  # its keep-alive connection too, after a pause
+            time.sleep(2.0)
+            r = c.post(srv.url + '/reset', json={'id': sid, 'data_idx': 0}).json()
+            assert r['observation'].startswith('Find the goal'), r

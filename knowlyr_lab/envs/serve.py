@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, parse_action, schema_name, schema_params, step_info, verdict_of
 from .extras import require_extra
-from .sessions import SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address
+from .sessions import REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, timed_h11
 
 # %% auto #0
 __all__ = ['MAX_BODY_BYTES', 'PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'time_limits', 'BodyCap', 'wire_task',
@@ -115,12 +115,9 @@ class BodyCap:
 # %% ../../nbs/19b_envs_serve.ipynb #b03d34c6
 def wire_task(task)->dict|None:
     "The task a client's reset names, as the env gets it: `{'id': ...}` only (None: the env's choice)"
-    if task is None: return None
     tid = task.get('id') if isinstance(task, dict) else task
-    if not isinstance(tid, str):
-        raise ValueError("reset: task must be a task id (a string, or an object with a string 'id'), "
-                         f"got {type(tid).__name__}")
-    return {'id': tid}
+    if task is None or isinstance(tid, str): return None if task is None else {'id': tid}
+    raise ValueError(f"reset: task must be a task id or an object with a string 'id', got {type(tid).__name__}")
 
 # %% ../../nbs/19b_envs_serve.ipynb #0e2eb910
 def mcp_tools(tool_schemas:list[dict])->list[dict]:
@@ -284,6 +281,7 @@ def serve_env(env_id:str,                 # registered env id
               expose_oracle:bool=False,   # put the expert's next action in info['oracle_action']
               limits:SessionLimits|dict|None=None, # session caps and idle timeout (a dict: `SessionLimits`'s fields)
               announce:bool=False,        # print the server's URL on stderr once it listens
+              request_timeout:float=REQUEST_TIMEOUT, # seconds a connection has to send a request (408 after)
              ):
     "Serve a registered env over `protocol` with uvicorn (blocks)"
     if protocol not in PROTOCOLS: raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
@@ -293,7 +291,7 @@ def serve_env(env_id:str,                 # registered env id
     factory = functools.partial(make, env_id, **(env_kwargs or {}))
     app = (openenv_app if protocol == 'openenv' else agentgym_app)(factory, limits=limits, expose_oracle=expose_oracle)
     uvicorn = require_extra('uvicorn')
-    server = uvicorn.Server(uvicorn.Config(app, log_level='warning'))
+    server = uvicorn.Server(uvicorn.Config(app, log_level='warning', http=timed_h11(request_timeout)))
     logging.getLogger('uvicorn.error').addFilter(_not_denial_noise)
     # clients wait in its backlog
     sock = socket.create_server((host, port), family=socket.AF_INET6 if ':' in host else socket.AF_INET)
@@ -319,13 +317,15 @@ def _drain(stream, tail:deque):
 class EnvServer:
     "A registered env served over OpenEnv or AgentGym in a subprocess on 127.0.0.1"
     def __init__(self, env_id:str, protocol:str='openenv', env_kwargs:dict|None=None, expose_oracle:bool=False,
-                 startup_timeout:float=90.0, limits:SessionLimits|dict|None=None):
+                 startup_timeout:float=90.0, limits:SessionLimits|dict|None=None,
+                 request_timeout:float=REQUEST_TIMEOUT):
         if protocol not in PROTOCOLS: raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
         self.env_id, self.protocol, self.port = env_id, protocol, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         lim = dataclasses.asdict(limits) if isinstance(limits, SessionLimits) else limits
         code = (f"from knowlyr_lab.envs.serve import serve_env; serve_env({env_id!r}, {protocol!r}, port={self.port}, "
-                f"env_kwargs={env_kwargs!r}, expose_oracle={expose_oracle!r}, limits={lim!r})")
+                f"env_kwargs={env_kwargs!r}, expose_oracle={expose_oracle!r}, limits={lim!r}, "
+                f"request_timeout={request_timeout!r})")
         self.proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      start_new_session=True)
         self.stderr_tail = deque(maxlen=16)          # the last 64 KiB chunks the server wrote on stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import json
 import logging
 import secrets
 import threading
@@ -22,8 +23,8 @@ from fastcore.basics import patch, store_attr
 from ..core import AgentEnv, KnowlyrError
 
 # %% auto #0
-__all__ = ['EXPIRED_KEPT', 'SessionLimits', 'SessionRefused', 'UnknownSessionError', 'Session', 'SessionTable', 'client_address',
-           'SessionGuard']
+__all__ = ['EXPIRED_KEPT', 'REQUEST_TIMEOUT', 'SessionLimits', 'SessionRefused', 'UnknownSessionError', 'Session', 'SessionTable',
+           'client_address', 'SessionGuard', 'timed_h11']
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #57d3736f
 @dataclass
@@ -238,3 +239,36 @@ async def _websocket(self:SessionGuard, scope, receive, send):
     try: await self.app(scope, recv, snd)
     finally:
         if pending is not None: pending.cancel()
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #5fdf0c3b
+REQUEST_TIMEOUT = 30.0    # seconds a connection has to send a whole request, head and body (408 and closed after)
+
+def _late(timeout:float)->bytes:
+    "The whole HTTP answer to a request not in within `timeout` seconds"
+    msg = f"the request did not arrive within {timeout:g} s (request_timeout): connection closed"
+    body = json.dumps({'error': msg})
+    return (f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            f"connection: close\r\n\r\n{body}").encode()
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #4951a88f
+def timed_h11(request_timeout:float=REQUEST_TIMEOUT): # seconds for a request to arrive, head and body
+    "uvicorn's HTTP protocol class, with a deadline for each request to arrive (408 and closed after it)"
+    from uvicorn.protocols.http.h11_impl import H11Protocol, h11
+    class TimedH11(H11Protocol):
+        late = None
+        def _arm(self): self._disarm(); self.late = self.loop.call_later(request_timeout, self._too_late)
+        def _disarm(self):
+            if self.late is not None: self.late.cancel(); self.late = None
+        def connection_made(self, transport): super().connection_made(transport); self._arm()
+        def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
+        def on_response_complete(self): super().on_response_complete(); self.transport.is_closing() or self._arm()
+        def handle_events(self):
+            super().handle_events()      # the request is in (or the connection is a WebSocket now): the clock stops
+            if self.conn.their_state is h11.DONE or self.transport.get_protocol() is not self: self._disarm()
+        def _too_late(self):
+            if self.transport.is_closing() or self.transport.get_protocol() is not self: return
+            begun = self.conn.their_state is not h11.IDLE or self.conn.trailing_data[0]   # silent: closed, no answer
+            if begun and (self.cycle is None or not self.cycle.response_started):
+                self.transport.write(_late(request_timeout))
+            self.transport.close()
+    return TimedH11
