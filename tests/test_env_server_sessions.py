@@ -217,13 +217,14 @@ def _script():
 def test_cli_help_lists_the_flags():
     r = subprocess.run([sys.executable, '-c', _script(), '--help'], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and r.stdout.startswith('usage: knowlyr-env-serve'), (r.returncode, r.stdout, r.stderr)
-    for flag in ('env_id', '--protocol', '--host', '--port', '--max-sessions', '--max-sessions-per-client', '--idle-timeout', '--env-kwargs', '--expose-oracle'):
+    for flag in ('env_id', '--protocol', '--host', '--port', '--max-sessions', '--max-sessions-per-client', '--idle-timeout', '--request-timeout', '--env-kwargs', '--expose-oracle'):
         assert flag in r.stdout, flag
     r = subprocess.run([sys.executable, '-m', 'knowlyr_lab.cli.env_serve', '--help'], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and r.stdout.startswith('usage: knowlyr-env-serve'), r.stderr
 
 def test_cli_serves_an_env_a_client_plays():
-    args = [ENV_ID, '--protocol', 'agentgym', '--port', '0', '--max-sessions', '2', '--max-sessions-per-client', '1', '--idle-timeout', '600', '--expose-oracle']
+    args = [ENV_ID, '--protocol', 'agentgym', '--port', '0', '--max-sessions', '2', '--max-sessions-per-client', '1', '--idle-timeout', '600', '--expose-oracle',
+            '--request-timeout', '3']
     p = subprocess.Popen([sys.executable, '-c', _script(), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                          text=True, start_new_session=True)
     lines = queue.Queue()
@@ -242,6 +243,10 @@ def test_cli_serves_an_env_a_client_plays():
         a.reset(seed=0)
         with pytest.raises(RemoteEnvError, match=r'HTTP 429: .*max_sessions_per_client=1'): b.reset(seed=1)   # the flags took effect
         a.close()
+        host, port = url.split('//', 1)[1].split('/', 1)[0].rsplit(':', 1)
+        with socket.create_connection((host, int(port)), timeout=60) as s:   # a client that sends nothing ...
+            t0 = time.monotonic(); s.sendall(b'GET /')                       # ... after a first few bytes
+            assert s.recv(4096).startswith(b'HTTP/1.1 408') and time.monotonic() - t0 < 20   # 3 s, not the default 30
     finally:
         if p.poll() is None: os.killpg(p.pid, signal.SIGTERM)
         try: p.wait(15)
