@@ -677,3 +677,74 @@ def test_dpo_pair_without_chat_template_kwargs_tokenizes_as_before():
     for mask in (True, False):
         for r in rows: h.update(json.dumps(tokenize_pair(tok, r, mask_observations=mask), sort_keys=True).encode())
     assert h.hexdigest()[:16] == '06de1842477a9e26'
+
+
+def _served(kw, *thoughts, **meta):
+    "A trajectory of the arith task whose steps (thoughts, no recorded ids) were served with template variables `kw`"
+    from knowlyr_lab.trajectory import Outcome, Step, Task, Trajectory
+    steps = [Step(index=i, thought=th, reward=0.5, metadata={**meta, **({'template_kwargs': kw} if kw is not None else {})})
+             for i, th in enumerate(thoughts)]
+    return Trajectory(task=Task(id='add', instruction='Compute 2 + 3.'), steps=steps, outcome=Outcome(success=True), reward=1.0)
+
+
+def test_a_trajectory_trains_under_the_template_kwargs_it_was_served_with(tmp_path):
+    """A `Trajectory` given to the trainer (no recorded ids, so re-rendered by `to_chat`) renders with the template
+    variables its steps were served with (`served_template_kwargs`), in SFT, offline GRPO and online GRPO's scoring:
+    before, `to_chat` dropped them, so a Qwen3 episode served with thinking off trained on a prompt ending on the
+    assistant header and scored the empty `<think>` block as the model's reply. Steps served two ways, or with a key the
+    renderer sets itself, are the record's error (file, field), not silently trained"""
+    from types import SimpleNamespace
+
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig, group_tensors, groups_from_records
+    from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    tok = train_tokenizer(['Compute 2 + 3. It is 5.'], chat_template=trl_template('qwen3_training'))
+    off, t = {'enable_thinking': False}, _served({'enable_thinking': False}, 'It is 5.')
+    P = tok(render_chat(tok, [{'role': 'user', 'content': 'Compute 2 + 3.'}], None, True, template_kwargs=off), add_special_tokens=False)['input_ids']
+    assert tok.decode(P).endswith('<|im_start|>assistant\n<think>\n\n</think>\n\n')      # the prompt it was served
+
+    def as_served(ids, labels):
+        assert tok.decode([i for i, l in zip(ids, labels) if l != -100]) == 'It is 5.<|im_end|>'
+        assert ids[:len(P)] == P and all(l == -100 for l in labels[:len(P)])
+
+    cfg = SFTConfig(output_dir=str(tmp_path / 'sft'), max_steps=1, batch_size=1, packing=False, progress_bar=False)
+    mixed = _served(off, 'It is 5.').model_copy(update={'steps': [*t.steps, *_served(None, 'Done.').steps[:1]]})
+    tr = SFTTrainer(cfg, model=make_tiny_model(tokenizer=tok, hidden_size=32)[0], tokenizer=tok,
+                    train_data=[t, mixed, _served({'tokenize': True}, 'It is 5.')])
+    s = tr.samples[0]
+    as_served(s['input_ids'], s['labels'])
+    assert len(tr.samples) == 1
+    assert to_chat(t, 'x.jsonl:1')['template_kwargs'] == off
+    assert [e['error'] for e in tr.errors] == [
+        "record[1]: field 'steps.metadata.template_kwargs': steps 0 and 1 were served with other chat template variables: "
+        "{'enable_thinking': False}, None",
+        "record[2]: field 'steps.metadata.template_kwargs': 'chat_template_kwargs' may not set 'tokenize': the server passes "
+        "it to the template"], tr.errors
+    [g] = groups_from_records([t, t.model_copy(update={'reward': 0.0})])
+    b = group_tensors(SimpleNamespace(config=GRPOConfig(), tokenizer=tok, chat_format=None), g, 2)[0]
+    for ids, labels in zip(b['input_ids'].tolist(), b['labels'].tolist()): as_served(ids, labels)
+    online = GRPOTrainer._score(SimpleNamespace(system_prompt=None, tools=None, episode_reward_fn=None), t)
+    assert online['template_kwargs'] == off
+    s = tokenize_chat(tok, online)
+    as_served(s['input_ids'], s['labels'])
+
+
+def test_trajectories_without_template_kwargs_tokenize_as_before():
+    """Trajectories served without template variables (none recorded, an empty `{}`, other step metadata), with tool
+    calls, tokenize byte-identically to before `to_chat` read the served variables (digest taken on main at d2faa65)"""
+    import hashlib
+
+    from knowlyr_lab.trainer.data import tokenize_chats
+    from knowlyr_lab.trainer.tiny import CHATML_TOOL_TEMPLATE
+    trajs = oracle_trajectories('knowlyr/maze-easy', [0, 1])
+    trajs += [trajs[0].model_copy(update={'steps': [s.model_copy(update={'metadata': {**s.metadata, 'template_kwargs': {}}}) for s in trajs[0].steps]}),
+              _served(None, 'It is 5.', finish_reason='stop'), _served({}, 'It is', '5.')]
+    tools, h = env_tools('knowlyr/maze-easy'), hashlib.sha256()
+    for tmpl in (CHATML_TOOL_TEMPLATE, trl_template('qwen3_training')):
+        tok = train_tokenizer(['Reach col 1. Go east, then south. You moved. Compute 2 + 3. It is 5.'], vocab_size=2048, chat_template=tmpl)
+        chats = [to_chat(t, f'r{i}', tools=tools) for i, t in enumerate(trajs)]
+        assert not any('template_kwargs' in c for c in chats)
+        for mask, sw in ((True, False), (False, True)):
+            for s in tokenize_chats(tok, chats, mask, sw): h.update(json.dumps(s, sort_keys=True).encode())
+    assert h.hexdigest()[:16] == '6ce94d23d1505b2d'

@@ -1,4 +1,4 @@
-"""Every export format the hub writes, rendered with the tokenizer's own chat template, tokenized once, with token masks and step weights from the rendering spans, chunked at step boundaries and ordered by a curriculum; the padding-free packing of the samples is re-exported from `trainer.packing`.
+"""Every export format the hub writes, rendered with the tokenizer's own chat template, tokenized once, with token masks and step weights from the rendering spans, chunked at step boundaries; the curriculum order (`trainer.curriculum`) and the padding-free packing of the samples (`trainer.packing`) are re-exported.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/trainer_data.html.md"""
 
@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
-import random
 from pathlib import Path
 
 import torch
 
 from ..chat import ChatFormatError, choose_format, format_advice, parse_steps_text, render_chats, seed_messages, to_messages, turn_extends
 from ..hub.store import TrajectoryStore
+from .curriculum import curriculum_indices, difficulty  # noqa: F401
 from .packing import collate_packed, collate_padded, pack_samples, packed_attention_mask  # noqa: F401
-from ..trajectory import Trajectory
+from ..trajectory import Trajectory, served_template_kwargs
 from ..trajectory_io import parse_trajectory
 
 # %% auto #0
 __all__ = ['DataFormatError', 'record_template_kwargs', 'to_chat', 'load_records', 'env_tools', 'render_spans_many',
-           'render_spans', 'step_weights', 'tokenize_chats', 'tokenize_chat', 'chunk_sample', 'difficulty',
-           'curriculum_indices']
+           'render_spans', 'step_weights', 'tokenize_chats', 'tokenize_chat', 'chunk_sample']
 
 # %% ../../nbs/61_trainer_data.ipynb #49a6542d
 class DataFormatError(ChatFormatError):
@@ -46,10 +44,14 @@ def record_template_kwargs(v, where:str)->dict|None:
 
 # %% ../../nbs/61_trainer_data.ipynb #7c07eedf
 def _trajectory_chat(t:Trajectory, where:str, system_prompt:str|None=None, tools:list|None=None)->dict:
-    "The chat of a `Trajectory`"
-    msgs = to_messages(t, system_prompt=system_prompt)
+    "The chat of a `Trajectory`, with the chat template variables its steps were served with"
+    at = f"{where}: field 'steps.metadata.template_kwargs'"           # errors name the record and the field
+    try: served = served_template_kwargs(t, at)
+    except ValueError as e: raise DataFormatError(str(e)) from None     # steps served two ways
+    kw, msgs = record_template_kwargs(served, at), to_messages(t, system_prompt=system_prompt)
     return {'messages': msgs, 'tools': tools, 'step_rewards': [float(s.reward or 0.0) for s in t.steps],
-            'reward': float(t.reward or 0.0), 'task_id': t.task.id, 'where': where}
+            'reward': float(t.reward or 0.0), 'task_id': t.task.id, 'where': where,
+            **({'template_kwargs': kw} if kw else {})}
 
 # %% ../../nbs/61_trainer_data.ipynb #2bbf2122
 def _record_tools(record:dict, where:str)->list|None:
@@ -304,25 +306,3 @@ def chunk_sample(s:dict,              # a sample from `tokenize_chat`
                  oversize=len(c['input_ids']) > max_length)
         chunks.append(c); a = b
     return chunks
-
-# %% ../../nbs/61_trainer_data.ipynb #d6b3e94c
-def difficulty(samples:list[dict])->list[float]:
-    "Per-sample difficulty in [0, 1]: mean of the length rank (long = hard) and reward rank (low = hard)"
-    n = len(samples)
-    if n < 2: return [0.0] * n
-    def ranks(v):
-        order = sorted(range(n), key=lambda i: v[i]); r = [0.0] * n
-        for pos, i in enumerate(order): r[i] = pos / (n - 1)
-        return r
-    lr, rr = ranks([s['n_steps'] for s in samples]), ranks([-s['reward'] for s in samples])
-    return [(a + b) / 2 for a, b in zip(lr, rr)]
-
-# %% ../../nbs/61_trainer_data.ipynb #a4a35ac7
-def curriculum_indices(samples:list[dict], epoch:int, start_ratio:float=0.3, warmup_epochs:int=2,
-                       seed:int=0)->list[int]:
-    "Shuffled indices of the samples used in `epoch`: the easiest fraction p(epoch)"
-    p = 1.0 if warmup_epochs <= 0 else start_ratio + (1 - start_ratio) * min(1.0, epoch / warmup_epochs)
-    d = difficulty(samples)
-    keep = sorted(range(len(samples)), key=lambda i: (d[i], i))[:max(1, math.ceil(p * len(samples)))]
-    random.Random(seed + epoch).shuffle(keep)
-    return keep

@@ -21,7 +21,8 @@ from ..chat import render_chat
 from ..config import ConfigError, in_range, one_of
 from .attention import segment_attention_on
 from .base import BaseTrainer
-from .data import DataFormatError, chunk_sample, collate_padded, curriculum_indices, env_tools, load_records, to_chat, tokenize_chats
+from .curriculum import curriculum_indices
+from .data import DataFormatError, chunk_sample, collate_padded, env_tools, load_records, to_chat, tokenize_chats
 from .drift import RECORDED_IDS, recorded_training_rows, split_recorded
 from .losses import step_weighted_ce
 from .train_config import TrainConfig
@@ -251,4 +252,4 @@ def render_corpus(records, tools:list|None=None, system_prompt:str|None=None)->l
     from knowlyr_lab.trainer.tiny import train_tokenizer
     tok = train_tokenizer()
     chats, _ = build_chats(records, system_prompt, tools)
-    return [render_chat(tok, c['messages'], c['tools']) for c in chats]
+    return [render_chat(tok, c['messages'], c['tools'], template_kwargs=c.get('template_kwargs')) for c in chats]
