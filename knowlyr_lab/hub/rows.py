@@ -331,7 +331,7 @@ def verl_row(group:list[Trajectory], tools:list[dict], system_prompt=None,
     return {'data_source': t0.task.env_id or f"knowlyr/{t0.task.domain}", 'prompt': prompt, 'ability': t0.task.domain,
             'reward_model': {'style': 'rule', 'ground_truth': truth},
             'extra_info': {'split': split, 'index': index, **extra, 'need_tools_kwargs': bool(names),
-                           'tools_kwargs': kw},
+                           **({'tools_kwargs': kw} if kw else {})},   # none: verl's default {} (Parquet has no empty struct)
             'agent_name': 'tool_agent' if names else 'single_turn_agent'}
 
 # %% ../../nbs/41a_hub_rows.ipynb #be0d3497
