@@ -31,6 +31,7 @@ def check_umask(what:str='output_dir'):
         raise ValueError(f"{what}: the server's umask {'unknown' if u is None else oct(u)} would let other users "
                          "write in the folders the pipeline makes; start the server with umask 022 (or 077)")
 
+# %% ../nbs/93c_mcp_private.ipynb #e62af2f2
 def narrow_umask()->int:
     "Take group and others' write permission out of this process's umask (before threads start); the umask before"
     old = os.umask(0o077)

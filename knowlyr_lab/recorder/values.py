@@ -33,6 +33,7 @@ def coerced_notes()->list:
     "(value, what became of it) of each wrongly typed value this thread read since the last `warn_coerced`"
     return _NOTES.coerced
 
+# %% ../../nbs/20c_recorder_values.ipynb #74bf276b
 def coerced(value,        # the value as the log wrote it
             problem:str,  # what is wrong and what was kept, e.g. 'is not a time: the step keeps no time'
            )->None:
