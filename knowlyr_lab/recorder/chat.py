@@ -1,4 +1,4 @@
-"""The conversation builder every chat-shaped adapter shares: messages (OpenAI or Anthropic shape), message lists and VCR cassettes into one trajectory.
+"""One chat message (OpenAI or Anthropic shape), a message list or a VCR cassette of chat API calls read into a `ChatBuilder`'s trajectory.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_chat.html.md"""
 
@@ -8,134 +8,17 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_chat.html.md"""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Iterator
 
-from fastcore.basics import patch
-
+from .chat_builder import ChatBuilder
 from .reading import read_yaml
 from .report import ConversionReport
-from .values import ToolCallPairer, content_text, http_exchange, new_step, parse_arguments, parse_time, set_observation, strip_credentials, thinking_kept, usage_from
-from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
+from .values import content_text, http_exchange, new_step, parse_arguments, strip_credentials, thinking_kept, usage_from
+from ..trajectory import TokenUsage, Trajectory
 
 # %% auto #0
-__all__ = ['exit_code_of', 'ChatBuilder', 'feed_message', 'convert_messages', 'convert_cassette']
-
-# %% ../../nbs/22_recorder_chat.ipynb #f292b0b9
-_EXIT_RE = re.compile(r'\[The command completed with exit code (-?\d+)\.?\]'
-                      r'|(?:^|\n)\s*(?:exit[ _]code|exit status)\s*[:=]\s*(-?\d+)', re.I)
-
-# %% ../../nbs/22_recorder_chat.ipynb #8ac4f4b9
-def exit_code_of(text:str)->int|None:
-    "Exit code printed in a tool result (OpenHands' `[The command completed with exit code N.]`, `Exit code: N`)"
-    m = _EXIT_RE.search(text or '') if isinstance(text, str) else None
-    return None if m is None else int(m.group(1) or m.group(2))
-
-# %% ../../nbs/22_recorder_chat.ipynb #03d54c93
-class ChatBuilder:
-    "Accumulates chat messages into the steps of one trajectory"
-    def __init__(self, fmt:str, path, report:ConversionReport, line:int|None=None):
-        self.fmt, self.path, self.report, self.line = fmt, str(path), report, line
-        self.steps, self.pairer, self.fifo = [], ToolCallPairer(), []
-        self.instruction, self.system, self.unmapped, self.models = None, [], [], []
-        self.final_text = self.stop_reason = None
-        self.t_first = self.t_last = None
-
-# %% ../../nbs/22_recorder_chat.ipynb #e79116ef
-@patch
-def _time(self:ChatBuilder, t):
-    "`t` parsed (Unix seconds or None), the conversation's first and last times updated"
-    t = parse_time(t)
-    if t is not None:
-        self.t_first = t if self.t_first is None else min(self.t_first, t)
-        self.t_last = t if self.t_last is None else max(self.t_last, t)
-    return t
-
-# %% ../../nbs/22_recorder_chat.ipynb #0513feb1
-@patch
-def add_system(self:ChatBuilder, text:str):
-    "Keep a system (or developer) prompt"
-    self.system.append(text)
-
-# %% ../../nbs/22_recorder_chat.ipynb #e5983079
-@patch
-def add_user(self:ChatBuilder, text:str, t=None, **meta):
-    "A user message: the instruction if it is the first, else a step observing the user's words"
-    if self.instruction is None: self.instruction = text; return
-    self.steps.append(new_step(len(self.steps), observation=text, t_start=self._time(t), role='user', **meta))
-
-# %% ../../nbs/22_recorder_chat.ipynb #094100c1
-@patch
-def keep(self:ChatBuilder, entry:dict):
-    "Keep an unmapped entry for `metadata['unmapped']`"
-    self.unmapped.append(entry)
-
-# %% ../../nbs/22_recorder_chat.ipynb #629488e4
-@patch
-def add_assistant(self:ChatBuilder,
-                  text:str|None=None,        # visible text of the response
-                  calls:list[dict]=(),       # tool calls {tool, params, call_id, ok}
-                  thinking:str|None=None,    # reasoning text (Anthropic thinking, `reasoning_content`)
-                  usage:TokenUsage|None=None, # usage of this response (counted once)
-                  response_id:str|None=None, t=None, model:str|None=None, **meta):
-    "Add an assistant response: one step per tool call; thought, thinking and usage on the first"
-    t = self._time(t)
-    if model and model not in self.models: self.models.append(model)
-    first = len(self.steps)
-    extra = {k: v for k, v in meta.items() if v is not None}
-    for j, c in enumerate(calls):
-        m = {'response_id': response_id, **extra}
-        if j == 0 and thinking: m['thinking'] = thinking
-        if not c.get('ok', True): m['bad_arguments'] = True
-        if len(calls) > 1: m['parallel'] = len(calls)
-        m.update({k: v for k, v in c.items() if k not in ('tool', 'params', 'call_id', 'ok')})   # e.g. server_tool
-        s = new_step(len(self.steps), c['tool'], c.get('params'), c.get('call_id'), thought=text if j == 0 else None,
-                     t_start=t, usage=usage if j == 0 else None, **m)
-        if c.get('call_id'): self.pairer.call(s)
-        else: self.fifo.append(s)
-        self.steps.append(s)
-    if not calls and (text or thinking or usage):
-        m = {'response_id': response_id, 'thinking': thinking, **extra}
-        self.steps.append(new_step(len(self.steps), thought=text, t_start=t, usage=usage, **m))
-        if text: self.final_text = text
-    return self.steps[first:]
-
-# %% ../../nbs/22_recorder_chat.ipynb #4a065e48
-@patch
-def add_result(self:ChatBuilder, call_id:str|None, content, is_error:bool=False, name:str|None=None, t=None,
-               exit_code:int|None=None)->bool:
-    "Attach a tool result to its call (by id; by order for id-less dialects), images kept whole. False when no call matches"
-    text = content_text(content)
-    code = exit_code if exit_code is not None else exit_code_of(text)
-    t = self._time(t)
-    if call_id is not None: return self.pairer.result(call_id, content, is_error, code, t) is not None
-    for i, s in enumerate(self.fifo):              # legacy function calls: oldest open call with that name
-        if name is None or s.action.tool == name:
-            set_observation(self.fifo.pop(i), content, is_error, code, t); return True
-    return False
-
-# %% ../../nbs/22_recorder_chat.ipynb #9fe4986d
-@patch
-def build(self:ChatBuilder, task_id:str|None=None, agent:str|None=None, outcome:Outcome|None=None,
-          reward:float|None=None, task_metadata:dict|None=None, metadata:dict|None=None,
-          trajectory_id:str|None=None)->Trajectory:
-    "The trajectory built so far"
-    tm = dict(task_metadata or {})
-    if self.system: tm['system'] = '\n\n'.join(self.system)
-    md = dict(metadata or {})
-    if self.unmapped: md['unmapped'] = self.unmapped
-    if self.final_text is not None: md.setdefault('final_answer', self.final_text)
-    if self.stop_reason is not None: md['stop_reason'] = self.stop_reason
-    if self.t_first is not None: md['t_first'], md['t_last'] = self.t_first, self.t_last
-    if outcome is None: outcome = Outcome(terminated=self.stop_reason in ('end_turn', 'stop'), reason=self.stop_reason)
-    traj = Trajectory(id=trajectory_id or '',
-                      task=Task(id=task_id or Path(self.path).stem, instruction=self.instruction or ''),
-                      agent=AgentInfo(name=agent or self.fmt, model=self.models[-1] if self.models else None),
-                      steps=self.steps, outcome=outcome, reward=reward,
-                      source=Source(format=self.fmt, path=self.path, line=self.line), metadata=md)
-    traj.task.metadata = tm
-    return traj
+__all__ = ['feed_message', 'convert_messages', 'convert_cassette']
 
 # %% ../../nbs/22_recorder_chat.ipynb #b7e7a9f1
 def _calls_openai(msg, where)->list[dict]:

@@ -14,7 +14,8 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from .base import LogAdapter, get_adapter, register_adapter
-from .chat import ChatBuilder, exit_code_of, feed_message
+from .chat import feed_message
+from .chat_builder import ChatBuilder, exit_code_of
 from .react import react_action
 from .reading import iter_json_items, iter_jsonl, json_shape, read_json
 from .report import ConversionReport

@@ -15,7 +15,7 @@ from fastcore.basics import patch
 
 from ..core import InvalidActionError, parse_action
 from .base import LogAdapter, register_adapter
-from .chat import ChatBuilder, exit_code_of
+from .chat_builder import ChatBuilder, exit_code_of
 from .reading import cut_off, open_bytes
 from .values import set_observation
 

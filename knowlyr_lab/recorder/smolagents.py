@@ -19,7 +19,8 @@ from fastcore.basics import patch
 from ..core import parse_ast
 from .agent_steps import guard
 from .base import LogAdapter, get_adapter, register_adapter
-from .chat import ChatBuilder, exit_code_of, feed_message
+from .chat import feed_message
+from .chat_builder import ChatBuilder, exit_code_of
 from .reading import iter_jsonl, read_json
 from .report import ConversionReport
 from .values import content_text, keep_media, media_blocks, parse_arguments, parse_time, set_observation
