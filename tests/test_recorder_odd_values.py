@@ -255,7 +255,7 @@ def test_the_cli_prints_wrong_types_and_still_converts(tmp_path):
 
 
 def test_a_chat_message_time_of_the_wrong_type_is_reported(tmp_path):
-    "The chat adapters (no per-record guard) report it against the conversation; they quarantine non-text content"
+    "The chat adapters had no per-record guard: the warning said 'a field of the record', not which message and field"
     import json
     p = tmp_path / 'chat.json'
     p.write_text(json.dumps([{'role': 'user', 'content': 'add 2 and 3'},
@@ -263,7 +263,65 @@ def test_a_chat_message_time_of_the_wrong_type_is_reported(tmp_path):
     rep = ConversionReport()
     ts = list(convert(p, format='openai-chat', report=rep))
     assert ts[0].steps[-1].thought == 'five' and ts[0].steps[-1].t_start is None
-    assert rep.warning_lines() == [f"{p}: a field of the record: 'yesterday' (str) is not a time: the step keeps no time"]
+    assert rep.warning_lines() == [f"{p}: messages[1].timestamp: 'yesterday' (str) is not a time: the step keeps no time"]
+
+
+def test_a_chat_call_log_names_the_message_and_the_response_field(tmp_path):
+    "A litellm call log (line 2): a system prompt, a message time, the response's usage and the call's time"
+    import json
+    ok = {'messages': [{'role': 'user', 'content': 'hi'}]}
+    bad = {'messages': [{'role': 'system', 'content': 12345}, {'role': 'user', 'content': 'hi'},
+                        {'role': 'assistant', 'content': 'hello', 'timestamp': 'yesterday'}],
+           'response': {'choices': [{'message': {'role': 'assistant', 'content': 'done'}, 'finish_reason': 'stop'}],
+                        'usage': {'prompt_tokens': 'n/a', 'completion_tokens': 3}},
+           'timestamp': 'soon'}
+    p = tmp_path / 'calls.jsonl'
+    p.write_text(json.dumps(ok) + '\n' + json.dumps(bad) + '\n')
+    rep = ConversionReport()
+    ts = list(convert(p, format='openai-chat', report=rep))
+    assert len(ts) == 2 and ts[1].task.metadata['system'] == '12345' and ts[1].steps[-1].usage.output == 3
+    assert rep.totals['quarantined'] == 0 and not rep.failed
+    assert sorted(rep.warning_lines()) == sorted([
+        f"{p}:2: response.usage.prompt_tokens: 'n/a' (str) is not a count: counted as 0",
+        f"{p}:2: messages[0].content: 12345 (int) is not text: kept as the text '12345'",
+        f"{p}:2: messages[2].timestamp: 'yesterday' (str) is not a time: the step keeps no time",
+        f"{p}:2: timestamp: 'soon' (str) is not a time: the step keeps no time"])
+
+
+def test_a_cassette_names_the_interaction_and_the_field(tmp_path):
+    "An Anthropic cassette: a tool result's content 12345 in a request, an input token count 'n/a' in a response"
+    import yaml
+    uri = 'https://api.anthropic.com/v1/messages'
+    use = {'role': 'assistant', 'content': [{'type': 'tool_use', 'id': 'tu1', 'name': 'calc', 'input': {'x': 1}}]}
+    h1 = [{'role': 'user', 'content': 'compute'}]
+    h2 = h1 + [use, {'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 'tu1', 'content': 12345}]}]
+    def call(msgs, body): return {'request': {'uri': uri, 'parsed_body': {'messages': msgs}},
+                                  'response': {'status': 200, 'parsed_body': body}}
+    its = [call(h1, {'id': 'm1', 'type': 'message', 'content': use['content'], 'stop_reason': 'tool_use'}),
+           call(h2, {'id': 'm2', 'type': 'message', 'content': [{'type': 'text', 'text': 'done'}],
+                     'stop_reason': 'end_turn', 'usage': {'input_tokens': 'n/a', 'output_tokens': 2}})]
+    p = tmp_path / 'calc.yaml'
+    p.write_text(yaml.safe_dump({'interactions': its}))
+    rep = ConversionReport()
+    (t,) = convert(p, format='anthropic-messages', report=rep)
+    assert t.steps[0].observation.content == '12345' and t.steps[-1].thought == 'done'
+    assert rep.warning_lines() == [
+        f"{p}: interactions[1].request.messages[2].content[0].content: 12345 (int) is not text: kept as the text '12345'",
+        f"{p}: interactions[1].response.parsed_body.usage.input_tokens: 'n/a' (str) is not a count: counted as 0"]
+
+
+def test_toolbench_names_the_message_and_the_field(tmp_path):
+    "A ToolBench function result whose content is a number (kept as text)"
+    import json
+    msgs = [{'role': 'user', 'content': 'add'},
+            {'role': 'assistant', 'content': None, 'function_call': {'name': 'add', 'arguments': '{"a": 1}'}},
+            {'role': 'function', 'name': 'add', 'content': 12345}]
+    p = tmp_path / 'answer.json'
+    p.write_text(json.dumps({'answer_generation': {'train_messages': [msgs], 'finish_type': 'give_answer'}}))
+    rep = ConversionReport()
+    (t,) = convert(p, format='toolbench', report=rep)
+    assert t.steps[0].observation.content == '12345'
+    assert rep.warning_lines() == [f"{p}: train_messages[0][2].content: 12345 (int) is not text: kept as the text '12345'"]
 
 
 def test_openhands_task_message_of_the_wrong_type_keeps_the_episode(tmp_path):

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Iterator
 
 from .chat_builder import ChatBuilder
+from .field_path import warn_coerced
 from .reading import read_yaml
 from .report import ConversionReport
-from .values import content_text, http_exchange, new_step, parse_arguments, strip_credentials, thinking_kept, usage_from
+from .values import coerced_notes, content_text, http_exchange, new_step, parse_arguments, strip_credentials, thinking_kept, usage_from
 from ..trajectory import TokenUsage, Trajectory
 
 # %% auto #0
-__all__ = ['feed_message', 'convert_messages', 'convert_cassette']
+__all__ = ['feed_message', 'feed_located', 'convert_messages', 'convert_cassette']
 
 # %% ../../nbs/22_recorder_chat.ipynb #b7e7a9f1
 def _calls_openai(msg, where)->list[dict]:
@@ -172,21 +173,34 @@ def feed_message(b:ChatBuilder,        # the conversation being built
                                  part=True))
     return rt
 
+# %% ../../nbs/22_recorder_chat.ipynb #f1c0a002
+def feed_located(b:ChatBuilder, msg, where:str, line:int|None=None,
+                 record=None,         # where the values read are found, when not in `msg` (a call log's line)
+                 at:str|None=None,    # where `record` sits in the file, when no line says it
+                 **kw)->str:          # the record type `msg` was counted as
+    "`feed_message`, then each wrongly typed value kept from it reported as a warning naming file, line and field"
+    try: rt = feed_message(b, msg, where, line, **kw)
+    except Exception: coerced_notes().clear(); raise     # the message is quarantined: nothing of it is kept
+    if record is None: record, at = msg, where
+    if coerced_notes(): warn_coerced(b.report, b.path, line, record, at, rt)
+    return rt
+
 # %% ../../nbs/22_recorder_chat.ipynb #59b67e8d
 def convert_messages(fmt:str, path, report:ConversionReport, messages:list, line:int|None=None,
                      final:dict|None=None,   # the model response that followed `messages` (call logs)
+                     record=None,            # the record `final` was read from, where its values are found
                      **build_kw)->Trajectory:
     "One trajectory from a list of chat messages (and an optional final response)"
     b = ChatBuilder(fmt, path, report, line)
     for i, m in enumerate(messages):
         rt = m.get('role') if isinstance(m, dict) else None
-        try: rt = feed_message(b, m, f'messages[{i}]', line)
+        try: rt = feed_located(b, m, f'messages[{i}]', line)
         except ValueError as e: report.bad_record(path, line, str(e), m, record_type=f'message:{rt}'); continue
         if rt != 'unmapped': report.mapped(rt)
     if final is not None:
         try:
-            feed_message(b, final['message'], 'response', line, usage=final.get('usage'), response_id=final.get('id'),
-                         t=final.get('t'), model=final.get('model'))
+            feed_located(b, final['message'], 'response', line, record, usage=final.get('usage'),
+                         response_id=final.get('id'), t=final.get('t'), model=final.get('model'))
             report.mapped('response')
         except (ValueError, KeyError, TypeError) as e:
             report.bad_record(path, line, f"response: {e}", final, record_type='response')
@@ -205,7 +219,7 @@ def _continues(prev:list, msgs:list)->bool:
 def _feed_new(b:ChatBuilder, report:ConversionReport, path, i:int, msgs:list, new:list):
     "Feed `new`, the messages request `i` adds at the end of its history `msgs`, into `b`"
     for j, m in enumerate(new):
-        try: rt = feed_message(b, m, f'interactions[{i}].request.messages[{len(msgs) - len(new) + j}]')
+        try: rt = feed_located(b, m, f'interactions[{i}].request.messages[{len(msgs) - len(new) + j}]')
         except ValueError as e: report.bad_record(path, None, str(e), m, record_type='message'); continue
         if rt != 'unmapped': report.mapped(rt)
 
@@ -220,8 +234,9 @@ def _feed_response(b:ChatBuilder, report:ConversionReport, path, i:int, it:dict,
                                why='no model turn in the response'))
         return None
     try:
-        feed_message(b, fin['message'], f'interactions[{i}].response', usage=fin['usage'], response_id=fin['id'],
-                     t=fin['t'], model=fin['model'])
+        where = f'interactions[{i}].response'
+        feed_located(b, fin['message'], where, None, rb, f'{where}.parsed_body', usage=fin['usage'],
+                     response_id=fin['id'], t=fin['t'], model=fin['model'])
     except ValueError as e: report.bad_record(path, None, str(e), rb, record_type='response'); return None
     report.mapped('response')
     b.stop_reason = fin.get('stop_reason')
@@ -254,6 +269,7 @@ def convert_cassette(fmt:str, path, report:ConversionReport,
             b, n0, new = ChatBuilder(fmt, path, report), i, msgs
             sysp = body.get('system')
             if sysp: b.add_system(content_text(sysp))
+            warn_coerced(report, path, None, body, f'interactions[{i}].request.parsed_body', 'request')
         else:
             new = msgs[len(prev):]
             report.mapped('message:repeat', len(prev))

@@ -15,6 +15,7 @@ from fastcore.basics import patch
 
 from .base import LogAdapter, register_adapter
 from .chat import convert_cassette, convert_messages
+from .field_path import warn_coerced
 from .reading import cut_off, iter_json_items, iter_jsonl, json_shape, read_json
 from .values import usage_from
 
@@ -128,6 +129,7 @@ def _one(self, path, report, rec, line, response_of):
     if isinstance(resp, dict):
         resp = {**resp, '_cost': rec.get('cost')}
         final = response_of(resp)
+        warn_coerced(report, path, line, rec, record_type='response')     # its usage's wrongly typed counts
         if final is not None and rec.get('timestamp') is not None: final['t'] = rec['timestamp']
     md = {k: v for k, v in rec.items() if k not in ('messages', 'response', 'tools', 'kwargs', 'id', 'task_id')}
     tm = {'tools': rec['tools']} if rec.get('tools') else {}
@@ -135,7 +137,7 @@ def _one(self, path, report, rec, line, response_of):
         md['request_kwargs'] = {k: v for k, v in rec['kwargs'].items() if k != 'tools'}
     tid = rec.get('task_id') or rec.get('id')
     default = Path(path).stem if line is None else f'{Path(path).stem}-{line}'
-    return convert_messages(self.name, path, report, rec['messages'], line, final,
+    return convert_messages(self.name, path, report, rec['messages'], line, final, rec,
                             task_id=str(tid) if tid else default, metadata=md, task_metadata=tm)
 
 # %% ../../nbs/22a_recorder_chat_apis.ipynb #4736ee8e

@@ -14,7 +14,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from .base import LogAdapter, get_adapter, register_adapter
-from .chat import feed_message
+from .chat import feed_located
 from .chat_builder import ChatBuilder, exit_code_of
 from .react import react_action
 from .reading import iter_json_items, iter_jsonl, json_shape, read_json
@@ -197,7 +197,7 @@ def _toolbench_outcome(ft:str|None)->Outcome:
 def _feed_chain(b:ChatBuilder, chain:list, j:int, path, report):
     "Feed chain `j`'s messages to `b`, counting each mapped one under its record type"
     for i, m in enumerate(chain):
-        try: rt = feed_message(b, _toolbench_message(m), f'train_messages[{j}][{i}]')
+        try: rt = feed_located(b, _toolbench_message(m), f'train_messages[{j}][{i}]')
         except ValueError as e: report.bad_record(path, None, str(e), m, record_type='message'); continue
         if rt != 'unmapped': report.mapped(rt)
 
