@@ -70,10 +70,13 @@ def test_claude_code_keeps_signature_stop_reason_service_tier_and_the_structured
     assert {'type': 'text', 'file': {'filePath': '/path/to/Demo/README.md', 'content': '# Demo'}} in tur
     assert 'Error: npm ERR! missing script: test' in tur
 
-def _rebuild(step)->object:
+def _rebuild(step, steps)->object:
     "A step's toolUseResult put back together from what it kept and where the rest is (tool_use_result_refs)"
-    tur, obs, params = copy.deepcopy(step.metadata.get('tool_use_result')), step.observation.content, step.action.params
+    tur = copy.deepcopy(step.metadata.get('tool_use_result'))
     def value(where):
+        m = re.fullmatch(r'(.*)\{steps\[(\d+)\]\.(.*)\}(.*)', where)     # held by an earlier step of the trajectory
+        s, where = (steps[int(m.group(2))], f'{m.group(1)}{{{m.group(3)}}}{m.group(4)}') if m else (step, where)
+        obs, params = s.observation.content, s.action.params
         if where.startswith('{params.'):
             v = params
             for k in re.findall(r'[^.\[\]]+', where[8:-1]): v = v[int(k) if isinstance(v, list) else k]
@@ -98,11 +101,27 @@ def test_claude_code_keeps_the_tool_use_result_without_repeating_the_observation
             if 'toolUseResult' in r and isinstance(r['message']['content'], list)}
     steps = [s for t in ts for s in t.steps if 'tool_use_result' in s.metadata or 'tool_use_result_refs' in s.metadata]
     assert len(steps) == len(recs) and sum('tool_use_result_refs' in s.metadata for s in steps) >= 2
-    for s in steps: assert _rebuild(s) == recs[s.action.call_id], s.action.call_id
+    for t in ts:
+        for s in t.steps:
+            if s in steps: assert _rebuild(s, t.steps) == recs[s.action.call_id], s.action.call_id
     full = sum(len(t.model_dump_json()) for t in ts)
     for t in ts:
         for s in t.steps: s.metadata.pop('tool_use_result', None); s.metadata.pop('tool_use_result_refs', None)
     assert full < 1.25 * sum(len(t.model_dump_json()) for t in ts)      # was 1.56: a Read's file, twice
+
+
+def test_claude_code_multiedit_names_the_read_that_holds_the_original_file():
+    "A MultiEdit's originalFileContents (3.7 kB) repeated the file an earlier Read of the whole file holds"
+    p = REAL / 'claude-code' / '5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl'
+    (t, *_) = conv(p)
+    (s,) = [s for s in t.steps if s.action and s.action.tool == 'MultiEdit']
+    read = t.steps[10]
+    assert read.action.tool == 'Read' and read.action.params['file_path'] == s.action.params['file_path']
+    assert 'originalFileContents' not in s.metadata['tool_use_result']
+    assert s.metadata['tool_use_result_refs']['originalFileContents'] == '{steps[10].observation, line numbers removed}'
+    tur = next(r['toolUseResult'] for r in map(json.loads, p.open()) if 'toolUseResult' in r
+               and isinstance(r['message']['content'], list) and r['message']['content'][0].get('tool_use_id') == s.action.call_id)
+    assert _rebuild(s, t.steps) == tur and 'structuredPatch' in s.metadata['tool_use_result']     # the diff: kept
 
 
 def test_codex_keeps_turn_settings_turn_marks_session_time_and_message_phase():
@@ -290,6 +309,8 @@ LISTED = {
         '[].toolUseResult': "re-expressed: an error result is 'Error: ' and the observation (tool_use_result_refs)",
         '[].toolUseResult.file.content': ("re-expressed: a Read's file text is its observation less the line numbers "
                                           '(tool_use_result_refs)'),
+        '[].toolUseResult.originalFileContents': ("re-expressed: a MultiEdit's file before the edit is an earlier Read's "
+                                                  'observation less the line numbers (tool_use_result_refs)'),
     },
     'codex-cli': {
         '[].timestamp': ('dropped: the write time of a record that is no step of its own (reasoning and text written '

@@ -49,6 +49,7 @@ class _ClaudeChain:
         self.session, self.first_t, self.parent_call, self._pending_t = None, None, None, None
         # per session: cwd..., summaries, main records; a sidechain's session; each record's uuid, parent and time
         self.meta, self.summaries, self.records, self.parent, self.ids = {}, [], 0, None, []
+        self.held = {}    # the long values its steps hold, and where: for a later toolUseResult to name (_cc_hold)
 
     def flush(self):
         "Emit held-back text as a text turn"
@@ -130,34 +131,50 @@ def _cc_unnumbered(obs:str)->str:
     return '\n'.join(m.group(1) for x in obs.split('\n') if (m := _CC_NUMBERED.match(x)))
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #5a1d0c3e
-def _cc_same(v, obs:str, params:dict)->str|None:
-    "Where the step holds `v` already: '{observation}', 'Error: {observation}', '{params.<path>}', ...; None if not"
+def _cc_same(v, obs:str, params:dict, held:dict|None=None)->str|None:
+    "Where the step (or, in `held`, an earlier one) holds `v` already: '{observation}', '{params.<path>}', ...; or None"
     if not isinstance(v, (str, list, dict)) or len(json.dumps(v, ensure_ascii=False)) < 64: return None
     if v == obs: return '{observation}'
     if v == 'Error: ' + obs: return 'Error: {observation}'
     if (at := next((q for q, p in _cc_nodes(params) if q and p == v), None)) is not None: return f'{{params.{at}}}'
-    return '{observation, line numbers removed}' if isinstance(v, str) and v == _cc_unnumbered(obs) else None
+    if isinstance(v, str) and v == _cc_unnumbered(obs): return '{observation, line numbers removed}'
+    return None if held is None else held.get(_cc_key(v))
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #bf728061
-def _cc_unrepeat(x, obs:str, params:dict, path:str='')->tuple:
+def _cc_unrepeat(x, obs:str, params:dict, path:str='', held:dict|None=None)->tuple:
     "(`x` less the values the step holds already (None in a list), {path: where each is}) of a `toolUseResult`"
-    if (where := _cc_same(x, obs, params)) is not None: return None, {path: where}
+    if (where := _cc_same(x, obs, params, held)) is not None: return None, {path: where}
     if not isinstance(x, (dict, list)): return x, {}
     kept, refs = {}, {}
     for k, v in (x.items() if isinstance(x, dict) else enumerate(x)):
         at = f'{path}[{k}]' if isinstance(x, list) else f'{path}.{k}' if path else str(k)
-        v2, r = _cc_unrepeat(v, obs, params, at)
+        v2, r = _cc_unrepeat(v, obs, params, at, held)
         refs.update(r)
         if at not in r or isinstance(x, list): kept[k] = v2
     return (kept if isinstance(x, dict) else list(kept.values())), refs
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #7080ae4f
-def _cc_keep_result(step, tur):
-    "Keep the `toolUseResult` `tur` on `step`, less what `step` holds already"
+def _cc_keep_result(step, tur, held:dict|None=None):
+    "Keep the `toolUseResult` `tur` on `step`, less what `step` (or, in `held`, an earlier step) holds already"
     obs = step.observation.content if step.observation and isinstance(step.observation.content, str) else ''
-    kept, refs = _cc_unrepeat(tur, obs, (step.action.params if step.action else None) or {})
+    kept, refs = _cc_unrepeat(tur, obs, (step.action.params if step.action else None) or {}, held=held)
     if refs: step.metadata['tool_use_result_refs'] = refs
     if kept is not None: step.metadata['tool_use_result'] = kept
+
+# %% ../../nbs/26_recorder_claude_code.ipynb #e2d0a002
+def _cc_key(v)->tuple:
+    "A value as a key: a text itself, anything else its JSON (equal keys: equal values)"
+    return (True, v) if isinstance(v, str) else (False, json.dumps(v, ensure_ascii=False))
+
+# %% ../../nbs/26_recorder_claude_code.ipynb #e2d0a003
+def _cc_hold(held:dict, step):
+    "Note in `held` the long values `step` holds (observation, less its line numbers, params), named by its index"
+    obs = step.observation.content if step.observation and isinstance(step.observation.content, str) else ''
+    at, params = f'steps[{step.index}]', (step.action.params if step.action else None) or {}
+    vals = [(obs, f'{{{at}.observation}}'), (_cc_unnumbered(obs), f'{{{at}.observation, line numbers removed}}')]
+    for v, where in vals + [(p, f'{{{at}.params.{q}}}') for q, p in _cc_nodes(params) if q]:
+        if isinstance(v, (str, list, dict)) and len(json.dumps(v, ensure_ascii=False)) >= 64:
+            held.setdefault(_cc_key(v), where)
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #12140a5a
 @patch
@@ -178,7 +195,8 @@ def user(self:_ClaudeChain, rec, line):
             else:
                 keep_media(step, b.get('content'))                   # a screenshot: kept whole
                 if isinstance(tur, dict) and tur.get('interrupted'): step.metadata['interrupted'] = True
-                if whole is not None: _cc_keep_result(step, whole); whole = None   # the structured output
+                if whole is not None: _cc_keep_result(step, whole, self.held); whole = None   # the structured output
+                _cc_hold(self.held, step)
         elif b.get('type') == 'text':
             if (b.get('text') or '').strip(): texts.append(b['text'])
         elif b.get('type') == 'image':     # its place in the text, the image itself kept whole
