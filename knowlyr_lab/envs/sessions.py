@@ -243,6 +243,7 @@ async def _websocket(self:SessionGuard, scope, receive, send):
 # %% ../../nbs/19aa_envs_sessions.ipynb #5fdf0c3b
 REQUEST_TIMEOUT = 30.0    # seconds a connection has to send a whole request, head and body (408 and closed after)
 
+# %% ../../nbs/19aa_envs_sessions.ipynb #46266aa0
 def _late(timeout:float)->bytes:
     "The whole HTTP answer to a request not in within `timeout` seconds"
     msg = f"the request did not arrive within {timeout:g} s (request_timeout): connection closed"

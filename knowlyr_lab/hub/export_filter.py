@@ -258,6 +258,7 @@ def _trajectories(f:Path)->bool:
     except (OSError, ValueError): return False
     return isinstance(r, dict) and {'task', 'steps'} <= r.keys()
 
+# %% ../../nbs/41c_hub_export_filter.ipynb #1e863175
 def unlisted_exports(out:Path, written:dict, inputs:list[Path]=())->list[Path]:
     "Files in `out` named as an export names its files, that this export (`written`) did not write nor reads"
     out = Path(out)

@@ -119,6 +119,7 @@ def _failing_expr(tb)->ast.AST|None:
 # %% ../../nbs/20f_recorder_field_path.ipynb #e4bf8b40
 _TYPE_IN = re.compile(r"'(\w+)' object|unhashable type: '(\w+)'|not '?(\w+)'?$|(?:int\(\) with base \d+|to float): (')")
 
+# %% ../../nbs/20f_recorder_field_path.ipynb #36252af5
 def _wanted(e:BaseException)->str|None:
     "The type name of the value `e` complains about (None when its message does not say)"
     if isinstance(e, AttributeError) and getattr(e, 'obj', None) is not None: return type(e.obj).__name__
