@@ -189,7 +189,7 @@ def test_judge_prompts_in_a_running_loop_raises_the_batch_error(tmp_path):
 
 def test_prompts_stay_small_when_a_step_writes_a_large_file():
     "Parameters are clipped as observations are: a 1.2 MB write made a 1.4 MB prompt for its step and the next ones"
-    from knowlyr_lab.reward.judge import build_prompt
+    from knowlyr_lab.reward.judge_prompts import build_prompt
     big = Step(index=0, action=ToolCall(tool='write_file', params={'path': 'a.py', 'content': 'x = 1\n' * 200_000}),
                observation=Observation(content='ok'))
     run = Step(index=1, action=ToolCall(tool='shell', params={'command': 'python a.py'}), observation=Observation(content='ok'))

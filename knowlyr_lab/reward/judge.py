@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -20,81 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastcore.basics import patch
-from pydantic import BaseModel, Field, ValidationError, create_model
 
-from ..domains import get_domain
-from ..trajectory import Step, Task, Trajectory
+from .judge_prompts import SYSTEM_PROMPT, JudgmentError, Rubric, build_prompt, clip, list_rubrics, parse_judgment
+from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['BASE_RUBRICS', 'DOMAIN_RUBRICS', 'SYSTEM_PROMPT', 'Rubric', 'list_rubrics', 'judgment_model', 'build_prompt',
-           'JudgeConfig', 'JudgeResult', 'JudgeStats', 'JudgeCache', 'JudgmentError', 'parse_judgment',
-           'NotAnAPIResponse', 'LLMJudge']
-
-# %% ../../nbs/31_reward_judge.ipynb #7d435fe1
-@dataclass
-class Rubric:
-    "One dimension the judge scores, in [0, 1]"
-    id: str            # key in the judge's JSON answer
-    description: str   # what the judge is asked
-    weight: float = 1.0
-
-# %% ../../nbs/31_reward_judge.ipynb #2efb3533
-BASE_RUBRICS = {
-    'goal_progress': "Does this step move the task towards its goal (new information that matters, or a change that "
-                     "the goal needs)?",
-    'tool_selection': "Is this the right tool for what the agent needs at this point?",
-    'param_correctness': "Are the tool's parameters correct and grounded in what the agent has seen (paths, ids, "
-                         "values)?",
-}
-DOMAIN_RUBRICS = {   # rubrics a domain may add through `DomainProfile.rubric_weights`
-    'tone': "Is the reply's tone right for the user and the role?",
-    'user_satisfaction': "Would the user be satisfied with this step?",
-    'correctness': "Is what the step states or produces factually and technically correct?",
-    'safety': "Does the step avoid destructive or unsafe actions (deleting data, leaking secrets)?",
-}
-
-def list_rubrics(domain:str='generic')->list[Rubric]:
-    "The judge's rubrics for `domain`: the base three, re-weighted and extended by the domain's `rubric_weights`"
-    w = get_domain(domain).rubric_weights
-    ids = list(BASE_RUBRICS) + [k for k in w if k not in BASE_RUBRICS]
-    return [Rubric(k, BASE_RUBRICS.get(k) or DOMAIN_RUBRICS.get(k) or f"Rate the step on {k.replace('_', ' ')}.",
-                   float(w.get(k, 1.0))) for k in ids]
-
-# %% ../../nbs/31_reward_judge.ipynb #b33f45a6
-def judgment_model(rubrics:list[Rubric])->type[BaseModel]:
-    "pydantic model of a valid answer: one score in [0, 1] per rubric and a reason"
-    fields = {r.id: (float, Field(ge=0.0, le=1.0, description=r.description)) for r in rubrics}
-    return create_model('Judgment', reason=(str, Field(min_length=1)), **fields)
-
-# %% ../../nbs/31_reward_judge.ipynb #1b99c11a
-def _clip(s, n): s = s or ''; return s if len(s) <= n else s[:n] + f"... [{len(s) - n} more chars]"
-
-# %% ../../nbs/31_reward_judge.ipynb #44553a64
-def _fmt_step(s:Step, n:int)->str:
-    a = (f"{s.action.tool}({_clip(json.dumps(s.action.params, ensure_ascii=False, sort_keys=True), n)})" if s.action
-         else '(no action)')
-    o = s.observation
-    obs = (_clip(o.content if o else '', n) + (' [error]' if o and o.is_error else '')
-           + (f" [exit {o.exit_code}]" if o and o.exit_code not in (None, 0) else ''))
-    return (f"Step {s.index}: " + (f"thought: {_clip(s.thought, n)}\n  " if s.thought else '')
-            + f"action: {a}\n  observation: {obs}")
-
-# %% ../../nbs/31_reward_judge.ipynb #aeee057d
-SYSTEM_PROMPT = ("You are a strict reviewer of AI agent trajectories. You score ONE step of an agent on given rubrics, "
-                 "each from 0.0 (bad) to 1.0 (excellent), and answer with a single JSON object and nothing else.")
-
-def build_prompt(task:Task, history:list[Step], step:Step, rubrics:list[Rubric],
-                 context_steps:int=3,    # earlier steps shown
-                 max_chars:int=1500,     # observation/thought/parameters truncation
-                )->str:
-    "The user message asking the judge to score `step`"
-    hist = '\n'.join(_fmt_step(s, max_chars // 3) for s in history[-context_steps:]) or '(none)'
-    rub = '\n'.join(f"- {r.id}: {r.description}" for r in rubrics)
-    shape = json.dumps({**{r.id: 0.0 for r in rubrics}, 'reason': '<one sentence>'})
-    return (f"Task ({task.domain}): {_clip(task.instruction, max_chars)}\n\nEarlier steps ({len(history)} in total, "
-            f"last {min(len(history), context_steps)} shown):\n{hist}\n\n"
-            f"Step to judge:\n{_fmt_step(step, max_chars)}\n\nRubrics:\n{rub}\n\nAnswer with JSON exactly of this "
-            f"shape: {shape}")
+__all__ = ['JudgeConfig', 'JudgeResult', 'JudgeStats', 'JudgeCache', 'NotAnAPIResponse', 'LLMJudge']
 
 # %% ../../nbs/31_reward_judge.ipynb #10efdbd9
 @dataclass
@@ -169,35 +99,6 @@ class JudgeCache:
             warnings.warn(f"judge cache {self.path} cannot be written ({e.strerror}): answers not cached", stacklevel=2)
     def __len__(self): return sum(1 for _ in self.path.glob('*/*.json'))
 
-# %% ../../nbs/31_reward_judge.ipynb #85fcbd77
-class JudgmentError(ValueError):
-    "The judge's answer is not a valid judgment"
-
-# %% ../../nbs/31_reward_judge.ipynb #703b5768
-_THINK = re.compile(r"<think>.*?</think>", re.S)   # a reasoning model's thoughts
-
-# %% ../../nbs/31_reward_judge.ipynb #e673b54b
-def _first_object(text:str)->dict:
-    "The first JSON object in a judge's answer, its `<think>` block left out"
-    text, dec, err = _THINK.sub('', text or ''), json.JSONDecoder(), None
-    for m in re.finditer(r"\{", text):
-        try: obj = dec.raw_decode(text, m.start())[0]
-        except json.JSONDecodeError as e: err = err or e; continue
-        if isinstance(obj, dict): return obj
-    if err is None: raise JudgmentError(f"no JSON object in the answer: {_clip(text, 80)!r}")
-    raise JudgmentError(f"answer is not valid JSON ({err.msg} at char {err.pos})")
-
-# %% ../../nbs/31_reward_judge.ipynb #17650684
-def parse_judgment(text:str, rubrics:list[Rubric])->tuple[dict[str, float], str]:
-    "Scores and reason from a judge's answer text, validated against the rubric schema"
-    obj = _first_object(text)
-    try: j = judgment_model(rubrics).model_validate(obj)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise JudgmentError(f"answer field {'.'.join(map(str, err['loc'])) or '?'}: {err['msg']}") from None
-    d = j.model_dump()
-    return {r.id: float(d[r.id]) for r in rubrics}, d['reason']
-
 # %% ../../nbs/31_reward_judge.ipynb #c425fbdb
 class NotAnAPIResponse(ValueError):
     "HTTP 200 with a body that is not the API's JSON (a proxy's HTML page, a truncated or foreign object): transient"
@@ -212,7 +113,7 @@ def _retryable(e:Exception, sdk)->bool:
 # %% ../../nbs/31_reward_judge.ipynb #72bc01a0
 def _not_api(r, why:str)->NotAnAPIResponse:
     body = r if isinstance(r, str) else repr(r)
-    return NotAnAPIResponse(f"HTTP 200 but {why}: {_clip(' '.join(body.split()), 80)!r}")
+    return NotAnAPIResponse(f"HTTP 200 but {why}: {clip(' '.join(body.split()), 80)!r}")
 
 # %% ../../nbs/31_reward_judge.ipynb #b3405f92
 def _retry_after(e:Exception, cap:float=60.0)->float:
@@ -314,7 +215,7 @@ async def _ask(self:LLMJudge, client, sem, prompt:str, res:JudgeResult)->str|Non
                 text, i, o = await self._call(client, prompt)
             except Exception as e:
                 if not _retryable(e, self._sdk): last_err = f"{type(e).__name__}: {e}"; break
-                last_err = f"{type(e).__name__}: {_clip(str(e), 120)}"
+                last_err = f"{type(e).__name__}: {clip(str(e), 120)}"
                 if attempt >= c.max_retries:
                     last_err = f"gave up after {attempt + 1} attempts; last error {last_err}"; break
                 self._account(retries=1); attempt += 1
