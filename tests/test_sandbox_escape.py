@@ -129,6 +129,20 @@ def test_fork_bomb_contained(sb):
     assert _leftovers(marker) == 0, 'fork bomb processes survived the command'
     assert sh(sb, 'echo alive').output == 'alive\n'
 
+@pytest.mark.parametrize('hold', ['ends at once', 'holds the output past the deadline'])
+def test_no_process_outlives_a_command_that_kills_what_runs_it(sb, hold):
+    "The agent's uid may kill the process that runs its command (docker: the wrapper whose `kill -9 -1` ends what a command started, whose fallback, `_kill_all`, exec'd a `kill` binary the image lacks); a daemon it started ran on beside the next commands"
+    isolated_only(sb)                          # unisolated, the parent's parent is the host's own process
+    marker = 'daemon_' + secrets.token_hex(4)
+    out = '' if hold.startswith('holds') else ' >/dev/null 2>&1'
+    r = sh(sb, f'p=$(cut -d" " -f4 /proc/$PPID/stat); (exec -a {marker} sleep 60{out} &); '
+               f'[ "$p" -gt 1 ] && kill -9 "$p"; echo started', timeout=2)
+    assert 'started' in r.output, r
+    seen = sh(sb, f'grep -l "{marker[:-1]}[{marker[-1]}]" /proc/[0-9]*/cmdline 2>/dev/null | wc -l')
+    assert seen.output.strip() == '0', (r, seen)          # gone before the next command starts
+    assert _leftovers(marker) == 0
+    assert sh(sb, 'echo alive').output == 'alive\n'
+
 def test_memory_bomb_contained(sb):
     t0 = time.monotonic()
     r = sh(sb, 'python3 -c "x = bytearray(2 * 2**30); print(len(x))"')

@@ -91,3 +91,20 @@ def test_the_workspace_holds_at_most_max_files_entries(request, backend):
     assert sb.snapshot().info['n_entries'] < 300                        # what fits is snapshotted
     sb.limits = dataclasses.replace(sb.limits, max_files=100)          # a host without tmpfs quotas: snapshot's own check
     with pytest.raises(SandboxError, match='more than 100 entries'): sb.snapshot()
+
+def test_a_deep_tree_of_long_names_cannot_flood_the_host_with_its_listing(request, backend):
+    "A chain of directories with 250-character names lists a path per level, each longer than the last: 200 levels list 5 MB, 10,000 list 12 GB, which the snapshot read into host memory whole (depth 1,200 took the host 370 MiB)"
+    from knowlyr_lab.sandbox.base import SandboxError
+    sb = open_sandbox(request, backend, limits={**LIMITS, 'max_files': 2000})
+    read, run = [], sb._run
+    def spy(*a, **kw):
+        r = run(*a, **kw); read.append(len(r.raw or b'')); return r
+    sb._run = spy
+    r = sh(sb, 'python3 -c "import os\nfor i in range(200): os.mkdir(\'d\' * 250); os.chdir(\'d\' * 250)\nprint(i + 1)"')
+    assert r.output == '200\n', r.output
+    with pytest.raises(SandboxError) as e: sb.snapshot()
+    assert max(read) <= 2001 * 1024, max(read)           # 1 KiB per entry the workspace may hold (max_files), not 5 MB
+    assert 'printed more than 2,049,024 bytes' in str(e.value), str(e.value)
+    assert sh(sb, 'echo alive').output == 'alive\n'
+    sb.reset()
+    assert sb.snapshot().info['n_entries'] == 0

@@ -19,7 +19,7 @@ from ..core import InfrastructureError, KnowlyrError
 
 # %% auto #0
 __all__ = ['WORKSPACE', 'SandboxError', 'PathEscapeError', 'SandboxBackendError', 'SandboxUnavailableError', 'ToolResult',
-           'SandboxLimits', 'OutputCapture', 'truncate_output', 'resolve_workspace_path', 'host_readlink']
+           'SandboxLimits', 'OutputCapture', 'truncate_output', 'RawCapture', 'resolve_workspace_path', 'host_readlink']
 
 # %% ../../nbs/10_sandbox_base.ipynb #a2df2032
 WORKSPACE = '/workspace'   # where the workspace appears inside every sandbox
@@ -152,6 +152,25 @@ def truncate_output(text:str,    # full text, or head + tail from `OutputCapture
     else: kept_head, kept_tail = whole[:h], whole[len(whole) - (limit - h):]
     cut = n - len(kept_head) - len(kept_tail)
     return f"{kept_head}\n[... truncated {cut:,} characters ...]\n{kept_tail}", cut
+
+# %% ../../nbs/10_sandbox_base.ipynb #dcabfc41
+class RawCapture:
+    "All of a byte stream up to `limit` bytes; past them nothing is kept, `over` is set and `stop()` called once"
+    def __init__(self, limit:int, stop=None):
+        self.limit, self.stop, self.chunks, self.size, self.over = limit, stop, [], 0, False
+    def write(self, b:bytes):
+        if self.over: return
+        if self.size + len(b) > self.limit:
+            self.over, self.chunks = True, []
+            if self.stop: self.stop()
+            return
+        self.chunks.append(bytes(b)); self.size += len(b)
+
+# %% ../../nbs/10_sandbox_base.ipynb #5fe18ddb
+@patch
+def value(self:RawCapture)->bytes|None:
+    "The bytes, or None when the stream passed the limit"
+    return None if self.over else b''.join(self.chunks)
 
 # %% ../../nbs/10_sandbox_base.ipynb #652a6200
 def _split(p): return [c for c in p.split('/') if c not in ('', '.')]

@@ -43,7 +43,7 @@ class SandboxCalls:
     @property
     def closed(self)->bool: return self._closed
     # -- backend primitives --
-    def _run(self, argv:list[str], timeout:float, stdin:bytes|None=None, merge:bool=True, raw:bool=False)->RunResult:
+    def _run(self, argv:list[str], timeout:float, stdin:bytes|None=None, merge:bool=True, raw:int=0)->RunResult:
         raise NotImplementedError
     def _readlink(self, rel:str)->str|None: raise NotImplementedError
     def _read_bytes(self, rel:str, limit:int)->bytes: raise NotImplementedError
@@ -52,7 +52,7 @@ class SandboxCalls:
     def _kind(self, rel:str)->str|None: raise NotImplementedError   # 'file', 'dir', None, or else ('FIFO', ...)
     def _root_mode(self, mode:int|None=None)->int|None: return None  # root's mode, set to `mode` first, from outside
     def _close(self): pass
-    def _end_command(self): pass    # after a shell command: end the processes it left behind
+    def _end_command(self): pass    # after a shell or git command: end the processes it left behind
 
 # %% ../../nbs/10b_sandbox_calls.ipynb #a84474e3
 @patch_to(SandboxCalls)
@@ -118,7 +118,8 @@ def _tool_shell(self, command:str, timeout:float|None=None)->ToolResult:
 @patch_to(SandboxCalls)
 def _tool_git(self, args)->ToolResult:
     t = self.limits.wall_timeout
-    return process_result(self._run(git_argv(args), t), t)
+    try: return process_result(self._run(git_argv(args), t), t)
+    finally: self._end_command()           # git runs the workspace's hooks: the agent's code
 
 # %% ../../nbs/10b_sandbox_calls.ipynb #cecfa0a8
 _GREP_LINE = re.compile(r'^(.*?):(\d+):')

@@ -17,9 +17,10 @@ import requests
 from docker.types import Ulimit
 from fastcore.basics import patch_to
 
-from .base import OutputCapture, PathEscapeError, SandboxBackendError, SandboxUnavailableError, resolve_workspace_path
+from .base import OutputCapture, PathEscapeError, RawCapture, SandboxBackendError, SandboxUnavailableError, resolve_workspace_path
 from .host import UidLease
 from .protocol import WORKSPACE, Sandbox, SandboxError, SandboxLimits
+from .snapshot import listing_limit
 from .tools import RunResult
 
 # %% auto #0
@@ -30,7 +31,8 @@ __all__ = ['DEFAULT_IMAGE', 'REAPER', 'IMAGE_PROBE', 'FILE_OP_TIMEOUT', 'read_fr
 def read_frames(sock,                  # the exec's attached socket
                 sinks:dict,            # {1: stdout sink, 2: stderr sink}: anything with `write`
                 deadline:float,        # `time.monotonic()` at which to stop reading
-                raw:list|None=None,    # when given, every stdout payload is also appended here
+                # when given, every stdout payload is also written here; reading stops once it is over its limit
+                raw:RawCapture|None=None,
                )->bool:                # True at EOF, False when the deadline passed first
     "Read a multiplexed exec stream into sinks {1: stdout, 2: stderr}; False when the deadline passed first"
     buf = bytearray()
@@ -49,7 +51,9 @@ def read_frames(sock,                  # the exec's attached socket
             stream, payload = buf[0], bytes(buf[8:8 + size])
             del buf[:8 + size]
             sinks.get(stream, sinks[1]).write(payload)
-            if raw is not None and stream == 1: raw.append(payload)
+            if raw is not None and stream == 1:
+                raw.write(payload)
+                if raw.over: return False
 
 
 # %% ../../nbs/11_sandbox_docker.ipynb #e32bb1a6
@@ -60,7 +64,7 @@ def docker_exec(api,                       # docker.APIClient (client.api)
                 stdin:bytes|None=None,     # bytes for the process's stdin (then EOF)
                 merge:bool=True,           # stderr into the same capture as stdout, in order
                 limit:int=64_000,          # bytes kept from the head and from the tail of the output
-                raw:bool=False,            # also keep all of stdout (archives)
+                raw:int=0,                 # keep all of stdout up to this many bytes (archives); past them: stopped
                 user:str='65534:65534',    # uid:gid to run as
                 workdir:str=WORKSPACE, env:dict|None=None,
                )->RunResult:
@@ -70,13 +74,16 @@ def docker_exec(api,                       # docker.APIClient (client.api)
     s = api.exec_start(eid, socket=True)
     sock = getattr(s, '_sock', s)
     out = OutputCapture(limit); err = out if merge else OutputCapture(limit)
-    chunks = [] if raw else None
+    chunks = RawCapture(raw) if raw else None
     try:
         if stdin is not None:
             sock.sendall(stdin)
             sock.shutdown(socket.SHUT_WR)
         finished = read_frames(sock, {1: out, 2: err}, time.monotonic() + timeout, chunks)
-    finally: s.close()
+    finally:   # shut, not only closed: a stream left unread blocks the engine's next execs in the container
+        try: sock.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+        s.close()
     code = None
     if finished:
         for _ in range(100):
@@ -84,8 +91,9 @@ def docker_exec(api,                       # docker.APIClient (client.api)
             if not ins['Running']: code = ins['ExitCode']; break
             time.sleep(0.01)
     text, dropped, cut_at = out.text()
-    return RunResult(code, text, dropped, not finished, '' if merge else err.joined(),
-                     b''.join(chunks) if raw else None, cut_at)
+    over = bool(chunks and chunks.over)
+    return RunResult(code, text, dropped, not (finished or over), '' if merge else err.joined(),
+                     chunks and chunks.value(), cut_at, over)
 
 
 # %% ../../nbs/11_sandbox_docker.ipynb #aee4281a
@@ -186,14 +194,21 @@ def _exec(self, argv, timeout, stdin=None, merge=True, raw=False, user=None, wor
 # %% ../../nbs/11_sandbox_docker.ipynb #892cd360
 @patch_to(DockerSandbox)
 def _kill_all(self):
-    "Kill every process in the container but pid 1 (the reaper)"
-    self._exec(['kill', '-9', '-1'], 10, user='0', workdir='/')
+    "Kill every process in the container but pid 1 (the reaper), with the shell's `kill` (an image needs no procps)"
+    r = self._exec(['sh', '-c', 'kill -9 -1 2>/dev/null; exit 0'], 10, user='0', workdir='/')
+    if r.exit_code != 0:
+        raise SandboxBackendError(f"sandbox container {self.container.short_id}: its processes could not be killed "
+                                  f"(exit {r.exit_code}): {r.output.strip()[:200]}")
+
+# %% ../../nbs/11_sandbox_docker.ipynb #48a7bc51
+@patch_to(DockerSandbox)
+def _end_command(self): self._kill_all()
 
 # %% ../../nbs/11_sandbox_docker.ipynb #377ab1ec
 _RUN_SCRIPT = '"$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
 
 @patch_to(DockerSandbox)
-def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
+def _run(self, argv, timeout, stdin=None, merge=True, raw=0)->RunResult:
     t0, self._kinds = time.monotonic(), {}
     if any('\0' in a for a in argv): raise SandboxError("an argument holds a NUL byte, which no command line can carry")
     cmd = ['sh', '-c', ('exec 2>&1; ' if merge else '') + f'ulimit -v {int(self.limits.memory_mb) * 1024}; ' + _RUN_SCRIPT,
@@ -201,11 +216,12 @@ def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
     r = self._exec(cmd, timeout + 2, stdin, merge, raw)
     if r.exit_code is None or (r.exit_code == 137 and time.monotonic() - t0 >= timeout):
         self._kill_all()
-        r.exit_code, r.timed_out = None, True
+        r.exit_code, r.timed_out = None, not r.raw_over
     return r
 
 # %% ../../nbs/11_sandbox_docker.ipynb #c4ff8174
 def _ok(r:RunResult, what:str)->RunResult:
+    if r.raw_over: raise SandboxError(f"{what} failed in the container: it printed more than the host reads of it")
     if r.exit_code != 0: raise SandboxError(f"{what} failed in the container (exit {r.exit_code}): {(r.stderr or r.output).strip()[:300]}")
     return r
 
@@ -241,7 +257,7 @@ def _kind(self, rel):
 # %% ../../nbs/11_sandbox_docker.ipynb #e1ffd5c0
 @patch_to(DockerSandbox)
 def _read_bytes(self, rel, limit):
-    return _ok(self._exec(['head', '-c', str(limit), '--', f'{WORKSPACE}/{rel}'], FILE_OP_TIMEOUT, merge=False, raw=True), 'read').raw
+    return _ok(self._exec(['head', '-c', str(limit), '--', f'{WORKSPACE}/{rel}'], FILE_OP_TIMEOUT, merge=False, raw=limit), 'read').raw
 
 # %% ../../nbs/11_sandbox_docker.ipynb #cc8d0fe2
 _WRITE = ('mkdir -p -- "$(dirname -- "$1")" || exit 1; '
@@ -255,7 +271,7 @@ def _write_bytes(self, rel, data):
 # %% ../../nbs/11_sandbox_docker.ipynb #a2942428
 @patch_to(DockerSandbox)
 def _list(self, rel):
-    r = _ok(self._exec(['find', f'{WORKSPACE}/{rel}'.rstrip('/'), '-mindepth', '1', '-maxdepth', '1', '-printf', r'%y %f\0'], FILE_OP_TIMEOUT, merge=False, raw=True), 'list')
+    r = _ok(self._exec(['find', f'{WORKSPACE}/{rel}'.rstrip('/'), '-mindepth', '1', '-maxdepth', '1', '-printf', r'%y %f\0'], FILE_OP_TIMEOUT, merge=False, raw=listing_limit(self.limits)), 'list')
     return [(e[2:].decode('utf-8', 'replace'), e[:1] == b'd') for e in r.raw.split(b'\0') if e]
 
 # %% ../../nbs/11_sandbox_docker.ipynb #cd1007b9

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from fastcore.basics import patch_to
 
-from .base import WORKSPACE, OutputCapture, SandboxBackendError, SandboxError, SandboxLimits, SandboxUnavailableError
+from .base import WORKSPACE, OutputCapture, RawCapture, SandboxBackendError, SandboxError, SandboxLimits, SandboxUnavailableError
 from .beneath import BeneathDir
 from .host import HostContainment
 from .protocol import Sandbox, create_sandbox
@@ -181,13 +181,13 @@ def _argv(self, argv:list[str])->list[str]:
 # %% ../../nbs/10f_sandbox_local.ipynb #d4057440
 def pump(stream,        # a process's stdout or stderr (a binary pipe)
          sink,          # where the bytes go: anything with `write` (an `OutputCapture`)
-         raw:list|None=None, # when given, every chunk is also appended here (unbounded: archives)
+         raw:RawCapture|None=None, # when given, every chunk is also written here (archives, listings)
         ):
     "Copy `stream` into `sink` in chunks until it ends or is closed (run in a thread per stream)"
     try:
         while chunk := stream.read1(65536) if hasattr(stream, 'read1') else stream.read(65536):
             sink.write(chunk)
-            if raw is not None: raw.append(chunk)
+            if raw is not None: raw.write(chunk)
     except (OSError, ValueError): pass
 
 
@@ -228,10 +228,11 @@ def io_threads(p:subprocess.Popen, cap, err, chunks:list|None, stdin:bytes|None)
 
 # %% ../../nbs/10f_sandbox_local.ipynb #4fa008b7
 @patch_to(LocalSandbox)
-def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
+def _run(self, argv, timeout, stdin=None, merge=True, raw=0)->RunResult:
     cap, err = OutputCapture(self.limits.max_output_chars * 4), OutputCapture(self.limits.max_output_chars * 4)
-    chunks = [] if raw else None
+    chunks = RawCapture(raw) if raw else None
     p = self._popen(argv, stdin, merge)
+    if chunks: chunks.stop = lambda: kill_group(p.pid)    # past `raw` bytes: stopped, not read on
     threads = io_threads(p, cap, err, chunks, stdin)
     expired = threading.Event()
     def expire(): expired.set(); kill_group(p.pid)
@@ -245,7 +246,8 @@ def _run(self, argv, timeout, stdin=None, merge=True, raw=False)->RunResult:
         if s: s.close()
     code = None if timed_out else (p.returncode if p.returncode >= 0 else 128 - p.returncode)
     out, dropped, cut_at = cap.text()
-    return RunResult(code, out, dropped, timed_out, err.joined(), b''.join(chunks) if raw else None, cut_at)
+    return RunResult(code, out, dropped, timed_out, err.joined(), chunks and chunks.value(), cut_at,
+                     bool(chunks and chunks.over))
 
 # %% ../../nbs/10f_sandbox_local.ipynb #4e824330
 @patch_to(LocalSandbox)

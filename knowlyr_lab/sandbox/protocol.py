@@ -23,7 +23,7 @@ from .base import SandboxBackendError, SandboxError
 from .base import SandboxLimits as SandboxLimits
 from .base import ToolResult as ToolResult
 from .calls import SandboxCalls
-from .snapshot import ArchiveWriter, SandboxSnapshot, check_archive, open_archive, readable_workspace
+from .snapshot import ArchiveWriter, SandboxSnapshot, check_archive, listing_limit, open_archive, readable_workspace
 from .tools import RunResult
 
 # %% auto #0
@@ -53,9 +53,10 @@ CHMOD_SCRIPT = 'while [ $# -ge 3 ]; do chmod -- "$1" "$3" && touch -m -d "@$2" -
 
 # %% ../../nbs/10d_sandbox_protocol.ipynb #ca73c84e
 @patch_to(Sandbox)
-def _inside(self, what:str, script:str, *args, stdin:bytes|None=None, raw:bool=False)->RunResult:
-    "Run one of the scripts above inside the sandbox; `SandboxError` naming `what` unless it succeeds"
+def _inside(self, what:str, script:str, *args, stdin:bytes|None=None, raw:int=0)->RunResult:
+    "Run a script above inside the sandbox, stdout kept whole up to `raw` bytes; `SandboxError` unless it succeeds"
     r = self._run(['sh', '-c', script, 'sh', *args], 300, stdin=stdin, merge=False, raw=raw)
+    if r.raw_over: raise SandboxError(f"{what} failed inside the sandbox: it printed more than {raw:,} bytes")
     if r.timed_out or r.exit_code != 0:
         raise SandboxError(f"{what} failed inside the sandbox (exit {r.exit_code}): "
                            f"{(r.stderr or r.output).strip()[-300:]}")
@@ -88,7 +89,7 @@ class _SandboxFile(io.RawIOBase):
         n = self.size - self.pos + len(self.buf) if n is None or n < 0 else n
         while len(self.buf) - self.at < n and self.pos < self.size:
             want = min(SNAPSHOT_CHUNK, self.size - self.pos)
-            got = self.sb._inside('snapshot', RANGE_SCRIPT, self.path, str(self.pos + 1), str(want), raw=True).raw
+            got = self.sb._inside('snapshot', RANGE_SCRIPT, self.path, str(self.pos + 1), str(want), raw=want).raw
             if len(got) != want:
                 raise SandboxError(f"snapshot: {self.path} changed while it was read "
                                    f"({len(got)} of {want} bytes at {self.pos})")
@@ -100,8 +101,9 @@ class _SandboxFile(io.RawIOBase):
 # %% ../../nbs/10d_sandbox_protocol.ipynb #273947f5
 @patch_to(Sandbox)
 def _archive_batch(self, out:ArchiveWriter, names:list[bytes]):
-    "Archive `names` (./paths in the workspace) inside the sandbox and add their members to `out`"
-    raw = self._inside('snapshot', ARCHIVE_SCRIPT, self._paths[0], stdin=b'\0'.join(names) + b'\0', raw=True).raw
+    "Archive `names` (./paths in the workspace, at most `SNAPSHOT_CHUNK` of cost) inside the sandbox, add them to `out`"
+    raw = self._inside('snapshot', ARCHIVE_SCRIPT, self._paths[0], stdin=b'\0'.join(names) + b'\0',
+                       raw=2 * SNAPSHOT_CHUNK).raw
     with tarfile.open(fileobj=io.BytesIO(raw), mode='r:') as tf:
         for m in tf: out.add(m, tf.extractfile(m) if m.isfile() else None)
 
@@ -109,7 +111,7 @@ def _archive_batch(self, out:ArchiveWriter, names:list[bytes]):
 @patch_to(Sandbox)
 def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
     "(gzipped tar of the workspace: bytes, or a temporary file when big; special files left out), made inside it"
-    r = self._inside('snapshot', LIST_SCRIPT, self._paths[0], raw=True)
+    r = self._inside('snapshot', LIST_SCRIPT, self._paths[0], raw=listing_limit(self.limits))
     skipped = [l[len('knowlyr-skip:'):] for l in r.stderr.splitlines() if l.startswith('knowlyr-skip:')]
     out, first, batch, links, cost, data = ArchiveWriter(modes=modes), {}, [], [], 0, 0
     # first: inode -> name of the first of its hard links; data: bytes of file data so far
@@ -188,7 +190,7 @@ def _unpack(self, archive):
 @patch_to(Sandbox)
 def _read_tmp(self, name:str, limit:int=1 << 20)->bytes:
     "A regular file from the sandbox's /tmp (e.g. a trusted runner's report), read after its processes are gone"
-    r = self._run(['head', '-c', str(limit), '--', f'{self._paths[1]}/{name}'], 30, merge=False, raw=True)
+    r = self._run(['head', '-c', str(limit), '--', f'{self._paths[1]}/{name}'], 30, merge=False, raw=limit)
     if r.exit_code != 0: raise SandboxError(f"/tmp/{name}: {r.stderr.strip()[:200]}")
     return r.raw
 

@@ -26,8 +26,8 @@ from fastcore.basics import patch_to
 from .base import SandboxBackendError, SandboxError
 
 # %% auto #0
-__all__ = ['SPOOL_BYTES', 'LEND_SCRIPT', 'GIVE_BACK_SCRIPT', 'open_archive', 'check_archive', 'tarfile_kind', 'ArchiveWriter',
-           'tar_directory', 'SandboxSnapshot', 'readable_workspace']
+__all__ = ['SPOOL_BYTES', 'LEND_SCRIPT', 'GIVE_BACK_SCRIPT', 'LIST_ENTRY_BYTES', 'open_archive', 'check_archive', 'tarfile_kind',
+           'ArchiveWriter', 'tar_directory', 'SandboxSnapshot', 'listing_limit', 'readable_workspace']
 
 # %% ../../nbs/10c_sandbox_snapshot.ipynb #8180977c
 def _member_parts(name:str)->list[str]:
@@ -318,10 +318,17 @@ def _give_back_batches(lent:dict, limit:int=1 << 18)->list[list[str]]:
     return [b for b in out if b]
 
 
+# %% ../../nbs/10c_sandbox_snapshot.ipynb #67790dbb
+LIST_ENTRY_BYTES = 1024   # bytes of a workspace listing read per entry the workspace may hold (max_files)
+
+def listing_limit(limits)->int:
+    "The most bytes of a workspace listing the host reads from a sandbox with `limits` (a `SandboxLimits`)"
+    return (int(limits.max_files) + 1) * LIST_ENTRY_BYTES
+
 # %% ../../nbs/10c_sandbox_snapshot.ipynb #01f3f794
 def _lend(sb)->dict:
     "Lend the workspace's entries the owner permissions needed to read them; {path: mode it had}, parents first"
-    out = sb._inside('snapshot', LEND_SCRIPT, sb._paths[0], raw=True).raw
+    out = sb._inside('snapshot', LEND_SCRIPT, sb._paths[0], raw=listing_limit(sb.limits)).raw
     return {n.decode('utf-8', 'surrogateescape'): int(m, 8) for m,
             _, n in (r.partition(b' ') for r in out.split(b'\0') if r)}
 

@@ -109,8 +109,9 @@ class RunResult:
     dropped: int = 0                # bytes dropped by the bounded capture
     timed_out: bool = False
     stderr: str = ''                # stderr when not merged
-    raw: bytes|None = None          # unbounded stdout, when asked for (archives)
+    raw: bytes|None = None          # all of stdout, when asked for up to a limit (archives, listings)
     cut_at: int|None = None         # where in `output` the bytes were dropped (the length of the head)
+    raw_over: bool = False          # stdout passed the `raw` limit: the process was stopped, `raw` is None
 
 # %% ../../nbs/10a_sandbox_tools.ipynb #1ed6d32c
 _KILLED = {137: "[killed by SIGKILL: out of memory or over a resource limit]",
