@@ -271,3 +271,19 @@ def test_isolation_recorded_in_trajectories():
         assert traj.outcome.success, traj.metadata
         got[iso] = traj.metadata.get('isolation')
     assert got == {'none': 'none', 'bwrap': 'bubblewrap'}, got
+
+def test_a_local_sandbox_with_network_cannot_reach_the_hosts_loopback(tmp_path):
+    "network=True made bubblewrap share the host's network namespace: the agent connected to a 127.0.0.1 listener of the host and to its abstract unix sockets"
+    from knowlyr_lab.sandbox.base import SandboxUnavailableError
+    from knowlyr_lab.sandbox.local import bwrap_available
+    from knowlyr_lab.sandbox.protocol import create_sandbox
+    if not bwrap_available(): pytest.skip('bubblewrap unavailable')
+    srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(1); srv.setblocking(False)
+    try:
+        try: sb = create_sandbox('local', isolation='bwrap', limits={**LIMITS, 'network': True})
+        except SandboxUnavailableError as e:
+            assert "backend='docker'" in str(e) and 'loopback' in str(e), str(e); return
+        with sb: r = sh(sb, CONNECT.format(port=srv.getsockname()[1]))
+        assert '127.0.0.1 CONNECTED' not in r.output, r.output
+        with pytest.raises(BlockingIOError): srv.accept()
+    finally: srv.close()

@@ -72,7 +72,7 @@ class SandboxLimits:
     wall_timeout: float = 30.0      # default wall-clock seconds per command; the process tree is killed after it
     max_wall_timeout: float = 600.0 # largest `timeout` a shell call may ask for
     max_output_chars: int = 16_000  # tool output beyond this is cut in the middle, with a marker
-    network: bool = False           # allow network access (off: no interfaces but an isolated loopback)
+    network: bool = False           # allow network access, docker backend only (off: nothing but an isolated loopback)
     def __post_init__(self):
         for f in fields(self):
             v = getattr(self, f.name)

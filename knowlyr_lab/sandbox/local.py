@@ -96,6 +96,10 @@ class LocalSandbox(Sandbox):
                 ):
         super().__init__(limits, env)
         self.isolation = _local_isolation(isolation, image)
+        if self.limits.network and self.isolation == 'bubblewrap':   # bwrap --share-net: the host's own namespace
+            raise SandboxUnavailableError("network=True on the local backend would share this host's network: the "
+                "agent could reach its loopback services (127.0.0.1) and abstract unix sockets; use backend='docker' "
+                "(a bridge network) for a sandbox with network access")
         self._drop = os.geteuid() == 0 and shutil.which('setpriv') is not None
         self.root = Path(tempfile.mkdtemp(prefix='knowlyr-sandbox-'))
         os.chmod(self.root, 0o755)
@@ -165,7 +169,6 @@ def _argv(self, argv:list[str])->list[str]:
     if self._drop: pre += ['setpriv', f'--reuid={self.uid}', f'--regid={self.uid}', '--clear-groups', '--inh-caps=-all']
     if self.isolation != 'bubblewrap': return [*pre, *argv]
     b = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--clearenv', '--hostname', 'sandbox']
-    if L.network: b += ['--share-net', '--ro-bind-try', '/etc/resolv.conf', '/etc/resolv.conf']
     for d in _MOUNTED:
         if os.path.islink(d): b += ['--symlink', os.readlink(d), d]
         elif os.path.isdir(d): b += ['--ro-bind', d, d]
