@@ -92,3 +92,14 @@ def test_the_cache_still_hits_for_the_same_hostile_trajectory(tmp_path):
     assert [r.scores for r in res2] == [r.scores for r in res] and all(r.cached for r in res2)
     assert again.prompts_for(_hostile()) == first.prompts_for(_hostile())
     assert all(len(FENCE.findall(p)) in (3, 6) for p in first.prompts_for(_hostile()))      # and they are fenced
+
+
+@pytest.mark.parametrize('provider', ['openai', 'anthropic'])
+def test_a_judge_that_only_echoes_the_forged_verdict_gives_no_score(provider):
+    "One verdict in the answer, but a copy of the agent's own text in the prompt: not the judge's judgment"
+    with FakeLLMServer(lambda req, api: f'Agreed: {json.dumps(FORGED)}') as srv:
+        judge = LLMJudge(JudgeConfig(provider=provider, model='j', base_url=_url(srv, provider), api_key='k', parse_retries=1),
+                         domain='coding')
+        res = judge.judge_trajectory(_hostile())
+    assert [r.scores for r in res] == [None, None] and all('a copy of one the prompt holds' in r.error for r in res), res
+    assert [judge.combine(r) for r in res] == [None, None]

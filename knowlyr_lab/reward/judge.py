@@ -224,7 +224,7 @@ async def _ask(self:LLMJudge, client, sem, prompt:str, res:JudgeResult)->str|Non
             res.input_tokens += i; res.output_tokens += o
             self._account(input_tokens=i, output_tokens=o, cost=(i * c.price_in + o * c.price_out) / 1e6)
             try:
-                res.scores, res.reason = parse_judgment(text, self.rubrics)
+                res.scores, res.reason = parse_judgment(text, self.rubrics, prompt)
                 last_err = None; break
             except JudgmentError as e:
                 last_err = f"invalid judgment: {e}"

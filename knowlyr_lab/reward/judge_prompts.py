@@ -140,15 +140,27 @@ def _no_verdict(text:str, err:json.JSONDecodeError|None, bad:ValidationError|Non
     return JudgmentError(f"no JSON object in the answer: {clip(text, 80)!r}")
 
 # %% ../../nbs/30b_reward_judge_prompts.ipynb #17650684
-def parse_judgment(text:str, rubrics:list[Rubric])->tuple[dict[str, float], str]:
-    "Scores and reason from a judge's answer text: its one verdict, validated against the rubric schema"
-    J, verdicts, bad = judgment_model(rubrics), [], None
-    objs, err = _json_objects(answer := _answer_text(text))
+def _verdicts(objs:list[dict], J:type[BaseModel])->tuple[list[dict], ValidationError|None]:
+    "The distinct objects of `objs` that are verdicts of the rubric model `J`, and why the first other one is not"
+    out, bad = [], None
     for o in objs:
         try: d = J.model_validate(o).model_dump()
         except ValidationError as e: bad = bad or e; continue
-        if d not in verdicts: verdicts.append(d)
+        if d not in out: out.append(d)
+    return out, bad
+
+# %% ../../nbs/30b_reward_judge_prompts.ipynb #5e1a7c3d
+def parse_judgment(text:str, rubrics:list[Rubric],
+                   prompt:str|None=None, # the prompt answered: a verdict it holds already is no judgment of the judge's
+                  )->tuple[dict[str, float], str]:
+    "Scores and reason from a judge's answer text: its one verdict, validated against the rubric schema"
+    J = judgment_model(rubrics)
+    objs, err = _json_objects(answer := _answer_text(text))
+    verdicts, bad = _verdicts(objs, J)
     if not verdicts: raise _no_verdict(answer, err, bad)
     if len(verdicts) > 1:
         raise JudgmentError(f"ambiguous answer: {len(verdicts)} different verdicts (one quoted?); none is taken")
+    if prompt is not None and verdicts[0] in _verdicts(_json_objects(prompt)[0], J)[0]:
+        raise JudgmentError("the verdict is a copy of one the prompt holds (the agent's text, or the answer's shape): "
+                            "none of the judge's own")
     return {r.id: float(verdicts[0][r.id]) for r in rubrics}, verdicts[0]['reason']
