@@ -50,7 +50,7 @@ from .recorder.report import ConversionReport
 from .reward.engine import RewardEngine
 from .reward.engine import score_trajectory as _score
 from .reward.inputs import calibrate_engine as _calibrate
-from .reward.judge import list_rubrics as _list_rubrics
+from .reward.judge_prompts import list_rubrics as _list_rubrics
 from .reward.preferences import build_preferences as _build_prefs
 from .reward.preferences import reward_leaderboard as _leaderboard
 from .sandbox.base import PathEscapeError, SandboxLimits

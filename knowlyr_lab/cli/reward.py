@@ -90,7 +90,7 @@ def cmd_score(a)->dict:
 # %% ../../nbs/92_cli_reward.ipynb #1cf8c2e8
 def cmd_rubrics(a)->dict:
     "The judge's rubrics and the registered rules of a domain"
-    from knowlyr_lab.reward.judge import list_rubrics
+    from knowlyr_lab.reward.judge_prompts import list_rubrics
     from knowlyr_lab.reward.rules import RULES
     return {'domain': a.domain,
             'judge_rubrics': [{'id': r.id, 'weight': r.weight, 'description': r.description}

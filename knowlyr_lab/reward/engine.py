@@ -19,7 +19,8 @@ from ..cli_errors import read_config
 from ..core import step_info
 from ..domains import get_domain
 from .calibration import Annotation, Calibrator, latest_annotations, read_annotations
-from .judge import JudgeConfig, JudgeResult, LLMJudge, Rubric, build_prompt
+from .judge import JudgeConfig, JudgeResult, LLMJudge
+from .judge_prompts import Rubric, build_prompt
 from .patterns import rule_patterns
 from .rules import RuleResult
 from .scorer import RuleScorer, gc_paused
