@@ -18,9 +18,10 @@ def inf():
     model.generation_config.suppress_tokens = [tok.eos_token_id]    # never ends on its own: only max_tokens, a deadline or a cancel stop it
     return AgentInference(model, tok, name='tiny')
 
-def _post(url, body:bytes, timeout=120):
+def _post(url, body:bytes, timeout=120, source:str|None=None):
+    "(status, JSON answer) of a POST to `url`, sent from the address `source` (127.0.0.2: another client than 127.0.0.1)"
     host, port = url.split('//')[1].split('/')[0].split(':')
-    c = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    c = http.client.HTTPConnection(host, int(port), timeout=timeout, source_address=(source, 0) if source else None)
     try:
         c.request('POST', '/v1/chat/completions', body=body, headers={'Content-Type': 'application/json'})
         r = c.getresponse()
@@ -155,12 +156,12 @@ def test_idle_and_trickling_connections_are_closed_after_the_header_timeout(inf)
     finally: s.shutdown(); s.server_close()
 
 def test_connections_over_the_cap_are_refused_at_once(inf):
-    s = inf.serve(max_connections=4, header_timeout=120)
+    s = inf.serve(max_connections=4, max_connections_per_client=4, header_timeout=120)
     try:
         idle = [socket.create_connection(s.server_address, timeout=30) for _ in range(4)]
         assert _wait(lambda: s.open_connections == 4), s.open_connections
         t0 = time.monotonic()
-        status, resp = _post(s.url, _req(), timeout=30)
+        status, resp = _post(s.url, _req(), timeout=30, source='127.0.0.2')   # another client: the server is full
         assert status == 503 and 'max_connections' in resp['error']['message'], (status, resp)
         assert time.monotonic() - t0 < 10 and s.refused == 1
         for c in idle: c.close()
@@ -168,8 +169,36 @@ def test_connections_over_the_cap_are_refused_at_once(inf):
         assert _post(s.url, _req())[0] == 200
     finally: s.shutdown(); s.server_close()
 
+def test_one_client_cannot_take_every_connection(inf):
+    """A client (peer address) holds at most max_connections_per_client connections (default: half of max_connections):
+    its next ones are answered 429 with a one-line JSON error naming the cap, and another client is still served.
+    On main one client could hold all of them, and every other client got 503."""
+    s = inf.serve(max_connections=4, header_timeout=120)
+    try:
+        hog = [socket.create_connection(s.server_address, timeout=30) for _ in range(4)]
+        assert _wait(lambda: s.open_connections + s.refused == 4, 30), (s.open_connections, s.refused)
+        assert (s.open_connections, s.refused) == (2, 2), (s.open_connections, s.refused)   # main: (4, 0)
+        assert dict(s.clients) == {'127.0.0.1': 2}
+        for c in hog[2:]:
+            head, body = c.recv(4096).split(b'\r\n\r\n', 1)
+            assert head.startswith(b'HTTP/1.0 429 '), head
+            assert b'\n' not in body and 'max_connections_per_client=2' in json.loads(body)['error']['message'], body
+        status, resp = _post(s.url, _req(), timeout=30, source='127.0.0.2')      # another client: served
+        assert status == 200, (status, resp)
+        status, resp = _post(s.url, _req(), timeout=30)                          # the same client: its cap
+        assert status == 429 and 'already holds 2 connections' in resp['error']['message'], (status, resp)
+        for c in hog: c.close()
+        assert _wait(lambda: s.open_connections == 0), s.open_connections
+        assert _post(s.url, _req(), timeout=30)[0] == 200 and not s.clients
+    finally: s.shutdown(); s.server_close()
+
+def test_a_per_client_cap_above_the_cap_is_refused(inf):
+    with pytest.raises(ValueError, match='max_connections_per_client must be an integer from 1 to max_connections'):
+        inf.serve(max_connections=4, max_connections_per_client=5)
+
 def test_the_serve_command_takes_the_connection_limits(tmp_path):
-    "`knowlyr-trainer serve --max-connections N --header-timeout S`: the flags reach the server (over the cap: 503; idle: closed)"
+    ("`knowlyr-trainer serve --max-connections N --max-connections-per-client M --header-timeout S`: the flags reach "
+     "the server (over the cap: 503; over a client's cap: 429; idle: closed)")
     import os
     import subprocess
     import sys
@@ -178,14 +207,18 @@ def test_the_serve_command_takes_the_connection_limits(tmp_path):
     save_tiny_model(*make_tiny_model(hidden_size=32), tmp_path / 'model')
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
     p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.cli.trainer', 'serve', '--model', str(tmp_path / 'model'), '--port', '0',
-                          '--max-connections', '2', '--header-timeout', '1.5'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                          '--max-connections', '3', '--max-connections-per-client', '2',
+                          '--header-timeout', '1.5'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         url = json.loads(p.stdout.readline())['url']
         host, port = url.split('//')[1].split('/')[0].split(':')
         idle = [socket.create_connection((host, int(port)), timeout=30) for _ in range(2)]
-        time.sleep(0.3)                                             # both accepted and counted before the third arrives
-        status, resp = _post(url, _req(), timeout=30)
-        assert status == 503 and 'max_connections' in resp['error']['message'], (status, resp)
+        idle.append(socket.create_connection((host, int(port)), timeout=30, source_address=('127.0.0.2', 0)))
+        time.sleep(0.3)                                             # all three accepted and counted before the next
+        status, resp = _post(url, _req(), timeout=30)               # 127.0.0.1 holds its two
+        assert status == 429 and 'max_connections_per_client=2' in resp['error']['message'], (status, resp)
+        status, resp = _post(url, _req(), timeout=30, source='127.0.0.3')   # a third client: the server is full
+        assert status == 503 and '(max_connections)' in resp['error']['message'], (status, resp)
         assert all(_closed_by_server(c) for c in idle)             # closed after the header timeout, not held
         assert _wait(lambda: _post(url, _req(), timeout=30)[0] == 200)
     finally:

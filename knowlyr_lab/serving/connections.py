@@ -73,53 +73,89 @@ def parse_request(self:GuardedHandler)->bool:
     return ok
 
 # %% ../../nbs/52_serving_connections.ipynb #31f80672
-def _busy(n:int)->bytes:
-    "The whole HTTP answer to a connection over the cap"
-    body = json.dumps({'error': {'message': f"server busy: {n} connections are open (max_connections); retry later",
-                                 'type': 'server_busy', 'param': None, 'code': None}}).encode()
-    head = (f"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+def _refusal(status:str, # the status line's code and reason: '503 Service Unavailable'
+             kind:str,   # the OpenAI error `type`
+             msg:str)->bytes:
+    "The whole HTTP answer refusing a connection: `status`, and an OpenAI error of `kind` saying `msg`"
+    body = json.dumps({'error': {'message': msg, 'type': kind, 'param': None, 'code': None}}).encode()
+    head = (f"HTTP/1.0 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
             "Retry-After: 1\r\nConnection: close\r\n\r\n")
     return head.encode() + body
 
+# %% ../../nbs/52_serving_connections.ipynb #838bb10a
+def _busy(n:int)->bytes:
+    "The answer to a connection over the cap, `n` connections being open"
+    return _refusal('503 Service Unavailable', 'server_busy',
+                    f"server busy: {n} connections are open (max_connections); retry later")
+
+# %% ../../nbs/52_serving_connections.ipynb #c2721397
+def _crowded(peer:str, n:int)->bytes:
+    "The answer to a connection of client `peer`, which already holds `n` connections: its cap"
+    return _refusal('429 Too Many Requests', 'too_many_connections', f"client {peer} already holds {n} connections, "
+                    f"the per-client cap (max_connections_per_client={n}): close one or retry later")
+
+# %% ../../nbs/52_serving_connections.ipynb #031cc0dd
+def _client_cap(max_connections:int, per_client:int|None)->int:
+    "The per-client cap: `per_client`, or half of `max_connections` (at least 1) when None"
+    cap = max(1, max_connections // 2) if per_client is None else per_client
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= max_connections:
+        raise ValueError(f"max_connections_per_client must be an integer from 1 to max_connections "
+                         f"({max_connections}), got {per_client!r}")
+    return cap
+
 # %% ../../nbs/52_serving_connections.ipynb #778cda4c
 class GuardedHTTPServer(ThreadingHTTPServer):
-    ("A threaded HTTP server serving at most `max_connections` connections at once (503 beyond) with `GuardedHandler` "
-     "deadlines")
+    ("A threaded HTTP server serving at most `max_connections` connections at once (503 beyond), "
+     "`max_connections_per_client` of one client (429 beyond), with `GuardedHandler` deadlines")
     daemon_threads = True
     request_queue_size = 256                # the listen backlog: connections the kernel queues before accept
     def __init__(self, address, handler,    # as `ThreadingHTTPServer`; `handler` a `GuardedHandler`
                  # seconds a connection may take to send a request head (an idle one is closed then)
                  header_timeout:float=10.0,
                  request_timeout:float=120.0, # seconds a body may take after its head; the longest wait on one write
-                 max_connections:int=256):  # connections served at once; more are answered 503 and closed
+                 max_connections:int=256,   # connections served at once; more are answered 503 and closed
+                 # connections one client (peer address) may hold; more: 429 and closed (None: half of max_connections)
+                 max_connections_per_client:int|None=None):
         self.header_timeout, self.request_timeout, self.max_connections = (header_timeout, request_timeout,
             max_connections)
+        self.max_connections_per_client = _client_cap(max_connections, max_connections_per_client)
         self.open_connections, self.refused, self._count, self._refused = 0, 0, threading.Lock(), collections.deque()
+        self.clients = collections.Counter()   # open connections by client address
         super().__init__(address, handler)
+
+# %% ../../nbs/52_serving_connections.ipynb #2b1a3f48
+def _peer(client_address)->str:
+    "A connection's client as the caps count it: the peer's host, not its port"
+    return str(client_address[0]) if isinstance(client_address, tuple) and client_address else str(client_address)
 
 # %% ../../nbs/52_serving_connections.ipynb #2d64ef45
 @patch
 def process_request(self:GuardedHTTPServer, request, client_address):
-    "Serve a connection in a thread of its own, or refuse it at once when `max_connections` are open"
+    "Serve a connection in a thread of its own, or refuse it at once: its client's cap (429) or the server's (503) full"
+    peer = _peer(client_address)
     with self._count:
-        full = self.open_connections >= self.max_connections
-        if not full: self.open_connections += 1
-    if full: return self._refuse(request)
+        if (held := self.clients[peer]) >= self.max_connections_per_client: answer = _crowded(peer, held)
+        elif self.open_connections >= self.max_connections: answer = _busy(self.open_connections)
+        else: answer = None; self.open_connections += 1; self.clients[peer] += 1
+    if answer is not None: return self._refuse(request, answer)
     try: super(GuardedHTTPServer, self).process_request(request, client_address)
-    except BaseException: self._closed(); raise
+    except BaseException: self._closed(peer); raise
 
 # %% ../../nbs/52_serving_connections.ipynb #dec85edc
 @patch
 def process_request_thread(self:GuardedHTTPServer, request, client_address):
     "Serve the connection (in its thread), then uncount it"
     try: super(GuardedHTTPServer, self).process_request_thread(request, client_address)
-    finally: self._closed()
+    finally: self._closed(_peer(client_address))
 
 # %% ../../nbs/52_serving_connections.ipynb #738817bd
 @patch
-def _closed(self:GuardedHTTPServer):
-    "One connection fewer is open"
-    with self._count: self.open_connections -= 1
+def _closed(self:GuardedHTTPServer, peer:str):
+    "One connection fewer is open, of client `peer`"
+    with self._count:
+        self.open_connections -= 1
+        if self.clients[peer] > 1: self.clients[peer] -= 1
+        else: self.clients.pop(peer, None)      # a client with none left is forgotten
 
 # %% ../../nbs/52_serving_connections.ipynb #1187a5e9
 @patch
@@ -135,11 +171,11 @@ def server_close(self:GuardedHTTPServer):
 
 # %% ../../nbs/52_serving_connections.ipynb #9a9d1c78
 @patch
-def _refuse(self:GuardedHTTPServer, sock):
-    "Answer 503 and end the stream, without ever waiting on the client; the socket is closed a second later"
+def _refuse(self:GuardedHTTPServer, sock, answer:bytes):
+    "Send `answer` (a 503 or 429) and end the stream, never waiting on the client; the socket is closed a second later"
     self.refused += 1
     with contextlib.suppress(OSError):
-        sock.setblocking(False); sock.send(_busy(self.max_connections)); sock.shutdown(socket.SHUT_WR)
+        sock.setblocking(False); sock.send(answer); sock.shutdown(socket.SHUT_WR)
     self._refused.append((time.monotonic(), sock))
     self._close_refused(grace=1.0)
 

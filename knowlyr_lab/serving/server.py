@@ -174,6 +174,8 @@ class InferenceServer(GuardedHTTPServer):
                  # seconds a connection may take to send a request head (closed after: idle clients)
                  header_timeout:float=10.0,
                  max_connections:int=256,           # connections open at once (503 and closed beyond)
+                 # connections one client (peer address) may hold (429 and closed beyond; None: half of max_connections)
+                 max_connections_per_client:int|None=None,
                  # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange
                  record_to=None,
                  # serve `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (vLLM's runtime LoRA updating)
@@ -189,7 +191,8 @@ class InferenceServer(GuardedHTTPServer):
                  chat_template_kwargs:dict|None=None):
         if enable_lora and lora_root is None:
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
-        super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections)
+        super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
+                         max_connections_per_client)
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
         self.render_lock = threading.Lock()
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
