@@ -52,6 +52,18 @@ def test_a_huge_body_is_refused_before_it_is_read(srv):
     assert status == 413 and 'at most' in resp['error']['message']
     assert _post(srv.url, _req())[0] == 200
 
+def test_a_body_that_decodes_to_millions_of_values_is_refused_before_decoding(srv):
+    """3.9 MB of empty lists is within MAX_BODY_BYTES but decodes to 1.3 M Python lists (~100 MB; twenty such requests
+    at once held 660 MB): refused with 413 naming MAX_JSON_VALUES. On main it was decoded and answered 200."""
+    from knowlyr_lab.serving.requests import MAX_BODY_BYTES
+    body = b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "x": [' + b','.join([b'[]'] * 1_300_000) + b']}'
+    assert len(body) < MAX_BODY_BYTES
+    status, resp = _post(srv.url, body)
+    assert status == 413 and '(MAX_JSON_VALUES)' in resp['error']['message'], (status, resp)
+    # commas and brackets inside strings are text, not values: a long prompt full of them is served
+    status, resp = _post(srv.url, _req(messages=[{'role': 'user', 'content': 'a, [b], {c}' * 20_000}], max_tokens=1))   # 80,000 if counted
+    assert status != 413, (status, resp)
+
 def test_a_generation_past_its_deadline_is_stopped_and_frees_the_model(inf):
     s = inf.serve(request_timeout=1.0)
     try:
@@ -238,7 +250,8 @@ def test_a_negative_content_length_is_refused_not_read_to_the_end(srv):
     assert answer.startswith(b'HTTP/1.0 400') and b'Content-Length must be a non-negative integer' in answer, answer[:300]
 
 @pytest.mark.parametrize('body,status', [
-    (b'[' * 100_000, 400),                                   # nested past the decoder's recursion limit: a RecursionError
+    (b'[' * 10_000, 400),                                    # nested past the decoder's recursion limit: a RecursionError
+    (b'[' * 100_000, 413),                                   # and over MAX_JSON_VALUES: refused before decoding
     (_req(top_p=0, temperature=1.0), 200),                   # OpenAI's top_p = 0: every token was cut, the draw raised
     (_req(temperature=1e-45), 200),                          # a denormal T: logits / T overflowed to inf - inf
     (_req(top_p=0.0, temperature=0.5, n=2), 200),

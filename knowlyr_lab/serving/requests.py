@@ -8,10 +8,11 @@ Docs: https://knowlyr.github.io/knowlyr-lab/serving_requests.html.md"""
 from __future__ import annotations
 
 import json
+import re
 
 # %% auto #0
-__all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'MAX_ID_CHARS', 'MAX_TEMPLATE_KWARGS_BYTES', 'TEMPLATE_RESERVED',
-           'RequestRefused', 'check_template_kwargs', 'check_request']
+__all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'MAX_JSON_VALUES', 'MAX_ID_CHARS', 'MAX_TEMPLATE_KWARGS_BYTES',
+           'TEMPLATE_RESERVED', 'RequestRefused', 'json_values', 'parse_body', 'check_template_kwargs', 'check_request']
 
 # %% ../../nbs/53a_serving_requests.ipynb #3e88a4b6
 MAX_CHOICES = 16                 # the most choices (`n`) one request may ask for
@@ -22,6 +23,25 @@ class RequestRefused(Exception):
     "A request answered with an error status and a reason (and the request field it is about, OpenAI's `param`)"
     def __init__(self, status:int, msg:str, param:str|None=None, code:str|None=None):
         super().__init__(msg); self.status, self.param, self.code = status, param, code
+
+# %% ../../nbs/53a_serving_requests.ipynb #9867dd6d
+MAX_JSON_VALUES = 2**16          # the most JSON values (list items, object members, containers) a body may hold
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+def json_values(body:bytes)->int:
+    "An upper bound on the values decoding `body` creates: its `,`, `[` and `{` outside strings"
+    bare = _JSON_STRING.sub(b'""', body)
+    return bare.count(b',') + bare.count(b'[') + bare.count(b'{')
+
+# %% ../../nbs/53a_serving_requests.ipynb #1ef515ce
+def parse_body(body:bytes):
+    "The decoded JSON of a request body: 413 when it holds over `MAX_JSON_VALUES` values, 400 when it is not JSON"
+    if (n := json_values(body)) > MAX_JSON_VALUES:
+        raise RequestRefused(413, f"the body holds {n:,} JSON values (list items, object members); at most "
+                                  f"{MAX_JSON_VALUES:,} (MAX_JSON_VALUES)")
+    try: return json.loads(body or b'{}')
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise RequestRefused(400, f"the body is not JSON ({e})") from None
 
 # %% ../../nbs/53a_serving_requests.ipynb #69645d0f
 def _int_field(req, k, lo, hi=None, default=None):

@@ -20,7 +20,7 @@ from .completions import check_context, completion_choices, render_prompt, split
 from .connections import GuardedHandler, GuardedHTTPServer, client_gone
 from .lora import LoraAdapters, lora_fields, one_line
 from .recording import ExchangeRecorder
-from .requests import MAX_BODY_BYTES, RequestRefused, check_request, check_template_kwargs
+from .requests import MAX_BODY_BYTES, RequestRefused, check_request, check_template_kwargs, parse_body
 
 # %% auto #0
 __all__ = ['InferenceServer']
@@ -73,7 +73,7 @@ def do_POST(self:_Handler):
 # %% ../../nbs/54_serving_server.ipynb #13c7c3ae
 @patch
 def _read(self:_Handler)->dict:
-    "The request's JSON body (a `RequestRefused` for a bad length, a body too large or not JSON)"
+    "The request's JSON body (a `RequestRefused` for a bad length, a body too large or not JSON: `parse_body`)"
     try: size = int(self.headers.get('Content-Length') or 0)
     except ValueError: size = -1
     if size < 0:                       # rfile.read(-1) would read to the end of the stream: no limit at all
@@ -83,9 +83,7 @@ def _read(self:_Handler)->dict:
         left = min(size, 16 * MAX_BODY_BYTES)
         while left > 0 and (piece := self.rfile.read(min(left, 2**16))): left -= len(piece)
         raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
-    try: return json.loads(self.rfile.read(size) or b'{}')
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise RequestRefused(400, f"the body is not JSON ({e})") from None
+    return parse_body(self.rfile.read(size))
 
 # %% ../../nbs/54_serving_server.ipynb #d3fe40f9
 @patch
