@@ -96,3 +96,41 @@ def test_silent_and_trickling_connections_get_408_and_are_closed():
             time.sleep(2.0)
             r = c.post(srv.url + '/reset', json={'id': sid, 'data_idx': 0}).json()
             assert r['observation'].startswith('Find the goal'), r
+
+# srv10: AgentGym /step actions the parser should never see
+
+def _agentgym_step(c, url, sid, action:str):
+    "A /step with `action` as any client can send it (json.dumps writes a lone surrogate as its \\ud800 escape)"
+    return c.post(url + '/step', content=json.dumps({'id': sid, 'action': action}).encode(),
+                  headers={'content-type': 'application/json'})
+
+def test_agentgym_an_action_with_a_lone_surrogate_is_a_400_naming_the_field():
+    "On main it reached the parser and came back as HTTP 200 with {'error': 'UnicodeEncodeError ...'}"
+    import httpx
+
+    from knowlyr_lab.envs.serve import agentgym_app
+    with served(agentgym_app(lambda: make('knowlyr/maze-easy'))) as url, httpx.Client(timeout=60) as c:
+        sid = c.post(url + '/create').json()['id']
+        c.post(url + '/reset', json={'id': sid})
+        for action in ('\ud800', 'move(direction="\udc80")'):
+            r = _agentgym_step(c, url, sid, action)
+            assert r.status_code == 400, (r.status_code, r.text)
+            assert r.json()['error'].startswith('action is not valid Unicode (a lone surrogate at character'), r.text
+        r = _agentgym_step(c, url, sid, 'move(direction="north")')             # the session goes on
+        assert r.status_code == 200 and 'error' not in r.json(), r.text
+
+def test_agentgym_an_action_of_100000_parameters_is_refused_before_it_is_parsed():
+    """`move(x=1, x=1, ...)` with 100,000 parameters took 4 s of CPU to parse (a 16 MB body about a minute, the parser's
+    lock held meanwhile): 413 naming MAX_ACTION_VALUES. A long action of text (a file's content) is still parsed."""
+    import httpx
+
+    from knowlyr_lab.envs.serve import agentgym_app
+    with served(agentgym_app(lambda: make('knowlyr/maze-easy'))) as url, httpx.Client(timeout=120) as c:
+        sid = c.post(url + '/create').json()['id']
+        c.post(url + '/reset', json={'id': sid})
+        r = _agentgym_step(c, url, sid, 'move(' + 'x=1,' * 100_000 + ')')
+        assert r.status_code == 413 and '(MAX_ACTION_VALUES)' in r.json()['error'], (r.status_code, r.text[:300])
+        r = _agentgym_step(c, url, sid, 'a' * (2**20 + 1))
+        assert r.status_code == 413 and '(MAX_ACTION_CHARS)' in r.json()['error'], (r.status_code, r.text[:300])
+        r = _agentgym_step(c, url, sid, 'move(direction="' + 'north, (east), [west]; ' * 20_000 + '")')
+        assert r.status_code == 200 and 'direction' in r.json()['observation'], r.text[:300]   # parsed: the env judged it

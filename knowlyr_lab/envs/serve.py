@@ -25,14 +25,14 @@ from typing import Callable, Literal
 from fastcore.basics import patch
 from pydantic import BaseModel
 
-from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, parse_action, schema_name, schema_params, step_info, verdict_of
+from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, schema_name, schema_params, step_info, verdict_of
 from .extras import require_extra
 from .sessions import REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, timed_h11
+from .text_actions import action_refusal, parse_text_action
 
 # %% auto #0
-__all__ = ['MAX_BODY_BYTES', 'PROTOCOLS', 'format_call', 'enum_calls', 'parse_text_action', 'time_limits', 'BodyCap', 'wire_task',
-           'mcp_tools', 'openenv_app', 'ResetBody', 'StepBody', 'IdBody', 'agentgym_app', 'serve_env', 'free_port',
-           'EnvServer']
+__all__ = ['MAX_BODY_BYTES', 'PROTOCOLS', 'format_call', 'enum_calls', 'time_limits', 'BodyCap', 'wire_task', 'mcp_tools',
+           'openenv_app', 'ResetBody', 'StepBody', 'IdBody', 'agentgym_app', 'serve_env', 'free_port', 'EnvServer']
 
 # %% ../../nbs/19b_envs_serve.ipynb #7cecfc1d
 def format_call(tool:str, params:dict|None=None)->str:
@@ -50,15 +50,6 @@ def enum_calls(tool_schemas:list[dict], limit:int=200)->list[str]|None:
             out.append(format_call(schema_name(s), dict(zip(req, vals))))
             if len(out) > limit: return None
     return out
-
-# %% ../../nbs/19b_envs_serve.ipynb #e4232ffc
-def parse_text_action(text:str)->dict:
-    "A text action (`tool(k=v)`, ReAct `Action: ...`, or a JSON tool call) as a canonical action"
-    t = text.strip()
-    if t.startswith('{'):
-        try: return parse_action(json.loads(t))
-        except json.JSONDecodeError as e: raise InvalidActionError(f"action is not valid JSON: {e.msg}") from None
-    return parse_action(t if 'Action' in t else f'Action: {t}')
 
 # %% ../../nbs/19b_envs_serve.ipynb #ca23d3dc
 def _jsonable(x):
@@ -247,6 +238,7 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
     def reset(body:ResetBody, who=client): return call(lambda: {'id': body.id, **played(body.id, who, lambda e: e.reset(seed=body.data_idx), reset=True)})
     @app.post('/step')
     def step(body:StepBody, who=client):
+        if bad := action_refusal(body.action): return fastapi.responses.JSONResponse({'error': bad[1]}, bad[0])   # not parsed
         def go():
             try: act = parse_text_action(body.action)
             except InvalidActionError: act = body.action      # the env answers with an error observation
