@@ -50,9 +50,12 @@ class ExchangeRecorder:
     def __init__(self, store,                     # a `TrajectoryStore` or its directory
                  idle_seconds:float=3600.0,       # write an episode after this long without a new exchange
                  max_open:int=4096,               # write the oldest open episodes beyond this many
-                 agent:str='proxy'):              # agent name when the request sets none (`X-Knowlyr-Agent`)
+                 agent:str='proxy',               # agent name when the request sets none (`X-Knowlyr-Agent`)
+                 max_exchanges:int=512,           # write an episode as a part when it has this many exchanges
+                 max_chain_tokens:int=2**21):     # ... or holds this many token ids (prompts and completions)
         self.store = store if isinstance(store, TrajectoryStore) else TrajectoryStore(store)
         self.idle_seconds, self.max_open, self.agent = idle_seconds, max_open, agent
+        self.max_exchanges, self.max_chain_tokens = max_exchanges, max_chain_tokens
         self._chains, self._index, self._by_episode, self._lock, self._n = {}, {}, {}, threading.Lock(), 0
         self.written = []                         # content ids of the trajectories written so far
         self.errors = collections.deque(maxlen=100)   # one line per episode the store could not take (the last 100)
@@ -101,6 +104,13 @@ def _stale(self:ExchangeRecorder)->list[str]:
                     key=lambda c: self._chains[c][-1]['t_end'])[:max(0, len(self._chains) - self.max_open)]
     return stale + [c for c in oldest if c not in stale]
 
+# %% ../../nbs/51_serving_recording.ipynb #16f8af4d
+def _cut(chain:list[dict], max_exchanges:int, max_tokens:int)->str|None:
+    "The bound an open chain has reached, so it is written now as a part ('max_exchanges' or 'max_chain_tokens')"
+    if len(chain) >= max_exchanges: return 'max_exchanges'
+    if sum(len(nd['prompt_token_ids']) + len(nd['token_ids']) for nd in chain) >= max_tokens: return 'max_chain_tokens'
+    return None
+
 # %% ../../nbs/51_serving_recording.ipynb #5045cd81
 @patch
 def record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages, as rendered
@@ -123,7 +133,9 @@ def record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages, 
     with self._lock:
         parent = self._parent(hashes, episode, client)
         out = [self._add_node(k, nd, parent, hashes, episode, client) for k, nd in enumerate(nodes)]
-        self._write([c for c in self._stale() if c not in out])
+        cut = {c: why for c in dict.fromkeys(out)
+               if (why := _cut(self._chains[c], self.max_exchanges, self.max_chain_tokens))}
+        self._write([c for c in self._stale() if c not in out] + list(cut), cut)
     return out
 
 # %% ../../nbs/51_serving_recording.ipynb #4a117dd6
@@ -177,8 +189,10 @@ def _last_messages(chain:list[dict])->list[dict]:
     return msgs
 
 # %% ../../nbs/51_serving_recording.ipynb #36e5d3d7
-def chain_trajectory(chain:list[dict])->Trajectory:
-    "The trajectory of one recorded conversation (a list of nodes, oldest first)"
+def chain_trajectory(chain:list[dict],   # the nodes of one recorded conversation, oldest first
+                     cut:str|None=None,   # the bound it was written at before it ended, if it was (metadata['cut'])
+                    )->Trajectory:
+    "The trajectory of one recorded conversation, or of one part of it"
     first, last = chain[0], chain[-1]
     prompt = first['messages']
     user = next((m.get('content') or '' for m in prompt if m.get('role') == 'user'), '')
@@ -188,18 +202,18 @@ def chain_trajectory(chain:list[dict])->Trajectory:
                       steps=[_step(k, nd, chain[k + 1] if k + 1 < len(chain) else None) for k, nd in enumerate(chain)],
                       source=Source(format='openai-proxy'),
                       metadata={'messages': _last_messages(chain) + [last['reply']], 'tools': last['tools'],
-                                'episode': last['episode']})
+                                'episode': last['episode'], **({'cut': cut} if cut else {})})
 
 # %% ../../nbs/51_serving_recording.ipynb #916319a7
 @patch
-def _write(self:ExchangeRecorder, cids:list[str]):
+def _write(self:ExchangeRecorder, cids:list[str], cut:dict|None=None):   # cut: chain id -> the bound it reached
     "Write these open chains to the store and forget them; one the store refuses is dropped with a line in `errors`"
     for cid in cids:
         chain = self._chains.pop(cid)
         for nd in chain:
             if self._index.get((nd['client'], nd['done_hash']), (None,))[0] == cid:
                 del self._index[nd['client'], nd['done_hash']]
-        try: tid, _ = self.store.put(chain_trajectory(chain))
+        try: tid, _ = self.store.put(chain_trajectory(chain, (cut or {}).get(cid)))
         # this episode only: the others, and the request that triggered the write, go on
         except Exception as e:
             why = ' '.join(str(e).split())[:200]
