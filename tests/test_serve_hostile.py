@@ -41,7 +41,7 @@ def srv(inf):
     (_req(max_tokens='abc'), 'max_tokens'), (json.dumps({'messages': ['hi', 'there']}).encode(), 'messages[0]'),
     (_req(tools='all'), 'tools'), (_req(seed='x'), 'seed'), (_req(temperature='hot'), 'temperature'), (_req(n=0), "'n'"),
     (_req(stream='yes'), 'stream'), (b'{not json', 'not JSON'), (json.dumps([1, 2]).encode(), 'JSON object'),
-    (json.dumps({'messages': [{'role': 'user', 'content': 'x'}] * 20_000}).encode(), 'at most'),
+    (json.dumps({'messages': [{'role': 'user', 'content': 'x'}] * 2_049}).encode(), 'at most 2048'),   # MAX_MESSAGES + 1
 ])
 def test_bad_requests_get_400_with_the_field(srv, body, field):
     status, resp = _post(srv.url, body)

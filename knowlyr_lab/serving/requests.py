@@ -25,20 +25,27 @@ class RequestRefused(Exception):
         super().__init__(msg); self.status, self.param, self.code = status, param, code
 
 # %% ../../nbs/53a_serving_requests.ipynb #9867dd6d
-MAX_JSON_VALUES = 2**16          # the most JSON values (list items, object members, containers) a body may hold
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+MAX_JSON_VALUES = 2**16          # the most JSON values (strings, list items, object members, containers) a body may hold
+_PIECE = re.compile(rb'([^"]*)("[^"\\]*(?:\\.[^"\\]*)*")?', re.S)   # text outside strings, then one whole string
 
-def json_values(body:bytes)->int:
-    "An upper bound on the values decoding `body` creates: its `,`, `[` and `{` outside strings"
-    bare = _JSON_STRING.sub(b'""', body)
-    return bare.count(b',') + bare.count(b'[') + bare.count(b'{')
+def json_values(body:bytes,
+                limit:int|None=None, # stop counting once past it
+               )->int:
+    "An upper bound on the values decoding `body` creates: its strings and its `,` `[` `{` outside them"
+    n, i, end = 0, 0, len(body)
+    while i < end and (limit is None or n <= limit):   # one pass: each string is matched once, from its opening quote
+        m = _PIECE.match(body, i); bare = m.group(1)
+        n += bare.count(b',') + bare.count(b'[') + bare.count(b'{')
+        if m.group(2) is None: break     # the end, or a string that never closes (not JSON: the decoder says so)
+        n, i = n + 1, m.end()
+    return n
 
 # %% ../../nbs/53a_serving_requests.ipynb #1ef515ce
 def parse_body(body:bytes):
     "The decoded JSON of a request body: 413 when it holds over `MAX_JSON_VALUES` values, 400 when it is not JSON"
-    if (n := json_values(body)) > MAX_JSON_VALUES:
-        raise RequestRefused(413, f"the body holds {n:,} JSON values (list items, object members); at most "
-                                  f"{MAX_JSON_VALUES:,} (MAX_JSON_VALUES)")
+    if json_values(body, MAX_JSON_VALUES) > MAX_JSON_VALUES:
+        raise RequestRefused(413, f"the body holds over {MAX_JSON_VALUES:,} JSON values (strings, list items, object "
+                                  "members): the most one request may hold (MAX_JSON_VALUES)")
     try: return json.loads(body or b'{}')
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise RequestRefused(400, f"the body is not JSON ({e})") from None
