@@ -168,8 +168,10 @@ def _run(args)->int:
             from knowlyr_lab.trajectory_io import write_trajectories
             write_trajectories(res.trajectories, args.output)
         s = res.summary()
+        ended = res.episodes.reason.fillna('none').value_counts().to_dict()   # a run of errors is not a 0% agent
         print(json.dumps({'env': args.env, 'episodes': s['n_episodes'], **{k: s[k] for k in (
-            'n_distinct_tasks', 'success_rate', 'success_low', 'success_high', 'mean_reward', 'mean_steps', 'n_unverified')}}))
+            'n_distinct_tasks', 'success_rate', 'success_low', 'success_high', 'mean_reward', 'mean_steps', 'n_unverified',
+            'n_invalid')}, 'ended': ended}))
         return 0
     config_cls, trainer_cls = trainer_classes(args.cmd)
     cfg = config_from_args(config_cls, args)

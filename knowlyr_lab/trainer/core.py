@@ -25,6 +25,7 @@ from fastcore.basics import patch
 from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
 
 from ..chat import PromptFormat, choose_format, template_caps
+from ..provenance import provenance
 from .metrics import MetricsLogger, installed_trackers
 from .train_config import TrainConfig, check_given_model, resolve_precision
 
@@ -37,6 +38,7 @@ class TrainerCore:
      "(`trainer.base.BaseTrainer` adds the loop)")
     def __init__(self, config:TrainConfig, model=None, tokenizer=None):
         self.config = c = config
+        self.provenance = provenance(c.seed)     # taken before training: what the weights are made with
         set_seed(c.seed)
         self.precision = resolve_precision(c.mixed_precision)       # the trainer's own: see `autocast`
         trackers = installed_trackers(c.report_to)
@@ -223,6 +225,8 @@ def save_model(self:TrainerCore, path:str|Path|None=None)->Path:
     if self.accelerator.is_main_process:
         self.tokenizer.save_pretrained(path); self._save_prompt(path)
         self.config.to_yaml(path / 'train_config.yaml')
+        prov = {**self.provenance, 'state': self.state}
+        (path / 'provenance.json').write_text(json.dumps(prov, indent=1))
     return path
 
 # %% ../../nbs/61e_trainer_core.ipynb #27661de7
