@@ -92,7 +92,7 @@ def _opened(srv:ServerRoot, p, what:str)->int:
 # %% ../nbs/94a_mcp_tools.ipynb #5933d597
 @contextlib.contextmanager
 def _held(srv:ServerRoot, p, what:str='folder', make:bool=True):
-    "The folder `p` names, opened beneath the root (made where missing, if `make`), checked private: a path to it held open"
+    "The folder `p` names, opened beneath the root (made if missing and `make`), checked private: a path to it, held"
     if make: check_umask(what)            # the folders the pipeline will make: none others may write in
     fd = srv._dir(srv.rel(p, what), what) if make else _opened(srv, p, what)
     try:

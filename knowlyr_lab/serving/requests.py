@@ -25,7 +25,7 @@ class RequestRefused(Exception):
         super().__init__(msg); self.status, self.param, self.code = status, param, code
 
 # %% ../../nbs/53a_serving_requests.ipynb #9867dd6d
-MAX_JSON_VALUES = 2**16          # the most JSON values (strings, list items, object members, containers) a body may hold
+MAX_JSON_VALUES = 2**16          # the most JSON values (strings, list items, object members) one body may hold
 _PIECE = re.compile(rb'([^"]*)("[^"\\]*(?:\\.[^"\\]*)*")?', re.S)   # text outside strings, then one whole string
 
 def json_values(body:bytes,
