@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/replicates.html.md"""
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -16,7 +17,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
-from .stats import bootstrap_ci, is_binary
+from .stats import bootstrap_ci, is_binary, newcombe_paired_ci, no_spread
 
 # %% auto #0
 __all__ = ['replicate_variance', 'flip_rate', 'noise_floor', 'paired_power', 'paired_mde', 'replicates_needed', 'tasks_needed',
@@ -121,11 +122,48 @@ def _resample_means(d, mask, wr, wt):
     num = np.einsum('br,rt,bt->b', wr, d, wt); den = np.einsum('br,rt,bt->b', wr, mask, wt)
     with np.errstate(invalid='ignore', divide='ignore'): return num / den
 
+# %% ../nbs/09e_replicates.ipynb #726f408f
+def _constant_ci(v:float,        # the difference of every cell
+                 n:int,          # tasks
+                 binary:bool,    # cells are differences of one 0/1 outcome per task
+                 confidence:float)->tuple[float, float]:
+    "CI of a paired difference equal to `v` on each of `n` tasks: Newcombe's score CI for 0/1 outcomes, else NaN"
+    if not binary or v not in (-1.0, 0.0, 1.0): return (float('nan'), float('nan'))
+    if v: return newcombe_paired_ci(0, n * (v > 0), n * (v < 0), 0, confidence)
+    cis = np.array([newcombe_paired_ci(k, 0, 0, n - k, confidence) for k in range(n + 1)])   # the split is unknown
+    return (float(cis[:, 0].min()), float(cis[:, 1].max()))
+
 # %% ../nbs/09e_replicates.ipynb #f046e576
-def _per_run(d, mask, confidence, seed)->list:
-    "Each run's mean paired difference over the tasks it ran, with its bootstrap interval"
-    return [{'mean': float(d[r][mask[r]].mean()), 'ci': bootstrap_ci(d[r][mask[r]], confidence=confidence, seed=seed)}
+def _run_ci(x, binary, confidence, seed)->tuple[float, float]:
+    "One run's interval: the bootstrap over its tasks, `_constant_ci` when its differences are all alike"
+    if len(x) >= 2 and no_spread(x): return _constant_ci(float(x[0]), len(x), binary, confidence)
+    return bootstrap_ci(x, confidence=confidence, seed=seed)
+
+def _per_run(d, mask, confidence, seed, binary=False)->list:
+    "Each run's mean paired difference over the tasks it ran, with its interval"
+    return [{'mean': float(d[r][mask[r]].mean()), 'ci': _run_ci(d[r][mask[r]], binary, confidence, seed)}
             if mask[r].any() else {'mean': float('nan'), 'ci': (float('nan'), float('nan'))} for r in range(d.shape[0])]
+
+# %% ../nbs/09e_replicates.ipynb #dd500bc1
+def _crossed_ci_p(d0, mask, est, confidence, n_resamples, seed)->tuple[tuple, float]:
+    "Percentile interval and two-sided p of the crossed bootstrap of the cells `d0` (0 where `mask` is False)"
+    (R, T), rng, a = d0.shape, np.random.default_rng(seed), (1 - confidence) / 2
+    wr = rng.multinomial(R, [1 / R] * R, n_resamples).astype(float)
+    wt = rng.multinomial(T, [1 / T] * T, n_resamples).astype(float)
+    boot = _resample_means(d0, mask.astype(float), wr, wt); boot = boot[~np.isnan(boot)]
+    p = float((np.sum(np.abs(boot - est) >= abs(est)) + 1) / (len(boot) + 1)) if np.any(boot != est) else 1.0
+    return (float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))), min(p, 1.0)
+
+# %% ../nbs/09e_replicates.ipynb #382b640a
+def _constant_table(v, T, binary, confidence)->tuple[tuple, float, str]:
+    "CI, p and note of a runs x tasks table whose every cell is `v`"
+    what = f"every cell differs by {v:+g}, so the resamples have no spread"
+    p = 1.0 if v == 0 else float(stats.binomtest(T, T).pvalue)           # exact sign test over the tasks
+    sign = f"sign-test p over {T} tasks"
+    if binary: return _constant_ci(v, T, True, confidence), p, f"{what}: Newcombe's score CI, {sign}"
+    msg = f"{what}: no CI (a zero-width one would claim certainty), {sign}"
+    warnings.warn(msg, stacklevel=3)
+    return (float('nan'), float('nan')), p, msg
 
 # %% ../nbs/09e_replicates.ipynb #016e2aec
 def crossed_bootstrap(
@@ -133,6 +171,7 @@ def crossed_bootstrap(
                       confidence:float=0.95,    # coverage of the interval
                       n_resamples:int=10_000,   # bootstrap resamples
                       seed:int=0,               # resampling seed
+                      binary:bool=False,        # cells are differences of one 0/1 outcome per task (success)
                      )->CrossedResult:
     "Mean paired difference of a runs x tasks design, runs and tasks resampled independently"
     full = np.asarray(diff, float)
@@ -141,16 +180,13 @@ def crossed_bootstrap(
     d, mask = full[ran][:, had], seen[ran][:, had]
     if d.shape[0] < 2 or d.shape[1] < 2:
         raise ValueError(f"need a runs x tasks table with >= 2 of each that hold data, got {d.shape} of {full.shape}")
-    d0 = np.where(mask, d, 0.0); R, T = d.shape
-    rng = np.random.default_rng(seed)
-    wr = rng.multinomial(R, [1 / R] * R, n_resamples).astype(float)
-    wt = rng.multinomial(T, [1 / T] * T, n_resamples).astype(float)
-    boot = _resample_means(d0, mask.astype(float), wr, wt); boot = boot[~np.isnan(boot)]
-    est, a = float(d0.sum() / mask.sum()), (1 - confidence) / 2
-    p = float((np.sum(np.abs(boot - est) >= abs(est)) + 1) / (len(boot) + 1)) if np.any(boot != est) else 1.0
-    notes = [f"{R} runs: the between-run variance rests on {R} values, so the interval may be too narrow in runs"
-             ] if R < 5 else []
+    d0 = np.where(mask, d, 0.0); R, T = d.shape; est = float(d0.sum() / mask.sum())
+    if no_spread(d[mask]): ci, p, note = _constant_table(float(d[mask][0]), T, binary, confidence)
+    else: (ci, p), note = _crossed_ci_p(d0, mask, est, confidence, n_resamples, seed), None
+    notes = [note] if note else []
+    if R < 5: notes.append(f"{R} runs: the between-run variance rests on {R} values, so the interval may be too narrow "
+                           "in runs")
     for n, what in (((~ran).sum(), 'run(s)'), ((~had).sum(), 'task(s)')):
         if n: notes.append(f"{n} {what} with no data left out")
-    return CrossedResult(est, (float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))), min(p, 1.0), R, T,
-                         _per_run(full, seen, confidence, seed), confidence, n_resamples, notes)
+    per_run = _per_run(full, seen, confidence, seed, binary)
+    return CrossedResult(est, ci, p, R, T, per_run, confidence, n_resamples, notes)

@@ -18,10 +18,12 @@ from fastcore.basics import patch
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 # %% auto #0
 __all__ = ['wilson_ci', 'bootstrap_ci', 'pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'task_draws', 'task_bootstrap_ci',
-           'Comparison', 'is_binary', 'compare_samples', 'adjust_pvalues', 'compare_many']
+           'Comparison', 'is_binary', 'no_spread', 'newcombe_paired_ci', 'compare_samples', 'adjust_pvalues',
+           'compare_many']
 
 # %% ../nbs/09_stats.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -125,8 +127,8 @@ class Comparison:
     metric: str; name_a: str; name_b: str
     n_a: int; n_b: int; mean_a: float; mean_b: float
     diff: float                       # mean_a - mean_b
-    diff_ci: tuple                    # bootstrap CI of the difference
-    effect_size: float                # Cohen's d (unpaired) or d_z (paired)
+    diff_ci: tuple                    # CI of the difference: bootstrap, or a score interval when it has no spread
+    effect_size: float                # Cohen's d (unpaired) or d_z (paired); NaN with no spread
     paired: bool; binary: bool
     tests: dict = field(default_factory=dict)  # test name -> {'statistic', 'pvalue', ...}
     primary: str = ''                 # name of the primary test
@@ -139,10 +141,12 @@ class Comparison:
 @patch
 def summary(self:Comparison)->str:
     "One sentence: the means, the difference with its interval, the primary test's p and the effect size"
-    lo, hi = self.diff_ci
+    (lo, hi), es = self.diff_ci, self.effect_size
+    ci = 'no CI' if math.isnan(lo) else f"95% CI {lo:+.3f} to {hi:+.3f}"
+    es = 'undefined' if math.isnan(es) else f'{es:.2f}'
     return (f"{self.name_a} vs {self.name_b} on {self.metric}: {self.mean_a:.3f} vs {self.mean_b:.3f}, "
-            f"diff {self.diff:+.3f} (95% CI {lo:+.3f} to {hi:+.3f}), {self.primary} p={self.p_value:.3g}, "
-            f"effect size {self.effect_size:.2f}" + ''.join(f"; NOTE: {n}" for n in self.notes))
+            f"diff {self.diff:+.3f} ({ci}), {self.primary} p={self.p_value:.3g}, "
+            f"effect size {es}" + ''.join(f"; NOTE: {n}" for n in self.notes))
 
 # %% ../nbs/09_stats.ipynb #6366c496
 @patch
@@ -167,24 +171,60 @@ def _cohen_d(a, b):
     na, nb = len(a), len(b)
     if na < 2 or nb < 2: return float('nan')
     sp = math.sqrt(((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1)) / (na + nb - 2))
-    if sp > 0: return float((np.mean(a) - np.mean(b)) / sp)
-    return 0.0 if np.mean(a) == np.mean(b) else float('inf') * np.sign(np.mean(a) - np.mean(b))
+    return float((np.mean(a) - np.mean(b)) / sp) if sp > 0 else float('nan')
 
 # %% ../nbs/09_stats.ipynb #877081e3
 def _effect_size(a, b, paired:bool)->float:
     "Cohen's d (unpaired) or d_z (paired)"
     if not paired: return _cohen_d(a, b)
     d = a - b; sd = np.std(d, ddof=1)
-    return float(d.mean() / sd) if sd > 0 else (0.0 if d.mean() == 0 else float('inf') * np.sign(d.mean()))
+    return float(d.mean() / sd) if sd > 0 else float('nan')
+
+# %% ../nbs/09_stats.ipynb #834ef5aa
+def no_spread(x:Sequence[float])->bool:
+    "True when the values are all equal, to rounding (0.7 - 0.5 vs 0.2): a bootstrap of them has nothing to resample"
+    x = np.asarray(x, float)
+    return bool(x.size and np.ptp(x) <= 1e-12 * max(1.0, float(np.abs(x).max())))
+
+# %% ../nbs/09_stats.ipynb #a8f1b9a0
+def newcombe_paired_ci(both:int,    # pairs where A and B both succeed
+                       a_only:int,  # pairs where only A succeeds
+                       b_only:int,  # pairs where only B succeeds
+                       neither:int, # pairs where both fail
+                       confidence:float=0.95, # coverage of the interval
+                      )->tuple[float, float]: # (low, high) of rate_A - rate_B
+    "Newcombe's hybrid score interval for the difference of two paired proportions (1998, method 10)"
+    n, k1, k2 = both + a_only + b_only + neither, both + a_only, both + b_only
+    if n <= 0: return (float('nan'), float('nan'))
+    (l1, u1), (l2, u2) = (proportion_confint(k, n, 1 - confidence, 'wilson') for k in (k1, k2))
+    den, ad, p1, p2 = k1 * (n - k1) * k2 * (n - k2), both * neither - a_only * b_only, k1 / n, k2 / n
+    phi = 0.0 if den == 0 or 0 <= ad <= n / 2 else (ad - n / 2 if ad > 0 else ad) / math.sqrt(den)
+    lo = p1 - p2 - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    return (float(lo), float(p1 - p2 + math.sqrt((p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2)))
+
+# %% ../nbs/09_stats.ipynb #c5617073
+def _score_diff_ci(a, b, paired:bool, confidence:float)->tuple[float, float]:
+    "Score interval of the difference of two 0/1 rates: Newcombe's method 10, paired or independent"
+    if paired:
+        cells = [int(((a == x) & (b == y)).sum()) for x, y in ((1, 1), (1, 0), (0, 1), (0, 0))]
+        return newcombe_paired_ci(*cells, confidence)
+    lo, hi = confint_proportions_2indep(a.sum(), len(a), b.sum(), len(b), method='newcomb', alpha=1 - confidence)
+    return (float(lo), float(hi))
 
 # %% ../nbs/09_stats.ipynb #66394bd0
-def _diff_ci(a, b, paired, confidence, n_resamples, seed):
-    if paired: return bootstrap_ci(a - b, confidence=confidence, n_resamples=n_resamples, seed=seed)
-    if np.all(a == a[0]) and np.all(b == b[0]): d = float(a[0] - b[0]); return (d, d)
+def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, list]:
+    "CI of mean(a) - mean(b), and a note when the bootstrap has no spread: a score CI for 0/1 rates, else none"
+    if no_spread(a - b) if paired else no_spread(a) and no_spread(b):
+        what = f"every pair differs by {a[0] - b[0]:+g}" if paired else "both samples are constant"
+        if binary and is_binary(a, b): return _score_diff_ci(a, b, paired, confidence), [f"{what}: Newcombe's score CI"]
+        msg = f"{what}: the bootstrap has no spread, and a zero-width CI would claim certainty"
+        warnings.warn(msg, stacklevel=3)
+        return (float('nan'), float('nan')), [msg]
+    if paired: return bootstrap_ci(a - b, confidence=confidence, n_resamples=n_resamples, seed=seed), []
     res = stats.bootstrap((a, b), lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis),
                           confidence_level=confidence, n_resamples=n_resamples, method='percentile',
                           rng=np.random.default_rng(seed))
-    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+    return (float(res.confidence_interval.low), float(res.confidence_interval.high)), []
 
 # %% ../nbs/09_stats.ipynb #6ab52d46
 def _omit_nan(a, b, paired, nan_policy, metric, name_a, name_b):
@@ -254,12 +294,11 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
     if paired and len(a) != len(b): raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
     binary = is_binary(a, b) if binary is None else binary
     tests = _two_sample_tests(a, b, paired, binary)
+    ci, ci_notes = _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)
     primary = ('mcnemar_exact' if binary else 'paired_t') if paired else ('fisher_exact' if binary else 'welch_t')
     return Comparison(metric, name_a, name_b, len(a), len(b), float(a.mean()), float(b.mean()),
-                      float(a.mean() - b.mean()),
-                      _diff_ci(a, b, paired, confidence, n_resamples, seed), _effect_size(a, b, paired), paired,
-                      bool(binary),
-                      tests, primary, notes=[f"excluded NaN values: {n_nan}"] if any(n_nan.values()) else [])
+                      float(a.mean() - b.mean()), ci, _effect_size(a, b, paired), paired, bool(binary), tests, primary,
+                      notes=([f"excluded NaN values: {n_nan}"] if any(n_nan.values()) else []) + ci_notes)
 
 # %% ../nbs/09_stats.ipynb #bfb553bb
 def adjust_pvalues(pvalues:Sequence[float], # raw p-values of a family of tests

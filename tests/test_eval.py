@@ -1,5 +1,6 @@
 "Evaluation statistics checked against scipy/statsmodels and brute force, and evaluate_agent on a real env"
 import math
+import warnings
 from itertools import combinations
 
 import numpy as np
@@ -7,8 +8,8 @@ import pytest
 from scipy import stats
 
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
-from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, compare_agents, evaluate_agent, leaderboard
-from knowlyr_lab.stats import adjust_pvalues, bootstrap_ci, compare_samples, pass_at_k, wilson_ci
+from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, compare_agents, compare_runs, evaluate_agent, leaderboard
+from knowlyr_lab.stats import adjust_pvalues, bootstrap_ci, compare_samples, newcombe_paired_ci, pass_at_k, wilson_ci
 
 RNG = np.random.default_rng(2024)
 VECTORS = [(RNG.normal(0, 1, n), RNG.normal(d, s, m)) for n, m, d, s in [(5, 7, 0.5, 1), (20, 20, 0.3, 2), (40, 33, 0, 1), (3, 3, 2, 0.5)]]
@@ -157,3 +158,14 @@ def test_an_interval_of_one_value_is_unknown_not_a_point():
     assert not math.isnan(s['success_low'])                                    # Wilson's interval of 1 attempt is wide
     lb = leaderboard([one], metric='steps')
     assert lb['low'].isna().all() and lb['high'].isna().all()
+
+def test_compare_runs_passes_binary_success():
+    "Every run solves every task the control fails: a score interval over the tasks, not `+1.000 to +1.000`"
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        ex = evaluate_agent(ExpertAgent(), 'knowlyr/maze-easy', n_tasks=6, max_episode_steps=12)
+        rnd = evaluate_agent(RandomAgent(seed=0), 'knowlyr/maze-easy', tasks=list(ex.episodes.task_id), max_episode_steps=2)
+        r = compare_runs([ex, ex], [rnd, rnd])
+    assert r['crossed'].n_tasks == 6 and r['crossed'].mean == 1.0
+    assert r['crossed'].ci == newcombe_paired_ci(0, 6, 0, 0) and (r['runs'].diff_low < 1).all()
+    assert compare_agents(ex, rnd).diff_ci == newcombe_paired_ci(0, 6, 0, 0)

@@ -221,8 +221,8 @@ def compare_runs(a:Sequence[EvalResult],  # the method's evaluations, one per wa
     vals = [(x.task_values(metric), y.task_values(metric)) for x, y in zip(a, b)]
     tasks = sorted(set().union(*(set(va) & set(vb) for va, vb in vals)))
     diff = np.array([[va[t] - vb[t] if t in va and t in vb else np.nan for t in tasks] for va, vb in vals])
-    crossed = crossed_bootstrap(diff, **kwargs)
     comps = [compare_agents(x, y, metric=metric, paired=True) for x, y in zip(a, b)]
+    crossed = crossed_bootstrap(diff, binary=all(c.binary for c in comps), **kwargs)   # one 0/1 success per task
     padj, _ = adjust_pvalues([c.p_value for c in comps], 'holm')
     runs = pd.DataFrame([{'run': i, 'a': c.name_a, 'b': c.name_b, 'n_tasks': c.n_a, 'mean_a': c.mean_a, 'mean_b': c.mean_b, 'diff': c.diff,
                           'diff_low': c.diff_ci[0], 'diff_high': c.diff_ci[1], 'test': c.primary, 'p': c.p_value, 'p_holm': pa}

@@ -1,0 +1,78 @@
+"Intervals of a paired difference: a score interval where the bootstrap has no spread, the bootstrap unchanged where it has"
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from knowlyr_lab.replicates import crossed_bootstrap
+from knowlyr_lab.stats import compare_samples, newcombe_paired_ci
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Newcombe (1998), Statistics in Medicine 17:2635-2650, Table II, method 10: (both, A only, B only, neither) -> 95% CI
+NEWCOMBE_TABLE_II = {(36, 12, 2, 0): (0.0569, 0.3404), (18, 12, 2, 18): (0.0562, 0.3290),
+                     (53, 0, 0, 1): (-0.0729, 0.0729), (0, 30, 0, 0): (0.8395, 1.0)}
+
+@pytest.mark.parametrize('cells,ci', NEWCOMBE_TABLE_II.items())
+def test_newcombe_paired_matches_published_table(cells, ci):
+    assert newcombe_paired_ci(*cells) == pytest.approx(ci, abs=6e-5)
+
+def test_readme_example_is_not_certain():
+    "README's expert vs random on 20 tasks printed `95% CI +1.000 to +1.000` and `effect size inf`"
+    c = compare_samples([1] * 20, [0] * 20, paired=True, name_a='expert', name_b='random', metric='success')
+    assert c.diff_ci == pytest.approx((0.7721, 1.0), abs=1e-4) and c.diff_ci == newcombe_paired_ci(0, 20, 0, 0)
+    assert math.isnan(c.effect_size) and 'CI +0.772 to +1.000' in c.summary() and 'effect size undefined' in c.summary()
+    assert c.p_value == pytest.approx(2 * 0.5 ** 20)                       # the test was right all along
+
+def test_nothing_solved_on_either_side_is_not_certain():
+    "0/40 vs 0/40 printed `diff +0.000 (95% CI +0.000 to +0.000)`"
+    c = compare_samples([0] * 40, [0] * 40, paired=True)
+    assert c.diff_ci == pytest.approx((-0.0876, 0.0876), abs=1e-4) and math.isnan(c.effect_size)
+    u = compare_samples([0] * 40, [0] * 40)                              # unpaired: Newcombe's method 10 for independent rates
+    assert u.diff_ci[0] < -0.05 and u.diff_ci[1] > 0.05 and 'Newcombe' in u.notes[-1]
+
+def test_equal_continuous_differences_get_no_interval_and_a_warning():
+    with pytest.warns(UserWarning, match='no spread'):
+        c = compare_samples([0.5, 0.7, 0.9], [0.3, 0.5, 0.7], paired=True, metric='reward')
+    assert all(math.isnan(x) for x in c.diff_ci) and '(no CI)' in c.summary() and 'zero-width' in c.notes[-1]
+    with pytest.warns(UserWarning, match='no spread'):
+        flat = crossed_bootstrap(np.full((3, 10), 0.2))
+    assert all(math.isnan(x) for x in flat.ci) and flat.pvalue == pytest.approx(2 * 0.5 ** 10)
+
+def test_crossed_bootstrap_of_a_constant_binary_table():
+    "All +1 over 3 runs x 20 tasks: the tasks are the unit, not the 60 cells; p is the sign test over the tasks"
+    r = crossed_bootstrap(np.ones((3, 20)), binary=True)
+    assert r.ci == newcombe_paired_ci(0, 20, 0, 0) and r.pvalue == pytest.approx(2 * 0.5 ** 20)
+    z = crossed_bootstrap(np.zeros((3, 54)), binary=True)   # the both-solved / both-failed split is unknown: the widest
+    assert z.ci == pytest.approx((-0.0729, 0.0729), abs=6e-5) and z.pvalue == 1.0
+
+def _exp05_tables():
+    "Experiment 05's per-task success of each arm and warm start, from its committed episodes.csv"
+    e = pd.read_csv(ROOT / 'experiments/results/05_real_model/episodes.csv')
+    def vals(part, ev): x = e[(e.part == part) & (e.evaluation == ev)]; return dict(zip(x.fingerprint, x.success.astype(float)))
+    return {'grpo vs shuffled': ([vals(f'grpo-{i}', 'after') for i in range(3)], [vals(f'shuffled-{i}', 'after') for i in range(3)]),
+            'grpo vs warm start': ([vals(f'grpo-{i}', 'after') for i in range(3)], [vals(f'grpo-{i}', 'before') for i in range(3)])}
+
+@pytest.mark.parametrize('name,quoted', [('grpo vs shuffled', '+82.5% (+73.7% to +89.8%;'),
+                                         ('grpo vs warm start', '+37.2% (+26.0% to +50.5%;')])
+def test_committed_intervals_do_not_move(name, quoted):
+    "Non-degenerate intervals are the bootstrap's as before: experiment 05's, recomputed from its raw outcomes"
+    res = json.loads((ROOT / 'experiments/results/05_real_model/results.json').read_text())['comparisons'][name]
+    va, vb = _exp05_tables()[name]
+    tasks = sorted(set().union(*(set(x) & set(y) for x, y in zip(va, vb))))
+    diff = np.array([[x[t] - y[t] for t in tasks] for x, y in zip(va, vb)])
+    c = crossed_bootstrap(diff, binary=True)
+    assert list(c.ci) == res['ci'] and c.pvalue == res['p_bootstrap'] and c.mean == pytest.approx(res['estimate'], abs=1e-12)
+    for run, x, y in zip(res['runs'], va, vb):
+        assert compare_samples([x[t] for t in tasks], [y[t] for t in tasks], paired=True).diff_ci == (run['diff_low'], run['diff_high'])
+    assert quoted in (ROOT / 'README.md').read_text()
+
+def test_sleep_data_interval_unchanged():
+    "The statistics page's paired bootstrap interval (Cushny & Peebles), as printed before"
+    drug1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
+    drug2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
+    c = compare_samples(drug1, drug2, paired=True)
+    assert np.round(c.diff_ci, 3).tolist() == [-2.61, -1.07] and c.effect_size == pytest.approx(-1.2845, abs=1e-4)
