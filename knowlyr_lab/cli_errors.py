@@ -149,24 +149,33 @@ def add_debug_flag(parser:argparse.ArgumentParser)->argparse.ArgumentParser:
     return parser
 
 # %% ../nbs/06_cli_errors.ipynb #88f29c73
-def suggest_flag(flag:str,            # the flag as typed, e.g. '--lr' or '--learning_rate'
-                 known:list[str],     # the flags that exist
-                )->str|None:          # the flag that was probably meant
-    "The known flag closest to `flag`: the same with '-' for '_', the one it abbreviates, or a close spelling"
-    flag = flag.split('=')[0]
-    if flag.replace('_', '-') in known: return flag.replace('_', '-')
-    pre = [k for k in known if k.startswith(flag)]
-    if len(pre) == 1: return pre[0]
-    close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
-    return close[0] if close else None
+def suggest_flag(flag:str,                # the flag as typed, e.g. '--lr' or '--learning_rate'
+                 known:list[str]|dict,    # the flags --help shows, in its order, or {any spelling: the flag shown for it}
+                )->str|None:              # the shown flag that was probably meant
+    "The shown flag closest to `flag`: the same with '-' for '_', the first it abbreviates, or a close spelling"
+    shown = known if isinstance(known, dict) else {k: k for k in known}
+    flag = flag.split('=')[0]; dashed = flag.replace('_', '-')
+    if dashed in shown: return shown[dashed]
+    pre = [shown[k] for k in shown if k.startswith((flag, dashed))]
+    if pre: return pre[0]
+    close = difflib.get_close_matches(dashed, list(shown), n=1, cutoff=0.6)
+    return shown[close[0]] if close else None
+
+# %% ../nbs/06_cli_errors.ipynb #9f463ebe
+def _shown_flags(p:argparse.ArgumentParser)->dict:
+    "{long flag: the flag --help shows for the same field} of `p` and below: shown flags first, in --help order"
+    acts = [a for q in _parsers(p) for a in q._actions]
+    shown = {a.dest: [o for o in a.option_strings if o.startswith('--')] for a in acts if a.help != argparse.SUPPRESS}
+    out = {o: o for fl in shown.values() for o in fl}
+    hidden = [(o, a.dest) for a in acts if a.help == argparse.SUPPRESS for o in a.option_strings if o.startswith('--')]
+    return out | {o: shown[d][0] for o, d in hidden if shown.get(d) and o not in out}
 
 # %% ../nbs/06_cli_errors.ipynb #b45bd540
 def _hint(p:argparse.ArgumentParser, message:str)->str:
     "The fix for an argparse error: the flag that was meant, or where the flags are listed"
     m = re.match(r'unrecognized arguments: (\S+)', message)
     if m and m.group(1).startswith('-'):
-        known = [o for q in _parsers(p) for a in q._actions for o in a.option_strings if o.startswith('--')]
-        s = suggest_flag(m.group(1), known)
+        s = suggest_flag(m.group(1), _shown_flags(p))
         if s: return f" (did you mean {s}? see {p.prog} --help)"
     m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if m:

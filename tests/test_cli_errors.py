@@ -229,6 +229,22 @@ def test_trainer_accepts_trl_spellings_and_never_abbreviates():
         assert q.allow_abbrev is False
 
 
+@pytest.mark.parametrize('typed,meant', [('--model', '--model-name-or-path'), ('--per_device_train_bat', '--batch-size'),
+                                         ('--model_dtyp', '--model-dtype'), ('--modl', None)])
+def test_a_flag_hint_names_a_flag_that_help_shows(typed, meant):
+    "misc1: `knowlyr-trainer sft --model x` hinted the hidden alias --model_dtype instead of --model-name-or-path"
+    import re
+
+    from knowlyr_lab.cli.trainer import build_parser, main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err): rc = main(['sft', '--train-data', 'x.jsonl', typed, 'm'])
+    hint = re.search(r'did you mean (\S+)\?', err.getvalue())
+    assert rc == 2 and hint, err.getvalue()
+    helped = build_parser()._subparsers._group_actions[0].choices['sft'].format_help()
+    assert re.search(rf'\s{re.escape(hint.group(1))}\s', helped), (hint.group(1), 'is not in sft --help')
+    if meant: assert hint.group(1) == meant, err.getvalue()
+
+
 @pytest.mark.parametrize('module,args', [
     ('knowlyr_lab.cli.hub', ['export', '{tmp}/in.jsonl', '--format', 'sft', '-o', '{tmp}/out', '--min-reward', 'nan']),
     ('knowlyr_lab.cli.probe', ['--max-hackable', 'NaN', 'knowlyr/maze-easy']),
