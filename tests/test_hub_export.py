@@ -307,3 +307,35 @@ def test_every_record_read_is_in_a_row_in_skipped_or_in_the_quarantine(tmp_path)
         assert in_rows + sum(res.skipped.values()) + res.quarantined == 13, (fmt, in_rows, res.skipped)
     assert res.skipped == {} and DatasetExporter(tmp_path / 't.jsonl').export('grpo', tmp_path / 'g').skipped == {
         'group_too_small': 2, 'over_group_size': 2}
+
+
+def test_an_sft_export_with_verified_failures_says_how_many_rows_come_from_them(tmp_path):
+    "misc1: `knowlyr-hub export -f sft` without --success-only wrote 78 failures of 400 rows into the SFT data, silently"
+    import contextlib
+    import io
+    import re
+    import warnings
+
+    from knowlyr_lab.cli.hub import main
+    tasks = MazeEnv('easy').list_tasks()[:4]
+    trajs = (collect('knowlyr/maze-easy', ExpertAgent, tasks=tasks, seed=0, progress=False)
+             + collect('knowlyr/maze-easy', RandomAgent, tasks=tasks, seed=1, max_episode_steps=3, progress=False))
+    write_trajectories(trajs, tmp_path / 't.jsonl')
+    failed = sum(t.outcome.success is False for t in trajs)
+    assert 0 < failed < len(trajs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        res = DatasetExporter(tmp_path / 't.jsonl').export('sft', tmp_path / 'api')
+    rows = [json.loads(line) for line in open(res.paths['train'])]
+    assert (res.total, res.rows_from_failures) == (len(rows), failed)          # the default rows are unchanged: all
+    assert [str(w.message) for w in caught] == [f"{failed} of the {len(rows)} sft rows come from verified failures "
+                                                "(outcome.success is False); --success-only (success_only=True) keeps successes only"]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(['export', '-f', 'sft', '-t', str(tmp_path / 't.jsonl'), '-o', str(tmp_path / 'cli')])
+    said = [line for line in err.getvalue().splitlines() if 'verified failures' in line]
+    assert rc == 0 and json.loads(out.getvalue())['rows_from_failures'] == failed, err.getvalue()
+    assert len(said) == 1 and said[0].startswith('warning: ') and '--success-only' in said[0], err.getvalue()
+    assert int(re.search(r'warning: (\d+) of', said[0]).group(1)) == failed and 'verified failures' not in out.getvalue()
+    only = DatasetExporter(tmp_path / 't.jsonl', success_only=True).export('sft', tmp_path / 'ok')
+    assert (only.total, only.rows_from_failures) == (len(rows) - failed, 0)

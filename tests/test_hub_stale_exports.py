@@ -120,4 +120,6 @@ def test_a_folder_exported_before_the_manifest_names_its_stale_files_once(trajs,
         assert kept not in said
     assert set(before) <= set(_names(out))                                     # nothing removed
     import warnings
-    with warnings.catch_warnings(): warnings.simplefilter('error'); DatasetExporter(trajs).export('hf', out)   # once
+    with warnings.catch_warnings():                          # once; its failures' rows (a warning of their own) aside
+        warnings.simplefilter('error'); warnings.filterwarnings('ignore', '.*rows come from verified failures')
+        DatasetExporter(trajs).export('hf', out)

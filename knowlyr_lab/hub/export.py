@@ -20,7 +20,7 @@ import orjson
 from fastcore.basics import patch, store_attr
 
 from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, same_template_kwargs_key, task_group
-from .export_filter import FORMATS, ExportChecks, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, quarantine_refused
+from .export_filter import FORMATS, ExportChecks, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, export_warnings, quarantine_refused
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import TaskSplitter, task_key
@@ -125,7 +125,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
     drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences))
     res.quarantined += len(errors)                # (bad preference records were counted as they came)
     res.ungrouped = len(self._splitter.ungrouped)
-    if res.ungrouped: warnings.warn(f"{res.ungrouped} tasks have no {self.group_by!r}: each its own group", stacklevel=3)
+    for said in export_warnings(res, self.group_by): warnings.warn(said, stacklevel=3)
     if res.total == 0 and not res.note: res.note = explain_empty(res)
     return res
 
@@ -136,7 +136,7 @@ def _write_rows(self:DatasetExporter, format:str, kept:Iterator[Trajectory], w:S
     for t in kept:
         row = _ROW[format](t, self.tools.json(t, encoded=True) if format == 'sft' else self.tools(t), self.system_prompt)
         if row is None: _count(res.skipped, 'no_assistant_turn')
-        else: w.write(self.split(t), row)
+        else: w.write(self.split(t), row); res.rows_from_failures += t.outcome.success is False
 
 # %% ../../nbs/42_hub_export.ipynb #ec12be89
 @patch

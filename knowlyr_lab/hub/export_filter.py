@@ -27,8 +27,8 @@ from ..trajectory_io import TrajectoryError, quarantine_line
 # %% auto #0
 __all__ = ['UNREADABLE', 'FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'ExportChecks',
            'quarantine_refused', 'pref_record', 'quarantine_pref', 'pref_line', 'pref_records', 'quarantine_file',
-           'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty', 'input_files', 'hf_saved_files',
-           'unlisted_exports', 'warn_unlisted', 'drop_stale_exports']
+           'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty', 'export_warnings', 'input_files',
+           'hf_saved_files', 'unlisted_exports', 'warn_unlisted', 'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -175,6 +175,7 @@ class ExportResult:
     quarantined: int = 0                          # unreadable input records or files (see quarantine.jsonl)
     read: int = 0                                 # trajectories read (kept or filtered out)
     ungrouped: int = 0                            # tasks without the `group_by` field: each split as its own group
+    rows_from_failures: int = 0                   # SFT rows (sft, sft-agent, openai) of verified failures
     # DPO from trajectories: build_preferences' counts (ties, one_trajectory, ...)
     pairs: dict = field(default_factory=dict)
     note: str = ''                                # why nothing was written, when nothing was
@@ -202,6 +203,15 @@ def explain_empty(res:ExportResult)->str:
         return "0 rows: no trajectory could be read" + bad
     left = {k: v for k, v in res.skipped.items()}
     return f"0 rows from {res.read} trajectories" + (f": left out {left}" if left else '')
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #41720fe2
+def export_warnings(res:ExportResult, group_by=None)->list[str]:
+    "What an export warns of: tasks without the `group_by` field; SFT rows of verified failures, and how to leave them out"
+    said = [f"{res.ungrouped} tasks have no {group_by!r}: each its own group"] if res.ungrouped else []
+    if res.rows_from_failures:
+        said.append(f"{res.rows_from_failures} of the {res.total} {res.format} rows come from verified failures "
+                    "(outcome.success is False); --success-only (success_only=True) keeps successes only")
+    return said
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #c6ddd2b2
 def input_files(src)->list[Path]:
