@@ -69,3 +69,16 @@ def test_eval_says_how_episodes_ended(tiny):
     assert ev['n_invalid'] == 0
     assert sum(ev['ended'].values()) == ev['episodes'] == 3, ev
     assert all(isinstance(k, str) and isinstance(v, int) and v > 0 for k, v in ev['ended'].items()), ev
+
+def test_eval_shows_progress_on_stderr_when_asked_and_keeps_stdout_json(tiny):
+    "misc1: `eval` hard-coded progress=False (5 real-model episodes ran 150 s silently); --max-episode-steps hid its default"
+    argv = ['eval', '--model', tiny / 'base', '--env', 'knowlyr/maze-easy', '--episodes', '2', '--max-episode-steps', '1', '--max-new-tokens', '4']
+    def run(*more): return subprocess.run([sys.executable, '-m', 'knowlyr_lab.cli.trainer', *map(str, argv), *more],
+                                          capture_output=True, text=True, cwd=tiny)
+    on, off = run('--progress'), run()                                  # off: stderr is a pipe here, not a terminal
+    assert on.returncode == off.returncode == 0, on.stderr[-2000:]
+    assert re.search(r'collect: 100%.*2/2', on.stderr), on.stderr[-2000:]
+    assert 'collect' not in off.stderr, off.stderr[-2000:]
+    for r in (on, off): assert json.loads(r.stdout)['episodes'] == 2        # stdout is the JSON alone
+    helped = build_parser()._subparsers._group_actions[0].choices['eval'].format_help()
+    assert re.search(r'--max-episode-steps MAX_EPISODE_STEPS\s+step budget per episode \(default: 20\)', helped), helped

@@ -105,7 +105,9 @@ def build_parser()->argparse.ArgumentParser:
     e.add_argument('--env', default='knowlyr/arith-easy', help='registered env id to play (default: %(default)s)')
     e.add_argument('--episodes', type=int, default=20, help='episodes, one per task (default: %(default)s)')
     e.add_argument('--seed-offset', type=int, default=10_000, help='tasks are the env seeds from here on; keep them away from training seeds (default: %(default)s)')
-    e.add_argument('--max-episode-steps', type=int, default=20, help='step budget per episode')
+    e.add_argument('--max-episode-steps', type=int, default=20, help='step budget per episode (default: %(default)s)')
+    e.add_argument('--progress', action=argparse.BooleanOptionalAction, default=None,
+                   help='progress bar of the episodes on stderr (default: on a terminal); stdout keeps only the JSON')
     e.add_argument('--system-prompt', default=None, help="system prompt (default: the model's prompt card)")
     e.add_argument('--max-new-tokens', type=int, default=64, help='tokens generated per turn (default: %(default)s)')
     e.add_argument('--output', help='write the trajectories here (.jsonl)')
@@ -161,9 +163,10 @@ def _run(args)->int:
         from knowlyr_lab.registry import make
         agent = inference_from_args(args).create_agent(args.system_prompt, args.max_new_tokens)
         seeds = range(args.seed_offset, args.seed_offset + args.episodes)
+        bar = sys.stderr.isatty() if args.progress is None else args.progress   # tqdm on stderr, as `collect`'s
         env = make(args.env); tasks = [env.task_id(s) for s in seeds] if hasattr(env, 'task_id') else None; env.close()
         res = evaluate_agent(agent, args.env, tasks=tasks, n_tasks=args.episodes, seeds=[args.seed_offset], max_episode_steps=args.max_episode_steps,
-                             batch_size=args.episodes, progress=False, name=str(args.model))   # one batched generate per turn
+                             batch_size=args.episodes, progress=bar, name=str(args.model))   # one batched generate per turn
         if args.output:
             from knowlyr_lab.trajectory_io import write_trajectories
             write_trajectories(res.trajectories, args.output)
