@@ -82,3 +82,21 @@ def test_eval_shows_progress_on_stderr_when_asked_and_keeps_stdout_json(tiny):
     for r in (on, off): assert json.loads(r.stdout)['episodes'] == 2        # stdout is the JSON alone
     helped = build_parser()._subparsers._group_actions[0].choices['eval'].format_help()
     assert re.search(r'--max-episode-steps MAX_EPISODE_STEPS\s+step budget per episode \(default: 20\)', helped), helped
+
+def test_offline_grpo_prints_the_datas_reward_not_a_learning_curve(tiny):
+    "misc1: offline `grpo` printed reward_first/reward_last, the exported groups' rewards, as if they were a learning signal"
+    from knowlyr_lab.agents import ExpertAgent, RandomAgent
+    from knowlyr_lab.hub.export import DatasetExporter
+    from knowlyr_lab.rollout.collect import collect
+    from knowlyr_lab.trainer.sft import env_tools
+    good = collect('knowlyr/maze-easy', ExpertAgent, 2, progress=False)
+    tasks = [t.task.id for t in good] * 2                                          # each task again, walked at random
+    trajs = good + collect('knowlyr/maze-easy', RandomAgent, tasks=tasks, seed=3, max_episode_steps=3, progress=False)
+    res = DatasetExporter(trajs, tools=env_tools('knowlyr/maze-easy')).export('grpo', tiny / 'grpo')
+    groups = [json.loads(line) for line in open(res.paths['train'])]
+    assert groups and all(len(g['rewards']) >= 2 for g in groups)
+    out = _trainer(tiny, 'grpo', '--model-name-or-path', tiny / 'base', '--train-data', res.paths['train'], '--output-dir',
+                   tiny / 'grpo-run', '--tasks-per-step', '2', '--max-steps', '1', '--progress-bar', 'false')
+    assert 'reward_first' not in out and 'reward_last' not in out, out
+    data = [r for g in groups for r in g['rewards'][:8]]                          # the members a group trains on (group_size 8)
+    assert min(data) <= out['data_reward_mean'] <= max(data) and 'not a learning signal' in out['note'], out

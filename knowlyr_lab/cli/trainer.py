@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import signal
 import sys
 import threading
@@ -138,6 +139,17 @@ def config_from_args(cls, args):
     over = {f.name: getattr(args, f.name) for f in fields(cls) if getattr(args, f.name, None) is not None}
     return cls.from_yaml(args.config, **over) if args.config else cls.from_dict(over)
 
+# %% ../../nbs/96_cli_trainer.ipynb #fd9269e7
+def _grpo_summary(rows:list[dict],   # the trainer's log rows, one per optimiser step
+                  offline:bool,      # trained on exported groups (`--train-data`), not on its own samples
+                 )->dict:
+    "What `grpo` prints of its rewards: online, the policy's first and last; offline, the data's mean, with a note"
+    if not offline: return {'reward_first': rows[0]['reward'], 'reward_last': rows[-1]['reward']}
+    r = [x['reward'] for x in rows if math.isfinite(x['reward'])]
+    return {'data_reward_mean': sum(r) / len(r) if r else float('nan'),
+            'note': "offline GRPO: data_reward_mean is the exported groups' mean reward, fixed by the data, not a "
+                    "learning signal; run knowlyr-trainer eval on the model to measure it"}
+
 # %% ../../nbs/96_cli_trainer.ipynb #70d63a5b
 def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
@@ -185,7 +197,7 @@ def _run(args)->int:
     else:
         tr = trainer_cls(cfg)
         rows = tr.train_offline(args.train_data) if args.train_data else tr.train()
-        res = {'steps': tr.state['step'], 'reward_first': rows[0]['reward'], 'reward_last': rows[-1]['reward']}
+        res = {'steps': tr.state['step'], **_grpo_summary(rows, offline=bool(args.train_data))}
     path = tr.save_model()
     tr.accelerator.wait_for_everyone(); tr.accelerator.end_training()   # under torchrun: leave the process group before exit (gloo can abort a process that exits inside it)
     print(json.dumps({**{k: v for k, v in res.items() if isinstance(v, (int, float, str))}, 'model': str(path)}))
