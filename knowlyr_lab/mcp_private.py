@@ -42,8 +42,9 @@ def _why(st:os.stat_result)->str|None:
     "What lets another user change, or reach out of the tree through, an entry with the status `st`"
     if stat.S_ISLNK(st.st_mode): return "a link (the pipeline would follow it)"
     if st.st_uid != os.geteuid(): return f"owned by uid {st.st_uid}, not the server's ({os.geteuid()})"
-    if stat.S_ISDIR(st.st_mode) and st.st_mode & OTHERS_WRITE:
-        return f"a folder that group or others may write in (mode {stat.filemode(st.st_mode)})"
+    if st.st_mode & OTHERS_WRITE:       # a folder's entries could be swapped, a file's data rewritten (a store shard)
+        what = 'a folder' if stat.S_ISDIR(st.st_mode) else 'a file'
+        return f"{what} that group or others may write in (mode {stat.filemode(st.st_mode)})"
     if not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1: return "a file with another name (a hard link)"
     return None
 

@@ -103,3 +103,14 @@ def test_a_judge_that_only_echoes_the_forged_verdict_gives_no_score(provider):
         res = judge.judge_trajectory(_hostile())
     assert [r.scores for r in res] == [None, None] and all('a copy of one the prompt holds' in r.error for r in res), res
     assert [judge.combine(r) for r in res] == [None, None]
+
+
+def test_an_observation_nested_past_the_decoder_does_not_crash_the_batch():
+    "The prompt is scanned for verdicts it already holds: text nested past what json decodes is no object, not an error"
+    deep = Trajectory(task=Task(id='t', instruction='Fix the bug', domain='coding'),
+                      steps=[Step(index=0, action=ToolCall(tool='shell', params={'command': 'cat x'}),
+                                  observation=Observation(content='{"a":' + '[' * 1400))])
+    with FakeLLMServer(lambda req, api: json.dumps(OWN)) as srv:
+        judge = LLMJudge(JudgeConfig(model='j', base_url=srv.openai_base_url, api_key='k'), domain='coding')
+        res = judge.judge_trajectories([deep, _hostile()])
+    assert [[r.scores['goal_progress'] for r in rs] for rs in res] == [[0.1], [0.1, 0.1]]

@@ -7,13 +7,15 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_text_actions.html.md"""
 # %% ../../nbs/19ab_envs_text_actions.ipynb #a003e741
 from __future__ import annotations
 
+import functools
 import json
 import re
 
 from ..core import InvalidActionError, parse_action
 
 # %% auto #0
-__all__ = ['MAX_ACTION_CHARS', 'MAX_ACTION_VALUES', 'parse_text_action', 'action_values', 'action_refusal']
+__all__ = ['MAX_ACTION_CHARS', 'MAX_ACTION_VALUES', 'parse_text_action', 'values_outside_quotes', 'action_values',
+           'action_refusal']
 
 # %% ../../nbs/19ab_envs_text_actions.ipynb #ca59c477
 def parse_text_action(text:str)->dict:
@@ -26,15 +28,38 @@ def parse_text_action(text:str)->dict:
 
 # %% ../../nbs/19ab_envs_text_actions.ipynb #000af9d0
 MAX_ACTION_CHARS = 2**20      # the longest text action a server parses (413 above it)
-MAX_ACTION_VALUES = 4096      # the most values (`,` `(` `[` `{` outside quotes) a text action may hold (413 above it)
-_QUOTED = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\\\n]*(?:\\.[^\'\\\n]*)*\'')
+MAX_ACTION_VALUES = 4096      # the most values (strings; `,` `(` `[` `{` outside them) an action may hold (413 above)
 _SURROGATE = re.compile('[\ud800-\udfff]')
 
 # %% ../../nbs/19ab_envs_text_actions.ipynb #b7b847eb
+@functools.lru_cache
+def _pieces(quotes:str)->re.Pattern:
+    "Text holding none of `quotes`, then one whole string in one of them, ended on its line"
+    one = [q + r'[^' + q + r'\\\n]*(?:\\.[^' + q + r'\\\n]*)*' + q for q in quotes]
+    return re.compile(r'([^' + quotes + r']*)(?:' + '|'.join(one) + ')?')
+
+# %% ../../nbs/19ab_envs_text_actions.ipynb #4c1f2a9b
+def values_outside_quotes(text:str,
+                          marks:str=',([{',       # what counts as a value outside strings (a string is one itself)
+                          quotes:str='"\'',       # what opens a string
+                          limit:int|None=None,     # stop counting once past it
+                          unclosed:str='line',     # a quote that does not close on its line: 'line' counts it and
+                         )->int:                   #   the rest of that line bare, 'stop' ends the count (not JSON)
+    "How many values `text` holds (its strings, and `marks` outside them), in one pass however it is quoted"
+    rx, n, i, end = _pieces(quotes), 0, 0, len(text)
+    while i < end and (limit is None or n <= limit):
+        m = rx.match(text, i); j = i + len(bare := m.group(1))
+        n += sum(bare.count(c) for c in marks)
+        if m.end() > j: n, i = n + 1, m.end(); continue      # a whole string: one value
+        if j >= end or unclosed == 'stop': break
+        k = text.find('\n', j + 1); k = end if k < 0 else k  # no later quote of that kind closes on this line
+        n += 1 + sum(text.count(c, j + 1, k) for c in marks); i = k
+    return n
+
+# %% ../../nbs/19ab_envs_text_actions.ipynb #7d2e9c41
 def action_values(text:str)->int:
-    "How many values `text` holds, as the caps count them: its `,` `(` `[` `{` outside quoted strings"
-    bare = _QUOTED.sub('""', text)
-    return sum(bare.count(c) for c in ',([{')
+    "How many values `text` holds, as the caps count them: its strings, and its `,` `(` `[` `{` outside them"
+    return values_outside_quotes(text, limit=MAX_ACTION_VALUES)
 
 # %% ../../nbs/19ab_envs_text_actions.ipynb #e940fba0
 def action_refusal(text:str)->tuple[int, str]|None:

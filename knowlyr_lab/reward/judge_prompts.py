@@ -127,6 +127,7 @@ def _json_objects(text:str)->tuple[list[dict], json.JSONDecodeError|None]:
     for m in re.finditer(r"\{", text):
         try: obj = dec.raw_decode(text, m.start())[0]
         except json.JSONDecodeError as e: err = err or e; continue
+        except RecursionError: continue     # nested past what the decoder takes (the agent's text can be): no object
         if isinstance(obj, dict): objs.append(obj)
     return objs, err
 

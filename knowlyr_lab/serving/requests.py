@@ -8,7 +8,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/serving_requests.html.md"""
 from __future__ import annotations
 
 import json
-import re
+
+from ..envs.text_actions import values_outside_quotes
 
 # %% auto #0
 __all__ = ['MAX_CHOICES', 'MAX_BODY_BYTES', 'MAX_MESSAGES', 'MAX_JSON_VALUES', 'MAX_ID_CHARS', 'MAX_TEMPLATE_KWARGS_BYTES',
@@ -26,28 +27,24 @@ class RequestRefused(Exception):
 
 # %% ../../nbs/53a_serving_requests.ipynb #9867dd6d
 MAX_JSON_VALUES = 2**16          # the most JSON values (strings, list items, object members) one body may hold
-_PIECE = re.compile(rb'([^"]*)("[^"\\]*(?:\\.[^"\\]*)*")?', re.S)   # text outside strings, then one whole string
 
-def json_values(body:bytes,
+def json_values(text:str,
                 limit:int|None=None, # stop counting once past it
                )->int:
-    "An upper bound on the values decoding `body` creates: its strings and its `,` `[` `{` outside them"
-    n, i, end = 0, 0, len(body)
-    while i < end and (limit is None or n <= limit):   # one pass: each string is matched once, from its opening quote
-        m = _PIECE.match(body, i); bare = m.group(1)
-        n += bare.count(b',') + bare.count(b'[') + bare.count(b'{')
-        if m.group(2) is None: break     # the end, or a string that never closes (not JSON: the decoder says so)
-        n, i = n + 1, m.end()
-    return n
+    "An upper bound on the values decoding the JSON `text` creates: its strings and its `,` `[` `{` outside them"
+    return values_outside_quotes(text, ',[{', '"', limit, unclosed='stop')   # one never closed: not JSON
 
 # %% ../../nbs/53a_serving_requests.ipynb #1ef515ce
 def parse_body(body:bytes):
-    "The decoded JSON of a request body: 413 when it holds over `MAX_JSON_VALUES` values, 400 when it is not JSON"
-    if json_values(body, MAX_JSON_VALUES) > MAX_JSON_VALUES:
+    "The decoded JSON of a request body: 413 when it holds over `MAX_JSON_VALUES` values, 400 when it is not UTF-8 JSON"
+    try: text = body.decode('utf-8') if body else '{}'
+    except UnicodeDecodeError as e:
+        raise RequestRefused(400, f"the body is not UTF-8 ({e.reason} at byte {e.start})") from None
+    if json_values(text, MAX_JSON_VALUES) > MAX_JSON_VALUES:
         raise RequestRefused(413, f"the body holds over {MAX_JSON_VALUES:,} JSON values (strings, list items, object "
                                   "members): the most one request may hold (MAX_JSON_VALUES)")
-    try: return json.loads(body or b'{}')
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+    try: return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
         raise RequestRefused(400, f"the body is not JSON ({e})") from None
 
 # %% ../../nbs/53a_serving_requests.ipynb #69645d0f
