@@ -169,3 +169,20 @@ def test_compare_runs_passes_binary_success():
     assert r['crossed'].n_tasks == 6 and r['crossed'].mean == 1.0
     assert r['crossed'].ci == newcombe_paired_ci(0, 6, 0, 0) and (r['runs'].diff_low < 1).all()
     assert compare_agents(ex, rnd).diff_ci == newcombe_paired_ci(0, 6, 0, 0)
+
+
+def test_episodes_a_remote_server_refused_do_not_crash_the_held_out_check():
+    """A remote env server refuses sessions past its per-client cap (429): those episodes never reset, so their tasks
+    hold an id only, while the others carry the server's fingerprints. evaluate_agent raised ValueError ('task id(s)
+    without a fingerprint ...') from its held-out check and lost the whole evaluation; they are invalid episodes."""
+    import functools
+
+    from knowlyr_lab.envs.remote import AgentGymClient
+    from knowlyr_lab.envs.serve import EnvServer, SessionLimits
+    with EnvServer('knowlyr/maze-easy', 'agentgym', limits=SessionLimits(max_sessions=4, max_sessions_per_client=2)) as srv:
+        remote = functools.partial(AgentGymClient, srv.url, name='maze', step_timeout=30)
+        res = evaluate_agent(RandomAgent, remote, tasks=[f'maze-s{s}' for s in range(6)], max_episode_steps=2,
+                             progress=False, batch_size=6)
+    s = res.summary()
+    assert s['n_episodes'] == 6 and s['n_invalid'] >= 1, s          # refused sessions: invalid, not a crash
+    assert res.held_out is not None and res.held_out.n_eval == 6 - s['n_invalid'], res.held_out
