@@ -25,6 +25,7 @@ from .export import DatasetExporter, ExportFilter
 from .pipeline_config import PipelineConfig, PipelineError, with_added_fields
 from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, log_format_known, stale_temps, temp_path
 from .store import TrajectoryStore
+from ..private_files import open_private
 from ..registry import make
 from ..rollout.engine import episode_seed, run_episode
 from ..rollout.workers import worker_agent
@@ -51,7 +52,7 @@ class Pipeline:
 def _exclusive(self:Pipeline):
     "Hold `<output_dir>/.lock` for a run (a second concurrent run fails), and remove killed runs' temp files"
     self.out.mkdir(parents=True, exist_ok=True)
-    with open(self.out / '.lock', 'a') as f:
+    with open_private(self.out / '.lock') as f:
         try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError: raise PipelineError(f"another pipeline run is using {self.out}") from None
         try:
@@ -271,7 +272,7 @@ def status(self:Pipeline)->dict:
 def _running(self:Pipeline)->bool:
     "Whether a run holds this output directory now"
     if not (self.out / '.lock').exists(): return False
-    with open(self.out / '.lock', 'a') as f:
+    with open_private(self.out / '.lock') as f:
         try: fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError: return True
         fcntl.flock(f, fcntl.LOCK_UN)

@@ -22,6 +22,7 @@ from datasketch import MinHash, MinHashLSH
 from fastcore.basics import patch
 
 from ..core import KnowlyrError
+from ..private_files import open_private
 from ..trajectory import Trajectory, trajectory_score
 
 # %% auto #0
@@ -51,6 +52,7 @@ class TrajectoryStore:
                  shard_bytes:int=64 * 2**20):    # start a new shard past this size
         self.root, self.shard_bytes = Path(root), shard_bytes
         (self.root / 'shards').mkdir(parents=True, exist_ok=True)
+        open_private(self.root / 'index.sqlite').close()   # SQLite locks it: made 0600 before it opens it
         self.db = sqlite3.connect(str(self.root / 'index.sqlite'), check_same_thread=False, timeout=60)
         self._lock = threading.Lock()
         with self._writing():
@@ -67,7 +69,7 @@ class TrajectoryStore:
 @contextmanager
 def _writing(self:TrajectoryStore):
     "Exclusive write access: the thread lock and an flock on <root>/.lock"
-    with self._lock, open(self.root / '.lock', 'a') as f:
+    with self._lock, open_private(self.root / '.lock') as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try: yield
         finally: fcntl.flock(f, fcntl.LOCK_UN)
