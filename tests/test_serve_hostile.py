@@ -221,7 +221,8 @@ def test_the_serve_command_takes_the_connection_limits(tmp_path):
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
     p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.cli.trainer', 'serve', '--model', str(tmp_path / 'model'), '--port', '0',
                           '--max-connections', '3', '--max-connections-per-client', '2',
-                          '--header-timeout', '1.5'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                          '--header-timeout', '1.5', '--body-budget', str(4 * 2**20)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
     try:
         url = json.loads(p.stdout.readline())['url']
         host, port = url.split('//')[1].split('/')[0].split(':')
@@ -234,6 +235,11 @@ def test_the_serve_command_takes_the_connection_limits(tmp_path):
         assert status == 503 and '(max_connections)' in resp['error']['message'], (status, resp)
         assert all(_closed_by_server(c) for c in idle)             # closed after the header timeout, not held
         assert _wait(lambda: _post(url, _req(), timeout=30)[0] == 200)
+        # --body-budget: a client holding 3 MB of its 4 MiB leaves no room for another's 2 MB body (503)
+        slow = _hold_body((host, int(port)), 3_000_000)
+        status, resp = _post(url, _padded(2_000_000), timeout=60, source='127.0.0.2')
+        assert status == 503 and 'body_budget=4,194,304' in resp['error']['message'], (status, resp)
+        slow.close()
     finally:
         p.terminate(); p.communicate(timeout=60)
 
@@ -310,3 +316,65 @@ def test_chat_template_kwargs_reach_the_template(inf, monkeypatch):
     from knowlyr_lab.serving.requests import RequestRefused, check_template_kwargs
     for k in inf.tokenizer.special_tokens_map:              # the tokenizer's own variables of the template
         with pytest.raises(RequestRefused, match=f"may not set '{k}'"): check_template_kwargs({k: 'x'})
+
+
+# A budget of request-body bytes (servemem): only the connection caps bounded the bodies held at once, 256 connections
+# x MAX_BODY_BYTES = 1 GiB before anything was refused, and decoding multiplies it.
+
+def _padded(size:int)->bytes:
+    "A legal chat request of exactly `size` bytes: a short prompt, then JSON whitespace (bytes with no values or tokens)"
+    body = _req(max_tokens=1)
+    return body + b' ' * (size - len(body))
+
+def _hold_body(address, size:int)->socket.socket:
+    "A connection that sent the head of a `size`-byte legal request and 1,000 bytes of its body, and waits"
+    c = socket.create_connection(address, timeout=120)
+    c.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n' % size + _padded(size)[:1000])
+    return c
+
+def _answer(c:socket.socket)->int:
+    "The status of the answer on `c`, read to the server's close"
+    return int(b''.join(iter(lambda: c.recv(65536), b'')).split(b' ', 2)[1])
+
+def _burst(address, body:bytes, n:int)->list:
+    "(status, Retry-After, JSON answer) of `n` POSTs of `body` sent at once"
+    out = [None] * n
+    def one(i):
+        c = http.client.HTTPConnection(*address, timeout=120)
+        try:
+            c.request('POST', '/v1/chat/completions', body=body); r = c.getresponse()
+            out[i] = (r.status, r.getheader('Retry-After'), json.loads(r.read()))
+        finally: c.close()
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in ts: t.start()
+    for t in ts: t.join(300)
+    return out
+
+def test_request_bodies_held_at_once_stay_within_the_body_budget(inf):
+    """A body's Content-Length is reserved before it is read and held until its request is answered; a body with no room
+    is answered 503 with Retry-After and never held. On main `serve` had no `body_budget`: nothing bounded the bytes."""
+    from knowlyr_lab.serving.requests import MAX_BODY_BYTES
+    size = 1_500_000                                  # two fit in a budget of MAX_BODY_BYTES (4 MiB), a third does not
+    s = inf.serve(body_budget=MAX_BODY_BYTES)
+    try:
+        slow = [_hold_body(s.server_address, size) for _ in range(2)]    # two bodies arriving slowly hold 3 MB
+        assert _wait(lambda: s.body_bytes_held == 2 * size), s.body_bytes_held
+        refused = _burst(s.server_address, _padded(size), 6)             # six more at once: no room for any
+        assert all(a is not None and a[:2] == (503, '1') and 'body_budget=4,194,304' in a[2]['error']['message']
+                   for a in refused), refused
+        assert s.body_bytes_peak == 2 * size                             # the six were read and dropped, never held
+        for c in slow: c.sendall(_padded(size)[1000:])                   # the slow bodies complete: answered
+        assert [_answer(c) for c in slow] == [200, 200]
+        assert _wait(lambda: s.body_bytes_held == 0), s.body_bytes_held  # given back once answered
+        # six at once with room for two: each is answered (200, or 503 while the budget is full), never over budget
+        mixed = _burst(s.server_address, _padded(size), 6)
+        assert all(a is not None and a[0] in (200, 503) for a in mixed) and any(a[0] == 200 for a in mixed), mixed
+        assert s.body_bytes_peak <= s.body_budget and _wait(lambda: s.body_bytes_held == 0), (s.body_bytes_peak, s.body_bytes_held)
+    finally: s.shutdown(); s.server_close()
+
+def test_a_body_budget_below_the_body_size_limit_is_refused(inf):
+    with pytest.raises(ValueError, match='body_budget must be an integer of at least MAX_BODY_BYTES'):
+        inf.serve(body_budget=2**20)
+    s = inf.serve()
+    try: assert s.body_budget == 64 * 2**20
+    finally: s.shutdown(); s.server_close()

@@ -123,6 +123,7 @@ def build_parser()->argparse.ArgumentParser:
     s.add_argument('--header-timeout', type=float, default=10.0, help='seconds a connection may take to send a request head; idle ones are closed after (default: %(default)s)')
     s.add_argument('--max-connections', type=int, default=256, help='connections open at once; more are answered 503 and closed (default: %(default)s)')
     s.add_argument('--max-connections-per-client', type=int, default=None, help='connections one client address may hold; more are answered 429 and closed (default: half of --max-connections)')
+    s.add_argument('--body-budget', type=int, default=64 * 2**20, help='request-body bytes held at once, from arrival until answered; a body with no room is answered 503 with Retry-After (default: %(default)s, 16 bodies at the 4 MiB size limit; at least that limit)')
     s.add_argument('--enable-lora', action='store_true', help='serve /v1/load_lora_adapter and /v1/unload_lora_adapter (runtime LoRA updating, as vLLM)')
     s.add_argument('--lora-root', default=None, help='with --enable-lora: adapters are loaded only from folders under this directory')
     s.add_argument('--max-loras', type=int, default=4, help='adapters loaded at once (default: %(default)s)')
@@ -154,7 +155,7 @@ def _grpo_summary(rows:list[dict],   # the trainer's log rows, one per optimiser
 def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
-                                          max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client, record_to=args.record_to,
+                                          max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client, body_budget=args.body_budget, record_to=args.record_to,
                                           enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras,
                                           reasoning_parser=args.reasoning_parser,
                                           chat_template_kwargs=args.chat_template_kwargs)

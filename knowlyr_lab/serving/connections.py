@@ -1,4 +1,4 @@
-"""The connection layer under the [OpenAI-compatible server](serving_server.html): a disconnect check that works for any descriptor, a deadline for each request head, and a cap on open connections
+"""The connection layer under the [OpenAI-compatible server](serving_server.html): a disconnect check that works for any descriptor, a deadline for each request head, caps on open connections and a budget of request-body bytes held at once
 
 Docs: https://knowlyr.github.io/knowlyr-lab/serving_connections.html.md"""
 
@@ -53,15 +53,18 @@ class GuardedHandler(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def setup(self):
         self.timeout, self.deadline = self.server.request_timeout, time.monotonic() + self.server.header_timeout
+        self.body_held = 0                       # bytes of the server's `body_budget` this request holds
         super().setup()
         self.rfile = io.BufferedReader(_DeadlineReader(self.rfile.detach(), self))
 
 # %% ../../nbs/52_serving_connections.ipynb #fa6985b2
 @patch
 def handle_one_request(self:GuardedHandler):
-    "Serve one request, its head due within `header_timeout`"
+    "Serve one request, its head due within `header_timeout`; then give back the body bytes it held"
     self.deadline = time.monotonic() + self.server.header_timeout   # the next head is due by then
-    super(GuardedHandler, self).handle_one_request()
+    try: super(GuardedHandler, self).handle_one_request()
+    finally:
+        if self.body_held: self.server.release_body(self.body_held); self.body_held = 0
 
 # %% ../../nbs/52_serving_connections.ipynb #a611f2fc
 @patch
@@ -106,7 +109,8 @@ def _client_cap(max_connections:int, per_client:int|None)->int:
 # %% ../../nbs/52_serving_connections.ipynb #778cda4c
 class GuardedHTTPServer(ThreadingHTTPServer):
     ("A threaded HTTP server serving at most `max_connections` connections at once (503 beyond), "
-     "`max_connections_per_client` of one client (429 beyond), with `GuardedHandler` deadlines")
+     "`max_connections_per_client` of one client (429 beyond), `body_budget` bytes of request bodies, with "
+     "`GuardedHandler` deadlines")
     daemon_threads = True
     request_queue_size = 256                # the listen backlog: connections the kernel queues before accept
     def __init__(self, address, handler,    # as `ThreadingHTTPServer`; `handler` a `GuardedHandler`
@@ -115,12 +119,14 @@ class GuardedHTTPServer(ThreadingHTTPServer):
                  request_timeout:float=120.0, # seconds a body may take after its head; the longest wait on one write
                  max_connections:int=256,   # connections served at once; more are answered 503 and closed
                  # connections one client (peer address) may hold; more: 429 and closed (None: half of max_connections)
-                 max_connections_per_client:int|None=None):
+                 max_connections_per_client:int|None=None,
+                 body_budget:int=64 * 2**20): # request-body bytes held at once (`reserve_body`; refused beyond)
         self.header_timeout, self.request_timeout, self.max_connections = (header_timeout, request_timeout,
             max_connections)
         self.max_connections_per_client = _client_cap(max_connections, max_connections_per_client)
         self.open_connections, self.refused, self._count, self._refused = 0, 0, threading.Lock(), collections.deque()
         self.clients = collections.Counter()   # open connections by client address
+        self.body_budget, self.body_bytes_held, self.body_bytes_peak = body_budget, 0, 0
         super().__init__(address, handler)
 
 # %% ../../nbs/52_serving_connections.ipynb #2b1a3f48
@@ -188,3 +194,32 @@ def _close_refused(self:GuardedHTTPServer, grace:float):
         sock = self._refused.popleft()[1]
         with contextlib.suppress(OSError): sock.recv(2**16)
         sock.close()
+
+# %% ../../nbs/52_serving_connections.ipynb #f97c8f14
+@patch
+def hold_body(self:GuardedHTTPServer, n:int)->bool:
+    "Count `n` more request-body bytes as held if `body_budget` has room for them (False: no room, nothing counted)"
+    with self._count:
+        if self.body_bytes_held + n > self.body_budget: return False
+        self.body_bytes_held += n; self.body_bytes_peak = max(self.body_bytes_peak, self.body_bytes_held)
+    return True
+
+# %% ../../nbs/52_serving_connections.ipynb #f812f0ac
+@patch
+def release_body(self:GuardedHTTPServer, n:int):
+    "`n` request-body bytes are held no more"
+    with self._count: self.body_bytes_held -= n
+
+# %% ../../nbs/52_serving_connections.ipynb #a523a32e
+@patch
+def reserve_body(self:GuardedHandler, n:int)->bool:
+    "Hold `n` bytes of the server's `body_budget` until this request is answered (False: no room, nothing held)"
+    if not self.server.hold_body(n): return False
+    self.body_held += n; return True
+
+# %% ../../nbs/52_serving_connections.ipynb #9bedf9af
+@patch
+def drop_body(self:GuardedHandler, n:int):
+    "Read up to `n` body bytes in small pieces, keeping none, and close the connection after the answer"
+    self.close_connection = True
+    while n > 0 and (piece := self.rfile.read(min(n, 2**16))): n -= len(piece)

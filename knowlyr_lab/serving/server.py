@@ -31,15 +31,16 @@ _ERROR_TYPES = {400: 'invalid_request_error', 404: 'invalid_request_error', 413:
                 504: 'timeout'}
 
 class _Handler(GuardedHandler):
-    def _send(self, code, body):
+    def _send(self, code, body, retry:bool=False):
         data = json.dumps(body).encode()
         self.send_response(code); self.send_header('Content-Type', 'application/json')
+        if retry: self.send_header('Retry-After', '1')
         self.send_header('Content-Length', str(len(data)))
         self.end_headers(); self.wfile.write(data)
     def _error(self, code, msg, param=None, err=None):
         kind = _ERROR_TYPES.get(code, 'server_error')
         body = {'message': f'bad request: {msg}' if code == 400 else msg, 'type': kind, 'param': param, 'code': err}
-        return self._send(code, {'error': body})
+        return self._send(code, {'error': body}, retry=code == 503)   # busy: come back in a second
 
 # %% ../../nbs/54_serving_server.ipynb #a5ef1603
 @patch
@@ -79,10 +80,12 @@ def _read(self:_Handler)->dict:
     if size < 0:                       # rfile.read(-1) would read to the end of the stream: no limit at all
         self.close_connection = True; raise RequestRefused(400, "Content-Length must be a non-negative integer")
     if size > MAX_BODY_BYTES:
-        self.close_connection = True
-        left = min(size, 16 * MAX_BODY_BYTES)
-        while left > 0 and (piece := self.rfile.read(min(left, 2**16))): left -= len(piece)
+        self.drop_body(min(size, 16 * MAX_BODY_BYTES))
         raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
+    if not self.reserve_body(size):    # held until the request is answered
+        self.drop_body(size); srv = self.server
+        raise RequestRefused(503, f"server busy: request bodies of {srv.body_bytes_held:,} bytes are held; {size:,} "
+                                  f"more would pass the budget (body_budget={srv.body_budget:,}); retry later")
     return parse_body(self.rfile.read(size))
 
 # %% ../../nbs/54_serving_server.ipynb #d3fe40f9
@@ -174,6 +177,9 @@ class InferenceServer(GuardedHTTPServer):
                  max_connections:int=256,           # connections open at once (503 and closed beyond)
                  # connections one client (peer address) may hold (429 and closed beyond; None: half of max_connections)
                  max_connections_per_client:int|None=None,
+                 # request-body bytes held at once, each from before it is read until its request is answered (503
+                 # beyond); at least MAX_BODY_BYTES
+                 body_budget:int=16 * MAX_BODY_BYTES,
                  # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange
                  record_to=None,
                  # serve `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (vLLM's runtime LoRA updating)
@@ -189,8 +195,11 @@ class InferenceServer(GuardedHTTPServer):
                  chat_template_kwargs:dict|None=None):
         if enable_lora and lora_root is None:
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
+        if isinstance(body_budget, bool) or not isinstance(body_budget, int) or body_budget < MAX_BODY_BYTES:
+            raise ValueError(f"body_budget must be an integer of at least MAX_BODY_BYTES ({MAX_BODY_BYTES:,}), so that "
+                             f"any body the size limit lets in fits; got {body_budget!r}")
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
-                         max_connections_per_client)
+                         max_connections_per_client, body_budget)
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
         self.render_lock = threading.Lock()
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
