@@ -52,10 +52,13 @@ class ExchangeRecorder:
                  max_open:int=4096,               # write the oldest open episodes beyond this many
                  agent:str='proxy',               # agent name when the request sets none (`X-Knowlyr-Agent`)
                  max_exchanges:int=512,           # write an episode as a part when it has this many exchanges
-                 max_chain_tokens:int=2**21):     # ... or holds this many token ids (prompts and completions)
+                 max_chain_tokens:int=2**21,      # ... or holds this many token ids (prompts and completions)
+                 # write the least recently continued episodes as parts while all open ones hold more token ids
+                 max_tokens_held:int=2**24):
         self.store = store if isinstance(store, TrajectoryStore) else TrajectoryStore(store)
         self.idle_seconds, self.max_open, self.agent = idle_seconds, max_open, agent
-        self.max_exchanges, self.max_chain_tokens = max_exchanges, max_chain_tokens
+        self.max_exchanges, self.max_chain_tokens, self.max_tokens_held = max_exchanges, max_chain_tokens, max_tokens_held
+        self._tokens, self.tokens_held, self.tokens_held_peak = {}, 0, 0   # token ids held: by chain, in all, at most
         self._chains, self._index, self._by_episode, self._lock, self._n = {}, {}, {}, threading.Lock(), 0
         self.written = []                         # content ids of the trajectories written so far
         self.errors = collections.deque(maxlen=100)   # one line per episode the store could not take (the last 100)
@@ -80,16 +83,24 @@ def _link(parent:dict|None, nd:dict, hashes:list[str]):
     if n is not None and n < len(hashes) and hashes[n] == parent['done_hash']:
         nd['added'], nd['messages'] = nd['messages'][n - 1:], None
 
+# %% ../../nbs/51_serving_recording.ipynb #bb63bda3
+def _ids(nd:dict)->int:
+    "The token ids node `nd` holds: its prompt's and its completion's"
+    return len(nd['prompt_token_ids']) + len(nd['token_ids'])
+
 # %% ../../nbs/51_serving_recording.ipynb #b491bbad
 @patch
 def _add_node(self:ExchangeRecorder, k:int, nd:dict, parent, hashes:list[str], episode, client:str)->str:
     "Put choice `k`'s node on its chain (continued, forked or new) and index it; the chain id (caller holds the lock)"
     if parent is not None and k == 0 and self._chains[parent[0]][-1] is parent[1]:
         cid = parent[0]; self._chains[cid].append(nd)      # continues its conversation
+        n = _ids(nd); self._tokens[cid] += n
     else:                                                   # a new conversation, or a fork of the parent's
         chain = self._chains[parent[0]] if parent is not None else []
         cid = f"c{self._n}"; self._n += 1
         self._chains[cid] = chain[:chain.index(parent[1]) + 1] + [nd] if parent is not None else [nd]
+        n = self._tokens[cid] = sum(map(_ids, self._chains[cid]))   # a fork counts the steps it shares too
+    self.tokens_held += n
     _link(parent[1] if parent is not None else None, nd, hashes)
     self._index[client, nd['done_hash']] = (cid, nd)
     if episode is not None and k == 0: self._by_episode[client, episode] = cid
@@ -105,11 +116,23 @@ def _stale(self:ExchangeRecorder)->list[str]:
     return stale + [c for c in oldest if c not in stale]
 
 # %% ../../nbs/51_serving_recording.ipynb #16f8af4d
-def _cut(chain:list[dict], max_exchanges:int, max_tokens:int)->str|None:
-    "The bound an open chain has reached, so it is written now as a part ('max_exchanges' or 'max_chain_tokens')"
-    if len(chain) >= max_exchanges: return 'max_exchanges'
-    if sum(len(nd['prompt_token_ids']) + len(nd['token_ids']) for nd in chain) >= max_tokens: return 'max_chain_tokens'
+def _cut(n_exchanges:int, n_tokens:int, max_exchanges:int, max_tokens:int)->str|None:
+    ("The bound an open chain of `n_exchanges` holding `n_tokens` ids has reached, so it is written now as a part "
+     "('max_exchanges' or 'max_chain_tokens')")
+    if n_exchanges >= max_exchanges: return 'max_exchanges'
+    if n_tokens >= max_tokens: return 'max_chain_tokens'
     return None
+
+# %% ../../nbs/51_serving_recording.ipynb #b42f3c2c
+@patch
+def _over_total(self:ExchangeRecorder)->list[str]:
+    "Open chains to write as parts, least recently continued first, until the rest hold at most `max_tokens_held` ids"
+    over, out = self.tokens_held - self.max_tokens_held, []
+    if over <= 0: return out
+    for c in sorted(self._chains, key=lambda c: self._chains[c][-1]['t_end']):
+        out.append(c); over -= self._tokens[c]
+        if over <= 0: break
+    return out
 
 # %% ../../nbs/51_serving_recording.ipynb #5045cd81
 @patch
@@ -134,8 +157,11 @@ def record(self:ExchangeRecorder, messages:list[dict], # the prompt's messages, 
         parent = self._parent(hashes, episode, client)
         out = [self._add_node(k, nd, parent, hashes, episode, client) for k, nd in enumerate(nodes)]
         cut = {c: why for c in dict.fromkeys(out)
-               if (why := _cut(self._chains[c], self.max_exchanges, self.max_chain_tokens))}
+               if (why := _cut(len(self._chains[c]), self._tokens[c], self.max_exchanges, self.max_chain_tokens))}
         self._write([c for c in self._stale() if c not in out] + list(cut), cut)
+        full = dict.fromkeys(self._over_total(), 'max_tokens_held')
+        self._write(list(full), full)
+        self.tokens_held_peak = max(self.tokens_held_peak, self.tokens_held)
     return out
 
 # %% ../../nbs/51_serving_recording.ipynb #4a117dd6
@@ -209,7 +235,7 @@ def chain_trajectory(chain:list[dict],   # the nodes of one recorded conversatio
 def _write(self:ExchangeRecorder, cids:list[str], cut:dict|None=None):   # cut: chain id -> the bound it reached
     "Write these open chains to the store and forget them; one the store refuses is dropped with a line in `errors`"
     for cid in cids:
-        chain = self._chains.pop(cid)
+        chain = self._chains.pop(cid); self.tokens_held -= self._tokens.pop(cid)
         for nd in chain:
             if self._index.get((nd['client'], nd['done_hash']), (None,))[0] == cid:
                 del self._index[nd['client'], nd['done_hash']]
