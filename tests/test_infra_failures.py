@@ -110,8 +110,13 @@ def test_an_agent_caused_failure_before_submit_is_a_scored_failure(plant, transp
     t = episode([sh(command)], transport=transport, **kw)
     assert t.valid and t.outcome.invalid is None, t.outcome.invalid
     submitted = transport != 'agentgym'               # AgentGym's action is one text: the recorder cannot tell it was a submit
-    assert (t.outcome.success, t.outcome.reason, t.outcome.submitted) == (False, 'submitted', submitted), t.metadata.get('error')
     last = t.steps[-1].observation.content
+    if plant == 'path too long for the host':       # the workspace cannot be copied out: the episode fails, saying why
+        assert (t.outcome.success, t.outcome.score, t.outcome.submitted) == (False, 0.0, submitted), last
+        assert t.outcome.reason.startswith('workspace not judged: SandboxError: snapshot failed'), t.outcome.reason
+        assert last.startswith('Submitted. Your workspace could not be judged ('), last
+        return
+    assert (t.outcome.success, t.outcome.reason, t.outcome.submitted) == (False, 'submitted', submitted), t.metadata.get('error')
     assert last.startswith('Submitted.') and '/5 passed' in last, last
     assert t.outcome.score == PRISTINE, last          # the repository as the agent left it (a deleted file: the pristine copy)
 
@@ -122,9 +127,9 @@ def test_a_correct_fix_followed_by_a_plant_is_judged_on_what_the_workspace_holds
     command, kw = PLANTS[plant]
     t = episode([*fix_actions(), sh(command)], transport=transport, **kw)
     assert t.valid, t.outcome.invalid
-    if plant == 'path too long for the host':   # the workspace cannot be copied out: judged as no change, and it says so
-        assert (t.outcome.success, t.outcome.score) == (False, PRISTINE)
-        assert 'Your workspace could not be read' in t.steps[-1].observation.content
+    if plant == 'path too long for the host':   # the workspace cannot be copied out: the episode fails (not graded), and it says so
+        assert (t.outcome.success, t.outcome.score) == (False, 0.0)
+        assert 'Your workspace could not be judged' in t.steps[-1].observation.content
     else: assert (t.outcome.success, t.outcome.score) == (True, 1.0), t.steps[-1].observation.content
 
 @pytest.mark.docker
@@ -132,7 +137,7 @@ def test_a_correct_fix_followed_by_a_plant_is_judged_on_what_the_workspace_holds
 def test_plants_in_a_docker_sandbox_are_scored(plant, docker_host):
     t = episode([*fix_actions(), sh(PLANTS[plant][0])], backend='docker')
     assert t.valid, t.outcome.invalid
-    assert (t.outcome.success, t.outcome.score) == ((False, PRISTINE) if plant == 'path too long for the host' else (True, 1.0)), t.steps[-1].observation.content
+    assert (t.outcome.success, t.outcome.score) == ((False, 0.0) if plant == 'path too long for the host' else (True, 1.0)), t.steps[-1].observation.content
 
 def test_the_snapshot_reads_a_locked_workspace_whole_and_leaves_it_as_it_was():
     sb = LocalSandbox(limits={'wall_timeout': 10})
@@ -169,7 +174,7 @@ def test_humaneval_plants_are_scored(plant, solved):
     actions = [{'tool': 'file_write', 'params': {'path': 'solution.py', 'content': PROBLEM['prompt'] + PROBLEM['canonical_solution']}}] if solved else []
     t, = collect(lambda: SandboxEnv([task]), ScriptedAgent([*actions, sh(plant), SUBMIT]), 1, tasks=[task.id], progress=False)
     assert t.valid, t.outcome.invalid
-    want = 1.0 if solved and plant != LONG_PATH else 0.0           # an unreadable workspace is judged as the bare prompt: 0
+    want = 1.0 if solved and plant != LONG_PATH else 0.0           # an unreadable workspace fails the episode: 0
     assert (t.outcome.score, t.outcome.success) == (want, want == 1.0), t.steps[-1].observation.content
 
 class Saboteur(Agent):

@@ -72,11 +72,11 @@ def test_true_fix_still_scores_one(env):
     while ts is None or not ts.done: ts = env.step(env.oracle_action())
     assert (ts.info['tests_passed'], ts.reward, ts.verdict.success) == (5, 1.0, True), ts.info
 
-def test_sparse_files_past_the_quota_are_judged_as_nothing_without_reading_them(env):
+def test_sparse_files_past_the_quota_fail_the_episode_without_reading_them(env):
     "Sparse files take no room in the workspace's tmpfs, yet a thousand of them (64 GB) would be read, compressed and held in host memory"
     env.reset(task='py-fizzbuzz-order')
     ts = env.step({'tool': 'shell', 'params': {'command': 'for i in $(seq 10); do truncate -s 64M sparse$i; done'}})
     assert not ts.info['is_error'], ts.observation
     ts = env.step({'tool': 'submit', 'params': {}})
-    assert (ts.info['tests_passed'], ts.info['tests_total'], ts.info['applied']) == (3, 5, []), ts.info   # the pristine repository's verdict
-    assert 'more than 512 MiB of file data' in ts.info['workspace_error'], ts.info
+    assert (ts.info['tests_passed'], ts.info['tests_total'], ts.info['applied'], ts.reward) == (0, 0, [], 0.0), ts.info   # not graded
+    assert 'more than 512 MiB of file data' in ts.info['workspace_error'] and 'more than 512 MiB' in ts.verdict.reason, ts.verdict

@@ -134,30 +134,27 @@ def _run_hidden_tests(self:SandboxEnv)->dict:
     v = self.task.verifier(self.backend, self.image, self.limits, self.sandbox_kwargs, feedback=self.feedback)
     try: return v.verify_sandbox(self.sandbox).as_info()
     except InfrastructureError: raise
-    except (SandboxError, OSError) as e: return self._judge_nothing(v, e)   # the agent's workspace: judged as nothing
+    except (SandboxError, OSError) as e: return self._unjudged(e)   # the agent's workspace: failed, saying why
 
 # %% ../../nbs/16_envs_sandbox.ipynb #ad6fec48
 @patch
-def _judge_nothing(self:SandboxEnv, v, e:Exception)->dict:
-    "The verdict on no agent files, because the agent's workspace could not be judged (`e`)"
-    why = f"{type(e).__name__}: {e}"
-    try: rep = v.verify({}).as_info()
-    except Exception as e2:
-        raise InfrastructureError(
-            f"the verifier fails on the pristine repository ({type(e2).__name__}: {e2}); first {why}") from e2
-    return {**rep, 'workspace_error': why}
+def _unjudged(self:SandboxEnv, e:Exception)->dict:
+    "The hidden tests' `info` entries when the agent's workspace could not be judged (`e`): none ran, the error named"
+    return {'tests_passed': 0, 'tests_total': 0, 'failures': [], 'errors': [], 'messages': [], 'applied': [],
+            'ignored': {}, 'workspace_error': f"{type(e).__name__}: {e}"}
 
 # %% ../../nbs/16_envs_sandbox.ipynb #bed1ab52
 @patch
 def _take_step(self:SandboxEnv, tool, params)->TimeStep:
     if tool in _TERMINAL:
         rep = self._run_hidden_tests()
+        if (why := rep.get('workspace_error')) is not None:      # the agent's workspace: failed, never graded
+            return TimeStep(f"Submitted. Your workspace could not be judged ({why[:300]}): the episode fails.",
+                            0.0, terminated=True, info=rep, verdict=Verdict(False, 0.0, f'workspace not judged: {why}'))
         score = rep['tests_passed'] / rep['tests_total'] if rep['tests_total'] else 0.0
         ok = rep['tests_total'] > 0 and rep['tests_passed'] == rep['tests_total']
         bad = rep['failures'] + rep['errors']
-        lost = (f" Your workspace could not be read ({rep['workspace_error'][:200]}): judged as if you changed nothing."
-                if 'workspace_error' in rep else '')
-        obs = (f"Submitted.{lost} Hidden tests: {rep['tests_passed']}/{rep['tests_total']} passed." +
+        obs = (f"Submitted. Hidden tests: {rep['tests_passed']}/{rep['tests_total']} passed." +
                (f" Failing: {', '.join(bad[:10])}." if bad else " All hidden tests pass."))
         return TimeStep(obs, score, terminated=True, info=rep, verdict=Verdict(ok, score, 'submitted'))
     if tool == 'file_read':

@@ -23,7 +23,7 @@ from .base import SandboxBackendError, SandboxError
 from .base import SandboxLimits as SandboxLimits
 from .base import ToolResult as ToolResult
 from .calls import SandboxCalls
-from .snapshot import ArchiveWriter, SandboxSnapshot, check_archive, listing_limit, open_archive, readable_workspace
+from .snapshot import ArchiveWriter, SandboxSnapshot, check_archive, open_archive, read_listing, readable_workspace
 from .tools import RunResult
 
 # %% auto #0
@@ -39,8 +39,7 @@ class Sandbox(SandboxCalls):
 # %% ../../nbs/10d_sandbox_protocol.ipynb #da951d5f
 # bytes of file data per process run in a snapshot or restore (the host holds a few times this)
 SNAPSHOT_CHUNK = 8 << 20
-LIST_SCRIPT = ('cd "$1" || exit 1; find . -mindepth 1 ! -type f ! -type d ! -type l -printf "knowlyr-skip:%P\\n" >&2; '
-               'find . -mindepth 1 \\( -type f -o -type d -o -type l \\) -printf "%y %s %n %i %m %T@ %p\\0"')
+LIST_SCRIPT = 'cd "$1" || exit 1; exec find . -mindepth 1 -printf "%y %s %n %i %m %T@ %p\\0"'
 ARCHIVE_SCRIPT = 'cd "$1" || exit 1; exec tar -c --null --no-recursion --format=gnu -f - -T -'
 RANGE_SCRIPT = 'exec tail -c +"$2" -- "$1" | head -c "$3"'
 EMPTY_SCRIPT = ('chmod -R u+rwX -- "$1" "$2" 2>/dev/null; find "$1" "$2" -mindepth 1 -delete 2>/dev/null; '
@@ -53,10 +52,12 @@ CHMOD_SCRIPT = 'while [ $# -ge 3 ]; do chmod -- "$1" "$3" && touch -m -d "@$2" -
 
 # %% ../../nbs/10d_sandbox_protocol.ipynb #ca73c84e
 @patch_to(Sandbox)
-def _inside(self, what:str, script:str, *args, stdin:bytes|None=None, raw:int=0)->RunResult:
+def _inside(self, what:str, script:str, *args, stdin:bytes|None=None, raw:int=0,
+            over:str|None=None, # the error's message when stdout passes `raw` bytes (None: says it printed more)
+           )->RunResult:
     "Run a script above inside the sandbox, stdout kept whole up to `raw` bytes; `SandboxError` unless it succeeds"
     r = self._run(['sh', '-c', script, 'sh', *args], 300, stdin=stdin, merge=False, raw=raw)
-    if r.raw_over: raise SandboxError(f"{what} failed inside the sandbox: it printed more than {raw:,} bytes")
+    if r.raw_over: raise SandboxError(over or f"{what} failed inside the sandbox: it printed more than {raw:,} bytes")
     if r.timed_out or r.exit_code != 0:
         raise SandboxError(f"{what} failed inside the sandbox (exit {r.exit_code}): "
                            f"{(r.stderr or r.output).strip()[-300:]}")
@@ -65,7 +66,7 @@ def _inside(self, what:str, script:str, *args, stdin:bytes|None=None, raw:int=0)
 
 # %% ../../nbs/10d_sandbox_protocol.ipynb #d1e98f81
 class _Listed:
-    "One `find` line of `LIST_SCRIPT`: kind (b'f', b'd', b'l'), size, link count, inode, mode, mtime and the ./name"
+    "A line of `LIST_SCRIPT`: kind (b'f', b'd', b'l' or a special file's), size, links, inode, mode, mtime, ./name"
     def __init__(self, line:bytes):
         k, size, nlink, ino, mode, mtime, self.name = line.split(b' ', 6)
         self.kind, self.size, self.nlink, self.ino = k, int(size), int(nlink), int(ino)
@@ -111,9 +112,8 @@ def _archive_batch(self, out:ArchiveWriter, names:list[bytes]):
 @patch_to(Sandbox)
 def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
     "(gzipped tar of the workspace: bytes, or a temporary file when big; special files left out), made inside it"
-    r = self._inside('snapshot', LIST_SCRIPT, self._paths[0], raw=listing_limit(self.limits))
-    skipped = [l[len('knowlyr-skip:'):] for l in r.stderr.splitlines() if l.startswith('knowlyr-skip:')]
-    out, first, batch, links, cost, data = ArchiveWriter(modes=modes), {}, [], [], 0, 0
+    listing = read_listing(self, LIST_SCRIPT)
+    out, first, batch, links, cost, data, skipped = ArchiveWriter(modes=modes), {}, [], [], 0, 0, []
     # first: inode -> name of the first of its hard links; data: bytes of file data so far
     def flush():
         nonlocal batch, links, cost
@@ -121,10 +121,12 @@ def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
         for ti in links: out.add(ti)
         batch, links, cost = [], [], 0
     try:
-        listed = [l for l in r.raw.split(b'\0') if l]
+        listed = [l for l in listing.split(b'\0') if l]
         if len(listed) > self.limits.max_files:           # a host without tmpfs quotas: the cap still holds here
             raise SandboxError(f"snapshot: the workspace holds more than {self.limits.max_files} entries (max_files)")
         for e in map(_Listed, listed):
+            if e.kind not in (b'f', b'd', b'l'):               # a FIFO, socket or device: left out, and named
+                skipped.append(e.name[2:].decode('utf-8', 'replace')); continue
             linked = e.kind in (b'f', b'l') and e.nlink > 1           # a hard-linked file (or symlink)
             if linked and e.ino in first:                    # a later name of it: written here, after its target
                 ti = e.tarinfo(); ti.type, ti.linkname = tarfile.LNKTYPE, first[e.ino]; links.append(ti); continue

@@ -27,7 +27,7 @@ from .base import SandboxBackendError, SandboxError
 
 # %% auto #0
 __all__ = ['SPOOL_BYTES', 'LEND_SCRIPT', 'GIVE_BACK_SCRIPT', 'LIST_ENTRY_BYTES', 'open_archive', 'check_archive', 'tarfile_kind',
-           'ArchiveWriter', 'tar_directory', 'SandboxSnapshot', 'listing_limit', 'readable_workspace']
+           'ArchiveWriter', 'tar_directory', 'SandboxSnapshot', 'listing_limit', 'read_listing', 'readable_workspace']
 
 # %% ../../nbs/10c_sandbox_snapshot.ipynb #8180977c
 def _member_parts(name:str)->list[str]:
@@ -325,10 +325,16 @@ def listing_limit(limits)->int:
     "The most bytes of a workspace listing the host reads from a sandbox with `limits` (a `SandboxLimits`)"
     return (int(limits.max_files) + 1) * LIST_ENTRY_BYTES
 
+def read_listing(sb, script:str)->bytes:
+    "What `script` prints run inside `sb` on its workspace, up to `listing_limit`; past it the snapshot is refused"
+    n = listing_limit(sb.limits)
+    over = f"workspace listing over {n:,} bytes: snapshot refused (its paths are too long or too many)"
+    return sb._inside('snapshot', script, sb._paths[0], raw=n, over=over).raw
+
 # %% ../../nbs/10c_sandbox_snapshot.ipynb #01f3f794
 def _lend(sb)->dict:
     "Lend the workspace's entries the owner permissions needed to read them; {path: mode it had}, parents first"
-    out = sb._inside('snapshot', LEND_SCRIPT, sb._paths[0], raw=listing_limit(sb.limits)).raw
+    out = read_listing(sb, LEND_SCRIPT)
     return {n.decode('utf-8', 'surrogateescape'): int(m, 8) for m,
             _, n in (r.partition(b' ') for r in out.split(b'\0') if r)}
 
