@@ -112,7 +112,7 @@ class CrossedResult:
      "interval")
     mean: float; ci: tuple; pvalue: float
     n_runs: int; n_tasks: int
-    per_run: list                 # [{'mean', 'ci'}] in run order: that run's paired difference, tasks resampled
+    per_run: list                 # [{'mean', 'ci'}] in run order: that run's paired difference and its `_run_ci`
     confidence: float; n_resamples: int
     notes: list = field(default_factory=list)
 
@@ -122,6 +122,14 @@ def _resample_means(d, mask, wr, wt):
     num = np.einsum('br,rt,bt->b', wr, d, wt); den = np.einsum('br,rt,bt->b', wr, mask, wt)
     with np.errstate(invalid='ignore', divide='ignore'): return num / den
 
+# %% ../nbs/09e_replicates.ipynb #a8357710
+def _ties_ci(x:np.ndarray,        # differences of one 0/1 outcome per task: -1, 0 or +1
+             confidence:float)->tuple[float, float]:
+    "Newcombe's paired score CI from the differences alone: a tie is both-solved or both-failed, so the widest"
+    up, down, tie = int((x > 0).sum()), int((x < 0).sum()), int((x == 0).sum())
+    cis = np.array([newcombe_paired_ci(k, up, down, tie - k, confidence) for k in range(tie + 1)])
+    return (float(cis[:, 0].min()), float(cis[:, 1].max()))
+
 # %% ../nbs/09e_replicates.ipynb #726f408f
 def _constant_ci(v:float,        # the difference of every cell
                  n:int,          # tasks
@@ -129,13 +137,12 @@ def _constant_ci(v:float,        # the difference of every cell
                  confidence:float)->tuple[float, float]:
     "CI of a paired difference equal to `v` on each of `n` tasks: Newcombe's score CI for 0/1 outcomes, else NaN"
     if not binary or v not in (-1.0, 0.0, 1.0): return (float('nan'), float('nan'))
-    if v: return newcombe_paired_ci(0, n * (v > 0), n * (v < 0), 0, confidence)
-    cis = np.array([newcombe_paired_ci(k, 0, 0, n - k, confidence) for k in range(n + 1)])   # the split is unknown
-    return (float(cis[:, 0].min()), float(cis[:, 1].max()))
+    return _ties_ci(np.full(n, v), confidence)
 
 # %% ../nbs/09e_replicates.ipynb #f046e576
 def _run_ci(x, binary, confidence, seed)->tuple[float, float]:
-    "One run's interval: the bootstrap over its tasks, `_constant_ci` when its differences are all alike"
+    "One run's interval: Newcombe's score CI for 0/1 outcomes, else the bootstrap over its tasks (NaN when all alike)"
+    if binary and len(x) and np.isin(x, (-1.0, 0.0, 1.0)).all(): return _ties_ci(x, confidence)
     if len(x) >= 2 and no_spread(x): return _constant_ci(float(x[0]), len(x), binary, confidence)
     return bootstrap_ci(x, confidence=confidence, seed=seed)
 

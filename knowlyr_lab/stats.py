@@ -36,6 +36,13 @@ def wilson_ci(successes:int,       # number of successful episodes
     ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method='wilson')
     return (float(ci.low), float(ci.high))
 
+# %% ../nbs/09_stats.ipynb #ebae86a5
+def _constant_sample_ci(x:np.ndarray, statistic, confidence:float)->tuple[float, float]:
+    "CI of a constant sample: Wilson's for the mean of 0/1 values, else unknown (NaN and a warning), never the point"
+    if statistic in (np.mean, np.nanmean) and x[0] in (0.0, 1.0): return wilson_ci(int(x.sum()), len(x), confidence)
+    warnings.warn(f"bootstrap_ci: all {len(x)} values are {x[0]:g}: no spread, so no CI (not zero width)", stacklevel=3)
+    return (float('nan'), float('nan'))
+
 # %% ../nbs/09_stats.ipynb #43eaa379
 def bootstrap_ci(values:Sequence[float],   # one value per episode (or per task)
                  statistic=np.mean,         # statistic of a 1-d sample
@@ -47,7 +54,7 @@ def bootstrap_ci(values:Sequence[float],   # one value per episode (or per task)
     "Bootstrap confidence interval of `statistic(values)`"
     x = np.asarray(values, dtype=float)
     if x.size < 2: return (float('nan'), float('nan'))   # no spread to measure: unknown, not a point
-    if np.all(x == x[0]): v = float(statistic(x)); return (v, v)
+    if np.all(x == x[0]): return _constant_sample_ci(x, statistic, confidence)
     res = stats.bootstrap((x,), statistic, confidence_level=confidence, n_resamples=n_resamples,
                           method=method, rng=np.random.default_rng(seed), vectorized=False)
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -115,6 +122,7 @@ def task_bootstrap_ci(values:Sequence[float], # one value per episode
     y = np.asarray(values, float); k = len(set(map(str, groups)))
     if k == len(y): return bootstrap_ci(y, confidence=confidence, n_resamples=n_resamples, seed=seed)
     if k < 2: return (float('nan'), float('nan'))
+    if np.all(y == y[0]): return bootstrap_ci(np.full(k, y[0]), confidence=confidence)   # the tasks are the unit
     w, inv = task_draws(groups, n_resamples, seed)
     means = (w @ np.bincount(inv, weights=y, minlength=k)) / (w @ np.bincount(inv, minlength=k))
     lo, hi = np.quantile(means, [(1 - confidence) / 2, (1 + confidence) / 2])
@@ -127,12 +135,13 @@ class Comparison:
     metric: str; name_a: str; name_b: str
     n_a: int; n_b: int; mean_a: float; mean_b: float
     diff: float                       # mean_a - mean_b
-    diff_ci: tuple                    # CI of the difference: bootstrap, or a score interval when it has no spread
+    diff_ci: tuple                    # CI of the difference: a score interval for 0/1 rates, else the bootstrap's
     effect_size: float                # Cohen's d (unpaired) or d_z (paired); NaN with no spread
     paired: bool; binary: bool
     tests: dict = field(default_factory=dict)  # test name -> {'statistic', 'pvalue', ...}
     primary: str = ''                 # name of the primary test
     notes: list = field(default_factory=list)  # what was excluded, dropped or changed, and why
+    ci_method: str = ''               # how `diff_ci` was made: newcombe_paired, newcombe_2indep, bootstrap, none
     @property
     def p_value(self)->float: return self.tests[self.primary]['pvalue']
     def __repr__(self): return f"Comparison({self.summary()})"
@@ -212,19 +221,22 @@ def _score_diff_ci(a, b, paired:bool, confidence:float)->tuple[float, float]:
     return (float(lo), float(hi))
 
 # %% ../nbs/09_stats.ipynb #66394bd0
-def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, list]:
-    "CI of mean(a) - mean(b), and a note when the bootstrap has no spread: a score CI for 0/1 rates, else none"
-    if no_spread(a - b) if paired else no_spread(a) and no_spread(b):
-        what = f"every pair differs by {a[0] - b[0]:+g}" if paired else "both samples are constant"
-        if binary and is_binary(a, b): return _score_diff_ci(a, b, paired, confidence), [f"{what}: Newcombe's score CI"]
+def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, list, str]:
+    "CI of mean(a) - mean(b), notes, and its method: a score CI for 0/1 rates, else the bootstrap (none with no spread)"
+    flat = no_spread(a - b) if paired else no_spread(a) and no_spread(b)
+    what = f"every pair differs by {a[0] - b[0]:+g}" if paired else "both samples are constant"
+    if binary and is_binary(a, b):
+        return (_score_diff_ci(a, b, paired, confidence), [f"{what}: Newcombe's score CI"] if flat else [],
+                'newcombe_paired' if paired else 'newcombe_2indep')
+    if flat:
         msg = f"{what}: the bootstrap has no spread, and a zero-width CI would claim certainty"
         warnings.warn(msg, stacklevel=3)
-        return (float('nan'), float('nan')), [msg]
-    if paired: return bootstrap_ci(a - b, confidence=confidence, n_resamples=n_resamples, seed=seed), []
+        return (float('nan'), float('nan')), [msg], 'none'
+    if paired: return bootstrap_ci(a - b, confidence=confidence, n_resamples=n_resamples, seed=seed), [], 'bootstrap'
     res = stats.bootstrap((a, b), lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis),
                           confidence_level=confidence, n_resamples=n_resamples, method='percentile',
                           rng=np.random.default_rng(seed))
-    return (float(res.confidence_interval.low), float(res.confidence_interval.high)), []
+    return (float(res.confidence_interval.low), float(res.confidence_interval.high)), [], 'bootstrap'
 
 # %% ../nbs/09_stats.ipynb #6ab52d46
 def _omit_nan(a, b, paired, nan_policy, metric, name_a, name_b):
@@ -294,11 +306,12 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
     if paired and len(a) != len(b): raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
     binary = is_binary(a, b) if binary is None else binary
     tests = _two_sample_tests(a, b, paired, binary)
-    ci, ci_notes = _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)
+    ci, ci_notes, method = _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)
     primary = ('mcnemar_exact' if binary else 'paired_t') if paired else ('fisher_exact' if binary else 'welch_t')
     return Comparison(metric, name_a, name_b, len(a), len(b), float(a.mean()), float(b.mean()),
                       float(a.mean() - b.mean()), ci, _effect_size(a, b, paired), paired, bool(binary), tests, primary,
-                      notes=([f"excluded NaN values: {n_nan}"] if any(n_nan.values()) else []) + ci_notes)
+                      notes=([f"excluded NaN values: {n_nan}"] if any(n_nan.values()) else []) + ci_notes,
+                      ci_method=method)
 
 # %% ../nbs/09_stats.ipynb #bfb553bb
 def adjust_pvalues(pvalues:Sequence[float], # raw p-values of a family of tests

@@ -52,6 +52,11 @@ def test_welch_textbook():
     assert c.tests['welch_t']['statistic'] == pytest.approx(-1.8608, abs=1e-4) and c.tests['welch_t']['df'] == pytest.approx(17.776, abs=1e-3)
     assert c.tests['welch_t']['pvalue'] == pytest.approx(0.07939, abs=1e-5)
     assert c.tests['paired_t']['statistic'] == pytest.approx(-4.0621, abs=1e-4) and c.p_value == pytest.approx(0.002833, abs=1e-6)
+    # Welch's own example on Wikipedia ("Welch's t-test", example 1): t = -2.46, df = 25.0, p = 0.021 (moved from page 09)
+    a1 = [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4]
+    a2 = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4]
+    w = compare_samples(a1, a2).tests['welch_t']
+    assert (w['statistic'], w['df'], w['pvalue']) == (pytest.approx(-2.46, abs=5e-3), pytest.approx(25.0, abs=0.05), pytest.approx(0.021, abs=5e-4))
 
 def test_wilson_known_values():
     assert wilson_ci(81, 263) == pytest.approx((0.2553, 0.3662), abs=6e-5)
@@ -131,6 +136,16 @@ def test_reward_interval_resamples_tasks_not_attempts():
     assert s['reward_low'] < task_means.mean() < s['reward_high']
     lb = leaderboard([r], metric='reward')
     assert (lb['high'] - lb['low']).iloc[0] == pytest.approx(s['reward_high'] - s['reward_low'])
+
+def test_compare_agents_unpaired_counts_tasks_not_attempts():
+    "compare_agents(paired=False) on 5 tasks x 20 identical attempts took 100 episodes per agent as independent: the CI was too narrow"
+    a, b = _repeated('a'), _repeated('b'); b.episodes['success'] = b.episodes.task_key.isin(['t0', 't1'])
+    with pytest.warns(UserWarning, match='repeat tasks'):
+        c = compare_agents(a, b, paired=False)
+    naive = compare_samples(a.episodes.success.astype(float), b.episodes.success.astype(float))   # attempts as episodes
+    assert c.diff == pytest.approx(naive.diff) and (c.diff_ci[1] - c.diff_ci[0]) > 2 * (naive.diff_ci[1] - naive.diff_ci[0])
+    per_task = compare_samples(list(a.task_values('success').values()), list(b.task_values('success').values()), binary=False)
+    assert (c.n_a, c.n_b, c.diff_ci, c.primary) == (5, 5, per_task.diff_ci, 'welch_t')   # 5 tasks each, not 100 episodes
 
 def test_held_out_check_compares_text_tasks_by_content_not_id():
     "Tasks with no fingerprint and no env were compared by id: the training task's text under another id was called held out"

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from knowlyr_lab.replicates import crossed_bootstrap
-from knowlyr_lab.stats import compare_samples, newcombe_paired_ci
+from knowlyr_lab.stats import bootstrap_ci, compare_samples, newcombe_paired_ci, task_bootstrap_ci, wilson_ci
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,8 +66,11 @@ def test_committed_intervals_do_not_move(name, quoted):
     diff = np.array([[x[t] - y[t] for t in tasks] for x, y in zip(va, vb)])
     c = crossed_bootstrap(diff, binary=True)
     assert list(c.ci) == res['ci'] and c.pvalue == res['p_bootstrap'] and c.mean == pytest.approx(res['estimate'], abs=1e-12)
-    for run, x, y in zip(res['runs'], va, vb):
-        assert compare_samples([x[t] for t in tasks], [y[t] for t in tasks], paired=True).diff_ci == (run['diff_low'], run['diff_high'])
+    for run, x, y in zip(res['runs'], va, vb):   # per-run intervals are now Newcombe's (results.json kept the bootstrap's)
+        a, b = np.array([x[t] for t in tasks]), np.array([y[t] for t in tasks])
+        cells = [int(((a == i) & (b == j)).sum()) for i, j in ((1, 1), (1, 0), (0, 1), (0, 0))]
+        assert compare_samples(a, b, paired=True).diff_ci == newcombe_paired_ci(*cells)
+        assert compare_samples(a, b, paired=True).diff == pytest.approx(run['diff'], abs=1e-12)
     assert quoted in (ROOT / 'README.md').read_text()
 
 def test_sleep_data_interval_unchanged():
@@ -76,3 +79,26 @@ def test_sleep_data_interval_unchanged():
     drug2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
     c = compare_samples(drug1, drug2, paired=True)
     assert np.round(c.diff_ci, 3).tolist() == [-2.61, -1.07] and c.effect_size == pytest.approx(-1.2845, abs=1e-4)
+
+
+def test_nineteen_of_twenty_discordant_gets_newcombe_not_the_bootstrap():
+    "19 of 20 pairs won by A alone: the percentile bootstrap said +0.75 to +1.00 (it cannot pass the observed 0.95's resamples)"
+    from statsmodels.stats.proportion import confint_proportions_2indep
+    c = compare_samples([1] * 19 + [0], [0] * 20, paired=True)
+    lo19, hi19 = wilson_ci(19, 20); hi0 = wilson_ci(0, 20)[1]
+    by_hand = (0.95 - math.sqrt((0.95 - lo19) ** 2 + hi0 ** 2), hi19)        # Newcombe's method 10 with phi = 0
+    assert c.diff_ci == pytest.approx(by_hand, abs=1e-12) and c.diff_ci == pytest.approx((0.7038, 0.9911), abs=1e-4)
+    assert c.diff_ci == pytest.approx(confint_proportions_2indep(19, 20, 0, 20, method='newcomb'), abs=1e-12)
+    assert c.diff_ci[0] < c.diff - 0.2 and c.diff_ci[1] < 1 and c.ci_method == 'newcombe_paired'
+    m = compare_samples([1] * 9 + [0] + [1] * 5 + [0] * 5, [0] * 9 + [1] + [1] * 5 + [0] * 5, paired=True)
+    assert m.diff_ci == newcombe_paired_ci(5, 9, 1, 5) and m.ci_method == 'newcombe_paired'   # every paired 0/1 comparison
+    r = crossed_bootstrap(np.array([[1.] * 19 + [0]] * 2 + [[1.] * 18 + [0, -1]]), binary=True)
+    assert r.per_run[0]['ci'][0] < 0.71 and r.per_run[0]['ci'][1] < 1     # each run's own interval too
+
+def test_constant_binary_sample_gets_wilson_not_a_point():
+    "bootstrap_ci([1] * 20) was (1.0, 1.0): certainty from 20 episodes"
+    assert bootstrap_ci([1.0] * 20) == wilson_ci(20, 20) and bootstrap_ci([0] * 40) == wilson_ci(0, 40)
+    assert bootstrap_ci([1.0] * 20)[0] == pytest.approx(0.8389, abs=1e-4)
+    with pytest.warns(UserWarning, match='no spread'):
+        assert all(math.isnan(x) for x in bootstrap_ci([0.5] * 3))
+    assert task_bootstrap_ci(np.ones(100), np.repeat(list('abcde'), 20)) == wilson_ci(5, 5)   # 5 tasks, not 100 episodes
