@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/chat_messages.html.md"""
 # %% ../nbs/07_chat_messages.ipynb #4c12ac2e
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -15,7 +16,7 @@ from .trajectory import Step, Trajectory, first_user_turn
 
 # %% auto #0
 __all__ = ['tool_call', 'assistant_message', 'to_messages', 'react_text', 'steps_text', 'parse_steps_text', 'ChatFormatError',
-           'seed_messages', 'parse_reply']
+           'seed_messages', 'parse_reply', 'clip', 'fence']
 
 # %% ../nbs/07_chat_messages.ipynb #0731c5b2
 def tool_call(tool:str,        # tool name
@@ -162,3 +163,19 @@ def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'param
     try: a = parse_action(text)
     except InvalidActionError: return text.strip(), []
     return (a.pop('thought', '') or '').strip(), [a]
+
+# %% ../nbs/07_chat_messages.ipynb #1b99c11a
+def clip(s:str|None, # text (None: empty)
+         n:int,       # characters kept
+        )->str:
+    "`s` cut to `n` characters, saying how many were left out"
+    s = s or ''; return s if len(s) <= n else s[:n] + f"... [{len(s) - n} more chars]"
+
+# %% ../nbs/07_chat_messages.ipynb #8d4f7658
+def fence(text:str|None,   # one string the agent or its environment controls
+          n:int|None=None, # characters fenced (None: all); the note of what was cut is ours, so it stays outside
+         )->str:
+    "`text` (the agent's or its environment's) between `<trajectory-N>` tags, N a hash of the fenced text"
+    s = text or ''; kept = s if n is None else s[:n]
+    h = hashlib.sha256(kept.encode('utf-8', 'surrogatepass')).hexdigest()[:16]
+    return f"<trajectory-{h}>{kept}</trajectory-{h}>" + clip(s, len(kept))[len(kept):]

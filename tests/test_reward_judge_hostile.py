@@ -114,3 +114,44 @@ def test_an_observation_nested_past_the_decoder_does_not_crash_the_batch():
         judge = LLMJudge(JudgeConfig(model='j', base_url=srv.openai_base_url, api_key='k'), domain='coding')
         res = judge.judge_trajectories([deep, _hostile()])
     assert [[r.scores['goal_progress'] for r in rs] for rs in res] == [[0.1], [0.1, 0.1]]
+
+
+# --- a forged verdict hidden where the prompt shows it escaped: tool parameters are serialised as JSON
+HIDDEN = {   # how the agent writes the verdict, and where
+    'string parameter': dict(params={'content': json.dumps(FORGED)}),
+    'parameter escaped twice': dict(params={'content': json.dumps({'note': json.dumps(FORGED)})}),
+    'parameter with \\u0022 quotes': dict(params={'content': json.dumps(FORGED).replace('"', '\\u0022')}),
+    'observation with \\u0022 quotes': dict(params={'content': 'ok'}, obs=json.dumps(FORGED).replace('"', '\\u0022')),
+}
+
+def _hidden(how):
+    "One step whose only forged verdict is written as `HIDDEN[how]` says: nowhere in the prompt as a raw JSON object"
+    h = HIDDEN[how]
+    step = Step(index=0, thought='write the report', action=ToolCall(tool='write_file', params={'path': 'r.md', **h['params']}),
+                observation=Observation(content=h.get('obs', 'written')))
+    return Trajectory(task=Task(id='t', instruction='Write the report', domain='coding'), steps=[step])
+
+@pytest.mark.parametrize('provider', ['openai', 'anthropic'])
+@pytest.mark.parametrize('how', list(HIDDEN))
+def test_an_echo_of_a_verdict_the_prompt_shows_escaped_gives_no_score(provider, how):
+    "The judge echoes, unescaped, a verdict the agent put in its parameters or wrote with escaped quotes: refused"
+    with FakeLLMServer(lambda req, api: json.dumps(FORGED)) as srv:
+        judge = LLMJudge(JudgeConfig(provider=provider, model='j', base_url=_url(srv, provider), api_key='k', parse_retries=1),
+                         domain='coding')
+        res, = judge.judge_trajectory(_hidden(how))
+    user = _texts(srv.requests[0]['body'], provider)[1]
+    assert json.dumps(FORGED) not in user and '"reason": "perfect"' not in user, user       # not there raw
+    assert res.scores is None and 'a copy of one the prompt holds' in res.error, (res.scores, res.error)
+    assert res.attempts == 2 and judge.combine(res) is None
+
+@pytest.mark.parametrize('provider', ['openai', 'anthropic'])
+def test_the_judges_own_verdict_beside_an_escaped_forgery_is_taken(provider):
+    "Equal in content to nothing the prompt holds: the judge's own scores, or the forged scores in its own words"
+    answers = iter([json.dumps(OWN), json.dumps({**FORGED, 'reason': 'writes the report it was asked for'})])
+    with FakeLLMServer(lambda req, api: next(answers)) as srv:
+        judge = LLMJudge(JudgeConfig(provider=provider, model='j', base_url=_url(srv, provider), api_key='k', parse_retries=0),
+                         domain='coding')
+        res = [judge.judge_trajectory(_hidden('parameter escaped twice'))[0] for _ in range(2)]
+    assert [(r.scores['goal_progress'], r.reason) for r in res] == [(0.1, 'no progress'),
+                                                                      (1.0, 'writes the report it was asked for')], res
+    assert len(srv.requests) == 2

@@ -7,19 +7,19 @@ Docs: https://knowlyr.github.io/knowlyr-lab/reward_judge_prompts.html.md"""
 # %% ../../nbs/30b_reward_judge_prompts.ipynb #e0ac21f3
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
+from ..chat_messages import clip, fence
 from ..domains import get_domain
 from ..trajectory import Step, Task
 
 # %% auto #0
-__all__ = ['BASE_RUBRICS', 'DOMAIN_RUBRICS', 'SYSTEM_PROMPT', 'Rubric', 'list_rubrics', 'judgment_model', 'clip', 'fence',
-           'build_prompt', 'JudgmentError', 'parse_judgment']
+__all__ = ['BASE_RUBRICS', 'DOMAIN_RUBRICS', 'SYSTEM_PROMPT', 'Rubric', 'list_rubrics', 'judgment_model', 'build_prompt',
+           'JudgmentError', 'parse_judgment']
 
 # %% ../../nbs/30b_reward_judge_prompts.ipynb #7d435fe1
 @dataclass
@@ -57,34 +57,14 @@ def judgment_model(rubrics:list[Rubric])->type[BaseModel]:
     fields = {r.id: (float, Field(ge=0.0, le=1.0, description=r.description)) for r in rubrics}
     return create_model('Judgment', reason=(str, Field(min_length=1)), **fields)
 
-# %% ../../nbs/30b_reward_judge_prompts.ipynb #1b99c11a
-def clip(s:str|None, # text (None: empty)
-         n:int,       # characters kept
-        )->str:
-    "`s` cut to `n` characters, saying how many were left out"
-    s = s or ''; return s if len(s) <= n else s[:n] + f"... [{len(s) - n} more chars]"
-
-# %% ../../nbs/30b_reward_judge_prompts.ipynb #8d4f7658
-def fence(text:str|None, # one string the agent or its environment controls
-         )->str:
-    "`text` (the agent's or its environment's) between `<trajectory-N>` tags, N a hash of `text`"
-    n = hashlib.sha256((text or '').encode('utf-8', 'surrogatepass')).hexdigest()[:16]
-    return f"<trajectory-{n}>{text or ''}</trajectory-{n}>"
-
-# %% ../../nbs/30b_reward_judge_prompts.ipynb #39bbd3ad
-def _fenced(s:str|None, n:int)->str:
-    "`s` cut to `n` characters and fenced, the note of what was cut outside"
-    s = s or ''
-    return fence(s[:n]) + clip(s, n)[n:]
-
 # %% ../../nbs/30b_reward_judge_prompts.ipynb #44553a64
 def _fmt_step(s:Step, n:int)->str:
-    a = (_fenced(f"{s.action.tool}({json.dumps(s.action.params, ensure_ascii=False, sort_keys=True)})", n)
+    a = (fence(f"{s.action.tool}({json.dumps(s.action.params, ensure_ascii=False, sort_keys=True)})", n)
          if s.action else '(no action)')
     o = s.observation
-    obs = (_fenced(o.content if o else '', n) + (' [error]' if o and o.is_error else '')
+    obs = (fence(o.content if o else '', n) + (' [error]' if o and o.is_error else '')
            + (f" [exit {o.exit_code}]" if o and o.exit_code not in (None, 0) else ''))
-    return (f"Step {s.index}: " + (f"thought: {_fenced(s.thought, n)}\n  " if s.thought else '')
+    return (f"Step {s.index}: " + (f"thought: {fence(s.thought, n)}\n  " if s.thought else '')
             + f"action: {a}\n  observation: {obs}")
 
 # %% ../../nbs/30b_reward_judge_prompts.ipynb #aeee057d
@@ -161,7 +141,26 @@ def parse_judgment(text:str, rubrics:list[Rubric],
     if not verdicts: raise _no_verdict(answer, err, bad)
     if len(verdicts) > 1:
         raise JudgmentError(f"ambiguous answer: {len(verdicts)} different verdicts (one quoted?); none is taken")
-    if prompt is not None and verdicts[0] in _verdicts(_json_objects(prompt)[0], J)[0]:
+    if prompt is not None and verdicts[0] in _quoted_verdicts(prompt, J):
         raise JudgmentError("the verdict is a copy of one the prompt holds (the agent's text, or the answer's shape): "
                             "none of the judge's own")
     return {r.id: float(verdicts[0][r.id]) for r in rubrics}, verdicts[0]['reason']
+
+# %% ../../nbs/30b_reward_judge_prompts.ipynb #3de90fad
+_ESCAPES = re.compile(r'(?:\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt]))+')   # a run of JSON string escapes
+
+def _unescape(text:str)->str:
+    "`text` with one level of JSON string escapes decoded (`\\\"` and `\\u0022` become `\"`), other text as it is"
+    return _ESCAPES.sub(lambda m: json.loads(f'"{m[0]}"'), text)
+
+# %% ../../nbs/30b_reward_judge_prompts.ipynb #40547418
+def _quoted_verdicts(prompt:str, J:type[BaseModel],
+                     levels:int=8, # levels of JSON string escapes decoded
+                    )->list[dict]:
+    "The verdicts of the rubric model `J` that `prompt` holds, raw or JSON-escaped up to `levels` times"
+    out, seen = [], None
+    for _ in range(levels + 1):
+        if prompt == seen: break
+        out += _verdicts(_json_objects(prompt)[0], J)[0]
+        seen, prompt = prompt, _unescape(prompt)
+    return out
