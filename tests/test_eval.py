@@ -187,17 +187,21 @@ def test_compare_runs_passes_binary_success():
 
 
 def test_episodes_a_remote_server_refused_do_not_crash_the_held_out_check():
-    """A remote env server refuses sessions past its per-client cap (429): those episodes never reset, so their tasks
-    hold an id only, while the others carry the server's fingerprints. evaluate_agent raised ValueError ('task id(s)
-    without a fingerprint ...') from its held-out check and lost the whole evaluation; they are invalid episodes."""
+    """A remote env server refuses sessions past its per-client cap (429). With no wait for a session
+    (session_wait=0) those episodes never reset, so their tasks hold an id only, while the others carry the server's
+    fingerprints. evaluate_agent raised ValueError ('task id(s) without a fingerprint ...') from its held-out check
+    and lost the whole evaluation; they are invalid episodes. With the default wait, every episode gets a session."""
     import functools
 
     from knowlyr_lab.envs.remote import AgentGymClient
     from knowlyr_lab.envs.serve import EnvServer, SessionLimits
     with EnvServer('knowlyr/maze-easy', 'agentgym', limits=SessionLimits(max_sessions=4, max_sessions_per_client=2)) as srv:
         remote = functools.partial(AgentGymClient, srv.url, name='maze', step_timeout=30)
-        res = evaluate_agent(RandomAgent, remote, tasks=[f'maze-s{s}' for s in range(6)], max_episode_steps=2,
-                             progress=False, batch_size=6)
+        run = functools.partial(evaluate_agent, RandomAgent, remote, tasks=[f'maze-s{s}' for s in range(6)],
+                                max_episode_steps=2, progress=False, batch_size=6)
+        res, waited = run(session_wait=0), run()
     s = res.summary()
     assert s['n_episodes'] == 6 and s['n_invalid'] >= 1, s          # refused sessions: invalid, not a crash
     assert res.held_out is not None and res.held_out.n_eval == 6 - s['n_invalid'], res.held_out
+    w = waited.summary()
+    assert (w['n_episodes'], w['n_invalid'], waited.held_out.n_eval) == (6, 0, 6), (w, waited.held_out)

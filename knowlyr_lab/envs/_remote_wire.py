@@ -16,13 +16,17 @@ import socket
 import ssl
 import time
 import urllib.parse
+from dataclasses import dataclass, field
+
+from fastcore.basics import patch
 
 from ..core import InfrastructureError, KnowlyrError, TimeStep, Verdict
 
 # %% auto #0
-__all__ = ['REFUSED_STATUSES', 'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'IDLE_SLACK', 'RemoteEnvError', 'SessionExpiredError',
-           'Refused', 'task_seed', 'fetch', 'read_json', 'as_reward', 'as_flag', 'as_object', 'as_time_limits',
-           'step_seconds', 'idle_ended', 'verdict_from_wire']
+__all__ = ['SESSION_STATUSES', 'MAX_RETRY_AFTER', 'REFUSED_STATUSES', 'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'IDLE_SLACK',
+           'RemoteEnvError', 'SessionExpiredError', 'SessionCapError', 'session_refused', 'SessionWait', 'Refused',
+           'task_seed', 'fetch', 'read_json', 'as_reward', 'as_flag', 'as_object', 'as_time_limits', 'step_seconds',
+           'idle_ended', 'verdict_from_wire']
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #5e3fc6f1
 class RemoteEnvError(InfrastructureError):
@@ -33,6 +37,53 @@ class SessionExpiredError(RemoteEnvError):
     "The server no longer knows the client's session (closed when idle, or closed): the next `reset` opens a new one"
     def __init__(self, msg:str, idle_timeout:float|None=None):
         super().__init__(msg); self.idle_timeout = idle_timeout   # the server's, when it said
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #76577aa3
+SESSION_STATUSES = (429, 503)   # HTTP answers that refuse a new session for a cap: this client's share, the server's
+MAX_RETRY_AFTER = 60.0          # the longest `Retry-After` a client honours, in seconds
+
+class SessionCapError(RemoteEnvError):
+    "The server opened no session, for a cap (`SESSION_STATUSES`): wait `retry_after` s (None: it did not say) and reset again"
+    def __init__(self, msg:str, retry_after:float|None=None): super().__init__(msg); self.retry_after = retry_after
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #560d88df
+def _seconds(v)->float|None:
+    "A `Retry-After` in seconds, at most `MAX_RETRY_AFTER`; None when absent or not a number of seconds"
+    try: s = float(v)
+    except (TypeError, ValueError): return None
+    return min(max(s, 0.0), MAX_RETRY_AFTER) if math.isfinite(s) else None
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #ccd1c29d
+def session_refused(status:int,             # the answer's HTTP status
+                    retry_after,            # its `Retry-After` header (None: absent)
+                    body:bytes,             # its body: the server's `{"error": ...}`, or text
+                    where:str,              # names the server and the call
+                   )->SessionCapError|None: # None: not a refusal for a cap
+    "The `SessionCapError` of an answer that refuses a session for a cap, with the server's message and `Retry-After`"
+    if status not in SESSION_STATUSES: return None
+    try: msg = str(json.loads(body)['error'])
+    except Exception: msg = bytes(body[:300]).decode('utf-8', 'replace')
+    return SessionCapError(f"{where}: answered HTTP {status}: {msg[:300]}", _seconds(retry_after))
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #73171752
+@dataclass
+class SessionWait:
+    "Waiting for a session a server refused for a cap: when to ask again, until `max_wait` s after the first refusal"
+    max_wait:float                                   # seconds to wait in all (0: never wait)
+    start:float=field(default_factory=time.monotonic) # `time.monotonic()` of the first refusal
+    tries:int=0                                      # refusals so far
+    next_at:float=0.0                                # `time.monotonic()` time to ask again
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #705c2bf5
+@patch
+def again(self:SessionWait, e:SessionCapError, now:float|None=None)->bool:
+    "Note the refusal `e`; True with `next_at` set when to ask again, False when the wait is over"
+    now, end = time.monotonic() if now is None else now, self.start + self.max_wait
+    self.tries += 1
+    if now >= end: return False
+    delay = e.retry_after if e.retry_after is not None else min(2.0, 0.25 * 2 ** (self.tries - 1))
+    self.next_at = min(now + delay, end)             # a last ask when the wait is up
+    return True
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #df7571ee
 class Refused(KnowlyrError):
@@ -91,6 +142,7 @@ def fetch(method:str, url:str,              # HTTP method and full URL
           max_bytes:int=MAX_RESPONSE_BYTES, # largest answer read
           where:str='server',               # names the server and the call in errors
           deadline:float|None=None,         # `time.monotonic()` time the request must end by (default: now + `timeout`)
+          opens_session:bool=False,         # it opens a session: a refusal for a cap (429, 503) is a `SessionCapError`
          )->tuple[int, bytes]:              # status and body
     "One HTTP request that ends by one deadline and reads at most `max_bytes`; every failure is a `RemoteEnvError`"
     deadline, u = deadline or time.monotonic() + timeout, urllib.parse.urlsplit(url)
@@ -111,6 +163,7 @@ def fetch(method:str, url:str,              # HTTP method and full URL
         while chunk := r.read(min(2**16, max_bytes + 1 - len(buf))):
             buf += chunk
             if len(buf) > max_bytes: raise RemoteEnvError(f"{where}: the answer is over the {max_bytes}-byte limit")
+        if opens_session and (e := session_refused(r.status, r.getheader('retry-after'), buf, where)): raise e
         return r.status, bytes(buf)
     except TimeoutError as e: raise RemoteEnvError(f"{where}: no answer within {timeout:g} s") from e
     except (OSError, http.client.HTTPException, ValueError) as e: raise RemoteEnvError(f"{where} failed: {e!r}") from e

@@ -22,6 +22,7 @@ from knowlyr_lab.envs._remote_wire import (
     REFUSED_STATUSES,
     Refused,
     RemoteEnvError,
+    SessionCapError,
     SessionExpiredError,
     as_flag,
     as_object,
@@ -30,6 +31,7 @@ from knowlyr_lab.envs._remote_wire import (
     fetch,
     idle_ended,
     read_json,
+    session_refused,
     step_seconds,
     task_seed,
     verdict_from_wire,
@@ -38,10 +40,10 @@ from .extras import require_extra
 from .serve import format_call
 
 # %% auto #0
-__all__ = ['OpenEnvClient', 'AgentGymClient', 'RemoteEnvError', 'SessionExpiredError']
+__all__ = ['OpenEnvClient', 'AgentGymClient', 'RemoteEnvError', 'SessionCapError', 'SessionExpiredError']
 
 # %% ../../nbs/19d_envs_remote.ipynb #c0ffee41
-_all_ = ['RemoteEnvError', 'SessionExpiredError']
+_all_ = ['RemoteEnvError', 'SessionCapError', 'SessionExpiredError']
 
 # %% ../../nbs/19d_envs_remote.ipynb #0d5ca819
 def _render(obs:dict)->str:
@@ -121,6 +123,9 @@ def _request(self:OpenEnvClient, msg:dict, what:str, deadline:float|None=None,
         try: self._ws = ws.connect(self.ws_url, open_timeout=min(self.connect_timeout, max(deadline - time.monotonic(), 0.001)),
                                    close_timeout=1, max_size=self.max_response_bytes).__enter__()   # entered: closed by _drop
         except (OSError, TimeoutError, WebSocketException) as e:
+            r = getattr(e, 'response', None)   # a refused handshake: a cap (429, 503) is a `SessionCapError`
+            if r is not None and (cap := session_refused(r.status_code, r.headers.get('Retry-After'), r.body or b'', where)):
+                raise cap from e
             raise RemoteEnvError(f"OpenEnv server {self.base_url}: cannot connect for {what}: {e!r}") from e
     try:
         self._ws.send(json.dumps(msg))
@@ -175,6 +180,7 @@ def _timestep(self:OpenEnvClient, data:dict, seed=None, what:str='step')->TimeSt
 def _remote_reset(self:OpenEnvClient, task=None, seed=None)->TimeStep:
     s, deadline = task_seed(self.name, task, seed), time.monotonic() + self.step_timeout
     try: data = self._request({'type': 'reset', 'data': {'seed': s}}, 'reset', deadline)
+    except SessionCapError: raise                      # no session to be had now: the caller waits
     except RemoteEnvError:
         if time.monotonic() >= deadline: raise
         self._drop(); data = self._request({'type': 'reset', 'data': {'seed': s}}, 'reset', deadline)   # one reconnect, between episodes
@@ -238,11 +244,13 @@ def list_tasks(self:AgentGymClient)->list[dict]:  # noqa: F811 (@patch attaches 
 # %% ../../nbs/19d_envs_remote.ipynb #a5ad6388
 @patch
 def _call(self:AgentGymClient, method:str, path:str, body:dict|None=None, params:dict|None=None, what:str='',
-          action:bool=False):   # the request carries the agent's action: the server's refusal of it is `Refused`
+          action:bool=False,    # the request carries the agent's action: the server's refusal of it is `Refused`
+          opens_session:bool=False): # it opens a session: a refusal for a cap is a `SessionCapError`
     "One request, within what is left of the current reset's or step's deadline"
     where = f"AgentGym server {self.base_url}: {what or path}"
     url = self.base_url + path + ('?' + urllib.parse.urlencode(params) if params else '')
-    status, data = fetch(method, url, body, timeout=self._allow or self.step_timeout, max_bytes=self.max_response_bytes, where=where, deadline=self._deadline)
+    status, data = fetch(method, url, body, timeout=self._allow or self.step_timeout, max_bytes=self.max_response_bytes, where=where,
+                         deadline=self._deadline, opens_session=opens_session)
     self._answered = time.monotonic()
     if status == 404 and method == 'GET': return None
     if action and status in REFUSED_STATUSES: raise Refused(f"HTTP {status}: {data[:300].decode('utf-8', 'replace')}")
@@ -296,7 +304,7 @@ def _remote_reset(self:AgentGymClient, task=None, seed=None)->TimeStep:
     try:
         for last in (False, True):                                    # a session closed between episodes: a new one, once
             if self._id is None:
-                r = self._call('POST', '/create', {}, what='create')
+                r = self._call('POST', '/create', {}, what='create', opens_session=True)
                 i = r.get('id') if isinstance(r, dict) else r
                 if isinstance(i, bool) or not isinstance(i, (int, str)): raise RemoteEnvError(f"AgentGym server {self.base_url}: create: no env id in the answer ({str(r)[:80]})")
                 self._id = i
@@ -331,6 +339,12 @@ def close(self:AgentGymClient):  # noqa: F811 (@patch attaches each `close` to i
         try: self._call('POST', '/close', {'id': self._id}, what='close')
         except RemoteEnvError: pass
     self._id = None
+
+# %% ../../nbs/19d_envs_remote.ipynb #fc2ce29a
+@patch
+def end_session(self:OpenEnvClient|AgentGymClient):
+    "End the server session after an episode, freeing its place under the server's caps; the next `reset` opens a new one"
+    self.close()
 
 # %% ../../nbs/19d_envs_remote.ipynb #02fcf2f2
 @patch

@@ -209,7 +209,7 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
     client = fastapi.Depends(peer)
     def call(fn):
         try: return fn()
-        except SessionRefused as e: return fastapi.responses.JSONResponse({'error': str(e)}, e.status)
+        except SessionRefused as e: return fastapi.responses.JSONResponse({'error': str(e)}, e.status, headers=e.headers)
         except UnknownSessionError as e:          # typed: a lost session, not an error the action caused
             return {'error': f"UnknownSessionError: {e}", 'error_type': 'UnknownSessionError', **({'idle_timeout': e.idle_timeout} if e.idle_timeout else {})}
         except InfrastructureError as e:          # the server failed, not the agent's action

@@ -23,8 +23,8 @@ from fastcore.basics import patch, store_attr
 from ..core import AgentEnv, KnowlyrError
 
 # %% auto #0
-__all__ = ['EXPIRED_KEPT', 'REQUEST_TIMEOUT', 'SessionLimits', 'SessionRefused', 'UnknownSessionError', 'Session', 'SessionTable',
-           'client_address', 'SessionGuard', 'timed_h11']
+__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'REQUEST_TIMEOUT', 'SessionLimits', 'SessionRefused', 'UnknownSessionError', 'Session',
+           'SessionTable', 'client_address', 'SessionGuard', 'timed_h11']
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #57d3736f
 @dataclass
@@ -50,9 +50,13 @@ class SessionLimits:
                 f"SessionLimits.idle_timeout must be > 0 seconds, or None for never, got {self.idle_timeout!r}")
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #8fb4239f
+RETRY_AFTER = 1   # seconds a refused client is told to wait before it asks again (the `Retry-After` of a 429 or 503)
+
 class SessionRefused(KnowlyrError):
     "The server opens no more sessions: `status` 429 (this client holds its share) or 503 (the server is full)"
     def __init__(self, msg:str, status:int): super().__init__(msg); self.status = status
+    @property
+    def headers(self)->dict: return {'Retry-After': str(RETRY_AFTER)}   # sent with the refusal: when to ask again
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #333a4323
 class UnknownSessionError(KnowlyrError, LookupError):
@@ -185,11 +189,11 @@ def client_address(client)->str:
     return str(client[0]) if client else 'unknown'
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #07e18e1a
-async def _refuse(scope, receive, send, status:int, msg:str):
-    "Answer an HTTP request, or refuse a WebSocket handshake, with `status` and `{'error': msg}`"
+async def _refuse(scope, receive, send, status:int, msg:str, headers:dict|None=None):
+    "Answer an HTTP request, or refuse a WebSocket handshake, with `status`, `headers` and `{'error': msg}`"
     from starlette.responses import JSONResponse
     from starlette.websockets import WebSocket
-    r = JSONResponse({'error': msg}, status)
+    r = JSONResponse({'error': msg}, status, headers=headers)
     if scope['type'] == 'http': return await r(scope, receive, send)
     ws = WebSocket(scope, receive, send)
     if 'websocket.http.response' in (scope.get('extensions') or {}): await ws.send_denial_response(r)
@@ -211,7 +215,7 @@ class SessionGuard:
         if not (kind == 'websocket' and path in self.ws_paths or kind == 'http' and path in self.http_paths):
             return await self.app(scope, receive, send)
         try: sid = self.table.open(client_address(scope.get('client')))
-        except SessionRefused as e: return await _refuse(scope, receive, send, e.status, str(e))
+        except SessionRefused as e: return await _refuse(scope, receive, send, e.status, str(e), e.headers)
         try: await (self._websocket if kind == 'websocket' else self.app)(scope, receive, send)
         finally: self.table.close(sid)
 

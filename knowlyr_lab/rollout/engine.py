@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/rollout_engine.html.md"""
 from __future__ import annotations
 
 import hashlib
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -17,6 +18,7 @@ from fastcore.basics import patch
 from ..agents import AgentError, AgentReply, as_reply
 from ..chat import to_messages
 from ..core import AgentEnv, TimeStep
+from ..envs._remote_wire import SessionCapError, SessionWait
 from .spec import RolloutSpec
 from ..trajectory import AgentInfo, Source, Step, Task, Trajectory, as_task
 from ..wrappers import RecorderWrapper, infra_failure
@@ -79,11 +81,13 @@ class Episode:
     ts: TimeStep|None = None                     # the last time step (None before `start`)
     history: list = field(default_factory=list)  # the chat the agent sees: `to_messages` of the episode so far
     traj: Trajectory|None = None                 # the trajectory, once finished or failed
+    session_wait: float = 120.0                  # seconds to wait for a session a server refused (`RolloutSpec`)
+    wait: SessionWait|None = None                # set while it waits for one
 
 # %% ../../nbs/40b_rollout_engine.ipynb #e90ea939
 @patch
 def start(self:Episode):
-    "Seed and reset the agent and the env"
+    "Seed and reset the agent and the env (a session the server refused for a cap: `refused`)"
     i, task, seed = self.job
     try:
         if callable(getattr(self.agent, 'seed', None)): self.agent.seed(seed)
@@ -91,11 +95,33 @@ def start(self:Episode):
         self.ts = self.rec.reset(task=task, seed=seed)
         if hasattr(self.agent, 'reset'): self.agent.reset(dict(self.ts.info.get('task') or {}), self.rec.tool_schemas)
         self.history = to_messages(Trajectory(id='x', task=self.rec.recorded_task))
+    except SessionCapError as e: self.refused(e)
     except Exception as e: self.fail(e)
 
 # %% ../../nbs/40b_rollout_engine.ipynb #60cbb670
 @patch(as_prop=True)
 def live(self:Episode)->bool: return self.traj is None and self.ts is not None and not self.ts.done
+
+# %% ../../nbs/40b_rollout_engine.ipynb #93c0feea
+@patch
+def end_session(self:Episode):
+    "Free the server session of the episode's env, where it has one (a remote env's `end_session`), for those waiting"
+    end = getattr(self.rec.unwrapped, 'end_session', None)
+    if callable(end):
+        try: end()
+        except Exception: pass   # noqa: BLE001 (the episode is over either way; its next reset opens a new session)
+
+# %% ../../nbs/40b_rollout_engine.ipynb #f21ec862
+@patch
+def refused(self:Episode, e:SessionCapError):
+    "The server refused the episode a session: wait to start again (`wait.next_at`), or fail once `session_wait` is up"
+    self.wait = self.wait or SessionWait(self.session_wait)
+    if not self.wait.again(e):
+        self.fail(SessionCapError(f"{e} (no session within {self.session_wait:g} s: RolloutSpec.session_wait)"))
+
+# %% ../../nbs/40b_rollout_engine.ipynb #e6d9a7bc
+@patch(as_prop=True)
+def waiting(self:Episode)->bool: return self.traj is None and self.ts is None and self.wait is not None
 
 # %% ../../nbs/40b_rollout_engine.ipynb #422038b1
 @patch
@@ -107,12 +133,14 @@ def step(self:Episode, reply:AgentReply):
         self.ts = self.rec.step(reply.action)
         self.history.extend(_step_messages(self.rec.recorded_steps[-1]))
     except Exception as e: self.fail(e)
+    else:
+        if self.ts.done: self.end_session()
 
 # %% ../../nbs/40b_rollout_engine.ipynb #aed21c28
 @patch
 def fail(self:Episode, e:Exception):
     "End the episode with `e`: its trajectory so far, failed (invalid when the infrastructure failed)"
-    self.traj = failed_episode(e, self.job[1], self.rec)
+    self.traj = failed_episode(e, self.job[1], self.rec); self.end_session()
 
 # %% ../../nbs/40b_rollout_engine.ipynb #66fe5f7c
 @patch
@@ -153,6 +181,17 @@ def stopped(self:Episode):
     "End the episode, the run stopped: its trajectory so far, failed and invalid"
     self.traj = failed_episode(RunStopped('the run was stopped before this episode ended'), self.job[1], self.rec,
                                invalid='run stopped')
+    self.end_session()
+
+# %% ../../nbs/40b_rollout_engine.ipynb #8fab0df0
+def _start_waiting(eps:list[Episode])->bool:
+    "Start the episodes whose wait for a session is due; none live: sleep (at most 1 s) for the next. False: all ended"
+    for ep in eps:
+        if ep.waiting and time.monotonic() >= ep.wait.next_at: ep.start()
+    if any(ep.live for ep in eps): return True
+    if not (due := [ep.wait.next_at for ep in eps if ep.waiting]): return False
+    time.sleep(min(1.0, max(0.0, min(due) - time.monotonic())))   # the run's `stop` is asked at least once a second
+    return True
 
 # %% ../../nbs/40b_rollout_engine.ipynb #8668bb7c
 def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reusable afterwards: `close_if_abandoned`)
@@ -171,12 +210,14 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
     if not len(envs) == len(agents) == len(jobs): raise ValueError(
         f"need one env and one agent per job: {len(envs)} envs, {len(agents)} agents, {len(jobs)} jobs")
     spec = spec if spec is not None else RolloutSpec()
-    eps = [Episode(spec.wrap(e, *_agent_info(a)), a, j, spec.record_tokens) for e, a, j in zip(envs, agents, jobs)]
+    eps = [Episode(spec.wrap(e, *_agent_info(a)), a, j, spec.record_tokens, session_wait=spec.session_wait)
+           for e, a, j in zip(envs, agents, jobs)]
     halt = stop or (lambda: False)
     for ep in eps:
         if halt(): break
         ep.start()
-    while (live := [ep for ep in eps if ep.live]) and not halt():
+    while not halt() and _start_waiting(eps):
+        if not (live := [ep for ep in eps if ep.live]): continue
         if batched: _turn_batched(agent, live)
         else: _turn_each(live)
     for ep in eps:   # left by a stop: not started, or live

@@ -37,6 +37,8 @@ class RolloutSpec:
     reward_mode: str = 'replace'          # 'replace' the env's step reward with step_reward_fn's, or 'add' to it
     # keep each reply's sampled token ids, prompt ids and log-probs on its step (a trainer then uses them)
     record_tokens: bool = False
+    # seconds an episode waits for a session a remote env's server refused for a cap (429, 503); then it is invalid
+    session_wait: float = 120.0
 
     def __post_init__(self):
         for k in ('max_episode_steps', 'max_invalid_actions'):
@@ -47,6 +49,9 @@ class RolloutSpec:
             v = getattr(self, k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
                 raise ConfigError(f"RolloutSpec.{k} must be a number of seconds > 0 or None, got {v!r}", k)
+        w = self.session_wait
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w < float('inf'):
+            raise ConfigError(f"RolloutSpec.session_wait must be a number of seconds >= 0, got {w!r}", 'session_wait')
         if self.reward_mode not in ('replace', 'add'):
             raise ConfigError(f"RolloutSpec.reward_mode must be 'replace' or 'add', not {self.reward_mode!r}",
                               'reward_mode')
