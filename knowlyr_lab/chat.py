@@ -19,7 +19,8 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from .chat_messages import ChatFormatError, assistant_message, fence, parse_reply, parse_steps_text, react_text, seed_messages, steps_text, to_messages, tool_call  # noqa: F401 (re-exported: the chat layer's names are all in knowlyr_lab.chat)
+from .action_text import parse_reply  # noqa: F401 (re-exported: the chat layer reads replies)
+from .chat_messages import ChatFormatError, assistant_message, fence, parse_steps_text, react_text, seed_messages, steps_text, to_messages, tool_call  # noqa: F401 (re-exported: the chat layer's names are all in knowlyr_lab.chat)
 from .core import InvalidActionError
 
 # %% auto #0

@@ -16,7 +16,7 @@ from .trajectory import Step, Trajectory, first_user_turn
 
 # %% auto #0
 __all__ = ['tool_call', 'assistant_message', 'to_messages', 'react_text', 'steps_text', 'parse_steps_text', 'ChatFormatError',
-           'seed_messages', 'parse_reply', 'clip', 'fence']
+           'seed_messages', 'clip', 'fence']
 
 # %% ../nbs/07_chat_messages.ipynb #0731c5b2
 def tool_call(tool:str,        # tool name
@@ -122,47 +122,6 @@ def seed_messages(
                         else {'role': 'user', 'content': str(obs)})
         rewards.append(float(s.get('reward') or 0.0))
     return msgs, rewards
-
-# %% ../nbs/07_chat_messages.ipynb #683b481a
-_TC_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
-_DEC = json.JSONDecoder()
-
-# %% ../nbs/07_chat_messages.ipynb #61c0dc77
-def _call_of(d, raw:str)->dict:
-    if not isinstance(d, dict) or not isinstance(d.get('name'), str):
-        raise InvalidActionError(f"tool call needs a string 'name': {raw[:80]!r}")
-    args = d.get('arguments', d.get('parameters')) or {}
-    if isinstance(args, str):
-        try: args = json.loads(args)
-        except json.JSONDecodeError:
-            raise InvalidActionError(f"arguments of {d['name']!r} are not a JSON object") from None
-    if not isinstance(args, dict): raise InvalidActionError(f"arguments of {d['name']!r} must be an object")
-    return {'tool': d['name'], 'params': args}
-
-# %% ../nbs/07_chat_messages.ipynb #92a318de
-def _json_at(text:str, i:int):
-    try: return _DEC.raw_decode(text, i)[0]
-    except json.JSONDecodeError as e:
-        raise InvalidActionError(f"tool call is not valid JSON ({e.msg}): {text[i:i + 80]!r}") from None
-
-# %% ../nbs/07_chat_messages.ipynb #a3ca5aa9
-def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'params'}])
-    "The thought and tool calls of a model reply: Hermes/Qwen, Llama 3.x JSON, Mistral or ReAct"
-    if '<tool_call>' in text:
-        return text[:text.index('<tool_call>')].strip(), [_call_of(_json_at(b, 0) if b else None, b)
-                                                          for b in _TC_RE.findall(text)]
-    if '[TOOL_CALLS]' in text:
-        i = text.index('[TOOL_CALLS]'); j = i + len('[TOOL_CALLS]')
-        while j < len(text) and text[j].isspace(): j += 1
-        d = _json_at(text, j)
-        return text[:i].strip(), [_call_of(c, text[j:]) for c in (d if isinstance(d, list) else [d])]
-    m = re.search(r'(<\|python_tag\|>)?\s*\{\s*"name"\s*:', text)
-    if m and ('"parameters"' in text or '"arguments"' in text):
-        start = text.index('{', m.start())
-        return text[:m.start()].strip(), [_call_of(_json_at(text, start), text[start:])]
-    try: a = parse_action(text)
-    except InvalidActionError: return text.strip(), []
-    return (a.pop('thought', '') or '').strip(), [a]
 
 # %% ../nbs/07_chat_messages.ipynb #1b99c11a
 def clip(s:str|None, # text (None: empty)

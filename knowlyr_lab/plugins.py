@@ -21,7 +21,7 @@ from typing import Iterator
 
 from fastcore.basics import patch
 
-from .core import KnowlyrError
+from .errors import KnowlyrError
 
 # %% auto #0
 __all__ = ['same_definition', 'UnknownNameError', 'RegistryWarning', 'load_ref', 'Registry']

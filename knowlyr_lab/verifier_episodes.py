@@ -43,7 +43,7 @@ _AST_RACE = 'AST constructor recursion depth mismatch'
 
 def _ast_race(e:BaseException|None)->bool:
     ("CPython 3.11's spurious SystemError when two threads build syntax trees at once (gh-106905; one `ast.parse` "
-     "outside `core.parse_ast`)")
+     "outside `action_text.parse_ast`)")
     seen = set()
     while e is not None and id(e) not in seen:
         if isinstance(e, SystemError) and _AST_RACE in str(e): return True

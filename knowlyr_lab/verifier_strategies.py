@@ -12,8 +12,8 @@ import ast
 
 from fastcore.basics import patch
 
+from .action_text import parse_ast
 from .coding_tasks import CodingTask, fixed_files
-from .core import parse_ast
 from .verifier_wire import candidate_modules
 
 # %% auto #0

@@ -13,7 +13,7 @@ import builtins
 import sys
 from pathlib import PurePosixPath
 
-from .core import parse_ast
+from .action_text import parse_ast
 
 # %% auto #0
 __all__ = ['WIRE', 'CANDIDATE_SERVER', 'candidate_modules', 'star_names', 'module_exports']

@@ -22,7 +22,8 @@ from pathlib import Path, PurePosixPath
 
 from fastcore.basics import patch_to
 
-from .core import InfrastructureError, parse_ast
+from .action_text import parse_ast
+from .core import InfrastructureError
 from .sandbox.base import WORKSPACE, OutputCapture, SandboxError, SandboxLimits
 from .verifier_runner import TEST_RUNNER
 from .verifier_wire import CANDIDATE_SERVER, candidate_modules, module_exports

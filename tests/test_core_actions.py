@@ -1,4 +1,4 @@
-"""`parse_action` refuses malformed actions with the reason (the page `00_core` shows three of them): each kind of
+"""`parse_action` refuses malformed actions with the reason (the page `00ab_core` shows three of them): each kind of
 refusal and its message."""
 import pytest
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Round-trip notebooks through jupytext percent scripts for editing outside Jupyter.
 
-    python tools/nb.py to-py nbs/00_core.ipynb /tmp/00_core.py   # edit the script...
-    python tools/nb.py to-nb /tmp/00_core.py nbs/00_core.ipynb    # ...and write it back (then nbdev-clean)
+    python tools/nb.py to-py nbs/00ab_core.ipynb /tmp/00ab_core.py   # edit the script...
+    python tools/nb.py to-nb /tmp/00ab_core.py nbs/00ab_core.ipynb    # ...and write it back (then nbdev-clean)
 """
 import sys
 

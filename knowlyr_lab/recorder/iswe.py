@@ -14,7 +14,7 @@ from typing import Iterator
 
 from fastcore.basics import patch
 
-from ..core import parse_ast
+from ..action_text import parse_ast
 from .agent_steps import StepLog, guard
 from .aider import aider_edits
 from .base import LogAdapter, register_adapter

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import parse_ast
+from ..action_text import parse_ast
 from .agent_steps import guard
 from .base import LogAdapter, get_adapter, register_adapter
 from .chat import feed_message

@@ -1,0 +1,57 @@
+"""A text action meant as a tool call (Hermes/Qwen `<tool_call>`, Mistral `[TOOL_CALLS]`, a bare JSON object) that is
+malformed is refused naming its format and its defect, by `parse_action`, `parse_reply` and an env's `step` alike;
+ReAct-shaped text keeps the ReAct message, and valid calls parse (page `00aa_action_text`)."""
+import pytest
+
+from knowlyr_lab.chat import parse_reply
+from knowlyr_lab.core import AgentEnv, InvalidActionError, TimeStep, Verdict, parse_action, tool_schema
+
+MALFORMED = [
+    ('<tool_call>{"name": "move", </tool_call>', r"^malformed <tool_call>: not valid JSON at line 1 column 17: Expecting property name"),
+    ('<tool_call>{"arguments": {"direction": "east"}}</tool_call>', r"^<tool_call> tool call has no 'name'"),
+    ('<tool_call>{"name": "move", "arguments": {"direction": "east"}',
+     r"^malformed <tool_call> \(no closing </tool_call>\): not valid JSON at line 1 column"),
+    ('<tool_call></tool_call>', r"^empty <tool_call>"),
+    ('<tool_call>{"name": "move", "arguments": [1]}</tool_call>', r"^<tool_call> tool call 'move': arguments must be an"),
+    ('[TOOL_CALLS] [{"name": "move", "arguments": {}', r"^malformed \[TOOL_CALLS\]: not valid JSON at line 1 column"),
+    ('[TOOL_CALLS] [{"arguments": {}}]', r"^\[TOOL_CALLS\] tool call has no 'name'"),
+    ('{"tool": "move", "params": {"direction": }}', r"^malformed JSON tool call: not valid JSON at line 1 column 42: "),
+    ('```json\n{"params": {"direction": "east"}}\n```', r"^JSON tool call has no 'name'"),
+    ('  {"name": "", "arguments": {}}', r"^JSON tool call has no 'name'"),
+]
+
+@pytest.mark.parametrize('text, why', MALFORMED)
+def test_malformed_tool_call_names_its_format(text, why):
+    for parse in (parse_action, parse_reply):
+        with pytest.raises(InvalidActionError, match=why) as e: parse(text)
+        assert 'ReAct' not in str(e.value) and '\n' not in str(e.value)
+
+def test_react_text_keeps_the_react_message():
+    with pytest.raises(InvalidActionError, match=r"text has no 'Action:' line, so it is not a ReAct action"):
+        parse_action("I think I should go north")
+    with pytest.raises(InvalidActionError, match=r"ReAct action .* is not `tool\(key=value"):
+        parse_action('Action: move(direction="north"')
+    assert parse_reply("I think I should go north") == ("I think I should go north", [])
+
+def test_valid_tool_call_text_is_one_action():
+    east = {'tool': 'move', 'params': {'direction': 'east'}}
+    assert parse_action('Go east.\n<tool_call>{"name": "move", "arguments": {"direction": "east"}}</tool_call>') \
+        == {**east, 'thought': 'Go east.'}
+    assert parse_action('[TOOL_CALLS] [{"name": "move", "arguments": {"direction": "east"}}]') == east
+    assert parse_action('{"tool": "move", "params": {"direction": "east"}}') == east
+    assert parse_reply('```json\n{"name": "move", "parameters": {"direction": "east"}}\n```') == ('', [east])
+    with pytest.raises(InvalidActionError, match=r"^<tool_call> reply holds 2 tool calls; a step takes one"):
+        parse_action('<tool_call>{"name": "look"}</tool_call><tool_call>{"name": "look"}</tool_call>')
+
+class MoveEnv(AgentEnv):
+    "One tool, `move`; any valid move ends the episode"
+    tool_schemas = [tool_schema('move', 'Move', {'direction': {'type': 'string'}}, ['direction'])]
+    def _reset(self, task=None, seed=None): return TimeStep('Move.')
+    def _step(self, tool, params): return TimeStep('moved', 1.0, terminated=True, verdict=Verdict(success=True))
+
+def test_env_step_observation_names_the_tool_call_format():
+    env = MoveEnv(); env.reset()
+    bad = env.step('<tool_call>{"name": "move", "arguments": {"direction": "east"</tool_call>')
+    assert bad.info['invalid_action'] and bad.observation.startswith('Error: malformed <tool_call>: not valid JSON')
+    ok = env.step('<tool_call>{"name": "move", "arguments": {"direction": "east"}}</tool_call>')
+    assert ok.terminated and ok.call == {'tool': 'move', 'params': {'direction': 'east'}}
