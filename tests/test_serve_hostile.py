@@ -221,7 +221,8 @@ def test_the_serve_command_takes_the_connection_limits(tmp_path):
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
     p = subprocess.Popen([sys.executable, '-m', 'knowlyr_lab.cli.trainer', 'serve', '--model', str(tmp_path / 'model'), '--port', '0',
                           '--max-connections', '3', '--max-connections-per-client', '2',
-                          '--header-timeout', '1.5', '--body-budget', str(4 * 2**20)], stdout=subprocess.PIPE,
+                          '--header-timeout', '1.5', '--body-budget', str(4 * 2**20),
+                          '--body-budget-per-client', str(4 * 2**20)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env)
     try:
         url = json.loads(p.stdout.readline())['url']
@@ -239,6 +240,9 @@ def test_the_serve_command_takes_the_connection_limits(tmp_path):
         slow = _hold_body((host, int(port)), 3_000_000)
         status, resp = _post(url, _padded(2_000_000), timeout=60, source='127.0.0.2')
         assert status == 503 and 'body_budget=4,194,304' in resp['error']['message'], (status, resp)
+        # --body-budget-per-client (the whole budget here; half of it, too small for a 4 MiB body, would be refused)
+        status, resp = _post(url, _padded(2_000_000), timeout=60)                 # the same client: past its share
+        assert status == 429 and 'body_budget_per_client=4,194,304' in resp['error']['message'], (status, resp)
         slow.close()
     finally:
         p.terminate(); p.communicate(timeout=60)
@@ -336,11 +340,11 @@ def _answer(c:socket.socket)->int:
     "The status of the answer on `c`, read to the server's close"
     return int(b''.join(iter(lambda: c.recv(65536), b'')).split(b' ', 2)[1])
 
-def _burst(address, body:bytes, n:int)->list:
-    "(status, Retry-After, JSON answer) of `n` POSTs of `body` sent at once"
+def _burst(address, body:bytes, n:int, source:str|None=None)->list:
+    "(status, Retry-After, JSON answer) of `n` POSTs of `body` sent at once (from the address `source`)"
     out = [None] * n
     def one(i):
-        c = http.client.HTTPConnection(*address, timeout=120)
+        c = http.client.HTTPConnection(*address, timeout=120, source_address=(source, 0) if source else None)
         try:
             c.request('POST', '/v1/chat/completions', body=body); r = c.getresponse()
             out[i] = (r.status, r.getheader('Retry-After'), json.loads(r.read()))
@@ -355,26 +359,56 @@ def test_request_bodies_held_at_once_stay_within_the_body_budget(inf):
     is answered 503 with Retry-After and never held. On main `serve` had no `body_budget`: nothing bounded the bytes."""
     from knowlyr_lab.serving.requests import MAX_BODY_BYTES
     size = 1_500_000                                  # two fit in a budget of MAX_BODY_BYTES (4 MiB), a third does not
-    s = inf.serve(body_budget=MAX_BODY_BYTES)
+    s = inf.serve(body_budget=MAX_BODY_BYTES, body_budget_per_client=MAX_BODY_BYTES)   # one client may take it all
     try:
         slow = [_hold_body(s.server_address, size) for _ in range(2)]    # two bodies arriving slowly hold 3 MB
         assert _wait(lambda: s.body_bytes_held == 2 * size), s.body_bytes_held
-        refused = _burst(s.server_address, _padded(size), 6)             # six more at once: no room for any
+        refused = _burst(s.server_address, _padded(size), 6, '127.0.0.2')   # six more at once: no room for any
         assert all(a is not None and a[:2] == (503, '1') and 'body_budget=4,194,304' in a[2]['error']['message']
                    for a in refused), refused
         assert s.body_bytes_peak == 2 * size                             # the six were read and dropped, never held
         for c in slow: c.sendall(_padded(size)[1000:])                   # the slow bodies complete: answered
         assert [_answer(c) for c in slow] == [200, 200]
         assert _wait(lambda: s.body_bytes_held == 0), s.body_bytes_held  # given back once answered
-        # six at once with room for two: each is answered (200, or 503 while the budget is full), never over budget
+        # six at once from one client with room for two: each is answered (200, or 429 while that client's share, the
+        # whole budget here, is full), never over budget
         mixed = _burst(s.server_address, _padded(size), 6)
-        assert all(a is not None and a[0] in (200, 503) for a in mixed) and any(a[0] == 200 for a in mixed), mixed
+        assert all(a is not None and a[0] in (200, 429) for a in mixed) and any(a[0] == 200 for a in mixed), mixed
         assert s.body_bytes_peak <= s.body_budget and _wait(lambda: s.body_bytes_held == 0), (s.body_bytes_peak, s.body_bytes_held)
     finally: s.shutdown(); s.server_close()
 
 def test_a_body_budget_below_the_body_size_limit_is_refused(inf):
-    with pytest.raises(ValueError, match='body_budget must be an integer of at least MAX_BODY_BYTES'):
-        inf.serve(body_budget=2**20)
+    from knowlyr_lab.serving.requests import MAX_BODY_BYTES
+    for kw in [dict(body_budget=2**20), dict(body_budget=MAX_BODY_BYTES),          # a share of 512 KiB, of 2 MiB
+               dict(body_budget=4 * MAX_BODY_BYTES, body_budget_per_client=2**20)]:
+        with pytest.raises(ValueError, match='body_budget_per_client must be at least MAX_BODY_BYTES'): inf.serve(**kw)
+    with pytest.raises(ValueError, match='body_budget_per_client must be an integer from 1 to body_budget'):
+        inf.serve(body_budget=MAX_BODY_BYTES, body_budget_per_client=2 * MAX_BODY_BYTES)
     s = inf.serve()
-    try: assert s.body_budget == 64 * 2**20
+    try: assert (s.body_budget, s.body_budget_per_client) == (64 * 2**20, 32 * 2**20)
+    finally: s.shutdown(); s.server_close()
+
+def test_one_client_cannot_take_the_whole_body_budget(inf):
+    """One client (peer address) holds at most body_budget_per_client (half the budget by default) of request bodies:
+    past it its bodies are answered 429 with Retry-After and never held, while another client's body that fits is
+    served. On main a client's slow bodies could hold the whole budget (heads alone reserve it, for up to
+    request_timeout) and every other client got 503; here its extra bodies were held and served."""
+    from knowlyr_lab.serving.requests import MAX_BODY_BYTES
+    size = 2_000_000                                 # two are within a share of MAX_BODY_BYTES (4 MiB), a third is not
+    s = inf.serve(body_budget=2 * MAX_BODY_BYTES)
+    try:
+        assert s.body_budget_per_client == MAX_BODY_BYTES
+        slow = [_hold_body(s.server_address, size) for _ in range(2)]        # client A (127.0.0.1) holds its share
+        assert _wait(lambda: s.body_bytes_held == 2 * size), s.body_bytes_held
+        extra = _burst(s.server_address, _padded(size), 3)                   # A's extra bodies: past its share
+        assert all(a is not None and a[:2] == (429, '1') and 'client 127.0.0.1 already holds 4,000,000 bytes'
+                   in a[2]['error']['message'] and 'body_budget_per_client=4,194,304' in a[2]['error']['message']
+                   for a in extra), extra
+        status, resp = _post(s.url, _padded(size), timeout=120, source='127.0.0.2')   # client B: the rest is its room
+        assert status == 200, (status, resp)
+        assert s.body_bytes_peak == 3 * size, s.body_bytes_peak                # A's extra bodies were never held
+        assert dict(s.body_bytes_by_client) == {'127.0.0.1': 2 * size}
+        for c in slow: c.sendall(_padded(size)[1000:])                       # A's slow bodies complete: answered
+        assert [_answer(c) for c in slow] == [200, 200]
+        assert _wait(lambda: s.body_bytes_held == 0 and not s.body_bytes_by_client), s.body_bytes_by_client
     finally: s.shutdown(); s.server_close()

@@ -46,6 +46,17 @@ def _template_kwargs(s:str)->dict:
     except json.JSONDecodeError as e: raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {s}") from None
     except RequestRefused as e: raise argparse.ArgumentTypeError(str(e)) from None
 
+# %% ../../nbs/96_cli_trainer.ipynb #6a7a3fc1
+def _limit_flags(p):
+    "What `serve`'s clients may take: time, the model's queue, connections and request-body bytes"
+    p.add_argument('--request-timeout', type=float, default=120.0, help='seconds until a request is answered 504 (default: %(default)s)')
+    p.add_argument('--max-queue', type=int, default=64, help='requests that may wait for the model at once (default: %(default)s)')
+    p.add_argument('--header-timeout', type=float, default=10.0, help='seconds a connection may take to send a request head; idle ones are closed after (default: %(default)s)')
+    p.add_argument('--max-connections', type=int, default=256, help='connections open at once; more are answered 503 and closed (default: %(default)s)')
+    p.add_argument('--max-connections-per-client', type=int, default=None, help='connections one client address may hold; more are answered 429 and closed (default: half of --max-connections)')
+    p.add_argument('--body-budget', type=int, default=64 * 2**20, help='request-body bytes held at once, from arrival until answered; a body with no room is answered 503 with Retry-After (default: %(default)s, 16 bodies at the 4 MiB size limit)')
+    p.add_argument('--body-budget-per-client', type=int, default=None, help='request-body bytes one client address may hold at once; more are answered 429 with Retry-After (default: half of --body-budget; at least the 4 MiB size limit)')
+
 # %% ../../nbs/96_cli_trainer.ipynb #4976dfda
 TRAINERS = ('sft', 'dpo', 'grpo')
 TRL_ALIASES = {'lr': 'learning_rate', 'num_train_epochs': 'num_epochs', 'per_device_train_batch_size': 'batch_size',
@@ -118,12 +129,7 @@ def build_parser()->argparse.ArgumentParser:
     s.add_argument('--host', default='127.0.0.1', help='address to listen on (default: %(default)s)')
     s.add_argument('--port', type=int, default=8000, help='port (0: any free one; default: %(default)s)')
     s.add_argument('--record-to', default=None, help='trajectory store directory: record every exchange with its token ids and log-probs')
-    s.add_argument('--request-timeout', type=float, default=120.0, help='seconds until a request is answered 504 (default: %(default)s)')
-    s.add_argument('--max-queue', type=int, default=64, help='requests that may wait for the model at once (default: %(default)s)')
-    s.add_argument('--header-timeout', type=float, default=10.0, help='seconds a connection may take to send a request head; idle ones are closed after (default: %(default)s)')
-    s.add_argument('--max-connections', type=int, default=256, help='connections open at once; more are answered 503 and closed (default: %(default)s)')
-    s.add_argument('--max-connections-per-client', type=int, default=None, help='connections one client address may hold; more are answered 429 and closed (default: half of --max-connections)')
-    s.add_argument('--body-budget', type=int, default=64 * 2**20, help='request-body bytes held at once, from arrival until answered; a body with no room is answered 503 with Retry-After (default: %(default)s, 16 bodies at the 4 MiB size limit; at least that limit)')
+    _limit_flags(s)
     s.add_argument('--enable-lora', action='store_true', help='serve /v1/load_lora_adapter and /v1/unload_lora_adapter (runtime LoRA updating, as vLLM)')
     s.add_argument('--lora-root', default=None, help='with --enable-lora: adapters are loaded only from folders under this directory')
     s.add_argument('--max-loras', type=int, default=4, help='adapters loaded at once (default: %(default)s)')
@@ -155,7 +161,7 @@ def _grpo_summary(rows:list[dict],   # the trainer's log rows, one per optimiser
 def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
-                                          max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client, body_budget=args.body_budget, record_to=args.record_to,
+                                          max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client, body_budget=args.body_budget, body_budget_per_client=args.body_budget_per_client, record_to=args.record_to,
                                           enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras,
                                           reasoning_parser=args.reasoning_parser,
                                           chat_template_kwargs=args.chat_template_kwargs)

@@ -64,7 +64,7 @@ def handle_one_request(self:GuardedHandler):
     self.deadline = time.monotonic() + self.server.header_timeout   # the next head is due by then
     try: super(GuardedHandler, self).handle_one_request()
     finally:
-        if self.body_held: self.server.release_body(self.body_held); self.body_held = 0
+        if self.body_held: self.server.release_body(self.body_held, _peer(self.client_address)); self.body_held = 0
 
 # %% ../../nbs/52_serving_connections.ipynb #a611f2fc
 @patch
@@ -98,19 +98,22 @@ def _crowded(peer:str, n:int)->bytes:
                     f"the per-client cap (max_connections_per_client={n}): close one or retry later")
 
 # %% ../../nbs/52_serving_connections.ipynb #031cc0dd
-def _client_cap(max_connections:int, per_client:int|None)->int:
-    "The per-client cap: `per_client`, or half of `max_connections` (at least 1) when None"
-    cap = max(1, max_connections // 2) if per_client is None else per_client
-    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= max_connections:
-        raise ValueError(f"max_connections_per_client must be an integer from 1 to max_connections "
-                         f"({max_connections}), got {per_client!r}")
+def _client_cap(total:int,              # what the clients share: `max_connections`, `body_budget`
+                per_client:int|None,    # one client's part of it; None: half (at least 1)
+                name:str='max_connections_per_client', total_name:str='max_connections')->int:
+    "The per-client cap of `total`: `per_client`, or half of `total` (at least 1) when None"
+    if isinstance(total, bool) or not isinstance(total, int) or total < 1:
+        raise ValueError(f"{total_name} must be a positive integer, got {total!r}")
+    cap = max(1, total // 2) if per_client is None else per_client
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= total:
+        raise ValueError(f"{name} must be an integer from 1 to {total_name} ({total}), got {per_client!r}")
     return cap
 
 # %% ../../nbs/52_serving_connections.ipynb #778cda4c
 class GuardedHTTPServer(ThreadingHTTPServer):
     ("A threaded HTTP server serving at most `max_connections` connections at once (503 beyond), "
-     "`max_connections_per_client` of one client (429 beyond), `body_budget` bytes of request bodies, with "
-     "`GuardedHandler` deadlines")
+     "`max_connections_per_client` of one client (429 beyond), `body_budget` bytes of request bodies "
+     "(`body_budget_per_client` of one client's), with `GuardedHandler` deadlines")
     daemon_threads = True
     request_queue_size = 256                # the listen backlog: connections the kernel queues before accept
     def __init__(self, address, handler,    # as `ThreadingHTTPServer`; `handler` a `GuardedHandler`
@@ -120,19 +123,30 @@ class GuardedHTTPServer(ThreadingHTTPServer):
                  max_connections:int=256,   # connections served at once; more are answered 503 and closed
                  # connections one client (peer address) may hold; more: 429 and closed (None: half of max_connections)
                  max_connections_per_client:int|None=None,
-                 body_budget:int=64 * 2**20): # request-body bytes held at once (`reserve_body`; refused beyond)
+                 body_budget:int=64 * 2**20,  # request-body bytes held at once (`reserve_body`; refused beyond)
+                 # request-body bytes one client may hold at once; more: refused (None: half of body_budget)
+                 body_budget_per_client:int|None=None):
         self.header_timeout, self.request_timeout, self.max_connections = (header_timeout, request_timeout,
             max_connections)
         self.max_connections_per_client = _client_cap(max_connections, max_connections_per_client)
         self.open_connections, self.refused, self._count, self._refused = 0, 0, threading.Lock(), collections.deque()
         self.clients = collections.Counter()   # open connections by client address
+        self.body_budget_per_client = _client_cap(body_budget, body_budget_per_client, 'body_budget_per_client',
+                                                  'body_budget')
         self.body_budget, self.body_bytes_held, self.body_bytes_peak = body_budget, 0, 0
+        self.body_bytes_by_client = collections.Counter()   # request-body bytes held by client address
         super().__init__(address, handler)
 
 # %% ../../nbs/52_serving_connections.ipynb #2b1a3f48
 def _peer(client_address)->str:
     "A connection's client as the caps count it: the peer's host, not its port"
     return str(client_address[0]) if isinstance(client_address, tuple) and client_address else str(client_address)
+
+# %% ../../nbs/52_serving_connections.ipynb #f4330fe6
+def _uncount(counts:collections.Counter, key:str, n:int=1):
+    "Take `n` off the count of `key` in `counts`, forgetting a key with none left"
+    if counts[key] > n: counts[key] -= n
+    else: counts.pop(key, None)
 
 # %% ../../nbs/52_serving_connections.ipynb #2d64ef45
 @patch
@@ -158,10 +172,7 @@ def process_request_thread(self:GuardedHTTPServer, request, client_address):
 @patch
 def _closed(self:GuardedHTTPServer, peer:str):
     "One connection fewer is open, of client `peer`"
-    with self._count:
-        self.open_connections -= 1
-        if self.clients[peer] > 1: self.clients[peer] -= 1
-        else: self.clients.pop(peer, None)      # a client with none left is forgotten
+    with self._count: self.open_connections -= 1; _uncount(self.clients, peer)   # a client with none left is forgotten
 
 # %% ../../nbs/52_serving_connections.ipynb #1187a5e9
 @patch
@@ -195,27 +206,41 @@ def _close_refused(self:GuardedHTTPServer, grace:float):
         with contextlib.suppress(OSError): sock.recv(2**16)
         sock.close()
 
+# %% ../../nbs/52_serving_connections.ipynb #8075c936
+def _no_share(peer:str, mine:int, n:int, share:int)->str:
+    "Why client `peer`, holding `mine` body bytes, may not hold `n` more: its `share` (a 429)"
+    return (f"client {peer} already holds {mine:,} bytes of request bodies; {n:,} more would pass its share "
+            f"(body_budget_per_client={share:,}): wait for its answers or retry later")
+
+# %% ../../nbs/52_serving_connections.ipynb #4b51ecb4
+def _no_room(held:int, n:int, budget:int)->str:
+    "Why `n` more body bytes may not be held, `held` being held: the server's `budget` (a 503)"
+    return (f"server busy: request bodies of {held:,} bytes are held; {n:,} more would pass the budget "
+            f"(body_budget={budget:,}); retry later")
+
 # %% ../../nbs/52_serving_connections.ipynb #f97c8f14
 @patch
-def hold_body(self:GuardedHTTPServer, n:int)->bool:
-    "Count `n` more request-body bytes as held if `body_budget` has room for them (False: no room, nothing counted)"
+def hold_body(self:GuardedHTTPServer, n:int, peer:str)->tuple|None:
+    "Count `n` more request-body bytes as held by client `peer`; or say why not (429: its share, 503: the budget)"
     with self._count:
-        if self.body_bytes_held + n > self.body_budget: return False
-        self.body_bytes_held += n; self.body_bytes_peak = max(self.body_bytes_peak, self.body_bytes_held)
-    return True
+        mine, held = self.body_bytes_by_client[peer], self.body_bytes_held
+        if mine + n > self.body_budget_per_client: return 429, _no_share(peer, mine, n, self.body_budget_per_client)
+        if held + n > self.body_budget: return 503, _no_room(held, n, self.body_budget)
+        self.body_bytes_held += n; self.body_bytes_by_client[peer] += n
+        self.body_bytes_peak = max(self.body_bytes_peak, self.body_bytes_held)
 
 # %% ../../nbs/52_serving_connections.ipynb #f812f0ac
 @patch
-def release_body(self:GuardedHTTPServer, n:int):
-    "`n` request-body bytes are held no more"
-    with self._count: self.body_bytes_held -= n
+def release_body(self:GuardedHTTPServer, n:int, peer:str):
+    "`n` request-body bytes of client `peer` are held no more"
+    with self._count: self.body_bytes_held -= n; _uncount(self.body_bytes_by_client, peer, n)
 
 # %% ../../nbs/52_serving_connections.ipynb #a523a32e
 @patch
-def reserve_body(self:GuardedHandler, n:int)->bool:
-    "Hold `n` bytes of the server's `body_budget` until this request is answered (False: no room, nothing held)"
-    if not self.server.hold_body(n): return False
-    self.body_held += n; return True
+def reserve_body(self:GuardedHandler, n:int)->tuple|None:
+    "Hold `n` bytes of the server's `body_budget` until this request is answered; or (status, why not), nothing held"
+    if (refusal := self.server.hold_body(n, _peer(self.client_address))) is None: self.body_held += n
+    return refusal
 
 # %% ../../nbs/52_serving_connections.ipynb #9bedf9af
 @patch

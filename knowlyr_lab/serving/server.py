@@ -27,7 +27,7 @@ __all__ = ['InferenceServer']
 
 # %% ../../nbs/54_serving_server.ipynb #c59b63a9
 _ERROR_TYPES = {400: 'invalid_request_error', 404: 'invalid_request_error', 413: 'invalid_request_error',
-                503: 'server_busy',
+                429: 'too_many_requests', 503: 'server_busy',
                 504: 'timeout'}
 
 class _Handler(GuardedHandler):
@@ -40,7 +40,7 @@ class _Handler(GuardedHandler):
     def _error(self, code, msg, param=None, err=None):
         kind = _ERROR_TYPES.get(code, 'server_error')
         body = {'message': f'bad request: {msg}' if code == 400 else msg, 'type': kind, 'param': param, 'code': err}
-        return self._send(code, {'error': body}, retry=code == 503)   # busy: come back in a second
+        return self._send(code, {'error': body}, retry=code in (429, 503))   # busy: come back in a second
 
 # %% ../../nbs/54_serving_server.ipynb #a5ef1603
 @patch
@@ -82,10 +82,8 @@ def _read(self:_Handler)->dict:
     if size > MAX_BODY_BYTES:
         self.drop_body(min(size, 16 * MAX_BODY_BYTES))
         raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
-    if not self.reserve_body(size):    # held until the request is answered
-        self.drop_body(size); srv = self.server
-        raise RequestRefused(503, f"server busy: request bodies of {srv.body_bytes_held:,} bytes are held; {size:,} "
-                                  f"more would pass the budget (body_budget={srv.body_budget:,}); retry later")
+    if (refusal := self.reserve_body(size)):   # held until the request is answered, or (429 or 503, why not)
+        self.drop_body(size); raise RequestRefused(*refusal)
     return parse_body(self.rfile.read(size))
 
 # %% ../../nbs/54_serving_server.ipynb #d3fe40f9
@@ -178,8 +176,11 @@ class InferenceServer(GuardedHTTPServer):
                  # connections one client (peer address) may hold (429 and closed beyond; None: half of max_connections)
                  max_connections_per_client:int|None=None,
                  # request-body bytes held at once, each from before it is read until its request is answered (503
-                 # beyond); at least MAX_BODY_BYTES
+                 # beyond)
                  body_budget:int=16 * MAX_BODY_BYTES,
+                 # request-body bytes one client may hold at once (429 beyond; None: half of body_budget); at least
+                 # MAX_BODY_BYTES
+                 body_budget_per_client:int|None=None,
                  # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange
                  record_to=None,
                  # serve `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (vLLM's runtime LoRA updating)
@@ -195,11 +196,11 @@ class InferenceServer(GuardedHTTPServer):
                  chat_template_kwargs:dict|None=None):
         if enable_lora and lora_root is None:
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
-        if isinstance(body_budget, bool) or not isinstance(body_budget, int) or body_budget < MAX_BODY_BYTES:
-            raise ValueError(f"body_budget must be an integer of at least MAX_BODY_BYTES ({MAX_BODY_BYTES:,}), so that "
-                             f"any body the size limit lets in fits; got {body_budget!r}")
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
-                         max_connections_per_client, body_budget)
+                         max_connections_per_client, body_budget, body_budget_per_client)
+        if (share := self.body_budget_per_client) < MAX_BODY_BYTES:   # the budget is at least the share
+            self.server_close(); raise ValueError(f"body_budget_per_client must be at least MAX_BODY_BYTES "
+                f"({MAX_BODY_BYTES:,}), so that any body the size limit lets in fits; got {share:,} ({body_budget=:,})")
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
         self.render_lock = threading.Lock()
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
