@@ -1,4 +1,4 @@
-"""Confidence intervals for success rates and rewards, unbiased pass@k, the effective sample size of repeated tasks, and two-agent comparisons with exact, paired and rank tests plus multiple-testing corrections -- all delegated to `scipy.stats` and `statsmodels`.
+"""Unbiased pass@k, intervals over repeated tasks, the effective sample size of repeated tasks, and two-agent comparisons with exact, paired and rank tests plus multiple-testing corrections -- all delegated to `scipy.stats` and `statsmodels`.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/stats.html.md"""
 
@@ -20,49 +20,11 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
+from .intervals import bootstrap_ci, wilson_ci
+
 # %% auto #0
-__all__ = ['wilson_ci', 'bootstrap_ci', 'pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'task_draws', 'task_bootstrap_ci',
-           'Comparison', 'is_binary', 'no_spread', 'newcombe_paired_ci', 'compare_samples', 'adjust_pvalues',
-           'compare_many']
-
-# %% ../nbs/09_stats.ipynb #2bc5ad80
-def wilson_ci(successes:int,       # number of successful episodes
-              n:int,               # number of episodes
-              confidence:float=0.95, # coverage of the interval
-             )->tuple[float, float]: # (low, high)
-    "Wilson score interval for a success rate `successes/n`"
-    if n <= 0: return (float('nan'), float('nan'))
-    if not 0 <= successes <= n: raise ValueError(f"successes must be in [0, n={n}], got {successes}")
-    ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method='wilson')
-    return (float(ci.low), float(ci.high))
-
-# %% ../nbs/09_stats.ipynb #ebae86a5
-def _constant_sample_ci(x:np.ndarray, statistic, confidence:float)->tuple[float, float]:
-    "CI of a constant sample: Wilson's for the mean of 0/1 values, else unknown (NaN and a warning), never the point"
-    if statistic in (np.mean, np.nanmean) and x[0] in (0.0, 1.0): return wilson_ci(int(x.sum()), len(x), confidence)
-    warnings.warn(f"bootstrap_ci: all {len(x)} values are {x[0]:g}: no spread, so no CI (not zero width)", stacklevel=3)
-    return (float('nan'), float('nan'))
-
-# %% ../nbs/09_stats.ipynb #43eaa379
-def bootstrap_ci(values:Sequence[float],   # one value per episode (or per task)
-                 statistic=np.mean,         # statistic of a 1-d sample
-                 confidence:float=0.95,     # coverage of the interval
-                 n_resamples:int=2000,      # bootstrap resamples
-                 seed:int=0,                # seed of the resampling generator
-                 method:str='BCa',          # 'BCa', 'percentile' or 'basic'
-                )->tuple[float, float]:     # (low, high)
-    "Bootstrap confidence interval of `statistic(values)`"
-    x = np.asarray(values, dtype=float)
-    if x.size < 2: return (float('nan'), float('nan'))   # no spread to measure: unknown, not a point
-    if np.all(x == x[0]): return _constant_sample_ci(x, statistic, confidence)
-    res = stats.bootstrap((x,), statistic, confidence_level=confidence, n_resamples=n_resamples,
-                          method=method, rng=np.random.default_rng(seed), vectorized=False)
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if math.isnan(lo) or math.isnan(hi):  # BCa degenerates on nearly constant data
-        res = stats.bootstrap((x,), statistic, confidence_level=confidence, n_resamples=n_resamples,
-                              method='percentile', rng=np.random.default_rng(seed), vectorized=False)
-        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return (lo, hi)
+__all__ = ['PERMUTATIONS', 'pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'task_draws', 'task_bootstrap_ci', 'Comparison',
+           'is_binary', 'no_spread', 'newcombe_paired_ci', 'compare_samples', 'adjust_pvalues', 'compare_many']
 
 # %% ../nbs/09_stats.ipynb #34982163
 def pass_at_k(n:int, # attempts at the task
@@ -175,25 +137,25 @@ def is_binary(*xs:Sequence[float])->bool:
     "True when every value of every sample is 0 or 1"
     return all(np.isin(np.asarray(x, float), (0.0, 1.0)).all() for x in xs)
 
-# %% ../nbs/09_stats.ipynb #7f6e6e1f
-def _cohen_d(a, b):
-    na, nb = len(a), len(b)
-    if na < 2 or nb < 2: return float('nan')
-    sp = math.sqrt(((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1)) / (na + nb - 2))
-    return float((np.mean(a) - np.mean(b)) / sp) if sp > 0 else float('nan')
-
-# %% ../nbs/09_stats.ipynb #877081e3
-def _effect_size(a, b, paired:bool)->float:
-    "Cohen's d (unpaired) or d_z (paired)"
-    if not paired: return _cohen_d(a, b)
-    d = a - b; sd = np.std(d, ddof=1)
-    return float(d.mean() / sd) if sd > 0 else float('nan')
-
 # %% ../nbs/09_stats.ipynb #834ef5aa
 def no_spread(x:Sequence[float])->bool:
     "True when the values are all equal, to rounding (0.7 - 0.5 vs 0.2): a bootstrap of them has nothing to resample"
     x = np.asarray(x, float)
     return bool(x.size and np.ptp(x) <= 1e-12 * max(1.0, float(np.abs(x).max())))
+
+# %% ../nbs/09_stats.ipynb #7f6e6e1f
+def _cohen_d(a, b):
+    na, nb = len(a), len(b)
+    if na < 2 or nb < 2: return float('nan')
+    sp = math.sqrt(((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1)) / (na + nb - 2))
+    return float((np.mean(a) - np.mean(b)) / sp) if not (no_spread(a) and no_spread(b)) else float('nan')
+
+# %% ../nbs/09_stats.ipynb #877081e3
+def _effect_size(a, b, paired:bool)->float:
+    "Cohen's d (unpaired) or d_z (paired)"
+    if not paired: return _cohen_d(a, b)
+    d = a - b
+    return float(d.mean() / np.std(d, ddof=1)) if not no_spread(d) else float('nan')
 
 # %% ../nbs/09_stats.ipynb #a8f1b9a0
 def newcombe_paired_ci(both:int,    # pairs where A and B both succeed
@@ -269,8 +231,32 @@ def _paired_tests(a, b, binary:bool)->dict:
                                   'b_only': n01}
     return tests
 
+# %% ../nbs/09_stats.ipynb #a65f5cd0
+PERMUTATIONS = 100_000 # relabellings drawn by the permutation test; up to this many, all are enumerated
+
+# %% ../nbs/09_stats.ipynb #64750064
+def _relabellings(a, b, paired:bool)->int:
+    "The number of ways to relabel the values: swaps within each pair, or splits of the pooled values"
+    return 2 ** len(a) if paired else math.comb(len(a) + len(b), len(a))
+
+# %% ../nbs/09_stats.ipynb #491c36c9
+def _permutation(a, b, paired:bool, seed:int=0)->dict:
+    "Two-sided permutation test of mean(a) - mean(b): exact up to `PERMUTATIONS` relabellings, else drawn"
+    r = stats.permutation_test((a, b), lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis),
+                               permutation_type='samples' if paired else 'independent', n_resamples=PERMUTATIONS,
+                               batch=1000, rng=np.random.default_rng(seed))
+    return _res(r, exact=_relabellings(a, b, paired) <= PERMUTATIONS)
+
+# %% ../nbs/09_stats.ipynb #2130997e
+def _undefined_t(tests:dict, a, b)->bool:
+    "Set the t tests of samples with no spread but different means to NaN (t = inf, p = 0); True if there were any"
+    flat = {'welch_t': lambda: no_spread(a) and no_spread(b), 'paired_t': lambda: no_spread(a - b)}
+    hit = [k for k, f in flat.items() if k in tests and f() and not no_spread([a.mean(), b.mean()])]
+    for k in hit: tests[k] = {**tests[k], 'statistic': float('nan'), 'pvalue': float('nan')}
+    return bool(hit)
+
 # %% ../nbs/09_stats.ipynb #87bad068
-def _two_sample_tests(a, b, paired:bool, binary:bool)->dict:
+def _two_sample_tests(a, b, paired:bool, binary:bool, seed:int=0)->dict:
     "Every test that applies: test name -> {'statistic', 'pvalue', ...}"
     tests = {}
     with np.errstate(all='ignore'), warnings.catch_warnings():
@@ -285,7 +271,18 @@ def _two_sample_tests(a, b, paired:bool, binary:bool)->dict:
     for v in tests.values():  # finite constant samples: the test is undefined, and
         if math.isnan(v['pvalue']):
             v['pvalue'] = 1.0    # there is no evidence of a difference (inputs have no NaN here)
+    if not binary and (_undefined_t(tests, a, b) or _relabellings(a, b, paired) <= PERMUTATIONS):
+        tests['permutation'] = _permutation(a, b, paired, seed)   # no t without spread; exact on few values
     return tests
+
+# %% ../nbs/09_stats.ipynb #e225e534
+def _primary(tests:dict, paired:bool, binary:bool)->tuple[str, list]:
+    "The primary test of the design (the permutation test where its t is undefined), and a note when it was replaced"
+    name = ('mcnemar_exact' if binary else 'paired_t') if paired else ('fisher_exact' if binary else 'welch_t')
+    if not math.isnan(tests[name]['pvalue']): return name, []
+    how = 'exact' if tests['permutation']['exact'] else f'{PERMUTATIONS} random relabellings'
+    why = 'every pair differs by the same amount' if paired else 'both samples are constant'
+    return 'permutation', [f"{why}: {name} is undefined (t = inf, p = 0); primary: the permutation test ({how})"]
 
 # %% ../nbs/09_stats.ipynb #31ad57c3
 def compare_samples(a:Sequence[float],    # metric values of agent A (per episode, or per task when paired)
@@ -296,21 +293,21 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
                     binary:bool|None=None, # 0/1 metric (default: detected from the values)
                     confidence:float=0.95, # coverage of the difference's CI
                     n_resamples:int=2000,  # bootstrap resamples
-                    seed:int=0,            # bootstrap seed
+                    seed:int=0,            # bootstrap and permutation seed
                     # NaN values: 'raise', or 'omit' them (pairs with a NaN on either side), counted
                     nan_policy:str='raise',
                    )->Comparison:
-    "Compare two samples of a metric with Welch, Mann-Whitney, Fisher and (paired) t, Wilcoxon, McNemar tests"
+    "Compare two samples of a metric with Welch, Mann-Whitney, Fisher, permutation and (paired) t, Wilcoxon, McNemar tests"
     a, b, n_nan = _omit_nan(np.asarray(a, float), np.asarray(b, float), paired, nan_policy, metric, name_a, name_b)
     if len(a) < 2 or len(b) < 2: raise ValueError(f"need at least 2 values per agent, got {len(a)} and {len(b)}")
     if paired and len(a) != len(b): raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
     binary = is_binary(a, b) if binary is None else binary
-    tests = _two_sample_tests(a, b, paired, binary)
+    tests = _two_sample_tests(a, b, paired, binary, seed)
     ci, ci_notes, method = _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)
-    primary = ('mcnemar_exact' if binary else 'paired_t') if paired else ('fisher_exact' if binary else 'welch_t')
+    primary, t_notes = _primary(tests, paired, binary)
     return Comparison(metric, name_a, name_b, len(a), len(b), float(a.mean()), float(b.mean()),
                       float(a.mean() - b.mean()), ci, _effect_size(a, b, paired), paired, bool(binary), tests, primary,
-                      notes=([f"excluded NaN values: {n_nan}"] if any(n_nan.values()) else []) + ci_notes,
+                      notes=([f"excluded NaN values: {n_nan}"] if any(n_nan.values()) else []) + t_notes + ci_notes,
                       ci_method=method)
 
 # %% ../nbs/09_stats.ipynb #bfb553bb

@@ -102,3 +102,28 @@ def test_constant_binary_sample_gets_wilson_not_a_point():
     with pytest.warns(UserWarning, match='no spread'):
         assert all(math.isnan(x) for x in bootstrap_ci([0.5] * 3))
     assert task_bootstrap_ci(np.ones(100), np.repeat(list('abcde'), 20)) == wilson_ci(5, 5)   # 5 tasks, not 100 episodes
+
+
+def test_two_constant_tasks_a_side_get_no_p_of_zero():
+    "2 tasks vs 2, all solved vs none (per-task means, not 0/1 outcomes): Welch's t was infinite and its p 0 -- certainty from 4 numbers"
+    with pytest.warns(UserWarning, match='no spread'):
+        c = compare_samples([1.0, 1.0], [0.0, 0.0], binary=False)
+    assert c.p_value >= 1 / 6 and c.p_value == pytest.approx(1 / 3) and c.primary == 'permutation'   # 2 of 6 splits
+    assert not any(t['pvalue'] == 0 or math.isinf(t['statistic']) for t in c.tests.values()) and math.isnan(c.effect_size)
+    with pytest.warns(UserWarning, match='no spread'):   # paired: every pair +0.2, to rounding (the t was 7e15, d_z 5e15)
+        p = compare_samples([0.5, 0.7], [0.3, 0.5], paired=True)
+    assert p.p_value == pytest.approx(0.5) and math.isnan(p.tests['paired_t']['statistic']) and math.isnan(p.effect_size)
+
+
+def test_compare_agents_on_two_tasks_a_side_gives_no_p_of_zero():
+    "compare_agents(paired=False), 2 tasks x 3 attempts a side, all solved vs none: 'welch_t p=0' (page 71's example)"
+    from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult
+    def agent(name, ok):
+        rows = [dict(agent=name, task_id=f'{name}{t}', task_key=f'{name}{t}', attempt=a, seed=a, success=ok, verified=True,
+                     reward=float(ok), steps=3, tool_errors=0, cost=0.0, tokens=0, duration=1.0, reason='', valid=True,
+                     invalid=None, trajectory_id=f'{name}{t}-{a}') for t in range(2) for a in range(3)]
+        return EvalResult(name, pd.DataFrame(rows, columns=EPISODE_COLUMNS))
+    from knowlyr_lab.eval.evaluate import compare_agents
+    with pytest.warns(UserWarning):
+        c = compare_agents(agent('x', True), agent('y', False))
+    assert (c.n_a, c.n_b, c.paired) == (2, 2, False) and c.p_value == pytest.approx(1 / 3) and 'p=0.333' in c.summary()
