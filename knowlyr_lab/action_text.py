@@ -16,7 +16,8 @@ from typing import Callable
 from .errors import InvalidActionError
 
 # %% auto #0
-__all__ = ['parse_ast', 'json_params', 'parse_react', 'tool_name_of', 'tool_call_format', 'parse_reply', 'parse_action_text']
+__all__ = ['parse_ast', 'json_params', 'parse_react', 'tool_name_of', 'parse_action_dict', 'tool_call_format', 'parse_reply',
+           'parse_action_text']
 
 # %% ../nbs/00aa_action_text.ipynb #46e7a52e
 _THOUGHT_RE = re.compile(r"Thought\s*:\s*(?P<thought>.*?)(?=^\s*Action\s*:|\Z)", re.S | re.M | re.I)
@@ -97,6 +98,70 @@ def tool_name_of(expr:str)->str:
     m = re.match(r"\s*`?([A-Za-z_][\w.\-]*)", expr)
     return m.group(1) if m else ''
 
+# %% ../nbs/00aa_action_text.ipynb #e6ad96ed
+def _as_dict(obj):
+    "A plain dict view of an SDK object (pydantic models, dataclasses) or a dict"
+    if isinstance(obj, dict): return obj
+    for meth in ('model_dump', 'to_dict', 'dict'):
+        if hasattr(obj, meth):
+            try: return getattr(obj, meth)()
+            except TypeError: pass
+    if hasattr(obj, '__dict__'): return {k: _as_dict(v) if hasattr(v, '__dict__') else v for k, v in vars(obj).items()}
+    raise InvalidActionError(f"cannot read an action from a {type(obj).__name__}")
+
+# %% ../nbs/00aa_action_text.ipynb #172c7c59
+def _from_canonical(d:dict)->dict:
+    "The canonical dict, checked"
+    if not isinstance(d['tool'], str) or not d['tool']:
+        raise InvalidActionError(f"'tool' must be a non-empty string, got {d['tool']!r}")
+    params = d.get('params') if d.get('params') is not None else {}
+    if not isinstance(params, dict):
+        raise InvalidActionError(f"'params' of tool {d['tool']!r} must be a dict, got {type(params).__name__}")
+    out = {'tool': d['tool'], 'params': params}
+    for k in ('call_id', 'thought'):
+        if d.get(k) is not None: out[k] = d[k]
+    return out
+
+# %% ../nbs/00aa_action_text.ipynb #6d564cbc
+def _from_anthropic(d:dict)->dict:
+    "An Anthropic `tool_use` block as a canonical action"
+    if not isinstance(d.get('name'), str) or not d['name']:
+        raise InvalidActionError(f"tool_use 'name' must be a non-empty string, got {d.get('name')!r}")
+    if not isinstance(d.get('input', {}), dict):
+        raise InvalidActionError(f"tool_use 'input' must be an object, got {type(d['input']).__name__}")
+    out = {'tool': d['name'], 'params': d.get('input') or {}}
+    if d.get('id'): out['call_id'] = d['id']
+    return out
+
+# %% ../nbs/00aa_action_text.ipynb #bb29a0ab
+def _from_openai(d:dict)->dict:
+    "An OpenAI `tool_call` (its arguments a JSON string) as a canonical action"
+    fn = _as_dict(d['function'])
+    if not isinstance(fn.get('name'), str) or not fn['name']:
+        raise InvalidActionError(f"OpenAI tool_call has no function.name (a non-empty string), got {fn.get('name')!r}")
+    out = {'tool': fn['name'], 'params': json_params(fn.get('arguments'), f"tool_call {fn['name']!r}")}
+    if d.get('id'): out['call_id'] = d['id']
+    return out
+
+# %% ../nbs/00aa_action_text.ipynb #93631e29
+def _dialect(d:dict)->Callable|None:
+    "The reader of dict action `d`, by its keys: canonical, Anthropic `tool_use` or OpenAI `tool_call` (None: neither)"
+    if 'tool' in d: return _from_canonical
+    if d.get('type') == 'tool_use' or ('name' in d and 'input' in d): return _from_anthropic
+    if 'function' in d: return _from_openai
+    return None
+
+# %% ../nbs/00aa_action_text.ipynb #54c3560d
+def parse_action_dict(action, # a dict or SDK object: canonical, OpenAI tool_call or Anthropic tool_use block
+                     )->dict: # {"tool", "params"} (+ "call_id", "thought" when present)
+    "The canonical action of a call given as a dict (or an SDK object) in any supported dialect"
+    if action is None:
+        raise InvalidActionError("action is None; expected a dict like {'tool': 'name', 'params': {...}}")
+    d = _as_dict(action)
+    if read := _dialect(d): return read(d)
+    raise InvalidActionError(f"unrecognised action with keys {sorted(d)[:8]}; expected {{'tool', 'params'}}, an OpenAI "
+                             "tool_call, an Anthropic tool_use block, or ReAct text")
+
 # %% ../nbs/00aa_action_text.ipynb #53b8696b
 _TC_OPEN, _MISTRAL, _JSON = '<tool_call>', '[TOOL_CALLS]', 'JSON tool call'
 _JSON_START = re.compile(r"\s*(?:```[\w-]*\s*)?(?:<\|python_tag\|>\s*)?(?=\{)")
@@ -124,10 +189,13 @@ def _json_at(text:str, fmt:str):
 
 # %% ../nbs/00aa_action_text.ipynb #048a9365
 def _call_of(d, fmt:str)->dict:
-    "A decoded call of format `fmt` as a canonical action"
+    "A decoded call of format `fmt` as a canonical action: `{name, arguments}` or a dict dialect (`_dialect`)"
     what = fmt if fmt == _JSON else f"{fmt} tool call"
     if not isinstance(d, dict): raise InvalidActionError(f"{what} must be a JSON object, got {type(d).__name__}")
-    name = d.get('name', d.get('tool'))
+    if read := _dialect(d):
+        try: return read(d)
+        except InvalidActionError as e: raise InvalidActionError(f"{what}: {e}") from None
+    name = d.get('name')
     if name in (None, ''): raise InvalidActionError(f"{what} has no 'name': {json.dumps(d)[:80]}")
     if not isinstance(name, str): raise InvalidActionError(f"{what}'s 'name' must be a string, got {name!r}")
     args = next((d[k] for k in ('arguments', 'parameters', 'params') if k in d), None)
@@ -173,9 +241,12 @@ def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'param
 # %% ../nbs/00aa_action_text.ipynb #be6063a2
 def parse_action_text(text:str,            # the text action
                       positional:Callable|list|None=None, # names of positional ReAct arguments (or `tool -> names`)
-                     )->dict:                  # {"tool", "params"} (+ "thought")
+                      bare:bool=False,     # text with no `Action:` line is the call itself: `tool(k=v)`, `tool`
+                     )->dict:                  # {"tool", "params"} (+ "thought", "call_id")
     "The one tool call of a text action; an error names the tool-call format the text is meant in and what is wrong"
-    if not (fmt := tool_call_format(text)): return parse_react(text, positional)
+    if not text.strip(): raise InvalidActionError("empty action text")
+    if not (fmt := tool_call_format(text)):
+        return parse_react(f'Action: {text.strip()}' if bare and not _ACTION_RE.search(text) else text, positional)
     thought, calls = _READERS[fmt](text)
     if len(calls) != 1: raise InvalidActionError(f"{fmt} reply holds {len(calls)} tool calls; a step takes one")
     return {**calls[0], **({'thought': thought} if thought else {})}

@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from fastcore.basics import patch
 
-from .action_text import json_params, parse_action_text
+from .action_text import parse_action_dict, parse_action_text
 from .errors import EnvDoneError, InfrastructureError, InvalidActionError, KnowlyrError, NotResetError  # noqa: F401 (re-exported: _all_)
 
 # %% auto #0
@@ -91,61 +91,12 @@ def step_info(ts:TimeStep)->dict:
     "The step's info with its verdict's fields (`info['success']`, ...), as Gymnasium, the wire and the rules read it"
     return {**{k: x for k, x in asdict(verdict_of(ts) or Verdict()).items() if x is not None}, **ts.info}
 
-# %% ../nbs/00ab_core.ipynb #e6ad96ed
-def _as_dict(obj):
-    "A plain dict view of an SDK object (pydantic models, dataclasses) or a dict"
-    if isinstance(obj, dict): return obj
-    for meth in ('model_dump', 'to_dict', 'dict'):
-        if hasattr(obj, meth):
-            try: return getattr(obj, meth)()
-            except TypeError: pass
-    if hasattr(obj, '__dict__'): return {k: _as_dict(v) if hasattr(v, '__dict__') else v for k, v in vars(obj).items()}
-    raise InvalidActionError(f"cannot read an action from a {type(obj).__name__}")
-
-# %% ../nbs/00ab_core.ipynb #172c7c59
-def _from_canonical(d:dict)->dict:
-    if not isinstance(d['tool'], str) or not d['tool']:
-        raise InvalidActionError(f"'tool' must be a non-empty string, got {d['tool']!r}")
-    params = d.get('params') if d.get('params') is not None else {}
-    if not isinstance(params, dict):
-        raise InvalidActionError(f"'params' of tool {d['tool']!r} must be a dict, got {type(params).__name__}")
-    out = {'tool': d['tool'], 'params': params}
-    for k in ('call_id', 'thought'):
-        if d.get(k) is not None: out[k] = d[k]
-    return out
-
-# %% ../nbs/00ab_core.ipynb #6d564cbc
-def _from_anthropic(d:dict)->dict:
-    if not isinstance(d.get('input', {}), dict):
-        raise InvalidActionError(f"tool_use 'input' must be an object, got {type(d['input']).__name__}")
-    out = {'tool': d['name'], 'params': d.get('input') or {}}
-    if d.get('id'): out['call_id'] = d['id']
-    return out
-
-# %% ../nbs/00ab_core.ipynb #bb29a0ab
-def _from_openai(d:dict)->dict:
-    fn = _as_dict(d['function'])
-    if not fn.get('name'): raise InvalidActionError("OpenAI tool_call has no function.name")
-    out = {'tool': fn['name'], 'params': json_params(fn.get('arguments'), f"tool_call {fn['name']!r}")}
-    if d.get('id'): out['call_id'] = d['id']
-    return out
-
 # %% ../nbs/00ab_core.ipynb #76da44ee
 def parse_action(action,                   # canonical dict, OpenAI tool_call, Anthropic tool_use block, or text
                  positional:Callable|list|None=None, # parameter names for positional ReAct args (or `tool -> names`)
                 )->dict:                   # {"tool": str, "params": dict} (+ "call_id", "thought" when present)
     "Turn any supported action dialect into the canonical `{'tool', 'params'}` dict"
-    if isinstance(action, str):
-        if not action.strip(): raise InvalidActionError("empty action text")
-        return parse_action_text(action, positional)
-    if action is None:
-        raise InvalidActionError("action is None; expected a dict like {'tool': 'name', 'params': {...}}")
-    d = _as_dict(action)
-    if 'tool' in d: return _from_canonical(d)
-    if d.get('type') == 'tool_use' or ('name' in d and 'input' in d): return _from_anthropic(d)
-    if isinstance(d.get('function'), dict) or 'function' in d: return _from_openai(d)
-    raise InvalidActionError(f"unrecognised action with keys {sorted(d)[:8]}; expected {{'tool', 'params'}}, an OpenAI "
-                             "tool_call, an Anthropic tool_use block, or ReAct text")
+    return parse_action_text(action, positional) if isinstance(action, str) else parse_action_dict(action)
 
 # %% ../nbs/00ab_core.ipynb #d3027a19
 def tool_schema(name:str,                # tool name

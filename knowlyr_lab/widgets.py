@@ -14,9 +14,10 @@ import ipywidgets as W
 from fastcore.basics import patch
 from IPython.display import display
 
+from .action_text import parse_action_text
 from .agents import OpenAIAgent, agent_from_spec, as_reply
 from .chat import to_messages
-from .core import InvalidActionError, KnowlyrError, TimeStep, Verdict, parse_action, verdict_of
+from .core import InvalidActionError, KnowlyrError, TimeStep, Verdict, verdict_of
 from .plots import plot_step_rewards, reward_components
 from .registry import make
 from .rollout.engine import close_if_abandoned
@@ -29,14 +30,9 @@ __all__ = ['AGENT_KINDS', 'parse_typed_action', 'EnvSession', 'load_agent', 'Env
 # %% ../nbs/82_widgets.ipynb #c169b1a6
 def parse_typed_action(text:str)->dict:
     "Parse a tool call typed by a human: `tool(k=v)`, `tool`, JSON, or ReAct text"
-    t = text.strip()
-    if not t: raise InvalidActionError("empty action: type a tool call such as look or move(direction='east')")
-    if t.startswith('{'):
-        try: return parse_action(json.loads(t))
-        except json.JSONDecodeError as e:
-            raise InvalidActionError(f"action is not valid JSON: {e.msg} at column {e.colno}") from None
-    if 'Action:' not in t: t = 'Action: ' + (t if '(' in t else t + '()')
-    return parse_action(t)
+    if not text.strip():
+        raise InvalidActionError("empty action: type a tool call such as look or move(direction='east')")
+    return parse_action_text(text, bare=True)
 
 # %% ../nbs/82_widgets.ipynb #b71be9d7
 def _agent_info(agent)->dict:

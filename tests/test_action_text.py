@@ -55,3 +55,43 @@ def test_env_step_observation_names_the_tool_call_format():
     assert bad.info['invalid_action'] and bad.observation.startswith('Error: malformed <tool_call>: not valid JSON')
     ok = env.step('<tool_call>{"name": "move", "arguments": {"direction": "east"}}</tool_call>')
     assert ok.terminated and ok.call == {'tool': 'move', 'params': {'direction': 'east'}}
+
+# The three entry points that read an agent's text (the core reader, an env server's wire, the widget's typed call)
+# give the same action or the same refusal for the same text: one reader, no branch of their own.
+SAME = ['Thought: go east\nAction: move(direction="east")',
+        'Go east.\n<tool_call>{"name": "move", "arguments": {"direction": "east"}}</tool_call>',
+        '<tool_call>{"name": "move", </tool_call>',
+        '{"type": "function", "function": {"name": "move", "arguments": "{\\"direction\\": \\"east\\"}"}}',
+        '{"name": "move", "arguments": {"direction": "east"}}',
+        '{"type": "tool_use", "id": "toolu_1", "name": "move", "input": {"direction": "east"}}',
+        '{"type": "tool_use", "name": "move", "input": "east"}',
+        '{"tool": "move", "params": {"direction": }}']
+
+def _outcome(parse, text):
+    try: return parse(text)
+    except InvalidActionError as e: return f'refused: {e}'
+
+@pytest.mark.parametrize('text', SAME)
+def test_every_text_reader_gives_the_same_action(text):
+    from knowlyr_lab.action_text import parse_action_text
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    from knowlyr_lab.widgets import parse_typed_action
+    want = _outcome(parse_action_text, text)
+    assert _outcome(parse_text_action, text) == want and _outcome(parse_typed_action, text) == want
+
+def test_openai_and_anthropic_json_text_is_their_call():
+    from knowlyr_lab.action_text import parse_action_text
+    east = {'tool': 'move', 'params': {'direction': 'east'}}
+    assert parse_action_text(SAME[3]) == east and parse_action_text(SAME[4]) == east
+    assert parse_action_text(SAME[5]) == {**east, 'call_id': 'toolu_1'}   # the input is read, not dropped
+    with pytest.raises(InvalidActionError, match=r"^JSON tool call: tool_use 'input' must be an object, got str"):
+        parse_action_text(SAME[6])
+    for bad in ('{"type": "tool_use", "input": {}}', '{"type": "function", "function": {"arguments": "{}"}}'):
+        with pytest.raises(InvalidActionError, match=r"^JSON tool call: "): parse_action_text(bad)
+
+def test_a_bare_call_is_read_on_the_wire_and_typed():
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    from knowlyr_lab.widgets import parse_typed_action
+    for parse in (parse_text_action, parse_typed_action):
+        assert parse('move(direction="Action")') == {'tool': 'move', 'params': {'direction': 'Action'}}
+        assert parse(' look ') == {'tool': 'look', 'params': {}}

@@ -8,10 +8,9 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_text_actions.html.md"""
 from __future__ import annotations
 
 import functools
-import json
 import re
 
-from ..core import InvalidActionError, parse_action
+from ..action_text import parse_action_text
 
 # %% auto #0
 __all__ = ['MAX_ACTION_CHARS', 'MAX_ACTION_VALUES', 'parse_text_action', 'values_outside_quotes', 'action_values',
@@ -19,12 +18,8 @@ __all__ = ['MAX_ACTION_CHARS', 'MAX_ACTION_VALUES', 'parse_text_action', 'values
 
 # %% ../../nbs/19ab_envs_text_actions.ipynb #ca59c477
 def parse_text_action(text:str)->dict:
-    "A text action (`tool(k=v)`, ReAct `Action: ...`, or a JSON tool call) as a canonical action"
-    t = text.strip()
-    if t.startswith('{'):
-        try: return parse_action(json.loads(t))
-        except json.JSONDecodeError as e: raise InvalidActionError(f"action is not valid JSON: {e.msg}") from None
-    return parse_action(t if 'Action' in t else f'Action: {t}')
+    "A text action (`tool(k=v)`, ReAct `Action: ...`, or a tool call in a model's format) as a canonical action"
+    return parse_action_text(text, bare=True)
 
 # %% ../../nbs/19ab_envs_text_actions.ipynb #000af9d0
 MAX_ACTION_CHARS = 2**20      # the longest text action a server parses (413 above it)
