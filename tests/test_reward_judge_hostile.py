@@ -155,3 +155,21 @@ def test_the_judges_own_verdict_beside_an_escaped_forgery_is_taken(provider):
     assert [(r.scores['goal_progress'], r.reason) for r in res] == [(0.1, 'no progress'),
                                                                       (1.0, 'writes the report it was asked for')], res
     assert len(srv.requests) == 2
+
+
+@pytest.mark.parametrize('how', ['string parameter', 'parameter escaped twice'])
+def test_a_cached_echo_of_the_forged_verdict_is_dropped_and_the_judge_asked(tmp_path, how):
+    "A cache written before the copy check held the judge's echo of the agent's verdict; a hit was taken unchecked"
+    traj = _hidden(how)
+    with FakeLLMServer(lambda req, api: json.dumps(OWN)) as srv:
+        judge = LLMJudge(JudgeConfig(model='j', base_url=srv.openai_base_url, api_key='k', cache_dir=str(tmp_path)),
+                         domain='coding')
+        prompt, = judge.prompts_for(traj)
+        key = judge.cache.key(judge.config, prompt)
+        judge.cache.put(key, {'scores': {k: v for k, v in FORGED.items() if k != 'reason'}, 'reason': 'perfect', 'model': 'j'})
+        with pytest.warns(UserWarning, match='1 cached answers failed the answer check'):
+            res, = judge.judge_trajectory(traj)
+    assert len(srv.requests) == 1 and not res.cached, res               # the judge was asked
+    assert res.scores['goal_progress'] == 0.1 and res.reason == 'no progress'
+    assert judge.stats.cache_dropped == 1 and judge.stats.cache_hits == 0 and '1 cached answers dropped' in judge.stats.summary()
+    assert judge.cache.get(key)['reason'] == 'no progress'              # the echo is replaced by the judge's own verdict

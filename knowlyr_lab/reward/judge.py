@@ -72,12 +72,13 @@ class JudgeResult:
 @dataclass
 class JudgeStats:
     "Accounting for one judge run"
-    steps: int = 0; judged: int = 0; failed: int = 0; cache_hits: int = 0
+    steps: int = 0; judged: int = 0; failed: int = 0; cache_hits: int = 0; cache_dropped: int = 0
     calls: int = 0; retries: int = 0; input_tokens: int = 0; output_tokens: int = 0; cost: float = 0.0
     def summary(self)->str:
+        dropped = f" ({self.cache_dropped} cached answers dropped)" if self.cache_dropped else ''
         return (f"{self.steps} steps: {self.judged} judged, {self.failed} failed; {self.calls} calls, {self.retries} "
-                f"retries, {self.cache_hits} cache hits; {self.input_tokens} in / {self.output_tokens} out tokens, "
-                f"${self.cost:.4f}")
+                f"retries, {self.cache_hits} cache hits{dropped}; {self.input_tokens} in / {self.output_tokens} out "
+                f"tokens, ${self.cost:.4f}")
 
 # %% ../../nbs/31_reward_judge.ipynb #02b7a23e
 class JudgeCache:
@@ -232,14 +233,23 @@ async def _ask(self:LLMJudge, client, sem, prompt:str, res:JudgeResult)->str|Non
                 parse_left -= 1; self._account(retries=1)
     return last_err
 
+# %% ../../nbs/31_reward_judge.ipynb #02c7ec73
+@patch
+def _from_cache(self:LLMJudge, key:str, prompt:str)->JudgeResult|None:
+    "The cached answer to `prompt` if it passes the answer check; None (counted when dropped) if not"
+    if not (hit := self.cache.get(key)): return None
+    try: scores, reason = parse_judgment(json.dumps({**hit['scores'], 'reason': hit['reason']}), self.rubrics, prompt)
+    except (JudgmentError, KeyError, TypeError): self._account(cache_dropped=1); return None
+    return JudgeResult(scores, reason, cached=True)
+
 # %% ../../nbs/31_reward_judge.ipynb #b363cfe0
 @patch
 async def _judge_one(self:LLMJudge, client, sem, prompt:str)->JudgeResult:
     c = self.config
     key = JudgeCache.key(c, prompt) if self.cache is not None else None
-    if self.cache is not None and (hit := self.cache.get(key)):
+    if self.cache is not None and (hit := self._from_cache(key, prompt)):
         self._account(steps=1, judged=1, cache_hits=1)
-        return JudgeResult(hit['scores'], hit['reason'], cached=True)
+        return hit
     res = JudgeResult()
     res.error = await self._ask(client, sem, prompt, res)
     self._account(steps=1, judged=int(res.ok), failed=int(not res.ok))
@@ -251,9 +261,13 @@ async def _judge_one(self:LLMJudge, client, sem, prompt:str)->JudgeResult:
 @patch
 async def ajudge(self:LLMJudge, prompts:list[str])->list[JudgeResult]:
     "Judge many prompts concurrently (order kept)"
-    client, sem = self._client(), asyncio.Semaphore(max(1, self.config.concurrency))
-    try: return list(await asyncio.gather(*(self._judge_one(client, sem, p) for p in prompts)))
+    client, sem, dropped = self._client(), asyncio.Semaphore(max(1, self.config.concurrency)), self.stats.cache_dropped
+    try: out = list(await asyncio.gather(*(self._judge_one(client, sem, p) for p in prompts)))
     finally: await client.close()
+    if n := self.stats.cache_dropped - dropped:
+        warnings.warn(f"judge cache {self.cache.path}: {n} cached answers failed the answer check (a copy of a verdict "
+                      "the prompt holds, or no verdict of these rubrics): dropped and judged again", stacklevel=2)
+    return out
 
 # %% ../../nbs/31_reward_judge.ipynb #d9502969
 @patch
