@@ -8,13 +8,17 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_real.html.md"""
 # %% ../../nbs/60a_trainer_real.ipynb #c806d997
 from __future__ import annotations
 
+import errno
 import fcntl
 import importlib.util
 import os
 import shutil
+import stat
 import sys
 import time
 from pathlib import Path
+
+from ..private_files import UnsafeFileError
 
 # %% auto #0
 __all__ = ['REAL_MODEL', 'GGUF_PACKAGE', 'GGUF_FILE', 'INSTALL_HINT', 'RealModelMissing', 'gguf_path', 'real_model_available',
@@ -54,6 +58,21 @@ def real_model_dir(cache_dir:str|Path|None=None)->Path:
     root = Path(cache_dir or os.environ.get('KNOWLYR_CACHE') or Path.home() / '.cache' / 'knowlyr-lab').expanduser()
     return root / 'models' / REAL_MODEL
 
+# %% ../../nbs/60a_trainer_real.ipynb #4cfc56a4
+_LOCK_OPEN = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY   # no FIFO waited on
+_NOT_A_LOCK = {errno.ELOOP: 'a link', errno.ENXIO: 'a FIFO or a device', errno.EISDIR: 'a folder'}
+
+def _open_lock(path:Path)->int:
+    "A descriptor of the lock file `path`, made `0660` when missing; never through a link, never truncated"
+    try: fd = os.open(path, _LOCK_OPEN, 0o660)
+    except OSError as e:
+        if e.errno not in _NOT_A_LOCK: raise
+        why = _NOT_A_LOCK[e.errno]
+        raise UnsafeFileError(f"{path} is {why}, not a lock file: remove it (it is made again)") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd); raise UnsafeFileError(f"{path} is not a regular file, not a lock file: remove it")
+    return fd
+
 # %% ../../nbs/60a_trainer_real.ipynb #7a29aa1f
 _NEEDED = ('config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json')
 
@@ -67,7 +86,7 @@ def prepare_real_model(cache_dir:str|Path|None=None, # cache root (default: `rea
     if not force and all((out / f).exists() for f in _NEEDED): return out
     out.parent.mkdir(parents=True, exist_ok=True)
     # two processes preparing at once: one builds, the other waits
-    with open(out.parent / f'.{out.name}.lock', 'w') as lock:
+    with os.fdopen(_open_lock(out.parent / f'.{out.name}.lock'), 'wb') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not force and all((out / f).exists() for f in _NEEDED): return out
         return _build(out, quiet)
