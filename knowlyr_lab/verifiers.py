@@ -303,8 +303,9 @@ def verify(self, agent_files:dict)->Verdict:
 def verify_sandbox(self, sandbox)->Verdict:
     ("The hidden tests' verdict on the regular files in `sandbox`'s workspace; its symlinks and special files are "
      "listed in `ignored`")
-    files, special = {}, {}                      # one pass over the snapshot: regular files, and what is left out
-    for name, m, data in sandbox.snapshot().members(data=True):
+    snap = sandbox.snapshot()                    # FIFOs, sockets and devices: not archived, named in `skipped`
+    files, special = {}, dict.fromkeys(snap.info.get('skipped', []), 'a FIFO, socket or device: not in the snapshot')
+    for name, m, data in snap.members(data=True):   # one pass: regular files, and what is left out
         if data is not None: files[name] = data
         elif not m.isdir():
             special[name] = f"a symlink (to {m.linkname!r}): not followed" if m.issym() else 'not a regular file'

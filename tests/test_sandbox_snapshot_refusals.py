@@ -46,3 +46,14 @@ def test_every_skipped_special_file_is_named(request, backend):
     snap = sb.snapshot()
     assert sorted(snap.info['skipped']) == sorted(f'q/{n}' for n in names), (len(snap.info['skipped']), snap.info['skipped'][:3])
     assert snap.files() == {'kept.txt': b'kept\n'}
+
+def test_the_verdict_names_each_special_file_it_never_saw(backend):
+    "verify_sandbox's docstring promised special files in the verdict's `ignored`; the snapshot never archives them, so on main they were in no verdict"
+    with SandboxEnv(backend=backend, limits=LIMITS) as env:
+        env.reset(task='py-fizzbuzz-order')
+        made = env.step({'tool': 'shell', 'params': {'command': 'mkfifo fizz_input && mkdir -p q && mkfifo q/pipe && echo ok'}})
+        assert made.observation == 'ok\n', made.observation
+        ts = env.step({'tool': 'submit', 'params': {}})
+    assert (ts.reward, ts.verdict.reason) == (0.6, 'submitted'), ts.verdict      # judged like the untouched repository
+    why = 'a FIFO, socket or device: not in the snapshot'
+    assert {k: v for k, v in ts.info['ignored'].items() if v == why} == {'fizz_input': why, 'q/pipe': why}, ts.info['ignored']
