@@ -121,3 +121,54 @@ def test_groups_and_pairs_never_mix_served_variables(tmp_path):
     [q] = [json.loads(line) for line in open(tmp_path / 'sft' / 'quarantine.jsonl')]
     assert res.total == 4 and res.quarantined == 1 and (q['line'], q['field']) == (5, 'steps.metadata.template_kwargs')
     assert q['reason'].startswith(f"{tmp_path / 'in.jsonl'}:5: field 'steps.metadata.template_kwargs': trajectory ") and 'steps 0 and 2 were served with other chat template variables' in q['reason']
+
+
+def _split_export(tmp_path, test_kw, fmt='sft'):
+    "An export of 10 tasks served with thinking off, but for tasks t3, t4, t6 (the test split at 0.3) served with `test_kw`"
+    trajs = [_traj(t, k, test_kw if t in (3, 4, 6) else OFF) for t in range(10) for k in range(2)]
+    res = DatasetExporter(trajs, test_fraction=0.3).export(fmt, tmp_path / fmt)
+    assert sorted(res.paths) == ['test', 'train']
+    raw = {s: [json.loads(line) for line in open(p)] for s, p in res.paths.items()}
+    assert {r['task_id'] for r in raw['test']} == {'t3', 't4', 't6'}
+    return res, raw
+
+
+def test_a_struct_column_renders_as_served_by_trl_and_by_the_trainer(tmp_path):
+    """Every row with the same keys: `datasets` loads the column as a struct of them, and both TRL's
+    `maybe_apply_chat_template` and the trainer's `to_chat` render each row as the raw JSONL row says"""
+    from trl.data_utils import maybe_apply_chat_template
+
+    from knowlyr_lab.trainer.data import to_chat
+    res, raw = _split_export(tmp_path, OFF)
+    dd = datasets.load_dataset('json', data_files=dict(res.paths), cache_dir=str(tmp_path / 'c'))
+    assert dd['train'].features['chat_template_kwargs'] == datasets.Features({'enable_thinking': datasets.Value('bool')})
+    tok, served = _qwen3_tokenizer(), '<|im_start|>assistant\n<think>\n\n</think>\n\n'
+    for s in ('train', 'test'):
+        assert [r['chat_template_kwargs'] for r in dd[s]] == [r['chat_template_kwargs'] for r in raw[s]] == [OFF] * len(raw[s])
+        for r in dd[s]:
+            assert to_chat(r, s)['template_kwargs'] == OFF
+            p = maybe_apply_chat_template({'prompt': r['messages'][:1], 'chat_template_kwargs': r['chat_template_kwargs']}, tok)
+            assert p['prompt'].endswith(served)
+
+
+def test_a_key_another_split_has_stays_missing_for_the_trainer(tmp_path):
+    """Train rows served with thinking off, test rows with no variables (`{}`): `datasets` types the column from the
+    train split and fills the test rows' missing key with None. GLM-4.5's template reads `enable_thinking: None` as
+    thinking off (`is defined and not enable_thinking`); the trainer's loader drops null values, so a test row renders
+    as it was served (on main to_chat kept {'enable_thinking': None}: '/nothink' and an empty <think> block)"""
+    t = pytest.importorskip('trl.chat_template_utils')
+    from knowlyr_lab.chat import render_chat
+    from knowlyr_lab.trainer.data import load_records, to_chat
+    from knowlyr_lab.trainer.tiny import train_tokenizer
+    res, raw = _split_export(tmp_path, None)
+    assert {json.dumps(r['chat_template_kwargs']) for r in raw['test']} == {'{}'}
+    dd = datasets.load_dataset('json', data_files=dict(res.paths), cache_dir=str(tmp_path / 'c'))
+    assert {json.dumps(r['chat_template_kwargs']) for r in dd['test']} == {'{"enable_thinking": null}'}   # datasets fills it
+    tok = train_tokenizer(['Reach column 1. moved east'], chat_template=t.glm4moe_chat_template)
+    for (where, row), want in zip(load_records(dd['test']), raw['test']):
+        chat = to_chat(row, where)
+        assert 'template_kwargs' not in chat, chat.get('template_kwargs')
+        got = render_chat(tok, chat['messages'][:1], None, True, template_kwargs=chat.get('template_kwargs'))
+        assert got == render_chat(tok, want['messages'][:1], None, True, template_kwargs=want['chat_template_kwargs'] or None)
+        assert '/nothink' not in got and '<think></think>' not in got
+    for row in dd['train']: assert to_chat(row, 'train')['template_kwargs'] == OFF      # the set ones stay set

@@ -36,11 +36,12 @@ def _prompt(rec):
 
 # %% ../../nbs/61_trainer_data.ipynb #bc5b01c5
 def record_template_kwargs(v, where:str)->dict|None:
-    "A record's `chat_template_kwargs` (a JSON string is parsed), checked as a request's"
+    "A record's `chat_template_kwargs` (a JSON string is parsed), checked as a request's; a null value is no variable"
     from knowlyr_lab.serving.requests import RequestRefused, check_template_kwargs
-    try: return check_template_kwargs(json.loads(v) if isinstance(v, str) and v.strip() else v or None) or None
+    try: kw = check_template_kwargs(json.loads(v) if isinstance(v, str) and v.strip() else v or None)
     except ValueError as e: raise DataFormatError(f"{where}: chat_template_kwargs: not valid JSON ({e.msg})") from None
     except RequestRefused as e: raise DataFormatError(f"{where}: {e}") from None
+    return {k: x for k, x in kw.items() if x is not None} or None   # `datasets` fills a key a row lacks with None
 
 # %% ../../nbs/61_trainer_data.ipynb #7c07eedf
 def _trajectory_chat(t:Trajectory, where:str, system_prompt:str|None=None, tools:list|None=None)->dict:
