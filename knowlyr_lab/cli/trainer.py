@@ -47,24 +47,26 @@ def _template_kwargs(s:str)->dict:
     except RequestRefused as e: raise argparse.ArgumentTypeError(str(e)) from None
 
 # %% ../../nbs/96_cli_trainer.ipynb #6a7a3fc1
+_D = ' (default: %(default)s)'
+_LIMIT_FLAGS = (   # flag, type, default, help: what `serve`'s clients may take
+    ('--request-timeout', float, 120.0, 'seconds until a request is answered 504' + _D),
+    ('--max-queue', int, 64, 'requests that may wait for the model at once' + _D),
+    ('--header-timeout', float, 10.0, 'seconds a connection may take to send a request head; idle ones are '
+                                      'closed after' + _D),
+    ('--max-connections', int, 256, 'connections open at once; more are answered 503 and closed' + _D),
+    ('--max-connections-per-client', int, None, 'connections one client address may hold; more are answered '
+                                                '429 and closed (default: half of --max-connections)'),
+    ('--body-budget', int, 64 * 2**20, 'request-body bytes held at once, from arrival until answered; a body '
+                                       'with no room is answered 503 with Retry-After (default: %(default)s, '
+                                       '16 bodies at the 4 MiB size limit)'),
+    ('--body-budget-per-client', int, None, 'request-body bytes one client address may hold at once; more are '
+                                            'answered 429 with Retry-After (default: half of --body-budget; at '
+                                            'least the 4 MiB size limit)'))
+
+# %% ../../nbs/96_cli_trainer.ipynb #b3e1f2a7
 def _limit_flags(p):
     "What `serve`'s clients may take: time, the model's queue, connections and request-body bytes"
-    d = ' (default: %(default)s)'
-    for flag, kind, default, what in (
-        ('--request-timeout', float, 120.0, 'seconds until a request is answered 504' + d),
-        ('--max-queue', int, 64, 'requests that may wait for the model at once' + d),
-        ('--header-timeout', float, 10.0, 'seconds a connection may take to send a request head; idle ones are '
-                                          'closed after' + d),
-        ('--max-connections', int, 256, 'connections open at once; more are answered 503 and closed' + d),
-        ('--max-connections-per-client', int, None, 'connections one client address may hold; more are answered '
-                                                    '429 and closed (default: half of --max-connections)'),
-        ('--body-budget', int, 64 * 2**20, 'request-body bytes held at once, from arrival until answered; a body '
-                                           'with no room is answered 503 with Retry-After (default: %(default)s, '
-                                           '16 bodies at the 4 MiB size limit)'),
-        ('--body-budget-per-client', int, None, 'request-body bytes one client address may hold at once; more are '
-                                                'answered 429 with Retry-After (default: half of --body-budget; at '
-                                                'least the 4 MiB size limit)')):
-        p.add_argument(flag, type=kind, default=default, help=what)
+    for flag, kind, default, what in _LIMIT_FLAGS: p.add_argument(flag, type=kind, default=default, help=what)
 
 # %% ../../nbs/96_cli_trainer.ipynb #4976dfda
 TRAINERS = ('sft', 'dpo', 'grpo')

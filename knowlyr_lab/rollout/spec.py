@@ -22,6 +22,7 @@ __all__ = ['FALLBACK_MAX_EPISODE_STEPS', 'RolloutSpec', 'Workers', 'rollout_sett
 # %% ../../nbs/40a_rollout_spec.ipynb #28a884c2
 FALLBACK_MAX_EPISODE_STEPS = 30   # the budget when neither the spec nor the env sets one: no episode runs unbounded
 
+# %% ../../nbs/40a_rollout_spec.ipynb #501756ef
 @dataclass
 class RolloutSpec:
     "What an episode is: its step budget, invalid-action limit, wall-clock limits and step rewards"
