@@ -49,6 +49,11 @@ def _sd_diff(n_replicates, within_var, between_var):
         raise ValueError(f"variances must be >= 0, got within_var={within_var}, between_var={between_var}")
     return math.sqrt(2 * within_var / n_replicates + between_var)
 
+# %% ../nbs/09e_replicates.ipynb #b276a474
+def _no_spread_floor(n_tasks:int, alpha:float)->float:
+    "Noise floor and MDE of runs with no spread: inf when no exact paired test on `n_tasks` reaches `alpha`, else NaN"
+    return math.inf if 2 / 2 ** n_tasks > alpha else math.nan
+
 # %% ../nbs/09e_replicates.ipynb #7babd031
 def noise_floor(n_tasks:int,          # tasks, each run by both evaluations
                 n_replicates:int=1,   # runs per task in each evaluation
@@ -57,7 +62,9 @@ def noise_floor(n_tasks:int,          # tasks, each run by both evaluations
                )->float:              # the critical |difference| of two runs of one policy
     "Gap between two evaluations of the SAME policy that a paired t test at `alpha` would call significant"
     if n_tasks < 2: raise ValueError(f"a paired t test needs n_tasks >= 2, got {n_tasks}")   # t with 0 df: NaN
-    return float(stats.t.ppf(1 - alpha / 2, n_tasks - 1) * _sd_diff(n_replicates, within_var, 0.0) / math.sqrt(n_tasks))
+    sd = _sd_diff(n_replicates, within_var, 0.0)
+    if sd <= 1e-12: return _no_spread_floor(n_tasks, alpha)   # no spread measured: never a floor of 0
+    return float(stats.t.ppf(1 - alpha / 2, n_tasks - 1) * sd / math.sqrt(n_tasks))
 
 # %% ../nbs/09e_replicates.ipynb #273a9a11
 def paired_power(effect:float, n_tasks:int, n_replicates:int=1, within_var:float=0.25, between_var:float=0.0,
@@ -77,8 +84,10 @@ def paired_mde(n_tasks:int,            # tasks, each run by both checkpoints
               )->float:                # minimum detectable |difference| of the metric's mean
     "Minimum detectable effect of a paired design (noncentral t, statsmodels `TTestPower`)"
     if n_tasks < 2: raise ValueError(f"a paired t test needs n_tasks >= 2, got {n_tasks}")
+    sd = _sd_diff(n_replicates, within_var, between_var)
+    if sd <= 1e-12: return _no_spread_floor(n_tasks, alpha)   # no spread measured: never an MDE of 0
     d = TTestPower().solve_power(effect_size=None, nobs=n_tasks, alpha=alpha, power=power, alternative='two-sided')
-    return float(d * _sd_diff(n_replicates, within_var, between_var))
+    return float(d * sd)
 
 # %% ../nbs/09e_replicates.ipynb #5d4eeef2
 def replicates_needed(effect:float,           # the true difference to detect

@@ -21,10 +21,11 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from .intervals import bootstrap_ci, wilson_ci
+from .permutation import PERMUTATIONS, permutation, rank_test, relabellings
 
 # %% auto #0
-__all__ = ['PERMUTATIONS', 'pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'task_draws', 'task_bootstrap_ci', 'Comparison',
-           'is_binary', 'no_spread', 'newcombe_paired_ci', 'compare_samples', 'adjust_pvalues', 'compare_many']
+__all__ = ['pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'task_draws', 'task_bootstrap_ci', 'Comparison', 'is_binary',
+           'no_spread', 'newcombe_paired_ci', 'compare_samples', 'adjust_pvalues', 'compare_many']
 
 # %% ../nbs/09_stats.ipynb #34982163
 def pass_at_k(n:int, # attempts at the task
@@ -222,30 +223,13 @@ def _paired_tests(a, b, binary:bool)->dict:
     "The paired t, Wilcoxon and (binary) exact McNemar tests of `a` and `b`"
     t, d = stats.ttest_rel(a, b), a - b
     tests = {'paired_t': _res(t, df=float(t.df)),
-             'wilcoxon': _res(stats.wilcoxon(a, b, zero_method='wilcox')) if np.any(d != 0)
-             else {'statistic': 0.0, 'pvalue': 1.0}}
+             'wilcoxon': rank_test(a, b, True) if np.any(d != 0) else {'statistic': 0.0, 'pvalue': 1.0}}
     if binary:
         n10, n01 = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
         m = mcnemar([[0, n10], [n01, 0]], exact=True)
         tests['mcnemar_exact'] = {'statistic': float(m.statistic), 'pvalue': float(m.pvalue), 'a_only': n10,
                                   'b_only': n01}
     return tests
-
-# %% ../nbs/09_stats.ipynb #a65f5cd0
-PERMUTATIONS = 100_000 # relabellings drawn by the permutation test; up to this many, all are enumerated
-
-# %% ../nbs/09_stats.ipynb #64750064
-def _relabellings(a, b, paired:bool)->int:
-    "The number of ways to relabel the values: swaps within each pair, or splits of the pooled values"
-    return 2 ** len(a) if paired else math.comb(len(a) + len(b), len(a))
-
-# %% ../nbs/09_stats.ipynb #491c36c9
-def _permutation(a, b, paired:bool, seed:int=0)->dict:
-    "Two-sided permutation test of mean(a) - mean(b): exact up to `PERMUTATIONS` relabellings, else drawn"
-    r = stats.permutation_test((a, b), lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis),
-                               permutation_type='samples' if paired else 'independent', n_resamples=PERMUTATIONS,
-                               batch=1000, rng=np.random.default_rng(seed))
-    return _res(r, exact=_relabellings(a, b, paired) <= PERMUTATIONS)
 
 # %% ../nbs/09_stats.ipynb #2130997e
 def _undefined_t(tests:dict, a, b)->bool:
@@ -263,7 +247,7 @@ def _two_sample_tests(a, b, paired:bool, binary:bool, seed:int=0)->dict:
         warnings.simplefilter('ignore', RuntimeWarning)  # constant samples (an expert at 100%) are handled below
         t = stats.ttest_ind(a, b, equal_var=False)
         tests['welch_t'] = _res(t, df=float(t.df))
-        tests['mann_whitney_u'] = _res(stats.mannwhitneyu(a, b, alternative='two-sided'))
+        tests['mann_whitney_u'] = rank_test(a, b, False)
         if binary:
             table = [[int(a.sum()), int(len(a) - a.sum())], [int(b.sum()), int(len(b) - b.sum())]]
             tests['fisher_exact'] = _res(stats.fisher_exact(table))
@@ -271,8 +255,8 @@ def _two_sample_tests(a, b, paired:bool, binary:bool, seed:int=0)->dict:
     for v in tests.values():  # finite constant samples: the test is undefined, and
         if math.isnan(v['pvalue']):
             v['pvalue'] = 1.0    # there is no evidence of a difference (inputs have no NaN here)
-    if not binary and (_undefined_t(tests, a, b) or _relabellings(a, b, paired) <= PERMUTATIONS):
-        tests['permutation'] = _permutation(a, b, paired, seed)   # no t without spread; exact on few values
+    if not binary and (_undefined_t(tests, a, b) or relabellings(a, b, paired) <= PERMUTATIONS):
+        tests['permutation'] = permutation(a, b, paired, seed)   # no t without spread; exact on few values
     return tests
 
 # %% ../nbs/09_stats.ipynb #e225e534

@@ -1,0 +1,78 @@
+"Few tasks: rank tests exact where values tie, and no noise floor or MDE of 0 from runs with no spread"
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, leaderboard
+from knowlyr_lab.eval.noise import compare_checkpoints
+from knowlyr_lab.permutation import rank_test
+from knowlyr_lab.stats import compare_samples
+
+
+@pytest.mark.parametrize('n,exact', [(3, 2 / 20), (2, 2 / 6), (4, 2 / 70)])
+def test_mann_whitney_of_constant_samples_is_the_exact_p(n, exact):
+    "n tasks vs n, all solved vs none: scipy's auto method is asymptotic with ties (3 vs 3: p = 0.047, a false significance)"
+    for binary in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', UserWarning)   # the note that the bootstrap has no spread
+            c = compare_samples([1.0] * n, [0.0] * n, binary=binary)
+        assert c.tests['mann_whitney_u']['pvalue'] == pytest.approx(exact, abs=1e-9)
+    assert c.tests['mann_whitney_u']['statistic'] == n * n
+
+
+def test_mann_whitney_with_some_ties_matches_counting_every_split():
+    "8 vs 9 with ties: the exact p is the share of the C(17, 8) splits with U at least as far from its mean"
+    from itertools import combinations
+    a, b = np.array([3., 3, 2, 2, 1, 1, 1, 1]), np.array([1., 1, 0, 0, 0, 0, 0, 0, 2])
+    pooled, n = np.concatenate([a, b]), len(a)
+    ranks = stats.rankdata(pooled)
+    u = np.array([ranks[list(i)].sum() for i in combinations(range(len(pooled)), n)]) - n * (n + 1) / 2
+    u0, mid = ranks[:n].sum() - n * (n + 1) / 2, n * len(b) / 2
+    brute = min(1.0, 2 * min((u >= u0 - 1e-9).mean(), (u <= u0 + 1e-9).mean()))
+    assert abs(u0 - mid) > 0 and rank_test(a, b, False)['pvalue'] == pytest.approx(brute, abs=1e-12)
+
+
+def test_wilcoxon_with_ties_on_15_pairs_is_exact():
+    "12 pairs up by 1, 2 down, 1 zero: scipy's auto is asymptotic above 13 pairs (p = 0.0075); exact over 2^15 flips: 0.0129"
+    a, b = np.array([1.] * 12 + [-1] * 2 + [0]) + 0.5, np.full(15, 0.5)
+    c = compare_samples(a, b, paired=True)
+    assert c.tests['wilcoxon']['pvalue'] == pytest.approx(0.012939453125, abs=1e-12)
+    assert stats.wilcoxon(a, b).pvalue < 0.008   # what scipy's auto method gives
+
+
+def _agent(name, ok, attempts=2, tasks=3):
+    rows = [dict(agent=name, task_id=f't{t}', task_key=f't{t}', attempt=a, seed=a, success=ok, verified=True,
+                 reward=float(ok), steps=3, tool_errors=0, cost=0.0, tokens=0, duration=1.0, reason='', valid=True,
+                 invalid=None, trajectory_id=f'{name}{t}-{a}') for t in range(tasks) for a in range(attempts)]
+    return EvalResult(name, pd.DataFrame(rows, columns=EPISODE_COLUMNS))
+
+
+@pytest.mark.parametrize('metric', ['success', 'reward'])
+def test_leaderboard_of_constant_agents_on_3_tasks_has_no_zero_noise_floor(metric):
+    "Two agents whose runs all agree, 3 tasks x 2 attempts: the floor and MDE were 0.0 (every gap outside the noise)"
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)
+        lb = leaderboard([_agent('x', True), _agent('y', False)], metric=metric)
+    row = lb.iloc[1]
+    assert row.noise_floor != 0 and row.mde != 0 and not (row.noise_floor < 1e-9 or row.mde < 1e-9)
+    assert math.isinf(row.noise_floor) and math.isinf(row.mde) and bool(row.inside_noise)   # exact p >= 2/2^3 > 0.05
+    assert row.p_vs_best == pytest.approx(0.25) and row.sig == ''
+
+
+def test_leaderboard_of_constant_agents_on_8_tasks_leaves_the_floor_unmeasured():
+    "8 tasks: an exact test can reach 0.05 (2/2^8), but runs that all agree measure no noise: NaN, not 0"
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)
+        lb = leaderboard([_agent('x', True, tasks=8), _agent('y', False, tasks=8)])
+    assert math.isnan(lb.noise_floor[1]) and math.isnan(lb.mde[1]) and lb.p_vs_best[1] == pytest.approx(2 / 2 ** 8)
+
+
+def test_checkpoints_whose_differences_are_all_equal_get_no_zero_floor():
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)
+        cmp = compare_checkpoints(_agent('x', True), _agent('y', False))
+    assert math.isinf(cmp.noise_floor) and math.isinf(cmp.mde) and math.isinf(cmp.rerun_floor) and cmp.inside_noise
