@@ -95,6 +95,14 @@ def parse_steps_text(text:str)->list[dict]:
 class ChatFormatError(KnowlyrError, ValueError):
     "A record or template that cannot give a usable chat; the message names the record and the field"
 
+# %% ../nbs/07_chat_messages.ipynb #bc3348e9
+def _seed_action(action, # a step's action: text or a dict
+                )->tuple[str, dict|None]: # (its text besides a call, the call or None)
+    "The call of a hub 0.1 step's action; text that holds no call is kept whole"
+    try: a = parse_action(action, bare=True)
+    except InvalidActionError: return (action.strip() if isinstance(action, str) else ''), None
+    return (a.pop('thought', None) or '').strip(), a
+
 # %% ../nbs/07_chat_messages.ipynb #a5a43d21
 def seed_messages(
         steps:list[dict], # step dicts: thought, action (any dialect `parse_action` reads), observation, reward
@@ -105,14 +113,9 @@ def seed_messages(
     for i, s in enumerate(steps):
         if not isinstance(s, dict):
             raise ChatFormatError(f"{where}: steps[{i}] must be an object, got {type(s).__name__}")
-        thought, action = (s.get('thought') or '').strip(), s.get('action')
-        if isinstance(action, str) and not action.strip(): action = None
-        if isinstance(action, str) and not re.search(r'^\s*Action\s*:', action, re.M):
-            action = f"Action: {action}"   # `Step k:` text
-        try: a = parse_action(action) if action is not None else None
-        except InvalidActionError: a = None
-        if a is None and isinstance(action, str) and action.strip():   # free-text action: keep it as text
-            thought = (thought + '\n' if thought else '') + action.strip()
+        thought, (said, a) = (s.get('thought') or '').strip(), _seed_action(s.get('action'))
+        if said and a is None and not re.search(r'^\s*Action\s*:', said, re.M): said = f"Action: {said}"  # no call in it
+        if said and said != thought: thought = (thought + '\n' if thought else '') + said
         m = assistant_message(thought, [a] if a else [], i)
         msgs.append(m)
         obs = s.get('observation')

@@ -94,9 +94,10 @@ def step_info(ts:TimeStep)->dict:
 # %% ../nbs/00ab_core.ipynb #76da44ee
 def parse_action(action,                   # canonical dict, OpenAI tool_call, Anthropic tool_use block, or text
                  positional:Callable|list|None=None, # parameter names for positional ReAct args (or `tool -> names`)
+                 bare:bool=False,          # text with no `Action:` line is the call itself (as `parse_action_text`)
                 )->dict:                   # {"tool": str, "params": dict} (+ "call_id", "thought" when present)
     "Turn any supported action dialect into the canonical `{'tool', 'params'}` dict"
-    return parse_action_text(action, positional) if isinstance(action, str) else parse_action_dict(action)
+    return parse_action_text(action, positional, bare) if isinstance(action, str) else parse_action_dict(action)
 
 # %% ../nbs/00ab_core.ipynb #d3027a19
 def tool_schema(name:str,                # tool name

@@ -95,3 +95,26 @@ def test_a_bare_call_is_read_on_the_wire_and_typed():
     for parse in (parse_text_action, parse_typed_action):
         assert parse('move(direction="Action")') == {'tool': 'move', 'params': {'direction': 'Action'}}
         assert parse(' look ') == {'tool': 'look', 'params': {}}
+
+# The recorder's ReAct reader and the hub 0.1 seed reader read an action through parse_action_text too: no
+# `Action: ` prefix rule of their own (one skipped names starting with "action"; one lost the text before a call).
+def test_recorder_reads_a_tool_named_action_like_any_other(tmp_path):
+    from knowlyr_lab.recorder.convert import convert
+    from knowlyr_lab.recorder.react import react_action
+    assert react_action('actions_list(n=1)') == ({'tool': 'actions_list', 'params': {'n': 1}}, True)
+    assert react_action('Action_log[x]') == ({'tool': 'Action_log', 'params': {'input': 'x'}}, True)
+    log = tmp_path / 'run.log'
+    log.write_text('Question: list one\nThought: list them\nAction: actions_list(n=1)\nObservation: a\n'
+                   'Final Answer: a\n')
+    (t,) = convert(log)
+    assert (t.steps[0].action.tool, t.steps[0].action.params) == ('actions_list', {'n': 1})
+
+def test_seed_step_keeps_the_text_before_its_call():
+    from knowlyr_lab.chat import seed_messages
+    msgs, _ = seed_messages([{'action': 'Go.<tool_call>{"name": "move", "arguments": {"direction": "east"}}</tool_call>',
+                              'observation': 'moved'}])
+    assert msgs[0]['content'] == 'Go.' and msgs[0]['tool_calls'][0]['function']['name'] == 'move'
+    assert msgs[1] == {'role': 'tool', 'tool_call_id': 'call_0', 'content': 'moved'}
+    said, _ = seed_messages([{'thought': 'East.', 'action': 'Thought: East.\nAction: move(direction="east")'},
+                             {'thought': 'Stuck.', 'action': 'I give up'}])
+    assert [m['content'] for m in said] == ['East.', 'Stuck.\nAction: I give up']   # free text stays the step's action

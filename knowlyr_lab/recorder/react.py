@@ -29,9 +29,9 @@ _BRACKET = re.compile(r'^\s*`?([A-Za-z_][\w.\-]*)\s*\[(.*)\]\s*`?\s*$', re.S)
 def react_action(action:str,               # the text after "Action:" (may include an "Action Input:" line)
                  thought:str|None=None,
                 )->tuple[dict, bool]:      # ({tool, params}, parsed_ok)
-    "Parse a ReAct action: `parse_action` dialects, or `tool[arg]`; unparsable text is kept raw"
+    "Parse a ReAct action: `parse_action` (bare: the text is the call), or `tool[arg]`; unparsable text is kept raw"
     try:
-        a = parse_action(f'Action: {action}' if not action.lstrip().lower().startswith('action') else action)
+        a = parse_action(action, bare=True)
         return {'tool': a['tool'], 'params': a['params']}, True
     except InvalidActionError: pass
     first = action.strip().split('\n', 1)[0]
