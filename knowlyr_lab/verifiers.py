@@ -305,7 +305,11 @@ def verify_sandbox(self, sandbox)->Verdict:
      "listed in `ignored`")
     snap = sandbox.snapshot()                    # FIFOs, sockets and devices: not archived, named in `skipped`
     files, special = {}, dict.fromkeys(snap.info.get('skipped', []), 'a FIFO, socket or device: not in the snapshot')
+    cap, total = int(sandbox.limits.disk_mb) << 20, 0   # the copy's bound: the workspace quota, per name
     for name, m, data in snap.members(data=True):   # one pass: regular files, and what is left out
+        if data is not None and (total := total + len(data)) > cap:      # hard links: read once per name
+            raise SandboxError(f"the workspace's files hold more than {sandbox.limits.disk_mb} MiB counted once per "
+                               "name (hard links): too much to copy out to judge (the workspace quota)")
         if data is not None: files[name] = data
         elif not m.isdir():
             special[name] = f"a symlink (to {m.linkname!r}): not followed" if m.issym() else 'not a regular file'

@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_sandbox.html.md"""
 # %% ../../nbs/16_envs_sandbox.ipynb #d87b5529
 from __future__ import annotations
 
+import errno
 import shutil
 import tempfile
 import weakref
@@ -21,7 +22,7 @@ from ..sandbox.base import SandboxError, SandboxLimits
 from ..verifiers import FEEDBACK_LEVELS
 
 # %% auto #0
-__all__ = ['STEP_OVERHEAD_SECONDS', 'SandboxEnv']
+__all__ = ['HOST_ERRNOS', 'STEP_OVERHEAD_SECONDS', 'SandboxEnv']
 
 # %% ../../nbs/16_envs_sandbox.ipynb #8b4d2f22
 _TERMINAL = {'submit': 'Submit your fix; the hidden tests run and the episode ends',
@@ -126,6 +127,17 @@ def close(self:SandboxEnv):
     self._close_sandbox()
     if self._tmp is not None: self._tmp_cleanup(); self._tmp = None
 
+# %% ../../nbs/16_envs_sandbox.ipynb #bc54faad
+# errnos of the host's disk, memory, file table and devices: judging met a failure of the host, not of the files
+HOST_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
+
+def _host_failed(e:BaseException,   # raised while the agent's workspace was judged
+                 containment:dict,  # the agent's sandbox's `containment`: its `quotas_mb` bound what it could write
+                )->bool:
+    "Whether `e` is the host's failure: a `HOST_ERRNOS` error while quotas bounded the agent's writes"
+    bounded = {'workspace', 'tmp'} <= set(containment.get('quotas_mb') or {})
+    return bounded and isinstance(e, OSError) and e.errno in HOST_ERRNOS
+
 # %% ../../nbs/16_envs_sandbox.ipynb #3fe65dc9
 @patch
 def _run_hidden_tests(self:SandboxEnv)->dict:
@@ -134,7 +146,10 @@ def _run_hidden_tests(self:SandboxEnv)->dict:
     v = self.task.verifier(self.backend, self.image, self.limits, self.sandbox_kwargs, feedback=self.feedback)
     try: return v.verify_sandbox(self.sandbox).as_info()
     except InfrastructureError: raise
-    except (SandboxError, OSError) as e: return self._unjudged(e)   # the agent's workspace: failed, saying why
+    except (SandboxError, OSError) as e:
+        if _host_failed(e, self.sandbox.containment):      # the host's disk, memory or devices: the episode is left out
+            raise InfrastructureError(f"the host failed while judging the workspace ({type(e).__name__}: {e})") from e
+        return self._unjudged(e)                          # the agent's workspace: failed, saying why
 
 # %% ../../nbs/16_envs_sandbox.ipynb #ad6fec48
 @patch

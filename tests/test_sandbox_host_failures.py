@@ -1,0 +1,68 @@
+"""Who failed while a workspace was judged: the host (its disk full or failing) or the agent (its files).
+
+A host `OSError` while the agent's files were copied out and judged (ENOSPC on the host's disk, EIO) was scored as the
+agent's failure (a valid episode, reward 0, 'workspace not judged'); it is the harness's failure, and the episode is
+left out (invalid). What the agent's files cause stays the agent's scored failure: a path too long for the host
+(ENAMETOOLONG), and hard links whose copies pass the workspace quota, which are refused before any copy is made, so
+an agent cannot make the host run out of space on its behalf and have the episode excluded."""
+import errno
+import os
+
+import pytest
+
+import knowlyr_lab.verifiers as verifiers
+from knowlyr_lab.agents import ScriptedAgent
+from knowlyr_lab.envs.sandbox import SandboxEnv
+from knowlyr_lab.rollout.collect import collect
+from knowlyr_lab.sandbox.local import bwrap_available
+
+pytestmark = pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the sandbox env refuses to start')
+
+TASK = 'py-fizzbuzz-order'
+SUBMIT = {'tool': 'submit', 'params': {}}
+LIMITS = {'wall_timeout': 20}
+
+def sh(command): return {'tool': 'shell', 'params': {'command': command}}
+
+def episode(actions, limits=LIMITS):
+    t, = collect(lambda: SandboxEnv(limits=limits), ScriptedAgent([*actions, SUBMIT]), 1, tasks=[TASK], progress=False)
+    return t
+
+def quotas_here()->bool:
+    "Whether this host's sandboxes have tmpfs quotas on the workspace and /tmp (root can mount them)"
+    with SandboxEnv(limits=LIMITS) as env:
+        env.reset(task=TASK)
+        return {'workspace', 'tmp'} <= set(env.sandbox.containment.get('quotas_mb') or {})
+
+@pytest.mark.parametrize('code', [errno.ENOSPC, errno.EIO])
+def test_a_host_failure_while_judging_is_an_infrastructure_failure(monkeypatch, code):
+    "The host's disk fails as the candidate is written: on main a valid episode scored 0, 'workspace not judged: OSError ...'"
+    def host_fails(root, files): raise OSError(code, os.strerror(code), str(root))
+    monkeypatch.setattr(verifiers, '_write_tree', host_fails)
+    t = episode([])
+    if not quotas_here():              # the agent's writes were not bounded: it may have filled the host itself
+        assert t.valid and t.outcome.reason.startswith('workspace not judged: OSError'), t.outcome
+        return
+    assert not t.valid and (t.outcome.score, len(t.steps)) == (None, 0), t.outcome
+    assert t.outcome.invalid.startswith(f'InfrastructureError: the host failed while judging the workspace (OSError: [Errno {code}]'), \
+        t.outcome.invalid
+
+def test_a_path_too_long_for_the_host_is_the_agents_failure():
+    "4,063 characters: the sandbox archives it (./ + path < PATH_MAX), the host's candidate folder cannot hold it (ENAMETOOLONG)"
+    deep = 'for i in $(seq 16); do d=$(printf "d%.0s" $(seq 250)); mkdir $d && cd $d; done; mkdir eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee && echo x > eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee/f'
+    t = episode([sh(deep)])
+    assert t.valid and t.outcome.invalid is None, t.outcome.invalid
+    assert (t.outcome.success, t.outcome.score) == (False, 0.0), t.outcome
+    assert t.outcome.reason.startswith('workspace not judged: OSError: [Errno 36] File name too long'), t.outcome.reason
+
+def test_hard_links_past_the_quota_are_refused_before_any_copy(monkeypatch):
+    "6 MiB under 10 names in an 8 MiB workspace: on main 60 MiB of candidate files went to the verifier and onto the host"
+    got = []
+    real = verifiers.HiddenTestVerifier.verify
+    def seen(self, files): got.append(sum(map(len, files.values()))); return real(self, files)
+    monkeypatch.setattr(verifiers.HiddenTestVerifier, 'verify', seen)
+    t = episode([sh('head -c 6M /dev/urandom > big.bin && for i in $(seq 9); do ln big.bin l$i.bin; done')],
+                limits={**LIMITS, 'disk_mb': 8})
+    assert got == [], got                                   # nothing was copied out to judge
+    assert t.valid and (t.outcome.success, t.outcome.score) == (False, 0.0), t.outcome
+    assert "more than 8 MiB counted once per name (hard links)" in t.outcome.reason, t.outcome.reason
