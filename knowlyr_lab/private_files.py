@@ -1,5 +1,5 @@
-"""The files this library locks are opened so that no other user can: made `0600`, never through a link, refused
-when another user owns them.
+"""The files this library locks are opened so that no other user can: made `0600`, the file itself never a link,
+refused when another user owns them.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/private_files.html.md"""
 
@@ -22,7 +22,7 @@ __all__ = ['UnsafeFileError', 'open_private']
 class UnsafeFileError(KnowlyrError, PermissionError):
     "A file to lock or keep private that another user could open, or that is a link"
 
-_OPEN = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC   # never a link; no FIFO waited on
+_OPEN = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC   # the file never a link; no FIFO waited on
 
 # %% ../nbs/09c_private_files.ipynb #21a6d173
 def _unsafe(st:os.stat_result)->str|None:
@@ -51,9 +51,16 @@ def _open_existing(path)->int:
     return fd
 
 # %% ../nbs/09c_private_files.ipynb #70577880
+_TRIES = 5   # creates tried: a lock removed between the create that found it and its open is made again
+
 def open_private(path)->BinaryIO:
     "Open `path` read-write, made 0600 when missing; a link or another user's file refused, one others may read narrowed"
-    try: fd = os.open(path, _OPEN | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError: fd = _open_existing(path)
+    for _ in range(_TRIES):
+        try: fd = os.open(path, _OPEN | os.O_CREAT | os.O_EXCL, 0o600); break
+        except FileExistsError: pass
+        try: fd = _open_existing(path); break
+        except FileNotFoundError: continue           # removed since the create found it (as a refusal says): again
+    else: raise FileNotFoundError(errno.ENOENT, f"{path} was removed each of the {_TRIES} times it was found there "
+                                  "before it could be opened: another process keeps removing it", str(path))
     if os.fstat(fd).st_mode & 0o077: os.fchmod(fd, 0o600)     # ours, but others may open it: made ours alone
     return os.fdopen(fd, 'r+b')

@@ -15,6 +15,7 @@ import pytest
 from helpers import call_tool, one_step_trajectory
 
 import knowlyr_lab.hub.pipeline as pl
+import knowlyr_lab.private_files as pf
 from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
 from knowlyr_lab.hub.store import TrajectoryStore
 from knowlyr_lab.mcp import build_server
@@ -107,3 +108,29 @@ def test_an_older_output_folder_whose_lock_others_may_read_resumes_and_is_narrow
     with TrajectoryStore(out/'store') as st: assert len(st) == 1    # a store is narrowed when it is opened
     assert {f: _mode(out/f) for f in LOCKED} == dict.fromkeys(LOCKED, '0o600')
     assert json.loads((out/'work'/'store.done').read_text())['added'] == 1
+
+def _removed_before_open(monkeypatch, lock, times):
+    "os.open as seen by private_files: the lock is removed `times` times between the create that found it and its open"
+    real, removed = os.open, []
+    def racing(path, flags, *a):
+        if str(path) == str(lock) and flags & os.O_CREAT and 0 < len(removed) < times:
+            lock.write_bytes(b'')                       # another process makes it again before our create
+        elif str(path) == str(lock) and not flags & os.O_CREAT and len(removed) < times:
+            os.unlink(path); removed.append(path)       # another process (a user told to remove it) removes it now
+        return real(path, flags, *a)
+    monkeypatch.setattr(pf.os, 'open', racing)
+    return removed
+
+def test_a_lock_file_removed_between_the_create_and_the_open_is_made_again(tmp_path, monkeypatch):
+    "On main the reopen raised a bare FileNotFoundError; the create is tried again and the file is made, 0600"
+    lock = tmp_path/'.lock'; lock.write_text('old'); os.chmod(lock, 0o644)
+    removed = _removed_before_open(monkeypatch, lock, 1)
+    with pf.open_private(lock) as f: assert f.read() == b''
+    assert removed == [lock] and _mode(lock) == '0o600'
+
+def test_a_lock_file_removed_every_time_it_is_found_is_refused_naming_it(tmp_path, monkeypatch):
+    "Bounded: a file another process makes and removes again and again is named in the error, not waited on forever"
+    lock = tmp_path/'.lock'; lock.write_text('old')
+    removed = _removed_before_open(monkeypatch, lock, 100)
+    with pytest.raises(FileNotFoundError, match=f"{lock} was removed each of the 5 times it was found there"): pf.open_private(lock)
+    assert len(removed) == 5
