@@ -166,26 +166,47 @@ def parse_action_dict(action, # a dict or SDK object: canonical, OpenAI tool_cal
 _TC_OPEN, _MISTRAL, _JSON = '<tool_call>', '[TOOL_CALLS]', 'JSON tool call'
 _JSON_START = re.compile(r"\s*(?:```[\w-]*\s*)?(?:<\|python_tag\|>\s*)?(?=\{)")
 _LLAMA_RE = re.compile(r'(<\|python_tag\|>)?\s*\{\s*"name"\s*:')
+_TAIL_RE = re.compile(r"\s*(?:```|<\|eot_id\|>|<\|eom_id\|>|<\|im_end\|>)?\s*\Z")   # what may follow a JSON call
 _TC_RE = re.compile(r"<tool_call>\s*(.*?)\s*(</tool_call>|$)", re.S)
 _DEC = json.JSONDecoder()
+
+# %% ../nbs/00aa_action_text.ipynb #0f09566c
+def _llama_call(text:str)->re.Match|None:
+    "Where Llama 3.x's call starts in `text`: the first `{\"name\": ...}` object that ends the text or is malformed"
+    if '"parameters"' not in text and '"arguments"' not in text: return None
+    end = 0
+    for m in _LLAMA_RE.finditer(text):
+        i = text.index('{', m.start())
+        if i < end: continue                     # inside an object the thought quotes
+        try: end = _DEC.raw_decode(text, i)[1]
+        except json.JSONDecodeError: return m    # meant as a call, malformed
+        if _TAIL_RE.match(text, end): return m
+    return None
 
 # %% ../nbs/00aa_action_text.ipynb #bfd8bf1f
 def tool_call_format(text:str)->str|None:
     "The tool-call format `text` is meant in: '<tool_call>', '[TOOL_CALLS]', 'JSON tool call', or None (ReAct, prose)"
+    if _ACTION_RE.search(text): return None   # ReAct: a format's marker in its thought or arguments is text
     if _TC_OPEN in text: return _TC_OPEN
     if _MISTRAL in text: return _MISTRAL
-    if _JSON_START.match(text): return _JSON
-    m = _LLAMA_RE.search(text)   # Llama 3.x: a thought, then the call; an `Action:` line before it is ReAct
-    if m and ('"parameters"' in text or '"arguments"' in text) and not _ACTION_RE.search(text[:m.start()]): return _JSON
+    if _JSON_START.match(text) or _llama_call(text): return _JSON
     return None
 
 # %% ../nbs/00aa_action_text.ipynb #3baaba2d
-def _json_at(text:str, fmt:str):
-    "The JSON value `text` starts with (the rest ignored); the error names `fmt`, the line and the column"
-    try: return _DEC.raw_decode(text)[0]
+def _json_at(text:str,          # text that starts with the JSON value
+             fmt:str,           # the tool-call format, named by the error
+             whole:bool=False,  # refuse text after the value (but whitespace, a closing fence, an end-of-turn token)
+            ):
+    "The JSON value `text` starts with; the error names `fmt`, the line and the column"
+    try: d, end = _DEC.raw_decode(text)
     except json.JSONDecodeError as e:
         raise InvalidActionError(f"malformed {fmt}: not valid JSON at line {e.lineno} column {e.colno}: {e.msg}: "
                                  f"{text[:80]!r}") from None
+    if whole and not _TAIL_RE.match(text, end):
+        end = len(text) - len(text[end:].lstrip())   # where the text after it starts
+        line, col = text.count('\n', 0, end) + 1, end - text.rfind('\n', 0, end)
+        raise InvalidActionError(f"malformed {fmt}: text after the call at line {line} column {col}: {text[end:end + 40]!r}")
+    return d
 
 # %% ../nbs/00aa_action_text.ipynb #048a9365
 def _call_of(d, fmt:str)->dict:
@@ -223,9 +244,9 @@ def _mistral_calls(text:str)->tuple[str, list[dict]]:
 
 # %% ../nbs/00aa_action_text.ipynb #3aabe743
 def _json_calls(text:str)->tuple[str, list[dict]]:
-    "The thought before a JSON call and its call"
-    m = _JSON_START.match(text) or _LLAMA_RE.search(text)
-    return text[:m.start()].strip(), [_call_of(_json_at(text[text.index('{', m.start()):], _JSON), _JSON)]
+    "The thought before a JSON call and its call, which must end the text"
+    m = _JSON_START.match(text) or _llama_call(text)
+    return text[:m.start()].strip(), [_call_of(_json_at(text[text.index('{', m.start()):], _JSON, whole=True), _JSON)]
 
 # %% ../nbs/00aa_action_text.ipynb #99d6d9e5
 _READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_calls}
@@ -239,14 +260,20 @@ def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'param
     return (a.pop('thought', '') or '').strip(), [a]
 
 # %% ../nbs/00aa_action_text.ipynb #be6063a2
+_CALL_START = re.compile(r"\s*`?[A-Za-z_][\w.\-]*\s*\(")   # `tool(`: a bare call
+
 def parse_action_text(text:str,            # the text action
                       positional:Callable|list|None=None, # names of positional ReAct arguments (or `tool -> names`)
                       bare:bool=False,     # text with no `Action:` line is the call itself: `tool(k=v)`, `tool`
                      )->dict:                  # {"tool", "params"} (+ "thought", "call_id")
     "The one tool call of a text action; an error names the tool-call format the text is meant in and what is wrong"
     if not text.strip(): raise InvalidActionError("empty action text")
-    if not (fmt := tool_call_format(text)):
-        return parse_react(f'Action: {text.strip()}' if bare and not _ACTION_RE.search(text) else text, positional)
+    react = f'Action: {text.strip()}' if bare and not _ACTION_RE.search(text) else text
+    if bare and _CALL_START.match(text):
+        try: return parse_react(react, positional)
+        except InvalidActionError:
+            if not tool_call_format(text): raise
+    if not (fmt := tool_call_format(text)): return parse_react(react, positional)
     thought, calls = _READERS[fmt](text)
     if len(calls) != 1: raise InvalidActionError(f"{fmt} reply holds {len(calls)} tool calls; a step takes one")
     return {**calls[0], **({'thought': thought} if thought else {})}

@@ -118,3 +118,58 @@ def test_seed_step_keeps_the_text_before_its_call():
     said, _ = seed_messages([{'thought': 'East.', 'action': 'Thought: East.\nAction: move(direction="east")'},
                              {'thought': 'Stuck.', 'action': 'I give up'}])
     assert [m['content'] for m in said] == ['East.', 'Stuck.\nAction: I give up']   # free text stays the step's action
+
+# Text with an `Action:` line is ReAct, as it was before the tool-call formats were read: what its thought quotes
+# (an observation's JSON, a format's tag) or an argument holds is text, and the `Action:` line is the call.
+# A bare call on the wire (`tool(...)`) is read as a call first; a JSON call must be the whole text.
+REACT_AS_WRITTEN = [
+    ('Thought: the schema is {"name": "db", "parameters": {"host": "h"}}; write it.\n'
+     'Action: write_file(path="s.json", content="x")',
+     {'tool': 'write_file', 'params': {'path': 's.json', 'content': 'x'},
+      'thought': 'the schema is {"name": "db", "parameters": {"host": "h"}}; write it.'}),
+    ('Thought: this model does not use <tool_call> tags.\nAction: ls(path=".")',
+     {'tool': 'ls', 'params': {'path': '.'}, 'thought': 'this model does not use <tool_call> tags.'}),
+    ('Action: write_file(path="notes.md", content="Mistral emits [TOOL_CALLS] first")',
+     {'tool': 'write_file', 'params': {'path': 'notes.md', 'content': 'Mistral emits [TOOL_CALLS] first'}}),
+]
+
+@pytest.mark.parametrize('text, want', REACT_AS_WRITTEN)
+def test_react_text_is_read_as_written(text, want):
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    assert parse_action(text) == want and parse_text_action(text) == want
+    thought, calls = parse_reply(text)
+    assert calls == [{'tool': want['tool'], 'params': want['params']}] and thought == want.get('thought', '')
+
+def test_react_text_round_trip_keeps_its_tool():
+    from knowlyr_lab.chat import react_text
+    text = react_text('ls', {'path': '.'}, thought='earlier I sent {"name": "rm", "arguments": {"path": "/"}}')
+    assert parse_action(text) == {'tool': 'ls', 'params': {'path': '.'},
+                                  'thought': 'earlier I sent {"name": "rm", "arguments": {"path": "/"}}'}
+
+def test_env_step_runs_the_action_line_not_json_its_thought_quotes():
+    env = MoveEnv(); env.reset()
+    ts = env.step('Thought: the page said {"name": "submit", "arguments": {}}\nAction: move(direction="east")')
+    assert (ts.call['tool'], ts.call['params']) == ('move', {'direction': 'east'}) and ts.terminated
+
+def test_format_call_round_trip_on_the_wire():
+    from knowlyr_lab.envs.serve import format_call
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    for tool, params in [('register_tool', {'spec': {'name': 'get_weather', 'parameters': {}}}),
+                         ('note', {'text': '<tool_call>{"name": "rm"}</tool_call>'}),
+                         ('note', {'text': '[TOOL_CALLS] [{"name": "rm"}]'})]:
+        assert parse_text_action(format_call(tool, params)) == {'tool': tool, 'params': params}
+
+def test_a_json_call_with_text_after_it_is_refused():
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    for parse in (parse_action, parse_text_action, parse_reply):
+        with pytest.raises(InvalidActionError,
+                           match=r"^malformed JSON tool call: text after the call at line 1 column 30: 'rm -rf'$"):
+            parse('{"tool": "ls", "params": {}} rm -rf')
+    assert parse_action('```json\n{"tool": "ls", "params": {}}\n```\n') == {'tool': 'ls', 'params': {}}
+
+def test_json_an_observation_showed_is_not_a_llama_call():
+    quoted = 'The tool list was {"name": "rm", "parameters": {"path": "/"}} and more; I am done.'
+    assert parse_reply(quoted) == (quoted, [])
+    with pytest.raises(InvalidActionError, match=r"no 'Action:' line, so it is not a ReAct action"): parse_action(quoted)
+    called = quoted + '\n{"name": "look", "parameters": {}}'
+    assert parse_reply(called) == (quoted, [{'tool': 'look', 'params': {}}])
