@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 # %% auto #0
-__all__ = ['wilson_ci', 'bootstrap_ci']
+__all__ = ['wilson_ci', 'no_spread', 'bootstrap_ci']
 
 # %% ../nbs/08b_intervals.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -28,11 +28,20 @@ def wilson_ci(successes:int,       # number of successful episodes
     ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method='wilson')
     return (float(ci.low), float(ci.high))
 
+# %% ../nbs/08b_intervals.ipynb #834ef5aa
+def no_spread(x:Sequence[float])->bool:
+    "True when the values are all equal, to rounding (0.7 - 0.5 vs 0.2): a bootstrap of them has nothing to resample"
+    x = np.asarray(x, float)
+    return bool(x.size and np.ptp(x) <= 1e-12 * max(1.0, float(np.abs(x).max())))
+
 # %% ../nbs/08b_intervals.ipynb #ebae86a5
-def _constant_sample_ci(x:np.ndarray, statistic, confidence:float)->tuple[float, float]:
-    "CI of a constant sample: Wilson's for the mean of 0/1 values, else unknown (NaN and a warning), never the point"
-    if statistic in (np.mean, np.nanmean) and x[0] in (0.0, 1.0): return wilson_ci(int(x.sum()), len(x), confidence)
-    warnings.warn(f"bootstrap_ci: all {len(x)} values are {x[0]:g}: no spread, so no CI (not zero width)", stacklevel=3)
+def _constant_sample_ci(x:np.ndarray, statistic, confidence:float, binary:bool)->tuple[float, float]:
+    "CI of a constant sample: Wilson's for the mean of a 0/1 rate (`binary`), else unknown (NaN and a warning)"
+    if binary and x[0] not in (0.0, 1.0): raise ValueError(f"bootstrap_ci: binary=True, but every value is {x[0]:g}")
+    if binary and statistic in (np.mean, np.nanmean): return wilson_ci(int(round(x.sum())), len(x), confidence)
+    hint = " (a 0/1 rate gets Wilson's CI with binary=True)" if x[0] in (0.0, 1.0) else ''
+    warnings.warn(f"bootstrap_ci: all {len(x)} values are {x[0]:g}: no spread, so no CI (not zero width){hint}",
+                  stacklevel=3)
     return (float('nan'), float('nan'))
 
 # %% ../nbs/08b_intervals.ipynb #43eaa379
@@ -42,11 +51,12 @@ def bootstrap_ci(values:Sequence[float],   # one value per episode (or per task)
                  n_resamples:int=2000,      # bootstrap resamples
                  seed:int=0,                # seed of the resampling generator
                  method:str='BCa',          # 'BCa', 'percentile' or 'basic'
+                 binary:bool=False,         # the values are a 0/1 rate (success): a constant sample gets Wilson's CI
                 )->tuple[float, float]:     # (low, high)
     "Bootstrap confidence interval of `statistic(values)`"
     x = np.asarray(values, dtype=float)
     if x.size < 2: return (float('nan'), float('nan'))   # no spread to measure: unknown, not a point
-    if np.all(x == x[0]): return _constant_sample_ci(x, statistic, confidence)
+    if no_spread(x): return _constant_sample_ci(x, statistic, confidence, binary)
     res = stats.bootstrap((x,), statistic, confidence_level=confidence, n_resamples=n_resamples,
                           method=method, rng=np.random.default_rng(seed), vectorized=False)
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)

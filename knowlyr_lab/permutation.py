@@ -12,6 +12,8 @@ import math
 import numpy as np
 from scipy import stats
 
+from .intervals import no_spread
+
 # %% auto #0
 __all__ = ['PERMUTATIONS', 'relabellings', 'permutation', 'rank_test']
 
@@ -23,11 +25,22 @@ def relabellings(a, b, paired:bool)->int:
     "The number of ways to relabel the values: swaps within each pair, or splits of the pooled values"
     return 2 ** len(a) if paired else math.comb(len(a) + len(b), len(a))
 
+# %% ../nbs/08c_permutation.ipynb #a1fc8568
+def _no_spread_p(a, b, paired:bool)->float|None:
+    "Exact two-sided p of the mean difference of samples with no spread (None where they have spread)"
+    if not (no_spread(a - b) if paired else no_spread(a) and no_spread(b)): return None
+    if no_spread([np.mean(a), np.mean(b)]): return 1.0     # no difference: every relabelling is as far out
+    return max(2 / relabellings(a, b, paired), np.finfo(float).tiny)   # the labelling and its mirror; never 0
+
 # %% ../nbs/08c_permutation.ipynb #491c36c9
+def _mean_diff(x, y, axis=-1): return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
 def permutation(a, b, paired:bool, seed:int=0,
-                statistic=lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis), # vectorized, of (x, y)
+                statistic=_mean_diff, # vectorized, of (x, y); by default the difference of the means
                )->dict: # {'statistic', 'pvalue', 'exact'}
-    "Two-sided permutation test of `statistic`: exact up to `PERMUTATIONS` relabellings, else drawn"
+    "Two-sided permutation test of `statistic`: counted without spread, exact up to `PERMUTATIONS` relabellings, else drawn"
+    p = _no_spread_p(a, b, paired) if statistic is _mean_diff else None
+    if p is not None: return {'statistic': float(_mean_diff(a, b)), 'pvalue': p, 'exact': True}
     r = stats.permutation_test((a, b), statistic, permutation_type='samples' if paired else 'independent',
                                n_resamples=PERMUTATIONS, batch=1000, rng=np.random.default_rng(seed))
     exact = relabellings(a, b, paired) <= PERMUTATIONS

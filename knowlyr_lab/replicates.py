@@ -71,7 +71,7 @@ def paired_power(effect:float, n_tasks:int, n_replicates:int=1, within_var:float
                  alpha:float=0.05)->float:
     "Power of the two-sided paired t test over `n_tasks` per-task means to detect a true difference `effect`"
     sd = _sd_diff(n_replicates, within_var, between_var)
-    if sd == 0: return 1.0 if effect else alpha
+    if sd <= 1e-12: return math.nan   # no spread measured: the power is unknown, never 1 (as the floor is never 0)
     return float(TTestPower().power(effect_size=abs(effect) / sd, nobs=n_tasks, alpha=alpha, alternative='two-sided'))
 
 # %% ../nbs/09e_replicates.ipynb #f0a78df4
@@ -89,6 +89,12 @@ def paired_mde(n_tasks:int,            # tasks, each run by both checkpoints
     d = TTestPower().solve_power(effect_size=None, nobs=n_tasks, alpha=alpha, power=power, alternative='two-sided')
     return float(d * sd)
 
+# %% ../nbs/09e_replicates.ipynb #0e02ea13
+def _plannable(sd:float, planner:str):
+    "Refuse to plan from a spread of 0: a variance measured as 0 is not known to be 0"
+    if sd <= 1e-12: raise ValueError(f"{planner}: within_var and between_var are 0 -- no spread measured (the runs agree "
+                                     "on every task), so the power is unknown: measure the noise on more replicates or tasks")
+
 # %% ../nbs/09e_replicates.ipynb #5d4eeef2
 def replicates_needed(effect:float,           # the true difference to detect
                       n_tasks:int,            # tasks in the suite
@@ -98,6 +104,7 @@ def replicates_needed(effect:float,           # the true difference to detect
                       max_replicates:int=1000, # give up above this
                      )->int:                  # fewest replicates per task per checkpoint
     "Fewest replicate runs per task that detect `effect` with probability `power`"
+    _plannable(_sd_diff(1, within_var, between_var), 'replicates_needed')
     for r in range(1, max_replicates + 1):
         if paired_power(effect, n_tasks, r, within_var, between_var, alpha) >= power: return r
     raise ValueError(f"no number of replicates up to {max_replicates} detects {effect:g} on {n_tasks} tasks with power "
@@ -108,7 +115,8 @@ def replicates_needed(effect:float,           # the true difference to detect
 def tasks_needed(effect:float, n_replicates:int=1, within_var:float=0.25, between_var:float=0.0,
                  alpha:float=0.05, power:float=0.8)->int:
     "Fewest tasks that detect `effect` with probability `power` at `n_replicates` runs per task"
-    d = abs(effect) / _sd_diff(n_replicates, within_var, between_var)
+    sd = _sd_diff(n_replicates, within_var, between_var); _plannable(sd, 'tasks_needed')
+    d = abs(effect) / sd
     n = (max(2, math.ceil(TTestPower().solve_power(effect_size=d, nobs=None, alpha=alpha, power=power,
                                                    alternative='two-sided'))))
     while paired_power(effect, n, n_replicates, within_var, between_var, alpha) < power: n += 1

@@ -20,12 +20,12 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from .intervals import bootstrap_ci, wilson_ci
+from .intervals import bootstrap_ci, no_spread, wilson_ci
 from .permutation import PERMUTATIONS, permutation, rank_test, relabellings
 
 # %% auto #0
 __all__ = ['pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'task_draws', 'task_bootstrap_ci', 'Comparison', 'is_binary',
-           'no_spread', 'newcombe_paired_ci', 'compare_samples', 'adjust_pvalues', 'compare_many']
+           'newcombe_paired_ci', 'compare_samples', 'adjust_pvalues', 'compare_many']
 
 # %% ../nbs/09_stats.ipynb #34982163
 def pass_at_k(n:int, # attempts at the task
@@ -68,7 +68,7 @@ def wilson_ci_ess(rate:float, ess:float, confidence:float=0.95)->tuple[float, fl
     from statsmodels.stats.proportion import proportion_confint
     if ess <= 0: return (float('nan'), float('nan'))
     lo, hi = proportion_confint(rate * ess, ess, alpha=1 - confidence, method='wilson')
-    return (float(lo), float(hi))
+    return (max(0.0, min(float(lo), rate)), min(1.0, max(float(hi), rate)))   # 0 at rate 0, not 5.6e-17
 
 # %% ../nbs/09_stats.ipynb #19e9c917
 def task_draws(groups:Sequence, # the task of each episode
@@ -80,12 +80,14 @@ def task_draws(groups:Sequence, # the task of each episode
 # %% ../nbs/09_stats.ipynb #409310ae
 def task_bootstrap_ci(values:Sequence[float], # one value per episode
                       groups:Sequence,        # the task of each episode
-                      confidence:float=0.95, n_resamples:int=2000, seed:int=0)->tuple[float, float]:
+                      confidence:float=0.95, n_resamples:int=2000, seed:int=0,
+                      binary:bool=False,      # the values are a 0/1 rate: constant ones get Wilson's CI over the tasks
+                     )->tuple[float, float]:
     "Bootstrap CI of the mean of `values` that resamples whole tasks (episodes of one task are not independent)"
     y = np.asarray(values, float); k = len(set(map(str, groups)))
-    if k == len(y): return bootstrap_ci(y, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    if k == len(y): return bootstrap_ci(y, confidence=confidence, n_resamples=n_resamples, seed=seed, binary=binary)
     if k < 2: return (float('nan'), float('nan'))
-    if np.all(y == y[0]): return bootstrap_ci(np.full(k, y[0]), confidence=confidence)   # the tasks are the unit
+    if no_spread(y): return bootstrap_ci(np.full(k, y[0]), confidence=confidence, binary=binary)   # tasks: the unit
     w, inv = task_draws(groups, n_resamples, seed)
     means = (w @ np.bincount(inv, weights=y, minlength=k)) / (w @ np.bincount(inv, minlength=k))
     lo, hi = np.quantile(means, [(1 - confidence) / 2, (1 + confidence) / 2])
@@ -137,12 +139,6 @@ def to_dict(self:Comparison)->dict:
 def is_binary(*xs:Sequence[float])->bool:
     "True when every value of every sample is 0 or 1"
     return all(np.isin(np.asarray(x, float), (0.0, 1.0)).all() for x in xs)
-
-# %% ../nbs/09_stats.ipynb #834ef5aa
-def no_spread(x:Sequence[float])->bool:
-    "True when the values are all equal, to rounding (0.7 - 0.5 vs 0.2): a bootstrap of them has nothing to resample"
-    x = np.asarray(x, float)
-    return bool(x.size and np.ptp(x) <= 1e-12 * max(1.0, float(np.abs(x).max())))
 
 # %% ../nbs/09_stats.ipynb #7f6e6e1f
 def _cohen_d(a, b):

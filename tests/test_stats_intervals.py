@@ -96,12 +96,12 @@ def test_nineteen_of_twenty_discordant_gets_newcombe_not_the_bootstrap():
     assert r.per_run[0]['ci'][0] < 0.71 and r.per_run[0]['ci'][1] < 1     # each run's own interval too
 
 def test_constant_binary_sample_gets_wilson_not_a_point():
-    "bootstrap_ci([1] * 20) was (1.0, 1.0): certainty from 20 episodes"
-    assert bootstrap_ci([1.0] * 20) == wilson_ci(20, 20) and bootstrap_ci([0] * 40) == wilson_ci(0, 40)
-    assert bootstrap_ci([1.0] * 20)[0] == pytest.approx(0.8389, abs=1e-4)
+    "bootstrap_ci([1] * 20) was (1.0, 1.0): certainty from 20 episodes (a 0/1 rate, as the caller says: binary=True)"
+    assert bootstrap_ci([1.0] * 20, binary=True) == wilson_ci(20, 20) and bootstrap_ci([0] * 40, binary=True) == wilson_ci(0, 40)
+    assert bootstrap_ci([1.0] * 20, binary=True)[0] == pytest.approx(0.8389, abs=1e-4)
     with pytest.warns(UserWarning, match='no spread'):
         assert all(math.isnan(x) for x in bootstrap_ci([0.5] * 3))
-    assert task_bootstrap_ci(np.ones(100), np.repeat(list('abcde'), 20)) == wilson_ci(5, 5)   # 5 tasks, not 100 episodes
+    assert task_bootstrap_ci(np.ones(100), np.repeat(list('abcde'), 20), binary=True) == wilson_ci(5, 5)   # 5 tasks, not 100
 
 
 def test_two_constant_tasks_a_side_get_no_p_of_zero():

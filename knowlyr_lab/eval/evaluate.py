@@ -294,5 +294,6 @@ def leaderboard(results:Sequence[EvalResult],  # evaluations, one per agent
     df['sig'] = ['best'] + [_stars(q) for q in padj]
     floors = [(np.nan, np.nan)] + [_noise(best, r, metric) for r in df._r.iloc[1:]]
     df['noise_floor'], df['mde'] = [f for f, _ in floors], [m for _, m in floors]
-    df['inside_noise'] = [False] + [bool(abs(c.diff) < f) for c, (f, _) in zip(comps, floors[1:])]
+    inside = [pd.NA if np.isnan(f) else bool(abs(c.diff) < f) for c, (f, _) in zip(comps, floors[1:])]
+    df['inside_noise'] = pd.array([False] + inside, dtype='boolean')   # <NA>: no noise measured, so unknown
     return df.drop(columns='_r')

@@ -7,6 +7,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/eval_noise.html.md"""
 # %% ../../nbs/74_eval_noise.ipynb #fec2625d
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +28,12 @@ def replicate_table(res:EvalResult,        # an evaluation with several attempts
     "The evaluation's valid episodes as a task x replicate-run table of `metric`"
     e = res.valid[res.valid.verified] if metric == 'success' else res.valid
     return e.pivot_table(index='task_key', columns='attempt', values=metric, aggfunc='mean').astype(float)
+
+# %% ../../nbs/74_eval_noise.ipynb #d24badaf
+def _noise_text(floor:float, mde:float, why:str)->str:
+    "'noise floor F, MDE M' for a sentence; where the floor is NaN, that no noise was measured and `why`"
+    return f"noise not measured ({why}): no noise floor or MDE" if math.isnan(floor) else \
+        f"noise floor {floor:.3f}, MDE {mde:.3f}"
 
 # %% ../../nbs/74_eval_noise.ipynb #9a7e3599
 @dataclass
@@ -53,8 +61,9 @@ class NoiseReport:
                              for r in replicates]).set_index('replicates')
     def _repr_markdown_(self):
         fr = f"flip rate {self.flip_rate:.1%}, " if self.flip_rate is not None else ''
-        floor = (f"noise floor {self.noise_floor():.3f}, MDE {self.mde():.3f} (alpha {self.alpha:g}, power "
-                 f"{self.power:g})" if self.n_tasks >= 2 else "no noise floor or MDE (a paired test needs 2 tasks)")
+        floor = (_noise_text(self.noise_floor(), self.mde(), 'the runs agree on every task') +
+                 f" (alpha {self.alpha:g}, power {self.power:g})" if self.n_tasks >= 2
+                 else "no noise floor or MDE (a paired test needs 2 tasks)")
         return (f"**{self.agent}**, {self.n_tasks} tasks x {self.n_replicates} runs: runs range "
                 f"{min(self.run_rates):.3f}-{max(self.run_rates):.3f} "
                 f"(sd {self.run_spread:.3f}), {fr}replicate variance {self.within_var:.4f}; one run vs one run: {floor}")
@@ -86,15 +95,19 @@ def plan_replicates(noise:NoiseReport,       # `measure_noise` of a pilot evalua
                     max_replicates:int=200,  # more than this is reported as missing (<NA>)
                    )->pd.DataFrame:
     "Replicates per task (and, alternatively, tasks at one run) that detect each effect with the report's power"
-    n, rows = n_tasks or noise.n_tasks, []
+    n, rows, w, a = n_tasks or noise.n_tasks, [], noise.within_var, noise.alpha
+    if w + between_var <= 1e-24:
+        warnings.warn(f"plan_replicates: {noise.agent}'s runs agree on every task (replicate variance 0): no noise "
+                      "measured, so no plan (<NA>) and no power (NaN); measure it on more replicates or tasks", stacklevel=2)
     for eff in effects:
-        try: r = replicates_needed(eff, n, noise.within_var, between_var, noise.alpha, noise.power, max_replicates)
-        except ValueError: r = None
+        try: r = replicates_needed(eff, n, w, between_var, a, noise.power, max_replicates)
+        except ValueError: r = None   # past max_replicates, or no spread measured
+        try: t = tasks_needed(eff, 1, w, between_var, a, noise.power)
+        except ValueError: t = None
         rows.append({'effect': eff, 'replicates': r, 'episodes_per_checkpoint': None if r is None else r * n,
-                     'power_at_1_run': paired_power(eff, n, 1, noise.within_var, between_var, noise.alpha),
-                     'tasks_at_1_run': tasks_needed(eff, 1, noise.within_var, between_var, noise.alpha, noise.power)})
+                     'power_at_1_run': paired_power(eff, n, 1, w, between_var, a), 'tasks_at_1_run': t})
     df = pd.DataFrame(rows).set_index('effect')
-    return df.astype({'replicates': 'Int64', 'episodes_per_checkpoint': 'Int64'})
+    return df.astype({'replicates': 'Int64', 'episodes_per_checkpoint': 'Int64', 'tasks_at_1_run': 'Int64'})
 
 # %% ../../nbs/74_eval_noise.ipynb #bb7c46c2
 @dataclass
@@ -113,13 +126,15 @@ class CheckpointComparison:
     @property
     def diff(self)->float: return self.comparison.diff
     @property
-    def inside_noise(self)->bool: return abs(self.diff) < self.noise_floor
+    def inside_noise(self)->bool|None:   # None: no noise measured (NaN floor), so unknown
+        return None if math.isnan(self.noise_floor) else bool(abs(self.diff) < self.noise_floor)
     def summary(self)->str:
         c = self.comparison
+        rerun = 'not measured (the runs agree)' if math.isnan(self.rerun_floor) else f"{self.rerun_floor:.3f}"
         return (f"{c.name_a} vs {c.name_b}: {c.diff:+.3f} on {self.n_tasks} tasks x {self.n_replicates} seeds, "
                 f"{c.primary} p={c.p_value:.3g}; "
-                f"noise floor {self.noise_floor:.3f}, MDE {self.mde:.3f} (independent reruns: floor "
-                f"{self.rerun_floor:.3f})" +
+                f"{_noise_text(self.noise_floor, self.mde, 'every task differs by the same amount')} "
+                f"(independent reruns: floor {rerun})" +
                 (" -- INSIDE the noise floor" if self.inside_noise else '') +
                 (f"; {self.n_unmatched} unmatched episodes dropped" if self.n_unmatched else ''))
     def __repr__(self): return f"CheckpointComparison({self.summary()})"
