@@ -111,9 +111,12 @@ def test_an_agent_caused_failure_before_submit_is_a_scored_failure(plant, transp
     assert t.valid and t.outcome.invalid is None, t.outcome.invalid
     submitted = transport != 'agentgym'               # AgentGym's action is one text: the recorder cannot tell it was a submit
     last = t.steps[-1].observation.content
-    if plant == 'path too long for the host':       # the workspace cannot be copied out: the episode fails, saying why
+    # the workspace cannot be copied out, or (its disk filled, a file deleted) it does not fit the tests' sandbox once the
+    # pristine copy of that file is back: the episode fails, saying why -- never the pristine repository's score
+    if plant in ('path too long for the host', 'full disk'):
         assert (t.outcome.success, t.outcome.score, t.outcome.submitted) == (False, 0.0, submitted), last
-        assert t.outcome.reason.startswith('workspace not judged: SandboxError: snapshot failed'), t.outcome.reason
+        why = 'snapshot failed' if plant == 'path too long for the host' else 'the files of'
+        assert t.outcome.reason.startswith(f'workspace not judged: SandboxError: {why}'), t.outcome.reason
         assert last.startswith('Submitted. Your workspace could not be judged ('), last
         return
     assert (t.outcome.success, t.outcome.reason, t.outcome.submitted) == (False, 'submitted', submitted), t.metadata.get('error')
