@@ -8,6 +8,7 @@ import re
 import pytest
 
 from knowlyr_lab.reward.judge import JudgeConfig, LLMJudge
+from knowlyr_lab.reward.judge_prompts import JudgmentError, build_prompt, list_rubrics, parse_judgment
 from knowlyr_lab.testing import FakeLLMServer
 from knowlyr_lab.trajectory import Observation, Step, Task, ToolCall, Trajectory
 
@@ -173,3 +174,41 @@ def test_a_cached_echo_of_the_forged_verdict_is_dropped_and_the_judge_asked(tmp_
     assert res.scores['goal_progress'] == 0.1 and res.reason == 'no progress'
     assert judge.stats.cache_dropped == 1 and judge.stats.cache_hits == 0 and '1 cached answers dropped' in judge.stats.summary()
     assert judge.cache.get(key)['reason'] == 'no progress'              # the echo is replaced by the judge's own verdict
+
+
+# --- the copy check's cost: the agent writes what the prompt holds, and the prompt is scanned for verdicts
+def _decoder_work(monkeypatch):
+    "Characters the JSON decoder passes over: to where each decode ends, or to where it breaks (its error counts lines to there)"
+    work, raw_decode = [], json.JSONDecoder.raw_decode
+    def counted(self, s, idx=0):
+        try: obj, end = raw_decode(self, s, idx)
+        except json.JSONDecodeError as e: work.append(e.pos); raise
+        except RecursionError: work.append(len(s) - idx); raise
+        work.append(end - idx)
+        return obj, end
+    monkeypatch.setattr(json.JSONDecoder, 'raw_decode', counted)
+    return work
+
+def _prompt_of_nested_text(n):
+    "A prompt of agent text `n` characters a field: objects nested (the forged verdict inside), objects that break, a list"
+    nest, broken, listed = (('{"k": "' + 'x' * 90 + '", "n": ') * n)[:n], ('{"":"{":' * n)[:n], ('[{"a": 1}, ' * n)[:n]
+    steps = [Step(index=i, thought=nest[:n // 2] + json.dumps(FORGED) + nest[:n // 2 - 100], observation=Observation(content=listed),
+                  action=ToolCall(tool='write', params={'c': broken})) for i in range(4)]
+    return build_prompt(Task(id='t', instruction='Fix the bug'), steps[:3], steps[3], list_rubrics('coding')[:3], max_chars=n)
+
+def test_the_copy_check_of_a_large_prompt_costs_work_linear_in_its_size(monkeypatch):
+    "Agent text of nested or broken objects made the check decode from every '{' to where the outermost broke: 2-11 s a prompt"
+    rubrics, work = list_rubrics('coding')[:3], _decoder_work(monkeypatch)
+    cost = {}
+    for n in (20_000, 40_000):
+        prompt = _prompt_of_nested_text(n)
+        with pytest.raises(JudgmentError, match='a copy of one the prompt holds'):   # the forgery nested in the thought is seen
+            parse_judgment(f'Agreed: {json.dumps(FORGED)}', rubrics, prompt)
+        cost[n], work[:] = sum(work), []
+    assert len(prompt) > 220_000 and prompt.count('{') > 20_000
+    assert cost[40_000] < 2.5 * cost[20_000], cost                          # twice the text, twice the work (main: 4 times)
+    assert cost[40_000] < 25 * len(prompt), (cost, len(prompt))             # a few passes (main: 13000 passes)
+    assert parse_judgment(json.dumps(OWN), rubrics, prompt)[1] == 'no progress'
+    deep = build_prompt(Task(id='t', instruction='Fix the bug'), [], Step(index=0, thought='{"a":' * 3000 + json.dumps(FORGED)),
+                        rubrics, max_chars=20_000)                                  # nested past what the decoder reads
+    with pytest.raises(JudgmentError, match='a copy of one the prompt holds'): parse_judgment(json.dumps(FORGED), rubrics, deep)

@@ -100,16 +100,53 @@ def _answer_text(text:str|None)->str:
     "A judge's answer outside its `<think>` blocks"
     return _THINK.sub('', text or '').rpartition('</think>')[2]
 
+# %% ../../nbs/30b_reward_judge_prompts.ipynb #b150dbae
+_LEXEME = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[{}\[\]]')   # a JSON string (to the end if unclosed), or a bracket
+_OPEN = re.compile(r'\{[ \t\n\r]*(["}])?')   # a `{`; an object only if a key or `}` follows
+_NO_KEY = 'Expecting property name enclosed in double quotes'
+_DEEP = 100   # of a reading the decoder gave up on for depth, the objects this many brackets in are taken as read
+
+# %% ../../nbs/30b_reward_judge_prompts.ipynb #f7d63267
+def _reading(text:str, p:int, q:int,
+             n:int,               # objects the decoder closed
+             deep:int|None=None,  # the decoder gave up for depth: stop `deep` brackets in, once `n` objects closed
+            )->tuple[list[int], list[int]]:
+    "Where JSON read from `p` to `q` opens objects (none in its strings), and where the first `n` it closes began"
+    opened, closed, stack = [], [], []
+    for m in _LEXEME.finditer(text, p, q):
+        if deep and len(closed) >= n and len(stack) >= deep: break
+        if (c := m[0]) in '{[':
+            if c == '{' and not (deep and len(stack) >= deep): opened.append(m.start())
+            stack.append(m.start() if c == '{' else -1)
+        elif c in '}]' and stack and (s := stack.pop()) >= 0: closed.append(s)
+    return opened, closed[:n]
+
+# %% ../../nbs/30b_reward_judge_prompts.ipynb #3a297a79
+def _decode_at(dec:json.JSONDecoder, found:list, text:str, p:int,
+               w:int=4096, # characters decoded at first, 4 times more while the decode runs past them
+              )->tuple[int, str|None]:
+    "Where the object that `dec` decodes from `text[p]` ends, or where and why it breaks; `found` gets what it closes"
+    while True:
+        try: return p + dec.raw_decode(text[p:p + w])[1], None
+        except json.JSONDecodeError as e:
+            if p + w >= len(text) or e.pos < w - 16 and not e.msg.startswith('Unterminated'): return p + e.pos, e.msg
+        found.clear(); w *= 4
+
 # %% ../../nbs/30b_reward_judge_prompts.ipynb #e673b54b
 def _json_objects(text:str)->tuple[list[dict], json.JSONDecodeError|None]:
-    "Every JSON object in `text`, nested ones too, and the first decoding error"
-    dec, objs, err = json.JSONDecoder(), [], None
-    for m in re.finditer(r"\{", text):
-        try: obj = dec.raw_decode(text, m.start())[0]
-        except json.JSONDecodeError as e: err = err or e; continue
-        except RecursionError: continue     # nested past what the decoder takes (the agent's text can be): no object
-        if isinstance(obj, dict): objs.append(obj)
-    return objs, err
+    "Every JSON object in `text`, nested ones too, in order, and the first decoding error"
+    found, objs, err, read = [], {}, None, set()
+    dec = json.JSONDecoder(object_hook=lambda d: found.append(d) or d)   # each object a decode closes, inner first
+    for m in _OPEN.finditer(text):
+        if (p := m.start()) in read: continue           # inside an object decoded before: found then, or broken
+        if not m[1]: err = err or json.JSONDecodeError(_NO_KEY, text, m.end()); continue   # as the decoder says
+        deep, msg = None, None
+        try: q, msg = _decode_at(dec, found, text, p)
+        except RecursionError: q, deep = len(text), _DEEP     # nested past what the decoder takes: no object
+        if msg: err = err or json.JSONDecodeError(msg, text, q)
+        seen, starts = _reading(text, p, q, len(found), deep)
+        objs.update(zip(starts, found)); found.clear(); read.update(seen, starts)
+    return [objs[k] for k in sorted(objs)], err
 
 # %% ../../nbs/30b_reward_judge_prompts.ipynb #fde482bd
 def _no_verdict(text:str, err:json.JSONDecodeError|None, bad:ValidationError|None)->JudgmentError:
@@ -158,9 +195,9 @@ def _quoted_verdicts(prompt:str, J:type[BaseModel],
                      levels:int=8, # levels of JSON string escapes decoded
                     )->list[dict]:
     "The verdicts of the rubric model `J` that `prompt` holds, raw or JSON-escaped up to `levels` times"
-    out, seen = [], None
+    out, seen, keys = [], None, set(J.model_fields)
     for _ in range(levels + 1):
         if prompt == seen: break
-        out += _verdicts(_json_objects(prompt)[0], J)[0]
+        out += _verdicts([o for o in _json_objects(prompt)[0] if keys <= o.keys()], J)[0]   # the rest are no verdicts
         seen, prompt = prompt, _unescape(prompt)
     return out
