@@ -35,6 +35,7 @@ def _no_spread_p(a, b, paired:bool)->float|None:
 # %% ../nbs/08c_permutation.ipynb #491c36c9
 def _mean_diff(x, y, axis=-1): return np.mean(x, axis=axis) - np.mean(y, axis=axis)
 
+# %% ../nbs/08c_permutation.ipynb #05ab021e
 def permutation(a, b, paired:bool, seed:int=0,
                 statistic=_mean_diff, # vectorized, of (x, y); by default the difference of the means
                )->dict: # {'statistic', 'pvalue', 'exact'}

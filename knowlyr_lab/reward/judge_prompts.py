@@ -186,6 +186,7 @@ def parse_judgment(text:str, rubrics:list[Rubric],
 # %% ../../nbs/30b_reward_judge_prompts.ipynb #3de90fad
 _ESCAPES = re.compile(r'(?:\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt]))+')   # a run of JSON string escapes
 
+# %% ../../nbs/30b_reward_judge_prompts.ipynb #f8f8bb63
 def _unescape(text:str)->str:
     "`text` with one level of JSON string escapes decoded (`\\\"` and `\\u0022` become `\"`), other text as it is"
     return _ESCAPES.sub(lambda m: json.loads(f'"{m[0]}"'), text)
