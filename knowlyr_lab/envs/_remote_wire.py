@@ -8,25 +8,30 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_remote_wire.html.md"""
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #e3f961f2
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import math
+import os
 import re
 import socket
 import ssl
+import tempfile
 import time
 import urllib.parse
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fastcore.basics import patch
 
 from ..core import InfrastructureError, KnowlyrError, TimeStep, Verdict
 
 # %% auto #0
-__all__ = ['SESSION_STATUSES', 'MAX_RETRY_AFTER', 'REFUSED_STATUSES', 'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'IDLE_SLACK',
-           'RemoteEnvError', 'SessionExpiredError', 'SessionCapError', 'session_refused', 'SessionWait', 'Refused',
-           'task_seed', 'fetch', 'read_json', 'as_reward', 'as_flag', 'as_object', 'as_time_limits', 'step_seconds',
-           'idle_ended', 'verdict_from_wire']
+__all__ = ['SESSION_STATUSES', 'MAX_RETRY_AFTER', 'MIN_RETRY', 'SCARCE_FOR', 'SESSION_NOTES', 'REFUSED_STATUSES',
+           'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'IDLE_SLACK', 'RemoteEnvError', 'SessionExpiredError',
+           'SessionCapError', 'session_refused', 'SessionWait', 'server_of', 'note_sessions', 'noted',
+           'sessions_scarce', 'Refused', 'task_seed', 'fetch', 'read_json', 'as_reward', 'as_flag', 'as_object',
+           'as_time_limits', 'step_seconds', 'idle_ended', 'verdict_from_wire']
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #5e3fc6f1
 class RemoteEnvError(InfrastructureError):
@@ -41,6 +46,7 @@ class SessionExpiredError(RemoteEnvError):
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #76577aa3
 SESSION_STATUSES = (429, 503)   # HTTP answers that refuse a new session for a cap: this client's share, the server's
 MAX_RETRY_AFTER = 60.0          # the longest `Retry-After` a client honours, in seconds
+MIN_RETRY = 0.25                # the shortest wait before asking again (a `Retry-After: 0` is no licence to hammer)
 
 class SessionCapError(RemoteEnvError):
     "The server opened no session, for a cap (`SESSION_STATUSES`): wait `retry_after` s (None: it did not say) and reset again"
@@ -68,22 +74,61 @@ def session_refused(status:int,             # the answer's HTTP status
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #73171752
 @dataclass
 class SessionWait:
-    "Waiting for a session a server refused for a cap: when to ask again, until `max_wait` s after the first refusal"
-    max_wait:float                                   # seconds to wait in all (0: never wait)
-    start:float=field(default_factory=time.monotonic) # `time.monotonic()` of the first refusal
+    "Waiting for a session a server refused for a cap: when to ask again, until `max_wait` s pass with no progress"
+    max_wait:float                                   # seconds to wait with no progress (0: never wait)
+    start:float=field(default_factory=time.monotonic) # `time.monotonic()` of the first refusal, or of the last progress
     tries:int=0                                      # refusals so far
     next_at:float=0.0                                # `time.monotonic()` time to ask again
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #705c2bf5
 @patch
-def again(self:SessionWait, e:SessionCapError, now:float|None=None)->bool:
-    "Note the refusal `e`; True with `next_at` set when to ask again, False when the wait is over"
-    now, end = time.monotonic() if now is None else now, self.start + self.max_wait
-    self.tries += 1
+def again(self:SessionWait, e:SessionCapError, now:float|None=None,
+          progress:float|None=None, # `time.monotonic()` of the server's last progress: the wait restarts from it
+         )->bool:
+    "Note the refusal `e`; True with `next_at` set when to ask again, False when `max_wait` passed with no progress"
+    now, self.start = time.monotonic() if now is None else now, max(self.start, progress or self.start)
+    end, self.tries = self.start + self.max_wait, self.tries + 1
     if now >= end: return False
-    delay = e.retry_after if e.retry_after is not None else min(2.0, 0.25 * 2 ** (self.tries - 1))
+    delay = max(MIN_RETRY, e.retry_after) if e.retry_after is not None else min(2.0, 0.25 * 2 ** (self.tries - 1))
     self.next_at = min(now + delay, end)             # a last ask when the wait is up
     return True
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #065ce713
+SCARCE_FOR = 600.0   # seconds a server counts as short of sessions after it last refused one on this machine
+SESSION_NOTES = Path(tempfile.gettempdir())/f"knowlyr-session-notes-{os.getuid() if hasattr(os, 'getuid') else 0}"
+_NOTED:dict = {}     # (server, what) -> `time.time()` of the last note in this process
+
+def _note_file(server:str, what:str)->Path: return SESSION_NOTES/f"{hashlib.sha256(server.encode()).hexdigest()[:16]}.{what}"
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #a650452e
+def server_of(url:str)->str:
+    "The server at `url`, as its notes are keyed: host and port"
+    u = urllib.parse.urlsplit(url)
+    return f"{u.hostname}:{u.port or (443 if u.scheme in ('https', 'wss') else 80)}"
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #5946892b
+def note_sessions(server:str|None,     # `server_of` a remote env's address (None: a server no one names: this process)
+                  what:str='progress', # 'progress': a session opened or ended; 'refused': one refused for a cap
+                 ):
+    "Note, for every worker on this machine, that `server` opened or ended a session, or refused one"
+    _NOTED[server, what] = time.time()
+    if server is None: return
+    try: SESSION_NOTES.mkdir(mode=0o700, exist_ok=True); _note_file(server, what).touch()
+    except OSError: pass   # the note stays this process's
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #80824e6e
+def noted(server:str|None, what:str='progress')->float:
+    "`time.time()` of the last note of `what` for `server` on this machine (0.0: none)"
+    t = _NOTED.get((server, what), 0.0)
+    if server is not None:
+        try: t = max(t, _note_file(server, what).stat().st_mtime)
+        except OSError: pass
+    return t
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #94d40d8e
+def sessions_scarce(server:str|None)->bool:
+    "True when `server` refused a session for a cap on this machine in the last `SCARCE_FOR` s"
+    return time.time() - noted(server, 'refused') < SCARCE_FOR
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #df7571ee
 class Refused(KnowlyrError):

@@ -18,7 +18,7 @@ from fastcore.basics import patch
 from ..agents import AgentError, AgentReply, as_reply
 from ..chat import to_messages
 from ..core import AgentEnv, TimeStep
-from ..envs._remote_wire import SessionCapError, SessionWait
+from ..envs._remote_wire import SessionCapError, SessionWait, note_sessions, noted, server_of, sessions_scarce
 from .spec import RolloutSpec
 from ..trajectory import AgentInfo, Source, Step, Task, Trajectory, as_task
 from ..wrappers import RecorderWrapper, infra_failure
@@ -83,6 +83,14 @@ class Episode:
     traj: Trajectory|None = None                 # the trajectory, once finished or failed
     session_wait: float = 120.0                  # seconds to wait for a session a server refused (`RolloutSpec`)
     wait: SessionWait|None = None                # set while it waits for one
+    freed: bool = False                          # its env's server session was ended after it
+
+# %% ../../nbs/40b_rollout_engine.ipynb #250f4d43
+@patch(as_prop=True)
+def server(self:Episode)->str|None:
+    "The server of the env's sessions (`server_of` a remote env's `base_url`), as its progress and refusals are noted"
+    url = getattr(self.rec.unwrapped, 'base_url', None)
+    return server_of(url) if isinstance(url, str) else None
 
 # %% ../../nbs/40b_rollout_engine.ipynb #e90ea939
 @patch
@@ -95,6 +103,7 @@ def start(self:Episode):
         self.ts = self.rec.reset(task=task, seed=seed)
         if hasattr(self.agent, 'reset'): self.agent.reset(dict(self.ts.info.get('task') or {}), self.rec.tool_schemas)
         self.history = to_messages(Trajectory(id='x', task=self.rec.recorded_task))
+        note_sessions(self.server)                       # a session opened (or reused): progress for those waiting
     except SessionCapError as e: self.refused(e)
     except Exception as e: self.fail(e)
 
@@ -106,18 +115,20 @@ def live(self:Episode)->bool: return self.traj is None and self.ts is not None a
 @patch
 def end_session(self:Episode):
     "Free the server session of the episode's env, where it has one (a remote env's `end_session`), for those waiting"
-    end = getattr(self.rec.unwrapped, 'end_session', None)
+    end, self.freed = getattr(self.rec.unwrapped, 'end_session', None), True
     if callable(end):
         try: end()
         except Exception: pass   # noqa: BLE001 (the episode is over either way; its next reset opens a new session)
+        if self.ts is not None: note_sessions(self.server)   # a place freed: progress (a never-started one held none)
 
 # %% ../../nbs/40b_rollout_engine.ipynb #f21ec862
 @patch
 def refused(self:Episode, e:SessionCapError):
     "The server refused the episode a session: wait to start again (`wait.next_at`), or fail once `session_wait` is up"
-    self.wait = self.wait or SessionWait(self.session_wait)
-    if not self.wait.again(e):
-        self.fail(SessionCapError(f"{e} (no session within {self.session_wait:g} s: RolloutSpec.session_wait)"))
+    self.wait = self.wait or SessionWait(self.session_wait); note_sessions(self.server, 'refused')
+    since = time.monotonic() - max(0.0, time.time() - noted(self.server))   # the server's last progress, monotonic
+    if not self.wait.again(e, progress=since):
+        self.fail(SessionCapError(f"{e} (none opened or ended within {self.session_wait:g} s: RolloutSpec.session_wait)"))
 
 # %% ../../nbs/40b_rollout_engine.ipynb #e6d9a7bc
 @patch(as_prop=True)
@@ -133,14 +144,12 @@ def step(self:Episode, reply:AgentReply):
         self.ts = self.rec.step(reply.action)
         self.history.extend(_step_messages(self.rec.recorded_steps[-1]))
     except Exception as e: self.fail(e)
-    else:
-        if self.ts.done: self.end_session()
 
 # %% ../../nbs/40b_rollout_engine.ipynb #aed21c28
 @patch
 def fail(self:Episode, e:Exception):
     "End the episode with `e`: its trajectory so far, failed (invalid when the infrastructure failed)"
-    self.traj = failed_episode(e, self.job[1], self.rec); self.end_session()
+    self.traj = failed_episode(e, self.job[1], self.rec)
 
 # %% ../../nbs/40b_rollout_engine.ipynb #66fe5f7c
 @patch
@@ -181,11 +190,22 @@ def stopped(self:Episode):
     "End the episode, the run stopped: its trajectory so far, failed and invalid"
     self.traj = failed_episode(RunStopped('the run was stopped before this episode ended'), self.job[1], self.rec,
                                invalid='run stopped')
-    self.end_session()
+
+# %% ../../nbs/40b_rollout_engine.ipynb #aa0393b0
+@patch(as_prop=True)
+def ended(self:Episode)->bool: return self.traj is not None or (self.ts is not None and self.ts.done)
+
+# %% ../../nbs/40b_rollout_engine.ipynb #5d98d736
+def _free_sessions(eps:list[Episode]):
+    "End the sessions of the ended episodes when another may need them: one of `eps` waits, or their server refused one"
+    wanted = any(ep.waiting for ep in eps)
+    for ep in eps:
+        if ep.ended and not ep.freed and (wanted or sessions_scarce(ep.server)): ep.end_session()
 
 # %% ../../nbs/40b_rollout_engine.ipynb #8fab0df0
 def _start_waiting(eps:list[Episode])->bool:
     "Start the episodes whose wait for a session is due; none live: sleep (at most 1 s) for the next. False: all ended"
+    _free_sessions(eps)
     for ep in eps:
         if ep.waiting and time.monotonic() >= ep.wait.next_at: ep.start()
     if any(ep.live for ep in eps): return True
@@ -222,6 +242,7 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
         else: _turn_each(live)
     for ep in eps:   # left by a stop: not started, or live
         if ep.traj is None and (ep.ts is None or not ep.ts.done): ep.stopped()
+    _free_sessions(eps)   # a refusal noted while the last ones played: their places are wanted
     return [ep.finish() for ep in eps]
 
 # %% ../../nbs/40b_rollout_engine.ipynb #13f604e4

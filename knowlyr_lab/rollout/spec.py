@@ -38,7 +38,8 @@ class RolloutSpec:
     reward_mode: str = 'replace'          # 'replace' the env's step reward with step_reward_fn's, or 'add' to it
     # keep each reply's sampled token ids, prompt ids and log-probs on its step (a trainer then uses them)
     record_tokens: bool = False
-    # seconds an episode waits for a session a remote env's server refused for a cap (429, 503); then it is invalid
+    # seconds an episode waits for a session a remote env's server refused for a cap (429, 503) while none of that
+    # server opens or ends (no progress); then it is invalid
     session_wait: float = 120.0
 
     def __post_init__(self):
