@@ -88,14 +88,14 @@ def test_with_no_cap_refusal_an_env_client_keeps_its_session_for_its_episodes(se
 
 
 def test_a_batch_larger_than_the_cap_plays_through_while_sessions_keep_freeing(server):
-    # cap 2, 10 episodes in one lock-step batch of 2 steps of 0.25 s: a pair ends (2 places free) about every second,
-    # the last pair starts some 4 s after its first refusal; session_wait 2.5 s: longer than any wait between two
-    # sessions freed, shorter than the queue ahead of the tail
-    srv = server(cap=2, retry_after='0.1', step_s=0.25)
-    trajs = collect(client(srv.url), go, 10, batch_size=10, session_wait=2.5, progress=False)
-    assert [t.valid for t in trajs] == [True] * 10, [t.outcome.invalid for t in trajs]
-    assert [t.outcome.success for t in trajs] == [True] * 10
-    assert srv.asked['/create'] > 12, srv.asked                               # the cap was in force: refusals
+    # cap 2, 20 episodes in one lock-step batch of 2 steps of 0.5 s: a pair ends (2 places free) about every second,
+    # the last pair starts some 9 s after its first refusal; session_wait 6 s: several times any wait between two
+    # sessions freed (margin for a loaded machine), shorter than the queue ahead of the tail
+    srv = server(cap=2, retry_after='0.1', step_s=0.5)
+    trajs = collect(client(srv.url), go, 20, batch_size=20, session_wait=6.0, progress=False)
+    assert [t.valid for t in trajs] == [True] * 20, [t.outcome.invalid for t in trajs]
+    assert [t.outcome.success for t in trajs] == [True] * 20
+    assert srv.asked['/create'] > 22, srv.asked                               # the cap was in force: refusals
     assert not srv.open, srv.open                                             # and no session outlived the run
 
 
@@ -109,10 +109,10 @@ def test_a_retry_after_of_zero_is_no_hot_loop(server):
 
 
 def test_process_workers_see_the_sessions_the_others_free(server):
-    # two process workers of 6 episodes each against a cap of 2 (a pair plays about 1 s): the last pair waits some 5 s
+    # two process workers of 10 episodes each against a cap of 2 (a pair plays about 1 s): the last pair waits some 9 s
     # from its first refusal; the sessions the other worker frees are noted on this machine, so its clock restarts
-    srv = server(cap=2, retry_after='0.1', step_s=0.25)
-    trajs = collect(client(srv.url), go, 12, n_workers=2, backend='process', batch_size=6, session_wait=2.5,
+    srv = server(cap=2, retry_after='0.1', step_s=0.5)
+    trajs = collect(client(srv.url), go, 20, n_workers=2, backend='process', batch_size=10, session_wait=6.0,
                     progress=False)
-    assert [t.valid for t in trajs] == [True] * 12, [t.outcome.invalid for t in trajs]
+    assert [t.valid for t in trajs] == [True] * 20, [t.outcome.invalid for t in trajs]
     assert not srv.open, srv.open
