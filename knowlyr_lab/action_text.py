@@ -11,6 +11,7 @@ import ast
 import json
 import re
 import threading
+from contextlib import contextmanager
 from typing import Callable
 
 from .errors import InvalidActionError
@@ -31,6 +32,13 @@ def parse_ast(source:str, mode:str='exec')->ast.AST:
     "`ast.parse` under one lock: threads parsing at once can raise a spurious `SystemError` on CPython 3.11 (gh-106905)"
     with _AST_LOCK: return ast.parse(source, mode=mode)
 
+# %% ../nbs/00aa_action_text.ipynb #0ea869c9
+@contextmanager
+def _deep_refused(msg:str): # the refusal: what was being read, and that it is nested too deeply
+    "Text nested past what a parser takes (`RecursionError`, or `ast`'s `MemoryError`) refused as an invalid action"
+    try: yield
+    except (RecursionError, MemoryError): raise InvalidActionError(msg) from None
+
 # %% ../nbs/00aa_action_text.ipynb #0233e47b
 def json_params(args,       # tool arguments: a JSON string, a dict, or None/empty (no arguments)
                 where:str, # what the arguments belong to, for the error
@@ -38,7 +46,8 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
     "Parse tool arguments given as a JSON string (or already a dict)"
     if args is None or args == '': return {}
     if isinstance(args, dict): return args
-    try: params = json.loads(args)
+    try:
+        with _deep_refused(f"{where}: arguments are nested too deeply to read: {args[:40]!r}"): params = json.loads(args)
     except json.JSONDecodeError as e:
         raise InvalidActionError(
             f"{where}: arguments are not valid JSON ({e.msg} at column {e.colno}): {args[:80]!r}") from None
@@ -47,12 +56,11 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
     return params
 
 # %% ../nbs/00aa_action_text.ipynb #2587f513
-def _parse_call_expr(text, positional=None):
-    "Parse `tool(...)` or a bare `tool` name into (tool, params)"
-    text = text.strip().strip('`').strip()
-    if re.fullmatch(r"[A-Za-z_][\w.\-]*", text): return text, {}
+def _python_call(text:str, positional=None)->tuple[str, dict]:
+    "`tool(key=value, ...)` read as a Python call of literals (never evaluated) into (tool, params)"
     try: node = parse_ast(text, 'eval').body
     except SyntaxError as e:
+        if e.msg == 'too many nested parentheses': raise RecursionError(e.msg) from None   # refused as too deep
         raise InvalidActionError(f"ReAct action {text[:80]!r} is not `tool(key=value, ...)`: {e.msg}") from None
     if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
         raise InvalidActionError(f"ReAct action {text[:80]!r} is not a call like `tool(key=value, ...)`")
@@ -60,7 +68,7 @@ def _parse_call_expr(text, positional=None):
     try:
         params = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
         args = [ast.literal_eval(a) for a in node.args]
-    except ValueError:
+    except (ValueError, TypeError):   # TypeError: a key that is no dict key, as in `{[1]: 2}`
         raise InvalidActionError(f"ReAct action {text[:80]!r}: argument values must be literals "
                                  "(strings, numbers, lists, dicts)") from None
     if args:
@@ -69,6 +77,26 @@ def _parse_call_expr(text, positional=None):
         else: raise InvalidActionError(f"ReAct action {text[:80]!r}: positional arguments need keyword names, "
                                        f"e.g. {name}(path=\"a.py\")")
     return name, params
+
+# %% ../nbs/00aa_action_text.ipynb #e4504037
+_JSON_ARG = re.compile(r"""(?P<tool>[^\s(){}"'][^(){}"'\n]*?)\s*\(\s*(?P<args>\{.*\})\s*\)""", re.S)
+
+def _json_arg_call(text:str)->tuple[str, dict]|None:
+    "`tool({...})` whose one argument is a JSON object, as (tool, params); None when `text` is not one"
+    if not (m := _JSON_ARG.fullmatch(text)): return None
+    try: return m['tool'], json.loads(m['args'])
+    except json.JSONDecodeError: return None
+
+# %% ../nbs/00aa_action_text.ipynb #f34d1f3c
+def _parse_call_expr(text, positional=None):
+    "Parse `tool(...)` or a bare `tool` name into (tool, params): a Python call, else a tool and one JSON object"
+    text = text.strip().strip('`').strip()
+    if re.fullmatch(r"[A-Za-z_][\w.\-]*", text): return text, {}
+    with _deep_refused(f"ReAct action {text[:80]!r} is nested too deeply to read"):
+        try: return _python_call(text, positional)
+        except InvalidActionError:
+            if (call := _json_arg_call(text)) is None: raise
+            return call
 
 # %% ../nbs/00aa_action_text.ipynb #f244da31
 def parse_react(text:str,              # ReAct text: `Thought:`, `Action:`, optional `Action Input:`
@@ -198,7 +226,8 @@ def _json_at(text:str,          # text that starts with the JSON value
              whole:bool=False,  # refuse text after the value (but whitespace, a closing fence, an end-of-turn token)
             ):
     "The JSON value `text` starts with; the error names `fmt`, the line and the column"
-    try: d, end = _DEC.raw_decode(text)
+    try:
+        with _deep_refused(f"malformed {fmt}: JSON nested too deeply to read: {text[:40]!r}"): d, end = _DEC.raw_decode(text)
     except json.JSONDecodeError as e:
         raise InvalidActionError(f"malformed {fmt}: not valid JSON at line {e.lineno} column {e.colno}: {e.msg}: "
                                  f"{text[:80]!r}") from None
@@ -217,7 +246,9 @@ def _call_of(d, fmt:str)->dict:
         try: return read(d)
         except InvalidActionError as e: raise InvalidActionError(f"{what}: {e}") from None
     name = d.get('name')
-    if name in (None, ''): raise InvalidActionError(f"{what} has no 'name': {json.dumps(d)[:80]}")
+    if name in (None, ''):
+        with _deep_refused(f"{what} has no 'name' (and is nested too deeply to quote)"): quoted = json.dumps(d)[:80]
+        raise InvalidActionError(f"{what} has no 'name': {quoted}")
     if not isinstance(name, str): raise InvalidActionError(f"{what}'s 'name' must be a string, got {name!r}")
     args = next((d[k] for k in ('arguments', 'parameters', 'params') if k in d), None)
     if isinstance(args, str): args = json_params(args, f"{what} {name!r}")

@@ -1,6 +1,8 @@
 """A text action meant as a tool call (Hermes/Qwen `<tool_call>`, Mistral `[TOOL_CALLS]`, a bare JSON object) that is
 malformed is refused naming its format and its defect, by `parse_action`, `parse_reply` and an env's `step` alike;
 ReAct-shaped text keeps the ReAct message, and valid calls parse (page `00aa_action_text`)."""
+import json
+
 import pytest
 
 from knowlyr_lab.chat import parse_reply
@@ -173,3 +175,95 @@ def test_json_an_observation_showed_is_not_a_llama_call():
     with pytest.raises(InvalidActionError, match=r"no 'Action:' line, so it is not a ReAct action"): parse_action(quoted)
     called = quoted + '\n{"name": "look", "parameters": {}}'
     assert parse_reply(called) == (quoted, [{'tool': 'look', 'params': {}}])
+
+# Text nested past what a parser takes stopped the reader with RecursionError (or MemoryError from `ast`): an env's step
+# raised, a recorder failed the whole log for one line, an env server answered {'error': 'RecursionError: ...'}.
+# It is the agent's text: an invalid action whose one-line message names the nesting.
+DEEP = ['<tool_call>' + '[' * 100_000, '[TOOL_CALLS] ' + '[' * 100_000, '{"name": "move", "arguments": ' + '[' * 100_000,
+        '{"name": "move", "arguments": "' + '[' * 100_000 + '"}', '<tool_call>{"x": ' + '[' * 995 + ']' * 995 + '}',
+        'Action: move\nAction Input: ' + '[' * 100_000, 'Action: move(direction=' + '1+' * 100_000 + '1)',
+        'Action: move(direction=' + '-' * 100_000 + '1)', 'Action: move' + '.b' * 100_000 + '()',
+        'Action: move({"direction": ' + '[' * 100_000 + '})', 'Action: move({"direction": ' + '[' * 300 + ']' * 300 + ', "x": null})']
+
+@pytest.mark.parametrize('text', DEEP, ids=range(len(DEEP)))
+def test_deep_nesting_is_an_invalid_action(text):
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    for parse in (parse_action, parse_text_action):
+        with pytest.raises(InvalidActionError, match=r'nested too deeply') as e: parse(text)
+        assert '\n' not in str(e.value) and len(str(e.value)) < 300
+    try: thought, calls = parse_reply(text)              # ReAct that is no call is the reply's text; a format's call refused
+    except InvalidActionError as e: assert 'nested too deeply' in str(e)
+    else: assert calls == [] and thought == text.strip()
+
+def test_env_step_answers_deep_nesting_with_an_error_observation():
+    env = MoveEnv(); env.reset()
+    bad = env.step('<tool_call>' + '[' * 100_000)
+    assert bad.info['invalid_action'] and not bad.done
+    assert bad.observation.startswith('Error: malformed <tool_call> (no closing </tool_call>): JSON nested too deeply')
+    assert env.step('Action: move(direction="east")').terminated
+
+def test_recorder_keeps_the_other_lines_of_a_log_with_a_deep_action(tmp_path):
+    from knowlyr_lab.recorder.convert import convert
+    from knowlyr_lab.recorder.react import react_action
+    from knowlyr_lab.recorder.report import ConversionReport
+    deep = '<tool_call>' + '[' * 100_000
+    assert react_action(deep) == ({'tool': 'unparsed_action', 'params': {'_raw': deep}}, False)
+    log = tmp_path / 'run.log'
+    log.write_text(f'Question: q\nThought: a\nAction: ls(path=".")\nObservation: x\nThought: b\nAction: {deep}\n'
+                   'Observation: y\nThought: c\nAction: cat(path="a")\nObservation: z\nFinal Answer: done\n')
+    r = ConversionReport()
+    (t,) = convert(log, report=r)
+    assert not r.failed and r.totals['quarantined'] == 0
+    assert [(s.action.tool, s.action.params) for s in t.steps][:3] == [
+        ('ls', {'path': '.'}), ('unparsed_action', {'_raw': deep}), ('cat', {'path': 'a'})]
+
+def test_agentgym_server_answers_deep_nesting_with_an_observation():
+    "Under the server's cap of 4096 values: on main the parser's RecursionError came back as {'error': ...}"
+    import httpx
+    from helpers import served
+
+    from knowlyr_lab.envs.serve import agentgym_app
+    from knowlyr_lab.registry import make
+    with served(agentgym_app(lambda: make('knowlyr/maze-easy'))) as url, httpx.Client(timeout=60) as c:
+        sid = c.post(url + '/create').json()['id']
+        c.post(url + '/reset', json={'id': sid})
+        r = c.post(url + '/step', content=json.dumps({'id': sid, 'action': '<tool_call>' + '[' * 3000}).encode(),
+                   headers={'content-type': 'application/json'})
+        assert r.status_code == 200 and 'error' not in r.json(), r.text[:300]
+        assert 'nested too deeply' in r.json()['observation'] and not r.json()['done'], r.text[:300]
+
+# `steps_text` (dpo-seed) writes `Action: tool({json})`; the reader took Python literals only, so a call whose arguments
+# hold true/false/null, or whose tool name holds a '-' (an MCP server's), lost its tool call in the round trip.
+def _fixture_steps():
+    from pathlib import Path
+
+    from knowlyr_lab.recorder.convert import convert
+    from knowlyr_lab.recorder.report import ConversionReport
+    for p in sorted((Path(__file__).parent / 'fixtures').rglob('*')):
+        if not p.is_file() or p.suffix == '.md' or '_result.json' in p.name: continue
+        for t in convert(p, report=ConversionReport()): yield from ((p.name, s) for s in t.steps if s.action)
+
+def test_seed_text_round_trip_keeps_every_fixture_call():
+    from knowlyr_lab.chat import parse_steps_text, react_text, seed_messages, steps_text
+    n, lost = 0, []
+    for name, s in _fixture_steps():
+        n += 1
+        (msg, *_), _ = seed_messages(parse_steps_text(steps_text([s])))
+        want = {'name': s.action.tool, 'arguments': s.action.params}
+        fn = (msg.get('tool_calls') or [{}])[0].get('function')
+        if not fn or {'name': fn['name'], 'arguments': json.loads(fn['arguments'])} != want: lost.append((name, want))
+        a = parse_action(react_text(s.action.tool, s.action.params))
+        if (a['tool'], a['params']) != (s.action.tool, s.action.params): lost.append((name, 'react_text', want))
+    assert n > 600 and not lost, (n, len(lost), lost[:3])
+
+def test_a_call_python_reads_is_read_as_before():
+    "The JSON reading is tried only where Python refused: Python's reading of a call is unchanged"
+    from knowlyr_lab.chat import steps_text
+    from knowlyr_lab.trajectory import Step, ToolCall
+    assert parse_action('Action: f({"a": 1, "b": [1.5, "x"]})') == {'tool': 'f', 'params': {'a': 1, 'b': [1.5, 'x']}}
+    assert parse_action('Action: f({"ok": true, "n": null, "big": 1e999})') == {'tool': 'f', 'params': {'ok': True, 'n': None, 'big': float('inf')}}
+    for text, why in [('Action: a-b(x=1)', "is not a call like"), ('Action: f({"a": 1}, {"b": true})', "must be literals"),
+                      ('Action: f(x={[1]: 2})', "must be literals")]:
+        with pytest.raises(InvalidActionError, match=why): parse_action(text)
+    s = Step(index=0, action=ToolCall(tool='mcp__gh-api__search', params={'q': 'x', 'all': False}))
+    assert parse_action(steps_text([s]).split('Action: ', 1)[1], bare=True) == {'tool': 'mcp__gh-api__search', 'params': {'q': 'x', 'all': False}}
