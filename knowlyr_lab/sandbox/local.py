@@ -296,10 +296,11 @@ def _start_from(self, template):
         src = Path(template)
         if not src.is_dir(): raise SandboxBackendError(f"workspace template {src} is not a directory")
         try: shutil.copytree(src, self.workspace, symlinks=True, dirs_exist_ok=True)
-        except shutil.Error as e:   # each file's failure, as text: a full quota is the files' doing (a verifier's candidate)
+        except shutil.Error as e:   # each file's failure as text: a full quota is the files' doing
             full = [os.strerror(n) for n in (errno.ENOSPC, errno.EDQUOT)]
             if not any(m in str(why) for *_, why in e.args[0] for m in full): raise
-            raise SandboxError(f"the files of {src} do not fit the workspace quota (disk_mb={self.limits.disk_mb})") from None
+            q = self.limits.disk_mb
+            raise SandboxError(f"the files of {src} do not fit the workspace quota (disk_mb={q})") from None
         if os.geteuid() == 0:
             for d, dirs, files in os.walk(self.workspace):
                 for n in dirs + files: os.chown(os.path.join(d, n), self.uid, self.uid, follow_symlinks=False)
