@@ -236,14 +236,24 @@ def test_the_serve_command_takes_the_connection_limits(tmp_path):
         assert status == 503 and '(max_connections)' in resp['error']['message'], (status, resp)
         assert all(_closed_by_server(c) for c in idle)             # closed after the header timeout, not held
         assert _wait(lambda: _post(url, _req(), timeout=30)[0] == 200)
-        # --body-budget: a client holding 3 MB of its 4 MiB leaves no room for another's 2 MB body (503)
-        slow = _hold_body((host, int(port)), 3_000_000)
-        status, resp = _post(url, _padded(2_000_000), timeout=60, source='127.0.0.2')
-        assert status == 503 and 'body_budget=4,194,304' in resp['error']['message'], (status, resp)
-        # --body-budget-per-client (the whole budget here; half of it, too small for a 4 MiB body, would be refused)
-        status, resp = _post(url, _padded(2_000_000), timeout=60)                 # the same client: past its share
-        assert status == 429 and 'body_budget_per_client=4,194,304' in resp['error']['message'], (status, resp)
-        slow.close()
+        # --body-budget, --body-budget-per-client (the whole budget here): bodies are held as they arrive, so of two that
+        # do not fit together the one whose piece comes second is refused; the 2 MB body, once the slow one is held first
+        def second(source):
+            "(status, message) of a 2 MB body sent from `source` while a slow client sends 2.9 MB of a 3 MB body"
+            slow = _hold_body((host, int(port)), 3_000_000, 45 * PIECE)
+            try: status, resp = _post(url, _padded(2_000_000), timeout=60, source=source)
+            except OSError as e: return 0, repr(e)              # refused at accept while the last slow one closed
+            finally: slow.close()
+            return status, resp.get('error', {}).get('message', '')
+        def refusal(source, flag):
+            "The first answer naming `flag` in up to 20 tries (the 2 MB body may come first, or a closing one be counted)"
+            for _ in range(20):
+                if flag in (got := second(source))[1]: break
+            return got
+        got = refusal('127.0.0.2', 'body_budget=4,194,304')
+        assert got[0] == 503 and 'request bodies of' in got[1], got
+        got = refusal('127.0.0.1', 'body_budget_per_client=4,194,304')
+        assert got[0] == 429 and 'client 127.0.0.1 already holds' in got[1], got     # the same client: past its share
     finally:
         p.terminate(); p.communicate(timeout=60)
 
@@ -330,11 +340,19 @@ def _padded(size:int)->bytes:
     body = _req(max_tokens=1)
     return body + b' ' * (size - len(body))
 
-def _hold_body(address, size:int)->socket.socket:
-    "A connection that sent the head of a `size`-byte legal request and 1,000 bytes of its body, and waits"
-    c = socket.create_connection(address, timeout=120)
-    c.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n' % size + _padded(size)[:1000])
+PIECE = 2**16    # GuardedHandler.body_piece: body bytes read, and held in the budget, at a time
+
+def _hold_body(address, size:int, sent:int, source:str|None=None)->socket.socket:
+    "A connection (from `source`) that sent the head of a `size`-byte legal request and `sent` bytes of its body"
+    c = socket.create_connection(address, timeout=120, source_address=(source, 0) if source else None)
+    c.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n' % size + _padded(size)[:sent])
     return c
+
+def _reply(c:socket.socket)->tuple:
+    "(status, Retry-After, error message) of the answer on `c`, read to the server's close"
+    head, _, body = b''.join(iter(lambda: c.recv(65536), b'')).partition(b'\r\n\r\n')
+    retry = [l.split(b':', 1)[1].strip().decode() for l in head.split(b'\r\n') if l.lower().startswith(b'retry-after:')]
+    return int(head.split(b' ', 2)[1]), (retry or [None])[0], json.loads(body).get('error', {}).get('message')
 
 def _answer(c:socket.socket)->int:
     "The status of the answer on `c`, read to the server's close"
@@ -355,19 +373,19 @@ def _burst(address, body:bytes, n:int, source:str|None=None)->list:
     return out
 
 def test_request_bodies_held_at_once_stay_within_the_body_budget(inf):
-    """A body's Content-Length is reserved before it is read and held until its request is answered; a body with no room
-    is answered 503 with Retry-After and never held. On main `serve` had no `body_budget`: nothing bounded the bytes."""
+    """A body's bytes are held as they arrive, until its request is answered; a body whose next piece finds no room is
+    answered 503 with Retry-After and gives back what it held. On main `serve` had no `body_budget`."""
     from knowlyr_lab.serving.requests import MAX_BODY_BYTES
-    size = 1_500_000                                  # two fit in a budget of MAX_BODY_BYTES (4 MiB), a third does not
+    size, sent = 1_500_000, 22 * PIECE                # two fit in a budget of MAX_BODY_BYTES (4 MiB), a third does not
     s = inf.serve(body_budget=MAX_BODY_BYTES, body_budget_per_client=MAX_BODY_BYTES)   # one client may take it all
     try:
-        slow = [_hold_body(s.server_address, size) for _ in range(2)]    # two bodies arriving slowly hold 3 MB
-        assert _wait(lambda: s.body_bytes_held == 2 * size), s.body_bytes_held
+        slow = [_hold_body(s.server_address, size, sent) for _ in range(2)]   # two bodies arriving slowly hold 2.9 MB
+        assert _wait(lambda: s.body_bytes_held == 2 * sent), s.body_bytes_held
         refused = _burst(s.server_address, _padded(size), 6, '127.0.0.2')   # six more at once: no room for any
         assert all(a is not None and a[:2] == (503, '1') and 'body_budget=4,194,304' in a[2]['error']['message']
                    for a in refused), refused
-        assert s.body_bytes_peak == 2 * size                             # the six were read and dropped, never held
-        for c in slow: c.sendall(_padded(size)[1000:])                   # the slow bodies complete: answered
+        assert s.body_bytes_peak <= s.body_budget and s.body_bytes_held == 2 * sent   # the six gave back their pieces
+        for c in slow: c.sendall(_padded(size)[sent:])                   # the slow bodies complete: answered
         assert [_answer(c) for c in slow] == [200, 200]
         assert _wait(lambda: s.body_bytes_held == 0), s.body_bytes_held  # given back once answered
         # six at once from one client with room for two: each is answered (200, or 429 while that client's share, the
@@ -379,9 +397,10 @@ def test_request_bodies_held_at_once_stay_within_the_body_budget(inf):
 
 def test_a_body_budget_below_the_body_size_limit_is_refused(inf):
     from knowlyr_lab.serving.requests import MAX_BODY_BYTES
-    for kw in [dict(body_budget=2**20), dict(body_budget=MAX_BODY_BYTES),          # a share of 512 KiB, of 2 MiB
+    for kw in [dict(body_budget=2**20), dict(body_budget=MAX_BODY_BYTES - 1),      # under the size limit: no share fits
                dict(body_budget=4 * MAX_BODY_BYTES, body_budget_per_client=2**20)]:
-        with pytest.raises(ValueError, match='body_budget_per_client must be at least MAX_BODY_BYTES'): inf.serve(**kw)
+        with pytest.raises(ValueError, match=r'body_budget_per_client must be at least the body size limit \(4,194,304'):
+            inf.serve(**kw)
     with pytest.raises(ValueError, match='body_budget_per_client must be an integer from 1 to body_budget'):
         inf.serve(body_budget=MAX_BODY_BYTES, body_budget_per_client=2 * MAX_BODY_BYTES)
     s = inf.serve()
@@ -390,25 +409,74 @@ def test_a_body_budget_below_the_body_size_limit_is_refused(inf):
 
 def test_one_client_cannot_take_the_whole_body_budget(inf):
     """One client (peer address) holds at most body_budget_per_client (half the budget by default) of request bodies:
-    past it its bodies are answered 429 with Retry-After and never held, while another client's body that fits is
-    served. On main a client's slow bodies could hold the whole budget (heads alone reserve it, for up to
-    request_timeout) and every other client got 503; here its extra bodies were held and served."""
+    past it its bodies are answered 429 with Retry-After and give back what they held, while another client's body
+    that fits is served."""
     from knowlyr_lab.serving.requests import MAX_BODY_BYTES
-    size = 2_000_000                                 # two are within a share of MAX_BODY_BYTES (4 MiB), a third is not
+    size, sent = 2_000_000, 30 * PIECE               # two are within a share of MAX_BODY_BYTES (4 MiB), a third is not
     s = inf.serve(body_budget=2 * MAX_BODY_BYTES)
     try:
         assert s.body_budget_per_client == MAX_BODY_BYTES
-        slow = [_hold_body(s.server_address, size) for _ in range(2)]        # client A (127.0.0.1) holds its share
-        assert _wait(lambda: s.body_bytes_held == 2 * size), s.body_bytes_held
+        slow = [_hold_body(s.server_address, size, sent) for _ in range(2)]  # client A (127.0.0.1) holds 3.9 MB
+        assert _wait(lambda: s.body_bytes_held == 2 * sent), s.body_bytes_held
         extra = _burst(s.server_address, _padded(size), 3)                   # A's extra bodies: past its share
-        assert all(a is not None and a[:2] == (429, '1') and 'client 127.0.0.1 already holds 4,000,000 bytes'
-                   in a[2]['error']['message'] and 'body_budget_per_client=4,194,304' in a[2]['error']['message']
-                   for a in extra), extra
+        assert all(a is not None and a[:2] == (429, '1') and 'client 127.0.0.1 already holds' in a[2]['error']['message']
+                   and 'body_budget_per_client=4,194,304' in a[2]['error']['message'] for a in extra), extra
         status, resp = _post(s.url, _padded(size), timeout=120, source='127.0.0.2')   # client B: the rest is its room
         assert status == 200, (status, resp)
-        assert s.body_bytes_peak == 3 * size, s.body_bytes_peak                # A's extra bodies were never held
-        assert dict(s.body_bytes_by_client) == {'127.0.0.1': 2 * size}
-        for c in slow: c.sendall(_padded(size)[1000:])                       # A's slow bodies complete: answered
+        assert s.body_bytes_peak <= MAX_BODY_BYTES + size, s.body_bytes_peak   # A never past its share
+        # A's extra bodies gave back their pieces (B's, once its answer is sent)
+        assert _wait(lambda: dict(s.body_bytes_by_client) == {'127.0.0.1': 2 * sent}), s.body_bytes_by_client
+        for c in slow: c.sendall(_padded(size)[sent:])                       # A's slow bodies complete: answered
         assert [_answer(c) for c in slow] == [200, 200]
+        assert _wait(lambda: s.body_bytes_held == 0 and not s.body_bytes_by_client), s.body_bytes_by_client
+    finally: s.shutdown(); s.server_close()
+
+# A review of the body budget (servemem3): it was reserved on the declared Content-Length when a head arrived and held up
+# to request_timeout, so heads that sent no body byte held it all. Now the bytes that arrived are held.
+
+def test_request_heads_alone_hold_none_of_the_body_budget(inf):
+    """16 heads announcing 4 MiB bodies, from two addresses, with no body byte sent, hold nothing; an honest request is
+    answered 200. On main the 16 reserved the whole default budget (64 MiB) and the honest request got 503."""
+    s = inf.serve()
+    heads = []
+    try:
+        for src in ('127.0.0.2', '127.0.0.3'):
+            for _ in range(8):
+                c = socket.create_connection(s.server_address, timeout=120, source_address=(src, 0))
+                c.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
+                          b'Content-Length: 4194304\r\n\r\n'); heads.append(c)                # and no body byte
+        assert _wait(lambda: s.in_flight == 16), s.in_flight                 # all 16 heads read, their bodies awaited
+        status, resp = _post(s.url, _req(max_tokens=1), timeout=120)
+        assert status == 200, (status, resp)
+        assert (s.body_bytes_held, dict(s.body_bytes_by_client)) == (0, {}), s.body_bytes_by_client
+    finally:
+        for c in heads: c.close()
+        s.shutdown(); s.server_close()
+
+def test_a_body_past_its_clients_share_or_the_budget_is_refused_mid_body_and_gives_its_bytes_back(inf):
+    """body_budget=6 MiB: the default share is 4 MiB (half, at least the size limit; main refused to start: half is
+    3 MiB). Client A holds 45 pieces of a slow body; its second body is read until its share is full and refused 429 at
+    the next piece, what it held given back. B then holds 45 pieces; C's body finds no room after 6 pieces: 503, given
+    back. Once the slow bodies end, nothing is held. On main a body was reserved whole before a byte was read."""
+    from knowlyr_lab.serving.requests import MAX_BODY_BYTES
+    s = inf.serve(body_budget=6 * 2**20)
+    size, sent = 3_000_000, 45 * PIECE
+    try:
+        assert s.body_budget_per_client == MAX_BODY_BYTES
+        a = _hold_body(s.server_address, size, sent)
+        assert _wait(lambda: s.body_bytes_held == sent), s.body_bytes_held
+        a2 = _hold_body(s.server_address, size, size)                        # A's second body, sent whole
+        assert _reply(a2) == (429, '1', f"client 127.0.0.1 already holds {MAX_BODY_BYTES:,} bytes of request bodies; "
+            f"{PIECE:,} more would pass its share (body_budget_per_client={MAX_BODY_BYTES:,}): wait for its answers or "
+            "retry later")
+        assert (s.body_bytes_held, dict(s.body_bytes_by_client)) == (sent, {'127.0.0.1': sent})
+        b = _hold_body(s.server_address, size, sent, '127.0.0.2')
+        assert _wait(lambda: s.body_bytes_held == 2 * sent), s.body_bytes_held
+        c = _hold_body(s.server_address, 1_000_000, 1_000_000, '127.0.0.3')
+        assert _reply(c) == (503, '1', f"server busy: request bodies of {6 * 2**20:,} bytes are held; {PIECE:,} more "
+                             f"would pass the budget (body_budget={6 * 2**20:,}); retry later")
+        assert dict(s.body_bytes_by_client) == {'127.0.0.1': sent, '127.0.0.2': sent}
+        assert s.body_bytes_peak == 6 * 2**20
+        for x in (a, b): x.close()                                           # the slow clients leave
         assert _wait(lambda: s.body_bytes_held == 0 and not s.body_bytes_by_client), s.body_bytes_by_client
     finally: s.shutdown(); s.server_close()

@@ -50,21 +50,24 @@ class _DeadlineReader(io.RawIOBase):
 class GuardedHandler(BaseHTTPRequestHandler):
     ("A request handler that drops a client whose request head is not in within `header_timeout` (its body: "
      "`request_timeout`)")
+    body_piece = 2**16                       # body bytes read at a time, each held in the budget as it arrives
     def log_message(self, *a): pass
     def setup(self):
         self.timeout, self.deadline = self.server.request_timeout, time.monotonic() + self.server.header_timeout
-        self.body_held = 0                       # bytes of the server's `body_budget` this request holds
+        # bytes of the server's `body_budget` this request holds; body bytes to read and drop after its answer
+        self.body_held, self.body_unread = 0, 0
         super().setup()
         self.rfile = io.BufferedReader(_DeadlineReader(self.rfile.detach(), self))
 
 # %% ../../nbs/52_serving_connections.ipynb #fa6985b2
 @patch
 def handle_one_request(self:GuardedHandler):
-    "Serve one request, its head due within `header_timeout`; then give back the body bytes it held"
+    "Serve one request, its head due within `header_timeout`; then give back the body bytes it held, drop the unread"
     self.deadline = time.monotonic() + self.server.header_timeout   # the next head is due by then
     try: super(GuardedHandler, self).handle_one_request()
     finally:
         if self.body_held: self.server.release_body(self.body_held, _peer(self.client_address)); self.body_held = 0
+        if self.body_unread: self._drop_unread()
 
 # %% ../../nbs/52_serving_connections.ipynb #a611f2fc
 @patch
@@ -99,12 +102,13 @@ def _crowded(peer:str, n:int)->bytes:
 
 # %% ../../nbs/52_serving_connections.ipynb #031cc0dd
 def _client_cap(total:int,              # what the clients share: `max_connections`, `body_budget`
-                per_client:int|None,    # one client's part of it; None: half (at least 1)
-                name:str='max_connections_per_client', total_name:str='max_connections')->int:
-    "The per-client cap of `total`: `per_client`, or half of `total` (at least 1) when None"
+                per_client:int|None,    # one client's part of it; None: half, at least `floor`, at most `total`
+                name:str='max_connections_per_client', total_name:str='max_connections',
+                floor:int=1)->int:      # the least default part: 1 connection, the largest body a request may have
+    "The per-client cap of `total`: `per_client`, or half of `total` (at least `floor`, at most `total`) when None"
     if isinstance(total, bool) or not isinstance(total, int) or total < 1:
         raise ValueError(f"{total_name} must be a positive integer, got {total!r}")
-    cap = max(1, total // 2) if per_client is None else per_client
+    cap = min(total, max(floor, total // 2)) if per_client is None else per_client
     if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= total:
         raise ValueError(f"{name} must be an integer from 1 to {total_name} ({total}), got {per_client!r}")
     return cap
@@ -116,6 +120,7 @@ class GuardedHTTPServer(ThreadingHTTPServer):
      "(`body_budget_per_client` of one client's), with `GuardedHandler` deadlines")
     daemon_threads = True
     request_queue_size = 256                # the listen backlog: connections the kernel queues before accept
+    max_body_bytes = 1                      # the largest body its handler reads: the least share of `body_budget`
     def __init__(self, address, handler,    # as `ThreadingHTTPServer`; `handler` a `GuardedHandler`
                  # seconds a connection may take to send a request head (an idle one is closed then)
                  header_timeout:float=10.0,
@@ -123,8 +128,8 @@ class GuardedHTTPServer(ThreadingHTTPServer):
                  max_connections:int=256,   # connections served at once; more are answered 503 and closed
                  # connections one client (peer address) may hold; more: 429 and closed (None: half of max_connections)
                  max_connections_per_client:int|None=None,
-                 body_budget:int=64 * 2**20,  # request-body bytes held at once (`reserve_body`; refused beyond)
-                 # request-body bytes one client may hold at once; more: refused (None: half of body_budget)
+                 body_budget:int=64 * 2**20,  # request-body bytes held at once (`read_body`; refused beyond)
+                 # request-body bytes one client may hold at once; more: refused (None: half, at least `max_body_bytes`)
                  body_budget_per_client:int|None=None):
         self.header_timeout, self.request_timeout, self.max_connections = (header_timeout, request_timeout,
             max_connections)
@@ -132,7 +137,10 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         self.open_connections, self.refused, self._count, self._refused = 0, 0, threading.Lock(), collections.deque()
         self.clients = collections.Counter()   # open connections by client address
         self.body_budget_per_client = _client_cap(body_budget, body_budget_per_client, 'body_budget_per_client',
-                                                  'body_budget')
+                                                  'body_budget', self.max_body_bytes)
+        if (share := self.body_budget_per_client) < self.max_body_bytes: raise ValueError("body_budget_per_client must "
+            f"be at least the body size limit ({self.max_body_bytes:,} bytes): any body it lets in fits; got {share:,}"
+            f" ({body_budget=:,})")
         self.body_budget, self.body_bytes_held, self.body_bytes_peak = body_budget, 0, 0
         self.body_bytes_by_client = collections.Counter()   # request-body bytes held by client address
         super().__init__(address, handler)
@@ -237,14 +245,26 @@ def release_body(self:GuardedHTTPServer, n:int, peer:str):
 
 # %% ../../nbs/52_serving_connections.ipynb #a523a32e
 @patch
-def reserve_body(self:GuardedHandler, n:int)->tuple|None:
-    "Hold `n` bytes of the server's `body_budget` until this request is answered; or (status, why not), nothing held"
-    if (refusal := self.server.hold_body(n, _peer(self.client_address))) is None: self.body_held += n
-    return refusal
+def read_body(self:GuardedHandler, n:int)->tuple:
+    "(the `n` body bytes, None), each piece held in `body_budget` as it arrives; or (b'', (status, why not)), none held"
+    pieces, peer = [], _peer(self.client_address)
+    while n > 0 and (piece := self.rfile.read(min(n, self.body_piece))):
+        if (refusal := self.server.hold_body(len(piece), peer)) is not None:
+            self.server.release_body(self.body_held, peer); self.body_held = 0; self.drop_body(n - len(piece))
+            return b'', refusal
+        self.body_held += len(piece); pieces.append(piece); n -= len(piece)
+    return b''.join(pieces), None
 
 # %% ../../nbs/52_serving_connections.ipynb #9bedf9af
 @patch
 def drop_body(self:GuardedHandler, n:int):
-    "Read up to `n` body bytes in small pieces, keeping none, and close the connection after the answer"
-    self.close_connection = True
-    while n > 0 and (piece := self.rfile.read(min(n, 2**16))): n -= len(piece)
+    "Read `n` more body bytes after the answer, in small pieces, keeping none; then close the connection"
+    self.close_connection, self.body_unread = True, n
+
+# %% ../../nbs/52_serving_connections.ipynb #72af03a1
+@patch
+def _drop_unread(self:GuardedHandler):
+    "Read and drop the body bytes `drop_body` left for after the answer, by the body's deadline"
+    n, self.body_unread = self.body_unread, 0
+    with contextlib.suppress(OSError):          # the client left, or its deadline passed: nothing more to read
+        while n > 0 and (piece := self.rfile.read(min(n, 2**16))): n -= len(piece)

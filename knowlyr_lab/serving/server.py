@@ -82,9 +82,9 @@ def _read(self:_Handler)->dict:
     if size > MAX_BODY_BYTES:
         self.drop_body(min(size, 16 * MAX_BODY_BYTES))
         raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
-    if (refusal := self.reserve_body(size)):   # held until the request is answered, or (429 or 503, why not)
-        self.drop_body(size); raise RequestRefused(*refusal)
-    return parse_body(self.rfile.read(size))
+    body, refusal = self.read_body(size)   # held as it arrives, until the request is answered; or (429 or 503, why)
+    if refusal: raise RequestRefused(*refusal)
+    return parse_body(body)
 
 # %% ../../nbs/54_serving_server.ipynb #d3fe40f9
 @patch
@@ -163,6 +163,7 @@ def _answer(self:_Handler, req, outs, tools, inf, msgs=None, render=None, t0=Non
 # %% ../../nbs/54_serving_server.ipynb #13790bca
 class InferenceServer(GuardedHTTPServer):
     "`/v1/chat/completions` for one model, in a thread (`start`) or a `with` block"
+    max_body_bytes = MAX_BODY_BYTES      # a client's share of `body_budget` is at least one body at the size limit
     def __init__(self,
                  # the model: an `AgentInference` (or anything with its generate, render, tokenizer, name, cache)
                  inference,
@@ -175,11 +176,11 @@ class InferenceServer(GuardedHTTPServer):
                  max_connections:int=256,           # connections open at once (503 and closed beyond)
                  # connections one client (peer address) may hold (429 and closed beyond; None: half of max_connections)
                  max_connections_per_client:int|None=None,
-                 # request-body bytes held at once, each from before it is read until its request is answered (503
+                 # request-body bytes held at once, each as it arrives until its request is answered (503
                  # beyond)
                  body_budget:int=16 * MAX_BODY_BYTES,
-                 # request-body bytes one client may hold at once (429 beyond; None: half of body_budget); at least
-                 # MAX_BODY_BYTES
+                 # request-body bytes one client may hold at once (429 beyond; None: half of body_budget, at least
+                 # MAX_BODY_BYTES); at least MAX_BODY_BYTES
                  body_budget_per_client:int|None=None,
                  # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange
                  record_to=None,
@@ -198,9 +199,6 @@ class InferenceServer(GuardedHTTPServer):
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
                          max_connections_per_client, body_budget, body_budget_per_client)
-        if (share := self.body_budget_per_client) < MAX_BODY_BYTES:   # the budget is at least the share
-            self.server_close(); raise ValueError(f"body_budget_per_client must be at least MAX_BODY_BYTES "
-                f"({MAX_BODY_BYTES:,}), so that any body the size limit lets in fits; got {share:,} ({body_budget=:,})")
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
         self.render_lock = threading.Lock()
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
