@@ -1,10 +1,11 @@
 """Who failed while a workspace was judged: the host (its disk full or failing) or the agent (its files).
 
-A host `OSError` while the agent's files were copied out and judged (ENOSPC on the host's disk, EIO) was scored as the
-agent's failure (a valid episode, reward 0, 'workspace not judged'); it is the harness's failure, and the episode is
-left out (invalid). What the agent's files cause stays the agent's scored failure: a path too long for the host
-(ENAMETOOLONG), and hard links whose copies pass the workspace quota, which are refused before any copy is made, so
-an agent cannot make the host run out of space on its behalf and have the episode excluded."""
+A host `OSError` of its devices while the agent's files were copied out and judged (EIO) was scored as the agent's
+failure (a valid episode, reward 0, 'workspace not judged'); it is the harness's failure, and the episode is left out
+(invalid). What the agent's files cause stays the agent's scored failure: a path too long for the host
+(ENAMETOOLONG), running out of space on the host's copy (ENOSPC: the copy grows with the agent's files, so an agent
+could otherwise write a big failing workspace and have the episode excluded), and hard links whose copies pass the
+workspace quota, which are refused before any copy is made."""
 import errno
 import os
 
@@ -34,7 +35,7 @@ def quotas_here()->bool:
         env.reset(task=TASK)
         return {'workspace', 'tmp'} <= set(env.sandbox.containment.get('quotas_mb') or {})
 
-@pytest.mark.parametrize('code', [errno.ENOSPC, errno.EIO])
+@pytest.mark.parametrize('code', [errno.EIO])
 def test_a_host_failure_while_judging_is_an_infrastructure_failure(monkeypatch, code):
     "The host's disk fails as the candidate is written: on main a valid episode scored 0, 'workspace not judged: OSError ...'"
     def host_fails(root, files): raise OSError(code, os.strerror(code), str(root))
@@ -46,6 +47,14 @@ def test_a_host_failure_while_judging_is_an_infrastructure_failure(monkeypatch, 
     assert not t.valid and (t.outcome.score, len(t.steps)) == (None, 0), t.outcome
     assert t.outcome.invalid.startswith(f'InfrastructureError: the host failed while judging the workspace (OSError: [Errno {code}]'), \
         t.outcome.invalid
+
+def test_no_space_on_the_hosts_copy_is_the_agents_failure(monkeypatch):
+    "ENOSPC as the candidate is written: the copy's size is the agent's doing, so the episode is scored, never left out"
+    def host_full(root, files): raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(root))
+    monkeypatch.setattr(verifiers, '_write_tree', host_full)
+    t = episode([])
+    assert t.valid and (t.outcome.success, t.outcome.score) == (False, 0.0), t.outcome
+    assert t.outcome.reason.startswith('workspace not judged: OSError: [Errno 28]'), t.outcome.reason
 
 def test_a_path_too_long_for_the_host_is_the_agents_failure():
     "4,063 characters: the sandbox archives it (./ + path < PATH_MAX), the host's candidate folder cannot hold it (ENAMETOOLONG)"
@@ -66,3 +75,28 @@ def test_hard_links_past_the_quota_are_refused_before_any_copy(monkeypatch):
     assert got == [], got                                   # nothing was copied out to judge
     assert t.valid and (t.outcome.success, t.outcome.score) == (False, 0.0), t.outcome
     assert "more than 8 MiB counted once per name (hard links)" in t.outcome.reason, t.outcome.reason
+
+
+def test_a_fractional_quota_bounds_the_copy_at_its_own_size():
+    "disk_mb=1.5 (SandboxLimits takes any positive number): the copy's bound was int(disk_mb) MiB, so a workspace within its quota was refused"
+    import io
+    import tarfile
+
+    from knowlyr_lab.sandbox.base import SandboxError, SandboxLimits
+    from knowlyr_lab.sandbox.snapshot import SandboxSnapshot
+    def snapshot(files):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode='w:gz') as tf:
+            for n, d in files.items(): ti = tarfile.TarInfo(n); ti.size = len(d); tf.addfile(ti, io.BytesIO(d))
+        return SandboxSnapshot(buf.getvalue(), {'skipped': []})
+    class Sb:   # what verify_sandbox asks of a sandbox: its limits and a snapshot
+        def __init__(self, limits, files): self.limits, self._files = limits, files
+        def snapshot(self): return snapshot(self._files)
+    v = verifiers.HiddenTestVerifier({'a.py': 'x = 1\n'}, {'test_a.py': 'import unittest\nclass T(unittest.TestCase):\n    def test_x(self): pass\n'})
+    from types import SimpleNamespace
+    # the sandboxed run, stood in for: the bytes it got
+    v.verify = lambda files: SimpleNamespace(n=sum(map(len, files.values())), ignored={})
+    assert v.verify_sandbox(Sb(SandboxLimits(disk_mb=1.5), {'data.bin': b'x' * 1_200_000})).n >= 1_200_000
+    assert v.verify_sandbox(Sb(SandboxLimits(disk_mb=0.5), {'data.bin': b'x' * 100})).n >= 100
+    with pytest.raises(SandboxError, match='more than 1.5 MiB'):
+        v.verify_sandbox(Sb(SandboxLimits(disk_mb=1.5), {'data.bin': b'x' * 1_700_000}))

@@ -128,8 +128,9 @@ def close(self:SandboxEnv):
     if self._tmp is not None: self._tmp_cleanup(); self._tmp = None
 
 # %% ../../nbs/16_envs_sandbox.ipynb #bc54faad
-# errnos of the host's disk, memory, file table and devices: judging met a failure of the host, not of the files
-HOST_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
+# errnos of the host's devices, memory and file table: judging met a failure of the host, not of the files (no
+# ENOSPC/EDQUOT: how much is copied is the agent's doing)
+HOST_ERRNOS = frozenset({errno.EIO, errno.EROFS, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
 
 def _host_failed(e:BaseException,   # raised while the agent's workspace was judged
                  containment:dict,  # the agent's sandbox's `containment`: its `quotas_mb` bound what it could write
