@@ -20,10 +20,13 @@ from .errors import InvalidActionError
 __all__ = ['parse_ast', 'json_params', 'parse_react', 'tool_name_of', 'parse_action_dict', 'tool_call_format', 'parse_reply',
            'parse_action_text']
 
+# %% ../nbs/00aa_action_text.ipynb #a3f8d5c6
+_TOOL_NAME = r"[A-Za-z_][\w.\-]*"   # a tool's name: an identifier, which may hold `.` and `-` (an MCP server's)
+
 # %% ../nbs/00aa_action_text.ipynb #46e7a52e
-_THOUGHT_RE = re.compile(r"Thought\s*:\s*(?P<thought>.*?)(?=^\s*Action\s*:|\Z)", re.S | re.M | re.I)
-_ACTION_RE = re.compile(r"^\s*Action\s*:\s*(?P<action>.+?)\s*$", re.M | re.I)
-_INPUT_RE = re.compile(r"^\s*Action\s+Input\s*:\s*(?P<input>.*)\Z", re.M | re.I | re.S)
+_THOUGHT_RE = re.compile(r"Thought\s*:\s*(?P<thought>.*?)(?=^[^\S\n]*Action\s*:|\Z)", re.S | re.M | re.I)
+_ACTION_RE = re.compile(r"^[^\S\n]*Action\s*:\s*(?P<action>.+)$", re.M | re.I)   # the action: strip it
+_INPUT_RE = re.compile(r"^[^\S\n]*Action\s+Input\s*:\s*(?P<input>.*)\Z", re.M | re.I | re.S)
 
 _AST_LOCK = threading.Lock()
 
@@ -79,19 +82,19 @@ def _python_call(text:str, positional=None)->tuple[str, dict]:
     return name, params
 
 # %% ../nbs/00aa_action_text.ipynb #e4504037
-_JSON_ARG = re.compile(r"""(?P<tool>[^\s(){}"'][^(){}"'\n]*?)\s*\(\s*(?P<args>\{.*\})\s*\)""", re.S)
-
 def _json_arg_call(text:str)->tuple[str, dict]|None:
     "`tool({...})` whose one argument is a JSON object, as (tool, params); None when `text` is not one"
-    if not (m := _JSON_ARG.fullmatch(text)): return None
-    try: return m['tool'], json.loads(m['args'])
+    tool, _, rest = text.partition('(')
+    tool, args = tool.rstrip(), rest[:-1].strip()
+    if not (re.fullmatch(_TOOL_NAME, tool) and rest.endswith(')') and args[:1] == '{' and args[-1:] == '}'): return None
+    try: return tool, json.loads(args)
     except json.JSONDecodeError: return None
 
 # %% ../nbs/00aa_action_text.ipynb #f34d1f3c
 def _parse_call_expr(text, positional=None):
     "Parse `tool(...)` or a bare `tool` name into (tool, params): a Python call, else a tool and one JSON object"
     text = text.strip().strip('`').strip()
-    if re.fullmatch(r"[A-Za-z_][\w.\-]*", text): return text, {}
+    if re.fullmatch(_TOOL_NAME, text): return text, {}
     with _deep_refused(f"ReAct action {text[:80]!r} is nested too deeply to read"):
         try: return _python_call(text, positional)
         except InvalidActionError:
@@ -123,7 +126,7 @@ def parse_react(text:str,              # ReAct text: `Thought:`, `Action:`, opti
 # %% ../nbs/00aa_action_text.ipynb #93071e70
 def tool_name_of(expr:str)->str:
     "The tool name at the start of a ReAct action expression"
-    m = re.match(r"\s*`?([A-Za-z_][\w.\-]*)", expr)
+    m = re.match(rf"\s*`?({_TOOL_NAME})", expr)
     return m.group(1) if m else ''
 
 # %% ../nbs/00aa_action_text.ipynb #e6ad96ed
@@ -193,9 +196,9 @@ def parse_action_dict(action, # a dict or SDK object: canonical, OpenAI tool_cal
 # %% ../nbs/00aa_action_text.ipynb #53b8696b
 _TC_OPEN, _MISTRAL, _JSON = '<tool_call>', '[TOOL_CALLS]', 'JSON tool call'
 _JSON_START = re.compile(r"\s*(?:```[\w-]*\s*)?(?:<\|python_tag\|>\s*)?(?=\{)")
-_LLAMA_RE = re.compile(r'(<\|python_tag\|>)?\s*\{\s*"name"\s*:')
-_TAIL_RE = re.compile(r"\s*(?:```|<\|eot_id\|>|<\|eom_id\|>|<\|im_end\|>)?\s*\Z")   # what may follow a JSON call
-_TC_RE = re.compile(r"<tool_call>\s*(.*?)\s*(</tool_call>|$)", re.S)
+_LLAMA_RE = re.compile(r'(<\|python_tag\|>\s*)?\{\s*"name"\s*:')
+_TAIL_RE = re.compile(r"\s*(?:(?:```|<\|eot_id\|>|<\|eom_id\|>|<\|im_end\|>)\s*)?\Z")   # what may follow a JSON call
+_TC_RE = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.S)   # a block: strip it
 _DEC = json.JSONDecoder()
 
 # %% ../nbs/00aa_action_text.ipynb #0f09566c
@@ -212,13 +215,18 @@ def _llama_call(text:str)->re.Match|None:
     return None
 
 # %% ../nbs/00aa_action_text.ipynb #bfd8bf1f
-def tool_call_format(text:str)->str|None:
-    "The tool-call format `text` is meant in: '<tool_call>', '[TOOL_CALLS]', 'JSON tool call', or None (ReAct, prose)"
-    if _ACTION_RE.search(text): return None   # ReAct: a format's marker in its thought or arguments is text
+def _marked_format(text:str)->str|None:
+    "The tool-call format whose marker `text` holds, whether or not it has an `Action:` line"
     if _TC_OPEN in text: return _TC_OPEN
     if _MISTRAL in text: return _MISTRAL
     if _JSON_START.match(text) or _llama_call(text): return _JSON
     return None
+
+# %% ../nbs/00aa_action_text.ipynb #a7c31e52
+def tool_call_format(text:str)->str|None:
+    "The tool-call format `text` is meant in: '<tool_call>', '[TOOL_CALLS]', 'JSON tool call', or None (ReAct, prose)"
+    if _ACTION_RE.search(text): return None   # ReAct: a format's marker in its thought or arguments is text
+    return _marked_format(text)
 
 # %% ../nbs/00aa_action_text.ipynb #3baaba2d
 def _json_at(text:str,          # text that starts with the JSON value
@@ -262,8 +270,8 @@ def _hermes_calls(text:str)->tuple[str, list[dict]]:
     calls = []
     for m in _TC_RE.finditer(text):
         fmt = _TC_OPEN + ('' if m.group(2) else ' (no closing </tool_call>)')
-        if not m.group(1): raise InvalidActionError(f"empty {fmt}")
-        calls.append(_call_of(_json_at(m.group(1), fmt), _TC_OPEN))
+        if not (body := m.group(1).strip()): raise InvalidActionError(f"empty {fmt}")
+        calls.append(_call_of(_json_at(body, fmt), _TC_OPEN))
     return text[:text.index(_TC_OPEN)].strip(), calls
 
 # %% ../nbs/00aa_action_text.ipynb #3ac77862
@@ -282,17 +290,36 @@ def _json_calls(text:str)->tuple[str, list[dict]]:
 # %% ../nbs/00aa_action_text.ipynb #99d6d9e5
 _READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_calls}
 
+# %% ../nbs/00aa_action_text.ipynb #e2b86f17
+def _marked_reading(text:str, err:InvalidActionError)->tuple[str, str, list[dict]]:
+    "(format, thought, calls) of a reply whose `Action:` line is no ReAct call but is followed by a format's call; else `err`"
+    if fmt := _marked_format(text):
+        try: thought, calls = _READERS[fmt](text)
+        except InvalidActionError: raise err from None
+        before = _ACTION_RE.search(thought)   # the call comes after the whole Action line
+        if before and before['action'].strip() == _ACTION_RE.search(text)['action'].strip(): return fmt, thought, calls
+    raise err
+
 # %% ../nbs/00aa_action_text.ipynb #3202c495
 def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'params'}])
     "The thought and tool calls of a model reply: Hermes/Qwen, Llama 3.x JSON, Mistral, a JSON call or ReAct"
     if fmt := tool_call_format(text): return _READERS[fmt](text)
     try: a = parse_react(text)
-    except InvalidActionError: return text.strip(), []
+    except InvalidActionError as e:
+        try: return _marked_reading(text, e)[1:]
+        except InvalidActionError: return text.strip(), []
     return (a.pop('thought', '') or '').strip(), [a]
 
-# %% ../nbs/00aa_action_text.ipynb #be6063a2
-_CALL_START = re.compile(r"\s*`?[A-Za-z_][\w.\-]*\s*\(")   # `tool(`: a bare call
+# %% ../nbs/00aa_action_text.ipynb #b1e4c7d2
+_CALL_START = re.compile(rf"\s*`?{_TOOL_NAME}\s*\(")   # `tool(`: a bare call
 
+# %% ../nbs/00aa_action_text.ipynb #d6f2a9e1
+def _one_call(fmt:str, thought:str, calls:list[dict])->dict:
+    "The one call of a reply in format `fmt`, with its thought; a step takes one call"
+    if len(calls) != 1: raise InvalidActionError(f"{fmt} reply holds {len(calls)} tool calls; a step takes one")
+    return {**calls[0], **({'thought': thought} if thought else {})}
+
+# %% ../nbs/00aa_action_text.ipynb #be6063a2
 def parse_action_text(text:str,            # the text action
                       positional:Callable|list|None=None, # names of positional ReAct arguments (or `tool -> names`)
                       bare:bool=False,     # text with no `Action:` line is the call itself: `tool(k=v)`, `tool`
@@ -300,11 +327,8 @@ def parse_action_text(text:str,            # the text action
     "The one tool call of a text action; an error names the tool-call format the text is meant in and what is wrong"
     if not text.strip(): raise InvalidActionError("empty action text")
     react = f'Action: {text.strip()}' if bare and not _ACTION_RE.search(text) else text
-    if bare and _CALL_START.match(text):
-        try: return parse_react(react, positional)
-        except InvalidActionError:
-            if not tool_call_format(text): raise
-    if not (fmt := tool_call_format(text)): return parse_react(react, positional)
-    thought, calls = _READERS[fmt](text)
-    if len(calls) != 1: raise InvalidActionError(f"{fmt} reply holds {len(calls)} tool calls; a step takes one")
-    return {**calls[0], **({'thought': thought} if thought else {})}
+    fmt = tool_call_format(text)
+    if fmt and not (bare and _CALL_START.match(text)): return _one_call(fmt, *_READERS[fmt](text))
+    try: return parse_react(react, positional)
+    except InvalidActionError as e:
+        return _one_call(fmt, *_READERS[fmt](text)) if fmt else _one_call(*_marked_reading(text, e))

@@ -2,6 +2,7 @@
 malformed is refused naming its format and its defect, by `parse_action`, `parse_reply` and an env's `step` alike;
 ReAct-shaped text keeps the ReAct message, and valid calls parse (page `00aa_action_text`)."""
 import json
+import re
 
 import pytest
 
@@ -249,6 +250,9 @@ def test_seed_text_round_trip_keeps_every_fixture_call():
     for name, s in _fixture_steps():
         n += 1
         (msg, *_), _ = seed_messages(parse_steps_text(steps_text([s])))
+        if not re.fullmatch(r"[A-Za-z_][\w.\-]*", s.action.tool):   # no name (a redacted one): the call stays text
+            if s.action.tool not in msg['content'] or msg.get('tool_calls'): lost.append((name, 'kept as text'))
+            continue
         want = {'name': s.action.tool, 'arguments': s.action.params}
         fn = (msg.get('tool_calls') or [{}])[0].get('function')
         if not fn or {'name': fn['name'], 'arguments': json.loads(fn['arguments'])} != want: lost.append((name, want))
@@ -267,3 +271,42 @@ def test_a_call_python_reads_is_read_as_before():
         with pytest.raises(InvalidActionError, match=why): parse_action(text)
     s = Step(index=0, action=ToolCall(tool='mcp__gh-api__search', params={'q': 'x', 'all': False}))
     assert parse_action(steps_text([s]).split('Action: ', 1)[1], bare=True) == {'tool': 'mcp__gh-api__search', 'params': {'q': 'x', 'all': False}}
+
+# A line of a word, many spaces and another word made the text readers backtrack quadratically (a lazy group followed by
+# `\s*` and an anchor, `^\s*` over blank lines, two `\s*` around an optional part): 32,000 spaces took 8 s, so these
+# 200,000-character inputs would take minutes. That each finishes at all is the check; each is read or refused.
+SPACES = ' ' * 200_000
+WIDE = ['Action: a' + SPACES + 'b', 'a' + SPACES + 'b', 'Action: f' + SPACES + '({"q": 1} x', '\n' * 200_000 + 'x',
+        'Thought: a' + '\n' * 200_000 + 'y\nAction: look', '<tool_call>a' + SPACES + 'b',
+        '{"name": "a", "arguments": {}}' + SPACES + 'x', '"arguments"' + SPACES + 'x', 'Action: move\nAction Input: {}' + SPACES]
+
+@pytest.mark.parametrize('text', WIDE, ids=range(len(WIDE)))
+def test_wide_whitespace_is_read_in_linear_work(text):
+    from knowlyr_lab.action_text import parse_action_text
+    for parse in (lambda t: parse_action_text(t, bare=True), parse_action_text, parse_reply):
+        try: out = parse(text)
+        except InvalidActionError as e: out = str(e)
+        assert out
+    assert parse_reply('Thought: a' + '\n' * 200_000 + 'y\nAction: look') == ('a' + '\n' * 200_000 + 'y', [{'tool': 'look', 'params': {}}])
+
+# `tool({json})` (dpo-seed's call) took any prose before the `(` as the tool's name; a name is an identifier.
+@pytest.mark.parametrize('action', ['Next I will use search({"q": "x"})', 'rm -rf / && search({"q": "x"})',
+                                    'Then run the tests with run_tests({"verbose": true})'])
+def test_prose_before_a_json_call_is_no_tool_name(action):
+    from knowlyr_lab.action_text import parse_action_text
+    from knowlyr_lab.recorder.react import react_action
+    with pytest.raises(InvalidActionError, match=r"is not `tool\(key=value, \.\.\.\)`"): parse_action_text(f'Action: {action}')
+    assert react_action(action)[1] is False
+    assert parse_action_text('Action: mcp__gh-api__search({"q": "x", "all": true})') == \
+        {'tool': 'mcp__gh-api__search', 'params': {'q': 'x', 'all': True}}
+
+# A Hermes/Qwen reply whose preamble has an `Action:` line that is no ReAct call keeps its <tool_call>.
+def test_a_tool_call_after_an_action_preamble_is_read():
+    from knowlyr_lab.action_text import parse_action_text
+    text = ('Plan: first look the term up.\nAction: call the search tool.\n'
+            '<tool_call>\n{"name": "search", "arguments": {"q": "fizzbuzz"}}\n</tool_call>')
+    call, said = {'tool': 'search', 'params': {'q': 'fizzbuzz'}}, 'Plan: first look the term up.\nAction: call the search tool.'
+    assert parse_reply(text) == (said, [call]) and parse_action_text(text) == {**call, 'thought': said}
+    quoted = 'Thought: I sent <tool_call>{"name": "rm", "arguments": {}}</tool_call>\nAction: look('   # a quote stays text
+    with pytest.raises(InvalidActionError, match=r"^ReAct action 'look\('"): parse_action_text(quoted)
+    assert parse_reply(quoted) == (quoted, [])
