@@ -16,9 +16,11 @@ import os
 import re
 import socket
 import ssl
+import stat
 import tempfile
 import time
 import urllib.parse
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from fastcore.basics import patch
 from ..core import InfrastructureError, KnowlyrError, TimeStep, Verdict
 
 # %% auto #0
-__all__ = ['SESSION_STATUSES', 'MAX_RETRY_AFTER', 'MIN_RETRY', 'SCARCE_FOR', 'SESSION_NOTES', 'REFUSED_STATUSES',
+__all__ = ['SESSION_STATUSES', 'MAX_RETRY_AFTER', 'MIN_RETRY', 'SCARCE_FOR', 'SESSION_NOTES', 'NOTE_SLACK', 'REFUSED_STATUSES',
            'ACTION_ERROR_CODES', 'MAX_RESPONSE_BYTES', 'IDLE_SLACK', 'RemoteEnvError', 'SessionExpiredError',
            'SessionCapError', 'session_refused', 'SessionWait', 'server_of', 'note_sessions', 'noted',
            'sessions_scarce', 'Refused', 'task_seed', 'fetch', 'read_json', 'as_reward', 'as_flag', 'as_object',
@@ -95,10 +97,32 @@ def again(self:SessionWait, e:SessionCapError, now:float|None=None,
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #065ce713
 SCARCE_FOR = 600.0   # seconds a server counts as short of sessions after it last refused one on this machine
-SESSION_NOTES = Path(tempfile.gettempdir())/f"knowlyr-session-notes-{os.getuid() if hasattr(os, 'getuid') else 0}"
+SESSION_NOTES = Path(os.environ.get('KNOWLYR_SESSION_NOTES') or
+                     Path(tempfile.gettempdir())/f"knowlyr-session-notes-{os.getuid() if hasattr(os, 'getuid') else 0}")
+NOTE_SLACK = 5.0     # seconds a note's time stamp may run ahead of the clock; one further ahead is not believed
 _NOTED:dict = {}     # (server, what) -> `time.time()` of the last note in this process
+_NOTES_OK:dict = {}  # folder -> whether it is safe for notes (checked once per process)
 
 def _note_file(server:str, what:str)->Path: return SESSION_NOTES/f"{hashlib.sha256(server.encode()).hexdigest()[:16]}.{what}"
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #9164d2c9
+def _unsafe(d:Path)->str|None:
+    "Why the notes folder `d` (made if missing) is unsafe: not a directory, not ours, or others may write"
+    d.mkdir(mode=0o700, exist_ok=True); st = d.lstat()
+    if not stat.S_ISDIR(st.st_mode): return 'not a directory'
+    if hasattr(os, 'getuid') and st.st_uid != os.getuid(): return f'owned by uid {st.st_uid}'
+    return f'mode {st.st_mode & 0o777:o}: others may write in it' if st.st_mode & 0o022 else None
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #a85e0294
+def _notes_dir()->Path|None:
+    "`SESSION_NOTES` when it is safe for notes; else None, with one warning per process"
+    d = SESSION_NOTES
+    if d not in _NOTES_OK:
+        try: why = _unsafe(d)
+        except OSError as e: why = repr(e)
+        if why: warnings.warn(f"{d}: session notes kept per process ({why}); see KNOWLYR_SESSION_NOTES", stacklevel=3)
+        _NOTES_OK[d] = why is None
+    return d if _NOTES_OK[d] else None
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #a650452e
 def server_of(url:str)->str:
@@ -112,18 +136,21 @@ def note_sessions(server:str|None,     # `server_of` a remote env's address (Non
                  ):
     "Note, for every worker on this machine, that `server` opened or ended a session, or refused one"
     _NOTED[server, what] = time.time()
-    if server is None: return
-    try: SESSION_NOTES.mkdir(mode=0o700, exist_ok=True); _note_file(server, what).touch()
-    except OSError: pass   # the note stays this process's
+    if server is None or _notes_dir() is None: return
+    try: fd = os.open(_note_file(server, what), os.O_WRONLY | os.O_CREAT | getattr(os, 'O_NOFOLLOW', 0), 0o600)
+    except OSError: return   # a link planted there, or no room: the note stays this process's
+    try: os.utime(fd)
+    except OSError: pass
+    finally: os.close(fd)
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #80824e6e
 def noted(server:str|None, what:str='progress')->float:
     "`time.time()` of the last note of `what` for `server` on this machine (0.0: none)"
     t = _NOTED.get((server, what), 0.0)
-    if server is not None:
-        try: t = max(t, _note_file(server, what).stat().st_mtime)
-        except OSError: pass
-    return t
+    if server is None or _notes_dir() is None: return t
+    try: m = _note_file(server, what).lstat().st_mtime
+    except OSError: return t
+    return max(t, m) if m <= time.time() + NOTE_SLACK else t   # a time ahead of the clock: forged, or a broken clock
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #94d40d8e
 def sessions_scarce(server:str|None)->bool:

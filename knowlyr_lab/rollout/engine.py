@@ -149,7 +149,7 @@ def step(self:Episode, reply:AgentReply):
 @patch
 def fail(self:Episode, e:Exception):
     "End the episode with `e`: its trajectory so far, failed (invalid when the infrastructure failed)"
-    self.traj = failed_episode(e, self.job[1], self.rec)
+    self.traj = failed_episode(e, self.job[1], self.rec); self.end_session()   # never reused: a step may run on
 
 # %% ../../nbs/40b_rollout_engine.ipynb #66fe5f7c
 @patch
@@ -190,15 +190,18 @@ def stopped(self:Episode):
     "End the episode, the run stopped: its trajectory so far, failed and invalid"
     self.traj = failed_episode(RunStopped('the run was stopped before this episode ended'), self.job[1], self.rec,
                                invalid='run stopped')
+    self.end_session()   # its step may be left running: the session is never reused
 
 # %% ../../nbs/40b_rollout_engine.ipynb #aa0393b0
 @patch(as_prop=True)
 def ended(self:Episode)->bool: return self.traj is not None or (self.ts is not None and self.ts.done)
 
 # %% ../../nbs/40b_rollout_engine.ipynb #5d98d736
-def _free_sessions(eps:list[Episode]):
+def _free_sessions(eps:list[Episode],
+                   done:bool=False, # the run returns, its envs left idle: end all
+                  ):
     "End the sessions of the ended episodes when another may need them: one of `eps` waits, or their server refused one"
-    wanted = any(ep.waiting for ep in eps)
+    wanted = done or any(ep.waiting for ep in eps)
     for ep in eps:
         if ep.ended and not ep.freed and (wanted or sessions_scarce(ep.server)): ep.end_session()
 
@@ -221,6 +224,7 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
                  spec:RolloutSpec|None=None,
                  # asked before each episode starts and each turn: once True, the episodes not ended fail (`RunStopped`)
                  stop:Callable[[], bool]|None=None,
+                 again:bool=False,        # the envs run more episodes at once: they keep their sessions unless wanted
                 )->list[Trajectory]:      # one trajectory per job, in order
     "Run episodes in lock-step: each turn every live episode gets one action (one `act_batch` call for a batch agent)"
     batched = not isinstance(agent, (list, tuple))
@@ -242,7 +246,7 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
         else: _turn_each(live)
     for ep in eps:   # left by a stop: not started, or live
         if ep.traj is None and (ep.ts is None or not ep.ts.done): ep.stopped()
-    _free_sessions(eps)   # a refusal noted while the last ones played: their places are wanted
+    _free_sessions(eps, done=not again)   # idle envs hold no session; a refusal noted lately: places are wanted
     return [ep.finish() for ep in eps]
 
 # %% ../../nbs/40b_rollout_engine.ipynb #13f604e4

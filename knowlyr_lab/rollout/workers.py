@@ -101,7 +101,7 @@ def run(self:Worker, chunk:list[tuple],
     if self._batch is None:
         while len(self._agents) < len(chunk): self._agents.append(worker_agent(self.agent))
     agent = self._batch if self._batch is not None else self._agents[:len(chunk)]
-    trajs = run_episodes(self._envs[:len(chunk)], agent, chunk, self.spec, stop=self.stop)
+    trajs = run_episodes(self._envs[:len(chunk)], agent, chunk, self.spec, stop=self.stop, again=True)  # its next chunk
     self._drop_timed_out(trajs)
     return [t.model_dump(mode='json') for t in trajs] if dicts else trajs
 
