@@ -20,6 +20,7 @@ from ..core import AgentEnv, InfrastructureError, TimeStep, Verdict, tool_schema
 from ..registry import register
 from ..sandbox.base import SandboxError, SandboxLimits
 from ..verifiers import FEEDBACK_LEVELS
+from ..verifiers import Verdict as TestsVerdict
 
 # %% auto #0
 __all__ = ['HOST_ERRNOS', 'STEP_OVERHEAD_SECONDS', 'SandboxEnv']
@@ -156,8 +157,7 @@ def _run_hidden_tests(self:SandboxEnv)->dict:
 @patch
 def _unjudged(self:SandboxEnv, e:Exception)->dict:
     "The hidden tests' `info` entries when the agent's workspace could not be judged (`e`): none ran, the error named"
-    return {'tests_passed': 0, 'tests_total': 0, 'failures': [], 'errors': [], 'messages': [], 'applied': [],
-            'ignored': {}, 'workspace_error': f"{type(e).__name__}: {e}"}
+    return {**TestsVerdict(0, 0).as_info(), 'workspace_error': f"{type(e).__name__}: {e}"}
 
 # %% ../../nbs/16_envs_sandbox.ipynb #bed1ab52
 @patch
