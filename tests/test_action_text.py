@@ -274,19 +274,22 @@ def test_a_call_python_reads_is_read_as_before():
 
 # A line of a word, many spaces and another word made the text readers backtrack quadratically (a lazy group followed by
 # `\s*` and an anchor, `^\s*` over blank lines, two `\s*` around an optional part): 32,000 spaces took 8 s, so these
-# 200,000-character inputs would take minutes. That each finishes at all is the check; each is read or refused.
+# 200,000-character inputs would take minutes. That each finishes at all is the check; each is read (its tool, as a bare
+# call) or refused (the start of the refusal, one short line, not the input echoed).
 SPACES = ' ' * 200_000
-WIDE = ['Action: a' + SPACES + 'b', 'a' + SPACES + 'b', 'Action: f' + SPACES + '({"q": 1} x', '\n' * 200_000 + 'x',
-        'Thought: a' + '\n' * 200_000 + 'y\nAction: look', '<tool_call>a' + SPACES + 'b',
-        '{"name": "a", "arguments": {}}' + SPACES + 'x', '"arguments"' + SPACES + 'x', 'Action: move\nAction Input: {}' + SPACES]
+WIDE = [('Action: a' + SPACES + 'b', "ReAct action 'a "), ('a' + SPACES + 'b', "ReAct action 'a "),
+        ('Action: f' + SPACES + '({"q": 1} x', "ReAct action 'f "), ('\n' * 200_000 + 'x', 'x'),
+        ('Thought: a' + '\n' * 200_000 + 'y\nAction: look', 'look'), ('<tool_call>a' + SPACES + 'b', 'malformed <tool_call>'),
+        ('{"name": "a", "arguments": {}}' + SPACES + 'x', 'malformed JSON tool call: text after the call'),
+        ('"arguments"' + SPACES + 'x', 'ReAct action \'"arguments" '), ('Action: move\nAction Input: {}' + SPACES, 'move')]
 
-@pytest.mark.parametrize('text', WIDE, ids=range(len(WIDE)))
-def test_wide_whitespace_is_read_in_linear_work(text):
+@pytest.mark.parametrize('text, bare_reading', WIDE, ids=range(len(WIDE)))
+def test_wide_whitespace_is_read_in_linear_work(text, bare_reading):
     from knowlyr_lab.action_text import parse_action_text
-    for parse in (lambda t: parse_action_text(t, bare=True), parse_action_text, parse_reply):
+    for i, parse in enumerate((lambda t: parse_action_text(t, bare=True), parse_action_text, parse_reply)):
         try: out = parse(text)
-        except InvalidActionError as e: out = str(e)
-        assert out
+        except InvalidActionError as e: out = str(e); assert '\n' not in out and len(out) < 300, out[:300]
+        if i == 0: assert out['tool'] == bare_reading if isinstance(out, dict) else out.startswith(bare_reading), str(out)[:120]
     assert parse_reply('Thought: a' + '\n' * 200_000 + 'y\nAction: look') == ('a' + '\n' * 200_000 + 'y', [{'tool': 'look', 'params': {}}])
 
 # `tool({json})` (dpo-seed's call) took any prose before the `(` as the tool's name; a name is an identifier.
