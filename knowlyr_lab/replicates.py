@@ -17,7 +17,8 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
-from .stats import bootstrap_ci, is_binary, newcombe_paired_ci, no_spread
+from .intervals import bootstrap_ci, no_spread
+from .stats import is_binary, newcombe_paired_ci
 
 # %% auto #0
 __all__ = ['replicate_variance', 'flip_rate', 'noise_floor', 'paired_power', 'paired_mde', 'replicates_needed', 'tasks_needed',

@@ -14,11 +14,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..intervals import wilson_ci
 from ..registry import make
 from ..replicates import crossed_bootstrap, noise_floor, paired_mde, replicate_variance
 from ..rollout.collect import collect
 from ..rollout.spec import RolloutSpec, Workers, rollout_settings
-from ..stats import Comparison, adjust_pvalues, compare_samples, effective_sample_size, pass_at_k, task_bootstrap_ci, wilson_ci, wilson_ci_ess
+from ..stats import Comparison, adjust_pvalues, compare_samples, effective_sample_size, pass_at_k, task_bootstrap_ci, wilson_ci_ess
 from ..tasks import HeldOutReport, check_held_out, task_key
 from ..trajectory import Trajectory, trajectory_score
 
