@@ -18,6 +18,7 @@ from scipy import stats
 from statsmodels.stats.power import TTestPower
 
 from .intervals import bootstrap_ci, no_spread
+from .permutation import permutation
 from .stats import is_binary, newcombe_paired_ci
 
 # %% auto #0
@@ -53,7 +54,8 @@ def _sd_diff(n_replicates, within_var, between_var):
 # %% ../nbs/09e_replicates.ipynb #b276a474
 def _no_spread_floor(n_tasks:int, alpha:float)->float:
     "Noise floor and MDE of runs with no spread: inf when no exact paired test on `n_tasks` reaches `alpha`, else NaN"
-    return math.inf if 2 / 2 ** n_tasks > alpha else math.nan
+    least_p = permutation(np.ones(n_tasks), np.zeros(n_tasks), True)['pvalue']   # every task up: 2/2^n
+    return math.inf if least_p > alpha else math.nan
 
 # %% ../nbs/09e_replicates.ipynb #7babd031
 def noise_floor(n_tasks:int,          # tasks, each run by both evaluations
