@@ -245,7 +245,7 @@ def run_episodes(envs:list[AgentEnv],     # one env per episode (reset here; reu
         if batched: _turn_batched(agent, live)
         else: _turn_each(live)
     for ep in eps:   # left by a stop: not started, or live
-        if ep.traj is None and (ep.ts is None or not ep.ts.done): ep.stopped()
+        if not ep.ended: ep.stopped()
     _free_sessions(eps, done=not again)   # idle envs hold no session; a refusal noted lately: places are wanted
     return [ep.finish() for ep in eps]
 
