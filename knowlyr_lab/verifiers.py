@@ -198,17 +198,16 @@ def _start_local(self, argv, timeout):
 # %% ../nbs/13a_verifiers.ipynb #b9461909
 @patch_to(SandboxProcess)
 def _start_docker(self, argv, timeout):
-    from knowlyr_lab.sandbox.docker import read_frames
+    from knowlyr_lab.sandbox.docker import attach_exec, read_frames
     sb, out, api = self.sb, type('Out', (), {'write': staticmethod(self.on_out)}), self.sb.client.api
     cmd = ['sh', '-c', f'ulimit -v {int(sb.limits.memory_mb) * 1024}; exec "$@"', 'sh', 'timeout', '-s', 'KILL',
            f'{timeout:g}', *argv]
     eid = api.exec_create(sb.container.id, cmd, stdin=True, stdout=True, stderr=True, user=f'{sb.uid}:{sb.uid}',
                           workdir=WORKSPACE,
                           environment=sb.env)['Id']
-    s = api.exec_start(eid, socket=True)
-    sock = getattr(s, '_sock', s)
+    s, sock, head = attach_exec(api, eid)
     def read():
-        try: read_frames(sock, {1: out, 2: self.err}, time.monotonic() + timeout + 2)
+        try: read_frames(sock, {1: out, 2: self.err}, time.monotonic() + timeout + 2, head=head)
         finally: s.close(); self._ended()
     threading.Thread(target=read, daemon=True).start()
     self._write, self._close, self.kill = sock.sendall, (lambda: sock.shutdown(socket.SHUT_WR)), sb._kill_all

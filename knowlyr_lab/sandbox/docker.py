@@ -24,8 +24,8 @@ from .snapshot import listing_limit
 from .tools import RunResult
 
 # %% auto #0
-__all__ = ['DEFAULT_IMAGE', 'REAPER', 'IMAGE_PROBE', 'FILE_OP_TIMEOUT', 'read_frames', 'docker_exec', 'docker_unavailable_reason',
-           'DockerSandbox', 'remove_stale_sandboxes']
+__all__ = ['DEFAULT_IMAGE', 'REAPER', 'IMAGE_PROBE', 'FILE_OP_TIMEOUT', 'read_frames', 'attach_exec', 'docker_exec',
+           'docker_unavailable_reason', 'DockerSandbox', 'remove_stale_sandboxes']
 
 # %% ../../nbs/11_sandbox_docker.ipynb #cd8e0853
 def read_frames(sock,                  # the exec's attached socket
@@ -33,18 +33,11 @@ def read_frames(sock,                  # the exec's attached socket
                 deadline:float,        # `time.monotonic()` at which to stop reading
                 # when given, every stdout payload is also written here; reading stops once it is over its limit
                 raw:RawCapture|None=None,
+                head:bytes=b'',        # the stream's first bytes, read before `sock` (`attach_exec`)
                )->bool:                # True at EOF, False when the deadline passed first
     "Read a multiplexed exec stream into sinks {1: stdout, 2: stderr}; False when the deadline passed first"
-    buf = bytearray()
+    buf = bytearray(head)
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0: return False
-        sock.settimeout(left)
-        try: data = sock.recv(1 << 16)
-        except (socket.timeout, TimeoutError): return False
-        except OSError: return True
-        if not data: return True
-        buf += data
         while len(buf) >= 8:
             size = int.from_bytes(buf[4:8], 'big')
             if len(buf) < 8 + size: break
@@ -54,7 +47,33 @@ def read_frames(sock,                  # the exec's attached socket
             if raw is not None and stream == 1:
                 raw.write(payload)
                 if raw.over: return False
+        left = deadline - time.monotonic()
+        if left <= 0: return False
+        sock.settimeout(left)
+        try: data = sock.recv(1 << 16)
+        except (socket.timeout, TimeoutError): return False
+        except OSError: return True
+        if not data: return True
+        buf += data
 
+
+# %% ../../nbs/11_sandbox_docker.ipynb #a7d3e1c2
+def _read_ahead(reader, sock)->bytes:
+    "What `reader`, http.client's buffer over `sock`, holds already, without waiting for more"
+    sock.setblocking(False)                # an empty buffer must not wait
+    try: return reader.read1(1 << 16) or b''
+    except BlockingIOError: return b''
+    finally: sock.setblocking(True)
+
+# %% ../../nbs/11_sandbox_docker.ipynb #f22a6c1a
+def attach_exec(api,         # docker.APIClient (client.api)
+                exec_id:str, # an exec made by `exec_create`
+               )->tuple:     # (object to close, socket, stream bytes read already)
+    "Start exec `exec_id` attached: its socket, and the stream's bytes the SDK took with the response head"
+    s = api.exec_start(exec_id, socket=True)
+    sock = getattr(s, '_sock', s)
+    try: return s, sock, _read_ahead(s._response.raw._fp.fp, sock)  # the reader of the `101 UPGRADED` head
+    except AttributeError: return s, sock, b''
 
 # %% ../../nbs/11_sandbox_docker.ipynb #e32bb1a6
 def docker_exec(api,                       # docker.APIClient (client.api)
@@ -71,15 +90,14 @@ def docker_exec(api,                       # docker.APIClient (client.api)
     "Run `argv` in a container; exit_code None when the deadline passed"
     eid = api.exec_create(container_id, argv, stdin=stdin is not None, stdout=True, stderr=True, user=user,
                           workdir=workdir, environment=env)['Id']
-    s = api.exec_start(eid, socket=True)
-    sock = getattr(s, '_sock', s)
+    s, sock, head = attach_exec(api, eid)
     out = OutputCapture(limit); err = out if merge else OutputCapture(limit)
     chunks = RawCapture(raw) if raw else None
     try:
         if stdin is not None:
             sock.sendall(stdin)
             sock.shutdown(socket.SHUT_WR)
-        finished = read_frames(sock, {1: out, 2: err}, time.monotonic() + timeout, chunks)
+        finished = read_frames(sock, {1: out, 2: err}, time.monotonic() + timeout, chunks, head)
     finally:   # shut, not only closed: a stream left unread blocks the engine's next execs in the container
         try: sock.shutdown(socket.SHUT_RDWR)
         except OSError: pass

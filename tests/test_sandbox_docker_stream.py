@@ -1,0 +1,65 @@
+"""A docker exec's output that arrives with the engine's `101 UPGRADED` head is the command's output, not lost.
+
+The SDK reads the head through `http.client`'s buffered reader, which takes whatever has already arrived; on a loaded
+host (CI) that was the command's whole output, and the bare socket `exec_start(socket=True)` returns then read EOF:
+`_root_mode` failed with `ValueError: invalid literal for int() with base 8: ''`, a read file came back empty. Here the
+real engine is reached through a relay that delivers each exec stream in one piece, the head with the command's
+frames, as a host too slow to read the head before the command ended sees it -- every time instead of by chance."""
+import os
+import socket
+import threading
+
+import docker
+import pytest
+
+from knowlyr_lab.sandbox.docker import DockerSandbox
+
+pytestmark = pytest.mark.docker
+
+def _pump(src, dst, hold_upgraded):
+    """Copy src to dst; a stream that starts with `101 UPGRADED` is held until src ends or stays quiet for 2 s (an exec
+    that waits for its stdin, which the client sends once it has the head), then sent in one piece"""
+    held = None
+    try:
+        while True:
+            try: data = src.recv(1 << 16)
+            except TimeoutError: data = None
+            if data is None or (not data and held is not None):     # quiet or ended: what is held goes in one piece
+                dst.sendall(held); held = None; src.settimeout(None)
+                if data is None: continue
+            if not data: break
+            if held is None and hold_upgraded and data.startswith(b'HTTP/1.1 101'): held = bytearray(); src.settimeout(2)
+            if held is not None: held += data
+            else: dst.sendall(data)
+        dst.shutdown(socket.SHUT_WR)
+    except OSError: pass
+
+def _relay(path, engine):
+    "A unix socket at `path` that forwards each connection to the engine's socket `engine`"
+    srv = socket.socket(socket.AF_UNIX); srv.bind(path); srv.listen(16)
+    def serve():
+        while True:
+            try: client, _ = srv.accept()
+            except OSError: return
+            up = socket.socket(socket.AF_UNIX); up.connect(engine)
+            threading.Thread(target=_pump, args=(client, up, False), daemon=True).start()
+            threading.Thread(target=_pump, args=(up, client, True), daemon=True).start()
+    threading.Thread(target=serve, daemon=True).start()
+    return srv
+
+@pytest.fixture
+def slow_reader_sandbox(docker_host, tmp_path):
+    assert docker_host.startswith('unix://'), docker_host
+    srv = _relay(str(tmp_path / 'engine.sock'), docker_host[len('unix://'):])
+    sb = DockerSandbox(client=docker.DockerClient(base_url=f'unix://{tmp_path}/engine.sock', timeout=60))
+    yield sb
+    sb.close(); srv.close()
+
+def test_output_read_with_the_response_head_is_kept(slow_reader_sandbox):
+    "On main: ValueError in `_root_mode` (the mode's `755` was in the reader's buffer), a written file read back empty"
+    sb = slow_reader_sandbox
+    assert sb._root_mode() == 0o755
+    assert sb.execute_tool('shell', {'command': 'echo hello'}).output == 'hello\n'
+    sb.execute_tool('file_write', {'path': 'a.txt', 'content': 'kept\n'})
+    assert sb.execute_tool('file_read', {'path': 'a.txt'}).output == 'kept\n'
+    assert os.path.basename(sb.resolve('a.txt')) == 'a.txt'
