@@ -7,7 +7,9 @@ failure (a valid episode, reward 0, 'workspace not judged'); it is the harness's
 could otherwise write a big failing workspace and have the episode excluded), and hard links whose copies pass the
 workspace quota, which are refused before any copy is made."""
 import errno
+import io
 import os
+import tarfile
 
 import pytest
 
@@ -100,3 +102,44 @@ def test_a_fractional_quota_bounds_the_copy_at_its_own_size():
     assert v.verify_sandbox(Sb(SandboxLimits(disk_mb=0.5), {'data.bin': b'x' * 100})).n >= 100
     with pytest.raises(SandboxError, match='more than 1.5 MiB'):
         v.verify_sandbox(Sb(SandboxLimits(disk_mb=1.5), {'data.bin': b'x' * 1_700_000}))
+
+
+class FailingDisk:
+    "A binary file over `data` whose reads fail with `code` once `at` bytes were read: the host's disk failing under it"
+    def __init__(self, data, at, code=errno.EIO):
+        self.f, self.at, self.code = io.BytesIO(data), at, code
+    def read(self, n=-1):
+        if self.f.tell() >= self.at: raise OSError(self.code, os.strerror(self.code))
+        left = self.at - self.f.tell()
+        return self.f.read(left if n is None or n < 0 else min(n, left))
+    def seek(self, *a): return self.f.seek(*a)
+    def tell(self): return self.f.tell()
+    def __enter__(self): return self
+    def __exit__(self, *exc): pass
+
+def test_check_archive_passes_the_hosts_read_error_through():
+    "On main: SandboxError 'snapshot archive is not a readable tar (OSError: [Errno 5] ...)', the agent's failure"
+    from knowlyr_lab.sandbox.base import SandboxError
+    from knowlyr_lab.sandbox.snapshot import ArchiveWriter, check_archive
+    w = ArchiveWriter()
+    for i in range(5):
+        ti = tarfile.TarInfo(f'f{i}.bin'); ti.size = 2000; w.add(ti, io.BytesIO(os.urandom(2000)))
+    data = w.close()
+    assert check_archive(data) == 5
+    with pytest.raises(OSError) as e: check_archive(FailingDisk(data, 5000))
+    assert e.value.errno == errno.EIO and not isinstance(e.value, SandboxError), repr(e.value)
+    with pytest.raises(SandboxError, match='not a readable tar'): check_archive(data[:5000])   # a cut archive: the agent's
+
+def test_a_host_read_error_of_the_snapshot_leaves_the_episode_out(monkeypatch):
+    "The host's disk fails while the workspace's snapshot is checked: on main a valid episode scored 0, 'workspace not judged'"
+    from knowlyr_lab.sandbox.snapshot import SandboxSnapshot
+    real = SandboxSnapshot.open
+    def failing(self): return FailingDisk(real(self).read(), 5000)
+    monkeypatch.setattr(SandboxSnapshot, 'open', failing)
+    t = episode([sh('head -c 20000 /dev/urandom > data.bin')])
+    if not quotas_here():              # the agent's writes were not bounded: the error stays the agent's
+        assert t.valid and t.outcome.reason.startswith('workspace not judged: OSError'), t.outcome
+        return
+    assert not t.valid and t.outcome.score is None, t.outcome
+    assert t.outcome.invalid.startswith('InfrastructureError: the host failed while judging the workspace (OSError: [Errno 5]'), \
+        t.outcome.invalid

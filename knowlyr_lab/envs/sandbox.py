@@ -7,7 +7,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_sandbox.html.md"""
 # %% ../../nbs/16_envs_sandbox.ipynb #d87b5529
 from __future__ import annotations
 
-import errno
 import shutil
 import tempfile
 import weakref
@@ -18,12 +17,12 @@ from fastcore.basics import patch
 from ..coding_tasks import CodingTask, load_coding_task, load_coding_tasks
 from ..core import AgentEnv, InfrastructureError, TimeStep, Verdict, tool_schema
 from ..registry import register
-from ..sandbox.base import SandboxError, SandboxLimits
+from ..sandbox.base import SandboxError, SandboxLimits, host_errno
 from ..verifiers import FEEDBACK_LEVELS
 from ..verifiers import Verdict as TestsVerdict
 
 # %% auto #0
-__all__ = ['HOST_ERRNOS', 'STEP_OVERHEAD_SECONDS', 'SandboxEnv']
+__all__ = ['STEP_OVERHEAD_SECONDS', 'SandboxEnv']
 
 # %% ../../nbs/16_envs_sandbox.ipynb #8b4d2f22
 _TERMINAL = {'submit': 'Submit your fix; the hidden tests run and the episode ends',
@@ -129,16 +128,12 @@ def close(self:SandboxEnv):
     if self._tmp is not None: self._tmp_cleanup(); self._tmp = None
 
 # %% ../../nbs/16_envs_sandbox.ipynb #bc54faad
-# errnos of the host's devices, memory and file table: judging met a failure of the host, not of the files (no
-# ENOSPC/EDQUOT: how much is copied is the agent's doing)
-HOST_ERRNOS = frozenset({errno.EIO, errno.EROFS, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
-
 def _host_failed(e:BaseException,   # raised while the agent's workspace was judged
                  containment:dict,  # the agent's sandbox's `containment`: its `quotas_mb` bound what it could write
                 )->bool:
-    "Whether `e` is the host's failure: a `HOST_ERRNOS` error while quotas bounded the agent's writes"
+    "Whether `e` is the host's failure: a `host_errno` while quotas bounded the agent's writes"
     bounded = {'workspace', 'tmp'} <= set(containment.get('quotas_mb') or {})
-    return bounded and isinstance(e, OSError) and e.errno in HOST_ERRNOS
+    return bounded and host_errno(e)
 
 # %% ../../nbs/16_envs_sandbox.ipynb #3fe65dc9
 @patch

@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_base.html.md"""
 # %% ../../nbs/10_sandbox_base.ipynb #a72286fe
 from __future__ import annotations
 
+import errno
 import os
 from collections import deque
 from dataclasses import dataclass, field, fields
@@ -18,8 +19,9 @@ from fastcore.basics import patch
 from ..core import InfrastructureError, KnowlyrError
 
 # %% auto #0
-__all__ = ['WORKSPACE', 'SandboxError', 'PathEscapeError', 'SandboxBackendError', 'SandboxUnavailableError', 'ToolResult',
-           'SandboxLimits', 'OutputCapture', 'truncate_output', 'RawCapture', 'resolve_workspace_path', 'host_readlink']
+__all__ = ['WORKSPACE', 'HOST_ERRNOS', 'SandboxError', 'PathEscapeError', 'SandboxBackendError', 'SandboxUnavailableError',
+           'host_errno', 'ToolResult', 'SandboxLimits', 'OutputCapture', 'truncate_output', 'RawCapture',
+           'resolve_workspace_path', 'host_readlink']
 
 # %% ../../nbs/10_sandbox_base.ipynb #a2df2032
 WORKSPACE = '/workspace'   # where the workspace appears inside every sandbox
@@ -39,6 +41,14 @@ class SandboxBackendError(SandboxError, InfrastructureError):
 # %% ../../nbs/10_sandbox_base.ipynb #18d3fe18
 class SandboxUnavailableError(SandboxBackendError):
     "No isolation is available for the sandbox asked for; the message says how to get it"
+
+# %% ../../nbs/10_sandbox_base.ipynb #f7259567
+# errnos of the host's devices, memory and file table (no ENOSPC/EDQUOT: how much is written is the agent's doing)
+HOST_ERRNOS = frozenset({errno.EIO, errno.EROFS, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
+
+def host_errno(e:BaseException)->bool:
+    "Whether `e` is an `OSError` of the host's own devices, memory or file table (`HOST_ERRNOS`)"
+    return isinstance(e, OSError) and e.errno in HOST_ERRNOS
 
 # %% ../../nbs/10_sandbox_base.ipynb #aaf4ec2b
 @dataclass

@@ -23,7 +23,7 @@ from zlib import error as zlib_error
 
 from fastcore.basics import patch_to
 
-from .base import SandboxBackendError, SandboxError
+from .base import SandboxBackendError, SandboxError, host_errno
 
 # %% auto #0
 __all__ = ['SPOOL_BYTES', 'LEND_SCRIPT', 'GIVE_BACK_SCRIPT', 'LIST_ENTRY_BYTES', 'open_archive', 'check_archive', 'tarfile_kind',
@@ -69,6 +69,7 @@ def check_archive(archive,                 # a (gzipped) tar of a workspace: byt
     "Raise `SandboxError` unless `archive` is one a workspace could have produced (see above); return the member count"
     try: return _check_members(_archive_members(archive, data=False), max_bytes)
     except (tarfile.TarError, EOFError, OSError, zlib_error) as e:
+        if host_errno(e): raise                  # the host's disk failed under the read: not the archive's doing
         raise SandboxError(f"snapshot archive is not a readable tar ({type(e).__name__}: {e})") from None
 
 
