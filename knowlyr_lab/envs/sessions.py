@@ -50,7 +50,9 @@ class SessionLimits:
                 f"SessionLimits.idle_timeout must be > 0 seconds, or None for never, got {self.idle_timeout!r}")
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #8fb4239f
-RETRY_AFTER = 1   # seconds a refused client is told to wait before it asks again (the `Retry-After` of a 429 or 503)
+# seconds a refused client is told to wait before it asks again: the `Retry-After` of every 429 and 503 of the env
+# servers and of the model server (its connection caps and body budget)
+RETRY_AFTER = 1
 
 class SessionRefused(KnowlyrError):
     "The server opens no more sessions: `status` 429 (this client holds its share) or 503 (the server is full)"

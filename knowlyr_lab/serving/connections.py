@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fastcore.basics import patch
 
+from ..envs.sessions import RETRY_AFTER
+
 # %% auto #0
 __all__ = ['client_gone', 'GuardedHandler', 'GuardedHTTPServer']
 
@@ -85,7 +87,7 @@ def _refusal(status:str, # the status line's code and reason: '503 Service Unava
     "The whole HTTP answer refusing a connection: `status`, and an OpenAI error of `kind` saying `msg`"
     body = json.dumps({'error': {'message': msg, 'type': kind, 'param': None, 'code': None}}).encode()
     head = (f"HTTP/1.0 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-            "Retry-After: 1\r\nConnection: close\r\n\r\n")
+            f"Retry-After: {RETRY_AFTER}\r\nConnection: close\r\n\r\n")
     return head.encode() + body
 
 # %% ../../nbs/52_serving_connections.ipynb #838bb10a

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
+from ..envs.sessions import RETRY_AFTER
 from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
 from .connections import GuardedHandler, GuardedHTTPServer, client_gone
 from .lora import LoraAdapters, lora_fields, one_line
@@ -34,7 +35,7 @@ class _Handler(GuardedHandler):
     def _send(self, code, body, retry:bool=False):
         data = json.dumps(body).encode()
         self.send_response(code); self.send_header('Content-Type', 'application/json')
-        if retry: self.send_header('Retry-After', '1')
+        if retry: self.send_header('Retry-After', str(RETRY_AFTER))
         self.send_header('Content-Length', str(len(data)))
         self.end_headers(); self.wfile.write(data)
     def _error(self, code, msg, param=None, err=None):
