@@ -3,6 +3,7 @@ the model for good (context-bounded max_tokens, deadline, cancellation when the 
 (a queue cap and a listen backlog that answers 50 clients connecting at once). A tiny local model; servers on 127.0.0.1."""
 import http.client
 import json
+import select
 import socket
 import threading
 import time
@@ -229,7 +230,7 @@ def test_the_serve_command_takes_the_connection_limits(tmp_path):
         host, port = url.split('//')[1].split('/')[0].split(':')
         idle = [socket.create_connection((host, int(port)), timeout=30) for _ in range(2)]
         idle.append(socket.create_connection((host, int(port)), timeout=30, source_address=('127.0.0.2', 0)))
-        time.sleep(0.3)                                             # all three accepted and counted before the next
+        # no wait: the server accepts connections in the order they connected and counts each before the next
         status, resp = _post(url, _req(), timeout=30)               # 127.0.0.1 holds its two
         assert status == 429 and 'max_connections_per_client=2' in resp['error']['message'], (status, resp)
         status, resp = _post(url, _req(), timeout=30, source='127.0.0.3')   # a third client: the server is full
@@ -482,3 +483,38 @@ def test_a_body_past_its_clients_share_or_the_budget_is_refused_mid_body_and_giv
         for x in (a, b): x.close()                                           # the slow clients leave
         assert _wait(lambda: s.body_bytes_held == 0 and not s.body_bytes_by_client), s.body_bytes_by_client
     finally: s.shutdown(); s.server_close()
+
+# A review of the body budget (srv11): a piece was counted once read whole, so the up-to-64 KiB piece being read was
+# outside the budget: 256 connections could hold 16 MiB beyond it. Now a piece is held before it is read.
+
+def _answered(socks:list)->list:
+    "The sockets of `socks` with an answer (or the server's close) waiting to be read"
+    p = select.poll()
+    for c in socks: p.register(c, select.POLLIN)
+    ready = {fd for fd, _ in p.poll(0)}
+    return [c for c in socks if c.fileno() in ready]
+
+def test_the_piece_being_read_is_held_before_it_is_read(inf):
+    """150 slow clients from three addresses each send half of their body's first piece, with room for 128 pieces
+    (body_budget 8 MiB): 128 hold a whole piece each while they read it, the other 22 are answered 503 with Retry-After
+    at once, and the server's count never passes the budget. On main a piece was counted once read whole: the 150
+    held nothing while each had a 64 KiB piece being read (9.4 MiB), and none was refused."""
+    from knowlyr_lab.serving.requests import MAX_BODY_BYTES
+    s = inf.serve(body_budget=2 * MAX_BODY_BYTES)                  # a client's share: 4 MiB, 64 pieces; 50 fit
+    fits, slow = s.body_budget // PIECE, []
+    try:
+        for src in ('127.0.0.1', '127.0.0.2', '127.0.0.3'):
+            slow += [_hold_body(s.server_address, 1_000_000, PIECE // 2, src) for _ in range(50)]
+        # every connection read: a piece held by each of 128, an answer waiting for each of the 22 others
+        assert _wait(lambda: s.body_bytes_held == s.body_budget and len(_answered(slow)) == len(slow) - fits,
+                     seconds=120), (s.body_bytes_held, len(_answered(slow)))
+        refused = _answered(slow)
+        for c in refused: c.shutdown(socket.SHUT_WR)    # a refused body's rest is read until its client ends it
+        assert {_reply(c)[:2] for c in refused} == {(503, '1')}
+        assert (s.body_bytes_peak, sum(s.body_bytes_by_client.values())) == (s.body_budget, s.body_budget)
+        for c in slow: c.close()                                    # the held pieces end short: given back
+        assert _wait(lambda: s.body_bytes_held == 0 and not s.body_bytes_by_client), s.body_bytes_by_client
+        assert s.body_bytes_peak <= s.body_budget
+    finally:
+        for c in slow: c.close()
+        s.shutdown(); s.server_close()

@@ -52,7 +52,7 @@ class _DeadlineReader(io.RawIOBase):
 class GuardedHandler(BaseHTTPRequestHandler):
     ("A request handler that drops a client whose request head is not in within `header_timeout` (its body: "
      "`request_timeout`)")
-    body_piece = 2**16                       # body bytes read at a time, each held in the budget as it arrives
+    body_piece = 2**16                       # body bytes read at a time, each held in the budget before it is read
     def log_message(self, *a): pass
     def setup(self):
         self.timeout, self.deadline = self.server.request_timeout, time.monotonic() + self.server.header_timeout
@@ -248,13 +248,13 @@ def release_body(self:GuardedHTTPServer, n:int, peer:str):
 # %% ../../nbs/52_serving_connections.ipynb #a523a32e
 @patch
 def read_body(self:GuardedHandler, n:int)->tuple:
-    "(the `n` body bytes, None), each piece held in `body_budget` as it arrives; or (b'', (status, why not)), none held"
+    "(the `n` body bytes, None), each piece held in `body_budget` before it is read; or (b'', (status, why)), none held"
     pieces, peer = [], _peer(self.client_address)
-    while n > 0 and (piece := self.rfile.read(min(n, self.body_piece))):
-        if (refusal := self.server.hold_body(len(piece), peer)) is not None:
-            self.server.release_body(self.body_held, peer); self.body_held = 0; self.drop_body(n - len(piece))
+    while n > 0 and self.rfile.peek(1):      # a piece's first byte is in: hold the whole piece, then read it
+        if (refusal := self.server.hold_body(want := min(n, self.body_piece), peer)) is not None:
+            self.server.release_body(self.body_held, peer); self.body_held = 0; self.drop_body(n)
             return b'', refusal
-        self.body_held += len(piece); pieces.append(piece); n -= len(piece)
+        self.body_held += want; pieces.append(piece := self.rfile.read(want)); n -= len(piece)   # short: it left
     return b''.join(pieces), None
 
 # %% ../../nbs/52_serving_connections.ipynb #9bedf9af

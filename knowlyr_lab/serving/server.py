@@ -83,7 +83,7 @@ def _read(self:_Handler)->dict:
     if size > MAX_BODY_BYTES:
         self.drop_body(min(size, 16 * MAX_BODY_BYTES))
         raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
-    body, refusal = self.read_body(size)   # held as it arrives, until the request is answered; or (429 or 503, why)
+    body, refusal = self.read_body(size)   # held piece by piece, until the request is answered; or (429 or 503, why)
     if refusal: raise RequestRefused(*refusal)
     return parse_body(body)
 
@@ -177,8 +177,8 @@ class InferenceServer(GuardedHTTPServer):
                  max_connections:int=256,           # connections open at once (503 and closed beyond)
                  # connections one client (peer address) may hold (429 and closed beyond; None: half of max_connections)
                  max_connections_per_client:int|None=None,
-                 # request-body bytes held at once, each as it arrives until its request is answered (503
-                 # beyond)
+                 # request-body bytes held at once, a piece at a time before it is read, until its request is
+                 # answered (503 beyond)
                  body_budget:int=16 * MAX_BODY_BYTES,
                  # request-body bytes one client may hold at once (429 beyond; None: half of body_budget, at least
                  # MAX_BODY_BYTES); at least MAX_BODY_BYTES
