@@ -54,14 +54,16 @@ _LIMIT_FLAGS = (   # flag, type, default, help: what `serve`'s clients may take
     ('--header-timeout', float, 10.0, 'seconds a connection may take to send a request head; idle ones are '
                                       'closed after' + _D),
     ('--max-connections', int, 256, 'connections open at once; more are answered 503 and closed' + _D),
-    ('--max-connections-per-client', int, None, 'connections one client address may hold; more are answered '
-                                                '429 and closed (default: half of --max-connections)'),
-    ('--body-budget', int, 64 * 2**20, 'request-body bytes held at once, from arrival until answered; a body '
-                                       'with no room is answered 503 with Retry-After (default: %(default)s, '
-                                       '16 bodies at the 4 MiB size limit)'),
-    ('--body-budget-per-client', int, None, 'request-body bytes one client address may hold at once; more are '
-                                            'answered 429 with Retry-After (default: half of --body-budget; at '
-                                            'least the 4 MiB size limit)'))
+    ('--max-connections-per-client', int, None, 'connections one client address may hold (clients behind one '
+                                                'address, a NAT or proxy, share it); more are answered 429 and '
+                                                'closed (default: half of --max-connections)'),
+    ('--body-budget', int, 64 * 2**20, 'request-body bytes held at once, each 64 KiB piece from its first byte '
+                                       'until answered; a body with no room is answered 503 with Retry-After '
+                                       '(default: %(default)s, 16 bodies at the 4 MiB size limit)'),
+    ('--body-budget-per-client', int, None, 'request-body bytes one client address may hold at once (clients '
+                                            'behind one address, a NAT or proxy, share it); more are answered '
+                                            '429 with Retry-After (default: half of --body-budget; at least the '
+                                            '4 MiB size limit)'))
 
 # %% ../../nbs/96_cli_trainer.ipynb #b3e1f2a7
 def _limit_flags(p):
