@@ -89,7 +89,7 @@ def write(self:ParquetWriter, split:str, row:dict):  # noqa: F811 (@patch: one p
 
 # %% ../../nbs/41b_hub_spool.ipynb #938be400
 def same_tool_keys(rows:list[dict])->list[dict]:
-    ("verl rows whose `extra_info.tools_kwargs` name every tool of the split: Parquet stores the dicts as one struct of "
+    ("verl rows whose `extra_info.tools_kwargs` name every tool of `rows`: Parquet stores the dicts as one struct of "
      "all keys, so a tool a row lacks reads back as null, and verl's `tools_kwargs[name].get(...)` fails on it")
     names = sorted({n for r in rows for n in ((r.get('extra_info') or {}).get('tools_kwargs') or {})})
     if not names: return rows
@@ -103,10 +103,11 @@ def same_tool_keys(rows:list[dict])->list[dict]:
 # %% ../../nbs/41b_hub_spool.ipynb #54ee7e08
 @patch
 def close(self:ParquetWriter):  # noqa: F811 (@patch: one per class)
-    "Write each split's rows as `<split>.parquet`"
+    "Write each split's rows as `<split>.parquet`, every split with the tools of all (one struct for `datasets`)"
     import pyarrow.parquet as pq
-    for split, rows in self.files.items():
-        pq.write_table(pa.Table.from_pylist(same_tool_keys(rows)), self.res.paths[split])
+    rows, i = same_tool_keys([r for rs in self.files.values() for r in rs]), 0
+    for split, rs in self.files.items():
+        pq.write_table(pa.Table.from_pylist(rows[i:i + len(rs)]), self.res.paths[split]); i += len(rs)
 
 # %% ../../nbs/41b_hub_spool.ipynb #f19cd018
 def spool_dir(out:Path)->Path:
