@@ -1,6 +1,7 @@
 """Every export loads in `datasets` as it is written: as a dict of splits (`load_dataset(kind, data_files={'train': ...,
 'test': ...})`, which types every split by the first file), one file at a time, and with `Dataset.from_parquet` for
 Parquet, also when the test split holds keys the train split lacks (tools of another env, other chat template variables)"""
+import json
 from pathlib import Path
 
 import datasets
@@ -32,7 +33,8 @@ def _traj(task:int, k:int, kw:dict|None=None, n:int=2)->Trajectory:
 
 def _load(paths:dict, cache:Path)->dict:
     "{how: {split: rows}} of an export's split files, read by `datasets` each way it reads them"
-    kind = 'parquet' if str(next(iter(paths.values()))).endswith('.parquet') else 'json'
+    first = next(iter(paths.values()))
+    kind = 'parquet' if str(first[0] if isinstance(first, list) else first).endswith('.parquet') else 'json'
     c = str(cache)
     got = {'dict': {s: list(d) for s, d in datasets.load_dataset(kind, data_files=dict(paths), cache_dir=c).items()},
            'each': {s: list(datasets.load_dataset(kind, data_files=p, split='train', cache_dir=c)) for s, p in paths.items()}}
@@ -55,3 +57,70 @@ def test_parquet_splits_with_other_tools_load_as_one_dataset(tmp_path, fmt):
             assert all(sorted(r['extra_info']['tools_kwargs']) == ['look', 'move'] for s in rows for r in rows[s]), how
             assert all(r['extra_info']['tools_kwargs'][n]['create_kwargs']['task_id'] == r['extra_info']['task_id']
                        for s in rows for r in rows[s] for n in ('look', 'move')), how
+
+
+OFF, ON = {'enable_thinking': False}, {'enable_thinking': True}   # ON: the Qwen3 templates' value when none is given
+JSONL = ['sft', 'sft-agent', 'openai', 'dpo', 'dpo-seed', 'grpo', 'benchmark']
+
+
+@pytest.mark.parametrize('fmt', [*JSONL, 'hf'])
+def test_splits_served_with_other_variables_load_as_one_dataset(tmp_path, fmt):
+    """Train tasks served with thinking off, test tasks with `reasoning_effort` (a key train lacks): every row of both
+    splits carries both keys, the missing one from `template_defaults`, and every split loads each way (on main the
+    rows kept their own keys and `load_dataset('json', data_files={...})` failed to cast the test split's struct,
+    which also failed every `hf` export)"""
+    trajs = [_traj(t, k, {'reasoning_effort': 'low'} if f"t{t}" in TEST else OFF) for t in range(10) for k in range(2)]
+    ex = DatasetExporter(trajs, test_fraction=0.3, template_defaults={'enable_thinking': True, 'reasoning_effort': 'medium'})
+    res = ex.export(fmt, tmp_path / fmt)
+    if fmt == 'hf':
+        shards = {s: sorted(str(p) for p in Path(res.paths['parquet']).glob(f"{s}-*.parquet")) for s in ('train', 'test')}
+        got = {'hf': {s: list(d) for s, d in datasets.load_from_disk(res.paths['hf']).items()}, **_load(shards, tmp_path / 'c')}
+    else: got = _load(res.paths, tmp_path / 'c')
+    for how, rows in got.items():
+        assert sorted(rows) == ['test', 'train'], how
+        kws = {s: [r.get('chat_template_kwargs') for r in rows[s]] for s in rows}
+        if fmt == 'benchmark': assert kws == {s: [None] * len(rows[s]) for s in rows}; continue   # a task, not a prompt served
+        assert set(map(json.dumps, kws['train'])) == {'{"enable_thinking": false, "reasoning_effort": "medium"}'}, how
+        assert set(map(json.dumps, kws['test'])) == {'{"enable_thinking": true, "reasoning_effort": "low"}'}, how
+
+
+def _qwen3_8():
+    "The project's tiny tokenizer around the Qwen3-8B training template the installed trl ships (None read as given)"
+    t = pytest.importorskip('trl.chat_template_utils', reason='the template is read from the installed trl')
+    if not hasattr(t, 'qwen3_8_training_chat_template'): pytest.skip('the installed trl ships no qwen3_8_training template')
+    from knowlyr_lab.trainer.tiny import train_tokenizer
+    return train_tokenizer(['Reach column 1. moved east'], chat_template=t.qwen3_8_training_chat_template)
+
+
+SERVED = {'mixed': lambda t: t % 2 == 1,                 # both kinds in both splits
+          'by_split': lambda t: f"t{t}" not in TEST}      # train served with thinking off, test with no variables
+
+
+@pytest.mark.parametrize('mix', list(SERVED))
+@pytest.mark.parametrize('fmt', ['sft', 'openai', 'dpo', 'grpo'])
+def test_trl_renders_every_row_as_its_trajectory_was_served(tmp_path, fmt, mix):
+    """Trajectories served with thinking off and with no variables, loaded by `datasets` as one dataset: TRL's
+    `maybe_apply_chat_template` renders each row's prompt as the trainer's `to_chat` renders the trajectory it came
+    from, with the variables it was served with (on main, `by_split`: `datasets` typed the column from the train split
+    and filled the test rows' key with None, and Qwen3-8B's template rendered them without its system preamble;
+    `mixed` rendered right only because datasets 5 reads a first chunk of mixed keys as a JSON column)"""
+    from trl.data_utils import maybe_apply_chat_template
+
+    from knowlyr_lab.chat import render_chat
+    from knowlyr_lab.trainer.data import to_chat
+    tok = _qwen3_8()
+    trajs = [_traj(t, k, OFF if SERVED[mix](t) else None) for t in range(10) for k in range(2)]
+    res = DatasetExporter(trajs, test_fraction=0.3, template_defaults=ON).export(fmt, tmp_path / fmt)
+    by_prompt = {to_chat(t)['messages'][0]['content']: t for t in trajs}     # a task's trajectories: one prompt, one set
+    dd = datasets.load_dataset('json', data_files=dict(res.paths), cache_dir=str(tmp_path / 'c'))
+    seen = set()
+    for s in ('train', 'test'):
+        for r in dd[s]:
+            prompt = r['prompt'] if 'prompt' in r else r['messages'][:1]
+            chat = to_chat(by_prompt[prompt[0]['content']], s)
+            want = render_chat(tok, chat['messages'][:1], None, True, template_kwargs=chat.get('template_kwargs'))
+            got = maybe_apply_chat_template({'prompt': prompt, 'chat_template_kwargs': r['chat_template_kwargs']}, tok)['prompt']
+            assert got == want, (s, prompt)
+            seen.add((s, 'template_kwargs' in chat))
+    assert seen == ({('train', True), ('test', False)} if mix == 'by_split' else
+                    {('train', True), ('train', False), ('test', True), ('test', False)})

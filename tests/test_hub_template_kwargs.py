@@ -12,6 +12,7 @@ from knowlyr_lab.hub.export import FORMATS, DatasetExporter
 from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory
 
 OFF = {'enable_thinking': False}
+ON = {'enable_thinking': True}     # the Qwen3 and GLM-4.5 templates' value when the variable is not given
 
 
 def _traj(task:int, k:int, kw=None, n:int=2, meta=None)->Trajectory:
@@ -84,16 +85,18 @@ def test_sft_and_grpo_rows_train_under_the_variables_they_were_served_with(tmp_p
 @pytest.mark.parametrize('fmt', ['sft', 'openai', 'sft-agent', 'hf'])
 def test_an_export_mixing_served_variables_gives_every_row_the_key(tmp_path, fmt):
     """When some trajectories were served with template variables and others without, every row carries
-    `chat_template_kwargs` (`{}` where none were recorded): `datasets` reads a key some rows lack as null, and TRL's
-    `**example.get('chat_template_kwargs', {})` fails on null. The file loads and TRL prepares every row"""
+    `chat_template_kwargs` with the same keys (the template's default, `template_defaults`, where none were recorded):
+    `datasets` reads a key some rows lack as null, and TRL's `**example.get('chat_template_kwargs', {})` fails on a
+    null column and renders a null key as defined. The file loads and TRL prepares every row"""
     from trl.data_utils import maybe_apply_chat_template
     tok = _qwen3_tokenizer()
-    res = DatasetExporter([_traj(t, k, OFF if t == 0 else None) for t in range(2) for k in range(2)]).export(fmt, tmp_path / fmt)
+    res = DatasetExporter([_traj(t, k, OFF if t == 0 else None) for t in range(2) for k in range(2)],
+                          template_defaults=ON).export(fmt, tmp_path / fmt)
     if fmt == 'hf':
         rows = list(datasets.load_from_disk(res.paths['hf'])['train'])
         assert len(rows) == 4 and all(json.loads(line) for line in (tmp_path / 'hf' / 'jsonl' / 'train.jsonl').open())
     else: rows = _rows(res, tmp_path / 'c')
-    assert sorted(json.dumps(r['chat_template_kwargs']) for r in rows) == ['{"enable_thinking": false}'] * 2 + ['{}'] * 2
+    assert sorted(json.dumps(r['chat_template_kwargs']) for r in rows) == ['{"enable_thinking": false}'] * 2 + ['{"enable_thinking": true}'] * 2
     if fmt in ('sft', 'hf'):
         for r in rows: maybe_apply_chat_template({'messages': r['messages'], 'chat_template_kwargs': r['chat_template_kwargs']}, tok)
 
@@ -103,30 +106,30 @@ def test_groups_and_pairs_never_mix_served_variables(tmp_path):
     variables apart, a given preference whose sides differ is skipped with its reason, and a trajectory whose steps
     were served differently is quarantined naming the field (on main all of them became rows without the variables)"""
     trajs = [_traj(0, k, OFF if k < 2 else None) for k in range(4)]
-    grpo = DatasetExporter(trajs).export('grpo', tmp_path / 'grpo')
+    grpo = DatasetExporter(trajs, template_defaults=ON).export('grpo', tmp_path / 'grpo')
     rows = [json.loads(line) for line in open(grpo.paths['train'])]
     by = {json.dumps(r.get('chat_template_kwargs')): sorted(r['trajectory_ids']) for r in rows}
-    assert by == {json.dumps(OFF): sorted(t.id for t in trajs[:2]), '{}': sorted(t.id for t in trajs[2:])}
-    dpo = DatasetExporter(trajs).export('dpo', tmp_path / 'dpo')
+    assert by == {json.dumps(OFF): sorted(t.id for t in trajs[:2]), json.dumps(ON): sorted(t.id for t in trajs[2:])}
+    dpo = DatasetExporter(trajs, template_defaults=ON).export('dpo', tmp_path / 'dpo')
     kw = {t.id: t.steps[0].metadata.get('template_kwargs') for t in trajs}
     pairs = [json.loads(line) for line in open(dpo.paths['train'])]
-    assert pairs and all(kw[p['chosen_id']] == kw[p['rejected_id']] == (p['chat_template_kwargs'] or None) for p in pairs)
+    assert pairs and all((kw[p['chosen_id']] or ON) == (kw[p['rejected_id']] or ON) == p['chat_template_kwargs'] for p in pairs)
     prefs = [{'chosen': trajs[0].id, 'rejected': trajs[2].id}, {'chosen': trajs[0].id, 'rejected': trajs[1].id}]
     given = DatasetExporter(trajs, preferences=prefs).export('dpo', tmp_path / 'given')
     assert given.total == 1 and given.skipped == {'preference_template_kwargs_differ': 1}
     from knowlyr_lab.trajectory_io import write_trajectories
     mixed = _traj(1, 0, OFF).model_copy(update={'steps': [*_traj(1, 0, OFF).steps, *_traj(1, 1, None, n=1).steps]})
     write_trajectories(trajs + [mixed], tmp_path / 'in.jsonl')
-    res = DatasetExporter(tmp_path / 'in.jsonl').export('sft', tmp_path / 'sft')
+    res = DatasetExporter(tmp_path / 'in.jsonl', template_defaults=ON).export('sft', tmp_path / 'sft')
     [q] = [json.loads(line) for line in open(tmp_path / 'sft' / 'quarantine.jsonl')]
     assert res.total == 4 and res.quarantined == 1 and (q['line'], q['field']) == (5, 'steps.metadata.template_kwargs')
     assert q['reason'].startswith(f"{tmp_path / 'in.jsonl'}:5: field 'steps.metadata.template_kwargs': trajectory ") and 'steps 0 and 2 were served with other chat template variables' in q['reason']
 
 
-def _split_export(tmp_path, test_kw, fmt='sft'):
+def _split_export(tmp_path, test_kw, fmt='sft', **kw):
     "An export of 10 tasks served with thinking off, but for tasks t3, t4, t6 (the test split at 0.3) served with `test_kw`"
     trajs = [_traj(t, k, test_kw if t in (3, 4, 6) else OFF) for t in range(10) for k in range(2)]
-    res = DatasetExporter(trajs, test_fraction=0.3).export(fmt, tmp_path / fmt)
+    res = DatasetExporter(trajs, test_fraction=0.3, **kw).export(fmt, tmp_path / fmt)
     assert sorted(res.paths) == ['test', 'train']
     raw = {s: [json.loads(line) for line in open(p)] for s, p in res.paths.items()}
     assert {r['task_id'] for r in raw['test']} == {'t3', 't4', 't6'}
@@ -151,24 +154,30 @@ def test_a_struct_column_renders_as_served_by_trl_and_by_the_trainer(tmp_path):
             assert p['prompt'].endswith(served)
 
 
-def test_a_key_another_split_has_stays_missing_for_the_trainer(tmp_path):
-    """Train rows served with thinking off, test rows with no variables (`{}`): `datasets` types the column from the
-    train split and fills the test rows' missing key with None. GLM-4.5's template reads `enable_thinking: None` as
-    thinking off (`is defined and not enable_thinking`); the trainer's loader drops null values, so a test row renders
-    as it was served (on main to_chat kept {'enable_thinking': None}: '/nothink' and an empty <think> block)"""
+def test_a_key_another_split_has_takes_the_templates_default(tmp_path):
+    """Train rows served with thinking off, test rows with no variables: the export gives the test rows the default the
+    user names (`template_defaults`), so `datasets` reads no null, and GLM-4.5's template (which reads
+    `enable_thinking: None` as thinking off: `is defined and not enable_thinking`) renders each test row as it was
+    served, by the trainer's loader and by TRL (on main the rows held `{}`, datasets filled in None, TRL rendered
+    '/nothink' and an empty <think> block). Without the default the export refuses, naming the row and the key"""
     t = pytest.importorskip('trl.chat_template_utils')
+    from trl.data_utils import maybe_apply_chat_template
+
     from knowlyr_lab.chat import render_chat
     from knowlyr_lab.trainer.data import load_records, to_chat
     from knowlyr_lab.trainer.tiny import train_tokenizer
-    res, raw = _split_export(tmp_path, None)
-    assert {json.dumps(r['chat_template_kwargs']) for r in raw['test']} == {'{}'}
+    with pytest.raises(ValueError, match=r"test.jsonl:1: field 'chat_template_kwargs': no 'enable_thinking'"):
+        _split_export(tmp_path / 'no', None)
+    assert not list((tmp_path / 'no' / 'sft').glob('*.jsonl'))
+    res, raw = _split_export(tmp_path, None, template_defaults=ON)
+    assert [r['chat_template_kwargs'] for r in raw['test']] == [ON] * len(raw['test'])
     dd = datasets.load_dataset('json', data_files=dict(res.paths), cache_dir=str(tmp_path / 'c'))
-    assert {json.dumps(r['chat_template_kwargs']) for r in dd['test']} == {'{"enable_thinking": null}'}   # datasets fills it
+    assert [r['chat_template_kwargs'] for r in dd['test']] == [ON] * len(raw['test'])
     tok = train_tokenizer(['Reach column 1. moved east'], chat_template=t.glm4moe_chat_template)
     for (where, row), want in zip(load_records(dd['test']), raw['test']):
         chat = to_chat(row, where)
-        assert 'template_kwargs' not in chat, chat.get('template_kwargs')
         got = render_chat(tok, chat['messages'][:1], None, True, template_kwargs=chat.get('template_kwargs'))
-        assert got == render_chat(tok, want['messages'][:1], None, True, template_kwargs=want['chat_template_kwargs'] or None)
+        assert got == render_chat(tok, want['messages'][:1], None, True) == maybe_apply_chat_template(
+            {'prompt': row['messages'][:1], 'chat_template_kwargs': row['chat_template_kwargs']}, tok)['prompt']
         assert '/nothink' not in got and '<think></think>' not in got
     for row in dd['train']: assert to_chat(row, 'train')['template_kwargs'] == OFF      # the set ones stay set

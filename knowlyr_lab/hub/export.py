@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 import orjson
 from fastcore.basics import patch, store_attr
 
-from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, same_template_kwargs_key, task_group
+from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, same_template_kwargs, task_group
 from .export_filter import FORMATS, ExportChecks, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, export_warnings, quarantine_refused
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
 from ..reward.preferences import PreferenceReport, build_preferences
@@ -48,10 +48,10 @@ class DatasetExporter:
                  system_prompt:str|None=None,        # system prompt for chat formats
                  tools:list|dict|None=None,          # tool schemas (list, or env_id -> list); default: from the env
                  group_by:str|Callable|None=None,    # tasks with one value of this field share a split, as in split_tasks
-                 # shortcuts for ExportFilter fields (min_reward=..., success_only=...)
-                 **filter_kw):
+                 template_defaults:dict|None=None,   # chat template variable -> its value where none was served
+                 **filter_kw):                       # shortcuts for ExportFilter fields (min_reward=..., success_only=...)
         if not 0 <= test_fraction <= 1: raise ExportError(f"test_fraction must be in [0, 1], got {test_fraction}")
-        store_attr('trajectories,preferences,test_fraction,split_seed,group_by,system_prompt')
+        store_attr('trajectories,preferences,test_fraction,split_seed,group_by,system_prompt,template_defaults')
         self.filter = filter or ExportFilter(**filter_kw)
         self.tools = ToolResolver(tools)
         self._splitter = TaskSplitter(test_fraction, split_seed, group_by)
@@ -121,7 +121,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
         if format in _ROW: self._write_rows(format, kept, w, res)
         else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
-    if self._checks.served and format not in _TASK_ROW: same_template_kwargs_key(list(res.paths.values()))
+    if self._checks.served and format not in _TASK_ROW: same_template_kwargs(res.paths, self.template_defaults)
     drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences))
     res.quarantined += len(errors)                # (bad preference records were counted as they came)
     res.ungrouped = len(self._splitter.ungrouped)
