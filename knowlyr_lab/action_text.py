@@ -228,22 +228,34 @@ def tool_call_format(text:str)->str|None:
     if _ACTION_RE.search(text): return None   # ReAct: a format's marker in its thought or arguments is text
     return _marked_format(text)
 
+# %% ../nbs/00aa_action_text.ipynb #b6f3f4b2
+_SPACES = re.compile(r"\s*")
+_MISTRAL_TAIL = re.compile(rf"\s*(?={re.escape(_MISTRAL)})|{_TAIL_RE.pattern}")   # what may follow a list
+
+# %% ../nbs/00aa_action_text.ipynb #31d49f30
+def _line_col(text:str, i:int, pos:int)->str:
+    "'line L column C' of `pos` in `text`, counted from `i`"
+    line, start = text.count('\n', i, pos) + 1, max(text.rfind('\n', i, pos) + 1, i)
+    return f"line {line} column {pos - start + 1}"
+
 # %% ../nbs/00aa_action_text.ipynb #3baaba2d
-def _json_at(text:str,          # text that starts with the JSON value
-             fmt:str,           # the tool-call format, named by the error
-             whole:bool=False,  # refuse text after the value (but whitespace, a closing fence, an end-of-turn token)
-            ):
-    "The JSON value `text` starts with; the error names `fmt`, the line and the column"
+def _json_at(text:str,        # text with a JSON value at `i`, after whitespace
+             fmt:str,         # the tool-call format, named by the error
+             tail:re.Pattern, # what may follow the value; other text after it is refused
+             i:int=0,         # where the value starts
+            )->tuple:         # (the value, where `tail` ends)
+    "The JSON value at `i` of `text` and the end of what follows it; an error names `fmt`, the line and the column"
+    i = _SPACES.match(text, i).end()
     try:
-        with _deep_refused(f"malformed {fmt}: JSON nested too deeply to read: {text[:40]!r}"): d, end = _DEC.raw_decode(text)
+        with _deep_refused(f"malformed {fmt}: JSON nested too deeply to read: {text[i:i + 40]!r}"):
+            d, end = _DEC.raw_decode(text, i)
     except json.JSONDecodeError as e:
-        raise InvalidActionError(f"malformed {fmt}: not valid JSON at line {e.lineno} column {e.colno}: {e.msg}: "
-                                 f"{text[:80]!r}") from None
-    if whole and not _TAIL_RE.match(text, end):
-        end = len(text) - len(text[end:].lstrip())   # where the text after it starts
-        line, col = text.count('\n', 0, end) + 1, end - text.rfind('\n', 0, end)
-        raise InvalidActionError(f"malformed {fmt}: text after the call at line {line} column {col}: {text[end:end + 40]!r}")
-    return d
+        raise InvalidActionError(f"malformed {fmt}: not valid JSON at {_line_col(text, i, e.pos)}: {e.msg}: "
+                                 f"{text[i:i + 80]!r}") from None
+    if m := tail.match(text, end): return d, m.end()
+    end = _SPACES.match(text, end).end()   # where the text after it starts
+    raise InvalidActionError(f"malformed {fmt}: text after the call at {_line_col(text, i, end)}: "
+                             f"{text[end:end + 40]!r}")
 
 # %% ../nbs/00aa_action_text.ipynb #048a9365
 def _call_of(d, fmt:str)->dict:
@@ -271,21 +283,25 @@ def _hermes_calls(text:str)->tuple[str, list[dict]]:
     for m in _TC_RE.finditer(text):
         fmt = _TC_OPEN + ('' if m.group(2) else ' (no closing </tool_call>)')
         if not (body := m.group(1).strip()): raise InvalidActionError(f"empty {fmt}")
-        calls.append(_call_of(_json_at(body, fmt), _TC_OPEN))
+        calls.append(_call_of(_json_at(body, fmt, _TAIL_RE)[0], _TC_OPEN))
     return text[:text.index(_TC_OPEN)].strip(), calls
 
 # %% ../nbs/00aa_action_text.ipynb #3ac77862
 def _mistral_calls(text:str)->tuple[str, list[dict]]:
-    "The thought before `[TOOL_CALLS]` and the calls of the JSON list (or object) after it"
+    "The thought before `[TOOL_CALLS]` and the calls in the JSON list (or object) after each tag"
     i = text.index(_MISTRAL)
-    d = _json_at(text[i + len(_MISTRAL):].lstrip(), _MISTRAL)
-    return text[:i].strip(), [_call_of(c, _MISTRAL) for c in (d if isinstance(d, list) else [d])]
+    thought, calls = text[:i].strip(), []
+    while i < len(text):
+        d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i + len(_MISTRAL))
+        calls += [_call_of(c, _MISTRAL) for c in (d if isinstance(d, list) else [d])]
+    return thought, calls
 
 # %% ../nbs/00aa_action_text.ipynb #3aabe743
 def _json_calls(text:str)->tuple[str, list[dict]]:
     "The thought before a JSON call and its call, which must end the text"
     m = _JSON_START.match(text) or _llama_call(text)
-    return text[:m.start()].strip(), [_call_of(_json_at(text[text.index('{', m.start()):], _JSON, whole=True), _JSON)]
+    d, _ = _json_at(text, _JSON, _TAIL_RE, text.index('{', m.start()))
+    return text[:m.start()].strip(), [_call_of(d, _JSON)]
 
 # %% ../nbs/00aa_action_text.ipynb #99d6d9e5
 _READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_calls}

@@ -313,3 +313,36 @@ def test_a_tool_call_after_an_action_preamble_is_read():
     quoted = 'Thought: I sent <tool_call>{"name": "rm", "arguments": {}}</tool_call>\nAction: look('   # a quote stays text
     with pytest.raises(InvalidActionError, match=r"^ReAct action 'look\('"): parse_action_text(quoted)
     assert parse_reply(quoted) == (quoted, [])
+
+# A <tool_call> block and a [TOOL_CALLS] list were read up to the end of their JSON and the rest was dropped: a command
+# or a second object after the JSON vanished while the first call ran. A block holds one JSON value, a list runs to the
+# end of the reply or to the next [TOOL_CALLS] (as vLLM's Hermes parser `json.loads` each block); what real Qwen/Hermes
+# and Mistral replies hold around them (newlines, several blocks, <|im_end|>, a tag before each list) still reads.
+AFTER_JSON = [
+    ('<tool_call>{"name": "bash", "arguments": {"command": "ls"}} rm -rf /</tool_call>',
+     r"^malformed <tool_call>: text after the call at line 1 column 50: 'rm -rf /'$"),
+    ('<tool_call>\n{"name": "look"}\n{"name": "move", "arguments": {"direction": "east"}}\n</tool_call>',
+     r"^malformed <tool_call>: text after the call at line 2 column 1: '\{\"name\": \"move\""),
+    ('Go.\n<tool_call>{"name": "look"} and then move east',
+     r"^malformed <tool_call> \(no closing </tool_call>\): text after the call at line 1 column 18: 'and then"),
+    ('[TOOL_CALLS] [{"name": "look"}] rm -rf /', r"^malformed \[TOOL_CALLS\]: text after the call at line 1 column 20: 'rm -rf /'$"),
+    ('[TOOL_CALLS] [{"name": "look"}] [{"name": "move"}]', r"^malformed \[TOOL_CALLS\]: text after the call at line 1 column 20: '\[\{"),
+]
+
+@pytest.mark.parametrize('text, why', AFTER_JSON, ids=range(len(AFTER_JSON)))
+def test_text_after_the_json_of_a_block_is_refused(text, why):
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    for parse in (parse_action, parse_text_action, parse_reply):
+        with pytest.raises(InvalidActionError, match=why): parse(text)
+    env = MoveEnv(); env.reset()
+    ts = env.step(text)
+    assert ts.info['invalid_action'] and not ts.done and ts.observation.startswith('Error: malformed ')
+
+def test_real_block_layouts_still_read():
+    look, east = {'tool': 'look', 'params': {}}, {'tool': 'move', 'params': {'direction': 'east'}}
+    qwen = ('<think>\nLook first.\n</think>\n\n<tool_call>\n{"name": "look", "arguments": {}}\n</tool_call>\n'
+            '<tool_call>\n{"name": "move", "arguments": {"direction": "east"}}\n</tool_call><|im_end|>')
+    assert parse_reply(qwen) == ('<think>\nLook first.\n</think>', [look, east])
+    assert parse_reply('<tool_call>\n{"name": "look", "arguments": {}}\n<|im_end|>') == ('', [look])   # stopped unclosed
+    mistral = '[TOOL_CALLS] [{"name": "look", "arguments": {}}]\n[TOOL_CALLS] [{"name": "move", "arguments": {"direction": "east"}}]'
+    assert parse_reply(mistral) == ('', [look, east])   # a tag before each list: every call read, none dropped
