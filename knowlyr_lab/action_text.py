@@ -79,7 +79,17 @@ def _python_call(text:str, positional=None)->tuple[str, dict]:
         elif positional and len(args) <= len(positional): params = {**dict(zip(positional, args)), **params}
         else: raise InvalidActionError(f"ReAct action {text[:80]!r}: positional arguments need keyword names, "
                                        f"e.g. {name}(path=\"a.py\")")
-    return name, params
+    return name, _json_literals(params, text)
+
+# %% ../nbs/00aa_action_text.ipynb #b8978aad
+def _json_literals(params:dict, text:str)->dict:
+    "`params` of the call `text`, refused naming the first argument whose value JSON does not give back the same"
+    for k, v in params.items():
+        try: same = isinstance(k, str) and json.loads(json.dumps(v)) == v
+        except (TypeError, ValueError): same = False   # a set, bytes, a complex number, `...`
+        if not same: raise InvalidActionError(f"ReAct action {text[:80]!r}: argument {k!r} holds a value JSON cannot "
+                                              "carry (a tuple, set, bytes, complex number or key that is no string)")
+    return params
 
 # %% ../nbs/00aa_action_text.ipynb #e4504037
 def _json_arg_call(text:str)->tuple[str, dict]|None:

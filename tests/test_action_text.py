@@ -346,3 +346,28 @@ def test_real_block_layouts_still_read():
     assert parse_reply('<tool_call>\n{"name": "look", "arguments": {}}\n<|im_end|>') == ('', [look])   # stopped unclosed
     mistral = '[TOOL_CALLS] [{"name": "look", "arguments": {}}]\n[TOOL_CALLS] [{"name": "move", "arguments": {"direction": "east"}}]'
     assert parse_reply(mistral) == ('', [look, east])   # a tag before each list: every call read, none dropped
+
+# `tool(k=v)` was read with `ast.literal_eval`, which also reads sets, bytes, complex numbers, tuples and `...`: the call
+# passed as an action whose params JSON cannot carry (orjson failed on it when the trajectory was written, or turned a
+# tuple into a list). A call's values are JSON values; the refusal names the argument (a sequence is written as a list).
+PYTHON_NOT_JSON = [('f(x={1, 2})', "'x'"), ("f(x=b'ab')", "'x'"), ('f(x=1+2j)', "'x'"), ('f(path=[(0, 1)])', "'path'"),
+                   ('f(x=...)', "'x'"), ('f({1: "a"})', '1'), ('f(d={"a": {"b": {3}}})', "'d'"), ('f(d={"a": {1: 2}})', "'d'")]
+
+@pytest.mark.parametrize('action, arg', PYTHON_NOT_JSON, ids=range(len(PYTHON_NOT_JSON)))
+def test_python_call_values_are_json_values(action, arg):
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    why = rf"^ReAct action .*: argument {arg} holds a value JSON cannot carry \(a tuple, set, bytes, complex number or key"
+    for parse in (lambda t: parse_action(f'Action: {t}'), parse_text_action):
+        with pytest.raises(InvalidActionError, match=why): parse(action)
+    env = MoveEnv(); env.reset()
+    ts = env.step(f'Action: {action}')
+    assert ts.info['invalid_action'] and not ts.done and 'holds a value JSON cannot carry' in ts.observation
+
+def test_python_call_json_values_still_read():
+    import orjson
+    a = parse_action('Action: f(x=[1, -2.5, None, True], y={"k": "v"}, z="s", big=1e999)')
+    assert a['params'] == {'x': [1, -2.5, None, True], 'y': {'k': 'v'}, 'z': 's', 'big': float('inf')}
+    assert orjson.loads(orjson.dumps({k: v for k, v in a['params'].items() if k != 'big'})) == {'x': [1, -2.5, None, True], 'y': {'k': 'v'}, 'z': 's'}
+    assert parse_action('Action: read("a.py")', positional=['path']) == {'tool': 'read', 'params': {'path': 'a.py'}}
+    with pytest.raises(InvalidActionError, match=r"argument 'lines' holds a value JSON cannot carry"):
+        parse_action('Action: read("a.py", (1, 2))', positional=['path', 'lines'])
