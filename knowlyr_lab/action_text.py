@@ -225,18 +225,18 @@ def _llama_call(text:str)->re.Match|None:
     return None
 
 # %% ../nbs/00aa_action_text.ipynb #bfd8bf1f
-def _marked_format(text:str)->str|None:
-    "The tool-call format whose marker `text` holds, whether or not it has an `Action:` line"
-    if _TC_OPEN in text: return _TC_OPEN
-    if _MISTRAL in text: return _MISTRAL
-    if _JSON_START.match(text) or _llama_call(text): return _JSON
+def _format_at(text:str, react:bool=True)->tuple[str, int]|None:
+    "The tool-call format `text` is meant in and where its call starts; None: prose, or ReAct text when `react`"
+    if react and _ACTION_RE.search(text): return None
+    for fmt in (_TC_OPEN, _MISTRAL):
+        if (i := text.find(fmt)) >= 0: return fmt, i
+    if m := _JSON_START.match(text) or _llama_call(text): return _JSON, m.start()
     return None
 
 # %% ../nbs/00aa_action_text.ipynb #a7c31e52
 def tool_call_format(text:str)->str|None:
     "The tool-call format `text` is meant in: '<tool_call>', '[TOOL_CALLS]', 'JSON tool call', or None (ReAct, prose)"
-    if _ACTION_RE.search(text): return None   # ReAct: a format's marker in its thought or arguments is text
-    return _marked_format(text)
+    return (_format_at(text) or (None,))[0]
 
 # %% ../nbs/00aa_action_text.ipynb #b6f3f4b2
 _SPACES = re.compile(r"\s*")
@@ -287,19 +287,18 @@ def _call_of(d, fmt:str)->dict:
     return {'tool': name, 'params': args or {}}
 
 # %% ../nbs/00aa_action_text.ipynb #10784d73
-def _hermes_calls(text:str)->tuple[str, list[dict]]:
-    "The thought before the first `<tool_call>` and the call of each block"
+def _hermes_calls(text:str, i:int)->tuple[str, list[dict]]:
+    "The thought before the first `<tool_call>`, at `i`, and the call of each block"
     calls = []
-    for m in _TC_RE.finditer(text):
+    for m in _TC_RE.finditer(text, i):
         fmt = _TC_OPEN + ('' if m.group(2) else ' (no closing </tool_call>)')
         if not (body := m.group(1).strip()): raise InvalidActionError(f"empty {fmt}")
         calls.append(_call_of(_json_at(body, fmt, _TAIL_RE)[0], _TC_OPEN))
-    return text[:text.index(_TC_OPEN)].strip(), calls
+    return text[:i].strip(), calls
 
 # %% ../nbs/00aa_action_text.ipynb #3ac77862
-def _mistral_calls(text:str)->tuple[str, list[dict]]:
-    "The thought before `[TOOL_CALLS]` and the calls in the JSON list (or object) after each tag"
-    i = text.index(_MISTRAL)
+def _mistral_calls(text:str, i:int)->tuple[str, list[dict]]:
+    "The thought before the first `[TOOL_CALLS]`, at `i`, and the calls in the JSON list (or object) after each tag"
     thought, calls = text[:i].strip(), []
     while i < len(text):
         d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i + len(_MISTRAL))
@@ -307,11 +306,10 @@ def _mistral_calls(text:str)->tuple[str, list[dict]]:
     return thought, calls
 
 # %% ../nbs/00aa_action_text.ipynb #3aabe743
-def _json_calls(text:str)->tuple[str, list[dict]]:
-    "The thought before a JSON call and its call, which must end the text"
-    m = _JSON_START.match(text) or _llama_call(text)
-    d, _ = _json_at(text, _JSON, _TAIL_RE, text.index('{', m.start()))
-    return text[:m.start()].strip(), [_call_of(d, _JSON)]
+def _json_calls(text:str, i:int)->tuple[str, list[dict]]:
+    "The thought before the JSON call at `i` and its call, which must end the text"
+    d, _ = _json_at(text, _JSON, _TAIL_RE, text.index('{', i))
+    return text[:i].strip(), [_call_of(d, _JSON)]
 
 # %% ../nbs/00aa_action_text.ipynb #99d6d9e5
 _READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_calls}
@@ -319,17 +317,17 @@ _READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_call
 # %% ../nbs/00aa_action_text.ipynb #e2b86f17
 def _marked_reading(text:str, err:InvalidActionError)->tuple[str, str, list[dict]]:
     "(format, thought, calls) of a reply whose `Action:` line is no ReAct call but is followed by a format's call; else `err`"
-    if fmt := _marked_format(text):
-        try: thought, calls = _READERS[fmt](text)
+    if at := _format_at(text, react=False):
+        try: thought, calls = _READERS[at[0]](text, at[1])
         except InvalidActionError: raise err from None
         before = _ACTION_RE.search(thought)   # the call comes after the whole Action line
-        if before and before['action'].strip() == _ACTION_RE.search(text)['action'].strip(): return fmt, thought, calls
+        if before and before['action'].strip() == _ACTION_RE.search(text)['action'].strip(): return at[0], thought, calls
     raise err
 
 # %% ../nbs/00aa_action_text.ipynb #3202c495
 def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'params'}])
     "The thought and tool calls of a model reply: Hermes/Qwen, Llama 3.x JSON, Mistral, a JSON call or ReAct"
-    if fmt := tool_call_format(text): return _READERS[fmt](text)
+    if at := _format_at(text): return _READERS[at[0]](text, at[1])
     try: a = parse_react(text)
     except InvalidActionError as e:
         try: return _marked_reading(text, e)[1:]
@@ -353,8 +351,8 @@ def parse_action_text(text:str,            # the text action
     "The one tool call of a text action; an error names the tool-call format the text is meant in and what is wrong"
     if not text.strip(): raise InvalidActionError("empty action text")
     react = f'Action: {text.strip()}' if bare and not _ACTION_RE.search(text) else text
-    fmt = tool_call_format(text)
-    if fmt and not (bare and _CALL_START.match(text)): return _one_call(fmt, *_READERS[fmt](text))
+    fmt, i = _format_at(text) or (None, 0)
+    if fmt and not (bare and _CALL_START.match(text)): return _one_call(fmt, *_READERS[fmt](text, i))
     try: return parse_react(react, positional)
     except InvalidActionError as e:
-        return _one_call(fmt, *_READERS[fmt](text)) if fmt else _one_call(*_marked_reading(text, e))
+        return _one_call(fmt, *_READERS[fmt](text, i)) if fmt else _one_call(*_marked_reading(text, e))

@@ -371,3 +371,15 @@ def test_python_call_json_values_still_read():
     assert parse_action('Action: read("a.py")', positional=['path']) == {'tool': 'read', 'params': {'path': 'a.py'}}
     with pytest.raises(InvalidActionError, match=r"argument 'lines' holds a value JSON cannot carry"):
         parse_action('Action: read("a.py", (1, 2))', positional=['path', 'lines'])
+
+# `_json_calls` searched for Llama's call again after `tool_call_format` had found it (`_JSON_START.match(text) or
+# _llama_call(text)` in both): each reply in that format was decoded twice. The format is decided once (`_format_at`)
+# and its reader is handed where the call starts; what is read is unchanged.
+def test_llama_call_is_searched_for_once(monkeypatch):
+    import knowlyr_lab.action_text as at
+    searched, real = [], at._llama_call
+    monkeypatch.setattr(at, '_llama_call', lambda text: searched.append(text) or real(text))
+    text, look = 'Looking.\n<|python_tag|>{"name": "look", "parameters": {}}', {'tool': 'look', 'params': {}}
+    assert at.parse_reply(text) == ('Looking.', [look]) and len(searched) == 1
+    searched.clear()
+    assert at.parse_action_text(text) == {**look, 'thought': 'Looking.'} and len(searched) == 1
