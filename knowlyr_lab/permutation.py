@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/permutation.html.md"""
 # %% ../nbs/08c_permutation.ipynb #c8c0a004
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -48,16 +49,24 @@ def permutation(a, b, paired:bool, seed:int=0,
     return {'statistic': float(r.statistic), 'pvalue': float(r.pvalue), 'exact': exact}
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a009
-def _rank_sum(x, y, axis=-1):
-    "Mann-Whitney's U of `x`: its mid-rank sum in the pooled values less n(n+1)/2"
-    n = x.shape[-1]
-    return stats.rankdata(np.concatenate([x, y], axis=-1), axis=-1)[..., :n].sum(axis=-1) - n * (n + 1) / 2
+def _split_sums(a, b):
+    "Doubled mid-rank sum of the smaller sample: observed, and over every split of the pooled values"
+    if len(a) > len(b): a, b = b, a
+    r = np.rint(2 * stats.rankdata(np.concatenate([a, b]))).astype(np.int64)   # halves doubled: integers
+    idx = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(len(r)), len(a))), np.intp)
+    return int(r[:len(a)].sum()), r[idx.reshape(-1, len(a))].sum(axis=1)
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a011
-def _signed_rank(a, b):
-    "Wilcoxon's W+ of the relabelled pairs of `a` and `b`: the rank sum of the positive differences' sizes"
-    d = a - b; r = np.zeros(len(d)); nz = d != 0; r[nz] = stats.rankdata(np.abs(d[nz]))
-    return lambda x, y, axis=-1: np.sum(r * (x > y), axis=axis)
+def _sign_sums(a, b):
+    "Doubled W+ (the rank sum of the positive differences' sizes): the observed one, and those of every sign flip"
+    d = a - b; r = np.zeros(len(d), np.int64); nz = d != 0
+    r[nz] = np.rint(2 * stats.rankdata(np.abs(d[nz])))
+    return int(r[d > 0].sum()), ((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1) @ r
+
+# %% ../nbs/08c_permutation.ipynb #f072ef43
+def _two_sided_p(observed, null)->float:
+    "Exact two-sided p: twice the smaller share of the statistic's values `null` at or beyond `observed`, at most 1"
+    return float(min(1.0, min(np.count_nonzero(null <= observed), np.count_nonzero(null >= observed)) / len(null) * 2))
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a012
 def _tied(a, b, paired:bool)->bool:
@@ -73,5 +82,4 @@ def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired
     r = stats.wilcoxon(a, b, zero_method='wilcox') if paired else stats.mannwhitneyu(a, b, alternative='two-sided')
     res = {'statistic': float(r.statistic), 'pvalue': float(r.pvalue)}
     if not _tied(a, b, paired) or relabellings(a, b, paired) > PERMUTATIONS: return res
-    p = permutation(a, b, paired, statistic=_signed_rank(a, b) if paired else _rank_sum)   # exact: all counted
-    return {**res, 'pvalue': p['pvalue'], 'exact': True}
+    return {**res, 'pvalue': _two_sided_p(*(_sign_sums if paired else _split_sums)(a, b)), 'exact': True}
