@@ -137,6 +137,19 @@ def test_reward_interval_resamples_tasks_not_attempts():
     lb = leaderboard([r], metric='reward')
     assert (lb['high'] - lb['low']).iloc[0] == pytest.approx(s['reward_high'] - s['reward_low'])
 
+def test_a_constant_reward_warns_once_in_the_words_of_the_summary():
+    "Reward 1 on every task warned on every summary() and display, with a hint (binary=True) that summary() cannot take"
+    r = _repeated(); r.episodes['reward'] = 1.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        s = r.summary(); r.summary(); repr(r); r._repr_markdown_(); lb = leaderboard([r], metric='reward')
+    assert [str(w.message) for w in caught] == ["A: all 100 reward values are 1: no spread, so no CI (NaN); "
+                                                "the 0/1 success's CI is success_low to success_high"]
+    assert math.isnan(s['reward_low']) and math.isnan(s['reward_high']) and lb['low'].isna().all()
+    with pytest.warns(UserWarning, match='^A: all 100 steps values are 3: no spread, so no CI \\(NaN\\)$') as steps:
+        assert all(math.isnan(x) for _ in range(2) for x in r.mean_ci('steps'))   # another column: its own warning, once
+    assert len(steps) == 1
+
 def test_compare_agents_unpaired_counts_tasks_not_attempts():
     "compare_agents(paired=False) on 5 tasks x 20 identical attempts took 100 episodes per agent as independent: the CI was too narrow"
     a, b = _repeated('a'), _repeated('b'); b.episodes['success'] = b.episodes.task_key.isin(['t0', 't1'])

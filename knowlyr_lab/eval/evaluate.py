@@ -13,8 +13,9 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from fastcore.basics import patch
 
-from ..intervals import wilson_ci
+from ..intervals import no_spread, wilson_ci
 from ..registry import make
 from ..replicates import crossed_bootstrap, noise_floor, paired_mde, replicate_variance
 from ..rollout.collect import collect
@@ -60,6 +61,7 @@ class EvalResult:
     env_id: str|None = None
     confidence: float = 0.95
     held_out: HeldOutReport|None = None          # evaluation vs training tasks, by content (when checked)
+    _no_spread: set = field(default_factory=set, init=False, repr=False, compare=False)  # columns warned of
 
     @classmethod
     def from_trajectories(cls, trajs, agent=None, env_id=None, confidence=0.95):
@@ -85,7 +87,7 @@ class EvalResult:
         k, n = int(v.success.sum()), len(v)
         ess = effective_sample_size(v.success.astype(float), v.task_key) if n else 0.0
         lo, hi = wilson_ci(k, n, self.confidence) if ess >= n else wilson_ci_ess(k / n, ess, self.confidence)
-        rlo, rhi = task_bootstrap_ci(e.reward, e.task_key, self.confidence)      # attempts at one task are not independent
+        rlo, rhi = self.mean_ci('reward')      # attempts at one task are not independent: tasks resampled
         out = {'agent': self.agent, 'n_episodes': self.n_episodes, 'n_tasks': e.task_id.nunique(), 'n_distinct_tasks': e.task_key.nunique(),
                'ess': ess, 'n_unverified': int((~e.verified).sum()), 'n_invalid': self.n_invalid,
                'success_rate': k / n if n else float('nan'), 'success_low': lo, 'success_high': hi,
@@ -126,6 +128,23 @@ class EvalResult:
                 f"[{s['reward_low']:.3f}, {s['reward_high']:.3f}], {s['mean_steps']:.1f} steps, "
                 f"{s['tool_errors_per_episode']:.2f} tool errors/episode" + (f"; {s['n_invalid']} invalid episodes left out" if s['n_invalid'] else ''))
     def __repr__(self): return f"EvalResult({self.agent!r}, {self.n_episodes} episodes, success={self.summary()['success_rate']:.3f})"
+
+# %% ../../nbs/71_eval_evaluate.ipynb #c3cda249
+@patch
+def _warn_no_spread(self:EvalResult, column:str, value:float, n:int):
+    "Warn, once per result and column, that it has no spread"
+    if column in self._no_spread: return
+    self._no_spread.add(column)
+    tip = "; the 0/1 success's CI is success_low to success_high" if column == 'reward' and value in (0, 1) else ''
+    warnings.warn(f"{self.agent}: all {n} {column} values are {value:g}: no spread, so no CI (NaN){tip}", stacklevel=4)
+
+# %% ../../nbs/71_eval_evaluate.ipynb #3ac393b1
+@patch
+def mean_ci(self:EvalResult, column:str='reward')->tuple[float, float]:
+    "CI of the mean of `column` over the valid episodes, tasks resampled; NaN (warned once) when the values are all equal"
+    e = self.valid; x = e[column].astype(float)
+    if len(x) < 2 or not no_spread(x): return task_bootstrap_ci(x, e.task_key, self.confidence)
+    self._warn_no_spread(column, float(x.iloc[0]), len(x)); return (float('nan'), float('nan'))
 
 # %% ../../nbs/71_eval_evaluate.ipynb #b7b1671d
 def _task_list(env, tasks, n_tasks):
@@ -281,7 +300,7 @@ def leaderboard(results:Sequence[EvalResult],  # evaluations, one per agent
         s = r.summary()
         if metric == 'success': val, lo, hi = s['success_rate'], s['success_low'], s['success_high']
         else:
-            x = r.valid[metric].astype(float); val = float(x.mean()); lo, hi = task_bootstrap_ci(x, r.valid.task_key, r.confidence)
+            val = float(r.valid[metric].astype(float).mean()); lo, hi = r.mean_ci(metric)
         rows.append({'agent': r.agent, metric: val, 'low': lo, 'high': hi, 'n_episodes': s['n_episodes'], 'n_invalid': s['n_invalid'],
                      'n_tasks': s['n_distinct_tasks'], 'mean_reward': s['mean_reward'], 'mean_steps': s['mean_steps'],
                      'tool_errors': s['tool_errors_per_episode'], 'cost': s['total_cost'], '_r': r})
