@@ -160,6 +160,19 @@ def test_compare_agents_unpaired_counts_tasks_not_attempts():
     per_task = compare_samples(list(a.task_values('success').values()), list(b.task_values('success').values()), binary=False)
     assert (c.n_a, c.n_b, c.diff_ci, c.primary) == (5, 5, per_task.diff_ci, 'welch_t')   # 5 tasks each, not 100 episodes
 
+def test_unpaired_with_one_task_on_a_side_says_one_thing_about_repeats():
+    "x ran 1 task 3 times, y 4 tasks 3 times: the notes said x's attempts are compared as independent AND, for each side, that each task's mean attempt is one value"
+    x, y = _repeated('x'), _repeated('y')
+    x.episodes = x.episodes[x.episodes.task_key == 't2'].head(3).reset_index(drop=True)
+    y.episodes = y.episodes[y.episodes.attempt < 3].head(12).reset_index(drop=True)
+    with pytest.warns(UserWarning, match='repeat tasks'):
+        c = compare_agents(x, y, metric='reward', paired=False)
+    assert (c.n_a, c.n_b) == (3, 12)   # every episode is a value: x has no second task to take a mean over
+    assert [n for n in c.notes if 'repeat' in n or 'independent' in n] == [
+        "x's 3 episodes repeat tasks: effective sample size 1.0; y's 12 episodes repeat tasks: effective sample size 4.0; "
+        "x ran fewer than 2 tasks: each episode counts as independent; the test speaks for those tasks only"]
+
+
 def test_held_out_check_compares_text_tasks_by_content_not_id():
     "Tasks with no fingerprint and no env were compared by id: the training task's text under another id was called held out"
     from knowlyr_lab.tasks import check_held_out, task_key

@@ -219,17 +219,15 @@ def compare_agents(a:EvalResult,          # first agent's evaluation
         one = lambda r: r.valid[r.valid.task_key.isin(shared)].groupby('task_key').size().max() == 1
         binary = metric == 'success' and one(a) and one(b)  # decided by the design, not by the values seen
     else:
-        ea = a.valid[a.valid.verified] if metric == 'success' else a.valid
-        eb = b.valid[b.valid.verified] if metric == 'success' else b.valid
-        repeats = any(e.task_key.nunique() < len(e) for e in (ea, eb))
-        if repeats and min(e.task_key.nunique() for e in (ea, eb)) < 2:   # no second task to vary over
-            repeats = False; note("fewer than 2 different tasks on a side: its attempts are compared as independent, "
-                                  "which speaks for that task only")
-        for r, e in ((a, ea), (b, eb)):
-            if e.task_key.nunique() < len(e):
-                ess = effective_sample_size(e[metric].astype(float), e.task_key)
-                note(f"{r.agent}'s {len(e)} episodes repeat tasks: effective sample size {ess:.1f}; each task's mean "
-                     "attempt is one value (attempts are not independent)")
+        ea, eb = (r.valid[r.valid.verified] if metric == 'success' else r.valid for r in (a, b))
+        few = ' and '.join(r.agent for r, e in ((a, ea), (b, eb)) if e.task_key.nunique() < 2)   # no second task
+        ess = lambda e: effective_sample_size(e[metric].astype(float), e.task_key)
+        rep = [f"{r.agent}'s {len(e)} episodes repeat tasks: effective sample size {ess(e):.1f}"
+               for r, e in ((a, ea), (b, eb)) if e.task_key.nunique() < len(e)]
+        repeats = bool(rep) and not few   # else every episode is one value, and one note says so for both sides
+        why = (f"{few} ran fewer than 2 tasks: each episode counts as independent; the test speaks for those tasks only"
+               if few else "each task's mean attempt is one value (attempts are not independent)")
+        for n in (['; '.join(rep)] if few and rep else rep): note(f"{n}; {why}")
         per = lambda e: e.groupby('task_key')[metric].mean() if repeats else e[metric]   # a task's attempts: one value
         xa, xb = (per(e).astype(float).to_numpy() for e in (ea, eb))
         binary = metric == 'success' and not repeats   # one 0/1 outcome per task, as when paired
