@@ -218,7 +218,7 @@ def _rollout_unit(self:Pipeline, env, ag, i:int, key:str, tid:str):
     "Roll out unit `i` (task `tid`) with its own seed unless it is committed, then score it"
     c, rp = self.config, self.work / 'rollout' / f"{key}.json"
     if not rp.exists():
-        t = run_episode(env, ag, tid, episode_seed(c.seed, i), i, c.rollout)
+        t = run_episode(env, ag, tid, episode_seed(c.seed, i), i, c.rollout, again=True)   # the next unit's env too
         self._commit_json(rp, t.model_dump(mode='json'), 'rollout', key)
     self._reward_unit(key, [Trajectory.model_validate_json(rp.read_text())])
 

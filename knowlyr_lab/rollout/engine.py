@@ -256,9 +256,10 @@ def run_episode(env:AgentEnv,            # a fresh or reusable env (reset here)
                 seed:int|None=None,      # episode seed (env reset and agent.seed)
                 episode:int|None=None,   # episode index, kept in metadata
                 spec:RolloutSpec|None=None, # what an episode is (None: `RolloutSpec()`)
+                again:bool=False,        # the env runs the caller's next episode at once: it keeps its session
                )->Trajectory:
     "Run one episode and return its trajectory (a failed one, with the error, if anything raises)"
-    return run_episodes([env], [agent], [(episode, task, seed)], spec)[0]
+    return run_episodes([env], [agent], [(episode, task, seed)], spec, again=again)[0]
 
 # %% ../../nbs/40b_rollout_engine.ipynb #6546c1f4
 def close_if_abandoned(env,               # the env the episode ran in (any wrapper of it)
