@@ -1,4 +1,4 @@
-"""A text action read as one tool call, ReAct or a model family's tool-call format, and a malformed call refused naming its format and what is wrong.
+"""ReAct text and a call given as a dict (canonical, OpenAI, Anthropic) read as one tool call, and a malformed call refused saying what is wrong.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/action_text.html.md"""
 
@@ -17,15 +17,15 @@ from typing import Callable
 from .errors import InvalidActionError
 
 # %% auto #0
-__all__ = ['parse_ast', 'json_params', 'parse_react', 'tool_name_of', 'parse_action_dict', 'tool_call_format', 'parse_reply',
-           'parse_action_text']
+__all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_params', 'parse_react', 'tool_name_of', 'dialect_reader',
+           'parse_action_dict']
 
 # %% ../nbs/00aa_action_text.ipynb #a3f8d5c6
-_TOOL_NAME = r"[A-Za-z_][\w.\-]*"   # a tool's name: an identifier, which may hold `.` and `-` (an MCP server's)
+TOOL_NAME = r"[A-Za-z_][\w.\-]*"   # a tool's name: an identifier, which may hold `.` and `-` (an MCP server's)
 
 # %% ../nbs/00aa_action_text.ipynb #46e7a52e
 _THOUGHT_RE = re.compile(r"Thought\s*:\s*(?P<thought>.*?)(?=^[^\S\n]*Action\s*:|\Z)", re.S | re.M | re.I)
-_ACTION_RE = re.compile(r"^[^\S\n]*Action\s*:\s*(?P<action>.+)$", re.M | re.I)   # the action: strip it
+ACTION_RE = re.compile(r"^[^\S\n]*Action\s*:\s*(?P<action>.+)$", re.M | re.I)   # the action: strip it
 _INPUT_RE = re.compile(r"^[^\S\n]*Action\s+Input\s*:\s*(?P<input>.*)\Z", re.M | re.I | re.S)
 
 _AST_LOCK = threading.Lock()
@@ -37,7 +37,7 @@ def parse_ast(source:str, mode:str='exec')->ast.AST:
 
 # %% ../nbs/00aa_action_text.ipynb #0ea869c9
 @contextmanager
-def _deep_refused(msg:str): # the refusal: what was being read, and that it is nested too deeply
+def deep_refused(msg:str): # the refusal: what was being read, and that it is nested too deeply
     "Text nested past what a parser takes (`RecursionError`, or `ast`'s `MemoryError`) refused as an invalid action"
     try: yield
     except (RecursionError, MemoryError): raise InvalidActionError(msg) from None
@@ -50,7 +50,7 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
     if args is None or args == '': return {}
     if isinstance(args, dict): return args
     try:
-        with _deep_refused(f"{where}: arguments are nested too deeply to read: {args[:40]!r}"): params = json.loads(args)
+        with deep_refused(f"{where}: arguments are nested too deeply to read: {args[:40]!r}"): params = json.loads(args)
     except json.JSONDecodeError as e:
         raise InvalidActionError(
             f"{where}: arguments are not valid JSON ({e.msg} at column {e.colno}): {args[:80]!r}") from None
@@ -96,7 +96,7 @@ def _json_arg_call(text:str)->tuple[str, dict]|None:
     "`tool({...})` whose one argument is a JSON object, as (tool, params); None when `text` is not one"
     tool, _, rest = text.partition('(')
     tool, args = tool.rstrip(), rest[:-1].strip()
-    if not (re.fullmatch(_TOOL_NAME, tool) and rest.endswith(')') and args[:1] == '{' and args[-1:] == '}'): return None
+    if not (re.fullmatch(TOOL_NAME, tool) and rest.endswith(')') and args[:1] == '{' and args[-1:] == '}'): return None
     try: return tool, json.loads(args)
     except json.JSONDecodeError: return None
 
@@ -104,8 +104,8 @@ def _json_arg_call(text:str)->tuple[str, dict]|None:
 def _parse_call_expr(text, positional=None):
     "Parse `tool(...)` or a bare `tool` name into (tool, params): a Python call, else a tool and one JSON object"
     text = text.strip().strip('`').strip()
-    if re.fullmatch(_TOOL_NAME, text): return text, {}
-    with _deep_refused(f"ReAct action {text[:80]!r} is nested too deeply to read"):
+    if re.fullmatch(TOOL_NAME, text): return text, {}
+    with deep_refused(f"ReAct action {text[:80]!r} is nested too deeply to read"):
         try: return _python_call(text, positional)
         except InvalidActionError:
             if (call := _json_arg_call(text)) is None: raise
@@ -116,7 +116,7 @@ def parse_react(text:str,              # ReAct text: `Thought:`, `Action:`, opti
                 positional:Callable|list|None=None, # names of positional arguments (or `tool -> names`)
                )->dict:                # {"tool", "params"} (+ "thought")
     "The tool call of ReAct text; text with no `Action:` line is not a ReAct action"
-    m = _ACTION_RE.search(text)
+    m = ACTION_RE.search(text)
     if not m: raise InvalidActionError(f"text has no 'Action:' line, so it is not a ReAct action: {text[:80]!r}")
     th = _THOUGHT_RE.search(text)
     thought = th.group('thought').strip() if th else None
@@ -136,7 +136,7 @@ def parse_react(text:str,              # ReAct text: `Thought:`, `Action:`, opti
 # %% ../nbs/00aa_action_text.ipynb #93071e70
 def tool_name_of(expr:str)->str:
     "The tool name at the start of a ReAct action expression"
-    m = re.match(rf"\s*`?({_TOOL_NAME})", expr)
+    m = re.match(rf"\s*`?({TOOL_NAME})", expr)
     return m.group(1) if m else ''
 
 # %% ../nbs/00aa_action_text.ipynb #e6ad96ed
@@ -185,7 +185,7 @@ def _from_openai(d:dict)->dict:
     return out
 
 # %% ../nbs/00aa_action_text.ipynb #93631e29
-def _dialect(d:dict)->Callable|None:
+def dialect_reader(d:dict)->Callable|None:
     "The reader of dict action `d`, by its keys: canonical, Anthropic `tool_use` or OpenAI `tool_call` (None: neither)"
     if 'tool' in d: return _from_canonical
     if d.get('type') == 'tool_use' or ('name' in d and 'input' in d): return _from_anthropic
@@ -199,160 +199,6 @@ def parse_action_dict(action, # a dict or SDK object: canonical, OpenAI tool_cal
     if action is None:
         raise InvalidActionError("action is None; expected a dict like {'tool': 'name', 'params': {...}}")
     d = _as_dict(action)
-    if read := _dialect(d): return read(d)
+    if read := dialect_reader(d): return read(d)
     raise InvalidActionError(f"unrecognised action with keys {sorted(d)[:8]}; expected {{'tool', 'params'}}, an OpenAI "
                              "tool_call, an Anthropic tool_use block, or ReAct text")
-
-# %% ../nbs/00aa_action_text.ipynb #53b8696b
-_TC_OPEN, _MISTRAL, _JSON = '<tool_call>', '[TOOL_CALLS]', 'JSON tool call'
-_JSON_START = re.compile(r"\s*(?:```[\w-]*\s*)?(?:<\|python_tag\|>\s*)?(?=\{)")
-_LLAMA_RE = re.compile(r'(<\|python_tag\|>\s*)?\{\s*"name"\s*:')
-_TAIL_RE = re.compile(r"\s*(?:(?:```|<\|eot_id\|>|<\|eom_id\|>|<\|im_end\|>)\s*)?\Z")   # what may follow a JSON call
-_TC_RE = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.S)   # a block: strip it
-_DEC = json.JSONDecoder()
-
-# %% ../nbs/00aa_action_text.ipynb #0f09566c
-def _llama_call(text:str)->re.Match|None:
-    "Where Llama 3.x's call starts in `text`: the first `{\"name\": ...}` object that ends the text or is malformed"
-    if '"parameters"' not in text and '"arguments"' not in text: return None
-    end = 0
-    for m in _LLAMA_RE.finditer(text):
-        i = text.index('{', m.start())
-        if i < end: continue                     # inside an object the thought quotes
-        try: end = _DEC.raw_decode(text, i)[1]
-        except json.JSONDecodeError: return m    # meant as a call, malformed
-        if _TAIL_RE.match(text, end): return m
-    return None
-
-# %% ../nbs/00aa_action_text.ipynb #bfd8bf1f
-def _format_at(text:str, react:bool=True)->tuple[str, int]|None:
-    "The tool-call format `text` is meant in and where its call starts; None: prose, or ReAct text when `react`"
-    if react and _ACTION_RE.search(text): return None
-    for fmt in (_TC_OPEN, _MISTRAL):
-        if (i := text.find(fmt)) >= 0: return fmt, i
-    if m := _JSON_START.match(text) or _llama_call(text): return _JSON, m.start()
-    return None
-
-# %% ../nbs/00aa_action_text.ipynb #a7c31e52
-def tool_call_format(text:str)->str|None:
-    "The tool-call format `text` is meant in: '<tool_call>', '[TOOL_CALLS]', 'JSON tool call', or None (ReAct, prose)"
-    return (_format_at(text) or (None,))[0]
-
-# %% ../nbs/00aa_action_text.ipynb #b6f3f4b2
-_SPACES = re.compile(r"\s*")
-_MISTRAL_TAIL = re.compile(rf"\s*(?={re.escape(_MISTRAL)})|{_TAIL_RE.pattern}")   # what may follow a list
-
-# %% ../nbs/00aa_action_text.ipynb #31d49f30
-def _line_col(text:str, i:int, pos:int)->str:
-    "'line L column C' of `pos` in `text`, counted from `i`"
-    line, start = text.count('\n', i, pos) + 1, max(text.rfind('\n', i, pos) + 1, i)
-    return f"line {line} column {pos - start + 1}"
-
-# %% ../nbs/00aa_action_text.ipynb #3baaba2d
-def _json_at(text:str,        # text with a JSON value at `i`, after whitespace
-             fmt:str,         # the tool-call format, named by the error
-             tail:re.Pattern, # what may follow the value; other text after it is refused
-             i:int=0,         # where the value starts
-            )->tuple:         # (the value, where `tail` ends)
-    "The JSON value at `i` of `text` and the end of what follows it; an error names `fmt`, the line and the column"
-    i = _SPACES.match(text, i).end()
-    try:
-        with _deep_refused(f"malformed {fmt}: JSON nested too deeply to read: {text[i:i + 40]!r}"):
-            d, end = _DEC.raw_decode(text, i)
-    except json.JSONDecodeError as e:
-        raise InvalidActionError(f"malformed {fmt}: not valid JSON at {_line_col(text, i, e.pos)}: {e.msg}: "
-                                 f"{text[i:i + 80]!r}") from None
-    if m := tail.match(text, end): return d, m.end()
-    end = _SPACES.match(text, end).end()   # where the text after it starts
-    raise InvalidActionError(f"malformed {fmt}: text after the call at {_line_col(text, i, end)}: "
-                             f"{text[end:end + 40]!r}")
-
-# %% ../nbs/00aa_action_text.ipynb #048a9365
-def _call_of(d, fmt:str)->dict:
-    "A decoded call of format `fmt` as a canonical action: `{name, arguments}` or a dict dialect (`_dialect`)"
-    what = fmt if fmt == _JSON else f"{fmt} tool call"
-    if not isinstance(d, dict): raise InvalidActionError(f"{what} must be a JSON object, got {type(d).__name__}")
-    if read := _dialect(d):
-        try: return read(d)
-        except InvalidActionError as e: raise InvalidActionError(f"{what}: {e}") from None
-    name = d.get('name')
-    if name in (None, ''):
-        with _deep_refused(f"{what} has no 'name' (and is nested too deeply to quote)"): quoted = json.dumps(d)[:80]
-        raise InvalidActionError(f"{what} has no 'name': {quoted}")
-    if not isinstance(name, str): raise InvalidActionError(f"{what}'s 'name' must be a string, got {name!r}")
-    args = next((d[k] for k in ('arguments', 'parameters', 'params') if k in d), None)
-    if isinstance(args, str): args = json_params(args, f"{what} {name!r}")
-    if args is not None and not isinstance(args, dict):
-        raise InvalidActionError(f"{what} {name!r}: arguments must be an object, got {type(args).__name__}")
-    return {'tool': name, 'params': args or {}}
-
-# %% ../nbs/00aa_action_text.ipynb #10784d73
-def _hermes_calls(text:str, i:int)->tuple[str, list[dict]]:
-    "The thought before the first `<tool_call>`, at `i`, and the call of each block"
-    calls = []
-    for m in _TC_RE.finditer(text, i):
-        fmt = _TC_OPEN + ('' if m.group(2) else ' (no closing </tool_call>)')
-        if not (body := m.group(1).strip()): raise InvalidActionError(f"empty {fmt}")
-        calls.append(_call_of(_json_at(body, fmt, _TAIL_RE)[0], _TC_OPEN))
-    return text[:i].strip(), calls
-
-# %% ../nbs/00aa_action_text.ipynb #3ac77862
-def _mistral_calls(text:str, i:int)->tuple[str, list[dict]]:
-    "The thought before the first `[TOOL_CALLS]`, at `i`, and the calls in the JSON list (or object) after each tag"
-    thought, calls = text[:i].strip(), []
-    while i < len(text):
-        d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i + len(_MISTRAL))
-        calls += [_call_of(c, _MISTRAL) for c in (d if isinstance(d, list) else [d])]
-    return thought, calls
-
-# %% ../nbs/00aa_action_text.ipynb #3aabe743
-def _json_calls(text:str, i:int)->tuple[str, list[dict]]:
-    "The thought before the JSON call at `i` and its call, which must end the text"
-    d, _ = _json_at(text, _JSON, _TAIL_RE, text.index('{', i))
-    return text[:i].strip(), [_call_of(d, _JSON)]
-
-# %% ../nbs/00aa_action_text.ipynb #99d6d9e5
-_READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_calls}
-
-# %% ../nbs/00aa_action_text.ipynb #e2b86f17
-def _marked_reading(text:str, err:InvalidActionError)->tuple[str, str, list[dict]]:
-    "(format, thought, calls) of a reply whose `Action:` line is no ReAct call but is followed by a format's call; else `err`"
-    if at := _format_at(text, react=False):
-        try: thought, calls = _READERS[at[0]](text, at[1])
-        except InvalidActionError: raise err from None
-        before = _ACTION_RE.search(thought)   # the call comes after the whole Action line
-        if before and before['action'].strip() == _ACTION_RE.search(text)['action'].strip(): return at[0], thought, calls
-    raise err
-
-# %% ../nbs/00aa_action_text.ipynb #3202c495
-def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'params'}])
-    "The thought and tool calls of a model reply: Hermes/Qwen, Llama 3.x JSON, Mistral, a JSON call or ReAct"
-    if at := _format_at(text): return _READERS[at[0]](text, at[1])
-    try: a = parse_react(text)
-    except InvalidActionError as e:
-        try: return _marked_reading(text, e)[1:]
-        except InvalidActionError: return text.strip(), []
-    return (a.pop('thought', '') or '').strip(), [a]
-
-# %% ../nbs/00aa_action_text.ipynb #b1e4c7d2
-_CALL_START = re.compile(rf"\s*`?{_TOOL_NAME}\s*\(")   # `tool(`: a bare call
-
-# %% ../nbs/00aa_action_text.ipynb #d6f2a9e1
-def _one_call(fmt:str, thought:str, calls:list[dict])->dict:
-    "The one call of a reply in format `fmt`, with its thought; a step takes one call"
-    if len(calls) != 1: raise InvalidActionError(f"{fmt} reply holds {len(calls)} tool calls; a step takes one")
-    return {**calls[0], **({'thought': thought} if thought else {})}
-
-# %% ../nbs/00aa_action_text.ipynb #be6063a2
-def parse_action_text(text:str,            # the text action
-                      positional:Callable|list|None=None, # names of positional ReAct arguments (or `tool -> names`)
-                      bare:bool=False,     # text with no `Action:` line is the call itself: `tool(k=v)`, `tool`
-                     )->dict:                  # {"tool", "params"} (+ "thought", "call_id")
-    "The one tool call of a text action; an error names the tool-call format the text is meant in and what is wrong"
-    if not text.strip(): raise InvalidActionError("empty action text")
-    react = f'Action: {text.strip()}' if bare and not _ACTION_RE.search(text) else text
-    fmt, i = _format_at(text) or (None, 0)
-    if fmt and not (bare and _CALL_START.match(text)): return _one_call(fmt, *_READERS[fmt](text, i))
-    try: return parse_react(react, positional)
-    except InvalidActionError as e:
-        return _one_call(fmt, *_READERS[fmt](text, i)) if fmt else _one_call(*_marked_reading(text, e))

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from .action_text import parse_reply  # noqa: F401 (re-exported: the chat layer reads replies)
 from .chat_messages import ChatFormatError, assistant_message, fence, parse_steps_text, react_text, seed_messages, steps_text, to_messages, tool_call  # noqa: F401 (re-exported: the chat layer's names are all in knowlyr_lab.chat)
 from .core import InvalidActionError
+from .tool_call_formats import parse_reply  # noqa: F401 (re-exported: the chat layer reads replies)
 
 # %% auto #0
 __all__ = ['CHAT_FORMATS', 'PROMPT_FILE', 'template_call', 'format_messages', 'turn_extends', 'template_caps', 'choose_format',

@@ -18,8 +18,9 @@ from typing import Callable, Iterable
 
 from fastcore.basics import patch
 
-from .action_text import parse_action_dict, parse_action_text
+from .action_text import parse_action_dict
 from .errors import EnvDoneError, InfrastructureError, InvalidActionError, KnowlyrError, NotResetError  # noqa: F401 (re-exported: _all_)
+from .tool_call_formats import parse_action_text
 
 # %% auto #0
 __all__ = ['Verdict', 'TimeStep', 'verdict_of', 'step_info', 'parse_action', 'tool_schema', 'schema_name', 'schema_params',

@@ -14,7 +14,6 @@ import ipywidgets as W
 from fastcore.basics import patch
 from IPython.display import display
 
-from .action_text import parse_action_text
 from .agents import OpenAIAgent, agent_from_spec, as_reply
 from .chat import to_messages
 from .core import InvalidActionError, KnowlyrError, TimeStep, Verdict, verdict_of
@@ -22,6 +21,7 @@ from .plots import plot_step_rewards, reward_components
 from .registry import make
 from .rollout.engine import close_if_abandoned
 from .rollout.spec import RolloutSpec
+from .tool_call_formats import parse_action_text
 from .trajectory import AgentInfo, Step, Trajectory
 
 # %% auto #0

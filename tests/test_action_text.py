@@ -1,6 +1,6 @@
 """A text action meant as a tool call (Hermes/Qwen `<tool_call>`, Mistral `[TOOL_CALLS]`, a bare JSON object) that is
 malformed is refused naming its format and its defect, by `parse_action`, `parse_reply` and an env's `step` alike;
-ReAct-shaped text keeps the ReAct message, and valid calls parse (page `00aa_action_text`)."""
+ReAct-shaped text keeps the ReAct message, and valid calls parse (pages `00aa_action_text`, `00aab_tool_call_formats`)."""
 import json
 import re
 
@@ -76,14 +76,14 @@ def _outcome(parse, text):
 
 @pytest.mark.parametrize('text', SAME)
 def test_every_text_reader_gives_the_same_action(text):
-    from knowlyr_lab.action_text import parse_action_text
     from knowlyr_lab.envs.text_actions import parse_text_action
+    from knowlyr_lab.tool_call_formats import parse_action_text
     from knowlyr_lab.widgets import parse_typed_action
     want = _outcome(parse_action_text, text)
     assert _outcome(parse_text_action, text) == want and _outcome(parse_typed_action, text) == want
 
 def test_openai_and_anthropic_json_text_is_their_call():
-    from knowlyr_lab.action_text import parse_action_text
+    from knowlyr_lab.tool_call_formats import parse_action_text
     east = {'tool': 'move', 'params': {'direction': 'east'}}
     assert parse_action_text(SAME[3]) == east and parse_action_text(SAME[4]) == east
     assert parse_action_text(SAME[5]) == {**east, 'call_id': 'toolu_1'}   # the input is read, not dropped
@@ -285,7 +285,7 @@ WIDE = [('Action: a' + SPACES + 'b', "ReAct action 'a "), ('a' + SPACES + 'b', "
 
 @pytest.mark.parametrize('text, bare_reading', WIDE, ids=range(len(WIDE)))
 def test_wide_whitespace_is_read_in_linear_work(text, bare_reading):
-    from knowlyr_lab.action_text import parse_action_text
+    from knowlyr_lab.tool_call_formats import parse_action_text
     for i, parse in enumerate((lambda t: parse_action_text(t, bare=True), parse_action_text, parse_reply)):
         try: out = parse(text)
         except InvalidActionError as e: out = str(e); assert '\n' not in out and len(out) < 300, out[:300]
@@ -296,8 +296,8 @@ def test_wide_whitespace_is_read_in_linear_work(text, bare_reading):
 @pytest.mark.parametrize('action', ['Next I will use search({"q": "x"})', 'rm -rf / && search({"q": "x"})',
                                     'Then run the tests with run_tests({"verbose": true})'])
 def test_prose_before_a_json_call_is_no_tool_name(action):
-    from knowlyr_lab.action_text import parse_action_text
     from knowlyr_lab.recorder.react import react_action
+    from knowlyr_lab.tool_call_formats import parse_action_text
     with pytest.raises(InvalidActionError, match=r"is not `tool\(key=value, \.\.\.\)`"): parse_action_text(f'Action: {action}')
     assert react_action(action)[1] is False
     assert parse_action_text('Action: mcp__gh-api__search({"q": "x", "all": true})') == \
@@ -305,7 +305,7 @@ def test_prose_before_a_json_call_is_no_tool_name(action):
 
 # A Hermes/Qwen reply whose preamble has an `Action:` line that is no ReAct call keeps its <tool_call>.
 def test_a_tool_call_after_an_action_preamble_is_read():
-    from knowlyr_lab.action_text import parse_action_text
+    from knowlyr_lab.tool_call_formats import parse_action_text
     text = ('Plan: first look the term up.\nAction: call the search tool.\n'
             '<tool_call>\n{"name": "search", "arguments": {"q": "fizzbuzz"}}\n</tool_call>')
     call, said = {'tool': 'search', 'params': {'q': 'fizzbuzz'}}, 'Plan: first look the term up.\nAction: call the search tool.'
@@ -376,7 +376,7 @@ def test_python_call_json_values_still_read():
 # _llama_call(text)` in both): each reply in that format was decoded twice. The format is decided once (`_format_at`)
 # and its reader is handed where the call starts; what is read is unchanged.
 def test_llama_call_is_searched_for_once(monkeypatch):
-    import knowlyr_lab.action_text as at
+    import knowlyr_lab.tool_call_formats as at
     searched, real = [], at._llama_call
     monkeypatch.setattr(at, '_llama_call', lambda text: searched.append(text) or real(text))
     text, look = 'Looking.\n<|python_tag|>{"name": "look", "parameters": {}}', {'tool': 'look', 'params': {}}

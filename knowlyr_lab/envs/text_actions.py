@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ..action_text import parse_action_text
+from ..tool_call_formats import parse_action_text
 
 # %% auto #0
 __all__ = ['MAX_ACTION_CHARS', 'MAX_ACTION_VALUES', 'parse_text_action', 'values_outside_quotes', 'action_values',
