@@ -17,8 +17,8 @@ from typing import Callable
 from .errors import InvalidActionError
 
 # %% auto #0
-__all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_params', 'parse_react', 'tool_name_of', 'dialect_reader',
-           'parse_action_dict']
+__all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_int', 'int64_call', 'json_params', 'parse_react',
+           'tool_name_of', 'dialect_reader', 'parse_action_dict']
 
 # %% ../nbs/00aa_action_text.ipynb #a3f8d5c6
 TOOL_NAME = r"[A-Za-z_][\w.\-]*"   # a tool's name: an identifier, which may hold `.` and `-` (an MCP server's)
@@ -42,6 +42,31 @@ def deep_refused(msg:str): # the refusal: what was being read, and that it is ne
     try: yield
     except (RecursionError, MemoryError): raise InvalidActionError(msg) from None
 
+# %% ../nbs/00aa_action_text.ipynb #6ba6686d
+class _LongInt(str): "A JSON integer literal too long to lie within 64 bits, kept as its text"
+
+def json_int(s:str)->int|str:
+    "`parse_int` of the JSON readers: a literal as an int, or as its text past 21 characters (outside 64 bits)"
+    return int(s) if len(s) <= 21 else _LongInt(s)
+
+# %% ../nbs/00aa_action_text.ipynb #93b2e553
+_INT64 = (-2**63, 2**64 - 1)   # the integers a call may carry: signed and unsigned 64-bit
+
+def int64_call(call:dict,          # a canonical action
+               where:str|None=None, # what the call was read from, for the error
+              )->dict:             # `call`, when each integer in its params lies within 64 bits
+    "`call`, refused naming the first argument that holds an integer outside 64 bits"
+    todo = [(repr(k), v) for k, v in reversed(call['params'].items())]   # a stack: no recursion
+    while todo:
+        path, v = todo.pop()
+        if isinstance(v, dict): todo += [(f"{path}[{k!r}]", x) for k, x in reversed(v.items())]
+        elif isinstance(v, list): todo += [(f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v)))]
+        elif isinstance(v, _LongInt) or (
+                isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]):
+            msg = f"tool {call['tool']!r}: argument {path} holds an integer outside 64 bits (-2**63 to 2**64 - 1)"
+            raise InvalidActionError(f"{where}: {msg}" if where else msg)
+    return call
+
 # %% ../nbs/00aa_action_text.ipynb #0233e47b
 def json_params(args,       # tool arguments: a JSON string, a dict, or None/empty (no arguments)
                 where:str, # what the arguments belong to, for the error
@@ -50,7 +75,8 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
     if args is None or args == '': return {}
     if isinstance(args, dict): return args
     try:
-        with deep_refused(f"{where}: arguments are nested too deeply to read: {args[:40]!r}"): params = json.loads(args)
+        with deep_refused(f"{where}: arguments are nested too deeply to read: {args[:40]!r}"):
+            params = json.loads(args, parse_int=json_int)
     except json.JSONDecodeError as e:
         raise InvalidActionError(
             f"{where}: arguments are not valid JSON ({e.msg} at column {e.colno}): {args[:80]!r}") from None
@@ -97,7 +123,7 @@ def _json_arg_call(text:str)->tuple[str, dict]|None:
     tool, _, rest = text.partition('(')
     tool, args = tool.rstrip(), rest[:-1].strip()
     if not (re.fullmatch(TOOL_NAME, tool) and rest.endswith(')') and args[:1] == '{' and args[-1:] == '}'): return None
-    try: return tool, json.loads(args)
+    try: return tool, json.loads(args, parse_int=json_int)
     except json.JSONDecodeError: return None
 
 # %% ../nbs/00aa_action_text.ipynb #f34d1f3c
@@ -131,7 +157,7 @@ def parse_react(text:str,              # ReAct text: `Thought:`, `Action:`, opti
         tool, params = _parse_call_expr(m.group('action'), names)
     out = {'tool': tool, 'params': params}
     if thought: out['thought'] = thought
-    return out
+    return int64_call(out, 'ReAct action')
 
 # %% ../nbs/00aa_action_text.ipynb #93071e70
 def tool_name_of(expr:str)->str:
@@ -199,6 +225,6 @@ def parse_action_dict(action, # a dict or SDK object: canonical, OpenAI tool_cal
     if action is None:
         raise InvalidActionError("action is None; expected a dict like {'tool': 'name', 'params': {...}}")
     d = _as_dict(action)
-    if read := dialect_reader(d): return read(d)
+    if read := dialect_reader(d): return int64_call(read(d))
     raise InvalidActionError(f"unrecognised action with keys {sorted(d)[:8]}; expected {{'tool', 'params'}}, an OpenAI "
                              "tool_call, an Anthropic tool_use block, or ReAct text")

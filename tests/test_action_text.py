@@ -383,3 +383,47 @@ def test_llama_call_is_searched_for_once(monkeypatch):
     assert at.parse_reply(text) == ('Looking.', [look]) and len(searched) == 1
     searched.clear()
     assert at.parse_action_text(text) == {**look, 'thought': 'Looking.'} and len(searched) == 1
+
+# An integer past 64 bits in a call's arguments (a hostile or broken model's output) was accepted in every format, and
+# orjson, which writes rows and reads logs here, refuses to write it ("Integer exceeds 64-bit range") and reads it as a
+# float. A literal past 4,300 digits raised a plain ValueError (Python's int limit) that an env's step did not catch.
+BIG = 123456789012345678901234567890
+HUGE = '9' * 5000
+def _calls(n):
+    return [f'{{"name": "bash", "arguments": {{"n": {n}}}}}', f'<tool_call>{{"name": "bash", "arguments": {{"n": {n}}}}}</tool_call>',
+            f'[TOOL_CALLS] [{{"name": "bash", "arguments": {{"n": {n}}}}}]', f'Ok.<|python_tag|>{{"name": "bash", "parameters": {{"n": {n}}}}}',
+            f'Action: bash(n={n})', f'Action: bash\nAction Input: {{"n": {n}}}', f'Action: bash({{"n": {n}}})',
+            f'{{"tool": "bash", "params": {{"opts": [{{"n": {n}}}]}}}}',
+            {'type': 'function', 'function': {'name': 'bash', 'arguments': f'{{"n": {n}}}'}}]
+
+class BashEnv(AgentEnv):
+    "One tool, `bash`, that takes an integer"
+    tool_schemas = [tool_schema('bash', 'Run', {'n': {'type': 'integer'}, 'opts': {'type': 'array'}})]
+    def _reset(self, task=None, seed=None): return TimeStep('Go.')
+    def _step(self, tool, params): return TimeStep(f'ran {params}', 1.0, terminated=True, verdict=Verdict(success=True))
+
+@pytest.mark.parametrize('n', [BIG, -BIG, 2**64, -2**63 - 1, HUGE])
+def test_an_integer_past_64_bits_is_an_invalid_action(n):
+    for action in _calls(n) + ([{'tool': 'bash', 'params': {'n': n}}] if n != HUGE else []):
+        if n == HUGE and 'bash(n=' in str(action): want = r"is not `tool\(key=value"   # Python's parser refuses it
+        else: want = r"argument '(n|opts)'(\[0\]\['n'\])? holds an integer outside 64 bits"
+        with pytest.raises(InvalidActionError, match=want): parse_action(action)
+        env = BashEnv(); env.reset()
+        ts = env.step(action)
+        assert ts.info.get('invalid_action') and ts.observation.startswith('Error: ') and ts.call is None, action
+        if isinstance(action, str) and not action.startswith('Action:'):
+            with pytest.raises(InvalidActionError, match=want): parse_reply(action)
+
+def test_integers_within_64_bits_still_read():
+    for n in (2**64 - 1, -2**63, 0):
+        for action in _calls(n): assert str(n) in json.dumps(parse_action(action)['params']), action
+
+def test_a_rollout_with_a_huge_integer_writes_with_orjson(tmp_path):
+    "The step is an invalid action; the trajectory holds no such integer, so orjson writes it and reads it back"
+    import orjson
+
+    from knowlyr_lab.agents import ScriptedAgent
+    from knowlyr_lab.rollout.collect import collect
+    (t,) = collect(BashEnv, ScriptedAgent([_calls(BIG)[1], 'Action: bash(n=3)']), 1, progress=False)
+    assert [s.action is None for s in t.steps] == [True, False] and t.outcome.success
+    assert orjson.loads(orjson.dumps(t.model_dump()))['steps'][1]['action']['params'] == {'n': 3}
