@@ -143,3 +143,26 @@ def test_a_host_read_error_of_the_snapshot_leaves_the_episode_out(monkeypatch):
     assert not t.valid and t.outcome.score is None, t.outcome
     assert t.outcome.invalid.startswith('InfrastructureError: the host failed while judging the workspace (OSError: [Errno 5]'), \
         t.outcome.invalid
+
+class FirstReadFails(FailingDisk):
+    "The host's disk fails the very first read with EIO, then gives the bytes (to a retry, as tarfile's 'r:*' makes)"
+    def __init__(self, data): super().__init__(data, len(data)); self.failed = False
+    def read(self, n=-1):
+        if not self.failed: self.failed = True; raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return super().read(n)
+
+@pytest.mark.parametrize('disk', [FirstReadFails, lambda data: FailingDisk(data, 100)], ids=['first read', 'at byte 100'])
+def test_check_archive_passes_a_read_error_before_the_first_header_through(disk):
+    "On main: SandboxError 'not a readable tar (ReadError: file could not be opened successfully ...)', errno lost"
+    from knowlyr_lab.sandbox.base import SandboxError
+    from knowlyr_lab.sandbox.snapshot import ArchiveWriter, SandboxSnapshot, check_archive
+    w = ArchiveWriter()
+    ti = tarfile.TarInfo('f.bin'); ti.size = 2000; w.add(ti, io.BytesIO(os.urandom(2000)))
+    data = w.close()
+    with pytest.raises(OSError) as e: check_archive(disk(data))
+    assert e.value.errno == errno.EIO and not isinstance(e.value, SandboxError), repr(e.value)
+    snap = SandboxSnapshot(data, {})
+    snap.open = lambda: disk(data)          # the snapshot's own file, failing the same way
+    with pytest.raises(OSError) as e: _ = snap.digest
+    assert e.value.errno == errno.EIO and not isinstance(e.value, SandboxError), repr(e.value)
+    with pytest.raises(SandboxError, match='not a readable tar'): check_archive(data[:100])   # a cut archive: the agent's

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tarfile
 from collections import deque
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -20,7 +21,7 @@ from ..core import InfrastructureError, KnowlyrError
 
 # %% auto #0
 __all__ = ['WORKSPACE', 'HOST_ERRNOS', 'SandboxError', 'PathEscapeError', 'SandboxBackendError', 'SandboxUnavailableError',
-           'host_errno', 'ToolResult', 'SandboxLimits', 'OutputCapture', 'truncate_output', 'RawCapture',
+           'host_errno', 'open_tar', 'ToolResult', 'SandboxLimits', 'OutputCapture', 'truncate_output', 'RawCapture',
            'resolve_workspace_path', 'host_readlink']
 
 # %% ../../nbs/10_sandbox_base.ipynb #a2df2032
@@ -49,6 +50,28 @@ HOST_ERRNOS = frozenset({errno.EIO, errno.EROFS, errno.ENOMEM, errno.EMFILE, err
 def host_errno(e:BaseException)->bool:
     "Whether `e` is an `OSError` of the host's own devices, memory or file table (`HOST_ERRNOS`)"
     return isinstance(e, OSError) and e.errno in HOST_ERRNOS
+
+# %% ../../nbs/10_sandbox_base.ipynb #34547692
+class _HostReads:
+    "A binary file's reads, remembering the `host_errno` error one of them raised"
+    def __init__(self, f): self.f, self.error = f, None
+    def read(self, n=-1):
+        try: return self.f.read(n)
+        except OSError as e:
+            if host_errno(e): self.error = e
+            raise
+    def seek(self, *a): return self.f.seek(*a)
+    def tell(self): return self.f.tell()
+
+# %% ../../nbs/10_sandbox_base.ipynb #9d8936ac
+def open_tar(f, # a binary file holding a tar, gzipped or not, read from where it is
+            )->tarfile.TarFile:
+    "`tarfile.open(fileobj=f, mode='r:*')`, raising a `host_errno` error of `f`'s reads as itself, not as a `ReadError`"
+    reads = _HostReads(f)
+    try: return tarfile.open(fileobj=reads, mode='r:*')
+    except tarfile.TarError:
+        if reads.error is None: raise
+        raise reads.error from None
 
 # %% ../../nbs/10_sandbox_base.ipynb #aaf4ec2b
 @dataclass

@@ -19,7 +19,7 @@ from fastcore.basics import patch_to
 
 from ..plugins import Registry, UnknownNameError
 from .base import WORKSPACE as WORKSPACE
-from .base import SandboxBackendError, SandboxError
+from .base import SandboxBackendError, SandboxError, open_tar
 from .base import SandboxLimits as SandboxLimits
 from .base import ToolResult as ToolResult
 from .calls import SandboxCalls
@@ -172,7 +172,7 @@ def _unpack(self, archive):
         if len(tar.members): self._inside('restore', UNPACK_SCRIPT, ws, stdin=buf.getbuffer())
         buf = io.BytesIO(); tar = tarfile.open(fileobj=buf, mode='w', format=tarfile.GNU_FORMAT)
     try:
-        with open_archive(archive) as f, tarfile.open(fileobj=f, mode='r:*') as src:
+        with open_archive(archive) as f, open_tar(f) as src:
             for m in src:
                 if m.isfile() and m.size > SNAPSHOT_CHUNK:          # a big file: written in pieces, never whole
                     flush(); path = f"{ws}/{m.name}"

@@ -23,7 +23,7 @@ from zlib import error as zlib_error
 
 from fastcore.basics import patch_to
 
-from .base import SandboxBackendError, SandboxError, host_errno
+from .base import SandboxBackendError, SandboxError, host_errno, open_tar
 
 # %% auto #0
 __all__ = ['SPOOL_BYTES', 'LEND_SCRIPT', 'GIVE_BACK_SCRIPT', 'LIST_ENTRY_BYTES', 'open_archive', 'check_archive', 'tarfile_kind',
@@ -50,7 +50,7 @@ def open_archive(archive):
 # %% ../../nbs/10c_sandbox_snapshot.ipynb #717aed4a
 def _archive_members(archive, data:bool=True):
     "(normalised name, TarInfo, content or None) for each member but the root, read as a stream"
-    with open_archive(archive) as f, tarfile.open(fileobj=f, mode='r:*') as tf:
+    with open_archive(archive) as f, open_tar(f) as tf:
         for m in tf:
             name = '/'.join(_member_parts(m.name))
             if not name: continue
@@ -231,7 +231,7 @@ def digest(self)->str:
     "sha256 over names, types, modes, contents, symlink targets and hard-link groups (not times or owners)"
     # name of each file member -> sha256 of its data; of each symlink -> its target
     rows, groups, content, sym = [], {}, {}, {}
-    with self.open() as f, tarfile.open(fileobj=f, mode='r:*') as tf:
+    with self.open() as f, open_tar(f) as tf:
         for m in tf:
             name = '/'.join(_member_parts(m.name))
             if not name: continue
