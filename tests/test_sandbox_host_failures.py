@@ -166,3 +166,36 @@ def test_check_archive_passes_a_read_error_before_the_first_header_through(disk)
     with pytest.raises(OSError) as e: _ = snap.digest
     assert e.value.errno == errno.EIO and not isinstance(e.value, SandboxError), repr(e.value)
     with pytest.raises(SandboxError, match='not a readable tar'): check_archive(data[:100])   # a cut archive: the agent's
+
+LOAD_OUT_OF_FILES = '''
+import errno, gzip, resource, tempfile
+from pathlib import Path
+from knowlyr_lab.sandbox.snapshot import SandboxSnapshot, tar_directory
+path = SandboxSnapshot(gzip.compress(tar_directory(None)), {}).save(Path(tempfile.mkdtemp()) / 'a.snap')
+SandboxSnapshot.load(path)                       # a good file loads
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+held = []
+try:
+    while True: held.append(open('/dev/null'))   # the host's file table, full for this process
+except OSError as e: assert e.errno == errno.EMFILE, e
+try: SandboxSnapshot.load(path); print('loaded')
+except Exception as e: print(type(e).__name__, getattr(e, 'errno', None), e)
+'''
+
+def test_load_passes_the_hosts_error_through():
+    "EMFILE (the host's file table) while a saved snapshot is loaded: on main SandboxError '...: not a sandbox snapshot file (OSError: [Errno 24] ...)', the caller's"
+    import subprocess
+    import sys
+    # -P: the package on PYTHONPATH, as this test's (not one in the working directory)
+    r = subprocess.run([sys.executable, '-P', '-c', LOAD_OUT_OF_FILES], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith(f'OSError {errno.EMFILE} '), r.stdout
+
+def test_load_of_a_missing_or_bad_file_stays_the_callers_error(tmp_path):
+    "What the caller gave (no file, not a snapshot) is a SandboxError it can act on, never the host's"
+    from knowlyr_lab.sandbox.base import SandboxError
+    from knowlyr_lab.sandbox.snapshot import SandboxSnapshot
+    (tmp_path / 'bad.snap').write_bytes(b'x' * 1000)
+    for p in (tmp_path / 'nothing.snap', tmp_path / 'bad.snap', tmp_path):
+        with pytest.raises(SandboxError, match='not a sandbox snapshot file'): SandboxSnapshot.load(p)

@@ -280,11 +280,12 @@ def load(cls, path)->SandboxSnapshot:
     "Read a snapshot written by `save` (a big archive is copied to a temporary file, not into memory)"
     spool = _Spool()
     try:
-        with tarfile.open(path, 'r') as tf:
+        with open(path, 'rb') as f, open_tar(f) as tf:
             info = json.loads(tf.extractfile('snapshot.json').read())
             shutil.copyfileobj(tf.extractfile('workspace.tar.gz'), spool, 1 << 20)
     except (KeyError, tarfile.TarError, json.JSONDecodeError, OSError) as e:
         if spool.f is not None: spool.f.close(); _remove(spool.path)
+        if host_errno(e): raise                  # the host's disk, memory or file table: not the file's doing
         raise SandboxError(f"{path}: not a sandbox snapshot file ({type(e).__name__}: {e})") from e
     if spool.f is None: snap = cls(spool.buf.getvalue(), info)
     else: spool.f.close(); snap = cls(spool.path, info, temporary=True)
