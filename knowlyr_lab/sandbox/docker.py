@@ -24,8 +24,8 @@ from .snapshot import listing_limit
 from .tools import RunResult
 
 # %% auto #0
-__all__ = ['DEFAULT_IMAGE', 'REAPER', 'IMAGE_PROBE', 'FILE_OP_TIMEOUT', 'read_frames', 'attach_exec', 'docker_exec',
-           'docker_unavailable_reason', 'DockerSandbox', 'remove_stale_sandboxes']
+__all__ = ['EXEC_CODE_GRACE', 'DEFAULT_IMAGE', 'REAPER', 'IMAGE_PROBE', 'FILE_OP_TIMEOUT', 'read_frames', 'attach_exec',
+           'docker_exec', 'docker_unavailable_reason', 'DockerSandbox', 'remove_stale_sandboxes']
 
 # %% ../../nbs/11_sandbox_docker.ipynb #cd8e0853
 def read_frames(sock,                  # the exec's attached socket
@@ -75,6 +75,19 @@ def attach_exec(api,         # docker.APIClient (client.api)
     try: return s, sock, _read_ahead(s._response.raw._fp.fp, sock)  # the reader of the `101 UPGRADED` head
     except AttributeError: return s, sock, b''
 
+# %% ../../nbs/11_sandbox_docker.ipynb #54198241
+EXEC_CODE_GRACE = 5   # seconds past a call's deadline the engine has to mark its finished exec done
+
+def _exit_code(api, exec_id:str, until:float)->int:
+    "The exit code of exec `exec_id`, whose stream ended, asked until `time.monotonic()` passes `until`"
+    pause = 0.01
+    while (ins := api.exec_inspect(exec_id))['Running']:
+        if time.monotonic() + pause > until:
+            raise SandboxBackendError(f"exec {exec_id[:12]}: its stream ended but the engine still calls it running "
+                                      "past the call's deadline, exit code unknown (the sandbox failed, not the agent)")
+        time.sleep(pause); pause = min(2 * pause, 0.2)
+    return ins['ExitCode']
+
 # %% ../../nbs/11_sandbox_docker.ipynb #e32bb1a6
 def docker_exec(api,                       # docker.APIClient (client.api)
                 container_id:str,          # container to run in
@@ -91,23 +104,19 @@ def docker_exec(api,                       # docker.APIClient (client.api)
     eid = api.exec_create(container_id, argv, stdin=stdin is not None, stdout=True, stderr=True, user=user,
                           workdir=workdir, environment=env)['Id']
     s, sock, head = attach_exec(api, eid)
+    deadline = time.monotonic() + timeout
     out = OutputCapture(limit); err = out if merge else OutputCapture(limit)
     chunks = RawCapture(raw) if raw else None
     try:
         if stdin is not None:
             sock.sendall(stdin)
             sock.shutdown(socket.SHUT_WR)
-        finished = read_frames(sock, {1: out, 2: err}, time.monotonic() + timeout, chunks, head)
+        finished = read_frames(sock, {1: out, 2: err}, deadline, chunks, head)
     finally:   # shut, not only closed: a stream left unread blocks the engine's next execs in the container
         try: sock.shutdown(socket.SHUT_RDWR)
         except OSError: pass
         s.close()
-    code = None
-    if finished:
-        for _ in range(100):
-            ins = api.exec_inspect(eid)
-            if not ins['Running']: code = ins['ExitCode']; break
-            time.sleep(0.01)
+    code = _exit_code(api, eid, deadline + EXEC_CODE_GRACE) if finished else None
     text, dropped, cut_at = out.text()
     over = bool(chunks and chunks.over)
     return RunResult(code, text, dropped, not (finished or over), '' if merge else err.joined(),
