@@ -20,7 +20,7 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from .rows import grpo_advantages
+from .rows import ExportError, grpo_advantages
 from ..tasks import task_key
 from ..trajectory import Trajectory
 
@@ -71,10 +71,10 @@ def _kwargs_keys(paths:list)->tuple[list, bool]:
 
 # %% ../../nbs/41b_hub_spool.ipynb #35c728b6
 def _filled(kw:dict|None, keys:list, defaults:dict, where:str)->dict:
-    "`kw` with each of `keys`, a key it lacks set to its value in `defaults` (a ValueError naming `where` when none)"
+    "`kw` with each of `keys`, a key it lacks set to its value in `defaults` (an `ExportError` naming `where` when none)"
     kw = kw or {}
     if lack := [k for k in keys if k not in kw and k not in defaults]:
-        raise ValueError(f"{where}: field 'chat_template_kwargs': no {lack[0]!r}, which other rows were served with "
+        raise ExportError(f"{where}: field 'chat_template_kwargs': no {lack[0]!r}, which other rows were served with "
                          f"(datasets would read null). Give the value the template takes when it is not given: "
                          f"DatasetExporter(..., template_defaults={{{lack[0]!r}: ...}})")
     return {k: kw[k] if k in kw else defaults[k] for k in keys}
@@ -101,7 +101,7 @@ def _fill_file(p:Path, keys:list, defaults:dict)->int:
 def same_template_kwargs(paths:dict, # split -> its JSONL file
                          defaults:dict|None=None, # each variable's value in a row that lacks it
                         )->int:      # the rows given keys
-    "One set of `chat_template_kwargs` keys for every row of the files (a ValueError, no file left, without a default)"
+    "One set of `chat_template_kwargs` keys for every row of the files (an `ExportError`, no file left, without a default)"
     paths = [Path(p) for p in paths.values()]
     keys, differ = _kwargs_keys(paths)
     try: return sum(_fill_file(p, keys, defaults or {}) for p in paths) if differ else 0

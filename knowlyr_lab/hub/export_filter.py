@@ -19,7 +19,7 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from ..core import KnowlyrError
+from .rows import ExportError
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, served_template_kwargs, trajectory_score
 from ..trajectory_io import TrajectoryError, quarantine_line
@@ -27,8 +27,8 @@ from ..trajectory_io import TrajectoryError, quarantine_line
 # %% auto #0
 __all__ = ['UNREADABLE', 'FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'ExportChecks',
            'quarantine_refused', 'pref_record', 'quarantine_pref', 'pref_line', 'pref_records', 'quarantine_file',
-           'ExportError', 'ExportResult', 'check_export_settings', 'explain_empty', 'export_warnings', 'input_files',
-           'hf_saved_files', 'unlisted_exports', 'warn_unlisted', 'drop_stale_exports']
+           'ExportResult', 'check_export_settings', 'explain_empty', 'export_warnings', 'input_files', 'hf_saved_files',
+           'unlisted_exports', 'warn_unlisted', 'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -159,9 +159,6 @@ def quarantine_file(f:Path, n:int, e:Exception, errors:list, quarantine:Path):
 FORMATS = ('sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark', 'openai', 'hf', 'verl', 'skyrl')
 # DPO: the settings for `build_preferences`
 _PAIR_KEYS = ('level', 'min_margin', 'max_pairs_per_task', 'max_uses', 'step_value', 'engine')
-
-class ExportError(KnowlyrError, ValueError):
-    "An export that cannot be done (unknown format, missing input)"
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #95619515
 @dataclass

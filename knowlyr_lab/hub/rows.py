@@ -14,12 +14,17 @@ import orjson
 from fastcore.basics import patch
 
 from ..chat import react_text, steps_text, to_messages
+from ..core import KnowlyrError
 from ..trajectory import Trajectory, first_user_turn, served_template_kwargs, trajectory_score
 
 # %% auto #0
-__all__ = ['infer_tool_schemas', 'ToolResolver', 'prompt_messages', 'step_rewards', 'pair_template_kwargs', 'sft_row',
-           'sft_agent_row', 'openai_row', 'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_completion_json',
+__all__ = ['ExportError', 'infer_tool_schemas', 'ToolResolver', 'prompt_messages', 'step_rewards', 'pair_template_kwargs',
+           'sft_row', 'sft_agent_row', 'openai_row', 'dpo_row', 'dpo_seed_row', 'grpo_member', 'grpo_completion_json',
            'sft_row_json', 'grpo_advantages', 'grpo_row', 'benchmark_row', 'verl_row', 'skyrl_row']
+
+# %% ../../nbs/41a_hub_rows.ipynb #9880031d
+class ExportError(KnowlyrError, ValueError):
+    "An export that cannot be done (unknown format or setting, missing input, a chat template default not given)"
 
 # %% ../../nbs/41a_hub_rows.ipynb #7bc1a5a2
 _JSON_TYPES = ((bool, 'boolean'), (int, 'integer'), (float, 'number'), (str, 'string'), (list, 'array'),
