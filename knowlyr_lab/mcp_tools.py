@@ -301,25 +301,28 @@ def reward_leaderboard(srv:ServerState, trajectories:str, # trajectory file, ins
 @_server_tool(PipelineConfig)
 def run_pipeline(srv:ServerState, output_dir:str, env_id:str='knowlyr/sandbox', agent:str='expert', max_tasks:int|None=None,
                                   samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[ExportFormat]|None=None,
-                                  test_fraction:float=0.0, group_by:str|None=None)->dict[str, Any]:
+                                  test_fraction:float=0.0, group_by:str|None=None,
+                                  template_defaults:dict[str, Any]|None=None)->dict[str, Any]:
     "Tasks -> rollouts -> reward -> store -> export (resumable: rerun to continue)"
     out = srv.path(output_dir, 'output_dir', capped=False)       # no link out of the root in it now
     cfg = PipelineConfig(output_dir=str(out), env_id=env_id, agent=agent, max_tasks=max_tasks, samples_per_task=samples_per_task,
                          max_episode_steps=max_episode_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'],
-                         test_fraction=test_fraction, group_by=group_by)
+                         test_fraction=test_fraction, group_by=group_by, template_defaults=template_defaults)
     with _held(srv, output_dir, 'output_dir') as at: return _pipeline_call(at, out, lambda: Pipeline(cfg, at=at).run())
 
 # %% ../nbs/94a_mcp_tools.ipynb #ef5c83e2
 @_server_tool(DatasetExporter, DatasetExporter.export, PipelineConfig)
 def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
                                     output_dir:str, preferences:str|None=None, min_reward:float|None=None, success_only:bool=False,
-                                    test_fraction:float=0.0, group_by:str|None=None)->dict[str, Any]:
+                                    test_fraction:float=0.0, group_by:str|None=None,
+                                    template_defaults:dict[str, Any]|None=None)->dict[str, Any]:
     "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
     with srv.staged() as st:       # private copies in, the dataset published at the end
         src, out = st.input(trajectories, 'trajectory file'), st.output(output_dir, 'output_dir', export=True)
         prefs = st.input(preferences, 'preference file') if preferences else None
         ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward,
-                             success_only=success_only, test_fraction=test_fraction, group_by=group_by)
+                             success_only=success_only, test_fraction=test_fraction, group_by=group_by,
+                             template_defaults=template_defaults)
         return st.show(ex.export(format, str(out)).to_dict())
 
 # %% ../nbs/94a_mcp_tools.ipynb #90f6fbe0

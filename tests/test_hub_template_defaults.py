@@ -3,17 +3,19 @@ way a researcher runs one: `DatasetExporter`, `knowlyr-hub export` and `run` (`-
 `PipelineConfig` and the MCP tools; without it the export's refusal is an `ExportError` reported in one line"""
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import knowlyr_lab
 from knowlyr_lab.hub.export import DatasetExporter, ExportError
 from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory
 from knowlyr_lab.trajectory_io import write_trajectories
 
-ROOT = Path(__file__).resolve().parent.parent
+PKG = str(Path(knowlyr_lab.__file__).resolve().parent.parent)     # the package under test, also in subprocesses
 TEST = ('t3', 't4', 't6')         # the test split of tasks t0..t9 at test_fraction=0.3
 OFF = {'enable_thinking': False}
 
@@ -37,7 +39,7 @@ def _kwargs(path)->set:
 def _hub(*args):
     "knowlyr-hub in a subprocess (the real entry point: exit code, stdout, stderr)"
     return subprocess.run([sys.executable, '-c', 'import sys; from knowlyr_lab.cli.hub import main; sys.exit(main())', *map(str, args)],
-                          capture_output=True, text=True, timeout=300, env={'PYTHONPATH': str(ROOT), 'PATH': '/usr/bin:/bin'})
+                          capture_output=True, text=True, timeout=300, cwd='/', env={**os.environ, 'PYTHONPATH': PKG})
 
 
 def _mcp(root:Path, tool:str, args:dict):
@@ -59,6 +61,55 @@ def test_a_refused_mix_is_an_export_error_reported_in_one_line(tmp_path):
     r = _hub('export', '-f', 'sft', '-t', tmp_path / 't.jsonl', '-o', tmp_path / 'cli', '--test-fraction', '0.3')
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'Traceback' not in r.stderr, r.stderr[-2000:]
     assert "no 'enable_thinking'" in r.stderr, r.stderr
+    assert "template_defaults={'enable_thinking': ...}" in r.stderr and '--template-default enable_thinking=JSON' in r.stderr, r.stderr
     root = tmp_path / 'root'; root.mkdir(); write_trajectories(TRAJS, root / 't.jsonl')
     m = _mcp(root, 'export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'o', 'test_fraction': 0.3})
     assert m.is_error and 'export_dataset: ExportError: ' in m.content[0].text and '\n' not in m.content[0].text, m.content
+    assert 'the MCP export and pipeline tools' in m.content[0].text, m.content
+
+
+def test_the_cli_export_and_run_take_template_default_flags(tmp_path):
+    """`knowlyr-hub export` and `run` had no way to give the default: a mixed export stopped with an error naming a
+    Python argument. `--template-default KEY=JSON` (repeatable, JSON so `true` is a bool) reaches the exporter, and a
+    pipeline refused for want of it resumes with it (the rollouts kept: no other config field may change)"""
+    (tmp_path / 'logs').mkdir(); write_trajectories(TRAJS, tmp_path / 'logs' / 't.jsonl')
+    r = _hub('export', '-f', 'sft', '-t', tmp_path / 'logs' / 't.jsonl', '-o', tmp_path / 'cli', '--test-fraction', '0.3',
+             '--template-default', 'enable_thinking=true', '--template-default', 'reasoning_effort="medium"')
+    assert r.returncode == 0, r.stderr[-2000:]
+    # every row has the keys some row was served with, a missing one from its flag (a default no row needs adds nothing)
+    assert _kwargs(tmp_path / 'cli' / 'test.jsonl') == {json.dumps({'enable_thinking': True})}
+    assert _kwargs(tmp_path / 'cli' / 'train.jsonl') == {json.dumps(OFF)}
+    bad = _hub('export', '-f', 'sft', '-t', tmp_path / 'logs' / 't.jsonl', '-o', tmp_path / 'x', '--template-default', 'effort=low')
+    assert bad.returncode == 2 and "effort: 'low' is not JSON" in bad.stderr, bad.stderr
+    run = ['run', '-o', tmp_path / 'run', '--logs', tmp_path / 'logs', '--log-format', 'knowlyr', '--no-reward',
+           '--format', 'sft', '--test-fraction', '0.3']
+    r = _hub(*run)
+    assert r.returncode == 2 and '--template-default enable_thinking=JSON' in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = _hub(*run, '--template-default', 'enable_thinking=true')
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert _kwargs(tmp_path / 'run' / 'exports' / 'sft' / 'test.jsonl') == {json.dumps({'enable_thinking': True})}
+    assert json.loads((tmp_path / 'run' / 'pipeline.json').read_text())['template_defaults'] == {'enable_thinking': True}
+    r = _hub(*run, '--template-default', 'enable_thinking=false')          # the export is made: a change is refused
+    assert r.returncode == 2 and "fields ['template_defaults']" in r.stderr, r.stderr
+
+
+def test_the_mcp_export_and_pipeline_tools_take_template_defaults(tmp_path):
+    """The MCP export_dataset and run_pipeline tools had no template_defaults: an object parameter in their schemas now,
+    passed to the exporter"""
+    from mcp import Client
+
+    from knowlyr_lab.mcp import build_server
+    root = tmp_path / 'root'; root.mkdir(); write_trajectories(TRAJS, root / 't.jsonl')
+    async def go():
+        async with Client(build_server(root)) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            r = await c.call_tool('export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'o',
+                                                     'test_fraction': 0.3, 'template_defaults': {'enable_thinking': True}})
+            return tools, r
+    tools, r = asyncio.run(go())
+    for name in ('export_dataset', 'run_pipeline'):
+        p = tools[name].input_schema['properties']['template_defaults']
+        assert 'object' in json.dumps(p) and 'template' in p.get('description', ''), (name, p)
+    assert not r.is_error, r.content
+    assert _kwargs(root / 'o' / 'test.jsonl') == {json.dumps({'enable_thinking': True})}
+    assert _kwargs(root / 'o' / 'train.jsonl') == {json.dumps(OFF)}

@@ -70,6 +70,21 @@ def _export_parser(sub):
     e.add_argument('--system-prompt', default=None, help=ed['system_prompt'])
     e.add_argument('--system', dest='system_prompt', help=argparse.SUPPRESS)   # deprecated spelling of --system-prompt
     e.add_argument('--push-to-hub', default=None, help='hf format: repo id to push to')
+    _template_flag(e, ed['template_defaults'])
+
+# %% ../../nbs/93_cli_hub.ipynb #bbefca60
+def _template_default(s:str)->tuple:
+    "A `--template-default` value `KEY=JSON`: (KEY, the JSON value)"
+    k, eq, v = s.partition('=')
+    if not (k and eq): raise argparse.ArgumentTypeError(f"expected KEY=JSON (e.g. enable_thinking=false), got {s!r}")
+    try: return k, json.loads(v)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"{k}: {v!r} is not JSON ({e.msg}); a string takes JSON quotes") from None
+
+def _template_flag(p, doc:str):
+    "Add `--template-default KEY=JSON` (repeatable) to parser `p`"
+    p.add_argument('--template-default', dest='template_defaults', type=_template_default, action='append',
+                   default=None, metavar='KEY=JSON', help=doc + ' (repeat the flag)')
 
 # %% ../../nbs/93_cli_hub.ipynb #066168a9
 def _run_parser(sub):
@@ -92,6 +107,7 @@ def _run_parser(sub):
     r.add_argument('--no-reward', action='store_true', help='do not ' + pd['reward'])
     r.add_argument('--logs', default=None, help='process agent logs (file or directory) instead of rolling out')
     r.add_argument('--log-format', default=None, help=pd['log_format'])
+    _template_flag(r, pd['template_defaults'])
     s = sub.add_parser('status', help='what a pipeline output directory holds')
     s.add_argument('out', help='pipeline output directory')
 
@@ -156,7 +172,8 @@ def _export(a)->dict:
     from knowlyr_lab.hub.export import DatasetExporter, ExportFilter
     filt = ExportFilter(min_reward=a.min_reward, success_only=a.success_only, domains=a.domain, agents=a.agent)
     ex = DatasetExporter(a.trajectories, preferences=a.preferences, filter=filt, test_fraction=a.test_fraction,
-                         system_prompt=a.system_prompt, group_by=a.group_by)
+                         system_prompt=a.system_prompt, group_by=a.group_by,
+                         template_defaults=dict(a.template_defaults) if a.template_defaults else None)
     kw = ({'push_to_hub': a.push_to_hub} if a.format == 'hf' else {'min_margin': a.min_margin}
           if a.min_margin is not None else {})
     res = ex.export(a.format, a.out, **kw)
@@ -175,7 +192,8 @@ def _run(a)->dict:
                          reward=not a.no_reward,
                          log_format=a.log_format, export_formats=a.formats or ['sft', 'dpo'],
                          test_fraction=a.test_fraction, group_by=a.group_by,
-                         min_margin=a.min_margin)
+                         min_margin=a.min_margin,
+                         template_defaults=dict(a.template_defaults) if a.template_defaults else None)
     p = Pipeline(cfg)
     return p.run_batch(a.logs) if a.logs else p.run(progress=sys.stderr.isatty())
 

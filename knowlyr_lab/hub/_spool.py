@@ -76,7 +76,8 @@ def _filled(kw:dict|None, keys:list, defaults:dict, where:str)->dict:
     if lack := [k for k in keys if k not in kw and k not in defaults]:
         raise ExportError(f"{where}: field 'chat_template_kwargs': no {lack[0]!r}, which other rows were served with "
                          f"(datasets would read null). Give the value the template takes when it is not given: "
-                         f"DatasetExporter(..., template_defaults={{{lack[0]!r}: ...}})")
+                         f"template_defaults={{{lack[0]!r}: ...}} (DatasetExporter, PipelineConfig, the MCP export and "
+                         f"pipeline tools) or --template-default {lack[0]}=JSON (knowlyr-hub export, run)")
     return {k: kw[k] if k in kw else defaults[k] for k in keys}
 
 # %% ../../nbs/41b_hub_spool.ipynb #6f728c3c

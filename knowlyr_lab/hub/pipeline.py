@@ -21,8 +21,8 @@ from typing import Callable
 from fastcore.basics import patch
 
 from ..agents import agent_from_spec
-from .export import DatasetExporter, ExportFilter
-from .pipeline_config import PipelineConfig, PipelineError, with_added_fields
+from .export import DatasetExporter
+from .pipeline_config import PipelineConfig, PipelineError, config_diff, with_added_fields
 from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, log_format_known, stale_temps, temp_path
 from .store import TrajectoryStore
 from ..private_files import open_private
@@ -85,10 +85,10 @@ def _check_config(self:Pipeline, kind:str,
     p = self.out / 'pipeline.json'
     if not p.exists(): self._commit_json(p, cfg, 'config', 'pipeline.json'); return
     old = with_added_fields(json.loads(p.read_text()))
-    if old != cfg:
-        diff = sorted(k for k in set(old) | set(cfg) if k not in old or k not in cfg or old[k] != cfg[k])
+    if diff := config_diff(old, cfg, any((self.out / 'exports').glob('[!.]*'))):
         raise PipelineError(f"{self.out} holds a run with a different config (fields {diff}); "
                             "use a new output_dir or delete it")
+    if old != cfg: self._commit_json(p, cfg, 'config', 'pipeline.json')    # template_defaults, before any export
 
 # %% ../../nbs/44_hub_pipeline.ipynb #96d11c16
 @patch
@@ -170,8 +170,8 @@ def _store(self:Pipeline)->dict:
 def _export_format(self:Pipeline, fmt:str, dst:Path, merged:dict):
     "Export the merged trajectories in `fmt` and commit the directory as `dst`"
     tmp, c = temp_path(dst), self.config; tmp.mkdir(parents=True)
-    ex = DatasetExporter(self.out / 'trajectories.jsonl', test_fraction=c.test_fraction, group_by=c.group_by,
-                         filter=ExportFilter(min_reward=c.min_reward, success_only=c.success_only))
+    ex = DatasetExporter(self.out / 'trajectories.jsonl', min_reward=c.min_reward, success_only=c.success_only,
+                         test_fraction=c.test_fraction, group_by=c.group_by, template_defaults=c.template_defaults)
     kw = {'min_margin': c.min_margin} if fmt in ('dpo', 'dpo-seed') and c.min_margin is not None else {}
     res = ex.export(fmt, tmp, **kw)
     if res.total == 0 and 'single trajectory' in res.note and merged.get('duplicates'):

@@ -17,7 +17,7 @@ from ..core import KnowlyrError
 from ..rollout.spec import RolloutSpec
 
 # %% auto #0
-__all__ = ['MAX_SAMPLES', 'PipelineError', 'PipelineConfig', 'with_added_fields']
+__all__ = ['MAX_SAMPLES', 'PipelineError', 'PipelineConfig', 'with_added_fields', 'config_diff']
 
 # %% ../../nbs/43a_hub_pipeline_config.ipynb #87d1026c
 class PipelineError(KnowlyrError, RuntimeError):
@@ -39,6 +39,9 @@ def _config_problems(c:PipelineConfig)->list[str]:
     if not 0 <= c.test_fraction <= 1: bad.append(f"test_fraction must be in [0, 1], got {c.test_fraction}")
     if not isinstance(c.group_by, (str, type(None))): bad.append(f"group_by must be a task field name, got {c.group_by!r}")
     if c.min_margin is not None and c.min_margin < 0: bad.append(f"min_margin must be >= 0 or None, got {c.min_margin}")
+    td = c.template_defaults
+    if td is not None and not (isinstance(td, dict) and all(isinstance(k, str) for k in td)):
+        bad.append(f"template_defaults must map variable names to values, got {td!r}")
     unknown = [f for f in c.export_formats if f not in FORMATS]
     if unknown: bad.append(f"export_formats {unknown} unknown; choose from {', '.join(FORMATS)}")
     return bad
@@ -68,6 +71,8 @@ class PipelineConfig:
     test_fraction: float = 0.0                   # held-out share of tasks (by content fingerprint: `tasks.split_of`)
     group_by: str|None = None                    # a task field or metadata key: tasks with one value share a split
     min_margin: float|None = None                # DPO pair margin (None: `build_preferences`' default)
+    # chat template variable -> its value in rows served without it (`DatasetExporter`'s `template_defaults`)
+    template_defaults: dict|None = None
     def __post_init__(self):
         "Reject out-of-range values and unknown formats on construction"
         bad = _config_problems(self)
@@ -88,3 +93,11 @@ def with_added_fields(saved:dict)->dict:
     added = {f.name: f.default if f.default_factory is MISSING else f.default_factory() for f in fields(PipelineConfig)
              if f.name not in saved and (f.default, f.default_factory) != (MISSING, MISSING)}
     return {**json.loads(json.dumps(added)), **saved}
+
+# %% ../../nbs/43a_hub_pipeline_config.ipynb #68b7a74d
+def config_diff(old:dict, new:dict, # a saved config and a rerun's, as JSON (`asdict`)
+                exported:bool,      # whether an export of the run is made
+               )->list[str]:
+    "The fields a rerun changes that it may not: any, but `template_defaults` alone while no export is made"
+    diff = sorted(k for k in set(old) | set(new) if k not in old or k not in new or old[k] != new[k])
+    return diff if exported or diff != ['template_defaults'] else []
