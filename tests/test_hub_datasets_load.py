@@ -124,3 +124,24 @@ def test_trl_renders_every_row_as_its_trajectory_was_served(tmp_path, fmt, mix):
             seen.add((s, 'template_kwargs' in chat))
     assert seen == ({('train', True), ('test', False)} if mix == 'by_split' else
                     {('train', True), ('train', False), ('test', True), ('test', False)})
+
+
+def test_openai_splits_with_tools_of_other_shapes_warn_and_name_the_loader_that_works(tmp_path):
+    """OpenAI rows keep `tools` as objects (OpenAI's format), so splits whose envs' tools differ in shape cannot load as
+    one dataset: `load_dataset('json', data_files={...})` fails to cast the test split's struct (no encoding is both
+    OpenAI's format and one struct). The export warns (on main: silently), naming the per-split load, which reads each
+    split's schemas as written; one env's tools in both splits: no warning"""
+    import warnings
+    trajs = [_traj(t, k) for t in range(10) for k in range(2)]
+    with pytest.warns(UserWarning, match=r"tool schemas of splits train, test differ in shape.*load each split on its own"):
+        res = DatasetExporter(trajs, test_fraction=0.3, tools=TOOLS, success_only=True).export('openai', tmp_path / 'o')
+    with pytest.raises(datasets.exceptions.DatasetGenerationError):       # what the warning is about, with datasets itself
+        datasets.load_dataset('json', data_files=res.paths, cache_dir=str(tmp_path / 'c'))
+    got = datasets.DatasetDict({s: datasets.load_dataset('json', data_files=f, split='train', cache_dir=str(tmp_path / 'c'))
+                                for s, f in res.paths.items()})
+    for s, f in res.paths.items():
+        assert [r['tools'] for r in got[s]] == [json.loads(x)['tools'] for x in open(f)], s
+    assert got['test'][0]['tools'] == TOOLS['knowlyr/b'] and got['train'][0]['tools'] == TOOLS['knowlyr/a']
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        DatasetExporter(trajs, test_fraction=0.3, tools=TOOLS['knowlyr/a'], success_only=True).export('openai', tmp_path / 'one')

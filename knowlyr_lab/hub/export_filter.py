@@ -27,8 +27,8 @@ from ..trajectory_io import TrajectoryError, quarantine_line
 # %% auto #0
 __all__ = ['UNREADABLE', 'FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'ExportChecks',
            'quarantine_refused', 'pref_record', 'quarantine_pref', 'pref_line', 'pref_records', 'quarantine_file',
-           'ExportResult', 'check_export_settings', 'explain_empty', 'export_warnings', 'input_files', 'hf_saved_files',
-           'unlisted_exports', 'warn_unlisted', 'drop_stale_exports']
+           'ExportResult', 'check_export_settings', 'explain_empty', 'export_warnings', 'tool_shape_warning',
+           'input_files', 'hf_saved_files', 'unlisted_exports', 'warn_unlisted', 'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -203,12 +203,29 @@ def explain_empty(res:ExportResult)->str:
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #41720fe2
 def export_warnings(res:ExportResult, group_by=None)->list[str]:
-    "What an export warns of: tasks without the `group_by` field; SFT rows of verified failures, and how to leave them out"
+    ("What an export warns of: tasks without the `group_by` field; SFT rows of verified failures, and how to leave them "
+     "out; OpenAI splits whose tools differ in shape")
     said = [f"{res.ungrouped} tasks have no {group_by!r}: each its own group"] if res.ungrouped else []
     if res.rows_from_failures:
         said.append(f"{res.rows_from_failures} of the {res.total} {res.format} rows come from verified failures "
                     "(outcome.success is False); --success-only (success_only=True) keeps successes only")
+    if res.format == 'openai' and len(res.paths) > 1: said += tool_shape_warning(res.paths)
     return said
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #b7fce152
+def _tools_type(p)->str|None:
+    "The Arrow type `datasets` infers for the non-empty `tools` lists of JSONL file `p` (None: no row has tools)"
+    with open(p, 'rb') as f: ls = {orjson.dumps(t) for line in f if (t := orjson.loads(line).get('tools'))}
+    return str(pa.array([orjson.loads(s) for s in ls]).type) if ls else None
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #e091d8c7
+def tool_shape_warning(paths:dict)->list[str]: # split -> its `openai` JSONL file
+    "A warning when the splits' `tools` differ in shape: `datasets` cannot load the splits as one dataset"
+    types = {s: t for s, p in paths.items() if (t := _tools_type(p))}
+    if len(set(types.values())) < 2: return []
+    return [f"the tool schemas of splits {', '.join(types)} differ in shape: load_dataset('json', data_files={{...}}) "
+            "fails to cast one split's tools to the first's (or reads the fields it lacks as null); load each split on "
+            "its own: DatasetDict({s: load_dataset('json', data_files=f, split='train') for s, f in paths.items()})"]
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #c6ddd2b2
 def input_files(src)->list[Path]:
