@@ -16,7 +16,8 @@ from fastcore.basics import patch
 from .base import LogAdapter, register_adapter
 from .chat import convert_cassette, convert_messages
 from .field_path import warn_coerced
-from .reading import cut_off, iter_json_items, iter_jsonl, json_shape, read_json
+from .json_items import iter_json_items
+from .reading import cut_off, iter_jsonl, json_shape, read_json
 from .values import usage_from
 
 # %% auto #0

@@ -16,8 +16,9 @@ from fastcore.basics import patch
 from .base import LogAdapter, get_adapter, register_adapter
 from .chat import feed_located
 from .chat_builder import ChatBuilder, exit_code_of
+from .json_items import iter_json_items
 from .react import react_action
-from .reading import iter_json_items, iter_jsonl, json_shape, read_json
+from .reading import iter_jsonl, json_shape, read_json
 from .report import ConversionReport
 from .values import parse_arguments, set_observation
 from ..trajectory import Outcome

@@ -15,7 +15,8 @@ from fastcore.basics import patch
 
 from .agent_steps import GUARDED, StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
-from .reading import cut_off, iter_json_items, iter_jsonl, json_shape, read_json
+from .json_items import iter_json_items
+from .reading import cut_off, iter_jsonl, json_shape, read_json
 from .report import ConversionReport
 from .values import cache_write_tokens, content_text, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Step, Task, TokenUsage, Trajectory

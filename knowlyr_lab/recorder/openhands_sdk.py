@@ -14,8 +14,9 @@ from fastcore.basics import patch
 
 from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
+from .json_items import iter_json_items
 from .openhands import event_mark, exit_code, is_openhands_v1
-from .reading import cut_off, iter_json_items, iter_jsonl, json_shape, read_json
+from .reading import cut_off, iter_jsonl, json_shape, read_json
 from .report import ConversionReport
 from .values import content_text, parse_arguments
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory

@@ -1,4 +1,4 @@
-"""JSON lines streamed line by line, whole JSON and YAML documents, JSON arrays streamed item by item, gzip read transparently; a few bad bytes salvaged; every bad record reported, located, to the `ConversionReport`.
+"""JSON lines streamed line by line, whole JSON and YAML documents, gzip read transparently; a few bad bytes salvaged; every bad record reported, located, to the `ConversionReport`.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_reading.html.md"""
 
@@ -19,12 +19,13 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
+from .json_numbers import UnheldNumber, exact_json, wide_int
 from .report import ConversionReport
 
 # %% auto #0
 __all__ = ['READ_ERRORS', 'open_bytes', 'read_error', 'loads_json', 'iter_jsonl', 'salvage_json', 'duplicate_keys',
            'warn_duplicate_keys', 'decode_text', 'read_text', 'read_json', 'read_yaml', 'ends_mid_line', 'cut_off',
-           'JsonItems', 'iter_json_items', 'json_shape']
+           'json_shape']
 
 # %% ../../nbs/20b_recorder_reading.ipynb #3db87e4e
 def open_bytes(path)->io.BufferedIOBase:
@@ -46,10 +47,13 @@ def read_error(e:BaseException)->str:
     return f"{kind} file ({type(e).__name__}: {e})" if str(e) else f"{kind} file ({type(e).__name__})"
 
 # %% ../../nbs/20b_recorder_reading.ipynb #7a724d1e
-def loads_json(raw:bytes):
-    "One JSON document, parsed by orjson; by the standard library where orjson refuses (NaN, big ints)"
-    try: return orjson.loads(raw)
-    except orjson.JSONDecodeError: return json.loads(raw)
+def loads_json(raw:bytes|str):
+    "One JSON document, every number exact: by orjson, or by the standard library where orjson would change or refuse one"
+    try:
+        obj = orjson.loads(raw)
+        if not wide_int(raw): return obj
+    except orjson.JSONDecodeError: pass
+    return exact_json(raw)
 
 # %% ../../nbs/20b_recorder_reading.ipynb #2176d692
 def iter_jsonl(path,                       # a .jsonl or .jsonl.gz file
@@ -69,7 +73,7 @@ def iter_jsonl(path,                       # a .jsonl or .jsonl.gz file
                 for raw, obj in zip(raws, objs):
                     i += 1
                     report.bytes_read += len(raw)
-                    # orjson failed: blank, NaN, big ints, bad bytes, not JSON
+                    # not orjson's: blank, NaN, a wide integer, bad bytes, not JSON
                     if obj is _BAD:
                         if not raw.strip(): continue
                         obj = _line_fallback(path, i, raw, report)
@@ -119,7 +123,7 @@ def salvage_json(data:bytes,          # a JSON document with a few bad bytes
     text, fixes = dec
     replaced = len(fixes)                      # U+FFFD put there by the decoder: removing one is not a new repair
     while len(fixes) <= max_fixes:
-        try: return json.loads(text), [{k: f[k] for k in ('line', 'reason', 'raw')} for f in fixes]
+        try: return exact_json(text), [{k: f[k] for k in ('line', 'reason', 'raw')} for f in fixes]
         except json.JSONDecodeError as e:
             ch, where = (text[e.pos] if e.pos < len(text) else ''), f"line {e.lineno} column {e.colno}"
             raw = text[max(0, e.pos - 40):e.pos + 40]
@@ -132,7 +136,7 @@ def salvage_json(data:bytes,          # a JSON document with a few bad bytes
                 if ch == '\ufffd' and replaced: replaced -= 1; continue
                 fixes.append({'line': e.lineno, 'reason': f"stray character {ch!r} at {where} (removed)", 'raw': raw})
             else: return None, None
-        except RecursionError: return None, None
+        except (RecursionError, UnheldNumber): return None, None
     return None, None
 
 # %% ../../nbs/20b_recorder_reading.ipynb #ead7baa7
@@ -140,13 +144,14 @@ _BAD = object()
 
 # %% ../../nbs/20b_recorder_reading.ipynb #8f862f86
 def _line_fallback(path, i:int, raw:bytes, report:ConversionReport):
-    "The object of a line orjson rejected (NaN, big ints, a few bad bytes repaired), or `_BAD` once reported"
+    "The object of a line orjson rejected or may misread (a wide integer; a few bad bytes repaired), or `_BAD` once reported"
     line = raw.rstrip(b'\r\n')
     try:
         obj = loads_json(line)
         if b'":' in line: warn_duplicate_keys(path, i, line, report)
         return obj
     except RecursionError: report.bad_record(path, i, "JSON nested too deeply", raw); return _BAD
+    except UnheldNumber as e: report.bad_record(path, i, str(e), raw); return _BAD
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         obj, fixes = salvage_json(line)
         if fixes is None:
@@ -176,16 +181,20 @@ def duplicate_keys(text:str|bytes)->list[tuple[int, str]]:
     dec.decode(text)
     return found
 
+# %% ../../nbs/20b_recorder_reading.ipynb #080139c9
+def _orjson_or_bad(raw:bytes):
+    "orjson's object of the line `raw`, or `_BAD` where orjson refuses it"
+    try: return orjson.loads(raw)
+    except orjson.JSONDecodeError: return _BAD
+
 # %% ../../nbs/20b_recorder_reading.ipynb #358f5809
 def _load_lines(raws:list)->tuple[list, bool]:
-    "orjson objects of the lines `raws` (`_BAD` where orjson fails), and True when no line can hold a dropped key"
+    "orjson objects of the lines `raws` (`_BAD` where orjson fails or may misread a wide integer), and True when no line can hold a dropped key"
     try: objs, good = [orjson.loads(r) for r in raws], raws
-    except orjson.JSONDecodeError:
-        objs = []
-        for raw in raws:
-            try: objs.append(orjson.loads(raw))
-            except orjson.JSONDecodeError: objs.append(_BAD)
-        good = [r for r, o in zip(raws, objs) if o is not _BAD]
+    except orjson.JSONDecodeError: objs, good = [_orjson_or_bad(r) for r in raws], None
+    if wide_int(b''.join(raws)):                       # one scan per chunk: a wide integer is rare
+        objs = [_BAD if wide_int(r) else o for r, o in zip(raws, objs)]; good = None
+    if good is None: good = [r for r, o in zip(raws, objs) if o is not _BAD]
     if not good: return objs, True
     try: out = orjson.dumps(objs if good is raws else [o for o in objs if o is not _BAD])
     except (TypeError, orjson.JSONEncodeError): return objs, False
@@ -282,6 +291,7 @@ def read_json(path, report:ConversionReport)->Any:
         if doc is _BAD: return None
     except RecursionError:
         report.bad_record(path, None, "JSON nested too deeply", data.decode('utf-8', 'replace')); return None
+    except UnheldNumber as e: report.bad_record(path, None, str(e), data.decode('utf-8', 'replace')); return None
     return report.clean(doc, data) if report.scrub is not None else doc
 
 # %% ../../nbs/20b_recorder_reading.ipynb #fab7c9ad
@@ -330,40 +340,6 @@ def cut_off(traj, report:ConversionReport, path, line:int|None, # where the unfi
     o.truncated, o.terminated = True, False
     o.reason = f"log cut off at line {line}: {why}" + (f"; {o.reason}" if o.reason else '')
     return traj
-
-# %% ../../nbs/20b_recorder_reading.ipynb #5828cf3b
-def _json_items(box, path, report, prefix:str):
-    "The items of `path`'s array, each redacted; a syntax or read error reported once, and kept in `box.cut`"
-    import ijson
-    k = 0
-    try:
-        with open_bytes(path) as f:
-            for k, obj in enumerate(ijson.items(f, prefix, use_float=True), 1):
-                yield k, (report.clean(obj) if report.scrub is not None else obj)
-            report.bytes_read += f.tell() if hasattr(f, 'tell') else 0
-    except ijson.JSONError as e:
-        why = (str(e).strip().splitlines() or [type(e).__name__])[0]   # ijson's next lines quote the document
-        box.cut = f"not valid JSON after item {k} ({why})"
-        report.bad_record(path, None, box.cut, None, record_type='(document)', aggregate=True)
-    except READ_ERRORS as e:
-        box.cut = read_error(e)
-        report.bad_record(path, None, box.cut, None, record_type='(file)', aggregate=True)
-
-# %% ../../nbs/20b_recorder_reading.ipynb #e22d717a
-class JsonItems:
-    "The items of a JSON array as (1-based number, item), read once; `cut`: why it stopped early (None: it ended)"
-    def __init__(self, path, report:ConversionReport, prefix:str='item'):
-        self.cut, self._it = None, _json_items(self, path, report, prefix)
-    def __iter__(self): return self
-    def __next__(self): return next(self._it)
-
-# %% ../../nbs/20b_recorder_reading.ipynb #41425aa4
-def iter_json_items(path,                     # a .json or .json.gz file holding an array
-                    report:ConversionReport,  # receives a syntax error, bytes read, and redacts each item
-                    prefix:str='item',        # ijson prefix of the items ('item': the top-level array)
-                   )->JsonItems:              # (1-based item number, item) pairs; then `.cut`
-    "Stream the items of a JSON array without loading the document"
-    return JsonItems(path, report, prefix)
 
 # %% ../../nbs/20b_recorder_reading.ipynb #5331f9e8
 def json_shape(path, head:bytes|str|None=None)->str:

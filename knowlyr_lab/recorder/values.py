@@ -15,7 +15,7 @@ import threading
 
 from fastcore.basics import patch
 
-from .reading import loads_json
+from .reading import UnheldNumber, loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
@@ -190,6 +190,7 @@ def parse_arguments(args)->tuple[dict, bool]:
     if isinstance(args, str):
         try: v = loads_json(args)
         except (json.JSONDecodeError, RecursionError, UnicodeDecodeError): return {'_raw': args}, False
+        except UnheldNumber as e: raise UnheldNumber(f"tool-call arguments: {e}") from None
         return (v, True) if isinstance(v, dict) else ({'_raw': v}, False)
     return {'_raw': args}, False
 

@@ -1,0 +1,110 @@
+"""Numbers orjson would change: the recorder keeps an integer past 64 bits exact, and quarantines, naming the field, a
+number no trajectory can hold (NaN, an infinity, an integer past Python's 4,300 digits); a normal log is unchanged"""
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.report import ConversionReport
+
+FX = Path(__file__).parent / 'fixtures' / 'recorder'
+CLAUDE = FX / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl'
+CHAT_ARRAY = FX / 'openai-chat' / 'fncall-llm-message.json'
+CHAT_JSONL = FX / 'openai-chat' / 'conversations.jsonl'
+BIG = 123456789012345678901234567890
+
+
+def _convert(path, fmt):
+    rep = ConversionReport()
+    return list(convert(path, format=fmt, report=rep)), rep
+
+
+def _params(ts, key='timeout'):
+    return [s.action.params[key] for t in ts for s in t.steps if s.action and key in s.action.params]
+
+
+def _claude(tmp_path, value:str):
+    p = tmp_path / CLAUDE.name
+    text = CLAUDE.read_text()
+    p.write_text(text.replace('"description": "Run tests"}', '"description": "Run tests", "timeout": %s}' % value, 1))
+    assert p.read_text() != text
+    return p
+
+
+def _chat_array_args(tmp_path, value:str):
+    p = tmp_path / CHAT_ARRAY.name
+    text = CHAT_ARRAY.read_text()
+    p.write_text(text.replace('\\"security_risk\\": \\"LOW\\"}', '\\"security_risk\\": \\"LOW\\", \\"timeout\\": %s}' % value, 1))
+    assert p.read_text() != text
+    return p
+
+
+def _chat_array_raw(tmp_path, value:str):
+    "The number as a raw value of the third message (item 3), not inside an arguments string"
+    p = tmp_path / CHAT_ARRAY.name
+    text = CHAT_ARRAY.read_text()
+    p.write_text(text.replace('"tool_calls": [', '"timeout": %s, "tool_calls": [' % value, 1))
+    assert p.read_text() != text
+    return p
+
+
+def _chat_jsonl_args(tmp_path, value:str):
+    p = tmp_path / CHAT_JSONL.name
+    text = CHAT_JSONL.read_text()
+    p.write_text(text.replace('{\\"cmd\\": \\"pytest -q\\"}', '{\\"cmd\\": \\"pytest -q\\", \\"timeout\\": %s}' % value, 1))
+    assert p.read_text() != text
+    return p
+
+
+@pytest.mark.parametrize('value', [BIG, 2**64, -2**63 - 1, 18446744073709551615])
+@pytest.mark.parametrize('plant, fmt', [(_claude, 'claude-code'), (_chat_array_args, 'openai-chat'),
+                                        (_chat_jsonl_args, 'openai-chat')])
+def test_an_integer_past_64_bits_is_kept_exact(tmp_path, plant, fmt, value):
+    "orjson read 123456789012345678901234567890 as 1.2345678901234568e+29: converted silently, value changed"
+    ts, rep = _convert(plant(tmp_path, str(value)), fmt)
+    got = _params(ts)
+    assert got == [value] and type(got[0]) is int, got
+    assert not rep.errors and rep.totals['quarantined'] == 0, rep.errors
+    assert f'"timeout":{value}' in ''.join(t.model_dump_json() for t in ts)     # and written exactly
+
+
+def test_a_json_array_with_a_wide_integer_keeps_every_item(tmp_path):
+    "The array reader stopped at item 3 with 'not valid JSON after item 2 (parse error: integer overflow)'"
+    whole, _ = _convert(CHAT_ARRAY, 'openai-chat')
+    ts, rep = _convert(_chat_array_raw(tmp_path, str(BIG)), 'openai-chat')
+    assert not rep.errors, rep.errors
+    assert len(ts) == 1 and len(ts[0].steps) == len(whole[0].steps) and not ts[0].outcome.truncated
+
+
+@pytest.mark.parametrize('value, why', [('9' * 5000, "an integer of 5000 digits, past Python's limit of 4300"),
+                                        ('1e400', '1e400, a number JSON cannot write'),
+                                        ('NaN', 'NaN, a number JSON cannot write')])
+@pytest.mark.parametrize('plant, source, fmt, where', [
+    (_claude, CLAUDE, 'claude-code', ':6: field message.content[0].input.timeout holds '),
+    (_chat_array_args, CHAT_ARRAY, 'openai-chat', ': tool-call arguments: field timeout holds '),
+    (_chat_jsonl_args, CHAT_JSONL, 'openai-chat', ':3: tool-call arguments: field timeout holds '),
+    (_chat_array_raw, CHAT_ARRAY, 'openai-chat', ':10: item 3: field timeout holds ')])
+def test_a_number_no_trajectory_can_hold_is_quarantined_by_name(tmp_path, plant, source, fmt, where, value, why):
+    "NaN and 1e400 were written as null, a 5000-digit integer failed the file or lost a step with Python's ValueError"
+    p = plant(tmp_path, value)
+    whole, _ = _convert(source, fmt)
+    ts, rep = _convert(p, fmt)
+    assert [str(e) for e in rep.errors] == [f'{p}{where}{why}' + ('' if 'digits' in why else
+                                                                   ' (the trajectory would hold null)')], rep.errors
+    assert rep.totals['quarantined'] == 1 and not rep.failed
+    assert _params(ts) == [] and len(ts) == len(whole)                    # the record is out, the rest kept
+    assert sum(len(t.steps) for t in ts) == sum(len(t.steps) for t in whole) - 1
+
+
+@pytest.mark.parametrize('path, fmt', [(CLAUDE, 'claude-code'), (CHAT_ARRAY, 'openai-chat'), (CHAT_JSONL, 'openai-chat')])
+def test_a_normal_log_converts_as_before(path, fmt):
+    "The fixtures hold no wide number: their trajectories are byte-identical to main's (digest recorded from main)"
+    ts, rep = _convert(path, fmt)
+    digest = hashlib.sha256(''.join(t.model_dump_json() for t in ts).encode()).hexdigest()
+    assert digest == DIGESTS[path.name], digest
+
+
+DIGESTS = {'7f3c2a10-0000-4000-8000-000000000001.jsonl': 'ae13e99670780124f8a0a19a11b64a740fd6354384be49186e866f4bf9f17712',
+           'fncall-llm-message.json': '0c00ffc7c6f1c6d039912035f259d4e816a2fa4859c97f248afeabf03e566dfc',
+           'conversations.jsonl': 'd197935fbde0f968f2225b1a12c762e4e53a2e6f6aba602ac392db83b200d665'}
