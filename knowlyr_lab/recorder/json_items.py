@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, Iterator
 
-from .json_numbers import exact_parsers, unheld_reason
+from .json_numbers import UnheldNumber, exact_parsers, kept_numbers
 from .reading import READ_ERRORS, open_bytes, read_error, read_text
 from .report import ConversionReport
 
@@ -24,10 +24,12 @@ _YAJL_NUMBER = ('parse error: integer overflow', 'parse error: numeric (floating
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #2bdcf486
 def _kept_items(path, report, items:list, done:int, n_bytes:int)->Iterator[tuple[int, Any]]:
-    "(number, item) of `items` (line, object, text, holds a stand-in), numbered after `done`; a stand-in's item quarantined"
+    "(number, item) of `items` (line, object, text, holds a stand-in), numbered after `done`; see `kept_numbers`"
     report.bytes_read += n_bytes
     for k, (line, obj, raw, unheld) in enumerate(items, done + 1):
-        if unheld: report.bad_record(path, line, f"item {k}: {unheld_reason(obj)}", raw); continue
+        try: obj = kept_numbers(obj, notes := []) if unheld else obj
+        except UnheldNumber as e: report.bad_record(path, line, f"item {k}: {e}", raw); continue
+        for n in notes if unheld else (): report.warn(path, line, f"item {k}: {n}", '(number)')
         yield k, (report.clean(obj) if report.scrub is not None else obj)
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #b64a53d0

@@ -1,4 +1,4 @@
-"""orjson's speed where it reads a number exactly; the standard library where it would not (an integer past 64 bits); the field named where no trajectory can hold a number (NaN, an infinity, an integer past Python's digit limit)
+"""orjson's speed where it reads a number exactly; the standard library where it would not (an integer past 64 bits); a NaN or an infinity written as null with a note naming its field; the field named where a number cannot be read at all (an integer past Python's digit limit)
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_json_numbers.html.md"""
 
@@ -13,7 +13,7 @@ import re
 import sys
 
 # %% auto #0
-__all__ = ['WIDE_INT', 'WIDE_INT_TEXT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'unheld_reason', 'exact_json']
+__all__ = ['WIDE_INT', 'WIDE_INT_TEXT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'kept_numbers', 'exact_json']
 
 # %% ../../nbs/20aa_recorder_json_numbers.ipynb #959845b4
 WIDE_INT = re.compile(rb'[0-9]{20}|-[0-9]{19}')
@@ -26,7 +26,7 @@ def wide_int(raw:bytes|str)->bool:
 
 # %% ../../nbs/20aa_recorder_json_numbers.ipynb #0c02f645
 class UnheldNumber(ValueError):
-    "A JSON number the recorder cannot keep exactly: NaN, an infinity, an integer past Python's digit limit"
+    "A JSON number the recorder cannot keep: an integer past Python's digit limit (or a NaN where no note is taken)"
 
 class _Unheld:
     "Stand-in for a number that cannot be kept: its JSON text"
@@ -42,25 +42,46 @@ def exact_parsers(made:list)->dict:
     def as_float(s): return f if math.isfinite(f := float(s)) else unheld(s)
     return dict(parse_int=as_int, parse_float=as_float, parse_constant=unheld)
 
+# %% ../../nbs/20aa_recorder_json_numbers.ipynb #b6df2211
+def _field(keys:tuple)->str:
+    "The path of a field as messages write it: `message.content[0].input.timeout`"
+    return ''.join(f'[{k}]' if isinstance(k, int) else f'.{k}' for k in keys).lstrip('.') or '(the value)'
+
 # %% ../../nbs/20aa_recorder_json_numbers.ipynb #65882f2f
-def unheld_reason(obj)->str|None:
-    "Why `obj` cannot be kept: the field of its first `_Unheld` stand-in and what it holds (None: it holds none)"
-    stack = [((), obj)]
+def _stand_ins(obj)->list[tuple]:
+    "(container, key, field, stand-in) of each `_Unheld` in `obj`, in document order (container None: `obj` is one)"
+    out, stack = [], [(None, None, (), obj)]
     while stack:
-        keys, o = stack.pop()
-        if isinstance(o, _Unheld): break
-        if isinstance(o, dict): stack.extend(((*keys, k), v) for k, v in reversed(o.items()))
-        elif isinstance(o, list): stack.extend(((*keys, i), v) for i, v in reversed(list(enumerate(o))))
-    else: return None
-    at, s = ''.join(f'[{k}]' if isinstance(k, int) else f'.{k}' for k in keys).lstrip('.') or '(the value)', o.text
+        box, k, keys, o = stack.pop()
+        if isinstance(o, _Unheld): out.append((box, k, _field(keys), o))
+        elif isinstance(o, dict): stack.extend((o, j, (*keys, j), v) for j, v in reversed(o.items()))
+        elif isinstance(o, list): stack.extend((o, j, (*keys, j), v) for j, v in reversed(list(enumerate(o))))
+    return out
+
+# %% ../../nbs/20aa_recorder_json_numbers.ipynb #31614572
+def _why(at:str, s:str)->str:
+    "What the field `at` holds, the JSON text `s` of a number that cannot be kept"
     if s.lstrip('-').isdigit():
         return f"field {at} holds an integer of {len(s.lstrip('-'))} digits, past Python's limit of {sys.get_int_max_str_digits()}"
-    return f"field {at} holds {s[:30]}, a number JSON cannot write (the trajectory would hold null)"
+    return f"field {at} holds {s[:30]}, a number JSON cannot write"
+
+# %% ../../nbs/20aa_recorder_json_numbers.ipynb #6c861c10
+def kept_numbers(doc, notes:list|None=None):
+    "`doc` with each NaN or infinity written as null, a note per field in `notes`; `UnheldNumber` where one cannot be"
+    found = _stand_ins(doc)
+    big = [f for f in found if f[3].text.lstrip('-').isdigit()]      # past the int-digit limit
+    if big or (found and notes is None):
+        at, u = (big or found)[0][2:]
+        raise UnheldNumber(_why(at, u.text) + ('' if big else ' (the trajectory would hold null)'))
+    for box, k, at, u in found:
+        notes.append(_why(at, u.text) + ' (written as null)')
+        if box is None: return None
+        box[k] = None
+    return doc
 
 # %% ../../nbs/20aa_recorder_json_numbers.ipynb #6350465e
-def exact_json(raw:bytes|str):
-    "`raw` parsed by the standard library, every integer exact; `UnheldNumber` naming the field where one cannot be"
+def exact_json(raw:bytes|str, notes:list|None=None):
+    "`raw` parsed by the standard library, every integer exact; see `kept_numbers` for the numbers that cannot be"
     made = []
     doc = json.loads(raw, **exact_parsers(made))
-    if made: raise UnheldNumber(unheld_reason(doc))
-    return doc
+    return kept_numbers(doc, notes) if made else doc

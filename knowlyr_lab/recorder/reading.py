@@ -47,13 +47,15 @@ def read_error(e:BaseException)->str:
     return f"{kind} file ({type(e).__name__}: {e})" if str(e) else f"{kind} file ({type(e).__name__})"
 
 # %% ../../nbs/20b_recorder_reading.ipynb #7a724d1e
-def loads_json(raw:bytes|str):
+def loads_json(raw:bytes|str,
+               notes:list|None=None, # receives a note per NaN or infinity, written as null (None: `UnheldNumber`)
+              ):
     "One JSON document, every number exact: by orjson, or by the standard library where orjson would change or refuse one"
     try:
         obj = orjson.loads(raw)
         if not wide_int(raw): return obj
     except orjson.JSONDecodeError: pass
-    return exact_json(raw)
+    return exact_json(raw, notes)
 
 # %% ../../nbs/20b_recorder_reading.ipynb #2176d692
 def iter_jsonl(path,                       # a .jsonl or .jsonl.gz file
@@ -115,6 +117,7 @@ _JSON_SYNTAX = set('{}[],:"-+.0123456789eEtrufalsn \t\r\n')
 # %% ../../nbs/20b_recorder_reading.ipynb #ed24570c
 def salvage_json(data:bytes,          # a JSON document with a few bad bytes
                  max_fixes:int=64,    # more repairs than this: not salvageable
+                 notes:list|None=None, # receives a note per NaN or infinity, written as null (see `loads_json`)
                 # (document, repairs {line, reason, raw}); (None, None) when not salvageable
                 )->tuple[Any, list[dict]|None]:
     "Parse `data`, repairing bad bytes that cannot change its structure"
@@ -123,7 +126,7 @@ def salvage_json(data:bytes,          # a JSON document with a few bad bytes
     text, fixes = dec
     replaced = len(fixes)                      # U+FFFD put there by the decoder: removing one is not a new repair
     while len(fixes) <= max_fixes:
-        try: return exact_json(text), [{k: f[k] for k in ('line', 'reason', 'raw')} for f in fixes]
+        try: return exact_json(text, notes), [{k: f[k] for k in ('line', 'reason', 'raw')} for f in fixes]
         except json.JSONDecodeError as e:
             ch, where = (text[e.pos] if e.pos < len(text) else ''), f"line {e.lineno} column {e.colno}"
             raw = text[max(0, e.pos - 40):e.pos + 40]
@@ -142,18 +145,24 @@ def salvage_json(data:bytes,          # a JSON document with a few bad bytes
 # %% ../../nbs/20b_recorder_reading.ipynb #ead7baa7
 _BAD = object()
 
+# %% ../../nbs/20b_recorder_reading.ipynb #77b2d160
+def _noted(path, line:int|None, notes:list, report:ConversionReport, obj):
+    "`obj`, once each note (a NaN or an infinity written as null) is a warning at `path`, `line`"
+    for n in notes: report.warn(path, line, n, '(number)')
+    return obj
+
 # %% ../../nbs/20b_recorder_reading.ipynb #8f862f86
 def _line_fallback(path, i:int, raw:bytes, report:ConversionReport):
     "The object of a line orjson rejected or may misread (a wide integer; a few bad bytes repaired), or `_BAD` once reported"
-    line = raw.rstrip(b'\r\n')
+    line, notes = raw.rstrip(b'\r\n'), []
     try:
-        obj = loads_json(line)
+        obj = loads_json(line, notes)
         if b'":' in line: warn_duplicate_keys(path, i, line, report)
-        return obj
+        return _noted(path, i, notes, report, obj)
     except RecursionError: report.bad_record(path, i, "JSON nested too deeply", raw); return _BAD
     except UnheldNumber as e: report.bad_record(path, i, str(e), raw); return _BAD
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        obj, fixes = salvage_json(line)
+        obj, fixes = salvage_json(line, notes=notes)
         if fixes is None:
             why = (f"not valid UTF-8 (byte {e.start})" if isinstance(e, UnicodeDecodeError)
                    else f"not valid JSON ({e.msg} at column {e.colno})")
@@ -161,7 +170,7 @@ def _line_fallback(path, i:int, raw:bytes, report:ConversionReport):
         for f in fixes:
             report.bad_record(path, i, f['reason'].replace(' at line 1 column ', ' at column '), f['raw'],
                               record_type='(bytes)')
-        return obj
+        return _noted(path, i, notes, report, obj)
 
 # %% ../../nbs/20b_recorder_reading.ipynb #3b564e26
 def duplicate_keys(text:str|bytes)->list[tuple[int, str]]:
@@ -269,14 +278,14 @@ def _read_bytes(path, report)->bytes|None:
 # %% ../../nbs/20b_recorder_reading.ipynb #5913a578
 def _salvaged_doc(path, data:bytes, e:UnicodeDecodeError|json.JSONDecodeError, report:ConversionReport):
     "The document `data` repaired by `salvage_json` (each repair reported), or `_BAD` once its error `e` is reported"
-    doc, fixes = salvage_json(data)
+    doc, fixes = salvage_json(data, notes=(notes := []))
     if fixes is None:                                  # more than a few bad bytes: the file is rejected, located
         if isinstance(e, UnicodeDecodeError): report.bad_record(path, None, f"not valid UTF-8 (byte {e.start})", None)
         else: report.bad_record(path, e.lineno, f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})",
                                 data.decode('utf-8', 'replace'))
         return _BAD
     for f in fixes: report.bad_record(path, f['line'], f['reason'], f['raw'], record_type='(bytes)')
-    return doc
+    return _noted(path, None, notes, report, doc)
 
 # %% ../../nbs/20b_recorder_reading.ipynb #f2075a4a
 def read_json(path, report:ConversionReport)->Any:
@@ -284,7 +293,8 @@ def read_json(path, report:ConversionReport)->Any:
     data = _read_bytes(path, report)
     if data is None: return None
     try:
-        doc = loads_json(data)
+        doc = loads_json(data, notes := [])
+        _noted(path, None, notes, report, doc)
         if _may_repeat_keys(data, doc): warn_duplicate_keys(path, 1, data, report)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         doc = _salvaged_doc(path, data, e, report)

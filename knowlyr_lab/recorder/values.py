@@ -188,9 +188,10 @@ def parse_arguments(args)->tuple[dict, bool]:
     if args is None or args == '': return {}, True
     if isinstance(args, dict): return args, True
     if isinstance(args, str):
-        try: v = loads_json(args)
+        try: v = loads_json(args, notes := [])
         except (json.JSONDecodeError, RecursionError, UnicodeDecodeError): return {'_raw': args}, False
         except UnheldNumber as e: raise UnheldNumber(f"tool-call arguments: {e}") from None
+        if notes: return {'_raw': args}, False         # a NaN or an infinity (not JSON): the arguments as written
         return (v, True) if isinstance(v, dict) else ({'_raw': v}, False)
     return {'_raw': args}, False
 
