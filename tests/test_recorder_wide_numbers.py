@@ -2,6 +2,7 @@
 a warning naming file, line and field (tool-call arguments holding one are kept as written), quarantines, naming the
 field, an integer past Python's 4,300 digits; a normal log is unchanged"""
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,31 @@ def test_a_normal_log_converts_as_before(path, fmt):
 DIGESTS = {'7f3c2a10-0000-4000-8000-000000000001.jsonl': '716d138f2a9d146aeff3433481527052d141c2375a9ada3004817e070c1676e0',
            'fncall-llm-message.json': 'a47ab8527697d479563edd6f498ee29e7cccbfab453161933aef9cf250885a9e',
            'conversations.jsonl': 'd48a1cb13b76ed95232ddbf7667b4e2e7ee2c1e766a32d1b0993ad4fe8c183e5'}
+
+
+# a command with `\"` inside JSON arguments is escaped twice in its record: the redaction opens the arguments string
+# (page 20a `_nested_json`) to find the secret, and writes the string back
+ESCAPED_CMD = ['bash', '-lc', 'curl -d "{\\"token\\": \\"Zq81LmWx0pTr9k\\"}" https://x']
+
+
+@pytest.mark.parametrize('kept', ['unmapped', 'quarantined'])
+def test_redacting_arguments_keeps_a_wide_integer_exact(tmp_path, kept):
+    "The redaction re-read arguments with orjson: an unmapped record's string was rewritten with \"n\":1.2345678901234568e+29"
+    from knowlyr_lab.recorder.redact import default_redactor
+    args = json.dumps({'command': ESCAPED_CMD, 'n': BIG})
+    p = tmp_path / 'rollout-2025-01-01T00-00-00-x.jsonl'
+    recs = [{'timestamp': '2025-01-01T00:00:00Z', 'type': 'session_meta', 'payload': {'id': 's1', 'cwd': '/x'}},
+            {'timestamp': '2025-01-01T00:00:01Z', 'type': 'response_item',
+             'payload': {'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': 'post it'}]}},
+            {'timestamp': '2025-01-01T00:00:02Z', 'type': 'response_item',   # a type codex-cli does not map
+             'payload': {'type': 'mystery_call', 'name': 'shell', 'arguments': args, 'call_id': 'c1'}}]
+    p.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    rep = ConversionReport(scrub=default_redactor(), quarantine=tmp_path / 'q.jsonl')
+    (t,) = convert(p, format='codex-cli', report=rep)
+    if kept == 'unmapped': written = t.metadata['unmapped'][0]['record']['arguments']
+    else:                                          # the same record through the quarantine file
+        rep.bad_record(p, 3, 'planted', recs[2]['payload'])
+        written = json.loads((tmp_path / 'q.jsonl').read_text().splitlines()[-1])['raw']['arguments']
+    assert 'Zq81LmWx0pTr9k' not in written and '[REDACTED' in written
+    assert written == args.replace('Zq81LmWx0pTr9k', '[REDACTED:secret_assignment]')    # the int exact, layout kept
+    assert json.loads(written)['n'] == BIG

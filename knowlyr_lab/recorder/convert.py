@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from .base import LogAdapter, RecorderError, get_adapter, register_adapter
 from .detect import detect, outcome_why, read_head
 from .field_path import warn_coerced
-from .reading import READ_ERRORS, iter_jsonl, loads_json, open_bytes, read_error, read_json
+from .json_numbers import loads_json
+from .reading import READ_ERRORS, iter_jsonl, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
 from .scrub import CountingScrub, escape_path_names, mentions_any, redact_everywhere, redact_params, serialise_error

@@ -19,13 +19,12 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from .json_numbers import UnheldNumber, exact_json, wide_int
+from .json_numbers import UnheldNumber, exact_json, loads_json, wide_int
 from .report import ConversionReport
 
 # %% auto #0
-__all__ = ['READ_ERRORS', 'open_bytes', 'read_error', 'loads_json', 'iter_jsonl', 'salvage_json', 'duplicate_keys',
-           'warn_duplicate_keys', 'decode_text', 'read_text', 'read_json', 'read_yaml', 'ends_mid_line', 'cut_off',
-           'json_shape']
+__all__ = ['READ_ERRORS', 'open_bytes', 'read_error', 'iter_jsonl', 'salvage_json', 'duplicate_keys', 'warn_duplicate_keys',
+           'decode_text', 'read_text', 'read_json', 'read_yaml', 'ends_mid_line', 'cut_off', 'json_shape']
 
 # %% ../../nbs/20b_recorder_reading.ipynb #3db87e4e
 def open_bytes(path)->io.BufferedIOBase:
@@ -45,17 +44,6 @@ def read_error(e:BaseException)->str:
     "One-line reason for an error raised while reading a file"
     kind = 'truncated' if isinstance(e, EOFError) else 'unreadable'
     return f"{kind} file ({type(e).__name__}: {e})" if str(e) else f"{kind} file ({type(e).__name__})"
-
-# %% ../../nbs/20b_recorder_reading.ipynb #7a724d1e
-def loads_json(raw:bytes|str,
-               notes:list|None=None, # receives a note per NaN or infinity, written as null (None: `UnheldNumber`)
-              ):
-    "One JSON document, every number exact: by orjson, or by the standard library where orjson would change or refuse one"
-    try:
-        obj = orjson.loads(raw)
-        if not wide_int(raw): return obj
-    except orjson.JSONDecodeError: pass
-    return exact_json(raw, notes)
 
 # %% ../../nbs/20b_recorder_reading.ipynb #2176d692
 def iter_jsonl(path,                       # a .jsonl or .jsonl.gz file

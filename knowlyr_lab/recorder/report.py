@@ -15,6 +15,7 @@ import orjson
 from fastcore.basics import patch
 
 from .base import RecorderError
+from .json_numbers import loads_json
 from ..trajectory import Trajectory
 
 if TYPE_CHECKING:   # pandas loads when a table is asked for: a CLI starts without it
@@ -101,13 +102,15 @@ def _jsonable(obj):
 def _json_in(x):
     "The JSON object or array the string `x` holds (None: not a string, or not one)"
     if not (isinstance(x, str) and x.startswith(('{', '['))): return None
-    try: return orjson.loads(x)
-    except orjson.JSONDecodeError: return None
+    try: return loads_json(x)                      # every integer exact
+    except (ValueError, RecursionError): return None       # not JSON, or a NaN (`UnheldNumber`): kept as it is
 
 # %% ../../nbs/20a_recorder_report.ipynb #bb080a42
 def _written_as(text:str, obj, new)->str:
     "`new` as JSON, in `json.dumps`' layout when that is how `text` wrote `obj` (Python agents), else compact"
-    return json.dumps(new, ensure_ascii=False) if json.dumps(obj, ensure_ascii=False) == text else orjson.dumps(new).decode()
+    if json.dumps(obj, ensure_ascii=False) == text: return json.dumps(new, ensure_ascii=False)
+    try: return orjson.dumps(new).decode()
+    except TypeError: return json.dumps(new, ensure_ascii=False, separators=(',', ':'))   # an integer past 64 bits
 
 # %% ../../nbs/20a_recorder_report.ipynb #aaad0b1e
 def _nested_json(obj, clean):

@@ -15,7 +15,7 @@ import threading
 
 from fastcore.basics import patch
 
-from .reading import UnheldNumber, loads_json
+from .json_numbers import UnheldNumber, loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
