@@ -113,3 +113,32 @@ def test_the_mcp_export_and_pipeline_tools_take_template_defaults(tmp_path):
     assert not r.is_error, r.content
     assert _kwargs(root / 'o' / 'test.jsonl') == {json.dumps({'enable_thinking': True})}
     assert _kwargs(root / 'o' / 'train.jsonl') == {json.dumps(OFF)}
+
+
+@pytest.mark.parametrize('default,given', [('true', "a JSON string ('true')"), (None, 'a JSON null (None)'),
+                                           (1, 'a JSON integer (1)')])
+def test_a_default_of_another_json_type_than_served_is_refused(tmp_path, default, given):
+    """A default's type was never checked: served `false` with default 'true' exported, and datasets read 'true' back
+    as True in the boolean column ('maybe' stayed a string in it). Refused in one line naming the key, the served JSON
+    type and the default's, with no split file left; a default of the served type exports and loads as booleans"""
+    with pytest.raises(ExportError) as e:
+        DatasetExporter(TRAJS, test_fraction=0.3, template_defaults={'enable_thinking': default}).export('sft', tmp_path / 'o')
+    msg = str(e.value)
+    assert "field 'chat_template_kwargs.enable_thinking': served as a JSON boolean" in msg and given in msg, msg
+    assert '\n' not in msg and not list((tmp_path / 'o').glob('*.jsonl')), (msg, list((tmp_path / 'o').iterdir()))
+    import datasets
+    res = DatasetExporter(TRAJS, test_fraction=0.3, template_defaults={'enable_thinking': True}).export('sft', tmp_path / 'ok')
+    dd = datasets.load_dataset('json', data_files=res.paths, cache_dir=str(tmp_path / 'cache'))
+    assert {s: set(x['enable_thinking'] for x in d['chat_template_kwargs']) for s, d in dd.items()} == {'train': {False}, 'test': {True}}
+
+
+def test_integers_and_floats_are_two_types_for_a_default(tmp_path):
+    """datasets types every split by the first file: a train split of served integers (int64) fails to cast a test
+    split filled with a float default. A float default beside served integers is refused; a float beside floats is not"""
+    served = lambda v: [t.model_copy(update={'steps': [s.model_copy(update={'metadata': {'template_kwargs': {'budget': v}}})
+                                                        for s in t.steps]}) if t.task.id not in TEST else t for t in TRAJS]
+    with pytest.raises(ExportError, match=r"served as a JSON integer, but template_defaults gives it a JSON float \(0.5\)"):
+        DatasetExporter(served(2), test_fraction=0.3, template_defaults={'budget': 0.5}).export('sft', tmp_path / 'a')
+    res = DatasetExporter(served(2.5), test_fraction=0.3, template_defaults={'budget': 0.5}).export('sft', tmp_path / 'b')
+    assert _kwargs(res.paths['test']) == {json.dumps({'budget': 0.5})}
+

@@ -20,13 +20,13 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from .rows import ExportError, grpo_advantages
+from .rows import grpo_advantages
 from ..tasks import task_key
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['SplitWriter', 'same_template_kwargs', 'ParquetWriter', 'same_tool_keys', 'spool_dir', 'Spool', 'task_group',
-           'RunSpool', 'grpo_key', 'grpo_body', 'grpo_row_json']
+__all__ = ['SplitWriter', 'ParquetWriter', 'same_tool_keys', 'spool_dir', 'Spool', 'task_group', 'RunSpool', 'grpo_key',
+           'grpo_body', 'grpo_row_json']
 
 # %% ../../nbs/41b_hub_spool.ipynb #5569e5f2
 class SplitWriter:
@@ -55,60 +55,6 @@ def write(self:SplitWriter, split:str, row:dict|bytes):
 def close(self:SplitWriter):
     "Close every split's file"
     for f in self.files.values(): f.close()
-
-# %% ../../nbs/41b_hub_spool.ipynb #c0eecca9
-def _kwargs_lines(p:Path)->Iterator[tuple[bytes, dict|None]]:
-    "(line, its row's `chat_template_kwargs` or None) of each row of the JSONL file `p`"
-    with open(p, 'rb') as f:
-        for line in f: yield line, (orjson.loads(line).get('chat_template_kwargs') if b'"chat_template_kwargs"' in line
-                                    else None)
-
-# %% ../../nbs/41b_hub_spool.ipynb #249a646e
-def _kwargs_keys(paths:list)->tuple[list, bool]:
-    "Every chat template variable the rows of JSONL `paths` carry, and whether the rows differ in them"
-    sets = {frozenset(kw or ()) for p in paths for _, kw in _kwargs_lines(Path(p))}
-    return sorted(set().union(*sets)), len(sets) > 1
-
-# %% ../../nbs/41b_hub_spool.ipynb #35c728b6
-def _filled(kw:dict|None, keys:list, defaults:dict, where:str)->dict:
-    "`kw` with each of `keys`, a key it lacks set to its value in `defaults` (an `ExportError` naming `where` when none)"
-    kw = kw or {}
-    if lack := [k for k in keys if k not in kw and k not in defaults]:
-        raise ExportError(f"{where}: field 'chat_template_kwargs': no {lack[0]!r}, which other rows were served with "
-                         f"(datasets would read null). Give the value the template takes when it is not given: "
-                         f"template_defaults={{{lack[0]!r}: ...}} (DatasetExporter, PipelineConfig, the MCP export and "
-                         f"pipeline tools) or --template-default {lack[0]}=JSON (knowlyr-hub export, run)")
-    return {k: kw[k] if k in kw else defaults[k] for k in keys}
-
-# %% ../../nbs/41b_hub_spool.ipynb #6f728c3c
-def _filled_line(line:bytes, kw:dict|None, keys:list, defaults:dict, where:str)->bytes:
-    "`line` with its row's variables `kw` (None: none) `_filled`"
-    new = orjson.dumps(_filled(kw, keys, defaults, where))
-    if kw is None: return line.rstrip()[:-1] + b',"chat_template_kwargs":' + new + b'}\n'
-    row = {**orjson.loads(line), 'chat_template_kwargs': orjson.Fragment(new)}
-    return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
-
-# %% ../../nbs/41b_hub_spool.ipynb #be9dd69f
-def _fill_file(p:Path, keys:list, defaults:dict)->int:
-    "Fill the rows of JSONL file `p` that lack one of `keys`; how many"
-    n = 0
-    with open(tmp := p.with_name(p.name + '.tmp'), 'wb') as f:
-        for i, (line, kw) in enumerate(_kwargs_lines(p), 1):
-            short = kw is None or len(kw) < len(keys); n += short
-            f.write(_filled_line(line, kw, keys, defaults, f"{p}:{i}") if short else line)
-    tmp.replace(p); return n
-
-# %% ../../nbs/41b_hub_spool.ipynb #4264f615
-def same_template_kwargs(paths:dict, # split -> its JSONL file
-                         defaults:dict|None=None, # each variable's value in a row that lacks it
-                        )->int:      # the rows given keys
-    "One set of `chat_template_kwargs` keys for every row of the files (an `ExportError`, no file left, without a default)"
-    paths = [Path(p) for p in paths.values()]
-    keys, differ = _kwargs_keys(paths)
-    try: return sum(_fill_file(p, keys, defaults or {}) for p in paths) if differ else 0
-    except ValueError:
-        for p in paths: p.unlink(missing_ok=True); p.with_name(p.name + '.tmp').unlink(missing_ok=True)
-        raise
 
 # %% ../../nbs/41b_hub_spool.ipynb #33fe5ca5
 class ParquetWriter(SplitWriter):
