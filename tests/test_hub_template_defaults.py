@@ -142,3 +142,24 @@ def test_integers_and_floats_are_two_types_for_a_default(tmp_path):
     res = DatasetExporter(served(2.5), test_fraction=0.3, template_defaults={'budget': 0.5}).export('sft', tmp_path / 'b')
     assert _kwargs(res.paths['test']) == {json.dumps({'budget': 0.5})}
 
+
+def test_pairs_and_groups_served_apart_are_export_errors_and_a_given_pair_is_quarantined(tmp_path):
+    """rows.py refused a pair, or a GRPO group, whose members were served with other variables with a plain ValueError,
+    and the exporter counted such a given preference as skipped ('preference_template_kwargs_differ'), its record in no
+    file. Both are `ExportError`s worded as the other refusals ('<where>: field ...'); the export goes on, and the record
+    is in quarantine.jsonl with its place and reason"""
+    from knowlyr_lab.hub.rows import grpo_member, grpo_row, pair_template_kwargs
+    on = TRAJS[0]                          # t0, served with thinking off; `plain`: t0 served with no variables
+    plain = TRAJS[1].model_copy(update={'id': 'tr-plain', 'steps': [s.model_copy(update={'metadata': {}}) for s in TRAJS[1].steps]})
+    with pytest.raises(ExportError, match=r"^p.jsonl:2: field 'chat_template_kwargs': chosen '.+' was served with "):
+        pair_template_kwargs(on, plain, 'p.jsonl:2')
+    with pytest.raises(ExportError, match=r"^task 't0': field 'chat_template_kwargs': a GRPO group's members"):
+        grpo_row([grpo_member(on), grpo_member(plain)], [])
+    prefs = tmp_path / 'prefs.jsonl'
+    prefs.write_text(json.dumps({'chosen': TRAJS[1].id, 'rejected': on.id}) + '\n' +
+                     json.dumps({'chosen': on.id, 'rejected': plain.id}) + '\n')
+    res = DatasetExporter([*TRAJS, plain], preferences=prefs, template_defaults={'enable_thinking': True}).export('dpo', tmp_path / 'o')
+    [q] = [json.loads(x) for x in open(tmp_path / 'o' / 'quarantine.jsonl')]
+    assert res.total == 1 and res.quarantined == 1 and not res.skipped, res
+    assert (q['path'], q['line']) == (str(prefs), 2) and q['record'] == {'chosen': on.id, 'rejected': plain.id}, q
+    assert q['reason'].startswith(f"{prefs}:2: field 'chat_template_kwargs': chosen {on.id!r} was served with"), q

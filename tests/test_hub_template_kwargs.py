@@ -103,7 +103,7 @@ def test_an_export_mixing_served_variables_gives_every_row_the_key(tmp_path, fmt
 
 def test_groups_and_pairs_never_mix_served_variables(tmp_path):
     """A task served both ways is two prompts: GRPO groups and DPO pairs built from the trajectories keep each set of
-    variables apart, a given preference whose sides differ is skipped with its reason, and a trajectory whose steps
+    variables apart, a given preference whose sides differ is quarantined with its reason, and a trajectory whose steps
     were served differently is quarantined naming the field (on main all of them became rows without the variables)"""
     trajs = [_traj(0, k, OFF if k < 2 else None) for k in range(4)]
     grpo = DatasetExporter(trajs, template_defaults=ON).export('grpo', tmp_path / 'grpo')
@@ -116,7 +116,7 @@ def test_groups_and_pairs_never_mix_served_variables(tmp_path):
     assert pairs and all((kw[p['chosen_id']] or ON) == (kw[p['rejected_id']] or ON) == p['chat_template_kwargs'] for p in pairs)
     prefs = [{'chosen': trajs[0].id, 'rejected': trajs[2].id}, {'chosen': trajs[0].id, 'rejected': trajs[1].id}]
     given = DatasetExporter(trajs, preferences=prefs).export('dpo', tmp_path / 'given')
-    assert given.total == 1 and given.skipped == {'preference_template_kwargs_differ': 1}
+    assert given.total == 1 and given.quarantined == 1 and not given.skipped
     from knowlyr_lab.trajectory_io import write_trajectories
     mixed = _traj(1, 0, OFF).model_copy(update={'steps': [*_traj(1, 0, OFF).steps, *_traj(1, 1, None, n=1).steps]})
     write_trajectories(trajs + [mixed], tmp_path / 'in.jsonl')

@@ -228,8 +228,7 @@ def _pairs_given(self:DatasetExporter, row, spool, w, res:ExportResult, min_marg
         if why := self.filter.reason(c) or self.filter.reason(r): _count(res.skipped, f'preference_{why}'); continue
         if min_margin is not None and m < min_margin: _count(res.skipped, 'below_min_margin'); continue
         kw = {'step': p.get('step')} if p.get('level') == 'step' else {}
-        try: out = row(c, r, m, self.tools(c), self.system_prompt, **kw)
-        except ValueError: _count(res.skipped, 'preference_template_kwargs_differ'); continue   # sides served apart
+        out = row(c, r, m, self.tools(c), self.system_prompt, **kw)      # (sides served apart: `pref_record` refused)
         self._checks.served += 'chat_template_kwargs' in out; w.write(self.split(c), out)
 
 # %% ../../nbs/42_hub_export.ipynb #00579bc3

@@ -19,7 +19,7 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from .rows import ExportError
+from .rows import ExportError, pair_template_kwargs
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, served_template_kwargs, trajectory_score
 from ..trajectory_io import TrajectoryError, quarantine_line
@@ -118,6 +118,7 @@ def pref_record(p, where:str, spool)->tuple[dict, Trajectory|None, Trajectory|No
     c, r = _pref_side(p, 'chosen', where, spool), _pref_side(p, 'rejected', where, spool)
     if c is not None and r is not None and task_key(c.task) != task_key(r.task):   # its row goes to the chosen's split
         raise ValueError(f"{where}: field 'rejected': a trajectory of another task ({r.task.id!r}; chosen: {c.task.id!r})")
+    if c is not None and r is not None: pair_template_kwargs(c, r, where)      # one prompt: the sides' variables alike
     if m is None and c is not None and r is not None: m = trajectory_score(c) - trajectory_score(r)
     return p, c, r, None if m is None else float(m)
 

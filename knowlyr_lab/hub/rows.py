@@ -167,12 +167,13 @@ def _served(row:dict, kw:dict|None)->dict:
     return row
 
 # %% ../../nbs/41a_hub_rows.ipynb #40b1903b
-def pair_template_kwargs(c:Trajectory, r:Trajectory)->dict|None:
-    "The chat template variables both sides of a preference pair were served with; a ValueError when they differ"
+def pair_template_kwargs(c:Trajectory, r:Trajectory, # the chosen and rejected sides
+                         where:str='preference pair')->dict|None: # the pair's place, for the error ('file:line')
+    "The chat template variables both sides of a preference pair were served with; an `ExportError` when they differ"
     kc, kr = served_template_kwargs(c, f"chosen {c.id!r}"), served_template_kwargs(r, f"rejected {r.id!r}")
     if kc != kr:
-        raise ValueError(f"chosen {c.id!r} and rejected {r.id!r} were served with other chat template variables: "
-                         f"{kc!r}, {kr!r}")
+        raise ExportError(f"{where}: field 'chat_template_kwargs': chosen {c.id!r} was served with {kc!r}, rejected "
+                          f"{r.id!r} with {kr!r}: a pair's prompt is rendered once, so its sides need the same")
     return kc
 
 # %% ../../nbs/41a_hub_rows.ipynb #70984f71
@@ -285,8 +286,8 @@ def grpo_row(members:list[dict], # `grpo_member`s of one task and prompt
             )->dict:
     "Prompt (with its template variables) + a group of completions with their scores as rewards and advantages"
     if len({orjson.dumps(m.get('chat_template_kwargs'), option=orjson.OPT_SORT_KEYS) for m in members}) > 1:
-        raise ValueError(f"task {members[0]['task_id']!r}: a GRPO group's members were served with other chat template "
-                         "variables")
+        raise ExportError(f"task {members[0]['task_id']!r}: field 'chat_template_kwargs': a GRPO group's members were "
+                          "served with other chat template variables: group them by task and variables")
     g = sorted(members, key=lambda m: (-m['score'], m['trajectory_id']))[:group_size]
     rw, kw = [m['score'] for m in g], g[0].get('chat_template_kwargs')
     return {'task_id': g[0]['task_id'], 'prompt': g[0]['prompt'], **({'chat_template_kwargs': kw} if kw else {}),
