@@ -328,10 +328,12 @@ def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
 # %% ../nbs/94a_mcp_tools.ipynb #90f6fbe0
 @_server_tool(PipelineConfig, rename={'format': 'log_format'})
 def process_log(srv:ServerState, path:str, # one agent log file, inside the server root
-                                 output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
+                                 output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None,
+                                 template_defaults:dict[str, Any]|None=None)->dict[str, Any]:
     "One agent log -> trajectories -> reward -> store -> export"
     out = srv.path(output_dir, 'output_dir', capped=False)
-    cfg = PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])
+    cfg = PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'],
+                         template_defaults=template_defaults)
     with srv.staged() as st:        # the log's private copy, named by its name in the root; the folder held open
         log = st.input(path, 'log file'); stage_verdicts(st, path, 'log file')    # and the reports beside it
         with _held(srv, output_dir, 'output_dir') as at:
@@ -339,10 +341,12 @@ def process_log(srv:ServerState, path:str, # one agent log file, inside the serv
 
 # %% ../nbs/94a_mcp_tools.ipynb #0f2919f7
 @_server_tool(Pipeline.run_batch, PipelineConfig, rename={'format': 'log_format'})
-def process_logs_batch(srv:ServerState, log_dir:str, output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None)->dict[str, Any]:
+def process_logs_batch(srv:ServerState, log_dir:str, output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None,
+                       template_defaults:dict[str, Any]|None=None)->dict[str, Any]:
     "A directory of agent logs -> trajectories -> reward -> store -> export (resumable per file)"
     out = srv.path(output_dir, 'output_dir', capped=False)
-    cfg = PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'])
+    cfg = PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'],
+                         template_defaults=template_defaults)
     with srv.staged() as st:        # private copies of the logs, named by their names in the root; the folder held open
         logs = st.input(log_dir, 'log directory'); stage_verdicts(st, log_dir, 'log directory')   # and reports above
         with _held(srv, output_dir, 'output_dir') as at:

@@ -163,3 +163,31 @@ def test_pairs_and_groups_served_apart_are_export_errors_and_a_given_pair_is_qua
     assert res.total == 1 and res.quarantined == 1 and not res.skipped, res
     assert (q['path'], q['line']) == (str(prefs), 2) and q['record'] == {'chosen': on.id, 'rejected': plain.id}, q
     assert q['reason'].startswith(f"{prefs}:2: field 'chat_template_kwargs': chosen {on.id!r} was served with"), q
+
+
+def test_the_mcp_log_tools_take_template_defaults(tmp_path):
+    """process_log and process_logs_batch built their PipelineConfig without template_defaults: a pipeline over logs
+    served both ways could only be refused. Both take it now, as run_pipeline does: in the schema, and in the export"""
+    from mcp import Client
+
+    from knowlyr_lab.mcp import build_server
+    root = tmp_path / 'root'; (root / 'logs').mkdir(parents=True)
+    trajs = [t.model_copy(update={'task': t.task.model_copy(update={'domain': 'generic'})}) for t in TRAJS]   # scored
+    write_trajectories(trajs, root / 'logs' / 't.jsonl'); on = {'enable_thinking': True}
+    async def go():
+        async with Client(build_server(root)) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            calls = [await c.call_tool('process_logs_batch', {'log_dir': 'logs', 'output_dir': 'b', 'format': 'knowlyr'}),
+                     await c.call_tool('process_logs_batch', {'log_dir': 'logs', 'output_dir': 'b', 'format': 'knowlyr',
+                                                              'template_defaults': on}),
+                     await c.call_tool('process_log', {'path': 'logs/t.jsonl', 'output_dir': 'one', 'format': 'knowlyr',
+                                                       'template_defaults': on})]
+            return tools, calls
+    tools, (refused, batch, one) = asyncio.run(go())
+    for name in ('process_log', 'process_logs_batch'):
+        p = tools[name].input_schema['properties']['template_defaults']
+        assert 'object' in json.dumps(p) and 'template' in p.get('description', ''), (name, p)
+    assert refused.is_error and "no 'enable_thinking'" in refused.content[0].text, refused.content
+    assert not batch.is_error and not one.is_error, (batch.content, one.content)
+    for d in ('b', 'one'):
+        assert _kwargs(root / d / 'exports' / 'sft' / 'train.jsonl') == {json.dumps(OFF), json.dumps(on)}, d
