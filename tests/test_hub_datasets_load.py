@@ -145,3 +145,27 @@ def test_openai_splits_with_tools_of_other_shapes_warn_and_name_the_loader_that_
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         DatasetExporter(trajs, test_fraction=0.3, tools=TOOLS['knowlyr/a'], success_only=True).export('openai', tmp_path / 'one')
+
+
+def test_the_openai_shape_warning_comes_from_what_the_writer_saw_not_a_second_read(tmp_path):
+    """The split-shape warning read every openai split file again after writing it: 28% of the CPU time of a
+    20,000-trajectory export (experiments/benchmarks/export_throughput.py's data, test_fraction=0.3). The writer keeps
+    each split's distinct tool lists as it writes them, once per list object and content (memory bounded by the
+    distinct lists, not the rows), and the warning is computed from those (one shape: no warning)"""
+    import warnings
+
+    import orjson
+
+    from knowlyr_lab.hub._spool import SplitWriter
+    from knowlyr_lab.hub.export_filter import ExportResult
+    res = ExportResult('openai', str(tmp_path)); w = SplitWriter(tmp_path, res)
+    a, b = TOOLS['knowlyr/a'], json.loads(json.dumps(TOOLS['knowlyr/a']))      # equal content, two objects
+    for i in range(6): w.write('train', {'messages': [], 'tools': a if i % 2 else b})
+    w.write('test', {'messages': [], 'tools': TOOLS['knowlyr/b']}); w.write('test', {'messages': [], 'tools': []})
+    w.close()
+    assert {s: list(ls) for s, ls in w.tool_lists.items()} == {'train': [orjson.dumps(a)], 'test': [orjson.dumps(TOOLS['knowlyr/b'])]}
+    trajs = [_traj(t, k) for t in range(10) for k in range(2)]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter('always')
+        DatasetExporter(trajs, test_fraction=0.3, tools=TOOLS['knowlyr/a'], success_only=True).export('openai', tmp_path / 'one')
+    assert not [x for x in said if 'differ in shape' in str(x.message)]

@@ -34,6 +34,7 @@ class SplitWriter:
     def __init__(self, out:Path, # the export's output directory
                  res):           # the export's result: its `paths` and `counts` dicts are filled
         self.out, self.res, self.files = out, res, {}
+        self.tool_lists, self._last = {}, {}   # split -> each distinct `tools` list of its rows (openai), by JSON
 
 # %% ../../nbs/41b_hub_spool.ipynb #a7ff9e54
 @patch
@@ -47,7 +48,9 @@ def write_line(self:SplitWriter, split:str, line:bytes):
 # %% ../../nbs/41b_hub_spool.ipynb #9d00b0b4
 @patch
 def write(self:SplitWriter, split:str, row:dict|bytes):
-    "Append `row` (a dict, or its JSON line as bytes, e.g. `sft_row_json`'s) to the file of `split`"
+    "Append `row` (a dict, or its JSON line as bytes, e.g. `sft_row_json`'s) to the file of `split`; keep its tool list"
+    if type(row) is dict and type(t := row.get('tools')) is list and t and self._last.get(split) is not t:
+        self._last[split] = t; self.tool_lists.setdefault(split, {}).setdefault(orjson.dumps(t), t)   # once per list
     self.write_line(split, row if type(row) is bytes else orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
 
 # %% ../../nbs/41b_hub_spool.ipynb #3a71354a

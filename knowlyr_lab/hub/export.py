@@ -126,7 +126,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
     drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences))
     res.quarantined += len(errors)                # (bad preference records were counted as they came)
     res.ungrouped = len(self._splitter.ungrouped)
-    for said in export_warnings(res, self.group_by): warnings.warn(said, stacklevel=3)
+    for said in export_warnings(res, self.group_by, w.tool_lists): warnings.warn(said, stacklevel=3)
     if res.total == 0 and not res.note: res.note = explain_empty(res)
     return res
 

@@ -203,26 +203,25 @@ def explain_empty(res:ExportResult)->str:
     return f"0 rows from {res.read} trajectories" + (f": left out {left}" if left else '')
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #41720fe2
-def export_warnings(res:ExportResult, group_by=None)->list[str]:
+def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None)->list[str]: # `SplitWriter.tool_lists`
     ("What an export warns of: tasks without the `group_by` field; SFT rows of verified failures, and how to leave them "
      "out; OpenAI splits whose tools differ in shape")
     said = [f"{res.ungrouped} tasks have no {group_by!r}: each its own group"] if res.ungrouped else []
     if res.rows_from_failures:
         said.append(f"{res.rows_from_failures} of the {res.total} {res.format} rows come from verified failures "
                     "(outcome.success is False); --success-only (success_only=True) keeps successes only")
-    if res.format == 'openai' and len(res.paths) > 1: said += tool_shape_warning(res.paths)
+    if res.format == 'openai' and tool_lists: said += tool_shape_warning(tool_lists)
     return said
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #b7fce152
-def _tools_type(p)->str|None:
-    "The Arrow type `datasets` infers for the non-empty `tools` lists of JSONL file `p` (None: no row has tools)"
-    with open(p, 'rb') as f: ls = {orjson.dumps(t) for line in f if (t := orjson.loads(line).get('tools'))}
-    return str(pa.array([orjson.loads(s) for s in ls]).type) if ls else None
+def _tools_type(lists)->str|None:
+    "The Arrow type `datasets` infers for a split whose rows carry the non-empty `tools` `lists` (None: none)"
+    return str(pa.array(list(lists)).type) if lists else None
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #e091d8c7
-def tool_shape_warning(paths:dict)->list[str]: # split -> its `openai` JSONL file
+def tool_shape_warning(tool_lists:dict)->list[str]: # split -> {JSON: list} of its rows' tool lists, as the writer saw
     "A warning when the splits' `tools` differ in shape: `datasets` cannot load the splits as one dataset"
-    types = {s: t for s, p in paths.items() if (t := _tools_type(p))}
+    types = {s: t for s, ls in tool_lists.items() if (t := _tools_type(list(ls.values())))}
     if len(set(types.values())) < 2: return []
     return [f"the tool schemas of splits {', '.join(types)} differ in shape: load_dataset('json', data_files={{...}}) "
             "fails to cast one split's tools to the first's (or reads the fields it lacks as null); load each split on "
