@@ -55,7 +55,7 @@ def _mcp(root:Path, tool:str, args:dict):
 def test_a_refused_mix_is_an_export_error_reported_in_one_line(tmp_path):
     """The refusal was a plain ValueError of page 41b (the MCP tool said 'ValueError: ...'); it is the hub's
     `ExportError`, which the CLI and the MCP server report in one line"""
-    with pytest.raises(ExportError, match=r"test.jsonl:1: field 'chat_template_kwargs': no 'enable_thinking'"):
+    with pytest.raises(ExportError, match=r"split 'test' row 1 \(trajectory 'tr-.+'\): field 'chat_template_kwargs': no 'enable_thinking'"):
         DatasetExporter(TRAJS, test_fraction=0.3).export('sft', tmp_path / 'py')
     write_trajectories(TRAJS, tmp_path / 't.jsonl')
     r = _hub('export', '-f', 'sft', '-t', tmp_path / 't.jsonl', '-o', tmp_path / 'cli', '--test-fraction', '0.3')
@@ -191,3 +191,19 @@ def test_the_mcp_log_tools_take_template_defaults(tmp_path):
     assert not batch.is_error and not one.is_error, (batch.content, one.content)
     for d in ('b', 'one'):
         assert _kwargs(root / d / 'exports' / 'sft' / 'train.jsonl') == {json.dumps(OFF), json.dumps(on)}, d
+
+
+def test_a_refused_pipeline_export_leaves_no_temp_folder_and_names_the_split_and_trajectory(tmp_path):
+    """A pipeline exports into exports/.tmp-<pid>-<fmt>/; a refused export left that folder behind until a later run,
+    and the refusal named a file in it ('.../exports/.tmp-123-sft/test.jsonl:1') that was gone. The folder is removed
+    as the export fails, and the refusal names the split, the row and the trajectory it came from"""
+    from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
+    (tmp_path / 'logs').mkdir(); write_trajectories(TRAJS, tmp_path / 'logs' / 't.jsonl')
+    cfg = PipelineConfig(output_dir=str(tmp_path / 'run'), log_format='knowlyr', reward=False, export_formats=['sft'],
+                         test_fraction=0.3)
+    with pytest.raises(ExportError) as e: Pipeline(cfg).run_batch(tmp_path / 'logs')
+    msg, test_ids = str(e.value), {t.id for t in TRAJS if t.task.id in TEST}
+    assert '.tmp-' not in msg and msg.startswith("split 'test' row 1 (trajectory "), msg
+    assert msg.split("'")[3] in test_ids, msg
+    assert sorted(p.name for p in (tmp_path / 'run' / 'exports').iterdir()) == [], list((tmp_path / 'run' / 'exports').iterdir())
+    assert Pipeline(cfg).status()['stale_temp_files'] == 0

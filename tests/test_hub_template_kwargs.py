@@ -166,7 +166,7 @@ def test_a_key_another_split_has_takes_the_templates_default(tmp_path):
     from knowlyr_lab.chat import render_chat
     from knowlyr_lab.trainer.data import load_records, to_chat
     from knowlyr_lab.trainer.tiny import train_tokenizer
-    with pytest.raises(ValueError, match=r"test.jsonl:1: field 'chat_template_kwargs': no 'enable_thinking'"):
+    with pytest.raises(ValueError, match=r"split 'test' row 1 \(trajectory '.+'\): field 'chat_template_kwargs': no 'enable_thinking'"):
         _split_export(tmp_path / 'no', None)
     assert not list((tmp_path / 'no' / 'sft').glob('*.jsonl'))
     res, raw = _split_export(tmp_path, None, template_defaults=ON)

@@ -34,7 +34,7 @@ class SplitWriter:
     def __init__(self, out:Path, # the export's output directory
                  res):           # the export's result: its `paths` and `counts` dicts are filled
         self.out, self.res, self.files = out, res, {}
-        self.tool_lists, self._last = {}, {}   # split -> each distinct `tools` list of its rows (openai), by JSON
+        self.tool_lists, self._last = {}, {}   # split -> its rows' distinct `tools` lists, by JSON
 
 # %% ../../nbs/41b_hub_spool.ipynb #a7ff9e54
 @patch

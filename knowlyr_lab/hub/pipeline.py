@@ -23,7 +23,7 @@ from fastcore.basics import patch
 from ..agents import agent_from_spec
 from .export import DatasetExporter
 from .pipeline_config import PipelineConfig, PipelineError, config_diff, with_added_fields
-from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, log_format_known, stale_temps, temp_path
+from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, json_or_none, log_format_known, stale_temps, temp_dir
 from .store import TrajectoryStore
 from ..private_files import open_private
 from ..registry import make
@@ -169,11 +169,11 @@ def _store(self:Pipeline)->dict:
 @patch
 def _export_format(self:Pipeline, fmt:str, dst:Path, merged:dict):
     "Export the merged trajectories in `fmt` and commit the directory as `dst`"
-    tmp, c = temp_path(dst), self.config; tmp.mkdir(parents=True)
+    c = self.config
     ex = DatasetExporter(self.out / 'trajectories.jsonl', min_reward=c.min_reward, success_only=c.success_only,
                          test_fraction=c.test_fraction, group_by=c.group_by, template_defaults=c.template_defaults)
     kw = {'min_margin': c.min_margin} if fmt in ('dpo', 'dpo-seed') and c.min_margin is not None else {}
-    res = ex.export(fmt, tmp, **kw)
+    with temp_dir(dst) as tmp: res = ex.export(fmt, tmp, **kw)       # a refused export leaves no temp folder
     if res.total == 0 and 'single trajectory' in res.note and merged.get('duplicates'):
         res.note += f" ({merged['duplicates']} rollouts were identical to another of the same content and were merged)"
     named = Path(c.output_dir) / dst.relative_to(self.out)        # as the config names it, wherever it is opened
@@ -248,23 +248,18 @@ def _run(self:Pipeline, agent, progress):
     merged = self._merge([k for k, _ in units])
     return {'units': len(units), **merged, 'exports': self._store_and_export()}
 
-# %% ../../nbs/44_hub_pipeline.ipynb #f71c40cc
-def _json_or_none(p:Path):
-    "The JSON in file `p`, or None when there is no such file"
-    return json.loads(p.read_text()) if p.exists() else None
-
 # %% ../../nbs/44_hub_pipeline.ipynb #de814de5
 @patch
 def status(self:Pipeline)->dict:
     "What is done: committed units per stage, merge/store markers, exports, whether a run is live"
-    cfg, running, ex = _json_or_none(self.out / 'pipeline.json'), self._running(), self.out / 'exports'
+    cfg, running, ex = json_or_none(self.out / 'pipeline.json'), self._running(), self.out / 'exports'
     return {'output_dir': self.config.output_dir, 'kind': cfg and cfg.get('kind'), 'running': running,
             'rollout_units': committed_count(self.work / 'rollout'),
             'convert_units': committed_count(self.work / 'convert'),
             'reward_units': committed_count(self.work / 'reward'), 'merged': (self.work / 'merge.done').exists(),
             'stored': (self.work / 'store.done').exists(),
             'exports': sorted(p.name for p in ex.iterdir() if not p.name.startswith('.')) if ex.exists() else [],
-            'merge': _json_or_none(self.work / 'merge.done'),
+            'merge': json_or_none(self.work / 'merge.done'),
             'stale_temp_files': 0 if running else len(stale_temps(self.out))}   # a live run's temp files are not stale
 
 # %% ../../nbs/44_hub_pipeline.ipynb #7a6751f3

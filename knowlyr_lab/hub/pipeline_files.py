@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from pydantic import BaseModel
 
@@ -18,8 +20,8 @@ from .pipeline_config import PipelineError
 from ..trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['TMP_PREFIX', 'temp_path', 'atomic_write', 'stale_temps', 'committed_count', 'convert_fns', 'log_format_known',
-           'rename_in', 'rename_file', 'renamed_folder', 'rename_log', 'convert_log_file']
+__all__ = ['TMP_PREFIX', 'temp_path', 'atomic_write', 'temp_dir', 'json_or_none', 'stale_temps', 'committed_count', 'convert_fns',
+           'log_format_known', 'rename_in', 'rename_file', 'renamed_folder', 'rename_log', 'convert_log_file']
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #8b7ef279
 TMP_PREFIX = '.tmp-'
@@ -36,6 +38,19 @@ def atomic_write(path:Path, write:Callable):
     write(tmp)
     if not tmp.exists(): raise PipelineError(f"internal error: writing {path.name} produced no file")
     return tmp
+
+# %% ../../nbs/43b_hub_pipeline_files.ipynb #c16809cd
+@contextmanager
+def temp_dir(path:Path)->Iterator[Path]:
+    "A new folder at the temporary path of `path`, removed with its files when the block raises"
+    (tmp := temp_path(path)).mkdir(parents=True)
+    try: yield tmp
+    except BaseException: shutil.rmtree(tmp, ignore_errors=True); raise
+
+# %% ../../nbs/43b_hub_pipeline_files.ipynb #e01d75c9
+def json_or_none(p:Path):
+    "The JSON in file `p`, or None when there is no such file"
+    return json.loads(p.read_text()) if p.exists() else None
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #fedb21be
 def stale_temps(root:Path)->list[Path]:

@@ -35,24 +35,32 @@ def _json_kind(v)->str:
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #249a646e
 def _kwargs_keys(paths:dict)->tuple[list, bool, dict]:  # split -> its JSONL file
     ("Every chat template variable the rows of JSONL `paths` carry, whether the rows differ in them, and each "
-     "variable's JSON types served: {key: {type: 'file:line' of its first row}}")
+     "variable's JSON types served: {key: {type: the split and row of its first row}}")
     sets, kinds = set(), {}
-    for p in paths.values():
+    for split, p in paths.items():
         for i, (_, kw) in enumerate(_kwargs_lines(Path(p)), 1):
             sets.add(frozenset(kw or ()))
-            for k, v in (kw or {}).items(): kinds.setdefault(k, {}).setdefault(_json_kind(v), f"{p}:{i}")
+            for k, v in (kw or {}).items(): kinds.setdefault(k, {}).setdefault(_json_kind(v), f"split {split!r} row {i}")
     return sorted(set().union(*sets)), len(sets) > 1, kinds
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #35c728b6
-def _filled(kw:dict|None, keys:list, defaults:dict, where:str)->dict:
+def _filled(kw:dict|None, keys:list, defaults:dict, where)->dict: # the row's place: a string, or a function making it
     "`kw` with each of `keys`, a key it lacks set to its value in `defaults` (an `ExportError` naming `where` when none)"
     kw = kw or {}
     if lack := [k for k in keys if k not in kw and k not in defaults]:
-        raise ExportError(f"{where}: field 'chat_template_kwargs': no {lack[0]!r}, which other rows were served with "
+        raise ExportError(f"{where() if callable(where) else where}: field 'chat_template_kwargs': no {lack[0]!r}, which other rows were served with "
                          f"(datasets would read null). Give the value the template takes when it is not given: "
                          f"template_defaults={{{lack[0]!r}: ...}} (DatasetExporter, PipelineConfig, the MCP export and "
                          f"pipeline tools) or --template-default {lack[0]}=JSON (knowlyr-hub export, run)")
     return {k: kw[k] if k in kw else defaults[k] for k in keys}
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #7ded14fe
+def _row_place(split:str, i:int, line:bytes)->str:
+    "Row `i` of `split` (its JSON `line`), and its trajectory when the row names one"
+    r = orjson.loads(line); meta = r.get('metadata')
+    ids = r.get('trajectory_id') or r.get('chosen_id') or (r.get('trajectory_ids') or [None])[0] or (
+        orjson.loads(meta).get('trajectory_id') if isinstance(meta, str) and meta.startswith('{') else None)
+    return f"split {split!r} row {i}" + (f" (trajectory {ids!r})" if ids else '')
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #6f728c3c
 def _filled_line(line:bytes, kw:dict|None, keys:list, defaults:dict, where:str)->bytes:
@@ -63,13 +71,13 @@ def _filled_line(line:bytes, kw:dict|None, keys:list, defaults:dict, where:str)-
     return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #be9dd69f
-def _fill_file(p:Path, keys:list, defaults:dict)->int:
-    "Fill the rows of JSONL file `p` that lack one of `keys`; how many"
+def _fill_file(p:Path, split:str, keys:list, defaults:dict)->int:
+    "Fill the rows of JSONL file `p` (split `split`) that lack one of `keys`; how many"
     n = 0
     with open(tmp := p.with_name(p.name + '.tmp'), 'wb') as f:
         for i, (line, kw) in enumerate(_kwargs_lines(p), 1):
             short = kw is None or len(kw) < len(keys); n += short
-            f.write(_filled_line(line, kw, keys, defaults, f"{p}:{i}") if short else line)
+            f.write(_filled_line(line, kw, keys, defaults, lambda i=i, line=line: _row_place(split, i, line)) if short else line)
     tmp.replace(p); return n
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #ecbec4f9
@@ -92,7 +100,7 @@ def same_template_kwargs(paths:dict, # split -> its JSONL file
     files = [Path(p) for p in paths.values()]
     try:
         _check_default_kinds(kinds, defaults or {})
-        return sum(_fill_file(p, keys, defaults or {}) for p in files) if differ else 0
+        return sum(_fill_file(Path(p), s, keys, defaults or {}) for s, p in paths.items()) if differ else 0
     except ValueError:
         for p in files: p.unlink(missing_ok=True); p.with_name(p.name + '.tmp').unlink(missing_ok=True)
         raise
