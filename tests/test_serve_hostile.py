@@ -3,6 +3,7 @@ the model for good (context-bounded max_tokens, deadline, cancellation when the 
 (a queue cap and a listen backlog that answers 50 clients connecting at once). A tiny local model; servers on 127.0.0.1."""
 import http.client
 import json
+import re
 import select
 import socket
 import threading
@@ -341,7 +342,14 @@ def _padded(size:int)->bytes:
     body = _req(max_tokens=1)
     return body + b' ' * (size - len(body))
 
-PIECE = 2**16    # GuardedHandler.body_piece: body bytes read, and held in the budget, at a time
+PIECE = 2**16    # GuardedHandler.body_piece: the most body bytes held, then read, at a time
+BUFFER = 8192    # a connection's read buffer: a piece is the bytes in it, so at most this many
+
+def _refused_at(why:str)->tuple:
+    "(bytes held, bytes more) a 429 or 503 answer says: 'already holds 1,024 bytes ...; 512 more would pass ...'"
+    m = re.search(r'(?:holds|bodies of) ([\d,]+) bytes.*?; ([\d,]+) more would pass', why)
+    assert m, why
+    return tuple(int(x.replace(',', '')) for x in m.groups())
 
 def _hold_body(address, size:int, sent:int, source:str|None=None)->socket.socket:
     "A connection (from `source`) that sent the head of a `size`-byte legal request and `sent` bytes of its body"
@@ -458,9 +466,10 @@ def test_request_heads_alone_hold_none_of_the_body_budget(inf):
 
 def test_a_body_past_its_clients_share_or_the_budget_is_refused_mid_body_and_gives_its_bytes_back(inf):
     """body_budget=6 MiB: the default share is 4 MiB (half, at least the size limit; main refused to start: half is
-    3 MiB). Client A holds 45 pieces of a slow body; its second body is read until its share is full and refused 429 at
-    the next piece, what it held given back. B then holds 45 pieces; C's body finds no room after 6 pieces: 503, given
-    back. Once the slow bodies end, nothing is held. On main a body was reserved whole before a byte was read."""
+    3 MiB). Client A holds 45 x 64 KiB of a slow body; its second body is read until its share is full and refused 429
+    at the next piece (a read buffer's bytes at most), what it held given back. B then holds 45 x 64 KiB; C's body finds
+    no room after about 6 x 64 KiB: 503, given back. Once the slow bodies end, nothing is held. On main a body was
+    reserved whole before a byte was read."""
     from knowlyr_lab.serving.requests import MAX_BODY_BYTES
     s = inf.serve(body_budget=6 * 2**20)
     size, sent = 3_000_000, 45 * PIECE
@@ -469,17 +478,22 @@ def test_a_body_past_its_clients_share_or_the_budget_is_refused_mid_body_and_giv
         a = _hold_body(s.server_address, size, sent)
         assert _wait(lambda: s.body_bytes_held == sent), s.body_bytes_held
         a2 = _hold_body(s.server_address, size, size)                        # A's second body, sent whole
-        assert _reply(a2) == (429, '1', f"client 127.0.0.1 already holds {MAX_BODY_BYTES:,} bytes of request bodies; "
-            f"{PIECE:,} more would pass its share (body_budget_per_client={MAX_BODY_BYTES:,}): wait for its answers or "
-            "retry later")
+        status, retry, why = _reply(a2)
+        assert (status, retry) == (429, '1') and why.startswith('client 127.0.0.1 already holds ') and why.endswith(
+            f"would pass its share (body_budget_per_client={MAX_BODY_BYTES:,}): wait for its answers or retry later"), why
+        mine, more = _refused_at(why)                                        # its share full but for less than a piece
+        assert mine <= MAX_BODY_BYTES < mine + more and 0 < more <= BUFFER, (mine, more)
         assert (s.body_bytes_held, dict(s.body_bytes_by_client)) == (sent, {'127.0.0.1': sent})
         b = _hold_body(s.server_address, size, sent, '127.0.0.2')
         assert _wait(lambda: s.body_bytes_held == 2 * sent), s.body_bytes_held
         c = _hold_body(s.server_address, 1_000_000, 1_000_000, '127.0.0.3')
-        assert _reply(c) == (503, '1', f"server busy: request bodies of {6 * 2**20:,} bytes are held; {PIECE:,} more "
-                             f"would pass the budget (body_budget={6 * 2**20:,}); retry later")
+        status, retry, why = _reply(c)
+        assert (status, retry) == (503, '1') and why.startswith('server busy: request bodies of ') and why.endswith(
+            f"would pass the budget (body_budget={6 * 2**20:,}); retry later"), why
+        held, more = _refused_at(why)                                        # the budget full but for less than a piece
+        assert held <= 6 * 2**20 < held + more and 0 < more <= BUFFER, (held, more)
         assert dict(s.body_bytes_by_client) == {'127.0.0.1': sent, '127.0.0.2': sent}
-        assert s.body_bytes_peak == 6 * 2**20
+        assert 6 * 2**20 - BUFFER < s.body_bytes_peak <= 6 * 2**20, s.body_bytes_peak
         for x in (a, b): x.close()                                           # the slow clients leave
         assert _wait(lambda: s.body_bytes_held == 0 and not s.body_bytes_by_client), s.body_bytes_by_client
     finally: s.shutdown(); s.server_close()
@@ -495,17 +509,22 @@ def _answered(socks:list)->list:
     return [c for c in socks if c.fileno() in ready]
 
 def test_the_piece_being_read_is_held_before_it_is_read(inf):
-    """150 slow clients from three addresses each send half of their body's first piece, with room for 128 pieces
-    (body_budget 8 MiB): 128 hold a whole piece each while they read it, the other 22 are answered 503 with Retry-After
-    at once, and the server's count never passes the budget. On main a piece was counted once read whole: the 150
-    held nothing while each had a 64 KiB piece being read (9.4 MiB), and none was refused."""
+    """150 slow clients from three addresses each send half of a 64 KiB piece of their body, then the other half, with
+    room for 128 pieces (body_budget 8 MiB). The halves are held as they are read (4.8 MiB), none refused; once the rest
+    is in, 128 hold their whole piece, the other 22 are answered 503 with Retry-After, what they held given back, and
+    the count never passes the budget. Counted once read whole (before 32f8963), the halves held nothing while each had
+    a 64 KiB piece being read; held whole from its first byte (32f8963), the halves held 8 MiB and 22 were refused."""
     from knowlyr_lab.serving.requests import MAX_BODY_BYTES
     s = inf.serve(body_budget=2 * MAX_BODY_BYTES)                  # a client's share: 4 MiB, 64 pieces; 50 fit
-    fits, slow = s.body_budget // PIECE, []
+    fits, size, slow = s.body_budget // PIECE, 1_000_000, []
     try:
         for src in ('127.0.0.1', '127.0.0.2', '127.0.0.3'):
-            slow += [_hold_body(s.server_address, 1_000_000, PIECE // 2, src) for _ in range(50)]
-        # every connection read: a piece held by each of 128, an answer waiting for each of the 22 others
+            slow += [_hold_body(s.server_address, size, PIECE // 2, src) for _ in range(50)]
+        # every half read: the bytes that arrived are held, no more, and no body is refused
+        assert _wait(lambda: s.body_bytes_held >= len(slow) * PIECE // 2, seconds=120), s.body_bytes_held
+        assert (s.body_bytes_held, len(_answered(slow))) == (len(slow) * PIECE // 2, 0)
+        for c in slow: c.sendall(_padded(size)[PIECE // 2:PIECE])   # each piece's other half
+        # every connection read: a whole piece held by each of 128, an answer waiting for each of the 22 others
         assert _wait(lambda: s.body_bytes_held == s.body_budget and len(_answered(slow)) == len(slow) - fits,
                      seconds=120), (s.body_bytes_held, len(_answered(slow)))
         refused = _answered(slow)
@@ -517,4 +536,30 @@ def test_the_piece_being_read_is_held_before_it_is_read(inf):
         assert s.body_bytes_peak <= s.body_budget
     finally:
         for c in slow: c.close()
+        s.shutdown(); s.server_close()
+
+# A review of that (srv12): a piece was held whole, 64 KiB, once its first byte was in, so one body byte held 64 KiB of
+# the budget until request_timeout: 64 connections sending a byte each took a 4 MiB budget. Now what arrived is held.
+
+def test_one_body_byte_holds_one_byte_of_the_budget(inf):
+    """body_budget=4 MiB (the least `serve` takes): 64 connections from two addresses send a head and one body byte
+    each; they hold 64 bytes, and honest requests from a third address and from theirs are answered 200. On main each
+    byte held a 64 KiB piece: the 64 held the whole budget until request_timeout and the honest requests got 503."""
+    from knowlyr_lab.serving.requests import MAX_BODY_BYTES
+    s = inf.serve(body_budget=MAX_BODY_BYTES)
+    one = []
+    try:
+        for src in ('127.0.0.2', '127.0.0.3'):
+            one += [_hold_body(s.server_address, 1_000_000, 1, src) for _ in range(32)]
+        # a byte held as each connection's body is read: 64 once all are read (on main, 64 KiB from the first)
+        assert _wait(lambda: s.body_bytes_held >= len(one), seconds=120), s.body_bytes_held
+        assert (s.body_bytes_held, dict(s.body_bytes_by_client)) == (64, {'127.0.0.2': 32, '127.0.0.3': 32})
+        for src in ('127.0.0.1', '127.0.0.2'):
+            status, resp = _post(s.url, _req(max_tokens=1), source=src)
+            assert status == 200, (src, status, resp)
+        assert _wait(lambda: s.body_bytes_held == 64), s.body_bytes_held          # the honest bodies given back
+        for c in one: c.close()
+        assert _wait(lambda: s.body_bytes_held == 0 and not s.body_bytes_by_client), s.body_bytes_by_client
+    finally:
+        for c in one: c.close()
         s.shutdown(); s.server_close()

@@ -57,8 +57,8 @@ _LIMIT_FLAGS = (   # flag, type, default, help: what `serve`'s clients may take
     ('--max-connections-per-client', int, None, 'connections one client address may hold (clients behind one '
                                                 'address, a NAT or proxy, share it); more are answered 429 and '
                                                 'closed (default: half of --max-connections)'),
-    ('--body-budget', int, 64 * 2**20, 'request-body bytes held at once, each 64 KiB piece from its first byte '
-                                       'until answered; a body with no room is answered 503 with Retry-After '
+    ('--body-budget', int, 64 * 2**20, 'request-body bytes held at once, as they arrive, until answered; a body '
+                                       'with no room is answered 503 with Retry-After '
                                        '(default: %(default)s, 16 bodies at the 4 MiB size limit)'),
     ('--body-budget-per-client', int, None, 'request-body bytes one client address may hold at once (clients '
                                             'behind one address, a NAT or proxy, share it); more are answered '

@@ -52,7 +52,7 @@ class _DeadlineReader(io.RawIOBase):
 class GuardedHandler(BaseHTTPRequestHandler):
     ("A request handler that drops a client whose request head is not in within `header_timeout` (its body: "
      "`request_timeout`)")
-    body_piece = 2**16                       # body bytes read at a time, each held in the budget before it is read
+    body_piece = 2**16                       # the most body bytes held, then read, at a time (8 KiB arrive at most)
     def log_message(self, *a): pass
     def setup(self):
         self.timeout, self.deadline = self.server.request_timeout, time.monotonic() + self.server.header_timeout
@@ -245,16 +245,22 @@ def release_body(self:GuardedHTTPServer, n:int, peer:str):
     "`n` request-body bytes of client `peer` are held no more"
     with self._count: self.body_bytes_held -= n; _uncount(self.body_bytes_by_client, peer, n)
 
+# %% ../../nbs/52_serving_connections.ipynb #d21ae0a5
+@patch
+def _arrived(self:GuardedHandler, n:int)->int:
+    "How many of the next `n` body bytes are in (at most the read buffer's), waiting for the first; 0 at the end"
+    return min(n, len(self.rfile.peek(1))) if n > 0 else 0     # peek: what is buffered, else one read of what came
+
 # %% ../../nbs/52_serving_connections.ipynb #a523a32e
 @patch
 def read_body(self:GuardedHandler, n:int)->tuple:
-    "(the `n` body bytes, None), each piece held in `body_budget` before it is read; or (b'', (status, why)), none held"
+    "(the `n` body bytes, None), held in `body_budget` as they arrive; or (b'', (status, why)), none held"
     pieces, peer = [], _peer(self.client_address)
-    while n > 0 and self.rfile.peek(1):      # a piece's first byte is in: hold the whole piece, then read it
-        if (refusal := self.server.hold_body(want := min(n, self.body_piece), peer)) is not None:
+    while want := min(self._arrived(n), self.body_piece):   # the bytes in, at most a piece: held, then read at once
+        if (refusal := self.server.hold_body(want, peer)) is not None:
             self.server.release_body(self.body_held, peer); self.body_held = 0; self.drop_body(n)
             return b'', refusal
-        self.body_held += want; pieces.append(piece := self.rfile.read(want)); n -= len(piece)   # short: it left
+        self.body_held += want; pieces.append(self.rfile.read(want)); n -= want
     return b''.join(pieces), None
 
 # %% ../../nbs/52_serving_connections.ipynb #9bedf9af
@@ -269,4 +275,4 @@ def _drop_unread(self:GuardedHandler):
     "Read and drop the body bytes `drop_body` left for after the answer, by the body's deadline"
     n, self.body_unread = self.body_unread, 0
     with contextlib.suppress(OSError):          # the client left, or its deadline passed: nothing more to read
-        while n > 0 and (piece := self.rfile.read(min(n, 2**16))): n -= len(piece)
+        while k := self._arrived(n): self.rfile.read(k); n -= k   # from the read buffer: no 64 KiB buffer waits
