@@ -21,7 +21,8 @@ __all__ = ['tool_call_format', 'parse_reply', 'parse_action_text']
 _TC_OPEN, _MISTRAL, _JSON = '<tool_call>', '[TOOL_CALLS]', 'JSON tool call'
 _JSON_START = re.compile(r"\s*(?:```[\w-]*\s*)?(?:<\|python_tag\|>\s*)?(?=\{)")
 _LLAMA_RE = re.compile(r'(<\|python_tag\|>\s*)?\{\s*"name"\s*:')
-_TAIL_RE = re.compile(r"\s*(?:(?:```|<\|eot_id\|>|<\|eom_id\|>|<\|im_end\|>)\s*)?\Z")   # what may follow a JSON call
+_ENDS = ('```', '<|im_end|>', '<|endoftext|>', '</s>', '<|eot_id|>', '<|eom_id|>', '<|end_of_text|>')   # fence, end tokens
+_TAIL_RE = re.compile(rf"\s*(?:(?:{'|'.join(map(re.escape, _ENDS))})\s*)*\Z")   # what may follow a JSON call
 _TC_RE = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.S)   # a block: strip it
 _DEC = json.JSONDecoder(parse_int=json_int)   # an integer past 64 bits is refused by `int64_call`
 
@@ -129,23 +130,19 @@ def _json_calls(text:str, i:int)->tuple[str, list[dict]]:
 _READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_calls}
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #e2b86f17
-def _marked_reading(text:str, err:InvalidActionError)->tuple[str, str, list[dict]]:
-    "(format, thought, calls) of a reply whose `Action:` line is no ReAct call but is followed by a format's call; else `err`"
-    if at := _format_at(text, react=False):
-        try: thought, calls = _READERS[at[0]](text, at[1])
-        except InvalidActionError: raise err from None
-        before = ACTION_RE.search(thought)   # the call comes after the whole Action line
-        if before and before['action'].strip() == ACTION_RE.search(text)['action'].strip(): return at[0], thought, calls
-    raise err
+def _marked_at(text:str)->tuple[str, int]|None:
+    "(format, start) of a call after the whole `Action:` line of text whose ReAct reading failed; None: there is none"
+    at, line = _format_at(text, react=False), ACTION_RE.search(text)
+    return at if at and line and at[1] >= line.end() else None
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #3202c495
 def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'params'}])
     "The thought and tool calls of a model reply: Hermes/Qwen, Llama 3.x JSON, Mistral, a JSON call or ReAct"
     if at := _format_at(text): return _READERS[at[0]](text, at[1])
     try: a = parse_react(text)
-    except InvalidActionError as e:
-        try: return _marked_reading(text, e)[1:]
-        except InvalidActionError: return text.strip(), []
+    except InvalidActionError:
+        at = _marked_at(text)   # its call is read, or refused with its format's error: never taken for prose
+        return _READERS[at[0]](text, at[1]) if at else (text.strip(), [])
     return (a.pop('thought', '') or '').strip(), [a]
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #b1e4c7d2
@@ -168,5 +165,7 @@ def parse_action_text(text:str,            # the text action
     fmt, i = _format_at(text) or (None, 0)
     if fmt and not (bare and _CALL_START.match(text)): return _one_call(fmt, *_READERS[fmt](text, i))
     try: return parse_react(react, positional)
-    except InvalidActionError as e:
-        return _one_call(fmt, *_READERS[fmt](text, i)) if fmt else _one_call(*_marked_reading(text, e))
+    except InvalidActionError:
+        fmt, i = (fmt, i) if fmt else _marked_at(text) or (None, 0)
+        if not fmt: raise
+    return _one_call(fmt, *_READERS[fmt](text, i))

@@ -427,3 +427,47 @@ def test_a_rollout_with_a_huge_integer_writes_with_orjson(tmp_path):
     (t,) = collect(BashEnv, ScriptedAgent([_calls(BIG)[1], 'Action: bash(n=3)']), 1, progress=False)
     assert [s.action is None for s in t.steps] == [True, False] and t.outcome.success
     assert orjson.loads(orjson.dumps(t.model_dump()))['steps'][1]['action']['params'] == {'n': 3}
+
+# A reply decoded with its end-of-sequence token (HF `decode(skip_special_tokens=False)`, which a Mistral reply needs:
+# [TOOL_CALLS] is itself a special token) was refused as "text after the call": only a fence, <|eot_id|>, <|eom_id|> and
+# <|im_end|> could follow a call, never Mistral's </s>, Qwen's <|endoftext|> or Llama's <|end_of_text|>; after an
+# `Action:` preamble line the refused call was even read as prose, with no calls (the call lost). Each family's end
+# tokens may end a call, repeated as padding; a call after an Action line that does not read raises its format's error.
+EAST = {'tool': 'move', 'params': {'direction': 'east'}}
+END_TAILS = ['[TOOL_CALLS] [{"name": "move", "arguments": {"direction": "east"}}]</s>',                 # Mistral v3
+             '[TOOL_CALLS] [{"name": "move", "arguments": {"direction": "east"}}]</s></s></s>',         # padded with eos
+             '<tool_call>\n{"name": "move", "arguments": {"direction": "east"}}\n<|endoftext|>',        # Qwen, stopped unclosed
+             '<tool_call>\n{"name": "move", "arguments": {"direction": "east"}}\n<|im_end|>\n<|endoftext|><|endoftext|>',
+             '<|python_tag|>{"name": "move", "parameters": {"direction": "east"}}<|eom_id|>',           # Llama 3.1 ipython
+             'Going.\n{"name": "move", "parameters": {"direction": "east"}}<|eot_id|><|end_of_text|>',  # Llama 3.x
+             '```json\n{"name": "move", "arguments": {"direction": "east"}}\n```<|eot_id|>']
+
+@pytest.mark.parametrize('text', END_TAILS, ids=range(len(END_TAILS)))
+def test_a_call_may_end_with_its_family_end_tokens(text):
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    assert parse_reply(text)[1] == [EAST]
+    for parse in (parse_action, parse_text_action): assert {k: v for k, v in parse(text).items() if k != 'thought'} == EAST
+    env = MoveEnv(); env.reset()
+    assert not env.step(text).info.get('invalid_action')
+
+def test_a_reply_decoded_with_eos_and_padding_reads():
+    "A batch's reply as the tiny Qwen tokenizer decodes it: the call, its eos `<|im_end|>`, then `<|endoftext|>` padding"
+    from knowlyr_lab.trainer.tiny import train_tokenizer
+    tok = train_tokenizer()
+    ids = tok('<tool_call>\n{"name": "move", "arguments": {"direction": "east"}}\n</tool_call>')['input_ids']
+    text = tok.decode(ids + [tok.eos_token_id] + [tok.pad_token_id] * 3, skip_special_tokens=False)
+    assert text.endswith('<|im_end|><|endoftext|><|endoftext|><|endoftext|>') and parse_reply(text) == ('', [EAST])
+    unclosed = tok.decode(ids[:-1] + [tok.pad_token_id] * 2, skip_special_tokens=False)   # stopped before </tool_call>
+    assert parse_reply(unclosed) == ('', [EAST])
+
+def test_a_call_after_an_action_line_is_never_lost():
+    from knowlyr_lab.tool_call_formats import parse_action_text
+    text = 'Action: call the weather tool\n[TOOL_CALLS] [{"name": "move", "arguments": {"direction": "east"}}]</s>'
+    assert parse_reply(text) == ('Action: call the weather tool', [EAST])
+    assert parse_action_text(text) == {**EAST, 'thought': 'Action: call the weather tool'}
+    for broken, why in [(text.replace('</s>', ' rm -rf /'), r"^malformed \[TOOL_CALLS\]: text after the call"),
+                        (text.replace('}}]</s>', '}'), r"^malformed \[TOOL_CALLS\]: not valid JSON"),
+                        ('Action: search it.\n<tool_call>{"arguments": {}}</tool_call>', r"^<tool_call> tool call has no 'name'")]:
+        for parse in (parse_reply, parse_action_text):
+            with pytest.raises(InvalidActionError, match=why): parse(broken)
+    assert parse_reply('Action: none needed, the answer is 4.') == ('Action: none needed, the answer is 4.', [])   # prose
