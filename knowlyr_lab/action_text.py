@@ -43,10 +43,15 @@ def deep_refused(msg:str): # the refusal: what was being read, and that it is ne
     except (RecursionError, MemoryError): raise InvalidActionError(msg) from None
 
 # %% ../nbs/00aa_action_text.ipynb #6ba6686d
-class _LongInt(str): "A JSON integer literal too long to lie within 64 bits, kept as its text"
+class _LongInt(int):
+    "A JSON integer literal past 21 characters, never converted: an int outside 64 bits that shows its text"
+    def __new__(cls, s:str):
+        i = super().__new__(cls, -2**63 - 1 if s.startswith('-') else 2**64); i.text = s; return i
+    def __repr__(self): return self.text
+_LongInt.__name__ = 'int'   # an error names its type as JSON's: an integer
 
-def json_int(s:str)->int|str:
-    "`parse_int` of the JSON readers: a literal as an int, or as its text past 21 characters (outside 64 bits)"
+def json_int(s:str)->int:
+    "`parse_int` of the JSON readers: a literal as an int, never converted past 21 characters (outside 64 bits)"
     return int(s) if len(s) <= 21 else _LongInt(s)
 
 # %% ../nbs/00aa_action_text.ipynb #93b2e553
@@ -55,15 +60,15 @@ _INT64 = (-2**63, 2**64 - 1)   # the integers a call may carry: signed and unsig
 def int64_call(call:dict,          # a canonical action
                where:str|None=None, # what the call was read from, for the error
               )->dict:             # `call`, when each integer in its params lies within 64 bits
-    "`call`, refused naming the first argument that holds an integer outside 64 bits"
-    todo = [(repr(k), v) for k, v in reversed(call['params'].items())]   # a stack: no recursion
+    "`call`, refused naming the first field or argument that holds an integer outside 64 bits"
+    todo = [(f"argument {k!r}", v) for k, v in reversed(call['params'].items())]   # a stack: no recursion
+    todo += [(repr(k), v) for k, v in call.items() if k not in ('tool', 'params')]   # call_id, thought: first
     while todo:
         path, v = todo.pop()
         if isinstance(v, dict): todo += [(f"{path}[{k!r}]", x) for k, x in reversed(v.items())]
         elif isinstance(v, list): todo += [(f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v)))]
-        elif isinstance(v, _LongInt) or (
-                isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]):
-            msg = f"tool {call['tool']!r}: argument {path} holds an integer outside 64 bits (-2**63 to 2**64 - 1)"
+        elif isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
+            msg = f"tool {call['tool']!r}: {path} holds an integer outside 64 bits (-2**63 to 2**64 - 1)"
             raise InvalidActionError(f"{where}: {msg}" if where else msg)
     return call
 
@@ -74,6 +79,7 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
     "Parse tool arguments given as a JSON string (or already a dict)"
     if args is None or args == '': return {}
     if isinstance(args, dict): return args
+    if not isinstance(args, str): raise InvalidActionError(f"{where}: arguments must be a JSON object, got {type(args).__name__}")
     try:
         with deep_refused(f"{where}: arguments are nested too deeply to read: {args[:40]!r}"):
             params = json.loads(args, parse_int=json_int)

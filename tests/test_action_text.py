@@ -471,3 +471,30 @@ def test_a_call_after_an_action_line_is_never_lost():
         for parse in (parse_reply, parse_action_text):
             with pytest.raises(InvalidActionError, match=why): parse(broken)
     assert parse_reply('Action: none needed, the answer is 4.') == ('Action: none needed, the answer is 4.', [])   # prose
+
+# The JSON readers kept an integer literal past 21 characters as a `str` subclass, which escaped where it sat outside
+# params: a numeric tool name read as the tool '1234...' (a number was refused as a name before), a numeric `id` became a
+# string call_id, and `"arguments": <N>` was refused as "got _LongInt". It is an int outside 64 bits now, refused as
+# such everywhere; OpenAI arguments that are no string or object were a TypeError, not an invalid action.
+N = '1234567890123456789012345'
+LONG_OUTSIDE_PARAMS = [
+    (f'<tool_call>{{"name": {N}, "arguments": {{}}}}</tool_call>', rf"'name' must be a string, got {N}$"),
+    (f'{{"tool": {N}, "params": {{}}}}', rf"'tool' must be a non-empty string, got {N}$"),
+    (f'[TOOL_CALLS] [{{"type": "tool_use", "name": {N}, "input": {{}}}}]', rf"tool_use 'name' must be a non-empty string, got {N}$"),
+    (f'{{"type": "tool_use", "id": {N}, "name": "a", "input": {{}}}}', r"tool 'a': 'call_id' holds an integer outside 64 bits"),
+    (f'{{"tool": "a", "params": {{}}, "thought": -{N}}}', r"tool 'a': 'thought' holds an integer outside 64 bits"),
+    (f'<tool_call>{{"name": "a", "arguments": {N}}}</tool_call>', r"tool call 'a': arguments must be an object, got int$"),
+    (f'<tool_call>{{"name": "a", "arguments": "{N}"}}</tool_call>', r"tool call 'a': arguments must be a JSON object, got int$"),
+    (f'<tool_call>{{"type": "function", "function": {{"name": "a", "arguments": {N}}}}}</tool_call>',
+     r"tool_call 'a': arguments must be a JSON object, got int$"),
+    ({'type': 'function', 'function': {'name': 'a', 'arguments': [1]}}, r"tool_call 'a': arguments must be a JSON object, got list$"),
+]
+
+@pytest.mark.parametrize('action, why', LONG_OUTSIDE_PARAMS, ids=range(len(LONG_OUTSIDE_PARAMS)))
+def test_a_long_integer_outside_params_is_refused_as_an_integer(action, why):
+    with pytest.raises(InvalidActionError, match=why): parse_action(action)
+    if isinstance(action, str):
+        with pytest.raises(InvalidActionError, match=why): parse_reply(action)
+    env = BashEnv(); env.reset()
+    ts = env.step(action)
+    assert ts.info.get('invalid_action') and ts.call is None and 'got _LongInt' not in ts.observation
