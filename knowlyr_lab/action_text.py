@@ -17,7 +17,7 @@ from typing import Callable
 from .errors import InvalidActionError
 
 # %% auto #0
-__all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_int', 'int64_call', 'json_params', 'parse_react',
+__all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_int', 'json_call', 'json_params', 'parse_react',
            'tool_name_of', 'dialect_reader', 'parse_action_dict']
 
 # %% ../nbs/00aa_action_text.ipynb #a3f8d5c6
@@ -57,19 +57,27 @@ def json_int(s:str)->int:
 # %% ../nbs/00aa_action_text.ipynb #93b2e553
 _INT64 = (-2**63, 2**64 - 1)   # the integers a call may carry: signed and unsigned 64-bit
 
-def int64_call(call:dict,          # a canonical action
-               where:str|None=None, # what the call was read from, for the error
-              )->dict:             # `call`, when each integer in its params lies within 64 bits
-    "`call`, refused naming the first field or argument that holds an integer outside 64 bits"
-    todo = [(f"argument {k!r}", v) for k, v in reversed(call['params'].items())]   # a stack: no recursion
-    todo += [(repr(k), v) for k, v in call.items() if k not in ('tool', 'params')]   # call_id, thought: first
+def _not_json(v)->str|None:
+    "What makes `v` itself (its items aside) no JSON value a trajectory writes unchanged; None: it is one"
+    if v is None or isinstance(v, (str, bool, list, dict)) or type(v) is float: return None
+    if isinstance(v, int): return None if _INT64[0] <= v <= _INT64[1] else 'an integer outside 64 bits (-2**63 to 2**64 - 1)'
+    t = type(v)
+    return f"a value JSON cannot carry (a {'' if t.__module__ == 'builtins' else t.__module__ + '.'}{t.__name__})"
+
+# %% ../nbs/00aa_action_text.ipynb #09caf261
+def json_call(call:dict,          # a canonical action
+              where:str|None=None, # what the call was read from, for the error
+             )->dict:             # `call`, when each value in it is one (`_not_json`)
+    "`call`, refused naming the first field, argument or key in it that is no JSON value a trajectory writes unchanged"
+    todo = [(f"argument {k!r}", k, v) for k, v in reversed(call['params'].items())]   # a stack: no recursion
+    todo += [(repr(k), '', v) for k, v in call.items() if k not in ('tool', 'params')]   # call_id, thought: first
     while todo:
-        path, v = todo.pop()
-        if isinstance(v, dict): todo += [(f"{path}[{k!r}]", x) for k, x in reversed(v.items())]
-        elif isinstance(v, list): todo += [(f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v)))]
-        elif isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
-            msg = f"tool {call['tool']!r}: {path} holds an integer outside 64 bits (-2**63 to 2**64 - 1)"
+        path, key, v = todo.pop()
+        if why := (_not_json(v) if isinstance(key, str) else 'a value JSON cannot carry (a key that is no string)'):
+            msg = f"tool {call['tool']!r}: {path} holds {why}"
             raise InvalidActionError(f"{where}: {msg}" if where else msg)
+        if isinstance(v, dict): todo += [(f"{path}[{k!r}]", k, x) for k, x in reversed(v.items())]
+        elif isinstance(v, list): todo += [(f"{path}[{i}]", '', x) for i, x in reversed(list(enumerate(v)))]
     return call
 
 # %% ../nbs/00aa_action_text.ipynb #0233e47b
@@ -111,17 +119,7 @@ def _python_call(text:str, positional=None)->tuple[str, dict]:
         elif positional and len(args) <= len(positional): params = {**dict(zip(positional, args)), **params}
         else: raise InvalidActionError(f"ReAct action {text[:80]!r}: positional arguments need keyword names, "
                                        f"e.g. {name}(path=\"a.py\")")
-    return name, _json_literals(params, text)
-
-# %% ../nbs/00aa_action_text.ipynb #b8978aad
-def _json_literals(params:dict, text:str)->dict:
-    "`params` of the call `text`, refused naming the first argument whose value JSON does not give back the same"
-    for k, v in params.items():
-        try: same = isinstance(k, str) and json.loads(json.dumps(v)) == v
-        except (TypeError, ValueError): same = False   # a set, bytes, a complex number, `...`
-        if not same: raise InvalidActionError(f"ReAct action {text[:80]!r}: argument {k!r} holds a value JSON cannot "
-                                              "carry (a tuple, set, bytes, complex number or key that is no string)")
-    return params
+    return name, params
 
 # %% ../nbs/00aa_action_text.ipynb #e4504037
 def _json_arg_call(text:str)->tuple[str, dict]|None:
@@ -163,7 +161,7 @@ def parse_react(text:str,              # ReAct text: `Thought:`, `Action:`, opti
         tool, params = _parse_call_expr(m.group('action'), names)
     out = {'tool': tool, 'params': params}
     if thought: out['thought'] = thought
-    return int64_call(out, 'ReAct action')
+    return json_call(out, 'ReAct action')
 
 # %% ../nbs/00aa_action_text.ipynb #93071e70
 def tool_name_of(expr:str)->str:
@@ -231,6 +229,6 @@ def parse_action_dict(action, # a dict or SDK object: canonical, OpenAI tool_cal
     if action is None:
         raise InvalidActionError("action is None; expected a dict like {'tool': 'name', 'params': {...}}")
     d = _as_dict(action)
-    if read := dialect_reader(d): return int64_call(read(d))
+    if read := dialect_reader(d): return json_call(read(d))
     raise InvalidActionError(f"unrecognised action with keys {sorted(d)[:8]}; expected {{'tool', 'params'}}, an OpenAI "
                              "tool_call, an Anthropic tool_use block, or ReAct text")

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Callable
 
-from .action_text import ACTION_RE, TOOL_NAME, deep_refused, dialect_reader, int64_call, json_int, json_params, parse_react
+from .action_text import ACTION_RE, TOOL_NAME, deep_refused, dialect_reader, json_call, json_int, json_params, parse_react
 from .errors import InvalidActionError
 
 # %% auto #0
@@ -24,7 +24,7 @@ _LLAMA_RE = re.compile(r'(<\|python_tag\|>\s*)?\{\s*"name"\s*:')
 _ENDS = ('```', '<|im_end|>', '<|endoftext|>', '</s>', '<|eot_id|>', '<|eom_id|>', '<|end_of_text|>')   # fence, end tokens
 _TAIL_RE = re.compile(rf"\s*(?:(?:{'|'.join(map(re.escape, _ENDS))})\s*)*\Z")   # what may follow a JSON call
 _TC_RE = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.S)   # a block: strip it
-_DEC = json.JSONDecoder(parse_int=json_int)   # an integer past 64 bits is refused by `int64_call`
+_DEC = json.JSONDecoder(parse_int=json_int)   # an integer past 64 bits is refused by `json_call`
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #0f09566c
 def _llama_call(text:str)->re.Match|None:
@@ -88,7 +88,7 @@ def _call_of(d, fmt:str)->dict:
     what = fmt if fmt == _JSON else f"{fmt} tool call"
     if not isinstance(d, dict): raise InvalidActionError(f"{what} must be a JSON object, got {type(d).__name__}")
     if read := dialect_reader(d):
-        try: return int64_call(read(d))
+        try: return json_call(read(d))
         except InvalidActionError as e: raise InvalidActionError(f"{what}: {e}") from None
     name = d.get('name')
     if name in (None, ''):
@@ -99,7 +99,7 @@ def _call_of(d, fmt:str)->dict:
     if isinstance(args, str): args = json_params(args, f"{what} {name!r}")
     if args is not None and not isinstance(args, dict):
         raise InvalidActionError(f"{what} {name!r}: arguments must be an object, got {type(args).__name__}")
-    return int64_call({'tool': name, 'params': args or {}}, what)
+    return json_call({'tool': name, 'params': args or {}}, what)
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #10784d73
 def _hermes_calls(text:str, i:int)->tuple[str, list[dict]]:

@@ -350,13 +350,14 @@ def test_real_block_layouts_still_read():
 # `tool(k=v)` was read with `ast.literal_eval`, which also reads sets, bytes, complex numbers, tuples and `...`: the call
 # passed as an action whose params JSON cannot carry (orjson failed on it when the trajectory was written, or turned a
 # tuple into a list). A call's values are JSON values; the refusal names the argument (a sequence is written as a list).
-PYTHON_NOT_JSON = [('f(x={1, 2})', "'x'"), ("f(x=b'ab')", "'x'"), ('f(x=1+2j)', "'x'"), ('f(path=[(0, 1)])', "'path'"),
-                   ('f(x=...)', "'x'"), ('f({1: "a"})', '1'), ('f(d={"a": {"b": {3}}})', "'d'"), ('f(d={"a": {1: 2}})', "'d'")]
+PYTHON_NOT_JSON = [('f(x={1, 2})', "'x'"), ("f(x=b'ab')", "'x'"), ('f(x=1+2j)', "'x'"), ('f(path=[(0, 1)])', r"'path'\[0\]"),
+                   ('f(x=...)', "'x'"), ('f({1: "a"})', '1'), ('f(d={"a": {"b": {3}}})', r"'d'\['a'\]\['b'\]"),
+                   ('f(d={"a": {1: 2}})', r"'d'\['a'\]\[1\]")]
 
 @pytest.mark.parametrize('action, arg', PYTHON_NOT_JSON, ids=range(len(PYTHON_NOT_JSON)))
 def test_python_call_values_are_json_values(action, arg):
     from knowlyr_lab.envs.text_actions import parse_text_action
-    why = rf"^ReAct action .*: argument {arg} holds a value JSON cannot carry \(a tuple, set, bytes, complex number or key"
+    why = rf"^ReAct action: tool 'f': argument {arg} holds a value JSON cannot carry \(a (tuple|set|bytes|complex|ellipsis|key)"
     for parse in (lambda t: parse_action(f'Action: {t}'), parse_text_action):
         with pytest.raises(InvalidActionError, match=why): parse(action)
     env = MoveEnv(); env.reset()
@@ -498,3 +499,25 @@ def test_a_long_integer_outside_params_is_refused_as_an_integer(action, why):
     env = BashEnv(); env.reset()
     ts = env.step(action)
     assert ts.info.get('invalid_action') and ts.call is None and 'got _LongInt' not in ts.observation
+
+# `int64_call` walked only dicts and lists, and only `_python_call` checked that values are JSON values: a dict action (a
+# Python caller's, an MCP server's) holding a tuple, a set or a numpy integer passed, an integer past 64 bits inside a
+# tuple too, and orjson then refused the trajectory (or wrote the tuple as a list). One walk, `json_call`, checks every
+# value of a call from every reader: a dict action's non-JSON containers and scalars are refused like a ReAct call's.
+def test_a_dict_action_holds_json_values_only():
+    import numpy as np
+
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    for params, where in [({'xs': (1, 2**70)}, "'xs'"), ({'xs': {2**70}}, "'xs'"), ({'x': np.uint64(2**64 - 1)}, "'x'"),
+                          ({'x': np.int64(3)}, "'x'"), ({'x': [np.float32(1.5)]}, r"'x'\[0\]"), ({'x': {'k': (1,)}}, r"'x'\['k'\]"),
+                          ({1: "a"}, "1"), ({"x": {None: 1}}, r"'x'\[None\]"), ({'x': b'ab'}, "'x'")]:
+        for action in ({'tool': 'bash', 'params': params}, {'type': 'tool_use', 'name': 'bash', 'input': params}):
+            with pytest.raises(InvalidActionError, match=rf"^tool 'bash': argument {where} holds a value JSON cannot carry \(a "):
+                parse_action(action)
+            env = BashEnv(); env.reset()
+            ts = env.step(action)
+            assert ts.info.get('invalid_action') and ts.call is None
+    with pytest.raises(InvalidActionError, match=r"argument 'x' holds a value JSON cannot carry \(a set\)"):
+        parse_text_action('Action: f(x={1, 2})')
+    ok = {'x': [1, -2.5, None, True, 'é'], 'd': {'k': {'n': 2**64 - 1}}}
+    assert parse_action({'tool': 'bash', 'params': ok}) == {'tool': 'bash', 'params': ok}
