@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 import threading
 from contextlib import contextmanager
@@ -56,11 +57,14 @@ def json_int(s:str)->int:
 
 # %% ../nbs/00aa_action_text.ipynb #93b2e553
 _INT64 = (-2**63, 2**64 - 1)   # the integers a call may carry: signed and unsigned 64-bit
+_SURROGATE = re.compile(r'[\ud800-\udfff]')   # half of a UTF-16 pair: no UTF-8 encodes it
 
 def _not_json(v)->str|None:
     "What makes `v` itself (its items aside) no JSON value a trajectory writes unchanged; None: it is one"
-    if v is None or isinstance(v, (str, bool, list, dict)) or type(v) is float: return None
-    if isinstance(v, int): return None if _INT64[0] <= v <= _INT64[1] else 'an integer outside 64 bits (-2**63 to 2**64 - 1)'
+    if isinstance(v, str): return 'a lone surrogate, which UTF-8 cannot encode' if _SURROGATE.search(v) else None
+    if type(v) is float: return None if math.isfinite(v) else f"{v}, not JSON (RFC 8259: no NaN, no infinity)"
+    if isinstance(v, int) and not _INT64[0] <= v <= _INT64[1]: return 'an integer outside 64 bits (-2**63 to 2**64 - 1)'
+    if v is None or isinstance(v, (int, list, dict)): return None   # a bool is an int
     t = type(v)
     return f"a value JSON cannot carry (a {'' if t.__module__ == 'builtins' else t.__module__ + '.'}{t.__name__})"
 
@@ -70,10 +74,11 @@ def json_call(call:dict,          # a canonical action
              )->dict:             # `call`, when each value in it is one (`_not_json`)
     "`call`, refused naming the first field, argument or key in it that is no JSON value a trajectory writes unchanged"
     todo = [(f"argument {k!r}", k, v) for k, v in reversed(call['params'].items())]   # a stack: no recursion
-    todo += [(repr(k), '', v) for k, v in call.items() if k not in ('tool', 'params')]   # call_id, thought: first
+    todo += [(repr(k), '', v) for k, v in call.items() if k != 'params']   # tool, call_id, thought: first
     while todo:
         path, key, v = todo.pop()
-        if why := (_not_json(v) if isinstance(key, str) else 'a value JSON cannot carry (a key that is no string)'):
+        bad_key = None if isinstance(key, str) else 'a value JSON cannot carry (a key that is no string)'
+        if why := bad_key or _not_json(key) or _not_json(v):
             msg = f"tool {call['tool']!r}: {path} holds {why}"
             raise InvalidActionError(f"{where}: {msg}" if where else msg)
         if isinstance(v, dict): todo += [(f"{path}[{k!r}]", k, x) for k, x in reversed(v.items())]
@@ -87,7 +92,8 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
     "Parse tool arguments given as a JSON string (or already a dict)"
     if args is None or args == '': return {}
     if isinstance(args, dict): return args
-    if not isinstance(args, str): raise InvalidActionError(f"{where}: arguments must be a JSON object, got {type(args).__name__}")
+    if not isinstance(args, str):
+        raise InvalidActionError(f"{where}: arguments must be a JSON object, got {type(args).__name__}")
     try:
         with deep_refused(f"{where}: arguments are nested too deeply to read: {args[:40]!r}"):
             params = json.loads(args, parse_int=json_int)

@@ -265,7 +265,7 @@ def test_a_call_python_reads_is_read_as_before():
     from knowlyr_lab.chat import steps_text
     from knowlyr_lab.trajectory import Step, ToolCall
     assert parse_action('Action: f({"a": 1, "b": [1.5, "x"]})') == {'tool': 'f', 'params': {'a': 1, 'b': [1.5, 'x']}}
-    assert parse_action('Action: f({"ok": true, "n": null, "big": 1e999})') == {'tool': 'f', 'params': {'ok': True, 'n': None, 'big': float('inf')}}
+    assert parse_action('Action: f({"ok": true, "n": null, "big": 1e300})') == {'tool': 'f', 'params': {'ok': True, 'n': None, 'big': 1e300}}
     for text, why in [('Action: a-b(x=1)', "is not a call like"), ('Action: f({"a": 1}, {"b": true})', "must be literals"),
                       ('Action: f(x={[1]: 2})', "must be literals")]:
         with pytest.raises(InvalidActionError, match=why): parse_action(text)
@@ -366,9 +366,10 @@ def test_python_call_values_are_json_values(action, arg):
 
 def test_python_call_json_values_still_read():
     import orjson
-    a = parse_action('Action: f(x=[1, -2.5, None, True], y={"k": "v"}, z="s", big=1e999)')
-    assert a['params'] == {'x': [1, -2.5, None, True], 'y': {'k': 'v'}, 'z': 's', 'big': float('inf')}
-    assert orjson.loads(orjson.dumps({k: v for k, v in a['params'].items() if k != 'big'})) == {'x': [1, -2.5, None, True], 'y': {'k': 'v'}, 'z': 's'}
+    a = parse_action('Action: f(x=[1, -2.5, None, True], y={"k": "v"}, z="s", big=1e300, neg=-0.0)')
+    assert a['params'] == {'x': [1, -2.5, None, True], 'y': {'k': 'v'}, 'z': 's', 'big': 1e300, 'neg': -0.0}
+    assert orjson.loads(orjson.dumps(a['params'])) == a['params'] and str(a['params']['neg']) == '-0.0'
+    with pytest.raises(InvalidActionError, match=r"argument 'big' holds inf, not JSON"): parse_action('Action: f(big=1e999)')
     assert parse_action('Action: read("a.py")', positional=['path']) == {'tool': 'read', 'params': {'path': 'a.py'}}
     with pytest.raises(InvalidActionError, match=r"argument 'lines' holds a value JSON cannot carry"):
         parse_action('Action: read("a.py", (1, 2))', positional=['path', 'lines'])
@@ -521,3 +522,46 @@ def test_a_dict_action_holds_json_values_only():
         parse_text_action('Action: f(x={1, 2})')
     ok = {'x': [1, -2.5, None, True, 'é'], 'd': {'k': {'n': 2**64 - 1}}}
     assert parse_action({'tool': 'bash', 'params': ok}) == {'tool': 'bash', 'params': ok}
+
+# Non-finite numbers and lone surrogates passed as JSON values in every format: `f(x=1e999)`, `{"x": NaN}` and
+# `Action Input: {"x": Infinity}` gave inf/nan params, which orjson writes as null (the argument silently changed), and
+# `"\\ud800"` was a valid step whose trajectory then failed to write (UnicodeEncodeError). NaN and Infinity are not JSON
+# (RFC 8259) and no UTF-8 encodes a lone surrogate: both make the call an invalid action, in every format.
+def _calls_of(value, key='x'):
+    "The call bash(x=<value>) in every format, `value` as JSON text (or a Python literal for `tool(k=v)`)"
+    return [f'{{"name": "bash", "arguments": {{"{key}": {value}}}}}', f'<tool_call>{{"name": "bash", "arguments": {{"{key}": {value}}}}}</tool_call>',
+            f'[TOOL_CALLS] [{{"name": "bash", "arguments": {{"{key}": {value}}}}}]', f'Ok.<|python_tag|>{{"name": "bash", "parameters": {{"{key}": {value}}}}}',
+            f'Action: bash\nAction Input: {{"{key}": {value}}}', f'Action: bash({{"{key}": {value}}})',
+            f'{{"tool": "bash", "params": {{"opts": [{{"{key}": {value}}}]}}}}',
+            {'type': 'function', 'function': {'name': 'bash', 'arguments': f'{{"{key}": {value}}}'}}]
+
+NOT_JSON_VALUES = [('NaN', r'nan, not JSON'), ('-Infinity', r'-inf, not JSON'), ('1e999', r'inf, not JSON'),
+                   ('"\\ud800"', 'a lone surrogate'), ('["ok", "a\\udfffb"]', 'a lone surrogate')]
+
+@pytest.mark.parametrize('value, why', NOT_JSON_VALUES, ids=range(len(NOT_JSON_VALUES)))
+def test_non_finite_numbers_and_lone_surrogates_are_invalid_actions(value, why):
+    from knowlyr_lab.envs.text_actions import parse_text_action
+    for action in _calls_of(value) + (_calls_of('1', value[1:-1])[:2] if value[0] == '"' else []):   # a key too
+        with pytest.raises(InvalidActionError, match=why): parse_action(action)
+        if isinstance(action, str):
+            with pytest.raises(InvalidActionError, match=why): parse_text_action(action)
+        env = BashEnv(); env.reset()
+        ts = env.step(action)
+        assert ts.info.get('invalid_action') and ts.call is None, action
+    py = {'NaN': 'float("nan")', '-Infinity': '-1e999', '1e999': '1e999'}.get(value, value)
+    if not py.startswith('float'):
+        with pytest.raises(InvalidActionError, match=why): parse_action(f'Action: bash(x={py})')
+    with pytest.raises(InvalidActionError, match=why): parse_action({'tool': 'bash', 'params': {'x': json.loads(value)}})
+
+def test_a_rollout_with_a_lone_surrogate_writes(tmp_path):
+    "The step is an invalid action; the trajectory holds no lone surrogate or non-finite number, so it is written"
+    from knowlyr_lab.agents import ScriptedAgent
+    from knowlyr_lab.rollout.collect import collect
+    from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
+    calls = ['<tool_call>{"name": "bash", "arguments": {"n": 1, "opts": ["\\ud800"]}}</tool_call>',
+             '<tool_call>{"name": "bash", "arguments": {"n": 1e999}}</tool_call>', 'Action: bash(n=3, opts=[1e300, -0.0])']
+    (t,) = collect(BashEnv, ScriptedAgent(calls), 1, progress=False)
+    assert [s.action is None for s in t.steps] == [True, True, False]
+    write_trajectories([t], tmp_path / 't.jsonl')
+    (back,) = read_trajectories(tmp_path / 't.jsonl')
+    assert back.steps[2].action.params == {'n': 3, 'opts': [1e300, -0.0]}
