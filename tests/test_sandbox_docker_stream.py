@@ -63,3 +63,27 @@ def test_output_read_with_the_response_head_is_kept(slow_reader_sandbox):
     sb.execute_tool('file_write', {'path': 'a.txt', 'content': 'kept\n'})
     assert sb.execute_tool('file_read', {'path': 'a.txt'}).output == 'kept\n'
     assert os.path.basename(sb.resolve('a.txt')) == 'a.txt'
+
+# 800 files under 15 directories of 250-byte names: 4,000-byte paths, 3.2 MB of names for `tar -T -`'s stdin
+LONG_NAMES = ('d=.; n=$(printf "d%.0s" $(seq 250)); for i in $(seq 15); do d=$d/$n; done; mkdir -p $d && cd $d && '
+              'f=$(printf "f%.0s" $(seq 200)); for i in $(seq 800); do : > $f$i; done; echo made')
+
+def test_a_snapshot_of_long_file_names_ends(docker_host):
+    """The snapshot's `tar -T -` reads the names on stdin and writes the archive on stdout. On main the names were sent
+    whole first (sendall, on a socket left with no timeout) while nobody read the archive: both sides waited forever
+    (400 files were enough here). The wait below only bounds a hang; the snapshot takes about a second"""
+    sb, got = DockerSandbox(client=docker.DockerClient(base_url=docker_host, timeout=60)), {}
+    def snap():
+        try: got['snap'] = sb.snapshot()
+        except BaseException as e: got['error'] = e
+    th = threading.Thread(target=snap, daemon=True)
+    try:
+        assert sb.execute_tool('shell', {'command': LONG_NAMES}).output == 'made\n'
+        th.start(); th.join(120)
+        assert not th.is_alive(), "the snapshot still waits after 120 s (stdin sent while its output went unread)"
+        assert 'error' not in got, got
+        assert got['snap'].info['n_entries'] == 815, got['snap'].info       # 800 files and their 15 directories
+    finally:
+        if th.is_alive():    # the blocked thread holds the sandbox: remove its container with another client
+            docker.DockerClient(base_url=docker_host, timeout=60).containers.get(sb.container.id).remove(force=True)
+        else: sb.close()

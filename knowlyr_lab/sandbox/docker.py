@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_docker.html.md"""
 # %% ../../nbs/11_sandbox_docker.ipynb #0cf1c52a
 from __future__ import annotations
 
+import select
 import socket
 import time
 import weakref
@@ -34,9 +35,10 @@ def read_frames(sock,                  # the exec's attached socket
                 # when given, every stdout payload is also written here; reading stops once it is over its limit
                 raw:RawCapture|None=None,
                 head:bytes=b'',        # the stream's first bytes, read before `sock` (`attach_exec`)
+                stdin:bytes|None=None, # sent to the process while its output is read, then the write side shut
                )->bool:                # True at EOF, False when the deadline passed first
     "Read a multiplexed exec stream into sinks {1: stdout, 2: stderr}; False when the deadline passed first"
-    buf = bytearray(head)
+    buf, todo = bytearray(head), None if stdin is None else memoryview(stdin)
     while True:
         while len(buf) >= 8:
             size = int.from_bytes(buf[4:8], 'big')
@@ -50,6 +52,10 @@ def read_frames(sock,                  # the exec's attached socket
         left = deadline - time.monotonic()
         if left <= 0: return False
         sock.settimeout(left)
+        if todo is not None:
+            readable, writable = _ready(sock, left)
+            if writable: todo = _send_some(sock, todo)
+            if not readable: continue
         try: data = sock.recv(1 << 16)
         except (socket.timeout, TimeoutError): return False
         except OSError: return True
@@ -57,13 +63,32 @@ def read_frames(sock,                  # the exec's attached socket
         buf += data
 
 
+# %% ../../nbs/11_sandbox_docker.ipynb #aceb26ec
+def _ready(sock, left:float)->tuple[bool, bool]:
+    "(readable, writable) of `sock` within `left` seconds"
+    p = select.poll(); p.register(sock, select.POLLIN | select.POLLOUT)
+    ev = 0
+    for _, e in p.poll(max(left, 0) * 1000): ev |= e
+    return bool(ev & ~select.POLLOUT), bool(ev & select.POLLOUT)
+
+# %% ../../nbs/11_sandbox_docker.ipynb #c5c65bcd
+def _send_some(sock, todo:memoryview)->memoryview|None:
+    "Send what `sock` takes of `todo` now; None once all is sent and the write side shut"
+    try:
+        if todo: todo = todo[sock.send(todo[:1 << 14]):]
+        if todo: return todo
+        sock.shutdown(socket.SHUT_WR)
+    except OSError: pass   # the command closed its stdin (EPIPE): the rest has no reader
+    return None
+
 # %% ../../nbs/11_sandbox_docker.ipynb #a7d3e1c2
 def _read_ahead(reader, sock)->bytes:
     "What `reader`, http.client's buffer over `sock`, holds already, without waiting for more"
+    timeout = sock.gettimeout()
     sock.setblocking(False)                # an empty buffer must not wait
     try: return reader.read1(1 << 16) or b''
     except BlockingIOError: return b''
-    finally: sock.setblocking(True)
+    finally: sock.settimeout(timeout)      # the client's again: left blocking, a later call could wait forever
 
 # %% ../../nbs/11_sandbox_docker.ipynb #f22a6c1a
 def attach_exec(api,         # docker.APIClient (client.api)
@@ -107,11 +132,7 @@ def docker_exec(api,                       # docker.APIClient (client.api)
     deadline = time.monotonic() + timeout
     out = OutputCapture(limit); err = out if merge else OutputCapture(limit)
     chunks = RawCapture(raw) if raw else None
-    try:
-        if stdin is not None:
-            sock.sendall(stdin)
-            sock.shutdown(socket.SHUT_WR)
-        finished = read_frames(sock, {1: out, 2: err}, deadline, chunks, head)
+    try: finished = read_frames(sock, {1: out, 2: err}, deadline, chunks, head, stdin)
     finally:   # shut, not only closed: a stream left unread blocks the engine's next execs in the container
         try: sock.shutdown(socket.SHUT_RDWR)
         except OSError: pass
