@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import select
 import socket
+import ssl
 import time
 import weakref
 
@@ -65,7 +66,8 @@ def read_frames(sock,                  # the exec's attached socket
 
 # %% ../../nbs/11_sandbox_docker.ipynb #aceb26ec
 def _ready(sock, left:float)->tuple[bool, bool]:
-    "(readable, writable) of `sock` within `left` seconds"
+    "(readable, writable) of `sock` within `left` seconds; bytes an SSL socket decrypted already are readable now"
+    if getattr(sock, 'pending', lambda: 0)(): return True, False
     p = select.poll(); p.register(sock, select.POLLIN | select.POLLOUT)
     ev = 0
     for _, e in p.poll(max(left, 0) * 1000): ev |= e
@@ -73,12 +75,16 @@ def _ready(sock, left:float)->tuple[bool, bool]:
 
 # %% ../../nbs/11_sandbox_docker.ipynb #c5c65bcd
 def _send_some(sock, todo:memoryview)->memoryview|None:
-    "Send what `sock` takes of `todo` now; None once all is sent and the write side shut"
+    "Send what `sock` takes of `todo` without waiting (a TLS record at most); None once all is sent and the write shut"
+    timeout = sock.gettimeout(); sock.settimeout(0)   # a TLS record that does not fit must not wait: output backs up
     try:
         if todo: todo = todo[sock.send(todo[:1 << 14]):]
         if todo: return todo
-        sock.shutdown(socket.SHUT_WR)
+        # half-closed under TLS as the docker CLI does it: SSLSocket.shutdown drops TLS, later reads get raw records
+        (socket.socket.shutdown if isinstance(sock, ssl.SSLSocket) else type(sock).shutdown)(sock, socket.SHUT_WR)
+    except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError): return todo   # full after all: later
     except OSError: pass   # the command closed its stdin (EPIPE): the rest has no reader
+    finally: sock.settimeout(timeout)
     return None
 
 # %% ../../nbs/11_sandbox_docker.ipynb #a7d3e1c2
@@ -87,7 +93,7 @@ def _read_ahead(reader, sock)->bytes:
     timeout = sock.gettimeout()
     sock.setblocking(False)                # an empty buffer must not wait
     try: return reader.read1(1 << 16) or b''
-    except BlockingIOError: return b''
+    except (BlockingIOError, ssl.SSLWantReadError): return b''   # nothing yet (a TLS socket's way of saying so)
     finally: sock.settimeout(timeout)      # the client's again: left blocking, a later call could wait forever
 
 # %% ../../nbs/11_sandbox_docker.ipynb #f22a6c1a

@@ -1,0 +1,92 @@
+"""A docker exec over a TLS engine (`DOCKER_HOST=tcp://...:2376` + `DOCKER_TLS_VERIFY`) reads and sends like one over
+the unix socket.
+
+The exec socket is then an `ssl.SSLSocket`: `attach_exec`'s read-ahead of an empty buffer raised
+`ssl.SSLWantReadError` (not `BlockingIOError`), so every exec failed; and bytes TLS has decrypted already sit in the
+`SSLSocket`, where `poll` cannot see them. A fake engine on 127.0.0.1 (a self-signed certificate made with `openssl`)
+answers a real `docker.APIClient`; no network and no Docker engine are needed."""
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from io import BytesIO
+
+import docker
+import pytest
+
+from knowlyr_lab.sandbox.docker import attach_exec, read_frames
+
+HEAD = (b'HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n'
+        b'Upgrade: tcp\r\n\r\n')
+
+def frame(stream, data): return bytes([stream, 0, 0, 0]) + len(data).to_bytes(4, 'big') + data
+
+@pytest.fixture(scope='module')
+def cert(tmp_path_factory):
+    if not shutil.which('openssl'): pytest.skip('needs the openssl command to make a test certificate')
+    d = tmp_path_factory.mktemp('tls')
+    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+                    '-keyout', d / 'key.pem', '-out', d / 'cert.pem', '-days', '2', '-subj', '/CN=127.0.0.1',
+                    '-addext', 'subjectAltName=IP:127.0.0.1'], check=True, capture_output=True)
+    return d / 'cert.pem', d / 'key.pem'
+
+def _request(c):
+    "Read one HTTP request (head and body) from `c`"
+    buf = b''
+    while b'\r\n\r\n' not in buf: buf += c.recv(4096)
+    head, body = buf.split(b'\r\n\r\n', 1)
+    size = next((int(v) for k, _, v in (h.partition(b':') for h in head.split(b'\r\n')) if k.lower() == b'content-length'), 0)
+    while len(body) < size: body += c.recv(4096)
+
+def engine(cert, tls, serve):
+    "A fake engine on 127.0.0.1 that reads one `exec start` request, then hands the connection to `serve` (to answer)"
+    srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # small: stdin backs up soon
+    srv.bind(('127.0.0.1', 0)); srv.listen(1)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(*cert)
+    def run():
+        c, _ = srv.accept()
+        if tls: c = ctx.wrap_socket(c, server_side=True)
+        _request(c); serve(c)
+    threading.Thread(target=run, daemon=True).start()
+    return srv
+
+def client(srv, cert, tls, monkeypatch):
+    for k in ('REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE'): monkeypatch.delenv(k, raising=False)  # else requests ignores ca_cert
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{srv.getsockname()[1]}"
+    return docker.APIClient(base_url=url, version='1.41', timeout=60,
+                            tls=docker.tls.TLSConfig(ca_cert=str(cert[0]), verify=True) if tls else False)
+
+@pytest.mark.parametrize('tls', [False, True])
+def test_an_exec_reads_and_sends_over_a_tls_engine(cert, tls, monkeypatch):
+    """Like `tar -T -`: nothing before stdin, then each piece of stdin back as a frame before the next is read.
+    On main the TLS case raised SSLWantReadError in attach_exec (the read-ahead found an empty buffer)"""
+    def echo(c):
+        c.sendall(HEAD)                                      # the head alone: the read-ahead finds an empty buffer
+        while chunk := c.recv(4096): c.sendall(frame(1, chunk))
+        c.close()
+    srv = engine(cert, tls, echo)
+    s, sock, head = attach_exec(client(srv, cert, tls, monkeypatch), 'e' * 64)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    data, out = bytes(range(256)) * 4096, BytesIO()        # 1 MiB, far past both sockets' buffers
+    done = read_frames(sock, {1: out}, time.monotonic() + 120, head=head, stdin=data)
+    s.close(); srv.close()
+    assert (done, head, out.getvalue() == data) == (True, b'', True), (done, head, len(out.getvalue()))
+
+def test_output_decrypted_with_the_head_is_read_while_stdin_waits(cert, monkeypatch):
+    """The head and a 12,000-byte frame in one TLS record: http.client's 8 KiB buffer takes part, the rest waits in the
+    SSLSocket (`pending()`), unseen by `poll`. The engine reads no stdin until the client has closed: the frame must
+    still be read whole (without the `pending()` check it was cut, and read_frames waited for the deadline)"""
+    closed = threading.Event()
+    def stuck(c):
+        c.sendall(HEAD + frame(1, b'x' * 12000))             # one record: under TLS's 16 KiB
+        closed.wait(); c.close()
+    srv = engine(cert, True, stuck)
+    s, sock, head = attach_exec(client(srv, cert, True, monkeypatch), 'e' * 64)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    assert sock.pending() > 0 and len(head) < 8 + 12000, (sock.pending(), len(head))   # the case this test is about
+    out = BytesIO()
+    try: done = read_frames(sock, {1: out}, time.monotonic() + 3, head=head, stdin=b'n' * (4 << 20))
+    finally: closed.set(); s.close(); srv.close()
+    assert (done, out.getvalue()) == (False, b'x' * 12000), (done, len(out.getvalue()))
