@@ -9,6 +9,7 @@ import time
 import docker
 import pytest
 
+from knowlyr_lab.sandbox import docker as D
 from knowlyr_lab.sandbox.base import SandboxBackendError
 from knowlyr_lab.sandbox.docker import DockerSandbox, docker_exec
 
@@ -40,8 +41,14 @@ def test_a_late_exit_code_is_waited_for_within_the_deadline(sandbox):
     r = sandbox.execute_tool('shell', {'command': 'echo done; exit 3'})
     assert (r.exit_code, r.info['timed_out'], r.output.strip()) == (3, False, 'done'), r
 
-def test_an_exit_code_never_reported_is_the_engines_failure(sandbox):
-    "Never reported within the call's deadline + grace: on main RunResult(exit_code=None, timed_out=False)"
+def test_an_exit_code_never_reported_is_the_engines_failure(sandbox, monkeypatch):
+    """Never reported within the call's deadline + grace: on ad629de^ RunResult(exit_code=None, timed_out=False).
+    The deadline runs from the attach, before the engine starts the process: here a command that ends 2 s later, as
+    a loaded host's slow start can make `true`; the 1 s this test gave `true` timed out first (exit None, no raise).
+    A generous deadline instead, and no grace past it: the wait for the code is what is tested, not how long it is"""
+    monkeypatch.setattr(D, 'EXEC_CODE_GRACE', 0)
     api = LateEngine(sandbox.client.api, 10**6)
     with pytest.raises(SandboxBackendError, match='exit code unknown'):
-        docker_exec(api, sandbox.container.id, ['true'], timeout=1, user='0')
+        docker_exec(api, sandbox.container.id, ['sleep', '2'], timeout=10, user='0')
+    (eid,) = api.late                                  # its stream ended: the code was asked for, and never given
+    assert api.late[eid] is not None and sandbox.client.api.exec_inspect(eid)['ExitCode'] == 0
