@@ -126,6 +126,24 @@ def test_groups_and_pairs_never_mix_served_variables(tmp_path):
     assert q['reason'].startswith(f"{tmp_path / 'in.jsonl'}:5: field 'steps.metadata.template_kwargs': trajectory ") and 'steps 0 and 2 were served with other chat template variables' in q['reason']
 
 
+def test_a_given_pair_the_export_skips_is_skipped_whatever_its_sides_variables(tmp_path):
+    """The filter and `min_margin` decide first: a given pair whose side fails the filter, or whose margin is too small,
+    is skipped and counted by its reason as any such pair is; only a pair the export would use is refused for sides
+    served with other variables (quarantined). On main (e8acd6c) `pref_record` refused the variables before the filter
+    and the margin: the first two pairs were quarantined, the skip counts empty"""
+    ok, off_fail, off_ok = _traj(0, 0), _traj(0, 1, OFF), _traj(0, 2, OFF)     # off_fail: not a success (k odd)
+    prefs = [{'chosen': ok.model_dump(mode='json'), 'rejected': off_fail.model_dump(mode='json')},   # not_success
+             {'chosen': ok.model_dump(mode='json'), 'rejected': off_ok.model_dump(mode='json'), 'margin': 0.1},
+             {'chosen': ok.model_dump(mode='json'), 'rejected': off_ok.model_dump(mode='json'), 'margin': 2.0}]
+    res = DatasetExporter([], preferences=prefs, success_only=True).export('dpo', tmp_path / 'o', min_margin=1.0)
+    assert (res.total, res.skipped, res.quarantined) == (0, {'preference_not_success': 1, 'below_min_margin': 1}, 1), res
+    [q] = [json.loads(x) for x in open(tmp_path / 'o' / 'quarantine.jsonl')]
+    assert q['record'] == prefs[2] and q['reason'].startswith("preferences[2]: field 'chat_template_kwargs': chosen "), q
+    # GRPO: the filter keeps its trajectories before they are grouped (by task and variables): no group mixes them
+    grpo = DatasetExporter([_traj(0, k, OFF if k % 2 else None) for k in range(4)], success_only=True).export('grpo', tmp_path / 'g')
+    assert (grpo.total, grpo.skipped, grpo.quarantined) == (1, {'not_success': 2}, 0), grpo
+
+
 def _split_export(tmp_path, test_kw, fmt='sft', **kw):
     "An export of 10 tasks served with thinking off, but for tasks t3, t4, t6 (the test split at 0.3) served with `test_kw`"
     trajs = [_traj(t, k, test_kw if t in (3, 4, 6) else OFF) for t in range(10) for k in range(2)]

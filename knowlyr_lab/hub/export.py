@@ -32,8 +32,9 @@ from ..trajectory_io import TrajectoryError, parse_trajectory, quarantine_line, 
 __all__ = ['DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #daa4d8f8
-# the input files, what an export writes, and the preference records a DPO export reads
-from .export_filter import EXPORT_MANIFEST, UNREADABLE, drop_stale_exports, hf_saved_files, input_files, pref_record, pref_records, quarantine_file, quarantine_pref
+# the input files, what an export writes, and the preference records a DPO export reads (and what it skips or refuses)
+from .export_filter import EXPORT_MANIFEST, UNREADABLE, drop_stale_exports, hf_saved_files, input_files, pref_record, pref_records, pref_skip, quarantine_file, quarantine_pref
+from .rows import pair_template_kwargs
 
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
 def _count(d:dict, k:str, n:int=1): d[k] = d.get(k, 0) + n
@@ -222,13 +223,11 @@ def _pairs_given(self:DatasetExporter, row, spool, w, res:ExportResult, min_marg
         try:
             if bad is not None: raise bad
             p, c, r, m = pref_record(p, where, spool)
+            if not (why := pref_skip(self.filter, c, r, m, min_margin)): pair_template_kwargs(c, r, where)   # a pair used: one prompt
         except ValueError as e: quarantine_pref(where, e, p, w.out / 'quarantine.jsonl'); res.quarantined += 1; continue
-        if c is None or r is None: _count(res.skipped, 'preference_unresolved'); continue
-        # the trajectories' filter, for an inline side too (a spooled one passed it already)
-        if why := self.filter.reason(c) or self.filter.reason(r): _count(res.skipped, f'preference_{why}'); continue
-        if min_margin is not None and m < min_margin: _count(res.skipped, 'below_min_margin'); continue
+        if why: _count(res.skipped, why); continue
         kw = {'step': p.get('step')} if p.get('level') == 'step' else {}
-        out = row(c, r, m, self.tools(c), self.system_prompt, **kw)      # (sides served apart: `pref_record` refused)
+        out = row(c, r, m, self.tools(c), self.system_prompt, **kw)      # (sides served apart: refused above)
         self._checks.served += 'chat_template_kwargs' in out; w.write(self.split(c), out)
 
 # %% ../../nbs/42_hub_export.ipynb #00579bc3

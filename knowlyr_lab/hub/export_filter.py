@@ -19,16 +19,17 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from .rows import ExportError, pair_template_kwargs
+from .rows import ExportError
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, served_template_kwargs, trajectory_score
 from ..trajectory_io import TrajectoryError, quarantine_line
 
 # %% auto #0
 __all__ = ['UNREADABLE', 'FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'ExportChecks',
-           'quarantine_refused', 'pref_record', 'quarantine_pref', 'pref_line', 'pref_records', 'quarantine_file',
-           'ExportResult', 'check_export_settings', 'explain_empty', 'export_warnings', 'tool_shape_warning',
-           'input_files', 'hf_saved_files', 'unlisted_exports', 'warn_unlisted', 'drop_stale_exports']
+           'quarantine_refused', 'pref_record', 'quarantine_pref', 'pref_line', 'pref_records', 'pref_skip',
+           'quarantine_file', 'ExportResult', 'check_export_settings', 'explain_empty', 'export_warnings',
+           'tool_shape_warning', 'input_files', 'hf_saved_files', 'unlisted_exports', 'warn_unlisted',
+           'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -118,7 +119,6 @@ def pref_record(p, where:str, spool)->tuple[dict, Trajectory|None, Trajectory|No
     c, r = _pref_side(p, 'chosen', where, spool), _pref_side(p, 'rejected', where, spool)
     if c is not None and r is not None and task_key(c.task) != task_key(r.task):   # its row goes to the chosen's split
         raise ValueError(f"{where}: field 'rejected': a trajectory of another task ({r.task.id!r}; chosen: {c.task.id!r})")
-    if c is not None and r is not None: pair_template_kwargs(c, r, where)      # one prompt: the sides' variables alike
     if m is None and c is not None and r is not None: m = trajectory_score(c) - trajectory_score(r)
     return p, c, r, None if m is None else float(m)
 
@@ -145,6 +145,14 @@ def pref_records(prefs)->Iterator[tuple[str, object, ValueError|None]]:
             for i, raw in enumerate(f, 1):
                 if raw.strip(): yield pref_line(f"{prefs}:{i}", raw)
     else: yield from ((f"preferences[{i}]", p, None) for i, p in enumerate(prefs))
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #47512b67
+def pref_skip(f:ExportFilter, c:Trajectory|None, r:Trajectory|None, # the export's filter; the pair's sides (None: not in the input)
+              m:float|None, min_margin:float|None)->str|None: # the pair's margin; the export's least (None: any)
+    "Why an export skips a given pair, its `skipped` key; None: it uses the pair"
+    if c is None or r is None: return 'preference_unresolved'
+    if why := f.reason(c) or f.reason(r): return f'preference_{why}'
+    if min_margin is not None and m < min_margin: return 'below_min_margin'
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #1643cbf1
 # a file that breaks off, is not text, or not Parquet
