@@ -168,3 +168,27 @@ def test_redacting_arguments_keeps_a_wide_integer_exact(tmp_path, kept):
     assert 'Zq81LmWx0pTr9k' not in written and '[REDACTED' in written
     assert written == args.replace('Zq81LmWx0pTr9k', '[REDACTED:secret_assignment]')    # the int exact, layout kept
     assert json.loads(written)['n'] == BIG
+
+
+class _Scanned(str):
+    "A text that adds up how many characters its `count` calls scan"
+    scanned = 0
+    def count(self, sub, start=0, end=None):
+        _Scanned.scanned += (len(self) if end is None else end) - start
+        return str.count(self, sub, start, end)
+
+
+def test_an_array_read_past_a_wide_integer_counts_its_lines_in_one_pass(tmp_path, monkeypatch):
+    "Each item's line was counted from the file's start: quadratic, a 40,000-item event log took 77 s"
+    import knowlyr_lab.recorder.json_items as ji
+    item = json.dumps({'id': 0, 'args': {'command': 'ls', 'timeout': 30}}, indent=1)       # 7 lines
+    p = tmp_path / 'events.json'
+    p.write_text('[\n{"id": 1, "trace": %d},\n' % BIG + ',\n'.join([item] * 2000 + ['{"cost": NaN}']) + '\n]')
+    read = ji.read_text                    # the real reader; its text counts the characters its newlines cost
+    monkeypatch.setattr(ji, 'read_text', lambda path: _Scanned(read(path)))
+    _Scanned.scanned, rep = 0, ConversionReport()
+    got = list(ji.iter_json_items(p, rep))
+    assert [k for k, _ in got] == list(range(1, 2003)) and got[0][1]['trace'] == BIG and got[-1][1] == {'cost': None}
+    assert rep.warning_lines() == [f'{p}:{3 + 7 * 2000}: item 2002: field cost holds NaN, a number JSON cannot write '
+                                   '(written as null)']
+    assert 0 < _Scanned.scanned <= len(p.read_text()), _Scanned.scanned          # each character scanned once at most

@@ -32,24 +32,28 @@ def _kept_items(path, report, items:list, done:int, n_bytes:int)->Iterator[tuple
         for n in notes if unheld else (): report.warn(path, line, f"item {k}: {n}", '(number)')
         yield k, (report.clean(obj) if report.scrub is not None else obj)
 
+# %% ../../nbs/20ba_recorder_json_items.ipynb #e723a0f0
+_WS = re.compile(r'[ \t\r\n]*')
+
+def _array_items(text:str, pos:int, made:list)->Iterator[tuple[int, Any, str, bool]]:
+    "(line, object, text, holds a stand-in) of each item of the array opened before `pos`; ValueError where not JSON"
+    dec, line, seen = json.JSONDecoder(**exact_parsers(made)), 1, 0
+    pos = _WS.match(text, pos).end()
+    while text[pos:pos + 1] != ']':
+        made.clear(); obj, end = dec.raw_decode(text, pos)
+        line, seen = line + text.count('\n', seen, pos), pos      # counted on from the item before: one pass
+        yield line, obj, text[pos:end], bool(made)
+        pos = _WS.match(text, end).end()
+        if text[pos:pos + 1] == ',': pos = _WS.match(text, pos + 1).end()
+        elif text[pos:pos + 1] != ']': raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+
 # %% ../../nbs/20ba_recorder_json_items.ipynb #b64a53d0
 def _exact_items(path, report, done:int)->Iterator[tuple[int, Any]]|None:
     "Items after the first `done` of `path`'s top-level array, by the standard library; None when it cannot parse them"
     try: text = read_text(path)
     except (*READ_ERRORS, UnicodeDecodeError): return None
-    made, items = [], []
-    dec = json.JSONDecoder(**exact_parsers(made))
-    ws, pos = re.compile(r'[ \t\r\n]*'), 0
-    try:
-        pos = ws.match(text).end()                      # (`open_bytes` skipped a byte order mark)
-        if text[pos:pos + 1] != '[': return None
-        pos = ws.match(text, pos + 1).end()
-        while text[pos:pos + 1] != ']':
-            n0 = len(made); obj, end = dec.raw_decode(text, pos)
-            items.append((text.count('\n', 0, pos) + 1, obj, text[pos:end], len(made) > n0))
-            pos = ws.match(text, end).end()
-            if text[pos:pos + 1] == ',': pos = ws.match(text, pos + 1).end()
-            elif text[pos:pos + 1] != ']': return None
+    if text[(pos := _WS.match(text).end()):pos + 1] != '[': return None   # (`open_bytes` skipped a byte order mark)
+    try: items = list(_array_items(text, pos + 1, []))
     except (ValueError, RecursionError): return None
     return _kept_items(path, report, items[done:], done, len(text.encode()))
 
