@@ -1,5 +1,5 @@
 """Numbers orjson would change: the recorder keeps an integer past 64 bits exact, writes a NaN or an infinity as null with
-a warning naming file, line and field (tool-call arguments holding one are kept as written), quarantines, naming the
+a warning naming file, line and field (in tool-call arguments too), quarantines, naming the
 field, an integer past Python's 4,300 digits; a normal log is unchanged"""
 import hashlib
 import json
@@ -115,16 +115,21 @@ def test_a_nan_or_infinity_in_a_record_is_written_null_and_warned(tmp_path, plan
 
 
 @pytest.mark.parametrize('value', ['NaN', 'Infinity', '1e400'])
-@pytest.mark.parametrize('plant, source', [(_chat_array_args, CHAT_ARRAY), (_chat_jsonl_args, CHAT_JSONL)])
-def test_arguments_holding_a_nan_are_kept_as_written(tmp_path, plant, source, value):
-    "Tool-call arguments are the model's own text: kept verbatim under _raw, the step flagged, nothing quarantined"
+@pytest.mark.parametrize('plant, source, where', [
+    (_chat_array_args, CHAT_ARRAY, ': messages[2].tool_calls[0].function.arguments: '),
+    (_chat_jsonl_args, CHAT_JSONL, ':3: messages[1].tool_calls[0].function.arguments: ')])
+def test_arguments_holding_a_nan_keep_their_params_with_null(tmp_path, plant, source, where, value):
+    "Every parameter of such a call was lost as structured data (kept only as the _raw string, flagged bad_arguments)"
     p = plant(tmp_path, value)
     whole, _ = _convert(source, 'openai-chat')
     ts, rep = _convert(p, 'openai-chat')
     assert not rep.errors and rep.totals['quarantined'] == 0, rep.errors
     assert len(ts) == len(whole) and _steps(ts) == _steps(whole)
-    (s,) = [s for t in ts for s in t.steps if s.action and '"timeout"' in str(s.action.params.get('_raw'))]
-    assert s.action.params['_raw'].endswith(', "timeout": %s}' % value) and s.metadata.get('bad_arguments') is True
+    (s,) = [s for t in ts for s in t.steps if s.action and 'timeout' in s.action.params]
+    assert s.action.params['timeout'] is None and '_raw' not in s.action.params and 'bad_arguments' not in s.metadata
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}{where}') and w.endswith(
+        f'(str) as tool-call arguments: field timeout holds {value}, a number JSON cannot write (written as null)'), w
 
 
 @pytest.mark.parametrize('path, fmt', [(CLAUDE, 'claude-code'), (CHAT_ARRAY, 'openai-chat'), (CHAT_JSONL, 'openai-chat')])

@@ -191,7 +191,7 @@ def parse_arguments(args)->tuple[dict, bool]:
         try: v = loads_json(args, notes := [])
         except (json.JSONDecodeError, RecursionError, UnicodeDecodeError): return {'_raw': args}, False
         except UnheldNumber as e: raise UnheldNumber(f"tool-call arguments: {e}") from None
-        if notes: return {'_raw': args}, False         # a NaN or an infinity (not JSON): the arguments as written
+        for n in notes: coerced(args, f'as tool-call arguments: {n}')   # null, as in any record; its reader warns
         return (v, True) if isinstance(v, dict) else ({'_raw': v}, False)
     return {'_raw': args}, False
 
