@@ -197,3 +197,16 @@ def test_an_array_read_past_a_wide_integer_counts_its_lines_in_one_pass(tmp_path
     assert rep.warning_lines() == [f'{p}:{3 + 7 * 2000}: item 2002: field cost holds NaN, a number JSON cannot write '
                                    '(written as null)']
     assert 0 < _Scanned.scanned <= len(p.read_text()), _Scanned.scanned          # each character scanned once at most
+
+
+def test_a_nan_in_a_smolagents_row_keeps_its_key_as_null(tmp_path):
+    "The adapter dropped every None of the row's own fields: a NaN warned 'written as null' left no key at all"
+    src = (FX / 'smolagents' / 'parallel-calls.jsonl').read_text().splitlines(keepends=True)
+    p = tmp_path / 'parallel-calls.jsonl'
+    p.write_text(src[0].replace('{', '{"x_temp": NaN, ', 1) + ''.join(src[1:]))
+    whole, _ = _convert(FX / 'smolagents' / 'parallel-calls.jsonl', 'smolagents')
+    ts, rep = _convert(p, 'smolagents')
+    assert not rep.errors and len(ts) == len(whole) and _steps(ts) == _steps(whole), rep.errors
+    assert 'x_temp' in ts[0].metadata and ts[0].metadata['x_temp'] is None, ts[0].metadata.keys()
+    assert rep.warning_lines() == [f'{p}:1: field x_temp holds NaN, a number JSON cannot write (written as null)']
+    assert '"x_temp":null' in ts[0].model_dump_json()

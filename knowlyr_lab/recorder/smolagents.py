@@ -258,13 +258,13 @@ def _smol_finish(self, b, row):
     md = {'answer': answer, 'contains_match': contains, 'log_usage': tc or None, 'success_source': src,
           'success_inferred': (inferred and success is not None) or None,
           't_start': parse_time(row.get('start_time')), 't_end': parse_time(row.get('end_time'))}
-    md.update({k: v for k, v in row.items() if k not in _SMOL_KNOWN})
+    md = {k: v for k, v in md.items() if v is not None}
+    md.update({k: v for k, v in row.items() if k not in _SMOL_KNOWN})   # as written: a null (a NaN read as null) too
     tm = {'true_answer': row.get('true_answer'), 'prompt': b.task_prompt,
           'source': row.get('source') or row.get('task')}
     return b.build(task_id=str(row.get('task_id') or f'{Path(b.path).stem}-{b.line}'),
                    agent=row.get('agent_name') or 'smolagents', outcome=outcome,
-                   metadata={k: v for k, v in md.items() if v is not None},
-                   task_metadata={k: v for k, v in tm.items() if v is not None})
+                   metadata=md, task_metadata={k: v for k, v in tm.items() if v is not None})
 
 # %% ../../nbs/23b_recorder_smolagents.ipynb #51b12550
 @patch
