@@ -210,3 +210,15 @@ def test_a_nan_in_a_smolagents_row_keeps_its_key_as_null(tmp_path):
     assert 'x_temp' in ts[0].metadata and ts[0].metadata['x_temp'] is None, ts[0].metadata.keys()
     assert rep.warning_lines() == [f'{p}:1: field x_temp holds NaN, a number JSON cannot write (written as null)']
     assert '"x_temp":null' in ts[0].model_dump_json()
+
+
+def test_an_array_read_past_a_wide_integer_keeps_the_items_before_a_later_syntax_error(tmp_path):
+    "A syntax error after the wide integer cut the file 'after item 1': the readable items 2..4 were lost"
+    from knowlyr_lab.recorder.json_items import iter_json_items
+    p = tmp_path / 'events.json'
+    p.write_text('[\n{"id": 1},\n{"id": 2, "trace": %d},\n{"id": 3},\n{"id": 4}\n{"id": 5}\n]' % BIG)   # no comma after 4
+    rep = ConversionReport()
+    got = list(it := iter_json_items(p, rep))
+    assert got == [(1, {'id': 1}), (2, {'id': 2, 'trace': BIG}), (3, {'id': 3}), (4, {'id': 4})], got
+    assert it.cut == "not valid JSON after item 4 (Expecting ',' delimiter at line 6 column 1)", it.cut
+    assert [str(e) for e in rep.errors] == [f'{p}:6: {it.cut}'] and rep.failed == {'(document)': 1}

@@ -23,10 +23,10 @@ _YAJL_NUMBER = ('parse error: integer overflow', 'parse error: numeric (floating
                 'lexical error: invalid char in json text', 'lexical error: malformed number')
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #2bdcf486
-def _kept_items(path, report, items:list, done:int, n_bytes:int)->Iterator[tuple[int, Any]]:
-    "(number, item) of `items` (line, object, text, holds a stand-in), numbered after `done`; see `kept_numbers`"
-    report.bytes_read += n_bytes
-    for k, (line, obj, raw, unheld) in enumerate(items, done + 1):
+def _kept_items(path, report, items:Iterator, done:int)->Iterator[tuple[int, Any]]:
+    "(number, item) of `items` (line, object, text, holds a stand-in) after the first `done`; see `kept_numbers`"
+    for k, (line, obj, raw, unheld) in enumerate(items, 1):
+        if k <= done: continue                                   # read already, by ijson
         try: obj = kept_numbers(obj, notes := []) if unheld else obj
         except UnheldNumber as e: report.bad_record(path, line, f"item {k}: {e}", raw); continue
         for n in notes if unheld else (): report.warn(path, line, f"item {k}: {n}", '(number)')
@@ -36,26 +36,38 @@ def _kept_items(path, report, items:list, done:int, n_bytes:int)->Iterator[tuple
 _WS = re.compile(r'[ \t\r\n]*')
 
 def _array_items(text:str, pos:int, made:list)->Iterator[tuple[int, Any, str, bool]]:
-    "(line, object, text, holds a stand-in) of each item of the array opened before `pos`; ValueError where not JSON"
+    "(line, object, text, holds a stand-in) of each item of the array opened before `pos`; JSONDecodeError where not JSON"
     dec, line, seen = json.JSONDecoder(**exact_parsers(made)), 1, 0
     pos = _WS.match(text, pos).end()
     while text[pos:pos + 1] != ']':
-        made.clear(); obj, end = dec.raw_decode(text, pos)
+        made.clear()
+        try: obj, end = dec.raw_decode(text, pos)
+        except RecursionError: raise json.JSONDecodeError('Nested too deep', text, pos) from None
         line, seen = line + text.count('\n', seen, pos), pos      # counted on from the item before: one pass
         yield line, obj, text[pos:end], bool(made)
         pos = _WS.match(text, end).end()
         if text[pos:pos + 1] == ',': pos = _WS.match(text, pos + 1).end()
         elif text[pos:pos + 1] != ']': raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+    if (pos := _WS.match(text, pos + 1).end()) < len(text): raise json.JSONDecodeError('Extra data', text, pos)
+
+# %% ../../nbs/20ba_recorder_json_items.ipynb #ea464220
+def _until_cut(box, path, report, items:Iterator)->Iterator:
+    "`items` up to the syntax error that ends them; the error reported with its line, and kept in `box.cut`"
+    k = 0
+    try:
+        for item in items: k += 1; yield item              # k: the items read so far
+    except json.JSONDecodeError as e:
+        box.cut = f"not valid JSON after item {k} ({e.msg} at line {e.lineno} column {e.colno})"
+        report.bad_record(path, e.lineno, box.cut, None, record_type='(document)', aggregate=True)
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #b64a53d0
-def _exact_items(path, report, done:int)->Iterator[tuple[int, Any]]|None:
-    "Items after the first `done` of `path`'s top-level array, by the standard library; None when it cannot parse them"
+def _exact_items(box, path, report, done:int)->Iterator[tuple[int, Any]]|None:
+    "Items after the first `done` of `path`'s array, by the standard library up to a syntax error; None: not an array"
     try: text = read_text(path)
     except (*READ_ERRORS, UnicodeDecodeError): return None
     if text[(pos := _WS.match(text).end()):pos + 1] != '[': return None   # (`open_bytes` skipped a byte order mark)
-    try: items = list(_array_items(text, pos + 1, []))
-    except (ValueError, RecursionError): return None
-    return _kept_items(path, report, items[done:], done, len(text.encode()))
+    report.bytes_read += len(text.encode())
+    return _kept_items(path, report, _until_cut(box, path, report, _array_items(text, pos + 1, [])), done)
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #5828cf3b
 def _json_items(box, path, report, prefix:str):
@@ -69,8 +81,8 @@ def _json_items(box, path, report, prefix:str):
             report.bytes_read += f.tell() if hasattr(f, 'tell') else 0
     except ijson.JSONError as e:
         why = (str(e).strip().splitlines() or [type(e).__name__])[0]   # ijson's next lines quote the document
-        if prefix == 'item' and why.startswith(_YAJL_NUMBER) and (rest := _exact_items(path, report, k)) is not None:
-            yield from rest; return
+        if prefix == 'item' and why.startswith(_YAJL_NUMBER):       # a number yajl cannot hold: read on exactly
+            if (rest := _exact_items(box, path, report, k)) is not None: yield from rest; return
         box.cut = f"not valid JSON after item {k} ({why})"
         report.bad_record(path, None, box.cut, None, record_type='(document)', aggregate=True)
     except READ_ERRORS as e:
