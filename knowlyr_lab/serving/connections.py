@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import fcntl
 import io
 import json
 import select
 import socket
+import termios
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,14 +47,14 @@ class _DeadlineReader(io.RawIOBase):
         h.connection.settimeout(left)
         try: return self.raw.readinto(b)
         finally: h.connection.settimeout(h.timeout)
-    def close(self):
-        self.raw.close(); super().close()
+    def fileno(self)->int: return self.raw.fileno()
+    def close(self): self.raw.close(); super().close()
 
 # %% ../../nbs/52_serving_connections.ipynb #8b9ea7ff
 class GuardedHandler(BaseHTTPRequestHandler):
     ("A request handler that drops a client whose request head is not in within `header_timeout` (its body: "
      "`request_timeout`)")
-    body_piece = 2**16                       # the most body bytes held, then read, at a time (8 KiB arrive at most)
+    body_piece = 2**16                       # the most body bytes held, then read, at a time
     def log_message(self, *a): pass
     def setup(self):
         self.timeout, self.deadline = self.server.request_timeout, time.monotonic() + self.server.header_timeout
@@ -245,18 +247,25 @@ def release_body(self:GuardedHTTPServer, n:int, peer:str):
     "`n` request-body bytes of client `peer` are held no more"
     with self._count: self.body_bytes_held -= n; _uncount(self.body_bytes_by_client, peer, n)
 
+# %% ../../nbs/52_serving_connections.ipynb #e585fd3a
+def _queued(f)->int:
+    "Bytes that arrived on the socket of `f` and wait unread in the kernel; 0 for a stream with no descriptor"
+    try: return memoryview(fcntl.ioctl(f.fileno(), termios.FIONREAD, bytes(4))).cast('i')[0]   # FIONREAD: an int
+    except io.UnsupportedOperation: return 0             # an in-memory stream: all it has is buffered
+
 # %% ../../nbs/52_serving_connections.ipynb #d21ae0a5
 @patch
 def _arrived(self:GuardedHandler, n:int)->int:
-    "How many of the next `n` body bytes are in (at most the read buffer's), waiting for the first; 0 at the end"
-    return min(n, len(self.rfile.peek(1))) if n > 0 else 0     # peek: what is buffered, else one read of what came
+    "How many of the next `n` body bytes are in, at most a piece, waiting for the first; 0 at the end"
+    if n <= 0 or not (buffered := len(self.rfile.peek(1))): return 0   # what is buffered, else one read of what came
+    return min(n, self.body_piece, buffered + _queued(self.rfile))      # and what waits in the socket
 
 # %% ../../nbs/52_serving_connections.ipynb #a523a32e
 @patch
 def read_body(self:GuardedHandler, n:int)->tuple:
     "(the `n` body bytes, None), held in `body_budget` as they arrive; or (b'', (status, why)), none held"
     pieces, peer = [], _peer(self.client_address)
-    while want := min(self._arrived(n), self.body_piece):   # the bytes in, at most a piece: held, then read at once
+    while want := self._arrived(n):           # the bytes in, at most a piece: held, then read at once
         if (refusal := self.server.hold_body(want, peer)) is not None:
             self.server.release_body(self.body_held, peer); self.body_held = 0; self.drop_body(n)
             return b'', refusal
@@ -275,4 +284,4 @@ def _drop_unread(self:GuardedHandler):
     "Read and drop the body bytes `drop_body` left for after the answer, by the body's deadline"
     n, self.body_unread = self.body_unread, 0
     with contextlib.suppress(OSError):          # the client left, or its deadline passed: nothing more to read
-        while k := self._arrived(n): self.rfile.read(k); n -= k   # from the read buffer: no 64 KiB buffer waits
+        while k := self._arrived(n): self.rfile.read(k); n -= k   # no 64 KiB buffer waits for bytes
