@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import json
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -198,7 +197,7 @@ def _start_local(self, argv, timeout):
 # %% ../nbs/13a_verifiers.ipynb #b9461909
 @patch_to(SandboxProcess)
 def _start_docker(self, argv, timeout):
-    from knowlyr_lab.sandbox.docker import attach_exec, read_frames
+    from knowlyr_lab.sandbox.docker import ExecStdin, attach_exec, read_frames
     sb, out, api = self.sb, type('Out', (), {'write': staticmethod(self.on_out)}), self.sb.client.api
     cmd = ['sh', '-c', f'ulimit -v {int(sb.limits.memory_mb) * 1024}; exec "$@"', 'sh', 'timeout', '-s', 'KILL',
            f'{timeout:g}', *argv]
@@ -206,11 +205,12 @@ def _start_docker(self, argv, timeout):
                           workdir=WORKSPACE,
                           environment=sb.env)['Id']
     s, sock, head = attach_exec(api, eid)
+    stdin = ExecStdin()   # the reading thread alone sends it: an SSL socket is one thread's at a time
     def read():
-        try: read_frames(sock, {1: out, 2: self.err}, time.monotonic() + timeout + 2, head=head)
+        try: read_frames(sock, {1: out, 2: self.err}, time.monotonic() + timeout + 2, head=head, stdin=stdin)
         finally: s.close(); self._ended()
     threading.Thread(target=read, daemon=True).start()
-    self._write, self._close, self.kill = sock.sendall, (lambda: sock.shutdown(socket.SHUT_WR)), sb._kill_all
+    self._write, self._close, self.kill = stdin.write, stdin.close, sb._kill_all
 
 # %% ../nbs/13a_verifiers.ipynb #b3233258
 class HiddenTestVerifier:

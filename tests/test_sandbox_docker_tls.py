@@ -12,11 +12,14 @@ import subprocess
 import threading
 import time
 from io import BytesIO
+from types import SimpleNamespace
 
 import docker
 import pytest
 
 from knowlyr_lab.sandbox.docker import attach_exec, read_frames
+from knowlyr_lab.sandbox.protocol import SandboxLimits
+from knowlyr_lab.verifiers import SandboxProcess
 
 HEAD = (b'HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n'
         b'Upgrade: tcp\r\n\r\n')
@@ -32,23 +35,37 @@ def cert(tmp_path_factory):
                     '-addext', 'subjectAltName=IP:127.0.0.1'], check=True, capture_output=True)
     return d / 'cert.pem', d / 'key.pem'
 
-def _request(c):
-    "Read one HTTP request (head and body) from `c`"
+def _request(c)->bytes:
+    "Read one HTTP request (head and body) from `c`: its head, b'' once the client has closed"
     buf = b''
-    while b'\r\n\r\n' not in buf: buf += c.recv(4096)
+    while b'\r\n\r\n' not in buf:
+        if not (chunk := c.recv(4096)): return b''
+        buf += chunk
     head, body = buf.split(b'\r\n\r\n', 1)
     size = next((int(v) for k, _, v in (h.partition(b':') for h in head.split(b'\r\n')) if k.lower() == b'content-length'), 0)
     while len(body) < size: body += c.recv(4096)
+    return head
 
 def engine(cert, tls, serve):
-    "A fake engine on 127.0.0.1 that reads one `exec start` request, then hands the connection to `serve` (to answer)"
+    """A fake engine on 127.0.0.1: `exec create` gets an id, `exec start` hands the connection to `serve` (to answer);
+    each connection in a thread of its own (the SDK may start the exec on a new one)"""
     srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # small: stdin backs up soon
-    srv.bind(('127.0.0.1', 0)); srv.listen(1)
+    srv.bind(('127.0.0.1', 0)); srv.listen(4)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(*cert)
-    def run():
-        c, _ = srv.accept()
+    ctx.options |= ssl.OP_IGNORE_UNEXPECTED_EOF   # the client's half-close (TCP FIN, TLS kept) is EOF, as for Go's engine
+    made = b'{"Id": "%s"}' % (b'e' * 64)
+    def connection(c):
         if tls: c = ctx.wrap_socket(c, server_side=True)
-        _request(c); serve(c)
+        while b'/start ' not in (head := _request(c)):
+            if not head: return c.close()
+            c.sendall(b'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n' % len(made)
+                      + made)
+        serve(c)
+    def run():
+        while True:
+            try: c, _ = srv.accept()
+            except OSError: return   # the test closed it
+            threading.Thread(target=connection, args=(c,), daemon=True).start()
     threading.Thread(target=run, daemon=True).start()
     return srv
 
@@ -90,3 +107,24 @@ def test_output_decrypted_with_the_head_is_read_while_stdin_waits(cert, monkeypa
     try: done = read_frames(sock, {1: out}, time.monotonic() + 3, head=head, stdin=b'n' * (4 << 20))
     finally: closed.set(); s.close(); srv.close()
     assert (done, out.getvalue()) == (False, b'x' * 12000), (done, len(out.getvalue()))
+
+@pytest.mark.parametrize('tls', [False, True])
+def test_a_verifier_process_talks_over_a_tls_engine(cert, tls, monkeypatch):
+    """The verifier's `SandboxProcess` over a docker exec (page 13a): stdin written by another thread while its reader
+    runs, then closed, every byte echoed back. On main the TLS case lost the stream: `close_stdin` shut the SSLSocket
+    (TLS dropped, the reader took raw records for frames), and `sendall` used the SSL object while the reader thread
+    was in `recv` (an SSL object is one thread's at a time)"""
+    def echo(c):
+        c.sendall(HEAD)
+        while chunk := c.recv(4096): c.sendall(frame(1, chunk))
+        c.sendall(frame(1, b'end')); c.close()
+    srv = engine(cert, tls, echo)
+    api = client(srv, cert, tls, monkeypatch)
+    sb = SimpleNamespace(backend='docker', client=SimpleNamespace(api=api), container=SimpleNamespace(id='c' * 64),
+                         limits=SandboxLimits(), uid=1000, env={}, _kill_all=lambda: None)
+    got, data = bytearray(), bytes(range(256)) * 4096    # 1 MiB, far past both sockets' buffers
+    p = SandboxProcess(sb, ['cat'], got.extend, 60)
+    for i in range(0, len(data), 10_000): p.write(data[i:i + 10_000])
+    p.close_stdin()
+    ended = p.done.wait(90); srv.close()
+    assert (ended, len(got), bytes(got) == data + b'end') == (True, len(data) + 3, True)

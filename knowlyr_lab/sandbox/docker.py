@@ -8,11 +8,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/sandbox_docker.html.md"""
 # %% ../../nbs/11_sandbox_docker.ipynb #0cf1c52a
 from __future__ import annotations
 
+import os
 import select
 import socket
 import ssl
+import threading
 import time
 import weakref
+from collections import deque
 
 import docker
 import requests
@@ -26,8 +29,8 @@ from .snapshot import listing_limit
 from .tools import RunResult
 
 # %% auto #0
-__all__ = ['EXEC_CODE_GRACE', 'DEFAULT_IMAGE', 'REAPER', 'IMAGE_PROBE', 'FILE_OP_TIMEOUT', 'read_frames', 'attach_exec',
-           'docker_exec', 'docker_unavailable_reason', 'DockerSandbox', 'remove_stale_sandboxes']
+__all__ = ['EXEC_CODE_GRACE', 'DEFAULT_IMAGE', 'REAPER', 'IMAGE_PROBE', 'FILE_OP_TIMEOUT', 'read_frames', 'ExecStdin',
+           'attach_exec', 'docker_exec', 'docker_unavailable_reason', 'DockerSandbox', 'remove_stale_sandboxes']
 
 # %% ../../nbs/11_sandbox_docker.ipynb #cd8e0853
 def read_frames(sock,                  # the exec's attached socket
@@ -36,10 +39,14 @@ def read_frames(sock,                  # the exec's attached socket
                 # when given, every stdout payload is also written here; reading stops once it is over its limit
                 raw:RawCapture|None=None,
                 head:bytes=b'',        # the stream's first bytes, read before `sock` (`attach_exec`)
-                stdin:bytes|None=None, # sent to the process while its output is read, then the write side shut
+                stdin:bytes|ExecStdin|None=None, # sent while the output is read, then the write side shut
                )->bool:                # True at EOF, False when the deadline passed first
     "Read a multiplexed exec stream into sinks {1: stdout, 2: stderr}; False when the deadline passed first"
-    buf, todo = bytearray(head), None if stdin is None else memoryview(stdin)
+    todo = ExecStdin(stdin) if isinstance(stdin, (bytes, bytearray, memoryview)) else stdin
+    try: return _read_frames(sock, sinks, deadline, raw, bytearray(head), todo)
+    finally: todo is None or todo.end()   # nothing more is sent: a writer waiting for room goes on
+
+def _read_frames(sock, sinks, deadline, raw, buf, todo):
     while True:
         while len(buf) >= 8:
             size = int.from_bytes(buf[4:8], 'big')
@@ -54,8 +61,8 @@ def read_frames(sock,                  # the exec's attached socket
         if left <= 0: return False
         sock.settimeout(left)
         if todo is not None:
-            readable, writable = _ready(sock, left)
-            if writable: todo = _send_some(sock, todo)
+            readable, writable = _ready(sock, left, todo)
+            if writable and not _send_some(sock, todo): todo = None
             if not readable: continue
         try: data = sock.recv(1 << 16)
         except (socket.timeout, TimeoutError): return False
@@ -65,27 +72,83 @@ def read_frames(sock,                  # the exec's attached socket
 
 
 # %% ../../nbs/11_sandbox_docker.ipynb #aceb26ec
-def _ready(sock, left:float)->tuple[bool, bool]:
-    "(readable, writable) of `sock` within `left` seconds; bytes an SSL socket decrypted already are readable now"
+def _ready(sock, left:float, todo:ExecStdin)->tuple[bool, bool]:
+    "(readable, writable) of `sock` within `left` seconds, or sooner once `todo` is written to; bytes decrypted are readable"
     if getattr(sock, 'pending', lambda: 0)(): return True, False
-    p = select.poll(); p.register(sock, select.POLLIN | select.POLLOUT)
-    ev = 0
-    for _, e in p.poll(max(left, 0) * 1000): ev |= e
+    p, ev, send = select.poll(), 0, todo.size or todo.closed   # something to send, or the write side to shut
+    p.register(sock, select.POLLIN | (select.POLLOUT if send else 0))
+    if not send and todo.wake: p.register(todo.wake[0], select.POLLIN)
+    for fd, e in p.poll(max(left, 0) * 1000):
+        if fd == sock.fileno(): ev |= e
+        else: os.read(fd, 1 << 12)   # the writer's wake-up: look at `todo` again
     return bool(ev & ~select.POLLOUT), bool(ev & select.POLLOUT)
 
 # %% ../../nbs/11_sandbox_docker.ipynb #c5c65bcd
-def _send_some(sock, todo:memoryview)->memoryview|None:
-    "Send what `sock` takes of `todo` without waiting (a TLS record at most); None once all is sent and the write shut"
+def _send_some(sock, todo:ExecStdin)->bool:
+    "Send what `sock` takes of `todo` without waiting (a TLS record at most); False once all is sent and the write shut"
     timeout = sock.gettimeout(); sock.settimeout(0)   # a TLS record that does not fit must not wait: output backs up
     try:
-        if todo: todo = todo[sock.send(todo[:1 << 14]):]
-        if todo: return todo
+        if piece := todo.peek(1 << 14): todo.sent(sock.send(piece))   # a retry sends the same bytes, as TLS needs
+        if todo.size or not todo.closed: return True
         # half-closed under TLS as the docker CLI does it: SSLSocket.shutdown drops TLS, later reads get raw records
         (socket.socket.shutdown if isinstance(sock, ssl.SSLSocket) else type(sock).shutdown)(sock, socket.SHUT_WR)
-    except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError): return todo   # full after all: later
+    except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError): return True   # full after all: later
     except OSError: pass   # the command closed its stdin (EPIPE): the rest has no reader
     finally: sock.settimeout(timeout)
-    return None
+    todo.end(); return False
+
+# %% ../../nbs/11_sandbox_docker.ipynb #09526e65
+class ExecStdin:
+    "An exec's stdin that any thread writes and the thread reading the exec's output sends (an SSL socket is one thread's)"
+    def __init__(self, data:bytes|None=None, # all of stdin, then EOF; None: `write` pieces, then `close`
+                 cap:int=1 << 20,            # bytes held before `write` waits for the exec to take some
+                ):
+        self.pieces, self.size = deque([memoryview(data)] if data else []), len(data or b'')
+        self.cap, self.closed, self.cond = cap, data is not None, threading.Condition()
+        self.wake = None if self.closed else os.pipe()   # written to wake the reading thread's `poll`
+        if self.wake: os.set_blocking(self.wake[1], False)
+    def _poke(self):
+        try: self.wake and os.write(self.wake[1], b'.')
+        except BlockingIOError: pass   # a wake-up is waiting already
+
+# %% ../../nbs/11_sandbox_docker.ipynb #f34d1f9b
+@patch_to(ExecStdin)
+def write(self, data:bytes):
+    "Queue `data`, waiting while `cap` bytes are unsent; ValueError once closed or the exec's stream has ended"
+    with self.cond:
+        self.cond.wait_for(lambda: self.closed or self.size < self.cap)
+        if self.closed: raise ValueError("the exec's stdin is closed")
+        if data: self.pieces.append(memoryview(bytes(data))); self.size += len(data); self._poke()
+
+# %% ../../nbs/11_sandbox_docker.ipynb #48c83561
+@patch_to(ExecStdin)
+def close(self):
+    "EOF once what was written is sent"
+    with self.cond: self.closed = True; self._poke(); self.cond.notify_all()
+
+# %% ../../nbs/11_sandbox_docker.ipynb #df708106
+@patch_to(ExecStdin)
+def peek(self, n:int)->memoryview:
+    "The next at most `n` bytes to send (the same until `sent` says some went)"
+    with self.cond: return self.pieces[0][:n] if self.pieces else memoryview(b'')
+
+# %% ../../nbs/11_sandbox_docker.ipynb #e5a1c0d7
+@patch_to(ExecStdin)
+def sent(self, n:int):
+    "`n` bytes of `peek` went out"
+    with self.cond:
+        self.pieces[0] = self.pieces[0][n:]; self.size -= n
+        if not self.pieces[0]: self.pieces.popleft()
+        self.cond.notify_all()
+
+# %% ../../nbs/11_sandbox_docker.ipynb #1f98efde
+@patch_to(ExecStdin)
+def end(self):
+    "Nothing more is sent (the stream ended, or stdin has no reader): drop what waits, release the writers"
+    with self.cond:
+        self.closed, self.pieces, self.size = True, deque(), 0
+        if self.wake: os.close(self.wake[0]); os.close(self.wake[1]); self.wake = None
+        self.cond.notify_all()
 
 # %% ../../nbs/11_sandbox_docker.ipynb #a7d3e1c2
 def _read_ahead(reader, sock)->bytes:
