@@ -60,7 +60,7 @@ def _openat2(dirfd:int, rel:str, flags:int, mode:int)->int:
 
 # %% ../../nbs/10ea_sandbox_beneath.ipynb #6d06ddc4
 def _walk_open(dirfd:int, parts:list[str], flags:int, mode:int)->int:
-    fd, opened = dirfd, []
+    fd = dirfd
     def _open(c, fl, md=0):
         try: return os.open(c, fl | os.O_NOFOLLOW | os.O_CLOEXEC, md, dir_fd=fd)
         except NotADirectoryError:                  # O_DIRECTORY on a symlink says ENOTDIR: say what it is
@@ -69,10 +69,11 @@ def _walk_open(dirfd:int, parts:list[str], flags:int, mode:int)->int:
             raise
     try:
         for c in parts[:-1]:
-            fd = _open(c, os.O_PATH | os.O_DIRECTORY); opened.append(fd)
+            parent, fd = fd, _open(c, os.O_PATH | os.O_DIRECTORY)
+            if parent != dirfd: os.close(parent)    # one directory held at a time, however deep the path
         return _open(parts[-1], flags, mode)
     finally:
-        for f in opened: os.close(f)
+        if fd != dirfd: os.close(fd)
 
 # %% ../../nbs/10ea_sandbox_beneath.ipynb #680176da
 def openat2_available()->bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from fastcore.basics import patch_to
 
 from ..core import InfrastructureError, InvalidActionError, validate_params
-from .base import WORKSPACE, SandboxBackendError, SandboxError, SandboxLimits, ToolResult, resolve_workspace_path, truncate_output
+from .base import WORKSPACE, SandboxBackendError, SandboxError, SandboxLimits, ToolResult, host_errno, resolve_workspace_path, truncate_output
 from .tools import SANDBOX_TOOL_SCHEMAS, SANDBOX_TOOLS, RunResult, git_argv, process_result, sandbox_env
 
 # %% auto #0
@@ -97,6 +97,7 @@ def _execute_tool(self, name, params):
         except (InvalidActionError, SandboxError) as e:
             res = ToolResult(f"Error: {e}", True, info={'error_type': type(e).__name__})
         except OSError as e:  # e.g. a file where a directory is needed; host paths are shown as sandbox paths
+            if host_errno(e): raise SandboxBackendError(f"the host failed under the {name} call: {e}") from e
             where = (str(e.filename or '').replace(str(self.workspace), WORKSPACE) if self.workspace
                      else (e.filename or ''))
             res = ToolResult(f"Error: {e.strerror or e}{': ' + where if where else ''}", True,
