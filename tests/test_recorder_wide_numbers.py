@@ -222,3 +222,15 @@ def test_an_array_read_past_a_wide_integer_keeps_the_items_before_a_later_syntax
     assert got == [(1, {'id': 1}), (2, {'id': 2, 'trace': BIG}), (3, {'id': 3}), (4, {'id': 4})], got
     assert it.cut == "not valid JSON after item 4 (Expecting ',' delimiter at line 6 column 1)", it.cut
     assert [str(e) for e in rep.errors] == [f'{p}:6: {it.cut}'] and rep.failed == {'(document)': 1}
+
+def test_wide_int_prefilter_answers_as_the_regular_expression():
+    "wide_int's translate-and-find prefilter never changes the regular expression's answer (bytes and str, digit-heavy text)"
+    import random
+
+    from knowlyr_lab.recorder.json_numbers import WIDE_INT, wide_int
+    rng = random.Random(7)
+    for alphabet in ('0123456789-', '01-', '9-a ', '0123456789-é"'):
+        for _ in range(20_000):
+            s = ''.join(rng.choice(alphabet) for _ in range(rng.randrange(0, 48)))
+            want = WIDE_INT.search(s.encode()) is not None
+            assert wide_int(s) == want and wide_int(s.encode()) == want, s

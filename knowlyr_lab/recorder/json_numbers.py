@@ -15,16 +15,17 @@ import sys
 import orjson
 
 # %% auto #0
-__all__ = ['WIDE_INT', 'WIDE_INT_TEXT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'kept_numbers', 'exact_json', 'loads_json']
+__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'kept_numbers', 'exact_json', 'loads_json']
 
 # %% ../../nbs/20_recorder_json_numbers.ipynb #959845b4
 WIDE_INT = re.compile(rb'[0-9]{20}|-[0-9]{19}')
-WIDE_INT_TEXT = re.compile(WIDE_INT.pattern.decode())
+_DIGITS = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))   # digits to b'0', the rest to b' '
 
 # %% ../../nbs/20_recorder_json_numbers.ipynb #60e99a29
 def wide_int(raw:bytes|str)->bool:
     "Could `raw` hold an integer that orjson reads as a float (a run of 20 digits, or 19 after a minus)?"
-    return (WIDE_INT_TEXT if isinstance(raw, str) else WIDE_INT).search(raw) is not None
+    b = raw.encode('utf-8', 'surrogatepass') if isinstance(raw, str) else raw
+    return b'0' * 19 in b.translate(_DIGITS) and WIDE_INT.search(b) is not None   # 19 digits: both forms hold them
 
 # %% ../../nbs/20_recorder_json_numbers.ipynb #0c02f645
 class UnheldNumber(ValueError):
