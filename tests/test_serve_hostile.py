@@ -587,3 +587,61 @@ def test_a_body_that_arrived_is_held_and_read_in_whole_pieces_not_read_buffers()
         b.sendall(b'y' * 20_000)                                     # the read buffer is still 8 KiB, not a piece
         assert len(h.rfile.peek(1)) == BUFFER
     finally: a.close(); b.close()
+
+# srv14: the stdlib reads a request head line by line, up to 100 header lines of 64 KiB, and keeps them all until the
+# blank line: one connection could make the server hold 6.5 MB of head (256 of them, 1.6 GB), outside every budget.
+
+def _send_head(addr, head:bytes)->bytes:
+    "The server's answer to `head`, sent whole from another thread while the answer is read (read to the close)"
+    c = socket.create_connection(addr, timeout=60)
+    def send():
+        try: c.sendall(head)
+        except OSError: pass                                     # the server closed with the rest of the head unread
+    t = threading.Thread(target=send, daemon=True); t.start()
+    got = b''
+    try:
+        while chunk := c.recv(65536): got += chunk
+    except ConnectionResetError: pass                            # the reset after the answer: what came is kept
+    t.join(60); c.close()
+    return got
+
+def test_a_huge_request_head_is_refused_431_after_at_most_max_head_bytes(srv):
+    """200 headers of 30 KiB (6 MB) on one connection: answered 431 naming max_head_bytes, and the server's Python memory
+    grows by far less than the head (it reads at most max_head_bytes of it, 16 KiB). On main the stdlib read and kept
+    101 lines of 30 KiB (3 MB) before its own 431 ('Too many headers'), and one connection could hold 6.5 MB."""
+    import tracemalloc
+    head = b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n' + b''.join(
+        b'X-Big-%d: %s\r\n' % (k, b'y' * 30_000) for k in range(200)) + b'\r\n'
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak(); base = tracemalloc.get_traced_memory()[0]
+        answer = _send_head(srv.server_address, head)
+        grew = tracemalloc.get_traced_memory()[1] - base
+    finally: tracemalloc.stop()
+    assert answer.split(b' ', 2)[1] == b'431', answer[:200]
+    assert grew < 2**20, grew                                  # main: > 3 MB (101 lines of 30 KiB held at once)
+    assert b'max_head_bytes (16,384 bytes)' in answer, answer
+    assert _post(srv.url, _req())[0] == 200
+
+def test_a_huge_request_line_is_refused_414_and_normal_heads_are_served(srv):
+    """A request line of 20 KiB (past max_head_bytes alone) is answered 414; a head of 16 KiB fits no more, but an
+    honest one with a 4 KiB bearer token and a few headers is served."""
+    answer = _send_head(srv.server_address, b'GET /' + b'a' * 20_000 + b' HTTP/1.1\r\nHost: x\r\n\r\n')
+    assert answer.split(b' ', 2)[1] == b'414', answer[:200]
+    assert b'the request line passes max_head_bytes' in answer, answer
+    host, port = srv.server_address
+    c = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        c.request('POST', '/v1/chat/completions', body=_req(), headers={
+            'Content-Type': 'application/json', 'Authorization': 'Bearer ' + 'k' * 4096, 'User-Agent': 'OpenAI/Python 1.0',
+            **{f'X-Stainless-{k}': 'v' * 40 for k in range(10)}})
+        r = c.getresponse(); assert (r.status, 'choices' in json.loads(r.read())) == (200, True)
+    finally: c.close()
+
+def test_max_head_bytes_is_a_serve_flag():
+    "`knowlyr-trainer serve --max-head-bytes N` parses among serve's limit flags, 16 KiB by default"
+    import argparse
+
+    from knowlyr_lab.cli.trainer import _limit_flags
+    p = argparse.ArgumentParser(); _limit_flags(p)
+    assert p.parse_args(['--max-head-bytes', '32768']).max_head_bytes == 32768 and p.parse_args([]).max_head_bytes == 16384

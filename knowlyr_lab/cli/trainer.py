@@ -63,7 +63,9 @@ _LIMIT_FLAGS = (   # flag, type, default, help: what `serve`'s clients may take
     ('--body-budget-per-client', int, None, 'request-body bytes one client address may hold at once (clients '
                                             'behind one address, a NAT or proxy, share it); more are answered '
                                             '429 with Retry-After (default: half of --body-budget; at least the '
-                                            '4 MiB size limit)'))
+                                            '4 MiB size limit)'),
+    ('--max-head-bytes', int, 16 * 2**10, 'bytes of a request head (request line and headers); a longer one is '
+                                          'answered 431 (414: the request line alone) and closed unread' + _D))
 
 # %% ../../nbs/96_cli_trainer.ipynb #b3e1f2a7
 def _limit_flags(p):
@@ -174,7 +176,7 @@ def _grpo_summary(rows:list[dict],   # the trainer's log rows, one per optimiser
 def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
-                                          max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client, body_budget=args.body_budget, body_budget_per_client=args.body_budget_per_client, record_to=args.record_to,
+                                          max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client, body_budget=args.body_budget, body_budget_per_client=args.body_budget_per_client, max_head_bytes=args.max_head_bytes, record_to=args.record_to,
                                           enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras,
                                           reasoning_parser=args.reasoning_parser,
                                           chat_template_kwargs=args.chat_template_kwargs)

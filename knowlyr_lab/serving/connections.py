@@ -1,4 +1,4 @@
-"""The connection layer under the [OpenAI-compatible server](serving_server.html): a disconnect check that works for any descriptor, a deadline for each request head, caps on open connections and a budget of request-body bytes held at once
+"""The connection layer under the [OpenAI-compatible server](serving_server.html): a deadline and a size bound for each request head, caps on open connections and a budget of request-body bytes held at once
 
 Docs: https://knowlyr.github.io/knowlyr-lab/serving_connections.html.md"""
 
@@ -12,7 +12,6 @@ import contextlib
 import fcntl
 import io
 import json
-import select
 import socket
 import termios
 import threading
@@ -22,33 +21,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from fastcore.basics import patch
 
 from ..envs.sessions import RETRY_AFTER
+from .sockets import DeadlineReader, HeadReader, HeadTooLarge
 
 # %% auto #0
-__all__ = ['client_gone', 'GuardedHandler', 'GuardedHTTPServer']
-
-# %% ../../nbs/52_serving_connections.ipynb #aaed5cf7
-def client_gone(sock:socket.socket)->bool:
-    "True when the peer closed or reset its side of `sock` (any descriptor number: `poll`, not `select`)"
-    try:
-        p = select.poll(); p.register(sock, select.POLLIN | select.POLLPRI)
-        if not p.poll(0): return False                 # nothing to read and no hang-up: still there
-        return sock.recv(1, socket.MSG_PEEK) == b''     # readable: data (still there) or end of stream (gone)
-    except (OSError, ValueError): return True            # reset, or the socket is already closed
-
-# %% ../../nbs/52_serving_connections.ipynb #5dd6ad65
-class _DeadlineReader(io.RawIOBase):
-    "A handler's raw socket reader: every read ends by the handler's `deadline` (`TimeoutError` after it)"
-    def __init__(self, raw, handler): self.raw, self.handler = raw, handler
-    def readable(self)->bool: return True
-    def readinto(self, b)->int:
-        h = self.handler
-        left = h.deadline - time.monotonic()
-        if left <= 0: raise TimeoutError("the client did not send its request in time")
-        h.connection.settimeout(left)
-        try: return self.raw.readinto(b)
-        finally: h.connection.settimeout(h.timeout)
-    def fileno(self)->int: return self.raw.fileno()
-    def close(self): self.raw.close(); super().close()
+__all__ = ['GuardedHandler', 'GuardedHTTPServer']
 
 # %% ../../nbs/52_serving_connections.ipynb #8b9ea7ff
 class GuardedHandler(BaseHTTPRequestHandler):
@@ -61,17 +37,27 @@ class GuardedHandler(BaseHTTPRequestHandler):
         # bytes of the server's `body_budget` this request holds; body bytes to read and drop after its answer
         self.body_held, self.body_unread = 0, 0
         super().setup()
-        self.rfile = io.BufferedReader(_DeadlineReader(self.rfile.detach(), self))
+        self.rfile = HeadReader(io.BufferedReader(DeadlineReader(self.rfile.detach(), self)))
 
 # %% ../../nbs/52_serving_connections.ipynb #fa6985b2
 @patch
 def handle_one_request(self:GuardedHandler):
     "Serve one request, its head due within `header_timeout`; then give back the body bytes it held, drop the unread"
     self.deadline = time.monotonic() + self.server.header_timeout   # the next head is due by then
+    self.rfile.head(self.server.max_head_bytes)                     # and at most max_head_bytes long
     try: super(GuardedHandler, self).handle_one_request()
+    except HeadTooLarge as e: self._refuse_head(e)
     finally:
         if self.body_held: self.server.release_body(self.body_held, _peer(self.client_address)); self.body_held = 0
         if self.body_unread: self._drop_unread()
+
+# %% ../../nbs/52_serving_connections.ipynb #f78be515
+@patch
+def _refuse_head(self:GuardedHandler, e:HeadTooLarge):
+    "Answer a request head past `max_head_bytes` with `e.status` (414 or 431), then close, the rest of it unread"
+    self.close_connection = True
+    if e.status == 414: self.requestline = self.request_version = self.command = ''   # no request line to answer to
+    self.send_error(e.status, explain=str(e))
 
 # %% ../../nbs/52_serving_connections.ipynb #a611f2fc
 @patch
@@ -121,7 +107,7 @@ def _client_cap(total:int,              # what the clients share: `max_connectio
 class GuardedHTTPServer(ThreadingHTTPServer):
     ("A threaded HTTP server serving at most `max_connections` connections at once (503 beyond), "
      "`max_connections_per_client` of one client (429 beyond), `body_budget` bytes of request bodies "
-     "(`body_budget_per_client` of one client's), with `GuardedHandler` deadlines")
+     "(`body_budget_per_client` of one client's), heads of `max_head_bytes`, with `GuardedHandler` deadlines")
     daemon_threads = True
     request_queue_size = 256                # the listen backlog: connections the kernel queues before accept
     max_body_bytes = 1                      # the largest body its handler reads: the least share of `body_budget`
@@ -134,9 +120,12 @@ class GuardedHTTPServer(ThreadingHTTPServer):
                  max_connections_per_client:int|None=None,
                  body_budget:int=64 * 2**20,  # request-body bytes held at once (`read_body`; refused beyond)
                  # request-body bytes one client may hold at once; more: refused (None: half, at least `max_body_bytes`)
-                 body_budget_per_client:int|None=None):
+                 body_budget_per_client:int|None=None,
+                 # bytes of a request head (request line and headers); past it: 431 (414) and closed
+                 max_head_bytes:int=16 * 2**10):
         self.header_timeout, self.request_timeout, self.max_connections = (header_timeout, request_timeout,
             max_connections)
+        self.max_head_bytes = _client_cap(max_head_bytes, max_head_bytes, 'max_head_bytes', 'max_head_bytes')  # > 0
         self.max_connections_per_client = _client_cap(max_connections, max_connections_per_client)
         self.open_connections, self.refused, self._count, self._refused = 0, 0, threading.Lock(), collections.deque()
         self.clients = collections.Counter()   # open connections by client address

@@ -18,10 +18,11 @@ from fastcore.basics import patch
 
 from ..envs.sessions import RETRY_AFTER
 from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
-from .connections import GuardedHandler, GuardedHTTPServer, client_gone
+from .connections import GuardedHandler, GuardedHTTPServer
 from .lora import LoraAdapters, lora_fields, one_line
 from .recording import ExchangeRecorder
 from .requests import MAX_BODY_BYTES, RequestRefused, check_request, check_template_kwargs, parse_body
+from .sockets import client_gone
 
 # %% auto #0
 __all__ = ['InferenceServer']
@@ -172,8 +173,7 @@ class InferenceServer(GuardedHTTPServer):
                  # seconds from a request's arrival until it is answered 504 (its generation stopped)
                  request_timeout:float=120.0,
                  max_queue:int=64,                  # requests that may wait for the model at once (503 beyond)
-                 # seconds a connection may take to send a request head (closed after: idle clients)
-                 header_timeout:float=10.0,
+                 header_timeout:float=10.0,         # seconds to send a request head (closed after: idle clients)
                  max_connections:int=256,           # connections open at once (503 and closed beyond)
                  # connections one client (peer address) may hold (429 and closed beyond; None: half of max_connections)
                  max_connections_per_client:int|None=None,
@@ -183,6 +183,7 @@ class InferenceServer(GuardedHTTPServer):
                  # request-body bytes one client may hold at once (429 beyond; None: half of body_budget, at least
                  # MAX_BODY_BYTES); at least MAX_BODY_BYTES
                  body_budget_per_client:int|None=None,
+                 max_head_bytes:int=16 * 2**10,     # bytes of a request head (431 and closed beyond; 414: its first line)
                  # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange
                  record_to=None,
                  # serve `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (vLLM's runtime LoRA updating)
@@ -199,7 +200,7 @@ class InferenceServer(GuardedHTTPServer):
         if enable_lora and lora_root is None:
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
-                         max_connections_per_client, body_budget, body_budget_per_client)
+                         max_connections_per_client, body_budget, body_budget_per_client, max_head_bytes)
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
         self.render_lock = threading.Lock()
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
