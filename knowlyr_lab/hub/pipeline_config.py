@@ -71,7 +71,7 @@ class PipelineConfig:
     test_fraction: float = 0.0                   # held-out share of tasks (by content fingerprint: `tasks.split_of`)
     group_by: str|None = None                    # a task field or metadata key: tasks with one value share a split
     min_margin: float|None = None                # DPO pair margin (None: `build_preferences`' default)
-    # chat template variable -> its value in rows served without it (`DatasetExporter`'s `template_defaults`)
+    # chat template variable -> the value its template takes in rows served without it (e.g. enable_thinking: true)
     template_defaults: dict|None = None
     def __post_init__(self):
         "Reject out-of-range values and unknown formats on construction"
