@@ -39,7 +39,7 @@ def read_frames(sock,                  # the exec's attached socket
                 # when given, every stdout payload is also written here; reading stops once it is over its limit
                 raw:RawCapture|None=None,
                 head:bytes=b'',        # the stream's first bytes, read before `sock` (`attach_exec`)
-                stdin=None,            # bytes or an `ExecStdin`: sent while the output is read, then the write side shut
+                stdin=None,            # bytes or an `ExecStdin`: sent while reading, then the write side shut
                )->bool:                # True at EOF, False when the deadline passed first
     "Read a multiplexed exec stream into sinks {1: stdout, 2: stderr}; False when the deadline passed first"
     todo = ExecStdin(stdin) if isinstance(stdin, (bytes, bytearray, memoryview)) else stdin
