@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import docker
 import pytest
 
-from knowlyr_lab.sandbox.docker import attach_exec, read_frames
+from knowlyr_lab.sandbox.docker import ExecStdin, attach_exec, read_frames
 from knowlyr_lab.sandbox.protocol import SandboxLimits
 from knowlyr_lab.verifiers import SandboxProcess
 
@@ -128,3 +128,19 @@ def test_a_verifier_process_talks_over_a_tls_engine(cert, tls, monkeypatch):
     p.close_stdin()
     ended = p.done.wait(90); srv.close()
     assert (ended, len(got), bytes(got) == data + b'end') == (True, len(data) + 3, True)
+
+@pytest.mark.parametrize('tls', [False, True])
+def test_a_writer_is_released_when_the_stream_ends(cert, tls, monkeypatch):
+    """A command that ends without reading its stdin: `read_frames` returns at EOF, and a thread waiting in `write` for
+    room (`cap` bytes unsent), or writing later, gets ValueError instead of waiting forever (stdin was never closed)"""
+    srv = engine(cert, tls, lambda c: (c.sendall(HEAD + frame(1, b'bye')), c.close()))
+    s, sock, head = attach_exec(client(srv, cert, tls, monkeypatch), 'e' * 64)
+    feed, out, refused = ExecStdin(cap=1 << 12), BytesIO(), []
+    def writer():
+        try:
+            while True: feed.write(b'x' * 1000)
+        except ValueError as e: refused.append(str(e))
+    th = threading.Thread(target=writer, daemon=True); th.start()
+    done = read_frames(sock, {1: out}, time.monotonic() + 60, head=head, stdin=feed)
+    th.join(60); s.close(); srv.close()
+    assert (done, out.getvalue(), th.is_alive(), refused) == (True, b'bye', False, ["the exec's stdin is closed"])
