@@ -9,7 +9,10 @@ workspace quota, which are refused before any copy is made."""
 import errno
 import io
 import os
+import subprocess
+import sys
 import tarfile
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,7 +20,9 @@ import knowlyr_lab.verifiers as verifiers
 from knowlyr_lab.agents import ScriptedAgent
 from knowlyr_lab.envs.sandbox import SandboxEnv
 from knowlyr_lab.rollout.collect import collect
+from knowlyr_lab.sandbox.base import SandboxError, SandboxLimits
 from knowlyr_lab.sandbox.local import bwrap_available
+from knowlyr_lab.sandbox.snapshot import ArchiveWriter, SandboxSnapshot, check_archive
 
 pytestmark = pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the sandbox env refuses to start')
 
@@ -81,11 +86,6 @@ def test_hard_links_past_the_quota_are_refused_before_any_copy(monkeypatch):
 
 def test_a_fractional_quota_bounds_the_copy_at_its_own_size():
     "disk_mb=1.5 (SandboxLimits takes any positive number): the copy's bound was int(disk_mb) MiB, so a workspace within its quota was refused"
-    import io
-    import tarfile
-
-    from knowlyr_lab.sandbox.base import SandboxError, SandboxLimits
-    from knowlyr_lab.sandbox.snapshot import SandboxSnapshot
     def snapshot(files):
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode='w:gz') as tf:
@@ -95,7 +95,6 @@ def test_a_fractional_quota_bounds_the_copy_at_its_own_size():
         def __init__(self, limits, files): self.limits, self._files = limits, files
         def snapshot(self): return snapshot(self._files)
     v = verifiers.HiddenTestVerifier({'a.py': 'x = 1\n'}, {'test_a.py': 'import unittest\nclass T(unittest.TestCase):\n    def test_x(self): pass\n'})
-    from types import SimpleNamespace
     # the sandboxed run, stood in for: the bytes it got
     v.verify = lambda files: SimpleNamespace(n=sum(map(len, files.values())), ignored={})
     assert v.verify_sandbox(Sb(SandboxLimits(disk_mb=1.5), {'data.bin': b'x' * 1_200_000})).n >= 1_200_000
@@ -119,8 +118,6 @@ class FailingDisk:
 
 def test_check_archive_passes_the_hosts_read_error_through():
     "On main: SandboxError 'snapshot archive is not a readable tar (OSError: [Errno 5] ...)', the agent's failure"
-    from knowlyr_lab.sandbox.base import SandboxError
-    from knowlyr_lab.sandbox.snapshot import ArchiveWriter, check_archive
     w = ArchiveWriter()
     for i in range(5):
         ti = tarfile.TarInfo(f'f{i}.bin'); ti.size = 2000; w.add(ti, io.BytesIO(os.urandom(2000)))
@@ -132,7 +129,6 @@ def test_check_archive_passes_the_hosts_read_error_through():
 
 def test_a_host_read_error_of_the_snapshot_leaves_the_episode_out(monkeypatch):
     "The host's disk fails while the workspace's snapshot is checked: on main a valid episode scored 0, 'workspace not judged'"
-    from knowlyr_lab.sandbox.snapshot import SandboxSnapshot
     real = SandboxSnapshot.open
     def failing(self): return FailingDisk(real(self).read(), 5000)
     monkeypatch.setattr(SandboxSnapshot, 'open', failing)
@@ -154,8 +150,6 @@ class FirstReadFails(FailingDisk):
 @pytest.mark.parametrize('disk', [FirstReadFails, lambda data: FailingDisk(data, 100)], ids=['first read', 'at byte 100'])
 def test_check_archive_passes_a_read_error_before_the_first_header_through(disk):
     "On main: SandboxError 'not a readable tar (ReadError: file could not be opened successfully ...)', errno lost"
-    from knowlyr_lab.sandbox.base import SandboxError
-    from knowlyr_lab.sandbox.snapshot import ArchiveWriter, SandboxSnapshot, check_archive
     w = ArchiveWriter()
     ti = tarfile.TarInfo('f.bin'); ti.size = 2000; w.add(ti, io.BytesIO(os.urandom(2000)))
     data = w.close()
@@ -185,8 +179,6 @@ except Exception as e: print(type(e).__name__, getattr(e, 'errno', None), e)
 
 def test_load_passes_the_hosts_error_through():
     "EMFILE (the host's file table) while a saved snapshot is loaded: on main SandboxError '...: not a sandbox snapshot file (OSError: [Errno 24] ...)', the caller's"
-    import subprocess
-    import sys
     # -P: the package on PYTHONPATH, as this test's (not one in the working directory)
     r = subprocess.run([sys.executable, '-P', '-c', LOAD_OUT_OF_FILES], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -194,8 +186,6 @@ def test_load_passes_the_hosts_error_through():
 
 def test_load_of_a_missing_or_bad_file_stays_the_callers_error(tmp_path):
     "What the caller gave (no file, not a snapshot) is a SandboxError it can act on, never the host's"
-    from knowlyr_lab.sandbox.base import SandboxError
-    from knowlyr_lab.sandbox.snapshot import SandboxSnapshot
     (tmp_path / 'bad.snap').write_bytes(b'x' * 1000)
     for p in (tmp_path / 'nothing.snap', tmp_path / 'bad.snap', tmp_path):
         with pytest.raises(SandboxError, match='not a sandbox snapshot file'): SandboxSnapshot.load(p)
