@@ -69,7 +69,7 @@ _LIMIT_FLAGS = (   # flag, type, default, help: what `serve`'s clients may take
 
 # %% ../../nbs/96_cli_trainer.ipynb #b3e1f2a7
 def _limit_flags(p):
-    "What `serve`'s clients may take: time, the model's queue, connections and request-body bytes"
+    "What `serve`'s clients may take: time, the model's queue, connections, request-head and request-body bytes"
     for flag, kind, default, what in _LIMIT_FLAGS: p.add_argument(flag, type=kind, default=default, help=what)
 
 # %% ../../nbs/96_cli_trainer.ipynb #4976dfda
