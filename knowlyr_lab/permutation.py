@@ -37,13 +37,11 @@ def _no_spread_p(a, b, paired:bool)->float|None:
 def _mean_diff(x, y, axis=-1): return np.mean(x, axis=axis) - np.mean(y, axis=axis)
 
 # %% ../nbs/08c_permutation.ipynb #05ab021e
-def permutation(a, b, paired:bool, seed:int=0,
-                statistic=_mean_diff, # vectorized, of (x, y); by default the difference of the means
-               )->dict: # {'statistic', 'pvalue', 'exact'}
-    "Two-sided permutation test of `statistic`: counted without spread, exact up to `PERMUTATIONS` relabellings, else drawn"
-    p = _no_spread_p(a, b, paired) if statistic is _mean_diff else None
+def permutation(a, b, paired:bool, seed:int=0)->dict: # {'statistic', 'pvalue', 'exact'}
+    "Two-sided permutation test of the mean difference: counted without spread, exact up to `PERMUTATIONS`, else drawn"
+    p = _no_spread_p(a, b, paired)
     if p is not None: return {'statistic': float(_mean_diff(a, b)), 'pvalue': p, 'exact': True}
-    r = stats.permutation_test((a, b), statistic, permutation_type='samples' if paired else 'independent',
+    r = stats.permutation_test((a, b), _mean_diff, permutation_type='samples' if paired else 'independent',
                                n_resamples=PERMUTATIONS, batch=1000, rng=np.random.default_rng(seed))
     exact = relabellings(a, b, paired) <= PERMUTATIONS
     return {'statistic': float(r.statistic), 'pvalue': float(r.pvalue), 'exact': exact}
