@@ -63,7 +63,7 @@ def _row_place(split:str, i:int, line:bytes)->str:
     return f"split {split!r} row {i}" + (f" (trajectory {ids!r})" if ids else '')
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #6f728c3c
-def _filled_line(line:bytes, kw:dict|None, keys:list, defaults:dict, where:str)->bytes:
+def _filled_line(line:bytes, kw:dict|None, keys:list, defaults:dict, where)->bytes: # the row's place (`_filled`)
     "`line` with its row's variables `kw` (None: none) `_filled`"
     new = orjson.dumps(_filled(kw, keys, defaults, where))
     if kw is None: return line.rstrip()[:-1] + b',"chat_template_kwargs":' + new + b'}\n'
@@ -81,7 +81,7 @@ def _fill_file(p:Path, split:str, keys:list, defaults:dict)->int:
     tmp.replace(p); return n
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #ecbec4f9
-def _check_default_kinds(kinds:dict, # `_kwargs_keys`' served types: {key: {type: 'file:line' of its first row}}
+def _check_default_kinds(kinds:dict, # `_kwargs_keys`' served types: {key: {type: the split and row of its first row}}
                          defaults:dict):
     "An `ExportError` for a default whose JSON type is not one its key was served with"
     for k, d in defaults.items():
