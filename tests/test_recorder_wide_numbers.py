@@ -26,37 +26,24 @@ def _params(ts, key='timeout'):
     return [s.action.params[key] for t in ts for s in t.steps if s.action and key in s.action.params]
 
 
-def _claude(tmp_path, value:str):
-    p = tmp_path / CLAUDE.name
-    text = CLAUDE.read_text()
-    p.write_text(text.replace('"description": "Run tests"}', '"description": "Run tests", "timeout": %s}' % value, 1))
-    assert p.read_text() != text
-    return p
+def _planter(name:str, source:Path, old:str, new:str):
+    "A fixture writer `name` (the tests' id): `source` copied into tmp_path, its first `old` replaced by `new` % value"
+    def plant(tmp_path, value:str):
+        p = tmp_path / source.name
+        text = source.read_text()
+        p.write_text(text.replace(old, new % value, 1))
+        assert p.read_text() != text
+        return p
+    plant.__name__ = name
+    return plant
 
 
-def _chat_array_args(tmp_path, value:str):
-    p = tmp_path / CHAT_ARRAY.name
-    text = CHAT_ARRAY.read_text()
-    p.write_text(text.replace('\\"security_risk\\": \\"LOW\\"}', '\\"security_risk\\": \\"LOW\\", \\"timeout\\": %s}' % value, 1))
-    assert p.read_text() != text
-    return p
-
-
-def _chat_array_raw(tmp_path, value:str):
-    "The number as a raw value of the third message (item 3), not inside an arguments string"
-    p = tmp_path / CHAT_ARRAY.name
-    text = CHAT_ARRAY.read_text()
-    p.write_text(text.replace('"tool_calls": [', '"timeout": %s, "tool_calls": [' % value, 1))
-    assert p.read_text() != text
-    return p
-
-
-def _chat_jsonl_args(tmp_path, value:str):
-    p = tmp_path / CHAT_JSONL.name
-    text = CHAT_JSONL.read_text()
-    p.write_text(text.replace('{\\"cmd\\": \\"pytest -q\\"}', '{\\"cmd\\": \\"pytest -q\\", \\"timeout\\": %s}' % value, 1))
-    assert p.read_text() != text
-    return p
+_claude = _planter('_claude', CLAUDE, '"description": "Run tests"}', '"description": "Run tests", "timeout": %s}')
+_chat_array_args = _planter('_chat_array_args', CHAT_ARRAY, '\\"security_risk\\": \\"LOW\\"}',
+                             '\\"security_risk\\": \\"LOW\\", \\"timeout\\": %s}')
+# the number as a raw value of the third message (item 3), not inside an arguments string
+_chat_array_raw = _planter('_chat_array_raw', CHAT_ARRAY, '"tool_calls": [', '"timeout": %s, "tool_calls": [')
+_chat_jsonl_args = _planter('_chat_jsonl_args', CHAT_JSONL, '{\\"cmd\\": \\"pytest -q\\"}', '{\\"cmd\\": \\"pytest -q\\", \\"timeout\\": %s}')
 
 
 @pytest.mark.parametrize('value', [BIG, 2**64, -2**63 - 1, 18446744073709551615])
