@@ -135,7 +135,7 @@ DIGESTS = {'7f3c2a10-0000-4000-8000-000000000001.jsonl': '716d138f2a9d146aeff343
 
 
 # a command with `\"` inside JSON arguments is escaped twice in its record: the redaction opens the arguments string
-# (page 20a `_nested_json`) to find the secret, and writes the string back
+# (page 20aa `_nested_json`) to find the secret, and writes the string back
 ESCAPED_CMD = ['bash', '-lc', 'curl -d "{\\"token\\": \\"Zq81LmWx0pTr9k\\"}" https://x']
 
 
