@@ -27,9 +27,10 @@ def _kept_items(path, report, items:Iterator, done:int)->Iterator[tuple[int, Any
     "(number, item) of `items` (line, object, text, holds a stand-in) after the first `done`; see `kept_numbers`"
     for k, (line, obj, raw, unheld) in enumerate(items, 1):
         if k <= done: continue                                   # read already, by ijson
-        try: obj = kept_numbers(obj, notes := []) if unheld else obj
+        notes = []
+        try: obj = kept_numbers(obj, notes) if unheld else obj
         except UnheldNumber as e: report.bad_record(path, line, f"item {k}: {e}", raw); continue
-        for n in notes if unheld else (): report.warn(path, line, f"item {k}: {n}", '(number)')
+        for n in notes: report.warn(path, line, f"item {k}: {n}", '(number)')
         yield k, (report.clean(obj) if report.scrub is not None else obj)
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #e723a0f0
