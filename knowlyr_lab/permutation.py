@@ -7,7 +7,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/permutation.html.md"""
 # %% ../nbs/08c_permutation.ipynb #c8c0a004
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -16,7 +15,7 @@ from scipy import stats
 from .intervals import no_spread
 
 # %% auto #0
-__all__ = ['PERMUTATIONS', 'relabellings', 'permutation', 'rank_test']
+__all__ = ['PERMUTATIONS', 'RANK_SUM_CELLS', 'relabellings', 'permutation', 'rank_test']
 
 # %% ../nbs/08c_permutation.ipynb #a65f5cd0
 PERMUTATIONS = 100_000 # relabellings drawn by the permutation test; up to this many, all are enumerated
@@ -46,25 +45,55 @@ def permutation(a, b, paired:bool, seed:int=0)->dict: # {'statistic', 'pvalue', 
     exact = relabellings(a, b, paired) <= PERMUTATIONS
     return {'statistic': float(r.statistic), 'pvalue': float(r.pvalue), 'exact': exact}
 
+# %% ../nbs/08c_permutation.ipynb #6336818b
+def _add_group(c:np.ndarray, # c[k, s]: how many choices of k values so far sum to s (int64, rows 0..m)
+               x:int, t:int, # the group: t values, each x > 0
+              ):
+    "Count a tie group into `c` in place: j of its t values join the choices of k - j values, in C(t, j) ways"
+    m, S = c.shape[0] - 1, c.shape[1]
+    for k in range(m, 0, -1):   # largest k first: rows k - j still count the groups before this one
+        for j in range(1, min(t, k, (S - 1) // x) + 1):
+            w = min((k - j) * x + 1, S - j * x)   # groups come in increasing x: row k - j ends at (k - j)·x
+            c[k, j * x:j * x + w] += math.comb(t, j) * c[k - j, :w]
+
+# %% ../nbs/08c_permutation.ipynb #4af2b5fe
+RANK_SUM_CELLS = 10 ** 8 # array cells the exact count of rank sums may fill; past them, scipy's approximation
+
+# %% ../nbs/08c_permutation.ipynb #0fe733b2
+def _count_cells(v:np.ndarray, n:np.ndarray, m:int)->float:
+    "At most the cells `_add_group` fills for tie groups of `n` values `v`, each addition charged 1,000 more"
+    t = np.minimum(n, m).astype(float)   # each addition (k <= m, j <= min(t, k)) fills (k - j)·x + 1 cells at most
+    kj = (t - 1) * t * (t + 1) / 6 + t * (m * (m + 1) - t * (t + 1)) / 2 - (m - t) * t * (t + 1) / 2   # sum of k - j
+    return float((kj * v + (1 + 1000) * (t * (t + 1) / 2 + t * (m - t))).sum())
+
+# %% ../nbs/08c_permutation.ipynb #093748a3
+def _subset_sums(r:np.ndarray, m:int)->np.ndarray|None:
+    "How many choices of `m` of the integers `r` (> 0) sum to each s; None past `RANK_SUM_CELLS` or int64"
+    v, n = np.unique(r, return_counts=True); S = int(np.sort(r)[len(r) - m:].sum()) + 1
+    if _count_cells(v, n, m) > RANK_SUM_CELLS or math.comb(len(r), min(m, len(r) // 2)) >= 2 ** 63: return None
+    c = np.zeros((m + 1, S), np.int64); c[0, 0] = 1
+    for x, t in zip(v.tolist(), n.tolist()): _add_group(c, x, t)
+    return c[m]
+
 # %% ../nbs/08c_permutation.ipynb #c8c0a009
 def _split_sums(a, b):
-    "Doubled mid-rank sum of the smaller sample: observed, and over every split of the pooled values"
+    "Doubled mid-rank sum of the smaller sample: the observed one, and how many splits give each (`_subset_sums`)"
     if len(a) > len(b): a, b = b, a
     r = np.rint(2 * stats.rankdata(np.concatenate([a, b]))).astype(np.int64)   # halves doubled: integers
-    idx = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(len(r)), len(a))), np.intp)
-    return int(r[:len(a)].sum()), r[idx.reshape(-1, len(a))].sum(axis=1)
+    return int(r[:len(a)].sum()), _subset_sums(r, len(a))
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a011
 def _sign_sums(a, b):
-    "Doubled W+ (the rank sum of the positive differences' sizes): the observed one, and those of every sign flip"
+    "Doubled W+ (the rank sum of the positive differences' sizes): observed, and how many sign flips give each"
     d = a - b; r = np.zeros(len(d), np.int64); nz = d != 0
     r[nz] = np.rint(2 * stats.rankdata(np.abs(d[nz])))
-    return int(r[d > 0].sum()), ((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1) @ r
+    if relabellings(a, b, True) > PERMUTATIONS: return int(r[d > 0].sum()), None   # too many to list
+    return int(r[d > 0].sum()), np.bincount(((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1) @ r)
 
 # %% ../nbs/08c_permutation.ipynb #f072ef43
-def _two_sided_p(observed, null)->float:
-    "Exact two-sided p: twice the smaller share of the statistic's values `null` at or beyond `observed`, at most 1"
-    return float(min(1.0, min(np.count_nonzero(null <= observed), np.count_nonzero(null >= observed)) / len(null) * 2))
+def _two_sided_p(observed:int, counts:np.ndarray)->float:
+    "Exact two-sided p: twice the smaller share at or beyond `observed`, `counts[s]` relabellings giving s, at most 1"
+    return float(min(1.0, min(counts[:observed + 1].sum(), counts[observed:].sum()) / counts.sum() * 2))
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a012
 def _tied(a, b, paired:bool)->bool:
@@ -76,8 +105,9 @@ def _tied(a, b, paired:bool)->bool:
 def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired`)
               paired:bool,                    # Wilcoxon's signed-rank test, else Mann-Whitney's U
              )->dict:                         # {'statistic', 'pvalue'}, and 'exact' when the permutation p
-    "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where ranks tie"
+    "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where ranks tie and it can be counted"
     r = stats.wilcoxon(a, b, zero_method='wilcox') if paired else stats.mannwhitneyu(a, b, alternative='two-sided')
     res = {'statistic': float(r.statistic), 'pvalue': float(r.pvalue)}
-    if not _tied(a, b, paired) or relabellings(a, b, paired) > PERMUTATIONS: return res
-    return {**res, 'pvalue': _two_sided_p(*(_sign_sums if paired else _split_sums)(a, b)), 'exact': True}
+    if not _tied(a, b, paired): return res
+    obs, null = (_sign_sums if paired else _split_sums)(a, b)
+    return res if null is None else {**res, 'pvalue': _two_sided_p(obs, null), 'exact': True}

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, leaderboard
+from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, compare_agents, leaderboard
 from knowlyr_lab.eval.noise import compare_checkpoints
 from knowlyr_lab.permutation import rank_test
 from knowlyr_lab.stats import compare_samples
@@ -125,3 +125,102 @@ def test_checkpoints_whose_differences_are_all_equal_get_no_zero_floor():
         warnings.simplefilter('ignore', UserWarning)
         cmp = compare_checkpoints(_agent('x', True), _agent('y', False))
     assert math.isinf(cmp.noise_floor) and math.isinf(cmp.mde) and math.isinf(cmp.rerun_floor) and cmp.inside_noise
+
+
+def _listed_p(a, b):
+    "The exact p by listing every choice of the smaller sample's size among the fixed doubled mid-ranks"
+    from itertools import combinations
+    if len(a) > len(b): a, b = b, a
+    r = np.rint(2 * stats.rankdata(np.concatenate([a, b]))).astype(int)
+    sums = np.array([sum(c) for c in combinations(r.tolist(), len(a))]); obs = r[:len(a)].sum()
+    return min(1.0, min((sums <= obs).sum(), (sums >= obs).sum()) / len(sums) * 2)
+
+
+def test_counted_rank_sums_equal_listing_every_split_on_random_tied_samples():
+    "The rank sums counted by tie group give the p of listing all C(N, m) splits, to the bit, on 400 random tied samples"
+    rng, tied = np.random.default_rng(11), 0
+    for _ in range(400):
+        na, nb, top = rng.integers(1, 7), rng.integers(1, 9), rng.integers(2, 6)
+        a, b = rng.integers(0, top, na) / 2, rng.integers(0, top, nb) / 2
+        r = rank_test(a, b, False)
+        if len(np.unique(np.r_[a, b])) < na + nb:
+            tied += 1; assert r['exact'] and r['pvalue'] == _listed_p(a, b), (a, b)
+    assert tied > 350
+
+
+def _grouped_p(a, b):
+    "The exact p from the tie groups' compositions: m values drawn j_g from group g, in prod C(t_g, j_g) ways"
+    from collections import Counter
+    from itertools import combinations_with_replacement
+    if len(a) > len(b): a, b = b, a
+    r = np.rint(2 * stats.rankdata(np.concatenate([a, b]))).astype(int); obs = int(r[:len(a)].sum())
+    v, t = np.unique(r, return_counts=True); le = ge = total = 0
+    for pick in combinations_with_replacement(range(len(v)), len(a)):
+        ways = math.prod(math.comb(int(t[g]), j) for g, j in Counter(pick).items())
+        s = int(sum(v[g] for g in pick)); total += ways; le += ways * (s <= obs); ge += ways * (s >= obs)
+    assert total == math.comb(len(r), len(a))
+    return min(1.0, min(le, ge) / total * 2)
+
+
+@pytest.mark.parametrize('a', [np.ones(3), np.array([.9, .9, .8]), np.array([.5, .3, .7]), np.array([.6, .6])])
+def test_three_seeds_against_a_thousand_tied_runs_is_exact(a):
+    "3 (or 2) values against 1,000 graded runs: C(1003, 3) = 1.7e8 splits was past listing, so scipy's approximation"
+    b = np.random.default_rng(0).binomial(10, .5, 1000) / 10
+    for x, y in ((a, b), (b, a)):
+        r = rank_test(x, y, False)
+        assert r.get('exact') and r['pvalue'] == pytest.approx(_grouped_p(a, b), rel=1e-12)
+
+
+def test_three_solved_seeds_against_300_of_1000_is_not_significant():
+    "All 3 seeds solve, 300 of 1,000 runs do: exact p = 2 C(303, 3)/C(1003, 3) = 0.055; scipy's approximation said 0.0084"
+    a, b = np.ones(3), np.r_[np.ones(300), np.zeros(700)]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)
+        c = compare_samples(a, b)
+    mw = c.tests['mann_whitney_u']
+    assert mw['exact'] and mw['pvalue'] == pytest.approx(2 * math.comb(303, 3) / math.comb(1003, 3), rel=1e-12)
+    assert mw['pvalue'] > 0.05 > stats.mannwhitneyu(a, b).pvalue
+
+
+def test_compare_agents_of_3_tasks_against_1000_gets_the_exact_rank_p():
+    "Unpaired agents (no shared task), 3 tasks all solved against 1,000 with 50 solved: the hypergeometric p, exact"
+    x = _agent('new', True, attempts=1)
+    rows = [dict(agent='pool', task_id=f'p{t}', task_key=f'p{t}', attempt=0, seed=0, success=t < 50, verified=True,
+                 reward=float(t < 50), steps=3, tool_errors=0, cost=0.0, tokens=0, duration=1.0, reason='', valid=True,
+                 invalid=None, trajectory_id=f'pool{t}') for t in range(1000)]
+    pool = EvalResult('pool', pd.DataFrame(rows, columns=EPISODE_COLUMNS))
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)
+        c = compare_agents(x, pool)
+    mw = c.tests['mann_whitney_u']
+    assert not c.paired and mw['exact'] and mw['pvalue'] == pytest.approx(2 * math.comb(53, 3) / math.comb(1003, 3), rel=1e-12)
+
+
+@pytest.mark.parametrize('m,n', [(1, 40), (3, 200), (5, 60), (2, 500), (8, 30)])
+def test_counted_rank_sums_match_scipys_exact_mann_whitney_small_against_large(m, n):
+    "Untied, where scipy counts exactly itself (a sample of at most 8): the same p from the counts"
+    from knowlyr_lab.permutation import _split_sums, _two_sided_p
+    x = np.random.default_rng(m * n).permutation(m + n).astype(float)
+    assert _two_sided_p(*_split_sums(x[:m], x[m:])) == pytest.approx(stats.mannwhitneyu(x[:m], x[m:], method='exact').pvalue, rel=1e-12)
+
+
+def test_past_the_budget_the_rank_test_says_it_is_scipys():
+    "8 tied values against 1,000 (C(1008, 8) > 2^63) and 17 tied pairs (2^17 flips): scipy's p, no 'exact' flag"
+    b = np.random.default_rng(0).binomial(10, .5, 1000) / 10; a = np.array([.9, .9, .8, .9, .9, .8, .9, 1])
+    assert rank_test(a, b, False) == {'statistic': stats.mannwhitneyu(a, b).statistic, 'pvalue': stats.mannwhitneyu(a, b).pvalue}
+    d = np.array([1.] * 14 + [-1] * 3)
+    assert rank_test(d, np.zeros(17), True) == {'statistic': stats.wilcoxon(d).statistic, 'pvalue': stats.wilcoxon(d).pvalue}
+
+
+def test_the_cell_count_bounds_the_work_of_counting():
+    "_count_cells is an upper bound of the cells the counting adds, each addition charged 1,000"
+    from knowlyr_lab.permutation import _count_cells
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        r = np.rint(2 * stats.rankdata(rng.integers(0, rng.integers(2, 40), rng.integers(2, 120)))).astype(int)
+        m = int(rng.integers(1, len(r) // 2 + 1)); v, n = np.unique(r, return_counts=True)
+        S, work = int(np.sort(r)[len(r) - m:].sum()) + 1, 0
+        for x, t in zip(v.tolist(), n.tolist()):
+            for k in range(1, m + 1):
+                for j in range(1, min(t, k, (S - 1) // x) + 1): work += min((k - j) * x + 1, S - j * x) + 1000
+        assert work <= _count_cells(v, n, m) + 1e-6 * work
