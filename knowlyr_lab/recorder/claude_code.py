@@ -18,7 +18,7 @@ from .agent_steps import StepLog, guard
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, json_shape, read_json
 from .report import ConversionReport
-from .values import content_text, keep_media, parse_time, usage_from
+from .values import content_text, json_text, keep_media, parse_time, usage_from
 from ..trajectory import AgentInfo, Source, Task, Trajectory
 
 # %% auto #0
@@ -33,8 +33,8 @@ def _cc_message(rec:dict)->dict:
     m = rec.get('message')
     if isinstance(m, dict): return m
     if not isinstance(m, str): return {}
-    try: v = json.loads(m)
-    except ValueError: v = None
+    try: v = json_text(m, 'a message')          # a NaN in it: null, warned with the record's line
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError): v = None
     return v if isinstance(v, dict) else {'role': rec.get('type'), 'content': m}
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #9bec722a

@@ -18,7 +18,7 @@ from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl
 from .report import ConversionReport
-from .values import content_text, keep_media, parse_arguments, parse_time
+from .values import content_text, json_text, keep_media, parse_arguments, parse_time
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -32,8 +32,8 @@ def _cx_output(out)->tuple[str, int|None]:
     "(text, exit code) of a function_call_output payload's `output`"
     if isinstance(out, dict): out = out.get('content', out.get('output', json.dumps(out)))
     text = content_text(out) if not isinstance(out, str) else out
-    try: v = json.loads(text)
-    except (ValueError, TypeError): v = None
+    try: v = json_text(text, 'a tool result')
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError): v = None
     if isinstance(v, dict) and 'output' in v:
         code = (v.get('metadata') or {}).get('exit_code') if isinstance(v.get('metadata'), dict) else None
         return str(v['output']), code if isinstance(code, int) else None

@@ -16,11 +16,12 @@ from fastcore.basics import patch
 from .base import LogAdapter, get_adapter, register_adapter
 from .chat import feed_located
 from .chat_builder import ChatBuilder, exit_code_of
+from .field_path import warn_coerced
 from .json_items import iter_json_items
 from .react import react_action
 from .reading import iter_jsonl, json_shape, read_json
 from .report import ConversionReport
-from .values import parse_arguments, set_observation
+from .values import coerced_notes, json_text, parse_arguments, set_observation
 from ..trajectory import Outcome
 
 # %% auto #0
@@ -42,8 +43,8 @@ def gpt_turn_action(value:str)->tuple[str|None, dict|None]:
     "Thought and call ({tool, params, ok}) of an assistant turn: fncall JSON or ReAct text"
     s = value.strip()
     if s.startswith('{'):
-        try: d = json.loads(s)
-        except json.JSONDecodeError: d = None
+        try: d = json_text(value, 'a function call')
+        except (json.JSONDecodeError, RecursionError): d = None
         if isinstance(d, dict) and isinstance(d.get('function_name'), str):
             params, ok = parse_arguments(d.get('arguments'))
             return d.get('thought'), {'tool': d['function_name'], 'params': params, 'ok': ok}
@@ -146,6 +147,7 @@ def convert(self:AgentGymAdapter, path, report):
         b = ChatBuilder(self.name, path, report, line)
         good, pre = _agentgym_preamble(b, _good_turns(turns, path, line, report), report)
         _feed_agentgym(b, good, report, path, line)
+        if coerced_notes(): warn_coerced(report, path, line, row)   # a NaN in a turn's JSON: null, warned by field
         tid = row.get('item_id') or row.get('id')
         outcome, reward = _agentgym_outcome(row)
         md = {k: v for k, v in row.items() if k not in ('conversations', 'item_id', 'id', 'reward', 'success')}
@@ -159,8 +161,8 @@ register_adapter(AgentGymAdapter())
 def _toolbench_message(m:dict)->dict:
     "Legacy ToolBench message -> chat message (function results unpacked into content + is_error)"
     if not isinstance(m, dict) or m.get('role') != 'function' or not isinstance(m.get('content'), str): return m
-    try: d = json.loads(m['content'])
-    except json.JSONDecodeError: return m
+    try: d = json_text(m['content'], 'a function result')
+    except (json.JSONDecodeError, RecursionError): return m
     if not isinstance(d, dict) or 'response' not in d: return m
     err = d.get('error') or ''
     resp = d['response'] if isinstance(d['response'], str) else json.dumps(d['response'])
@@ -213,8 +215,9 @@ def convert(self:ToolBenchAdapter, path, report):  # noqa: F811 (@patch attaches
         report.bad_record(path, None, "field 'answer_generation': expected an object with a 'train_messages' list",
                           doc, record_type='answer'); return
     chains = _toolbench_chains(ag, path, report)
-    try: fa = json.loads(ag.get('final_answer') or '{}')
-    except (json.JSONDecodeError, TypeError): fa = None
+    try: fa = json_text(ag.get('final_answer') or '{}', 'the final answer')
+    except (json.JSONDecodeError, TypeError, RecursionError): fa = None
+    if coerced_notes(): warn_coerced(report, path, None, doc)   # a NaN in it: null, warned by field
     if not isinstance(fa, dict): fa = {'final_answer': ag.get('final_answer')}   # not ToolBench's JSON: kept as it is
     # ToolBench's `win` only says the search ended with an answer ("I'm sorry, I couldn't..." counts)
     win = doc.get('win')

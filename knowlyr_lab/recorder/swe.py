@@ -17,9 +17,10 @@ from fastcore.basics import patch
 
 from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
+from .field_path import warn_coerced
 from .reading import read_json
 from .report import ConversionReport
-from .values import content_text, parse_arguments, set_observation
+from .values import coerced_notes, content_text, json_text, parse_arguments, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Task, Trajectory
 
 # %% auto #0
@@ -131,8 +132,8 @@ def _is_demo(m:dict)->bool: return bool(m.get('is_demo')) or m.get('message_type
 def _state(s):
     "A step's `state`: a v0 JSON string parsed, anything else as it is"
     if isinstance(s, str):
-        try: return json.loads(s)
-        except ValueError: return s
+        try: return json_text(s, 'a state')
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError): return s
     return s
 
 # %% ../../nbs/25_recorder_swe.ipynb #34b12825
@@ -274,8 +275,9 @@ def convert(self:SWEAgentAdapter, path, report:ConversionReport)->Iterator[Traje
     info = data.get('info') if isinstance(data.get('info'), dict) else {}
     rc = data.get('replay_config')
     if isinstance(rc, str):
-        try: rc = json.loads(rc)
-        except ValueError: rc = {}
+        try: rc = json_text(rc, 'the replay config')
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError): rc = {}
+        if coerced_notes(): warn_coerced(report, path, None, data)  # a NaN in it: null, warned by field
     rc = rc if isinstance(rc, dict) else {}
     ps = rc.get('problem_statement') if isinstance(rc.get('problem_statement'), dict) else {}
     hist, traj = _swe_lists(data, path, report)

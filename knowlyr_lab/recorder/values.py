@@ -21,7 +21,8 @@ from ..trajectory import Observation, Step, TokenUsage
 # %% auto #0
 __all__ = ['PLAIN_HEADERS', 'PLAIN_HEADER_PREFIXES', 'coerced_notes', 'coerced', 'parse_time', 'as_count', 'usage_from',
            'cache_write_tokens', 'content_text', 'thinking_kept', 'media_blocks', 'keep_media', 'user_media',
-           'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer', 'strip_credentials', 'http_exchange']
+           'json_text', 'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer', 'strip_credentials',
+           'http_exchange']
 
 # %% ../../nbs/20c_recorder_values.ipynb #41559365
 class _Notes(threading.local):
@@ -182,16 +183,24 @@ def user_media(report, content, # the run's `ConversionReport`; a user message's
                             why=f'an image or file the user gave (the text has {content_text(b)} in its place)')
             for b in media_blocks(content)]
 
+# %% ../../nbs/20c_recorder_values.ipynb #66e83cfa
+def json_text(text:str|bytes,  # JSON held in a string field of a record
+              what:str,        # what the string holds, for the note: 'tool-call arguments'
+             ):
+    "`text` read by `loads_json`; a NaN or infinity is null, noted (`coerced`) for its reader to warn, located"
+    try: v = loads_json(text, notes := [])
+    except UnheldNumber as e: raise UnheldNumber(f"{what}: {e}") from None
+    for n in notes: coerced(text, f'as {what}: {n}')
+    return v
+
 # %% ../../nbs/20c_recorder_values.ipynb #40fda810
 def parse_arguments(args)->tuple[dict, bool]:
     "Decode tool-call arguments -> (params, ok); undecodable or non-object arguments are kept as {'_raw': ...}"
     if args is None or args == '': return {}, True
     if isinstance(args, dict): return args, True
     if isinstance(args, str):
-        try: v = loads_json(args, notes := [])
+        try: v = json_text(args, 'tool-call arguments')       # a NaN null, as in any record; its reader warns
         except (json.JSONDecodeError, RecursionError, UnicodeDecodeError): return {'_raw': args}, False
-        except UnheldNumber as e: raise UnheldNumber(f"tool-call arguments: {e}") from None
-        for n in notes: coerced(args, f'as tool-call arguments: {n}')   # null, as in any record; its reader warns
         return (v, True) if isinstance(v, dict) else ({'_raw': v}, False)
     return {'_raw': args}, False
 

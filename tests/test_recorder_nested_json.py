@@ -1,0 +1,118 @@
+"""JSON held in a string field (a message, a tool result, a function call, a state, a final answer) is read by the
+recorder's one number rule (page 20c `json_text`): a NaN or an infinity is written as null with a warning naming file,
+line and field, an integer past 64 bits stays exact; plain `json.loads` let Python's nan into the trajectory silently"""
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.report import ConversionReport
+
+FX = Path(__file__).parent / 'fixtures' / 'recorder'
+NAN = float('nan')
+BIG = 123456789012345678901234567890
+
+
+def _nonfinite(o, at=''):
+    "Where `o` holds a float that JSON cannot write"
+    if isinstance(o, float): return [at] if not math.isfinite(o) else []
+    if isinstance(o, dict): return [p for k, v in o.items() for p in _nonfinite(v, f'{at}.{k}')]
+    if isinstance(o, (list, tuple)): return [p for i, v in enumerate(o) for p in _nonfinite(v, f'{at}[{i}]')]
+    return []
+
+
+def _lines(src:Path, tmp_path, k:int, change)->Path:
+    "`src` copied to tmp_path with its JSON line `k` (1-based) changed by `change(record)`"
+    lines = src.read_text().splitlines(keepends=True)
+    rec = json.loads(lines[k - 1])
+    change(rec)
+    lines[k - 1] = json.dumps(rec) + '\n'
+    (p := tmp_path / src.name).write_text(''.join(lines))
+    return p
+
+
+def _doc(src:Path, tmp_path, change)->Path:
+    "`src` (one JSON document) copied to tmp_path, changed by `change(doc)`"
+    doc = json.loads(src.read_text())
+    change(doc)
+    (p := tmp_path / src.name).write_text(json.dumps(doc, indent=1))
+    return p
+
+
+def _claude(rec):                 # the message written as a JSON string, as some Claude Code versions do
+    rec['message']['content'][0]['input']['timeout'] = NAN
+    rec['message'] = json.dumps(rec['message'])
+
+
+def _codex(rec):
+    rec['payload']['output'] = json.dumps({'output': 'go 1.22\n', 'metadata': {'exit_code': 0, 'duration_seconds': NAN}})
+
+
+def _agentgym(rec):
+    t = rec['conversations'][3]
+    d = json.loads(t['value']); d['arguments']['n'] = NAN; t['value'] = json.dumps(d, indent=2)
+
+
+def _toolbench_answer(doc):
+    doc['answer_generation']['final_answer'] = json.dumps({'return_type': 'give_answer', 'final_answer': NAN})
+
+
+def _toolbench_result(doc):     # the first result, in every chain that holds it (the chains stay prefixes)
+    chains = doc['answer_generation']['train_messages']
+    old = chains[-1][3]['content']
+    for m in (c[3] for c in chains if len(c) > 3 and c[3]['content'] == old):
+        m['content'] = json.dumps({'error': '', 'response': {'t': NAN, 'rows': 3}})
+
+
+def _swe_state(doc):
+    doc['trajectory'][0]['state'] = json.dumps({'open_file': 'n/a', 'working_dir': '/repo', 't': NAN})
+
+
+def _swe_replay(doc):
+    doc['replay_config'] = json.dumps({**doc['replay_config'], 'cost': NAN})
+
+
+CLAUDE = FX / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl'
+CODEX = FX / 'codex-cli' / 'rollout-2025-09-19T09-02-12-01996135-afde-7911-97f0-d863511eca56.jsonl'
+AGENTGYM = FX / 'agentgym-sharegpt' / 'webshop_fncall.jsonl'
+TB1, TB2 = FX / 'toolbench' / 'G1_answer__10_ChatGPT_DFS_woFilter_w2.json', FX / 'toolbench' / 'G2_answer__127_ChatGPT_DFS_woFilter_w2.json'
+SWE1, SWE2 = FX / 'swe-agent' / 'acme__pointer-2.traj', FX / 'swe-agent' / 'acme__widgets-1.traj'
+
+CASES = [  # (source, format, line to change or None for a whole document, change, warning after the path, kept)
+    (CLAUDE, 'claude-code', 6, _claude, ":6: message: ", "as a message: field content[0].input.timeout holds NaN"),
+    (CODEX, 'codex-cli', 10, _codex, ":10: payload.output: ", "as a tool result: field metadata.duration_seconds holds NaN"),
+    (AGENTGYM, 'agentgym', 1, _agentgym, ":1: conversations[3].value: ", "as a function call: field arguments.n holds NaN"),
+    (TB2, 'toolbench', None, _toolbench_answer, ": answer_generation.final_answer: ",
+     "as the final answer: field final_answer holds NaN"),
+    (TB1, 'toolbench', None, _toolbench_result, ": train_messages[0][3]: ", "as a function result: field response.t holds NaN"),
+    (SWE1, 'swe-agent', None, _swe_state, ": trajectory[0].state: ", "as a state: field t holds NaN"),
+    (SWE2, 'swe-agent', None, _swe_replay, ": replay_config: ", "as the replay config: field cost holds NaN"),
+]
+
+
+@pytest.mark.parametrize('src, fmt, line, change, where, what', CASES, ids=[c[3].__name__ for c in CASES])
+def test_a_nan_in_a_nested_json_string_is_null_and_warned(tmp_path, src, fmt, line, change, where, what):
+    "The adapter read the string with json.loads: nan in the trajectory (or NaN in its text), no warning"
+    p = _lines(src, tmp_path, line, change) if line else _doc(src, tmp_path, change)
+    whole = list(convert(src, format=fmt, report=ConversionReport()))
+    rep = ConversionReport()
+    ts = list(convert(p, format=fmt, report=rep))
+    assert not rep.errors and rep.totals['quarantined'] == 0, rep.errors
+    assert len(ts) == len(whole) and sum(len(t.steps) for t in ts) == sum(len(t.steps) for t in whole)
+    assert [w for t in ts for w in _nonfinite(t.model_dump())] == []
+    assert 'NaN' not in ''.join(t.model_dump_json() for t in ts)          # nor as text rewritten from it
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}{where}') and w.endswith(f'{what}, a number JSON cannot write (written as null)'), w
+
+
+def test_a_wide_integer_in_a_nested_json_string_stays_exact(tmp_path):
+    "The same reader keeps an integer past 64 bits exact (here in a Claude Code message written as a string)"
+    def change(rec):
+        rec['message']['content'][0]['input']['timeout'] = BIG
+        rec['message'] = json.dumps(rec['message'])
+    rep = ConversionReport()
+    ts = list(convert(_lines(CLAUDE, tmp_path, 6, change), format='claude-code', report=rep))
+    got = [s.action.params['timeout'] for t in ts for s in t.steps if s.action and 'timeout' in s.action.params]
+    assert got == [BIG] and type(got[0]) is int and not rep.errors and not rep.warning_lines(), (got, rep.errors)
