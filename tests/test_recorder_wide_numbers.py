@@ -221,3 +221,26 @@ def test_wide_int_prefilter_answers_as_the_regular_expression():
             s = ''.join(rng.choice(alphabet) for _ in range(rng.randrange(0, 48)))
             want = WIDE_INT.search(s.encode()) is not None
             assert wide_int(s) == want and wide_int(s.encode()) == want, s
+
+
+def test_a_nan_in_a_whole_document_is_warned_at_its_line_and_column(tmp_path):
+    "A .traj (one JSON document) holding NaN was warned by field only ('{p}: field info...'): no line to look at"
+    src = FX / 'swe-agent' / 'acme__widgets-1.traj'
+    p = tmp_path / src.name
+    p.write_text(src.read_text().replace('"instance_cost": 0.0195', '"instance_cost": NaN', 1))
+    ts, rep = _convert(p, 'swe-agent')
+    whole, _ = _convert(src, 'swe-agent')
+    assert not rep.errors and len(ts) == len(whole) and _steps(ts) == _steps(whole), rep.errors
+    line = p.read_text().splitlines().index('   "instance_cost": NaN,') + 1
+    assert line == 128 and rep.warning_lines() == [
+        f'{p}:128: field info.model_stats.instance_cost holds NaN at column 21, a number JSON cannot write (written as null)']
+
+
+def test_an_integer_past_the_digit_limit_in_a_whole_document_is_refused_at_its_line(tmp_path):
+    "The file's error named the field but no line"
+    src = FX / 'swe-agent' / 'acme__widgets-1.traj'
+    p = tmp_path / src.name
+    p.write_text(src.read_text().replace('"instance_cost": 0.0195', '"instance_cost": ' + '9' * 5000, 1))
+    ts, rep = _convert(p, 'swe-agent')
+    assert ts == [] and [str(e) for e in rep.errors] == [f'{p}:128: field info.model_stats.instance_cost holds an integer '
+                                                         "of 5000 digits at column 21, past Python's limit of 4300"], rep.errors

@@ -15,7 +15,7 @@ import sys
 import orjson
 
 # %% auto #0
-__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'kept_numbers', 'exact_json', 'loads_json']
+__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'kept_numbers', 'exact_json', 'loads_json']
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #959845b4
 WIDE_INT = re.compile(rb'[0-9]{20}|-[0-9]{19}')
@@ -30,9 +30,12 @@ def wide_int(raw:bytes|str)->bool:
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #0c02f645
 class UnheldNumber(ValueError):
     "A JSON number the recorder cannot keep: an integer past Python's digit limit (or a NaN where no note is taken)"
+    line = None                      # its line, where a whole document was read (`exact_json(locate=True)`)
 
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #08195392
 class _Unheld:
-    "Stand-in for a number that cannot be kept: its JSON text"
+    "Stand-in for a number that cannot be kept: its JSON text; `line`, `col`: where a whole document holds it"
+    line = col = None
     def __init__(self, text:str): self.text = text
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #cbe87fb8
@@ -61,12 +64,34 @@ def _stand_ins(obj)->list[tuple]:
         elif isinstance(o, list): stack.extend((o, j, (*keys, j), v) for j, v in reversed(list(enumerate(o))))
     return out
 
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #e4c856e4
+class NumberNote(str):
+    "A note on a number written as null; `line`: its line in a whole document (None: the reader's own line)"
+    line = None
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #c522bbd9
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity|-?[0-9][0-9.eE+-]*)')   # a string, or (a number)
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #495fccfc
+def _place(raw:bytes|str, made:list):
+    "Set `line` and `col` of each stand-in in `made` (in parse order) from where `raw` writes its number"
+    text = raw if isinstance(raw, str) else raw.decode('utf-8', 'replace')
+    todo, line, seen = iter(made), 1, 0
+    u = next(todo, None)
+    for m in _TOKENS.finditer(text):
+        if u is None: return
+        if m.group(1) != u.text: continue                      # a string, or a number that was kept
+        line, seen = line + text.count('\n', seen, m.start()), m.start()   # counted on: one pass
+        u.line, u.col = line, m.start() - text.rfind('\n', 0, m.start())
+        u = next(todo, None)
+
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #31614572
-def _why(at:str, s:str)->str:
-    "What the field `at` holds, the JSON text `s` of a number that cannot be kept"
-    if s.lstrip('-').isdigit():
-        return f"field {at} holds an integer of {len(s.lstrip('-'))} digits, past Python's limit of {sys.get_int_max_str_digits()}"
-    return f"field {at} holds {s[:30]}, a number JSON cannot write"
+def _why(at:str, u:_Unheld)->str:
+    "What field `at` holds: stand-in `u`'s number (and its column, where located)"
+    s, col = u.text, '' if u.col is None else f' at column {u.col}'
+    if not s.lstrip('-').isdigit(): return f"field {at} holds {s[:30]}{col}, a number JSON cannot write"
+    n, lim = len(s.lstrip('-')), sys.get_int_max_str_digits()
+    return f"field {at} holds an integer of {n} digits{col}, past Python's limit of {lim}"
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #6c861c10
 def kept_numbers(doc, notes:list|None=None):
@@ -75,27 +100,32 @@ def kept_numbers(doc, notes:list|None=None):
     big = [f for f in found if f[3].text.lstrip('-').isdigit()]      # past the int-digit limit
     if big or (found and notes is None):
         at, u = (big or found)[0][2:]
-        raise UnheldNumber(_why(at, u.text) + ('' if big else ' (the trajectory would hold null)'))
+        e = UnheldNumber(_why(at, u) + ('' if big else ' (the trajectory would hold null)'))
+        e.line = u.line
+        raise e
     for box, k, at, u in found:
-        notes.append(_why(at, u.text) + ' (written as null)')
+        notes.append(n := NumberNote(_why(at, u) + ' (written as null)'))
+        n.line = u.line
         if box is None: return None
         box[k] = None
     return doc
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #6350465e
-def exact_json(raw:bytes|str, notes:list|None=None):
+def exact_json(raw:bytes|str, notes:list|None=None,
+               locate:bool=False): # a whole document: notes and `UnheldNumber` give their number's line
     "`raw` parsed by the standard library, every integer exact; see `kept_numbers` for the numbers that cannot be"
     made = []
     doc = json.loads(raw, **exact_parsers(made))
+    if made and locate: _place(raw, made)
     return kept_numbers(doc, notes) if made else doc
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #7a724d1e
 def loads_json(raw:bytes|str,
-               notes:list|None=None, # receives a note per NaN or infinity, written as null (None: `UnheldNumber`)
-              ):
-    "One JSON document, every number exact: by orjson, or by the standard library where orjson would change or refuse one"
+               notes:list|None=None, # a note per NaN or infinity, written as null (None: `UnheldNumber`)
+               locate:bool=False):   # a whole document: notes give their lines (`exact_json`)
+    "One JSON document, every number exact: orjson's, or the standard library's where orjson would not be"
     try:
         obj = orjson.loads(raw)
         if not wide_int(raw): return obj
     except orjson.JSONDecodeError: pass
-    return exact_json(raw, notes)
+    return exact_json(raw, notes, locate)

@@ -135,8 +135,8 @@ _BAD = object()
 
 # %% ../../nbs/20b_recorder_reading.ipynb #77b2d160
 def _noted(path, line:int|None, notes:list, report:ConversionReport, obj):
-    "`obj`, once each note (a NaN or an infinity written as null) is a warning at `path`, `line`"
-    for n in notes: report.warn(path, line, n, '(number)')
+    "`obj`, once each note (a NaN or an infinity written as null) is a warning at `path`, its own line or `line`"
+    for n in notes: report.warn(path, getattr(n, 'line', None) or line, n, '(number)')
     return obj
 
 # %% ../../nbs/20b_recorder_reading.ipynb #8f862f86
@@ -281,7 +281,7 @@ def read_json(path, report:ConversionReport)->Any:
     data = _read_bytes(path, report)
     if data is None: return None
     try:
-        doc = loads_json(data, notes := [])
+        doc = loads_json(data, notes := [], locate=True)      # a NaN's warning at its line
         _noted(path, None, notes, report, doc)
         if _may_repeat_keys(data, doc): warn_duplicate_keys(path, 1, data, report)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -289,7 +289,7 @@ def read_json(path, report:ConversionReport)->Any:
         if doc is _BAD: return None
     except RecursionError:
         report.bad_record(path, None, "JSON nested too deeply", data.decode('utf-8', 'replace')); return None
-    except UnheldNumber as e: report.bad_record(path, None, str(e), data.decode('utf-8', 'replace')); return None
+    except UnheldNumber as e: report.bad_record(path, e.line, str(e), data.decode('utf-8', 'replace')); return None
     return report.clean(doc, data) if report.scrub is not None else doc
 
 # %% ../../nbs/20b_recorder_reading.ipynb #fab7c9ad

@@ -185,9 +185,8 @@ def user_media(report, content, # the run's `ConversionReport`; a user message's
 
 # %% ../../nbs/20c_recorder_values.ipynb #66e83cfa
 def json_text(text:str|bytes,  # JSON held in a string field of a record
-              what:str,        # what the string holds, for the note: 'tool-call arguments'
-             ):
-    "`text` read by `loads_json`; a NaN or infinity is null, noted (`coerced`) for its reader to warn, located"
+              what:str):       # what it holds, for the note: 'tool-call arguments'
+    "`text` read by `loads_json`; a NaN or infinity null, noted (`coerced`) for its reader's located warning"
     try: v = loads_json(text, notes := [])
     except UnheldNumber as e: raise UnheldNumber(f"{what}: {e}") from None
     for n in notes: coerced(text, f'as {what}: {n}')
