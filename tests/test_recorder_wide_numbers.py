@@ -244,3 +244,19 @@ def test_an_integer_past_the_digit_limit_in_a_whole_document_is_refused_at_its_l
     ts, rep = _convert(p, 'swe-agent')
     assert ts == [] and [str(e) for e in rep.errors] == [f'{p}:128: field info.model_stats.instance_cost holds an integer '
                                                          "of 5000 digits at column 21, past Python's limit of 4300"], rep.errors
+
+
+@pytest.mark.parametrize('tail, why', [(',\n]', 'Expecting value at line 4 column 1'),
+                                       (',\n,\n{"id": 3}]', 'Expecting value at line 4 column 1'),
+                                       ('\n{"id": 3}]', "Expecting ',' delimiter at line 4 column 1")])
+def test_the_array_read_past_a_wide_integer_refuses_what_json_refuses(tmp_path, tail, why):
+    "Past a wide integer the array reader took a trailing comma ([..., {...},\\n]) as the array's end: no error"
+    from knowlyr_lab.recorder.json_items import iter_json_items
+    p = tmp_path / 'events.json'
+    p.write_text('[\n{"id": 1, "trace": %d},\n{"id": 2}' % BIG + tail)
+    with pytest.raises(json.JSONDecodeError): json.loads(p.read_text())
+    rep = ConversionReport()
+    got = list(it := iter_json_items(p, rep))
+    assert got == [(1, {'id': 1, 'trace': BIG}), (2, {'id': 2})], got        # every item before the error kept
+    assert it.cut == f'not valid JSON after item 2 ({why})', it.cut
+    assert [str(e) for e in rep.errors] == [f'{p}:4: {it.cut}'] and rep.failed == {'(document)': 1}

@@ -40,14 +40,15 @@ def _array_items(text:str, pos:int, made:list)->Iterator[tuple[int, Any, str, bo
     "(line, object, text, holds a stand-in) of each item of the array opened before `pos`; JSONDecodeError where not JSON"
     dec, line, seen = json.JSONDecoder(**exact_parsers(made)), 1, 0
     pos = _WS.match(text, pos).end()
-    while text[pos:pos + 1] != ']':
+    more = text[pos:pos + 1] != ']'             # an item follows `[` unless `]` does, and always follows a comma
+    while more:
         made.clear()
         try: obj, end = dec.raw_decode(text, pos)
         except RecursionError: raise json.JSONDecodeError('Nested too deep', text, pos) from None
         line, seen = line + text.count('\n', seen, pos), pos      # counted on from the item before: one pass
         yield line, obj, text[pos:end], bool(made)
         pos = _WS.match(text, end).end()
-        if text[pos:pos + 1] == ',': pos = _WS.match(text, pos + 1).end()
+        if more := text[pos:pos + 1] == ',': pos = _WS.match(text, pos + 1).end()   # `[1,]`: Expecting value
         elif text[pos:pos + 1] != ']': raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
     if (pos := _WS.match(text, pos + 1).end()) < len(text): raise json.JSONDecodeError('Extra data', text, pos)
 
