@@ -116,3 +116,25 @@ def test_a_wide_integer_in_a_nested_json_string_stays_exact(tmp_path):
     ts = list(convert(_lines(CLAUDE, tmp_path, 6, change), format='claude-code', report=rep))
     got = [s.action.params['timeout'] for t in ts for s in t.steps if s.action and 'timeout' in s.action.params]
     assert got == [BIG] and type(got[0]) is int and not rep.errors and not rep.warning_lines(), (got, rep.errors)
+
+
+def test_an_integer_past_the_digit_limit_in_a_replay_config_string_costs_only_the_config(tmp_path):
+    "The string was read with json.loads and its ValueError swallowed: the replay config was dropped without a word"
+    def change(doc): doc['replay_config'] = json.dumps(doc['replay_config'])[:-1] + ', "n": ' + '9' * 5000 + '}'
+    p = _doc(SWE2, tmp_path, change)
+    rep = ConversionReport()
+    ts = list(convert(p, format='swe-agent', report=rep))
+    assert len(ts) == 1 and len(ts[0].steps) == len(list(convert(SWE2, format='swe-agent', report=ConversionReport()))[0].steps)
+    assert [str(e) for e in rep.errors] == [f"{p}: the replay config: field n holds an integer of 5000 digits, past "
+                                            "Python's limit of 4300"] and not rep.failed, (rep.errors, rep.failed)
+
+
+def test_an_integer_past_the_digit_limit_in_a_final_answer_string_keeps_the_file(tmp_path):
+    "json.loads's ValueError for the digit limit escaped the adapter: the whole ToolBench file failed"
+    p = _doc(TB2, tmp_path, lambda doc: doc['answer_generation'].update(final_answer='{"final_answer": %s}' % ('9' * 5000)))
+    rep = ConversionReport()
+    ts = list(convert(p, format='toolbench', report=rep))
+    assert len(ts) == 1 and not rep.errors and not rep.failed, (rep.errors, rep.failed)
+    assert ts[0].metadata['final_answer'].startswith('{"final_answer": 999')           # kept, as text
+    assert rep.warning_lines() == [f"{p}: answer_generation.final_answer: the final answer: field final_answer holds "
+                                   "an integer of 5000 digits, past Python's limit of 4300 (kept as text)"]
