@@ -23,8 +23,18 @@ from fastcore.basics import patch, store_attr
 from ..core import AgentEnv, KnowlyrError
 
 # %% auto #0
-__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'REQUEST_TIMEOUT', 'SessionLimits', 'SessionRefused', 'UnknownSessionError', 'Session',
-           'SessionTable', 'client_address', 'SessionGuard', 'timed_h11']
+__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'REQUEST_TIMEOUT', 'MAX_HEAD_BYTES', 'positive_int', 'SessionLimits', 'SessionRefused',
+           'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard', 'timed_h11',
+           'HeadTooLarge']
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #e7b16e43
+def positive_int(value,     # a limit as the caller gave it
+                 name:str,  # its parameter's name, for the error
+                )->int:
+    "`value`, when it is an integer of at least 1 (not a bool); else a ValueError naming `name`"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #57d3736f
 @dataclass
@@ -37,10 +47,7 @@ class SessionLimits:
     def __post_init__(self):
         if self.max_sessions_per_client is None and isinstance(self.max_sessions, int):
             self.max_sessions_per_client = max(1, self.max_sessions // 2)
-        for k in ('max_sessions', 'max_sessions_per_client'):
-            v = getattr(self, k)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"SessionLimits.{k} must be an integer >= 1, got {v!r}")
+        for k in ('max_sessions', 'max_sessions_per_client'): positive_int(getattr(self, k), f"SessionLimits.{k}")
         if self.max_sessions_per_client > self.max_sessions:
             raise ValueError(
                 f"SessionLimits.max_sessions_per_client ({self.max_sessions_per_client}) is above max_sessions "
@@ -279,3 +286,14 @@ def timed_h11(request_timeout:float=REQUEST_TIMEOUT): # seconds for a request to
                 self.transport.write(_late(request_timeout))
             self.transport.close()
     return TimedH11
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #0ef2df10
+MAX_HEAD_BYTES = 16_384   # bytes of a request head (request line and headers) a server reads; past it: 431 (414)
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #3ea9acf2
+class HeadTooLarge(Exception):
+    "A request head past `max_head_bytes`: `status` 414 (the request line alone is that long) or 431"
+    def __init__(self, status:int, limit:int):
+        self.status, self.limit = status, limit
+        what = 'request line' if status == 414 else 'request head (request line and headers)'
+        super().__init__(f"the {what} passes max_head_bytes ({limit:,} bytes), the most a request head may have")

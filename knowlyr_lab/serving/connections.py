@@ -20,8 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fastcore.basics import patch
 
-from ..envs.sessions import RETRY_AFTER
-from .sockets import DeadlineReader, HeadReader, HeadTooLarge
+from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER, HeadTooLarge, positive_int
+from .sockets import DeadlineReader, HeadReader
 
 # %% auto #0
 __all__ = ['GuardedHandler', 'GuardedHTTPServer']
@@ -90,22 +90,13 @@ def _crowded(peer:str, n:int)->bytes:
     return _refusal('429 Too Many Requests', 'too_many_connections', f"client {peer} already holds {n} connections, "
                     f"the per-client cap (max_connections_per_client={n}): close one or retry later")
 
-# %% ../../nbs/52_serving_connections.ipynb #f4aaaaf9
-def _positive_int(value,     # a limit as the caller gave it
-                  name:str,  # its parameter's name, for the error
-                 )->int:
-    "`value`, when it is an integer of at least 1 (not a bool); else a ValueError naming `name`"
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
 # %% ../../nbs/52_serving_connections.ipynb #031cc0dd
 def _client_cap(total:int,              # what the clients share: `max_connections`, `body_budget`
                 per_client:int|None,    # one client's part of it; None: half, at least `floor`, at most `total`
                 name:str='max_connections_per_client', total_name:str='max_connections',
                 floor:int=1)->int:      # the least default part: 1 connection, the largest body a request may have
     "The per-client cap of `total`: `per_client`, or half of `total` (at least `floor`, at most `total`) when None"
-    _positive_int(total, total_name)
+    positive_int(total, total_name)
     cap = min(total, max(floor, total // 2)) if per_client is None else per_client
     if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= total:
         raise ValueError(f"{name} must be an integer from 1 to {total_name} ({total}), got {per_client!r}")
@@ -130,10 +121,10 @@ class GuardedHTTPServer(ThreadingHTTPServer):
                  # request-body bytes one client may hold at once; more: refused (None: half, at least `max_body_bytes`)
                  body_budget_per_client:int|None=None,
                  # bytes of a request head (request line and headers); past it: 431 (414) and closed
-                 max_head_bytes:int=16 * 2**10):
+                 max_head_bytes:int=MAX_HEAD_BYTES):
         self.header_timeout, self.request_timeout, self.max_connections = (header_timeout, request_timeout,
             max_connections)
-        self.max_head_bytes = _positive_int(max_head_bytes, 'max_head_bytes')
+        self.max_head_bytes = positive_int(max_head_bytes, 'max_head_bytes')
         self.max_connections_per_client = _client_cap(max_connections, max_connections_per_client)
         self.open_connections, self.refused, self._count, self._refused = 0, 0, threading.Lock(), collections.deque()
         self.clients = collections.Counter()   # open connections by client address

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..envs.sessions import RETRY_AFTER
+from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER
 from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
 from .connections import GuardedHandler, GuardedHTTPServer
 from .lora import LoraAdapters, lora_fields, one_line
@@ -183,7 +183,7 @@ class InferenceServer(GuardedHTTPServer):
                  # request-body bytes one client may hold at once (429 beyond; None: half of body_budget, at least
                  # MAX_BODY_BYTES); at least MAX_BODY_BYTES
                  body_budget_per_client:int|None=None,
-                 max_head_bytes:int=16 * 2**10,     # bytes of a request head (431 and closed beyond; 414: its first line)
+                 max_head_bytes:int=MAX_HEAD_BYTES,     # bytes of a request head (431 and closed beyond; 414: its first line)
                  # a `TrajectoryStore`, its directory or an `ExchangeRecorder`: record every exchange
                  record_to=None,
                  # serve `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (vLLM's runtime LoRA updating)

@@ -14,8 +14,10 @@ import time
 
 from fastcore.basics import patch
 
+from ..envs.sessions import HeadTooLarge
+
 # %% auto #0
-__all__ = ['client_gone', 'DeadlineReader', 'HeadTooLarge', 'HeadReader']
+__all__ = ['client_gone', 'DeadlineReader', 'HeadReader']
 
 # %% ../../nbs/51a_serving_sockets.ipynb #aaed5cf7
 def client_gone(sock:socket.socket)->bool:
@@ -40,14 +42,6 @@ class DeadlineReader(io.RawIOBase):
         finally: h.connection.settimeout(h.timeout)
     def fileno(self)->int: return self.raw.fileno()
     def close(self): self.raw.close(); super().close()
-
-# %% ../../nbs/51a_serving_sockets.ipynb #b3b8c3a8
-class HeadTooLarge(Exception):
-    "A request head past `max_head_bytes`: `status` 414 (the request line alone is that long) or 431"
-    def __init__(self, status:int, limit:int):
-        self.status, self.limit = status, limit
-        what = 'request line' if status == 414 else 'request head (request line and headers)'
-        super().__init__(f"the {what} passes max_head_bytes ({limit:,} bytes), the most a request head may have")
 
 # %% ../../nbs/51a_serving_sockets.ipynb #fff2d56d
 class HeadReader:
