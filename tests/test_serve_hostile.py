@@ -645,3 +645,47 @@ def test_max_head_bytes_is_a_serve_flag():
     from knowlyr_lab.cli.trainer import _limit_flags
     p = argparse.ArgumentParser(); _limit_flags(p)
     assert p.parse_args(['--max-head-bytes', '32768']).max_head_bytes == 32768 and p.parse_args([]).max_head_bytes == 16384
+
+# srv15: the errors the stdlib sends on its own (a head past max_head_bytes, a malformed request line, a method with no
+# handler, HTTP/2) went out as its HTML error page, every other answer being OpenAI's JSON error.
+
+def _parts(answer:bytes)->tuple:
+    "(status, headers with lower-case names, body) of a whole HTTP answer"
+    assert answer.startswith(b'HTTP/1.'), answer[:200]          # a status line: the stdlib sent none for a malformed request line
+    head, _, body = answer.partition(b'\r\n\r\n')
+    lines = head.decode('latin-1').split('\r\n')
+    return int(lines[0].split(' ')[1]), {k.lower(): v for k, _, v in (l.partition(': ') for l in lines[1:])}, body
+
+@pytest.mark.parametrize('head,status,says', [
+    (b'HELLO\r\n\r\n', 400, "Bad request syntax ('HELLO')"),
+    (b'GET /v1/models HTTP/1.x\r\nHost: x\r\n\r\n', 400, "Bad request version ('HTTP/1.x')"),
+    (b'GET /v1/models HTTP/2.0\r\nHost: x\r\n\r\n', 505, 'Invalid HTTP version (2.0)'),
+    (b'PUT /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n', 501, "Unsupported method ('PUT')"),
+    (b'GET /' + b'a' * 20_000 + b' HTTP/1.1\r\nHost: x\r\n\r\n', 414, 'the request line passes max_head_bytes (16,384 bytes)'),
+    (b'GET /v1/models HTTP/1.1\r\nX-Big: ' + b'y' * 20_000 + b'\r\n\r\n', 431, 'passes max_head_bytes (16,384 bytes)'),
+])
+def test_errors_the_stdlib_sends_on_its_own_are_openai_json(srv, head, status, says):
+    "On main: the stdlib's HTML page (a malformed request line: the bare page, no status line at all)"
+    got, headers, body = _parts(_send_head(srv.server_address, head))
+    assert (got, headers.get('content-type'), headers.get('connection')) == (status, 'application/json', 'close'), (got, headers, body[:200])
+    err = json.loads(body)['error']
+    assert says in err['message'] and set(err) == {'message', 'type', 'param', 'code'}, err
+    assert err['type'] == ('invalid_request_error' if status < 500 else 'server_error'), err
+    assert _post(srv.url, _req())[0] == 200                      # and the server goes on serving
+
+def test_a_head_request_gets_the_error_head_without_a_body(srv):
+    "HEAD has no handler (501): the answer's head says JSON, and no body follows (HTTP forbids one)"
+    got, headers, body = _parts(_send_head(srv.server_address, b'HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\n'))
+    assert (got, headers['content-type'], body) == (501, 'application/json', b''), (got, headers, body)
+
+def test_the_openai_sdk_reads_an_over_long_header_as_its_json_error(srv):
+    "A client's own headers past max_head_bytes: the SDK's exception carries the server's OpenAI error (main: HTML text)"
+    openai = pytest.importorskip('openai')
+    client = openai.OpenAI(base_url=srv.url, api_key='local', max_retries=0, default_headers={'X-Big': 'y' * 20_000})
+    with pytest.raises(openai.APIStatusError) as e:
+        client.chat.completions.create(model='tiny', messages=[{'role': 'user', 'content': 'hi'}], max_tokens=1)
+    assert (e.value.status_code, e.value.response.headers['content-type']) == (431, 'application/json')
+    assert isinstance(e.value.body, dict) and e.value.type == 'invalid_request_error', e.value.body
+    assert 'passes max_head_bytes (16,384 bytes)' in e.value.body['message'], e.value.body
+    ok = openai.OpenAI(base_url=srv.url, api_key='local', max_retries=0)
+    assert ok.chat.completions.create(model='tiny', messages=[{'role': 'user', 'content': 'hi'}], max_tokens=1).choices

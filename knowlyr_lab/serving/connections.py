@@ -24,13 +24,14 @@ from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER, HeadTooLarge, positive_
 from .sockets import DeadlineReader, HeadReader
 
 # %% auto #0
-__all__ = ['GuardedHandler', 'GuardedHTTPServer']
+__all__ = ['GuardedHandler', 'openai_error', 'GuardedHTTPServer']
 
 # %% ../../nbs/52_serving_connections.ipynb #8b9ea7ff
 class GuardedHandler(BaseHTTPRequestHandler):
     ("A request handler that drops a client whose request head is not in within `header_timeout` (its body: "
      "`request_timeout`)")
     body_piece = 2**16                       # the most body bytes held, then read, at a time
+    default_request_version = 'HTTP/1.0'     # a malformed request line is answered with a status line (HTTP/0.9: none)
     def log_message(self, *a): pass
     def setup(self):
         self.timeout, self.deadline = self.server.request_timeout, time.monotonic() + self.server.header_timeout
@@ -51,11 +52,28 @@ def handle_one_request(self:GuardedHandler):
         if self.body_held: self.server.release_body(self.body_held, _peer(self.client_address)); self.body_held = 0
         if self.body_unread: self._drop_unread()
 
+# %% ../../nbs/52_serving_connections.ipynb #7288eb33
+def openai_error(msg:str, kind:str, # what went wrong, for the client; the OpenAI error `type`
+                 param:str|None=None, code:str|None=None)->dict:  # the request field at fault; a machine-readable code
+    "An error as OpenAI's API answers it: `{'error': {'message', 'type', 'param', 'code'}}`"
+    return {'error': {'message': msg, 'type': kind, 'param': param, 'code': code}}
+
+# %% ../../nbs/52_serving_connections.ipynb #02aaa99c
+@patch
+def send_error(self:GuardedHandler, code:int, message:str|None=None, explain:str|None=None):
+    "The error answer `code` (the stdlib's own included) as OpenAI's JSON error, not an HTML page; the connection closes"
+    short, long = self.responses.get(code, ('Error', ''))
+    kind = 'invalid_request_error' if code < 500 else 'server_error'
+    body = json.dumps(openai_error(f"{message or short}: {explain or long}", kind)).encode()
+    self.send_response(code, short); self.send_header('Connection', 'close')
+    self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(body)))
+    self.end_headers()
+    if self.command != 'HEAD': self.wfile.write(body)
+
 # %% ../../nbs/52_serving_connections.ipynb #f78be515
 @patch
 def _refuse_head(self:GuardedHandler, e:HeadTooLarge):
     "Answer a request head past `max_head_bytes` with `e.status` (414 or 431), then close, the rest of it unread"
-    self.close_connection = True
     if e.status == 414: self.requestline = self.request_version = self.command = ''   # no request line to answer to
     self.send_error(e.status, explain=str(e))
 
@@ -73,7 +91,7 @@ def _refusal(status:str, # the status line's code and reason: '503 Service Unava
              kind:str,   # the OpenAI error `type`
              msg:str)->bytes:
     "The whole HTTP answer refusing a connection: `status`, and an OpenAI error of `kind` saying `msg`"
-    body = json.dumps({'error': {'message': msg, 'type': kind, 'param': None, 'code': None}}).encode()
+    body = json.dumps(openai_error(msg, kind)).encode()
     head = (f"HTTP/1.0 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
             f"Retry-After: {RETRY_AFTER}\r\nConnection: close\r\n\r\n")
     return head.encode() + body

@@ -18,7 +18,7 @@ from fastcore.basics import patch
 
 from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER
 from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
-from .connections import GuardedHandler, GuardedHTTPServer
+from .connections import GuardedHandler, GuardedHTTPServer, openai_error
 from .lora import LoraAdapters, lora_fields, one_line
 from .recording import ExchangeRecorder
 from .requests import MAX_BODY_BYTES, RequestRefused, check_request, check_template_kwargs, parse_body
@@ -41,8 +41,8 @@ class _Handler(GuardedHandler):
         self.end_headers(); self.wfile.write(data)
     def _error(self, code, msg, param=None, err=None):
         kind = _ERROR_TYPES.get(code, 'server_error')
-        body = {'message': f'bad request: {msg}' if code == 400 else msg, 'type': kind, 'param': param, 'code': err}
-        return self._send(code, {'error': body}, retry=code in (429, 503))   # busy: come back in a second
+        body = openai_error(f'bad request: {msg}' if code == 400 else msg, kind, param, err)
+        return self._send(code, body, retry=code in (429, 503))   # busy: come back in a second
 
 # %% ../../nbs/54_serving_server.ipynb #a5ef1603
 @patch
@@ -51,7 +51,7 @@ def do_GET(self:_Handler):
         inf, lora = self.server.inf, self.server.adapters
         models = [{'id': inf.name, 'object': 'model', 'owned_by': 'local'}] + (lora.cards() if lora else [])
         return self._send(200, {'object': 'list', 'data': models})
-    self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
+    self._error(404, f'unknown path {self.path}')
 
 # %% ../../nbs/54_serving_server.ipynb #8f154dd7
 _ROUTES = {'/v1/chat/completions': '_complete', '/v1/load_lora_adapter': '_load_lora',
@@ -61,7 +61,7 @@ _ROUTES = {'/v1/chat/completions': '_complete', '/v1/load_lora_adapter': '_load_
 def do_POST(self:_Handler):
     t0, path = time.monotonic(), self.path.rstrip('/')
     if path not in _ROUTES:
-        return self._send(404, {'error': {'message': f'unknown path {self.path}', 'type': 'invalid_request_error'}})
+        return self._error(404, f'unknown path {self.path}')
     srv = self.server
     with srv.idle: srv.in_flight += 1                                       # `shutdown` waits for it
     try: getattr(self, _ROUTES[path])(t0)
