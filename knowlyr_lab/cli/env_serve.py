@@ -31,7 +31,7 @@ def _env_serve_parser()->argparse.ArgumentParser:
     # the defaults and protocols, read from the source: `--help` imports no server stack
     d = source_defaults('knowlyr_lab.envs.sessions', 'SessionLimits')
     protocols = source_value('knowlyr_lab.envs.serve', 'PROTOCOLS')
-    wait = source_value('knowlyr_lab.envs.sessions', 'REQUEST_TIMEOUT')
+    wait, head = (source_value('knowlyr_lab.envs.sessions', k) for k in ('REQUEST_TIMEOUT', 'MAX_HEAD_BYTES'))
     p = argparse.ArgumentParser(prog='knowlyr-env-serve', description="Serve a registered knowlyr env over OpenEnv or AgentGym's protocol. "
                                 "No authentication: each session is bound to its client's address, sessions are capped, idle ones closed.")
     p.add_argument('env_id', help="registered env id (`knowlyr-lab envs` lists them)")
@@ -42,6 +42,8 @@ def _env_serve_parser()->argparse.ArgumentParser:
     p.add_argument('--max-sessions-per-client', type=int, default=None, help="sessions one client address may hold; one more gets HTTP 429 (default: half of --max-sessions)")
     p.add_argument('--idle-timeout', type=float, default=d['idle_timeout'], help="seconds a session may wait for its client before it and its env are closed; 0: never (default: %(default)s)")
     p.add_argument('--request-timeout', type=float, default=wait, help="seconds a connection has to send a whole request, head and body; a slower one gets HTTP 408 and is closed (default: %(default)s)")
+    p.add_argument('--max-head-bytes', type=int, default=head, help="bytes of a request head (request line and headers); "
+                   "a longer one gets HTTP 431 (414: the request line alone) and is closed (default: %(default)s)")
     p.add_argument('--env-kwargs', type=_json_object, default=None, metavar='JSON', help="the env's constructor arguments as a JSON object")
     p.add_argument('--expose-oracle', action='store_true', help="put the expert's next action in info['oracle_action'] (tests and demos)")
     return p
@@ -53,7 +55,7 @@ def main(argv:list[str]|None=None)->int:
         from knowlyr_lab.envs.serve import SessionLimits, serve_env
         limits = SessionLimits(a.max_sessions, a.max_sessions_per_client, a.idle_timeout or None)
         serve_env(a.env_id, a.protocol, a.host, a.port, a.env_kwargs, a.expose_oracle, limits, announce=True,
-                  request_timeout=a.request_timeout)
+                  request_timeout=a.request_timeout, max_head_bytes=a.max_head_bytes)
     return run_cli(_env_serve_parser(), serve, argv)
 
 # %% ../../nbs/97a_cli_env_serve.ipynb #502d4af1

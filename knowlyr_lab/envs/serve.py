@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, schema_name, schema_params, step_info, verdict_of
 from .extras import require_extra
-from .sessions import REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, timed_h11
+from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, timed_h11
 from .text_actions import action_refusal, parse_text_action
 
 # %% auto #0
@@ -274,6 +274,7 @@ def serve_env(env_id:str,                 # registered env id
               limits:SessionLimits|dict|None=None, # session caps and idle timeout (a dict: `SessionLimits`'s fields)
               announce:bool=False,        # print the server's URL on stderr once it listens
               request_timeout:float=REQUEST_TIMEOUT, # seconds a connection has to send a request (408 after)
+              max_head_bytes:int=MAX_HEAD_BYTES,     # bytes of a request head (431 and closed past them; 414: its line)
              ):
     "Serve a registered env over `protocol` with uvicorn (blocks)"
     if protocol not in PROTOCOLS: raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
@@ -283,7 +284,7 @@ def serve_env(env_id:str,                 # registered env id
     factory = functools.partial(make, env_id, **(env_kwargs or {}))
     app = (openenv_app if protocol == 'openenv' else agentgym_app)(factory, limits=limits, expose_oracle=expose_oracle)
     uvicorn = require_extra('uvicorn')
-    server = uvicorn.Server(uvicorn.Config(app, log_level='warning', http=timed_h11(request_timeout)))
+    server = uvicorn.Server(uvicorn.Config(app, log_level='warning', http=timed_h11(request_timeout, max_head_bytes)))
     logging.getLogger('uvicorn.error').addFilter(_not_denial_noise)
     # clients wait in its backlog
     sock = socket.create_server((host, port), family=socket.AF_INET6 if ':' in host else socket.AF_INET)
@@ -310,14 +311,14 @@ class EnvServer:
     "A registered env served over OpenEnv or AgentGym in a subprocess on 127.0.0.1"
     def __init__(self, env_id:str, protocol:str='openenv', env_kwargs:dict|None=None, expose_oracle:bool=False,
                  startup_timeout:float=90.0, limits:SessionLimits|dict|None=None,
-                 request_timeout:float=REQUEST_TIMEOUT):
+                 request_timeout:float=REQUEST_TIMEOUT, max_head_bytes:int=MAX_HEAD_BYTES):
         if protocol not in PROTOCOLS: raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
         self.env_id, self.protocol, self.port = env_id, protocol, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         lim = dataclasses.asdict(limits) if isinstance(limits, SessionLimits) else limits
         code = (f"from knowlyr_lab.envs.serve import serve_env; serve_env({env_id!r}, {protocol!r}, port={self.port}, "
                 f"env_kwargs={env_kwargs!r}, expose_oracle={expose_oracle!r}, limits={lim!r}, "
-                f"request_timeout={request_timeout!r})")
+                f"request_timeout={request_timeout!r}, max_head_bytes={max_head_bytes!r})")
         self.proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      start_new_session=True)
         self.stderr_tail = deque(maxlen=16)          # the last 64 KiB chunks the server wrote on stderr

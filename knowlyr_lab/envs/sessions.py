@@ -12,10 +12,12 @@ import collections
 import contextlib
 import json
 import logging
+import re
 import secrets
 import threading
 import time
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Callable
 
 from fastcore.basics import patch, store_attr
@@ -23,9 +25,9 @@ from fastcore.basics import patch, store_attr
 from ..core import AgentEnv, KnowlyrError
 
 # %% auto #0
-__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'REQUEST_TIMEOUT', 'MAX_HEAD_BYTES', 'positive_int', 'SessionLimits', 'SessionRefused',
-           'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard', 'timed_h11',
-           'HeadTooLarge']
+__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'MAX_HEAD_BYTES', 'REQUEST_TIMEOUT', 'positive_int', 'SessionLimits', 'SessionRefused',
+           'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard', 'HeadTooLarge',
+           'head_past', 'timed_h11']
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #e7b16e43
 def positive_int(value,     # a limit as the caller gave it
@@ -253,40 +255,6 @@ async def _websocket(self:SessionGuard, scope, receive, send):
     finally:
         if pending is not None: pending.cancel()
 
-# %% ../../nbs/19aa_envs_sessions.ipynb #5fdf0c3b
-REQUEST_TIMEOUT = 30.0    # seconds a connection has to send a whole request, head and body (408 and closed after)
-
-# %% ../../nbs/19aa_envs_sessions.ipynb #46266aa0
-def _late(timeout:float)->bytes:
-    "The whole HTTP answer to a request not in within `timeout` seconds"
-    msg = f"the request did not arrive within {timeout:g} s (request_timeout): connection closed"
-    body = json.dumps({'error': msg})
-    return (f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
-            f"connection: close\r\n\r\n{body}").encode()
-
-# %% ../../nbs/19aa_envs_sessions.ipynb #4951a88f
-def timed_h11(request_timeout:float=REQUEST_TIMEOUT): # seconds for a request to arrive, head and body
-    "uvicorn's HTTP protocol class, with a deadline for each request to arrive (408 and closed after it)"
-    from uvicorn.protocols.http.h11_impl import H11Protocol, h11
-    class TimedH11(H11Protocol):
-        late = None
-        def _arm(self): self._disarm(); self.late = self.loop.call_later(request_timeout, self._too_late)
-        def _disarm(self):
-            if self.late is not None: self.late.cancel(); self.late = None
-        def connection_made(self, transport): super().connection_made(transport); self._arm()
-        def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
-        def on_response_complete(self): super().on_response_complete(); self.transport.is_closing() or self._arm()
-        def handle_events(self):
-            super().handle_events()      # the request is in (or the connection is a WebSocket now): the clock stops
-            if self.conn.their_state is h11.DONE or self.transport.get_protocol() is not self: self._disarm()
-        def _too_late(self):
-            if self.transport.is_closing() or self.transport.get_protocol() is not self: return
-            begun = self.conn.their_state is not h11.IDLE or self.conn.trailing_data[0]   # silent: closed, no answer
-            if begun and (self.cycle is None or not self.cycle.response_started):
-                self.transport.write(_late(request_timeout))
-            self.transport.close()
-    return TimedH11
-
 # %% ../../nbs/19aa_envs_sessions.ipynb #0ef2df10
 MAX_HEAD_BYTES = 16_384   # bytes of a request head (request line and headers) a server reads; past it: 431 (414)
 
@@ -297,3 +265,57 @@ class HeadTooLarge(Exception):
         self.status, self.limit = status, limit
         what = 'request line' if status == 414 else 'request head (request line and headers)'
         super().__init__(f"the {what} passes max_head_bytes ({limit:,} bytes), the most a request head may have")
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #c7511a57
+_BLANK_LINE = re.compile(rb'\n\r?\n')   # the end of a head, as h11 finds it
+
+def head_past(data:bytes, # what has come of a request head so far (its body may follow)
+              limit:int,  # max_head_bytes
+             )->HeadTooLarge|None:
+    "`HeadTooLarge` (414 or 431) when the head that `data` begins is or will be over `limit` bytes; None while it fits"
+    end = _BLANK_LINE.search(data, 0, limit + 1)                   # look no further than the limit
+    if (end.end() if end else len(data)) <= limit: return None
+    return HeadTooLarge(414 if data.find(b'\n', 0, limit) < 0 else 431, limit)
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #5fdf0c3b
+REQUEST_TIMEOUT = 30.0    # seconds a connection has to send a whole request, head and body (408 and closed after)
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #46266aa0
+def _closing(status:int, msg:str)->bytes:
+    "The whole HTTP answer `status` before the server closes the connection: the env servers' JSON error saying `msg`"
+    body = json.dumps({'error': msg})
+    return (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n{body}").encode()
+
+def _late(timeout:float)->bytes:
+    "The whole HTTP answer to a request not in within `timeout` seconds"
+    return _closing(408, f"the request did not arrive within {timeout:g} s (request_timeout): connection closed")
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #4951a88f
+def timed_h11(request_timeout:float=REQUEST_TIMEOUT, # seconds for a request to arrive, head and body
+              max_head_bytes:int=MAX_HEAD_BYTES):    # bytes of a request head (431 and closed past them; 414: its line)
+    "uvicorn's HTTP protocol class: a deadline for each request to arrive (408 after it), its head bounded (431, 414)"
+    from uvicorn.protocols.http.h11_impl import H11Protocol, h11
+    positive_int(max_head_bytes, 'max_head_bytes')
+    class TimedH11(H11Protocol):
+        late = None
+        def __init__(self, config, *a, **kw):   # h11's own bound (16 KiB) would cut a larger max_head_bytes short
+            config.h11_max_incomplete_event_size = max_head_bytes; super().__init__(config, *a, **kw)
+        def _arm(self): self._disarm(); self.late = self.loop.call_later(request_timeout, self._too_late)
+        def _disarm(self):
+            if self.late is not None: self.late.cancel(); self.late = None
+        def connection_made(self, transport): super().connection_made(transport); self._arm()
+        def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
+        def on_response_complete(self): super().on_response_complete(); self.transport.is_closing() or self._arm()
+        def handle_events(self):
+            if self.conn.their_state is h11.IDLE and (e := head_past(self.conn.trailing_data[0], max_head_bytes)):
+                self._disarm(); self.transport.write(_closing(e.status, str(e))); return self.transport.close()
+            super().handle_events()      # the request is in (or the connection is a WebSocket now): the clock stops
+            if self.conn.their_state is h11.DONE or self.transport.get_protocol() is not self: self._disarm()
+        def _too_late(self):
+            if self.transport.is_closing() or self.transport.get_protocol() is not self: return
+            begun = self.conn.their_state is not h11.IDLE or self.conn.trailing_data[0]   # silent: closed, no answer
+            if begun and (self.cycle is None or not self.cycle.response_started):
+                self.transport.write(_late(request_timeout))
+            self.transport.close()
+    return TimedH11
