@@ -1,4 +1,4 @@
-"""Every row of an export's splits with the same `chat_template_kwargs` keys: a key a row lacks from `template_defaults`, a default of another JSON type than served refused.
+"""Every row of an export's splits with the same `chat_template_kwargs` keys: a key a row lacks from `template_defaults`, a default of another JSON type than served, or a key path whose JSON types differ between rows, refused.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/hub_template_kwargs.html.md"""
 
@@ -7,10 +7,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_template_kwargs.html.md"""
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #b7a1c0d3
 from __future__ import annotations
 
+import reprlib
 from pathlib import Path
 from typing import Iterator
 
 import orjson
+from fastcore.basics import patch
 
 from .rows import ExportError
 
@@ -24,6 +26,17 @@ def _kwargs_lines(p:Path)->Iterator[tuple[bytes, dict|None]]:
         for line in f: yield line, (orjson.loads(line).get('chat_template_kwargs') if b'"chat_template_kwargs"' in line
                                     else None)
 
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #7ded14fe
+def _row_place(split:str, i:int, line:bytes)->str:
+    "Row `i` of `split` (its JSON `line`), and its trajectory when the row names one"
+    r = orjson.loads(line); meta = r.get('metadata')
+    ids = r.get('trajectory_id') or r.get('chosen_id') or (r.get('trajectory_ids') or [None])[0] or (
+        orjson.loads(meta).get('trajectory_id') if isinstance(meta, str) and meta.startswith('{') else None)
+    return f"split {split!r} row {i}" + (f" (trajectory {ids!r})" if ids else '')
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #0b8ad9f7
+def _place(where)->str: return where() if callable(where) else where     # a row's place, or a function making it
+
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #9a89622c
 _KINDS = ((type(None), 'null'), (bool, 'boolean'), (int, 'integer'), (float, 'float'), (str, 'string'),
           (list, 'array'), (dict, 'object'))
@@ -32,35 +45,106 @@ def _json_kind(v)->str:
     "The JSON type of a chat template variable's value `v`, as `datasets` tells them apart (an integer is no float)"
     return next(n for t, n in _KINDS if isinstance(v, t))
 
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #8066d36a
+def _walk(v, path:tuple=())->Iterator[tuple[tuple, object]]:
+    "(key path, value) of `v` and of each value in it: an object's under its key, a list's items under None"
+    yield path, v
+    if isinstance(v, dict):
+        for k, x in v.items(): yield from _walk(x, (*path, k))
+    elif isinstance(v, list):
+        for x in v: yield from _walk(x, (*path, None))
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #fd374cff
+def _field(path:tuple)->str:
+    "The field at key `path` of a row's variables, as errors name it"
+    return 'chat_template_kwargs' + ''.join('[]' if k is None else f".{k}" for k in path)
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #29491e78
+class _KwargsShape:
+    "The JSON types at each key path of an export's `chat_template_kwargs`, and which split's rows have which paths"
+    def __init__(self):
+        self.kinds = {}     # key path -> {JSON type: the place of its first row}
+        self.keys = {}      # key path of objects -> (the first one's keys, its row's place)
+        self.seen, self.typed, self.common = {}, {}, {}   # split -> its rows' paths; those not null; the keys all have
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #1fec9593
+@patch
+def _differs(self:_KwargsShape, path:tuple, v, where)->ExportError|None: # value `v` at `path` of the row at `where`
+    "Why `v` cannot share its column with the earlier rows' values at `path` (None: it can)"
+    kind, had = _json_kind(v), self.kinds.setdefault(path, {})
+    had.setdefault(kind, where)
+    if kind != 'null' and (other := next((k for k in had if k not in ('null', kind)), None)):
+        return ExportError(f"{_place(where)}: field '{_field(path)}': a JSON {kind} ({reprlib.repr(v)}) here, a JSON "
+                           f"{other} in {_place(had[other])}: datasets reads a field as one Arrow type in every row "
+                           "and split, and fails to load the splits or casts one type to the other (an integer to a "
+                           "float); serve one type")
+    if kind == 'object' and (first := self.keys.setdefault(path, (v.keys(), where)))[0] != v.keys():
+        return ExportError(f"{_place(where)}: field '{_field(path)}': keys {sorted(v)} here, {sorted(first[0])} "
+                           f"in {_place(first[1])}: datasets reads a key a row lacks as null (which the template then "
+                           "sees), or fails to load the splits; serve the same keys")
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #d71faa02
+@patch
+def add(self:_KwargsShape, split:str, kw:dict, where): # a row's split, its variables, and its place
+    "Record the JSON types in row variables `kw`; an `ExportError` for one that cannot share its column"
+    seen, typed = self.seen.setdefault(split, set()), self.typed.setdefault(split, set())
+    self.common[split] = self.common.get(split, kw.keys()) & kw.keys()
+    for path, v in _walk(kw):
+        if not path: continue
+        if e := self._differs(path, v, where): raise e
+        seen.add(path)
+        if v is not None: typed.add(path)
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #5559c11e
+@patch
+def check_splits(self:_KwargsShape):
+    "An `ExportError` for a field null or empty in every row of one split and of a JSON type in another's"
+    for s, seen in self.seen.items():
+        for path in sorted(set().union(*self.typed.values()) - self.typed[s], key=lambda p: (len(p), _field(p))):
+            if (path if len(path) == 1 else path[:-1]) not in seen: continue
+            kind, where = next((k, w) for k, w in self.kinds[path].items() if k != 'null')
+            raise ExportError(f"split {s!r}: field '{_field(path)}': null or empty in every row, a JSON {kind} in "
+                              f"{_place(where)}: datasets types a field by the first split it loads and cannot cast "
+                              f"a JSON {kind} to the Arrow type null (load_dataset with split {s!r} first fails); "
+                              "serve it a value in that split, or in no split")
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #44ba7970
+@patch(as_prop=True)
+def served(self:_KwargsShape)->dict: # {variable: {JSON type: its first row's place}}
+    return {p[0]: d for p, d in self.kinds.items() if len(p) == 1}
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #93ba82e4
+@patch
+def add_defaults(self:_KwargsShape, defaults:dict): # the template_defaults of variables some row carries
+    "Record the JSON types in `defaults`, and their paths in the splits with a row each fills"
+    for k, v in defaults.items():
+        for path, x in _walk(v, (k,)):
+            if e := self._differs(path, x, 'template_defaults'): raise e
+            for s in (s for s, common in self.common.items() if k not in common):
+                self.seen[s].add(path)
+                if x is not None: self.typed[s].add(path)
+
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #249a646e
-def _kwargs_keys(paths:dict)->tuple[list, bool, dict]:  # split -> its JSONL file
-    ("Every chat template variable the rows of JSONL `paths` carry, whether the rows differ in them, and each "
-     "variable's JSON types served: {key: {type: the split and row of its first row}}")
-    sets, kinds = set(), {}
+def _kwargs_keys(paths:dict)->tuple[list, bool, _KwargsShape]:  # split -> its JSONL file
+    ("Every chat template variable the rows of JSONL `paths` carry, whether the rows differ in them, and the JSON "
+     "types at their key paths (an `ExportError` for one that cannot share its column)")
+    sets, shape = set(), _KwargsShape()
     for split, p in paths.items():
-        for i, (_, kw) in enumerate(_kwargs_lines(Path(p)), 1):
+        for i, (line, kw) in enumerate(_kwargs_lines(Path(p)), 1):
             sets.add(frozenset(kw or ()))
-            for k, v in (kw or {}).items(): kinds.setdefault(k, {}).setdefault(_json_kind(v), f"split {split!r} row {i}")
-    return sorted(set().union(*sets)), len(sets) > 1, kinds
+            shape.add(split, kw or {}, lambda split=split, i=i, line=line: _row_place(split, i, line))
+    return sorted(set().union(*sets)), len(sets) > 1, shape
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #35c728b6
 def _filled(kw:dict|None, keys:list, defaults:dict, where)->dict: # the row's place: a string, or a function making it
     "`kw` with each of `keys`, a key it lacks set to its value in `defaults` (an `ExportError` naming `where` when none)"
     kw = kw or {}
     if lack := [k for k in keys if k not in kw and k not in defaults]:
-        raise ExportError(f"{where() if callable(where) else where}: field 'chat_template_kwargs': no {lack[0]!r}, which other rows were served with "
+        raise ExportError(f"{_place(where)}: field 'chat_template_kwargs': no {lack[0]!r}, which other rows were served with "
                          f"(datasets would read null). Give the value the template takes when it is not given: "
                          f"template_defaults={{{lack[0]!r}: ...}} (DatasetExporter, PipelineConfig, the MCP export and "
                          f"pipeline tools) or --template-default {lack[0]}=JSON (knowlyr-hub export, run)")
     return {k: kw[k] if k in kw else defaults[k] for k in keys}
-
-# %% ../../nbs/41ba_hub_template_kwargs.ipynb #7ded14fe
-def _row_place(split:str, i:int, line:bytes)->str:
-    "Row `i` of `split` (its JSON `line`), and its trajectory when the row names one"
-    r = orjson.loads(line); meta = r.get('metadata')
-    ids = r.get('trajectory_id') or r.get('chosen_id') or (r.get('trajectory_ids') or [None])[0] or (
-        orjson.loads(meta).get('trajectory_id') if isinstance(meta, str) and meta.startswith('{') else None)
-    return f"split {split!r} row {i}" + (f" (trajectory {ids!r})" if ids else '')
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #6f728c3c
 def _filled_line(line:bytes, kw:dict|None, keys:list, defaults:dict, where)->bytes: # the row's place (`_filled`)
@@ -87,20 +171,23 @@ def _check_default_kinds(kinds:dict, # `_kwargs_keys`' served types: {key: {type
     for k, d in defaults.items():
         if k not in kinds or (dk := _json_kind(d)) in kinds[k]: continue
         kind, where = next(iter(kinds[k].items()))
-        raise ExportError(f"{where}: field 'chat_template_kwargs.{k}': served as a JSON {kind}, but template_defaults "
-                          f"gives it a JSON {dk} ({d!r}): datasets reads one type per column (it reads a string 'true' "
-                          f"as True in a boolean column, and fails to cast floats to a split of integers); give a {kind}")
+        raise ExportError(f"{_place(where)}: field 'chat_template_kwargs.{k}': served as a JSON {kind}, but "
+                          f"template_defaults gives it a JSON {dk} ({d!r}): datasets reads one type per column (it "
+                          f"reads a string 'true' as True in a boolean column, and fails to cast floats to a split of "
+                          f"integers); give a {kind}")
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #4264f615
 def same_template_kwargs(paths:dict, # split -> its JSONL file
                          defaults:dict|None=None, # each variable's value in a row that lacks it
                         )->int:      # the rows given keys
-    "One set of `chat_template_kwargs` keys for every row of the files (an `ExportError`, no file left, without a default)"
-    keys, differ, kinds = _kwargs_keys(paths)
-    files = [Path(p) for p in paths.values()]
+    ("One set of `chat_template_kwargs` keys for every row of the files, of one JSON type at each key path (an "
+     "`ExportError`, no file left, without a default or for a path of two types)")
+    files, defaults = [Path(p) for p in paths.values()], defaults or {}
     try:
-        _check_default_kinds(kinds, defaults or {})
-        return sum(_fill_file(Path(p), s, keys, defaults or {}) for s, p in paths.items()) if differ else 0
+        keys, differ, shape = _kwargs_keys(paths)
+        _check_default_kinds(shape.served, defaults)
+        shape.add_defaults({k: v for k, v in defaults.items() if k in keys}); shape.check_splits()
+        return sum(_fill_file(Path(p), s, keys, defaults) for s, p in paths.items()) if differ else 0
     except ValueError:
         for p in files: p.unlink(missing_ok=True); p.with_name(p.name + '.tmp').unlink(missing_ok=True)
         raise

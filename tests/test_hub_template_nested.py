@@ -1,0 +1,109 @@
+"""Chat template variables whose values are objects or lists: every key path holds one JSON type across the rows and
+splits of an export, so `datasets` loads them as served. On main the check looked at the top level only (and at the
+defaults' types only): nested values of two types, lists of mixed items, objects with other keys or a field null in
+a whole split were exported, and `datasets` failed to load the splits, cast 1 to 1.0, or read a key a row lacked as
+null. Each case here either is refused in one line naming the row, the key path and both types, or its files load
+(`load_dataset` with either split first, `Dataset.from_list` of all rows, Parquet) with every value as served"""
+import json
+from pathlib import Path
+
+import datasets
+import pytest
+
+from knowlyr_lab.hub.export import DatasetExporter, ExportError
+from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory
+
+TEST = ('t3', 't4', 't6')         # the test split of tasks t0..t9 at test_fraction=0.3
+
+
+def _traj(task:int, k:int, kw:dict|None)->Trajectory:
+    "Trajectory `k` of task `task`, every step served with the variables `kw` (None: none)"
+    steps = [Step(index=i, thought=f"step {i} of {k}", action=ToolCall(tool='move', params={'direction': 'east'}),
+                  observation=Observation(content=f"moved {i}"), reward=(k + i) / 10,
+                  metadata={'template_kwargs': kw} if kw is not None else {}) for i in range(2)]
+    return Trajectory(task=Task(id=f"t{task}", instruction=f"Reach column {task}.", domain='maze', env_id='knowlyr/maze-easy'),
+                      agent=AgentInfo(name='a', model='m'), steps=steps, outcome=Outcome(success=True, terminated=True))
+
+
+def _trajs(train:list, test:list)->list[Trajectory]:
+    "Two trajectories per task t0..t9: the train split's served with `train[k]`, the test split's with `test[k]`"
+    return [_traj(t, k, (test if f"t{t}" in TEST else train)[k]) for t in range(10) for k in range(2)]
+
+
+# name: (variables of trajectory 0 and 1 of each train task, of each test task, the refusal's words, or None: it loads)
+CASES = {
+    'nested types differ by split': ([{'opts': {'a': 1}}] * 2, [{'opts': {'a': 'x'}}] * 2,
+                                     ["field 'chat_template_kwargs.opts.a': a JSON string ('x') here, a JSON integer in split 'train' row "]),
+    'nested types differ in a split': ([{'opts': {'a': 1}}, {'opts': {'a': 'x'}}], [{'opts': {'a': 2}}] * 2,
+                                       ["field 'chat_template_kwargs.opts.a': a JSON string ('x') here, a JSON integer in split 'train' row 1 "]),
+    'integer and float': ([{'opts': {'a': 1}}] * 2, [{'opts': {'a': 0.5}}] * 2,
+                          ["field 'chat_template_kwargs.opts.a': a JSON float (0.5) here, a JSON integer in split 'train'"]),
+    'list of mixed items': ([{'ids': [1, 'x']}] * 2, [{'ids': [2]}] * 2,
+                            ["field 'chat_template_kwargs.ids[]': a JSON string ('x') here, a JSON integer in split 'train' row 1 "]),
+    'integers among floats': ([{'ids': [0.5, 1]}] * 2, [{'ids': [2.5]}] * 2,
+                              ["field 'chat_template_kwargs.ids[]': a JSON integer (1) here, a JSON float in split 'train' row 1 "]),
+    'objects with other keys': ([{'opts': {'a': 1}}] * 2, [{'opts': {'b': 1}}] * 2,
+                                ["field 'chat_template_kwargs.opts': keys ['b'] here, ['a'] in split 'train' row 1 "]),
+    'list of objects with other keys': ([{'docs': [{'t': 'a'}, {'t': 'b', 'u': 1}]}] * 2, [{'docs': [{'t': 'c'}]}] * 2,
+                                        ["field 'chat_template_kwargs.docs[]': keys ['t', 'u'] here, ['t'] in split 'train' row 1 "]),
+    'null in a whole split': ([{'opts': {'a': 1}}] * 2, [{'opts': None}] * 2,
+                              ["split 'test': field 'chat_template_kwargs.opts': null or empty in every row, a JSON object in split 'train' row 1 "]),
+    'empty list in a whole split': ([{'ids': [1]}] * 2, [{'ids': []}] * 2,
+                                    ["split 'test': field 'chat_template_kwargs.ids[]': null or empty in every row, a JSON integer in split 'train' row 1 "]),
+    'one shape with nulls and empties': ([{'opts': {'a': 1, 'l': ['x']}}, {'opts': None}],
+                                         [{'opts': {'a': None, 'l': []}}, {'opts': {'a': 2, 'l': ['y', None]}}], None),
+    'lists of objects of one shape': ([{'docs': [{'t': 'a', 'n': 1}, {'t': 'b', 'n': 2}]}] * 2,
+                                      [{'docs': [{'t': 'c', 'n': 3}]}, {'docs': []}], None),
+}
+
+
+def _exact(v)->str: return json.dumps(v, sort_keys=True)      # 1 and 1.0 differ
+
+
+def _loads_as_served(res, served:dict, tmp:Path):
+    "Assert that `datasets` loads the export's splits in either order, and all rows together, with every value as served"
+    cache = str(tmp / 'cache')
+    for order in (sorted(res.paths), sorted(res.paths, reverse=True)):
+        dd = datasets.load_dataset('json', data_files={s: res.paths[s] for s in order}, cache_dir=cache)
+        for s, ds in dd.items():
+            got = sorted(_exact(r['chat_template_kwargs']) for r in ds)
+            assert got == sorted(_exact(json.loads(x)['chat_template_kwargs']) for x in open(res.paths[s])), (order, s, got)
+            assert set(got) <= served[s], (s, got, served[s])
+        dd[order[0]].to_parquet(str(tmp / f'{order[0]}.parquet'))
+    rows = [json.loads(x) for s in sorted(res.paths) for x in open(res.paths[s])]
+    got = datasets.Dataset.from_list([{'chat_template_kwargs': r['chat_template_kwargs']} for r in rows])
+    assert [_exact(x) for x in got['chat_template_kwargs']] == [_exact(r['chat_template_kwargs']) for r in rows]
+
+
+@pytest.mark.parametrize('case', CASES)
+def test_nested_variables_are_refused_naming_the_path_or_load_as_served(tmp_path, case):
+    train, test, said = CASES[case]
+    trajs = _trajs(train, test)
+    try: res = DatasetExporter(trajs, test_fraction=0.3).export('sft', tmp_path / 'o')
+    except ExportError as e:
+        msg = str(e)
+        assert said is not None, f"refused, but its rows load as served: {msg}"
+        assert all(s in msg for s in said) and '\n' not in msg, msg
+        assert msg.startswith('split ') and ' (trajectory ' in msg.split(': field')[0] or msg.startswith("split 'test': "), msg
+        assert not list((tmp_path / 'o').glob('*.jsonl')), list((tmp_path / 'o').iterdir())   # no split file left
+        return
+    _loads_as_served(res, {'train': {_exact(x) for x in train}, 'test': {_exact(x) for x in test}}, tmp_path)
+    assert said is None, f"loads as served, but {said} was to refuse it"
+
+
+def test_a_default_is_checked_at_every_key_path(tmp_path):
+    """A default fills the rows that lack its variable, so its nested values share their columns with the served ones:
+    a nested value of another type is refused naming template_defaults; one of the served shape exports and loads"""
+    trajs = _trajs([{'opts': {'a': 1}}] * 2, [None] * 2)
+    with pytest.raises(ExportError, match=r"^template_defaults: field 'chat_template_kwargs\.opts\.a': a JSON string \('0'\) "
+                                          r"here, a JSON integer in split 'train' row 1 \(trajectory "):
+        DatasetExporter(trajs, test_fraction=0.3, template_defaults={'opts': {'a': '0'}}).export('sft', tmp_path / 'bad')
+    res = DatasetExporter(trajs, test_fraction=0.3, template_defaults={'opts': {'a': 0}}).export('sft', tmp_path / 'o')
+    _loads_as_served(res, {'train': {_exact({'opts': {'a': 1}})}, 'test': {_exact({'opts': {'a': 0}})}}, tmp_path)
+
+
+@pytest.mark.parametrize('fmt', ['grpo', 'openai'])
+def test_other_formats_are_checked_alike(tmp_path, fmt):
+    "The check reads the rows every JSONL format writes: GRPO groups and OpenAI rows are refused alike"
+    with pytest.raises(ExportError, match=r"field 'chat_template_kwargs\.opts\.a': a JSON string \('x'\) here, a JSON integer"):
+        DatasetExporter(_trajs([{'opts': {'a': 1}}] * 2, [{'opts': {'a': 'x'}}] * 2), test_fraction=0.3).export(fmt, tmp_path / 'o')
