@@ -128,7 +128,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
     res.quarantined += len(errors)                # (bad preference records were counted as they came)
     res.ungrouped = len(self._splitter.ungrouped)
     for said in export_warnings(res, self.group_by, w.tool_lists): warnings.warn(said, stacklevel=3)
-    if res.total == 0 and not res.note: res.note = explain_empty(res)
+    if res.total == 0: res.note = explain_empty(res, no_pairs=res.note)       # (`_pairs_built`'s reason, if any)
     return res
 
 # %% ../../nbs/42_hub_export.ipynb #abb2f310
@@ -219,12 +219,12 @@ def _pairs_built(self:DatasetExporter, row, spool, w, res:ExportResult, settings
 @patch
 def _pairs_given(self:DatasetExporter, row, spool, w, res:ExportResult, min_margin:float|None):
     "Write a pair per preference record whose sides resolve, pass the filter, and whose margin reaches `min_margin`"
-    for where, p, bad in pref_records(self.preferences):
+    for res.preferences, (where, p, bad) in enumerate(pref_records(self.preferences), 1):   # (records read: counted)
         try:
             if bad is not None: raise bad
             p, c, r, m = pref_record(p, where, spool)
             if not (why := pref_skip(self.filter, c, r, m, min_margin)): pair_template_kwargs(c, r, where)   # a pair used: one prompt
-        except ValueError as e: quarantine_pref(where, e, p, w.out / 'quarantine.jsonl'); res.quarantined += 1; continue
+        except ValueError as e: quarantine_pref(where, e, p, w.out / 'quarantine.jsonl', res); continue
         if why: _count(res.skipped, why); continue
         kw = {'step': p.get('step')} if p.get('level') == 'step' else {}
         out = row(c, r, m, self.tools(c), self.system_prompt, **kw)      # (sides served apart: refused above)
@@ -236,7 +236,7 @@ def _write_pairs(self:DatasetExporter, format:str, spool, w, res:ExportResult, s
     "Write the `dpo` or `dpo-seed` rows of the given or found preference pairs"
     row = dpo_row if format == 'dpo' else dpo_seed_row
     if self.preferences is None: self._pairs_built(row, spool, w, res, settings)
-    else: self._pairs_given(row, spool, w, res, settings.get('min_margin'))
+    else: res.preferences = 0; self._pairs_given(row, spool, w, res, settings.get('min_margin'))
 
 # %% ../../nbs/42_hub_export.ipynb #ca68156b
 @patch

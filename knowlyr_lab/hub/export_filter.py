@@ -123,10 +123,12 @@ def pref_record(p, where:str, spool)->tuple[dict, Trajectory|None, Trajectory|No
     return p, c, r, None if m is None else float(m)
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #fd2a278b
-def quarantine_pref(where:str, e:Exception, record, quarantine:Path):
-    "Write unusable preference `record`, its place ('file:line', 'preferences[i]') and why, to `quarantine`"
+def quarantine_pref(where:str, e:Exception, record, quarantine:Path,
+                    res:ExportResult): # the export's result, which counts it
+    "Write unusable preference `record`, its place ('file:line', 'preferences[i]') and why, to `quarantine`; count it"
     path, _, line = where.rpartition(':')
     quarantine_line(quarantine, path or None, int(line) if line.isdigit() else None, None, str(e), record)
+    res.quarantined += 1; res.preferences_quarantined += 1
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #b3ef0a48
 def pref_line(where:str, raw:bytes)->tuple:
@@ -154,6 +156,11 @@ def pref_skip(f:ExportFilter, c:Trajectory|None, r:Trajectory|None, # the export
     if why := f.reason(c) or f.reason(r): return f'preference_{why}'
     if min_margin is not None and m < min_margin: return 'below_min_margin'
 
+# %% ../../nbs/41c_hub_export_filter.ipynb #1a4d8a3e
+def _of_prefs(reason:str)->bool: # a reason an export skipped something for
+    "Whether `reason` is `pref_skip`'s: its count is of given preference records, not of trajectories"
+    return reason.startswith('preference_') or reason == 'below_min_margin'
+
 # %% ../../nbs/41c_hub_export_filter.ipynb #1643cbf1
 # a file that breaks off, is not text, or not Parquet
 UNREADABLE = (EOFError, zlib.error, OSError, UnicodeDecodeError, pa.ArrowException)
@@ -177,13 +184,16 @@ class ExportResult:
     output_dir: str
     paths: dict = field(default_factory=dict)     # split -> file or directory
     counts: dict = field(default_factory=dict)    # split -> rows
-    skipped: dict = field(default_factory=dict)   # reason -> trajectories left out
+    # reason -> trajectories left out (`pref_skip`'s reasons: given preference records)
+    skipped: dict = field(default_factory=dict)
     quarantined: int = 0                          # unreadable input records or files (see quarantine.jsonl)
     read: int = 0                                 # trajectories read (kept or filtered out)
     ungrouped: int = 0                            # tasks without the `group_by` field: each split as its own group
     rows_from_failures: int = 0                   # SFT rows (sft, sft-agent, openai) of verified failures
     # DPO from trajectories: build_preferences' counts (ties, one_trajectory, ...)
     pairs: dict = field(default_factory=dict)
+    preferences: int|None = None                  # DPO from given preferences: the records read (None: none given)
+    preferences_quarantined: int = 0              # those of `quarantined` that are preference records
     note: str = ''                                # why nothing was written, when nothing was
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #1c890928
@@ -201,14 +211,31 @@ def check_export_settings(format:str, pairs:dict):
     bad = sorted(set(pairs) - set(_PAIR_KEYS))
     if bad: raise ExportError(f"unknown export settings {bad}; DPO settings are {', '.join(_PAIR_KEYS)}")
 
-# %% ../../nbs/41c_hub_export_filter.ipynb #a66d3ca8
-def explain_empty(res:ExportResult)->str:
-    "Why an export wrote no rows"
+# %% ../../nbs/41c_hub_export_filter.ipynb #745a1538
+def _trajectories_said(res:ExportResult)->str:
+    "What became of the trajectories an export read, for its note: how many, and those left out or unusable"
+    bad = res.quarantined - res.preferences_quarantined
+    left = {k: v for k, v in res.skipped.items() if not _of_prefs(k)}
     if res.read == 0:
-        bad = f" ({res.quarantined} unreadable records or files: see quarantine.jsonl)" if res.quarantined else ''
-        return "0 rows: no trajectory could be read" + bad
-    left = {k: v for k, v in res.skipped.items()}
-    return f"0 rows from {res.read} trajectories" + (f": left out {left}" if left else '')
+        why = f" ({bad} unreadable records or files: see quarantine.jsonl)" if bad else ''
+        return "no trajectory could be read" + why
+    lost = [f"left out {left}"] * bool(left) + [f"{bad} unusable records or files (see quarantine.jsonl)"] * bool(bad)
+    return f"{res.read} trajectories" + (f": {', '.join(lost)}" if lost else ', none left out')
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #a66d3ca8
+def explain_empty(res:ExportResult,
+                  no_pairs:str='', # why `build_preferences` found no pair (DPO from trajectories)
+                 )->str:
+    "Why an export wrote no rows, counting what failed: the trajectories, pairs built of them, preference records given"
+    traj, bad = _trajectories_said(res), res.preferences_quarantined
+    left = {k: v for k, v in res.skipped.items() if _of_prefs(k)}
+    if res.preferences is not None:
+        lost = [f"{bad} unusable (see quarantine.jsonl)"] * bool(bad) + [f"left out {left}"] * bool(left)
+        said = f": {', '.join(lost)}" if lost else ''
+        return f"0 rows from {res.preferences} preference records{said}; {traj}"
+    failed = res.quarantined > bad or any(not _of_prefs(k) for k in res.skipped)     # of the trajectories
+    if no_pairs: return no_pairs + (f"; {traj}" if failed else '')
+    return ("0 rows: " if res.read == 0 else "0 rows from ") + traj
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #41720fe2
 def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None)->list[str]: # `SplitWriter.tool_lists`
