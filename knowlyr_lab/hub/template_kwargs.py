@@ -66,6 +66,7 @@ class _KwargsShape:
         self.kinds = {}     # key path -> {JSON type: the place of its first row}
         self.keys = {}      # key path of objects -> (the first one's keys, its row's place)
         self.seen, self.typed, self.common = {}, {}, {}   # split -> its rows' paths; those not null; the keys all have
+        self.done = set()   # (split, variables as JSON) recorded: a row with the same adds nothing
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #1fec9593
 @patch
@@ -87,6 +88,9 @@ def _differs(self:_KwargsShape, path:tuple, v, where)->ExportError|None: # value
 @patch
 def add(self:_KwargsShape, split:str, kw:dict, where): # a row's split, its variables, and its place
     "Record the JSON types in row variables `kw`; an `ExportError` for one that cannot share its column"
+    if (done := (split, orjson.dumps(kw))) in self.done: return        # most rows repeat a few sets of variables
+    if len(self.done) > 1 << 12: self.done.clear()                     # (memory stays flat)
+    self.done.add(done)
     seen, typed = self.seen.setdefault(split, set()), self.typed.setdefault(split, set())
     self.common[split] = self.common.get(split, kw.keys()) & kw.keys()
     for path, v in _walk(kw):
