@@ -58,6 +58,7 @@ def json_int(s:str)->int:
 # %% ../nbs/00aa_action_text.ipynb #93b2e553
 _INT64 = (-2**63, 2**64 - 1)   # the integers a call may carry: signed and unsigned 64-bit
 _SURROGATE = re.compile(r'[\ud800-\udfff]')   # half of a UTF-16 pair: no UTF-8 encodes it
+_CYCLE = 'a cycle: the list or dict that holds it, which JSON cannot write'
 
 def _not_json(v)->str|None:
     "What makes `v` itself (its items aside) no JSON value a trajectory writes unchanged; None: it is one"
@@ -73,16 +74,20 @@ def json_call(call:dict,          # a canonical action
               where:str|None=None, # what the call was read from, for the error
              )->dict:             # `call`, when each value in it is one (`_not_json`)
     "`call`, refused naming the first field, argument or key in it that is no JSON value a trajectory writes unchanged"
-    todo = [(f"argument {k!r}", k, v) for k, v in reversed(call['params'].items())]   # a stack: no recursion
-    todo += [(repr(k), '', v) for k, v in call.items() if k != 'params']   # tool, call_id, thought: first
+    todo = [(repr(k), '', v) for k, v in reversed(call.items()) if k != 'params'] + [(None, '', call['params'])]
+    todo += [(f"argument {k!r}", k, v) for k, v in reversed(call['params'].items())]   # a stack: no recursion
+    walked = {id(call): False, id(call['params']): False}   # a container's id -> all walked (False: still in it)
     while todo:
         path, key, v = todo.pop()
+        if path is None: walked[id(v)] = True; continue   # the end of container `v`
         bad_key = None if isinstance(key, str) else 'a value JSON cannot carry (a key that is no string)'
-        if why := bad_key or _not_json(key) or _not_json(v):
+        if why := bad_key or _not_json(key) or _not_json(v) or (walked.get(id(v)) is False and _CYCLE):
             msg = f"tool {call['tool']!r}: {path} holds {why}"
             raise InvalidActionError(f"{where}: {msg}" if where else msg)
+        if not isinstance(v, (dict, list)) or id(v) in walked: continue   # a scalar, or a container walked already
+        walked[id(v)] = False; todo.append((None, '', v))
         if isinstance(v, dict): todo += [(f"{path}[{k!r}]", k, x) for k, x in reversed(v.items())]
-        elif isinstance(v, list): todo += [(f"{path}[{i}]", '', x) for i, x in reversed(list(enumerate(v)))]
+        else: todo += [(f"{path}[{i}]", '', x) for i, x in reversed(list(enumerate(v)))]
     return call
 
 # %% ../nbs/00aa_action_text.ipynb #0233e47b
@@ -176,14 +181,17 @@ def tool_name_of(expr:str)->str:
     return m.group(1) if m else ''
 
 # %% ../nbs/00aa_action_text.ipynb #e6ad96ed
-def _as_dict(obj):
+def _as_dict(obj, within:tuple=()): # the objects `obj` was read from: one of them again is a cycle
     "A plain dict view of an SDK object (pydantic models, dataclasses) or a dict"
     if isinstance(obj, dict): return obj
     for meth in ('model_dump', 'to_dict', 'dict'):
         if hasattr(obj, meth):
             try: return getattr(obj, meth)()
             except TypeError: pass
-    if hasattr(obj, '__dict__'): return {k: _as_dict(v) if hasattr(v, '__dict__') else v for k, v in vars(obj).items()}
+    if any(o is obj for o in within):
+        raise InvalidActionError(f"cannot read an action from a {type(obj).__name__} that holds itself")
+    if hasattr(obj, '__dict__'):
+        return {k: _as_dict(v, (*within, obj)) if hasattr(v, '__dict__') else v for k, v in vars(obj).items()}
     raise InvalidActionError(f"cannot read an action from a {type(obj).__name__}")
 
 # %% ../nbs/00aa_action_text.ipynb #172c7c59

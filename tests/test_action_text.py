@@ -565,3 +565,36 @@ def test_a_rollout_with_a_lone_surrogate_writes(tmp_path):
     write_trajectories([t], tmp_path / 't.jsonl')
     (back,) = read_trajectories(tmp_path / 't.jsonl')
     assert back.steps[2].action.params == {'n': 3, 'opts': [1e300, -0.0]}
+
+# A dict action that holds itself (`a['x'] = a`, a list inside itself, a call whose thought is the call) sent `json_call`'s
+# walk round the cycle for ever, the path it names growing with each turn: `parse_action` and an env's `step` never
+# returned. An SDK object that holds itself was a RecursionError out of `_as_dict`. Each is an invalid action now, naming
+# where the cycle closes; a list shared by two arguments is no cycle, and is walked once however often it is shared.
+def _cyclic_actions():
+    a = {'n': 1}; a['x'] = a
+    ring = []; ring.append({'up': ring})
+    call = {'tool': 'bash', 'params': {'n': 1}}; call['thought'] = call
+    tool_use = {'type': 'tool_use', 'name': 'bash', 'input': a}
+    return [({'tool': 'bash', 'params': a}, r"^tool 'bash': argument 'x' holds a cycle"),
+            ({'tool': 'bash', 'params': {'opts': ring}}, r"^tool 'bash': argument 'opts'\[0\]\['up'\] holds a cycle"),
+            (call, r"^tool 'bash': 'thought'\['thought'\] holds a cycle"), (tool_use, r"argument 'x' holds a cycle")]
+
+def test_a_dict_action_that_holds_itself_is_an_invalid_action():
+    import threading
+    from types import SimpleNamespace
+    out = {}
+    def run():   # on main the walk never ends: run it where a test can give up on it
+        for action, why in _cyclic_actions():
+            with pytest.raises(InvalidActionError, match=why): parse_action(action)
+            env = BashEnv(); env.reset()
+            ts = env.step(action)
+            assert ts.info.get('invalid_action') and ts.call is None and 'holds a cycle' in ts.observation
+        me = SimpleNamespace(name='bash'); me.input = SimpleNamespace(back=me)
+        with pytest.raises(InvalidActionError, match="cannot read an action from a SimpleNamespace that holds itself"):
+            parse_action(me)
+        shared = [1, 2]; wide = [0]
+        for _ in range(64): wide = [wide, wide]   # 2**64 paths through 65 lists
+        out['ok'] = parse_action({'tool': 'bash', 'params': {'n': 1, 'opts': [shared, shared, wide]}})['params']['n']
+    t = threading.Thread(target=run, daemon=True); t.start(); t.join(30)
+    assert not t.is_alive(), "reading a cyclic action did not return"
+    assert out.get('ok') == 1
