@@ -18,8 +18,8 @@ from typing import Callable
 from .errors import InvalidActionError
 
 # %% auto #0
-__all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_int', 'json_call', 'json_params', 'parse_react',
-           'tool_name_of', 'dialect_reader', 'parse_action_dict']
+__all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_int', 'json_call', 'value_type', 'json_params',
+           'parse_react', 'tool_name_of', 'dialect_reader', 'parse_action_dict']
 
 # %% ../nbs/00aa_action_text.ipynb #a3f8d5c6
 TOOL_NAME = r"[A-Za-z_][\w.\-]*"   # a tool's name: an identifier, which may hold `.` and `-` (an MCP server's)
@@ -49,7 +49,6 @@ class _LongInt(int):
     def __new__(cls, s:str):
         i = super().__new__(cls, -2**63 - 1 if s.startswith('-') else 2**64); i.text = s; return i
     def __repr__(self): return self.text
-_LongInt.__name__ = 'int'   # an error names its type as JSON's: an integer
 
 def json_int(s:str)->int:
     "`parse_int` of the JSON readers: a literal as an int, never converted past 21 characters (outside 64 bits)"
@@ -90,6 +89,11 @@ def json_call(call:dict,          # a canonical action
         else: todo += [(f"{path}[{i}]", '', x) for i, x in reversed(list(enumerate(v)))]
     return call
 
+# %% ../nbs/00aa_action_text.ipynb #af1ee979
+def value_type(v)->str:
+    "The type an error names for value `v`: `int` for a JSON integer past 64 bits (a `_LongInt`), else its class's name"
+    return 'int' if isinstance(v, _LongInt) else type(v).__name__
+
 # %% ../nbs/00aa_action_text.ipynb #0233e47b
 def json_params(args,       # tool arguments: a JSON string, a dict, or None/empty (no arguments)
                 where:str, # what the arguments belong to, for the error
@@ -98,7 +102,7 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
     if args is None or args == '': return {}
     if isinstance(args, dict): return args
     if not isinstance(args, str):
-        raise InvalidActionError(f"{where}: arguments must be a JSON object, got {type(args).__name__}")
+        raise InvalidActionError(f"{where}: arguments must be a JSON object, got {value_type(args)}")
     try:
         with deep_refused(f"{where}: arguments are nested too deeply to read: {args[:40]!r}"):
             params = json.loads(args, parse_int=json_int)
@@ -106,7 +110,7 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
         raise InvalidActionError(
             f"{where}: arguments are not valid JSON ({e.msg} at column {e.colno}): {args[:80]!r}") from None
     if not isinstance(params, dict):
-        raise InvalidActionError(f"{where}: arguments must be a JSON object, got {type(params).__name__}")
+        raise InvalidActionError(f"{where}: arguments must be a JSON object, got {value_type(params)}")
     return params
 
 # %% ../nbs/00aa_action_text.ipynb #2587f513
@@ -201,7 +205,7 @@ def _from_canonical(d:dict)->dict:
         raise InvalidActionError(f"'tool' must be a non-empty string, got {d['tool']!r}")
     params = d.get('params') if d.get('params') is not None else {}
     if not isinstance(params, dict):
-        raise InvalidActionError(f"'params' of tool {d['tool']!r} must be a dict, got {type(params).__name__}")
+        raise InvalidActionError(f"'params' of tool {d['tool']!r} must be a dict, got {value_type(params)}")
     out = {'tool': d['tool'], 'params': params}
     for k in ('call_id', 'thought'):
         if d.get(k) is not None: out[k] = d[k]
@@ -213,7 +217,7 @@ def _from_anthropic(d:dict)->dict:
     if not isinstance(d.get('name'), str) or not d['name']:
         raise InvalidActionError(f"tool_use 'name' must be a non-empty string, got {d.get('name')!r}")
     if not isinstance(d.get('input', {}), dict):
-        raise InvalidActionError(f"tool_use 'input' must be an object, got {type(d['input']).__name__}")
+        raise InvalidActionError(f"tool_use 'input' must be an object, got {value_type(d['input'])}")
     out = {'tool': d['name'], 'params': d.get('input') or {}}
     if d.get('id'): out['call_id'] = d['id']
     return out

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Callable
 
-from .action_text import ACTION_RE, TOOL_NAME, deep_refused, dialect_reader, json_call, json_int, json_params, parse_react
+from .action_text import ACTION_RE, TOOL_NAME, deep_refused, dialect_reader, json_call, json_int, json_params, parse_react, value_type
 from .errors import InvalidActionError
 
 # %% auto #0
@@ -86,7 +86,7 @@ def _json_at(text:str,        # text with a JSON value at `i`, after whitespace
 def _call_of(d, fmt:str)->dict:
     "A decoded call of format `fmt` as a canonical action: `{name, arguments}` or a dict dialect (`dialect_reader`)"
     what = fmt if fmt == _JSON else f"{fmt} tool call"
-    if not isinstance(d, dict): raise InvalidActionError(f"{what} must be a JSON object, got {type(d).__name__}")
+    if not isinstance(d, dict): raise InvalidActionError(f"{what} must be a JSON object, got {value_type(d)}")
     if read := dialect_reader(d):
         try: return json_call(read(d))
         except InvalidActionError as e: raise InvalidActionError(f"{what}: {e}") from None
@@ -98,7 +98,7 @@ def _call_of(d, fmt:str)->dict:
     args = next((d[k] for k in ('arguments', 'parameters', 'params') if k in d), None)
     if isinstance(args, str): args = json_params(args, f"{what} {name!r}")
     if args is not None and not isinstance(args, dict):
-        raise InvalidActionError(f"{what} {name!r}: arguments must be an object, got {type(args).__name__}")
+        raise InvalidActionError(f"{what} {name!r}: arguments must be an object, got {value_type(args)}")
     return json_call({'tool': name, 'params': args or {}}, what)
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #10784d73

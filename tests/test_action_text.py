@@ -598,3 +598,18 @@ def test_a_dict_action_that_holds_itself_is_an_invalid_action():
     t = threading.Thread(target=run, daemon=True); t.start(); t.join(30)
     assert not t.is_alive(), "reading a cyclic action did not return"
     assert out.get('ok') == 1
+
+# `_LongInt` (the integer the JSON readers keep for a literal past 21 characters) renamed its class `int`, so that errors
+# read "got int": `type(v).__name__` said `int` of a value whose int is a stand-in (2**64), while `type(v)` and its
+# qualname said `_LongInt`. The class keeps its name; the errors name a value's type with `value_type`, which calls a
+# `_LongInt` an int, so every message still reads as JSON has it.
+def test_a_long_integer_says_its_class_and_errors_name_it_an_int():
+    from knowlyr_lab.action_text import json_int
+    long = json.loads(N, parse_int=json_int)
+    assert (type(long).__name__, type(long).__qualname__, isinstance(long, int)) == ('_LongInt', '_LongInt', True)
+    from knowlyr_lab.action_text import value_type
+    assert [value_type(v) for v in (long, 3, False, 'x', None)] == ['int', 'int', 'bool', 'str', 'NoneType']
+    for action, why in [({'tool': 'bash', 'params': long}, r"'params' of tool 'bash' must be a dict, got int$"),
+                        ({'type': 'tool_use', 'name': 'bash', 'input': long}, r"'input' must be an object, got int$"),
+                        (f'[TOOL_CALLS] {N}', r"^\[TOOL_CALLS\] tool call must be a JSON object, got int$")]:
+        with pytest.raises(InvalidActionError, match=why): parse_action(action)
