@@ -165,8 +165,8 @@ def _probe(tokenizer, fmt:str, arguments:str)->dict:
                 'error': f"{type(e).__name__}: {e}"[:200]}
     reply = upto[len(prompt):] if upto.startswith(prompt) else ''   # the call turn as the model would write it
     try:
-        read = parse_reply(reply)[1] == [{'tool': 'probe_tool_q7',
-                                          'params': _PROBE_ARGS}] and bool(_AS_OBJECT.search(reply))
+        calls = [{k: v for k, v in c.items() if k != 'call_id'} for c in parse_reply(reply)[1]]   # the id it may write aside
+        read = calls == [{'tool': 'probe_tool_q7', 'params': _PROBE_ARGS}] and bool(_AS_OBJECT.search(reply))
     except InvalidActionError: read = False
     calls = 'probe-value-k5' in text and 'probe_tool_q7' in text.replace('probe description z3', '')
     return {'tools': 'probe description z3' in text, 'tool_calls': calls, 'tool_results': 'probe result m2' in text,

@@ -21,6 +21,7 @@ __all__ = ['tool_call_format', 'parse_reply', 'parse_action_text']
 _TC_OPEN, _MISTRAL, _JSON = '<tool_call>', '[TOOL_CALLS]', 'JSON tool call'
 _JSON_START = re.compile(r"\s*(?:```[\w-]*\s*)?(?:<\|python_tag\|>\s*)?(?=\{)")
 _LLAMA_RE = re.compile(r'(<\|python_tag\|>\s*)?\{\s*"name"\s*:')
+_LLAMA_SEP = re.compile(r'\s*;\s*(?=\{\s*"name"\s*:)')   # between two of Llama's calls (vLLM's llama3_json)
 _ENDS = ('```', '<|im_end|>', '<|endoftext|>', '</s>', '<|eot_id|>', '<|eom_id|>', '<|end_of_text|>')   # a fence; eos
 _TAIL_RE = re.compile(rf"\s*(?:(?:{'|'.join(map(re.escape, _ENDS))})\s*)*\Z")   # what may follow a JSON call
 _TC_RE = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.S)   # a block: strip it
@@ -28,14 +29,16 @@ _DEC = json.JSONDecoder(parse_int=json_int)   # an integer past 64 bits is refus
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #0f09566c
 def _llama_call(text:str)->re.Match|None:
-    "Where Llama 3.x's call starts in `text`: the first `{\"name\": ...}` object that ends the text or is malformed"
+    "Where Llama 3.x's calls start: the first `{\"name\": ...}` objects (`;` between) that end `text` or are malformed"
     if '"parameters"' not in text and '"arguments"' not in text: return None
     end = 0
     for m in _LLAMA_RE.finditer(text):
         i = text.index('{', m.start())
         if i < end: continue                     # inside an object the thought quotes
-        try: end = _DEC.raw_decode(text, i)[1]
-        except json.JSONDecodeError: return m    # meant as a call, malformed
+        try:
+            end = _DEC.raw_decode(text, i)[1]
+            while sep := _LLAMA_SEP.match(text, end): end = _DEC.raw_decode(text, sep.end())[1]   # its next call
+        except (json.JSONDecodeError, RecursionError): return m   # meant as a call: malformed, or too deep to read
         if _TAIL_RE.match(text, end): return m
     return None
 
@@ -56,6 +59,8 @@ def tool_call_format(text:str)->str|None:
 # %% ../nbs/00aab_tool_call_formats.ipynb #b6f3f4b2
 _SPACES = re.compile(r"\s*")
 _MISTRAL_TAIL = re.compile(rf"\s*(?={re.escape(_MISTRAL)})|{_TAIL_RE.pattern}")   # what may follow a list
+_JSON_TAIL = re.compile(rf"{_LLAMA_SEP.pattern}|{_TAIL_RE.pattern}")   # what may follow a JSON call; `;`: Llama's next
+_V11_CALL = re.compile(rf"({TOOL_NAME})(?:\[CALL_ID\](\w+))?(?:\[ARGS\]|(?=\{{))")   # Mistral v11+: name[ARGS]
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #31d49f30
 def _line_col(text:str, i:int, pos:int)->str:
@@ -99,7 +104,9 @@ def _call_of(d, fmt:str)->dict:
     if isinstance(args, str): args = json_params(args, f"{what} {name!r}")
     if args is not None and not isinstance(args, dict):
         raise InvalidActionError(f"{what} {name!r}: arguments must be an object, got {value_type(args)}")
-    return json_call({'tool': name, 'params': args or {}}, what)
+    if not isinstance(cid := d.get('id') or '', str):
+        raise InvalidActionError(f"{what} {name!r}: 'id' must be a string, got {value_type(cid)}")
+    return json_call({'tool': name, 'params': args or {}, **({'call_id': cid} if cid else {})}, what)
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #10784d73
 def _hermes_calls(text:str, i:int)->tuple[str, list[dict]]:
@@ -113,18 +120,24 @@ def _hermes_calls(text:str, i:int)->tuple[str, list[dict]]:
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #3ac77862
 def _mistral_calls(text:str, i:int)->tuple[str, list[dict]]:
-    "The thought before the first `[TOOL_CALLS]`, at `i`, and the calls in the JSON list (or object) after each tag"
+    "The thought before the first `[TOOL_CALLS]`, at `i`, and the calls after each tag: `name[ARGS]{...}` or a JSON list"
     thought, calls = text[:i].strip(), []
     while i < len(text):
-        d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i + len(_MISTRAL))
+        i = _SPACES.match(text, i + len(_MISTRAL)).end()
+        if v11 := _V11_CALL.match(text, i): i = v11.end()   # the name (and call id) written before the arguments
+        d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i)
+        if v11: d = {'name': v11[1], 'arguments': d, **({'id': v11[2]} if v11[2] else {})}
         calls += [_call_of(c, _MISTRAL) for c in (d if isinstance(d, list) else [d])]
     return thought, calls
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #3aabe743
 def _json_calls(text:str, i:int)->tuple[str, list[dict]]:
-    "The thought before the JSON call at `i` and its call, which must end the text"
-    d, _ = _json_at(text, _JSON, _TAIL_RE, text.index('{', i))
-    return text[:i].strip(), [_call_of(d, _JSON)]
+    "The thought before the JSON call at `i` and its calls, which end the text: one object, or Llama's joined by `;`"
+    thought, calls, i = text[:i].strip(), [], text.index('{', i)
+    while i < len(text):
+        d, i = _json_at(text, _JSON, _JSON_TAIL, i)
+        calls.append(_call_of(d, _JSON))
+    return thought, calls
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #99d6d9e5
 _READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_calls}

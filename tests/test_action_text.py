@@ -184,7 +184,10 @@ DEEP = ['<tool_call>' + '[' * 100_000, '[TOOL_CALLS] ' + '[' * 100_000, '{"name"
         '{"name": "move", "arguments": "' + '[' * 100_000 + '"}', '<tool_call>{"x": ' + '[' * 995 + ']' * 995 + '}',
         'Action: move\nAction Input: ' + '[' * 100_000, 'Action: move(direction=' + '1+' * 100_000 + '1)',
         'Action: move(direction=' + '-' * 100_000 + '1)', 'Action: move' + '.b' * 100_000 + '()',
-        'Action: move({"direction": ' + '[' * 100_000 + '})', 'Action: move({"direction": ' + '[' * 300 + ']' * 300 + ', "x": null})']
+        'Action: move({"direction": ' + '[' * 100_000 + '})', 'Action: move({"direction": ' + '[' * 300 + ']' * 300 + ', "x": null})',
+        'Ok. {"name": "move", "parameters": ' + '[' * 100_000,   # Llama's call after a thought: RecursionError on main
+        'Ok. {"name": "a", "parameters": {}}; {"name": "move", "parameters": ' + '[' * 100_000,
+        '[TOOL_CALLS]move[ARGS]' + '[' * 100_000]
 
 @pytest.mark.parametrize('text', DEEP, ids=range(len(DEEP)))
 def test_deep_nesting_is_an_invalid_action(text):
@@ -613,3 +616,77 @@ def test_a_long_integer_says_its_class_and_errors_name_it_an_int():
                         ({'type': 'tool_use', 'name': 'bash', 'input': long}, r"'input' must be an object, got int$"),
                         (f'[TOOL_CALLS] {N}', r"^\[TOOL_CALLS\] tool call must be a JSON object, got int$")]:
         with pytest.raises(InvalidActionError, match=why): parse_action(action)
+
+# Mistral's tokenizers from v11 on write each call as `[TOOL_CALLS]name[ARGS]{arguments}`, one tag per call (v11 writes
+# `[CALL_ID]id` before `[ARGS]`, v13 does not: mistral-common's InstructTokenizerV11/V13), and a decode that drops the
+# `[ARGS]` token leaves `name{...}`, which vLLM's mistral parser reads too; before v11 a JSON list follows the tag, each
+# call with its "id". Llama 3.x may write several JSON calls joined by `;` (vLLM's llama3_json parser). The v11 forms
+# were refused as "not valid JSON"; Llama's run was refused as "text after the call", and after a thought its first
+# calls were taken into the thought and only the last was read (a call silently lost). The strings are vLLM's tests'
+# (tests/tool_parsers/test_mistral_tool_parser.py, test_llama3_json_tool_parser.py): no installed template renders
+# them (trl ships no Mistral template, and its Llama 3.1/3.2 templates refuse more than one call).
+ADD, MUL = {'tool': 'add', 'params': {'a': 3.5, 'b': 4}}, {'tool': 'multiply', 'params': {'a': 3, 'b': 6}}
+SEARCH = [{'tool': 'searchTool', 'params': {'query': 'test1'}}, {'tool': 'getOpenIncidentsTool', 'params': {}},
+          {'tool': 'searchTool', 'params': {'query': 'test2'}}]
+RUN = ('{"name": "searchTool", "parameters": {"query": "test1"}}; {"name": "getOpenIncidentsTool", "parameters": {}}; '
+       '{"name": "searchTool", "parameters": {"query": "test2"}}')
+NEW_FORMATS = [
+    ('[TOOL_CALLS]add[ARGS]{"a": 3.5, "b": 4}', '', [ADD]),
+    ('[TOOL_CALLS]add[ARGS]{"a": 3.5, "b": 4}[TOOL_CALLS]multiply[ARGS]{"a": 3, "b": 6}', '', [ADD, MUL]),
+    ('[TOOL_CALLS]add{"a": 3.5, "b": 4}[TOOL_CALLS]multiply{"a": 3, "b": 6}', '', [ADD, MUL]),
+    ('hi[TOOL_CALLS]add[ARGS]{"a": 3.5, "b": 4}</s>', 'hi', [ADD]),
+    ('[TOOL_CALLS]add[CALL_ID]a1b2c3d4e[ARGS]{"a": 3.5, "b": 4}</s>', '', [{**ADD, 'call_id': 'a1b2c3d4e'}]),
+    ('[TOOL_CALLS] [{"name": "add", "arguments": {"a": 3.5, "b": 4}, "id": "a1b2c3d4e"}]</s>', '', [{**ADD, 'call_id': 'a1b2c3d4e'}]),
+    (RUN, '', SEARCH),
+    (RUN.replace('; ', ' ; '), '', SEARCH),
+    (f'Here are the results: {RUN}<|eot_id|>', 'Here are the results:', SEARCH),
+    (f'```json\n{RUN}\n```', '', SEARCH)]
+
+@pytest.mark.parametrize('text, thought, calls', NEW_FORMATS, ids=range(len(NEW_FORMATS)))
+def test_mistral_v11_and_llama_runs_of_calls_read(text, thought, calls):
+    assert parse_reply(text) == (thought, calls)
+    if len(calls) > 1:
+        with pytest.raises(InvalidActionError, match=rf"reply holds {len(calls)} tool calls; a step takes one"): parse_action(text)
+    else: assert parse_action(text) == {**calls[0], **({'thought': thought} if thought else {})}
+
+def _new_format_calls(value):
+    "bash(x=<value>) as Mistral v11+ writes it and in a run of Llama calls, `value` as JSON text"
+    args = f'{{"x": {value}}}'
+    return [f'[TOOL_CALLS]bash[ARGS]{args}', f'[TOOL_CALLS]bash{args}</s>', f'[TOOL_CALLS]bash[CALL_ID]a1b2c3d4e[ARGS]{args}',
+            f'[TOOL_CALLS]look[ARGS]{{}}[TOOL_CALLS]bash[ARGS]{args}', f'{{"name": "bash", "parameters": {args}}}; {{"name": "look", "parameters": {{}}}}',
+            f'Ok.\n{{"name": "look", "parameters": {{}}}}; {{"name": "bash", "parameters": {args}}}<|eot_id|>']
+
+RULES = NOT_JSON_VALUES + [(str(BIG), 'an integer outside 64 bits'), (HUGE, 'an integer outside 64 bits'),
+                           ('[1, "\\udfff"]', 'a lone surrogate')]
+
+@pytest.mark.parametrize('value, why', RULES, ids=range(len(RULES)))
+def test_mistral_v11_and_llama_runs_keep_every_rule(value, why):
+    for action in _new_format_calls(value):
+        for parse in (parse_reply, parse_action):
+            with pytest.raises(InvalidActionError, match=why): parse(action)
+        env = BashEnv(); env.reset()
+        ts = env.step(action)
+        assert ts.info.get('invalid_action') and ts.call is None, action
+
+AFTER_A_CALL = [('[TOOL_CALLS]bash[ARGS]{"n": 1} rm -rf /', r"^malformed \[TOOL_CALLS\]: text after the call at line 1 column 10: 'rm -rf /'"),
+                ('[TOOL_CALLS]bash[ARGS]{"n": 1}{"n": 2}', r"^malformed \[TOOL_CALLS\]: text after the call at line 1 column 9"),
+                ('[TOOL_CALLS]bash[ARGS]{"n": 1', r"^malformed \[TOOL_CALLS\]: not valid JSON at line 1 column"),
+                ('[TOOL_CALLS]bash[ARGS][1]', r"^\[TOOL_CALLS\] tool call 'bash': arguments must be an object, got list$"),
+                ('[TOOL_CALLS]bash', r"^malformed \[TOOL_CALLS\]: not valid JSON at line 1 column 1"),
+                ('[TOOL_CALLS] [{"name": "bash", "arguments": {}, "id": 7}]', r"^\[TOOL_CALLS\] tool call 'bash': 'id' must be a string, got int$"),
+                ('{"name": "bash", "parameters": {}}; rm -rf /', r"^malformed JSON tool call: text after the call at line 1 column 35: ';"),
+                ('{"name": "bash", "parameters": {}};', r"^malformed JSON tool call: text after the call"),
+                ('{"name": "a", "parameters": {}}; {"name": "bash", "parameters": ', r"^malformed JSON tool call: not valid JSON")]
+
+@pytest.mark.parametrize('text, why', AFTER_A_CALL, ids=range(len(AFTER_A_CALL)))
+def test_mistral_v11_and_llama_runs_refuse_what_is_no_call(text, why):
+    for parse in (parse_reply, parse_action):
+        with pytest.raises(InvalidActionError, match=why): parse(text)
+    env = BashEnv(); env.reset()
+    assert env.step(text).info.get('invalid_action')
+
+def test_a_quoted_llama_run_is_still_text():
+    "A run of objects the thought quotes, more text after it, is no call, as a single quoted object is not (as on main)"
+    text = f'Thought: I could send {RUN}\nAction: look'
+    assert parse_reply(f'I could send {RUN} and wait.') == (f'I could send {RUN} and wait.', [])
+    assert parse_action(text) == {'tool': 'look', 'params': {}, 'thought': f'I could send {RUN}'}
