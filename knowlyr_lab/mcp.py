@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_errors import missing_extra, run_cli
+from .envs.sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, positive_int, timed_h11
 from .mcp_copy import CopyLimits
 from .mcp_private import narrow_umask
 
@@ -139,6 +140,13 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
     app.doc_issues = lambda: list(issues)
     return app
 
+# %% ../nbs/95_mcp.ipynb #2a56b6e8
+def _jsonrpc_error(msg:str)->dict:
+    "The JSON body of an HTTP error as the MCP SDK's streamable HTTP transport sends it: a JSON-RPC error saying `msg`"
+    from mcp.types import INVALID_REQUEST, ErrorData, JSONRPCError
+    err = JSONRPCError(jsonrpc='2.0', id=None, error=ErrorData(code=INVALID_REQUEST, message=msg))
+    return err.model_dump(mode='json', by_alias=True, exclude_unset=True)
+
 # %% ../nbs/95_mcp.ipynb #4d8ecf26
 def _parser()->argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='knowlyr-lab-mcp', description="knowlyr-lab MCP server: sandboxes, recorder, reward and hub tools. "
@@ -158,6 +166,12 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--transport', choices=['stdio', 'http'], default='stdio', help="stdio (default) or streamable HTTP on 127.0.0.1")
     p.add_argument('--port', type=int, default=8765, help="HTTP port on 127.0.0.1 (0: a free one; default 8765)")
     p.add_argument('--token-file', help="HTTP bearer token file (read if it exists, else written 0600); default: $KNOWLYR_MCP_TOKEN or a fresh token printed on stderr")
+    p.add_argument('--request-timeout', type=float, default=REQUEST_TIMEOUT,
+                   help="HTTP: seconds a connection has to send a whole request, head and body; "
+                        "a slower one gets HTTP 408 and is closed (default: %(default)s)")
+    p.add_argument('--max-head-bytes', type=int, default=MAX_HEAD_BYTES,
+                   help="HTTP: bytes of a request head (request line and headers); "
+                        "a longer one gets HTTP 431 (414: the request line alone) and is closed (default: %(default)s)")
     return p
 
 def _token(path:str|None)->tuple[str, str|None]:
@@ -170,15 +184,18 @@ def _write_token(path:str, tok:str):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, 'w') as f: f.write(tok + '\n')
 
-def serve_http(app:MCPServer, port:int=8765, token_note:str|None=None):
+def serve_http(app:MCPServer, port:int=8765, token_note:str|None=None,
+               request_timeout:float=REQUEST_TIMEOUT, # seconds a connection has to send a request (then 408, closed)
+               max_head_bytes:int=MAX_HEAD_BYTES):    # bytes of a request head (431, closed, past them; 414: its line)
     "Serve streamable HTTP on 127.0.0.1:`port` (0: a free port), printing the URL (and `token_note`) on stderr once it listens"
     import anyio
     import uvicorn
+    http = timed_h11(request_timeout, max_head_bytes, _jsonrpc_error)   # uvicorn's h11 with a deadline and a head bound
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(('127.0.0.1', port)); sock.listen(128)   # listening before the URL is printed: early clients wait in the backlog
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(host='127.0.0.1'), log_level='warning'))
+    server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(host='127.0.0.1'), http=http, log_level='warning'))
     print(f"knowlyr-lab MCP server on {url}", file=sys.stderr, flush=True)
     if token_note: print(token_note, file=sys.stderr, flush=True)
     anyio.run(lambda: server.serve(sockets=[sock]))
@@ -190,6 +207,7 @@ def _serve(a)->int:
         if not sep or not k: raise ValueError(f"--template wants NAME=DIR, got {t!r}")
         tpls[k] = d
     if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
+    positive_int(a.max_head_bytes, '--max-head-bytes')
     narrow_umask()                  # before any thread: nothing the server makes is writable by other users
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),
@@ -200,7 +218,8 @@ def _serve(a)->int:
     tok, where = _token(a.token_file)
     app = build_server(a.root, tpls, a.max_sandboxes, token=tok, **caps)   # root and templates checked before a token is written or shown
     if where is None and a.token_file: _write_token(a.token_file, tok); where = a.token_file
-    serve_http(app, a.port, token_note=f"bearer token: {tok}" if where is None else f"bearer token: the one in {where}")
+    serve_http(app, a.port, token_note=f"bearer token: {tok}" if where is None else f"bearer token: the one in {where}",
+               request_timeout=a.request_timeout, max_head_bytes=a.max_head_bytes)
     return 0
 
 def main(argv:list[str]|None=None)->int:

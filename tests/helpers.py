@@ -84,3 +84,28 @@ def one_step_trajectory(instruction:str):
     from knowlyr_lab.trajectory import Outcome, Step, Task, ToolCall, Trajectory
     return Trajectory(task=Task(id='t', instruction=instruction), outcome=Outcome(success=True),
                       steps=[Step(index=0, thought='x', action=ToolCall(tool='x', params={}))])
+
+# -- a request as any client can send it, in the pieces it chooses --------------------------------------------------------
+
+def answer_to(port:int, pieces:list, pause:float=0.0)->tuple:
+    "(status, headers with lower-case names, body) of the server's answer to `pieces` sent on one connection"
+    c = socket.create_connection(('127.0.0.1', port), timeout=60)
+    def send():
+        for i, p in enumerate(pieces):
+            if i: time.sleep(pause)
+            try: c.sendall(p)
+            except OSError: return                         # the server closed with the rest unread
+    th = threading.Thread(target=send, daemon=True); th.start()
+    got = b''
+    try:
+        while chunk := c.recv(65536): got += chunk
+    except ConnectionResetError: pass                        # the reset after the answer: what came is kept
+    th.join(60); c.close()
+    assert got.startswith(b'HTTP/1.1 '), got[:200]
+    head, _, body = got.partition(b'\r\n\r\n')
+    lines = head.decode('latin-1').split('\r\n')
+    return int(lines[0].split(' ')[1]), {k.lower(): v for k, _, v in (l.partition(': ') for l in lines[1:])}, body
+
+def get_request(path:bytes, headers:bytes=b'')->bytes:
+    "A GET of `path` with `headers` (each line ending in CRLF) that asks the server to close after its answer"
+    return b'GET ' + path + b' HTTP/1.1\r\nHost: x\r\n' + headers + b'Connection: close\r\n\r\n'

@@ -5,7 +5,7 @@ import threading
 import time
 
 import pytest
-from helpers import served, until
+from helpers import answer_to, get_request, served, until
 
 from knowlyr_lab.envs.serve import openenv_app
 from knowlyr_lab.envs.sessions import SessionTable, UnknownSessionError
@@ -139,29 +139,6 @@ def test_agentgym_an_action_of_100000_parameters_is_refused_before_it_is_parsed(
 # sent at once on loopback) was parsed whole and served; a longer one got a text/plain 400. The env servers now bound
 # a head to max_head_bytes (16 KiB, as the model server) and answer 431 (414: the request line alone) in their JSON.
 
-def _answer_to(port:int, pieces:list, pause:float=0.0)->tuple:
-    "(status, headers with lower-case names, body) of the server's answer to `pieces` sent on one connection"
-    import socket
-    c = socket.create_connection(('127.0.0.1', port), timeout=60)
-    def send():
-        for i, p in enumerate(pieces):
-            if i: time.sleep(pause)
-            try: c.sendall(p)
-            except OSError: return                         # the server closed with the rest unread
-    th = threading.Thread(target=send, daemon=True); th.start()
-    got = b''
-    try:
-        while chunk := c.recv(65536): got += chunk
-    except ConnectionResetError: pass                        # the reset after the answer: what came is kept
-    th.join(60); c.close()
-    assert got.startswith(b'HTTP/1.1 '), got[:200]
-    head, _, body = got.partition(b'\r\n\r\n')
-    lines = head.decode('latin-1').split('\r\n')
-    return int(lines[0].split(' ')[1]), {k.lower(): v for k, _, v in (l.partition(': ') for l in lines[1:])}, body
-
-def _get(path:bytes, headers:bytes=b'')->bytes:
-    return b'GET ' + path + b' HTTP/1.1\r\nHost: x\r\n' + headers + b'Connection: close\r\n\r\n'
-
 @pytest.mark.parametrize('protocol,path', [('agentgym', b'/'), ('openenv', b'/health')])
 def test_env_servers_refuse_a_head_past_max_head_bytes_with_431_or_414_in_json(protocol, path):
     "main: a 100 KB head and a 20 KiB request line were served (200, 404); 6 MB of head got text/plain 400"
@@ -169,15 +146,15 @@ def test_env_servers_refuse_a_head_past_max_head_bytes_with_431_or_414_in_json(p
     many = b''.join(b'X-%d: %s\r\n' % (k, b'y' * 1000) for k in range(100))
     with EnvServer('knowlyr/maze-easy', protocol) as srv:
         for pieces, status, says in [
-                ([_get(path, many)], 431, 'the request head (request line and headers) passes max_head_bytes (16,384 bytes)'),
-                ([_get(path, b'X-Big: ' + b'y' * 6_000_000 + b'\r\n')], 431, 'passes max_head_bytes (16,384 bytes)'),
-                ([_get(b'/' + b'a' * 20_000)], 414, 'the request line passes max_head_bytes (16,384 bytes)'),
-                ([_get(path, many)[:10_000], _get(path, many)[10_000:]], 431, 'passes max_head_bytes')]:   # in two reads
-            got, headers, body = _answer_to(srv.port, pieces, pause=0.3)
+                ([get_request(path, many)], 431, 'the request head (request line and headers) passes max_head_bytes (16,384 bytes)'),
+                ([get_request(path, b'X-Big: ' + b'y' * 6_000_000 + b'\r\n')], 431, 'passes max_head_bytes (16,384 bytes)'),
+                ([get_request(b'/' + b'a' * 20_000)], 414, 'the request line passes max_head_bytes (16,384 bytes)'),
+                ([get_request(path, many)[:10_000], get_request(path, many)[10_000:]], 431, 'passes max_head_bytes')]:   # in two reads
+            got, headers, body = answer_to(srv.port, pieces, pause=0.3)
             assert (got, headers.get('content-type'), headers.get('connection')) == (status, 'application/json', 'close'), (got, headers, body[:200])
             assert says in json.loads(body)['error'], body
         honest = b'Authorization: Bearer ' + b'k' * 4096 + b'\r\n' + b''.join(b'X-Stainless-%d: %s\r\n' % (k, b'v' * 40) for k in range(10))
-        got, _, body = _answer_to(srv.port, [_get(path, honest)])
+        got, _, body = answer_to(srv.port, [get_request(path, honest)])
         assert got == 200, (got, body[:200])                  # an honest head with a long token is served
 
 def test_max_head_bytes_is_an_env_server_setting_and_a_flag():
@@ -187,9 +164,9 @@ def test_max_head_bytes_is_an_env_server_setting_and_a_flag():
     from knowlyr_lab.envs.serve import EnvServer
     p = _env_serve_parser()
     assert (p.parse_args(['x', '--max-head-bytes', '32768']).max_head_bytes, p.parse_args(['x']).max_head_bytes) == (32768, 16384)
-    head = _get(b'/', b'X-Big: ' + b'y' * 20_000 + b'\r\n')
+    head = get_request(b'/', b'X-Big: ' + b'y' * 20_000 + b'\r\n')
     with EnvServer('knowlyr/maze-easy', 'agentgym', max_head_bytes=32_768) as srv:
-        assert _answer_to(srv.port, [head])[0] == 200
-        assert _answer_to(srv.port, [head[:17_000], head[17_000:]], pause=0.3)[0] == 200
-        got, _, body = _answer_to(srv.port, [_get(b'/', b'X-Big: ' + b'y' * 40_000 + b'\r\n')])
+        assert answer_to(srv.port, [head])[0] == 200
+        assert answer_to(srv.port, [head[:17_000], head[17_000:]], pause=0.3)[0] == 200
+        got, _, body = answer_to(srv.port, [get_request(b'/', b'X-Big: ' + b'y' * 40_000 + b'\r\n')])
         assert got == 431 and 'max_head_bytes (32,768 bytes)' in json.loads(body)['error'], (got, body)

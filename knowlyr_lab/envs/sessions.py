@@ -281,19 +281,24 @@ def head_past(data:bytes, # what has come of a request head so far (its body may
 REQUEST_TIMEOUT = 30.0    # seconds a connection has to send a whole request, head and body (408 and closed after)
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #46266aa0
-def _closing(status:int, msg:str)->bytes:
-    "The whole HTTP answer `status` before the server closes the connection: the env servers' JSON error saying `msg`"
-    body = json.dumps({'error': msg})
+def _env_error(msg:str)->dict:
+    "The env servers' JSON error saying `msg`"
+    return {'error': msg}
+
+def _closing(status:int, msg:str, shape:Callable=_env_error)->bytes:
+    "The whole HTTP answer `status` before the server closes the connection: the JSON error `shape(msg)`"
+    body = json.dumps(shape(msg))
     return (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\ncontent-type: application/json\r\n"
             f"content-length: {len(body)}\r\nconnection: close\r\n\r\n{body}").encode()
 
-def _late(timeout:float)->bytes:
+def _late(timeout:float, shape:Callable=_env_error)->bytes:
     "The whole HTTP answer to a request not in within `timeout` seconds"
-    return _closing(408, f"the request did not arrive within {timeout:g} s (request_timeout): connection closed")
+    return _closing(408, f"the request did not arrive within {timeout:g} s (request_timeout): connection closed", shape)
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #4951a88f
 def timed_h11(request_timeout:float=REQUEST_TIMEOUT, # seconds for a request to arrive, head and body
-              max_head_bytes:int=MAX_HEAD_BYTES):    # bytes of a request head (431 and closed past them; 414: its line)
+              max_head_bytes:int=MAX_HEAD_BYTES,     # bytes of a request head (431 and closed past them; 414: its line)
+              shape:Callable=_env_error):            # msg -> the JSON body of a 408, 431 or 414 (the server's shape)
     "uvicorn's HTTP protocol class: a deadline for each request to arrive (408 after it), its head bounded (431, 414)"
     from uvicorn.protocols.http.h11_impl import H11Protocol, h11
     positive_int(max_head_bytes, 'max_head_bytes')
@@ -309,13 +314,13 @@ def timed_h11(request_timeout:float=REQUEST_TIMEOUT, # seconds for a request to 
         def on_response_complete(self): super().on_response_complete(); self.transport.is_closing() or self._arm()
         def handle_events(self):
             if self.conn.their_state is h11.IDLE and (e := head_past(self.conn.trailing_data[0], max_head_bytes)):
-                self._disarm(); self.transport.write(_closing(e.status, str(e))); return self.transport.close()
+                self._disarm(); self.transport.write(_closing(e.status, str(e), shape)); return self.transport.close()
             super().handle_events()      # the request is in (or the connection is a WebSocket now): the clock stops
             if self.conn.their_state is h11.DONE or self.transport.get_protocol() is not self: self._disarm()
         def _too_late(self):
             if self.transport.is_closing() or self.transport.get_protocol() is not self: return
             begun = self.conn.their_state is not h11.IDLE or self.conn.trailing_data[0]   # silent: closed, no answer
             if begun and (self.cycle is None or not self.cycle.response_started):
-                self.transport.write(_late(request_timeout))
+                self.transport.write(_late(request_timeout, shape))
             self.transport.close()
     return TimedH11
