@@ -17,6 +17,7 @@ import threading
 from dataclasses import MISSING, fields
 
 from ..cli_errors import batch_exit, run_cli
+from ..source_docs import source_value
 
 # %% auto #0
 __all__ = ['DTYPES', 'TRAINERS', 'TRL_ALIASES', 'inference_from_args', 'trainer_classes', 'build_parser', 'config_from_args',
@@ -64,8 +65,9 @@ _LIMIT_FLAGS = (   # flag, type, default, help: what `serve`'s clients may take
                                             'behind one address, a NAT or proxy, share it); more are answered '
                                             '429 with Retry-After (default: half of --body-budget; at least the '
                                             '4 MiB size limit)'),
-    ('--max-head-bytes', int, 16 * 2**10, 'bytes of a request head (request line and headers); a longer one is '
-                                          'answered 431 (414: the request line alone) and closed unread' + _D))
+    ('--max-head-bytes', int, source_value('knowlyr_lab.envs.sessions', 'MAX_HEAD_BYTES'),
+     'bytes of a request head (request line and headers); a longer one is '
+     'answered 431 (414: the request line alone) and closed unread' + _D))
 
 # %% ../../nbs/96_cli_trainer.ipynb #b3e1f2a7
 def _limit_flags(p):
