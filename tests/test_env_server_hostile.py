@@ -170,3 +170,18 @@ def test_max_head_bytes_is_an_env_server_setting_and_a_flag():
         assert answer_to(srv.port, [head[:17_000], head[17_000:]], pause=0.3)[0] == 200
         got, _, body = answer_to(srv.port, [get_request(b'/', b'X-Big: ' + b'y' * 40_000 + b'\r\n')])
         assert got == 431 and 'max_head_bytes (32,768 bytes)' in json.loads(body)['error'], (got, body)
+
+
+def test_a_trickled_head_is_not_scanned_again_on_every_read_while_it_fits(monkeypatch):
+    "head_past runs on each read of a head: below the limit it answers from the length, so a trickle costs no rescans"
+    from knowlyr_lab.envs import sessions
+    scans = []
+    class Counting:
+        def search(self, *a): scans.append(a); return sessions._BLANK_LINE_RE.search(*a)
+    monkeypatch.setattr(sessions, '_BLANK_LINE_RE', sessions._BLANK_LINE, raising=False)
+    monkeypatch.setattr(sessions, '_BLANK_LINE', Counting())
+    head = b'GET / HTTP/1.1\r\n' + b'X: y\r\n' * 200
+    assert all(sessions.head_past(head[:i], 16_384) is None for i in range(1, len(head) + 1))
+    assert scans == []                                            # 1,216 reads of a head that fits: none scanned
+    assert sessions.head_past(b'GET / HTTP/1.1\r\n' + b'X: y\r\n' * 3000, 16_384).status == 431
+    assert len(scans) == 1                                        # past the limit: the one scan that decides

@@ -273,6 +273,7 @@ def head_past(data:bytes, # what has come of a request head so far (its body may
               limit:int,  # max_head_bytes
              )->HeadTooLarge|None:
     "`HeadTooLarge` (414 or 431) when the head that `data` begins is or will be over `limit` bytes; None while it fits"
+    if len(data) <= limit: return None        # cannot be over yet: no scan (it runs on every read of a trickled head)
     end = _BLANK_LINE.search(data, 0, limit + 1)                   # look no further than the limit
     if (end.end() if end else len(data)) <= limit: return None
     return HeadTooLarge(414 if data.find(b'\n', 0, limit) < 0 else 431, limit)
