@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_json_numbers.html.md"""
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #d381ff10
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -15,7 +16,8 @@ import sys
 import orjson
 
 # %% auto #0
-__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'kept_numbers', 'exact_json', 'loads_json']
+__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'kept_numbers', 'exact_json', 'loads_json',
+           'load_yaml']
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #959845b4
 WIDE_INT = re.compile(rb'[0-9]{20}|-[0-9]{19}')
@@ -56,11 +58,12 @@ def _field(keys:tuple)->str:
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #65882f2f
 def _stand_ins(obj)->list[tuple]:
     "(container, key, field, stand-in) of each `_Unheld` in `obj`, in document order (container None: `obj` is one)"
-    out, stack = [], [(None, None, (), obj)]
+    out, stack, seen = [], [(None, None, (), obj)], set()   # seen: a container YAML aliases (or nests in itself)
     while stack:
         box, k, keys, o = stack.pop()
         if isinstance(o, _Unheld): out.append((box, k, _field(keys), o))
-        elif isinstance(o, dict): stack.extend((o, j, (*keys, j), v) for j, v in reversed(o.items()))
+        elif id(o) in seen: continue
+        elif seen.add(id(o)) or isinstance(o, dict): stack.extend((o, j, (*keys, j), v) for j, v in reversed(o.items()))
         elif isinstance(o, list): stack.extend((o, j, (*keys, j), v) for j, v in reversed(list(enumerate(o))))
     return out
 
@@ -129,3 +132,47 @@ def loads_json(raw:bytes|str,
         if not wide_int(raw): return obj
     except orjson.JSONDecodeError: pass
     return exact_json(raw, notes, locate)
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #08a9d80b
+def _marked(loader, node, text:str)->_Unheld:
+    "A stand-in for the number `text` of YAML scalar `node`, at its line and column"
+    loader.made.append(u := _Unheld(text))
+    u.line, u.col = node.start_mark.line + 1, node.start_mark.column + 1
+    return u
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #e96aef01
+def _yaml_float(loader, node):
+    "A YAML float; `.nan`, `.inf` (or past a float's range) a stand-in, but as a mapping key"
+    f = loader.construct_yaml_float(node)
+    return f if math.isfinite(f) or id(node) in loader.keys else _marked(loader, node, node.value)
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #e2ffe53d
+def _yaml_int(loader, node):
+    "A YAML integer; one past Python's digit limit a stand-in (refused by `kept_numbers` as a mapping key)"
+    try: return loader.construct_yaml_int(node)
+    except ValueError: u = _marked(loader, node, node.value.replace('_', '').lstrip('+'))
+    return kept_numbers(u) if id(node) in loader.keys else u
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #a987b3c7
+@functools.cache
+def _yaml_loader():
+    "The safe loader (libyaml's where built) with the number constructors above; yaml imported on first use"
+    import yaml
+    class NumberLoader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):
+        def construct_mapping(self, node, deep=False):        # its keys known before they are read
+            if isinstance(node, yaml.MappingNode): self.flatten_mapping(node)
+            self.keys.update(id(k) for k, _ in node.value)
+            return super().construct_mapping(node, deep)
+    NumberLoader.add_constructor('tag:yaml.org,2002:float', _yaml_float)
+    NumberLoader.add_constructor('tag:yaml.org,2002:int', _yaml_int)
+    return NumberLoader
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #db273b9c
+def load_yaml(text:str,
+              notes:list|None=None): # a note per NaN or infinity, with its line (None: `UnheldNumber`)
+    "One YAML document by the safe loader, its numbers by the rule of `kept_numbers`; notes and errors give lines"
+    loader = _yaml_loader()(text)
+    loader.made, loader.keys = [], set()
+    try: doc = loader.get_single_data()
+    finally: loader.dispose()
+    return kept_numbers(doc, notes) if loader.made else doc

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from .json_numbers import UnheldNumber, exact_json, loads_json, wide_int
+from .json_numbers import UnheldNumber, exact_json, load_yaml, loads_json, wide_int
 from .report import ConversionReport
 
 # %% auto #0
@@ -314,11 +314,12 @@ def read_yaml(path, report:ConversionReport)->Any:
     try: text = _yaml_chars(path, decode_text(path, data, report), report)
     except UnicodeDecodeError as e:
         report.bad_record(path, None, f"not valid UTF-8 (byte {e.start})", None); return None
-    try: doc = yaml.load(text, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))
+    try: doc = _noted(path, None, notes := [], report, load_yaml(text, notes))   # a NaN: null, warned at its line
     except yaml.YAMLError as e:
         mark = getattr(e, 'problem_mark', None)
         line = mark.line + 1 if mark is not None else None
         report.bad_record(path, line, f"not valid YAML ({getattr(e, 'problem', None) or e})", text); return None
+    except UnheldNumber as e: report.bad_record(path, e.line, str(e), text); return None
     if text and not text.endswith('\n'):      # YAML cut inside a block scalar still parses: say where it stops
         report.warn(path, text.count('\n') + 1, 'the file stops mid-line: the last value may be cut off', '(cut off)')
     return report.clean(doc, data) if report.scrub is not None else doc

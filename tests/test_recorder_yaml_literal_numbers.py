@@ -1,0 +1,80 @@
+"""YAML logs and Python-literal tool calls follow the recorder's one number rule (page 20a): a NaN or an infinity is
+written as null with a warning naming file, line (where the reader has one) and field; an integer past 64 bits stays
+exact; an integer past Python's 4,300 digits quarantines its record, named, instead of failing the file"""
+import math
+from pathlib import Path
+
+import pytest
+
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.report import ConversionReport
+
+FX = Path(__file__).parent / 'fixtures' / 'recorder'
+ISWE = FX / 'iswe' / 'acme__csv-7.yaml'
+CASSETTE = FX / 'openai-chat' / 'test_openai_tool_output.yaml'
+
+
+def _nonfinite(o, at=''):
+    "Where `o` holds a float (or a complex) that JSON cannot write"
+    if isinstance(o, complex) or isinstance(o, float) and not math.isfinite(o): return [at]
+    if isinstance(o, dict): return [p for k, v in o.items() for p in _nonfinite(v, f'{at}.{k}')]
+    if isinstance(o, (list, tuple, set)): return [p for i, v in enumerate(o) for p in _nonfinite(v, f'{at}[{i}]')]
+    return []
+
+
+def _convert(path, fmt):
+    rep = ConversionReport()
+    return list(convert(path, format=fmt, report=rep)), rep
+
+
+def _steps(ts): return sum(len(t.steps) for t in ts)
+
+
+def _planted(tmp_path, src:Path, old:str, new:str)->Path:
+    "`src` copied into tmp_path with its first `old` replaced by `new`"
+    text = src.read_text()
+    assert old in text, old
+    (p := tmp_path / src.name).write_text(text.replace(old, new, 1))
+    return p
+
+
+@pytest.mark.parametrize('value', ['.nan', '.inf', '-.inf', '.NaN', '1.0e+400'])
+def test_a_nan_in_an_iswe_yaml_log_is_null_and_warned_at_its_line(tmp_path, value):
+    "read_yaml's safe loader made it Python's nan/inf: in the trajectory's metadata, no warning"
+    p = _planted(tmp_path, ISWE, 'localization_time: 4.5', f'localization_time: {value}')
+    whole, _ = _convert(ISWE, 'iswe')
+    ts, rep = _convert(p, 'iswe')
+    assert not rep.errors and len(ts) == 1 and _steps(ts) == _steps(whole), rep.errors
+    assert [w for t in ts for w in _nonfinite(t.model_dump())] == []
+    assert ts[0].metadata['localization']['localization_time'] is None
+    assert rep.warning_lines() == [f'{p}:3: field localization.localization_time holds {value} at column 22, '
+                                   'a number JSON cannot write (written as null)']
+
+
+def test_a_nan_in_a_cassette_is_null_and_warned_at_its_line(tmp_path):
+    "The cassette reader (page 22) reads YAML by the same read_yaml"
+    p = _planted(tmp_path, CASSETTE, '      model: gpt-4o\n      n: 1\n', '      model: gpt-4o\n      n: .nan\n')
+    whole, _ = _convert(CASSETTE, 'openai-chat')
+    ts, rep = _convert(p, 'openai-chat')
+    assert not rep.errors and len(ts) == len(whole) and _steps(ts) == _steps(whole), rep.errors
+    assert [w for t in ts for w in _nonfinite(t.model_dump())] == []
+    assert rep.warning_lines() == [f'{p}:22: field interactions[0].request.parsed_body.n holds .nan at column 10, '
+                                   'a number JSON cannot write (written as null)']
+
+
+def test_a_wide_integer_in_a_yaml_log_stays_exact(tmp_path):
+    "YAML's integers were exact already; a test keeps them so"
+    p = _planted(tmp_path, ISWE, 'localization_time: 4.5', f'localization_time: {2**70}')
+    ts, rep = _convert(p, 'iswe')
+    assert ts[0].metadata['localization']['localization_time'] == 2**70
+    assert not rep.errors and not rep.warning_lines()
+    assert f'"localization_time":{2**70}' in ts[0].model_dump_json()
+
+
+def test_an_integer_past_the_digit_limit_in_a_yaml_log_is_refused_at_its_line(tmp_path):
+    "The safe loader's ValueError failed the file: \"adapter 'iswe' failed: ValueError: Exceeds the limit\", no line"
+    p = _planted(tmp_path, ISWE, 'localization_time: 4.5', 'localization_time: ' + '9' * 5000)
+    ts, rep = _convert(p, 'iswe')
+    assert ts == [] and [str(e) for e in rep.errors] == [
+        f"{p}:3: field localization.localization_time holds an integer of 5000 digits at column 22, "
+        "past Python's limit of 4300"], rep.errors
