@@ -78,3 +78,83 @@ def test_an_integer_past_the_digit_limit_in_a_yaml_log_is_refused_at_its_line(tm
     assert ts == [] and [str(e) for e in rep.errors] == [
         f"{p}:3: field localization.localization_time holds an integer of 5000 digits at column 22, "
         "past Python's limit of 4300"], rep.errors
+
+
+# Python-literal tool calls (iSWE `<execute_tool>` turns, smolagents `Calling tools: [...]`), read by page 20a's
+# literal_tree: ast.literal_eval made 1e400 an infinity and 2j a complex, with no warning
+ISWE_CALL = 'get_file_info(file_path="loader.py")'
+SMOL = FX / 'smolagents' / 'parallel-calls.jsonl'
+SMOL_CALL = "'arguments': {'query': 'Paris population'}"
+SMOL_MATH = FX / 'smolagents' / 'gpt-4o__tool-calling__math__head5.jsonl'
+
+
+def _params(ts, key='n'):
+    return [s.action.params[key] for t in ts for s in t.steps if s.action and key in s.action.params]
+
+
+@pytest.mark.parametrize('value', ['1e400', '-1e400', '1E400', '1+2j', '2j'])
+def test_a_nan_in_an_iswe_python_call_is_null_and_warned(tmp_path, value):
+    p = _planted(tmp_path, ISWE, ISWE_CALL, f'get_file_info(file_path="loader.py", n={value})')
+    whole, _ = _convert(ISWE, 'iswe')
+    ts, rep = _convert(p, 'iswe')
+    assert not rep.errors and _steps(ts) == _steps(whole), rep.errors
+    assert _params(ts) == [None] and [w for t in ts for w in _nonfinite(t.model_dump())] == []
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}: localization.trajectory[2].content: ') and w.endswith(
+        f'(str) as a Python call: field n holds {value}, a number JSON cannot write (written as null)'), w
+
+
+@pytest.mark.parametrize('plant, src, fmt', [
+    (lambda v: f'get_file_info(file_path="loader.py", n={v})', ISWE, 'iswe'),
+    (lambda v: "'arguments': {'query': 'Paris population', 'n': %s}" % v, SMOL, 'smolagents')])
+def test_an_integer_past_64_bits_in_a_python_call_is_kept_and_written_exact(tmp_path, plant, src, fmt):
+    p = _planted(tmp_path, src, ISWE_CALL if fmt == 'iswe' else SMOL_CALL, plant(2**70))
+    ts, rep = _convert(p, fmt)
+    assert _params(ts) == [2**70] and not rep.errors and not rep.warning_lines(), rep.errors
+    assert f'"n":{2**70}' in ''.join(t.model_dump_json() for t in ts)
+
+
+def test_an_integer_past_the_digit_limit_in_an_iswe_call_quarantines_its_message(tmp_path):
+    "The parser's SyntaxError made the call {'_raw': ...} without a word"
+    p = _planted(tmp_path, ISWE, ISWE_CALL, f'get_file_info(file_path="loader.py", n={"9" * 5000})')
+    whole, _ = _convert(ISWE, 'iswe')
+    ts, rep = _convert(p, 'iswe')
+    assert [str(e) for e in rep.errors] == [f"{p}: localization.trajectory[2]: a Python call: field n holds an integer "
+                                            "of 5000 digits, past Python's limit of 4300"], rep.errors
+    assert len(ts) == 1 and rep.totals['quarantined'] == 1
+    assert _params(whole, 'file_path') == ['loader.py'] and _params(ts, 'file_path') == []     # that call, not the file
+
+
+@pytest.mark.parametrize('value', ['1e400', '-1e400', '3j'])
+def test_a_nan_in_smolagents_tool_calls_is_null_and_warned(tmp_path, value):
+    p = _planted(tmp_path, SMOL, SMOL_CALL, "'arguments': {'query': 'Paris population', 'n': %s}" % value)
+    whole, _ = _convert(SMOL, 'smolagents')
+    ts, rep = _convert(p, 'smolagents')
+    assert not rep.errors and _steps(ts) == _steps(whole), rep.errors
+    assert _params(ts) == [None] and [w for t in ts for w in _nonfinite(t.model_dump())] == []
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}:1: intermediate_steps[3].content[0].text: ') and w.endswith(
+        f'(str) as tool calls: field [0].function.arguments.n holds {value}, a number JSON cannot write '
+        '(written as null)'), w
+
+
+def test_an_integer_past_the_digit_limit_in_smolagents_tool_calls_is_named(tmp_path):
+    "The message was refused as \"tool-call message is not 'Calling tools: [...]'\": the number went unnamed"
+    p = _planted(tmp_path, SMOL, SMOL_CALL, "'arguments': {'query': 'Paris population', 'n': %s}" % ('9' * 5000))
+    ts, rep = _convert(p, 'smolagents')
+    assert [str(e) for e in rep.errors] == [f"{p}:1: intermediate_steps[3]: tool calls: field "
+                                            "[0].function.arguments.n holds an integer of 5000 digits, past Python's "
+                                            "limit of 4300"], rep.errors
+    assert len(ts) == 2 and rep.totals['quarantined'] == 1
+
+
+def test_a_nan_in_a_failed_smolagents_call_is_null_and_warned(tmp_path):
+    "The arguments an 'Error executing tool' message quotes are read by the same rule"
+    p = _planted(tmp_path, SMOL_MATH, "with arguments {'code': ", "with arguments {'n': 1e400, 'code': ")
+    whole, _ = _convert(SMOL_MATH, 'smolagents')
+    ts, rep = _convert(p, 'smolagents')
+    assert not rep.errors and _steps(ts) == _steps(whole), rep.errors
+    assert _params(ts) == [None] and [w for t in ts for w in _nonfinite(t.model_dump())] == []
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}:2: intermediate_steps[') and w.endswith(
+        '(str) as the arguments: field n holds 1e400, a number JSON cannot write (written as null)'), w

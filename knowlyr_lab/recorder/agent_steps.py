@@ -11,6 +11,7 @@ from fastcore.basics import patch
 
 from .base import RecorderError
 from .field_path import locate, warn_coerced
+from .json_numbers import UnheldNumber
 from .values import ToolCallPairer, coerced_notes, new_step, set_observation
 from ..trajectory import Step, TokenUsage
 
@@ -150,8 +151,8 @@ class guard:
         if et is None or issubclass(et, RecorderError): return False
         if issubclass(et, GUARDED):
             where = '.'.join(filter(None, (self.at, locate(self.record, e)))).replace('.[', '[')
-            why = (f"{where}: " if where else '') + \
-                  f"unexpected value in a {self.record_type} record ({et.__name__}: {' '.join(str(e).split())[:200]})"
+            why = (f"{where}: " if where else '') + (str(e) if et is UnheldNumber else   # a number, named already
+                  f"unexpected value in a {self.record_type} record ({et.__name__}: {' '.join(str(e).split())[:200]})")
             self.report.bad_record(self.path, self.line, why, self.record, self.record_type,
                                    aggregate=self.record is None and self.line is None)
             return True

@@ -14,14 +14,14 @@ from typing import Iterator
 
 from fastcore.basics import patch
 
-from ..action_text import parse_ast
 from .agent_steps import StepLog, guard
 from .aider import aider_edits
 from .base import LogAdapter, register_adapter
+from .json_numbers import UnheldNumber, literal_tree
 from .reading import read_yaml
 from .report import ConversionReport
 from .swe import find_resolution
-from .values import content_text, keep_media, set_observation
+from .values import content_text, keep_media, literal_numbers, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -37,11 +37,12 @@ def _iswe_call(text:str)->tuple[str, dict, str]|None:
     call, thought = m.group(1).strip(), text[:m.start()].strip()
     call = call.split('</execute_tool>')[0].strip()
     try:
-        node = parse_ast(call, 'eval').body
+        node = literal_tree(call).body       # 1e400: null, warned; a 5000-digit integer: the message quarantined
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             params = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
             if node.args: params['_args'] = [ast.literal_eval(a) for a in node.args]
-            return node.func.id, params, thought
+            return node.func.id, literal_numbers(params, text, 'a Python call'), thought
+    except UnheldNumber: raise
     except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError): pass
     name = re.match(r'\s*([A-Za-z_]\w*)', call)
     return (name.group(1) if name else 'unknown'), {'_raw': call}, thought

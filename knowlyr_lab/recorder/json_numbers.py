@@ -7,17 +7,23 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_json_numbers.html.md"""
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #d381ff10
 from __future__ import annotations
 
+import ast
 import functools
+import io
 import json
 import math
 import re
 import sys
+import tokenize
 
 import orjson
+from fastcore.basics import patch
+
+from ..action_text import parse_ast
 
 # %% auto #0
 __all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'kept_numbers', 'exact_json', 'loads_json',
-           'load_yaml']
+           'load_yaml', 'literal_tree', 'literal_value']
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #959845b4
 WIDE_INT = re.compile(rb'[0-9]{20}|-[0-9]{19}')
@@ -176,3 +182,72 @@ def load_yaml(text:str,
     try: doc = loader.get_single_data()
     finally: loader.dispose()
     return kept_numbers(doc, notes) if loader.made else doc
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #3dcaad65
+def _long_ints(text:str)->tuple[str, dict]:
+    "`text` with each integer literal past the digit limit written as a name `__unheld_<i>`; {name: its digits}"
+    lines, long = io.StringIO(text).readlines(), {}
+    try: toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError): return text, {}   # the parser says what is wrong
+    for t in reversed([t for t in toks if t.type == tokenize.NUMBER and t.string.replace('_', '').isdigit()]):
+        if len(d := t.string.replace('_', '')) <= sys.get_int_max_str_digits() or '__unheld_' in text: continue
+        (r, c), e = t.start, t.end[1]
+        lines[r - 1] = lines[r - 1][:c] + (name := f'__unheld_{len(long)}') + lines[r - 1][e:]
+        long[name] = d
+    return ''.join(lines), long
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #e1906fad
+def _held(n)->bool: return isinstance(n, ast.Constant) and isinstance(n.value, _Unheld)
+
+class _Literals(ast.NodeTransformer):
+    "An expression's numbers JSON cannot write (`1e400`, `-1e400`, `2j`, a too-long integer's name) as stand-ins"
+    def __init__(self, text:str, long:dict): self.text, self.long = text, long
+    def stand_in(self, n, text=None): return ast.Constant(_Unheld(text or ast.get_source_segment(self.text, n)))
+    def visit_Name(self, n): return self.stand_in(n, self.long[n.id]) if n.id in self.long else n
+    def visit_Constant(self, n):
+        v = n.value
+        return self.stand_in(n) if type(v) is complex or type(v) is float and not math.isfinite(v) else n
+    def visit_Set(self, n): return self.visit_Tuple(n)            # (`visit_Tuple`, below)
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #8a9969ad
+def literal_tree(text:str)->ast.Expression:
+    "`text` parsed as a Python expression, each number JSON cannot write a stand-in for `ast.literal_eval`"
+    try: return _Literals(text, {}).visit(parse_ast(text, 'eval'))
+    except SyntaxError as e:
+        if 'integer string conversion' not in str(e): raise
+    text, long = _long_ints(text)
+    return _Literals(text, long).visit(parse_ast(text, 'eval'))
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #49c30133
+def literal_value(text:str):
+    "`ast.literal_eval` of `text`'s `literal_tree`: a stand-in at each number JSON cannot write, for `kept_numbers`"
+    return ast.literal_eval(literal_tree(text))
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #bb455048
+@patch
+def visit_UnaryOp(self:_Literals, n):
+    "`-1e400` (`literal_eval` takes a sign on a number only): one stand-in"
+    self.generic_visit(n)
+    if not (_held(n.operand) and isinstance(n.op, (ast.USub, ast.UAdd))): return n
+    return self.stand_in(n, ('-' if isinstance(n.op, ast.USub) else '') + n.operand.value.text)
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #00d8eb3a
+@patch
+def visit_BinOp(self:_Literals, n):
+    "`1+2j` (the one operation `literal_eval` takes): one stand-in"
+    self.generic_visit(n)
+    return self.stand_in(n) if _held(n.left) or _held(n.right) else n
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #e18b8881
+@patch
+def visit_Dict(self:_Literals, n):
+    "A dict's values (a key keeps the number Python gives it: a key is written as text)"
+    n.values = [self.visit(v) for v in n.values]
+    return n
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #0ac6f6a0
+@patch
+def visit_Tuple(self:_Literals, n):
+    "A tuple (or set) holding a stand-in as a list, where `kept_numbers` can write null"
+    self.generic_visit(n)
+    return ast.List(n.elts, ast.Load()) if any(map(_held, n.elts)) else n

@@ -7,7 +7,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_smolagents.html.md"""
 # %% ../../nbs/23b_recorder_smolagents.ipynb #fa7a041d
 from __future__ import annotations
 
-import ast
 import json
 import math
 import re
@@ -16,14 +15,15 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..action_text import parse_ast
 from .agent_steps import guard
 from .base import LogAdapter, get_adapter, register_adapter
 from .chat import feed_message
 from .chat_builder import ChatBuilder, exit_code_of
+from .field_path import warn_coerced
+from .json_numbers import literal_value
 from .reading import iter_jsonl, read_json
 from .report import ConversionReport
-from .values import content_text, keep_media, media_blocks, parse_arguments, parse_time, set_observation
+from .values import coerced_notes, content_text, keep_media, literal_numbers, media_blocks, parse_arguments, parse_time, set_observation
 from ..trajectory import Outcome, TokenUsage
 
 # %% auto #0
@@ -52,8 +52,9 @@ def parse_smol_calls(text:str)->list[dict]|None:
     "Calls of a smolagents `tool-call` message (`Calling tools:` + a Python-repr list); None if unreadable"
     m = _CALLING.match(text)
     if not m: return None
-    try: calls = ast.literal_eval(parse_ast(text[m.end():].strip(), 'eval'))
+    try: calls = literal_value(text[m.end():].strip())
     except (ValueError, SyntaxError, MemoryError, RecursionError): return None
+    calls = literal_numbers(calls, text, 'tool calls')      # 1e400: null, warned; a 5000-digit integer: refused
     out = []
     for c in calls if isinstance(calls, list) else []:
         fn = c.get('function') if isinstance(c, dict) else None
@@ -151,8 +152,9 @@ def _smol_failed_call(b:ChatBuilder, text:str, body:str):
     "Add the step of a call that failed before it ran, with its error as the observation"
     m_err = _ERR_TOOL.search(text)
     if m_err:
-        try: params = ast.literal_eval(parse_ast(m_err.group(2).lstrip(' \t'), 'eval'))
+        try: params = literal_value(m_err.group(2).lstrip(' \t'))
         except (ValueError, SyntaxError, RecursionError): params = {'_raw': m_err.group(2)}
+        params = literal_numbers(params, text, 'the arguments')     # 1e400: null, warned
         call = {'tool': m_err.group(1), 'params': params if isinstance(params, dict) else {'_raw': params}}
         b.add_assistant(b._pending, [call], failed_call=True)
     else: b.add_assistant(b._pending, [{'tool': 'agent_error', 'params': {}}], failed_call=True)
@@ -214,8 +216,10 @@ def _feed_smol(b:ChatBuilder, msgs:list, path, line, report):
             continue
         try: rt = _smol_step(b, m, path, line, report)
         except ValueError as e:
+            coerced_notes().clear()                  # the message is quarantined: nothing of it is kept
             report.bad_record(path, line, f"intermediate_steps[{i}]: {e}", m, record_type=f"message:{m.get('role')}")
             continue
+        if coerced_notes(): warn_coerced(report, path, line, m, f'intermediate_steps[{i}]', f"message:{m.get('role')}")
         if rt != 'unmapped': report.mapped(rt)
     if b._pending: b.add_assistant(b._pending)
 

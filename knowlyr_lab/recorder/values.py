@@ -15,14 +15,14 @@ import threading
 
 from fastcore.basics import patch
 
-from .json_numbers import UnheldNumber, loads_json
+from .json_numbers import UnheldNumber, kept_numbers, loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
 __all__ = ['PLAIN_HEADERS', 'PLAIN_HEADER_PREFIXES', 'coerced_notes', 'coerced', 'parse_time', 'as_count', 'usage_from',
            'cache_write_tokens', 'content_text', 'thinking_kept', 'media_blocks', 'keep_media', 'user_media',
-           'json_text', 'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer', 'strip_credentials',
-           'http_exchange']
+           'json_text', 'literal_numbers', 'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer',
+           'strip_credentials', 'http_exchange']
 
 # %% ../../nbs/20c_recorder_values.ipynb #41559365
 class _Notes(threading.local):
@@ -183,14 +183,23 @@ def user_media(report, content, # the run's `ConversionReport`; a user message's
                             why=f'an image or file the user gave (the text has {content_text(b)} in its place)')
             for b in media_blocks(content)]
 
-# %% ../../nbs/20c_recorder_values.ipynb #66e83cfa
-def json_text(text:str|bytes,  # JSON held in a string field of a record
-              what:str):       # what it holds, for the note: 'tool-call arguments'
-    "`text` read by `loads_json`; a NaN or infinity null, noted (`coerced`) for its reader's located warning"
-    try: v = loads_json(text, notes := [])
+# %% ../../nbs/20c_recorder_values.ipynb #d310af5c
+def _noted_as(what:str, text, read, *args):
+    "`read(*args, notes)`, each note `coerced` on `text` as `what`; an `UnheldNumber` says `what` it was read as"
+    try: v = read(*args, notes := [])
     except UnheldNumber as e: raise UnheldNumber(f"{what}: {e}") from None
     for n in notes: coerced(text, f'as {what}: {n}')
     return v
+
+# %% ../../nbs/20c_recorder_values.ipynb #66e83cfa
+def json_text(text:str|bytes, what:str): # JSON held in a string field; what it holds, for the note: 'a result'
+    "`text` read by `loads_json`; a NaN or infinity null, noted (`coerced`) for its reader's located warning"
+    return _noted_as(what, text, loads_json, text)
+
+# %% ../../nbs/20c_recorder_values.ipynb #afb4b47e
+def literal_numbers(value, text:str, what:str): # what `ast.literal_eval` read from a `literal_tree` of `text`; as `json_text`
+    "`value` by `kept_numbers`: a NaN or infinity null, noted (`coerced`) for its reader's located warning"
+    return _noted_as(what, text, kept_numbers, value)
 
 # %% ../../nbs/20c_recorder_values.ipynb #40fda810
 def parse_arguments(args)->tuple[dict, bool]:
