@@ -1,4 +1,4 @@
-"""orjson's speed where it reads a number exactly; the standard library where it would not (an integer past 64 bits); a NaN or an infinity written as null with a note naming its field; the field named where a number cannot be read at all (an integer past Python's digit limit)
+"""orjson's speed where it reads a number exactly; the standard library where it would not (an integer past 64 bits); a NaN or an infinity written as null with a note naming its field; the field named where a number cannot be read at all (an integer past Python's digit limit); YAML and Python-literal numbers by the same rule
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_json_numbers.html.md"""
 
