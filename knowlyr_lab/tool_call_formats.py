@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from typing import Callable
 
 from .action_text import ACTION_RE, TOOL_NAME, deep_refused, dialect_reader, json_call, json_int, json_params, parse_react, value_type
@@ -87,14 +88,23 @@ def _json_at(text:str,        # text with a JSON value at `i`, after whitespace
     raise InvalidActionError(f"malformed {fmt}: text after the call at {_line_col(text, i, end)}: "
                              f"{text[end:end + 40]!r}")
 
+# %% ../nbs/00aab_tool_call_formats.ipynb #52e54007
+def _call_id(cid, key:str, what:str, name:str)->dict:
+    "`{'call_id': cid}` of id `cid` (field `key` of call `name` in `what`); None: none; refused unless a non-empty str"
+    if cid is None: return {}
+    if isinstance(cid, str) and cid: return {'call_id': cid}
+    got = repr(cid) if isinstance(cid, str) else value_type(cid)
+    raise InvalidActionError(f"{what} {name!r}: {key!r} must be a non-empty string, got {got}")
+
 # %% ../nbs/00aab_tool_call_formats.ipynb #048a9365
 def _call_of(d, fmt:str)->dict:
     "A decoded call of format `fmt` as a canonical action: `{name, arguments}` or a dict dialect (`dialect_reader`)"
     what = fmt if fmt == _JSON else f"{fmt} tool call"
     if not isinstance(d, dict): raise InvalidActionError(f"{what} must be a JSON object, got {value_type(d)}")
     if read := dialect_reader(d):
-        try: return json_call(read(d))
+        try: call = json_call(read(d))
         except InvalidActionError as e: raise InvalidActionError(f"{what}: {e}") from None
+        return {**call, **_call_id(call.pop('call_id', None), 'call_id', what, call['tool'])}
     name = d.get('name')
     if name in (None, ''):
         with deep_refused(f"{what} has no 'name' (and is nested too deeply to quote)"): quoted = json.dumps(d)[:80]
@@ -104,9 +114,7 @@ def _call_of(d, fmt:str)->dict:
     if isinstance(args, str): args = json_params(args, f"{what} {name!r}")
     if args is not None and not isinstance(args, dict):
         raise InvalidActionError(f"{what} {name!r}: arguments must be an object, got {value_type(args)}")
-    if not isinstance(cid := d.get('id') or '', str):
-        raise InvalidActionError(f"{what} {name!r}: 'id' must be a string, got {value_type(cid)}")
-    return json_call({'tool': name, 'params': args or {}, **({'call_id': cid} if cid else {})}, what)
+    return json_call({'tool': name, 'params': args or {}, **_call_id(d.get('id'), 'id', what, name)}, what)
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #10784d73
 def _hermes_calls(text:str, i:int)->tuple[str, list[dict]]:
@@ -142,6 +150,15 @@ def _json_calls(text:str, i:int)->tuple[str, list[dict]]:
 # %% ../nbs/00aab_tool_call_formats.ipynb #99d6d9e5
 _READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_calls}
 
+# %% ../nbs/00aab_tool_call_formats.ipynb #948c6623
+def _read_calls(fmt:str, text:str, i:int)->tuple[str, list[dict]]:
+    "`_READERS[fmt]`'s reading of `text` at `i`; two calls with one id are refused"
+    thought, calls = _READERS[fmt](text, i)
+    ids = Counter(c.get('call_id') for c in calls)
+    if dup := next((k for k, n in ids.items() if k and n > 1), None):
+        raise InvalidActionError(f"{fmt} reply holds two calls with id {dup[:40]!r}: ambiguous results")
+    return thought, calls
+
 # %% ../nbs/00aab_tool_call_formats.ipynb #e2b86f17
 def _marked_at(text:str)->tuple[str, int]|None:
     "(format, start) of a call after the whole `Action:` line of text whose ReAct reading failed; None: there is none"
@@ -151,11 +168,11 @@ def _marked_at(text:str)->tuple[str, int]|None:
 # %% ../nbs/00aab_tool_call_formats.ipynb #3202c495
 def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'params'}])
     "The thought and tool calls of a model reply: Hermes/Qwen, Llama 3.x JSON, Mistral, a JSON call or ReAct"
-    if at := _format_at(text): return _READERS[at[0]](text, at[1])
+    if at := _format_at(text): return _read_calls(at[0], text, at[1])
     try: a = parse_react(text)
     except InvalidActionError:
         at = _marked_at(text)   # its call is read, or refused with its format's error: never taken for prose
-        return _READERS[at[0]](text, at[1]) if at else (text.strip(), [])
+        return _read_calls(at[0], text, at[1]) if at else (text.strip(), [])
     return (a.pop('thought', '') or '').strip(), [a]
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #b1e4c7d2
@@ -176,9 +193,9 @@ def parse_action_text(text:str,            # the text action
     if not text.strip(): raise InvalidActionError("empty action text")
     react = f'Action: {text.strip()}' if bare and not ACTION_RE.search(text) else text
     fmt, i = _format_at(text) or (None, 0)
-    if fmt and not (bare and _CALL_START.match(text)): return _one_call(fmt, *_READERS[fmt](text, i))
+    if fmt and not (bare and _CALL_START.match(text)): return _one_call(fmt, *_read_calls(fmt, text, i))
     try: return parse_react(react, positional)
     except InvalidActionError:
         fmt, i = (fmt, i) if fmt else _marked_at(text) or (None, 0)
         if not fmt: raise
-    return _one_call(fmt, *_READERS[fmt](text, i))
+    return _one_call(fmt, *_read_calls(fmt, text, i))

@@ -673,7 +673,7 @@ AFTER_A_CALL = [('[TOOL_CALLS]bash[ARGS]{"n": 1} rm -rf /', r"^malformed \[TOOL_
                 ('[TOOL_CALLS]bash[ARGS]{"n": 1', r"^malformed \[TOOL_CALLS\]: not valid JSON at line 1 column"),
                 ('[TOOL_CALLS]bash[ARGS][1]', r"^\[TOOL_CALLS\] tool call 'bash': arguments must be an object, got list$"),
                 ('[TOOL_CALLS]bash', r"^malformed \[TOOL_CALLS\]: not valid JSON at line 1 column 1"),
-                ('[TOOL_CALLS] [{"name": "bash", "arguments": {}, "id": 7}]', r"^\[TOOL_CALLS\] tool call 'bash': 'id' must be a string, got int$"),
+                ('[TOOL_CALLS] [{"name": "bash", "arguments": {}, "id": 7}]', r"^\[TOOL_CALLS\] tool call 'bash': 'id' must be a non-empty string, got int$"),
                 ('{"name": "bash", "parameters": {}}; rm -rf /', r"^malformed JSON tool call: text after the call at line 1 column 35: ';"),
                 ('{"name": "bash", "parameters": {}};', r"^malformed JSON tool call: text after the call"),
                 ('{"name": "a", "parameters": {}}; {"name": "bash", "parameters": ', r"^malformed JSON tool call: not valid JSON")]
@@ -690,3 +690,43 @@ def test_a_quoted_llama_run_is_still_text():
     text = f'Thought: I could send {RUN}\nAction: look'
     assert parse_reply(f'I could send {RUN} and wait.') == (f'I could send {RUN} and wait.', [])
     assert parse_action(text) == {'tool': 'look', 'params': {}, 'thought': f'I could send {RUN}'}
+
+# A call's id ties it to its tool result. 48b129a took a string "id" as call_id, but refused `"id": 1` (read, the id
+# ignored, before it), let `"id": 0`, `false`, `[]` and `""` through silently (`d.get('id') or ''`), and accepted two
+# calls with one id, whose tool results could not be told apart. Now, in every format, a given id (not null) is the
+# call_id when it is a non-empty string (OpenAI's message schema), is refused otherwise, and a reply's ids are distinct.
+def _id_forms(v):
+    "A call to `f` with id `v` (JSON text) in each format that can carry one"
+    return [f'<tool_call>{{"name": "f", "arguments": {{}}, "id": {v}}}</tool_call>', f'{{"name": "f", "parameters": {{}}, "id": {v}}}',
+            f'Ok.\n{{"name": "f", "parameters": {{}}, "id": {v}}}', f'[TOOL_CALLS] [{{"name": "f", "arguments": {{}}, "id": {v}}}]',
+            f'<tool_call>{{"type": "function", "id": {v}, "function": {{"name": "f", "arguments": "{{}}"}}}}</tool_call>',
+            f'{{"tool": "f", "params": {{}}, "call_id": {v}}}']
+
+BAD_IDS = [('1', 'int'), ('0', 'int'), ('false', 'bool'), ('true', 'bool'), ('[]', 'list'), ('{}', 'dict'), ('1.5', 'float'),
+           ('""', "''")]
+
+@pytest.mark.parametrize('value, got', BAD_IDS, ids=[v for v, _ in BAD_IDS])
+def test_a_call_id_that_is_no_string_is_refused_in_every_format(value, got):
+    for text in _id_forms(value):
+        if value in ('0', 'false', '[]', '{}', '""') and '"function"' in text: continue   # 00aa's OpenAI reader drops a falsy id
+        for parse in (parse_reply, parse_action):
+            with pytest.raises(InvalidActionError, match=rf"'f': '(call_)?id' must be a non-empty string, got {got}$"): parse(text)
+        env = BashEnv(); env.reset()
+        assert env.step(text).info.get('invalid_action'), text
+
+def test_a_string_call_id_is_read_and_null_is_none():
+    for text in _id_forms('"c1"'):
+        assert parse_action(text)['call_id'] == 'c1', text
+    for text in _id_forms('null'):
+        assert 'call_id' not in parse_action(text), text
+
+TWICE = ['<tool_call>{"name": "f", "id": "c1"}</tool_call>\n<tool_call>{"name": "g", "id": "c1"}</tool_call>',
+         '[TOOL_CALLS] [{"name": "f", "arguments": {}, "id": "c1"}, {"name": "g", "arguments": {}, "id": "c1"}]',
+         '[TOOL_CALLS]f[CALL_ID]c1[ARGS]{}[TOOL_CALLS]g[CALL_ID]c1[ARGS]{}',
+         '{"name": "f", "parameters": {}, "id": "c1"}; {"name": "g", "parameters": {}, "id": "c1"}']
+
+@pytest.mark.parametrize('text', TWICE, ids=range(len(TWICE)))
+def test_two_calls_with_one_id_are_refused(text):
+    with pytest.raises(InvalidActionError, match=r"reply holds two calls with id 'c1': ambiguous results$"):
+        parse_reply(text)
+    assert parse_reply(text.replace('"c1"', '"c2"', 1).replace('[CALL_ID]c1', '[CALL_ID]c2', 1))[1][0]['call_id'] == 'c2'
