@@ -28,6 +28,20 @@ _TAIL_RE = re.compile(rf"\s*(?:(?:{'|'.join(map(re.escape, _ENDS))})\s*)*\Z")   
 _TC_RE = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.S)   # a block: strip it
 _DEC = json.JSONDecoder(parse_int=json_int)   # an integer past 64 bits is refused by `json_call`
 
+# %% ../nbs/00aab_tool_call_formats.ipynb #3f8c0533
+def _is_llama_call(d)->bool:
+    "Whether decoded value `d` is a call a run of Llama's may hold: a `name` and `parameters` (or `arguments`)"
+    return isinstance(d, dict) and 'name' in d and ('parameters' in d or 'arguments' in d)
+
+# %% ../nbs/00aab_tool_call_formats.ipynb #c6190f7d
+def _llama_run(text:str, i:int)->int:
+    "Where the object at `i` of `text` ends, or the run of calls it starts (`;` between); at an object no call, its start"
+    d, end = _DEC.raw_decode(text, i)
+    while _is_llama_call(d) and (sep := _LLAMA_SEP.match(text, end)):
+        d, end = _DEC.raw_decode(text, start := sep.end())
+        if not _is_llama_call(d): return start   # a run holds calls only
+    return end
+
 # %% ../nbs/00aab_tool_call_formats.ipynb #0f09566c
 def _llama_call(text:str)->re.Match|None:
     "Where Llama 3.x's calls start: the first `{\"name\": ...}` objects (`;` between) that end `text` or are malformed"
@@ -36,9 +50,7 @@ def _llama_call(text:str)->re.Match|None:
     for m in _LLAMA_RE.finditer(text):
         i = text.index('{', m.start())
         if i < end: continue                     # inside an object the thought quotes
-        try:
-            end = _DEC.raw_decode(text, i)[1]
-            while sep := _LLAMA_SEP.match(text, end): end = _DEC.raw_decode(text, sep.end())[1]   # its next call
+        try: end = _llama_run(text, i)
         except (json.JSONDecodeError, RecursionError): return m   # meant as a call: malformed, or too deep to read
         if _TAIL_RE.match(text, end): return m
     return None
@@ -141,11 +153,13 @@ def _mistral_calls(text:str, i:int)->tuple[str, list[dict]]:
 # %% ../nbs/00aab_tool_call_formats.ipynb #3aabe743
 def _json_calls(text:str, i:int)->tuple[str, list[dict]]:
     "The thought before the JSON call at `i` and its calls, which end the text: one object, or Llama's joined by `;`"
-    thought, calls, i = text[:i].strip(), [], text.index('{', i)
+    thought, read, i = text[:i].strip(), [], text.index('{', i)
     while i < len(text):
-        d, i = _json_at(text, _JSON, _JSON_TAIL, i)
-        calls.append(_call_of(d, _JSON))
-    return thought, calls
+        d, end = _json_at(text, _JSON, _JSON_TAIL, i)
+        read.append((i, d)); i = end
+    if len(read) > 1 and not all(_is_llama_call(d) for _, d in read):
+        _json_at(text, _JSON, _TAIL_RE, read[0][0])   # raises: a run holds calls only, so its `;` is text after the call
+    return thought, [_call_of(d, _JSON) for _, d in read]
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #99d6d9e5
 _READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_calls}

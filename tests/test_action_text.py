@@ -730,3 +730,26 @@ def test_two_calls_with_one_id_are_refused(text):
     with pytest.raises(InvalidActionError, match=r"reply holds two calls with id 'c1': ambiguous results$"):
         parse_reply(text)
     assert parse_reply(text.replace('"c1"', '"c2"', 1).replace('[CALL_ID]c1', '[CALL_ID]c2', 1))[1][0]['call_id'] == 'c2'
+
+# A run of Llama calls joined by `;` took any `{"name": ...}` object in: a thought that ends quoting `{"name": "x"};`
+# before the real call was read as two calls (x with no arguments, then the call), so parse_action refused the reply;
+# before 48b129a the call was read with that text as its thought. A run holds calls only (a "name" and "parameters" or
+# "arguments"): after an object that is no call, a `;` is text, as it was.
+SCHEMA = 'The schema is {"name": "x"}; {"name": "search", "parameters": {"q": "cats"}}'
+CATS = {'tool': 'search', 'params': {'q': 'cats'}}
+QUOTED_THEN_CALL = [(SCHEMA, 'The schema is {"name": "x"};', [CATS]),
+                    (SCHEMA + '<|eot_id|>', 'The schema is {"name": "x"};', [CATS]),
+                    ('Sent {"name": "a", "parameters": {}}; {"name": "x"}; ' + SCHEMA[14 + 15:],
+                     'Sent {"name": "a", "parameters": {}}; {"name": "x"};', [CATS]),
+                    ('Ok. {"name": "a", "arguments": {}}; {"name": "b", "parameters": {}}', 'Ok.',
+                     [{'tool': 'a', 'params': {}}, {'tool': 'b', 'params': {}}])]
+
+@pytest.mark.parametrize('text, thought, calls', QUOTED_THEN_CALL, ids=range(len(QUOTED_THEN_CALL)))
+def test_a_llama_run_holds_calls_only(text, thought, calls):
+    assert parse_reply(text) == (thought, calls)
+    if len(calls) == 1: assert parse_action(text) == {**calls[0], 'thought': thought}
+
+def test_an_object_that_is_no_call_does_not_start_a_run():
+    for text in [SCHEMA[14:], '{"name": "a", "parameters": {}}; {"name": "x"}']:
+        with pytest.raises(InvalidActionError, match=r"^malformed JSON tool call: text after the call at line 1 column \d+: '; \{"):
+            parse_reply(text)
