@@ -85,13 +85,14 @@ _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity|-?[0-9][0-9.eE+-
 def _place(raw:bytes|str, made:list):
     "Set `line` and `col` of each stand-in in `made` (in parse order) from where `raw` writes its number"
     text = raw if isinstance(raw, str) else raw.decode('utf-8', 'replace')
-    todo, line, seen = iter(made), 1, 0
+    todo, line, start, seen = iter(made), 1, 0, 0             # start: where line `line` starts
     u = next(todo, None)
     for m in _TOKENS.finditer(text):
         if u is None: return
         if m.group(1) != u.text: continue                      # a string, or a number that was kept
-        line, seen = line + text.count('\n', seen, m.start()), m.start()   # counted on: one pass
-        u.line, u.col = line, m.start() - text.rfind('\n', 0, m.start())
+        if n := text.count('\n', seen, m.start()):             # only the text since the last one placed is read
+            line, start = line + n, text.rfind('\n', seen, m.start()) + 1
+        seen, u.line, u.col = m.start(), line, m.start() - start + 1
         u = next(todo, None)
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #31614572
