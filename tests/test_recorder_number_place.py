@@ -60,13 +60,14 @@ def _random_doc(rng:random.Random)->tuple[str, list]:
 
 
 def test_each_stand_in_is_placed_where_a_naive_locator_finds_it_in_random_documents():
-    "Line and column of every stand-in, in str and in UTF-8 bytes (columns count characters), as counted from the start"
+    "Line and column of every stand-in, in str and in bytes (UTF-8, -16, -32), as counted from the start in characters"
     rng, n = random.Random(20), 0
     for _ in range(400):
         text, at = _random_doc(rng)
         want = _naive(text, at)
         assert _placed(text) == want, text[:300]
         assert _placed(text.encode()) == want, text[:300]
+        assert _placed(text.encode(rng.choice(['utf-8-sig', 'utf-16', 'utf-16-be', 'utf-32']))) == want, text[:300]
         n += len(at)
     assert n > 150                                          # the documents held stand-ins to place
 
@@ -93,3 +94,18 @@ def test_a_located_note_keeps_its_line_through_loads_json():
     assert loads_json(b'{"a": 1,\n  "b": [2, NaN]}', notes, locate=True) == {'a': 1, 'b': [2, None]}
     assert [(n.line, n) for n in notes] == [(2, 'field b[1] holds NaN at column 12, a number JSON cannot write '
                                                 '(written as null)')]
+
+
+def test_a_document_in_bytes_is_located_in_the_characters_json_loads_reads():
+    "Bytes were decoded as UTF-8 with 'replace': a BOM or a lone surrogate's 3 bytes shifted the column, UTF-16 not located"
+    def where(raw):
+        notes = []
+        loads_json(raw, notes, locate=True)
+        return [(n.line, n[n.index('holds'):n.index(',')]) for n in notes]
+    at = [(2, 'holds NaN at column 2')]
+    assert where('{"a":\n NaN}'.encode('utf-8-sig')) == at
+    assert where('{"a":\n NaN}'.encode('utf-16')) == at
+    assert where('{"a":\n NaN}'.encode('utf-16-le')) == at
+    assert where(b'\xef\xbb\xbf{"a": NaN}') == [(1, 'holds NaN at column 7')]
+    assert where(b'{"\xed\xa0\x80": NaN}') == [(1, 'holds NaN at column 7')]        # one character, as json.loads reads it
+    assert where('{"é😀": NaN}'.encode()) == [(1, 'holds NaN at column 8')]

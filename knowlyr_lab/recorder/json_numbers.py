@@ -84,7 +84,7 @@ _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity|-?[0-9][0-9.eE+-
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #495fccfc
 def _place(raw:bytes|str, made:list):
     "Set `line` and `col` of each stand-in in `made` (in parse order) from where `raw` writes its number"
-    text = raw if isinstance(raw, str) else raw.decode('utf-8', 'replace')
+    text = raw if isinstance(raw, str) else raw.decode(json.detect_encoding(raw), 'surrogatepass')  # as json.loads
     todo, line, start, seen = iter(made), 1, 0, 0             # start: where line `line` starts
     u = next(todo, None)
     for m in _TOKENS.finditer(text):
