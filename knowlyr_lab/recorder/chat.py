@@ -13,9 +13,10 @@ from typing import Iterator
 
 from .chat_builder import ChatBuilder
 from .field_path import warn_coerced
+from .http import http_exchange, strip_credentials
 from .reading import read_yaml
 from .report import ConversionReport
-from .values import coerced_notes, content_text, http_exchange, new_step, parse_arguments, strip_credentials, thinking_kept, usage_from
+from .values import coerced_notes, content_text, new_step, parse_arguments, thinking_kept, usage_from
 from ..trajectory import TokenUsage, Trajectory
 
 # %% auto #0

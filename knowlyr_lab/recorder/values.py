@@ -19,10 +19,9 @@ from .json_numbers import UnheldNumber, kept_numbers, loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
 # %% auto #0
-__all__ = ['PLAIN_HEADERS', 'PLAIN_HEADER_PREFIXES', 'coerced_notes', 'coerced', 'parse_time', 'as_count', 'usage_from',
-           'cache_write_tokens', 'content_text', 'thinking_kept', 'media_blocks', 'keep_media', 'user_media',
-           'json_text', 'literal_numbers', 'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer',
-           'strip_credentials', 'http_exchange']
+__all__ = ['coerced_notes', 'coerced', 'parse_time', 'as_count', 'usage_from', 'cache_write_tokens', 'content_text',
+           'thinking_kept', 'media_blocks', 'keep_media', 'user_media', 'json_text', 'literal_numbers',
+           'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer']
 
 # %% ../../nbs/20c_recorder_values.ipynb #41559365
 class _Notes(threading.local):
@@ -292,44 +291,3 @@ def result(self:ToolCallPairer, call_id, content, is_error:bool=False, exit_code
 def open_calls(self:ToolCallPairer)->list[Step]:
     "The steps whose calls got no result yet"
     return list(self.pending.values())
-
-# %% ../../nbs/20c_recorder_values.ipynb #92e93f7c
-PLAIN_HEADERS = {'accept', 'accept-encoding', 'access-control-expose-headers', 'alt-svc', 'cache-control',
-                 'cf-cache-status', 'cf-ray', 'connection', 'content-encoding', 'content-length',
-                 'content-security-policy', 'content-type', 'date', 'host', 'server', 'strict-transport-security',
-                 'transfer-encoding', 'user-agent', 'vary', 'via', 'x-content-type-options', 'x-request-id',
-                 'request-id', 'openai-model', 'openai-organization', 'openai-processing-ms', 'openai-version',
-                 'anthropic-version', 'anthropic-beta', 'retry-after'}
-PLAIN_HEADER_PREFIXES = ('x-ratelimit-', 'anthropic-ratelimit-', 'x-stainless-')   # rate limits, the SDK's platform
-
-# %% ../../nbs/20c_recorder_values.ipynb #5009fd53
-def _plain(h)->bool: h = str(h).lower(); return h in PLAIN_HEADERS or h.startswith(PLAIN_HEADER_PREFIXES)
-
-# %% ../../nbs/20c_recorder_values.ipynb #3a51b9d6
-def strip_credentials(it):
-    "An interaction with only the HTTP headers known to carry no credential (`PLAIN_HEADERS`); others dropped"
-    if not isinstance(it, dict): return it
-    def part(v):
-        if not isinstance(v, dict) or 'headers' not in v: return v
-        h = v['headers']
-        if isinstance(h, dict): h = {k: x for k, x in h.items() if _plain(k)}
-        elif isinstance(h, list): h = [x for x in h if isinstance(x, dict) and _plain(x.get('name', ''))]
-        else: h = {}
-        return {**v, 'headers': h}
-    return {k: part(v) for k, v in it.items()}
-
-# %% ../../nbs/20c_recorder_values.ipynb #0dacf86f
-def http_exchange(it:dict)->dict:
-    "A chat call's HTTP exchange, less what became steps (messages, system prompt, the reply) and credential headers"
-    it = strip_credentials(it)
-    req = dict(it.get('request') or {}) if isinstance(it.get('request'), dict) else {}
-    resp = dict(it.get('response') or {}) if isinstance(it.get('response'), dict) else {}
-    if isinstance(req.get('parsed_body'), dict):
-        req['parsed_body'] = {k: v for k, v in req['parsed_body'].items() if k not in ('messages', 'system')}
-    if isinstance(rb := resp.get('parsed_body'), dict):
-        rb = {k: v for k, v in rb.items() if k != 'content'}
-        if isinstance(rb.get('choices'), list):
-            rb['choices'] = [{k: v for k, v in c.items() if k != 'message'} if isinstance(c, dict) else c
-                             for c in rb['choices']]
-        resp['parsed_body'] = rb
-    return {**it, 'request': req, 'response': resp}
