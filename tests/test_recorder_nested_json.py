@@ -136,5 +136,41 @@ def test_an_integer_past_the_digit_limit_in_a_final_answer_string_keeps_the_file
     ts = list(convert(p, format='toolbench', report=rep))
     assert len(ts) == 1 and not rep.errors and not rep.failed, (rep.errors, rep.failed)
     assert ts[0].metadata['final_answer'].startswith('{"final_answer": 999')           # kept, as text
-    assert rep.warning_lines() == [f"{p}: answer_generation.final_answer: the final answer: field final_answer holds "
-                                   "an integer of 5000 digits, past Python's limit of 4300 (kept as text)"]
+    (w,) = rep.warning_lines()                                                          # (json_text's note, located)
+    assert w.startswith(f"{p}: answer_generation.final_answer: '{{\"final_answer\": 999") and w.endswith(
+        "as the final answer: field final_answer holds an integer of 5000 digits, past Python's limit of 4300 (kept as text)"), w
+
+
+_DIGITS = '9' * 5000
+_KEPT_AS_TEXT = "field {} holds an integer of 5000 digits, past Python's limit of 4300 (kept as text)"
+
+
+def _codex_digits(rec): rec['payload']['output'] = _DIGITS                      # `python -c "print(9**...)"`'s output
+
+
+def _claude_digits(rec): rec['message'] = '{"role": "user", "n": %s}' % _DIGITS  # not a message: its text
+
+
+def _swe_state_digits(doc): doc['trajectory'][0]['state'] = '{"open_file": "n/a", "pid": %s}' % _DIGITS
+
+
+DIGIT_CASES = [  # (source, format, line or None, change, warning after the path, what the string was read as, field in it)
+    (CODEX, 'codex-cli', 10, _codex_digits, ':10: payload.output: ', 'as a tool result: ', '(the value)'),
+    (CLAUDE, 'claude-code', 6, _claude_digits, ':6: message: ', 'as a message: ', 'n'),
+    (SWE1, 'swe-agent', None, _swe_state_digits, ': trajectory[0].state: ', 'as a state: ', 'pid'),
+]
+
+
+@pytest.mark.parametrize('src, fmt, line, change, where, what, field', DIGIT_CASES, ids=[c[3].__name__ for c in DIGIT_CASES])
+def test_an_integer_past_the_digit_limit_in_a_string_kept_as_text_costs_the_value_not_the_record(
+        tmp_path, src, fmt, line, change, where, what, field):
+    "UnheldNumber escaped these readers (their ValueError catch became a narrower one): the record or step was quarantined"
+    p = _lines(src, tmp_path, line, change) if line else _doc(src, tmp_path, change)
+    whole = list(convert(src, format=fmt, report=ConversionReport()))
+    rep = ConversionReport()
+    ts = list(convert(p, format=fmt, report=rep))
+    assert not rep.errors and rep.totals['quarantined'] == 0, rep.errors
+    assert [len(t.steps) for t in ts] == [len(t.steps) for t in whole]
+    assert _DIGITS in ''.join(t.model_dump_json() for t in ts)                              # the string, kept as text
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}{where}') and w.endswith(what + _KEPT_AS_TEXT.format(field)), w

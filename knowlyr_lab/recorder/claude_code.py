@@ -33,7 +33,7 @@ def _cc_message(rec:dict)->dict:
     m = rec.get('message')
     if isinstance(m, dict): return m
     if not isinstance(m, str): return {}
-    try: v = json_text(m, 'a message')          # a NaN in it: null, warned with the record's line
+    try: v = json_text(m, 'a message', use=lambda v: isinstance(v, dict))   # a NaN in it: null, warned at the line
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError): v = None
     return v if isinstance(v, dict) else {'role': rec.get('type'), 'content': m}
 

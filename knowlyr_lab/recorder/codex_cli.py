@@ -32,7 +32,7 @@ def _cx_output(out)->tuple[str, int|None]:
     "(text, exit code) of a function_call_output payload's `output`"
     if isinstance(out, dict): out = out.get('content', out.get('output', json.dumps(out)))
     text = content_text(out) if not isinstance(out, str) else out
-    try: v = json_text(text, 'a tool result')
+    try: v = json_text(text, 'a tool result', use=lambda v: isinstance(v, dict) and 'output' in v)  # else: the text
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError): v = None
     if isinstance(v, dict) and 'output' in v:
         code = (v.get('metadata') or {}).get('exit_code') if isinstance(v.get('metadata'), dict) else None

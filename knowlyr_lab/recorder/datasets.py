@@ -18,7 +18,6 @@ from .chat import feed_located
 from .chat_builder import ChatBuilder, exit_code_of
 from .field_path import warn_coerced
 from .json_items import iter_json_items
-from .json_numbers import UnheldNumber
 from .react import react_action
 from .reading import iter_jsonl, json_shape, read_json
 from .report import ConversionReport
@@ -216,8 +215,7 @@ def convert(self:ToolBenchAdapter, path, report):  # noqa: F811 (@patch attaches
         report.bad_record(path, None, "field 'answer_generation': expected an object with a 'train_messages' list",
                           doc, record_type='answer'); return
     chains = _toolbench_chains(ag, path, report)
-    try: fa = json_text(ag.get('final_answer') or '{}', 'the final answer')
-    except UnheldNumber as e: report.warn(path, None, f'answer_generation.final_answer: {e} (kept as text)'); fa = None
+    try: fa = json_text(ag.get('final_answer') or '{}', 'the final answer', use=lambda v: isinstance(v, dict))
     except (json.JSONDecodeError, TypeError, RecursionError): fa = None
     if coerced_notes(): warn_coerced(report, path, None, doc)   # a NaN in it: null, warned by field
     if not isinstance(fa, dict): fa = {'final_answer': ag.get('final_answer')}   # not ToolBench's JSON: kept as it is

@@ -183,17 +183,20 @@ def user_media(report, content, # the run's `ConversionReport`; a user message's
             for b in media_blocks(content)]
 
 # %% ../../nbs/20c_recorder_values.ipynb #d310af5c
-def _noted_as(what:str, text, read, *args):
+def _noted_as(what:str, text, read, *args, use=None):
     "`read(*args, notes)`, each note `coerced` on `text` as `what`; an `UnheldNumber` says `what` it was read as"
     try: v = read(*args, notes := [])
-    except UnheldNumber as e: raise UnheldNumber(f"{what}: {e}") from None
+    except UnheldNumber as e:
+        if use is None: raise UnheldNumber(f"{what}: {e}") from None
+        return coerced(text, f'as {what}: {e} (kept as text)') or text     # the value is lost, not the record
     for n in notes: coerced(text, f'as {what}: {n}')
-    return v
+    return v if use is None or use(v) else text
 
 # %% ../../nbs/20c_recorder_values.ipynb #66e83cfa
-def json_text(text:str|bytes, what:str): # JSON held in a string field; what it holds, for the note: 'a result'
+def json_text(text:str|bytes, what:str, # JSON held in a string field; what it holds, for the note: 'a result'
+              use=None): # which values the caller takes (any other: `text`, as is one past the digit limit, noted)
     "`text` read by `loads_json`; a NaN or infinity null, noted (`coerced`) for its reader's located warning"
-    return _noted_as(what, text, loads_json, text)
+    return _noted_as(what, text, loads_json, text, use=use)
 
 # %% ../../nbs/20c_recorder_values.ipynb #afb4b47e
 def literal_numbers(value, text:str, what:str): # what `ast.literal_eval` read from a `literal_tree` of `text`; as `json_text`
