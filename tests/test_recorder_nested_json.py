@@ -158,10 +158,15 @@ DIGIT_CASES = [  # (source, format, line or None, change, warning after the path
     (CODEX, 'codex-cli', 10, _codex_digits, ':10: payload.output: ', 'as a tool result: ', '(the value)'),
     (CLAUDE, 'claude-code', 6, _claude_digits, ':6: message: ', 'as a message: ', 'n'),
     (SWE1, 'swe-agent', None, _swe_state_digits, ': trajectory[0].state: ', 'as a state: ', 'pid'),
+    (TB1, 'toolbench', None, lambda doc: _toolbench_text('{"error": "", "response": %s}' % _DIGITS)(doc),
+     ': train_messages[0][3].content: ', 'as a function result: ', 'response'),
+    (AGENTGYM, 'agentgym', 1, lambda rec: rec['conversations'][3].update(value='{"function_name": "search", "arguments": '
+     '{"n": %s}}' % _DIGITS), ':1: conversations[3].value: ', 'as a function call: ', 'arguments.n'),
 ]
 
 
-@pytest.mark.parametrize('src, fmt, line, change, where, what, field', DIGIT_CASES, ids=[c[3].__name__ for c in DIGIT_CASES])
+@pytest.mark.parametrize('src, fmt, line, change, where, what, field', DIGIT_CASES,
+                         ids=['codex_output', 'claude_message', 'swe_state', 'toolbench_result', 'agentgym_call'])
 def test_an_integer_past_the_digit_limit_in_a_string_kept_as_text_costs_the_value_not_the_record(
         tmp_path, src, fmt, line, change, where, what, field):
     "UnheldNumber escaped these readers (their ValueError catch became a narrower one): the record or step was quarantined"
@@ -174,3 +179,54 @@ def test_an_integer_past_the_digit_limit_in_a_string_kept_as_text_costs_the_valu
     assert _DIGITS in ''.join(t.model_dump_json() for t in ts)                              # the string, kept as text
     (w,) = rep.warning_lines()
     assert w.startswith(f'{p}{where}') and w.endswith(what + _KEPT_AS_TEXT.format(field)), w
+
+
+def _codex_text(out):
+    def change(rec): rec['payload']['output'] = out                  # a tool's plain output that parses as JSON
+    return change
+
+
+def _toolbench_text(out):
+    def change(doc):
+        chains = doc['answer_generation']['train_messages']
+        old = chains[-1][3]['content']
+        for m in (c[3] for c in chains if len(c) > 3 and c[3]['content'] == old): m['content'] = out
+    return change
+
+
+def _toolbench_answer_text(doc): doc['answer_generation']['final_answer'] = '[1, NaN]'
+
+
+def _agentgym_text(rec): rec['conversations'][3]['value'] = '{"plan": NaN}'       # not a function call
+
+
+VERBATIM = [  # (source, format, line or None, change, the string kept as it is)
+    (CODEX, 'codex-cli', 10, _codex_text('NaN'), 'NaN'),
+    (CODEX, 'codex-cli', 10, _codex_text('[1, NaN]'), '[1, NaN]'),
+    (TB1, 'toolbench', None, _toolbench_text('[1, -Infinity]'), '[1, -Infinity]'),
+    (TB2, 'toolbench', None, _toolbench_answer_text, '[1, NaN]'),
+    (AGENTGYM, 'agentgym', 1, _agentgym_text, '{"plan": NaN}'),
+]
+
+
+@pytest.mark.parametrize('src, fmt, line, change, kept', VERBATIM,
+                         ids=['codex_nan', 'codex_list', 'toolbench_result', 'toolbench_answer', 'agentgym_turn'])
+def test_a_string_kept_verbatim_gets_no_written_as_null_warning(tmp_path, src, fmt, line, change, kept):
+    "json_text noted the NaN of a parsed value the caller threw away: 'written as null' of a text kept as it was"
+    p = _lines(src, tmp_path, line, change) if line else _doc(src, tmp_path, change)
+    rep = ConversionReport()
+    ts = list(convert(p, format=fmt, report=rep))
+    assert not rep.errors and rep.totals['quarantined'] == 0, rep.errors
+    assert json.dumps(kept)[1:-1] in ''.join(t.model_dump_json() for t in ts)          # the text, as it was
+    assert rep.warning_lines() == [], rep.warning_lines()
+
+
+def test_a_nan_in_a_string_whose_value_is_used_is_still_warned(tmp_path):
+    "The other side: a Codex output object {output, metadata} is used, its NaN null and warned (as in CASES)"
+    p = _lines(CODEX, tmp_path, 10, _codex)
+    rep = ConversionReport()
+    ts = list(convert(p, format='codex-cli', report=rep))
+    assert 'go 1.22\n' in [s.observation.content for t in ts for s in t.steps if s.observation]
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}:10: payload.output: ') and w.endswith(
+        'as a tool result: field metadata.duration_seconds holds NaN, a number JSON cannot write (written as null)'), w

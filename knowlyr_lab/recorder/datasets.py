@@ -43,7 +43,8 @@ def gpt_turn_action(value:str)->tuple[str|None, dict|None]:
     "Thought and call ({tool, params, ok}) of an assistant turn: fncall JSON or ReAct text"
     s = value.strip()
     if s.startswith('{'):
-        try: d = json_text(value, 'a function call')
+        call = lambda d: isinstance(d, dict) and isinstance(d.get('function_name'), str)   # else: ReAct text
+        try: d = json_text(value, 'a function call', use=call)
         except (json.JSONDecodeError, RecursionError): d = None
         if isinstance(d, dict) and isinstance(d.get('function_name'), str):
             params, ok = parse_arguments(d.get('arguments'))
@@ -161,7 +162,7 @@ register_adapter(AgentGymAdapter())
 def _toolbench_message(m:dict)->dict:
     "Legacy ToolBench message -> chat message (function results unpacked into content + is_error)"
     if not isinstance(m, dict) or m.get('role') != 'function' or not isinstance(m.get('content'), str): return m
-    try: d = json_text(m['content'], 'a function result')
+    try: d = json_text(m['content'], 'a function result', use=lambda d: isinstance(d, dict) and 'response' in d)
     except (json.JSONDecodeError, RecursionError): return m
     if not isinstance(d, dict) or 'response' not in d: return m
     err = d.get('error') or ''

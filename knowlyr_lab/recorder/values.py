@@ -184,13 +184,14 @@ def user_media(report, content, # the run's `ConversionReport`; a user message's
 
 # %% ../../nbs/20c_recorder_values.ipynb #d310af5c
 def _noted_as(what:str, text, read, *args, use=None):
-    "`read(*args, notes)`, each note `coerced` on `text` as `what`; an `UnheldNumber` says `what` it was read as"
+    "`read(*args, notes)`, its notes `coerced` on `text` as `what` if the value is used; `UnheldNumber` says `what`"
     try: v = read(*args, notes := [])
     except UnheldNumber as e:
         if use is None: raise UnheldNumber(f"{what}: {e}") from None
         return coerced(text, f'as {what}: {e} (kept as text)') or text     # the value is lost, not the record
+    if use is not None and not use(v): return text      # the text kept as it is: a note on its value would be false
     for n in notes: coerced(text, f'as {what}: {n}')
-    return v if use is None or use(v) else text
+    return v
 
 # %% ../../nbs/20c_recorder_values.ipynb #66e83cfa
 def json_text(text:str|bytes, what:str, # JSON held in a string field; what it holds, for the note: 'a result'
