@@ -124,7 +124,7 @@ def pref_record(p, where:str, spool)->tuple[dict, Trajectory|None, Trajectory|No
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #fd2a278b
 def quarantine_pref(where:str, e:Exception, record, quarantine:Path,
-                    res:ExportResult): # the export's result, which counts it
+                    res): # the export's ExportResult, which counts it (not annotated: defined below)
     "Write unusable preference `record`, its place ('file:line', 'preferences[i]') and why, to `quarantine`; count it"
     path, _, line = where.rpartition(':')
     quarantine_line(quarantine, path or None, int(line) if line.isdigit() else None, None, str(e), record)
