@@ -3,8 +3,13 @@ splits of an export, so `datasets` loads them as served. On main the check looke
 defaults' types only): nested values of two types, lists of mixed items, objects with other keys or a field null in
 a whole split were exported, and `datasets` failed to load the splits, cast 1 to 1.0, or read a key a row lacked as
 null. Each case here either is refused in one line naming the row, the key path and both types, or its files load
-(`load_dataset` with either split first, `Dataset.from_list` of all rows, Parquet) with every value as served"""
+(`load_dataset` with either split first, `Dataset.from_list` of all rows, Parquet) with every value as served.
+A path whose values mix within every split (documents with and without a title, a tool without a description,
+`{}` beside `{"budget": 5}`, `[1, "x"]`) is JSON text to the installed `datasets` (5.2), which loads it as served in
+either split order and through the `hf` export's Parquet: exported, with one warning per path saying that
+`Dataset.from_list` and older `datasets` do not (main refused them; at 930d1ee they exported)"""
 import json
+import warnings
 from pathlib import Path
 
 import datasets
@@ -52,16 +57,36 @@ CASES = {
                                     ["split 'test': field 'chat_template_kwargs.ids[]': null or empty in every row, a JSON integer in split 'train' row 1 "]),
     'one shape with nulls and empties': ([{'opts': {'a': 1, 'l': ['x']}}, {'opts': None}],
                                          [{'opts': {'a': None, 'l': []}}, {'opts': {'a': 2, 'l': ['y', None]}}], None),
+    # mixed within every split: JSON text to datasets 5.2, loads as served (main refused these)
+    'documents with and without a title': ([{'documents': [{'doc_id': '1', 'title': 'A', 'text': 'x'}, {'doc_id': '2', 'text': 'y'}]}] * 2,
+                                           [{'documents': [{'doc_id': '3', 'text': 'z'}]}, {'documents': [{'doc_id': '4', 'title': 'D', 'text': 'w'}]}], None),
+    'tools with and without a description': ([{'tools': [{'name': 'a', 'description': 'd', 'parameters': {'type': 'object'}}]}, {'tools': [{'name': 'b'}]}],
+                                             [{'tools': [{'name': 'c'}, {'name': 'e', 'description': 'f'}]}] * 2, None),
+    'an empty object beside a full one': ([{'opts': {}}, {'opts': {'budget': 5}}], [{'opts': {'budget': 3}}, {'opts': {}}], None),
+    'integers and strings in every split': ([{'ids': [1, 'x']}] * 2, [{'ids': ['y', 2]}] * 2, None),
+    # mixed in one split only: the other split loaded first fails it or reads a missing key as null (refused)
+    'documents with a title in train only': ([{'documents': [{'doc_id': '1', 'title': 'A', 'text': 'x'}, {'doc_id': '2', 'text': 'y'}]}] * 2,
+                                             [{'documents': [{'doc_id': '3', 'text': 'z'}]}] * 2,
+                                             ["field 'chat_template_kwargs.documents[]': keys ['doc_id', 'text'] here, ['doc_id', 'text', 'title'] in split 'train' row 1 ",
+                                              "datasets reads the field as JSON text in split 'train', as a JSON object in split 'test' row 1 "]),
+    'an empty object in train only': ([{'opts': {}}, {'opts': {'budget': 5}}], [{'opts': {'budget': 3}}] * 2,
+                                      ["field 'chat_template_kwargs.opts': an empty object here", "as JSON text in split 'train'"]),
     'lists of objects of one shape': ([{'docs': [{'t': 'a', 'n': 1}, {'t': 'b', 'n': 2}]}] * 2,
                                       [{'docs': [{'t': 'c', 'n': 3}]}, {'docs': []}], None),
 }
+
+WARNED = {'documents with and without a title': 'chat_template_kwargs.documents[]',      # the path each warns of, once
+          'tools with and without a description': 'chat_template_kwargs.tools[]',
+          'an empty object beside a full one': 'chat_template_kwargs.opts',
+          'integers and strings in every split': 'chat_template_kwargs.ids[]'}
 
 
 def _exact(v)->str: return json.dumps(v, sort_keys=True)      # 1 and 1.0 differ
 
 
-def _loads_as_served(res, served:dict, tmp:Path):
-    "Assert that `datasets` loads the export's splits in either order, and all rows together, with every value as served"
+def _loads_as_served(res, served:dict, tmp:Path, from_list:bool=True):
+    """Assert that `datasets` loads the export's splits in either order with every value as served, and (`from_list`)
+    all rows together with `Dataset.from_list`"""
     cache = str(tmp / 'cache')
     for order in (sorted(res.paths), sorted(res.paths, reverse=True)):
         dd = datasets.load_dataset('json', data_files={s: res.paths[s] for s in order}, cache_dir=cache)
@@ -70,6 +95,7 @@ def _loads_as_served(res, served:dict, tmp:Path):
             assert got == sorted(_exact(json.loads(x)['chat_template_kwargs']) for x in open(res.paths[s])), (order, s, got)
             assert set(got) <= served[s], (s, got, served[s])
         dd[order[0]].to_parquet(str(tmp / f'{order[0]}.parquet'))
+    if not from_list: return
     rows = [json.loads(x) for s in sorted(res.paths) for x in open(res.paths[s])]
     got = datasets.Dataset.from_list([{'chat_template_kwargs': r['chat_template_kwargs']} for r in rows])
     assert [_exact(x) for x in got['chat_template_kwargs']] == [_exact(r['chat_template_kwargs']) for r in rows]
@@ -79,7 +105,10 @@ def _loads_as_served(res, served:dict, tmp:Path):
 def test_nested_variables_are_refused_naming_the_path_or_load_as_served(tmp_path, case):
     train, test, said = CASES[case]
     trajs = _trajs(train, test)
-    try: res = DatasetExporter(trajs, test_fraction=0.3).export('sft', tmp_path / 'o')
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            res = DatasetExporter(trajs, test_fraction=0.3).export('sft', tmp_path / 'o')
     except ExportError as e:
         msg = str(e)
         assert said is not None, f"refused, but its rows load as served: {msg}"
@@ -87,8 +116,10 @@ def test_nested_variables_are_refused_naming_the_path_or_load_as_served(tmp_path
         assert msg.startswith('split ') and ' (trajectory ' in msg.split(': field')[0] or msg.startswith("split 'test': "), msg
         assert not list((tmp_path / 'o').glob('*.jsonl')), list((tmp_path / 'o').iterdir())   # no split file left
         return
-    _loads_as_served(res, {'train': {_exact(x) for x in train}, 'test': {_exact(x) for x in test}}, tmp_path)
+    mixed = [str(w.message) for w in caught if 'as JSON text' in str(w.message)]
+    _loads_as_served(res, {'train': {_exact(x) for x in train}, 'test': {_exact(x) for x in test}}, tmp_path, not mixed)
     assert said is None, f"loads as served, but {said} was to refuse it"
+    assert len(mixed) == (case in WARNED) and all(f"field '{WARNED[case]}': " in m and 'Dataset.from_list' in m for m in mixed), mixed
 
 
 def test_a_default_is_checked_at_every_key_path(tmp_path):
@@ -107,3 +138,30 @@ def test_other_formats_are_checked_alike(tmp_path, fmt):
     "The check reads the rows every JSONL format writes: GRPO groups and OpenAI rows are refused alike"
     with pytest.raises(ExportError, match=r"field 'chat_template_kwargs\.opts\.a': a JSON string \('x'\) here, a JSON integer"):
         DatasetExporter(_trajs([{'opts': {'a': 1}}] * 2, [{'opts': {'a': 'x'}}] * 2), test_fraction=0.3).export(fmt, tmp_path / 'o')
+
+
+def test_the_hf_export_writes_mixed_values_as_served(tmp_path):
+    """The `hf` export loads the JSONL splits with datasets and writes them with save_to_disk and as Parquet shards: a
+    path JSON text in every split reads back from both as served"""
+    train, test, _ = CASES['documents with and without a title']
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        res = DatasetExporter(_trajs(train, test), test_fraction=0.3).export('hf', tmp_path / 'o')
+    back = {'hf': datasets.load_from_disk(res.paths['hf']),
+            'parquet': datasets.load_dataset('parquet', data_dir=res.paths['parquet'], cache_dir=str(tmp_path / 'c'))}
+    for how, dd in back.items():
+        got = {s: sorted(_exact(x) for x in d['chat_template_kwargs']) for s, d in dd.items()}
+        assert got == {'train': sorted([_exact(train[0])] * 2 * 7), 'test': sorted([_exact(test[0]), _exact(test[1])] * 3)}, (how, got)
+
+
+def test_a_default_no_row_needs_is_not_checked(tmp_path):
+    """A default for a variable every row has fills no row: it was type-checked all the same, and `opts: {'a': 1}` beside
+    served `{'a': 1, 'b': 2}` (or `'x'` beside served integers) refused the export. Only the defaults that fill a row count"""
+    trajs = _trajs([{'opts': {'a': 1, 'b': 2}, 'x': 1}, {'opts': {'a': 1, 'b': 2}}], [{'opts': {'a': 3, 'b': 4}, 'x': 2}] * 2)
+    res = DatasetExporter(trajs, test_fraction=0.3, template_defaults={'opts': {'a': 1}, 'x': 0}).export('sft', tmp_path / 'o')
+    got = {s: {_exact(json.loads(x)['chat_template_kwargs']) for x in open(p)} for s, p in res.paths.items()}
+    assert got['train'] == {_exact({'opts': {'a': 1, 'b': 2}, 'x': 1}), _exact({'opts': {'a': 1, 'b': 2}, 'x': 0})}, got
+    res = DatasetExporter(trajs, test_fraction=0.3, template_defaults={'opts': 'unused', 'x': 0}).export('sft', tmp_path / 'p')
+    assert res.total == 20
+    with pytest.raises(ExportError, match=r"field 'chat_template_kwargs\.x': served as a JSON integer, but template_defaults gives it a JSON string"):
+        DatasetExporter(trajs, test_fraction=0.3, template_defaults={'x': 'zero'}).export('sft', tmp_path / 'q')

@@ -1,4 +1,4 @@
-"""Every row of an export's splits with the same `chat_template_kwargs` keys: a key a row lacks from `template_defaults`, a default of another JSON type than served, or a key path whose JSON types differ between rows, refused.
+"""Every row of an export's splits with the same `chat_template_kwargs` keys: a key a row lacks from `template_defaults`, a default of another JSON type than served, or a key path `datasets` would load otherwise than served, refused; one only some loaders load as served, warned of.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/hub_template_kwargs.html.md"""
 
@@ -59,74 +59,162 @@ def _field(path:tuple)->str:
     "The field at key `path` of a row's variables, as errors name it"
     return 'chat_template_kwargs' + ''.join('[]' if k is None else f".{k}" for k in path)
 
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e0b
+_NUMBER = {'integer', 'float'}      # mixed, pyarrow widens them to floats: no JSON text
+
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #29491e78
 class _KwargsShape:
-    "The JSON types at each key path of an export's `chat_template_kwargs`, and which split's rows have which paths"
+    "The JSON types at each key path of each split's `chat_template_kwargs`, and the paths whose values mix"
     def __init__(self):
-        self.kinds = {}     # key path -> {JSON type: the place of its first row}
-        self.keys = {}      # key path of objects -> (the first one's keys, its row's place)
-        self.seen, self.typed, self.common = {}, {}, {}   # split -> its rows' paths; those not null; the keys all have
+        self.kinds = {}     # split -> {key path: {JSON type: (its first row's place, its value's repr)}}
+        self.keys = {}      # split -> {key path of objects: (the first one's keys, its row's place)}
+        self.mixed = {}     # split -> {key path: where and how its values mix}: datasets reads it as JSON text
+        self.common = {}    # split -> the variables all its rows have
         self.done = set()   # (split, variables as JSON) recorded: a row with the same adds nothing
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #1fec9593
 @patch
-def _differs(self:_KwargsShape, path:tuple, v, where)->ExportError|None: # value `v` at `path` of the row at `where`
-    "Why `v` cannot share its column with the earlier rows' values at `path` (None: it can)"
-    kind, had = _json_kind(v), self.kinds.setdefault(path, {})
-    had.setdefault(kind, where)
-    if kind != 'null' and (other := next((k for k in had if k not in ('null', kind)), None)):
-        return ExportError(f"{_place(where)}: field '{_field(path)}': a JSON {kind} ({reprlib.repr(v)}) here, a JSON "
-                           f"{other} in {_place(had[other])}: datasets reads a field as one Arrow type in every row "
-                           "and split, and fails to load the splits or casts one type to the other (an integer to a "
-                           "float); serve one type")
-    if kind == 'object' and (first := self.keys.setdefault(path, (v.keys(), where)))[0] != v.keys():
-        return ExportError(f"{_place(where)}: field '{_field(path)}': keys {sorted(v)} here, {sorted(first[0])} "
-                           f"in {_place(first[1])}: datasets reads a key a row lacks as null (which the template then "
-                           "sees), or fails to load the splits; serve the same keys")
+def _mixes(self:_KwargsShape, s:str, path:tuple, v, where)->str|None: # value `v` at `path` of a row of split `s` at `where`
+    "How `v` mixes with split `s`'s earlier values at `path` (None: it does not)"
+    kind, had = _json_kind(v), self.kinds[s].setdefault(path, {})
+    if kind not in had: had[kind] = (where, reprlib.repr(v))
+    if kind == 'null': return None
+    if kind == 'object' and (first := self.keys[s].setdefault(path, (v.keys(), where)))[0] != v.keys():
+        return f"keys {sorted(v)} here, {sorted(first[0])} in {_place(first[1])}"
+    if kind == 'object' and not v: return "an empty object here"
+    if (other := next((k for k in had if k not in ('null', kind)), None)) and {kind, other} != _NUMBER:
+        return f"a JSON {kind} ({reprlib.repr(v)}) here, a JSON {other} in {_place(had[other][0])}"
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #d71faa02
 @patch
+def _record(self:_KwargsShape, s:str, kw:dict, where): # a row's split, its variables, and its place
+    "Record the JSON types in row variables `kw` of split `s`, and the paths where they mix"
+    for path, v in _walk(kw):
+        if path and path not in self.mixed[s] and (how := self._mixes(s, path, v, where)):
+            self.mixed[s][path] = f"{_place(where)}: field '{_field(path)}': {how}"
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e08
+@patch
 def add(self:_KwargsShape, split:str, kw:dict, where): # a row's split, its variables, and its place
-    "Record the JSON types in row variables `kw`; an `ExportError` for one that cannot share its column"
+    "Record a row's variables `kw`"
     if (done := (split, orjson.dumps(kw))) in self.done: return        # most rows repeat a few sets of variables
     if len(self.done) > 1 << 12: self.done.clear()                     # (memory stays flat)
     self.done.add(done)
-    seen, typed = self.seen.setdefault(split, set()), self.typed.setdefault(split, set())
-    self.common[split] = self.common.get(split, kw.keys()) & kw.keys()
-    for path, v in _walk(kw):
-        if not path: continue
-        if e := self._differs(path, v, where): raise e
-        seen.add(path)
-        if v is not None: typed.add(path)
+    for d in (self.kinds, self.keys, self.mixed): d.setdefault(split, {})
+    self.common[split] = self.common.get(split, kw.keys()) & kw.keys(); self._record(split, kw, where)
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #5559c11e
 @patch
+def _column(self:_KwargsShape, s:str, path:tuple):
+    "How `datasets` reads split `s` at `path`: 'JSON text', 'null', a JSON type, ('object', keys), or both numbers"
+    if path in self.mixed[s]: return 'JSON text'
+    kinds = set(self.kinds[s].get(path, ())) - {'null'}
+    if len(kinds) != 1: return 'integer and float' if kinds else 'null'
+    return ('object', frozenset(self.keys[s][path][0])) if kinds == {'object'} else kinds.pop()
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e0d
+@patch
+def _first(self:_KwargsShape, s:str, path:tuple)->tuple: # a split whose values at `path` are not all null
+    "(JSON type, (place, value)) of split `s`'s first value at `path` that is not null"
+    return next((k, x) for k, x in self.kinds[s][path].items() if k != 'null')
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e0e
+@patch
+def _widened(self:_KwargsShape, s:str, path:tuple)->ExportError:
+    "The refusal of integers among floats at `path` in split `s`"
+    (a, _), (b, (w, v)) = [(k, x) for k, x in self.kinds[s][path].items() if k in _NUMBER]
+    return ExportError(f"{_place(w)}: field '{_field(path)}': a JSON {b} ({v}) here, a JSON {a} in "
+                       f"{_place(self.kinds[s][path][a][0])}: datasets reads them all as floats; serve one type")
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e0f
+@patch
+def _null_in(self:_KwargsShape, e:str, t:str, path:tuple)->ExportError:
+    "The refusal of a path null or empty in every row of split `e`, not of split `t`"
+    kind, (w, _) = self._first(t, path)
+    return ExportError(f"split {e!r}: field '{_field(path)}': null or empty in every row, a JSON {kind} in {_place(w)}: "
+                       f"load_dataset with split {e!r} first types it null and fails to cast the {kind}; serve it a "
+                       "value in that split, or in no split")
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e10
+@patch
+def _text_in(self:_KwargsShape, j:str, t:str, path:tuple)->ExportError:
+    "The refusal of a path whose values mix in split `j`, not in split `t`"
+    kind, (w, _) = self._first(t, path)
+    return ExportError(f"{self.mixed[j][path]}: datasets reads the field as JSON text in split {j!r}, as a JSON {kind} "
+                       f"in {_place(w)}, and fails split {j!r} or changes it with {t!r} first; mix in every split or none")
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e11
+@patch
+def _other_keys(self:_KwargsShape, s:str, s0:str, path:tuple)->ExportError:
+    "Refuse objects at `path` with other keys in `s` than in `s0`"
+    (k, w), (k0, w0) = self.keys[s][path], self.keys[s0][path]
+    return ExportError(f"{_place(w)}: field '{_field(path)}': keys {sorted(k)} here, {sorted(k0)} in {_place(w0)}: "
+                       "with one split first, datasets reads a key one lacks as null or fails; serve the same keys")
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e12
+@patch
+def _other_type(self:_KwargsShape, s:str, s0:str, path:tuple, k:str, k0:str)->ExportError:
+    "Refuse JSON type `k` at `path` in `s`, `k0` in `s0`"
+    (w, v), (w0, _) = self.kinds[s][path][k], self.kinds[s0][path][k0]
+    return ExportError(f"{_place(w)}: field '{_field(path)}': a JSON {k} ({v}) here, a JSON {k0} in {_place(w0)}: "
+                       "with one split first, datasets fails or casts the other (1 to '1'); serve one type")
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #65aef55a
+@patch
+def _refusal(self:_KwargsShape, path:tuple, cols:dict)->ExportError|None: # {split: its `_column` at `path`}
+    "Why `datasets` loads the splits' values at `path` otherwise than served, with some split first (None: it does not)"
+    if s := next((s for s, c in cols.items() if c == 'integer and float'), None): return self._widened(s, path)
+    (s0, c0), kind = next(iter(cols.items())), lambda c: c[0] if isinstance(c, tuple) else c
+    for s, c in ((s, c) for s, c in cols.items() if c != c0):
+        if 'null' in (c, c0): return self._null_in(*((s, s0) if c == 'null' else (s0, s)), path)
+        if 'JSON text' in (c, c0): return self._text_in(*((s, s0) if c == 'JSON text' else (s0, s)), path)
+        return self._other_keys(s, s0, path) if kind(c) == kind(c0) else self._other_type(s, s0, path, kind(c), kind(c0))
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e01
+@patch
 def check_splits(self:_KwargsShape):
-    "An `ExportError` for a field null or empty in every row of one split and of a JSON type in another's"
-    for s, seen in self.seen.items():
-        for path in sorted(set().union(*self.typed.values()) - self.typed[s], key=lambda p: (len(p), _field(p))):
-            if (path if len(path) == 1 else path[:-1]) not in seen: continue
-            kind, where = next((k, w) for k, w in self.kinds[path].items() if k != 'null')
-            raise ExportError(f"split {s!r}: field '{_field(path)}': null or empty in every row, a JSON {kind} in "
-                              f"{_place(where)}: datasets types a field by the first split it loads and cannot cast "
-                              f"a JSON {kind} to the Arrow type null (load_dataset with split {s!r} first fails); "
-                              "serve it a value in that split, or in no split")
+    "An `ExportError` for the first key path, from the top down, that `datasets` loads otherwise than served"
+    todo = sorted({p for k in self.kinds.values() for p in k if len(p) == 1}, key=_field)
+    while todo:
+        path = todo.pop(0)
+        cols = {s: self._column(s, path) for s, k in self.kinds.items() if path in k or path[:-1] in k}
+        if e := self._refusal(path, cols): raise e
+        if next(iter(cols.values())) not in ('JSON text', 'null'):     # one shape in every split: its keys or items
+            todo += sorted({p for k in self.kinds.values() for p in k if p[:-1] == path}, key=_field)
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e05
+@patch
+def mixed_paths(self:_KwargsShape)->list[str]:
+    "A warning per key path some split reads as JSON text (none below another): what other loaders make of it"
+    said = {}
+    for m in self.mixed.values():
+        for p, how in m.items():
+            if not any(p[:n] in m for n in range(1, len(p))): said.setdefault(p, how)
+    return [f"{how}: load_dataset('json') of datasets 5.2 reads the field as JSON text and loads it as served; "
+            "Dataset.from_list, and datasets versions that read it as one struct, give a key a row lacks the value "
+            "null (which a template sees as defined), or fail on its mixed types" for how in said.values()]
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #44ba7970
 @patch(as_prop=True)
-def served(self:_KwargsShape)->dict: # {variable: {JSON type: its first row's place}}
-    return {p[0]: d for p, d in self.kinds.items() if len(p) == 1}
+def served(self:_KwargsShape)->dict: # {variable: {JSON type: its first row's place}}, over the splits
+    out = {}
+    for kinds in self.kinds.values():
+        for p, d in ((p, d) for p, d in kinds.items() if len(p) == 1):
+            for kind, (w, _) in d.items(): out.setdefault(p[0], {}).setdefault(kind, w)
+    return out
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #93ba82e4
 @patch
-def add_defaults(self:_KwargsShape, defaults:dict): # the template_defaults of variables some row carries
-    "Record the JSON types in `defaults`, and their paths in the splits with a row each fills"
+def filling(self:_KwargsShape, defaults:dict)->dict: # variable -> its value where a row lacks it
+    "The `defaults` that fill a row: of variables some row carries and a row of some split lacks"
+    return {k: v for k, v in defaults.items() if k in self.served and any(k not in c for c in self.common.values())}
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e0a
+@patch
+def add_defaults(self:_KwargsShape, defaults:dict): # the `filling` defaults
+    "Record each default as a value of the splits with a row it fills"
     for k, v in defaults.items():
-        for path, x in _walk(v, (k,)):
-            if e := self._differs(path, x, 'template_defaults'): raise e
-            for s in (s for s, common in self.common.items() if k not in common):
-                self.seen[s].add(path)
-                if x is not None: self.typed[s].add(path)
+        for s in (s for s, common in self.common.items() if k not in common): self._record(s, {k: v}, 'template_defaults')
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #249a646e
 def _kwargs_keys(paths:dict)->tuple[list, bool, _KwargsShape]:  # split -> its JSONL file
@@ -183,14 +271,16 @@ def _check_default_kinds(kinds:dict, # `_kwargs_keys`' served types: {key: {type
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #4264f615
 def same_template_kwargs(paths:dict, # split -> its JSONL file
                          defaults:dict|None=None, # each variable's value in a row that lacks it
+                         warned:list|None=None,   # gets a warning per key path only some loaders load as served
                         )->int:      # the rows given keys
-    ("One set of `chat_template_kwargs` keys for every row of the files, of one JSON type at each key path (an "
-     "`ExportError`, no file left, without a default or for a path of two types)")
+    ("One set of `chat_template_kwargs` keys for every row of the files, loaded as served by `datasets` at each key "
+     "path (an `ExportError`, no file left, without a default or for a path it loads otherwise)")
     files, defaults = [Path(p) for p in paths.values()], defaults or {}
     try:
         keys, differ, shape = _kwargs_keys(paths)
-        _check_default_kinds(shape.served, defaults)
-        shape.add_defaults({k: v for k, v in defaults.items() if k in keys}); shape.check_splits()
+        _check_default_kinds(shape.served, filling := shape.filling(defaults))
+        shape.add_defaults(filling); shape.check_splits()
+        if warned is not None: warned += shape.mixed_paths()
         return sum(_fill_file(Path(p), s, keys, defaults) for s, p in paths.items()) if differ else 0
     except ValueError:
         for p in files: p.unlink(missing_ok=True); p.with_name(p.name + '.tmp').unlink(missing_ok=True)
