@@ -94,3 +94,23 @@ def test_the_cli_says_what_failed(tmp_path, bad_prefs):
     assert r.returncode == 3, r.stderr[-2000:]
     assert ("knowlyr-hub export: 0 rows from 2 preference records: 2 unusable (see quarantine.jsonl); 4 trajectories, "
             "none left out\n") in r.stderr, r.stderr
+
+
+def test_preference_counts_appear_only_where_preference_records_were_given(tmp_path, bad_prefs):
+    """to_dict (the CLI's JSON, a pipeline's export.json, the MCP answer) carried `preferences: null` and
+    `preferences_quarantined: 0` in every export, trajectory formats too: now only where preference records were given"""
+    for fmt in ('sft', 'dpo', 'grpo'):
+        d = DatasetExporter(TRAJS).export(fmt, tmp_path / fmt).to_dict()
+        assert 'preferences' not in d and 'preferences_quarantined' not in d, (fmt, sorted(d))
+    d = DatasetExporter(TRAJS, preferences=bad_prefs).export('dpo', tmp_path / 'given').to_dict()
+    assert (d['preferences'], d['preferences_quarantined']) == (2, 2), d
+
+
+def test_merged_rollouts_are_said_beside_the_single_trajectory_clause():
+    """The pipeline appended '(N rollouts were identical ... merged)' to the whole note, after the trajectories' clause
+    a DPO note may end with, where it read as explaining that clause; it now follows the single-trajectory clause"""
+    from knowlyr_lab.hub.export_filter import merged_note
+    note = "0 pairs from 2 tasks: 2 of 2 tasks have a single trajectory; 6 trajectories: left out {'low_reward': 2}"
+    said = merged_note(note, 4)
+    assert said == ("0 pairs from 2 tasks: 2 of 2 tasks have a single trajectory (4 rollouts were identical to another "
+                    "of the same content and were merged); 6 trajectories: left out {'low_reward': 2}"), said

@@ -27,9 +27,9 @@ from ..trajectory_io import TrajectoryError, quarantine_line
 # %% auto #0
 __all__ = ['UNREADABLE', 'FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'ExportChecks',
            'quarantine_refused', 'pref_record', 'quarantine_pref', 'pref_line', 'pref_records', 'pref_skip',
-           'quarantine_file', 'ExportResult', 'check_export_settings', 'explain_empty', 'export_warnings',
-           'tool_shape_warning', 'input_files', 'hf_saved_files', 'unlisted_exports', 'warn_unlisted',
-           'drop_stale_exports']
+           'quarantine_file', 'ExportResult', 'check_export_settings', 'explain_empty', 'merged_note',
+           'export_warnings', 'tool_shape_warning', 'input_files', 'hf_saved_files', 'unlisted_exports',
+           'warn_unlisted', 'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -202,7 +202,11 @@ def total(self:ExportResult)->int: return sum(self.counts.values())
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #2f8345e0
 @patch
-def to_dict(self:ExportResult)->dict: return {**asdict(self), 'total': self.total}
+def to_dict(self:ExportResult)->dict:
+    "The fields and the total; `preferences` and `preferences_quarantined` only when preference records were given"
+    d = {**asdict(self), 'total': self.total}
+    if self.preferences is None and not self.preferences_quarantined: del d['preferences'], d['preferences_quarantined']
+    return d
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #fc159ebb
 def check_export_settings(format:str, pairs:dict):
@@ -236,6 +240,12 @@ def explain_empty(res:ExportResult,
     failed = res.quarantined > bad or any(not _of_prefs(k) for k in res.skipped)     # of the trajectories
     if no_pairs: return no_pairs + (f"; {traj}" if failed else '')
     return ("0 rows: " if res.read == 0 else "0 rows from ") + traj
+
+# %% ../../nbs/41c_hub_export_filter.ipynb #c41e0a02
+def merged_note(note:str, n:int)->str: # a note naming single-trajectory tasks; rollouts merged as duplicates
+    "`note` with the `n` rollouts merged as duplicates said after its single-trajectory clause"
+    cut = note.find(';', note.index('single trajectory')) % (len(note) + 1)       # (no ';': at the end)
+    return note[:cut] + f" ({n} rollouts were identical to another of the same content and were merged)" + note[cut:]
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #41720fe2
 def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None)->list[str]: # `SplitWriter.tool_lists`

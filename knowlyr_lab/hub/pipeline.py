@@ -22,6 +22,7 @@ from fastcore.basics import patch
 
 from ..agents import agent_from_spec
 from .export import DatasetExporter
+from .export_filter import merged_note
 from .pipeline_config import PipelineConfig, PipelineError, config_diff, with_added_fields
 from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, json_or_none, log_format_known, stale_temps, temp_dir
 from .store import TrajectoryStore
@@ -175,7 +176,7 @@ def _export_format(self:Pipeline, fmt:str, dst:Path, merged:dict):
     kw = {'min_margin': c.min_margin} if fmt in ('dpo', 'dpo-seed') and c.min_margin is not None else {}
     with temp_dir(dst) as tmp: res = ex.export(fmt, tmp, **kw)       # a refused export leaves no temp folder
     if res.total == 0 and 'single trajectory' in res.note and merged.get('duplicates'):
-        res.note += f" ({merged['duplicates']} rollouts were identical to another of the same content and were merged)"
+        res.note = merged_note(res.note, merged['duplicates'])
     named = Path(c.output_dir) / dst.relative_to(self.out)        # as the config names it, wherever it is opened
     paths = {k: str(named / Path(v).relative_to(tmp)) for k, v in res.paths.items()}
     info = {**res.to_dict(), 'output_dir': str(named), 'paths': paths}
