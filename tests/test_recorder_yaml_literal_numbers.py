@@ -158,3 +158,37 @@ def test_a_nan_in_a_failed_smolagents_call_is_null_and_warned(tmp_path):
     (w,) = rep.warning_lines()
     assert w.startswith(f'{p}:2: intermediate_steps[') and w.endswith(
         '(str) as the arguments: field n holds 1e400, a number JSON cannot write (written as null)'), w
+
+
+# Review of the number reading above (page 20a): the work it does, what it folds, what YAML tags it takes
+import ast
+import random
+
+from knowlyr_lab.recorder.json_numbers import literal_value
+
+
+def test_stand_in_texts_split_the_literal_once(monkeypatch):
+    "ast.get_source_segment re-split the whole text per number: 8000 `1e400` in a 56 KB call took 77 s"
+    calls = []
+    for name in ('get_source_segment', '_splitlines_no_ff'):
+        real = getattr(ast, name)
+        monkeypatch.setattr(ast, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
+    got = literal_value('[' + ', '.join(['1e400', '-1e400', '1+2j'] * 400) + ']')
+    assert [u.text for u in got] == ['1e400', '-1e400', '1+2j'] * 400
+    assert len(calls) <= 1, f'{len(calls)} calls that split the whole text'
+
+
+@pytest.mark.parametrize('seed', range(20))
+def test_stand_in_texts_are_the_numbers_as_written_after_non_ascii(seed):
+    "Columns are UTF-8 byte offsets: each stand-in's text is its number's source, whatever comes before it"
+    rnd = random.Random(seed)
+    nums = ['1e400', '-1E400', '2j', '1+2j', '-1e400-3.5j', '-1e999', '7J', '1.5 +\n 2j', '1e400+0j']
+    words = ['"é"', "'日本語'", '"\\u2028"', '"😀😀"', '"a\u2028b"', "'ß'", '"\u0085"']
+    planted, parts = [], []
+    for _ in range(rnd.randint(1, 30)):
+        parts.append(rnd.choice(words))
+        planted.append(rnd.choice(nums))
+        parts.append(planted[-1])
+    sep = rnd.choice([', ', ',\n', ',\r\n  ', ', # ö\n'])
+    got = literal_value('[' + sep.join(parts) + ']')
+    assert [u.text for u in got[1::2]] == planted

@@ -203,12 +203,24 @@ def _held(n)->bool: return isinstance(n, ast.Constant) and isinstance(n.value, _
 class _Literals(ast.NodeTransformer):
     "An expression's numbers JSON cannot write (`1e400`, `-1e400`, `2j`, a too-long integer's name) as stand-ins"
     def __init__(self, text:str, long:dict): self.text, self.long = text, long
-    def stand_in(self, n, text=None): return ast.Constant(_Unheld(text or ast.get_source_segment(self.text, n)))
+    def stand_in(self, n, text=None): return ast.Constant(_Unheld(text or self.source(n)))
     def visit_Name(self, n): return self.stand_in(n, self.long[n.id]) if n.id in self.long else n
     def visit_Constant(self, n):
         v = n.value
         return self.stand_in(n) if type(v) is complex or type(v) is float and not math.isfinite(v) else n
     def visit_Set(self, n): return self.visit_Tuple(n)            # (`visit_Tuple`, below)
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #1c801ec0
+_LINES = re.compile(r'[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z')   # a line and its end, as the parser splits them
+
+@patch
+def source(self:_Literals, n)->str:
+    "`ast.get_source_segment(self.text, n)`, from the text's lines split and encoded once"
+    if not hasattr(self, 'lines'): self.lines = [s.encode('utf-8', 'surrogatepass') for s in _LINES.findall(self.text)]
+    a, b = n.lineno - 1, n.end_lineno - 1
+    if a == b: return self.lines[a][n.col_offset:n.end_col_offset].decode('utf-8', 'surrogatepass')
+    mid = b''.join(self.lines[a + 1:b])
+    return (self.lines[a][n.col_offset:] + mid + self.lines[b][:n.end_col_offset]).decode('utf-8', 'surrogatepass')
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #8a9969ad
 def literal_tree(text:str)->ast.Expression:
