@@ -163,8 +163,9 @@ def test_a_nan_in_a_failed_smolagents_call_is_null_and_warned(tmp_path):
 # Review of the number reading above (page 20a): the work it does, what it folds, what YAML tags it takes
 import ast
 import random
+import re
 
-from knowlyr_lab.recorder.json_numbers import literal_value
+from knowlyr_lab.recorder.json_numbers import kept_numbers, literal_value
 
 
 def test_stand_in_texts_split_the_literal_once(monkeypatch):
@@ -192,3 +193,42 @@ def test_stand_in_texts_are_the_numbers_as_written_after_non_ascii(seed):
     sep = rnd.choice([', ', ',\n', ',\r\n  ', ', # ö\n'])
     got = literal_value('[' + sep.join(parts) + ']')
     assert [u.text for u in got[1::2]] == planted
+
+
+def _read(read, text:str)->str:
+    "'taken', or the error `read` raises on `text` (object addresses left out)"
+    try: read(text)
+    except Exception as e: return f'{type(e).__name__}: ' + re.sub('0x[0-9a-f]+', '', str(e))
+    return 'taken'
+
+
+def _taken(read, text:str)->bool: return _read(read, text) == 'taken'
+
+
+_ATOMS = ['1', '-1', '2.5', '1e400', '-1e400', '+1e400', '2j', '-2j', '1+2j', "'a'", 'f()', 'True', 'x', '(1, 2)',
+          '-(1+2j)', "__import__('os').system('id')"]
+
+
+@pytest.mark.parametrize('op', ['+', '-', '*', '**', '%', '/', '//', '@', '&'])
+def test_literal_value_takes_the_operations_literal_eval_takes_and_no_other(op):
+    "Any operation with an infinite or complex operand was folded into one null: `1e400-1e400`, `{'x': 1e400 - 5}`,"
+    "`2j ** 3`, `'a' % 1e400`, `{'k': 1e400 + foo()}` parsed where literal_eval refused them"
+    for a in _ATOMS:
+        for b in _ATOMS:
+            for text in (f'{a} {op} {b}', f"{{'k': {a}{op}{b}}}", f'[{a} {op} ({b})]'):
+                assert _read(literal_value, text) == _read(ast.literal_eval, text), text     # its own words
+                if _taken(ast.literal_eval, text): assert _nonfinite(kept_numbers(literal_value(text), [])) == [], text
+
+
+@pytest.mark.parametrize('text, number', [('1+2j', '1+2j'), ('-1-2j', '-1-2j'), ('1e400+0j', '1e400+0j'),
+                                          ('-1e400 - 2.5j', '-1e400 - 2.5j'), ('+1.5+2J', '+1.5+2J'), ('-2j', '-2j'),
+                                          ('-(1e400)', '-1e400'), ('-' + '9' * 5000, '-' + '9' * 5000)])
+def test_literal_evals_own_number_forms_are_one_stand_in(text, number):
+    assert _taken(ast.literal_eval, text) or len(text) > 4300
+    assert literal_value(text).text == number
+
+
+@pytest.mark.parametrize('text', ['-(1+2j)', '--1e400', '+-2j', 'not 1e400', '~2j'])
+def test_a_sign_on_anything_but_a_number_is_refused_as_literal_eval_refuses_it(text):
+    "`-(1+2j)` was read as one stand-in '-1+2j': another number than the one written"
+    assert not _taken(ast.literal_eval, text) and not _taken(literal_value, text)

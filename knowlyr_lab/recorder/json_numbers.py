@@ -239,17 +239,23 @@ def literal_value(text:str):
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #bb455048
 @patch
 def visit_UnaryOp(self:_Literals, n):
-    "`-1e400` (`literal_eval` takes a sign on a number only): one stand-in"
+    "`-1e400`, `-2j`: one stand-in; a sign on anything but a number (`-(1+2j)`) left as `literal_eval` refuses it"
+    number = isinstance(n.operand, ast.Constant) or isinstance(n.operand, ast.Name) and n.operand.id in self.long
+    if not (number and isinstance(n.op, (ast.USub, ast.UAdd))): return n
     self.generic_visit(n)
-    if not (_held(n.operand) and isinstance(n.op, (ast.USub, ast.UAdd))): return n
+    if not _held(n.operand): return n
     return self.stand_in(n, ('-' if isinstance(n.op, ast.USub) else '') + n.operand.value.text)
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #00d8eb3a
+def _number(n, *types)->bool: return isinstance(n, ast.Constant) and type(n.value) in types
+
+def _signed(n)->ast.AST: return n.operand if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.UAdd, ast.USub)) else n
+
 @patch
 def visit_BinOp(self:_Literals, n):
-    "`1+2j` (the one operation `literal_eval` takes): one stand-in"
-    self.generic_visit(n)
-    return self.stand_in(n) if _held(n.left) or _held(n.right) else n
+    "`1+2j`, `-1e400-2j`: one stand-in; any other operation left as written, as `literal_eval` refuses it"
+    fold = isinstance(n.op, (ast.Add, ast.Sub)) and _number(_signed(n.left), int, float) and _number(n.right, complex)
+    return self.stand_in(n) if fold else n
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #e18b8881
 @patch
