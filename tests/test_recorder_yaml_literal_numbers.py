@@ -165,7 +165,8 @@ import ast
 import random
 import re
 
-from knowlyr_lab.recorder.json_numbers import kept_numbers, literal_value
+from knowlyr_lab.recorder.json_numbers import UnheldNumber, kept_numbers, literal_value, load_yaml
+from knowlyr_lab.recorder.reading import read_yaml
 
 
 def test_stand_in_texts_split_the_literal_once(monkeypatch):
@@ -232,3 +233,20 @@ def test_literal_evals_own_number_forms_are_one_stand_in(text, number):
 def test_a_sign_on_anything_but_a_number_is_refused_as_literal_eval_refuses_it(text):
     "`-(1+2j)` was read as one stand-in '-1+2j': another number than the one written"
     assert not _taken(ast.literal_eval, text) and not _taken(literal_value, text)
+
+
+@pytest.mark.parametrize('value', ['!!int abc', '!!int 1.5', '!!int 09', "!!int ''", '1%s:30' % ('0' * 5000)])
+def test_text_no_integer_under_an_int_tag_fails_the_file_at_its_line(tmp_path, value):
+    "`x: !!int abc` was a null 'holds abc ..., a number JSON cannot write' (930d1ee failed the file: a ValueError)"
+    (p := tmp_path / 'run.yaml').write_text(f'a: 1\nb: {value}\n')
+    rep = ConversionReport()
+    assert read_yaml(p, rep) is None and not rep.warning_lines()
+    (e,) = [str(e) for e in rep.errors]
+    assert e.startswith(f'{p}:2: not valid YAML (cannot read ') and ' as an integer (' in e, e
+
+
+def test_a_decimal_integer_past_the_digit_limit_is_still_named_and_yaml_int_forms_read():
+    with pytest.raises(UnheldNumber, match="field b holds an integer of 5000 digits at column 4"):
+        load_yaml('a: 1\nb: -%s\n' % ('9' * 5000), [])
+    assert load_yaml('h: 0x1F\nb: -0b101\no: 017\ns: 190:20:30\nu: +1_000\nq: !!int "7"\n', []) == dict(
+        h=31, b=-5, o=15, s=685230, u=1000, q=7)

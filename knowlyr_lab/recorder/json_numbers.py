@@ -154,10 +154,17 @@ def _yaml_float(loader, node):
     return f if math.isfinite(f) or id(node) in loader.keys else _marked(loader, node, node.value)
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #e2ffe53d
+_DECIMAL = re.compile('-?[1-9][0-9]*')     # the one form whose digits int() counts against the limit
+
 def _yaml_int(loader, node):
-    "A YAML integer; one past Python's digit limit a stand-in (refused by `kept_numbers` as a mapping key)"
+    "A YAML integer; a decimal one past Python's digit limit a stand-in; any other the safe loader refuses, at its line"
     try: return loader.construct_yaml_int(node)
-    except ValueError: u = _marked(loader, node, node.value.replace('_', '').lstrip('+'))
+    except (ValueError, IndexError) as e:    # `!!int abc`, `!!int 1.5`, `!!int ''`; a 5000-digit integer
+        if not _DECIMAL.fullmatch(d := node.value.replace('_', '').removeprefix('+')):
+            from yaml.constructor import ConstructorError
+            why = f'cannot read {node.value[:40]!r} as an integer ({e})'
+            raise ConstructorError(None, None, why, node.start_mark) from None
+    u = _marked(loader, node, d)
     return kept_numbers(u) if id(node) in loader.keys else u
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #a987b3c7
