@@ -165,6 +165,8 @@ import ast
 import random
 import re
 
+import yaml
+
 from knowlyr_lab.recorder.json_numbers import UnheldNumber, kept_numbers, literal_value, load_yaml
 from knowlyr_lab.recorder.reading import read_yaml
 
@@ -250,3 +252,23 @@ def test_a_decimal_integer_past_the_digit_limit_is_still_named_and_yaml_int_form
         load_yaml('a: 1\nb: -%s\n' % ('9' * 5000), [])
     assert load_yaml('h: 0x1F\nb: -0b101\no: 017\ns: 190:20:30\nu: +1_000\nq: !!int "7"\n', []) == dict(
         h=31, b=-5, o=15, s=685230, u=1000, q=7)
+
+
+@pytest.mark.parametrize('text, field', [('a: &n .nan\n? *n\n: 1\n', 'a'), ('? &n .inf\n: 1\nb: *n\n', 'b'),
+                                         ('s: !!set {&n -.inf}\nb: [*n]\n', 'b[0]')])
+def test_a_nan_anchored_and_also_a_mapping_key_is_null_as_a_value(text, field):
+    "The key's node was read as YAML's float everywhere, so the value was Python's nan or inf, silently"
+    got = load_yaml(text, notes := [])
+    values = {k: v for k, v in got.items() if not isinstance(v, set)}    # a set's items are its keys
+    assert _nonfinite(values) == [] and len(notes) == 1 and notes[0].startswith(f'field {field} holds '), (got, notes)
+    plain = yaml.load(text, Loader=yaml.CSafeLoader)
+    assert [repr(k) for k in got] == [repr(k) for k in plain]      # the key keeps YAML's float
+    assert [repr(k) for v in got.values() if isinstance(v, set) for k in v] == [
+        repr(k) for v in plain.values() if isinstance(v, set) for k in v]
+
+
+def test_mapping_keys_keep_yamls_floats_and_a_too_long_integer_key_is_refused():
+    text = '{.inf: 1, a: 3, .inf: 2, .nan: 4, .nan: 5, 1.0e+400: 6}\n'
+    assert repr(load_yaml(text, [])) == repr(yaml.load(text, Loader=yaml.CSafeLoader))
+    with pytest.raises(UnheldNumber, match='integer of 5000 digits at column 3'):
+        load_yaml('? %s\n: 1\n' % ('9' * 5000), [])

@@ -149,9 +149,10 @@ def _marked(loader, node, text:str)->_Unheld:
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #e96aef01
 def _yaml_float(loader, node):
-    "A YAML float; `.nan`, `.inf` (or past a float's range) a stand-in, but as a mapping key"
-    f = loader.construct_yaml_float(node)
-    return f if math.isfinite(f) or id(node) in loader.keys else _marked(loader, node, node.value)
+    "A YAML float; `.nan`, `.inf` (or past a float's range) a stand-in holding the float, for a mapping key"
+    if math.isfinite(f := loader.construct_yaml_float(node)): return f
+    (u := _marked(loader, node, node.value)).key = f
+    return u
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #e2ffe53d
 _DECIMAL = re.compile('-?[1-9][0-9]*')     # the one form whose digits int() counts against the limit
@@ -164,19 +165,22 @@ def _yaml_int(loader, node):
             from yaml.constructor import ConstructorError
             why = f'cannot read {node.value[:40]!r} as an integer ({e})'
             raise ConstructorError(None, None, why, node.start_mark) from None
-    u = _marked(loader, node, d)
-    return kept_numbers(u) if id(node) in loader.keys else u
+    return _marked(loader, node, d)
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #a987b3c7
+def _key(k):
+    "A mapping key: a stand-in's float (a key is written as text: `\"NaN\"`); an integer past the limit refused"
+    if not isinstance(k, _Unheld): return k
+    return k.key if hasattr(k, 'key') else kept_numbers(k)    # (`kept_numbers` raises `UnheldNumber` for it)
+
 @functools.cache
 def _yaml_loader():
     "The safe loader (libyaml's where built) with the number constructors above; yaml imported on first use"
     import yaml
     class NumberLoader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):
-        def construct_mapping(self, node, deep=False):        # its keys known before they are read
-            if isinstance(node, yaml.MappingNode): self.flatten_mapping(node)
-            self.keys.update(id(k) for k, _ in node.value)
-            return super().construct_mapping(node, deep)
+        def construct_mapping(self, node, deep=False):        # (a set's items too): a stand-in key its float
+            m = super().construct_mapping(node, deep)
+            return {_key(k): v for k, v in m.items()} if self.made else m
     NumberLoader.add_constructor('tag:yaml.org,2002:float', _yaml_float)
     NumberLoader.add_constructor('tag:yaml.org,2002:int', _yaml_int)
     return NumberLoader
@@ -186,7 +190,7 @@ def load_yaml(text:str,
               notes:list|None=None): # a note per NaN or infinity, with its line (None: `UnheldNumber`)
     "One YAML document by the safe loader, its numbers by the rule of `kept_numbers`; notes and errors give lines"
     loader = _yaml_loader()(text)
-    loader.made, loader.keys = [], set()
+    loader.made = []
     try: doc = loader.get_single_data()
     finally: loader.dispose()
     return kept_numbers(doc, notes) if loader.made else doc
