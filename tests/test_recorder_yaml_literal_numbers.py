@@ -272,3 +272,10 @@ def test_mapping_keys_keep_yamls_floats_and_a_too_long_integer_key_is_refused():
     assert repr(load_yaml(text, [])) == repr(yaml.load(text, Loader=yaml.CSafeLoader))
     with pytest.raises(UnheldNumber, match='integer of 5000 digits at column 3'):
         load_yaml('? %s\n: 1\n' % ('9' * 5000), [])
+
+
+def test_a_nan_in_yaml_pairs_is_null_and_warned():
+    "An !!omap / !!pairs entry is a tuple, which kept_numbers never walked: the stand-in object itself stayed there"
+    got = load_yaml('p: !!pairs [a: .nan, b: [-.inf]]\no: !!omap [.inf: 1, b: 2]\n', notes := [])
+    assert got == {'p': [['a', None], ['b', [None]]], 'o': [[None, 1], ['b', 2]]}
+    assert [n.split(' holds')[0] for n in notes] == ['field p[0][1]', 'field p[1][1][0]', 'field o[0][0]']

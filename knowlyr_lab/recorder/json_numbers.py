@@ -167,6 +167,14 @@ def _yaml_int(loader, node):
             raise ConstructorError(None, None, why, node.start_mark) from None
     return _marked(loader, node, d)
 
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #578c78f7
+def _pairs(loader, node):
+    "`!!omap`, `!!pairs` as `[key, value]` lists (JSON writes a tuple so), where `kept_numbers` can write null in"
+    made = getattr(loader, 'construct_yaml_' + node.tag.rsplit(':', 1)[-1])(node)
+    yield (pairs := next(made))
+    for _ in made: pass                                       # the safe loader's own reading, to its end
+    pairs[:] = map(list, pairs)                               # a key too: a pair is no mapping
+
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #a987b3c7
 def _key(k):
     "A mapping key: a stand-in's float (a key is written as text: `\"NaN\"`); an integer past the limit refused"
@@ -183,6 +191,7 @@ def _yaml_loader():
             return {_key(k): v for k, v in m.items()} if self.made else m
     NumberLoader.add_constructor('tag:yaml.org,2002:float', _yaml_float)
     NumberLoader.add_constructor('tag:yaml.org,2002:int', _yaml_int)
+    for tag in ('omap', 'pairs'): NumberLoader.add_constructor('tag:yaml.org,2002:' + tag, _pairs)
     return NumberLoader
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #db273b9c
