@@ -17,11 +17,11 @@ def until(cond, timeout:float=60.0, what:str='the condition')->float:
     return time.monotonic() - t0
 
 @contextlib.contextmanager
-def served(app, host:str='127.0.0.1'):
-    "Serve `app` on `host` from a thread of this process; its URL while the block runs, stopped after"
+def served(app, host:str='127.0.0.1', http='auto'):
+    "Serve `app` on `host` from a thread of this process (`http`: uvicorn's protocol class); its URL while the block runs"
     import uvicorn
     sock = socket.create_server((host, 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level='warning'))
+    server = uvicorn.Server(uvicorn.Config(app, log_level='warning', http=http))
     th = threading.Thread(target=server.run, kwargs={'sockets': [sock]}, daemon=True); th.start()
     try:
         until(lambda: server.started or not th.is_alive(), 120, 'the server start')

@@ -185,3 +185,29 @@ def test_a_trickled_head_is_not_scanned_again_on_every_read_while_it_fits(monkey
     assert scans == []                                            # 1,216 reads of a head that fits: none scanned
     assert sessions.head_past(b'GET / HTTP/1.1\r\n' + b'X: y\r\n' * 3000, 16_384).status == 431
     assert len(scans) == 1                                        # past the limit: the one scan that decides
+
+# srv17: a pipelined request is not timed while its handler runs
+
+def _statuses(port:int, data:bytes)->list:
+    "The statuses of the answers to `data`, sent at once on one connection, until the server closes it"
+    import re
+    import socket
+    c = socket.create_connection(('127.0.0.1', port), timeout=30); c.sendall(data)
+    got = _closed_within(c, 30); c.close()
+    return [int(s) for s in re.findall(rb'HTTP/1\.1 (\d{3}) ', got)]
+
+def test_a_request_that_is_in_gets_its_answer_however_long_its_handler_runs():
+    """request_timeout 1 s, POST /create of an env that takes 3 s to make. main: 408 and closed while /create ran, when
+    it came pipelined behind GET / (the deadline was set again after uvicorn had taken up the whole request) and when
+    it said `Connection: close` (h11 calls such a request MUST_CLOSE once it is in, not DONE: the clock never stopped)"""
+    from knowlyr_lab.envs.serve import agentgym_app
+    from knowlyr_lab.envs.sessions import timed_h11
+    def slow_env(): time.sleep(3); return make('knowlyr/maze-easy')
+    hello = b'GET / HTTP/1.1\r\nHost: x\r\n\r\n'
+    create = b'POST /create HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n'
+    with served(agentgym_app(slow_env), http=timed_h11(1.0)) as url:
+        port = int(url.rsplit(':', 1)[1])
+        assert _statuses(port, create + b'Connection: close\r\n\r\n') == [200]
+        assert _statuses(port, hello + create + b'\r\n') == [200, 200]     # kept alive, then closed 1 s after, unasked
+        assert _statuses(port, hello + create + b'Connection: close\r\n\r\n') == [200, 200]
+        assert _statuses(port, hello + create[:20]) == [200, 408]          # a second request that never ends: still 408

@@ -312,16 +312,18 @@ def timed_h11(request_timeout:float=REQUEST_TIMEOUT, # seconds for a request to 
             if self.late is not None: self.late.cancel(); self.late = None
         def connection_made(self, transport): super().connection_made(transport); self._arm()
         def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
-        def on_response_complete(self): super().on_response_complete(); self.transport.is_closing() or self._arm()
+        def on_response_complete(self):  # the next request's clock, armed first: super() stops it on a pipelined one that is in
+            self.transport.is_closing() or self._arm(); super().on_response_complete()
         def handle_events(self):
             if self.conn.their_state is h11.IDLE and (e := head_past(self.conn.trailing_data[0], max_head_bytes)):
                 self._disarm(); self.transport.write(_closing(e.status, str(e), shape)); return self.transport.close()
             super().handle_events()      # the request is in (or the connection is a WebSocket now): the clock stops
-            if self.conn.their_state is h11.DONE or self.transport.get_protocol() is not self: self._disarm()
+            if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE) or self.transport.get_protocol() is not self:
+                self._disarm()           # MUST_CLOSE: in whole, the last one (`Connection: close`, HTTP/1.0)
         def _too_late(self):
             if self.transport.is_closing() or self.transport.get_protocol() is not self: return
             begun = self.conn.their_state is not h11.IDLE or self.conn.trailing_data[0]   # silent: closed, no answer
-            if begun and (self.cycle is None or not self.cycle.response_started):
-                self.transport.write(_late(request_timeout, shape))
+            answering = self.cycle is not None and self.cycle.response_started and not self.cycle.response_complete
+            if begun and not answering: self.transport.write(_late(request_timeout, shape))   # (not into an answer)
             self.transport.close()
     return TimedH11
