@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_errors import missing_extra, run_cli
-from .envs.sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, positive_int, timed_h11
+from .envs.sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, positive_int, positive_number, timed_h11
 from .mcp_copy import CopyLimits
 from .mcp_private import narrow_umask
 
@@ -207,7 +207,7 @@ def _serve(a)->int:
         if not sep or not k: raise ValueError(f"--template wants NAME=DIR, got {t!r}")
         tpls[k] = d
     if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
-    positive_int(a.max_head_bytes, '--max-head-bytes')
+    positive_int(a.max_head_bytes, '--max-head-bytes'); positive_number(a.request_timeout, '--request-timeout')
     narrow_umask()                  # before any thread: nothing the server makes is writable by other users
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),

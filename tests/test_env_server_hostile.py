@@ -211,3 +211,17 @@ def test_a_request_that_is_in_gets_its_answer_however_long_its_handler_runs():
         assert _statuses(port, hello + create + b'\r\n') == [200, 200]     # kept alive, then closed 1 s after, unasked
         assert _statuses(port, hello + create + b'Connection: close\r\n\r\n') == [200, 200]
         assert _statuses(port, hello + create[:20]) == [200, 408]          # a second request that never ends: still 408
+
+def test_env_serve_refuses_a_request_timeout_that_is_not_a_finite_number_above_0():
+    "main: knowlyr-env-serve --request-timeout 0, -1 or inf served; EnvServer(request_timeout=0) started a server too"
+    import subprocess
+    import sys
+
+    from knowlyr_lab.envs.serve import EnvServer
+    for t in ('0', '-1', 'inf'):
+        p = subprocess.run([sys.executable, '-m', 'knowlyr_lab.cli.env_serve', 'knowlyr/maze-easy', '--port', '0', '--request-timeout', t],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)   # main: it served until this timeout
+        assert (p.returncode, p.stderr) == (2, f'knowlyr-env-serve: error: --request-timeout must be a finite number above 0, got {float(t)!r}\n')
+    for t in (0, -1.0, float('nan')):
+        with pytest.raises(ValueError, match=r'^request_timeout must be a finite number above 0, got '):
+            EnvServer('knowlyr/maze-easy', 'agentgym', request_timeout=t, startup_timeout=30).close()

@@ -90,3 +90,11 @@ def test_mcp_http_request_timeout_and_max_head_bytes_are_flags(tmp_path):
         assert got.startswith(b'HTTP/1.1 408') and b'within 2 s (request_timeout)' in got and b'"code":-32600' in got.replace(b' ', b''), got
         assert time.monotonic() - t0 < 20
         assert _tools_over_sdk(srv.port) == 20
+
+def test_mcp_http_refuses_a_request_timeout_that_is_not_a_finite_number_above_0(tmp_path):
+    "main: --request-timeout 0 or -1 was taken (every connection's deadline fires at once), inf too (none ever does)"
+    for t in ('0', '-1', 'inf'):
+        p = subprocess.run([sys.executable, '-m', 'knowlyr_lab.mcp', '--transport', 'http', '--port', '0', '--root', str(tmp_path),
+                            '--request-timeout', t], env={**ENV, 'KNOWLYR_MCP_TOKEN': TOKEN}, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=30)     # main: it served until this timeout
+        assert (p.returncode, p.stderr) == (2, f'knowlyr-lab-mcp: error: --request-timeout must be a finite number above 0, got {float(t)!r}\n')

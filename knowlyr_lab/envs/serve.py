@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, schema_name, schema_params, step_info, verdict_of
 from .extras import require_extra
-from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, timed_h11
+from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, positive_number, timed_h11
 from .text_actions import action_refusal, parse_text_action
 
 # %% auto #0
@@ -318,7 +318,7 @@ class EnvServer:
         lim = dataclasses.asdict(limits) if isinstance(limits, SessionLimits) else limits
         code = (f"from knowlyr_lab.envs.serve import serve_env; serve_env({env_id!r}, {protocol!r}, port={self.port}, "
                 f"env_kwargs={env_kwargs!r}, expose_oracle={expose_oracle!r}, limits={lim!r}, "
-                f"request_timeout={request_timeout!r}, max_head_bytes={max_head_bytes!r})")
+                f"request_timeout={positive_number(request_timeout, 'request_timeout')!r}, max_head_bytes={max_head_bytes!r})")
         self.proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      start_new_session=True)
         self.stderr_tail = deque(maxlen=16)          # the last 64 KiB chunks the server wrote on stderr

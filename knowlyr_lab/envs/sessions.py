@@ -12,6 +12,7 @@ import collections
 import contextlib
 import json
 import logging
+import math
 import re
 import secrets
 import threading
@@ -25,9 +26,9 @@ from fastcore.basics import patch, store_attr
 from ..core import AgentEnv, KnowlyrError
 
 # %% auto #0
-__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'MAX_HEAD_BYTES', 'REQUEST_TIMEOUT', 'positive_int', 'SessionLimits', 'SessionRefused',
-           'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard', 'HeadTooLarge',
-           'head_past', 'timed_h11']
+__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'MAX_HEAD_BYTES', 'REQUEST_TIMEOUT', 'positive_int', 'positive_number', 'SessionLimits',
+           'SessionRefused', 'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard',
+           'HeadTooLarge', 'head_past', 'timed_h11']
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #e7b16e43
 def positive_int(value,     # a limit as the caller gave it
@@ -36,6 +37,15 @@ def positive_int(value,     # a limit as the caller gave it
     "`value`, when it is an integer of at least 1 (not a bool); else a ValueError naming `name`"
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #040ea6ba
+def positive_number(value,     # a limit in seconds as the caller gave it
+                    name:str,  # its parameter's name, for the error
+                   )->float:
+    "`value`, when it is a finite number above 0 (not a bool); else a ValueError naming `name`"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a finite number above 0, got {value!r}")
     return value
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #57d3736f
@@ -301,8 +311,8 @@ def timed_h11(request_timeout:float=REQUEST_TIMEOUT, # seconds for a request to 
               max_head_bytes:int=MAX_HEAD_BYTES,     # bytes of a request head (431 and closed past them; 414: its line)
               shape:Callable=_env_error):            # msg -> the JSON body of a 408, 431 or 414 (the server's shape)
     "uvicorn's HTTP protocol class: a deadline for each request to arrive (408 after it), its head bounded (431, 414)"
+    positive_number(request_timeout, 'request_timeout'); positive_int(max_head_bytes, 'max_head_bytes')
     from uvicorn.protocols.http.h11_impl import H11Protocol, h11
-    positive_int(max_head_bytes, 'max_head_bytes')
     class TimedH11(H11Protocol):
         late = None
         def __init__(self, config, *a, **kw):   # h11's own bound (16 KiB) would cut a larger max_head_bytes short
