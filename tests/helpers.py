@@ -87,8 +87,8 @@ def one_step_trajectory(instruction:str):
 
 # -- a request as any client can send it, in the pieces it chooses --------------------------------------------------------
 
-def answer_to(port:int, pieces:list, pause:float=0.0)->tuple:
-    "(status, headers with lower-case names, body) of the server's answer to `pieces` sent on one connection"
+def sent_whole(port:int, pieces:list, pause:float=0.0)->bytes:
+    "Everything the server answers to `pieces` sent on one connection (from another thread, `pause` apart), to its close"
     c = socket.create_connection(('127.0.0.1', port), timeout=60)
     def send():
         for i, p in enumerate(pieces):
@@ -101,6 +101,11 @@ def answer_to(port:int, pieces:list, pause:float=0.0)->tuple:
         while chunk := c.recv(65536): got += chunk
     except ConnectionResetError: pass                        # the reset after the answer: what came is kept
     th.join(60); c.close()
+    return got
+
+def answer_to(port:int, pieces:list, pause:float=0.0)->tuple:
+    "(status, headers with lower-case names, body) of the server's answer to `pieces` sent on one connection"
+    got = sent_whole(port, pieces, pause)
     assert got.startswith(b'HTTP/1.1 '), got[:200]
     head, _, body = got.partition(b'\r\n\r\n')
     lines = head.decode('latin-1').split('\r\n')

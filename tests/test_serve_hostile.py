@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from helpers import sent_whole
 
 
 @pytest.fixture(scope='module')
@@ -593,17 +594,7 @@ def test_a_body_that_arrived_is_held_and_read_in_whole_pieces_not_read_buffers()
 
 def _send_head(addr, head:bytes)->bytes:
     "The server's answer to `head`, sent whole from another thread while the answer is read (read to the close)"
-    c = socket.create_connection(addr, timeout=60)
-    def send():
-        try: c.sendall(head)
-        except OSError: pass                                     # the server closed with the rest of the head unread
-    t = threading.Thread(target=send, daemon=True); t.start()
-    got = b''
-    try:
-        while chunk := c.recv(65536): got += chunk
-    except ConnectionResetError: pass                            # the reset after the answer: what came is kept
-    t.join(60); c.close()
-    return got
+    return sent_whole(addr[1], [head])
 
 def test_a_huge_request_head_is_refused_431_after_at_most_max_head_bytes(srv):
     """200 headers of 30 KiB (6 MB) on one connection: answered 431 naming max_head_bytes, and the server's Python memory
