@@ -211,6 +211,8 @@ def test_a_request_that_is_in_gets_its_answer_however_long_its_handler_runs():
         assert _statuses(port, hello + create + b'\r\n') == [200, 200]     # kept alive, then closed 1 s after, unasked
         assert _statuses(port, hello + create + b'Connection: close\r\n\r\n') == [200, 200]
         assert _statuses(port, hello + create[:20]) == [200, 408]          # a second request that never ends: still 408
+        early = b'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\na'   # answered before its body, which never ends
+        assert _statuses(port, early) == [200]                             # closed at the deadline: no 408 after its answer
 
 def test_env_serve_refuses_a_request_timeout_that_is_not_a_finite_number_above_0():
     "main: knowlyr-env-serve --request-timeout 0, -1 or inf served; EnvServer(request_timeout=0) started a server too"

@@ -333,7 +333,7 @@ def timed_h11(request_timeout:float=REQUEST_TIMEOUT, # seconds for a request to 
         def _too_late(self):
             if self.transport.is_closing() or self.transport.get_protocol() is not self: return
             begun = self.conn.their_state is not h11.IDLE or self.conn.trailing_data[0]   # silent: closed, no answer
-            answering = self.cycle is not None and self.cycle.response_started and not self.cycle.response_complete
-            if begun and not answering: self.transport.write(_late(request_timeout, shape))   # (not into an answer)
+            answering = self.cycle is not None and self.cycle.response_started and self.conn.our_state is not h11.IDLE
+            if begun and not answering: self.transport.write(_late(request_timeout, shape))   # (not into/after an answer)
             self.transport.close()
     return TimedH11
