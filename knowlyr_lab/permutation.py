@@ -15,7 +15,7 @@ from scipy import stats
 from .intervals import no_spread
 
 # %% auto #0
-__all__ = ['PERMUTATIONS', 'RANK_SUM_CELLS', 'relabellings', 'permutation', 'rank_test']
+__all__ = ['PERMUTATIONS', 'RANK_SUM_CELLS', 'RANK_P_RTOL', 'relabellings', 'permutation', 'rank_test']
 
 # %% ../nbs/08c_permutation.ipynb #a65f5cd0
 PERMUTATIONS = 100_000 # relabellings drawn by the permutation test; up to this many, all are enumerated
@@ -83,17 +83,47 @@ def _split_sums(a, b):
     return int(r[:len(a)].sum()), _subset_sums(r, len(a))
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a011
-def _sign_sums(a, b):
-    "Doubled W+ (the rank sum of the positive differences' sizes): observed, and how many sign flips give each"
-    d = a - b; r = np.zeros(len(d), np.int64); nz = d != 0
-    r[nz] = np.rint(2 * stats.rankdata(np.abs(d[nz])))
-    if relabellings(a, b, True) > PERMUTATIONS: return int(r[d > 0].sum()), None   # too many to list
-    return int(r[d > 0].sum()), np.bincount(((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1) @ r)
+def _sign_ranks(a, b)->tuple[np.ndarray, int]:
+    "Ranks of the nonzero differences' sizes, doubled and divided by their gcd, and the observed W+ in those units"
+    d = a - b; d = d[d != 0]
+    r = np.rint(2 * stats.rankdata(np.abs(d))).astype(np.int64); r //= np.gcd.reduce(r) or 1
+    return r, int(r[d > 0].sum())
 
 # %% ../nbs/08c_permutation.ipynb #f072ef43
 def _two_sided_p(observed:int, counts:np.ndarray)->float:
     "Exact two-sided p: twice the smaller share at or beyond `observed`, `counts[s]` relabellings giving s, at most 1"
     return float(min(1.0, min(counts[:observed + 1].sum(), counts[observed:].sum()) / counts.sum() * 2))
+
+# %% ../nbs/08c_permutation.ipynb #879b0938
+def _split_p(a, b)->float|None:
+    "Exact two-sided p of the rank-sum test from the counted splits; None past the budget"
+    obs, null = _split_sums(a, b)
+    return None if null is None else _two_sided_p(obs, null)
+
+# %% ../nbs/08c_permutation.ipynb #dd2dfecd
+def _flip_shares(r:np.ndarray, # the ranks, integers > 0
+                 s:int,        # the largest sum kept
+                )->np.ndarray: # c[w]: the share of the 2^len(r) sign flips whose W+ is w, for w <= s (float64)
+    "Shares of the sign flips of ranks `r` by their W+, up to `s`: each rank halves them and adds its shifted half"
+    c = np.zeros(s + 1); c[0] = 1.0; hi = 0
+    for x in np.sort(r).tolist():   # smallest first: the sums reached so far (up to hi) stay short
+        hi = min(hi + x, s)
+        if x <= hi: c[x:hi + 1] += c[:hi + 1 - x]
+        c[:hi + 1] *= .5
+    return c
+
+# %% ../nbs/08c_permutation.ipynb #c8736cf4
+RANK_P_RTOL = 1e-9 # relative error a counted rank p may carry (bounded, not estimated) and still be flagged exact
+
+# %% ../nbs/08c_permutation.ipynb #4c20f271
+def _sign_p(a, b)->float|None:
+    "Exact two-sided p of the signed-rank test: twice the share of flips at or below the nearer of W+ and T - W+"
+    r, w = _sign_ranks(a, b); s = min(w, int(r.sum()) - w)
+    cells = float(np.minimum(np.cumsum(np.sort(r)), s).sum()) + 1001 * len(r)
+    if cells > RANK_SUM_CELLS: return None
+    p = min(1.0, 2 * float(_flip_shares(r, s).sum()))
+    err = (len(r) + 2 * s + 4) * 2.0 ** -53 + (cells * 2.0 ** -1074 / p if p else math.inf)   # relative
+    return p if err <= RANK_P_RTOL else None
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a012
 def _tied(a, b, paired:bool)->bool:
@@ -109,5 +139,5 @@ def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired
     r = stats.wilcoxon(a, b, zero_method='wilcox') if paired else stats.mannwhitneyu(a, b, alternative='two-sided')
     res = {'statistic': float(r.statistic), 'pvalue': float(r.pvalue)}
     if not _tied(a, b, paired): return res
-    obs, null = (_sign_sums if paired else _split_sums)(a, b)
-    return res if null is None else {**res, 'pvalue': _two_sided_p(obs, null), 'exact': True}
+    p = (_sign_p if paired else _split_p)(a, b)
+    return res if p is None else {**res, 'pvalue': p, 'exact': True}

@@ -73,15 +73,15 @@ def test_rank_test_with_ties_counts_as_re_ranking_every_relabelling():
 
 def test_exact_rank_counts_match_scipys_exact_tests_without_ties():
     "Untied samples, where scipy counts exactly itself: Mann-Whitney's and Wilcoxon's exact p from the fixed ranks"
-    from knowlyr_lab.permutation import _sign_sums, _split_sums, _two_sided_p
+    from knowlyr_lab.permutation import _sign_p, _split_sums, _two_sided_p
     rng = np.random.default_rng(3)
     for _ in range(60):
         na, nb = rng.integers(1, 9), rng.integers(1, 9)
         x = rng.permutation(na + nb).astype(float)
         exact = stats.mannwhitneyu(x[:na], x[na:], method='exact').pvalue
         assert _two_sided_p(*_split_sums(x[:na], x[na:])) == pytest.approx(exact, abs=1e-12)
-        n = rng.integers(1, 14); d = rng.permutation(np.arange(1., n + 1)) * rng.choice([-1, 1], n)
-        assert _two_sided_p(*_sign_sums(d, np.zeros(n))) == pytest.approx(stats.wilcoxon(d, method='exact').pvalue, abs=1e-12)
+        n = rng.integers(1, 51); d = rng.permutation(np.arange(1., n + 1)) * rng.choice([-1, 1], n)
+        assert _sign_p(d, np.zeros(n)) == pytest.approx(stats.wilcoxon(d, method='exact').pvalue, rel=1e-12)
 
 
 @pytest.mark.parametrize('a,b,exact', [(np.ones(2), np.r_[np.ones(40), np.zeros(400)], 2 * math.comb(42, 2) / math.comb(442, 2)),
@@ -205,11 +205,57 @@ def test_counted_rank_sums_match_scipys_exact_mann_whitney_small_against_large(m
 
 
 def test_past_the_budget_the_rank_test_says_it_is_scipys():
-    "8 tied values against 1,000 (C(1008, 8) > 2^63) and 17 tied pairs (2^17 flips): scipy's p, no 'exact' flag"
+    "8 tied values against 1,000 (C(1008, 8) > 2^63) and 2,000 pairs tied in twos (4e8 cells): scipy's p, no 'exact' flag"
     b = np.random.default_rng(0).binomial(10, .5, 1000) / 10; a = np.array([.9, .9, .8, .9, .9, .8, .9, 1])
     assert rank_test(a, b, False) == {'statistic': stats.mannwhitneyu(a, b).statistic, 'pvalue': stats.mannwhitneyu(a, b).pvalue}
-    d = np.array([1.] * 14 + [-1] * 3)
-    assert rank_test(d, np.zeros(17), True) == {'statistic': stats.wilcoxon(d).statistic, 'pvalue': stats.wilcoxon(d).pvalue}
+    d = np.repeat(np.arange(1., 1001), 2) * np.tile([1, -1], 1000)
+    assert rank_test(d, np.zeros(2000), True) == {'statistic': stats.wilcoxon(d).statistic, 'pvalue': stats.wilcoxon(d).pvalue}
+
+
+def _listed_sign_p(d):
+    "The exact p by listing every sign flip of the doubled ranks of the nonzero differences' sizes"
+    d = d[d != 0]; r = np.rint(2 * stats.rankdata(np.abs(d))).astype(int)
+    sums = ((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1) @ r; obs = r[d > 0].sum()
+    return min(1.0, min((sums <= obs).sum(), (sums >= obs).sum()) / len(sums) * 2)
+
+
+def test_signed_rank_counts_equal_listing_every_flip_on_random_samples():
+    "The flips counted by W+ give the p of listing all 2^n flips, to the bit, on 400 random samples (tied, zeros, untied)"
+    from knowlyr_lab.permutation import _sign_p
+    rng, tied = np.random.default_rng(13), 0
+    for i in range(400):
+        n = int(rng.integers(1, 15))
+        d = rng.integers(-3, 4, n) / 2 if i % 4 else rng.permutation(np.arange(1., n + 1)) * rng.choice([-1, 1], n)
+        tied += len(np.unique(np.abs(d[d != 0]))) < n; assert _sign_p(d, np.zeros(n)) == _listed_sign_p(d), d
+        if i % 20 == 0 and np.any(d != 0):   # through rank_test too (scipy's own permutation test is slow)
+            r = rank_test(d, np.zeros(n), True); assert r['pvalue'] == pytest.approx(_listed_sign_p(d), rel=1e-12), d
+            assert r.get('exact') or len(np.unique(np.abs(d[d != 0]))) == n   # untied: scipy's exact p
+    assert tied > 250
+
+
+def _int_count_sign_p(d):
+    "The exact p from every flip counted in Python integers over the whole range of W+ (both tails summed)"
+    from fractions import Fraction
+    d = d[d != 0]; r = np.rint(2 * stats.rankdata(np.abs(d))).astype(int).tolist(); obs = sum(x for x, v in zip(r, d) if v > 0)
+    c = np.zeros(sum(r) + 1, object); c[:] = 0; c[0] = 1
+    for x in r: c[x:] = c[x:] + c[:len(c) - x].copy()
+    return min(Fraction(1), Fraction(2 * min(sum(c[:obs + 1]), sum(c[obs:])), 2 ** len(r)))
+
+
+@pytest.mark.parametrize('n,shift,digits', [(17, .5, 0), (70, .3, 1), (150, .4, 1), (150, 1.5, 1), (120, .2, 3)])
+def test_wilcoxon_past_16_pairs_is_counted_exactly(n, shift, digits):
+    "Past 16 pairs the flips were only listed, so scipy's normal approximation; counted now, equal to Python-int counting"
+    d = np.round(np.random.default_rng(n).normal(shift, 1, n), digits)
+    r, exact = rank_test(d, np.zeros(n), True), _int_count_sign_p(d)
+    assert r.get('exact') and r['pvalue'] == pytest.approx(float(exact), rel=1e-12, abs=0)
+    assert r['statistic'] == stats.wilcoxon(d).statistic
+
+
+def test_wilcoxon_of_1000_pairs_of_plus_minus_one_is_the_binomial_p():
+    "Differences that all tie in size: W+ counts the positive ones, so the p is the two-sided sign test's, to 1e-12"
+    d = np.r_[np.ones(540), -np.ones(460), np.zeros(30)]
+    r = rank_test(d, np.zeros(len(d)), True)
+    assert r['exact'] and r['pvalue'] == pytest.approx(stats.binomtest(540, 1000).pvalue, rel=1e-12)
 
 
 def test_the_cell_count_bounds_the_work_of_counting():
