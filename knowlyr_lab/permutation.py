@@ -59,6 +59,9 @@ def _add_group(c:np.ndarray, # c[k, s]: how many choices of k values so far sum 
 # %% ../nbs/08c_permutation.ipynb #4af2b5fe
 RANK_SUM_CELLS = 10 ** 8 # array cells the exact count of rank sums may fill; past them, scipy's approximation
 
+# %% ../nbs/08c_permutation.ipynb #c8736cf4
+RANK_P_RTOL = 1e-9 # relative error a counted rank p may carry (bounded, not estimated) and still be flagged exact
+
 # %% ../nbs/08c_permutation.ipynb #0fe733b2
 def _count_cells(v:np.ndarray, n:np.ndarray, m:int)->float:
     "At most the cells `_add_group` fills for tie groups of `n` values `v`, each addition charged 1,000 more"
@@ -68,10 +71,12 @@ def _count_cells(v:np.ndarray, n:np.ndarray, m:int)->float:
 
 # %% ../nbs/08c_permutation.ipynb #093748a3
 def _subset_sums(r:np.ndarray, m:int)->np.ndarray|None:
-    "How many choices of `m` of the integers `r` (> 0) sum to each s; None past `RANK_SUM_CELLS` or int64"
+    "How many choices of `m` of the integers `r` (> 0) sum to each s: int64 below 2^63, else float64; None past the budget"
     v, n = np.unique(r, return_counts=True); S = int(np.sort(r)[len(r) - m:].sum()) + 1
-    if _count_cells(v, n, m) > RANK_SUM_CELLS or math.comb(len(r), min(m, len(r) // 2)) >= 2 ** 63: return None
-    c = np.zeros((m + 1, S), np.int64); c[0, 0] = 1
+    most = math.comb(len(r), min(m, len(r) // 2)); rounds = most >= 2 ** 63   # every C(N, k), k <= m, is below it
+    if _count_cells(v, n, m) > RANK_SUM_CELLS or most >= 2 ** 1000: return None
+    if rounds and (6 * len(r) + 2 * S + 4) * 2.0 ** -53 > RANK_P_RTOL: return None   # the p's relative error bound
+    c = np.zeros((m + 1, S), float if rounds else np.int64); c[0, 0] = 1
     for x, t in zip(v.tolist(), n.tolist()): _add_group(c, x, t)
     return c[m]
 
@@ -112,9 +117,6 @@ def _flip_shares(r:np.ndarray, # the ranks, integers > 0
         c[:hi + 1] *= .5
     return c
 
-# %% ../nbs/08c_permutation.ipynb #c8736cf4
-RANK_P_RTOL = 1e-9 # relative error a counted rank p may carry (bounded, not estimated) and still be flagged exact
-
 # %% ../nbs/08c_permutation.ipynb #4c20f271
 def _sign_p(a, b)->float|None:
     "Exact two-sided p of the signed-rank test: twice the share of flips at or below the nearer of W+ and T - W+"
@@ -131,13 +133,18 @@ def _tied(a, b, paired:bool)->bool:
     x = a - b if paired else np.concatenate([a, b])
     return len(np.unique(np.abs(x[x != 0]) if paired else x)) < len(x)
 
+# %% ../nbs/08c_permutation.ipynb #044c30b8
+def _scipy_exact(a, b, paired:bool)->bool:
+    "True where scipy's `method='auto'` counts the p exactly itself: no ties, and at most 8 a side or 50 pairs"
+    return not _tied(a, b, paired) and (len(a) <= 50 if paired else min(len(a), len(b)) <= 8)
+
 # %% ../nbs/08c_permutation.ipynb #c8c0a015
 def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired`)
               paired:bool,                    # Wilcoxon's signed-rank test, else Mann-Whitney's U
-             )->dict:                         # {'statistic', 'pvalue'}, and 'exact' when the permutation p
-    "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where ranks tie and it can be counted"
+             )->dict:                         # {'statistic', 'pvalue'}, and 'exact' when the p is exact
+    "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where scipy's is not exact and it can be counted"
     r = stats.wilcoxon(a, b, zero_method='wilcox') if paired else stats.mannwhitneyu(a, b, alternative='two-sided')
     res = {'statistic': float(r.statistic), 'pvalue': float(r.pvalue)}
-    if not _tied(a, b, paired): return res
+    if _scipy_exact(a, b, paired): return {**res, 'exact': True}
     p = (_sign_p if paired else _split_p)(a, b)
     return res if p is None else {**res, 'pvalue': p, 'exact': True}

@@ -19,8 +19,8 @@ def test_unpaired_tests_match_scipy(a, b):
     c = compare_samples(a, b)
     t = stats.ttest_ind(a, b, equal_var=False)
     assert c.tests['welch_t']['statistic'] == pytest.approx(t.statistic) and c.tests['welch_t']['pvalue'] == pytest.approx(t.pvalue)
-    u = stats.mannwhitneyu(a, b, alternative='two-sided')
-    assert c.tests['mann_whitney_u']['pvalue'] == pytest.approx(u.pvalue)
+    u = stats.mannwhitneyu(a, b, alternative='two-sided', method='exact')   # untied: counted exactly at any size
+    assert c.tests['mann_whitney_u']['pvalue'] == pytest.approx(u.pvalue, rel=1e-12) and c.tests['mann_whitney_u']['exact']
     assert c.primary == 'welch_t' and c.p_value == pytest.approx(t.pvalue)
 
 def test_three_vs_three_is_not_significant():

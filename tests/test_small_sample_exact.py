@@ -1,4 +1,4 @@
-"Few tasks: rank tests exact where values tie, and no noise floor or MDE of 0 from runs with no spread"
+"Few tasks: rank tests exact wherever they can be counted, and no noise floor or MDE of 0 from runs with no spread"
 import math
 import warnings
 
@@ -205,8 +205,8 @@ def test_counted_rank_sums_match_scipys_exact_mann_whitney_small_against_large(m
 
 
 def test_past_the_budget_the_rank_test_says_it_is_scipys():
-    "8 tied values against 1,000 (C(1008, 8) > 2^63) and 2,000 pairs tied in twos (4e8 cells): scipy's p, no 'exact' flag"
-    b = np.random.default_rng(0).binomial(10, .5, 1000) / 10; a = np.array([.9, .9, .8, .9, .9, .8, .9, 1])
+    "300 vs 300 tied values (3e9 cells) and 2,000 pairs tied in twos (4e8 cells): scipy's p, no 'exact' flag"
+    rng = np.random.default_rng(0); a, b = np.round(rng.normal(0, 1, 300), 1), np.round(rng.normal(0, 1, 300), 1)
     assert rank_test(a, b, False) == {'statistic': stats.mannwhitneyu(a, b).statistic, 'pvalue': stats.mannwhitneyu(a, b).pvalue}
     d = np.repeat(np.arange(1., 1001), 2) * np.tile([1, -1], 1000)
     assert rank_test(d, np.zeros(2000), True) == {'statistic': stats.wilcoxon(d).statistic, 'pvalue': stats.wilcoxon(d).pvalue}
@@ -229,7 +229,7 @@ def test_signed_rank_counts_equal_listing_every_flip_on_random_samples():
         tied += len(np.unique(np.abs(d[d != 0]))) < n; assert _sign_p(d, np.zeros(n)) == _listed_sign_p(d), d
         if i % 20 == 0 and np.any(d != 0):   # through rank_test too (scipy's own permutation test is slow)
             r = rank_test(d, np.zeros(n), True); assert r['pvalue'] == pytest.approx(_listed_sign_p(d), rel=1e-12), d
-            assert r.get('exact') or len(np.unique(np.abs(d[d != 0]))) == n   # untied: scipy's exact p
+            assert r['exact']   # untied: scipy's exact p (up to 50 pairs), flagged
     assert tied > 250
 
 
@@ -270,3 +270,36 @@ def test_the_cell_count_bounds_the_work_of_counting():
             for k in range(1, m + 1):
                 for j in range(1, min(t, k, (S - 1) // x) + 1): work += min((k - j) * x + 1, S - j * x) + 1000
         assert work <= _count_cells(v, n, m) + 1e-6 * work
+
+
+def test_eight_tied_values_against_1000_past_int64_are_counted_exactly():
+    "C(1008, 8) > 2^63 was refused (scipy's 1.2e-6); counted in float64 now: the Python-int p of the groups, to 1e-12"
+    b = np.random.default_rng(0).binomial(10, .5, 1000) / 10; a = np.array([.9, .9, .8, .9, .9, .8, .9, 1])
+    for x, y in ((a, b), (b, a)):
+        r = rank_test(x, y, False)
+        assert r.get('exact') and r['pvalue'] == pytest.approx(_grouped_p(a, b), rel=1e-12) and r['pvalue'] < 1e-12
+
+
+@pytest.mark.parametrize('m,n', [(9, 1000), (13, 1000), (30, 30), (20, 300), (60, 60)])
+def test_untied_samples_past_8_a_side_are_counted_as_scipys_exact_p(m, n):
+    "Untied, scipy's auto is exact only up to 8 a side (9 vs 1,000 got its normal approximation): scipy's method='exact' now"
+    x = np.random.default_rng(m * n).permutation(m + n).astype(float); x[:m] += m + .5   # a shift (p not near 1), no ties
+    r, exact = rank_test(x[:m], x[m:], False), stats.mannwhitneyu(x[:m], x[m:], method='exact').pvalue
+    assert r.get('exact') and r['pvalue'] == pytest.approx(exact, rel=1e-12) and r['statistic'] == stats.mannwhitneyu(x[:m], x[m:]).statistic
+
+
+@pytest.mark.parametrize('n', [51, 120, 400])
+def test_untied_pairs_past_50_are_counted_as_scipys_exact_p(n):
+    "Untied, scipy's auto Wilcoxon is exact only up to 50 pairs: past them scipy's method='exact' now"
+    d = np.random.default_rng(n).permutation(np.arange(1., n + 1)) * np.random.default_rng(n + 1).choice([-1, 1], n, p=[.4, .6])
+    r = rank_test(d, np.zeros(n), True)
+    assert r.get('exact') and r['pvalue'] == pytest.approx(stats.wilcoxon(d, method='exact').pvalue, rel=1e-12)
+
+
+def test_scipys_own_exact_p_is_flagged_exact_and_kept():
+    "Where scipy's auto method counts exactly itself (untied, <= 8 a side, <= 50 pairs) its p is kept, flagged exact"
+    x, y = np.arange(8.) + .5, np.arange(1000.); d = np.arange(1., 51) * np.r_[np.ones(30), -np.ones(20)]
+    assert rank_test(x, y, False) == {'statistic': stats.mannwhitneyu(x, y).statistic, 'exact': True,
+                                      'pvalue': stats.mannwhitneyu(x, y, method='exact').pvalue}
+    assert rank_test(d, np.zeros(50), True) == {'statistic': stats.wilcoxon(d).statistic, 'exact': True,
+                                                'pvalue': stats.wilcoxon(d, method='exact').pvalue}
