@@ -72,6 +72,7 @@ def _count_cells(v:np.ndarray, n:np.ndarray, m:int)->float:
 # %% ../nbs/08c_permutation.ipynb #093748a3
 def _subset_sums(r:np.ndarray, m:int)->np.ndarray|None:
     "How many choices of `m` of the integers `r` (> 0) sum to each s: int64 below 2^63, else float64; None past the budget"
+    if m == 1: return np.bincount(r)   # one value: its rank, N cells whatever the ties
     v, n = np.unique(r, return_counts=True); S = int(np.sort(r)[len(r) - m:].sum()) + 1
     most = math.comb(len(r), min(m, len(r) // 2)); rounds = most >= 2 ** 63   # every C(N, k), k <= m, is below it
     if _count_cells(v, n, m) > RANK_SUM_CELLS or most >= 2 ** 1000: return None
