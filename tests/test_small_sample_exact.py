@@ -314,3 +314,21 @@ def test_one_value_against_many_is_its_rank_share_at_any_size(n):
         for x, y in ((a, b), (b, a)):
             r = rank_test(x, y, False)
             assert r.get('exact') and r['pvalue'] == pytest.approx(exact, rel=1e-12)
+
+
+def test_float_counts_past_2_63_stay_within_the_stated_bound():
+    "Past 2^63 splits the counts are float64: each within the page's relative 3N*2^-53 of the Python-int count"
+    from fractions import Fraction
+    from itertools import product
+
+    from knowlyr_lab.permutation import _subset_sums
+    rng = np.random.default_rng(17)
+    for _ in range(6):
+        v = np.sort(rng.choice(np.arange(1, 40), 3, replace=False)); t = rng.integers(60, 200, 3); m = int(rng.integers(30, 60))
+        c = _subset_sums(np.repeat(v, t), m); exact = {}
+        for j in product(*(range(min(int(k), m) + 1) for k in t)):
+            if sum(j) == m:
+                s = int(np.dot(j, v)); exact[s] = exact.get(s, 0) + math.prod(math.comb(int(k), i) for k, i in zip(t, j))
+        assert c.dtype == float and math.comb(int(t.sum()), m) >= 2 ** 63
+        assert set(np.flatnonzero(c).tolist()) == set(exact)
+        assert max(abs(Fraction(float(c[s])) - n) / n for s, n in exact.items()) <= 3 * int(t.sum()) * Fraction(1, 2 ** 53)
