@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_errors import missing_extra, run_cli
-from .envs.sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, positive_int, positive_number, timed_h11
+from .envs.sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, timed_h11
+from .errors import positive_int, positive_number
 from .mcp_copy import CopyLimits
 from .mcp_private import narrow_umask
 
@@ -41,9 +42,7 @@ class ArgLimits:
     max_mb:float=4         # their size in MiB, about the length of their JSON text (--max-args-mb)
     max_depth:int=32       # most levels of lists and objects nested in them (--max-args-depth)
     def __post_init__(self):
-        for k in ('max_mb', 'max_depth'):
-            if isinstance(v := getattr(self, k), bool) or not isinstance(v, (int, float)) or v <= 0:
-                raise ValueError(f"ArgLimits.{k} must be a positive number, got {v!r}")
+        positive_number(self.max_mb, 'ArgLimits.max_mb'); positive_int(self.max_depth, 'ArgLimits.max_depth')
 
 # %% ../nbs/95_mcp.ipynb #99049085
 def _size(v)->int:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
+from .errors import positive_int, positive_number
+
 # %% auto #0
 __all__ = ['CopyLimits', 'CopyLimitError', 'CopyTally', 'copy_counted', 'CopyBudget']
 
@@ -26,9 +28,8 @@ class CopyLimits:
     max_total_mb:float|None=None # file data all calls running at once hold copied, MiB (--max-copy-total-mb; None: 4 x max_mb)
     def __post_init__(self):
         if self.max_total_mb is None and isinstance(self.max_mb, (int, float)): self.max_total_mb = 4 * self.max_mb
-        for k in ('max_mb', 'max_files', 'max_total_mb'):
-            if isinstance(v := getattr(self, k), bool) or not isinstance(v, (int, float)) or v <= 0:
-                raise ValueError(f"CopyLimits.{k} must be a positive number, got {v!r}")
+        for k in ('max_mb', 'max_total_mb'): positive_number(getattr(self, k), f"CopyLimits.{k}")
+        positive_int(self.max_files, 'CopyLimits.max_files')
 
 # %% ../nbs/92a_mcp_copy.ipynb #79845856
 class CopyLimitError(ValueError): "A call's inputs hold more than the server's `CopyLimits` let it copy out of the root"

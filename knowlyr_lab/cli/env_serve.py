@@ -53,7 +53,7 @@ def main(argv:list[str]|None=None)->int:
     "The `knowlyr-env-serve` command: serve a registered env until stopped; a bad argument is one line on stderr, exit 2"
     def serve(a):
         from knowlyr_lab.envs.serve import SessionLimits, serve_env
-        from knowlyr_lab.envs.sessions import positive_number
+        from knowlyr_lab.errors import positive_number
         positive_number(a.request_timeout, '--request-timeout')   # before the env is made or anything listens
         limits = SessionLimits(a.max_sessions, a.max_sessions_per_client, a.idle_timeout or None)
         serve_env(a.env_id, a.protocol, a.host, a.port, a.env_kwargs, a.expose_oracle, limits, announce=True,

@@ -27,8 +27,9 @@ from pydantic import BaseModel
 
 from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, schema_name, schema_params, step_info, verdict_of
 from .extras import require_extra
-from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, positive_number, timed_h11
+from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, timed_h11
 from .text_actions import action_refusal, parse_text_action
+from ..errors import positive_number
 
 # %% auto #0
 __all__ = ['MAX_BODY_BYTES', 'PROTOCOLS', 'format_call', 'enum_calls', 'time_limits', 'BodyCap', 'wire_task', 'mcp_tools',
@@ -323,8 +324,7 @@ class EnvServer:
                                      start_new_session=True)
         self.stderr_tail = deque(maxlen=16)          # the last 64 KiB chunks the server wrote on stderr
         self._drain = threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr_tail), daemon=True)
-        self._drain.start()
-        self._wait(startup_timeout)
+        self._drain.start(); self._wait(startup_timeout)
 
 # %% ../../nbs/19b_envs_serve.ipynb #7f0056b5
 @patch

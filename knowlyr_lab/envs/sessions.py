@@ -12,7 +12,6 @@ import collections
 import contextlib
 import json
 import logging
-import math
 import re
 import secrets
 import threading
@@ -24,29 +23,12 @@ from typing import Callable
 from fastcore.basics import patch, store_attr
 
 from ..core import AgentEnv, KnowlyrError
+from ..errors import positive_int, positive_number
 
 # %% auto #0
-__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'MAX_HEAD_BYTES', 'REQUEST_TIMEOUT', 'positive_int', 'positive_number', 'SessionLimits',
-           'SessionRefused', 'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard',
-           'HeadTooLarge', 'head_past', 'timed_h11']
-
-# %% ../../nbs/19aa_envs_sessions.ipynb #e7b16e43
-def positive_int(value,     # a limit as the caller gave it
-                 name:str,  # its parameter's name, for the error
-                )->int:
-    "`value`, when it is an integer of at least 1 (not a bool); else a ValueError naming `name`"
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-# %% ../../nbs/19aa_envs_sessions.ipynb #040ea6ba
-def positive_number(value,     # a limit in seconds as the caller gave it
-                    name:str,  # its parameter's name, for the error
-                   )->float:
-    "`value`, when it is a finite number above 0 (not a bool); else a ValueError naming `name`"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a finite number above 0, got {value!r}")
-    return value
+__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'MAX_HEAD_BYTES', 'REQUEST_TIMEOUT', 'SessionLimits', 'SessionRefused',
+           'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard', 'HeadTooLarge',
+           'head_past', 'timed_h11']
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #57d3736f
 @dataclass
@@ -64,9 +46,7 @@ class SessionLimits:
             raise ValueError(
                 f"SessionLimits.max_sessions_per_client ({self.max_sessions_per_client}) is above max_sessions "
                              f"({self.max_sessions}): lower it or raise max_sessions")
-        if self.idle_timeout is not None and not self.idle_timeout > 0:
-            raise ValueError(
-                f"SessionLimits.idle_timeout must be > 0 seconds, or None for never, got {self.idle_timeout!r}")
+        if self.idle_timeout is not None: positive_number(self.idle_timeout, 'SessionLimits.idle_timeout (None: never)')
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #8fb4239f
 # seconds a refused client is told to wait before it asks again: the `Retry-After` of every 429 and 503 of the env

@@ -18,6 +18,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from ..core import InfrastructureError, KnowlyrError
+from ..errors import positive_int, positive_number
 
 # %% auto #0
 __all__ = ['WORKSPACE', 'HOST_ERRNOS', 'SandboxError', 'PathEscapeError', 'SandboxBackendError', 'SandboxUnavailableError',
@@ -98,7 +99,7 @@ class SandboxLimits:
     # processes/threads of the sandbox together (pids cgroup) and of its uid (RLIMIT_NPROC)
     max_processes: int = 256
     max_file_mb: int = 64           # largest file a process may write (RLIMIT_FSIZE)
-    disk_mb: int = 512              # workspace quota in MiB (a size-limited tmpfs)
+    disk_mb: float = 512            # workspace quota in MiB (a size-limited tmpfs)
     max_files: int = 50_000         # files, directories and links the workspace (and /tmp) may hold: tmpfs inodes
     tmp_mb: int = 64                # size of /tmp and of /dev/shm in MiB (each a size-limited tmpfs)
     cpus: float = 1.0               # CPU share: how many cores the sandbox's processes may keep busy together
@@ -106,11 +107,10 @@ class SandboxLimits:
     max_wall_timeout: float = 600.0 # largest `timeout` a shell call may ask for
     max_output_chars: int = 16_000  # tool output beyond this is cut in the middle, with a marker
     network: bool = False           # allow network access, docker backend only (off: nothing but an isolated loopback)
-    def __post_init__(self):
+    def __post_init__(self):   # an int field: a positive integer; a float one: a finite number above 0
         for f in fields(self):
-            v = getattr(self, f.name)
-            if f.name != 'network' and (not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0):
-                raise ValueError(f"SandboxLimits.{f.name} must be a positive number, got {v!r}")
+            if check := {'int': positive_int, 'float': positive_number}.get(f.type):
+                check(getattr(self, f.name), f"SandboxLimits.{f.name}")
 
 # %% ../../nbs/10_sandbox_base.ipynb #761d6c6e
 @patch(as_prop=True)

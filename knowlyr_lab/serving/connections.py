@@ -20,7 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fastcore.basics import patch
 
-from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER, HeadTooLarge, positive_int
+from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER, HeadTooLarge
+from ..errors import positive_int
 from .sockets import DeadlineReader, HeadReader
 
 # %% auto #0
@@ -217,8 +218,7 @@ def _refuse(self:GuardedHTTPServer, sock, answer:bytes):
 # %% ../../nbs/52_serving_connections.ipynb #b26c4a7a
 @patch
 def _close_refused(self:GuardedHTTPServer, grace:float):
-    ("Close the refused sockets older than `grace` seconds (the oldest at once beyond 1024), after reading what they "
-     "sent")
+    "Close the refused sockets older than `grace` seconds (the oldest at once beyond 1024), after reading what they sent"
     while self._refused and (time.monotonic() - self._refused[0][0] >= grace or len(self._refused) > 1024):
         sock = self._refused.popleft()[1]
         with contextlib.suppress(OSError): sock.recv(2**16)

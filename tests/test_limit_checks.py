@@ -1,0 +1,50 @@
+"""Every limit a class is given is checked by one of two functions (`positive_int`, `positive_number`, on the errors
+page): a count is a positive integer, a time, a core share or a size in MiB a finite number above 0, and the error
+names `Class.field`. Until srv18 `SandboxLimits`, `CopyLimits` and `ArgLimits` each kept their own `v <= 0` check,
+which NaN passes (`nan <= 0` is False), as it passes infinity and a fractional count (`max_processes=2.5`)."""
+import math
+
+import pytest
+
+from knowlyr_lab import errors
+from knowlyr_lab.envs.sessions import SessionLimits
+from knowlyr_lab.mcp import ArgLimits
+from knowlyr_lab.mcp_copy import CopyLimits
+from knowlyr_lab.sandbox.base import SandboxLimits
+
+NUMBER, COUNT = 'must be a finite number above 0, got', 'must be a positive integer, got'
+
+@pytest.mark.parametrize('cls,field,value,says', [
+    (SandboxLimits, 'wall_timeout', math.nan, NUMBER), (SandboxLimits, 'max_wall_timeout', math.inf, NUMBER),
+    (SandboxLimits, 'cpus', math.nan, NUMBER), (SandboxLimits, 'disk_mb', math.inf, NUMBER),
+    (SandboxLimits, 'max_processes', 2.5, COUNT), (SandboxLimits, 'memory_mb', math.nan, COUNT),
+    (SandboxLimits, 'tmp_mb', 0.5, COUNT), (SandboxLimits, 'cpu_seconds', 0.5, COUNT),
+    (SandboxLimits, 'max_output_chars', math.inf, COUNT),
+    (CopyLimits, 'max_mb', math.nan, NUMBER), (CopyLimits, 'max_total_mb', math.inf, NUMBER),
+    (CopyLimits, 'max_files', 2.5, COUNT), (CopyLimits, 'max_files', math.inf, COUNT),
+    (ArgLimits, 'max_mb', math.inf, NUMBER), (ArgLimits, 'max_mb', math.nan, NUMBER),
+    (ArgLimits, 'max_depth', 2.5, COUNT), (ArgLimits, 'max_depth', math.nan, COUNT),
+    (SessionLimits, 'idle_timeout', math.inf, NUMBER), (SessionLimits, 'idle_timeout', math.nan, NUMBER),
+])
+def test_nan_inf_and_fractional_counts_are_refused_naming_the_field(cls, field, value, says):
+    "main: every one of these was taken (SessionLimits refused NaN but took inf)"
+    with pytest.raises(ValueError, match=rf'^{cls.__name__}\.{field}( \(None: never\))? {says} {value!r}$'):
+        cls(**{field: value})
+
+def test_what_is_fractional_by_nature_stays_fractional():
+    "Seconds, cores and the workspace's MiB (`disk_mb`, whose copy bound is fractional: test_sandbox_host_failures)"
+    got = SandboxLimits(wall_timeout=0.5, cpus=0.5, disk_mb=1.5)
+    assert (got.wall_timeout, got.cpus, got.disk_mb) == (0.5, 0.5, 1.5)
+    assert (CopyLimits(max_mb=0.5).max_total_mb, ArgLimits(max_mb=0.25).max_mb) == (2.0, 0.25)
+    assert SessionLimits(idle_timeout=None).idle_timeout is None
+
+def test_one_definition_of_each_check():
+    "The sessions, connections, sandbox and MCP modules use the errors page's functions, not copies of them"
+    from knowlyr_lab import mcp, mcp_copy
+    from knowlyr_lab.envs import serve, sessions
+    from knowlyr_lab.sandbox import base
+    from knowlyr_lab.serving import connections
+    for m in (sessions, serve, connections, base, mcp, mcp_copy):
+        for name in ('positive_int', 'positive_number'):
+            if hasattr(m, name): assert getattr(m, name) is getattr(errors, name), (m.__name__, name)
+    assert 'positive_int' not in sessions.__all__ and 'positive_int' in errors.__all__
