@@ -680,3 +680,23 @@ def test_the_openai_sdk_reads_an_over_long_header_as_its_json_error(srv):
     assert 'passes max_head_bytes (16,384 bytes)' in e.value.body['message'], e.value.body
     ok = openai.OpenAI(base_url=srv.url, api_key='local', max_retries=0)
     assert ok.chat.completions.create(model='tiny', messages=[{'role': 'user', 'content': 'hi'}], max_tokens=1).choices
+
+# srv18: the model server took any request_timeout (0, -1, NaN, inf) and header_timeout, from Python and from
+# `knowlyr-trainer serve --request-timeout`: 0 answered every request 504 at once, inf waited on the model for good.
+
+@pytest.mark.parametrize('name', ['request_timeout', 'header_timeout'])
+@pytest.mark.parametrize('bad', [0, -1.0, float('nan'), float('inf'), '30', True])
+def test_the_server_refuses_a_deadline_that_is_not_a_finite_number_above_0(inf, name, bad):
+    "main: the server was made and listened"
+    from knowlyr_lab.serving.server import InferenceServer
+    with pytest.raises(ValueError, match=rf'^{name} must be a finite number above 0, got {re.escape(repr(bad))}$'):
+        InferenceServer(inf, **{name: bad})
+
+def test_serve_refuses_a_bad_request_timeout_before_it_loads_the_model(tmp_path, capsys):
+    "main: it tried to load the model (an empty folder here) and failed on that instead, or with a model, served"
+    from knowlyr_lab.cli.trainer import main
+    for t in ('0', '-1', 'inf'):            # 'nan' the parser refuses as it reads the flag
+        assert main(['serve', '--model', str(tmp_path), '--request-timeout', t]) == 2
+        assert capsys.readouterr().err == f'knowlyr-trainer serve: error: --request-timeout must be a finite number above 0, got {float(t)!r}\n'
+    assert main(['serve', '--model', str(tmp_path), '--header-timeout', '0']) == 2
+    assert capsys.readouterr().err == 'knowlyr-trainer serve: error: --header-timeout must be a finite number above 0, got 0.0\n'

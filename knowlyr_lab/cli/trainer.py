@@ -17,6 +17,7 @@ import threading
 from dataclasses import MISSING, fields
 
 from ..cli_errors import batch_exit, run_cli
+from ..errors import positive_number
 from ..source_docs import source_value
 
 # %% auto #0
@@ -177,6 +178,8 @@ def _grpo_summary(rows:list[dict],   # the trainer's log rows, one per optimiser
 # %% ../../nbs/96_cli_trainer.ipynb #70d63a5b
 def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
+    for k in ('request_timeout', 'header_timeout'):    # as `InferenceServer` checks them, but before the model loads
+        positive_number(getattr(args, k), '--' + k.replace('_', '-'))
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
                                           max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client, body_budget=args.body_budget, body_budget_per_client=args.body_budget_per_client, max_head_bytes=args.max_head_bytes, record_to=args.record_to,
                                           enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras,

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from fastcore.basics import patch
 
 from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER, HeadTooLarge
-from ..errors import positive_int
+from ..errors import positive_int, positive_number
 from .sockets import DeadlineReader, HeadReader
 
 # %% auto #0
@@ -83,8 +83,7 @@ def _refuse_head(self:GuardedHandler, e:HeadTooLarge):
 def parse_request(self:GuardedHandler)->bool:
     "Parse the head, then give the body `request_timeout`"
     ok = super(GuardedHandler, self).parse_request()
-    # the head is in: the body may take the request's time
-    self.deadline = time.monotonic() + self.server.request_timeout
+    self.deadline = time.monotonic() + self.server.request_timeout   # the head is in: the body has the request's time
     return ok
 
 # %% ../../nbs/52_serving_connections.ipynb #31f80672
@@ -141,9 +140,9 @@ class GuardedHTTPServer(ThreadingHTTPServer):
                  body_budget_per_client:int|None=None,
                  # bytes of a request head (request line and headers); past it: 431 (414) and closed
                  max_head_bytes:int=MAX_HEAD_BYTES):
-        self.header_timeout, self.request_timeout, self.max_connections = (header_timeout, request_timeout,
-            max_connections)
-        self.max_head_bytes = positive_int(max_head_bytes, 'max_head_bytes')
+        self.header_timeout = positive_number(header_timeout, 'header_timeout')
+        self.request_timeout = positive_number(request_timeout, 'request_timeout')
+        self.max_head_bytes, self.max_connections = positive_int(max_head_bytes, 'max_head_bytes'), max_connections
         self.max_connections_per_client = _client_cap(max_connections, max_connections_per_client)
         self.open_connections, self.refused, self._count, self._refused = 0, 0, threading.Lock(), collections.deque()
         self.clients = collections.Counter()   # open connections by client address
