@@ -227,3 +227,10 @@ def test_env_serve_refuses_a_request_timeout_that_is_not_a_finite_number_above_0
     for t in (0, -1.0, float('nan')):
         with pytest.raises(ValueError, match=r'^request_timeout must be a finite number above 0, got '):
             EnvServer('knowlyr/maze-easy', 'agentgym', request_timeout=t, startup_timeout=30).close()
+
+def test_env_server_refuses_a_max_head_bytes_that_is_not_a_positive_integer_before_it_starts():
+    "main: EnvServer started its subprocess, which exited with the error, read back as a RuntimeError"
+    from knowlyr_lab.envs.serve import EnvServer
+    for bad in (0, -1, 2.5, float('nan'), True, '16384'):
+        with pytest.raises(ValueError, match=rf'^max_head_bytes must be a positive integer, got {bad!r:.8}'):
+            EnvServer('knowlyr/maze-easy', 'agentgym', max_head_bytes=bad, startup_timeout=30).close()

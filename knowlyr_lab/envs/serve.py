@@ -29,7 +29,7 @@ from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, s
 from .extras import require_extra
 from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, timed_h11
 from .text_actions import action_refusal, parse_text_action
-from ..errors import positive_number
+from ..errors import positive_int, positive_number
 
 # %% auto #0
 __all__ = ['MAX_BODY_BYTES', 'PROTOCOLS', 'format_call', 'enum_calls', 'time_limits', 'BodyCap', 'wire_task', 'mcp_tools',
@@ -314,12 +314,12 @@ class EnvServer:
                  startup_timeout:float=90.0, limits:SessionLimits|dict|None=None,
                  request_timeout:float=REQUEST_TIMEOUT, max_head_bytes:int=MAX_HEAD_BYTES):
         if protocol not in PROTOCOLS: raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
-        self.env_id, self.protocol, self.port = env_id, protocol, free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        rt, mh = positive_number(request_timeout, 'request_timeout'), positive_int(max_head_bytes, 'max_head_bytes')
+        self.env_id, self.protocol, self.port, self.url = env_id, protocol, (p := free_port()), f"http://127.0.0.1:{p}"
         lim = dataclasses.asdict(limits) if isinstance(limits, SessionLimits) else limits
         code = (f"from knowlyr_lab.envs.serve import serve_env; serve_env({env_id!r}, {protocol!r}, port={self.port}, "
                 f"env_kwargs={env_kwargs!r}, expose_oracle={expose_oracle!r}, limits={lim!r}, "
-                f"request_timeout={positive_number(request_timeout, 'request_timeout')!r}, max_head_bytes={max_head_bytes!r})")
+                f"request_timeout={rt!r}, max_head_bytes={mh!r})")
         self.proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      start_new_session=True)
         self.stderr_tail = deque(maxlen=16)          # the last 64 KiB chunks the server wrote on stderr
