@@ -28,3 +28,10 @@ def test_the_page_documents_the_enforced_numbers():
     src = inspect.getsource(base.SandboxLimits)
     assert 'memory of the sandbox\'s processes together' not in src      # the old, wrong description
     assert 'RLIMIT_AS' in src and 'budget_mb' in src
+
+def test_a_fraction_of_a_mib_is_still_a_quota(request, backend):
+    "disk_mb=0.5 was mounted as `size=0m`, which tmpfs reads as no limit: the workspace took any amount of data"
+    sb = open_sandbox(request, backend, limits={**LIMITS, 'disk_mb': 0.5})
+    out = sb.execute_tool('shell', {'command': 'head -c 2000000 /dev/zero > big; echo rc=$?; wc -c < big'}).output
+    assert 'rc=0' not in out and 'No space left' in out, out
+    assert int(out.split()[-1]) <= 0.5 * 2**20 + 4096, out     # what was written before the quota stopped it

@@ -23,7 +23,7 @@ from docker.types import Ulimit
 from fastcore.basics import patch_to
 
 from .base import OutputCapture, PathEscapeError, RawCapture, SandboxBackendError, SandboxUnavailableError, resolve_workspace_path
-from .host import UidLease
+from .host import UidLease, tmpfs_size
 from .protocol import WORKSPACE, Sandbox, SandboxError, SandboxLimits
 from .snapshot import listing_limit
 from .tools import RunResult
@@ -253,14 +253,14 @@ class DockerSandbox(Sandbox):
         except SandboxError as e: self._lease, why_uid = None, str(e)
         self.uid = u = self._lease.uid if self._lease else 65534
         self.containment = {'uid': u, 'cgroup': {'version': 'docker', 'memory_mb': L.budget_mb, 'pids': int(L.max_processes) + 32, 'cpus': L.cpus},
-                            'quotas_mb': {'workspace': int(L.disk_mb), 'tmp': int(L.tmp_mb), 'shm': int(L.tmp_mb)},
+                            'quotas_mb': {'workspace': L.disk_mb, 'tmp': int(L.tmp_mb), 'shm': int(L.tmp_mb)},
                             'reasons': {} if self._lease else {'uid': f'{why_uid}: every container shares uid 65534 and its process budget'}}
         self.container = None
         try:
             self.container = self.client.containers.create(
             self.image, REAPER, hostname='sandbox', working_dir=WORKSPACE, stop_signal='SIGTERM',
             network_mode='bridge' if L.network else 'none', read_only=True, cap_drop=['ALL'], cap_add=['KILL'], security_opt=['no-new-privileges'],
-            tmpfs={WORKSPACE: f'rw,exec,size={mb(L.disk_mb)},nr_inodes={int(L.max_files)},uid={u},gid={u},mode=0755',
+            tmpfs={WORKSPACE: f'rw,exec,size={tmpfs_size(L.disk_mb)},nr_inodes={int(L.max_files)},uid={u},gid={u},mode=0755',
                    '/tmp': f'rw,exec,nosuid,size={mb(L.tmp_mb)},uid={u},gid={u},mode=1777'}, shm_size=mb(L.tmp_mb),
             mem_limit=mb(L.budget_mb), memswap_limit=mb(L.budget_mb), pids_limit=int(L.max_processes) + 32, nano_cpus=int(L.cpus * 1e9),
             ulimits=[Ulimit(name='cpu', soft=int(L.cpu_seconds), hard=int(L.cpu_seconds)), Ulimit(name='nproc', soft=int(L.max_processes), hard=int(L.max_processes)),

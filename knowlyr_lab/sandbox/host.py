@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import json
+import math
 import os
 import random
 import shutil
@@ -24,9 +25,9 @@ from fastcore.basics import patch
 from .base import SandboxBackendError, SandboxError, SandboxLimits
 
 # %% auto #0
-__all__ = ['MS_NOSUID', 'MS_NODEV', 'MNT_DETACH', 'SANDBOX_UID_BASE', 'SANDBOX_UID_COUNT', 'CGROUP_CONTROLLERS', 'mount_tmpfs',
-           'unmount', 'cleanup_stale', 'lease_dir', 'kill_uid', 'reap_stale_leases', 'UidLease', 'cgroup_support',
-           'shq', 'SandboxCgroup', 'HostContainment']
+__all__ = ['MS_NOSUID', 'MS_NODEV', 'MNT_DETACH', 'SANDBOX_UID_BASE', 'SANDBOX_UID_COUNT', 'CGROUP_CONTROLLERS', 'tmpfs_size',
+           'mount_tmpfs', 'unmount', 'cleanup_stale', 'lease_dir', 'kill_uid', 'reap_stale_leases', 'UidLease',
+           'cgroup_support', 'shq', 'SandboxCgroup', 'HostContainment']
 
 # %% ../../nbs/10e_sandbox_host.ipynb #93d4506f
 MS_NOSUID, MS_NODEV, MNT_DETACH = 0x2, 0x4, 0x2
@@ -34,10 +35,15 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
+# %% ../../nbs/10e_sandbox_host.ipynb #e2ad5d2a
+def tmpfs_size(size_mb:float)->str:
+    "The tmpfs `size=` option's value for `size_mb` MiB: whole KiB rounded up, never 0 (tmpfs reads 0 as no limit)"
+    return f'{max(1, math.ceil(size_mb * 1024))}k'
+
 # %% ../../nbs/10e_sandbox_host.ipynb #028355ca
-def mount_tmpfs(path, size_mb:int, uid:int, mode:int=0o755, inodes:int|None=None):
+def mount_tmpfs(path, size_mb:float, uid:int, mode:int=0o755, inodes:int|None=None):
     "Mount a tmpfs of `size_mb` MiB (and `inodes` entries) on `path`, owned by `uid`; `SandboxBackendError` if refused"
-    opts = (f'size={int(size_mb)}m,uid={uid},gid={uid},mode={mode:o}' + (f',nr_inodes={int(inodes)}' if inodes else '')).encode()
+    opts = (f'size={tmpfs_size(size_mb)},uid={uid},gid={uid},mode={mode:o}' + (f',nr_inodes={int(inodes)}' if inodes else '')).encode()
     if _libc.mount(b'tmpfs', str(path).encode(), b'tmpfs', MS_NOSUID | MS_NODEV, opts) != 0:
         e = ctypes.get_errno()
         raise SandboxBackendError(f"cannot mount a tmpfs on {path}: {os.strerror(e)}")
