@@ -1,6 +1,7 @@
 """Numbers orjson would change: the recorder keeps an integer past 64 bits exact, writes a NaN or an infinity as null with
 a warning naming file, line and field (in tool-call arguments too), quarantines, naming the
-field, an integer past Python's 4,300 digits; a normal log is unchanged"""
+field, a record holding an integer past Python's 4,300 digits (tool-call arguments holding one keep their text, warned);
+a normal log is unchanged"""
 import hashlib
 import json
 from pathlib import Path
@@ -66,10 +67,8 @@ def test_a_json_array_with_a_wide_integer_keeps_every_item(tmp_path):
     assert len(ts) == 1 and len(ts[0].steps) == len(whole[0].steps) and not ts[0].outcome.truncated
 
 
-@pytest.mark.parametrize('plant, source, fmt, where', [
+@pytest.mark.parametrize('plant, source, fmt, where', [      # in a record itself (in tool-call arguments: below)
     (_claude, CLAUDE, 'claude-code', ':6: field message.content[0].input.timeout holds '),
-    (_chat_array_args, CHAT_ARRAY, 'openai-chat', ': tool-call arguments: field timeout holds '),
-    (_chat_jsonl_args, CHAT_JSONL, 'openai-chat', ':3: tool-call arguments: field timeout holds '),
     (_chat_array_raw, CHAT_ARRAY, 'openai-chat', ':10: item 3: field timeout holds ')])
 def test_an_integer_past_the_digit_limit_is_quarantined_by_name(tmp_path, plant, source, fmt, where):
     "A 5000-digit integer failed the file or lost a step with Python's ValueError; raising the limit is process-wide"
@@ -83,6 +82,25 @@ def test_an_integer_past_the_digit_limit_is_quarantined_by_name(tmp_path, plant,
 
 
 def _steps(ts): return sum(len(t.steps) for t in ts)
+
+
+@pytest.mark.parametrize('plant, source, where', [
+    (_chat_array_args, CHAT_ARRAY, ': messages[2].tool_calls[0].function.arguments: '),
+    (_chat_jsonl_args, CHAT_JSONL, ':3: messages[1].tool_calls[0].function.arguments: ')])
+def test_an_integer_past_the_digit_limit_in_tool_call_arguments_keeps_the_call_with_its_text(tmp_path, plant, source, where):
+    "parse_arguments let UnheldNumber out: the record was quarantined, where every string field keeps its text, warned"
+    p = plant(tmp_path, '9' * 5000)
+    whole, _ = _convert(source, 'openai-chat')
+    ts, rep = _convert(p, 'openai-chat')
+    assert not rep.errors and rep.totals['quarantined'] == 0, rep.errors
+    assert len(ts) == len(whole) and _steps(ts) == _steps(whole)                  # every step kept
+    (s,) = [s for t in ts for s in t.steps if s.action and '9' * 5000 in str(s.action.params)]
+    assert list(s.action.params) == ['_raw'] and s.action.params['_raw'].endswith('"timeout": %s}' % ('9' * 5000))
+    assert s.metadata['bad_arguments'] is True and s.action.tool in {a.tool for t in whole for a in
+                                                                      (x.action for x in t.steps) if a}
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}{where}') and w.endswith("(str) as tool-call arguments: field timeout holds an integer of "
+                                                      "5000 digits, past Python's limit of 4300 (kept as text)"), w
 
 
 @pytest.mark.parametrize('value', ['NaN', 'Infinity', '-Infinity', '1e400'])

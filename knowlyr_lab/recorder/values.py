@@ -210,7 +210,7 @@ def parse_arguments(args)->tuple[dict, bool]:
     if args is None or args == '': return {}, True
     if isinstance(args, dict): return args, True
     if isinstance(args, str):
-        try: v = json_text(args, 'tool-call arguments')       # a NaN null, as in any record; its reader warns
+        try: v = json_text(args, 'tool-call arguments', use=lambda v: True)  # NaN: null; 5000 digits: the text; warned
         except (json.JSONDecodeError, RecursionError, UnicodeDecodeError): return {'_raw': args}, False
         return (v, True) if isinstance(v, dict) else ({'_raw': v}, False)
     return {'_raw': args}, False
