@@ -230,3 +230,26 @@ def test_a_nan_in_a_string_whose_value_is_used_is_still_warned(tmp_path):
     (w,) = rep.warning_lines()
     assert w.startswith(f'{p}:10: payload.output: ') and w.endswith(
         'as a tool result: field metadata.duration_seconds holds NaN, a number JSON cannot write (written as null)'), w
+
+
+def test_an_agentgym_call_holding_an_integer_past_the_digit_limit_stays_a_call_with_its_arguments_as_text(tmp_path):
+    "json_text kept the turn as text for the number, so the call was read as ReAct text: a step with no action"
+    def change(rec):
+        t = rec['conversations'][3]
+        d = json.loads(t['value'])
+        t['value'] = json.dumps({**d, 'arguments': {**d['arguments'], 'n': 0}}, indent=2).replace(
+            '"n": 0', '"n": ' + _DIGITS)
+    p = _lines(AGENTGYM, tmp_path, 1, change)
+    whole = list(convert(AGENTGYM, format='agentgym', report=ConversionReport()))
+    rep = ConversionReport()
+    ts = list(convert(p, format='agentgym', report=rep))
+    assert not rep.errors and [len(t.steps) for t in ts] == [len(t.steps) for t in whole], rep.errors
+    s, w0 = ts[0].steps[0], whole[0].steps[0]
+    assert s.action is not None and s.action.tool == w0.action.tool == 'search' and s.thought == w0.thought
+    raw = s.action.params['_raw']                                # the arguments, as the turn wrote them
+    assert list(s.action.params) == ['_raw'] and raw.startswith('{\n    "keywords": ') and raw.endswith(_DIGITS + '\n  }')
+    assert json.loads(raw.replace(_DIGITS, '0')) == {**w0.action.params, 'n': 0}
+    assert s.metadata.get('bad_arguments') is True and 'no_action' not in s.metadata
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}:1: conversations[3].value: ') and w.endswith(
+        'as a function call: ' + _KEPT_AS_TEXT.format('arguments.n')), w

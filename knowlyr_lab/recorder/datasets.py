@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.decoder import scanstring
 from pathlib import Path
 
 from fastcore.basics import patch
@@ -18,6 +19,7 @@ from .chat import feed_located
 from .chat_builder import ChatBuilder, exit_code_of
 from .field_path import warn_coerced
 from .json_items import iter_json_items
+from .json_numbers import exact_parsers
 from .react import react_action
 from .reading import iter_jsonl, json_shape, read_json
 from .report import ConversionReport
@@ -38,6 +40,29 @@ def split_react(text:str)->tuple[str|None, str|None]:
     thought = re.sub(r'^\s*Thought\s*:\s*', '', text[:m.start()], flags=re.I).strip() or None
     return thought, text[m.end():].strip()
 
+# %% ../../nbs/23_recorder_datasets.ipynb #30c8bb6b
+_WS = re.compile(r'[ \t\r\n]*')
+
+def _member_text(text:str, key:str)->str|None:
+    "The JSON text of member `key` of the object `text` (valid JSON, read already); None where it has none"
+    dec, i, got = json.JSONDecoder(**exact_parsers([])), text.index('{') + 1, None
+    while text[(i := _WS.match(text, i).end()):i + 1] == '"':
+        k, i = scanstring(text, i + 1)
+        i = _WS.match(text, text.index(':', i) + 1).end()
+        end = dec.raw_decode(text, i)[1]
+        if k == key: got = text[i:end]                # the last one, as json.loads keeps it
+        i = _WS.match(text, end).end() + 1            # past its ',' (or the closing '}')
+    return got
+
+# %% ../../nbs/23_recorder_datasets.ipynb #2b2cba67
+def _held_call(text:str)->tuple|None:
+    "(thought, call) of a fncall turn `json_text` kept as text (a number past the digit limit): arguments as their text"
+    d = json.loads(text, **exact_parsers([]))                  # each number that cannot be kept: a stand-in
+    if not (isinstance(d, dict) and isinstance(d.get('function_name'), str)): return None    # not a call: text
+    a, t = _member_text(text, 'arguments'), d.get('thought')
+    return (t if isinstance(t, str) else None), {'tool': d['function_name'], 'params': {} if a is None else {'_raw': a},
+                                                 'ok': a is None}
+
 # %% ../../nbs/23_recorder_datasets.ipynb #2237ff54
 def gpt_turn_action(value:str)->tuple[str|None, dict|None]:
     "Thought and call ({tool, params, ok}) of an assistant turn: fncall JSON or ReAct text"
@@ -46,9 +71,10 @@ def gpt_turn_action(value:str)->tuple[str|None, dict|None]:
         call = lambda d: isinstance(d, dict) and isinstance(d.get('function_name'), str)   # else: ReAct text
         try: d = json_text(value, 'a function call', use=call)
         except (json.JSONDecodeError, RecursionError): d = None
-        if isinstance(d, dict) and isinstance(d.get('function_name'), str):
+        if call(d):
             params, ok = parse_arguments(d.get('arguments'))
             return d.get('thought'), {'tool': d['function_name'], 'params': params, 'ok': ok}
+        if d is value and (held := _held_call(value)): return held   # (kept as text: not a call, or a number noted)
     thought, action = split_react(value)
     if action is None: return thought, None
     a, ok = react_action(action)
