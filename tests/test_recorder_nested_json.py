@@ -253,3 +253,15 @@ def test_an_agentgym_call_holding_an_integer_past_the_digit_limit_stays_a_call_w
     (w,) = rep.warning_lines()
     assert w.startswith(f'{p}:1: conversations[3].value: ') and w.endswith(
         'as a function call: ' + _KEPT_AS_TEXT.format('arguments.n')), w
+
+
+def test_a_nan_in_an_agentgym_react_turn_is_null_and_warned_at_its_field(tmp_path):
+    "The ReAct reader (parse_action) refused the call for its infinity: the step kept {'_raw': text}, no warning"
+    p = _lines(AGENTGYM, tmp_path, 1, lambda rec: rec['conversations'][3].update(
+        value='Thought: look\nAction: search(keywords="swimsuit", n=1e400)'))
+    rep = ConversionReport()
+    ts = list(convert(p, format='agentgym', report=rep))
+    assert not rep.errors and ts[0].steps[0].action.params == {'keywords': 'swimsuit', 'n': None}, rep.errors
+    (w,) = rep.warning_lines()
+    assert w.startswith(f"{p}:1: conversations[3].value: 'Thought: look") and w.endswith(
+        '(str) as a ReAct action: field n holds 1e400, a number JSON cannot write (written as null)'), w

@@ -1,6 +1,6 @@
-"""YAML logs and Python-literal tool calls follow the recorder's one number rule (page 20a): a NaN or an infinity is
-written as null with a warning naming file, line (where the reader has one) and field; an integer past 64 bits stays
-exact; an integer past Python's 4,300 digits quarantines its record, named, instead of failing the file"""
+"""YAML logs, Python-literal tool calls and ReAct text actions follow the recorder's one number rule (page 20a): a NaN
+or an infinity is written as null with a warning naming file, line (where the reader has one) and field; an integer
+past 64 bits stays exact; an integer past Python's 4,300 digits quarantines its record, named, instead of failing the file"""
 import math
 from pathlib import Path
 
@@ -279,3 +279,30 @@ def test_a_nan_in_yaml_pairs_is_null_and_warned():
     got = load_yaml('p: !!pairs [a: .nan, b: [-.inf]]\no: !!omap [.inf: 1, b: 2]\n', notes := [])
     assert got == {'p': [['a', None], ['b', [None]]], 'o': [[None, 1], ['b', 2]]}
     assert [n.split(' holds')[0] for n in notes] == ['field p[0][1]', 'field p[1][1][0]', 'field o[0][0]']
+
+
+REACT = FX / 'react-text' / 'hotpot.txt'
+REACT_CASES = [  # (the action as the log writes it, as planted, its line, the block, the field, its number, the params)
+    ('Action 2: lookup[High Plains]', 'Action 2: lookup(term="High Plains", top=1e400)', 9, 'Action', 'top', '1e400',
+     {'term': 'High Plains', 'top': None}),
+    ('Action 1: search[Colorado orogeny]', 'Action 1: search({"q": "NaN", "n": [1, NaN]})', 5, 'Action', 'n[1]', 'NaN',
+     {'q': 'NaN', 'n': [1, None]}),
+    ('Action Input: {"query": "capital of France"}', 'Action Input: {"query": "capital of France", "k": -Infinity}', 17,
+     'Action Input', 'k', '-Infinity', {'query': 'capital of France', 'k': None}),
+]
+
+
+@pytest.mark.parametrize('old, new, line, block, field, number, params', REACT_CASES, ids=['python', 'json_arg', 'input'])
+def test_a_nan_in_a_react_text_action_is_null_and_warned_at_its_line(tmp_path, old, new, line, block, field, number, params):
+    "parse_action refuses a call holding NaN or an infinity: the call was kept as {'_raw': text}, flagged, no warning"
+    p = _planted(tmp_path, REACT, old, new)
+    assert p.read_text().splitlines()[line - 1] == new
+    whole, _ = _convert(REACT, 'react-text')
+    ts, rep = _convert(p, 'react-text')
+    assert not rep.errors and _steps(ts) == _steps(whole), rep.errors
+    (s,) = [s for t in ts for s in t.steps if s.metadata.get('line') in (line, line - 1) and s.action.tool != 'final_answer']
+    assert s.action.params == params and 'bad_arguments' not in s.metadata, (s.action, s.metadata)
+    assert [w for t in ts for w in _nonfinite(t.model_dump())] == []
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}:{line}: {block}: ') and w.endswith(
+        f'(str) as a ReAct action: field {field} holds {number}, a number JSON cannot write (written as null)'), w

@@ -43,6 +43,7 @@ def split_react(text:str)->tuple[str|None, str|None]:
 # %% ../../nbs/23_recorder_datasets.ipynb #30c8bb6b
 _WS = re.compile(r'[ \t\r\n]*')
 
+# %% ../../nbs/23_recorder_datasets.ipynb #6cdea8ef
 def _member_text(text:str, key:str)->str|None:
     "The JSON text of member `key` of the object `text` (valid JSON, read already); None where it has none"
     dec, i, got = json.JSONDecoder(**exact_parsers([])), text.index('{') + 1, None
@@ -77,7 +78,7 @@ def gpt_turn_action(value:str)->tuple[str|None, dict|None]:
         if d is value and (held := _held_call(value)): return held   # (kept as text: not a call, or a number noted)
     thought, action = split_react(value)
     if action is None: return thought, None
-    a, ok = react_action(action)
+    a, ok = react_action(action, within=value)
     return thought, {**a, 'ok': ok}
 
 # %% ../../nbs/23_recorder_datasets.ipynb #57ab7936

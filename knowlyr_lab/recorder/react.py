@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_react.html.md"""
 # %% ../../nbs/22b_recorder_react.ipynb #a4f9c3b2
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Iterator
@@ -16,8 +17,10 @@ from fastcore.basics import patch
 from ..core import InvalidActionError, parse_action
 from .base import LogAdapter, register_adapter
 from .chat_builder import ChatBuilder, exit_code_of
+from .field_path import warn_coerced
+from .json_numbers import exact_parsers
 from .reading import cut_off, open_bytes
-from .values import set_observation
+from .values import coerced_notes, literal_numbers, set_observation
 
 # %% auto #0
 __all__ = ['react_action', 'iter_react_blocks', 'ReactTextAdapter']
@@ -25,15 +28,55 @@ __all__ = ['react_action', 'iter_react_blocks', 'ReactTextAdapter']
 # %% ../../nbs/22b_recorder_react.ipynb #712cc4d9
 _BRACKET = re.compile(r'^\s*`?([A-Za-z_][\w.\-]*)\s*\[(.*)\]\s*`?\s*$', re.S)
 
+# %% ../../nbs/22b_recorder_react.ipynb #4b7f0fd0
+_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*"' r"|'(?:[^'\\]|\\.)*'"              # a string, skipped; or (a number)
+                     r'|(?<![\w.])(-?Infinity|NaN|-?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+)(?![\w.])')
+_MARK = 7340277598046612000        # a 19-digit integer (inside 64 bits): _MARK + i stands in for the i-th number
+_MARK_TEXT = str(_MARK)[:12]
+_REFUSED = 'no NaN, no infinity'   # how `parse_action` says why it refuses such a call
+
+# %% ../../nbs/22b_recorder_react.ipynb #95600798
+def _marked(action:str)->tuple[str, dict]:
+    "`action` with each NaN or infinity outside its strings a marker integer; {marker: the number's text}"
+    found = {}
+    def mark(m):
+        s = m.group(1)
+        if s is None or s[-1].isdigit() and math.isfinite(float(s)): return m.group(0)   # a string, a finite number
+        found[k := _MARK + len(found)] = s
+        return str(k)
+    return _NUMBER.sub(mark, action), found
+
+# %% ../../nbs/22b_recorder_react.ipynb #d1008c43
+def _put_back(o, found:dict, mk):
+    "`o` with each marker of `found` (popped) as `mk`'s stand-in; ValueError: a marker in a string"
+    if type(o) is int and o in found: return mk(found.pop(o))
+    if isinstance(o, str) and _MARK_TEXT in o: raise ValueError
+    if isinstance(o, dict): return {_put_back(k, found, mk): _put_back(v, found, mk) for k, v in o.items()}
+    return [_put_back(v, found, mk) for v in o] if isinstance(o, list) else o
+
+# %% ../../nbs/22b_recorder_react.ipynb #4b1e7a72
+def _nulled_call(action:str, within:str)->dict|None:
+    "The {tool, params} `parse_action` reads from `_marked(action)`, each marker null and noted; None where not read"
+    text, found = _marked(action)
+    if not found or _MARK_TEXT in action: return None
+    try: a = parse_action(text, bare=True)
+    except InvalidActionError: return None
+    try: params = _put_back(a['params'], found, exact_parsers([])['parse_constant'])   # (a JSON reader's stand-ins)
+    except (ValueError, RecursionError): return None
+    if found or _MARK_TEXT in a['tool']: return None          # a marker not read back as itself
+    return {'tool': a['tool'], 'params': literal_numbers(params, within, 'a ReAct action')}
+
 # %% ../../nbs/22b_recorder_react.ipynb #8484505c
 def react_action(action:str,               # the text after "Action:" (may include an "Action Input:" line)
                  thought:str|None=None,
+                 within:str|None=None,     # the field `action` was cut from, which a note on a NaN names
                 )->tuple[dict, bool]:      # ({tool, params}, parsed_ok)
     "Parse a ReAct action: `parse_action` (bare: the text is the call), or `tool[arg]`; unparsable text is kept raw"
     try:
         a = parse_action(action, bare=True)
         return {'tool': a['tool'], 'params': a['params']}, True
-    except InvalidActionError: pass
+    except InvalidActionError as e:
+        if _REFUSED in str(e) and (a := _nulled_call(action, within or action)): return a, True   # a NaN: null, noted
     first = action.strip().split('\n', 1)[0]
     m = _BRACKET.match(first)
     if m: return {'tool': m.group(1), 'params': {'input': m.group(2)}}, True
@@ -90,6 +133,7 @@ def _react_action_input(b:ChatBuilder, cur, text:str, path, line:int, report)->b
     if cur is None or cur.observation is not None:
         b.keep(report.unmapped('action_input', text, path, line, why='Action Input without an Action')); return False
     a, ok = react_action(f'{cur.action.tool}\nAction Input: {text}')
+    if coerced_notes(): warn_coerced(report, path, line, at='Action Input')   # a NaN: null, warned
     cur.action.params = a['params']; cur.metadata.pop('bad_arguments', None)
     if not ok: cur.metadata['bad_arguments'] = True
     report.mapped('action_input')
@@ -129,6 +173,7 @@ def convert(self:ReactTextAdapter, path, report):
             pending_thought = text; report.mapped('thought')
         elif kind == 'action':
             a, ok = react_action(text)
+            if coerced_notes(): warn_coerced(report, path, line, at='Action')     # a NaN: null, warned
             cur, = b.add_assistant(pending_thought, [{**a, 'ok': ok}], line=line)
             b.fifo.clear(); act_line = line
             pending_thought = None
