@@ -67,15 +67,16 @@ def test_a_json_array_with_a_wide_integer_keeps_every_item(tmp_path):
     assert len(ts) == 1 and len(ts[0].steps) == len(whole[0].steps) and not ts[0].outcome.truncated
 
 
-@pytest.mark.parametrize('plant, source, fmt, where', [      # in a record itself (in tool-call arguments: below)
-    (_claude, CLAUDE, 'claude-code', ':6: field message.content[0].input.timeout holds '),
-    (_chat_array_raw, CHAT_ARRAY, 'openai-chat', ':10: item 3: field timeout holds ')])
-def test_an_integer_past_the_digit_limit_is_quarantined_by_name(tmp_path, plant, source, fmt, where):
+@pytest.mark.parametrize('plant, source, fmt, where, col', [      # in a record itself (in tool-call arguments: below)
+    (_claude, CLAUDE, 'claude-code', ':6: field message.content[0].input.timeout holds ', ''),
+    # item 3 starts at line 10; the number, at line 13 column 16, is located as in a whole document
+    (_chat_array_raw, CHAT_ARRAY, 'openai-chat', ':13: item 3: field timeout holds ', ' at column 16')])
+def test_an_integer_past_the_digit_limit_is_quarantined_by_name(tmp_path, plant, source, fmt, where, col):
     "A 5000-digit integer failed the file or lost a step with Python's ValueError; raising the limit is process-wide"
     p = plant(tmp_path, '9' * 5000)
     whole, _ = _convert(source, fmt)
     ts, rep = _convert(p, fmt)
-    assert [str(e) for e in rep.errors] == [f"{p}{where}an integer of 5000 digits, past Python's limit of 4300"], rep.errors
+    assert [str(e) for e in rep.errors] == [f"{p}{where}an integer of 5000 digits{col}, past Python's limit of 4300"], rep.errors
     assert rep.totals['quarantined'] == 1 and not rep.failed
     assert _params(ts) == [] and len(ts) == len(whole)                    # the record is out, the rest kept
     assert sum(len(t.steps) for t in ts) == sum(len(t.steps) for t in whole) - 1
@@ -104,17 +105,17 @@ def test_an_integer_past_the_digit_limit_in_tool_call_arguments_keeps_the_call_w
 
 
 @pytest.mark.parametrize('value', ['NaN', 'Infinity', '-Infinity', '1e400'])
-@pytest.mark.parametrize('plant, source, fmt, where, field', [
-    (_claude, CLAUDE, 'claude-code', ':6: ', 'message.content[0].input.timeout'),
-    (_chat_array_raw, CHAT_ARRAY, 'openai-chat', ':10: item 3: ', 'timeout')])
-def test_a_nan_or_infinity_in_a_record_is_written_null_and_warned(tmp_path, plant, source, fmt, where, field, value):
+@pytest.mark.parametrize('plant, source, fmt, where, field, col', [
+    (_claude, CLAUDE, 'claude-code', ':6: ', 'message.content[0].input.timeout', ''),
+    (_chat_array_raw, CHAT_ARRAY, 'openai-chat', ':13: item 3: ', 'timeout', ' at column 16')])   # (the number's place)
+def test_a_nan_or_infinity_in_a_record_is_written_null_and_warned(tmp_path, plant, source, fmt, where, field, col, value):
     "json.dumps writes NaN/Infinity: the whole record (a step) was quarantined for it; now kept, null, one warning"
     p = plant(tmp_path, value)
     whole, _ = _convert(source, fmt)
     ts, rep = _convert(p, fmt)
     assert not rep.errors and rep.totals['quarantined'] == 0, rep.errors
     assert len(ts) == len(whole) and _steps(ts) == _steps(whole)         # every record kept
-    assert rep.warning_lines() == [f'{p}{where}field {field} holds {value}, a number JSON cannot write (written as null)']
+    assert rep.warning_lines() == [f'{p}{where}field {field} holds {value}{col}, a number JSON cannot write (written as null)']
     if plant is _claude:
         assert _params(ts) == [None] and '"timeout":null' in ''.join(t.model_dump_json() for t in ts)
 
@@ -199,8 +200,8 @@ def test_an_array_read_past_a_wide_integer_counts_its_lines_in_one_pass(tmp_path
     _Scanned.scanned, rep = 0, ConversionReport()
     got = list(ji.iter_json_items(p, rep))
     assert [k for k, _ in got] == list(range(1, 2003)) and got[0][1]['trace'] == BIG and got[-1][1] == {'cost': None}
-    assert rep.warning_lines() == [f'{p}:{3 + 7 * 2000}: item 2002: field cost holds NaN, a number JSON cannot write '
-                                   '(written as null)']
+    assert rep.warning_lines() == [f'{p}:{3 + 7 * 2000}: item 2002: field cost holds NaN at column 10, a number JSON '
+                                   'cannot write (written as null)']
     assert 0 < _Scanned.scanned <= len(p.read_text()), _Scanned.scanned          # each character scanned once at most
 
 
@@ -278,3 +279,19 @@ def test_the_array_read_past_a_wide_integer_refuses_what_json_refuses(tmp_path, 
     assert got == [(1, {'id': 1, 'trace': BIG}), (2, {'id': 2})], got        # every item before the error kept
     assert it.cut == f'not valid JSON after item 2 ({why})', it.cut
     assert [str(e) for e in rep.errors] == [f'{p}:4: {it.cut}'] and rep.failed == {'(document)': 1}
+
+
+def test_a_nan_in_an_array_item_is_warned_at_its_own_line_and_column(tmp_path):
+    "The warning gave the item's first line and no column: a NaN deep in a pretty-printed item had to be searched for"
+    from knowlyr_lab.recorder.json_items import iter_json_items
+    p = tmp_path / 'events.json'
+    p.write_text('[\n{"id": 1},\n{"id": 2,\n "args": {\n  "t": 0.5,\n  "cost": NaN}}, {"id": 3, "w": -Infinity},\n'
+                 '  {"id": 4,\n   "n": %s}\n]' % ('9' * 5000))
+    rep = ConversionReport()
+    got = list(iter_json_items(p, rep))
+    assert got == [(1, {'id': 1}), (2, {'id': 2, 'args': {'t': 0.5, 'cost': None}}), (3, {'id': 3, 'w': None})], got
+    assert rep.warning_lines() == [  # item 2 starts at line 3; item 3 mid-line 6, after item 2
+        f'{p}:6: item 2: field args.cost holds NaN at column 11, a number JSON cannot write (written as null)',
+        f'{p}:6: item 3: field w holds -Infinity at column 33, a number JSON cannot write (written as null)']
+    assert [str(e) for e in rep.errors] == [f"{p}:8: item 4: field n holds an integer of 5000 digits at column 9, past "
+                                            "Python's limit of 4300"], rep.errors

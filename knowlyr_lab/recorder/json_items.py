@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, Iterator
 
-from .json_numbers import UnheldNumber, exact_parsers, kept_numbers
+from .json_numbers import UnheldNumber, exact_json, exact_parsers
 from .reading import READ_ERRORS, open_bytes, read_error, read_text
 from .report import ConversionReport
 
@@ -24,29 +24,30 @@ _YAJL_NUMBER = ('parse error: integer overflow', 'parse error: numeric (floating
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #2bdcf486
 def _kept_items(path, report, items:Iterator, done:int)->Iterator[tuple[int, Any]]:
-    "(number, item) of `items` (line, object, text, holds a stand-in) after the first `done`; see `kept_numbers`"
-    for k, (line, obj, raw, unheld) in enumerate(items, 1):
+    "(number, item) of `items` (line, col, object, text, has a stand-in) after the first `done`; see `exact_json`"
+    for k, (line, col, obj, raw, unheld) in enumerate(items, 1):
         if k <= done: continue                                   # read already, by ijson
         notes = []
-        try: obj = kept_numbers(obj, notes) if unheld else obj
-        except UnheldNumber as e: report.bad_record(path, line, f"item {k}: {e}", raw); continue
-        for n in notes: report.warn(path, line, f"item {k}: {n}", '(number)')
+        try: obj = exact_json(raw, notes, (line, col)) if unheld else obj   # read again: each number's line and column
+        except UnheldNumber as e: report.bad_record(path, e.line or line, f"item {k}: {e}", raw); continue
+        for n in notes: report.warn(path, n.line or line, f"item {k}: {n}", '(number)')
         yield k, (report.clean(obj) if report.scrub is not None else obj)
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #e723a0f0
 _WS = re.compile(r'[ \t\r\n]*')
 
-def _array_items(text:str, pos:int, made:list)->Iterator[tuple[int, Any, str, bool]]:
-    "(line, object, text, holds a stand-in) of each item of the array opened before `pos`; JSONDecodeError where not JSON"
-    dec, line, seen = json.JSONDecoder(**exact_parsers(made)), 1, 0
+def _array_items(text:str, pos:int, made:list)->Iterator[tuple[int, int, Any, str, bool]]:
+    "(line, col, object, text, has a stand-in) of each item of the array opened before `pos`; JSONDecodeError: not JSON"
+    dec, line, seen, bol = json.JSONDecoder(**exact_parsers(made)), 1, 0, 0     # bol: where line `line` begins
     pos = _WS.match(text, pos).end()
     more = text[pos:pos + 1] != ']'             # an item follows `[` unless `]` does, and always follows a comma
     while more:
         made.clear()
         try: obj, end = dec.raw_decode(text, pos)
         except RecursionError: raise json.JSONDecodeError('Nested too deep', text, pos) from None
-        line, seen = line + text.count('\n', seen, pos), pos      # counted on from the item before: one pass
-        yield line, obj, text[pos:end], bool(made)
+        if n := text.count('\n', seen, pos): line, bol = line + n, text.rfind('\n', seen, pos) + 1   # (one pass)
+        seen = pos                                                # counted on from the item before
+        yield line, pos - bol + 1, obj, text[pos:end], bool(made)
         pos = _WS.match(text, end).end()
         if more := text[pos:pos + 1] == ',': pos = _WS.match(text, pos + 1).end()   # `[1,]`: Expecting value
         elif text[pos:pos + 1] != ']': raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)

@@ -82,10 +82,12 @@ class NumberNote(str):
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity|-?[0-9][0-9.eE+-]*)')   # a string, or (a number)
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #495fccfc
-def _place(raw:bytes|str, made:list):
+def _place(raw:bytes|str, made:list,
+           at:bool|tuple=True): # (line, col) where `raw` starts in its document (an array's item); True: (1, 1)
     "Set `line` and `col` of each stand-in in `made` (in parse order) from where `raw` writes its number"
     text = raw if isinstance(raw, str) else raw.decode(json.detect_encoding(raw), 'surrogatepass')  # as json.loads
-    todo, line, start, seen = iter(made), 1, 0, 0             # start: where line `line` starts
+    line, col = (1, 1) if at is True else at
+    todo, start, seen = iter(made), 1 - col, 0       # start: where line `line` starts (before `raw`, on its first)
     u = next(todo, None)
     for m in _TOKENS.finditer(text):
         if u is None: return
@@ -122,11 +124,11 @@ def kept_numbers(doc, notes:list|None=None):
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #6350465e
 def exact_json(raw:bytes|str, notes:list|None=None,
-               locate:bool=False): # a whole document: notes and `UnheldNumber` give their number's line
+               locate:bool|tuple=False): # True, or (line, col) where `raw` starts in its document: notes give lines
     "`raw` parsed by the standard library, every integer exact; see `kept_numbers` for the numbers that cannot be"
     made = []
     doc = json.loads(raw, **exact_parsers(made))
-    if made and locate: _place(raw, made)
+    if made and locate: _place(raw, made, locate)
     return kept_numbers(doc, notes) if made else doc
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #7a724d1e
