@@ -753,3 +753,19 @@ def test_an_object_that_is_no_call_does_not_start_a_run():
     for text in [SCHEMA[14:], '{"name": "a", "parameters": {}}; {"name": "x"}']:
         with pytest.raises(InvalidActionError, match=r"^malformed JSON tool call: text after the call at line 1 column \d+: '; \{"):
             parse_reply(text)
+
+# A pydantic model that holds itself (`m.child = m`, or `m.params = {'x': m}`) given as an action: `_as_dict` read it with
+# `model_dump`, whose cycle check raises ValueError ("Circular reference detected"), and that ValueError escaped
+# `parse_action` and an env's `step` (the dict and plain-object cycles above were covered, the pydantic one was not).
+# It is an invalid action now, its reason in one line.
+def test_a_pydantic_model_that_holds_itself_is_an_invalid_action():
+    from pydantic import BaseModel
+    class Call(BaseModel): tool: str = 'bash'; params: dict = {}; child: 'Call | None' = None
+    knot, held = Call(), Call()
+    knot.child, held.params = knot, {'x': held}
+    why = r"^cannot read an action from a Call: model_dump\(\) failed: Circular reference detected \(id repeated\)$"
+    for action in (knot, held):
+        with pytest.raises(InvalidActionError, match=why): parse_action(action)
+        env = BashEnv(); env.reset()
+        ts = env.step(action)
+        assert ts.info.get('invalid_action') and ts.call is None and 'Circular reference' in ts.observation
