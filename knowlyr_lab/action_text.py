@@ -19,7 +19,7 @@ from .errors import InvalidActionError
 
 # %% auto #0
 __all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_int', 'json_call', 'value_type', 'json_params',
-           'parse_react', 'tool_name_of', 'dialect_reader', 'parse_action_dict']
+           'parse_react', 'tool_name_of', 'call_id_of', 'dialect_reader', 'parse_action_dict']
 
 # %% ../nbs/00aa_action_text.ipynb #a3f8d5c6
 TOOL_NAME = r"[A-Za-z_][\w.\-]*"   # a tool's name: an identifier, which may hold `.` and `-` (an MCP server's)
@@ -201,6 +201,18 @@ def _as_dict(obj, within:tuple=()): # the objects `obj` was read from: one of th
         return {k: _as_dict(v, (*within, obj)) if hasattr(v, '__dict__') else v for k, v in vars(obj).items()}
     raise InvalidActionError(f"cannot read an action from a {type(obj).__name__}")
 
+# %% ../nbs/00aa_action_text.ipynb #367b87b6
+def call_id_of(cid,       # the id a call was given (None: none)
+               key:str,   # the field it was given in, for the error: 'id', 'call_id'
+               what:str,  # what the call was read from, for the error
+               name:str,  # the call's tool, for the error
+              )->dict:    # {'call_id': cid}, or {} when there is none
+    "The `call_id` entry of a call given id `cid`; refused unless absent, `null` or a non-empty string"
+    if cid is None: return {}
+    if isinstance(cid, str) and cid: return {'call_id': cid}
+    got = repr(cid) if isinstance(cid, str) else value_type(cid)
+    raise InvalidActionError(f"{what} {name!r}: {key!r} must be a non-empty string, got {got}")
+
 # %% ../nbs/00aa_action_text.ipynb #172c7c59
 def _from_canonical(d:dict)->dict:
     "The canonical dict, checked"
@@ -209,9 +221,8 @@ def _from_canonical(d:dict)->dict:
     params = d.get('params') if d.get('params') is not None else {}
     if not isinstance(params, dict):
         raise InvalidActionError(f"'params' of tool {d['tool']!r} must be a dict, got {value_type(params)}")
-    out = {'tool': d['tool'], 'params': params}
-    for k in ('call_id', 'thought'):
-        if d.get(k) is not None: out[k] = d[k]
+    out = {'tool': d['tool'], 'params': params, **call_id_of(d.get('call_id'), 'call_id', 'action', d['tool'])}
+    if d.get('thought') is not None: out['thought'] = d['thought']
     return out
 
 # %% ../nbs/00aa_action_text.ipynb #6d564cbc
@@ -221,9 +232,7 @@ def _from_anthropic(d:dict)->dict:
         raise InvalidActionError(f"tool_use 'name' must be a non-empty string, got {d.get('name')!r}")
     if not isinstance(d.get('input', {}), dict):
         raise InvalidActionError(f"tool_use 'input' must be an object, got {value_type(d['input'])}")
-    out = {'tool': d['name'], 'params': d.get('input') or {}}
-    if d.get('id'): out['call_id'] = d['id']
-    return out
+    return {'tool': d['name'], 'params': d.get('input') or {}, **call_id_of(d.get('id'), 'id', 'tool_use', d['name'])}
 
 # %% ../nbs/00aa_action_text.ipynb #bb29a0ab
 def _from_openai(d:dict)->dict:
@@ -231,9 +240,8 @@ def _from_openai(d:dict)->dict:
     fn = _as_dict(d['function'])
     if not isinstance(fn.get('name'), str) or not fn['name']:
         raise InvalidActionError(f"OpenAI tool_call has no function.name (a non-empty string), got {fn.get('name')!r}")
-    out = {'tool': fn['name'], 'params': json_params(fn.get('arguments'), f"tool_call {fn['name']!r}")}
-    if d.get('id'): out['call_id'] = d['id']
-    return out
+    params = json_params(fn.get('arguments'), f"tool_call {fn['name']!r}")
+    return {'tool': fn['name'], 'params': params, **call_id_of(d.get('id'), 'id', 'tool_call', fn['name'])}
 
 # %% ../nbs/00aa_action_text.ipynb #93631e29
 def dialect_reader(d:dict)->Callable|None:

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from typing import Callable
 
-from .action_text import ACTION_RE, TOOL_NAME, deep_refused, dialect_reader, json_call, json_int, json_params, parse_react, value_type
+from .action_text import ACTION_RE, TOOL_NAME, call_id_of, deep_refused, dialect_reader, json_call, json_int, json_params, parse_react, value_type
 from .errors import InvalidActionError
 
 # %% auto #0
@@ -100,23 +100,14 @@ def _json_at(text:str,        # text with a JSON value at `i`, after whitespace
     raise InvalidActionError(f"malformed {fmt}: text after the call at {_line_col(text, i, end)}: "
                              f"{text[end:end + 40]!r}")
 
-# %% ../nbs/00aab_tool_call_formats.ipynb #52e54007
-def _call_id(cid, key:str, what:str, name:str)->dict:
-    "`{'call_id': cid}` of id `cid` (field `key` of call `name` in `what`); None: none; refused unless a non-empty str"
-    if cid is None: return {}
-    if isinstance(cid, str) and cid: return {'call_id': cid}
-    got = repr(cid) if isinstance(cid, str) else value_type(cid)
-    raise InvalidActionError(f"{what} {name!r}: {key!r} must be a non-empty string, got {got}")
-
 # %% ../nbs/00aab_tool_call_formats.ipynb #048a9365
 def _call_of(d, fmt:str)->dict:
     "A decoded call of format `fmt` as a canonical action: `{name, arguments}` or a dict dialect (`dialect_reader`)"
     what = fmt if fmt == _JSON else f"{fmt} tool call"
     if not isinstance(d, dict): raise InvalidActionError(f"{what} must be a JSON object, got {value_type(d)}")
     if read := dialect_reader(d):
-        try: call = json_call(read(d))
+        try: return json_call(read(d))   # its id too, by the dialect's own rule (`call_id_of`)
         except InvalidActionError as e: raise InvalidActionError(f"{what}: {e}") from None
-        return {**call, **_call_id(call.pop('call_id', None), 'call_id', what, call['tool'])}
     name = d.get('name')
     if name in (None, ''):
         with deep_refused(f"{what} has no 'name' (and is nested too deeply to quote)"): quoted = json.dumps(d)[:80]
@@ -126,7 +117,7 @@ def _call_of(d, fmt:str)->dict:
     if isinstance(args, str): args = json_params(args, f"{what} {name!r}")
     if args is not None and not isinstance(args, dict):
         raise InvalidActionError(f"{what} {name!r}: arguments must be an object, got {value_type(args)}")
-    return json_call({'tool': name, 'params': args or {}, **_call_id(d.get('id'), 'id', what, name)}, what)
+    return json_call({'tool': name, 'params': args or {}, **call_id_of(d.get('id'), 'id', what, name)}, what)
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #10784d73
 def _hermes_calls(text:str, i:int)->tuple[str, list[dict]]:

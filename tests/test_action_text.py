@@ -486,7 +486,7 @@ LONG_OUTSIDE_PARAMS = [
     (f'<tool_call>{{"name": {N}, "arguments": {{}}}}</tool_call>', rf"'name' must be a string, got {N}$"),
     (f'{{"tool": {N}, "params": {{}}}}', rf"'tool' must be a non-empty string, got {N}$"),
     (f'[TOOL_CALLS] [{{"type": "tool_use", "name": {N}, "input": {{}}}}]', rf"tool_use 'name' must be a non-empty string, got {N}$"),
-    (f'{{"type": "tool_use", "id": {N}, "name": "a", "input": {{}}}}', r"tool 'a': 'call_id' holds an integer outside 64 bits"),
+    (f'{{"type": "tool_use", "id": {N}, "name": "a", "input": {{}}}}', r"tool_use 'a': 'id' must be a non-empty string, got int$"),   # an id, refused as one
     (f'{{"tool": "a", "params": {{}}, "thought": -{N}}}', r"tool 'a': 'thought' holds an integer outside 64 bits"),
     (f'<tool_call>{{"name": "a", "arguments": {N}}}</tool_call>', r"tool call 'a': arguments must be an object, got int$"),
     (f'<tool_call>{{"name": "a", "arguments": "{N}"}}</tool_call>', r"tool call 'a': arguments must be a JSON object, got int$"),
@@ -708,7 +708,6 @@ BAD_IDS = [('1', 'int'), ('0', 'int'), ('false', 'bool'), ('true', 'bool'), ('[]
 @pytest.mark.parametrize('value, got', BAD_IDS, ids=[v for v, _ in BAD_IDS])
 def test_a_call_id_that_is_no_string_is_refused_in_every_format(value, got):
     for text in _id_forms(value):
-        if value in ('0', 'false', '[]', '{}', '""') and '"function"' in text: continue   # 00aa's OpenAI reader drops a falsy id
         for parse in (parse_reply, parse_action):
             with pytest.raises(InvalidActionError, match=rf"'f': '(call_)?id' must be a non-empty string, got {got}$"): parse(text)
         env = BashEnv(); env.reset()
@@ -769,3 +768,30 @@ def test_a_pydantic_model_that_holds_itself_is_an_invalid_action():
         env = BashEnv(); env.reset()
         ts = env.step(action)
         assert ts.info.get('invalid_action') and ts.call is None and 'Circular reference' in ts.observation
+
+# The dict readers of page 00aa had their own id rule: the OpenAI and Anthropic readers kept `d.get('id')` only when truthy,
+# so `"id": 0`, `""`, `false` or `[]` was dropped silently before the rule of the text formats could see it, and an int id
+# (`"id": 1`, a canonical `"call_id": 7`) was passed through as the call_id (a dict action, or one an SDK object gives).
+# Every reader now reads the id with `call_id_of`: absent or null is none, a non-empty string is the call_id, anything
+# else is refused naming the field it was given in (the openai and anthropic SDK types declare the id a required str).
+def _id_dicts(v):
+    "A call to `f` with id `v` as each dict dialect carries one"
+    return [({'type': 'function', 'id': v, 'function': {'name': 'f', 'arguments': '{}'}}, 'tool_call', 'id'),
+            ({'type': 'tool_use', 'id': v, 'name': 'f', 'input': {}}, 'tool_use', 'id'),
+            ({'tool': 'f', 'params': {}, 'call_id': v}, 'action', 'call_id')]
+
+@pytest.mark.parametrize('value, got', [(0, 'int'), (1, 'int'), ('', "''"), (False, 'bool'), ([], 'list'), (1.5, 'float')])
+def test_a_dict_call_id_that_is_no_string_is_refused(value, got):
+    for action, what, key in _id_dicts(value):
+        with pytest.raises(InvalidActionError, match=rf"^{what} 'f': '{key}' must be a non-empty string, got {re.escape(got)}$"):
+            parse_action(action)
+        env = BashEnv(); env.reset()
+        assert env.step(action).info.get('invalid_action'), action
+
+def test_a_dict_call_id_string_is_read_and_null_is_none():
+    from openai.types.chat import ChatCompletionMessageToolCall
+    sdk = ChatCompletionMessageToolCall(id='', type='function', function={'name': 'f', 'arguments': '{}'})
+    with pytest.raises(InvalidActionError, match=r"^tool_call 'f': 'id' must be a non-empty string, got ''$"): parse_action(sdk)
+    assert parse_action(sdk.model_copy(update={'id': 'call_1'}))['call_id'] == 'call_1'
+    for action, _, _ in _id_dicts('c1'): assert parse_action(action)['call_id'] == 'c1', action
+    for action, _, _ in _id_dicts(None): assert 'call_id' not in parse_action(action), action
