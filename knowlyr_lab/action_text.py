@@ -193,8 +193,9 @@ def _as_dict(obj, within:tuple=()): # the objects `obj` was read from: one of th
             try: return getattr(obj, meth)()
             except TypeError: pass
             except (ValueError, RecursionError) as e:   # pydantic's cycle check is a ValueError
-                why = str(e).split('\n')[0] if isinstance(e, ValueError) else 'it holds itself or is nested too deeply'
-                raise InvalidActionError(f"cannot read an action from a {type(obj).__name__}: {meth}() failed: {why}") from None
+                why = str(e).split('\n')[0] if isinstance(e, ValueError) else 'too deep, or it holds itself'
+                raise InvalidActionError(f"cannot read an action from a {type(obj).__name__}: "
+                                         f"{meth}() failed: {why}") from None
     if any(o is obj for o in within):
         raise InvalidActionError(f"cannot read an action from a {type(obj).__name__} that holds itself")
     if hasattr(obj, '__dict__'):
