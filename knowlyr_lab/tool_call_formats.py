@@ -73,13 +73,20 @@ def tool_call_format(text:str)->str|None:
 _SPACES = re.compile(r"\s*")
 _MISTRAL_TAIL = re.compile(rf"\s*(?={re.escape(_MISTRAL)})|{_TAIL_RE.pattern}")   # what may follow a list
 _JSON_TAIL = re.compile(rf"{_LLAMA_SEP.pattern}|{_TAIL_RE.pattern}")   # what may follow a JSON call; `;`: Llama's next
-_V11_CALL = re.compile(rf"({TOOL_NAME})(?:\[CALL_ID\](\w+))?(?:\[ARGS\]|(?=\{{))")   # Mistral v11+: name[ARGS]
+_V11_CALL = re.compile(rf"({TOOL_NAME})(?:\[CALL_ID\](\w+))?\s*(\[ARGS\]|(?=\{{))?")   # v11+: name[ARGS]; a name alone
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #31d49f30
 def _line_col(text:str, i:int, pos:int)->str:
     "'line L column C' of `pos` in `text`, counted from `i`"
     line, start = text.count('\n', i, pos) + 1, max(text.rfind('\n', i, pos) + 1, i)
     return f"line {line} column {pos - start + 1}"
+
+# %% ../nbs/00aab_tool_call_formats.ipynb #62b16894
+def _tail_end(text:str, fmt:str, tail:re.Pattern, i:int, end:int)->int:
+    "Where `tail` ends after the call at `i`:`end`; other text after it is refused, located from `i`"
+    if m := tail.match(text, end): return m.end()
+    end = _SPACES.match(text, end).end()   # where the text after it starts
+    raise InvalidActionError(f"malformed {fmt}: text after the call at {_line_col(text, i, end)}: {text[end:][:40]!r}")
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #3baaba2d
 def _json_at(text:str,        # text with a JSON value at `i`, after whitespace
@@ -95,10 +102,7 @@ def _json_at(text:str,        # text with a JSON value at `i`, after whitespace
     except json.JSONDecodeError as e:
         raise InvalidActionError(f"malformed {fmt}: not valid JSON at {_line_col(text, i, e.pos)}: {e.msg}: "
                                  f"{text[i:i + 80]!r}") from None
-    if m := tail.match(text, end): return d, m.end()
-    end = _SPACES.match(text, end).end()   # where the text after it starts
-    raise InvalidActionError(f"malformed {fmt}: text after the call at {_line_col(text, i, end)}: "
-                             f"{text[end:end + 40]!r}")
+    return d, _tail_end(text, fmt, tail, i, end)
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #048a9365
 def _call_of(d, fmt:str)->dict:
@@ -136,7 +140,8 @@ def _mistral_calls(text:str, i:int)->tuple[str, list[dict]]:
     while i < len(text):
         i = _SPACES.match(text, i + len(_MISTRAL)).end()
         if v11 := _V11_CALL.match(text, i): i = v11.end()   # the name (and call id) written before the arguments
-        d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i)
+        if v11 and v11[3] is None: d, i = {}, _tail_end(text, _MISTRAL, _MISTRAL_TAIL, v11.start(), i)   # no arguments
+        else: d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i)
         if v11: d = {'name': v11[1], 'arguments': d, **({'id': v11[2]} if v11[2] else {})}
         calls += [_call_of(c, _MISTRAL) for c in (d if isinstance(d, list) else [d])]
     return thought, calls

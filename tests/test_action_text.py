@@ -672,7 +672,7 @@ AFTER_A_CALL = [('[TOOL_CALLS]bash[ARGS]{"n": 1} rm -rf /', r"^malformed \[TOOL_
                 ('[TOOL_CALLS]bash[ARGS]{"n": 1}{"n": 2}', r"^malformed \[TOOL_CALLS\]: text after the call at line 1 column 9"),
                 ('[TOOL_CALLS]bash[ARGS]{"n": 1', r"^malformed \[TOOL_CALLS\]: not valid JSON at line 1 column"),
                 ('[TOOL_CALLS]bash[ARGS][1]', r"^\[TOOL_CALLS\] tool call 'bash': arguments must be an object, got list$"),
-                ('[TOOL_CALLS]bash', r"^malformed \[TOOL_CALLS\]: not valid JSON at line 1 column 1"),
+                ('[TOOL_CALLS]bash now', r"^malformed \[TOOL_CALLS\]: text after the call at line 1 column 6: 'now'"),
                 ('[TOOL_CALLS] [{"name": "bash", "arguments": {}, "id": 7}]', r"^\[TOOL_CALLS\] tool call 'bash': 'id' must be a non-empty string, got int$"),
                 ('{"name": "bash", "parameters": {}}; rm -rf /', r"^malformed JSON tool call: text after the call at line 1 column 35: ';"),
                 ('{"name": "bash", "parameters": {}};', r"^malformed JSON tool call: text after the call"),
@@ -795,3 +795,34 @@ def test_a_dict_call_id_string_is_read_and_null_is_none():
     assert parse_action(sdk.model_copy(update={'id': 'call_1'}))['call_id'] == 'call_1'
     for action, _, _ in _id_dicts('c1'): assert parse_action(action)['call_id'] == 'c1', action
     for action, _, _ in _id_dicts(None): assert 'call_id' not in parse_action(action), action
+
+# Mistral v11+: a name written alone after the tag (`[TOOL_CALLS]look`, no `[ARGS]` and no `{`: a generation that stops
+# after the name) was refused as "not valid JSON". vLLM's newer mistral parser (vllm/parser/mistral.py, which
+# vllm/tool_parsers/mistral_tool_parser.py hands v11 output to) reads it as a call without arguments ("{}"), the name
+# being all up to `[ARGS]`, `{` or the next tag, stripped (tests/tool_parsers/test_mistral_tool_parser.py::
+# test_extract_tool_calls_v11_without_args_skipped). Read so here; other text after the name is refused (vLLM would
+# call a tool named "look around").
+LOOK, MOVE = {'tool': 'look', 'params': {}}, {'tool': 'move', 'params': {'to': 'east'}}
+BARE_NAMES = [('[TOOL_CALLS]toolname_no_args', '', [{'tool': 'toolname_no_args', 'params': {}}]),
+              ('Looking.[TOOL_CALLS]look</s>', 'Looking.', [LOOK]),
+              ('[TOOL_CALLS] look \n', '', [LOOK]),
+              ('[TOOL_CALLS]look[TOOL_CALLS]move[ARGS]{"to": "east"}', '', [LOOK, MOVE]),
+              ('[TOOL_CALLS]move [ARGS] {"to": "east"}[TOOL_CALLS]look', '', [MOVE, LOOK]),
+              ('[TOOL_CALLS]move {"to": "east"}', '', [MOVE]),
+              ('[TOOL_CALLS]look[CALL_ID]a1b2c3d4e</s>', '', [{**LOOK, 'call_id': 'a1b2c3d4e'}])]
+
+@pytest.mark.parametrize('text, thought, calls', BARE_NAMES, ids=range(len(BARE_NAMES)))
+def test_a_mistral_name_alone_is_a_call_without_arguments(text, thought, calls):
+    assert parse_reply(text) == (thought, calls)
+    if len(calls) == 1:
+        assert parse_action(text) == {**calls[0], **({'thought': thought} if thought else {})}
+    if calls == [{**calls[0], 'params': {}}]:   # a call without arguments steps an env
+        env = BashEnv(); env.reset()
+        assert not env.step(text.replace(calls[0]['tool'], 'bash')).info.get('invalid_action')
+
+@pytest.mark.parametrize('text, at', [('[TOOL_CALLS]look around', "column 6: 'around'"), ('[TOOL_CALLS]look.\nok', "line 2 column 1: 'ok'"),
+                                      ('[TOOL_CALLS]look[CALL_ID]c1 x', "column 17: 'x'")])
+def test_text_after_a_mistral_name_alone_is_refused(text, at):
+    for parse in (parse_reply, parse_action):
+        with pytest.raises(InvalidActionError, match=rf"^malformed \[TOOL_CALLS\]: text after the call at (line 1 )?{re.escape(at)}$"):
+            parse(text)
