@@ -22,9 +22,10 @@ __all__ = ['tool_call_format', 'parse_reply', 'parse_action_text']
 _TC_OPEN, _MISTRAL, _JSON = '<tool_call>', '[TOOL_CALLS]', 'JSON tool call'
 _JSON_START = re.compile(r"\s*(?:```[\w-]*\s*)?(?:<\|python_tag\|>\s*)?(?=\{)")
 _LLAMA_RE = re.compile(r'(<\|python_tag\|>\s*)?\{\s*"name"\s*:')
-_LLAMA_SEP = re.compile(r'\s*;\s*(?=\{\s*"name"\s*:)')   # between two of Llama's calls (vLLM's llama3_json)
+_LLAMA_SEP = re.compile(r'\s*;\s*(?:<\|python_tag\|>\s*)?(?=\{\s*"name"\s*:)')   # between two of Llama's calls
 _ENDS = ('```', '<|im_end|>', '<|endoftext|>', '</s>', '<|eot_id|>', '<|eom_id|>', '<|end_of_text|>')   # a fence; eos
 _TAIL_RE = re.compile(rf"\s*(?:(?:{'|'.join(map(re.escape, _ENDS))})\s*)*\Z")   # what may follow a JSON call
+_LLAMA_LAST = re.compile(rf"\s*;{_TAIL_RE.pattern}")   # a `;` after the last of Llama's calls
 _TC_RE = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.S)   # a block: strip it
 _DEC = json.JSONDecoder(parse_int=json_int)   # an integer past 64 bits is refused by `json_call`
 
@@ -33,6 +34,11 @@ def _is_llama_call(d)->bool:
     "Whether decoded value `d` is a call a run of Llama's may hold: a `name` and `parameters` (or `arguments`)"
     return isinstance(d, dict) and 'name' in d and ('parameters' in d or 'arguments' in d)
 
+# %% ../nbs/00aab_tool_call_formats.ipynb #130104ba
+def _run_end(text:str, d, end:int)->int:
+    "Where a run whose last object `d` ends at `end` ends: past a `;` after it when `d` is a call, as vLLM reads it"
+    return m.end() if _is_llama_call(d) and (m := _LLAMA_LAST.match(text, end)) else end
+
 # %% ../nbs/00aab_tool_call_formats.ipynb #c6190f7d
 def _llama_run(text:str, i:int)->int:
     "Where the object at `i` of `text` ends, or the run of calls it starts (`;` between); at an object no call, its start"
@@ -40,7 +46,7 @@ def _llama_run(text:str, i:int)->int:
     while _is_llama_call(d) and (sep := _LLAMA_SEP.match(text, end)):
         d, end = _DEC.raw_decode(text, start := sep.end())
         if not _is_llama_call(d): return start   # a run holds calls only
-    return end
+    return _run_end(text, d, end)
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #0f09566c
 def _llama_call(text:str)->re.Match|None:
@@ -72,7 +78,7 @@ def tool_call_format(text:str)->str|None:
 # %% ../nbs/00aab_tool_call_formats.ipynb #b6f3f4b2
 _SPACES = re.compile(r"\s*")
 _MISTRAL_TAIL = re.compile(rf"\s*(?={re.escape(_MISTRAL)})|{_TAIL_RE.pattern}")   # what may follow a list
-_JSON_TAIL = re.compile(rf"{_LLAMA_SEP.pattern}|{_TAIL_RE.pattern}")   # what may follow a JSON call; `;`: Llama's next
+_JSON_TAIL = re.compile(rf"{_LLAMA_SEP.pattern}|{_TAIL_RE.pattern}|{_LLAMA_LAST.pattern}")   # after a JSON call
 _V11_CALL = re.compile(rf"({TOOL_NAME})(?:\[CALL_ID\](\w+))?\s*(\[ARGS\]|(?=\{{))?")   # v11+: name[ARGS]; a name alone
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #31d49f30
@@ -148,12 +154,13 @@ def _mistral_calls(text:str, i:int)->tuple[str, list[dict]]:
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #3aabe743
 def _json_calls(text:str, i:int)->tuple[str, list[dict]]:
-    "The thought before the JSON call at `i` and its calls, which end the text: one object, or Llama's joined by `;`"
+    "The thought before the JSON call at `i` and its calls, which end the text: one object, or Llama's run of calls"
     thought, read, i = text[:i].strip(), [], text.index('{', i)
     while i < len(text):
         d, end = _json_at(text, _JSON, _JSON_TAIL, i)
         read.append((i, d)); i = end
-    if len(read) > 1 and not all(_is_llama_call(d) for _, d in read):
+    ran = len(read) > 1 or ';' in text[text.rindex('}'):]   # several, or a `;` after one (no `}` follows the last)
+    if ran and not all(_is_llama_call(d) for _, d in read):
         _json_at(text, _JSON, _TAIL_RE, read[0][0])   # raises: a run holds calls only, so its `;` is text after the call
     return thought, [_call_of(d, _JSON) for _, d in read]
 

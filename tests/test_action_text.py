@@ -675,7 +675,7 @@ AFTER_A_CALL = [('[TOOL_CALLS]bash[ARGS]{"n": 1} rm -rf /', r"^malformed \[TOOL_
                 ('[TOOL_CALLS]bash now', r"^malformed \[TOOL_CALLS\]: text after the call at line 1 column 6: 'now'"),
                 ('[TOOL_CALLS] [{"name": "bash", "arguments": {}, "id": 7}]', r"^\[TOOL_CALLS\] tool call 'bash': 'id' must be a non-empty string, got int$"),
                 ('{"name": "bash", "parameters": {}}; rm -rf /', r"^malformed JSON tool call: text after the call at line 1 column 35: ';"),
-                ('{"name": "bash", "parameters": {}};', r"^malformed JSON tool call: text after the call"),
+                ('{"tool": "bash", "params": {}};', r"^malformed JSON tool call: text after the call at line 1 column 31: ';'$"),
                 ('{"name": "a", "parameters": {}}; {"name": "bash", "parameters": ', r"^malformed JSON tool call: not valid JSON")]
 
 @pytest.mark.parametrize('text, why', AFTER_A_CALL, ids=range(len(AFTER_A_CALL)))
@@ -825,4 +825,43 @@ def test_a_mistral_name_alone_is_a_call_without_arguments(text, thought, calls):
 def test_text_after_a_mistral_name_alone_is_refused(text, at):
     for parse in (parse_reply, parse_action):
         with pytest.raises(InvalidActionError, match=rf"^malformed \[TOOL_CALLS\]: text after the call at (line 1 )?{re.escape(at)}$"):
+            parse(text)
+
+# Llama 3.x runs: a `<|python_tag|>` before a later call of a `;`-joined run (`{...}; <|python_tag|>{...}`) and a `;` after
+# the last call were refused as "text after the call" (after a thought, the reply was taken for prose: its calls lost).
+# vLLM reads both: vllm/tool_parsers/llama_tool_parser.py decodes every top-level object and skips the text between and
+# after them, and the newer vllm/parser/llama_json.py drops all text after the first call. Llama's own templates (trl's
+# llama3_1/llama3_2.jinja) write one call with no `;` and `<|python_tag|>` only before a built-in `name.call(...)`. Both
+# read now; other text between or after the calls (a newline between two calls, prose after them), which vLLM drops,
+# is still refused, as is a `;` after an object that is no Llama call.
+A, B = {'tool': 'a', 'params': {}}, {'tool': 'b', 'params': {}}
+TAG = '<|python_tag|>'
+TAGGED_RUNS = [(f'{TAG}{{"name": "a", "parameters": {{}}}}; {TAG}{{"name": "b", "parameters": {{}}}}', '', [A, B]),
+               (RUN.replace('; ', f'; {TAG}'), '', SEARCH),
+               (RUN.replace('; ', f';{TAG}') + ';', '', SEARCH),
+               (f'{RUN};', '', SEARCH),
+               (f'Here are the results: {TAG}{RUN.replace("; ", f"; {TAG}")} ;<|eot_id|>', 'Here are the results:', SEARCH),
+               ('{"name": "a", "parameters": {}};', '', [A]),
+               ('Sent.\n{"name": "a", "arguments": {}} ;\n<|eom_id|>', 'Sent.', [A]),
+               ('```json\n{"name": "a", "parameters": {}};\n```', '', [A])]
+
+@pytest.mark.parametrize('text, thought, calls', TAGGED_RUNS, ids=range(len(TAGGED_RUNS)))
+def test_a_llama_run_may_tag_each_call_and_end_with_a_semicolon(text, thought, calls):
+    assert parse_reply(text) == (thought, calls)
+    if len(calls) == 1:
+        assert parse_action(text) == {**calls[0], **({'thought': thought} if thought else {})}
+        env = BashEnv(); env.reset()
+        assert not env.step(text.replace('"a"', '"bash"')).info.get('invalid_action')
+
+NOT_A_RUN = [('{"name": "a", "parameters": {}}; <|python_tag|>', "column 32: '; <|python_tag|>'"),
+             ('{"name": "a", "parameters": {}};;', "column 32: ';;'"),
+             ('{"name": "a", "parameters": {}}; {"name": "b", "parameters": {}}; ok', "column 32: '; ok'"),
+             ('{"name": "a", "parameters": {}}\n{"name": "b", "parameters": {}}', "line 2 column 1: '{\"name\": \"b\""),
+             ('{"tool": "a", "params": {}};', "column 28: ';'"),
+             ('{"name": "x"}; {"name": "a", "parameters": {}};', "column 14: '; {\"name\": \"a\"")]
+
+@pytest.mark.parametrize('text, at', NOT_A_RUN, ids=range(len(NOT_A_RUN)))
+def test_other_text_around_a_llama_run_is_refused(text, at):
+    for parse in (parse_reply, parse_action):
+        with pytest.raises(InvalidActionError, match=rf"^malformed JSON tool call: text after the call at (line 1 )?{re.escape(at)}"):
             parse(text)
