@@ -100,7 +100,9 @@ def _seed_action(action, # a step's action: text or a dict
                 )->tuple[str, dict|None]: # (its text besides a call, the call or None)
     "The call of a hub 0.1 step's action; text that holds no call is kept whole"
     try: a = parse_action(action, bare=True)
-    except InvalidActionError: return (action.strip() if isinstance(action, str) else ''), None
+    except InvalidActionError:
+        if action is not None and not isinstance(action, str): raise   # a dict that is no call: refused, never dropped
+        return (action or '').strip(), None
     return (a.pop('thought', None) or '').strip(), a
 
 # %% ../nbs/07_chat_messages.ipynb #a5a43d21
@@ -113,7 +115,9 @@ def seed_messages(
     for i, s in enumerate(steps):
         if not isinstance(s, dict):
             raise ChatFormatError(f"{where}: steps[{i}] must be an object, got {type(s).__name__}")
-        thought, (said, a) = (s.get('thought') or '').strip(), _seed_action(s.get('action'))
+        try: said, a = _seed_action(s.get('action'))
+        except InvalidActionError as e: raise ChatFormatError(f"{where}: steps[{i}].action: {e}") from None
+        thought = (s.get('thought') or '').strip()
         if said and a is None and not re.search(r'^\s*Action\s*:', said, re.M): said = f"Action: {said}"  # no call in it
         if said and said != thought: thought = (thought + '\n' if thought else '') + said
         m = assistant_message(thought, [a] if a else [], i)

@@ -865,3 +865,16 @@ def test_other_text_around_a_llama_run_is_refused(text, at):
     for parse in (parse_reply, parse_action):
         with pytest.raises(InvalidActionError, match=rf"^malformed JSON tool call: text after the call at (line 1 )?{re.escape(at)}"):
             parse(text)
+
+# A hub 0.1 step whose action is a dict `parse_action` refuses (since af89be5 that includes a `call_id` of "" or an
+# int, which seed_messages read before) lost its call silently: `_seed_action` answered "no call, no text", so the
+# step became an empty assistant turn and its observation a user turn. The record is refused now, naming the step.
+def test_a_seed_step_whose_dict_action_is_no_call_refuses_the_record():
+    from knowlyr_lab.chat import ChatFormatError, seed_messages
+    for action, why in [({'tool': 'move', 'params': {}, 'call_id': ''}, "action 'move': 'call_id' must be a non-empty string"),
+                        ({'tool': 'move', 'params': {}, 'call_id': 7}, "action 'move': 'call_id' must be a non-empty string, got int"),
+                        ({'name': 'move'}, 'unrecognised action')]:
+        with pytest.raises(ChatFormatError, match=rf"^sft\.jsonl:3: steps\[1\]\.action: {re.escape(why)}"):
+            seed_messages([{'action': 'look()', 'observation': 'dark'}, {'action': action, 'observation': 'ok'}], 'sft.jsonl:3')
+    msgs, _ = seed_messages([{'action': None, 'thought': 'Done.'}, {'action': {'tool': 'move', 'params': {}, 'call_id': 'c1'}}])
+    assert msgs[0] == {'role': 'assistant', 'content': 'Done.'} and msgs[1]['tool_calls'][0]['id'] == 'c1'
