@@ -208,11 +208,10 @@ def call_id_of(cid,       # the id a call was given (None: none)
                what:str,  # what the call was read from, for the error
                name:str,  # the call's tool, for the error
               )->dict:    # {'call_id': cid}, or {} when there is none
-    "The `call_id` entry of a call given id `cid`; refused unless absent, `null` or a non-empty string"
-    if cid is None: return {}
-    if isinstance(cid, str) and cid: return {'call_id': cid}
-    got = repr(cid) if isinstance(cid, str) else value_type(cid)
-    raise InvalidActionError(f"{what} {name!r}: {key!r} must be a non-empty string, got {got}")
+    "The `call_id` entry of a call given id `cid`: none for absent, `null` or `''`; a string; anything else refused"
+    if cid is None or cid == '': return {}
+    if isinstance(cid, str): return {'call_id': cid}
+    raise InvalidActionError(f"{what} {name!r}: {key!r} must be a string, got {value_type(cid)}")
 
 # %% ../nbs/00aa_action_text.ipynb #172c7c59
 def _from_canonical(d:dict)->dict:

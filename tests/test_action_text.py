@@ -486,7 +486,7 @@ LONG_OUTSIDE_PARAMS = [
     (f'<tool_call>{{"name": {N}, "arguments": {{}}}}</tool_call>', rf"'name' must be a string, got {N}$"),
     (f'{{"tool": {N}, "params": {{}}}}', rf"'tool' must be a non-empty string, got {N}$"),
     (f'[TOOL_CALLS] [{{"type": "tool_use", "name": {N}, "input": {{}}}}]', rf"tool_use 'name' must be a non-empty string, got {N}$"),
-    (f'{{"type": "tool_use", "id": {N}, "name": "a", "input": {{}}}}', r"tool_use 'a': 'id' must be a non-empty string, got int$"),   # an id, refused as one
+    (f'{{"type": "tool_use", "id": {N}, "name": "a", "input": {{}}}}', r"tool_use 'a': 'id' must be a string, got int$"),   # an id, refused as one
     (f'{{"tool": "a", "params": {{}}, "thought": -{N}}}', r"tool 'a': 'thought' holds an integer outside 64 bits"),
     (f'<tool_call>{{"name": "a", "arguments": {N}}}</tool_call>', r"tool call 'a': arguments must be an object, got int$"),
     (f'<tool_call>{{"name": "a", "arguments": "{N}"}}</tool_call>', r"tool call 'a': arguments must be a JSON object, got int$"),
@@ -673,7 +673,7 @@ AFTER_A_CALL = [('[TOOL_CALLS]bash[ARGS]{"n": 1} rm -rf /', r"^malformed \[TOOL_
                 ('[TOOL_CALLS]bash[ARGS]{"n": 1', r"^malformed \[TOOL_CALLS\]: not valid JSON at line 1 column"),
                 ('[TOOL_CALLS]bash[ARGS][1]', r"^\[TOOL_CALLS\] tool call 'bash': arguments must be an object, got list$"),
                 ('[TOOL_CALLS]bash now', r"^malformed \[TOOL_CALLS\]: text after the call at line 1 column 6: 'now'"),
-                ('[TOOL_CALLS] [{"name": "bash", "arguments": {}, "id": 7}]', r"^\[TOOL_CALLS\] tool call 'bash': 'id' must be a non-empty string, got int$"),
+                ('[TOOL_CALLS] [{"name": "bash", "arguments": {}, "id": 7}]', r"^\[TOOL_CALLS\] tool call 'bash': 'id' must be a string, got int$"),
                 ('{"name": "bash", "parameters": {}}; rm -rf /', r"^malformed JSON tool call: text after the call at line 1 column 35: ';"),
                 ('{"tool": "bash", "params": {}};', r"^malformed JSON tool call: text after the call at line 1 column 31: ';'$"),
                 ('{"name": "a", "parameters": {}}; {"name": "bash", "parameters": ', r"^malformed JSON tool call: not valid JSON")]
@@ -694,7 +694,7 @@ def test_a_quoted_llama_run_is_still_text():
 # A call's id ties it to its tool result. 48b129a took a string "id" as call_id, but refused `"id": 1` (read, the id
 # ignored, before it), let `"id": 0`, `false`, `[]` and `""` through silently (`d.get('id') or ''`), and accepted two
 # calls with one id, whose tool results could not be told apart. Now, in every format, a given id (not null) is the
-# call_id when it is a non-empty string (OpenAI's message schema), is refused otherwise, and a reply's ids are distinct.
+# call_id when it is a string (OpenAI's message schema; "" is none, as null), is refused otherwise, and a reply's ids are distinct.
 def _id_forms(v):
     "A call to `f` with id `v` (JSON text) in each format that can carry one"
     return [f'<tool_call>{{"name": "f", "arguments": {{}}, "id": {v}}}</tool_call>', f'{{"name": "f", "parameters": {{}}, "id": {v}}}',
@@ -702,21 +702,20 @@ def _id_forms(v):
             f'<tool_call>{{"type": "function", "id": {v}, "function": {{"name": "f", "arguments": "{{}}"}}}}</tool_call>',
             f'{{"tool": "f", "params": {{}}, "call_id": {v}}}']
 
-BAD_IDS = [('1', 'int'), ('0', 'int'), ('false', 'bool'), ('true', 'bool'), ('[]', 'list'), ('{}', 'dict'), ('1.5', 'float'),
-           ('""', "''")]
+BAD_IDS = [('1', 'int'), ('0', 'int'), ('false', 'bool'), ('true', 'bool'), ('[]', 'list'), ('{}', 'dict'), ('1.5', 'float')]
 
 @pytest.mark.parametrize('value, got', BAD_IDS, ids=[v for v, _ in BAD_IDS])
 def test_a_call_id_that_is_no_string_is_refused_in_every_format(value, got):
     for text in _id_forms(value):
         for parse in (parse_reply, parse_action):
-            with pytest.raises(InvalidActionError, match=rf"'f': '(call_)?id' must be a non-empty string, got {got}$"): parse(text)
+            with pytest.raises(InvalidActionError, match=rf"'f': '(call_)?id' must be a string, got {got}$"): parse(text)
         env = BashEnv(); env.reset()
         assert env.step(text).info.get('invalid_action'), text
 
 def test_a_string_call_id_is_read_and_null_is_none():
     for text in _id_forms('"c1"'):
         assert parse_action(text)['call_id'] == 'c1', text
-    for text in _id_forms('null'):
+    for text in _id_forms('null') + _id_forms('""'):   # "": none, as Gemini's and LM Studio's servers send it
         assert 'call_id' not in parse_action(text), text
 
 TWICE = ['<tool_call>{"name": "f", "id": "c1"}</tool_call>\n<tool_call>{"name": "g", "id": "c1"}</tool_call>',
@@ -772,7 +771,7 @@ def test_a_pydantic_model_that_holds_itself_is_an_invalid_action():
 # The dict readers of page 00aa had their own id rule: the OpenAI and Anthropic readers kept `d.get('id')` only when truthy,
 # so `"id": 0`, `""`, `false` or `[]` was dropped silently before the rule of the text formats could see it, and an int id
 # (`"id": 1`, a canonical `"call_id": 7`) was passed through as the call_id (a dict action, or one an SDK object gives).
-# Every reader now reads the id with `call_id_of`: absent or null is none, a non-empty string is the call_id, anything
+# Every reader now reads the id with `call_id_of`: absent, null or "" is none, another string is the call_id, anything
 # else is refused naming the field it was given in (the openai and anthropic SDK types declare the id a required str).
 def _id_dicts(v):
     "A call to `f` with id `v` as each dict dialect carries one"
@@ -780,10 +779,10 @@ def _id_dicts(v):
             ({'type': 'tool_use', 'id': v, 'name': 'f', 'input': {}}, 'tool_use', 'id'),
             ({'tool': 'f', 'params': {}, 'call_id': v}, 'action', 'call_id')]
 
-@pytest.mark.parametrize('value, got', [(0, 'int'), (1, 'int'), ('', "''"), (False, 'bool'), ([], 'list'), (1.5, 'float')])
+@pytest.mark.parametrize('value, got', [(0, 'int'), (1, 'int'), (False, 'bool'), ([], 'list'), (1.5, 'float')])
 def test_a_dict_call_id_that_is_no_string_is_refused(value, got):
     for action, what, key in _id_dicts(value):
-        with pytest.raises(InvalidActionError, match=rf"^{what} 'f': '{key}' must be a non-empty string, got {re.escape(got)}$"):
+        with pytest.raises(InvalidActionError, match=rf"^{what} 'f': '{key}' must be a string, got {re.escape(got)}$"):
             parse_action(action)
         env = BashEnv(); env.reset()
         assert env.step(action).info.get('invalid_action'), action
@@ -791,10 +790,10 @@ def test_a_dict_call_id_that_is_no_string_is_refused(value, got):
 def test_a_dict_call_id_string_is_read_and_null_is_none():
     from openai.types.chat import ChatCompletionMessageToolCall
     sdk = ChatCompletionMessageToolCall(id='', type='function', function={'name': 'f', 'arguments': '{}'})
-    with pytest.raises(InvalidActionError, match=r"^tool_call 'f': 'id' must be a non-empty string, got ''$"): parse_action(sdk)
+    assert parse_action(sdk) == {'tool': 'f', 'params': {}}   # "" (Gemini's, LM Studio's servers): no id, not refused
     assert parse_action(sdk.model_copy(update={'id': 'call_1'}))['call_id'] == 'call_1'
     for action, _, _ in _id_dicts('c1'): assert parse_action(action)['call_id'] == 'c1', action
-    for action, _, _ in _id_dicts(None): assert 'call_id' not in parse_action(action), action
+    for action, _, _ in _id_dicts(None) + _id_dicts(''): assert 'call_id' not in parse_action(action), action
 
 # Mistral v11+: a name written alone after the tag (`[TOOL_CALLS]look`, no `[ARGS]` and no `{`: a generation that stops
 # after the name) was refused as "not valid JSON". vLLM's newer mistral parser (vllm/parser/mistral.py, which
@@ -866,13 +865,13 @@ def test_other_text_around_a_llama_run_is_refused(text, at):
         with pytest.raises(InvalidActionError, match=rf"^malformed JSON tool call: text after the call at (line 1 )?{re.escape(at)}"):
             parse(text)
 
-# A hub 0.1 step whose action is a dict `parse_action` refuses (since af89be5 that includes a `call_id` of "" or an
+# A hub 0.1 step whose action is a dict `parse_action` refuses (since af89be5 that includes a `call_id` of false or an
 # int, which seed_messages read before) lost its call silently: `_seed_action` answered "no call, no text", so the
 # step became an empty assistant turn and its observation a user turn. The record is refused now, naming the step.
 def test_a_seed_step_whose_dict_action_is_no_call_refuses_the_record():
     from knowlyr_lab.chat import ChatFormatError, seed_messages
-    for action, why in [({'tool': 'move', 'params': {}, 'call_id': ''}, "action 'move': 'call_id' must be a non-empty string"),
-                        ({'tool': 'move', 'params': {}, 'call_id': 7}, "action 'move': 'call_id' must be a non-empty string, got int"),
+    for action, why in [({'tool': 'move', 'params': {}, 'call_id': False}, "action 'move': 'call_id' must be a string, got bool"),
+                        ({'tool': 'move', 'params': {}, 'call_id': 7}, "action 'move': 'call_id' must be a string, got int"),
                         ({'name': 'move'}, 'unrecognised action')]:
         with pytest.raises(ChatFormatError, match=rf"^sft\.jsonl:3: steps\[1\]\.action: {re.escape(why)}"):
             seed_messages([{'action': 'look()', 'observation': 'dark'}, {'action': action, 'observation': 'ok'}], 'sft.jsonl:3')
