@@ -71,6 +71,15 @@ CASES = {
                                               "datasets reads the field as JSON text in split 'train', as a JSON object in split 'test' row 1 "]),
     'an empty object in train only': ([{'opts': {}}, {'opts': {'budget': 5}}], [{'opts': {'budget': 3}}] * 2,
                                       ["field 'chat_template_kwargs.opts': an empty object here", "as JSON text in split 'train'"]),
+    # strings pyarrow reads as timestamps: loaded as datetimes, or cast or failed with another split first (main exported them)
+    'ISO dates in every split': ([{'date_string': '2024-07-26'}] * 2, [{'date_string': '2024-07-27'}] * 2,
+                                 ["field 'chat_template_kwargs.date_string': a JSON string ('2024-07-2", "that pyarrow reads as a timestamp"]),
+    'ISO dates in one split': ([{'date_string': '26 Jul 2024'}] * 2, [{'date_string': '2024-07-27'}] * 2,
+                               ["field 'chat_template_kwargs.date_string': a JSON string ('2024-07-27') that pyarrow reads as a timestamp, as it reads every string there in split 'test'"]),
+    'ISO times below an object': ([{'opts': {'at': '2024-07-26T10:00:00Z'}}] * 2, [{'opts': {'at': 'now'}}] * 2,
+                                  ["field 'chat_template_kwargs.opts.at': a JSON string ('2024-07-26T10:00:00Z') that pyarrow reads"]),
+    'ISO dates beside other forms in every split': ([{'date_string': '2024-07-26'}, {'date_string': '26 Jul 2024'}],
+                                                    [{'date_string': '27 Jul 2024'}, {'date_string': '2024-07-27T10:00'}], None),
     'lists of objects of one shape': ([{'docs': [{'t': 'a', 'n': 1}, {'t': 'b', 'n': 2}]}] * 2,
                                       [{'docs': [{'t': 'c', 'n': 3}]}, {'docs': []}], None),
 }

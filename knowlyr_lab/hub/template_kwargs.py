@@ -71,6 +71,7 @@ class _KwargsShape:
         self.mixed = {}     # split -> {key path: where and how its values mix}: datasets reads it as JSON text
         self.common = {}    # split -> the variables all its rows have
         self.done = set()   # (split, variables as JSON) recorded: a row with the same adds nothing
+        self.times = {}     # split -> {key path: (first place, string) while its strings are all timestamps, or None}
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #1fec9593
 @patch
@@ -90,8 +91,50 @@ def _mixes(self:_KwargsShape, s:str, path:tuple, v, where)->str|None: # value `v
 def _record(self:_KwargsShape, s:str, kw:dict, where): # a row's split, its variables, and its place
     "Record the JSON types in row variables `kw` of split `s`, and the paths where they mix"
     for path, v in _walk(kw):
+        if path and isinstance(v, str): self._timed(s, path, v, where)
         if path and path not in self.mixed[s] and (how := self._mixes(s, path, v, where)):
             self.mixed[s][path] = f"{_place(where)}: field '{_field(path)}': {how}"
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #10d2e39e
+_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+def _num(t:str, below:int)->bool: return t.isascii() and t.isdigit() and int(t) < below   # Arrow's ParseUnsigned
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #12b512f7
+def _day(t:str)->bool:
+    "Whether `t` is Arrow's `YYYY-MM-DD`: a day of the proleptic Gregorian calendar"
+    if len(t) != 10 or t[4] + t[7] != '--' or not all(_num(x, 10**4) for x in (t[:4], t[5:7], t[8:])): return False
+    y, m, d = int(t[:4]), int(t[5:7]), int(t[8:])
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    return 1 <= m <= 12 and 1 <= d <= _MONTH_DAYS[m - 1] - (m == 2 and not leap)
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #9aadf6fe
+def _clock(t:str)->bool:
+    "Whether `t` is Arrow's `hh`, `hh:mm` or `hh:mm:ss`"
+    parts = t.split(':')
+    return len(parts) <= 3 and len(t) == 3 * len(parts) - 1 and all(
+        len(x) == 2 and _num(x, most) for x, most in zip(parts, (24, 60, 60)))
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #92e819e1
+def _arrow_time(s:str)->bool:
+    "Whether pyarrow's JSON reader reads the string `s` as a timestamp (its ISO 8601 parser, in seconds)"
+    n, zone = len(s), True
+    if n < 10 or not _day(s[:10]): return False
+    if n == 10: return True
+    if s[10] not in ' T': return False
+    if s[-1] == 'Z': n -= 1
+    elif s[n - 3] in '+-': n, zone = n - 3, _clock(s[n - 2:])
+    elif s[n - 5] in '+-': n, zone = n - 5, _clock(s[n - 4:n - 2] + ':' + s[n - 2:])
+    elif s[n - 6] in '+-' and s[n - 3] == ':': n, zone = n - 6, _clock(s[n - 5:])
+    return zone and n in (13, 16, 19) and _clock(s[11:n])
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #6aa7a3c6
+@patch
+def _timed(self:_KwargsShape, s:str, path:tuple, v:str, where): # a string `v` at `path` of a row of split `s`
+    "Keep, per key path of split `s`, its first string while every string there is one pyarrow reads as a timestamp"
+    t = self.times.setdefault(s, {})
+    if path not in t: t[path] = (where, v) if _arrow_time(v) else None
+    elif t[path] and not _arrow_time(v): t[path] = None
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e08
 @patch
@@ -106,10 +149,11 @@ def add(self:_KwargsShape, split:str, kw:dict, where): # a row's split, its vari
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #5559c11e
 @patch
 def _column(self:_KwargsShape, s:str, path:tuple):
-    "How `datasets` reads split `s` at `path`: 'JSON text', 'null', a JSON type, ('object', keys), or both numbers"
+    "How `datasets` reads split `s` at `path`: 'JSON text', 'null', a JSON type, ('object', keys), both numbers..."
     if path in self.mixed[s]: return 'JSON text'
     kinds = set(self.kinds[s].get(path, ())) - {'null'}
     if len(kinds) != 1: return 'integer and float' if kinds else 'null'
+    if kinds == {'string'} and self.times.get(s, {}).get(path): return 'timestamp'
     return ('object', frozenset(self.keys[s][path][0])) if kinds == {'object'} else kinds.pop()
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e0d
@@ -159,11 +203,21 @@ def _other_type(self:_KwargsShape, s:str, s0:str, path:tuple, k:str, k0:str)->Ex
     return ExportError(f"{_place(w)}: field '{_field(path)}': a JSON {k} ({v}) here, a JSON {k0} in {_place(w0)}: "
                        "with one split first, datasets fails or casts the other (1 to '1'); serve one type")
 
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #1e747f71
+@patch
+def _timestamps(self:_KwargsShape, s:str, path:tuple)->ExportError:
+    "The refusal of a path whose strings in split `s` are all ISO dates or times"
+    w, v = self.times[s][path]
+    return ExportError(f"{_place(w)}: field '{_field(path)}': a JSON string ({v!r}) that pyarrow reads as a timestamp, "
+                       f"as it reads every string there in split {s!r}: datasets loads them as datetimes, or casts "
+                       "or fails them with another split first; serve another form (Llama 3.1's '26 Jul 2024')")
+
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #65aef55a
 @patch
 def _refusal(self:_KwargsShape, path:tuple, cols:dict)->ExportError|None: # {split: its `_column` at `path`}
     "Why `datasets` loads the splits' values at `path` otherwise than served, with some split first (None: it does not)"
     if s := next((s for s, c in cols.items() if c == 'integer and float'), None): return self._widened(s, path)
+    if s := next((s for s, c in cols.items() if c == 'timestamp'), None): return self._timestamps(s, path)
     (s0, c0), kind = next(iter(cols.items())), lambda c: c[0] if isinstance(c, tuple) else c
     for s, c in ((s, c) for s, c in cols.items() if c != c0):
         if 'null' in (c, c0): return self._null_in(*((s, s0) if c == 'null' else (s0, s)), path)

@@ -1,0 +1,63 @@
+"""Template variable values that pyarrow's JSON reader (which `load_dataset('json')` of datasets 5.2 uses) reads as
+another type than served: strings it parses as ISO timestamps, integers past int64. The export refuses them (see
+test_hub_template_nested's cases); here the real reader is shown to fail or change those values, and the page's
+mirror of pyarrow's timestamp parser is compared with pyarrow on generated strings"""
+import io
+import json
+import random
+
+import datasets
+import orjson
+import pyarrow as pa
+import pyarrow.json as paj
+import pytest
+
+from knowlyr_lab.hub.template_kwargs import _arrow_time
+
+
+def _as_loaded(tmp, splits:dict)->dict:   # split -> its rows' variables
+    "Per split loaded first: 'fails', or the splits whose variables `load_dataset('json')` loads otherwise than served"
+    out = {}
+    for s, rows in splits.items(): (tmp / f'{s}.jsonl').write_text(''.join(json.dumps({'chat_template_kwargs': kw}) + '\n' for kw in rows))
+    for first in splits:
+        order = [first, *(s for s in splits if s != first)]
+        try: dd = datasets.load_dataset('json', data_files={s: str(tmp / f'{s}.jsonl') for s in order}, cache_dir=str(tmp / first))
+        except Exception: out[first] = 'fails'; continue       # noqa: BLE001 (the reader's own error, any type)
+        out[first] = [s for s in order if json.dumps(list(dd[s]['chat_template_kwargs']), default=repr) != json.dumps(splits[s])]
+    return out
+
+
+@pytest.mark.parametrize('train,test', [([{'d': '2024-07-26'}] * 2, [{'d': '2024-07-27'}] * 2),
+                                        ([{'d': '26 Jul 2024'}] * 2, [{'d': '2024-07-27'}] * 2),
+                                        ([{'o': {'at': '2024-07-26T10:00:00Z'}}] * 2, [{'o': {'at': 'now'}}] * 2)])
+def test_iso_strings_the_export_refuses_load_otherwise(tmp_path, train, test):
+    "With either split first, a split whose strings at a path are all ISO timestamps fails to load or changes"
+    got = _as_loaded(tmp_path, {'train': train, 'test': test})
+    assert all(v == 'fails' or v for v in got.values()), got
+
+
+def test_iso_strings_beside_another_form_load_as_served(tmp_path):
+    got = _as_loaded(tmp_path, {'train': [{'d': '2024-07-26'}, {'d': '26 Jul 2024'}], 'test': [{'d': '2024-07-27T10:00'}, {'d': 'x'}]})
+    assert got == {'train': [], 'test': []}, got
+
+
+def _candidate(r:random.Random)->str:
+    "A string near pyarrow's ISO 8601 forms: a date, a separator, a time, a zone, each sometimes off by a character"
+    num = lambda n, top: str(r.randrange(top)).zfill(n) if r.random() < .9 else r.choice(['', 'x', '1', '123', '٣٣'])
+    s = f"{num(4, 10000)}{r.choice('--/')}{num(2, 14)}{r.choice('--x')}{num(2, 33)}"
+    if r.random() < .8:
+        s += r.choice('T T t_') + ':'.join(num(2, (25, 61, 61)[i]) for i in range(r.randrange(1, 4)))
+        s += r.choice(['', '.5', '.123', ',5'])
+    if r.random() < .6:
+        s += r.choice(['Z', 'z', f"+{num(2, 25)}", f"-{num(2, 25)}{num(2, 61)}", f"+{num(2, 25)}:{num(2, 61)}", '+1:30', '-', ' '])
+    return s
+
+
+def test_the_timestamp_mirror_reads_strings_as_pyarrow_does():
+    r = random.Random(7)
+    said = [_candidate(r) for _ in range(4000)] + ['2024-02-29', '2023-02-29', '1900-02-29', '2000-02-29', '0000-01-01']
+    lines = b''.join(orjson.dumps({'v': s}) + b'\n' for s in said)
+    # one read per string: a column types all its rows together
+    arrow = [paj.read_json(io.BytesIO(x)).schema.field('v').type == pa.timestamp('s') for x in lines.splitlines()]
+    assert 100 < sum(arrow) < 3900, sum(arrow)             # both verdicts represented
+    assert [s for s, a in zip(said, arrow) if _arrow_time(s) != a] == []
