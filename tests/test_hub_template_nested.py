@@ -80,6 +80,13 @@ CASES = {
                                   ["field 'chat_template_kwargs.opts.at': a JSON string ('2024-07-26T10:00:00Z') that pyarrow reads"]),
     'ISO dates beside other forms in every split': ([{'date_string': '2024-07-26'}, {'date_string': '26 Jul 2024'}],
                                                     [{'date_string': '27 Jul 2024'}, {'date_string': '2024-07-27T10:00'}], None),
+    # integers past int64: read as floats (a split of int64 first fails them) unless the path is JSON text (main exported them)
+    'an integer past int64 in one split': ([{'seed': 2**63}] * 2, [{'seed': 5}] * 2,
+                                           ["field 'chat_template_kwargs.seed': the JSON integer 9223372036854775808 is past int64: datasets reads the field as floats"]),
+    'integers past int64 below an object': ([{'opts': {'seed': 2**64 - 1}}] * 2, [{'opts': {'seed': 2**63 + 1}}] * 2,
+                                            ["field 'chat_template_kwargs.opts.seed': the JSON integer 1844674407370955", "is past int64"]),
+    'the int64 bounds': ([{'seed': 2**63 - 1}, {'seed': 0}], [{'seed': -2**63}] * 2, None),
+    'an integer past int64 in JSON text': ([{'o': {}}, {'o': {'s': 2**63}}], [{'o': {}}, {'o': {'t': 2**64 - 1}}], None),
     'lists of objects of one shape': ([{'docs': [{'t': 'a', 'n': 1}, {'t': 'b', 'n': 2}]}] * 2,
                                       [{'docs': [{'t': 'c', 'n': 3}]}, {'docs': []}], None),
 }
@@ -87,7 +94,8 @@ CASES = {
 WARNED = {'documents with and without a title': 'chat_template_kwargs.documents[]',      # the path each warns of, once
           'tools with and without a description': 'chat_template_kwargs.tools[]',
           'an empty object beside a full one': 'chat_template_kwargs.opts',
-          'integers and strings in every split': 'chat_template_kwargs.ids[]'}
+          'integers and strings in every split': 'chat_template_kwargs.ids[]',
+          'an integer past int64 in JSON text': 'chat_template_kwargs.o'}
 
 
 def _exact(v)->str: return json.dumps(v, sort_keys=True)      # 1 and 1.0 differ
@@ -174,3 +182,15 @@ def test_a_default_no_row_needs_is_not_checked(tmp_path):
     assert res.total == 20
     with pytest.raises(ExportError, match=r"field 'chat_template_kwargs\.x': served as a JSON integer, but template_defaults gives it a JSON string"):
         DatasetExporter(trajs, test_fraction=0.3, template_defaults={'x': 'zero'}).export('sft', tmp_path / 'q')
+
+
+def test_an_integer_past_64_bits_leaves_its_trajectory_out_with_its_field(tmp_path):
+    """orjson writes the rows and cannot write an integer past 64 bits: the export stopped with a bare TypeError
+    ("Integer exceeds 64-bit range", no trajectory, no field). Now that trajectory is quarantined naming the field and
+    the value, and the others export"""
+    trajs = _trajs([{'seed': 1}] * 2, [{'seed': 2}] * 2)
+    trajs[0] = _traj(0, 0, {'opts': {'seed': -2**63 - 1}})
+    res = DatasetExporter(trajs, test_fraction=0.3).export('sft', tmp_path / 'o')
+    assert res.quarantined == 1 and res.total == 19, res
+    said = (tmp_path / 'o' / 'quarantine.jsonl').read_text()
+    assert "field 'steps.metadata.template_kwargs'" in said and "field 'chat_template_kwargs.opts.seed': the integer -9223372036854775809 is past 64 bits" in said, said

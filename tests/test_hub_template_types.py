@@ -61,3 +61,11 @@ def test_the_timestamp_mirror_reads_strings_as_pyarrow_does():
     arrow = [paj.read_json(io.BytesIO(x)).schema.field('v').type == pa.timestamp('s') for x in lines.splitlines()]
     assert 100 < sum(arrow) < 3900, sum(arrow)             # both verdicts represented
     assert [s for s, a in zip(said, arrow) if _arrow_time(s) != a] == []
+
+
+@pytest.mark.parametrize('train,test', [([{'seed': 2**63}] * 2, [{'seed': 5}] * 2),
+                                        ([{'o': {'seed': 2**64 - 1}}] * 2, [{'o': {'seed': 2**63 + 1}}] * 2)])
+def test_integers_past_int64_the_export_refuses_load_otherwise(tmp_path, train, test):
+    "With either split first, an integer past int64 (outside JSON text) makes the split fail or changes it (to a float)"
+    got = _as_loaded(tmp_path, {'train': train, 'test': test})
+    assert all(v == 'fails' or v for v in got.values()), got

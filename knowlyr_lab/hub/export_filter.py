@@ -20,6 +20,7 @@ import pyarrow as pa
 from fastcore.basics import patch
 
 from .rows import ExportError
+from .template_kwargs import writable_kwargs
 from ..tasks import split_of, task_key
 from ..trajectory import Trajectory, served_template_kwargs, trajectory_score
 from ..trajectory_io import TrajectoryError, quarantine_line
@@ -81,7 +82,7 @@ class ExportChecks:
 def __call__(self:ExportChecks, t:Trajectory)->tuple[str, str]|None:
     "(field, reason) that keeps valid trajectory `t` out of an export, or None"
     if why := nonfinite_reward(t): return why
-    try: self.served += served_template_kwargs(t, f"trajectory {t.id!r}") is not None
+    try: self.served += writable_kwargs(served_template_kwargs(t, w := f"trajectory {t.id!r}"), w) is not None
     except ValueError as e: return 'steps.metadata.template_kwargs', str(e)
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #d53c03a4

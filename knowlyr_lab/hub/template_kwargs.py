@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from .rows import ExportError
 
 # %% auto #0
-__all__ = ['same_template_kwargs']
+__all__ = ['writable_kwargs', 'same_template_kwargs']
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #c0eecca9
 def _kwargs_lines(p:Path)->Iterator[tuple[bytes, dict|None]]:
@@ -72,6 +72,7 @@ class _KwargsShape:
         self.common = {}    # split -> the variables all its rows have
         self.done = set()   # (split, variables as JSON) recorded: a row with the same adds nothing
         self.times = {}     # split -> {key path: (first place, string) while its strings are all timestamps, or None}
+        self.wide = {}      # split -> {key path: (place, value) of an integer past int64, one past uint64 first}
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #1fec9593
 @patch
@@ -92,6 +93,7 @@ def _record(self:_KwargsShape, s:str, kw:dict, where): # a row's split, its vari
     "Record the JSON types in row variables `kw` of split `s`, and the paths where they mix"
     for path, v in _walk(kw):
         if path and isinstance(v, str): self._timed(s, path, v, where)
+        if path and _json_kind(v) == 'integer' and not _INT64 <= v < -_INT64: self._widest(s, path, v, where)
         if path and path not in self.mixed[s] and (how := self._mixes(s, path, v, where)):
             self.mixed[s][path] = f"{_place(where)}: field '{_field(path)}': {how}"
 
@@ -136,6 +138,27 @@ def _timed(self:_KwargsShape, s:str, path:tuple, v:str, where): # a string `v` a
     if path not in t: t[path] = (where, v) if _arrow_time(v) else None
     elif t[path] and not _arrow_time(v): t[path] = None
 
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #37246435
+_INT64 = -2**63          # the least int64; the greatest is -_INT64 - 1, and uint64's 2 * -_INT64 - 1
+
+def _past_uint64(v:int)->bool: return not _INT64 <= v < -2 * _INT64
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #1e16d578
+@patch
+def _widest(self:_KwargsShape, s:str, path:tuple, v:int, where): # an integer `v` past int64 at `path` of split `s`
+    "Keep an integer past int64 per key path of split `s`: the first, or the first past uint64"
+    d = self.wide.setdefault(s, {})
+    if path not in d or (_past_uint64(v) and not _past_uint64(d[path][1])): d[path] = (where, v)
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #e9040be1
+def writable_kwargs(kw:dict|None, # a trajectory's chat template variables (None: none)
+                    where:str='trajectory')->dict|None:
+    "`kw`, or a `ValueError` naming `where` and its first integer past 64 bits, which no JSON row holds"
+    big = next(((p, v) for p, v in _walk(kw or {}) if _json_kind(v) == 'integer' and _past_uint64(v)), None)
+    if big: raise ValueError(f"{where}: field '{_field(big[0])}': the integer {reprlib.repr(big[1])} is past 64 bits, "
+                             "which JSON rows are written and read with (orjson, datasets); serve it as a string")
+    return kw
+
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e08
 @patch
 def add(self:_KwargsShape, split:str, kw:dict, where): # a row's split, its variables, and its place
@@ -152,6 +175,7 @@ def _column(self:_KwargsShape, s:str, path:tuple):
     "How `datasets` reads split `s` at `path`: 'JSON text', 'null', a JSON type, ('object', keys), both numbers..."
     if path in self.mixed[s]: return 'JSON text'
     kinds = set(self.kinds[s].get(path, ())) - {'null'}
+    if path in self.wide.get(s, {}): return 'wide integer'
     if len(kinds) != 1: return 'integer and float' if kinds else 'null'
     if kinds == {'string'} and self.times.get(s, {}).get(path): return 'timestamp'
     return ('object', frozenset(self.keys[s][path][0])) if kinds == {'object'} else kinds.pop()
@@ -212,12 +236,23 @@ def _timestamps(self:_KwargsShape, s:str, path:tuple)->ExportError:
                        f"as it reads every string there in split {s!r}: datasets loads them as datetimes, or casts "
                        "or fails them with another split first; serve another form (Llama 3.1's '26 Jul 2024')")
 
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #fba153c4
+@patch
+def _wider(self:_KwargsShape, s:str, path:tuple)->ExportError:
+    "The refusal of an integer past int64 at `path` in split `s`"
+    w, v = self.wide[s][path]
+    how = ("fails to read it wherever it is, JSON text too" if _past_uint64(v) else
+           "reads the field as floats, or fails a split of int64 integers loaded first")
+    return ExportError(f"{_place(w)}: field '{_field(path)}': the JSON integer {reprlib.repr(v)} is past int64: datasets "
+                       f"{how}; serve it as a string")
+
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #65aef55a
 @patch
 def _refusal(self:_KwargsShape, path:tuple, cols:dict)->ExportError|None: # {split: its `_column` at `path`}
     "Why `datasets` loads the splits' values at `path` otherwise than served, with some split first (None: it does not)"
     if s := next((s for s, c in cols.items() if c == 'integer and float'), None): return self._widened(s, path)
     if s := next((s for s, c in cols.items() if c == 'timestamp'), None): return self._timestamps(s, path)
+    if s := next((s for s, c in cols.items() if c == 'wide integer'), None): return self._wider(s, path)
     (s0, c0), kind = next(iter(cols.items())), lambda c: c[0] if isinstance(c, tuple) else c
     for s, c in ((s, c) for s, c in cols.items() if c != c0):
         if 'null' in (c, c0): return self._null_in(*((s, s0) if c == 'null' else (s0, s)), path)
@@ -228,6 +263,7 @@ def _refusal(self:_KwargsShape, path:tuple, cols:dict)->ExportError|None: # {spl
 @patch
 def check_splits(self:_KwargsShape):
     "An `ExportError` for the first key path, from the top down, that `datasets` loads otherwise than served"
+    for s, p in ((s, p) for s, d in self.wide.items() for p, (_, v) in d.items() if _past_uint64(v)): raise self._wider(s, p)
     todo = sorted({p for k in self.kinds.values() for p in k if len(p) == 1}, key=_field)
     while todo:
         path = todo.pop(0)
