@@ -323,7 +323,8 @@ def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
         ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward,
                              success_only=success_only, test_fraction=test_fraction, group_by=group_by,
                              template_defaults=template_defaults)
-        return st.show(ex.export(format, str(out)).to_dict())
+        res = ex.export(format, str(out))
+        return st.show({**res.to_dict(), 'warnings': res.warnings})    # (Python warnings reach no MCP client)
 
 # %% ../nbs/94a_mcp_tools.ipynb #90f6fbe0
 @_server_tool(PipelineConfig, rename={'format': 'log_format'})

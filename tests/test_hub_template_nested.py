@@ -194,3 +194,31 @@ def test_an_integer_past_64_bits_leaves_its_trajectory_out_with_its_field(tmp_pa
     assert res.quarantined == 1 and res.total == 19, res
     said = (tmp_path / 'o' / 'quarantine.jsonl').read_text()
     assert "field 'steps.metadata.template_kwargs'" in said and "field 'chat_template_kwargs.opts.seed': the integer -9223372036854775809 is past 64 bits" in said, said
+
+
+def test_the_mcp_export_answer_carries_the_export_warnings(tmp_path):
+    """The MCP export_dataset tool answered with `ExportResult.to_dict()`, which held none of the export's warnings: a
+    path only datasets 5.2 loads as served (its warning says Dataset.from_list does not) went to the server's stderr,
+    not to the client. The answer now has `warnings`, seen here through the MCP SDK's own client over stdio"""
+    import asyncio
+    import os
+    import sys
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from knowlyr_lab.trajectory_io import write_trajectories
+    root = tmp_path / 'root'; root.mkdir()
+    train, test, _ = CASES['documents with and without a title']
+    write_trajectories(_trajs(train, test), root / 't.jsonl')
+    env = {**os.environ, 'PYTHONPATH': os.environ.get('PYTHONPATH') or str(Path(__file__).resolve().parent.parent)}
+    argv = ['-c', 'umask 022; exec "$@"', 'sh', sys.executable, '-m', 'knowlyr_lab.mcp', '--root', str(root)]
+
+    async def go():
+        async with stdio_client(StdioServerParameters(command='/bin/sh', args=argv, env=env)) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            return await s.call_tool('export_dataset', {'trajectories': 't.jsonl', 'format': 'sft', 'output_dir': 'o', 'test_fraction': 0.3})
+    res = asyncio.run(go())
+    assert not res.is_error, res.content
+    said = (res.structured_content or json.loads(res.content[0].text)).get('warnings')
+    assert said and len(said) == 1 and "field 'chat_template_kwargs.documents[]': " in said[0] and 'Dataset.from_list' in said[0], said

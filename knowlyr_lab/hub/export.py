@@ -128,7 +128,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
     drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences))
     res.quarantined += len(errors)                # (bad preference records were counted as they came)
     res.ungrouped = len(self._splitter.ungrouped)
-    for said in [*export_warnings(res, self.group_by, w.tool_lists), *mixed]: warnings.warn(said, stacklevel=3)
+    for said in export_warnings(res, self.group_by, w.tool_lists, mixed): warnings.warn(said, stacklevel=3)
     if res.total == 0: res.note = explain_empty(res, no_pairs=res.note)       # (`_pairs_built`'s reason, if any)
     return res
 

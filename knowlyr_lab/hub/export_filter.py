@@ -196,6 +196,7 @@ class ExportResult:
     preferences: int|None = None                  # DPO from given preferences: the records read (None: none given)
     preferences_quarantined: int = 0              # those of `quarantined` that are preference records
     note: str = ''                                # why nothing was written, when nothing was
+    warnings: list = field(default_factory=list)  # what it warned of (`export_warnings`), also as Python warnings
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #1c890928
 @patch(as_prop=True)
@@ -205,7 +206,7 @@ def total(self:ExportResult)->int: return sum(self.counts.values())
 @patch
 def to_dict(self:ExportResult)->dict:
     "The fields and the total; `preferences` and `preferences_quarantined` only when preference records were given"
-    d = {**asdict(self), 'total': self.total}
+    d = {k: v for k, v in asdict(self).items() if k != 'warnings'} | {'total': self.total}   # (warned apart)
     if self.preferences is None and not self.preferences_quarantined: del d['preferences'], d['preferences_quarantined']
     return d
 
@@ -249,15 +250,15 @@ def merged_note(note:str, n:int)->str: # a note naming single-trajectory tasks; 
     return note[:cut] + f" ({n} rollouts were identical to another of the same content and were merged)" + note[cut:]
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #41720fe2
-def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None)->list[str]: # `SplitWriter.tool_lists`
-    ("What an export warns of: tasks without the `group_by` field; SFT rows of verified failures, and how to leave them "
-     "out; OpenAI splits whose tools differ in shape")
+def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None, mixed=())->list[str]:
+    ("What an export warns of, kept in `res.warnings`: tasks without the `group_by` field; SFT rows of verified failures, "
+     "and how to leave them out; OpenAI splits whose tools differ in shape (`SplitWriter.tool_lists`); `mixed` (`same_template_kwargs`')")
     said = [f"{res.ungrouped} tasks have no {group_by!r}: each its own group"] if res.ungrouped else []
     if res.rows_from_failures:
         said.append(f"{res.rows_from_failures} of the {res.total} {res.format} rows come from verified failures "
                     "(outcome.success is False); --success-only (success_only=True) keeps successes only")
     if res.format == 'openai' and tool_lists: said += tool_shape_warning(tool_lists)
-    return said
+    res.warnings = [*said, *mixed]; return res.warnings
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #b7fce152
 def _tools_type(lists)->str|None:
