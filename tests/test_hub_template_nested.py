@@ -222,3 +222,45 @@ def test_the_mcp_export_answer_carries_the_export_warnings(tmp_path):
     assert not res.is_error, res.content
     said = (res.structured_content or json.loads(res.content[0].text)).get('warnings')
     assert said and len(said) == 1 and "field 'chat_template_kwargs.documents[]': " in said[0] and 'Dataset.from_list' in said[0], said
+
+
+def _big(k:int, kw:dict)->Trajectory:
+    "Trajectory `k` of task `k`, served with `kw`, whose SFT row is about 0.9 MB (12 rows fill datasets' first 10 MiB read)"
+    t = _traj(k, 0, kw)
+    for s in t.steps: s.observation = Observation(content=f"{k} " + 'x' * 450_000)
+    return t
+
+
+# name: (the variables of 16 rows in order, the refusal's words, or None: it loads as served)
+READS = {
+    'null in the first read, a value after': ([{'a': None}] * 12 + [{'a': 1}] * 4,
+                                              ["split 'train': field 'chat_template_kwargs.a': null or empty in every row of its first 10 MiB, a JSON integer in split 'train' row 13 "]),
+    'one shape in the first read, other keys after': ([{'o': {'k': 1}}] * 12 + [{'o': {'k': 2}}, {'o': {'j': 1}}] * 2,
+                                                      ["field 'chat_template_kwargs.o': keys ['j'] here, ['k'] in split 'train' row 13 ",
+                                                       "datasets reads the field as JSON text in split 'train' from row 13 (a later 10 MiB read), as a JSON object in split 'train' row 1 "]),
+    'integers in the first read, strings after': ([{'a': 1}] * 12 + [{'a': 'x'}] * 4,
+                                                  ["field 'chat_template_kwargs.a': a JSON string ('x') here, a JSON integer in split 'train' row 1 "]),
+    'other keys in the first read, one shape after': ([{'o': {'k': 1}}, {'o': {'j': 1}}] + [{'o': {'k': 2}}] * 14, None),
+    'nulls after values': ([{'a': 1}] * 12 + [{'a': None}] * 4, None),
+}
+
+
+@pytest.mark.parametrize('case', READS)
+def test_each_10_mib_read_is_checked_as_datasets_types_it(tmp_path, case):
+    """datasets reads a file 10 MiB at a time and types the later reads by the first: a field null in the first 10 MiB
+    and set after, or of one shape there and mixed after, failed the load of an export main made without a word"""
+    kws, said = READS[case]
+    trajs = [_big(k, kw) for k, kw in enumerate(kws)]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            res = DatasetExporter(trajs).export('sft', tmp_path / 'o')
+    except ExportError as e:
+        assert said is not None, f"refused, but its rows load as served: {e}"
+        assert all(s in str(e) for s in said) and '\n' not in str(e), str(e)
+        return
+    assert said is None, f"exported, but {said} was to refuse it (datasets fails it: test_hub_template_types)"
+    rows = [json.loads(x) for x in open(res.paths['train'])]
+    assert len(rows) == 16 and sum(map(len, open(res.paths['train'], 'rb'))) > 12 << 20      # two reads
+    mixed = [str(w.message) for w in caught if 'as JSON text' in str(w.message)]
+    _loads_as_served(res, {'train': {_exact(x) for x in kws}}, tmp_path, not mixed)

@@ -12,13 +12,14 @@ import pyarrow as pa
 import pyarrow.json as paj
 import pytest
 
-from knowlyr_lab.hub.template_kwargs import _arrow_time
+from knowlyr_lab.hub.arrow_json import arrow_timestamp
 
 
-def _as_loaded(tmp, splits:dict)->dict:   # split -> its rows' variables
+def _as_loaded(tmp, splits:dict, pad:int=0)->dict:   # split -> its rows' variables; characters of padding in a row
     "Per split loaded first: 'fails', or the splits whose variables `load_dataset('json')` loads otherwise than served"
     out = {}
-    for s, rows in splits.items(): (tmp / f'{s}.jsonl').write_text(''.join(json.dumps({'chat_template_kwargs': kw}) + '\n' for kw in rows))
+    for s, rows in splits.items():
+        (tmp / f'{s}.jsonl').write_text(''.join(json.dumps({'pad': 'x' * pad, 'chat_template_kwargs': kw}) + '\n' for kw in rows))
     for first in splits:
         order = [first, *(s for s in splits if s != first)]
         try: dd = datasets.load_dataset('json', data_files={s: str(tmp / f'{s}.jsonl') for s in order}, cache_dir=str(tmp / first))
@@ -60,7 +61,7 @@ def test_the_timestamp_mirror_reads_strings_as_pyarrow_does():
     # one read per string: a column types all its rows together
     arrow = [paj.read_json(io.BytesIO(x)).schema.field('v').type == pa.timestamp('s') for x in lines.splitlines()]
     assert 100 < sum(arrow) < 3900, sum(arrow)             # both verdicts represented
-    assert [s for s, a in zip(said, arrow) if _arrow_time(s) != a] == []
+    assert [s for s, a in zip(said, arrow) if arrow_timestamp(s) != a] == []
 
 
 @pytest.mark.parametrize('train,test', [([{'seed': 2**63}] * 2, [{'seed': 5}] * 2),
@@ -69,3 +70,21 @@ def test_integers_past_int64_the_export_refuses_load_otherwise(tmp_path, train, 
     "With either split first, an integer past int64 (outside JSON text) makes the split fail or changes it (to a float)"
     got = _as_loaded(tmp_path, {'train': train, 'test': test})
     assert all(v == 'fails' or v for v in got.values()), got
+
+
+@pytest.mark.parametrize('kws,loads', [([{'a': None}] * 12 + [{'a': 1}] * 4, False),
+                                       ([{'o': {'k': 1}}] * 12 + [{'o': {'k': 2}}, {'o': {'j': 1}}] * 2, False),
+                                       ([{'a': 1}] * 12 + [{'a': 'x'}] * 4, False),
+                                       ([{'o': {'k': 1}}, {'o': {'j': 1}}] + [{'o': {'k': 2}}] * 14, True),
+                                       ([{'a': 1}] * 12 + [{'a': None}] * 4, True)])
+def test_a_later_10_mib_read_is_typed_by_the_first(tmp_path, kws, loads):
+    "Rows of 0.9 MB: the first 12 are datasets' first read of the file, and the rest are cast to its types (or fail)"
+    got = _as_loaded(tmp_path, {'train': kws}, pad=900_000)
+    assert got == ({'train': []} if loads else {'train': 'fails'}), got
+
+
+def test_the_read_size_is_datasets_own():
+    from datasets.packaged_modules.json.json import JsonConfig
+
+    from knowlyr_lab.hub.template_kwargs import READ_BYTES
+    assert JsonConfig.chunksize == READ_BYTES

@@ -251,8 +251,8 @@ def merged_note(note:str, n:int)->str: # a note naming single-trajectory tasks; 
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #41720fe2
 def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None, mixed=())->list[str]:
-    ("What an export warns of, kept in `res.warnings`: tasks without the `group_by` field; SFT rows of verified failures, "
-     "and how to leave them out; OpenAI splits whose tools differ in shape (`SplitWriter.tool_lists`); `mixed` (`same_template_kwargs`')")
+    ("What an export warns of, kept in `res.warnings`: tasks without the `group_by` field, SFT rows of verified failures "
+     "(how to leave them out), OpenAI splits whose tools differ in shape (`SplitWriter.tool_lists`), `mixed`")
     said = [f"{res.ungrouped} tasks have no {group_by!r}: each its own group"] if res.ungrouped else []
     if res.rows_from_failures:
         said.append(f"{res.rows_from_failures} of the {res.total} {res.format} rows come from verified failures "

@@ -14,10 +14,11 @@ from typing import Iterator
 import orjson
 from fastcore.basics import patch
 
+from .arrow_json import arrow_timestamp, past_int64, past_uint64
 from .rows import ExportError
 
 # %% auto #0
-__all__ = ['writable_kwargs', 'same_template_kwargs']
+__all__ = ['READ_BYTES', 'writable_kwargs', 'same_template_kwargs']
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #c0eecca9
 def _kwargs_lines(p:Path)->Iterator[tuple[bytes, dict|None]]:
@@ -93,68 +94,30 @@ def _record(self:_KwargsShape, s:str, kw:dict, where): # a row's split, its vari
     "Record the JSON types in row variables `kw` of split `s`, and the paths where they mix"
     for path, v in _walk(kw):
         if path and isinstance(v, str): self._timed(s, path, v, where)
-        if path and _json_kind(v) == 'integer' and not _INT64 <= v < -_INT64: self._widest(s, path, v, where)
+        if path and _json_kind(v) == 'integer' and past_int64(v): self._widest(s, path, v, where)
         if path and path not in self.mixed[s] and (how := self._mixes(s, path, v, where)):
             self.mixed[s][path] = f"{_place(where)}: field '{_field(path)}': {how}"
-
-# %% ../../nbs/41ba_hub_template_kwargs.ipynb #10d2e39e
-_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-
-def _num(t:str, below:int)->bool: return t.isascii() and t.isdigit() and int(t) < below   # Arrow's ParseUnsigned
-
-# %% ../../nbs/41ba_hub_template_kwargs.ipynb #12b512f7
-def _day(t:str)->bool:
-    "Whether `t` is Arrow's `YYYY-MM-DD`: a day of the proleptic Gregorian calendar"
-    if len(t) != 10 or t[4] + t[7] != '--' or not all(_num(x, 10**4) for x in (t[:4], t[5:7], t[8:])): return False
-    y, m, d = int(t[:4]), int(t[5:7]), int(t[8:])
-    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
-    return 1 <= m <= 12 and 1 <= d <= _MONTH_DAYS[m - 1] - (m == 2 and not leap)
-
-# %% ../../nbs/41ba_hub_template_kwargs.ipynb #9aadf6fe
-def _clock(t:str)->bool:
-    "Whether `t` is Arrow's `hh`, `hh:mm` or `hh:mm:ss`"
-    parts = t.split(':')
-    return len(parts) <= 3 and len(t) == 3 * len(parts) - 1 and all(
-        len(x) == 2 and _num(x, most) for x, most in zip(parts, (24, 60, 60)))
-
-# %% ../../nbs/41ba_hub_template_kwargs.ipynb #92e819e1
-def _arrow_time(s:str)->bool:
-    "Whether pyarrow's JSON reader reads the string `s` as a timestamp (its ISO 8601 parser, in seconds)"
-    n, zone = len(s), True
-    if n < 10 or not _day(s[:10]): return False
-    if n == 10: return True
-    if s[10] not in ' T': return False
-    if s[-1] == 'Z': n -= 1
-    elif s[n - 3] in '+-': n, zone = n - 3, _clock(s[n - 2:])
-    elif s[n - 5] in '+-': n, zone = n - 5, _clock(s[n - 4:n - 2] + ':' + s[n - 2:])
-    elif s[n - 6] in '+-' and s[n - 3] == ':': n, zone = n - 6, _clock(s[n - 5:])
-    return zone and n in (13, 16, 19) and _clock(s[11:n])
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #6aa7a3c6
 @patch
 def _timed(self:_KwargsShape, s:str, path:tuple, v:str, where): # a string `v` at `path` of a row of split `s`
     "Keep, per key path of split `s`, its first string while every string there is one pyarrow reads as a timestamp"
     t = self.times.setdefault(s, {})
-    if path not in t: t[path] = (where, v) if _arrow_time(v) else None
-    elif t[path] and not _arrow_time(v): t[path] = None
-
-# %% ../../nbs/41ba_hub_template_kwargs.ipynb #37246435
-_INT64 = -2**63          # the least int64; the greatest is -_INT64 - 1, and uint64's 2 * -_INT64 - 1
-
-def _past_uint64(v:int)->bool: return not _INT64 <= v < -2 * _INT64
+    if path not in t: t[path] = (where, v) if arrow_timestamp(v) else None
+    elif t[path] and not arrow_timestamp(v): t[path] = None
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #1e16d578
 @patch
 def _widest(self:_KwargsShape, s:str, path:tuple, v:int, where): # an integer `v` past int64 at `path` of split `s`
     "Keep an integer past int64 per key path of split `s`: the first, or the first past uint64"
     d = self.wide.setdefault(s, {})
-    if path not in d or (_past_uint64(v) and not _past_uint64(d[path][1])): d[path] = (where, v)
+    if path not in d or (past_uint64(v) and not past_uint64(d[path][1])): d[path] = (where, v)
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #e9040be1
 def writable_kwargs(kw:dict|None, # a trajectory's chat template variables (None: none)
                     where:str='trajectory')->dict|None:
     "`kw`, or a `ValueError` naming `where` and its first integer past 64 bits, which no JSON row holds"
-    big = next(((p, v) for p, v in _walk(kw or {}) if _json_kind(v) == 'integer' and _past_uint64(v)), None)
+    big = next(((p, v) for p, v in _walk(kw or {}) if _json_kind(v) == 'integer' and past_uint64(v)), None)
     if big: raise ValueError(f"{where}: field '{_field(big[0])}': the integer {reprlib.repr(big[1])} is past 64 bits, "
                              "which JSON rows are written and read with (orjson, datasets); serve it as a string")
     return kw
@@ -168,6 +131,13 @@ def add(self:_KwargsShape, split:str, kw:dict, where): # a row's split, its vari
     self.done.add(done)
     for d in (self.kinds, self.keys, self.mixed): d.setdefault(split, {})
     self.common[split] = self.common.get(split, kw.keys()) & kw.keys(); self._record(split, kw, where)
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a16d6cd9
+READ_BYTES = 10 << 20       # what datasets' JSON loader reads of a file at a time (its JsonConfig.chunksize)
+
+def _read(r)->str: # a split's name (its first read), or (split, first row) of a later read
+    "A read of a split file, as a refusal names it"
+    return f"split {r!r}" if isinstance(r, str) else f"split {r[0]!r} from row {r[1]} (a later 10 MiB read)"
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #5559c11e
 @patch
@@ -197,19 +167,21 @@ def _widened(self:_KwargsShape, s:str, path:tuple)->ExportError:
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e0f
 @patch
 def _null_in(self:_KwargsShape, e:str, t:str, path:tuple)->ExportError:
-    "The refusal of a path null or empty in every row of split `e`, not of split `t`"
-    kind, (w, _) = self._first(t, path)
-    return ExportError(f"split {e!r}: field '{_field(path)}': null or empty in every row, a JSON {kind} in {_place(w)}: "
-                       f"load_dataset with split {e!r} first types it null and fails to cast the {kind}; serve it a "
-                       "value in that split, or in no split")
+    "The refusal of a path null or empty in every row of split `e`'s first read, not of `t`"
+    kind, (w, _) = self._first(t, path); more = any(isinstance(r, tuple) and r[0] == e for r in self.kinds)
+    return ExportError(f"split {e!r}: field '{_field(path)}': null or empty in every row"
+                       f"{' of its first 10 MiB' * more}, "
+                       f"a JSON {kind} in {_place(w)}: load_dataset with split {e!r} first types it null and fails to "
+                       f"cast the {kind}; serve it a value in that split{' early' * more}, or in no split")
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e10
 @patch
 def _text_in(self:_KwargsShape, j:str, t:str, path:tuple)->ExportError:
-    "The refusal of a path whose values mix in split `j`, not in split `t`"
+    "The refusal of a path whose values mix in read `j` (`_read`), not in split `t`'s first"
     kind, (w, _) = self._first(t, path)
-    return ExportError(f"{self.mixed[j][path]}: datasets reads the field as JSON text in split {j!r}, as a JSON {kind} "
-                       f"in {_place(w)}, and fails split {j!r} or changes it with {t!r} first; mix in every split or none")
+    return ExportError(f"{self.mixed[j][path]}: datasets reads the field as JSON text in {_read(j)}, as a JSON {kind} "
+                       f"in {_place(w)}, and fails {_read(j)} or changes it with {t!r} first; mix in every split or "
+                       "none")
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e11
 @patch
@@ -233,7 +205,7 @@ def _timestamps(self:_KwargsShape, s:str, path:tuple)->ExportError:
     "The refusal of a path whose strings in split `s` are all ISO dates or times"
     w, v = self.times[s][path]
     return ExportError(f"{_place(w)}: field '{_field(path)}': a JSON string ({v!r}) that pyarrow reads as a timestamp, "
-                       f"as it reads every string there in split {s!r}: datasets loads them as datetimes, or casts "
+                       f"as it reads every string there in {_read(s)}: datasets loads them as datetimes, or casts "
                        "or fails them with another split first; serve another form (Llama 3.1's '26 Jul 2024')")
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #fba153c4
@@ -241,29 +213,32 @@ def _timestamps(self:_KwargsShape, s:str, path:tuple)->ExportError:
 def _wider(self:_KwargsShape, s:str, path:tuple)->ExportError:
     "The refusal of an integer past int64 at `path` in split `s`"
     w, v = self.wide[s][path]
-    how = ("fails to read it wherever it is, JSON text too" if _past_uint64(v) else
+    how = ("fails to read it wherever it is, JSON text too" if past_uint64(v) else
            "reads the field as floats, or fails a split of int64 integers loaded first")
-    return ExportError(f"{_place(w)}: field '{_field(path)}': the JSON integer {reprlib.repr(v)} is past int64: datasets "
-                       f"{how}; serve it as a string")
+    return ExportError(f"{_place(w)}: field '{_field(path)}': the JSON integer {reprlib.repr(v)} is past int64: "
+                       f"datasets {how}; serve it as a string")
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #65aef55a
 @patch
 def _refusal(self:_KwargsShape, path:tuple, cols:dict)->ExportError|None: # {split: its `_column` at `path`}
-    "Why `datasets` loads the splits' values at `path` otherwise than served, with some split first (None: it does not)"
+    "Why `datasets` loads the values at `path` otherwise than served, with some split first (None: it does not)"
     if s := next((s for s, c in cols.items() if c == 'integer and float'), None): return self._widened(s, path)
     if s := next((s for s, c in cols.items() if c == 'timestamp'), None): return self._timestamps(s, path)
     if s := next((s for s, c in cols.items() if c == 'wide integer'), None): return self._wider(s, path)
-    (s0, c0), kind = next(iter(cols.items())), lambda c: c[0] if isinstance(c, tuple) else c
-    for s, c in ((s, c) for s, c in cols.items() if c != c0):
-        if 'null' in (c, c0): return self._null_in(*((s, s0) if c == 'null' else (s0, s)), path)
-        if 'JSON text' in (c, c0): return self._text_in(*((s, s0) if c == 'JSON text' else (s0, s)), path)
-        return self._other_keys(s, s0, path) if kind(c) == kind(c0) else self._other_type(s, s0, path, kind(c), kind(c0))
+    kind = lambda c: c[0] if isinstance(c, tuple) else c
+    for f, cf in ((f, c) for f, c in cols.items() if isinstance(f, str)):    # a split's first read types the rest
+        for s, c in ((s, c) for s, c in cols.items() if c not in (cf, 'null') and cf != 'JSON text'):
+            if cf == 'null': return self._null_in(f, s, path)
+            if c == 'JSON text': return self._text_in(s, f, path)
+            if kind(c) == kind(cf): return self._other_keys(s, f, path)
+            return self._other_type(s, f, path, kind(c), kind(cf))
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e01
 @patch
 def check_splits(self:_KwargsShape):
     "An `ExportError` for the first key path, from the top down, that `datasets` loads otherwise than served"
-    for s, p in ((s, p) for s, d in self.wide.items() for p, (_, v) in d.items() if _past_uint64(v)): raise self._wider(s, p)
+    for s, p in ((s, p) for s, d in self.wide.items() for p, (_, v) in d.items() if past_uint64(v)):
+        raise self._wider(s, p)
     todo = sorted({p for k in self.kinds.values() for p in k if len(p) == 1}, key=_field)
     while todo:
         path = todo.pop(0)
@@ -312,9 +287,11 @@ def _kwargs_keys(paths:dict)->tuple[list, bool, _KwargsShape]:  # split -> its J
      "types at their key paths (an `ExportError` for one that cannot share its column)")
     sets, shape = set(), _KwargsShape()
     for split, p in paths.items():
+        read, start, at = split, 0, 0       # the 10 MiB `datasets` reads at a time, from the row after `start` bytes
         for i, (line, kw) in enumerate(_kwargs_lines(Path(p)), 1):
-            sets.add(frozenset(kw or ()))
-            shape.add(split, kw or {}, lambda split=split, i=i, line=line: _row_place(split, i, line))
+            if at > start + READ_BYTES: read, start = (split, i), at
+            sets.add(frozenset(kw or ())); at += len(line)
+            shape.add(read, kw or {}, lambda split=split, i=i, line=line: _row_place(split, i, line))
     return sorted(set().union(*sets)), len(sets) > 1, shape
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #35c728b6
