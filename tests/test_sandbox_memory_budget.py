@@ -29,9 +29,13 @@ def test_the_page_documents_the_enforced_numbers():
     assert 'memory of the sandbox\'s processes together' not in src      # the old, wrong description
     assert 'RLIMIT_AS' in src and 'budget_mb' in src
 
-def test_a_fraction_of_a_mib_is_still_a_quota(request, backend):
-    "disk_mb=0.5 was mounted as `size=0m`, which tmpfs reads as no limit: the workspace took any amount of data"
-    sb = open_sandbox(request, backend, limits={**LIMITS, 'disk_mb': 0.5})
+@pytest.mark.parametrize('disk_mb', [0.5, 1.0001])
+def test_a_fraction_of_a_mib_is_still_a_quota(request, backend, disk_mb):
+    """disk_mb=0.5 was mounted as `size=0m`, which tmpfs reads as no limit: the workspace took any amount of data. Then
+    sizes rounded up to KiB (and the kernel up to pages) let 1.0001 MiB hold 1,052,672 bytes, past the snapshot's and
+    the verifier's cap of disk_mb MiB, so a full workspace could not be snapshotted. A full workspace fits the caps now."""
+    sb = open_sandbox(request, backend, limits={**LIMITS, 'disk_mb': disk_mb})
     out = sb.execute_tool('shell', {'command': 'head -c 2000000 /dev/zero > big; echo rc=$?; wc -c < big'}).output
     assert 'rc=0' not in out and 'No space left' in out, out
-    assert int(out.split()[-1]) <= 0.5 * 2**20 + 4096, out     # what was written before the quota stopped it
+    assert 0 < int(out.split()[-1]) <= disk_mb * 2**20, out     # what was written before the quota stopped it
+    assert sb.snapshot().digest                                  # a full workspace is within the snapshot's cap

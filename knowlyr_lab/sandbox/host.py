@@ -11,9 +11,9 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import json
-import math
 import os
 import random
+import resource
 import shutil
 import signal
 import tempfile
@@ -37,8 +37,9 @@ _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 # %% ../../nbs/10e_sandbox_host.ipynb #e2ad5d2a
 def tmpfs_size(size_mb:float)->str:
-    "The tmpfs `size=` option's value for `size_mb` MiB: whole KiB rounded up, never 0 (tmpfs reads 0 as no limit)"
-    return f'{max(1, math.ceil(size_mb * 1024))}k'
+    "The tmpfs `size=` value for `size_mb` MiB: whole pages, at most `size_mb` MiB, never 0 (tmpfs reads 0 as no limit)"
+    page = resource.getpagesize()
+    return f'{max(1, int(size_mb * 2**20) // page) * page // 1024}k'
 
 # %% ../../nbs/10e_sandbox_host.ipynb #028355ca
 def mount_tmpfs(path, size_mb:float, uid:int, mode:int=0o755, inodes:int|None=None):
