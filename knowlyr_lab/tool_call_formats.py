@@ -79,7 +79,7 @@ def tool_call_format(text:str)->str|None:
 _SPACES = re.compile(r"\s*")
 _MISTRAL_TAIL = re.compile(rf"\s*(?={re.escape(_MISTRAL)})|{_TAIL_RE.pattern}")   # what may follow a list
 _JSON_TAIL = re.compile(rf"{_LLAMA_SEP.pattern}|{_TAIL_RE.pattern}|{_LLAMA_LAST.pattern}")   # after a JSON call
-_V11_CALL = re.compile(rf"({TOOL_NAME})(?:\[CALL_ID\](\w+))?\s*(\[ARGS\]|(?=\{{))?")   # v11+: name[ARGS]; a name alone
+_V11_CALL = re.compile(rf"({TOOL_NAME})(?:\[CALL_ID\](\w+))?(?:[^\S\n]*(\[ARGS\]|(?=\{{)))?")   # v11+: name[ARGS]; a name alone
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #31d49f30
 def _line_col(text:str, i:int, pos:int)->str:
@@ -139,13 +139,21 @@ def _hermes_calls(text:str, i:int)->tuple[str, list[dict]]:
         calls.append(_call_of(_json_at(body, fmt, _TAIL_RE)[0], _TC_OPEN))
     return text[:i].strip(), calls
 
+# %% ../nbs/00aab_tool_call_formats.ipynb #fd820f15
+def _lone_name(v11:re.Match, # `_V11_CALL`'s match of a name without arguments
+               tag:int,      # where the text after its `[TOOL_CALLS]` starts
+              )->bool:
+    "Whether a name written alone is a call: right after its tag, not ending a sentence, not a JSON literal"
+    return v11.start() == tag and v11[1][-1] not in '.-' and v11[1] not in ('true', 'false', 'null')
+
 # %% ../nbs/00aab_tool_call_formats.ipynb #3ac77862
 def _mistral_calls(text:str, i:int)->tuple[str, list[dict]]:
     "The thought before the first `[TOOL_CALLS]`, at `i`, and the calls after each tag: `name[ARGS]{...}` or a JSON list"
     thought, calls = text[:i].strip(), []
     while i < len(text):
-        i = _SPACES.match(text, i + len(_MISTRAL)).end()
-        if v11 := _V11_CALL.match(text, i): i = v11.end()   # the name (and call id) written before the arguments
+        i = _SPACES.match(text, tag := i + len(_MISTRAL)).end()
+        if (v11 := _V11_CALL.match(text, i)) and v11[3] is None and not _lone_name(v11, tag): v11 = None   # prose
+        if v11: i = v11.end()   # the name (and call id) written before the arguments
         if v11 and v11[3] is None: d, i = {}, _tail_end(text, _MISTRAL, _MISTRAL_TAIL, v11.start(), i)   # no arguments
         else: d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i)
         if v11: d = {'name': v11[1], 'arguments': d, **({'id': v11[2]} if v11[2] else {})}

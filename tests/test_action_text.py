@@ -804,7 +804,8 @@ def test_a_dict_call_id_string_is_read_and_null_is_none():
 LOOK, MOVE = {'tool': 'look', 'params': {}}, {'tool': 'move', 'params': {'to': 'east'}}
 BARE_NAMES = [('[TOOL_CALLS]toolname_no_args', '', [{'tool': 'toolname_no_args', 'params': {}}]),
               ('Looking.[TOOL_CALLS]look</s>', 'Looking.', [LOOK]),
-              ('[TOOL_CALLS] look \n', '', [LOOK]),
+              ('[TOOL_CALLS]look \n', '', [LOOK]),
+              ('[TOOL_CALLS]fs.read-all', '', [{'tool': 'fs.read-all', 'params': {}}]),
               ('[TOOL_CALLS]look[TOOL_CALLS]move[ARGS]{"to": "east"}', '', [LOOK, MOVE]),
               ('[TOOL_CALLS]move [ARGS] {"to": "east"}[TOOL_CALLS]look', '', [MOVE, LOOK]),
               ('[TOOL_CALLS]move {"to": "east"}', '', [MOVE]),
@@ -819,7 +820,7 @@ def test_a_mistral_name_alone_is_a_call_without_arguments(text, thought, calls):
         env = BashEnv(); env.reset()
         assert not env.step(text.replace(calls[0]['tool'], 'bash')).info.get('invalid_action')
 
-@pytest.mark.parametrize('text, at', [('[TOOL_CALLS]look around', "column 6: 'around'"), ('[TOOL_CALLS]look.\nok', "line 2 column 1: 'ok'"),
+@pytest.mark.parametrize('text, at', [('[TOOL_CALLS]look around', "column 6: 'around'"), ('[TOOL_CALLS]look\nok', "line 2 column 1: 'ok'"),
                                       ('[TOOL_CALLS]look[CALL_ID]c1 x', "column 17: 'x'")])
 def test_text_after_a_mistral_name_alone_is_refused(text, at):
     for parse in (parse_reply, parse_action):
@@ -877,3 +878,37 @@ def test_a_seed_step_whose_dict_action_is_no_call_refuses_the_record():
             seed_messages([{'action': 'look()', 'observation': 'dark'}, {'action': action, 'observation': 'ok'}], 'sft.jsonl:3')
     msgs, _ = seed_messages([{'action': None, 'thought': 'Done.'}, {'action': {'tool': 'move', 'params': {}, 'call_id': 'c1'}}])
     assert msgs[0] == {'role': 'assistant', 'content': 'Done.'} and msgs[1]['tool_calls'][0]['id'] == 'c1'
+
+# e96ec99 read any word after the tag as a call without arguments, so prose that names the tag became a call: 'Use
+# [TOOL_CALLS] first.' a call `first.`, 'emit the [TOOL_CALLS] token' a call `token`, '[TOOL_CALLS]\nSorry' a call
+# `Sorry`, '[TOOL_CALLS]true' a call `true` (refused before as no JSON object), and 'Note' then a JSON call on the next
+# line a call `Note` given that object as its arguments. A name alone is a call only right after its tag, not ending in
+# `.` or `-`, and not a JSON literal; a line break between a name and its `{` or `[ARGS]` ends the name (vLLM strips
+# it and would read `Note` with the object's own "arguments").
+NOT_A_NAME = 'malformed [TOOL_CALLS]: not valid JSON at line 1 column 1: Expecting value: '
+PROSE_AFTER_THE_TAG = [('Use [TOOL_CALLS] first.', NOT_A_NAME + "'first.'"),
+                       ('The model should emit the [TOOL_CALLS] token', NOT_A_NAME + "'token'"),
+                       ('[TOOL_CALLS]\nSorry', NOT_A_NAME + "'Sorry'"),
+                       ('[TOOL_CALLS] look', NOT_A_NAME + "'look'"),
+                       ('[TOOL_CALLS]Done.', NOT_A_NAME + "'Done.'"),
+                       ('[TOOL_CALLS]look-', NOT_A_NAME + "'look-'"),
+                       ('[TOOL_CALLS]true', '[TOOL_CALLS] tool call must be a JSON object, got bool'),
+                       ('[TOOL_CALLS]false</s>', '[TOOL_CALLS] tool call must be a JSON object, got bool'),
+                       ('[TOOL_CALLS]null', '[TOOL_CALLS] tool call must be a JSON object, got NoneType'),
+                       ('[TOOL_CALLS]Note\n{"name": "f", "arguments": {}}',
+                        'malformed [TOOL_CALLS]: text after the call at line 2 column 1: \'{"name": "f", "arguments": {}}\''),
+                       ('[TOOL_CALLS]search\n{"q": 1}', 'malformed [TOOL_CALLS]: text after the call at line 2 column 1: \'{"q": 1}\''),
+                       ('[TOOL_CALLS]search\n[ARGS]{"q": 1}',
+                        "malformed [TOOL_CALLS]: text after the call at line 2 column 1: '[ARGS]{\"q\": 1}'")]
+
+@pytest.mark.parametrize('text, why', PROSE_AFTER_THE_TAG, ids=range(len(PROSE_AFTER_THE_TAG)))
+def test_prose_after_a_mistral_tag_is_no_call(text, why):
+    for parse in (parse_reply, parse_action):
+        with pytest.raises(InvalidActionError, match=f'^{re.escape(why)}'):
+            parse(text)
+    env = BashEnv(); env.reset()
+    assert env.step(text).info.get('invalid_action')
+
+def test_a_mistral_name_with_arguments_on_its_line_is_still_read():
+    assert parse_reply('[TOOL_CALLS] search {"q": 1}\n') == ('', [{'tool': 'search', 'params': {'q': 1}}])
+    assert parse_reply('Go.[TOOL_CALLS]search [ARGS]\n{"q": 1}') == ('Go.', [{'tool': 'search', 'params': {'q': 1}}])
