@@ -79,7 +79,7 @@ def tool_call_format(text:str)->str|None:
 _SPACES = re.compile(r"\s*")
 _MISTRAL_TAIL = re.compile(rf"\s*(?={re.escape(_MISTRAL)})|{_TAIL_RE.pattern}")   # what may follow a list
 _JSON_TAIL = re.compile(rf"{_LLAMA_SEP.pattern}|{_TAIL_RE.pattern}|{_LLAMA_LAST.pattern}")   # after a JSON call
-_V11_CALL = re.compile(rf"({TOOL_NAME})(?:\[CALL_ID\](\w+))?(?:[^\S\n]*(\[ARGS\]|(?=\{{)))?")   # v11+: name[ARGS]; a name alone
+_V11_CALL = re.compile(rf"({TOOL_NAME})(?:\[CALL_ID\](\w*))?(?:[^\S\n]*(\[ARGS\]|(?=\{{)))?")   # v11+: name[ARGS]; a name alone
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #31d49f30
 def _line_col(text:str, i:int, pos:int)->str:
@@ -156,7 +156,7 @@ def _mistral_calls(text:str, i:int)->tuple[str, list[dict]]:
         if v11: i = v11.end()   # the name (and call id) written before the arguments
         if v11 and v11[3] is None: d, i = {}, _tail_end(text, _MISTRAL, _MISTRAL_TAIL, v11.start(), i)   # no arguments
         else: d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i)
-        if v11: d = {'name': v11[1], 'arguments': d, **({'id': v11[2]} if v11[2] else {})}
+        if v11: d = {'name': v11[1], 'arguments': d, 'id': v11[2]}   # an empty [CALL_ID]: no id (`call_id_of`)
         calls += [_call_of(c, _MISTRAL) for c in (d if isinstance(d, list) else [d])]
     return thought, calls
 

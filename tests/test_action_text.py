@@ -912,3 +912,26 @@ def test_prose_after_a_mistral_tag_is_no_call(text, why):
 def test_a_mistral_name_with_arguments_on_its_line_is_still_read():
     assert parse_reply('[TOOL_CALLS] search {"q": 1}\n') == ('', [{'tool': 'search', 'params': {'q': 1}}])
     assert parse_reply('Go.[TOOL_CALLS]search [ARGS]\n{"q": 1}') == ('Go.', [{'tool': 'search', 'params': {'q': 1}}])
+
+# 0ac915d made `"id": ""` no id in every reader, but a Mistral v11 call with an empty [CALL_ID] was refused as "text
+# after the call at line 1 column 5: '[CALL_ID][ARGS]...'": `_V11_CALL` read the id as `\w+`. It is read as `\w*` and
+# passed to `call_id_of`, the one rule, so an empty one is none, as in a JSON list's `"id": ""`.
+EMPTY_CALL_IDS = [('[TOOL_CALLS]bash[CALL_ID][ARGS]{"n": 1}', [{'tool': 'bash', 'params': {'n': 1}}]),
+                  ('[TOOL_CALLS]bash[CALL_ID]</s>', [{'tool': 'bash', 'params': {}}]),
+                  ('[TOOL_CALLS]bash[CALL_ID][ARGS]{"n": 1}[TOOL_CALLS]bash[CALL_ID][ARGS]{"n": 2}',   # not one id twice
+                   [{'tool': 'bash', 'params': {'n': 1}}, {'tool': 'bash', 'params': {'n': 2}}]),
+                  ('[TOOL_CALLS]bash[CALL_ID][ARGS]{"n": 1}[TOOL_CALLS]bash[CALL_ID]a1b2c3d4e[ARGS]{"n": 2}',
+                   [{'tool': 'bash', 'params': {'n': 1}}, {'tool': 'bash', 'params': {'n': 2}, 'call_id': 'a1b2c3d4e'}])]
+
+@pytest.mark.parametrize('text, calls', EMPTY_CALL_IDS, ids=range(len(EMPTY_CALL_IDS)))
+def test_an_empty_mistral_call_id_is_no_id(text, calls):
+    assert parse_reply(text) == ('', calls)
+    assert parse_reply(text)[1] == parse_reply(f'[TOOL_CALLS] {json.dumps([_as_list_call(c) for c in calls])}')[1]
+    if len(calls) == 1:
+        assert parse_action(text) == calls[0]
+        env = BashEnv(); env.reset()
+        assert not env.step(text).info.get('invalid_action')
+
+def _as_list_call(c):
+    "The call `c` as a pre-v11 list item, an absent id written as `\"id\": \"\"`"
+    return {'name': c['tool'], 'arguments': c['params'], 'id': c.get('call_id', '')}
