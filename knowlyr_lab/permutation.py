@@ -146,6 +146,7 @@ def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired
     "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where scipy's is not exact and it can be counted"
     r = stats.wilcoxon(a, b, zero_method='wilcox') if paired else stats.mannwhitneyu(a, b, alternative='two-sided')
     res = {'statistic': float(r.statistic), 'pvalue': float(r.pvalue)}
+    if np.isnan(a - b if paired else np.concatenate([a, b])).any(): return res   # NaN (inf - inf) has no rank: scipy's
     if _scipy_exact(a, b, paired): return {**res, 'exact': True}
     p = (_sign_p if paired else _split_p)(a, b)
     return res if p is None else {**res, 'pvalue': p, 'exact': True}
