@@ -1,0 +1,39 @@
+"A NaN or infinity in a ReAct action: null with one located warning per number, never a real number nulled instead"
+import pytest
+
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.report import ConversionReport
+
+MARK = 7340277598046612000   # the integer page 22b puts in place of the first NaN or infinity
+
+
+def _react(tmp_path, action:str):
+    p = tmp_path / 'run.txt'
+    p.write_text(f'Question: q\nThought: t\nAction: {action}\nObservation: ok\nFinal Answer: x\n')
+    rep = ConversionReport()
+    ts = list(convert(p, format='react-text', report=rep))
+    return ts[0].steps[0], rep
+
+
+@pytest.mark.parametrize('q', [hex(MARK), oct(MARK), '7_340_277_598_046_612_000', hex(MARK + 1)])
+def test_a_real_number_equal_to_a_marker_keeps_the_action_raw(tmp_path, q):
+    "`q=0x65dde795c0536a20` read as the marker: q became null (warned as 1e400) and n the real number"
+    action = f'search(a=1e400, b=-1e400, q={q})'
+    s, rep = _react(tmp_path, action)
+    assert s.action.params == {'_raw': action} and s.metadata.get('bad_arguments')
+    assert rep.warning_lines() == []
+
+
+def test_the_refusal_phrase_quoted_in_the_action_does_not_read_a_name_as_nan(tmp_path):
+    "`NaN` is a name in a Python call (raw, as `search(n=NaN)`); a quoted 'no NaN, no infinity' made it null"
+    action = 'search(n=NaN, note="no NaN, no infinity")'
+    s, rep = _react(tmp_path, action)
+    assert s.action.params == {'_raw': action} and s.metadata.get('bad_arguments')
+    assert rep.warning_lines() == []
+
+
+def test_a_nan_in_a_react_call_is_still_null_with_its_warning(tmp_path):
+    s, rep = _react(tmp_path, 'search(q=1, n=1e400)')
+    assert s.action.params == {'q': 1, 'n': None}
+    assert [w.split(': ', 1)[0] for w in rep.warning_lines()] == [f'{tmp_path / "run.txt"}:3']
+    assert 'field n holds 1e400' in rep.warning_lines()[0]
