@@ -37,3 +37,25 @@ def test_a_nan_in_a_react_call_is_still_null_with_its_warning(tmp_path):
     assert s.action.params == {'q': 1, 'n': None}
     assert [w.split(': ', 1)[0] for w in rep.warning_lines()] == [f'{tmp_path / "run.txt"}:3']
     assert 'field n holds 1e400' in rep.warning_lines()[0]
+
+
+def test_each_nan_of_one_react_action_gets_its_own_warning(tmp_path):
+    "warn_coerced skipped a second note on the same text (by id), so `b` became null with no warning"
+    s, rep = _react(tmp_path, 'search({"a": NaN, "b": Infinity})')
+    assert s.action.params == {'a': None, 'b': None}
+    assert [w.split('field ')[1][:1] for w in rep.warning_lines()] == ['a', 'b']
+
+
+def test_each_nan_of_openai_tool_call_arguments_gets_its_own_warning(tmp_path):
+    import json
+    msgs = [{'role': 'user', 'content': 'go'},
+            {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {
+                'name': 'shell', 'arguments': '{"cmd": "ls", "a": NaN, "b": -Infinity}'}}]},
+            {'role': 'tool', 'tool_call_id': 'c1', 'content': 'ok'}]
+    p = tmp_path / 'chat.jsonl'; p.write_text(json.dumps({'messages': msgs}) + '\n')
+    rep = ConversionReport()
+    ts = list(convert(p, format='openai-chat', report=rep))
+    assert ts[0].steps[0].action.params == {'cmd': 'ls', 'a': None, 'b': None}
+    ws = rep.warning_lines()
+    assert len(ws) == 2 and 'field a holds NaN' in ws[0] and 'field b holds -Infinity' in ws[1]
+    assert all('messages[1].tool_calls[0].function.arguments' in w for w in ws)

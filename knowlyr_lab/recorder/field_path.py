@@ -169,8 +169,8 @@ def warn_coerced(report,                   # the run's `ConversionReport`
     "Report each value `coerced` noted since the last call as a warning naming file, line and field; clear the notes"
     seen = set()
     for v, problem in coerced_notes():
-        if id(v) in seen: continue                 # one value read twice (a step's start and end time): one warning
-        seen.add(id(v))
+        if (id(v), problem) in seen: continue      # one value read twice (a step's start and end time): one warning
+        seen.add((id(v), problem))                # (two numbers in one text: a warning each)
         where = '.'.join(filter(None, (at, path_of(record, v)))).replace('.[', '[') or 'a field of the record'
         report.warn(path, line, f"{where}: {v!r:.60} ({type(v).__name__}) {problem}", record_type)
     coerced_notes().clear()
