@@ -60,9 +60,10 @@ def _held_call(text:str)->tuple|None:
     "(thought, call) of a fncall turn `json_text` kept as text (a number past the digit limit): arguments as their text"
     d = json.loads(text, **exact_parsers([]))                  # each number that cannot be kept: a stand-in
     if not (isinstance(d, dict) and isinstance(d.get('function_name'), str)): return None    # not a call: text
-    a, t = _member_text(text, 'arguments'), d.get('thought')
-    return (t if isinstance(t, str) else None), {'tool': d['function_name'], 'params': {} if a is None else {'_raw': a},
-                                                 'ok': a is None}
+    a, t, made = _member_text(text, 'arguments'), d.get('thought'), []
+    args = None if a is None else json.loads(a, **exact_parsers(made))   # `made`: the number is in the arguments
+    params, ok = ({'_raw': a}, False) if made else parse_arguments(args)
+    return (t if isinstance(t, str) else None), {'tool': d['function_name'], 'params': params, 'ok': ok}
 
 # %% ../../nbs/23_recorder_datasets.ipynb #2237ff54
 def gpt_turn_action(value:str)->tuple[str|None, dict|None]:
