@@ -24,3 +24,17 @@ def test_a_huge_integer_outside_the_arguments_keeps_them_read(tmp_path, as_strin
     assert s.action.tool == turn['function_name'] and s.action.params == turn['arguments']
     assert 'bad_arguments' not in s.metadata
     assert len(rep.warning_lines()) == 1 and 'field id holds an integer of 5000 digits' in rep.warning_lines()[0]
+
+
+def test_an_exit_code_past_the_digit_limit_keeps_the_record_with_a_warning(tmp_path):
+    "`exit code: <5000 digits>` in an Observation failed the whole react-text file (ValueError from int())"
+    p = tmp_path / 'run.txt'
+    p.write_text('Question: q\nThought: t\nAction: bash(cmd="x")\nObservation: exit code: ' + BIG +
+                 '\nThought: u\nAction: search(q="y")\nObservation: exit code: 2\nFinal Answer: x\n')
+    rep = ConversionReport()
+    ts = list(convert(p, format='react-text', report=rep))
+    assert not rep.errors and [len(t.steps) for t in ts] == [3]
+    s0, s1 = ts[0].steps[:2]
+    assert s0.observation.content.endswith(BIG) and s0.observation.exit_code is None and s1.observation.exit_code == 2
+    w, = rep.warning_lines()
+    assert w.startswith(f'{p}:4: Observation:') and 'exit code of 5000 digits' in w

@@ -8,12 +8,13 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_chat_builder.html.md"""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from fastcore.basics import patch
 
 from .report import ConversionReport
-from .values import ToolCallPairer, content_text, new_step, parse_time, set_observation
+from .values import ToolCallPairer, coerced, content_text, new_step, parse_time, set_observation
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -23,11 +24,19 @@ __all__ = ['exit_code_of', 'ChatBuilder']
 _EXIT_RE = re.compile(r'\[The command completed with exit code (-?\d+)\.?\]'
                       r'|(?:^|\n)\s*(?:exit[ _]code|exit status)\s*[:=]\s*(-?\d+)', re.I)
 
+# %% ../../nbs/21b_recorder_chat_builder.ipynb #73bae8cc
+def _unread_code(text:str, s:str)->None:
+    "None for the exit code `s` past Python's digit limit, noted (`coerced`) on the result's `text`"
+    n, lim = len(s.lstrip('-')), sys.get_int_max_str_digits()
+    return coerced(text, f"has an exit code of {n} digits, past Python's limit of {lim}: the result keeps none")
+
 # %% ../../nbs/21b_recorder_chat_builder.ipynb #8ac4f4b9
 def exit_code_of(text:str)->int|None:
     "Exit code printed in a tool result (OpenHands' `[The command completed with exit code N.]`, `Exit code: N`)"
     m = _EXIT_RE.search(text or '') if isinstance(text, str) else None
-    return None if m is None else int(m.group(1) or m.group(2))
+    if m is None: return None
+    try: return int(s := m.group(1) or m.group(2))
+    except ValueError: return _unread_code(text, s)      # past the digit limit: no code, noted
 
 # %% ../../nbs/21b_recorder_chat_builder.ipynb #03d54c93
 class ChatBuilder:

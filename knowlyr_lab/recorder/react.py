@@ -153,6 +153,7 @@ def _react_observation(b:ChatBuilder, cur, text:str, path, line:int, report)->bo
     if cur is None or cur.observation is not None:
         b.keep(report.unmapped('observation', text, path, line, why='Observation without an Action')); return False
     set_observation(cur, text, is_error=text.lstrip().lower().startswith('error'), exit_code=exit_code_of(text))
+    if coerced_notes(): warn_coerced(report, path, line, at='Observation')   # an exit code past the digit limit
     report.mapped('observation')
     return True
 
