@@ -38,3 +38,19 @@ def test_an_exit_code_past_the_digit_limit_keeps_the_record_with_a_warning(tmp_p
     assert s0.observation.content.endswith(BIG) and s0.observation.exit_code is None and s1.observation.exit_code == 2
     w, = rep.warning_lines()
     assert w.startswith(f'{p}:4: Observation:') and 'exit code of 5000 digits' in w
+
+
+@pytest.mark.parametrize('cid', ['', 'c1'])
+def test_an_empty_call_id_pairs_the_result_by_order(tmp_path, cid):
+    "Gemini's OpenAI-compatible endpoint and LM Studio write \"id\": \"\" and \"tool_call_id\": \"\": the result was lost"
+    msgs = [{'role': 'user', 'content': 'list files'},
+            {'role': 'assistant', 'content': None, 'tool_calls': [{'id': cid, 'type': 'function', 'function': {
+                'name': 'shell', 'arguments': '{"command": "ls"}'}}]},
+            {'role': 'tool', 'tool_call_id': cid, 'content': 'a.txt'},
+            {'role': 'assistant', 'content': 'done'}]
+    p = tmp_path / 'chat.jsonl'; p.write_text(json.dumps({'messages': msgs}) + '\n')
+    rep = ConversionReport()
+    t, = convert(p, format='openai-chat', report=rep)
+    s = t.steps[0]
+    assert s.action.call_id == (cid or None) and s.observation.content == 'a.txt'
+    assert 'unmapped' not in t.metadata and rep.totals['unmapped'] == 0

@@ -115,7 +115,7 @@ def add_result(self:ChatBuilder, call_id:str|None, content, is_error:bool=False,
     text = content_text(content)
     code = exit_code if exit_code is not None else exit_code_of(text)
     t = self._time(t)
-    if call_id is not None: return self.pairer.result(call_id, content, is_error, code, t) is not None
+    if call_id: return self.pairer.result(call_id, content, is_error, code, t) is not None   # "": no id
     for i, s in enumerate(self.fifo):              # legacy function calls: oldest open call with that name
         if name is None or s.action.tool == name:
             set_observation(self.fifo.pop(i), content, is_error, code, t); return True

@@ -234,6 +234,7 @@ def new_step(index:int,                 # position in the trajectory
     if tool is not None and not isinstance(tool, str): tool = str(tool)
     if params is not None and not isinstance(params, dict): params = {'_raw': params}
     if call_id is not None and not isinstance(call_id, str): call_id = str(call_id)
+    if call_id == '': call_id = None            # no id, as `call_id_of` reads "" (Gemini, LM Studio)
     if thought is not None and not isinstance(thought, str): thought = content_text(thought)
     # nested models as dicts: one validation
     return _construct(Step, index=int(index), thought=thought or None,
@@ -286,7 +287,7 @@ def call(self:ToolCallPairer, step:Step)->Step:
 def result(self:ToolCallPairer, call_id, content, is_error:bool=False, exit_code:int|None=None, t_end=None
           )->Step|None:
     "Attach a result to the call with `call_id`; None when no such call is open"
-    step = self.pending.pop(call_id, None) if call_id is not None else None
+    step = self.pending.pop(call_id, None) if call_id else None     # "": no id
     if step is None: return None
     return set_observation(step, content, is_error, exit_code, t_end)
 
