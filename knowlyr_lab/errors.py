@@ -9,7 +9,7 @@ __all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError'
            'positive_number']
 
 # %% ../nbs/00_errors.ipynb #7fef5288
-import math
+import sys
 
 # %% ../nbs/00_errors.ipynb #cdf57341
 class KnowlyrError(Exception):
@@ -40,7 +40,9 @@ def positive_int(value,     # a limit as the caller gave it
 def positive_number(value,     # a limit in seconds, MiB or cores as the caller gave it
                     name:str,  # its parameter's name, for the error
                    )->float:
-    "`value`, when it is a finite number above 0 (not a bool); else a ValueError naming `name`"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a finite number above 0, got {value!r}")
+    "`value`, when it is a finite number above 0 that a float holds (not a bool); else a ValueError naming `name`"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= sys.float_info.max:
+        huge = isinstance(value, int) and abs(value) > sys.float_info.max   # its repr could be thousands of digits
+        raise ValueError(f"{name} must be a finite number above 0, got "
+                         + (f"an integer past float range ({value.bit_length()} bits)" if huge else repr(value)))
     return value

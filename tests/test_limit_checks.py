@@ -48,3 +48,18 @@ def test_one_definition_of_each_check():
         for name in ('positive_int', 'positive_number'):
             if hasattr(m, name): assert getattr(m, name) is getattr(errors, name), (m.__name__, name)
     assert 'positive_int' not in sessions.__all__ and 'positive_int' in errors.__all__
+
+@pytest.mark.parametrize('cls,field', [(SandboxLimits, 'wall_timeout'), (SandboxLimits, 'cpus'),
+                                       (SessionLimits, 'idle_timeout'), (CopyLimits, 'max_mb'), (ArgLimits, 'max_mb')])
+def test_an_integer_past_float_range_is_refused_naming_the_field(cls, field):
+    "main: 10**400 compared below inf and was taken; `time.monotonic() + t` or the reaper's `t / 4` then overflowed"
+    with pytest.raises(ValueError, match=rf'^{cls.__name__}\.{field}( \(None: never\))? {NUMBER} an integer past float '
+                                         r'range \(1329 bits\)$'):
+        cls(**{field: 10**400})
+
+def test_the_refusal_of_a_huge_integer_is_one_short_line():
+    "A 5000-digit integer's repr would raise on its own (Python's 4300-digit cap); the error gives its size instead"
+    for big in (-10**5000, 10**5000):
+        with pytest.raises(ValueError, match=rf'^idle_timeout {NUMBER} an integer past float range \(16610 bits\)$'):
+            errors.positive_number(big, 'idle_timeout')
+    assert errors.positive_number(10**308, 'x') == 10**308 and errors.positive_number(1e308, 'x') == 1e308
