@@ -234,3 +234,31 @@ def test_env_server_refuses_a_max_head_bytes_that_is_not_a_positive_integer_befo
     for bad in (0, -1, 2.5, float('nan'), True, '16384'):
         with pytest.raises(ValueError, match=rf'^max_head_bytes must be a positive integer, got {bad!r:.8}'):
             EnvServer('knowlyr/maze-easy', 'agentgym', max_head_bytes=bad, startup_timeout=30).close()
+
+@pytest.mark.parametrize('limits,says', [
+    ({'idle_timeout': 0}, r'SessionLimits\.idle_timeout \(None: never\) must be a finite number above 0, got 0'),
+    ({'idle_timeout': float('inf')}, r'SessionLimits\.idle_timeout \(None: never\) must be a finite number above 0, got inf'),
+    ({'max_sessions': 2.5}, r'SessionLimits\.max_sessions must be a positive integer, got 2\.5'),
+    ({'max_sessions': 2, 'max_sessions_per_client': 3}, r'SessionLimits\.max_sessions_per_client \(3\) is above max_sessions'),
+])
+def test_env_server_checks_its_limits_before_it_starts(limits, says):
+    "main: the subprocess started and exited with the error, read back as a RuntimeError (inf: NameError, limits were a repr)"
+    from knowlyr_lab.envs.serve import EnvServer
+    with pytest.raises(ValueError, match='^' + says):
+        EnvServer('knowlyr/maze-easy', 'agentgym', limits=limits, startup_timeout=30).close()
+
+def test_env_server_checks_limits_as_they_are_now_and_hands_good_ones_over_as_given():
+    "A SessionLimits changed after it was made, an unknown field: refused here (main: RuntimeError from the child)"
+    import httpx
+
+    from knowlyr_lab.envs.serve import EnvServer
+    from knowlyr_lab.envs.sessions import SessionLimits
+    changed = SessionLimits(); changed.max_sessions = 0
+    with pytest.raises(ValueError, match=r'^SessionLimits\.max_sessions must be a positive integer, got 0$'):
+        EnvServer('knowlyr/maze-easy', 'agentgym', limits=changed, startup_timeout=30).close()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'idle'"):
+        EnvServer('knowlyr/maze-easy', 'agentgym', limits={'idle': 5}, startup_timeout=30).close()
+    with EnvServer('knowlyr/maze-easy', 'agentgym', limits={'idle_timeout': 12.5, 'max_sessions': 3}) as srv, \
+         httpx.Client(base_url=srv.url, timeout=60) as h:
+        sid = h.post('/create').json()['id']
+        assert h.post('/reset', json={'id': sid, 'data_idx': 0}).json()['time_limits']['idle_timeout'] == 12.5

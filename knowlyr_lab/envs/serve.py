@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, schema_name, schema_params, step_info, verdict_of
 from .extras import require_extra
-from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, timed_h11
+from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, session_limits, timed_h11
 from .text_actions import action_refusal, parse_text_action
 from ..errors import positive_int, positive_number
 
@@ -281,7 +281,7 @@ def serve_env(env_id:str,                 # registered env id
     if protocol not in PROTOCOLS: raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
     from knowlyr_lab.registry import env_spec, make
     env_spec(env_id)                              # an unknown id fails here, before anything listens
-    if isinstance(limits, dict): limits = SessionLimits(**limits)
+    limits = session_limits(limits)
     factory = functools.partial(make, env_id, **(env_kwargs or {}))
     app = (openenv_app if protocol == 'openenv' else agentgym_app)(factory, limits=limits, expose_oracle=expose_oracle)
     uvicorn = require_extra('uvicorn')
@@ -315,13 +315,13 @@ class EnvServer:
                  request_timeout:float=REQUEST_TIMEOUT, max_head_bytes:int=MAX_HEAD_BYTES):
         if protocol not in PROTOCOLS: raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
         rt, mh = positive_number(request_timeout, 'request_timeout'), positive_int(max_head_bytes, 'max_head_bytes')
+        lim = dataclasses.asdict(session_limits(limits))   # a bad field fails here, before anything starts
         self.env_id, self.protocol, self.port, self.url = env_id, protocol, (p := free_port()), f"http://127.0.0.1:{p}"
-        lim = dataclasses.asdict(limits) if isinstance(limits, SessionLimits) else limits
-        code = (f"from knowlyr_lab.envs.serve import serve_env; serve_env({env_id!r}, {protocol!r}, port={self.port}, "
-                f"env_kwargs={env_kwargs!r}, expose_oracle={expose_oracle!r}, limits={lim!r}, "
-                f"request_timeout={rt!r}, max_head_bytes={mh!r})")
-        self.proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     start_new_session=True)
+        args = dict(env_id=env_id, protocol=protocol, port=p, env_kwargs=env_kwargs, expose_oracle=expose_oracle,
+                    limits=lim, request_timeout=rt, max_head_bytes=mh)   # as JSON: a repr (inf, nan) may be no Python
+        code = 'import json, sys; from knowlyr_lab.envs.serve import serve_env; serve_env(**json.loads(sys.argv[1]))'
+        self.proc = subprocess.Popen([sys.executable, '-c', code, json.dumps(args)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, start_new_session=True)
         self.stderr_tail = deque(maxlen=16)          # the last 64 KiB chunks the server wrote on stderr
         self._drain = threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr_tail), daemon=True)
         self._drain.start(); self._wait(startup_timeout)

@@ -16,7 +16,7 @@ import re
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from http import HTTPStatus
 from typing import Callable
 
@@ -26,9 +26,9 @@ from ..core import AgentEnv, KnowlyrError
 from ..errors import positive_int, positive_number
 
 # %% auto #0
-__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'MAX_HEAD_BYTES', 'REQUEST_TIMEOUT', 'SessionLimits', 'SessionRefused',
-           'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard', 'HeadTooLarge',
-           'head_past', 'timed_h11']
+__all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'MAX_HEAD_BYTES', 'REQUEST_TIMEOUT', 'SessionLimits', 'session_limits',
+           'SessionRefused', 'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard',
+           'HeadTooLarge', 'head_past', 'timed_h11']
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #57d3736f
 @dataclass
@@ -47,6 +47,14 @@ class SessionLimits:
                 f"SessionLimits.max_sessions_per_client ({self.max_sessions_per_client}) is above max_sessions "
                              f"({self.max_sessions}): lower it or raise max_sessions")
         if self.idle_timeout is not None: positive_number(self.idle_timeout, 'SessionLimits.idle_timeout (None: never)')
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #bbc1cc4d
+def session_limits(limits:SessionLimits|dict|None, # an instance, a dict of its fields, or None (the defaults)
+                  )->SessionLimits:
+    "`limits` as a `SessionLimits` checked now (a dict's fields, or an instance's as they are now)"
+    if limits is None or isinstance(limits, (dict, SessionLimits)):
+        return SessionLimits(**(asdict(limits) if isinstance(limits, SessionLimits) else limits or {}))
+    raise TypeError(f"limits must be a SessionLimits, a dict of its fields or None, got {type(limits).__name__}")
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #8fb4239f
 # seconds a refused client is told to wait before it asks again: the `Retry-After` of every 429 and 503 of the env
