@@ -700,3 +700,31 @@ def test_serve_refuses_a_bad_request_timeout_before_it_loads_the_model(tmp_path,
         assert capsys.readouterr().err == f'knowlyr-trainer serve: error: --request-timeout must be a finite number above 0, got {float(t)!r}\n'
     assert main(['serve', '--model', str(tmp_path), '--header-timeout', '0']) == 2
     assert capsys.readouterr().err == 'knowlyr-trainer serve: error: --header-timeout must be a finite number above 0, got 0.0\n'
+
+# srv19: `max_queue` was never checked (0 answered every request 503, True and 2.5 were taken, -1 failed only after
+# the socket was bound); `serve` checked only its two timeouts before loading the model.
+
+@pytest.mark.parametrize('bad', [0, -1, 2.5, True, '8'])
+def test_the_server_refuses_a_max_queue_that_is_not_a_positive_integer_before_it_binds(bad):
+    "main: 0, 2.5, True and '8' made a server; -1 raised the semaphore's error with the port already bound"
+    from types import SimpleNamespace
+
+    from knowlyr_lab.serving.server import InferenceServer
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+    with pytest.raises(ValueError, match=rf'^max_queue must be a positive integer, got {re.escape(repr(bad))}$'):
+        InferenceServer(SimpleNamespace(name='m'), port=port, max_queue=bad)
+    with socket.create_server(('127.0.0.1', port)): pass           # the port was never taken
+
+@pytest.mark.parametrize('flag,value,says', [
+    ('--max-queue', '0', 'must be a positive integer, got 0'),
+    ('--max-head-bytes', '0', 'must be a positive integer, got 0'),
+    ('--max-connections', '0', 'must be a positive integer, got 0'),
+    ('--body-budget', '-1', 'must be a positive integer, got -1'),
+    ('--max-connections-per-client', '0', 'must be a positive integer, got 0'),
+    ('--body-budget-per-client', '-5', 'must be a positive integer, got -5'),
+])
+def test_serve_refuses_each_bad_limit_flag_before_it_loads_the_model_naming_the_flag(tmp_path, capsys, flag, value, says):
+    "main: it tried to load the model (an empty folder here) and failed on that; with a model, the error named the parameter"
+    from knowlyr_lab.cli.trainer import main
+    assert main(['serve', '--model', str(tmp_path), flag, value]) == 2
+    assert capsys.readouterr().err == f'knowlyr-trainer serve: error: {flag} {says}\n'

@@ -17,7 +17,7 @@ import threading
 from dataclasses import MISSING, fields
 
 from ..cli_errors import batch_exit, run_cli
-from ..errors import positive_number
+from ..errors import positive_int, positive_number
 from ..source_docs import source_value
 
 # %% auto #0
@@ -74,6 +74,13 @@ _LIMIT_FLAGS = (   # flag, type, default, help: what `serve`'s clients may take
 def _limit_flags(p):
     "What `serve`'s clients may take: time, the model's queue, connections, request-head and request-body bytes"
     for flag, kind, default, what in _LIMIT_FLAGS: p.add_argument(flag, type=kind, default=default, help=what)
+
+# %% ../../nbs/96_cli_trainer.ipynb #ed64ae98
+def _check_limit_flags(args):
+    "Each of `serve`'s limit flags checked as `InferenceServer` checks it, naming the flag"
+    for flag, kind, default, _ in _LIMIT_FLAGS:
+        v = getattr(args, flag[2:].replace('-', '_'))
+        if v is not None or default is not None: (positive_number if kind is float else positive_int)(v, flag)
 
 # %% ../../nbs/96_cli_trainer.ipynb #4976dfda
 TRAINERS = ('sft', 'dpo', 'grpo')
@@ -178,8 +185,7 @@ def _grpo_summary(rows:list[dict],   # the trainer's log rows, one per optimiser
 # %% ../../nbs/96_cli_trainer.ipynb #70d63a5b
 def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
-    for k in ('request_timeout', 'header_timeout'):    # as `InferenceServer` checks them, but before the model loads
-        positive_number(getattr(args, k), '--' + k.replace('_', '-'))
+    _check_limit_flags(args)                            # as `InferenceServer` checks them, but before the model loads
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
                                           max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client, body_budget=args.body_budget, body_budget_per_client=args.body_budget_per_client, max_head_bytes=args.max_head_bytes, record_to=args.record_to,
                                           enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras,

@@ -17,6 +17,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER
+from ..errors import positive_int
 from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
 from .connections import GuardedHandler, GuardedHTTPServer, openai_error
 from .lora import LoraAdapters, lora_fields, one_line
@@ -199,12 +200,12 @@ class InferenceServer(GuardedHTTPServer):
                  chat_template_kwargs:dict|None=None):
         if enable_lora and lora_root is None:
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
+        self.max_queue, self.thread = positive_int(max_queue, 'max_queue'), None   # checked before the socket is bound
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
                          max_connections_per_client, body_budget, body_budget_per_client, max_head_bytes)
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
         self.render_lock = threading.Lock()
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
-        self.request_timeout, self.max_queue, self.thread = request_timeout, max_queue, None
         split_reasoning('', reasoning_parser)                       # an unknown parser: a ValueError now
         self.reasoning_parser = reasoning_parser
         try: self.chat_template_kwargs = check_template_kwargs(chat_template_kwargs)
