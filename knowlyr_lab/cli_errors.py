@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Callable
 
 from .core import KnowlyrError
+from .errors import positive_int, positive_number
 
 # %% auto #0
 __all__ = ['EXIT_OK', 'EXIT_ERROR', 'EXIT_USAGE', 'EXIT_PARTIAL', 'EXIT_INTERRUPTED', 'EXTRAS', 'NoUsableInputError', 'exit_code',
            'error_line', 'require_usable', 'batch_exit', 'ConfigFileError', 'parse_config', 'read_config',
-           'MissingExtraError', 'missing_extra', 'add_debug_flag', 'suggest_flag', 'strict_parser', 'run_cli']
+           'MissingExtraError', 'missing_extra', 'add_debug_flag', 'suggest_flag', 'strict_parser', 'check_flags',
+           'run_cli']
 
 # %% ../nbs/06_cli_errors.ipynb #e964f1d7
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -202,6 +204,16 @@ def strict_parser(parser:argparse.ArgumentParser)->argparse.ArgumentParser:
             p.exit(EXIT_USAGE, f"{p.prog}: error: {' '.join(message.split())}{_hint(p, message)}\n")
         p.error = error
     return parser
+
+# %% ../nbs/06_cli_errors.ipynb #e9e6acd4
+def check_flags(args,              # the parsed arguments
+                ints=(),           # flags that take a count: a positive integer
+                numbers=(),        # flags that take seconds or MiB: a finite number above 0
+               ):
+    "Each flag of `ints` and `numbers` that was given checked as a limit, the error naming the flag"
+    for flags, check in ((ints, positive_int), (numbers, positive_number)):
+        for f in flags:
+            if (v := getattr(args, f.lstrip('-').replace('-', '_'))) is not None: check(v, f)
 
 # %% ../nbs/06_cli_errors.ipynb #e6d1a2be
 def _command(parser, a, argv)->str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cli_errors import missing_extra, run_cli
+from .cli_errors import check_flags, missing_extra, run_cli
 from .envs.sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, timed_h11
 from .errors import positive_int, positive_number
 from .mcp_copy import CopyLimits
@@ -206,7 +206,11 @@ def _serve(a)->int:
         if not sep or not k: raise ValueError(f"--template wants NAME=DIR, got {t!r}")
         tpls[k] = d
     if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
-    positive_int(a.max_head_bytes, '--max-head-bytes'); positive_number(a.request_timeout, '--request-timeout')
+    check_flags(a, ints=('--max-head-bytes', '--max-sandboxes', '--max-sandboxes-per-client', '--max-copy-files',
+                         '--max-args-depth'),   # each limit under the name typed, not the class field it fills
+                numbers=('--request-timeout', '--max-copy-mb', '--max-copy-total-mb', '--max-args-mb'))
+    if a.idle_timeout: positive_number(a.idle_timeout, '--idle-timeout (0: never)')
+    if a.max_copy_total_mb is None: positive_number(4 * a.max_copy_mb, '--max-copy-total-mb (default: 4 x --max-copy-mb)')
     narrow_umask()                  # before any thread: nothing the server makes is writable by other users
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),

@@ -372,3 +372,30 @@ def test_detect_names_an_outcome_file_in_one_line_and_passes_the_check(tmp_path)
     (tmp_path/'notes.txt').write_text('not a log\n')           # a file no adapter reads still fails the check
     r = subprocess.run([sys.executable, '-c', code, 'detect', str(res), str(tmp_path/'notes.txt')], capture_output=True, text=True, timeout=300)
     assert r.returncode == 1 and r.stdout.splitlines()[1].startswith(f"{tmp_path/'notes.txt'}: ? -- no adapter recognises notes.txt"), r.stdout
+
+# srv19: the MCP and env-serve commands named the class field a flag fills ("CopyLimits.max_files", "SessionLimits.
+# idle_timeout (None: never)" though on the command line never is 0), not the flag the user typed.
+
+@pytest.mark.parametrize('module,argv,says', [
+    ('knowlyr_lab.mcp', ['--max-copy-files', '0'], '--max-copy-files must be a positive integer, got 0'),
+    ('knowlyr_lab.mcp', ['--max-copy-mb', '0'], '--max-copy-mb must be a finite number above 0, got 0.0'),
+    ('knowlyr_lab.mcp', ['--max-copy-mb', '1e308'],
+     '--max-copy-total-mb (default: 4 x --max-copy-mb) must be a finite number above 0, got inf'),
+    ('knowlyr_lab.mcp', ['--max-copy-total-mb', '0'], '--max-copy-total-mb must be a finite number above 0, got 0.0'),
+    ('knowlyr_lab.mcp', ['--max-args-mb', 'inf'], '--max-args-mb must be a finite number above 0, got inf'),
+    ('knowlyr_lab.mcp', ['--max-args-depth', '0'], '--max-args-depth must be a positive integer, got 0'),
+    ('knowlyr_lab.mcp', ['--max-sandboxes', '0'], '--max-sandboxes must be a positive integer, got 0'),
+    ('knowlyr_lab.mcp', ['--max-sandboxes-per-client', '0'], '--max-sandboxes-per-client must be a positive integer, got 0'),
+    ('knowlyr_lab.mcp', ['--idle-timeout', '-1'], '--idle-timeout (0: never) must be a finite number above 0, got -1.0'),
+    ('knowlyr_lab.cli.env_serve', ['knowlyr/maze-easy', '--idle-timeout', 'inf'],
+     '--idle-timeout (0: never) must be a finite number above 0, got inf'),
+    ('knowlyr_lab.cli.env_serve', ['knowlyr/maze-easy', '--max-sessions', '0'], '--max-sessions must be a positive integer, got 0'),
+    ('knowlyr_lab.cli.env_serve', ['knowlyr/maze-easy', '--max-sessions-per-client', '0'],
+     '--max-sessions-per-client must be a positive integer, got 0'),
+    ('knowlyr_lab.cli.env_serve', ['knowlyr/maze-easy', '--max-head-bytes', '0'], '--max-head-bytes must be a positive integer, got 0'),
+])
+def test_a_bad_limit_flag_is_refused_under_the_name_typed(module, argv, says, capsys):
+    "main: the class field it fills was named (or, --max-sandboxes-per-client 0 on the MCP server, the default was taken)"
+    import importlib
+    assert importlib.import_module(module).main(argv) == 2
+    assert capsys.readouterr().err.endswith(f': error: {says}\n')

@@ -45,6 +45,6 @@ def test_the_default_caps_hold(tmp_path):
 
 def test_the_cli_takes_the_caps_and_refuses_a_bad_one(capsys):
     assert main(['--max-args-mb', '0']) == 2
-    assert 'ArgLimits.max_mb must be a finite number above 0, got 0.0' in capsys.readouterr().err
+    assert 'error: --max-args-mb must be a finite number above 0, got 0.0' in capsys.readouterr().err
     assert main(['--max-args-depth', '-1']) == 2
-    assert 'ArgLimits.max_depth must be a positive integer, got -1' in capsys.readouterr().err
+    assert 'error: --max-args-depth must be a positive integer, got -1' in capsys.readouterr().err

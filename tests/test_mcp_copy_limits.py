@@ -81,7 +81,7 @@ def test_a_file_that_grows_while_copied_is_charged_for_what_is_read(tmp_path, mo
 
 def test_the_cli_takes_the_caps_and_refuses_a_bad_one(capsys):
     assert main(['--max-copy-mb', '0']) == 2
-    assert 'CopyLimits.max_mb must be a finite number above 0, got 0.0' in capsys.readouterr().err
+    assert 'error: --max-copy-mb must be a finite number above 0, got 0.0' in capsys.readouterr().err
 
 def test_a_path_named_twice_in_one_call_is_copied_once(root):
     app = build_server(root, copy_limits=CopyLimits(max_files=50))

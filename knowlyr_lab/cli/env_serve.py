@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from ..cli_errors import run_cli
+from ..cli_errors import check_flags, run_cli
 from ..source_docs import source_defaults, source_value
 
 # %% auto #0
@@ -54,7 +54,9 @@ def main(argv:list[str]|None=None)->int:
     def serve(a):
         from knowlyr_lab.envs.serve import SessionLimits, serve_env
         from knowlyr_lab.errors import positive_number
-        positive_number(a.request_timeout, '--request-timeout')   # before the env is made or anything listens
+        # each limit under its own name, before the env is made or anything listens
+        check_flags(a, ('--max-sessions', '--max-sessions-per-client', '--max-head-bytes'), ('--request-timeout',))
+        if a.idle_timeout: positive_number(a.idle_timeout, '--idle-timeout (0: never)')
         limits = SessionLimits(a.max_sessions, a.max_sessions_per_client, a.idle_timeout or None)
         serve_env(a.env_id, a.protocol, a.host, a.port, a.env_kwargs, a.expose_oracle, limits, announce=True,
                   request_timeout=a.request_timeout, max_head_bytes=a.max_head_bytes)

@@ -16,8 +16,7 @@ import sys
 import threading
 from dataclasses import MISSING, fields
 
-from ..cli_errors import batch_exit, run_cli
-from ..errors import positive_int, positive_number
+from ..cli_errors import batch_exit, check_flags, run_cli
 from ..source_docs import source_value
 
 # %% auto #0
@@ -78,9 +77,8 @@ def _limit_flags(p):
 # %% ../../nbs/96_cli_trainer.ipynb #ed64ae98
 def _check_limit_flags(args):
     "Each of `serve`'s limit flags checked as `InferenceServer` checks it, naming the flag"
-    for flag, kind, default, _ in _LIMIT_FLAGS:
-        v = getattr(args, flag[2:].replace('-', '_'))
-        if v is not None or default is not None: (positive_number if kind is float else positive_int)(v, flag)
+    check_flags(args, ints=[f for f, kind, *_ in _LIMIT_FLAGS if kind is int],
+                numbers=[f for f, kind, *_ in _LIMIT_FLAGS if kind is float])
 
 # %% ../../nbs/96_cli_trainer.ipynb #4976dfda
 TRAINERS = ('sft', 'dpo', 'grpo')
