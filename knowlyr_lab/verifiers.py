@@ -304,7 +304,7 @@ def verify_sandbox(self, sandbox)->Verdict:
      "listed in `ignored`")
     snap = sandbox.snapshot()                    # FIFOs, sockets and devices: not archived, named in `skipped`
     files, special = {}, dict.fromkeys(snap.info.get('skipped', []), 'a FIFO, socket or device: not in the snapshot')
-    cap, total = sandbox.limits.disk_mb * 2**20, 0   # the copy's bound: the workspace quota (MiB, maybe fractional), per name
+    cap, total = sandbox.limits.disk_bytes, 0   # the copy's bound: the workspace quota, per name
     for name, m, data in snap.members(data=True):   # one pass: regular files, and what is left out
         if data is not None and (total := total + len(data)) > cap:      # hard links: read once per name
             raise SandboxError(f"the workspace's files hold more than {sandbox.limits.disk_mb} MiB counted once per "

@@ -29,13 +29,27 @@ def test_the_page_documents_the_enforced_numbers():
     assert 'memory of the sandbox\'s processes together' not in src      # the old, wrong description
     assert 'RLIMIT_AS' in src and 'budget_mb' in src
 
-@pytest.mark.parametrize('disk_mb', [0.5, 1.0001])
+@pytest.mark.parametrize('disk_mb', [0.5, 1.0001, 0.3])
 def test_a_fraction_of_a_mib_is_still_a_quota(request, backend, disk_mb):
     """disk_mb=0.5 was mounted as `size=0m`, which tmpfs reads as no limit: the workspace took any amount of data. Then
-    sizes rounded up to KiB (and the kernel up to pages) let 1.0001 MiB hold 1,052,672 bytes, past the snapshot's and
-    the verifier's cap of disk_mb MiB, so a full workspace could not be snapshotted. A full workspace fits the caps now."""
+    sizes rounded up to KiB (and by the kernel to pages) let 1.0001 MiB hold 1,052,672 bytes, past the snapshot's cap of
+    disk_mb MiB, so a full workspace could not be snapshotted; rounded down instead, a snapshot within the cap (313,000
+    bytes at 0.3 MiB) could not be restored. The filesystem and every cap are `disk_bytes` now: whole pages, rounded up."""
+    cap = SandboxLimits(disk_mb=disk_mb).disk_bytes
     sb = open_sandbox(request, backend, limits={**LIMITS, 'disk_mb': disk_mb})
     out = sb.execute_tool('shell', {'command': 'head -c 2000000 /dev/zero > big; echo rc=$?; wc -c < big'}).output
     assert 'rc=0' not in out and 'No space left' in out, out
-    assert 0 < int(out.split()[-1]) <= disk_mb * 2**20, out     # what was written before the quota stopped it
-    assert sb.snapshot().digest                                  # a full workspace is within the snapshot's cap
+    assert disk_mb * 2**20 - 4096 <= int(out.split()[-1]) <= cap, out   # what was written before the quota stopped it
+    snap = sb.snapshot()                                                 # a full workspace is within the snapshot's cap
+    sb.execute_tool('shell', {'command': 'rm big; head -c 313000 /dev/urandom > f'})
+    sb.restore(snap)                                                     # and a snapshot within the cap fits the workspace
+    assert int(sb.execute_tool('shell', {'command': 'wc -c < big'}).output.split()[-1]) > disk_mb * 2**20 - 4096
+
+def test_a_snapshot_within_the_cap_restores_into_a_fractional_quota(request, backend):
+    "313,000 bytes fit 0.3 MiB (314,572.8): the snapshot's cap took them, and a tmpfs rounded down to 311,296 failed mid-tar"
+    src = open_sandbox(request, backend, limits={**LIMITS, 'disk_mb': 1})
+    src.execute_tool('shell', {'command': 'head -c 313000 /dev/urandom > f'})
+    snap = src.snapshot()
+    dst = open_sandbox(request, backend, limits={**LIMITS, 'disk_mb': 0.3})
+    dst.restore(snap)
+    assert dst.execute_tool('shell', {'command': 'wc -c < f'}).output.split()[-1] == '313000'

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import tarfile
 from collections import deque
 from dataclasses import dataclass, field, fields
@@ -22,8 +23,8 @@ from ..errors import positive_int, positive_number
 
 # %% auto #0
 __all__ = ['WORKSPACE', 'HOST_ERRNOS', 'SandboxError', 'PathEscapeError', 'SandboxBackendError', 'SandboxUnavailableError',
-           'host_errno', 'open_tar', 'ToolResult', 'SandboxLimits', 'OutputCapture', 'truncate_output', 'RawCapture',
-           'resolve_workspace_path', 'host_readlink']
+           'host_errno', 'open_tar', 'ToolResult', 'SandboxLimits', 'quota_bytes', 'OutputCapture', 'truncate_output',
+           'RawCapture', 'resolve_workspace_path', 'host_readlink']
 
 # %% ../../nbs/10_sandbox_base.ipynb #a2df2032
 WORKSPACE = '/workspace'   # where the workspace appears inside every sandbox
@@ -117,6 +118,18 @@ class SandboxLimits:
 def budget_mb(self:SandboxLimits)->int:
     "The cgroup's memory limit: the processes together plus the files of the memory-backed workspace, /tmp and /dev/shm"
     return int(self.memory_mb + self.disk_mb + 2 * self.tmp_mb)
+
+# %% ../../nbs/10_sandbox_base.ipynb #4ef9f7ff
+def quota_bytes(size_mb:float)->int:
+    "The bytes a tmpfs of `size_mb` MiB holds: rounded up to whole pages, at least one page"
+    page = resource.getpagesize()
+    return max(1, -(-int(size_mb * 2**20) // page)) * page
+
+# %% ../../nbs/10_sandbox_base.ipynb #b76d1d3a
+@patch(as_prop=True)
+def disk_bytes(self:SandboxLimits)->int:
+    "The workspace quota in bytes (`quota_bytes` of `disk_mb`): what its tmpfs holds and what a snapshot may hold"
+    return quota_bytes(self.disk_mb)
 
 # %% ../../nbs/10_sandbox_base.ipynb #1539858c
 @patch(cls_method=True)

@@ -13,7 +13,6 @@ import fcntl
 import json
 import os
 import random
-import resource
 import shutil
 import signal
 import tempfile
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from .base import SandboxBackendError, SandboxError, SandboxLimits
+from .base import SandboxBackendError, SandboxError, SandboxLimits, quota_bytes
 
 # %% auto #0
 __all__ = ['MS_NOSUID', 'MS_NODEV', 'MNT_DETACH', 'SANDBOX_UID_BASE', 'SANDBOX_UID_COUNT', 'CGROUP_CONTROLLERS', 'tmpfs_size',
@@ -37,9 +36,8 @@ _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 # %% ../../nbs/10e_sandbox_host.ipynb #e2ad5d2a
 def tmpfs_size(size_mb:float)->str:
-    "The tmpfs `size=` value for `size_mb` MiB: whole pages, at most `size_mb` MiB, never 0 (tmpfs reads 0 as no limit)"
-    page = resource.getpagesize()
-    return f'{max(1, int(size_mb * 2**20) // page) * page // 1024}k'
+    "The tmpfs `size=` value for `size_mb` MiB: `quota_bytes` (whole pages, never 0: tmpfs reads 0 as no limit) in KiB"
+    return f'{quota_bytes(size_mb) // 1024}k'
 
 # %% ../../nbs/10e_sandbox_host.ipynb #028355ca
 def mount_tmpfs(path, size_mb:float, uid:int, mode:int=0o755, inodes:int|None=None):

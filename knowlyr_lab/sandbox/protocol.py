@@ -131,7 +131,7 @@ def _archive(self, modes:dict|None=None)->tuple[bytes|Path, list[str]]:
             if linked and e.ino in first:                    # a later name of it: written here, after its target
                 ti = e.tarinfo(); ti.type, ti.linkname = tarfile.LNKTYPE, first[e.ino]; links.append(ti); continue
             if linked: first[e.ino] = e.name.decode('utf-8', 'surrogateescape')
-            if e.kind == b'f' and (data := data + e.size) > self.limits.disk_mb * 2**20:
+            if e.kind == b'f' and (data := data + e.size) > self.limits.disk_bytes:
                 raise SandboxError(f"snapshot: the workspace holds more than {self.limits.disk_mb} MiB of file data "
                                    "(the workspace quota; sparse files?)")
             if e.kind == b'f' and e.size > SNAPSHOT_CHUNK:              # a big file: read in pieces, never whole
@@ -222,7 +222,7 @@ def restore(self, snapshot:SandboxSnapshot|str|Path):
     with self._lock:
         if self._closed: raise SandboxBackendError(f"{type(self).__name__} is closed")
         snap = snapshot if isinstance(snapshot, SandboxSnapshot) else SandboxSnapshot.load(snapshot)
-        check_archive(snap, max_bytes=self.limits.disk_mb * 2**20)
+        check_archive(snap, max_bytes=self.limits.disk_bytes)
         self._root_mode(0o755); self._unpack(snap)   # the root as created: the agent may have locked it
 
 # %% ../../nbs/10d_sandbox_protocol.ipynb #d40b1aee
