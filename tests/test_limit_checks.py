@@ -63,3 +63,22 @@ def test_the_refusal_of_a_huge_integer_is_one_short_line():
         with pytest.raises(ValueError, match=rf'^idle_timeout {NUMBER} an integer past float range \(16610 bits\)$'):
             errors.positive_number(big, 'idle_timeout')
     assert errors.positive_number(10**308, 'x') == 10**308 and errors.positive_number(1e308, 'x') == 1e308
+
+def test_the_cgroup_budget_holds_the_rounded_quotas():
+    "budget_mb was int(memory_mb + disk_mb + 2 * tmp_mb): 0.3 MiB of workspace rounded up to pages, and the budget down"
+    assert SandboxLimits(disk_mb=0.3).budget_mb == 1024 + 1 + 2 * 64
+    assert SandboxLimits(disk_mb=1.9).budget_mb == 1024 + 2 + 2 * 64
+    assert SandboxLimits(disk_mb=1e308).disk_bytes == 2**62          # int(inf) raised OverflowError in every cap
+
+def test_a_timeout_past_what_a_thread_can_wait_still_runs_the_command():
+    "wall_timeout >= threading.TIMEOUT_MAX (1e10 s) passed the check, and the local sandbox's timer thread died with OverflowError"
+    import threading
+
+    from knowlyr_lab.sandbox.local import LocalSandbox
+    died = []
+    old, threading.excepthook = threading.excepthook, lambda a: died.append(a.exc_value)
+    try:
+        with LocalSandbox(limits={'wall_timeout': 1e10, 'max_wall_timeout': 1e10}, isolation='none') as sb:
+            assert sb.execute_tool('shell', {'command': 'echo hi'}).output.strip() == 'hi'
+    finally: threading.excepthook = old
+    assert died == []

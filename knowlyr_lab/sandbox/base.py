@@ -113,23 +113,23 @@ class SandboxLimits:
             if check := {'int': positive_int, 'float': positive_number}.get(f.type):
                 check(getattr(self, f.name), f"SandboxLimits.{f.name}")
 
-# %% ../../nbs/10_sandbox_base.ipynb #761d6c6e
-@patch(as_prop=True)
-def budget_mb(self:SandboxLimits)->int:
-    "The cgroup's memory limit: the processes together plus the files of the memory-backed workspace, /tmp and /dev/shm"
-    return int(self.memory_mb + self.disk_mb + 2 * self.tmp_mb)
-
 # %% ../../nbs/10_sandbox_base.ipynb #4ef9f7ff
 def quota_bytes(size_mb:float)->int:
     "The bytes a tmpfs of `size_mb` MiB holds: rounded up to whole pages, at least one page"
     page = resource.getpagesize()
-    return max(1, -(-int(size_mb * 2**20) // page)) * page
+    return max(1, -(-int(min(size_mb * 2**20, 2**62)) // page)) * page   # 4 EiB at most: int(inf) has no value
 
 # %% ../../nbs/10_sandbox_base.ipynb #b76d1d3a
 @patch(as_prop=True)
 def disk_bytes(self:SandboxLimits)->int:
     "The workspace quota in bytes (`quota_bytes` of `disk_mb`): what its tmpfs holds and what a snapshot may hold"
     return quota_bytes(self.disk_mb)
+
+# %% ../../nbs/10_sandbox_base.ipynb #761d6c6e
+@patch(as_prop=True)
+def budget_mb(self:SandboxLimits)->int:
+    "The cgroup's memory limit: the processes together plus the files of the memory-backed workspace, /tmp and /dev/shm"
+    return -(-(self.memory_mb * 2**20 + self.disk_bytes + 2 * quota_bytes(self.tmp_mb)) // 2**20)   # whole MiB, up
 
 # %% ../../nbs/10_sandbox_base.ipynb #1539858c
 @patch(cls_method=True)

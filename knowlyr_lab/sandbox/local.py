@@ -239,7 +239,7 @@ def _run(self, argv, timeout, stdin=None, merge=True, raw=0)->RunResult:
     threads = io_threads(p, cap, err, chunks, stdin)
     expired = threading.Event()
     def expire(): expired.set(); kill_group(p.pid)
-    timer = threading.Timer(timeout, expire); timer.start()   # p.wait(timeout) would poll with sleeps of up to 50 ms
+    timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), expire); timer.start()   # p.wait(timeout) polls
     p.wait(); timer.cancel()
     timed_out = expired.is_set()
     kill_group(p.pid)
