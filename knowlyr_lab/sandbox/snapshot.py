@@ -74,7 +74,7 @@ def check_archive(archive,                 # a (gzipped) tar of a workspace: byt
 
 
 # %% ../../nbs/10c_sandbox_snapshot.ipynb #9b91633b
-def _size(n:float)->str: return f"{int(n):,} bytes" if n < 2**20 else f"{n / 2**20:g} MiB"   # a cap may be fractional
+def _size(n:int)->str: return f"{n:,} bytes" if n < 2**20 else f"{n / 2**20:g} MiB"
 
 def _check_members(members, max_bytes):
     kinds, n, total = {}, 0, 0        # normalised name -> 'dir' | 'file' | 'sym'
