@@ -77,9 +77,11 @@ def _is_parquet(path): return str(path).endswith('.parquet')
 def quarantine_line(quarantine, path, line, field, reason:str, record=None):
     "Append one quarantine record (path, line, field, reason, record) to the JSONL file `quarantine`"
     Path(quarantine).parent.mkdir(parents=True, exist_ok=True)
-    with open(quarantine, 'ab') as q:
-        q.write(orjson.dumps({'path': path, 'line': line, 'field': field, 'reason': reason, 'record': record},
-                             default=str) + b'\n')
+    entry = {'path': path, 'line': line, 'field': field, 'reason': reason, 'record': record}
+    try: text = orjson.dumps(entry, default=str)
+    # what orjson cannot write (an integer past 64 bits, a lone surrogate) is often why the record is here
+    except TypeError: text = json.dumps(entry, default=str).encode()
+    with open(quarantine, 'ab') as q: q.write(text + b'\n')
 
 # %% ../nbs/03b_trajectory_io.ipynb #6e076d1a
 def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file

@@ -264,3 +264,19 @@ def test_each_10_mib_read_is_checked_as_datasets_types_it(tmp_path, case):
     assert len(rows) == 16 and sum(map(len, open(res.paths['train'], 'rb'))) > 12 << 20      # two reads
     mixed = [str(w.message) for w in caught if 'as JSON text' in str(w.message)]
     _loads_as_served(res, {'train': {_exact(x) for x in kws}}, tmp_path, not mixed)
+
+def test_an_inline_preference_side_past_64_bits_is_quarantined_not_a_crash(tmp_path):
+    "Only the input's trajectories met `writable_kwargs`: an inline chosen/rejected side carrying 2**64 stopped a DPO export with orjson's bare TypeError"
+    from knowlyr_lab.trajectory_io import write_trajectories
+    def tr(k, kw):
+        steps = [Step(index=i, action=ToolCall(tool='move', params={'d': 'e'}), observation=Observation(content=f'm{i}'),
+                      reward=k / 10, metadata={'template_kwargs': kw}) for i in range(2)]
+        return Trajectory(task=Task(id='t1', instruction='x', domain='maze'), agent=AgentInfo(name='a', model='m'),
+                          steps=steps, outcome=Outcome(success=True, terminated=True))
+    write_trajectories([tr(2, {'seed': 1})], tmp_path / 't.jsonl')
+    pair = {'chosen': tr(9, {'seed': 2**64}).model_dump(mode='json'), 'rejected': tr(1, {'seed': 2**64}).model_dump(mode='json')}
+    (tmp_path / 'p.jsonl').write_text(json.dumps(pair) + '\n')
+    res = DatasetExporter(str(tmp_path / 't.jsonl'), preferences=str(tmp_path / 'p.jsonl')).export('dpo', str(tmp_path / 'o'))
+    assert res.preferences_quarantined == 1
+    q = json.loads((tmp_path / 'o' / 'quarantine.jsonl').read_text())   # the record, whole, beside its reason
+    assert 'is past 64 bits' in q['reason'] and q['record']['chosen']['steps'][0]['metadata']['template_kwargs']['seed'] == 2**64

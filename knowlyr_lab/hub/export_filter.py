@@ -101,8 +101,8 @@ def _pref_side(p:dict, k:str, where:str, spool)->Trajectory|None:
         except ValueError as e:           # pydantic's: the first error's place and message
             err = e.errors()[0] if hasattr(e, 'errors') else {'loc': (), 'msg': str(e)}
             raise ValueError(f"{where}: field '{'.'.join(map(str, (k, *err['loc'])))}': {err['msg']}") from None
-        # refused as a trajectory of the input is (`read_trajectories(refuse=nonfinite_reward)`)
-        if (why := nonfinite_reward(t)) is not None: raise ValueError(f"{where}: field '{k}.{why[0]}': {why[1]}")
+        # refused as a trajectory of the input is (`read_trajectories(refuse=ExportChecks())`)
+        if (why := ExportChecks()(t)) is not None: raise ValueError(f"{where}: field '{k}.{why[0]}': {why[1]}")
         return t
     if isinstance(v, (str, int)) and type(v) is not bool: return spool.get(str(v))
     raise ValueError(f"{where}: field '{k}': expected a trajectory or its id, got {type(v).__name__}")
