@@ -1,4 +1,4 @@
-"""Exact p-values from few values: how often relabelling the values moves a statistic as far -- the mean difference where a t test is undefined, the rank sums where ranks tie.
+"""Exact p-values from few values: how often relabelling the values moves a statistic as far -- the mean difference where a t test is undefined, the rank sums where ranks tie or scipy would approximate.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/permutation.html.md"""
 
@@ -144,9 +144,12 @@ def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired
               paired:bool,                    # Wilcoxon's signed-rank test, else Mann-Whitney's U
              )->dict:                         # {'statistic', 'pvalue'}, and 'exact' when the p is exact
     "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where scipy's is not exact and it can be counted"
-    r = stats.wilcoxon(a, b, zero_method='wilcox') if paired else stats.mannwhitneyu(a, b, alternative='two-sided')
+    nan = np.isnan(a - b if paired else np.concatenate([a, b])).any()   # NaN (inf - inf) has no rank: scipy's p
+    how = 'exact' if not nan and _scipy_exact(a, b, paired) else 'asymptotic'   # not scipy's permutation p, replaced
+    r = (stats.wilcoxon(a, b, zero_method='wilcox', method=how) if paired else
+         stats.mannwhitneyu(a, b, alternative='two-sided', method=how))
     res = {'statistic': float(r.statistic), 'pvalue': float(r.pvalue)}
-    if np.isnan(a - b if paired else np.concatenate([a, b])).any(): return res   # NaN (inf - inf) has no rank: scipy's
-    if _scipy_exact(a, b, paired): return {**res, 'exact': True}
+    if nan: return res
+    if how == 'exact': return {**res, 'exact': True}
     p = (_sign_p if paired else _split_p)(a, b)
     return res if p is None else {**res, 'pvalue': p, 'exact': True}
