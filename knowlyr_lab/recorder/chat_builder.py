@@ -89,6 +89,7 @@ def add_assistant(self:ChatBuilder,
     t = self._time(t)
     if model and model not in self.models: self.models.append(model)
     first = len(self.steps)
+    self.fifo.clear()            # a new turn closes the last one's id-less calls: by order, no result crosses a turn
     extra = {k: v for k, v in meta.items() if v is not None}
     for j, c in enumerate(calls):
         m = {'response_id': response_id, **extra}
