@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from knowlyr_lab.recorder.agent_steps import StepLog
 from knowlyr_lab.recorder.convert import convert
 from knowlyr_lab.recorder.report import ConversionReport
 
@@ -28,3 +29,25 @@ def test_an_unanswered_id_less_call_does_not_take_the_next_turns_result(tmp_path
     got = [(s.action.tool, s.observation and s.observation.content) for s in t.steps if s.action]
     assert got == [('ls', 'a.txt'), ('cat', None), ('pwd', '/home')]
     assert 'unmapped' not in t.metadata and rep.totals['unmapped'] == 0
+
+
+@pytest.mark.parametrize('cid', [5, 0])
+def test_a_numeric_call_id_pairs_its_result(tmp_path, cid):
+    "A log writing ids as numbers: the call kept '5' (new_step) but the result looked 5 up (ToolCallPairer), lost"
+    msgs = [{'role': 'user', 'content': 'list files'},
+            {'role': 'assistant', 'content': None, 'tool_calls': [{**_call('ls', cid)}, {**_call('pwd', cid + 1)}]},
+            {'role': 'tool', 'tool_call_id': cid + 1, 'content': '/home'},
+            {'role': 'tool', 'tool_call_id': cid, 'content': 'a.txt'}]
+    p = tmp_path / 'chat.jsonl'; p.write_text(json.dumps({'messages': msgs}) + '\n')
+    rep = ConversionReport()
+    t, = convert(p, format='openai-chat', report=rep)
+    got = [(s.action.call_id, s.observation and s.observation.content) for s in t.steps]
+    assert got == [(str(cid), 'a.txt'), (str(cid + 1), '/home')]
+    assert 'unmapped' not in t.metadata and rep.totals['unmapped'] == 0
+
+
+def test_a_numeric_call_id_pairs_in_a_step_log():
+    "The agents' event logs (StepLog) look a result's id up as the call's step keeps it"
+    log = StepLog()
+    s = log.call('bash', {'cmd': 'ls'}, 7)
+    assert log.result(7, 'a.txt') is s and s.observation.content == 'a.txt' and not log.pairer.open_calls

@@ -14,7 +14,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from .report import ConversionReport
-from .values import ToolCallPairer, coerced, content_text, new_step, parse_time, set_observation
+from .values import ToolCallPairer, coerced, content_text, new_step, parse_time, set_observation, step_call_id
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -99,7 +99,7 @@ def add_assistant(self:ChatBuilder,
         m.update({k: v for k, v in c.items() if k not in ('tool', 'params', 'call_id', 'ok')})   # e.g. server_tool
         s = new_step(len(self.steps), c['tool'], c.get('params'), c.get('call_id'), thought=text if j == 0 else None,
                      t_start=t, usage=usage if j == 0 else None, **m)
-        if c.get('call_id'): self.pairer.call(s)
+        if s.action.call_id: self.pairer.call(s)          # its id as `step_call_id` keeps it
         else: self.fifo.append(s)
         self.steps.append(s)
     if not calls and (text or thinking or usage):
@@ -116,7 +116,7 @@ def add_result(self:ChatBuilder, call_id:str|None, content, is_error:bool=False,
     text = content_text(content)
     code = exit_code if exit_code is not None else exit_code_of(text)
     t = self._time(t)
-    if call_id: return self.pairer.result(call_id, content, is_error, code, t) is not None   # "": no id
+    if step_call_id(call_id): return self.pairer.result(call_id, content, is_error, code, t) is not None
     for i, s in enumerate(self.fifo):              # legacy function calls: oldest open call with that name
         if name is None or s.action.tool == name:
             set_observation(self.fifo.pop(i), content, is_error, code, t); return True

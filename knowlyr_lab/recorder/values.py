@@ -21,7 +21,7 @@ from ..trajectory import Observation, Step, TokenUsage
 # %% auto #0
 __all__ = ['coerced_notes', 'coerced', 'parse_time', 'as_count', 'usage_from', 'cache_write_tokens', 'content_text',
            'thinking_kept', 'media_blocks', 'keep_media', 'user_media', 'json_text', 'literal_numbers',
-           'parse_arguments', 'new_step', 'set_observation', 'ToolCallPairer']
+           'parse_arguments', 'step_call_id', 'new_step', 'set_observation', 'ToolCallPairer']
 
 # %% ../../nbs/20c_recorder_values.ipynb #41559365
 class _Notes(threading.local):
@@ -215,6 +215,12 @@ def parse_arguments(args)->tuple[dict, bool]:
         return (v, True) if isinstance(v, dict) else ({'_raw': v}, False)
     return {'_raw': args}, False
 
+# %% ../../nbs/20c_recorder_values.ipynb #28cadc14
+def step_call_id(cid)->str|None:
+    "The id a step keeps for the call id `cid`: text (a number's digits), None for none or `\"\"` (`call_id_of`)"
+    if cid is None or cid == '': return None
+    return cid if isinstance(cid, str) else str(cid)
+
 # %% ../../nbs/20c_recorder_values.ipynb #5d66ceb0
 def new_step(index:int,                 # position in the trajectory
              tool:str|None=None,        # tool name (None: a step without an action, e.g. a final answer)
@@ -233,8 +239,7 @@ def new_step(index:int,                 # position in the trajectory
     elif usage is not None and not isinstance(usage, TokenUsage): usage = None
     if tool is not None and not isinstance(tool, str): tool = str(tool)
     if params is not None and not isinstance(params, dict): params = {'_raw': params}
-    if call_id is not None and not isinstance(call_id, str): call_id = str(call_id)
-    if call_id == '': call_id = None            # no id, as `call_id_of` reads "" (Gemini, LM Studio)
+    call_id = step_call_id(call_id)
     if thought is not None and not isinstance(thought, str): thought = content_text(thought)
     # nested models as dicts: one validation
     return _construct(Step, index=int(index), thought=thought or None,
@@ -287,7 +292,7 @@ def call(self:ToolCallPairer, step:Step)->Step:
 def result(self:ToolCallPairer, call_id, content, is_error:bool=False, exit_code:int|None=None, t_end=None
           )->Step|None:
     "Attach a result to the call with `call_id`; None when no such call is open"
-    step = self.pending.pop(call_id, None) if call_id else None     # "": no id
+    step = self.pending.pop(step_call_id(call_id), None)      # an id as `call` registered it; none: no call
     if step is None: return None
     return set_observation(step, content, is_error, exit_code, t_end)
 
