@@ -171,3 +171,19 @@ def test_atif_results_without_ids_answer_the_steps_calls(tmp_path):
     assert [(s.action.call_id, s.observation.content, s.metadata['paired_by']) for s in (ok, bad)] == [('x', 'ok', 'position'), ('y', 'failed', 'position')]
     assert (done.action, done.thought, done.observation.content) == (None, 'Done.', 'episode over')
     assert not any(s.metadata.get('unanswered') for s in t.steps) and r.n_errors == 0
+
+
+@pytest.mark.parametrize('sid', [None, ''])
+def test_atif_an_empty_source_call_id_is_no_id(tmp_path, sid):
+    "source_call_id \"\" was looked up as an id (StepLog.result: no call), so the result was lost; it pairs as null does"
+    doc = {'schema_version': 'ATIF-v1.6', 'session_id': 's', 'agent': {'name': 'terminus-2', 'version': '2.0.0'}, 'steps': [
+        {'step_id': 1, 'source': 'user', 'message': 'Count the lines'},
+        {'step_id': 2, 'source': 'agent', 'message': 'wc', 'tool_calls': [
+            {'tool_call_id': '', 'function_name': 'bash', 'arguments': {'cmd': 'wc -l a.txt'}}],
+         'observation': {'results': [{'source_call_id': sid, 'content': '3 a.txt'}]}}]}
+    p = tmp_path / 'trajectory.json'
+    p.write_text(json.dumps(doc))
+    (t,), r = _convert(p)
+    s, = t.steps
+    assert (s.action.call_id, s.observation.content, s.metadata['paired_by']) == (None, '3 a.txt', 'only call')
+    assert 'unmapped' not in t.metadata and r.totals['unmapped'] == 0

@@ -15,7 +15,7 @@ from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .reading import iter_jsonl, read_json
 from .report import ConversionReport
-from .values import as_count, content_text, new_step, parse_arguments, set_observation
+from .values import as_count, content_text, new_step, parse_arguments, set_observation, step_call_id
 from ..trajectory import AgentInfo, Source, Task, TokenUsage, Trajectory
 
 # %% auto #0
@@ -93,7 +93,7 @@ def _atif_by_id(log:StepLog, results:list, i:int, path, line, report, unmapped:l
     "Attach the results that name their call; returns those that name none"
     free = []
     for r in results:
-        if r.get('source_call_id') is None: free.append(r); continue
+        if step_call_id(r.get('source_call_id')) is None: free.append(r); continue    # none, or "": no id
         s = log.result(r['source_call_id'], r.get('content'), _atif_err(r))      # its text; an image in it kept whole
         if s is None:
             why = f"steps[{i}]: source_call_id {r['source_call_id']!r} names no open tool call"
