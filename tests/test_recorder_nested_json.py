@@ -265,3 +265,15 @@ def test_a_nan_in_an_agentgym_react_turn_is_null_and_warned_at_its_field(tmp_pat
     (w,) = rep.warning_lines()
     assert w.startswith(f"{p}:1: conversations[3].value: 'Thought: look") and w.endswith(
         '(str) as a ReAct action: field n holds 1e400, a number JSON cannot write (written as null)'), w
+
+
+def test_a_deep_json_object_turn_that_is_no_call_is_read_once_and_kept_as_text(tmp_path):
+    "A non-call object turn was parsed twice; the second (stdlib) parse of 1010 nested arrays failed the whole file"
+    rec = json.loads(AGENTGYM.read_text().splitlines()[0])
+    deep = '{"plan": %s}' % ('[' * 1010 + ']' * 1010)       # orjson reads it; the standard library recurses out
+    rec['conversations'][3]['value'] = deep
+    p = tmp_path / 'rows.jsonl'; p.write_text(json.dumps(rec) + '\n')
+    rep = ConversionReport()
+    t, = convert(p, format='agentgym', report=rep)
+    s = next(s for s in t.steps if s.thought == deep)
+    assert s.action is None and s.metadata['no_action'] and rep.n_errors == 0

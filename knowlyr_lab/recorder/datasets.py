@@ -70,13 +70,13 @@ def gpt_turn_action(value:str)->tuple[str|None, dict|None]:
     "Thought and call ({tool, params, ok}) of an assistant turn: fncall JSON or ReAct text"
     s = value.strip()
     if s.startswith('{'):
-        call = lambda d: isinstance(d, dict) and isinstance(d.get('function_name'), str)   # else: ReAct text
-        try: d = json_text(value, 'a function call', use=call)
+        call, read = lambda d: isinstance(d, dict) and isinstance(d.get('function_name'), str), []   # else: ReAct
+        try: d = json_text(value, 'a function call', use=lambda v: read.append(v) or call(v))   # `read`: it parsed
         except (json.JSONDecodeError, RecursionError): d = None
         if call(d):
             params, ok = parse_arguments(d.get('arguments'))
             return d.get('thought'), {'tool': d['function_name'], 'params': params, 'ok': ok}
-        if d is value and (held := _held_call(value)): return held   # (kept as text: not a call, or a number noted)
+        if d is value and not read and (held := _held_call(value)): return held   # text for a number it cannot keep
     thought, action = split_react(value)
     if action is None: return thought, None
     a, ok = react_action(action, within=value)
