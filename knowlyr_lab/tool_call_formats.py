@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import Callable
+from typing import Callable, Collection
 
 from .action_text import ACTION_RE, TOOL_NAME, call_id_of, deep_refused, dialect_reader, json_call, json_int, json_params, parse_react, value_type
 from .errors import InvalidActionError
@@ -79,7 +79,7 @@ def tool_call_format(text:str)->str|None:
 _SPACES = re.compile(r"\s*")
 _MISTRAL_TAIL = re.compile(rf"\s*(?={re.escape(_MISTRAL)})|{_TAIL_RE.pattern}")   # what may follow a list
 _JSON_TAIL = re.compile(rf"{_LLAMA_SEP.pattern}|{_TAIL_RE.pattern}|{_LLAMA_LAST.pattern}")   # after a JSON call
-_V11_CALL = re.compile(rf"({TOOL_NAME})(?:\[CALL_ID\](\w*))?(?:[^\S\n]*(\[ARGS\]|(?=\{{)))?")   # v11+: name[ARGS]; a name alone
+_V11_CALL = re.compile(rf"({TOOL_NAME})(?:\[CALL_ID\](\w*))?(?:\s*(\[ARGS\]|(?=\{{)))?")   # v11+: name[ARGS]; a name alone
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #31d49f30
 def _line_col(text:str, i:int, pos:int)->str:
@@ -140,19 +140,17 @@ def _hermes_calls(text:str, i:int)->tuple[str, list[dict]]:
     return text[:i].strip(), calls
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #fd820f15
-def _lone_name(v11:re.Match, # `_V11_CALL`'s match of a name without arguments
-               tag:int,      # where the text after its `[TOOL_CALLS]` starts
-              )->bool:
-    "Whether a name written alone is a call: right after its tag, not ending a sentence, not a JSON literal"
-    return v11.start() == tag and v11[1][-1] not in '.-' and v11[1] not in ('true', 'false', 'null')
+def _lone_name(name:str, tools:Collection[str]|None=None)->bool:   # `tools`: the names offered (None: not known)
+    "Whether a name written alone is a call: not ending a sentence, not a JSON literal, an offered tool's when known"
+    return name[-1] not in '.-' and name not in ('true', 'false', 'null') and (tools is None or name in tools)
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #3ac77862
-def _mistral_calls(text:str, i:int)->tuple[str, list[dict]]:
+def _mistral_calls(text:str, i:int, tools:Collection[str]|None=None)->tuple[str, list[dict]]:
     "The thought before the first `[TOOL_CALLS]`, at `i`, and the calls after each tag: `name[ARGS]{...}` or a JSON list"
     thought, calls = text[:i].strip(), []
     while i < len(text):
-        i = _SPACES.match(text, tag := i + len(_MISTRAL)).end()
-        if (v11 := _V11_CALL.match(text, i)) and v11[3] is None and not _lone_name(v11, tag): v11 = None   # prose
+        i = _SPACES.match(text, i + len(_MISTRAL)).end()
+        if (v11 := _V11_CALL.match(text, i)) and v11[3] is None and not _lone_name(v11[1], tools): v11 = None   # prose
         if v11: i = v11.end()   # the name (and call id) written before the arguments
         if v11 and v11[3] is None: d, i = {}, _tail_end(text, _MISTRAL, _MISTRAL_TAIL, v11.start(), i)   # no arguments
         else: d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i)
@@ -176,9 +174,9 @@ def _json_calls(text:str, i:int)->tuple[str, list[dict]]:
 _READERS = {_TC_OPEN: _hermes_calls, _MISTRAL: _mistral_calls, _JSON: _json_calls}
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #948c6623
-def _read_calls(fmt:str, text:str, i:int)->tuple[str, list[dict]]:
+def _read_calls(fmt:str, text:str, i:int, tools:Collection[str]|None=None)->tuple[str, list[dict]]:
     "`_READERS[fmt]`'s reading of `text` at `i`; two calls with one id are refused"
-    thought, calls = _READERS[fmt](text, i)
+    thought, calls = _mistral_calls(text, i, tools) if fmt == _MISTRAL else _READERS[fmt](text, i)
     ids = Counter(c.get('call_id') for c in calls)
     if dup := next((k for k, n in ids.items() if k and n > 1), None):
         raise InvalidActionError(f"{fmt} reply holds two calls with id {dup[:40]!r}: ambiguous results")
@@ -191,13 +189,14 @@ def _marked_at(text:str)->tuple[str, int]|None:
     return at if at and line and at[1] >= line.end() else None
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #3202c495
-def parse_reply(text:str)->tuple[str, list[dict]]:  # (thought, [{'tool', 'params'}])
+def parse_reply(text:str, tools:Collection[str]|None=None, # a model reply; the names of the tools offered
+               )->tuple[str, list[dict]]:                 # (thought, [{'tool', 'params'}])
     "The thought and tool calls of a model reply: Hermes/Qwen, Llama 3.x JSON, Mistral, a JSON call or ReAct"
-    if at := _format_at(text): return _read_calls(at[0], text, at[1])
+    if at := _format_at(text): return _read_calls(at[0], text, at[1], tools)
     try: a = parse_react(text)
     except InvalidActionError:
         at = _marked_at(text)   # its call is read, or refused with its format's error: never taken for prose
-        return _read_calls(at[0], text, at[1]) if at else (text.strip(), [])
+        return _read_calls(at[0], text, at[1], tools) if at else (text.strip(), [])
     return (a.pop('thought', '') or '').strip(), [a]
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #b1e4c7d2
@@ -213,14 +212,15 @@ def _one_call(fmt:str, thought:str, calls:list[dict])->dict:
 def parse_action_text(text:str,            # the text action
                       positional:Callable|list|None=None, # names of positional ReAct arguments (or `tool -> names`)
                       bare:bool=False,     # text with no `Action:` line is the call itself: `tool(k=v)`, `tool`
+                      tools:Collection[str]|None=None, # the names offered
                      )->dict:                  # {"tool", "params"} (+ "thought", "call_id")
     "The one tool call of a text action; an error names the tool-call format the text is meant in and what is wrong"
     if not text.strip(): raise InvalidActionError("empty action text")
     react = f'Action: {text.strip()}' if bare and not ACTION_RE.search(text) else text
     fmt, i = _format_at(text) or (None, 0)
-    if fmt and not (bare and _CALL_START.match(text)): return _one_call(fmt, *_read_calls(fmt, text, i))
+    if fmt and not (bare and _CALL_START.match(text)): return _one_call(fmt, *_read_calls(fmt, text, i, tools))
     try: return parse_react(react, positional)
     except InvalidActionError:
         fmt, i = (fmt, i) if fmt else _marked_at(text) or (None, 0)
         if not fmt: raise
-    return _one_call(fmt, *_read_calls(fmt, text, i))
+    return _one_call(fmt, *_read_calls(fmt, text, i, tools))

@@ -8,6 +8,7 @@ import pytest
 
 from knowlyr_lab.chat import parse_reply
 from knowlyr_lab.core import AgentEnv, InvalidActionError, TimeStep, Verdict, parse_action, tool_schema
+from knowlyr_lab.tool_call_formats import parse_action_text
 
 MALFORMED = [
     ('<tool_call>{"name": "move", </tool_call>', r"^malformed <tool_call>: not valid JSON at line 1 column 17: Expecting property name"),
@@ -880,26 +881,15 @@ def test_a_seed_step_whose_dict_action_is_no_call_refuses_the_record():
     assert msgs[0] == {'role': 'assistant', 'content': 'Done.'} and msgs[1]['tool_calls'][0]['id'] == 'c1'
 
 # e96ec99 read any word after the tag as a call without arguments, so prose that names the tag became a call: 'Use
-# [TOOL_CALLS] first.' a call `first.`, 'emit the [TOOL_CALLS] token' a call `token`, '[TOOL_CALLS]\nSorry' a call
-# `Sorry`, '[TOOL_CALLS]true' a call `true` (refused before as no JSON object), and 'Note' then a JSON call on the next
-# line a call `Note` given that object as its arguments. A name alone is a call only right after its tag, not ending in
-# `.` or `-`, and not a JSON literal; a line break between a name and its `{` or `[ARGS]` ends the name (vLLM strips
-# it and would read `Note` with the object's own "arguments").
+# [TOOL_CALLS] first.' a call `first.`, '[TOOL_CALLS]true' a call `true` (refused before as no JSON object). A name
+# alone is a call only when shaped as a tool's name: not ending in `.` or `-`, and not a JSON literal.
 NOT_A_NAME = 'malformed [TOOL_CALLS]: not valid JSON at line 1 column 1: Expecting value: '
 PROSE_AFTER_THE_TAG = [('Use [TOOL_CALLS] first.', NOT_A_NAME + "'first.'"),
-                       ('The model should emit the [TOOL_CALLS] token', NOT_A_NAME + "'token'"),
-                       ('[TOOL_CALLS]\nSorry', NOT_A_NAME + "'Sorry'"),
-                       ('[TOOL_CALLS] look', NOT_A_NAME + "'look'"),
                        ('[TOOL_CALLS]Done.', NOT_A_NAME + "'Done.'"),
                        ('[TOOL_CALLS]look-', NOT_A_NAME + "'look-'"),
                        ('[TOOL_CALLS]true', '[TOOL_CALLS] tool call must be a JSON object, got bool'),
                        ('[TOOL_CALLS]false</s>', '[TOOL_CALLS] tool call must be a JSON object, got bool'),
-                       ('[TOOL_CALLS]null', '[TOOL_CALLS] tool call must be a JSON object, got NoneType'),
-                       ('[TOOL_CALLS]Note\n{"name": "f", "arguments": {}}',
-                        'malformed [TOOL_CALLS]: text after the call at line 2 column 1: \'{"name": "f", "arguments": {}}\''),
-                       ('[TOOL_CALLS]search\n{"q": 1}', 'malformed [TOOL_CALLS]: text after the call at line 2 column 1: \'{"q": 1}\''),
-                       ('[TOOL_CALLS]search\n[ARGS]{"q": 1}',
-                        "malformed [TOOL_CALLS]: text after the call at line 2 column 1: '[ARGS]{\"q\": 1}'")]
+                       ('[TOOL_CALLS]null', '[TOOL_CALLS] tool call must be a JSON object, got NoneType')]
 
 @pytest.mark.parametrize('text, why', PROSE_AFTER_THE_TAG, ids=range(len(PROSE_AFTER_THE_TAG)))
 def test_prose_after_a_mistral_tag_is_no_call(text, why):
@@ -912,6 +902,31 @@ def test_prose_after_a_mistral_tag_is_no_call(text, why):
 def test_a_mistral_name_with_arguments_on_its_line_is_still_read():
     assert parse_reply('[TOOL_CALLS] search {"q": 1}\n') == ('', [{'tool': 'search', 'params': {'q': 1}}])
     assert parse_reply('Go.[TOOL_CALLS]search [ARGS]\n{"q": 1}') == ('Go.', [{'tool': 'search', 'params': {'q': 1}}])
+
+# 01ee0d6 refused a lone name after whitespace ('[TOOL_CALLS] look') and a line break between a name and its `{` or
+# [ARGS], which vLLM's mistral parser reads (it strips the name: vllm/parser/mistral.py, ParserEngine); and without the
+# tools offered, '[TOOL_CALLS]Sorry' was a call `Sorry`. Now whitespace around a name is read as vLLM reads it, and a
+# caller that knows the tools (parse_reply/parse_action_text `tools`) gets no call for a lone name that is none of them.
+SEARCH_Q = {'tool': 'search', 'params': {'q': 1}}
+AS_VLLM_READS = [('[TOOL_CALLS] look', '', [LOOK]),
+                 ('Ok.[TOOL_CALLS]\n  look</s>', 'Ok.', [LOOK]),
+                 ('[TOOL_CALLS]search\n{"q": 1}', '', [SEARCH_Q]),
+                 ('[TOOL_CALLS]search\n[ARGS]{"q": 1}', '', [SEARCH_Q]),
+                 ('[TOOL_CALLS]look\n[TOOL_CALLS] search\n{"q": 1}</s>', '', [LOOK, SEARCH_Q])]
+
+@pytest.mark.parametrize('text, thought, calls', AS_VLLM_READS, ids=range(len(AS_VLLM_READS)))
+def test_whitespace_around_a_mistral_name_is_read_as_vllm_reads_it(text, thought, calls):
+    assert parse_reply(text) == (thought, calls)
+    assert parse_reply(text, tools=['look', 'search']) == (thought, calls)
+
+@pytest.mark.parametrize('text', ['[TOOL_CALLS]Sorry', 'I cannot.[TOOL_CALLS]\nSorry</s>', 'Emit the [TOOL_CALLS] token',
+                                  '[TOOL_CALLS]look[TOOL_CALLS]Sorry'])
+def test_a_lone_mistral_name_that_is_no_offered_tool_is_no_call(text):
+    word = text.rsplit(']', 1)[-1].split('<')[0].strip()
+    for parse in (parse_reply, parse_action_text):
+        with pytest.raises(InvalidActionError, match=f"^{re.escape(NOT_A_NAME)}'{word}"):
+            parse(text, tools=['look', 'move'])
+    assert parse_reply(text)[1][-1] == {'tool': word, 'params': {}}   # tools not known: read as vLLM reads it
 
 # 0ac915d made `"id": ""` no id in every reader, but a Mistral v11 call with an empty [CALL_ID] was refused as "text
 # after the call at line 1 column 5: '[CALL_ID][ARGS]...'": `_V11_CALL` read the id as `\w+`. It is read as `\w*` and
