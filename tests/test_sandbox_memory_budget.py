@@ -34,7 +34,7 @@ def test_a_fraction_of_a_mib_is_still_a_quota(request, backend, disk_mb):
     """disk_mb=0.5 was mounted as `size=0m`, which tmpfs reads as no limit: the workspace took any amount of data. Then
     sizes rounded up to KiB (and by the kernel to pages) let 1.0001 MiB hold 1,052,672 bytes, past the snapshot's cap of
     disk_mb MiB, so a full workspace could not be snapshotted; rounded down instead, a snapshot within the cap (313,000
-    bytes at 0.3 MiB) could not be restored. The filesystem and every cap are `disk_bytes` now: whole pages, rounded up."""
+    bytes at 0.3 MiB) could not be restored. The filesystem and every cap are `disk_bytes` now: whole 64 KiB blocks, rounded up (test_sandbox_docker_quota.py)."""
     cap = SandboxLimits(disk_mb=disk_mb).disk_bytes
     sb = open_sandbox(request, backend, limits={**LIMITS, 'disk_mb': disk_mb})
     out = sb.execute_tool('shell', {'command': 'head -c 2000000 /dev/zero > big; echo rc=$?; wc -c < big'}).output

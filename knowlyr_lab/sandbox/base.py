@@ -22,9 +22,9 @@ from ..core import InfrastructureError, KnowlyrError
 from ..errors import positive_int, positive_number
 
 # %% auto #0
-__all__ = ['WORKSPACE', 'HOST_ERRNOS', 'SandboxError', 'PathEscapeError', 'SandboxBackendError', 'SandboxUnavailableError',
-           'host_errno', 'open_tar', 'ToolResult', 'SandboxLimits', 'quota_bytes', 'OutputCapture', 'truncate_output',
-           'RawCapture', 'resolve_workspace_path', 'host_readlink']
+__all__ = ['WORKSPACE', 'HOST_ERRNOS', 'QUOTA_BLOCK', 'SandboxError', 'PathEscapeError', 'SandboxBackendError',
+           'SandboxUnavailableError', 'host_errno', 'open_tar', 'ToolResult', 'SandboxLimits', 'quota_bytes',
+           'OutputCapture', 'truncate_output', 'RawCapture', 'resolve_workspace_path', 'host_readlink']
 
 # %% ../../nbs/10_sandbox_base.ipynb #a2df2032
 WORKSPACE = '/workspace'   # where the workspace appears inside every sandbox
@@ -114,10 +114,12 @@ class SandboxLimits:
                 check(getattr(self, f.name), f"SandboxLimits.{f.name}")
 
 # %% ../../nbs/10_sandbox_base.ipynb #4ef9f7ff
+QUOTA_BLOCK = 64 * 1024   # a multiple of 4, 16 and 64 KiB: a tmpfs size that every kernel keeps as it is
+
 def quota_bytes(size_mb:float)->int:
-    "The bytes a tmpfs of `size_mb` MiB holds: rounded up to whole pages, at least one page"
-    page = resource.getpagesize()
-    return max(1, -(-int(min(size_mb * 2**20, 2**62)) // page)) * page   # 4 EiB at most: int(inf) has no value
+    "The bytes a tmpfs of `size_mb` MiB holds on any kernel: rounded up to whole `QUOTA_BLOCK`s, at least one"
+    block = max(QUOTA_BLOCK, resource.getpagesize())
+    return max(1, -(-int(min(size_mb * 2**20, 2**62)) // block)) * block   # 4 EiB at most: int(inf) has no value
 
 # %% ../../nbs/10_sandbox_base.ipynb #b76d1d3a
 @patch(as_prop=True)

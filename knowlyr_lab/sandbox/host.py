@@ -36,7 +36,7 @@ _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 # %% ../../nbs/10e_sandbox_host.ipynb #e2ad5d2a
 def tmpfs_size(size_mb:float)->str:
-    "The tmpfs `size=` value for `size_mb` MiB: `quota_bytes` (whole pages, never 0: tmpfs reads 0 as no limit) in KiB"
+    "The tmpfs `size=` value for `size_mb` MiB: `quota_bytes` in KiB (never 0: tmpfs reads 0 as no limit)"
     return f'{quota_bytes(size_mb) // 1024}k'
 
 # %% ../../nbs/10e_sandbox_host.ipynb #028355ca
