@@ -248,23 +248,23 @@ class DockerSandbox(Sandbox):
         except docker.errors.ImageNotFound:
             raise SandboxBackendError(f"image {self.image!r} is not on the Docker engine; build it offline with tools/build_sandbox_image.sh "
                                f"(or python tools/docker_engine.py start)") from None
-        L, mb = self.limits, (lambda n: f'{int(n)}m')
+        L, mb = self.limits, (lambda n: f'{n}m')
         try: self._lease = UidLease.acquire()
         except SandboxError as e: self._lease, why_uid = None, str(e)
         self.uid = u = self._lease.uid if self._lease else 65534
-        self.containment = {'uid': u, 'cgroup': {'version': 'docker', 'memory_mb': L.budget_mb, 'pids': int(L.max_processes) + 32, 'cpus': L.cpus},
-                            'quotas_mb': {'workspace': L.disk_mb, 'tmp': int(L.tmp_mb), 'shm': int(L.tmp_mb)},
+        self.containment = {'uid': u, 'cgroup': {'version': 'docker', 'memory_mb': L.budget_mb, 'pids': L.max_processes + 32, 'cpus': L.cpus},
+                            'quotas_mb': {'workspace': L.disk_mb, 'tmp': L.tmp_mb, 'shm': L.tmp_mb},
                             'reasons': {} if self._lease else {'uid': f'{why_uid}: every container shares uid 65534 and its process budget'}}
         self.container = None
         try:
             self.container = self.client.containers.create(
             self.image, REAPER, hostname='sandbox', working_dir=WORKSPACE, stop_signal='SIGTERM',
             network_mode='bridge' if L.network else 'none', read_only=True, cap_drop=['ALL'], cap_add=['KILL'], security_opt=['no-new-privileges'],
-            tmpfs={WORKSPACE: f'rw,exec,size={tmpfs_size(L.disk_mb)},nr_inodes={int(L.max_files)},uid={u},gid={u},mode=0755',
+            tmpfs={WORKSPACE: f'rw,exec,size={tmpfs_size(L.disk_mb)},nr_inodes={L.max_files},uid={u},gid={u},mode=0755',
                    '/tmp': f'rw,exec,nosuid,size={mb(L.tmp_mb)},uid={u},gid={u},mode=1777'}, shm_size=mb(L.tmp_mb),
-            mem_limit=mb(L.budget_mb), memswap_limit=mb(L.budget_mb), pids_limit=int(L.max_processes) + 32, nano_cpus=int(L.cpus * 1e9),
-            ulimits=[Ulimit(name='cpu', soft=int(L.cpu_seconds), hard=int(L.cpu_seconds)), Ulimit(name='nproc', soft=int(L.max_processes), hard=int(L.max_processes)),
-                     Ulimit(name='fsize', soft=int(L.max_file_mb) * 2**20, hard=int(L.max_file_mb) * 2**20), Ulimit(name='core', soft=0, hard=0)],
+            mem_limit=mb(L.budget_mb), memswap_limit=mb(L.budget_mb), pids_limit=L.max_processes + 32, nano_cpus=int(L.cpus * 1e9),
+            ulimits=[Ulimit(name='cpu', soft=L.cpu_seconds, hard=L.cpu_seconds), Ulimit(name='nproc', soft=L.max_processes, hard=L.max_processes),
+                     Ulimit(name='fsize', soft=L.max_file_mb * 2**20, hard=L.max_file_mb * 2**20), Ulimit(name='core', soft=0, hard=0)],
             environment=self.env, labels={'knowlyr-lab.sandbox': '1'})
             self.container.start()
         except docker.errors.APIError as e:
@@ -328,7 +328,7 @@ _RUN_SCRIPT = '"$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
 def _run(self, argv, timeout, stdin=None, merge=True, raw=0)->RunResult:
     t0, self._kinds = time.monotonic(), {}
     if any('\0' in a for a in argv): raise SandboxError("an argument holds a NUL byte, which no command line can carry")
-    cmd = ['sh', '-c', ('exec 2>&1; ' if merge else '') + f'ulimit -v {int(self.limits.memory_mb) * 1024}; ' + _RUN_SCRIPT,
+    cmd = ['sh', '-c', ('exec 2>&1; ' if merge else '') + f'ulimit -v {self.limits.memory_mb * 1024}; ' + _RUN_SCRIPT,
            'sh', 'timeout', '-s', 'KILL', f'{timeout:g}', *argv]
     r = self._exec(cmd, timeout + 2, stdin, merge, raw)
     if r.exit_code is None or (r.exit_code == 137 and time.monotonic() - t0 >= timeout):

@@ -242,7 +242,7 @@ class SandboxCgroup:
         if sup['version'] is None: raise SandboxBackendError(f"no usable cgroups: {sup['reason']}")
         self.version, self.name = sup['version'], name
         self.dirs = sorted({str(d/name) for d in sup['dirs'].values()})
-        self.memory_bytes, self.pids = limits.budget_mb * 2**20, int(limits.max_processes) + extra_pids
+        self.memory_bytes, self.pids = limits.budget_mb * 2**20, limits.max_processes + extra_pids
         try:
             for d in self.dirs: os.makedirs(d, exist_ok=True)
             self._set_limits(sup, limits)
