@@ -195,14 +195,22 @@ def _in_threads(plan, chunks, n_workers)->Iterator[list]:
         while not made.empty():
             w = made.get(); warn_unclosed(_close_aside(w) if any(w is h for h in hung) else w.close())
 
+# %% ../../nbs/40ba_rollout_workers.ipynb #108252b7
+def _watched(ex:cf.ProcessPoolExecutor, fn, *args)->tuple[cf.Future, set]:
+    "`ex.submit(fn, *args)` and the live child processes that may run it: the pool's, seen by `mp.active_children`"
+    procs = set(mp.active_children())          # the workers already running: an idle one may take it
+    f = ex.submit(fn, *args)
+    return f, procs | set(mp.active_children())   # and the one `submit` started when none was idle
+
 # %% ../../nbs/40ba_rollout_workers.ipynb #d39f39ad
-def _death(ex:cf.ProcessPoolExecutor)->str:
-    "Why the worker of a broken pool died: its exit code (negative: the signal that killed it)"
-    # the pool gives no public way to its processes' exit codes: its private `_processes` (the cell below fails if it goes)
-    procs = list((getattr(ex, '_processes', None) or {}).values())
+def _death(ex:cf.ProcessPoolExecutor,
+           procs:set,   # the child processes that may have run the chunk (`_watched`)
+           pid:int=0,   # the pid the chunk's worker flagged as it started (0: it died before)
+          )->str:
+    "Why the worker of a broken pool died: the exit code of process `pid` (else of one of `procs`; negative: a signal)"
     ex.shutdown()                              # its processes reaped (else an exit code may not be known yet)
-    codes = [p.exitcode for p in procs]
-    # the pool terminates its other workers (SIGTERM) once one died
+    codes = [p.exitcode for p in procs if p.pid == pid] or [p.exitcode for p in procs]
+    # the pool terminates its other workers (SIGTERM) once one died; a child not the pool's is still alive (None)
     code = next((c for c in codes if c not in (None, 0, -signal.SIGTERM)), next((c for c in codes if c), None))
     if code is None: return 'worker died: its process ended abruptly'
     sig = f" ({signal.Signals(-code).name})" if code < 0 and -code in {s.value for s in signal.Signals} else ''
@@ -231,10 +239,11 @@ def _pool(plan, n_workers:int, n_chunks:int)->tuple[cf.ProcessPoolExecutor, Any,
     return cf.ProcessPoolExecutor(n_workers, mp_context=ctx, **init), started, stop
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #79b41722
-def _alone(ex:cf.ProcessPoolExecutor, k:int, chunk:list)->tuple[list, str|None]:
+def _alone(ex:cf.ProcessPoolExecutor, started, k:int, chunk:list)->tuple[list, str|None]:
     "Chunk `k` run alone in `ex`: its results and None, or (its worker died) no results and why it died"
-    try: return ex.submit(_proc_run, chunk, k).result(), None
-    except BrokenProcessPool: return [], _death(ex)
+    f, procs = _watched(ex, _proc_run, chunk, k)
+    try: return f.result(), None
+    except BrokenProcessPool: return [], _death(ex, procs, started[k])
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #1ea228ea
 CHUNK_DEATHS = 8   # worker deaths a chunk's parts may cause, each halving the part that died, before one is lost whole
@@ -286,7 +295,7 @@ def _in_processes(plan, chunks, n_workers)->Iterator[list]:
         try:
             broke = False
             while suspects and not broke:          # each chunk a dead worker may have been running, alone
-                k = suspects.pop(0); c = todo.pop(k); ds, why = _alone(ex, k, c)
+                k = suspects.pop(0); c = todo.pop(k); ds, why = _alone(ex, started, k, c)
                 if why is None: yield ds; continue
                 broke, halves = True, dead.split(k, c)   # it killed its worker: its halves next, each alone
                 todo.update(halves); suspects[:0] = halves

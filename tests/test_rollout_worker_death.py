@@ -1,0 +1,53 @@
+"""Why a worker process died, learnt through public APIs, from the worker that ran the chunk (sbx14 item 3).
+
+`_death` read ProcessPoolExecutor's private `_processes` to find exit codes, and took the first odd one in the pool:
+a pool whose other worker, terminated when the first died, exited with code 5 reported 'exit code 5' for a worker
+that died with 137. A chunk is now submitted `_watched` (`multiprocessing.active_children` before and after
+`submit`), and `_death` reads the exit code of the process whose pid the chunk's worker flagged (`started`)."""
+import concurrent.futures as cf
+import inspect
+import multiprocessing as mp
+import time
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+
+import knowlyr_lab.rollout.workers as W
+
+TASKS = '''
+import os, signal, time
+from pathlib import Path
+def terminated_badly(mark, pidfile):
+    "A worker that exits with code 5 when the pool terminates it (as a close failing hard would); busy until the other starts"
+    signal.signal(signal.SIGTERM, lambda *a: os._exit(5)); Path(mark).touch()
+    while not Path(pidfile).exists(): time.sleep(0.01)
+def dies(how, pidfile):
+    "The worker that dies, as if OOM-killed: its pid flagged first, as `_proc_run` flags it"
+    Path(pidfile).write_text(str(os.getpid()))
+    if how == 'kill': os.kill(os.getpid(), signal.SIGKILL)
+    os._exit(137)
+'''
+
+def test_the_pool_is_read_through_public_apis_only():
+    "On main `_death` read `ex._processes` (a rename in Python would have turned every reason into 'ended abruptly')"
+    assert '._processes' not in inspect.getsource(W) and "'_processes'" not in inspect.getsource(W)
+
+def _until(path):
+    for _ in range(6000):                                  # the worker's start, not a time limit: 60 s at most
+        if path.exists(): return
+        time.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
+
+@pytest.mark.parametrize('how,why', [('exit', 'worker died: exit code 137'), ('kill', 'worker died: exit code -9 (SIGKILL)')])
+def test_the_reason_is_the_dead_workers_own(tmp_path, monkeypatch, how, why):
+    "Main said 'exit code 5': the first odd code in the pool, the other worker's, which the pool terminated"
+    (tmp_path / 'death_tasks.py').write_text(TASKS); monkeypatch.syspath_prepend(str(tmp_path))
+    from death_tasks import dies, terminated_badly
+    mark, pidfile = tmp_path / 'mark', tmp_path / 'pid'
+    ex = cf.ProcessPoolExecutor(2, mp_context=mp.get_context('spawn'))
+    other, procs = W._watched(ex, terminated_badly, str(mark), str(pidfile))
+    _until(mark)                                           # the first worker busy: the next task starts a second one
+    f, more = W._watched(ex, dies, how, str(pidfile))
+    with pytest.raises(BrokenProcessPool): f.result()
+    assert W._death(ex, procs | more, int(pidfile.read_text())) == why
+    assert sorted(p.exitcode for p in procs | more) == sorted([5, -9 if how == 'kill' else 137])   # both seen, publicly
