@@ -295,3 +295,35 @@ def test_a_nan_in_an_array_item_is_warned_at_its_own_line_and_column(tmp_path):
         f'{p}:6: item 3: field w holds -Infinity at column 33, a number JSON cannot write (written as null)']
     assert [str(e) for e in rep.errors] == [f"{p}:8: item 4: field n holds an integer of 5000 digits at column 9, past "
                                             "Python's limit of 4300"], rep.errors
+
+
+@pytest.mark.parametrize('source, fmt, old', [(CHAT_JSONL, 'openai-chat', 'call_a'), (CHAT_ARRAY, 'openai-chat',
+                         'toolu_01AaHKJphyeTw3GFp4Xgiekv'), (FX / 'openhands' / 'trajectory.json', 'openhands', 'toolu_A')])
+def test_a_call_id_past_the_digit_limit_keeps_its_record_with_the_id_as_text(tmp_path, source, fmt, old):
+    "An id of 5000 digits quarantined the whole record (a conversation, an event): ids are names, kept as their text"
+    p = tmp_path / source.name
+    p.write_text(source.read_text().replace(f'"{old}"', '9' * 5000))      # the call's id and its result's, as integers
+    whole, _ = _convert(source, fmt)
+    ts, rep = _convert(p, fmt)
+    assert not rep.errors and rep.totals['quarantined'] == 0, rep.errors
+    shape = lambda ts: [(s.action and s.action.tool, s.observation and s.observation.content) for t in ts for s in t.steps]
+    assert shape(ts) == shape(whole)                                    # every step kept, its result paired by the id
+    (s,) = [s for t in ts for s in t.steps if s.action and s.action.call_id == '9' * 5000]
+    assert s.observation is not None and [s.action.call_id for t in whole for s in t.steps if s.action and
+                                          s.action.call_id == old] == [old]
+    ws = rep.warning_lines()
+    assert ws and all(w.startswith(f'{p}:') and "id holds an integer of 5000 digits" in w and w.endswith(
+        "past Python's limit of 4300 (kept as text)") for w in ws), ws
+
+
+def test_an_agentgym_row_id_past_the_digit_limit_keeps_its_row(tmp_path):
+    "The row (a whole trajectory) was quarantined for its id; its `item_id` names the task, the id is kept as text"
+    src = FX / 'agentgym-sharegpt' / 'webshop_fncall.jsonl'
+    lines = src.read_text().splitlines(keepends=True)
+    p = tmp_path / src.name
+    p.write_text(lines[0].replace('{"conversations"', '{"id": %s, "conversations"' % ('9' * 5000), 1) + ''.join(lines[1:]))
+    whole, _ = _convert(src, 'agentgym')
+    ts, rep = _convert(p, 'agentgym')
+    assert not rep.errors and [t.task.id for t in ts] == [t.task.id for t in whole] and _steps(ts) == _steps(whole)
+    assert rep.warning_lines() == [f"{p}:1: field id holds an integer of 5000 digits, past Python's limit of 4300 "
+                                   "(kept as text)"]

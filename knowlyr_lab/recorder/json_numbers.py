@@ -1,4 +1,4 @@
-"""orjson's speed where it reads a number exactly; the standard library where it would not (an integer past 64 bits); a NaN or an infinity written as null with a note naming its field; the field named where a number cannot be read at all (an integer past Python's digit limit); YAML and Python-literal numbers by the same rule
+"""orjson's speed where it reads a number exactly; the standard library where it would not (an integer past 64 bits); a NaN or an infinity written as null with a note naming its field; the field named where a number cannot be read at all (an integer past Python's digit limit; an id's kept as its text, noted); YAML and Python-literal numbers by the same rule
 
 Docs: https://knowlyr.github.io/knowlyr-lab/recorder_json_numbers.html.md"""
 
@@ -22,8 +22,8 @@ from fastcore.basics import patch
 from ..action_text import parse_ast
 
 # %% auto #0
-__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'kept_numbers', 'exact_json', 'loads_json',
-           'load_yaml', 'literal_tree', 'literal_value']
+__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'id_field', 'kept_numbers', 'exact_json',
+           'loads_json', 'load_yaml', 'literal_tree', 'literal_value']
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #959845b4
 WIDE_INT = re.compile(rb'[0-9]{20}|-[0-9]{19}')
@@ -105,21 +105,28 @@ def _why(at:str, u:_Unheld)->str:
     n, lim = len(s.lstrip('-')), sys.get_int_max_str_digits()
     return f"field {at} holds an integer of {n} digits{col}, past Python's limit of {lim}"
 
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #3485f1b0
+def id_field(box, key)->bool:
+    "Is `box[key]` an id (`id`, `call_id`, `tool_use_id`, `toolCallId`): a name, never a number to compute with?"
+    return isinstance(box, dict) and isinstance(key, str) and (key.lower() == 'id' or key.endswith(('_id', 'Id', 'ID')))
+
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #6c861c10
 def kept_numbers(doc, notes:list|None=None):
     "`doc` with each NaN or infinity written as null, a note per field in `notes`; `UnheldNumber` where one cannot be"
     found = _stand_ins(doc)
-    big = [f for f in found if f[3].text.lstrip('-').isdigit()]      # past the int-digit limit
+    big = [f for f in found if f[3].text.lstrip('-').isdigit()       # past the int-digit limit (an id: its text)
+           and (notes is None or not id_field(*f[:2]))]
     if big or (found and notes is None):
         at, u = (big or found)[0][2:]
         e = UnheldNumber(_why(at, u) + ('' if big else ' (the trajectory would hold null)'))
         e.line = u.line
         raise e
     for box, k, at, u in found:
-        notes.append(n := NumberNote(_why(at, u) + ' (written as null)'))
+        text = u.text.lstrip('-').isdigit()                            # (an id field's: `big` holds every other)
+        notes.append(n := NumberNote(_why(at, u) + (' (kept as text)' if text else ' (written as null)')))
         n.line = u.line
         if box is None: return None
-        box[k] = None
+        box[k] = u.text if text else None
     return doc
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #6350465e
