@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/action_text.html.md"""
 from __future__ import annotations
 
 import ast
+import contextvars
 import json
 import math
 import re
@@ -18,8 +19,8 @@ from typing import Callable
 from .errors import InvalidActionError
 
 # %% auto #0
-__all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_int', 'json_call', 'value_type', 'json_params',
-           'parse_react', 'tool_name_of', 'call_id_of', 'dialect_reader', 'parse_action_dict']
+__all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_int', 'json_call', 'nonfinite_as', 'value_type',
+           'json_params', 'parse_react', 'tool_name_of', 'call_id_of', 'dialect_reader', 'parse_action_dict']
 
 # %% ../nbs/00aa_action_text.ipynb #a3f8d5c6
 TOOL_NAME = r"[A-Za-z_][\w.\-]*"   # a tool's name: an identifier, which may hold `.` and `-` (an MCP server's)
@@ -58,6 +59,8 @@ def json_int(s:str)->int:
 _INT64 = (-2**63, 2**64 - 1)   # the integers a call may carry: signed and unsigned 64-bit
 _SURROGATE = re.compile(r'[\ud800-\udfff]')   # half of a UTF-16 pair: no UTF-8 encodes it
 _CYCLE = 'a cycle: the list or dict that holds it, which JSON cannot write'
+_KEY = 'a value JSON cannot carry (a key that is no string)'
+_NONFINITE = contextvars.ContextVar('nonfinite', default=None)   # `nonfinite_as`'s hook (None: refused)
 
 def _not_json(v)->str|None:
     "What makes `v` itself (its items aside) no JSON value a trajectory writes unchanged; None: it is one"
@@ -73,21 +76,32 @@ def json_call(call:dict,          # a canonical action
               where:str|None=None, # what the call was read from, for the error
              )->dict:             # `call`, when each value in it is one (`_not_json`)
     "`call`, refused naming the first field, argument or key in it that is no JSON value a trajectory writes unchanged"
-    todo = [(repr(k), '', v) for k, v in reversed(call.items()) if k != 'params'] + [(None, '', call['params'])]
-    todo += [(f"argument {k!r}", k, v) for k, v in reversed(call['params'].items())]   # a stack: no recursion
-    walked = {id(call): False, id(call['params']): False}   # a container's id -> all walked (False: still in it)
+    ps = call['params']
+    todo = [(repr(k), '', v, None) for k, v in reversed(call.items()) if k != 'params'] + [(None, '', ps, None)]
+    todo += [(f"argument {k!r}", k, v, ps) for k, v in reversed(ps.items())]   # a stack: no recursion
+    walked = {id(call): False, id(ps): False}   # a container's id -> all walked (False: still in it)
     while todo:
-        path, key, v = todo.pop()
+        path, key, v, box = todo.pop()                    # box: the dict or list of the params holding `v` at `key`
         if path is None: walked[id(v)] = True; continue   # the end of container `v`
-        bad_key = None if isinstance(key, str) else 'a value JSON cannot carry (a key that is no string)'
+        if box is not None and type(v) is float and not math.isfinite(v) and (hook := _NONFINITE.get()):
+            box[key] = hook(v); continue                  # a NaN or an infinity, within `nonfinite_as`
+        bad_key = _KEY if isinstance(box, dict) and not isinstance(key, str) else None
         if why := bad_key or _not_json(key) or _not_json(v) or (walked.get(id(v)) is False and _CYCLE):
             msg = f"tool {call['tool']!r}: {path} holds {why}"
             raise InvalidActionError(f"{where}: {msg}" if where else msg)
         if not isinstance(v, (dict, list)) or id(v) in walked: continue   # a scalar, or a container walked already
-        walked[id(v)] = False; todo.append((None, '', v))
-        if isinstance(v, dict): todo += [(f"{path}[{k!r}]", k, x) for k, x in reversed(v.items())]
-        else: todo += [(f"{path}[{i}]", '', x) for i, x in reversed(list(enumerate(v)))]
+        walked[id(v)] = False; todo.append((None, '', v, None))
+        if isinstance(v, dict): todo += [(f"{path}[{k!r}]", k, x, v) for k, x in reversed(v.items())]
+        else: todo += [(f"{path}[{i}]", i, x, v) for i, x in reversed(list(enumerate(v)))]
     return call
+
+# %% ../nbs/00aa_action_text.ipynb #69a44b1f
+@contextmanager
+def nonfinite_as(hook:Callable): # a NaN or an infinity -> what the params hold in its place
+    "Within it, `json_call` writes each NaN or infinity in a call's params as `hook(number)`, where it would refuse"
+    token = _NONFINITE.set(hook)
+    try: yield
+    finally: _NONFINITE.reset(token)
 
 # %% ../nbs/00aa_action_text.ipynb #af1ee979
 def value_type(v)->str:

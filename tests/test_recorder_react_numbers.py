@@ -4,7 +4,7 @@ import pytest
 from knowlyr_lab.recorder.convert import convert
 from knowlyr_lab.recorder.report import ConversionReport
 
-MARK = 7340277598046612000   # the integer page 22b puts in place of the first NaN or infinity
+MARK = 7340277598046612000   # the integer page 22b put in place of the first NaN or infinity (it puts none now)
 
 
 def _react(tmp_path, action:str):
@@ -15,13 +15,19 @@ def _react(tmp_path, action:str):
     return ts[0].steps[0], rep
 
 
-@pytest.mark.parametrize('q', [hex(MARK), oct(MARK), '7_340_277_598_046_612_000', hex(MARK + 1)])
-def test_a_real_number_equal_to_a_marker_keeps_the_action_raw(tmp_path, q):
-    "`q=0x65dde795c0536a20` read as the marker: q became null (warned as 1e400) and n the real number"
-    action = f'search(a=1e400, b=-1e400, q={q})'
-    s, rep = _react(tmp_path, action)
-    assert s.action.params == {'_raw': action} and s.metadata.get('bad_arguments')
-    assert rep.warning_lines() == []
+@pytest.mark.parametrize('q', [hex(MARK), oct(MARK), '7_340_277_598_046_612_000', hex(MARK + 1), f'"{MARK}"'])
+def test_a_value_equal_to_a_former_marker_is_read_as_written(tmp_path, q):
+    "Page 22b put marker integers in place of each NaN and kept the action raw when a real value could be one; no markers now"
+    s, rep = _react(tmp_path, f'search(a=1e400, b=-1e400, q={q})')
+    assert s.action.params == {'a': None, 'b': None, 'q': eval(q)} and not s.metadata.get('bad_arguments')
+    assert [w.split('field ')[1].split(',')[0] for w in rep.warning_lines()] == ['a holds Infinity', 'b holds -Infinity']
+
+
+def test_a_nan_in_a_json_call_of_a_react_action_is_null_with_its_warning(tmp_path):
+    "A call in JSON (read by the tool-call formats' own decoder) takes the same seam as one in a Python call"
+    s, rep = _react(tmp_path, '{"name": "search", "arguments": {"q": "NaN", "n": NaN}}')
+    assert s.action.tool == 'search' and s.action.params == {'q': 'NaN', 'n': None}
+    assert [w.split('field ')[1] for w in rep.warning_lines()] == ['n holds NaN, a number JSON cannot write (written as null)']
 
 
 def test_the_refusal_phrase_quoted_in_the_action_does_not_read_a_name_as_nan(tmp_path):
@@ -36,7 +42,7 @@ def test_a_nan_in_a_react_call_is_still_null_with_its_warning(tmp_path):
     s, rep = _react(tmp_path, 'search(q=1, n=1e400)')
     assert s.action.params == {'q': 1, 'n': None}
     assert [w.split(': ', 1)[0] for w in rep.warning_lines()] == [f'{tmp_path / "run.txt"}:3']
-    assert 'field n holds 1e400' in rep.warning_lines()[0]
+    assert 'field n holds Infinity' in rep.warning_lines()[0]   # (as JSON spells it)
 
 
 def test_each_nan_of_one_react_action_gets_its_own_warning(tmp_path):

@@ -7,14 +7,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_react.html.md"""
 # %% ../../nbs/22b_recorder_react.ipynb #a4f9c3b2
 from __future__ import annotations
 
-import math
+import json
 import re
 from pathlib import Path
 from typing import Iterator
 
 from fastcore.basics import patch
 
-from ..action_text import json_call
+from ..action_text import nonfinite_as
 from ..core import InvalidActionError, parse_action
 from .base import LogAdapter, register_adapter
 from .chat_builder import ChatBuilder, exit_code_of
@@ -29,62 +29,18 @@ __all__ = ['react_action', 'iter_react_blocks', 'ReactTextAdapter']
 # %% ../../nbs/22b_recorder_react.ipynb #712cc4d9
 _BRACKET = re.compile(r'^\s*`?([A-Za-z_][\w.\-]*)\s*\[(.*)\]\s*`?\s*$', re.S)
 
-# %% ../../nbs/22b_recorder_react.ipynb #4b7f0fd0
-_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*"' r"|'(?:[^'\\]|\\.)*'"              # a string, skipped; or (a number)
-                     r'|(?<![\w.])(-?Infinity|NaN|-?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+)(?![\w.])')
-_MARK = 7340277598046612000        # a 19-digit integer (inside 64 bits): _MARK + i stands in for the i-th number
-_MARK_TEXT = str(_MARK)[:12]
-
-# %% ../../nbs/22b_recorder_react.ipynb #95600798
-def _marked(action:str)->tuple[str, dict]:
-    "`action` with each NaN or infinity outside its strings a marker integer; {marker: the number's text}"
-    found = {}
-    def mark(m):
-        s = m.group(1)
-        if s is None or s[-1].isdigit() and math.isfinite(float(s)): return m.group(0)   # a string, a finite number
-        found[k := _MARK + len(found)] = s
-        return str(k)
-    return _NUMBER.sub(mark, action), found
-
-# %% ../../nbs/22b_recorder_react.ipynb #d1008c43
-def _put_back(o, found:dict, mk, n:int):  # n: how many markers were put (`_MARK` to `_MARK + n - 1`)
-    "`o` with each marker of `found` (popped) as `mk`'s stand-in; ValueError: a marker in a string, or met twice"
-    if type(o) is int and _MARK <= o < _MARK + n:
-        if o not in found: raise ValueError          # popped already: a real number written in another form collides
-        return mk(found.pop(o))
-    if isinstance(o, str) and _MARK_TEXT in o: raise ValueError
-    if isinstance(o, dict): return {_put_back(k, found, mk, n): _put_back(v, found, mk, n) for k, v in o.items()}
-    return [_put_back(v, found, mk, n) for v in o] if isinstance(o, list) else o
-
-# %% ../../nbs/22b_recorder_react.ipynb #4b1e7a72
-def _nulled_call(action:str, within:str,
-                 refusal:str)->dict|None: # why `parse_action` refused `action`
-    "The {tool, params} `parse_action` reads from `_marked(action)`, each marker null and noted; None where not read"
-    text, found = _marked(action)
-    if not found or _MARK_TEXT in action: return None
-    try: a = parse_action(text, bare=True)
-    except InvalidActionError: return None
-    try:
-        params = _put_back(a['params'], left := dict(found), exact_parsers([])['parse_constant'], len(found))
-        floats = _put_back(a['params'], dict(found), float, len(found))     # (a JSON reader's stand-ins; the numbers)
-    except (ValueError, RecursionError): return None
-    if left or _MARK_TEXT in a['tool']: return None           # a marker not read back as itself
-    try: json_call({'tool': a['tool'], 'params': floats}); return None
-    except InvalidActionError as e:                           # the refusal its numbers get: else refused for another reason
-        if not refusal.endswith(f': {e}'): return None
-    return {'tool': a['tool'], 'params': literal_numbers(params, within, 'a ReAct action')}
-
 # %% ../../nbs/22b_recorder_react.ipynb #8484505c
 def react_action(action:str,               # the text after "Action:" (may include an "Action Input:" line)
                  thought:str|None=None,
                  within:str|None=None,     # the field `action` was cut from, which a note on a NaN names
                 )->tuple[dict, bool]:      # ({tool, params}, parsed_ok)
     "Parse a ReAct action: `parse_action` (bare: the text is the call), or `tool[arg]`; unparsable text is kept raw"
+    stand_in = exact_parsers(made := [])['parse_constant']         # a NaN's stand-in, for `literal_numbers`
     try:
-        a = parse_action(action, bare=True)
-        return {'tool': a['tool'], 'params': a['params']}, True
-    except InvalidActionError as e:
-        if a := _nulled_call(action, within or action, str(e)): return a, True   # a NaN: null, noted
+        with nonfinite_as(lambda v: stand_in(json.dumps(v))): a = parse_action(action, bare=True)
+        params = literal_numbers(a['params'], within or action, 'a ReAct action') if made else a['params']
+        return {'tool': a['tool'], 'params': params}, True      # a NaN: null, noted
+    except InvalidActionError: pass
     first = action.strip().split('\n', 1)[0]
     m = _BRACKET.match(first)
     if m: return {'tool': m.group(1), 'params': {'input': m.group(2)}}, True
