@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ast
 import contextvars
+import io
 import json
 import math
 import re
 import threading
+import tokenize
 from contextlib import contextmanager
 from typing import Callable
 
@@ -170,6 +172,20 @@ def _parse_call_expr(text, positional=None):
             if (call := _json_arg_call(text)) is None: raise
             return call
 
+# %% ../nbs/00aa_action_text.ipynb #438e770c
+_OPEN, _CLOSE = re.compile(r'[(\[{]'), re.compile(r'[)\]}]')
+
+def _call_text(text:str, m:re.Match)->str:
+    "The action of `ACTION_RE`'s match `m`: its line, and the lines after it up to where its brackets close"
+    line = m.group('action')
+    if len(_OPEN.findall(line)) <= len(_CLOSE.findall(line)): return line      # closed on its line (most actions)
+    rest = text[m.start('action'):]
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(rest).readline):
+            if t.type in (tokenize.NEWLINE, tokenize.ENDMARKER): return '\n'.join(rest.split('\n')[:t.start[0]]).strip()
+    except (tokenize.TokenError, SyntaxError): pass     # a bracket never closed, an unterminated string: its line
+    return line
+
 # %% ../nbs/00aa_action_text.ipynb #f244da31
 def parse_react(text:str,              # ReAct text: `Thought:`, `Action:`, optional `Action Input:`
                 positional:Callable|list|None=None, # names of positional arguments (or `tool -> names`)
@@ -187,7 +203,10 @@ def parse_react(text:str,              # ReAct text: `Thought:`, `Action:`, opti
         params = json_params(raw, f"Action Input of {tool!r}")
     else:
         names = positional(tool_name_of(m.group('action'))) if callable(positional) else positional
-        tool, params = _parse_call_expr(m.group('action'), names)
+        try: tool, params = _parse_call_expr(call := _call_text(text, m), names)
+        except InvalidActionError:
+            if call == m.group('action'): raise
+            tool, params = _parse_call_expr(m.group('action'), names)   # its lines do not read: the line's own error
     out = {'tool': tool, 'params': params}
     if thought: out['thought'] = thought
     return json_call(out, 'ReAct action')

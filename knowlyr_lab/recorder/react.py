@@ -21,13 +21,27 @@ from .chat_builder import ChatBuilder, exit_code_of
 from .field_path import warn_coerced
 from .json_numbers import exact_parsers
 from .reading import cut_off, open_bytes
-from .values import coerced_notes, literal_numbers, set_observation
+from .values import coerced_notes, json_text, literal_numbers, set_observation
 
 # %% auto #0
 __all__ = ['react_action', 'iter_react_blocks', 'ReactTextAdapter']
 
 # %% ../../nbs/22b_recorder_react.ipynb #712cc4d9
 _BRACKET = re.compile(r'^\s*`?([A-Za-z_][\w.\-]*)\s*\[(.*)\]\s*`?\s*$', re.S)
+
+# %% ../../nbs/22b_recorder_react.ipynb #7c288dd7
+_BLOB = re.compile(r'\s*(?:```(?:json)?)?\s*(\{.*\})\s*(?:```)?\s*', re.S)   # a JSON object, fenced or not
+
+def _langchain_call(action:str)->dict|None:
+    "LangChain's JSON action `{\"action\": tool, \"action_input\": input}` as {tool, params}; None where it is not one"
+    if '"action"' not in action or not (m := _BLOB.fullmatch(action)): return None
+    is_call = lambda d: isinstance(d, dict) and isinstance(d.get('action'), str) and bool(d['action'].strip())
+    try: d = json_text(m.group(1), 'a ReAct action', use=is_call)      # a NaN: null, noted
+    except (json.JSONDecodeError, RecursionError): return None
+    if not is_call(d): return None
+    inp = {} if d.get('action_input') is None else d['action_input']
+    if d['action'] == 'Final Answer': return {'tool': 'final_answer', 'params': {'answer': inp}}
+    return {'tool': d['action'], 'params': inp if isinstance(inp, dict) else {'input': inp}}
 
 # %% ../../nbs/22b_recorder_react.ipynb #8484505c
 def react_action(action:str,               # the text after "Action:" (may include an "Action Input:" line)
@@ -41,6 +55,7 @@ def react_action(action:str,               # the text after "Action:" (may inclu
         params = literal_numbers(a['params'], within or action, 'a ReAct action') if made else a['params']
         return {'tool': a['tool'], 'params': params}, True      # a NaN: null, noted
     except InvalidActionError: pass
+    if a := _langchain_call(action): return a, True
     first = action.strip().split('\n', 1)[0]
     m = _BRACKET.match(first)
     if m: return {'tool': m.group(1), 'params': {'input': m.group(2)}}, True

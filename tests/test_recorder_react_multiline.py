@@ -1,0 +1,57 @@
+"An `Action:` whose call spans several lines (a Python call, `tool({json})`, LangChain's fenced JSON blob) is read as a call"
+import json
+
+import pytest
+
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.report import ConversionReport
+
+F = '`' * 3
+
+
+def _react(tmp_path, action:str):
+    p = tmp_path / 'run.txt'
+    p.write_text(f'Question: q\nThought: t\nAction: {action}\nObservation: ok\nFinal Answer: x\n')
+    rep = ConversionReport()
+    (t,) = convert(p, format='react-text', report=rep)
+    return t.steps[0], rep, p
+
+
+@pytest.mark.parametrize('action, params', [
+    ('search(query="SF (CA)",\n       limit=2)', {'query': 'SF (CA)', 'limit': 2}),                # a Python call
+    ('search({\n  "query": "SF",\n  "limit": 2\n})', {'query': 'SF', 'limit': 2}),               # tool({json})
+    (f'\n{F}json\n{{\n  "action": "search",\n  "action_input": {{"query": "SF"}}\n}}\n{F}', {'query': 'SF'}),
+    (f'\n{F}\n{{\n  "action": "search",\n  "action_input": "SF weather"\n}}\n{F}', {'input': 'SF weather'})])   # LangChain
+def test_a_multi_line_react_action_is_read_as_a_call(tmp_path, action, params):
+    "Only the `Action:` line was read: the call was kept raw ({'_raw': ...}, bad_arguments) and its arguments lost"
+    s, rep, _ = _react(tmp_path, action)
+    assert (s.action.tool, s.action.params, s.observation.content) == ('search', params, 'ok')
+    assert 'bad_arguments' not in s.metadata and not rep.errors and rep.warning_lines() == []
+
+
+def test_a_nan_in_a_multi_line_action_is_null_warned_at_the_action_line(tmp_path):
+    s, rep, p = _react(tmp_path, f'\n{F}json\n{{\n  "action": "search",\n  "action_input": {{"n": NaN}}\n}}\n{F}')
+    assert s.action.params == {'n': None}
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}:3: Action') and w.endswith(
+        'as a ReAct action: field action_input.n holds NaN, a number JSON cannot write (written as null)'), w
+
+
+@pytest.mark.parametrize('action', [f'\n{F}json\n{{"action": "search", "action_input": "x",}}\n{F}',   # not JSON
+                                    'search(q="x"\nObservation: (none)'])           # a bracket never closed on its lines
+def test_a_multi_line_action_that_does_not_read_stays_raw(tmp_path, action):
+    p = tmp_path / 'run.txt'
+    p.write_text(f'Question: q\nThought: t\nAction: {action}\nObservation: ok\n')
+    (t,) = convert(p, format="react-text", report=ConversionReport())
+    assert list(t.steps[0].action.params) == ['_raw'] and t.steps[0].metadata['bad_arguments'] is True
+
+
+def test_an_agentgym_turn_with_a_multi_line_action_is_read_as_a_call(tmp_path):
+    turns = [{'from': 'human', 'value': 'Buy a swimsuit.'},
+             {'from': 'gpt', 'value': 'Thought: search it\nAction: search(keywords="swimsuit",\n        max_price=30)'},
+             {'from': 'human', 'value': 'Observation: 3 results'}]
+    p = tmp_path / 'rows.jsonl'
+    p.write_text(json.dumps({'item_id': 'webshop_1', 'conversations': turns}) + '\n')
+    (t,) = convert(p, format='agentgym', report=ConversionReport())
+    (s,) = [s for s in t.steps if s.action]
+    assert (s.action.tool, s.action.params) == ('search', {'keywords': 'swimsuit', 'max_price': 30})
