@@ -172,9 +172,10 @@ def _parse_call_expr(text, positional=None):
             if (call := _json_arg_call(text)) is None: raise
             return call
 
-# %% ../nbs/00aa_action_text.ipynb #438e770c
+# %% ../nbs/00aa_action_text.ipynb #da714443
 _OPEN, _CLOSE = re.compile(r'[(\[{]'), re.compile(r'[)\]}]')
 
+# %% ../nbs/00aa_action_text.ipynb #438e770c
 def _call_text(text:str, m:re.Match)->str:
     "The action of `ACTION_RE`'s match `m`: its line, and the lines after it up to where its brackets close"
     line = m.group('action')

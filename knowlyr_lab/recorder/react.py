@@ -29,9 +29,10 @@ __all__ = ['react_action', 'iter_react_blocks', 'ReactTextAdapter']
 # %% ../../nbs/22b_recorder_react.ipynb #712cc4d9
 _BRACKET = re.compile(r'^\s*`?([A-Za-z_][\w.\-]*)\s*\[(.*)\]\s*`?\s*$', re.S)
 
-# %% ../../nbs/22b_recorder_react.ipynb #7c288dd7
+# %% ../../nbs/22b_recorder_react.ipynb #3083918b
 _BLOB = re.compile(r'\s*(?:```(?:json)?)?\s*(\{.*\})\s*(?:```)?\s*', re.S)   # a JSON object, fenced or not
 
+# %% ../../nbs/22b_recorder_react.ipynb #7c288dd7
 def _langchain_call(action:str)->dict|None:
     "LangChain's JSON action `{\"action\": tool, \"action_input\": input}` as {tool, params}; None where it is not one"
     if '"action"' not in action or not (m := _BLOB.fullmatch(action)): return None
