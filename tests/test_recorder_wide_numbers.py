@@ -327,3 +327,11 @@ def test_an_agentgym_row_id_past_the_digit_limit_keeps_its_row(tmp_path):
     assert not rep.errors and [t.task.id for t in ts] == [t.task.id for t in whole] and _steps(ts) == _steps(whole)
     assert rep.warning_lines() == [f"{p}:1: field id holds an integer of 5000 digits, past Python's limit of 4300 "
                                    "(kept as text)"]
+
+
+def test_json_whitespace_and_the_digit_limit_words_are_each_defined_once():
+    "datasets._WS copied json_items._WS; the digit-limit words are one public function (page 21b's copy is still to go)"
+    from knowlyr_lab.recorder import datasets, json_items, json_numbers
+    assert datasets.JSON_WS is json_items.JSON_WS and not hasattr(datasets, '_WS') and not hasattr(json_items, '_WS')
+    with pytest.raises(json_numbers.UnheldNumber) as e: json_numbers.loads_json('{"n": %s}' % ('9' * 5000))
+    assert str(e.value) == 'field n holds ' + json_numbers.past_digit_limit('9' * 5000)

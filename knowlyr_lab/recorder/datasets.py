@@ -18,7 +18,7 @@ from .base import LogAdapter, get_adapter, register_adapter
 from .chat import feed_located
 from .chat_builder import ChatBuilder, exit_code_of
 from .field_path import warn_coerced
-from .json_items import iter_json_items
+from .json_items import JSON_WS, iter_json_items
 from .json_numbers import exact_parsers
 from .react import react_action
 from .reading import iter_jsonl, json_shape, read_json
@@ -40,19 +40,16 @@ def split_react(text:str)->tuple[str|None, str|None]:
     thought = re.sub(r'^\s*Thought\s*:\s*', '', text[:m.start()], flags=re.I).strip() or None
     return thought, text[m.end():].strip()
 
-# %% ../../nbs/23_recorder_datasets.ipynb #30c8bb6b
-_WS = re.compile(r'[ \t\r\n]*')
-
 # %% ../../nbs/23_recorder_datasets.ipynb #6cdea8ef
 def _member_text(text:str, key:str)->str|None:
     "The JSON text of member `key` of the object `text` (valid JSON, read already); None where it has none"
     dec, i, got = json.JSONDecoder(**exact_parsers([])), text.index('{') + 1, None
-    while text[(i := _WS.match(text, i).end()):i + 1] == '"':
+    while text[(i := JSON_WS.match(text, i).end()):i + 1] == '"':
         k, i = scanstring(text, i + 1)
-        i = _WS.match(text, text.index(':', i) + 1).end()
+        i = JSON_WS.match(text, text.index(':', i) + 1).end()
         end = dec.raw_decode(text, i)[1]
         if k == key: got = text[i:end]                # the last one, as json.loads keeps it
-        i = _WS.match(text, end).end() + 1            # past its ',' (or the closing '}')
+        i = JSON_WS.match(text, end).end() + 1            # past its ',' (or the closing '}')
     return got
 
 # %% ../../nbs/23_recorder_datasets.ipynb #2b2cba67

@@ -16,7 +16,7 @@ from .reading import READ_ERRORS, open_bytes, read_error, read_text
 from .report import ConversionReport
 
 # %% auto #0
-__all__ = ['JsonItems', 'iter_json_items']
+__all__ = ['JSON_WS', 'JsonItems', 'iter_json_items']
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #6be76cde
 _YAJL_NUMBER = ('parse error: integer overflow', 'parse error: numeric (floating point) overflow',
@@ -34,12 +34,12 @@ def _kept_items(path, report, items:Iterator, done:int)->Iterator[tuple[int, Any
         yield k, (report.clean(obj) if report.scrub is not None else obj)
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #e723a0f0
-_WS = re.compile(r'[ \t\r\n]*')
+JSON_WS = re.compile(r'[ \t\r\n]*')   # JSON's whitespace (RFC 8259 `ws`): what may stand between its tokens
 
 def _array_items(text:str, pos:int, made:list)->Iterator[tuple[int, int, Any, str, bool]]:
     "(line, col, object, text, has a stand-in) of each item of the array opened before `pos`; JSONDecodeError: not JSON"
     dec, line, seen, bol = json.JSONDecoder(**exact_parsers(made)), 1, 0, 0     # bol: where line `line` begins
-    pos = _WS.match(text, pos).end()
+    pos = JSON_WS.match(text, pos).end()
     more = text[pos:pos + 1] != ']'             # an item follows `[` unless `]` does, and always follows a comma
     while more:
         made.clear()
@@ -48,10 +48,10 @@ def _array_items(text:str, pos:int, made:list)->Iterator[tuple[int, int, Any, st
         if n := text.count('\n', seen, pos): line, bol = line + n, text.rfind('\n', seen, pos) + 1   # (one pass)
         seen = pos                                                # counted on from the item before
         yield line, pos - bol + 1, obj, text[pos:end], bool(made)
-        pos = _WS.match(text, end).end()
-        if more := text[pos:pos + 1] == ',': pos = _WS.match(text, pos + 1).end()   # `[1,]`: Expecting value
+        pos = JSON_WS.match(text, end).end()
+        if more := text[pos:pos + 1] == ',': pos = JSON_WS.match(text, pos + 1).end()   # `[1,]`: Expecting value
         elif text[pos:pos + 1] != ']': raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
-    if (pos := _WS.match(text, pos + 1).end()) < len(text): raise json.JSONDecodeError('Extra data', text, pos)
+    if (pos := JSON_WS.match(text, pos + 1).end()) < len(text): raise json.JSONDecodeError('Extra data', text, pos)
 
 # %% ../../nbs/20ba_recorder_json_items.ipynb #ea464220
 def _until_cut(box, path, report, items:Iterator)->Iterator:
@@ -68,7 +68,7 @@ def _exact_items(box, path, report, done:int)->Iterator[tuple[int, Any]]|None:
     "Items after the first `done` of `path`'s array, by the standard library up to a syntax error; None: not an array"
     try: text = read_text(path)
     except (*READ_ERRORS, UnicodeDecodeError): return None
-    if text[(pos := _WS.match(text).end()):pos + 1] != '[': return None   # (`open_bytes` skipped a byte order mark)
+    if text[(pos := JSON_WS.match(text).end()):pos + 1] != '[': return None   # (`open_bytes` skipped a byte order mark)
     report.bytes_read += len(text.encode())
     return _kept_items(path, report, _until_cut(box, path, report, _array_items(text, pos + 1, [])), done)
 

@@ -22,8 +22,8 @@ from fastcore.basics import patch
 from ..action_text import parse_ast
 
 # %% auto #0
-__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'id_field', 'kept_numbers', 'exact_json',
-           'loads_json', 'load_yaml', 'literal_tree', 'literal_value']
+__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'past_digit_limit', 'id_field', 'kept_numbers',
+           'exact_json', 'loads_json', 'load_yaml', 'literal_tree', 'literal_value']
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #959845b4
 WIDE_INT = re.compile(rb'[0-9]{20}|-[0-9]{19}')
@@ -97,13 +97,19 @@ def _place(raw:bytes|str, made:list,
         seen, u.line, u.col = m.start(), line, m.start() - start + 1
         u = next(todo, None)
 
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #ddb6689e
+def past_digit_limit(s:str,                # an integer's text
+                     what:str='an integer', # what it is: 'an exit code'
+                     where:str='')->str:    # where: ' at column 9'
+    "Words for an integer Python will not read: 'an integer of 5000 digits, past Python's limit of 4300'"
+    return f"{what} of {len(s.lstrip('-'))} digits{where}, past Python's limit of {sys.get_int_max_str_digits()}"
+
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #31614572
 def _why(at:str, u:_Unheld)->str:
     "What field `at` holds: stand-in `u`'s number (and its column, where located)"
     s, col = u.text, '' if u.col is None else f' at column {u.col}'
     if not s.lstrip('-').isdigit(): return f"field {at} holds {s[:30]}{col}, a number JSON cannot write"
-    n, lim = len(s.lstrip('-')), sys.get_int_max_str_digits()
-    return f"field {at} holds an integer of {n} digits{col}, past Python's limit of {lim}"
+    return f"field {at} holds {past_digit_limit(s, where=col)}"
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #3485f1b0
 def id_field(box, key)->bool:
