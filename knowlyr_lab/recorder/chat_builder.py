@@ -8,11 +8,11 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_chat_builder.html.md"""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from fastcore.basics import patch
 
+from .json_numbers import past_digit_limit
 from .report import ConversionReport
 from .values import ToolCallPairer, coerced, content_text, new_step, parse_time, set_observation, step_call_id
 from ..trajectory import AgentInfo, Outcome, Source, Task, TokenUsage, Trajectory
@@ -27,8 +27,7 @@ _EXIT_RE = re.compile(r'\[The command completed with exit code (-?\d+)\.?\]'
 # %% ../../nbs/21b_recorder_chat_builder.ipynb #73bae8cc
 def _unread_code(text:str, s:str)->None:
     "None for the exit code `s` past Python's digit limit, noted (`coerced`) on the result's `text`"
-    n, lim = len(s.lstrip('-')), sys.get_int_max_str_digits()
-    return coerced(text, f"has an exit code of {n} digits, past Python's limit of {lim}: the result keeps none")
+    return coerced(text, f"has {past_digit_limit(s, 'an exit code')}: the result keeps none")
 
 # %% ../../nbs/21b_recorder_chat_builder.ipynb #8ac4f4b9
 def exit_code_of(text:str)->int|None:
