@@ -928,6 +928,26 @@ def test_a_lone_mistral_name_that_is_no_offered_tool_is_no_call(text):
             parse(text, tools=['look', 'move'])
     assert parse_reply(text)[1][-1] == {'tool': word, 'params': {}}   # tools not known: read as vLLM reads it
 
+
+# The two readers of model replies that know the tools offered pass their names: the model server (the request's
+# `tools`, whatever a client sends) and `LocalAgent` (the env's schemas). Before, neither did, so a reply ending in
+# `[TOOL_CALLS]Sorry` became a call of a tool `Sorry` (finish_reason 'tool_calls') though `look` was the only tool.
+def test_the_server_and_the_local_agent_read_a_lone_name_against_the_tools_offered():
+    from types import SimpleNamespace
+    from knowlyr_lab.core import tool_schema
+    from knowlyr_lab.serving.completions import reply_message
+    from knowlyr_lab.serving.model import LocalAgent
+    tools = [tool_schema('look'), {'type': 'function', 'function': {'name': 7}}, {'oops': 1}]   # a client's list
+    msg, why = reply_message({'text': '[TOOL_CALLS]Sorry', 'finish_reason': 'stop'}, tools)
+    assert (msg, why) == ({'role': 'assistant', 'content': '[TOOL_CALLS]Sorry'}, 'stop')
+    msg, why = reply_message({'text': '[TOOL_CALLS] look', 'finish_reason': 'stop'}, tools)
+    assert why == 'tool_calls' and msg['tool_calls'][0]['function'] == {'name': 'look', 'arguments': '{}'}
+    assert reply_message({'text': '[TOOL_CALLS]Sorry', 'finish_reason': 'stop'}, [{'oops': 1}])[1] == 'tool_calls'
+    out = {'text': '[TOOL_CALLS]Sorry', 'prompt_tokens': 3, 'completion_tokens': 2}
+    agent = SimpleNamespace(tools=[tool_schema('look')], _own=[], temperature=0.0)
+    assert LocalAgent._reply(agent, out, False).action == '[TOOL_CALLS]Sorry'   # text: the env says what is wrong
+    assert LocalAgent._reply(agent, {**out, 'text': '[TOOL_CALLS]look'}, False).action == {'tool': 'look', 'params': {}}
+
 # 0ac915d made `"id": ""` no id in every reader, but a Mistral v11 call with an empty [CALL_ID] was refused as "text
 # after the call at line 1 column 5: '[CALL_ID][ARGS]...'": `_V11_CALL` read the id as `\w+`. It is read as `\w*` and
 # passed to `call_id_of`, the one rule, so an empty one is none, as in a JSON list's `"id": ""`.

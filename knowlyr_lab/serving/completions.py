@@ -86,8 +86,9 @@ def reply_message(out:dict, tools,
     "(assistant message, finish_reason) of one generation: tool calls parsed when the request offered tools"
     reasoning, text = split_reasoning(out['text'], reasoning_parser)
     calls = []
-    if tools:
-        try: thought, calls = parse_reply(text)
+    if tools:   # a lone Mistral name is a call only of a tool offered (a client's list may be malformed: names it holds)
+        names = {n for t in tools if isinstance(f := t.get('function', t), dict) and isinstance(n := f.get('name'), str)}
+        try: thought, calls = parse_reply(text, names or None)
         except InvalidActionError: calls = []
     calls = [{**c, 'call_id': f'call_{uuid.uuid4().hex[:12]}'} for c in calls]
     msg = assistant_message(thought if calls else text, calls)

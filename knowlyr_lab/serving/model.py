@@ -19,7 +19,7 @@ from transformers.cache_utils import DynamicLayer
 
 from ..agents import AgentReply
 from ..chat import PromptFormat, assistant_message, choose_format, parse_reply, render_chats
-from ..core import InvalidActionError
+from ..core import InvalidActionError, schema_name
 from .completions import check_context
 from .prefix_cache import PrefixCache, cache_of, forward_takes, reusable_cache
 from .server import InferenceServer
@@ -293,7 +293,7 @@ def _chat(self:LocalAgent, observation, history):
 def _reply(self:LocalAgent, out, own:bool)->AgentReply:
     "The generation `out` read as an action, with its text, token counts and token ids as sampled"
     text = out['text']
-    try: thought, calls = parse_reply(text)
+    try: thought, calls = parse_reply(text, [schema_name(s) for s in self.tools] if self.tools else None)
     except InvalidActionError: thought, calls = text, []
     if own: self._own.append(assistant_message(thought, calls[:1], len(self._own)))
     if not calls: action = text if text.strip() else 'Error: the model produced no action'
