@@ -934,6 +934,7 @@ def test_a_lone_mistral_name_that_is_no_offered_tool_is_no_call(text):
 # `[TOOL_CALLS]Sorry` became a call of a tool `Sorry` (finish_reason 'tool_calls') though `look` was the only tool.
 def test_the_server_and_the_local_agent_read_a_lone_name_against_the_tools_offered():
     from types import SimpleNamespace
+
     from knowlyr_lab.core import tool_schema
     from knowlyr_lab.serving.completions import reply_message
     from knowlyr_lab.serving.model import LocalAgent
