@@ -1,0 +1,44 @@
+"""An export's warnings reach whoever ran it: Python callers as warnings (the CLI on stderr), MCP `export_dataset` in
+its answer, and a pipeline user in `export.json`, which a run answers with (also a resumed run, that exports nothing) and
+the MCP pipeline tools too. export.json left them out (`to_dict`, the CLI's JSON, holds no warnings: they go to stderr)"""
+import asyncio
+import json
+import warnings
+
+from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
+from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory
+from knowlyr_lab.trajectory_io import write_trajectories
+
+FAILED = '1 of the 2 sft rows come from verified failures'
+
+
+def _traj(t:int, ok:bool)->Trajectory:
+    "A two-step trajectory of task `t`, a verified success or failure"
+    steps = [Step(index=i, action=ToolCall(tool='move', params={'d': 'e'}), observation=Observation(content=f"m{i} {t}"),
+                  reward=0.1) for i in range(2)]
+    return Trajectory(task=Task(id=f"t{t}", instruction=f"go {t}", domain='generic'), agent=AgentInfo(name='a', model='m'),
+                      steps=steps, outcome=Outcome(success=ok, terminated=True))
+
+
+def test_a_pipeline_export_json_and_the_mcp_pipeline_answer_carry_the_warnings(tmp_path):
+    from mcp import Client
+
+    from knowlyr_lab.mcp import build_server
+    root = tmp_path / 'root'; (root / 'logs').mkdir(parents=True)
+    write_trajectories([_traj(0, True), _traj(1, False)], root / 'logs' / 't.jsonl')
+    cfg = PipelineConfig(output_dir=str(tmp_path / 'run'), log_format='knowlyr', reward=False, export_formats=['sft'])
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter('always'); first = Pipeline(cfg).run_batch(root / 'logs')
+    again = Pipeline(cfg).run_batch(root / 'logs')            # resumed: the export is not made again, nothing is warned
+    saved = json.loads((tmp_path / 'run' / 'exports' / 'sft' / 'export.json').read_text())
+    for got in (first['exports']['sft'], again['exports']['sft'], saved):
+        assert len(got['warnings']) == 1 and FAILED in got['warnings'][0], got
+
+    async def go():
+        async with Client(build_server(root)) as c:
+            return await c.call_tool('process_logs_batch', {'log_dir': 'logs', 'output_dir': 'b', 'format': 'knowlyr',
+                                                            'export_formats': ['sft']})
+    r = asyncio.run(go())
+    assert not r.is_error, r.content
+    said = (r.structured_content or json.loads(r.content[0].text))['exports']['sft']['warnings']
+    assert len(said) == 1 and FAILED in said[0], said
