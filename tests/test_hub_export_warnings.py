@@ -5,6 +5,8 @@ import asyncio
 import json
 import warnings
 
+from knowlyr_lab.hub.export import DatasetExporter
+from knowlyr_lab.hub.export_filter import ExportResult, export_warnings
 from knowlyr_lab.hub.pipeline import Pipeline, PipelineConfig
 from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory
 from knowlyr_lab.trajectory_io import write_trajectories
@@ -18,6 +20,26 @@ def _traj(t:int, ok:bool)->Trajectory:
                   reward=0.1) for i in range(2)]
     return Trajectory(task=Task(id=f"t{t}", instruction=f"go {t}", domain='generic'), agent=AgentInfo(name='a', model='m'),
                       steps=steps, outcome=Outcome(success=ok, terminated=True))
+
+
+def test_export_warnings_reads_the_result_and_leaves_it_as_it_was():
+    "export_warnings both returned its list and overwrote `res.warnings` with it (and so dropped what was kept there)"
+    res = ExportResult('sft', '.', counts={'train': 4}, rows_from_failures=3, warnings=['kept before'])
+    said = export_warnings(res)
+    assert len(said) == 1 and said[0].startswith('3 of the 4 sft rows') and res.warnings == ['kept before'], (said, res.warnings)
+
+
+def test_the_result_holds_what_python_warned_of_the_export_first(tmp_path):
+    "The export keeps what it warns of in `res.warnings`, in the order Python's warnings say it: its own, then the variables'"
+    kws = [{'opts': {}}, {'opts': {'a': 1}}]               # a path that mixes: only datasets 5.x loads it as served
+    trajs = [_traj(0, True), _traj(1, False)]
+    for t, kw in zip(trajs, kws):
+        for s in t.steps: s.metadata = {'template_kwargs': kw}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        res = DatasetExporter(trajs).export('sft', tmp_path / 'o')
+    assert res.warnings == [str(w.message) for w in caught] and len(res.warnings) == 2, (res.warnings, caught)
+    assert FAILED in res.warnings[0] and "field 'chat_template_kwargs.opts'" in res.warnings[1], res.warnings
 
 
 def test_a_pipeline_export_json_and_the_mcp_pipeline_answer_carry_the_warnings(tmp_path):

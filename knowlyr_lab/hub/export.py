@@ -123,12 +123,12 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
         if format in _ROW: self._write_rows(format, kept, w, res)
         else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
-    mixed = []                                        # template variable paths only some loaders load as served
-    if self._checks.served and format not in _TASK_ROW: same_template_kwargs(res.paths, self.template_defaults, mixed)
+    if self._checks.served and format not in _TASK_ROW: same_template_kwargs(res.paths, self.template_defaults, res.warnings)
     drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences))
     res.quarantined += len(errors)                # (bad preference records were counted as they came)
     res.ungrouped = len(self._splitter.ungrouped)
-    for said in export_warnings(res, self.group_by, w.tool_lists, mixed): warnings.warn(said, stacklevel=3)
+    res.warnings = export_warnings(res, self.group_by, w.tool_lists) + res.warnings   # then the template variables'
+    for said in res.warnings: warnings.warn(said, stacklevel=3)
     if res.total == 0: res.note = explain_empty(res, no_pairs=res.note)       # (`_pairs_built`'s reason, if any)
     return res
 

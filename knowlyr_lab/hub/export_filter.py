@@ -250,15 +250,15 @@ def merged_note(note:str, n:int)->str: # a note naming single-trajectory tasks; 
     return note[:cut] + f" ({n} rollouts were identical to another of the same content and were merged)" + note[cut:]
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #41720fe2
-def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None, mixed=())->list[str]:
-    ("What an export warns of, kept in `res.warnings`: tasks without the `group_by` field, SFT rows of verified failures "
-     "(how to leave them out), OpenAI splits whose tools differ in shape (`SplitWriter.tool_lists`), `mixed`")
+def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None)->list[str]:
+    ("What the export `res` warns of: tasks without the `group_by` field, SFT rows of verified failures (how to leave "
+     "them out), OpenAI splits whose tools differ in shape (`SplitWriter.tool_lists`); the export keeps it in `res.warnings`")
     said = [f"{res.ungrouped} tasks have no {group_by!r}: each its own group"] if res.ungrouped else []
     if res.rows_from_failures:
         said.append(f"{res.rows_from_failures} of the {res.total} {res.format} rows come from verified failures "
                     "(outcome.success is False); --success-only (success_only=True) keeps successes only")
     if res.format == 'openai' and tool_lists: said += tool_shape_warning(tool_lists)
-    res.warnings = [*said, *mixed]; return res.warnings
+    return said
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #b7fce152
 def _tools_type(lists)->str|None:
