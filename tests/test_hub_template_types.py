@@ -88,3 +88,33 @@ def test_the_read_size_is_datasets_own():
 
     from knowlyr_lab.hub.template_kwargs import READ_BYTES
     assert JsonConfig.chunksize == READ_BYTES
+
+
+def test_integers_past_64_bits_are_one_check_for_rows_and_defaults(tmp_path):
+    """The past-64-bit rule was kept twice, with the range restated (`past_uint64`): `writable_kwargs` for trajectories,
+    and a rule of the splits' shape that only ever met `template_defaults` (orjson refuses such a row before), refusing
+    them in other words. Now `writable_kwargs` asks orjson (the rows' writer) and checks the defaults too"""
+    from knowlyr_lab.hub.export import DatasetExporter, ExportError
+    from knowlyr_lab.hub.template_kwargs import writable_kwargs
+    from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory
+    for v in (2**64 - 1, 2**64, -2**63, -2**63 - 1, 10**30):
+        try: orjson.dumps(v); wrote = True
+        except TypeError: wrote = False
+        try: kept = writable_kwargs({'o': [v]}, 'here') is not None
+        except ExportError as e: kept = False; assert str(e).startswith(f"here: field 'chat_template_kwargs.o[]': the integer {v} is past 64 bits"), e
+        assert kept == wrote, v
+
+    def traj(t:int, kw:dict):
+        steps = [Step(index=i, action=ToolCall(tool='move', params={'d': 'e'}), observation=Observation(content=f"m{i}"),
+                      reward=0.5, metadata={'template_kwargs': kw}) for i in range(2)]
+        return Trajectory(task=Task(id=f"t{t}", instruction=f"go {t}", domain='maze'), agent=AgentInfo(name='a', model='m'),
+                          steps=steps, outcome=Outcome(success=True, terminated=True))
+    trajs = [traj(0, {'seed': 1}), traj(1, {'think': True}), traj(2, {'seed': 2**64, 'think': True})]
+    res = DatasetExporter(trajs, template_defaults={'seed': 7, 'think': False}).export('sft', tmp_path / 'o')
+    row = json.loads((tmp_path / 'o' / 'quarantine.jsonl').read_text())['reason']
+    assert res.total == 2 and res.quarantined == 1, res
+    with pytest.raises(ExportError) as e:
+        DatasetExporter(trajs[:2], template_defaults={'seed': 2**64, 'think': False}).export('sft', tmp_path / 'd')
+    said = "field 'chat_template_kwargs.seed': the integer 18446744073709551616 is past 64 bits, which JSON rows are written and read with"
+    assert said in row and str(e.value).startswith('template_defaults: ' + said), (row, str(e.value))
+    assert not list((tmp_path / 'd').glob('*.jsonl')), list((tmp_path / 'd').iterdir())

@@ -8,7 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_arrow_json.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['INT64_MIN', 'arrow_timestamp', 'past_int64', 'past_uint64']
+__all__ = ['INT64_MIN', 'arrow_timestamp', 'past_int64']
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #10d2e39e
 _MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -47,4 +47,3 @@ def arrow_timestamp(s:str)->bool:
 INT64_MIN = -2**63       # the least int64; the greatest is -INT64_MIN - 1
 
 def past_int64(v:int)->bool: return not INT64_MIN <= v < -INT64_MIN       # read as a float
-def past_uint64(v:int)->bool: return not INT64_MIN <= v < -2 * INT64_MIN  # 64 bits hold it no way

@@ -14,7 +14,7 @@ from typing import Iterator
 import orjson
 from fastcore.basics import patch
 
-from .arrow_json import arrow_timestamp, past_int64, past_uint64
+from .arrow_json import arrow_timestamp, past_int64
 from .rows import ExportError
 
 # %% auto #0
@@ -73,7 +73,7 @@ class _KwargsShape:
         self.common = {}    # split -> the variables all its rows have
         self.done = set()   # (split, variables as JSON) recorded: a row with the same adds nothing
         self.times = {}     # split -> {key path: (first place, string) while its strings are all timestamps, or None}
-        self.wide = {}      # split -> {key path: (place, value) of an integer past int64, one past uint64 first}
+        self.wide = {}      # split -> {key path: (place, value) of its first integer past int64}
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #1fec9593
 @patch
@@ -109,16 +109,21 @@ def _timed(self:_KwargsShape, s:str, path:tuple, v:str, where): # a string `v` a
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #1e16d578
 @patch
 def _widest(self:_KwargsShape, s:str, path:tuple, v:int, where): # an integer `v` past int64 at `path` of split `s`
-    "Keep an integer past int64 per key path of split `s`: the first, or the first past uint64"
-    d = self.wide.setdefault(s, {})
-    if path not in d or (past_uint64(v) and not past_uint64(d[path][1])): d[path] = (where, v)
+    "Keep the first integer past int64 per key path of split `s`"
+    self.wide.setdefault(s, {}).setdefault(path, (where, v))
+
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #b710c751
+def _writes(v:int)->bool:
+    "Whether orjson, which writes the export's rows, writes the integer `v` (it refuses one past 64 bits)"
+    try: orjson.dumps(v); return True
+    except TypeError: return False
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #e9040be1
 def writable_kwargs(kw:dict|None, # a trajectory's chat template variables (None: none)
                     where:str='trajectory')->dict|None:
-    "`kw`, or a `ValueError` naming `where` and its first integer past 64 bits, which no JSON row holds"
-    big = next(((p, v) for p, v in _walk(kw or {}) if _json_kind(v) == 'integer' and past_uint64(v)), None)
-    if big: raise ValueError(f"{where}: field '{_field(big[0])}': the integer {reprlib.repr(big[1])} is past 64 bits, "
+    "`kw`, or an `ExportError` naming `where` and its first integer past 64 bits, which no JSON row holds"
+    big = next(((p, v) for p, v in _walk(kw or {}) if _json_kind(v) == 'integer' and not _writes(v)), None)
+    if big: raise ExportError(f"{where}: field '{_field(big[0])}': the integer {reprlib.repr(big[1])} is past 64 bits, "
                              "which JSON rows are written and read with (orjson, datasets); serve it as a string")
     return kw
 
@@ -213,10 +218,8 @@ def _timestamps(self:_KwargsShape, s:str, path:tuple)->ExportError:
 def _wider(self:_KwargsShape, s:str, path:tuple)->ExportError:
     "The refusal of an integer past int64 at `path` in split `s`"
     w, v = self.wide[s][path]
-    how = ("fails to read it wherever it is, JSON text too" if past_uint64(v) else
-           "reads the field as floats, or fails a split of int64 integers loaded first")
-    return ExportError(f"{_place(w)}: field '{_field(path)}': the JSON integer {reprlib.repr(v)} is past int64: "
-                       f"datasets {how}; serve it as a string")
+    return ExportError(f"{_place(w)}: field '{_field(path)}': the JSON integer {reprlib.repr(v)} is past int64: datasets "
+                       "reads the field as floats, or fails a split of int64 integers loaded first; serve it as a string")
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #65aef55a
 @patch
@@ -237,8 +240,6 @@ def _refusal(self:_KwargsShape, path:tuple, cols:dict)->ExportError|None: # {spl
 @patch
 def check_splits(self:_KwargsShape):
     "An `ExportError` for the first key path, from the top down, that `datasets` loads otherwise than served"
-    for s, p in ((s, p) for s, d in self.wide.items() for p, (_, v) in d.items() if past_uint64(v)):
-        raise self._wider(s, p)
     todo = sorted({p for k in self.kinds.values() for p in k if len(p) == 1}, key=_field)
     while todo:
         path = todo.pop(0)
@@ -346,6 +347,7 @@ def same_template_kwargs(paths:dict, # split -> its JSONL file
     try:
         keys, differ, shape = _kwargs_keys(paths)
         _check_default_kinds(shape.served, filling := shape.filling(defaults))
+        writable_kwargs(filling, 'template_defaults')               # (a row of one past 64 bits: none, `ExportChecks`)
         shape.add_defaults(filling); shape.check_splits()
         if warned is not None: warned += shape.mixed_paths()
         return sum(_fill_file(Path(p), s, keys, defaults) for s, p in paths.items()) if differ else 0
