@@ -118,3 +118,59 @@ def test_integers_past_64_bits_are_one_check_for_rows_and_defaults(tmp_path):
     said = "field 'chat_template_kwargs.seed': the integer 18446744073709551616 is past 64 bits, which JSON rows are written and read with"
     assert said in row and str(e.value).startswith('template_defaults: ' + said), (row, str(e.value))
     assert not list((tmp_path / 'd').glob('*.jsonl')), list((tmp_path / 'd').iterdir())
+
+
+def _rows(kws:list, defaults:dict|None, pad:int)->bytes:
+    "A split file as the export writes it: a row of about `pad` bytes per variables of `kws`, keys filled from `defaults`"
+    keys = sorted(set().union(*(kw or {} for kw in kws)))
+    return b''.join(orjson.dumps({'messages': [{'role': 'user', 'content': f"{i} " + 'x' * pad}],
+                                  'chat_template_kwargs': {k: (kw or {})[k] if k in (kw or {}) else defaults[k] for k in keys}})
+                    + b'\n' for i, kw in enumerate(kws))
+
+
+# name: ({split: the variables of its rows of 0.9 MB (12 rows fill datasets' first 10 MiB read)}, template_defaults)
+BY_READ = {
+    'JSON text first, integers and floats after': ({'train': [{'a': 'x'}, {'a': 1}] * 6 + [{'a': 1}, {'a': 0.5}] * 2}, None),
+    'JSON text first, ISO dates after': ({'train': [{'a': 'x'}, {'a': 1}] * 6 + [{'a': '2024-07-26'}] * 4}, None),
+    'JSON text first, past int64 after': ({'train': [{'a': 'x'}, {'a': 1}] * 6 + [{'a': 2**63}] * 4}, None),
+    'JSON text first in both splits': ({'train': [{'a': 'x'}, {'a': 1}] * 2,
+                                        'test': [{'a': 'y'}, {'a': 2}] * 6 + [{'a': 1}, {'a': 0.5}] * 2}, None),
+    'integers first, integers and floats after': ({'train': [{'a': 1}] * 12 + [{'a': 1}, {'a': 0.5}] * 2}, None),
+    'strings first, ISO dates after': ({'train': [{'a': 'x'}] * 12 + [{'a': '2024-07-26'}] * 4}, None),
+    'a long default moves the first read to the nulls': ({'train': [{'a': None}] * 8 + [{'a': 1, 'b': 'z'}] * 8},
+                                                         {'b': 'z' * 500_000}),
+    'a short default leaves it': ({'train': [{'a': None}] * 8 + [{'a': 1, 'b': 'z'}] * 8}, {'b': 'z'}),
+}
+
+
+@pytest.mark.parametrize('case', BY_READ)
+def test_the_export_refuses_exactly_the_10_mib_reads_datasets_fails(tmp_path, case):
+    """The per-read check refused a path that was JSON text in every split's first read (datasets then reads it as
+    JSON text in every read, so integers and floats, ISO dates or integers past int64 after it load as served), and
+    it cut the reads before the defaults filled the rows: a long default moved datasets' first read to rows all null
+    there, and the written export failed to load. A refusal must be a load that fails or changes a value (in some
+    split order), and a written export must load as served in every order"""
+    from knowlyr_lab.hub.rows import ExportError
+    from knowlyr_lab.hub.template_kwargs import same_template_kwargs
+    splits, defaults = BY_READ[case]
+    paths = {s: tmp_path / f"{s}.jsonl" for s in splits}
+    for s, kws in splits.items():
+        (tmp_path / f"{s}.jsonl").write_bytes(b''.join(orjson.dumps({'messages': [{'role': 'user', 'content': f"{i} " + 'x' * 900_000}],
+                                                                     **({'chat_template_kwargs': kw} if kw else {})}) + b'\n'
+                                                       for i, kw in enumerate(kws)))
+    try: same_template_kwargs(paths, defaults); refused = None
+    except ExportError as e: refused = str(e)
+    if refused:                                   # (no file left: written as they would have been)
+        for s, kws in splits.items(): paths[s].write_bytes(_rows(kws, defaults, 900_000))
+    else: assert all(p.read_bytes() == _rows(splits[s], defaults, 900_000) for s, p in paths.items())
+    served = {s: [json.loads(x)['chat_template_kwargs'] for x in open(p)] for s, p in paths.items()}
+    got = {}
+    for first in splits:
+        order = [first, *(s for s in splits if s != first)]
+        try: dd = datasets.load_dataset('json', data_files={s: str(paths[s]) for s in order}, cache_dir=str(tmp_path / first))
+        except Exception: got[first] = 'fails'; continue      # noqa: BLE001 (the reader's own error, any type)
+        got[first] = [s for s in order if json.dumps(list(dd[s]['chat_template_kwargs']), sort_keys=True, default=repr)
+                       != json.dumps(served[s], sort_keys=True)]
+    assert max(p.stat().st_size for p in paths.values()) > 11 << 20          # a split of two reads at least
+    if refused: assert any(v == 'fails' or v for v in got.values()), f"refused, but it loads as served: {refused}"
+    else: assert all(v == [] for v in got.values()), f"written, but datasets loads it otherwise: {got}"

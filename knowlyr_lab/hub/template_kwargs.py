@@ -225,6 +225,7 @@ def _wider(self:_KwargsShape, s:str, path:tuple)->ExportError:
 @patch
 def _refusal(self:_KwargsShape, path:tuple, cols:dict)->ExportError|None: # {split: its `_column` at `path`}
     "Why `datasets` loads the values at `path` otherwise than served, with some split first (None: it does not)"
+    if all(c == 'JSON text' for f, c in cols.items() if isinstance(f, str)): return None    # JSON text in every read
     if s := next((s for s, c in cols.items() if c == 'integer and float'), None): return self._widened(s, path)
     if s := next((s for s, c in cols.items() if c == 'timestamp'), None): return self._timestamps(s, path)
     if s := next((s for s, c in cols.items() if c == 'wide integer'), None): return self._wider(s, path)
@@ -275,12 +276,13 @@ def filling(self:_KwargsShape, defaults:dict)->dict: # variable -> its value whe
     "The `defaults` that fill a row: of variables some row carries and a row of some split lacks"
     return {k: v for k, v in defaults.items() if k in self.served and any(k not in c for c in self.common.values())}
 
-# %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e0a
-@patch
-def add_defaults(self:_KwargsShape, defaults:dict): # the `filling` defaults
-    "Record each default as a value of the splits with a row it fills"
-    for k, v in defaults.items():
-        for s in (s for s, common in self.common.items() if k not in common): self._record(s, {k: v}, 'template_defaults')
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #3c27f7be
+def _reads(split:str, rows:Iterator[tuple])->Iterator[tuple]: # a split file's rows in order, each (its line, ...)
+    "(read, row number, row) of each of `rows`: the 10 MiB read of the file `datasets` puts it in (`_read`)"
+    read, start, at = split, 0, 0       # the read from the row after `start` bytes
+    for i, row in enumerate(rows, 1):
+        if at > start + READ_BYTES: read, start = (split, i), at      # (datasets ends a read at the line's end)
+        yield read, i, row; at += len(row[0])
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #249a646e
 def _kwargs_keys(paths:dict)->tuple[list, bool, _KwargsShape]:  # split -> its JSONL file
@@ -288,10 +290,8 @@ def _kwargs_keys(paths:dict)->tuple[list, bool, _KwargsShape]:  # split -> its J
      "types at their key paths (an `ExportError` for one that cannot share its column)")
     sets, shape = set(), _KwargsShape()
     for split, p in paths.items():
-        read, start, at = split, 0, 0       # the 10 MiB `datasets` reads at a time, from the row after `start` bytes
-        for i, (line, kw) in enumerate(_kwargs_lines(Path(p)), 1):
-            if at > start + READ_BYTES: read, start = (split, i), at
-            sets.add(frozenset(kw or ())); at += len(line)
+        for read, i, (line, kw) in _reads(split, _kwargs_lines(Path(p))):
+            sets.add(frozenset(kw or ()))
             shape.add(read, kw or {}, lambda split=split, i=i, line=line: _row_place(split, i, line))
     return sorted(set().union(*sets)), len(sets) > 1, shape
 
@@ -314,14 +314,22 @@ def _filled_line(line:bytes, kw:dict|None, keys:list, defaults:dict, where)->byt
     row = {**orjson.loads(line), 'chat_template_kwargs': orjson.Fragment(new)}
     return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
 
+# %% ../../nbs/41ba_hub_template_kwargs.ipynb #5a19f3d9
+def _filled_lines(p:Path, split:str, keys:list, defaults:dict)->Iterator[tuple[bytes, dict|None]]:
+    "(line as written, the row's own variables) of each row of JSONL file `p` (split `split`): `_filled_line` where short"
+    for i, (line, kw) in enumerate(_kwargs_lines(p), 1):
+        short = kw is None or len(kw) < len(keys)
+        yield (_filled_line(line, kw, keys, defaults, lambda i=i, line=line: _row_place(split, i, line)) if short else line), kw
+
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #be9dd69f
-def _fill_file(p:Path, split:str, keys:list, defaults:dict)->int:
-    "Fill the rows of JSONL file `p` (split `split`) that lack one of `keys`; how many"
-    n = 0
+def _fill_file(p:Path, split:str, keys:list, defaults:dict, shape:_KwargsShape)->int: # records the rows as written
+    "Fill the rows of JSONL file `p` (split `split`) that lack one of `keys`, each a row of its read in `shape`; how many"
+    n, given = 0, set()
     with open(tmp := p.with_name(p.name + '.tmp'), 'wb') as f:
-        for i, (line, kw) in enumerate(_kwargs_lines(p), 1):
-            short = kw is None or len(kw) < len(keys); n += short
-            f.write(_filled_line(line, kw, keys, defaults, lambda i=i, line=line: _row_place(split, i, line)) if short else line)
+        for read, i, (line, kw) in _reads(split, _filled_lines(p, split, keys, defaults)):
+            f.write(line); fill = {k: defaults[k] for k in keys if k not in (kw or {})}; n += bool(fill)
+            shape.add(read, kw or {}, lambda i=i, line=line: _row_place(split, i, line))
+            if fill and (read, *fill) not in given: given.add((read, *fill)); shape._record(read, fill, 'template_defaults')
     tmp.replace(p); return n
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #ecbec4f9
@@ -348,9 +356,11 @@ def same_template_kwargs(paths:dict, # split -> its JSONL file
         keys, differ, shape = _kwargs_keys(paths)
         _check_default_kinds(shape.served, filling := shape.filling(defaults))
         writable_kwargs(filling, 'template_defaults')               # (a row of one past 64 bits: none, `ExportChecks`)
-        shape.add_defaults(filling); shape.check_splits()
+        if differ:      # the rows as written: a default lengthens a row, and datasets' 10 MiB reads fall elsewhere
+            shape = _KwargsShape(); n = sum(_fill_file(Path(p), s, keys, defaults, shape) for s, p in paths.items())
+        shape.check_splits()
         if warned is not None: warned += shape.mixed_paths()
-        return sum(_fill_file(Path(p), s, keys, defaults) for s, p in paths.items()) if differ else 0
+        return n if differ else 0
     except ValueError:
         for p in files: p.unlink(missing_ok=True); p.with_name(p.name + '.tmp').unlink(missing_ok=True)
         raise
