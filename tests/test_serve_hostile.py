@@ -728,3 +728,25 @@ def test_serve_refuses_each_bad_limit_flag_before_it_loads_the_model_naming_the_
     from knowlyr_lab.cli.trainer import main
     assert main(['serve', '--model', str(tmp_path), flag, value]) == 2
     assert capsys.readouterr().err == f'knowlyr-trainer serve: error: {flag} {says}\n'
+
+# srv20: `reasoning_parser`, `chat_template_kwargs` and `record_to` were checked after the socket was bound: a bad one
+# raised with the port taken (a server made in a loop, or a caller that catches the error and retries, leaked it).
+
+@pytest.mark.parametrize('kw,says', [
+    (dict(reasoning_parser='qwen'), "unknown reasoning parser 'qwen'"),
+    (dict(chat_template_kwargs={'bos_token': 'x'}), "'chat_template_kwargs' may not set 'bos_token'"),
+    (dict(chat_template_kwargs=['enable_thinking']), "'chat_template_kwargs' must be a JSON object"),
+])
+def test_the_server_refuses_a_bad_argument_before_it_binds_its_port(inf, kw, says):
+    "main: the port was bound first, so on a port in use the error was EADDRINUSE, and on a free one it stayed bound"
+    from knowlyr_lab.serving.server import InferenceServer
+    with socket.create_server(('127.0.0.1', 0)) as taken:      # a port in use: binding it fails, checking does not
+        with pytest.raises(ValueError, match=re.escape(says)):
+            InferenceServer(inf, port=taken.getsockname()[1], **kw)
+
+def test_the_server_refuses_a_recording_store_that_is_a_file_before_it_binds_its_port(inf, tmp_path):
+    "main: OSError 'Address already in use' (the port was bound before the store was opened)"
+    from knowlyr_lab.serving.server import InferenceServer
+    (f := tmp_path / 'store').write_text('not a directory')
+    with socket.create_server(('127.0.0.1', 0)) as taken, pytest.raises(NotADirectoryError):
+        InferenceServer(inf, port=taken.getsockname()[1], record_to=f)

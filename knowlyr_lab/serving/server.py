@@ -200,20 +200,20 @@ class InferenceServer(GuardedHTTPServer):
                  chat_template_kwargs:dict|None=None):
         if enable_lora and lora_root is None:
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
-        self.max_queue, self.thread = positive_int(max_queue, 'max_queue'), None   # checked before the socket is bound
+        self.max_queue, self.thread = positive_int(max_queue, 'max_queue'), None   # all checked before the socket is bound
+        split_reasoning('', reasoning_parser)                       # an unknown parser: a ValueError now
+        self.reasoning_parser = reasoning_parser
+        try: self.chat_template_kwargs = check_template_kwargs(chat_template_kwargs)
+        except RequestRefused as e: raise ValueError(str(e)) from None
+        rec = record_to is None or isinstance(record_to, ExchangeRecorder)
+        self.recorder = record_to if rec else ExchangeRecorder(record_to)
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
                          max_connections_per_client, body_budget, body_budget_per_client, max_head_bytes)
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
         self.render_lock = threading.Lock()
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
-        split_reasoning('', reasoning_parser)                       # an unknown parser: a ValueError now
-        self.reasoning_parser = reasoning_parser
-        try: self.chat_template_kwargs = check_template_kwargs(chat_template_kwargs)
-        except RequestRefused as e: raise ValueError(str(e)) from None
         self.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
         self.in_flight, self.idle = 0, threading.Condition()      # POSTs being answered, and their count's condition
-        rec = record_to is None or isinstance(record_to, ExchangeRecorder)
-        self.recorder = record_to if rec else ExchangeRecorder(record_to)
         self.url = f"http://{host}:{self.server_address[1]}/v1"
 
     def __repr__(self):
