@@ -750,3 +750,21 @@ def test_the_server_refuses_a_recording_store_that_is_a_file_before_it_binds_its
     (f := tmp_path / 'store').write_text('not a directory')
     with socket.create_server(('127.0.0.1', 0)) as taken, pytest.raises(NotADirectoryError):
         InferenceServer(inf, port=taken.getsockname()[1], record_to=f)
+
+# srv20: `max_loras` was never checked: `serve --enable-lora --max-loras 0` loaded the model and served, refusing every
+# adapter load ("0 adapters are loaded (max_loras)"); -1 the same; 2.5 and True were taken.
+
+@pytest.mark.parametrize('bad', [0, -1, 2.5, True])
+def test_the_server_refuses_a_max_loras_that_is_not_a_positive_integer_before_it_binds(inf, tmp_path, bad):
+    "main: a server was made (on a port in use: OSError Address already in use)"
+    from knowlyr_lab.serving.server import InferenceServer
+    with socket.create_server(('127.0.0.1', 0)) as taken:
+        with pytest.raises(ValueError, match=rf'^max_loras must be a positive integer, got {re.escape(repr(bad))}$'):
+            InferenceServer(inf, port=taken.getsockname()[1], enable_lora=True, lora_root=tmp_path, max_loras=bad)
+
+@pytest.mark.parametrize('value', ['0', '-3'])
+def test_serve_refuses_a_bad_max_loras_before_it_loads_the_model(tmp_path, capsys, value):
+    "main: it tried to load the model (an empty folder here) and failed on that; with a model, it served"
+    from knowlyr_lab.cli.trainer import main
+    assert main(['serve', '--model', str(tmp_path), '--enable-lora', '--lora-root', str(tmp_path), '--max-loras', value]) == 2
+    assert capsys.readouterr().err == f'knowlyr-trainer serve: error: --max-loras must be a positive integer, got {value}\n'

@@ -183,7 +183,7 @@ def _grpo_summary(rows:list[dict],   # the trainer's log rows, one per optimiser
 # %% ../../nbs/96_cli_trainer.ipynb #70d63a5b
 def _serve(args)->int:
     "Serve until Ctrl-C or SIGTERM, then shut down (which writes a recording's open episodes)"
-    _check_limit_flags(args)                            # as `InferenceServer` checks them, but before the model loads
+    _check_limit_flags(args); check_flags(args, ints=('--max-loras',))   # as the server checks them, before the model loads
     srv = inference_from_args(args).serve(args.port, args.host, request_timeout=args.request_timeout,
                                           max_queue=args.max_queue, header_timeout=args.header_timeout, max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client, body_budget=args.body_budget, body_budget_per_client=args.body_budget_per_client, max_head_bytes=args.max_head_bytes, record_to=args.record_to,
                                           enable_lora=args.enable_lora, lora_root=args.lora_root, max_loras=args.max_loras,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
+from ..errors import positive_int
 from .requests import RequestRefused
 
 # %% auto #0
@@ -39,7 +40,7 @@ class LoraAdapters:
     def __init__(self, inf,                  # the served `AgentInference`
                  root:str|Path,              # adapters are loaded only from folders under this directory
                  max_loras:int=4):           # adapters loaded at once
-        self.inf, self.root, self.max_loras = inf, Path(root).resolve(), max_loras
+        self.inf, self.root, self.max_loras = inf, Path(root).resolve(), positive_int(max_loras, 'max_loras')
         # active: the adapter switched on (None: the base model)
         self.peft, self.paths, self.active, self.loads = None, {}, None, 0
 

@@ -207,11 +207,11 @@ class InferenceServer(GuardedHTTPServer):
         except RequestRefused as e: raise ValueError(str(e)) from None
         rec = record_to is None or isinstance(record_to, ExchangeRecorder)
         self.recorder = record_to if rec else ExchangeRecorder(record_to)
+        self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None   # max_loras checked
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
                          max_connections_per_client, body_budget, body_budget_per_client, max_head_bytes)
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
         self.render_lock = threading.Lock()
-        self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None
         self.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
         self.in_flight, self.idle = 0, threading.Condition()      # POSTs being answered, and their count's condition
         self.url = f"http://{host}:{self.server_address[1]}/v1"
