@@ -209,11 +209,16 @@ def strict_parser(parser:argparse.ArgumentParser)->argparse.ArgumentParser:
 def check_flags(args,              # the parsed arguments
                 ints=(),           # flags that take a count: a positive integer
                 numbers=(),        # flags that take seconds or MiB: a finite number above 0
+                within=(),         # (part, whole) flag pairs, such as a per-client cap and its total: part <= whole
                ):
-    "Each flag of `ints` and `numbers` that was given checked as a limit, the error naming the flag"
+    "Each flag of `ints` and `numbers` that was given checked as a limit, each part within its whole, naming the flags"
+    val = lambda f: getattr(args, f.lstrip('-').replace('-', '_'))
     for flags, check in ((ints, positive_int), (numbers, positive_number)):
         for f in flags:
-            if (v := getattr(args, f.lstrip('-').replace('-', '_'))) is not None: check(v, f)
+            if (v := val(f)) is not None: check(v, f)
+    for part, whole in within:
+        if None not in (p := val(part), w := val(whole)) and p > w:
+            raise ValueError(f"{part} {p} is above {whole} {w}: lower it or raise {whole}")
 
 # %% ../nbs/06_cli_errors.ipynb #e6d1a2be
 def _command(parser, a, argv)->str:

@@ -208,7 +208,8 @@ def _serve(a)->int:
     if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
     check_flags(a, ints=('--max-head-bytes', '--max-sandboxes', '--max-sandboxes-per-client', '--max-copy-files',
                          '--max-args-depth'),   # each limit under the name typed, not the class field it fills
-                numbers=('--request-timeout', '--max-copy-mb', '--max-copy-total-mb', '--max-args-mb'))
+                numbers=('--request-timeout', '--max-copy-mb', '--max-copy-total-mb', '--max-args-mb'),
+                within=[('--max-sandboxes-per-client', '--max-sandboxes')])
     if a.idle_timeout: positive_number(a.idle_timeout, '--idle-timeout (0: never)')
     if a.max_copy_total_mb is None: positive_number(4 * a.max_copy_mb, '--max-copy-total-mb (default: 4 x --max-copy-mb)')
     narrow_umask()                  # before any thread: nothing the server makes is writable by other users

@@ -399,3 +399,28 @@ def test_a_bad_limit_flag_is_refused_under_the_name_typed(module, argv, says, ca
     import importlib
     assert importlib.import_module(module).main(argv) == 2
     assert capsys.readouterr().err.endswith(f': error: {says}\n')
+
+# srv20: a per-client cap above its total was refused by the class the flags fill, naming its fields
+# ("SessionLimits.max_sessions_per_client (3) is above max_sessions (2)" from knowlyr-lab-mcp, which has no
+# --max-sessions); `knowlyr-trainer serve` checked its pairs and --body-budget below one body only as the server was
+# made, after the model had loaded, naming the parameters (body_budget_per_client, max_connections).
+
+@pytest.mark.parametrize('module,argv,says', [
+    ('knowlyr_lab.mcp', ['--max-sandboxes', '2', '--max-sandboxes-per-client', '3'],
+     '--max-sandboxes-per-client 3 is above --max-sandboxes 2: lower it or raise --max-sandboxes'),
+    ('knowlyr_lab.cli.env_serve', ['knowlyr/maze-easy', '--max-sessions', '2', '--max-sessions-per-client', '3'],
+     '--max-sessions-per-client 3 is above --max-sessions 2: lower it or raise --max-sessions'),
+    ('knowlyr_lab.cli.trainer', ['serve', '--model', '{tmp}', '--max-connections', '4', '--max-connections-per-client', '8'],
+     '--max-connections-per-client 8 is above --max-connections 4: lower it or raise --max-connections'),
+    ('knowlyr_lab.cli.trainer', ['serve', '--model', '{tmp}', '--body-budget', str(2**23), '--body-budget-per-client', str(2**24)],
+     '--body-budget-per-client 16777216 is above --body-budget 8388608: lower it or raise --body-budget'),
+    ('knowlyr_lab.cli.trainer', ['serve', '--model', '{tmp}', '--body-budget', '1000'],
+     '--body-budget 1000 is below one request body (4,194,304 bytes, the size limit): raise it'),
+    ('knowlyr_lab.cli.trainer', ['serve', '--model', '{tmp}', '--body-budget-per-client', str(2**20)],
+     '--body-budget-per-client 1048576 is below one request body (4,194,304 bytes, the size limit): raise it'),
+])
+def test_a_per_client_flag_above_its_total_is_refused_under_the_flags_typed(module, argv, says, capsys, tmp_path):
+    "main: the class field was named (mcp, env-serve), or the model folder was loaded first (an empty one here: that failed)"
+    import importlib
+    assert importlib.import_module(module).main([a.replace('{tmp}', str(tmp_path)) for a in argv]) == 2
+    assert capsys.readouterr().err.endswith(f': error: {says}\n')

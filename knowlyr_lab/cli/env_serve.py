@@ -55,7 +55,8 @@ def main(argv:list[str]|None=None)->int:
         from knowlyr_lab.envs.serve import SessionLimits, serve_env
         from knowlyr_lab.errors import positive_number
         # each limit under its own name, before the env is made or anything listens
-        check_flags(a, ('--max-sessions', '--max-sessions-per-client', '--max-head-bytes'), ('--request-timeout',))
+        check_flags(a, ('--max-sessions', '--max-sessions-per-client', '--max-head-bytes'), ('--request-timeout',),
+                    within=[('--max-sessions-per-client', '--max-sessions')])
         if a.idle_timeout: positive_number(a.idle_timeout, '--idle-timeout (0: never)')
         limits = SessionLimits(a.max_sessions, a.max_sessions_per_client, a.idle_timeout or None)
         serve_env(a.env_id, a.protocol, a.host, a.port, a.env_kwargs, a.expose_oracle, limits, announce=True,

@@ -74,11 +74,21 @@ def _limit_flags(p):
     "What `serve`'s clients may take: time, the model's queue, connections, request-head and request-body bytes"
     for flag, kind, default, what in _LIMIT_FLAGS: p.add_argument(flag, type=kind, default=default, help=what)
 
+# %% ../../nbs/96_cli_trainer.ipynb #9fc52c62
+def _check_body_room(args):
+    "`--body-budget` and `--body-budget-per-client`, when given, each hold the largest body a request may send"
+    from knowlyr_lab.serving.requests import MAX_BODY_BYTES
+    for f in ('--body-budget', '--body-budget-per-client'):
+        if (v := getattr(args, f[2:].replace('-', '_'))) is not None and v < MAX_BODY_BYTES:
+            raise ValueError(f"{f} {v} is below one request body ({MAX_BODY_BYTES:,} bytes, the size limit): raise it")
+
 # %% ../../nbs/96_cli_trainer.ipynb #ed64ae98
 def _check_limit_flags(args):
-    "Each of `serve`'s limit flags checked as `InferenceServer` checks it, naming the flag"
+    "Each of `serve`'s limit flags checked as `InferenceServer` checks it, naming the flags"
     check_flags(args, ints=[f for f, kind, *_ in _LIMIT_FLAGS if kind is int],
-                numbers=[f for f, kind, *_ in _LIMIT_FLAGS if kind is float])
+                numbers=[f for f, kind, *_ in _LIMIT_FLAGS if kind is float],
+                within=[('--max-connections-per-client', '--max-connections'), ('--body-budget-per-client', '--body-budget')])
+    _check_body_room(args)
 
 # %% ../../nbs/96_cli_trainer.ipynb #4976dfda
 TRAINERS = ('sft', 'dpo', 'grpo')
