@@ -24,7 +24,7 @@ from .errors import positive_int, positive_number
 __all__ = ['EXIT_OK', 'EXIT_ERROR', 'EXIT_USAGE', 'EXIT_PARTIAL', 'EXIT_INTERRUPTED', 'EXTRAS', 'NoUsableInputError', 'exit_code',
            'error_line', 'require_usable', 'batch_exit', 'ConfigFileError', 'parse_config', 'read_config',
            'MissingExtraError', 'missing_extra', 'add_debug_flag', 'suggest_flag', 'strict_parser', 'check_flags',
-           'run_cli']
+           'seconds_or_never', 'run_cli']
 
 # %% ../nbs/06_cli_errors.ipynb #e964f1d7
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -219,6 +219,14 @@ def check_flags(args,              # the parsed arguments
     for part, whole in within:
         if None not in (p := val(part), w := val(whole)) and p > w:
             raise ValueError(f"{part} {p} is above {whole} {w}: lower it or raise {whole}")
+
+# %% ../nbs/06_cli_errors.ipynb #38edfbda
+def seconds_or_never(args,      # the parsed arguments
+                     flag:str,  # a flag taking seconds, where 0 means never: '--idle-timeout'
+                    )->float|None:
+    "The seconds of `flag`: None (never) for 0, else a finite number above 0, the error naming the flag"
+    v = getattr(args, flag.lstrip('-').replace('-', '_'))
+    return positive_number(v, f"{flag} (0: never)") if v else None
 
 # %% ../nbs/06_cli_errors.ipynb #e6d1a2be
 def _command(parser, a, argv)->str:

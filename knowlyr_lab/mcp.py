@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cli_errors import check_flags, missing_extra, run_cli
+from .cli_errors import check_flags, missing_extra, run_cli, seconds_or_never
 from .envs.sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, timed_h11
 from .errors import positive_int, positive_number
 from .mcp_copy import CopyLimits
@@ -210,12 +210,12 @@ def _serve(a)->int:
                          '--max-args-depth'),   # each limit under the name typed, not the class field it fills
                 numbers=('--request-timeout', '--max-copy-mb', '--max-copy-total-mb', '--max-args-mb'),
                 within=[('--max-sandboxes-per-client', '--max-sandboxes')])
-    if a.idle_timeout: positive_number(a.idle_timeout, '--idle-timeout (0: never)')
+    idle = seconds_or_never(a, '--idle-timeout')   # 0: never (None)
     if a.max_copy_total_mb is None: positive_number(4 * a.max_copy_mb, '--max-copy-total-mb (default: 4 x --max-copy-mb)')
     narrow_umask()                  # before any thread: nothing the server makes is writable by other users
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),
-                idle_timeout=a.idle_timeout or None,   # stdio has one client: by default it may hold them all
+                idle_timeout=idle,   # stdio has one client: by default it may hold them all
                 copy_limits=CopyLimits(a.max_copy_mb, a.max_copy_files, a.max_copy_total_mb),
                 arg_limits=ArgLimits(a.max_args_mb, a.max_args_depth))
     if a.transport == 'stdio': build_server(a.root, tpls, a.max_sandboxes, **caps).run(); return 0

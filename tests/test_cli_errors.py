@@ -424,3 +424,22 @@ def test_a_per_client_flag_above_its_total_is_refused_under_the_flags_typed(modu
     import importlib
     assert importlib.import_module(module).main([a.replace('{tmp}', str(tmp_path)) for a in argv]) == 2
     assert capsys.readouterr().err.endswith(f': error: {says}\n')
+
+# srv20: "--idle-timeout (0: never)" was read twice, by hand, in knowlyr-env-serve and knowlyr-lab-mcp (a check and an
+# `or None` each); one function now reads it for both.
+
+def test_idle_timeout_is_read_by_one_function_in_both_commands():
+    "main: cli_errors had no seconds_or_never; each command converted and checked the flag itself"
+    import argparse
+    import inspect
+
+    from knowlyr_lab import mcp
+    from knowlyr_lab.cli import env_serve
+    from knowlyr_lab.cli_errors import seconds_or_never
+    ns = lambda t: argparse.Namespace(idle_timeout=t)
+    assert (seconds_or_never(ns(0.0), '--idle-timeout'), seconds_or_never(ns(None), '--idle-timeout')) == (None, None)
+    assert seconds_or_never(ns(30.0), '--idle-timeout') == 30.0
+    with pytest.raises(ValueError, match=r'^--idle-timeout \(0: never\) must be a finite number above 0, got -1\.0$'):
+        seconds_or_never(ns(-1.0), '--idle-timeout')
+    for src in (inspect.getsource(mcp._serve), inspect.getsource(env_serve.main)):
+        assert src.count("seconds_or_never(a, '--idle-timeout')") == 1 and '(0: never)' not in src and 'idle_timeout or' not in src, src

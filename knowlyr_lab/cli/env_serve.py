@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from ..cli_errors import check_flags, run_cli
+from ..cli_errors import check_flags, run_cli, seconds_or_never
 from ..source_docs import source_defaults, source_value
 
 # %% auto #0
@@ -53,12 +53,10 @@ def main(argv:list[str]|None=None)->int:
     "The `knowlyr-env-serve` command: serve a registered env until stopped; a bad argument is one line on stderr, exit 2"
     def serve(a):
         from knowlyr_lab.envs.serve import SessionLimits, serve_env
-        from knowlyr_lab.errors import positive_number
         # each limit under its own name, before the env is made or anything listens
         check_flags(a, ('--max-sessions', '--max-sessions-per-client', '--max-head-bytes'), ('--request-timeout',),
                     within=[('--max-sessions-per-client', '--max-sessions')])
-        if a.idle_timeout: positive_number(a.idle_timeout, '--idle-timeout (0: never)')
-        limits = SessionLimits(a.max_sessions, a.max_sessions_per_client, a.idle_timeout or None)
+        limits = SessionLimits(a.max_sessions, a.max_sessions_per_client, seconds_or_never(a, '--idle-timeout'))
         serve_env(a.env_id, a.protocol, a.host, a.port, a.env_kwargs, a.expose_oracle, limits, announce=True,
                   request_timeout=a.request_timeout, max_head_bytes=a.max_head_bytes)
     return run_cli(_env_serve_parser(), serve, argv)
