@@ -6,9 +6,10 @@ Docs: https://knowlyr.github.io/knowlyr-lab/errors.html.md"""
 
 # %% auto #0
 __all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'InfrastructureError', 'positive_int',
-           'positive_number']
+           'positive_number', 'json_text']
 
 # %% ../nbs/00_errors.ipynb #7fef5288
+import json
 import sys
 
 # %% ../nbs/00_errors.ipynb #cdf57341
@@ -46,3 +47,29 @@ def positive_number(value,     # a limit in seconds, MiB or cores as the caller 
         raise ValueError(f"{name} must be a finite number above 0, got "
                          + (f"an integer past float range ({value.bit_length()} bits)" if huge else repr(value)))
     return value
+
+# %% ../nbs/00_errors.ipynb #c0e0ee75
+_JSON_LEAVES = (str, int, float, bool, type(None))   # the values JSON carries that hold no others
+
+# %% ../nbs/00_errors.ipynb #16343e4c
+def _unsent(v, path:str, inside:tuple=())->str|None:
+    "Where in `v` (found at `path`) the first value JSON cannot carry is, and what it is; None when JSON carries all"
+    if isinstance(v, _JSON_LEAVES): return None
+    if id(v) in inside: return f"{path} holds itself (a cycle)"
+    if isinstance(v, dict):
+        bad = next((k for k in v if not isinstance(k, _JSON_LEAVES)), None)
+        if bad is not None: return f"{path or 'the value'} has a key of type {type(bad).__name__} ({bad!r:.40})"
+        items = ((f"{path}[{k!r}]" if path else str(k), x) for k, x in v.items())
+    elif isinstance(v, (list, tuple)): items = ((f"{path}[{i}]", x) for i, x in enumerate(v))
+    else: return f"{path or 'the value'} is of type {type(v).__name__}"
+    return next((r for p, x in items if (r := _unsent(x, p, (*inside, id(v))))), None)
+
+# %% ../nbs/00_errors.ipynb #97afc3c2
+def json_text(value,      # dicts, lists, tuples, strings, numbers, booleans, None
+              name:str='', # the argument's name ('': a dict of arguments, named by its keys)
+             )->str:
+    "`value` as JSON text; else a ValueError naming the first part of it JSON cannot carry"
+    try: return json.dumps(value)
+    except (TypeError, ValueError) as e:
+        why = _unsent(value, name) or f"{name or 'the value'}: {e}"
+        raise ValueError(f"{why}, which JSON cannot carry: send dicts, lists, strings, numbers, booleans or None") from None

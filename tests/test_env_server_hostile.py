@@ -1,6 +1,7 @@
 """The env servers against a hostile client (srv9): a reset's task never names a file on the server's disk, and a call
 that waited while its session was closed runs nothing on the closed env. Servers in this process on 127.0.0.1."""
 import json
+import re
 import threading
 import time
 
@@ -262,3 +263,18 @@ def test_env_server_checks_limits_as_they_are_now_and_hands_good_ones_over_as_gi
          httpx.Client(base_url=srv.url, timeout=60) as h:
         sid = h.post('/create').json()['id']
         assert h.post('/reset', json={'id': sid, 'data_idx': 0}).json()['time_limits']['idle_timeout'] == 12.5
+
+# srv20: EnvServer sends `env_kwargs` to its server process as JSON; a set, bytes or an object there failed in
+# json.dumps with a bare TypeError ("Object of type set is not JSON serializable") naming neither env_kwargs nor the key.
+
+@pytest.mark.parametrize('kw,says', [
+    ({'tags': {'a', 'b'}}, "env_kwargs['tags'] is of type set"),
+    ({'words': ['ok', b'raw']}, "env_kwargs['words'][1] is of type bytes"),
+    ({'opts': {'seed': object()}}, "env_kwargs['opts']['seed'] is of type object"),
+    ({(0, 1): 'wall'}, "env_kwargs has a key of type tuple ((0, 1))"),
+])
+def test_env_server_names_the_env_kwargs_value_json_cannot_carry(kw, says):
+    "main: TypeError: Object of type set is not JSON serializable (or 'keys must be str, int, ...')"
+    from knowlyr_lab.envs.serve import EnvServer
+    with pytest.raises(ValueError, match=r'^' + re.escape(says) + r', which JSON cannot carry: send dicts, lists'):
+        EnvServer('knowlyr/maze-easy', env_kwargs=kw)         # raised before the server process starts

@@ -29,7 +29,7 @@ from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, s
 from .extras import require_extra
 from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, session_limits, timed_h11
 from .text_actions import action_refusal, parse_text_action
-from ..errors import positive_int, positive_number
+from ..errors import json_text, positive_int, positive_number
 
 # %% auto #0
 __all__ = ['MAX_BODY_BYTES', 'PROTOCOLS', 'format_call', 'enum_calls', 'time_limits', 'BodyCap', 'wire_task', 'mcp_tools',
@@ -320,7 +320,7 @@ class EnvServer:
         args = dict(env_id=env_id, protocol=protocol, port=p, env_kwargs=env_kwargs, expose_oracle=expose_oracle,
                     limits=lim, request_timeout=rt, max_head_bytes=mh)   # as JSON: a repr (inf, nan) may be no Python
         code = 'import json, sys; from knowlyr_lab.envs.serve import serve_env; serve_env(**json.loads(sys.argv[1]))'
-        self.proc = subprocess.Popen([sys.executable, '-c', code, json.dumps(args)], stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([sys.executable, '-c', code, json_text(args)], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, start_new_session=True)
         self.stderr_tail = deque(maxlen=16)          # the last 64 KiB chunks the server wrote on stderr
         self._drain = threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr_tail), daemon=True)
