@@ -768,3 +768,22 @@ def test_serve_refuses_a_bad_max_loras_before_it_loads_the_model(tmp_path, capsy
     from knowlyr_lab.cli.trainer import main
     assert main(['serve', '--model', str(tmp_path), '--enable-lora', '--lora-root', str(tmp_path), '--max-loras', value]) == 2
     assert capsys.readouterr().err == f'knowlyr-trainer serve: error: --max-loras must be a positive integer, got {value}\n'
+
+# srv20: an answer was written with sendall under the socket's timeout (request_timeout), which Python counts over the
+# whole call: a streamed answer larger than the socket buffers, read steadily but slowly, was cut once request_timeout
+# had passed in all, mid-stream (the SDK saw the stream end early: no usage chunk, log-probs missing).
+
+def test_a_streamed_answer_read_slowly_is_sent_whole_past_request_timeout(inf):
+    "main: the stream ended after about request_timeout of sending: no usage chunk, log-probs of the last choices missing"
+    import httpx
+    import openai
+    with inf.serve(request_timeout=6.0) as srv:                          # the generation takes 0.5-3 s of it
+        srv.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)   # accepted sockets inherit it: small buffers,
+        small = httpx.HTTPTransport(socket_options=[(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)])  # so sending waits on the reader
+        client = openai.OpenAI(base_url=srv.url, api_key='local', max_retries=0, http_client=httpx.Client(transport=small, timeout=60))
+        stream = client.chat.completions.create(model='tiny', messages=[{'role': 'user', 'content': 'hi'}], max_tokens=40, n=4,
+                                                logprobs=True, top_logprobs=20, stream=True, stream_options={'include_usage': True})
+        chunks = []
+        for c in stream: chunks.append(c); time.sleep(0.7)     # a slow reader (13 chunks: 9 s), never idle for 6 s
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 160, chunks[-1]
+    assert sum(len(c.choices[0].logprobs.content) for c in chunks if c.choices and c.choices[0].logprobs) == 160

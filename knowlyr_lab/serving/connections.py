@@ -22,7 +22,7 @@ from fastcore.basics import patch
 
 from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER, HeadTooLarge
 from ..errors import positive_int, positive_number
-from .sockets import DeadlineReader, HeadReader
+from .sockets import DeadlineReader, HeadReader, PacedWriter
 
 # %% auto #0
 __all__ = ['GuardedHandler', 'openai_error', 'GuardedHTTPServer']
@@ -38,7 +38,7 @@ class GuardedHandler(BaseHTTPRequestHandler):
         self.timeout, self.deadline = self.server.request_timeout, time.monotonic() + self.server.header_timeout
         # bytes of the server's `body_budget` this request holds; body bytes to read and drop after its answer
         self.body_held, self.body_unread = 0, 0
-        super().setup()
+        super().setup(); self.wfile = PacedWriter(self.connection)   # an answer waits on a stalled client, not a slow one
         self.rfile = HeadReader(io.BufferedReader(DeadlineReader(self.rfile.detach(), self)))
 
 # %% ../../nbs/52_serving_connections.ipynb #fa6985b2

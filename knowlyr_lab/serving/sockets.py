@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ..envs.sessions import HeadTooLarge
 
 # %% auto #0
-__all__ = ['client_gone', 'DeadlineReader', 'HeadReader']
+__all__ = ['client_gone', 'DeadlineReader', 'PacedWriter', 'HeadReader']
 
 # %% ../../nbs/51a_serving_sockets.ipynb #aaed5cf7
 def client_gone(sock:socket.socket)->bool:
@@ -42,6 +42,22 @@ class DeadlineReader(io.RawIOBase):
         finally: h.connection.settimeout(h.timeout)
     def fileno(self)->int: return self.raw.fileno()
     def close(self): self.raw.close(); super().close()
+
+# %% ../../nbs/51a_serving_sockets.ipynb #5d222401
+class PacedWriter(io.BufferedIOBase):
+    "A handler's `wfile`: a write sent as the client takes it, each wait for room bounded by the socket's timeout"
+    def __init__(self, sock:socket.socket): self.sock = sock
+    def writable(self)->bool: return True
+    def fileno(self)->int: return self.sock.fileno()
+
+# %% ../../nbs/51a_serving_sockets.ipynb #e463349a
+@patch
+def write(self:PacedWriter, b)->int:
+    "Send all of `b`, a `send` at a time: each waits at most the socket's timeout for room and sends what fits"
+    with memoryview(b) as view, view.cast('B') as v:
+        n = 0
+        while n < len(v): n += self.sock.send(v[n:])
+    return n
 
 # %% ../../nbs/51a_serving_sockets.ipynb #fff2d56d
 class HeadReader:
