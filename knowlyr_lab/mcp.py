@@ -209,7 +209,7 @@ def _serve(a)->int:
     check_flags(a, ints=('--max-head-bytes', '--max-sandboxes', '--max-sandboxes-per-client', '--max-copy-files',
                          '--max-args-depth'),   # each limit under the name typed, not the class field it fills
                 numbers=('--request-timeout', '--max-copy-mb', '--max-copy-total-mb', '--max-args-mb'),
-                within=[('--max-sandboxes-per-client', '--max-sandboxes')])
+                within=[('--max-sandboxes-per-client', '--max-sandboxes'), ('--max-copy-mb', '--max-copy-total-mb')])
     idle = seconds_or_never(a, '--idle-timeout')   # 0: never (None)
     if a.max_copy_total_mb is None: positive_number(4 * a.max_copy_mb, '--max-copy-total-mb (default: 4 x --max-copy-mb)')
     narrow_umask()                  # before any thread: nothing the server makes is writable by other users
