@@ -85,9 +85,9 @@ def json_call(call:dict,          # a canonical action
     while todo:
         path, key, v, box = todo.pop()                    # box: the dict or list of the params holding `v` at `key`
         if path is None: walked[id(v)] = True; continue   # the end of container `v`
-        if box is not None and type(v) is float and not math.isfinite(v) and (hook := _NONFINITE.get()):
+        bad_key = _KEY if isinstance(box, dict) and not isinstance(key, str) else None   # a key is checked before its value
+        if not bad_key and box is not None and type(v) is float and not math.isfinite(v) and (hook := _NONFINITE.get()):
             box[key] = hook(v); continue                  # a NaN or an infinity, within `nonfinite_as`
-        bad_key = _KEY if isinstance(box, dict) and not isinstance(key, str) else None
         if why := bad_key or _not_json(key) or _not_json(v) or (walked.get(id(v)) is False and _CYCLE):
             msg = f"tool {call['tool']!r}: {path} holds {why}"
             raise InvalidActionError(f"{where}: {msg}" if where else msg)

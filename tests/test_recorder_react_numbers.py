@@ -65,3 +65,14 @@ def test_each_nan_of_openai_tool_call_arguments_gets_its_own_warning(tmp_path):
     ws = rep.warning_lines()
     assert len(ws) == 2 and 'field a holds NaN' in ws[0] and 'field b holds -Infinity' in ws[1]
     assert all('messages[1].tool_calls[0].function.arguments' in w for w in ws)
+
+
+@pytest.mark.parametrize('action', ['search(q={1: 1e400})', 'search({1: 1e400})', 'search(q={(1, 2): 1e400})'])
+def test_a_key_that_is_no_string_is_refused_whatever_its_value(tmp_path, action):
+    "json_call wrote a NaN's value before checking its key: {1: 1e400} kept the int key, a tuple key failed the whole file"
+    s, rep = _react(tmp_path, action)
+    assert not rep.errors and not rep.failed, (rep.errors, rep.failed)
+    assert s.action.params == {'_raw': action} and s.metadata.get('bad_arguments')    # as with {1: 5}: raw
+    assert rep.warning_lines() == []
+    same, _ = _react(tmp_path, action.replace('1e400', '5'))
+    assert same.action.params == {'_raw': action.replace('1e400', '5')}
