@@ -55,3 +55,38 @@ def test_an_agentgym_turn_with_a_multi_line_action_is_read_as_a_call(tmp_path):
     (t,) = convert(p, format='agentgym', report=ConversionReport())
     (s,) = [s for s in t.steps if s.action]
     assert (s.action.tool, s.action.params) == ('search', {'keywords': 'swimsuit', 'max_price': 30})
+
+
+def _run(tmp_path, name:str, text:str):
+    p = tmp_path / name
+    p.write_text(text)
+    rep = ConversionReport()
+    (t,) = convert(p, format='react-text', report=rep)
+    return t, rep, p
+
+
+@pytest.mark.parametrize('answer', ['"It is sunny"', '{"city": "SF", "sky": "sunny"}'])
+def test_langchain_final_answer_blob_ends_the_run_as_a_final_answer_line(tmp_path, answer):
+    "The blob's 'Final Answer' was an Action with no Observation: the run read as cut off and lost final_answer"
+    head = 'Question: q\nThought: t\nAction: search(q="SF")\nObservation: sunny\nThought: done\n'
+    blob, _, _ = _run(tmp_path, 'blob.txt', head + f'Action:\n{F}json\n{{"action": "Final Answer", "action_input": {answer}}}\n{F}\n')
+    line, rep, _ = _run(tmp_path, 'line.txt', head + 'Final Answer: It is sunny\n')
+    value = json.loads(answer)
+    assert not blob.outcome.truncated and blob.metadata.get('final_answer') == value, (blob.outcome, blob.metadata)
+    assert [(s.action.tool, s.action.params) for s in blob.steps][-1] == ('final_answer', {'answer': value})
+    assert [s.thought for s in blob.steps] == [s.thought for s in line.steps]
+    if isinstance(value, str): assert (blob.outcome, blob.metadata['final_answer']) == (line.outcome, 'It is sunny')
+    assert [s.model_dump(exclude={'metadata'}) for s in blob.steps][:-1] == [s.model_dump(exclude={'metadata'})
+                                                                            for s in line.steps][:-1]
+
+
+def test_a_nan_in_langchain_blobs_is_warned_once_at_its_action_line(tmp_path):
+    "A final blob's NaN is null, warned at its Action line; a call blob that merely quotes 'Final Answer' is read once"
+    t, rep, p = _run(tmp_path, 'run.txt', f'Question: q\nThought: t\nAction:\n{F}json\n{{"action": "search", "action_input": '
+                     f'{{"q": "Final Answer", "n": NaN}}}}\n{F}\nObservation: ok\nThought: done\nAction: {{"action": '
+                     '"Final Answer", "action_input": {"n": -Infinity}}\n')
+    assert [(s.action.tool, s.action.params) for s in t.steps] == [('search', {'q': 'Final Answer', 'n': None}),
+                                                                  ('final_answer', {'answer': {'n': None}})]
+    assert not t.outcome.truncated and t.metadata['final_answer'] == {'n': None}
+    assert [(w.split(': ')[0], w.split('field ')[1].split(',')[0]) for w in rep.warning_lines()] == [
+        (f'{p}:3', 'action_input.n holds NaN'), (f'{p}:9', 'action_input.n holds -Infinity')], rep.warning_lines()

@@ -44,6 +44,15 @@ def _langchain_call(action:str)->dict|None:
     if d['action'] == 'Final Answer': return {'tool': 'final_answer', 'params': {'answer': inp}}
     return {'tool': d['action'], 'params': inp if isinstance(inp, dict) else {'input': inp}}
 
+# %% ../../nbs/22b_recorder_react.ipynb #3aeca5ea
+def _langchain_final(action:str):
+    "The answer of LangChain's final action `{\"action\": \"Final Answer\", \"action_input\": answer}`; None for any other"
+    n = len(notes := coerced_notes())
+    a = _langchain_call(action) if '"Final Answer"' in action else None
+    if a and a['tool'] == 'final_answer': return a['params']['answer']
+    del notes[n:]                                  # read again by `react_action`: its notes are noted once
+
+
 # %% ../../nbs/22b_recorder_react.ipynb #8484505c
 def react_action(action:str,               # the text after "Action:" (may include an "Action Input:" line)
                  thought:str|None=None,
@@ -141,6 +150,9 @@ def convert(self:ReactTextAdapter, path, report):
             n += 1; return b.build(task_id=f'{Path(path).stem}-{n}' if n > 1 else Path(path).stem)
     for line, kind, text in iter_react_blocks(path, report, ends):
         last_line = line
+        if kind == 'action' and (fin := _langchain_final(text)) is not None:   # LangChain's: a Final Answer line
+            kind, text = 'final_answer', fin
+            if coerced_notes(): warn_coerced(report, path, line, at='Action')     # a NaN: null, warned
         if b is None or (kind == 'question' and b.steps):
             t = flush()
             if t is not None: yield t
