@@ -335,3 +335,22 @@ def test_json_whitespace_and_the_digit_limit_words_are_each_defined_once():
     assert datasets.JSON_WS is json_items.JSON_WS and not hasattr(datasets, '_WS') and not hasattr(json_items, '_WS')
     with pytest.raises(json_numbers.UnheldNumber) as e: json_numbers.loads_json('{"n": %s}' % ('9' * 5000))
     assert str(e.value) == 'field n holds ' + json_numbers.past_digit_limit('9' * 5000)
+
+
+def test_an_openhands_cause_past_the_digit_limit_pairs_with_its_event_id(tmp_path):
+    "The event id of 5000 digits was kept as text but the observation's `cause` (the same id) quarantined the result"
+    src = Path(__file__).parent / 'fixtures' / 'agent_logs' / 'openhands' / 'basic.json'
+    evs = json.loads(src.read_text())
+    (act,) = [e for e in evs if e.get('action') == 'edit' and any(o.get('cause') == e['id'] for o in evs)]
+    big = '9' * 5000
+    p = tmp_path / src.name
+    p.write_text(src.read_text().replace(f'"id": {act["id"]},', f'"id": {big},', 1).replace(f'"cause": {act["id"]}',
+                                                                                             f'"cause": {big}', 1))
+    whole, _ = _convert(src, 'openhands')
+    ts, rep = _convert(p, 'openhands')
+    assert not rep.errors and rep.totals['quarantined'] == 0, rep.errors
+    shape = lambda ts: [(s.action and s.action.tool, s.observation and s.observation.content) for t in ts for s in t.steps]
+    assert shape(ts) == shape(whole) and any(o for _, o in shape(ts))                  # the edit's result, paired
+    assert [w.split(': ')[2].split(' holds')[0] for w in rep.warning_lines()] == ['field id', 'field cause']
+    assert all(w.endswith("past Python's limit of 4300 (kept as text)") for w in rep.warning_lines())
+
