@@ -354,3 +354,20 @@ def test_an_openhands_cause_past_the_digit_limit_pairs_with_its_event_id(tmp_pat
     assert [w.split(': ')[2].split(' holds')[0] for w in rep.warning_lines()] == ['field id', 'field cause']
     assert all(w.endswith("past Python's limit of 4300 (kept as text)") for w in rep.warning_lines())
 
+
+@pytest.mark.parametrize('args', ['{"order_id": %s}', '{"order": %s}', '{"ids": [%s]}'])
+def test_an_id_named_argument_past_the_digit_limit_keeps_the_arguments_raw(tmp_path, args):
+    "The record-id rule reached tool arguments: order_id's integer became a string and the call read as ok"
+    args = args % ('9' * 5000)
+    msgs = [{'role': 'user', 'content': 'cancel it'},
+            {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'c1', 'type': 'function',
+             'function': {'name': 'cancel', 'arguments': args}}]},
+            {'role': 'tool', 'tool_call_id': 'c1', 'content': 'ok'}]
+    p = tmp_path / 'chat.jsonl'
+    p.write_text(json.dumps({'messages': msgs}) + '\n')
+    (t,), rep = _convert(p, 'openai-chat')
+    s = t.steps[0]
+    assert (s.action.params, s.metadata.get('bad_arguments')) == ({'_raw': args}, True)    # raw, as any other name
+    assert s.observation.content == 'ok' and not rep.errors
+    (w,) = rep.warning_lines()
+    assert "as tool-call arguments: field " in w and w.endswith("past Python's limit of 4300 (kept as text)"), w

@@ -118,11 +118,12 @@ def id_field(box, key)->bool:
                                                               or key.endswith(('_id', 'Id', 'ID')))
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #6c861c10
-def kept_numbers(doc, notes:list|None=None):
+def kept_numbers(doc, notes:list|None=None,
+                 ids=id_field): # (box, key) -> a record's id, kept as text past the limit? (None: none)
     "`doc` with each NaN or infinity written as null, a note per field in `notes`; `UnheldNumber` where one cannot be"
     found = _stand_ins(doc)
     big = [f for f in found if f[3].text.lstrip('-').isdigit()       # past the int-digit limit (an id: its text)
-           and (notes is None or not id_field(*f[:2]))]
+           and (notes is None or ids is None or not ids(*f[:2]))]
     if big or (found and notes is None):
         at, u = (big or found)[0][2:]
         e = UnheldNumber(_why(at, u) + ('' if big else ' (the trajectory would hold null)'))
@@ -138,23 +139,25 @@ def kept_numbers(doc, notes:list|None=None):
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #6350465e
 def exact_json(raw:bytes|str, notes:list|None=None,
-               locate:bool|tuple=False): # True, or (line, col) where `raw` starts in its document: notes give lines
+               locate:bool|tuple=False, # True, or (line, col) where `raw` starts in its document: notes give lines
+               ids=id_field):           # a record's ids (`kept_numbers`); None: a value, which keeps no id as text
     "`raw` parsed by the standard library, every integer exact; see `kept_numbers` for the numbers that cannot be"
     made = []
     doc = json.loads(raw, **exact_parsers(made))
     if made and locate: _place(raw, made, locate)
-    return kept_numbers(doc, notes) if made else doc
+    return kept_numbers(doc, notes, ids) if made else doc
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #7a724d1e
 def loads_json(raw:bytes|str,
                notes:list|None=None, # a note per NaN or infinity, written as null (None: `UnheldNumber`)
-               locate:bool=False):   # a whole document: notes give their lines (`exact_json`)
+               locate:bool=False,    # a whole document: notes give their lines (`exact_json`)
+               ids=id_field):        # a record's ids, kept as text past the digit limit (`kept_numbers`); None: none
     "One JSON document, every number exact: orjson's, or the standard library's where orjson would not be"
     try:
         obj = orjson.loads(raw)
         if not wide_int(raw): return obj
     except orjson.JSONDecodeError: pass
-    return exact_json(raw, notes, locate)
+    return exact_json(raw, notes, locate, ids)
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #08a9d80b
 def _marked(loader, node, text:str)->_Unheld:

@@ -185,7 +185,7 @@ def user_media(report, content, # the run's `ConversionReport`; a user message's
 # %% ../../nbs/20c_recorder_values.ipynb #d310af5c
 def _noted_as(what:str, text, read, *args, use=None):
     "`read(*args, notes)`, its notes `coerced` on `text` as `what` if the value is used; `UnheldNumber` says `what`"
-    try: v = read(*args, notes := [])
+    try: v = read(*args, notes := [], ids=None)         # a value in a field: no id in it keeps its text (page 20a)
     except UnheldNumber as e:
         if use is None: raise UnheldNumber(f"{what}: {e}") from None
         return coerced(text, f'as {what}: {e} (kept as text)') or text     # the value is lost, not the record
