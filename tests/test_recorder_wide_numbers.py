@@ -330,8 +330,9 @@ def test_an_agentgym_row_id_past_the_digit_limit_keeps_its_row(tmp_path):
 
 
 def test_json_whitespace_and_the_digit_limit_words_are_each_defined_once():
-    "datasets._WS copied json_items._WS; the digit-limit words are one public function (page 21b's copy is still to go)"
-    from knowlyr_lab.recorder import datasets, json_items, json_numbers
+    "datasets._WS copied json_items._WS; the digit-limit words are one public function (page 21b's exit code uses it too)"
+    from knowlyr_lab.recorder import chat_builder, datasets, json_items, json_numbers
+    assert chat_builder.past_digit_limit is json_numbers.past_digit_limit
     assert datasets.JSON_WS is json_items.JSON_WS and not hasattr(datasets, '_WS') and not hasattr(json_items, '_WS')
     with pytest.raises(json_numbers.UnheldNumber) as e: json_numbers.loads_json('{"n": %s}' % ('9' * 5000))
     assert str(e.value) == 'field n holds ' + json_numbers.past_digit_limit('9' * 5000)
