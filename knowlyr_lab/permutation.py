@@ -106,6 +106,36 @@ def _split_p(a, b)->float|None:
     obs, null = _split_sums(a, b)
     return None if null is None else _two_sided_p(obs, null)
 
+# %% ../nbs/08c_permutation.ipynb #c1f1e175
+def _untied_cells(m:int, n:int, s:int, ints:bool)->float:
+    "Cells `_untied_counts` is charged: 2 an int64 cell, 32 a 64-bit word of a Python-int cell, each factor 1,000 more"
+    words = 1 + (math.lgamma(m + n + 1) - math.lgamma(m + 1) - math.lgamma(n + 1)) / math.log(2 ** 64)   # of C(N, m)
+    return min(m, s) * ((s + 1) * (32 * words if ints else 2) + 1000)
+
+# %% ../nbs/08c_permutation.ipynb #1bdfec64
+def _untied_counts(m:int, n:int, s:int)->np.ndarray|None: # c[u], u <= s: choices of m of the ranks 1..m+n whose U is u
+    "Counts of U, factor by factor of the Gaussian binomial: int64 below 2^63 splits, else Python ints; None past the budget"
+    ints = min(m, n) >= 64 or math.comb(m + n, m) >= 2 ** 63   # C(128, 64) > 2^63
+    if _untied_cells(m, n, s, ints) > RANK_SUM_CELLS: return None
+    c = np.zeros(s + min(m, s) + 1, object if ints else np.int64); c[0] = 1   # room to fold into rows of i
+    for i in range(1, min(m, s) + 1):   # a factor past s leaves the counts up to s as they are
+        c[n + i:s + 1] -= c[:max(s + 1 - n - i, 0)]   # times 1 - q^(n+i)
+        rows = c[:-(-(s + 1) // i) * i].reshape(-1, i); np.cumsum(rows, axis=0, out=rows); c[s + 1:] = 0   # over 1 - q^i
+    return c[:s + 1]
+
+# %% ../nbs/08c_permutation.ipynb #146aa2a7
+def _untied_p(a, b)->float|None:
+    "Exact two-sided p of the rank-sum test of untied samples: twice the choices at or below the nearer U; None past the budget"
+    if len(a) > len(b): a, b = b, a
+    m, n = len(a), len(b); u = int(stats.rankdata(np.concatenate([a, b]))[:m].sum()) - m * (m + 1) // 2
+    c = _untied_counts(m, n, min(u, m * n - u))
+    return None if c is None else min(1.0, 2 * int(c.sum()) / math.comb(m + n, m))
+
+# %% ../nbs/08c_permutation.ipynb #db4d829f
+def _rank_sum_p(a, b)->float|None:
+    "Exact two-sided p of the rank-sum test, counted by U without ties, else by tie group; None past the budget"
+    return (_untied_p if len(np.unique(np.concatenate([a, b]))) == len(a) + len(b) else _split_p)(a, b)
+
 # %% ../nbs/08c_permutation.ipynb #dd2dfecd
 def _flip_shares(r:np.ndarray, # the ranks, integers > 0
                  s:int,        # the largest sum kept
@@ -136,8 +166,8 @@ def _tied(a, b, paired:bool)->bool:
 
 # %% ../nbs/08c_permutation.ipynb #044c30b8
 def _scipy_exact(a, b, paired:bool)->bool:
-    "True where scipy's `method='auto'` counts the p exactly itself: no ties, and at most 8 a side or 50 pairs"
-    return not _tied(a, b, paired) and (len(a) <= 50 if paired else min(len(a), len(b)) <= 8)
+    "True where `rank_test` keeps scipy's exact p: untied pairs, at most 50 (splits are counted here, faster: `_untied_p`)"
+    return paired and not _tied(a, b, paired) and len(a) <= 50
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a015
 def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired`)
@@ -151,5 +181,5 @@ def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired
     res = {'statistic': float(r.statistic), 'pvalue': float(r.pvalue)}
     if nan: return res
     if how == 'exact': return {**res, 'exact': True}
-    p = (_sign_p if paired else _split_p)(a, b)
+    p = (_sign_p if paired else _rank_sum_p)(a, b)
     return res if p is None else {**res, 'pvalue': p, 'exact': True}

@@ -296,11 +296,20 @@ def test_untied_pairs_past_50_are_counted_as_scipys_exact_p(n):
     assert r.get('exact') and r['pvalue'] == pytest.approx(stats.wilcoxon(d, method='exact').pvalue, rel=1e-12)
 
 
-def test_scipys_own_exact_p_is_flagged_exact_and_kept():
-    "Where scipy's auto method counts exactly itself (untied, <= 8 a side, <= 50 pairs) its p is kept, flagged exact"
+def _partitions_up_to(s, parts):
+    "How many partitions of each u <= s into at most `parts` parts (parts of size at most `parts`, by conjugation), in Python ints"
+    c = [1] + [0] * s
+    for k in range(1, parts + 1):
+        for u in range(k, s + 1): c[u] += c[u - k]
+    return c
+
+
+def test_scipys_own_exact_p_is_kept_for_pairs_and_counted_for_splits():
+    "Where scipy's auto method counts exactly itself: <= 50 untied pairs keep its p; <= 8 a side are counted by U, its p to 1e-12"
     x, y = np.arange(8.) + .5, np.arange(1000.); d = np.arange(1., 51) * np.r_[np.ones(30), -np.ones(20)]
     assert rank_test(x, y, False) == {'statistic': stats.mannwhitneyu(x, y).statistic, 'exact': True,
-                                      'pvalue': stats.mannwhitneyu(x, y, method='exact').pvalue}
+                                      'pvalue': 2 * sum(_partitions_up_to(36, 8)) / math.comb(1008, 8)}   # U = 1 + ... + 8
+    assert rank_test(x, y, False)['pvalue'] == pytest.approx(stats.mannwhitneyu(x, y, method='exact').pvalue, rel=1e-12)
     assert rank_test(d, np.zeros(50), True) == {'statistic': stats.wilcoxon(d).statistic, 'exact': True,
                                                 'pvalue': stats.wilcoxon(d, method='exact').pvalue}
 
@@ -350,3 +359,18 @@ def test_a_nan_difference_is_never_counted_as_exact():
         for x, y, paired in [(a, b, True), (np.r_[np.nan, a[1:]], b, True), (np.r_[np.nan, 1., 1., 2.], np.r_[3., 4., 4., 5.], False)]:
             assert 'exact' not in rank_test(x, y, paired), (x, y, paired)
         assert 'exact' not in compare_samples(a, b, paired=True).tests['wilcoxon']
+
+
+def test_untied_few_against_many_are_counted_by_u_not_left_to_scipys_recursion():
+    "5 or 8 untied runs vs thousands: scipy's auto chose its method='exact', a U^2 Python loop (3 s at 5 vs 10,000, U mid-way); counted by U"
+    from knowlyr_lab.permutation import _scipy_exact
+    x5, y10k = np.arange(5.) + 9_997.5, np.arange(10_000.)   # U 3 short of its top: 1 + 1 + 2 + 3 choices as far out
+    assert not _scipy_exact(x5, y10k, False) and not _scipy_exact(y10k[::-1], x5, False)   # the method: the count
+    for x, y in ((x5, y10k), (y10k, x5)):
+        assert rank_test(x, y, False) == {'statistic': stats.mannwhitneyu(x, y).statistic, 'exact': True,
+                                          'pvalue': 2 * 7 / math.comb(10_005, 5)}
+    x8, y = np.arange(8.) + 3.5, np.arange(100_000.)   # U = 4 + ... + 11 = 60 from its bottom; C(100008, 8) > 2^63
+    r = rank_test(x8, y, False)
+    assert r['exact'] and r['pvalue'] == 2 * sum(_partitions_up_to(60, 8)) / math.comb(100_008, 8)
+    x, y = np.random.default_rng(8).permutation(2008)[:8] + .5, np.arange(2000.)   # U mid-way: scipy's exact p
+    assert rank_test(x, y, False)['pvalue'] == pytest.approx(stats.mannwhitneyu(x, y, method='exact').pvalue, rel=1e-12)
