@@ -114,27 +114,54 @@ def _untied_cells(m:int, n:int, s:int, ints:bool)->float:
 
 # %% ../nbs/08c_permutation.ipynb #1bdfec64
 def _untied_counts(m:int, n:int, s:int)->np.ndarray|None: # c[u], u <= s: choices of m of the ranks 1..m+n whose U is u
-    "Counts of U, factor by factor of the Gaussian binomial: int64 below 2^63 splits, else Python ints; None past the budget"
+    "Counts of U by the Gaussian binomial's factors: int64 below 2^63 splits, else Python ints; None past the budget"
     ints = min(m, n) >= 64 or math.comb(m + n, m) >= 2 ** 63   # C(128, 64) > 2^63
     if _untied_cells(m, n, s, ints) > RANK_SUM_CELLS: return None
     c = np.zeros(s + min(m, s) + 1, object if ints else np.int64); c[0] = 1   # room to fold into rows of i
     for i in range(1, min(m, s) + 1):   # a factor past s leaves the counts up to s as they are
         c[n + i:s + 1] -= c[:max(s + 1 - n - i, 0)]   # times 1 - q^(n+i)
-        rows = c[:-(-(s + 1) // i) * i].reshape(-1, i); np.cumsum(rows, axis=0, out=rows); c[s + 1:] = 0   # over 1 - q^i
+        rows = c[:-(-(s + 1) // i) * i].reshape(-1, i); np.cumsum(rows, axis=0, out=rows); c[s + 1:] = 0   # over 1-q^i
     return c[:s + 1]
 
 # %% ../nbs/08c_permutation.ipynb #146aa2a7
 def _untied_p(a, b)->float|None:
-    "Exact two-sided p of the rank-sum test of untied samples: twice the choices at or below the nearer U; None past the budget"
+    "Exact two-sided rank-sum p of untied samples: twice the choices at or below the nearer U; None past the budget"
     if len(a) > len(b): a, b = b, a
     m, n = len(a), len(b); u = int(stats.rankdata(np.concatenate([a, b]))[:m].sum()) - m * (m + 1) // 2
     c = _untied_counts(m, n, min(u, m * n - u))
     return None if c is None else min(1.0, 2 * int(c.sum()) / math.comb(m + n, m))
 
+# %% ../nbs/08c_permutation.ipynb #c79690eb
+def _draw_shares(K:int, N:int, m:int)->np.ndarray: # t[k - lo], k = lo..hi, relative to the likeliest k
+    "How many draws of `m` of `N` values (`K` of them marked) hold k marked, relative to the likeliest k, in float64"
+    lo, hi = max(0, m + K - N), min(m, K); top = min(max((m + 1) * (K + 1) // (N + 2), lo), hi)   # the likeliest k
+    j = np.arange(lo, hi, dtype=float); up = (K - j) / (j + 1) * ((m - j) / (N - K - m + j + 1))   # t(k + 1) / t(k)
+    t = np.ones(hi - lo + 1); t[top - lo + 1:] = np.cumprod(up[top - lo:])   # multiplied out from the likeliest
+    t[:top - lo] = np.cumprod(1 / up[:top - lo][::-1])[::-1]
+    return t
+
+# %% ../nbs/08c_permutation.ipynb #2e7ba385
+def _draws(K:int, N:int, m:int)->np.ndarray: # t[k - lo], lo = max(0, m + K - N): the draws holding k of the K marked
+    "Draws of `m` of `N` values by how many marked they hold: Python ints below 2^63 draws, else `_draw_shares`"
+    if min(m, N - m) >= 64 or math.comb(N, m) >= 2 ** 63: return _draw_shares(K, N, m)   # C(128, 64) > 2^63
+    ks = range(max(0, m + K - N), min(m, K) + 1)
+    return np.array([math.comb(K, k) * math.comb(N - K, m - k) for k in ks], object)
+
+# %% ../nbs/08c_permutation.ipynb #e53ebeef
+def _two_values_p(a, b)->float|None:
+    "Exact two-sided rank-sum p of samples holding at most two values, counted by k; None past `RANK_P_RTOL`"
+    if len(a) > len(b): a, b = b, a
+    top = max(a.max(), b.max()); m, N = len(a), len(a) + len(b); K = int((a == top).sum() + (b == top).sum())
+    t = _draws(K, N, m); i = int((a == top).sum()) - max(0, m + K - N)   # the observed k's place
+    p = float(min(1.0, 2 * min(t[:i + 1].sum(), t[i:].sum()) / t.sum()))
+    err = (12 * len(t) + 1) * 2.0 ** -53 + (6 * len(t) ** 2 * 2.0 ** -1074 / p if p else math.inf)
+    return p if t.dtype == object or err <= RANK_P_RTOL else None
+
 # %% ../nbs/08c_permutation.ipynb #db4d829f
 def _rank_sum_p(a, b)->float|None:
-    "Exact two-sided p of the rank-sum test, counted by U without ties, else by tie group; None past the budget"
-    return (_untied_p if len(np.unique(np.concatenate([a, b]))) == len(a) + len(b) else _split_p)(a, b)
+    "Exact two-sided rank-sum p: by U without ties, by k with two values, else by tie group; None past the budget"
+    v = len(np.unique(np.concatenate([a, b])))
+    return (_untied_p if v == len(a) + len(b) else _two_values_p if v <= 2 else _split_p)(a, b)
 
 # %% ../nbs/08c_permutation.ipynb #dd2dfecd
 def _flip_shares(r:np.ndarray, # the ranks, integers > 0
@@ -166,7 +193,7 @@ def _tied(a, b, paired:bool)->bool:
 
 # %% ../nbs/08c_permutation.ipynb #044c30b8
 def _scipy_exact(a, b, paired:bool)->bool:
-    "True where `rank_test` keeps scipy's exact p: untied pairs, at most 50 (splits are counted here, faster: `_untied_p`)"
+    "True where `rank_test` keeps scipy's exact p: untied pairs, at most 50 (splits are counted: `_rank_sum_p`)"
     return paired and not _tied(a, b, paired) and len(a) <= 50
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a015

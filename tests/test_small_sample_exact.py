@@ -374,3 +374,46 @@ def test_untied_few_against_many_are_counted_by_u_not_left_to_scipys_recursion()
     assert r['exact'] and r['pvalue'] == 2 * sum(_partitions_up_to(60, 8)) / math.comb(100_008, 8)
     x, y = np.random.default_rng(8).permutation(2008)[:8] + .5, np.arange(2000.)   # U mid-way: scipy's exact p
     assert rank_test(x, y, False)['pvalue'] == pytest.approx(stats.mannwhitneyu(x, y, method='exact').pvalue, rel=1e-12)
+
+
+def test_two_valued_samples_of_any_size_get_the_exact_hypergeometric_p():
+    "200 vs 200 solved-or-not (120 and 100 solved) passed the budget check to scipy's normal p, unflagged: 0.045, exact 0.056"
+    from fractions import Fraction
+    a, b = np.r_[np.ones(120), np.zeros(80)], np.r_[np.ones(100), np.zeros(100)]
+    exact = Fraction(2 * sum(math.comb(220, k) * math.comb(180, 200 - k) for k in range(120, 201)), math.comb(400, 200))
+    for x, y in ((a, b), (b, a)):
+        r = rank_test(x, y, False)
+        assert r.get('exact') and r['pvalue'] == pytest.approx(float(exact), rel=1e-12), (len(x), r)
+        assert r['statistic'] == stats.mannwhitneyu(x, y).statistic
+    assert stats.mannwhitneyu(a, b).pvalue < 0.05 < r['pvalue']
+    for m, n, k, K in [(5000, 20_000, 1400, 5000), (30, 100_000, 12, 20_000), (40_000, 40_000, 20_300, 40_000)]:
+        x, y = np.r_[np.ones(k), np.zeros(m - k)], np.r_[np.ones(K - k), np.zeros(n - K + k)]
+        h = stats.hypergeom(m + n, K, m); r = rank_test(x, y, False)
+        assert r.get('exact') and r['pvalue'] == pytest.approx(min(1, 2 * min(h.cdf(k), h.sf(k - 1))), rel=1e-9), (m, n, k, K)
+
+
+def test_two_valued_counts_equal_listing_every_split_and_scipys_permutation_test():
+    "Random 0/1 samples of 2 to 8: the p by k is the p of listing all C(N, m) splits and of scipy's exact permutation test, to the bit"
+    rng, seen = np.random.default_rng(23), 0
+    for _ in range(150):
+        na, nb = int(rng.integers(2, 8)), int(rng.integers(2, 9)); a, b = rng.integers(0, 2, na) * 1., rng.integers(0, 2, nb) * 1.
+        r = rank_test(a, b, False); seen += len(np.unique(np.r_[a, b])) == 2
+        assert r['exact'] and r['pvalue'] == _listed_p(a, b) == _re_ranked_p(a, b, False), (a, b)
+    assert seen > 120
+
+
+def test_two_valued_float_counts_stay_within_the_stated_bound():
+    "Past 2^63 splits the counts by k are float64: the p within (12n + 1) 2^-53 of the Python-int p; below 1e-300 none"
+    from fractions import Fraction
+
+    from knowlyr_lab.permutation import _two_values_p
+    rng = np.random.default_rng(29)
+    for _ in range(40):
+        m, n = int(rng.integers(64, 300)), int(rng.integers(300, 700)); K = int(rng.integers(1, m + n)); N = m + n
+        lo, hi = max(0, m + K - N), min(m, K); k = int(rng.integers(lo, hi + 1))
+        t = [math.comb(K, j) * math.comb(N - K, m - j) for j in range(lo, hi + 1)]
+        exact = min(Fraction(1), Fraction(2 * min(sum(t[:k - lo + 1]), sum(t[k - lo:])), math.comb(N, m)))
+        p = _two_values_p(np.r_[np.ones(k), np.zeros(m - k)], np.r_[np.ones(K - k), np.zeros(n - K + k)])
+        assert abs(Fraction(p) - exact) <= exact * (12 * len(t) + 1) * Fraction(1, 2 ** 53), (m, n, K, k)
+    a, b = np.ones(2000), np.zeros(2000)   # 2/C(4000, 2000) = 1e-1203: below float64, so scipy's p, unflagged
+    assert _two_values_p(a, b) is None and rank_test(a, b, False) == {'statistic': 4e6, 'pvalue': stats.mannwhitneyu(a, b).pvalue}
