@@ -112,24 +112,29 @@ def _untied_cells(m:int, n:int, s:int, ints:bool)->float:
     words = 1 + (math.lgamma(m + n + 1) - math.lgamma(m + 1) - math.lgamma(n + 1)) / math.log(2 ** 64)   # of C(N, m)
     return min(m, s) * ((s + 1) * (32 * words if ints else 2) + 1000)
 
-# %% ../nbs/08c_permutation.ipynb #1bdfec64
-def _untied_counts(m:int, n:int, s:int)->np.ndarray|None: # c[u], u <= s: choices of m of the ranks 1..m+n whose U is u
-    "Counts of U by the Gaussian binomial's factors: int64 below 2^63 splits, else Python ints; None past the budget"
-    ints = min(m, n) >= 64 or math.comb(m + n, m) >= 2 ** 63   # C(128, 64) > 2^63
-    if _untied_cells(m, n, s, ints) > RANK_SUM_CELLS: return None
-    c = np.zeros(s + min(m, s) + 1, object if ints else np.int64); c[0] = 1   # room to fold into rows of i
-    for i in range(1, min(m, s) + 1):   # a factor past s leaves the counts up to s as they are
+# %% ../nbs/08c_permutation.ipynb #5c27fd64
+def _gauss_factors(c:np.ndarray, m:int, n:int, s:int): # c: the counts of degrees 0..s, and room for min(m, s) more
+    "Multiply the counts `c` by the m factors (1 - q^(n+i)) / (1 - q^i) in place, up to degree `s`"
+    for i in range(1, min(m, s) + 1):
         c[n + i:s + 1] -= c[:max(s + 1 - n - i, 0)]   # times 1 - q^(n+i)
         rows = c[:-(-(s + 1) // i) * i].reshape(-1, i); np.cumsum(rows, axis=0, out=rows); c[s + 1:] = 0   # over 1-q^i
+
+# %% ../nbs/08c_permutation.ipynb #1bdfec64
+def _untied_counts(m:int, n:int, s:int)->np.ndarray|None:
+    "c[u], u <= s: how many choices of `m` of the ranks 1..m+n have U = u; int64 below 2^63 splits, else Python ints"
+    ints = min(m, n) >= 64 or math.comb(m + n, m) >= 2 ** 63   # C(128, 64) > 2^63
+    if _untied_cells(m, n, s, ints) > RANK_SUM_CELLS: return None
+    c = np.zeros(s + min(m, s) + 1, object if ints else np.int64); c[0] = 1; _gauss_factors(c, m, n, s)
     return c[:s + 1]
 
 # %% ../nbs/08c_permutation.ipynb #146aa2a7
 def _untied_p(a, b)->float|None:
-    "Exact two-sided rank-sum p of untied samples: twice the choices at or below the nearer U; None past the budget"
+    "Exact two-sided rank-sum p of untied samples, counted by U; None past the budget"
     if len(a) > len(b): a, b = b, a
-    m, n = len(a), len(b); u = int(stats.rankdata(np.concatenate([a, b]))[:m].sum()) - m * (m + 1) // 2
+    m, n = len(a), len(b); u = int(stats.rankdata(np.r_[a, b])[:m].sum()) - m * (m + 1) // 2
     c = _untied_counts(m, n, min(u, m * n - u))
-    return None if c is None else min(1.0, 2 * int(c.sum()) / math.comb(m + n, m))
+    p = None if c is None else min(1.0, 2 * int(c.sum()) / math.comb(m + n, m))
+    return None if p is None or 2.0 ** -1074 > RANK_P_RTOL * p else p
 
 # %% ../nbs/08c_permutation.ipynb #c79690eb
 def _draw_shares(K:int, N:int, m:int)->np.ndarray: # t[k - lo], k = lo..hi, relative to the likeliest k

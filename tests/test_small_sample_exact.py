@@ -417,3 +417,12 @@ def test_two_valued_float_counts_stay_within_the_stated_bound():
         assert abs(Fraction(p) - exact) <= exact * (12 * len(t) + 1) * Fraction(1, 2 ** 53), (m, n, K, k)
     a, b = np.ones(2000), np.zeros(2000)   # 2/C(4000, 2000) = 1e-1203: below float64, so scipy's p, unflagged
     assert _two_values_p(a, b) is None and rank_test(a, b, False) == {'statistic': 4e6, 'pvalue': stats.mannwhitneyu(a, b).pvalue}
+
+
+def test_a_rank_sum_p_below_float64_is_not_flagged_exact():
+    "600 vs 600 untied and apart: 2/C(1200, 600) = 1e-360 was divided to 0.0 and flagged exact (by _untied_p); scipy's p now"
+    a, b = np.arange(600.), np.arange(600.) + 1000
+    for x, y in ((a, b), (b, a)):
+        assert rank_test(x, y, False) == {'statistic': stats.mannwhitneyu(x, y).statistic, 'pvalue': stats.mannwhitneyu(x, y).pvalue}
+    x, y = np.arange(150.), np.arange(150.) + 1000   # 2/C(300, 150) = 2.1e-89: counted
+    assert rank_test(x, y, False) == {'statistic': 0.0, 'pvalue': 2 / math.comb(300, 150), 'exact': True}
