@@ -137,30 +137,37 @@ def _untied_p(a, b)->float|None:
     return None if p is None or 2.0 ** -1074 > RANK_P_RTOL * p else p
 
 # %% ../nbs/08c_permutation.ipynb #c79690eb
-def _draw_shares(K:int, N:int, m:int)->np.ndarray: # t[k - lo], k = lo..hi, relative to the likeliest k
-    "How many draws of `m` of `N` values (`K` of them marked) hold k marked, relative to the likeliest k, in float64"
+def _draw_shares(K:int, N:int, m:int)->np.ndarray:
+    "How many draws of `m` of `N` hold each k of the `K` marked, k = lo.., relative to the likeliest k, in float64"
     lo, hi = max(0, m + K - N), min(m, K); top = min(max((m + 1) * (K + 1) // (N + 2), lo), hi)   # the likeliest k
     j = np.arange(lo, hi, dtype=float); up = (K - j) / (j + 1) * ((m - j) / (N - K - m + j + 1))   # t(k + 1) / t(k)
-    t = np.ones(hi - lo + 1); t[top - lo + 1:] = np.cumprod(up[top - lo:])   # multiplied out from the likeliest
+    t = np.ones(hi - lo + 1); t[top - lo + 1:] = np.cumprod(up[top - lo:])
     t[:top - lo] = np.cumprod(1 / up[:top - lo][::-1])[::-1]
     return t
 
 # %% ../nbs/08c_permutation.ipynb #2e7ba385
-def _draws(K:int, N:int, m:int)->np.ndarray: # t[k - lo], lo = max(0, m + K - N): the draws holding k of the K marked
-    "Draws of `m` of `N` values by how many marked they hold: Python ints below 2^63 draws, else `_draw_shares`"
-    if min(m, N - m) >= 64 or math.comb(N, m) >= 2 ** 63: return _draw_shares(K, N, m)   # C(128, 64) > 2^63
-    ks = range(max(0, m + K - N), min(m, K) + 1)
-    return np.array([math.comb(K, k) * math.comb(N - K, m - k) for k in ks], object)
+def _draws(K:int, N:int, m:int)->np.ndarray:
+    "Draws of `m` of `N` by how many of the `K` marked they hold, k = lo..: Python ints within the budget, else floats"
+    lo, hi = max(0, m + K - N), min(m, K)
+    if (hi - lo + 1) * N > RANK_SUM_CELLS: return _draw_shares(K, N, m)
+    t = [math.comb(K, lo) * math.comb(N - K, m - lo)]
+    for k in range(lo, hi): t.append(t[-1] * ((K - k) * (m - k)) // ((k + 1) * (N - K - m + k + 1)))
+    return np.array(t, object)
 
 # %% ../nbs/08c_permutation.ipynb #e53ebeef
+def _hypergeom_p(k:int, K:int, N:int, m:int)->float|None: # None past `RANK_P_RTOL`
+    "Exact two-sided p of drawing `k` of the `K` marked in `m` of `N`: twice the nearer tail of `_draws`"
+    t = _draws(K, N, m); i = k - max(0, m + K - N); n = len(t) if t.dtype == float else 0
+    p = float(min(1.0, 2 * min(t[:i + 1].sum(), t[i:].sum()) / t.sum()))
+    err = (12 * n + 1) * 2.0 ** -53 + (6 * n * n + 1) * 2.0 ** -1074 / p if p else math.inf
+    return p if err <= RANK_P_RTOL else None
+
+# %% ../nbs/08c_permutation.ipynb #6348507e
 def _two_values_p(a, b)->float|None:
     "Exact two-sided rank-sum p of samples holding at most two values, counted by k; None past `RANK_P_RTOL`"
     if len(a) > len(b): a, b = b, a
-    top = max(a.max(), b.max()); m, N = len(a), len(a) + len(b); K = int((a == top).sum() + (b == top).sum())
-    t = _draws(K, N, m); i = int((a == top).sum()) - max(0, m + K - N)   # the observed k's place
-    p = float(min(1.0, 2 * min(t[:i + 1].sum(), t[i:].sum()) / t.sum()))
-    err = (12 * len(t) + 1) * 2.0 ** -53 + (6 * len(t) ** 2 * 2.0 ** -1074 / p if p else math.inf)
-    return p if t.dtype == object or err <= RANK_P_RTOL else None
+    top = max(a.max(), b.max()); k, K = int((a == top).sum()), int((a == top).sum() + (b == top).sum())
+    return _hypergeom_p(k, K, len(a) + len(b), len(a))
 
 # %% ../nbs/08c_permutation.ipynb #db4d829f
 def _rank_sum_p(a, b)->float|None:
