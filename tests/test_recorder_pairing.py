@@ -51,3 +51,29 @@ def test_a_numeric_call_id_pairs_in_a_step_log():
     log = StepLog()
     s = log.call('bash', {'cmd': 'ls'}, 7)
     assert log.result(7, 'a.txt') is s and s.observation.content == 'a.txt' and not log.pairer.open_calls
+
+
+def _convert(tmp_path, msgs):
+    p = tmp_path / 'chat.jsonl'; p.write_text(json.dumps({'messages': msgs}) + '\n')
+    rep = ConversionReport()
+    t, = convert(p, format='openai-chat', report=rep)
+    return [(s.action.tool, s.observation and s.observation.content) for s in t.steps if s.action], t, rep
+
+
+@pytest.mark.parametrize('cid', [None, ''])
+def test_id_less_calls_split_by_text_stay_open_until_the_next_message(tmp_path, cid):
+    "One message [call, text, call] is read in two parts; the second part closed the first part's call mid-message"
+    use = lambda n: {'type': 'tool_use', 'name': n, 'input': {}, **({} if cid is None else {'id': cid})}
+    res = lambda c: {'type': 'tool_result', 'content': c, **({} if cid is None else {'tool_use_id': cid})}
+    ask = {'role': 'user', 'content': 'look around'}
+    split = {'role': 'assistant', 'content': [use('ls'), {'type': 'text', 'text': 'and where am I?'}, use('pwd')]}
+    got, t, rep = _convert(tmp_path, [ask, split, {'role': 'user', 'content': [res('a.txt'), res('/home')]},
+                                      {'role': 'assistant', 'content': 'done'}])
+    assert got == [('ls', 'a.txt'), ('pwd', '/home')]
+    assert 'unmapped' not in t.metadata and rep.totals['unmapped'] == 0
+    # a new message still closes them: pwd (unanswered) does not take the next message's result
+    got, t, rep = _convert(tmp_path, [ask, split, {'role': 'user', 'content': [res('a.txt')]},
+                                      {'role': 'assistant', 'content': [use('cat')]},
+                                      {'role': 'user', 'content': [res('x = 1')]}, {'role': 'assistant', 'content': 'done'}])
+    assert got == [('ls', 'a.txt'), ('pwd', None), ('cat', 'x = 1')]
+    assert 'unmapped' not in t.metadata

@@ -140,7 +140,7 @@ def _feed_assistant(b:ChatBuilder, msg:dict, segs:list, thinking:list, where:str
                 first = [new_step(len(b.steps), t_start=b._time(t), response_id=response_id, **meta)]; b.steps += first
             if first: first[0].metadata.update(kept)
         elif _join(sg['texts']) or sg['calls']:
-            b.add_assistant(_join(sg['texts']), sg['calls'], response_id=response_id, t=t)
+            b.add_assistant(_join(sg['texts']), sg['calls'], response_id=response_id, t=t, more=True)   # one message
         orphans += [blk for blk in sg['results'] if not _feed_result(b, blk)]
     return orphans
 

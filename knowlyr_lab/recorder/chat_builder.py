@@ -83,12 +83,14 @@ def add_assistant(self:ChatBuilder,
                   calls:list[dict]=(),       # tool calls {tool, params, call_id, ok}
                   thinking:str|None=None,    # reasoning text (Anthropic thinking, `reasoning_content`)
                   usage:TokenUsage|None=None, # usage of this response (counted once)
-                  response_id:str|None=None, t=None, model:str|None=None, **meta):
+                  response_id:str|None=None, t=None, model:str|None=None,
+                  more:bool=False,           # a later part of the message last added: its id-less calls stay open
+                  **meta):
     "Add an assistant response: one step per tool call; thought, thinking and usage on the first"
     t = self._time(t)
     if model and model not in self.models: self.models.append(model)
     first = len(self.steps)
-    self.fifo.clear()            # a new turn closes the last one's id-less calls: by order, no result crosses a turn
+    if not more: self.fifo.clear()   # a new message closes the last one's id-less calls: no result crosses it
     extra = {k: v for k, v in meta.items() if v is not None}
     for j, c in enumerate(calls):
         m = {'response_id': response_id, **extra}
