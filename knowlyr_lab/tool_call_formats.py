@@ -140,9 +140,21 @@ def _hermes_calls(text:str, i:int)->tuple[str, list[dict]]:
     return text[:i].strip(), calls
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #fd820f15
-def _lone_name(name:str, tools:Collection[str]|None=None)->bool:   # `tools`: the names offered (None: not known)
-    "Whether a name written alone is a call: not ending a sentence, not a JSON literal, an offered tool's when known"
-    return name[-1] not in '.-' and name not in ('true', 'false', 'null') and (tools is None or name in tools)
+def _lone_name(name:str)->bool:
+    "Whether a name written alone is shaped as a call's: not ending a sentence, not a JSON literal"
+    return name[-1] not in '.-' and name not in ('true', 'false', 'null')
+
+# %% ../nbs/00aab_tool_call_formats.ipynb #109a7967
+def _names_call(text:str,                       # the reply
+                v11:re.Match,                    # `_V11_CALL`'s match after a `[TOOL_CALLS]`
+                tools:Collection[str]|None=None, # the names offered (None: not known)
+               )->bool:
+    "Whether `v11` names a call: an offered tool's when known; alone, shaped as one; no word above a JSON call"
+    if tools is not None and v11[1] not in tools: return False
+    if v11[3] is None: return _lone_name(v11[1])
+    if v11[3] or '\n' not in text[v11.end(1):v11.end()]: return True   # [ARGS], or `{` on the name's line
+    try: return not _is_llama_call(_DEC.raw_decode(text, v11.end())[0])   # a call of its own: the word is prose
+    except (json.JSONDecodeError, RecursionError): return True             # its reader says what is wrong
 
 # %% ../nbs/00aab_tool_call_formats.ipynb #3ac77862
 def _mistral_calls(text:str, i:int, tools:Collection[str]|None=None)->tuple[str, list[dict]]:
@@ -150,7 +162,7 @@ def _mistral_calls(text:str, i:int, tools:Collection[str]|None=None)->tuple[str,
     thought, calls = text[:i].strip(), []
     while i < len(text):
         i = _SPACES.match(text, i + len(_MISTRAL)).end()
-        if (v11 := _V11_CALL.match(text, i)) and v11[3] is None and not _lone_name(v11[1], tools): v11 = None   # prose
+        if (v11 := _V11_CALL.match(text, i)) and not _names_call(text, v11, tools): v11 = None   # prose, or no tool
         if v11: i = v11.end()   # the name (and call id) written before the arguments
         if v11 and v11[3] is None: d, i = {}, _tail_end(text, _MISTRAL, _MISTRAL_TAIL, v11.start(), i)   # no arguments
         else: d, i = _json_at(text, _MISTRAL, _MISTRAL_TAIL, i)

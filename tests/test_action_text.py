@@ -928,6 +928,27 @@ def test_a_lone_mistral_name_that_is_no_offered_tool_is_no_call(text):
             parse(text, tools=['look', 'move'])
     assert parse_reply(text)[1][-1] == {'tool': word, 'params': {}}   # tools not known: read as vLLM reads it
 
+# 46579ac checked only a LONE name against the tools offered, and let a line break stand between a name and its '{':
+# '[TOOL_CALLS]Note\n{"name": "f", ...}' (a word, then a call on its own line; 01ee0d6 refused it) became a call of
+# 'Note' given {name, arguments}, with or without tools=['f'], and the model server answered it as a tool call.
+# Now every v11 name must be an offered tool where the tools are known, and a word above a JSON call is prose.
+NOTE = '[TOOL_CALLS]Note\n{"name": "f", "arguments": {"x": 1}}'
+
+@pytest.mark.parametrize('tools', [None, ['f'], ['Note', 'f']])
+def test_a_word_above_a_mistral_json_call_is_no_call(tools):
+    for parse in (parse_reply, parse_action_text):
+        with pytest.raises(InvalidActionError, match=f"^{re.escape(NOT_A_NAME)}'Note"):
+            parse(NOTE, tools=tools)
+
+def test_a_mistral_name_with_arguments_must_be_an_offered_tool_where_known():
+    for text in ('[TOOL_CALLS]search[ARGS]{"q": 1}', '[TOOL_CALLS]search{"q": 1}', '[TOOL_CALLS]search\n{"q": 1}'):
+        with pytest.raises(InvalidActionError, match=f"^{re.escape(NOT_A_NAME)}'search"):
+            parse_reply(text, tools=['look'])
+        assert parse_reply(text, tools=['search']) == parse_reply(text) == ('', [SEARCH_Q])
+    from knowlyr_lab.serving.completions import reply_message
+    msg, why = reply_message({'text': NOTE, 'finish_reason': 'stop'}, [tool_schema('f')])
+    assert (msg, why) == ({'role': 'assistant', 'content': NOTE}, 'stop')
+
 
 # The two readers of model replies that know the tools offered pass their names: the model server (the request's
 # `tools`, whatever a client sends) and `LocalAgent` (the env's schemas). Before, neither did, so a reply ending in
