@@ -992,3 +992,12 @@ def test_an_empty_mistral_call_id_is_no_id(text, calls):
 def _as_list_call(c):
     "The call `c` as a pre-v11 list item, an absent id written as `\"id\": \"\"`"
     return {'name': c['tool'], 'arguments': c['params'], 'id': c.get('call_id', '')}
+
+
+def test_the_server_reads_tool_names_with_schema_name_and_skips_a_malformed_tool():
+    "A client's list of tools: a tool without a string name (no schema, a non-dict function, a list name) is skipped"
+    from knowlyr_lab.serving.completions import reply_message
+    tools = [{'function': 'x'}, {'function': None}, {'function': {'name': ['look']}}, {'oops': 1}, {'name': 'look'}]
+    msg, why = reply_message({'text': '[TOOL_CALLS]look', 'finish_reason': 'stop'}, tools)
+    assert why == 'tool_calls' and msg['tool_calls'][0]['function'] == {'name': 'look', 'arguments': '{}'}
+    assert reply_message({'text': '[TOOL_CALLS]Sorry', 'finish_reason': 'stop'}, tools)[1] == 'stop'

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from contextlib import suppress
 
 from ..chat import assistant_message, parse_reply
-from ..core import InvalidActionError
+from ..core import InvalidActionError, schema_name
 from .requests import RequestRefused
 
 # %% auto #0
@@ -79,6 +80,14 @@ def split_reasoning(text:str,            # a generation's text
     if '</think>' in body: return body.split('</think>', 1)[0], body.split('</think>', 1)[1]
     return (None, text) if parser == 'qwen3' else (body, '')
 
+# %% ../../nbs/53c_serving_completions.ipynb #2ff03951
+def _tool_names(tools:list[dict])->set[str]:
+    "The string names of a request's `tools` (`schema_name`); a tool without one is skipped"
+    names = set()
+    for t in tools:
+        with suppress(KeyError, TypeError): names.add(schema_name(t))   # no name, or no schema at all
+    return {n for n in names if isinstance(n, str)}
+
 # %% ../../nbs/53c_serving_completions.ipynb #bf2fd1cf
 def reply_message(out:dict, tools,
                   reasoning_parser:str|None=None, # split the thinking into `reasoning_content` (`split_reasoning`)
@@ -86,9 +95,8 @@ def reply_message(out:dict, tools,
     "(assistant message, finish_reason) of one generation: tool calls parsed when the request offered tools"
     reasoning, text = split_reasoning(out['text'], reasoning_parser)
     calls = []
-    if tools:   # a lone Mistral name is a call only of a tool offered (a client's list may be malformed: names it holds)
-        names = {n for t in tools if isinstance(f := t.get('function', t), dict) and isinstance(n := f.get('name'), str)}
-        try: thought, calls = parse_reply(text, names or None)
+    if tools:   # a Mistral name is a call only of a tool offered (no string name among them: not known)
+        try: thought, calls = parse_reply(text, _tool_names(tools) or None)
         except InvalidActionError: calls = []
     calls = [{**c, 'call_id': f'call_{uuid.uuid4().hex[:12]}'} for c in calls]
     msg = assistant_message(thought if calls else text, calls)
