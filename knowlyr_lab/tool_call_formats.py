@@ -149,10 +149,10 @@ def _names_call(text:str,                       # the reply
                 v11:re.Match,                    # `_V11_CALL`'s match after a `[TOOL_CALLS]`
                 tools:Collection[str]|None=None, # the names offered (None: not known)
                )->bool:
-    "Whether `v11` names a call: an offered tool's when known; alone, shaped as one; no word above a JSON call"
+    "Whether `v11` names a call: with `[ARGS]` or `{` on its line, always; else an offered tool's, shaped as one"
+    if v11[3] or (v11[3] == '' and '\n' not in text[v11.end(1):v11.end()]): return True   # no prose is written so
     if tools is not None and v11[1] not in tools: return False
     if v11[3] is None: return _lone_name(v11[1])
-    if v11[3] or '\n' not in text[v11.end(1):v11.end()]: return True   # [ARGS], or `{` on the name's line
     try: return not _is_llama_call(_DEC.raw_decode(text, v11.end())[0])   # a call of its own: the word is prose
     except (json.JSONDecodeError, RecursionError): return True             # its reader says what is wrong
 

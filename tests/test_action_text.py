@@ -941,10 +941,14 @@ def test_a_word_above_a_mistral_json_call_is_no_call(tools):
             parse(NOTE, tools=tools)
 
 def test_a_mistral_name_with_arguments_must_be_an_offered_tool_where_known():
+    "Where the form could be prose (a name above its `{`); `[ARGS]` or `{` on the name's line is a call of any tool"
+    with pytest.raises(InvalidActionError, match=f"^{re.escape(NOT_A_NAME)}'search"):
+        parse_reply('[TOOL_CALLS]search\n{"q": 1}', tools=['look'])
     for text in ('[TOOL_CALLS]search[ARGS]{"q": 1}', '[TOOL_CALLS]search{"q": 1}', '[TOOL_CALLS]search\n{"q": 1}'):
-        with pytest.raises(InvalidActionError, match=f"^{re.escape(NOT_A_NAME)}'search"):
-            parse_reply(text, tools=['look'])
         assert parse_reply(text, tools=['search']) == parse_reply(text) == ('', [SEARCH_Q])
+    for text in ('[TOOL_CALLS]search[ARGS]{"q": 1}', '[TOOL_CALLS]search{"q": 1}'):   # as a Hermes call of it is
+        assert parse_reply(text, tools=['look']) == parse_reply('<tool_call>{"name": "search", "arguments": {"q": 1}}'
+                                                                '</tool_call>', tools=['look']) == ('', [SEARCH_Q])
     from knowlyr_lab.serving.completions import reply_message
     msg, why = reply_message({'text': NOTE, 'finish_reason': 'stop'}, [tool_schema('f')])
     assert (msg, why) == ({'role': 'assistant', 'content': NOTE}, 'stop')
