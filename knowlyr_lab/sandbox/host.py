@@ -42,7 +42,7 @@ def tmpfs_size(size_mb:float)->str:
 # %% ../../nbs/10e_sandbox_host.ipynb #028355ca
 def mount_tmpfs(path, size_mb:float, uid:int, mode:int=0o755, inodes:int|None=None):
     "Mount a tmpfs of `size_mb` MiB (and `inodes` entries) on `path`, owned by `uid`; `SandboxBackendError` if refused"
-    opts = (f'size={tmpfs_size(size_mb)},uid={uid},gid={uid},mode={mode:o}' + (f',nr_inodes={int(inodes)}' if inodes else '')).encode()
+    opts = (f'size={tmpfs_size(size_mb)},uid={uid},gid={uid},mode={mode:o}' + (f',nr_inodes={inodes}' if inodes else '')).encode()
     if _libc.mount(b'tmpfs', str(path).encode(), b'tmpfs', MS_NOSUID | MS_NODEV, opts) != 0:
         e = ctypes.get_errno()
         raise SandboxBackendError(f"cannot mount a tmpfs on {path}: {os.strerror(e)}")

@@ -164,8 +164,8 @@ def _argv(self, argv:list[str])->list[str]:
     L = self.limits
     pre = self.host.enter_argv()
     if shutil.which('prlimit'):
-        pre += ['prlimit', f'--cpu={int(L.cpu_seconds)}', f'--as={int(L.memory_mb) * 2**20}',
-                f'--nproc={int(L.max_processes)}', f'--fsize={int(L.max_file_mb) * 2**20}', '--core=0', '--']
+        pre += ['prlimit', f'--cpu={L.cpu_seconds}', f'--as={L.memory_mb * 2**20}',
+                f'--nproc={L.max_processes}', f'--fsize={L.max_file_mb * 2**20}', '--core=0', '--']
     if self._drop: pre += ['setpriv', f'--reuid={self.uid}', f'--regid={self.uid}', '--clear-groups', '--inh-caps=-all']
     if self.isolation != 'bubblewrap': return [*pre, *argv]
     b = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--clearenv', '--hostname', 'sandbox']
@@ -175,7 +175,7 @@ def _argv(self, argv:list[str])->list[str]:
     for d in hidden_task_data(): b += ['--tmpfs', d]        # installed hidden tests: an empty folder in their place
     for f in self._ETC: b += ['--ro-bind-try', f, f]
     for f in ('passwd', 'group', 'hosts'): b += ['--ro-bind', str(self.root/'etc'/f), f'/etc/{f}']
-    b += ['--proc', '/proc', '--dev', '/dev', '--size', str(int(L.tmp_mb) * 2**20), '--tmpfs', '/dev/shm',
+    b += ['--proc', '/proc', '--dev', '/dev', '--size', str(L.tmp_mb * 2**20), '--tmpfs', '/dev/shm',
           '--bind', str(self._tmp), '/tmp', '--bind', str(self.workspace), WORKSPACE, '--remount-ro', '/',
           '--chdir', WORKSPACE]
     for k, v in self.env.items(): b += ['--setenv', k, v]

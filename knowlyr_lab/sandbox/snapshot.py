@@ -325,7 +325,7 @@ LIST_ENTRY_BYTES = 1024   # bytes of a workspace listing read per entry the work
 
 def listing_limit(limits)->int:
     "The most bytes of a workspace listing the host reads from a sandbox with `limits` (a `SandboxLimits`)"
-    return (int(limits.max_files) + 1) * LIST_ENTRY_BYTES
+    return (limits.max_files + 1) * LIST_ENTRY_BYTES
 
 def read_listing(sb, script:str)->bytes:
     "What `script` prints run inside `sb` on its workspace, up to `listing_limit`; past it the snapshot is refused"
