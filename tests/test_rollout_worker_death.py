@@ -3,10 +3,13 @@
 `_death` read ProcessPoolExecutor's private `_processes` to find exit codes, and took the first odd one in the pool:
 a pool whose other worker, terminated when the first died, exited with code 5 reported 'exit code 5' for a worker
 that died with 137. A chunk is now submitted `_watched` (`multiprocessing.active_children` before and after
-`submit`), and `_death` reads the exit code of the process whose pid the chunk's worker flagged (`started`)."""
+`submit`), and `_death` reads the exit code of the process whose pid the chunk's worker flagged (`started`); when the
+pool itself terminated that one (SIGTERM) because another worker died, the other's code (sbx15 item 1)."""
 import concurrent.futures as cf
 import inspect
 import multiprocessing as mp
+import os
+import signal
 import time
 from concurrent.futures.process import BrokenProcessPool
 
@@ -26,6 +29,10 @@ def dies(how, pidfile):
     Path(pidfile).write_text(str(os.getpid()))
     if how == 'kill': os.kill(os.getpid(), signal.SIGKILL)
     os._exit(137)
+def quick(): return os.getpid()
+def flag_and_wait(pidfile):
+    "A chunk that flags its worker's pid and runs on (until the pool terminates it)"
+    Path(pidfile).write_text(str(os.getpid())); time.sleep(60)
 '''
 
 def test_the_pool_is_read_through_public_apis_only():
@@ -51,3 +58,21 @@ def test_the_reason_is_the_dead_workers_own(tmp_path, monkeypatch, how, why):
     with pytest.raises(BrokenProcessPool): f.result()
     assert W._death(ex, procs | more, int(pidfile.read_text())) == why
     assert sorted(p.exitcode for p in procs | more) == sorted([5, -9 if how == 'kill' else 137])   # both seen, publicly
+
+def test_an_idle_workers_death_is_not_told_as_the_pools_sigterm(tmp_path, monkeypatch):
+    "Main said 'exit code -15 (SIGTERM)': the chunk's worker, which the pool terminated when the idle one was killed"
+    (tmp_path / 'death_tasks.py').write_text(TASKS); monkeypatch.syspath_prepend(str(tmp_path))
+    from death_tasks import flag_and_wait, quick
+    pidfile = tmp_path / 'pid'
+    ex = cf.ProcessPoolExecutor(2, mp_context=mp.get_context('spawn'))
+    first = [ex.submit(quick), ex.submit(quick)]           # two workers started (the second before the first is idle)
+    for g in first: g.result()
+    f, procs = W._watched(ex, flag_and_wait, str(pidfile))
+    _until(pidfile)
+    busy = int(pidfile.read_text())
+    idle = [p for p in procs if p.pid != busy]
+    assert len(idle) == 1, procs
+    os.kill(idle[0].pid, signal.SIGKILL)                   # the idle worker dies, as if OOM-killed
+    with pytest.raises(BrokenProcessPool): f.result()
+    assert W._death(ex, procs, busy) == 'worker died: exit code -9 (SIGKILL)'
+    assert {p.pid: p.exitcode for p in procs} == {busy: -signal.SIGTERM, idle[0].pid: -signal.SIGKILL}

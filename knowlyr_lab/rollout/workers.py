@@ -207,9 +207,11 @@ def _death(ex:cf.ProcessPoolExecutor,
            procs:set,   # the child processes that may have run the chunk (`_watched`)
            pid:int=0,   # the pid the chunk's worker flagged as it started (0: it died before)
           )->str:
-    "Why the worker of a broken pool died: the exit code of process `pid` (else of one of `procs`; negative: a signal)"
+    "Why the worker of a broken pool died: the exit code of process `pid` (else, or if the pool ended it, of another)"
     ex.shutdown()                              # its processes reaped (else an exit code may not be known yet)
-    codes = [p.exitcode for p in procs if p.pid == pid] or [p.exitcode for p in procs]
+    codes = [p.exitcode for p in procs if p.pid == pid]
+    if codes in ([], [-signal.SIGTERM]):      # not flagged, or terminated by the pool as another worker died
+        codes += [p.exitcode for p in procs if p.pid != pid]
     # the pool terminates its other workers (SIGTERM) once one died; a child not the pool's is still alive (None)
     code = next((c for c in codes if c not in (None, 0, -signal.SIGTERM)), next((c for c in codes if c), None))
     if code is None: return 'worker died: its process ended abruptly'
