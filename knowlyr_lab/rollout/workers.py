@@ -195,12 +195,17 @@ def _in_threads(plan, chunks, n_workers)->Iterator[list]:
         while not made.empty():
             w = made.get(); warn_unclosed(_close_aside(w) if any(w is h for h in hung) else w.close())
 
+# %% ../../nbs/40ba_rollout_workers.ipynb #9afed1a9
+class _Pool(cf.ProcessPoolExecutor):
+    "A process pool that keeps the child processes alive as it is made (`others`): none of them is its worker"
+    def __init__(self, *args, **kwargs): self.others = set(mp.active_children()); super().__init__(*args, **kwargs)
+
 # %% ../../nbs/40ba_rollout_workers.ipynb #108252b7
-def _watched(ex:cf.ProcessPoolExecutor, fn, *args)->tuple[cf.Future, set]:
+def _watched(ex:_Pool, fn, *args)->tuple[cf.Future, set]:
     "`ex.submit(fn, *args)` and the live child processes that may run it: the pool's, seen by `mp.active_children`"
     procs = set(mp.active_children())          # the workers already running: an idle one may take it
     f = ex.submit(fn, *args)
-    return f, procs | set(mp.active_children())   # and the one `submit` started when none was idle
+    return f, (procs | set(mp.active_children())) - ex.others   # and the one `submit` started when none was idle
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #d39f39ad
 def _death(ex:cf.ProcessPoolExecutor,
@@ -234,14 +239,14 @@ def lost_episode(job:tuple, plan:tuple, why:str)->Trajectory:
     return t
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #3c6f0c6a
-def _pool(plan, n_workers:int, n_chunks:int)->tuple[cf.ProcessPoolExecutor, Any, Any]:
+def _pool(plan, n_workers:int, n_chunks:int)->tuple[_Pool, Any, Any]:
     "A fresh process pool for `plan`, the flags its workers set as each of the run's chunks starts, and its stop flag"
     ctx = mp.get_context('spawn'); started, stop = ctx.RawArray('i', n_chunks), ctx.RawValue('b', 0)
     init = dict(initializer=_proc_init, initargs=(plan, started, stop))
-    return cf.ProcessPoolExecutor(n_workers, mp_context=ctx, **init), started, stop
+    return _Pool(n_workers, mp_context=ctx, **init), started, stop
 
 # %% ../../nbs/40ba_rollout_workers.ipynb #79b41722
-def _alone(ex:cf.ProcessPoolExecutor, started, k:int, chunk:list)->tuple[list, str|None]:
+def _alone(ex:_Pool, started, k:int, chunk:list)->tuple[list, str|None]:
     "Chunk `k` run alone in `ex`: its results and None, or (its worker died) no results and why it died"
     f, procs = _watched(ex, _proc_run, chunk, k)
     try: return f.result(), None
