@@ -135,6 +135,8 @@ BY_READ = {
     'JSON text first, past int64 after': ({'train': [{'a': 'x'}, {'a': 1}] * 6 + [{'a': 2**63}] * 4}, None),
     'JSON text first in both splits': ({'train': [{'a': 'x'}, {'a': 1}] * 2,
                                         'test': [{'a': 'y'}, {'a': 2}] * 6 + [{'a': 1}, {'a': 0.5}] * 2}, None),
+    'JSON text first, a long float after': ({'train': [{'a': 'x'}, {'a': 1}] * 6 + [{'a': 1}, {'a': 1 / 3}] * 2}, None),
+    "JSON text first, the string '1' after": ({'train': [{'a': 'x'}, {'a': 1}] * 6 + [{'a': 2}, {'a': '1'}] * 2}, None),
     'integers first, integers and floats after': ({'train': [{'a': 1}] * 12 + [{'a': 1}, {'a': 0.5}] * 2}, None),
     'strings first, ISO dates after': ({'train': [{'a': 'x'}] * 12 + [{'a': '2024-07-26'}] * 4}, None),
     'a long default moves the first read to the nulls': ({'train': [{'a': None}] * 8 + [{'a': 1, 'b': 'z'}] * 8},
@@ -174,3 +176,31 @@ def test_the_export_refuses_exactly_the_10_mib_reads_datasets_fails(tmp_path, ca
     assert max(p.stat().st_size for p in paths.values()) > 11 << 20          # a split of two reads at least
     if refused: assert any(v == 'fails' or v for v in got.values()), f"refused, but it loads as served: {refused}"
     else: assert all(v == [] for v in got.values()), f"written, but datasets loads it otherwise: {got}"
+
+
+@pytest.mark.parametrize('reward,refused', [(1 / 3, "field 'step_rewards[0]': 0.3333333333333333 loads as 0.3333333333"),
+                                            (0.5, None)])
+def test_an_export_datasets_rewrites_is_refused_unless_every_row_loads_as_written(tmp_path, reward, refused):
+    """A template variable path whose values mix is JSON text to datasets 5.2, which then rewrites each row with ujson:
+    every float to 10 significant digits. The export wrote such files with a warning that datasets 'loads it as
+    served' (a reward of 1/3 loaded as 0.3333333333). Now it refuses, naming the row, the field and both values, unless
+    every row (all its columns, loaded by datasets itself) comes back as written"""
+    from knowlyr_lab.hub.export import DatasetExporter, ExportError
+    from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory
+
+    def traj(t:int, kw:dict):
+        steps = [Step(index=i, action=ToolCall(tool='move', params={'d': 'e'}), observation=Observation(content=f"m{i} {t}"),
+                      reward=reward, metadata={'template_kwargs': kw}) for i in range(2)]
+        return Trajectory(task=Task(id=f"t{t}", instruction=f"go {t}", domain='generic'), agent=AgentInfo(name='a', model='m'),
+                          steps=steps, outcome=Outcome(success=True, terminated=True))
+    trajs = [traj(i, kw) for i, kw in enumerate([{'opts': {}}, {'opts': {'a': 1}}] * 3)]
+    out = tmp_path / 'o'
+    with pytest.warns(UserWarning) if not refused else pytest.raises(ExportError) as e:
+        DatasetExporter(trajs, test_fraction=0).export('sft', out)
+    if refused:
+        assert refused in str(e.value) and "serve 'chat_template_kwargs.opts' one type" in str(e.value), str(e.value)
+        assert not list(out.glob('*.jsonl')), list(out.iterdir())
+        return
+    served = [json.loads(x) for x in open(out / 'train.jsonl')]
+    dd = datasets.load_dataset('json', data_files={'train': str(out / 'train.jsonl')}, cache_dir=str(tmp_path / 'c'))
+    assert dd['train'].to_list() == served and served[0]['step_rewards'] == [0.5, 0.5]

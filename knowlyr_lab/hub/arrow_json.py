@@ -1,4 +1,4 @@
-"""The strings pyarrow's JSON reader (under `load_dataset('json')`) reads as timestamps, and the integers it reads as floats.
+"""The strings pyarrow's JSON reader (under `load_dataset('json')`) reads as timestamps, the integers it reads as floats, and the rows `datasets` rewrites when it reads a field as JSON text.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/hub_arrow_json.html.md"""
 
@@ -7,8 +7,11 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_arrow_json.html.md"""
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #c83c101c
 from __future__ import annotations
 
+import orjson
+from pandas.io.json import ujson_dumps, ujson_loads
+
 # %% auto #0
-__all__ = ['INT64_MIN', 'arrow_timestamp', 'past_int64']
+__all__ = ['INT64_MIN', 'arrow_timestamp', 'past_int64', 'datasets_row', 'changed_field', 'changed_row']
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #10d2e39e
 _MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -47,3 +50,48 @@ def arrow_timestamp(s:str)->bool:
 INT64_MIN = -2**63       # the least int64; the greatest is -INT64_MIN - 1
 
 def past_int64(v:int)->bool: return not INT64_MIN <= v < -INT64_MIN       # read as a float
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #8207b3d7
+def _at(v, path:list, fn): # a row (or part of it), the key path below it (0: each list item), what to do there
+    "`v` with `fn` applied to its value at `path`, as `datasets`' `json_encode_field` walks it (None stays None)"
+    if v is None: return None
+    if not path: return fn(v)
+    k, *rest = path
+    return [_at(x, rest, fn) for x in v] if k == 0 else {**v, k: _at(v.get(k), rest, fn)}
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #c54df208
+def _as_text(v)->str:
+    "`v` as `datasets` stores a JSON-text field: a string ujson reads is kept as it is, any other value ujson-written"
+    try: ujson_loads(v); return v
+    except Exception: return ujson_dumps(v)
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #b46b9769
+def datasets_row(line:bytes,  # a JSONL row as written
+                 paths:list,  # key paths `datasets` reads as JSON text (`['chat_template_kwargs', 'opts']`)
+                )->dict:
+    "The row `line` as `load_dataset('json')` of `datasets` 5.2 gives it back when it reads `paths` as JSON text"
+    if not paths: return orjson.loads(line)                              # no JSON text: no row rewritten
+    row = ujson_loads(line)
+    for p in paths: row = _at(row, p, _as_text)
+    row = orjson.loads(ujson_dumps(row))                                   # (pyarrow then parses the rewritten row)
+    for p in paths: row = _at(row, p, ujson_loads)
+    return row
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #8e25d03a
+def changed_field(a, b, field:str='')->tuple|None: # a row as written, as loaded, and the field they are at
+    "(field, written, loaded) of the first value `b` holds otherwise than `a` (None: none)"
+    if type(a) is not type(b) or (isinstance(a, dict) and a.keys() != b.keys()) or (
+            isinstance(a, list) and len(a) != len(b)) or (not isinstance(a, (dict, list)) and a != b): return field, a, b
+    parts = (((f"{field}.{k}" if field else k), a[k], b[k]) for k in a) if isinstance(a, dict) else (
+        (f"{field}[{i}]", x, y) for i, (x, y) in enumerate(zip(a, b))) if isinstance(a, list) else ()
+    return next((c for f, x, y in parts if (c := changed_field(x, y, f))), None)
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #acecf730
+def changed_row(files:dict,  # split -> its JSONL file
+                paths:list,  # key paths `datasets` reads as JSON text (`datasets_row`)
+               )->tuple|None:
+    "(split, row number, line, `changed_field`) of the first row of `files` that `datasets_row` changes (None: none)"
+    for s, p in files.items():
+        with open(p, 'rb') as f:
+            for i, line in enumerate(f, 1):
+                if c := changed_field(orjson.loads(line), datasets_row(line, paths)): return s, i, line, c

@@ -14,7 +14,7 @@ from typing import Iterator
 import orjson
 from fastcore.basics import patch
 
-from .arrow_json import arrow_timestamp, past_int64
+from .arrow_json import arrow_timestamp, changed_row, past_int64
 from .rows import ExportError
 
 # %% auto #0
@@ -251,15 +251,20 @@ def check_splits(self:_KwargsShape):
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e05
 @patch
-def mixed_paths(self:_KwargsShape)->list[str]:
-    "A warning per key path some split reads as JSON text (none below another): what other loaders make of it"
-    said = {}
-    for m in self.mixed.values():
-        for p, how in m.items():
-            if not any(p[:n] in m for n in range(1, len(p))): said.setdefault(p, how)
-    return [f"{how}: load_dataset('json') of datasets 5.2 reads the field as JSON text and loads it as served; "
-            "Dataset.from_list, and datasets versions that read it as one struct, give a key a row lacks the value "
-            "null (which a template sees as defined), or fail on its mixed types" for how in said.values()]
+def json_text(self:_KwargsShape, paths:dict)->list[str]: # split -> its JSONL file
+    "A warning per key path some split reads as JSON text (none below), or an `ExportError` for a row datasets changes"
+    text, top = {}, lambda p, m: not any(p[:n] in m for n in range(1, len(p)))      # none above it mixes
+    for p, how in ((p, h) for m in self.mixed.values() for p, h in m.items() if top(p, m)): text.setdefault(p, how)
+    if c := text and changed_row(paths, [['chat_template_kwargs', *(0 if k is None else k for k in p)] for p in text]):
+        (s, i, line, (f, a, b)), (p, how) = c, next(iter(text.items()))
+        raise ExportError(f"{_row_place(s, i, line)}: field {f!r}: {reprlib.repr(a)} loads as {reprlib.repr(b)}: "
+                          f"{how}, so datasets 5.2 reads that field as JSON text and rewrites each row with ujson (a "
+                          "float to 10 significant digits, a string there that is JSON to its value); serve "
+                          f"{_field(p)!r} one type and the same keys in every row (template_defaults fills a key)")
+    return [f"{how}: load_dataset('json') of datasets 5.2 reads the field as JSON text, and every row was read "
+            "back unchanged as it rewrites them; Dataset.from_list, and datasets versions that read it as one struct, "
+            "give a key a row lacks the value null (which a template sees as defined), or fail on its mixed types"
+            for how in text.values()]
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #44ba7970
 @patch(as_prop=True)
@@ -347,7 +352,7 @@ def _check_default_kinds(kinds:dict, # `_kwargs_keys`' served types: {key: {type
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #4264f615
 def same_template_kwargs(paths:dict, # split -> its JSONL file
                          defaults:dict|None=None, # each variable's value in a row that lacks it
-                         warned:list|None=None,   # gets a warning per key path only some loaders load as served
+                         warned:list|None=None,   # gets a warning per key path only some loaders load as written
                         )->int:      # the rows given keys
     ("One set of `chat_template_kwargs` keys for every row of the files, loaded as served by `datasets` at each key "
      "path (an `ExportError`, no file left, without a default or for a path it loads otherwise)")
@@ -358,8 +363,8 @@ def same_template_kwargs(paths:dict, # split -> its JSONL file
         writable_kwargs(filling, 'template_defaults')               # (a row of one past 64 bits: none, `ExportChecks`)
         if differ:      # the rows as written: a default lengthens a row, and datasets' 10 MiB reads fall elsewhere
             shape = _KwargsShape(); n = sum(_fill_file(Path(p), s, keys, defaults, shape) for s, p in paths.items())
-        shape.check_splits()
-        if warned is not None: warned += shape.mixed_paths()
+        shape.check_splits(); said = shape.json_text(paths)        # (every row read back where JSON text)
+        if warned is not None: warned += said
         return n if differ else 0
     except ValueError:
         for p in files: p.unlink(missing_ok=True); p.with_name(p.name + '.tmp').unlink(missing_ok=True)
