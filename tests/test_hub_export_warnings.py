@@ -64,3 +64,16 @@ def test_a_pipeline_export_json_and_the_mcp_pipeline_answer_carry_the_warnings(t
     assert not r.is_error, r.content
     said = (r.structured_content or json.loads(r.content[0].text))['exports']['sft']['warnings']
     assert len(said) == 1 and FAILED in said[0], said
+
+
+def test_the_warning_of_files_an_older_export_left_is_in_the_result(tmp_path):
+    """An export into a folder with no manifest that holds an export-named file it did not write warned of it with
+    Python's warnings only (`warn_unlisted`), so `res.warnings`, and with it the MCP answers and export.json, lacked it"""
+    out = tmp_path / 'o'; out.mkdir()
+    (out / 'test.jsonl').write_text('{"messages": []}\n')          # left by an export made before exports listed their files
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        res = DatasetExporter([_traj(0, True), _traj(1, True)]).export('sft', out)
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1 and said[0].startswith(f"{out} has no .knowlyr-export.json and holds 1 file(s)"), said
+    assert res.warnings == said, (res.warnings, said)

@@ -124,7 +124,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
         else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
     if self._checks.served and format not in _TASK_ROW: same_template_kwargs(res.paths, self.template_defaults, res.warnings)
-    drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences))
+    drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences), res.warnings)
     res.quarantined += len(errors)                # (bad preference records were counted as they came)
     res.ungrouped = len(self._splitter.ungrouped)
     res.warnings = export_warnings(res, self.group_by, w.tool_lists) + res.warnings   # then the template variables'
@@ -274,15 +274,15 @@ def export_hf(self:DatasetExporter, output_dir, kind:str='sft', # rows of which 
     if kind in _TASK_ROW:
         raise ExportError(f"the {kind} format is written as Parquet already: export it with format={kind!r}")
     out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
-    res = self._export_jsonl(kind, out / 'jsonl', **kw)
-    cache = Path(tempfile.mkdtemp(prefix='knowlyr-hf-'))
+    res, cache = self._export_jsonl(kind, out / 'jsonl', **kw), Path(tempfile.mkdtemp(prefix='knowlyr-hf-'))
     try:
         dd = datasets.load_dataset('json', data_files=res.paths, cache_dir=str(cache))
         dd.save_to_disk(str(out / 'hf'))
         shards = _write_shards(dd, out / 'data', max_rows_per_shard)
         jsonl = [*res.paths.values(), *(out / 'jsonl' / n for n in ('quarantine.jsonl', EXPORT_MANIFEST))]
-        drop_stale_exports(out, [*jsonl, *hf_saved_files(out / 'hf', dd), *shards],
-                           (self.trajectories, self.preferences))     # what an earlier export wrote and this one did not
+        drop_stale_exports(out, [*jsonl, *hf_saved_files(out / 'hf', dd), *shards],   # what an earlier export wrote
+                           (self.trajectories, self.preferences), said := [])          # and this one did not
+        for s in said: warnings.warn(s, stacklevel=2); res.warnings.append(s)          # (the rows' are warned)
         if push_to_hub: dd.push_to_hub(push_to_hub, private=private)
     finally: shutil.rmtree(cache, ignore_errors=True)
     paths = {'hf': str(out / 'hf'), 'parquet': str(out / 'data')}

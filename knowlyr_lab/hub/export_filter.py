@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ __all__ = ['UNREADABLE', 'FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFi
            'quarantine_refused', 'pref_record', 'quarantine_pref', 'pref_line', 'pref_records', 'pref_skip',
            'quarantine_file', 'ExportResult', 'check_export_settings', 'explain_empty', 'merged_note',
            'export_warnings', 'tool_shape_warning', 'input_files', 'hf_saved_files', 'unlisted_exports',
-           'warn_unlisted', 'drop_stale_exports']
+           'unlisted_warning', 'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -339,21 +338,22 @@ def unlisted_exports(out:Path, written:dict, inputs:list[Path]=())->list[Path]:
             and not _trajectories(f)]
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #ad74ce7b
-def warn_unlisted(out:Path, written:dict, inputs:list[Path]=()):
-    "Warn, naming them, of the `unlisted_exports` in `out` (a folder with no manifest); remove none"
-    if not (fs := unlisted_exports(out, written, inputs)): return
+def unlisted_warning(out:Path, written:dict, inputs:list[Path]=())->list[str]:
+    "The warning naming the `unlisted_exports` in `out` (a folder with no manifest), if any; remove none"
+    if not (fs := unlisted_exports(out, written, inputs)): return []
     more = f' and {len(fs) - 20} more' if len(fs) > 20 else ''
     names = ', '.join(f.relative_to(out).as_posix() for f in fs[:20]) + more
-    warnings.warn(f"{out} has no {EXPORT_MANIFEST} and holds {len(fs)} file(s) named as an export's that this export did "
-                  f"not write: {names}. An export made before exports listed their files may have left them; none is "
-                  f"removed: remove those an earlier export wrote", stacklevel=4)
+    return [f"{out} has no {EXPORT_MANIFEST} and holds {len(fs)} file(s) named as an export's that this export did "
+            f"not write: {names}. An export made before exports listed their files may have left them; none is "
+            f"removed: remove those an earlier export wrote"]
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #1e19f9bd
-def drop_stale_exports(out:Path, written:list, inputs:tuple=())->list[Path]:
+def drop_stale_exports(out:Path, written:list, inputs:tuple=(),
+                       warned:list|None=None)->list[Path]: # gets `unlisted_warning`'s (None: not asked for)
     "Remove the files the last export into `out` listed that this one (`written`) did not write; list this one's"
     out, m = Path(out), Path(out)/EXPORT_MANIFEST
     new, ins = _written(out, written), [Path(i).resolve() for i in inputs if isinstance(i, (str, Path))]
-    if not m.exists() and not m.is_symlink(): warn_unlisted(out, new, ins)   # a folder exported before the manifest
+    if warned is not None and not (m.exists() or m.is_symlink()): warned += unlisted_warning(out, new, ins)  # no manifest
     try: old = json.loads(m.read_text()) if m.is_file() and not m.is_symlink() else {}
     except (OSError, ValueError): old = {}
     gone = [out/r for r, k in (old.items() if isinstance(old, dict) else ()) if r not in new and _stale(out, r, k, ins)]
