@@ -324,7 +324,7 @@ def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
                              success_only=success_only, test_fraction=test_fraction, group_by=group_by,
                              template_defaults=template_defaults)
         res = ex.export(format, str(out))
-        return st.show({**res.to_dict(), 'warnings': res.warnings})    # (Python warnings reach no MCP client)
+        return st.show(res.to_dict(warnings=True))    # (Python warnings reach no MCP client)
 
 # %% ../nbs/94a_mcp_tools.ipynb #90f6fbe0
 @_server_tool(PipelineConfig, rename={'format': 'log_format'})

@@ -77,3 +77,11 @@ def test_the_warning_of_files_an_older_export_left_is_in_the_result(tmp_path):
     said = [str(w.message) for w in caught]
     assert len(said) == 1 and said[0].startswith(f"{out} has no .knowlyr-export.json and holds 1 file(s)"), said
     assert res.warnings == said, (res.warnings, said)
+
+
+def test_to_dict_is_the_one_way_to_a_result_with_its_warnings():
+    """export.json and the MCP answers each spelled {**res.to_dict(), 'warnings': res.warnings}; to_dict(warnings=True)
+    is that one way now, and plain to_dict (the CLI's stdout JSON: its warnings go to stderr) still holds none"""
+    res = ExportResult('sft', 'out', counts={'train': 2}, warnings=['w1', 'w2'])
+    assert res.to_dict(warnings=True) == {**res.to_dict(), 'warnings': ['w1', 'w2']}, res.to_dict(warnings=True)
+    assert 'warnings' not in res.to_dict(), res.to_dict()

@@ -203,9 +203,9 @@ def total(self:ExportResult)->int: return sum(self.counts.values())
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #2f8345e0
 @patch
-def to_dict(self:ExportResult)->dict:
+def to_dict(self:ExportResult, warnings:bool=False)->dict: # with `warnings` (what no Python warning reaches)
     "The fields and the total; `preferences` and `preferences_quarantined` only when preference records were given"
-    d = {k: v for k, v in asdict(self).items() if k != 'warnings'} | {'total': self.total}   # (warned apart)
+    d = {k: v for k, v in asdict(self).items() if warnings or k != 'warnings'} | {'total': self.total}
     if self.preferences is None and not self.preferences_quarantined: del d['preferences'], d['preferences_quarantined']
     return d
 

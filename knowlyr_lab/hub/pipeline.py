@@ -179,7 +179,7 @@ def _export_format(self:Pipeline, fmt:str, dst:Path, merged:dict):
         res.note = merged_note(res.note, merged['duplicates'])
     named = Path(c.output_dir) / dst.relative_to(self.out)        # as the config names it, wherever it is opened
     paths = {k: str(named / Path(v).relative_to(tmp)) for k, v in res.paths.items()}
-    info = {**res.to_dict(), 'warnings': res.warnings, 'output_dir': str(named), 'paths': paths}   # for the reader no Python warning reaches
+    info = {**res.to_dict(warnings=True), 'output_dir': str(named), 'paths': paths}   # for the reader no Python warning reaches
     (tmp / 'export.json').write_text(json.dumps(info, indent=1, sort_keys=True))
     self.hook('commit', 'export', fmt)
     os.replace(tmp, dst)
