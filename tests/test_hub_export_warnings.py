@@ -85,3 +85,18 @@ def test_to_dict_is_the_one_way_to_a_result_with_its_warnings():
     res = ExportResult('sft', 'out', counts={'train': 2}, warnings=['w1', 'w2'])
     assert res.to_dict(warnings=True) == {**res.to_dict(), 'warnings': ['w1', 'w2']}, res.to_dict(warnings=True)
     assert 'warnings' not in res.to_dict(), res.to_dict()
+
+
+def test_a_run_resumed_from_an_export_json_without_warnings_says_they_are_unknown(tmp_path):
+    """An export.json written before 1677114 has no 'warnings' key: a resumed run's answer lacked the key (and a reader
+    could not tell it from an export that warned of nothing). It is None now: unknown; [] stays 'none'"""
+    root = tmp_path / 'root'; (root / 'logs').mkdir(parents=True)
+    write_trajectories([_traj(0, True), _traj(1, False)], root / 'logs' / 't.jsonl')
+    cfg = PipelineConfig(output_dir=str(tmp_path / 'run'), log_format='knowlyr', reward=False, export_formats=['sft'])
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter('always'); Pipeline(cfg).run_batch(root / 'logs')
+    saved = tmp_path / 'run' / 'exports' / 'sft' / 'export.json'
+    old = json.loads(saved.read_text()); del old['warnings']; saved.write_text(json.dumps(old))   # as the old code wrote it
+    again = Pipeline(cfg).run_batch(root / 'logs')['exports']['sft']
+    assert 'warnings' in again and again['warnings'] is None, again
+    assert {k: v for k, v in again.items() if k != 'warnings'} == old, again

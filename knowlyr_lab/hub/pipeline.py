@@ -194,7 +194,7 @@ def _store_and_export(self:Pipeline)->dict:
     for fmt in self.config.export_formats:
         dst = self.out / 'exports' / fmt
         if not dst.exists(): self._export_format(fmt, dst, merged)
-        results[fmt] = json.loads((dst / 'export.json').read_text())
+        results[fmt] = {'warnings': None, **json.loads((dst / 'export.json').read_text())}   # None: not kept
     return results
 
 # %% ../../nbs/44_hub_pipeline.ipynb #b898be01
