@@ -213,7 +213,7 @@ def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired
               paired:bool,                    # Wilcoxon's signed-rank test, else Mann-Whitney's U
              )->dict:                         # {'statistic', 'pvalue'}, and 'exact' when the p is exact
     "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where scipy's is not exact and it can be counted"
-    nan = np.isnan(a - b if paired else np.concatenate([a, b])).any()   # NaN (inf - inf) has no rank: scipy's p
+    nan = not (len(a) and len(b)) or np.isnan(a - b if paired else np.r_[a, b]).any()   # empty, NaN: scipy's p
     how = 'exact' if not nan and _scipy_exact(a, b, paired) else 'asymptotic'   # not scipy's permutation p, replaced
     r = (stats.wilcoxon(a, b, zero_method='wilcox', method=how) if paired else
          stats.mannwhitneyu(a, b, alternative='two-sided', method=how))

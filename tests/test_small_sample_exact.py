@@ -361,6 +361,15 @@ def test_a_nan_difference_is_never_counted_as_exact():
         assert 'exact' not in compare_samples(a, b, paired=True).tests['wilcoxon']
 
 
+def test_an_empty_sample_is_left_to_scipy_unflagged():
+    "rank_test([], [0, 1]) returned p 1.0 flagged exact with statistic nan (the empty count's share): no splits to count"
+    with np.errstate(invalid='ignore'), warnings.catch_warnings():
+        warnings.simplefilter('ignore', RuntimeWarning)
+        for x, y in [(np.array([]), np.r_[0., 1.]), (np.r_[0., 1.], np.array([])), (np.array([]), np.r_[1., 1.])]:
+            r = rank_test(x, y, False)
+            assert 'exact' not in r and np.isnan(r['pvalue']), (x, y, r)
+        assert 'exact' not in rank_test(np.array([]), np.array([]), True)
+
 def test_untied_few_against_many_are_counted_by_u_not_left_to_scipys_recursion():
     "5 or 8 untied runs vs thousands: scipy's auto chose its method='exact', a U^2 Python loop (3 s at 5 vs 10,000, U mid-way); counted by U"
     from knowlyr_lab.permutation import _scipy_exact
