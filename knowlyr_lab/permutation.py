@@ -74,8 +74,9 @@ def _subset_sums(r:np.ndarray, m:int)->np.ndarray|None:
     "How many choices of `m` of the integers `r` (> 0) sum to each s: int64 below 2^63, else float64; None past the budget"
     if m == 1: return np.bincount(r)   # one value: its rank, N cells whatever the ties
     v, n = np.unique(r, return_counts=True); S = int(np.sort(r)[len(r) - m:].sum()) + 1
+    if _count_cells(v, n, m) > RANK_SUM_CELLS: return None
     most = math.comb(len(r), min(m, len(r) // 2)); rounds = most >= 2 ** 63   # every C(N, k), k <= m, is below it
-    if _count_cells(v, n, m) > RANK_SUM_CELLS or most >= 2 ** 1000: return None
+    if most >= 2 ** 1000: return None
     if rounds and (6 * len(r) + 2 * S + 4) * 2.0 ** -53 > RANK_P_RTOL: return None   # the p's relative error bound
     c = np.zeros((m + 1, S), float if rounds else np.int64); c[0, 0] = 1
     for x, t in zip(v.tolist(), n.tolist()): _add_group(c, x, t)
@@ -106,11 +107,21 @@ def _split_p(a, b)->float|None:
     obs, null = _split_sums(a, b)
     return None if null is None else _two_sided_p(obs, null)
 
+# %% ../nbs/08c_permutation.ipynb #8c791214
+def _comb_bits(n:int, k:int)->float:
+    "log2 C(n, k) from `lgamma`, without computing C(n, k)"
+    return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)) / math.log(2)
+
+# %% ../nbs/08c_permutation.ipynb #00a12ca9
+def _comb_cells(n:int, k:int)->float:
+    "Cells charged for computing C(n, k) in Python ints: 10 for each pair of its 64-bit words"
+    return 10 * (1 + _comb_bits(n, k) / 64) ** 2
+
 # %% ../nbs/08c_permutation.ipynb #c1f1e175
 def _untied_cells(m:int, n:int, s:int, ints:bool)->float:
-    "Cells `_untied_counts` is charged: 2 an int64 cell, 32 a 64-bit word of a Python-int cell, each factor 1,000 more"
-    words = 1 + (math.lgamma(m + n + 1) - math.lgamma(m + 1) - math.lgamma(n + 1)) / math.log(2 ** 64)   # of C(N, m)
-    return min(m, s) * ((s + 1) * (32 * words if ints else 2) + 1000)
+    "Cells `_untied_p` is charged: 2 an int64 cell, 32 a 64-bit word of a Python-int cell, each factor 1,000 more, and C(N, m)"
+    words = 1 + _comb_bits(m + n, m) / 64   # of C(N, m)
+    return min(m, s) * ((s + 1) * (32 * words if ints else 2) + 1000) + _comb_cells(m + n, m)
 
 # %% ../nbs/08c_permutation.ipynb #5c27fd64
 def _gauss_factors(c:np.ndarray, m:int, n:int, s:int): # c: the counts of degrees 0..s, and room for min(m, s) more
@@ -133,8 +144,9 @@ def _untied_p(a, b)->float|None:
     if len(a) > len(b): a, b = b, a
     m, n = len(a), len(b); u = int(stats.rankdata(np.r_[a, b])[:m].sum()) - m * (m + 1) // 2
     c = _untied_counts(m, n, min(u, m * n - u))
-    p = None if c is None else min(1.0, 2 * int(c.sum()) / math.comb(m + n, m))
-    return None if p is None or 2.0 ** -1074 > RANK_P_RTOL * p else p
+    if c is None or 2 + int(c.sum()).bit_length() - _comb_bits(m + n, m) < math.log2(2.0 ** -1074 / RANK_P_RTOL): return None
+    p = min(1.0, 2 * int(c.sum()) / math.comb(m + n, m))
+    return None if 2.0 ** -1074 > RANK_P_RTOL * p else p
 
 # %% ../nbs/08c_permutation.ipynb #c79690eb
 def _draw_shares(K:int, N:int, m:int)->np.ndarray:
@@ -149,7 +161,7 @@ def _draw_shares(K:int, N:int, m:int)->np.ndarray:
 def _draws(K:int, N:int, m:int)->np.ndarray:
     "Draws of `m` of `N` by how many of the `K` marked they hold, k = lo..: Python ints within the budget, else floats"
     lo, hi = max(0, m + K - N), min(m, K)
-    if (hi - lo + 1) * N > RANK_SUM_CELLS: return _draw_shares(K, N, m)
+    if (hi - lo + 1) * N + _comb_cells(N, m) > RANK_SUM_CELLS: return _draw_shares(K, N, m)
     t = [math.comb(K, lo) * math.comb(N - K, m - lo)]
     for k in range(lo, hi): t.append(t[-1] * ((K - k) * (m - k)) // ((k + 1) * (N - K - m + k + 1)))
     return np.array(t, object)

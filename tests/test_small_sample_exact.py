@@ -439,3 +439,13 @@ def test_a_rank_sum_p_below_float64_is_not_flagged_exact():
         assert rank_test(x, y, False) == {'statistic': stats.mannwhitneyu(x, y).statistic, 'pvalue': stats.mannwhitneyu(x, y).pvalue}
     x, y = np.arange(150.), np.arange(150.) + 1000   # 2/C(300, 150) = 2.1e-89: counted
     assert rank_test(x, y, False) == {'statistic': 0.0, 'pvalue': 2 / math.comb(300, 150), 'exact': True}
+
+
+def test_a_binomial_past_the_budget_is_charged_before_it_is_computed():
+    "C(N, m) of many bits costs more than its size: _draws(49, 2e6, 1e6) took 38 s in Python ints (charged 50·N, within the budget), an untied 1e6 vs 1e6 rank_test 44 s"
+    from knowlyr_lab.permutation import _draws, _hypergeom_p, _untied_counts
+    assert _draws(49, 400_000, 200_000).dtype == float   # main: Python ints, charged 50·400,000 only
+    h = stats.hypergeom(400_000, 49, 200_000); ref = 2 * min(h.cdf(20), h.sf(19))
+    assert _hypergeom_p(20, 49, 400_000, 200_000) == pytest.approx(ref, rel=1e-9)
+    assert _untied_counts(200_000, 200_000, 1) is None   # U = 1 of 200,000 vs 200,000: C(400,000, 200,000) past the budget
+    assert _untied_counts(3, 3_800_000, 5_000_000) is not None and _untied_counts(100, 136, 6_800) is not None   # still counted
