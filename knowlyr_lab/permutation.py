@@ -169,6 +169,7 @@ def _draws(K:int, N:int, m:int)->np.ndarray:
 # %% ../nbs/08c_permutation.ipynb #e53ebeef
 def _hypergeom_p(k:int, K:int, N:int, m:int)->float|None: # None past `RANK_P_RTOL`
     "Exact two-sided p of drawing `k` of the `K` marked in `m` of `N`: twice the nearer tail of `_draws`"
+    k = min(k, K - k) if 2 * m == N else k   # halves: k and K - k mirror, counted from the same side
     t = _draws(K, N, m); i = k - max(0, m + K - N); n = len(t) if t.dtype == float else 0
     p = float(min(1.0, 2 * min(t[:i + 1].sum(), t[i:].sum()) / t.sum()))
     err = (12 * n + 1) * 2.0 ** -53 + (6 * n * n + 1) * 2.0 ** -1074 / p if p else math.inf
