@@ -96,10 +96,15 @@ def _sign_ranks(a, b)->tuple[np.ndarray, int]:
     r = np.rint(2 * stats.rankdata(np.abs(d))).astype(np.int64); r //= np.gcd.reduce(r) or 1
     return r, int(r[d > 0].sum())
 
+# %% ../nbs/08c_permutation.ipynb #5e09192e
+def _tail_p(tail, total)->float:
+    "Two-sided p of the nearer tail: twice its share of the `total` relabellings, at most 1"
+    return float(min(1.0, tail / total * 2))
+
 # %% ../nbs/08c_permutation.ipynb #f072ef43
 def _two_sided_p(observed:int, counts:np.ndarray)->float:
-    "Exact two-sided p: twice the smaller share at or beyond `observed`, `counts[s]` relabellings giving s, at most 1"
-    return float(min(1.0, min(counts[:observed + 1].sum(), counts[observed:].sum()) / counts.sum() * 2))
+    "Exact two-sided p: the nearer tail at `observed` over all, `counts[s]` relabellings giving s (`_tail_p`)"
+    return _tail_p(min(counts[:observed + 1].sum(), counts[observed:].sum()), counts.sum())
 
 # %% ../nbs/08c_permutation.ipynb #879b0938
 def _split_p(a, b)->float|None:
@@ -145,7 +150,7 @@ def _untied_p(a, b)->float|None:
     m, n = len(a), len(b); u = int(stats.rankdata(np.r_[a, b])[:m].sum()) - m * (m + 1) // 2
     c = _untied_counts(m, n, min(u, m * n - u))
     if c is None or 2 + int(c.sum()).bit_length() - _comb_bits(m + n, m) < math.log2(2.0 ** -1074 / RANK_P_RTOL): return None
-    p = min(1.0, 2 * int(c.sum()) / math.comb(m + n, m))
+    p = _tail_p(int(c.sum()), math.comb(m + n, m))
     return None if 2.0 ** -1074 > RANK_P_RTOL * p else p
 
 # %% ../nbs/08c_permutation.ipynb #c79690eb
@@ -171,7 +176,7 @@ def _hypergeom_p(k:int, K:int, N:int, m:int)->float|None: # None past `RANK_P_RT
     "Exact two-sided p of drawing `k` of the `K` marked in `m` of `N`: twice the nearer tail of `_draws`"
     k = min(k, K - k) if 2 * m == N else k   # halves: k and K - k mirror, counted from the same side
     t = _draws(K, N, m); i = k - max(0, m + K - N); n = len(t) if t.dtype == float else 0
-    p = float(min(1.0, 2 * min(t[:i + 1].sum(), t[i:].sum()) / t.sum()))
+    p = _two_sided_p(i, t)
     err = (12 * n + 1) * 2.0 ** -53 + (6 * n * n + 1) * 2.0 ** -1074 / p if p else math.inf
     return p if err <= RANK_P_RTOL else None
 
@@ -182,11 +187,17 @@ def _two_values_p(a, b)->float|None:
     top = max(a.max(), b.max()); k, K = int((a == top).sum()), int((a == top).sum() + (b == top).sum())
     return _hypergeom_p(k, K, len(a) + len(b), len(a))
 
+# %% ../nbs/08c_permutation.ipynb #c8c0a012
+def _tied(a, b, paired:bool)->bool:
+    "True when ranks tie: pooled values repeat, or (paired) differences repeat in size or are 0"
+    x = a - b if paired else np.concatenate([a, b])
+    return len(np.unique(np.abs(x[x != 0]) if paired else x)) < len(x)
+
 # %% ../nbs/08c_permutation.ipynb #db4d829f
 def _rank_sum_p(a, b)->float|None:
     "Exact two-sided rank-sum p: by U without ties, by k with two values, else by tie group; None past the budget"
-    v = len(np.unique(np.concatenate([a, b])))
-    return (_untied_p if v == len(a) + len(b) else _two_values_p if v <= 2 else _split_p)(a, b)
+    two = len(np.unique(np.r_[a, b])) <= 2
+    return (_untied_p if not _tied(a, b, False) else _two_values_p if two else _split_p)(a, b)
 
 # %% ../nbs/08c_permutation.ipynb #dd2dfecd
 def _flip_shares(r:np.ndarray, # the ranks, integers > 0
@@ -209,12 +220,6 @@ def _sign_p(a, b)->float|None:
     p = min(1.0, 2 * float(_flip_shares(r, s).sum()))
     err = (len(r) + 2 * s + 4) * 2.0 ** -53 + (cells * 2.0 ** -1074 / p if p else math.inf)   # relative
     return p if err <= RANK_P_RTOL else None
-
-# %% ../nbs/08c_permutation.ipynb #c8c0a012
-def _tied(a, b, paired:bool)->bool:
-    "True when ranks tie: pooled values repeat, or (paired) differences repeat in size or are 0"
-    x = a - b if paired else np.concatenate([a, b])
-    return len(np.unique(np.abs(x[x != 0]) if paired else x)) < len(x)
 
 # %% ../nbs/08c_permutation.ipynb #044c30b8
 def _scipy_exact(a, b, paired:bool)->bool:
