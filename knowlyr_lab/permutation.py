@@ -124,7 +124,7 @@ def _comb_cells(n:int, k:int)->float:
 
 # %% ../nbs/08c_permutation.ipynb #c1f1e175
 def _untied_cells(m:int, n:int, s:int, ints:bool)->float:
-    "Cells `_untied_p` is charged: 2 an int64 cell, 32 a 64-bit word of a Python-int cell, each factor 1,000 more, and C(N, m)"
+    "Cells `_untied_p` is charged: 2 an int64 cell, 32 a word of a Python-int cell, each factor 1,000 more, and C(N, m)"
     words = 1 + _comb_bits(m + n, m) / 64   # of C(N, m)
     return min(m, s) * ((s + 1) * (32 * words if ints else 2) + 1000) + _comb_cells(m + n, m)
 
@@ -149,7 +149,8 @@ def _untied_p(a, b)->float|None:
     if len(a) > len(b): a, b = b, a
     m, n = len(a), len(b); u = int(stats.rankdata(np.r_[a, b])[:m].sum()) - m * (m + 1) // 2
     c = _untied_counts(m, n, min(u, m * n - u))
-    if c is None or 2 + int(c.sum()).bit_length() - _comb_bits(m + n, m) < math.log2(2.0 ** -1074 / RANK_P_RTOL): return None
+    if c is None: return None
+    if 2 + int(c.sum()).bit_length() - _comb_bits(m + n, m) < math.log2(2.0 ** -1074 / RANK_P_RTOL): return None
     p = _tail_p(int(c.sum()), math.comb(m + n, m))
     return None if 2.0 ** -1074 > RANK_P_RTOL * p else p
 
@@ -193,11 +194,39 @@ def _tied(a, b, paired:bool)->bool:
     x = a - b if paired else np.concatenate([a, b])
     return len(np.unique(np.abs(x[x != 0]) if paired else x)) < len(x)
 
+# %% ../nbs/08c_permutation.ipynb #8e9a09b6
+def _comb_row(t:int, lo:int, hi:int)->list:
+    "C(t, j) for j = lo..hi in Python ints, each from the one before by exact division"
+    row = [math.comb(t, lo)]
+    for j in range(lo, hi): row.append(row[-1] * (t - j) // (j + 1))
+    return row
+
+# %% ../nbs/08c_permutation.ipynb #6d9e3ad4
+def _three_values_p(a, b)->float|None:
+    "Exact two-sided rank-sum p of samples of three values, counted by the draws of each value; None past the budget"
+    if len(a) > len(b): a, b = b, a
+    x = np.r_[a, b]; m, N = len(a), len(x); v, g = np.unique(x, return_counts=True)
+    r = 2 * g.cumsum() - g + 1   # the doubled mid-ranks
+    (g0, g1, g2), (r0, r1, r2), w = g.tolist(), r.tolist(), 1 + _comb_bits(N, m) / 64   # w: words of C(N, m)
+    cells = (min(m, g0) + 1) * (min(m, g2) + 1) * (1000 + w) + 3 * (m + 1) * w + 4 * _comb_cells(N, m)
+    if cells > RANK_SUM_CELLS: return None
+    lo = max(0, m - min(m, g0) - min(m, g2)); c1 = _comb_row(g1, lo, min(m, g1))
+    c0, c2 = _comb_row(g0, 0, min(m, g0)), _comb_row(g2, 0, min(m, g2))
+    obs, tails = int(r[np.searchsorted(v, a)].sum()), [0, 0]
+    for i in range(min(m, g0) + 1):
+        for k in range(max(0, m - i - g1), min(m - i, g2) + 1):
+            s, c = i * r0 + (m - i - k) * r1 + k * r2, c0[i] * c1[m - i - k - lo] * c2[k]
+            tails[0] += c * (s <= obs); tails[1] += c * (s >= obs)
+    p = _tail_p(min(tails), math.comb(N, m))
+    return None if 2.0 ** -1074 > RANK_P_RTOL * p else p
+
 # %% ../nbs/08c_permutation.ipynb #db4d829f
 def _rank_sum_p(a, b)->float|None:
-    "Exact two-sided rank-sum p: by U without ties, by k with two values, else by tie group; None past the budget"
-    two = len(np.unique(np.r_[a, b])) <= 2
-    return (_untied_p if not _tied(a, b, False) else _two_values_p if two else _split_p)(a, b)
+    "Exact two-sided rank-sum p: by U, by k of two values, by tie group or by draws of 3 values; None past the budget"
+    vals = len(np.unique(np.r_[a, b]))
+    if not _tied(a, b, False): return _untied_p(a, b)
+    p = _two_values_p(a, b) if vals <= 2 else _split_p(a, b)
+    return _three_values_p(a, b) if p is None and vals == 3 else p
 
 # %% ../nbs/08c_permutation.ipynb #dd2dfecd
 def _flip_shares(r:np.ndarray, # the ranks, integers > 0
