@@ -787,3 +787,26 @@ def test_a_streamed_answer_read_slowly_is_sent_whole_past_request_timeout(inf):
         for c in stream: chunks.append(c); time.sleep(0.9)     # a slow reader (13 chunks: 12 s), never idle for 10 s
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 160, chunks[-1]
     assert sum(len(c.choices[0].logprobs.content) for c in chunks if c.choices and c.choices[0].logprobs) == 160
+
+# srv21: 982db78 opened the recording store before the bind, so a server that could not start (port in use, a bad
+# limit) left a whole store behind (shards/, index.sqlite, .lock) with its SQLite connection open.
+
+@pytest.mark.parametrize('case', ['port in use', 'bad header_timeout', 'per-client cap above the total'])
+def test_a_server_that_cannot_start_leaves_no_recording_store_behind(tmp_path, case):
+    "main: the store's directory, shards/, index.sqlite and .lock were made before the bind and the limit checks"
+    from knowlyr_lab.serving.server import InferenceServer
+    store = tmp_path / 'runs' / 'store'
+    with socket.create_server(('127.0.0.1', 0)) as taken:
+        kw = {'port in use': dict(port=taken.getsockname()[1]), 'bad header_timeout': dict(header_timeout=-1),
+              'per-client cap above the total': dict(max_connections=2, max_connections_per_client=5)}[case]
+        with pytest.raises((OSError, ValueError)): InferenceServer(None, record_to=store, **kw)
+    assert not (tmp_path / 'runs').exists(), sorted(str(p) for p in tmp_path.rglob('*'))
+
+def test_a_store_that_will_not_open_after_the_bind_leaves_the_port_free(tmp_path):
+    "The store opens after the bind: if it fails then (index.sqlite is a folder), the socket is closed (a guard: main opened it first)"
+    from knowlyr_lab.serving.server import InferenceServer
+    (tmp_path / 'store' / 'index.sqlite').mkdir(parents=True)
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0)); port = probe.getsockname()[1]
+    with pytest.raises(OSError, match="is not a regular file"): InferenceServer(None, port=port, record_to=tmp_path / 'store')
+    with socket.create_server(('127.0.0.1', port)): pass      # bound again: the failed server closed its socket

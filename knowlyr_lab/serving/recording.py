@@ -10,9 +10,11 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
+import os
 import threading
 import time
 import warnings
+from pathlib import Path
 
 from fastcore.basics import patch
 
@@ -20,7 +22,7 @@ from ..hub.store import TrajectoryStore
 from ..trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
 # %% auto #0
-__all__ = ['message_key', 'ExchangeRecorder', 'chain_trajectory']
+__all__ = ['message_key', 'ExchangeRecorder', 'check_store_dir', 'chain_trajectory']
 
 # %% ../../nbs/51_serving_recording.ipynb #4a6aa4eb
 def _args(a):
@@ -64,6 +66,16 @@ class ExchangeRecorder:
         self.errors = collections.deque(maxlen=100)   # one line per episode the store could not take (the last 100)
     def __repr__(self):
         return f"<ExchangeRecorder open={len(self._chains)} written={len(self.written)} store={self.store.root}>"
+
+# %% ../../nbs/51_serving_recording.ipynb #e4b9c0a2
+def check_store_dir(root)->Path|None:
+    "`root` as a path if a `TrajectoryStore` could be made there (a store or recorder: None), else an error; makes nothing"
+    if root is None or isinstance(root, (TrajectoryStore, ExchangeRecorder)): return None
+    p = q = Path(root)
+    while not q.exists() and q != q.parent: q = q.parent      # the nearest existing folder: the store is made in it
+    if not q.is_dir(): raise NotADirectoryError(f"record_to {str(p)!r}: {str(q)!r} is a file, not a directory")
+    if not os.access(q, os.W_OK | os.X_OK): raise PermissionError(f"record_to {str(p)!r}: cannot write in {str(q)!r}")
+    return p
 
 # %% ../../nbs/51_serving_recording.ipynb #8c5e6a5a
 def _node(messages, tools, out:dict, reply:dict, t_start:float, t_end:float, model, meta:dict)->dict:

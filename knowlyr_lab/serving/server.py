@@ -21,7 +21,7 @@ from ..errors import positive_int
 from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
 from .connections import GuardedHandler, GuardedHTTPServer, openai_error
 from .lora import LoraAdapters, lora_fields, one_line
-from .recording import ExchangeRecorder
+from .recording import ExchangeRecorder, check_store_dir
 from .requests import MAX_BODY_BYTES, RequestRefused, check_request, check_template_kwargs, parse_body
 from .sockets import client_gone
 
@@ -201,18 +201,18 @@ class InferenceServer(GuardedHTTPServer):
         if enable_lora and lora_root is None:
             raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
         self.max_queue, self.thread = positive_int(max_queue, 'max_queue'), None   # all checked before the socket is bound
-        split_reasoning('', reasoning_parser)                       # an unknown parser: a ValueError now
-        self.reasoning_parser = reasoning_parser
+        split_reasoning('', reasoning_parser); self.reasoning_parser = reasoning_parser   # unknown: a ValueError now
         try: self.chat_template_kwargs = check_template_kwargs(chat_template_kwargs)
         except RequestRefused as e: raise ValueError(str(e)) from None
-        rec = record_to is None or isinstance(record_to, ExchangeRecorder)
-        self.recorder = record_to if rec else ExchangeRecorder(record_to)
+        check_store_dir(record_to)                                  # the store itself is opened once the port is bound
         self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None   # max_loras checked
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
                          max_connections_per_client, body_budget, body_budget_per_client, max_head_bytes)
+        rec = record_to is None or isinstance(record_to, ExchangeRecorder)
+        try: self.recorder = record_to if rec else ExchangeRecorder(record_to)
+        except BaseException: self.server_close(); raise            # a store that will not open leaves no port bound
         self.inf, self.lock, self.slots = inference, threading.Lock(), threading.BoundedSemaphore(max_queue)
-        self.render_lock = threading.Lock()
-        self.stats = {'completed': 0, 'deadline': 0, 'disconnected': 0}
+        self.render_lock, self.stats = threading.Lock(), {'completed': 0, 'deadline': 0, 'disconnected': 0}
         self.in_flight, self.idle = 0, threading.Condition()      # POSTs being answered, and their count's condition
         self.url = f"http://{host}:{self.server_address[1]}/v1"
 
