@@ -810,3 +810,37 @@ def test_a_store_that_will_not_open_after_the_bind_leaves_the_port_free(tmp_path
         probe.bind(('127.0.0.1', 0)); port = probe.getsockname()[1]
     with pytest.raises(OSError, match="is not a regular file"): InferenceServer(None, port=port, record_to=tmp_path / 'store')
     with socket.create_server(('127.0.0.1', port)): pass      # bound again: the failed server closed its socket
+
+# srv21: PacedWriter bounded each wait for room, not the whole answer: a client taking 8 KiB every 0.9 s (never idle for
+# request_timeout) kept a thread sending a 16 MiB answer for about half an hour.
+
+def test_a_client_draining_an_answer_too_slowly_is_dropped_after_the_rate_grace():
+    "main: the drip was served on (the handler ended only when the client closed: a broken pipe, not TimeoutError)"
+    from knowlyr_lab.serving.connections import GuardedHandler, GuardedHTTPServer
+    ends = {}
+    class Big(GuardedHandler):
+        def do_GET(self):
+            body = b'x' * 2**24
+            self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers()
+            try: self.wfile.write(body); ends['why'] = 'sent whole'
+            except OSError as e: ends['why'] = type(e).__name__
+    srv = GuardedHTTPServer(('127.0.0.1', 0), Big, header_timeout=5, request_timeout=1.0, max_connections=2,
+                            max_connections_per_client=2)
+    srv.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)   # accepted sockets inherit it: small buffers
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        c.connect(srv.server_address); c.sendall(b'GET /big HTTP/1.0\r\n\r\n')
+        got, t0 = 0, time.monotonic()
+        while 'why' not in ends and time.monotonic() - t0 < 30:    # 8 KiB every 0.9 s (9 KB/s, below 16 KiB/s)
+            time.sleep(0.9); k = 0
+            try:
+                while k < 8192 and (d := c.recv(8192 - k, socket.MSG_DONTWAIT)): k += len(d)
+            except BlockingIOError: pass
+            got += k
+        c.close()
+        for _ in range(100):                # main: the close ends the write (a broken pipe or reset), shortly after
+            if 'why' in ends: break
+            time.sleep(0.1)
+    finally: srv.shutdown(); srv.server_close()
+    assert ends.get('why') == 'TimeoutError' and got < 2**24, (ends, got)

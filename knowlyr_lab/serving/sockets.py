@@ -46,17 +46,31 @@ class DeadlineReader(io.RawIOBase):
 # %% ../../nbs/51a_serving_sockets.ipynb #5d222401
 class PacedWriter(io.BufferedIOBase):
     "A handler's `wfile`: a write sent as the client takes it, each wait for room bounded by the socket's timeout"
-    def __init__(self, sock:socket.socket): self.sock = sock
+    min_rate = 16 * 1024     # bytes/s a client must take a write at, on average after the timeout (slower: dropped)
+    def __init__(self, sock:socket.socket, min_rate:float|None=None):   # min_rate None: the class's
+        self.sock = sock
+        if min_rate is not None: self.min_rate = min_rate
     def writable(self)->bool: return True
     def fileno(self)->int: return self.sock.fileno()
 
 # %% ../../nbs/51a_serving_sockets.ipynb #e463349a
 @patch
 def write(self:PacedWriter, b)->int:
-    "Send all of `b`, a `send` at a time: each waits at most the socket's timeout for room and sends what fits"
+    "Send all of `b`, a `send` at a time, each waiting at most the timeout; all by timeout + bytes / `min_rate`"
+    wait, t0, n = self.sock.gettimeout(), time.monotonic(), 0
+    slow = lambda: TimeoutError(f"the client took {n:,} bytes in {time.monotonic() - t0:.1f} s: "
+                                f"slower than {self.min_rate:,.0f} bytes/s after {wait:g} s")
     with memoryview(b) as view, view.cast('B') as v:
-        n = 0
-        while n < len(v): n += self.sock.send(v[n:])
+        try:
+            while n < len(v):
+                left = wait if wait is None else t0 + wait + n / self.min_rate - time.monotonic()   # None: no bound
+                if left is not None and left <= 0: raise slow()
+                self.sock.settimeout(left if left is None else min(wait, left))
+                try: n += self.sock.send(v[n:])
+                except TimeoutError:
+                    if left < wait: raise slow() from None       # the rate's deadline, not a stalled client
+                    raise
+        finally: self.sock.settimeout(wait)
     return n
 
 # %% ../../nbs/51a_serving_sockets.ipynb #fff2d56d
