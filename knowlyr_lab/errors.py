@@ -6,7 +6,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/errors.html.md"""
 
 # %% auto #0
 __all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'InfrastructureError', 'positive_int',
-           'positive_number', 'json_text']
+           'positive_number', 'past_digit_limit', 'json_text']
 
 # %% ../nbs/00_errors.ipynb #7fef5288
 import json
@@ -48,16 +48,39 @@ def positive_number(value,     # a limit in seconds, MiB or cores as the caller 
                          + (f"an integer past float range ({value.bit_length()} bits)" if huge else repr(value)))
     return value
 
+# %% ../nbs/00_errors.ipynb #1741d29f
+def _digits(n:int)->int:
+    "How many decimal digits `n` has, counted without writing it out (so past the digit limit too)"
+    n = abs(n); d = max(1, int(n.bit_length() * 0.3010299956639812) - 1)   # log10(2): one or two below the count
+    while 10 ** d <= n: d += 1
+    return d
+
+# %% ../nbs/00_errors.ipynb #28613c5b
+def past_digit_limit(s:str|int,            # an integer or its text
+                     what:str='an integer', # what it is: 'an exit code'
+                     where:str='')->str:    # where: ' at column 9'
+    "Words for an integer Python will not read: 'an integer of 5000 digits, past Python's limit of 4300'"
+    n = len(s.lstrip('-')) if isinstance(s, str) else _digits(s)
+    return f"{what} of {n} digits{where}, past Python's limit of {sys.get_int_max_str_digits()}"
+
+# %% ../nbs/00_errors.ipynb #5187c07e
+def _too_wide(v)->bool:
+    "True for an int past Python's digit limit (which no text, JSON's included, can hold)"
+    lim = sys.get_int_max_str_digits()
+    return isinstance(v, int) and lim > 0 and v.bit_length() > 3 * lim and _digits(v) > lim
+
 # %% ../nbs/00_errors.ipynb #c0e0ee75
 _JSON_LEAVES = (str, int, float, bool, type(None))   # the values JSON carries that hold no others
 
 # %% ../nbs/00_errors.ipynb #16343e4c
 def _unsent(v, path:str, inside:tuple=())->str|None:
     "Where in `v` (found at `path`) the first value JSON cannot carry is, and what it is; None when JSON carries all"
+    if _too_wide(v): return f"{path or 'the value'} holds {past_digit_limit(v)}"
     if isinstance(v, _JSON_LEAVES): return None
     if id(v) in inside: return f"{path} holds itself (a cycle)"
     if isinstance(v, dict):
-        bad = next((k for k in v if not isinstance(k, _JSON_LEAVES)), None)
+        bad = next((k for k in v if not isinstance(k, _JSON_LEAVES) or _too_wide(k)), None)
+        if _too_wide(bad): return f"{path or 'the value'} has a key that is {past_digit_limit(bad)}"
         if bad is not None: return f"{path or 'the value'} has a key of type {type(bad).__name__} ({bad!r:.40})"
         items = ((f"{path}[{k!r}]" if path else str(k), x) for k, x in v.items())
     elif isinstance(v, (list, tuple)): items = ((f"{path}[{i}]", x) for i, x in enumerate(v))

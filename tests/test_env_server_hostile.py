@@ -278,3 +278,20 @@ def test_env_server_names_the_env_kwargs_value_json_cannot_carry(kw, says):
     from knowlyr_lab.envs.serve import EnvServer
     with pytest.raises(ValueError, match=r'^' + re.escape(says) + r', which JSON cannot carry: send dicts, lists'):
         EnvServer('knowlyr/maze-easy', env_kwargs=kw)         # raised before the server process starts
+
+# srv21: an integer past Python's digit limit lost its place ("the value: Exceeds the limit (4300 digits) for integer
+# string conversion...") and one as a key gave that bare error alone (its repr raised inside the except).
+
+@pytest.mark.parametrize('kw,says', [
+    ({'opts': {'seed': 10**5000}}, "env_kwargs['opts']['seed'] holds an integer of 5001 digits"),
+    ({'m': {10**5000: 1}}, "env_kwargs['m'] has a key that is an integer of 5001 digits"),
+    ({'ids': [1, -10**4300]}, "env_kwargs['ids'][1] holds an integer of 4301 digits"),
+])
+def test_env_server_names_an_integer_past_the_digit_limit_in_env_kwargs(kw, says):
+    "main: 'the value: Exceeds the limit (4300 digits) ...' or the bare ValueError: neither env_kwargs nor the key"
+    from knowlyr_lab import errors
+    from knowlyr_lab.envs.serve import EnvServer
+    from knowlyr_lab.recorder import json_numbers
+    with pytest.raises(ValueError, match=r'^' + re.escape(says + ", past Python's limit of ") + r'\d+, which JSON cannot'):
+        EnvServer('knowlyr/maze-easy', env_kwargs=kw)
+    assert json_numbers.past_digit_limit is errors.past_digit_limit      # one wording: page 00's, the recorder's too

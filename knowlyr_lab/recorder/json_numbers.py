@@ -20,10 +20,11 @@ import orjson
 from fastcore.basics import patch
 
 from ..action_text import parse_ast
+from ..errors import past_digit_limit
 
 # %% auto #0
-__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'past_digit_limit', 'id_field', 'kept_numbers',
-           'exact_json', 'loads_json', 'load_yaml', 'literal_tree', 'literal_value']
+__all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'id_field', 'kept_numbers', 'exact_json',
+           'loads_json', 'load_yaml', 'literal_tree', 'literal_value']
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #959845b4
 WIDE_INT = re.compile(rb'[0-9]{20}|-[0-9]{19}')
@@ -96,13 +97,6 @@ def _place(raw:bytes|str, made:list,
             line, start = line + n, text.rfind('\n', seen, m.start()) + 1
         seen, u.line, u.col = m.start(), line, m.start() - start + 1
         u = next(todo, None)
-
-# %% ../../nbs/20a_recorder_json_numbers.ipynb #ddb6689e
-def past_digit_limit(s:str,                # an integer's text
-                     what:str='an integer', # what it is: 'an exit code'
-                     where:str='')->str:    # where: ' at column 9'
-    "Words for an integer Python will not read: 'an integer of 5000 digits, past Python's limit of 4300'"
-    return f"{what} of {len(s.lstrip('-'))} digits{where}, past Python's limit of {sys.get_int_max_str_digits()}"
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #31614572
 def _why(at:str, u:_Unheld)->str:
