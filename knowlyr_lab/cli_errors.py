@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from .core import KnowlyrError
-from .errors import positive_int, positive_number
+from .errors import check_within, positive_int, positive_number
 
 # %% auto #0
 __all__ = ['EXIT_OK', 'EXIT_ERROR', 'EXIT_USAGE', 'EXIT_PARTIAL', 'EXIT_INTERRUPTED', 'EXTRAS', 'NoUsableInputError', 'exit_code',
@@ -217,8 +217,7 @@ def check_flags(args,              # the parsed arguments
         for f in flags:
             if (v := val(f)) is not None: check(v, f)
     for part, whole in within:
-        if None not in (p := val(part), w := val(whole)) and p > w:
-            raise ValueError(f"{part} {p} is above {whole} {w}: lower it or raise {whole}")
+        if None not in (p := val(part), w := val(whole)): check_within(part, p, whole, w)
 
 # %% ../nbs/06_cli_errors.ipynb #38edfbda
 def seconds_or_never(args,      # the parsed arguments

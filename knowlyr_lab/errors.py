@@ -6,7 +6,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/errors.html.md"""
 
 # %% auto #0
 __all__ = ['KnowlyrError', 'InvalidActionError', 'EnvDoneError', 'NotResetError', 'InfrastructureError', 'positive_int',
-           'positive_number', 'past_digit_limit', 'json_text']
+           'positive_number', 'check_within', 'past_digit_limit', 'json_text']
 
 # %% ../nbs/00_errors.ipynb #7fef5288
 import json
@@ -47,6 +47,16 @@ def positive_number(value,     # a limit in seconds, MiB or cores as the caller 
         raise ValueError(f"{name} must be a finite number above 0, got "
                          + (f"an integer past float range ({value.bit_length()} bits)" if huge else repr(value)))
     return value
+
+# %% ../nbs/00_errors.ipynb #38910d0e
+def check_within(part:str, p, # the part's name and value: 'max_mb', 8
+                 whole:str, w, # the whole's name and value: 'max_total_mb', 4
+                 default:bool=False): # p is the part's default, not a value typed
+    "A ValueError when the part is above its whole: '--max-copy-mb 8 is above --max-copy-total-mb 4: lower it ...'"
+    show = lambda v: f"{v:g}" if isinstance(v, float) else f"{v}"
+    if p > w:
+        said = f"{part} (default {show(p)})" if default else f"{part} {show(p)}"
+        raise ValueError(f"{said} is above {whole} {show(w)}: lower it or raise {whole}")
 
 # %% ../nbs/00_errors.ipynb #1741d29f
 def _digits(n:int)->int:

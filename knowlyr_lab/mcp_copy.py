@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from .errors import positive_int, positive_number
+from .errors import check_within, positive_int, positive_number
 
 # %% auto #0
 __all__ = ['CopyLimits', 'CopyLimitError', 'CopyTally', 'copy_counted', 'CopyBudget']
@@ -30,6 +30,7 @@ class CopyLimits:
         if self.max_total_mb is None and isinstance(self.max_mb, (int, float)): self.max_total_mb = 4 * self.max_mb
         for k in ('max_mb', 'max_total_mb'): positive_number(getattr(self, k), f"CopyLimits.{k}")
         positive_int(self.max_files, 'CopyLimits.max_files')
+        check_within('CopyLimits.max_mb', self.max_mb, 'CopyLimits.max_total_mb', self.max_total_mb)
 
 # %% ../nbs/92a_mcp_copy.ipynb #79845856
 class CopyLimitError(ValueError): "A call's inputs hold more than the server's `CopyLimits` let it copy out of the root"

@@ -6,6 +6,7 @@ fails with the limit's name and how to raise it, and nothing is left in the priv
 SDK's own client, in process (`mcp.Client(app)`)."""
 import asyncio
 import os
+import re
 import stat
 import time
 
@@ -162,3 +163,14 @@ def test_a_file_that_grows_while_it_is_copied_is_counted_as_copied(monkeypatch):
     with g.staged() as st:
         assert st.input('grows.jsonl').stat().st_size == 1000
         assert st.tally.bytes == 1000
+
+# srv21: 66d7e7e refused --max-copy-mb above --max-copy-total-mb on the command line only; CopyLimits(max_mb=8,
+# max_total_mb=4) handed to build_server from Python was taken, and a call copying between 4 and 8 MiB was then
+# refused as 'try again when they end', which no retry changes.
+
+def test_copy_limits_refuse_a_per_call_cap_above_the_total_from_python_too():
+    "main: CopyLimits(max_mb=8, max_total_mb=4) was made; the message is the command line's rule, one wording"
+    with pytest.raises(ValueError, match=re.escape('CopyLimits.max_mb 8 is above CopyLimits.max_total_mb 4: lower it or '
+                                                   'raise CopyLimits.max_total_mb')):
+        build_server(None, copy_limits=CopyLimits(max_mb=8, max_total_mb=4))
+    assert CopyLimits(max_mb=4, max_total_mb=4).max_total_mb == 4 and CopyLimits(max_mb=2048).max_total_mb == 8192

@@ -69,7 +69,7 @@ class ExchangeRecorder:
 
 # %% ../../nbs/51_serving_recording.ipynb #e4b9c0a2
 def check_store_dir(root)->Path|None:
-    "`root` as a path if a `TrajectoryStore` could be made there (a store or recorder: None), else an error; makes nothing"
+    "`root` as a path if a `TrajectoryStore` could be made there (a store or recorder: None), else an error"
     if root is None or isinstance(root, (TrajectoryStore, ExchangeRecorder)): return None
     p = q = Path(root)
     while not q.exists() and q != q.parent: q = q.parent      # the nearest existing folder: the store is made in it
