@@ -155,7 +155,7 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--max-sandboxes', type=int, default=8, help="most sandboxes open at once, all clients together (default 8)")
     p.add_argument('--max-sandboxes-per-client', type=int, help="most sandboxes one client (MCP session) may hold (default: all of them on stdio, half over HTTP)")
     p.add_argument('--idle-timeout', type=float, default=300.0, help="seconds a sandbox no call uses stays open (0: until closed; default 300)")
-    p.add_argument('--max-copy-mb', type=float, default=CopyLimits.max_mb, help=f"most MiB of file data one call copies out of the root (default {CopyLimits.max_mb:g})")
+    p.add_argument('--max-copy-mb', type=float, help=f"most MiB of file data one call copies out of the root (default {CopyLimits.max_mb:g})")
     p.add_argument('--max-copy-files', type=int, default=CopyLimits.max_files, help=f"most files and directories one call copies out of the root (default {CopyLimits.max_files})")
     p.add_argument('--max-copy-total-mb', type=float, help="most MiB of file data the calls running at once hold copied out of the root, all together (default: 4 x --max-copy-mb)")
     p.add_argument('--max-args-mb', type=float, default=ArgLimits.max_mb,
@@ -209,14 +209,16 @@ def _serve(a)->int:
     check_flags(a, ints=('--max-head-bytes', '--max-sandboxes', '--max-sandboxes-per-client', '--max-copy-files',
                          '--max-args-depth'),   # each limit under the name typed, not the class field it fills
                 numbers=('--request-timeout', '--max-copy-mb', '--max-copy-total-mb', '--max-args-mb'),
-                within=[('--max-sandboxes-per-client', '--max-sandboxes'), ('--max-copy-mb', '--max-copy-total-mb')])
+                within=[('--max-sandboxes-per-client', '--max-sandboxes'), ('--max-copy-mb', '--max-copy-total-mb')],
+                defaults={'--max-copy-mb': CopyLimits.max_mb})   # not typed: said as the default
+    mb = CopyLimits.max_mb if a.max_copy_mb is None else a.max_copy_mb
     idle = seconds_or_never(a, '--idle-timeout')   # 0: never (None)
-    if a.max_copy_total_mb is None: positive_number(4 * a.max_copy_mb, '--max-copy-total-mb (default: 4 x --max-copy-mb)')
+    if a.max_copy_total_mb is None: positive_number(4 * mb, '--max-copy-total-mb (default: 4 x --max-copy-mb)')
     narrow_umask()                  # before any thread: nothing the server makes is writable by other users
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),
                 idle_timeout=idle,   # stdio has one client: by default it may hold them all
-                copy_limits=CopyLimits(a.max_copy_mb, a.max_copy_files, a.max_copy_total_mb),
+                copy_limits=CopyLimits(mb, a.max_copy_files, a.max_copy_total_mb),
                 arg_limits=ArgLimits(a.max_args_mb, a.max_args_depth))
     if a.transport == 'stdio': build_server(a.root, tpls, a.max_sandboxes, **caps).run(); return 0
     tok, where = _token(a.token_file)

@@ -410,6 +410,8 @@ def test_a_bad_limit_flag_is_refused_under_the_name_typed(module, argv, says, ca
      '--max-sandboxes-per-client 3 is above --max-sandboxes 2: lower it or raise --max-sandboxes'),
     ('knowlyr_lab.mcp', ['--max-copy-mb', '8', '--max-copy-total-mb', '4'],    # main: served; a call of 4-8 MiB was told
      '--max-copy-mb 8 is above --max-copy-total-mb 4: lower it or raise --max-copy-total-mb'),  # to retry later, for ever
+    ('knowlyr_lab.mcp', ['--max-copy-total-mb', '512'],     # srv21: main named '--max-copy-mb 1024', a flag never typed
+     '--max-copy-mb (default 1024) is above --max-copy-total-mb 512: lower it or raise --max-copy-total-mb'),
     ('knowlyr_lab.cli.env_serve', ['knowlyr/maze-easy', '--max-sessions', '2', '--max-sessions-per-client', '3'],
      '--max-sessions-per-client 3 is above --max-sessions 2: lower it or raise --max-sessions'),
     ('knowlyr_lab.cli.trainer', ['serve', '--model', '{tmp}', '--max-connections', '4', '--max-connections-per-client', '8'],
