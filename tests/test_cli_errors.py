@@ -447,3 +447,9 @@ def test_idle_timeout_is_read_by_one_function_in_both_commands():
         seconds_or_never(ns(-1.0), '--idle-timeout')
     for src in (inspect.getsource(mcp._serve), inspect.getsource(env_serve.main)):
         assert src.count("seconds_or_never(a, '--idle-timeout')") == 1 and '(0: never)' not in src and 'idle_timeout or' not in src, src
+
+def test_serve_help_says_max_loras_is_checked_without_enable_lora(capsys):
+    "srv21: --max-loras 0 without --enable-lora is refused (51dd403); main's help did not say so"
+    from knowlyr_lab.cli.trainer import main
+    assert main(['serve', '--help']) == 0
+    assert 'refused otherwise even without --enable-lora' in ' '.join(capsys.readouterr().out.split())

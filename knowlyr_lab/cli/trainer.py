@@ -165,7 +165,8 @@ def build_parser()->argparse.ArgumentParser:
     _limit_flags(s)
     s.add_argument('--enable-lora', action='store_true', help='serve /v1/load_lora_adapter and /v1/unload_lora_adapter (runtime LoRA updating, as vLLM)')
     s.add_argument('--lora-root', default=None, help='with --enable-lora: adapters are loaded only from folders under this directory')
-    s.add_argument('--max-loras', type=int, default=4, help='adapters loaded at once (default: %(default)s)')
+    s.add_argument('--max-loras', type=int, default=4, help='adapters loaded at once with --enable-lora; a positive integer, refused otherwise even without '
+                   '--enable-lora (default: %(default)s)')
     s.add_argument('--chat-template-kwargs', '--default-chat-template-kwargs', metavar='JSON', type=_template_kwargs,
                    help="""template variables of every request, e.g. '{"enable_thinking": false}' """
                    "(vLLM's --default-chat-template-kwargs); a request's chat_template_kwargs override them key by key")
