@@ -569,3 +569,17 @@ def test_a_utf16_log_is_named_as_such(tmp_path, enc):
     from knowlyr_lab.recorder.convert import detect
     d = detect(p)
     assert d.format is None and enc.split('-le')[0].upper() in d.reason and 'UTF-8' in d.reason, d.reason
+
+# ---------------------------------------------------------------- SWE-agent: an instance id too long for a file name
+
+def test_a_swe_instance_id_too_long_for_a_file_name_keeps_the_trajectory(tmp_path):
+    "An id of 300 bytes made find_resolution's <id>_result.json raise ENAMETOOLONG: the whole log was 'unreadable'"
+    src = REAL / 'swe-agent' / '6e44b9__sweagenttestrepo-1c2844.traj'
+    d = json.loads(src.read_text())
+    d['replay_config']['problem_statement']['id'] = long_id = 'x' * 300
+    (tmp_path / 'run_report.json').write_text(json.dumps({'resolved_ids': [long_id]}))
+    p = tmp_path / src.name
+    p.write_text(json.dumps(d))
+    (t,), r = conv(p, 'swe-agent')
+    assert r.errors == [] and len(t.steps) == 5
+    assert t.outcome.success is True                  # the run report beside it is still read for the long id

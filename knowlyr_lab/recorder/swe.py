@@ -63,7 +63,9 @@ def find_resolution(path,                  # the trajectory file
     for d in (path.parent, path.parent.parent):
         for f in (d/f'{instance_id}_result.json', d/'logs'/instance_id/'report.json',
                   d/'logs'/f'{instance_id}_result.json'):
-            if f.is_file():
+            try: found = f.is_file()
+            except OSError: continue   # a name past the file system's limit (ENAMETOOLONG) has no report
+            if found:
                 try: data = json.loads(f.read_text(encoding='utf-8'))
                 except (OSError, ValueError): continue
                 rec = data.get(instance_id, data) if isinstance(data, dict) else None
