@@ -90,3 +90,11 @@ def test_a_nan_in_langchain_blobs_is_warned_once_at_its_action_line(tmp_path):
     assert not t.outcome.truncated and t.metadata['final_answer'] == {'n': None}
     assert [(w.split(': ')[0], w.split('field ')[1].split(',')[0]) for w in rep.warning_lines()] == [
         (f'{p}:3', 'action_input.n holds NaN'), (f'{p}:9', 'action_input.n holds -Infinity')], rep.warning_lines()
+
+
+@pytest.mark.parametrize('blob', ['{"action": "Final Answer"}', '{"action": "Final Answer", "action_input": null}'])
+def test_langchain_final_answer_without_input_has_no_answer_text(tmp_path, blob):
+    "A final blob with no action_input (or null) gave the final answer {}, a tool call's empty arguments"
+    t, rep, _ = _run(tmp_path, 'run.txt', f'Question: what?\nThought: I know.\nAction: {blob}\n')
+    assert [(s.action.tool, s.action.params) for s in t.steps] == [('final_answer', {'answer': None})]
+    assert 'final_answer' not in t.metadata and not t.outcome.truncated and not rep.errors

@@ -40,16 +40,16 @@ def _langchain_call(action:str)->dict|None:
     try: d = json_text(m.group(1), 'a ReAct action', use=is_call)      # a NaN: null, noted
     except (json.JSONDecodeError, RecursionError): return None
     if not is_call(d): return None
+    if d['action'] == 'Final Answer': return {'tool': 'final_answer', 'params': {'answer': d.get('action_input')}}
     inp = {} if d.get('action_input') is None else d['action_input']
-    if d['action'] == 'Final Answer': return {'tool': 'final_answer', 'params': {'answer': inp}}
     return {'tool': d['action'], 'params': inp if isinstance(inp, dict) else {'input': inp}}
 
 # %% ../../nbs/22b_recorder_react.ipynb #3aeca5ea
-def _langchain_final(action:str):
-    "The answer of LangChain's final action `{\"action\": \"Final Answer\", \"action_input\": answer}`; None for any other"
+def _langchain_final(action:str)->dict|None:
+    "`{'answer': ...}` of LangChain's final action `{\"action\": \"Final Answer\", \"action_input\": answer}`; None for any other"
     n = len(notes := coerced_notes())
     a = _langchain_call(action) if '"Final Answer"' in action else None
-    if a and a['tool'] == 'final_answer': return a['params']['answer']
+    if a and a['tool'] == 'final_answer': return a['params']
     del notes[n:]                                  # read again by `react_action`: its notes are noted once
 
 
@@ -151,7 +151,7 @@ def convert(self:ReactTextAdapter, path, report):
     for line, kind, text in iter_react_blocks(path, report, ends):
         last_line = line
         if kind == 'action' and (fin := _langchain_final(text)) is not None:   # LangChain's: a Final Answer line
-            kind, text = 'final_answer', fin
+            kind, text = 'final_answer', fin['answer']
             if coerced_notes(): warn_coerced(report, path, line, at='Action')     # a NaN: null, warned
         if b is None or (kind == 'question' and b.steps):
             t = flush()
