@@ -372,3 +372,43 @@ def test_an_id_named_argument_past_the_digit_limit_keeps_the_arguments_raw(tmp_p
     assert s.observation.content == 'ok' and not rep.errors
     (w,) = rep.warning_lines()
     assert "as tool-call arguments: field " in w and w.endswith("past Python's limit of 4300 (kept as text)"), w
+
+
+def test_a_claude_code_message_held_as_a_string_keeps_a_call_id_past_the_digit_limit_as_text(tmp_path):
+    "A message written as a JSON string was read as a value (ids=None): its call was lost and its result unpaired"
+    lines = []
+    for ln in CLAUDE.read_text().splitlines():
+        ln = ln.replace('"toolu_1"', '9' * 5000)                   # the call's id and its result's, as integers
+        if '"uuid": "u4"' in ln:                                   # the assistant record holding the call
+            i = ln.index('"message": ') + len('"message": ')
+            ln = ln[:i] + json.dumps(ln[i:-1]) + '}'               # its message as JSON text
+        lines.append(ln)
+    p = tmp_path / CLAUDE.name
+    p.write_text('\n'.join(lines) + '\n')
+    whole, _ = _convert(CLAUDE, 'claude-code')
+    ts, rep = _convert(p, 'claude-code')
+    assert not rep.errors and rep.totals['quarantined'] == 0, rep.errors
+    shape = lambda ts: [(s.action and s.action.tool, s.observation and s.observation.content)
+                        for t in ts for s in t.steps]
+    assert shape(ts) == shape(whole)                                # every step kept, the result paired by the id
+    (s,) = [s for t in ts for s in t.steps if s.action and s.action.call_id == '9' * 5000]
+    assert s.action.tool == 'Read' and s.observation is not None
+    assert any(f'{p}:5: message: ' in w and 'as a message: field content[0].id holds an integer of 5000 digits' in w
+               and w.endswith('(kept as text)') for w in rep.warning_lines()), rep.warning_lines()
+
+
+def test_a_swe_agent_replay_config_held_as_a_string_keeps_an_id_past_the_digit_limit_as_text(tmp_path):
+    "replay_config as a JSON string (its usual form) was read as a value: an id of 5000 digits dropped the config"
+    src = Path(__file__).parent / 'fixtures' / 'agent_logs' / 'swe-agent' / '6e44b9__sweagenttestrepo-1c2844.traj'
+    d = json.loads(src.read_text())
+    d['replay_config']['problem_statement']['id'] = 'PLACEHOLDER'
+    d['replay_config'] = json.dumps(d['replay_config'])
+    p = tmp_path / src.name
+    p.write_text(json.dumps(d).replace('\\"PLACEHOLDER\\"', '9' * 5000))
+    (t,), rep = _convert(p, 'swe-agent')
+    assert not rep.errors and t.task.id == '9' * 5000, rep.errors
+    assert t.task.metadata['problem_statement']['id'] == '9' * 5000 and 'agent' in t.metadata['replay_config']
+    (w,) = rep.warning_lines()
+    assert w.startswith(f'{p}: replay_config: ') and w.endswith(                  # the file and the field named
+        "(str) as the replay config: field problem_statement.id holds an integer of 5000 digits, "
+        "past Python's limit of 4300 (kept as text)"), w

@@ -16,6 +16,7 @@ from fastcore.basics import patch
 
 from .agent_steps import StepLog, guard
 from .base import LogAdapter, register_adapter
+from .json_numbers import id_field
 from .reading import iter_jsonl, json_shape, read_json
 from .report import ConversionReport
 from .values import content_text, json_text, keep_media, parse_time, usage_from
@@ -33,7 +34,7 @@ def _cc_message(rec:dict)->dict:
     m = rec.get('message')
     if isinstance(m, dict): return m
     if not isinstance(m, str): return {}
-    try: v = json_text(m, 'a message', use=lambda v: isinstance(v, dict))   # a NaN in it: null, warned at the line
+    try: v = json_text(m, 'a message', use=lambda v: isinstance(v, dict), ids=id_field)  # NaN: null, warned
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError): v = None
     return v if isinstance(v, dict) else {'role': rec.get('type'), 'content': m}
 

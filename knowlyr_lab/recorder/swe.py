@@ -18,7 +18,7 @@ from fastcore.basics import patch
 from .agent_steps import StepLog, guard, record_totals, usage_total
 from .base import LogAdapter, register_adapter
 from .field_path import warn_coerced
-from .json_numbers import UnheldNumber
+from .json_numbers import UnheldNumber, id_field
 from .reading import read_json
 from .report import ConversionReport
 from .values import coerced_notes, content_text, json_text, parse_arguments, set_observation
@@ -278,7 +278,7 @@ def convert(self:SWEAgentAdapter, path, report:ConversionReport)->Iterator[Traje
     info = data.get('info') if isinstance(data.get('info'), dict) else {}
     rc = data.get('replay_config')
     if isinstance(rc, str):
-        try: rc = json_text(rc, 'the replay config')
+        try: rc = json_text(rc, 'the replay config', ids=id_field)   # a record: its ids past the limit kept as text
         except UnheldNumber as e: report.bad_record(path, None, str(e), rc, record_type='replay_config'); rc = {}
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError): rc = {}
         if coerced_notes(): warn_coerced(report, path, None, data)  # a NaN in it: null, warned by field

@@ -183,9 +183,9 @@ def user_media(report, content, # the run's `ConversionReport`; a user message's
             for b in media_blocks(content)]
 
 # %% ../../nbs/20c_recorder_values.ipynb #d310af5c
-def _noted_as(what:str, text, read, *args, use=None):
-    "`read(*args, notes)`, its notes `coerced` on `text` as `what` if the value is used; `UnheldNumber` says `what`"
-    try: v = read(*args, notes := [], ids=None)         # a value in a field: no id in it keeps its text (page 20a)
+def _noted_as(what:str, text, read, *args, use=None, ids=None):
+    "`read(*args, notes, ids=ids)`, its notes `coerced` on `text` as `what` if used; `UnheldNumber` says `what`"
+    try: v = read(*args, notes := [], ids=ids)          # ids None: a value in a field keeps no id as text (page 20a)
     except UnheldNumber as e:
         if use is None: raise UnheldNumber(f"{what}: {e}") from None
         return coerced(text, f'as {what}: {e} (kept as text)') or text     # the value is lost, not the record
@@ -195,9 +195,10 @@ def _noted_as(what:str, text, read, *args, use=None):
 
 # %% ../../nbs/20c_recorder_values.ipynb #66e83cfa
 def json_text(text:str|bytes, what:str, # JSON held in a string field; what it holds, for the note: 'a result'
-              use=None): # which values the caller takes (any other: `text`, as is one past the digit limit, noted)
+              use=None, # which values the caller takes (any other: `text`, as is one past the digit limit, noted)
+              ids=None): # a whole record's `id_field` (its ids past the digit limit: text); None: a value's, none
     "`text` read by `loads_json`; a NaN or infinity null, noted (`coerced`) for its reader's located warning"
-    return _noted_as(what, text, loads_json, text, use=use)
+    return _noted_as(what, text, loads_json, text, use=use, ids=ids)
 
 # %% ../../nbs/20c_recorder_values.ipynb #afb4b47e
 def literal_numbers(value, text:str, what:str): # what `ast.literal_eval` read from a `literal_tree` of `text`; as `json_text`
