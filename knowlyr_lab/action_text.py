@@ -64,6 +64,7 @@ _CYCLE = 'a cycle: the list or dict that holds it, which JSON cannot write'
 _KEY = 'a value JSON cannot carry (a key that is no string)'
 _NONFINITE = contextvars.ContextVar('nonfinite', default=None)   # `nonfinite_as`'s hook (None: refused)
 
+# %% ../nbs/00aa_action_text.ipynb #93b2e554
 def _not_json(v)->str|None:
     "What makes `v` itself (its items aside) no JSON value a trajectory writes unchanged; None: it is one"
     if isinstance(v, str): return 'a lone surrogate, which UTF-8 cannot encode' if _SURROGATE.search(v) else None

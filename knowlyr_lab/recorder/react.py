@@ -46,7 +46,7 @@ def _langchain_call(action:str)->dict|None:
 
 # %% ../../nbs/22b_recorder_react.ipynb #3aeca5ea
 def _langchain_final(action:str)->dict|None:
-    "`{'answer': ...}` of LangChain's final action `{\"action\": \"Final Answer\", \"action_input\": answer}`; None for any other"
+    "`{'answer': ...}` of LangChain's final action (`\"action\": \"Final Answer\"`); None for any other"
     n = len(notes := coerced_notes())
     a = _langchain_call(action) if '"Final Answer"' in action else None
     if a and a['tool'] == 'final_answer': return a['params']
