@@ -204,3 +204,20 @@ def test_an_export_datasets_rewrites_is_refused_unless_every_row_loads_as_writte
     served = [json.loads(x) for x in open(out / 'train.jsonl')]
     dd = datasets.load_dataset('json', data_files={'train': str(out / 'train.jsonl')}, cache_dir=str(tmp_path / 'c'))
     assert dd['train'].to_list() == served and served[0]['step_rewards'] == [0.5, 0.5]
+
+
+def test_a_rewrite_refusal_names_every_path_datasets_reads_as_json_text(tmp_path):
+    """Two variables mix (`a`: string and integer; `opts`: other keys), so datasets rewrites each row: the refusal named
+    only the first ('a'), and serving `a` one type led to a second refusal for `opts` (review19)"""
+    from knowlyr_lab.hub.export import DatasetExporter, ExportError
+    from knowlyr_lab.trajectory import AgentInfo, Observation, Outcome, Step, Task, ToolCall, Trajectory
+
+    def traj(t:int, kw:dict):
+        steps = [Step(index=0, action=ToolCall(tool='move', params={'d': 'e'}), observation=Observation(content=f"m {t}"),
+                      reward=1 / 3, metadata={'template_kwargs': kw})]
+        return Trajectory(task=Task(id=f"t{t}", instruction=f"go {t}", domain='generic'), agent=AgentInfo(name='a', model='m'),
+                          steps=steps, outcome=Outcome(success=True, terminated=True))
+    kws = [{'a': 'x', 'opts': {'b': 1}}, {'a': 1, 'opts': {'c': 1}}] * 3
+    with pytest.raises(ExportError) as e:
+        DatasetExporter([traj(i, kw) for i, kw in enumerate(kws)], test_fraction=0).export('sft', tmp_path / 'o')
+    assert "serve 'chat_template_kwargs.a', 'chat_template_kwargs.opts' one type" in str(e.value), str(e.value)

@@ -256,11 +256,11 @@ def json_text(self:_KwargsShape, paths:dict)->list[str]: # split -> its JSONL fi
     text, top = {}, lambda p, m: not any(p[:n] in m for n in range(1, len(p)))      # none above it mixes
     for p, how in ((p, h) for m in self.mixed.values() for p, h in m.items() if top(p, m)): text.setdefault(p, how)
     if c := text and changed_row(paths, [['chat_template_kwargs', *(0 if k is None else k for k in p)] for p in text]):
-        (s, i, line, (f, a, b)), (p, how) = c, next(iter(text.items()))
+        (s, i, line, (f, a, b)), how, ps = c, next(iter(text.values())), ', '.join(repr(_field(p)) for p in text)
         raise ExportError(f"{_row_place(s, i, line)}: field {f!r}: {reprlib.repr(a)} loads as {reprlib.repr(b)}: "
                           f"{how}, so datasets 5.2 reads that field as JSON text and rewrites each row with ujson (a "
                           "float to 10 significant digits, a string there that is JSON to its value); serve "
-                          f"{_field(p)!r} one type and the same keys in every row (template_defaults fills a key)")
+                          f"{ps} one type and the same keys in every row (template_defaults fills a key)")
     return [f"{how}: load_dataset('json') of datasets 5.2 reads the field as JSON text, and every row was read "
             "back unchanged as it rewrites them; Dataset.from_list, and datasets versions that read it as one struct, "
             "give a key a row lacks the value null (which a template sees as defined), or fail on its mixed types"
