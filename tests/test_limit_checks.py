@@ -82,3 +82,11 @@ def test_a_timeout_past_what_a_thread_can_wait_still_runs_the_command():
             assert sb.execute_tool('shell', {'command': 'echo hi'}).output.strip() == 'hi'
     finally: threading.excepthook = old
     assert died == []
+
+def test_sandbox_limits_cannot_be_changed_past_their_check():
+    "A checked SandboxLimits could be given `disk_mb = inf` afterwards, and every cap then read a value never checked"
+    import dataclasses
+    lim = SandboxLimits()
+    with pytest.raises(dataclasses.FrozenInstanceError): lim.disk_mb = float('inf')
+    assert lim.disk_mb == 512
+    with pytest.raises(ValueError, match='SandboxLimits.max_processes'): dataclasses.replace(lim, max_processes=0)

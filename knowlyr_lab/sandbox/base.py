@@ -91,7 +91,7 @@ class ToolResult:
         return f"ToolResult(exit={self.exit_code}{flags}, {self.duration*1e3:.0f} ms, {out!r})"
 
 # %% ../../nbs/10_sandbox_base.ipynb #a58c102c
-@dataclass
+@dataclass(frozen=True)
 class SandboxLimits:
     "Resource limits applied to every command a sandbox runs"
     cpu_seconds: int = 60           # CPU time per process (RLIMIT_CPU)
