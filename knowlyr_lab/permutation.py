@@ -258,14 +258,13 @@ def _scipy_exact(a, b, paired:bool)->bool:
 # %% ../nbs/08c_permutation.ipynb #c8c0a015
 def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired`)
               paired:bool,                    # Wilcoxon's signed-rank test, else Mann-Whitney's U
-             )->dict:                         # {'statistic', 'pvalue'}, and 'exact' when the p is exact
+             )->dict:                         # {'statistic', 'pvalue', 'exact'}: False for scipy's normal p
     "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where scipy's is not exact and it can be counted"
     nan = not (len(a) and len(b)) or np.isnan(a - b if paired else np.r_[a, b]).any()   # empty, NaN: scipy's p
     how = 'exact' if not nan and _scipy_exact(a, b, paired) else 'asymptotic'   # not scipy's permutation p, replaced
     r = (stats.wilcoxon(a, b, zero_method='wilcox', method=how) if paired else
          stats.mannwhitneyu(a, b, alternative='two-sided', method=how))
-    res = {'statistic': float(r.statistic), 'pvalue': float(r.pvalue)}
-    if nan: return res
-    if how == 'exact': return {**res, 'exact': True}
+    res = {'statistic': float(r.statistic), 'pvalue': float(r.pvalue), 'exact': how == 'exact'}
+    if nan or how == 'exact': return res
     p = (_sign_p if paired else _rank_sum_p)(a, b)
     return res if p is None else {**res, 'pvalue': p, 'exact': True}

@@ -207,9 +207,11 @@ def test_counted_rank_sums_match_scipys_exact_mann_whitney_small_against_large(m
 def test_past_the_budget_the_rank_test_says_it_is_scipys():
     "300 vs 300 tied values (1.5e10 cells charged) and 2,000 pairs tied in twos (2.1e9): scipy's p, no 'exact' flag"
     rng = np.random.default_rng(0); a, b = np.round(rng.normal(0, 1, 300), 1), np.round(rng.normal(0, 1, 300), 1)
-    assert rank_test(a, b, False) == {'statistic': stats.mannwhitneyu(a, b).statistic, 'pvalue': stats.mannwhitneyu(a, b).pvalue}
+    assert rank_test(a, b, False) == {'statistic': stats.mannwhitneyu(a, b).statistic, 'pvalue': stats.mannwhitneyu(a, b).pvalue,
+                                      'exact': False}
     d = np.repeat(np.arange(1., 1001), 2) * np.tile([1, -1], 1000)
-    assert rank_test(d, np.zeros(2000), True) == {'statistic': stats.wilcoxon(d).statistic, 'pvalue': stats.wilcoxon(d).pvalue}
+    assert rank_test(d, np.zeros(2000), True) == {'statistic': stats.wilcoxon(d).statistic, 'pvalue': stats.wilcoxon(d).pvalue,
+                                                  'exact': False}
 
 
 def _listed_sign_p(d):
@@ -357,8 +359,8 @@ def test_a_nan_difference_is_never_counted_as_exact():
     with np.errstate(invalid='ignore'), warnings.catch_warnings():
         warnings.simplefilter('ignore', RuntimeWarning)
         for x, y, paired in [(a, b, True), (np.r_[np.nan, a[1:]], b, True), (np.r_[np.nan, 1., 1., 2.], np.r_[3., 4., 4., 5.], False)]:
-            assert 'exact' not in rank_test(x, y, paired), (x, y, paired)
-        assert 'exact' not in compare_samples(a, b, paired=True).tests['wilcoxon']
+            assert rank_test(x, y, paired)['exact'] is False, (x, y, paired)
+        assert compare_samples(a, b, paired=True).tests['wilcoxon']['exact'] is False
 
 
 def test_an_empty_sample_is_left_to_scipy_unflagged():
@@ -367,8 +369,8 @@ def test_an_empty_sample_is_left_to_scipy_unflagged():
         warnings.simplefilter('ignore', RuntimeWarning)
         for x, y in [(np.array([]), np.r_[0., 1.]), (np.r_[0., 1.], np.array([])), (np.array([]), np.r_[1., 1.])]:
             r = rank_test(x, y, False)
-            assert 'exact' not in r and np.isnan(r['pvalue']), (x, y, r)
-        assert 'exact' not in rank_test(np.array([]), np.array([]), True)
+            assert r['exact'] is False and np.isnan(r['pvalue']), (x, y, r)
+        assert rank_test(np.array([]), np.array([]), True)['exact'] is False
 
 def test_untied_few_against_many_are_counted_by_u_not_left_to_scipys_recursion():
     "5 or 8 untied runs vs thousands: scipy's auto chose its method='exact', a U^2 Python loop (3 s at 5 vs 10,000, U mid-way); counted by U"
@@ -429,14 +431,16 @@ def test_two_valued_float_counts_stay_within_the_stated_bound():
         p = _hypergeom_p(k, K, N, m)
         assert p is not None and abs(Fraction(p) - exact) <= exact * (12 * len(t) + 1) * Fraction(1, 2 ** 53), (m, n, K, k)
     a, b = np.ones(2000), np.zeros(2000)   # 2/C(4000, 2000) = 1e-1203: below float64, so scipy's p, unflagged
-    assert _two_values_p(a, b) is None and rank_test(a, b, False) == {'statistic': 4e6, 'pvalue': stats.mannwhitneyu(a, b).pvalue}
+    assert _two_values_p(a, b) is None
+    assert rank_test(a, b, False) == {'statistic': 4e6, 'pvalue': stats.mannwhitneyu(a, b).pvalue, 'exact': False}
 
 
 def test_a_rank_sum_p_below_float64_is_not_flagged_exact():
     "600 vs 600 untied and apart: 2/C(1200, 600) = 1e-360 was divided to 0.0 and flagged exact (by _untied_p); scipy's p now"
     a, b = np.arange(600.), np.arange(600.) + 1000
     for x, y in ((a, b), (b, a)):
-        assert rank_test(x, y, False) == {'statistic': stats.mannwhitneyu(x, y).statistic, 'pvalue': stats.mannwhitneyu(x, y).pvalue}
+        assert rank_test(x, y, False) == {'statistic': stats.mannwhitneyu(x, y).statistic, 'pvalue': stats.mannwhitneyu(x, y).pvalue,
+                                          'exact': False}
     x, y = np.arange(150.), np.arange(150.) + 1000   # 2/C(300, 150) = 2.1e-89: counted
     assert rank_test(x, y, False) == {'statistic': 0.0, 'pvalue': 2 / math.comb(300, 150), 'exact': True}
 
@@ -457,7 +461,7 @@ def test_two_valued_halves_get_the_same_p_either_way_round():
     for k in (5_400, 5_450, 5_500):
         assert _hypergeom_p(k, 11_000, 24_000, 12_000) == _hypergeom_p(11_000 - k, 11_000, 24_000, 12_000), k
     a, b = np.r_[np.ones(5_400), np.zeros(6_600)], np.r_[np.ones(5_600), np.zeros(6_400)]
-    assert rank_test(a, b, False)['pvalue'] == rank_test(b, a, False)['pvalue'] and 'exact' in rank_test(a, b, False)
+    assert rank_test(a, b, False)['pvalue'] == rank_test(b, a, False)['pvalue'] and rank_test(a, b, False)['exact']
 
 
 def test_three_valued_samples_past_the_tie_budget_get_the_exact_p():
@@ -475,3 +479,13 @@ def test_three_valued_samples_past_the_tie_budget_get_the_exact_p():
         exact = float(min(Fraction(1), Fraction(2 * min(le, ge), math.comb(2 * m, m))))
         r = rank_test(a, b, False)
         assert r.get('exact') and r['pvalue'] == pytest.approx(exact, rel=1e-9), (m, r, exact)
+
+
+def test_four_values_past_the_tie_budget_say_their_p_is_scipys_approximation():
+    "100 vs 100 scored 0, 1/3, 2/3 or 1 are not counted: scipy's normal p, 0.282 (exact 0.277), came with no 'exact' key at all"
+    x = np.random.default_rng(4).integers(0, 4, 200) / 3; a, b = x[:100], x[100:]
+    for y, z in ((a, b), (b, a)):
+        u = stats.mannwhitneyu(y, z)
+        assert rank_test(y, z, False) == {'statistic': u.statistic, 'pvalue': u.pvalue, 'exact': False}
+    c = compare_samples(a, b); table = c.table()   # the flag reaches the comparison's table of tests (main: no column)
+    assert str(table.loc['mann_whitney_u', 'exact']) == 'False' and c.primary == 'welch_t'   # the primary is Welch's t
