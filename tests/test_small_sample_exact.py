@@ -1,6 +1,7 @@
 "Few tasks: rank tests exact wherever they can be counted, and no noise floor or MDE of 0 from runs with no spread"
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -489,3 +490,26 @@ def test_four_values_past_the_tie_budget_say_their_p_is_scipys_approximation():
         assert rank_test(y, z, False) == {'statistic': u.statistic, 'pvalue': u.pvalue, 'exact': False}
     c = compare_samples(a, b); table = c.table()   # the flag reaches the comparison's table of tests (main: no column)
     assert str(table.loc['mann_whitney_u', 'exact']) == 'False' and c.primary == 'welch_t'   # the primary is Welch's t
+
+
+def _within(p:float, num:int, den:int, rtol)->bool:
+    "|p - num/den| <= rtol * num/den, in integers (a Fraction of 200,000-bit terms spends seconds in gcd)"
+    a, b = p.as_integer_ratio(); r = Fraction(rtol)
+    return abs(a * den - num * b) * r.denominator <= num * b * r.numerator
+
+
+def test_two_valued_p_past_200000_bits_of_the_binomial_keeps_the_stated_bound():
+    "Past ~200,000 bits of C(N, m) the counts by k are float64 however few they are: each p within the page's bound of the exact fraction, flagged down to (6n^2 + 1) 2^-1074 / RANK_P_RTOL (the page said 'about 1e-300')"
+    from knowlyr_lab.permutation import RANK_P_RTOL, _draws, _hypergeom_p
+    N, m = 200_000, 100_000; t = [math.comb(N - 20, m)]   # 20 marked: 21 counts, each from the one before (exact division)
+    for k in range(20): t.append(t[-1] * (20 - k) * (m - k) // ((k + 1) * (N - 20 - m + k + 1)))
+    C = sum(t); assert _draws(20, N, m).dtype == float and C == math.comb(N, m)   # floats: the binomial's charge decides
+    for k in range(21):
+        num = min(C, 2 * min(sum(t[:k + 1]), sum(t[k:])))
+        assert _within(_hypergeom_p(k, 20, N, m), num, C, (12 * 21 + 1) * Fraction(1, 2 ** 53)), k
+    N, m = 201_000, 100_500; C, top = math.comb(N, m), math.comb(N - 1020, m)   # k = 0 of K marked: 2 C(N - K, m) / C(N, m)
+    for K, flagged in ((1015, True), (1020, False)):   # 4.3e-307 and 1.3e-308, either side of 3.1e-308
+        below = top * math.prod(range(N - 1019, N - K + 1)) // math.prod(range(N - 1019 - m, N - K - m + 1))   # C(N - K, m)
+        p, n = _hypergeom_p(0, K, N, m), K + 1; cut = (6 * n * n + 1) * 2.0 ** -1074 / RANK_P_RTOL
+        assert (2 * below > Fraction(cut) * C) == flagged and (p is not None) == flagged, K
+        if flagged: assert _within(p, 2 * below, C, (12 * n + 1) * Fraction(1, 2 ** 53) + (6 * n * n + 1) * Fraction(1, 2 ** 1074) / Fraction(p))
