@@ -513,3 +513,35 @@ def test_two_valued_p_past_200000_bits_of_the_binomial_keeps_the_stated_bound():
         p, n = _hypergeom_p(0, K, N, m), K + 1; cut = (6 * n * n + 1) * 2.0 ** -1074 / RANK_P_RTOL
         assert (2 * below > Fraction(cut) * C) == flagged and (p is not None) == flagged, K
         if flagged: assert _within(p, 2 * below, C, (12 * n + 1) * Fraction(1, 2 ** 53) + (6 * n * n + 1) * Fraction(1, 2 ** 1074) / Fraction(p))
+
+
+def _doubled_midranks(x:list)->list:
+    "Mid-ranks of exact values, doubled to integers"
+    return [2 * sum(w < v for w in x) + sum(w == v for w in x) + 1 for v in x]
+
+
+def _written_p(a, b, paired:bool)->Fraction:
+    "Exact two-sided rank p of the scores as written (decimals, not float64), from every relabelling"
+    from itertools import combinations, product
+    A, B = [Fraction(str(v)) for v in a], [Fraction(str(v)) for v in b]
+    if paired:
+        d = [u - v for u, v in zip(A, B) if u != v]; r = _doubled_midranks([abs(v) for v in d])
+        obs = sum(ri for ri, v in zip(r, d) if v > 0); null = [sum(ri for ri, s in zip(r, f) if s) for f in product((0, 1), repeat=len(d))]
+    else:
+        r = _doubled_midranks(A + B); obs = sum(r[:len(A)]); null = [sum(c) for c in combinations(r, len(A))]
+    return min(Fraction(1), Fraction(2 * min(sum(s <= obs for s in null), sum(s >= obs for s in null)), len(null)))
+
+
+def test_every_flagged_rank_p_is_the_exact_p_of_the_scores_as_written():
+    "Scores to 0.1: 0.3 - 0.2 and 0.2 - 0.1 are 1 ulp apart in float64, so pairs differing by 0.1 ranked apart and the flagged p was another data set's (0.375 for 0.5)"
+    from knowlyr_lab.permutation import RANK_P_RTOL
+    rng, seen = np.random.default_rng(2), 0
+    for _ in range(60):
+        v = np.array([.1, .2, .3, .7]) if rng.random() < .7 else np.array([-1., 0, .5, 2])
+        na, nb = int(rng.integers(1, 9)), int(rng.integers(1, 9)); a, b, c = rng.choice(v, na), rng.choice(v, nb), rng.choice(v, na)
+        for x, y, paired in ((a, b, False), (b, a, False), (a, c, True), (c, a, True)):
+            r = rank_test(x, y, paired) if not paired or np.any(x != y) else {}
+            if r.get('exact'):
+                seen += 1; exact = _written_p(x, y, paired)
+                assert abs(Fraction(r['pvalue']) - exact) <= RANK_P_RTOL * exact, (x.tolist(), y.tolist(), paired, r, float(exact))
+    assert seen > 200
