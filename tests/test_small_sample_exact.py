@@ -545,3 +545,21 @@ def test_every_flagged_rank_p_is_the_exact_p_of_the_scores_as_written():
                 seen += 1; exact = _written_p(x, y, paired)
                 assert abs(Fraction(r['pvalue']) - exact) <= RANK_P_RTOL * exact, (x.tolist(), y.tolist(), paired, r, float(exact))
     assert seen > 200
+
+
+def test_a_permutation_p_flagged_exact_is_the_exact_p_of_the_scores_as_written():
+    "scipy ties null values within 100 ulps of the observed mean difference, no room near 0: [.1, .7, .7, .3] vs [.7, .2] (equal means) got 0.933 for 1"
+    from itertools import combinations, product
+
+    from knowlyr_lab.permutation import RANK_P_RTOL, permutation
+    assert permutation(np.array([.1, .7, .7, .3]), np.array([.7, .2]), False)['pvalue'] == 1.0
+    rng, seen = np.random.default_rng(3), 0
+    for _ in range(40):   # scores in tenths: as integers, the relabellings' statistics compare exactly
+        na, nb = int(rng.integers(2, 9)), int(rng.integers(2, 9)); a, b, c = (rng.choice([1, 2, 3, 7], n) for n in (na, nb, na))
+        for x, y, paired in ((a, b, False), (b, a, False), (a, c, True), (c, a, True)):
+            if paired: obs, null = int((x - y).sum()), [int(np.dot(s, x - y)) for s in product((1, -1), repeat=len(x))]
+            else: obs, null = int(x.sum()), [sum(s) for s in combinations(np.r_[x, y].tolist(), len(x))]   # sum of x: as the mean difference
+            exact = min(Fraction(1), Fraction(2 * min(sum(s <= obs for s in null), sum(s >= obs for s in null)), len(null)))
+            r = permutation(x / 10, y / 10, paired); seen += r['exact']
+            assert r['exact'] and abs(Fraction(r['pvalue']) - exact) <= RANK_P_RTOL * exact, (x.tolist(), y.tolist(), paired, r, exact)
+    assert seen == 160
