@@ -257,11 +257,11 @@ def _scipy_exact(a, b, paired:bool)->bool:
     return paired and not _tied(a, b, paired) and len(a) <= 50
 
 # %% ../nbs/08c_permutation.ipynb #704f13fa
-def _snap_sizes(d:np.ndarray, scale:float)->np.ndarray: # `scale`: the largest finite score's size
-    "Differences `d`, each run of sizes under 4 ulps of `scale` apart given its smallest; near 0, 0"
-    tol = 4 * np.spacing(scale); o = np.argsort(np.abs(d)); s = np.abs(d)[o]; new = np.r_[True, np.diff(s) > tol]
-    s = s[np.flatnonzero(new)[np.cumsum(new) - 1]]; s[s <= tol] = 0
-    out = np.empty_like(d); out[o] = np.sign(d[o]) * s; return out
+def _snap_sizes(d:np.ndarray, scale:np.ndarray)->np.ndarray: # scale: each pair's larger finite score
+    "`d` with runs of sizes under 4 ulps of `scale` apart made their smallest; near 0, 0"
+    o = np.argsort(np.abs(d)); s, t = np.abs(d)[o], 4 * np.spacing(scale[o])
+    new = np.r_[True, np.diff(s) > np.fmax(t[1:], t[:-1])]; s = s[np.flatnonzero(new)[np.cumsum(new) - 1]]
+    s[s <= t] = 0; return (np.sign(d[o]) * s)[np.argsort(o)]
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a015
 def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired`)
@@ -269,8 +269,8 @@ def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired
              )->dict:                         # {'statistic', 'pvalue', 'exact'}: False for scipy's normal p
     "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where scipy's is not exact and it can be counted"
     nan = not (len(a) and len(b)) or np.isnan(a - b if paired else np.r_[a, b]).any()   # empty, NaN: scipy's p
-    x = np.abs(np.r_[a, b]); x = x[np.isfinite(x)]
-    if paired and not nan: a, b = _snap_sizes(a - b, x.max(initial=0)), np.zeros(len(a))   # ties of the scores as written
+    if paired and not nan:   # ties of the scores as written
+        a, b = _snap_sizes(a - b, np.nan_to_num(np.fmax(np.abs(a), np.abs(b)), posinf=0)), np.zeros(len(a))
     how = 'exact' if not nan and _scipy_exact(a, b, paired) else 'asymptotic'   # not scipy's permutation p, replaced
     r = (stats.wilcoxon(a, b, zero_method='wilcox', method=how) if paired else
          stats.mannwhitneyu(a, b, alternative='two-sided', method=how))

@@ -563,3 +563,9 @@ def test_a_permutation_p_flagged_exact_is_the_exact_p_of_the_scores_as_written()
             r = permutation(x / 10, y / 10, paired); seen += r['exact']
             assert r['exact'] and abs(Fraction(r['pvalue']) - exact) <= RANK_P_RTOL * exact, (x.tolist(), y.tolist(), paired, r, exact)
     assert seen == 160
+
+
+def test_paired_sizes_are_snapped_within_their_own_pairs_ulps():
+    "One pair's score of 1e6 set the snap tolerance for all (4 ulps of 1e6, 4.7e-10): differences of 3e-12 to 5e-12 on scores near 1e-11 became 0"
+    a, b = np.r_[1e6, 3e-12, 5e-12, 4e-12], np.r_[1e6 - 1, 0, 0, 0]   # four pairs up: 2 of the 16 flips as far out
+    assert rank_test(a, b, True) == {'statistic': 0.0, 'pvalue': 0.125, 'exact': True}
