@@ -412,3 +412,14 @@ def test_a_swe_agent_replay_config_held_as_a_string_keeps_an_id_past_the_digit_l
     assert w.startswith(f'{p}: replay_config: ') and w.endswith(                  # the file and the field named
         "(str) as the replay config: field problem_statement.id holds an integer of 5000 digits, "
         "past Python's limit of 4300 (kept as text)"), w
+
+
+@pytest.mark.parametrize('key', ['cause', 'timeout'])
+def test_a_cause_outside_an_openhands_event_is_a_number_like_any_other(tmp_path, key):
+    "id_field took `cause` for an id in every format: a tool argument `cause` of 5000 digits was kept as text, warned as an id"
+    p = _planter('_claude_arg', CLAUDE, '"description": "Run tests"}', '"description": "Run tests", "%s": %s}')(
+        tmp_path, (key, '9' * 5000))
+    ts, rep = _convert(p, 'claude-code')
+    assert [str(e) for e in rep.errors] == [f"{p}:6: field message.content[0].input.{key} holds an integer of 5000 digits, "
+                                            "past Python's limit of 4300"], rep.errors
+    assert rep.totals['quarantined'] == 1 and not any('kept as text' in w for w in rep.warning_lines()), rep.warning_lines()

@@ -107,9 +107,10 @@ def _why(at:str, u:_Unheld)->str:
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #3485f1b0
 def id_field(box, key)->bool:
-    "Is `box[key]` an id (`id`, `call_id`, `toolCallId`, OpenHands' `cause`): a name, never a number to compute with?"
-    return isinstance(box, dict) and isinstance(key, str) and (key.lower() in ('id', 'cause')
-                                                              or key.endswith(('_id', 'Id', 'ID')))
+    "Is `box[key]` an id (`id`, `call_id`, `toolCallId`, an OpenHands event's `cause`): a name, never a number?"
+    if not isinstance(box, dict) or not isinstance(key, str): return False
+    if key == 'cause': return 'source' in box and ('observation' in box or 'action' in box)   # the event it answers
+    return key.lower() == 'id' or key.endswith(('_id', 'Id', 'ID'))
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #6c861c10
 def kept_numbers(doc, notes:list|None=None,
