@@ -77,3 +77,73 @@ def test_id_less_calls_split_by_text_stay_open_until_the_next_message(tmp_path, 
                                       {'role': 'user', 'content': [res('x = 1')]}, {'role': 'assistant', 'content': 'done'}])
     assert got == [('ls', 'a.txt'), ('pwd', None), ('cat', 'x = 1')]
     assert 'unmapped' not in t.metadata
+
+
+# ------------------------------------------------ a result whose call is not in the log: counted in the totals, once
+FX = __import__('pathlib').Path(__file__).parent / 'fixtures'
+
+
+def _stored(ts, rep): return rep.orphans + [e for t in ts for e in t.metadata.get('unmapped', [])]
+
+
+def _chat_block(tmp_path):
+    "An OpenAI/Anthropic chat user message: the user's text beside a tool_result block whose call is missing"
+    msgs = [{'role': 'user', 'content': 'look around'}, {'role': 'assistant', 'content': 'ok'},
+            {'role': 'user', 'content': [{'type': 'text', 'text': 'and this?'},
+                                         {'type': 'tool_result', 'tool_use_id': 'toolu_9', 'content': 'late'}]}]
+    p = tmp_path / 'chat.jsonl'; p.write_text(json.dumps({'messages': msgs}) + '\n')
+    return p, 'openai-chat', 'tool result whose call is not in the log'
+
+
+def _claude_code(tmp_path):
+    "A Claude Code user record whose tool_result names a tool_use the session never made"
+    src = FX / 'recorder' / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl'
+    p = tmp_path / src.name; p.write_text(src.read_text().replace('"tool_use_id": "toolu_2"', '"tool_use_id": "toolu_9"', 1))
+    return p, 'claude-code', 'tool_result for a tool_use not in this conversation'
+
+
+def _ng_trajectory(tmp_path):
+    "A NeMo Gym rollout whose conversation holds a function_call_output for a call it never made"
+    row = json.loads((FX / 'atif' / 'ng_trajectory_rollouts.jsonl').read_text().splitlines()[0])
+    row['ng_trajectory']['invocations'][0]['conversation'].insert(
+        -1, {'type': 'function_call_output', 'call_id': 'call-west', 'output': '12', 'status': 'completed'})
+    p = tmp_path / 'rollouts.jsonl'; p.write_text(json.dumps(row) + '\n')
+    return p, 'ng-trajectory', "call_id 'call-west' names no open call"
+
+
+def _atif(tmp_path):
+    "An ATIF step whose observation holds a result naming no call of the step"
+    doc = {'schema_version': 'ATIF-v1.6', 'session_id': 's-1', 'agent': {'name': 'a', 'version': '1'},
+           'steps': [{'step_id': 1, 'source': 'user', 'message': 'count'},
+                     {'step_id': 2, 'source': 'agent', 'message': 'wc',
+                      'tool_calls': [{'tool_call_id': 'c1', 'function_name': 'bash', 'arguments': {'cmd': 'wc'}}],
+                      'observation': {'results': [{'source_call_id': 'c1', 'content': '3'},
+                                                  {'source_call_id': 'c9', 'content': 'late'}]}}]}
+    p = tmp_path / 'run.json'; p.write_text(json.dumps(doc))
+    return p, 'atif', "source_call_id 'c9' names no open tool call"
+
+
+@pytest.mark.parametrize('make', [_chat_block, _claude_code, _ng_trajectory, _atif])
+def test_a_result_whose_call_is_missing_counts_in_the_unmapped_totals(tmp_path, make):
+    """A result kept as a piece of a counted record went to report.parts only: totals['unmapped'] said 0 (or less)
+    while the trajectory's metadata held it"""
+    p, fmt, why = make(tmp_path)
+    rep = ConversionReport()
+    ts = list(convert(p, format=fmt, report=rep))
+    stored = _stored(ts, rep)
+    lost = [e for e in stored if why in e['why']]
+    assert len(lost) == 1, stored                                       # the result, kept once
+    assert rep.totals['unmapped'] == len(stored) and rep.parts == {}, (rep.totals, rep.parts, stored)
+    assert rep.counts[lost[0]['record_type']]['unmapped'] == 1           # its row in the summary says it
+    if fmt != 'ng-trajectory':      # a piece of a record: the record kept whole, only partly mapped, warned where it is
+        assert lost[0]['why'].startswith('partly mapped: ') and any(w.startswith(str(p)) and why in w
+                                                                  for w in rep.warning_lines()), rep.warning_lines()
+
+
+def test_a_record_holding_a_result_whose_call_is_missing_is_counted_once(tmp_path):
+    "The Claude Code record holding the result counts once (unmapped, not mapped as well): every line is counted once"
+    p, fmt, _ = _claude_code(tmp_path)
+    whole, rep = ConversionReport(), ConversionReport()
+    list(convert(FX / 'recorder' / 'claude-code' / p.name, format=fmt, report=whole)); list(convert(p, format=fmt, report=rep))
+    assert sum(rep.totals.values()) == sum(whole.totals.values()) == len(p.read_text().splitlines())
+    assert (rep.totals['mapped'], rep.totals['unmapped']) == (whole.totals['mapped'] - 1, whole.totals['unmapped'] + 1)

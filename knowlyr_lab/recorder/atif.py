@@ -89,15 +89,15 @@ def _atif_answer(log, s, text, err=False):
     set_observation(s, text, err)
 
 # %% ../../nbs/27b_recorder_atif.ipynb #95f67c40
-def _atif_by_id(log:StepLog, results:list, i:int, path, line, report, unmapped:list)->list:
+def _atif_by_id(log:StepLog, results:list,
+                lost:list, # receives the ids that name no open call
+               )->list:
     "Attach the results that name their call; returns those that name none"
     free = []
     for r in results:
         if step_call_id(r.get('source_call_id')) is None: free.append(r); continue    # none, or "": no id
         s = log.result(r['source_call_id'], r.get('content'), _atif_err(r))      # its text; an image in it kept whole
-        if s is None:
-            why = f"steps[{i}]: source_call_id {r['source_call_id']!r} names no open tool call"
-            unmapped.append(report.unmapped('observation_result', r, path, line, part=True, why=why))
+        if s is None: lost.append(r['source_call_id'])
         else: _atif_keep(s, r)
     return free
 
@@ -114,13 +114,13 @@ def _atif_by_position(log:StepLog, open_:list, free:list)->list:
     return free[n:]
 
 # %% ../../nbs/27b_recorder_atif.ipynb #8b437566
-def _atif_results(log:StepLog, st:dict, i:int, own, calls:list, path, line, report, unmapped:list):
+def _atif_results(log:StepLog, st:dict, i:int, own, calls:list, lost:list):
     "Pair `st`'s observation results with its calls; `own` is the step's text turn (or first call)"
     obs = st.get('observation')
     results = (obs.get('results') or []) if isinstance(obs, dict) else []
     if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
         raise TypeError(f"steps[{i}].observation.results must be a list of objects")
-    free = _atif_by_id(log, results, i, path, line, report, unmapped)
+    free = _atif_by_id(log, results, lost)
     open_ = [s for s in calls if s.observation is None]
     if free and open_: free = _atif_by_position(log, open_, free)   # results without ids answer the step's own calls
     for r in free:
@@ -160,8 +160,10 @@ def atif_steps(doc:dict,            # one ATIF trajectory document
                 if instruction is None and not log.steps: instruction = text
                 elif text: own = log.user(text, st.get('timestamp'))
             else: own, calls = _atif_agent(log, st, i, where)
-            _atif_results(log, st, i, own, calls, path, line, report, unmapped)
-            report.mapped(f'step:{src}')
+            _atif_results(log, st, i, own, calls, lost := [])
+            if not lost: report.mapped(f'step:{src}'); continue
+            why = f"steps[{i}]: source_call_id {', '.join(map(repr, lost))} names no open tool call"
+            unmapped.append(report.result_without_call(f'step:{src}', st, path, line, why, part=True))
     return log.finish(), {'instruction': instruction, 'system_prompt': '\n\n'.join(system) or None,
                           'unmapped': unmapped}
 

@@ -65,7 +65,7 @@ def _feed_tool_result(b:ChatBuilder, msg:dict, rt:str, line:int|None, t)->str:
     role, content = msg.get('role'), msg.get('content')
     is_err = bool(msg.get('is_error')) or (isinstance(content, str) and content.startswith(('Error:', 'ERROR:')))
     if not b.add_result(msg.get('tool_call_id') if role == 'tool' else None, content, is_err, msg.get('name'), t):
-        b.keep(b.report.unmapped(rt + ':orphan', msg, b.path, line, why='tool result whose call is not in the log'))
+        b.keep(b.report.result_without_call(rt + ':orphan', msg, b.path, line))
         return 'unmapped'
     return rt
 
@@ -104,7 +104,7 @@ def _feed_user(b:ChatBuilder, msg:dict, segs:list, other:list, rt:str, line:int|
     text = _join(texts)
     orphans = [blk for blk in results if not _feed_result(b, blk)]
     if results and len(orphans) == len(results) and text is None and not other:   # nothing in it could be placed
-        b.keep(b.report.unmapped(rt + ':orphan', msg, b.path, line, why='tool results whose calls are not in the log'))
+        b.keep(b.report.result_without_call(rt + ':orphan', msg, b.path, line, 'tool results whose calls are not in the log'))
         return None
     if text is not None or not results: b.add_user(text or '', t=t)
     return orphans
@@ -165,9 +165,10 @@ def feed_message(b:ChatBuilder,        # the conversation being built
         orphans = _feed_user(b, msg, segs, other, rt, line, t)
         if orphans is None: return 'unmapped'
     else: orphans = _feed_assistant(b, msg, segs, thinking, where, usage, response_id, t, model, meta)
-    for blk in orphans:
-        b.keep(b.report.unmapped(f"block:{blk.get('type')}:orphan", blk, b.path, line,
-                                 why='tool result whose call is not in the log', part=True))
+    if orphans:     # the message kept whole, counted once: unmapped (only partly mapped), not mapped
+        ids = ', '.join(repr(blk.get('tool_use_id')) for blk in orphans)
+        why = f'{where} holds a tool result whose call is not in the log ({ids})'
+        b.keep(b.report.result_without_call(rt, msg, b.path, line, why, part=True)); return 'unmapped'
     for blk in other:
         kind = blk.get('type') if isinstance(blk, dict) else type(blk).__name__
         b.keep(b.report.unmapped(f"block:{kind}", blk, b.path, line, why='content block with no place in a step',
@@ -200,9 +201,9 @@ def convert_messages(fmt:str, path, report:ConversionReport, messages:list, line
         if rt != 'unmapped': report.mapped(rt)
     if final is not None:
         try:
-            feed_located(b, final['message'], 'response', line, record, usage=final.get('usage'),
-                         response_id=final.get('id'), t=final.get('t'), model=final.get('model'))
-            report.mapped('response')
+            rt = feed_located(b, final['message'], 'response', line, record, usage=final.get('usage'),
+                              response_id=final.get('id'), t=final.get('t'), model=final.get('model'))
+            if rt != 'unmapped': report.mapped('response')
         except (ValueError, KeyError, TypeError) as e:
             report.bad_record(path, line, f"response: {e}", final, record_type='response')
         b.stop_reason = final.get('stop_reason')
@@ -236,10 +237,10 @@ def _feed_response(b:ChatBuilder, report:ConversionReport, path, i:int, it:dict,
         return None
     try:
         where = f'interactions[{i}].response'
-        feed_located(b, fin['message'], where, None, rb, f'{where}.parsed_body', usage=fin['usage'],
-                     response_id=fin['id'], t=fin['t'], model=fin['model'])
+        rt = feed_located(b, fin['message'], where, None, rb, f'{where}.parsed_body', usage=fin['usage'],
+                          response_id=fin['id'], t=fin['t'], model=fin['model'])
     except ValueError as e: report.bad_record(path, None, str(e), rb, record_type='response'); return None
-    report.mapped('response')
+    if rt != 'unmapped': report.mapped('response')
     b.stop_reason = fin.get('stop_reason')
     return fin['message']
 

@@ -62,15 +62,21 @@ class _ClaudeChain:
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #8bdd538d
 @patch
-def _server_result(self:_ClaudeChain, b:dict, t, line):
-    "Attach an inline `*_tool_result` block to its call; kept as unmapped when the call is not in this conversation"
+def _server_result(self:_ClaudeChain, b:dict, t)->bool:
+    "Attach an inline `*_tool_result` block to its call; False when the call is not in this conversation"
     self.flush()
     c = b.get('content')
     text = json.dumps(c, ensure_ascii=False) if isinstance(c, dict) else content_text(c)
     is_error = isinstance(c, dict) and 'error' in str(c.get('type', ''))
-    if self.log.result(b.get('tool_use_id'), text, is_error, None, t) is None:
-        why = 'server tool result for a call not in this conversation'
-        self.unmapped.append(self.report.unmapped(f"block:{b['type']}", b, self.path, line, why=why, part=True))
+    return self.log.result(b.get('tool_use_id'), text, is_error, None, t) is not None
+
+# %% ../../nbs/26_recorder_claude_code.ipynb #085988fe
+@patch
+def _counted(self:_ClaudeChain, kind:str, rec:dict, line, lost:list, why:str):
+    "Count `rec` mapped; unmapped, kept whole, when it holds results (ids `lost`) whose calls are missing"
+    if not lost: return self.report.mapped(kind)
+    why = f"{why} ({', '.join(map(repr, lost))})"
+    self.unmapped.append(self.report.result_without_call(kind, rec, self.path, line, why, part=True))
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #17f91c4a
 def _cc_block(b)->dict:
@@ -85,6 +91,7 @@ def assistant(self:_ClaudeChain, rec, line):
     if mid != self.pending_id: self.flush()
     if isinstance(msg.get('usage'), dict): self.usage[mid] = msg['usage']
     if msg.get('stop_reason') is not None: self.stops[mid] = msg['stop_reason']
+    lost = []     # the server tool results whose calls are not in this conversation
     if isinstance(msg.get('model'), str) and msg['model'] != '<synthetic>' and msg['model'] not in self.models:
         self.models.append(msg['model'])
     blocks = (msg.get('content') if isinstance(msg.get('content'), list)
@@ -111,11 +118,12 @@ def assistant(self:_ClaudeChain, rec, line):
             inp = b.get('input') if isinstance(b.get('input'), dict) else {'_raw': b.get('input')}
             self.log.call(b.get('name') or 'unknown', inp, b.get('id'), thought, t, response_id=mid, own_thought=True,
                           request_id=rec.get('requestId'), thinking_signatures=sigs, redacted_thinking=red)
-        elif isinstance(b.get('type'), str) and b['type'].endswith('_tool_result'): self._server_result(b, t, line)
+        elif isinstance(b.get('type'), str) and b['type'].endswith('_tool_result'):
+            if not self._server_result(b, t): lost.append(b.get('tool_use_id'))
         else:
             why = 'assistant content block with no place in a step'
             self.unmapped.append(self.report.unmapped(f"block:{b.get('type')}", b, self.path, line, why=why, part=True))
-    self.report.mapped('assistant')
+    self._counted('assistant', rec, line, lost, 'server tool result for a call not in this conversation')
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #9c65f5ce
 def _cc_nodes(x, path:str=''):
@@ -186,13 +194,12 @@ def user(self:_ClaudeChain, rec, line):
     blocks = ([{'type': 'text', 'text': content}] if isinstance(content, str)
               else content if isinstance(content, list) else [])
     texts, tur, whole = [], rec.get('toolUseResult'), rec.get('toolUseResult')   # whole: kept on the first result
+    lost = []     # the results whose calls are not in this conversation
     for b in map(_cc_block, blocks):
         if b.get('type') == 'tool_result':
             step = self.log.result(b.get('tool_use_id'), content_text(b.get('content')), bool(b.get('is_error')), None,
                                    t)
-            if step is None:
-                why = 'tool_result for a tool_use not in this conversation'
-                self.unmapped.append(self.report.unmapped('tool_result_block', b, self.path, line, why=why, part=True))
+            if step is None: lost.append(b.get('tool_use_id'))
             else:
                 keep_media(step, b.get('content'))                   # a screenshot: kept whole
                 if isinstance(tur, dict) and tur.get('interrupted'): step.metadata['interrupted'] = True
@@ -212,7 +219,7 @@ def user(self:_ClaudeChain, rec, line):
         # e.g. a slash command's expanded prompt
         elif rec.get('isMeta') and not self.log.steps: self.meta_prompts.append(text)
         else: self.log.user(text, t, **({'is_meta': True} if rec.get('isMeta') else {}))
-    self.report.mapped('user')
+    self._counted('user', rec, line, lost, 'tool_result for a tool_use not in this conversation')
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #7105e2ae
 @patch

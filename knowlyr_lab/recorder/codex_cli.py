@@ -112,7 +112,7 @@ def item(self:_CodexSession, p:dict, t, line):
     if typ in ('function_call_output', 'custom_tool_call_output'):
         out = p.get('output'); text, code = _cx_output(out)
         if (s := self.log.result(p.get('call_id'), text, False, code, t)) is None:
-            self.unmapped.append(self.report.unmapped(kind, p, self.path, line, why='output of a call not in the log'))
+            self.unmapped.append(self.report.result_without_call(kind, p, self.path, line, 'output of a call not in the log'))
         else: keep_media(s, out.get('content') if isinstance(out, dict) else out); self.report.mapped(kind)
         return
     if typ == 'message':   # user/developer/system context: environment, AGENTS.md, instructions; the prompt itself

@@ -138,7 +138,7 @@ def convert(self:MiniSWEAgentAdapter, path, report:ConversionReport)->Iterator[T
             rc = _RC.search(text)
             code = int(rc.group(1)) if rc else extra.get('returncode')
             if (s := log.result(m['tool_call_id'], text, False, code, extra.get('timestamp'))) is None:
-                unmapped.append(report.unmapped(kind, m, path, None, why='tool result for a call not in the log'))
+                unmapped.append(report.result_without_call(kind, m, path, None, 'tool result for a call not in the log'))
             else: keep_media(s, m.get('content')); report.mapped(kind)   # v2's multimodal output: images kept whole
         elif role in ('user', 'tool'):
             rc = _RC.search(text)

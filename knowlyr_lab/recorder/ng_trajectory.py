@@ -119,7 +119,7 @@ def ng_steps(rec:dict, inv:dict, path=None, line:int|None=None,
             elif typ == 'function_call_output':
                 if log.result(it.get('call_id'), it.get('output')) is None:
                     why = f"call_id {it.get('call_id')!r} names no open call"
-                    unmapped.append(report.unmapped(kind, it, path, line, part=True, why=why)); continue
+                    unmapped.append(report.result_without_call(kind, it, path, line, why)); continue
             else:
                 why = 'no place in the trajectory schema'
                 unmapped.append(report.unmapped(kind, it, path, line, part=True, why=why)); continue

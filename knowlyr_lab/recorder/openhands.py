@@ -201,7 +201,9 @@ def observation(self:_V0History, ev:dict, partner=None):
         step.action.call_id, ev.get('content', ''), is_error, exit_code(extras), ev.get('timestamp'))
     self.last_open = None
     if not done and step is None and obs == 'error' and cause is None: return self.failed_turn(ev, kind)
-    if not done: return self._skip(kind, ev, 'observation whose action is not in the log (or already has a result)')
+    if not done:
+        why = 'observation whose action is not in the log (or already has a result)'
+        return self.unmapped.append(self.report.result_without_call(kind, ev, self.path, self.line, why))
     if isinstance(extras.get('metadata'), dict): done.metadata['observation_metadata'] = extras['metadata']
     _result_extras(done, ev, extras)
     self.report.mapped(kind)

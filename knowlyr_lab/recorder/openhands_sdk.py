@@ -188,7 +188,8 @@ def _ObservationEvent(self:_V1History, ev:dict, kind:str):
         s = self.by_event.get(ev.get('action_id'))
         cid = s.action.call_id if s is not None and s.action else cid
     if (s := self.log.result(cid, content, is_error, code, ev.get('timestamp'))) is None:
-        return self._skip(kind, ev, 'result of a tool call whose ActionEvent is not in the log')
+        why = 'result of a tool call whose ActionEvent is not in the log'
+        return self.unmapped.append(self.report.result_without_call(kind, ev, self.path, self.line, why))
     if ev.get('id') is not None: s.metadata['observation_event_id'] = ev['id']
     if isinstance(o.get('metadata'), dict): s.metadata['observation_metadata'] = o['metadata']   # host, working dir
     # text we do not read

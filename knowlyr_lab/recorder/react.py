@@ -132,7 +132,7 @@ def _react_action_input(b:ChatBuilder, cur, text:str, path, line:int, report)->b
 def _react_observation(b:ChatBuilder, cur, text:str, path, line:int, report)->bool:
     "Set the observation of `cur`, the step of the last Action; False when the block is kept as unmapped"
     if cur is None or cur.observation is not None:
-        b.keep(report.unmapped('observation', text, path, line, why='Observation without an Action')); return False
+        b.keep(report.result_without_call('observation', text, path, line, 'Observation without an Action')); return False
     set_observation(cur, text, is_error=text.lstrip().lower().startswith('error'), exit_code=exit_code_of(text))
     if coerced_notes(): warn_coerced(report, path, line, at='Observation')   # an exit code past the digit limit
     report.mapped('observation')

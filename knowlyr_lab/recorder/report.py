@@ -276,3 +276,12 @@ def partial(self:ConversionReport, record_type:str, record, path=None, line:int|
 def warning_lines(self:ConversionReport)->list[str]:
     "The warnings as located one-line messages (`path:line: reason`)"
     return [str(RecorderError(w['reason'], w['path'], w['line'])) for w in self.warnings]
+
+# %% ../../nbs/20aa_recorder_report.ipynb #b60a0d67
+@patch
+def result_without_call(self:ConversionReport, record_type:str, record, path=None, line:int|None=None,
+                        why:str='tool result whose call is not in the log',
+                        part:bool=False)->dict: # the result is a piece of `record`, its other pieces mapped
+    "Count the record holding a tool result whose call is not in the log as unmapped (`partial` when `part`)"
+    return (self.partial(record_type, record, path, line, why) if part
+            else self.unmapped(record_type, record, path, line, why=why))

@@ -112,7 +112,7 @@ def _rd_steps(blocks:list, path, report)->tuple[StepLog, list, str|None, dict]:
                 q = open_calls.get(b['tool']) or []
                 if not q:
                     rec, why = {'tool': b['tool'], 'body': body}, 'return of a tool with no open call'
-                    unmapped.append(report.unmapped(f'block:{kind}', rec, path, b['line'], why=why))
+                    unmapped.append(report.result_without_call(f'block:{kind}', rec, path, b['line'], why))
                     continue
                 set_observation(q.pop(0), _rd_result(body))
             else:
