@@ -267,7 +267,7 @@ def test_a_nan_in_an_agentgym_react_turn_is_null_and_warned_at_its_field(tmp_pat
     assert not rep.errors and ts[0].steps[0].action.params == {'keywords': 'swimsuit', 'n': None}, rep.errors
     (w,) = rep.warning_lines()
     assert w.startswith(f"{p}:1: conversations[3].value: 'Thought: look") and w.endswith(
-        '(str) as a ReAct action: field n holds Infinity, a number JSON cannot write (written as null)'), w
+        '(str) as a ReAct action: field n holds 1e400, a number JSON cannot write (written as null)'), w
 
 
 def test_a_deep_json_object_turn_that_is_no_call_is_read_once_and_kept_as_text(tmp_path):

@@ -1,4 +1,6 @@
 "A NaN or infinity in a ReAct action: null with one located warning per number, never a real number nulled instead"
+from pathlib import Path
+
 import pytest
 
 from knowlyr_lab.recorder.convert import convert
@@ -20,7 +22,7 @@ def test_a_value_equal_to_a_former_marker_is_read_as_written(tmp_path, q):
     "Page 22b put marker integers in place of each NaN and kept the action raw when a real value could be one; no markers now"
     s, rep = _react(tmp_path, f'search(a=1e400, b=-1e400, q={q})')
     assert s.action.params == {'a': None, 'b': None, 'q': eval(q)} and not s.metadata.get('bad_arguments')
-    assert [w.split('field ')[1].split(',')[0] for w in rep.warning_lines()] == ['a holds Infinity', 'b holds -Infinity']
+    assert [w.split('field ')[1].split(',')[0] for w in rep.warning_lines()] == ['a holds 1e400', 'b holds -1e400']
 
 
 def test_a_nan_in_a_json_call_of_a_react_action_is_null_with_its_warning(tmp_path):
@@ -42,7 +44,7 @@ def test_a_nan_in_a_react_call_is_still_null_with_its_warning(tmp_path):
     s, rep = _react(tmp_path, 'search(q=1, n=1e400)')
     assert s.action.params == {'q': 1, 'n': None}
     assert [w.split(': ', 1)[0] for w in rep.warning_lines()] == [f'{tmp_path / "run.txt"}:3']
-    assert 'field n holds Infinity' in rep.warning_lines()[0]   # (as JSON spells it)
+    assert 'field n holds 1e400' in rep.warning_lines()[0]   # (as the action writes it)
 
 
 def test_each_nan_of_one_react_action_gets_its_own_warning(tmp_path):
@@ -76,3 +78,17 @@ def test_a_key_that_is_no_string_is_refused_whatever_its_value(tmp_path, action)
     assert rep.warning_lines() == []
     same, _ = _react(tmp_path, action.replace('1e400', '5'))
     assert same.action.params == {'_raw': action.replace('1e400', '5')}
+
+
+@pytest.mark.parametrize('number', ['1e400', '-1E+400', '1.5e999'])
+def test_a_react_action_and_a_smolagents_call_say_an_overflowing_number_the_same_way(tmp_path, number):
+    "ReAct notes spelled the number as JSON would (`Infinity`), smolagents' as the log wrote it (`1e400`): one wording"
+    s, rep = _react(tmp_path, f'search(q="x", n={number})')
+    src = Path(__file__).parent / 'fixtures' / 'recorder' / 'smolagents' / 'parallel-calls.jsonl'
+    p = tmp_path / src.name
+    p.write_text(src.read_text().replace("{'query': 'Paris population'}}}", "{'query': 'Paris population', 'n': %s}}}" % number, 1))
+    smol = ConversionReport()
+    list(convert(p, format='smolagents', report=smol))
+    held = lambda r: [(f.split('.')[-1], n) for w in r.warning_lines() for f, n in [w.split('field ')[1].split(',')[0].split(' holds ')]]
+    assert s.action.params == {'q': 'x', 'n': None}
+    assert held(rep) == held(smol) == [('n', number)], (rep.warning_lines(), smol.warning_lines())

@@ -283,7 +283,7 @@ def test_a_nan_in_yaml_pairs_is_null_and_warned():
 
 REACT = FX / 'react-text' / 'hotpot.txt'
 REACT_CASES = [  # (the action as the log writes it, as planted, its line, the block, the field, its number, the params)
-    ('Action 2: lookup[High Plains]', 'Action 2: lookup(term="High Plains", top=1e400)', 9, 'Action', 'top', 'Infinity',
+    ('Action 2: lookup[High Plains]', 'Action 2: lookup(term="High Plains", top=1e400)', 9, 'Action', 'top', '1e400',
      {'term': 'High Plains', 'top': None}),
     ('Action 1: search[Colorado orogeny]', 'Action 1: search({"q": "NaN", "n": [1, NaN]})', 5, 'Action', 'n[1]', 'NaN',
      {'q': 'NaN', 'n': [1, None]}),

@@ -24,7 +24,7 @@ from ..errors import past_digit_limit
 
 # %% auto #0
 __all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'id_field', 'kept_numbers', 'exact_json',
-           'loads_json', 'load_yaml', 'literal_tree', 'literal_value']
+           'loads_json', 'load_yaml', 'written_nonfinite', 'literal_tree', 'literal_value']
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #959845b4
 WIDE_INT = re.compile(rb'[0-9]{20}|-[0-9]{19}')
@@ -230,6 +230,27 @@ def _long_ints(text:str)->tuple[str, dict]:
         lines[r - 1] = lines[r - 1][:c] + (name := f'__unheld_{len(long)}') + lines[r - 1][e:]
         long[name] = d
     return ''.join(lines), long
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #e53247f4
+def _nonfinite_token(t)->bool:
+    "Is token `t` a NaN or an infinity as JSON (`NaN`, `Infinity`) or Python (a float past its range: `1e400`) writes it?"
+    if t.type == tokenize.NAME: return t.string in ('NaN', 'Infinity')
+    s = t.string.lower()
+    return (t.type == tokenize.NUMBER and not s.startswith(('0x', '0o', '0b')) and not s.endswith('j')
+            and ('.' in s or 'e' in s) and math.isinf(float(s)))
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #b5061cea
+def written_nonfinite(text:str)->list[tuple[str, int]]:
+    "(as `text` writes it, its line in `text`) of each NaN or infinity in `text`, in order; a sign kept with its number"
+    out, prev, toks = [], None, tokenize.generate_tokens(io.StringIO(text).readline)
+    try:
+        for t in toks:
+            if _nonfinite_token(t):
+                sign = '-' if prev is not None and prev.string == '-' and prev.end == t.start else ''
+                out.append((sign + t.string, t.start[0]))
+            prev = t
+    except (tokenize.TokenError, SyntaxError): pass      # the numbers before the text stops reading as tokens
+    return out
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #e1906fad
 def _held(n)->bool: return isinstance(n, ast.Constant) and isinstance(n.value, _Unheld)

@@ -19,7 +19,7 @@ from ..core import InvalidActionError, parse_action
 from .base import LogAdapter, register_adapter
 from .chat_builder import ChatBuilder, exit_code_of
 from .field_path import warn_coerced
-from .json_numbers import exact_parsers
+from .json_numbers import exact_parsers, written_nonfinite
 from .reading import cut_off, open_bytes
 from .values import coerced_notes, json_text, literal_numbers, set_observation
 
@@ -53,6 +53,14 @@ def _langchain_final(action:str)->dict|None:
     del notes[n:]                                  # read again by `react_action`: its notes are noted once
 
 
+# %% ../../nbs/22b_recorder_react.ipynb #19447052
+def _as_written(v:float, written)->str:
+    "The next number of `written` (an iterator of `written_nonfinite`) when it is `v`; else `v` as JSON writes it"
+    s = next(written, ('',))[0]
+    try: w = float(s)
+    except ValueError: return json.dumps(v)
+    return s if w == v or (w != w and v != v) else json.dumps(v)    # (NaN is no NaN's equal)
+
 # %% ../../nbs/22b_recorder_react.ipynb #8484505c
 def react_action(action:str,               # the text after "Action:" (may include an "Action Input:" line)
                  thought:str|None=None,
@@ -61,7 +69,8 @@ def react_action(action:str,               # the text after "Action:" (may inclu
     "Parse a ReAct action: `parse_action` (bare: the text is the call), or `tool[arg]`; unparsable text is kept raw"
     stand_in = exact_parsers(made := [])['parse_constant']         # a NaN's stand-in, for `literal_numbers`
     try:
-        with nonfinite_as(lambda v: stand_in(json.dumps(v))): a = parse_action(action, bare=True)
+        written = iter(written_nonfinite(action))                # each such number as the action writes it, in order
+        with nonfinite_as(lambda v: stand_in(_as_written(v, written))): a = parse_action(action, bare=True)
         params = literal_numbers(a['params'], within or action, 'a ReAct action') if made else a['params']
         return {'tool': a['tool'], 'params': params}, True      # a NaN: null, noted
     except InvalidActionError: pass
