@@ -29,11 +29,12 @@ def test_a_multi_line_react_action_is_read_as_a_call(tmp_path, action, params):
     assert 'bad_arguments' not in s.metadata and not rep.errors and rep.warning_lines() == []
 
 
-def test_a_nan_in_a_multi_line_action_is_null_warned_at_the_action_line(tmp_path):
+def test_a_nan_in_a_multi_line_action_is_null_warned_at_its_own_line(tmp_path):
+    "It was warned at the Action line (3), where the NaN is on line 7"
     s, rep, p = _react(tmp_path, f'\n{F}json\n{{\n  "action": "search",\n  "action_input": {{"n": NaN}}\n}}\n{F}')
     assert s.action.params == {'n': None}
     (w,) = rep.warning_lines()
-    assert w.startswith(f'{p}:3: Action') and w.endswith(
+    assert w.startswith(f'{p}:7: Action: ') and w.endswith(
         'as a ReAct action: field action_input.n holds NaN, a number JSON cannot write (written as null)'), w
 
 
@@ -80,8 +81,8 @@ def test_langchain_final_answer_blob_ends_the_run_as_a_final_answer_line(tmp_pat
                                                                             for s in line.steps][:-1]
 
 
-def test_a_nan_in_langchain_blobs_is_warned_once_at_its_action_line(tmp_path):
-    "A final blob's NaN is null, warned at its Action line; a call blob that merely quotes 'Final Answer' is read once"
+def test_a_nan_in_langchain_blobs_is_warned_once_at_its_line(tmp_path):
+    "A final blob's NaN is null, warned at its line; a call blob that merely quotes 'Final Answer' is read once"
     t, rep, p = _run(tmp_path, 'run.txt', f'Question: q\nThought: t\nAction:\n{F}json\n{{"action": "search", "action_input": '
                      f'{{"q": "Final Answer", "n": NaN}}}}\n{F}\nObservation: ok\nThought: done\nAction: {{"action": '
                      '"Final Answer", "action_input": {"n": -Infinity}}\n')
@@ -89,7 +90,7 @@ def test_a_nan_in_langchain_blobs_is_warned_once_at_its_action_line(tmp_path):
                                                                   ('final_answer', {'answer': {'n': None}})]
     assert not t.outcome.truncated and t.metadata['final_answer'] == {'n': None}
     assert [(w.split(': ')[0], w.split('field ')[1].split(',')[0]) for w in rep.warning_lines()] == [
-        (f'{p}:3', 'action_input.n holds NaN'), (f'{p}:9', 'action_input.n holds -Infinity')], rep.warning_lines()
+        (f'{p}:5', 'action_input.n holds NaN'), (f'{p}:9', 'action_input.n holds -Infinity')], rep.warning_lines()
 
 
 @pytest.mark.parametrize('blob', ['{"action": "Final Answer"}', '{"action": "Final Answer", "action_input": null}'])
@@ -98,3 +99,19 @@ def test_langchain_final_answer_without_input_has_no_answer_text(tmp_path, blob)
     t, rep, _ = _run(tmp_path, 'run.txt', f'Question: what?\nThought: I know.\nAction: {blob}\n')
     assert [(s.action.tool, s.action.params) for s in t.steps] == [('final_answer', {'answer': None})]
     assert 'final_answer' not in t.metadata and not t.outcome.truncated and not rep.errors
+
+
+@pytest.mark.parametrize('block, text, lines', [
+    ('Action', 'search(q="SF",\n       n=[1,\n          1e400],\n       m=-1e400)', [3, 5, 6]),    # a Python call
+    ('Action', '\nsearch({\n  "q": "SF",\n  "n": NaN\n})', [3, 6]),     # `Action:` alone on its line: the call after
+    ('Action Input', '{\n  "q": "SF",\n  "n": -Infinity\n}', [4, 6])])   # (after `Action: search`, on line 3)
+def test_each_nan_of_a_multi_line_react_block_is_warned_at_the_line_that_holds_it(tmp_path, block, text, lines):
+    "Every note of a block was warned at the block's first line (its keyword's), wherever its number was"
+    p = tmp_path / 'run.txt'
+    head = 'Action: search\n' if block == 'Action Input' else ''
+    p.write_text(f'Question: q\nThought: t\n{head}{block}: {text}\nObservation: ok\nFinal Answer: x\n')
+    rep = ConversionReport()
+    (t,) = convert(p, format='react-text', report=rep)
+    assert t.steps[0].action.tool == 'search' and None in t.steps[0].action.params.values(), t.steps[0].action
+    got = [int(w.split(': ')[0].rsplit(':', 1)[1]) for w in rep.warning_lines()]
+    assert [lines[0]] + got == lines and all(f': {block}: ' in w for w in rep.warning_lines()), rep.warning_lines()

@@ -90,12 +90,13 @@ _KIND = {'question': 'question', 'task': 'question', 'thought': 'thought', 'acti
 # %% ../../nbs/22b_recorder_react.ipynb #b11f8858
 def iter_react_blocks(path, report,
                       ends:dict|None=None, # receives {'mid_line': True} when the last line has no newline (cut off)
-                     )->Iterator[tuple[int, str, str]]:
-    "(line, kind, text) blocks of a ReAct text file; secrets are redacted block by block (a key may span lines)"
+                     )->Iterator[tuple[int, str, str, int]]:
+    "(line, kind, text, the line `text` starts on) blocks of a ReAct text file; secrets redacted block by block"
     kind, start, buf, raw = None, None, [], b''
     def block():
-        text = '\n'.join(buf).strip()
-        return start or 1, kind or 'text', (report.clean(text, text) if report.scrub is not None else text)
+        text, lead = '\n'.join(buf).strip(), next((j for j, s in enumerate(buf) if s.strip()), 0)  # lead: blank lines
+        text = report.clean(text, text) if report.scrub is not None else text
+        return start or 1, kind or 'text', text, (start or 1) + lead
     with open_bytes(path) as f:
         for i, raw in enumerate(f, 1):
             report.bytes_read += len(raw)
@@ -125,13 +126,23 @@ class ReactTextAdapter(LogAdapter):
                for m in re.finditer(r'^\s*(Thought|Action|Observation)\s*(?:\d+\s*)?:', head, re.M | re.I)}
         return 'text with Thought/Action/Observation lines' if {'action', 'observation'} <= kws else None
 
+# %% ../../nbs/22b_recorder_react.ipynb #1ef8ef67
+def _warn_numbers(report, path, first:int, # the line `text` starts on
+                  text:str, at:str):        # the block the notes were read from, and its name ('Action')
+    "`warn_coerced` on the notes read from `text`, each at the line holding its number"
+    notes, rows = coerced_notes(), [r for _, r in written_nonfinite(text)]
+    if len(rows) != len(notes):     # a note on anything else: at the line `text` starts on, which the warning says
+        return warn_coerced(report, path, first, at=at + ' (on the line it starts on)' * ('\n' in text))
+    for note, r in zip(notes[:], rows): notes[:] = [note]; warn_coerced(report, path, first + r - 1, at=at)
+
 # %% ../../nbs/22b_recorder_react.ipynb #b0e0cbc6
-def _react_action_input(b:ChatBuilder, cur, text:str, path, line:int, report)->bool:
+def _react_action_input(b:ChatBuilder, cur, text:str, path, line:int, report,
+                        first:int|None=None)->bool: # the line `text` starts on (None: `line`)
     "Set the parameters of `cur`, the step of the last Action, from an `Action Input:` block; False when it is kept"
     if cur is None or cur.observation is not None:
         b.keep(report.unmapped('action_input', text, path, line, why='Action Input without an Action')); return False
     a, ok = react_action(f'{cur.action.tool}\nAction Input: {text}')
-    if coerced_notes(): warn_coerced(report, path, line, at='Action Input')   # a NaN: null, warned
+    if coerced_notes(): _warn_numbers(report, path, first or line, text, 'Action Input')   # a NaN: null, warned
     cur.action.params = a['params']; cur.metadata.pop('bad_arguments', None)
     if not ok: cur.metadata['bad_arguments'] = True
     report.mapped('action_input')
@@ -157,11 +168,11 @@ def convert(self:ReactTextAdapter, path, report):
         nonlocal b, n
         if b is not None and (b.steps or b.instruction):
             n += 1; return b.build(task_id=f'{Path(path).stem}-{n}' if n > 1 else Path(path).stem)
-    for line, kind, text in iter_react_blocks(path, report, ends):
+    for line, kind, text, first in iter_react_blocks(path, report, ends):
         last_line = line
         if kind == 'action' and (fin := _langchain_final(text)) is not None:   # LangChain's: a Final Answer line
+            if coerced_notes(): _warn_numbers(report, path, first, text, 'Action')     # a NaN: null, warned
             kind, text = 'final_answer', fin['answer']
-            if coerced_notes(): warn_coerced(report, path, line, at='Action')     # a NaN: null, warned
         if b is None or (kind == 'question' and b.steps):
             t = flush()
             if t is not None: yield t
@@ -175,12 +186,12 @@ def convert(self:ReactTextAdapter, path, report):
             pending_thought = text; report.mapped('thought')
         elif kind == 'action':
             a, ok = react_action(text)
-            if coerced_notes(): warn_coerced(report, path, line, at='Action')     # a NaN: null, warned
+            if coerced_notes(): _warn_numbers(report, path, first, text, 'Action')     # a NaN: null, warned
             cur, = b.add_assistant(pending_thought, [{**a, 'ok': ok}], line=line)
             b.fifo.clear(); act_line = line
             pending_thought = None
             report.mapped('action')
-        elif kind == 'action_input': _react_action_input(b, cur, text, path, line, report)
+        elif kind == 'action_input': _react_action_input(b, cur, text, path, line, report, first)
         elif kind == 'observation': _react_observation(b, cur, text, path, line, report)
         elif kind == 'final_answer':
             fin, = b.add_assistant(pending_thought, [{'tool': 'final_answer', 'params': {'answer': text}}], line=line)
