@@ -2,6 +2,7 @@
 'test': ...})`, which types every split by the first file), one file at a time, and with `Dataset.from_parquet` for
 Parquet, also when the test split holds keys the train split lacks (tools of another env, other chat template variables)"""
 import json
+import re
 from pathlib import Path
 
 import datasets
@@ -169,3 +170,47 @@ def test_the_openai_shape_warning_comes_from_what_the_writer_saw_not_a_second_re
         warnings.simplefilter('always')
         DatasetExporter(trajs, test_fraction=0.3, tools=TOOLS['knowlyr/a'], success_only=True).export('openai', tmp_path / 'one')
     assert not [x for x in said if 'differ in shape' in str(x.message)]
+
+
+def _openai_rows_loaded(tmp_path:Path, tools:list, kw:dict|None=None)->list:
+    "The rows of an openai-like file (user and assistant messages: `datasets` reads them as JSON text) as datasets loads them"
+    import orjson
+    msgs = [{'role': 'user', 'content': 'go'}, {'role': 'assistant', 'content': '', 'tool_calls': []}]
+    f = tmp_path / 'by_hand.jsonl'
+    f.write_bytes(orjson.dumps({'messages': msgs, 'tools': tools, **({'chat_template_kwargs': kw} if kw else {})}) + b'\n')
+    return list(datasets.load_dataset('json', data_files=str(f), split='train', cache_dir=str(tmp_path / 'c2')))
+
+
+ODD = {'minimum 1e-12': ([_fn('move', {'d': {'type': 'number', 'minimum': 1e-12, 'default': 1 / 3}}), _fn('look', {})], None,
+                         "field 'tools[0].function.parameters.properties.d.minimum': 1e-12 loads as 0.0"),
+       'enum "1" and 2': ([_fn('move', {'d': {'type': 'string', 'enum': ['1', 2]}})], None,
+                          "field 'tools[0].function.parameters.properties.d.enum[0]': '1' loads as 1"),
+       'variable 1/3 of one type': ([_fn('move', {'direction': {'type': 'string'}})], {'t': 1 / 3},
+                                    "field 'chat_template_kwargs.t': 0.3333333333333333 loads as 0.3333333333")}
+
+
+@pytest.mark.parametrize('case', list(ODD))
+def test_an_openai_export_whose_values_datasets_rewrites_is_refused(tmp_path, case):
+    """An openai row's messages mix keys (a user message has no tool_calls), so datasets 5.2 reads them as JSON text and
+    rewrites every row with ujson: a tool schema's float went to 10 decimals, a string enum item that is JSON to its
+    value, a template variable of one type too, and the export said nothing (review19 openai_tools.py). It is refused,
+    naming file, split, row, field, both values and the fix; datasets itself loads such a row so; no file is left"""
+    from knowlyr_lab.hub.export import ExportError
+    tools, kw, said = ODD[case]
+    with pytest.raises(ExportError, match="train.jsonl: split 'train' row 1: " + re.escape(said) + ".*rewrites every row with ujson.*export 'sft'"):
+        DatasetExporter([_traj(0, k, kw) for k in range(3)], tools=tools).export('openai', tmp_path / 'o')
+    assert not list((tmp_path / 'o').glob('train.jsonl'))
+    row = _openai_rows_loaded(tmp_path, tools, kw)[0]
+    d = row['tools'][0]['function']['parameters']['properties']['d'] if case != 'variable 1/3 of one type' else None
+    assert (d['minimum'] == 0.0 if case == 'minimum 1e-12' else d['enum'] == [1, 2] if d else
+            row['chat_template_kwargs']['t'] == 0.3333333333)
+
+
+def test_an_openai_export_datasets_loads_as_written_is_kept(tmp_path):
+    """Tools whose values survive datasets' ujson rewrite are written and load as written: floats of few decimals, an
+    enum mixing a number and a string that is no JSON (pyarrow fails the path, datasets reads it as JSON text: on main
+    the export itself failed, ArrowInvalid from the split-shape warning's pa.array)"""
+    tools = [_fn('move', {'d': {'type': 'number', 'minimum': 0.5, 'enum': [1, 'a']}}), _fn('look', {})]
+    res = DatasetExporter([_traj(0, k) for k in range(3)], tools=tools).export('openai', tmp_path / 'o')
+    got = datasets.load_dataset('json', data_files=res.paths['train'], split='train', cache_dir=str(tmp_path / 'c'))
+    assert [r['tools'] for r in got] == [json.loads(x)['tools'] for x in open(res.paths['train'])] == [tools] * 3

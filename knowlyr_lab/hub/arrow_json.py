@@ -7,11 +7,20 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_arrow_json.html.md"""
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #c83c101c
 from __future__ import annotations
 
+import functools
+import reprlib
+from pathlib import Path
+
 import orjson
+import pyarrow as pa
 from pandas.io.json import ujson_dumps, ujson_loads
 
+from .rows import ExportError
+
 # %% auto #0
-__all__ = ['INT64_MIN', 'arrow_timestamp', 'past_int64', 'datasets_row', 'changed_field', 'changed_row']
+__all__ = ['INT64_MIN', 'arrow_timestamp', 'past_int64', 'datasets_value', 'datasets_row', 'changed_field', 'changed_row',
+           'json_text_paths', 'rewritten_row', 'rewrites', 'rewrites_json', 'rewrites_tools', 'check_rewritten',
+           'arrow_type']
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #10d2e39e
 _MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -65,17 +74,20 @@ def _as_text(v)->str:
     try: ujson_loads(v); return v
     except Exception: return ujson_dumps(v)
 
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #6fb8e261
+def datasets_value(v, paths:list): # a row or one of its values; the key paths below it read as JSON text
+    "`v` as `load_dataset('json')` of `datasets` 5.2 gives it back from a row it rewrites, reading `paths` as JSON text"
+    for p in paths: v = _at(v, p, _as_text)
+    v = orjson.loads(ujson_dumps(v))                                     # (pyarrow then parses the rewritten row)
+    for p in paths: v = _at(v, p, ujson_loads)
+    return v
+
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #b46b9769
 def datasets_row(line:bytes,  # a JSONL row as written
                  paths:list,  # key paths `datasets` reads as JSON text (`['chat_template_kwargs', 'opts']`)
                 )->dict:
     "The row `line` as `load_dataset('json')` of `datasets` 5.2 gives it back when it reads `paths` as JSON text"
-    if not paths: return orjson.loads(line)                              # no JSON text: no row rewritten
-    row = ujson_loads(line)
-    for p in paths: row = _at(row, p, _as_text)
-    row = orjson.loads(ujson_dumps(row))                                   # (pyarrow then parses the rewritten row)
-    for p in paths: row = _at(row, p, ujson_loads)
-    return row
+    return datasets_value(ujson_loads(line), paths) if paths else orjson.loads(line)   # no JSON text: not rewritten
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #8e25d03a
 def changed_field(a, b, field:str='')->tuple|None: # a row as written, as loaded, and the field they are at
@@ -95,3 +107,65 @@ def changed_row(files:dict,  # split -> its JSONL file
         with open(p, 'rb') as f:
             for i, line in enumerate(f, 1):
                 if c := changed_field(orjson.loads(line), datasets_row(line, paths)): return s, i, line, c
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #bd21bdc9
+def _scalar(v)->str: return 'boolean' if type(v) is bool else 'number' if type(v) in (int, float) else type(v).__name__
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #adb869a5
+def json_text_paths(values:list, # a column's values (rows: their key paths from the top)
+                    path:list|None=None)->list:
+    "The key paths below `values` (0: each list item) that `datasets` 5.2 reads as JSON text"
+    vs, path = [v for v in values if v is not None], path or []
+    if all(type(v) is dict for v in vs):
+        if path and vs and (not vs[0] or any(v.keys() != vs[0].keys() for v in vs)): return [path]
+        keys = dict.fromkeys(k for v in vs for k in v)
+        return [p for k in keys for p in json_text_paths([v.get(k) for v in vs], path + [k])]
+    if all(type(v) is list for v in vs): return json_text_paths([x for v in vs for x in v], path + [0])
+    return [path] if any(type(v) in (dict, list) for v in vs) or len({_scalar(v) for v in vs}) > 1 else []
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #6349658a
+def rewritten_row(files:dict, # split -> its JSONL file
+                  read:int,   # what datasets reads of a file at a time, where it looks for JSON text
+                 )->tuple|None:
+    "(split, row number, line, `changed_field`, paths) of the first row `datasets` rewrites otherwise than written"
+    for s, p in files.items():
+        with open(p, 'rb') as f: head = f.read(read) + f.readline()
+        paths = json_text_paths([orjson.loads(x) for x in head.splitlines()])
+        if paths and (c := changed_row({s: p}, paths)): return (*c, paths)
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #fa460318
+def rewrites(values:list)->bool: # a column's distinct values (their JSON-text paths: `json_text_paths`)
+    "Whether one of `values` loads otherwise than written from a row `datasets` rewrites (`datasets_value`)"
+    paths = json_text_paths(values)
+    return any(changed_field(v, datasets_value(v, paths)) for v in values)
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #0d0f5cae
+@functools.lru_cache(1 << 12)
+def rewrites_json(j:bytes)->bool: return rewrites([orjson.loads(j)])    # a value as JSON: asked once (rows repeat a few)
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #7f3b8606
+def rewrites_tools(tool_lists:dict)->bool: # split -> {JSON: list} of its rows' tool lists (`SplitWriter.tool_lists`)
+    "Whether some split's tool list loads otherwise than written from a row `datasets` rewrites"
+    return any(rewrites(list(ls.values())) for ls in tool_lists.values())
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #b5d5a42e
+def _path_name(path:list)->str: return ''.join('[]' if k == 0 else f".{k}" for k in path).lstrip('.')  # as errors name it
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #daa85aba
+def check_rewritten(files:dict, # split -> its JSONL file (refused: every file removed)
+                    read:int):   # what datasets reads of a file at a time (`rewritten_row`)
+    "An `ExportError` naming the first row of `files` that `datasets` rewrites with another value, and how to serve it"
+    if not (c := rewritten_row(files, read)): return
+    s, i, _, (f, a, b), paths = c
+    at = ', '.join(repr(_path_name(p)) for p in paths)
+    for p in files.values(): Path(p).unlink(missing_ok=True)
+    raise ExportError(f"{files[s]}: split {s!r} row {i}: field {f!r}: {reprlib.repr(a)} loads as {reprlib.repr(b)}: "
+                      f"datasets 5.2 reads {at} as JSON text, so it rewrites every row with ujson (a float to 10 "
+                      "decimals, -0.0 to 0.0, a string there that is JSON to its value); write the value so (or as a "
+                      "string), or export 'sft', whose rows carry the tools as one JSON string (TRL's SFTTrainer reads it)")
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #6a9ccad6
+def arrow_type(values:list)->str|None:
+    "The Arrow type pyarrow infers for a column's `values`: 'JSON text' where it fails on mixed scalars (None: no value)"
+    try: return str(pa.array(values).type) if values else None
+    except (pa.ArrowInvalid, pa.ArrowTypeError): return 'JSON text'

@@ -20,9 +20,10 @@ import orjson
 from fastcore.basics import patch, store_attr
 
 from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, task_group
+from .arrow_json import check_rewritten, rewrites_tools
 from .export_filter import FORMATS, ExportChecks, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, export_warnings, quarantine_refused
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
-from .template_kwargs import same_template_kwargs
+from .template_kwargs import READ_BYTES, same_template_kwargs
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import TaskSplitter, task_key
 from ..trajectory import Trajectory, first_user_turn, served_template_kwargs, trajectory_score
@@ -111,8 +112,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
                   **pairs,
                  )->ExportResult:
     "Export in `format` (not `hf`) to `output_dir`"
-    check_export_settings(format, pairs)
-    out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
+    check_export_settings(format, pairs); out = Path(output_dir); out.mkdir(parents=True, exist_ok=True)
     res, errors, quarantine = ExportResult(format, str(out)), [], out / 'quarantine.jsonl'
     if quarantine.exists(): quarantine.unlink()
     self._splitter = TaskSplitter(self.test_fraction, self.split_seed, self.group_by)   # this export's ungrouped
@@ -124,9 +124,9 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
         else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
     if self._checks.served and format not in _TASK_ROW: same_template_kwargs(res.paths, self.template_defaults, res.warnings)
+    if format == 'openai' and (self._checks.rewritten or rewrites_tools(w.tool_lists)): check_rewritten(res.paths, READ_BYTES)
     drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences), res.warnings)
-    res.quarantined += len(errors)                # (bad preference records were counted as they came)
-    res.ungrouped = len(self._splitter.ungrouped)
+    res.quarantined += len(errors); res.ungrouped = len(self._splitter.ungrouped)  # (bad preference records: counted)
     res.warnings = export_warnings(res, self.group_by, w.tool_lists) + res.warnings   # then the template variables'
     for said in res.warnings: warnings.warn(said, stacklevel=3)
     if res.total == 0: res.note = explain_empty(res, no_pairs=res.note)       # (`_pairs_built`'s reason, if any)

@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
+from .arrow_json import arrow_type, rewrites_json
 from .rows import ExportError
 from .template_kwargs import writable_kwargs
 from ..tasks import split_of, task_key
@@ -74,15 +75,16 @@ def nonfinite_reward(t:Trajectory)->tuple[str, str]|None:
 # %% ../../nbs/41c_hub_export_filter.ipynb #2523a81f
 class ExportChecks:
     "Refusal check of an export's input (`read_trajectories(refuse=...)`); counts those served with variables"
-    def __init__(self): self.served = 0
+    def __init__(self): self.served, self.rewritten = 0, False    # (`rewritten`: variables datasets' rewrite changes)
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #8db5b5ae
 @patch
 def __call__(self:ExportChecks, t:Trajectory)->tuple[str, str]|None:
     "(field, reason) that keeps valid trajectory `t` out of an export, or None"
     if why := nonfinite_reward(t): return why
-    try: self.served += writable_kwargs(served_template_kwargs(t, w := f"trajectory {t.id!r}"), w) is not None
+    try: self.served += (kw := writable_kwargs(served_template_kwargs(t, w := f"trajectory {t.id!r}"), w)) is not None
     except ValueError as e: return 'steps.metadata.template_kwargs', str(e)
+    self.rewritten = self.rewritten or (kw is not None and rewrites_json(orjson.dumps(kw)))      # (asked once per set)
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #d53c03a4
 def quarantine_refused(t:Trajectory, i:int, why:tuple, # the `i`-th trajectory of an in-memory input, (field, reason)
@@ -259,15 +261,10 @@ def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None)-
     if res.format == 'openai' and tool_lists: said += tool_shape_warning(tool_lists)
     return said
 
-# %% ../../nbs/41c_hub_export_filter.ipynb #b7fce152
-def _tools_type(lists)->str|None:
-    "The Arrow type `datasets` infers for a split whose rows carry the non-empty `tools` `lists` (None: none)"
-    return str(pa.array(list(lists)).type) if lists else None
-
 # %% ../../nbs/41c_hub_export_filter.ipynb #e091d8c7
 def tool_shape_warning(tool_lists:dict)->list[str]: # split -> {JSON: list} of its rows' tool lists, as the writer saw
     "A warning when the splits' `tools` differ in shape: `datasets` cannot load the splits as one dataset"
-    types = {s: t for s, ls in tool_lists.items() if (t := _tools_type(list(ls.values())))}
+    types = {s: t for s, ls in tool_lists.items() if (t := arrow_type(list(ls.values())))}
     if len(set(types.values())) < 2: return []
     return [f"the tool schemas of splits {', '.join(types)} differ in shape: load_dataset('json', data_files={{...}}) "
             "fails to cast one split's tools to the first's (or reads the fields it lacks as null); load each split on "
