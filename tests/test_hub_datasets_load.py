@@ -214,3 +214,19 @@ def test_an_openai_export_datasets_loads_as_written_is_kept(tmp_path):
     res = DatasetExporter([_traj(0, k) for k in range(3)], tools=tools).export('openai', tmp_path / 'o')
     got = datasets.load_dataset('json', data_files=res.paths['train'], split='train', cache_dir=str(tmp_path / 'c'))
     assert [r['tools'] for r in got] == [json.loads(x)['tools'] for x in open(res.paths['train'])] == [tools] * 3
+
+
+def test_a_negative_zero_a_template_writes_out_is_refused_where_datasets_rewrites_it(tmp_path):
+    """ujson writes -0.0 as 0.0 and -0.0 == 0.0, so an openai tool schema's default -0.0 loaded as 0.0 went unflagged
+    (review19); a chat template writes tools out with tojson ('-0.0' vs '0.0'), so the model trains on other tokens.
+    It is refused; a reward of -0.0 (a number to the trainer) is no change (page 41ab `changed_field`)"""
+    import math
+
+    from knowlyr_lab.hub.arrow_json import changed_field
+    from knowlyr_lab.hub.export import ExportError
+    tools = [_fn('move', {'d': {'type': 'number', 'default': -0.0}})]
+    with pytest.raises(ExportError, match=re.escape("field 'tools[0].function.parameters.properties.d.default': -0.0 loads as 0.0")):
+        DatasetExporter([_traj(0, k) for k in range(3)], tools=tools).export('openai', tmp_path / 'o')
+    d = _openai_rows_loaded(tmp_path, tools)[0]['tools'][0]['function']['parameters']['properties']['d']
+    assert math.copysign(1, d['default']) == 1.0                      # datasets itself loads it so
+    assert changed_field({'reward': -0.0}, {'reward': 0.0}) is None

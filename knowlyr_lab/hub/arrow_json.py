@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_arrow_json.html.md"""
 from __future__ import annotations
 
 import functools
+import math
 import reprlib
 from pathlib import Path
 
@@ -18,9 +19,9 @@ from pandas.io.json import ujson_dumps, ujson_loads
 from .rows import ExportError
 
 # %% auto #0
-__all__ = ['INT64_MIN', 'arrow_timestamp', 'past_int64', 'datasets_value', 'datasets_row', 'changed_field', 'changed_row',
-           'json_text_paths', 'rewritten_row', 'rewrites', 'rewrites_json', 'rewrites_tools', 'check_rewritten',
-           'arrow_type']
+__all__ = ['INT64_MIN', 'RENDERED', 'arrow_timestamp', 'past_int64', 'datasets_value', 'datasets_row', 'changed_field',
+           'changed_row', 'json_text_paths', 'rewritten_row', 'rewrites', 'rewrites_json', 'rewrites_tools',
+           'check_rewritten', 'arrow_type']
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #10d2e39e
 _MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -89,14 +90,23 @@ def datasets_row(line:bytes,  # a JSONL row as written
     "The row `line` as `load_dataset('json')` of `datasets` 5.2 gives it back when it reads `paths` as JSON text"
     return datasets_value(ujson_loads(line), paths) if paths else orjson.loads(line)   # no JSON text: not rewritten
 
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #b9eaf8c5
+RENDERED = ('tools', 'chat_template_kwargs')    # the row fields a chat template writes into the prompt as text
+
+def _differ(a, b, signed:bool)->bool:
+    "Whether `b` is not `a`: another JSON type, keys, length or value, or (`signed`) a zero of the other sign"
+    if type(a) is not type(b): return True
+    if isinstance(a, (dict, list)): return a.keys() != b.keys() if isinstance(a, dict) else len(a) != len(b)
+    return a != b or (signed and type(a) is float and math.copysign(1, a) != math.copysign(1, b))
+
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #8e25d03a
-def changed_field(a, b, field:str='')->tuple|None: # a row as written, as loaded, and the field they are at
+def changed_field(a, b, field:str='', # a row as written, as loaded, and the field they are at
+                  signed:bool=False)->tuple|None: # whether the sign of a zero counts (below `RENDERED` it does)
     "(field, written, loaded) of the first value `b` holds otherwise than `a` (None: none)"
-    if type(a) is not type(b) or (isinstance(a, dict) and a.keys() != b.keys()) or (
-            isinstance(a, list) and len(a) != len(b)) or (not isinstance(a, (dict, list)) and a != b): return field, a, b
+    if _differ(a, b, signed): return field, a, b
     parts = (((f"{field}.{k}" if field else k), a[k], b[k]) for k in a) if isinstance(a, dict) else (
         (f"{field}[{i}]", x, y) for i, (x, y) in enumerate(zip(a, b))) if isinstance(a, list) else ()
-    return next((c for f, x, y in parts if (c := changed_field(x, y, f))), None)
+    return next((c for f, x, y in parts if (c := changed_field(x, y, f, signed or f in RENDERED))), None)
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #acecf730
 def changed_row(files:dict,  # split -> its JSONL file
@@ -135,9 +145,9 @@ def rewritten_row(files:dict, # split -> its JSONL file
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #fa460318
 def rewrites(values:list)->bool: # a column's distinct values (their JSON-text paths: `json_text_paths`)
-    "Whether one of `values` loads otherwise than written from a row `datasets` rewrites (`datasets_value`)"
+    "Whether one of `values` (tools or template variables) loads otherwise than written from a row `datasets` rewrites"
     paths = json_text_paths(values)
-    return any(changed_field(v, datasets_value(v, paths)) for v in values)
+    return any(changed_field(v, datasets_value(v, paths), signed=True) for v in values)
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #0d0f5cae
 @functools.lru_cache(1 << 12)
