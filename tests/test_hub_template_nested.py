@@ -280,3 +280,16 @@ def test_an_inline_preference_side_past_64_bits_is_quarantined_not_a_crash(tmp_p
     assert res.preferences_quarantined == 1
     q = json.loads((tmp_path / 'o' / 'quarantine.jsonl').read_text())   # the record, whole, beside its reason
     assert 'is past 64 bits' in q['reason'] and q['record']['chosen']['steps'][0]['metadata']['template_kwargs']['seed'] == 2**64
+
+
+def test_an_empty_object_in_every_row_gets_its_own_advice(tmp_path):
+    """An empty object is read as JSON text by datasets 5.2 even when every row has one, so 'serve one type and the same
+    keys in every row' (the advice for other mixes) does not help: {'opts': {}, 't': 1/3} in every row was
+    refused with only that advice (review19). The refusal says datasets reads it as JSON text even in every row and how
+    to serve it (the keys other rows have, null for no value; empty in all rows: leave it out)"""
+    import re
+
+    from knowlyr_lab.hub.export import ExportError
+    with pytest.raises(ExportError, match=re.escape("an empty object here, which datasets reads as JSON text even in every "
+                                                    "row (give it the keys other rows have, null for no value; empty in all: leave it out)")):
+        DatasetExporter([_traj(t, 0, {'opts': {}, 't': 1 / 3}) for t in range(4)]).export('sft', tmp_path / 'o')

@@ -19,9 +19,9 @@ from pandas.io.json import ujson_dumps, ujson_loads
 from .rows import ExportError
 
 # %% auto #0
-__all__ = ['INT64_MIN', 'RENDERED', 'arrow_timestamp', 'past_int64', 'datasets_value', 'datasets_row', 'changed_field',
-           'changed_row', 'json_text_paths', 'rewritten_row', 'rewrites', 'rewrites_json', 'rewrites_tools',
-           'check_rewritten', 'arrow_type']
+__all__ = ['INT64_MIN', 'RENDERED', 'READ_BYTES', 'arrow_timestamp', 'past_int64', 'datasets_value', 'datasets_row',
+           'changed_field', 'changed_row', 'json_text_paths', 'rewritten_row', 'rewrites', 'rewrites_json',
+           'rewrites_tools', 'check_rewritten', 'arrow_type']
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #10d2e39e
 _MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -134,8 +134,10 @@ def json_text_paths(values:list, # a column's values (rows: their key paths from
     return [path] if any(type(v) in (dict, list) for v in vs) or len({_scalar(v) for v in vs}) > 1 else []
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #6349658a
+READ_BYTES = 10 << 20       # what datasets' JSON loader reads of a file at a time (its JsonConfig.chunksize)
+
 def rewritten_row(files:dict, # split -> its JSONL file
-                  read:int,   # what datasets reads of a file at a time, where it looks for JSON text
+                  read:int=READ_BYTES,   # what datasets reads of a file at a time, where it looks for JSON text
                  )->tuple|None:
     "(split, row number, line, `changed_field`, paths) of the first row `datasets` rewrites otherwise than written"
     for s, p in files.items():
@@ -163,7 +165,7 @@ def _path_name(path:list)->str: return ''.join('[]' if k == 0 else f".{k}" for k
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #daa85aba
 def check_rewritten(files:dict, # split -> its JSONL file (refused: every file removed)
-                    read:int):   # what datasets reads of a file at a time (`rewritten_row`)
+                    read:int=READ_BYTES):   # what datasets reads of a file at a time (`rewritten_row`)
     "An `ExportError` naming the first row of `files` that `datasets` rewrites with another value, and how to serve it"
     if not (c := rewritten_row(files, read)): return
     s, i, _, (f, a, b), paths = c

@@ -23,7 +23,7 @@ from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo
 from .arrow_json import check_rewritten, rewrites_tools
 from .export_filter import FORMATS, ExportChecks, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, export_warnings, quarantine_refused
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
-from .template_kwargs import READ_BYTES, same_template_kwargs
+from .template_kwargs import same_template_kwargs
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import TaskSplitter, task_key
 from ..trajectory import Trajectory, first_user_turn, served_template_kwargs, trajectory_score
@@ -124,7 +124,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
         else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
     finally: w.close()
     if self._checks.served and format not in _TASK_ROW: same_template_kwargs(res.paths, self.template_defaults, res.warnings)
-    if format == 'openai' and (self._checks.rewritten or rewrites_tools(w.tool_lists)): check_rewritten(res.paths, READ_BYTES)
+    if format == 'openai' and (self._checks.rewritten or rewrites_tools(w.tool_lists)): check_rewritten(res.paths)
     drop_stale_exports(out, [*res.paths.values(), quarantine], (self.trajectories, self.preferences), res.warnings)
     res.quarantined += len(errors); res.ungrouped = len(self._splitter.ungrouped)  # (bad preference records: counted)
     res.warnings = export_warnings(res, self.group_by, w.tool_lists) + res.warnings   # then the template variables'

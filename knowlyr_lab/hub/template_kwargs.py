@@ -14,11 +14,11 @@ from typing import Iterator
 import orjson
 from fastcore.basics import patch
 
-from .arrow_json import arrow_timestamp, changed_row, past_int64
+from .arrow_json import READ_BYTES, arrow_timestamp, changed_row, past_int64
 from .rows import ExportError
 
 # %% auto #0
-__all__ = ['READ_BYTES', 'writable_kwargs', 'same_template_kwargs']
+__all__ = ['writable_kwargs', 'same_template_kwargs']
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #c0eecca9
 def _kwargs_lines(p:Path)->Iterator[tuple[bytes, dict|None]]:
@@ -84,7 +84,8 @@ def _mixes(self:_KwargsShape, s:str, path:tuple, v, where)->str|None: # value `v
     if kind == 'null': return None
     if kind == 'object' and (first := self.keys[s].setdefault(path, (v.keys(), where)))[0] != v.keys():
         return f"keys {sorted(v)} here, {sorted(first[0])} in {_place(first[1])}"
-    if kind == 'object' and not v: return "an empty object here"
+    if kind == 'object' and not v: return ("an empty object here, which datasets reads as JSON text even in every row "
+                                           "(give it the keys other rows have, null for no value; empty in all: leave it out)")
     if (other := next((k for k in had if k not in ('null', kind)), None)) and {kind, other} != _NUMBER:
         return f"a JSON {kind} ({reprlib.repr(v)}) here, a JSON {other} in {_place(had[other][0])}"
 
@@ -138,8 +139,6 @@ def add(self:_KwargsShape, split:str, kw:dict, where): # a row's split, its vari
     self.common[split] = self.common.get(split, kw.keys()) & kw.keys(); self._record(split, kw, where)
 
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #a16d6cd9
-READ_BYTES = 10 << 20       # what datasets' JSON loader reads of a file at a time (its JsonConfig.chunksize)
-
 def _read(r)->str: # a split's name (its first read), or (split, first row) of a later read
     "A read of a split file, as a refusal names it"
     return f"split {r!r}" if isinstance(r, str) else f"split {r[0]!r} from row {r[1]} (a later 10 MiB read)"
