@@ -291,5 +291,6 @@ def test_an_empty_object_in_every_row_gets_its_own_advice(tmp_path):
 
     from knowlyr_lab.hub.export import ExportError
     with pytest.raises(ExportError, match=re.escape("an empty object here, which datasets reads as JSON text even in every "
-                                                    "row (give it the keys other rows have, null for no value; empty in all: leave it out)")):
+                                                    "row (give it the keys other rows have, null for no value; empty in all: leave it out)")) as e:
         DatasetExporter([_traj(t, 0, {'opts': {}, 't': 1 / 3}) for t in range(4)]).export('sft', tmp_path / 'o')
+    assert 'rewrites each row with ujson (a float to 10 decimals' in str(e.value)    # 10 decimals (1e-12: 0.0), not digits

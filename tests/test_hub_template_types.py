@@ -182,7 +182,7 @@ def test_the_export_refuses_exactly_the_10_mib_reads_datasets_fails(tmp_path, ca
                                             (0.5, None)])
 def test_an_export_datasets_rewrites_is_refused_unless_every_row_loads_as_written(tmp_path, reward, refused):
     """A template variable path whose values mix is JSON text to datasets 5.2, which then rewrites each row with ujson:
-    every float to 10 significant digits. The export wrote such files with a warning that datasets 'loads it as
+    every float to 10 decimals. The export wrote such files with a warning that datasets 'loads it as
     served' (a reward of 1/3 loaded as 0.3333333333). Now it refuses, naming the row, the field and both values, unless
     every row (all its columns, loaded by datasets itself) comes back as written"""
     from knowlyr_lab.hub.export import DatasetExporter, ExportError

@@ -258,7 +258,7 @@ def json_text(self:_KwargsShape, paths:dict)->list[str]: # split -> its JSONL fi
         (s, i, line, (f, a, b)), how, ps = c, next(iter(text.values())), ', '.join(repr(_field(p)) for p in text)
         raise ExportError(f"{_row_place(s, i, line)}: field {f!r}: {reprlib.repr(a)} loads as {reprlib.repr(b)}: "
                           f"{how}, so datasets 5.2 reads that field as JSON text and rewrites each row with ujson (a "
-                          "float to 10 significant digits, a string there that is JSON to its value); serve "
+                          "float to 10 decimals, a string there that is JSON to its value); serve "
                           f"{ps} one type and the same keys in every row (template_defaults fills a key)")
     return [f"{how}: load_dataset('json') of datasets 5.2 reads the field as JSON text, and every row was read "
             "back unchanged as it rewrites them; Dataset.from_list, and datasets versions that read it as one struct, "
