@@ -153,7 +153,7 @@ def rewrites(values:list)->bool: # a column's distinct values (their JSON-text p
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #0d0f5cae
 @functools.lru_cache(1 << 12)
-def rewrites_json(j:bytes)->bool: return rewrites([orjson.loads(j)])    # a value as JSON: asked once (rows repeat a few)
+def rewrites_json(j:bytes)->bool: return rewrites([orjson.loads(j)])    # a value as JSON: asked once
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #7f3b8606
 def rewrites_tools(tool_lists:dict)->bool: # split -> {JSON: list} of its rows' tool lists (`SplitWriter.tool_lists`)
@@ -161,7 +161,7 @@ def rewrites_tools(tool_lists:dict)->bool: # split -> {JSON: list} of its rows' 
     return any(rewrites(list(ls.values())) for ls in tool_lists.values())
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #b5d5a42e
-def _path_name(path:list)->str: return ''.join('[]' if k == 0 else f".{k}" for k in path).lstrip('.')  # as errors name it
+def _path_name(path:list)->str: return ''.join('[]' if k == 0 else f".{k}" for k in path).lstrip('.')
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #daa85aba
 def check_rewritten(files:dict, # split -> its JSONL file (refused: every file removed)
@@ -174,10 +174,10 @@ def check_rewritten(files:dict, # split -> its JSONL file (refused: every file r
     raise ExportError(f"{files[s]}: split {s!r} row {i}: field {f!r}: {reprlib.repr(a)} loads as {reprlib.repr(b)}: "
                       f"datasets 5.2 reads {at} as JSON text, so it rewrites every row with ujson (a float to 10 "
                       "decimals, -0.0 to 0.0, a string there that is JSON to its value); write the value so (or as a "
-                      "string), or export 'sft', whose rows carry the tools as one JSON string (TRL's SFTTrainer reads it)")
+                      "string), or export 'sft' (its rows carry the tools as a JSON string, which TRL's SFTTrainer reads)")
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #6a9ccad6
 def arrow_type(values:list)->str|None:
-    "The Arrow type pyarrow infers for a column's `values`: 'JSON text' where it fails on mixed scalars (None: no value)"
+    "The Arrow type pyarrow infers for a column's `values`: 'JSON text' where mixed scalars fail (None: no value)"
     try: return str(pa.array(values).type) if values else None
     except (pa.ArrowInvalid, pa.ArrowTypeError): return 'JSON text'
