@@ -769,6 +769,23 @@ def test_serve_refuses_a_bad_max_loras_before_it_loads_the_model(tmp_path, capsy
     assert main(['serve', '--model', str(tmp_path), '--enable-lora', '--lora-root', str(tmp_path), '--max-loras', value]) == 2
     assert capsys.readouterr().err == f'knowlyr-trainer serve: error: --max-loras must be a positive integer, got {value}\n'
 
+# srv22: `InferenceServer` checked `max_loras` only with enable_lora=True, while `serve --max-loras 0` is refused with
+# or without --enable-lora: from Python, max_loras=0 with LoRA off made a server.
+
+@pytest.mark.parametrize('bad', [0, -1, 2.5, True])
+def test_the_server_refuses_a_bad_max_loras_with_lora_off_as_serve_does(tmp_path, capsys, bad):
+    "main: a server was made (on this port in use: OSError Address already in use), the command refusing the same value"
+    from types import SimpleNamespace
+
+    from knowlyr_lab.cli.trainer import main
+    from knowlyr_lab.serving.server import InferenceServer
+    with socket.create_server(('127.0.0.1', 0)) as taken:
+        with pytest.raises(ValueError, match=rf'^max_loras must be a positive integer, got {re.escape(repr(bad))}$'):
+            InferenceServer(SimpleNamespace(name='m'), port=taken.getsockname()[1], max_loras=bad)
+    if isinstance(bad, int) and not isinstance(bad, bool):     # the flags the command parses: the same rule, its name
+        assert main(['serve', '--model', str(tmp_path), '--max-loras', str(bad)]) == 2
+        assert capsys.readouterr().err == f'knowlyr-trainer serve: error: --max-loras must be a positive integer, got {bad}\n'
+
 # srv20: an answer was written with sendall under the socket's timeout (request_timeout), which Python counts over the
 # whole call: a streamed answer larger than the socket buffers, read steadily but slowly, was cut once request_timeout
 # had passed in all, mid-stream (the SDK saw the stream end early: no usage chunk, log-probs missing).

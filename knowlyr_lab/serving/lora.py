@@ -17,7 +17,7 @@ from ..errors import positive_int
 from .requests import RequestRefused
 
 # %% auto #0
-__all__ = ['one_line', 'strip_lora', 'LoraAdapters', 'lora_fields']
+__all__ = ['one_line', 'strip_lora', 'LoraAdapters', 'lora_adapters', 'lora_fields']
 
 # %% ../../nbs/53b_serving_lora.ipynb #691c8fd7
 def one_line(e:BaseException, n:int=200)->str:
@@ -43,6 +43,14 @@ class LoraAdapters:
         self.inf, self.root, self.max_loras = inf, Path(root).resolve(), positive_int(max_loras, 'max_loras')
         # active: the adapter switched on (None: the base model)
         self.peft, self.paths, self.active, self.loads = None, {}, None, 0
+
+# %% ../../nbs/53b_serving_lora.ipynb #22d8d98f
+def lora_adapters(inf, enable_lora:bool, lora_root, max_loras:int): # `InferenceServer`'s
+    "A server's `LoraAdapters` (None: LoRA off), `max_loras` checked either way"
+    positive_int(max_loras, 'max_loras')
+    if enable_lora and lora_root is None:
+        raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
+    return LoraAdapters(inf, lora_root, max_loras) if enable_lora else None
 
 # %% ../../nbs/53b_serving_lora.ipynb #f99fe6f8
 @patch

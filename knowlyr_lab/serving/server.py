@@ -20,7 +20,7 @@ from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER
 from ..errors import positive_int
 from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
 from .connections import GuardedHandler, GuardedHTTPServer, openai_error
-from .lora import LoraAdapters, lora_fields, one_line
+from .lora import lora_adapters, lora_fields, one_line
 from .recording import ExchangeRecorder, check_store_dir
 from .requests import MAX_BODY_BYTES, RequestRefused, check_request, check_template_kwargs, parse_body
 from .sockets import client_gone
@@ -198,14 +198,12 @@ class InferenceServer(GuardedHTTPServer):
                  # template variables of every request (vLLM's --default-chat-template-kwargs); a request's
                  # `chat_template_kwargs` override them key by key
                  chat_template_kwargs:dict|None=None):
-        if enable_lora and lora_root is None:
-            raise ValueError("serve(enable_lora=True) needs lora_root: the directory adapters may be loaded from")
         self.max_queue, self.thread = positive_int(max_queue, 'max_queue'), None   # all checked before the socket is bound
         split_reasoning('', reasoning_parser); self.reasoning_parser = reasoning_parser   # unknown: a ValueError now
         try: self.chat_template_kwargs = check_template_kwargs(chat_template_kwargs)
         except RequestRefused as e: raise ValueError(str(e)) from None
         check_store_dir(record_to)                                  # the store itself is opened once the port is bound
-        self.adapters = LoraAdapters(inference, lora_root, max_loras) if enable_lora else None   # max_loras checked
+        self.adapters = lora_adapters(inference, enable_lora, lora_root, max_loras)   # max_loras checked, LoRA on or off
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
                          max_connections_per_client, body_budget, body_budget_per_client, max_head_bytes)
         rec = record_to is None or isinstance(record_to, ExchangeRecorder)
