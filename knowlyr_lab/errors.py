@@ -81,28 +81,31 @@ def _too_wide(v)->bool:
 
 # %% ../nbs/00_errors.ipynb #c0e0ee75
 _JSON_LEAVES = (str, int, float, bool, type(None))   # the values JSON carries that hold no others
+_SEND = 'send dicts, lists, strings, numbers, booleans or None'   # the fix for a value of another type
 
 # %% ../nbs/00_errors.ipynb #16343e4c
-def _unsent(v, path:str, inside:tuple=())->str|None:
-    "Where in `v` (found at `path`) the first value JSON cannot carry is, and what it is; None when JSON carries all"
-    if _too_wide(v): return f"{path or 'the value'} holds {past_digit_limit(v)}"
+def _unsent(v, path:str, inside:tuple=())->tuple|None:
+    "(where in `v`, found at `path`, the first value JSON cannot carry is and what it is, the fix); None: JSON carries all"
+    at = path or 'the value'
+    if _too_wide(v): return f"{at} holds {past_digit_limit(v)}", "send a number within the limit, or its digits as a string"
     if isinstance(v, _JSON_LEAVES): return None
-    if id(v) in inside: return f"{path} holds itself (a cycle)"
+    if id(v) in inside: return f"{path} holds itself (a cycle)", "send a copy without the cycle"
     if isinstance(v, dict):
         bad = next((k for k in v if not isinstance(k, _JSON_LEAVES) or _too_wide(k)), None)
-        if _too_wide(bad): return f"{path or 'the value'} has a key that is {past_digit_limit(bad)}"
-        if bad is not None: return f"{path or 'the value'} has a key of type {type(bad).__name__} ({bad!r:.40})"
+        if _too_wide(bad): return f"{at} has a key that is {past_digit_limit(bad)}", "use a shorter key, or its digits as a string"
+        if bad is not None:
+            return f"{at} has a key of type {type(bad).__name__} ({bad!r:.40})", "use keys that are strings or numbers"
         items = ((f"{path}[{k!r}]" if path else str(k), x) for k, x in v.items())
     elif isinstance(v, (list, tuple)): items = ((f"{path}[{i}]", x) for i, x in enumerate(v))
-    else: return f"{path or 'the value'} is of type {type(v).__name__}"
+    else: return f"{at} is of type {type(v).__name__}", _SEND
     return next((r for p, x in items if (r := _unsent(x, p, (*inside, id(v))))), None)
 
 # %% ../nbs/00_errors.ipynb #97afc3c2
 def json_text(value,      # dicts, lists, tuples, strings, numbers, booleans, None
               name:str='', # the argument's name ('': a dict of arguments, named by its keys)
              )->str:
-    "`value` as JSON text; else a ValueError naming the first part of it JSON cannot carry"
+    "`value` as JSON text; else a ValueError naming the first part of it JSON cannot carry, and the fix for it"
     try: return json.dumps(value)
     except (TypeError, ValueError) as e:
-        why = _unsent(value, name) or f"{name or 'the value'}: {e}"
-        raise ValueError(f"{why}, which JSON cannot carry: send dicts, lists, strings, numbers, booleans or None") from None
+        why, fix = _unsent(value, name) or (f"{name or 'the value'}: {e}", _SEND)
+        raise ValueError(f"{why}, which JSON cannot carry: {fix}") from None

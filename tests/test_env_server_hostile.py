@@ -276,7 +276,7 @@ def test_env_server_checks_limits_as_they_are_now_and_hands_good_ones_over_as_gi
 def test_env_server_names_the_env_kwargs_value_json_cannot_carry(kw, says):
     "main: TypeError: Object of type set is not JSON serializable (or 'keys must be str, int, ...')"
     from knowlyr_lab.envs.serve import EnvServer
-    with pytest.raises(ValueError, match=r'^' + re.escape(says) + r', which JSON cannot carry: send dicts, lists'):
+    with pytest.raises(ValueError, match=r'^' + re.escape(says) + r', which JSON cannot carry: '):   # the fix: srv22's test
         EnvServer('knowlyr/maze-easy', env_kwargs=kw)         # raised before the server process starts
 
 # srv21: an integer past Python's digit limit lost its place ("the value: Exceeds the limit (4300 digits) for integer
@@ -295,3 +295,36 @@ def test_env_server_names_an_integer_past_the_digit_limit_in_env_kwargs(kw, says
     with pytest.raises(ValueError, match=r'^' + re.escape(says + ", past Python's limit of ") + r'\d+, which JSON cannot'):
         EnvServer('knowlyr/maze-easy', env_kwargs=kw)
     assert json_numbers.past_digit_limit is errors.past_digit_limit      # one wording: page 00's, the recorder's too
+
+# srv22: json_text's refusal ended with one fix for every cause, "send dicts, lists, strings, numbers, booleans or
+# None": advice that does not fit an integer past the digit limit (a number already), a key, or a cycle.
+
+@pytest.mark.parametrize('kw,says,fix', [
+    ({'tags': {'a'}}, "env_kwargs['tags'] is of type set", 'send dicts, lists, strings, numbers, booleans or None'),
+    ({'words': [b'raw']}, "env_kwargs['words'][0] is of type bytes", 'send dicts, lists, strings, numbers, booleans or None'),
+    ({(0, 1): 'wall'}, 'env_kwargs has a key of type tuple ((0, 1))', 'use keys that are strings or numbers'),
+    ({'seed': 10**5000}, "env_kwargs['seed'] holds an integer of 5001 digits, past Python's limit of 4300",
+     'send a number within the limit, or its digits as a string'),
+    ({'m': {-10**4300: 1}}, "env_kwargs['m'] has a key that is an integer of 4301 digits, past Python's limit of 4300",
+     'use a shorter key, or its digits as a string'),
+    ('cycle', "env_kwargs['self'] holds itself (a cycle)", 'send a copy without the cycle'),
+])
+def test_the_refusal_of_env_kwargs_json_cannot_carry_gives_the_fix_for_its_cause(kw, says, fix):
+    "main: every cause ended with 'send dicts, lists, strings, numbers, booleans or None' (a 5000-digit int is a number)"
+    import sys
+
+    from knowlyr_lab.envs.serve import EnvServer
+    if kw == 'cycle': kw = {}; kw['self'] = kw
+    if sys.get_int_max_str_digits() != 4300: pytest.skip('the digit limit is not the default')
+    with pytest.raises(ValueError) as e: EnvServer('knowlyr/maze-easy', env_kwargs=kw)   # raised before the server starts
+    assert str(e.value) == f'{says}, which JSON cannot carry: {fix}', str(e.value)
+
+def test_a_nan_in_env_kwargs_goes_as_python_writes_it_and_reads_back():
+    "NaN is not refused: Python's JSON writes it as NaN and the server process, Python too, reads it back (a guard)"
+    import json
+    import math
+
+    from knowlyr_lab.errors import json_text
+    text = json_text({'env_kwargs': {'gamma': float('nan'), 'cap': float('inf')}})
+    back = json.loads(text)['env_kwargs']
+    assert text == '{"env_kwargs": {"gamma": NaN, "cap": Infinity}}' and math.isnan(back['gamma']) and back['cap'] == math.inf
