@@ -210,7 +210,6 @@ def check_flags(args,              # the parsed arguments
                 ints=(),           # flags that take a count: a positive integer
                 numbers=(),        # flags that take seconds or MiB: a finite number above 0
                 within=(),         # (part, whole) flag pairs, such as a per-client cap and its total: part <= whole
-                defaults=None,     # {flag: value}: a part's value when not typed (its flag's default None), named as the default
                ):
     "Each flag of `ints` and `numbers` that was given checked as a limit, each part within its whole, naming the flags"
     val = lambda f: getattr(args, f.lstrip('-').replace('-', '_'))
@@ -218,8 +217,7 @@ def check_flags(args,              # the parsed arguments
         for f in flags:
             if (v := val(f)) is not None: check(v, f)
     for part, whole in within:
-        p, typed = (val(part), True) if val(part) is not None else ((defaults or {}).get(part), False)
-        if None not in (p, w := val(whole)): check_within(part, p, whole, w, default=not typed)
+        if None not in (p := val(part), w := val(whole)): check_within(part, p, whole, w)
 
 # %% ../nbs/06_cli_errors.ipynb #38edfbda
 def seconds_or_never(args,      # the parsed arguments

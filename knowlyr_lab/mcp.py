@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from .cli_errors import check_flags, missing_extra, run_cli, seconds_or_never
 from .envs.sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, timed_h11
-from .errors import positive_int, positive_number
+from .errors import check_within, positive_int, positive_number
 from .mcp_copy import CopyLimits
 from .mcp_private import narrow_umask
 
@@ -209,11 +209,11 @@ def _serve(a)->int:
     check_flags(a, ints=('--max-head-bytes', '--max-sandboxes', '--max-sandboxes-per-client', '--max-copy-files',
                          '--max-args-depth'),   # each limit under the name typed, not the class field it fills
                 numbers=('--request-timeout', '--max-copy-mb', '--max-copy-total-mb', '--max-args-mb'),
-                within=[('--max-sandboxes-per-client', '--max-sandboxes'), ('--max-copy-mb', '--max-copy-total-mb')],
-                defaults={'--max-copy-mb': CopyLimits.max_mb})   # not typed: said as the default
-    mb = CopyLimits.max_mb if a.max_copy_mb is None else a.max_copy_mb
-    idle = seconds_or_never(a, '--idle-timeout')   # 0: never (None)
+                within=[('--max-sandboxes-per-client', '--max-sandboxes')])
+    mb = CopyLimits.max_mb if a.max_copy_mb is None else a.max_copy_mb   # the default, said once
     if a.max_copy_total_mb is None: positive_number(4 * mb, '--max-copy-total-mb (default: 4 x --max-copy-mb)')
+    else: check_within('--max-copy-mb', mb, '--max-copy-total-mb', a.max_copy_total_mb, default=a.max_copy_mb is None)
+    idle = seconds_or_never(a, '--idle-timeout')   # 0: never (None)
     narrow_umask()                  # before any thread: nothing the server makes is writable by other users
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),

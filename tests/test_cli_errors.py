@@ -453,3 +453,22 @@ def test_serve_help_says_max_loras_is_checked_without_enable_lora(capsys):
     from knowlyr_lab.cli.trainer import main
     assert main(['serve', '--help']) == 0
     assert 'refused otherwise even without --enable-lora' in ' '.join(capsys.readouterr().out.split())
+
+# srv22: knowlyr-lab-mcp's _serve stated --max-copy-mb's default (CopyLimits.max_mb) twice, as check_flags(defaults=...)
+# and as the line filling CopyLimits; check_flags took `defaults` for that one caller. Now _serve states it once and
+# checks the pair itself (check_within, default=True when --max-copy-mb was left out); check_flags has no `defaults`.
+
+def test_the_max_copy_mb_default_is_stated_once_and_check_flags_takes_no_defaults(capsys, monkeypatch):
+    "main: check_flags had a `defaults` parameter and _serve named CopyLimits.max_mb twice"
+    import inspect
+
+    from knowlyr_lab import mcp
+    from knowlyr_lab.cli_errors import check_flags
+    assert 'defaults' not in inspect.signature(check_flags).parameters
+    assert inspect.getsource(mcp._serve).count('CopyLimits.max_mb') == 1
+    monkeypatch.setattr(mcp.CopyLimits, 'max_mb', 100)          # the one statement: the check and the limits follow it
+    assert mcp.main(['--max-copy-total-mb', '50']) == 2
+    assert capsys.readouterr().err.endswith(': error: --max-copy-mb (default 100) is above --max-copy-total-mb 50: '
+                                            'lower it or raise --max-copy-total-mb\n')
+    assert mcp.main(['--max-copy-mb', '60', '--max-copy-total-mb', '50']) == 2
+    assert capsys.readouterr().err.endswith(': error: --max-copy-mb 60 is above --max-copy-total-mb 50: lower it or raise --max-copy-total-mb\n')
