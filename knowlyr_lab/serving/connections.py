@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import fcntl
 import io
 import json
 import socket
-import termios
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +20,7 @@ from fastcore.basics import patch
 
 from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER, HeadTooLarge
 from ..errors import positive_int, positive_number
-from .sockets import DeadlineReader, HeadReader, PacedWriter
+from .sockets import DeadlineReader, HeadReader, PacedWriter, queued_bytes
 
 # %% auto #0
 __all__ = ['GuardedHandler', 'openai_error', 'GuardedHTTPServer']
@@ -252,18 +250,12 @@ def release_body(self:GuardedHTTPServer, n:int, peer:str):
     "`n` request-body bytes of client `peer` are held no more"
     with self._count: self.body_bytes_held -= n; _uncount(self.body_bytes_by_client, peer, n)
 
-# %% ../../nbs/52_serving_connections.ipynb #e585fd3a
-def _queued(f)->int:
-    "Bytes that arrived on the socket of `f` and wait unread in the kernel; 0 for a stream with no descriptor"
-    try: return memoryview(fcntl.ioctl(f.fileno(), termios.FIONREAD, bytes(4))).cast('i')[0]   # FIONREAD: an int
-    except io.UnsupportedOperation: return 0             # an in-memory stream: all it has is buffered
-
 # %% ../../nbs/52_serving_connections.ipynb #d21ae0a5
 @patch
 def _arrived(self:GuardedHandler, n:int)->int:
     "How many of the next `n` body bytes are in, at most a piece, waiting for the first; 0 at the end"
     if n <= 0 or not (buffered := len(self.rfile.peek(1))): return 0   # what is buffered, else one read of what came
-    return min(n, self.body_piece, buffered + _queued(self.rfile))      # and what waits in the socket
+    return min(n, self.body_piece, buffered + queued_bytes(self.rfile))      # and what waits in the socket
 
 # %% ../../nbs/52_serving_connections.ipynb #a523a32e
 @patch

@@ -7,9 +7,11 @@ Docs: https://knowlyr.github.io/knowlyr-lab/serving_sockets.html.md"""
 # %% ../../nbs/51a_serving_sockets.ipynb #5a1c0d04
 from __future__ import annotations
 
+import fcntl
 import io
 import select
 import socket
+import termios
 import time
 
 from fastcore.basics import patch
@@ -17,7 +19,7 @@ from fastcore.basics import patch
 from ..envs.sessions import HeadTooLarge
 
 # %% auto #0
-__all__ = ['client_gone', 'DeadlineReader', 'PacedWriter', 'HeadReader']
+__all__ = ['client_gone', 'queued_bytes', 'DeadlineReader', 'PacedWriter', 'HeadReader']
 
 # %% ../../nbs/51a_serving_sockets.ipynb #aaed5cf7
 def client_gone(sock:socket.socket)->bool:
@@ -27,6 +29,12 @@ def client_gone(sock:socket.socket)->bool:
         if not p.poll(0): return False                 # nothing to read and no hang-up: still there
         return sock.recv(1, socket.MSG_PEEK) == b''     # readable: data (still there) or end of stream (gone)
     except (OSError, ValueError): return True            # reset, or the socket is already closed
+
+# %% ../../nbs/51a_serving_sockets.ipynb #e585fd3a
+def queued_bytes(f)->int:
+    "Bytes that arrived on the socket of `f` and wait unread in the kernel; 0 for a stream with no descriptor"
+    try: return memoryview(fcntl.ioctl(f.fileno(), termios.FIONREAD, bytes(4))).cast('i')[0]   # FIONREAD: an int
+    except io.UnsupportedOperation: return 0             # an in-memory stream: all it has is buffered
 
 # %% ../../nbs/51a_serving_sockets.ipynb #5dd6ad65
 class DeadlineReader(io.RawIOBase):
