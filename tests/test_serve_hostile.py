@@ -661,8 +661,42 @@ def test_errors_the_stdlib_sends_on_its_own_are_openai_json(srv, head, status, s
     assert (got, headers.get('content-type'), headers.get('connection')) == (status, 'application/json', 'close'), (got, headers, body[:200])
     err = json.loads(body)['error']
     assert says in err['message'] and set(err) == {'message', 'type', 'param', 'code'}, err
-    assert err['type'] == ('invalid_request_error' if status < 500 else 'server_error'), err
+    assert err['type'] == 'invalid_request_error', err           # srv22: 501 and 505 too (the request's fault)
     assert _post(srv.url, _req())[0] == 200                      # and the server goes on serving
+
+# srv22: the stdlib's 501 (a method with no handler) and 505 (an HTTP version the server does not speak) were typed
+# 'server_error', though the request is at fault; and a 429 was 'too_many_connections' for the connection cap but
+# 'too_many_requests' for a body past its share: two mappings from status to type (page 52's `code < 500`, page 54's
+# table). One now (error_type, page 52).
+
+@pytest.mark.parametrize('head,status', [
+    (b'PUT /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n', 501),
+    (b'DELETE /v1/models HTTP/1.1\r\nHost: x\r\n\r\n', 501),
+    (b'GET /v1/models HTTP/2.0\r\nHost: x\r\n\r\n', 505),
+])
+def test_an_unsupported_method_or_http_version_is_typed_a_client_error(srv, head, status):
+    "main: type 'server_error'"
+    got, _, body = _parts(_send_head(srv.server_address, head))
+    assert (got, json.loads(body)['error']['type']) == (status, 'invalid_request_error'), (got, body)
+
+def test_every_429_and_503_of_the_server_has_one_type_per_status():
+    "main: the connection cap's 429 was typed 'too_many_connections', a body past its share's 429 'too_many_requests'"
+    from types import SimpleNamespace
+
+    from knowlyr_lab.serving.server import InferenceServer
+    s = InferenceServer(SimpleNamespace(name='m'), max_connections=2, max_connections_per_client=1, header_timeout=120).start()
+    try:
+        held = socket.create_connection(s.server_address, timeout=60)
+        assert _wait(lambda: s.open_connections == 1), s.open_connections      # a slow start: waited for, bounded
+        over = socket.create_connection(s.server_address, timeout=60)
+        head, body = b''.join(iter(lambda: over.recv(4096), b'')).split(b'\r\n\r\n', 1)
+        assert head.startswith(b'HTTP/1.0 429 ') and json.loads(body)['error']['type'] == 'too_many_requests', (head, body)
+        held.close(); over.close()
+    finally: s.shutdown(); s.server_close()
+    from knowlyr_lab.serving.connections import error_type
+
+    assert [error_type(c) for c in (429, 503, 504, 400, 413, 431, 501, 505, 500)] == [
+        'too_many_requests', 'server_busy', 'timeout'] + ['invalid_request_error'] * 5 + ['server_error']
 
 def test_a_head_request_gets_the_error_head_without_a_body(srv):
     "HEAD has no handler (501): the answer's head says JSON, and no body follows (HTTP forbids one)"

@@ -23,7 +23,7 @@ from ..errors import positive_int, positive_number
 from .sockets import DeadlineReader, HeadReader, PacedWriter, queued_bytes
 
 # %% auto #0
-__all__ = ['GuardedHandler', 'openai_error', 'GuardedHTTPServer']
+__all__ = ['GuardedHandler', 'openai_error', 'error_type', 'GuardedHTTPServer']
 
 # %% ../../nbs/52_serving_connections.ipynb #8b9ea7ff
 class GuardedHandler(BaseHTTPRequestHandler):
@@ -57,13 +57,19 @@ def openai_error(msg:str, kind:str, # what went wrong, for the client; the OpenA
     "An error as OpenAI's API answers it: `{'error': {'message', 'type', 'param', 'code'}}`"
     return {'error': {'message': msg, 'type': kind, 'param': param, 'code': code}}
 
+# %% ../../nbs/52_serving_connections.ipynb #5ee1f5a8
+_ERROR_TYPES = {429: 'too_many_requests', 503: 'server_busy', 504: 'timeout'}   # else: whose fault it is
+
+def error_type(status:int)->str:
+    "The OpenAI error `type` of an answer of `status`: one of `_ERROR_TYPES`, else the request's fault or the server's"
+    return _ERROR_TYPES.get(status) or ('invalid_request_error' if status < 500 or status in (501, 505) else 'server_error')
+
 # %% ../../nbs/52_serving_connections.ipynb #02aaa99c
 @patch
 def send_error(self:GuardedHandler, code:int, message:str|None=None, explain:str|None=None):
     "The error answer `code` (the stdlib's own included) as OpenAI's JSON error, not an HTML page; the connection closes"
     short, long = self.responses.get(code, ('Error', ''))
-    kind = 'invalid_request_error' if code < 500 else 'server_error'
-    body = json.dumps(openai_error(f"{message or short}: {explain or long}", kind)).encode()
+    body = json.dumps(openai_error(f"{message or short}: {explain or long}", error_type(code))).encode()
     self.send_response(code, short); self.send_header('Connection', 'close')
     self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(body)))
     self.end_headers()
@@ -86,10 +92,9 @@ def parse_request(self:GuardedHandler)->bool:
 
 # %% ../../nbs/52_serving_connections.ipynb #31f80672
 def _refusal(status:str, # the status line's code and reason: '503 Service Unavailable'
-             kind:str,   # the OpenAI error `type`
              msg:str)->bytes:
-    "The whole HTTP answer refusing a connection: `status`, and an OpenAI error of `kind` saying `msg`"
-    body = json.dumps(openai_error(msg, kind)).encode()
+    "The whole HTTP answer refusing a connection: `status`, and an OpenAI error saying `msg`, typed by its status"
+    body = json.dumps(openai_error(msg, error_type(int(status[:3])))).encode()
     head = (f"HTTP/1.0 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
             f"Retry-After: {RETRY_AFTER}\r\nConnection: close\r\n\r\n")
     return head.encode() + body
@@ -97,13 +102,13 @@ def _refusal(status:str, # the status line's code and reason: '503 Service Unava
 # %% ../../nbs/52_serving_connections.ipynb #838bb10a
 def _busy(n:int)->bytes:
     "The answer to a connection over the cap, `n` connections being open"
-    return _refusal('503 Service Unavailable', 'server_busy',
+    return _refusal('503 Service Unavailable',
                     f"server busy: {n} connections are open (max_connections); retry later")
 
 # %% ../../nbs/52_serving_connections.ipynb #c2721397
 def _crowded(peer:str, n:int)->bytes:
     "The answer to a connection of client `peer`, which already holds `n` connections: its cap"
-    return _refusal('429 Too Many Requests', 'too_many_connections', f"client {peer} already holds {n} connections, "
+    return _refusal('429 Too Many Requests', f"client {peer} already holds {n} connections, "
                     f"the per-client cap (max_connections_per_client={n}): close one or retry later")
 
 # %% ../../nbs/52_serving_connections.ipynb #031cc0dd

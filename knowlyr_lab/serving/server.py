@@ -19,7 +19,7 @@ from fastcore.basics import patch
 from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER
 from ..errors import positive_int
 from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
-from .connections import GuardedHandler, GuardedHTTPServer, openai_error
+from .connections import GuardedHandler, GuardedHTTPServer, error_type, openai_error
 from .lora import lora_adapters, lora_fields, one_line
 from .recording import ExchangeRecorder, check_store_dir
 from .requests import MAX_BODY_BYTES, RequestRefused, check_request, check_template_kwargs, parse_body
@@ -29,10 +29,6 @@ from .sockets import client_gone
 __all__ = ['InferenceServer']
 
 # %% ../../nbs/54_serving_server.ipynb #c59b63a9
-_ERROR_TYPES = {400: 'invalid_request_error', 404: 'invalid_request_error', 413: 'invalid_request_error',
-                429: 'too_many_requests', 503: 'server_busy',
-                504: 'timeout'}
-
 class _Handler(GuardedHandler):
     def _send(self, code, body, retry:bool=False):
         data = json.dumps(body).encode()
@@ -41,8 +37,7 @@ class _Handler(GuardedHandler):
         self.send_header('Content-Length', str(len(data)))
         self.end_headers(); self.wfile.write(data)
     def _error(self, code, msg, param=None, err=None):
-        kind = _ERROR_TYPES.get(code, 'server_error')
-        body = openai_error(f'bad request: {msg}' if code == 400 else msg, kind, param, err)
+        body = openai_error(f'bad request: {msg}' if code == 400 else msg, error_type(code), param, err)
         return self._send(code, body, retry=code in (429, 503))   # busy: come back in a second
 
 # %% ../../nbs/54_serving_server.ipynb #a5ef1603
