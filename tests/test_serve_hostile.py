@@ -409,13 +409,32 @@ def test_a_body_budget_below_the_body_size_limit_is_refused(inf):
     from knowlyr_lab.serving.requests import MAX_BODY_BYTES
     for kw in [dict(body_budget=2**20), dict(body_budget=MAX_BODY_BYTES - 1),      # under the size limit: no share fits
                dict(body_budget=4 * MAX_BODY_BYTES, body_budget_per_client=2**20)]:
-        with pytest.raises(ValueError, match=r'body_budget_per_client must be at least the body size limit \(4,194,304'):
+        with pytest.raises(ValueError, match=r'is below one request body \(4,194,304 bytes, the size limit\): raise it'):
             inf.serve(**kw)
     with pytest.raises(ValueError, match='body_budget_per_client must be an integer from 1 to body_budget'):
         inf.serve(body_budget=MAX_BODY_BYTES, body_budget_per_client=2 * MAX_BODY_BYTES)
     s = inf.serve()
     try: assert (s.body_budget, s.body_budget_per_client) == (64 * 2**20, 32 * 2**20)
     finally: s.shutdown(); s.server_close()
+
+# srv22: the rule that a body budget holds one body was stated twice, by GuardedHTTPServer (page 52: "body_budget_per_client
+# must be at least the body size limit ...", naming the share even when only body_budget was given) and by
+# `knowlyr-trainer serve`'s _check_body_room (page 96). One function (check_body_room, page 52) states it for both.
+
+@pytest.mark.parametrize('kw', [dict(body_budget=2**20), dict(body_budget=2**23, body_budget_per_client=2**20)])
+def test_the_server_and_serve_refuse_a_budget_below_one_body_by_one_rule_in_one_wording(tmp_path, capsys, kw):
+    "main: the server named body_budget_per_client for a body_budget of 1 MiB, and said it in other words than serve"
+    from types import SimpleNamespace
+
+    from knowlyr_lab.cli.trainer import main
+    from knowlyr_lab.serving.server import InferenceServer
+    name, v = list(kw.items())[-1]
+    with pytest.raises(ValueError) as e: InferenceServer(SimpleNamespace(name='m'), **kw)
+    assert str(e.value) == f'{name} {v} is below one request body (4,194,304 bytes, the size limit): raise it'
+    flags = [x for k, v in kw.items() for x in ('--' + k.replace('_', '-'), str(v))]
+    assert main(['serve', '--model', str(tmp_path), *flags]) == 2
+    flag = '--' + name.replace('_', '-')
+    assert capsys.readouterr().err == f'knowlyr-trainer serve: error: {str(e.value).replace(name, flag, 1)}\n'
 
 def test_one_client_cannot_take_the_whole_body_budget(inf):
     """One client (peer address) holds at most body_budget_per_client (half the budget by default) of request bodies:

@@ -76,11 +76,11 @@ def _limit_flags(p):
 
 # %% ../../nbs/96_cli_trainer.ipynb #9fc52c62
 def _check_body_room(args):
-    "`--body-budget` and `--body-budget-per-client`, when given, each hold the largest body a request may send"
+    "`--body-budget` and `--body-budget-per-client`, when given, each hold the largest body: the server's rule"
+    from knowlyr_lab.serving.connections import check_body_room
     from knowlyr_lab.serving.requests import MAX_BODY_BYTES
-    for f in ('--body-budget', '--body-budget-per-client'):
-        if (v := getattr(args, f[2:].replace('-', '_'))) is not None and v < MAX_BODY_BYTES:
-            raise ValueError(f"{f} {v} is below one request body ({MAX_BODY_BYTES:,} bytes, the size limit): raise it")
+    flags = ('--body-budget', '--body-budget-per-client')
+    check_body_room({f: getattr(args, f[2:].replace('-', '_')) for f in flags}, MAX_BODY_BYTES)
 
 # %% ../../nbs/96_cli_trainer.ipynb #ed64ae98
 def _check_limit_flags(args):

@@ -23,7 +23,7 @@ from ..errors import positive_int, positive_number
 from .sockets import DeadlineReader, HeadReader, PacedWriter, queued_bytes
 
 # %% auto #0
-__all__ = ['GuardedHandler', 'openai_error', 'error_type', 'GuardedHTTPServer']
+__all__ = ['GuardedHandler', 'openai_error', 'error_type', 'check_body_room', 'GuardedHTTPServer']
 
 # %% ../../nbs/52_serving_connections.ipynb #8b9ea7ff
 class GuardedHandler(BaseHTTPRequestHandler):
@@ -123,6 +123,13 @@ def _client_cap(total:int,              # what the clients share: `max_connectio
         raise ValueError(f"{name} must be an integer from 1 to {total_name} ({total}), got {per_client!r}")
     return cap
 
+# %% ../../nbs/52_serving_connections.ipynb #e670a52e
+def check_body_room(budgets:dict, body:int): # {name: bytes or None (not given)}; the largest body a request may send
+    "A ValueError naming the first budget given that cannot hold one body of `body` bytes"
+    for name, v in budgets.items():
+        if v is not None and v < body:
+            raise ValueError(f"{name} {v} is below one request body ({body:,} bytes, the size limit): raise it")
+
 # %% ../../nbs/52_serving_connections.ipynb #778cda4c
 class GuardedHTTPServer(ThreadingHTTPServer):
     ("A threaded HTTP server serving at most `max_connections` connections at once (503 beyond), "
@@ -151,9 +158,7 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         self.clients = collections.Counter()   # open connections by client address
         self.body_budget_per_client = _client_cap(body_budget, body_budget_per_client, 'body_budget_per_client',
                                                   'body_budget', self.max_body_bytes)
-        if (share := self.body_budget_per_client) < self.max_body_bytes: raise ValueError("body_budget_per_client must "
-            f"be at least the body size limit ({self.max_body_bytes:,} bytes): any body it lets in fits; got {share:,}"
-            f" ({body_budget=:,})")
+        check_body_room({'body_budget': body_budget, 'body_budget_per_client': body_budget_per_client}, self.max_body_bytes)
         self.body_budget, self.body_bytes_held, self.body_bytes_peak = body_budget, 0, 0
         self.body_bytes_by_client = collections.Counter()   # request-body bytes held by client address
         super().__init__(address, handler)
