@@ -633,6 +633,28 @@ def test_a_huge_request_head_is_refused_431_after_at_most_max_head_bytes(srv):
     assert b'max_head_bytes (16,384 bytes)' in answer, answer
     assert _post(srv.url, _req())[0] == 200
 
+# srv22: after a 431 (or 414) the server closed the connection with the rest of the head unread, which makes the kernel
+# send a reset: a client still sending its head was stopped by it before it read the answer (http.client raises
+# BrokenPipeError in request(); RFC 9112 9.6). Now the answer's stream is ended first and the rest is read and dropped,
+# up to 16 x max_head_bytes by the head's deadline, then the socket is closed: no reset.
+
+def test_a_refused_head_still_being_sent_is_closed_without_a_reset():
+    "main: the client's sendall of a 100 KB head raised (BrokenPipeError or ConnectionResetError): the server reset it"
+    from types import SimpleNamespace
+
+    from knowlyr_lab.serving.server import InferenceServer
+    s = InferenceServer(SimpleNamespace(name='m'), header_timeout=60)
+    s.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)      # accepted sockets inherit it: small buffers,
+    s.start()                                                          # so the client is still sending at the answer
+    try:
+        c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096); c.settimeout(60)
+        c.connect(s.server_address)
+        c.sendall(b'GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ' + b'y' * 100_000 + b'\r\n\r\n')   # main: reset here
+        got = b''.join(iter(lambda: c.recv(65536), b''))                  # to the server's close: no reset either
+        assert got.startswith(b'HTTP/1.0 431 ') and b'max_head_bytes (16,384 bytes)' in got, got[:300]
+        c.close()
+    finally: s.shutdown(); s.server_close()
+
 def test_a_huge_request_line_is_refused_414_and_normal_heads_are_served(srv):
     """A request line of 20 KiB (past max_head_bytes alone) is answered 414; a head of 16 KiB fits no more, but an
     honest one with a 4 KiB bearer token and a few headers is served."""

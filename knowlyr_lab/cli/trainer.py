@@ -67,7 +67,7 @@ _LIMIT_FLAGS = (   # flag, type, default, help: what `serve`'s clients may take
                                             '4 MiB size limit)'),
     ('--max-head-bytes', int, source_value('knowlyr_lab.envs.sessions', 'MAX_HEAD_BYTES'),
      'bytes of a request head (request line and headers); a longer one is '
-     'answered 431 (414: the request line alone) and closed unread' + _D))
+     'answered 431 (414: the request line alone) and closed' + _D))
 
 # %% ../../nbs/96_cli_trainer.ipynb #b3e1f2a7
 def _limit_flags(p):

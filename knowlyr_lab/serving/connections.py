@@ -78,9 +78,9 @@ def send_error(self:GuardedHandler, code:int, message:str|None=None, explain:str
 # %% ../../nbs/52_serving_connections.ipynb #f78be515
 @patch
 def _refuse_head(self:GuardedHandler, e:HeadTooLarge):
-    "Answer a request head past `max_head_bytes` with `e.status` (414 or 431), then close, the rest of it unread"
+    "Answer a request head past `max_head_bytes` with `e.status` (414 or 431), then close, the rest read up to a bound"
     if e.status == 414: self.requestline = self.request_version = self.command = ''   # no request line to answer to
-    self.send_error(e.status, explain=str(e))
+    self.send_error(e.status, explain=str(e)); self.drop_body(16 * self.server.max_head_bytes)   # a close unread resets
 
 # %% ../../nbs/52_serving_connections.ipynb #a611f2fc
 @patch
@@ -91,8 +91,7 @@ def parse_request(self:GuardedHandler)->bool:
     return ok
 
 # %% ../../nbs/52_serving_connections.ipynb #31f80672
-def _refusal(status:str, # the status line's code and reason: '503 Service Unavailable'
-             msg:str)->bytes:
+def _refusal(status:str, msg:str)->bytes: # the status line's code and reason ('503 Service Unavailable'); why
     "The whole HTTP answer refusing a connection: `status`, and an OpenAI error saying `msg`, typed by its status"
     body = json.dumps(openai_error(msg, error_type(int(status[:3])))).encode()
     head = (f"HTTP/1.0 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
@@ -288,7 +287,8 @@ def drop_body(self:GuardedHandler, n:int):
 # %% ../../nbs/52_serving_connections.ipynb #72af03a1
 @patch
 def _drop_unread(self:GuardedHandler):
-    "Read and drop the body bytes `drop_body` left for after the answer, by the body's deadline"
+    "End the answer's stream, then read and drop the bytes `drop_body` left for after it, by the request's deadline"
     n, self.body_unread = self.body_unread, 0
     with contextlib.suppress(OSError):          # the client left, or its deadline passed: nothing more to read
+        self.connection.shutdown(socket.SHUT_WR)  # first: a client reading to the close has the answer whole
         while k := self._arrived(n): self.rfile.read(k); n -= k   # no 64 KiB buffer waits for bytes
