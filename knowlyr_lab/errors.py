@@ -85,7 +85,7 @@ _SEND = 'send dicts, lists, strings, numbers, booleans or None'   # the fix for 
 
 # %% ../nbs/00_errors.ipynb #16343e4c
 def _unsent(v, path:str, inside:tuple=())->tuple|None:
-    "(where in `v`, found at `path`, the first value JSON cannot carry is and what it is, the fix); None: JSON carries all"
+    "(where in `v` the first value JSON cannot carry is, what it is, the fix); None: JSON carries all"
     at = path or 'the value'
     if _too_wide(v): return f"{at} holds {past_digit_limit(v)}", "send a number within the limit, or its digits as a string"
     if isinstance(v, _JSON_LEAVES): return None

@@ -198,7 +198,7 @@ class InferenceServer(GuardedHTTPServer):
         try: self.chat_template_kwargs = check_template_kwargs(chat_template_kwargs)
         except RequestRefused as e: raise ValueError(str(e)) from None
         check_store_dir(record_to)                                  # the store itself is opened once the port is bound
-        self.adapters = lora_adapters(inference, enable_lora, lora_root, max_loras)   # max_loras checked, LoRA on or off
+        self.adapters = lora_adapters(inference, enable_lora, lora_root, max_loras)
         super().__init__((host, port), _Handler, header_timeout, request_timeout, max_connections,
                          max_connections_per_client, body_budget, body_budget_per_client, max_head_bytes)
         rec = record_to is None or isinstance(record_to, ExchangeRecorder)
