@@ -298,8 +298,8 @@ def chunk_sample(s:dict,              # a sample from `tokenize_chat`
         while ctx < a and pre + bounds[a + 1] - bounds[ctx] > max_length: ctx += 1   # context only as far as it fits
         b = a + 1
         while b < n_steps and pre + bounds[b + 1] - bounds[ctx] <= max_length: b += 1
-        parts = [{'input_ids': s['input_ids'][:pre], 'labels': s['labels'][:pre], 'weights': s['weights'][:pre],
-                  'step': s['step'][:pre]}]
+        head = s['labels'][:pre] if not chunks else [-100] * pre   # a labelled prompt is trained in the first chunk only
+        parts = [{'input_ids': s['input_ids'][:pre], 'labels': head, 'weights': s['weights'][:pre], 'step': s['step'][:pre]}]
         if ctx < a: parts.append(piece(ctx, a, lab=False))
         parts.append(piece(a, b))
         c = {k: sum((p[k] for p in parts), []) for k in ('input_ids', 'labels', 'weights', 'step')}
