@@ -25,3 +25,17 @@ def test_chunks_of_an_unmasked_chat_train_its_prompt_once(tok, max_length):
     pre = s['step_starts'][0]
     assert all(l == -100 for c in chunks[1:] for l in c['labels'][:pre])
     assert chunks[0]['labels'][:pre] == s['labels'][:pre]
+
+def test_curriculum_difficulty_does_not_depend_on_file_order():
+    "Tied records share their average rank: 10 identical records were 0, 0.11, ..., 1 and epoch 0 always trained records 0-2"
+    from knowlyr_lab.trainer.curriculum import curriculum_indices, difficulty
+    assert difficulty([{'n_steps': 3, 'reward': 1.0}] * 10) == [0.5] * 10
+    recs = [{'n_steps': n, 'reward': 1.0} for n in (2, 2, 2, 3, 3, 3)]
+    assert difficulty(recs[::-1]) == difficulty(recs)[::-1]
+    assert max(difficulty(recs)[:3]) < min(difficulty(recs)[3:])   # every 2-step record easier than every 3-step one
+    ten = [{'n_steps': 3, 'reward': 1.0}] * 10
+    firsts = {tuple(sorted(curriculum_indices(ten, 0, 0.3, 2, seed=s))) for s in range(5)}
+    assert len(firsts) > 1, firsts                                   # the seed, not the file, picks among ties
+    for s in range(5):                                               # each epoch's records include the previous epoch's
+        sets = [set(curriculum_indices(ten, e, 0.3, 2, seed=s)) for e in range(3)]
+        assert sets[0] <= sets[1] <= sets[2] and len(sets[2]) == 10

@@ -14,15 +14,16 @@ import random
 __all__ = ['difficulty', 'curriculum_indices']
 
 # %% ../../nbs/60c_trainer_curriculum.ipynb #d6b3e94c
+def _ranks(v:list)->list[float]:
+    "Ranks of `v` scaled to [0, 1]; tied values share their average rank"
+    from scipy.stats import rankdata  # only the curriculum ranks: scipy.stats takes seconds to import
+    return [float(r - 1) / (len(v) - 1) for r in rankdata(v)]
+
+# %% ../../nbs/60c_trainer_curriculum.ipynb #0da9d3ce
 def difficulty(samples:list[dict])->list[float]:
     "Per-sample difficulty in [0, 1]: mean of the length rank (long = hard) and reward rank (low = hard)"
-    n = len(samples)
-    if n < 2: return [0.0] * n
-    def ranks(v):
-        order = sorted(range(n), key=lambda i: v[i]); r = [0.0] * n
-        for pos, i in enumerate(order): r[i] = pos / (n - 1)
-        return r
-    lr, rr = ranks([s['n_steps'] for s in samples]), ranks([-s['reward'] for s in samples])
+    if len(samples) < 2: return [0.0] * len(samples)
+    lr, rr = _ranks([s['n_steps'] for s in samples]), _ranks([-s['reward'] for s in samples])
     return [(a + b) / 2 for a, b in zip(lr, rr)]
 
 # %% ../../nbs/60c_trainer_curriculum.ipynb #a4a35ac7
@@ -30,7 +31,7 @@ def curriculum_indices(samples:list[dict], epoch:int, start_ratio:float=0.3, war
                        seed:int=0)->list[int]:
     "Shuffled indices of the samples used in `epoch`: the easiest fraction p(epoch)"
     p = 1.0 if warmup_epochs <= 0 else start_ratio + (1 - start_ratio) * min(1.0, epoch / warmup_epochs)
-    d = difficulty(samples)
-    keep = sorted(range(len(samples)), key=lambda i: (d[i], i))[:max(1, math.ceil(p * len(samples)))]
+    d, tie = difficulty(samples), random.Random(seed).sample(range(len(samples)), len(samples))  # ties: seeded order
+    keep = sorted(range(len(samples)), key=lambda i: (d[i], tie[i]))[:max(1, math.ceil(p * len(samples)))]
     random.Random(seed + epoch).shuffle(keep)
     return keep
