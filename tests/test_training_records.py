@@ -39,3 +39,18 @@ def test_curriculum_difficulty_does_not_depend_on_file_order():
     for s in range(5):                                               # each epoch's records include the previous epoch's
         sets = [set(curriculum_indices(ten, e, 0.3, 2, seed=s)) for e in range(3)]
         assert sets[0] <= sets[1] <= sets[2] and len(sets[2]) == 10
+
+@pytest.mark.parametrize('bad, field', [({'tools': '[not json'}, 'tools'),
+                                        ({'ref_chosen_logps': 'abc', 'ref_rejected_logps': -1.0}, 'ref_chosen_logps'),
+                                        ({'ref_chosen_logps': -1.0, 'ref_rejected_logps': float('inf')}, 'ref_rejected_logps')])
+def test_a_dpo_pair_refusal_names_the_record_and_the_field(tok, bad, field):
+    "A pair whose tools are not JSON, or whose reference log-prob is not a number, is refused naming the field (as SFT's)"
+    from knowlyr_lab.trainer.data import DataFormatError, to_chat
+    from knowlyr_lab.trainer.dpo import tokenize_pair
+    with pytest.raises(DataFormatError, match=f"^pairs.jsonl:7: field '{field}' "):
+        tokenize_pair(tok, {'prompt': 'hi', 'chosen': 'a', 'rejected': 'b', **bad}, 'pairs.jsonl:7')
+    if field == 'tools':                                            # the same words as SFT's for the same field
+        with pytest.raises(DataFormatError) as sft:
+            to_chat({'messages': [{'role': 'user', 'content': 'q'}, {'role': 'assistant', 'content': 'a'}], **bad}, 'pairs.jsonl:7')
+        with pytest.raises(DataFormatError) as dpo: tokenize_pair(tok, {'prompt': 'hi', 'chosen': 'a', 'rejected': 'b', **bad}, 'pairs.jsonl:7')
+        assert str(sft.value) == str(dpo.value)

@@ -21,8 +21,8 @@ from ..trajectory import Trajectory, served_template_kwargs
 from ..trajectory_io import parse_trajectory
 
 # %% auto #0
-__all__ = ['DataFormatError', 'record_template_kwargs', 'to_chat', 'load_records', 'env_tools', 'render_spans_many',
-           'render_spans', 'step_weights', 'tokenize_chats', 'tokenize_chat', 'chunk_sample']
+__all__ = ['DataFormatError', 'record_template_kwargs', 'record_tools', 'to_chat', 'load_records', 'env_tools',
+           'render_spans_many', 'render_spans', 'step_weights', 'tokenize_chats', 'tokenize_chat', 'chunk_sample']
 
 # %% ../../nbs/61_trainer_data.ipynb #49a6542d
 class DataFormatError(ChatFormatError):
@@ -55,7 +55,7 @@ def _trajectory_chat(t:Trajectory, where:str, system_prompt:str|None=None, tools
             **({'template_kwargs': kw} if kw else {})}
 
 # %% ../../nbs/61_trainer_data.ipynb #2bbf2122
-def _record_tools(record:dict, where:str)->list|None:
+def record_tools(record:dict, where:str)->list|None:
     "The tool schemas a record carries (None when none), parsed when they are a JSON string"
     rec_tools = record.get('tools')
     if isinstance(rec_tools, str):
@@ -104,7 +104,7 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
     if isinstance(record, Trajectory): return _trajectory_chat(record, where, system_prompt, tools)
     if not isinstance(record, dict): raise DataFormatError(f"{where}: expected an object, got {type(record).__name__}")
     # an empty list (the exporter's "[]") falls back to the given tools
-    rec_tools = _record_tools(record, where) or tools
+    rec_tools = record_tools(record, where) or tools
     if 'messages' in record: msgs, rewards = _messages_chat(record, where)
     elif 'steps' in record or 'response' in record:
         seed = _seed_chat(record, where)

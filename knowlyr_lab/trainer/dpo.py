@@ -7,7 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_dpo.html.md"""
 # %% ../../nbs/65_trainer_dpo.ipynb #a07d0195
 from __future__ import annotations
 
-import json
+import math
 import random
 from dataclasses import dataclass
 
@@ -18,7 +18,7 @@ from ..chat import render_chat
 from ..config import in_range, one_of
 from .attention import segment_attention_on
 from .base import BaseTrainer
-from .data import DataFormatError, env_tools, load_records, record_template_kwargs, render_spans
+from .data import DataFormatError, env_tools, load_records, record_template_kwargs, record_tools, render_spans
 from .losses import dpo_loss, token_logps
 from .train_config import TrainConfig
 
@@ -85,6 +85,15 @@ def _tokenize_side(tokenizer, prompt:list, comp:list, tools, where:str, side:str
             raise DataFormatError(f"{where}: '{side}' has no completion token within max_length={max_length}")
     return {'input_ids': ids, 'labels': lab, 'weights': [1.0] * len(lab), 'truncated': len(ids) < len(enc['input_ids'])}
 
+# %% ../../nbs/65_trainer_dpo.ipynb #b06b0110
+def _ref_logp(v, where:str, field:str)->float:
+    "A reference log-prob column's value, checked: a finite number"
+    try: x = None if isinstance(v, bool) else float(v)
+    except (TypeError, ValueError): x = None
+    if x is None or not math.isfinite(x):
+        raise DataFormatError(f"{where}: field '{field}' must be a finite number (a summed log-prob), got {str(v)[:40]!r}")
+    return x
+
 # %% ../../nbs/65_trainer_dpo.ipynb #14f8709d
 def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=None, system_prompt:str|None=None,
                   mask_observations:bool=True,
@@ -97,14 +106,13 @@ def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=No
         if k not in record: raise DataFormatError(f"{where}: field '{k}' is missing")
     prompt = _msgs(record['prompt'], 'user', where, 'prompt')
     if system_prompt and prompt[0]['role'] != 'system': prompt = [{'role': 'system', 'content': system_prompt}] + prompt
-    tools = record.get('tools') or tools
-    if isinstance(tools, str): tools = json.loads(tools)
+    tools = record_tools(record, where) or tools     # as SFT's `to_chat`: a JSON string parsed, "[]" falls back
     kw, out = record_template_kwargs(record.get('chat_template_kwargs'), where), {}   # TRL's per-row variables
     for side in ('chosen', 'rejected'):
         comp = _msgs(record[side], 'assistant', where, side)
         out[side] = _tokenize_side(tokenizer, prompt, comp, tools, where, side, mask_observations, max_length, fmt, kw)
     for k in ('ref_chosen_logps', 'ref_rejected_logps'):
-        if record.get(k) is not None: out[k] = float(record[k])
+        if record.get(k) is not None: out[k] = _ref_logp(record[k], where, k)
     return out
 
 # %% ../../nbs/65_trainer_dpo.ipynb #a7a257d1
