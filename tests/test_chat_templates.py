@@ -732,7 +732,8 @@ def test_a_trajectory_trains_under_the_template_kwargs_it_was_served_with(tmp_pa
 
 def test_trajectories_without_template_kwargs_tokenize_as_before():
     """Trajectories served without template variables (none recorded, an empty `{}`, other step metadata), with tool
-    calls, tokenize byte-identically to before `to_chat` read the served variables (digest taken on main at d2faa65)"""
+    calls, tokenize byte-identically to before `to_chat` read the served variables (digest taken on main at d2faa65;
+    retaken when step weights became token-weighted: only the step-weighted samples' 'weights' changed)"""
     import hashlib
 
     from knowlyr_lab.trainer.data import tokenize_chats
@@ -747,4 +748,4 @@ def test_trajectories_without_template_kwargs_tokenize_as_before():
         assert not any('template_kwargs' in c for c in chats)
         for mask, sw in ((True, False), (False, True)):
             for s in tokenize_chats(tok, chats, mask, sw): h.update(json.dumps(s, sort_keys=True).encode())
-    assert h.hexdigest()[:16] == '6ce94d23d1505b2d'
+    assert h.hexdigest()[:16] == 'abbd903cfd4ad286'

@@ -54,3 +54,42 @@ def test_a_dpo_pair_refusal_names_the_record_and_the_field(tok, bad, field):
             to_chat({'messages': [{'role': 'user', 'content': 'q'}, {'role': 'assistant', 'content': 'a'}], **bad}, 'pairs.jsonl:7')
         with pytest.raises(DataFormatError) as dpo: tokenize_pair(tok, {'prompt': 'hi', 'chosen': 'a', 'rejected': 'b', **bad}, 'pairs.jsonl:7')
         assert str(sft.value) == str(dpo.value)
+
+def _rewarded_chat(k:int, step_rewards:list)->dict:
+    "A two-step chat whose steps differ in length, with the given step rewards"
+    return {'messages': [{'role': 'system', 'content': 'You are a maze agent.'}, {'role': 'user', 'content': f'Go to the goal {k}.'},
+                         {'role': 'assistant', 'content': 'east ' * (k + 1)}, {'role': 'tool', 'content': f'You are at row {k}, col 1.'},
+                         {'role': 'assistant', 'content': 'Done' + ' ok' * (3 * k + 5)}], 'step_rewards': step_rewards}
+
+def test_step_weights_average_one_over_the_assistant_tokens(tok):
+    "The page's claim holds per token: maze-easy's [0,0,0,0,1] gave a mean token weight of 0.92, so the loss sum shrank"
+    from knowlyr_lab.trainer.data import to_chat
+    from knowlyr_lab.trainer.sft import oracle_trajectories
+    chats = [to_chat(oracle_trajectories('knowlyr/maze-easy', [0])[0]), _rewarded_chat(2, [0.2, 1.0])]
+    for ch in chats:
+        s = tokenize_chat(tok, ch, step_weighted_loss=True)
+        w = [w for w, l in zip(s['weights'][1:], s['labels'][1:]) if l != -100]
+        assert abs(sum(w) / len(w) - 1) < 1e-9, (ch['step_rewards'], sum(w) / len(w))
+        by_step = {k: w for w, k in zip(s['weights'], s['step']) if k >= 0}
+        r = ch['step_rewards']
+        assert all(abs(by_step[j] * r[-1] - by_step[len(r) - 1] * r[j]) < 1e-9 for j in range(len(r)))   # w_j proportional to r_j
+
+@pytest.mark.parametrize('packing', [True, False])
+def test_sft_eval_loss_is_unweighted_and_outcome_only_rewards_warn_once(packing, recwarn, tmp_path):
+    "evaluate weighted too, so eval_loss did not compare across runs with and without step_weighted_loss; outcome-only chats were silent"
+    import warnings
+
+    from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    model, tiny_tok = make_tiny_model(hidden_size=32)
+    train = [_rewarded_chat(0, [0.2, 1.0]), _rewarded_chat(1, [0.0, 1.0]), _rewarded_chat(2, [0.0, 1.0])]
+    evals = [_rewarded_chat(3, [0.1, 1.0]), _rewarded_chat(4, [0.5, 0.2])]
+    warnings.simplefilter('always')
+    runs = {sw: SFTTrainer(SFTConfig(output_dir=str(tmp_path / str(sw)), step_weighted_loss=sw, packing=packing, progress_bar=False, max_length=512),
+                           model, tiny_tok, train_data=train, eval_data=evals) for sw in (True, False)}
+    said = [str(w.message) for w in recwarn if 'outcome-only' in str(w.message)]
+    assert said == ['step_weighted_loss: 2 of 3 chats have outcome-only step rewards (only the last step non-zero): '
+                    'they train on their last step alone'], said
+    assert abs(runs[True].evaluate() - runs[False].evaluate()) < 1e-6
+    w = runs[True].eval_samples[0]['weights']
+    assert len(set(w)) > 1                                           # the eval samples do carry step weights

@@ -198,10 +198,13 @@ def render_spans(tokenizer, messages:list, tools:list|None=None, fmt:str|None=No
     return render_spans_many(tokenizer, [messages], tools, fmt, template_kwargs)[0]
 
 # %% ../../nbs/61_trainer_data.ipynb #960d8162
-def step_weights(rewards:list[float])->list[float]:
-    "Per-step loss weights r_j / mean(r); uniform when the mean is not positive or rewards are all equal"
-    if not rewards: return []
-    mean = sum(rewards) / len(rewards)
+def step_weights(rewards:list[float],           # per-step rewards r_j, in step order
+                 n_tokens:list[int]|None=None,  # label tokens of each step (None: one each)
+                )->list[float]:                 # the weight of each of step j's tokens
+    "Loss weights r_j / (token-weighted mean r); uniform when rewards are all equal or any is negative"
+    n = [1] * len(rewards) if n_tokens is None else list(n_tokens)
+    if len(n) != len(rewards): raise ValueError(f"{len(rewards)} step rewards for {len(n)} token counts")
+    mean = sum(r * k for r, k in zip(rewards, n)) / max(sum(n), 1)
     if mean <= 0 or all(r == rewards[0] for r in rewards) or any(r < 0 for r in rewards): return [1.0] * len(rewards)
     return [r / mean for r in rewards]
 
@@ -243,7 +246,8 @@ def _sample(chat, rendered, enc, mask_observations, step_weighted_loss)->dict:
     _check_actions(chat, text, spans)
     ids, offs = enc['input_ids'], enc['offset_mapping']
     step = _token_steps(offs, spans)
-    w = step_weights(chat.get('step_rewards') or []) if step_weighted_loss else []
+    sr = (chat.get('step_rewards') or []) if step_weighted_loss else []
+    w = step_weights(sr, [step[1:].count(k) for k in range(len(sr))])   # over the label tokens of each step
     weights = [(w[k] if k < len(w) else 1.0) if k >= 0 else 1.0 for k in step]
     labels = [i if (k >= 0 or not mask_observations) else -100 for i, k in zip(ids, step)]
     return {'input_ids': ids, 'labels': labels, 'weights': weights, 'step': step,
@@ -253,7 +257,7 @@ def _sample(chat, rendered, enc, mask_observations, step_weighted_loss)->dict:
 # %% ../../nbs/61_trainer_data.ipynb #b9ea5046
 def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
                    mask_observations:bool=True,     # labels only on the model's own (assistant) tokens
-                   step_weighted_loss:bool=False,   # weight assistant tokens of step j by r_j / mean(r)
+                   step_weighted_loss:bool=False,   # weight step j's tokens by r_j / mean r over tokens (`step_weights`)
                    batch:int=256,                   # chats rendered and tokenized per call
                    fmt:str|None=None,               # chat format (default: the probe's pick, `choose_format`)
                   )->list[dict]:                    # one sample per chat

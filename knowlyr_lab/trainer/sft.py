@@ -43,7 +43,7 @@ class SFTConfig(TrainConfig):
     chunk_long_trajectories: bool = False  # split trajectories longer than max_length at step boundaries
     # previous steps repeated as unlabelled context in each chunk (as far as they fit)
     chunk_overlap_steps: int = 1
-    step_weighted_loss: bool = False       # weight step j's tokens by r_j / mean(r)
+    step_weighted_loss: bool = False       # weight step j's tokens by r_j / mean r over tokens (training loss only)
     # padding-free: a micro-batch is one row of its samples, attention within each (else padded)
     packing: bool = True
     curriculum: bool = False               # easy (short, high-reward) records first
@@ -93,18 +93,19 @@ def forward_context(self:SFTTrainer):
 
 # %% ../../nbs/63_trainer_sft.ipynb #f637e68e
 @patch
-def _loss_sum(self:SFTTrainer, ss:list[dict])->torch.Tensor:
+def _loss_sum(self:SFTTrainer, ss:list[dict], weighted:bool=True)->torch.Tensor:
     "Summed (step-weighted) cross-entropy of the label tokens of samples `ss`: one padding-free row, or a padded batch"
     if self.config.packing:
         lp, _, w = self._scored_logps(ss)
-        return -(lp * w).sum()
+        return -(lp * w).sum() if weighted else -lp.sum()
     b = {k: v.to(self.accelerator.device) for k, v in collate_padded(ss, self.tokenizer.pad_token_id).items()}
     scored = (b['labels'][:, 1:] != -100).any(0).nonzero()   # positions whose next token is a label, in any row
     first = int(scored[0]) if len(scored) else b['labels'].shape[1] - 1
     # no logits for the prompt positions before them
     logits = self.model(input_ids=b['input_ids'], attention_mask=b['attention_mask'], use_cache=False,
                         logits_to_keep=b['labels'].shape[1] - first).logits
-    return step_weighted_ce(logits, b['labels'][:, first:], b['weights'][:, first:], reduction='sum')
+    w = b['weights'][:, first:] if weighted else None
+    return step_weighted_ce(logits, b['labels'][:, first:], w, reduction='sum')
 
 # %% ../../nbs/63_trainer_sft.ipynb #2c84756d
 def _n_labels(s): return sum(l != -100 for l in s['labels'][1:])   # the first token is never predicted
@@ -135,17 +136,24 @@ def on_train_end(self:SFTTrainer, finished:bool):
 @patch
 @torch.no_grad()
 def evaluate(self:SFTTrainer, samples:list[dict]|None=None)->float:
-    "Mean label-token loss over `samples` (default: the eval data)"
+    "Mean label-token loss over `samples` (default: the eval data), unweighted: it compares across step weightings"
     samples = samples if samples is not None else self.eval_samples
     self.model.eval()
     tot, n = 0.0, 0
     try:
         for k in range(0, len(samples), self.config.batch_size):
             ss = samples[k:k + self.config.batch_size]
-            with self.forward_context(): tot += self._loss_sum(ss).item()
+            with self.forward_context(): tot += self._loss_sum(ss, weighted=False).item()
             n += sum(_n_labels(s) for s in ss)
     finally: self.model.train()
     return tot / max(n, 1)
+
+# %% ../../nbs/63_trainer_sft.ipynb #01124da3
+def _warn_outcome_only(step_rewards:list[list[float]]):
+    "One warning naming how many chats have outcome-only step rewards, which step weights train on their last step alone"
+    n = sum(len(r) > 1 and r[-1] > 0 and not any(r[:-1]) for r in step_rewards)
+    if n: warnings.warn(f"step_weighted_loss: {n} of {len(step_rewards)} chats have outcome-only step rewards (only the "
+                        "last step non-zero): they train on their last step alone", stacklevel=4)
 
 # %% ../../nbs/63_trainer_sft.ipynb #b12345a9
 @patch
@@ -160,6 +168,8 @@ def _read_records(self:SFTTrainer, data, train:bool=True)->tuple[list, list, lis
     chats, errors = build_chats(rest + rerender, c.system_prompt, self.tools,
                                 c.min_reward) if rest or rerender else ([], [])
     if train: self.errors += errors; self._quarantine(errors); self.drift_rows = ledger
+    if train and c.step_weighted_loss:
+        _warn_outcome_only([ch['step_rewards'] for ch in chats] + [ps[0]['step_rewards'] for ps in rec_samples if ps])
     if not chats and not rec_samples: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
     return chats, rec_samples, recorded, ledger
 
