@@ -233,7 +233,7 @@ def _long_ints(text:str)->tuple[str, dict]:
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #e53247f4
 def _nonfinite_token(t)->bool:
-    "Is token `t` a NaN or an infinity as JSON (`NaN`, `Infinity`) or Python (a float past its range: `1e400`) writes it?"
+    "Is token `t` a NaN or an infinity as JSON (`NaN`, `Infinity`) or Python (a float past its range) writes it?"
     if t.type == tokenize.NAME: return t.string in ('NaN', 'Infinity')
     s = t.string.lower()
     return (t.type == tokenize.NUMBER and not s.startswith(('0x', '0o', '0b')) and not s.endswith('j')

@@ -257,7 +257,7 @@ def _sample(chat, rendered, enc, mask_observations, step_weighted_loss)->dict:
 # %% ../../nbs/61_trainer_data.ipynb #b9ea5046
 def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
                    mask_observations:bool=True,     # labels only on the model's own (assistant) tokens
-                   step_weighted_loss:bool=False,   # weight step j's tokens by r_j / mean r over tokens (`step_weights`)
+                   step_weighted_loss:bool=False,   # weight step j's tokens by r_j / token-mean r
                    batch:int=256,                   # chats rendered and tokenized per call
                    fmt:str|None=None,               # chat format (default: the probe's pick, `choose_format`)
                   )->list[dict]:                    # one sample per chat
@@ -302,7 +302,7 @@ def chunk_sample(s:dict,              # a sample from `tokenize_chat`
         while ctx < a and pre + bounds[a + 1] - bounds[ctx] > max_length: ctx += 1   # context only as far as it fits
         b = a + 1
         while b < n_steps and pre + bounds[b + 1] - bounds[ctx] <= max_length: b += 1
-        head = s['labels'][:pre] if not chunks else [-100] * pre   # a labelled prompt is trained in the first chunk only
+        head = s['labels'][:pre] if not chunks else [-100] * pre   # a labelled prompt: first chunk only
         parts = [{'input_ids': s['input_ids'][:pre], 'labels': head, 'weights': s['weights'][:pre], 'step': s['step'][:pre]}]
         if ctx < a: parts.append(piece(ctx, a, lab=False))
         parts.append(piece(a, b))

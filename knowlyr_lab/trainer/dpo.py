@@ -91,7 +91,7 @@ def _ref_logp(v, where:str, field:str)->float:
     try: x = None if isinstance(v, bool) else float(v)
     except (TypeError, ValueError): x = None
     if x is None or not math.isfinite(x):
-        raise DataFormatError(f"{where}: field '{field}' must be a finite number (a summed log-prob), got {str(v)[:40]!r}")
+        raise DataFormatError(f"{where}: field '{field}' must be a finite number (log-prob sum), got {str(v)[:40]!r}")
     return x
 
 # %% ../../nbs/65_trainer_dpo.ipynb #14f8709d

@@ -54,8 +54,8 @@ def recorded_samples(t:Trajectory, where:str='record',
     ("Training samples made of the recorded ids only: prompt ids masked, completion ids labelled (with their recorded "
      "log-probs); a new sample where a prompt does not extend the previous one")
     out, cur = [], None
-    w = (step_weights([float(s.reward or 0.0) for s in t.steps], [len(s.token_ids) for s in t.steps]) if step_weighted_loss
-         else [1.0] * len(t.steps))   # step weights over the completion tokens each step labels
+    w = (step_weights([float(s.reward or 0) for s in t.steps], [len(s.token_ids) for s in t.steps])
+         if step_weighted_loss else [1.0] * len(t.steps))   # step weights over the completion tokens each step labels
     for k, s in enumerate(t.steps):
         P, C = list(s.prompt_token_ids), list(s.token_ids)
         if cur is not None and P[:len(cur['input_ids'])] == cur['input_ids']: ext = P[len(cur['input_ids']):]

@@ -150,10 +150,10 @@ def evaluate(self:SFTTrainer, samples:list[dict]|None=None)->float:
 
 # %% ../../nbs/63_trainer_sft.ipynb #01124da3
 def _warn_outcome_only(step_rewards:list[list[float]]):
-    "One warning naming how many chats have outcome-only step rewards, which step weights train on their last step alone"
+    "Warn once how many chats have outcome-only step rewards (step weights train their last step alone)"
     n = sum(len(r) > 1 and r[-1] > 0 and not any(r[:-1]) for r in step_rewards)
-    if n: warnings.warn(f"step_weighted_loss: {n} of {len(step_rewards)} chats have outcome-only step rewards (only the "
-                        "last step non-zero): they train on their last step alone", stacklevel=4)
+    if n: warnings.warn(f"step_weighted_loss: {n} of {len(step_rewards)} chats have outcome-only step rewards "
+                        "(only the last step non-zero): they train on their last step alone", stacklevel=4)
 
 # %% ../../nbs/63_trainer_sft.ipynb #b12345a9
 @patch
