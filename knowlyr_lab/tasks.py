@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import unicodedata
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from .trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'content_keys', 'split_of', 'group_value',
-           'group_key', 'split_tasks', 'TaskSplitter', 'TaskOverlapError', 'HeldOutReport', 'check_held_out',
-           'held_out_tasks']
+__all__ = ['TASK_TEXT_FIELDS', 'task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'content_keys', 'split_of',
+           'group_value', 'group_key', 'split_tasks', 'TaskSplitter', 'TaskOverlapError', 'HeldOutReport',
+           'check_held_out', 'held_out_tasks']
 
 # %% ../nbs/13_tasks.ipynb #45ead28b
 def task_id(task)->str:
@@ -71,6 +73,18 @@ def _plain_text(s:str)->str:
     s = ' '.join(s.split())
     return s if s.isascii() else unicodedata.normalize('NFC', s)
 
+# %% ../nbs/13_tasks.ipynb #5fe2417d
+TASK_TEXT_FIELDS = ('initial_observation', 'instruction', 'prompt', 'question', 'problem_statement')
+
+def _first_seen(task):
+    "What a task shows first: the first of `TASK_TEXT_FIELDS` it has that is not empty (None: it shows nothing)"
+    return next((v for f in TASK_TEXT_FIELDS if (v := _field(task, f)) not in (None, '', [], {})), None)
+
+# %% ../nbs/13_tasks.ipynb #e749ba17
+def _as_text(v)->str:
+    "A shown value as text: a string as it is, anything else as sorted-key JSON (fields in any order: one value)"
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
+
 # %% ../nbs/13_tasks.ipynb #5ac73e45
 def task_key(task)->str:
     "What identifies a task's content: its fingerprint; else (no env) a hash of the text seen first; else its id"
@@ -78,9 +92,7 @@ def task_key(task)->str:
     if isinstance(task, str): return task
     if fp := _field(task, 'fingerprint'): return str(fp)
     if _field(task, 'env_id'): return task_id(task)     # an env's task: its text may not hold it (a seed's maze)
-    seen = _field(task, 'initial_observation')
-    if seen := seen if seen is not None else _field(task, 'instruction'):   # `first_user_turn`, for any task shape
-        return 'text:' + hashlib.sha1(str(seen).encode()).hexdigest()
+    if (seen := _first_seen(task)) is not None: return 'text:' + hashlib.sha1(_as_text(seen).encode()).hexdigest()
     return task_id(task)
 
 
@@ -247,12 +259,14 @@ class HeldOutReport:
     n_eval: int                  # distinct evaluation tasks
     n_eval_items: int            # evaluation tasks as listed (repeats included)
     shared: list = field(default_factory=list)  # task keys in both
+    basis: dict = field(default_factory=dict)   # what the keys rest on, both sides: 'fingerprint' / 'text' / 'id' -> count
     @property
     def disjoint(self)->bool: return not self.shared
     def __repr__(self):
         rep = f", {self.n_eval_items - self.n_eval} repeats in eval" if self.n_eval_items > self.n_eval else ''
+        on = ', '.join(f"{n} {b}" for b, n in self.basis.items() if n)
         return (f"HeldOutReport({self.n_eval} distinct eval tasks vs {self.n_train} training tasks, {len(self.shared)} "
-                f"shared{rep})")
+                f"shared{rep}" + (f"; keys by {on}" if on else '') + ")")
 
 
 # %% ../nbs/13_tasks.ipynb #2018d0fb
@@ -260,9 +274,24 @@ def _text_as_read(task)->str|None:
     "A text task's key of its text as it reads (`_plain_text`); None for a task with a fingerprint or an env"
     k = task_key(task)
     if not k.startswith('text:'): return None
+    return hashlib.sha1(_plain_text(_as_text(_first_seen(_unwrap(task)))).encode()).hexdigest()
+
+# %% ../nbs/13_tasks.ipynb #206b0553
+def _basis(task, key:str)->str:
+    "What a task's content key rests on: 'text' (what it shows), 'id' (its name alone) or 'fingerprint'"
+    if key.startswith('text:'): return 'text'
     t = _unwrap(task)
-    seen = _field(t, 'initial_observation')
-    return hashlib.sha1(_plain_text(str(seen if seen is not None else _field(t, 'instruction'))).encode()).hexdigest()
+    return 'id' if key == (t if isinstance(t, str) else str(_field(t, 'id'))) else 'fingerprint'
+
+# %% ../nbs/13_tasks.ipynb #d0d22d23
+def _by_id_alone(tasks:list, keys:list, strict:bool):
+    "Refuse (`strict`) or warn that some tasks were compared by id alone: their content was never checked"
+    ids = [task_id(t) for t, k in zip(tasks, keys) if _basis(t, k) == 'id']
+    if not ids: return
+    msg = (f"{len(ids)} of {len(tasks)} tasks are compared by id alone (e.g. {ids[:3]}): no fingerprint, no text "
+           f"({', '.join(TASK_TEXT_FIELDS)}) and no env names them, so their content was not checked")
+    if strict: raise TaskOverlapError(msg + ": they cannot be called held out")
+    warnings.warn(msg, stacklevel=3)
 
 # %% ../nbs/13_tasks.ipynb #ea33162a
 def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, trajectories, ids)
@@ -272,13 +301,15 @@ def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, tr
     "Compare evaluation and training tasks by content (`content_keys`: fingerprints, ids looked up in their env)"
     train, eval = list(train), list(eval)
     keys = content_keys(train + eval)
-    tr, ev = set(keys[:len(train)]), keys[len(train):]
-    loose = {k for t in train if (k := _text_as_read(t))}     # a text task's prompt, rewrapped: the same task
-    shared = sorted(tr & set(ev) | {k for t, k in zip(eval, ev) if _text_as_read(t) in loose})
-    rep = HeldOutReport(len(tr), len(set(ev)), len(ev), shared)
+    read = [_text_as_read(t) or k for t, k in zip(train + eval, keys)]   # a text task as it reads: rewrapped, the same
+    tr, ev = set(read[:len(train)]), read[len(train):]
+    shared = sorted({k for k, r in zip(keys[len(train):], ev) if r in tr})
+    basis = Counter(_basis(t, k) for t, k in zip(train + eval, keys))
+    rep = HeldOutReport(len(tr), len(set(ev)), len(ev), shared, {b: basis[b] for b in ('fingerprint', 'text', 'id')})
     if strict and shared:
         raise TaskOverlapError(f"{len(shared)} of {rep.n_eval} evaluation tasks share content with the training tasks "
                                f"(e.g. {shared[:3]}): they are not held out")
+    if train and eval: _by_id_alone(train + eval, keys, strict)
     return rep
 
 

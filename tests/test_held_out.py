@@ -1,0 +1,36 @@
+"Held-out checks by content: text in any task field, structured views in any order, keys that rest on ids"
+
+import pytest
+
+from knowlyr_lab.tasks import TaskOverlapError, check_held_out, suite_tasks, task_key
+
+
+@pytest.mark.parametrize('field', ['prompt', 'question', 'problem_statement'])
+def test_a_renamed_copy_with_its_text_in_another_field_is_not_held_out(field):
+    "review22 heldout.py: a task whose text is in `prompt`/`question` was keyed by its id, so a renamed copy passed"
+    train, ev = [{'id': 'a', field: 'Compute 2+3'}], [{'id': 'b', field: 'Compute 2+3'}]
+    assert check_held_out(train, ev).shared == [task_key(ev[0])]
+    with pytest.raises(TaskOverlapError, match='not held out'): check_held_out(train, ev, strict=True)
+    # the same id with other content is another task
+    assert check_held_out(train, [{'id': 'a', field: 'Compute 9*9'}]).disjoint
+
+
+def test_a_structured_observation_in_another_field_order_is_the_same_task():
+    a = {'id': 'a', 'initial_observation': {'q': '2+3', 'tools': ['x']}}
+    b = {'id': 'b', 'initial_observation': {'tools': ['x'], 'q': '2+3'}}
+    assert task_key(a) == task_key(b) and not check_held_out([a], [b]).disjoint
+
+
+def test_eval_repeats_are_counted_as_they_read():
+    r = check_held_out([], [{'id': 'b', 'instruction': 'Compute 2+3'}, {'id': 'c', 'instruction': ' Compute  2+3\n'}])
+    assert (r.n_eval, r.n_eval_items) == (1, 2) and 'repeats in eval' in repr(r)
+
+
+def test_keys_that_fell_back_to_ids_are_counted_warned_and_refused_under_strict():
+    with pytest.warns(UserWarning, match='compared by id alone'): r = check_held_out(['a', 'b'], ['b', 'c'])
+    assert r.basis == {'fingerprint': 0, 'text': 0, 'id': 4} and 'keys by 4 id' in repr(r)
+    with pytest.raises(TaskOverlapError, match=r"2 of 3 tasks are compared by id alone \(e.g. \['x', 'y'\]\)"):
+        check_held_out([{'id': 'x'}], [{'id': 'y'}, {'id': 'z', 'prompt': 'Compute 2+3'}], strict=True)
+    tr = suite_tasks('knowlyr/arith-easy', range(2))
+    assert check_held_out(tr, suite_tasks('knowlyr/arith-easy', [7]), strict=True).basis == {'fingerprint': 3, 'text': 0, 'id': 0}
+    assert check_held_out(['arith-easy-s9'], tr, strict=True).basis['fingerprint'] == 3   # an id its env names: content
