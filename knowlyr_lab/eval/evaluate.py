@@ -8,143 +8,21 @@ Docs: https://knowlyr.github.io/knowlyr-lab/eval_evaluate.html.md"""
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from fastcore.basics import patch
 
-from ..intervals import no_spread, wilson_ci
+from .episodes import EPISODE_COLUMNS, EvalResult
 from ..registry import make
 from ..replicates import crossed_bootstrap, noise_floor, paired_mde, replicate_variance
 from ..rollout.collect import collect
 from ..rollout.spec import RolloutSpec, Workers, rollout_settings
-from ..stats import Comparison, adjust_pvalues, compare_samples, effective_sample_size, pass_at_k, task_bootstrap_ci, wilson_ci_ess
-from ..tasks import HeldOutReport, check_held_out, task_key
-from ..trajectory import Trajectory, trajectory_score
+from ..stats import Comparison, adjust_pvalues, compare_samples, effective_sample_size
+from ..tasks import check_held_out
 
 # %% auto #0
-__all__ = ['EPISODE_COLUMNS', 'episode_table', 'EvalResult', 'evaluate_agent', 'compare_agents', 'compare_runs',
-           'arm_comparisons', 'leaderboard']
-
-# %% ../../nbs/71_eval_evaluate.ipynb #d241b9c0
-EPISODE_COLUMNS = ['agent', 'task_id', 'task_key', 'attempt', 'seed', 'success', 'verified', 'reward', 'steps', 'tool_errors',
-                   'cost', 'tokens', 'duration', 'reason', 'valid', 'invalid', 'trajectory_id']
-
-def episode_table(trajs:Sequence[Trajectory], # evaluated episodes
-                  agent:str|None=None,        # agent name (default: each trajectory's `agent.name`)
-                 )->pd.DataFrame:
-    "One row per episode: verified success, reward, steps, tool errors, cost, tokens, duration"
-    rows, attempts = [], {}
-    for t in trajs:
-        tid = t.task.id
-        attempt = attempts[tid] = attempts.get(tid, -1) + 1
-        u = t.total_usage
-        ends = [s.t_end for s in t.steps if s.t_end is not None]; starts = [s.t_start for s in t.steps if s.t_start is not None]
-        rows.append({'agent': agent or t.agent.name, 'task_id': tid, 'task_key': task_key(t.task), 'attempt': attempt, 'seed': t.metadata.get('seed'),
-                     'success': bool(t.outcome.success), 'verified': t.outcome.success is not None or bool(t.outcome.truncated),
-                     'reward': trajectory_score(t),
-                     'steps': len(t.steps), 'tool_errors': sum(bool(s.observation and s.observation.is_error) for s in t.steps),
-                     'cost': float(u.cost or 0.0), 'tokens': int(u.input + u.output),
-                     'duration': (max(ends) - min(starts)) if ends and starts else float('nan'),
-                     'reason': t.outcome.reason, 'valid': t.valid, 'invalid': t.outcome.invalid, 'trajectory_id': t.id})
-    return pd.DataFrame(rows, columns=EPISODE_COLUMNS)
-
-# %% ../../nbs/71_eval_evaluate.ipynb #a9e7616f
-@dataclass
-class EvalResult:
-    "Episodes of one agent on a task suite, with summaries"
-    agent: str                                   # agent name
-    episodes: pd.DataFrame                       # `episode_table` rows
-    trajectories: list = field(default_factory=list, repr=False)
-    env_id: str|None = None
-    confidence: float = 0.95
-    held_out: HeldOutReport|None = None          # evaluation vs training tasks, by content (when checked)
-    _no_spread: set = field(default_factory=set, init=False, repr=False, compare=False)  # columns warned of
-
-    @classmethod
-    def from_trajectories(cls, trajs, agent=None, env_id=None, confidence=0.95):
-        trajs = list(trajs)
-        name = agent or (trajs[0].agent.name if trajs else 'agent')
-        return cls(name, episode_table(trajs, name), trajs, env_id, confidence)
-
-    @property
-    def n_episodes(self)->int: return len(self.episodes)
-    @property
-    def tasks(self)->list: return sorted(self.episodes.task_id.unique())
-    @property
-    def valid(self)->pd.DataFrame:
-        "The episodes that say something about the agent (infrastructure failures left out)"
-        e = self.episodes
-        return e[e.valid.astype(bool)] if 'valid' in e.columns else e
-    @property
-    def n_invalid(self)->int: return self.n_episodes - len(self.valid)
-
-    def summary(self)->dict:
-        "Overall metrics with confidence intervals"
-        e = self.valid; v = e[e.verified]
-        k, n = int(v.success.sum()), len(v)
-        ess = effective_sample_size(v.success.astype(float), v.task_key) if n else 0.0
-        lo, hi = wilson_ci(k, n, self.confidence) if ess >= n else wilson_ci_ess(k / n, ess, self.confidence)
-        rlo, rhi = self.mean_ci('reward')      # attempts at one task are not independent: tasks resampled
-        out = {'agent': self.agent, 'n_episodes': self.n_episodes, 'n_tasks': e.task_id.nunique(), 'n_distinct_tasks': e.task_key.nunique(),
-               'ess': ess, 'n_unverified': int((~e.verified).sum()), 'n_invalid': self.n_invalid,
-               'success_rate': k / n if n else float('nan'), 'success_low': lo, 'success_high': hi,
-               'mean_reward': float(e.reward.mean()), 'reward_low': rlo, 'reward_high': rhi,
-               'mean_steps': float(e.steps.mean()), 'tool_errors_per_episode': float(e.tool_errors.mean()),
-               'total_cost': float(self.episodes.cost.sum()), 'total_tokens': int(self.episodes.tokens.sum())}
-        out.update({f'pass@{k}': v for k, v in self.pass_at().items()})
-        return out
-
-    def per_task(self)->pd.DataFrame:
-        "Per-task attempts, successes, success rate with Wilson CI, mean reward and steps"
-        rows = []
-        for tid, g_all in self.episodes.groupby('task_id', sort=True):
-            g = g_all[g_all.valid.astype(bool)] if 'valid' in g_all.columns else g_all
-            v = g[g.verified]; k, n = int(v.success.sum()), len(v)
-            lo, hi = wilson_ci(k, n, self.confidence)
-            rows.append({'task_id': tid, 'attempts': len(g_all), 'invalid': len(g_all) - len(g), 'successes': k, 'success_rate': k / n if n else float('nan'),
-                         'success_low': lo, 'success_high': hi, 'mean_reward': g.reward.mean(), 'mean_steps': g.steps.mean(),
-                         'tool_errors': int(g.tool_errors.sum())})
-        return pd.DataFrame(rows).set_index('task_id')
-
-    def pass_at(self, ks:Sequence[int]=(1, 2, 5, 10))->dict:
-        "Unbiased pass@k averaged over tasks, for each k <= the fewest attempts of any task"
-        g = self.valid[self.valid.verified].groupby('task_id').success.agg(['count', 'sum'])
-        if g.empty: return {}
-        kmax = int(g['count'].min())
-        return {k: float(np.mean([pass_at_k(int(n), int(c), k) for n, c in zip(g['count'], g['sum'])])) for k in ks if k <= kmax}
-
-    def task_values(self, metric:str='success')->dict:
-        "Per-task mean of `metric` over attempts, keyed by task content (the unit of a paired comparison)"
-        e = self.valid[self.valid.verified] if metric == 'success' else self.valid
-        return e.groupby('task_key')[metric].mean().astype(float).to_dict()
-
-    def _repr_markdown_(self):
-        s = self.summary()
-        return (f"**{self.agent}** on {s['n_distinct_tasks']} distinct tasks / {s['n_episodes']} episodes: success "
-                f"{s['success_rate']:.1%} [{s['success_low']:.1%}, {s['success_high']:.1%}], reward {s['mean_reward']:.3f} "
-                f"[{s['reward_low']:.3f}, {s['reward_high']:.3f}], {s['mean_steps']:.1f} steps, "
-                f"{s['tool_errors_per_episode']:.2f} tool errors/episode" + (f"; {s['n_invalid']} invalid episodes left out" if s['n_invalid'] else ''))
-    def __repr__(self): return f"EvalResult({self.agent!r}, {self.n_episodes} episodes, success={self.summary()['success_rate']:.3f})"
-
-# %% ../../nbs/71_eval_evaluate.ipynb #c3cda249
-@patch
-def _warn_no_spread(self:EvalResult, column:str, value:float, n:int):
-    "Warn, once per result and column, that it has no spread"
-    if column in self._no_spread: return
-    self._no_spread.add(column)
-    tip = "; the 0/1 success's CI is success_low to success_high" if column == 'reward' and value in (0, 1) else ''
-    warnings.warn(f"{self.agent}: all {n} {column} values are {value:g}: no spread, so no CI (NaN){tip}", stacklevel=4)
-
-# %% ../../nbs/71_eval_evaluate.ipynb #3ac393b1
-@patch
-def mean_ci(self:EvalResult, column:str='reward')->tuple[float, float]:
-    "CI of the mean of `column` over the valid episodes, tasks resampled; NaN (warned once) when the values are all equal"
-    e = self.valid; x = e[column].astype(float)
-    if len(x) < 2 or not no_spread(x): return task_bootstrap_ci(x, e.task_key, self.confidence)
-    self._warn_no_spread(column, float(x.iloc[0]), len(x)); return (float('nan'), float('nan'))
+__all__ = ['evaluate_agent', 'compare_agents', 'compare_runs', 'arm_comparisons', 'leaderboard']
 
 # %% ../../nbs/71_eval_evaluate.ipynb #b7b1671d
 def _task_list(env, tasks, n_tasks):
