@@ -1,8 +1,35 @@
-"Held-out checks by content: text in any task field, structured views in any order, keys that rest on ids"
+"Held-out checks by content: every scored episode's task is checked, text in any task field, keys that rest on ids"
+import warnings
 
 import pytest
 
+from knowlyr_lab.agents import ExpertAgent
+from knowlyr_lab.eval.evaluate import evaluate_agent
 from knowlyr_lab.tasks import TaskOverlapError, check_held_out, suite_tasks, task_key
+
+
+def flaky(fails:int):
+    "The expert whose first `fails` calls lose the connection (counted on the class: rollouts may copy the agent)"
+    class Flaky(ExpertAgent):
+        def __call__(self, obs, hist):
+            if Flaky.fails > 0: Flaky.fails -= 1; raise ConnectionError("server went away")
+            return super().__call__(obs, hist)
+    Flaky.fails = fails
+    return Flaky(name='flaky')
+
+
+def test_a_scored_later_attempt_is_checked_when_the_first_attempt_was_invalid():
+    "review22 heldout_invalid.py: the first attempt lost every task, the second was scored on the training tasks"
+    train = suite_tasks('knowlyr/arith-easy', range(5))
+    kw = dict(tasks=train, n_attempts=2, seeds=[0, 1], train_tasks=train, progress=False)
+    with pytest.raises(TaskOverlapError, match='5 of 5 evaluation tasks share content'):
+        evaluate_agent(flaky(5), 'knowlyr/arith-easy', strict=True, **kw)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        res = evaluate_agent(flaky(5), 'knowlyr/arith-easy', **kw)
+    assert (res.n_invalid, len(res.valid)) == (5, 5)
+    assert (res.held_out.n_eval, len(res.held_out.shared)) == (5, 5)
+    assert any('not held out' in str(x.message) for x in w)
 
 
 @pytest.mark.parametrize('field', ['prompt', 'question', 'problem_statement'])

@@ -57,9 +57,10 @@ def evaluate_agent(agent,                         # callable agent(observation, 
     trajs = [t for s in seeds for t in collect(env_id, agent, len(suite), tasks=suite, seed=s, spec=spec, workers=workers, progress=progress)]
     res = EvalResult.from_trajectories(trajs, agent=name or getattr(agent, 'name', None),
                                        env_id=env_id if isinstance(env_id, str) else None, confidence=confidence)
-    # the tasks the episodes ran (an invalid episode may not have reset: its task is an id, with no content to compare)
-    first = {t.task.id: t.task for t in trajs[:len(suite)] if not t.outcome.invalid}
-    res.held_out = check_held_out(train_tasks or [], list(first.values()), strict=strict)
+    # every scored episode's task, once per id, whichever attempt it came from (an invalid episode is not scored, and
+    # may not have reset: its task is an id, with no content to compare)
+    scored = {t.task.id: t.task for t in trajs if t.valid}
+    res.held_out = check_held_out(train_tasks or [], list(scored.values()), strict=strict)
     if res.held_out.n_eval < res.held_out.n_eval_items:
         warnings.warn(f"{res.held_out.n_eval_items} evaluation tasks hold only {res.held_out.n_eval} different tasks (by content): "
                       "repeats add no evidence of generalisation", stacklevel=2)
