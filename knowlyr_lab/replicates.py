@@ -213,6 +213,8 @@ def crossed_bootstrap(
     notes = [note] if note else []
     if R < 5: notes.append(f"{R} runs: the between-run variance rests on {R} values, so the interval may be too narrow "
                            "in runs")
+    if gap := int((~mask).sum()):
+        notes.append(f"{gap} of {R * T} run x task cells have no data: the estimate averages the other {R * T - gap}")
     for n, what in (((~ran).sum(), 'run(s)'), ((~had).sum(), 'task(s)')):
         if n: notes.append(f"{n} {what} with no data left out")
     per_run = _per_run(full, seen, confidence, seed, binary)

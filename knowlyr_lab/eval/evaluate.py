@@ -114,24 +114,36 @@ def compare_agents(a:EvalResult,          # first agent's evaluation
     c.notes = notes + c.notes
     return c
 
+# %% ../../nbs/71_eval_evaluate.ipynb #5adfb05c
+def _run_notes(i:int, x:EvalResult, y:EvalResult, vx:dict, vy:dict)->list:
+    "What run `i` (`x` vs `y`, per-task values `vx`, `vy`) left out of its pairing"
+    shared, out, run = set(vx) & set(vy), [], f"run {i} ({x.agent} vs {y.agent})"
+    n = len(shared)
+    lost = [f"{r.n_invalid} invalid episode(s) of {r.agent} left out" for r in (x, y) if r.n_invalid]
+    lost += [f"{len(v) - n} of {r.agent}'s {len(v)} tasks unpaired" for r, v in ((x, vx), (y, vy)) if len(v) > n]
+    if lost: out.append(f"{run}: {n} tasks paired; " + '; '.join(lost))
+    return out
+
 # %% ../../nbs/71_eval_evaluate.ipynb #5393fc00
 def compare_runs(a:Sequence[EvalResult],  # the method's evaluations, one per warm start / seed
                  b:Sequence[EvalResult],  # the control's, in the same run order
                  metric:str='success',    # episode column to compare
                  **kwargs,                # passed to `crossed_bootstrap` (confidence, n_resamples, seed)
-                )->dict:                  # {'crossed': CrossedResult, 'runs': per-run table with Holm-adjusted p, 'tasks': task keys}
+                )->dict:                  # {'crossed', 'runs' (per-run tests, Holm-adjusted p), 'tasks', 'n_cells' (paired run x task cells)}
     "Paired comparison over runs and tasks: run i of `a` against run i of `b`, the crossed bootstrap over both"
     if len(a) != len(b) or len(a) < 2: raise ValueError(f"need >= 2 runs on each side, paired by order; got {len(a)} and {len(b)}")
     vals = [(x.task_values(metric), y.task_values(metric)) for x, y in zip(a, b)]
     tasks = sorted(set().union(*(set(va) & set(vb) for va, vb in vals)))
-    diff = np.array([[va[t] - vb[t] if t in va and t in vb else np.nan for t in tasks] for va, vb in vals])
+    cells = lambda s: np.array([[v[s][t] if t in v[0] and t in v[1] else np.nan for t in tasks] for v in vals])
+    ya, yb = cells(0), cells(1)                 # each side's value of every paired (run, task) cell; NaN: not paired
     comps = [compare_agents(x, y, metric=metric, paired=True) for x, y in zip(a, b)]
-    crossed = crossed_bootstrap(diff, binary=all(c.binary for c in comps), **kwargs)   # one 0/1 success per task
+    crossed = crossed_bootstrap(ya - yb, binary=all(c.binary for c in comps), **kwargs)   # one 0/1 success per task
+    crossed.notes += [n for i, (x, y, v) in enumerate(zip(a, b, vals)) for n in _run_notes(i, x, y, *v)]
     padj, _ = adjust_pvalues([c.p_value for c in comps], 'holm')
     runs = pd.DataFrame([{'run': i, 'a': c.name_a, 'b': c.name_b, 'n_tasks': c.n_a, 'mean_a': c.mean_a, 'mean_b': c.mean_b, 'diff': c.diff,
                           'diff_low': c.diff_ci[0], 'diff_high': c.diff_ci[1], 'test': c.primary, 'p': c.p_value, 'p_holm': pa}
                          for i, (c, pa) in enumerate(zip(comps, padj))])
-    return {'crossed': crossed, 'runs': runs, 'tasks': tasks}
+    return {'crossed': crossed, 'runs': runs, 'tasks': tasks, 'n_cells': int((~np.isnan(ya)).sum())}
 
 # %% ../../nbs/71_eval_evaluate.ipynb #2fdf2270
 def arm_comparisons(evals:dict,             # arm name -> its evaluations, one per warm start (the same order in every arm)
@@ -146,7 +158,8 @@ def arm_comparisons(evals:dict,             # arm name -> its evaluations, one p
         tests = ', '.join(sorted(set(r['runs'].test)))   # McNemar for one 0/1 outcome per task, else paired t
         out[f'{a} vs {b}'] = {'a': a, 'b': b, 'mean_a': float(r['runs'].mean_a.mean()), 'mean_b': float(r['runs'].mean_b.mean()),
                               'estimate': c.mean, 'ci': list(c.ci), 'confidence': c.confidence, 'p_bootstrap': c.pvalue,
-                              'n_runs': c.n_runs, 'n_tasks': c.n_tasks, 'p_adjustment': f'holm (per-run {tests}, over the runs)',
+                              'n_runs': c.n_runs, 'n_tasks': c.n_tasks, 'n_cells': r['n_cells'],
+                              'p_adjustment': f'holm (per-run {tests}, over the runs)',
                               'notes': c.notes, 'runs': r['runs'].to_dict(orient='records')}
     return out
 
