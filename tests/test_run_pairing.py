@@ -1,4 +1,4 @@
-"compare_runs / arm_comparisons: what the pairing leaves out is in the record"
+"compare_runs / arm_comparisons: what the pairing leaves out is in the record, the means are over the estimate's cells"
 import json
 import warnings
 from pathlib import Path
@@ -36,6 +36,13 @@ def test_the_pairs_a_run_lost_are_counted_in_the_record():
     assert '10 of 36 run x task cells have no data: the estimate averages the other 26' in rec['notes']
     assert (rec['n_tasks'], rec['n_cells'], [r['n_tasks'] for r in rec['runs']]) == (12, 26, [2, 12, 12])
     json.dumps(rec)
+
+
+def test_the_record_means_are_over_the_cells_of_the_estimate():
+    "mean_a - mean_b was 0.500 (means of per-run means over other task sets) while the estimate was 0.308"
+    rec = lost_run()
+    assert rec['mean_a'] - rec['mean_b'] == pytest.approx(rec['estimate'], abs=1e-12)
+    assert (rec['mean_a'], rec['mean_b']) == pytest.approx((8 / 26, 0.0))
 
 
 def test_committed_results_files_still_load_and_mean_what_they_said():

@@ -129,7 +129,7 @@ def compare_runs(a:Sequence[EvalResult],  # the method's evaluations, one per wa
                  b:Sequence[EvalResult],  # the control's, in the same run order
                  metric:str='success',    # episode column to compare
                  **kwargs,                # passed to `crossed_bootstrap` (confidence, n_resamples, seed)
-                )->dict:                  # {'crossed', 'runs' (per-run tests, Holm-adjusted p), 'tasks', 'n_cells' (paired run x task cells)}
+                )->dict:                  # {'crossed', 'runs' (per-run tests, Holm-adjusted p), 'tasks', 'n_cells', 'mean_a', 'mean_b'}
     "Paired comparison over runs and tasks: run i of `a` against run i of `b`, the crossed bootstrap over both"
     if len(a) != len(b) or len(a) < 2: raise ValueError(f"need >= 2 runs on each side, paired by order; got {len(a)} and {len(b)}")
     vals = [(x.task_values(metric), y.task_values(metric)) for x, y in zip(a, b)]
@@ -143,7 +143,8 @@ def compare_runs(a:Sequence[EvalResult],  # the method's evaluations, one per wa
     runs = pd.DataFrame([{'run': i, 'a': c.name_a, 'b': c.name_b, 'n_tasks': c.n_a, 'mean_a': c.mean_a, 'mean_b': c.mean_b, 'diff': c.diff,
                           'diff_low': c.diff_ci[0], 'diff_high': c.diff_ci[1], 'test': c.primary, 'p': c.p_value, 'p_holm': pa}
                          for i, (c, pa) in enumerate(zip(comps, padj))])
-    return {'crossed': crossed, 'runs': runs, 'tasks': tasks, 'n_cells': int((~np.isnan(ya)).sum())}
+    return {'crossed': crossed, 'runs': runs, 'tasks': tasks, 'n_cells': int((~np.isnan(ya)).sum()),
+            'mean_a': float(np.nanmean(ya)), 'mean_b': float(np.nanmean(yb))}   # over the cells the estimate averages
 
 # %% ../../nbs/71_eval_evaluate.ipynb #2fdf2270
 def arm_comparisons(evals:dict,             # arm name -> its evaluations, one per warm start (the same order in every arm)
@@ -156,7 +157,7 @@ def arm_comparisons(evals:dict,             # arm name -> its evaluations, one p
     for a, b in pairs:
         r = compare_runs(evals[a], evals[b], metric=metric, seed=seed); c = r['crossed']
         tests = ', '.join(sorted(set(r['runs'].test)))   # McNemar for one 0/1 outcome per task, else paired t
-        out[f'{a} vs {b}'] = {'a': a, 'b': b, 'mean_a': float(r['runs'].mean_a.mean()), 'mean_b': float(r['runs'].mean_b.mean()),
+        out[f'{a} vs {b}'] = {'a': a, 'b': b, 'mean_a': r['mean_a'], 'mean_b': r['mean_b'],
                               'estimate': c.mean, 'ci': list(c.ci), 'confidence': c.confidence, 'p_bootstrap': c.pvalue,
                               'n_runs': c.n_runs, 'n_tasks': c.n_tasks, 'n_cells': r['n_cells'],
                               'p_adjustment': f'holm (per-run {tests}, over the runs)',
