@@ -1,4 +1,4 @@
-"compare_runs / arm_comparisons: what the pairing leaves out is in the record, the means are over the estimate's cells"
+"compare_runs / arm_comparisons: what the pairing leaves out is in the record, the means are over the estimate's cells, seeds"
 import json
 import warnings
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, arm_comparisons
+from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, arm_comparisons, compare_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 T = [f't{i}' for i in range(12)]
@@ -43,6 +43,22 @@ def test_the_record_means_are_over_the_cells_of_the_estimate():
     rec = lost_run()
     assert rec['mean_a'] - rec['mean_b'] == pytest.approx(rec['estimate'], abs=1e-12)
     assert (rec['mean_a'], rec['mean_b']) == pytest.approx((8 / 26, 0.0))
+
+
+def test_runs_on_other_seeds_are_paired_and_noted():
+    "Greedy results do not depend on the seed: other seeds (or a second attempt) still pair, and the record says so"
+    same = compare_runs([ev(f'm{r}', [(t, r, i % 2, True) for i, t in enumerate(T)]) for r in range(3)],
+                        [ev(f'c{r}', [(t, r, 0, True) for t in T]) for r in range(3)])
+    assert not any('seeds differ' in n for n in same['crossed'].notes)
+    with pytest.warns(UserWarning, match='episode seeds differ'):
+        other = compare_runs([ev(f'm{r}', [(t, r, 1, True) for t in T]) for r in range(3)],
+                             [ev(f'c{r}', [(t, 100 + r, 0, True) for t in T]) for r in range(3)])
+    assert other['crossed'].n_tasks == 12 and other['crossed'].mean == 1.0
+    assert [n for n in other['crossed'].notes if 'seeds differ' in n][0].startswith('run 0 (m0 vs c0): episode seeds differ (1 vs 1, 0 shared)')
+    with pytest.warns(UserWarning, match=r'episode seeds differ \(2 vs 1, 1 shared\)'):
+        two = compare_runs([ev('m', [(t, s, 1, True) for t in T for s in (0, 1)]) for _ in range(2)],
+                           [ev('c', [(t, 0, 0, True) for t in T]) for _ in range(2)])
+    assert 'mcnemar_exact' not in set(two['runs'].test)   # two attempts against one: per-task means, not one 0/1 each
 
 
 def test_committed_results_files_still_load_and_mean_what_they_said():

@@ -116,12 +116,17 @@ def compare_agents(a:EvalResult,          # first agent's evaluation
 
 # %% ../../nbs/71_eval_evaluate.ipynb #5adfb05c
 def _run_notes(i:int, x:EvalResult, y:EvalResult, vx:dict, vy:dict)->list:
-    "What run `i` (`x` vs `y`, per-task values `vx`, `vy`) left out of its pairing"
+    "What run `i` (`x` vs `y`, per-task values `vx`, `vy`) left out of its pairing, and whether their seeds differ"
     shared, out, run = set(vx) & set(vy), [], f"run {i} ({x.agent} vs {y.agent})"
     n = len(shared)
     lost = [f"{r.n_invalid} invalid episode(s) of {r.agent} left out" for r in (x, y) if r.n_invalid]
     lost += [f"{len(v) - n} of {r.agent}'s {len(v)} tasks unpaired" for r, v in ((x, vx), (y, vy)) if len(v) > n]
     if lost: out.append(f"{run}: {n} tasks paired; " + '; '.join(lost))
+    sx, sy = (set(r.valid[r.valid.task_key.isin(shared)].seed.dropna()) for r in (x, y))   # on the paired tasks
+    if sx != sy:
+        out.append(f"{run}: episode seeds differ ({len(sx)} vs {len(sy)}, {len(sx & sy)} shared): each task's "
+                   "attempts are averaged and paired across seeds, sound when results do not depend on the seed")
+        warnings.warn(out[-1], stacklevel=3)
     return out
 
 # %% ../../nbs/71_eval_evaluate.ipynb #5393fc00
