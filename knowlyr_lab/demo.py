@@ -21,7 +21,7 @@ import plotly.io as pio
 from .agents import ExpertAgent, RandomAgent
 from .config import ConfigError, in_range, one_of, validate_config
 from .eval.evaluate import compare_agents, evaluate_agent, leaderboard
-from .eval.results import made_at
+from .eval.results import made_at, made_with
 from .hub.export import DatasetExporter
 from .plots import plot_step_rewards, plot_success_rates, plot_training_curves
 from .provenance import provenance, results_only
@@ -212,11 +212,10 @@ def write_report(path:Path, title:str, sections:list[tuple[str, str]], figures:d
 
 # %% ../nbs/90_demo.ipynb #c2f16c41
 def _made_with(p:dict)->str:
-    "One line of provenance for a report"
+    "One line of provenance for a report: `made_with` (the commit in `made_at`'s words, the machine), versions, seed"
     pk = p['packages']
-    return (f"knowlyr-lab {pk.get('knowlyr-lab')} at {(p.get('commit') or 'no commit')[:10]}{' (modified)' if p.get('dirty') else ''}, "
-            f"torch {pk.get('torch')}, transformers {pk.get('transformers')}, Python {p['python']}; CPU {p['cpu']}, "
-            f"torch kernels {p['cpu_capability']}, {p['torch_threads']} threads; seed {p['seed']}")
+    return (f"{made_with(p)}; knowlyr-lab {pk.get('knowlyr-lab')}, torch {pk.get('torch')}, transformers "
+            f"{pk.get('transformers')}, Python {p['python']}; seed {p['seed']}")
 
 def run_experiment_1(out_dir:str|Path='runs/demo', # where data, models, tables and report.html go
                      size:str='small',              # 'ci', 'small' or 'full'
