@@ -48,6 +48,7 @@ def made_at(p:dict)->str:
     c = p.get('commit')
     if not c: where = 'no commit recorded'
     elif p.get('dirty') is False: where = f"commit {c[:7]}"
+    elif 'dirty' in p and p['dirty'] is None: where = f"commit {c[:7]} (git could not say whether it was modified)"
     elif results_only(p): where = f"commit {c[:7]} (only results files modified)"
     else: where = f"commit {c[:7]} with uncommitted changes, so no commit holds the code that ran"
     return where + ('' if (p.get('packages') or {}).get('knowlyr-lab') else ', no knowlyr-lab version recorded')
