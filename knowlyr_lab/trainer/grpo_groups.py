@@ -20,17 +20,32 @@ from ..trajectory import Trajectory
 # %% auto #0
 __all__ = ['groups_from_records', 'group_tensors', 'has_signal']
 
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #c261039c
+_NEEDED = object()      # no default: the field must be there
+
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #1bb0d4ab
+def _per_completion(rec:dict, field:str, n:int, where:str, what:str, default=_NEEDED)->list:
+    "Field `field` of a group record: one `what` for each of its `n` completions (`default` each when absent)"
+    v = rec.get(field)
+    if (v is None or v == []) and default is not _NEEDED: return [default] * n
+    if not isinstance(v, list) or len(v) != n:
+        got = f"{len(v)} values" if isinstance(v, list) else 'none' if v is None else type(v).__name__
+        raise DataFormatError(f"{where}: field '{field}' must list one {what} per completion ({got} for {n} completions)")
+    return v
+
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #02745188
 def _completions_group(rec:dict, where:str, system_prompt:str|None=None, tools:list|None=None)->list[dict]:
     "The group of one {'prompt', 'completions', 'rewards'[, 'step_rewards', 'valid']} record: a chat per completion"
+    for k in ('prompt', 'completions'):
+        if k not in rec: raise DataFormatError(f"{where}: field '{k}' is missing")
     prompt = rec['prompt'] if isinstance(rec['prompt'], list) else [{'role': 'user', 'content': rec['prompt']}]
-    comps, rs = rec['completions'], rec.get('rewards')
-    if not isinstance(rs, list) or len(rs) != len(comps):
-        raise DataFormatError(f"{where}: field 'rewards' must list one reward per completion")
-    srs = rec.get('step_rewards') or [None] * len(comps)
-    vs = rec.get('valid') or [True] * len(comps)   # False: an infrastructure failure ended that completion's episode
-    if not isinstance(vs, list) or len(vs) != len(comps):
-        raise DataFormatError(f"{where}: field 'valid' must list one bool per completion")
+    comps = rec['completions']
+    if not isinstance(comps, list) or not comps:
+        raise DataFormatError(f"{where}: field 'completions' must be a non-empty list")
+    rs = _per_completion(rec, 'rewards', len(comps), where, 'reward')
+    srs = _per_completion(rec, 'step_rewards', len(comps), where, 'list of step rewards', None)
+    # False: an infrastructure failure ended that completion's episode
+    vs = _per_completion(rec, 'valid', len(comps), where, 'bool', True)
     g = []
     for comp, r, sr, v in zip(comps, rs, srs, vs):
         comp = comp if isinstance(comp, list) else [{'role': 'assistant', 'content': comp}]

@@ -1,0 +1,32 @@
+"""Offline GRPO groups read from records (review21): a group record's per-completion fields must each list one value
+per completion, a missing field is named with the record's place, and (further below) what is trained and how members
+are grouped. No model is trained: the checks stop at the groups and their token rows."""
+import json
+
+import pytest
+
+from knowlyr_lab.trainer.grpo_groups import groups_from_records
+
+
+def test_a_group_record_refuses_step_rewards_for_fewer_completions(tmp_path):
+    "4 completions with 2 step_rewards lists were zipped into a group of 2, silently"
+    rec = {'prompt': 'task', 'completions': ['a', 'b', 'c', 'd'], 'rewards': [1.0, 0.0, 1.0, 0.0],
+           'step_rewards': [[1.0], [0.0]]}
+    p = tmp_path / 'groups.jsonl'
+    p.write_text(json.dumps(rec) + '\n')
+    errs = []
+    assert groups_from_records(str(p), errors=errs) == []
+    assert errs == [{'where': f'{p}:1', 'error': f"{p}:1: field 'step_rewards' must list one list of step rewards per "
+                                                 "completion (2 values for 4 completions)"}]
+    ok = groups_from_records([{**rec, 'step_rewards': [[1.0], [0.0], [1.0], [0.0]]}])
+    assert [len(g) for g in ok] == [4] and [m['step_rewards'] for m in ok[0]] == [[1.0], [0.0], [1.0], [0.0]]
+
+
+def test_a_group_record_without_prompt_names_the_field(tmp_path):
+    p = tmp_path / 'groups.jsonl'
+    p.write_text(json.dumps({'completions': ['a', 'b'], 'rewards': [1, 0]}) + '\n')
+    errs = []
+    groups_from_records(str(p), errors=errs)
+    assert errs == [{'where': f'{p}:1', 'error': f"{p}:1: field 'prompt' is missing"}]
+    with pytest.raises(Exception, match="record\\[0\\]: field 'completions' must be a non-empty list"):
+        groups_from_records([{'prompt': 'task', 'completions': [], 'rewards': []}])
