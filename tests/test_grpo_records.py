@@ -1,6 +1,7 @@
 """Offline GRPO groups read from records (review21): a group record's per-completion fields must each list one value
 per completion, a missing field is named with the record's place, and (further below) what is trained and how members
 are grouped. No model is trained: the checks stop at the groups and their token rows."""
+import hashlib
 import json
 
 import pytest
@@ -30,3 +31,18 @@ def test_a_group_record_without_prompt_names_the_field(tmp_path):
     assert errs == [{'where': f'{p}:1', 'error': f"{p}:1: field 'prompt' is missing"}]
     with pytest.raises(Exception, match="record\\[0\\]: field 'completions' must be a non-empty list"):
         groups_from_records([{'prompt': 'task', 'completions': [], 'rewards': []}])
+
+
+def test_chat_records_without_task_id_are_grouped_by_their_prompt():
+    "messages records without task_id all fell into one group (task id ''), across unrelated prompts"
+    def qa(q, a, r): return {'messages': [{'role': 'user', 'content': q}, {'role': 'assistant', 'content': a}], 'reward': r}
+    recs = [qa('What is 2+2?', '4', 1.0), qa('Capital of France?', 'Paris', 1.0), qa('What is 2+2?', '5', 0.0),
+            {**qa('Spell cat', 'dog', 0.0), 'task_id': 'spell'}]
+    gs = groups_from_records(recs)
+    assert sorted([m['messages'][-1]['content'] for m in g] for g in gs) == [['4', '5'], ['Paris'], ['dog']]
+    ids = {m['messages'][-1]['content']: m['task_id'] for g in gs for m in g}
+    # the id the recording proxy gives a conversation recorded without a task header (serving.recording's
+    # `'prompt-' + _prefix_hashes(prompt)[-1][:12]`): one group with such trajectories
+    key = json.dumps(['user', 'What is 2+2?', []], sort_keys=True, ensure_ascii=False).encode() + b'\x00'
+    assert ids['4'] == ids['5'] == 'prompt-' + hashlib.sha1(key).hexdigest()[:12]
+    assert ids['dog'] == 'spell'

@@ -7,10 +7,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_grpo_groups.html.md"""
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #d55b6cc3
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import torch
 
+from ..serving.recording import message_key
 from .data import DataFormatError, collate_padded, load_records, to_chat, tokenize_chats
 from .drift import recorded_training_rows, split_recorded
 from .grpo_config import GRPOConfig
@@ -56,10 +58,17 @@ def _completions_group(rec:dict, where:str, system_prompt:str|None=None, tools:l
         g.append(ch)
     return g
 
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #ac78a847
+def _prompt_task_id(msgs:list[dict])->str:
+    "'prompt-' and a hash of the messages before the first assistant turn, as `chain_trajectory` names a recorded task"
+    k = next((i for i, m in enumerate(msgs) if m['role'] == 'assistant'), len(msgs))
+    return 'prompt-' + hashlib.sha1(b''.join(message_key(m).encode() + b'\x00' for m in msgs[:k])).hexdigest()[:12]
+
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #7e4bbcfb
 def _record_member(rec, where:str, system_prompt:str|None=None, tools:list|None=None)->dict:
     "A trajectory or chat record as a group member (grouped by its task id), with its validity"
     ch = to_chat(rec, where, system_prompt=system_prompt, tools=tools)
+    ch['task_id'] = ch['task_id'] or _prompt_task_id(ch['messages'])    # no task id: the group of its prompt
     if isinstance(rec, Trajectory): ch['valid'] = rec.valid
     else: ch['valid'] = bool(rec.get('valid', True)) if isinstance(rec, dict) else True
     return ch
