@@ -3,6 +3,8 @@ per completion, a missing field is named with the record's place, and (further b
 are grouped. No model is trained: the checks stop at the groups and their token rows."""
 import hashlib
 import json
+import tempfile
+from types import SimpleNamespace
 
 import pytest
 
@@ -46,3 +48,26 @@ def test_chat_records_without_task_id_are_grouped_by_their_prompt():
     key = json.dumps(['user', 'What is 2+2?', []], sort_keys=True, ensure_ascii=False).encode() + b'\x00'
     assert ids['4'] == ids['5'] == 'prompt-' + hashlib.sha1(key).hexdigest()[:12]
     assert ids['dog'] == 'spell'
+
+
+def test_a_group_records_prompt_trains_nothing_and_step_rewards_count_the_completion():
+    "An assistant turn in a group record's prompt was labelled in every member, with that member's advantage"
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig, group_tensors
+    from knowlyr_lab.trainer.tiny import train_tokenizer
+    tok = train_tokenizer()
+    stand_in = SimpleNamespace(config=GRPOConfig(output_dir=tempfile.mkdtemp(), step_level_advantage=True),
+                               tokenizer=tok, chat_format=None)
+    prompt = [{'role': 'user', 'content': 'Solve it'}, {'role': 'assistant', 'content': 'PROMPTASSISTANT earlier turn'},
+              {'role': 'user', 'content': 'Now finish'}]
+    rec = {'prompt': prompt, 'completions': ['COMPLETION good', 'COMPLETION bad'], 'rewards': [1.0, 0.0],
+           'step_rewards': [[1.0], [0.0]]}                    # one per completion turn: the prompt's turn has none
+    [g] = groups_from_records([rec], tokenizer=tok)
+    assert [m['step_rewards'] for m in g] == [[1.0], [0.0]]
+    b, A, _, _ = group_tensors(stand_in, g, 2)
+    trained = [tok.decode([i for i, l in zip(ids, lab) if l != -100]) for ids, lab in zip(b['input_ids'].tolist(),
+                                                                                          b['labels'].tolist())]
+    assert [t.replace('<|im_end|>', '') for t in trained] == ['COMPLETION good', 'COMPLETION bad']
+    scored = b['labels'][:, 1:] != -100
+    assert (A[0][scored[0]] > 0).all() and (A[1][scored[1]] < 0).all()   # the completion's own step reward
+    with pytest.raises(Exception, match="record\\[0\\]: field 'step_rewards' has 2 values for a completion's 1 "):
+        groups_from_records([{**rec, 'step_rewards': [[0.0, 1.0], [0.0, 0.0]]}])

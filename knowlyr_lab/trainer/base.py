@@ -14,11 +14,13 @@ import torch
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
+from ..chat import render_chat
 from .core import TrainerCore
+from .data import render_spans
 from .packing import collate_packed, pack_samples
 
 # %% auto #0
-__all__ = ['BaseTrainer']
+__all__ = ['BaseTrainer', 'completion_spans']
 
 # %% ../../nbs/62a_trainer_base.ipynb #13929e88
 class BaseTrainer(TrainerCore):
@@ -162,3 +164,13 @@ def _scored_logps(self:BaseTrainer, samples:list[dict], model=None, temperature:
     owner = torch.repeat_interleave(torch.arange(len(samples)),
                                     torch.tensor([len(s['input_ids']) for s in samples])).to(pos.device)
     return lp, owner[pos + 1], b['weights'][0, pos + 1]
+
+# %% ../../nbs/62a_trainer_base.ipynb #03a2381f
+def completion_spans(tokenizer, prompt:list,   # the prompt's messages (assistant turns among them are context)
+                     completion:list,          # the completion's messages
+                     tools:list|None=None, fmt:str|None=None, template_kwargs:dict|None=None,   # as `render_spans`
+                    )->tuple:                  # (text, [(start, end, step)] of the completion's assistant turns)
+    "The rendered prompt + completion and its assistant spans at or after the end of the rendered prompt"
+    text, spans, _ = render_spans(tokenizer, prompt + completion, tools, fmt, template_kwargs)
+    p_len = len(render_chat(tokenizer, prompt, tools, fmt=fmt, template_kwargs=template_kwargs))
+    return text, [sp for sp in spans if sp[0] >= p_len]

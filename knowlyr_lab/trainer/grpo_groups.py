@@ -13,6 +13,7 @@ import warnings
 import torch
 
 from ..serving.recording import message_key
+from .base import completion_spans
 from .data import DataFormatError, collate_padded, load_records, to_chat, tokenize_chats
 from .drift import recorded_training_rows, split_recorded
 from .grpo_config import GRPOConfig
@@ -35,12 +36,37 @@ def _per_completion(rec:dict, field:str, n:int, where:str, what:str, default=_NE
         raise DataFormatError(f"{where}: field '{field}' must list one {what} per completion ({got} for {n} completions)")
     return v
 
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #e6beacd7
+def _as_turns(x, role:str)->list:
+    "A prompt or completion as messages: a string is one turn of `role`"
+    return x if isinstance(x, list) else [{'role': role, 'content': x}]
+
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #af9219a4
+def _assistant_turns(msgs:list)->int:
+    "How many assistant turns `msgs` hold"
+    return sum(isinstance(m, dict) and m.get('role') == 'assistant' for m in msgs)
+
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #8947e4b2
+def _completion_chat(rec:dict, prompt:list, comp, reward, step_rewards:list|None, where:str,
+                     system_prompt:str|None=None, tools:list|None=None)->dict:
+    "One completion of a group record as a chat: `step_rewards` are its assistant turns', `completion_at` where it starts"
+    comp = _as_turns(comp, 'assistant')
+    n_pre, n = _assistant_turns(prompt), _assistant_turns(comp)
+    if step_rewards and len(step_rewards) != n:
+        raise DataFormatError(f"{where}: field 'step_rewards' has {len(step_rewards)} values for a completion's {n} "
+                              "assistant turns")
+    ch = to_chat({'messages': prompt + comp, 'tools': rec.get('tools'), 'reward': reward,
+                  'chat_template_kwargs': rec.get('chat_template_kwargs'),   # TRL's per-row template variables
+                  **({'step_rewards': [0.0] * n_pre + list(step_rewards)} if step_rewards else {})},
+                 where, system_prompt=system_prompt, tools=tools)
+    return {**ch, 'step_rewards': ch['step_rewards'][n_pre:], 'completion_at': len(ch['messages']) - len(comp)}
+
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #02745188
 def _completions_group(rec:dict, where:str, system_prompt:str|None=None, tools:list|None=None)->list[dict]:
     "The group of one {'prompt', 'completions', 'rewards'[, 'step_rewards', 'valid']} record: a chat per completion"
     for k in ('prompt', 'completions'):
         if k not in rec: raise DataFormatError(f"{where}: field '{k}' is missing")
-    prompt = rec['prompt'] if isinstance(rec['prompt'], list) else [{'role': 'user', 'content': rec['prompt']}]
+    prompt = _as_turns(rec['prompt'], 'user')
     comps = rec['completions']
     if not isinstance(comps, list) or not comps:
         raise DataFormatError(f"{where}: field 'completions' must be a non-empty list")
@@ -48,15 +74,8 @@ def _completions_group(rec:dict, where:str, system_prompt:str|None=None, tools:l
     srs = _per_completion(rec, 'step_rewards', len(comps), where, 'list of step rewards', None)
     # False: an infrastructure failure ended that completion's episode
     vs = _per_completion(rec, 'valid', len(comps), where, 'bool', True)
-    g = []
-    for comp, r, sr, v in zip(comps, rs, srs, vs):
-        comp = comp if isinstance(comp, list) else [{'role': 'assistant', 'content': comp}]
-        ch = to_chat({'messages': prompt + comp, 'tools': rec.get('tools'), 'reward': r,
-                      'chat_template_kwargs': rec.get('chat_template_kwargs'),   # TRL's per-row template variables
-                      **({'step_rewards': sr} if sr else {})}, where, system_prompt=system_prompt, tools=tools)
-        ch['valid'] = bool(v)
-        g.append(ch)
-    return g
+    return [{**_completion_chat(rec, prompt, comp, r, sr, where, system_prompt, tools), 'valid': bool(v)}
+            for comp, r, sr, v in zip(comps, rs, srs, vs)]
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #ac78a847
 def _prompt_task_id(msgs:list[dict])->str:
@@ -110,6 +129,17 @@ def groups_from_records(data, tools=None, system_prompt=None,
         by_task.setdefault(ch['task_id'], []).append(ch)
     return groups + list(by_task.values())
 
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #d7b71d59
+def _completion_only(tokenizer, m:dict, s:dict, fmt:str|None=None)->dict:
+    "Sample `s` of member `m`, labelled only on its completion's assistant turns when `m` is a group record's completion"
+    if 'completion_at' not in m: return s                       # a trajectory or a chat: every assistant turn trains
+    at = m['completion_at']
+    _, spans = completion_spans(tokenizer, m['messages'][:at], m['messages'][at:], m.get('tools'), fmt,
+                                m.get('template_kwargs'))
+    first = spans[0][2] if spans else len(m['messages'])        # the completion's first step
+    return {**s, 'labels': [l if k >= first else -100 for l, k in zip(s['labels'], s['step'])],
+            'step': [k - first if k >= first else -1 for k in s['step']]}
+
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #6f64ffca
 def _member_rows(tokenizer, members:list[dict], fmt:str|None=None)->tuple[list[dict], list[int]]:
     "Every member's token rows (recorded ones bring theirs, the rest are tokenized) and the member each row belongs to"
@@ -117,7 +147,8 @@ def _member_rows(tokenizer, members:list[dict], fmt:str|None=None)->tuple[list[d
     rendered = iter(tokenize_chats(tokenizer, plain, mask_observations=True, fmt=fmt) if plain else [])
     samples, owner = [], []                   # a recorded member split at a drift gives several rows, one advantage
     for j, m in enumerate(members):
-        for s in (m['samples'] if 'samples' in m else [next(rendered)]): samples.append(dict(s)); owner.append(j)
+        for s in (m['samples'] if 'samples' in m else [_completion_only(tokenizer, m, next(rendered), fmt)]):
+            samples.append(dict(s)); owner.append(j)
     return samples, owner
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #05f68165
