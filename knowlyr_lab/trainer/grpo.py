@@ -113,7 +113,7 @@ def _online_groups(self:GRPOTrainer, u:int)->tuple[list[list[dict]], int]:
     ("Update u's groups, and the rounds they took: rounds of new tasks until `min_groups_with_signal` have signal, "
      "`max_sampling_rounds` at most")
     c, groups, r = self.config, [], 0
-    U = max(1, c.max_steps // c.num_iterations)               # updates in the run (as `plan` counts them)
+    U = len(c.online_updates)                                  # updates in the run (as `plan` counts them)
     while r < c.max_sampling_rounds and sum(map(has_signal, groups)) < c.min_groups_with_signal:
         first = c.task_seed_offset + (r * U + u) * c.tasks_per_step
         groups += self._rollout_groups(list(range(first, first + c.tasks_per_step))); r += 1

@@ -25,7 +25,8 @@ class GRPOConfig(TrainConfig):
     "Group-relative policy optimisation settings"
     output_dir: str = 'runs/grpo'          # checkpoints, final model, metrics.jsonl
     learning_rate: float = 1e-6            # peak learning rate (AdamW)
-    # optimiser steps: online runs this many; offline stops here unless num_epochs ends first (-1: epochs decide)
+    # optimiser steps: online runs this many (updates of num_iterations steps, the last one shorter when it does not
+    # divide max_steps); offline stops here unless num_epochs ends first (-1: epochs decide)
     max_steps: int = 20
     logging_steps: int = 1                 # log every n optimiser steps
     env_id: str|None = None                # env for online rollouts (None: offline groups only)
@@ -112,3 +113,10 @@ def _check_server(self:GRPOConfig):
 def rollout(self:GRPOConfig)->RolloutSpec:
     "The spec of the online episodes: the step budget and invalid-action limit of this config"
     return RolloutSpec(max_episode_steps=self.max_episode_steps, max_invalid_actions=self.max_invalid_actions)
+
+# %% ../../nbs/64_trainer_grpo_config.ipynb #21c178fd
+@patch(as_prop=True)
+def online_updates(self:GRPOConfig)->list[int]:
+    "The optimiser steps of each online update: `num_iterations` each, the last shorter, `max_steps` in all"
+    it = self.num_iterations
+    return [min(it, self.max_steps - s) for s in range(0, self.max_steps, it)]

@@ -89,7 +89,7 @@ def plan(self:GRPOUpdates)->list[list[tuple]]:
      "online, one per update")
     c, it, gas = self.config, self.config.num_iterations, self.config.gradient_accumulation_steps
     if self.groups is None:
-        return [[(('online', u), None, j) for u in range(max(1, c.max_steps // it)) for _ in range(it)
+        return [[(('online', u), None, j) for u, n in enumerate(c.online_updates) for _ in range(n)
                  for j in range(gas)]]
     out = []
     for e in range(self.epochs):
