@@ -197,6 +197,14 @@ def _token_advantages(adv:torch.Tensor,   # (B,) each row's member's advantage
     if step_level: return step_level_advantages(adv, step_rewards, step_ids)
     return adv[:, None].expand(-1, L - 1)
 
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #fc2321e1
+def _member_shares(labels:torch.Tensor, owner:list[int], valid:torch.Tensor)->tuple:
+    "(each row's share of its member, 0 when invalid; its member's scored tokens over all its rows)"
+    o = torch.tensor(owner)
+    scored = (labels[:, 1:] != -100).sum(1)
+    tokens = torch.zeros(len(valid), dtype=scored.dtype).index_add_(0, o, scored)
+    return (valid.float() / torch.bincount(o, minlength=len(valid)).clamp(min=1))[o], tokens[o]
+
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #2593ad3b
 def group_tensors(trainer, members:list[dict], group_size:int|list[int]):
     ("Members (chats with 'reward', 'step_rewards', 'valid'), groups contiguous: batch, per-token advantages, rewards, "
@@ -211,6 +219,7 @@ def group_tensors(trainer, members:list[dict], group_size:int|list[int]):
     valid = torch.tensor([bool(m.get('valid', True)) for m in members])
     adv = grpo_advantages(rewards, group_size, c.scale_rewards, valid=valid)[owner]
     b['valid'] = valid[owner]
+    b['share'], b['seq_tokens'] = _member_shares(b['labels'], owner, valid)
     srs = [members[o].get('step_rewards') or [] for o in owner]
     return b, _token_advantages(adv, srs, samples, b['input_ids'].shape[1], c.step_level_advantage), rewards, valid
 

@@ -151,7 +151,8 @@ def micro_batch(self:GRPOUpdates, spec:tuple)->dict:
     p, c = self._batch, self.config
     rows = p['parts'][j] or [0]                       # an empty part trains a stand-in with weight 0
     mb = {k: v[rows] for k, v in p['tensors'].items()}
-    n = {'grpo': len(rows), 'dr_grpo': len(rows) * c.max_completion_length}.get(c.loss_type, mb['mask'].sum().item())
+    members = mb['share'].sum().item()               # valid members, each once over its rows
+    n = {'grpo': members, 'dr_grpo': members * c.max_completion_length}.get(c.loss_type, mb['mask'].sum().item())
     return {**mb, 'count': n, 'weight': p['weight'] if p['parts'][j] else 0.0,
             'tokens': int(mb['attention_mask'].sum())}
 
@@ -162,8 +163,8 @@ def compute_loss(self:GRPOUpdates, b:dict)->tuple:
     c = self.config
     lp, _ = self._logps(self.model, b)
     loss, met = grpo_loss(lp, b['old'] if 'old' in b else lp.detach(), b['A'], b['mask'], c.epsilon, c.epsilon_high,
-                          c.beta, b.get('ref'), c.loss_type,
-                          max_completion_length=c.max_completion_length, reduction='sum')
+                          c.beta, b.get('ref'), c.loss_type, max_completion_length=c.max_completion_length,
+                          seq_tokens=b['seq_tokens'], reduction='sum')
     tok = b['mask'].sum().item()
     return loss, {'completion_tokens': tok, **{k: v * tok for k, v in met.items()}}
 

@@ -147,9 +147,12 @@ def _loss_aggregate(seq:torch.Tensor,   # (B,) each sequence's summed per-token 
                     loss_type:str,      # 'grpo', 'bnpo', 'dr_grpo' or 'dapo'
                     L_max:int,          # dr_grpo's constant length
                     num_items:float|None=None, # dapo's token normaliser across accumulated micro-batches
+                    # grpo's length of each row's sequence (None: the row's scored tokens; a split sequence: all its rows')
+                    seq_tokens:torch.Tensor|None=None,
                    )->tuple:            # (numerator, denominator)
     "The loss's numerator and denominator for `loss_type`"
-    if loss_type == 'grpo': return (seq / mask.sum(-1).clamp(min=1)).sum(), seq.shape[0]
+    if loss_type == 'grpo':
+        return (seq / (mask.sum(-1) if seq_tokens is None else seq_tokens).clamp(min=1)).sum(), seq.shape[0]
     if loss_type == 'bnpo': return seq.sum(), mask.sum().clamp(min=1)
     if loss_type == 'dapo': return seq.sum(), (num_items if num_items is not None else mask.sum().clamp(min=1))
     if loss_type == 'dr_grpo': return seq.sum(), seq.shape[0] * L_max
@@ -175,6 +178,7 @@ def grpo_loss(logps:torch.Tensor,          # (B, T) per-token log-probs under th
               loss_type:str='dapo',        # 'grpo', 'bnpo', 'dr_grpo' or 'dapo'
               max_completion_length:int|None=None, # L_max for dr_grpo (default: T)
               num_items:float|None=None,   # token normaliser for dapo across accumulated micro-batches
+              seq_tokens:torch.Tensor|None=None, # (B,) grpo's sequence lengths, for a sequence split over rows
               reduction:str='mean',        # 'mean': aggregated by loss_type; 'sum': the numerator of that aggregate
              )->tuple:                     # (loss, metrics dict)
     "Clipped-ratio policy-gradient loss with optional k3 KL, aggregated by `loss_type`"
@@ -192,7 +196,7 @@ def grpo_loss(logps:torch.Tensor,          # (B, T) per-token log-probs under th
         per_tok = per_tok + beta * kl
         metrics['kl'] = ((kl * mask).sum() / mask.sum().clamp(min=1)).item()
     seq = (per_tok * mask).sum(-1)
-    num, den = _loss_aggregate(seq, mask, loss_type, max_completion_length or per_tok.shape[1], num_items)
+    num, den = _loss_aggregate(seq, mask, loss_type, max_completion_length or per_tok.shape[1], num_items, seq_tokens)
     if reduction not in ('mean', 'sum'): raise ValueError(f"reduction must be 'mean' or 'sum', not {reduction!r}")
     loss = num if reduction == 'sum' else num / den
     metrics['clip_ratio'] = _clip_fraction(ratio, adv, mask, epsilon, epsilon_high)
