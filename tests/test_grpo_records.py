@@ -71,3 +71,23 @@ def test_a_group_records_prompt_trains_nothing_and_step_rewards_count_the_comple
     assert (A[0][scored[0]] > 0).all() and (A[1][scored[1]] < 0).all()   # the completion's own step reward
     with pytest.raises(Exception, match="record\\[0\\]: field 'step_rewards' has 2 values for a completion's 1 "):
         groups_from_records([{**rec, 'step_rewards': [[0.0, 1.0], [0.0, 0.0]]}])
+
+
+def test_an_exported_groups_advantages_are_the_ones_the_trainer_trains_with():
+    "hub/rows.py wrote population std + 1e-6 (+-1.0 for rewards 1, 0, 0, 1), the trainer Bessel std + 1e-4 (+-0.866)"
+    import torch
+
+    from knowlyr_lab.hub.rows import grpo_row
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig, group_tensors
+    from knowlyr_lab.trainer.losses import grpo_advantages
+    from knowlyr_lab.trainer.tiny import train_tokenizer
+    members = [{'task_id': 't', 'prompt': [{'role': 'user', 'content': 'go'}], 'completion': f'move {k}', 'score': s,
+                'trajectory_id': f'{k}'} for k, s in enumerate([1.0, 0.0, 0.0, 1.0])]
+    row = grpo_row(members, [], group_size=4)
+    assert row['advantages'] == pytest.approx([0.866, 0.866, -0.866, -0.866], abs=1e-3)   # TRL's convention
+    stand_in = SimpleNamespace(config=GRPOConfig(output_dir=tempfile.mkdtemp()), tokenizer=train_tokenizer(),
+                               chat_format=None)
+    [g] = groups_from_records([row])
+    _, A, _, _ = group_tensors(stand_in, g, 4)
+    assert A[:, 0].tolist() == pytest.approx(row['advantages'], rel=1e-6)
+    torch.testing.assert_close(grpo_advantages(torch.tensor(row['rewards']), 4), torch.tensor(row['advantages']))

@@ -274,10 +274,10 @@ def sft_row_json(t:Trajectory, tools:bytes, # the tool list's JSON string, as JS
     return b''.join((b'{"messages":', _messages_json(t, system_prompt), b',"tools":', tools, b',', rest[1:]))
 
 # %% ../../nbs/41a_hub_rows.ipynb #a014347f
-def grpo_advantages(rewards:list[float])->list[float]:
-    "Group-relative advantages: `(r - mean) / (std + 1e-6)` for each reward of a group"
-    mu = sum(rewards) / len(rewards); sd = math.sqrt(sum((x - mu) ** 2 for x in rewards) / len(rewards))
-    return [(x - mu) / (sd + 1e-6) for x in rewards]
+def grpo_advantages(rewards:list[float], eps:float=1e-4)->list[float]:
+    "`(r - mean) / (std + eps)` of a group's rewards; std Bessel-corrected as torch's and TRL's (0 for one)"
+    n = len(rewards); mu = sum(rewards) / n; sd = math.sqrt(sum((x - mu) ** 2 for x in rewards) / max(n - 1, 1))
+    return [(x - mu) / (sd + eps) for x in rewards]
 
 # %% ../../nbs/41a_hub_rows.ipynb #084d23f6
 def grpo_row(members:list[dict], # `grpo_member`s of one task and prompt

@@ -87,7 +87,6 @@ def _prompt_task_id(msgs:list[dict])->str:
 def _record_member(rec, where:str, system_prompt:str|None=None, tools:list|None=None)->dict:
     "A trajectory or chat record as a group member (grouped by its task id), with its validity"
     ch = to_chat(rec, where, system_prompt=system_prompt, tools=tools)
-    ch['task_id'] = ch['task_id'] or _prompt_task_id(ch['messages'])    # no task id: the group of its prompt
     if isinstance(rec, Trajectory): ch['valid'] = rec.valid
     else: ch['valid'] = bool(rec.get('valid', True)) if isinstance(rec, dict) else True
     return ch
@@ -123,6 +122,7 @@ def groups_from_records(data, tools=None, system_prompt=None,
             if isinstance(rec, dict) and 'completions' in rec:
                 groups.append(_completions_group(rec, where, system_prompt, tools)); continue
             ch = _record_member(rec, where, system_prompt, tools)
+            ch['task_id'] = ch['task_id'] or _prompt_task_id(ch['messages'])   # no task id: its prompt's group
         except (DataFormatError, ValueError, KeyError, TypeError) as e:
             if errors is None: raise
             errors.append({'where': where, 'error': str(e)}); continue

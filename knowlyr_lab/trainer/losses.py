@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+from ..hub.rows import grpo_advantages as group_advantages
+
 # %% auto #0
 __all__ = ['token_logps', 'chunked_token_logps', 'step_weighted_ce', 'dpo_loss', 'grpo_advantages', 'invalid_counts',
            'step_level_advantages', 'grpo_loss']
@@ -102,10 +104,12 @@ def grpo_advantages(rewards:torch.Tensor,    # (N,) rewards, groups contiguous: 
     gid = torch.repeat_interleave(torch.arange(len(group_size)), torch.tensor(group_size))
     n = torch.zeros(len(group_size)).index_add_(0, gid, w)    # valid members per group
     adv = torch.where(v, r - (torch.zeros(len(n)).index_add_(0, gid, r) / n.clamp(min=1))[gid], 0.0)
-    if scale == 'group':    # Bessel-corrected; a group of one has no spread (and A = 0)
-        std = torch.where(n > 1, (torch.zeros(len(n)).index_add_(0, gid, adv ** 2) / (n - 1).clamp(min=1)).sqrt(),
-                          0.0)[gid]
-    elif scale == 'batch': std = r[v].std().expand_as(r) if int(v.sum()) > 1 else torch.zeros_like(r)
+    if scale == 'group':    # the hub's formula (its exports' advantages): Bessel-corrected std, as torch's and TRL's
+        out = torch.zeros_like(r)
+        for g in torch.split(torch.arange(r.numel()), group_size):
+            if len(g := g[v[g]]): out[g] = torch.tensor(group_advantages(r[g].tolist(), eps), dtype=r.dtype)
+        return out
+    if scale == 'batch': std = r[v].std().expand_as(r) if int(v.sum()) > 1 else torch.zeros_like(r)
     elif scale == 'none': return adv
     else: raise ValueError(f"scale must be 'group', 'batch' or 'none', not {scale!r}")
     return adv / (std + eps)
