@@ -22,7 +22,7 @@ from ..hub.store import TrajectoryStore
 from ..trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
 # %% auto #0
-__all__ = ['message_key', 'ExchangeRecorder', 'check_store_dir', 'chain_trajectory']
+__all__ = ['message_key', 'prompt_task_id', 'ExchangeRecorder', 'check_store_dir', 'chain_trajectory']
 
 # %% ../../nbs/51_serving_recording.ipynb #4a6aa4eb
 def _args(a):
@@ -45,6 +45,10 @@ def _prefix_hashes(msgs:list[dict])->list[str]:
     out, h = [''], hashlib.sha1()
     for m in msgs: h.update(message_key(m).encode() + b'\x00'); out.append(h.copy().hexdigest())
     return out
+
+def prompt_task_id(prompt:list[dict])->str:
+    "The task id of a conversation without one: 'prompt-' and a hash of its prompt's messages"
+    return 'prompt-' + _prefix_hashes(prompt)[-1][:12]
 
 # %% ../../nbs/51_serving_recording.ipynb #9ec851d7
 class ExchangeRecorder:
@@ -234,7 +238,7 @@ def chain_trajectory(chain:list[dict],   # the nodes of one recorded conversatio
     first, last = chain[0], chain[-1]
     prompt = first['messages']
     user = next((m.get('content') or '' for m in prompt if m.get('role') == 'user'), '')
-    tid = last['task_id'] or first['task_id'] or 'prompt-' + _prefix_hashes(prompt)[-1][:12]
+    tid = last['task_id'] or first['task_id'] or prompt_task_id(prompt)
     return Trajectory(task=Task(id=tid, instruction=user, domain='recorded', initial_observation=user),
                       agent=AgentInfo(name=last['agent'] or 'proxy', model=last['model']),
                       steps=[_step(k, nd, chain[k + 1] if k + 1 < len(chain) else None) for k, nd in enumerate(chain)],

@@ -7,12 +7,11 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_grpo_groups.html.md"""
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #d55b6cc3
 from __future__ import annotations
 
-import hashlib
 import warnings
 
 import torch
 
-from ..serving.recording import message_key
+from ..serving.recording import prompt_task_id
 from .base import completion_spans
 from .data import DataFormatError, collate_padded, load_records, to_chat, tokenize_chats
 from .drift import recorded_training_rows, split_recorded
@@ -81,7 +80,7 @@ def _completions_group(rec:dict, where:str, system_prompt:str|None=None, tools:l
 def _prompt_task_id(msgs:list[dict])->str:
     "'prompt-' and a hash of the messages before the first assistant turn, as `chain_trajectory` names a recorded task"
     k = next((i for i, m in enumerate(msgs) if m['role'] == 'assistant'), len(msgs))
-    return 'prompt-' + hashlib.sha1(b''.join(message_key(m).encode() + b'\x00' for m in msgs[:k])).hexdigest()[:12]
+    return prompt_task_id(msgs[:k])
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #7e4bbcfb
 def _record_member(rec, where:str, system_prompt:str|None=None, tools:list|None=None)->dict:
