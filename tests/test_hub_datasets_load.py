@@ -230,3 +230,30 @@ def test_a_negative_zero_a_template_writes_out_is_refused_where_datasets_rewrite
     d = _openai_rows_loaded(tmp_path, tools)[0]['tools'][0]['function']['parameters']['properties']['d']
     assert math.copysign(1, d['default']) == 1.0                      # datasets itself loads it so
     assert changed_field({'reward': -0.0}, {'reward': 0.0}) is None
+
+
+MIXED = {'default 1 beside 1.5': ([_fn('m', {'a': {'type': 'number', 'default': 1}}),
+                                   _fn('n', {'a': {'type': 'number', 'default': 1.5}})], 'tools[0]', 'default'),
+         'enum [1, 2.5]': ([_fn('m', {'a': {'type': 'number', 'enum': [1, 2.5]}})], 'tools[0]', 'enum[0]')}
+
+
+@pytest.mark.parametrize('case', list(MIXED))
+def test_an_openai_export_whose_integers_pyarrow_reads_as_floats_is_refused(tmp_path, case):
+    """Where a path of the tools holds an integer beside a float (two tools' defaults 1 and 1.5, an enum [1, 2.5]),
+    pyarrow reads the column as floats and datasets loads 1 as 1.0, so a chat template prints 1.0 where the schema says
+    1; the export wrote it and said nothing (review25 int_float.py). It is refused, naming file, split, row, field, both
+    values and the fix; datasets itself loads it so; written as 1.0, the same tools export and load as written"""
+    from knowlyr_lab.hub.export import ExportError
+    tools, at, key = MIXED[case]
+    field = f"{at}.function.parameters.properties.a.{key}"
+    with pytest.raises(ExportError, match="train.jsonl: split 'train' row 1: " + re.escape(f"field '{field}': 1 loads as 1.0")
+                       + ".*as floats.*write the integers as floats \\(e.g. 1.0\\), or the same type in every tool"):
+        DatasetExporter([_traj(0, k) for k in range(3)], tools=tools).export('openai', tmp_path / 'o')
+    assert not list((tmp_path / 'o').glob('train.jsonl'))
+    a = _openai_rows_loaded(tmp_path, tools)[0]['tools'][0]['function']['parameters']['properties']['a']
+    got = a['default'] if key == 'default' else a['enum'][0]
+    assert type(got) is float and got == 1.0                          # datasets itself loads it so
+    fixed = json.loads(json.dumps(tools).replace(': 1}', ': 1.0}').replace('[1, ', '[1.0, '))
+    res = DatasetExporter([_traj(0, k) for k in range(3)], tools=fixed).export('openai', tmp_path / 'ok')
+    got = datasets.load_dataset('json', data_files=res.paths['train'], split='train', cache_dir=str(tmp_path / 'c3'))
+    assert [r['tools'] for r in got] == [fixed] * 3

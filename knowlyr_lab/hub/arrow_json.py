@@ -75,20 +75,31 @@ def _as_text(v)->str:
     try: ujson_loads(v); return v
     except Exception: return ujson_dumps(v)
 
-# %% ../../nbs/41ab_hub_arrow_json.ipynb #6fb8e261
-def datasets_value(v, paths:list): # a row or one of its values; the key paths below it read as JSON text
-    "`v` as `load_dataset('json')` of `datasets` 5.2 gives it back from a row it rewrites, reading `paths` as JSON text"
-    for p in paths: v = _at(v, p, _as_text)
-    v = orjson.loads(ujson_dumps(v))                                     # (pyarrow then parses the rewritten row)
-    for p in paths: v = _at(v, p, ujson_loads)
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #78b93494
+def _as_float(v): return float(v) if type(v) is int else v     # (a bool is no int here)
+
+def _widened(v, paths:list): # a row or one of its values; its key paths (those ending `float`: read as floats)
+    "`v` with the integers at `paths` ending in `float` as floats, as pyarrow reads a column that holds a float"
+    for p in (p[:-1] for p in paths if p[-1:] == [float]):
+        if type(v) is not dict or p[0] in v: v = _at(v, p, _as_float)       # a row without the field: as it is
     return v
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #6fb8e261
+def datasets_value(v, paths:list): # a row or one of its values; the key paths below it read as JSON text (or floats)
+    "`v` as `load_dataset('json')` of `datasets` 5.2 gives it back from a row it rewrites, reading `paths` as JSON text"
+    text = [p for p in paths if p[-1:] != [float]]
+    for p in text: v = _at(v, p, _as_text)
+    v = orjson.loads(ujson_dumps(v))                                     # (pyarrow then parses the rewritten row)
+    for p in text: v = _at(v, p, ujson_loads)
+    return _widened(v, paths)
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #b46b9769
 def datasets_row(line:bytes,  # a JSONL row as written
-                 paths:list,  # key paths `datasets` reads as JSON text (`['chat_template_kwargs', 'opts']`)
+                 paths:list,  # key paths read as JSON text (`['kw', 'opts']`) or as floats (`['kw', 'n', float]`)
                 )->dict:
     "The row `line` as `load_dataset('json')` of `datasets` 5.2 gives it back when it reads `paths` as JSON text"
-    return datasets_value(ujson_loads(line), paths) if paths else orjson.loads(line)   # no JSON text: not rewritten
+    if all(p[-1:] == [float] for p in paths): return _widened(orjson.loads(line), paths)   # no JSON text: not rewritten
+    return datasets_value(ujson_loads(line), paths)
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #b9eaf8c5
 RENDERED = ('tools', 'chat_template_kwargs')    # the row fields a chat template writes into the prompt as text
@@ -124,14 +135,16 @@ def _scalar(v)->str: return 'boolean' if type(v) is bool else 'number' if type(v
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #adb869a5
 def json_text_paths(values:list, # a column's values (rows: their key paths from the top)
                     path:list|None=None)->list:
-    "The key paths below `values` (0: each list item) that `datasets` 5.2 reads as JSON text"
+    "The key paths below `values` (0: each list item) `datasets` 5.2 reads as JSON text, or (ending `float`) as floats"
     vs, path = [v for v in values if v is not None], path or []
     if all(type(v) is dict for v in vs):
         if path and vs and (not vs[0] or any(v.keys() != vs[0].keys() for v in vs)): return [path]
         keys = dict.fromkeys(k for v in vs for k in v)
         return [p for k in keys for p in json_text_paths([v.get(k) for v in vs], path + [k])]
     if all(type(v) is list for v in vs): return json_text_paths([x for v in vs for x in v], path + [0])
-    return [path] if any(type(v) in (dict, list) for v in vs) or len({_scalar(v) for v in vs}) > 1 else []
+    if any(type(v) in (dict, list) for v in vs) or len({_scalar(v) for v in vs}) > 1: return [path]
+    wide = any(type(v) is float or type(v) is int and past_int64(v) for v in vs)    # pyarrow reads a double column
+    return [path + [float]] if wide and any(type(v) is int for v in vs) else []
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #6349658a
 READ_BYTES = 10 << 20       # what datasets' JSON loader reads of a file at a time (its JsonConfig.chunksize)
@@ -161,7 +174,18 @@ def rewrites_tools(tool_lists:dict)->bool: # split -> {JSON: list} of its rows' 
     return any(rewrites(list(ls.values())) for ls in tool_lists.values())
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #b5d5a42e
-def _path_name(path:list)->str: return ''.join('[]' if k == 0 else f".{k}" for k in path).lstrip('.')
+def _path_name(path:list)->str: return ''.join('[]' if k == 0 else f".{k}" for k in path if k is not float).lstrip('.')
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #53a1c50d
+def _why_rewritten(a, b, paths:list)->str: # a value as written, as loaded, and the file's paths (`json_text_paths`)
+    "Why `datasets` loads `a` as `b`, and what to write instead"
+    at = lambda wide: ', '.join(repr(_path_name(p)) for p in paths if (p[-1:] == [float]) == wide)
+    if type(a) is int and type(b) is float:
+        return (f"pyarrow reads {at(True)} as floats, as integers there sit beside a float (or an integer past int64); "
+                "write the integers as floats (e.g. 1.0), or the same type in every tool")
+    return (f"datasets 5.2 reads {at(False)} as JSON text, so it rewrites every row with ujson (a float to 10 "
+            "decimals, -0.0 to 0.0, a string there that is JSON to its value); write the value so (or as a "
+            "string), or export 'sft' (its rows carry the tools as a JSON string, which TRL's SFTTrainer reads)")
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #daa85aba
 def check_rewritten(files:dict, # split -> its JSONL file (refused: every file removed)
@@ -169,12 +193,9 @@ def check_rewritten(files:dict, # split -> its JSONL file (refused: every file r
     "An `ExportError` naming the first row of `files` that `datasets` rewrites with another value, and how to serve it"
     if not (c := rewritten_row(files, read)): return
     s, i, _, (f, a, b), paths = c
-    at = ', '.join(repr(_path_name(p)) for p in paths)
     for p in files.values(): Path(p).unlink(missing_ok=True)
     raise ExportError(f"{files[s]}: split {s!r} row {i}: field {f!r}: {reprlib.repr(a)} loads as {reprlib.repr(b)}: "
-                      f"datasets 5.2 reads {at} as JSON text, so it rewrites every row with ujson (a float to 10 "
-                      "decimals, -0.0 to 0.0, a string there that is JSON to its value); write the value so (or as a "
-                      "string), or export 'sft' (its rows carry the tools as a JSON string, which TRL's SFTTrainer reads)")
+                      + _why_rewritten(a, b, paths))
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #6a9ccad6
 def arrow_type(values:list)->str|None:
