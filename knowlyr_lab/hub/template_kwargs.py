@@ -198,7 +198,7 @@ def _other_keys(self:_KwargsShape, s:str, s0:str, path:tuple)->ExportError:
 # %% ../../nbs/41ba_hub_template_kwargs.ipynb #a3c51e12
 @patch
 def _other_type(self:_KwargsShape, s:str, s0:str, path:tuple, k:str, k0:str)->ExportError:
-    "Refuse JSON type `k` at `path` in `s`, `k0` in `s0`"
+    "Refuse type `k` at `path` in `s`, `k0` in `s0`"
     (w, v), (w0, _) = self.kinds[s][path][k], self.kinds[s0][path][k0]
     return ExportError(f"{_place(w)}: field '{_field(path)}': a JSON {k} ({v}) here, a JSON {k0} in {_place(w0)}: "
                        "with one split first, datasets fails or casts the other (1 to '1'); serve one type")
