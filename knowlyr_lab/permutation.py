@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/permutation.html.md"""
 from __future__ import annotations
 
 import math
+from decimal import Context, Decimal, Inexact, InvalidOperation
 
 import numpy as np
 from scipy import stats
@@ -24,6 +25,23 @@ PERMUTATIONS = 100_000 # relabellings drawn by the permutation test; up to this 
 def relabellings(a, b, paired:bool)->int:
     "The number of ways to relabel the values: swaps within each pair, or splits of the pooled values"
     return 2 ** len(a) if paired else math.comb(len(a) + len(b), len(a))
+
+# %% ../nbs/08c_permutation.ipynb #41b97b34
+_WRITTEN = Context(prec=800, Emax=10 ** 6, Emin=-10 ** 6, traps=[Inexact, InvalidOperation])   # exact on reprs
+
+# %% ../nbs/08c_permutation.ipynb #b001fce9
+def _written(x)->list:
+    "The scores as written: each value's shortest `repr`, as an exact `Decimal`"
+    return [Decimal(repr(float(v))) for v in np.ravel(x)]
+
+# %% ../nbs/08c_permutation.ipynb #fe3d71fc
+def _written_ints(x)->np.ndarray|None:
+    "The scores as written, times 10^k and less the smallest: int64; None if not finite or past 2^63 in sum"
+    v, i, c = np.unique(np.asarray(x, float), return_inverse=True, return_counts=True); w = _written(v)   # each once
+    if not w or not all(u.is_finite() for u in w): return None
+    k = max(0, -min(u.as_tuple().exponent for u in w)); n = [int(u.scaleb(k, _WRITTEN)) for u in w]
+    n = [u - n[0] for u in n]   # v ascends: n[0] is the smallest
+    return np.array(n, np.int64)[i] if sum(u * m for u, m in zip(n, c.tolist())) < 2 ** 63 else None
 
 # %% ../nbs/08c_permutation.ipynb #a1fc8568
 def _no_spread_p(a, b, paired:bool)->float|None:
@@ -257,11 +275,12 @@ def _scipy_exact(a, b, paired:bool)->bool:
     return paired and not _tied(a, b, paired) and len(a) <= 50
 
 # %% ../nbs/08c_permutation.ipynb #704f13fa
-def _snap_sizes(d:np.ndarray, scale:np.ndarray)->np.ndarray: # scale: each pair's larger finite score
-    "`d` with runs of sizes under 4 ulps of `scale` apart made their smallest; near 0, 0"
-    o = np.argsort(np.abs(d)); s, t = np.abs(d)[o], 4 * np.spacing(scale[o])
-    new = np.r_[True, np.diff(s) > np.fmax(t[1:], t[:-1])]; s = s[np.flatnonzero(new)[np.cumsum(new) - 1]]
-    s[s <= t] = 0; return (np.sign(d[o]) * s)[np.argsort(o)]
+def _written_sizes(a, b)->np.ndarray:
+    "Each pair's signed rank among the distinct sizes of the differences of the scores as written; 0 where equal"
+    w = _written_ints(np.r_[a, b])   # int64 where held: exact, and fast
+    d = w[:len(a)] - w[len(a):] if w is not None else np.array([_WRITTEN.subtract(*x) for x in zip(_written(a), _written(b))])
+    u, r = np.unique(np.abs(d) if w is not None else [x.copy_abs() for x in d], return_inverse=True)   # abs() rounds
+    return (((d > 0).astype(int) - (d < 0)) * (r + (u[0] != 0))).astype(float)
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a015
 def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired`)
@@ -270,7 +289,7 @@ def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired
     "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where scipy's is not exact and it can be counted"
     nan = not (len(a) and len(b)) or np.isnan(a - b if paired else np.r_[a, b]).any()   # empty, NaN: scipy's p
     if paired and not nan:   # ties of the scores as written
-        a, b = _snap_sizes(a - b, np.nan_to_num(np.fmax(np.abs(a), np.abs(b)), posinf=0)), np.zeros(len(a))
+        a, b = _written_sizes(a, b), np.zeros(len(a))   # their signed ranks: the same statistic, exact ties
     how = 'exact' if not nan and _scipy_exact(a, b, paired) else 'asymptotic'   # not scipy's permutation p, replaced
     r = (stats.wilcoxon(a, b, zero_method='wilcox', method=how) if paired else
          stats.mannwhitneyu(a, b, alternative='two-sided', method=how))

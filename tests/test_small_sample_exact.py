@@ -569,3 +569,21 @@ def test_paired_sizes_are_snapped_within_their_own_pairs_ulps():
     "One pair's score of 1e6 set the snap tolerance for all (4 ulps of 1e6, 4.7e-10): differences of 3e-12 to 5e-12 on scores near 1e-11 became 0"
     a, b = np.r_[1e6, 3e-12, 5e-12, 4e-12], np.r_[1e6 - 1, 0, 0, 0]   # four pairs up: 2 of the 16 flips as far out
     assert rank_test(a, b, True) == {'statistic': 0.0, 'pvalue': 0.125, 'exact': True}
+
+
+_MIXED_PAIRS = {   # review23 snap.py: differences that the ulp snapping tied or zeroed
+    '1e-17 beside a pair equal at 0.5': ([1e-17, 2e-17, 3e-17, .5, .1, .2], [0, 0, 0, .5, .3, .6]),
+    'integers near 1e16': ([1e16 + 10, 1e16 + 16, 1e16, 1e16 + 28, 1e16 + 34], [1e16, 1e16, 1e16 + 22, 1e16, 1e16]),
+    'integers near -1e16': ([-1e16 - 10, -1e16 - 16, -1e16, -1e16 - 28, -1e16 - 34], [-1e16, -1e16, -1e16 - 22, -1e16, -1e16]),
+    '1e6 with 1e-10': ([1e6 + 5 * 2.0 ** -33, 4e-10, 3e-10, 2e-10, 1e-9], [1e6, 0, 0, 0, 0]),
+}
+
+
+@pytest.mark.parametrize('case', list(_MIXED_PAIRS))
+def test_paired_rank_ties_are_exact_equalities_of_the_scores_as_written(case):
+    "The ulp snapping tied sizes run-long and let another pair's 0 pull a difference to 0: 1e-17 dropped, 10..34 near 1e16 all tied"
+    a, b = (np.array(v) for v in _MIXED_PAIRS[case])
+    for x, y in ((a, b), (b, a)):
+        r = rank_test(x, y, True); exact = _written_p(x, y, True)
+        assert r['exact'] and abs(Fraction(r['pvalue']) - exact) <= 1e-9 * exact, (case, r, float(exact))
+
