@@ -43,11 +43,21 @@ def _written_ints(x)->np.ndarray|None:
     n = [u - n[0] for u in n]   # v ascends: n[0] is the smallest
     return np.array(n, np.int64)[i] if sum(u * m for u, m in zip(n, c.tolist())) < 2 ** 63 else None
 
+# %% ../nbs/08c_permutation.ipynb #cccba651
+def _flat(a, b, paired:bool)->tuple[bool, bool]:
+    "No spread (in the pairs' differences, or each sample), and equal means: as written where held, else to rounding"
+    w = _written_ints(np.r_[a, b]) if len(a) and len(b) else None
+    if w is None: return no_spread(a - b) if paired else no_spread(a) and no_spread(b), no_spread([a.mean(), b.mean()])
+    x, y = w[:len(a)].tolist(), w[len(a):].tolist()   # Python ints: exact
+    flat = len({u - v for u, v in zip(x, y)}) == 1 if paired else len(set(x)) == 1 == len(set(y))
+    return flat, sum(x) * len(y) == sum(y) * len(x)
+
 # %% ../nbs/08c_permutation.ipynb #a1fc8568
 def _no_spread_p(a, b, paired:bool)->float|None:
     "Exact two-sided p of the mean difference of samples with no spread (None where they have spread)"
-    if not (no_spread(a - b) if paired else no_spread(a) and no_spread(b)): return None
-    if no_spread([np.mean(a), np.mean(b)]): return 1.0     # no difference: every relabelling is as far out
+    flat, same = _flat(a, b, paired)
+    if not flat: return None
+    if same: return 1.0     # no difference: every relabelling is as far out
     return max(2 / relabellings(a, b, paired), np.finfo(float).tiny)   # the labelling and its mirror; never 0
 
 # %% ../nbs/08c_permutation.ipynb #491c36c9
@@ -58,8 +68,9 @@ def permutation(a, b, paired:bool, seed:int=0)->dict: # {'statistic', 'pvalue', 
     "Two-sided permutation test of the mean difference: counted without spread, exact up to `PERMUTATIONS`, else drawn"
     p = _no_spread_p(a, b, paired)
     if p is not None: return {'statistic': float(_mean_diff(a, b)), 'pvalue': p, 'exact': True}
-    c = np.abs(np.r_[a, b]); c = float(c[np.isfinite(c)].max(initial=0))   # shifted: scipy's ties, 100 ulps of it
-    r = stats.permutation_test((a, b), lambda x, y, axis=-1: _mean_diff(x, y, axis) + c, n_resamples=PERMUTATIONS,
+    w = _written_ints(np.r_[a, b]); data = (a, b) if w is None else (w[:len(a)], w[len(a):])   # as written: exact
+    stat = _mean_diff if w is None else lambda x, y, axis=-1: np.sum(x, axis=axis)   # rises with the mean difference
+    r = stats.permutation_test(data, stat, n_resamples=PERMUTATIONS,
                                permutation_type='samples' if paired else 'independent', batch=1000, rng=np.random.default_rng(seed))
     exact = relabellings(a, b, paired) <= PERMUTATIONS
     return {'statistic': float(_mean_diff(a, b)), 'pvalue': float(r.pvalue), 'exact': exact}

@@ -571,6 +571,17 @@ def test_paired_sizes_are_snapped_within_their_own_pairs_ulps():
     assert rank_test(a, b, True) == {'statistic': 0.0, 'pvalue': 0.125, 'exact': True}
 
 
+def _written_perm_p(a, b, paired:bool)->Fraction:
+    "Exact two-sided permutation p of the mean difference of the scores as written, from every relabelling"
+    from itertools import combinations, product
+    A, B = [Fraction(repr(float(v))) for v in a], [Fraction(repr(float(v))) for v in b]
+    md = lambda x, y: sum(x) / len(x) - sum(y) / len(y)   # noqa: E731
+    if paired: null = [md(*zip(*[(v, u) if f else (u, v) for u, v, f in zip(A, B, fl)])) for fl in product((0, 1), repeat=len(A))]
+    else: P = A + B; null = [md([P[i] for i in c], [P[i] for i in range(len(P)) if i not in c]) for c in combinations(range(len(P)), len(A))]
+    obs = md(A, B)
+    return min(Fraction(1), Fraction(2 * min(sum(s <= obs for s in null), sum(s >= obs for s in null)), len(null)))
+
+
 _MIXED_PAIRS = {   # review23 snap.py: differences that the ulp snapping tied or zeroed
     '1e-17 beside a pair equal at 0.5': ([1e-17, 2e-17, 3e-17, .5, .1, .2], [0, 0, 0, .5, .3, .6]),
     'integers near 1e16': ([1e16 + 10, 1e16 + 16, 1e16, 1e16 + 28, 1e16 + 34], [1e16, 1e16, 1e16 + 22, 1e16, 1e16]),
@@ -587,3 +598,21 @@ def test_paired_rank_ties_are_exact_equalities_of_the_scores_as_written(case):
         r = rank_test(x, y, True); exact = _written_p(x, y, True)
         assert r['exact'] and abs(Fraction(r['pvalue']) - exact) <= 1e-9 * exact, (case, r, float(exact))
 
+
+_PERM_CASES = [   # review23 perm_compare.sh and perm.py: the shift by the largest score, and no_spread's rounding near 1e16
+    ([1e16 + 4, 1e16 + 8, 1e16 + 2, 1e16 + 2, 1e16 + 10, 1e16 + 6], [1e16 + 2, 1e16 + 2, 1e16, 1e16, 1e16 + 4, 1e16 + 4], True),
+    ([1e16 + 2, 1e16 + 10, 1e16, 1e16 + 8], [1e16 + 10, 1e16, 1e16 + 2, 1e16 + 2], False),
+    ([1000002.0, 3e-11, 3e-11], [3e-11, 1e6, 1e-11], False),
+    ([1e-17, 2e-17, .5, .5], [0, 0, .5, .5 + 1e-16], False),
+    ([1e6, 1e-10, 3e-10, 2e-10], [1e6, 0, 1e-10, 1e-10], True),
+]
+
+
+@pytest.mark.parametrize('a,b,paired', _PERM_CASES)
+def test_permutation_counts_the_scores_as_written_at_any_scale(a, b, paired):
+    "scipy's 100-ulp window, made absolute by the shift (2.2e-14 of 1e16 is 220), tied sums 2 apart: p 1 for 0.03125"
+    from knowlyr_lab.permutation import permutation
+    a, b = np.array(a), np.array(b)
+    for x, y in ((a, b), (b, a)):
+        r = permutation(x, y, paired); exact = _written_perm_p(x, y, paired)
+        assert r['exact'] and abs(Fraction(r['pvalue']) - exact) <= 1e-9 * exact, (x.tolist(), y.tolist(), r, float(exact))
