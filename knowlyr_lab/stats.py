@@ -219,7 +219,7 @@ def _paired_tests(a, b, binary:bool)->dict:
     "The paired t, Wilcoxon and (binary) exact McNemar tests of `a` and `b`"
     t, d = stats.ttest_rel(a, b), a - b
     tests = {'paired_t': _res(t, df=float(t.df)),
-             'wilcoxon': rank_test(a, b, True) if np.any(d != 0) else {'statistic': 0.0, 'pvalue': 1.0}}
+             'wilcoxon': rank_test(a, b, True) if np.any(d != 0) else {'statistic': 0.0, 'pvalue': 1.0, 'exact': True}}
     if binary:
         n10, n01 = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
         m = mcnemar([[0, n10], [n01, 0]], exact=True)

@@ -104,3 +104,11 @@ def test_wilson_at_zero_and_all_successes_is_exact():
         if n == int(n): assert wilson_ci(0, int(n))[0] == 0.0 and wilson_ci(int(n), int(n))[1] == 1.0
     lb = _quiet(leaderboard, [_agent('x', True), _agent('y', False)])
     assert lb.set_index('agent')['low']['y'] == 0.0 and lb.set_index('agent')['high']['x'] == 1.0
+
+
+def test_wilcoxon_of_pairs_that_are_all_equal_says_its_p_is_exact():
+    "review23 exactkey.py: every pair equal gave {'statistic': 0.0, 'pvalue': 1.0} with no 'exact', so the table showed NaN"
+    from knowlyr_lab.stats import _paired_tests
+    assert _paired_tests(np.array([.2, .5, .7]), np.array([.2, .5, .7]), False)['wilcoxon'] == {'statistic': 0.0, 'pvalue': 1.0, 'exact': True}
+    t = compare_samples([.2, .5, .7], [.2, .5, .7], paired=True).table()
+    assert t.loc['wilcoxon', 'exact'] is True   # on main: NaN, as for the t tests
