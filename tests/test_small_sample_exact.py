@@ -616,3 +616,21 @@ def test_permutation_counts_the_scores_as_written_at_any_scale(a, b, paired):
     for x, y in ((a, b), (b, a)):
         r = permutation(x, y, paired); exact = _written_perm_p(x, y, paired)
         assert r['exact'] and abs(Fraction(r['pvalue']) - exact) <= 1e-9 * exact, (x.tolist(), y.tolist(), r, float(exact))
+
+
+def test_rank_test_and_permutation_tie_mixed_scale_scores_by_one_rule():
+    "Both read ties from the scores as written (_written): 1e-17 with 0.5, integers near 1e16, 1e6 with 1e-10, each way, paired and not"
+    from knowlyr_lab.permutation import permutation
+    rng, seen = np.random.default_rng(13), 0
+    scales = [np.array([0, 1e-17, 2e-17, .5]), 1e16 + 2 * np.arange(6.), np.array([1e6, 1e6 + 1, 0, 1e-10, 2e-10])]
+    for _ in range(30):
+        v = scales[int(rng.integers(0, 3))]; n, m = int(rng.integers(2, 6)), int(rng.integers(2, 5))
+        a, b, c = rng.choice(v, n), rng.choice(v, m), rng.choice(v, n)
+        for x, y, paired in ((a, b, False), (b, a, False), (a, c, True), (c, a, True)):
+            r = rank_test(x, y, paired) if not paired or np.any(x != y) else {}
+            if r.get('exact'):
+                seen += 1; e = _written_p(x, y, paired); assert abs(Fraction(r['pvalue']) - e) <= 1e-9 * e, (x, y, paired, r, e)
+            r = permutation(x, y, paired)
+            if r['exact']:
+                seen += 1; e = _written_perm_p(x, y, paired); assert abs(Fraction(r['pvalue']) - e) <= 1e-9 * e, (x, y, paired, r, e)
+    assert seen > 150
