@@ -121,8 +121,8 @@ def ng_steps(rec:dict, inv:dict, path=None, line:int|None=None,
                     why = f"call_id {it.get('call_id')!r} names no open call"
                     unmapped.append(report.result_without_call(kind, it, path, line, why)); continue
             else:
-                why = 'no place in the trajectory schema'
-                unmapped.append(report.unmapped(kind, it, path, line, part=True, why=why)); continue
+                why = 'no place in the trajectory schema'     # an item is a record: counted unmapped, once
+                unmapped.append(report.unmapped(kind, it, path, line, why=why)); continue
             report.mapped(kind)
     tools = {tc.get('tool_call_id'): tc for tc in rec.get('tool_calls') or []
              if tc.get('invocation_id') == inv.get('invocation_id')}
