@@ -21,3 +21,40 @@ def test_a_nemo_gym_item_with_no_place_counts_unmapped_once(tmp_path):
     assert [e['record']['type'] for e in stored] == ['web_search_call'], stored
     assert rep.totals['unmapped'] == 1 and rep.parts == {}, (rep.totals, rep.parts)
     assert rep.counts['item:web_search_call'] == {'mapped': 0, 'unmapped': 1, 'quarantined': 0}
+
+
+def _cc(tmp_path, *later):
+    "A Claude Code session: a Bash call t1, then the `later` user records' content (parent: the record before)"
+    rec = lambda typ, uid, parent, content: {'parentUuid': parent, 'isSidechain': False, 'sessionId': 's-1', 'type': typ,
+                                             'uuid': uid, 'timestamp': '2025-09-03T00:47:19.293Z',
+                                             'message': {'role': typ, 'content': content,
+                                                         **({'id': 'msg_' + uid, 'model': 'm'} if typ == 'assistant' else {})}}
+    recs = [rec('user', 'u1', None, 'do it'),
+            rec('assistant', 'a1', 'u1', [{'type': 'tool_use', 'id': 't1', 'name': 'Bash', 'input': {'command': 'ls'}}])]
+    for k, content in enumerate(later): recs.append(rec('user', f'u{k + 2}', recs[-1]['uuid'], content))
+    p = tmp_path / 's-1.jsonl'; p.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    rep = ConversionReport()
+    ts = list(convert(p, format='claude-code', report=rep))
+    return _stored(ts, rep), rep
+
+
+res = lambda i, c='out': {'type': 'tool_result', 'tool_use_id': i, 'content': c}
+IMG = {'type': 'image', 'source': {'type': 'base64', 'media_type': 'image/png', 'data': 'AAAA'}}
+
+
+def test_a_claude_code_block_with_no_place_is_kept_once_beside_a_result_whose_call_is_missing(tmp_path):
+    "The image was kept as a part AND inside the whole record kept for the orphan result: stored twice, two entries"
+    stored, rep = _cc(tmp_path, [res('t1'), res('tX'), IMG])
+    assert len(stored) == 1 and stored[0]['record_type'] == 'user', stored      # the record, whole, once
+    assert rep.parts == {} and rep.totals['unmapped'] == 1, (rep.parts, rep.totals)
+    why = stored[0]['why']                                                      # every piece left out is named
+    assert "content[1]: tool_result for a tool_use not in this conversation ('tX')" in why and 'block:image' in why, why
+    assert stored[0]['mapped'] == ['content[0]'], stored[0]                     # the paired result is in the steps
+
+
+def test_a_claude_code_record_of_which_nothing_was_mapped_is_not_called_partly_mapped(tmp_path):
+    "A second result for an answered call said 'not in this conversation', and 'only partly mapped' of a record unmapped"
+    stored, rep = _cc(tmp_path, [res('t1')], [res('t1', 'again')])
+    assert len(stored) == 1 and rep.warning_lines() == [], (stored, rep.warning_lines())
+    assert stored[0]['why'] == "content[0]: tool_result for a tool_use answered already ('t1'): a second result for it"
+    assert 'mapped' not in stored[0]

@@ -19,7 +19,7 @@ from .base import LogAdapter, register_adapter
 from .json_numbers import id_field
 from .reading import iter_jsonl, json_shape, read_json
 from .report import ConversionReport
-from .values import content_text, json_text, keep_media, parse_time, usage_from
+from .values import content_text, json_text, keep_media, parse_time, step_call_id, usage_from
 from ..trajectory import AgentInfo, Source, Task, Trajectory
 
 # %% auto #0
@@ -70,13 +70,26 @@ def _server_result(self:_ClaudeChain, b:dict, t)->bool:
     is_error = isinstance(c, dict) and 'error' in str(c.get('type', ''))
     return self.log.result(b.get('tool_use_id'), text, is_error, None, t) is not None
 
+# %% ../../nbs/26_recorder_claude_code.ipynb #b1258dd8
+@patch
+def _lost(self:_ClaudeChain, what:str, cid)->str:
+    "Why the result `what` for the call `cid` has no place: its call answered already, or not in this conversation"
+    if any(s.action is not None and s.action.call_id == step_call_id(cid) for s in self.log.steps):
+        return f"{what} answered already ({cid!r}): a second result for it"
+    return f"{what} not in this conversation ({cid!r})"
+
 # %% ../../nbs/26_recorder_claude_code.ipynb #085988fe
 @patch
-def _counted(self:_ClaudeChain, kind:str, rec:dict, line, lost:list, why:str):
-    "Count `rec` mapped; unmapped, kept whole, when it holds results (ids `lost`) whose calls are missing"
-    if not lost: return self.report.mapped(kind)
-    why = f"{why} ({', '.join(map(repr, lost))})"
-    self.unmapped.append(self.report.result_without_call(kind, rec, self.path, line, why, part=True))
+def _counted(self:_ClaudeChain, kind:str, rec:dict, line,
+             lost:list,    # why each result with no call has no place: kept whole, the record counted unmapped
+             blocks:list,  # (record type, block, why) of its other blocks with no place: parts of a mapped record
+             mapped:list): # where its pieces in the steps sit ('content[0]'): none, the record is not partly mapped
+    "Count `rec` mapped with `blocks` as its parts; unmapped, kept whole, when it holds results whose calls are missing"
+    if not lost:
+        for rt, b, why in blocks: self.unmapped.append(self.report.unmapped(rt, b, self.path, line, why=why, part=True))
+        return self.report.mapped(kind)
+    why = '; '.join(lost + [f'{rt}: {why}' for rt, _, why in blocks])    # every piece with no place, said once
+    self.unmapped.append(self.report.result_without_call(kind, rec, self.path, line, why, bool(mapped), mapped))
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #17f91c4a
 def _cc_block(b)->dict:
@@ -91,12 +104,12 @@ def assistant(self:_ClaudeChain, rec, line):
     if mid != self.pending_id: self.flush()
     if isinstance(msg.get('usage'), dict): self.usage[mid] = msg['usage']
     if msg.get('stop_reason') is not None: self.stops[mid] = msg['stop_reason']
-    lost = []     # the server tool results whose calls are not in this conversation
+    lost, blocks, mapped = [], [], []    # see _counted
     if isinstance(msg.get('model'), str) and msg['model'] != '<synthetic>' and msg['model'] not in self.models:
         self.models.append(msg['model'])
-    blocks = (msg.get('content') if isinstance(msg.get('content'), list)
-              else [{'type': 'text', 'text': content_text(msg.get('content'))}])
-    for b in map(_cc_block, blocks):
+    content = (msg.get('content') if isinstance(msg.get('content'), list)
+               else [{'type': 'text', 'text': content_text(msg.get('content'))}])
+    for k, b in enumerate(map(_cc_block, content)):
         if b.get('type') in ('text', 'thinking', 'redacted_thinking'):
             # redacted thinking holds only encrypted data: a marker keeps its place
             txt = '[redacted thinking]' if b['type'] == 'redacted_thinking' else b.get('text') or b.get('thinking') or ''
@@ -110,7 +123,7 @@ def assistant(self:_ClaudeChain, rec, line):
                 if txt.strip(): self.pending_text.append(txt)
                 if sig: self.pending_sigs.append(sig)
                 if data: self.pending_redacted.append(data)
-                self.pending_id = mid
+                self.pending_id = mid; mapped.append(f'content[{k}]')
         elif b.get('type') in ('tool_use', 'server_tool_use'):
             thought, sigs = '\n\n'.join(self.pending_text) or None, self.pending_sigs or None
             red = self.pending_redacted or None
@@ -118,12 +131,12 @@ def assistant(self:_ClaudeChain, rec, line):
             inp = b.get('input') if isinstance(b.get('input'), dict) else {'_raw': b.get('input')}
             self.log.call(b.get('name') or 'unknown', inp, b.get('id'), thought, t, response_id=mid, own_thought=True,
                           request_id=rec.get('requestId'), thinking_signatures=sigs, redacted_thinking=red)
+            mapped.append(f'content[{k}]')
         elif isinstance(b.get('type'), str) and b['type'].endswith('_tool_result'):
-            if not self._server_result(b, t): lost.append(b.get('tool_use_id'))
-        else:
-            why = 'assistant content block with no place in a step'
-            self.unmapped.append(self.report.unmapped(f"block:{b.get('type')}", b, self.path, line, why=why, part=True))
-    self._counted('assistant', rec, line, lost, 'server tool result for a call not in this conversation')
+            if self._server_result(b, t): mapped.append(f'content[{k}]')
+            else: lost.append(self._lost(f'content[{k}]: server tool result for a call', b.get('tool_use_id')))
+        else: blocks.append((f"block:{b.get('type')}", b, 'assistant content block with no place in a step'))
+    self._counted('assistant', rec, line, lost, blocks, mapped)
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #9c65f5ce
 def _cc_nodes(x, path:str=''):
@@ -194,32 +207,32 @@ def user(self:_ClaudeChain, rec, line):
     blocks = ([{'type': 'text', 'text': content}] if isinstance(content, str)
               else content if isinstance(content, list) else [])
     texts, tur, whole = [], rec.get('toolUseResult'), rec.get('toolUseResult')   # whole: kept on the first result
-    lost = []     # the results whose calls are not in this conversation
-    for b in map(_cc_block, blocks):
+    lost, kept, mapped = [], [], []    # see _counted
+    for k, b in enumerate(map(_cc_block, blocks)):
         if b.get('type') == 'tool_result':
             step = self.log.result(b.get('tool_use_id'), content_text(b.get('content')), bool(b.get('is_error')), None,
                                    t)
-            if step is None: lost.append(b.get('tool_use_id'))
+            if step is None: lost.append(self._lost(f'content[{k}]: tool_result for a tool_use', b.get('tool_use_id')))
             else:
+                mapped.append(f'content[{k}]')
                 keep_media(step, b.get('content'))                   # a screenshot: kept whole
                 if isinstance(tur, dict) and tur.get('interrupted'): step.metadata['interrupted'] = True
                 if whole is not None: _cc_keep_result(step, whole, self.held); whole = None   # the structured output
                 _cc_hold(self.held, step)
         elif b.get('type') == 'text':
-            if (b.get('text') or '').strip(): texts.append(b['text'])
+            if (b.get('text') or '').strip(): texts.append(b['text']); mapped.append(f'content[{k}]')
         elif b.get('type') == 'image':     # its place in the text, the image itself kept whole
-            texts.append('[image]'); why = 'an image the user gave (the text has [image] in its place)'
-            self.unmapped.append(self.report.unmapped('block:image', b, self.path, line, why=why, part=True))
+            texts.append('[image]')
+            kept.append(('block:image', b, 'an image the user gave (the text has [image] in its place)'))
         else:   # a document, a search result, ...: kept with its reason, not dropped
-            why = 'user content block with no place in a step'
-            self.unmapped.append(self.report.unmapped(f"block:{b.get('type')}", b, self.path, line, why=why, part=True))
+            kept.append((f"block:{b.get('type')}", b, 'user content block with no place in a step'))
     if texts:
         text = '\n\n'.join(texts)
         if self.instruction is None: self.instruction = text
         # e.g. a slash command's expanded prompt
         elif rec.get('isMeta') and not self.log.steps: self.meta_prompts.append(text)
         else: self.log.user(text, t, **({'is_meta': True} if rec.get('isMeta') else {}))
-    self._counted('user', rec, line, lost, 'tool_result for a tool_use not in this conversation')
+    self._counted('user', rec, line, lost, kept, mapped)
 
 # %% ../../nbs/26_recorder_claude_code.ipynb #7105e2ae
 @patch

@@ -266,10 +266,12 @@ def warn(self:ConversionReport, path, line:int|None, # where the data was read
 @patch
 def partial(self:ConversionReport, record_type:str, record, path=None, line:int|None=None,
             why:str='',                 # what of the record is not in the trajectory
+            mapped:list|None=None,      # where its pieces that are in the trajectory are ('content[0]'), when known
            )->dict:                     # the entry to append to `trajectory.metadata['unmapped']`
     "Count a record mapped with a piece left out as unmapped (kept whole, with `why`), and warn"
     self.warn(path, line, f"{record_type} record only partly mapped: {why}", record_type)
-    return self.unmapped(record_type, record, path, line, why=f'partly mapped: {why}')
+    entry = self.unmapped(record_type, record, path, line, why=f'partly mapped: {why}')
+    return {**entry, 'mapped': list(mapped)} if mapped else entry
 
 # %% ../../nbs/20aa_recorder_report.ipynb #9b959d8a
 @patch
@@ -281,7 +283,9 @@ def warning_lines(self:ConversionReport)->list[str]:
 @patch
 def result_without_call(self:ConversionReport, record_type:str, record, path=None, line:int|None=None,
                         why:str='tool result whose call is not in the log',
-                        part:bool=False)->dict: # the result is a piece of `record`, its other pieces mapped
+                        part:bool=False, # the result is a piece of `record`, its other pieces mapped
+                        mapped:list|None=None, # where those pieces are in `record` ('content[0]'), when known
+                       )->dict:
     "Count the record holding a tool result whose call is not in the log as unmapped (`partial` when `part`)"
-    return (self.partial(record_type, record, path, line, why) if part
+    return (self.partial(record_type, record, path, line, why, mapped) if part
             else self.unmapped(record_type, record, path, line, why=why))
