@@ -58,3 +58,38 @@ def test_a_claude_code_record_of_which_nothing_was_mapped_is_not_called_partly_m
     assert len(stored) == 1 and rep.warning_lines() == [], (stored, rep.warning_lines())
     assert stored[0]['why'] == "content[0]: tool_result for a tool_use answered already ('t1'): a second result for it"
     assert 'mapped' not in stored[0]
+
+
+def _chat(tmp_path, msgs, **kw):
+    p = tmp_path / 'chat.jsonl'; p.write_text(json.dumps({'messages': msgs}) + '\n')
+    rep = ConversionReport()
+    ts = list(convert(p, format='openai-chat', report=rep))
+    return _stored(ts, rep), rep
+
+
+def test_a_chat_message_kept_whole_names_every_piece_with_no_place_and_where_its_mapped_pieces_are(tmp_path):
+    "Its `why` named only the missing result, not the document beside it; nothing said the paired result was a copy"
+    msgs = [{'role': 'user', 'content': 'go'},
+            {'role': 'assistant', 'content': [{'type': 'tool_use', 'id': 'toolu_1', 'name': 'bash', 'input': {}}]},
+            {'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 'toolu_1', 'content': 'PAIRED'},
+                                         {'type': 'tool_result', 'tool_use_id': 'toolu_9', 'content': 'late'},
+                                         {'type': 'document', 'source': {'type': 'text', 'data': 'DOC'}},
+                                         {'type': 'text', 'text': 'and this?'}]}]
+    stored, rep = _chat(tmp_path, msgs)
+    assert len(stored) == 1 and stored[0]['record'] == msgs[2] and rep.parts == {}, stored    # whole, once
+    assert stored[0]['why'] == ("partly mapped: messages[2]: content[1] is a tool result whose call is not in the log "
+                                "('toolu_9'); content[2] is a document block with no place in a step")
+    assert stored[0]['mapped'] == ['content[0]', 'content[3]']
+
+
+def test_a_call_logs_final_response_and_its_warnings_keep_their_record_type():
+    "A final response kept whole was counted under message:assistant; a coerced value's warning said record type 'unmapped'"
+    from knowlyr_lab.recorder.chat import convert_messages
+    final = {'message': {'role': 'assistant', 'timestamp': 'yesterday',
+                         'content': [{'type': 'text', 'text': 'found'},
+                                     {'type': 'web_search_tool_result', 'tool_use_id': 'srvtoolu_9', 'content': []}]}}
+    rep = ConversionReport()
+    t = convert_messages('anthropic-messages', 'call.json', rep, [{'role': 'user', 'content': 'search it'}], 1, final=final)
+    assert rep.counts.keys() == {'message:user', 'response'} and rep.counts['response']['unmapped'] == 1, rep.counts
+    assert [e['record_type'] for e in t.metadata['unmapped']] == ['response']
+    assert {w['record_type'] for w in rep.warnings} == {'response'}, rep.warnings

@@ -60,14 +60,14 @@ def _feed_result(b, blk)->bool:
                         is_err, t=None)
 
 # %% ../../nbs/22_recorder_chat.ipynb #e71d10d6
-def _feed_tool_result(b:ChatBuilder, msg:dict, rt:str, line:int|None, t)->str:
-    "Attach the result message `msg` to its call; the record type it counts as ('unmapped': its call is missing)"
+def _feed_tool_result(b:ChatBuilder, msg:dict, rt:str, line:int|None, t)->bool:
+    "Attach the result message `msg` to its call; False when its call is missing (kept, counted unmapped as `rt`:orphan)"
     role, content = msg.get('role'), msg.get('content')
     is_err = bool(msg.get('is_error')) or (isinstance(content, str) and content.startswith(('Error:', 'ERROR:')))
     if not b.add_result(msg.get('tool_call_id') if role == 'tool' else None, content, is_err, msg.get('name'), t):
         b.keep(b.report.result_without_call(rt + ':orphan', msg, b.path, line))
-        return 'unmapped'
-    return rt
+        return False
+    return True
 
 # %% ../../nbs/22_recorder_chat.ipynb #0592688f
 def _segments(blocks:list, role:str, where:str)->tuple[list, list, list]:
@@ -109,6 +109,18 @@ def _feed_user(b:ChatBuilder, msg:dict, segs:list, other:list, rt:str, line:int|
     if text is not None or not results: b.add_user(text or '', t=t)
     return orphans
 
+# %% ../../nbs/22_recorder_chat.ipynb #8e1d546b
+def _unplaced(msg:dict, where:str, orphans:list, other:list)->tuple[str, list]:
+    "(why: each block of `msg` in `orphans` or `other`, where it is; mapped: where the other pieces are)"
+    content = msg.get('content')
+    at = lambda k: f'content[{k}]' if isinstance(content, list) else 'content'
+    left = {id(x): (f"a tool result whose call is not in the log ({x.get('tool_use_id')!r})" if x in orphans else
+                    f"a {x.get('type') if isinstance(x, dict) else type(x).__name__} block with no place in a step")
+            for x in orphans + other}
+    why = [f'{at(k)} is {left[id(x)]}' for k, x in enumerate(_blocks(content)) if id(x) in left]
+    mapped = [at(k) for k, x in enumerate(_blocks(content)) if id(x) not in left]
+    return f"{where}: {'; '.join(why)}", mapped + (['tool_calls'] if msg.get('tool_calls') else [])
+
 # %% ../../nbs/22_recorder_chat.ipynb #f448a9d3
 def _with_refusal(msg:dict, texts:list, meta:dict)->dict:
     "OpenAI's `refusal` (a refused request has no content, only this text): the turn's text, flagged in the step's meta"
@@ -149,40 +161,43 @@ def feed_message(b:ChatBuilder,        # the conversation being built
                  msg:dict,             # one chat message (OpenAI or Anthropic shape)
                  where:str,            # its position, for errors ("messages[3]")
                  line:int|None=None,   # file line, for unmapped entries
-                 usage:TokenUsage|None=None, response_id:str|None=None, t=None, model:str|None=None, **meta,
-                )->str:                # the record type it was counted as
+                 usage:TokenUsage|None=None, response_id:str|None=None, t=None, model:str|None=None,
+                 rt:str|None=None,     # the record type it counts as (default `message:<role>`; a call log's 'response')
+                 **meta)->bool:        # mapped: the caller counts it as `rt`; False: kept whole, counted unmapped
     "Read one message into `b`; raises ValueError (with `where`) on a malformed message"
     if not isinstance(msg, dict): raise ValueError(f"{where}: expected a message object, got {type(msg).__name__}")
     role = msg.get('role')
-    rt = f'message:{role}'
+    rt = rt or f'message:{role}'
     t = t if t is not None else msg.get('timestamp')
-    if role in ('system', 'developer'): b.add_system(content_text(msg.get('content'))); return rt
+    if role in ('system', 'developer'): b.add_system(content_text(msg.get('content'))); return True
     if role in ('tool', 'function'): return _feed_tool_result(b, msg, rt, line, t)
     if role not in ('user', 'assistant'):
-        b.keep(b.report.unmapped(rt, msg, b.path, line, why=f'unknown role {role!r}')); return 'unmapped'
+        b.keep(b.report.unmapped(rt, msg, b.path, line, why=f'unknown role {role!r}')); return False
     segs, thinking, other = _segments(_blocks(msg.get('content')), role, where)
     if role == 'user':
         orphans = _feed_user(b, msg, segs, other, rt, line, t)
-        if orphans is None: return 'unmapped'
+        if orphans is None: return False
     else: orphans = _feed_assistant(b, msg, segs, thinking, where, usage, response_id, t, model, meta)
-    if orphans:     # the message kept whole, counted once: unmapped (only partly mapped), not mapped
-        ids = ', '.join(repr(blk.get('tool_use_id')) for blk in orphans)
-        why = f'{where} holds a tool result whose call is not in the log ({ids})'
-        b.keep(b.report.result_without_call(rt, msg, b.path, line, why, part=True)); return 'unmapped'
+    if orphans:     # the message kept whole, counted once: unmapped, its blocks with no place in it, not parts
+        why, mapped = _unplaced(msg, where, orphans, other)
+        b.keep(b.report.result_without_call(rt, msg, b.path, line, why, bool(mapped), mapped)); return False
     for blk in other:
         kind = blk.get('type') if isinstance(blk, dict) else type(blk).__name__
         b.keep(b.report.unmapped(f"block:{kind}", blk, b.path, line, why='content block with no place in a step',
                                  part=True))
-    return rt
+    return True
 
 # %% ../../nbs/22_recorder_chat.ipynb #f1c0a002
 def feed_located(b:ChatBuilder, msg, where:str, line:int|None=None,
                  record=None,         # where the values read are found, when not in `msg` (a call log's line)
                  at:str|None=None,    # where `record` sits in the file, when no line says it
-                 **kw)->str:          # the record type `msg` was counted as
-    "`feed_message`, then each wrongly typed value kept from it reported as a warning naming file, line and field"
-    try: rt = feed_message(b, msg, where, line, **kw)
+                 rt:str|None=None,    # the record type it counts as (default `message:<role>`)
+                 **kw)->str:          # that record type (counted mapped, or unmapped when kept whole)
+    "`feed_message`, counted; then each wrongly typed value kept from it warned, naming file, line and field"
+    rt = rt or f"message:{msg.get('role') if isinstance(msg, dict) else None}"
+    try: mapped = feed_message(b, msg, where, line, rt=rt, **kw)
     except Exception: coerced_notes().clear(); raise     # the message is quarantined: nothing of it is kept
+    if mapped: b.report.mapped(rt)
     if record is None: record, at = msg, where
     if coerced_notes(): warn_coerced(b.report, b.path, line, record, at, rt)
     return rt
@@ -196,14 +211,12 @@ def convert_messages(fmt:str, path, report:ConversionReport, messages:list, line
     b = ChatBuilder(fmt, path, report, line)
     for i, m in enumerate(messages):
         rt = m.get('role') if isinstance(m, dict) else None
-        try: rt = feed_located(b, m, f'messages[{i}]', line)
-        except ValueError as e: report.bad_record(path, line, str(e), m, record_type=f'message:{rt}'); continue
-        if rt != 'unmapped': report.mapped(rt)
+        try: feed_located(b, m, f'messages[{i}]', line)
+        except ValueError as e: report.bad_record(path, line, str(e), m, record_type=f'message:{rt}')
     if final is not None:
         try:
-            rt = feed_located(b, final['message'], 'response', line, record, usage=final.get('usage'),
-                              response_id=final.get('id'), t=final.get('t'), model=final.get('model'))
-            if rt != 'unmapped': report.mapped('response')
+            feed_located(b, final['message'], 'response', line, record, rt='response', usage=final.get('usage'),
+                         response_id=final.get('id'), t=final.get('t'), model=final.get('model'))
         except (ValueError, KeyError, TypeError) as e:
             report.bad_record(path, line, f"response: {e}", final, record_type='response')
         b.stop_reason = final.get('stop_reason')
@@ -221,9 +234,8 @@ def _continues(prev:list, msgs:list)->bool:
 def _feed_new(b:ChatBuilder, report:ConversionReport, path, i:int, msgs:list, new:list):
     "Feed `new`, the messages request `i` adds at the end of its history `msgs`, into `b`"
     for j, m in enumerate(new):
-        try: rt = feed_located(b, m, f'interactions[{i}].request.messages[{len(msgs) - len(new) + j}]')
-        except ValueError as e: report.bad_record(path, None, str(e), m, record_type='message'); continue
-        if rt != 'unmapped': report.mapped(rt)
+        try: feed_located(b, m, f'interactions[{i}].request.messages[{len(msgs) - len(new) + j}]')
+        except ValueError as e: report.bad_record(path, None, str(e), m, record_type='message')
 
 # %% ../../nbs/22_recorder_chat.ipynb #0e891a3a
 def _feed_response(b:ChatBuilder, report:ConversionReport, path, i:int, it:dict, response_of)->dict|None:
@@ -237,10 +249,9 @@ def _feed_response(b:ChatBuilder, report:ConversionReport, path, i:int, it:dict,
         return None
     try:
         where = f'interactions[{i}].response'
-        rt = feed_located(b, fin['message'], where, None, rb, f'{where}.parsed_body', usage=fin['usage'],
-                          response_id=fin['id'], t=fin['t'], model=fin['model'])
+        feed_located(b, fin['message'], where, None, rb, f'{where}.parsed_body', rt='response', usage=fin['usage'],
+                     response_id=fin['id'], t=fin['t'], model=fin['model'])
     except ValueError as e: report.bad_record(path, None, str(e), rb, record_type='response'); return None
-    if rt != 'unmapped': report.mapped('response')
     b.stop_reason = fin.get('stop_reason')
     return fin['message']
 

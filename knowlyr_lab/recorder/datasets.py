@@ -226,9 +226,8 @@ def _toolbench_outcome(ft:str|None)->Outcome:
 def _feed_chain(b:ChatBuilder, chain:list, j:int, path, report):
     "Feed chain `j`'s messages to `b`, counting each mapped one under its record type"
     for i, m in enumerate(chain):
-        try: rt = feed_located(b, _toolbench_message(m), f'train_messages[{j}][{i}]')
-        except ValueError as e: report.bad_record(path, None, str(e), m, record_type='message'); continue
-        if rt != 'unmapped': report.mapped(rt)
+        try: feed_located(b, _toolbench_message(m), f'train_messages[{j}][{i}]')
+        except ValueError as e: report.bad_record(path, None, str(e), m, record_type='message')
 
 # %% ../../nbs/23_recorder_datasets.ipynb #98574ecf
 @patch
