@@ -130,6 +130,16 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
         raise InvalidActionError(f"{where}: arguments must be a JSON object, got {value_type(params)}")
     return params
 
+# %% ../nbs/00aa_action_text.ipynb #8887491b
+def _keywords(call:ast.Call)->dict:
+    "The keyword arguments of `call`, literals: `key=value` and `**{...}` (a literal dict of string keys)"
+    params = {}
+    for kw in call.keywords:
+        v = ast.literal_eval(kw.value)       # ValueError: not a literal (`**kwargs`)
+        if kw.arg is None and not (isinstance(v, dict) and all(isinstance(k, str) for k in v)): raise ValueError(v)
+        params.update(v if kw.arg is None else {kw.arg: v})
+    return params
+
 # %% ../nbs/00aa_action_text.ipynb #2587f513
 def _python_call(text:str, positional=None)->tuple[str, dict]:
     "`tool(key=value, ...)` read as a Python call of literals (never evaluated) into (tool, params)"
@@ -141,7 +151,7 @@ def _python_call(text:str, positional=None)->tuple[str, dict]:
         raise InvalidActionError(f"ReAct action {text[:80]!r} is not a call like `tool(key=value, ...)`")
     name = ast.unparse(node.func)
     try:
-        params = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
+        params = _keywords(node)
         args = [ast.literal_eval(a) for a in node.args]
     except (ValueError, TypeError):   # TypeError: a key that is no dict key, as in `{[1]: 2}`
         raise InvalidActionError(f"ReAct action {text[:80]!r}: argument values must be literals "

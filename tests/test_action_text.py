@@ -1005,3 +1005,18 @@ def test_the_server_reads_tool_names_with_schema_name_and_skips_a_malformed_tool
     msg, why = reply_message({'text': '[TOOL_CALLS]look', 'finish_reason': 'stop'}, tools)
     assert why == 'tool_calls' and msg['tool_calls'][0]['function'] == {'name': 'look', 'arguments': '{}'}
     assert reply_message({'text': '[TOOL_CALLS]Sorry', 'finish_reason': 'stop'}, tools)[1] == 'stop'
+
+
+def test_keyword_arguments_passed_as_a_literal_dict_are_read_not_dropped(tmp_path):
+    "`search(**{\"q\": \"SF\"})` gave params {} with no word: `**` keywords were skipped (review24 kwargs_drop.py)"
+    from knowlyr_lab.core import parse_action
+    from knowlyr_lab.recorder.convert import convert
+    from knowlyr_lab.recorder.report import ConversionReport
+    assert parse_action('search(**{"q": "SF"}, n=3)', bare=True)['params'] == {'q': 'SF', 'n': 3}
+    p = tmp_path / 'run.txt'
+    p.write_text('Question: q\nThought: t\nAction: search(**{"q": "SF"})\nObservation: ok\n'
+                 'Thought: again\nAction: search(**opts)\nObservation: ok\nFinal Answer: x\n')
+    t, = convert(p, format='react-text', report=ConversionReport())
+    assert t.steps[0].action.params == {'q': 'SF'}
+    # not a literal dict: the action's text kept raw, flagged, never read as no arguments
+    assert t.steps[1].action.params == {'_raw': 'search(**opts)'} and t.steps[1].metadata['bad_arguments'] is True
