@@ -92,3 +92,18 @@ def test_a_react_action_and_a_smolagents_call_say_an_overflowing_number_the_same
     held = lambda r: [(f.split('.')[-1], n) for w in r.warning_lines() for f, n in [w.split('field ')[1].split(',')[0].split(' holds ')]]
     assert s.action.params == {'q': 'x', 'n': None}
     assert held(rep) == held(smol) == [('n', number)], (rep.warning_lines(), smol.warning_lines())
+
+
+@pytest.mark.parametrize('body, said', [
+    ('{"a": NaN,\n "a": 1,\n "b": 1e400}', ['field b holds 1e400']),                         # an overwritten NaN
+    ('{"a": -1e400,\n "a": 1e400,\n "b": -1e400}', ['field a holds 1e400', 'field b holds -1e400']),   # a repeated key
+    ('{"a": NaN,\n "q": "x",\n "a": -1e400,\n "z": [1e400]}', ['field a holds -1e400', 'field z[0] holds 1e400'])])
+def test_a_nonfinite_number_is_named_as_written_when_a_value_before_it_is_not_handed_over(tmp_path, body, said):
+    "_as_written paired written numbers with values by order: a NaN overwritten or a repeated key gave JSON's spelling"
+    from knowlyr_lab.recorder.convert import convert
+    from knowlyr_lab.recorder.report import ConversionReport
+    p = tmp_path / 'run.txt'
+    p.write_text(f'Question: q\nThought: t\nAction: search\nAction Input: {body}\nObservation: ok\nFinal Answer: x\n')
+    rep = ConversionReport(); list(convert(p, format='react-text', report=rep))
+    got = [w['reason'].split('as a ReAct action: ', 1)[1].split(',')[0] for w in rep.warnings]
+    assert got == said, rep.warning_lines()

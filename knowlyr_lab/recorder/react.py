@@ -54,12 +54,13 @@ def _langchain_final(action:str)->dict|None:
 
 
 # %% ../../nbs/22b_recorder_react.ipynb #19447052
-def _as_written(v:float, written)->str:
-    "The next number of `written` (an iterator of `written_nonfinite`) when it is `v`; else `v` as JSON writes it"
-    s = next(written, ('',))[0]
-    try: w = float(s)
-    except ValueError: return json.dumps(v)
-    return s if w == v or (w != w and v != v) else json.dumps(v)    # (NaN is no NaN's equal)
+def _as_written(v:float, written:list)->str:
+    "The first number left in `written` (`written_nonfinite`'s) that is `v`, taken out; else `v` as JSON writes it"
+    for k, (s, _) in enumerate(written):     # one skipped (a NaN overwritten) stays
+        try: w = float(s)
+        except ValueError: continue
+        if w == v or (w != w and v != v): return written.pop(k)[0]
+    return json.dumps(v)
 
 # %% ../../nbs/22b_recorder_react.ipynb #8484505c
 def react_action(action:str,               # the text after "Action:" (may include an "Action Input:" line)
@@ -69,7 +70,7 @@ def react_action(action:str,               # the text after "Action:" (may inclu
     "Parse a ReAct action: `parse_action` (bare: the text is the call), or `tool[arg]`; unparsable text is kept raw"
     stand_in = exact_parsers(made := [])['parse_constant']         # a NaN's stand-in, for `literal_numbers`
     try:
-        written = iter(written_nonfinite(action))                # each such number as the action writes it, in order
+        written = written_nonfinite(action)                      # each such number as the action writes it, in order
         with nonfinite_as(lambda v: stand_in(_as_written(v, written))): a = parse_action(action, bare=True)
         params = literal_numbers(a['params'], within or action, 'a ReAct action') if made else a['params']
         return {'tool': a['tool'], 'params': params}, True      # a NaN: null, noted
