@@ -107,3 +107,17 @@ def test_a_nonfinite_number_is_named_as_written_when_a_value_before_it_is_not_ha
     rep = ConversionReport(); list(convert(p, format='react-text', report=rep))
     got = [w['reason'].split('as a ReAct action: ', 1)[1].split(',')[0] for w in rep.warnings]
     assert got == said, rep.warning_lines()
+
+
+def test_a_nonfinite_number_after_a_multiline_secret_is_warned_at_its_own_file_line(tmp_path):
+    "A private key redacted to one line moved the line of every number after it: warned at line 4, written on line 7"
+    from knowlyr_lab.recorder.convert import convert
+    from knowlyr_lab.recorder.report import ConversionReport
+    key = ('-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\nAAAAMwAAAAtzc2gtZWQyNTUxOQ\n'
+           '-----END OPENSSH PRIVATE KEY-----')
+    p = tmp_path / 'run.txt'
+    p.write_text(f'Question: q\nThought: t\nAction: search(k="""{key}""",\n n=1e400)\nObservation: ok\nFinal Answer: x\n')
+    rep = ConversionReport(); t, = convert(p, format='react-text', report=rep)
+    assert rep.redactions.get('private_key') == 1 and t.steps[0].action.params['n'] is None
+    at = next(i for i, x in enumerate(p.read_text().splitlines(), 1) if '1e400' in x)
+    assert at == 7 and [w.split(': ', 1)[0] for w in rep.warning_lines()] == [f'{p}:{at}'], rep.warning_lines()

@@ -91,13 +91,15 @@ _KIND = {'question': 'question', 'task': 'question', 'thought': 'thought', 'acti
 # %% ../../nbs/22b_recorder_react.ipynb #b11f8858
 def iter_react_blocks(path, report,
                       ends:dict|None=None, # receives {'mid_line': True} when the last line has no newline (cut off)
-                     )->Iterator[tuple[int, str, str, int]]:
-    "(line, kind, text, the line `text` starts on) blocks of a ReAct text file; secrets redacted block by block"
+                     )->Iterator[tuple[int, str, str, int, list]]:
+    "(line, kind, text, the line `text` starts on, an action's NaN/infinity lines) blocks; secrets redacted by block"
     kind, start, buf, raw = None, None, [], b''
     def block():
-        text, lead = '\n'.join(buf).strip(), next((j for j, s in enumerate(buf) if s.strip()), 0)  # lead: blank lines
-        text = report.clean(text, text) if report.scrub is not None else text
-        return start or 1, kind or 'text', text, (start or 1) + lead
+        raw, lead = '\n'.join(buf).strip(), next((j for j, s in enumerate(buf) if s.strip()), 0)  # lead: blank lines
+        text, first = report.clean(raw, raw) if report.scrub is not None else raw, (start or 1) + lead
+        # the lines of the numbers as written: a secret redacted to one line moves no line after it
+        rows = [first + r - 1 for _, r in written_nonfinite(raw)] if kind in ('action', 'action_input') else []
+        return start or 1, kind or 'text', text, first, rows
     with open_bytes(path) as f:
         for i, raw in enumerate(f, 1):
             report.bytes_read += len(raw)
@@ -129,21 +131,24 @@ class ReactTextAdapter(LogAdapter):
 
 # %% ../../nbs/22b_recorder_react.ipynb #1ef8ef67
 def _warn_numbers(report, path, first:int, # the line `text` starts on
-                  text:str, at:str):        # the block the notes were read from, and its name ('Action')
+                  text:str, at:str,         # the block the notes were read from, and its name ('Action')
+                  rows:list|None=None):     # the file lines of its NaNs and infinities (`iter_react_blocks`)
     "`warn_coerced` on the notes read from `text`, each at the line holding its number"
-    notes, rows = coerced_notes(), [r for _, r in written_nonfinite(text)]
+    notes = coerced_notes()
+    rows = [first + r - 1 for _, r in written_nonfinite(text)] if rows is None else rows
     if len(rows) != len(notes):     # a note on anything else: at the line `text` starts on, which the warning says
         return warn_coerced(report, path, first, at=at + ' (on the line it starts on)' * ('\n' in text))
-    for note, r in zip(notes[:], rows): notes[:] = [note]; warn_coerced(report, path, first + r - 1, at=at)
+    for note, r in zip(notes[:], rows): notes[:] = [note]; warn_coerced(report, path, r, at=at)
 
 # %% ../../nbs/22b_recorder_react.ipynb #b0e0cbc6
 def _react_action_input(b:ChatBuilder, cur, text:str, path, line:int, report,
-                        first:int|None=None)->bool: # the line `text` starts on (None: `line`)
+                        first:int|None=None, # the line `text` starts on (None: `line`)
+                        rows:list|None=None)->bool: # the lines of its NaNs and infinities (`iter_react_blocks`)
     "Set the parameters of `cur`, the step of the last Action, from an `Action Input:` block; False when it is kept"
     if cur is None or cur.observation is not None:
         b.keep(report.unmapped('action_input', text, path, line, why='Action Input without an Action')); return False
     a, ok = react_action(f'{cur.action.tool}\nAction Input: {text}')
-    if coerced_notes(): _warn_numbers(report, path, first or line, text, 'Action Input')   # a NaN: null, warned
+    if coerced_notes(): _warn_numbers(report, path, first or line, text, 'Action Input', rows)   # a NaN: null, warned
     cur.action.params = a['params']; cur.metadata.pop('bad_arguments', None)
     if not ok: cur.metadata['bad_arguments'] = True
     report.mapped('action_input')
@@ -169,10 +174,10 @@ def convert(self:ReactTextAdapter, path, report):
         nonlocal b, n
         if b is not None and (b.steps or b.instruction):
             n += 1; return b.build(task_id=f'{Path(path).stem}-{n}' if n > 1 else Path(path).stem)
-    for line, kind, text, first in iter_react_blocks(path, report, ends):
+    for line, kind, text, first, rows in iter_react_blocks(path, report, ends):
         last_line = line
         if kind == 'action' and (fin := _langchain_final(text)) is not None:   # LangChain's: a Final Answer line
-            if coerced_notes(): _warn_numbers(report, path, first, text, 'Action')     # a NaN: null, warned
+            if coerced_notes(): _warn_numbers(report, path, first, text, 'Action', rows)   # a NaN: null, warned
             kind, text = 'final_answer', fin['answer']
         if b is None or (kind == 'question' and b.steps):
             t = flush()
@@ -187,12 +192,12 @@ def convert(self:ReactTextAdapter, path, report):
             pending_thought = text; report.mapped('thought')
         elif kind == 'action':
             a, ok = react_action(text)
-            if coerced_notes(): _warn_numbers(report, path, first, text, 'Action')     # a NaN: null, warned
+            if coerced_notes(): _warn_numbers(report, path, first, text, 'Action', rows)   # a NaN: null, warned
             cur, = b.add_assistant(pending_thought, [{**a, 'ok': ok}], line=line)
             b.fifo.clear(); act_line = line
             pending_thought = None
             report.mapped('action')
-        elif kind == 'action_input': _react_action_input(b, cur, text, path, line, report, first)
+        elif kind == 'action_input': _react_action_input(b, cur, text, path, line, report, first, rows)
         elif kind == 'observation': _react_observation(b, cur, text, path, line, report)
         elif kind == 'final_answer':
             fin, = b.add_assistant(pending_thought, [{'tool': 'final_answer', 'params': {'answer': text}}], line=line)
