@@ -93,3 +93,23 @@ def test_a_call_logs_final_response_and_its_warnings_keep_their_record_type():
     assert rep.counts.keys() == {'message:user', 'response'} and rep.counts['response']['unmapped'] == 1, rep.counts
     assert [e['record_type'] for e in t.metadata['unmapped']] == ['response']
     assert {w['record_type'] for w in rep.warnings} == {'response'}, rep.warnings
+
+
+def test_a_claude_code_sidechain_record_whose_parent_is_a_bookkeeping_record_stays_in_its_chain(tmp_path):
+    "Only user/assistant uuids were given a chain: a sidechain record under an attachment began a new conversation"
+    side = lambda typ, uid, parent, content: {'parentUuid': parent, 'isSidechain': True, 'sessionId': 's-1', 'type': typ,
+                                              'uuid': uid, 'message': {'role': typ, 'content': content}}
+    recs = [{'parentUuid': None, 'isSidechain': False, 'sessionId': 's-1', 'type': 'user', 'uuid': 'u1',
+             'message': {'role': 'user', 'content': 'do it'}},
+            side('user', 'su1', None, 'sub task'),
+            side('assistant', 'sa1', 'su1', [{'type': 'tool_use', 'id': 't2', 'name': 'Read', 'input': {}}]),
+            {'type': 'attachment', 'uuid': 'at1', 'parentUuid': 'sa1', 'isSidechain': True, 'sessionId': 's-1',
+             'attachment': {}},
+            side('user', 'su2', 'at1', [res('t2', 'file text')])]
+    p = tmp_path / 's-1.jsonl'; p.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    rep = ConversionReport()
+    ts = list(convert(p, format='claude-code', report=rep))
+    assert len(ts) == 2, [t.task.id for t in ts]                            # the session and its one sidechain
+    sub, = [t for t in ts if any(s.action and s.action.call_id == 't2' for s in t.steps)]
+    assert [s.observation.content for s in sub.steps if s.action] == ['file text']     # its result found its call
+    assert [e['record_type'] for e in _stored(ts, rep)] == ['attachment'], _stored(ts, rep)

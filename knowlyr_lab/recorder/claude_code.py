@@ -295,6 +295,8 @@ def convert(self:ClaudeCodeAdapter, path, report:ConversionReport)->Iterator[Tra
           if uid is not None and uid in seen and typ in ('user', 'assistant'):
               report.mapped(f'{typ}:repeat'); continue     # written twice: read once, the repeat counted as such
           if uid is not None: seen[uid] = line
+          if rec.get('isSidechain') and isinstance(p := rec.get('parentUuid'), str) and p in chain_of:
+              chain_of[uid] = chain_of[p]    # any record, bookkeeping too: a child of it stays in its chain
           main = sessions.of(rec)
           if typ in ('user', 'assistant') and not isinstance(rec.get('message'), (dict, str)):
               main.unmapped.append(report.unmapped(typ, rec, path, line, why='user/assistant record without a message'))
