@@ -76,14 +76,19 @@ def _plain_text(s:str)->str:
 # %% ../nbs/13_tasks.ipynb #5fe2417d
 TASK_TEXT_FIELDS = ('initial_observation', 'instruction', 'prompt', 'question', 'problem_statement')
 
+def _shows(v)->bool:
+    "Whether a field's value shows anything: not None, not an empty string, list or dict (tested by type, not `==`)"
+    return v is not None and not (isinstance(v, (str, list, dict)) and not v)
+
 def _first_seen(task):
     "What a task shows first: the first of `TASK_TEXT_FIELDS` it has that is not empty (None: it shows nothing)"
-    return next((v for f in TASK_TEXT_FIELDS if (v := _field(task, f)) not in (None, '', [], {})), None)
+    return next((v for f in TASK_TEXT_FIELDS if _shows(v := _field(task, f))), None)
 
 # %% ../nbs/13_tasks.ipynb #e749ba17
 def _as_text(v)->str:
-    "A shown value as text: a string as it is, anything else as sorted-key JSON (fields in any order: one value)"
-    return v if isinstance(v, str) else json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
+    "A shown value as text: a string as it is, else sorted-key JSON (fields in any order: one value), else `str()`"
+    try: return v if isinstance(v, str) else json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
+    except (TypeError, ValueError): return str(v)   # keys JSON cannot sort (1 and 'b'), a cycle: as keyed before
 
 # %% ../nbs/13_tasks.ipynb #5ac73e45
 def task_key(task)->str:
@@ -284,11 +289,12 @@ def _basis(task, key:str)->str:
     return 'id' if key == (t if isinstance(t, str) else str(_field(t, 'id'))) else 'fingerprint'
 
 # %% ../nbs/13_tasks.ipynb #d0d22d23
-def _by_id_alone(tasks:list, keys:list, strict:bool):
-    "Refuse (`strict`) or warn that some tasks were compared by id alone: their content was never checked"
+def _by_id_alone(tasks:list, keys:list, strict:bool, matched:list=()):
+    "Refuse (`strict`) or warn that some tasks were compared by id alone (`matched`: shared keys that are such ids)"
     ids = [task_id(t) for t, k in zip(tasks, keys) if _basis(t, k) == 'id']
     if not ids: return
-    msg = (f"{len(ids)} of {len(tasks)} tasks are compared by id alone (e.g. {ids[:3]}): no fingerprint, no text "
+    both = f"; {len(matched)} evaluation tasks match training tasks by id only (e.g. {matched[:3]})" if matched else ''
+    msg = (f"{len(ids)} of {len(tasks)} tasks are compared by id alone (e.g. {ids[:3]}){both}: no fingerprint, no text "
            f"({', '.join(TASK_TEXT_FIELDS)}) and no env names them, so their content was not checked")
     if strict: raise TaskOverlapError(msg + ": they cannot be called held out")
     warnings.warn(msg, stacklevel=3)
@@ -306,10 +312,11 @@ def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, tr
     shared = sorted({k for k, r in zip(keys[len(train):], ev) if r in tr})
     basis = Counter(_basis(t, k) for t, k in zip(train + eval, keys))
     rep = HeldOutReport(len(tr), len(set(ev)), len(ev), shared, {b: basis[b] for b in ('fingerprint', 'text', 'id')})
-    if strict and shared:
-        raise TaskOverlapError(f"{len(shared)} of {rep.n_eval} evaluation tasks share content with the training tasks "
-                               f"(e.g. {shared[:3]}): they are not held out")
-    if train and eval: _by_id_alone(train + eval, keys, strict)
+    by_id = {k for t, k in zip(train + eval, keys) if _basis(t, k) == 'id'}   # a match of these is of names only
+    if strict and (same := [k for k in shared if k not in by_id]):
+        raise TaskOverlapError(f"{len(same)} of {rep.n_eval} evaluation tasks share content with the training tasks "
+                               f"(e.g. {same[:3]}): they are not held out")
+    if train and eval: _by_id_alone(train + eval, keys, strict, [k for k in shared if k in by_id])
     return rep
 
 

@@ -61,3 +61,25 @@ def test_keys_that_fell_back_to_ids_are_counted_warned_and_refused_under_strict(
     tr = suite_tasks('knowlyr/arith-easy', range(2))
     assert check_held_out(tr, suite_tasks('knowlyr/arith-easy', [7]), strict=True).basis == {'fingerprint': 3, 'text': 0, 'id': 0}
     assert check_held_out(['arith-easy-s9'], tr, strict=True).basis['fingerprint'] == 3   # an id its env names: content
+
+
+def test_values_json_cannot_sort_or_test_for_emptiness_still_key_a_task():
+    "review27 keys_edge.py: mixed key types raised TypeError from sort_keys; a numpy prompt raised 'truth value ... ambiguous'"
+    import hashlib
+
+    import numpy as np
+    mixed = {'id': 'a', 'initial_observation': {1: 'x', 'b': 2}}
+    assert task_key(mixed) == 'text:' + hashlib.sha1(str({1: 'x', 'b': 2}).encode()).hexdigest()   # str(), as keyed before
+    arr = {'id': 'n1', 'prompt': np.array([1, 2, 3])}
+    assert task_key(arr).startswith('text:') and task_key(arr) == task_key({'id': 'n2', 'prompt': np.array([1, 2, 3])})
+    assert task_key(arr) != task_key({'id': 'n1', 'prompt': np.array([1, 2, 4])})
+    assert not check_held_out([mixed], [arr]).shared
+
+
+def test_tasks_matching_by_id_only_are_refused_as_such_not_as_sharing_content():
+    "review27 item 4: under strict, ids on both sides were refused with 'share content' (the overlap check ran first)"
+    with pytest.raises(TaskOverlapError, match=r"1 evaluation tasks match training tasks by id only \(e\.g\. \['b'\]\)") as e:
+        check_held_out(['a', 'b'], ['b', 'c'], strict=True)
+    assert 'share content' not in str(e.value)
+    with pytest.raises(TaskOverlapError, match='1 of 2 evaluation tasks share content'):   # content still comes first
+        check_held_out([{'id': 'x', 'prompt': 'P'}, 'b'], [{'id': 'y', 'prompt': 'P'}, 'b'], strict=True)
