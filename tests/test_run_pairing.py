@@ -71,3 +71,11 @@ def test_committed_results_files_still_load_and_mean_what_they_said():
             assert {r['n_tasks'] for r in rec['runs']} == {rec['n_tasks']}, path
             assert rec['mean_a'] - rec['mean_b'] == pytest.approx(rec['estimate'], abs=1e-12), path
     assert seen >= 20
+
+
+def test_a_side_that_recorded_no_seeds_is_said_to_have_none_recorded():
+    "review27 seed_unknown.py: seeds None on one side read 'episode seeds differ (1 vs 0, 0 shared)'"
+    with pytest.warns(UserWarning, match=r'episode seeds differ \(1 vs not recorded\): '):
+        r = compare_runs([ev(f'm{i}', [(t, 0, 1, True) for t in T]) for i in range(2)],
+                         [ev(f'c{i}', [(t, None, 0, True) for t in T]) for i in range(2)])
+    assert [n for n in r['crossed'].notes if 'seeds' in n][0].startswith('run 0 (m0 vs c0): episode seeds differ (1 vs not recorded)')

@@ -124,7 +124,8 @@ def _run_notes(i:int, x:EvalResult, y:EvalResult, vx:dict, vy:dict)->list:
     if lost: out.append(f"{run}: {n} tasks paired; " + '; '.join(lost))
     sx, sy = (set(r.valid[r.valid.task_key.isin(shared)].seed.dropna()) for r in (x, y))   # on the paired tasks
     if sx != sy:
-        out.append(f"{run}: episode seeds differ ({len(sx)} vs {len(sy)}, {len(sx & sy)} shared): each task's "
+        said = f"{len(sx) or 'not recorded'} vs {len(sy) or 'not recorded'}" + (f", {len(sx & sy)} shared" if sx and sy else '')
+        out.append(f"{run}: episode seeds differ ({said}): each task's "
                    "attempts are averaged and paired across seeds, sound when results do not depend on the seed")
         warnings.warn(out[-1], stacklevel=3)
     return out
