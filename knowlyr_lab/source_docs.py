@@ -23,7 +23,7 @@ __all__ = ['source_docs', 'source_defaults', 'source_value']
 # %% ../nbs/06a_source_docs.ipynb #902d9da5
 @functools.cache
 def _module_source(module:str)->tuple[str, ast.Module]|None:
-    "The text and syntax tree of `module`'s source file, found without importing it (None: no source file)"
+    "The text and syntax tree of `module`'s source file, found without importing it (None: none)"
     spec = importlib.util.find_spec(module)
     origin = spec.origin if spec else None
     if not origin or not origin.endswith('.py'): return None

@@ -239,7 +239,7 @@ def write(self, rel:str, data:bytes):
 # %% ../../nbs/10ea_sandbox_beneath.ipynb #d4caf4e2
 @patch_to(BeneathDir)
 def listdir(self, rel:str)->list[tuple[str, bool]]:
-    "(name, is a directory) for each entry of the directory `rel` (symlinks are not followed)"
+    "(name, is a directory) for each entry of the directory `rel` (symlinks not followed)"
     def go():
         fd = open_beneath(self.fd, rel, os.O_RDONLY | os.O_DIRECTORY)
         try:
