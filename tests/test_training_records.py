@@ -93,3 +93,17 @@ def test_sft_eval_loss_is_unweighted_and_outcome_only_rewards_warn_once(packing,
     assert abs(runs[True].evaluate() - runs[False].evaluate()) < 1e-6
     w = runs[True].eval_samples[0]['weights']
     assert len(set(w)) > 1                                           # the eval samples do carry step weights
+
+@pytest.mark.parametrize('bad', [float('nan'), float('inf'), 'abc'])
+def test_a_reward_that_is_not_a_finite_number_is_refused_naming_the_record(tok, bad):
+    "One NaN reward made every curriculum difficulty NaN (rankdata), and the curriculum fell back to the file's order"
+    import json
+
+    from knowlyr_lab.trainer.data import DataFormatError, to_chat
+    from knowlyr_lab.trainer.sft import build_chats
+    rec = {'messages': [{'role': 'user', 'content': 'hi'}, {'role': 'assistant', 'content': 'a'}], 'reward': bad}
+    with pytest.raises(DataFormatError, match="^sft.jsonl:4: field 'reward' must be a finite number"):
+        to_chat(json.loads(json.dumps(rec)), 'sft.jsonl:4')                   # Python's json reads NaN and Infinity
+    good = [('sft.jsonl:1', {**rec, 'reward': 1.0}), ('sft.jsonl:4', rec)]
+    chats, errors = build_chats(good, None, None)
+    assert [c['where'] for c in chats] == ['sft.jsonl:1'] and [e['where'] for e in errors] == ['sft.jsonl:4'], errors

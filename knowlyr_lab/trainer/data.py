@@ -27,6 +27,13 @@ __all__ = ['DataFormatError', 'record_template_kwargs', 'record_tools', 'to_chat
 # %% ../../nbs/61_trainer_data.ipynb #49a6542d
 class DataFormatError(ChatFormatError):
     "A training record that cannot be used; the message names the record and the field"
+    @staticmethod
+    def check_finite(v, where:str, field:str, note:str='')->float:
+        "`v` as a float, refused naming the record and the field unless a finite number (NaN, inf or a boolean is not)"
+        try: x = float('nan') if isinstance(v, bool) else float(v)
+        except (TypeError, ValueError): x = float('nan')
+        if -float('inf') < x < float('inf'): return x
+        raise DataFormatError(f"{where}: field '{field}' must be a finite number{note}, got {str(v)[:40]!r}")
 
 # %% ../../nbs/61_trainer_data.ipynb #73490c5a
 def _prompt(rec):
@@ -51,8 +58,8 @@ def _trajectory_chat(t:Trajectory, where:str, system_prompt:str|None=None, tools
     except ValueError as e: raise DataFormatError(str(e)) from None     # steps served two ways
     kw, msgs = record_template_kwargs(served, at), to_messages(t, system_prompt=system_prompt)
     return {'messages': msgs, 'tools': tools, 'step_rewards': [float(s.reward or 0.0) for s in t.steps],
-            'reward': float(t.reward or 0.0), 'task_id': t.task.id, 'where': where,
-            **({'template_kwargs': kw} if kw else {})}
+            'reward': DataFormatError.check_finite(t.reward or 0.0, where, 'reward'), 'task_id': t.task.id,
+            'where': where, **({'template_kwargs': kw} if kw else {})}
 
 # %% ../../nbs/61_trainer_data.ipynb #2bbf2122
 def record_tools(record:dict, where:str)->list|None:
@@ -77,19 +84,16 @@ def _messages_chat(record:dict, where:str)->tuple[list, list]:
     sr = record.get('step_rewards') or [0.0] * n_asst
     if len(sr) != n_asst:
         raise DataFormatError(f"{where}: field 'step_rewards' has {len(sr)} values for {n_asst} assistant turns")
-    return msgs, [float(r) for r in sr]
+    return msgs, [DataFormatError.check_finite(r, where, f'step_rewards[{j}]') for j, r in enumerate(sr)]
 
 # %% ../../nbs/61_trainer_data.ipynb #4fac1c6c
 def _seed_chat(record:dict, where:str)->tuple[list, list]|None:
     "The messages and step rewards of a seed-format record; None for a serialised `Trajectory`"
-    if 'steps' in record:
-        steps = record['steps']
-        if isinstance(steps, str): steps = json.loads(steps)
-    else: steps = parse_steps_text(record['response'] or '')
+    steps = record['steps'] if 'steps' in record else parse_steps_text(record['response'] or '')
+    if isinstance(steps, str): steps = json.loads(steps)
     if not isinstance(steps, list): raise DataFormatError(f"{where}: field 'steps' must be a list")
     if 'schema_version' in record and 'task' in record: return None
-    prompt = _prompt(record)
-    if not prompt: raise DataFormatError(f"{where}: field 'instruction' is missing or empty")
+    if not (prompt := _prompt(record)): raise DataFormatError(f"{where}: field 'instruction' is missing or empty")
     body, rewards = seed_messages(steps, where)
     if not body: raise DataFormatError(f"{where}: no steps")
     return [{'role': 'user', 'content': prompt}] + body, rewards
@@ -115,8 +119,8 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
     if system_prompt and msgs[0]['role'] != 'system': msgs = [{'role': 'system', 'content': system_prompt}] + msgs
     kw = record_template_kwargs(record.get('chat_template_kwargs'), where)   # TRL's per-row template variables
     return {'messages': msgs, 'tools': rec_tools, 'step_rewards': rewards,
-            'reward': float(record.get('reward') or 0.0), 'task_id': str(record.get('task_id') or ''), 'where': where,
-            **({'template_kwargs': kw} if kw else {})}
+            'reward': DataFormatError.check_finite(record.get('reward') or 0.0, where, 'reward'),
+            'task_id': str(record.get('task_id') or ''), 'where': where, **({'template_kwargs': kw} if kw else {})}
 
 # %% ../../nbs/61_trainer_data.ipynb #81729ef3
 def _file_records(p:Path)->list[tuple[str, object]]:
@@ -125,8 +129,7 @@ def _file_records(p:Path)->list[tuple[str, object]]:
         import pyarrow.parquet as pq
         return [(f"{p}:{i + 1}", r) for i, r in enumerate(pq.read_table(p).to_pylist())]
     if p.suffix == '.json': return [(f"{p}[{i}]", r) for i, r in enumerate(json.loads(p.read_text()))]
-    out = []
-    opener = gzip.open if p.name.endswith('.gz') else open
+    out, opener = [], gzip.open if p.name.endswith('.gz') else open
     with opener(p, 'rt', encoding='utf-8') as f:
         for i, line in enumerate(f, 1):
             if not line.strip(): continue
@@ -159,16 +162,14 @@ def env_tools(env_id:str|None)->list|None:
 
 # %% ../../nbs/61_trainer_data.ipynb #9a67e680
 def _spans_of(tokenizer, messages, text, befores, prompts, uptos, fmt:str)->tuple:
-    ("(text, spans, starts) of one chat from its renders, refused with advice when a turn does not extend the ones "
-     "before")
+    "(text, spans, starts) of one chat from its renders, refused with advice when a turn does not extend those before"
     spans, starts = [], []
     at = [i for i, m in enumerate(messages) if m['role'] == 'assistant']
     for k, (i, before, prompt, upto) in enumerate(zip(at, befores, prompts, uptos)):
         if not turn_extends(before, prompt, upto, text):
-            raise DataFormatError(
-                f"the chat template does not render message {i} as an extension of the messages before "
-                                  f"it (chat format {fmt!r}); span masks need a template whose renders of prefixes are "
-                                  f"prefixes: {format_advice(tokenizer, fmt)}")
+            raise DataFormatError(f"the chat template does not render message {i} as an extension of the messages "
+                                  f"before it (chat format {fmt!r}); span masks need a template whose renders of "
+                                  f"prefixes are prefixes: {format_advice(tokenizer, fmt)}")
         spans.append((len(prompt), len(upto.rstrip()), k)); starts.append(len(before))
     return text, spans, starts
 
@@ -215,11 +216,10 @@ def _check_actions(chat, text, spans):
     for s, e, k in spans:
         for tc in asst[k].get('tool_calls') or []:
             if tc['function']['name'] not in text[s:e]:
-                raise DataFormatError(
-                    f"{chat.get('where') or chat.get('task_id') or 'record'}: assistant turn {k} calls "
-                                      f"{tc['function']['name']!r}, but the rendered turn does not contain the call "
-                                      f"(the chat "
-                                      "template drops tool calls); train with chat_format='auto' or 'hermes'")
+                raise DataFormatError(f"{chat.get('where') or chat.get('task_id') or 'record'}: assistant turn {k} "
+                                      f"calls {tc['function']['name']!r}, but the rendered turn does not contain the "
+                                      "call (the chat template drops tool calls); train with chat_format='auto' or "
+                                      "'hermes'")
 
 # %% ../../nbs/61_trainer_data.ipynb #865793bb
 def _token_steps(offs:list, spans:list)->list[int]:
@@ -261,8 +261,7 @@ def tokenize_chats(tokenizer, chats:list[dict],     # chats from `to_chat`
                    batch:int=256,                   # chats rendered and tokenized per call
                    fmt:str|None=None,               # chat format (default: the probe's pick, `choose_format`)
                   )->list[dict]:                    # one sample per chat
-    ("Render with the chat template, tokenize once, and attach labels, per-token weights and step ids: many chats at a "
-     "time")
+    "Render with the chat template, tokenize once, and attach labels, per-token weights and step ids, many at a time"
     out, k = [], 0
     while k < len(chats):
         tools, kw, n = chats[k].get('tools'), chats[k].get('template_kwargs'), 1

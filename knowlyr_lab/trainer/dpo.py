@@ -7,7 +7,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/trainer_dpo.html.md"""
 # %% ../../nbs/65_trainer_dpo.ipynb #a07d0195
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 
@@ -88,11 +87,7 @@ def _tokenize_side(tokenizer, prompt:list, comp:list, tools, where:str, side:str
 # %% ../../nbs/65_trainer_dpo.ipynb #b06b0110
 def _ref_logp(v, where:str, field:str)->float:
     "A reference log-prob column's value, checked: a finite number"
-    try: x = None if isinstance(v, bool) else float(v)
-    except (TypeError, ValueError): x = None
-    if x is None or not math.isfinite(x):
-        raise DataFormatError(f"{where}: field '{field}' must be a finite number (log-prob sum), got {str(v)[:40]!r}")
-    return x
+    return DataFormatError.check_finite(v, where, field, ' (log-prob sum)')
 
 # %% ../../nbs/65_trainer_dpo.ipynb #14f8709d
 def tokenize_pair(tokenizer, record:dict, where:str='record', tools:list|None=None, system_prompt:str|None=None,

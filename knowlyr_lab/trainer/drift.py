@@ -66,9 +66,9 @@ def recorded_samples(t:Trajectory, where:str='record',
         cur['input_ids'] += ext + C; cur['labels'] += [-100] * len(ext) + C; cur['logprobs'] += [None] * len(ext) + lp
         cur['weights'] += [1.0] * len(ext) + [w[k]] * len(C); cur['step'] += [-1] * len(ext) + [k] * len(C)
     out.append(cur)
-    return [{**p, 'step_starts': [], 'reward': float(t.reward or 0.0), 'task_id': t.task.id, 'n_steps': len(t.steps),
-             'step_rewards': [float(s.reward or 0.0) for s in t.steps], 'recorded': True, 'valid': t.valid,
-             'where': where, 'piece': i} for i, p in enumerate(out)]
+    return [{**p, 'step_starts': [], 'reward': DataFormatError.check_finite(t.reward or 0.0, where, 'reward'),
+             'task_id': t.task.id, 'n_steps': len(t.steps), 'step_rewards': [float(s.reward or 0.0) for s in t.steps],
+             'recorded': True, 'valid': t.valid, 'where': where, 'piece': i} for i, p in enumerate(out)]
 
 # %% ../../nbs/61a_trainer_drift.ipynb #54dae227
 DRIFT_CAUSES = ('different tools', 'truncated', 'retokenization', 'whitespace/normalisation', 'template difference')
@@ -183,5 +183,7 @@ def recorded_training_rows(tok, recorded:list[tuple],  # (where, Trajectory) pai
         ledger.append(r)
         if r['drift'] and on_drift == 'refuse': raise _drift_refusal(where, r)
         if r['drift'] and on_drift == 'rerender': rerender.append((where, _rerendered(t, where, tools)))
-        else: samples.append(recorded_samples(t, where, step_weighted_loss))
+        else:
+            try: samples.append(recorded_samples(t, where, step_weighted_loss))
+            except DataFormatError as e: rerender.append((where, e))   # quarantined by the trainer, as a bad record
     return samples, rerender, ledger
