@@ -107,3 +107,19 @@ def test_a_reward_that_is_not_a_finite_number_is_refused_naming_the_record(tok, 
     good = [('sft.jsonl:1', {**rec, 'reward': 1.0}), ('sft.jsonl:4', rec)]
     chats, errors = build_chats(good, None, None)
     assert [c['where'] for c in chats] == ['sft.jsonl:1'] and [e['where'] for e in errors] == ['sft.jsonl:4'], errors
+
+def test_records_of_equal_difficulty_through_other_rank_pairs_tie_exactly():
+    "(a + b) / 2 of two ranks scaled to [0, 1] gave 2/5 as 0.39999999999999997 for one record and 0.4 for three"
+    from knowlyr_lab.trainer.curriculum import curriculum_indices, difficulty
+    pairs = [(1, 7), (3, 5), (2, 6), (4, 4)]                          # (length rank, reward rank): each sums to 8 of 11
+    rest_l = [i for i in range(11) if i not in {a for a, _ in pairs}]
+    rest_r = [i for i in range(11) if i not in {b for _, b in pairs}]
+    recs = [{'n_steps': a, 'reward': -b} for a, b in pairs + list(zip(rest_l, rest_r))]
+    d = difficulty(recs)
+    assert d[:4] == [0.4] * 4, d[:4]
+    tied = {i for i, x in enumerate(d) if x == 0.4}                   # and one more record of the rest
+    assert len(tied) == 5 and sorted(d)[:2] == [0.0, 0.3], d
+    picks = [set(curriculum_indices(recs, 0, 0.3, 2, seed=s)) - tied for s in range(12)]   # epoch 0 keeps 4 of 11
+    assert all(len(p) == 2 for p in picks)                           # the two easiest, and two of the tied five
+    got = set().union(*(set(curriculum_indices(recs, 0, 0.3, 2, seed=s)) & tied for s in range(12)))
+    assert got == tied, got                                          # the seed, not the rounding, picks among them

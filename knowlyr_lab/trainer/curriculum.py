@@ -15,16 +15,16 @@ __all__ = ['difficulty', 'curriculum_indices']
 
 # %% ../../nbs/60c_trainer_curriculum.ipynb #d6b3e94c
 def _ranks(v:list)->list[float]:
-    "Ranks of `v` scaled to [0, 1]; tied values share their average rank"
+    "Ranks of `v` from 0, whole or half numbers (exact in floats): tied values share their average rank"
     from scipy.stats import rankdata  # only the curriculum ranks: scipy.stats takes seconds to import
-    return [float(r - 1) / (len(v) - 1) for r in rankdata(v)]
+    return [float(r - 1) for r in rankdata(v)]
 
 # %% ../../nbs/60c_trainer_curriculum.ipynb #0da9d3ce
 def difficulty(samples:list[dict])->list[float]:
     "Per-sample difficulty in [0, 1]: mean of the length rank (long = hard) and reward rank (low = hard)"
     if len(samples) < 2: return [0.0] * len(samples)
     lr, rr = _ranks([s['n_steps'] for s in samples]), _ranks([-s['reward'] for s in samples])
-    return [(a + b) / 2 for a, b in zip(lr, rr)]
+    return [(a + b) / (2 * (len(samples) - 1)) for a, b in zip(lr, rr)]   # one division: equal sums, equal difficulties
 
 # %% ../../nbs/60c_trainer_curriculum.ipynb #a4a35ac7
 def curriculum_indices(samples:list[dict], epoch:int, start_ratio:float=0.3, warmup_epochs:int=2,
