@@ -123,3 +123,14 @@ def test_records_of_equal_difficulty_through_other_rank_pairs_tie_exactly():
     assert all(len(p) == 2 for p in picks)                           # the two easiest, and two of the tied five
     got = set().union(*(set(curriculum_indices(recs, 0, 0.3, 2, seed=s)) & tied for s in range(12)))
     assert got == tied, got                                          # the seed, not the rounding, picks among them
+
+@pytest.mark.parametrize('tools', ['5', '{"a": 1}', '"x"', 7, [1, 2]])
+def test_tools_that_are_not_a_list_of_objects_are_refused_naming_the_field(tok, tools):
+    "tools '5' or '{\"a\": 1}' parse as JSON but failed deep in the chat template with a bare TypeError/ValueError"
+    from knowlyr_lab.trainer.data import DataFormatError, to_chat
+    from knowlyr_lab.trainer.dpo import tokenize_pair
+    msg = "^sft.jsonl:4: field 'tools' must be a list of objects"
+    with pytest.raises(DataFormatError, match=msg):
+        to_chat({'messages': [{'role': 'user', 'content': 'q'}, {'role': 'assistant', 'content': 'a'}], 'tools': tools}, 'sft.jsonl:4')
+    with pytest.raises(DataFormatError, match=msg):
+        tokenize_pair(tok, {'prompt': 'hi', 'chosen': 'a', 'rejected': 'b', 'tools': tools}, 'sft.jsonl:4')

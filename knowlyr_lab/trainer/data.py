@@ -63,13 +63,14 @@ def _trajectory_chat(t:Trajectory, where:str, system_prompt:str|None=None, tools
 
 # %% ../../nbs/61_trainer_data.ipynb #2bbf2122
 def record_tools(record:dict, where:str)->list|None:
-    "The tool schemas a record carries (None when none), parsed when they are a JSON string"
-    rec_tools = record.get('tools')
-    if isinstance(rec_tools, str):
-        try: rec_tools = json.loads(rec_tools) if rec_tools.strip() else None
+    "The tool schemas a record carries (None when none): a list of objects, parsed when it is a JSON string"
+    tools = record.get('tools')
+    if isinstance(tools, str):
+        try: tools = json.loads(tools) if tools.strip() else None
         except json.JSONDecodeError as e:
             raise DataFormatError(f"{where}: field 'tools' is not valid JSON ({e.msg})") from None
-    return rec_tools
+    if tools is None or isinstance(tools, list) and all(isinstance(t, dict) for t in tools): return tools
+    raise DataFormatError(f"{where}: field 'tools' must be a list of objects (schemas), got {record['tools']!r:.40}")
 
 # %% ../../nbs/61_trainer_data.ipynb #a0fb3fdb
 def _messages_chat(record:dict, where:str)->tuple[list, list]:
@@ -187,11 +188,9 @@ def render_spans_many(tokenizer, chats:list[list], # conversations (lists of mes
     plain = iter(render_chats(tokenizer, prefixes, tools, False, fmt, template_kwargs))
     gen = iter(render_chats(tokenizer, [msgs[:i] for msgs, a in zip(chats, at) for i in a], tools, True, fmt,
                             template_kwargs))
-    out = []
-    for msgs, a in zip(chats, at):
-        text = next(plain); befores = [next(plain) if i else '' for i in a]
-        out.append(_spans_of(tokenizer, msgs, text, befores, [next(gen) for _ in a], [next(plain) for _ in a], fmt))
-    return out
+    # per chat, in render order: the whole chat, what comes before each turn, each turn's prompt, up to each turn
+    return [_spans_of(tokenizer, msgs, next(plain), [next(plain) if i else '' for i in a], [next(gen) for _ in a],
+                      [next(plain) for _ in a], fmt) for msgs, a in zip(chats, at)]
 
 # %% ../../nbs/61_trainer_data.ipynb #8f24baf3
 def render_spans(tokenizer, messages:list, tools:list|None=None, fmt:str|None=None, template_kwargs=None)->tuple:
