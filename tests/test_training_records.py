@@ -134,3 +134,9 @@ def test_tools_that_are_not_a_list_of_objects_are_refused_naming_the_field(tok, 
         to_chat({'messages': [{'role': 'user', 'content': 'q'}, {'role': 'assistant', 'content': 'a'}], 'tools': tools}, 'sft.jsonl:4')
     with pytest.raises(DataFormatError, match=msg):
         tokenize_pair(tok, {'prompt': 'hi', 'chosen': 'a', 'rejected': 'b', 'tools': tools}, 'sft.jsonl:4')
+
+def test_step_weights_docstring_lists_the_uniform_case_of_a_zero_token_mean():
+    "step_weights([1, 0], [0, 5]) is [1, 1] (token-weighted mean 0), which the docstring did not list among uniform cases"
+    from knowlyr_lab.trainer.data import step_weights
+    assert step_weights([1, 0], [0, 5]) == [1.0, 1.0]
+    assert 'mean is 0' in step_weights.__doc__, step_weights.__doc__

@@ -201,7 +201,7 @@ def render_spans(tokenizer, messages:list, tools:list|None=None, fmt:str|None=No
 def step_weights(rewards:list[float],           # per-step rewards r_j, in step order
                  n_tokens:list[int]|None=None,  # label tokens of each step (None: one each)
                 )->list[float]:                 # the weight of each of step j's tokens
-    "Loss weights r_j / (token-weighted mean r); uniform when rewards are all equal or any is negative"
+    "Loss weights r_j / (token-weighted mean r); uniform when rewards are all equal, any is negative or that mean is 0"
     n = [1] * len(rewards) if n_tokens is None else list(n_tokens)
     if len(n) != len(rewards): raise ValueError(f"{len(rewards)} step rewards for {len(n)} token counts")
     mean = sum(r * k for r, k in zip(rewards, n)) / max(sum(n), 1)
