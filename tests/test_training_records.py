@@ -140,3 +140,11 @@ def test_step_weights_docstring_lists_the_uniform_case_of_a_zero_token_mean():
     from knowlyr_lab.trainer.data import step_weights
     assert step_weights([1, 0], [0, 5]) == [1.0, 1.0]
     assert 'mean is 0' in step_weights.__doc__, step_weights.__doc__
+
+def test_the_drift_page_builds_a_recorded_trajectorys_step_rewards_in_one_place():
+    "recorded_samples built the step-reward list twice and _rerendered a third time (review26 item 7)"
+    import inspect
+
+    import knowlyr_lab.trainer.drift as drift
+    assert inspect.getsource(drift).count('s.reward') == 1
+    assert 's.reward' in inspect.getsource(drift._step_rewards)

@@ -48,14 +48,19 @@ def recorded_conversation(t:Trajectory)->tuple[list, list|None, list[int]]:
     msgs = to_messages(t)                              # ids imported from elsewhere (ATIF, ng_trajectory): its own chat
     return msgs, t.metadata.get('tools'), [i for i, m in enumerate(msgs) if m['role'] == 'assistant']
 
+# %% ../../nbs/61a_trainer_drift.ipynb #4ab72fa4
+def _step_rewards(t:Trajectory, where:str)->list[float]:
+    "A recorded trajectory's step rewards (0 where unset), each checked a finite number"
+    return [DataFormatError.check_finite(s.reward or 0.0, where, f'steps[{k}].reward') for k, s in enumerate(t.steps)]
+
 # %% ../../nbs/61a_trainer_drift.ipynb #8776db75
 def recorded_samples(t:Trajectory, where:str='record',
                      step_weighted_loss:bool=False)->list[dict]:  # samples shaped like `tokenize_chat`'s
     ("Training samples made of the recorded ids only: prompt ids masked, completion ids labelled (with their recorded "
      "log-probs); a new sample where a prompt does not extend the previous one")
     out, cur = [], None
-    w = (step_weights([float(s.reward or 0) for s in t.steps], [len(s.token_ids) for s in t.steps])
-         if step_weighted_loss else [1.0] * len(t.steps))   # step weights over the completion tokens each step labels
+    sr = _step_rewards(t, where)                       # step weights over the completion tokens each step labels
+    w = step_weights(sr, [len(s.token_ids) for s in t.steps]) if step_weighted_loss else [1.0] * len(t.steps)
     for k, s in enumerate(t.steps):
         P, C = list(s.prompt_token_ids), list(s.token_ids)
         if cur is not None and P[:len(cur['input_ids'])] == cur['input_ids']: ext = P[len(cur['input_ids']):]
@@ -67,7 +72,7 @@ def recorded_samples(t:Trajectory, where:str='record',
         cur['weights'] += [1.0] * len(ext) + [w[k]] * len(C); cur['step'] += [-1] * len(ext) + [k] * len(C)
     out.append(cur)
     return [{**p, 'step_starts': [], 'reward': DataFormatError.check_finite(t.reward or 0.0, where, 'reward'),
-             'task_id': t.task.id, 'n_steps': len(t.steps), 'step_rewards': [float(s.reward or 0.0) for s in t.steps],
+             'task_id': t.task.id, 'n_steps': len(t.steps), 'step_rewards': sr,
              'recorded': True, 'valid': t.valid, 'where': where, 'piece': i} for i, p in enumerate(out)]
 
 # %% ../../nbs/61a_trainer_drift.ipynb #54dae227
@@ -160,10 +165,10 @@ def _drift_refusal(where:str, r:dict)->DataFormatError:
 def _rerendered(t:Trajectory, where:str, tools:list|None=None)->dict|DataFormatError:
     "The chat record a drifting recorded trajectory trains as under 'rerender' (its error when it cannot)"
     msgs, rec_tools, _ = recorded_conversation(t)
-    try: kw = served_template_kwargs(t, where)
+    try: kw, sr = served_template_kwargs(t, where), _step_rewards(t, where)
     except ValueError as e: return DataFormatError(str(e))   # quarantined by the trainer, as a bad record
     return {'messages': msgs, 'tools': rec_tools if tools is None else tools, 'reward': t.reward,
-            'task_id': t.task.id, 'step_rewards': [float(s.reward or 0.0) for s in t.steps], 'chat_template_kwargs': kw}
+            'task_id': t.task.id, 'step_rewards': sr, 'chat_template_kwargs': kw}
 
 # %% ../../nbs/61a_trainer_drift.ipynb #d35d671d
 def recorded_training_rows(tok, recorded:list[tuple],  # (where, Trajectory) pairs from `split_recorded`
