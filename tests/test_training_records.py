@@ -148,3 +148,19 @@ def test_the_drift_page_builds_a_recorded_trajectorys_step_rewards_in_one_place(
     import knowlyr_lab.trainer.drift as drift
     assert inspect.getsource(drift).count('s.reward') == 1
     assert 's.reward' in inspect.getsource(drift._step_rewards)
+
+def test_page_65_says_dpo_tools_fall_back_and_how_to_keep_reference_logps_without_tools(tok):
+    "Since a1fbe45 tools '[]'/'null' take the trainer's tools; page 65 did not say so, nor the fix for precomputed ref log-probs"
+    import json
+    from pathlib import Path
+
+    from knowlyr_lab.trainer.dpo import tokenize_pair
+    T = [{'type': 'function', 'function': {'name': 'move', 'description': 'd', 'parameters': {'type': 'object', 'properties': {}}}}]
+    pair = {'prompt': [{'role': 'user', 'content': 'hi'}], 'chosen': 'a', 'rejected': 'b'}
+    bare = tokenize_pair(tok, pair, 'p', tools=None)['chosen']['input_ids']
+    for tv in ('[]', 'null', []):                                    # the trainer's tools, as SFT
+        assert tokenize_pair(tok, {**pair, 'tools': tv}, 'p', tools=T)['chosen']['input_ids'] != bare
+        assert tokenize_pair(tok, {**pair, 'tools': tv}, 'p', tools=[])['chosen']['input_ids'] == bare   # the fix the page names
+    nb = json.loads((Path(__file__).resolve().parents[1] / 'nbs' / '65_trainer_dpo.ipynb').read_text())
+    prose = ' '.join(''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'markdown').replace('\n', ' ')
+    assert '`"[]"`, `"null"`' in prose and 'pass `tools=[]`' in prose
