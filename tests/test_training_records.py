@@ -88,8 +88,10 @@ def test_sft_eval_loss_is_unweighted_and_outcome_only_rewards_warn_once(packing,
     runs = {sw: SFTTrainer(SFTConfig(output_dir=str(tmp_path / str(sw)), step_weighted_loss=sw, packing=packing, progress_bar=False, max_length=512),
                            model, tiny_tok, train_data=train, eval_data=evals) for sw in (True, False)}
     said = [str(w.message) for w in recwarn if 'outcome-only' in str(w.message)]
-    assert said == ['step_weighted_loss: 2 of 3 chats have outcome-only step rewards (only the last step non-zero): '
-                    'they train on their last step alone'], said
+    assert said == ['step_weighted_loss: 2 of 3 chats have outcome-only step rewards (only the last step non-zero): their '
+                    'other steps weigh 0; 0 of 3 training pieces (chunks, or samples cut at max_length, without that last '
+                    "step) weigh 0 throughout and train nothing, though their label tokens still count in the loss's "
+                    'token count'], said
     assert abs(runs[True].evaluate() - runs[False].evaluate()) < 1e-6
     w = runs[True].eval_samples[0]['weights']
     assert len(set(w)) > 1                                           # the eval samples do carry step weights
@@ -164,3 +166,21 @@ def test_page_65_says_dpo_tools_fall_back_and_how_to_keep_reference_logps_withou
     nb = json.loads((Path(__file__).resolve().parents[1] / 'nbs' / '65_trainer_dpo.ipynb').read_text())
     prose = ' '.join(''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'markdown').replace('\n', ' ')
     assert '`"[]"`, `"null"`' in prose and 'pass `tools=[]`' in prose
+
+
+@pytest.mark.parametrize('chunk', [True, False])
+def test_the_outcome_only_warning_counts_the_pieces_that_weigh_zero(chunk, recwarn, tmp_path):
+    "Chunks or max_length cuts without the last step weigh 0 but count in the denominator; the warning said 'last step alone'"
+    import warnings
+
+    from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    model, tiny_tok = make_tiny_model(hidden_size=32)
+    warnings.simplefilter('always')
+    t = SFTTrainer(SFTConfig(output_dir=str(tmp_path), step_weighted_loss=True, progress_bar=False, max_length=90,
+                             chunk_long_trajectories=chunk), model, tiny_tok,
+                   train_data=[{**_chat(6), 'step_rewards': [0, 0, 0, 0, 0, 1]}])
+    zero = sum(not any(w for w, l in zip(s['weights'][1:], s['labels'][1:]) if l != -100) for s in t.samples)
+    assert zero == (len(t.samples) - 1 if chunk else 1) and zero >= 1, [s.get('chunk') for s in t.samples]
+    said = [str(w.message) for w in recwarn if 'outcome-only' in str(w.message)]
+    assert len(said) == 1 and f'{zero} of {len(t.samples)} training pieces' in said[0] and 'train nothing' in said[0], said

@@ -149,11 +149,14 @@ def evaluate(self:SFTTrainer, samples:list[dict]|None=None)->float:
     return tot / max(n, 1)
 
 # %% ../../nbs/63_trainer_sft.ipynb #01124da3
-def _warn_outcome_only(step_rewards:list[list[float]]):
-    "Warn once how many chats have outcome-only step rewards (step weights train their last step alone)"
+def _warn_outcome_only(step_rewards:list[list[float]], samples:list[dict]):
+    "Warn once how many chats have outcome-only step rewards, and how many training pieces so weigh 0 throughout"
     n = sum(len(r) > 1 and r[-1] > 0 and not any(r[:-1]) for r in step_rewards)
-    if n: warnings.warn(f"step_weighted_loss: {n} of {len(step_rewards)} chats have outcome-only step rewards "
-                        "(only the last step non-zero): they train on their last step alone", stacklevel=4)
+    z = sum(not any(w for w, l in zip(s['weights'][1:], s['labels'][1:]) if l != -100) for s in samples)
+    if n: warnings.warn(f"step_weighted_loss: {n} of {len(step_rewards)} chats have outcome-only step rewards (only "
+                        f"the last step non-zero): their other steps weigh 0; {z} of {len(samples)} training pieces "
+                        "(chunks, or samples cut at max_length, without that last step) weigh 0 throughout and train "
+                        "nothing, though their label tokens still count in the loss's token count", stacklevel=3)
 
 # %% ../../nbs/63_trainer_sft.ipynb #b12345a9
 @patch
@@ -168,8 +171,6 @@ def _read_records(self:SFTTrainer, data, train:bool=True)->tuple[list, list, lis
     chats, errors = build_chats(rest + rerender, c.system_prompt, self.tools,
                                 c.min_reward) if rest or rerender else ([], [])
     if train: self.errors += errors; self._quarantine(errors); self.drift_rows = ledger
-    if train and c.step_weighted_loss:
-        _warn_outcome_only([ch['step_rewards'] for ch in chats] + [ps[0]['step_rewards'] for ps in rec_samples if ps])
     if not chats and not rec_samples: raise DataFormatError(f"no usable training records ({len(errors)} rejected)")
     return chats, rec_samples, recorded, ledger
 
@@ -205,6 +206,9 @@ def prepare_samples(self:SFTTrainer, data, train:bool=True)->list[dict]:
     pieces += [(len(chats) + j, p) for j, ps in enumerate(rec_samples) for p in ps]
     samples, cut, empty = self._fit_samples(pieces)
     if not train: return samples
+    if c.step_weighted_loss:
+        sr = [ch['step_rewards'] for ch in chats] + [ps[0]['step_rewards'] for ps in rec_samples if ps]
+        _warn_outcome_only(sr, samples)
     self.data_report = {'rejected_records': len(self.errors), 'truncated_samples': cut, 'skipped_samples': empty,
                         'recorded_records': len(recorded), 'drifting_records': sum(bool(r['drift']) for r in ledger)}
     if not samples:
