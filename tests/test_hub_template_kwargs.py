@@ -36,13 +36,14 @@ def _digest(d:Path)->str:
 
 def test_rows_without_template_kwargs_are_byte_identical(tmp_path):
     """Trajectories served without template variables (none recorded, an empty `{}`, recorder step metadata) export in
-    every format byte for byte as before rows carried them (digest taken on main at 246ccf6)"""
+    every format byte for byte as before rows carried them (digest taken on main at 246ccf6; grpo retaken at 51a1a07, whose
+    advantages use the Bessel-corrected std: only the advantages column changed, by sqrt(3/4) for groups of 4)"""
     trajs = [_traj(t, k, kw={} if k == 3 else None, meta={'n_messages': 2, 'finish_reason': 'stop'} if t == 1 else None)
              for t in range(4) for k in range(4)]
     got = {f: _digest(DatasetExporter(trajs, test_fraction=0.25).export(f, tmp_path / f) and tmp_path / f)
            for f in FORMATS if f != 'hf'}
     assert got == {'sft': 'a542961cb9d826a4', 'sft-agent': 'da5f9d70a92a6e42', 'dpo': '7a48a6545401e1ed',
-                   'dpo-seed': 'e1591e212c07343a', 'grpo': 'acf9690a9233e8f6', 'benchmark': 'eee85327eb675734',
+                   'dpo-seed': 'e1591e212c07343a', 'grpo': '79dc537a109f36a9', 'benchmark': 'eee85327eb675734',
                    'openai': 'fefcaede4985df75', 'verl': '733d097507ead3bf', 'skyrl': '88f21259903c4bc0'}
 
 
