@@ -239,9 +239,13 @@ def _nonfinite_token(t)->bool:
     return (t.type == tokenize.NUMBER and not s.startswith(('0x', '0o', '0b')) and not s.endswith('j')
             and ('.' in s or 'e' in s) and math.isinf(float(s)))
 
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #38e23aee
+_MAY_BE_NONFINITE = re.compile(r'NaN|Infinity|[\d.][eE][+-]?\d|[\d_]{309}')   # \d: the tokenizer's digits
+
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #b5061cea
 def written_nonfinite(text:str)->list[tuple[str, int]]:
     "(as `text` writes it, its line in `text`) of each NaN or infinity in `text`, in order; a sign kept with its number"
+    if not _MAY_BE_NONFINITE.search(text): return []      # most actions: not tokenized at all
     out, prev, toks = [], None, tokenize.generate_tokens(io.StringIO(text).readline)
     try:
         for t in toks:
