@@ -57,8 +57,7 @@ def _langchain_final(action:str)->dict|None:
 def _as_written(v:float, written:list)->str:
     "The first number left in `written` (`written_nonfinite`'s) that is `v`, taken out; else `v` as JSON writes it"
     for k, (s, _) in enumerate(written):     # one skipped (a NaN overwritten) stays
-        try: w = float(s)
-        except ValueError: continue
+        w = float(s)                          # each spelling reads as a float: `NaN`, `-Infinity`, `1e400`
         if w == v or (w != w and v != v): return written.pop(k)[0]
     return json.dumps(v)
 
