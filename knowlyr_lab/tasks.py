@@ -12,7 +12,6 @@ import hashlib
 import json
 import unicodedata
 import warnings
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -289,9 +288,9 @@ def _basis(task, key:str)->str:
     return 'id' if key == (t if isinstance(t, str) else str(_field(t, 'id'))) else 'fingerprint'
 
 # %% ../nbs/13_tasks.ipynb #d0d22d23
-def _by_id_alone(tasks:list, keys:list, strict:bool, matched:list=()):
-    "Refuse (`strict`) or warn that some tasks were compared by id alone (`matched`: shared keys that are such ids)"
-    ids = [task_id(t) for t, k in zip(tasks, keys) if _basis(t, k) == 'id']
+def _by_id_alone(tasks:list, bases:list, strict:bool, matched:list=()):
+    "Refuse (`strict`) or warn that tasks (`bases`: their `_basis`) were compared by id alone (`matched`: shared ones)"
+    ids = [task_id(t) for t, b in zip(tasks, bases) if b == 'id']
     if not ids: return
     both = f"; {len(matched)} evaluation tasks match training tasks by id only (e.g. {matched[:3]})" if matched else ''
     msg = (f"{len(ids)} of {len(tasks)} tasks are compared by id alone (e.g. {ids[:3]}){both}: no fingerprint, no text "
@@ -310,13 +309,14 @@ def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, tr
     read = [_text_as_read(t) or k for t, k in zip(train + eval, keys)]   # a text task as it reads: rewrapped, the same
     tr, ev = set(read[:len(train)]), read[len(train):]
     shared = sorted({k for k, r in zip(keys[len(train):], ev) if r in tr})
-    basis = Counter(_basis(t, k) for t, k in zip(train + eval, keys))
-    rep = HeldOutReport(len(tr), len(set(ev)), len(ev), shared, {b: basis[b] for b in ('fingerprint', 'text', 'id')})
-    by_id = {k for t, k in zip(train + eval, keys) if _basis(t, k) == 'id'}   # a match of these is of names only
+    bases = [_basis(t, k) for t, k in zip(train + eval, keys)]
+    rep = HeldOutReport(len(tr), len(set(ev)), len(ev), shared,
+                        {b: bases.count(b) for b in ('fingerprint', 'text', 'id')})
+    by_id = {k for k, b in zip(keys, bases) if b == 'id'}   # a match of these is of names only
     if strict and (same := [k for k in shared if k not in by_id]):
         raise TaskOverlapError(f"{len(same)} of {rep.n_eval} evaluation tasks share content with the training tasks "
                                f"(e.g. {same[:3]}): they are not held out")
-    if train and eval: _by_id_alone(train + eval, keys, strict, [k for k in shared if k in by_id])
+    if train and eval: _by_id_alone(train + eval, bases, strict, [k for k in shared if k in by_id])
     return rep
 
 
