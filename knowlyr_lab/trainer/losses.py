@@ -100,15 +100,15 @@ def grpo_advantages(rewards:torch.Tensor,    # (N,) rewards, groups contiguous: 
     group_size = _group_sizes(r.numel(), group_size)
     v = torch.ones_like(r, dtype=torch.bool) if valid is None else torch.as_tensor(valid, dtype=torch.bool).flatten()
     if v.numel() != r.numel(): raise ValueError(f"valid has {v.numel()} entries for {r.numel()} rewards")
-    w = v.float(); r = torch.where(v, r, 0.0)   # an invalid member's reward (often a fake 0) never enters a statistic
-    gid = torch.repeat_interleave(torch.arange(len(group_size)), torch.tensor(group_size))
-    n = torch.zeros(len(group_size)).index_add_(0, gid, w)    # valid members per group
-    adv = torch.where(v, r - (torch.zeros(len(n)).index_add_(0, gid, r) / n.clamp(min=1))[gid], 0.0)
     if scale == 'group':    # the hub's formula (its exports' advantages): Bessel-corrected std, as torch's and TRL's
         out = torch.zeros_like(r)
         for g in torch.split(torch.arange(r.numel()), group_size):
             if len(g := g[v[g]]): out[g] = torch.tensor(group_advantages(r[g].tolist(), eps), dtype=r.dtype)
         return out
+    w = v.float(); r = torch.where(v, r, 0.0)   # an invalid member's reward (often a fake 0) never enters a statistic
+    gid = torch.repeat_interleave(torch.arange(len(group_size)), torch.tensor(group_size))
+    n = torch.zeros(len(group_size)).index_add_(0, gid, w)    # valid members per group
+    adv = torch.where(v, r - (torch.zeros(len(n)).index_add_(0, gid, r) / n.clamp(min=1))[gid], 0.0)
     if scale == 'batch': std = r[v].std().expand_as(r) if int(v.sum()) > 1 else torch.zeros_like(r)
     elif scale == 'none': return adv
     else: raise ValueError(f"scale must be 'group', 'batch' or 'none', not {scale!r}")
