@@ -14,7 +14,7 @@ import tempfile
 from types import SimpleNamespace
 
 import pytest
-from test_chat_templates import tokenizer_with, trl_template
+from test_chat_templates import SMOLLM2_TEMPLATE, tokenizer_with, trl_template
 
 from knowlyr_lab.trainer.dpo import tokenize_pair
 from knowlyr_lab.trainer.grpo_groups import GRPOConfig, group_tensors, groups_from_records
@@ -179,6 +179,25 @@ def test_a_group_record_qwen3_cannot_train_is_refused_naming_it_when_read():
     rows = group_rows(tok, fine)
     assert [tok.decode([i for i, l in zip(ids, lab) if l != -100]) for ids, lab, _ in rows] == [
         '<think>\n\n</think>\n\nIt is 35262.<|im_end|>', '<think>\n\n</think>\n\nIt is 35000.<|im_end|>']
+
+
+def test_a_dpo_pair_its_template_cannot_train_is_refused_as_sft_refuses_it():
+    """A pair through a template that drops tool calls (SmolLM2's, forced with chat format 'template') trained its
+    chosen call side on '<|im_end|>' alone, silently, where SFT and GRPO refuse the chat and say to use 'auto' or
+    'hermes'; through Qwen3's it was refused without naming the pair. `tokenize_pair` now takes SFT's checks
+    (`check_trainable`): each refusal names the pair and what to use"""
+    pair = {'prompt': PROMPT[:2], 'chosen': COMPLETIONS['call'], 'rejected': COMPLETIONS['text'], 'tools': json.dumps(TOOLS)}
+    drops = tokenizer_with(SMOLLM2_TEMPLATE)
+    with pytest.raises(ValueError, match=r"^pairs\.jsonl:2: assistant turn 0 calls 'subtract', but the rendered turn does not "
+                                         r"contain the call .*train with chat_format='auto' or 'hermes'$"):
+        tokenize_pair(drops, pair, 'pairs.jsonl:2', fmt='template')
+    s = tokenize_pair(drops, pair, 'pairs.jsonl:2')['chosen']                       # the probe's pick: Hermes
+    assert tok_text(drops, s) == '<tool_call>{"name": "subtract", "arguments": {"a": 35424, "b": 162}}</tool_call><|im_end|>'
+    with pytest.raises(ValueError, match=r"^pairs\.jsonl:3: the chat template does not render message 2 .*qwen3_training\.jinja"):
+        tokenize_pair(tokenizer_with(trl_template('qwen3')), {**pair, 'prompt': PROMPT}, 'pairs.jsonl:3')
+
+
+def tok_text(tok, s): return tok.decode([i for i, l in zip(s['input_ids'], s['labels']) if l != -100])
 
 
 @pytest.fixture(scope='module')

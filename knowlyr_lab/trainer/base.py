@@ -16,11 +16,11 @@ from tqdm.auto import tqdm
 
 from ..chat import render_chat
 from .core import TrainerCore
-from .data import render_spans
+from .data import DataFormatError, render_spans, tokenize_chats
 from .packing import collate_packed, pack_samples
 
 # %% auto #0
-__all__ = ['BaseTrainer', 'completion_spans']
+__all__ = ['BaseTrainer', 'completion_spans', 'check_trainable']
 
 # %% ../../nbs/62a_trainer_base.ipynb #13929e88
 class BaseTrainer(TrainerCore):
@@ -174,3 +174,15 @@ def completion_spans(tokenizer, prompt:list,   # the prompt's messages (assistan
     text, spans, _ = render_spans(tokenizer, prompt + completion, tools, fmt, template_kwargs)
     p_len = len(render_chat(tokenizer, prompt, tools, fmt=fmt, template_kwargs=template_kwargs))
     return text, [sp for sp in spans if sp[0] >= p_len]
+
+# %% ../../nbs/62a_trainer_base.ipynb #00cc6c26
+def check_trainable(tokenizer,               # the tokenizer training renders with (None: no check)
+                    chats:list[dict],        # the chats of one record (`to_chat`'s 'messages', 'tools', ...)
+                    where:str,               # the record's place, named in the refusal
+                    fmt:str|None=None,       # chat format (default: the probe's pick, `choose_format`)
+                   )->list[dict]:            # `chats`, when the template can train them
+    "`chats`, refused naming record `where` when its template cannot train them (`tokenize_chats`' checks)"
+    if tokenizer is None: return chats
+    try: tokenize_chats(tokenizer, chats, fmt=fmt)
+    except DataFormatError as e: raise DataFormatError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
+    return chats

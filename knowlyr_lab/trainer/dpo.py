@@ -16,7 +16,7 @@ from fastcore.basics import patch
 from ..chat import render_chat
 from ..config import in_range, one_of
 from .attention import segment_attention_on
-from .base import BaseTrainer, completion_spans
+from .base import BaseTrainer, check_trainable, completion_spans
 from .data import DataFormatError, env_tools, load_records, record_template_kwargs, record_tools
 from .losses import dpo_loss, token_logps
 from .train_config import TrainConfig
@@ -70,6 +70,8 @@ def _completion_start(tokenizer, ids:list[int], prompt:list, tools, fmt:str|None
 def _tokenize_side(tokenizer, prompt:list, comp:list, tools, where:str, side:str, mask_observations:bool=True,
                    max_length:int|None=None, fmt:str|None=None, kw:dict|None=None)->dict:
     "One side of a pair: ids, labels on its completion, weights, and whether `max_length` cut it"
+    check_trainable(tokenizer, [{'messages': prompt + comp, 'tools': tools, 'where': where,   # refused as SFT and GRPO
+                                 **({'template_kwargs': kw} if kw else {})}], where, fmt)
     text, spans = completion_spans(tokenizer, prompt, comp, tools, fmt, kw)   # kw: the row's template variables
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     asst = [(s, e) for s, e, _ in spans]

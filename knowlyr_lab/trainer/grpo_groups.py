@@ -12,7 +12,7 @@ import warnings
 import torch
 
 from ..serving.recording import prompt_task_id
-from .base import completion_spans
+from .base import check_trainable, completion_spans
 from .data import DataFormatError, collate_padded, load_records, to_chat, tokenize_chats
 from .drift import recorded_training_rows, split_recorded
 from .grpo_config import GRPOConfig
@@ -97,14 +97,6 @@ def _recorded_member(rows:list[dict])->dict:
     return {'samples': rows, 'reward': r['reward'], 'task_id': r['task_id'], 'step_rewards': r['step_rewards'],
             'where': r['where'], 'valid': r.get('valid', True)}
 
-# %% ../../nbs/65a_trainer_grpo_groups.ipynb #99e010bd
-def _trainable(tokenizer, members:list[dict], where:str, fmt:str|None=None)->list[dict]:
-    "The members of record `where`, refused naming it when the template cannot train them (`tokenize_chats`' checks)"
-    if tokenizer is None: return members
-    try: tokenize_chats(tokenizer, members, fmt=fmt)
-    except DataFormatError as e: raise DataFormatError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
-    return members
-
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #9749d061
 def groups_from_records(data, tools=None, system_prompt=None,
                         # checks records render trainably, recorded ones for drift (None: neither; recorded ids used)
@@ -127,9 +119,9 @@ def groups_from_records(data, tools=None, system_prompt=None,
         try:
             if isinstance(rec, Exception): raise rec             # a line that was not a record
             if isinstance(rec, dict) and 'completions' in rec:   # refused here, not by the batch that holds it
-                groups.append(_trainable(tokenizer, _completions_group(rec, where, system_prompt, tools), where, fmt))
+                groups.append(check_trainable(tokenizer, _completions_group(rec, where, system_prompt, tools), where, fmt))
                 continue
-            [ch] = _trainable(tokenizer, [_record_member(rec, where, system_prompt, tools)], where, fmt)
+            [ch] = check_trainable(tokenizer, [_record_member(rec, where, system_prompt, tools)], where, fmt)
             ch['task_id'] = ch['task_id'] or _prompt_task_id(ch['messages'])   # no task id: its prompt's group
         except (DataFormatError, ValueError, KeyError, TypeError) as e:
             if errors is None: raise
