@@ -720,6 +720,36 @@ def test_an_unsupported_method_or_http_version_is_typed_a_client_error(srv, head
     got, _, body = _parts(_send_head(srv.server_address, head))
     assert (got, json.loads(body)['error']['type']) == (status, 'invalid_request_error'), (got, body)
 
+# srv23: the stdlib's own error answers (400 for a malformed request line, 501 for a method with no handler, 505 for
+# HTTP/2) closed the connection with the client's body unread, so the kernel reset it: a client still sending its body
+# got BrokenPipeError before it read the answer (20 of 20 tries on main). Now `send_error` ends the answer's stream and
+# reads what follows up to 16 x max_head_bytes, as a refused head's 431 does: one way for every error answer.
+
+@pytest.mark.parametrize('head,status,says', [
+    (b'HELLO\r\n\r\n', 400, "Bad request syntax ('HELLO')"),
+    (b'PUT /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n', 501, "Unsupported method ('PUT')"),
+    (b'POST /v1/chat/completions HTTP/2.0\r\nHost: x\r\nContent-Length: 100000\r\n\r\n', 505, 'Invalid HTTP version (2.0)'),
+])
+def test_the_stdlibs_own_errors_are_read_whole_by_a_client_still_sending_its_body(head, status, says):
+    "main: the client's sendall of the 100 KB body raised BrokenPipeError (the server closed unread: a reset), every time"
+    from types import SimpleNamespace
+
+    from knowlyr_lab.serving.server import InferenceServer
+    s = InferenceServer(SimpleNamespace(name='m'), header_timeout=60)
+    s.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)      # small buffers: the client is still sending
+    s.start()                                                          # when the answer goes out
+    try:
+        for _ in range(3):                                             # a reset is not a one-off: every try is read whole
+            c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096); c.settimeout(60)
+            c.connect(s.server_address)
+            c.sendall(head + b'x' * 100_000)                           # main: BrokenPipeError here
+            got, headers, body = _parts(b''.join(iter(lambda c=c: c.recv(65536), b'')))   # to the close: no reset either
+            c.close()
+            assert (got, headers.get('content-type')) == (status, 'application/json'), (got, headers, body[:200])
+            assert says in json.loads(body)['error']['message'], body
+        assert _wait(lambda: s.open_connections == 0), s.open_connections   # every handler read its client's rest and left
+    finally: s.shutdown(); s.server_close()
+
 def test_every_429_and_503_of_the_server_has_one_type_per_status():
     "main: the connection cap's 429 was typed 'too_many_connections', a body past its share's 429 'too_many_requests'"
     from types import SimpleNamespace

@@ -74,13 +74,14 @@ def send_error(self:GuardedHandler, code:int, message:str|None=None, explain:str
     self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(body)))
     self.end_headers()
     if self.command != 'HEAD': self.wfile.write(body)
+    self.drop_body(max(self.body_unread, 16 * self.server.max_head_bytes))   # what the client still sends: read, dropped
 
 # %% ../../nbs/52_serving_connections.ipynb #f78be515
 @patch
 def _refuse_head(self:GuardedHandler, e:HeadTooLarge):
     "Answer a request head past `max_head_bytes` with `e.status` (414 or 431), then close, the rest read up to a bound"
     if e.status == 414: self.requestline = self.request_version = self.command = ''   # no request line to answer to
-    self.send_error(e.status, explain=str(e)); self.drop_body(16 * self.server.max_head_bytes)   # a close unread resets
+    self.send_error(e.status, explain=str(e))      # and the rest of the head read and dropped, up to a bound
 
 # %% ../../nbs/52_serving_connections.ipynb #a611f2fc
 @patch
