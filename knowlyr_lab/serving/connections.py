@@ -74,7 +74,7 @@ def send_error(self:GuardedHandler, code:int, message:str|None=None, explain:str
     self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(body)))
     self.end_headers()
     if self.command != 'HEAD': self.wfile.write(body)
-    self.drop_body(max(self.body_unread, 16 * self.server.max_head_bytes))   # what the client still sends: read, dropped
+    self.drop_body(max(self.body_unread, 16 * self.server.max_head_bytes))   # the rest the client sends: dropped
 
 # %% ../../nbs/52_serving_connections.ipynb #f78be515
 @patch
