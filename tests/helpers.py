@@ -103,6 +103,15 @@ def sent_whole(port:int, pieces:list, pause:float=0.0)->bytes:
     th.join(60); c.close()
     return got
 
+def sent_still_sending(port:int, data:bytes)->bytes:
+    """The server's answer to `data`, sent by a client whose 4 KiB send buffer keeps it sending when the answer comes,
+    read to the server's close. A reset raises (`sent_whole` keeps what came): the client must get the answer whole"""
+    c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096); c.settimeout(60)
+    try:
+        c.connect(('127.0.0.1', port)); c.sendall(data)         # a reset while still sending: BrokenPipe/ConnectionReset
+        return b''.join(iter(lambda: c.recv(65536), b''))       # and one after the answer: ConnectionResetError
+    finally: c.close()
+
 def answer_to(port:int, pieces:list, pause:float=0.0)->tuple:
     "(status, headers with lower-case names, body) of the server's answer to `pieces` sent on one connection"
     got = sent_whole(port, pieces, pause)

@@ -158,6 +158,31 @@ def test_env_servers_refuse_a_head_past_max_head_bytes_with_431_or_414_in_json(p
         got, _, body = answer_to(srv.port, [get_request(path, honest)])
         assert got == 200, (got, body[:200])                  # an honest head with a long token is served
 
+# srv23: a refused head (431, 414) and h11's own 400 closed the connection with the rest of the client's request unread,
+# so the kernel reset it: a client still sending (a 4 KiB send buffer) got ConnectionResetError, never the answer (10 of
+# 10 tries on main, each case). timed_h11 now ends the answer's stream and reads and drops what follows (up to
+# 16 x max_head_bytes, by request_timeout) before it closes.
+
+MANY_HEADERS = b''.join(b'X-%d: %s\r\n' % (k, b'y' * 100) for k in range(1000))   # 1000 headers, 100 KB
+
+@pytest.mark.parametrize('protocol,path', [('agentgym', b'/'), ('openenv', b'/health')])
+def test_env_servers_refuse_an_oversized_head_still_being_sent_without_a_reset(protocol, path):
+    "main: ConnectionResetError on every try (in sendall or in the read); the server itself went on serving"
+    from helpers import sent_still_sending
+
+    from knowlyr_lab.envs.serve import EnvServer
+    with EnvServer('knowlyr/maze-easy', protocol) as srv:
+        for data, status, says in [
+                (get_request(path, b'X-Big: ' + b'y' * 100_000 + b'\r\n'), 431, 'passes max_head_bytes (16,384 bytes)'),
+                (get_request(path, MANY_HEADERS), 431, 'passes max_head_bytes (16,384 bytes)'),
+                (b'HELLO THERE\r\n\r\n' + b'x' * 100_000, 400, 'Invalid HTTP request received.')]:   # h11's own 400
+            for _ in range(3):                                    # a reset is not a one-off: every try is read whole
+                head, _, body = sent_still_sending(srv.port, data).partition(b'\r\n\r\n')
+                assert head.startswith(b'HTTP/1.1 %d ' % status) and b'content-type: application/json' in head, head
+                assert says in json.loads(body)['error'], body
+        got, _, body = answer_to(srv.port, [get_request(path)])
+        assert got == 200, (got, body[:200])                     # and the next client is served
+
 def test_max_head_bytes_is_an_env_server_setting_and_a_flag():
     """`EnvServer(max_head_bytes=...)` / `knowlyr-env-serve --max-head-bytes`: a 20 KB head is served under a 32 KiB bound,
     also when it comes in pieces (h11's own 16 KiB bound would answer 400), and refused past it. main: no such setting"""

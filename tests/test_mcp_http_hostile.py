@@ -72,6 +72,24 @@ def test_mcp_http_refuses_a_head_past_max_head_bytes_with_431_or_414_in_jsonrpc(
         assert got == 200 and b'"serverInfo"' in body, (got, headers, body[:300])
         assert _tools_over_sdk(srv.port) == 20                # the SDK's own client is served after all that
 
+# srv23: a refused head (431, 414) and h11's own 400 closed the connection with the rest unread: a client still
+# sending got a reset, never the answer (timed_h11, page 19aa, now drains what follows before it closes).
+
+def test_mcp_http_refuses_an_oversized_head_still_being_sent_without_a_reset(tmp_path):
+    "main: ConnectionResetError on every try (in sendall or in the read); the server itself went on serving"
+    from helpers import sent_still_sending
+    many = b''.join(b'X-%d: %s\r\n' % (k, b'y' * 100) for k in range(1000))         # 1000 headers, 100 KB
+    with _Server(tmp_path) as srv:
+        for data, status, says in [(_post(srv.port, b'X-Big: ' + b'y' * 100_000 + b'\r\n'), 431, 'passes max_head_bytes'),
+                                   (_post(srv.port, many), 431, 'passes max_head_bytes (16,384 bytes)'),
+                                   (b'HELLO THERE\r\n\r\n' + b'x' * 100_000, 400, 'Invalid HTTP request received.')]:
+            for _ in range(3):                                    # a reset is not a one-off: every try is read whole
+                head, _, body = sent_still_sending(srv.port, data).partition(b'\r\n\r\n')
+                assert head.startswith(b'HTTP/1.1 %d ' % status) and b'content-type: application/json' in head, head
+                err = json.loads(body)                            # the JSON-RPC error shape of the SDK's own HTTP errors
+                assert (err['id'], err['error']['code']) == (None, -32600) and says in err['error']['message'], err
+        assert _tools_over_sdk(srv.port) == 20                    # and the next client is served
+
 def test_mcp_http_request_timeout_and_max_head_bytes_are_flags(tmp_path):
     """--max-head-bytes 32768: a 20 KB head is served, whole or in two reads (h11's own 16 KiB bound would 400 it), a
     40 KB one is 431 naming 32,768; --request-timeout 2: a head that trickles in gets 408. main: no such flags"""

@@ -302,7 +302,7 @@ def timed_h11(request_timeout:float=REQUEST_TIMEOUT, # seconds for a request to 
     positive_number(request_timeout, 'request_timeout'); positive_int(max_head_bytes, 'max_head_bytes')
     from uvicorn.protocols.http.h11_impl import H11Protocol, h11
     class TimedH11(H11Protocol):
-        late = None
+        late = unread = None             # unread: the bytes a refused client may still send, read and dropped
         def __init__(self, config, *a, **kw):   # h11's own bound (16 KiB) would cut a larger max_head_bytes short
             config.h11_max_incomplete_event_size = max_head_bytes; super().__init__(config, *a, **kw)
         def _arm(self): self._disarm(); self.late = self.loop.call_later(request_timeout, self._too_late)
@@ -312,12 +312,22 @@ def timed_h11(request_timeout:float=REQUEST_TIMEOUT, # seconds for a request to 
         def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
         def on_response_complete(self):  # the next request's clock, armed first: super() stops it on a pipelined one that is in
             self.transport.is_closing() or self._arm(); super().on_response_complete()
+        def data_received(self, data):
+            if self.unread is None: return super().data_received(data)
+            self.unread -= len(data)     # refused: dropped, and closed past the bound
+            if self.unread < 0: self.transport.close()
         def handle_events(self):
             if self.conn.their_state is h11.IDLE and (e := head_past(self.conn.trailing_data[0], max_head_bytes)):
-                self._disarm(); self.transport.write(_closing(e.status, str(e), shape)); return self.transport.close()
+                return self._refuse(_closing(e.status, str(e), shape))
             super().handle_events()      # the request is in (or the connection is a WebSocket now): the clock stops
             if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE) or self.transport.get_protocol() is not self:
                 self._disarm()           # MUST_CLOSE: in whole, the last one (`Connection: close`, HTTP/1.0)
+        def send_400_response(self, msg): self._refuse(_closing(400, msg, shape))   # h11's own: a malformed request
+        def _refuse(self, answer:bytes): # the answer, its stream ended; the rest read and dropped (bounded, timed)
+            self._disarm(); self.transport.write(answer)
+            if not self.transport.can_write_eof(): return self.transport.close()   # TLS: no half-close
+            self.transport.write_eof(); self.unread = 16 * max_head_bytes; self.flow.resume_reading()
+            self.late = self.loop.call_later(request_timeout, self.transport.close)   # the client's EOF closes it first
         def _too_late(self):
             if self.transport.is_closing() or self.transport.get_protocol() is not self: return
             begun = self.conn.their_state is not h11.IDLE or self.conn.trailing_data[0]   # silent: closed, no answer
