@@ -103,10 +103,10 @@ def sent_whole(port:int, pieces:list, pause:float=0.0)->bytes:
     th.join(60); c.close()
     return got
 
-def sent_still_sending(port:int, data:bytes)->bytes:
-    """The server's answer to `data`, sent by a client whose 4 KiB send buffer keeps it sending when the answer comes,
-    read to the server's close. A reset raises (`sent_whole` keeps what came): the client must get the answer whole"""
-    c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096); c.settimeout(60)
+def sent_still_sending(port:int, data:bytes, buffer:int=4096)->bytes:
+    """The server's answer to `data`, sent by a client whose small send buffer (`buffer` bytes) keeps it sending when the
+    answer comes, read to the server's close. A reset raises (`sent_whole` keeps what came): the answer must come whole"""
+    c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, buffer); c.settimeout(60)
     try:
         c.connect(('127.0.0.1', port)); c.sendall(data)         # a reset while still sending: BrokenPipe/ConnectionReset
         return b''.join(iter(lambda: c.recv(65536), b''))       # and one after the answer: ConnectionResetError

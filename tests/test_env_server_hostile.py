@@ -183,6 +183,26 @@ def test_env_servers_refuse_an_oversized_head_still_being_sent_without_a_reset(p
         got, _, body = answer_to(srv.port, [get_request(path)])
         assert got == 200, (got, body[:200])                     # and the next client is served
 
+@pytest.mark.parametrize('chunked', [False, True])
+def test_a_413_to_a_body_still_being_sent_on_a_connection_asked_closed_is_read_whole(chunked):
+    """A body over MAX_BODY_BYTES with `Connection: close`: uvicorn's answer cycle closed the connection after the 413,
+    the body unread, so the client still sending it got a reset (main: BrokenPipeError, every try). Now the close reads
+    and drops the rest first (timed_h11's `_end`), as h11 does on a kept-alive connection."""
+    from helpers import sent_still_sending
+
+    from knowlyr_lab.envs.serve import MAX_BODY_BYTES, agentgym_app
+    from knowlyr_lab.envs.sessions import timed_h11
+    n = MAX_BODY_BYTES + 1_000_000
+    head = b'POST /step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n'
+    data = head + (b'Transfer-Encoding: chunked\r\n\r\n%x\r\n' % n + b'x' * n + b'\r\n0\r\n\r\n' if chunked
+                   else b'Content-Length: %d\r\n\r\n' % n + b'x' * n)
+    with served(agentgym_app(lambda: make('knowlyr/maze-easy')), http=timed_h11()) as url:
+        port = int(url.rsplit(':', 1)[1])
+        for _ in range(2):
+            answer, _, body = sent_still_sending(port, data, 2**16).partition(b'\r\n\r\n')   # 16 MB: still sending
+            assert answer.startswith(b'HTTP/1.1 413 ') and 'request body over' in json.loads(body)['error'], (answer, body[:200])
+        assert answer_to(port, [get_request(b'/')])[0] == 200
+
 def test_max_head_bytes_is_an_env_server_setting_and_a_flag():
     """`EnvServer(max_head_bytes=...)` / `knowlyr-env-serve --max-head-bytes`: a 20 KB head is served under a 32 KiB bound,
     also when it comes in pieces (h11's own 16 KiB bound would answer 400), and refused past it. main: no such setting"""

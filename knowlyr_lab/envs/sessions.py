@@ -12,6 +12,7 @@ import collections
 import contextlib
 import json
 import logging
+import math
 import re
 import secrets
 import threading
@@ -294,6 +295,13 @@ def _late(timeout:float, shape:Callable=_env_error)->bytes:
     "The whole HTTP answer to a request not in within `timeout` seconds"
     return _closing(408, f"the request did not arrive within {timeout:g} s (request_timeout): connection closed", shape)
 
+# %% ../../nbs/19aa_envs_sessions.ipynb #1f300d20
+class _AnswerEnd:
+    "The connection as uvicorn's answer cycle sees it: its `close` is the protocol's `_end`, which may read on first"
+    def __init__(self, proto): self.proto = proto
+    def __getattr__(self, name): return getattr(self.proto.transport, name)
+    def close(self): self.proto._end()
+
 # %% ../../nbs/19aa_envs_sessions.ipynb #4951a88f
 def timed_h11(request_timeout:float=REQUEST_TIMEOUT, # seconds for a request to arrive, head and body
               max_head_bytes:int=MAX_HEAD_BYTES,     # bytes of a request head (431 and closed past them; 414: its line)
@@ -314,19 +322,24 @@ def timed_h11(request_timeout:float=REQUEST_TIMEOUT, # seconds for a request to 
             self.transport.is_closing() or self._arm(); super().on_response_complete()
         def data_received(self, data):
             if self.unread is None: return super().data_received(data)
-            self.unread -= len(data)     # refused: dropped, and closed past the bound
+            self._unset_keepalive_if_required(); self.unread -= len(data)   # refused: dropped, closed past the bound
             if self.unread < 0: self.transport.close()
         def handle_events(self):
             if self.conn.their_state is h11.IDLE and (e := head_past(self.conn.trailing_data[0], max_head_bytes)):
                 return self._refuse(_closing(e.status, str(e), shape))
             super().handle_events()      # the request is in (or the connection is a WebSocket now): the clock stops
+            if self.cycle is not None and self.cycle.transport is self.transport:
+                self.cycle.transport = _AnswerEnd(self)   # its close: `_end`
             if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE) or self.transport.get_protocol() is not self:
                 self._disarm()           # MUST_CLOSE: in whole, the last one (`Connection: close`, HTTP/1.0)
         def send_400_response(self, msg): self._refuse(_closing(400, msg, shape))   # h11's own: a malformed request
-        def _refuse(self, answer:bytes): # the answer, its stream ended; the rest read and dropped (bounded, timed)
+        def _end(self):                  # the answer cycle closes: a body still coming is dropped first (timed)
+            if self.conn.their_state is h11.SEND_BODY: return self._refuse(b'', math.inf)
+            self.transport.close()
+        def _refuse(self, answer:bytes, unread=16 * max_head_bytes): # the answer, its stream ended; the rest dropped
             self._disarm(); self.transport.write(answer)
             if not self.transport.can_write_eof(): return self.transport.close()   # TLS: no half-close
-            self.transport.write_eof(); self.unread = 16 * max_head_bytes; self.flow.resume_reading()
+            self.transport.write_eof(); self.unread = unread; self.flow.resume_reading()
             self.late = self.loop.call_later(request_timeout, self.transport.close)   # the client's EOF closes it first
         def _too_late(self):
             if self.transport.is_closing() or self.transport.get_protocol() is not self: return
