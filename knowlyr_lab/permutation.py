@@ -286,12 +286,30 @@ def _scipy_exact(a, b, paired:bool)->bool:
     return paired and not _tied(a, b, paired) and len(a) <= 50
 
 # %% ../nbs/08c_permutation.ipynb #704f13fa
-def _written_sizes(a, b)->np.ndarray:
-    "Each pair's signed rank among the distinct sizes of the differences of the scores as written; 0 where equal"
+def _written_size_ranks(a, b)->np.ndarray:
+    "Each pair's rank among the distinct sizes of the differences of the scores as written, from 0"
     w = _written_ints(np.r_[a, b])   # int64 where held: exact, and fast
     d = w[:len(a)] - w[len(a):] if w is not None else np.array([_WRITTEN.subtract(*x) for x in zip(_written(a), _written(b))])
-    u, r = np.unique(np.abs(d) if w is not None else [x.copy_abs() for x in d], return_inverse=True)   # abs() rounds
-    return (((d > 0).astype(int) - (d < 0)) * (r + (u[0] != 0))).astype(float)
+    return np.unique(np.abs(d) if w is not None else [x.copy_abs() for x in d], return_inverse=True)[1]   # abs() rounds
+
+# %% ../nbs/08c_permutation.ipynb #29327c85
+def _size_runs(a, b, d)->np.ndarray: # d: a - b in float64
+    "Each pair's run of sorted float64 sizes |d| too close for their order as written to be theirs, numbered from 0"
+    s, o = np.abs(d), np.argsort(np.abs(d), kind='stable')
+    with np.errstate(over='ignore', invalid='ignore'):   # an infinite size: no spacing, never far
+        e = (np.spacing(np.abs(a)) + np.spacing(np.abs(b)) + np.spacing(s))[o]   # twice the most |d| is off as written
+        far = np.diff(s[o]) > 2 * (e[1:] + e[:-1])
+    run = np.empty(len(d), np.int64); run[o] = np.r_[0, np.cumsum(far)]; return run
+
+# %% ../nbs/08c_permutation.ipynb #66efe727
+def _written_sizes(a, b)->np.ndarray:
+    "Each pair's signed rank among the distinct sizes of the differences of the scores as written; 0 where equal"
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    with np.errstate(over='ignore'): d = a - b   # signed as written; 1e308 - -1e308 is inf
+    run = _size_runs(a, b, d); key = run * (len(d) + 1); crowd = np.flatnonzero(np.bincount(run)[run] > 1)
+    if 2 * len(crowd) > len(d): key = _written_size_ranks(a, b)   # mostly crowded: every pair as written
+    elif len(crowd): key[crowd] += _written_size_ranks(a[crowd], b[crowd])   # runs of two or more: as written
+    return ((d > 0).astype(int) - (d < 0)) * (np.unique(key, return_inverse=True)[1] + (d != 0).all()).astype(float)
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a015
 def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired`)
