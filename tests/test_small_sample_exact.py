@@ -670,3 +670,31 @@ def test_paired_sizes_ranked_from_float64_runs_are_the_ranks_as_written(g):
                 warnings.simplefilter('error')   # no overflow warning from 1e308 - -1e308 or spacing(inf)
                 got = _written_sizes(a, b)
             assert np.array_equal(got, ((a > b).astype(int) - (a < b)) * (_written_size_ranks(a, b) + (a != b).all())), (g, n, a.tolist(), b.tolist())
+
+
+def _window_perm_p(a, b, paired:bool, rtol:Fraction)->Fraction:
+    "Two-sided permutation p of the mean difference from every relabelling of the scores as written, ties within rtol of the observed"
+    from itertools import combinations, product
+    A, B = [Fraction(repr(float(v))) for v in a], [Fraction(repr(float(v))) for v in b]
+    md = lambda x, y: sum(x) / len(x) - sum(y) / len(y)   # noqa: E731
+    if paired: null = [md(*zip(*[(v, u) if f else (u, v) for u, v, f in zip(A, B, fl)])) for fl in product((0, 1), repeat=len(A))]
+    else: P = A + B; null = [md([P[i] for i in c], [P[i] for i in range(len(P)) if i not in c]) for c in combinations(range(len(P)), len(A))]
+    obs = md(A, B); tol = rtol * abs(obs)
+    assert all(abs(s - obs) < abs(obs) / 10 ** 14 or abs(s - obs) > abs(obs) / 10 ** 6 for s in null)   # no relabelling near the window's edge
+    return min(Fraction(1), Fraction(2 * min(sum(s <= obs + tol for s in null), sum(s >= obs - tol for s in null)), len(null)))
+
+
+@pytest.mark.parametrize('a,b,paired', [
+    ([1e6, 3e-14, 7, 2e6], [5, 1e-14, 11, 3e6, 13], False),   # 126 splits
+    ([1e6, 1e-14, 7, 2e6, 4, 9, 1, 8], [5, 3e-14, 11, 3e6, 13, 2, 6, 3], True),   # 256 sign flips
+])
+def test_permutation_of_scores_spanning_more_than_19_digits_ties_within_scipys_window(a, b, paired):
+    "The fallback where _written_ints cannot hold the scores (3e6 with 1e-14: 3e20 scaled, past 2^63) counts relabellings within 100 ulps of the observed one as ties, as page 08c says"
+    from knowlyr_lab.permutation import _written_ints, permutation
+    a, b = np.array(a), np.array(b)
+    for x, y in ((a, b), (b, a)):
+        assert _written_ints(np.r_[x, y]) is None   # the float path: scipy's comparison of float64 mean differences
+        r = permutation(x, y, paired)
+        window, strict = _window_perm_p(x, y, paired, Fraction(1, 10 ** 12)), _window_perm_p(x, y, paired, Fraction(0))
+        assert r['exact'] and abs(Fraction(r['pvalue']) - window) <= 1e-12 * window, (r, float(window))
+        assert window > strict   # moving 1e-14 to the other side is a tie here, a relabelling further in as written
