@@ -197,6 +197,12 @@ def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, 
                           rng=np.random.default_rng(seed))
     return (float(res.confidence_interval.low), float(res.confidence_interval.high)), [], 'bootstrap'
 
+# %% ../nbs/09_stats.ipynb #cdc9fbc8
+def _scores(x)->np.ndarray:
+    "`x` in float64, a float32 or float16 sample read as written: each value's own shortest decimal (0.3, not 0.30000001192092896)"
+    x = np.asarray(x)
+    return x.astype(str).astype(float) if x.dtype.kind == 'f' and x.dtype.itemsize < 8 else np.asarray(x, float)
+
 # %% ../nbs/09_stats.ipynb #6ab52d46
 def _omit_nan(a, b, paired, nan_policy, metric, name_a, name_b):
     "`a` and `b` without their NaN values, and the count of NaNs per agent"
@@ -278,7 +284,7 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
                     nan_policy:str='raise',
                    )->Comparison:
     "Compare two samples of a metric with Welch, Mann-Whitney, Fisher, permutation and (paired) t, Wilcoxon, McNemar tests"
-    a, b, n_nan = _omit_nan(np.asarray(a, float), np.asarray(b, float), paired, nan_policy, metric, name_a, name_b)
+    a, b, n_nan = _omit_nan(_scores(a), _scores(b), paired, nan_policy, metric, name_a, name_b)
     if len(a) < 2 or len(b) < 2: raise ValueError(f"need at least 2 values per agent, got {len(a)} and {len(b)}")
     if paired and len(a) != len(b): raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
     binary = is_binary(a, b) if binary is None else binary

@@ -698,3 +698,15 @@ def test_permutation_of_scores_spanning_more_than_19_digits_ties_within_scipys_w
         window, strict = _window_perm_p(x, y, paired, Fraction(1, 10 ** 12)), _window_perm_p(x, y, paired, Fraction(0))
         assert r['exact'] and abs(Fraction(r['pvalue']) - window) <= 1e-12 * window, (r, float(window))
         assert window > strict   # moving 1e-14 to the other side is a tie here, a relabelling further in as written
+
+
+@pytest.mark.parametrize('dtype', [np.float32, np.float16])
+def test_narrow_float_scores_are_compared_as_written(dtype):
+    "float32 scores were read as their float64 expansions (0.3 as 0.30000001192092896), so ties as written broke: Wilcoxon 0.4375 where float64's is 0.5"
+    p8, q8 = [.3, .2, .3, .2, .1, .3, .2, .7], [.1, .7, .3, .3, .2, .3, .3, .7]   # differences of 0.1 as written tie
+    for paired in (True, False):
+        want, got = compare_samples(p8, q8, paired=paired), compare_samples(np.array(p8, dtype), np.array(q8, dtype), paired=paired)
+        for k in ('wilcoxon', 'mann_whitney_u', 'permutation', 'welch_t', 'paired_t'):
+            assert got.tests.get(k) == want.tests.get(k), (dtype, paired, k, got.tests.get(k), want.tests.get(k))
+        assert (got.mean_a, got.mean_b) == (want.mean_a, want.mean_b)
+    assert compare_samples(p8, q8, paired=True).tests['wilcoxon'] == {'statistic': 4.0, 'pvalue': 0.5, 'exact': True}
