@@ -235,11 +235,11 @@ def _paired_tests(a, b, binary:bool)->dict:
 
 # %% ../nbs/09_stats.ipynb #2130997e
 def _undefined_t(tests:dict, a, b)->bool:
-    "Set the t tests of samples with no spread but different means to NaN (t = inf, p = 0); True if there were any"
+    "Set the t tests of samples with no spread to NaN (t = inf, p = 0), p = 1 where the means are equal; True if means differ"
     flat = {'welch_t': lambda: no_spread(a) and no_spread(b), 'paired_t': lambda: no_spread(a - b)}
-    hit = [k for k, f in flat.items() if k in tests and f() and not no_spread([a.mean(), b.mean()])]
-    for k in hit: tests[k] = {**tests[k], 'statistic': float('nan'), 'pvalue': float('nan')}
-    return bool(hit)
+    hit, same = [k for k, f in flat.items() if k in tests and f()], no_spread([a.mean(), b.mean()])
+    for k in hit: tests[k] = {**tests[k], 'statistic': float('nan'), 'pvalue': 1.0 if same else float('nan')}   # 0/0
+    return bool(hit) and not same
 
 # %% ../nbs/09_stats.ipynb #87bad068
 def _two_sample_tests(a, b, paired:bool, binary:bool, seed:int=0)->dict:

@@ -112,3 +112,12 @@ def test_wilcoxon_of_pairs_that_are_all_equal_says_its_p_is_exact():
     assert _paired_tests(np.array([.2, .5, .7]), np.array([.2, .5, .7]), False)['wilcoxon'] == {'statistic': 0.0, 'pvalue': 1.0, 'exact': True}
     t = compare_samples([.2, .5, .7], [.2, .5, .7], paired=True).table()
     assert t.loc['wilcoxon', 'exact'] is True   # on main: NaN, as for the t tests
+
+
+@pytest.mark.parametrize('v,n,m', [(.2, 3, 2), (.1, 7, 5), (.3, 11, 6), (.7, 20, 9)])
+def test_identical_constant_samples_get_no_evidence_of_a_difference_from_welch(v, n, m):
+    "n and m copies of one score: float64's means differ in the last bit, so Welch's t was finite: p 0.0003 for 20 x 0.7 against 9 x 0.7"
+    c = _quiet(compare_samples, [v] * n, [v] * m)
+    assert c.primary == 'welch_t' and c.tests['welch_t']['pvalue'] == 1.0 and math.isnan(c.tests['welch_t']['statistic']), c.tests
+    assert _quiet(compare_samples, [1.0] * n, [1.0] * m).tests['welch_t']['pvalue'] == 1.0   # as scipy's 0/0 for 1.0 gives
+    assert c.tests.get('permutation', {'pvalue': 1.0})['pvalue'] == 1.0   # counted where C(n + m, n) <= 100,000
