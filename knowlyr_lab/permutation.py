@@ -66,6 +66,8 @@ def _mean_diff(x, y, axis=-1): return np.mean(x, axis=axis) - np.mean(y, axis=ax
 # %% ../nbs/08c_permutation.ipynb #05ab021e
 def permutation(a, b, paired:bool, seed:int=0)->dict: # {'statistic', 'pvalue', 'exact'}
     "Two-sided permutation test of the mean difference: counted without spread, exact up to `PERMUTATIONS`, else drawn"
+    if not np.isfinite(np.r_[a, b]).all():   # a mean with an infinite score: nothing to relabel
+        return {'statistic': float(_mean_diff(a, b)), 'pvalue': float('nan'), 'exact': False}
     p = _no_spread_p(a, b, paired)
     if p is not None: return {'statistic': float(_mean_diff(a, b)), 'pvalue': p, 'exact': True}
     w = _written_ints(np.r_[a, b]); data = (a, b) if w is None else (w[:len(a)], w[len(a):])   # as written: exact

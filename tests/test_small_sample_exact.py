@@ -710,3 +710,16 @@ def test_narrow_float_scores_are_compared_as_written(dtype):
             assert got.tests.get(k) == want.tests.get(k), (dtype, paired, k, got.tests.get(k), want.tests.get(k))
         assert (got.mean_a, got.mean_b) == (want.mean_a, want.mean_b)
     assert compare_samples(p8, q8, paired=True).tests['wilcoxon'] == {'statistic': 4.0, 'pvalue': 0.5, 'exact': True}
+
+
+@pytest.mark.parametrize('a,b,paired', [
+    ([np.inf, 1, 2], [np.inf, 0, 1], True),     # main: p 0.0 flagged exact (inf - inf is NaN)
+    ([np.inf, 1, 2], [np.inf, 2, 5], False),    # main: p 0.1 flagged exact, of a NaN mean difference
+    ([np.inf, np.inf], [1, 2], False),          # main: p 0.0 flagged exact, below the 2/6 the observed split alone gives
+    ([np.inf, 1, 2], [-np.inf, 0, 1], False),
+])
+def test_permutation_of_infinite_scores_flags_no_p(a, b, paired):
+    "A mean with an infinite score is not a number relabellings move: scipy compared NaN and inf statistics and the p was flagged exact"
+    from knowlyr_lab.permutation import permutation
+    with np.errstate(invalid='ignore'): r = permutation(np.array(a, float), np.array(b, float), paired)
+    assert math.isnan(r['pvalue']) and r['exact'] is False, r
