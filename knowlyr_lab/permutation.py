@@ -35,9 +35,11 @@ def _written(x)->list:
     return [Decimal(repr(float(v))) for v in np.ravel(x)]
 
 # %% ../nbs/08c_permutation.ipynb #fe3d71fc
-def _written_ints(x)->np.ndarray|None:
-    "The scores as written, times 10^k and less the smallest: int64; None if not finite or past 2^63 in sum"
-    v, i, c = np.unique(np.asarray(x, float), return_inverse=True, return_counts=True); w = _written(v)   # each once
+def _written_ints(x, most:int|None=None)->np.ndarray|None: # most: distinct values read, at most
+    "The scores as written, times 10^k and less the smallest: int64; None if not finite, past 2^63 in sum or `most`"
+    v, i, c = np.unique(np.asarray(x, float), return_inverse=True, return_counts=True)
+    if most is not None and len(v) > most: return None
+    w = _written(v)   # each value once
     if not w or not all(u.is_finite() for u in w): return None
     k = max(0, -min(u.as_tuple().exponent for u in w)); n = [int(u.scaleb(k, _WRITTEN)) for u in w]
     n = [u - n[0] for u in n]   # v ascends: n[0] is the smallest
@@ -288,19 +290,21 @@ def _scipy_exact(a, b, paired:bool)->bool:
     return paired and not _tied(a, b, paired) and len(a) <= 50
 
 # %% ../nbs/08c_permutation.ipynb #704f13fa
-def _written_size_ranks(a, b)->np.ndarray:
-    "Each pair's rank among the distinct sizes of the differences of the scores as written, from 0"
-    w = _written_ints(np.r_[a, b])   # int64 where held: exact, and fast
+def _written_size_ranks(a, b, most:int|None=None)->np.ndarray|None: # most: see `_written_ints`
+    "Each pair's rank among the distinct sizes of the differences of the scores as written, from 0 (None past `most`)"
+    w = _written_ints(np.r_[a, b], most)   # int64 where held: exact, and fast
+    if w is None and most is not None: return None
     d = w[:len(a)] - w[len(a):] if w is not None else np.array([_WRITTEN.subtract(*x) for x in zip(_written(a), _written(b))])
     return np.unique(np.abs(d) if w is not None else [x.copy_abs() for x in d], return_inverse=True)[1]   # abs() rounds
 
 # %% ../nbs/08c_permutation.ipynb #29327c85
 def _size_runs(a, b, d)->np.ndarray: # d: a - b in float64
-    "Each pair's run of sorted float64 sizes |d| too close for their order as written to be theirs, numbered from 0"
-    s, o = np.abs(d), np.argsort(np.abs(d), kind='stable')
-    with np.errstate(over='ignore', invalid='ignore'):   # an infinite size: no spacing, never far
-        e = (np.spacing(np.abs(a)) + np.spacing(np.abs(b)) + np.spacing(s))[o]   # twice the most |d| is off as written
-        far = np.diff(s[o]) > 2 * (e[1:] + e[:-1])
+    "Each pair's run of sorted float64 sizes |d| whose bounds as written overlap, numbered from 0"
+    s = np.abs(d); o = np.argsort(s)   # equal sizes share a run, in any order
+    with np.errstate(over='ignore', invalid='ignore'):   # an infinite size: no spacing, no bounds, no cut
+        e = 2 * (np.spacing(np.abs(a)) + np.spacing(np.abs(b)) + np.spacing(s))[o]   # 4 times the most |d| is off
+        hi, lo = np.maximum.accumulate(s[o] + e), np.fmin.accumulate((s[o] - e)[::-1])[::-1]   # so far; from here on
+        far = hi[:-1] < lo[1:]   # every size before the cut is below every size after it, as written
     run = np.empty(len(d), np.int64); run[o] = np.r_[0, np.cumsum(far)]; return run
 
 # %% ../nbs/08c_permutation.ipynb #66efe727
@@ -308,10 +312,12 @@ def _written_sizes(a, b)->np.ndarray:
     "Each pair's signed rank among the distinct sizes of the differences of the scores as written; 0 where equal"
     a, b = np.asarray(a, float), np.asarray(b, float)
     with np.errstate(over='ignore'): d = a - b   # signed as written; 1e308 - -1e308 is inf
-    run = _size_runs(a, b, d); key = run * (len(d) + 1); crowd = np.flatnonzero(np.bincount(run)[run] > 1)
-    if 2 * len(crowd) > len(d): key = _written_size_ranks(a, b)   # mostly crowded: every pair as written
-    elif len(crowd): key[crowd] += _written_size_ranks(a[crowd], b[crowd])   # runs of two or more: as written
-    return ((d > 0).astype(int) - (d < 0)) * (np.unique(key, return_inverse=True)[1] + (d != 0).all()).astype(float)
+    r = _written_size_ranks(a, b, most=len(d) // 4)   # few distinct scores: every pair as written, in int64
+    if r is None:
+        run = _size_runs(a, b, d); key = run * (len(d) + 1); crowd = np.flatnonzero(np.bincount(run)[run] > 1)
+        if len(crowd): key[crowd] += _written_size_ranks(a[crowd], b[crowd])   # runs of two or more: as written
+        r = np.unique(key, return_inverse=True)[1]
+    return ((d > 0).astype(int) - (d < 0)) * (r + (d != 0).all()).astype(float)
 
 # %% ../nbs/08c_permutation.ipynb #c8c0a015
 def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired`)

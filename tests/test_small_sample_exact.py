@@ -652,7 +652,8 @@ _SIZE_GENERATORS = [   # scores whose float64 sizes crowd (tenths, 1e6 + ulps be
     lambda rng, n: rng.choice([1e-300, 1e300, 0., -0., 1., .1, .2, .3, np.inf, 5e-324, 1.7976931348623157e308, -1.7976931348623157e308], n),
     lambda rng, n: rng.normal(size=n) * 10.0 ** rng.integers(-20, 20, n), lambda rng, n: np.r_[rng.random(n // 2), np.round(rng.random(n - n // 2), 3)],
     lambda rng, n: rng.integers(-3, 4, n) * 1e-10 + rng.choice([0, 1e6], n),
-]
+    lambda rng, n: np.where(rng.random(n) < .05, 1.2345678901234567e20 + rng.integers(0, 5, n) * 16384., rng.random(n) * 1e6),
+]   # the last: sizes of 1.2e20's pairs are off by up to 8,192 as written (16384 is 20000), beside exact sizes of small scores
 
 
 @pytest.mark.parametrize('g', range(len(_SIZE_GENERATORS)))
@@ -670,6 +671,9 @@ def test_paired_sizes_ranked_from_float64_runs_are_the_ranks_as_written(g):
                 warnings.simplefilter('error')   # no overflow warning from 1e308 - -1e308 or spacing(inf)
                 got = _written_sizes(a, b)
             assert np.array_equal(got, ((a > b).astype(int) - (a < b)) * (_written_size_ranks(a, b) + (a != b).all())), (g, n, a.tolist(), b.tolist())
+    a2, a1 = 1.234567890123457e20, 1.2345678901234568e20   # 16384 apart in float64, 20000 as written
+    x, y = np.r_[a2, 17000., 18000., 1e9 * np.arange(1., 11)], np.r_[a1, 0., 0., np.zeros(10)]
+    assert _written_sizes(x, y)[:3].tolist() == [3, 1, 2]   # 20000 above 17000 and 18000, though 16384 is below them
 
 
 def _window_perm_p(a, b, paired:bool, rtol:Fraction)->Fraction:
