@@ -121,3 +121,26 @@ def test_a_nonfinite_number_after_a_multiline_secret_is_warned_at_its_own_file_l
     assert rep.redactions.get('private_key') == 1 and t.steps[0].action.params['n'] is None
     at = next(i for i, x in enumerate(p.read_text().splitlines(), 1) if '1e400' in x)
     assert at == 7 and [w.split(': ', 1)[0] for w in rep.warning_lines()] == [f'{p}:{at}'], rep.warning_lines()
+
+
+@pytest.mark.parametrize('body, said', [
+    ('{"x": 1e400,\n "x": 2e400}', [('x holds 2e400', 2)]),                          # a repeated key: its last value
+    ('{"x": 1e400,\n "x": 1,\n "y": 2e400}', [('y holds 2e400', 3)]),                # not the value overwritten
+    ('{"x": 1e400,\n "x": 2e400,\n "y": 3e400}', [('x holds 2e400', 2), ('y holds 3e400', 3)]),
+    ('{"x": 1,\n "y": NaN,\n "x": 1e400}', [('x holds 1e400', 3), ('y holds NaN', 2)]),   # x keeps its first place
+    ('{"x": 1e400,\n "y": 2e400,\n "x": 3e400}', [('x holds 3e400', 3), ('y holds 2e400', 2)]),
+    ('{"a": {"x": [1e400],\n "x": -1e400},\n "b": Infinity}', [('a.x holds -1e400', 2), ('b holds Infinity', 3)])])
+def test_a_repeated_keys_nonfinite_number_is_named_from_the_value_kept(tmp_path, body, said):
+    "written_nonfinite listed every number written, an overwritten one too: the kept value got the first one's spelling"
+    p = tmp_path / 'run.txt'
+    p.write_text(f'Question: q\nThought: t\nAction: search\nAction Input: {body}\nObservation: ok\nFinal Answer: x\n')
+    rep = ConversionReport(); list(convert(p, format='react-text', report=rep))
+    got = [(w['reason'].split('field ', 1)[1].split(',')[0], w['line'] - 3) for w in rep.warnings]
+    assert got == said, rep.warning_lines()
+
+
+def test_a_keyword_repeated_by_a_double_star_dict_is_named_from_the_value_kept(tmp_path):
+    "`search(x=1e400, **{\"x\": 2e400})`: the dict's value is kept (as `_keywords` updates the keywords), so is its spelling"
+    s, rep = _react(tmp_path, 'search(x=1e400, y=2, **{"x": 2e400, "z": 3e400})')
+    assert s.action.params == {'x': None, 'y': 2, 'z': None}
+    assert [w.split('field ')[1].split(',')[0] for w in rep.warning_lines()] == ['x holds 2e400', 'z holds 3e400']

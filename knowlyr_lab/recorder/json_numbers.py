@@ -122,8 +122,7 @@ def kept_numbers(doc, notes:list|None=None,
     if big or (found and notes is None):
         at, u = (big or found)[0][2:]
         e = UnheldNumber(_why(at, u) + ('' if big else ' (the trajectory would hold null)'))
-        e.line = u.line
-        raise e
+        e.line = u.line; raise e
     for box, k, at, u in found:
         text = u.text.lstrip('-').isdigit()                            # (an id field's: `big` holds every other)
         notes.append(n := NumberNote(_why(at, u) + (' (kept as text)' if text else ' (written as null)')))
@@ -242,19 +241,53 @@ def _nonfinite_token(t)->bool:
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #38e23aee
 _MAY_BE_NONFINITE = re.compile(r'NaN|Infinity|[\d.][eE][+-]?\d|[\d_]{309}')   # \d: the tokenizer's digits
 
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #fd4d0a68
+_CLOSER, _KEYED = {'(': ')', '[': ']', '{': '}'}, {'}': ':', ')': '='}    # a bracket's closer; what ends its keys
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #887ce165
+class _Box:
+    "An open bracket (`o`): each entry's numbers under its key (`k: v`, `k=v`), in the place a dict keeps that key"
+    def __init__(self, o:str): self.close, self.kept, self.key, self.nums = _CLOSER[o], {}, None, (); self.end()
+    def end(self)->list:
+        "Its numbers, once the entry read replaces an earlier one of its key, in that one's place (as `dict` does)"
+        if self.key is not None or self.nums: self.kept[object() if self.key is None else self.key] = self.nums
+        self.key, self.head, self.nums = None, [], []; return [n for ns in self.kept.values() for n in ns]
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #a75fec25
+@patch
+def read(self:_Box, t):
+    "Token `t` of the entry read (no number, no bracket): a `,` ends it; the `:` or `=` after its key names it"
+    if t.string == ',': return self.end()
+    if self.key is not None or t.type in (tokenize.NL, tokenize.COMMENT): return
+    if t.string != _KEYED.get(self.close): return self.head.append(t.string)
+    try: hash(k := ast.literal_eval(' '.join(self.head)))                    # `"x"` and `'x'` are one key
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError): k = ' '.join(self.head)   # a keyword
+    self.key, self.nums = (k,), []                                            # (a key's own numbers are no value's)
+
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #2af86012
+def _close(boxes:list, closer:str|None=None):
+    "Close `boxes` (but the first) up to the innermost that `closer` closes, numbers to the entry around each"
+    while len(boxes) > 1 and (b := boxes.pop()):
+        up, nums = boxes[-1], b.end()
+        if up.head == ['**'] and up.key is None: up.kept.update(b.kept); up.head = []   # keywords of a call
+        else: up.nums += nums
+        if b.close == closer: return
+
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #b5061cea
 def written_nonfinite(text:str)->list[tuple[str, int]]:
-    "(as `text` writes it, its line in `text`) of each NaN or infinity in `text`, in order; a sign kept with its number"
+    "(as `text` writes it, its line in `text`) of each NaN or infinity a value keeps, in the order a dict keeps them"
     if not _MAY_BE_NONFINITE.search(text): return []      # most actions: not tokenized at all
-    out, prev, toks = [], None, tokenize.generate_tokens(io.StringIO(text).readline)
+    boxes, prev = [_Box('[')], tokenize.TokenInfo(0, '', (0, 0), (0, 0), '')   # the text: a list of what it writes
     try:
-        for t in toks:
-            if _nonfinite_token(t):
-                sign = '-' if prev is not None and prev.string == '-' and prev.end == t.start else ''
-                out.append((sign + t.string, t.start[0]))
+        for t in tokenize.generate_tokens(io.StringIO(text).readline):
+            if _nonfinite_token(t):                       # a sign kept with its number
+                boxes[-1].nums.append(('-' * (prev.string == '-' and prev.end == t.start) + t.string, t.start[0]))
+            elif t.type == tokenize.OP and t.string in _CLOSER: boxes.append(_Box(t.string))
+            elif t.type == tokenize.OP and any(b.close == t.string for b in boxes[1:]): _close(boxes, t.string)
+            else: boxes[-1].read(t)
             prev = t
     except (tokenize.TokenError, SyntaxError): pass      # the numbers before the text stops reading as tokens
-    return out
+    return _close(boxes) or boxes[0].end()               # (brackets left open closed)
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #e1906fad
 def _held(n)->bool: return isinstance(n, ast.Constant) and isinstance(n.value, _Unheld)

@@ -56,7 +56,7 @@ def _langchain_final(action:str)->dict|None:
 # %% ../../nbs/22b_recorder_react.ipynb #19447052
 def _as_written(v:float, written:list)->str:
     "The first number left in `written` (`written_nonfinite`'s) that is `v`, taken out; else `v` as JSON writes it"
-    for k, (s, _) in enumerate(written):     # one skipped (a NaN overwritten) stays
+    for k, (s, _) in enumerate(written):     # one skipped (written outside the call read) stays
         w = float(s)                          # each spelling reads as a float: `NaN`, `-Infinity`, `1e400`
         if w == v or (w != w and v != v): return written.pop(k)[0]
     return json.dumps(v)
