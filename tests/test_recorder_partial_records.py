@@ -1,6 +1,8 @@
 "A record only partly mapped is kept once, whole, counted once, and says which of its pieces had no place (review24)"
 import json
 
+import pytest
+
 from knowlyr_lab.recorder.convert import convert
 from knowlyr_lab.recorder.report import ConversionReport
 
@@ -113,3 +115,18 @@ def test_a_claude_code_sidechain_record_whose_parent_is_a_bookkeeping_record_sta
     sub, = [t for t in ts if any(s.action and s.action.call_id == 't2' for s in t.steps)]
     assert [s.observation.content for s in sub.steps if s.action] == ['file text']     # its result found its call
     assert [e['record_type'] for e in _stored(ts, rep)] == ['attachment'], _stored(ts, rep)
+
+
+@pytest.mark.parametrize('typ', ['attachment', 'assistant'])
+def test_a_claude_code_sidechain_record_without_a_uuid_does_not_draw_the_next_sidechain_into_its_chain(tmp_path, typ):
+    "A uuid-less sidechain record's chain was kept under None: the next sidechain (parentUuid null) joined it"
+    side = lambda t, uid, parent, content: {'parentUuid': parent, 'isSidechain': True, 'sessionId': 's-1', 'type': t,
+                                            'uuid': uid, 'message': {'role': t, 'content': content}}
+    odd = side(typ, None, 'sa1', 'no uuid'); odd.pop('uuid')
+    recs = [{'parentUuid': None, 'isSidechain': False, 'sessionId': 's-1', 'type': 'user', 'uuid': 'u1',
+             'message': {'role': 'user', 'content': 'do it'}},
+            side('user', 'su1', None, 'sub task one'), side('assistant', 'sa1', 'su1', 'done one'), odd,
+            side('user', 'su2', None, 'sub task two'), side('assistant', 'sa2', 'su2', 'done two')]
+    p = tmp_path / 's-1.jsonl'; p.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    ts = list(convert(p, format='claude-code', report=ConversionReport()))
+    assert [t.task.instruction for t in ts] == ['do it', 'sub task one', 'sub task two'], [t.task.id for t in ts]

@@ -302,7 +302,7 @@ def convert(self:ClaudeCodeAdapter, path, report:ConversionReport)->Iterator[Tra
               main.unmapped.append(report.unmapped(typ, rec, path, line, why='user/assistant record without a message'))
           elif typ in ('user', 'assistant'):
               if rec.get('isSidechain'):
-                  ch = chain_of.get(rec.get('parentUuid'))
+                  ch = chain_of.get(p) if isinstance(p := rec.get('parentUuid'), str) else None  # null: a new one
                   if ch is None: ch = _ClaudeChain(path, report); ch.parent = main; chains.append(ch)
                   chain_of[uid] = ch
                   ch.session = ch.session or (rec.get('sessionId') if isinstance(rec.get('sessionId'), str) else None)
