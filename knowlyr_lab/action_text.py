@@ -132,13 +132,20 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
 
 # %% ../nbs/00aa_action_text.ipynb #8887491b
 def _keywords(call:ast.Call)->dict:
-    "The keyword arguments of `call`, literals: `key=value` and `**{...}` (a literal dict of string keys)"
+    "The keyword arguments of `call`, literals: `key=value` and `**{...}` (a literal dict of string keys), each once"
     params = {}
     for kw in call.keywords:
         v = ast.literal_eval(kw.value)       # ValueError: not a literal (`**kwargs`)
         if kw.arg is None and not (isinstance(v, dict) and all(isinstance(k, str) for k in v)): raise ValueError(v)
+        keys = [kw.arg] if kw.arg else [k.value for k in kw.value.keys]   # as written: the dict `v` holds one of two
+        if twice := next((k for i, k in enumerate(keys) if k in params or k in keys[:i]), None): raise KeyError(twice)
         params.update(v if kw.arg is None else {kw.arg: v})
     return params
+
+# %% ../nbs/00aa_action_text.ipynb #7de3ad1f
+def _given_twice(text:str, key:str)->InvalidActionError:
+    "The refusal of the ReAct action `text`, whose keyword `key` is given twice: reading one value loses the other"
+    return InvalidActionError(f"ReAct action {text[:80]!r}: keyword {key!r} is given twice (Python refuses the call)")
 
 # %% ../nbs/00aa_action_text.ipynb #2587f513
 def _python_call(text:str, positional=None)->tuple[str, dict]:
@@ -153,12 +160,15 @@ def _python_call(text:str, positional=None)->tuple[str, dict]:
     try:
         params = _keywords(node)
         args = [ast.literal_eval(a) for a in node.args]
+    except KeyError as e: raise _given_twice(text, e.args[0]) from None
     except (ValueError, TypeError):   # TypeError: a key that is no dict key, as in `{[1]: 2}`
         raise InvalidActionError(f"ReAct action {text[:80]!r}: argument values must be literals "
                                  "(strings, numbers, lists, dicts)") from None
     if args:
         if len(args) == 1 and isinstance(args[0], dict) and not params: params = args[0]
-        elif positional and len(args) <= len(positional): params = {**dict(zip(positional, args)), **params}
+        elif positional and len(args) <= len(positional):
+            if twice := next((k for k in positional[:len(args)] if k in params), None): raise _given_twice(text, twice)
+            params = {**dict(zip(positional, args)), **params}
         else: raise InvalidActionError(f"ReAct action {text[:80]!r}: positional arguments need keyword names, "
                                        f"e.g. {name}(path=\"a.py\")")
     return name, params

@@ -1020,3 +1020,34 @@ def test_keyword_arguments_passed_as_a_literal_dict_are_read_not_dropped(tmp_pat
     assert t.steps[0].action.params == {'q': 'SF'}
     # not a literal dict: the action's text kept raw, flagged, never read as no arguments
     assert t.steps[1].action.params == {'_raw': 'search(**opts)'} and t.steps[1].metadata['bad_arguments'] is True
+
+
+@pytest.mark.parametrize('call', ['search(q=1, **{"q": 2})', 'search(**{"q": 1}, q=2)', 'search(**{"q": 1}, **{"q": 2})',
+                                  'search(**{"q": 1, "q": 2})'])
+def test_a_keyword_given_twice_is_refused_and_kept_raw_never_read_as_one_value(tmp_path, call):
+    "`search(q=1, **{\"q\": 2})` read as {'q': 2}: q=1 was lost with no word (Python refuses the call: multiple values)"
+    from knowlyr_lab.action_text import parse_react
+    from knowlyr_lab.recorder.convert import convert
+    from knowlyr_lab.recorder.report import ConversionReport
+    with pytest.raises(InvalidActionError, match=r"keyword 'q' is given twice"): parse_action(call, bare=True)
+    with pytest.raises(InvalidActionError, match=r"keyword 'path' is given twice"):   # a positional one named too
+        parse_react('Action: read("a.py", path="b.py")', positional=['path'])
+    p = tmp_path / 'run.txt'
+    p.write_text(f'Question: q\nThought: t\nAction: {call}\nObservation: ok\nFinal Answer: x\n')
+    t, = convert(p, format='react-text', report=ConversionReport())
+    assert t.steps[0].action.params == {'_raw': call} and t.steps[0].metadata['bad_arguments'] is True
+
+
+@pytest.mark.parametrize('action', ['search({"q": "a", "q": "b"})', 'search({"q": "a", "q": "b", "n": null})',
+                                    'search(opts={"q": "a", "q": "b"})', 'search\nAction Input: {"q": "a", "q": "b"}'])
+def test_a_key_repeated_in_a_react_actions_json_object_is_warned_like_the_json_readers(tmp_path, action):
+    "`search({\"q\": \"a\", \"q\": \"b\"})` kept 'b' and lost 'a' with no word, where a JSON reader warns the last value is kept"
+    from knowlyr_lab.recorder.convert import convert
+    from knowlyr_lab.recorder.report import ConversionReport
+    p, rep = tmp_path / 'run.txt', ConversionReport()
+    p.write_text(f'Question: q\nThought: t\nAction: {action}\nObservation: ok\nFinal Answer: x\n')
+    t, = convert(p, format='react-text', report=rep)
+    params = t.steps[0].action.params
+    assert (params.get('opts') or params)['q'] == 'b'
+    line = 4 if 'Action Input' in action else 3
+    assert rep.warning_lines() == [f"{p}:{line}: duplicate key 'q' in one object (the last value is kept)"]

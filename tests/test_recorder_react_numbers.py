@@ -105,7 +105,9 @@ def test_a_nonfinite_number_is_named_as_written_when_a_value_before_it_is_not_ha
     p = tmp_path / 'run.txt'
     p.write_text(f'Question: q\nThought: t\nAction: search\nAction Input: {body}\nObservation: ok\nFinal Answer: x\n')
     rep = ConversionReport(); list(convert(p, format='react-text', report=rep))
-    got = [w['reason'].split('as a ReAct action: ', 1)[1].split(',')[0] for w in rep.warnings]
+    dup = [w for w in rep.warnings if w['record_type'] == '(duplicate key)']   # key 'a' twice: its last value kept
+    assert [(w['line'], w['reason']) for w in dup] == [(4, "duplicate key 'a' in one object (the last value is kept)")]
+    got = [w['reason'].split('as a ReAct action: ', 1)[1].split(',')[0] for w in rep.warnings if w not in dup]
     assert got == said, rep.warning_lines()
 
 
@@ -135,12 +137,16 @@ def test_a_repeated_keys_nonfinite_number_is_named_from_the_value_kept(tmp_path,
     p = tmp_path / 'run.txt'
     p.write_text(f'Question: q\nThought: t\nAction: search\nAction Input: {body}\nObservation: ok\nFinal Answer: x\n')
     rep = ConversionReport(); list(convert(p, format='react-text', report=rep))
-    got = [(w['reason'].split('field ', 1)[1].split(',')[0], w['line'] - 3) for w in rep.warnings]
+    dup = [w for w in rep.warnings if w['record_type'] == '(duplicate key)']   # key 'x' twice: its last value kept
+    assert [(w['line'], w['reason']) for w in dup] == [(4, "duplicate key 'x' in one object (the last value is kept)")]
+    got = [(w['reason'].split('field ', 1)[1].split(',')[0], w['line'] - 3) for w in rep.warnings if w not in dup]
     assert got == said, rep.warning_lines()
 
 
-def test_a_keyword_repeated_by_a_double_star_dict_is_named_from_the_value_kept(tmp_path):
-    "`search(x=1e400, **{\"x\": 2e400})`: the dict's value is kept (as `_keywords` updates the keywords), so is its spelling"
-    s, rep = _react(tmp_path, 'search(x=1e400, y=2, **{"x": 2e400, "z": 3e400})')
+def test_a_double_star_dicts_nonfinite_number_is_named_as_written_and_a_keyword_given_twice_is_kept_raw(tmp_path):
+    "`**{...}` numbers are named as written; `search(x=1e400, **{\"x\": 2e400})` gives x twice: kept raw (page 00aa)"
+    s, rep = _react(tmp_path, 'search(x=1e400, y=2, **{"z": 3e400})')
     assert s.action.params == {'x': None, 'y': 2, 'z': None}
-    assert [w.split('field ')[1].split(',')[0] for w in rep.warning_lines()] == ['x holds 2e400', 'z holds 3e400']
+    assert [w.split('field ')[1].split(',')[0] for w in rep.warning_lines()] == ['x holds 1e400', 'z holds 3e400']
+    s, rep = _react(tmp_path, call := 'search(x=1e400, y=2, **{"x": 2e400, "z": 3e400})')   # no value lost unsaid
+    assert s.action.params == {'_raw': call} and s.metadata['bad_arguments'] is True and rep.warning_lines() == []

@@ -20,7 +20,7 @@ from .base import LogAdapter, register_adapter
 from .chat_builder import ChatBuilder, exit_code_of
 from .field_path import warn_coerced
 from .json_numbers import exact_parsers, written_nonfinite
-from .reading import cut_off, open_bytes
+from .reading import cut_off, open_bytes, warn_duplicate_keys
 from .values import coerced_notes, json_text, literal_numbers, set_observation
 
 # %% auto #0
@@ -139,6 +139,20 @@ def _warn_numbers(report, path, first:int, # the line `text` starts on
         return warn_coerced(report, path, first, at=at + ' (on the line it starts on)' * ('\n' in text))
     for note, r in zip(notes[:], rows): notes[:] = [note]; warn_coerced(report, path, r, at=at)
 
+# %% ../../nbs/22b_recorder_react.ipynb #cd5904a5
+_JSON_KEY = re.compile(r'"((?:[^"\\\n]|\\.)*)"\s*:')   # a quoted key as JSON writes one
+
+def _warn_repeated_keys(report, path, first:int, # the line `text` starts on
+                        text:str):               # an action read whole (its JSON objects' last values kept)
+    "`warn_duplicate_keys` on each JSON object written in `text`, at the line it starts on"
+    if len(keys := _JSON_KEY.findall(text)) == len(set(keys)): return   # no key written twice: nothing to scan
+    dec, i = json.JSONDecoder(), text.find('{')
+    while i >= 0:
+        try: end = dec.raw_decode(text, i)[1]
+        except (ValueError, RecursionError): end = i + 1      # no JSON object here (Python's `True`): the next brace
+        else: warn_duplicate_keys(path, first + text.count('\n', 0, i), text[i:end], report)
+        i = text.find('{', end)
+
 # %% ../../nbs/22b_recorder_react.ipynb #b0e0cbc6
 def _react_action_input(b:ChatBuilder, cur, text:str, path, line:int, report,
                         first:int|None=None, # the line `text` starts on (None: `line`)
@@ -150,6 +164,7 @@ def _react_action_input(b:ChatBuilder, cur, text:str, path, line:int, report,
     if coerced_notes(): _warn_numbers(report, path, first or line, text, 'Action Input', rows)   # a NaN: null, warned
     cur.action.params = a['params']; cur.metadata.pop('bad_arguments', None)
     if not ok: cur.metadata['bad_arguments'] = True
+    else: _warn_repeated_keys(report, path, first or line, text)   # a key written twice: the last value kept, warned
     report.mapped('action_input')
     return True
 
@@ -192,6 +207,7 @@ def convert(self:ReactTextAdapter, path, report):
         elif kind == 'action':
             a, ok = react_action(text)
             if coerced_notes(): _warn_numbers(report, path, first, text, 'Action', rows)   # a NaN: null, warned
+            if ok and not _BRACKET.match(text.split('\n', 1)[0]): _warn_repeated_keys(report, path, first, text)
             cur, = b.add_assistant(pending_thought, [{**a, 'ok': ok}], line=line)
             b.fifo.clear(); act_line = line
             pending_thought = None
