@@ -459,3 +459,42 @@ def test_cassette_keeps_no_header_it_does_not_know(tmp_path):
     out = ''.join(t.model_dump_json() for t in ts) + (side.read_text() if side.exists() else '')
     assert '"http"' in out and 'v1/models' in out and 'api.openai.com' in out        # the exchange is kept ...
     assert not [h for h, v in secrets.items() if v in out]    # ... without the headers that may carry a credential
+
+
+def test_a_secret_the_records_gave_away_leaves_no_warning_quarantine_or_report(tmp_path):
+    "A key glued into an id (`tX-sk-ant-...`: the key pattern does not match it there) went from the trajectory, as a value its record gave away, but stayed whole in the 'only partly mapped' warning, a quarantined line and the report"
+    from knowlyr_lab.recorder.convert import validate
+    from knowlyr_lab.recorder.report import ConversionReport
+    key = secret_value('anthropic_key')
+    fix = Path(__file__).parent / 'fixtures' / 'recorder' / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl'
+    user = json.loads(fix.read_text().splitlines()[1])
+    user['message'] = {'role': 'user', 'content': [{'type': 'text', 'text': f'my key is {key}'},
+                                                   {'type': 'tool_result', 'tool_use_id': f'tX-{key}', 'content': 'done'}]}
+    p, q = tmp_path / 's.jsonl', tmp_path / 'quarantine.jsonl'
+    p.write_text(json.dumps(user) + '\n' + json.dumps([f'tX-{key}']) + '\n')      # line 2: no object, quarantined
+    with ConversionReport(quarantine=q) as rep: t, = convert(p, format='claude-code', report=rep)
+    assert key not in t.model_dump_json() and '[REDACTED:anthropic_key]' in t.model_dump_json()
+    said = {'warnings': rep.warning_lines(), 'errors': rep.errors, 'issues': rep.issues, 'orphans': rep.orphans,
+            'quarantine': q.read_text(), 'validate': [str(f) for f in validate(p, format='claude-code')]}
+    assert 'only partly mapped' in said['warnings'][0] and 'tX-[REDACTED:anthropic_key]' in said['warnings'][0]
+    assert len(said['errors']) == 1 and q.read_text().count('tX-[REDACTED:anthropic_key]') == 1
+    assert not [k for k, v in said.items() if key in json.dumps(v) or key[12:] in json.dumps(v)], said
+
+
+def test_a_warning_said_before_the_record_that_gives_the_secret_away_is_redacted_of_it_too(tmp_path):
+    "The id's warning is made at line 1, the key given away at line 2: the trajectory, redacted once read whole, lost it; the warning kept it"
+    from knowlyr_lab.recorder.report import ConversionReport
+    key = secret_value('anthropic_key')
+    fix = Path(__file__).parent / 'fixtures' / 'recorder' / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl'
+    user, reply = map(json.loads, fix.read_text().splitlines()[1:3])
+    user['message'] = {'role': 'user', 'content': [{'type': 'text', 'text': 'hi'},
+                                                   {'type': 'tool_result', 'tool_use_id': f'tX-{key}', 'content': 'done'}]}
+    reply['message']['content'] = [{'type': 'text', 'text': f'your key is {key}'}]
+    p = tmp_path / 's.jsonl'
+    p.write_text(json.dumps(user) + '\n' + json.dumps(reply) + '\n')
+    rep = ConversionReport(); t, = convert(p, format='claude-code', report=rep)
+    assert key not in t.model_dump_json()
+    w, = rep.warning_lines()
+    assert w.startswith(f'{p}:1: ') and 'tX-[REDACTED:anthropic_key]' in w and key[12:] not in w, w
+    # counted where the trajectory holds it, not again in the warning that quoted it
+    assert rep.redactions == t.metadata['redactions'] == {'anthropic_key': t.model_dump_json().count('[REDACTED:')}

@@ -21,7 +21,7 @@ from .json_numbers import loads_json
 from .reading import READ_ERRORS, iter_jsonl, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
-from .scrub import CountingScrub, escape_path_names, mentions_any, redact_everywhere, redact_params, serialise_error
+from .scrub import REPORT_TEXTS, CountingScrub, escape_path_names, mentions_any, redact_everywhere, redact_params, redact_said, serialise_error
 from .values import coerced_notes
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
@@ -130,7 +130,9 @@ def _redaction_counts(prev, now:dict, before:dict)->dict:
 # %% ../../nbs/28_recorder_convert.ipynb #356a13b8
 def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values):
     "The trajectories adapter `a` reads from `path`, checked, redacted, joined and counted"
-    before, seen = dict(report.redactions), {}     # seen: the values redacted in this file's records so far
+    before, seen = dict(report.redactions), getattr(report.scrub, 'seen', {})   # the values of this file's records so far
+    seen.clear()                  # the scrub's own: what the report says is redacted of them too (`said`)
+    since = {k: len(getattr(report, k)) for k in REPORT_TEXTS}   # what the report said before this file
     coerced_notes().clear()       # wrongly typed values noted outside this run (an example) are not this file's
     for t in _collector_paused(a.convert(path, report)):
         if coerced_notes(): warn_coerced(report, t.source.path or path, t.source.line)   # noted outside any record's guard
@@ -143,7 +145,8 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
         # arguments decoded from a JSON string were read escaped in their record: redacted again here
         if redactor is not None: t = redact_params(t, redactor, values, report)
         # a value redacted in one record is redacted wherever else it appears in the file's trajectories
-        if values: seen.update(values); values.clear(); t = redact_everywhere(t, seen, report)
+        if values:                # new values: redacted from the trajectory, and from what was said before they were
+            seen.update(values); values.clear(); t = redact_everywhere(t, seen, report); redact_said(report, seen, since)
         elif seen and mentions_any(t, seen): t = redact_everywhere(t, seen, report)
         if not t.source.format: t.source.format = a.name
         if redactor is not None:   # the records were redacted as they were read: note what this trajectory lost
@@ -151,7 +154,7 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
             before = dict(report.redactions)
         if outcomes is not None:
             t = join_outcome(t, outcomes)
-            if 'outcome_source' in t.metadata: t.metadata['outcome_source'] = report.clean(t.metadata['outcome_source'])
+            if 'outcome_source' in t.metadata: t.metadata['outcome_source'] = report.said(t.metadata['outcome_source'])
         if (why := serialise_error(t := escape_path_names(t, path))) is not None:
             report.bad_record(t.source.path or path, t.source.line, why, None, record_type='trajectory'); continue
         report.trajectory(t)

@@ -145,6 +145,14 @@ def clean(self:ConversionReport, obj, raw=None):
     if hasattr(s, 'clean'): return s.clean(obj, raw)
     return _scrub_obj(obj, s)
 
+# %% ../../nbs/20aa_recorder_report.ipynb #df4e78fb
+@patch
+def said(self:ConversionReport, obj, raw=None):
+    "`obj`, a text the report keeps or writes (a reason, a quarantined record), `clean`ed, or by the scrub's `said`"
+    s = self.scrub
+    if s is None: return obj
+    return s.said(obj, raw) if hasattr(s, 'said') else self.clean(obj, raw)
+
 # %% ../../nbs/20aa_recorder_report.ipynb #2e2eae05
 def _write_line(self, attr, path, obj):
     "Append `obj` as one JSON line to `path`, opening it (kept in `self.<attr>`) on first use"
@@ -168,8 +176,9 @@ def unmapped(self:ConversionReport,
     "Count a record that was read but not mapped, and return its entry for the trajectory's metadata"
     if part: self.parts[str(record_type)] = self.parts.get(str(record_type), 0) + 1
     else: self._count(record_type, 'unmapped', 1)
-    rec = self.clean(_jsonable(record))
+    rec = (self.said if orphan else self.clean)(_jsonable(record))   # an orphan is no trajectory's: said by the report
     if self.scrub is not None: rec = _nested_json(rec, self.clean)          # arguments as JSON strings
+    if orphan and self.scrub is not None: why = self.said(why, why)
     entry = {'record_type': str(record_type), 'path': None if path is None else str(path), 'line': line, 'why': why,
              'record': rec}
     if orphan:
@@ -188,7 +197,7 @@ def bad_record(self:ConversionReport, path, line:int|None, # where the record wa
               ):
     "Report a malformed record: located error, quarantine, and `RecorderError` in strict mode"
     # an exception's text may quote the record
-    if self.scrub is not None: reason = self.clean(str(reason), str(reason))
+    if self.scrub is not None: reason = self.said(str(reason), str(reason))
     err = RecorderError(reason, path, line)
     if aggregate: self.failed[record_type] = self.failed.get(record_type, 0) + 1
     else: self._count(record_type, 'quarantined', 1)
@@ -204,7 +213,7 @@ def bad_record(self:ConversionReport, path, line:int|None, # where the record wa
 def _quarantine(self:ConversionReport, err:RecorderError, record_type:str, reason:str, raw):
     "Write the malformed record `raw` with its location and `reason` to the quarantine file"
     if isinstance(raw, bytes): raw = raw.decode('utf-8', errors='replace')
-    raw = self.clean(raw if isinstance(raw, str) else _jsonable(raw), raw if isinstance(raw, str) else None)
+    raw = self.said(raw if isinstance(raw, str) else _jsonable(raw), raw if isinstance(raw, str) else None)
     if self.scrub is not None and not isinstance(raw, str): raw = _nested_json(raw, self.clean)
     _write_line(self, '_qf', self.quarantine, {'path': err.path, 'line': err.line, 'record_type': record_type,
                                                'reason': reason, 'raw': raw})
@@ -256,7 +265,7 @@ def warn(self:ConversionReport, path, line:int|None, # where the data was read
          record_type:str='(warning)',
         ):
     "Report data that was kept but changed or possibly incomplete: a located warning, no record counted"
-    if self.scrub is not None: reason = self.clean(str(reason), str(reason))
+    if self.scrub is not None: reason = self.said(str(reason), str(reason))
     self.n_warnings += 1
     if len(self.warnings) < self.max_errors:
         self.warnings.append({'path': None if path is None else str(path), 'line': line, 'record_type': record_type,

@@ -20,8 +20,8 @@ from .redact import redact_values
 from ..trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
 # %% auto #0
-__all__ = ['serialise_error', 'path_text', 'source_file', 'escape_path_names', 'CountingScrub', 'redact_everywhere',
-           'mentions_any', 'redact_params']
+__all__ = ['REPORT_TEXTS', 'serialise_error', 'path_text', 'source_file', 'escape_path_names', 'CountingScrub',
+           'redact_everywhere', 'redact_said', 'mentions_any', 'redact_params']
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #71e78adc
 _LONE = re.compile(r'[\ud800-\udfff]')
@@ -108,6 +108,7 @@ class CountingScrub:
     def __init__(self, redactor, report):
         self.real, self.redactor, self.report = redactor, _Prefilter(redactor), report
         self.unpaired, self.values = [], {}
+        self.seen = {}   # the values of the file's trajectories handed on (`convert` moves `values` here)
     def _count(self, c):
         for k, n in c.items(): self.report.redacted(k, n)
 
@@ -140,6 +141,21 @@ def redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
     # an id hashed from the content must not depend on the secret
     if t.id == t.content_hash(): d['id'] = ''
     return Trajectory.model_validate(d)
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #0c07dd76
+@patch
+def said(self:CountingScrub, obj, raw=None):
+    "`obj`, a text the report says or writes, `clean`ed and with each value the file's records gave away redacted"
+    obj = self.clean(obj, raw)
+    known = {**self.seen, **self.values}   # not counted: each was counted where a record gave it away
+    return redact_values(obj, known) if known else obj
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #157e0852
+REPORT_TEXTS = ('warnings', 'issues', 'errors', 'orphans')   # the report's lists of what it says
+
+def redact_said(report, values:dict, since:dict): # since: the length of each `REPORT_TEXTS` list when the file began
+    "The report's texts said since `since` with `values` redacted (not counted, as by `CountingScrub.said`)"
+    for k, n in since.items(): getattr(report, k)[n:] = redact_values(getattr(report, k)[n:], values)
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #cebfe19f
 _JSON_ESCAPES = re.compile(r'["\\\x00-\x1f]')                 # what JSON writes escaped
