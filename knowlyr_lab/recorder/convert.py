@@ -21,7 +21,8 @@ from .json_numbers import loads_json
 from .reading import READ_ERRORS, iter_jsonl, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
-from .scrub import REPORT_TEXTS, CountingScrub, escape_path_names, mentions_any, redact_everywhere, redact_params, redact_said, serialise_error
+from .scrub import (REPORT_TEXTS, CountingScrub, escape_path_names, mentions_any, redact_everywhere,
+                                       redact_params, redact_said, serialise_error)
 from .values import coerced_notes
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
@@ -130,7 +131,8 @@ def _redaction_counts(prev, now:dict, before:dict)->dict:
 # %% ../../nbs/28_recorder_convert.ipynb #356a13b8
 def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values):
     "The trajectories adapter `a` reads from `path`, checked, redacted, joined and counted"
-    before, seen = dict(report.redactions), getattr(report.scrub, 'seen', {})   # the values of this file's records so far
+    # the values of this file's records so far
+    before, seen = dict(report.redactions), getattr(report.scrub, 'seen', {})
     seen.clear()                  # the scrub's own: what the report says is redacted of them too (`said`)
     since = {k: len(getattr(report, k)) for k in REPORT_TEXTS}   # what the report said before this file
     coerced_notes().clear()       # wrongly typed values noted outside this run (an example) are not this file's
@@ -146,7 +148,8 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
         if redactor is not None: t = redact_params(t, redactor, values, report)
         # a value redacted in one record is redacted wherever else it appears in the file's trajectories
         if values:                # new values: redacted from the trajectory, and from what was said before they were
-            seen.update(values); values.clear(); t = redact_everywhere(t, seen, report); redact_said(report, seen, since)
+            seen.update(values); values.clear()
+            t = redact_everywhere(t, seen, report); redact_said(report, seen, since)
         elif seen and mentions_any(t, seen): t = redact_everywhere(t, seen, report)
         if not t.source.format: t.source.format = a.name
         if redactor is not None:   # the records were redacted as they were read: note what this trajectory lost

@@ -184,5 +184,6 @@ def check_trainable(tokenizer,               # the tokenizer training renders wi
     "`chats`, refused naming record `where` when its template cannot train them (`tokenize_chats`' checks)"
     if tokenizer is None: return chats
     try: tokenize_chats(tokenizer, chats, fmt=fmt)
-    except DataFormatError as e: raise DataFormatError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
+    except DataFormatError as e:
+        raise DataFormatError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
     return chats

@@ -119,7 +119,8 @@ def groups_from_records(data, tools=None, system_prompt=None,
         try:
             if isinstance(rec, Exception): raise rec             # a line that was not a record
             if isinstance(rec, dict) and 'completions' in rec:   # refused here, not by the batch that holds it
-                groups.append(check_trainable(tokenizer, _completions_group(rec, where, system_prompt, tools), where, fmt))
+                group = _completions_group(rec, where, system_prompt, tools)
+                groups.append(check_trainable(tokenizer, group, where, fmt))
                 continue
             [ch] = check_trainable(tokenizer, [_record_member(rec, where, system_prompt, tools)], where, fmt)
             ch['task_id'] = ch['task_id'] or _prompt_task_id(ch['messages'])   # no task id: its prompt's group
