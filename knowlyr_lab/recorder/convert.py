@@ -21,8 +21,7 @@ from .json_numbers import loads_json
 from .reading import READ_ERRORS, iter_jsonl, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
 from .report import ConversionReport
-from .scrub import (REPORT_TEXTS, CountingScrub, escape_path_names, mentions_any, redact_everywhere,
-                                       redact_params, redact_said, serialise_error)
+from .scrub import REPORT_TEXTS, CountingScrub, escape_path_names, mentions_any, redact_everywhere, redact_params, redact_said, serialise_error
 from .values import coerced_notes
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
