@@ -155,22 +155,18 @@ def _fingerprints(tasks:list, env_ids:list, env_kw:dict)->list:
 
 # %% ../nbs/13_tasks.ipynb #d60091b9
 def content_keys(tasks:Iterable,        # dicts, Task objects, trajectories or ids
-                 # the suite they are compared with: asked after a task's own env; every id must resolve
-                 env_id:str|None=None,
+                 env_id:str|None=None,   # the suite compared with (asked after a task's own env); ids must resolve
                  **env_kw,               # arguments for `make(env_id)`
                 )->list[str]:            # one key per task
-    ("The fingerprints of `tasks`, an id looked up in the env that names it (each task's `task_key` when nothing has "
-     "a fingerprint)")
+    "Fingerprints of `tasks`, an id's from the env that names it (each one's `task_key` when none has a fingerprint)"
     tasks = [_unwrap(t) for t in tasks]
     envs = list(dict.fromkeys(e for e in [env_id, *(_field(t, 'env_id') for t in tasks)] if e))
     fps = _fingerprints(tasks, envs, {env_id: env_kw})
     if env_id is None and not any(fps): return [task_key(t) for t in tasks]   # no env behind them: their text
     lost = [task_id(t) for t, fp in zip(tasks, fps) if not fp]
-    if lost:
-        raise ValueError(
-            f"{len(lost)} task id(s) without a fingerprint (e.g. {lost[:3]}) name no task of {envs or 'any env'}, "
-                              "while other tasks are compared by fingerprint: pass tasks with fingerprints "
-                              "(`suite_tasks`) or ids of those envs")
+    if lost: raise ValueError(f"{len(lost)} task id(s) without a fingerprint (e.g. {lost[:3]}) name no task of "
+                              f"{envs or 'any env'}, while other tasks are compared by fingerprint: pass tasks with "
+                              "fingerprints (`suite_tasks`) or ids of those envs")
     return [str(fp) for fp in fps]
 
 # %% ../nbs/13_tasks.ipynb #f2a6ca29
@@ -228,10 +224,9 @@ def split_tasks(tasks:Iterable,              # task dicts, objects with `.id`/`.
                       f" (e.g. {loose[:3]}): each is its own group, split by its task_key", stacklevel=2)
     test_keys = {k for k in keys if split_of(k, test_fraction, seed) == 'test'}   # exactly `split_of`, as the exporter
     if 0 < test_fraction < 1 and len(set(keys)) >= 2 and len(test_keys) in (0, len(set(keys))):
-        warnings.warn(
-            f"split_tasks: all {len(set(keys))} task keys fell on the {'train' if not test_keys else 'test'} side at "
-                      f"test_fraction={test_fraction}, seed={seed}; with so few tasks choose another seed or fraction",
-                      stacklevel=2)
+        side = 'train' if not test_keys else 'test'
+        warnings.warn(f"split_tasks: all {len(set(keys))} task keys fell on the {side} side at test_fraction="
+                      f"{test_fraction}, seed={seed}; with so few tasks choose another seed or fraction", stacklevel=2)
     return [t for t, k in zip(tasks, keys) if k not in test_keys], [t for t, k in zip(tasks, keys) if k in test_keys]
 
 
@@ -264,8 +259,11 @@ class HeldOutReport:
     n_eval_items: int            # evaluation tasks as listed (repeats included)
     shared: list = field(default_factory=list)  # task keys in both
     basis: dict = field(default_factory=dict)   # what the keys rest on, both sides: 'fingerprint' / 'text' / 'id' -> count
+    by_id: list = field(default_factory=list)   # the shared keys that are ids alone: names match, content unchecked
     @property
     def disjoint(self)->bool: return not self.shared
+    @property
+    def by_content(self)->list: return [k for k in self.shared if k not in self.by_id]   # shared in content
     def __repr__(self):
         rep = f", {self.n_eval_items - self.n_eval} repeats in eval" if self.n_eval_items > self.n_eval else ''
         on = ', '.join(f"{n} {b}" for b, n in self.basis.items() if n)
@@ -310,32 +308,28 @@ def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, tr
     tr, ev = set(read[:len(train)]), read[len(train):]
     shared = sorted({k for k, r in zip(keys[len(train):], ev) if r in tr})
     bases = [_basis(t, k) for t, k in zip(train + eval, keys)]
-    rep = HeldOutReport(len(tr), len(set(ev)), len(ev), shared,
-                        {b: bases.count(b) for b in ('fingerprint', 'text', 'id')})
     by_id = {k for k, b in zip(keys, bases) if b == 'id'}   # a match of these is of names only
-    if strict and (same := [k for k in shared if k not in by_id]):
+    rep = HeldOutReport(len(tr), len(set(ev)), len(ev), shared,
+                        {b: bases.count(b) for b in ('fingerprint', 'text', 'id')}, [k for k in shared if k in by_id])
+    if strict and (same := rep.by_content):
         raise TaskOverlapError(f"{len(same)} of {rep.n_eval} evaluation tasks share content with the training tasks "
                                f"(e.g. {same[:3]}): they are not held out")
-    if train and eval: _by_id_alone(train + eval, bases, strict, [k for k in shared if k in by_id])
+    if train and eval: _by_id_alone(train + eval, bases, strict, rep.by_id)
     return rep
 
 
 # %% ../nbs/13_tasks.ipynb #4bc8b5a6
 def held_out_tasks(env_id:str,            # a registered env id with seeded tasks
                    n:int,                 # how many held-out tasks
-                   # training tasks (dicts, Task objects, trajectories, ids of the suite): none of their content is
-                   # drawn
-                   train:Iterable=(),
+                   train:Iterable=(),     # training tasks (dicts, Task objects, trajectories, suite ids): none drawn
                    start:int=10_000_000,  # first seed of the draw
                    **env_kw,              # arguments for `make`
                   )->list[dict]:          # `n` task dicts, distinct by content from `train` and from each other
     "`n` tasks of `env_id` from seeds `start` on whose content is new: not in `train`, not repeated"
     taken, out, at = set(content_keys(train, env_id, **env_kw)), [], start
     while len(out) < n:
-        if at - start > 20 * n + 100:
-            raise ValueError(
-                f"{env_id}: found only {len(out)} held-out tasks that differ from the training tasks and each other "
-                f"(asked for {n})")
+        if at - start > 20 * n + 100: raise ValueError(f"{env_id}: found only {len(out)} held-out tasks that differ "
+                                                       f"from the training tasks and each other (asked for {n})")
         for t in suite_tasks(env_id, range(at, at + n), **env_kw):
             if task_key(t) not in taken and len(out) < n: taken.add(task_key(t)); out.append(t)
         at += n

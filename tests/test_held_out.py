@@ -83,3 +83,31 @@ def test_tasks_matching_by_id_only_are_refused_as_such_not_as_sharing_content():
     assert 'share content' not in str(e.value)
     with pytest.raises(TaskOverlapError, match='1 of 2 evaluation tasks share content'):   # content still comes first
         check_held_out([{'id': 'x', 'prompt': 'P'}, 'b'], [{'id': 'y', 'prompt': 'P'}, 'b'], strict=True)
+
+
+def test_an_id_only_match_in_an_evaluation_is_not_said_to_share_content():
+    """Without strict, evaluate_agent warned '1 of 3 evaluation tasks share content with the training tasks' when the
+    only match was by id (tasks with no fingerprint, no text, no env): check_held_out had already said 'by id only'"""
+    from knowlyr_lab import AgentEnv, TimeStep
+
+    class Named(AgentEnv):
+        "An adapter whose reset names its task by id alone: no fingerprint, an empty first observation"
+        tool_schemas = [{'type': 'function', 'function': {'name': 'finish', 'parameters': {'type': 'object', 'properties': {}}}}]
+        def list_tasks(self): return [{'id': f't{i}'} for i in range(3)]
+        def reset(self, *, task=None, seed=None):
+            self._ep_done, self._ep_started, self._ep_steps = False, True, 0
+            return TimeStep('', info={'task': {'id': (task or {}).get('id', 't0')}})
+        def _reset(self, task=None, seed=None): raise NotImplementedError
+        def _step(self, tool, params): return TimeStep('done', 1.0, terminated=True)
+
+    class Finisher:
+        name = 'finisher'
+        def __call__(self, obs, history): return {'tool': 'finish', 'params': {}}
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        res = evaluate_agent(Finisher(), Named, n_tasks=3, train_tasks=['t0'], progress=False)
+    said = [str(x.message) for x in w]
+    assert res.held_out.shared == ['t0'] and res.held_out.basis['id'] == 4
+    assert [s for s in said if '1 evaluation tasks match training tasks by id only' in s], said
+    assert not [s for s in said if 'share content' in s], said

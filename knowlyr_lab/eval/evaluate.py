@@ -64,8 +64,8 @@ def evaluate_agent(agent,                         # callable agent(observation, 
     if res.held_out.n_eval < res.held_out.n_eval_items:
         warnings.warn(f"{res.held_out.n_eval_items} evaluation tasks hold only {res.held_out.n_eval} different tasks (by content): "
                       "repeats add no evidence of generalisation", stacklevel=2)
-    if res.held_out.shared:
-        warnings.warn(f"{len(res.held_out.shared)} of {res.held_out.n_eval} evaluation tasks share content with the training tasks: "
+    if same := res.held_out.by_content:   # a match by id alone: check_held_out said so
+        warnings.warn(f"{len(same)} of {res.held_out.n_eval} evaluation tasks share content with the training tasks: "
                       "they are not held out", stacklevel=2)
     return res
 
