@@ -111,3 +111,25 @@ def test_an_id_only_match_in_an_evaluation_is_not_said_to_share_content():
     assert res.held_out.shared == ['t0'] and res.held_out.basis['id'] == 4
     assert [s for s in said if '1 evaluation tasks match training tasks by id only' in s], said
     assert not [s for s in said if 'share content' in s], said
+
+
+NESTED = {'a chat prompt rewrapped': ([{'role': 'user', 'content': 'Fix\n    the bug'}], [{'role': 'user', 'content': 'Fix the bug'}]),
+          'a key composed otherwise': ({'\u00e9t\u00e9': 1, 'f': 2}, {'e\u0301te\u0301': 1, 'f': 2}),   # NFD sorts before 'f', NFC after
+          'a value composed otherwise': ({'q': ['Caf\u00e9']}, {'q': ['Cafe\u0301']}),
+          'a whole float': ({'x': 1, 'tools': ['add']}, {'x': 1.0, 'tools': ['add']})}     # pyarrow reads 1 beside 1.5 as 1.0
+
+
+@pytest.mark.parametrize('case', list(NESTED))
+def test_a_structured_text_is_compared_as_it_reads_at_every_depth(case):
+    """_text_as_read made the text as it reads (_plain_text) of the sorted-key JSON of a structured value, so a string
+    inside a list or dict was never rewrapped (JSON writes a newline as \\n), a key's NFC/NFD form changed the key order,
+    and 1.0 (as datasets loads an integer beside a float) differed from 1: a renamed copy was called held out"""
+    a, b = NESTED[case]
+    for field in ('prompt', 'initial_observation'):
+        train, ev = [{'id': 'a', field: a}], [{'id': 'b', field: b}]
+        assert check_held_out(train, ev).shared == [task_key(ev[0])], (case, field)
+        with pytest.raises(TaskOverlapError, match='1 of 1 evaluation tasks share content'):
+            check_held_out(train, ev, strict=True)
+    assert check_held_out([{'id': 'a', 'prompt': a}], [{'id': 'b', 'prompt': {'other': a}}]).disjoint   # other content
+    cycle = {'q': 'Fix the bug'}; cycle['again'] = cycle                     # a cycle: its text as keyed, no crash
+    assert check_held_out([{'id': 'a', 'prompt': cycle}], [{'id': 'b', 'prompt': 'Fix the bug'}]).disjoint
