@@ -79,3 +79,20 @@ def test_a_side_that_recorded_no_seeds_is_said_to_have_none_recorded():
         r = compare_runs([ev(f'm{i}', [(t, 0, 1, True) for t in T]) for i in range(2)],
                          [ev(f'c{i}', [(t, None, 0, True) for t in T]) for i in range(2)])
     assert [n for n in r['crossed'].notes if 'seeds' in n][0].startswith('run 0 (m0 vs c0): episode seeds differ (1 vs not recorded)')
+
+
+def test_seeds_recorded_for_some_episodes_only_are_said_to_be_partly_unrecorded():
+    """One side recorded seed 0 on half its episodes and no seed on the rest, the other seed 0 on all: the seed note
+    compared the recorded seeds only ({0} and {0}) and said nothing, as if both sides had run the same seeds"""
+    m = [ev(f'm{i}', [(t, 0 if j % 2 else None, 1, True) for j, t in enumerate(T)]) for i in range(2)]
+    with pytest.warns(UserWarning, match=r"run 0 \(m0 vs c0\): episode seeds not all recorded \(6 of m0's 12 episodes "
+                                         r"recorded none\): each task's attempts are averaged"):
+        r = compare_runs(m, [ev(f'c{i}', [(t, 0, 0, True) for t in T]) for i in range(2)])
+    assert len([n for n in r['crossed'].notes if 'seeds' in n]) == 2
+    with pytest.warns(UserWarning, match=r"episode seeds differ \(1 vs 1, 0 shared; 6 of m0's 12 episodes recorded none\)"):
+        compare_runs(m, [ev(f'c{i}', [(t, 1, 0, True) for t in T]) for i in range(2)])
+    with warnings.catch_warnings():                                   # none recorded on either side: nothing to say
+        warnings.simplefilter('error')
+        r = compare_runs([ev(f'm{i}', [(t, None, 1, True) for t in T]) for i in range(2)],
+                         [ev(f'c{i}', [(t, None, 0, True) for t in T]) for i in range(2)])
+    assert not [n for n in r['crossed'].notes if 'seeds' in n]

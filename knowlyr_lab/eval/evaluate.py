@@ -122,10 +122,14 @@ def _run_notes(i:int, x:EvalResult, y:EvalResult, vx:dict, vy:dict)->list:
     lost = [f"{r.n_invalid} invalid episode(s) of {r.agent} left out" for r in (x, y) if r.n_invalid]
     lost += [f"{len(v) - n} of {r.agent}'s {len(v)} tasks unpaired" for r, v in ((x, vx), (y, vy)) if len(v) > n]
     if lost: out.append(f"{run}: {n} tasks paired; " + '; '.join(lost))
-    sx, sy = (set(r.valid[r.valid.task_key.isin(shared)].seed.dropna()) for r in (x, y))   # on the paired tasks
-    if sx != sy:
+    ex, ey = (r.valid[r.valid.task_key.isin(shared)] for r in (x, y))   # on the paired tasks
+    sx, sy = (set(e.seed.dropna()) for e in (ex, ey))
+    part = [f"{e.seed.isna().sum()} of {r.agent}'s {len(e)} episodes recorded none"   # a side's seeds partly unknown
+            for r, e in ((x, ex), (y, ey)) if 0 < e.seed.isna().sum() < len(e)]
+    if sx != sy or part:
         said = f"{len(sx) or 'not recorded'} vs {len(sy) or 'not recorded'}" + (f", {len(sx & sy)} shared" if sx and sy else '')
-        out.append(f"{run}: episode seeds differ ({said}): each task's "
+        out.append(f"{run}: episode seeds {'differ' if sx != sy else 'not all recorded'} "
+                   f"({'; '.join(([said] if sx != sy else []) + part)}): each task's "
                    "attempts are averaged and paired across seeds, sound when results do not depend on the seed")
         warnings.warn(out[-1], stacklevel=3)
     return out
