@@ -293,8 +293,9 @@ def _by_id_alone(tasks:list, bases:list, strict:bool, matched:list=()):
     ids = [task_id(t) for t, b in zip(tasks, bases) if b == 'id']
     if not ids: return
     both = f"; {len(matched)} evaluation tasks match training tasks by id only (e.g. {matched[:3]})" if matched else ''
-    msg = (f"{len(ids)} of {len(tasks)} tasks are compared by id alone (e.g. {ids[:3]}){both}: no fingerprint, no text "
-           f"({', '.join(TASK_TEXT_FIELDS)}) and no env names them, so their content was not checked")
+    msg = (f"{len(ids)} of {len(tasks)} tasks are compared by id alone (e.g. {ids[:3]}){both}: no fingerprint and no "
+           f"env names them, and they show no text ({', '.join(TASK_TEXT_FIELDS)}) or carry an env_id (an env's task is "
+           "not keyed by its text: it may be every task's), so their content was not checked")
     if strict: raise TaskOverlapError(msg + ": they cannot be called held out")
     warnings.warn(msg, stacklevel=3)
 

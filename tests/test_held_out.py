@@ -133,3 +133,13 @@ def test_a_structured_text_is_compared_as_it_reads_at_every_depth(case):
     assert check_held_out([{'id': 'a', 'prompt': a}], [{'id': 'b', 'prompt': {'other': a}}]).disjoint   # other content
     cycle = {'q': 'Fix the bug'}; cycle['again'] = cycle                     # a cycle: its text as keyed, no crash
     assert check_held_out([{'id': 'a', 'prompt': cycle}], [{'id': 'b', 'prompt': 'Fix the bug'}]).disjoint
+
+
+def test_tasks_of_an_env_that_names_none_are_not_said_to_show_no_text():
+    """Tasks whose env_id names no registered env (a plugin not installed) are keyed by id even when they show a
+    prompt (an env's text may be every task's): the refusal said they had 'no text', which their prompt contradicts"""
+    tr = [{'id': 'a', 'env_id': 'elsewhere/not-installed', 'prompt': 'Compute 2+3'}]
+    with pytest.raises(TaskOverlapError, match='compared by id alone') as e:
+        check_held_out(tr, [{**tr[0], 'id': 'b'}], strict=True)
+    assert 'no fingerprint, no text' not in str(e.value) and 'no text (initial_observation' in str(e.value)
+    assert 'or carry an env_id (an env\'s task is not keyed by its text' in str(e.value), str(e.value)
