@@ -69,6 +69,7 @@ def _unwrap(task):
 # %% ../nbs/13_tasks.ipynb #ad2177f8
 def _as_read(v):
     "`v` as it reads at any depth: each string (a key too) with whitespace runs one space, stripped, NFC; 1.0 as 1"
+    if hasattr(v, 'tolist'): v = v.tolist()          # a numpy array (as pandas reads a Parquet list) or number
     if isinstance(v, str): return v if (v := ' '.join(v.split())).isascii() else unicodedata.normalize('NFC', v)
     if isinstance(v, dict): return {(_as_read(k) if isinstance(k, str) else k): _as_read(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)): return [_as_read(x) for x in v]

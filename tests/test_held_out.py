@@ -143,3 +143,19 @@ def test_tasks_of_an_env_that_names_none_are_not_said_to_show_no_text():
         check_held_out(tr, [{**tr[0], 'id': 'b'}], strict=True)
     assert 'no fingerprint, no text' not in str(e.value) and 'no text (initial_observation' in str(e.value)
     assert 'or carry an env_id (an env\'s task is not keyed by its text' in str(e.value), str(e.value)
+
+
+def test_a_task_read_back_from_parquet_is_the_task_it_was(tmp_path):
+    """pandas reads a Parquet list column back as a numpy array (of dicts, of strings): its text was str() of the array,
+    not the JSON of the list, so training tasks read from Parquet never matched the same tasks from JSON (leak missed)"""
+    import numpy as np
+    import pandas as pd
+    rows = [{'id': 'a', 'prompt': [{'role': 'user', 'content': 'Compute 2+3'}]},
+            {'id': 'c', 'initial_observation': {'q': '2+3', 'tools': ['add', 'mul']}}]
+    for r in rows:
+        pd.DataFrame([r]).to_parquet(tmp_path / f"{r['id']}.parquet")
+        back = pd.read_parquet(tmp_path / f"{r['id']}.parquet").to_dict('records')
+        assert isinstance(back[0]['prompt'] if 'prompt' in r else back[0]['initial_observation']['tools'], np.ndarray)
+        assert check_held_out(back, [{**r, 'id': 'b'}]).shared == [task_key({**r, 'id': 'b'})], r
+    x = np.arange(2000); y = x.copy(); y[1000] = -1                          # str() of either elides the middle
+    assert check_held_out([{'id': 'a', 'prompt': x}], [{'id': 'b', 'prompt': y}]).disjoint
