@@ -66,10 +66,15 @@ def _unwrap(task):
     return task.task if isinstance(task, Trajectory) else task
 
 
+# %% ../nbs/13_tasks.ipynb #4702684b
+def _untyped(v):
+    "`v` as plain Python: a numpy array (a Parquet list column read back by pandas) or number as its list or number"
+    return v.tolist() if hasattr(v, 'tolist') else v
+
 # %% ../nbs/13_tasks.ipynb #ad2177f8
 def _as_read(v):
     "`v` as it reads at any depth: each string (a key too) with whitespace runs one space, stripped, NFC; 1.0 as 1"
-    if hasattr(v, 'tolist'): v = v.tolist()          # a numpy array (as pandas reads a Parquet list) or number
+    v = _untyped(v)                                   # a numpy array (as pandas reads a Parquet list) or number
     if isinstance(v, str): return v if (v := ' '.join(v.split())).isascii() else unicodedata.normalize('NFC', v)
     if isinstance(v, dict): return {(_as_read(k) if isinstance(k, str) else k): _as_read(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)): return [_as_read(x) for x in v]
@@ -79,8 +84,8 @@ def _as_read(v):
 TASK_TEXT_FIELDS = ('initial_observation', 'instruction', 'prompt', 'question', 'problem_statement')
 
 def _shows(v)->bool:
-    "Whether a field's value shows anything: not None, not an empty string, list or dict (tested by type, not `==`)"
-    return v is not None and not (isinstance(v, (str, list, dict)) and not v)
+    "Whether a field's value shows anything: not None, not an empty string, list or dict (numpy: `_untyped`; by type)"
+    return v is not None and not (isinstance(v := _untyped(v), (str, list, dict)) and not v)
 
 def _first_seen(task):
     "What a task shows first: the first of `TASK_TEXT_FIELDS` it has that is not empty (None: it shows nothing)"
@@ -89,7 +94,8 @@ def _first_seen(task):
 # %% ../nbs/13_tasks.ipynb #e749ba17
 def _as_text(v)->str:
     "A shown value as text: a string as it is, else sorted-key JSON (fields in any order: one value), else `str()`"
-    try: return v if isinstance(v, str) else json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
+    plain = lambda x: str(x) if (p := _untyped(x)) is x else p   # JSON's default
+    try: return v if isinstance(v, str) else json.dumps(v, sort_keys=True, ensure_ascii=False, default=plain)
     except (TypeError, ValueError): return str(v)   # keys JSON cannot sort (1 and 'b'), a cycle: as keyed before
 
 # %% ../nbs/13_tasks.ipynb #5ac73e45

@@ -159,3 +159,28 @@ def test_a_task_read_back_from_parquet_is_the_task_it_was(tmp_path):
         assert check_held_out(back, [{**r, 'id': 'b'}]).shared == [task_key({**r, 'id': 'b'})], r
     x = np.arange(2000); y = x.copy(); y[1000] = -1                          # str() of either elides the middle
     assert check_held_out([{'id': 'a', 'prompt': x}], [{'id': 'b', 'prompt': y}]).disjoint
+
+
+def test_task_key_reads_a_numpy_array_as_its_list(tmp_path):
+    """task_key wrote a numpy array with str(): a task read back from Parquet (pandas gives a list column as an array)
+    had another key than its JSON twin, so it split and paired as another task; and str() elides the middle of an array
+    past 1000 items, so two such prompts that differ there had one key (a false leak, too few distinct tasks)"""
+    import numpy as np
+    import pandas as pd
+
+    from knowlyr_lab.tasks import distinct_tasks, split_tasks
+    rows = [{'id': 'a', 'prompt': [{'role': 'user', 'content': 'Compute 2+3'}]},
+            {'id': 'c', 'initial_observation': {'q': '2+3', 'tools': ['add', 'mul']}},
+            {'id': 'd', 'question': ['one', 'two'], 'n': 3}]
+    pd.DataFrame(rows).to_parquet(tmp_path / 'tasks.parquet')
+    back = [{k: v for k, v in r.items() if v is not None} for r in pd.read_parquet(tmp_path / 'tasks.parquet').to_dict('records')]
+    assert isinstance(back[2]['question'], np.ndarray)
+    assert [task_key(t) for t in back] == [task_key(r) for r in rows]
+    assert split_tasks(back, 0.5, seed=3)[1] == [b for b, r in zip(back, rows) if r in split_tasks(rows, 0.5, seed=3)[1]]
+    assert task_key({'id': 'e', 'prompt': np.int64(7)}) == task_key({'id': 'e', 'prompt': 7})      # a numpy number
+    assert task_key({'id': 'f', 'initial_observation': np.array([]), 'instruction': 'Go'}) == \
+           task_key({'id': 'f', 'initial_observation': [], 'instruction': 'Go'})             # an empty array shows nothing
+    x = np.arange(2000); y = x.copy(); y[1000] = -1                          # str() of either elides the middle
+    assert task_key({'id': 'a', 'prompt': x}) != task_key({'id': 'b', 'prompt': y})
+    assert distinct_tasks([{'id': 'a', 'prompt': x}, {'id': 'b', 'prompt': y}]) == 2
+    assert task_key({'id': 'a', 'prompt': x}) == task_key({'id': 'b', 'prompt': x.tolist()})
