@@ -139,7 +139,7 @@ def test_tools_that_are_not_a_list_of_objects_are_refused_naming_the_field(tok, 
 
 def test_step_weights_docstring_lists_the_uniform_case_of_a_zero_token_mean():
     "step_weights([1, 0], [0, 5]) is [1, 1] (token-weighted mean 0), which the docstring did not list among uniform cases"
-    from knowlyr_lab.trainer.data import step_weights
+    from knowlyr_lab.trainer.step_weights import step_weights
     assert step_weights([1, 0], [0, 5]) == [1.0, 1.0]
     assert 'mean is 0' in step_weights.__doc__, step_weights.__doc__
 

@@ -1,4 +1,4 @@
-"""Every export format the hub writes, rendered with the tokenizer's own chat template, tokenized once, with token masks and step weights from the rendering spans, chunked at step boundaries; the curriculum order (`trainer.curriculum`) and the padding-free packing of the samples (`trainer.packing`) are re-exported.
+"""Every export format the hub writes, rendered with the tokenizer's own chat template, tokenized once, with token masks and step weights from the rendering spans, chunked at step boundaries; the step weights (`trainer.step_weights`), the curriculum order (`trainer.curriculum`) and the padding-free packing of the samples (`trainer.packing`) are re-exported.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/trainer_data.html.md"""
 
@@ -17,12 +17,13 @@ from ..chat import ChatFormatError, choose_format, format_advice, parse_steps_te
 from ..hub.store import TrajectoryStore
 from .curriculum import curriculum_indices, difficulty  # noqa: F401
 from .packing import collate_packed, collate_padded, pack_samples, packed_attention_mask  # noqa: F401
+from .step_weights import step_weights
 from ..trajectory import Trajectory, served_template_kwargs
 from ..trajectory_io import parse_trajectory
 
 # %% auto #0
 __all__ = ['DataFormatError', 'record_template_kwargs', 'record_tools', 'to_chat', 'load_records', 'env_tools',
-           'render_spans_many', 'render_spans', 'step_weights', 'tokenize_chats', 'tokenize_chat', 'chunk_sample']
+           'render_spans_many', 'render_spans', 'tokenize_chats', 'tokenize_chat', 'chunk_sample']
 
 # %% ../../nbs/61_trainer_data.ipynb #49a6542d
 class DataFormatError(ChatFormatError):
@@ -196,17 +197,6 @@ def render_spans_many(tokenizer, chats:list[list], # conversations (lists of mes
 def render_spans(tokenizer, messages:list, tools:list|None=None, fmt:str|None=None, template_kwargs=None)->tuple:
     "(text, [(start, end, step)] assistant spans, [turn starts of each assistant message]) of a chat"
     return render_spans_many(tokenizer, [messages], tools, fmt, template_kwargs)[0]
-
-# %% ../../nbs/61_trainer_data.ipynb #960d8162
-def step_weights(rewards:list[float],           # per-step rewards r_j, in step order
-                 n_tokens:list[int]|None=None,  # label tokens of each step (None: one each)
-                )->list[float]:                 # the weight of each of step j's tokens
-    "Loss weights r_j / (token-weighted mean r); uniform when rewards are all equal, any is negative or that mean is 0"
-    n = [1] * len(rewards) if n_tokens is None else list(n_tokens)
-    if len(n) != len(rewards): raise ValueError(f"{len(rewards)} step rewards for {len(n)} token counts")
-    mean = sum(r * k for r, k in zip(rewards, n)) / max(sum(n), 1)
-    if mean <= 0 or all(r == rewards[0] for r in rewards) or any(r < 0 for r in rewards): return [1.0] * len(rewards)
-    return [r / mean for r in rewards]
 
 # %% ../../nbs/61_trainer_data.ipynb #24627b0a
 def _check_actions(chat, text, spans):

@@ -13,7 +13,8 @@ import unicodedata
 import pandas as pd
 
 from ..chat import render_chat, to_messages
-from .data import DataFormatError, load_records, step_weights
+from .data import DataFormatError, load_records
+from .step_weights import step_weights
 from ..trajectory import Trajectory, served_template_kwargs
 from ..trajectory_io import parse_trajectory
 
