@@ -144,12 +144,13 @@ def test_step_weights_docstring_lists_the_uniform_case_of_a_zero_token_mean():
     assert 'mean is 0' in step_weights.__doc__, step_weights.__doc__
 
 def test_the_drift_page_builds_a_recorded_trajectorys_step_rewards_in_one_place():
-    "recorded_samples built the step-reward list twice and _rerendered a third time (review26 item 7)"
+    "recorded_samples built the step-reward list twice and _rerendered a third time (review26 item 7): now page 61's step_rewards, as to_chat's"
     import inspect
 
+    import knowlyr_lab.trainer.data as data
     import knowlyr_lab.trainer.drift as drift
-    assert inspect.getsource(drift).count('s.reward') == 1
-    assert 's.reward' in inspect.getsource(drift._step_rewards)
+    assert 's.reward' not in inspect.getsource(drift) and drift.step_rewards is data.step_rewards
+    assert inspect.getsource(drift).count('step_rewards(t.steps, where, t.id)') == 2   # recorded_samples, _rerendered
 
 def test_page_65_says_dpo_tools_fall_back_and_how_to_keep_reference_logps_without_tools(tok):
     "Since a1fbe45 tools '[]'/'null' take the trainer's tools; page 65 did not say so, nor the fix for precomputed ref log-probs"
@@ -184,3 +185,35 @@ def test_the_outcome_only_warning_counts_the_pieces_that_weigh_zero(chunk, recwa
     assert zero == (len(t.samples) - 1 if chunk else 1) and zero >= 1, [s.get('chunk') for s in t.samples]
     said = [str(w.message) for w in recwarn if 'outcome-only' in str(w.message)]
     assert len(said) == 1 and f'{zero} of {len(t.samples)} training pieces' in said[0] and 'train nothing' in said[0], said
+
+def _traj(step_reward, id='traj-7'):
+    from knowlyr_lab.trainer.data import Trajectory  # the schema's class, as page 61 reads it
+    return Trajectory.model_validate({'id': id, 'task': {'id': 'maze'}, 'reward': 1.0, 'steps': [
+        {'index': 0, 'thought': 'look', 'reward': 0.5}, {'index': 1, 'thought': 'east', 'reward': step_reward}]})
+
+@pytest.mark.parametrize('bad', [float('nan'), float('inf'), -float('inf')])
+def test_a_trajectorys_step_reward_that_is_not_finite_is_refused_naming_the_trajectory_step_and_field(tok, bad):
+    "The schema takes a NaN step reward; to_chat passed it on and step_weights made every weight of the chat NaN"
+    import math
+
+    from knowlyr_lab.trainer.data import DataFormatError, to_chat
+    from knowlyr_lab.trainer.sft import build_chats
+    assert not math.isfinite(_traj(bad).steps[1].reward)              # Step/Trajectory validation lets it through
+    with pytest.raises(DataFormatError, match=r"^record\[3\]: trajectory traj-7: field 'steps\[1\]\.reward' must be a finite number, got '-?(nan|inf)'$"):
+        to_chat(_traj(bad), 'record[3]')
+    with pytest.raises(DataFormatError, match=r"^store#traj-7: field 'steps\[1\]\.reward' "):   # the id named once
+        to_chat(_traj(bad), 'store#traj-7')
+    chats, errors = build_chats([_traj(1.0, 'good-1'), _traj(bad), _traj(0.0, 'good-2')])
+    assert [c['task_id'] for c in chats] == ['maze', 'maze'] and [c['step_rewards'] for c in chats] == [[0.5, 1.0], [0.5, 0.0]]
+    assert [e['where'] for e in errors] == ['record[1]'] and "'steps[1].reward'" in errors[0]['error'], errors
+
+@pytest.mark.parametrize('bad', [float('nan'), float('inf'), 'abc'])
+def test_a_seed_records_step_reward_that_is_not_finite_is_refused_naming_the_step(tok, bad):
+    "A seed record's step reward went through float() unchecked: NaN reached the loss, 'abc' failed naming no field"
+    import json
+
+    from knowlyr_lab.trainer.data import DataFormatError, to_chat
+    rec = {'instruction': 'Walk east.', 'steps': [{'thought': 'go', 'reward': 0.5}, {'thought': 'done', 'reward': bad}]}
+    with pytest.raises(DataFormatError, match=r"^seed.jsonl:2: field 'steps\[1\]\.reward' must be a finite number"):
+        to_chat(json.loads(json.dumps(rec)), 'seed.jsonl:2')
+    assert to_chat({**rec, 'steps': rec['steps'][:1] + [{'thought': 'done'}]}, 's')['step_rewards'] == [0.5, 0.0]

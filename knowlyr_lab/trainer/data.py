@@ -22,7 +22,7 @@ from ..trajectory import Trajectory, served_template_kwargs
 from ..trajectory_io import parse_trajectory
 
 # %% auto #0
-__all__ = ['DataFormatError', 'record_template_kwargs', 'record_tools', 'to_chat', 'load_records', 'env_tools',
+__all__ = ['DataFormatError', 'step_rewards', 'record_template_kwargs', 'record_tools', 'to_chat', 'load_records', 'env_tools',
            'render_spans_many', 'render_spans', 'tokenize_chats', 'tokenize_chat', 'chunk_sample']
 
 # %% ../../nbs/61_trainer_data.ipynb #49a6542d
@@ -35,6 +35,16 @@ class DataFormatError(ChatFormatError):
         except (TypeError, ValueError): x = float('nan')
         if -float('inf') < x < float('inf'): return x
         raise DataFormatError(f"{where}: field '{field}' must be a finite number{note}, got {str(v)[:40]!r}")
+
+# %% ../../nbs/61_trainer_data.ipynb #3e5e2fba
+def step_rewards(steps:list,     # `Step`s, or a seed record's step dicts
+                 where:str,      # the record, as errors name it
+                 traj_id:str='', # a trajectory's id: named in errors when `where` does not name it
+                )->list[float]:  # each step's reward (0 where unset)
+    "Each step's reward as a float, refused naming the step and the field unless a finite number"
+    at = where if traj_id[:12] in where else f"{where}: trajectory {traj_id[:12]}"
+    rs = [s.get('reward') if isinstance(s, dict) else getattr(s, 'reward', None) for s in steps]
+    return [DataFormatError.check_finite(0.0 if r is None else r, at, f'steps[{k}].reward') for k, r in enumerate(rs)]
 
 # %% ../../nbs/61_trainer_data.ipynb #73490c5a
 def _prompt(rec):
@@ -58,7 +68,7 @@ def _trajectory_chat(t:Trajectory, where:str, system_prompt:str|None=None, tools
     try: served = served_template_kwargs(t, at)
     except ValueError as e: raise DataFormatError(str(e)) from None     # steps served two ways
     kw, msgs = record_template_kwargs(served, at), to_messages(t, system_prompt=system_prompt)
-    return {'messages': msgs, 'tools': tools, 'step_rewards': [float(s.reward or 0.0) for s in t.steps],
+    return {'messages': msgs, 'tools': tools, 'step_rewards': step_rewards(t.steps, where, t.id),
             'reward': DataFormatError.check_finite(t.reward or 0.0, where, 'reward'), 'task_id': t.task.id,
             'where': where, **({'template_kwargs': kw} if kw else {})}
 
@@ -96,7 +106,8 @@ def _seed_chat(record:dict, where:str)->tuple[list, list]|None:
     if not isinstance(steps, list): raise DataFormatError(f"{where}: field 'steps' must be a list")
     if 'schema_version' in record and 'task' in record: return None
     if not (prompt := _prompt(record)): raise DataFormatError(f"{where}: field 'instruction' is missing or empty")
-    body, rewards = seed_messages(steps, where)
+    rewards = step_rewards(steps, where)   # first: seed_messages reads them with a bare float()
+    body, _ = seed_messages(steps, where)
     if not body: raise DataFormatError(f"{where}: no steps")
     return [{'role': 'user', 'content': prompt}] + body, rewards
 

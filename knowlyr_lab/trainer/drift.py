@@ -13,7 +13,7 @@ import unicodedata
 import pandas as pd
 
 from ..chat import render_chat, to_messages
-from .data import DataFormatError, load_records
+from .data import DataFormatError, load_records, step_rewards
 from .step_weights import step_weights
 from ..trajectory import Trajectory, served_template_kwargs
 from ..trajectory_io import parse_trajectory
@@ -49,18 +49,13 @@ def recorded_conversation(t:Trajectory)->tuple[list, list|None, list[int]]:
     msgs = to_messages(t)                              # ids imported from elsewhere (ATIF, ng_trajectory): its own chat
     return msgs, t.metadata.get('tools'), [i for i, m in enumerate(msgs) if m['role'] == 'assistant']
 
-# %% ../../nbs/61a_trainer_drift.ipynb #4ab72fa4
-def _step_rewards(t:Trajectory, where:str)->list[float]:
-    "A recorded trajectory's step rewards (0 where unset), each checked a finite number"
-    return [DataFormatError.check_finite(s.reward or 0.0, where, f'steps[{k}].reward') for k, s in enumerate(t.steps)]
-
 # %% ../../nbs/61a_trainer_drift.ipynb #8776db75
 def recorded_samples(t:Trajectory, where:str='record',
                      step_weighted_loss:bool=False)->list[dict]:  # samples shaped like `tokenize_chat`'s
     ("Training samples made of the recorded ids only: prompt ids masked, completion ids labelled (with their recorded "
      "log-probs); a new sample where a prompt does not extend the previous one")
     out, cur = [], None
-    sr = _step_rewards(t, where)                       # step weights over the completion tokens each step labels
+    sr = step_rewards(t.steps, where, t.id)            # step weights over the completion tokens each step labels
     w = step_weights(sr, [len(s.token_ids) for s in t.steps]) if step_weighted_loss else [1.0] * len(t.steps)
     for k, s in enumerate(t.steps):
         P, C = list(s.prompt_token_ids), list(s.token_ids)
@@ -166,7 +161,7 @@ def _drift_refusal(where:str, r:dict)->DataFormatError:
 def _rerendered(t:Trajectory, where:str, tools:list|None=None)->dict|DataFormatError:
     "The chat record a drifting recorded trajectory trains as under 'rerender' (its error when it cannot)"
     msgs, rec_tools, _ = recorded_conversation(t)
-    try: kw, sr = served_template_kwargs(t, where), _step_rewards(t, where)
+    try: kw, sr = served_template_kwargs(t, where), step_rewards(t.steps, where, t.id)
     except ValueError as e: return DataFormatError(str(e))   # quarantined by the trainer, as a bad record
     return {'messages': msgs, 'tools': rec_tools if tools is None else tools, 'reward': t.reward,
             'task_id': t.task.id, 'step_rewards': sr, 'chat_template_kwargs': kw}
