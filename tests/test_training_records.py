@@ -225,9 +225,10 @@ def _recorded(id:str, reward:float, step_reward:float=0.0):
         {'index': 0, 'thought': 'go', 'reward': step_reward, 'prompt_token_ids': [5, 6, 7, 8], 'token_ids': [9, 10, 11]},
         {'index': 1, 'thought': 'done', 'reward': 1.0, 'prompt_token_ids': [5, 6, 7, 8, 9, 10, 11, 12], 'token_ids': [13, 14]}]})
 
-@pytest.mark.parametrize('min_reward', [None])
+@pytest.mark.parametrize('min_reward', [None, 0.0])
 @pytest.mark.parametrize('recorded_ids', ['split', 'rerender'])
-@pytest.mark.parametrize('bad, field', [({'reward': float('nan')}, 'reward'), ({'reward': 1.0, 'step_reward': float('inf')}, 'steps[0].reward')])
+@pytest.mark.parametrize('bad, field', [({'reward': float('nan')}, 'reward'), ({'reward': -float('inf')}, 'reward'),
+                                        ({'reward': 1.0, 'step_reward': float('inf')}, 'steps[0].reward')])
 def test_a_recorded_row_whose_reward_is_not_finite_is_quarantined_with_its_reason_and_the_rest_train(
         recorded_ids, min_reward, bad, field, tmp_path, recwarn):
     "No test took a recorded row (recorded ids) with a NaN reward through SFT's batch path: quarantined, with its reason"

@@ -166,7 +166,8 @@ def _read_records(self:SFTTrainer, data, train:bool=True)->tuple[list, list, lis
     c = self.config
     # trajectories with recorded ids train on those ids (`trainer.drift`)
     recorded, rest = split_recorded(load_records(data))
-    if c.min_reward is not None: recorded = [(w, t) for w, t in recorded if float(t.reward or 0.0) >= c.min_reward]
+    if c.min_reward is not None:   # a finite reward below it is dropped; NaN or -inf goes on, to be quarantined
+        recorded = [(w, t) for w, t in recorded if not -float('inf') < float(t.reward or 0.0) < c.min_reward]
     rec_samples, rerender, ledger = recorded_training_rows(self.tokenizer, recorded, c.recorded_ids, self.tools,
                                                            c.step_weighted_loss, self.chat_format)
     chats, errors = build_chats(rest + rerender, c.system_prompt, self.tools,
