@@ -249,3 +249,27 @@ def test_a_recorded_row_whose_reward_is_not_finite_is_quarantined_with_its_reaso
     assert t.data_report['rejected_records'] == 1 and t.data_report['recorded_records'] == 3
     done = t.train()
     assert done['steps'] >= 1 and math.isfinite(done['loss']), done                 # the other rows train
+
+@pytest.mark.parametrize('bad', ['10**400', '-10**400', 'False', 'np.True_', 'np.False_'])
+def test_a_reward_too_large_for_a_float_or_any_boolean_is_refused_naming_the_record(tok, bad):
+    "float(10**400) raised a bare OverflowError that build_chats does not catch (the batch stopped); False and numpy's bools read as 0 and 1"
+    import json
+
+    import numpy as np
+
+    from knowlyr_lab.trainer.data import DataFormatError, to_chat
+    from knowlyr_lab.trainer.dpo import tokenize_pair
+    from knowlyr_lab.trainer.sft import build_chats
+    bad = {'10**400': 10 ** 400, '-10**400': -10 ** 400, 'False': False, 'np.True_': np.True_, 'np.False_': np.False_}[bad]
+    rec = {'messages': [{'role': 'user', 'content': 'hi'}, {'role': 'assistant', 'content': 'a'}], 'reward': bad}
+    with pytest.raises(DataFormatError, match="^sft.jsonl:4: field 'reward' must be a finite number"):
+        to_chat(rec, 'sft.jsonl:4')
+    with pytest.raises(DataFormatError, match=r"^sft.jsonl:4: field 'step_rewards\[0\]' must be a finite number"):
+        to_chat({**rec, 'reward': 1.0, 'step_rewards': [bad]}, 'sft.jsonl:4')
+    with pytest.raises(DataFormatError, match="^pairs.jsonl:2: field 'ref_chosen_logps' must be a finite number"):
+        tokenize_pair(tok, {'prompt': 'hi', 'chosen': 'a', 'rejected': 'b', 'ref_chosen_logps': bad, 'ref_rejected_logps': -1.0}, 'pairs.jsonl:2')
+    if not isinstance(bad, np.bool_):                                   # as a file gives it
+        chats, errors = build_chats([('sft.jsonl:1', {**rec, 'reward': 1}), ('sft.jsonl:4', json.loads(json.dumps(rec)))])
+        assert [c['where'] for c in chats] == ['sft.jsonl:1'] and [e['where'] for e in errors] == ['sft.jsonl:4'], errors
+    held = [np.float64(0.5), np.float32(0.25), np.int64(2), '1.0', None]  # numbers of any kind, a numeric string, unset
+    assert [to_chat({**rec, 'reward': r}, 'x')['reward'] for r in held] == [0.5, 0.25, 2.0, 1.0, 0.0]

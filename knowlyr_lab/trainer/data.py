@@ -11,6 +11,7 @@ import gzip
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..chat import ChatFormatError, choose_format, format_advice, parse_steps_text, render_chats, seed_messages, to_messages, turn_extends
@@ -31,8 +32,8 @@ class DataFormatError(ChatFormatError):
     @staticmethod
     def check_finite(v, where:str, field:str, note:str='')->float:
         "`v` as a float, refused naming the record and the field unless a finite number (NaN, inf or a boolean is not)"
-        try: x = float('nan') if isinstance(v, bool) else float(v)
-        except (TypeError, ValueError): x = float('nan')
+        try: x = float('nan') if isinstance(v, (bool, np.bool_)) else float(v)
+        except (TypeError, ValueError, OverflowError): x = float('nan')   # OverflowError: an int past float's range
         if -float('inf') < x < float('inf'): return x
         raise DataFormatError(f"{where}: field '{field}' must be a finite number{note}, got {str(v)[:40]!r}")
 
@@ -132,7 +133,7 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
     if system_prompt and msgs[0]['role'] != 'system': msgs = [{'role': 'system', 'content': system_prompt}] + msgs
     kw = record_template_kwargs(record.get('chat_template_kwargs'), where)   # TRL's per-row template variables
     return {'messages': msgs, 'tools': rec_tools, 'step_rewards': rewards,
-            'reward': DataFormatError.check_finite(record.get('reward') or 0.0, where, 'reward'),
+            'reward': DataFormatError.check_finite(0.0 if (r := record.get('reward')) is None else r, where, 'reward'),
             'task_id': str(record.get('task_id') or ''), 'where': where, **({'template_kwargs': kw} if kw else {})}
 
 # %% ../../nbs/61_trainer_data.ipynb #81729ef3
