@@ -144,13 +144,13 @@ def test_step_weights_docstring_lists_the_uniform_case_of_a_zero_token_mean():
     assert 'mean is 0' in step_weights.__doc__, step_weights.__doc__
 
 def test_the_drift_page_builds_a_recorded_trajectorys_step_rewards_in_one_place():
-    "recorded_samples built the step-reward list twice and _rerendered a third time (review26 item 7): now page 61's step_rewards, as to_chat's"
+    "recorded_samples built the step-reward list twice and _rerendered a third time (review26 item 7): now page 61's finite_step_rewards, as to_chat's"
     import inspect
 
     import knowlyr_lab.trainer.data as data
     import knowlyr_lab.trainer.drift as drift
-    assert 's.reward' not in inspect.getsource(drift) and drift.step_rewards is data.step_rewards
-    assert inspect.getsource(drift).count('step_rewards(t.steps, where, t.id)') == 2   # recorded_samples, _rerendered
+    assert 's.reward' not in inspect.getsource(drift) and drift.finite_step_rewards is data.finite_step_rewards
+    assert inspect.getsource(drift).count('finite_step_rewards(t.steps, where, t.id)') == 2   # recorded_samples, _rerendered
 
 def test_page_65_says_dpo_tools_fall_back_and_how_to_keep_reference_logps_without_tools(tok):
     "Since a1fbe45 tools '[]'/'null' take the trainer's tools; page 65 did not say so, nor the fix for precomputed ref log-probs"

@@ -23,8 +23,8 @@ from ..trajectory import Trajectory, served_template_kwargs
 from ..trajectory_io import parse_trajectory
 
 # %% auto #0
-__all__ = ['DataFormatError', 'step_rewards', 'record_template_kwargs', 'record_tools', 'to_chat', 'load_records', 'env_tools',
-           'render_spans_many', 'render_spans', 'tokenize_chats', 'tokenize_chat', 'chunk_sample']
+__all__ = ['DataFormatError', 'finite_step_rewards', 'record_template_kwargs', 'record_tools', 'to_chat', 'load_records',
+           'env_tools', 'render_spans_many', 'render_spans', 'tokenize_chats', 'tokenize_chat', 'chunk_sample']
 
 # %% ../../nbs/61_trainer_data.ipynb #49a6542d
 class DataFormatError(ChatFormatError):
@@ -38,7 +38,7 @@ class DataFormatError(ChatFormatError):
         raise DataFormatError(f"{where}: field '{field}' must be a finite number{note}, got {str(v)[:40]!r}")
 
 # %% ../../nbs/61_trainer_data.ipynb #3e5e2fba
-def step_rewards(steps:list,     # `Step`s, or a seed record's step dicts
+def finite_step_rewards(steps:list,     # `Step`s, or a seed record's step dicts
                  where:str,      # the record, as errors name it
                  traj_id:str='', # a trajectory's id: named in errors when `where` does not name it
                 )->list[float]:  # each step's reward (0 where unset)
@@ -69,7 +69,7 @@ def _trajectory_chat(t:Trajectory, where:str, system_prompt:str|None=None, tools
     try: served = served_template_kwargs(t, at)
     except ValueError as e: raise DataFormatError(str(e)) from None     # steps served two ways
     kw, msgs = record_template_kwargs(served, at), to_messages(t, system_prompt=system_prompt)
-    return {'messages': msgs, 'tools': tools, 'step_rewards': step_rewards(t.steps, where, t.id),
+    return {'messages': msgs, 'tools': tools, 'step_rewards': finite_step_rewards(t.steps, where, t.id),
             'reward': DataFormatError.check_finite(t.reward or 0.0, where, 'reward'), 'task_id': t.task.id,
             'where': where, **({'template_kwargs': kw} if kw else {})}
 
@@ -107,7 +107,7 @@ def _seed_chat(record:dict, where:str)->tuple[list, list]|None:
     if not isinstance(steps, list): raise DataFormatError(f"{where}: field 'steps' must be a list")
     if 'schema_version' in record and 'task' in record: return None
     if not (prompt := _prompt(record)): raise DataFormatError(f"{where}: field 'instruction' is missing or empty")
-    rewards = step_rewards(steps, where)   # first: seed_messages reads them with a bare float()
+    rewards = finite_step_rewards(steps, where)   # first: seed_messages reads them with a bare float()
     body, _ = seed_messages(steps, where)
     if not body: raise DataFormatError(f"{where}: no steps")
     return [{'role': 'user', 'content': prompt}] + body, rewards

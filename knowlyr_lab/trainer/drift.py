@@ -13,7 +13,7 @@ import unicodedata
 import pandas as pd
 
 from ..chat import render_chat, to_messages
-from .data import DataFormatError, load_records, step_rewards
+from .data import DataFormatError, finite_step_rewards, load_records
 from .step_weights import step_weights
 from ..trajectory import Trajectory, served_template_kwargs
 from ..trajectory_io import parse_trajectory
@@ -55,7 +55,7 @@ def recorded_samples(t:Trajectory, where:str='record',
     ("Training samples made of the recorded ids only: prompt ids masked, completion ids labelled (with their recorded "
      "log-probs); a new sample where a prompt does not extend the previous one")
     out, cur = [], None
-    sr = step_rewards(t.steps, where, t.id)            # step weights over the completion tokens each step labels
+    sr = finite_step_rewards(t.steps, where, t.id)   # step weights over the completion tokens each step labels
     w = step_weights(sr, [len(s.token_ids) for s in t.steps]) if step_weighted_loss else [1.0] * len(t.steps)
     for k, s in enumerate(t.steps):
         P, C = list(s.prompt_token_ids), list(s.token_ids)
@@ -161,7 +161,7 @@ def _drift_refusal(where:str, r:dict)->DataFormatError:
 def _rerendered(t:Trajectory, where:str, tools:list|None=None)->dict|DataFormatError:
     "The chat record a drifting recorded trajectory trains as under 'rerender' (its error when it cannot)"
     msgs, rec_tools, _ = recorded_conversation(t)
-    try: kw, sr = served_template_kwargs(t, where), step_rewards(t.steps, where, t.id)
+    try: kw, sr = served_template_kwargs(t, where), finite_step_rewards(t.steps, where, t.id)
     except ValueError as e: return DataFormatError(str(e))   # quarantined by the trainer, as a bad record
     return {'messages': msgs, 'tools': rec_tools if tools is None else tools, 'reward': t.reward,
             'task_id': t.task.id, 'step_rewards': sr, 'chat_template_kwargs': kw}
