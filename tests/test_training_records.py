@@ -273,3 +273,18 @@ def test_a_reward_too_large_for_a_float_or_any_boolean_is_refused_naming_the_rec
         assert [c['where'] for c in chats] == ['sft.jsonl:1'] and [e['where'] for e in errors] == ['sft.jsonl:4'], errors
     held = [np.float64(0.5), np.float32(0.25), np.int64(2), '1.0', None]  # numbers of any kind, a numeric string, unset
     assert [to_chat({**rec, 'reward': r}, 'x')['reward'] for r in held] == [0.5, 0.25, 2.0, 1.0, 0.0]
+
+def test_each_curriculum_epoch_keeps_the_ceiling_of_its_exact_share_of_the_records():
+    "p * n in floats: start 0.1, warm-up 2, epoch 1 is 0.55 of 100 records, 55.00000000000001, so the epoch kept 56"
+    import math
+    from fractions import Fraction
+
+    from knowlyr_lab.trainer.curriculum import curriculum_indices
+    recs = [{'n_steps': k, 'reward': 0.0} for k in range(100)]
+    assert len(curriculum_indices(recs, 1, 0.1, 2)) == 55
+    for start in ('0.1', '0.3', '0.7'):
+        for warm in (2, 5):
+            for e in range(warm + 1):
+                for n in (1, 25, 100):
+                    share = Fraction(start) + (1 - Fraction(start)) * Fraction(e, warm)
+                    assert len(curriculum_indices(recs[:n], e, float(start), warm)) == max(1, math.ceil(share * n)), (start, warm, e, n)

@@ -32,6 +32,7 @@ def curriculum_indices(samples:list[dict], epoch:int, start_ratio:float=0.3, war
     "Shuffled indices of the samples used in `epoch`: the easiest fraction p(epoch)"
     p = 1.0 if warmup_epochs <= 0 else start_ratio + (1 - start_ratio) * min(1.0, epoch / warmup_epochs)
     d, tie = difficulty(samples), random.Random(seed).sample(range(len(samples)), len(samples))  # ties: seeded order
-    keep = sorted(range(len(samples)), key=lambda i: (d[i], tie[i]))[:max(1, math.ceil(p * len(samples)))]
+    n = max(1, math.ceil(round(p * len(samples), 9)))   # rounded first: 0.55 * 100 is 55.00000000000001 in floats
+    keep = sorted(range(len(samples)), key=lambda i: (d[i], tie[i]))[:n]
     random.Random(seed + epoch).shuffle(keep)
     return keep
