@@ -89,8 +89,8 @@ def test_sft_eval_loss_is_unweighted_and_outcome_only_rewards_warn_once(packing,
                            model, tiny_tok, train_data=train, eval_data=evals) for sw in (True, False)}
     said = [str(w.message) for w in recwarn if 'outcome-only' in str(w.message)]
     assert said == ['step_weighted_loss: 2 of 3 chats have outcome-only step rewards (only the last step non-zero): their '
-                    'other steps weigh 0; 0 of 3 training pieces (chunks, or samples cut at max_length, without that last '
-                    "step) weigh 0 throughout and train nothing, though their label tokens still count in the loss's "
+                    'other steps weigh 0; 0 of 3 training pieces (chunks, or samples cut at max_length, holding only steps '
+                    "of reward 0) weigh 0 throughout and train nothing, though their label tokens still count in the loss's "
                     'token count'], said
     assert abs(runs[True].evaluate() - runs[False].evaluate()) < 1e-6
     w = runs[True].eval_samples[0]['weights']
@@ -288,3 +288,21 @@ def test_each_curriculum_epoch_keeps_the_ceiling_of_its_exact_share_of_the_recor
                 for n in (1, 25, 100):
                     share = Fraction(start) + (1 - Fraction(start)) * Fraction(e, warm)
                     assert len(curriculum_indices(recs[:n], e, float(start), warm)) == max(1, math.ceil(share * n)), (start, warm, e, n)
+
+def test_pieces_that_weigh_zero_are_warned_whichever_step_holds_the_reward(recwarn, tmp_path):
+    "Rewards [1, 0, 0, 0, 0, 0] chunked at 90 tokens: 5 of 6 chunks weigh 0 and train nothing, without a word (outcome-only only)"
+    import warnings
+
+    from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    model, tiny_tok = make_tiny_model(hidden_size=32)
+    warnings.simplefilter('always')
+    t = SFTTrainer(SFTConfig(output_dir=str(tmp_path), step_weighted_loss=True, progress_bar=False, max_length=90,
+                             chunk_long_trajectories=True), model, tiny_tok,
+                   train_data=[{**_chat(6), 'step_rewards': [1, 0, 0, 0, 0, 0]}, {**_chat(1), 'step_rewards': [0.5]}])
+    zero = sum(not any(w for w, l in zip(s['weights'][1:], s['labels'][1:]) if l != -100) for s in t.samples)
+    assert zero == len(t.samples) - 2 and zero >= 1, [s.get('chunk') for s in t.samples]
+    said = [str(w.message) for w in recwarn if 'training pieces' in str(w.message)]
+    assert said == [f"step_weighted_loss: {zero} of {len(t.samples)} training pieces (chunks, or samples cut at max_length, "
+                    "holding only steps of reward 0) weigh 0 throughout and train nothing, though their label tokens "
+                    "still count in the loss's token count"], said

@@ -150,14 +150,16 @@ def evaluate(self:SFTTrainer, samples:list[dict]|None=None)->float:
 
 # %% ../../nbs/63_trainer_sft.ipynb #01124da3
 def _warn_outcome_only(step_rewards:list[list[float]], samples:list[dict]):
-    "Warn once how many chats have outcome-only step rewards, and how many training pieces so weigh 0 throughout"
+    "Warn once how many chats have outcome-only step rewards, and how many training pieces weigh 0 throughout"
     n = sum(len(r) > 1 and r[-1] > 0 and not any(r[:-1]) for r in step_rewards)
-    if not n: return                                 # the pieces' weights are read only to word the warning
+    if not any(r and min(r) == 0 < max(r) for r in step_rewards): return   # no step weighs 0: weights left unread
     z = sum(not any(w for w, l in zip(s['weights'][1:], s['labels'][1:]) if l != -100) for s in samples)
-    warnings.warn(f"step_weighted_loss: {n} of {len(step_rewards)} chats have outcome-only step rewards (only "
-                  f"the last step non-zero): their other steps weigh 0; {z} of {len(samples)} training pieces "
-                  "(chunks, or samples cut at max_length, without that last step) weigh 0 throughout and train "
-                  "nothing, though their label tokens still count in the loss's token count", stacklevel=3)
+    if not n and not z: return
+    head = (f"{n} of {len(step_rewards)} chats have outcome-only step rewards (only the last step non-zero): their "
+            "other steps weigh 0; ") if n else ''
+    warnings.warn(f"step_weighted_loss: {head}{z} of {len(samples)} training pieces (chunks, or samples cut at "
+                  "max_length, holding only steps of reward 0) weigh 0 throughout and train nothing, though their "
+                  "label tokens still count in the loss's token count", stacklevel=3)
 
 # %% ../../nbs/63_trainer_sft.ipynb #b12345a9
 @patch
