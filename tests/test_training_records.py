@@ -306,3 +306,15 @@ def test_pieces_that_weigh_zero_are_warned_whichever_step_holds_the_reward(recwa
     assert said == [f"step_weighted_loss: {zero} of {len(t.samples)} training pieces (chunks, or samples cut at max_length, "
                     "holding only steps of reward 0) weigh 0 throughout and train nothing, though their label tokens "
                     "still count in the loss's token count"], said
+
+def test_a_line_whose_integer_json_cannot_read_is_its_own_error_naming_the_line(tmp_path):
+    "json.loads raises a plain ValueError (not JSONDecodeError) for an integer of over 4300 digits: the whole file failed, naming no line"
+    import json
+
+    from knowlyr_lab.trainer.sft import build_chats
+    rec = {'messages': [{'role': 'user', 'content': 'hi'}, {'role': 'assistant', 'content': 'a'}], 'reward': 1.0}
+    p = tmp_path / 'sft.jsonl'
+    p.write_text(json.dumps(rec) + '\n' + json.dumps(rec).replace('1.0', '1' + '0' * 5000) + '\n' + json.dumps(rec) + '\n')
+    chats, errors = build_chats(str(p))
+    assert [c['where'] for c in chats] == [f'{p}:1', f'{p}:3'], errors
+    assert [e['where'] for e in errors] == [f'{p}:2'] and errors[0]['error'].startswith(f'{p}:2: invalid JSON ('), errors

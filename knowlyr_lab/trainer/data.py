@@ -148,8 +148,8 @@ def _file_records(p:Path)->list[tuple[str, object]]:
         for i, line in enumerate(f, 1):
             if not line.strip(): continue
             try: out.append((f"{p}:{i}", json.loads(line)))
-            except json.JSONDecodeError as e:
-                out.append((f"{p}:{i}", DataFormatError(f"{p}:{i}: invalid JSON ({e.msg})")))
+            except ValueError as e:   # JSONDecodeError, or an integer past Python's 4300 digits
+                out.append((f"{p}:{i}", DataFormatError(f"{p}:{i}: invalid JSON ({getattr(e, 'msg', e)})")))
     return out
 
 # %% ../../nbs/61_trainer_data.ipynb #2c5371f1
