@@ -318,3 +318,17 @@ def test_a_line_whose_integer_json_cannot_read_is_its_own_error_naming_the_line(
     chats, errors = build_chats(str(p))
     assert [c['where'] for c in chats] == [f'{p}:1', f'{p}:3'], errors
     assert [e['where'] for e in errors] == [f'{p}:2'] and errors[0]['error'].startswith(f'{p}:2: invalid JSON ('), errors
+
+@pytest.mark.parametrize('bad', ['5', '"[0.5, 1.0]"', '{"a": 1}', 'np.array', '[0.5, 1.0]'])
+def test_step_rewards_that_are_not_a_list_of_one_number_per_turn_are_refused_naming_the_field(bad):
+    "step_rewards 5 failed with a bare TypeError (no len), a JSON string counted its characters, a numpy array (pandas rows) was ambiguous"
+    import json
+
+    import numpy as np
+
+    from knowlyr_lab.trainer.data import DataFormatError, to_chat
+    v = np.array([0.5, 1.0]) if bad == 'np.array' else json.loads(bad)
+    rec = {'messages': [{'role': 'user', 'content': 'hi'}, {'role': 'assistant', 'content': 'a'}], 'step_rewards': v}
+    with pytest.raises(DataFormatError, match=r"^sft.jsonl:4: field 'step_rewards' must be a list of one number per assistant turn \(1\), got "):
+        to_chat(rec, 'sft.jsonl:4')
+    assert [to_chat({**rec, 'step_rewards': ok}, 'x')['step_rewards'] for ok in (None, [], [0.5], (2,))] == [[0.0], [0.0], [0.5], [2.0]]

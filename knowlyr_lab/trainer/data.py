@@ -92,11 +92,11 @@ def _messages_chat(record:dict, where:str)->tuple[list, list]:
         raise DataFormatError(f"{where}: field 'messages' must be a non-empty list")
     for i, m in enumerate(msgs):
         if not isinstance(m, dict) or 'role' not in m: raise DataFormatError(f"{where}: messages[{i}] has no 'role'")
-    msgs = [dict(m) for m in msgs]
-    n_asst = sum(m['role'] == 'assistant' for m in msgs)
-    sr = record.get('step_rewards') or [0.0] * n_asst
-    if len(sr) != n_asst:
-        raise DataFormatError(f"{where}: field 'step_rewards' has {len(sr)} values for {n_asst} assistant turns")
+    msgs, n_asst = [dict(m) for m in msgs], sum(m['role'] == 'assistant' for m in msgs)
+    sr = [0.0] * n_asst if (v := record.get('step_rewards')) is None or isinstance(v, list) and not v else v
+    if not isinstance(sr, (list, tuple)) or len(sr) != n_asst:   # a JSON string, a number, a numpy array: refused
+        raise DataFormatError(f"{where}: field 'step_rewards' must be a list of one number per assistant turn "
+                              f"({n_asst}), got {sr!r:.60}")
     return msgs, [DataFormatError.check_finite(r, where, f'step_rewards[{j}]') for j, r in enumerate(sr)]
 
 # %% ../../nbs/61_trainer_data.ipynb #4fac1c6c
