@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_report.html.md"""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:   # pandas loads when a table is asked for: a CLI starts witho
     import pandas as pd
 
 # %% auto #0
-__all__ = ['ConversionReport']
+__all__ = ['HELD_BYTES', 'ConversionReport']
 
 # %% ../../nbs/20aa_recorder_report.ipynb #be8f4db3
 class ConversionReport:
@@ -52,7 +53,7 @@ class ConversionReport:
         self.n_trajectories = 0
         self.files: list[str] = []
         self.bytes_read = 0              # input bytes read so far (drives progress bars)
-        self._qf = self._sf = None
+        self._qf = self._sf = self._held = None   # _held: lines waiting for `release`
 
 # %% ../../nbs/20aa_recorder_report.ipynb #fcee8f0a
 @patch
@@ -155,13 +156,36 @@ def said(self:ConversionReport, obj, raw=None):
 
 # %% ../../nbs/20aa_recorder_report.ipynb #2e2eae05
 def _write_line(self, attr, path, obj):
-    "Append `obj` as one JSON line to `path`, opening it (kept in `self.<attr>`) on first use"
+    "Append `obj` as one JSON line to `path`, opening it (kept in `self.<attr>`) on first use; held while `hold`ing"
+    if self._held is not None:    # ASCII JSON: every string (a lone surrogate too) reads back as it was
+        self._held.write(json.dumps([attr, str(path), obj], default=str) + '\n'); return
     f = getattr(self, attr)
     if f is None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # a file name that is not UTF-8 (surrogate escapes) is written escaped, not a crash of the whole batch
         f = open(path, 'a', encoding='utf-8', errors='backslashreplace'); setattr(self, attr, f)
     f.write(json.dumps(obj, ensure_ascii=False, default=str) + '\n'); f.flush()
+
+# %% ../../nbs/20aa_recorder_report.ipynb #572ffaac
+HELD_BYTES = 8 * 2**20   # a file's held lines kept in memory up to this; the rest wait in a temporary file
+
+@patch
+def hold(self:ConversionReport):
+    "Hold the quarantine and side-file lines from now until `release` (a later record may give a secret away)"
+    if self._held is None: self._held = tempfile.SpooledTemporaryFile(HELD_BYTES, mode='w+', encoding='utf-8')
+
+# %% ../../nbs/20aa_recorder_report.ipynb #c5db67d9
+@patch
+def release(self:ConversionReport):
+    "Write the held lines, each redacted by the scrub's `redact_known` where it has one, and stop holding"
+    held, self._held = self._held, None
+    if held is None: return
+    known = getattr(self.scrub, 'redact_known', None)
+    with held:
+        held.seek(0)
+        for line in held:
+            attr, path, obj = json.loads(line)
+            _write_line(self, attr, Path(path), obj if known is None else known(obj))
 
 # %% ../../nbs/20aa_recorder_report.ipynb #e0de7e14
 @patch
@@ -245,7 +269,8 @@ def trajectory(self:ConversionReport, traj:Trajectory):
 # %% ../../nbs/20aa_recorder_report.ipynb #9e5b3a11
 @patch
 def close(self:ConversionReport):
-    "Close the quarantine and side files, if they were opened"
+    "Write the lines still held (`release`), then close the quarantine and side files, if they were opened"
+    self.release()
     for a in ('_qf', '_sf'):
         f = getattr(self, a)
         if f is not None: f.close(); setattr(self, a, None)

@@ -142,13 +142,18 @@ def redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
     if t.id == t.content_hash(): d['id'] = ''
     return Trajectory.model_validate(d)
 
+# %% ../../nbs/21a_recorder_scrub.ipynb #a99831f9
+@patch
+def redact_known(self:CountingScrub, obj):
+    "`obj` with each value the file's records gave away so far redacted (not counted: each was, where a record gave it)"
+    known = {**self.seen, **self.values}
+    return redact_values(obj, known) if known else obj
+
 # %% ../../nbs/21a_recorder_scrub.ipynb #0c07dd76
 @patch
 def said(self:CountingScrub, obj, raw=None):
     "`obj`, a text the report says or writes, `clean`ed and with each value the file's records gave away redacted"
-    obj = self.clean(obj, raw)
-    known = {**self.seen, **self.values}   # not counted: each was counted where a record gave it away
-    return redact_values(obj, known) if known else obj
+    return self.redact_known(self.clean(obj, raw))
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #157e0852
 REPORT_TEXTS = ('warnings', 'issues', 'errors', 'orphans')   # the report's lists of what it says
