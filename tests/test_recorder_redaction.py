@@ -498,3 +498,59 @@ def test_a_warning_said_before_the_record_that_gives_the_secret_away_is_redacted
     assert w.startswith(f'{p}:1: ') and 'tX-[REDACTED:anthropic_key]' in w and key[12:] not in w, w
     # counted where the trajectory holds it, not again in the warning that quoted it
     assert rep.redactions == t.metadata['redactions'] == {'anthropic_key': t.model_dump_json().count('[REDACTED:')}
+
+
+def _glued_then_given(tmp_path, key):
+    "A Claude Code session and a chat JSONL file: line 1 malformed and quoting `tX-<key>`, line 2 giving the key away"
+    fix = Path(__file__).parent / 'fixtures' / 'recorder' / 'claude-code' / '7f3c2a10-0000-4000-8000-000000000001.jsonl'
+    user = json.loads(fix.read_text().splitlines()[1])
+    glued = {**user, 'message': {'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': f'tX-{key}',
+                                                              'content': 'done'}]}}
+    user['message'] = {'role': 'user', 'content': [{'type': 'text', 'text': f'my key is {key}'}]}
+    chat = {'messages': [{'role': 'user', 'content': f'my key is {key}'}, {'role': 'assistant', 'content': 'ok'}]}
+    logs = {'claude-code': (json.dumps(glued)[:-1], json.dumps(user)),           # line 1 lost its closing brace
+            'openai-chat': (json.dumps({'messages': [{'role': 'user', 'content': f'tX-{key}'}]})[:-1], json.dumps(chat))}
+    (tmp_path / 'logs').mkdir()
+    for fmt, lines in logs.items(): (tmp_path / 'logs' / f'{fmt}.jsonl').write_text('\n'.join(lines) + '\n')
+    return {fmt: lines[0] for fmt, lines in logs.items()}
+
+
+def test_a_quarantine_line_written_before_the_record_that_gives_its_secret_away_is_redacted_of_it(tmp_path):
+    "Line 1 malformed, quoting a key glued into an id (no pattern matches it there), line 2 giving the key away: the quarantine line was written whole at line 1"
+    from knowlyr_lab.recorder.report import ConversionReport
+    key = secret_value('anthropic_key')
+    bad = _glued_then_given(tmp_path, key)
+    for fmt, line in bad.items():
+        q = tmp_path / f'{fmt}.quarantine.jsonl'
+        with ConversionReport(quarantine=q) as rep: t, = convert(tmp_path / 'logs' / f'{fmt}.jsonl', format=fmt, report=rep)
+        assert key not in t.model_dump_json() and rep.totals['quarantined'] == 1, fmt
+        e, = map(json.loads, q.read_text().splitlines())            # still quarantined, whole but for the key
+        assert (e['line'], e['raw']) == (1, line.replace(key, '[REDACTED:anthropic_key]')), (fmt, e)
+        assert key[13:] not in q.read_text() and key[13:] not in json.dumps(rep.errors + rep.issues), fmt
+
+
+def test_a_side_file_line_written_before_the_record_that_gives_its_secret_away_is_redacted_of_it(tmp_path):
+    "A NeMo Gym rollout without its ng_trajectory (an orphan, to the side file at once) quotes the glued key; the next rollout gives the key away"
+    from knowlyr_lab.recorder.report import ConversionReport
+    key = secret_value('anthropic_key')
+    row = json.loads((Path(__file__).parent / 'fixtures' / 'atif' / 'ng_trajectory_rollouts.jsonl').read_text().splitlines()[0])
+    row['ng_trajectory']['invocations'][0]['conversation'][1]['content'] = f'my key is {key}'
+    orphan = {'_ng_task_index': 1, 'run_id': f'tX-{key}', 'error': 'capture off'}
+    p, side = tmp_path / 'rollouts.jsonl', tmp_path / 'side.jsonl'
+    p.write_text(json.dumps(orphan) + '\n' + json.dumps(row) + '\n')
+    with ConversionReport(side_file=side) as rep: t, = convert(p, format='ng-trajectory', report=rep)
+    assert key not in t.model_dump_json() and '[REDACTED:anthropic_key]' in t.model_dump_json()
+    e, = map(json.loads, side.read_text().splitlines())            # the orphan is kept, whole but for the key
+    assert (e['line'], e['record']) == (1, {**orphan, 'run_id': 'tX-[REDACTED:anthropic_key]'}), e
+
+
+def test_cli_convert_quarantines_a_line_before_its_secret_is_given_away_redacted(tmp_path):
+    "The same two logs through `knowlyr-recorder convert --quarantine --unmapped`: the output, quarantine and printed errors hold no key"
+    key = secret_value('anthropic_key')
+    bad = _glued_then_given(tmp_path, key)
+    out, q, side = tmp_path / 'out.jsonl', tmp_path / 'q.jsonl', tmp_path / 'side.jsonl'
+    rc, text = _cli_text('convert', tmp_path / 'logs', '-o', out, '--quarantine', q, '--unmapped', side, '--no-progress')
+    assert rc == 3 and len(out.read_text().splitlines()) == 2, text      # 3: done, with records quarantined
+    assert sorted(json.loads(line)['raw'] for line in q.read_text().splitlines()) == sorted(
+        b.replace(key, '[REDACTED:anthropic_key]') for b in bad.values())       # both quarantined, nothing else lost
+    assert not [f for f in (text, out.read_text(), q.read_text()) if key[13:] in f]

@@ -128,12 +128,12 @@ def _redaction_counts(prev, now:dict, before:dict)->dict:
     return dict(sorted(got.items()))
 
 # %% ../../nbs/28_recorder_convert.ipynb #356a13b8
-def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values):
+def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values,
+                       since:dict):   # the length of each of the report's lists of texts when the file began
     "The trajectories adapter `a` reads from `path`, checked, redacted, joined and counted"
     # the values of this file's records so far
     before, seen = dict(report.redactions), getattr(report.scrub, 'seen', {})
     seen.clear()                  # the scrub's own: what the report says is redacted of them too (`said`)
-    since = {k: len(getattr(report, k)) for k in REPORT_TEXTS}   # what the report said before this file
     coerced_notes().clear()       # wrongly typed values noted outside this run (an example) are not this file's
     for t in _collector_paused(a.convert(path, report)):
         if coerced_notes(): warn_coerced(report, t.source.path or path, t.source.line)   # noted outside any record's guard
@@ -162,6 +162,17 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
         report.trajectory(t)
         yield t
     if coerced_notes(): warn_coerced(report, path, None)
+
+# %% ../../nbs/28_recorder_convert.ipynb #f769070a
+def _file_held(a:LogAdapter, path:Path, report:ConversionReport, *args):
+    "`_file_trajectories` of `path`; at its end what was said and held for it is redacted of each value it gave away"
+    since = {k: len(getattr(report, k)) for k in REPORT_TEXTS}   # what the report said before this file
+    report.hold()
+    try: yield from _file_trajectories(a, path, report, *args, since)
+    finally:
+        seen, values = getattr(report.scrub, 'seen', None), getattr(report.scrub, 'values', None)
+        if values and seen is not None: seen.update(values); values.clear(); redact_said(report, seen, since)
+        report.release()
 
 # %% ../../nbs/28_recorder_convert.ipynb #fddf2361
 def convert(paths,                          # files or directories of logs
@@ -195,7 +206,7 @@ def convert(paths,                          # files or directories of logs
         report.files.append(str(path))
         a = adapter if adapter is not None else _detected_adapter(path, report)
         if a is None: continue
-        try: yield from _file_trajectories(a, path, report, redactor, outcomes, unpaired, values)
+        try: yield from _file_held(a, path, report, redactor, outcomes, unpaired, values)
         except RecorderError: raise
         except READ_ERRORS as e:   # a truncated .gz, a file that vanished: quarantine the file, go on with the batch
             report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True)
