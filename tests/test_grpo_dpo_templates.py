@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 from test_chat_templates import SMOLLM2_TEMPLATE, tokenizer_with, trl_template
 
+from knowlyr_lab.chat import PINNED_DATE_STRING
 from knowlyr_lab.trainer.dpo import tokenize_pair
 from knowlyr_lab.trainer.grpo_groups import GRPOConfig, group_tensors, groups_from_records
 
@@ -50,8 +51,9 @@ def as_template_sees(msgs):
 
 
 def template_render(tok, msgs, gen=False, kw=None):
-    "The chat as the template renders it: the tokenizer's own `apply_chat_template`"
-    return tok.apply_chat_template(as_template_sees(msgs), tools=TOOLS, tokenize=False, add_generation_prompt=gen, **(kw or {}))
+    "The chat as the template renders it: the tokenizer's own `apply_chat_template`, on the package's pinned date"
+    kw = {'date_string': PINNED_DATE_STRING, **(kw or {})}      # Llama 3.2's would write today's (test_chat_template_date.py)
+    return tok.apply_chat_template(as_template_sees(msgs), tools=TOOLS, tokenize=False, add_generation_prompt=gen, **kw)
 
 
 def hermes_turn(m):
