@@ -22,7 +22,7 @@ from ..hub.store import TrajectoryStore
 from ..trajectory import AgentInfo, Observation, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
 # %% auto #0
-__all__ = ['message_key', 'prompt_task_id', 'ExchangeRecorder', 'check_store_dir', 'chain_trajectory']
+__all__ = ['message_key', 'prompt_task_id', 'ExchangeRecorder', 'check_store_dir', 'client_key', 'chain_trajectory']
 
 # %% ../../nbs/51_serving_recording.ipynb #4a6aa4eb
 def _args(a):
@@ -192,6 +192,12 @@ def _parent(self:ExchangeRecorder, hashes:list[str], episode, client:str='')->tu
         hit = self._index.get((client, h))
         if hit is not None and hit[0] in self._chains: return hit
     return None
+
+# %% ../../nbs/51_serving_recording.ipynb #45e5f288
+def client_key(headers)->str: # the request's headers (a dict, or the `http.server` headers)
+    "Who sent a request, as the recorder tells clients apart: a digest of its API key ('' without one)"
+    key = headers.get('Authorization') or ''
+    return hashlib.sha256(key.encode()).hexdigest()[:16] if key else ''
 
 # %% ../../nbs/51_serving_recording.ipynb #c6030a37
 def _after(nd:dict, nxt:dict|None)->list[dict]|None:

@@ -7,7 +7,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/serving_server.html.md"""
 # %% ../../nbs/54_serving_server.ipynb #a6babefc
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
@@ -21,7 +20,7 @@ from ..errors import positive_int
 from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
 from .connections import GuardedHandler, GuardedHTTPServer, error_type, openai_error
 from .lora import lora_adapters, lora_fields, one_line
-from .recording import ExchangeRecorder, check_store_dir
+from .recording import ExchangeRecorder, check_store_dir, client_key
 from .requests import MAX_BODY_BYTES, RequestRefused, check_request, check_template_kwargs, parse_body
 from .sockets import client_gone
 
@@ -105,8 +104,7 @@ def _generate(self:_Handler, req, msgs, render, adapter, deadline)->tuple[list, 
             lps = req['logprobs'] if req['logprobs'] is not None or srv.recorder is None else 0
             kw = {'template_kwargs': req['template_kwargs']} if req['template_kwargs'] else {}
             outs = srv.inf.generate([msgs] * req['n'], render, req['max_tokens'], req['temperature'], req['top_p'],
-                                    req['seed'],
-                                    stop=stop, logprobs=lps, **kw)
+                                    req['seed'], stop=stop, logprobs=lps, **kw)
         finally: srv.lock.release()
     finally: srv.slots.release()
     return outs, why
@@ -237,12 +235,6 @@ def __enter__(self:InferenceServer)->InferenceServer: return self if self.thread
 @patch
 def __exit__(self:InferenceServer, *exc): self.shutdown(); self.server_close()
 
-# %% ../../nbs/54_serving_server.ipynb #dff10a9d
-def _client(headers)->str:
-    "Who sent a request, as the recorder tells clients apart: a digest of its API key ('' without one)"
-    key = headers.get('Authorization') or ''
-    return hashlib.sha256(key.encode()).hexdigest()[:16] if key else ''
-
 # %% ../../nbs/54_serving_server.ipynb #818acc08
 @patch
 def _record(self:_Handler, req, outs, choices, msgs, render, t0):
@@ -250,11 +242,10 @@ def _record(self:_Handler, req, outs, choices, msgs, render, t0):
     h, meta, now = self.headers, req['metadata'], time.time()
     try:
         self.server.recorder.record(msgs, render, outs, [c['message'] for c in choices], now - (time.monotonic() - t0),
-                                    now,
-                                    req['model'] or self.server.inf.name,
+                                    now, req['model'] or self.server.inf.name,
                                     episode=h.get('X-Knowlyr-Episode') or meta.get('episode_id'),
                                     task_id=h.get('X-Knowlyr-Task') or meta.get('task_id'),
-                                    agent=h.get('X-Knowlyr-Agent') or meta.get('agent'), client=_client(h),
+                                    agent=h.get('X-Knowlyr-Agent') or meta.get('agent'), client=client_key(h),
                                     template_kwargs=req['template_kwargs'] or None)
     except Exception as e: raise RequestRefused(500, f"the exchange could not be recorded ({one_line(e)})") from None
 
