@@ -68,17 +68,28 @@ def do_POST(self:_Handler):
         with srv.idle: srv.in_flight -= 1; srv.idle.notify_all()
 
 
+# %% ../../nbs/54_serving_server.ipynb #33f97b53
+@patch
+def _body_size(self:_Handler)->int|None:
+    "The body's size as the request head gives it (0 without one); None for a chunked body or a length not a size"
+    try: size = int(self.headers.get('Content-Length') or 0)
+    except ValueError: return None
+    return None if size < 0 or 'Transfer-Encoding' in self.headers else size
+
+# %% ../../nbs/54_serving_server.ipynb #ada27e43
+@patch
+def _skip_body(self:_Handler):
+    "Read and drop after the answer the body of a request answered unread: its size, at most 16 at the size limit"
+    size, most = self._body_size(), 16 * MAX_BODY_BYTES
+    self.drop_body(most if size is None else min(size, most))
+
 # %% ../../nbs/54_serving_server.ipynb #13c7c3ae
 @patch
 def _read(self:_Handler)->dict:
     "The request's JSON body (a `RequestRefused` for a bad length, a body too large or not JSON: `parse_body`)"
-    try: size = int(self.headers.get('Content-Length') or 0)
-    except ValueError: size = -1
-    if size < 0:                       # rfile.read(-1) would read to the end of the stream: no limit at all
-        self.close_connection = True; raise RequestRefused(400, "Content-Length must be a non-negative integer")
-    if size > MAX_BODY_BYTES:
-        self.drop_body(min(size, 16 * MAX_BODY_BYTES))
-        raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
+    if (size := self._body_size()) is None or size > MAX_BODY_BYTES: self._skip_body()   # dropped after the answer
+    if size is None: raise RequestRefused(400, "Content-Length must be a non-negative integer (chunked: not read)")
+    if size > MAX_BODY_BYTES: raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
     body, refusal = self.read_body(size)   # held piece by piece, until the request is answered; or (429 or 503, why)
     if refusal: raise RequestRefused(*refusal)
     return parse_body(body)
