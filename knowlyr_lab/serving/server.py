@@ -42,6 +42,7 @@ class _Handler(GuardedHandler):
 # %% ../../nbs/54_serving_server.ipynb #a5ef1603
 @patch
 def do_GET(self:_Handler):
+    self._skip_body()                       # a GET's body (if it has one) is never read: dropped after the answer
     if self.path.rstrip('/') == '/v1/models':
         inf, lora = self.server.inf, self.server.adapters
         models = [{'id': inf.name, 'object': 'model', 'owned_by': 'local'}] + (lora.cards() if lora else [])
@@ -55,8 +56,8 @@ _ROUTES = {'/v1/chat/completions': '_complete', '/v1/load_lora_adapter': '_load_
 @patch
 def do_POST(self:_Handler):
     t0, path = time.monotonic(), self.path.rstrip('/')
-    if path not in _ROUTES:
-        return self._error(404, f'unknown path {self.path}')
+    if path not in _ROUTES:                 # its body is not read: dropped after the answer
+        self._skip_body(); return self._error(404, f'unknown path {self.path}')
     srv = self.server
     with srv.idle: srv.in_flight += 1                                       # `shutdown` waits for it
     try: getattr(self, _ROUTES[path])(t0)
