@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import json
+import reprlib
 import shutil
 import sqlite3
 import struct
@@ -20,7 +22,8 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from .rows import grpo_advantages
+from .arrow_json import changed_field
+from .rows import ExportError, grpo_advantages
 from ..tasks import task_key
 from ..trajectory import Trajectory
 
@@ -45,13 +48,33 @@ def write_line(self:SplitWriter, split:str, line:bytes):
         self.files[split] = open(p, 'wb', buffering=1 << 20); self.res.paths[split] = str(p); self.res.counts[split] = 0
     self.files[split].write(line); self.res.counts[split] += 1
 
+# %% ../../nbs/41b_hub_spool.ipynb #333105e8
+def _past_64_bits(row:dict)->tuple|None:
+    "(field, integer, float) of the first integer of `row` past 64 bits: orjson reads it back as the float pyarrow does"
+    try: return changed_field(row, orjson.loads(json.dumps(row)))
+    except (TypeError, ValueError): return None          # no JSON at all: orjson's own error says why
+
+# %% ../../nbs/41b_hub_spool.ipynb #751e171f
+@patch
+def row_line(self:SplitWriter, split:str, row:dict)->bytes:
+    "`row` as the JSON line of `split`; an `ExportError` (every file removed) naming an integer past 64 bits it holds"
+    try: return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        if not (c := _past_64_bits(row)): raise
+    self.close()
+    for p in self.res.paths.values(): Path(p).unlink(missing_ok=True)
+    raise ExportError(f"{self.out / f'{split}.jsonl'}: split {split!r} row {self.res.counts.get(split, 0) + 1}: field "
+                      f"{c[0]!r}: the integer {reprlib.repr(c[1])} is past 64 bits, which datasets (pyarrow) loads as "
+                      f"the float {c[2]!r}: write it as a string (tools: export 'sft', whose rows carry them as JSON text)")
+
 # %% ../../nbs/41b_hub_spool.ipynb #9d00b0b4
 @patch
 def write(self:SplitWriter, split:str, row:dict|bytes):
     "Append `row` (a dict, or its JSON line as bytes, e.g. `sft_row_json`'s) to the file of `split`; keep its tool list"
+    line = row if type(row) is bytes else self.row_line(split, row)
     if type(row) is dict and type(t := row.get('tools')) is list and t and self._last.get(split) is not t:
         self._last[split] = t; self.tool_lists.setdefault(split, {}).setdefault(orjson.dumps(t), t)   # once per list
-    self.write_line(split, row if type(row) is bytes else orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
+    self.write_line(split, line)
 
 # %% ../../nbs/41b_hub_spool.ipynb #3a71354a
 @patch

@@ -46,6 +46,12 @@ def infer_tool_schemas(t:Trajectory)->list[dict]:
              'function': {'name': n, 'description': '', 'parameters': {'type': 'object', 'properties': p}}}
             for n, p in props.items()]
 
+# %% ../../nbs/41a_hub_rows.ipynb #ffd17ecf
+def _tools_json(tools)->str:
+    "The tool schemas as a JSON string, exactly (a string is taken as it is)"
+    try: return tools if isinstance(tools, str) else orjson.dumps(tools).decode()
+    except TypeError: return json.dumps(tools, ensure_ascii=False, separators=(',', ':'))   # an integer past 64 bits
+
 # %% ../../nbs/41a_hub_rows.ipynb #30ed5e3f
 class ToolResolver:
     "Finds the tool schemas for a trajectory (explicit, registered env, or inferred)"
@@ -54,9 +60,8 @@ class ToolResolver:
     # a method of the class core: a patched `json` would hide the json module
     def json(self, t:Trajectory, encoded:bool=False)->str|bytes:
         "The schemas as a JSON string (cached per schema list: rows of one env share it); `encoded`: that string as JSON"
-        tools = self(t)
-        if getattr(self, '_json_of', None) is not tools:   # the list itself is kept: a freed list's id comes back
-            self._json_of, self._json, self._enc = tools, orjson.dumps(tools).decode(), None
+        if (tools := self(t)) is not getattr(self, '_json_of', None):   # the list is kept: a freed list's id comes back
+            self._json_of, self._json, self._enc = tools, _tools_json(tools), None
         if encoded and self._enc is None: self._enc = orjson.dumps(self._json)
         return self._enc if encoded else self._json
 
@@ -143,11 +148,6 @@ def _norm_msgs(msgs:list[dict])->list[dict]:
     "`msgs` with exactly the keys `role`, `content`, `tool_calls`, `tool_call_id` (empty where a key does not apply)"
     return [{'role': m['role'], 'content': m.get('content') or '', 'tool_calls': m.get('tool_calls') or [],
              'tool_call_id': m.get('tool_call_id') or ''} for m in msgs]
-
-# %% ../../nbs/41a_hub_rows.ipynb #ffd17ecf
-def _tools_json(tools)->str:
-    "The tool schemas as a JSON string (a string is taken as it is)"
-    return tools if isinstance(tools, str) else orjson.dumps(tools).decode()
 
 # %% ../../nbs/41a_hub_rows.ipynb #837be533
 def _meta(t:Trajectory)->dict:
