@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_arrow_json.html.md"""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import reprlib
 from pathlib import Path
@@ -21,7 +22,7 @@ from .rows import ExportError
 # %% auto #0
 __all__ = ['INT64_MIN', 'RENDERED', 'READ_BYTES', 'arrow_timestamp', 'past_int64', 'datasets_value', 'datasets_row',
            'changed_field', 'changed_row', 'json_text_paths', 'rewritten_row', 'rewrites', 'rewrites_json',
-           'rewrites_tools', 'check_rewritten', 'arrow_type']
+           'rewrites_tools', 'check_rewritten', 'arrow_type', 'cast_change']
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #10d2e39e
 _MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -202,3 +203,26 @@ def arrow_type(values:list)->str|None:
     "The Arrow type pyarrow infers for a column's `values`: 'JSON text' where mixed scalars fail (None: no value)"
     try: return str(pa.array(values).type) if values else None
     except (pa.ArrowInvalid, pa.ArrowTypeError): return 'JSON text'
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #d44ea696
+def _cast_as(values:list, first:list)->list|None:
+    "`values` cast as `datasets` casts a split to the type of `first`, the split loaded first (None: it fails)"
+    try:
+        from datasets.features.features import generate_from_arrow_type as feature
+        from datasets.table import cast_array_to_feature
+        return cast_array_to_feature(pa.array(values), feature(pa.array(first).type)).to_pylist()
+    except (ImportError, ArithmeticError, TypeError, ValueError, pa.ArrowException): return None   # no datasets too
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #49d98d77
+def _first_cast_change(vals:dict)->tuple|None: # split -> its tool lists
+    "(split loaded first, split, `changed_field`) of the first tool value that loading splits `vals` together changes"
+    for (a, va), (b, vb) in itertools.permutations(vals.items(), 2):
+        if c := next((c for v, g in zip(vb, _cast_as(vb, va) or []) if (c := changed_field(v, g, 'tools'))), None):
+            return a, b, c
+
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #09a77430
+def cast_change(tool_lists:dict)->str: # `SplitWriter.tool_lists`
+    "'; with split A first, split B field F: V loads as W': a tool value loading the splits together changes"
+    if not (c := _first_cast_change({s: list(ls.values()) for s, ls in tool_lists.items() if ls})): return ''
+    a, b, (f, v, w) = c
+    return f"; with split {a!r} first, split {b!r} field {f!r}: {reprlib.repr(v)} loads as {reprlib.repr(w)}"

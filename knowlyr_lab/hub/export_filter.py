@@ -18,7 +18,7 @@ import orjson
 import pyarrow as pa
 from fastcore.basics import patch
 
-from .arrow_json import arrow_type, rewrites_json
+from .arrow_json import arrow_type, cast_change, rewrites_json
 from .rows import ExportError
 from .template_kwargs import writable_kwargs
 from ..tasks import split_of, task_key
@@ -252,8 +252,7 @@ def merged_note(note:str, n:int)->str: # a note naming single-trajectory tasks; 
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #41720fe2
 def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None)->list[str]:
-    ("What the export `res` warns of: tasks without the `group_by` field, SFT rows of verified failures (how to leave "
-     "them out), OpenAI splits whose tools differ in shape (`SplitWriter.tool_lists`); the export keeps it in `res.warnings`")
+    "What export `res` warns of (kept in `res.warnings`): ungrouped tasks, SFT rows of failures, OpenAI tools' shapes"
     said = [f"{res.ungrouped} tasks have no {group_by!r}: each its own group"] if res.ungrouped else []
     if res.rows_from_failures:
         said.append(f"{res.rows_from_failures} of the {res.total} {res.format} rows come from verified failures "
@@ -263,12 +262,13 @@ def export_warnings(res:ExportResult, group_by=None, tool_lists:dict|None=None)-
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #e091d8c7
 def tool_shape_warning(tool_lists:dict)->list[str]: # split -> {JSON: list} of its rows' tool lists, as the writer saw
-    "A warning when the splits' `tools` differ in shape: `datasets` cannot load the splits as one dataset"
+    "A warning when the splits' `tools` differ in shape: loaded as one dataset, they fail or change values silently"
     types = {s: t for s, ls in tool_lists.items() if (t := arrow_type(list(ls.values())))}
     if len(set(types.values())) < 2: return []
     return [f"the tool schemas of splits {', '.join(types)} differ in shape: load_dataset('json', data_files={{...}}) "
-            "fails to cast one split's tools to the first's (or reads the fields it lacks as null); load each split on "
-            "its own: DatasetDict({s: load_dataset('json', data_files=f, split='train') for s, f in paths.items()})"]
+            "casts each split's tools to the first split's types: it fails where a value does not cast, else changes "
+            f"values silently (1 to 1.0, 1.5 to true, a missing key to null{cast_change(tool_lists)}); load each split "
+            "on its own: DatasetDict({s: load_dataset('json', data_files=f, split='train') for s, f in paths.items()})"]
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #c6ddd2b2
 def input_files(src)->list[Path]:
