@@ -1,4 +1,4 @@
-"""Filter tasks by their fields, identify them by content, split them into train and test by content, and check that evaluation tasks are held out.
+"""Identify tasks by content, split them into train and test by content, and check that evaluation tasks are held out.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/tasks.html.md"""
 
@@ -7,7 +7,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/tasks.html.md"""
 # %% ../nbs/13_tasks.ipynb #19a8a543
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import unicodedata
@@ -15,50 +14,14 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from .task_fields import filter_tasks as filter_tasks
+from .task_fields import task_field, task_id
 from .trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['TASK_TEXT_FIELDS', 'task_id', 'filter_tasks', 'task_key', 'suite_tasks', 'distinct_tasks', 'content_keys', 'split_of',
-           'group_value', 'group_key', 'split_tasks', 'TaskSplitter', 'TaskOverlapError', 'HeldOutReport',
-           'check_held_out', 'held_out_tasks']
-
-# %% ../nbs/13_tasks.ipynb #45ead28b
-def task_id(task)->str:
-    "The id of a task given as a dict, an object with `.id`, or a string"
-    if isinstance(task, str): return task
-    if isinstance(task, dict):
-        if 'id' not in task: raise KeyError(f"task has no 'id' field (fields: {sorted(task)})")
-        return str(task['id'])
-    if hasattr(task, 'id'): return str(task.id)
-    raise TypeError(f"cannot read a task id from a {type(task).__name__}")
-
-def _field(task, key):
-    "Field `key` of a task, else its `metadata`'s (a dict or an object such as `Task`)"
-    if isinstance(task, dict): return task.get(key, (task.get('metadata') or {}).get(key))
-    if hasattr(task, key): return getattr(task, key)
-    return (getattr(task, 'metadata', None) or {}).get(key)
-
-def _matches(value, want)->bool:
-    if callable(want): return bool(want(value))
-    if isinstance(want, (list, tuple, set, frozenset)):
-        if isinstance(value, (list, tuple, set)): return bool(set(value) & set(want))   # tags: any of
-        return value in want
-    if isinstance(value, (list, tuple, set)): return want in value                       # tags: contains
-    if isinstance(want, str) and isinstance(value, str) and any(ch in want for ch in '*?['):
-        return fnmatch.fnmatchcase(value, want)
-    return value == want
-
-# %% ../nbs/13_tasks.ipynb #7e9379e0
-def filter_tasks(tasks:Iterable,               # task dicts (or objects with attributes)
-                 predicate:Callable|None=None,  # optional `task -> bool`
-                 **criteria,                     # field=value | [values] | "glob*" | callable
-                )->list:
-    "The tasks matching `predicate` and every `field=criterion`"
-    out = []
-    for t in tasks:
-        if predicate is not None and not predicate(t): continue
-        if all(_matches(task_id(t) if k == 'id' else _field(t, k), v) for k, v in criteria.items()): out.append(t)
-    return out
+__all__ = ['TASK_TEXT_FIELDS', 'task_key', 'suite_tasks', 'distinct_tasks', 'content_keys', 'split_of', 'group_value',
+           'group_key', 'split_tasks', 'TaskSplitter', 'TaskOverlapError', 'HeldOutReport', 'check_held_out',
+           'held_out_tasks']
 
 # %% ../nbs/13_tasks.ipynb #4047557f
 def _unwrap(task):
@@ -89,7 +52,7 @@ def _shows(v)->bool:
 
 def _first_seen(task):
     "What a task shows first: the first of `TASK_TEXT_FIELDS` it has that is not empty (None: it shows nothing)"
-    return next((v for f in TASK_TEXT_FIELDS if _shows(v := _field(task, f))), None)
+    return next((v for f in TASK_TEXT_FIELDS if _shows(v := task_field(task, f))), None)
 
 # %% ../nbs/13_tasks.ipynb #e749ba17
 def _as_text(v)->str:
@@ -103,8 +66,8 @@ def task_key(task)->str:
     "What identifies a task's content: its fingerprint; else (no env) a hash of the text seen first; else its id"
     task = _unwrap(task)
     if isinstance(task, str): return task
-    if fp := _field(task, 'fingerprint'): return str(fp)
-    if _field(task, 'env_id'): return task_id(task)     # an env's task: its text may not hold it (a seed's maze)
+    if fp := task_field(task, 'fingerprint'): return str(fp)
+    if task_field(task, 'env_id'): return task_id(task)     # an env's task: its text may not hold it (a seed's maze)
     if (seen := _first_seen(task)) is not None: return 'text:' + hashlib.sha1(_as_text(seen).encode()).hexdigest()
     return task_id(task)
 
@@ -154,8 +117,8 @@ def _fingerprints(tasks:list, env_ids:list, env_kw:dict)->list:
             except (LookupError, ImportError): made[e] = None         # not a registered env (a converted log's source)
         return made[e] and _named_fingerprint(made[e], tid)
     def fingerprint(t):
-        if _field(t, 'fingerprint'): return _field(t, 'fingerprint')
-        asked = dict.fromkeys(e for e in [_field(t, 'env_id'), *env_ids] if e)
+        if task_field(t, 'fingerprint'): return task_field(t, 'fingerprint')
+        asked = dict.fromkeys(e for e in [task_field(t, 'env_id'), *env_ids] if e)
         return next(filter(None, (named(task_id(t), e) for e in asked)), None)
     try: return [fingerprint(t) for t in tasks]
     finally:
@@ -169,7 +132,7 @@ def content_keys(tasks:Iterable,        # dicts, Task objects, trajectories or i
                 )->list[str]:            # one key per task
     "Fingerprints of `tasks`, an id's from the env that names it (each one's `task_key` when none has a fingerprint)"
     tasks = [_unwrap(t) for t in tasks]
-    envs = list(dict.fromkeys(e for e in [env_id, *(_field(t, 'env_id') for t in tasks)] if e))
+    envs = list(dict.fromkeys(e for e in [env_id, *(task_field(t, 'env_id') for t in tasks)] if e))
     fps = _fingerprints(tasks, envs, {env_id: env_kw})
     if env_id is None and not any(fps): return [task_key(t) for t in tasks]   # no env behind them: their text
     lost = [task_id(t) for t, fp in zip(tasks, fps) if not fp]
@@ -199,7 +162,7 @@ def group_value(task,                    # a task dict, a `Task` (or a trajector
                ):                        # the value; None when the task has none
     "The `group_by` value of `task`, or None"
     task = _unwrap(task)
-    return group_by(task) if callable(group_by) else _field(task, group_by)
+    return group_by(task) if callable(group_by) else task_field(task, group_by)
 
 # %% ../nbs/13_tasks.ipynb #8a4f5dd2
 def _keyed(task, group_by)->tuple[str, bool]:
@@ -292,7 +255,7 @@ def _basis(task, key:str)->str:
     "What a task's content key rests on: 'text' (what it shows), 'id' (its name alone) or 'fingerprint'"
     if key.startswith('text:'): return 'text'
     t = _unwrap(task)
-    return 'id' if key == (t if isinstance(t, str) else str(_field(t, 'id'))) else 'fingerprint'
+    return 'id' if key == (t if isinstance(t, str) else str(task_field(t, 'id'))) else 'fingerprint'
 
 # %% ../nbs/13_tasks.ipynb #d0d22d23
 def _by_id_alone(tasks:list, bases:list, strict:bool, matched:list=()):
