@@ -8,6 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/task_fields.html.md"""
 from __future__ import annotations
 
 import fnmatch
+import json
 from typing import Callable, Iterable
 
 # %% auto #0
@@ -15,21 +16,37 @@ __all__ = ['task_id', 'task_field', 'filter_tasks']
 
 # %% ../nbs/12d_task_fields.ipynb #4129a16c
 def task_id(task)->str:
-    "The id of a task given as a dict, an object with `.id`, or a string"
+    "The id of a task given as a dict (its `id`, else an exported row's `task_id`), an object with `.id`, or a string"
     if isinstance(task, str): return task
     if isinstance(task, dict):
-        if 'id' not in task: raise KeyError(f"task has no 'id' field (fields: {sorted(task)})")
-        return str(task['id'])
+        key = next((k for k in ('id', 'task_id') if k in task), None)
+        if key is None: raise KeyError(f"task has no 'id' or 'task_id' field (fields: {sorted(task)})")
+        return str(task[key])
     if hasattr(task, 'id'): return str(task.id)
     raise TypeError(f"cannot read a task id from a {type(task).__name__}")
 
 
+# %% ../nbs/12d_task_fields.ipynb #6a0e4c15
+def _metadata(task)->dict:
+    "A task's `metadata` as a dict: a JSON object's text (as the exporter writes it) read as the object; none: {}"
+    md = task.get('metadata') if isinstance(task, dict) else getattr(task, 'metadata', None)
+    if isinstance(md, str):
+        try: md = json.loads(md) if md.strip() else None
+        except ValueError: pass                     # not JSON: refused below, as any value that is not an object
+    if md is None or isinstance(md, dict): return md or {}
+    try: name = repr(task_id(task))
+    except (KeyError, TypeError): name = 'without an id'
+    raise ValueError(f"task {name}: field 'metadata': {str(md)[:60]!r} is neither a dict nor a JSON object's text, "
+                     "so the fields asked for cannot be read from it")
+
+
 # %% ../nbs/12d_task_fields.ipynb #862b5dbb
 def task_field(task, key:str):
-    "Field `key` of a task (a dict, or an object such as `Task`), else its `metadata`'s"
-    if isinstance(task, dict): return task.get(key, (task.get('metadata') or {}).get(key))
-    if hasattr(task, key): return getattr(task, key)
-    return (getattr(task, 'metadata', None) or {}).get(key)
+    "Field `key` of a task (a dict, or an object such as `Task`), else its `metadata`'s (`_metadata`)"
+    if isinstance(task, dict):
+        if key in task: return task[key]
+    elif hasattr(task, key): return getattr(task, key)
+    return _metadata(task).get(key)
 
 
 # %% ../nbs/12d_task_fields.ipynb #442033fa

@@ -254,8 +254,9 @@ def _text_as_read(task)->str|None:
 def _basis(task, key:str)->str:
     "What a task's content key rests on: 'text' (what it shows), 'id' (its name alone) or 'fingerprint'"
     if key.startswith('text:'): return 'text'
-    t = _unwrap(task)
-    return 'id' if key == (t if isinstance(t, str) else str(task_field(t, 'id'))) else 'fingerprint'
+    try: return 'id' if key == task_id(_unwrap(task)) else 'fingerprint'   # an exported row's id: its `task_id`
+    except (KeyError, TypeError): return 'fingerprint'                      # no id at all: the key is not one
+
 
 # %% ../nbs/13_tasks.ipynb #d0d22d23
 def _by_id_alone(tasks:list, bases:list, strict:bool, matched:list=()):
