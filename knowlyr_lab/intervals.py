@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 # %% auto #0
-__all__ = ['wilson_ci', 'no_spread', 'bootstrap_ci']
+__all__ = ['wilson_ci', 'read_scores', 'no_spread', 'bootstrap_ci']
 
 # %% ../nbs/08b_intervals.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -27,6 +27,13 @@ def wilson_ci(successes:int,       # number of successful episodes
     if not 0 <= successes <= n: raise ValueError(f"successes must be in [0, n={n}], got {successes}")
     ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method='wilson')
     return (float(ci.low), float(ci.high))
+
+# %% ../nbs/08b_intervals.ipynb #e01b094b
+def read_scores(x:Sequence[float], # one sample of scores
+               )->np.ndarray:      # float64
+    "Scores in float64 as written: a float32 or float16 value as its shortest decimal (0.3, not 0.30000001192092896)"
+    x = np.asarray(x)
+    return x.astype(str).astype(float) if x.dtype.kind == 'f' and x.dtype.itemsize < 8 else np.asarray(x, float)
 
 # %% ../nbs/08b_intervals.ipynb #834ef5aa
 def no_spread(x:Sequence[float])->bool:
@@ -54,7 +61,7 @@ def bootstrap_ci(values:Sequence[float],   # one value per episode (or per task)
                  binary:bool=False,         # the values are a 0/1 rate (success): a constant sample gets Wilson's CI
                 )->tuple[float, float]:     # (low, high)
     "Bootstrap confidence interval of `statistic(values)`"
-    x = np.asarray(values, dtype=float)
+    x = read_scores(values)
     if x.size < 2: return (float('nan'), float('nan'))   # no spread to measure: unknown, not a point
     if no_spread(x): return _constant_sample_ci(x, statistic, confidence, binary)
     res = stats.bootstrap((x,), statistic, confidence_level=confidence, n_resamples=n_resamples,

@@ -13,7 +13,7 @@ from decimal import Context, Decimal, Inexact, InvalidOperation
 import numpy as np
 from scipy import stats
 
-from .intervals import no_spread
+from .intervals import no_spread, read_scores
 
 # %% auto #0
 __all__ = ['PERMUTATIONS', 'RANK_SUM_CELLS', 'RANK_P_RTOL', 'relabellings', 'permutation', 'rank_test']
@@ -68,6 +68,7 @@ def _mean_diff(x, y, axis=-1): return np.mean(x, axis=axis) - np.mean(y, axis=ax
 # %% ../nbs/08c_permutation.ipynb #05ab021e
 def permutation(a, b, paired:bool, seed:int=0)->dict: # {'statistic', 'pvalue', 'exact'}
     "Two-sided permutation test of the mean difference: counted without spread, exact up to `PERMUTATIONS`, else drawn"
+    a, b = read_scores(a), read_scores(b)   # as written (page 08b)
     if not np.isfinite(np.r_[a, b]).all():   # a mean with an infinite score: nothing to relabel
         return {'statistic': float(_mean_diff(a, b)), 'pvalue': float('nan'), 'exact': False}
     p = _no_spread_p(a, b, paired)
@@ -324,6 +325,7 @@ def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired
               paired:bool,                    # Wilcoxon's signed-rank test, else Mann-Whitney's U
              )->dict:                         # {'statistic', 'pvalue', 'exact'}: False for scipy's normal p
     "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where scipy's is not exact and it can be counted"
+    a, b = read_scores(a), read_scores(b)   # as written (page 08b)
     nan = not (len(a) and len(b)) or np.isnan(a - b if paired else np.r_[a, b]).any()   # empty, NaN: scipy's p
     if paired and not nan:   # ties of the scores as written
         a, b = _written_sizes(a, b), np.zeros(len(a))   # their signed ranks: the same statistic, exact ties

@@ -20,7 +20,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from .intervals import bootstrap_ci, no_spread, wilson_ci
+from .intervals import bootstrap_ci, no_spread, read_scores, wilson_ci
 from .permutation import PERMUTATIONS, permutation, rank_test, relabellings
 
 # %% auto #0
@@ -54,7 +54,7 @@ def effective_sample_size(values:Sequence[float], # one value per episode
                           groups:Sequence,        # the task of each episode
                          )->float:                # N / design effect, in [number of groups, N]
     "Effective number of independent observations when episodes repeat tasks (Kish design effect, ICC(1))"
-    y, g = np.asarray(values, float), np.asarray([str(x) for x in groups])
+    y, g = read_scores(values), np.asarray([str(x) for x in groups])
     if np.isnan(y).any(): raise ValueError("effective_sample_size: values contain NaN")
     N = len(y); keys, inv = np.unique(g, return_inverse=True); k = len(keys)
     if N == 0: return 0.0
@@ -84,7 +84,7 @@ def task_bootstrap_ci(values:Sequence[float], # one value per episode
                       binary:bool=False,      # the values are a 0/1 rate: constant ones get Wilson's CI over the tasks
                      )->tuple[float, float]:
     "Bootstrap CI of the mean of `values` that resamples whole tasks (episodes of one task are not independent)"
-    y = np.asarray(values, float); k = len(set(map(str, groups)))
+    y = read_scores(values); k = len(set(map(str, groups)))
     if k == len(y): return bootstrap_ci(y, confidence=confidence, n_resamples=n_resamples, seed=seed, binary=binary)
     if k < 2: return (float('nan'), float('nan'))
     if no_spread(y): return bootstrap_ci(np.full(k, y[0]), confidence=confidence, binary=binary)   # tasks: the unit
@@ -197,12 +197,6 @@ def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, 
                           rng=np.random.default_rng(seed))
     return (float(res.confidence_interval.low), float(res.confidence_interval.high)), [], 'bootstrap'
 
-# %% ../nbs/09_stats.ipynb #cdc9fbc8
-def _scores(x)->np.ndarray:
-    "`x` in float64, a float32 or float16 sample read as written: each value's own shortest decimal (0.3, not 0.30000001192092896)"
-    x = np.asarray(x)
-    return x.astype(str).astype(float) if x.dtype.kind == 'f' and x.dtype.itemsize < 8 else np.asarray(x, float)
-
 # %% ../nbs/09_stats.ipynb #6ab52d46
 def _omit_nan(a, b, paired, nan_policy, metric, name_a, name_b):
     "`a` and `b` without their NaN values, and the count of NaNs per agent"
@@ -284,7 +278,7 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
                     nan_policy:str='raise',
                    )->Comparison:
     "Compare two samples of a metric with Welch, Mann-Whitney, Fisher, permutation and (paired) t, Wilcoxon, McNemar tests"
-    a, b, n_nan = _omit_nan(_scores(a), _scores(b), paired, nan_policy, metric, name_a, name_b)
+    a, b, n_nan = _omit_nan(read_scores(a), read_scores(b), paired, nan_policy, metric, name_a, name_b)
     if len(a) < 2 or len(b) < 2: raise ValueError(f"need at least 2 values per agent, got {len(a)} and {len(b)}")
     if paired and len(a) != len(b): raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
     binary = is_binary(a, b) if binary is None else binary

@@ -716,6 +716,23 @@ def test_narrow_float_scores_are_compared_as_written(dtype):
     assert compare_samples(p8, q8, paired=True).tests['wilcoxon'] == {'statistic': 4.0, 'pvalue': 0.5, 'exact': True}
 
 
+
+@pytest.mark.parametrize('dtype', [np.float32, np.float16])
+def test_every_entry_point_reads_narrow_floats_as_written(dtype):
+    "rank_test and permutation called directly read float32 as its float64 expansion (0.3 as 0.30000001192092896): Wilcoxon 0.4375 where 0.5"
+    from knowlyr_lab.intervals import bootstrap_ci
+    from knowlyr_lab.permutation import permutation
+    from knowlyr_lab.stats import effective_sample_size, task_bootstrap_ci
+    p8, q8 = [.3, .2, .3, .2, .1, .3, .2, .7], [.1, .7, .3, .3, .2, .3, .3, .7]   # differences of 0.1 as written tie
+    n = lambda x: np.array(x, dtype)   # noqa: E731
+    for paired in (True, False):
+        assert rank_test(n(p8), n(q8), paired) == rank_test(np.array(p8), np.array(q8), paired), (dtype, paired)
+        assert permutation(n(p8), n(q8), paired) == permutation(np.array(p8), np.array(q8), paired), (dtype, paired)
+    assert rank_test(n(p8), n(q8), True)['pvalue'] == 0.5   # float32's expansions: 0.4375
+    tasks = list('aabbccdd')
+    assert bootstrap_ci(n(p8)) == bootstrap_ci(p8) and task_bootstrap_ci(n(p8), tasks) == task_bootstrap_ci(p8, tasks)
+    assert effective_sample_size(n(p8), tasks) == effective_sample_size(p8, tasks)
+
 @pytest.mark.parametrize('a,b,paired', [
     ([np.inf, 1, 2], [np.inf, 0, 1], True),     # main: p 0.0 flagged exact (inf - inf is NaN)
     ([np.inf, 1, 2], [np.inf, 2, 5], False),    # main: p 0.1 flagged exact, of a NaN mean difference
