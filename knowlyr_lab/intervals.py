@@ -28,12 +28,22 @@ def wilson_ci(successes:int,       # number of successful episodes
     ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method='wilson')
     return (float(ci.low), float(ci.high))
 
+# %% ../nbs/08b_intervals.ipynb #35d259e9
+def _finite(x:np.ndarray, what:str)->np.ndarray:
+    "`x`, or an error naming the sample `what` and the position of its first infinite score"
+    if np.isinf(x).any():
+        i = int(np.flatnonzero(np.isinf(x))[0])
+        raise ValueError(f"{what}: the score at position {i} is {x.flat[i]:g}; a score must be a finite number")
+    return x
+
 # %% ../nbs/08b_intervals.ipynb #e01b094b
-def read_scores(x:Sequence[float], # one sample of scores
-               )->np.ndarray:      # float64
-    "Scores in float64 as written: a float32 or float16 value as its shortest decimal (0.3, not 0.30000001192092896)"
+def read_scores(x:Sequence[float],    # one sample of scores
+                what:str='scores',    # the sample, as an error names it
+               )->np.ndarray:         # float64
+    "Scores in float64 as written (float32's 0.3 as 0.3, not 0.30000001192092896); an infinite score refused"
     x = np.asarray(x)
-    return x.astype(str).astype(float) if x.dtype.kind == 'f' and x.dtype.itemsize < 8 else np.asarray(x, float)
+    x = x.astype(str).astype(float) if x.dtype.kind == 'f' and x.dtype.itemsize < 8 else np.asarray(x, float)
+    return _finite(x, what)
 
 # %% ../nbs/08b_intervals.ipynb #834ef5aa
 def no_spread(x:Sequence[float])->bool:
@@ -61,7 +71,7 @@ def bootstrap_ci(values:Sequence[float],   # one value per episode (or per task)
                  binary:bool=False,         # the values are a 0/1 rate (success): a constant sample gets Wilson's CI
                 )->tuple[float, float]:     # (low, high)
     "Bootstrap confidence interval of `statistic(values)`"
-    x = read_scores(values)
+    x = read_scores(values, 'bootstrap_ci values')
     if x.size < 2: return (float('nan'), float('nan'))   # no spread to measure: unknown, not a point
     if no_spread(x): return _constant_sample_ci(x, statistic, confidence, binary)
     res = stats.bootstrap((x,), statistic, confidence_level=confidence, n_resamples=n_resamples,

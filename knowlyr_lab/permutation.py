@@ -68,8 +68,8 @@ def _mean_diff(x, y, axis=-1): return np.mean(x, axis=axis) - np.mean(y, axis=ax
 # %% ../nbs/08c_permutation.ipynb #05ab021e
 def permutation(a, b, paired:bool, seed:int=0)->dict: # {'statistic', 'pvalue', 'exact'}
     "Two-sided permutation test of the mean difference: counted without spread, exact up to `PERMUTATIONS`, else drawn"
-    a, b = read_scores(a), read_scores(b)   # as written (page 08b)
-    if not np.isfinite(np.r_[a, b]).all():   # a mean with an infinite score: nothing to relabel
+    a, b = read_scores(a, 'permutation sample a'), read_scores(b, 'permutation sample b')   # as written (page 08b)
+    if np.isnan(np.r_[a, b]).any():   # a missing score: no mean to relabel
         return {'statistic': float(_mean_diff(a, b)), 'pvalue': float('nan'), 'exact': False}
     p = _no_spread_p(a, b, paired)
     if p is not None: return {'statistic': float(_mean_diff(a, b)), 'pvalue': p, 'exact': True}
@@ -325,7 +325,7 @@ def rank_test(a:np.ndarray, b:np.ndarray, # the two samples (pairs, when `paired
               paired:bool,                    # Wilcoxon's signed-rank test, else Mann-Whitney's U
              )->dict:                         # {'statistic', 'pvalue', 'exact'}: False for scipy's normal p
     "Two-sided rank test of `a` and `b`: scipy's, with the exact permutation p where scipy's is not exact and it can be counted"
-    a, b = read_scores(a), read_scores(b)   # as written (page 08b)
+    a, b = read_scores(a, 'rank_test sample a'), read_scores(b, 'rank_test sample b')   # as written (page 08b)
     nan = not (len(a) and len(b)) or np.isnan(a - b if paired else np.r_[a, b]).any()   # empty, NaN: scipy's p
     if paired and not nan:   # ties of the scores as written
         a, b = _written_sizes(a, b), np.zeros(len(a))   # their signed ranks: the same statistic, exact ties

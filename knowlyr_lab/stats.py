@@ -54,7 +54,7 @@ def effective_sample_size(values:Sequence[float], # one value per episode
                           groups:Sequence,        # the task of each episode
                          )->float:                # N / design effect, in [number of groups, N]
     "Effective number of independent observations when episodes repeat tasks (Kish design effect, ICC(1))"
-    y, g = read_scores(values), np.asarray([str(x) for x in groups])
+    y, g = read_scores(values, 'effective_sample_size values'), np.asarray([str(x) for x in groups])
     if np.isnan(y).any(): raise ValueError("effective_sample_size: values contain NaN")
     N = len(y); keys, inv = np.unique(g, return_inverse=True); k = len(keys)
     if N == 0: return 0.0
@@ -84,7 +84,7 @@ def task_bootstrap_ci(values:Sequence[float], # one value per episode
                       binary:bool=False,      # the values are a 0/1 rate: constant ones get Wilson's CI over the tasks
                      )->tuple[float, float]:
     "Bootstrap CI of the mean of `values` that resamples whole tasks (episodes of one task are not independent)"
-    y = read_scores(values); k = len(set(map(str, groups)))
+    y = read_scores(values, 'task_bootstrap_ci values'); k = len(set(map(str, groups)))
     if k == len(y): return bootstrap_ci(y, confidence=confidence, n_resamples=n_resamples, seed=seed, binary=binary)
     if k < 2: return (float('nan'), float('nan'))
     if no_spread(y): return bootstrap_ci(np.full(k, y[0]), confidence=confidence, binary=binary)   # tasks: the unit
@@ -278,7 +278,8 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
                     nan_policy:str='raise',
                    )->Comparison:
     "Compare two samples of a metric with Welch, Mann-Whitney, Fisher, permutation and (paired) t, Wilcoxon, McNemar tests"
-    a, b, n_nan = _omit_nan(read_scores(a), read_scores(b), paired, nan_policy, metric, name_a, name_b)
+    a, b = read_scores(a, f'{metric} for {name_a}'), read_scores(b, f'{metric} for {name_b}')   # finite, as written
+    a, b, n_nan = _omit_nan(a, b, paired, nan_policy, metric, name_a, name_b)
     if len(a) < 2 or len(b) < 2: raise ValueError(f"need at least 2 values per agent, got {len(a)} and {len(b)}")
     if paired and len(a) != len(b): raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
     binary = is_binary(a, b) if binary is None else binary

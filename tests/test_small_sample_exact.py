@@ -359,9 +359,11 @@ def test_a_nan_difference_is_never_counted_as_exact():
     a = np.r_[np.inf, np.arange(1, 60.)]; b = np.r_[np.inf, 0.5 - np.arange(59) * 1e-3]
     with np.errstate(invalid='ignore'), warnings.catch_warnings():
         warnings.simplefilter('ignore', RuntimeWarning)
-        for x, y, paired in [(a, b, True), (np.r_[np.nan, a[1:]], b, True), (np.r_[np.nan, 1., 1., 2.], np.r_[3., 4., 4., 5.], False)]:
+        for x, y, paired in [(np.r_[np.nan, a[1:]], np.r_[0., b[1:]], True), (np.r_[np.nan, 1., 1., 2.], np.r_[3., 4., 4., 5.], False)]:
             assert rank_test(x, y, paired)['exact'] is False, (x, y, paired)
-        assert compare_samples(a, b, paired=True).tests['wilcoxon']['exact'] is False
+        for f in (lambda: rank_test(a, b, True), lambda: compare_samples(a, b, paired=True)):   # inf: refused since
+            with pytest.raises(ValueError, match='position 0 is inf'):                             # read_scores (08b)
+                f()
 
 
 def test_an_empty_sample_is_left_to_scipy_unflagged():
@@ -733,14 +735,24 @@ def test_every_entry_point_reads_narrow_floats_as_written(dtype):
     assert bootstrap_ci(n(p8)) == bootstrap_ci(p8) and task_bootstrap_ci(n(p8), tasks) == task_bootstrap_ci(p8, tasks)
     assert effective_sample_size(n(p8), tasks) == effective_sample_size(p8, tasks)
 
-@pytest.mark.parametrize('a,b,paired', [
-    ([np.inf, 1, 2], [np.inf, 0, 1], True),     # main: p 0.0 flagged exact (inf - inf is NaN)
-    ([np.inf, 1, 2], [np.inf, 2, 5], False),    # main: p 0.1 flagged exact, of a NaN mean difference
-    ([np.inf, np.inf], [1, 2], False),          # main: p 0.0 flagged exact, below the 2/6 the observed split alone gives
-    ([np.inf, 1, 2], [-np.inf, 0, 1], False),
+@pytest.mark.parametrize('a,b,paired,where', [
+    ([np.inf, 1, 2], [np.inf, 0, 1], True, 'a: the score at position 0 is inf'),   # 0b1b8280: permutation p NaN, not refused
+    ([1, 2, 3], [2, 5, np.inf], False, 'b: the score at position 2 is inf'),
+    ([np.inf, np.inf], [1, 2], False, 'a: the score at position 0 is inf'),       # compare_samples: Welch p 1, CI +inf to +inf
+    ([1, 2, 3], [-np.inf, 0, 1], False, 'b: the score at position 0 is -inf'),
 ])
-def test_permutation_of_infinite_scores_flags_no_p(a, b, paired):
-    "A mean with an infinite score is not a number relabellings move: scipy compared NaN and inf statistics and the p was flagged exact"
+def test_an_infinite_score_is_refused_by_every_entry_point_naming_sample_and_position(a, b, paired, where):
+    "compare_samples took infinite scores (Welch p 1 with a CI +inf to +inf; a NaN primary p noted 'both samples are constant'), rank_test ranked them, permutation gave no p: one rule, refused"
+    from knowlyr_lab.intervals import bootstrap_ci
     from knowlyr_lab.permutation import permutation
-    with np.errstate(invalid='ignore'): r = permutation(np.array(a, float), np.array(b, float), paired)
-    assert math.isnan(r['pvalue']) and r['exact'] is False, r
+    a32, b32 = np.array(a, np.float32), np.array(b, np.float32)   # float32's inf too
+    for f in (lambda: rank_test(np.array(a, float), np.array(b, float), paired), lambda: permutation(a32, b32, paired)):
+        with pytest.raises(ValueError, match='sample ' + where):
+            f()
+    for policy in ('raise', 'omit'):   # not a missing score: never omitted
+        with pytest.raises(ValueError, match='reward for ' + ('A' if where[0] == 'a' else 'B') + where[1:]):
+            compare_samples(a, b, paired=paired, metric='reward', nan_policy=policy)
+    with pytest.raises(ValueError, match='bootstrap_ci values' + where[1:]):
+        bootstrap_ci(a if where[0] == 'a' else b)
+    nan = permutation(np.r_[np.nan, 1, 2], np.r_[3., 0, 1], paired)   # NaN, a missing score: no p, as before
+    assert math.isnan(nan['pvalue']) and nan['exact'] is False
