@@ -16,7 +16,7 @@ from scipy import stats
 from .intervals import no_spread, read_scores
 
 # %% auto #0
-__all__ = ['PERMUTATIONS', 'RANK_SUM_CELLS', 'RANK_P_RTOL', 'relabellings', 'permutation', 'rank_test']
+__all__ = ['PERMUTATIONS', 'RANK_SUM_CELLS', 'RANK_P_RTOL', 'relabellings', 'flat_samples', 'permutation', 'rank_test']
 
 # %% ../nbs/08c_permutation.ipynb #a65f5cd0
 PERMUTATIONS = 100_000 # relabellings drawn by the permutation test; up to this many, all are enumerated
@@ -46,7 +46,7 @@ def _written_ints(x, most:int|None=None)->np.ndarray|None: # most: distinct valu
     return np.array(n, np.int64)[i] if sum(u * m for u, m in zip(n, c.tolist())) < 2 ** 63 else None
 
 # %% ../nbs/08c_permutation.ipynb #cccba651
-def _flat(a, b, paired:bool)->tuple[bool, bool]:
+def flat_samples(a, b, paired:bool)->tuple[bool, bool]: # (no spread, equal means)
     "No spread (in the pairs' differences, or each sample), and equal means: as written where held, else to rounding"
     w = _written_ints(np.r_[a, b]) if len(a) and len(b) else None
     if w is None: return no_spread(a - b) if paired else no_spread(a) and no_spread(b), no_spread([a.mean(), b.mean()])
@@ -57,7 +57,7 @@ def _flat(a, b, paired:bool)->tuple[bool, bool]:
 # %% ../nbs/08c_permutation.ipynb #a1fc8568
 def _no_spread_p(a, b, paired:bool)->float|None:
     "Exact two-sided p of the mean difference of samples with no spread (None where they have spread)"
-    flat, same = _flat(a, b, paired)
+    flat, same = flat_samples(a, b, paired)
     if not flat: return None
     if same: return 1.0     # no difference: every relabelling is as far out
     return max(2 / relabellings(a, b, paired), np.finfo(float).tiny)   # the labelling and its mirror; never 0

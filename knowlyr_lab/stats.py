@@ -21,7 +21,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from .intervals import bootstrap_ci, no_spread, read_scores, wilson_ci
-from .permutation import PERMUTATIONS, permutation, rank_test, relabellings
+from .permutation import PERMUTATIONS, flat_samples, permutation, rank_test, relabellings
 
 # %% auto #0
 __all__ = ['pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'task_draws', 'task_bootstrap_ci', 'Comparison', 'is_binary',
@@ -229,9 +229,10 @@ def _paired_tests(a, b, binary:bool)->dict:
 
 # %% ../nbs/09_stats.ipynb #2130997e
 def _undefined_t(tests:dict, a, b)->bool:
-    "Set the t tests of samples with no spread to NaN (t = inf, p = 0), p = 1 where the means are equal; True if means differ"
-    flat = {'welch_t': lambda: no_spread(a) and no_spread(b), 'paired_t': lambda: no_spread(a - b)}
-    hit, same = [k for k, f in flat.items() if k in tests and f()], no_spread([a.mean(), b.mean()])
+    "NaN t tests (t = inf, p = 0) of samples with no spread as written, p = 1 if the means are equal; True if not"
+    flat = {'welch_t': lambda: flat_samples(a, b, False)[0],   # paired: differences equal as written, or in float64
+            'paired_t': lambda: flat_samples(a, b, True)[0] or np.ptp(a - b) == 0}
+    hit, same = [k for k, f in flat.items() if k in tests and f()], flat_samples(a, b, False)[1]
     for k in hit: tests[k] = {**tests[k], 'statistic': float('nan'), 'pvalue': 1.0 if same else float('nan')}   # 0/0
     return bool(hit) and not same
 

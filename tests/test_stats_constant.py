@@ -121,3 +121,15 @@ def test_identical_constant_samples_get_no_evidence_of_a_difference_from_welch(v
     assert c.primary == 'welch_t' and c.tests['welch_t']['pvalue'] == 1.0 and math.isnan(c.tests['welch_t']['statistic']), c.tests
     assert _quiet(compare_samples, [1.0] * n, [1.0] * m).tests['welch_t']['pvalue'] == 1.0   # as scipy's 0/0 for 1.0 gives
     assert c.tests.get('permutation', {'pvalue': 1.0})['pvalue'] == 1.0   # counted where C(n + m, n) <= 100,000
+
+
+def test_paired_t_reads_pairs_one_ulp_apart_as_written_as_the_permutation_test_does():
+    "3 pairs each one ulp up (1e-16 as written): no_spread called the means equal, so paired_t said p = 1 where the permutation test of the scores as written says 0.25"
+    from knowlyr_lab.permutation import permutation
+    b = np.array([.5, .6, .7]); a = np.nextafter(b, 1)   # 0.5000000000000001 ...: every pair up by 1e-16 as written
+    c = _quiet(compare_samples, a, b, paired=True)
+    assert math.isnan(c.tests['paired_t']['pvalue']) and c.primary == 'permutation', c.tests   # main: paired_t p 1.0, primary
+    assert c.p_value == permutation(a, b, True)['pvalue'] == 0.25
+    b = np.array([.1, .7, .3]); a = np.nextafter(b, 1)   # up by 2e-17, 1e-16, 4e-17 as written: spread
+    c = _quiet(compare_samples, a, b, paired=True)
+    assert c.primary == 'paired_t' and c.p_value == stats.ttest_rel(a, b).pvalue < 0.25, c.tests   # main: p 1.0
