@@ -41,7 +41,8 @@ def _written_ints(x, most:int|None=None)->np.ndarray|None: # most: distinct valu
     if most is not None and len(v) > most: return None
     w = _written(v)   # each value once
     if not w or not all(u.is_finite() for u in w): return None
-    k = max(0, -min(u.as_tuple().exponent for u in w)); n = [int(u.scaleb(k, _WRITTEN)) for u in w]
+    k = max(0, -min((u.as_tuple().exponent for u, f in zip(w, v.tolist()) if f % 1), default=0))   # 1.0: no tenths
+    n = [int(u.scaleb(k, _WRITTEN)) for u in w]
     n = [u - n[0] for u in n]   # v ascends: n[0] is the smallest
     return np.array(n, np.int64)[i] if sum(u * m for u, m in zip(n, c.tolist())) < 2 ** 63 else None
 

@@ -706,6 +706,23 @@ def test_permutation_of_scores_spanning_more_than_19_digits_ties_within_scipys_w
         assert window > strict   # moving 1e-14 to the other side is a tie here, a relabelling further in as written
 
 
+
+@pytest.mark.parametrize('a,b,paired', [
+    ([1e18, 2e18, 4e18, 0.], [0., 5e17, 1e18, 7e17], False),   # no relabelling near the observed one: main's p, 0.2857
+    ([1e18, 2e18, 4e18, 0.], [0., 5e17, 1e18, 7e17], True),    # main's p, 0.25
+    ([1e18, 1e18, 3.], [0., 2., 1e18], False),                 # main: p 1.0 (2 of 20 splits within 100 ulps), exact 0.4
+    ([1e18, 3e17, 2e17, 5.], [0., 1e17, 4e17, 7.], False),     # main: p 0.457, exact 0.4
+])
+def test_whole_number_scores_are_not_scaled_by_ten_so_0_to_1e18_is_counted_exactly(a, b, paired):
+    "'1.0' is written with one decimal, so _written_ints scaled [0, 1e18] by 10 (1e19, past 2^63) and permutation fell to float64's 100-ulp ties"
+    from knowlyr_lab.permutation import _written_ints, permutation
+    assert _written_ints(np.r_[0., 1e18]).tolist() == [0, 10 ** 18] and _written_ints([2., 5., 1e3]).tolist() == [0, 3, 998]
+    assert _written_ints([2.5, 1e3]).tolist() == [0, 9975]   # a decimal scales every score, as before
+    x, y = np.array(a), np.array(b)
+    assert _written_ints(np.r_[x, y]) is not None   # main: None, the float path
+    r = permutation(x, y, paired)
+    assert r['exact'] and r['pvalue'] == float(_window_perm_p(x, y, paired, Fraction(0))), r   # every relabelling, as written
+
 @pytest.mark.parametrize('dtype', [np.float32, np.float16])
 def test_narrow_float_scores_are_compared_as_written(dtype):
     "float32 scores were read as their float64 expansions (0.3 as 0.30000001192092896), so ties as written broke: Wilcoxon 0.4375 where float64's is 0.5"
