@@ -170,6 +170,7 @@ def _keyed(task, group_by)->tuple[str, bool]:
     v = None if group_by is None else group_value(task, group_by)
     return (task_key(task), group_by is not None) if v is None else (str(v), False)
 
+# %% ../nbs/13_tasks.ipynb #49cbbabf
 def group_key(task,                              # a task dict, a `Task` (or a trajectory's), or an id
               group_by:str|Callable|None=None,   # field or `task -> key` keeping tasks together (None: `task_key`)
              )->str:

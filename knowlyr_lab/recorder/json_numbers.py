@@ -343,6 +343,7 @@ def _number(n, *types)->bool: return isinstance(n, ast.Constant) and type(n.valu
 
 def _signed(n)->ast.AST: return n.operand if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.UAdd, ast.USub)) else n
 
+# %% ../../nbs/20a_recorder_json_numbers.ipynb #97fdafda
 @patch
 def visit_BinOp(self:_Literals, n):
     "`1+2j`, `-1e400-2j`: one stand-in; any other operation left as written, as `literal_eval` refuses it"

@@ -46,6 +46,7 @@ def _prefix_hashes(msgs:list[dict])->list[str]:
     for m in msgs: h.update(message_key(m).encode() + b'\x00'); out.append(h.copy().hexdigest())
     return out
 
+# %% ../../nbs/51_serving_recording.ipynb #bfcdd74c
 def prompt_task_id(prompt:list[dict])->str:
     "The task id of a conversation without one: 'prompt-' and a hash of its prompt's messages"
     return 'prompt-' + _prefix_hashes(prompt)[-1][:12]
