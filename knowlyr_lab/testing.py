@@ -7,8 +7,10 @@ Docs: https://knowlyr.github.io/knowlyr-lab/testing.html.md"""
 # %% ../nbs/08_testing.ipynb #ddad570d
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import socket
 import threading
 import time
 import uuid
@@ -121,6 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
     "Answers HTTP requests for the `FakeLLMServer` in `fake`"
     protocol_version = 'HTTP/1.1'
     fake = None
+    unread = 0      # body bytes this request left unread: its answer closes the connection, they are dropped after it
     def log_message(self, *a): pass
 
 # %% ../nbs/08_testing.ipynb #bc6431ea
@@ -129,12 +132,62 @@ def _send(self:_Handler, code, body, headers=None):
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     self.send_response(code)
     self.send_header('content-type', 'application/json'); self.send_header('content-length', str(len(data)))
+    if self.unread: self.send_header('connection', 'close')   # the rest of this request is not waited for
     for k, v in (headers or {}).items(): self.send_header(k, v)
     self.end_headers(); self.wfile.write(data)
+
+# %% ../nbs/08_testing.ipynb #eef0c320
+def _content_length(headers)->int:
+    "The body size `headers` give (0 without one); a `ValueError` naming the header when they give no one size"
+    if 'transfer-encoding' in headers:
+        raise ValueError(f"Transfer-Encoding {headers['transfer-encoding']!r} is not read: send a Content-Length")
+    sizes = {v.strip() for h in headers.get_all('content-length') or [] for v in h.split(',')}
+    if bad := [s for s in sizes if not (s.isascii() and s.isdigit())]:
+        raise ValueError(f"Content-Length {bad[0]!r} is not a size in bytes (a non-negative integer)")
+    if len(sizes) > 1: raise ValueError(f"Content-Length headers disagree: {', '.join(sorted(sizes))}")
+    return int(sizes.pop()) if sizes else 0
+
+# %% ../nbs/08_testing.ipynb #233118d8
+_DRAIN_BYTES = 2**16   # a body the server does not use is read and dropped up to this size; past it, it closes
+
+@patch
+def _drop_rest(self:_Handler, most:int):
+    "After a closing answer: end its stream, then read and drop at most `most` bytes the client still sends (1 s each)"
+    with contextlib.suppress(OSError):       # the client left, or went quiet: nothing more to read
+        self.connection.shutdown(socket.SHUT_WR); self.connection.settimeout(1.0)
+        while most > 0 and (got := self.rfile.read1(min(most, 2**16))): most -= len(got)
+
+# %% ../nbs/08_testing.ipynb #99e65845
+@patch
+def handle_one_request(self:_Handler):
+    "Serve one request; then drop, within a bound, the bytes it left unread (its answer closed the connection)"
+    self.unread = 0
+    super(_Handler, self).handle_one_request()
+    if self.unread: self._drop_rest(self.unread)
+
+# %% ../nbs/08_testing.ipynb #91a50e1a
+@patch
+def send_error(self:_Handler, code:int, message:str|None=None, explain:str|None=None):
+    "The error answer `code` as a JSON error; what the client still sends is dropped after it, then the connection closes"
+    short, _ = self.responses.get(code, ('Error', ''))
+    self.unread = max(self.unread, 16 * _DRAIN_BYTES)   # how much more of it may come is unknown
+    kind = 'invalid_request_error' if code < 500 else 'api_error'
+    self._send(code, {'error': {'message': message or short, 'type': kind}})
+
+# %% ../nbs/08_testing.ipynb #9962505c
+@patch
+def _skip_body(self:_Handler)->bool:
+    "Read and drop the body of a request answered without it; False when its size is bad (then answered 400)"
+    try: size = _content_length(self.headers)
+    except ValueError as e: self.send_error(400, str(e)); return False
+    if size <= _DRAIN_BYTES: self.rfile.read(size)
+    else: self.unread = min(size, 16 * _DRAIN_BYTES)   # the answer closes; then the body is dropped
+    return True
 
 # %% ../nbs/08_testing.ipynb #d4f1b076
 @patch
 def do_GET(self:_Handler):
+    if not self._skip_body(): return
     if self.path.rstrip('/').endswith('/models'):
         model = {'id': self.fake.model, 'object': 'model', 'created': 0, 'owned_by': 'knowlyr'}
         return self._send(200, {'object': 'list', 'data': [model]})
@@ -161,7 +214,8 @@ def _fault(self:_Handler, fault)->bool:
 @patch
 def do_POST(self:_Handler):
     server = self.fake
-    n = int(self.headers.get('content-length') or 0)
+    try: n = _content_length(self.headers)
+    except ValueError as e: return self.send_error(400, str(e))
     try: req = json.loads(self.rfile.read(n) or b'{}')
     except json.JSONDecodeError:
         return self._send(400, {'error': {'message': 'request body is not JSON', 'type': 'invalid_request_error'}})

@@ -1,0 +1,111 @@
+"""srv26: `FakeLLMServer` (page 08) on the wire, as any HTTP client can speak to it. It left a body it did not read
+(a GET's) in the connection, so on a kept-alive connection the body's bytes were read as the next request: a body
+holding a request was answered as one, and the real next request got the wrong answer. A Content-Length that is
+not one size (a word, a negative, two that disagree) raised in the handler (a traceback, the connection dropped
+unanswered) or was read as some other size. Now a body the server does not use is read and dropped (past 64 KiB:
+the answer says `Connection: close` and the body is dropped after it), and a bad size is a 400 JSON error naming
+the header, the connection closed only after what the client sent is read, so no reset destroys the answer."""
+import json
+import socket
+
+import pytest
+
+from knowlyr_lab.testing import FakeLLMServer, prompt_text
+
+
+def _post(prompt:str, headers:bytes=b'')->bytes:
+    "A chat completion POST asking `prompt`, its Content-Length right unless `headers` give their own size ({n}: it)"
+    body = json.dumps({'model': 'm', 'messages': [{'role': 'user', 'content': prompt}]}).encode()
+    headers = headers.replace(b'{n}', b'%d' % len(body))
+    size = b'' if b'content-length' in headers.lower() or b'transfer-encoding' in headers.lower() else \
+        b'Content-Length: %d\r\n' % len(body)
+    return b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' + size + headers + \
+        b'\r\n' + body
+
+def _get(path:bytes, body:bytes)->bytes:
+    "A GET of `path` carrying `body`, as a client may send it"
+    return b'GET ' + path + b' HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n' % len(body) + body
+
+class _Wire:
+    "One kept-alive connection to `port`: send bytes, read whole answers; a reset raises (the answer must come whole)"
+    def __init__(self, port:int): self.c, self.buf = socket.create_connection(('127.0.0.1', port), timeout=5), b''
+    def send(self, data:bytes): self.c.sendall(data)
+    def _more(self)->bytes:
+        chunk = self.c.recv(65536); self.buf += chunk; return chunk
+    def answer(self)->tuple:
+        "(status, headers with lower-case names, JSON body) of the next answer"
+        while b'\r\n\r\n' not in self.buf: assert self._more(), f"the server closed before an answer: {self.buf!r}"
+        head, _, self.buf = self.buf.partition(b'\r\n\r\n')
+        lines = head.decode('latin-1').split('\r\n')
+        headers = {k.lower(): v for k, _, v in (l.partition(': ') for l in lines[1:])}
+        n = int(headers['content-length'])
+        while len(self.buf) < n: assert self._more(), 'the server closed inside an answer'
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return int(lines[0].split(' ')[1]), headers, json.loads(body)
+    def closed(self)->bool:
+        "The server closes with nothing more to say (a timeout or a reset raises)"
+        return self._more() == b'' and self.buf == b''
+    def close(self): self.c.close()
+
+@pytest.fixture
+def echo():
+    "A FakeLLMServer whose model answers the prompt it was sent"
+    with FakeLLMServer(lambda req, api: prompt_text(req)) as srv: yield srv
+
+@pytest.mark.parametrize('path', [b'/v1/models', b'/v1/nope'])
+def test_a_get_body_is_not_read_as_the_next_request(echo, path):
+    "A GET carrying a body (here one that is itself a request), then a POST, on one connection: two answers, the POST's second"
+    w = _Wire(echo.port)
+    try:
+        w.send(_get(path, _post('smuggled')) + _post('real'))
+        status, _, body = w.answer()
+        assert status == (200 if path == b'/v1/models' else 404), body
+        status, _, body = w.answer()
+        assert (status, body.get('object')) == (200, 'chat.completion'), body
+        assert body['choices'][0]['message']['content'] == 'real', body
+    finally: w.close()
+    assert [prompt_text(r['body']) for r in echo.requests] == ['real']
+
+def test_a_large_get_body_closes_the_connection_after_the_answer(echo):
+    "A GET body past what the server reads before answering: the answer says Connection: close, then the close, no reset"
+    w = _Wire(echo.port)
+    try:
+        w.send(_get(b'/v1/models', b'x' * 100_000))
+        status, headers, body = w.answer()
+        assert (status, headers.get('connection'), body['data'][0]['id']) == (200, 'close', 'fake-model')
+        assert w.closed()
+    finally: w.close()
+
+BAD_SIZES = {'word': (b'Content-Length: abc\r\n', 'Content-Length'),
+             'negative': (b'Content-Length: -5\r\n', 'Content-Length'),
+             'signed': (b'Content-Length: +5\r\n', 'Content-Length'),
+             'two that disagree': (b'Content-Length: {n}\r\nContent-Length: 7\r\n', 'Content-Length'),
+             'chunked': (b'Transfer-Encoding: chunked\r\n', 'Transfer-Encoding')}
+
+@pytest.mark.parametrize('method', ['POST', 'GET'])
+@pytest.mark.parametrize('case', list(BAD_SIZES))
+def test_a_bad_body_size_is_a_400_naming_the_header(echo, case, method):
+    "A request whose body has no one size: 400, a JSON error naming the header, Connection: close, then the close"
+    headers, names = BAD_SIZES[case]
+    req = _post('hi', headers)
+    if method == 'GET': req = b'GET /v1/models' + req[len(b'POST /v1/chat/completions'):]
+    w = _Wire(echo.port)
+    try:
+        w.send(req)
+        status, got, body = w.answer()
+        assert (status, got.get('content-type'), got.get('connection')) == (400, 'application/json', 'close'), body
+        assert names in body['error']['message'] and body['error']['type'] == 'invalid_request_error', body
+        assert w.closed()
+    finally: w.close()
+    assert echo.requests == []
+
+def test_the_stdlib_errors_answer_json_too(echo):
+    "A method the server has no handler for, with a body: a 501 JSON error, then the close, no reset"
+    w = _Wire(echo.port)
+    try:
+        w.send(b'PUT /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n' + b'x' * 5000)
+        status, got, body = w.answer()
+        assert (status, got.get('content-type'), got.get('connection')) == (501, 'application/json', 'close'), body
+        assert "Unsupported method ('PUT')" in body['error']['message'], body
+        assert w.closed()
+    finally: w.close()
