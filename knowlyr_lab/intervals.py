@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 # %% auto #0
-__all__ = ['wilson_ci', 'read_scores', 'no_spread', 'bootstrap_ci']
+__all__ = ['SCORE_BOUND', 'wilson_ci', 'read_scores', 'no_spread', 'bootstrap_ci']
 
 # %% ../nbs/08b_intervals.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -28,22 +28,28 @@ def wilson_ci(successes:int,       # number of successful episodes
     ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method='wilson')
     return (float(ci.low), float(ci.high))
 
+# %% ../nbs/08b_intervals.ipynb #9b63d0c9
+SCORE_BOUND = 1e75 # the largest |score| read: a difference of two, to the 4th power (a variance squared), is 1.6e301
+
 # %% ../nbs/08b_intervals.ipynb #35d259e9
-def _finite(x:np.ndarray, what:str)->np.ndarray:
-    "`x`, or an error naming the sample `what` and the position of its first infinite score"
-    if np.isinf(x).any():
-        i = int(np.flatnonzero(np.isinf(x))[0])
-        raise ValueError(f"{what}: the score at position {i} is {x.flat[i]:g}; a score must be a finite number")
-    return x
+def _finite(x:np.ndarray, what:str, axes:tuple=())->np.ndarray:
+    "`x`, or an error naming the sample `what` and the place of its first infinite or too large score"
+    bad = np.flatnonzero(np.abs(x) > SCORE_BOUND)   # NaN compares False: a missing score is kept
+    if not len(bad): return x
+    i = int(bad[0]); cell = zip(axes, np.unravel_index(i, x.shape)) if len(axes) == x.ndim else ()
+    at = ', '.join(f'{n} {k}' for n, k in cell) or f'position {i}'
+    raise ValueError(f"{what}: the score at {at} is {x.flat[i]:g}; a score must be a finite number at most "
+                     f"{SCORE_BOUND:g} in size (past it a difference, sum or power of scores overflows float64)")
 
 # %% ../nbs/08b_intervals.ipynb #e01b094b
-def read_scores(x:Sequence[float],    # one sample of scores
+def read_scores(x:Sequence[float],    # one sample of scores (or a table of them)
                 what:str='scores',    # the sample, as an error names it
+                axes:tuple=(),        # the names of a table's axes, as an error names a cell: ('run', 'task')
                )->np.ndarray:         # float64
-    "Scores in float64 as written (float32's 0.3 as 0.3, not 0.30000001192092896); an infinite score refused"
+    "Scores in float64 as written (float32's 0.3 as 0.3, not 0.30000001192092896); an infinite or too large one refused"
     x = np.asarray(x)
     x = x.astype(str).astype(float) if x.dtype.kind == 'f' and x.dtype.itemsize < 8 else np.asarray(x, float)
-    return _finite(x, what)
+    return _finite(x, what, axes)
 
 # %% ../nbs/08b_intervals.ipynb #834ef5aa
 def no_spread(x:Sequence[float])->bool:

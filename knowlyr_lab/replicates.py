@@ -17,7 +17,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
-from .intervals import bootstrap_ci, no_spread
+from .intervals import bootstrap_ci, no_spread, read_scores
 from .permutation import permutation
 from .stats import is_binary, newcombe_paired_ci
 
@@ -201,7 +201,7 @@ def crossed_bootstrap(
                       binary:bool=False,        # cells are differences of one 0/1 outcome per task (success)
                      )->CrossedResult:
     "Mean paired difference of a runs x tasks design, runs and tasks resampled independently"
-    full = np.asarray(diff, float)
+    full = read_scores(diff, 'crossed_bootstrap diff', ('run', 'task'))   # as written; inf refused (page 08b)
     if full.ndim != 2: raise ValueError(f"need a runs x tasks table, got shape {full.shape}")
     seen = ~np.isnan(full); ran, had = seen.any(1), seen.any(0)      # a run or task with no cell is not drawn
     d, mask = full[ran][:, had], seen[ran][:, had]
