@@ -30,7 +30,7 @@ def replicate_variance(values:Sequence[float], # one value per episode (0/1 succ
                        tasks:Sequence,         # the task of each episode
                       )->float:                # mean over tasks run >= 2 times of the per-task variance (ddof=1)
     "Within-task variance between replicate runs: the noise one more run of the same policy adds"
-    df = pd.DataFrame({'v': np.asarray(values, float), 't': [str(t) for t in tasks]})
+    df = pd.DataFrame({'v': read_scores(values, 'replicate_variance values'), 't': [str(t) for t in tasks]})
     if df.v.isna().any(): raise ValueError("replicate_variance: values contain NaN")
     v = df.groupby('t').v.var(ddof=1).dropna()
     if v.empty: raise ValueError("replicate_variance: no task was run twice; run >= 2 replicates per task")

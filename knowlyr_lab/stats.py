@@ -182,7 +182,7 @@ def _score_diff_ci(a, b, paired:bool, confidence:float)->tuple[float, float]:
 # %% ../nbs/09_stats.ipynb #66394bd0
 def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, list, str]:
     "CI of mean(a) - mean(b), notes, and its method: a score CI for 0/1 rates, else the bootstrap (none with no spread)"
-    flat = flat_samples(a, b, paired)[0] or paired and no_spread(a - b)   # as written; paired, float64's a - b resampled
+    flat = flat_samples(a, b, paired)[0] or paired and no_spread(a - b)   # as written; paired, the a - b resampled
     what = f"every pair differs by {a[0] - b[0]:+g}" if paired else "both samples are constant"
     if binary and is_binary(a, b):
         return (_score_diff_ci(a, b, paired, confidence), [f"{what}: Newcombe's score CI"] if flat else [],
