@@ -61,15 +61,21 @@ def _as_text(v)->str:
     try: return v if isinstance(v, str) else json.dumps(v, sort_keys=True, ensure_ascii=False, default=plain)
     except (TypeError, ValueError): return str(v)   # keys JSON cannot sort (1 and 'b'), a cycle: as keyed before
 
+# %% ../nbs/13_tasks.ipynb #b62dc09a
+def _text_shown(task):
+    "What a task no env made shows first (`_first_seen`); None for a string (an id or key as written), an env's task"
+    if isinstance(task := _unwrap(task), str): return None
+    if task_field(task, 'fingerprint') or task_field(task, 'env_id'): return None
+    return _first_seen(task)
+
 # %% ../nbs/13_tasks.ipynb #5ac73e45
 def task_key(task)->str:
     "What identifies a task's content: its fingerprint; else (no env) a hash of the text seen first; else its id"
     task = _unwrap(task)
     if isinstance(task, str): return task
     if fp := task_field(task, 'fingerprint'): return str(fp)
-    if task_field(task, 'env_id'): return task_id(task)     # an env's task: its text may not hold it (a seed's maze)
-    if (seen := _first_seen(task)) is not None: return 'text:' + hashlib.sha1(_as_text(seen).encode()).hexdigest()
-    return task_id(task)
+    if (seen := _text_shown(task)) is not None: return 'text:' + hashlib.sha1(_as_text(seen).encode()).hexdigest()
+    return task_id(task)                                    # an env's task, or one that shows nothing
 
 
 # %% ../nbs/13_tasks.ipynb #474fca15
@@ -245,16 +251,16 @@ class HeldOutReport:
 
 
 # %% ../nbs/13_tasks.ipynb #2018d0fb
-def _text_as_read(task)->str|None:
-    "A text task's key of its text as it reads (`_as_read`); None for a task with a fingerprint or an env"
-    if not (k := task_key(task)).startswith('text:'): return None
-    try: return hashlib.sha1(_as_text(_as_read(_first_seen(_unwrap(task)))).encode()).hexdigest()
-    except RecursionError: return k[5:]           # a value that holds itself: its text as keyed
+def _text_as_read(task, key:str)->str|None:
+    "A text task's `key` (its `task_key`) of its text as it reads (`_as_read`); None for any other task or key"
+    if key != task_key(task) or (seen := _text_shown(task)) is None: return None   # an id, a fingerprint, a str
+    try: return 'text:' + hashlib.sha1(_as_text(_as_read(seen)).encode()).hexdigest()
+    except RecursionError: return key            # a value that holds itself: its text as keyed
 
 # %% ../nbs/13_tasks.ipynb #206b0553
 def _basis(task, key:str)->str:
-    "What a task's content key rests on: 'text' (what it shows), 'id' (its name alone) or 'fingerprint'"
-    if key.startswith('text:'): return 'text'
+    "What a task's content key rests on: 'text' (what it shows, or a text key as written), 'id' or 'fingerprint'"
+    if key.startswith('text:') and (isinstance(task, str) or _text_shown(task) is not None): return 'text'
     try: return 'id' if key == task_id(_unwrap(task)) else 'fingerprint'   # an exported row's id: its `task_id`
     except (KeyError, TypeError): return 'fingerprint'                      # no id at all: the key is not one
 
@@ -279,9 +285,10 @@ def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, tr
     "Compare evaluation and training tasks by content (`content_keys`: fingerprints, ids looked up in their env)"
     train, eval = list(train), list(eval)
     keys = content_keys(train + eval)
-    read = [_text_as_read(t) or k for t, k in zip(train + eval, keys)]   # a text task as it reads: rewrapped, the same
+    read = [_text_as_read(t, k) or k for t, k in zip(train + eval, keys)]   # a text task as it reads: rewrapped, the same
     tr, ev = set(read[:len(train)]), read[len(train):]
-    shared = sorted({k for k, r in zip(keys[len(train):], ev) if r in tr})
+    known = tr | set(keys[:len(train)])         # a key given as written matches its task as written, or as it reads
+    shared = sorted({k for k, r in zip(keys[len(train):], ev) if r in known or k in known})
     bases = [_basis(t, k) for t, k in zip(train + eval, keys)]
     by_id = {k for k, b in zip(keys, bases) if b == 'id'}   # a match of these is of names only
     rep = HeldOutReport(len(tr), len(set(ev)), len(ev), shared,

@@ -184,3 +184,58 @@ def test_task_key_reads_a_numpy_array_as_its_list(tmp_path):
     assert task_key({'id': 'a', 'prompt': x}) != task_key({'id': 'b', 'prompt': y})
     assert distinct_tasks([{'id': 'a', 'prompt': x}, {'id': 'b', 'prompt': y}]) == 2
     assert task_key({'id': 'a', 'prompt': x}) == task_key({'id': 'b', 'prompt': x.tolist()})
+
+
+
+class Finisher:
+    "An agent that finishes at once"
+    name = 'finisher'
+    def __call__(self, obs, history): return {'tool': 'finish', 'params': {}}
+
+
+def adapter(tasks:list, shown:bool):
+    "An env adapter of `tasks` with no fingerprint and no env_id; its first observation is the instruction, or empty"
+    from knowlyr_lab import AgentEnv, TimeStep
+    class Adapter(AgentEnv):
+        tool_schemas = [{'type': 'function', 'function': {'name': 'finish', 'parameters': {'type': 'object', 'properties': {}}}}]
+        def list_tasks(self): return [dict(t) for t in tasks]
+        def reset(self, *, task=None, seed=None):
+            self._ep_done, self._ep_started, self._ep_steps = False, True, 0
+            t = next(t for t in tasks if t['id'] == (task or tasks[0])['id'])
+            return TimeStep(t.get('instruction', '') if shown else '', info={'task': dict(t)})
+        def _reset(self, task=None, seed=None): raise NotImplementedError
+        def _step(self, tool, params): return TimeStep('done', 1.0, terminated=True)
+    return Adapter
+
+
+TEXTS = [{'id': f't{i}', 'instruction': f'Compute {i}+{i}'} for i in range(3)]
+OTHER = [task_key({'id': f'x{i}', 'instruction': f'Compute {i}*{i}'}) for i in (7, 8)]   # keys of tasks not evaluated
+
+
+def evaluated(env, train_tasks, strict=False):
+    "evaluate_agent's result on `env`'s 3 tasks, and the texts of its warnings"
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        res = evaluate_agent(Finisher(), env, n_tasks=3, train_tasks=train_tasks, strict=strict, progress=False)
+    return res, [str(x.message) for x in w]
+
+
+def test_training_tasks_given_as_their_keys_are_compared_as_written_in_an_evaluation():
+    """ev6: training tasks given as their `task_key`s ('text:...', as an episodes table's task_key column holds them)
+    all read as the text of nothing (one hash), so the key of an evaluated task matched nothing: not held out, unseen"""
+    res, said = evaluated(adapter(TEXTS, True), OTHER, strict=True)
+    assert res.held_out.disjoint and res.held_out.basis == {'fingerprint': 0, 'text': 5, 'id': 0}, res.held_out
+    assert not [s for s in said if 'share content' in s], said
+    mine = task_key({'id': 'elsewhere', 'instruction': 'Compute 2+2'})          # the key of an evaluated task
+    with pytest.raises(TaskOverlapError, match='1 of 3 evaluation tasks share content'):
+        evaluated(adapter(TEXTS, True), OTHER + [mine], strict=True)
+
+
+def test_disjoint_tasks_named_by_keys_do_not_share_content_in_an_evaluation():
+    """ev6: tasks named by their keys that show nothing (a log replayed by its task_key column) and training keys all
+    read as one hash: evaluate_agent warned that 2 different tasks 'share content' and held 1 distinct task"""
+    named = [{'id': task_key(t)} for t in TEXTS]
+    res, said = evaluated(adapter(named, False), OTHER)
+    assert (res.held_out.shared, res.held_out.n_eval) == ([], 3), res.held_out
+    assert not [s for s in said if 'share content' in s or 'hold only' in s], said
+    assert [s for s in said if 'compared by id alone' in s], said                # names only: said so
