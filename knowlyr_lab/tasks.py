@@ -277,13 +277,24 @@ def _by_id_alone(tasks:list, bases:list, strict:bool, matched:list=()):
     if strict: raise TaskOverlapError(msg + ": they cannot be called held out")
     warnings.warn(msg, stacklevel=3)
 
+# %% ../nbs/13_tasks.ipynb #296044be
+def _listed(tasks:Iterable, side:str)->list:
+    "`tasks` as a list; an item that is no task (None, a number) refused in one line naming `side` and its place"
+    tasks = list(tasks)
+    for i, t in enumerate(tasks):
+        try: task_id(_unwrap(t))
+        except KeyError: pass                          # a dict with no id: its text may still key it
+        except TypeError: raise TypeError(f"check_held_out: {side}[{i}] is {repr(t)[:60]}, not a task: give a task "
+                                          "dict, a Task, a trajectory or an id string") from None
+    return tasks
+
 # %% ../nbs/13_tasks.ipynb #ea33162a
 def check_held_out(train:Iterable,     # training tasks (dicts, Task objects, trajectories, ids)
                    eval:Iterable,      # evaluation tasks (the same kinds)
                    strict:bool=False,  # raise TaskOverlapError when they share content
                   )->HeldOutReport:
     "Compare evaluation and training tasks by content (`content_keys`: fingerprints, ids looked up in their env)"
-    train, eval = list(train), list(eval)
+    train, eval = _listed(train, 'train'), _listed(eval, 'eval')
     keys = content_keys(train + eval)
     read = [_text_as_read(t, k) or k for t, k in zip(train + eval, keys)]   # a text task as it reads: rewrapped, the same
     tr, ev = set(read[:len(train)]), read[len(train):]
