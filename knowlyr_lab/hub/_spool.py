@@ -54,18 +54,36 @@ def _past_64_bits(row:dict)->tuple|None:
     try: return changed_field(row, orjson.loads(json.dumps(row)))
     except (TypeError, ValueError): return None          # no JSON at all: orjson's own error says why
 
+# %% ../../nbs/41b_hub_spool.ipynb #4a5654fb
+def _key_not_str(v, field:str='')->tuple|None:
+    "(field, key) of the first dict key in `v` that is no string, the field naming the dict; None: every key is one"
+    if isinstance(v, dict):
+        for key, x in v.items():
+            if not isinstance(key, str): return field, key
+            if c := _key_not_str(x, f"{field}.{key}" if field else key): return c
+    elif isinstance(v, (list, tuple)):
+        return next((c for i, x in enumerate(v) if (c := _key_not_str(x, f"{field}[{i}]"))), None)
+
+# %% ../../nbs/41b_hub_spool.ipynb #7e895687
+def _unwritable(row:dict)->str|None:
+    "Why orjson refuses `row`, naming the field and the fix: a dict key that is no string, or an integer past 64 bits"
+    if k := _key_not_str(row):
+        return (f"{f'field {k[0]!r}' if k[0] else 'the row'}: the object has a key that is no string "
+                f"({reprlib.repr(k[1])}): JSON object keys are strings, write it as one ({str(k[1])!r})")
+    if c := _past_64_bits(row):
+        return (f"field {c[0]!r}: the integer {reprlib.repr(c[1])} is past 64 bits, which datasets (pyarrow) loads as "
+                f"the float {c[2]!r}: write it as a string (tools: export 'sft', whose rows carry them as JSON text)")
+
 # %% ../../nbs/41b_hub_spool.ipynb #751e171f
 @patch
 def row_line(self:SplitWriter, split:str, row:dict)->bytes:
-    "`row` as the JSON line of `split`; an `ExportError` (every file removed) naming an integer past 64 bits it holds"
+    "`row` as the JSON line of `split`; an `ExportError` (every file removed) naming what orjson refuses in it"
     try: return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:
-        if not (c := _past_64_bits(row)): raise
+        if not (why := _unwritable(row)): raise
     self.close()
     for p in self.res.paths.values(): Path(p).unlink(missing_ok=True)
-    raise ExportError(f"{self.out / f'{split}.jsonl'}: split {split!r} row {self.res.counts.get(split, 0) + 1}: field "
-                      f"{c[0]!r}: the integer {reprlib.repr(c[1])} is past 64 bits, which datasets (pyarrow) loads as "
-                      f"the float {c[2]!r}: write it as a string (tools: export 'sft', whose rows carry them as JSON text)")
+    raise ExportError(f"{self.out / f'{split}.jsonl'}: split {split!r} row {self.res.counts.get(split, 0) + 1}: {why}")
 
 # %% ../../nbs/41b_hub_spool.ipynb #9d00b0b4
 @patch
