@@ -137,9 +137,9 @@ def _keywords(call:ast.Call)->dict:
     for kw in call.keywords:
         v = ast.literal_eval(kw.value)       # ValueError: not a literal (`**kwargs`)
         if kw.arg is None and not (isinstance(v, dict) and all(isinstance(k, str) for k in v)): raise ValueError(v)
-        keys = [kw.arg] if kw.arg else [k.value for k in kw.value.keys]   # as written: the dict `v` holds one of two
-        if twice := next((k for i, k in enumerate(keys) if k in params or k in keys[:i]), None): raise KeyError(twice)
-        params.update(v if kw.arg is None else {kw.arg: v})
+        v = v if kw.arg is None else {kw.arg: v}   # a key written twice in one `**{...}`: its last value, as Python's
+        if twice := next((k for k in v if k in params), None): raise KeyError(twice)
+        params.update(v)
     return params
 
 # %% ../nbs/00aa_action_text.ipynb #7de3ad1f

@@ -1022,8 +1022,7 @@ def test_keyword_arguments_passed_as_a_literal_dict_are_read_not_dropped(tmp_pat
     assert t.steps[1].action.params == {'_raw': 'search(**opts)'} and t.steps[1].metadata['bad_arguments'] is True
 
 
-@pytest.mark.parametrize('call', ['search(q=1, **{"q": 2})', 'search(**{"q": 1}, q=2)', 'search(**{"q": 1}, **{"q": 2})',
-                                  'search(**{"q": 1, "q": 2})'])
+@pytest.mark.parametrize('call', ['search(q=1, **{"q": 2})', 'search(**{"q": 1}, q=2)', 'search(**{"q": 1}, **{"q": 2})'])
 def test_a_keyword_given_twice_is_refused_and_kept_raw_never_read_as_one_value(tmp_path, call):
     "`search(q=1, **{\"q\": 2})` read as {'q': 2}: q=1 was lost with no word (Python refuses the call: multiple values)"
     from knowlyr_lab.action_text import parse_react
@@ -1039,7 +1038,8 @@ def test_a_keyword_given_twice_is_refused_and_kept_raw_never_read_as_one_value(t
 
 
 @pytest.mark.parametrize('action', ['search({"q": "a", "q": "b"})', 'search({"q": "a", "q": "b", "n": null})',
-                                    'search(opts={"q": "a", "q": "b"})', 'search\nAction Input: {"q": "a", "q": "b"}'])
+                                    'search(opts={"q": "a", "q": "b"})', 'search\nAction Input: {"q": "a", "q": "b"}',
+                                    'search(**{"q": "a", "q": "b"})'])   # Python keeps 'b': no keyword given twice
 def test_a_key_repeated_in_a_react_actions_json_object_is_warned_like_the_json_readers(tmp_path, action):
     "`search({\"q\": \"a\", \"q\": \"b\"})` kept 'b' and lost 'a' with no word, where a JSON reader warns the last value is kept"
     from knowlyr_lab.recorder.convert import convert
