@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import dateutil.parser
 from fastcore.basics import patch
 
 from .chat_messages import ChatFormatError, assistant_message, fence, parse_steps_text, react_text, seed_messages, steps_text, to_messages, tool_call  # noqa: F401 (re-exported: the chat layer's names are all in knowlyr_lab.chat)
@@ -121,13 +122,19 @@ def format_messages(messages:list[dict], # OpenAI chat messages
 
 # %% ../nbs/07a_chat.ipynb #19d2ad33
 PINNED_DATE_STRING = '26 Jul 2024'   # the date a template that reads the clock is given (Llama 3's own fallback)
+_DAY_FORMATS = "ISO ('2024-07-26') or a day, month and year dateutil reads one way ('26 Jul 2024', 'July 26, 2024')"
 
 def _day(date_string)->datetime:
-    "The day `date_string` names (`%d %b %Y` or `%Y-%m-%d`), or the pinned day"
-    for f in ('%d %b %Y', '%Y-%m-%d'):
-        try: return datetime.strptime(str(date_string), f)
-        except ValueError: pass
-    return datetime.strptime(PINNED_DATE_STRING, '%d %b %Y')
+    "The day `date_string` names: ISO, or the one day dateutil reads whatever today is and day or month first"
+    try: return datetime.fromisoformat(s := str(date_string))
+    except ValueError: pass
+    reads = set()
+    for default in (datetime(2000, 1, 1), datetime(2001, 2, 2)):   # a day, month or year left out: two readings
+        for dayfirst in (False, True):                               # '01/02/2025': two readings
+            try: reads.add(dateutil.parser.parse(s, default=default, dayfirst=dayfirst))
+            except (ValueError, OverflowError): reads.add(None)
+    if len(reads) == 1 and None not in reads: return reads.pop()
+    raise ValueError(f"date_string {s!r} names no one day: write it as {_DAY_FORMATS}")
 
 # %% ../nbs/07a_chat.ipynb #b8fe93fe
 _CLOCK = re.compile(r"""strftime_now\(\s*(["'])(.*?)\1\s*\)""")   # a template's read of the clock, its format given

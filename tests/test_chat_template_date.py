@@ -55,11 +55,22 @@ def test_the_render_is_the_same_whatever_day_it_is(clock, name, line):
 
 
 @pytest.mark.parametrize('name,kw,line', [('llama3_2', {'date_string': '01 Jan 2025'}, 'Today Date: 01 Jan 2025'),
-                                          ('gptoss', {'date_string': '01 Jan 2025'}, 'Current date: 2025-01-01')])
+                                          ('gptoss', {'date_string': '01 Jan 2025'}, 'Current date: 2025-01-01'),
+                                          ('gptoss', {'date_string': '1 January 2025'}, 'Current date: 2025-01-01'),
+                                          ('gptoss', {'date_string': 'January 1, 2025'}, 'Current date: 2025-01-01')])
 def test_a_callers_date_string_wins(clock, name, kw, line):
+    "'January 1, 2025' (neither `%d %b %Y` nor ISO) rendered gpt-oss's `Current date: 2024-07-26`: the pinned day, unsaid"
     tok = tokenizer_with(trl_template(name))
     texts = [on(clock, d, render_chat, tok, MSGS, template_kwargs=kw) for d in (DAY1, DAY2)]
     assert texts[0] == texts[1] and line in texts[0], texts[0][:300]
+
+
+@pytest.mark.parametrize('date_string', ['someday', 'January 2025', '01/02/2025'])
+def test_a_date_string_that_names_no_one_day_is_refused_never_replaced(clock, date_string):
+    "A date_string read as no day, or as two ('01/02/2025': January or February), rendered the pinned day instead"
+    tok = tokenizer_with(trl_template('gptoss'))
+    with pytest.raises(ValueError, match=f"date_string '{date_string}' names no one day: write it as ISO"):
+        render_chat(tok, MSGS, template_kwargs={'date_string': date_string})
 
 
 def test_a_template_that_reads_no_clock_gets_no_date():
