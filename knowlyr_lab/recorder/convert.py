@@ -20,8 +20,8 @@ from .field_path import warn_coerced
 from .json_numbers import loads_json
 from .reading import READ_ERRORS, iter_jsonl, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
-from .report import ConversionReport
-from .scrub import REPORT_TEXTS, CountingScrub, escape_path_names, mentions_any, redact_everywhere, redact_params, redact_said, serialise_error
+from .report import HELD_BYTES, ConversionReport
+from .scrub import REPORT_TEXTS, CountingScrub, HeldTrajectories, escape_path_names, mentions_any, redact_everywhere, redact_params, redact_said, redaction_counts, serialise_error
 from .values import coerced_notes
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
@@ -119,14 +119,6 @@ def _detected_adapter(path:Path, report:ConversionReport)->LogAdapter|None:
         report.bad_record(path, None, d.reason, None, record_type='(file)', aggregate=True); return None
     return get_adapter(d.format)
 
-# %% ../../nbs/28_recorder_convert.ipynb #9fb6f7b8
-def _redaction_counts(prev, now:dict, before:dict)->dict:
-    "A trajectory's redactions: what this pass redacted (`now` - `before`) added to what a converted one already had"
-    got = {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
-    for k, v in (prev.items() if isinstance(prev, dict) else ()):     # re-converted output keeps its history
-        if type(v) is int and v > 0: got[k] = got.get(k, 0) + v
-    return dict(sorted(got.items()))
-
 # %% ../../nbs/28_recorder_convert.ipynb #356a13b8
 def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values,
                        since:dict):   # the length of each of the report's lists of texts when the file began
@@ -152,7 +144,7 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
         elif seen and mentions_any(t, seen): t = redact_everywhere(t, seen, report)
         if not t.source.format: t.source.format = a.name
         if redactor is not None:   # the records were redacted as they were read: note what this trajectory lost
-            t.metadata['redactions'] = _redaction_counts(t.metadata.get('redactions'), report.redactions, before)
+            t.metadata['redactions'] = redaction_counts(t.metadata.get('redactions'), report.redactions, before)
             before = dict(report.redactions)
         if outcomes is not None:
             t = join_outcome(t, outcomes)
@@ -164,15 +156,17 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
     if coerced_notes(): warn_coerced(report, path, None)
 
 # %% ../../nbs/28_recorder_convert.ipynb #f769070a
-def _file_held(a:LogAdapter, path:Path, report:ConversionReport, *args):
-    "`_file_trajectories` of `path`; at its end what was said and held for it is redacted of each value it gave away"
+def _file_held(a:LogAdapter, path:Path, report:ConversionReport, redactor, *args):
+    "`_file_trajectories` of `path`, handed on at its end with what was said for it redacted of each value it gave away"
     since = {k: len(getattr(report, k)) for k in REPORT_TEXTS}   # what the report said before this file
+    learned = getattr(report.scrub, 'learned', lambda since: None)
+    held = HeldTrajectories(report, None if redactor is None else HELD_BYTES)   # no redaction: nothing to wait for
     report.hold()
-    try: yield from _file_trajectories(a, path, report, *args, since)
-    finally:
-        seen, values = getattr(report.scrub, 'seen', None), getattr(report.scrub, 'values', None)
-        if values and seen is not None: seen.update(values); values.clear(); redact_said(report, seen, since)
-        report.release()
+    try:
+        failed = yield from held.take(_file_trajectories(a, path, report, redactor, *args, since))
+        learned(since); yield from held.released()
+        if failed is not None: raise failed
+    finally: learned(since); report.release(); held.close()
 
 # %% ../../nbs/28_recorder_convert.ipynb #fddf2361
 def convert(paths,                          # files or directories of logs

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import orjson
 from fastcore.basics import patch
@@ -21,7 +24,8 @@ from ..trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, To
 
 # %% auto #0
 __all__ = ['REPORT_TEXTS', 'serialise_error', 'path_text', 'source_file', 'escape_path_names', 'CountingScrub',
-           'redact_everywhere', 'redact_said', 'mentions_any', 'redact_params']
+           'redact_everywhere', 'redact_said', 'mentions_any', 'redact_params', 'redaction_counts', 'HeldTrajectories',
+           'redact_late']
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #71e78adc
 _LONE = re.compile(r'[\ud800-\udfff]')
@@ -188,3 +192,98 @@ def redact_params(t:Trajectory, redactor, values:dict, report)->Trajectory:
     t.source.path, t.task.id = path, tid
     t.id = t.content_hash() if hashed else xid
     return t
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #9fb6f7b8
+def redaction_counts(prev, now:dict, before:dict)->dict:
+    "A trajectory's redactions: what this pass redacted (`now` - `before`) added to what a converted one already had"
+    got = {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
+    for k, v in (prev.items() if isinstance(prev, dict) else ()):     # re-converted output keeps its history
+        if type(v) is int and v > 0: got[k] = got.get(k, 0) + v
+    return dict(sorted(got.items()))
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #3c196d3e
+class HeldTrajectories:
+    "A file's trajectories held to its end: objects up to `limit` bytes of their JSON, the rest in a temporary file"
+    def __init__(self, report,          # its scrub's `seen` values are redacted from them at the end (`released`)
+                 limit:int|None,        # bytes held as objects (`HELD_BYTES`); None: nothing held, each handed on
+                ):
+        self.report, self.limit, self.seen = report, limit, getattr(report.scrub, 'seen', None)
+        self.objs, self.spool, self.last, self.size = [], None, None, 0   # held: (trajectory, len(seen) then)
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #fcd927e2
+@patch
+def take(self:HeldTrajectories, trajs:Iterable)->Iterator[Trajectory]:
+    "Hold each of `trajs` (hand it on when nothing is held); return the error that ended them, if one did"
+    try:
+        for t in trajs:
+            if self.limit is None or self.seen is None: yield t
+            else: self._hold(t)
+    except Exception as e: return e   # raised by the caller once what was read before it is handed on
+    return None
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #1f58c1e7
+def _json_size(t:Trajectory)->int:
+    "Bytes of `t` as JSON (orjson, as `serialise_error`; pydantic for what orjson cannot write)"
+    try: return len(orjson.dumps(t, default=_fields))
+    except Exception: return len(t.model_dump_json())
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #a9a07443
+@patch
+def _hold(self:HeldTrajectories, t:Trajectory):
+    "Hold `t`; the one held before it stays an object while they fit in `limit` bytes, else waits in the file"
+    if self.last is not None:
+        size = self.size + _json_size(self.last[0]) if self.spool is None else None
+        if size is not None and size <= self.limit: self.objs.append(self.last); self.size = size
+        else: self._spooled().write(f'{self.last[1]} {self.last[0].model_dump_json()}\n')
+    self.last = (t, len(self.seen))
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #8baba2e7
+@patch
+def _spooled(self:HeldTrajectories):
+    "The temporary file the held trajectories past `limit` wait in (in memory up to `limit` bytes, then on disk)"
+    if self.spool is None:
+        self.spool = tempfile.SpooledTemporaryFile(self.limit, mode='w+', encoding='utf-8', newline='\n',
+                                                   errors='surrogatepass')
+    return self.spool
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #64e36a1f
+@patch
+def released(self:HeldTrajectories)->Iterator[Trajectory]:
+    "The held trajectories in order, each redacted of the values its file gave away after it was held"
+    objs, last, self.objs, self.last = self.objs, self.last, [], None
+    for t, n in objs: yield self._late(t, n)
+    if self.spool is not None:
+        self.spool.seek(0)
+        for line in self.spool:
+            n, text = line.split(' ', 1)
+            yield self._late(Trajectory.model_validate_json(text), int(n))
+    if last is not None: yield self._late(*last)
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #3612a5df
+@patch
+def _late(self:HeldTrajectories, t:Trajectory, n:int)->Trajectory:
+    "`t`, held when the first `n` of `seen` were redacted from it, redacted of the rest (`redact_late`)"
+    return redact_late(t, dict(islice(self.seen.items(), n, None)), self.report)
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #e024a28c
+@patch
+def close(self:HeldTrajectories):
+    "Drop what is still held (the file's reading stopped)"
+    if self.spool is not None: self.spool.close()
+    self.objs, self.spool, self.last = [], None, None
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #52ad26fd
+def redact_late(t:Trajectory, values:dict, report)->Trajectory:
+    "`t`, handed on before its file gave `values` away, with them redacted (counted in `report` and in its metadata)"
+    if not values or not mentions_any(t, values): return t
+    before = dict(report.redactions)
+    t = redact_everywhere(t, values, report)
+    if report.redactions != before:
+        t.metadata['redactions'] = redaction_counts(t.metadata.get('redactions'), report.redactions, before)
+    return t
+
+# %% ../../nbs/21a_recorder_scrub.ipynb #de4ce3c0
+@patch
+def learned(self:CountingScrub, since:dict): # the length of each `REPORT_TEXTS` list when the file began
+    "The values given away since the last trajectory moved to `seen`, and redacted from what was said since `since`"
+    if self.values: self.seen.update(self.values); self.values.clear(); redact_said(self.report, self.seen, since)
