@@ -70,3 +70,10 @@ def test_strict_stop_hands_on_what_was_read_before_it(tmp_path):
     with pytest.raises(RecorderError):
         for t in convert(log, strict=True): got.append(t)
     assert len(got) == 2
+
+
+def test_a_value_given_away_by_a_quarantined_last_line_is_gone_from_the_trajectories_before_it(tmp_path):
+    log = _log(tmp_path, _chat('check the header', f'the header holds {TOK}'), '{"messages": "API_KEY=' + TOK + '"')
+    with ConversionReport(quarantine=tmp_path / 'q.jsonl') as r: out = list(convert(log, report=r))
+    assert len(out) == 1 and r.totals['quarantined'] == 1
+    assert TOK not in out[0].model_dump_json() and TOK not in (tmp_path / 'q.jsonl').read_text()
