@@ -1,6 +1,7 @@
 """A value first recognised late in a file (`API_KEY=...` in its second episode) is gone from the trajectories of that
 file converted before it too: a file's trajectories wait for its end (`HeldTrajectories`), as its quarantine lines do."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,16 @@ def test_a_value_given_away_by_a_quarantined_last_line_is_gone_from_the_trajecto
     with ConversionReport(quarantine=tmp_path / 'q.jsonl') as r: out = list(convert(log, report=r))
     assert len(out) == 1 and r.totals['quarantined'] == 1
     assert TOK not in out[0].model_dump_json() and TOK not in (tmp_path / 'q.jsonl').read_text()
+
+
+FIXTURES = Path(__file__).parent / 'fixtures'
+
+
+def test_every_fixture_converts_the_same_when_its_trajectories_wait_in_the_file(monkeypatch):
+    "The spooled path (JSON out, validated back) changes nothing of what the fixture logs convert to"
+    dirs = [d for root in ('agent_logs', 'recorder') for d in sorted((FIXTURES / root).iterdir()) if d.is_dir()]
+    def run():
+        return {str(d): [t.model_dump() for t in convert(d, report=ConversionReport(max_errors=10**6))] for d in dirs}
+    kept = run()
+    monkeypatch.setattr(convert_mod, 'HELD_BYTES', 1)
+    assert run() == kept and sum(map(len, kept.values())) > 100

@@ -222,19 +222,19 @@ def take(self:HeldTrajectories, trajs:Iterable)->Iterator[Trajectory]:
     return None
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #1f58c1e7
-def _json_size(t:Trajectory)->int:
-    "Bytes of `t` as JSON (orjson, as `serialise_error`; pydantic for what orjson cannot write)"
-    try: return len(orjson.dumps(t, default=_fields))
-    except Exception: return len(t.model_dump_json())
+def _json_text(t:Trajectory)->str:
+    "`t` as JSON (orjson, as `serialise_error`; pydantic for what orjson cannot write)"
+    try: return orjson.dumps(t, default=_fields).decode()
+    except Exception: return t.model_dump_json()
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #a9a07443
 @patch
 def _hold(self:HeldTrajectories, t:Trajectory):
-    "Hold `t`; the one held before it stays an object while they fit in `limit` bytes, else waits in the file"
+    "Hold `t`; the one held before it stays an object while they fit in `limit` bytes of JSON, else waits in the file"
     if self.last is not None:
-        size = self.size + _json_size(self.last[0]) if self.spool is None else None
-        if size is not None and size <= self.limit: self.objs.append(self.last); self.size = size
-        else: self._spooled().write(f'{self.last[1]} {self.last[0].model_dump_json()}\n')
+        text = _json_text(self.last[0]); size = self.size + len(text)
+        if self.spool is None and size <= self.limit: self.objs.append(self.last); self.size = size
+        else: self._spooled().write(f'{self.last[1]} {text}\n')
     self.last = (t, len(self.seen))
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #8baba2e7
