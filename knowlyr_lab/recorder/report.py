@@ -167,7 +167,9 @@ def _write_line(self, attr, path, obj):
     f.write(json.dumps(obj, ensure_ascii=False, default=str) + '\n'); f.flush()
 
 # %% ../../nbs/20aa_recorder_report.ipynb #572ffaac
-HELD_BYTES = 8 * 2**20   # a file's held lines kept in memory up to this; the rest wait in a temporary file
+# a file's held lines (and its trajectories, `HeldTrajectories`) kept in memory up to this many bytes of JSON;
+# the rest wait in a temporary file
+HELD_BYTES = 8 * 2**20
 
 @patch
 def hold(self:ConversionReport):
