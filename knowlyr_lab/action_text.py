@@ -53,6 +53,7 @@ class _LongInt(int):
         i = super().__new__(cls, -2**63 - 1 if s.startswith('-') else 2**64); i.text = s; return i
     def __repr__(self): return self.text
 
+# %% ../nbs/00aa_action_text.ipynb #89093257
 def json_int(s:str)->int:
     "`parse_int` of the JSON readers: a literal as an int, never converted past 21 characters (outside 64 bits)"
     return int(s) if len(s) <= 21 else _LongInt(s)

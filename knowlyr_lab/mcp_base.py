@@ -183,9 +183,13 @@ class SandboxClosed(TypedDict):
 class ReplayResult(TypedDict):
     "A replay: ok only when at least one step was replayed and none diverged"
     ok: bool; verdict: str; replayed: int; skipped: int; diverged_steps: list[int]; steps: list[dict[str, Any]]
+
+# %% ../nbs/94_mcp_base.ipynb #25d3cb66
 class DiffResult(TypedDict):
     "How two trajectories differ"
     identical: bool; first_divergence: dict[str, Any]|None; steps: list[dict[str, Any]]
+
+# %% ../nbs/94_mcp_base.ipynb #1d037e2b
 class ScoreResult(TypedDict):
     "Process reward of a trajectory"
     trajectory_id: str; reward: float|None; steps: list[dict[str, Any]]

@@ -46,6 +46,7 @@ def _as_read(v):
 # %% ../nbs/13_tasks.ipynb #5fe2417d
 TASK_TEXT_FIELDS = ('initial_observation', 'instruction', 'prompt', 'question', 'problem_statement')
 
+# %% ../nbs/13_tasks.ipynb #198f043f
 def _shows(v)->bool:
     "Whether a field's value shows anything: not None, not an empty string, list or dict (numpy: `_untyped`; by type)"
     return v is not None and not (isinstance(v := _untyped(v), (str, list, dict)) and not v)

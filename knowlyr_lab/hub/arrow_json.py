@@ -79,6 +79,7 @@ def _as_text(v)->str:
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #78b93494
 def _as_float(v): return float(v) if type(v) is int else v     # (a bool is no int here)
 
+# %% ../../nbs/41ab_hub_arrow_json.ipynb #1bb7e0e3
 def _widened(v, paths:list): # a row or one of its values; its key paths (those ending `float`: read as floats)
     "`v` with the integers at `paths` ending in `float` as floats, as pyarrow reads a column that holds a float"
     for p in (p[:-1] for p in paths if p[-1:] == [float]):
