@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import shutil
+import warnings
 from pathlib import Path
 
 from accelerate.utils import gather_object
@@ -19,7 +20,7 @@ from ..chat import PromptFormat, render_chats
 from ..serving.client import load_lora_adapter, unload_lora_adapter
 from ..serving.model import AgentInference
 from .base import BaseTrainer
-from .data import to_chat
+from .data import DataFormatError, finite_step_rewards, to_chat
 from .drift import has_recorded_ids, recorded_samples
 from .grpo_config import GRPOConfig
 from .grpo_groups import group_tensors, has_signal
@@ -79,22 +80,36 @@ def _served_agent(self:GRPOTrainer):
                        temperature=c.temperature,
                        max_tokens=c.max_completion_length, name='policy')
 
+# %% ../../nbs/66_trainer_grpo.ipynb #09d6cfcc
+def _rollout_reward(t:Trajectory, fn=None)->tuple[float, str|None]:
+    ("(reward, None) of a valid rollout (`fn(t)`, else `trajectory_score`); (0, why) with a warning when it or a "
+     "step's reward is not a finite number")
+    where = f"task {t.task.id!r} (seed {t.metadata.get('seed')}, trajectory {t.id[:12]})"
+    try:
+        finite_step_rewards(t.steps, where, t.id)         # what `trajectory_score` and step-level advantages read
+        r = float(fn(t)) if fn is not None else trajectory_score(t)
+        return DataFormatError.check_finite(r, where, 'reward'), None
+    except DataFormatError as e:
+        warnings.warn(why := f"{e}: the rollout is left out of its group as invalid", stacklevel=3)
+        return 0.0, why
+
 # %% ../../nbs/66_trainer_grpo.ipynb #6fa4ef83
 @patch
 def _score(self:GRPOTrainer, t:Trajectory)->dict:
     ("A rollout as a group member: its sampled ids (else its chat), validity and reward (`episode_reward_fn`, else "
      "`trajectory_score`; 0 when invalid)")
+    r, why = _rollout_reward(t, self.episode_reward_fn) if t.valid else (0.0, None)
+    # a reward that is not a number: its rows still read (and are masked out), without the NaN
+    if why: t = t.model_copy(update={'reward': None, 'steps': [s.model_copy(update={'reward': None}) for s in t.steps]})
     if has_recorded_ids(t):                   # the ids the policy sampled, with the prompts it saw: trained as they are
         ch = {'samples': recorded_samples(t), 'task_id': t.task.id,
               'step_rewards': [float(s.reward or 0.0) for s in t.steps]}
     else:
         # a server's episode without ids: its chat, re-rendered
         ch = to_chat(t, system_prompt=self.system_prompt, tools=self.tools)
-    # an infrastructure failure: no reward to compute, left out of the group's baseline
-    ch['valid'] = t.valid
-    ch['reward'] = (0.0 if not t.valid else float(self.episode_reward_fn(t)) if self.episode_reward_fn is not None
-                    else trajectory_score(t))
-    return ch
+    # an infrastructure failure, or a reward that is not a number: left out of the group's baseline
+    ch['valid'], ch['reward'] = t.valid and why is None, r
+    return {**ch, 'nonfinite_reward': why} if why else ch
 
 # %% ../../nbs/66_trainer_grpo.ipynb #bacd31ac
 @patch

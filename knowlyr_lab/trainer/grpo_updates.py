@@ -109,7 +109,8 @@ def _prepare(self:GRPOUpdates, key:tuple, gidx:tuple|None)->dict:
     kept = [g for g in groups if has_signal(g)]
     rec = {'key': key, 'groups': len(groups), 'signal': len(kept), 'rounds': rounds, 'tensors': None,
            'rewards': torch.tensor([float(m['reward']) for m in members])[valid],
-           'invalid': invalid_counts(valid, [len(g) for g in groups])}
+           'invalid': invalid_counts(valid, [len(g) for g in groups]),
+           'nonfinite': sum(bool(m.get('nonfinite_reward')) for m in members)}   # invalid: a NaN or inf reward
     return {**rec, **self._batch_tensors(kept[:self.config.tasks_per_step])} if kept else rec
 
 # %% ../../nbs/65b_trainer_grpo_updates.ipynb #4db85116
@@ -178,7 +179,7 @@ def step_metrics(self:GRPOUpdates, sums:dict, count:float)->dict:
     return {'loss': sums['loss'] / max(count, 1e-12), 'reward': r.mean().item() if len(r) else float('nan'),
             'reward_std': r.std().item() if len(r) > 1 else 0.0,
             'n_invalid': p['invalid']['n_invalid'], 'groups': p.get('groups'), 'groups_with_signal': p.get('signal'),
-            'sampling_rounds': p.get('rounds'),
+            'sampling_rounds': p.get('rounds'), 'n_nonfinite_rewards': p.get('nonfinite', 0),
             'skipped': p['tensors'] is None, 'skipped_updates': self._skipped,
             'completion_tokens': int(sums['completion_tokens']),
             'mode': p['key'][0], **{k: sums[k] / tok for k in ('kl', 'clip_ratio') if k in sums}}
