@@ -60,6 +60,15 @@ def _completion_chat(rec:dict, prompt:list, comp, reward, step_rewards:list|None
                  where, system_prompt=system_prompt, tools=tools)
     return {**ch, 'step_rewards': ch['step_rewards'][n_pre:], 'completion_at': len(ch['messages']) - len(comp)}
 
+# %% ../../nbs/65a_trainer_grpo_groups.ipynb #3bdbb7a7
+def _group_rewards(rec:dict, n:int, where:str)->tuple[list, list]:
+    "A group record's rewards and step rewards, one per completion, refused naming their place unless finite numbers"
+    ck = DataFormatError.check_finite
+    rs = _per_completion(rec, 'rewards', n, where, 'reward')
+    srs = _per_completion(rec, 'step_rewards', n, where, 'list of step rewards', None)
+    return ([ck(r, where, f'rewards[{k}]') for k, r in enumerate(rs)],
+            [sr and [ck(x, where, f'step_rewards[{k}][{j}]') for j, x in enumerate(sr)] for k, sr in enumerate(srs)])
+
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #02745188
 def _completions_group(rec:dict, where:str, system_prompt:str|None=None, tools:list|None=None)->list[dict]:
     "The group of one {'prompt', 'completions', 'rewards'[, 'step_rewards', 'valid']} record: a chat per completion"
@@ -69,8 +78,7 @@ def _completions_group(rec:dict, where:str, system_prompt:str|None=None, tools:l
     comps = rec['completions']
     if not isinstance(comps, list) or not comps:
         raise DataFormatError(f"{where}: field 'completions' must be a non-empty list")
-    rs = _per_completion(rec, 'rewards', len(comps), where, 'reward')
-    srs = _per_completion(rec, 'step_rewards', len(comps), where, 'list of step rewards', None)
+    rs, srs = _group_rewards(rec, len(comps), where)
     # False: an infrastructure failure ended that completion's episode
     vs = _per_completion(rec, 'valid', len(comps), where, 'bool', True)
     return [{**_completion_chat(rec, prompt, comp, r, sr, where, system_prompt, tools), 'valid': bool(v)}
