@@ -122,17 +122,17 @@ def format_messages(messages:list[dict], # OpenAI chat messages
 
 # %% ../nbs/07a_chat.ipynb #19d2ad33
 PINNED_DATE_STRING = '26 Jul 2024'   # the date a template that reads the clock is given (Llama 3's own fallback)
-_DAY_FORMATS = "ISO ('2024-07-26') or a day, month and year dateutil reads one way ('26 Jul 2024', 'July 26, 2024')"
+_DAY_FORMATS = "ISO ('2024-07-26') or a day, month and four-digit year dateutil reads one way ('26 Jul 2024', 'July 26, 2024')"
 
 def _day(date_string)->datetime:
     "The day `date_string` names: ISO, or the one day dateutil reads whatever today is and day or month first"
     try: return datetime.fromisoformat(s := str(date_string))
     except ValueError: pass
-    reads = set()
-    for default in (datetime(2000, 1, 1), datetime(2001, 2, 2)):   # a day, month or year left out: two readings
-        for dayfirst in (False, True):                               # '01/02/2025': two readings
-            try: reads.add(dateutil.parser.parse(s, default=default, dayfirst=dayfirst))
-            except (ValueError, OverflowError): reads.add(None)
+    reads = set() if re.search(r'(?<!\d)\d{4}(?!\d)', s) else {None}   # '1 Jan 75' is 1975 or 2075 by today's date
+    # each way it can be read: a day, month or year left out, day or month first ('01/02/2025'), year first
+    for default, first in [(d, f) for d in (datetime(2000, 1, 1), datetime(2001, 2, 2)) for f in ('', 'day', 'year')]:
+        try: reads.add(dateutil.parser.parse(s, default=default, dayfirst=first == 'day', yearfirst=first == 'year'))
+        except (ValueError, OverflowError): reads.add(None)
     if len(reads) == 1 and None not in reads: return reads.pop()
     raise ValueError(f"date_string {s!r} names no one day: write it as {_DAY_FORMATS}")
 
