@@ -99,16 +99,17 @@ def _score(self:GRPOTrainer, t:Trajectory)->dict:
     ("A rollout as a group member: its sampled ids (else its chat), validity and reward (`episode_reward_fn`, else "
      "`trajectory_score`; 0 when invalid)")
     r, why = _rollout_reward(t, self.episode_reward_fn) if t.valid else (0.0, None)
-    # a reward that is not a number: its rows still read (and are masked out), without the NaN
-    if why: t = t.model_copy(update={'reward': None, 'steps': [s.model_copy(update={'reward': None}) for s in t.steps]})
+    # an infrastructure failure, or a reward that is not a number: left out of the group's baseline, its rewards never
+    # read (a failed env's may be NaN); its rows still read (and are masked out), without them
+    if not (valid := t.valid and why is None):
+        t = t.model_copy(update={'reward': None, 'steps': [s.model_copy(update={'reward': None}) for s in t.steps]})
     if has_recorded_ids(t):                   # the ids the policy sampled, with the prompts it saw: trained as they are
         ch = {'samples': recorded_samples(t), 'task_id': t.task.id,
               'step_rewards': [float(s.reward or 0.0) for s in t.steps]}
     else:
         # a server's episode without ids: its chat, re-rendered
         ch = to_chat(t, system_prompt=self.system_prompt, tools=self.tools)
-    # an infrastructure failure, or a reward that is not a number: left out of the group's baseline
-    ch['valid'], ch['reward'] = t.valid and why is None, r
+    ch['valid'], ch['reward'] = valid, r
     return {**ch, 'nonfinite_reward': why} if why else ch
 
 # %% ../../nbs/66_trainer_grpo.ipynb #bacd31ac

@@ -120,7 +120,8 @@ def _batch_tensors(self:GRPOUpdates, groups:list[list[dict]])->dict:
     "Groups as this process's tensors, with advantages, old (and reference) log-probs; its weight and micro-batch parts"
     c, acc = self.config, self.accelerator
     b, A, _, _ = group_tensors(self, [m for g in groups for m in g], [len(g) for g in groups])
-    # DDP: every process holds the whole batch (advantages need whole groups) and trains on its slice of the sequences (rows)
+    # DDP: every process holds the whole batch (advantages need whole groups) and trains on its slice of the
+    # sequences (rows)
     idx, w = self._shard(list(range(A.shape[0])))
     b = {k: v[idx].to(acc.device) for k, v in b.items()}
     b['A'] = A[idx].to(acc.device)
