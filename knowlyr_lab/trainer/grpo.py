@@ -87,7 +87,8 @@ def _rollout_reward(t:Trajectory, fn=None)->tuple[float, str|None]:
     where = f"task {t.task.id!r} (seed {t.metadata.get('seed')}, trajectory {t.id[:12]})"
     try:
         finite_step_rewards(t.steps, where, t.id)         # what `trajectory_score` and step-level advantages read
-        r = float(fn(t)) if fn is not None else trajectory_score(t)
+        r = fn(t) if fn is not None else trajectory_score(t)
+        r = float(r) if type(r).__name__ in ('bool', 'bool_') else r   # a success flag as 1 or 0; None is no reward
         return DataFormatError.check_finite(r, where, 'reward'), None
     except DataFormatError as e:
         warnings.warn(why := f"{e}: the rollout is left out of its group as invalid", stacklevel=3)
