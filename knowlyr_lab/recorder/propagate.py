@@ -8,11 +8,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_propagate.html.md"""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .placeholders import is_placeholder
 
 # %% auto #0
-__all__ = ['MIN_PROPAGATED', 'propagatable', 'redact_seams', 'redact_values']
+__all__ = ['MIN_PROPAGATED', 'propagatable', 'redact_seams', 'json_spelled', 'literal_part', 'redact_values']
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #2c332804
 MIN_PROPAGATED = 6      # shorter redacted values are not searched for elsewhere (too many innocent matches)
@@ -68,16 +69,44 @@ def redact_seams(d:dict, counts:dict|None=None,
             if values is not None: values.setdefault(head.group(), end[1])
     return d
 
+# %% ../../nbs/20e_recorder_propagate.ipynb #e4b1de5f
+_SPELLED = re.compile(r'[^\x20-\x7e]|["\\/]')     # what a JSON string may write escaped
+_SHORT = {'"': '"', '\\': '\\', '/': '/', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}   # \" \\ \/ \b ...
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #626d3bb9
+def _hex(n:int)->str:
+    "Pattern of the escape `\\uXXXX` of the UTF-16 code unit `n`, its hex digits in either case"
+    return r'\\u' + ''.join(f'[{c}{c.upper()}]' if c.isalpha() else c for c in f'{n:04x}')
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #43369f4d
+def _spellings(c:str)->str:
+    "Pattern of the character `c` as a JSON string may write it: itself, its short escape, its `\\uXXXX` escape(s)"
+    n = ord(c)
+    code = _hex(n) if n < 0x10000 else _hex(0xd7c0 + (n >> 10)) + _hex(0xdc00 + (n & 0x3ff))   # a surrogate pair
+    short = [re.escape('\\' + _SHORT[c])] if c in _SHORT else []
+    return '(?:' + '|'.join([re.escape(c), *short, code]) + ')'
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #10b05bf8
+@lru_cache(maxsize=4096)                 # asked of the same few values for each trajectory of a file
+def json_spelled(v:str)->str:
+    "Pattern matching `v` as it is and as JSON writes it in a string (`json.dumps`, ASCII or not, `\\/` for `/`)"
+    return ''.join(_spellings(c) if _SPELLED.match(c) else re.escape(c) for c in v)
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #a76f5b85
+def literal_part(v:str)->str:
+    "The longest part of `v` each of its JSON spellings holds as it is (empty when JSON may escape every character)"
+    return max(_SPELLED.split(v), key=len)
+
 # %% ../../nbs/20e_recorder_propagate.ipynb #e599c3a2
 def redact_values(obj, values:dict, counts:dict|None=None):
-    "`obj` (str, dict, list) with each `propagatable` value of `values` ({value: kind}) replaced; seams closed"
+    "`obj` (str, dict, list) with each `propagatable` value of `values` ({value: kind}), `json_spelled`, replaced"
     if isinstance(obj, dict) and isinstance(obj.get('steps'), list):
         obj = redact_seams(obj, counts, values := dict(values))
     vals = sorted((v for v in values if propagatable(v)), key=len, reverse=True)
     if not vals: return obj
-    rx = re.compile('|'.join(map(re.escape, vals)))
+    rx = re.compile('|'.join(f'({json_spelled(v)})' for v in vals))      # group i: the i-th value
     def sub(m):
-        k = values[m.group()]
+        k = values[vals[m.lastindex - 1]]
         if counts is not None: counts[k] = counts.get(k, 0) + 1
         return f'[REDACTED:{k}]'
     def walk(o):

@@ -18,7 +18,7 @@ from typing import Iterable, Iterator
 import orjson
 from fastcore.basics import patch
 
-from .propagate import propagatable
+from .propagate import literal_part, propagatable
 from .redact import redact_values
 from ..trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
@@ -167,17 +167,16 @@ def redact_said(report, values:dict, since:dict): # since: the length of each `R
     for k, n in since.items(): getattr(report, k)[n:] = redact_values(getattr(report, k)[n:], values)
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #cebfe19f
-_JSON_ESCAPES = re.compile(r'["\\\x00-\x1f]')                 # what JSON writes escaped
 _propagatable = lru_cache(maxsize=4096)(propagatable)      # asked of the same few values for each trajectory
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #ee9cf11f
 def mentions_any(t:Trajectory, values:dict)->bool:
-    "May `t` hold one of the `propagatable` `values`? (looked for in its JSON; a value JSON escapes may always be)"
+    "May `t` hold one of the `propagatable` `values`? (the `literal_part` of each looked for in its JSON)"
     vals = [v for v in values if _propagatable(v)]
     if not vals: return False
     try: text = orjson.dumps(t, default=_fields)
     except Exception: return True                          # not plain JSON: the walk decides
-    return any(_JSON_ESCAPES.search(v) or v.encode('utf-8', 'surrogatepass') in text for v in vals)
+    return any(literal_part(v).encode() in text for v in vals)
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #c3a23bbb
 def redact_params(t:Trajectory, redactor, values:dict, report)->Trajectory:
