@@ -104,9 +104,10 @@ def redact_values(obj, values:dict, counts:dict|None=None):
         obj = redact_seams(obj, counts, values := dict(values))
     vals = sorted((v for v in values if propagatable(v)), key=len, reverse=True)
     if not vals: return obj
-    rx = re.compile('|'.join(f'({json_spelled(v)})' for v in vals))      # group i: the i-th value
+    rx = re.compile('|'.join(map(json_spelled, vals)))          # no groups: a group stops re's quick scan for a start
     def sub(m):
-        k = values[vals[m.lastindex - 1]]
+        s = m.group()                                   # the value itself, else the first whose pattern matches
+        k = values.get(s) or values[next(v for v in vals if re.fullmatch(json_spelled(v), s))]
         if counts is not None: counts[k] = counts.get(k, 0) + 1
         return f'[REDACTED:{k}]'
     def walk(o):
