@@ -16,14 +16,14 @@ __all__ = ['task_id', 'task_field', 'filter_tasks']
 
 # %% ../nbs/12d_task_fields.ipynb #4129a16c
 def task_id(task)->str:
-    "The id of a task given as a dict (its `id`, else an exported row's `task_id`), an object with `.id`, or a string"
+    "A task's id: a string itself; else its `id`, else (an exported row, a frame's row) its `task_id`; None is no id"
     if isinstance(task, str): return task
+    get = task.get if isinstance(task, dict) else lambda k: getattr(task, k, None)
+    tid = get('id') if get('id') is not None else get('task_id')
+    if tid is not None: return str(tid)
     if isinstance(task, dict):
-        key = next((k for k in ('id', 'task_id') if k in task), None)
-        if key is None: raise KeyError(f"task has no 'id' or 'task_id' field (fields: {sorted(task)})")
-        return str(task[key])
-    if hasattr(task, 'id'): return str(task.id)
-    raise TypeError(f"cannot read a task id from a {type(task).__name__}")
+        raise KeyError(f"task has no 'id' or 'task_id' field that is not None (fields: {sorted(task)})")
+    raise TypeError(f"cannot read a task id from a {type(task).__name__}: it has no `id` or `task_id`")
 
 
 # %% ../nbs/12d_task_fields.ipynb #6a0e4c15

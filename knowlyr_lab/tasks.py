@@ -280,13 +280,13 @@ def _by_id_alone(tasks:list, bases:list, strict:bool, matched:list=()):
 
 # %% ../nbs/13_tasks.ipynb #296044be
 def _listed(tasks:Iterable, side:str)->list:
-    "`tasks` as a list; an item that is no task (None, a number) refused in one line naming `side` and its place"
+    "`tasks` as a list; an item with no id and no text to key it (None, 7) refused in one line naming `side` and place"
     tasks = list(tasks)
     for i, t in enumerate(tasks):
-        try: task_id(_unwrap(t))
-        except KeyError: pass                          # a dict with no id: its text may still key it
-        except TypeError: raise TypeError(f"check_held_out: {side}[{i}] is {repr(t)[:60]}, not a task: give a task "
-                                          "dict, a Task, a trajectory or an id string") from None
+        try: task_key(t)
+        except (KeyError, TypeError):
+            raise TypeError(f"check_held_out: {side}[{i}] is {' '.join(repr(t).split())[:60]}, not a task (no id, no "
+                            "text): give a task dict, a Task, a trajectory or an id string") from None
     return tasks
 
 # %% ../nbs/13_tasks.ipynb #ea33162a

@@ -239,3 +239,24 @@ def test_disjoint_tasks_named_by_keys_do_not_share_content_in_an_evaluation():
     assert (res.held_out.shared, res.held_out.n_eval) == ([], 3), res.held_out
     assert not [s for s in said if 'share content' in s or 'hold only' in s], said
     assert [s for s in said if 'compared by id alone' in s], said                # names only: said so
+
+
+def test_rows_of_a_data_frame_are_tasks_read_by_their_task_id_and_text():
+    """ev7: after 'refuse an item that is no task', rows of df.itertuples() or df.iterrows() (columns task_id, prompt)
+    were refused as 'not a task' (task_id read only `.id`), and the refusal of a Series spanned several lines"""
+    import pandas as pd
+    tr = pd.DataFrame({'task_id': ['a', 'b'], 'prompt': ['Compute 2+2', 'Compute 3+3']})
+    ev = pd.DataFrame({'task_id': ['c', 'd'], 'prompt': ['Compute 2+2', 'Compute 5+5']})
+    for rows in (lambda d: list(d.itertuples()), lambda d: [r for _, r in d.iterrows()]):
+        r = check_held_out(rows(tr), rows(ev))
+        assert repr(r) == 'HeldOutReport(2 distinct eval tasks vs 2 training tasks, 1 shared; keys by 4 text)', r
+        assert r.shared == [task_key({'id': 'x', 'prompt': 'Compute 2+2'})]
+    only_ids = pd.DataFrame({'task_id': ['a', 'e']})                      # no text: keyed (and warned of) by id
+    with pytest.warns(UserWarning, match='compared by id alone'):
+        assert check_held_out(list(only_ids.itertuples()), ['e']).by_id == ['e']
+    nothing = pd.DataFrame({'reward': [1.0], 'n': [2]}).iloc[0]          # no id, no text: refused in one line
+    with pytest.raises(TypeError, match=r'eval\[1\] is reward 1\.0 n 2\.0 Name: 0, dtype: float64, not a task') as e:
+        check_held_out(['a'], ['a', nothing])
+    assert '\n' not in str(e.value)
+    with pytest.raises(TypeError, match=r"train\[0\] is \{'id': None\}, not a task"):   # was the id 'None'
+        check_held_out([{'id': None}], [{'id': None}])
