@@ -30,9 +30,9 @@ __all__ = ['DataFormatError', 'finite_step_rewards', 'record_template_kwargs', '
 class DataFormatError(ChatFormatError):
     "A training record that cannot be used; the message names the record and the field"
     @staticmethod
-    def check_finite(v, where:str, field:str, note:str='')->float:
-        "`v` as a float, refused naming the record and the field unless a finite number (NaN, inf or a boolean is not)"
-        try: x = float('nan') if isinstance(v, (bool, np.bool_)) else float(v)
+    def check_finite(v, where:str, field:str, note:str='', unset:float|None=None)->float:
+        "`v` as a float (None as `unset`), refused naming record and field unless a finite number (NaN, inf, a bool)"
+        try: x = float('nan') if isinstance(v, (bool, np.bool_)) else float(unset if v is None else v)
         except (TypeError, ValueError, OverflowError): x = float('nan')   # OverflowError: an int past float's range
         if -float('inf') < x < float('inf'): return x
         raise DataFormatError(f"{where}: field '{field}' must be a finite number{note}, got {str(v)[:40]!r}")
@@ -45,7 +45,7 @@ def finite_step_rewards(steps:list,     # `Step`s, or a seed record's step dicts
     "Each step's reward as a float, refused naming the step and the field unless a finite number"
     at = where if traj_id[:12] in where else f"{where}: trajectory {traj_id[:12]}"
     rs = [s.get('reward') if isinstance(s, dict) else getattr(s, 'reward', None) for s in steps]
-    return [DataFormatError.check_finite(0.0 if r is None else r, at, f'steps[{k}].reward') for k, r in enumerate(rs)]
+    return [DataFormatError.check_finite(r, at, f'steps[{k}].reward', unset=0.0) for k, r in enumerate(rs)]
 
 # %% ../../nbs/61_trainer_data.ipynb #73490c5a
 def _prompt(rec):
@@ -133,7 +133,7 @@ def to_chat(record,                  # Trajectory, or a dict in one of the forma
     if system_prompt and msgs[0]['role'] != 'system': msgs = [{'role': 'system', 'content': system_prompt}] + msgs
     kw = record_template_kwargs(record.get('chat_template_kwargs'), where)   # TRL's per-row template variables
     return {'messages': msgs, 'tools': rec_tools, 'step_rewards': rewards,
-            'reward': DataFormatError.check_finite(0.0 if (r := record.get('reward')) is None else r, where, 'reward'),
+            'reward': DataFormatError.check_finite(record.get('reward'), where, 'reward', unset=0.0),
             'task_id': str(record.get('task_id') or ''), 'where': where, **({'template_kwargs': kw} if kw else {})}
 
 # %% ../../nbs/61_trainer_data.ipynb #81729ef3

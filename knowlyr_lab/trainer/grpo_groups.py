@@ -62,11 +62,11 @@ def _completion_chat(rec:dict, prompt:list, comp, reward, step_rewards:list|None
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #3bdbb7a7
 def _group_rewards(rec:dict, n:int, where:str)->tuple[list, list]:
-    "A group record's rewards and step rewards, one per completion, refused naming their place unless finite numbers"
+    "A group record's rewards and step rewards, one per completion, read as a chat record's, refused naming their place"
     ck = DataFormatError.check_finite
     rs = _per_completion(rec, 'rewards', n, where, 'reward')
     srs = _per_completion(rec, 'step_rewards', n, where, 'list of step rewards', None)
-    return ([ck(r, where, f'rewards[{k}]') for k, r in enumerate(rs)],
+    return ([ck(r, where, f'rewards[{k}]', unset=0.0) for k, r in enumerate(rs)],     # null: 0.0, as `to_chat` reads it
             [sr and [ck(x, where, f'step_rewards[{k}][{j}]') for j, x in enumerate(sr)] for k, sr in enumerate(srs)])
 
 # %% ../../nbs/65a_trainer_grpo_groups.ipynb #02745188
