@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 # %% auto #0
-__all__ = ['SCORE_BOUND', 'wilson_ci', 'read_scores', 'no_spread', 'bootstrap_ci']
+__all__ = ['SCORE_BOUND', 'wilson_ci', 'read_scores', 'read_differences', 'no_spread', 'bootstrap_ci']
 
 # %% ../nbs/08b_intervals.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -32,14 +32,19 @@ def wilson_ci(successes:int,       # number of successful episodes
 SCORE_BOUND = 1e75 # the largest |score| read: a difference of two, to the 4th power (a variance squared), is 1.6e301
 
 # %% ../nbs/08b_intervals.ipynb #35d259e9
+def _place(i:int, shape:tuple, axes:tuple=())->str:
+    "Where flat index `i` of an array of `shape` lies: 'run 1, task 0' when `axes` names every axis, else 'position i'"
+    cell = zip(axes, np.unravel_index(i, shape)) if len(axes) == len(shape) else ()
+    return ', '.join(f'{n} {k}' for n, k in cell) or f'position {i}'
+
+# %% ../nbs/08b_intervals.ipynb #f35c7546
 def _finite(x:np.ndarray, what:str, axes:tuple=())->np.ndarray:
     "`x`, or an error naming the sample `what` and the place of its first infinite or too large score"
     bad = np.flatnonzero(np.abs(x) > SCORE_BOUND)   # NaN compares False: a missing score is kept
     if not len(bad): return x
-    i = int(bad[0]); cell = zip(axes, np.unravel_index(i, x.shape)) if len(axes) == x.ndim else ()
-    at = ', '.join(f'{n} {k}' for n, k in cell) or f'position {i}'
-    raise ValueError(f"{what}: the score at {at} is {x.flat[i]:g}; a score must be a finite number at most "
-                     f"{SCORE_BOUND:g} in size (past it a difference, sum or power of scores overflows float64)")
+    i = int(bad[0])
+    raise ValueError(f"{what}: the score at {_place(i, x.shape, axes)} is {x.flat[i]:g}; a score must be a finite number "
+                     f"at most {SCORE_BOUND:g} in size (past it a difference, sum or power of scores overflows float64)")
 
 # %% ../nbs/08b_intervals.ipynb #e01b094b
 def read_scores(x:Sequence[float],    # one sample of scores (or a table of them)
@@ -50,6 +55,20 @@ def read_scores(x:Sequence[float],    # one sample of scores (or a table of them
     x = np.asarray(x)
     x = x.astype(str).astype(float) if x.dtype.kind == 'f' and x.dtype.itemsize < 8 else np.asarray(x, float)
     return _finite(x, what, axes)
+
+# %% ../nbs/08b_intervals.ipynb #b72c6e3a
+def read_differences(a:np.ndarray,        # scores read by `read_scores` (a sample or a table)
+                     b:np.ndarray,        # the scores they pair with, read the same way, of the same shape
+                     what_a:str='a', what_b:str='b', # the two samples, as an error names them
+                     axes:tuple=(),       # the names of a table's axes, as an error names a cell: ('run', 'task')
+                    )->np.ndarray:        # a - b
+    "`a - b` pair by pair, or an error naming the pair (both samples, the place, the scores) whose difference is too large"
+    d = a - b
+    bad = np.flatnonzero(np.abs(d) > SCORE_BOUND)   # NaN compares False: a missing pair is kept
+    if not len(bad): return d
+    i = int(bad[0])
+    raise ValueError(f"{what_a} and {what_b}: the scores at {_place(i, d.shape, axes)}, {a.flat[i]:g} and {b.flat[i]:g}, "
+                     f"differ by {d.flat[i]:g}; paired scores must differ by at most {SCORE_BOUND:g} (SCORE_BOUND)")
 
 # %% ../nbs/08b_intervals.ipynb #834ef5aa
 def no_spread(x:Sequence[float])->bool:

@@ -20,7 +20,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from .intervals import bootstrap_ci, no_spread, read_scores, wilson_ci
+from .intervals import bootstrap_ci, no_spread, read_differences, read_scores, wilson_ci
 from .permutation import PERMUTATIONS, flat_samples, permutation, rank_test, relabellings
 
 # %% auto #0
@@ -182,7 +182,8 @@ def _score_diff_ci(a, b, paired:bool, confidence:float)->tuple[float, float]:
 # %% ../nbs/09_stats.ipynb #66394bd0
 def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, list, str]:
     "CI of mean(a) - mean(b), notes, and its method: a score CI for 0/1 rates, else the bootstrap (none with no spread)"
-    flat = flat_samples(a, b, paired)[0] or paired and no_spread(a - b)   # as written; paired, the a - b resampled
+    f64 = (a - b,) if paired else (a - b.mean(), b - a.mean())   # float64: each value against its pair, or the other mean
+    flat = flat_samples(a, b, paired)[0] or all(map(no_spread, f64))   # no spread as written, or to float64's rounding
     what = f"every pair differs by {a[0] - b[0]:+g}" if paired else "both samples are constant"
     if binary and is_binary(a, b):
         return (_score_diff_ci(a, b, paired, confidence), [f"{what}: Newcombe's score CI"] if flat else [],
@@ -279,7 +280,9 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
                     nan_policy:str='raise',
                    )->Comparison:
     "Compare two samples of a metric with Welch, Mann-Whitney, Fisher, permutation and (paired) t, Wilcoxon, McNemar tests"
-    a, b = read_scores(a, f'{metric} for {name_a}'), read_scores(b, f'{metric} for {name_b}')   # finite, as written
+    wa, wb = f'{metric} for {name_a}', f'{metric} for {name_b}'   # the samples, as an error names them
+    a, b = read_scores(a, wa), read_scores(b, wb)   # finite, as written
+    if paired and len(a) == len(b): read_differences(a, b, wa, wb)   # and each pair's difference (1e75 - -1e75)
     a, b, n_nan = _omit_nan(a, b, paired, nan_policy, metric, name_a, name_b)
     if len(a) < 2 or len(b) < 2: raise ValueError(f"need at least 2 values per agent, got {len(a)} and {len(b)}")
     if paired and len(a) != len(b): raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
