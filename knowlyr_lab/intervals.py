@@ -42,9 +42,9 @@ def _finite(x:np.ndarray, what:str, axes:tuple=())->np.ndarray:
     "`x`, or an error naming the sample `what` and the place of its first infinite or too large score"
     bad = np.flatnonzero(np.abs(x) > SCORE_BOUND)   # NaN compares False: a missing score is kept
     if not len(bad): return x
-    i = int(bad[0])
-    raise ValueError(f"{what}: the score at {_place(i, x.shape, axes)} is {x.flat[i]:g}; a score must be a finite number "
-                     f"at most {SCORE_BOUND:g} in size (past it a difference, sum or power of scores overflows float64)")
+    i = int(bad[0]); at = _place(i, x.shape, axes)
+    raise ValueError(f"{what}: the score at {at} is {x.flat[i]:g}; a score must be a finite number at most "
+                     f"{SCORE_BOUND:g} in size (past it a difference, sum or power of scores overflows float64)")
 
 # %% ../nbs/08b_intervals.ipynb #e01b094b
 def read_scores(x:Sequence[float],    # one sample of scores (or a table of them)
@@ -62,12 +62,12 @@ def read_differences(a:np.ndarray,        # scores read by `read_scores` (a samp
                      what_a:str='a', what_b:str='b', # the two samples, as an error names them
                      axes:tuple=(),       # the names of a table's axes, as an error names a cell: ('run', 'task')
                     )->np.ndarray:        # a - b
-    "`a - b` pair by pair, or an error naming the pair (both samples, the place, the scores) whose difference is too large"
+    "`a - b` pair by pair, or an error naming the pair (samples, place, scores) whose difference is past `SCORE_BOUND`"
     d = a - b
     bad = np.flatnonzero(np.abs(d) > SCORE_BOUND)   # NaN compares False: a missing pair is kept
     if not len(bad): return d
-    i = int(bad[0])
-    raise ValueError(f"{what_a} and {what_b}: the scores at {_place(i, d.shape, axes)}, {a.flat[i]:g} and {b.flat[i]:g}, "
+    i = int(bad[0]); at = _place(i, d.shape, axes)
+    raise ValueError(f"{what_a} and {what_b}: the scores at {at}, {a.flat[i]:g} and {b.flat[i]:g}, "
                      f"differ by {d.flat[i]:g}; paired scores must differ by at most {SCORE_BOUND:g} (SCORE_BOUND)")
 
 # %% ../nbs/08b_intervals.ipynb #834ef5aa

@@ -182,7 +182,7 @@ def _score_diff_ci(a, b, paired:bool, confidence:float)->tuple[float, float]:
 # %% ../nbs/09_stats.ipynb #66394bd0
 def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, list, str]:
     "CI of mean(a) - mean(b), notes, and its method: a score CI for 0/1 rates, else the bootstrap (none with no spread)"
-    f64 = (a - b,) if paired else (a - b.mean(), b - a.mean())   # float64: each value against its pair, or the other mean
+    f64 = (a - b,) if paired else (a - b.mean(), b - a.mean())   # float64: each value beside its pair or the other mean
     flat = flat_samples(a, b, paired)[0] or all(map(no_spread, f64))   # no spread as written, or to float64's rounding
     what = f"every pair differs by {a[0] - b[0]:+g}" if paired else "both samples are constant"
     if binary and is_binary(a, b):
