@@ -21,6 +21,8 @@ from typing import Callable
 
 from fastcore.basics import patch
 
+from .http_body import content_length
+
 # %% auto #0
 __all__ = ['Reply', 'prompt_text', 'FakeLLMServer']
 
@@ -136,17 +138,6 @@ def _send(self:_Handler, code, body, headers=None):
     for k, v in (headers or {}).items(): self.send_header(k, v)
     self.end_headers(); self.wfile.write(data)
 
-# %% ../nbs/08_testing.ipynb #eef0c320
-def _content_length(headers)->int:
-    "The body size `headers` give (0 without one); a `ValueError` naming the header when they give no one size"
-    if 'transfer-encoding' in headers:
-        raise ValueError(f"Transfer-Encoding {headers['transfer-encoding']!r} is not read: send a Content-Length")
-    sizes = {v.strip() for h in headers.get_all('content-length') or [] for v in h.split(',')}
-    if bad := [s for s in sizes if not (s.isascii() and s.isdigit())]:
-        raise ValueError(f"Content-Length {bad[0]!r} is not a size in bytes (a non-negative integer)")
-    if len(sizes) > 1: raise ValueError(f"Content-Length headers disagree: {', '.join(sorted(sizes))}")
-    return int(sizes.pop()) if sizes else 0
-
 # %% ../nbs/08_testing.ipynb #233118d8
 _DRAIN_BYTES = 2**16   # a body the server does not use is read and dropped up to this size; past it, it closes
 
@@ -178,7 +169,7 @@ def send_error(self:_Handler, code:int, message:str|None=None, explain:str|None=
 @patch
 def _skip_body(self:_Handler)->bool:
     "Read and drop the body of a request answered without it; False when its size is bad (then answered 400)"
-    try: size = _content_length(self.headers)
+    try: size = content_length(self.headers)
     except ValueError as e: self.send_error(400, str(e)); return False
     if size <= _DRAIN_BYTES: self.rfile.read(size)
     else: self.unread = min(size, 16 * _DRAIN_BYTES)   # the answer closes; then the body is dropped
@@ -214,7 +205,7 @@ def _fault(self:_Handler, fault)->bool:
 @patch
 def do_POST(self:_Handler):
     server = self.fake
-    try: n = _content_length(self.headers)
+    try: n = content_length(self.headers)
     except ValueError as e: return self.send_error(400, str(e))
     try: req = json.loads(self.rfile.read(n) or b'{}')
     except json.JSONDecodeError:

@@ -79,6 +79,9 @@ def test_a_large_get_body_closes_the_connection_after_the_answer(echo):
 BAD_SIZES = {'word': (b'Content-Length: abc\r\n', 'Content-Length'),
              'negative': (b'Content-Length: -5\r\n', 'Content-Length'),
              'signed': (b'Content-Length: +5\r\n', 'Content-Length'),
+             'underscore': (b'Content-Length: 5_0\r\n', 'Content-Length'),
+             'vertical tab': (b'Content-Length: \x0b{n}\r\n', 'Content-Length'),      # main: strip() took it off
+             'no-break space': (b'Content-Length: {n}\xa0\r\n', 'Content-Length'),
              'two that disagree': (b'Content-Length: {n}\r\nContent-Length: 7\r\n', 'Content-Length'),
              'chunked': (b'Transfer-Encoding: chunked\r\n', 'Transfer-Encoding')}
 

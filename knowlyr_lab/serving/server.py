@@ -17,6 +17,7 @@ from fastcore.basics import patch
 
 from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER
 from ..errors import positive_int
+from ..http_body import content_length
 from .completions import check_context, completion_choices, render_prompt, split_reasoning, stream_chunks
 from .connections import GuardedHandler, GuardedHTTPServer, error_type, openai_error
 from .lora import lora_adapters, lora_fields, one_line
@@ -71,26 +72,26 @@ def do_POST(self:_Handler):
 
 # %% ../../nbs/54_serving_server.ipynb #33f97b53
 @patch
-def _body_size(self:_Handler)->int|None:
-    "The body's size as the request head gives it (0 without one); None for a chunked body or a length not a size"
-    try: size = int(self.headers.get('Content-Length') or 0)
-    except ValueError: return None
-    return None if size < 0 or 'Transfer-Encoding' in self.headers else size
+def _body_size(self:_Handler)->int:
+    "The body's size as the request head gives it (0 without one); a 400 `RequestRefused` when it gives no one size"
+    try: return content_length(self.headers)
+    except ValueError as e: raise RequestRefused(400, str(e)) from None
 
 # %% ../../nbs/54_serving_server.ipynb #ada27e43
 @patch
 def _skip_body(self:_Handler):
     "Read and drop after the answer the body of a request answered unread: its size, at most 16 at the size limit"
-    size, most = self._body_size(), 16 * MAX_BODY_BYTES
-    self.drop_body(most if size is None else min(size, most))
+    try: self.drop_body(min(self._body_size(), 16 * MAX_BODY_BYTES))
+    except RequestRefused: self.drop_body(16 * MAX_BODY_BYTES)        # the head gives no one size: the bound
 
 # %% ../../nbs/54_serving_server.ipynb #13c7c3ae
 @patch
 def _read(self:_Handler)->dict:
     "The request's JSON body (a `RequestRefused` for a bad length, a body too large or not JSON: `parse_body`)"
-    if (size := self._body_size()) is None or size > MAX_BODY_BYTES: self._skip_body()   # dropped after the answer
-    if size is None: raise RequestRefused(400, "Content-Length must be a non-negative integer (chunked: not read)")
-    if size > MAX_BODY_BYTES: raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
+    try:
+        if (size := self._body_size()) > MAX_BODY_BYTES:
+            raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
+    except RequestRefused: self._skip_body(); raise                     # dropped after the answer
     body, refusal = self.read_body(size)   # held piece by piece, until the request is answered; or (429 or 503, why)
     if refusal: raise RequestRefused(*refusal)
     return parse_body(body)

@@ -1,0 +1,62 @@
+"""srv27: the inference server (page 54) read a request's body size with `int(headers.get('Content-Length'))`, which
+takes `+5`, `5_0` (as 50) and a vertical tab or a no-break space around the digits, and, of two Content-Length headers
+that disagree, the first. A proxy in front that reads the size otherwise (or the other header) then frames a
+different body than the server does: request smuggling. Now both stdlib servers (this one and `FakeLLMServer`, page 08)
+size a body by one rule, `content_length` of page 07b (h11's): such a request is a 400 naming the header, its body
+dropped after the answer and never read as a request; spaces or tabs around the digits, and a size given twice
+alike, are still read."""
+import json
+import socket
+
+import pytest
+
+
+@pytest.fixture(scope='module')
+def srv():
+    from knowlyr_lab.serving import AgentInference
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    s = AgentInference(*make_tiny_model(hidden_size=32), name='tiny').serve()
+    yield s
+    s.shutdown(); s.server_close()
+
+BODY = json.dumps({'messages': [{'role': 'user', 'content': 'hi'}], 'max_tokens': 2}).encode()
+N = b'%d' % len(BODY)
+SMUGGLED = b'GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n'        # after the body: a request, if a size frames it so
+
+def _exchange(address, lengths:list)->bytes:
+    "All the server answers to a chat POST of `BODY` with these Content-Length values (then a smuggled GET), to the close"
+    head = b''.join(b'Content-Length: %s\r\n' % v for v in lengths)
+    c = socket.create_connection(address, timeout=60)
+    try:
+        c.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' + head + b'\r\n'
+                  + BODY + SMUGGLED)
+        answer = b''
+        while piece := c.recv(65536): answer += piece
+        return answer
+    finally: c.close()
+
+def _status_and_message(answer:bytes)->tuple:
+    head, _, body = answer.partition(b'\r\n\r\n')
+    return int(head.split(b' ')[1]), json.loads(body)
+
+BAD = {'signed': [b'+' + N], 'underscore': [N[:-1] + b'_' + N[-1:]], 'vertical tab': [b'\x0b' + N],
+       'no-break space': [b'\xa0' + N], 'two that disagree': [N, b'%d' % (len(BODY) + len(SMUGGLED))],
+       'a list that disagrees': [N + b', %d' % (len(BODY) + len(SMUGGLED))]}
+
+@pytest.mark.parametrize('case', list(BAD))
+def test_a_length_int_takes_but_h11_refuses_is_a_400_naming_the_header_and_no_desync(srv, case):
+    "main: 200 (the body read by int()'s size, or by the first of two headers), the header never named"
+    answer = _exchange(srv.server_address, BAD[case])
+    assert answer.count(b'HTTP/1.') == 1, answer                    # one answer: the rest is never read as a request
+    status, body = _status_and_message(answer)
+    msg = body['error']['message']
+    assert (status, body['error']['type']) == (400, 'invalid_request_error'), answer
+    assert 'Content-Length' in msg and ('disagree' in msg or 'is not a size in bytes' in msg), msg
+
+@pytest.mark.parametrize('lengths', [[b' ' + N + b' \t'], [N, N], [N + b', ' + N]], ids=['spaces', 'twice', 'a list'])
+def test_one_size_with_spaces_around_or_given_twice_alike_is_read(srv, lengths):
+    "Spaces and tabs around a value are no part of it (RFC 9110's OWS); a size given twice alike is one size"
+    answer = _exchange(srv.server_address, lengths)
+    status, body = _status_and_message(answer)
+    assert (status, answer.count(b'HTTP/1.')) == (200, 1), answer
+    assert body['object'] == 'chat.completion', body
