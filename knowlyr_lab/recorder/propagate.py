@@ -13,7 +13,7 @@ from functools import lru_cache
 from .placeholders import is_placeholder
 
 # %% auto #0
-__all__ = ['MIN_PROPAGATED', 'propagatable', 'redact_seams', 'json_spelled', 'literal_part', 'redact_values']
+__all__ = ['MIN_PROPAGATED', 'propagatable', 'redact_seams', 'json_spelled', 'literal_part', 'redact_values', 'json_unescaped']
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #2c332804
 MIN_PROPAGATED = 6      # shorter redacted values are not searched for elsewhere (too many innocent matches)
@@ -98,11 +98,13 @@ def literal_part(v:str)->str:
     return max(_SPELLED.split(v), key=len)
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #e599c3a2
-def redact_values(obj, values:dict, counts:dict|None=None):
+def redact_values(obj, values:dict, counts:dict|None=None,
+                  every:bool=False, # every value, `propagatable` or not (each was found in `obj` itself)
+                 ):
     "`obj` (str, dict, list) with each `propagatable` value of `values` ({value: kind}), `json_spelled`, replaced"
     if isinstance(obj, dict) and isinstance(obj.get('steps'), list):
         obj = redact_seams(obj, counts, values := dict(values))
-    vals = sorted((v for v in values if propagatable(v)), key=len, reverse=True)
+    vals = sorted((v for v in values if every or propagatable(v)), key=len, reverse=True)
     if not vals: return obj
     rx = re.compile('|'.join(map(json_spelled, vals)))          # no groups: a group stops re's quick scan for a start
     def sub(m):
@@ -116,3 +118,20 @@ def redact_values(obj, values:dict, counts:dict|None=None):
         if isinstance(o, (list, tuple)): return [walk(v) for v in o]
         return o
     return walk(obj)
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #6d8c8b23
+_ESCAPE = re.compile(r'\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})'
+                     r'|\\(["\\/bfnrt])')
+_UNSHORT = {v: k for k, v in _SHORT.items()}
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #dc46913d
+def _unescape(m)->str:
+    "The character the JSON escape `m` stands for (a surrogate pair: one character; a lone surrogate: as written)"
+    if m[1]: return chr(0x10000 + ((int(m[1], 16) - 0xd800) << 10) + int(m[2], 16) - 0xdc00)
+    if m[3]: return m[0] if 0xd800 <= int(m[3], 16) < 0xe000 else chr(int(m[3], 16))
+    return _UNSHORT[m[4]]
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #5be80f03
+def json_unescaped(s:str)->str:
+    "`s`, JSON text (whole or not), as a reader sees it: each string escape decoded where it stands"
+    return _ESCAPE.sub(_unescape, s) if '\\' in s else s

@@ -156,8 +156,11 @@ def redact_known(self:CountingScrub, obj):
 # %% ../../nbs/21a_recorder_scrub.ipynb #0c07dd76
 @patch
 def said(self:CountingScrub, obj, raw=None):
-    "`obj`, a text the report says or writes, `clean`ed and with each value the file's records gave away redacted"
-    return self.redact_known(self.clean(obj, raw))
+    "`obj`, a text the report says or writes, `clean`ed (a text as read too) and with the values given away redacted"
+    obj = self.clean(obj, raw)
+    # a quarantined line is JSON text: `\u00e4`, `\/` hide a secret from rules reading it as written
+    if isinstance(obj, str) and self.real is not None: obj, c = self.real.redact_as_read(obj, self.values); self._count(c)
+    return self.redact_known(obj)
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #157e0852
 REPORT_TEXTS = ('warnings', 'issues', 'errors', 'orphans')   # the report's lists of what it says
