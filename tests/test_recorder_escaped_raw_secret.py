@@ -40,3 +40,18 @@ def test_a_secret_json_escaped_in_a_quarantined_line_is_redacted_there_and_later
     assert value not in t.model_dump_json()
     assert t.task.instruction == f'why did [REDACTED:{kind}] fail?'
     assert r.redactions[kind] >= 2                         # the quarantined line's, and the quoting trajectory's
+
+
+def test_a_warning_quoting_a_known_value_with_repr_loses_it(tmp_path):
+    "a field_path warning quotes the value as `{v!r}` (`\\'`, `\\x7f`): on main those spellings were not matched"
+    v = "Zq8'vN3\"xR7\x7fx9"                              # repr: 'Zq8\'vN3"xR7\x7fx9'
+    def rec(i, typ, ts, **kw):
+        return {'parentUuid': f'u{i - 1}' if i else None, 'isSidechain': False, 'sessionId': 's1', 'type': typ,
+                'uuid': f'u{i}', 'timestamp': ts, 'message': {'id': f'm{i}', 'role': typ, 'content': 'ok'}, **kw}
+    p = tmp_path / 's1.jsonl'                                             # a Claude Code session
+    recs = [rec(0, 'user', '2025-01-01T00:00:00Z', api_key=v), rec(1, 'assistant', v)]   # the key gives it away
+    p.write_text(''.join(json.dumps(r) + '\n' for r in recs))
+    r = ConversionReport()
+    assert len(list(convert(p, report=r))) == 1
+    assert r.warning_lines() == [f"{p}:2: timestamp: '[REDACTED:secret_assignment]' (str) is not a time: "
+                                 "the step keeps no time"]

@@ -70,26 +70,29 @@ def redact_seams(d:dict, counts:dict|None=None,
     return d
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #e4b1de5f
-_SPELLED = re.compile(r'[^\x20-\x7e]|["\\/]')     # what a JSON string may write escaped
+_SPELLED = re.compile(r'[^\x20-\x7e]|["\'\\/]')    # what a JSON string (or Python's repr) may write escaped
 _SHORT = {'"': '"', '\\': '\\', '/': '/', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}   # \" \\ \/ \b ...
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #626d3bb9
-def _hex(n:int)->str:
-    "Pattern of the escape `\\uXXXX` of the UTF-16 code unit `n`, its hex digits in either case"
-    return r'\\u' + ''.join(f'[{c}{c.upper()}]' if c.isalpha() else c for c in f'{n:04x}')
+def _hex(n:int, lead:str='u', width:int=4)->str:
+    "Pattern of the escape `\\uXXXX` (`\\xXX`, `\\UXXXXXXXX`: `lead`, `width`) of the code `n`, hex in either case"
+    return r'\\' + lead + ''.join(f'[{c}{c.upper()}]' if c.isalpha() else c for c in f'{n:0{width}x}')
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #43369f4d
 def _spellings(c:str)->str:
-    "Pattern of the character `c` as a JSON string may write it: itself, its short escape, its `\\uXXXX` escape(s)"
+    "Pattern of the character `c` as a JSON string (or Python's repr) may write it: itself, or escaped"
     n = ord(c)
     code = _hex(n) if n < 0x10000 else _hex(0xd7c0 + (n >> 10)) + _hex(0xdc00 + (n & 0x3ff))   # a surrogate pair
     short = [re.escape('\\' + _SHORT[c])] if c in _SHORT else []
-    return '(?:' + '|'.join([re.escape(c), *short, code]) + ')'
+    # repr, as report texts quote values (`{v!r}`): \' \xa0 \U0001f511 (\uXXXX, \n, \\ as JSON's)
+    py = ([re.escape("\\'")] if c == "'" else [_hex(n, 'x', 2)] if n < 0x100 and not 0x20 <= n < 0x7f
+          else [_hex(n, 'U', 8)] if n >= 0x10000 else [])
+    return '(?:' + '|'.join([re.escape(c), *short, code, *py]) + ')'
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #10b05bf8
 @lru_cache(maxsize=4096)                 # asked of the same few values for each trajectory of a file
 def json_spelled(v:str)->str:
-    "Pattern matching `v` as it is and as JSON writes it in a string (`json.dumps`, ASCII or not, `\\/` for `/`)"
+    "Pattern matching `v` as it is, as JSON writes it in a string (ASCII or not, `\\/` for `/`) and as `repr` does"
     return ''.join(_spellings(c) if _SPELLED.match(c) else re.escape(c) for c in v)
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #a76f5b85
