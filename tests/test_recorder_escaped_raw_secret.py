@@ -55,3 +55,14 @@ def test_a_warning_quoting_a_known_value_with_repr_loses_it(tmp_path):
     assert len(list(convert(p, report=r))) == 1
     assert r.warning_lines() == [f"{p}:2: timestamp: '[REDACTED:secret_assignment]' (str) is not a time: "
                                  "the step keeps no time"]
+
+
+def test_a_report_scrubbed_by_a_bare_redactor_reads_the_quarantined_line_as_json_too(tmp_path):
+    "`ConversionReport(scrub=Redactor)` (no `CountingScrub`): its `said` runs `redact_as_read` itself"
+    from knowlyr_lab.recorder.redact import default_redactor
+    log, q = tmp_path / 'episodes.jsonl', tmp_path / 'quarantine.jsonl'
+    log.write_text('{"id": "ep-0", "messages": "run tool --password p\\u00e4ssw\\u00f6rd99X"\n' + _chat(1, 'hi') + '\n')
+    with ConversionReport(scrub=default_redactor(), quarantine=q) as r: out = list(convert(log, format='openai-chat', report=r))
+    assert len(out) == 1 and r.redactions == {'cli_secret_flag': 1}
+    raw = json.loads(q.read_text())['raw']
+    assert raw == '{"id": "ep-0", "messages": "run tool --password [REDACTED:cli_secret_flag]"'

@@ -152,7 +152,12 @@ def said(self:ConversionReport, obj, raw=None):
     "`obj`, a text the report keeps or writes (a reason, a quarantined record), `clean`ed, or by the scrub's `said`"
     s = self.scrub
     if s is None: return obj
-    return s.said(obj, raw) if hasattr(s, 'said') else self.clean(obj, raw)
+    if hasattr(s, 'said'): return s.said(obj, raw)
+    obj = self.clean(obj, raw)
+    if not (isinstance(obj, str) and hasattr(s, 'redact_as_read')): return obj
+    obj, counts = s.redact_as_read(obj)          # a `Redactor`: a raw line is JSON text too (`\u00e4`, `\/`)
+    for k, n in counts.items(): self.redacted(k, n)
+    return obj
 
 # %% ../../nbs/20aa_recorder_report.ipynb #2e2eae05
 def _write_line(self, attr, path, obj):
