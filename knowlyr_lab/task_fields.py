@@ -12,19 +12,32 @@ import json
 from typing import Callable, Iterable
 
 # %% auto #0
-__all__ = ['task_id', 'task_field', 'filter_tasks']
+__all__ = ['is_missing', 'task_id', 'task_name', 'task_field', 'filter_tasks']
+
+# %% ../nbs/12d_task_fields.ipynb #f8774853
+def is_missing(v)->bool:
+    "Whether `v` is no value: None, or what pandas fills an empty cell with (NaN, `pd.NA`, `NaT`)"
+    if v is None or type(v).__name__ in ('NAType', 'NaTType'): return True
+    try: return getattr(v, 'ndim', 0) == 0 and bool(v != v)   # NaN, of any float type, is unequal to itself
+    except (TypeError, ValueError): return False              # a value that cannot tell
 
 # %% ../nbs/12d_task_fields.ipynb #4129a16c
 def task_id(task)->str:
     "A task's id: a string itself; else its `id`, else (an exported row, a frame's row) its `task_id`; None is no id"
     if isinstance(task, str): return task
     get = task.get if isinstance(task, dict) else lambda k: getattr(task, k, None)
-    tid = get('id') if get('id') is not None else get('task_id')
-    if tid is not None: return str(tid)
+    tid = get('task_id') if is_missing(get('id')) else get('id')
+    if not is_missing(tid): return str(tid)
     if isinstance(task, dict):
-        raise KeyError(f"task has no 'id' or 'task_id' field that is not None (fields: {sorted(task)})")
+        raise KeyError(f"task has no 'id' or 'task_id' field that is not None or NaN (fields: {sorted(task)})")
     raise TypeError(f"cannot read a task id from a {type(task).__name__}: it has no `id` or `task_id`")
 
+
+# %% ../nbs/12d_task_fields.ipynb #fb5f4c11
+def task_name(task)->str:
+    "What a message calls a task: its id (`task_id`), else (it has none) what it is, on one line"
+    try: return task_id(task)
+    except (KeyError, TypeError): return 'no id: ' + ' '.join(repr(task).split())[:60]
 
 # %% ../nbs/12d_task_fields.ipynb #6a0e4c15
 def _metadata(task)->dict:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from .task_fields import filter_tasks as filter_tasks
-from .task_fields import task_field, task_id
+from .task_fields import is_missing, task_field, task_id, task_name
 from .trajectory import Trajectory
 
 # %% auto #0
@@ -48,8 +48,8 @@ TASK_TEXT_FIELDS = ('initial_observation', 'instruction', 'prompt', 'question', 
 
 # %% ../nbs/13_tasks.ipynb #198f043f
 def _shows(v)->bool:
-    "Whether a field's value shows anything: not None, not an empty string, list or dict (numpy: `_untyped`; by type)"
-    return v is not None and not (isinstance(v := _untyped(v), (str, list, dict)) and not v)
+    "Whether a field's value shows anything: not missing, not an empty string, list or dict (numpy: `_untyped`)"
+    return not is_missing(v) and not (isinstance(v := _untyped(v), (str, list, dict)) and not v)
 
 def _first_seen(task):
     "What a task shows first: the first of `TASK_TEXT_FIELDS` it has that is not empty (None: it shows nothing)"
@@ -66,7 +66,7 @@ def _as_text(v)->str:
 def _text_shown(task):
     "What a task no env made shows first (`_first_seen`); None for a string (an id or key as written), an env's task"
     if isinstance(task := _unwrap(task), str): return None
-    if task_field(task, 'fingerprint') or task_field(task, 'env_id'): return None
+    if _shows(task_field(task, 'fingerprint')) or _shows(task_field(task, 'env_id')): return None
     return _first_seen(task)
 
 # %% ../nbs/13_tasks.ipynb #5ac73e45
@@ -74,7 +74,7 @@ def task_key(task)->str:
     "What identifies a task's content: its fingerprint; else (no env) a hash of the text seen first; else its id"
     task = _unwrap(task)
     if isinstance(task, str): return task
-    if fp := task_field(task, 'fingerprint'): return str(fp)
+    if _shows(fp := task_field(task, 'fingerprint')): return str(fp)
     if (seen := _text_shown(task)) is not None: return 'text:' + hashlib.sha1(_as_text(seen).encode()).hexdigest()
     return task_id(task)                                    # an env's task, or one that shows nothing
 
@@ -124,9 +124,11 @@ def _fingerprints(tasks:list, env_ids:list, env_kw:dict)->list:
             except (LookupError, ImportError): made[e] = None         # not a registered env (a converted log's source)
         return made[e] and _named_fingerprint(made[e], tid)
     def fingerprint(t):
-        if task_field(t, 'fingerprint'): return task_field(t, 'fingerprint')
-        asked = dict.fromkeys(e for e in [task_field(t, 'env_id'), *env_ids] if e)
-        return next(filter(None, (named(task_id(t), e) for e in asked)), None)
+        if _shows(fp := task_field(t, 'fingerprint')): return fp
+        try: tid = task_id(t)
+        except (KeyError, TypeError): return None                  # no id (a text task): no env can name it
+        asked = dict.fromkeys(e for e in [task_field(t, 'env_id'), *env_ids] if _shows(e))
+        return next(filter(None, (named(tid, e) for e in asked)), None)
     try: return [fingerprint(t) for t in tasks]
     finally:
         for env in filter(None, made.values()): env.close()
@@ -139,11 +141,11 @@ def content_keys(tasks:Iterable,        # dicts, Task objects, trajectories or i
                 )->list[str]:            # one key per task
     "Fingerprints of `tasks`, an id's from the env that names it (each one's `task_key` when none has a fingerprint)"
     tasks = [_unwrap(t) for t in tasks]
-    envs = list(dict.fromkeys(e for e in [env_id, *(task_field(t, 'env_id') for t in tasks)] if e))
+    envs = list(dict.fromkeys(e for e in [env_id, *(task_field(t, 'env_id') for t in tasks)] if _shows(e)))
     fps = _fingerprints(tasks, envs, {env_id: env_kw})
     if env_id is None and not any(fps): return [task_key(t) for t in tasks]   # no env behind them: their text
-    lost = [task_id(t) for t, fp in zip(tasks, fps) if not fp]
-    if lost: raise ValueError(f"{len(lost)} task id(s) without a fingerprint (e.g. {lost[:3]}) name no task of "
+    lost = [task_name(t) for t, fp in zip(tasks, fps) if not fp]
+    if lost: raise ValueError(f"{len(lost)} task(s) without a fingerprint (e.g. {lost[:3]}) name no task of "
                               f"{envs or 'any env'}, while other tasks are compared by fingerprint: pass tasks with "
                               "fingerprints (`suite_tasks`) or ids of those envs")
     return [str(fp) for fp in fps]
@@ -169,7 +171,7 @@ def group_value(task,                    # a task dict, a `Task` (or a trajector
                ):                        # the value; None when the task has none
     "The `group_by` value of `task`, or None"
     task = _unwrap(task)
-    return group_by(task) if callable(group_by) else task_field(task, group_by)
+    return group_by(task) if callable(group_by) else None if is_missing(v := task_field(task, group_by)) else v
 
 # %% ../nbs/13_tasks.ipynb #8a4f5dd2
 def _keyed(task, group_by)->tuple[str, bool]:

@@ -260,3 +260,34 @@ def test_rows_of_a_data_frame_are_tasks_read_by_their_task_id_and_text():
     assert '\n' not in str(e.value)
     with pytest.raises(TypeError, match=r"train\[0\] is \{'id': None\}, not a task"):   # was the id 'None'
         check_held_out([{'id': None}], [{'id': None}])
+
+
+def test_a_frame_row_without_an_id_is_no_id_not_the_name_nan():
+    """ev8: a data frame's empty task_id cell (NaN, pd.NA, None in an object column) was read as the id 'nan' or
+    '<NA>', and an empty text or fingerprint cell as a value: two different tasks without ids were called shared"""
+    import numpy as np
+    import pandas as pd
+    tr = pd.DataFrame({'task_id': [np.nan], 'prompt': [np.nan], 'question': ['Compute 2+2'], 'fingerprint': [np.nan]})
+    ev = pd.DataFrame({'task_id': [np.nan], 'prompt': [np.nan], 'question': ['Compute 5+5'], 'fingerprint': [np.nan]})
+    for rows in (lambda d: d.to_dict('records'), lambda d: list(d.itertuples()), lambda d: [r for _, r in d.iterrows()]):
+        r = check_held_out(rows(tr), rows(ev), strict=True)
+        assert r.disjoint and r.basis == {'fingerprint': 0, 'text': 2, 'id': 0}, r
+        assert check_held_out(rows(tr), rows(tr.assign(task_id=['b']))).shared == [task_key({'question': 'Compute 2+2'})]
+    for gone in (np.nan, pd.NA, None):                    # no id and no text: refused in one line, naming list and place
+        bare = pd.DataFrame({'task_id': pd.Series([gone], dtype=object), 'reward': [1.0]})
+        for rows in (bare.to_dict('records'), list(bare.itertuples())):
+            with pytest.raises(TypeError, match=r'check_held_out: eval\[1\] is .*, not a task \(no id, no text\)') as e:
+                check_held_out(['a'], ['a', *rows], strict=True)
+            assert '\n' not in str(e.value)
+
+
+def test_a_text_task_without_an_id_beside_an_env_s_task_is_no_key_error():
+    """ev8: _fingerprints looked up the id of every task without a fingerprint in the envs of the others, so a text
+    task without an id (training tasks given as {'instruction': ...}) raised a bare KeyError from task_id"""
+    r = check_held_out([{'instruction': 'Compute 2+3'}], [{'id': 'x', 'env_id': 'elsewhere/not-installed'}])
+    assert r.disjoint and r.basis == {'fingerprint': 0, 'text': 1, 'id': 1}, r       # no env behind them: text, id
+    with pytest.raises(ValueError, match=r"""1 task\(s\) without a fingerprint \(e.g. \["no id: \{'instruction': 'Compute """
+                                         r"""2\+3'\}"\]\) name no task of \['knowlyr/arith-easy'\]""") as e:
+        evaluate_agent(ExpertAgent(), 'knowlyr/arith-easy', seeds=[0], n_tasks=1, progress=False,
+                       train_tasks=[{'instruction': 'Compute 2+3'}])
+    assert '\n' not in str(e.value)
