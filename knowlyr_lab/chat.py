@@ -15,19 +15,18 @@ import re
 import uuid
 import weakref
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
-import dateutil.parser
 from fastcore.basics import patch
 
+from .chat_dates import PINNED_DATE_STRING, dated_kwargs  # noqa: F401 (re-exported: renders pin the day)
 from .chat_messages import ChatFormatError, assistant_message, fence, parse_steps_text, react_text, seed_messages, steps_text, to_messages, tool_call  # noqa: F401 (re-exported: the chat layer's names are all in knowlyr_lab.chat)
 from .core import InvalidActionError
 from .tool_call_formats import parse_reply  # noqa: F401 (re-exported: the chat layer reads replies)
 
 # %% auto #0
-__all__ = ['CHAT_FORMATS', 'PINNED_DATE_STRING', 'PROMPT_FILE', 'template_call', 'format_messages', 'turn_extends',
-           'template_caps', 'choose_format', 'format_advice', 'render_chats', 'render_chat', 'PromptFormat']
+__all__ = ['CHAT_FORMATS', 'PROMPT_FILE', 'template_call', 'format_messages', 'turn_extends', 'template_caps', 'choose_format',
+           'format_advice', 'render_chats', 'render_chat', 'PromptFormat']
 
 # %% ../nbs/07a_chat.ipynb #3f8121e0
 CHAT_FORMATS = ('template', 'hermes', 'react')
@@ -120,33 +119,6 @@ def format_messages(messages:list[dict], # OpenAI chat messages
         else: out.insert(0, {'role': 'system', 'content': head})
     return out, None
 
-# %% ../nbs/07a_chat.ipynb #19d2ad33
-PINNED_DATE_STRING = '26 Jul 2024'   # the date a template that reads the clock is given (Llama 3's own fallback)
-_DAY_FORMATS = "ISO ('2024-07-26') or a day, month and four-digit year dateutil reads one way ('26 Jul 2024', 'July 26, 2024')"
-
-def _day(date_string)->datetime:
-    "The day `date_string` names: ISO, or the one day dateutil reads whatever today is and day or month first"
-    try: return datetime.fromisoformat(s := str(date_string))
-    except ValueError: pass
-    reads = set() if re.search(r'(?<!\d)\d{4}(?!\d)', s) else {None}   # '1 Jan 75' is 1975 or 2075 by today's date
-    # each way it can be read: a day, month or year left out, day or month first ('01/02/2025'), year first
-    for default, first in [(d, f) for d in (datetime(2000, 1, 1), datetime(2001, 2, 2)) for f in ('', 'day', 'year')]:
-        try: reads.add(dateutil.parser.parse(s, default=default, dayfirst=first == 'day', yearfirst=first == 'year'))
-        except (ValueError, OverflowError): reads.add(None)
-    if len(reads) == 1 and None not in reads: return reads.pop()
-    raise ValueError(f"date_string {s!r} names no one day: write it as {_DAY_FORMATS}")
-
-# %% ../nbs/07a_chat.ipynb #b8fe93fe
-_CLOCK = re.compile(r"""strftime_now\(\s*(["'])(.*?)\1\s*\)""")   # a template's read of the clock, its format given
-
-def _dated(tokenizer, template_kwargs:dict|None=None)->dict:
-    "`template_kwargs` for `apply_chat_template`: a template that reads the clock (`strftime_now`) reads a fixed day"
-    kw = dict(template_kwargs or {})
-    tpl = kw.get('chat_template') or getattr(tokenizer, 'chat_template', None)
-    if not isinstance(tpl, str) or 'strftime_now' not in tpl: return kw
-    day = _day(kw.setdefault('date_string', PINNED_DATE_STRING))
-    return {**kw, 'chat_template': _CLOCK.sub(lambda m: json.dumps(day.strftime(m[2])), tpl)}
-
 # %% ../nbs/07a_chat.ipynb #54c12f5e
 _PROBE_ARGS = {'probe_arg': 'probe-value-k5'}
 _PROBE_TOOL = {'type': 'function', 'function': {'name': 'probe_tool_q7', 'description': 'probe description z3',
@@ -182,7 +154,7 @@ def _probe(tokenizer, fmt:str, arguments:str)->dict:
     "What the probe conversation keeps when rendered in `fmt` with call arguments given as `arguments`"
     def render(msgs, gen=False):
         m, t = format_messages(msgs, [_PROBE_TOOL], fmt, arguments)
-        return tokenizer.apply_chat_template(m, tools=t, tokenize=False, add_generation_prompt=gen, **_dated(tokenizer))
+        return tokenizer.apply_chat_template(m, tools=t, tokenize=False, add_generation_prompt=gen, **dated_kwargs(tokenizer))
     turns = [i for i, m in enumerate(_PROBE) if m['role'] == 'assistant']
     try:
         text, prompt, upto = render(_PROBE), render(_PROBE[:2], True), render(_PROBE[:3])
@@ -268,7 +240,7 @@ def render_chats(tokenizer,                     # tokenizer with a chat template
     conv = [format_messages(c, tools, fmt, args) for c in chats]
     texts = tokenizer.apply_chat_template([c for c, _ in conv], tools=conv[0][1], tokenize=False,
                                           add_generation_prompt=add_generation_prompt,
-                                          **_dated(tokenizer, template_kwargs))
+                                          **dated_kwargs(tokenizer, template_kwargs))
     return [_put_back(t) for t in texts]
 
 # %% ../nbs/07a_chat.ipynb #523da83a

@@ -15,6 +15,8 @@ import platform
 import subprocess
 from pathlib import Path
 
+from .chat_dates import PINNED_DATE_STRING, chat_date
+
 # %% auto #0
 __all__ = ['PACKAGES', 'provenance', 'results_only']
 
@@ -70,13 +72,15 @@ def _worktree(root)->dict:
 # %% ../nbs/09a_provenance.ipynb #ff87e7d0
 def provenance(seed:int|None=None,       # the run's seed
                root:str|Path|None=None,   # the checkout whose commit is recorded (default: this package's)
+               tokenizer=None,            # the tokenizer rendering the run's chats (None: the pinned day is recorded)
               )->dict:
-    "Versions, commit, CPU, torch kernel level and threads of this process: record it with every result"
+    "Versions, commit, CPU, torch kernel level, threads and chat date of this process: record it with every result"
     root = Path(root) if root else Path(importlib.util.find_spec('knowlyr_lab').origin).resolve().parent.parent
     out = {'python': platform.python_version(), 'platform': platform.platform(), 'cpu': _cpu_model(),
            'cpu_count': os.cpu_count(), 'packages': {p: _version(p) for p in PACKAGES},
            'commit': _git('rev-parse', 'HEAD', cwd=root), **_worktree(root),
-           'seed': seed, 'ATEN_CPU_CAPABILITY': os.environ.get('ATEN_CPU_CAPABILITY')}
+           'seed': seed, 'ATEN_CPU_CAPABILITY': os.environ.get('ATEN_CPU_CAPABILITY'),
+           'chat_date': PINNED_DATE_STRING if tokenizer is None else chat_date(tokenizer)}
     try:
         import torch
         out.update(cpu_capability=torch.backends.cpu.get_cpu_capability(), torch_threads=torch.get_num_threads(),

@@ -10,6 +10,7 @@ the pinned date `PINNED_DATE_STRING` (the date Llama 3's templates write when gi
 `date_string`. The clock is moved the way transformers' own tests do: by replacing the `datetime` its template
 helpers read."""
 import copy
+import json
 from datetime import datetime
 
 import pytest
@@ -120,3 +121,31 @@ def test_offline_grpo_with_stored_reference_trains_across_midnight(clock, tmp_pa
     other_day = run('other')
     assert len(crossed) == 1 and crossed[0]['kl'] is not None
     assert abs(crossed[0]['loss'] - other_day[0]['loss']) < 1e-6, (crossed, other_day)
+
+
+@pytest.mark.parametrize('name,line', [('llama3_2', 'Today Date: Wed, 2 Dec 2026'), ('gptoss', 'Current date: 2026-12-02')])
+def test_a_weekday_that_disagrees_with_its_date_is_refused(clock, name, line):
+    """'Mon, 2 Dec 2026' (2 Dec 2026 is a Wednesday) was read as 2 Dec 2026, the weekday dropped unsaid: Llama 3.2's
+    template wrote `Today Date: Mon, 2 Dec 2026` into a prompt whose clock reads said Wednesday"""
+    tok = tokenizer_with(trl_template(name))
+    with pytest.raises(ValueError, match="date_string 'Mon, 2 Dec 2026' says Mon but 02 Dec 2026 is a Wednesday"):
+        render_chat(tok, MSGS, template_kwargs={'date_string': 'Mon, 2 Dec 2026'})
+    assert line in render_chat(tok, MSGS, template_kwargs={'date_string': 'Wed, 2 Dec 2026'})   # the right weekday: kept
+
+
+def test_a_trained_model_records_the_chat_date_its_prompts_carry(clock, tmp_path):
+    """A model folder's provenance.json said nothing of the day its template wrote into every training prompt, so a run
+    could not be rendered again as it was: it records `chat_date`, the pinned day (None for a template reading no clock)"""
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    say = lambda t: [{'role': 'assistant', 'content': t}]
+    data = [{'prompt': MSGS, 'completions': [say('It is 5.'), say('It is 6.')], 'rewards': [1, 0]}]
+    cfg = dict(learning_rate=1e-2, tasks_per_step=1, num_epochs=1, progress_bar=False, mixed_precision='no', seed=0)
+    got = {}
+    for name in ('llama3_2', 'llama3_1'):   # 3.2's reads the clock; 3.1's has its own fallback and reads none
+        tok = tokenizer_with(trl_template(name))
+        tr = GRPOTrainer(GRPOConfig(output_dir=str(tmp_path / name), **cfg), make_tiny_model(tokenizer=tok, hidden_size=32)[0], tok)
+        tr.train_offline(data)
+        got[name] = json.loads((tr.save_model() / 'provenance.json').read_text())['chat_date']
+    assert got == {'llama3_2': '26 Jul 2024', 'llama3_1': None}, got

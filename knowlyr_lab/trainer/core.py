@@ -38,7 +38,6 @@ class TrainerCore:
      "(`trainer.base.BaseTrainer` adds the loop)")
     def __init__(self, config:TrainConfig, model=None, tokenizer=None):
         self.config = c = config
-        self.provenance = provenance(c.seed)     # taken before training: what the weights are made with
         set_seed(c.seed)
         self.precision = resolve_precision(c.mixed_precision)       # the trainer's own: see `autocast`
         trackers = installed_trackers(c.report_to)
@@ -47,6 +46,7 @@ class TrainerCore:
         else: check_given_model(model, c)
         if tokenizer is None: tokenizer = AutoTokenizer.from_pretrained(c.model_name_or_path or model.name_or_path)
         self.tokenizer = self._prepare_tokenizer(tokenizer)
+        self.provenance = provenance(c.seed, tokenizer=self.tokenizer)   # before training: what made the weights
         self.model = self._adapt(model)
         self.out = Path(c.output_dir)
         self.metrics = self._metrics_logger(bool(trackers))
