@@ -205,12 +205,12 @@ def redaction_counts(prev, now:dict, before:dict)->dict:
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #3c196d3e
 class HeldTrajectories:
-    "A file's trajectories held to its end: objects up to `limit` bytes of their JSON, the rest in a temporary file"
+    "A file's trajectories held to its end: the last as an object, those before it as JSON lines in a temporary file"
     def __init__(self, report,          # its scrub's `seen` values are redacted from them at the end (`released`)
-                 limit:int|None,        # bytes held as objects (`HELD_BYTES`); None: nothing held, each handed on
+                 limit:int|None,        # bytes of that file kept in memory (`HELD_BYTES`); None: each handed on
                 ):
         self.report, self.limit, self.seen = report, limit, getattr(report.scrub, 'seen', None)
-        self.objs, self.spool, self.last, self.size = [], None, None, 0   # held: (trajectory, len(seen) then)
+        self.spool, self.last = None, None   # the last: (trajectory, len(seen) when it was held)
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #fcd927e2
 @patch
@@ -232,17 +232,14 @@ def _json_text(t:Trajectory)->str:
 # %% ../../nbs/21a_recorder_scrub.ipynb #a9a07443
 @patch
 def _hold(self:HeldTrajectories, t:Trajectory):
-    "Hold `t`; the one held before it stays an object while they fit in `limit` bytes of JSON, else waits in the file"
-    if self.last is not None:
-        text = _json_text(self.last[0]); size = self.size + len(text)
-        if self.spool is None and size <= self.limit: self.objs.append(self.last); self.size = size
-        else: self._spooled().write(f'{self.last[1]} {text}\n')
+    "Hold `t` as an object; the one held before it waits in the temporary file, as JSON"
+    if self.last is not None: self._spooled().write(f'{self.last[1]} {_json_text(self.last[0])}\n')
     self.last = (t, len(self.seen))
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #8baba2e7
 @patch
 def _spooled(self:HeldTrajectories):
-    "The temporary file the held trajectories past `limit` wait in (in memory up to `limit` bytes, then on disk)"
+    "The temporary file the held trajectories wait in (in memory up to `limit` bytes, then on disk)"
     if self.spool is None:
         self.spool = tempfile.SpooledTemporaryFile(self.limit, mode='w+', encoding='utf-8', newline='\n',
                                                    errors='surrogatepass')
@@ -251,14 +248,14 @@ def _spooled(self:HeldTrajectories):
 # %% ../../nbs/21a_recorder_scrub.ipynb #64e36a1f
 @patch
 def released(self:HeldTrajectories)->Iterator[Trajectory]:
-    "The held trajectories in order, each redacted of the values its file gave away after it was held"
-    objs, last, self.objs, self.last = self.objs, self.last, [], None
-    for t, n in objs: yield self._late(t, n)
+    "The held trajectories in order, each read back alone, redacted of the values its file gave away after it was held"
+    last, self.last = self.last, None
     if self.spool is not None:
         self.spool.seek(0)
         for line in self.spool:
             n, text = line.split(' ', 1)
             yield self._late(Trajectory.model_validate_json(text), int(n))
+        self.close()                         # its memory freed before the last is handed on
     if last is not None: yield self._late(*last)
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #3612a5df
@@ -272,7 +269,7 @@ def _late(self:HeldTrajectories, t:Trajectory, n:int)->Trajectory:
 def close(self:HeldTrajectories):
     "Drop what is still held (the file's reading stopped)"
     if self.spool is not None: self.spool.close()
-    self.objs, self.spool, self.last = [], None, None
+    self.spool, self.last = None, None
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #52ad26fd
 def redact_late(t:Trajectory, values:dict, report)->Trajectory:
