@@ -18,7 +18,7 @@ import tokenize
 from contextlib import contextmanager
 from typing import Callable
 
-from .errors import InvalidActionError
+from .errors import InvalidActionError, cut
 
 # %% auto #0
 __all__ = ['TOOL_NAME', 'ACTION_RE', 'parse_ast', 'deep_refused', 'json_int', 'json_call', 'nonfinite_as', 'value_type',
@@ -122,11 +122,11 @@ def json_params(args,       # tool arguments: a JSON string, a dict, or None/emp
     if not isinstance(args, str):
         raise InvalidActionError(f"{where}: arguments must be a JSON object, got {value_type(args)}")
     try:
-        with deep_refused(f"{where}: arguments are nested too deeply to read: {args[:40]!r}"):
+        with deep_refused(f"{where}: arguments are nested too deeply to read: {cut(repr(args), 40)}"):
             params = json.loads(args, parse_int=json_int)
     except json.JSONDecodeError as e:
         raise InvalidActionError(
-            f"{where}: arguments are not valid JSON ({e.msg} at column {e.colno}): {args[:80]!r}") from None
+            f"{where}: arguments are not valid JSON ({e.msg} at column {e.colno}): {cut(repr(args), 80)}") from None
     if not isinstance(params, dict):
         raise InvalidActionError(f"{where}: arguments must be a JSON object, got {value_type(params)}")
     return params
@@ -146,7 +146,7 @@ def _keywords(call:ast.Call)->dict:
 # %% ../nbs/00aa_action_text.ipynb #7de3ad1f
 def _given_twice(text:str, key:str)->InvalidActionError:
     "The refusal of the ReAct action `text`, whose keyword `key` is given twice: reading one value loses the other"
-    return InvalidActionError(f"ReAct action {text[:80]!r}: keyword {key!r} is given twice (Python refuses the call)")
+    return InvalidActionError(f"ReAct action {cut(repr(text), 80)}: keyword {key!r} is given twice (Python refuses the call)")
 
 # %% ../nbs/00aa_action_text.ipynb #2587f513
 def _python_call(text:str, positional=None)->tuple[str, dict]:
@@ -154,23 +154,23 @@ def _python_call(text:str, positional=None)->tuple[str, dict]:
     try: node = parse_ast(text, 'eval').body
     except SyntaxError as e:
         if e.msg == 'too many nested parentheses': raise RecursionError(e.msg) from None   # refused as too deep
-        raise InvalidActionError(f"ReAct action {text[:80]!r} is not `tool(key=value, ...)`: {e.msg}") from None
+        raise InvalidActionError(f"ReAct action {cut(repr(text), 80)} is not `tool(key=value, ...)`: {e.msg}") from None
     if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
-        raise InvalidActionError(f"ReAct action {text[:80]!r} is not a call like `tool(key=value, ...)`")
+        raise InvalidActionError(f"ReAct action {cut(repr(text), 80)} is not a call like `tool(key=value, ...)`")
     name = ast.unparse(node.func)
     try:
         params = _keywords(node)
         args = [ast.literal_eval(a) for a in node.args]
     except KeyError as e: raise _given_twice(text, e.args[0]) from None
     except (ValueError, TypeError):   # TypeError: a key that is no dict key, as in `{[1]: 2}`
-        raise InvalidActionError(f"ReAct action {text[:80]!r}: argument values must be literals "
+        raise InvalidActionError(f"ReAct action {cut(repr(text), 80)}: argument values must be literals "
                                  "(strings, numbers, lists, dicts)") from None
     if args:
         if len(args) == 1 and isinstance(args[0], dict) and not params: params = args[0]
         elif positional and len(args) <= len(positional):
             if twice := next((k for k in positional[:len(args)] if k in params), None): raise _given_twice(text, twice)
             params = {**dict(zip(positional, args)), **params}
-        else: raise InvalidActionError(f"ReAct action {text[:80]!r}: positional arguments need keyword names, "
+        else: raise InvalidActionError(f"ReAct action {cut(repr(text), 80)}: positional arguments need keyword names, "
                                        f"e.g. {name}(path=\"a.py\")")
     return name, params
 
@@ -188,7 +188,7 @@ def _parse_call_expr(text, positional=None):
     "Parse `tool(...)` or a bare `tool` name into (tool, params): a Python call, else a tool and one JSON object"
     text = text.strip().strip('`').strip()
     if re.fullmatch(TOOL_NAME, text): return text, {}
-    with deep_refused(f"ReAct action {text[:80]!r} is nested too deeply to read"):
+    with deep_refused(f"ReAct action {cut(repr(text), 80)} is nested too deeply to read"):
         try: return _python_call(text, positional)
         except InvalidActionError:
             if (call := _json_arg_call(text)) is None: raise
@@ -215,7 +215,7 @@ def parse_react(text:str,              # ReAct text: `Thought:`, `Action:`, opti
                )->dict:                # {"tool", "params"} (+ "thought")
     "The tool call of ReAct text; text with no `Action:` line is not a ReAct action"
     m = ACTION_RE.search(text)
-    if not m: raise InvalidActionError(f"text has no 'Action:' line, so it is not a ReAct action: {text[:80]!r}")
+    if not m: raise InvalidActionError(f"text has no 'Action:' line, so it is not a ReAct action: {cut(repr(text), 80)}")
     th = _THOUGHT_RE.search(text)
     thought = th.group('thought').strip() if th else None
     inp = _INPUT_RE.search(text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fastcore.basics import patch
 
+from ..errors import cut
 from .base import RecorderError
 from .field_path import locate, warn_coerced
 from .json_numbers import UnheldNumber
@@ -152,7 +153,7 @@ class guard:
         if issubclass(et, GUARDED):
             where = '.'.join(filter(None, (self.at, locate(self.record, e)))).replace('.[', '[')
             why = (f"{where}: " if where else '') + (str(e) if et is UnheldNumber else   # a number, named already
-                  f"unexpected value in a {self.record_type} record ({et.__name__}: {' '.join(str(e).split())[:200]})")
+                  f"unexpected value in a {self.record_type} record ({et.__name__}: {cut(' '.join(str(e).split()), 200)})")
             self.report.bad_record(self.path, self.line, why, self.record, self.record_type,
                                    aggregate=self.record is None and self.line is None)
             return True

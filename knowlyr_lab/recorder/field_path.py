@@ -13,6 +13,7 @@ import linecache
 import re
 from typing import Iterator
 
+from ..errors import cut
 from .values import coerced_notes
 
 # %% auto #0
@@ -172,5 +173,5 @@ def warn_coerced(report,                   # the run's `ConversionReport`
         if (id(v), problem) in seen: continue      # one value read twice (a step's start and end time): one warning
         seen.add((id(v), problem))                # (two numbers in one text: a warning each)
         where = '.'.join(filter(None, (at, path_of(record, v)))).replace('.[', '[') or 'a field of the record'
-        report.warn(path, line, f"{where}: {v!r:.60} ({type(v).__name__}) {problem}", record_type)
+        report.warn(path, line, f"{where}: {cut(repr(v), 60)} ({type(v).__name__}) {problem}", record_type)
     coerced_notes().clear()

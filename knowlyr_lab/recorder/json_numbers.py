@@ -20,7 +20,7 @@ import orjson
 from fastcore.basics import patch
 
 from ..action_text import parse_ast
-from ..errors import past_digit_limit
+from ..errors import cut, past_digit_limit
 
 # %% auto #0
 __all__ = ['WIDE_INT', 'wide_int', 'UnheldNumber', 'exact_parsers', 'NumberNote', 'id_field', 'kept_numbers', 'exact_json',
@@ -102,7 +102,7 @@ def _place(raw:bytes|str, made:list,
 def _why(at:str, u:_Unheld)->str:
     "What field `at` holds: stand-in `u`'s number (and its column, where located)"
     s, col = u.text, '' if u.col is None else f' at column {u.col}'
-    if not s.lstrip('-').isdigit(): return f"field {at} holds {s[:30]}{col}, a number JSON cannot write"
+    if not s.lstrip('-').isdigit(): return f"field {at} holds {cut(s, 30)}{col}, a number JSON cannot write"
     return f"field {at} holds {past_digit_limit(s, where=col)}"
 
 # %% ../../nbs/20a_recorder_json_numbers.ipynb #3485f1b0
@@ -176,7 +176,7 @@ def _yaml_int(loader, node):
     except (ValueError, IndexError) as e:    # `!!int abc`, `!!int 1.5`, `!!int ''`; a 5000-digit integer
         if not _DECIMAL.fullmatch(d := node.value.replace('_', '').removeprefix('+')):
             from yaml.constructor import ConstructorError
-            why = f'cannot read {node.value[:40]!r} as an integer ({e})'
+            why = f'cannot read {cut(repr(node.value), 40)} as an integer ({e})'
             raise ConstructorError(None, None, why, node.start_mark) from None
     return _marked(loader, node, d)
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ..errors import CUT
 from .placeholders import is_placeholder
 
 # %% auto #0
-__all__ = ['MIN_PROPAGATED', 'propagatable', 'redact_seams', 'json_spelled', 'literal_part', 'redact_values', 'json_unescaped']
+__all__ = ['MIN_PROPAGATED', 'propagatable', 'redact_seams', 'json_spelled', 'literal_part', 'redact_cut', 'redact_values',
+           'json_unescaped']
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #2c332804
 MIN_PROPAGATED = 6      # shorter redacted values are not searched for elsewhere (too many innocent matches)
@@ -100,11 +102,40 @@ def literal_part(v:str)->str:
     "The longest part of `v` each of its JSON spellings holds as it is (empty when JSON may escape every character)"
     return max(_SPELLED.split(v), key=len)
 
+# %% ../../nbs/20e_recorder_propagate.ipynb #543e7051
+@lru_cache(maxsize=1024)
+def _char_rx(c:str)->re.Pattern:
+    "The compiled `json_spelled` pattern of the one character `c`"
+    return re.compile(json_spelled(c))
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #ac96220f
+def _spelled_upto(s:str, at:int, v:str)->int:
+    "Where, in `s` from `at`, the longest start of `v` (each character in any of its `json_spelled` spellings) ends"
+    for c in v:
+        if (m := _char_rx(c).match(s, at)) is None: break
+        at = m.end()
+    return at
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #b8263a6f
+_CUT_AFTER = re.compile(r'(?:\\[xuU]?[0-9a-fA-F]{0,7})?' + re.escape(CUT))   # an escape cut in two, then the mark
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #a82ca19a
+def redact_cut(s:str, vals:list, values:dict, # `s`; the values to look for, of `values` ({value: kind})
+               counts:dict|None=None)->str:
+    "`s` with each start (`MIN_PROPAGATED` characters or more) of one of `vals` that `cut` ended redacted"
+    if CUT not in s: return s
+    for v in vals:
+        for m in reversed(list(re.finditer(json_spelled(v[:MIN_PROPAGATED]), s))):   # from the end: spans hold
+            if (end := _CUT_AFTER.match(s, _spelled_upto(s, m.start(), v))) is None: continue
+            s, k = s[:m.start()] + f'[REDACTED:{values[v]}]' + s[end.end() - len(CUT):], values[v]
+            if counts is not None: counts[k] = counts.get(k, 0) + 1
+    return s
+
 # %% ../../nbs/20e_recorder_propagate.ipynb #e599c3a2
 def redact_values(obj, values:dict, counts:dict|None=None,
                   every:bool=False, # every value, `propagatable` or not (each was found in `obj` itself)
                  ):
-    "`obj` (str, dict, list) with each `propagatable` value of `values` ({value: kind}), `json_spelled`, replaced"
+    "`obj` (str, dict, list) with each `propagatable` value of `values` ({value: kind}), `json_spelled` or `cut`, replaced"
     if isinstance(obj, dict) and isinstance(obj.get('steps'), list):
         obj = redact_seams(obj, counts, values := dict(values))
     vals = sorted((v for v in values if every or propagatable(v)), key=len, reverse=True)
@@ -116,7 +147,7 @@ def redact_values(obj, values:dict, counts:dict|None=None,
         if counts is not None: counts[k] = counts.get(k, 0) + 1
         return f'[REDACTED:{k}]'
     def walk(o):
-        if isinstance(o, str): return rx.sub(sub, o) if rx.search(o) else o
+        if isinstance(o, str): return redact_cut(rx.sub(sub, o) if rx.search(o) else o, vals, values, counts)
         if isinstance(o, dict): return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in o.items()}
         if isinstance(o, (list, tuple)): return [walk(v) for v in o]
         return o

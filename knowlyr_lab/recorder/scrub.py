@@ -18,6 +18,7 @@ from typing import Iterable, Iterator
 import orjson
 from fastcore.basics import patch
 
+from ..errors import cut
 from .propagate import literal_part, propagatable
 from .redact import redact_values
 from ..trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory
@@ -56,7 +57,7 @@ def serialise_error(t:Trajectory)->str|None:
     except Exception: pass                                 # pydantic decides
     try: t.model_dump_json(); return None
     except Exception as e:
-        return f"cannot be written as JSON ({str(e).removeprefix('Error serializing to JSON: ')[:200]})"
+        return f"cannot be written as JSON ({cut(str(e).removeprefix('Error serializing to JSON: '), 200)})"
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #da9d805c
 def path_text(path)->str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
+from ..errors import cut
 from .agent_steps import guard
 from .base import LogAdapter, get_adapter, register_adapter
 from .chat import feed_message
@@ -141,7 +142,7 @@ def _smol_message(b:ChatBuilder, m:dict, role:str, text:str, line)->str:
 def _smol_tool_call(b:ChatBuilder, text:str)->str:
     "Feed a `tool-call` message to `b`; raises ValueError when it is not `Calling tools: [...]`"
     calls = parse_smol_calls(text)
-    if calls is None: raise ValueError(f"tool-call message is not 'Calling tools: [...]': {text[:60]!r}")
+    if calls is None: raise ValueError(f"tool-call message is not 'Calling tools: [...]': {cut(repr(text), 60)}")
     b.add_assistant(b._pending, calls)
     b._pending = None
     b.fifo.extend(b.pairer.pending.pop(k) for k in list(b.pairer.pending))   # results carry no id: pair by order
@@ -258,7 +259,7 @@ def _smol_finish(self, b, row):
     err = row.get('agent_error') or row.get('parsing_error') or None
     outcome = Outcome(success=success, score=None if success is None else float(success),
                       terminated=answer is not None and not err, truncated=bool(row.get('iteration_limit_exceeded')),
-                      submitted=answer is not None and not err, reason=str(err)[:500] if err else None)
+                      submitted=answer is not None and not err, reason=cut(str(err), 500) if err else None)
     md = {'answer': answer, 'contains_match': contains, 'log_usage': tc or None, 'success_source': src,
           'success_inferred': (inferred and success is not None) or None,
           't_start': parse_time(row.get('start_time')), 't_end': parse_time(row.get('end_time'))}

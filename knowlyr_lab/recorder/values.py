@@ -15,6 +15,7 @@ import threading
 
 from fastcore.basics import patch
 
+from ..errors import cut
 from .json_numbers import UnheldNumber, kept_numbers, loads_json
 from ..trajectory import Observation, Step, TokenUsage
 
@@ -123,7 +124,7 @@ def _part_data(b:dict)->dict|None:
 # %% ../../nbs/20c_recorder_values.ipynb #805c18a8
 def _as_text(x)->str:
     "`str(x)` of a value where text belongs, noted as `coerced`"
-    s = str(x); coerced(x, f'is not text: kept as the text {s[:40]!r}'); return s
+    s = str(x); coerced(x, f'is not text: kept as the text {cut(repr(s), 40)}'); return s
 
 # %% ../../nbs/20c_recorder_values.ipynb #c159f077
 def content_text(content)->str:
