@@ -15,7 +15,8 @@ from functools import lru_cache
 from .secret_pattern import SecretPattern
 
 # %% auto #0
-__all__ = ['SECRET_ASSIGNMENT', 'is_placeholder', 'looks_like_path', 'not_placeholder', 'is_secret_key', 'secret_value_ok']
+__all__ = ['QUOTE_INSIDE', 'SECRET_ASSIGNMENT', 'is_placeholder', 'looks_like_path', 'not_placeholder', 'is_secret_key',
+           'secret_value_ok']
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #6f45e1c1
 _shown = warnings.showwarning
@@ -111,10 +112,14 @@ def secret_value_ok(key:str, value:str, sep:str=':', after:str='')->bool:
     if _WORDS.fullmatch(v) and (_TOKEN_KEY.search(key) or _PROSE.match(after)): return False
     return not any(f(v) for f in _DS_FILTERS)
 
+# %% ../../nbs/20cb_recorder_placeholders.ipynb #68f6682b
+_VALUE_CHAR = r'[\w!#$%*+\-./=?@^~]'      # what may follow a quote inside a value: never a blank, `,` `:` `}` `]`
+QUOTE_INSIDE = rf'\\?["\'](?={_VALUE_CHAR})'  # a quote inside a value (escaped inside JSON), not one that closes it
+
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #025953c1
 _ASSIGN_TAIL = (r'(?:\\?["\'\]]){0,2}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?'
-                r'(?P<val>(?<=")[^\s"\\]{6,}(?=\\?")|(?<=\')[^\s\'\\]{6,}(?=\\?\')'   # quoted: to the closing quote
-                r'|[^\s"\'`,;&|<>(){}\[\]\\]{6,})')
+                rf'(?P<val>(?<=")(?:[^\s"\\]|\\"(?={_VALUE_CHAR})){{6,}}(?=\\?")|(?<=\')[^\s\'\\]{{6,}}(?=\\?\')'  # quoted
+                rf'|[^\s"\'`,;&|<>(){{}}\[\]\\](?:[^\s"\'`,;&|<>(){{}}\[\]\\]|{QUOTE_INSIDE}){{5,}})')
 _ASSIGN_FAST = rf'(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]{{3,}}+){_ASSIGN_TAIL}'
 _ASSIGN_SELECTIVE = rf'(?P<key>{_KEY}){_ASSIGN_TAIL}'
 

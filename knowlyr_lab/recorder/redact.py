@@ -166,6 +166,12 @@ def _readable(s:str)->str:
     "`s` as the rules read it: each escaped line break (`\\n`, JSON inside JSON) a real one after its backslash"
     return _ESCAPED_BREAK.sub(lambda m: '\\' + _BREAK[m[1]], s) if '\\' in s else s
 
+# %% ../../nbs/21_recorder_redact.ipynb #95ec7456
+def _found(values:dict, value:str, kind:str):
+    "Remember `value`, found by the rule `kind`, and (when it holds JSON escapes) the value it stands for"
+    values.setdefault(value, kind)
+    if '\\' in value: values.setdefault(json_unescaped(value), kind)
+
 # %% ../../nbs/21_recorder_redact.ipynb #87915df2
 @patch
 def redact_text(self:Redactor, s:str, rules:tuple|None=None,
@@ -191,7 +197,7 @@ def redact_text(self:Redactor, s:str, rules:tuple|None=None,
             a, b = _span(p, m)
             if a == b or a < pos or v.startswith('[REDACTED:', a): continue
             if p.extend: b += _TOKEN_CH.match(v, b).end() - b
-            if values is not None: values.setdefault(s[a:b], p.name)
+            if values is not None: _found(values, s[a:b], p.name)
             out.append(s[pos:a]); out.append(f'[REDACTED:{p.name}]'); pos = b; at[0] = max(at[0], b); n += 1
         if n:
             out.append(s[pos:]); s = ''.join(out)

@@ -12,7 +12,7 @@ import binascii
 import re
 from functools import lru_cache
 
-from .placeholders import SECRET_ASSIGNMENT, is_placeholder, not_placeholder
+from .placeholders import QUOTE_INSIDE, SECRET_ASSIGNMENT, is_placeholder, not_placeholder
 from .secret_pattern import SecretPattern
 
 # %% auto #0
@@ -44,7 +44,8 @@ def detect_secrets_rules()->list[SecretPattern]:
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #0e51d564
 _Q = r'(?:\\?["\'])?'                     # an optional quote before a value, escaped when the command sits inside JSON
-_V = r'(?![$%<{])([^\s"\'`;&|\\]{4,})'     # a command-line value (not a $VAR, %VAR%, <placeholder>)
+_C = r'[^\s"\'`;&|\\]'                    # a character of a command-line value (a quote inside: `QUOTE_INSIDE`)
+_V = rf'(?![$%<{{])({_C}(?:{_C}|{QUOTE_INSIDE}){{3,}})'   # a command-line value (not a $VAR, %VAR%, <placeholder>)
 _ARGS = r'[^\n;&|]*?'                      # the rest of one command line
 _PRIVATE_KEY = (
     r'-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)'
@@ -75,14 +76,14 @@ PROJECT_RULES = [
                   rf'(?:=|\s+)(?!-){_Q}{_V}', ('pass', 'pwd', 'token', 'api', 'secret'), group=1, ignore_case=True,
                   check=not_placeholder),
     SecretPattern('curl_user_password',
-                  rf'\bcurl\b{_ARGS}\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@]{{3,}})',
+                  rf'\bcurl\b{_ARGS}\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@](?:[^\s"\'`;&|\\@]|{QUOTE_INSIDE}){{2,}})',
                   ('curl',),
                   group=1, check=not_placeholder),
     SecretPattern('docker_login_password',
                   rf'\b(?:docker|podman|nerdctl|buildah|skopeo|helm)\s+(?:registry\s+)?login\b{_ARGS}\s-p(?:\s+|=)(?!-){_Q}{_V}',
                   ('login',), group=1, check=not_placeholder),
     SecretPattern('mysql_password',
-                  rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b{_ARGS}\s-p(?![\s-]){_Q}(?![$%<{{])([^\s"\'`;&|\\]+)',
+                  rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b{_ARGS}\s-p(?![\s-]){_Q}(?![$%<{{])({_C}(?:{_C}|{QUOTE_INSIDE})*)',
                   ('mysql', 'mariadb'),
                   group=1, check=not_placeholder),
     SecretPattern('aws_cli_secret', rf'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+{_Q}{_V}', ('aws',), group=1,
