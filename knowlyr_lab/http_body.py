@@ -1,4 +1,4 @@
-"""`content_length`: the one rule by which the package's stdlib HTTP servers read a request's body size from its head -- h11's.
+"""`content_length` and `StrictHead`: the rules by which the package's stdlib HTTP servers read a request's head and its body size -- h11's.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/http_body.html.md"""
 
@@ -8,7 +8,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/http_body.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['content_length']
+__all__ = ['content_length', 'check_head_line', 'HeadLines', 'StrictHead']
 
 # %% ../nbs/07b_http_body.ipynb #db5100a6
 def content_length(headers)->int: # a request head, as `http.server` parses it (an `email.message.Message`)
@@ -20,3 +20,35 @@ def content_length(headers)->int: # a request head, as `http.server` parses it (
         raise ValueError(f"Content-Length {bad[0]!r} is not a size in bytes (a non-negative integer)")
     if len(sizes) > 1: raise ValueError(f"Content-Length headers disagree: {', '.join(sorted(sizes))}")
     return int(sizes.pop()) if sizes else 0
+
+# %% ../nbs/07b_http_body.ipynb #11821ee1
+def check_head_line(line:bytes, # a line of a request head as read, up to and with its LF
+                    n:int):     # its number in the head (the request line: 1)
+    "A `ValueError` naming line `n` when a CR stands in `line` other than just before its LF"
+    if b'\r' in (line[:-2] if line.endswith(b'\r\n') else line.rstrip(b'\n')):
+        raise ValueError(f"request head line {n} holds a CR that ends no line ({line[:60]!r}): end lines with CRLF")
+
+# %% ../nbs/07b_http_body.ipynb #9201fd83
+class HeadLines:
+    "A reader handing on the lines of a request head from `f`, keeping the first fault `check_head_line` finds"
+    def __init__(self, f): self.f, self.n, self.fault = f, 1, None     # line 1, the request line, is read before
+    def readline(self, size:int=-1)->bytes:
+        line = self.f.readline(size); self.n += 1
+        if self.fault is None:
+            try: check_head_line(line, self.n)
+            except ValueError as e: self.fault = e
+        return line
+
+# %% ../nbs/07b_http_body.ipynb #49ad02fa
+class StrictHead:
+    "A `BaseHTTPRequestHandler` mixin: a head with a lone CR, or no one body size, is answered 400 before any route"
+    def parse_request(self)->bool:
+        "Parse the head as the stdlib does, its lines through `HeadLines`; then the two rules (400 for a fault)"
+        lines = self.rfile = HeadLines(self.rfile)
+        try: ok = super().parse_request()
+        finally: self.rfile = lines.f
+        try:
+            if ok and lines.fault: raise lines.fault
+            if ok: content_length(self.headers)
+        except ValueError as e: self.send_error(400, str(e)); return False
+        return ok

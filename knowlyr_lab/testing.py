@@ -21,7 +21,7 @@ from typing import Callable
 
 from fastcore.basics import patch
 
-from .http_body import content_length
+from .http_body import StrictHead, content_length
 
 # %% auto #0
 __all__ = ['Reply', 'prompt_text', 'FakeLLMServer']
@@ -54,6 +54,7 @@ def prompt_text(request:dict)->str:
 # %% ../nbs/08_testing.ipynb #d6795106
 class FakeLLMServer:
     "OpenAI- and Anthropic-compatible HTTP server on 127.0.0.1 for tests"
+    read_timeout = 5.0   # seconds a read of a client's waits (a stalled body: 408; a quiet connection: closed)
     def __init__(self, responder:Callable|None=None, # (request: dict, api: 'openai'|'anthropic') -> str | Reply
                  # faults for the first requests, in order ('429', '500', 'timeout', 'garbage', None)
                  faults=(),
@@ -121,7 +122,7 @@ def _anthropic(self:FakeLLMServer, req, r):
             'usage': {'input_tokens': i, 'output_tokens': o}}
 
 # %% ../nbs/08_testing.ipynb #8f2cf5c3
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(StrictHead, BaseHTTPRequestHandler):
     "Answers HTTP requests for the `FakeLLMServer` in `fake`"
     protocol_version = 'HTTP/1.1'
     fake = None
@@ -208,6 +209,7 @@ def do_POST(self:_Handler):
     try: n = content_length(self.headers)
     except ValueError as e: return self.send_error(400, str(e))
     try: req = json.loads(self.rfile.read(n) or b'{}')
+    except TimeoutError: return self.send_error(408, f"the body did not come: {n:,} bytes, not in {self.timeout:g} s")
     except json.JSONDecodeError:
         return self._send(400, {'error': {'message': 'request body is not JSON', 'type': 'invalid_request_error'}})
     api = _api_of(self.path)
@@ -224,7 +226,7 @@ def do_POST(self:_Handler):
 # %% ../nbs/08_testing.ipynb #70f95ed9
 @patch
 def start(self:FakeLLMServer)->FakeLLMServer:
-    self._httpd = ThreadingHTTPServer(('127.0.0.1', 0), type('Handler', (_Handler,), {'fake': self}))
+    self._httpd = ThreadingHTTPServer(('127.0.0.1', 0), type('Handler', (_Handler,), {'fake': self, 'timeout': self.read_timeout}))
     self._httpd.daemon_threads = True
     self.port = self._httpd.server_address[1]
     threading.Thread(target=self._httpd.serve_forever, daemon=True).start()

@@ -7,6 +7,7 @@ the answer says `Connection: close` and the body is dropped after it), and a bad
 the header, the connection closed only after what the client sent is read, so no reset destroys the answer."""
 import json
 import socket
+import time
 
 import pytest
 
@@ -112,3 +113,49 @@ def test_the_stdlib_errors_answer_json_too(echo):
         assert "Unsupported method ('PUT')" in body['error']['message'], body
         assert w.closed()
     finally: w.close()
+
+
+# srv28: a header line with a CR that ends no line, and a body that stops coming.
+
+LONE_CR = {'before a size': b'X-A: a\rContent-Length: 5\r\n', 'before the blank line': b'X-A: a\r\r\n',
+           'in a value': b'X-A: a\rb\r\n'}
+
+@pytest.mark.parametrize('method', ['POST', 'GET'])
+@pytest.mark.parametrize('case', list(LONE_CR))
+def test_a_header_line_with_a_lone_cr_is_a_400_naming_its_line(echo, case, method):
+    "main: the stdlib's parser cut `X-A: a\\rContent-Length: 5` into two headers (a proxy reads one): 200, a body framed"
+    req = _post('hi', LONE_CR[case])             # its Content-Length right, but 'before a size': only the hidden one
+    if method == 'GET': req = b'GET /v1/models' + req[len(b'POST /v1/chat/completions'):]
+    w = _Wire(echo.port)
+    try:
+        w.send(req)
+        status, got, body = w.answer()
+        assert (status, got.get('connection')) == (400, 'close'), body
+        assert 'holds a CR that ends no line' in body['error']['message'], body
+        assert w.closed()
+    finally: w.close()
+    assert echo.requests == []
+
+def _stalled(port:int, head:bytes)->tuple:
+    "(what the server answers `head` sent alone, then waiting, up to its close; seconds it took)"
+    c = socket.create_connection(('127.0.0.1', port), timeout=10)
+    try:
+        c.sendall(head); t0, out = time.monotonic(), b''
+        while got := c.recv(65536): out += got
+        return out, time.monotonic() - t0
+    finally: c.close()
+
+def test_a_body_that_stops_coming_is_a_408_after_the_read_timeout():
+    "main: no read timeout, so the handler waited for the 90 missing bytes for good (the client's 10 s ran out)"
+    srv = FakeLLMServer(); srv.read_timeout = 0.5
+    with srv:
+        out, took = _stalled(srv.port, b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n'
+                             + b'{' * 10)
+        assert out.startswith(b'HTTP/1.1 408 '), out
+        assert b'the body did not come: 100 bytes' in out and took < 5, (out, took)
+        head, took = _stalled(srv.port, b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n')   # a head that stops
+        assert head == b'' and took < 5, (head, took)                   # closed: no request line to answer to
+        assert srv.requests == []
+
+def test_the_read_timeout_is_a_few_seconds_by_default():
+    assert 1 <= FakeLLMServer.read_timeout <= 30

@@ -7,6 +7,7 @@ dropped after the answer and never read as a request; spaces or tabs around the 
 alike, are still read."""
 import json
 import socket
+import time
 
 import pytest
 
@@ -60,3 +61,52 @@ def test_one_size_with_spaces_around_or_given_twice_alike_is_read(srv, lengths):
     status, body = _status_and_message(answer)
     assert (status, answer.count(b'HTTP/1.')) == (200, 1), answer
     assert body['object'] == 'chat.completion', body
+
+
+# srv28: every route refuses a bad size alike; a header line with a lone CR; a body that stops coming.
+
+def _answer(address, data:bytes, wait:float=60)->tuple:
+    "(all the server answers `data` up to its close, seconds it took)"
+    c = socket.create_connection(address, timeout=wait)
+    try:
+        c.sendall(data); t0, out = time.monotonic(), b''
+        while piece := c.recv(65536): out += piece
+        return out, time.monotonic() - t0
+    finally: c.close()
+
+@pytest.mark.parametrize('case', ['signed', 'two that disagree'])
+@pytest.mark.parametrize('route', [b'GET /v1/models', b'GET /nope', b'POST /nope'])
+def test_a_bad_size_is_the_same_400_on_a_get_and_an_unknown_path(srv, route, case):
+    "main: 200 (the model list) or 404, the size never looked at; a proxy in front framed the body otherwise"
+    head = b''.join(b'Content-Length: %s\r\n' % v for v in BAD[case])
+    answer, _ = _answer(srv.server_address, route + b' HTTP/1.1\r\nHost: x\r\n' + head + b'\r\n' + BODY + SMUGGLED)
+    assert answer.count(b'HTTP/1.') == 1, answer
+    status, body = _status_and_message(answer)
+    assert (status, body['error']['type']) == (400, 'invalid_request_error'), answer
+    assert 'Content-Length' in body['error']['message'], body
+
+@pytest.mark.parametrize('route', [b'POST /v1/chat/completions', b'GET /v1/models'])
+def test_a_header_line_with_a_lone_cr_is_a_400_and_no_desync(srv, route):
+    "main: the stdlib's parser read `X-A: a\\rContent-Length: N` as two headers, where a proxy reads one (no body)"
+    hidden = b'X-A: a\rContent-Length: %d\r\n' % len(SMUGGLED)
+    answer, _ = _answer(srv.server_address, route + b' HTTP/1.1\r\nHost: x\r\n' + hidden + b'\r\n' + SMUGGLED)
+    assert answer.count(b'HTTP/1.') == 1, answer
+    status, body = _status_and_message(answer)
+    assert (status, body['error']['type']) == (400, 'invalid_request_error'), answer
+    assert 'request head line 3 holds a CR that ends no line' in body['error']['message'], body
+
+def test_a_body_that_stops_coming_is_a_408_after_the_read_timeout(srv):
+    "main: the handler waited out the whole request_timeout (120 s) for the 90 missing bytes, then closed unanswered"
+    srv.read_timeout = 0.5
+    try:
+        answer, took = _answer(srv.server_address, b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n'
+                               b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n' + b'{' * 10, wait=10)
+    finally: del srv.read_timeout                       # the class's again
+    status, body = _status_and_message(answer)
+    assert status == 408 and took < 5, (answer, took)
+    assert 'the request body stopped: 10 of 100 bytes came' in body['error']['message'], body
+    assert srv.body_bytes_held == 0
+
+def test_the_read_timeout_is_a_few_seconds_by_default():
+    from knowlyr_lab.serving.server import InferenceServer
+    assert 1 <= InferenceServer.read_timeout <= 30

@@ -77,7 +77,7 @@ def _limit_flags(p):
 # %% ../../nbs/96_cli_trainer.ipynb #9fc52c62
 def _check_body_room(args):
     "`--body-budget` and `--body-budget-per-client`, when given, each hold the largest body: the server's rule"
-    from knowlyr_lab.serving.connections import check_body_room
+    from knowlyr_lab.serving.caps import check_body_room
     from knowlyr_lab.serving.requests import MAX_BODY_BYTES
     flags = ('--body-budget', '--body-budget-per-client')
     check_body_room({f: getattr(args, f[2:].replace('-', '_')) for f in flags}, MAX_BODY_BYTES)

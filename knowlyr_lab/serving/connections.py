@@ -20,17 +20,20 @@ from fastcore.basics import patch
 
 from ..envs.sessions import MAX_HEAD_BYTES, RETRY_AFTER, HeadTooLarge
 from ..errors import positive_int, positive_number
+from ..http_body import StrictHead
+from .caps import check_body_room, client_cap
 from .sockets import DeadlineReader, HeadReader, PacedWriter, queued_bytes
 
 # %% auto #0
-__all__ = ['GuardedHandler', 'openai_error', 'error_type', 'check_body_room', 'GuardedHTTPServer']
+__all__ = ['GuardedHandler', 'openai_error', 'error_type', 'GuardedHTTPServer']
 
 # %% ../../nbs/52_serving_connections.ipynb #8b9ea7ff
-class GuardedHandler(BaseHTTPRequestHandler):
+class GuardedHandler(StrictHead, BaseHTTPRequestHandler):
     ("A request handler that drops a client whose request head is not in within `header_timeout` (its body: "
      "`request_timeout`)")
     body_piece = 2**16                       # the most body bytes held, then read, at a time
     default_request_version = 'HTTP/1.0'     # a malformed request line is answered with a status line (HTTP/0.9: none)
+    deadline = float('inf')                  # when the read under way must end: set for each head, then its body
     def log_message(self, *a): pass
     def setup(self):
         self.timeout, self.deadline = self.server.request_timeout, time.monotonic() + self.server.header_timeout
@@ -111,25 +114,6 @@ def _crowded(peer:str, n:int)->bytes:
     return _refusal('429 Too Many Requests', f"client {peer} already holds {n} connections, "
                     f"the per-client cap (max_connections_per_client={n}): close one or retry later")
 
-# %% ../../nbs/52_serving_connections.ipynb #031cc0dd
-def _client_cap(total:int,              # what the clients share: `max_connections`, `body_budget`
-                per_client:int|None,    # one client's part of it; None: half, at least `floor`, at most `total`
-                name:str='max_connections_per_client', total_name:str='max_connections',
-                floor:int=1)->int:      # the least default part: 1 connection, the largest body a request may have
-    "The per-client cap of `total`: `per_client`, or half of `total` (at least `floor`, at most `total`) when None"
-    positive_int(total, total_name)
-    cap = min(total, max(floor, total // 2)) if per_client is None else per_client
-    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= total:
-        raise ValueError(f"{name} must be an integer from 1 to {total_name} ({total}), got {per_client!r}")
-    return cap
-
-# %% ../../nbs/52_serving_connections.ipynb #e670a52e
-def check_body_room(budgets:dict, body:int): # {name: bytes or None (not given)}; the largest body a request may send
-    "A ValueError naming the first budget given that cannot hold one body of `body` bytes"
-    for name, v in budgets.items():
-        if v is not None and v < body:
-            raise ValueError(f"{name} {v} is below one request body ({body:,} bytes, the size limit): raise it")
-
 # %% ../../nbs/52_serving_connections.ipynb #778cda4c
 class GuardedHTTPServer(ThreadingHTTPServer):
     ("A threaded HTTP server serving at most `max_connections` connections at once (503 beyond), "
@@ -138,6 +122,7 @@ class GuardedHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256                # the listen backlog: connections the kernel queues before accept
     max_body_bytes = 1                      # the largest body its handler reads: the least share of `body_budget`
+    read_timeout = 5.0                      # seconds a body read waits for its next byte (then: 408 and closed)
     def __init__(self, address, handler,    # as `ThreadingHTTPServer`; `handler` a `GuardedHandler`
                  # seconds a connection may take to send a request head (an idle one is closed then)
                  header_timeout:float=10.0,
@@ -153,10 +138,10 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         self.header_timeout = positive_number(header_timeout, 'header_timeout')
         self.request_timeout = positive_number(request_timeout, 'request_timeout')
         self.max_head_bytes, self.max_connections = positive_int(max_head_bytes, 'max_head_bytes'), max_connections
-        self.max_connections_per_client = _client_cap(max_connections, max_connections_per_client)
+        self.max_connections_per_client = client_cap(max_connections, max_connections_per_client)
         self.open_connections, self.refused, self._count, self._refused = 0, 0, threading.Lock(), collections.deque()
         self.clients = collections.Counter()   # open connections by client address
-        self.body_budget_per_client = _client_cap(body_budget, body_budget_per_client, 'body_budget_per_client',
+        self.body_budget_per_client = client_cap(body_budget, body_budget_per_client, 'body_budget_per_client',
                                                   'body_budget', self.max_body_bytes)
         check_body_room({'body_budget': body_budget, 'body_budget_per_client': body_budget_per_client}, self.max_body_bytes)
         self.body_budget, self.body_bytes_held, self.body_bytes_peak = body_budget, 0, 0
@@ -263,20 +248,28 @@ def release_body(self:GuardedHTTPServer, n:int, peer:str):
 # %% ../../nbs/52_serving_connections.ipynb #d21ae0a5
 @patch
 def _arrived(self:GuardedHandler, n:int)->int:
-    "How many of the next `n` body bytes are in, at most a piece, waiting for the first; 0 at the end"
-    if n <= 0 or not (buffered := len(self.rfile.peek(1))): return 0   # what is buffered, else one read of what came
-    return min(n, self.body_piece, buffered + queued_bytes(self.rfile))      # and what waits in the socket
+    "How many of the next `n` body bytes are in, at most a piece, waiting `read_timeout` for the first; 0 at the end"
+    if n <= 0: return 0
+    deadline, self.deadline = self.deadline, min(self.deadline, time.monotonic() + self.server.read_timeout)
+    try: buffered = len(self.rfile.peek(1))                  # what is buffered, else one read of what came
+    finally: self.deadline = deadline
+    return buffered and min(n, self.body_piece, buffered + queued_bytes(self.rfile))   # and what waits in the socket
 
 # %% ../../nbs/52_serving_connections.ipynb #a523a32e
 @patch
 def read_body(self:GuardedHandler, n:int)->tuple:
     "(the `n` body bytes, None), held in `body_budget` as they arrive; or (b'', (status, why)), none held"
-    pieces, peer = [], _peer(self.client_address)
-    while want := self._arrived(n):           # the bytes in, at most a piece: held, then read at once
-        if (refusal := self.server.hold_body(want, peer)) is not None:
-            self.server.release_body(self.body_held, peer); self.body_held = 0; self.drop_body(n)
-            return b'', refusal
-        self.body_held += want; pieces.append(self.rfile.read(want)); n -= want
+    pieces, peer, size = [], _peer(self.client_address), n
+    try:
+        while want := self._arrived(n):           # the bytes in, at most a piece: held, then read at once
+            if (refusal := self.server.hold_body(want, peer)) is not None:
+                self.server.release_body(self.body_held, peer); self.body_held = 0; self.drop_body(n)
+                return b'', refusal
+            self.body_held += want; pieces.append(self.rfile.read(want)); n -= want
+    except TimeoutError:                          # the client stopped sending: nothing more is read, the answer closes
+        self.server.release_body(self.body_held, peer); self.body_held = 0; self.close_connection = True
+        return b'', (408, f"the request body stopped: {size - n:,} of {size:,} bytes came, then none within "
+                          f"read_timeout ({self.server.read_timeout:g} s)")
     return b''.join(pieces), None
 
 # %% ../../nbs/52_serving_connections.ipynb #9bedf9af
