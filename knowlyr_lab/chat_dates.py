@@ -14,7 +14,7 @@ from datetime import datetime
 import dateutil.parser
 
 # %% auto #0
-__all__ = ['PINNED_DATE_STRING', 'dated_kwargs', 'chat_date']
+__all__ = ['PINNED_DATE_STRING', 'read_date_string', 'dated_kwargs', 'chat_date']
 
 # %% ../nbs/06b_chat_dates.ipynb #4bf9f372
 def _weekday_agrees(s:str, day:datetime)->datetime:
@@ -29,7 +29,7 @@ def _weekday_agrees(s:str, day:datetime)->datetime:
 PINNED_DATE_STRING = '26 Jul 2024'   # the date a template that reads the clock is given (Llama 3's own fallback)
 _DAY_FORMATS = "ISO ('2024-07-26') or a day, month and four-digit year dateutil reads one way ('26 Jul 2024', 'July 26, 2024')"
 
-def _day(date_string)->datetime:
+def read_date_string(date_string)->datetime:
     "The day `date_string` names: ISO, or the one day dateutil reads whatever today is, day or month first; its weekday, if named"
     try: return datetime.fromisoformat(s := str(date_string))
     except ValueError: pass
@@ -49,7 +49,7 @@ def dated_kwargs(tokenizer, template_kwargs:dict|None=None)->dict:
     kw = dict(template_kwargs or {})
     tpl = kw.get('chat_template') or getattr(tokenizer, 'chat_template', None)
     if not isinstance(tpl, str) or 'strftime_now' not in tpl: return kw
-    day = _day(kw.setdefault('date_string', PINNED_DATE_STRING))
+    day = read_date_string(kw.setdefault('date_string', PINNED_DATE_STRING))
     return {**kw, 'chat_template': _CLOCK.sub(lambda m: json.dumps(day.strftime(m[2])), tpl)}
 
 # %% ../nbs/06b_chat_dates.ipynb #6e13fb0a

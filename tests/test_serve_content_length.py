@@ -110,3 +110,22 @@ def test_a_body_that_stops_coming_is_a_408_after_the_read_timeout(srv):
 def test_the_read_timeout_is_a_few_seconds_by_default():
     from knowlyr_lab.serving.server import InferenceServer
     assert 1 <= InferenceServer.read_timeout <= 30
+
+
+# srv28: a server-wide `date_string` that names no one day (page 53a's `check_template_kwargs`, by page 07a's rule).
+
+def test_a_servers_date_string_that_names_no_one_day_is_refused_when_the_server_is_made(srv):
+    "main: the server was made; then every request to a model whose template reads the clock failed (a 400 blaming it)"
+    from knowlyr_lab.serving.server import InferenceServer
+    with pytest.raises(ValueError, match=r"'chat_template_kwargs': date_string '01/02/2025' names no one day"):
+        InferenceServer(srv.inf, chat_template_kwargs={'date_string': '01/02/2025'})
+
+def test_a_requests_date_string_that_names_no_one_day_is_a_400_naming_the_field(srv):
+    "main: 200 for a template that does not read the clock (the value never looked at), a render error for one that does"
+    body = json.dumps({'messages': [{'role': 'user', 'content': 'hi'}], 'max_tokens': 2,
+                       'chat_template_kwargs': {'date_string': 'someday'}}).encode()
+    answer, _ = _answer(srv.server_address, b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n'
+                        % len(body) + body)
+    status, got = _status_and_message(answer)
+    assert (status, got['error']['param']) == (400, 'chat_template_kwargs.date_string'), answer
+    assert "date_string 'someday' names no one day" in got['error']['message'], got

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from ..chat_dates import read_date_string
 from ..envs.text_actions import values_outside_quotes
 
 # %% auto #0
@@ -177,6 +178,9 @@ def check_template_kwargs(v, where:str='chat_template_kwargs')->dict:
     # and the special tokens (bos_token, eos_token ...), which transformers passes the template too
     bad = [k for k in v if k in TEMPLATE_RESERVED or k.endswith(('_token', '_tokens'))]
     if bad: raise RequestRefused(400, f"'{where}' may not set {bad[0]!r}: the server passes it to the template", where)
+    if 'date_string' in v:                   # the day a template that reads the clock writes: one day, or refused
+        try: read_date_string(v['date_string'])
+        except ValueError as e: raise RequestRefused(400, f"'{where}': {e}", f'{where}.date_string') from None
     return dict(v)
 
 # %% ../../nbs/53a_serving_requests.ipynb #2eac8cf3
