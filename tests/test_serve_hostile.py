@@ -419,7 +419,7 @@ def test_a_body_budget_below_the_body_size_limit_is_refused(inf):
 
 # srv22: the rule that a body budget holds one body was stated twice, by GuardedHTTPServer (page 52: "body_budget_per_client
 # must be at least the body size limit ...", naming the share even when only body_budget was given) and by
-# `knowlyr-trainer serve`'s _check_body_room (page 96). One function (check_body_room, page 52) states it for both.
+# `knowlyr-trainer serve`'s _check_body_room (page 96). One function (check_body_room, page 51b) states it for both.
 
 @pytest.mark.parametrize('kw', [dict(body_budget=2**20), dict(body_budget=2**23, body_budget_per_client=2**20)])
 def test_the_server_and_serve_refuse_a_budget_below_one_body_by_one_rule_in_one_wording(tmp_path, capsys, kw):
