@@ -7,6 +7,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/http_body.html.md"""
 # %% ../nbs/07b_http_body.ipynb #8d1cd1a6
 from __future__ import annotations
 
+from .errors import cut
+
 # %% auto #0
 __all__ = ['content_length', 'check_head_line', 'HeadLines', 'StrictHead']
 
@@ -17,7 +19,9 @@ def content_length(headers)->int: # a request head, as `http.server` parses it (
         raise ValueError(f"Transfer-Encoding {headers['transfer-encoding']!r} is not read: send a Content-Length")
     sizes = {v.strip(' \t') for h in headers.get_all('content-length') or [] for v in h.split(',')}
     if bad := sorted(s for s in sizes if not (s.isascii() and s.isdigit())):
-        raise ValueError(f"Content-Length {bad[0]!r} is not a size in bytes (a non-negative integer)")
+        raise ValueError(f"Content-Length {cut(repr(bad[0]), 40)} is not a size in bytes (a non-negative integer)")
+    if big := [s for s in sizes if len(s.lstrip('0')) > 18]:   # int() of 4,301 digits raises its own error
+        raise ValueError(f"Content-Length of {len(big[0])} digits is past any body size (10**18 bytes)")
     if len(sizes) > 1: raise ValueError(f"Content-Length headers disagree: {', '.join(sorted(sizes))}")
     return int(sizes.pop()) if sizes else 0
 

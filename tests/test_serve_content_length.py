@@ -129,3 +129,12 @@ def test_a_requests_date_string_that_names_no_one_day_is_a_400_naming_the_field(
     status, got = _status_and_message(answer)
     assert (status, got['error']['param']) == (400, 'chat_template_kwargs.date_string'), answer
     assert "date_string 'someday' names no one day" in got['error']['message'], got
+
+
+def test_a_size_of_thousands_of_digits_is_a_400_naming_the_header(srv):
+    "before: 4,400 digits passed the digit check and int() raised Python's own 'Exceeds the limit (4300 digits)' error"
+    answer, _ = _answer(srv.server_address, b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: '
+                        + b'9' * 4400 + b'\r\n\r\n' + BODY)
+    status, body = _status_and_message(answer)
+    assert (status, answer.count(b'HTTP/1.')) == (400, 1), answer[:300]
+    assert 'Content-Length of 4400 digits is past any body size' in body['error']['message'], body
