@@ -33,12 +33,13 @@ def read_date_string(date_string)->datetime:
     "The day `date_string` names: ISO, or the one day dateutil reads whatever today is, day or month first; its weekday, if named"
     try: return datetime.fromisoformat(s := str(date_string))
     except ValueError: pass
-    reads = set() if re.search(r'(?<!\d)\d{4}(?!\d)', s) else {None}   # '1 Jan 75' is 1975 or 2075 by today's date
+    reads, years = set(), set(re.findall(r'(?<!\d)\d{4}(?!\d)', s))   # '1 Jan 75' is 1975 or 2075 by today's date
     # each way it can be read: a day, month or year left out, day or month first ('01/02/2025'), year first
     for default, first in [(d, f) for d in (datetime(2000, 1, 1), datetime(2001, 2, 2)) for f in ('', 'day', 'year')]:
         try: reads.add(dateutil.parser.parse(s, default=default, dayfirst=first == 'day', yearfirst=first == 'year'))
         except (ValueError, OverflowError): reads.add(None)
-    if len(reads) == 1 and None not in reads: return _weekday_agrees(s, reads.pop())
+    if len(reads) == 1 and (day := reads.pop()) and f'{day.year:04d}' in years:   # the year as written: not '1200'
+        return _weekday_agrees(s, day)
     raise ValueError(f"date_string {s!r} names no one day: write it as {_DAY_FORMATS}")
 
 # %% ../nbs/06b_chat_dates.ipynb #0f7e7428
