@@ -70,7 +70,7 @@ def _trajectory_chat(t:Trajectory, where:str, system_prompt:str|None=None, tools
     except ValueError as e: raise DataFormatError(str(e)) from None     # steps served two ways
     kw, msgs = record_template_kwargs(served, at), to_messages(t, system_prompt=system_prompt)
     return {'messages': msgs, 'tools': tools, 'step_rewards': finite_step_rewards(t.steps, where, t.id),
-            'reward': DataFormatError.check_finite(t.reward or 0.0, where, 'reward'), 'task_id': t.task.id,
+            'reward': DataFormatError.check_finite(t.reward, where, 'reward', unset=0.0), 'task_id': t.task.id,
             'where': where, **({'template_kwargs': kw} if kw else {})}
 
 # %% ../../nbs/61_trainer_data.ipynb #2bbf2122

@@ -67,7 +67,7 @@ def recorded_samples(t:Trajectory, where:str='record',
         cur['input_ids'] += ext + C; cur['labels'] += [-100] * len(ext) + C; cur['logprobs'] += [None] * len(ext) + lp
         cur['weights'] += [1.0] * len(ext) + [w[k]] * len(C); cur['step'] += [-1] * len(ext) + [k] * len(C)
     out.append(cur)
-    return [{**p, 'step_starts': [], 'reward': DataFormatError.check_finite(t.reward or 0.0, where, 'reward'),
+    return [{**p, 'step_starts': [], 'reward': DataFormatError.check_finite(t.reward, where, 'reward', unset=0.0),
              'task_id': t.task.id, 'n_steps': len(t.steps), 'step_rewards': sr,
              'recorded': True, 'valid': t.valid, 'where': where, 'piece': i} for i, p in enumerate(out)]
 
