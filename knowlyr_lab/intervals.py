@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 # %% auto #0
-__all__ = ['SCORE_BOUND', 'wilson_ci', 'read_scores', 'read_differences', 'no_spread', 'bootstrap_ci']
+__all__ = ['SCORE_BOUND', 'wilson_ci', 'read_scores', 'read_differences', 'no_spread', 'rounding_flat', 'bootstrap_ci']
 
 # %% ../nbs/08b_intervals.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -75,6 +75,12 @@ def no_spread(x:Sequence[float])->bool:
     "True when the values are all equal, to rounding (0.7 - 0.5 vs 0.2): a bootstrap of them has nothing to resample"
     x = np.asarray(x, float)
     return bool(x.size and np.ptp(x) <= 1e-12 * max(1.0, float(np.abs(x).max())))
+
+# %% ../nbs/08b_intervals.ipynb #e90f42f6
+def rounding_flat(x:Sequence[float])->bool:
+    "True when the values differ by at most two float64 steps (ulps) of their largest magnitude: 0.1 + 0.2 vs 0.3"
+    x = np.asarray(x, float)
+    return bool(x.size and np.ptp(x) <= 2 * np.spacing(np.abs(x).max()))
 
 # %% ../nbs/08b_intervals.ipynb #ebae86a5
 def _constant_sample_ci(x:np.ndarray, statistic, confidence:float, binary:bool)->tuple[float, float]:

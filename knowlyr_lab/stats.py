@@ -20,7 +20,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from .intervals import bootstrap_ci, no_spread, read_differences, read_scores, wilson_ci
+from .intervals import bootstrap_ci, no_spread, read_differences, read_scores, rounding_flat, wilson_ci
 from .permutation import PERMUTATIONS, flat_samples, permutation, rank_test, relabellings
 
 # %% auto #0
@@ -182,8 +182,7 @@ def _score_diff_ci(a, b, paired:bool, confidence:float)->tuple[float, float]:
 # %% ../nbs/09_stats.ipynb #66394bd0
 def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, list, str]:
     "CI of mean(a) - mean(b), notes, and its method: a score CI for 0/1 rates, else the bootstrap (none with no spread)"
-    f64 = (a - b,) if paired else (a - b.mean(), b - a.mean())   # float64: each value beside its pair or the other mean
-    flat = flat_samples(a, b, paired)[0] or all(map(no_spread, f64))   # no spread as written, or to float64's rounding
+    flat = flat_samples(a, b, paired)[0] or (no_spread(a - b) if paired else all(map(rounding_flat, (a, b))))
     what = f"every pair differs by {a[0] - b[0]:+g}" if paired else "both samples are constant"
     if binary and is_binary(a, b):
         return (_score_diff_ci(a, b, paired, confidence), [f"{what}: Newcombe's score CI"] if flat else [],
