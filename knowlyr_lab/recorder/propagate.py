@@ -8,14 +8,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_propagate.html.md"""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from bisect import bisect_right
 
 from ..errors import CUT
 from .placeholders import is_placeholder
 
 # %% auto #0
-__all__ = ['MIN_PROPAGATED', 'propagatable', 'redact_seams', 'json_spelled', 'literal_part', 'redact_cut', 'redact_values',
-           'json_unescaped']
+__all__ = ['MIN_PROPAGATED', 'JSON_DEPTH', 'propagatable', 'redact_seams', 'json_unescaped', 'json_readings', 'literal_part',
+           'redact_values']
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #2c332804
 MIN_PROPAGATED = 6      # shorter redacted values are not searched for elsewhere (too many innocent matches)
@@ -71,101 +71,122 @@ def redact_seams(d:dict, counts:dict|None=None,
             if values is not None: values.setdefault(head.group(), end[1])
     return d
 
-# %% ../../nbs/20e_recorder_propagate.ipynb #e4b1de5f
-_SPELLED = re.compile(r'[^\x20-\x7e]|["\'\\/]')    # what a JSON string (or Python's repr) may write escaped
-_SHORT = {'"': '"', '\\': '\\', '/': '/', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}   # \" \\ \/ \b ...
+# %% ../../nbs/20e_recorder_propagate.ipynb #b3e976ef
+# JSON's escapes (a surrogate pair, `\uXXXX`, `\"` ...), then repr's (`\'`, `\xXX`, `\UXXXXXXXX`)
+_ESCAPE = re.compile(r'\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})'
+                     r'|\\(["\\/bfnrt\'])|\\x([0-9a-fA-F]{2})|\\U(000[0-9a-fA-F]{5}|0010[0-9a-fA-F]{4})')
+_UNSHORT = {'"': '"', '\\': '\\', '/': '/', "'": "'", 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
-# %% ../../nbs/20e_recorder_propagate.ipynb #626d3bb9
-def _hex(n:int, lead:str='u', width:int=4)->str:
-    "Pattern of the escape `\\uXXXX` (`\\xXX`, `\\UXXXXXXXX`: `lead`, `width`) of the code `n`, hex in either case"
-    return r'\\' + lead + ''.join(f'[{c}{c.upper()}]' if c.isalpha() else c for c in f'{n:0{width}x}')
+# %% ../../nbs/20e_recorder_propagate.ipynb #eceeca33
+def _unescape(m)->str:
+    "The character the escape `m` stands for (a surrogate pair: one character; a lone surrogate: as written)"
+    if m[1]: return chr(0x10000 + ((int(m[1], 16) - 0xd800) << 10) + int(m[2], 16) - 0xdc00)
+    if m[4]: return _UNSHORT[m[4]]
+    n = int(m[3] or m[5] or m[6], 16)
+    return m[0] if 0xd800 <= n < 0xe000 else chr(n)
 
-# %% ../../nbs/20e_recorder_propagate.ipynb #43369f4d
-def _spellings(c:str)->str:
-    "Pattern of the character `c` as a JSON string (or Python's repr) may write it: itself, or escaped"
-    n = ord(c)
-    code = _hex(n) if n < 0x10000 else _hex(0xd7c0 + (n >> 10)) + _hex(0xdc00 + (n & 0x3ff))   # a surrogate pair
-    short = [re.escape('\\' + _SHORT[c])] if c in _SHORT else []
-    # repr, as report texts quote values (`{v!r}`): \' \xa0 \U0001f511 (\uXXXX, \n, \\ as JSON's)
-    py = ([re.escape("\\'")] if c == "'" else [_hex(n, 'x', 2)] if n < 0x100 and not 0x20 <= n < 0x7f
-          else [_hex(n, 'U', 8)] if n >= 0x10000 else [])
-    return '(?:' + '|'.join([re.escape(c), *short, code, *py]) + ')'
+# %% ../../nbs/20e_recorder_propagate.ipynb #e771e74d
+def json_unescaped(s:str)->str:
+    "`s`, JSON text (whole or not) or a `repr`, as a reader sees it: each string escape decoded where it stands"
+    return _ESCAPE.sub(_unescape, s) if '\\' in s else s
 
-# %% ../../nbs/20e_recorder_propagate.ipynb #10b05bf8
-@lru_cache(maxsize=4096)                 # asked of the same few values for each trajectory of a file
-def json_spelled(v:str)->str:
-    "Pattern matching `v` as it is, as JSON writes it in a string (ASCII or not, `\\/` for `/`) and as `repr` does"
-    return ''.join(_spellings(c) if _SPELLED.match(c) else re.escape(c) for c in v)
+# %% ../../nbs/20e_recorder_propagate.ipynb #275ada23
+JSON_DEPTH = 4      # readings of JSON in JSON past the text as written: a bound on pathological backslash runs
 
-# %% ../../nbs/20e_recorder_propagate.ipynb #a76f5b85
+# %% ../../nbs/20e_recorder_propagate.ipynb #5fd12884
+def json_readings(s:str)->list[str]:
+    "`s` and each deeper reading of it (`json_unescaped` again: JSON in JSON), while one changes, `JSON_DEPTH` at most"
+    out = [s]
+    while len(out) <= JSON_DEPTH and '\\' in out[-1] and (r := json_unescaped(out[-1])) != out[-1]: out.append(r)
+    return out
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #12c31736
+def _marks(w:str)->tuple[list, list]:
+    "Where each escape of `w` stands: its starts in `json_unescaped(w)`, and (its end there, its span in `w`)"
+    starts, ends, shift = [], [], 0
+    for m in _ESCAPE.finditer(w):
+        n = len(_unescape(m))
+        starts.append(m.start() - shift); ends.append((m.start() - shift + n, m.start(), m.end()))
+        shift += m.end() - m.start() - n
+    return starts, ends
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #43878df0
+def _written_at(marks:tuple, p:int, end:bool=False)->int:
+    "Position, in the text of `marks`, of position `p` of its reading (`end`: the end of a span)"
+    starts, ends = marks
+    q = p - end                                 # the character a start begins, or an end closes
+    if (i := bisect_right(starts, q) - 1) < 0: return p
+    rb, sa, sb = ends[i]
+    return (sb if end else sa) if q < rb else sb + p - rb
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #74cdec65
+_AS_IS = re.compile(r'[^A-Za-z0-9_.\-]')          # a character some JSON writer (or repr) escapes
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #68919bf9
 def literal_part(v:str)->str:
-    "The longest part of `v` each of its JSON spellings holds as it is (empty when JSON may escape every character)"
-    return max(_SPELLED.split(v), key=len)
+    "The longest part of `v` that each writer's spelling holds as it is (empty when every character may be escaped)"
+    return max(_AS_IS.split(v), key=len)
 
-# %% ../../nbs/20e_recorder_propagate.ipynb #543e7051
-@lru_cache(maxsize=1024)
-def _char_rx(c:str)->re.Pattern:
-    "The compiled `json_spelled` pattern of the one character `c`"
-    return re.compile(json_spelled(c))
+# %% ../../nbs/20e_recorder_propagate.ipynb #b0497190
+_ALNUM_ESCAPE = re.compile(r'\\(?:u00[3-7][0-9a-fA-F]|x[3-7][0-9a-fA-F]|U0000[3-7])')   # `\u0041`: maybe a letter
 
-# %% ../../nbs/20e_recorder_propagate.ipynb #ac96220f
-def _spelled_upto(s:str, at:int, v:str)->int:
-    "Where, in `s` from `at`, the longest start of `v` (each character in any of its `json_spelled` spellings) ends"
-    for c in v:
-        if (m := _char_rx(c).match(s, at)) is None: break
-        at = m.end()
-    return at
+# %% ../../nbs/20e_recorder_propagate.ipynb #81890b62
+def _may_hold(s:str, parts:set)->bool:
+    "May a reading of `s` hold a value whose `literal_part` is one of `parts`? (or one cut short)"
+    return CUT in s or any(p in s for p in parts) or _ALNUM_ESCAPE.search(s) is not None
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #b8263a6f
 _CUT_AFTER = re.compile(r'(?:\\[xuU]?[0-9a-fA-F]{0,7})?' + re.escape(CUT))   # an escape cut in two, then the mark
 
-# %% ../../nbs/20e_recorder_propagate.ipynb #a82ca19a
-def redact_cut(s:str, vals:list, values:dict, # `s`; the values to look for, of `values` ({value: kind})
-               counts:dict|None=None)->str:
-    "`s` with each start (`MIN_PROPAGATED` characters or more) of one of `vals` that `cut` ended redacted"
-    if CUT not in s: return s
+# %% ../../nbs/20e_recorder_propagate.ipynb #897d5d26
+def _cut_spans(s:str, vals:list)->list[tuple]:
+    "(start, end, value) of each start (`MIN_PROPAGATED` characters or more) of one of `vals` in `s` that `cut` ended"
+    out = []
     for v in vals:
-        for m in reversed(list(re.finditer(json_spelled(v[:MIN_PROPAGATED]), s))):   # from the end: spans hold
-            if (end := _CUT_AFTER.match(s, _spelled_upto(s, m.start(), v))) is None: continue
-            s, k = s[:m.start()] + f'[REDACTED:{values[v]}]' + s[end.end() - len(CUT):], values[v]
-            if counts is not None: counts[k] = counts.get(k, 0) + 1
-    return s
+        a = s.find(v[:MIN_PROPAGATED])
+        while a >= 0:
+            n = MIN_PROPAGATED
+            while n < len(v) and s.startswith(v[n], a + n): n += 1        # as far as `s` follows `v`
+            if (end := _CUT_AFTER.match(s, a + n)) is not None: out.append((a, end.end() - len(CUT), v))
+            a = s.find(v[:MIN_PROPAGATED], a + 1)
+    return out
 
-# %% ../../nbs/20e_recorder_propagate.ipynb #e599c3a2
+# %% ../../nbs/20e_recorder_propagate.ipynb #805a5939
+def _value_spans(s:str, rx:re.Pattern, vals:list, parts:set)->list[tuple]:
+    "(start, end, value) in `s` of each of `vals` (`rx`, `parts`: their pattern, literal parts) in a reading of `s`"
+    texts, marks, out = json_readings(s) if _may_hold(s, parts) else [s], {}, []
+    for depth, t in enumerate(texts):
+        found = [(m.start(), m.end(), m.group()) for m in rx.finditer(t)] + (_cut_spans(t, vals) if CUT in t else [])
+        for a, b, v in found:
+            for i in reversed(range(depth)):                          # back to the text the reading was read from
+                mk = marks[i] if i in marks else marks.setdefault(i, _marks(texts[i]))
+                a, b = _written_at(mk, a), _written_at(mk, b, True)
+            out.append((a, b, v))
+    return out
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #7ba61876
+def _replaced(s:str, spans:list, values:dict, counts:dict|None=None)->str:
+    "`s` with each span (start, end, value) replaced by its value's mark, overlapping spans (read twice) as one"
+    out, pos = [], 0
+    for a, b, v in sorted(spans, key=lambda x: (x[0], -x[1])):
+        if a < pos: pos = max(pos, b); continue
+        out += [s[pos:a], f'[REDACTED:{values[v]}]']; pos = b
+        if counts is not None: counts[values[v]] = counts.get(values[v], 0) + 1
+    return ''.join(out) + s[pos:]
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #8d84817d
 def redact_values(obj, values:dict, counts:dict|None=None,
                   every:bool=False, # every value, `propagatable` or not (each was found in `obj` itself)
                  ):
-    "`obj` (str, dict, list) with each `propagatable` value of `values` ({value: kind}), `json_spelled` or `cut`, replaced"
+    "`obj` (str, dict, list) with each `propagatable` value of `values` ({value: kind}), spelled or `cut`, replaced"
     if isinstance(obj, dict) and isinstance(obj.get('steps'), list):
         obj = redact_seams(obj, counts, values := dict(values))
     vals = sorted((v for v in values if every or propagatable(v)), key=len, reverse=True)
     if not vals: return obj
-    rx = re.compile('|'.join(map(json_spelled, vals)))          # no groups: a group stops re's quick scan for a start
-    def sub(m):
-        s = m.group()                                   # the value itself, else the first whose pattern matches
-        k = values.get(s) or values[next(v for v in vals if re.fullmatch(json_spelled(v), s))]
-        if counts is not None: counts[k] = counts.get(k, 0) + 1
-        return f'[REDACTED:{k}]'
+    rx, parts = re.compile('|'.join(map(re.escape, vals))), {literal_part(v) for v in vals}  # re's quick scan holds
     def walk(o):
-        if isinstance(o, str): return redact_cut(rx.sub(sub, o) if rx.search(o) else o, vals, values, counts)
+        if isinstance(o, str): return _replaced(o, _value_spans(o, rx, vals, parts), values, counts)
         if isinstance(o, dict): return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in o.items()}
         if isinstance(o, (list, tuple)): return [walk(v) for v in o]
         return o
     return walk(obj)
-
-# %% ../../nbs/20e_recorder_propagate.ipynb #6d8c8b23
-_ESCAPE = re.compile(r'\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})'
-                     r'|\\(["\\/bfnrt])')
-_UNSHORT = {v: k for k, v in _SHORT.items()}
-
-# %% ../../nbs/20e_recorder_propagate.ipynb #dc46913d
-def _unescape(m)->str:
-    "The character the JSON escape `m` stands for (a surrogate pair: one character; a lone surrogate: as written)"
-    if m[1]: return chr(0x10000 + ((int(m[1], 16) - 0xd800) << 10) + int(m[2], 16) - 0xdc00)
-    if m[3]: return m[0] if 0xd800 <= int(m[3], 16) < 0xe000 else chr(int(m[3], 16))
-    return _UNSHORT[m[4]]
-
-# %% ../../nbs/20e_recorder_propagate.ipynb #5be80f03
-def json_unescaped(s:str)->str:
-    "`s`, JSON text (whole or not), as a reader sees it: each string escape decoded where it stands"
-    return _ESCAPE.sub(_unescape, s) if '\\' in s else s

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 from fastcore.basics import patch
 
 from .placeholders import is_secret_key, secret_value_ok
-from .propagate import json_unescaped, redact_values
+from .propagate import json_readings, json_unescaped, redact_values
 from .secret_pattern import AnchoredRegex, SecretPattern, hs_compiled
 from .secret_rules import CONTEXT_KINDS, PROJECT_RULES, detect_secrets_rules
 from ..trajectory import Trajectory
@@ -286,9 +286,9 @@ def clean(self:Redactor, obj, raw:bytes|str|None=None, values:dict|None=None)->t
 def redact_as_read(self:Redactor, s:str, # JSON text, whole or cut short, already `redact_text`ed as written
                    values:dict|None=None, # receives {secret value: kind} of what was replaced
                   )->tuple[str, dict[str, int]]:
-    "`s` with the secrets the rules find in it as read (`json_unescaped`) replaced as written, and the counts per kind"
-    read, found, counts = json_unescaped(s), {}, {}
-    if read == s or not self.redact_text(read, None, found)[1]: return s, counts
+    "`s` with the secrets the rules find in it as read (`json_readings`) replaced as written, and the counts per kind"
+    found, counts = {}, {}
+    if not any([self.redact_text(r, None, found)[1] for r in json_readings(s)[1:]]): return s, counts  # each level
     s = redact_values(s, found, counts, every=True)   # found in `s` itself: no guess whether it looks like a secret
     if values is not None:
         for v, k in found.items(): values.setdefault(v, k)
