@@ -50,12 +50,20 @@ def _fields(m)->dict:
     if type(m) in _SCHEMA: return m.__dict__
     raise TypeError(f"not plain JSON: {type(m).__name__}")
 
+# %% ../../nbs/21a_recorder_scrub.ipynb #6bb7b62e
+def _orjson_writes(t:Trajectory)->bool:
+    "Whether orjson writes `t`, asked of all but its steps and then of each step, never of the whole document"
+    try:
+        orjson.dumps(dict(t.__dict__, steps=[]), default=_fields)
+        for s in t.steps: orjson.dumps([[s]], default=_fields)   # at the depth the step has in `t`
+        return True
+    except Exception: return False
+
 # %% ../../nbs/21a_recorder_scrub.ipynb #571ff1c3
 def serialise_error(t:Trajectory)->str|None:
     "Why `t` cannot be written as JSON (a lone surrogate, nesting too deep, a value JSON has no form for), or None"
-    try: orjson.dumps(t, default=_fields); return None    # plain JSON: the quick answer
-    except Exception: pass                                 # pydantic decides
-    try: t.model_dump_json(); return None
+    if _orjson_writes(t): return None                      # plain JSON: the quick answer
+    try: t.model_dump_json(); return None                  # pydantic decides
     except Exception as e:
         return f"cannot be written as JSON ({cut(str(e).removeprefix('Error serializing to JSON: '), 200)})"
 
