@@ -71,16 +71,22 @@ def read_differences(a:np.ndarray,        # scores read by `read_scores` (a samp
                      f"differ by {d.flat[i]:g}; paired scores must differ by at most {SCORE_BOUND:g} (SCORE_BOUND)")
 
 # %% ../nbs/08b_intervals.ipynb #834ef5aa
-def no_spread(x:Sequence[float])->bool:
-    "True when the values are all equal, to rounding (0.7 - 0.5 vs 0.2): a bootstrap of them has nothing to resample"
+def no_spread(x:Sequence[float],   # values: scores, or what was computed from them (differences, means)
+              inputs:tuple=(),     # what `x` was computed from (a - b: (a, b)); its largest magnitude sets the step
+              steps:float=3,       # float64 steps of that magnitude the values may differ by from rounding alone
+             )->bool:
+    "True when the values differ by at most `steps` float64 steps (ulps) of the largest magnitude they came from"
     x = np.asarray(x, float)
-    return bool(x.size and np.ptp(x) <= 1e-12 * max(1.0, float(np.abs(x).max())))
+    m = max(np.nanmax(np.abs(np.asarray(v, float)), initial=0.0) for v in (x, *inputs))
+    return bool(x.size and np.ptp(x) <= steps * np.spacing(m))
 
-# %% ../nbs/08b_intervals.ipynb #e90f42f6
-def rounding_flat(x:Sequence[float])->bool:
-    "True when the values differ by at most two float64 steps (ulps) of their largest magnitude: 0.1 + 0.2 vs 0.3"
-    x = np.asarray(x, float)
-    return bool(x.size and np.ptp(x) <= 2 * np.spacing(np.abs(x).max()))
+
+# %% ../nbs/08b_intervals.ipynb #5e7a91c3
+def rounding_flat(a:np.ndarray, b:np.ndarray, # two samples of scores
+                  paired:bool,                # a[i] and b[i] pair: the differences are judged
+                 )->bool:
+    "No spread to float64's rounding (`no_spread`): in the differences, beside the scores, or in each sample on its own"
+    return no_spread(a - b, (a, b)) if paired else no_spread(a) and no_spread(b)
 
 # %% ../nbs/08b_intervals.ipynb #ebae86a5
 def _constant_sample_ci(x:np.ndarray, statistic, confidence:float, binary:bool)->tuple[float, float]:

@@ -13,7 +13,7 @@ from decimal import Context, Decimal, Inexact, InvalidOperation
 import numpy as np
 from scipy import stats
 
-from .intervals import no_spread, read_scores
+from .intervals import no_spread, read_scores, rounding_flat
 
 # %% auto #0
 __all__ = ['PERMUTATIONS', 'RANK_SUM_CELLS', 'RANK_P_RTOL', 'relabellings', 'flat_samples', 'permutation', 'rank_test']
@@ -50,7 +50,7 @@ def _written_ints(x, most:int|None=None)->np.ndarray|None: # most: distinct valu
 def flat_samples(a, b, paired:bool)->tuple[bool, bool]: # (no spread, equal means)
     "No spread (in the pairs' differences, or each sample), and equal means: as written where held, else to rounding"
     w = _written_ints(np.r_[a, b]) if len(a) and len(b) else None
-    if w is None: return no_spread(a - b) if paired else no_spread(a) and no_spread(b), no_spread([a.mean(), b.mean()])
+    if w is None: return rounding_flat(a, b, paired), no_spread([a.mean(), b.mean()], (a, b), (a.size + b.size) / 2 + 3)
     x, y = w[:len(a)].tolist(), w[len(a):].tolist()   # Python ints: exact
     flat = len({u - v for u, v in zip(x, y)}) == 1 if paired else len(set(x)) == 1 == len(set(y))
     return flat, sum(x) * len(y) == sum(y) * len(x)

@@ -145,14 +145,14 @@ def _cohen_d(a, b):
     na, nb = len(a), len(b)
     if na < 2 or nb < 2: return float('nan')
     sp = math.sqrt(((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1)) / (na + nb - 2))
-    return float((np.mean(a) - np.mean(b)) / sp) if not (no_spread(a) and no_spread(b)) else float('nan')
+    return float((np.mean(a) - np.mean(b)) / sp) if not rounding_flat(a, b, False) else float('nan')
 
 # %% ../nbs/09_stats.ipynb #877081e3
 def _effect_size(a, b, paired:bool)->float:
     "Cohen's d (unpaired) or d_z (paired)"
     if not paired: return _cohen_d(a, b)
     d = a - b
-    return float(d.mean() / np.std(d, ddof=1)) if not no_spread(d) else float('nan')
+    return float(d.mean() / np.std(d, ddof=1)) if not rounding_flat(a, b, True) else float('nan')
 
 # %% ../nbs/09_stats.ipynb #a8f1b9a0
 def newcombe_paired_ci(both:int,    # pairs where A and B both succeed
@@ -182,7 +182,7 @@ def _score_diff_ci(a, b, paired:bool, confidence:float)->tuple[float, float]:
 # %% ../nbs/09_stats.ipynb #66394bd0
 def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, list, str]:
     "CI of mean(a) - mean(b), notes, and its method: a score CI for 0/1 rates, else the bootstrap (none with no spread)"
-    flat = flat_samples(a, b, paired)[0] or (no_spread(a - b) if paired else all(map(rounding_flat, (a, b))))
+    flat = flat_samples(a, b, paired)[0] or rounding_flat(a, b, paired)   # as written, or to float64's rounding
     what = f"every pair differs by {a[0] - b[0]:+g}" if paired else "both samples are constant"
     if binary and is_binary(a, b):
         return (_score_diff_ci(a, b, paired, confidence), [f"{what}: Newcombe's score CI"] if flat else [],

@@ -73,3 +73,40 @@ def test_callers_report_the_interval():
     a, b = (EvalResult(n, pd.DataFrame(rows(n, v, n), columns=EPISODE_COLUMNS)) for n, v in (('a', [1., 2, 3]), ('b', [5e12] * 3)))
     c = _quiet(compare_agents, a, b, metric='reward')
     assert not c.paired and c.ci_method == 'bootstrap' and c.diff_ci == (-4999999999999.0, -4999999999997.0), (c.diff_ci, c.notes)
+
+
+# stats20: one rule, no_spread (page 08b) -- three float64 steps of the magnitude the values were computed from
+def test_exactly_written_spread_near_5e12_gets_a_bootstrap_interval():
+    "1e-12 x 5e12 is 5: no_spread called 5e12 + 1, + 2, + 3 flat, so bootstrap_ci gave (nan, nan)"
+    from knowlyr_lab.intervals import bootstrap_ci
+    lo, hi = bootstrap_ci([5e12 + 1, 5e12 + 2, 5e12 + 3])
+    assert 5e12 + 1 <= lo < 5e12 + 2 < hi <= 5e12 + 3, (lo, hi)
+
+
+def test_paired_differences_spread_by_3_beside_5e12_are_spread():
+    "Differences 1 - 5e12, 2 - 5e12, 4 - 5e12 spread by 3, within 1e-12 of 5e12: CI (nan, nan), method 'none', d_z NaN"
+    c = compare_samples([1., 2, 4], [5e12] * 3, paired=True)
+    assert (c.ci_method, c.notes) == ('bootstrap', []) and c.diff_ci[0] < c.diff < c.diff_ci[1], (c.diff_ci, c.notes)
+    assert np.isfinite(c.effect_size) and c.effect_size < 0
+
+
+def test_cohens_d_of_a_sample_spread_near_5e12_is_defined():
+    c = compare_samples([5e12 + 1, 5e12 + 2, 5e12 + 3], [0., 0, 0])
+    assert c.ci_method == 'bootstrap' and np.isfinite(c.effect_size) and c.effect_size > 0, (c.diff_ci, c.effect_size)
+
+
+def test_paired_differences_equal_to_the_rounding_of_their_scores_are_flat():
+    "1.3 - 1.1, 0.9 - 0.7, 0.7 - 0.5 differ by half a float64 step of 1.3 (four of 0.2): no interval, no d_z"
+    c = _quiet(compare_samples, [1.3, .9, .7], [1.1, .7, .5], paired=True)
+    assert c.ci_method == 'none' and np.isnan(c.diff_ci).all() and np.isnan(c.effect_size)
+
+
+def test_flat_samples_past_int64_reads_differences_beside_their_scores():
+    "Scores _written_ints cannot hold (17 decimals beside 1000 or 5e12) are judged in float64 by the same rule"
+    from knowlyr_lab.permutation import _written_ints, flat_samples
+    a, b = np.r_[.1 + .2, 1000.7], np.r_[.1, 1000.5]   # differences 4e-14 apart: rounding of 1000.7
+    assert _written_ints(np.r_[a, b]) is None and flat_samples(a, b, True) == (True, False)
+    a, b = np.r_[1, 2, .1 + .2], np.full(3, 5e12)   # differences spread by 1.7, within 1e-12 of 5e12
+    assert _written_ints(np.r_[a, b]) is None and flat_samples(a, b, True) == (False, False)
+    assert flat_samples(np.r_[.1 + .2, 1e5], np.r_[.3, 1e5], False) == (False, True)   # means equal to rounding of 1e5
+    assert flat_samples(np.r_[.1 + .2, 1e5], np.r_[.3, 2e5], False) == (False, False)
