@@ -160,15 +160,16 @@ def _constant_ci(v:float,        # the difference of every cell
     return _ties_ci(np.full(n, v), confidence)
 
 # %% ../nbs/09e_replicates.ipynb #f046e576
-def _run_ci(x, binary, confidence, seed)->tuple[float, float]:
+def _run_ci(x, binary, confidence, seed, scores:tuple=())->tuple[float, float]: # scores: what x came from
     "One run's interval: Newcombe's score CI for 0/1 outcomes, else the bootstrap over its tasks (NaN when all alike)"
     if binary and len(x) and np.isin(x, (-1.0, 0.0, 1.0)).all(): return _ties_ci(x, confidence)
-    if len(x) >= 2 and no_spread(x): return _constant_ci(float(x[0]), len(x), binary, confidence)
+    if len(x) >= 2 and no_spread(x, scores): return _constant_ci(float(x[0]), len(x), binary, confidence)
     return bootstrap_ci(x, confidence=confidence, seed=seed)
 
-def _per_run(d, mask, confidence, seed, binary=False)->list:
+def _per_run(d, mask, confidence, seed, binary=False, scores:tuple=())->list:
     "Each run's mean paired difference over the tasks it ran, with its interval"
-    return [{'mean': float(d[r][mask[r]].mean()), 'ci': _run_ci(d[r][mask[r]], binary, confidence, seed)}
+    return [{'mean': float(d[r][mask[r]].mean()), 'ci': _run_ci(d[r][mask[r]], binary, confidence, seed,
+                                                                     tuple(np.asarray(s, float)[r] for s in scores))}
             if mask[r].any() else {'mean': float('nan'), 'ci': (float('nan'), float('nan'))} for r in range(d.shape[0])]
 
 # %% ../nbs/09e_replicates.ipynb #dd500bc1
@@ -199,6 +200,7 @@ def crossed_bootstrap(
                       n_resamples:int=10_000,   # bootstrap resamples
                       seed:int=0,               # resampling seed
                       binary:bool=False,        # cells are differences of one 0/1 outcome per task (success)
+                      scores:tuple=(),          # (A, B), the tables diff came from: their rounding is no spread
                      )->CrossedResult:
     "Mean paired difference of a runs x tasks design, runs and tasks resampled independently"
     full = read_scores(diff, 'crossed_bootstrap diff', ('run', 'task'))   # as written; inf refused (page 08b)
@@ -208,7 +210,7 @@ def crossed_bootstrap(
     if d.shape[0] < 2 or d.shape[1] < 2:
         raise ValueError(f"need a runs x tasks table with >= 2 of each that hold data, got {d.shape} of {full.shape}")
     d0 = np.where(mask, d, 0.0); R, T = d.shape; est = float(d0.sum() / mask.sum())
-    if no_spread(d[mask]): ci, p, note = _constant_table(float(d[mask][0]), T, binary, confidence)
+    if no_spread(d[mask], scores): ci, p, note = _constant_table(float(d[mask][0]), T, binary, confidence)
     else: (ci, p), note = _crossed_ci_p(d0, mask, est, confidence, n_resamples, seed), None
     notes = [note] if note else []
     if R < 5: notes.append(f"{R} runs: the between-run variance rests on {R} values, so the interval may be too narrow "
@@ -217,5 +219,5 @@ def crossed_bootstrap(
         notes.append(f"{gap} of {R * T} run x task cells have no data: the estimate averages the other {R * T - gap}")
     for n, what in (((~ran).sum(), 'run(s)'), ((~had).sum(), 'task(s)')):
         if n: notes.append(f"{n} {what} with no data left out")
-    per_run = _per_run(full, seen, confidence, seed, binary)
+    per_run = _per_run(full, seen, confidence, seed, binary, scores)
     return CrossedResult(est, ci, p, R, T, per_run, confidence, n_resamples, notes)

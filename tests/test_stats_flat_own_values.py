@@ -110,3 +110,20 @@ def test_flat_samples_past_int64_reads_differences_beside_their_scores():
     assert _written_ints(np.r_[a, b]) is None and flat_samples(a, b, True) == (False, False)
     assert flat_samples(np.r_[.1 + .2, 1e5], np.r_[.3, 1e5], False) == (False, True)   # means equal to rounding of 1e5
     assert flat_samples(np.r_[.1 + .2, 1e5], np.r_[.3, 2e5], False) == (False, False)
+
+
+def _result(agent, rewards):
+    rows = [{'agent': agent, 'task_id': f't{t}', 'task_key': f't{t}', 'attempt': 0, 'seed': 0, 'success': True, 'verified': True,
+             'reward': v, 'steps': 3, 'tool_errors': 0, 'cost': 0.0, 'tokens': 0, 'duration': 1.0, 'reason': '', 'valid': True,
+             'invalid': None, 'trajectory_id': f'{agent}{t}'} for t, v in enumerate(rewards)]
+    return EvalResult(agent, pd.DataFrame(rows, columns=EPISODE_COLUMNS))
+
+
+def test_compare_runs_judges_cells_beside_the_scores_they_come_from():
+    "compare_runs passes the runs' scores to crossed_bootstrap: 1.3 - 1.1, 0.9 - 0.7, 0.7 - 0.5 are alike (no CI); 1, 2, 4 less 5e12 are not"
+    from knowlyr_lab.eval.evaluate import compare_runs
+    same = _quiet(compare_runs, [_result('a', [1.3, .9, .7])] * 2, [_result('b', [1.1, .7, .5])] * 2, metric='reward')['crossed']
+    assert np.isnan(same.ci).all() and same.notes[0].startswith('every cell differs by +0.2'), (same.ci, same.notes)
+    far = _quiet(compare_runs, [_result('a', [1., 2, 4]), _result('a', [2., 4, 1])], [_result('b', [5e12] * 3)] * 2,
+                 metric='reward')['crossed']   # main: 'every cell differs by -5e+12', CI (nan, nan)
+    assert far.ci[0] < far.mean < far.ci[1] and not any('every cell' in n for n in far.notes), (far.ci, far.notes)

@@ -149,7 +149,7 @@ def compare_runs(a:Sequence[EvalResult],  # the method's evaluations, one per wa
     ya, yb = cells(0), cells(1)                 # each side's value of every paired (run, task) cell; NaN: not paired
     d = read_differences(ya, yb, f'{metric} of a', f'{metric} of b', ('run', 'task'))   # a cell's, within SCORE_BOUND
     comps = [compare_agents(x, y, metric=metric, paired=True) for x, y in zip(a, b)]
-    crossed = crossed_bootstrap(d, binary=all(c.binary for c in comps), **kwargs)   # one 0/1 success per task
+    crossed = crossed_bootstrap(d, binary=all(c.binary for c in comps), scores=(ya, yb), **kwargs)   # 0/1: one per task
     crossed.notes += [n for i, (x, y, v) in enumerate(zip(a, b, vals)) for n in _run_notes(i, x, y, *v)]
     padj, _ = adjust_pvalues([c.p_value for c in comps], 'holm')
     runs = pd.DataFrame([{'run': i, 'a': c.name_a, 'b': c.name_b, 'n_tasks': c.n_a, 'mean_a': c.mean_a, 'mean_b': c.mean_b, 'diff': c.diff,
