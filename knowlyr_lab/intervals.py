@@ -1,4 +1,4 @@
-"""The confidence interval of one sample: Wilson's score interval for a success rate, the bootstrap for a mean reward -- never a point from a constant sample.
+"""The confidence interval of one sample: Wilson's score interval for a success rate (Newcombe's for the difference of two), the bootstrap for a mean reward -- never a point from a constant sample.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/intervals.html.md"""
 
@@ -13,9 +13,11 @@ from typing import Sequence
 
 import numpy as np
 from scipy import stats
+from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 # %% auto #0
-__all__ = ['SCORE_BOUND', 'wilson_ci', 'read_scores', 'read_differences', 'no_spread', 'rounding_flat', 'bootstrap_ci']
+__all__ = ['SCORE_BOUND', 'wilson_ci', 'read_scores', 'read_differences', 'no_spread', 'rounding_flat', 'bootstrap_ci',
+           'newcombe_paired_ci', 'score_diff_ci']
 
 # %% ../nbs/08b_intervals.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -119,3 +121,31 @@ def bootstrap_ci(values:Sequence[float],   # one value per episode (or per task)
                               method='percentile', rng=np.random.default_rng(seed), vectorized=False)
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     return (lo, hi)
+
+# %% ../nbs/08b_intervals.ipynb #a8f1b9a0
+def newcombe_paired_ci(both:int,    # pairs where A and B both succeed
+                       a_only:int,  # pairs where only A succeeds
+                       b_only:int,  # pairs where only B succeeds
+                       neither:int, # pairs where both fail
+                       confidence:float=0.95, # coverage of the interval
+                      )->tuple[float, float]: # (low, high) of rate_A - rate_B
+    "Newcombe's hybrid score interval for the difference of two paired proportions (1998, method 10)"
+    n, k1, k2 = both + a_only + b_only + neither, both + a_only, both + b_only
+    if n <= 0: return (float('nan'), float('nan'))
+    (l1, u1), (l2, u2) = (proportion_confint(k, n, 1 - confidence, 'wilson') for k in (k1, k2))
+    den, ad, p1, p2 = k1 * (n - k1) * k2 * (n - k2), both * neither - a_only * b_only, k1 / n, k2 / n
+    phi = 0.0 if den == 0 or 0 <= ad <= n / 2 else (ad - n / 2 if ad > 0 else ad) / math.sqrt(den)
+    lo = p1 - p2 - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    return (float(lo), float(p1 - p2 + math.sqrt((p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2)))
+
+# %% ../nbs/08b_intervals.ipynb #c5617073
+def score_diff_ci(a:np.ndarray, b:np.ndarray, # 0/1 outcomes of two agents (paired: on the same tasks, in order)
+                  paired:bool,                # a[i] and b[i] come from the same task
+                  confidence:float=0.95,      # coverage of the interval
+                 )->tuple[float, float]:      # (low, high) of rate_a - rate_b
+    "Score interval of the difference of two 0/1 rates: Newcombe's method 10, paired or independent"
+    if paired:
+        cells = [int(((a == x) & (b == y)).sum()) for x, y in ((1, 1), (1, 0), (0, 1), (0, 0))]
+        return newcombe_paired_ci(*cells, confidence)
+    lo, hi = confint_proportions_2indep(a.sum(), len(a), b.sum(), len(b), method='newcomb', alpha=1 - confidence)
+    return (float(lo), float(hi))

@@ -17,9 +17,9 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
-from .intervals import bootstrap_ci, no_spread, read_scores
+from .intervals import bootstrap_ci, newcombe_paired_ci, no_spread, read_scores
 from .permutation import permutation
-from .stats import is_binary, newcombe_paired_ci
+from .stats import is_binary
 
 # %% auto #0
 __all__ = ['replicate_variance', 'flip_rate', 'noise_floor', 'paired_power', 'paired_mde', 'replicates_needed', 'tasks_needed',

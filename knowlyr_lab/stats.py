@@ -18,14 +18,13 @@ from fastcore.basics import patch
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from .intervals import bootstrap_ci, no_spread, read_differences, read_scores, rounding_flat, wilson_ci
+from .intervals import bootstrap_ci, no_spread, read_differences, read_scores, rounding_flat, score_diff_ci, wilson_ci
 from .permutation import PERMUTATIONS, flat_samples, permutation, rank_test, relabellings
 
 # %% auto #0
 __all__ = ['pass_at_k', 'effective_sample_size', 'wilson_ci_ess', 'task_draws', 'task_bootstrap_ci', 'Comparison', 'is_binary',
-           'newcombe_paired_ci', 'compare_samples', 'adjust_pvalues', 'compare_many']
+           'compare_samples', 'adjust_pvalues', 'compare_many']
 
 # %% ../nbs/09_stats.ipynb #34982163
 def pass_at_k(n:int, # attempts at the task
@@ -154,38 +153,13 @@ def _effect_size(a, b, paired:bool)->float:
     d = a - b
     return float(d.mean() / np.std(d, ddof=1)) if not rounding_flat(a, b, True) else float('nan')
 
-# %% ../nbs/09_stats.ipynb #a8f1b9a0
-def newcombe_paired_ci(both:int,    # pairs where A and B both succeed
-                       a_only:int,  # pairs where only A succeeds
-                       b_only:int,  # pairs where only B succeeds
-                       neither:int, # pairs where both fail
-                       confidence:float=0.95, # coverage of the interval
-                      )->tuple[float, float]: # (low, high) of rate_A - rate_B
-    "Newcombe's hybrid score interval for the difference of two paired proportions (1998, method 10)"
-    n, k1, k2 = both + a_only + b_only + neither, both + a_only, both + b_only
-    if n <= 0: return (float('nan'), float('nan'))
-    (l1, u1), (l2, u2) = (proportion_confint(k, n, 1 - confidence, 'wilson') for k in (k1, k2))
-    den, ad, p1, p2 = k1 * (n - k1) * k2 * (n - k2), both * neither - a_only * b_only, k1 / n, k2 / n
-    phi = 0.0 if den == 0 or 0 <= ad <= n / 2 else (ad - n / 2 if ad > 0 else ad) / math.sqrt(den)
-    lo = p1 - p2 - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
-    return (float(lo), float(p1 - p2 + math.sqrt((p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2)))
-
-# %% ../nbs/09_stats.ipynb #c5617073
-def _score_diff_ci(a, b, paired:bool, confidence:float)->tuple[float, float]:
-    "Score interval of the difference of two 0/1 rates: Newcombe's method 10, paired or independent"
-    if paired:
-        cells = [int(((a == x) & (b == y)).sum()) for x, y in ((1, 1), (1, 0), (0, 1), (0, 0))]
-        return newcombe_paired_ci(*cells, confidence)
-    lo, hi = confint_proportions_2indep(a.sum(), len(a), b.sum(), len(b), method='newcomb', alpha=1 - confidence)
-    return (float(lo), float(hi))
-
 # %% ../nbs/09_stats.ipynb #66394bd0
 def _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)->tuple[tuple, list, str]:
     "CI of mean(a) - mean(b), notes, and its method: a score CI for 0/1 rates, else the bootstrap (none with no spread)"
     flat = flat_samples(a, b, paired)[0] or rounding_flat(a, b, paired)   # as written, or to float64's rounding
     what = f"every pair differs by {a[0] - b[0]:+g}" if paired else "both samples are constant"
     if binary and is_binary(a, b):
-        return (_score_diff_ci(a, b, paired, confidence), [f"{what}: Newcombe's score CI"] if flat else [],
+        return (score_diff_ci(a, b, paired, confidence), [f"{what}: Newcombe's score CI"] if flat else [],
                 'newcombe_paired' if paired else 'newcombe_2indep')
     if flat:
         msg = f"{what}: the bootstrap has no spread, and a zero-width CI would claim certainty"

@@ -9,7 +9,8 @@ from scipy import stats
 
 from knowlyr_lab.agents import ExpertAgent, RandomAgent
 from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, compare_agents, compare_runs, evaluate_agent, leaderboard
-from knowlyr_lab.stats import adjust_pvalues, bootstrap_ci, compare_samples, newcombe_paired_ci, pass_at_k, wilson_ci
+from knowlyr_lab.intervals import newcombe_paired_ci
+from knowlyr_lab.stats import adjust_pvalues, bootstrap_ci, compare_samples, pass_at_k, wilson_ci
 
 RNG = np.random.default_rng(2024)
 VECTORS = [(RNG.normal(0, 1, n), RNG.normal(d, s, m)) for n, m, d, s in [(5, 7, 0.5, 1), (20, 20, 0.3, 2), (40, 33, 0, 1), (3, 3, 2, 0.5)]]

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from knowlyr_lab.intervals import newcombe_paired_ci
 from knowlyr_lab.replicates import crossed_bootstrap
-from knowlyr_lab.stats import bootstrap_ci, compare_samples, newcombe_paired_ci, task_bootstrap_ci, wilson_ci
+from knowlyr_lab.stats import bootstrap_ci, compare_samples, task_bootstrap_ci, wilson_ci
 
 ROOT = Path(__file__).resolve().parents[1]
 
