@@ -19,7 +19,16 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from .intervals import bootstrap_ci, no_spread, read_differences, read_scores, rounding_flat, score_diff_ci, wilson_ci
+from knowlyr_lab.intervals import (
+    bootstrap_ci,
+    newcombe_paired_ci,  # noqa: F401 (re-exported: knowlyr_lab.stats held it before page 08b)
+    no_spread,
+    read_differences,
+    read_scores,
+    rounding_flat,
+    score_diff_ci,
+    wilson_ci,
+)
 from .permutation import PERMUTATIONS, flat_samples, permutation, rank_test, relabellings
 
 # %% auto #0
