@@ -19,7 +19,8 @@ import orjson
 from fastcore.basics import patch
 
 from ..errors import cut
-from .propagate import literal_part, propagatable
+from .known_values import KnownValues
+from .propagate import propagatable
 from .redact import redact_values
 from ..trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
@@ -121,7 +122,7 @@ class CountingScrub:
     def __init__(self, redactor, report):
         self.real, self.redactor, self.report = redactor, _Prefilter(redactor), report
         self.unpaired, self.values = [], {}
-        self.seen = {}   # the values of the file's trajectories handed on (`convert` moves `values` here)
+        self.seen = KnownValues()   # the values of the file's trajectories handed on (`convert` moves `values` here)
     def _count(self, c):
         for k, n in c.items(): self.report.redacted(k, n)
 
@@ -144,11 +145,22 @@ def clean(self:CountingScrub, obj, raw=None):
     if raw is not None and not _escapes_lone(raw): return obj
     found = []; obj = _unpaired(obj, found); self.unpaired.extend(found); return obj
 
+# %% ../../nbs/21a_recorder_scrub.ipynb #343a709b
+def _known_in(obj, values:dict, # {value: kind}, a `KnownValues` (indexed once) or a dict (indexed now)
+             start:int=0,             # only the values learned from the `start`-th on
+            )->dict:
+    "{value: kind} of the `values` that `obj` (a trajectory, or a JSON-like object) may hold, in the order learned"
+    try: text = orjson.dumps(obj, default=_fields, option=orjson.OPT_NON_STR_KEYS).decode()
+    except Exception: text = repr(obj.model_dump() if isinstance(obj, Trajectory) else obj)   # strings as they are
+    return (values if isinstance(values, KnownValues) else KnownValues(values)).within(text, start)
+
 # %% ../../nbs/21a_recorder_scrub.ipynb #d1e3446c
-def redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
+def redact_everywhere(t:Trajectory, values:dict, report,
+                      start:int=0, # only the values learned from the `start`-th on
+                     )->Trajectory:
     "`t` with the values redacted while its records were read replaced wherever else they appear (counted in `report`)"
     counts = {}
-    d = redact_values(t.model_dump(), values, counts)
+    d = redact_values(t.model_dump(), _known_in(t, values, start), counts)
     if not counts: return t
     for k, n in counts.items(): report.redacted(k, n)
     # an id hashed from the content must not depend on the secret
@@ -159,7 +171,7 @@ def redact_everywhere(t:Trajectory, values:dict, report)->Trajectory:
 @patch
 def redact_known(self:CountingScrub, obj):
     "`obj` with each value the file's records gave away so far redacted (not counted: each was, where a record gave it)"
-    known = {**self.seen, **self.values}
+    known = {**_known_in(obj, self.seen), **self.values}     # the few `obj` may hold, and those not yet indexed
     return redact_values(obj, known) if known else obj
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #0c07dd76
@@ -176,19 +188,21 @@ REPORT_TEXTS = ('warnings', 'issues', 'errors', 'orphans')   # the report's list
 
 def redact_said(report, values:dict, since:dict): # since: the length of each `REPORT_TEXTS` list when the file began
     "The report's texts said since `since` with `values` redacted (not counted, as by `CountingScrub.said`)"
-    for k, n in since.items(): getattr(report, k)[n:] = redact_values(getattr(report, k)[n:], values)
+    for k, n in since.items():
+        said = getattr(report, k)
+        if len(said) > n: said[n:] = redact_values(said[n:], _known_in(said[n:], values))
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #cebfe19f
 _propagatable = lru_cache(maxsize=4096)(propagatable)      # asked of the same few values for each trajectory
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #ee9cf11f
-def mentions_any(t:Trajectory, values:dict)->bool:
-    "May `t` hold one of the `propagatable` `values`? (the `literal_part` of each looked for in its JSON)"
-    vals = [v for v in values if _propagatable(v)]
-    if not vals: return False
-    try: text = orjson.dumps(t, default=_fields)
-    except Exception: return True                          # not plain JSON: the walk decides
-    return any(literal_part(v).encode() in text for v in vals)
+def mentions_any(t:Trajectory, values:dict,
+                 start:int=0, # only the values learned from the `start`-th on
+                )->bool:
+    "May `t` hold one of the `propagatable` `values`? (the `literal_part` of each looked for in its JSON, in one pass)"
+    try: text = orjson.dumps(t, default=_fields).decode()
+    except Exception: return any(map(_propagatable, islice(values, start, None)))   # not plain JSON: the walk decides
+    return bool((values if isinstance(values, KnownValues) else KnownValues(values)).within(text, start, cut=False))
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #c3a23bbb
 def redact_params(t:Trajectory, redactor, values:dict, report)->Trajectory:
@@ -271,7 +285,7 @@ def released(self:HeldTrajectories)->Iterator[Trajectory]:
 @patch
 def _late(self:HeldTrajectories, t:Trajectory, n:int)->Trajectory:
     "`t`, held when the first `n` of `seen` were redacted from it, redacted of the rest (`redact_late`)"
-    return redact_late(t, dict(islice(self.seen.items(), n, None)), self.report)
+    return redact_late(t, self.seen, self.report, n)
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #e024a28c
 @patch
@@ -281,11 +295,13 @@ def close(self:HeldTrajectories):
     self.spool, self.last = None, None
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #52ad26fd
-def redact_late(t:Trajectory, values:dict, report)->Trajectory:
+def redact_late(t:Trajectory, values:dict, report,
+                start:int=0, # only the values learned from the `start`-th on (those before were redacted from `t`)
+               )->Trajectory:
     "`t`, handed on before its file gave `values` away, with them redacted (counted in `report` and in its metadata)"
-    if not values or not mentions_any(t, values): return t
+    if len(values) <= start or not mentions_any(t, values, start): return t
     before = dict(report.redactions)
-    t = redact_everywhere(t, values, report)
+    t = redact_everywhere(t, values, report, start)
     if report.redactions != before:
         t.metadata['redactions'] = redaction_counts(t.metadata.get('redactions'), report.redactions, before)
     return t

@@ -1,0 +1,59 @@
+"""Redacting a file's values from its trajectories costs about the file's size, not trajectories x values (issue rec39).
+
+A file of n conversations that each give away one API key: every key is redacted wherever it appears, and the values
+handed to `redact_values` (each spelled as a pattern, `json_spelled`) grow with n, not with n x n as they did when
+every trajectory was searched for every value learned so far. Counts calls, times nothing."""
+import base64
+import json
+import random
+
+from knowlyr_lab.recorder import propagate
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.report import ConversionReport
+
+
+def _log(path, n:int, bad:bool=False)->list[str]:
+    "An openai-chat log of `n` conversations, each stating a key (and, `bad`, a malformed line quoting it)"
+    rng, keys, lines = random.Random(0), [], []
+    for i in range(n):
+        k = base64.b64encode(rng.randbytes(24)).decode().replace('/', 'x').replace('+', 'y')
+        keys.append(k)
+        msgs = [{'role': 'user', 'content': f'export API_KEY="{k}" then fix issue #{i}: ' + 'lorem ipsum ' * 20},
+                {'role': 'assistant', 'content': f'ran with {k}: src/a.py:12: foo() ' * 3}]
+        lines.append(json.dumps({'id': f'ep-{i}', 'messages': msgs}))
+        if bad: lines.append('{"id": "broken", "messages": [{"role": "user", "content": "' + f'API_KEY={k}' + '"')
+    path.write_text('\n'.join(lines) + '\n')
+    return keys
+
+
+def _spelled_calls(tmp_path, monkeypatch, n:int, bad:bool=False)->int:
+    "Calls to `json_spelled` while converting a log of `n` conversations (checked: no key left in the output)"
+    calls, spelled = [0], propagate.json_spelled
+    def counting(v):
+        calls[0] += 1
+        return spelled(v)
+    monkeypatch.setattr(propagate, 'json_spelled', counting)
+    p = tmp_path / f'log{n}{bad}.jsonl'
+    keys = _log(p, n, bad)
+    r = ConversionReport(quarantine=tmp_path / f'q{n}{bad}.jsonl')
+    out = [t.model_dump_json() for t in convert(p, format='openai-chat', report=r)]
+    r.close()
+    assert len(out) == n and r.redactions.get('secret_assignment', 0) >= 2 * n, r.redactions
+    said = json.dumps(r.issues) + (tmp_path / f'q{n}{bad}.jsonl').read_text() if bad else ''
+    assert not [k for k in keys if any(k in t for t in out) or k in said]   # every key redacted everywhere
+    monkeypatch.setattr(propagate, 'json_spelled', spelled)
+    return calls[0]
+
+
+def test_value_patterns_grow_linearly(tmp_path, monkeypatch):
+    small, large = (_spelled_calls(tmp_path, monkeypatch, n) for n in (30, 120))
+    # 4x the conversations (and values): about 4x the patterns, where searching each trajectory for every value learned
+    # so far made it about 16x
+    assert large <= 5 * small, (small, large)
+    assert large <= 20 * 120, large
+
+
+def test_quarantined_lines_cost_linearly(tmp_path, monkeypatch):
+    "A malformed line per conversation: what the report says and writes is redacted of the few values it may hold"
+    small, large = (_spelled_calls(tmp_path, monkeypatch, n, bad=True) for n in (30, 120))
+    assert large <= 5 * small, (small, large)
