@@ -1,19 +1,23 @@
 #!/usr/bin/env python
 """Redaction cost: conversion time with redaction on over conversion time with it off, on openai-chat logs.
 
-Three synthetic logs of --n conversations each (a coding agent: an instruction, four shell calls, their outputs):
+Four synthetic logs of --n conversations each (a coding agent: an instruction, four shell calls, their outputs):
   plain          ordinary code and prose in the outputs;
   password-like  outputs full of lines that name secrets without holding one (`user.password = hash_password(...)`,
                  `api_key = os.environ[...]`, `token = request.headers.get('token')`): every record passes the
                  prefilter, and the assignment rule runs and vetoes each;
   secrets        password-like outputs plus a real secret in one conversation in five, stated in the instruction and
-                 typed again into a command (so the value is propagated through the whole trajectory).
+                 typed again into a command (so the value is propagated through the whole trajectory);
+  many-secrets   as secrets, with a password of its own in every conversation: a file gives away as many values as it
+                 has conversations, which each trajectory (and each report text) is redacted of (the cost was
+                 conversations x values until rec39, ~140 s for 1,500 conversations of another log).
 Every configuration is converted --repeat times, interleaved (off, on, off, on, ...) in one process after a warm-up
 that builds the rules; the time is CPU time of this process (`time.process_time`), which the load of a shared
 machine disturbs less than wall time. The ratio is median(on) / median(off); with it, the spread: the quartiles of the
 per-repeat ratios (on_i / off_i of each interleaved pair) and min(on) / min(off). Goal (issue 24): at most 2x.
 
     python experiments/benchmarks/redaction_cost.py            # --n 1500 --repeat 5
+    python experiments/benchmarks/redaction_cost.py --kinds many-secrets --n 3000 --repeat 1
     PYTHONPATH=/work/main python experiments/benchmarks/redaction_cost.py   # another checkout's code, for a before/after
 """
 import argparse
@@ -32,9 +36,11 @@ PASSWORD_LIKE = ["    user.password = hash_password(form.password)", "DB_PASSWOR
 PLAIN = ["    return sorted(items, key=lambda x: x.name)", "for i, row in enumerate(rows):", "    total += row.amount * rate",
          "class OrderService(BaseService):", "    logger.info('processed %d orders', n)", "if __name__ == '__main__':"]
 
+KINDS = ('plain', 'password-like', 'secrets', 'many-secrets')
+
 def conversation(i:int, kind:str, rng:random.Random)->str:
     pw = f'Hq{rng.randrange(10**8):08d}zX'                      # a real-looking password, stated and reused
-    secret = kind == 'secrets' and i % 5 == 0
+    secret = kind == 'many-secrets' or (kind == 'secrets' and i % 5 == 0)
     lines = PASSWORD_LIKE if kind != 'plain' else PLAIN
     msgs = [{'role': 'system', 'content': 'You are a coding agent.'},
             {'role': 'user', 'content': f'Fix issue #{i}: ' + 'the order totals are wrong; ' * 8 + (f'The staging DB_PASSWORD={pw}' if secret else '')}]
@@ -51,6 +57,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--n', type=int, default=1500, help='conversations per log')
     ap.add_argument('--repeat', type=int, default=5)
+    ap.add_argument('--kinds', nargs='+', default=list(KINDS), choices=KINDS, help='logs to make and convert')
     a = ap.parse_args()
     import knowlyr_lab
     from knowlyr_lab.recorder.convert import convert
@@ -59,7 +66,7 @@ def main():
     default_redactor()                                          # build the rules outside the timings
     with tempfile.TemporaryDirectory() as td:
         rows = []
-        for kind in ('plain', 'password-like', 'secrets'):
+        for kind in a.kinds:
             rng = random.Random(0)
             p = Path(td) / f'{kind}.jsonl'
             p.write_text('\n'.join(conversation(i, kind, rng) for i in range(a.n)) + '\n')
