@@ -7,7 +7,7 @@ import base64
 import json
 import random
 
-from knowlyr_lab.recorder import propagate
+from knowlyr_lab.recorder import propagate, scrub
 from knowlyr_lab.recorder.convert import convert
 from knowlyr_lab.recorder.report import ConversionReport
 
@@ -26,13 +26,17 @@ def _log(path, n:int, bad:bool=False)->list[str]:
     return keys
 
 
-def _spelled_calls(tmp_path, monkeypatch, n:int, bad:bool=False)->int:
-    "Calls to `json_spelled` while converting a log of `n` conversations (checked: no key left in the output)"
-    calls, spelled = [0], propagate.json_spelled
+def _spelled_calls(tmp_path, monkeypatch, n:int, bad:bool=False)->tuple[int, int]:
+    "Calls to `json_spelled`, and report texts handed to `redact_values`, converting a log of `n` conversations"
+    calls, texts, spelled, redact_values = [0], [0], propagate.json_spelled, scrub.redact_values
     def counting(v):
         calls[0] += 1
         return spelled(v)
+    def redacting(obj, *a, **kw):
+        if isinstance(obj, list): texts[0] += len(obj)       # a slice of the report's texts (`redact_said`)
+        return redact_values(obj, *a, **kw)
     monkeypatch.setattr(propagate, 'json_spelled', counting)
+    monkeypatch.setattr(scrub, 'redact_values', redacting)
     p = tmp_path / f'log{n}{bad}.jsonl'
     keys = _log(p, n, bad)
     r = ConversionReport(quarantine=tmp_path / f'q{n}{bad}.jsonl')
@@ -41,12 +45,12 @@ def _spelled_calls(tmp_path, monkeypatch, n:int, bad:bool=False)->int:
     assert len(out) == n and r.redactions.get('secret_assignment', 0) >= 2 * n, r.redactions
     said = json.dumps(r.issues) + (tmp_path / f'q{n}{bad}.jsonl').read_text() if bad else ''
     assert not [k for k in keys if any(k in t for t in out) or k in said]   # every key redacted everywhere
-    monkeypatch.setattr(propagate, 'json_spelled', spelled)
-    return calls[0]
+    monkeypatch.setattr(propagate, 'json_spelled', spelled); monkeypatch.setattr(scrub, 'redact_values', redact_values)
+    return calls[0], texts[0]
 
 
 def test_value_patterns_grow_linearly(tmp_path, monkeypatch):
-    small, large = (_spelled_calls(tmp_path, monkeypatch, n) for n in (30, 120))
+    (small, _), (large, _) = (_spelled_calls(tmp_path, monkeypatch, n) for n in (30, 120))
     # 4x the conversations (and values): about 4x the patterns, where searching each trajectory for every value learned
     # so far made it about 16x
     assert large <= 5 * small, (small, large)
@@ -55,5 +59,7 @@ def test_value_patterns_grow_linearly(tmp_path, monkeypatch):
 
 def test_quarantined_lines_cost_linearly(tmp_path, monkeypatch):
     "A malformed line per conversation: what the report says and writes is redacted of the few values it may hold"
-    small, large = (_spelled_calls(tmp_path, monkeypatch, n, bad=True) for n in (30, 120))
+    (small, said_small), (large, said_large) = (_spelled_calls(tmp_path, monkeypatch, n, bad=True) for n in (30, 120))
     assert large <= 5 * small, (small, large)
+    # each text the report says is redacted of the file's values once at the file's end, not again with each new value
+    assert said_large <= 5 * said_small and said_large <= 4 * 2 * 120, (said_small, said_large)

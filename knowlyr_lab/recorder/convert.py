@@ -21,7 +21,7 @@ from .json_numbers import loads_json
 from .reading import READ_ERRORS, iter_jsonl, open_bytes, read_error, read_json
 from .redact import Redactor, default_redactor
 from .report import HELD_BYTES, ConversionReport
-from .scrub import REPORT_TEXTS, CountingScrub, HeldTrajectories, escape_path_names, mentions_any, redact_everywhere, redact_params, redact_said, redaction_counts, serialise_error
+from .scrub import REPORT_TEXTS, CountingScrub, HeldTrajectories, escape_path_names, mentions_any, redact_everywhere, redact_params, redaction_counts, serialise_error
 from .values import coerced_notes
 from ..trajectory import Trajectory
 from ..trajectory_io import TrajectoryError, parse_trajectory, write_trajectories
@@ -120,8 +120,7 @@ def _detected_adapter(path:Path, report:ConversionReport)->LogAdapter|None:
     return get_adapter(d.format)
 
 # %% ../../nbs/28_recorder_convert.ipynb #356a13b8
-def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values,
-                       since:dict):   # the length of each of the report's lists of texts when the file began
+def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values):
     "The trajectories adapter `a` reads from `path`, checked, redacted, joined and counted"
     # the values of this file's records so far
     before, seen = dict(report.redactions), getattr(report.scrub, 'seen', {})
@@ -138,9 +137,8 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
         # arguments decoded from a JSON string were read escaped in their record: redacted again here
         if redactor is not None: t = redact_params(t, redactor, values, report)
         # a value redacted in one record is redacted wherever else it appears in the file's trajectories
-        if values:                # new values: redacted from the trajectory, and from what was said before they were
-            seen.update(values); values.clear()
-            t = redact_everywhere(t, seen, report); redact_said(report, seen, since)
+        # new values: redacted from the trajectory (from what was said, once, at the file's end: `learned`)
+        if values: seen.update(values); values.clear(); t = redact_everywhere(t, seen, report)
         elif seen and mentions_any(t, seen): t = redact_everywhere(t, seen, report)
         if not t.source.format: t.source.format = a.name
         if redactor is not None:   # the records were redacted as they were read: note what this trajectory lost
@@ -163,7 +161,7 @@ def _file_held(a:LogAdapter, path:Path, report:ConversionReport, redactor, *args
     held = HeldTrajectories(report, None if redactor is None else HELD_BYTES)   # no redaction: nothing to wait for
     report.hold()
     try:
-        failed = yield from held.take(_file_trajectories(a, path, report, redactor, *args, since))
+        failed = yield from held.take(_file_trajectories(a, path, report, redactor, *args))
         learned(since); yield from held.released()
         if failed is not None: raise failed
     finally: learned(since); report.release(); held.close()

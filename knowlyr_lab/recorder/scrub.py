@@ -309,5 +309,6 @@ def redact_late(t:Trajectory, values:dict, report,
 # %% ../../nbs/21a_recorder_scrub.ipynb #de4ce3c0
 @patch
 def learned(self:CountingScrub, since:dict): # the length of each `REPORT_TEXTS` list when the file began
-    "The values given away since the last trajectory moved to `seen`, and redacted from what was said since `since`"
-    if self.values: self.seen.update(self.values); self.values.clear(); redact_said(self.report, self.seen, since)
+    "The values given away since the last trajectory moved to `seen`; all redacted from what was said since `since`"
+    if self.values: self.seen.update(self.values); self.values.clear()
+    if self.seen: redact_said(self.report, self.seen, since)     # once per file: each text asked once for all values
