@@ -1,13 +1,13 @@
 """Redacting a file's values from its trajectories costs about the file's size, not trajectories x values (issue rec39).
 
 A file of n conversations that each give away one API key: every key is redacted wherever it appears, and the values
-handed to `redact_values` (each spelled as a pattern, `json_spelled`) grow with n, not with n x n as they did when
-every trajectory was searched for every value learned so far. Counts calls, times nothing."""
+handed to `redact_values` (each made part of a pattern) grow with n, not with n x n as they did when every
+trajectory was searched for every value learned so far. Counts values handed on, times nothing."""
 import base64
 import json
 import random
 
-from knowlyr_lab.recorder import propagate, scrub
+from knowlyr_lab.recorder import scrub
 from knowlyr_lab.recorder.convert import convert
 from knowlyr_lab.recorder.report import ConversionReport
 
@@ -27,15 +27,12 @@ def _log(path, n:int, bad:bool=False)->list[str]:
 
 
 def _spelled_calls(tmp_path, monkeypatch, n:int, bad:bool=False)->tuple[int, int]:
-    "Calls to `json_spelled`, and report texts handed to `redact_values`, converting a log of `n` conversations"
-    calls, texts, spelled, redact_values = [0], [0], propagate.json_spelled, scrub.redact_values
-    def counting(v):
-        calls[0] += 1
-        return spelled(v)
-    def redacting(obj, *a, **kw):
+    "Values handed to `redact_values` (each one a part of its pattern), and report texts, converting `n` conversations"
+    calls, texts, redact_values = [0], [0], scrub.redact_values
+    def redacting(obj, values, *a, **kw):
+        calls[0] += len(values)
         if isinstance(obj, list): texts[0] += len(obj)       # a slice of the report's texts (`redact_said`)
-        return redact_values(obj, *a, **kw)
-    monkeypatch.setattr(propagate, 'json_spelled', counting)
+        return redact_values(obj, values, *a, **kw)
     monkeypatch.setattr(scrub, 'redact_values', redacting)
     p = tmp_path / f'log{n}{bad}.jsonl'
     keys = _log(p, n, bad)
@@ -45,7 +42,7 @@ def _spelled_calls(tmp_path, monkeypatch, n:int, bad:bool=False)->tuple[int, int
     assert len(out) == n and r.redactions.get('secret_assignment', 0) >= 2 * n, r.redactions
     said = json.dumps(r.issues) + (tmp_path / f'q{n}{bad}.jsonl').read_text() if bad else ''
     assert not [k for k in keys if any(k in t for t in out) or k in said]   # every key redacted everywhere
-    monkeypatch.setattr(propagate, 'json_spelled', spelled); monkeypatch.setattr(scrub, 'redact_values', redact_values)
+    monkeypatch.setattr(scrub, 'redact_values', redact_values)
     return calls[0], texts[0]
 
 
