@@ -7,6 +7,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_scrub.html.md"""
 # %% ../../nbs/21a_recorder_scrub.ipynb #1d2d7761
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -252,6 +253,13 @@ def _json_text(t:Trajectory)->str:
     try: return orjson.dumps(t, default=_fields).decode()
     except Exception: return t.model_dump_json()
 
+def _read_back(text:str)->Trajectory:
+    "`_json_text`'s text as the trajectory again; past pydantic's JSON depth (200), read by Python's parser first"
+    try: return Trajectory.model_validate_json(text)
+    except ValueError as e:
+        if 'recursion limit' not in str(e): raise
+        return Trajectory.model_validate(json.loads(text))   # a value nested ~200 deep that orjson wrote
+
 # %% ../../nbs/21a_recorder_scrub.ipynb #a9a07443
 @patch
 def _hold(self:HeldTrajectories, t:Trajectory):
@@ -277,7 +285,7 @@ def released(self:HeldTrajectories)->Iterator[Trajectory]:
         self.spool.seek(0)
         for line in self.spool:
             n, text = line.split(' ', 1)
-            yield self._late(Trajectory.model_validate_json(text), int(n))
+            yield self._late(_read_back(text), int(n))
         self.close()                         # its memory freed before the last is handed on
     if last is not None: yield self._late(*last)
 
