@@ -254,7 +254,7 @@ def _json_text(t:Trajectory)->str:
     except Exception: return t.model_dump_json()
 
 def _read_back(text:str)->Trajectory:
-    "`_json_text`'s text as the trajectory again; past pydantic's JSON depth (200), read by Python's parser first"
+    "`_json_text`'s text as the trajectory again; past pydantic's JSON depth (200), by Python's parser"
     try: return Trajectory.model_validate_json(text)
     except ValueError as e:
         if 'recursion limit' not in str(e): raise
