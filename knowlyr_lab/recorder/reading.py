@@ -193,7 +193,8 @@ def _load_lines(raws:list)->tuple[list, bool]:
         objs = [_BAD if wide_int(r) else o for r, o in zip(raws, objs)]; good = None
     if good is None: good = [r for r, o in zip(raws, objs) if o is not _BAD]
     if not good: return objs, True
-    try: out = orjson.dumps(objs if good is raws else [o for o in objs if o is not _BAD])
+    # dumped from a parse of its own: orjson leaves a UTF-8 copy inside each non-ASCII string it writes
+    try: out = orjson.dumps([orjson.loads(r) for r in good])
     except (TypeError, orjson.JSONEncodeError): return objs, False
     raw = b''.join(good)
     # written back byte for byte
@@ -218,11 +219,18 @@ def _chunks(f, gz:bool, size:int=1 << 15)->Iterator[tuple[list, list, bool]]:
         if err is not None: raise err
         if not raws: return
 
+# %% ../../nbs/20b_recorder_reading.ipynb #23de3c54
+def _colons(obj)->int:
+    "The colons of `obj` written as JSON: one per key, and those in its keys and strings"
+    if isinstance(obj, str): return obj.count(':')
+    if isinstance(obj, dict): return sum(1 + k.count(':') + _colons(v) for k, v in obj.items())
+    return sum(map(_colons, obj)) if isinstance(obj, list) else 0
+
 # %% ../../nbs/20b_recorder_reading.ipynb #6fb8e5f3
 def _may_repeat_keys(raw:bytes, obj)->bool:
     "Cheap test: could `raw` hold a key that parsing `obj` dropped?"
-    try: return raw.count(b':') != orjson.dumps(obj).count(b':') or b'\\u003' in raw
-    except (TypeError, orjson.JSONEncodeError): return True
+    try: return raw.count(b':') != _colons(obj) or b'\\u003' in raw
+    except RecursionError: return True
 
 # %% ../../nbs/20b_recorder_reading.ipynb #730ad25e
 def warn_duplicate_keys(path, line:int|None, raw:bytes|str, report:ConversionReport):
