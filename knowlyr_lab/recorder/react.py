@@ -7,24 +7,27 @@ Docs: https://knowlyr.github.io/knowlyr-lab/recorder_react.html.md"""
 # %% ../../nbs/22b_recorder_react.ipynb #a4f9c3b2
 from __future__ import annotations
 
+import ast
+import io
 import json
 import re
+import tokenize
 from pathlib import Path
 from typing import Iterator
 
 from fastcore.basics import patch
 
-from ..action_text import nonfinite_as
+from ..action_text import nonfinite_as, parse_ast
 from ..core import InvalidActionError, parse_action
 from .base import LogAdapter, register_adapter
 from .chat_builder import ChatBuilder, exit_code_of
 from .field_path import warn_coerced
 from .json_numbers import exact_parsers, written_nonfinite
-from .reading import cut_off, open_bytes, warn_duplicate_keys
+from .reading import cut_off, duplicate_keys, open_bytes, warn_duplicate_keys
 from .values import coerced_notes, json_text, literal_numbers, set_observation
 
 # %% auto #0
-__all__ = ['react_action', 'iter_react_blocks', 'ReactTextAdapter']
+__all__ = ['react_action', 'iter_react_blocks', 'ReactTextAdapter', 'literal_duplicate_keys']
 
 # %% ../../nbs/22b_recorder_react.ipynb #712cc4d9
 _BRACKET = re.compile(r'^\s*`?([A-Za-z_][\w.\-]*)\s*\[(.*)\]\s*`?\s*$', re.S)
@@ -139,18 +142,47 @@ def _warn_numbers(report, path, first:int, # the line `text` starts on
         return warn_coerced(report, path, first, at=at + ' (on the line it starts on)' * ('\n' in text))
     for note, r in zip(notes[:], rows): notes[:] = [note]; warn_coerced(report, path, r, at=at)
 
+# %% ../../nbs/22b_recorder_react.ipynb #dd2126f1
+_DEPTH = {'(': 1, '[': 1, '{': 1, ')': -1, ']': -1, '}': -1}
+
+def _literal_end(text:str, i:int)->int|None:
+    "The end of the Python dict written from `text[i]` (a `{`); None where none is"
+    depth, rest = 0, text[i:]
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(rest).readline):
+            if t.type == tokenize.OP and t.string in _DEPTH and (depth := depth + _DEPTH[t.string]) == 0: break
+        else: return None
+    except (tokenize.TokenError, SyntaxError): return None       # a string or bracket left open
+    end = i + sum(len(s) + 1 for s in rest.split('\n', t.end[0] - 1)[:t.end[0] - 1]) + t.end[1]
+    try: return end if isinstance(parse_ast(text[i:end], 'eval').body, ast.Dict) else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError): return None
+
+# %% ../../nbs/22b_recorder_react.ipynb #42fdfccd
+def literal_duplicate_keys(text:str)->list[tuple[int, object]]:
+    "(line, key) of each key written twice in one dict of the Python literal `text`; the line is where the dict starts"
+    found = []
+    for d in (n for n in ast.walk(parse_ast(text, 'eval')) if isinstance(n, ast.Dict)):
+        seen = set()
+        for k in (k for k in d.keys if k is not None):     # None: a `**mapping`
+            try: key = ast.literal_eval(k)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError): continue
+            try: found += [(d.lineno, key)] if key in seen else []; seen.add(key)
+            except TypeError: continue                      # no dict key (a list): the call is refused
+    return sorted(found, key=lambda f: f[0])
+
 # %% ../../nbs/22b_recorder_react.ipynb #cd5904a5
-_JSON_KEY = re.compile(r'"((?:[^"\\\n]|\\.)*)"\s*:')   # a quoted key as JSON writes one
+_KEY = re.compile(r'''(["'])((?:(?!\1)[^\\\n]|\\.)*)\1\s*:''')   # a quoted key as JSON or Python writes one
 
 def _warn_repeated_keys(report, path, first:int, # the line `text` starts on
-                        text:str):               # an action read whole (its JSON objects' last values kept)
-    "`warn_duplicate_keys` on each JSON object written in `text`, at the line it starts on"
-    if len(keys := _JSON_KEY.findall(text)) == len(set(keys)): return   # no key written twice: nothing to scan
+                        text:str):               # an action read whole (its objects' last values kept)
+    "`warn_duplicate_keys` on each JSON object or Python dict written in `text`, at the line it starts on"
+    if len(keys := [k for _, k in _KEY.findall(text)]) == len(set(keys)): return   # no key written twice: no scan
     dec, i = json.JSONDecoder(), text.find('{')
     while i >= 0:
-        try: end = dec.raw_decode(text, i)[1]
-        except (ValueError, RecursionError): end = i + 1      # no JSON object here (Python's `True`): the next brace
-        else: warn_duplicate_keys(path, first + text.count('\n', 0, i), text[i:end], report)
+        try: end, find = dec.raw_decode(text, i)[1], duplicate_keys
+        except (ValueError, RecursionError): end, find = _literal_end(text, i), literal_duplicate_keys  # Python's
+        if end is None: end = i + 1                      # neither (a brace in prose): the next brace
+        else: warn_duplicate_keys(path, first + text.count('\n', 0, i), text[i:end], report, find)
         i = text.find('{', end)
 
 # %% ../../nbs/22b_recorder_react.ipynb #b0e0cbc6

@@ -233,9 +233,10 @@ def _may_repeat_keys(raw:bytes, obj)->bool:
     except RecursionError: return True
 
 # %% ../../nbs/20b_recorder_reading.ipynb #730ad25e
-def warn_duplicate_keys(path, line:int|None, raw:bytes|str, report:ConversionReport):
+def warn_duplicate_keys(path, line:int|None, raw:bytes|str, report:ConversionReport,
+                        find:Callable=duplicate_keys): # (line, key) of each key written twice: JSON's, or another's
     "Warn (file, line, key) for each key `raw` writes twice in one object; `line`: the line `raw` starts at"
-    try: found = duplicate_keys(raw)
+    try: found = find(raw)
     except (ValueError, RecursionError): return
     for k, (n, key) in enumerate(found):
         if k < 20:
