@@ -193,10 +193,11 @@ def _load_lines(raws:list)->tuple[list, bool]:
         objs = [_BAD if wide_int(r) else o for r, o in zip(raws, objs)]; good = None
     if good is None: good = [r for r, o in zip(raws, objs) if o is not _BAD]
     if not good: return objs, True
-    # dumped from a parse of its own: orjson leaves a UTF-8 copy inside each non-ASCII string it writes
-    try: out = orjson.dumps([orjson.loads(r) for r in good])
-    except (TypeError, orjson.JSONEncodeError): return objs, False
     raw = b''.join(good)
+    # orjson leaves a UTF-8 copy inside each non-ASCII string it writes: such text is dumped from a parse of its own
+    plain = good is raws and raw.isascii() and b'\\u' not in raw
+    try: out = orjson.dumps(objs if plain else [orjson.loads(r) for r in good])
+    except (TypeError, orjson.JSONEncodeError): return objs, False
     # written back byte for byte
     if len(out) - 1 == len(raw) and out[1:-1] == raw[:-1].replace(b'\n', b','): return objs, True
     return objs, raw.count(b':') == out.count(b':') and b'\\u003' not in raw   # a dropped key takes its colon with it
