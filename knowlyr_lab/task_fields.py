@@ -46,7 +46,8 @@ def _metadata(task)->dict:
     if isinstance(md, str):
         try: md = json.loads(md) if md.strip() else None
         except ValueError: pass                     # not JSON: refused below, as any value that is not an object
-    if md is None or isinstance(md, dict): return md or {}
+    if is_missing(md): return {}                    # an empty cell (None, NaN, `pd.NA`): no metadata
+    if isinstance(md, dict): return md
     try: name = repr(task_id(task))
     except (KeyError, TypeError): name = 'without an id'
     raise ValueError(f"task {name}: field 'metadata': {str(md)[:60]!r} is neither a dict nor a JSON object's text, "

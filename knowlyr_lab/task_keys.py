@@ -15,8 +15,8 @@ from .task_fields import is_missing, task_field, task_id
 from .trajectory import Trajectory
 
 # %% auto #0
-__all__ = ['TASK_TEXT_FIELDS', 'TASK_CONTENT_FIELDS', 'task_of', 'shows', 'task_key', 'key_as_read', 'key_basis', 'key_parts',
-           'same_task']
+__all__ = ['TASK_TEXT_FIELDS', 'TASK_CONTENT_FIELDS', 'task_of', 'shows', 'task_key', 'task_content', 'task_metadata',
+           'key_as_read', 'key_basis', 'key_parts', 'same_task']
 
 # %% ../nbs/12e_task_keys.ipynb #a115b52a
 def task_of(task):
@@ -90,6 +90,18 @@ def task_key(task)->str:
     if shows(fp := task_field(task, 'fingerprint')): return str(fp)
     if (seen := _text_shown(task)) is not None: return 'text:' + _digest(seen, _content(task))
     return task_id(task)                                    # an env's task, or one that shows nothing
+
+# %% ../nbs/12e_task_keys.ipynb #a8062c26
+def task_content(task)->dict:
+    "A task's content fields (`_content`) as plain JSON, for its exported rows to carry under `task_metadata`"
+    try: return json.loads(_as_text(c)) if (c := _content(task)) else {}
+    except ValueError: return {}        # fields JSON cannot write (keys 1 and 'b'): the row is keyed by its text alone
+
+# %% ../nbs/12e_task_keys.ipynb #32f6dbe1
+def task_metadata(task)->dict:
+    "What an exported row keeps of a `Task`'s metadata (its `task_metadata`): strings, numbers and `task_content`"
+    kept = {k: v for k, v in task_of(task).metadata.items() if isinstance(v, (str, int, float, bool))}
+    return {**kept, **task_content(task)}
 
 # %% ../nbs/12e_task_keys.ipynb #46a661ab
 def key_as_read(task, key:str)->str|None:

@@ -1,13 +1,15 @@
 """Tasks with one generic instruction are told apart by their content fields (repo, test...), read from the task, its
-metadata, or an exported row's metadata / task_metadata; a row that lost them (dpo-seed) is matched on its text"""
+metadata, or an exported row's metadata / task_metadata (sft-agent and dpo-seed rows carry them whole: a row keys as its
+task); a row that lost them (written before) is matched on its text"""
 import hashlib
 import json
 import warnings
 
+import pandas as pd
 import pytest
 
 from knowlyr_lab.hub.export import DatasetExporter
-from knowlyr_lab.tasks import TaskOverlapError, check_held_out, distinct_tasks, split_tasks, task_key
+from knowlyr_lab.tasks import TaskOverlapError, check_held_out, distinct_tasks, split_tasks, task_id, task_key
 from knowlyr_lab.trajectory import Trajectory
 
 GENERIC = 'Fix the failing test.'
@@ -60,23 +62,44 @@ def test_a_task_without_content_fields_keys_as_before():
 def test_an_exported_row_of_each_format_keys_as_its_task(fmt, tmp_path):
     httpx, attrs = _task('httpx'), _task('attrs')
     rows = _rows([httpx, attrs], fmt, tmp_path)
-    if fmt == 'dpo-seed':        # the row keeps only the prompt: its key is its text's, and it matches on its text
-        assert task_key(rows['fix-httpx']) == task_key({'id': 'fix-httpx', 'instruction': GENERIC})
-        assert check_held_out([httpx], [rows['fix-attrs']]).shared == [task_key(rows['fix-attrs'])]
-    else:                        # the repo and test travel in the row's metadata (sft-agent: its task_metadata)
-        assert [task_key(rows[t['id']]) for t in (httpx, attrs)] == [task_key(httpx), task_key(attrs)]
-        assert check_held_out([httpx], [rows['fix-attrs']], strict=True).shared == []   # on main: shared
-        assert check_held_out([rows['fix-httpx']], [attrs], strict=True).shared == []
+    # the repo and test travel in the row's metadata (sft-agent, dpo-seed: its task_metadata)
+    assert [task_key(rows[t['id']]) for t in (httpx, attrs)] == [task_key(httpx), task_key(attrs)]   # dpo-seed: text's
+    assert check_held_out([httpx], [rows['fix-attrs']], strict=True).shared == []
+    assert check_held_out([rows['fix-httpx']], [attrs], strict=True).shared == []
     assert check_held_out([httpx], [rows['fix-httpx']]).shared == [task_key(rows['fix-httpx'])]   # its own task
     assert check_held_out([rows['fix-httpx']], [httpx]).shared == [task_key(httpx)]
 
-def test_an_sft_agent_row_that_lost_a_structured_content_field_still_finds_its_task(tmp_path):
-    "sft-agent rows keep only the task's string and number metadata: the fields both carry decide"
+def test_a_row_that_lost_a_structured_content_field_still_finds_its_task():
+    "An sft-agent row written before rows kept `files` (only the task's strings and numbers): the fields both carry decide"
     httpx, attrs = _task('httpx', files={'src/a.py': 'x = 1'}), _task('attrs', files={'src/a.py': 'x = 1'})
-    rows = _rows([httpx, attrs], 'sft-agent', tmp_path)
-    assert 'files' not in json.loads(rows['fix-httpx']['metadata'])['task_metadata']
-    assert check_held_out([httpx], [rows['fix-httpx']]).shared == [task_key(rows['fix-httpx'])]
-    assert check_held_out([httpx], [rows['fix-attrs']], strict=True).shared == []
+    old = lambda t: {'task_id': t['id'], 'instruction': GENERIC, 'input': '',
+                     'metadata': json.dumps({'task_metadata': {k: v for k, v in t['metadata'].items() if k != 'files'}})}
+    assert task_key(old(httpx)) != task_key(httpx)
+    assert check_held_out([httpx], [old(httpx)]).shared == [task_key(old(httpx))]
+    assert check_held_out([httpx], [old(attrs)], strict=True).shared == []
+
+@pytest.mark.parametrize('fmt', ('sft-agent', 'dpo-seed'))
+def test_a_row_of_a_task_with_structured_content_keys_and_splits_as_its_task(fmt, tmp_path):
+    "sft-agent rows dropped `files` (a dict), dpo-seed rows every content field: their key was not their task's"
+    tasks = [_task(f'repo{k}', files={'src/a.py': 'x = 1', 'tests': [k % 2]}) for k in range(12)]
+    rows = _rows(tasks, fmt, tmp_path)
+    assert [task_key(rows[t['id']]) for t in tasks] == [task_key(t) for t in tasks]   # on main: none equal
+    assert len({task_key(r) for r in rows.values()}) == 12                             # dpo-seed on main: one key
+    side = lambda split: [sorted(task_id(t) for t in s) for s in split]
+    assert side(split_tasks(list(rows.values()), 0.5, seed=3)) == side(split_tasks(tasks, 0.5, seed=3))   # re-split
+    read = pd.read_json(tmp_path / fmt / 'train.jsonl', lines=True, dtype=False).to_dict('records')      # as pandas reads it
+    assert {r['task_id']: task_key(r) for r in read} == {t['id']: task_key(t) for t in tasks}
+
+def test_an_empty_metadata_cell_of_a_frame_is_no_metadata():
+    "A frame with metadata on some rows fills the others' cell with NaN: they carry no metadata, not a bad one"
+    frame = pd.DataFrame([_task('httpx'), {'id': 'q1', 'instruction': 'Compute 1+1'}, {'id': 'q2', 'instruction': 'Compute 2+2'}])
+    rows = frame.to_dict('records')
+    assert pd.isna(rows[1]['metadata'])
+    assert [task_key(r) for r in rows] == [task_key(_task('httpx'))] + [task_key({'id': f'q{k}', 'instruction': f'Compute {k}+{k}'})
+                                                                         for k in (1, 2)]   # on main: ValueError
+    assert check_held_out(rows[:2], rows[1:]).shared == [task_key(rows[1])]
+    assert sum(map(len, split_tasks(rows, 0.5))) == 3
+    assert [r.id for r in frame.itertuples() if task_key(r).startswith('text:')] == ['fix-httpx', 'q1', 'q2']
 
 def test_splits_keep_two_repositories_generic_tasks_apart():
     tasks = [_task(f'repo{k}') for k in range(40)]

@@ -42,9 +42,7 @@ def test_an_exported_row_has_its_task_s_key_and_id(exported, text_tasks, fmt, re
     assert rows and all(isinstance(r['metadata'], str) for r in rows)     # as the exporter writes it
     by_id = {t['id']: t for t in text_tasks}
     assert [task_id(r) for r in rows] == [r['task_id'] for r in rows]
-    if fmt == 'dpo-seed':       # the row keeps the prompt, not the task's content fields (its repo): its text's key
-        by_id = {i: {**t, 'metadata': {}} for i, t in by_id.items()}
-    assert [task_key(r) for r in rows] == [task_key(by_id[r['task_id']]) for r in rows]
+    assert [task_key(r) for r in rows] == [task_key(by_id[r['task_id']]) for r in rows]   # dpo-seed: with its repo
 
 @pytest.mark.parametrize('reader', ['json', 'pandas'])
 def test_filter_and_split_read_a_benchmark_row_s_metadata(exported, text_tasks, reader):
@@ -58,7 +56,7 @@ def test_filter_and_split_read_a_benchmark_row_s_metadata(exported, text_tasks, 
 def test_held_out_checks_of_exported_rows_find_their_training_tasks(exported, text_tasks):
     for fmt in TEXT_FORMATS:
         rows = _read(exported[fmt], 'json')
-        mine = sorted({task_key(r) for r in rows if r['task_id'] in ('q0', 'q1')})   # a dpo-seed row's: its text's
+        mine = sorted({task_key(r) for r in rows if r['task_id'] in ('q0', 'q1')})
         assert check_held_out(text_tasks[:2], rows).shared == mine, fmt
         assert check_held_out(rows, text_tasks[:2]).shared == sorted({task_key(t) for t in text_tasks[:2]}), fmt
 

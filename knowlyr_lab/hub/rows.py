@@ -15,6 +15,7 @@ from fastcore.basics import patch
 
 from ..chat import react_text, steps_text, to_messages
 from ..core import KnowlyrError
+from ..task_keys import task_content, task_metadata
 from ..trajectory import Trajectory, first_user_turn, served_template_kwargs, trajectory_score
 
 # %% auto #0
@@ -187,12 +188,11 @@ def sft_row(t:Trajectory, tools:list[dict], system_prompt:str|None=None)->dict|N
 def sft_agent_row(t:Trajectory, tools=None, system_prompt=None)->dict|None:
     "knowlyr-hub 0.1's agent SFT format, prompted by the first user turn (None: no step)"
     if not t.steps: return None
-    task_meta = {k: v for k, v in t.task.metadata.items() if isinstance(v, (str, int, float, bool))}
     steps = [{'thought': s.thought or '', 'action': react_text(s.action.tool, s.action.params) if s.action else '',
               'observation': s.observation.content if s.observation else '', 'reward': float(s.reward or 0.0)}
              for s in t.steps]
     meta = {'agent': t.agent.name, 'model': t.agent.model, 'success': t.outcome.success, 'trajectory_id': t.id,
-            'task_metadata': task_meta}
+            'task_metadata': task_metadata(t.task)}
     return _served({'instruction': first_user_turn(t.task) or '', 'input': '', 'steps': steps, 'task_id': t.task.id,
                     'reward': trajectory_score(t), 'metadata': json.dumps(meta, ensure_ascii=False, sort_keys=True)},
                    served_template_kwargs(t))
@@ -219,8 +219,8 @@ def dpo_row(c:Trajectory, r:Trajectory, margin:float, tools:list[dict], system_p
 # %% ../../nbs/41a_hub_rows.ipynb #e95b6c83
 def dpo_seed_row(c:Trajectory, r:Trajectory, margin:float, tools=None, system_prompt=None, step=None)->dict:
     "knowlyr-hub 0.1's DPO format (step text), prompted by the first user turn"
-    meta = {'chosen_model': c.agent.model, 'rejected_model': r.agent.model,
-            'chosen_reward': trajectory_score(c), 'rejected_reward': trajectory_score(r)}
+    meta = {'chosen_model': c.agent.model, 'rejected_model': r.agent.model, 'chosen_reward': trajectory_score(c),
+            'rejected_reward': trajectory_score(r), **({'task_metadata': tc} if (tc := task_content(c.task)) else {})}
     return _served({'prompt': first_user_turn(c.task) or '', 'chosen': steps_text(c.steps),
                     'rejected': steps_text(r.steps), 'task_id': c.task.id, 'reward_margin': margin,
                     'metadata': json.dumps(meta)}, pair_template_kwargs(c, r))
