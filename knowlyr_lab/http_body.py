@@ -7,6 +7,8 @@ Docs: https://knowlyr.github.io/knowlyr-lab/http_body.html.md"""
 # %% ../nbs/07b_http_body.ipynb #8d1cd1a6
 from __future__ import annotations
 
+from fastcore.basics import patch
+
 from .errors import cut
 
 # %% auto #0
@@ -47,12 +49,24 @@ class HeadLines:
 class StrictHead:
     "A `BaseHTTPRequestHandler` mixin: a head with a lone CR, or no one body size, is answered 400 before any route"
     def parse_request(self)->bool:
-        "Parse the head as the stdlib does, its lines through `HeadLines`; then the two rules (400 for a fault)"
-        lines = self.rfile = HeadLines(self.rfile)
+        "Parse the head as the stdlib does, its lines through `HeadLines`; then `head_refused`"
+        lines = self.head_lines = self.rfile = HeadLines(self.rfile)
         try: ok = super().parse_request()
         finally: self.rfile = lines.f
-        try:
-            if ok and lines.fault: raise lines.fault
-            if ok: content_length(self.headers)
-        except ValueError as e: self.send_error(400, str(e)); return False
-        return ok
+        return ok and not self.head_refused()
+
+# %% ../nbs/07b_http_body.ipynb #d1c3284a
+@patch
+def head_refused(self:StrictHead)->bool:
+    "True, the head answered 400, when it broke a rule: a line with a lone CR, or no one body size"
+    try:
+        if self.head_lines.fault: raise self.head_lines.fault
+        content_length(self.headers)
+    except ValueError as e: self.send_error(400, str(e)); return True
+    return False
+
+# %% ../nbs/07b_http_body.ipynb #a7e2f4c8
+@patch
+def handle_expect_100(self:StrictHead)->bool:
+    "Answer `Expect: 100-continue` with `100 Continue` only for a head that passed `head_refused` (else: the 400 alone)"
+    return not self.head_refused() and super(StrictHead, self).handle_expect_100()

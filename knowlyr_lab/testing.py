@@ -54,7 +54,8 @@ def prompt_text(request:dict)->str:
 # %% ../nbs/08_testing.ipynb #d6795106
 class FakeLLMServer:
     "OpenAI- and Anthropic-compatible HTTP server on 127.0.0.1 for tests"
-    read_timeout = 5.0   # seconds a read of a client's waits (a stalled body: 408; a quiet connection: closed)
+    read_timeout = 5.0   # seconds a read within a request waits (a stalled body: 408; a stalled head: closed)
+    idle_timeout = 60.0  # seconds a kept-alive connection waits for its next request (then: closed)
     def __init__(self, responder:Callable|None=None, # (request: dict, api: 'openai'|'anthropic') -> str | Reply
                  # faults for the first requests, in order ('429', '500', 'timeout', 'garbage', None)
                  faults=(),
@@ -149,11 +150,21 @@ def _drop_rest(self:_Handler, most:int):
         self.connection.shutdown(socket.SHUT_WR); self.connection.settimeout(1.0)
         while most > 0 and (got := self.rfile.read1(min(most, 2**16))): most -= len(got)
 
+# %% ../nbs/08_testing.ipynb #20c7fc33
+@patch
+def _awaits_request(self:_Handler)->bool:
+    "Wait up to `idle_timeout` for the next request's first byte; False when none came (quiet, or the client left)"
+    self.connection.settimeout(self.fake.idle_timeout)
+    try: return bool(self.rfile.peek(1))
+    except OSError: return False                 # a TimeoutError: quiet past idle_timeout
+    finally: self.connection.settimeout(self.timeout)
+
 # %% ../nbs/08_testing.ipynb #99e65845
 @patch
 def handle_one_request(self:_Handler):
-    "Serve one request; then drop, within a bound, the bytes it left unread (its answer closed the connection)"
+    "Serve one request, if one begins within `idle_timeout`; then drop, within a bound, the bytes it left unread"
     self.unread = 0
+    if not self._awaits_request(): self.close_connection = True; return
     super(_Handler, self).handle_one_request()
     if self.unread: self._drop_rest(self.unread)
 
@@ -168,18 +179,16 @@ def send_error(self:_Handler, code:int, message:str|None=None, explain:str|None=
 
 # %% ../nbs/08_testing.ipynb #9962505c
 @patch
-def _skip_body(self:_Handler)->bool:
-    "Read and drop the body of a request answered without it; False when its size is bad (then answered 400)"
-    try: size = content_length(self.headers)
-    except ValueError as e: self.send_error(400, str(e)); return False
+def _skip_body(self:_Handler):
+    "Read and drop the body of a request answered without it (its size passed `StrictHead`'s check)"
+    size = content_length(self.headers)
     if size <= _DRAIN_BYTES: self.rfile.read(size)
     else: self.unread = min(size, 16 * _DRAIN_BYTES)   # the answer closes; then the body is dropped
-    return True
 
 # %% ../nbs/08_testing.ipynb #d4f1b076
 @patch
 def do_GET(self:_Handler):
-    if not self._skip_body(): return
+    self._skip_body()
     if self.path.rstrip('/').endswith('/models'):
         model = {'id': self.fake.model, 'object': 'model', 'created': 0, 'owned_by': 'knowlyr'}
         return self._send(200, {'object': 'list', 'data': [model]})
@@ -206,8 +215,7 @@ def _fault(self:_Handler, fault)->bool:
 @patch
 def do_POST(self:_Handler):
     server = self.fake
-    try: n = content_length(self.headers)
-    except ValueError as e: return self.send_error(400, str(e))
+    n = content_length(self.headers)           # a size, as StrictHead refused a head without one
     try: req = json.loads(self.rfile.read(n) or b'{}')
     except TimeoutError: return self.send_error(408, f"the body did not come: {n:,} bytes, not in {self.timeout:g} s")
     except json.JSONDecodeError:

@@ -159,3 +159,89 @@ def test_a_body_that_stops_coming_is_a_408_after_the_read_timeout():
 
 def test_the_read_timeout_is_a_few_seconds_by_default():
     assert 1 <= FakeLLMServer.read_timeout <= 30
+
+
+# srv29: `Expect: 100-continue` answered before the head's checks; an idle kept-alive connection closed after
+# read_timeout; the route's own bad-size branches, unreachable since StrictHead.
+
+def _expecting(port:int, head:bytes, body:bytes)->tuple:
+    "(the status line answering a head with `Expect: 100-continue`, no body sent; the answer, `body` sent after a 100)"
+    w = _Wire(port)
+    try:
+        w.send(head + b'Expect: 100-continue\r\n\r\n')
+        while b'\r\n\r\n' not in w.buf: assert w._more(), f"the server closed before an answer: {w.buf!r}"
+        first = w.buf.split(b'\r\n')[0]
+        if first != b'HTTP/1.1 100 Continue': return first, w.answer()
+        w.buf = w.buf.partition(b'\r\n\r\n')[2]; w.send(body)
+        return first, w.answer()
+    finally: w.close()
+
+EXPECT_BAD = {'signed size': b'Content-Length: +5\r\n', 'two sizes': b'Content-Length: 5\r\nContent-Length: 7\r\n',
+              'chunked': b'Transfer-Encoding: chunked\r\n', 'lone CR': b'X-A: a\rContent-Length: 5\r\n'}
+
+@pytest.mark.parametrize('case', list(EXPECT_BAD))
+def test_a_refused_head_with_expect_gets_the_400_alone(echo, case):
+    "main: `HTTP/1.1 100 Continue` first (the stdlib's handle_expect_100 ran before StrictHead), then the 400"
+    head = b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n' + EXPECT_BAD[case]
+    first, (status, got, body) = _expecting(echo.port, head, b'')
+    assert (first, status, got.get('connection')) == (b'HTTP/1.1 400 Bad Request', 400, 'close'), (first, body)
+    assert echo.requests == []
+
+def test_a_good_head_with_expect_gets_100_then_its_answer(echo):
+    "The body is sent only once 100 Continue came; then the answer, on the same connection"
+    body = json.dumps({'model': 'm', 'messages': [{'role': 'user', 'content': 'go on'}]}).encode()
+    head = b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n' % len(body)
+    first, (status, _, got) = _expecting(echo.port, head, body)
+    assert (first, status, got['choices'][0]['message']['content']) == (b'HTTP/1.1 100 Continue', 200, 'go on'), got
+
+GET = b'GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n'
+
+def test_a_kept_alive_connection_quiet_past_the_read_timeout_serves_its_next_request():
+    "main: read_timeout (the socket timeout) also bounded the wait between requests: closed, a pooled connection failed"
+    srv = FakeLLMServer(); srv.read_timeout, srv.idle_timeout = 0.3, 5.0
+    with srv:
+        w = _Wire(srv.port)
+        try:
+            w.send(GET); assert w.answer()[0] == 200
+            time.sleep(1.0)                                   # past read_timeout, within idle_timeout
+            w.send(GET); assert w.answer()[0] == 200
+        finally: w.close()
+
+def test_a_connection_quiet_past_the_idle_timeout_is_closed_and_a_stalled_body_still_gets_408():
+    srv = FakeLLMServer(); srv.read_timeout, srv.idle_timeout = 0.3, 1.0
+    with srv:
+        w = _Wire(srv.port)
+        try:
+            w.send(GET); assert w.answer()[0] == 200
+            t0 = time.monotonic(); assert w.closed(); took = time.monotonic() - t0
+            assert 0.5 < took < 4, took                       # the idle_timeout, not the read_timeout
+        finally: w.close()
+        out, took = _stalled(srv.port, b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n'
+                             + b'{' * 10)
+        assert out.startswith(b'HTTP/1.1 408 ') and took < 0.9, (out[:100], took)   # read_timeout, not idle_timeout
+
+def test_the_idle_timeout_outlasts_the_sdks_connection_pools():
+    "httpx (the openai and anthropic SDKs) keeps an idle pooled connection 5 s: the server must wait longer"
+    import httpx
+    assert FakeLLMServer.idle_timeout >= 2 * httpx.Limits().keepalive_expiry
+
+@pytest.mark.parametrize('method', ['POST', 'GET'])
+def test_every_bad_size_is_answered_by_the_head_check_before_any_route(echo, method, monkeypatch):
+    "The routes' own bad-size branches (removed) could not be reached: no do_GET or do_POST runs for a bad size"
+    from knowlyr_lab import testing
+    routed = []
+    for name in ('do_GET', 'do_POST'):
+        f = getattr(testing._Handler, name)
+        monkeypatch.setattr(testing._Handler, name, lambda self, f=f: (routed.append(self.path), f(self))[1])
+    for case, (headers, names) in BAD_SIZES.items():
+        req = _post('hi', headers)
+        if method == 'GET': req = b'GET /v1/models' + req[len(b'POST /v1/chat/completions'):]
+        w = _Wire(echo.port)
+        try:
+            w.send(req); status, _, body = w.answer()
+            assert status == 400 and names in body['error']['message'], (case, body)
+        finally: w.close()
+    w = _Wire(echo.port)
+    try: w.send(_post('fine')); assert w.answer()[0] == 200
+    finally: w.close()
+    assert routed == ['/v1/chat/completions']                 # only the good request reached a route

@@ -138,3 +138,41 @@ def test_a_size_of_thousands_of_digits_is_a_400_naming_the_header(srv):
     status, body = _status_and_message(answer)
     assert (status, answer.count(b'HTTP/1.')) == (400, 1), answer[:300]
     assert 'Content-Length of 4400 digits is past any body size' in body['error']['message'], body
+
+
+# srv29: what page 08's FakeLLMServer got wrong, checked here the same way: Expect, idle connections, dead branches.
+
+@pytest.mark.parametrize('head', [b'Content-Length: +5\r\n', b'X-A: a\rContent-Length: 5\r\n'], ids=['size', 'lone CR'])
+def test_a_refused_head_with_expect_gets_the_400_alone(srv, head):
+    "No `100 Continue` before the 400 (StrictHead checks the head first; this server speaks HTTP/1.0, so sends none)"
+    answer, _ = _answer(srv.server_address, b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n' + head +
+                        b'Expect: 100-continue\r\n\r\n', wait=10)
+    assert answer.count(b'HTTP/1.') == 1 and b' 100 ' not in answer.split(b'\r\n')[0], answer
+    assert _status_and_message(answer)[0] == 400, answer
+
+def test_each_answer_closes_its_connection_so_no_pooled_connection_is_closed_under_a_client(srv):
+    "The server keeps no connection alive (HTTP/1.0): an SDK's pool never holds one of its connections to reuse"
+    c = socket.create_connection(srv.server_address, timeout=10)
+    try:
+        c.sendall(b'GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n'); out = b''
+        while piece := c.recv(65536): out += piece                 # to the close, which comes after the answer
+    finally: c.close()
+    assert out.startswith(b'HTTP/1.0 200 '), out[:100]
+
+def test_every_bad_size_is_answered_by_the_head_check_before_any_route(srv, monkeypatch):
+    "The routes' own bad-size branches (`_body_size`, removed) could not be reached: no do_GET or do_POST runs"
+    from knowlyr_lab.serving import server
+    routed = []
+    for name in ('do_GET', 'do_POST'):
+        f = getattr(server._Handler, name)
+        monkeypatch.setattr(server._Handler, name, lambda self, f=f: (routed.append(self.path), f(self))[1])
+    bad = [*BAD.values(), [b'abc'], [b'-5'], [b'9' * 4400]]
+    for lengths, route in [(v, r) for v in bad for r in (b'POST /v1/chat/completions', b'GET /v1/models')]:
+        head = b''.join(b'Content-Length: %s\r\n' % v for v in lengths)
+        answer, _ = _answer(srv.server_address, route + b' HTTP/1.1\r\nHost: x\r\n' + head + b'\r\n' + BODY)
+        assert _status_and_message(answer)[0] == 400 and b'Content-Length' in answer, answer[:300]
+    chunked, _ = _answer(srv.server_address, b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n'
+                         b'Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n')
+    assert _status_and_message(chunked)[0] == 400 and b'Transfer-Encoding' in chunked, chunked
+    assert _status_and_message(_exchange(srv.server_address, [N]))[0] == 200
+    assert routed == ['/v1/chat/completions']                     # only the good request reached a route

@@ -70,28 +70,19 @@ def do_POST(self:_Handler):
         with srv.idle: srv.in_flight -= 1; srv.idle.notify_all()
 
 
-# %% ../../nbs/54_serving_server.ipynb #33f97b53
-@patch
-def _body_size(self:_Handler)->int:
-    "The body's size as the request head gives it (0 without one); a 400 `RequestRefused` when it gives no one size"
-    try: return content_length(self.headers)
-    except ValueError as e: raise RequestRefused(400, str(e)) from None
-
 # %% ../../nbs/54_serving_server.ipynb #ada27e43
 @patch
 def _skip_body(self:_Handler):
     "Read and drop after the answer the body of a request answered unread: its size, at most 16 at the size limit"
-    try: self.drop_body(min(self._body_size(), 16 * MAX_BODY_BYTES))
-    except RequestRefused: self.drop_body(16 * MAX_BODY_BYTES)        # the head gives no one size: the bound
+    self.drop_body(min(content_length(self.headers), 16 * MAX_BODY_BYTES))
 
 # %% ../../nbs/54_serving_server.ipynb #13c7c3ae
 @patch
 def _read(self:_Handler)->dict:
-    "The request's JSON body (a `RequestRefused` for a bad length, a body too large or not JSON: `parse_body`)"
-    try:
-        if (size := self._body_size()) > MAX_BODY_BYTES:
-            raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
-    except RequestRefused: self._skip_body(); raise                     # dropped after the answer
+    "The request's JSON body (a `RequestRefused` for a body too large or not JSON: `parse_body`)"
+    if (size := content_length(self.headers)) > MAX_BODY_BYTES:
+        self._skip_body()                                                # dropped after the answer
+        raise RequestRefused(413, f"request body of {size:,} bytes; at most {MAX_BODY_BYTES:,}")
     body, refusal = self.read_body(size)   # held piece by piece, until the request is answered; or (429 or 503, why)
     if refusal: raise RequestRefused(*refusal)
     return parse_body(body)
