@@ -64,7 +64,7 @@ class FakeLLMServer:
         self.responder = responder or (lambda req, api: 'OK')
         self.faults, self.timeout_delay, self.model = deque(faults), timeout_delay, model
         self.requests, self._lock, self._ids = [], threading.Lock(), itertools.count()
-        self._httpd = None
+        self._httpd, self._idle = None, set()   # the HTTP server; connections waiting for their next request
 
 # %% ../nbs/08_testing.ipynb #d0c8ea16
 @patch
@@ -153,11 +153,17 @@ def _drop_rest(self:_Handler, most:int):
 # %% ../nbs/08_testing.ipynb #20c7fc33
 @patch
 def _awaits_request(self:_Handler)->bool:
-    "Wait up to `idle_timeout` for the next request's first byte; False when none came (quiet, or the client left)"
-    self.connection.settimeout(self.fake.idle_timeout)
-    try: return bool(self.rfile.peek(1))
-    except OSError: return False                 # a TimeoutError: quiet past idle_timeout
-    finally: self.connection.settimeout(self.timeout)
+    "Wait up to `idle_timeout` for the next request's first byte; False when none came or the server stopped"
+    fake, sock = self.fake, self.connection
+    with fake._lock:
+        if self.server is not fake._httpd: return False          # stopped: no request more
+        fake._idle.add(sock)                                     # `stop` ends this wait
+    sock.settimeout(fake.idle_timeout)
+    try: return bool(self.rfile.peek(1)) and self.server is fake._httpd
+    except OSError: return False                                 # a TimeoutError: quiet past idle_timeout
+    finally:
+        with fake._lock: fake._idle.discard(sock)
+        sock.settimeout(self.timeout)
 
 # %% ../nbs/08_testing.ipynb #99e65845
 @patch
@@ -243,7 +249,12 @@ def start(self:FakeLLMServer)->FakeLLMServer:
 # %% ../nbs/08_testing.ipynb #fd99b8b9
 @patch
 def stop(self:FakeLLMServer):
-    if self._httpd: self._httpd.shutdown(); self._httpd.server_close(); self._httpd = None
+    "Stop serving: the listening socket closed, then the kept-alive connections waiting for a request"
+    if not self._httpd: return
+    self._httpd.shutdown(); self._httpd.server_close()
+    with self._lock: self._httpd, idle = None, list(self._idle)
+    for sock in idle:
+        with contextlib.suppress(OSError): sock.shutdown(socket.SHUT_RDWR)   # its handler's wait ends: closed
 
 # %% ../nbs/08_testing.ipynb #7d0e5361
 @patch

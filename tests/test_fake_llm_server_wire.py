@@ -245,3 +245,14 @@ def test_every_bad_size_is_answered_by_the_head_check_before_any_route(echo, met
     try: w.send(_post('fine')); assert w.answer()[0] == 200
     finally: w.close()
     assert routed == ['/v1/chat/completions']                 # only the good request reached a route
+
+def test_stop_closes_the_kept_alive_connections_at_once():
+    "main: a stopped server's handler still served a pooled connection (until read_timeout); idle_timeout made it 60 s"
+    srv = FakeLLMServer(); srv.idle_timeout = 30.0
+    with srv:
+        w = _Wire(srv.port)
+        w.send(GET); assert w.answer()[0] == 200
+    try:
+        t0 = time.monotonic(); assert w.closed(); took = time.monotonic() - t0
+        assert took < 2, took
+    finally: w.close()
