@@ -156,7 +156,7 @@ def _awaits_request(self:_Handler)->bool:
     "Wait up to `idle_timeout` for the next request's first byte; False when none came or the server stopped"
     fake, sock = self.fake, self.connection
     with fake._lock:
-        if self.server is not fake._httpd: return False          # stopped: no request more
+        if self.server is not fake._httpd: return False          # stopped: it serves no more requests  
         fake._idle.add(sock)                                     # `stop` ends this wait
     sock.settimeout(fake.idle_timeout)
     try: return bool(self.rfile.peek(1)) and self.server is fake._httpd
