@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from datetime import datetime
 
 import dateutil.parser
 
 # %% auto #0
-__all__ = ['PINNED_DATE_STRING', 'read_date_string', 'dated_kwargs', 'chat_date']
+__all__ = ['PINNED_DATE_STRING', 'read_date_string', 'dated_kwargs', 'chat_date', 'date_counts']
 
 # %% ../nbs/06b_chat_dates.ipynb #4bf9f372
 def _weekday_agrees(s:str, day:datetime)->datetime:
@@ -57,3 +58,11 @@ def dated_kwargs(tokenizer, template_kwargs:dict|None=None)->dict:
 def chat_date(tokenizer, template_kwargs:dict|None=None)->str|None:
     "The `date_string` a chat template is rendered with (`dated_kwargs`): None when it reads no clock and none is given"
     return dated_kwargs(tokenizer, template_kwargs).get('date_string')
+
+# %% ../nbs/06b_chat_dates.ipynb #70c90e61
+def date_counts(tokenizer, rows_kwargs,   # each row's own template variables (None: the run's)
+                limit:int=20,             # the most days listed; `distinct` counts them all
+               )->dict:
+    "How many of the rows render with each `date_string` (`chat_date`): the `limit` commonest, and how many days in all"
+    n = Counter(d for kw in rows_kwargs if (d := chat_date(tokenizer, kw)) is not None)
+    return {'rows': sum(n.values()), 'distinct': len(n), 'counts': dict(n.most_common(limit))}

@@ -8,14 +8,16 @@ Docs: https://knowlyr.github.io/knowlyr-lab/provenance.html.md"""
 # %% ../nbs/09a_provenance.ipynb #5ece8ea7
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import platform
 import subprocess
 from pathlib import Path
 
-from .chat_dates import PINNED_DATE_STRING, chat_date
+from .chat_dates import PINNED_DATE_STRING, chat_date, date_counts
 
 # %% auto #0
 __all__ = ['PACKAGES', 'provenance', 'results_only']
@@ -69,18 +71,30 @@ def _worktree(root)->dict:
     mod = _status_paths(out)
     return {'dirty': bool(mod), 'modified': mod}
 
+# %% ../nbs/09a_provenance.ipynb #d5f7c999
+def _chat_template(tokenizer)->dict|None:
+    "The tokenizer's name and the sha256 (16 hex digits) of its chat template's text; None without a tokenizer"
+    if tokenizer is None: return None
+    tpl = getattr(tokenizer, 'chat_template', None)
+    text = tpl if isinstance(tpl, str) or tpl is None else json.dumps(tpl, sort_keys=True)   # a dict of named ones
+    return {'name_or_path': getattr(tokenizer, 'name_or_path', None),
+            'sha256': hashlib.sha256(text.encode()).hexdigest()[:16] if text else None}
+
 # %% ../nbs/09a_provenance.ipynb #ff87e7d0
 def provenance(seed:int|None=None,       # the run's seed
                root:str|Path|None=None,   # the checkout whose commit is recorded (default: this package's)
                tokenizer=None,            # the tokenizer rendering the run's chats (None: the pinned day is recorded)
+               rows_kwargs:list|None=None, # each training row's own template variables: its days are counted
               )->dict:
-    "Versions, commit, CPU, torch kernel level, threads and chat date of this process: record it with every result"
+    "Versions, commit, CPU, torch kernel level, threads, chat template and dates of this process: record it with every result"
     root = Path(root) if root else Path(importlib.util.find_spec('knowlyr_lab').origin).resolve().parent.parent
     out = {'python': platform.python_version(), 'platform': platform.platform(), 'cpu': _cpu_model(),
            'cpu_count': os.cpu_count(), 'packages': {p: _version(p) for p in PACKAGES},
            'commit': _git('rev-parse', 'HEAD', cwd=root), **_worktree(root),
            'seed': seed, 'ATEN_CPU_CAPABILITY': os.environ.get('ATEN_CPU_CAPABILITY'),
-           'chat_date': PINNED_DATE_STRING if tokenizer is None else chat_date(tokenizer)}
+           'chat_date': PINNED_DATE_STRING if tokenizer is None else chat_date(tokenizer),
+           'chat_template': _chat_template(tokenizer),
+           'chat_dates': None if rows_kwargs is None else date_counts(tokenizer, rows_kwargs)}
     try:
         import torch
         out.update(cpu_capability=torch.backends.cpu.get_cpu_capability(), torch_threads=torch.get_num_threads(),

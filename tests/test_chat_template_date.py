@@ -149,3 +149,32 @@ def test_a_trained_model_records_the_chat_date_its_prompts_carry(clock, tmp_path
         tr.train_offline(data)
         got[name] = json.loads((tr.save_model() / 'provenance.json').read_text())['chat_date']
     assert got == {'llama3_2': '26 Jul 2024', 'llama3_1': None}, got
+
+
+def test_a_trained_model_records_the_days_its_rows_carried(tmp_path):
+    """trn10: rows that carry their own `date_string` (their `chat_template_kwargs`) render with their day, yet
+    provenance.json recorded only the run-wide `chat_date`: it now counts the days the rows rendered with, for SFT, DPO
+    and offline GRPO alike (a row without its own day renders with the run's)"""
+    from knowlyr_lab.trainer.dpo import DPOConfig, DPOTrainer
+    from knowlyr_lab.trainer.grpo import GRPOTrainer
+    from knowlyr_lab.trainer.grpo_groups import GRPOConfig
+    from knowlyr_lab.trainer.sft import SFTConfig, SFTTrainer
+    from knowlyr_lab.trainer.tiny import make_tiny_model
+    tok = tokenizer_with(trl_template('llama3_2'))
+    say = lambda t: [{'role': 'assistant', 'content': t}]
+    days = [{'date_string': '01 Jan 2025'}, {'date_string': '2025-03-04'}, None, {'date_string': '01 Jan 2025'}]
+    own = lambda kw: {'chat_template_kwargs': kw} if kw else {}
+    sft = [{'messages': MSGS + say('It is 5.'), **own(kw)} for kw in days]
+    dpo = [{'prompt': MSGS, 'chosen': say('It is 5.'), 'rejected': say('It is 6.'), **own(kw)} for kw in days]
+    grpo = [{'prompt': MSGS, 'completions': [say('It is 5.'), say('It is 6.')], 'rewards': [1, 0], **own(kw)} for kw in days]
+    cfg = dict(learning_rate=1e-2, max_steps=1, progress_bar=False, mixed_precision='no', seed=0)
+    model = lambda: make_tiny_model(tokenizer=tok, hidden_size=32)[0]
+    got = {}
+    for name, cls, config, data in [('sft', SFTTrainer, SFTConfig, sft), ('dpo', DPOTrainer, DPOConfig, dpo)]:
+        tr = cls(config(output_dir=str(tmp_path / name), batch_size=2, **cfg), model(), tok, train_data=data)
+        tr.train(); got[name] = json.loads((tr.save_model() / 'provenance.json').read_text())['chat_dates']
+    tr = GRPOTrainer(GRPOConfig(output_dir=str(tmp_path / 'grpo'), tasks_per_step=1, num_epochs=1, **cfg), model(), tok)
+    tr.train_offline(grpo); got['grpo'] = json.loads((tr.save_model() / 'provenance.json').read_text())['chat_dates']
+    per_row = {'distinct': 3, 'counts': {'01 Jan 2025': 2, '2025-03-04': 1, '26 Jul 2024': 1}}
+    assert got == {'sft': {'rows': 4, **per_row}, 'dpo': {'rows': 4, **per_row},
+                   'grpo': {'rows': 8, 'distinct': 3, 'counts': {'01 Jan 2025': 4, '2025-03-04': 2, '26 Jul 2024': 2}}}, got

@@ -25,6 +25,7 @@ from fastcore.basics import patch
 from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
 
 from ..chat import PromptFormat, choose_format, template_caps
+from ..chat_dates import date_counts
 from ..provenance import provenance
 from .metrics import MetricsLogger, installed_trackers
 from .train_config import TrainConfig, check_given_model, resolve_precision
@@ -228,6 +229,12 @@ def save_model(self:TrainerCore, path:str|Path|None=None)->Path:
         prov = {**self.provenance, 'state': self.state}
         (path / 'provenance.json').write_text(json.dumps(prov, indent=1))
     return path
+
+# %% ../../nbs/61e_trainer_core.ipynb #06a190a9
+@patch
+def _record_rows(self:TrainerCore, rows_kwargs:list):
+    "Count in `provenance` the days the training rows render with (`rows_kwargs`: each row's own template variables)"
+    self.provenance['chat_dates'] = date_counts(self.tokenizer, rows_kwargs)
 
 # %% ../../nbs/61e_trainer_core.ipynb #27661de7
 @patch

@@ -119,13 +119,15 @@ class DPOTrainer(BaseTrainer):
                  tools:list|None=None):
         super().__init__(config, model, tokenizer)
         self.tools = tools if tools is not None else env_tools(config.tools_from_env)
-        self.ref_model, self.errors, self.pairs = ref_model, [], []
+        self.ref_model, self.errors, self.pairs, kws = ref_model, [], [], []
         for where, rec in load_records(train_data or []):
             try:
                 if isinstance(rec, Exception): raise rec
                 self.pairs.append(tokenize_pair(self.tokenizer, rec, where, self.tools, config.system_prompt,
                                                 config.mask_observations, config.max_length, self.chat_format))
+                kws.append(record_template_kwargs(rec.get('chat_template_kwargs'), where))   # the pair's own day
             except (DataFormatError, ValueError, TypeError) as e: self.errors.append({'where': where, 'error': str(e)})
+        if train_data is not None: self._record_rows(kws)
         self._quarantine(self.errors, 'pair')
         if train_data is not None and not self.pairs:
             raise DataFormatError(f"no usable preference pairs ({len(self.errors)} rejected)")

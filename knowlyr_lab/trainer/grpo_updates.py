@@ -273,6 +273,7 @@ def train_offline(self:GRPOUpdates, data, num_epochs:int|None=None, stop_at:int|
     self.drift_rows, self.errors = [], []
     self.groups = groups_from_records(data, self.tools, self.system_prompt, self.tokenizer, self.config.recorded_ids,
                                       self.drift_rows, self.chat_format, errors=self.errors)
+    self._record_rows([m.get('template_kwargs') for g in self.groups for m in g if 'samples' not in m])
     self._quarantine(self.errors)                 # unusable records: quarantine.jsonl and a warning; the rest trained
     self.data_report = {'rejected_records': len(self.errors)}
     self.epochs = num_epochs or self.config.num_epochs

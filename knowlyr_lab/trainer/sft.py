@@ -210,6 +210,7 @@ def prepare_samples(self:SFTTrainer, data, train:bool=True)->list[dict]:
     pieces += [(len(chats) + j, p) for j, ps in enumerate(rec_samples) for p in ps]
     samples, cut, empty = self._fit_samples(pieces)
     if not train: return samples
+    self._record_rows([ch.get('template_kwargs') for ch in chats])   # the days its rows render with
     if c.step_weighted_loss:
         sr = [ch['step_rewards'] for ch in chats] + [ps[0]['step_rewards'] for ps in rec_samples if ps]
         _warn_outcome_only(sr, samples)
