@@ -100,3 +100,14 @@ def test_offline_grpo_prints_the_datas_reward_not_a_learning_curve(tiny):
     assert 'reward_first' not in out and 'reward_last' not in out, out
     data = [r for g in groups for r in g['rewards'][:8]]                          # the members a group trains on (group_size 8)
     assert min(data) <= out['data_reward_mean'] <= max(data) and 'not a learning signal' in out['note'], out
+
+def test_eval_records_its_provenance(tiny):
+    """trn10: `eval` printed its success rate with nothing of what made it, where `sft|dpo|grpo` write provenance.json
+    beside the model: its JSON now carries the same block (versions, commit, CPU, chat template and date) and the model"""
+    from knowlyr_lab.provenance import provenance
+    ev = _trainer(tiny, 'eval', '--model', tiny / 'base', '--env', 'knowlyr/maze-easy', '--episodes', '1', '--max-episode-steps', '1',
+                  '--max-new-tokens', '4')
+    prov = ev['provenance']
+    assert set(provenance()) <= set(prov) and prov['model'] == str(tiny / 'base'), sorted(prov)
+    assert prov['packages']['torch'] and prov['packages']['transformers'] and prov['cpu'] and prov['cpu_capability'], prov
+    assert prov['commit'] and 'dirty' in prov and 'chat_date' in prov and prov['chat_template']['sha256'], prov

@@ -21,7 +21,7 @@ from ..source_docs import source_value
 
 # %% auto #0
 __all__ = ['DTYPES', 'TRAINERS', 'TRL_ALIASES', 'inference_from_args', 'trainer_classes', 'build_parser', 'config_from_args',
-           'main']
+           'main', 'eval_provenance']
 
 # %% ../../nbs/96_cli_trainer.ipynb #ef2bc3e5
 DTYPES = ('auto', 'float32', 'bfloat16', 'float16')
@@ -215,7 +215,8 @@ def _run(args)->int:
     if args.cmd == 'eval':
         from knowlyr_lab.eval.evaluate import evaluate_agent  # the one evaluation (run by a command, as the recipes do)
         from knowlyr_lab.registry import make
-        agent = inference_from_args(args).create_agent(args.system_prompt, args.max_new_tokens)
+        inf = inference_from_args(args); prov = eval_provenance(inf, args.model)   # taken before any episode runs
+        agent = inf.create_agent(args.system_prompt, args.max_new_tokens)
         seeds = range(args.seed_offset, args.seed_offset + args.episodes)
         bar = sys.stderr.isatty() if args.progress is None else args.progress   # tqdm on stderr, as `collect`'s
         env = make(args.env); tasks = [env.task_id(s) for s in seeds] if hasattr(env, 'task_id') else None; env.close()
@@ -228,7 +229,7 @@ def _run(args)->int:
         ended = res.episodes.reason.fillna('none').value_counts().to_dict()   # a run of errors is not a 0% agent
         print(json.dumps({'env': args.env, 'episodes': s['n_episodes'], **{k: s[k] for k in (
             'n_distinct_tasks', 'success_rate', 'success_low', 'success_high', 'mean_reward', 'mean_steps', 'n_unverified',
-            'n_invalid')}, 'ended': ended}))
+            'n_invalid')}, 'ended': ended, 'provenance': prov}))
         return 0
     config_cls, trainer_cls = trainer_classes(args.cmd)
     cfg = config_from_args(config_cls, args)
@@ -249,6 +250,14 @@ def _run(args)->int:
 def main(argv:list[str]|None=None)->int:
     "`knowlyr-trainer`: an error is one line on stderr, as for every knowlyr command (`run_cli`)"
     return run_cli(build_parser(), _run, argv)
+
+# %% ../../nbs/96_cli_trainer.ipynb #05cf4362
+def eval_provenance(inf,              # the `AgentInference` that plays the episodes
+                    model:str,        # the model evaluated, as `--model` names it
+                   )->dict:
+    "What an `eval` result is made with: `provenance` for its tokenizer (chat template and day), and the model"
+    from knowlyr_lab.provenance import provenance
+    return {**provenance(tokenizer=inf.tokenizer), 'model': str(model)}
 
 # %% ../../nbs/96_cli_trainer.ipynb #d07b8d76
 if __name__ == '__main__' and 'IPython' not in sys.modules: sys.exit(main())   # python -m / accelerate launch -m
