@@ -44,6 +44,7 @@ def _policy(results:Path, run:str, tmp:Path, model:Path)->tuple[Path, Path]:
 
 def evaluate_runs(results:Path, runs:list[str], out:Path, n:int|None=None, chunk:int=50):
     import torch
+    from transformers import AutoTokenizer
 
     from knowlyr_lab.eval.evaluate import evaluate_agent
     from knowlyr_lab.provenance import provenance
@@ -51,7 +52,8 @@ def evaluate_runs(results:Path, runs:list[str], out:Path, n:int|None=None, chunk
     from knowlyr_lab.trainer.real import prepare_real_model
     from knowlyr_lab.trajectory_io import read_trajectories, write_trajectories
     out.mkdir(parents=True, exist_ok=True)
-    model, prov = prepare_real_model(quiet=True), provenance(seed=0)
+    model = prepare_real_model(quiet=True)
+    prov = provenance(seed=0, tokenizer=AutoTokenizer.from_pretrained(model))   # the adapters' base renders
     with tempfile.TemporaryDirectory() as tmp:
         for run in runs:
             t = time.time()

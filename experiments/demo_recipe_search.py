@@ -35,7 +35,7 @@ def main():
     ap.add_argument('--results', default=str(Path(__file__).with_name('demo_recipe_search.results.jsonl')))
     a = ap.parse_args()
     v = json.loads(a.variant); seed = v.get('seed', 0)
-    cfg = DemoConfig(seed=seed); prov = provenance(seed)
+    cfg = DemoConfig(seed=seed)
     p = prepare(cfg, Path(a.out) / 'data')
     train = cfg.train_tasks(); ev = cfg.eval_tasks(train)
     out = Path(a.out) / a.name
@@ -44,6 +44,7 @@ def main():
     model, tok = make_tiny_model(render_corpus(sample, tools=[], system_prompt=None), vocab_size=cfg.vocab_size, hidden_size=v.get('hidden', 128),
                                  num_layers=v.get('layers', 2), num_heads=v.get('heads', 4), seed=seed, save_dir=out / 'untrained', family='llama')
     PromptFormat(None, [], choose_format(tok)).save(out / 'untrained')
+    prov = provenance(seed, tokenizer=tok)   # before training: with the template its chats render with
     tr = SFTTrainer(SFTConfig(output_dir=str(out / 'sft'), num_epochs=v.get('epochs', 1), learning_rate=v.get('lr', 3e-3),
                               batch_size=v.get('bs', 8), lr_scheduler=v.get('sched', 'linear'), warmup_ratio=v.get('warmup', 0.0),
                               weight_decay=v.get('wd', 0.0), logging_steps=10, save_steps=v.get('save', 500), save_total_limit=0,

@@ -50,6 +50,6 @@ def main():
                       'success_rate': s['success_rate'], 'ci95': [s['success_low'], s['success_high']],
                       'loss_first_last': [tr.history[0].get('loss'), tr.history[-1].get('loss')],
                       'train_s': round(train_s), 's_per_step': round(train_s / a.steps, 1), 'eval_s': round(time.time() - t0),
-                      'provenance': provenance(a.seed)}, default=str))
+                      'provenance': provenance(a.seed, tokenizer=tr.tokenizer)}, default=str))
 
 if __name__ == '__main__': main()

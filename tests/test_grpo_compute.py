@@ -226,6 +226,8 @@ def test_update_memory_benchmark_runs_on_a_tiny_model(tmp_path):
     assert (full['episodes'], full['padded_positions'], full['scored_positions']) == (comp['episodes'], comp['padded_positions'], comp['scored_positions'])
     assert full['peak_bytes'] > 0 and comp['peak_bytes'] > 0 and abs(full['loss'] - comp['loss']) < 1e-4   # same episodes, same update
     assert res['ratio_full_over_completion']['peak memory'] > 0 and res['provenance']['commit'] and out.with_suffix('.md').exists()
+    tpl = res['provenance']['chat_template']        # trn10: taken without the tokenizer, it named no template
+    assert tpl and tpl['name_or_path'].endswith('tiny') and tpl['sha256'], res['provenance']
 
 def test_output_head_tolerates_rounding_and_refuses_scaling(maze):
     """The head check compares a recomputed logit row with the forward's: a matmul of another shape rounds differently

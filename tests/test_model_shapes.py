@@ -225,6 +225,8 @@ def test_gpu_benchmark_refuses_without_cuda_and_its_dry_run_runs(tmp_path, capsy
     assert bench.main(['--dry-run', '--peak-tflops', '100', '--output', str(tmp_path / 'r.json')]) == 0
     r = json.loads((tmp_path / 'r.json').read_text())
     assert r['dry_run'] and r['provenance']['commit'] and 'torch' in r['provenance']['packages']
+    tpl = r['provenance']['chat_template']          # trn10: taken without the tokenizer, it named no template
+    assert tpl and tpl['name_or_path'].endswith('tiny') and tpl['sha256'], r['provenance']
     for k in ('sft_full', 'sft_lora'):
         s = r[k]
         assert s['steps_measured'] == 2 and s['tokens_per_s'] > 0 and s['master_dtype'] == 'torch.float32' and s['mixed_precision'] == 'bf16'

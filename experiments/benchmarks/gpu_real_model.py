@@ -173,6 +173,7 @@ def main(argv=None)->int:
     if not torch.cuda.is_available() and not a.dry_run:
         print("gpu_real_model.py: no CUDA device here; this benchmark measures a GPU (--dry-run checks the script on the CPU)", file=sys.stderr)
         return 2
+    from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     from knowlyr_lab.provenance import provenance
@@ -185,7 +186,7 @@ def main(argv=None)->int:
         from knowlyr_lab.trainer import attention
         AttentionInterface.register(attention.SEGMENT_ATTENTION, functools.partial(attention.segment_attention, padded=False))
     from knowlyr_lab.trainer.real import RealModelMissing
-    prov, t_start = provenance(seed=0), time.perf_counter()
+    t_start = time.perf_counter()
     started = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     tmp = Path(tempfile.mkdtemp(prefix='gpu-real-model-'))
     out = Path(a.output) if a.output else (tmp if a.dry_run else Path(__file__).parent) / 'gpu_real_model.results.json'
@@ -194,6 +195,7 @@ def main(argv=None)->int:
     try: path = model_folder(a.dry_run, chats, tools, tmp)
     except RealModelMissing as e:
         print(f"gpu_real_model.py: {e}", file=sys.stderr); return 2
+    prov = provenance(seed=0, tokenizer=AutoTokenizer.from_pretrained(path))   # with the template the runs render
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'
     peak = peak_tflops(device if torch.cuda.is_available() else None, a.peak_tflops)
     res = {'benchmark': 'gpu_real_model', 'dry_run': a.dry_run, 'started': started, 'model': 'tiny (dry run)' if a.dry_run else path.name,

@@ -175,14 +175,17 @@ def main(argv=None)->int:
     a = parse_args(argv)
     if a.variant:
         print(json.dumps(measure(a))); return 0
+    from transformers import AutoTokenizer
+
     from knowlyr_lab.provenance import provenance
     from knowlyr_lab.trainer.real import RealModelMissing
-    prov, started = provenance(seed=0), time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+    started = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     tmp = Path(tempfile.mkdtemp(prefix='grpo-update-memory-'))
     out = Path(a.output) if a.output else (tmp if a.tiny else Path(__file__).parent) / 'grpo_update_memory.results.json'
     try: model = model_folder(a, tmp)
     except RealModelMissing as e:
         print(f"grpo_update_memory.py: {e}", file=sys.stderr); return 2
+    prov = provenance(seed=0, tokenizer=AutoTokenizer.from_pretrained(model))   # with the template the variants render
     res = {'benchmark': 'grpo_update_memory', 'tiny': a.tiny, 'started': started, 'model': 'tiny' if a.tiny else model.name,
            'device': prov.get('cuda') or prov.get('cpu'), 'command': ' '.join(['python', 'experiments/benchmarks/grpo_update_memory.py', *(argv or sys.argv[1:])]),
            'settings': {k: v for k, v in vars(a).items() if k not in ('output', 'variant', 'model', 'only')}, 'provenance': prov, 'variants': {}}

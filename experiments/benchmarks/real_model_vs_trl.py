@@ -123,7 +123,7 @@ def main():
     chats, tools = data(args.batch * (args.steps + 2))
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(path)
-    p = provenance(0)
+    p = provenance(0, tokenizer=tok)
     print(f"machine: {p['cpu']} ({p['cpu_count']} cores, torch kernels {p['cpu_capability']}, {p['torch_threads']} threads); "
           f"torch {p['packages']['torch']}, transformers {p['packages']['transformers']}, trl {p['packages']['trl']}, peft {p['packages']['peft']}; "
           f"commit {str(p['commit'])[:10]}")

@@ -248,9 +248,10 @@ def main(argv=None)->int:
     a = ap.parse_args(argv)
     torch.manual_seed(0)
     from knowlyr_lab.provenance import provenance
-    prov, started = provenance(seed=0), time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+    started = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     load_avg = ', '.join(f'{x:.1f}' for x in os.getloadavg())
     model, tok, name = load(a, Path(tempfile.mkdtemp()))
+    prov = provenance(seed=0, tokenizer=tok)   # with the template every side renders
     model.eval()
     tools, sides = env_tools(ENV), ['plain generate', 'runtime'] + ['runtime, static cache'] * a.static_cache
     seeds = list(range(1000, 1000 + a.tasks))
