@@ -16,8 +16,8 @@ from scipy import stats
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 # %% auto #0
-__all__ = ['SCORE_BOUND', 'wilson_ci', 'read_scores', 'read_differences', 'no_spread', 'rounding_flat', 'bootstrap_ci',
-           'newcombe_paired_ci', 'score_diff_ci']
+__all__ = ['SCORE_BOUND', 'wilson_ci', 'read_scores', 'read_differences', 'no_spread', 'differences_flat', 'rounding_flat',
+           'bootstrap_ci', 'newcombe_paired_ci', 'score_diff_ci']
 
 # %% ../nbs/08b_intervals.ipynb #2bc5ad80
 def wilson_ci(successes:int,       # number of successful episodes
@@ -83,12 +83,29 @@ def no_spread(x:Sequence[float],   # values: scores, or what was computed from t
     return bool(x.size and np.ptp(x) <= steps * np.spacing(m))
 
 
+# %% ../nbs/08b_intervals.ipynb #s21b0002
+def _exact_differences(d:np.ndarray,   # differences computed from `inputs`
+                       inputs:tuple,   # the scores they came from, (a, b); NaN marks a cell not paired
+                      )->bool:
+    "True when the scores and their differences are whole numbers, each difference below 2^53 in size: no rounding"
+    xs = [np.asarray(v, float) for v in (d, *inputs)]
+    whole = all(np.all(np.isnan(x) | (x % 1 == 0)) for x in xs)
+    return bool(inputs) and whole and float(np.nanmax(np.abs(xs[0]), initial=0.0)) < 2 ** 53
+
+# %% ../nbs/08b_intervals.ipynb #s21b0003
+def differences_flat(d:np.ndarray,    # differences of paired scores, a - b
+                     inputs:tuple=(), # the scores they came from, (a, b): their magnitude and whether d is exact
+                    )->bool:
+    "No spread in differences: exact ones (`_exact_differences`) when all equal, others to rounding (`no_spread`)"
+    if _exact_differences(d, inputs): return bool(np.size(d) and np.ptp(d) == 0)
+    return no_spread(d, inputs)
+
 # %% ../nbs/08b_intervals.ipynb #5e7a91c3
 def rounding_flat(a:np.ndarray, b:np.ndarray, # two samples of scores
                   paired:bool,                # a[i] and b[i] pair: the differences are judged
                  )->bool:
-    "No spread to float64's rounding (`no_spread`): in the differences, beside the scores, or in each sample on its own"
-    return no_spread(a - b, (a, b)) if paired else no_spread(a) and no_spread(b)
+    "No spread to float64's rounding: in the differences (`differences_flat`), or in each sample on its own (`no_spread`)"
+    return differences_flat(a - b, (a, b)) if paired else no_spread(a) and no_spread(b)
 
 # %% ../nbs/08b_intervals.ipynb #ebae86a5
 def _constant_sample_ci(x:np.ndarray, statistic, confidence:float, binary:bool)->tuple[float, float]:

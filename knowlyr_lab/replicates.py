@@ -17,7 +17,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
-from .intervals import bootstrap_ci, newcombe_paired_ci, no_spread, read_scores
+from .intervals import bootstrap_ci, differences_flat, newcombe_paired_ci, no_spread, read_scores
 from .permutation import permutation
 from .stats import is_binary
 
@@ -32,9 +32,10 @@ def replicate_variance(values:Sequence[float], # one value per episode (0/1 succ
     "Within-task variance between replicate runs: the noise one more run of the same policy adds"
     df = pd.DataFrame({'v': read_scores(values, 'replicate_variance values'), 't': [str(t) for t in tasks]})
     if df.v.isna().any(): raise ValueError("replicate_variance: values contain NaN")
-    v = df.groupby('t').v.var(ddof=1).dropna()
+    g = df.groupby('t').v
+    v = g.var(ddof=1).dropna()   # a task run once has no variance
     if v.empty: raise ValueError("replicate_variance: no task was run twice; run >= 2 replicates per task")
-    return float(v.mean())
+    return float(v.mask(g.agg(no_spread)[v.index], 0.0).mean())   # replicates alike to rounding: no spread
 
 # %% ../nbs/09e_replicates.ipynb #b02663df
 def flip_rate(values:Sequence[float], # 0/1 outcome per episode
@@ -66,7 +67,7 @@ def noise_floor(n_tasks:int,          # tasks, each run by both evaluations
     "Gap between two evaluations of the SAME policy that a paired t test at `alpha` would call significant"
     if n_tasks < 2: raise ValueError(f"a paired t test needs n_tasks >= 2, got {n_tasks}")   # t with 0 df: NaN
     sd = _sd_diff(n_replicates, within_var, 0.0)
-    if sd <= 1e-12: return _no_spread_floor(n_tasks, alpha)   # no spread measured: never a floor of 0
+    if sd == 0: return _no_spread_floor(n_tasks, alpha)   # no spread measured: never a floor of 0
     return float(stats.t.ppf(1 - alpha / 2, n_tasks - 1) * sd / math.sqrt(n_tasks))
 
 # %% ../nbs/09e_replicates.ipynb #273a9a11
@@ -74,7 +75,7 @@ def paired_power(effect:float, n_tasks:int, n_replicates:int=1, within_var:float
                  alpha:float=0.05)->float:
     "Power of the two-sided paired t test over `n_tasks` per-task means to detect a true difference `effect`"
     sd = _sd_diff(n_replicates, within_var, between_var)
-    if sd <= 1e-12: return math.nan   # no spread measured: the power is unknown, never 1 (as the floor is never 0)
+    if sd == 0: return math.nan   # no spread measured: the power is unknown, never 1 (as the floor is never 0)
     return float(TTestPower().power(effect_size=abs(effect) / sd, nobs=n_tasks, alpha=alpha, alternative='two-sided'))
 
 # %% ../nbs/09e_replicates.ipynb #f0a78df4
@@ -88,15 +89,15 @@ def paired_mde(n_tasks:int,            # tasks, each run by both checkpoints
     "Minimum detectable effect of a paired design (noncentral t, statsmodels `TTestPower`)"
     if n_tasks < 2: raise ValueError(f"a paired t test needs n_tasks >= 2, got {n_tasks}")
     sd = _sd_diff(n_replicates, within_var, between_var)
-    if sd <= 1e-12: return _no_spread_floor(n_tasks, alpha)   # no spread measured: never an MDE of 0
+    if sd == 0: return _no_spread_floor(n_tasks, alpha)   # no spread measured: never an MDE of 0
     d = TTestPower().solve_power(effect_size=None, nobs=n_tasks, alpha=alpha, power=power, alternative='two-sided')
     return float(d * sd)
 
 # %% ../nbs/09e_replicates.ipynb #0e02ea13
 def _plannable(sd:float, planner:str):
-    "Refuse to plan from a spread of 0: a variance measured as 0 is not known to be 0"
-    if sd <= 1e-12: raise ValueError(f"{planner}: within_var and between_var are 0 -- no spread measured (the runs agree "
-                                     "on every task), so the power is unknown: measure the noise on more replicates or tasks")
+    "Refuse to plan from a spread of exactly 0 (rounding is 0 already, `replicate_variance`): not known to be 0"
+    if sd == 0: raise ValueError(f"{planner}: within_var and between_var are 0 -- no spread measured (the runs agree "
+                                 "on every task), so the power is unknown: measure the noise on more replicates or tasks")
 
 # %% ../nbs/09e_replicates.ipynb #5d4eeef2
 def replicates_needed(effect:float,           # the true difference to detect
@@ -163,7 +164,7 @@ def _constant_ci(v:float,        # the difference of every cell
 def _run_ci(x, binary, confidence, seed, scores:tuple=())->tuple[float, float]: # scores: what x came from
     "One run's interval: Newcombe's score CI for 0/1 outcomes, else the bootstrap over its tasks (NaN when all alike)"
     if binary and len(x) and np.isin(x, (-1.0, 0.0, 1.0)).all(): return _ties_ci(x, confidence)
-    if len(x) >= 2 and no_spread(x, scores): return _constant_ci(float(x[0]), len(x), binary, confidence)
+    if len(x) >= 2 and differences_flat(x, scores): return _constant_ci(float(x[0]), len(x), binary, confidence)
     return bootstrap_ci(x, confidence=confidence, seed=seed)
 
 def _per_run(d, mask, confidence, seed, binary=False, scores:tuple=())->list:
@@ -210,7 +211,7 @@ def crossed_bootstrap(
     if d.shape[0] < 2 or d.shape[1] < 2:
         raise ValueError(f"need a runs x tasks table with >= 2 of each that hold data, got {d.shape} of {full.shape}")
     d0 = np.where(mask, d, 0.0); R, T = d.shape; est = float(d0.sum() / mask.sum())
-    if no_spread(d[mask], scores): ci, p, note = _constant_table(float(d[mask][0]), T, binary, confidence)
+    if differences_flat(d[mask], scores): ci, p, note = _constant_table(float(d[mask][0]), T, binary, confidence)
     else: (ci, p), note = _crossed_ci_p(d0, mask, est, confidence, n_resamples, seed), None
     notes = [note] if note else []
     if R < 5: notes.append(f"{R} runs: the between-run variance rests on {R} values, so the interval may be too narrow "

@@ -107,7 +107,7 @@ class Comparison:
     "Result of comparing metric samples `a` and `b` (all p-values two-sided)"
     metric: str; name_a: str; name_b: str
     n_a: int; n_b: int; mean_a: float; mean_b: float
-    diff: float                       # mean_a - mean_b
+    diff: float                       # mean_a - mean_b (paired: the mean of a - b, exact where those are)
     diff_ci: tuple                    # CI of the difference: a score interval for 0/1 rates, else the bootstrap's
     effect_size: float                # Cohen's d (unpaired) or d_z (paired); NaN with no spread
     paired: bool; binary: bool
@@ -273,7 +273,7 @@ def compare_samples(a:Sequence[float],    # metric values of agent A (per episod
     ci, ci_notes, method = _diff_ci(a, b, paired, binary, confidence, n_resamples, seed)
     primary, t_notes = _primary(tests, paired, binary)
     return Comparison(metric, name_a, name_b, len(a), len(b), float(a.mean()), float(b.mean()),
-                      float(a.mean() - b.mean()), ci, _effect_size(a, b, paired), paired, bool(binary), tests, primary,
+                      float((a - b).mean() if paired else a.mean() - b.mean()), ci, _effect_size(a, b, paired), paired, bool(binary), tests, primary,
                       notes=([f"excluded NaN values: {n_nan}"] if any(n_nan.values()) else []) + t_notes + ci_notes,
                       ci_method=method)
 
