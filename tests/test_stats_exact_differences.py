@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, compare_agents, compare_runs
-from knowlyr_lab.eval.noise import measure_noise
+from knowlyr_lab.eval.noise import measure_noise, plan_replicates
 from knowlyr_lab.replicates import noise_floor, paired_mde, replicate_variance, replicates_needed, tasks_needed
 from knowlyr_lab.stats import compare_many, compare_samples
 
@@ -92,3 +92,15 @@ def test_the_planners_answer_alike_in_any_unit(unit):
     assert tasks_needed(.5 * unit, 1, w) == tasks_needed(.5, 1, w1)
     report = measure_noise(_result('u', (TASK_RUNS * unit).tolist(), [0, 1] * 4), metric='reward')
     assert report.noise_floor(40, 2) == pytest.approx(noise_floor(40, 2, w1) * unit, rel=1e-9)
+
+
+@pytest.mark.parametrize('unit', [1e-14, 1e7])
+def test_plan_replicates_plans_alike_in_any_unit(unit):
+    "plan_replicates warned 'runs agree on every task' below a variance of 1e-24 (units of 1e-14) while the planners planned"
+    report = measure_noise(_result('u', (TASK_RUNS * unit).tolist(), [0, 1] * 4), metric='reward')
+    want = plan_replicates(measure_noise(_result('u', TASK_RUNS.tolist(), [0, 1] * 4), metric='reward'), (.5, 1.), 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')   # main: 'no noise measured' for units of 1e-14
+        plan = plan_replicates(report, (.5 * unit, unit), 40)
+    assert plan.replicates.tolist() == want.replicates.tolist() == [4, 1]
+    assert plan.tasks_at_1_run.tolist() == want.tasks_at_1_run.tolist()

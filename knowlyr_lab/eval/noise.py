@@ -96,7 +96,7 @@ def plan_replicates(noise:NoiseReport,       # `measure_noise` of a pilot evalua
                    )->pd.DataFrame:
     "Replicates per task (and, alternatively, tasks at one run) that detect each effect with the report's power"
     n, rows, w, a = n_tasks or noise.n_tasks, [], noise.within_var, noise.alpha
-    if w + between_var <= 1e-24:
+    if w + between_var == 0:   # rounding is 0 already (`replicate_variance`): a variance keeps no unit to judge it by
         warnings.warn(f"plan_replicates: {noise.agent}'s runs agree on every task (replicate variance 0): no noise "
                       "measured, so no plan (<NA>) and no power (NaN); measure it on more replicates or tasks", stacklevel=2)
     for eff in effects:
