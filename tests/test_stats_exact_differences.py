@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from knowlyr_lab.eval.evaluate import EPISODE_COLUMNS, EvalResult, compare_agents, compare_runs
-from knowlyr_lab.eval.noise import measure_noise, plan_replicates
+from knowlyr_lab.eval.noise import compare_checkpoints, measure_noise, plan_replicates
 from knowlyr_lab.replicates import noise_floor, paired_mde, replicate_variance, replicates_needed, tasks_needed
 from knowlyr_lab.stats import compare_many, compare_samples
 
@@ -104,3 +104,15 @@ def test_plan_replicates_plans_alike_in_any_unit(unit):
         plan = plan_replicates(report, (.5 * unit, unit), 40)
     assert plan.replicates.tolist() == want.replicates.tolist() == [4, 1]
     assert plan.tasks_at_1_run.tolist() == want.tasks_at_1_run.tolist()
+
+
+def test_compare_checkpoints_reads_no_noise_from_differences_alike_to_rounding():
+    "Per-task differences of token counts near 1e7 a float64 step apart: main gave a noise floor near 1e-9, the gap 'outside' it"
+    step = np.spacing(1e7)
+    a = _result('a', (1e7 + step * np.tile([0, 1, 1, 0, 0, 0, 1, 1], 2)).tolist(), [0, 1] * 8)   # 8 tasks, 2 seeds
+    b = _result('b', [1e7 + 5] * 16, [0, 1] * 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        c = compare_checkpoints(a, b, metric='reward')
+    assert c.comparison.ci_method == 'none'   # compare_samples: every pair differs by -5, to rounding
+    assert c.sd_diff == 0.0 and math.isnan(c.noise_floor) and math.isnan(c.mde) and c.inside_noise is None, c

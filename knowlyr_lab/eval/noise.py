@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .evaluate import EvalResult
+from ..intervals import differences_flat
 from ..replicates import flip_rate, noise_floor, paired_mde, paired_power, replicate_variance, replicates_needed, tasks_needed
 from ..stats import Comparison, compare_samples
 
@@ -166,7 +167,8 @@ def compare_checkpoints(a:EvalResult, b:EvalResult, # evaluations of two checkpo
     else:
         # one seed per task: the total variance bounds the replicate variance
         w = float(pd.concat([xa, xb]).var(ddof=1))
-    n, sd = len(xa), float(np.std(xa.to_numpy() - xb.to_numpy(), ddof=1))
+    d = xa.to_numpy() - xb.to_numpy()   # differences alike to rounding (`differences_flat`, page 08b): no spread
+    n, sd = len(xa), 0.0 if differences_flat(d, (xa.to_numpy(), xb.to_numpy())) else float(np.std(d, ddof=1))
     unmatched = len(ea) + len(eb) - 2 * len(m)
     if unmatched: c.notes.append(f"dropped {unmatched} episodes without a partner on (task, seed)")
     if m.seed.isna().all(): c.notes.append("no episode seed recorded: a task's episodes are paired in their order")
