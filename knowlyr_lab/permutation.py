@@ -70,16 +70,15 @@ def _mean_diff(x, y, axis=-1): return np.mean(x, axis=axis) - np.mean(y, axis=ax
 def permutation(a, b, paired:bool, seed:int=0)->dict: # {'statistic', 'pvalue', 'exact'}
     "Two-sided permutation test of the mean difference: counted without spread, exact up to `PERMUTATIONS`, else drawn"
     a, b = read_scores(a, 'permutation sample a'), read_scores(b, 'permutation sample b')   # as written (page 08b)
-    if np.isnan(np.r_[a, b]).any():   # a missing score: no mean to relabel
-        return {'statistic': float(_mean_diff(a, b)), 'pvalue': float('nan'), 'exact': False}
+    est = float(np.mean(a - b) if paired else _mean_diff(a, b))   # paired: the mean difference, exact where a - b is
+    if np.isnan(np.r_[a, b]).any(): return {'statistic': est, 'pvalue': math.nan, 'exact': False}   # no mean to relabel
     p = _no_spread_p(a, b, paired)
-    if p is not None: return {'statistic': float(_mean_diff(a, b)), 'pvalue': p, 'exact': True}
+    if p is not None: return {'statistic': est, 'pvalue': p, 'exact': True}
     w = _written_ints(np.r_[a, b]); data = (a, b) if w is None else (w[:len(a)], w[len(a):])   # as written: exact
     stat = _mean_diff if w is None else lambda x, y, axis=-1: np.sum(x, axis=axis)   # rises with the mean difference
     r = stats.permutation_test(data, stat, n_resamples=PERMUTATIONS,
                                permutation_type='samples' if paired else 'independent', batch=1000, rng=np.random.default_rng(seed))
-    exact = relabellings(a, b, paired) <= PERMUTATIONS
-    return {'statistic': float(_mean_diff(a, b)), 'pvalue': float(r.pvalue), 'exact': exact}
+    return {'statistic': est, 'pvalue': float(r.pvalue), 'exact': relabellings(a, b, paired) <= PERMUTATIONS}
 
 # %% ../nbs/08c_permutation.ipynb #6336818b
 def _add_group(c:np.ndarray, # c[k, s]: how many choices of k values so far sum to s (int64, rows 0..m)
