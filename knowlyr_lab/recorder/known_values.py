@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 from ..errors import CUT
-from .propagate import MIN_PROPAGATED, literal_part, propagatable
+from .propagate import MIN_PROPAGATED, escapes_alnum, json_readings, literal_part, propagatable
 
 # %% auto #0
 __all__ = ['KnownValues']
@@ -32,6 +32,9 @@ class KnownValues(dict):
         self.loose, self.cut_loose = {}, {}   # values whose literal part (start) is too short for grams: always asked
         self.last = (None, None)   # (place, text) asked last, and the values its grams point at
         self.update(values)
+    def _refuse(self, *args):   # values are only added (or all cleared): one removed would stay in the index
+        raise TypeError("KnownValues only grows: clear() it to start again (a value removed would stay in its index)")
+    __delitem__ = pop = popitem = _refuse
 
 # %% ../../nbs/20ea_recorder_known_values.ipynb #9eb81384
 @patch
@@ -66,6 +69,11 @@ def setdefault(self:KnownValues, v, kind=None):
 def clear(self:KnownValues):
     dict.clear(self); self.grams, self.parts, self.loose, self.cut_loose, self.last = {}, {}, {}, {}, (None, None)
 
+# %% ../../nbs/20ea_recorder_known_values.ipynb #ba528cca
+@patch
+def __ior__(self:KnownValues, values):
+    self.update(values); return self
+
 # %% ../../nbs/20ea_recorder_known_values.ipynb #cace3a09
 @patch
 def _pointed(self:KnownValues, text:str)->set:
@@ -81,6 +89,7 @@ def within(self:KnownValues, text:str,  # a text in which each value's literal p
            cut:bool=True,                         # also those whose start `text` holds before a `CUT`
           )->dict:
     "{value: kind} of the values `text` may hold, in the order learned, found in one pass over `text`"
+    if escapes_alnum(text): text = '\n'.join(json_readings(text))   # a letter escaped: its readings show it
     cut = cut and CUT in text
     pool = self._pointed(text).union(self.loose, self.cut_loose if cut else ())
     keep = sorted((p, v) for v in pool if v in self for p, lit, head in [self.parts[v]]

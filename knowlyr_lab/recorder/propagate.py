@@ -14,8 +14,8 @@ from ..errors import CUT
 from .placeholders import is_placeholder
 
 # %% auto #0
-__all__ = ['MIN_PROPAGATED', 'JSON_DEPTH', 'propagatable', 'redact_seams', 'json_unescaped', 'json_readings', 'literal_part',
-           'redact_values']
+__all__ = ['MIN_PROPAGATED', 'JSON_DEPTH', 'LONE_SURROGATE', 'propagatable', 'redact_seams', 'json_unescaped', 'json_readings',
+           'literal_part', 'escapes_alnum', 'redact_values']
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #2c332804
 MIN_PROPAGATED = 6      # shorter redacted values are not searched for elsewhere (too many innocent matches)
@@ -130,10 +130,15 @@ def literal_part(v:str)->str:
 # %% ../../nbs/20e_recorder_propagate.ipynb #b0497190
 _ALNUM_ESCAPE = re.compile(r'\\(?:u00[3-7][0-9a-fA-F]|x[3-7][0-9a-fA-F]|U0000[3-7])')   # `\u0041`: maybe a letter
 
+# %% ../../nbs/20e_recorder_propagate.ipynb #4aff267b
+def escapes_alnum(s:str)->bool:
+    "Does `s` spell a letter or digit as an escape (`\\u0061`)? Then only a reading of it shows a value's literal part"
+    return _ALNUM_ESCAPE.search(s) is not None
+
 # %% ../../nbs/20e_recorder_propagate.ipynb #81890b62
 def _may_hold(s:str, parts:set)->bool:
     "May a reading of `s` hold a value whose `literal_part` is one of `parts`? (or one cut short)"
-    return CUT in s or any(p in s for p in parts) or _ALNUM_ESCAPE.search(s) is not None
+    return CUT in s or any(p in s for p in parts) or escapes_alnum(s)
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #b8263a6f
 _CUT_AFTER = re.compile(r'(?:\\[xuU]?[0-9a-fA-F]{0,7})?' + re.escape(CUT))   # an escape cut in two, then the mark
@@ -174,6 +179,16 @@ def _replaced(s:str, spans:list, values:dict, counts:dict|None=None)->str:
         if counts is not None: counts[values[v]] = counts.get(values[v], 0) + 1
     return ''.join(out) + s[pos:]
 
+# %% ../../nbs/20e_recorder_propagate.ipynb #8dec0949
+LONE_SURROGATE = re.compile(r'[\ud800-\udfff]')   # a character no UTF-8 text holds
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #58384167
+def _lone_spelled(vals:list, values:dict)->tuple[list, dict]:
+    "`vals` and `values` with the JSON spellings (`\\udc80`) of each value of `vals` holding a lone surrogate added"
+    more = {LONE_SURROGATE.sub(lambda m, f=f: '\\u' + f(f'{ord(m[0]):04x}'), v): values[v]
+            for v in vals if LONE_SURROGATE.search(v) for f in (str.lower, str.upper)}
+    return (vals + [v for v in more if v not in values], {**values, **more}) if more else (vals, values)
+
 # %% ../../nbs/20e_recorder_propagate.ipynb #8d84817d
 def redact_values(obj, values:dict, counts:dict|None=None,
                   every:bool=False, # every value, `propagatable` or not (each was found in `obj` itself)
@@ -181,8 +196,9 @@ def redact_values(obj, values:dict, counts:dict|None=None,
     "`obj` (str, dict, list) with each `propagatable` value of `values` ({value: kind}), spelled or `cut`, replaced"
     if isinstance(obj, dict) and isinstance(obj.get('steps'), list):
         obj = redact_seams(obj, counts, values := dict(values))
-    vals = sorted((v for v in values if every or propagatable(v)), key=len, reverse=True)
+    vals, values = _lone_spelled([v for v in values if every or propagatable(v)], values)
     if not vals: return obj
+    vals.sort(key=len, reverse=True)
     rx, parts = re.compile('|'.join(map(re.escape, vals))), {literal_part(v) for v in vals}  # re's quick scan holds
     def walk(o):
         if isinstance(o, str): return _replaced(o, _value_spans(o, rx, vals, parts), values, counts)

@@ -11,8 +11,6 @@ import json
 import os
 import re
 import tempfile
-from functools import lru_cache
-from itertools import islice
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -21,7 +19,7 @@ from fastcore.basics import patch
 
 from ..errors import cut
 from .known_values import KnownValues
-from .propagate import propagatable
+from .propagate import LONE_SURROGATE
 from .redact import redact_values
 from ..trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory
 
@@ -31,15 +29,13 @@ __all__ = ['REPORT_TEXTS', 'serialise_error', 'path_text', 'source_file', 'escap
            'redact_late']
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #71e78adc
-_LONE = re.compile(r'[\ud800-\udfff]')
-
 def _unpaired(obj, found:list):
     "`obj` with lone surrogates replaced by U+FFFD; what was replaced goes to `found`"
     if isinstance(obj, str):
-        if not _LONE.search(obj): return obj
-        found.extend(f'\\u{ord(c):04x}' for c in _LONE.findall(obj))
+        if not LONE_SURROGATE.search(obj): return obj
+        found.extend(f'\\u{ord(c):04x}' for c in LONE_SURROGATE.findall(obj))
         # pairs kept, lone ones replaced
-        return _LONE.sub('\ufffd', obj.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace'))
+        return LONE_SURROGATE.sub('\ufffd', obj.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace'))
     if isinstance(obj, dict): return {_unpaired(k, found): _unpaired(v, found) for k, v in obj.items()}
     if isinstance(obj, list): return [_unpaired(v, found) for v in obj]
     return obj
@@ -73,8 +69,8 @@ def serialise_error(t:Trajectory)->str|None:
 def path_text(path)->str:
     "`path` as text UTF-8 can write: as it is, or (a name that is not UTF-8) `\\xNN` per undecodable byte, `\\` doubled"
     s = str(path)
-    if s.isascii() or not _LONE.search(s): return s
-    return ''.join(f'\\x{ord(c) - 0xdc00:02x}' if '\udc80' <= c <= '\udcff' else f'\\u{ord(c):04x}' if _LONE.match(c)
+    if s.isascii() or not LONE_SURROGATE.search(s): return s
+    return ''.join(f'\\x{ord(c) - 0xdc00:02x}' if '\udc80' <= c <= '\udcff' else f'\\u{ord(c):04x}' if LONE_SURROGATE.match(c)
                    else '\\\\' if c == '\\' else c for c in s)
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #3c075497
@@ -96,7 +92,7 @@ def escape_path_names(t:Trajectory, path)->Trajectory:
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #8baf2f42
 def _escaped_names(obj):
-    if isinstance(obj, str): return path_text(obj) if _LONE.search(obj) else obj
+    if isinstance(obj, str): return path_text(obj) if LONE_SURROGATE.search(obj) else obj
     if isinstance(obj, dict): return {_escaped_names(k): _escaped_names(v) for k, v in obj.items()}
     if isinstance(obj, list): return [_escaped_names(v) for v in obj]
     return obj
@@ -142,37 +138,58 @@ def scrub_obj(self:CountingScrub, obj):
 # %% ../../nbs/21a_recorder_scrub.ipynb #972b0d15
 @patch
 def clean(self:CountingScrub, obj, raw=None):
-    if self.real is not None: obj, c = self.real.clean(obj, raw, self.values); self._count(c)
+    if self.real is not None:
+        obj, c, found = self._ruled(obj, raw); self._count(c)
+        for v, kind in found.items(): self.values.setdefault(v, kind)
     if raw is not None and not _escapes_lone(raw): return obj
     found = []; obj = _unpaired(obj, found); self.unpaired.extend(found); return obj
 
+# %% ../../nbs/21a_recorder_scrub.ipynb #d92d7b63
+@patch
+def _ruled(self:CountingScrub, obj, raw)->tuple:
+    "`obj` redacted by the rules, the counts, the values found; a value given away of which a rule matched part, first"
+    found = {}
+    out, c = self.real.clean(obj, raw, found)
+    known = _known_in(obj, self.seen, self.values) if found and (self.seen or self.values) else {}
+    if not (cut := {v: kind for v, kind in known.items() if any(u != v and u in v for u in found)}): return out, c, found
+    counts, found = {}, {}
+    out, c = self.real.clean(redact_values(obj, cut, counts), raw, found)   # the rules no longer see those values
+    return out, {k: counts.get(k, 0) + c.get(k, 0) for k in {**counts, **c}}, found
+
 # %% ../../nbs/21a_recorder_scrub.ipynb #343a709b
-def _known_in(obj, values:dict, # {value: kind}, a `KnownValues` (indexed once) or a dict (indexed now)
-             start:int=0,             # only the values learned from the `start`-th on
-            )->dict:
+def _known_in(obj, *values:dict, # {value: kind} each, a `KnownValues` (indexed once) or a dict (indexed now)
+              start:int=0,       # only the values learned from the `start`-th on
+              cut:bool=True,     # also those whose start `obj` holds before a `CUT`
+             )->dict:
     "{value: kind} of the `values` that `obj` (a trajectory, or a JSON-like object) may hold, in the order learned"
     try: text = orjson.dumps(obj, default=_fields, option=orjson.OPT_NON_STR_KEYS).decode()
     except Exception: text = repr(obj.model_dump() if isinstance(obj, Trajectory) else obj)   # strings as they are
-    return (values if isinstance(values, KnownValues) else KnownValues(values)).within(text, start)
+    return {v: k for vs in values for v, k in (vs if isinstance(vs, KnownValues) else KnownValues(vs)).within(
+        text, start, cut).items()}
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #d1e3446c
-def redact_everywhere(t:Trajectory, values:dict, report,
-                      start:int=0, # only the values learned from the `start`-th on
-                     )->Trajectory:
-    "`t` with the values redacted while its records were read replaced wherever else they appear (counted in `report`)"
+def _redacted(t:Trajectory, known:dict, report)->Trajectory:
+    "`t` with `known` ({value: kind}: those it may hold) replaced wherever they appear, a key's rest after a seam too"
     counts = {}
-    d = redact_values(t.model_dump(), _known_in(t, values, start), counts)
+    d = redact_values(t.model_dump(), known, counts)
     if not counts: return t
     for k, n in counts.items(): report.redacted(k, n)
     # an id hashed from the content must not depend on the secret
     if t.id == t.content_hash(): d['id'] = ''
     return Trajectory.model_validate(d)
 
+# %% ../../nbs/21a_recorder_scrub.ipynb #0c5c4fcf
+def redact_everywhere(t:Trajectory, values:dict, report,
+                      start:int=0, # only the values learned from the `start`-th on
+                     )->Trajectory:
+    "`t` with the values redacted while its records were read replaced wherever else they appear (counted in `report`)"
+    return _redacted(t, _known_in(t, values, start=start), report)
+
 # %% ../../nbs/21a_recorder_scrub.ipynb #a99831f9
 @patch
 def redact_known(self:CountingScrub, obj):
     "`obj` with each value the file's records gave away so far redacted (not counted: each was, where a record gave it)"
-    known = {**_known_in(obj, self.seen), **self.values}     # the few `obj` may hold, and those not yet indexed
+    known = _known_in(obj, self.seen, self.values)   # the few `obj` may hold, of the file's and of this trajectory's
     return redact_values(obj, known) if known else obj
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #0c07dd76
@@ -193,17 +210,12 @@ def redact_said(report, values:dict, since:dict): # since: the length of each `R
         said = getattr(report, k)
         if len(said) > n: said[n:] = redact_values(said[n:], _known_in(said[n:], values))
 
-# %% ../../nbs/21a_recorder_scrub.ipynb #cebfe19f
-_propagatable = lru_cache(maxsize=4096)(propagatable)      # asked of the same few values for each trajectory
-
 # %% ../../nbs/21a_recorder_scrub.ipynb #ee9cf11f
 def mentions_any(t:Trajectory, values:dict,
                  start:int=0, # only the values learned from the `start`-th on
                 )->bool:
     "May `t` hold one of the `propagatable` `values`? (the `literal_part` of each looked for in its JSON, in one pass)"
-    try: text = orjson.dumps(t, default=_fields).decode()
-    except Exception: return any(map(_propagatable, islice(values, start, None)))   # not plain JSON: the walk decides
-    return bool((values if isinstance(values, KnownValues) else KnownValues(values)).within(text, start, cut=False))
+    return bool(_known_in(t, values, start=start, cut=False))
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #c3a23bbb
 def redact_params(t:Trajectory, redactor, values:dict, report)->Trajectory:
@@ -307,9 +319,9 @@ def redact_late(t:Trajectory, values:dict, report,
                 start:int=0, # only the values learned from the `start`-th on (those before were redacted from `t`)
                )->Trajectory:
     "`t`, handed on before its file gave `values` away, with them redacted (counted in `report` and in its metadata)"
-    if len(values) <= start or not mentions_any(t, values, start): return t
+    if len(values) <= start or not (known := _known_in(t, values, start=start)): return t   # its JSON written once
     before = dict(report.redactions)
-    t = redact_everywhere(t, values, report, start)
+    t = _redacted(t, known, report)
     if report.redactions != before:
         t.metadata['redactions'] = redaction_counts(t.metadata.get('redactions'), report.redactions, before)
     return t
