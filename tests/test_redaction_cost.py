@@ -9,6 +9,7 @@ import random
 
 from knowlyr_lab.recorder import scrub
 from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.known_values import KnownValues
 from knowlyr_lab.recorder.report import ConversionReport
 
 
@@ -60,3 +61,35 @@ def test_quarantined_lines_cost_linearly(tmp_path, monkeypatch):
     assert large <= 5 * small, (small, large)
     # each text the report says is redacted of the file's values once at the file's end, not again with each new value
     assert said_large <= 5 * said_small and said_large <= 4 * 2 * 120, (said_small, said_large)
+
+
+def _session(path, n:int):
+    "A Claude Code session (one trajectory) of `n` records, each stating a key of its own"
+    rng, lines, parent = random.Random(1), [], None
+    for i in range(n):
+        k = base64.b64encode(rng.randbytes(24)).decode().replace('/', 'x').replace('+', 'y')
+        role = 'user' if i % 2 == 0 else 'assistant'
+        content = f'export API_KEY={k}' if role == 'user' else [{'type': 'text', 'text': f'ok, API_KEY={k} set'}]
+        lines.append(json.dumps({'parentUuid': parent, 'sessionId': 's1', 'type': role, 'uuid': f'u{i}', 'cwd': '/w',
+                                 'timestamp': '2025-09-03T00:47:19.293Z', 'message': {'role': role, 'content': content}}))
+        parent = f'u{i}'
+    path.write_text('\n'.join(lines) + '\n')
+
+
+def _indexed(tmp_path, monkeypatch, n:int)->int:
+    "Values indexed (`KnownValues._index`) converting a session of `n` records"
+    calls, index = [0], KnownValues._index
+    def counting(self, v): calls[0] += 1; return index(self, v)
+    monkeypatch.setattr(KnownValues, '_index', counting)
+    _session(p := tmp_path / f's{n}.jsonl', n)
+    r = ConversionReport()
+    (t,) = convert(p, format='claude-code', report=r)
+    assert r.redactions.get('secret_assignment', 0) >= n - 2, r.redactions
+    monkeypatch.setattr(KnownValues, '_index', index)
+    return calls[0]
+
+
+def test_one_long_trajectory_indexes_each_value_a_few_times(tmp_path, monkeypatch):
+    "Each record of one trajectory is asked for the values its earlier records gave away: not by indexing them again"
+    small, large = (_indexed(tmp_path, monkeypatch, n) for n in (100, 400))
+    assert large <= 5 * small and large <= 4 * 400, (small, large)

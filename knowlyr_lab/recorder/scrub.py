@@ -118,7 +118,7 @@ class CountingScrub:
     "The report's `scrub` hook: redacts strings or whole objects, counts what it redacts, notes lone surrogates"
     def __init__(self, redactor, report):
         self.real, self.redactor, self.report = redactor, _Prefilter(redactor), report
-        self.unpaired, self.values = [], {}
+        self.unpaired, self.values = [], KnownValues()   # the values of the trajectory being read
         self.seen = KnownValues()   # the values of the file's trajectories handed on (`convert` moves `values` here)
     def _count(self, c):
         for k, n in c.items(): self.report.redacted(k, n)
@@ -164,7 +164,7 @@ def _known_in(obj, *values:dict, # {value: kind} each, a `KnownValues` (indexed 
     "{value: kind} of the `values` that `obj` (a trajectory, or a JSON-like object) may hold, in the order learned"
     try: text = orjson.dumps(obj, default=_fields, option=orjson.OPT_NON_STR_KEYS).decode()
     except Exception: text = repr(obj.model_dump() if isinstance(obj, Trajectory) else obj)   # strings as they are
-    return {v: k for vs in values for v, k in (vs if isinstance(vs, KnownValues) else KnownValues(vs)).within(
+    return {v: k for vs in values if vs for v, k in (vs if isinstance(vs, KnownValues) else KnownValues(vs)).within(
         text, start, cut).items()}
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #d1e3446c
@@ -199,7 +199,7 @@ def said(self:CountingScrub, obj, raw=None):
     obj = self.clean(obj, raw)
     # JSON text: `\u00e4`, `\/` hide secrets from rules reading it as written; known values first (a rule may cut one)
     if isinstance(obj, str) and self.real is not None:
-        obj, c = self.real.redact_as_read(self.redact_known(obj), self.values); self._count(c)
+        obj, c = self.real.redact_as_read(self.redact_known(obj) if '\\' in obj else obj, self.values); self._count(c)
     return self.redact_known(obj)
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #157e0852
