@@ -145,6 +145,7 @@ def _span(p:SecretPattern, m)->tuple[int, int]:
 
 # %% ../../nbs/21_recorder_redact.ipynb #53954ac2
 _TOKEN_CH = re.compile(r'[A-Za-z0-9_\-.+/=]*')
+_IN_TOKEN = re.compile(r'(?<=[A-Za-z0-9])[A-Za-z0-9]')   # a match that ends inside a run of letters and digits
 
 # %% ../../nbs/21_recorder_redact.ipynb #30b77493
 def _matches(rx, s:str, at:list):
@@ -196,7 +197,8 @@ def redact_text(self:Redactor, s:str, rules:tuple|None=None,
             at[0] = max(m.end(), m.start() + 1)
             a, b = _span(p, m)
             if a == b or a < pos or v.startswith('[REDACTED:', a): continue
-            if p.extend: b += _TOKEN_CH.match(v, b).end() - b
+            # a shape that stops early, or stopped inside a token (a key with more after it): the token is the secret
+            if p.extend or _IN_TOKEN.match(v, b): b += _TOKEN_CH.match(v, b).end() - b
             if values is not None: _found(values, s[a:b], p.name)
             out.append(s[pos:a]); out.append(f'[REDACTED:{p.name}]'); pos = b; at[0] = max(at[0], b); n += 1
         if n:
