@@ -14,60 +14,14 @@ from typing import Any, Iterable
 from fastcore.basics import patch
 
 from .placeholders import is_secret_key, secret_value_ok
+from .prefilter import hs, hs_database, on_hit, prefilter_text
 from .propagate import json_readings, json_unescaped, redact_values
-from .secret_pattern import AnchoredRegex, SecretPattern, hs_compiled
+from .secret_pattern import AnchoredRegex, SecretPattern
 from .secret_rules import CONTEXT_KINDS, PROJECT_RULES, detect_secrets_rules
 from ..trajectory import Trajectory
 
 # %% auto #0
 __all__ = ['KEY_MEMO', 'Redactor', 'default_redactor']
-
-# %% ../../nbs/21_recorder_redact.ipynb #99526a6b
-try:
-    import hyperscan as _hs
-except ImportError:
-    _hs = None
-
-# %% ../../nbs/21_recorder_redact.ipynb #22d893f0
-def _on_hit(i, a, b, flags, found): found.append(i)
-
-# %% ../../nbs/21_recorder_redact.ipynb #3cf7a7f6
-_U_ESCAPE = re.compile(rb'\\+u([0-9a-fA-F]{4})')
-
-def _u_char(m)->bytes:
-    "UTF-8 of the character the `\\uXXXX` escape `m` stands for (`?` for a surrogate half)"
-    c = int(m[1], 16)
-    return b'?' if 0xD800 <= c < 0xE000 else chr(c).encode()
-
-# %% ../../nbs/21_recorder_redact.ipynb #942a16e5
-_BREAKS, _DROPPED = (b'n', b't', b'r'), (b'"', b'/', b'')
-
-# %% ../../nbs/21_recorder_redact.ipynb #97cc5c5f
-def _unescaped(raw:bytes)->bytes:
-    "`raw` near enough to its decoded strings for a prefilter: escaped breaks made real, other escapes undone"
-    if b'\\u' in raw: raw = _U_ESCAPE.sub(_u_char, raw)
-    parts = raw.split(b'\\')                             # each part after the first follows a backslash
-    if len(parts) == 1: return raw
-    return parts[0] + b''.join(b'\n' + p[1:] if p[:1] in _BREAKS else p if p[:1] in _DROPPED else b'\\' + p
-                               for p in parts[1:])
-
-# %% ../../nbs/21_recorder_redact.ipynb #924b5575
-@lru_cache(maxsize=16)
-def _hs_database(rules:tuple)->tuple:
-    "(hyperscan database, indices of rules it cannot hold) for `rules` [(pattern, flags)]; compiled once per rule set"
-    def flags(fl): return (_hs.HS_FLAG_PREFILTER | _hs.HS_FLAG_SINGLEMATCH | _hs.HS_FLAG_ALLOWEMPTY
-                           | _hs.HS_FLAG_MULTILINE | (_hs.HS_FLAG_CASELESS if fl & re.I else 0)
-                           | (_hs.HS_FLAG_DOTALL if fl & re.S else 0))
-    def build(idx):
-        return hs_compiled([rules[i][0].encode() for i in idx], list(idx), [flags(rules[i][1]) for i in idx])
-    idx = list(range(len(rules)))
-    try: return build(idx), ()
-    except Exception: pass
-    ok, always = [], []
-    for i in idx:                                      # find the rules hyperscan cannot take: they always run
-        try: build([i]); ok.append(i)
-        except Exception: always.append(i)
-    return (build(ok) if ok else None), tuple(always)
 
 # %% ../../nbs/21_recorder_redact.ipynb #adda810e
 def _default_patterns()->list[SecretPattern]:
@@ -97,9 +51,9 @@ class Redactor:
         self.kinds = sorted({p.name for p in self.patterns})
         self._all = tuple(range(len(self.patterns)))
         self._db, self._always = None, ()
-        if _hs is not None:
+        if hs is not None:
             rules = tuple((p.prefilter or p.rx.pattern, p.rx.flags) for p in self.patterns)
-            self._db, self._always = _hs_database(rules)
+            self._db, self._always = hs_database(rules)
 
 # %% ../../nbs/21_recorder_redact.ipynb #1455b082
 @patch
@@ -110,14 +64,14 @@ def hits(self:Redactor, raw:bytes|str)->tuple[int, ...]:
     key = raw
     if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
     # the rules run on decoded strings (`ls\\ncurl -u ...` is `ls`, a line break, `curl`)
-    raw = _unescaped(raw)
+    raw = prefilter_text(raw)
     if self._db is None:
         low = raw.lower()
         out = tuple(i for i, p in enumerate(self.patterns)
                     if not p.needles or any(n.encode() in low for n in p.needles))
     else:
         found = []
-        self._db.scan(raw, match_event_handler=_on_hit, context=found)   # SINGLEMATCH: each rule reported once
+        self._db.scan(raw, match_event_handler=on_hit, context=found)   # SINGLEMATCH: each rule reported once
         out = tuple(sorted(set(found).union(self._always))) if found else self._always
     self._last_hits = (key, out)                    # one tuple: safe across threads
     return out
