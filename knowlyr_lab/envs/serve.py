@@ -27,7 +27,8 @@ from pydantic import BaseModel
 
 from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, schema_name, schema_params, step_info, verdict_of
 from .extras import require_extra
-from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionGuard, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, client_address, session_limits, timed_h11
+from .session_guard import SessionGuard, client_address
+from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, session_limits, timed_h11
 from .text_actions import action_refusal, parse_text_action
 from ..errors import json_text, positive_int, positive_number
 
@@ -193,7 +194,7 @@ class IdBody(BaseModel):
 
 # %% ../../nbs/19b_envs_serve.ipynb #0b3ac806
 def _read(sessions:SessionTable, sid, client, what):
-    with sessions.use(sid, client) as s: return what(s)
+    with sessions.use(sid, client, wait=False) as s: return what(s)
 
 # %% ../../nbs/19b_envs_serve.ipynb #5ee84289
 def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env per /create
@@ -203,7 +204,8 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
     "A FastAPI app serving `env_factory`'s env over AgentGym's HTTP protocol"
     fastapi = require_extra('fastapi', what='serving an env over the AgentGym protocol')
     app = fastapi.FastAPI(title='knowlyr env (AgentGym protocol)')
-    sessions = app.state.sessions = SessionTable(limits, on_idle=lambda s: s.env.close())
+    def shut(s): s.env.close()
+    sessions = app.state.sessions = SessionTable(limits, on_idle=shut)
     app.add_middleware(BodyCap)
     def peer(request): return client_address(request.client)
     peer.__annotations__ = {'request': fastapi.Request}   # a class, not this module's postponed (string) annotation
@@ -221,12 +223,12 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
         return {'observation': d['text'], 'reward': d['reward'], 'done': d['done'], 'success': d['success'], 'info': d['info'],
                 'available_actions': enum_calls(env.tool_schemas) or []}
     def played(sid, who, act, reset=False):
-        with sessions.use(sid, who) as s:
+        with sessions.use(sid, who, wait=False) as s:
             p = payload(s.env, act(s.env)); s.observation = p['observation']
             if reset: p['time_limits'] = time_limits(s.env, sessions.limits)
         return p
     @app.get('/')
-    def hello(): return 'This is a knowlyr environment served over the AgentGym protocol.'
+    async def hello(): return 'This is a knowlyr environment served over the AgentGym protocol.'
     @app.post('/create')
     def create(who=client):
         def go():
@@ -251,10 +253,7 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
     def available_actions(id:str, who=client): return call(lambda: _read(sessions, id, who, lambda s: enum_calls(s.env.tool_schemas) or []))
     @app.post('/close')
     def close(body:IdBody, who=client):
-        def go():
-            s = sessions.close(body.id, who)
-            with s.lock: s.env.close()
-            return {'closed': body.id}
+        def go(): sessions.retire(body.id, who, shut); return {'closed': body.id}
         return call(go)
     return app
 

@@ -1,4 +1,4 @@
-"""Each session of an env server bound to the client that opened it, capped per client and in all, and closed with its env when idle; `SessionGuard` puts the same rules in front of any ASGI app's WebSockets.
+"""Each session of an env server bound to the client that opened it, capped per client and in all, and closed with its env when idle, and one call at a time on each.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/envs_sessions.html.md"""
 
@@ -7,7 +7,6 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_sessions.html.md"""
 # %% ../../nbs/19aa_envs_sessions.ipynb #beacf5e6
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import json
@@ -21,15 +20,15 @@ from dataclasses import asdict, dataclass, field
 from http import HTTPStatus
 from typing import Callable
 
-from fastcore.basics import patch, store_attr
+from fastcore.basics import patch
 
 from ..core import AgentEnv, KnowlyrError
 from ..errors import positive_int, positive_number
 
 # %% auto #0
 __all__ = ['RETRY_AFTER', 'EXPIRED_KEPT', 'MAX_HEAD_BYTES', 'REQUEST_TIMEOUT', 'SessionLimits', 'session_limits',
-           'SessionRefused', 'UnknownSessionError', 'Session', 'SessionTable', 'client_address', 'SessionGuard',
-           'HeadTooLarge', 'head_past', 'timed_h11']
+           'SessionRefused', 'SessionBusy', 'UnknownSessionError', 'Session', 'SessionTable', 'HeadTooLarge',
+           'head_past', 'timed_h11']
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #57d3736f
 @dataclass
@@ -68,6 +67,11 @@ class SessionRefused(KnowlyrError):
     @property
     def headers(self)->dict: return {'Retry-After': str(RETRY_AFTER)}   # sent with the refusal: when to ask again
 
+# %% ../../nbs/19aa_envs_sessions.ipynb #bb8db38a
+class SessionBusy(SessionRefused):
+    "A call on a session while another call on it is in flight, refused at once (409) rather than left waiting"
+    def __init__(self, msg:str): super().__init__(msg, 409)
+
 # %% ../../nbs/19aa_envs_sessions.ipynb #333a4323
 class UnknownSessionError(KnowlyrError, LookupError):
     "An id that is not one of this client's open sessions (unknown, closed, closed when idle, or another client's)"
@@ -79,12 +83,13 @@ EXPIRED_KEPT = 4096   # ids of sessions closed when idle that the table remember
 # %% ../../nbs/19aa_envs_sessions.ipynb #b8d7a38f
 @dataclass(eq=False)
 class Session:
-    "One open session: its client, its env, when it was last used and how many calls are in progress"
+    "One open session: its client, its env, when it was last used, how many calls are in progress, whether it is closing"
     client:str                                        # peer address of the client that opened it
     env:AgentEnv|None=None                            # set by `ready`
     last:float=field(default_factory=time.monotonic)  # when its last call ended
     busy:int=1                                        # calls in progress (opened busy: its env is being built)
     observation:str=''                                # the text its client last saw (AgentGym's /observation)
+    closing:Callable[[Session], None]|None=None       # set by `retire` during a call: closes the env as the call ends
     lock:threading.Lock=field(default_factory=threading.Lock, repr=False)
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #be9806a2
@@ -118,7 +123,7 @@ def _find(self:SessionTable, sid, client:str|None)->Session:
         e = UnknownSessionError(f"{self.noun[0]} {sid!r:.40} expired: closed after {self.limits.idle_timeout:g} s idle "
                                 "(idle_timeout); open a new one")
         e.idle_timeout = self.limits.idle_timeout; raise e
-    if s is None or (client is not None and s.client != client):
+    if s is None or s.closing is not None or (client is not None and s.client != client):   # closing: closed
         raise UnknownSessionError(f"the id {sid!r:.40} is not one of this client's {self.noun[1]} "
                                   "(unknown, closed, closed when idle, or another client's)")
     return s
@@ -149,16 +154,33 @@ def ready(self:SessionTable, sid:str, env:AgentEnv|None=None):
     "Give the new session `sid` its env: from now on it is idle whenever no call is in progress"
     with self.lock: s = self.rows[sid]; s.env, s.busy, s.last = env, s.busy - 1, time.monotonic()
 
+# %% ../../nbs/19aa_envs_sessions.ipynb #ca32b19b
+@patch
+def _release(self:SessionTable, sid:str, s:Session):
+    "End a call on `s`: unlock it, or, when it was retired meanwhile, close its env, free its place, then unlock it"
+    with self.lock:                                   # one step with `retire`'s check: a retire is never missed
+        if s.closing is None or self.rows.get(sid) is not s: return s.lock.release()   # closed already
+    try: s.closing(s)
+    except Exception as e: logging.getLogger(__name__).warning("closing a retired session's env failed: %r", e)
+    finally:
+        with self.lock: self.rows.pop(sid, None)
+        s.lock.release()
+
 # %% ../../nbs/19aa_envs_sessions.ipynb #5bb3815b
 @patch
 @contextlib.contextmanager
-def use(self:SessionTable, sid:str, client:str):
+def use(self:SessionTable, sid:str, client:str,
+        wait:bool=True): # False: refuse (`SessionBusy`, 409) rather than wait while another call on it is in flight
     "The session `sid` of `client`, locked for one call and out of the reaper's reach until the call ends"
     with self.lock: s = self._find(sid, client); s.busy += 1
     try:
-        with s.lock:
+        if not s.lock.acquire(blocking=wait):
+            raise SessionBusy(f"{self.noun[0]} {sid!r:.40} has a call in flight: one call at a time per {self.noun[0]}; "
+                              "retry when it ends")
+        try:
             with self.lock: self._find(sid, client)       # closed while this call waited: never a call on its env
             yield s
+        finally: self._release(sid, s)
     finally:
         with self.lock: s.busy -= 1; s.last = time.monotonic()
 
@@ -167,6 +189,21 @@ def use(self:SessionTable, sid:str, client:str):
 def close(self:SessionTable, sid:str, client:str|None=None)->Session:
     "Take the session `sid` (of `client`, when given) out of the table and return it"
     with self.lock: self._find(sid, client); return self.rows.pop(sid)
+
+# %% ../../nbs/19aa_envs_sessions.ipynb #c7b0de52
+@patch
+def retire(self:SessionTable, sid:str, client:str,
+           close_env:Callable[[Session], None], # closes the session's env
+          )->Session:
+    "Close `client`'s session `sid` with `close_env`, freeing its place after; with a call in flight, as that call ends"
+    with self.lock:
+        s = self._find(sid, client); s.closing = close_env          # closed to its client from now on
+        if not s.lock.acquire(blocking=False): return s              # the call in flight closes it as it ends
+        s.busy += 1                                                  # out of the reaper's reach while its env closes
+    try: self._release(sid, s)
+    finally:
+        with self.lock: s.busy -= 1
+    return s
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #e1d4705e
 @patch
@@ -191,68 +228,6 @@ def _sweep(self:SessionTable):
             except Exception as e: logging.getLogger(__name__).warning("closing an idle session's env failed: %r", e)
         with self.lock:
             if not self.rows: self._reaper = None; return
-
-# %% ../../nbs/19aa_envs_sessions.ipynb #1cdb9a83
-def client_address(client)->str:
-    ("A client as the servers tell clients apart: the peer's address (the host, not the port) of an ASGI "
-     "`scope['client']`")
-    return str(client[0]) if client else 'unknown'
-
-# %% ../../nbs/19aa_envs_sessions.ipynb #07e18e1a
-async def _refuse(scope, receive, send, status:int, msg:str, headers:dict|None=None):
-    "Answer an HTTP request, or refuse a WebSocket handshake, with `status`, `headers` and `{'error': msg}`"
-    from starlette.responses import JSONResponse
-    from starlette.websockets import WebSocket
-    r = JSONResponse({'error': msg}, status, headers=headers)
-    if scope['type'] == 'http': return await r(scope, receive, send)
-    ws = WebSocket(scope, receive, send)
-    if 'websocket.http.response' in (scope.get('extensions') or {}): await ws.send_denial_response(r)
-    else: await ws.close(1013, msg[:120])      # a server without denial responses: close code 1013, try again later
-
-# %% ../../nbs/19aa_envs_sessions.ipynb #eadb3934
-class SessionGuard:
-    ("ASGI middleware: a WebSocket on `ws_paths` or a request to `http_paths` is a session of `table`; `closed` paths "
-     "answer 404")
-    def __init__(self, app, table:SessionTable,
-                 ws_paths=('/ws',),              # one session per connection
-                 http_paths=(),                  # one session per request (endpoints that build an env each time)
-                 closed:dict|None=None):         # path -> why it is not served (404)
-        store_attr(); self.closed = closed or {}
-    async def __call__(self, scope, receive, send):
-        kind, path = scope['type'], scope.get('path')
-        if kind in ('http', 'websocket') and path in self.closed:
-            return await _refuse(scope, receive, send, 404, f"{path} is not served here: {self.closed[path]}")
-        if not (kind == 'websocket' and path in self.ws_paths or kind == 'http' and path in self.http_paths):
-            return await self.app(scope, receive, send)
-        try: sid = self.table.open(client_address(scope.get('client')))
-        except SessionRefused as e: return await _refuse(scope, receive, send, e.status, str(e), e.headers)
-        try: await (self._websocket if kind == 'websocket' else self.app)(scope, receive, send)
-        finally: self.table.close(sid)
-
-# %% ../../nbs/19aa_envs_sessions.ipynb #008a28a2
-@patch
-async def _websocket(self:SessionGuard, scope, receive, send):
-    "Run the WebSocket app; a client silent for the idle timeout is disconnected (the app sees it leave)"
-    t, pending, closed = self.table.limits.idle_timeout, None, False
-    async def recv():
-        nonlocal pending, closed
-        if closed: return {'type': 'websocket.disconnect', 'code': 1001}
-        pending = pending or asyncio.ensure_future(receive())
-        done, _ = await asyncio.wait({pending}, timeout=t)
-        if done:
-            msg, pending = pending.result(), None
-            return msg
-        closed = True
-        await send({'type': 'websocket.close', 'code': 1001, 'reason': f"idle for {t:g} s: session closed"})
-        return {'type': 'websocket.disconnect', 'code': 1001}
-    async def snd(msg):
-        if closed: return                              # the app's own close, after ours
-        try: await send(msg)
-        except OSError:                                # closing a connection the client already dropped
-            if msg['type'] != 'websocket.close': raise
-    try: await self.app(scope, recv, snd)
-    finally:
-        if pending is not None: pending.cancel()
 
 # %% ../../nbs/19aa_envs_sessions.ipynb #0ef2df10
 MAX_HEAD_BYTES = 16_384   # bytes of a request head (request line and headers) a server reads; past it: 431 (414)
