@@ -6,7 +6,7 @@ Modules:
 - `knowlyr_lab.envs.conversation`: `knowlyr/conversation`, `engineering`, `advisory`, `discussion`: multi-turn tasks with a simulated user, offline tools over task data, and a checker that verifies the answer.
 - `knowlyr_lab.envs.conversation_tasks`: What a conversation task holds (a simulated user's script, offline data, a checker), how a YAML file of them is read, how an answer is scored, and the offline tools that read the task's data.
 - `knowlyr_lab.mcp`: The sandbox, recorder, reward and hub tools over the Model Context Protocol (stdio, or streamable HTTP on 127.0.0.1 with a bearer token), every path confined to one root, typed and described inputs and outputs.
-- `knowlyr_lab.mcp_tools`: The MCP server's twenty tools -- sandboxes, recorder, reward and hub -- each a function of the server state, its parameters described from the Python function it calls, its errors a caller can fix raised as `ToolError`s.
+- `knowlyr_lab.mcp_tools`: The MCP server's sandbox, recorder and reward tools -- each a function of the server state, its parameters described from the Python function it calls, its errors a caller can fix raised as `ToolError`s.
 - `knowlyr_lab.private_files`: The files this library locks are opened so that no other user can: made `0600`, the file itself never a link, refused when another user owns them.
 - `knowlyr_lab.provenance`: What a result was made with: package versions, commit, CPU, torch's kernel level, threads and seed, recorded beside every number.
 - `knowlyr_lab.sandbox.base`: What every sandbox backend shares: tool results, resource limits, bounded output and paths that stay inside the workspace.

@@ -9,6 +9,7 @@ Docs: https://knowlyr.github.io/knowlyr-lab/mcp.html.md"""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import inspect
 import os
@@ -27,7 +28,7 @@ from .mcp_copy import CopyLimits
 from .mcp_private import narrow_umask
 
 # %% auto #0
-__all__ = ['ArgLimits', 'build_server', 'serve_http', 'main']
+__all__ = ['SHUTDOWN_GRACE', 'ArgLimits', 'build_server', 'serve_http', 'main']
 
 # %% ../nbs/95_mcp.ipynb #b35b24ee
 if TYPE_CHECKING:
@@ -91,26 +92,45 @@ class _StaticToken:
             return AccessToken(token=token, client_id='knowlyr-lab', scopes=[])
         return None
 
+# %% ../nbs/95_mcp.ipynb #f80c09c7
+async def _in_thread(srv:ServerState, client:str|None, call, stop):
+    "`call()` on a worker thread, in a call place of `client` (None: uncounted); cancelled: `stop` set, the thread left"
+    import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from knowlyr_lab.mcp_base import TooManyCallsError
+    def run():
+        try:
+            with srv.call_slot(client) if client else contextlib.nullcontext(): return call()
+        except TooManyCallsError as e: raise ToolError(f"TooManyCallsError: {e}") from e
+    try: return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class(): stop.set(); raise
+
+# %% ../nbs/95_mcp.ipynb #a3ba97f8
 def _bind(fn, srv:ServerState):
-    "The tool `fn` with the server state, and its caller when it takes `who:Client`, bound: a client sees (and passes) the other parameters"
+    "The tool `fn` as the server registers it: `srv`, `who:Client` and `stop:StopFlag` bound, run by `_in_thread`"
     from mcp.server.mcpserver import Context
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from knowlyr_lab.mcp_base import Client, mcp_client
-    ps = list(inspect.signature(fn).parameters.values())
-    who = len(ps) > 1 and ps[1].annotation is Client
+    from knowlyr_lab.mcp_base import Client, StopFlag, mcp_client
+    ps = list(inspect.signature(fn).parameters.values())[1:]
+    bound = {p.name: p.annotation for p in ps if p.annotation in (Client, StopFlag)}
     @functools.wraps(fn)
-    def tool(*a, **kw):
-        if not who: return fn(srv, *a, **kw)
-        try: caller = mcp_client(kw.pop('ctx'))
-        except ValueError as e: raise ToolError(str(e)) from e   # a request no sandbox can belong to: the client reads why
-        return fn(srv, caller, *a, **kw)
-    rest = ps[2 if who else 1:]
-    ctx = [inspect.Parameter('ctx', inspect.Parameter.KEYWORD_ONLY, annotation=Context)] if who else []
-    tool.__signature__ = inspect.signature(fn).replace(parameters=rest + ctx)
-    tool.__annotations__ = {**{k: v for k, v in fn.__annotations__.items() if k not in ('srv', 'who')}, **({'ctx': Context} if who else {})}
+    async def tool(ctx:Context, **kw):
+        try: caller = mcp_client(ctx)
+        except ValueError as e:     # stateless HTTP: a request no sandbox can belong to, the client reads why
+            if Client in bound.values(): raise ToolError(str(e)) from e
+            caller = None
+        stop = StopFlag()
+        given = {k: caller if a is Client else stop for k, a in bound.items()}
+        return await _in_thread(srv, caller, functools.partial(fn, srv, **given, **kw), stop)
+    ctx = inspect.Parameter('ctx', inspect.Parameter.KEYWORD_ONLY, annotation=Context)
+    tool.__signature__ = inspect.signature(fn).replace(parameters=[p for p in ps if p.name not in bound] + [ctx])
+    tool.__annotations__ = {**{k: v for k, v in fn.__annotations__.items() if k != 'srv' and k not in bound},
+                            'ctx': Context}
     return tool
 
+# %% ../nbs/95_mcp.ipynb #de5cc461
 def build_server(root:str|Path|None=None,   # directory every path argument must resolve into (None: a fresh temp dir)
                  templates:dict|None=None,  # allowed sandbox templates {name: directory}
                  max_sandboxes:int=8,       # most sandboxes open at once, all clients together
@@ -120,19 +140,22 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
                  idle_timeout:float|None=300.0,          # seconds a sandbox no call uses stays open (None: until closed)
                  copy_limits:CopyLimits|None=None,       # how much one call may copy out of the root (None: the defaults)
                  arg_limits:ArgLimits|None=None,         # how big and deep a call's arguments may be (None: defaults)
+                 max_calls_per_client:int=8,             # most tool calls one client (MCP session) has running at once
                 )->MCPServer:
     "The knowlyr-lab MCP server with every tool registered"
     try:
         from mcp.server.auth.settings import AuthSettings
         from mcp.server.mcpserver import MCPServer
     except ModuleNotFoundError as e: raise (missing_extra(e, 'the knowlyr-lab MCP server') or e) from e
+    import knowlyr_lab.mcp_hub_tools  # noqa: F401 (the hub tools join SERVER_TOOLS, after the tools page's)
     from knowlyr_lab.mcp_base import ServerState
     from knowlyr_lab.mcp_tools import SERVER_TOOLS
     auth = dict(token_verifier=_StaticToken(token), auth=AuthSettings(issuer_url='http://127.0.0.1', resource_server_url=None)) if token else {}
     app = MCPServer(name, instructions="knowlyr-lab: sandboxes, agent-log recorder, process reward model, dataset hub. "
                                       "Paths are relative to the server's root directory.",
                     extensions=[_arg_cap(arg_limits or ArgLimits())], **auth)
-    srv = ServerState(root, templates, max_sandboxes, max_sandboxes_per_client, idle_timeout, copy_limits)
+    srv = ServerState(root, templates, max_sandboxes, max_sandboxes_per_client, idle_timeout, copy_limits,
+                      max_calls_per_client)
     for fn in SERVER_TOOLS: app.tool()(_bind(fn, srv))
     app._knowlyr_root = srv
     issues = [i for f in SERVER_TOOLS for i in getattr(f, 'doc_issues', [])]
@@ -183,6 +206,16 @@ def _write_token(path:str, tok:str):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, 'w') as f: f.write(tok + '\n')
 
+# %% ../nbs/95_mcp.ipynb #0529d58d
+SHUTDOWN_GRACE = 3.0   # seconds a stopping HTTP server waits for the calls in flight before it cuts them
+
+@contextlib.contextmanager
+def _closing_sandboxes(app:MCPServer):
+    "Serve in this block; however it ends (SIGTERM: `SystemExit`), close every sandbox of `app` after it"
+    try: yield
+    finally: app._knowlyr_root.close_all(grace=SHUTDOWN_GRACE)
+
+# %% ../nbs/95_mcp.ipynb #17572b2f
 def serve_http(app:MCPServer, port:int=8765, token_note:str|None=None,
                request_timeout:float=REQUEST_TIMEOUT, # seconds a connection has to send a request (then 408, closed)
                max_head_bytes:int=MAX_HEAD_BYTES):    # bytes of a request head (431, closed, past them; 414: its line)
@@ -194,11 +227,13 @@ def serve_http(app:MCPServer, port:int=8765, token_note:str|None=None,
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(('127.0.0.1', port)); sock.listen(128)   # listening before the URL is printed: early clients wait in the backlog
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(host='127.0.0.1'), http=http, log_level='warning'))
+    server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(host='127.0.0.1'), http=http, log_level='warning',
+                                           timeout_graceful_shutdown=SHUTDOWN_GRACE))   # calls in flight: cut after it
     print(f"knowlyr-lab MCP server on {url}", file=sys.stderr, flush=True)
     if token_note: print(token_note, file=sys.stderr, flush=True)
     anyio.run(lambda: server.serve(sockets=[sock]))
 
+# %% ../nbs/95_mcp.ipynb #db731542
 def _serve(a)->int:
     tpls = {}
     for t in a.template:
@@ -215,17 +250,21 @@ def _serve(a)->int:
     else: check_within('--max-copy-mb', mb, '--max-copy-total-mb', a.max_copy_total_mb, default=a.max_copy_mb is None)
     idle = seconds_or_never(a, '--idle-timeout')   # 0: never (None)
     narrow_umask()                  # before any thread: nothing the server makes is writable by other users
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (finalizers run at exit)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # a terminated server still closes its sandboxes (below)
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),
                 idle_timeout=idle,   # stdio has one client: by default it may hold them all
                 copy_limits=CopyLimits(mb, a.max_copy_files, a.max_copy_total_mb),
                 arg_limits=ArgLimits(a.max_args_mb, a.max_args_depth))
-    if a.transport == 'stdio': build_server(a.root, tpls, a.max_sandboxes, **caps).run(); return 0
+    if a.transport == 'stdio':
+        app = build_server(a.root, tpls, a.max_sandboxes, **caps)
+        with _closing_sandboxes(app): app.run()
+        return 0
     tok, where = _token(a.token_file)
     app = build_server(a.root, tpls, a.max_sandboxes, token=tok, **caps)   # root and templates checked before a token is written or shown
     if where is None and a.token_file: _write_token(a.token_file, tok); where = a.token_file
-    serve_http(app, a.port, token_note=f"bearer token: {tok}" if where is None else f"bearer token: the one in {where}",
-               request_timeout=a.request_timeout, max_head_bytes=a.max_head_bytes)
+    with _closing_sandboxes(app):
+        serve_http(app, a.port, token_note=f"bearer token: {tok}" if where is None else f"bearer token: the one in {where}",
+                   request_timeout=a.request_timeout, max_head_bytes=a.max_head_bytes)
     return 0
 
 def main(argv:list[str]|None=None)->int:

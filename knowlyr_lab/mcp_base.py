@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import threading
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -16,17 +19,19 @@ from fastcore.basics import patch
 from fastcore.docments import docments
 from pydantic import Field
 
+from .core import KnowlyrError
 from .envs.sessions import SessionLimits, SessionTable
+from .hub.pipeline_config import PipelineError
 from .mcp_copy import CopyLimits
 from .mcp_root import ServerRoot
 from .trajectory import Trajectory
 from .trajectory_io import parse_trajectory, read_trajectories
 
 # %% auto #0
-__all__ = ['ExportFormat', 'LOG_FORMAT', 'CLIENT_TEXT', 'ServerState', 'Client', 'mcp_client', 'described', 'SandboxCreated',
-           'ToolCallResult', 'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult', 'DiffResult',
-           'ScoreResult', 'ConversionResult', 'ValidationResult', 'PreferencesResult', 'CalibrationResult',
-           'load_trajectory']
+__all__ = ['ExportFormat', 'LOG_FORMAT', 'MAX_TASKS', 'CLIENT_TEXT', 'ServerState', 'SandboxBusyError', 'TooManyCallsError',
+           'Client', 'mcp_client', 'StopFlag', 'pipeline_stop', 'described', 'SandboxCreated', 'ToolCallResult',
+           'SandboxReset', 'SnapshotResult', 'SandboxClosed', 'ReplayResult', 'DiffResult', 'ScoreResult',
+           'ConversionResult', 'ValidationResult', 'PreferencesResult', 'CalibrationResult', 'load_trajectory']
 
 # %% ../nbs/94_mcp_base.ipynb #743ca00d
 class ServerState(ServerRoot):
@@ -39,8 +44,11 @@ class ServerState(ServerRoot):
                  # most sandboxes one client (MCP session) may hold (None: half of max_sandboxes)
                  max_sandboxes_per_client:int|None=None,
                  idle_timeout:float|None=300.0,        # seconds a sandbox no call uses stays open (None: until closed)
-                 copy_limits:CopyLimits|None=None):    # how much one call may copy out of the root (None: the defaults)
+                 copy_limits:CopyLimits|None=None,     # how much one call may copy out of the root (None: the defaults)
+                 max_calls_per_client:int=8):          # most tool calls one client (MCP session) has running at once
         super().__init__(root, copy_limits)
+        # (sandbox id, client) pairs with a call in flight, and the calls running per client
+        self.max_calls_per_client, self.busy, self.calls, self._flight = max_calls_per_client, set(), Counter(), threading.Lock()
         self.templates = {}
         for k, d in (templates or {}).items():
             if not Path(d).is_dir(): raise ValueError(f"template {k!r}: {d} is not a directory")
@@ -59,18 +67,59 @@ def add_sandbox(self:ServerState, client:str, # who asks (`mcp_client`)
     self.table.ready(sid, sb); return sid
 
 # %% ../nbs/94_mcp_base.ipynb #abd9994d
+class SandboxBusyError(KnowlyrError):
+    "A call on a sandbox that has a call in flight: refused at once, never parked (a parked call holds a server thread)"
+
 @patch
 @contextlib.contextmanager
 def sandbox(self:ServerState, sid:str, client:str):
-    "The sandbox `sid` of `client`, held for one call; `UnknownSessionError` for an id that is not this client's"
-    with self.table.use(sid, client) as s: yield s.env
+    "The sandbox `sid` of `client`, held for one call; `SandboxBusyError` while another call holds it"
+    with self._flight:
+        if (sid, client) in self.busy:     # keyed by the client too: another client's id stays unknown to it
+            raise SandboxBusyError(f"sandbox {sid!r:.40} has a call in flight: calls on one sandbox run one at a "
+                                   "time and one sent meanwhile is refused, not queued; send it when that call returns")
+        self.busy.add((sid, client))
+    try:
+        with self.table.use(sid, client) as s: yield s.env     # `UnknownSessionError`: not this client's id
+    finally:
+        with self._flight: self.busy.discard((sid, client))
 
 # %% ../nbs/94_mcp_base.ipynb #1e16c543
 @patch
 def close_sandbox(self:ServerState, sid:str, client:str)->str:
-    "Close `client`'s sandbox `sid`, once a call in progress on it has ended"
-    with self.table.use(sid, client) as s: self.table.close(sid, client); s.env.close()
+    "Close `client`'s sandbox `sid` (`SandboxBusyError` while a call is in flight on it)"
+    with self.sandbox(sid, client) as env: self.table.close(sid, client); env.close()
     return sid
+
+# %% ../nbs/94_mcp_base.ipynb #504b3c2f
+class TooManyCallsError(KnowlyrError):
+    "A call past `max_calls_per_client`: refused at once"
+
+@patch
+@contextlib.contextmanager
+def call_slot(self:ServerState, client:str):
+    "A place for one running call of `client`; `TooManyCallsError` when it has `max_calls_per_client` running"
+    with self._flight:
+        if self.calls[client] >= self.max_calls_per_client:
+            raise TooManyCallsError(f"client {client} has {self.calls[client]} tool calls running, the most one client "
+                                    f"may (max_calls_per_client={self.max_calls_per_client}): wait for one to return")
+        self.calls[client] += 1
+    try: yield
+    finally:
+        with self._flight: self.calls[client] -= 1; self.calls += Counter()    # (drops the clients at 0)
+
+# %% ../nbs/94_mcp_base.ipynb #cfbbbec1
+@patch
+def close_all(self:ServerState, grace:float=10.0)->int: # seconds to wait for the sandboxes to close
+    "Close every sandbox, interrupting the calls in flight on them; how many were open"
+    with self.table.lock: envs = [s.env for s in self.table.rows.values() if s.env is not None]; self.table.rows.clear()
+    for env in envs:
+        if hasattr(env, 'interrupt'): env.interrupt()      # its call in flight returns: `close` gets the lock
+    closing = [threading.Thread(target=env.close, daemon=True) for env in envs]
+    for t in closing: t.start()
+    end = time.monotonic() + grace
+    for t in closing: t.join(max(0.0, end - time.monotonic()))
+    return len(envs)
 
 # %% ../nbs/94_mcp_base.ipynb #4bc1cafe
 class Client(str):
@@ -90,6 +139,20 @@ def mcp_client(ctx)->Client: # the SDK's `Context` of the tool call
                                  "clients do")
     return Client(f"mcp-session {sid}")
 
+# %% ../nbs/94_mcp_base.ipynb #c27ed5ab
+class StopFlag(threading.Event):
+    ("Set when a tool call's request is cancelled or its client has gone (a tool declares `stop:StopFlag`, filled by "
+     "`build_server`): a long tool checks it between units of work")
+
+# %% ../nbs/94_mcp_base.ipynb #9780bc53
+def pipeline_stop(stop:StopFlag|None): # the call's flag (None: never stop)
+    "A `Pipeline` hook that ends the run after the unit it has just committed, once `stop` is set"
+    def hook(event:str, stage:str, unit:str):
+        if event == 'committed' and stop is not None and stop.is_set():
+            raise PipelineError(f"stopped after {stage} unit {unit}: the call was cancelled or its client left "
+                                "(call again with the same output_dir to resume)")
+    return hook
+
 # %% ../nbs/94_mcp_base.ipynb #13164f8c
 def _docs(obj)->dict:
     "docments of `obj`, or {} when its source cannot be read (an install without .py files still serves, undescribed)"
@@ -102,8 +165,12 @@ ExportFormat = Literal['sft', 'sft-agent', 'dpo', 'dpo-seed', 'grpo', 'benchmark
 LOG_FORMAT = ("log format, e.g. 'claude-code', 'codex-cli', 'openai-chat' (the recorder's format names); "
               "omit it to detect the format of each file")
 
+# %% ../nbs/94_mcp_base.ipynb #b5991c20
+MAX_TASKS = 10_000   # most tasks one run_pipeline call may ask for (max_tasks): the bundled coding suite has 2,878
+
 # %% ../nbs/94_mcp_base.ipynb #42cffefa
 CLIENT_TEXT = {
+    'run_pipeline.max_tasks': f"use only the first N tasks, at most {MAX_TASKS} (omit it for all the environment's tasks)",
     'execute_tool.tool': 'the sandbox tool to run',
     'params': "the tool's parameters, e.g. {\"path\": \"README.md\"} for file_read",
     'format': LOG_FORMAT,
@@ -150,7 +217,7 @@ def described(*sources, rename:dict|None=None):
         params, fn.doc_issues = [], []
         for name, p in sig.parameters.items():
             # bound by `build_server`: a client never sees it
-            if p.annotation in (ServerState, Client): params.append(p); continue
+            if p.annotation in (ServerState, Client, StopFlag): params.append(p); continue
             a = api.get(rename.get(name, name)) if rename.get(name, name) is not None else None
             if a and name in own and f"{fn.__name__}.{name}" not in CLIENT_TEXT and name not in CLIENT_TEXT:
                 fn.doc_issues.append(

@@ -1,4 +1,4 @@
-"""The MCP server's twenty tools -- sandboxes, recorder, reward and hub -- each a function of the server state, its
+"""The MCP server's sandbox, recorder and reward tools -- each a function of the server state, its
 parameters described from the Python function it calls, its errors a caller can fix raised as `ToolError`s.
 
 Docs: https://knowlyr.github.io/knowlyr-lab/mcp_tools.html.md"""
@@ -8,26 +8,20 @@ Docs: https://knowlyr.github.io/knowlyr-lab/mcp_tools.html.md"""
 # %% ../nbs/94a_mcp_tools.ipynb #6ba75da2
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import json
-import os
-import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
 from .core import KnowlyrError
-from .hub.export import DatasetExporter
-from .hub.pipeline import Pipeline, PipelineConfig
 from .hub.pipeline_files import rename_file, rename_in
 from knowlyr_lab.mcp_base import (
     CalibrationResult,
     Client,
     ConversionResult,
     DiffResult,
-    ExportFormat,
     PreferencesResult,
     ReplayResult,
     SandboxClosed,
@@ -42,8 +36,6 @@ from knowlyr_lab.mcp_base import (
     load_trajectory,
 )
 from .mcp_copy import CopyLimitError
-from .mcp_private import check_private, check_umask
-from .mcp_root import ServerRoot
 from .mcp_verdicts import stage_verdicts
 from .recorder.convert import convert, diff_trajectories, validate
 from .recorder.report import ConversionReport
@@ -53,8 +45,7 @@ from .reward.inputs import calibrate_engine as _calibrate
 from .reward.judge_prompts import list_rubrics as _list_rubrics
 from .reward.preferences import build_preferences as _build_prefs
 from .reward.preferences import reward_leaderboard as _leaderboard
-from .sandbox.base import PathEscapeError, SandboxLimits
-from .sandbox.beneath import open_beneath
+from .sandbox.base import SandboxLimits
 from .sandbox.protocol import Sandbox
 from .sandbox.protocol import create_sandbox as _create
 from .sandbox.replay import replay_trajectory as _replay
@@ -81,49 +72,10 @@ def _tool(fn):
             raise ToolError(f"{type(e).__name__}: {msg}") from e
     return w
 
-# %% ../nbs/94a_mcp_tools.ipynb #87290dae
-def _opened(srv:ServerRoot, p, what:str)->int:
-    "The existing folder `p` names, opened beneath the root of `srv` following no link"
-    try: return open_beneath(srv.fd, srv.rel(p, what), os.O_PATH | os.O_DIRECTORY)
-    except (FileNotFoundError, NotADirectoryError): raise FileNotFoundError(f"{what} {p} does not exist") from None
-    except PathEscapeError:
-        raise ValueError(f"{what} {p!r}: a link is in its way (it changed while the call ran)") from None
-
-# %% ../nbs/94a_mcp_tools.ipynb #5933d597
-@contextlib.contextmanager
-def _held(srv:ServerRoot, p, what:str='folder', make:bool=True):
-    "The folder `p` names, opened beneath the root (made if missing and `make`), checked private: a path to it, held"
-    if make: check_umask(what)            # the folders the pipeline will make: none others may write in
-    fd = srv._dir(srv.rel(p, what), what) if make else _opened(srv, p, what)
-    try:
-        check_private(fd, p, what)        # nothing in it another user can swap while the pipeline writes
-        yield f"/proc/self/fd/{fd}"
-    finally: os.close(fd)
-
-# %% ../nbs/94a_mcp_tools.ipynb #ab10aa07
-def _named(x, at:str, out:str):
-    "`x` (a string, or a list or dict of them) naming the folder held at `at` by its name `out`"
-    if isinstance(x, str): return re.sub(re.escape(at) + r'(?![0-9])', lambda _: out, x)
-    if isinstance(x, (list, tuple)): return type(x)(_named(v, at, out) for v in x)
-    if isinstance(x, dict): return {k: _named(v, at, out) for k, v in x.items()}
-    return x
-
-# %% ../nbs/94a_mcp_tools.ipynb #e00e4a07
-def _pipeline_call(at:str, out:Path, fn):
-    "Run a pipeline call in the folder held at `at` (named `out`); one failing before any work in a new folder leaves nothing"
-    d = Path(at); fresh = not (d/'pipeline.json').exists()
-    try: return _named(fn(), at, str(out))
-    except BaseException as e:
-        work = d/'work'
-        if fresh and (d/'pipeline.json').exists() and not (work.exists() and any(p.is_file() for p in work.rglob('*'))):
-            (d/'pipeline.json').unlink()              # the failed call's settings must not bind the corrected retry
-        e.args = tuple(_named(a, at, str(out)) for a in e.args)
-        raise
-
 # %% ../nbs/94a_mcp_tools.ipynb #fa654513
 SERVER_TOOLS = []   # the server's tools, in the order clients list them
 
-def _server_tool(*sources, rename:dict|None=None):
+def server_tool(*sources, rename:dict|None=None):
     "Decorator: a tool of the server, described from `sources`, its caller errors made `ToolError`s, listed in `SERVER_TOOLS`"
     def deco(fn):
         SERVER_TOOLS.append(_tool(described(*sources, rename=rename)(fn)))
@@ -131,11 +83,14 @@ def _server_tool(*sources, rename:dict|None=None):
     return deco
 
 # %% ../nbs/94a_mcp_tools.ipynb #2386f29b
-@_server_tool(_create, SandboxLimits, rename={'timeout': 'wall_timeout', 'workspace': None})
+@server_tool(_create, SandboxLimits, rename={'timeout': 'wall_timeout', 'workspace': None})
 def create_sandbox(srv:ServerState, who:Client, backend:Literal['local', 'docker']='local',
                                     workspace:str|None=None, # name of an allowed template, or a directory inside the server root, copied into the workspace
                                     image:str|None=None, timeout:float=30.0)->SandboxCreated:
     "Create an isolated sandbox ('local' bubblewrap or 'docker'), optionally from a template"
+    if timeout > (top := SandboxLimits().max_wall_timeout):    # (a timeout past it would bind git and search)
+        raise ValueError(f"timeout {timeout:g} s is above max_wall_timeout, the longest a sandbox command may run: "
+                         f"ask for at most {top:g} s")
     src = None
     with srv.staged() as st:       # a directory of the root: its private copy is the template
         if workspace is not None:
@@ -151,7 +106,7 @@ def create_sandbox(srv:ServerState, who:Client, backend:Literal['local', 'docker
         return {'sandbox_id': sid, 'backend': s.backend, 'isolation': s.isolation, 'uid': s.uid, 'containment': dict(s.containment), 'tools': s.available_tools}
 
 # %% ../nbs/94a_mcp_tools.ipynb #088339bd
-@_server_tool(Sandbox.execute_tool, rename={'tool': 'name'})
+@server_tool(Sandbox.execute_tool, rename={'tool': 'name'})
 def execute_tool(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
                                   tool:Literal['file_read', 'file_write', 'edit_file', 'shell', 'search', 'git', 'list_dir'],
                                   params:dict[str, Any]|None=None)->ToolCallResult:
@@ -160,7 +115,7 @@ def execute_tool(srv:ServerState, who:Client, sandbox_id:str, # id from create_s
     return {'output': r.output, 'is_error': r.is_error, 'exit_code': r.exit_code, 'truncated': r.truncated, 'duration': r.duration}
 
 # %% ../nbs/94a_mcp_tools.ipynb #bf4f05cf
-@_server_tool()
+@server_tool()
 def reset_sandbox(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
                                   )->SandboxReset:
     "Reset a sandbox's workspace to its starting state"
@@ -168,7 +123,7 @@ def reset_sandbox(srv:ServerState, who:Client, sandbox_id:str, # id from create_
     return {'sandbox_id': sandbox_id, 'reset': True}
 
 # %% ../nbs/94a_mcp_tools.ipynb #76eba7da
-@_server_tool()
+@server_tool()
 def sandbox_snapshot(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
                                       action:Literal['save', 'restore']='save', # save the workspace to the snapshot file at path, or restore it from one
                                       path:str|None=None, # snapshot file inside the server root (save without a path: only report the digest)
@@ -186,14 +141,14 @@ def sandbox_snapshot(srv:ServerState, who:Client, sandbox_id:str, # id from crea
         return {'action': 'save', 'path': st.show(str(p)) if p else None, 'digest': snap.digest, 'files': sum(1 for _, m, _ in snap.members() if m.isfile() or m.islnk())}
 
 # %% ../nbs/94a_mcp_tools.ipynb #bbeb9031
-@_server_tool()
+@server_tool()
 def close_sandbox(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
                                   )->SandboxClosed:
     "Close a sandbox and free its workspace"
     return {'closed': srv.close_sandbox(sandbox_id, who)}
 
 # %% ../nbs/94a_mcp_tools.ipynb #ffced5e5
-@_server_tool(load_trajectory)
+@server_tool(load_trajectory)
 def replay_trajectory(srv:ServerState, who:Client, sandbox_id:str, # id of a sandbox created from the episode's starting workspace
                                        path:str|None=None, line:int=1, trajectory:dict[str, Any]|None=None)->ReplayResult:
     "Re-execute a recorded trajectory's tool calls in a sandbox and report diverging steps"
@@ -202,7 +157,7 @@ def replay_trajectory(srv:ServerState, who:Client, sandbox_id:str, # id of a san
     return {'ok': rep.ok, 'verdict': rep.verdict, 'replayed': len(rep.rows), 'skipped': len(rep.skipped), 'diverged_steps': rep.diverged, 'steps': steps}
 
 # %% ../nbs/94a_mcp_tools.ipynb #7364b04e
-@_server_tool(convert)
+@server_tool(convert)
 def convert_logs(srv:ServerState, paths:list[str], output:str, # trajectory JSONL to write, inside the server root
                                   format:str|None=None, redact:bool=True)->ConversionResult:
     "Convert agent logs (files or directories) to a trajectory JSONL file; records that cannot be read go to <output>.quarantine.jsonl"
@@ -220,7 +175,7 @@ def convert_logs(srv:ServerState, paths:list[str], output:str, # trajectory JSON
                         'warnings': rep.warning_lines()[:20]})
 
 # %% ../nbs/94a_mcp_tools.ipynb #6cbf9415
-@_server_tool(convert)
+@server_tool(convert)
 def validate_logs(srv:ServerState, paths:list[str], format:str|None=None)->ValidationResult:
     "Check agent logs without writing anything; findings name file, line and field"
     with srv.staged() as st:
@@ -228,13 +183,13 @@ def validate_logs(srv:ServerState, paths:list[str], format:str|None=None)->Valid
         return st.show({'valid': not any(x.level == 'error' for x in f), 'findings': [str(x) for x in f]})
 
 # %% ../nbs/94a_mcp_tools.ipynb #0ce9de5b
-@_server_tool()
+@server_tool()
 def get_schema(srv:ServerState)->dict[str, Any]:
     "The trajectory JSON schema"
     return trajectory_schema()
 
 # %% ../nbs/94a_mcp_tools.ipynb #096adaa8
-@_server_tool()
+@server_tool()
 def recorder_diff(srv:ServerState, path_a:str, # first trajectory file, inside the server root
                                    path_b:str, # second trajectory file, inside the server root
                                    line_a:int=1, # which trajectory of path_a (1-based)
@@ -245,7 +200,7 @@ def recorder_diff(srv:ServerState, path_a:str, # first trajectory file, inside t
     return {'identical': d.identical, 'first_divergence': d.first_divergence, 'steps': json.loads(d.to_frame().to_json(orient='records'))}
 
 # %% ../nbs/94a_mcp_tools.ipynb #e7dc38ec
-@_server_tool(load_trajectory, RewardEngine)
+@server_tool(load_trajectory, RewardEngine)
 def score_trajectory(srv:ServerState, path:str|None=None, line:int=1, trajectory:dict[str, Any]|None=None, domain:str|None=None)->ScoreResult:
     "Process reward of a trajectory: per-step rewards with the rule breakdown, and the trajectory reward"
     t = load_trajectory(path, line, trajectory, srv)
@@ -256,7 +211,7 @@ def score_trajectory(srv:ServerState, path:str|None=None, line:int=1, trajectory
 _PREFS = _defaults(_build_prefs)
 
 # %% ../nbs/94a_mcp_tools.ipynb #23a6621d
-@_server_tool(_build_prefs)
+@server_tool(_build_prefs)
 def build_preferences(srv:ServerState, trajectories:str, # trajectory file (several per task), inside the server root
                                        output:str, # preference JSONL to write, inside the server root
                                        level:Literal['trajectory', 'step', 'both']=_PREFS['level'], min_margin:float=_PREFS['min_margin'],
@@ -273,7 +228,7 @@ def build_preferences(srv:ServerState, trajectories:str, # trajectory file (seve
 _CALIBRATE = _defaults(_calibrate)
 
 # %% ../nbs/94a_mcp_tools.ipynb #730f7831
-@_server_tool(_calibrate)
+@server_tool(_calibrate)
 def calibrate_reward(srv:ServerState, trajectories:str, annotations:str, output:str, method:Literal['isotonic', 'logistic']=_CALIBRATE['method'],
                                       threshold:float=_CALIBRATE['threshold'], domain:str=_CALIBRATE['domain'], engine:str|None=_CALIBRATE['engine'])->CalibrationResult:
     "Fit the reward engine's calibration map to human step scores and write the engine config (as knowlyr-reward calibrate does)"
@@ -284,79 +239,15 @@ def calibrate_reward(srv:ServerState, trajectories:str, annotations:str, output:
                                   method, threshold, domain, st.input(engine, 'engine config') if engine else None, q))
 
 # %% ../nbs/94a_mcp_tools.ipynb #010fc186
-@_server_tool(RewardEngine)
+@server_tool(RewardEngine)
 def list_rubrics(srv:ServerState, domain:str='generic')->list[dict[str, Any]]:
     "The judge rubrics of a domain"
     return [asdict(r) for r in _list_rubrics(domain)]
 
 # %% ../nbs/94a_mcp_tools.ipynb #7a1382ca
-@_server_tool(_leaderboard)
+@server_tool(_leaderboard)
 def reward_leaderboard(srv:ServerState, trajectories:str, # trajectory file, inside the server root
                                         by:Literal['agent', 'model']='agent')->list[dict[str, Any]]:
     "Mean reward per agent (or model) with confidence intervals and success rate"
     with srv.staged() as st: df = _leaderboard(read_trajectories(st.input(trajectories, 'trajectory file')), by=by)
     return json.loads(df.to_json(orient='records'))
-
-# %% ../nbs/94a_mcp_tools.ipynb #56cd03fb
-@_server_tool(PipelineConfig)
-def run_pipeline(srv:ServerState, output_dir:str, env_id:str='knowlyr/sandbox', agent:str='expert', max_tasks:int|None=None,
-                                  samples_per_task:int=1, max_episode_steps:int|None=None, seed:int=0, export_formats:list[ExportFormat]|None=None,
-                                  test_fraction:float=0.0, group_by:str|None=None,
-                                  template_defaults:dict[str, Any]|None=None)->dict[str, Any]:
-    "Tasks -> rollouts -> reward -> store -> export (resumable: rerun to continue)"
-    out = srv.path(output_dir, 'output_dir', capped=False)       # no link out of the root in it now
-    cfg = PipelineConfig(output_dir=str(out), env_id=env_id, agent=agent, max_tasks=max_tasks, samples_per_task=samples_per_task,
-                         max_episode_steps=max_episode_steps, seed=seed, export_formats=export_formats or ['sft', 'dpo'],
-                         test_fraction=test_fraction, group_by=group_by, template_defaults=template_defaults)
-    with _held(srv, output_dir, 'output_dir') as at: return _pipeline_call(at, out, lambda: Pipeline(cfg, at=at).run())
-
-# %% ../nbs/94a_mcp_tools.ipynb #ef5c83e2
-@_server_tool(DatasetExporter, DatasetExporter.export, PipelineConfig)
-def export_dataset(srv:ServerState, trajectories:str, format:ExportFormat,
-                                    output_dir:str, preferences:str|None=None, min_reward:float|None=None, success_only:bool=False,
-                                    test_fraction:float=0.0, group_by:str|None=None,
-                                    template_defaults:dict[str, Any]|None=None)->dict[str, Any]:
-    "Export trajectories as a training/eval dataset (TRL, OpenAI, HuggingFace or knowlyr-hub 0.1's formats)"
-    with srv.staged() as st:       # private copies in, the dataset published at the end
-        src, out = st.input(trajectories, 'trajectory file'), st.output(output_dir, 'output_dir', export=True)
-        prefs = st.input(preferences, 'preference file') if preferences else None
-        ex = DatasetExporter(str(src), preferences=str(prefs) if prefs else None, min_reward=min_reward,
-                             success_only=success_only, test_fraction=test_fraction, group_by=group_by,
-                             template_defaults=template_defaults)
-        res = ex.export(format, str(out))
-        return st.show(res.to_dict(warnings=True))    # (Python warnings reach no MCP client)
-
-# %% ../nbs/94a_mcp_tools.ipynb #90f6fbe0
-@_server_tool(PipelineConfig, rename={'format': 'log_format'})
-def process_log(srv:ServerState, path:str, # one agent log file, inside the server root
-                                 output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None,
-                                 template_defaults:dict[str, Any]|None=None)->dict[str, Any]:
-    "One agent log -> trajectories -> reward -> store -> export"
-    out = srv.path(output_dir, 'output_dir', capped=False)
-    cfg = PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'],
-                         template_defaults=template_defaults)
-    with srv.staged() as st:        # the log's private copy, named by its name in the root; the folder held open
-        log = st.input(path, 'log file'); stage_verdicts(st, path, 'log file')    # and the reports beside it
-        with _held(srv, output_dir, 'output_dir') as at:
-            return _pipeline_call(at, out, lambda: Pipeline(cfg, at=at, name_of=st.show).run_from_log(str(log)))
-
-# %% ../nbs/94a_mcp_tools.ipynb #0f2919f7
-@_server_tool(Pipeline.run_batch, PipelineConfig, rename={'format': 'log_format'})
-def process_logs_batch(srv:ServerState, log_dir:str, output_dir:str, format:str|None=None, export_formats:list[ExportFormat]|None=None,
-                       template_defaults:dict[str, Any]|None=None)->dict[str, Any]:
-    "A directory of agent logs -> trajectories -> reward -> store -> export (resumable per file)"
-    out = srv.path(output_dir, 'output_dir', capped=False)
-    cfg = PipelineConfig(output_dir=str(out), log_format=format, export_formats=export_formats or ['sft'],
-                         template_defaults=template_defaults)
-    with srv.staged() as st:        # private copies of the logs, named by their names in the root; the folder held open
-        logs = st.input(log_dir, 'log directory'); stage_verdicts(st, log_dir, 'log directory')   # and reports above
-        with _held(srv, output_dir, 'output_dir') as at:
-            return _pipeline_call(at, out, lambda: Pipeline(cfg, at=at, name_of=st.show).run_batch(str(logs)))
-
-# %% ../nbs/94a_mcp_tools.ipynb #af224bf2
-@_server_tool(PipelineConfig)
-def pipeline_status(srv:ServerState, output_dir:str)->dict[str, Any]:
-    "What a pipeline output directory holds: units per stage, merge/store markers, exports"
-    out = srv.path(output_dir, w := 'pipeline output directory', must_exist=True, capped=False)
-    with _held(srv, output_dir, w, make=False) as at:
-        return _named(Pipeline(PipelineConfig(output_dir=str(out)), at=at).status(), at, str(out))

@@ -67,6 +67,12 @@ def close(self):
     with self._lock:
         if not self._closed: self._closed = True; self._close()
 
+# %% ../../nbs/10b_sandbox_calls.ipynb #d9e93d8a
+@patch_to(SandboxCalls)
+def interrupt(self):
+    "Kill the processes of the call in progress, from any thread; the sandbox stays open"
+    self._end_command()
+
 # %% ../../nbs/10b_sandbox_calls.ipynb #715e9460
 @patch_to(SandboxCalls)
 def __repr__(self):
@@ -108,17 +114,23 @@ def _execute_tool(self, name, params):
     res.output, res.truncated, res.duration = out, bool(cut), time.perf_counter() - t0
     return res
 
+# %% ../../nbs/10b_sandbox_calls.ipynb #d9b2d3c8
+@patch_to(SandboxCalls)
+def _wall(self, timeout:float|None=None)->float:
+    "Seconds a command may run: `timeout`, else `wall_timeout`, at most `max_wall_timeout`"
+    return min(float(timeout or self.limits.wall_timeout), self.limits.max_wall_timeout)
+
 # %% ../../nbs/10b_sandbox_calls.ipynb #9eab16e0
 @patch_to(SandboxCalls)
 def _tool_shell(self, command:str, timeout:float|None=None)->ToolResult:
-    t = min(float(timeout or self.limits.wall_timeout), self.limits.max_wall_timeout)
+    t = self._wall(timeout)
     try: return process_result(self._run(['bash', '-c', command], t), t)
     finally: self._end_command()
 
 # %% ../../nbs/10b_sandbox_calls.ipynb #8d6a3fc1
 @patch_to(SandboxCalls)
 def _tool_git(self, args)->ToolResult:
-    t = self.limits.wall_timeout
+    t = self._wall()
     try: return process_result(self._run(git_argv(args), t), t)
     finally: self._end_command()           # git runs the workspace's hooks: the agent's code
 
@@ -131,7 +143,7 @@ def _tool_search(self, pattern:str, path:str='.', glob:str|None=None, max_matche
     if self._kind(rel) is None: raise SandboxError(f"search path not found: {path}")
     argv = ['grep', '-rnIHE', '-D', 'skip', '--exclude-dir=.git', *(['--include', glob] if glob else []),
             '--', pattern, rel or '.']
-    r = self._run(argv, self.limits.wall_timeout, merge=False)
+    r = self._run(argv, self._wall(), merge=False)
     if r.timed_out or r.exit_code not in (0, 1):
         return ToolResult(f"Error: search failed: {r.stderr.strip() or r.output.strip()}", True, r.exit_code,
                           info={'timed_out': r.timed_out})

@@ -234,13 +234,13 @@ def io_threads(p:subprocess.Popen, cap, err, chunks:list|None, stdin:bytes|None)
 def _run(self, argv, timeout, stdin=None, merge=True, raw=0)->RunResult:
     cap, err = OutputCapture(self.limits.max_output_chars * 4), OutputCapture(self.limits.max_output_chars * 4)
     chunks = RawCapture(raw) if raw else None
-    p = self._popen(argv, stdin, merge)
+    p = self._popen(argv, stdin, merge); self._group = p.pid    # for `interrupt`
     if chunks: chunks.stop = lambda: kill_group(p.pid)    # past `raw` bytes: stopped, not read on
     threads = io_threads(p, cap, err, chunks, stdin)
     expired = threading.Event()
     def expire(): expired.set(); kill_group(p.pid)
     timer = threading.Timer(min(timeout, threading.TIMEOUT_MAX), expire); timer.start()   # p.wait(timeout) polls
-    p.wait(); timer.cancel()
+    p.wait(); timer.cancel(); self._group = None
     timed_out = expired.is_set()
     kill_group(p.pid)
     if self.isolation != 'bubblewrap' or timed_out: self.host.kill_all()  # leftovers that left the process group
@@ -310,3 +310,9 @@ def _start_from(self, template):
 @patch_to(LocalSandbox)
 def _close(self):
     self._cleanup()
+
+# %% ../../nbs/10f_sandbox_local.ipynb #a4074dc7
+@patch_to(LocalSandbox)
+def interrupt(self):
+    "Kill the command in progress (its process group: under bubblewrap, every process of the sandbox), from any thread"
+    if (g := getattr(self, '_group', None)) is not None: kill_group(g)
