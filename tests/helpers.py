@@ -123,3 +123,25 @@ def answer_to(port:int, pieces:list, pause:float=0.0)->tuple:
 def get_request(path:bytes, headers:bytes=b'')->bytes:
     "A GET of `path` with `headers` (each line ending in CRLF) that asks the server to close after its answer"
     return b'GET ' + path + b' HTTP/1.1\r\nHost: x\r\n' + headers + b'Connection: close\r\n\r\n'
+
+# -- MCP tool results and sessions --------------------------------------------------------------------------------------
+
+def mcp_data(res):
+    "The structured result of an MCP tool call that must have succeeded"
+    assert not res.is_error, res.content[0].text
+    return res.structured_content
+
+def mcp_err(res)->str:
+    "The message of an MCP tool call that must have failed"
+    assert res.is_error, res.structured_content
+    return res.content[0].text
+
+@contextlib.asynccontextmanager
+async def mcp_session(url:str, token:str):
+    "One MCP session of the SDK's streamable-HTTP client at `url`, sending `token` as its bearer"
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    async with httpx2.AsyncClient(headers={'Authorization': f'Bearer {token}'}, timeout=120) as http:
+        async with streamable_http_client(url, http_client=http) as (r, w), ClientSession(r, w) as s:
+            await s.initialize(); yield s

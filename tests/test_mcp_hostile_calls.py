@@ -19,8 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import served
-from mcp import Client, ClientSession
+from helpers import mcp_data as _data
+from helpers import mcp_err as _err
+from helpers import mcp_session, served
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from knowlyr_lab.mcp import build_server
@@ -31,22 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavailable: the MCP server refuses to create sandboxes')
 TOKEN = 'tok-' + os.urandom(8).hex()
 
-def _data(res):
-    assert not res.is_error, res.content[0].text
-    return res.structured_content
 
-def _err(res)->str:
-    assert res.is_error, res.structured_content
-    return res.content[0].text
 
-@contextlib.asynccontextmanager
-async def session(url):
-    "One MCP session of the SDK's streamable-HTTP client, with the server's token"
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-    async with httpx2.AsyncClient(headers={'Authorization': f'Bearer {TOKEN}'}, timeout=120) as http:
-        async with streamable_http_client(url, http_client=http) as (r, w), ClientSession(r, w) as s:
-            await s.initialize(); yield s
+def session(url): return mcp_session(url, TOKEN)
 
 def shell(sid, command): return {'sandbox_id': sid, 'tool': 'shell', 'params': {'command': command}}
 

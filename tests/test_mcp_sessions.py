@@ -14,7 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import served, until
+from helpers import mcp_data as _data
+from helpers import mcp_err as _err
+from helpers import mcp_session, served, until
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -26,13 +28,7 @@ pytestmark = pytest.mark.skipif(not bwrap_available(), reason='bubblewrap unavai
 TOKEN = 'tok-' + os.urandom(8).hex()
 SECRET = 'the victim secret 7f3c\n'
 
-def _data(res):
-    assert not res.is_error, res.content[0].text
-    return res.structured_content
 
-def _err(res)->str:
-    assert res.is_error, res.structured_content
-    return res.content[0].text
 
 @contextlib.contextmanager
 def http_server(tmp_path, stateless:bool=False, **kw):
@@ -42,14 +38,7 @@ def http_server(tmp_path, stateless:bool=False, **kw):
     app = build_server(root, {'secret': tpl}, token=TOKEN, **kw)
     with served(app.streamable_http_app(host='127.0.0.1', stateless_http=stateless)) as url: yield url + '/mcp', app._knowlyr_root
 
-@contextlib.asynccontextmanager
-async def session(url):
-    "One MCP session of the SDK's streamable-HTTP client, with the server's one token"
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-    async with httpx2.AsyncClient(headers={'Authorization': f'Bearer {TOKEN}'}, timeout=120) as http:
-        async with streamable_http_client(url, http_client=http) as (r, w), ClientSession(r, w) as s:
-            await s.initialize(); yield s
+def session(url): return mcp_session(url, TOKEN)
 
 def tool(s, name, **args): return s.call_tool(name, args)
 def read(sid, path): return {'sandbox_id': sid, 'tool': 'file_read', 'params': {'path': path}}

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import mcp_data as _data
+from helpers import mcp_err as _err
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -27,14 +29,6 @@ async def _session(fn, *args, env=None):
             return await fn(s)
 
 def run(fn, *args, **kw): return asyncio.run(_session(fn, *args, **kw))
-
-def _data(res):
-    assert not res.is_error, res.content[0].text
-    return res.structured_content
-
-def _err(res):
-    assert res.is_error, res.structured_content
-    return res.content[0].text
 
 @pytest.fixture(scope='module')
 def dirs(tmp_path_factory):
