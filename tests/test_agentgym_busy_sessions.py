@@ -6,8 +6,10 @@ anyio's 40 threads, so one client's flood of `/step` calls on its busy session s
 Real server on 127.0.0.1 (uvicorn in a thread of this process), real HTTP client (httpx), a real sandbox env whose
 shell step runs `sleep`."""
 import threading
+import time
 
 import httpx
+import pytest
 from helpers import served, until
 
 from knowlyr_lab.envs.serve import agentgym_app
@@ -90,3 +92,17 @@ def test_calls_on_a_busy_session_are_refused_at_once_and_other_clients_are_serve
         assert stepped[0].status_code == 200 and 'observation' in stepped[0].json(), stepped[0].text
         r = c.post('/step', json={'id': sid, 'action': 'shell(command="echo done")'}, timeout=120)   # free again: served
         assert r.status_code == 200 and 'done' in r.json()['observation'], r.text
+
+def test_a_client_whose_step_timed_out_resets_once_the_servers_step_ends():
+    "AgentGymClient: its step gave up at `step_timeout` while the server's ran on; the reset that follows waits (409, Retry-After) instead of failing"
+    from knowlyr_lab.envs.remote import AgentGymClient, RemoteEnvError
+    with served(agentgym_app(lambda: make('knowlyr/sandbox'))) as url:
+        env = AgentGymClient(url, step_timeout=5, max_step_seconds=0)   # no more than 5 s a step, whatever the server allows
+        env.reset(seed=0)
+        t0 = time.monotonic()
+        with pytest.raises(RemoteEnvError, match='no answer within 5 s'):
+            env.step({'tool': 'act', 'params': {'action': 'shell(command="sleep 7")'}})
+        ts = env.reset(seed=1)               # main: RemoteEnvError "answered HTTP 409: session ... has a call in flight"
+        assert time.monotonic() - t0 >= 6.5 and ts.info['task']['seed'] == 1, ts   # served once the sleep ended
+        assert 'done' in env.step({'tool': 'act', 'params': {'action': 'shell(command="echo done")'}}).observation
+        env.close()

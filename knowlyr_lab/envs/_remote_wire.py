@@ -208,16 +208,9 @@ class _HTTPSConnection(http.client.HTTPSConnection):
         super().__init__(host, port, timeout=timeout, context=ctx)
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #b31a1483
-def fetch(method:str, url:str,              # HTTP method and full URL
-          body:dict|None=None,              # JSON body
-          timeout:float=30.0,               # seconds the whole request may take, connecting included
-          max_bytes:int=MAX_RESPONSE_BYTES, # largest answer read
-          where:str='server',               # names the server and the call in errors
-          deadline:float|None=None,         # `time.monotonic()` time the request must end by (default: now + `timeout`)
-          opens_session:bool=False,         # it opens a session: a refusal for a cap (429, 503) is a `SessionCapError`
-         )->tuple[int, bytes]:              # status and body
-    "One HTTP request that ends by one deadline and reads at most `max_bytes`; every failure is a `RemoteEnvError`"
-    deadline, u = deadline or time.monotonic() + timeout, urllib.parse.urlsplit(url)
+def _fetch_once(method, url, body, timeout, max_bytes, where, deadline, opens_session)->tuple[int, bytes, float|None]:
+    "`fetch`'s request, sent once: status, body and the answer's `Retry-After` in seconds"
+    u = urllib.parse.urlsplit(url)
     left = deadline - time.monotonic()
     if left <= 0: raise RemoteEnvError(f"{where}: no answer within {timeout:g} s")
     conn = (_HTTPSConnection if u.scheme == 'https' else _HTTPConnection)(u.hostname, u.port, timeout=left)
@@ -236,10 +229,27 @@ def fetch(method:str, url:str,              # HTTP method and full URL
             buf += chunk
             if len(buf) > max_bytes: raise RemoteEnvError(f"{where}: the answer is over the {max_bytes}-byte limit")
         if opens_session and (e := session_refused(r.status, r.getheader('retry-after'), buf, where)): raise e
-        return r.status, bytes(buf)
+        return r.status, bytes(buf), _seconds(r.getheader('retry-after'))
     except TimeoutError as e: raise RemoteEnvError(f"{where}: no answer within {timeout:g} s") from e
     except (OSError, http.client.HTTPException, ValueError) as e: raise RemoteEnvError(f"{where} failed: {e!r}") from e
     finally: conn.close()
+
+# %% ../../nbs/19ca_envs_remote_wire.ipynb #49740f7f
+def fetch(method:str, url:str,              # HTTP method and full URL
+          body:dict|None=None,              # JSON body
+          timeout:float=30.0,               # seconds the whole request may take, connecting included, waits for a busy session too
+          max_bytes:int=MAX_RESPONSE_BYTES, # largest answer read
+          where:str='server',               # names the server and the call in errors
+          deadline:float|None=None,         # `time.monotonic()` time the request must end by (default: now + `timeout`)
+          opens_session:bool=False,         # it opens a session: a refusal for a cap (429, 503) is a `SessionCapError`
+         )->tuple[int, bytes]:              # status and body
+    "One HTTP request that ends by one deadline and reads at most `max_bytes`; every failure is a `RemoteEnvError`"
+    deadline = deadline or time.monotonic() + timeout
+    while True:
+        status, data, retry = _fetch_once(method, url, body, timeout, max_bytes, where, deadline, opens_session)
+        if status != 409 or retry is None or time.monotonic() + max(retry, MIN_RETRY) >= deadline: return status, data
+        time.sleep(max(retry, MIN_RETRY))      # busy with an earlier call of the session: not run, ask again
+
 
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #04fc2198
 def _no_constant(c): raise ValueError(f"{c} is not a JSON number")
