@@ -106,3 +106,35 @@ def test_a_client_whose_step_timed_out_resets_once_the_servers_step_ends():
         assert time.monotonic() - t0 >= 6.5 and ts.info['task']['seed'] == 1, ts   # served once the sleep ended
         assert 'done' in env.step({'tool': 'act', 'params': {'action': 'shell(command="echo done")'}}).observation
         env.close()
+
+def test_more_sessions_than_anyios_40_threads_all_step_at_once():
+    "max_sessions 48: 44 sessions stepping at once all run (main: 40 ran, the rest queued for a thread) and /create is served"
+    from knowlyr_lab.core import AgentEnv, TimeStep, tool_schema
+    running, most, release, lock = [0], [0], threading.Event(), threading.Lock()
+    class Held(AgentEnv):
+        "Its step holds until the test releases it"
+        tool_schemas = [tool_schema('hold', 'Hold until released', {}, [])]
+        def _reset(self, task=None, seed=None): return TimeStep('ready')
+        def _step(self, tool, params):
+            with lock: running[0] += 1; most[0] = max(most[0], running[0])
+            release.wait(60)
+            with lock: running[0] -= 1
+            return TimeStep('released')
+    n = 44
+    app = agentgym_app(Held, limits=SessionLimits(max_sessions=48, max_sessions_per_client=48))
+    with served(app) as url, httpx.Client(base_url=url, timeout=120) as c:
+        sids = [_session(c) for _ in range(n)]
+        answers = []
+        def step(sid):
+            with httpx.Client(base_url=url, timeout=120) as own: answers.append(own.post('/step', json={'id': sid, 'action': 'hold()'}))
+        threads = [threading.Thread(target=step, args=(s,)) for s in sids]
+        for t in threads: t.start()
+        try:
+            until(lambda: running[0] == n, 60, f'all {n} steps running at once')
+            fresh = c.post('/create', timeout=120)          # a thread is left for another call
+            assert fresh.status_code == 200, fresh.text
+        finally:
+            release.set()
+            for t in threads: t.join(120)
+        assert most[0] == n and [r.status_code for r in answers] == [200] * n
+        assert all(r.json()['observation'] == 'released' for r in answers)

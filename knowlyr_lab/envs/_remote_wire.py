@@ -237,7 +237,7 @@ def _fetch_once(method, url, body, timeout, max_bytes, where, deadline, opens_se
 # %% ../../nbs/19ca_envs_remote_wire.ipynb #49740f7f
 def fetch(method:str, url:str,              # HTTP method and full URL
           body:dict|None=None,              # JSON body
-          timeout:float=30.0,               # seconds the whole request may take, connecting included, waits for a busy session too
+          timeout:float=30.0,               # seconds the whole request may take (connecting, waits for a busy session)
           max_bytes:int=MAX_RESPONSE_BYTES, # largest answer read
           where:str='server',               # names the server and the call in errors
           deadline:float|None=None,         # `time.monotonic()` time the request must end by (default: now + `timeout`)

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from ..core import AgentEnv, InfrastructureError, InvalidActionError, Verdict, schema_name, schema_params, step_info, verdict_of
 from .extras import require_extra
-from .session_guard import SessionGuard, client_address
+from .session_guard import SessionGuard, client_address, thread_room
 from .sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, SessionLimits, SessionRefused, SessionTable, UnknownSessionError, session_limits, timed_h11
 from .text_actions import action_refusal, parse_text_action
 from ..errors import json_text, positive_int, positive_number
@@ -203,9 +203,10 @@ def agentgym_app(env_factory:Callable[[], AgentEnv],   # builds one knowlyr env 
                 ):
     "A FastAPI app serving `env_factory`'s env over AgentGym's HTTP protocol"
     fastapi = require_extra('fastapi', what='serving an env over the AgentGym protocol')
-    app = fastapi.FastAPI(title='knowlyr env (AgentGym protocol)')
     def shut(s): s.env.close()
-    sessions = app.state.sessions = SessionTable(limits, on_idle=shut)
+    sessions = SessionTable(limits, on_idle=shut)
+    app = fastapi.FastAPI(title='knowlyr env (AgentGym protocol)', lifespan=thread_room(sessions.limits.max_sessions))
+    app.state.sessions = sessions
     app.add_middleware(BodyCap)
     def peer(request): return client_address(request.client)
     peer.__annotations__ = {'request': fastapi.Request}   # a class, not this module's postponed (string) annotation

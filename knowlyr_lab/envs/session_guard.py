@@ -8,13 +8,14 @@ Docs: https://knowlyr.github.io/knowlyr-lab/envs_session_guard.html.md"""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from fastcore.basics import patch, store_attr
 
 from .sessions import SessionRefused, SessionTable
 
 # %% auto #0
-__all__ = ['client_address', 'SessionGuard']
+__all__ = ['THREAD_HEADROOM', 'client_address', 'SessionGuard', 'thread_room']
 
 # %% ../../nbs/19aab_envs_session_guard.ipynb #1cdb9a83
 def client_address(client)->str:
@@ -77,3 +78,17 @@ async def _websocket(self:SessionGuard, scope, receive, send):
     try: await self.app(scope, recv, snd)
     finally:
         if pending is not None: pending.cancel()
+
+# %% ../../nbs/19aab_envs_session_guard.ipynb #da29a283
+THREAD_HEADROOM = 8   # worker threads beyond one per session: /create, /close, refusals
+
+def thread_room(max_sessions:int):
+    "A lifespan: the loop's worker-thread pool holds `max_sessions` + `THREAD_HEADROOM` threads (or anyio's default)"
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        import anyio.to_thread
+        pool = anyio.to_thread.current_default_thread_limiter()
+        pool.total_tokens = max(pool.total_tokens, max_sessions + THREAD_HEADROOM)
+        yield
+    return lifespan
+
