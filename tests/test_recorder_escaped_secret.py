@@ -58,14 +58,15 @@ def test_slash_escaped_and_capital_hex_spellings_are_matched(tmp_path, late):
 
 @pytest.mark.parametrize('late', [True, False], ids=['held', 'read-after'])
 def test_a_trajectory_quoting_the_value_as_json_escaped_it_loses_it(tmp_path, late):
-    quotes = _chat('show the config', f'conf.json: {{"password": "{ESCAPED}", "user": "me"}}')
+    # under a key no rule reads (the assignment rule redacts an escaped "password" itself): the file gave the value away
+    quotes = _chat('show the config', f'conf.json: {{"value": "{ESCAPED}", "user": "me"}}')
     gives = GIVEN_AWAY[PW][0]
     out, r, q = _convert(tmp_path, *((quotes, gives) if late else (gives, quotes)))
     assert len(out) == 2 and q == ''
     quoting = next(t for t in out if t.task.instruction == 'show the config')
     text = quoting.model_dump_json()
     assert ESCAPED not in text and PW not in text
-    assert quoting.steps[-1].thought == 'conf.json: {"password": "[REDACTED:cli_secret_flag]", "user": "me"}'
+    assert quoting.steps[-1].thought == 'conf.json: {"value": "[REDACTED:cli_secret_flag]", "user": "me"}'
     # counted once per occurrence (the answer's step and `metadata['final_answer']`), in both orders
     assert quoting.metadata['redactions'] == {'cli_secret_flag': 2}
     assert r.redactions == {'cli_secret_flag': 3}

@@ -16,7 +16,7 @@ from .secret_pattern import SecretPattern
 
 # %% auto #0
 __all__ = ['QUOTE_INSIDE', 'SECRET_ASSIGNMENT', 'is_placeholder', 'looks_like_path', 'not_placeholder', 'is_secret_key',
-           'secret_value_ok']
+           'secret_value_ok', 'inside_value']
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #6f45e1c1
 _shown = warnings.showwarning
@@ -114,12 +114,29 @@ def secret_value_ok(key:str, value:str, sep:str=':', after:str='')->bool:
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #68f6682b
 _VALUE_CHAR = r'[\w!#$%*+\-./=?@^~]'      # what may follow a quote inside a value: never a blank, `,` `:` `}` `]`
-QUOTE_INSIDE = rf'\\?["\'](?={_VALUE_CHAR})'  # a quote inside a value (escaped inside JSON), not one that closes it
+# a quote inside a value (escaped inside JSON, once or more; `\u0022` by some writers), not one that closes it
+QUOTE_INSIDE = rf'(?:\\*["\']|\\+u00(?:22|27))(?={_VALUE_CHAR})'
+
+# %% ../../nbs/20cb_recorder_placeholders.ipynb #766eafe2
+def _hex(c:str)->str:
+    "The two hex digits of the ASCII character `c` as a regex, a letter in either case (`3[cC]` for `<`)"
+    return ''.join(f'[{d}{d.upper()}]' if d.isalpha() else d for d in f'{ord(c):02x}')
+
+# %% ../../nbs/20cb_recorder_placeholders.ipynb #f3954568
+def inside_value(stop:str='', # characters that end the value besides blanks, quotes and `\` (its class's delimiters)
+                )->str:       # regex of one thing inside the value that its class does not match
+    "A quote a value character follows, or an escape (backslashes) of a character the value goes on through"
+    ends = '|'.join(['[01][0-9a-fA-F]', '20', '2[27]', *map(_hex, stop)])          # controls, a blank, quotes, `stop`
+    esc = rf'\\+(?:u(?!00(?:{ends}))[0-9a-fA-F]{{4}}|(?!u[0-9a-fA-F]{{4}})(?=[^\s"\'\\{re.escape(stop)}]))'
+    return f'{QUOTE_INSIDE}|{esc}'
 
 # %% ../../nbs/20cb_recorder_placeholders.ipynb #025953c1
+_IN_QUOTES, _IN_BARE = inside_value(), inside_value('`,;&|<>(){}[]')   # inside a quoted value, a bare one
 _ASSIGN_TAIL = (r'(?:\\?["\'\]]){0,2}(?P<sep>\s*(?::=|=>|[:=])\s*)(?:\\?["\'`])?'
-                rf'(?P<val>(?<=")(?:[^\s"\\]|\\"(?={_VALUE_CHAR})){{6,}}(?=\\?")|(?<=\')[^\s\'\\]{{6,}}(?=\\?\')'  # quoted
-                rf'|[^\s"\'`,;&|<>(){{}}\[\]\\](?:[^\s"\'`,;&|<>(){{}}\[\]\\]|{QUOTE_INSIDE}){{5,}})')
+                rf'(?P<val>(?<=")(?:[^\s"\\]|{_IN_QUOTES}){{6,}}(?=\\*")'           # double-quoted
+                # single-quoted: a plain run to a closing quote first (the common case, fast), else one with escapes
+                rf'|(?<=\')(?:[^\s\'\\]{{6,}}+(?=\\*\'(?!{_VALUE_CHAR}))|(?:[^\s\'\\]|{_IN_QUOTES}){{6,}}(?=\\*\'))'
+                rf'|[^\s"\'`,;&|<>(){{}}\[\]\\](?:[^\s"\'`,;&|<>(){{}}\[\]\\]|{_IN_BARE}){{5,}})')
 _ASSIGN_FAST = rf'(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]{{3,}}+){_ASSIGN_TAIL}'
 _ASSIGN_SELECTIVE = rf'(?P<key>{_KEY}){_ASSIGN_TAIL}'
 

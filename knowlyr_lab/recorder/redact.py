@@ -15,7 +15,7 @@ from fastcore.basics import patch
 
 from .placeholders import is_secret_key, secret_value_ok
 from .prefilter import hs, hs_database, on_hit, prefilter_text
-from .propagate import json_readings, json_unescaped, redact_values
+from .propagate import json_readings, redact_values
 from .secret_pattern import AnchoredRegex, SecretPattern
 from .secret_rules import CONTEXT_KINDS, PROJECT_RULES, detect_secrets_rules
 from ..trajectory import Trajectory
@@ -98,7 +98,8 @@ def _span(p:SecretPattern, m)->tuple[int, int]:
     return a, b
 
 # %% ../../nbs/21_recorder_redact.ipynb #53954ac2
-_TOKEN_CH = re.compile(r'[A-Za-z0-9_\-.+/=]*')
+# a token's characters, and the JSON escapes of those a writer may escape (`\/`; `\\\/` in JSON in JSON; `\u002b`)
+_TOKEN_CH = re.compile(r'(?:[A-Za-z0-9_\-.+/=]|\\+(?:/|u00(?:2[bdefBDEF]|3[dD])))*')
 _IN_TOKEN = re.compile(r'(?<=[A-Za-z0-9])[A-Za-z0-9]')   # a match that ends inside a run of letters and digits
 
 # %% ../../nbs/21_recorder_redact.ipynb #30b77493
@@ -123,9 +124,8 @@ def _readable(s:str)->str:
 
 # %% ../../nbs/21_recorder_redact.ipynb #95ec7456
 def _found(values:dict, value:str, kind:str):
-    "Remember `value`, found by the rule `kind`, and (when it holds JSON escapes) the value it stands for"
-    values.setdefault(value, kind)
-    if '\\' in value: values.setdefault(json_unescaped(value), kind)
+    "Remember `value`, found by the rule `kind`, and (when it holds JSON escapes) the value it stands for at each level"
+    for v in json_readings(value) if '\\' in value else (value,): values.setdefault(v, kind)
 
 # %% ../../nbs/21_recorder_redact.ipynb #87915df2
 @patch

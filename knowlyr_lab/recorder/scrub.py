@@ -197,7 +197,7 @@ def redact_known(self:CountingScrub, obj):
 def said(self:CountingScrub, obj, raw=None):
     "`obj`, a text the report says or writes, `clean`ed (a text as read too) and with the values given away redacted"
     obj = self.clean(obj, raw)
-    # JSON text: `\u00e4`, `\/` hide secrets from rules reading it as written; known values first (a rule may cut one)
+    # JSON text: a value that starts with an escape is seen only as read; known values first (a rule may cut one)
     if isinstance(obj, str) and self.real is not None:
         obj, c = self.real.redact_as_read(self.redact_known(obj) if '\\' in obj else obj, self.values); self._count(c)
     return self.redact_known(obj)

@@ -12,7 +12,7 @@ import binascii
 import re
 from functools import lru_cache
 
-from .placeholders import QUOTE_INSIDE, SECRET_ASSIGNMENT, is_placeholder, not_placeholder
+from .placeholders import SECRET_ASSIGNMENT, inside_value, is_placeholder, not_placeholder
 from .secret_pattern import SecretPattern
 
 # %% auto #0
@@ -44,8 +44,9 @@ def detect_secrets_rules()->list[SecretPattern]:
 
 # %% ../../nbs/20d_recorder_secret_rules.ipynb #0e51d564
 _Q = r'(?:\\?["\'])?'                     # an optional quote before a value, escaped when the command sits inside JSON
-_C = r'[^\s"\'`;&|\\]'                    # a character of a command-line value (a quote inside: `QUOTE_INSIDE`)
-_V = rf'(?![$%<{{])({_C}(?:{_C}|{QUOTE_INSIDE}){{3,}})'   # a command-line value (not a $VAR, %VAR%, <placeholder>)
+_C = r'[^\s"\'`;&|\\]'                    # a character of a command-line value
+_IN_C = inside_value('`;&|')              # a quote or an escape inside one
+_V = rf'(?![$%<{{])({_C}(?:{_C}|{_IN_C}){{3,}})'   # a command-line value (not a $VAR, %VAR%, <placeholder>)
 _ARGS = r'[^\n;&|]*?'                      # the rest of one command line
 _PRIVATE_KEY = (
     r'-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)'
@@ -76,14 +77,14 @@ PROJECT_RULES = [
                   rf'(?:=|\s+)(?!-){_Q}{_V}', ('pass', 'pwd', 'token', 'api', 'secret'), group=1, ignore_case=True,
                   check=not_placeholder),
     SecretPattern('curl_user_password',
-                  rf'\bcurl\b{_ARGS}\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@](?:[^\s"\'`;&|\\@]|{QUOTE_INSIDE}){{2,}})',
+                  rf'\bcurl\b{_ARGS}\s(?:-u|--user)(?:\s+|=)?{_Q}[^\s:"\'\\]*:(?![$%<{{])([^\s"\'`;&|\\@](?:[^\s"\'`;&|\\@]|{inside_value("`;&|@")}){{2,}})',
                   ('curl',),
                   group=1, check=not_placeholder),
     SecretPattern('docker_login_password',
                   rf'\b(?:docker|podman|nerdctl|buildah|skopeo|helm)\s+(?:registry\s+)?login\b{_ARGS}\s-p(?:\s+|=)(?!-){_Q}{_V}',
                   ('login',), group=1, check=not_placeholder),
     SecretPattern('mysql_password',
-                  rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b{_ARGS}\s-p(?![\s-]){_Q}(?![$%<{{])({_C}(?:{_C}|{QUOTE_INSIDE})*)',
+                  rf'\b(?:mysql|mysqldump|mysqladmin|mariadb)\b{_ARGS}\s-p(?![\s-]){_Q}(?![$%<{{])({_C}(?:{_C}|{_IN_C})*)',
                   ('mysql', 'mariadb'),
                   group=1, check=not_placeholder),
     SecretPattern('aws_cli_secret', rf'\baws\s+configure\s+set\s+\S*(?:secret|token)\S*\s+{_Q}{_V}', ('aws',), group=1,
@@ -136,10 +137,12 @@ PROJECT_RULES += [
                   ('sshpass', 'redis-cli', 'ldap', 'sqlcmd', 'login', 'htpasswd', 'smbclient', 'pass'),
                   check=not_placeholder),
     SecretPattern('netrc_password',
-                  r'\b(?:machine\s+\S+|default(?=\s+login))(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+([^\s"\'`\\]+)',
+                  r'\b(?:machine\s+\S+|default(?=\s+login))(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+'
+                  rf'([^\s"\'`\\](?:[^\s"\'`\\]|{inside_value("`")})*)',
                   ('machine', 'default'), group=1, check=not_placeholder),
     SecretPattern('pgpass_password',
-                  r'(?<![\w.:/@\-])(?=[^:\s]*[A-Za-z*])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:([^\s:"\'`\\]{6,})(?![\w:])',
+                  r'(?<![\w.:/@\-])(?=[^:\s]*[A-Za-z*])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:'
+                  rf'([^\s:"\'`\\](?:[^\s:"\'`\\]|{inside_value(":`")}){{5,}})(?![\w:])',
                   (':',), group=1, check=not_placeholder),
     SecretPattern('authorization_token',
                   r'authorization\\?["\']?\s*[:=]\s*\\?["\']?\s*(?:token|api-?key|sso-key|key)\s+([A-Za-z0-9._~+/:\-]{12,}=*)',
