@@ -167,7 +167,16 @@ def worker(impl, fmt, path, seed_dir):
     if os.environ.get('RECORDER_BENCH_PROFILE'):
         import cProfile
         prof = cProfile.Profile()
-    if impl.startswith('ours'):
+    if impl == 'floor':   # the least a validated trajectory of this input costs (OpenHands only): see `floor`
+        import gc
+        base = _rss_mb(); t0 = time.perf_counter(); c0 = time.process_time()
+        was = gc.isenabled(); gc.disable()   # as ours (`_collector_paused`)
+        try: t = floor(path)
+        finally:
+            if was: gc.enable()
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+        n, steps, extra = 1, len(t.steps), {}
+    elif impl.startswith('ours'):
         from knowlyr_lab.recorder.base import get_adapter
         from knowlyr_lab.recorder.convert import convert
         from knowlyr_lab.recorder.report import ConversionReport
@@ -194,6 +203,39 @@ def worker(impl, fmt, path, seed_dir):
         import pstats
         pstats.Stats(prof, stream=sys.stderr).sort_stats('tottime').print_stats(int(os.environ['RECORDER_BENCH_PROFILE']))
     print(json.dumps({'n': n, 'steps': steps, 'seconds': dt, 'cpu': cpu, 'rss_mb': _rss_mb(), 'base_rss_mb': base, **extra}))
+
+def floor(path):
+    """A lower bound, not a converter: the benchmark's OpenHands events read with orjson, each run action/observation
+    pair mapped to a step dict by straight indexing (no checks, no report, no redaction, no fallbacks: only this
+    generator's shape is read), and the whole trajectory validated once by the schema (`Trajectory.model_validate`,
+    pydantic-core, its content hash included). What a converter that validates once could not go below."""
+    from datetime import datetime, timezone
+
+    import orjson
+
+    from knowlyr_lab.trajectory import Trajectory
+    secs = lambda ts: datetime.fromisoformat(ts).replace(tzinfo=timezone.utc).timestamp()
+    steps, by_id, first = [], {}, None
+    with open(path, 'rb') as f:
+        for line in f:
+            ev = orjson.loads(line)
+            if ev.get('action') == 'run':
+                a, tcm = ev['args'], ev['tool_call_metadata']; mr = tcm['model_response']; u = mr['usage']
+                s = {'index': len(steps), 'thought': a['thought'], 't_start': secs(ev['timestamp']),
+                     'action': {'tool': tcm['function_name'], 'params': {k: v for k, v in a.items() if k != 'thought'},
+                                'call_id': tcm['tool_call_id']},
+                     'usage': {'input': u['prompt_tokens'], 'output': u['completion_tokens']},
+                     'metadata': {'response_id': mr['id'], 'openhands_action': 'run', 'event_id': ev['id']}}
+                steps.append(s); by_id[ev['id']] = s
+            elif 'observation' in ev:
+                s, meta = by_id[ev['cause']], ev['extras']['metadata']
+                s['observation'] = {'content': ev['content'], 'is_error': ev['success'] is False, 'exit_code': meta['exit_code']}
+                s['t_end'] = secs(ev['timestamp'])
+                s['metadata'].update(observation_metadata=meta, observation_event_id=ev['id'])
+            else: first = ev
+    return Trajectory.model_validate({'task': {'id': Path(path).stem, 'instruction': first['args']['content'], 'domain': 'coding'},
+                                      'agent': {'name': 'openhands'}, 'source': {'format': 'openhands', 'path': str(path)},
+                                      'steps': steps})
 
 def run_worker(impl, fmt, path, ref_python, profile=0):
     exe = ref_python if impl == 'seed' else sys.executable
@@ -245,6 +287,7 @@ def main():
     ap.add_argument('--repeat', type=int, default=3, help='runs per measurement (the median is printed)')
     ap.add_argument('--profile', type=int, default=0, help='print the N functions with the most own time of one extra run of each side')
     ap.add_argument('--cli', action='store_true', help='also time CLI calls (start-up, and a whole convert of a small log)')
+    ap.add_argument('--floor', action='store_true', help="also time `floor` (OpenHands): a lower bound for any converter that validates the trajectory once")
     ap.add_argument('--worker', nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker: return worker(*a.worker)
@@ -270,7 +313,7 @@ def main():
             try: path, _ = FORMATS[fmt](d, size)
             except FileNotFoundError as e: print(f"{fmt}: skipped ({e})"); continue
             mb = _size(path) / 2**20
-            impls = ['ours', 'ours-noredact'] + (['seed'] if ref and fmt in SEED_ADAPTER else [])
+            impls = ['ours', 'ours-noredact'] + (['floor'] if a.floor and fmt == 'openhands' else []) + (['seed'] if ref and fmt in SEED_ADAPTER else [])
             res = {}
             for i in impls:
                 runs = [run_worker(i, fmt, path, ref) for _ in range(a.repeat)]
@@ -290,6 +333,10 @@ def main():
                       + f"; (cpu): ours (redacting) x{s['cpu'] / o['cpu']:.2f}"
                       + (f", ours without redaction x{s['cpu'] / n['cpu']:.2f}" if n else '')
                       + f"; steps {o['steps']} vs {s['steps']}", flush=True)
+                if 'floor' in res:
+                    fl = res['floor']
+                    print(f"{'':16} floor (validated once, nothing else) vs reference: wall x{s['seconds'] / fl['seconds']:.2f}, "
+                          f"cpu x{s['cpu'] / fl['cpu']:.2f}; steps {fl['steps']}", flush=True)
             if fmt == 'openai-chat-doc' and 'ours' in res:
                 with open(path) as f: biggest = max(len(l) for l in f) / 2**20
                 o = res['ours']
