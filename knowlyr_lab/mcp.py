@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_errors import check_flags, missing_extra, run_cli, seconds_or_never
+from .envs.session_guard import THREAD_HEADROOM
 from .envs.sessions import MAX_HEAD_BYTES, REQUEST_TIMEOUT, timed_h11
 from .errors import check_within, positive_int, positive_number
 from .mcp_copy import CopyLimits
@@ -96,6 +97,7 @@ class _StaticToken:
 async def _in_thread(srv:ServerState, client:str|None, call, stop):
     "`call()` on a worker thread, in a call place of `client` (None: uncounted); cancelled: `stop` set, the thread left"
     import anyio
+    import anyio.to_thread
     from mcp.server.mcpserver.exceptions import ToolError
 
     from knowlyr_lab.mcp_base import TooManyCallsError
@@ -103,6 +105,8 @@ async def _in_thread(srv:ServerState, client:str|None, call, stop):
         try:
             with srv.call_slot(client) if client else contextlib.nullcontext(): return call()
         except TooManyCallsError as e: raise ToolError(f"TooManyCallsError: {e}") from e
+    pool = anyio.to_thread.current_default_thread_limiter()   # room for every counted call and the refusals
+    if pool.total_tokens < srv.max_calls + THREAD_HEADROOM: pool.total_tokens = srv.max_calls + THREAD_HEADROOM
     try: return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class(): stop.set(); raise
 
@@ -123,7 +127,8 @@ def _bind(fn, srv:ServerState):
             caller = None
         stop = StopFlag()
         given = {k: caller if a is Client else stop for k, a in bound.items()}
-        return await _in_thread(srv, caller, functools.partial(fn, srv, **given, **kw), stop)
+        counted = caller if getattr(fn, 'capped', True) else None
+        return await _in_thread(srv, counted, functools.partial(fn, srv, **given, **kw), stop)
     ctx = inspect.Parameter('ctx', inspect.Parameter.KEYWORD_ONLY, annotation=Context)
     tool.__signature__ = inspect.signature(fn).replace(parameters=[p for p in ps if p.name not in bound] + [ctx])
     tool.__annotations__ = {**{k: v for k, v in fn.__annotations__.items() if k != 'srv' and k not in bound},
@@ -141,6 +146,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
                  copy_limits:CopyLimits|None=None,       # how much one call may copy out of the root (None: the defaults)
                  arg_limits:ArgLimits|None=None,         # how big and deep a call's arguments may be (None: defaults)
                  max_calls_per_client:int=8,             # most tool calls one client (MCP session) has running at once
+                 max_calls:int=32,                       # most tool calls running at once, all clients together
                 )->MCPServer:
     "The knowlyr-lab MCP server with every tool registered"
     try:
@@ -155,7 +161,7 @@ def build_server(root:str|Path|None=None,   # directory every path argument must
                                       "Paths are relative to the server's root directory.",
                     extensions=[_arg_cap(arg_limits or ArgLimits())], **auth)
     srv = ServerState(root, templates, max_sandboxes, max_sandboxes_per_client, idle_timeout, copy_limits,
-                      max_calls_per_client)
+                      max_calls_per_client, max_calls)
     for fn in SERVER_TOOLS: app.tool()(_bind(fn, srv))
     app._knowlyr_root = srv
     issues = [i for f in SERVER_TOOLS for i in getattr(f, 'doc_issues', [])]
@@ -177,6 +183,8 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--template', action='append', default=[], metavar='NAME=DIR', help="allow DIR as sandbox template NAME (repeatable)")
     p.add_argument('--max-sandboxes', type=int, default=8, help="most sandboxes open at once, all clients together (default 8)")
     p.add_argument('--max-sandboxes-per-client', type=int, help="most sandboxes one client (MCP session) may hold (default: all of them on stdio, half over HTTP)")
+    p.add_argument('--max-calls-per-client', type=int, default=8, help="most tool calls one client (MCP session) has running at once (default 8)")
+    p.add_argument('--max-calls', type=int, default=32, help="most tool calls running at once, all clients together; one past it is refused (default 32)")
     p.add_argument('--idle-timeout', type=float, default=300.0, help="seconds a sandbox no call uses stays open (0: until closed; default 300)")
     p.add_argument('--max-copy-mb', type=float, help=f"most MiB of file data one call copies out of the root (default {CopyLimits.max_mb:g})")
     p.add_argument('--max-copy-files', type=int, default=CopyLimits.max_files, help=f"most files and directories one call copies out of the root (default {CopyLimits.max_files})")
@@ -242,9 +250,9 @@ def _serve(a)->int:
         tpls[k] = d
     if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
     check_flags(a, ints=('--max-head-bytes', '--max-sandboxes', '--max-sandboxes-per-client', '--max-copy-files',
-                         '--max-args-depth'),   # each limit under the name typed, not the class field it fills
+                         '--max-args-depth', '--max-calls', '--max-calls-per-client'),   # each limit under the name typed
                 numbers=('--request-timeout', '--max-copy-mb', '--max-copy-total-mb', '--max-args-mb'),
-                within=[('--max-sandboxes-per-client', '--max-sandboxes')])
+                within=[('--max-sandboxes-per-client', '--max-sandboxes'), ('--max-calls-per-client', '--max-calls')])
     mb = CopyLimits.max_mb if a.max_copy_mb is None else a.max_copy_mb   # the default, said once
     if a.max_copy_total_mb is None: positive_number(4 * mb, '--max-copy-total-mb (default: 4 x --max-copy-mb)')
     else: check_within('--max-copy-mb', mb, '--max-copy-total-mb', a.max_copy_total_mb, default=a.max_copy_mb is None)
@@ -254,7 +262,8 @@ def _serve(a)->int:
     caps = dict(max_sandboxes_per_client=a.max_sandboxes_per_client or (a.max_sandboxes if a.transport == 'stdio' else None),
                 idle_timeout=idle,   # stdio has one client: by default it may hold them all
                 copy_limits=CopyLimits(mb, a.max_copy_files, a.max_copy_total_mb),
-                arg_limits=ArgLimits(a.max_args_mb, a.max_args_depth))
+                arg_limits=ArgLimits(a.max_args_mb, a.max_args_depth),
+                max_calls_per_client=a.max_calls_per_client, max_calls=a.max_calls)
     if a.transport == 'stdio':
         app = build_server(a.root, tpls, a.max_sandboxes, **caps)
         with _closing_sandboxes(app): app.run()

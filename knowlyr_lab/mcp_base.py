@@ -45,10 +45,12 @@ class ServerState(ServerRoot):
                  max_sandboxes_per_client:int|None=None,
                  idle_timeout:float|None=300.0,        # seconds a sandbox no call uses stays open (None: until closed)
                  copy_limits:CopyLimits|None=None,     # how much one call may copy out of the root (None: the defaults)
-                 max_calls_per_client:int=8):          # most tool calls one client (MCP session) has running at once
+                 max_calls_per_client:int=8,           # most tool calls one client (MCP session) has running at once
+                 max_calls:int=32):                    # most tool calls running at once, all clients together
         super().__init__(root, copy_limits)
         # (sandbox id, client) pairs with a call in flight, and the calls running per client
-        self.max_calls_per_client, self.busy, self.calls, self._flight = max_calls_per_client, set(), Counter(), threading.Lock()
+        self.max_calls_per_client, self.max_calls = max_calls_per_client, max_calls
+        self.busy, self.calls, self._flight = set(), Counter(), threading.Lock()
         self.templates = {}
         for k, d in (templates or {}).items():
             if not Path(d).is_dir(): raise ValueError(f"template {k!r}: {d} is not a directory")
@@ -93,16 +95,19 @@ def close_sandbox(self:ServerState, sid:str, client:str)->str:
 
 # %% ../nbs/94_mcp_base.ipynb #504b3c2f
 class TooManyCallsError(KnowlyrError):
-    "A call past `max_calls_per_client`: refused at once"
+    "A call past `max_calls_per_client`, or past `max_calls` of all clients together: refused at once"
 
 @patch
 @contextlib.contextmanager
 def call_slot(self:ServerState, client:str):
-    "A place for one running call of `client`; `TooManyCallsError` when it has `max_calls_per_client` running"
+    "A place for one running call of `client`; `TooManyCallsError` past `max_calls_per_client` or `max_calls`"
     with self._flight:
         if self.calls[client] >= self.max_calls_per_client:
             raise TooManyCallsError(f"client {client} has {self.calls[client]} tool calls running, the most one client "
                                     f"may (max_calls_per_client={self.max_calls_per_client}): wait for one to return")
+        if (n := self.calls.total()) >= self.max_calls:
+            raise TooManyCallsError(f"the server has {n} tool calls running, the most all clients together may "
+                                    f"(max_calls={self.max_calls}): try again when one has returned")
         self.calls[client] += 1
     try: yield
     finally:

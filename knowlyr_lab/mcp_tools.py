@@ -75,10 +75,12 @@ def _tool(fn):
 # %% ../nbs/94a_mcp_tools.ipynb #fa654513
 SERVER_TOOLS = []   # the server's tools, in the order clients list them
 
-def server_tool(*sources, rename:dict|None=None):
+def server_tool(*sources, rename:dict|None=None,
+                capped:bool=True): # counted in the server's call caps (False: constant work, or it frees what others wait for)
     "Decorator: a tool of the server, described from `sources`, its caller errors made `ToolError`s, listed in `SERVER_TOOLS`"
     def deco(fn):
-        SERVER_TOOLS.append(_tool(described(*sources, rename=rename)(fn)))
+        SERVER_TOOLS.append(t := _tool(described(*sources, rename=rename)(fn)))
+        t.capped = capped
         return fn
     return deco
 
@@ -141,7 +143,7 @@ def sandbox_snapshot(srv:ServerState, who:Client, sandbox_id:str, # id from crea
         return {'action': 'save', 'path': st.show(str(p)) if p else None, 'digest': snap.digest, 'files': sum(1 for _, m, _ in snap.members() if m.isfile() or m.islnk())}
 
 # %% ../nbs/94a_mcp_tools.ipynb #bbeb9031
-@server_tool()
+@server_tool(capped=False)   # a client at a call cap can still give its sandbox back
 def close_sandbox(srv:ServerState, who:Client, sandbox_id:str, # id from create_sandbox
                                   )->SandboxClosed:
     "Close a sandbox and free its workspace"
@@ -183,7 +185,7 @@ def validate_logs(srv:ServerState, paths:list[str], format:str|None=None)->Valid
         return st.show({'valid': not any(x.level == 'error' for x in f), 'findings': [str(x) for x in f]})
 
 # %% ../nbs/94a_mcp_tools.ipynb #0ce9de5b
-@server_tool()
+@server_tool(capped=False)   # constant work: served while the call caps are full
 def get_schema(srv:ServerState)->dict[str, Any]:
     "The trajectory JSON schema"
     return trajectory_schema()
@@ -239,7 +241,7 @@ def calibrate_reward(srv:ServerState, trajectories:str, annotations:str, output:
                                   method, threshold, domain, st.input(engine, 'engine config') if engine else None, q))
 
 # %% ../nbs/94a_mcp_tools.ipynb #010fc186
-@server_tool(RewardEngine)
+@server_tool(RewardEngine, capped=False)   # constant work
 def list_rubrics(srv:ServerState, domain:str='generic')->list[dict[str, Any]]:
     "The judge rubrics of a domain"
     return [asdict(r) for r in _list_rubrics(domain)]

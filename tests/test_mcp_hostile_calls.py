@@ -3,7 +3,8 @@
 Every tool call runs on a worker thread of one pool (anyio's 40) that all sessions share. A call queued on a busy
 sandbox parked one of them until the sandbox was free: one session running `sleep` on its sandbox with 45 more calls
 queued behind it made another session's `get_schema` wait for the whole sleep. Now a call on a busy sandbox is refused
-at once and one session has at most `max_calls_per_client` calls running. A pipeline whose client has gone ends at its
+at once, one session has at most `max_calls_per_client` calls running and all sessions together `max_calls` (one token
+may open many sessions: five sessions of eight long calls each held all 40 threads and a sixth waited). A pipeline whose client has gone ends at its
 next unit instead of writing on into the root; `max_tasks` has a cap. A terminated HTTP server waits at most a few
 seconds for its calls in flight, and leaves no sandbox process behind. A sandbox cannot ask for a command timeout
 past `max_wall_timeout`, and git and search keep to it. Driven by the MCP SDK's own clients."""
@@ -98,6 +99,49 @@ def test_one_session_has_at_most_max_calls_per_client_running(tmp_path):
         third, other, after = asyncio.run(go())
     assert 'has 2 tool calls running' in third and 'max_calls_per_client=2' in third, third
     assert not other.is_error and after['output'] == 'free\n'           # another session, and later calls, are served
+
+def cmdlines()->list[str]:
+    "The command lines of every process, read once"
+    out = []
+    for d in Path('/proc').iterdir():
+        try:
+            if d.name.isdigit(): out.append((d/'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace'))
+        except OSError: pass
+    return out
+
+def test_sessions_of_one_token_cannot_take_every_worker_thread(tmp_path):
+    "Five sessions with eight long calls each held all 40 worker threads: a sixth session waited for a thread"
+    app, tag = build_server(tmp_path, token=TOKEN, max_sandboxes=48, max_sandboxes_per_client=8), os.getpid() % 100
+    marks = [f"sleep 20.{k:03d}{tag:02d}" for k in range(40)]
+    running = lambda: sum(any(m in c for c in cl) for cl in [cmdlines()] for m in marks)
+    with served(app.streamable_http_app(host='127.0.0.1')) as url:
+        async def go():
+            async with contextlib.AsyncExitStack() as st:
+                ss = [await st.enter_async_context(session(url + '/mcp')) for _ in range(6)]
+                sids = [[_data(await s.call_tool('create_sandbox', {}))['sandbox_id'] for _ in range(8)] for s in ss]
+                flood = [asyncio.ensure_future(s.call_tool('execute_tool', shell(sid, marks[8 * i + k])))
+                         for i, s in enumerate(ss[:5]) for k, sid in enumerate(sids[i])]
+                await asyncio.to_thread(until, lambda: running() >= 32, 90, '32 sandbox commands to start')
+                await asyncio.sleep(1)
+                n = running()
+                t0 = time.monotonic()
+                schema, call = await ss[5].call_tool('get_schema', {}), await ss[5].call_tool('execute_tool', shell(sids[5][0], 'true'))
+                closed = await ss[5].call_tool('close_sandbox', {'sandbox_id': sids[5][1]})
+                waited = time.monotonic() - t0
+                return waited, n, schema, call, closed, await asyncio.gather(*flood)
+        waited, n, schema, call, closed, flood = asyncio.run(go())
+    assert waited < 8, waited                                          # main: 20 s, behind the sleeps
+    assert n == 32, n                                                  # main: all 40 ran
+    assert not schema.is_error and not closed.is_error
+    assert 'the server has 32 tool calls running' in (msg := _err(call)) and 'max_calls=32' in msg, msg
+    refused = [_err(r) for r in flood if r.is_error]
+    assert len(refused) == 8 and all('max_calls=32' in r for r in refused), refused[:2]
+
+def test_max_calls_flags_are_checked(tmp_path):
+    bad = subprocess.run([sys.executable, '-m', 'knowlyr_lab.mcp', '--root', str(tmp_path), '--max-calls', '4',
+                          '--max-calls-per-client', '9'], capture_output=True, text=True, env={**os.environ, 'PYTHONPATH': str(ROOT)})
+    assert bad.returncode == 2 and '--max-calls-per-client' in bad.stderr and '--max-calls' in bad.stderr, bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 def _units(root:Path)->int:
     d = root/'out'/'work'/'rollout'
