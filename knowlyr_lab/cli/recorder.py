@@ -8,10 +8,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/cli_recorder.html.md"""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,6 +97,18 @@ def check_output(path:str|Path)->Path:
             f"-o {path}: the output must end in {', '.join(OUTPUT_SUFFIXES)} (the format is taken from the name)")
     return p
 
+# %% ../../nbs/91_cli_recorder.ipynb #5e1c7a20
+@contextlib.contextmanager
+def _ticking(tick, every:float=0.2): # tick(): called every `every` seconds from a thread while the block runs, and at its end
+    "Run `tick` in a thread while the block runs (the bar moves while `convert` holds the trajectories it reads)"
+    done = threading.Event()
+    def run():
+        while not done.wait(every): tick()
+    th = threading.Thread(target=run, daemon=True, name='knowlyr-progress'); th.start()
+    try: yield
+    finally: done.set(); th.join(); tick()
+
+
 # %% ../../nbs/91_cli_recorder.ipynb #6516dca8
 def cmd_convert(args, console)->int:
     from tqdm import tqdm  # the terminal bar (tqdm.auto would load asyncio for its notebook variant)
@@ -114,12 +128,11 @@ def cmd_convert(args, console)->int:
     bar = tqdm(total=total, unit='B', unit_scale=True, desc='converting', disable=None if args.progress is None
                else not args.progress, file=sys.stderr)
     part = out.with_name(f".partial-{out.name}")   # written here, renamed to `out` only when something usable was read
-    def stream():   # the output (and its partial file) may lie in a folder being converted: never read back
-        for t in convert(args.logs, format=args.format, redact=_redactor(args), report=report, sidecar=args.sidecar,
-                         exclude=[out, part]):
-            bar.update(report.bytes_read - bar.n)
-            yield t
-    try: n = write_trajectories(stream(), part)
+    # the output (and its partial file) may lie in a folder being converted: never read back
+    stream = convert(args.logs, format=args.format, redact=_redactor(args), report=report, sidecar=args.sidecar,
+                     exclude=[out, part])
+    try:
+        with _ticking(lambda: bar.update(report.bytes_read - bar.n)): n = write_trajectories(stream, part)
     except BaseException as e:
         bar.close(); report.close(); part.unlink(missing_ok=True)
         if not isinstance(e, RecorderError): raise

@@ -122,9 +122,8 @@ def _detected_adapter(path:Path, report:ConversionReport)->LogAdapter|None:
 # %% ../../nbs/28_recorder_convert.ipynb #356a13b8
 def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redactor, outcomes, unpaired, values):
     "The trajectories adapter `a` reads from `path`, checked, redacted, joined and counted"
-    # the values of this file's records so far
+    # the values the run's records gave away so far (the scrub's own: what the report says is redacted of them too)
     before, seen = dict(report.redactions), getattr(report.scrub, 'seen', {})
-    seen.clear()                  # the scrub's own: what the report says is redacted of them too (`said`)
     coerced_notes().clear()       # wrongly typed values noted outside this run (an example) are not this file's
     for t in _collector_paused(a.convert(path, report)):
         if coerced_notes(): warn_coerced(report, t.source.path or path, t.source.line)   # noted outside any record's guard
@@ -136,7 +135,7 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
             continue
         # arguments decoded from a JSON string were read escaped in their record: redacted again here
         if redactor is not None: t = redact_params(t, redactor, values, report)
-        # a value redacted in one record is redacted wherever else it appears in the file's trajectories
+        # a value redacted in one record is redacted wherever else it appears in the run's trajectories
         # new values: redacted from the trajectory (from what was said, once, at the file's end: `learned`)
         if values: seen.update(values); values.clear(); t = redact_everywhere(t, seen, report)
         elif seen and mentions_any(t, seen): t = redact_everywhere(t, seen, report)
@@ -154,19 +153,39 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
     if coerced_notes(): warn_coerced(report, path, None)
 
 # %% ../../nbs/28_recorder_convert.ipynb #f769070a
-def _file_held(a:LogAdapter, path:Path, report:ConversionReport, redactor, *args):
-    "`_file_trajectories` of `path`, handed on at its end with what was said for it redacted of each value it gave away"
+def _file_held(a:LogAdapter, path:Path, report:ConversionReport, redactor,
+               held:HeldTrajectories, # the run's: each trajectory waits there for the run's end
+               *args):
+    "`_file_trajectories` of `path` into `held`; at its end what was said for it loses each value it gave away"
     since = {k: len(getattr(report, k)) for k in REPORT_TEXTS}   # what the report said before this file
     learned = getattr(report.scrub, 'learned', lambda since: None)
-    held = HeldTrajectories(report, None if redactor is None else HELD_BYTES)   # no redaction: nothing to wait for
-    report.hold()
     try:
         failed = yield from held.take(_file_trajectories(a, path, report, redactor, *args))
-        learned(since); yield from held.released()
         if failed is not None: raise failed
-    finally: learned(since); report.release(); held.close()
+    finally: learned(since)
+
 
 # %% ../../nbs/28_recorder_convert.ipynb #fddf2361
+def _files(paths, adapter, report, redactor, held, own, sides, *args)->Iterator[Trajectory]:
+    "Each file's trajectories into `held` (handed on when it holds none); a file that fails is counted and the run goes on"
+    for path in iter_log_files(paths, report.skipped):
+        if own and path.resolve() in own:
+            report.skipped.append({'path': str(path), 'why': "this run's own output, not read back"}); continue
+        if sides and path.resolve() in sides:
+            report.skipped.append({'path': str(path), 'why': 'an outcome file given as a sidecar'}); continue
+        if adapter is not None and (why := _forced_outcome(adapter, path)):   # a named format reads logs, not verdicts
+            report.skipped.append({'path': str(path), 'why': why}); continue
+        report.files.append(str(path))
+        a = adapter if adapter is not None else _detected_adapter(path, report)
+        if a is None: continue
+        try: yield from _file_held(a, path, report, redactor, held, *args)
+        except RecorderError: raise
+        except READ_ERRORS as e:   # a truncated .gz, a file that vanished: quarantine the file, go on with the batch
+            report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True)
+        except Exception as e:     # an adapter bug must not end a batch; it is reported against the file
+            report.bad_record(path, None, f"adapter {a.name!r} failed: {type(e).__name__}: {' '.join(str(e).split())}", None,
+                              record_type='(file)', aggregate=True)
+
 def convert(paths,                          # files or directories of logs
             format:str|None=None,           # adapter name; None = detect per file
             strict:bool=False,              # stop at the first malformed record
@@ -188,23 +207,17 @@ def convert(paths,                          # files or directories of logs
     adapter = get_adapter(format) if format else None
     own = {Path(p).resolve() for p in (*exclude, report.quarantine, report.side_file) if p is not None}
     sides = {p.resolve() for p in iter_log_files(sidecar)} if sidecar is not None else set()
-    for path in iter_log_files(paths, report.skipped):
-        if own and path.resolve() in own:
-            report.skipped.append({'path': str(path), 'why': "this run's own output, not read back"}); continue
-        if sides and path.resolve() in sides:
-            report.skipped.append({'path': str(path), 'why': 'an outcome file given as a sidecar'}); continue
-        if adapter is not None and (why := _forced_outcome(adapter, path)):   # a named format reads logs, not verdicts
-            report.skipped.append({'path': str(path), 'why': why}); continue
-        report.files.append(str(path))
-        a = adapter if adapter is not None else _detected_adapter(path, report)
-        if a is None: continue
-        try: yield from _file_held(a, path, report, redactor, outcomes, unpaired, values)
-        except RecorderError: raise
-        except READ_ERRORS as e:   # a truncated .gz, a file that vanished: quarantine the file, go on with the batch
-            report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True)
-        except Exception as e:     # an adapter bug must not end a batch; it is reported against the file
-            report.bad_record(path, None, f"adapter {a.name!r} failed: {type(e).__name__}: {' '.join(str(e).split())}", None,
-                              record_type='(file)', aggregate=True)
+    # the run's quarantine and side-file lines and its trajectories wait for its end: a later file may give a value away
+    held = HeldTrajectories(report, None if redactor is None else HELD_BYTES)   # no redaction: nothing to wait for
+    since, learned = {k: len(getattr(report, k)) for k in REPORT_TEXTS}, getattr(report.scrub, 'learned', lambda s: None)
+    report.hold()
+    try:
+        try: stop = yield from _files(paths, adapter, report, redactor, held, own, sides, outcomes, unpaired, values)
+        except RecorderError as e: stop = e            # (`strict`) raised after what was read before it
+        learned(since); yield from held.released()     # each redacted of the values the run gave away after it
+        if stop is not None: raise stop
+    finally: learned(since); report.release(); held.close()
+
 
 # %% ../../nbs/28_recorder_convert.ipynb #25a98118
 @dataclass

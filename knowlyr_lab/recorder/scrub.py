@@ -119,7 +119,7 @@ class CountingScrub:
     def __init__(self, redactor, report):
         self.real, self.redactor, self.report = redactor, _Prefilter(redactor), report
         self.unpaired, self.values = [], KnownValues()   # the values of the trajectory being read
-        self.seen = KnownValues()   # the values of the file's trajectories handed on (`convert` moves `values` here)
+        self.seen = KnownValues()   # the values of the run's trajectories handed on (`convert` moves `values` here)
     def _count(self, c):
         for k, n in c.items(): self.report.redacted(k, n)
 
@@ -242,7 +242,7 @@ def redaction_counts(prev, now:dict, before:dict)->dict:
 
 # %% ../../nbs/21a_recorder_scrub.ipynb #3c196d3e
 class HeldTrajectories:
-    "A file's trajectories held to its end: the last as an object, those before it as JSON lines in a temporary file"
+    "A run's trajectories held to its end: the last as an object, those before it as JSON lines in a temporary file"
     def __init__(self, report,          # its scrub's `seen` values are redacted from them at the end (`released`)
                  limit:int|None,        # bytes of that file kept in memory (`HELD_BYTES`); None: each handed on
                 ):

@@ -1,0 +1,57 @@
+"""A secret one file of a run gives away is redacted from every other file's output, before and after it.
+
+Until 2026-12-02 `convert` held a file's trajectories and quarantine lines to the file's end only: a key bare in
+`a.jsonl` and assigned (`API_KEY=...`) in `b.jsonl` stayed in `a.jsonl`'s trajectory, and `c.jsonl`, read after, kept it
+too (the values learned were forgotten at each file). Checked through the API, the CLI's output and quarantine files,
+and a `strict` run that stops at a later file."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from knowlyr_lab.recorder.base import RecorderError
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.report import ConversionReport
+
+ROOT = Path(__file__).resolve().parent.parent
+TOK = 'Qm7vX2pL9sK4wT8zR3nB'
+
+def chat(q, a): return json.dumps({'messages': [{'role': 'user', 'content': q}, {'role': 'assistant', 'content': a}]}) + '\n'
+
+@pytest.fixture
+def run(tmp_path):
+    d = tmp_path/'logs'; d.mkdir()
+    (d/'a.jsonl').write_text(chat('check the header', f'it holds {TOK}'))                       # bare: no rule knows it
+    (d/'b.jsonl').write_text(chat(f'export API_KEY={TOK}', 'ok'))                               # gives it away
+    (d/'c.jsonl').write_text(chat('and the footer?', f'also {TOK}'))                            # bare, read after
+    return d
+
+def test_a_value_given_away_by_a_later_file_is_redacted_from_earlier_and_later_files(run):
+    r = ConversionReport()
+    out = list(convert(run, format='openai-chat', report=r))
+    assert [Path(t.source.path).name for t in out] == ['a.jsonl', 'b.jsonl', 'c.jsonl']
+    leaked = [Path(t.source.path).name for t in out if TOK in t.model_dump_json()]
+    assert leaked == [], leaked                      # main: ['a.jsonl', 'c.jsonl']
+    assert out[0].steps[-1].thought == 'it holds [REDACTED:secret_assignment]'
+    assert all(t.metadata['redactions'].get('secret_assignment') for t in out)   # each counts what it lost
+
+def test_the_cli_output_and_quarantine_hold_no_value_given_away_later(run, tmp_path):
+    (run/'a2.jsonl').write_text(json.dumps({'messages': [{'role': 'user', 'content': f'id-{TOK}'}]})[:-1] + '\n')  # cut off
+    out = tmp_path/'out.jsonl'
+    res = subprocess.run([sys.executable, '-m', 'knowlyr_lab.cli.recorder', 'convert', str(run), '-f', 'openai-chat',
+                          '-o', str(out), '--no-progress'], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 3, res.stderr           # one record quarantined, the rest written
+    q = tmp_path/'out.quarantine.jsonl'
+    assert len(out.read_text().splitlines()) == 3 and TOK not in out.read_text()
+    assert q.exists() and 'id-[REDACTED' in q.read_text() and TOK not in q.read_text(), q.read_text()
+    assert TOK not in res.stdout + res.stderr
+
+def test_a_strict_run_hands_on_what_it_read_before_the_error_redacted(run):
+    (run/'d.jsonl').write_text('{"messages": [\n')    # malformed: stops a strict run
+    got = []
+    with pytest.raises(RecorderError, match=r'd\.jsonl:1'):
+        for t in convert(run, format='openai-chat', strict=True): got.append(t)
+    assert [Path(t.source.path).name for t in got] == ['a.jsonl', 'b.jsonl', 'c.jsonl']
+    assert not any(TOK in t.model_dump_json() for t in got)
