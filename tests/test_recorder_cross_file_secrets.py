@@ -2,8 +2,9 @@
 
 Until 2026-12-02 `convert` held a file's trajectories and quarantine lines to the file's end only: a key bare in
 `a.jsonl` and assigned (`API_KEY=...`) in `b.jsonl` stayed in `a.jsonl`'s trajectory, and `c.jsonl`, read after, kept it
-too (the values learned were forgotten at each file). Checked through the API, the CLI's output and quarantine files,
-and a `strict` run that stops at a later file."""
+too (the values learned were forgotten at each file). The hub pipeline converts each file as its own resumable unit,
+with the same leak. Checked through the API, the CLI's output and quarantine files, a `strict` run that stops at a
+later file, and the pipeline's units, merged trajectories, exports and quarantine."""
 import json
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from knowlyr_lab.hub.pipeline import Pipeline
+from knowlyr_lab.hub.pipeline_config import PipelineConfig
 from knowlyr_lab.recorder.base import RecorderError
 from knowlyr_lab.recorder.convert import convert
 from knowlyr_lab.recorder.report import ConversionReport
@@ -55,3 +58,15 @@ def test_a_strict_run_hands_on_what_it_read_before_the_error_redacted(run):
         for t in convert(run, format='openai-chat', strict=True): got.append(t)
     assert [Path(t.source.path).name for t in got] == ['a.jsonl', 'b.jsonl', 'c.jsonl']
     assert not any(TOK in t.model_dump_json() for t in got)
+
+def test_the_pipeline_redacts_a_value_a_later_file_gives_away_from_every_unit(run, tmp_path):
+    (run/'a2.jsonl').write_text(json.dumps({'messages': [{'role': 'user', 'content': f'id-{TOK}'}]})[:-1] + '\n')  # cut off
+    out = tmp_path/'pipe'
+    res = Pipeline(PipelineConfig(str(out), export_formats=['sft', 'grpo'])).run_batch(run, format='openai-chat')
+    assert res['trajectories'] == 3 and res['quarantined'] == 1, res
+    files = [p for p in out.rglob('*') if p.is_file()]
+    leaked = sorted(str(p.relative_to(out)) for p in files if TOK.encode() in p.read_bytes())
+    assert leaked == [], leaked                      # main: the units of a.jsonl and c.jsonl, the merge, the exports, the quarantine
+    assert any(b'id-[REDACTED' in p.read_bytes() for p in (out/'quarantine').glob('*.jsonl'))
+    again = Pipeline(PipelineConfig(str(out), export_formats=['sft', 'grpo'])).run_batch(run, format='openai-chat')
+    assert again['trajectories'] == 3                # resumed: nothing to redo

@@ -296,17 +296,45 @@ def _log_files(self:Pipeline, log_dir, format, iter_log_files)->list[str]:
 
 # %% ../../nbs/44_hub_pipeline.ipynb #10231fdb
 @patch
-def _convert_unit(self:Pipeline, f:str, fmt, convert, ConversionReport)->str:
-    "Convert log file `f` unless committed, score it; its unit key"
+def _convert_unit(self:Pipeline, f:str, fmt, convert, ConversionReport,
+                  seen=None,        # the values the batch's files gave away so far (a `KnownValues`, grown here)
+                  marks:dict|None=None)->str: # {unit key: how many of `seen` its committed trajectories were redacted of}
+    "Convert log file `f` unless committed; its unit key"
     n, st = self.name_of(f), Path(f).stat()  # a file changed since its conversion is a new unit
     key = 'f-' + hashlib.sha256(f"{n}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
     cp = self.work / 'convert' / f"{key}.jsonl"
     if not cp.exists():
         (q := self.out / 'quarantine' / f"{key}.jsonl").unlink(missing_ok=True)
-        trajs = convert_log_file(convert, ConversionReport, f, fmt, q, n)
+        trajs = convert_log_file(convert, ConversionReport, f, fmt, q, n, seen)
         self._commit(cp, lambda tmp, trajs=trajs: write_trajectories(trajs, tmp), 'convert', key)
-    self._reward_unit(key, list(read_trajectories(cp)))
+        if marks is not None: marks[key] = len(seen)
     return key
+
+# %% ../../nbs/44_hub_pipeline.ipynb #b8e41c08
+@patch
+def _redact_late(self:Pipeline, keys:list[str], seen, marks:dict):
+    "Each unit's committed files redacted of the values of `seen` given away after its conversion (all: an earlier run's)"
+    if not seen: return
+    from knowlyr_lab.recorder.report import ConversionReport
+    from knowlyr_lab.recorder.scrub import CountingScrub, redact_late
+    scrub = CountingScrub(None, ConversionReport(), seen)
+    put = lambda path, write: os.replace(atomic_write(path, write), path)   # no hook: a stop must not leave a unit unredacted
+    for k in keys:
+        if (start := marks.get(k, 0)) >= len(seen): continue
+        cp, rp, q = self.work / 'convert' / f"{k}.jsonl", self.work / 'reward' / f"{k}.json", self.out / 'quarantine' / f"{k}.jsonl"
+        rep = ConversionReport()
+        trajs = [redact_late(t, seen, rep, start) for t in read_trajectories(cp)]
+        if rep.redactions: put(cp, lambda tmp, trajs=trajs: write_trajectories(trajs, tmp))
+        if rp.exists():                    # scored by an earlier run
+            rep, ds = ConversionReport(), json.loads(rp.read_text())
+            out = [redact_late(Trajectory.model_validate(d), seen, rep, start).model_dump(mode='json') for d in ds]
+            if rep.redactions: put(rp, lambda tmp, out=out: tmp.write_text(json.dumps(out, ensure_ascii=False)))
+        if q.exists():
+            lines = q.read_text(encoding='utf-8').splitlines(keepends=True)
+            fixed = [ln if (o := json.loads(ln)) == (r := scrub.redact_known(o)) else json.dumps(r, ensure_ascii=False) + '\n'
+                     for ln in lines]
+            if fixed != lines: put(q, lambda tmp, fixed=fixed: tmp.write_text(''.join(fixed), encoding='utf-8'))
+
 
 # %% ../../nbs/44_hub_pipeline.ipynb #dab6eed4
 @patch
@@ -316,7 +344,11 @@ def _run_batch(self:Pipeline, log_dir, format):
     files = self._log_files(log_dir, format, iter_log_files)
     fmt = format or self.config.log_format
     self._check_config('logs', log_format=fmt)  # saved only once the inputs are known to work
-    keys = [self._convert_unit(f, fmt, convert, ConversionReport) for f in files]
+    from knowlyr_lab.recorder.known_values import KnownValues
+    seen, marks = KnownValues(), {}     # the values the files give away (in memory only), what each unit lost of them
+    keys = [self._convert_unit(f, fmt, convert, ConversionReport, seen, marks) for f in files]
+    self._redact_late(keys, seen, marks)              # a later file gave a value away: the earlier units lose it
+    for k in keys: self._reward_unit(k, list(read_trajectories(self.work / 'convert' / f"{k}.jsonl")))
     merged = self._merge(keys)
     qd = self.out / 'quarantine'
     q = sum(1 for p in qd.glob('*.jsonl') for _ in open(p)) if qd.exists() else 0

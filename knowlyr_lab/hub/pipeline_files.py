@@ -113,9 +113,15 @@ def rename_log(trajs:list[Trajectory], q:Path, f:str, n:str):
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #8ba34f60
 def convert_log_file(convert, ConversionReport, f:str, fmt, q:Path,
-                     name:str|None=None)->list[Trajectory]:  # the name the log goes by (None: its path `f`)
+                     name:str|None=None,  # the name the log goes by (None: its path `f`)
+                     seen=None,           # values the batch's files gave away (a `KnownValues`, grown here; None: the file's)
+                    )->list[Trajectory]:
     "The trajectories of one log file; a file that breaks off (a truncated .gz) keeps what was read and is quarantined"
     trajs, rep = [], ConversionReport(quarantine=q)
+    if seen is not None:
+        from knowlyr_lab.recorder.redact import default_redactor
+        from knowlyr_lab.recorder.scrub import CountingScrub
+        rep.scrub = CountingScrub(default_redactor(), rep, seen)
     try:
         for t in convert([f], format=fmt, report=rep): trajs.append(t)
     except Exception as e:        # whatever stops reading the file stops only this file
