@@ -183,8 +183,10 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--template', action='append', default=[], metavar='NAME=DIR', help="allow DIR as sandbox template NAME (repeatable)")
     p.add_argument('--max-sandboxes', type=int, default=8, help="most sandboxes open at once, all clients together (default 8)")
     p.add_argument('--max-sandboxes-per-client', type=int, help="most sandboxes one client (MCP session) may hold (default: all of them on stdio, half over HTTP)")
-    p.add_argument('--max-calls-per-client', type=int, default=8, help="most tool calls one client (MCP session) has running at once (default 8)")
-    p.add_argument('--max-calls', type=int, default=32, help="most tool calls running at once, all clients together; one past it is refused (default 32)")
+    p.add_argument('--max-calls-per-client', type=int, default=8,
+                   help="most tool calls one client (MCP session) has running at once (default 8)")
+    p.add_argument('--max-calls', type=int, default=32,
+                   help="most tool calls running at once, all clients together; one past it is refused (default 32)")
     p.add_argument('--idle-timeout', type=float, default=300.0, help="seconds a sandbox no call uses stays open (0: until closed; default 300)")
     p.add_argument('--max-copy-mb', type=float, help=f"most MiB of file data one call copies out of the root (default {CopyLimits.max_mb:g})")
     p.add_argument('--max-copy-files', type=int, default=CopyLimits.max_files, help=f"most files and directories one call copies out of the root (default {CopyLimits.max_files})")
@@ -250,7 +252,7 @@ def _serve(a)->int:
         tpls[k] = d
     if a.root is not None and not Path(a.root).expanduser().is_dir(): raise FileNotFoundError(f"server root {a.root} is not a directory")
     check_flags(a, ints=('--max-head-bytes', '--max-sandboxes', '--max-sandboxes-per-client', '--max-copy-files',
-                         '--max-args-depth', '--max-calls', '--max-calls-per-client'),   # each limit under the name typed
+                         '--max-args-depth', '--max-calls', '--max-calls-per-client'),   # each under the name typed
                 numbers=('--request-timeout', '--max-copy-mb', '--max-copy-total-mb', '--max-args-mb'),
                 within=[('--max-sandboxes-per-client', '--max-sandboxes'), ('--max-calls-per-client', '--max-calls')])
     mb = CopyLimits.max_mb if a.max_copy_mb is None else a.max_copy_mb   # the default, said once

@@ -76,7 +76,7 @@ def _tool(fn):
 SERVER_TOOLS = []   # the server's tools, in the order clients list them
 
 def server_tool(*sources, rename:dict|None=None,
-                capped:bool=True): # counted in the server's call caps (False: constant work, or it frees what others wait for)
+                capped:bool=True): # counted in the call caps (False: constant work, or it frees what others wait for)
     "Decorator: a tool of the server, described from `sources`, its caller errors made `ToolError`s, listed in `SERVER_TOOLS`"
     def deco(fn):
         SERVER_TOOLS.append(t := _tool(described(*sources, rename=rename)(fn)))

@@ -99,7 +99,7 @@ def check_output(path:str|Path)->Path:
 
 # %% ../../nbs/91_cli_recorder.ipynb #5e1c7a20
 @contextlib.contextmanager
-def _ticking(tick, every:float=0.2): # tick(): called every `every` seconds from a thread while the block runs, and at its end
+def _ticking(tick, every:float=0.2): # tick() runs every `every` seconds while the block runs, and at its end
     "Run `tick` in a thread while the block runs (the bar moves while `convert` holds the trajectories it reads)"
     done = threading.Event()
     def run():

@@ -24,7 +24,7 @@ from ..agents import agent_from_spec
 from .export import DatasetExporter
 from .export_filter import merged_note
 from .pipeline_config import PipelineConfig, PipelineError, config_diff, with_added_fields
-from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, json_or_none, log_format_known, stale_temps, temp_dir
+from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, json_or_none, log_format_known, redact_late_units, stale_temps, temp_dir
 from .store import TrajectoryStore
 from ..private_files import open_private
 from ..registry import make
@@ -297,8 +297,7 @@ def _log_files(self:Pipeline, log_dir, format, iter_log_files)->list[str]:
 # %% ../../nbs/44_hub_pipeline.ipynb #10231fdb
 @patch
 def _convert_unit(self:Pipeline, f:str, fmt, convert, ConversionReport,
-                  seen=None,        # the values the batch's files gave away so far (a `KnownValues`, grown here)
-                  marks:dict|None=None)->str: # {unit key: how many of `seen` its committed trajectories were redacted of}
+                  seen=None, marks:dict|None=None)->str: # the batch's values (grown here); {unit key: how many it lost}
     "Convert log file `f` unless committed; its unit key"
     n, st = self.name_of(f), Path(f).stat()  # a file changed since its conversion is a new unit
     key = 'f-' + hashlib.sha256(f"{n}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
@@ -310,47 +309,18 @@ def _convert_unit(self:Pipeline, f:str, fmt, convert, ConversionReport,
         if marks is not None: marks[key] = len(seen)
     return key
 
-# %% ../../nbs/44_hub_pipeline.ipynb #b8e41c08
-@patch
-def _redact_late(self:Pipeline, keys:list[str], seen, marks:dict):
-    "Each unit's committed files redacted of the values of `seen` given away after its conversion (all: an earlier run's)"
-    if not seen: return
-    from knowlyr_lab.recorder.report import ConversionReport
-    from knowlyr_lab.recorder.scrub import CountingScrub, redact_late
-    scrub = CountingScrub(None, ConversionReport(), seen)
-    put = lambda path, write: os.replace(atomic_write(path, write), path)   # no hook: a stop must not leave a unit unredacted
-    for k in keys:
-        if (start := marks.get(k, 0)) >= len(seen): continue
-        cp, rp, q = self.work / 'convert' / f"{k}.jsonl", self.work / 'reward' / f"{k}.json", self.out / 'quarantine' / f"{k}.jsonl"
-        rep = ConversionReport()
-        trajs = [redact_late(t, seen, rep, start) for t in read_trajectories(cp)]
-        if rep.redactions: put(cp, lambda tmp, trajs=trajs: write_trajectories(trajs, tmp))
-        if rp.exists():                    # scored by an earlier run
-            rep, ds = ConversionReport(), json.loads(rp.read_text())
-            out = [redact_late(Trajectory.model_validate(d), seen, rep, start).model_dump(mode='json') for d in ds]
-            if rep.redactions: put(rp, lambda tmp, out=out: tmp.write_text(json.dumps(out, ensure_ascii=False)))
-        if q.exists():
-            lines = q.read_text(encoding='utf-8').splitlines(keepends=True)
-            fixed = [ln if (o := json.loads(ln)) == (r := scrub.redact_known(o)) else json.dumps(r, ensure_ascii=False) + '\n'
-                     for ln in lines]
-            if fixed != lines: put(q, lambda tmp, fixed=fixed: tmp.write_text(''.join(fixed), encoding='utf-8'))
-
-
 # %% ../../nbs/44_hub_pipeline.ipynb #dab6eed4
 @patch
 def _run_batch(self:Pipeline, log_dir, format):
     "`run_batch` inside the lock"
-    convert, iter_log_files, ConversionReport = convert_fns()
-    files = self._log_files(log_dir, format, iter_log_files)
-    fmt = format or self.config.log_format
+    convert, iter_log_files, ConversionReport, KnownValues = convert_fns()
+    files, fmt = self._log_files(log_dir, format, iter_log_files), format or self.config.log_format
     self._check_config('logs', log_format=fmt)  # saved only once the inputs are known to work
-    from knowlyr_lab.recorder.known_values import KnownValues
-    seen, marks = KnownValues(), {}     # the values the files give away (in memory only), what each unit lost of them
+    seen, marks, qd = KnownValues(), {}, self.out / 'quarantine'   # the values the files give away (in memory only)
     keys = [self._convert_unit(f, fmt, convert, ConversionReport, seen, marks) for f in files]
-    self._redact_late(keys, seen, marks)              # a later file gave a value away: the earlier units lose it
+    redact_late_units(self.work, qd, keys, seen, marks)   # a later file's values leave the earlier units
     for k in keys: self._reward_unit(k, list(read_trajectories(self.work / 'convert' / f"{k}.jsonl")))
     merged = self._merge(keys)
-    qd = self.out / 'quarantine'
     q = sum(1 for p in qd.glob('*.jsonl') for _ in open(p)) if qd.exists() else 0
     if merged['trajectories'] == 0:
         why = f" ({q} records or files quarantined, with reasons, in {qd})" if q else " (the logs hold no episodes)"

@@ -18,10 +18,12 @@ from pydantic import BaseModel
 
 from .pipeline_config import PipelineError
 from ..trajectory import Trajectory
+from ..trajectory_io import read_trajectories, write_trajectories
 
 # %% auto #0
 __all__ = ['TMP_PREFIX', 'temp_path', 'atomic_write', 'temp_dir', 'json_or_none', 'stale_temps', 'committed_count', 'convert_fns',
-           'log_format_known', 'rename_in', 'rename_file', 'renamed_folder', 'rename_log', 'convert_log_file']
+           'log_format_known', 'rename_in', 'rename_file', 'renamed_folder', 'rename_log', 'convert_log_file',
+           'redact_late_unit', 'redact_late_units']
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #8b7ef279
 TMP_PREFIX = '.tmp-'
@@ -65,12 +67,13 @@ def committed_count(d:Path)->int:
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #b2ee3036
 def convert_fns():
-    "The recorder's `convert`, `iter_log_files` and `ConversionReport` (a `PipelineError` without the recorder)"
+    "The recorder's `convert`, `iter_log_files`, `ConversionReport` and `KnownValues` (a `PipelineError` without it)"
     try:
         from knowlyr_lab.recorder.convert import convert, iter_log_files
+        from knowlyr_lab.recorder.known_values import KnownValues
         from knowlyr_lab.recorder.report import ConversionReport
     except ImportError as e: raise PipelineError(f"log import needs knowlyr_lab.recorder.convert ({e})") from e
-    return convert, iter_log_files, ConversionReport
+    return convert, iter_log_files, ConversionReport, KnownValues
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #5791e49b
 def log_format_known(fmt:str):
@@ -114,7 +117,7 @@ def rename_log(trajs:list[Trajectory], q:Path, f:str, n:str):
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #8ba34f60
 def convert_log_file(convert, ConversionReport, f:str, fmt, q:Path,
                      name:str|None=None,  # the name the log goes by (None: its path `f`)
-                     seen=None,           # values the batch's files gave away (a `KnownValues`, grown here; None: the file's)
+                     seen=None,           # the batch's values given away (a `KnownValues`, grown here; None: the file's)
                     )->list[Trajectory]:
     "The trajectories of one log file; a file that breaks off (a truncated .gz) keeps what was read and is quarantined"
     trajs, rep = [], ConversionReport(quarantine=q)
@@ -130,3 +133,32 @@ def convert_log_file(convert, ConversionReport, f:str, fmt, q:Path,
     finally: rep.close()
     if name not in (None, f): rename_log(trajs, q, f, name)
     return trajs
+
+# %% ../../nbs/43b_hub_pipeline_files.ipynb #b8e41c08
+def redact_late_unit(cp:Path, rp:Path, q:Path, # a unit's trajectories (JSONL), scores (JSON), quarantine lines
+                     seen, start:int=0):       # the batch's values (`KnownValues`); those before `start` were redacted
+    "A unit's committed files rewritten without the values of `seen` from the `start`-th on (a file only if it held one)"
+    from knowlyr_lab.recorder.report import ConversionReport
+    from knowlyr_lab.recorder.scrub import CountingScrub, redact_late
+    put = lambda path, write: os.replace(atomic_write(path, write), path)
+    rep = ConversionReport()
+    trajs = [redact_late(t, seen, rep, start) for t in read_trajectories(cp)]
+    if rep.redactions: put(cp, lambda tmp: write_trajectories(trajs, tmp))
+    if rp.exists():                        # scored by an earlier run
+        rep = ConversionReport()
+        out = [redact_late(Trajectory.model_validate(d), seen, rep, start).model_dump(mode='json')
+               for d in json.loads(rp.read_text(encoding='utf-8'))]
+        if rep.redactions: put(rp, lambda tmp: tmp.write_text(json.dumps(out, ensure_ascii=False), encoding='utf-8'))
+    if q.exists():
+        scrub, lines = CountingScrub(None, ConversionReport(), seen), q.read_text(encoding='utf-8').splitlines(True)
+        fixed = [ln if (o := json.loads(ln)) == (r := scrub.redact_known(o)) else json.dumps(r, ensure_ascii=False)
+                 + '\n' for ln in lines]
+        if fixed != lines: put(q, lambda tmp: tmp.write_text(''.join(fixed), encoding='utf-8'))
+
+def redact_late_units(work:Path, quarantine:Path, keys:list, seen, marks:dict): # marks: {key: len(seen) at conversion}
+    "`redact_late_unit` of each unit converted before a value of `seen` was given away (or by an earlier run)"
+    for k in keys:
+        if (start := marks.get(k, 0)) < len(seen):
+            redact_late_unit(work / 'convert' / f"{k}.jsonl", work / 'reward' / f"{k}.json", quarantine / f"{k}.jsonl",
+                             seen, start)
+

@@ -167,7 +167,7 @@ def _file_held(a:LogAdapter, path:Path, report:ConversionReport, redactor,
 
 # %% ../../nbs/28_recorder_convert.ipynb #fddf2361
 def _files(paths, adapter, report, redactor, held, own, sides, *args)->Iterator[Trajectory]:
-    "Each file's trajectories into `held` (handed on when it holds none); a file that fails is counted and the run goes on"
+    "Each file's trajectories into `held` (handed on when it holds none); a file that fails is counted, the run goes on"
     for path in iter_log_files(paths, report.skipped):
         if own and path.resolve() in own:
             report.skipped.append({'path': str(path), 'why': "this run's own output, not read back"}); continue
@@ -209,7 +209,7 @@ def convert(paths,                          # files or directories of logs
     sides = {p.resolve() for p in iter_log_files(sidecar)} if sidecar is not None else set()
     # the run's quarantine and side-file lines and its trajectories wait for its end: a later file may give a value away
     held = HeldTrajectories(report, None if redactor is None else HELD_BYTES)   # no redaction: nothing to wait for
-    since, learned = {k: len(getattr(report, k)) for k in REPORT_TEXTS}, getattr(report.scrub, 'learned', lambda s: None)
+    since, learned = {k: len(getattr(report, k)) for k in REPORT_TEXTS}, getattr(report.scrub, 'learned', lambda _: None)
     report.hold()
     try:
         try: stop = yield from _files(paths, adapter, report, redactor, held, own, sides, outcomes, unpaired, values)

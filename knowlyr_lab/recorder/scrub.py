@@ -116,12 +116,10 @@ class _Prefilter:
 # %% ../../nbs/21a_recorder_scrub.ipynb #8c9bd390
 class CountingScrub:
     "The report's `scrub` hook: redacts strings or whole objects, counts what it redacts, notes lone surrogates"
-    def __init__(self, redactor, report,
-                 seen:KnownValues|None=None): # values given away before (shared by the reports of one batch; None: new)
+    def __init__(self, redactor, report, seen:KnownValues|None=None): # seen: shared by a batch's reports (None: new)
         self.real, self.redactor, self.report = redactor, _Prefilter(redactor), report
         self.unpaired, self.values = [], KnownValues()   # the values of the trajectory being read
-        # the values of the run's trajectories handed on (`convert` moves `values` here)
-        self.seen = KnownValues() if seen is None else seen
+        self.seen = KnownValues() if seen is None else seen   # those of the run's trajectories handed on
     def _count(self, c):
         for k, n in c.items(): self.report.redacted(k, n)
 
