@@ -4,7 +4,8 @@ Until 2026-12-02 `convert` held a file's trajectories and quarantine lines to th
 `a.jsonl` and assigned (`API_KEY=...`) in `b.jsonl` stayed in `a.jsonl`'s trajectory, and `c.jsonl`, read after, kept it
 too (the values learned were forgotten at each file). The hub pipeline converts each file as its own resumable unit,
 with the same leak. Checked through the API, the CLI's output and quarantine files, a `strict` run that stops at a
-later file, and the pipeline's units, merged trajectories, exports and quarantine."""
+later file, the pipeline's units, merged trajectories, exports and quarantine, and the names of the report's rows
+(a record type read from a role: `message:id-<key>`) in the CLI's summary and in `validate`'s findings."""
 import json
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 from knowlyr_lab.hub.pipeline import Pipeline
 from knowlyr_lab.hub.pipeline_config import PipelineConfig
 from knowlyr_lab.recorder.base import RecorderError
-from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.convert import convert, validate
 from knowlyr_lab.recorder.report import ConversionReport
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,3 +71,17 @@ def test_the_pipeline_redacts_a_value_a_later_file_gives_away_from_every_unit(ru
     assert any(b'id-[REDACTED' in p.read_bytes() for p in (out/'quarantine').glob('*.jsonl'))
     again = Pipeline(PipelineConfig(str(out), export_formats=['sft', 'grpo'])).run_batch(run, format='openai-chat')
     assert again['trajectories'] == 3                # resumed: nothing to redo
+
+@pytest.mark.parametrize('order', ['role first', 'key first'])
+def test_row_names_and_findings_lose_a_value_given_away_in_another_file(tmp_path, order):
+    d = tmp_path/'logs'; d.mkdir()
+    role, key = ('a.jsonl', 'b.jsonl') if order == 'role first' else ('b.jsonl', 'a.jsonl')
+    (d/role).write_text(json.dumps({'messages': [{'role': f'id-{TOK}', 'content': 'hi'}]}) + '\n')   # a row named by it
+    (d/key).write_text(chat(f'export API_KEY={TOK}', 'ok'))
+    found = validate(d, format='openai-chat')
+    assert any('kept but not mapped' in f.message for f in found) and TOK not in str(found), found   # main: in both
+    r = ConversionReport(); list(convert(d, format='openai-chat', report=r))
+    assert 'message:id-[REDACTED:secret_assignment]' in r.counts and TOK not in str(r.counts), r.counts
+    res = subprocess.run([sys.executable, '-m', 'knowlyr_lab.cli.recorder', 'convert', str(d), '-f', 'openai-chat',
+                          '-o', str(tmp_path/'out.jsonl'), '--no-progress'], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0 and 'REDACTED' in res.stdout and TOK not in res.stdout + res.stderr, res.stdout

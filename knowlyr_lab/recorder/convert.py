@@ -152,22 +152,10 @@ def _file_trajectories(a:LogAdapter, path:Path, report:ConversionReport, redacto
         yield t
     if coerced_notes(): warn_coerced(report, path, None)
 
-# %% ../../nbs/28_recorder_convert.ipynb #f769070a
-def _file_held(a:LogAdapter, path:Path, report:ConversionReport, redactor,
-               held:HeldTrajectories, # the run's: each trajectory waits there for the run's end
-               *args):
-    "`_file_trajectories` of `path` into `held`; at its end what was said for it loses each value it gave away"
-    since = {k: len(getattr(report, k)) for k in REPORT_TEXTS}   # what the report said before this file
-    learned = getattr(report.scrub, 'learned', lambda since: None)
-    try:
-        failed = yield from held.take(_file_trajectories(a, path, report, redactor, *args))
-        if failed is not None: raise failed
-    finally: learned(since)
-
-
 # %% ../../nbs/28_recorder_convert.ipynb #fddf2361
 def _files(paths, adapter, report, redactor, held, own, sides, *args)->Iterator[Trajectory]:
     "Each file's trajectories into `held` (handed on when it holds none); a file that fails is counted, the run goes on"
+    learned = getattr(report.scrub, 'learned', lambda _: None)
     for path in iter_log_files(paths, report.skipped):
         if own and path.resolve() in own:
             report.skipped.append({'path': str(path), 'why': "this run's own output, not read back"}); continue
@@ -178,13 +166,17 @@ def _files(paths, adapter, report, redactor, held, own, sides, *args)->Iterator[
         report.files.append(str(path))
         a = adapter if adapter is not None else _detected_adapter(path, report)
         if a is None: continue
-        try: yield from _file_held(a, path, report, redactor, held, *args)
+        since = {k: len(getattr(report, k)) for k in REPORT_TEXTS}   # what the report said before this file
+        try:
+            failed = yield from held.take(_file_trajectories(a, path, report, redactor, *args))
+            if failed is not None: raise failed         # an error that ended the file, after what was read before it
         except RecorderError: raise
         except READ_ERRORS as e:   # a truncated .gz, a file that vanished: quarantine the file, go on with the batch
             report.bad_record(path, None, read_error(e), None, record_type='(file)', aggregate=True)
         except Exception as e:     # an adapter bug must not end a batch; it is reported against the file
             report.bad_record(path, None, f"adapter {a.name!r} failed: {type(e).__name__}: {' '.join(str(e).split())}", None,
                               record_type='(file)', aggregate=True)
+        finally: learned(since)   # what was said for the file loses the values it gave away (`CountingScrub.learned`)
 
 def convert(paths,                          # files or directories of logs
             format:str|None=None,           # adapter name; None = detect per file
@@ -265,7 +257,11 @@ def validate(paths, format:str|None=None,
         m = _FIELD.match(i['reason'])
         found.append(Finding('error', i['path'], i['line'], (m.group(1) or m.group(2)) if m else None, i['reason']))
     found += [Finding('warning', w['path'], w['line'], w['record_type'], w['reason']) for w in r.warnings]
-    return found + unmapped
+    out = found + unmapped
+    if getattr(r.scrub, 'seen', None):   # a later file gave a value away: the findings of the earlier files lose it
+        said = r.scrub.redact_known([[f.path, f.field, f.message] for f in out])
+        out = [Finding(f.level, path, f.line, field, msg) for f, (path, field, msg) in zip(out, said)]
+    return out
 
 # %% ../../nbs/28_recorder_convert.ipynb #4a64f4cd
 def _listed_outcomes(doc:dict, ids_keys:list, out:dict, src:str):

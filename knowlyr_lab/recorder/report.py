@@ -23,7 +23,7 @@ if TYPE_CHECKING:   # pandas loads when a table is asked for: a CLI starts witho
     import pandas as pd
 
 # %% auto #0
-__all__ = ['HELD_BYTES', 'ConversionReport']
+__all__ = ['HELD_BYTES', 'REPORT_ROWS', 'ConversionReport']
 
 # %% ../../nbs/20aa_recorder_report.ipynb #be8f4db3
 class ConversionReport:
@@ -272,6 +272,19 @@ def summary(self:ConversionReport)->pd.DataFrame:
 def trajectory(self:ConversionReport, traj:Trajectory):
     "Count a trajectory `convert` yielded (the one place trajectories are counted, whatever the format)"
     self.n_trajectories += 1
+
+# %% ../../nbs/20aa_recorder_report.ipynb #c1d2e3a2
+REPORT_ROWS = ('counts', 'parts', 'failed')   # the report's tables keyed by names read from the data
+
+@patch
+def rename_rows(self:ConversionReport, rename:Callable[[list], list]):
+    "Each table of `REPORT_ROWS` with its names through `rename`, rows that meet under one name added up"
+    for k in REPORT_ROWS:
+        if not (d := getattr(self, k)) or (new := rename(names := list(d))) == names: continue
+        rows = list(zip(new, d.values())); d.clear()
+        for n, v in rows:
+            d[n] = v if n not in d else {c: d[n][c] + v[c] for c in v} if isinstance(v, dict) else d[n] + v
+
 
 # %% ../../nbs/20aa_recorder_report.ipynb #9e5b3a11
 @patch

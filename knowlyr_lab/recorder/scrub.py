@@ -332,4 +332,4 @@ def redact_late(t:Trajectory, values:dict, report,
 def learned(self:CountingScrub, since:dict): # the length of each `REPORT_TEXTS` list when the file began
     "The values given away since the last trajectory moved to `seen`; all redacted from what was said since `since`"
     if self.values: self.seen.update(self.values); self.values.clear()
-    if self.seen: redact_said(self.report, self.seen, since)     # once per file: each text asked once for all values
+    if self.seen: redact_said(self.report, self.seen, since); self.report.rename_rows(lambda n: self.redact_known(n))
