@@ -63,15 +63,16 @@ def hits(self:Redactor, raw:bytes|str)->tuple[int, ...]:
     if last is not None and last[0] is raw: return last[1]
     key = raw
     if isinstance(raw, str): raw = raw.encode('utf-8', 'surrogatepass')
-    # the rules run on decoded strings (`ls\\ncurl -u ...` is `ls`, a line break, `curl`)
-    raw = prefilter_text(raw)
+    # the rules run on decoded strings (`ls\\ncurl -u ...` is `ls`, a line break, `curl`), and on a string as
+    # written where that finds nothing (`redact_text`: a password holding `\\n`): both are asked
+    texts = (t, raw) if (t := prefilter_text(raw)) is not raw else (raw,)
     if self._db is None:
-        low = raw.lower()
+        low = b'\n'.join(texts).lower()
         out = tuple(i for i, p in enumerate(self.patterns)
                     if not p.needles or any(n.encode() in low for n in p.needles))
     else:
         found = []
-        self._db.scan(raw, match_event_handler=on_hit, context=found)   # SINGLEMATCH: each rule reported once
+        for t in texts: self._db.scan(t, match_event_handler=on_hit, context=found)   # SINGLEMATCH: once per text
         out = tuple(sorted(set(found).union(self._always))) if found else self._always
     self._last_hits = (key, out)                    # one tuple: safe across threads
     return out
@@ -133,10 +134,20 @@ def redact_text(self:Redactor, s:str, rules:tuple|None=None,
                 values:dict|None=None, # receives {secret value: kind} of what was replaced (to redact it elsewhere too)
                )->tuple[str, dict[str, int]]:
     "Redacted copy of `s` and the number of secrets replaced per kind (only `rules`, indices from `hits`, when given)"
-    counts, low = {}, None
+    counts = {}
     if len(s) < 8: return s, counts                      # too short to hold any secret the rules know
     if rules is None: rules = self.hits(s)
-    v = _readable(s)                                    # the rules read `v`; spans are the same in `s`
+    s = self._rules_on(s, rules, values, counts, _readable)   # `\n` read as a break (JSON inside JSON)...
+    # ...and as written, where that found nothing: a password may hold a backslash and an `n` itself
+    if '\\' in s and _ESCAPED_BREAK.search(s): s = self._rules_on(s, rules, values, counts, str)
+    return s, counts
+
+
+# %% ../../nbs/21_recorder_redact.ipynb #e5f6a7b4
+@patch
+def _rules_on(self:Redactor, s:str, rules, values, counts:dict, read)->str:
+    "`s` with what `rules` find in `read(s)` (a text as long as `s`, spans the same) replaced, counted in `counts`"
+    low, v = None, read(s)
     for i in rules:
         p = self.patterns[i]
         if p.needles:                                   # the record hit; does this string? (a substring test per rule)
@@ -157,9 +168,10 @@ def redact_text(self:Redactor, s:str, rules:tuple|None=None,
             out.append(s[pos:a]); out.append(f'[REDACTED:{p.name}]'); pos = b; at[0] = max(at[0], b); n += 1
         if n:
             out.append(s[pos:]); s = ''.join(out)
-            v = _readable(s)
+            v = read(s)
             counts[p.name] = counts.get(p.name, 0) + n
-    return s, counts
+    return s
+
 
 # %% ../../nbs/21_recorder_redact.ipynb #d43e3770
 def _key_rule(self, rules):

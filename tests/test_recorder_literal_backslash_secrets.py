@@ -1,0 +1,33 @@
+"""A secret that holds a backslash and an `n`, `t` or `r` as written (`Zq9x\\nTr7Wk2Lm`, a password) is redacted.
+
+The rules read `\\n` in a string as a line break (JSON inside JSON: `ls\\ncurl -u ...`), so a value holding those two
+characters ended at them, was too short for its rule, and was written out whole: in a decoded string, and in a
+quarantined line's raw text (whose `\\\\n` the prefilter also read as a break). Now the rules also read a string as
+written where the first reading found nothing, and the prefilter asks both texts. A value the first reading found
+keeps what follows an escaped break (`DB_PASSWORD=...\\npsql` keeps `psql`)."""
+import json
+
+import pytest
+
+from knowlyr_lab.recorder.convert import convert
+from knowlyr_lab.recorder.redact import default_redactor
+from knowlyr_lab.recorder.report import ConversionReport
+
+PW = 'Zq9x\\nTr7Wk2Lm'      # as written: a backslash and an n inside the password
+
+@pytest.mark.parametrize('text', [f"db_password: '{PW}' please", f'DB_PASSWORD={PW}', f"password='{PW.replace('n', 't', 1)}'",
+                                  f'export API_KEY={PW}', f'{{"command": "export API_KEY={PW}"}}'])
+def test_a_value_holding_an_escaped_break_as_written_is_redacted(text):
+    out, counts = default_redactor().redact_text(text)
+    assert 'Tr7Wk2Lm' not in out and 'Zq9x' not in out and counts, out        # main: unchanged, {}
+
+def test_a_value_the_first_reading_found_keeps_what_follows_the_break():
+    out, _ = default_redactor().redact_text("export DB_PASSWORD=abcdefgh12\\npsql -c 'select 1'")
+    assert out == "export DB_PASSWORD=[REDACTED:secret_assignment]\\npsql -c 'select 1'", out
+
+def test_a_quarantined_raw_line_loses_such_a_value(tmp_path):
+    line = json.dumps({'messages': [{'role': 'user', 'content': f"db_password: '{PW}' please"}]})
+    (tmp_path/'cut.jsonl').write_text(line[:-3] + '\n')                       # cut off: quarantined with its raw text
+    with ConversionReport(quarantine=tmp_path/'q.jsonl') as r: list(convert(tmp_path/'cut.jsonl', format='openai-chat', report=r))
+    q = (tmp_path/'q.jsonl').read_text()
+    assert 'Tr7Wk2Lm' not in q and '[REDACTED:secret_assignment]' in q, q     # main: the whole password
