@@ -4,7 +4,7 @@ Until 2026-12-02 `convert` held a file's trajectories and quarantine lines to th
 `a.jsonl` and assigned (`API_KEY=...`) in `b.jsonl` stayed in `a.jsonl`'s trajectory, and `c.jsonl`, read after, kept it
 too (the values learned were forgotten at each file). The hub pipeline converts each file as its own resumable unit,
 with the same leak. Checked through the API, the CLI's output and quarantine files, a `strict` run that stops at a
-later file, the pipeline's units, merged trajectories, exports and quarantine, and the names of the report's rows
+later file, the pipeline's units, merged trajectories, exports and quarantine (also of a run resumed after a stop), and the names of the report's rows
 (a record type read from a role: `message:id-<key>`) in the CLI's summary and in `validate`'s findings."""
 import json
 import subprocess
@@ -71,6 +71,25 @@ def test_the_pipeline_redacts_a_value_a_later_file_gives_away_from_every_unit(ru
     assert any(b'id-[REDACTED' in p.read_bytes() for p in (out/'quarantine').glob('*.jsonl'))
     again = Pipeline(PipelineConfig(str(out), export_formats=['sft', 'grpo'])).run_batch(run, format='openai-chat')
     assert again['trajectories'] == 3                # resumed: nothing to redo
+
+def test_a_resumed_run_knows_the_values_of_units_an_earlier_run_committed(tmp_path, monkeypatch):
+    import knowlyr_lab.hub.pipeline as hp
+    d, out = tmp_path/'logs', tmp_path/'pipe'; d.mkdir()
+    (d/'b.jsonl').write_text(chat(f'export API_KEY={TOK}', 'ok'))                               # gives it away
+    (d/'c.jsonl').write_text(chat('and the footer?', f'also {TOK}'))                            # bare, read after
+    (d/'c2.jsonl').write_text(json.dumps({'messages': [{'role': 'user', 'content': f'id-{TOK}'}]})[:-1] + '\n')  # cut off
+    real = hp.convert_log_file
+    def killed_at_c(convert, report, f, *a):
+        if f.endswith('c.jsonl'): raise KeyboardInterrupt     # the run stops once b.jsonl's unit is committed
+        return real(convert, report, f, *a)
+    monkeypatch.setattr(hp, 'convert_log_file', killed_at_c)
+    cfg = PipelineConfig(str(out), export_formats=['sft'])
+    with pytest.raises(KeyboardInterrupt): Pipeline(cfg).run_batch(d, format='openai-chat')
+    monkeypatch.setattr(hp, 'convert_log_file', real)
+    res = Pipeline(cfg).run_batch(d, format='openai-chat')                                   # resumed
+    assert res['trajectories'] == 2 and res['quarantined'] == 1, res
+    leaked = sorted(str(p.relative_to(out)) for p in out.rglob('*') if p.is_file() and TOK.encode() in p.read_bytes())
+    assert leaked == [], leaked                      # 975df4bd: c.jsonl's unit and scores, the merge, store and export, c2's quarantine
 
 @pytest.mark.parametrize('order', ['role first', 'key first'])
 def test_row_names_and_findings_lose_a_value_given_away_in_another_file(tmp_path, order):

@@ -2,9 +2,9 @@
 
 The rules read `\\n` in a string as a line break (JSON inside JSON: `ls\\ncurl -u ...`), so a value holding those two
 characters ended at them, was too short for its rule, and was written out whole: in a decoded string, and in a
-quarantined line's raw text (whose `\\\\n` the prefilter also read as a break). Now the rules also read a string as
-written where the first reading found nothing, and the prefilter asks both texts. A value the first reading found
-keeps what follows an escaped break (`DB_PASSWORD=...\\npsql` keeps `psql`)."""
+quarantined line's raw text (whose `\\\\n` the prefilter also read as a break), or was cut at them with its tail
+written out (`curl -u admin:Zq9x\\nTr7Wk2Lm`). In a JSON document `\\n` is a break (a backslash is written `\\\\`);
+in other text either reading may be meant, so what either finds goes, the reading as written first."""
 import json
 
 import pytest
@@ -21,9 +21,26 @@ def test_a_value_holding_an_escaped_break_as_written_is_redacted(text):
     out, counts = default_redactor().redact_text(text)
     assert 'Tr7Wk2Lm' not in out and 'Zq9x' not in out and counts, out        # main: unchanged, {}
 
-def test_a_value_the_first_reading_found_keeps_what_follows_the_break():
+def test_the_tail_after_an_escaped_break_goes_with_the_head():
+    out, _ = default_redactor().redact_text(f'curl -u admin:{PW} https://ci.example.org')
+    assert out == 'curl -u admin:[REDACTED:curl_user_password] https://ci.example.org', out   # 975df4bd: kept Tr7Wk2Lm
+
+def test_outside_json_the_word_after_the_break_goes_too():
     out, _ = default_redactor().redact_text("export DB_PASSWORD=abcdefgh12\\npsql -c 'select 1'")
-    assert out == "export DB_PASSWORD=[REDACTED:secret_assignment]\\npsql -c 'select 1'", out
+    assert out == "export DB_PASSWORD=[REDACTED:secret_assignment] -c 'select 1'", out
+
+def test_in_a_json_document_an_escaped_break_is_a_break():
+    doc = json.dumps({'command': "export DB_PASSWORD=abcdefgh12\npsql -c 'select 1'"})
+    out, _ = default_redactor().redact_text(doc)
+    assert json.loads(out) == {'command': "export DB_PASSWORD=[REDACTED:secret_assignment]\npsql -c 'select 1'"}, out
+    lit = json.dumps({'command': f'export DB_PASSWORD={PW}'})               # a backslash in it: `\\\\n` in the document
+    out, _ = default_redactor().redact_text(lit)
+    assert 'Tr7Wk2Lm' not in out and 'Zq9x' not in out, out
+
+def test_both_readings_of_a_value_are_remembered_for_elsewhere():
+    seen = {}
+    default_redactor().redact_text(f'curl -u admin:{PW} https://ci.example.org', values=seen)
+    assert {'Zq9x', PW} <= set(seen) or PW in seen, seen
 
 def test_a_quarantined_raw_line_loses_such_a_value(tmp_path):
     line = json.dumps({'messages': [{'role': 'user', 'content': f"db_password: '{PW}' please"}]})

@@ -24,7 +24,7 @@ from ..agents import agent_from_spec
 from .export import DatasetExporter
 from .export_filter import merged_note
 from .pipeline_config import PipelineConfig, PipelineError, config_diff, with_added_fields
-from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, json_or_none, log_format_known, redact_late_units, stale_temps, temp_dir
+from .pipeline_files import atomic_write, committed_count, convert_fns, convert_log_file, json_or_none, learn_logs, log_format_known, redact_late_units, stale_temps, temp_dir, unit_key
 from .store import TrajectoryStore
 from ..private_files import open_private
 from ..registry import make
@@ -298,10 +298,8 @@ def _log_files(self:Pipeline, log_dir, format, iter_log_files)->list[str]:
 @patch
 def _convert_unit(self:Pipeline, f:str, fmt, convert, ConversionReport,
                   seen=None, marks:dict|None=None)->str: # the batch's values (grown here); {unit key: how many it lost}
-    "Convert log file `f` unless committed; its unit key"
-    n, st = self.name_of(f), Path(f).stat()  # a file changed since its conversion is a new unit
-    key = 'f-' + hashlib.sha256(f"{n}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    cp = self.work / 'convert' / f"{key}.jsonl"
+    "Convert log file `f` unless committed; its unit key (`unit_key`)"
+    cp = self.work / 'convert' / f"{(key := unit_key(f, n := self.name_of(f)))}.jsonl"
     if not cp.exists():
         (q := self.out / 'quarantine' / f"{key}.jsonl").unlink(missing_ok=True)
         trajs = convert_log_file(convert, ConversionReport, f, fmt, q, n, seen)
@@ -317,6 +315,8 @@ def _run_batch(self:Pipeline, log_dir, format):
     files, fmt = self._log_files(log_dir, format, iter_log_files), format or self.config.log_format
     self._check_config('logs', log_format=fmt)  # saved only once the inputs are known to work
     seen, marks, qd = KnownValues(), {}, self.out / 'quarantine'   # the values the files give away (in memory only)
+    done = [f for f in files if (self.work / 'convert' / f"{unit_key(f, self.name_of(f))}.jsonl").exists()]
+    if len(done) < len(files): learn_logs(convert, ConversionReport, done, fmt, seen)   # a rerun's new units need them
     keys = [self._convert_unit(f, fmt, convert, ConversionReport, seen, marks) for f in files]
     redact_late_units(self.work, qd, keys, seen, marks)   # a later file's values leave the earlier units
     for k in keys: self._reward_unit(k, list(read_trajectories(self.work / 'convert' / f"{k}.jsonl")))

@@ -7,9 +7,11 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_pipeline_files.html.md"""
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #e2674c96
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -23,7 +25,7 @@ from ..trajectory_io import read_trajectories, write_trajectories
 # %% auto #0
 __all__ = ['TMP_PREFIX', 'temp_path', 'atomic_write', 'temp_dir', 'json_or_none', 'stale_temps', 'committed_count', 'convert_fns',
            'log_format_known', 'rename_in', 'rename_file', 'renamed_folder', 'rename_log', 'convert_log_file',
-           'redact_late_unit', 'redact_late_units']
+           'unit_key', 'redact_late_unit', 'redact_late_units', 'learn_logs']
 
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #8b7ef279
 TMP_PREFIX = '.tmp-'
@@ -134,6 +136,12 @@ def convert_log_file(convert, ConversionReport, f:str, fmt, q:Path,
     if name not in (None, f): rename_log(trajs, q, f, name)
     return trajs
 
+# %% ../../nbs/43b_hub_pipeline_files.ipynb #c41e7a04
+def unit_key(f:str, name:str)->str:
+    "The pipeline's unit key of log file `f` that goes by `name`: a file changed since its conversion is a new unit"
+    st = Path(f).stat()
+    return 'f-' + hashlib.sha256(f"{name}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+
 # %% ../../nbs/43b_hub_pipeline_files.ipynb #b8e41c08
 def redact_late_unit(cp:Path, rp:Path, q:Path, # a unit's trajectories (JSONL), scores (JSON), quarantine lines
                      seen, start:int=0):       # the batch's values (`KnownValues`); those before `start` were redacted
@@ -162,3 +170,9 @@ def redact_late_units(work:Path, quarantine:Path, keys:list, seen, marks:dict): 
             redact_late_unit(work / 'convert' / f"{k}.jsonl", work / 'reward' / f"{k}.json", quarantine / f"{k}.jsonl",
                              seen, start)
 
+
+# %% ../../nbs/43b_hub_pipeline_files.ipynb #c41e7a02
+def learn_logs(convert, ConversionReport, files:list, fmt, seen):
+    "Grow `seen` (a `KnownValues`) with the values the log `files` give away, keeping nothing else of them"
+    with tempfile.TemporaryDirectory(prefix='knowlyr-learn-') as d:
+        for f in files: convert_log_file(convert, ConversionReport, f, fmt, Path(d) / 'q.jsonl', None, seen)

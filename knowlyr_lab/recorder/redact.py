@@ -11,6 +11,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
+import orjson
 from fastcore.basics import patch
 
 from .placeholders import is_secret_key, secret_value_ok
@@ -116,12 +117,18 @@ def _matches(rx, s:str, at:list):
 
 # %% ../../nbs/21_recorder_redact.ipynb #f2b8fb3f
 _ESCAPED_BREAK = re.compile(r'\\([ntr])')
-_BREAK = {'n': '\n', 't': '\t', 'r': '\r'}
+_ESCAPE = re.compile(r'\\(\\|[ntr])')             # an escaped backslash is skipped whole: `\\n` is a backslash and an n
+_BREAK = {'n': '\n', 't': '\t', 'r': '\r', '\\': '\\'}
 
 # %% ../../nbs/21_recorder_redact.ipynb #fa2b4178
 def _readable(s:str)->str:
     "`s` as the rules read it: each escaped line break (`\\n`, JSON inside JSON) a real one after its backslash"
-    return _ESCAPED_BREAK.sub(lambda m: '\\' + _BREAK[m[1]], s) if '\\' in s else s
+    return _ESCAPE.sub(lambda m: '\\' + _BREAK[m[1]], s) if '\\' in s else s
+
+def _json_text(s:str)->bool:
+    "Whether `s` is a JSON document (object, array or string), whose escapes mean what JSON says they mean"
+    try: return s.lstrip()[:1] in ('{', '[', '"') and orjson.loads(s) is not None
+    except orjson.JSONDecodeError: return False
 
 # %% ../../nbs/21_recorder_redact.ipynb #95ec7456
 def _found(values:dict, value:str, kind:str):
@@ -137,11 +144,15 @@ def redact_text(self:Redactor, s:str, rules:tuple|None=None,
     counts = {}
     if len(s) < 8: return s, counts                      # too short to hold any secret the rules know
     if rules is None: rules = self.hits(s)
-    s = self._rules_on(s, rules, values, counts, _readable)   # `\n` read as a break (JSON inside JSON)...
-    # ...and as written, where that found nothing: a password may hold a backslash and an `n` itself
-    if '\\' in s and _ESCAPED_BREAK.search(s): s = self._rules_on(s, rules, values, counts, str)
-    return s, counts
-
+    if '\\' not in s or not _ESCAPED_BREAK.search(s): return self._rules_on(s, rules, values, counts, str), counts
+    if _json_text(s):    # `\n` is a break (JSON inside JSON); as written only where that found nothing (`API_KEY=Zq9x\nT...`)
+        s = self._rules_on(s, rules, values, counts, _readable)
+        return (s if counts else self._rules_on(s, rules, values, counts, str)), counts
+    # text, not JSON, with `\n` in it: a break (`echo -e`, a repr) or two characters of a password? Both readings'
+    # secrets go, the longer (as written) first; what the break reading finds is remembered too (it may stand alone)
+    if values is not None: self._rules_on(s, rules, values, {}, _readable)
+    s = self._rules_on(s, rules, values, counts, str)
+    return self._rules_on(s, rules, values, counts, _readable), counts
 
 # %% ../../nbs/21_recorder_redact.ipynb #e5f6a7b4
 @patch
