@@ -68,8 +68,8 @@ def reason(self:ExportFilter, t:Trajectory)->str|None:
 # %% ../../nbs/41c_hub_export_filter.ipynb #36645732
 def nonfinite_reward(t:Trajectory)->tuple[str, str]|None:
     "(field, reason) of the first step reward of `t` that is not a finite number, or None"
-    for i, s in enumerate(t.steps):
-        if s.reward is not None and not math.isfinite(s.reward): return f"steps.{i}.reward", f"{s.reward} is not a finite number"
+    for i, s in enumerate(t.steps):          # `r - r` is 0 for a finite number, NaN for an infinite one or NaN
+        if (r := s.reward) is not None and r - r != 0: return f"steps.{i}.reward", f"{r} is not a finite number"
     return None
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #2523a81f
