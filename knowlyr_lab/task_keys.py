@@ -12,8 +12,8 @@ import json
 import unicodedata
 
 from .task_fields import is_missing, task_field, task_id
-from .trajectory import Task, Trajectory
-from .trajectory_fast import _Task
+from .trajectory import Trajectory
+from .trajectory_fast import TASK_TYPES
 
 # %% auto #0
 __all__ = ['TASK_TEXT_FIELDS', 'TASK_CONTENT_FIELDS', 'task_of', 'shows', 'task_key', 'task_content', 'task_metadata',
@@ -87,7 +87,7 @@ def _digest(seen, content:dict)->str:
 def task_key(task)->str:
     "What identifies a task's content: its fingerprint; else (no env) a hash of its first text and content; else its id"
     task = task_of(task)
-    if type(task) is Task or type(task) is _Task:         # the schema's own: typed fields, no metadata to look in
+    if type(task) in TASK_TYPES:                         # the schema's own: typed fields, no metadata to look in
         if task.fingerprint: return task.fingerprint
         if task.env_id: return task.id
     elif isinstance(task, str): return task

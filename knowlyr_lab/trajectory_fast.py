@@ -11,10 +11,10 @@ from typing import Annotated, Any
 
 import msgspec
 
-from .trajectory import SCHEMA_VERSION
+from .trajectory import SCHEMA_VERSION, Task
 
 # %% auto #0
-__all__ = ['decode_fast']
+__all__ = ['TASK_TYPES', 'decode_fast']
 
 # %% ../nbs/03a_trajectory_fast.ipynb #1fb02042
 # decoded JSON holds no cycles: the collector need not track it
@@ -65,6 +65,8 @@ class _Task(msgspec.Struct, **_STRICT):
     initial_observation: str|None = None
     fingerprint: str|None = None
     metadata: dict[str, Any] = {}
+
+TASK_TYPES = (Task, _Task)   # the schema's task and its mirror here: what a task of a trajectory read from a file is
 
 # %% ../nbs/03a_trajectory_fast.ipynb #253b7964
 class _AgentInfo(msgspec.Struct, **_STRICT):

@@ -37,6 +37,14 @@ def test_in_a_json_document_an_escaped_break_is_a_break():
     out, _ = default_redactor().redact_text(lit)
     assert 'Tr7Wk2Lm' not in out and 'Zq9x' not in out, out
 
+def test_in_json_a_backslash_before_an_n_is_read_both_ways():
+    lit = json.dumps({'command': 'export DB_PASSWORD=abcdefgh12\\nTr7Wk2Lm'})    # a backslash and an n in the password
+    seen = {}; out, _ = default_redactor().redact_text(lit, values=seen)
+    assert 'Tr7Wk2Lm' not in out and 'abcdefgh12' in seen, (out, seen)        # 975df4bd: kept Tr7Wk2Lm
+    deeper = json.dumps({'arguments': json.dumps({'command': 'export DB_PASSWORD=abcdefgh12\npsql -c x'})})
+    seen = {}; out, _ = default_redactor().redact_text(deeper, values=seen)   # a break one level down
+    assert 'abcdefgh12' not in out and 'abcdefgh12' in seen, (out, seen)      # e0530ee: only abcdefgh12\\npsql known
+
 def test_both_readings_of_a_value_are_remembered_for_elsewhere():
     seen = {}
     default_redactor().redact_text(f'curl -u admin:{PW} https://ci.example.org', values=seen)

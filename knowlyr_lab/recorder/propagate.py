@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
+import orjson
+
 from ..errors import CUT
 from .placeholders import is_placeholder
 
 # %% auto #0
 __all__ = ['MIN_PROPAGATED', 'JSON_DEPTH', 'LONE_SURROGATE', 'propagatable', 'redact_seams', 'json_unescaped', 'json_readings',
-           'literal_part', 'escapes_alnum', 'redact_values']
+           'json_document', 'literal_part', 'escapes_alnum', 'redact_values']
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #2c332804
 MIN_PROPAGATED = 6      # shorter redacted values are not searched for elsewhere (too many innocent matches)
@@ -99,6 +101,12 @@ def json_readings(s:str)->list[str]:
     out = [s]
     while len(out) <= JSON_DEPTH and '\\' in out[-1] and (r := json_unescaped(out[-1])) != out[-1]: out.append(r)
     return out
+
+# %% ../../nbs/20e_recorder_propagate.ipynb #c41e7a07
+def json_document(s:str)->bool:
+    "Whether `s` is a JSON document (object, array or string), whose escapes mean what JSON says they mean"
+    try: return s.lstrip()[:1] in ('{', '[', '"') and orjson.loads(s) is not None
+    except orjson.JSONDecodeError: return False
 
 # %% ../../nbs/20e_recorder_propagate.ipynb #12c31736
 def _marks(w:str)->tuple[list, list]:

@@ -11,12 +11,11 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
-import orjson
 from fastcore.basics import patch
 
 from .placeholders import is_secret_key, secret_value_ok
 from .prefilter import hs, hs_database, on_hit, prefilter_text
-from .propagate import json_readings, redact_values
+from .propagate import json_document, json_readings, redact_values
 from .secret_pattern import AnchoredRegex, SecretPattern
 from .secret_rules import CONTEXT_KINDS, PROJECT_RULES, detect_secrets_rules
 from ..trajectory import Trajectory
@@ -116,7 +115,7 @@ def _matches(rx, s:str, at:list):
         if k >= at[0] and (m := match(s, k)) is not None: yield m
 
 # %% ../../nbs/21_recorder_redact.ipynb #f2b8fb3f
-_ESCAPED_BREAK = re.compile(r'\\([ntr])')
+_ESCAPED_BREAK, _DEEPER_BREAK = re.compile(r'\\([ntr])'), re.compile(r'\\\\[ntr]')   # `\n`; `\\n`: a break a level down?
 _ESCAPE = re.compile(r'\\(\\|[ntr])')             # an escaped backslash is skipped whole: `\\n` is a backslash and an n
 _BREAK = {'n': '\n', 't': '\t', 'r': '\r', '\\': '\\'}
 
@@ -125,10 +124,9 @@ def _readable(s:str)->str:
     "`s` as the rules read it: each escaped line break (`\\n`, JSON inside JSON) a real one after its backslash"
     return _ESCAPE.sub(lambda m: '\\' + _BREAK[m[1]], s) if '\\' in s else s
 
-def _json_text(s:str)->bool:
-    "Whether `s` is a JSON document (object, array or string), whose escapes mean what JSON says they mean"
-    try: return s.lstrip()[:1] in ('{', '[', '"') and orjson.loads(s) is not None
-    except orjson.JSONDecodeError: return False
+def _loose(s:str)->str:
+    "`s` with every backslash before an n, t or r read as a break's: `\\\\n` too (a break in JSON inside JSON inside JSON)"
+    return _ESCAPED_BREAK.sub(lambda m: '\\' + _BREAK[m[1]], s)
 
 # %% ../../nbs/21_recorder_redact.ipynb #95ec7456
 def _found(values:dict, value:str, kind:str):
@@ -145,14 +143,15 @@ def redact_text(self:Redactor, s:str, rules:tuple|None=None,
     if len(s) < 8: return s, counts                      # too short to hold any secret the rules know
     if rules is None: rules = self.hits(s)
     if '\\' not in s or not _ESCAPED_BREAK.search(s): return self._rules_on(s, rules, values, counts, str), counts
-    if _json_text(s):    # `\n` is a break (JSON inside JSON); as written only where that found nothing (`API_KEY=Zq9x\nT...`)
-        s = self._rules_on(s, rules, values, counts, _readable)
-        return (s if counts else self._rules_on(s, rules, values, counts, str)), counts
-    # text, not JSON, with `\n` in it: a break (`echo -e`, a repr) or two characters of a password? Both readings'
-    # secrets go, the longer (as written) first; what the break reading finds is remembered too (it may stand alone)
-    if values is not None: self._rules_on(s, rules, values, {}, _readable)
-    s = self._rules_on(s, rules, values, counts, str)
-    return self._rules_on(s, rules, values, counts, _readable), counts
+    # JSON: `\n` is a break, `\\n` a backslash and an n or a break a level down; text: `\n` may be either. What any
+    # reading finds goes, the longest first; what a shorter one finds is remembered too (the value may stand alone)
+    doc, reads = json_document(s), ((_readable, _loose) if _DEEPER_BREAK.search(s) else (_readable,))
+    if values is not None and (len(reads) > 1 or not doc):
+        for read in reads: self._rules_on(s, rules, values, {}, read)
+    if not doc: s = self._rules_on(s, rules, values, counts, str)
+    for read in reads: s = self._rules_on(s, rules, values, counts, read)
+    # in JSON, as written only where no reading found anything (`"API_KEY=Zq9x\nTr7Wk2Lm"`: no key is 4 characters)
+    return (s if counts or not doc else self._rules_on(s, rules, values, counts, str)), counts
 
 # %% ../../nbs/21_recorder_redact.ipynb #e5f6a7b4
 @patch
