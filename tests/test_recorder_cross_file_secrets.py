@@ -4,8 +4,9 @@ Until 2026-12-02 `convert` held a file's trajectories and quarantine lines to th
 `a.jsonl` and assigned (`API_KEY=...`) in `b.jsonl` stayed in `a.jsonl`'s trajectory, and `c.jsonl`, read after, kept it
 too (the values learned were forgotten at each file). The hub pipeline converts each file as its own resumable unit,
 with the same leak. Checked through the API, the CLI's output and quarantine files, a `strict` run that stops at a
-later file, the pipeline's units, merged trajectories, exports and quarantine (also of a run resumed after a stop), and the names of the report's rows
-(a record type read from a role: `message:id-<key>`) in the CLI's summary and in `validate`'s findings."""
+later file, the pipeline's units, merged trajectories, exports and quarantine (also of a run resumed after a stop),
+and the names of the report's rows (a record type read from a role: `message:id-<key>`) in the CLI's summary and in
+`validate`'s findings."""
 import json
 import subprocess
 import sys

@@ -3,8 +3,9 @@
 The rules read `\\n` in a string as a line break (JSON inside JSON: `ls\\ncurl -u ...`), so a value holding those two
 characters ended at them, was too short for its rule, and was written out whole: in a decoded string, and in a
 quarantined line's raw text (whose `\\\\n` the prefilter also read as a break), or was cut at them with its tail
-written out (`curl -u admin:Zq9x\\nTr7Wk2Lm`). In a JSON document `\\n` is a break (a backslash is written `\\\\`);
-in other text either reading may be meant, so what either finds goes, the reading as written first."""
+written out (`curl -u admin:Zq9x\\nTr7Wk2Lm`). In a JSON document `\\n` is a break, while `\\\\n` may be a backslash and
+an n or a break one level down; in other text `\\n` may be either. What any reading finds goes, the longest first, and
+what each finds is remembered for the rest of the run."""
 import json
 
 import pytest
@@ -48,7 +49,7 @@ def test_in_json_a_backslash_before_an_n_is_read_both_ways():
 def test_both_readings_of_a_value_are_remembered_for_elsewhere():
     seen = {}
     default_redactor().redact_text(f'curl -u admin:{PW} https://ci.example.org', values=seen)
-    assert {'Zq9x', PW} <= set(seen) or PW in seen, seen
+    assert {'Zq9x', PW} <= set(seen), seen                 # 975df4bd: only Zq9x
 
 def test_a_quarantined_raw_line_loses_such_a_value(tmp_path):
     line = json.dumps({'messages': [{'role': 'user', 'content': f"db_password: '{PW}' please"}]})

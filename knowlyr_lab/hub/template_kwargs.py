@@ -123,7 +123,7 @@ def _writes(v:int)->bool:
 def writable_kwargs(kw:dict|None, # a trajectory's chat template variables (None: none)
                     where:str='trajectory')->dict|None:
     "`kw`, or an `ExportError` naming `where` and its first integer past 64 bits, which no JSON row holds"
-    big = kw and next(((p, v) for p, v in _walk(kw) if _json_kind(v) == 'integer' and not _writes(v)), None)  # none: none
+    big = kw and next(((p, v) for p, v in _walk(kw) if _json_kind(v) == 'integer' and not _writes(v)), None)  # none: nothing to walk
     if big: raise ExportError(f"{where}: field '{_field(big[0])}': the integer {reprlib.repr(big[1])} is past 64 bits, "
                              "which JSON rows are written and read with (orjson, datasets); serve it as a string")
     return kw

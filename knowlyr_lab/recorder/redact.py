@@ -121,7 +121,7 @@ _BREAK = {'n': '\n', 't': '\t', 'r': '\r', '\\': '\\'}
 
 # %% ../../nbs/21_recorder_redact.ipynb #fa2b4178
 def _readable(s:str)->str:
-    "`s` as the rules read it: each escaped line break (`\\n`, JSON inside JSON) a real one after its backslash"
+    "`s` as the rules read it: each escaped line break (`\\n`, JSON inside JSON) a real one after its backslash (`\\\\n`: none)"
     return _ESCAPE.sub(lambda m: '\\' + _BREAK[m[1]], s) if '\\' in s else s
 
 def _loose(s:str)->str:
@@ -146,8 +146,8 @@ def redact_text(self:Redactor, s:str, rules:tuple|None=None,
     # JSON: `\n` is a break, `\\n` a backslash and an n or a break a level down; text: `\n` may be either. What any
     # reading finds goes, the longest first; what a shorter one finds is remembered too (the value may stand alone)
     doc, reads = json_document(s), ((_readable, _loose) if _DEEPER_BREAK.search(s) else (_readable,))
-    if values is not None and (len(reads) > 1 or not doc):
-        for read in reads: self._rules_on(s, rules, values, {}, read)
+    if values is not None:                   # (in JSON the first reading below runs on `s` itself: no need here)
+        for read in reads[doc:]: self._rules_on(s, rules, values, {}, read)
     if not doc: s = self._rules_on(s, rules, values, counts, str)
     for read in reads: s = self._rules_on(s, rules, values, counts, read)
     # in JSON, as written only where no reading found anything (`"API_KEY=Zq9x\nTr7Wk2Lm"`: no key is 4 characters)
