@@ -10,6 +10,8 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import sys
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
@@ -25,8 +27,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # %% auto #0
-__all__ = ['TrajectoryError', 'parse_trajectory', 'quarantine_line', 'read_trajectories', 'write_trajectories', 'to_dataframe',
-           'from_dataframe']
+__all__ = ['TrajectoryError', 'parse_trajectory', 'quarantine_line', 'read_trajectories', 'unreadable', 'write_trajectories',
+           'to_dataframe', 'from_dataframe']
 
 # %% ../nbs/03b_trajectory_io.ipynb #d97d00d6
 class TrajectoryError(KnowlyrError, ValueError):
@@ -143,6 +145,14 @@ def _byte_lines(f)->Iterator[tuple[int, bytes|str]]:
         for part in io.StringIO(raw.decode('utf-8'), newline=None):
             i += 1
             if not part.isspace(): yield i, part
+
+# %% ../nbs/03b_trajectory_io.ipynb #a4d2e8b1
+_UNREADABLE = (EOFError, zlib.error, OSError, UnicodeDecodeError)
+
+def unreadable()->tuple:
+    "The errors of a file that breaks off, is not text, or is not Parquet, for an `except` clause"
+    pa = sys.modules.get('pyarrow')      # not loaded: no Parquet file was read, so no pyarrow error can arise
+    return _UNREADABLE if pa is None else (*_UNREADABLE, pa.ArrowException)
 
 # %% ../nbs/03b_trajectory_io.ipynb #b8ca4739
 def _pq_schema():

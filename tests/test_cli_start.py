@@ -40,3 +40,17 @@ def test_small_convert_loads_no_numeric_or_server_stack(tmp_path):
     assert (tmp_path / 'out.jsonl').exists()
     assert sorted(got & {'numpy', 'pandas', 'pyarrow', 'torch', 'transformers', 'mcp', 'starlette', 'httpx',
                          'ray', 'scipy', 'yaml', 'asyncio'}) == []
+
+@pytest.mark.parametrize('fmt', ['sft', 'grpo', 'dpo'])
+def test_small_export_loads_no_numeric_stack(tmp_path, fmt):
+    "A JSONL export (SFT, GRPO, DPO rows) loads neither pyarrow nor pandas nor numpy: they are for Parquet, tables and checks"
+    from knowlyr_lab.trajectory import Observation, Outcome, Step, Task, ToolCall, Trajectory
+    from knowlyr_lab.trajectory_io import write_trajectories
+    trajs = [Trajectory(task=Task(id=f"t{i // 2}", instruction=f"Fix test {i // 2}.", domain='coding'),
+                        steps=[Step(index=0, action=ToolCall(tool='shell', params={'command': 'pytest'}),
+                                    observation=Observation(content='ok'), reward=0.2 + 0.5 * (i % 2))],
+                        outcome=Outcome(success=bool(i % 2), terminated=True)) for i in range(4)]
+    src = tmp_path / 'trajs.jsonl'; write_trajectories(trajs, src)
+    got = loaded_after('knowlyr_lab.cli.hub', 'export', '-t', str(src), '--format', fmt, '-o', str(tmp_path / 'out'))
+    assert sorted((tmp_path / 'out').glob('*.jsonl'))       # the export wrote its rows
+    assert sorted(got & {'numpy', 'pandas', 'pyarrow', 'scipy', 'datasets', 'torch'}) == []

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
-"""CLI start-up: wall seconds of every knowlyr-lab command's `--help` and of a whole `knowlyr-recorder convert` of a
-small log, for this checkout and (optionally) a base checkout, in fresh processes, interleaved run by run; the
-reference knowlyr-recorder 0.1.2's `--help` beside them (issue 41, item 1: "a CLI call starts in well under a second").
+"""CLI start-up: wall seconds of every knowlyr-lab command's `--help`, of a whole `knowlyr-recorder convert` of a
+small log and of a whole `knowlyr-hub export` of eight trajectories (GRPO and SFT rows), for this checkout and
+(optionally) a base checkout, in fresh processes, interleaved run by run; the reference knowlyr-recorder 0.1.2's
+`--help` beside them (issue 41, item 1: "a CLI call starts in well under a second").
 
 Each call is a new interpreter (`python -c "from knowlyr_lab.cli import main; main()" TOOL ARGS`, the umbrella
 command, which imports only the tool's module), with `PYTHONPATH` set to the checkout. Both checkouts are compiled to
@@ -22,10 +23,25 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ('recorder', 'reward', 'hub', 'mcp', 'trainer', 'probe', 'env-serve', 'real-model')
 LOG = ROOT / 'tests/fixtures/recorder/openhands/eval_pairs_output.jsonl'
 
+def _small_trajectories(p:Path)->Path:
+    "Eight one-step trajectories of four tasks, as JSONL: the input of the small exports"
+    sys.path.insert(0, str(ROOT))
+    from knowlyr_lab.trajectory import Observation, Outcome, Step, Task, ToolCall, Trajectory
+    from knowlyr_lab.trajectory_io import write_trajectories
+    write_trajectories([Trajectory(task=Task(id=f"t{i // 2}", instruction=f"Fix test {i // 2}.", domain='coding'),
+                                   steps=[Step(index=0, action=ToolCall(tool='shell', params={'command': 'pytest'}),
+                                               observation=Observation(content='ok'), reward=0.2 + 0.5 * (i % 2))],
+                                   outcome=Outcome(success=bool(i % 2), terminated=True)) for i in range(8)], p)
+    return p
+
 def _calls(out:Path)->dict:
     calls = {f'{t} --help': [t, '--help'] for t in TOOLS}
     calls[f'recorder convert ({LOG.stat().st_size} B log, redacting)'] = [
         'recorder', 'convert', str(LOG), '-o', str(out), '--no-progress']
+    small = _small_trajectories(out.with_name('cli_start_trajs.jsonl'))
+    for fmt in ('grpo', 'sft'):
+        calls[f'hub export --format {fmt} (8 trajectories)'] = ['hub', 'export', '-t', str(small), '--format', fmt,
+                                                              '-o', str(out.with_name(f'cli_start_{fmt}'))]
     return calls
 
 def _run(root:Path, argv:list)->float:

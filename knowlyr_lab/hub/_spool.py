@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Iterator
 
 import orjson
-import pyarrow as pa
 from fastcore.basics import patch
 
 from .arrow_json import changed_field
@@ -129,6 +128,7 @@ def same_tool_keys(rows:list[dict])->list[dict]:
 @patch
 def close(self:ParquetWriter):  # noqa: F811 (@patch: one per class)
     "Write each split's rows as `<split>.parquet`, every split with the tools of all (one struct for `datasets`)"
+    import pyarrow as pa
     import pyarrow.parquet as pq
     rows, i = same_tool_keys([r for rs in self.files.values() for r in rs]), 0
     for split, rs in self.files.items():

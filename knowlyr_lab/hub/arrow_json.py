@@ -14,10 +14,10 @@ import reprlib
 from pathlib import Path
 
 import orjson
-import pyarrow as pa
-from pandas.io.json import ujson_dumps, ujson_loads
 
 from .rows import ExportError
+
+# pyarrow and pandas' ujson load when a check needs them (below): an export of JSONL starts without them
 
 # %% auto #0
 __all__ = ['INT64_MIN', 'RENDERED', 'READ_BYTES', 'arrow_timestamp', 'past_int64', 'datasets_value', 'datasets_row',
@@ -73,6 +73,7 @@ def _at(v, path:list, fn): # a row (or part of it), the key path below it (0: ea
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #c54df208
 def _as_text(v)->str:
     "`v` as `datasets` stores a JSON-text field: a string ujson reads is kept as it is, any other value ujson-written"
+    from pandas.io.json import ujson_dumps, ujson_loads
     try: ujson_loads(v); return v
     except Exception: return ujson_dumps(v)
 
@@ -89,6 +90,7 @@ def _widened(v, paths:list): # a row or one of its values; its key paths (those 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #6fb8e261
 def datasets_value(v, paths:list): # a row or one of its values; the key paths below it read as JSON text (or floats)
     "`v` as `load_dataset('json')` of `datasets` 5.2 gives it back from a row it rewrites, reading `paths` as JSON text"
+    from pandas.io.json import ujson_dumps, ujson_loads
     text = [p for p in paths if p[-1:] != [float]]
     for p in text: v = _at(v, p, _as_text)
     v = orjson.loads(ujson_dumps(v))                                     # (pyarrow then parses the rewritten row)
@@ -101,6 +103,7 @@ def datasets_row(line:bytes,  # a JSONL row as written
                 )->dict:
     "The row `line` as `load_dataset('json')` of `datasets` 5.2 gives it back when it reads `paths` as JSON text"
     if all(p[-1:] == [float] for p in paths): return _widened(orjson.loads(line), paths)   # no JSON text: not rewritten
+    from pandas.io.json import ujson_loads
     return datasets_value(ujson_loads(line), paths)
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #b9eaf8c5
@@ -202,12 +205,14 @@ def check_rewritten(files:dict, # split -> its JSONL file (refused: every file r
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #6a9ccad6
 def arrow_type(values:list)->str|None:
     "The Arrow type pyarrow infers for a column's `values`: 'JSON text' where mixed scalars fail (None: no value)"
+    import pyarrow as pa
     try: return str(pa.array(values).type) if values else None
     except (pa.ArrowInvalid, pa.ArrowTypeError): return 'JSON text'
 
 # %% ../../nbs/41ab_hub_arrow_json.ipynb #d44ea696
 def _cast_as(values:list, first:list)->list|None:
     "`values` cast as `datasets` casts a split to the type of `first`, the split loaded first (None: it fails)"
+    import pyarrow as pa
     try:
         from datasets.features.features import generate_from_arrow_type as feature
         from datasets.table import cast_array_to_feature

@@ -27,14 +27,14 @@ from .template_kwargs import same_template_kwargs
 from ..reward.preferences import PreferenceReport, build_preferences
 from ..tasks import TaskSplitter, task_key
 from ..trajectory import Trajectory, first_user_turn, served_template_kwargs, trajectory_score
-from ..trajectory_io import TrajectoryError, parse_trajectory, quarantine_line, read_trajectories
+from ..trajectory_io import TrajectoryError, parse_trajectory, quarantine_line, read_trajectories, unreadable
 
 # %% auto #0
 __all__ = ['DatasetExporter']
 
 # %% ../../nbs/42_hub_export.ipynb #daa4d8f8
 # the input files, what an export writes, and the preference records a DPO export reads (and what it skips or refuses)
-from .export_filter import EXPORT_MANIFEST, UNREADABLE, drop_stale_exports, hf_saved_files, input_files, pref_record, pref_records, pref_skip, quarantine_file, quarantine_pref
+from .export_filter import EXPORT_MANIFEST, drop_stale_exports, hf_saved_files, input_files, pref_record, pref_records, pref_skip, quarantine_file, quarantine_pref
 from .rows import pair_template_kwargs
 
 # %% ../../nbs/42_hub_export.ipynb #01c441c3
@@ -85,7 +85,7 @@ def _source(self:DatasetExporter, errors:list, quarantine:Path, fast:bool=False)
         try:
             for t in recs:
                 n += 1; yield t
-        except UNREADABLE as e: quarantine_file(f, n, e, errors, quarantine)   # keep what was read
+        except unreadable() as e: quarantine_file(f, n, e, errors, quarantine)   # keep what was read
 
 # %% ../../nbs/42_hub_export.ipynb #e0203352
 @patch

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 import orjson
-import pyarrow as pa
 from fastcore.basics import patch
 
 from .arrow_json import arrow_type, cast_change, rewrites_json
@@ -26,11 +24,11 @@ from ..trajectory import Trajectory, served_template_kwargs, trajectory_score
 from ..trajectory_io import TrajectoryError, quarantine_line
 
 # %% auto #0
-__all__ = ['UNREADABLE', 'FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'ExportChecks',
-           'quarantine_refused', 'pref_record', 'quarantine_pref', 'pref_line', 'pref_records', 'pref_skip',
-           'quarantine_file', 'ExportResult', 'check_export_settings', 'explain_empty', 'merged_note',
-           'export_warnings', 'tool_shape_warning', 'input_files', 'hf_saved_files', 'unlisted_exports',
-           'unlisted_warning', 'drop_stale_exports']
+__all__ = ['FORMATS', 'EXPORT_MANIFEST', 'export_split', 'ExportFilter', 'nonfinite_reward', 'ExportChecks', 'quarantine_refused',
+           'pref_record', 'quarantine_pref', 'pref_line', 'pref_records', 'pref_skip', 'quarantine_file',
+           'ExportResult', 'check_export_settings', 'explain_empty', 'merged_note', 'export_warnings',
+           'tool_shape_warning', 'input_files', 'hf_saved_files', 'unlisted_exports', 'unlisted_warning',
+           'drop_stale_exports']
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #9a4e70bc
 def export_split(t:Trajectory, test_fraction:float=0.0, seed:int=0)->str:
@@ -162,10 +160,6 @@ def pref_skip(f:ExportFilter, c:Trajectory|None, r:Trajectory|None, # the export
 def _of_prefs(reason:str)->bool: # a reason an export skipped something for
     "Whether `reason` is `pref_skip`'s: its count is of given preference records, not of trajectories"
     return reason.startswith('preference_') or reason == 'below_min_margin'
-
-# %% ../../nbs/41c_hub_export_filter.ipynb #1643cbf1
-# a file that breaks off, is not text, or not Parquet
-UNREADABLE = (EOFError, zlib.error, OSError, UnicodeDecodeError, pa.ArrowException)
 
 # %% ../../nbs/41c_hub_export_filter.ipynb #a8ae9d30
 def quarantine_file(f:Path, n:int, e:Exception, errors:list, quarantine:Path):

@@ -10,15 +10,17 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import numpy as np
-import pandas as pd
 from fastcore.basics import patch
 
 from ..chat import to_messages
 from ..tasks import task_key
 from ..trajectory import Outcome, Trajectory, trajectory_score
+
+if TYPE_CHECKING:   # numpy and pandas load when a table or an interval is asked for: an export starts without them
+    import numpy as np
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['PreferencePair', 'PreferenceReport', 'divergence', 'build_preferences', 'reward_leaderboard']
@@ -58,6 +60,7 @@ class PreferenceReport:
 # %% ../../nbs/35_reward_preferences.ipynb #523185ff
 @patch
 def to_frame(self:PreferenceReport):
+    import pandas as pd
     return pd.DataFrame([{'task_id': p.task_id, 'level': p.level, 'step': p.step, 'margin': p.margin,
                           'chosen': p.chosen.id, 'rejected': p.rejected.id} for p in self.pairs])
 
@@ -140,6 +143,7 @@ def _trajectory_pairs(tid, g, min_margin, max_pairs, max_uses, counts)->list[Pre
 
 # %% ../../nbs/35_reward_preferences.ipynb #5a709693
 def _step_pairs(tid, g, min_margin, max_pairs, max_uses, step_value, counts)->list[PreferencePair]:
+    import numpy as np
     cands = []
     for i in range(len(g)):
         for j in range(i + 1, len(g)):
@@ -199,6 +203,7 @@ def build_preferences(trajs:Iterable[Trajectory],  # trajectories (several per t
 
 # %% ../../nbs/35_reward_preferences.ipynb #541a139f
 def _interval(r:np.ndarray, ci:float, method:str, n_resamples:int, seed:int)->tuple:
+    import numpy as np
     from scipy import stats
     lo = hi = np.nan
     if len(r) >= 2 and r.std() > 0:
@@ -212,6 +217,7 @@ def _interval(r:np.ndarray, ci:float, method:str, n_resamples:int, seed:int)->tu
 
 # %% ../../nbs/35_reward_preferences.ipynb #10a9a434
 def _leaderboard_row(g, all_ts:list, by:str, ci:float, method:str, n_resamples:int, seed:int)->dict:
+    import numpy as np
     ts = [t for t in all_ts if t.valid]             # infrastructure failures: counted, not scored
     r = np.array([v for v in map(_value, ts) if v is not None], float)
     succ = [t.outcome.success for t in ts if t.outcome.success is not None]
@@ -228,6 +234,7 @@ def reward_leaderboard(trajs:Iterable[Trajectory], by:str='agent', # 'agent' or 
     "Mean `trajectory_score` per agent/model with confidence intervals, counts and success rate"
     if by not in ('agent', 'model'): raise ValueError(f"by must be 'agent' or 'model', not {by!r}")
     if method not in ('t', 'bootstrap'): raise ValueError(f"method must be 't' or 'bootstrap', not {method!r}")
+    import pandas as pd
     groups = defaultdict(list)
     for t in trajs: groups[(t.agent.name if by == 'agent' else (t.agent.model or 'unknown'))].append(t)
     rows = [_leaderboard_row(g, all_ts, by, ci, method, n_resamples, seed) for g, all_ts in groups.items()]
