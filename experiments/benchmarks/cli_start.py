@@ -2,7 +2,8 @@
 """CLI start-up: wall seconds of every knowlyr-lab command's `--help`, of a whole `knowlyr-recorder convert` of a
 small log and of a whole `knowlyr-hub export` of eight trajectories (GRPO and SFT rows), for this checkout and
 (optionally) a base checkout, in fresh processes, interleaved run by run; the reference knowlyr-recorder 0.1.2's
-`--help` beside them (issue 41, item 1: "a CLI call starts in well under a second").
+`--help` and knowlyr-hub 0.1.2's `export` of the same eight trajectories (in its record format) beside them (issue 41,
+item 1: "a CLI call starts in well under a second").
 
 Each call is a new interpreter (`python -c "from knowlyr_lab.cli import main; main()" TOOL ARGS`, the umbrella
 command, which imports only the tool's module), with `PYTHONPATH` set to the checkout. Both checkouts are compiled to
@@ -11,6 +12,7 @@ bytecode first (`compileall`), so neither pays for compiling its sources (an ins
     python experiments/benchmarks/cli_start.py --base /tmp/wt_base --repeat 7
 """
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -23,22 +25,30 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ('recorder', 'reward', 'hub', 'mcp', 'trainer', 'probe', 'env-serve', 'real-model')
 LOG = ROOT / 'tests/fixtures/recorder/openhands/eval_pairs_output.jsonl'
 
-def _small_trajectories(p:Path)->Path:
-    "Eight one-step trajectories of four tasks, as JSONL: the input of the small exports"
+def _small_trajectories(p:Path)->tuple[Path, Path]:
+    ("Eight one-step trajectories of four tasks, as JSONL in our schema and in knowlyr-hub 0.1.2's record format (as "
+     "`export_throughput.py` writes it): the input of the small exports")
     sys.path.insert(0, str(ROOT))
     from knowlyr_lab.trajectory import Observation, Outcome, Step, Task, ToolCall, Trajectory
     from knowlyr_lab.trajectory_io import write_trajectories
-    write_trajectories([Trajectory(task=Task(id=f"t{i // 2}", instruction=f"Fix test {i // 2}.", domain='coding'),
-                                   steps=[Step(index=0, action=ToolCall(tool='shell', params={'command': 'pytest'}),
-                                               observation=Observation(content='ok'), reward=0.2 + 0.5 * (i % 2))],
-                                   outcome=Outcome(success=bool(i % 2), terminated=True)) for i in range(8)], p)
-    return p
+    ts = [Trajectory(task=Task(id=f"t{i // 2}", instruction=f"Fix test {i // 2}.", domain='coding'),
+                     steps=[Step(index=0, action=ToolCall(tool='shell', params={'command': 'pytest'}),
+                                 observation=Observation(content='ok'), reward=0.2 + 0.5 * (i % 2))],
+                     outcome=Outcome(success=bool(i % 2), terminated=True), reward=0.2 + 0.5 * (i % 2)) for i in range(8)]
+    write_trajectories(ts, p)
+    seed = p.with_name(p.stem + '_seed.jsonl')
+    seed.write_text(''.join(json.dumps({
+        'task_id': t.task.id, 'success': t.outcome.success, 'reward': t.reward, 'agent_framework': 'bench', 'agent_model': 'm',
+        'total_steps': 1, 'metadata': {'task_description': t.task.instruction},
+        'steps': [{'thought': '', 'action': f"shell({json.dumps(s.action.params)})", 'observation': s.observation.content,
+                   'reward': s.reward} for s in t.steps]}) + '\n' for t in ts))
+    return p, seed
 
 def _calls(out:Path)->dict:
     calls = {f'{t} --help': [t, '--help'] for t in TOOLS}
     calls[f'recorder convert ({LOG.stat().st_size} B log, redacting)'] = [
         'recorder', 'convert', str(LOG), '-o', str(out), '--no-progress']
-    small = _small_trajectories(out.with_name('cli_start_trajs.jsonl'))
+    small, _ = _small_trajectories(out.with_name('cli_start_trajs.jsonl'))
     for fmt in ('grpo', 'sft'):
         calls[f'hub export --format {fmt} (8 trajectories)'] = ['hub', 'export', '-t', str(small), '--format', fmt,
                                                               '-o', str(out.with_name(f'cli_start_{fmt}'))]
@@ -64,6 +74,7 @@ def main():
     ap.add_argument('--base', help='a checkout of the commit to compare with (e.g. a git worktree)')
     ap.add_argument('--repeat', type=int, default=5, help='runs of each call (the median is printed)')
     ap.add_argument('--ref-venv', default='/tmp/refvenv', help='venv holding knowlyr-recorder 0.1.2 (skipped if absent)')
+    ap.add_argument('--ref-hub-venv', default='/tmp/refvenv-hub', help='venv holding knowlyr-hub 0.1.2 (skipped if absent)')
     a = ap.parse_args()
     roots = {'ours': ROOT} | ({'base': Path(a.base).resolve()} if a.base else {})
     print(f"{time.strftime('%Y-%m-%d %H:%M')} {platform.machine()} cpus={os.cpu_count()} python {platform.python_version()}; "
@@ -86,7 +97,17 @@ def main():
         for _ in range(a.repeat):
             t0 = time.perf_counter(); subprocess.run([str(ref), '--help'], capture_output=True); rt.append(time.perf_counter() - t0)
         rows.append(('reference knowlyr-recorder 0.1.2 --help', {'reference': statistics.median(rt)}))
-    cols = list(roots) + (['reference'] if ref.exists() else [])
+    hub = Path(a.ref_hub_venv) / 'bin' / 'knowlyr-hub'
+    if hub.exists():                 # knowlyr-hub 0.1.2's own export of the same eight trajectories, its record format
+        _, seed = _small_trajectories(out.with_name('cli_start_trajs.jsonl'))
+        for fmt in ('grpo', 'sft'):
+            argv = [str(hub), 'export', '--format', fmt, '-t', str(seed), '-o', str(out.with_name(f'cli_start_ref_{fmt}.jsonl'))]
+            subprocess.run(argv, capture_output=True, check=True)
+            rt = []
+            for _ in range(a.repeat):
+                t0 = time.perf_counter(); subprocess.run(argv, capture_output=True, check=True); rt.append(time.perf_counter() - t0)
+            rows.append((f'reference knowlyr-hub 0.1.2 export --format {fmt} (8 trajectories)', {'reference': statistics.median(rt)}))
+    cols = list(roots) + (['reference'] if ref.exists() or hub.exists() else [])
     print(f"\nwall seconds, median of {a.repeat} fresh processes each (interleaved)\n")
     print('| call | ' + ' | '.join(cols) + ' |\n|---|' + '---:|' * len(cols))
     for name, v in rows: print(f'| {name} | ' + ' | '.join(f'{v[c]:.3f}' if c in v else '' for c in cols) + ' |')
