@@ -152,7 +152,8 @@ _UNREADABLE = (EOFError, zlib.error, OSError, UnicodeDecodeError)
 def unreadable()->tuple:
     "The errors of a file that breaks off, is not text, or is not Parquet, for an `except` clause"
     pa = sys.modules.get('pyarrow')      # not loaded: no Parquet file was read, so no pyarrow error can arise
-    return _UNREADABLE if pa is None else (*_UNREADABLE, pa.ArrowException)
+    x = getattr(pa, 'ArrowException', None)   # (None too while another thread is still importing it)
+    return _UNREADABLE if x is None else (*_UNREADABLE, x)
 
 # %% ../nbs/03b_trajectory_io.ipynb #b8ca4739
 def _pq_schema():

@@ -1,6 +1,7 @@
 """Every command starts fast (issue 41, item 1: "a CLI call starts in well under a second"): `--help` imports only
-the standard library, the command's own parser and `knowlyr_lab.cli_errors`/`core`, never a heavy library, and a
-recorder `convert` of a small log loads none of the numeric or server stacks. Checked by the modules a fresh
+the standard library, the command's own parser and `knowlyr_lab.cli_errors`/`core`, never a heavy library, a
+recorder `convert` of a small log loads none of the numeric or server stacks, and a small JSONL export (SFT, GRPO,
+DPO rows) loads neither numpy nor pandas nor pyarrow. Checked by the modules a fresh
 interpreter has loaded -- not by timing, which a busy machine would make flaky."""
 import json
 import subprocess

@@ -18,7 +18,7 @@ from ..chat import to_messages
 from ..tasks import task_key
 from ..trajectory import Outcome, Trajectory, trajectory_score
 
-if TYPE_CHECKING:   # numpy and pandas load when a table or an interval is asked for: an export starts without them
+if TYPE_CHECKING:   # numpy and pandas load for tables, intervals and step-level pairs: an export starts without them
     import numpy as np
     import pandas as pd
 
