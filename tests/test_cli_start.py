@@ -1,7 +1,7 @@
 """Every command starts fast (issue 41, item 1: "a CLI call starts in well under a second"): `--help` imports only
 the standard library, the command's own parser and `knowlyr_lab.cli_errors`/`core`, never a heavy library, a
-recorder `convert` of a small log loads none of the numeric or server stacks, and a small JSONL export (SFT, GRPO,
-DPO rows) loads neither numpy nor pandas nor pyarrow. Checked by the modules a fresh
+recorder `convert` of a small log loads none of the numeric or server stacks, a small JSONL export (SFT, GRPO, DPO
+rows) loads neither numpy nor pandas nor pyarrow, and rule scoring of a small file loads no numeric stack. Checked by the modules a fresh
 interpreter has loaded -- not by timing, which a busy machine would make flaky."""
 import json
 import subprocess
@@ -55,3 +55,16 @@ def test_small_export_loads_no_numeric_stack(tmp_path, fmt):
     got = loaded_after('knowlyr_lab.cli.hub', 'export', '-t', str(src), '--format', fmt, '-o', str(tmp_path / 'out'))
     assert sorted((tmp_path / 'out').glob('*.jsonl'))       # the export wrote its rows
     assert sorted(got & {'numpy', 'pandas', 'pyarrow', 'scipy', 'datasets', 'torch'}) == []
+
+def test_small_score_loads_no_numeric_stack(tmp_path):
+    "Rule scoring of a small file loads no numpy, pandas, scipy or sklearn: those are for calibration and tables"
+    from knowlyr_lab.trajectory import Observation, Outcome, Step, Task, ToolCall, Trajectory
+    from knowlyr_lab.trajectory_io import write_trajectories
+    src = tmp_path / 'trajs.jsonl'
+    write_trajectories([Trajectory(task=Task(id='t0', instruction='Fix the test.', domain='coding'),
+                                   steps=[Step(index=0, action=ToolCall(tool='shell', params={'command': 'pytest'}),
+                                               observation=Observation(content='1 passed'))],
+                                   outcome=Outcome(success=True, terminated=True))], src)
+    got = loaded_after('knowlyr_lab.cli.reward', 'score', str(src), '-o', str(tmp_path / 'scored.jsonl'), '--no-progress')
+    assert (tmp_path / 'scored.jsonl').exists()
+    assert sorted(got & {'numpy', 'pandas', 'pyarrow', 'scipy', 'sklearn', 'torch'}) == []

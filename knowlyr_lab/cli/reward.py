@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -58,8 +59,6 @@ def _quarantine(target:Path, cmd:str='')->Path:
 # %% ../../nbs/92_cli_reward.ipynb #45c312a3
 def cmd_score(a)->dict:
     "Score every trajectory of a file and write them with rewards (to `-o`, else to stdout as JSONL)"
-    import numpy as np
-
     from knowlyr_lab.reward.engine import with_rewards
     from knowlyr_lab.reward.inputs import read_usable_trajectories
     from knowlyr_lab.trajectory_io import write_trajectories
@@ -82,7 +81,7 @@ def cmd_score(a)->dict:
         n = 0
         for t in scored():
             sys.stdout.write(t.model_dump_json() + '\n'); sys.stdout.flush(); n += 1
-    summary = {'scored': n, 'skipped': len(errors), 'mean_reward': float(np.mean(rs)) if rs else None,
+    summary = {'scored': n, 'skipped': len(errors), 'mean_reward': math.fsum(rs) / len(rs) if rs else None,
                'output': a.output or '<stdout>', 'quarantine': str(q) if errors else None}
     if engine.judge is not None: summary['judge'] = engine.judge.stats.summary()
     return summary

@@ -11,13 +11,15 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import numpy as np
 from fastcore.basics import patch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..trajectory_io import TrajectoryError
+
+if TYPE_CHECKING:   # numpy loads when a calibrator is fitted or applied: scoring without one starts without it
+    import numpy as np
 
 # %% auto #0
 __all__ = ['Annotation', 'read_annotations', 'append_annotation', 'latest_annotations', 'agreement', 'Calibrator']
@@ -59,6 +61,7 @@ def latest_annotations(anns:Iterable[Annotation])->dict[tuple[str, int], Annotat
 # %% ../../nbs/32_reward_calibration.ipynb #323cb2e3
 def agreement(auto, human, threshold:float=0.5)->dict:
     "Spearman, Kendall, Cohen's kappa (binarised at `threshold`) and MAE between automatic and human scores"
+    import numpy as np
     from scipy import stats
     from sklearn.metrics import cohen_kappa_score
     a, h = np.asarray(auto, float), np.asarray(human, float)
@@ -98,6 +101,7 @@ def _fit_logistic(a:np.ndarray, h:np.ndarray, threshold:float)->dict:
 @patch
 def __call__(self:Calibrator, x):
     "Calibrated score(s)"
+    import numpy as np
     if not self.params: raise ValueError("the calibrator is not fitted; call fit(auto, human) first")
     arr = np.asarray(x, float)
     if self.method == 'isotonic': out = np.interp(arr, self.params['x'], self.params['y'])
@@ -114,6 +118,7 @@ def _fit_map(method:str, a:np.ndarray, h:np.ndarray, threshold:float)->dict:
 # %% ../../nbs/32_reward_calibration.ipynb #9476ee41
 def _folds(n:int, groups, k:int, seed:int)->np.ndarray|None:
     "The fold of each of `n` pairs, whole groups to a fold; None with fewer than 2 groups"
+    import numpy as np
     keys, inv = np.unique([str(g) for g in (range(n) if groups is None else groups)], return_inverse=True)
     if len(keys) < 2: return None
     return (np.random.default_rng(seed).permutation(len(keys)) % min(k, len(keys)))[inv]
@@ -121,6 +126,7 @@ def _folds(n:int, groups, k:int, seed:int)->np.ndarray|None:
 # %% ../../nbs/32_reward_calibration.ipynb #85075c62
 def _out_of_fold(cal:Calibrator, a:np.ndarray, h:np.ndarray, fold:np.ndarray)->np.ndarray:
     "Each pair's score through a map fitted on the other folds"
+    import numpy as np
     out = np.empty_like(a)
     for f in np.unique(fold):
         m = fold == f
@@ -135,6 +141,7 @@ def fit(self:Calibrator, auto, human,
         seed:int=0,     # seed of the assignment of groups to folds
        )->Calibrator:
     "Fit the map on paired scores; report agreement before, held out (k-fold cross-validated) and in sample"
+    import numpy as np
     a, h = np.asarray(auto, float), np.asarray(human, float)
     self.params = _fit_map(self.method, a, h, self.threshold)
     fold = _folds(len(a), groups, folds, seed)

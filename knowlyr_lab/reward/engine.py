@@ -12,7 +12,6 @@ import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 from fastcore.basics import patch
 
 from ..cli_errors import read_config
