@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """CLI start-up: wall seconds of every knowlyr-lab command's `--help`, of a whole `knowlyr-recorder convert` of a
-small log and of a whole `knowlyr-hub export` of eight trajectories (GRPO and SFT rows), for this checkout and
+small log, of a whole `knowlyr-hub export` of eight trajectories (GRPO and SFT rows) and of their rule scoring
+(`knowlyr-reward score`), for this checkout and
 (optionally) a base checkout, in fresh processes, interleaved run by run; the reference knowlyr-recorder 0.1.2's
 `--help` and knowlyr-hub 0.1.2's `export` of the same eight trajectories (in its record format) beside them (issue 41,
 item 1: "a CLI call starts in well under a second").
@@ -52,6 +53,8 @@ def _calls(out:Path)->dict:
     for fmt in ('grpo', 'sft'):
         calls[f'hub export --format {fmt} (8 trajectories)'] = ['hub', 'export', '-t', str(small), '--format', fmt,
                                                               '-o', str(out.with_name(f'cli_start_{fmt}'))]
+    calls['reward score (8 trajectories, rules)'] = ['reward', 'score', str(small), '-o', str(out.with_name('cli_start_scored.jsonl')),
+                                                     '--no-progress']
     return calls
 
 def _run(root:Path, argv:list)->float:
