@@ -1,10 +1,9 @@
 #!/usr/bin/env python
 """CLI start-up: wall seconds of every knowlyr-lab command's `--help`, of a whole `knowlyr-recorder convert` of a
 small log, of a whole `knowlyr-hub export` of eight trajectories (GRPO and SFT rows) and of their rule scoring
-(`knowlyr-reward score`), for this checkout and
-(optionally) a base checkout, in fresh processes, interleaved run by run; the reference knowlyr-recorder 0.1.2's
-`--help` and knowlyr-hub 0.1.2's `export` of the same eight trajectories (in its record format) beside them (issue 41,
-item 1: "a CLI call starts in well under a second").
+(`knowlyr-reward score`), for this checkout and (optionally) a base checkout, in fresh processes, interleaved run
+by run; the reference knowlyr-recorder 0.1.2's `--help` and knowlyr-hub 0.1.2's `export` of the same eight
+trajectories (in its record format) beside them (issue 41, item 1: "a CLI call starts in well under a second").
 
 Each call is a new interpreter (`python -c "from knowlyr_lab.cli import main; main()" TOOL ARGS`, the umbrella
 command, which imports only the tool's module), with `PYTHONPATH` set to the checkout. Both checkouts are compiled to
