@@ -147,3 +147,22 @@ def test_wrap_lines_keeps_a_pragma_on_its_line():
     src = "def reply(self, task, transcript, " + ", ".join(f"arg{k}" for k in range(14)) + "): pass  # noqa: F811"
     new, left = w.wrap_source(src)
     assert new == src and left == [1]
+
+def test_annotation_only_import_needs_an_import_cell(tmp_path):
+    "A documented signature naming what only `if TYPE_CHECKING:` imports is a NameError in the docs build's show_doc: refused, named; an import cell before it passes"
+    head = "#| export\nfrom __future__ import annotations\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pandas as pd"
+    use = "#| export\ndef table(rows:list)->pd.DataFrame:\n    import pandas as pd\n    return pd.DataFrame(rows)"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(head), nbformat.v4.new_code_cell(use)])
+    p = tmp_path / 'tc.ipynb'; nbformat.write(nb, p)
+    r = _lint(p)
+    assert r.returncode == 1, r.stdout
+    assert f"table's signature names pd, which nothing run before it binds in the docs build (cell id {nb.cells[1].id})" in r.stdout
+    nb.cells.insert(1, nbformat.v4.new_code_cell('import pandas as pd'))
+    nbformat.write(nb, p)
+    assert _lint(p).returncode == 0, _lint(p).stdout
+    nb.cells[1], nb.cells[2] = nb.cells[2], nb.cells[1]          # the import after the def: still unbound when show_doc runs
+    nbformat.write(nb, p)
+    assert _lint(p).returncode == 1
+    nb.cells[1].source = "#| export\ndef _table(rows:list)->pd.DataFrame: ..."   # private: not documented
+    nb.cells.pop(2); nbformat.write(nb, p)
+    assert _lint(p).returncode == 0, _lint(p).stdout

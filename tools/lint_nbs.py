@@ -6,10 +6,13 @@
   one thought per cell, with prose between;
 - an export cell holds at most one `@patch` method (each method gets its paragraph and, where cheap, its example), and no
   method is attached by hand (`Cls.attr = fn`, `= lambda`, `= property(fn)`): `@patch` does that, one per cell;
-- a page patches only classes its own export cells define (no module adds methods to another module's class).
+- a page patches only classes its own export cells define (no module adds methods to another module's class);
+- every name in a documented signature (a public def or class of an export cell) is bound when the docs build runs the
+  page: imported for annotations only (`if TYPE_CHECKING:`, or inside the function) it needs an import cell before it.
 Usage: python tools/lint_nbs.py [NOTEBOOK_OR_DIR ...] (default: every notebook under nbs/).
 Exit 1 listing every offending cell."""
 import ast
+import builtins
 import sys
 from pathlib import Path
 
@@ -90,9 +93,59 @@ def foreign_patches(path, nb)->list[str]:
                         for a in attached(ast.Module(body=[n], type_ignores=[])) if a.split('.')[0] not in own]
     return out
 
+def _binds(body)->set:
+    "Names a cell's top-level statements bind when run (imports under `if TYPE_CHECKING:` bind nothing)"
+    out = set()
+    for n in body:
+        if isinstance(n, (ast.Import, ast.ImportFrom)): out |= {(a.asname or a.name).split('.')[0] for a in n.names}
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): out.add(n.name)
+        elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            ts = n.targets if isinstance(n, ast.Assign) else [n.target]
+            out |= {m.id for t in ts for m in ast.walk(t) if isinstance(m, ast.Name)}
+        elif isinstance(n, ast.If) and getattr(n.test, 'id', None) != 'TYPE_CHECKING': out |= _binds(n.body + n.orelse)
+        elif isinstance(n, ast.Try): out |= _binds(n.body + n.orelse + [s for h in n.handlers for s in h.body])
+        elif isinstance(n, (ast.For, ast.With)): out |= _binds(n.body)
+    return out
+
+def _names(t)->set:
+    "The names an annotation (a node, or a string under `from __future__ import annotations`) reads"
+    if isinstance(t, ast.Constant) and isinstance(t.value, str):
+        try: t = ast.parse(t.value, mode='eval')
+        except SyntaxError: return set()
+    return {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+def _signature_names(n)->set:
+    "The names in the annotations show_doc evaluates for a def (parameters, return) or a class (fields, `__init__`)"
+    if isinstance(n, ast.ClassDef):
+        init = [m for m in n.body if isinstance(m, ast.FunctionDef) and m.name == '__init__']
+        fields = set().union(*[_names(m.annotation) for m in n.body if isinstance(m, ast.AnnAssign)])
+        return fields | (_signature_names(init[0]) if init else set())
+    a = n.args
+    anns = [x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None and x.annotation is not None]
+    return set().union(*[_names(t) for t in anns + ([n.returns] if n.returns else [])])
+
+def unbound_annotations(path, nb)->list[str]:
+    "The docs build runs a page's export and import cells and `show_doc` evaluates each documented signature there: a name imported for annotations only is a NameError"
+    bound, out, trees = set(dir(builtins)), [], {i: t for i, _, t in _export_trees(nb)}
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != 'code': continue
+        if (t := trees.get(i)) is None:
+            try: t = ast.parse('\n'.join(l for l in c.source.splitlines() if not l.lstrip().startswith(('%', '!', '#|'))))
+            except SyntaxError: continue
+            if t.body and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in t.body): bound |= _binds(t.body)
+            continue
+        bound |= _binds(t.body)
+        for n in t.body:
+            if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or n.name.startswith('_'): continue
+            if miss := sorted(_signature_names(n) - bound):
+                out.append(f"{path}: cell {i}: {n.name}'s signature names {', '.join(miss)}, which nothing run before it binds in "
+                           f"the docs build (cell id {c.get('id', '?')}): import it in a cell of its own before this one")
+    return out
+
 def problems(path):
     nb = nbformat.read(path, as_version=4)
     yield from foreign_patches(path, nb)
+    yield from unbound_annotations(path, nb)
     for i, c in enumerate(nb.cells):
         if c.cell_type != 'code': continue
         yield from too_long(path, i, c)
