@@ -36,26 +36,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 REF_VERSION = '0.1.2'
 
+# both children: the CPU time split into user and kernel (the kernel's share is mostly writing new pages into the page
+# cache), and the bytes the process wrote (/proc/self/io wchar: output and, for ours, the GRPO spool's runs)
+CHILD_SPLIT = r'''
+def _split(u0):
+    u1 = resource.getrusage(resource.RUSAGE_SELF)
+    io = dict(l.split(': ') for l in open('/proc/self/io').read().splitlines()) if os.path.exists('/proc/self/io') else {}
+    return {'user': u1.ru_utime - u0.ru_utime, 'sys': u1.ru_stime - u0.ru_stime, 'written': int(io.get('wchar', 0))}
+'''
+
 CHILD_OURS = r'''
-import sys, time, resource, json
+import sys, time, resource, json, os
 from knowlyr_lab.hub.export import DatasetExporter
 path, fmt, out = sys.argv[1:4]
 kw = {'success_only': True} if fmt == 'sft' else {}
-t0, c0 = time.perf_counter(), time.process_time()
+t0, c0, u0 = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
 r = DatasetExporter(path, **kw).export(fmt, out)
-print(json.dumps({'rows': r.total, 'seconds': time.perf_counter() - t0, 'cpu': time.process_time() - c0,
+print(json.dumps({'rows': r.total, 'seconds': time.perf_counter() - t0, 'cpu': time.process_time() - c0, **_split(u0),
                   'maxrss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 '''
 
 CHILD_REF = r'''
-import sys, time, resource, json
+import sys, time, resource, json, os
 from trajectoryhub.exporter import DatasetExporter
 path, fmt, out = sys.argv[1:4]
-t0, c0 = time.perf_counter(), time.process_time()
+t0, c0, u0 = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
 ex = DatasetExporter(trajectories_dir=path)
 r = ex.export_sft(out) if fmt == 'sft' else ex.export_grpo(out)
 assert r.success, r.error
-print(json.dumps({'rows': r.total_records, 'seconds': time.perf_counter() - t0, 'cpu': time.process_time() - c0,
+print(json.dumps({'rows': r.total_records, 'seconds': time.perf_counter() - t0, 'cpu': time.process_time() - c0, **_split(u0),
                   'maxrss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 '''
 
@@ -182,8 +191,8 @@ def main():
         for fmt in a.formats.split(','):
             ours, ref = [], []
             for _ in range(a.repeats):                  # alternate, so both see the same machine load
-                ours.append(child(sys.executable, CHILD_OURS, d / 'ours.jsonl', fmt, d / f"out-{fmt}", env=env))
-                if fmt in ('sft', 'grpo'): ref.append(child(ref_py, CHILD_REF, d / 'seed.jsonl', fmt, d / f"ref-{fmt}.jsonl"))
+                ours.append(child(sys.executable, CHILD_SPLIT + CHILD_OURS, d / 'ours.jsonl', fmt, d / f"out-{fmt}", env=env))
+                if fmt in ('sft', 'grpo'): ref.append(child(ref_py, CHILD_SPLIT + CHILD_REF, d / 'seed.jsonl', fmt, d / f"ref-{fmt}.jsonl"))
             med = lambda rs, k: statistics.median(r[k] for r in rs)
             row = {'format': fmt, 'ours_traj_per_s': a.n / med(ours, 'seconds'), 'ours_traj_per_cpu_s': a.n / med(ours, 'cpu'),
                    'ours_peak_rss_mib': med(ours, 'maxrss_kb') / 1024, 'ours_rows': ours[0]['rows']}
@@ -192,6 +201,7 @@ def main():
                            ref_peak_rss_mib=med(ref, 'maxrss_kb') / 1024, ref_rows=ref[0]['rows'])
                 row.update(speed_ratio=row['ours_traj_per_s'] / row['ref_traj_per_s'], cpu_speed_ratio=row['ours_traj_per_cpu_s'] / row['ref_traj_per_cpu_s'],
                            rss_ratio=row['ours_peak_rss_mib'] / row['ref_peak_rss_mib'])
+            row['split'] = [(side, med(rs, 'user'), med(rs, 'sys'), med(rs, 'written') / 2**20) for side, rs in (('ours', ours), ('reference', ref)) if rs]
             rows.append(row)
         keys = ['format', 'ours_traj_per_s', 'ours_traj_per_cpu_s', 'ours_peak_rss_mib', 'ours_rows', 'ref_traj_per_s', 'ref_traj_per_cpu_s',
                 'ref_peak_rss_mib', 'ref_rows', 'speed_ratio', 'cpu_speed_ratio', 'rss_ratio']
@@ -202,6 +212,10 @@ def main():
               "rss_ratio = ours/reference peak RSS (<1: ours smaller). Goal (issue 41): speed >= 1.5, memory bounded.\n"
               "Rows differ in kind: ours are TRL chat rows (messages with tool calls, tool schemas, step rewards), validated against "
               "the trajectory schema on the way in; the reference writes step text from unvalidated dicts and keeps every record in memory.")
+        print(f"\nwhere the CPU time goes (medians of {a.repeats}): user and kernel seconds, MiB written (output, and ours' GRPO spool runs)")
+        for r in rows:
+            for side, u, k, w in r['split']: print(f"{r['format']:5} {side:9}  user {u:6.2f} s  kernel {k:5.2f} s  written {w:7.0f} MiB")
+            if len(r['split']) == 2: print(f"{r['format']:5} user-time ratio (reference / ours): {r['split'][1][1] / r['split'][0][1]:.2f}")
         if a.profile: profile(d / 'ours.jsonl', a.profile, d, a.ours_root)
         if a.micro: micro(d / 'ours.jsonl', a.micro, a.ours_root)
 
