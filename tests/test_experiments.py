@@ -201,12 +201,12 @@ def _committed(path:str)->bool: return _git('ls-files', '--error-unmatch', path)
 
 def test_readme_experiment_lines_are_generated_from_committed_results_files():
     "README's line for each experiment is what `experiment_statement` makes of its committed results file, or says it has not been run"
-    from knowlyr_lab.eval.results import EXPERIMENTS, LEVELS, experiment_statements, load_results, results_path
+    from knowlyr_lab.eval.results import EXPERIMENTS, experiment_statements, load_results, rerun_names, results_path
     from knowlyr_lab.provenance import results_only
     readme, shallow = (ROOT / 'README.md').read_text(), _git('rev-parse', '--is-shallow-repository').stdout.strip() != 'false'
     for name in EXPERIMENTS:
         assert experiment_statements([name], ROOT) in readme, f"README's line for {name} is not what its results files give: python tools/render_readme.py --results"
-        for run in [name] + [f"{name}-{lv}" for lv in LEVELS]:   # the main run and its reruns at other kernel levels
+        for run in [name] + rerun_names(name, ROOT):   # the main run and its reruns at other kernel levels or on other CPUs
             res, path = load_results(run, ROOT), results_path(run)
             if res is None: continue
             assert _committed(path), f"{path} is quoted by README but not committed: git add it"

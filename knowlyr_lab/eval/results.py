@@ -13,7 +13,7 @@ from pathlib import Path
 from ..provenance import results_only
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'LEVELS', 'results_path', 'load_results', 'made_at', 'made_with', 'experiment_statement',
+__all__ = ['EXPERIMENTS', 'LEVELS', 'results_path', 'load_results', 'made_at', 'made_with', 'experiment_statement', 'rerun_names',
            'kernel_spread', 'experiment_statements', 'gpu_statement']
 
 # %% ../../nbs/76_eval_results.ipynb #bde85f44
@@ -74,19 +74,27 @@ def experiment_statement(name:str,          # an experiment's notebook name (a k
 # %% ../../nbs/76_eval_results.ipynb #a619416a
 LEVELS = ('avx512', 'avx2', 'default')   # torch's CPU kernel levels (`ATEN_CPU_CAPABILITY`)
 
+def rerun_names(name:str, root:str|Path='.')->list[str]:
+    "The committed reruns of experiment `name`: `experiments/results/<name>-<level>` or `<name>-<cpu>-<level>`"
+    return sorted(p.parent.name for p in (Path(root) / 'experiments/results').glob(f"{name}-*/results.json"))
+
 def kernel_spread(name:str,            # an experiment's notebook name
                   res:dict,            # its main results file
                   root:str|Path='.',   # the repository root
                  )->str:               # a markdown sub-item, or '' when no rerun is committed
-    "Each comparison's estimate and 95% interval at every kernel level an experiment was run at"
-    runs = {lv: r for lv in LEVELS if (r := load_results(f"{name}-{lv}", root)) is not None}
+    "Each comparison's estimate and 95% interval at every kernel level, and on every CPU, an experiment was run at"
+    level, cpu = lambda r: r['provenance'].get('cpu_capability', '?').lower(), res['provenance'].get('cpu')
+    runs = [r for n in rerun_names(name, root) if (r := load_results(n, root)) is not None]
     if not runs: return ''
-    runs = {res['provenance'].get('cpu_capability', '?').lower() + ' (the run above)': res, **runs}
+    order = lambda r: (r['provenance'].get('cpu') != cpu, r['provenance'].get('cpu') or '', LEVELS.index(level(r)) if level(r) in LEVELS else 9)
+    runs = {f"{level(res)} (the run above)": res, **{level(r) + ('' if r['provenance'].get('cpu') == cpu else f" on {r['provenance'].get('cpu')}"): r
+                                                      for r in sorted(runs, key=order)}}
     def said(r):
         return '; '.join(f"{k} {v['estimate']:+.1%} ({v['ci'][0]:+.1%} to {v['ci'][1]:+.1%})"
                          for k, v in r['comparisons'].items())
+    where = ' and on other CPUs' if any(' on ' in k for k in runs) else ''
     return (
-        '\n  - The same protocol at other torch kernel levels (`ATEN_CPU_CAPABILITY`), mean differences with their 95% '
+        f'\n  - The same protocol at other torch kernel levels (`ATEN_CPU_CAPABILITY`){where}, mean differences with their 95% '
             'crossed-bootstrap intervals: ' + ' | '.join(f"**{lv}**: {said(r)}" + ('' if lv.endswith('above)')
                 else f" ({made_at(r['provenance'])})")
                                                        for lv, r in runs.items()) + '.')
