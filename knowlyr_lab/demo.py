@@ -301,7 +301,8 @@ def spread_table(rows:list[dict])->str:
     def fmt(r):
         first = 'never' if r['first_at'] is None else f"{r['first_at']:,} of {r['demonstrations']:,} demonstrations seen"
         commit = r['provenance']['commit'][:7] + ('' if not r['provenance']['dirty'] else ' (results files modified)' if results_only(r['provenance']) else ' (modified)')
-        return (f"| {r['level']} ({r['cpu_capability']}){' on ' + r['provenance']['cpu'] if on else ''} | {r['seed']} | {r['successes']}/{r['n']} ({r['success']:.0%}) | "
+        level = f"{r['level']} ({r['cpu_capability']})" + (f" on {r['provenance']['cpu']}" if on else '')
+        return (f"| {level} | {r['seed']} | {r['successes']}/{r['n']} ({r['success']:.0%}) | "
                 f"{r['low']:.0%}-{r['high']:.0%} | {r['untrained']:.0%} | {r['p_holm']:.1e} | {first} | {commit} |")
     return '\n'.join([head, *map(fmt, rows)])
 
@@ -310,12 +311,13 @@ def spread_summary(rows:list[dict])->str:
     lo = min(rows, key=lambda r: r['success'])
     levels = sorted({r['level'] for r in rows}); seeds = sorted({r['seed'] for r in rows})
     cpus = sorted({r['provenance']['cpu'] for r in rows})
+    at = {c: ', '.join(sorted({r['level'] for r in rows if r['provenance']['cpu'] == c})) for c in cpus}
+    ran = (f"({len(seeds)} seeds x {len(levels)} kernel levels: {', '.join(levels)}) on {cpus[0]}; " if len(cpus) == 1
+           else f"({len(seeds)} seeds at each CPU's kernel levels: {'; '.join(f'{c}: {v}' for c, v in at.items())}); ")
     late = [r for r in rows if r['first_at'] is None or r['first_at'] >= r['demonstrations']]   # at the last point: not converged
     return (f"Minimum {lo['success']:.0%} ({lo['successes']}/{lo['n']}, seed {lo['seed']} at {lo['level']} kernels), range "
             f"{lo['success']:.0%}-{max(r['success'] for r in rows):.0%} over {len(rows)} runs "
-            + (f"({len(seeds)} seeds x {len(levels)} kernel levels: {', '.join(levels)}) on {cpus[0]}; " if len(cpus) == 1 else
-               f"({len(seeds)} seeds at each CPU's kernel levels: " +
-               '; '.join(f"{cpu}: {', '.join(sorted({r['level'] for r in rows if r['provenance']['cpu'] == cpu}))}" for cpu in cpus) + "); ") +
+            + ran +
             f"a run took {min(r['timings_s']['total'] for r in rows) / 60:.1f}-{max(r['timings_s']['total'] for r in rows) / 60:.1f} minutes from start to report. "
             f"{len(rows) - len(late)} of {len(rows)} runs reached 90% before the end of training" +
             (f"; {', '.join(f'''seed {r['seed']} at {r['level']}''' for r in late)} did not: the recipe is not yet robust there." if late else '.'))
