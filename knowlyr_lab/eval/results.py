@@ -83,25 +83,24 @@ def kernel_spread(name:str,            # an experiment's notebook name
                   root:str|Path='.',   # the repository root
                  )->str:               # a markdown sub-item, or '' when no rerun is committed
     "Each comparison's estimate and 95% interval at every kernel level, and on every CPU, an experiment was run at"
-    cpu = res['provenance'].get('cpu')
-    def label(r):
-        lv = r['provenance'].get('cpu_capability', '?').lower()
-        return lv if r is res or r['provenance'].get('cpu') == cpu else f"{lv} on {r['provenance'].get('cpu')}"
-    def order(r):    # this CPU's levels first, in LEVELS' order, then other CPUs'
-        lv, other = label(r).split(' on ')[0], r['provenance'].get('cpu')
-        return (other != cpu, other or '', LEVELS.index(lv) if lv in LEVELS else 9)
+    def level(r): return r['provenance'].get('cpu_capability', '?').lower()
+    def cpu_of(r): return r['provenance'].get('cpu')
+    cpu = cpu_of(res)
     runs = [r for n in rerun_names(name, root) if (r := load_results(n, root)) is not None]
     if not runs: return ''
-    runs = {f"{label(res)} (the run above)": res, **{label(r): r for r in sorted(runs, key=order)}}
+    # this CPU's levels first, in LEVELS' order, then other CPUs'; a list, so two reruns alike both show
+    runs.sort(key=lambda r: (cpu_of(r) != cpu, cpu_of(r) or '', LEVELS.index(level(r)) if level(r) in LEVELS else 9))
+    runs = [(f"{level(res)} (the run above)", res)] + [(level(r) + (f" on {cpu_of(r)}" if cpu_of(r) != cpu else ''), r)
+                                                         for r in runs]
     def said(r):
         return '; '.join(f"{k} {v['estimate']:+.1%} ({v['ci'][0]:+.1%} to {v['ci'][1]:+.1%})"
                          for k, v in r['comparisons'].items())
-    where = ' and on other CPUs' if any(' on ' in k for k in runs) else ''
+    where = ' and on other CPUs' if any(cpu_of(r) != cpu for _, r in runs) else ''
     return (
         f'\n  - The same protocol at other torch kernel levels (`ATEN_CPU_CAPABILITY`){where}, mean differences with '
             'their 95% crossed-bootstrap intervals: ' + ' | '.join(f"**{lv}**: {said(r)}" + ('' if lv.endswith('above)')
                 else f" ({made_at(r['provenance'])})")
-                                                       for lv, r in runs.items()) + '.')
+                                                       for lv, r in runs) + '.')
 
 # %% ../../nbs/76_eval_results.ipynb #d8be76bb
 def experiment_statements(names:list[str],     # notebook names, in README's order
