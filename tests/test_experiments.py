@@ -117,7 +117,13 @@ def test_02_dpo_from_preferences(tmp_path):
     # pairs per warm start; the control's training pairs are the same pairs, some swapped
     assert [p['warm_start'] for p in res['pairs']] == W and all(p['train_pairs'] > 0 and p['val_pairs'] > 0 for p in res['pairs'])
     assert all(0 <= p['shuffled_swapped'] <= p['train_pairs'] for p in res['pairs']) and any(p['shuffled_swapped'] > 0 for p in res['pairs'])
-    assert len(res['sweep']) == len(P['LRS']) * len(P['RPO']) and res['chosen']['lr'] in P['LRS'] and res['chosen']['rpo_alpha'] in P['RPO']
+    # every setting from every warm start, scored on the validation tasks; the chosen one has the best mean validation success
+    assert sorted((s['lr'], s['rpo_alpha'], s['warm_start']) for s in res['sweep']) == sorted(
+        (lr, rpo, w) for lr in P['LRS'] for rpo in P['RPO'] for w in W)
+    means = {(m['lr'], m['rpo_alpha']): m['val_success'] for m in res['sweep_means']}
+    assert all(0 <= s['val_success'] <= 1 for s in res['sweep']) and len(means) == len(P['LRS']) * len(P['RPO'])
+    assert means[res['chosen']['lr'], res['chosen']['rpo_alpha']] == max(means.values())
+    assert res['held_out_check']['validation']['shared'] == 0
     runs = {(r['arm'], r['warm_start']): r for r in res['runs']}
     assert set(runs) == {(a, w) for a in ('dpo', 'shuffled') for w in W}
     for w in W: assert runs['dpo', w]['steps'] == runs['shuffled', w]['steps'] > 0       # the same number of updates
