@@ -75,27 +75,33 @@ def experiment_statement(name:str,          # an experiment's notebook name (a k
 LEVELS = ('avx512', 'avx2', 'default')   # torch's CPU kernel levels (`ATEN_CPU_CAPABILITY`)
 
 def rerun_names(name:str, root:str|Path='.')->list[str]:
-    "The committed reruns of experiment `name`: `experiments/results/<name>-<level>` or `<name>-<cpu>-<level>`"
+    "Committed reruns of `name` in `experiments/results/`: `<name>-<level>`, `-<cpu>-<level>`, `-ws<seeds>-<level>`"
     return sorted(p.parent.name for p in (Path(root) / 'experiments/results').glob(f"{name}-*/results.json"))
 
 def kernel_spread(name:str,            # an experiment's notebook name
                   res:dict,            # its main results file
                   root:str|Path='.',   # the repository root
                  )->str:               # a markdown sub-item, or '' when no rerun is committed
-    "Each comparison's estimate and 95% interval at every kernel level, and on every CPU, an experiment was run at"
+    "Each comparison's estimate and 95% interval at every kernel level, CPU and set of warm starts it was run at"
     def level(r): return r['provenance'].get('cpu_capability', '?').lower()
     def cpu_of(r): return r['provenance'].get('cpu')
-    cpu = cpu_of(res)
+    def seeds(r): return (r.get('params') or {}).get('WARM_SEEDS')
+    cpu, main_seeds = cpu_of(res), seeds(res)
+    def other_seeds(r): return bool(seeds(r)) and seeds(r) != main_seeds   # a run that records none: the main run's
     runs = [r for n in rerun_names(name, root) if (r := load_results(n, root)) is not None]
     if not runs: return ''
-    # this CPU's levels first, in LEVELS' order, then other CPUs'; a list, so two reruns alike both show
-    runs.sort(key=lambda r: (cpu_of(r) != cpu, cpu_of(r) or '', LEVELS.index(level(r)) if level(r) in LEVELS else 9))
-    runs = [(f"{level(res)} (the run above)", res)] + [(level(r) + (f" on {cpu_of(r)}" if cpu_of(r) != cpu else ''), r)
-                                                         for r in runs]
+    # this CPU's levels first, in LEVELS' order, then other warm starts', then other CPUs'; a list: two alike both show
+    runs.sort(key=lambda r: (cpu_of(r) != cpu, cpu_of(r) or '', other_seeds(r), other_seeds(r) and str(seeds(r)),
+                             LEVELS.index(level(r)) if level(r) in LEVELS else 9))
+    def label(r):
+        return (level(r) + (f" on {cpu_of(r)}" if cpu_of(r) != cpu else '')
+                + (f" from warm starts {', '.join(map(str, seeds(r)))}" if other_seeds(r) else ''))
+    runs = [(f"{level(res)} (the run above)", res)] + [(label(r), r) for r in runs]
     def said(r):
         return '; '.join(f"{k} {v['estimate']:+.1%} ({v['ci'][0]:+.1%} to {v['ci'][1]:+.1%})"
                          for k, v in r['comparisons'].items())
-    where = ' and on other CPUs' if any(cpu_of(r) != cpu for _, r in runs) else ''
+    where = (' and on other CPUs' if any(cpu_of(r) != cpu for _, r in runs) else '') + (
+        ' and from other warm starts' if any(other_seeds(r) for _, r in runs) else '')
     return (
         f'\n  - The same protocol at other torch kernel levels (`ATEN_CPU_CAPABILITY`){where}, mean differences with '
             'their 95% crossed-bootstrap intervals: ' + ' | '.join(f"**{lv}**: {said(r)}" + ('' if lv.endswith('above)')
