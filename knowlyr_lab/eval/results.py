@@ -87,15 +87,16 @@ def kernel_spread(name:str,            # an experiment's notebook name
     def cpu_of(r): return r['provenance'].get('cpu')
     def seeds(r): return (r.get('params') or {}).get('WARM_SEEDS')
     cpu, main_seeds = cpu_of(res), seeds(res)
-    def other_seeds(r): return bool(seeds(r)) and seeds(r) != main_seeds   # a run that records none: the main run's
+    def other_seeds(r):   # the warm starts' seeds when not the main run's ('' too for a run that records none)
+        return ', '.join(map(str, seeds(r))) if seeds(r) and seeds(r) != main_seeds else ''
     runs = [r for n in rerun_names(name, root) if (r := load_results(n, root)) is not None]
     if not runs: return ''
     # this CPU's levels first, in LEVELS' order, then other warm starts', then other CPUs'; a list: two alike both show
-    runs.sort(key=lambda r: (cpu_of(r) != cpu, cpu_of(r) or '', other_seeds(r), other_seeds(r) and str(seeds(r)),
+    runs.sort(key=lambda r: (cpu_of(r) != cpu, cpu_of(r) or '', other_seeds(r),
                              LEVELS.index(level(r)) if level(r) in LEVELS else 9))
     def label(r):
         return (level(r) + (f" on {cpu_of(r)}" if cpu_of(r) != cpu else '')
-                + (f" from warm starts {', '.join(map(str, seeds(r)))}" if other_seeds(r) else ''))
+                + (f" from warm starts {other_seeds(r)}" if other_seeds(r) else ''))
     runs = [(f"{level(res)} (the run above)", res)] + [(label(r), r) for r in runs]
     def said(r):
         return '; '.join(f"{k} {v['estimate']:+.1%} ({v['ci'][0]:+.1%} to {v['ci'][1]:+.1%})"
