@@ -12,6 +12,7 @@ import io
 import json
 import sys
 import zlib
+from itertools import takewhile
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
@@ -19,6 +20,7 @@ import orjson
 from pydantic import ValidationError
 
 from .core import KnowlyrError
+from .jsonl_spans import lines_before
 from .trajectory import AgentInfo, Observation, Outcome, Source, Step, Task, TokenUsage, ToolCall, Trajectory, canonical_json
 from .trajectory_fast import decode_fast
 
@@ -94,10 +96,11 @@ def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
                       fast:bool=False,
                       # trajectory -> (field, reason) that makes a valid record bad for the caller, or None
                       refuse=None,
+                      span:tuple|None=None, # (start, end) bytes of a plain JSONL file: the lines that start there
                      )->Iterator[Trajectory]:
     "Stream trajectories from a file, one at a time"
     if on_error not in ('raise', 'skip'): raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-    for line, rec in _iter_records(path, fast):
+    for line, rec in _iter_records(path, fast, span):
         try:
             if not fast or (t := decode_fast(rec)) is None:
                 # blank as text: text mode skips it
@@ -115,8 +118,14 @@ def read_trajectories(path,                 # .jsonl, .jsonl.gz or .parquet file
         yield t
 
 # %% ../nbs/03b_trajectory_io.ipynb #5c1d2e7a
-def _iter_records(path, binary:bool=False):
-    "(line number, raw record) pairs: 1-based lines (JSONL) or row numbers (Parquet); `binary`: JSONL lines as bytes"
+def _iter_records(path, binary:bool=False, span:tuple|None=None):
+    ("(line number, raw record) pairs: 1-based lines (JSONL) or row numbers (Parquet); `binary`: JSONL lines as bytes; "
+     "`span`: (start, end) bytes of a plain JSONL file, its lines numbered as in the whole file")
+    if span is not None:
+        with open(path, 'rb', buffering=1 << 20) as f:
+            i = lines_before(f, span[0]); f.seek(span[0])      # (a span ends where a line does)
+            yield from _byte_lines(takewhile(lambda _: f.tell() <= span[1], f), i)
+        return
     if _is_parquet(path):
         import pyarrow.parquet as pq
         pf, n = pq.ParquetFile(path), 0
@@ -133,10 +142,9 @@ def _iter_records(path, binary:bool=False):
             if not raw.isspace(): yield i, raw
 
 # %% ../nbs/03b_trajectory_io.ipynb #01c0a15f
-def _byte_lines(f)->Iterator[tuple[int, bytes|str]]:
+def _byte_lines(f, i:int=0)->Iterator[tuple[int, bytes|str]]:   # `i`: lines before the first of `f`
     ("The lines text mode reads (universal newlines: \\n, \\r\\n or a lone \\r end a line), as bytes where a line has "
      "no \\r")
-    i = 0
     for raw in f:                # (a line is never empty; `isspace` is `not strip()` without copying the line)
         if b'\r' not in raw:
             i += 1

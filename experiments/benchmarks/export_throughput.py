@@ -39,10 +39,12 @@ REF_VERSION = '0.1.2'
 # both children: the CPU time split into user and kernel (the kernel's share is mostly writing new pages into the page
 # cache), and the bytes the process wrote (/proc/self/io wchar: output and, for ours, the GRPO spool's runs)
 CHILD_SPLIT = r'''
-def _split(u0):
-    u1 = resource.getrusage(resource.RUSAGE_SELF)
+def _split(u0, k0=None):
+    u1, k1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     io = dict(l.split(': ') for l in open('/proc/self/io').read().splitlines()) if os.path.exists('/proc/self/io') else {}
-    return {'user': u1.ru_utime - u0.ru_utime, 'sys': u1.ru_stime - u0.ru_stime, 'written': int(io.get('wchar', 0))}
+    ku, ks = (k1.ru_utime - k0.ru_utime, k1.ru_stime - k0.ru_stime) if k0 else (0.0, 0.0)   # ours' export workers
+    return {'user': u1.ru_utime - u0.ru_utime + ku, 'sys': u1.ru_stime - u0.ru_stime + ks, 'workers_cpu': ku + ks,
+            'written': int(io.get('wchar', 0))}
 '''
 
 CHILD_OURS = r'''
@@ -50,10 +52,15 @@ import sys, time, resource, json, os
 from knowlyr_lab.hub.export import DatasetExporter
 path, fmt, out = sys.argv[1:4]
 kw = {'success_only': True} if fmt == 'sft' else {}
-t0, c0, u0 = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
-r = DatasetExporter(path, **kw).export(fmt, out)
-print(json.dumps({'rows': r.total, 'seconds': time.perf_counter() - t0, 'cpu': time.process_time() - c0, **_split(u0),
-                  'maxrss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+ex = DatasetExporter(path, **kw)
+n = len(ex._parts() or [0]) if fmt == 'grpo' else 1   # processes that read the input (GRPO: forked workers where it pays)
+t0, u0, k0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+r = ex.export(fmt, out)
+sp = _split(u0, k0)
+kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if n > 1 else 0
+print(json.dumps({'rows': r.total, 'seconds': time.perf_counter() - t0, 'cpu': sp['user'] + sp['sys'], **sp, 'workers': n,
+                  # peak memory: this process's, plus each worker's at the largest worker's peak (an upper bound)
+                  'maxrss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + (n if n > 1 else 0) * kids}))
 '''
 
 CHILD_REF = r'''
@@ -195,7 +202,7 @@ def main():
                 if fmt in ('sft', 'grpo'): ref.append(child(ref_py, CHILD_SPLIT + CHILD_REF, d / 'seed.jsonl', fmt, d / f"ref-{fmt}.jsonl"))
             med = lambda rs, k: statistics.median(r[k] for r in rs)
             row = {'format': fmt, 'ours_traj_per_s': a.n / med(ours, 'seconds'), 'ours_traj_per_cpu_s': a.n / med(ours, 'cpu'),
-                   'ours_peak_rss_mib': med(ours, 'maxrss_kb') / 1024, 'ours_rows': ours[0]['rows']}
+                   'ours_peak_rss_mib': med(ours, 'maxrss_kb') / 1024, 'ours_rows': ours[0]['rows'], 'ours_processes': ours[0].get('workers', 1)}
             if ref:
                 row.update(ref_traj_per_s=a.n / med(ref, 'seconds'), ref_traj_per_cpu_s=a.n / med(ref, 'cpu'),
                            ref_peak_rss_mib=med(ref, 'maxrss_kb') / 1024, ref_rows=ref[0]['rows'])
@@ -203,16 +210,20 @@ def main():
                            rss_ratio=row['ours_peak_rss_mib'] / row['ref_peak_rss_mib'])
             row['split'] = [(side, med(rs, 'user'), med(rs, 'sys'), med(rs, 'written') / 2**20) for side, rs in (('ours', ours), ('reference', ref)) if rs]
             rows.append(row)
-        keys = ['format', 'ours_traj_per_s', 'ours_traj_per_cpu_s', 'ours_peak_rss_mib', 'ours_rows', 'ref_traj_per_s', 'ref_traj_per_cpu_s',
+        keys = ['format', 'ours_processes', 'ours_traj_per_s', 'ours_traj_per_cpu_s', 'ours_peak_rss_mib', 'ours_rows', 'ref_traj_per_s', 'ref_traj_per_cpu_s',
                 'ref_peak_rss_mib', 'ref_rows', 'speed_ratio', 'cpu_speed_ratio', 'rss_ratio']
         print(f"\nmedians of {a.repeats} alternating runs")
         print(' | '.join(keys))
         for r in rows: print(' | '.join(f"{r[k]:.2f}" if isinstance(r.get(k), float) else str(r.get(k, '-')) for k in keys))
         print("speed_ratio = ours/reference trajectories per wall second, cpu_speed_ratio = per CPU second (>1: ours faster); "
               "rss_ratio = ours/reference peak RSS (<1: ours smaller). Goal (issue 41): speed >= 1.5, memory bounded.\n"
+              "ours_processes: processes that read the input (GRPO: forked workers, `DatasetExporter(workers=None)`'s default for "
+              "64 MiB or more); ours' CPU time and peak RSS include theirs (peak: this process's plus each worker's at the largest "
+              "worker's peak, an upper bound).\n"
               "Rows differ in kind: ours are TRL chat rows (messages with tool calls, tool schemas, step rewards), validated against "
               "the trajectory schema on the way in; the reference writes step text from unvalidated dicts and keeps every record in memory.")
-        print(f"\nwhere the CPU time goes (medians of {a.repeats}): user and kernel seconds, MiB written (output, and ours' GRPO spool runs)")
+        print(f"\nwhere the CPU time goes (medians of {a.repeats}): user and kernel seconds, MiB written (output, and ours' GRPO "
+              "spool runs; ours: its workers' included)")
         for r in rows:
             for side, u, k, w in r['split']: print(f"{r['format']:5} {side:9}  user {u:6.2f} s  kernel {k:5.2f} s  written {w:7.0f} MiB")
             if len(r['split']) == 2: print(f"{r['format']:5} user-time ratio (reference / ours): {r['split'][1][1] / r['split'][0][1]:.2f}")

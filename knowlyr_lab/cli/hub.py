@@ -70,6 +70,7 @@ def _export_parser(sub):
     e.add_argument('--system-prompt', default=None, help=ed['system_prompt'])
     e.add_argument('--system', dest='system_prompt', help=argparse.SUPPRESS)   # deprecated spelling of --system-prompt
     e.add_argument('--push-to-hub', default=None, help='hf format: repo id to push to')
+    e.add_argument('--workers', type=int, default=None, help=ed['workers'])
     _template_flag(e, ed['template_defaults'])
 
 # %% ../../nbs/93_cli_hub.ipynb #bbefca60
@@ -172,7 +173,7 @@ def _export(a)->dict:
     from knowlyr_lab.hub.export import DatasetExporter, ExportFilter
     filt = ExportFilter(min_reward=a.min_reward, success_only=a.success_only, domains=a.domain, agents=a.agent)
     ex = DatasetExporter(a.trajectories, preferences=a.preferences, filter=filt, test_fraction=a.test_fraction,
-                         system_prompt=a.system_prompt, group_by=a.group_by,
+                         system_prompt=a.system_prompt, group_by=a.group_by, workers=a.workers,
                          template_defaults=dict(a.template_defaults) if a.template_defaults else None)
     kw = ({'push_to_hub': a.push_to_hub} if a.format == 'hf' else {'min_margin': a.min_margin}
           if a.min_margin is not None else {})

@@ -15,6 +15,7 @@ import shutil
 import sqlite3
 import struct
 import tempfile
+import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -37,6 +38,7 @@ class SplitWriter:
                  res):           # the export's result: its `paths` and `counts` dicts are filled
         self.out, self.res, self.files = out, res, {}
         self.tool_lists, self._last = {}, {}   # split -> its rows' distinct `tools` lists, by JSON
+        self._removing = []                    # threads removing earlier exports' files
 
 # %% ../../nbs/41b_hub_spool.ipynb #a7ff9e54
 @patch
@@ -44,8 +46,18 @@ def write_line(self:SplitWriter, split:str, line:bytes):
     "Append `line` (a row's JSON and its newline) to the file of `split`"
     if split not in self.files:
         p = self.out / f"{split}.jsonl"
+        self._set_aside(p)
         self.files[split] = open(p, 'wb', buffering=1 << 20); self.res.paths[split] = str(p); self.res.counts[split] = 0
     self.files[split].write(line); self.res.counts[split] += 1
+
+# %% ../../nbs/41b_hub_spool.ipynb #2ed66c42
+@patch
+def _set_aside(self:SplitWriter, p:Path):
+    "Move an earlier export's file `p` (or link) aside, to be removed by a thread of its own (freeing its blocks)"
+    if not (p.is_symlink() or p.is_file()): return      # nothing there, or what is no file: opening it says so
+    p.rename((d := Path(tempfile.mkdtemp(prefix='.tmp-spool-', dir=self.out))) / p.name)   # (left by a kill: removed next)
+    t = threading.Thread(target=shutil.rmtree, args=(d,), kwargs={'ignore_errors': True}, daemon=True)
+    t.start(); self._removing.append(t)
 
 # %% ../../nbs/41b_hub_spool.ipynb #333105e8
 def _past_64_bits(row:dict)->tuple|None:
@@ -96,8 +108,9 @@ def write(self:SplitWriter, split:str, row:dict|bytes):
 # %% ../../nbs/41b_hub_spool.ipynb #3a71354a
 @patch
 def close(self:SplitWriter):
-    "Close every split's file"
+    "Close every split's file; wait for the earlier files to be removed"
     for f in self.files.values(): f.close()
+    for t in self._removing: t.join()
 
 # %% ../../nbs/41b_hub_spool.ipynb #33fe5ca5
 class ParquetWriter(SplitWriter):
@@ -208,7 +221,7 @@ class RunSpool:
                  fan_in:int=128):         # most runs merged at a time
         self.dir = spool_dir(out)
         self.run_bytes, self.fan_in, self.runs, self.made = run_bytes, fan_in, [], 0
-        self.buf, self.size, self.n = {}, 0, 0
+        self.buf, self.size, self.n, self.name = {}, 0, 0, 'run-'
 
 # %% ../../nbs/41b_hub_spool.ipynb #1f26ee83
 @patch
@@ -233,7 +246,7 @@ _RUN_HEAD = struct.Struct('<IIIQ')   # lengths of the group key and the split, t
 @patch
 def _write(self:RunSpool, recs)->Path:
     "Write (grp, seq, split, bodies) records, in order, as one run file"
-    p, self.made = self.dir / f"run-{self.made}", self.made + 1
+    p, self.made = self.dir / f"{self.name}{self.made}", self.made + 1
     with open(p, 'wb', buffering=1 << 20) as f:
         for grp, seq, split, bodies in recs:
             g, s = grp.encode(), split.encode()
@@ -273,6 +286,20 @@ def groups(self:RunSpool, keyed:bool=False)->Iterator[tuple]:  # noqa: F811 (@pa
         if not group: split = sp
         cur = grp; group.extend(bodies)
     if group: yield (cur, split, group) if keyed else (split, group)
+
+# %% ../../nbs/41b_hub_spool.ipynb #a85035d8
+@patch
+def part(self:RunSpool, i:int)->RunSpool:
+    "The spool of the `i`-th part of an input: its runs go to this spool's directory, its arrivals after earlier parts'"
+    p = object.__new__(RunSpool); vars(p).update(vars(self), runs=[], made=0, buf={}, size=0, n=i << 40, name=f"run{i}-")
+    return p
+
+# %% ../../nbs/41b_hub_spool.ipynb #f40fea46
+@patch
+def runs_done(self:RunSpool)->list[Path]:
+    "Its runs, what is left in the buffer written as the last (a part's: the whole spool merges them with its own)"
+    if self.buf: self._write(self._taken())
+    return self.runs
 
 # %% ../../nbs/41b_hub_spool.ipynb #b00ab5cd
 @patch

@@ -22,6 +22,7 @@ from fastcore.basics import patch, store_attr
 from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, task_group
 from .arrow_json import check_rewritten, rewrites_tools
 from .export_filter import FORMATS, ExportChecks, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, export_warnings, quarantine_refused
+from .parts import spool_in_parts
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
 from .template_kwargs import same_template_kwargs
 from ..reward.preferences import PreferenceReport, build_preferences
@@ -52,9 +53,10 @@ class DatasetExporter:
                  tools:list|dict|None=None,          # tool schemas (list, or env_id -> list); default: from the env
                  group_by:str|Callable|None=None,    # tasks with one value of this field share a split, as in split_tasks
                  template_defaults:dict|None=None,   # chat template variable -> its value where none was served
+                 workers:int|None=None,              # processes reading a GRPO export's JSONL input (None: `input_parts`)
                  **filter_kw):                       # shortcuts for ExportFilter fields (min_reward=..., success_only=...)
         if not 0 <= test_fraction <= 1: raise ExportError(f"test_fraction must be in [0, 1], got {test_fraction}")
-        store_attr('trajectories,preferences,test_fraction,split_seed,group_by,system_prompt,template_defaults')
+        store_attr('trajectories,preferences,test_fraction,split_seed,group_by,system_prompt,template_defaults,workers')
         self.filter = filter or ExportFilter(**filter_kw)
         self.tools = ToolResolver(tools)
         self._splitter = TaskSplitter(test_fraction, split_seed, group_by)
@@ -68,8 +70,8 @@ def split(self:DatasetExporter, t:Trajectory)->str:
 
 # %% ../../nbs/42_hub_export.ipynb #b04c1a83
 @patch
-def _source(self:DatasetExporter, errors:list, quarantine:Path, fast:bool=False)->Iterator[Trajectory]:
-    "The input's valid trajectories; `fast`: msgspec mirrors where msgspec takes a record (for the row functions)"
+def _source(self:DatasetExporter, errors:list, quarantine:Path, fast:bool=False, spans=None)->Iterator[Trajectory]:
+    "The input's valid trajectories (`spans`: of those parts of files); `fast`: msgspec mirrors where msgspec takes them"
     if not isinstance(self.trajectories, (str, Path)):
         for i, t in enumerate(self.trajectories, 1):
             if not isinstance(t, Trajectory):
@@ -79,19 +81,17 @@ def _source(self:DatasetExporter, errors:list, quarantine:Path, fast:bool=False)
             if (why := self._checks(t)) is None: yield t
             else: quarantine_refused(t, i, why, errors, quarantine)
         return
-    for f in input_files(self.trajectories):
+    for f, span in (spans if spans is not None else ((f, None) for f in input_files(self.trajectories))):
         n = 0
-        recs = read_trajectories(f, on_error='skip', quarantine=quarantine, errors=errors, fast=fast, refuse=self._checks)
         try:
-            for t in recs:
-                n += 1; yield t
+            for t in read_trajectories(f, 'skip', quarantine, errors, fast, self._checks, span): n += 1; yield t
         except unreadable() as e: quarantine_file(f, n, e, errors, quarantine)   # keep what was read
 
 # %% ../../nbs/42_hub_export.ipynb #e0203352
 @patch
-def _kept(self:DatasetExporter, res:ExportResult, errors, quarantine, fast:bool=False)->Iterator[Trajectory]:
-    "The input's trajectories that pass the filter, counted in `res.read` (and by reason in `res.skipped`)"
-    for t in self._source(errors, quarantine, fast):
+def _kept(self:DatasetExporter, res:ExportResult, errors, quarantine, fast=False, spans=None)->Iterator[Trajectory]:
+    "The input's trajectories (`spans`: of those parts) that pass the filter, counted in `res.read` and `res.skipped`"
+    for t in self._source(errors, quarantine, fast, spans):
         res.read += 1
         why = self.filter.reason(t)
         if why: _count(res.skipped, why)
@@ -121,7 +121,7 @@ def _export_jsonl(self:DatasetExporter, format:str, output_dir,
     try:
         kept = self._kept(res, errors, quarantine, format in _FAST)
         if format in _ROW: self._write_rows(format, kept, w, res)
-        else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs)
+        else: self._write_spooled(format, kept, w, res, group_size, min_group, pairs, errors, quarantine)
     finally: w.close()
     if self._checks.served and format not in _TASK_ROW: same_template_kwargs(res.paths, self.template_defaults, res.warnings)
     if format == 'openai' and (self._checks.rewritten or rewrites_tools(w.tool_lists)): check_rewritten(res.paths)
@@ -144,11 +144,12 @@ def _write_rows(self:DatasetExporter, format:str, kept:Iterator[Trajectory], w:S
 # %% ../../nbs/42_hub_export.ipynb #ec12be89
 @patch
 def _write_spooled(self:DatasetExporter, format:str, kept, w, res:ExportResult,
-                   group_size:int, min_group:int, pairs:dict):
-    "Spool the kept trajectories, then write a row per pair, GRPO group or task"
+                   group_size:int, min_group:int, pairs:dict, errors:list|None=None, quarantine:Path|None=None):
+    "Spool the kept trajectories (GRPO: read in parts where it pays), then write a row per pair, GRPO group or task"
     spool = (RunSpool if format == 'grpo' else Spool)(w.out)
     try:
-        tools_json = self._spool_kept(format, kept, spool)
+        parted = format == 'grpo' and errors is not None and spool_in_parts(self, spool, res, errors, quarantine)
+        tools_json = parted if isinstance(parted, dict) else self._spool_kept(format, kept, spool)
         if format in ('dpo', 'dpo-seed'): self._write_pairs(format, spool, w, res, pairs)
         elif format == 'grpo': self._write_groups(spool, w, res, tools_json, group_size, min_group)
         else: self._write_tasks(format, spool, w, res)
@@ -156,8 +157,8 @@ def _write_spooled(self:DatasetExporter, format:str, kept, w, res:ExportResult,
 
 # %% ../../nbs/42_hub_export.ipynb #c5b3a109
 @patch
-def _spool_members(self:DatasetExporter, kept, spool)->dict:
-    "Spool each kept trajectory as a GRPO member; the tool lists by number"
+def _spool_members(self:DatasetExporter, kept, spool, first:int=0)->dict:
+    "Spool each kept trajectory as a GRPO member; the tool lists by number (from `first`)"
     tools_ref, keys, held = {}, {}, 0
     for t in kept:
         task = t.task
@@ -169,7 +170,7 @@ def _spool_members(self:DatasetExporter, kept, spool)->dict:
             prompt = orjson.dumps(prompt_messages(t, self.system_prompt))
             ks = keys[k] = grpo_key(task.id, prompt, task_key(task), k[3] if kw else b''), self.split(t)
             held += len(ks[0])
-        tools = tools_ref.setdefault(self.tools.json(t), len(tools_ref))
+        tools = tools_ref.setdefault(self.tools.json(t), first + len(tools_ref))
         spool.add(ks[0], t.id, ks[1], grpo_body(trajectory_score(t), tools, t.id, grpo_completion_json(t)))
     return {v: k for k, v in tools_ref.items()}
 
