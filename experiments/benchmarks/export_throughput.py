@@ -50,10 +50,11 @@ def _split(u0, k0=None):
 CHILD_OURS = r'''
 import sys, time, resource, json, os
 from knowlyr_lab.hub.export import DatasetExporter
+from knowlyr_lab.hub.parts import input_parts
 path, fmt, out = sys.argv[1:4]
 kw = {'success_only': True} if fmt == 'sft' else {}
 ex = DatasetExporter(path, **kw)
-n = len(ex._parts() or [0]) if fmt == 'grpo' else 1   # processes that read the input (GRPO: forked workers where it pays)
+n = len(input_parts(path, None) or [0]) if fmt == 'grpo' else 1   # processes that read the input (GRPO: forked workers)
 t0, u0, k0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 r = ex.export(fmt, out)
 sp = _split(u0, k0)
