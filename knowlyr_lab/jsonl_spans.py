@@ -36,7 +36,7 @@ def line_start(f, at:int)->int:
 def jsonl_spans(paths:list, # plain JSONL files, in the order they are read
                 n:int,      # the parts
                )->list[list[tuple]]:
-    "`paths` cut at line starts into `n` parts of about equal bytes: each part's (path, (start, end)) spans, in order"
+    "`paths` cut at line starts into `n` parts of about equal bytes: each part's (path, (start, end)) spans (None: EOF)"
     sizes = [Path(p).stat().st_size for p in paths]
     total, base, k, parts = sum(sizes), 0, 0, [[] for _ in range(n)]
     for p, size in zip(paths, sizes):
@@ -46,6 +46,6 @@ def jsonl_spans(paths:list, # plain JSONL files, in the order they are read
                 at = line_start(f, max(cut - base, start))
                 if at > start: parts[k].append((p, (start, at)))
                 start, k = at, k + 1
-        if size > start: parts[k].append((p, (start, size)))
+        if size > start: parts[k].append((p, (start, None)))      # the rest: to its end, as a reader reads it
         base += size
     return parts

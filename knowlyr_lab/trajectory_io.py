@@ -123,8 +123,8 @@ def _iter_records(path, binary:bool=False, span:tuple|None=None):
      "`span`: (start, end) bytes of a plain JSONL file, its lines numbered as in the whole file")
     if span is not None:
         with open(path, 'rb', buffering=1 << 20) as f:
-            i = lines_before(f, span[0]); f.seek(span[0])      # (a span ends where a line does)
-            yield from _byte_lines(takewhile(lambda _: f.tell() <= span[1], f), i)
+            i, end = lines_before(f, span[0]), span[1]; f.seek(span[0])      # (a span ends where a line does)
+            yield from _byte_lines(f if end is None else takewhile(lambda _: f.tell() <= end, f), i)
         return
     if _is_parquet(path):
         import pyarrow.parquet as pq

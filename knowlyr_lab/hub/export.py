@@ -22,7 +22,7 @@ from fastcore.basics import patch, store_attr
 from ._spool import ParquetWriter, RunSpool, SplitWriter, Spool, grpo_body, grpo_key, grpo_row_json, task_group
 from .arrow_json import check_rewritten, rewrites_tools
 from .export_filter import FORMATS, ExportChecks, ExportError, ExportFilter, ExportResult, check_export_settings, explain_empty, export_split, export_warnings, quarantine_refused
-from .parts import spool_in_parts
+from .parts import check_workers, spool_in_parts
 from .rows import ToolResolver, benchmark_row, dpo_row, dpo_seed_row, grpo_completion_json, openai_row, prompt_messages, sft_agent_row, sft_row_json, skyrl_row, verl_row
 from .template_kwargs import same_template_kwargs
 from ..reward.preferences import PreferenceReport, build_preferences
@@ -56,9 +56,9 @@ class DatasetExporter:
                  workers:int|None=None,              # processes reading a GRPO export's JSONL input (None: `input_parts`)
                  **filter_kw):                       # shortcuts for ExportFilter fields (min_reward=..., success_only=...)
         if not 0 <= test_fraction <= 1: raise ExportError(f"test_fraction must be in [0, 1], got {test_fraction}")
-        store_attr('trajectories,preferences,test_fraction,split_seed,group_by,system_prompt,template_defaults,workers')
+        store_attr('trajectories,preferences,test_fraction,split_seed,group_by,system_prompt,template_defaults')
         self.filter = filter or ExportFilter(**filter_kw)
-        self.tools = ToolResolver(tools)
+        self.tools, self.workers = ToolResolver(tools), check_workers(workers)
         self._splitter = TaskSplitter(test_fraction, split_seed, group_by)
         self._checks = ExportChecks()                # what a trajectory read must pass (`_source`)
 

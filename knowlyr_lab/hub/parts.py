@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import shutil
+import sys
 import threading
+import traceback
 from pathlib import Path
 
 from ._spool import RunSpool
@@ -19,16 +22,18 @@ from ..jsonl_spans import jsonl_spans
 from ..trajectory_io import TrajectoryError
 
 # %% auto #0
-__all__ = ['in_forks', 'input_parts', 'spool_in_parts']
+__all__ = ['in_forks', 'check_workers', 'input_parts', 'spool_in_parts']
 
 # %% ../../nbs/41d_hub_parts.ipynb #79a4c8aa
 def _forked(fn, args, conn):
     "Run `fn(*args)` in a forked worker and send back (True, its result) or (False, its error)"
     try: out = (True, fn(*args))
-    except BaseException as e: out = (False, e)
+    except BaseException as e:
+        e.add_note(f"(raised in export worker {os.getpid()}:)\n" + ''.join(traceback.format_exception(e)))
+        try: pickle.loads(pickle.dumps(e)); out = (False, e)     # what the parent cannot rebuild: said in words
+        except Exception: out = (False, ExportError(f"an export worker's {type(e).__name__}: {e}"))
     try: conn.send(out)
-    except Exception as e:                     # what cannot be pickled: said in words
-        conn.send((False, ExportError(f"an export worker's {type(out[1]).__name__}: {out[1]} ({e})")))
+    except Exception as e: conn.send((False, ExportError(f"an export worker's result could not be sent back: {e}")))
 
 # %% ../../nbs/41d_hub_parts.ipynb #1649ea62
 def in_forks(fn, calls:list)->list:
@@ -43,6 +48,7 @@ def in_forks(fn, calls:list)->list:
             try: ok, v = r.recv()
             except EOFError:
                 p.join(); raise ExportError(f"an export worker died (exit code {p.exitcode})") from None
+            except Exception as e: raise ExportError(f"an export worker's answer could not be read: {e}") from e
             if not ok: raise v
             outs.append(v)
         return outs
@@ -53,22 +59,30 @@ def in_forks(fn, calls:list)->list:
 
 # %% ../../nbs/41d_hub_parts.ipynb #76dec1e7
 _PARALLEL_BYTES, _MOST_WORKERS = 64 << 20, 4     # inputs this large are read in parts by default, by at most this many
+_MOST_PARTS = 256                                # a part's tool lists are numbered from `i << 24`, in 32 bits
+
+# %% ../../nbs/41d_hub_parts.ipynb #370bc60f
+def check_workers(workers)->int|None:
+    "`workers` if it is a number of processes an export can read its input with (or None), else an `ExportError`"
+    if workers is None or (type(workers) is int and 1 <= workers <= _MOST_PARTS): return workers
+    raise ExportError(f"workers must be a whole number from 1 to {_MOST_PARTS} (or None: as pays), not {workers!r}")
 
 # %% ../../nbs/41d_hub_parts.ipynb #4a829652
 def input_parts(src,                 # the export's input: a file, a directory, or an iterable of trajectories
                 workers:int|None,    # processes to read it (None: as above)
                )->list|None:
     "The parts of a JSONL input that workers read, each a list of (file, (start, end)) spans; None: one process"
-    if workers is not None and (type(workers) is not int or workers < 1):
-        raise ExportError(f"workers must be 1 or more processes (or None: as many as pay), got {workers!r}")
-    if workers == 1 or not isinstance(src, (str, Path)) or 'fork' not in mp.get_all_start_methods(): return None
-    files = input_files(src)
-    if not files or any(not f.name.endswith('.jsonl') for f in files): return None      # .gz and Parquet: no spans
+    if check_workers(workers) == 1 or not isinstance(src, (str, Path)): return None
+    if 'fork' not in mp.get_all_start_methods() or mp.current_process().daemon: return None   # (a daemon: no children)
+    files = input_files(src)       # .gz, Parquet, what is no regular file (a FIFO): one process, as it reads them
+    if not files or any(not f.name.endswith('.jsonl') or not f.is_file() for f in files): return None
     if workers is None:
-        if sum(f.stat().st_size for f in files) < _PARALLEL_BYTES or threading.active_count() > 1: return None
+        if not sys.platform.startswith('linux') or threading.active_count() > 1: return None   # macOS: fork-unsafe
+        if sum(f.stat().st_size for f in files) < _PARALLEL_BYTES: return None
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
         workers = min(cpus, _MOST_WORKERS)
-    parts = [p for p in jsonl_spans(files, workers) if p]
+    try: parts = [p for p in jsonl_spans(files, workers) if p]
+    except OSError: return None                      # a file it cannot open: one process says so, as for any
     return parts if len(parts) > 1 else None
 
 # %% ../../nbs/41d_hub_parts.ipynb #b43846aa
@@ -82,13 +96,14 @@ def _spool_part(ex, i:int, spans:list, spool:RunSpool, quarantine:Path)->dict:
 
 # %% ../../nbs/41d_hub_parts.ipynb #085efdf2
 def spool_in_parts(ex, spool:RunSpool,  # a `DatasetExporter` (its input read in parts: `input_parts`), its spool
-                   res:ExportResult, errors:list, quarantine:Path)->dict|None:  # the export's result, errors, quarantine
+                   res:ExportResult, errors:list, quarantine:Path)->dict|None: # the export's result, errors, quarantine
     ("Spool the GRPO members of the parts of `ex`'s input, each part by a forked worker, their counts taken into "
-     "`res`; the tool lists by number (None: one process reads it, or a file broke off: nothing taken, as if so)")
+     "`res`; the tool lists by number (None: one process reads it, or a file broke off, or a part numbered 2**24 tool "
+     "lists: nothing taken, as if so)")
     if not (parts := input_parts(ex.trajectories, ex.workers)): return None
     qs = [spool.dir / f"quarantine-{i}.jsonl" for i in range(len(parts))]
     outs = in_forks(_spool_part, [(ex, i, s, spool, q) for i, (s, q) in enumerate(zip(parts, qs))])
-    if any(e[3] == '(file)' for o in outs for e in o['errors']):
+    if any(e[3] == '(file)' for o in outs for e in o['errors']) or max(len(o['tools']) for o in outs) >= 1 << 24:
         for p in spool.dir.iterdir(): p.unlink()
         return None
     tools = {}
