@@ -14,11 +14,12 @@ __all__ = ['lines_before', 'line_start', 'jsonl_spans']
 
 # %% ../nbs/03ab_jsonl_spans.ipynb #933cdb6e
 def lines_before(f, end:int)->int:
-    "The lines text mode reads in the first `end` bytes of binary file `f`, which end with a line's end"
+    "The lines text mode reads in the first `end` bytes of binary file `f` (which end a line)"
     f.seek(0); n, cr, left = 0, False, end
     while left > 0 and (b := f.read(min(left, 1 << 24))):
         left -= len(b)
-        n += b.count(b'\n') + b.count(b'\r') - b.count(b'\r\n') - (cr and b[:1] == b'\n')   # \r\n: one end
+        n += b.count(b'\n') - (cr and b[:1] == b'\n')      # \r\n across two reads
+        if b'\r' in b: n += b.count(b'\r') - b.count(b'\r\n')
         cr = b[-1:] == b'\r'
     return n
 
