@@ -167,17 +167,19 @@ def worker(impl, fmt, path, seed_dir):
     if os.environ.get('RECORDER_BENCH_PROFILE'):
         import cProfile
         prof = cProfile.Profile()
-    if impl == 'floor':   # the least a validated trajectory of this input costs (OpenHands only): see `floor`
+    if impl.startswith('floor'):   # the least a validated trajectory of this input costs (OpenHands only): see `floor`
         import gc
 
         import knowlyr_lab.trajectory  # noqa: F401 (imported before the clock starts, as ours)
+        import knowlyr_lab.trajectory_fast  # noqa: F401
+        schema = impl.partition('-')[2] or 'pydantic'
         base = _rss_mb(); t0 = time.perf_counter(); c0 = time.process_time()
         was = gc.isenabled(); gc.disable()   # as ours (`_collector_paused`)
-        try: t = floor(path)
+        try: t = floor(path, schema)
         finally:
             if was: gc.enable()
         dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-        n, steps, extra = 1, len(t.steps), {}
+        n, steps, extra = 1, (t if schema == 'parse' else len(t.steps)), {}
     elif impl.startswith('ours'):
         from knowlyr_lab.recorder.base import get_adapter
         from knowlyr_lab.recorder.convert import convert
@@ -206,16 +208,23 @@ def worker(impl, fmt, path, seed_dir):
         pstats.Stats(prof, stream=sys.stderr).sort_stats('tottime').print_stats(int(os.environ['RECORDER_BENCH_PROFILE']))
     print(json.dumps({'n': n, 'steps': steps, 'seconds': dt, 'cpu': cpu, 'rss_mb': _rss_mb(), 'base_rss_mb': base, **extra}))
 
-def floor(path):
+def floor(path, schema='pydantic'):
     """A lower bound, not a converter: the benchmark's OpenHands events read with orjson, each run action/observation
     pair mapped to a step dict by straight indexing (no checks, no report, no redaction, no fallbacks: only this
     generator's shape is read), and the whole trajectory validated once by the schema (`Trajectory.model_validate`,
-    pydantic-core, its content hash included). What a converter that validates once could not go below."""
+    pydantic-core, its content hash included). What a converter that validates once could not go below.
+    `schema='msgspec'`: validated instead by the schema's msgspec mirror (`trajectory_fast._Trajectory`, the same
+    fields and constraints, no pydantic model built) with the same content hash: what a package-wide msgspec schema
+    could reach. `schema='parse'`: the lines read and parsed by orjson, nothing else (returns the number of steps)."""
     from datetime import datetime, timezone
 
+    import msgspec
     import orjson
 
     from knowlyr_lab.trajectory import Trajectory
+    from knowlyr_lab.trajectory_fast import _Trajectory
+    if schema == 'parse':
+        with open(path, 'rb') as f: return sum(1 for line in f if orjson.loads(line).get('action') == 'run')
     secs = lambda ts: datetime.fromisoformat(ts).replace(tzinfo=timezone.utc).timestamp()
     steps, by_id, first = [], {}, None
     with open(path, 'rb') as f:
@@ -235,9 +244,12 @@ def floor(path):
                 s['t_end'] = secs(ev['timestamp'])
                 s['metadata'].update(observation_metadata=meta, observation_event_id=ev['id'])
             else: first = ev
-    return Trajectory.model_validate({'task': {'id': Path(path).stem, 'instruction': first['args']['content'], 'domain': 'coding'},
-                                      'agent': {'name': 'openhands'}, 'source': {'format': 'openhands', 'path': str(path)},
-                                      'steps': steps})
+    doc = {'task': {'id': Path(path).stem, 'instruction': first['args']['content'], 'domain': 'coding'},
+           'agent': {'name': 'openhands'}, 'source': {'format': 'openhands', 'path': str(path)}, 'steps': steps}
+    if schema == 'pydantic': return Trajectory.model_validate(doc)
+    t = msgspec.convert(doc, _Trajectory)
+    t.id = Trajectory.content_hash(t)   # the hash reads attributes only: the same text, so the same id
+    return t
 
 def run_worker(impl, fmt, path, ref_python, profile=0):
     exe = ref_python if impl == 'seed' else sys.executable
@@ -289,7 +301,8 @@ def main():
     ap.add_argument('--repeat', type=int, default=3, help='runs per measurement (the median is printed)')
     ap.add_argument('--profile', type=int, default=0, help='print the N functions with the most own time of one extra run of each side')
     ap.add_argument('--cli', action='store_true', help='also time CLI calls (start-up, and a whole convert of a small log)')
-    ap.add_argument('--floor', action='store_true', help="also time `floor` (OpenHands): a lower bound for any converter that validates the trajectory once")
+    ap.add_argument('--floor', action='store_true', help="also time `floor` (OpenHands): lower bounds for any converter that validates the trajectory once "
+                    "(by pydantic, by the msgspec mirror) and for parsing alone")
     ap.add_argument('--worker', nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker: return worker(*a.worker)
@@ -315,7 +328,7 @@ def main():
             try: path, _ = FORMATS[fmt](d, size)
             except FileNotFoundError as e: print(f"{fmt}: skipped ({e})"); continue
             mb = _size(path) / 2**20
-            impls = ['ours', 'ours-noredact'] + (['floor'] if a.floor and fmt == 'openhands' else []) + (['seed'] if ref and fmt in SEED_ADAPTER else [])
+            impls = ['ours', 'ours-noredact'] + (['floor', 'floor-msgspec', 'floor-parse'] if a.floor and fmt == 'openhands' else []) + (['seed'] if ref and fmt in SEED_ADAPTER else [])
             res = {}
             for i in impls:
                 runs = [run_worker(i, fmt, path, ref) for _ in range(a.repeat)]
@@ -335,10 +348,12 @@ def main():
                       + f"; (cpu): ours (redacting) x{s['cpu'] / o['cpu']:.2f}"
                       + (f", ours without redaction x{s['cpu'] / n['cpu']:.2f}" if n else '')
                       + f"; steps {o['steps']} vs {s['steps']}", flush=True)
-                if 'floor' in res:
-                    fl = res['floor']
-                    print(f"{'':16} floor (validated once, nothing else) vs reference: wall x{s['seconds'] / fl['seconds']:.2f}, "
-                          f"cpu x{s['cpu'] / fl['cpu']:.2f}; steps {fl['steps']}", flush=True)
+                for k, what in (('floor', 'validated once by pydantic, nothing else'), ('floor-msgspec', 'validated once by the msgspec mirror'),
+                                ('floor-parse', 'orjson parse only')):
+                    if k in res:
+                        fl = res[k]
+                        print(f"{'':16} {k} ({what}) vs reference: wall x{s['seconds'] / fl['seconds']:.2f}, "
+                              f"cpu x{s['cpu'] / fl['cpu']:.2f}; steps {fl['steps']}", flush=True)
             if fmt == 'openai-chat-doc' and 'ours' in res:
                 with open(path) as f: biggest = max(len(l) for l in f) / 2**20
                 o = res['ours']
