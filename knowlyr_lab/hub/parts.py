@@ -7,10 +7,12 @@ Docs: https://knowlyr.github.io/knowlyr-lab/hub_parts.html.md"""
 # %% ../../nbs/41d_hub_parts.ipynb #c413deb7
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import pickle
 import shutil
+import signal
 import sys
 import threading
 import traceback
@@ -24,9 +26,17 @@ from ..trajectory_io import TrajectoryError
 # %% auto #0
 __all__ = ['in_forks', 'check_workers', 'input_parts', 'spool_in_parts']
 
+# %% ../../nbs/41d_hub_parts.ipynb #0b8eae36
+def _die_with(parent:int):
+    "Have the kernel kill this forked worker when `parent` (its parent) dies, by any signal (Linux; elsewhere nothing)"
+    try: ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)        # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError): return
+    if os.getppid() != parent: os._exit(1)                                  # it died before that
+
 # %% ../../nbs/41d_hub_parts.ipynb #79a4c8aa
-def _forked(fn, args, conn):
-    "Run `fn(*args)` in a forked worker and send back (True, its result) or (False, its error)"
+def _forked(fn, args, conn, parent:int):
+    "Run `fn(*args)` in a forked worker of `parent` and send back (True, its result) or (False, its error)"
+    _die_with(parent)
     try: out = (True, fn(*args))
     except BaseException as e:
         e.add_note(f"(raised in export worker {os.getpid()}:)\n" + ''.join(traceback.format_exception(e)))
@@ -38,11 +48,11 @@ def _forked(fn, args, conn):
 # %% ../../nbs/41d_hub_parts.ipynb #1649ea62
 def in_forks(fn, calls:list)->list:
     "`fn(*args)` for each `args` of `calls`, each in a forked process; the results in order (a worker's error raised)"
-    ctx, procs = mp.get_context('fork'), []
+    ctx, procs, me = mp.get_context('fork'), [], os.getpid()
     try:
         for args in calls:
             r, w = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_forked, args=(fn, args, w), daemon=True); p.start(); w.close(); procs.append((p, r))
+            p = ctx.Process(target=_forked, args=(fn, args, w, me), daemon=True); p.start(); w.close(); procs.append((p, r))
         outs = []
         for p, r in procs:
             try: ok, v = r.recv()
