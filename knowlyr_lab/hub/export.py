@@ -144,12 +144,12 @@ def _write_rows(self:DatasetExporter, format:str, kept:Iterator[Trajectory], w:S
 # %% ../../nbs/42_hub_export.ipynb #ec12be89
 @patch
 def _write_spooled(self:DatasetExporter, format:str, kept, w, res:ExportResult,
-                   group_size:int, min_group:int, pairs:dict, errors:list|None=None, quarantine:Path|None=None):
+                   group_size:int, min_group:int, pairs:dict, errors:list, quarantine:Path):
     "Spool the kept trajectories (GRPO: read in parts where it pays), then write a row per pair, GRPO group or task"
     spool = (RunSpool if format == 'grpo' else Spool)(w.out)
     try:
-        parted = format == 'grpo' and errors is not None and spool_in_parts(self, spool, res, errors, quarantine)
-        tools_json = parted if isinstance(parted, dict) else self._spool_kept(format, kept, spool)
+        parted = spool_in_parts(self, spool, res, errors, quarantine) if format == 'grpo' else None
+        tools_json = parted if parted is not None else self._spool_kept(format, kept, spool)
         if format in ('dpo', 'dpo-seed'): self._write_pairs(format, spool, w, res, pairs)
         elif format == 'grpo': self._write_groups(spool, w, res, tools_json, group_size, min_group)
         else: self._write_tasks(format, spool, w, res)
